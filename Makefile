@@ -1,0 +1,47 @@
+# Two commands do all set-up on a fresh machine (Debian, run as root):
+#   make demo   validate and apply the examples into an embedded catalog
+#   make test   run the whole test suite (real ZooKeeper included)
+# Both are idempotent.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+APT_PACKAGES := zookeeper default-jre-headless
+
+.PHONY: demo test setup system-deps venv clean bench
+
+setup: system-deps venv
+
+# apt-get only when something is missing, so a second run is quick and offline.
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: setup
+	$(BIN)/pytest -q
+
+demo: setup
+	@bash examples/demo.sh
+
+bench: setup
+	$(BIN)/python bench/catalog.py
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache boreas-catalog.db*

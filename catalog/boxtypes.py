@@ -1,0 +1,310 @@
+"""The registry of box types: port arity, parameters, output schemas.
+
+Validation asks the registry three things about a box: is its type known,
+are its ports and parameters right, and what schema does each out stream
+carry given the schemas of its in streams.  Each built-in type answers in
+one small function; other parts of Boreas (the M3 compiler) register more.
+
+Usage::
+
+    registry = builtin_registry()
+    registry.register(BoxType("m3", min_inputs=1, max_inputs=None,
+                              required=("sql",), infer=infer_m3))
+    out_schemas = registry.infer(box, [packet_schema])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .expressions import ExpressionError, Scope, check_fields, infer_type, parse_expression
+from .model import Box, Field, FieldType, Schema
+
+
+class BoxError(ValueError):
+    """A box is wrong for its type; the message is one line."""
+
+
+InferFn = Callable[[Box, list[Schema]], list[Schema]]
+
+
+@dataclass(frozen=True, slots=True)
+class BoxType:
+    name: str
+    infer: InferFn
+    min_inputs: int = 1
+    max_inputs: int | None = 1
+    required: tuple[str, ...] = ()
+    summary: str = ""
+
+
+class BoxTypeRegistry:
+    """Box types by name.  Build one with :func:`builtin_registry`."""
+
+    def __init__(self, types: Iterable[BoxType] = ()):
+        self._types: dict[str, BoxType] = {}
+        for box_type in types:
+            self.register(box_type)
+
+    def register(self, box_type: BoxType) -> None:
+        self._types[box_type.name] = box_type
+
+    def names(self) -> list[str]:
+        return sorted(self._types)
+
+    def get(self, name: str) -> BoxType | None:
+        return self._types.get(name)
+
+    def check_shape(self, box: Box) -> list[str]:
+        """Problems with the box's type, arity and required parameters."""
+        box_type = self._types.get(box.type)
+        if box_type is None:
+            return [f"unknown box type {box.type!r} (known: {', '.join(self.names())})"]
+        problems = []
+        n = len(box.inputs)
+        if n < box_type.min_inputs or (box_type.max_inputs is not None and n > box_type.max_inputs):
+            want = (
+                str(box_type.min_inputs)
+                if box_type.min_inputs == box_type.max_inputs
+                else f"{box_type.min_inputs} or more"
+                if box_type.max_inputs is None
+                else f"{box_type.min_inputs} to {box_type.max_inputs}"
+            )
+            problems.append(f"{box.type} box {box.name!r} has {n} in streams, needs {want}")
+        for name in box_type.required:
+            if box.param(name) is None:
+                problems.append(f"{box.type} box {box.name!r} needs parameter {name!r}")
+        return problems
+
+    def infer(self, box: Box, inputs: list[Schema]) -> list[Schema]:
+        """Schemas of the box's out streams, in port order; raises :class:`BoxError`."""
+        box_type = self._types[box.type]
+        try:
+            schemas = box_type.infer(box, inputs)
+        except ExpressionError as exc:
+            raise BoxError(f"{box.type} box {box.name!r}: {exc}") from None
+        if len(schemas) != len(box.outputs):
+            raise BoxError(
+                f"{box.type} box {box.name!r} has {len(box.outputs)} out streams, "
+                f"its parameters give {len(schemas)}"
+            )
+        return schemas
+
+
+# -- helpers ------------------------------------------------------------------
+
+
+def indexed(box: Box, prefix: str) -> list[str]:
+    """Values of ``prefix.0``, ``prefix.1``, ... in order; a gap is an error."""
+    found: dict[int, str] = {}
+    pattern = re.compile(re.escape(prefix) + r"\.(\d+)$")
+    for name, value in box.params:
+        m = pattern.match(name)
+        if m:
+            found[int(m.group(1))] = value
+    if sorted(found) != list(range(len(found))):
+        raise BoxError(f"box {box.name!r}: parameters {prefix}.N must be numbered 0, 1, 2, ...")
+    return [found[i] for i in range(len(found))]
+
+
+def _derived(box: Box, port: int, fields: list[Field]) -> Schema:
+    return Schema(f"{box.name}.out{port}", tuple(fields))
+
+
+def _number(box: Box, name: str, *, low: float | None = None, high: float | None = None,
+            whole: bool = False) -> float | None:
+    text = box.param(name)
+    if text is None:
+        return None
+    try:
+        value = int(text) if whole else float(text)
+    except ValueError:
+        kind = "a whole number" if whole else "a number"
+        raise BoxError(f"box {box.name!r}: parameter {name!r}={text!r} is not {kind}") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"{low if low is not None else '-inf'}..{high if high is not None else 'inf'}"
+        raise BoxError(f"box {box.name!r}: parameter {name!r}={text!r} is outside {bounds}")
+    return value
+
+
+def _choice(box: Box, name: str, allowed: tuple[str, ...]) -> str | None:
+    value = box.param(name)
+    if value is not None and value.upper() not in allowed:
+        raise BoxError(f"box {box.name!r}: parameter {name!r}={value!r} must be one of {', '.join(allowed)}")
+    return value.upper() if value is not None else None
+
+
+def _field_of(box: Box, schema: Schema, name: str, param: str) -> Field:
+    found = schema.field(name.strip())
+    if found is None:
+        raise BoxError(
+            f"box {box.name!r}: parameter {param!r} names unknown field {name.strip()!r} "
+            f"(fields: {', '.join(f.name for f in schema.fields)})"
+        )
+    return found
+
+
+# -- the built-in types ---------------------------------------------------------
+
+
+def infer_filter(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """Tuples go to out port N of the first true ``expression.N``; others to the false port."""
+    scope = Scope.single(inputs[0])
+    predicates = indexed(box, "expression")
+    if not predicates:
+        raise BoxError(f"filter box {box.name!r} needs parameter 'expression.0'")
+    for text in predicates:
+        check_fields(parse_expression(text), scope)
+    false_port = (box.param("pass-on-false-port") or "0").strip() not in ("0", "false", "")
+    return [inputs[0]] * (len(predicates) + (1 if false_port else 0))
+
+
+def infer_map(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """One out field per ``expression.N``, named ``output-field-name.N``."""
+    scope = Scope.single(inputs[0])
+    expressions = indexed(box, "expression")
+    names = indexed(box, "output-field-name")
+    if not expressions:
+        raise BoxError(f"map box {box.name!r} needs parameter 'expression.0'")
+    if len(names) != len(expressions):
+        raise BoxError(
+            f"map box {box.name!r} has {len(expressions)} expression.N but {len(names)} output-field-name.N"
+        )
+    fields = [Field(n, infer_type(parse_expression(e), scope)) for e, n in zip(expressions, names)]
+    return [_derived(box, 0, fields)]
+
+
+def infer_union(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """Merges in streams that all carry the same tuple layout."""
+    for port, schema in enumerate(inputs[1:], start=1):
+        if not schema.same_shape(inputs[0]):
+            raise BoxError(
+                f"union box {box.name!r}: in port {port} carries {schema.describe()}, "
+                f"in port 0 carries {inputs[0].describe()}"
+            )
+    return [inputs[0]] * len(box.outputs)
+
+
+_AGG = re.compile(r"^\s*(\w+)\s*\((.*)\)\s*$")
+_AGG_FUNCTIONS = ("count", "sum", "avg", "min", "max", "firstval", "lastval")
+
+
+def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """Out: the group-by fields, the window's order-on field (when ordered by FIELD), the aggregates."""
+    schema = inputs[0]
+    scope = Scope.single(schema)
+    _choice(box, "window-size-by", ("VALUES", "TUPLES"))
+    order_by = _choice(box, "order-by", ("FIELD", "TUPLENUM")) or "TUPLENUM"
+    _number(box, "window-size", low=0)
+    _number(box, "advance", low=0)
+    _number(box, "timeout", low=0)
+    fields: list[Field] = []
+    group_by = box.param("group-by")
+    if group_by:
+        fields += [_field_of(box, schema, g, "group-by") for g in group_by.split(",") if g.strip()]
+    if order_by == "FIELD":
+        on = box.param("order-on-field")
+        if not on:
+            raise BoxError(f"aggregate box {box.name!r}: order-by FIELD needs parameter 'order-on-field'")
+        fields.append(_field_of(box, schema, on, "order-on-field"))
+    functions = indexed(box, "aggregate-function")
+    names = indexed(box, "aggregate-function-output-name")
+    if not functions:
+        raise BoxError(f"aggregate box {box.name!r} needs parameter 'aggregate-function.0'")
+    for i, text in enumerate(functions):
+        m = _AGG.match(text)
+        if not m or m.group(1).lower() not in _AGG_FUNCTIONS:
+            raise BoxError(
+                f"aggregate box {box.name!r}: aggregate-function.{i}={text!r} is not one of "
+                f"{', '.join(f + '(...)' for f in _AGG_FUNCTIONS)}"
+            )
+        func, arg = m.group(1).lower(), m.group(2).strip()
+        if func == "count":
+            ftype = FieldType.INT
+        elif not arg:
+            raise BoxError(f"aggregate box {box.name!r}: {func}() needs a field or expression")
+        elif func == "avg":
+            check_fields(parse_expression(arg), scope)
+            ftype = FieldType.DOUBLE
+        else:
+            ftype = infer_type(parse_expression(arg), scope)
+        name = names[i] if i < len(names) else f"{func}{i}"
+        fields.append(Field(name, ftype))
+    return [_derived(box, 0, fields)]
+
+
+def infer_join(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """Out: ``out-field.N`` expressions over ``left.``/``right.`` fields, or all left then right fields."""
+    scope = Scope.join(inputs[0], inputs[1])
+    check_fields(parse_expression(box.param("predicate") or ""), scope)
+    for side in ("left", "right"):
+        _number(box, f"{side}-buffer-size", low=0)
+        _choice(box, f"{side}-order-by", ("VALUES", "TUPLES"))
+        on = box.param(f"{side}-order-on-field")
+        if on:
+            _field_of(box, inputs[0 if side == "left" else 1], on, f"{side}-order-on-field")
+    expressions = indexed(box, "out-field")
+    names = indexed(box, "out-field-name")
+    if not expressions:
+        return [_derived(box, 0, list(inputs[0].fields) + list(inputs[1].fields))]
+    if len(names) != len(expressions):
+        raise BoxError(f"join box {box.name!r} has {len(expressions)} out-field.N but {len(names)} out-field-name.N")
+    return [_derived(box, 0, [Field(n, infer_type(parse_expression(e), scope))
+                              for e, n in zip(expressions, names)])]
+
+
+def _pass_through(check: Callable[[Box, list[Schema]], None]) -> InferFn:
+    def infer(box: Box, inputs: list[Schema]) -> list[Schema]:
+        check(box, inputs)
+        return [inputs[0]] * len(box.outputs)
+
+    infer.__doc__ = check.__doc__
+    return infer
+
+
+def _check_delay(box: Box, inputs: list[Schema]) -> None:
+    """Holds each tuple for ``delay-ms`` milliseconds."""
+    _number(box, "delay-ms", low=0, whole=True)
+
+
+def _check_random_drop(box: Box, inputs: list[Schema]) -> None:
+    """Drops each tuple with probability ``drop_rate``."""
+    _number(box, "drop_rate", low=0, high=1)
+
+
+def _check_window_drop(box: Box, inputs: list[Schema]) -> None:
+    """Drops whole windows with probability ``drop_rate``, keeping windows intact."""
+    _number(box, "drop_rate", low=0, high=1)
+    _number(box, "window-size", low=0)
+    _choice(box, "window-size-by", ("VALUES", "TUPLES"))
+    on = box.param("order-on-field")
+    if on:
+        _field_of(box, inputs[0], on, "order-on-field")
+
+
+def builtin_registry() -> BoxTypeRegistry:
+    """A fresh registry holding the built-in Borealis box types."""
+    return BoxTypeRegistry(
+        [
+            BoxType("filter", infer_filter, required=("expression.0",),
+                    summary="route tuples by predicate"),
+            BoxType("map", infer_map, required=("expression.0", "output-field-name.0"),
+                    summary="compute new fields"),
+            BoxType("union", infer_union, min_inputs=1, max_inputs=None,
+                    summary="merge streams of one schema"),
+            BoxType("aggregate", infer_aggregate,
+                    required=("aggregate-function.0", "window-size-by", "window-size"),
+                    summary="windowed, grouped aggregates"),
+            BoxType("join", infer_join, min_inputs=2, max_inputs=2,
+                    required=("predicate", "left-buffer-size", "right-buffer-size"),
+                    summary="windowed equi/theta join"),
+            BoxType("delay", _pass_through(_check_delay), required=("delay-ms",),
+                    summary="delay tuples"),
+            BoxType("random_drop", _pass_through(_check_random_drop), required=("drop_rate",),
+                    summary="load shedding by tuple"),
+            BoxType("window_drop", _pass_through(_check_window_drop),
+                    required=("drop_rate", "window-size"), summary="load shedding by window"),
+        ]
+    )

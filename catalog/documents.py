@@ -1,0 +1,353 @@
+"""Whole documents: application, deployment and update XML, read into the model.
+
+Reading a document is three gates, each of which reports every problem it
+finds with file, line and element path: hardened parsing (``xmlsafe``), the
+language's XSD (``boreas.schemas``), then decoding into model objects
+(``xmlcodec``), which also normalises endpoints.  The language is told by
+the root element, so a caller can hand over files in any order.
+
+>>> doc = read_document(b'<deploy><node endpoint=":15000" query="box1"/></deploy>', "d.xml")
+>>> doc.nodes[0].endpoint, doc.nodes[0].names
+('localhost:15000', ('box1',))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lxml import etree
+
+from boreas.schemas import xsd_errors
+
+from .diagnostics import Diagnostic, Origin, ValidationFailed
+from .endpoints import DEFAULT_MONITOR_PORT, normalize_endpoint
+from .model import Box, Client, Publication, Query, Region, ReplicaSet, Subscription
+from .xmlcodec import DecodeError, decode
+from .xmlsafe import DEFAULT_LIMITS, XmlLimits, element_path, parse_xml
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Remove a query or box (application XML), or other elements (update XML)."""
+
+    query: str | None = None
+    box: str | None = None
+    table: str | None = None
+    global_: str | None = None
+    stream: str | None = None
+    node: str | None = None
+    view: str | None = None
+    origin: Origin = field(default=Origin("<update>"), compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Modify:
+    """Change parameters of an existing box or table."""
+
+    params: tuple[tuple[str, str], ...]
+    box: str | None = None
+    table: str | None = None
+    origin: Origin = field(default=Origin("<update>"), compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAssignment:
+    """``<node endpoint=... query=...>``: put these queries (or boxes) on that node."""
+
+    endpoint: str
+    names: tuple[str, ...]
+    origin: Origin = field(default=Origin("<update>"), compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    node: str
+    box: str | None = None
+    table: str | None = None
+    origin: Origin = field(default=Origin("<update>"), compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    stream: str
+    endpoint: str | None = None
+    origin: Origin = field(default=Origin("<update>"), compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Connect:
+    """Insert ``box`` (a one-in, one-out filter) on an arc into ``sink`` port ``port``."""
+
+    box: Box
+    sink: str | None = None
+    port: int = 0
+    upstream: bool = False
+    node: str | None = None
+    origin: Origin = field(default=Origin("<update>"), compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    stream: str | None = None
+    box: str | None = None
+    origin: Origin = field(default=Origin("<update>"), compare=False)
+
+
+@dataclass
+class Application:
+    source: str
+    declarations: list[Any] = field(default_factory=list)
+    deletes: list[Delete] = field(default_factory=list)
+    modifies: list[Modify] = field(default_factory=list)
+
+
+@dataclass
+class Deployment:
+    source: str
+    nodes: list[NodeAssignment] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+    replica_sets: list[ReplicaSet] = field(default_factory=list)
+    publications: list[Publication] = field(default_factory=list)
+    subscriptions: list[Subscription] = field(default_factory=list)
+    unsubscriptions: list[Unsubscribe] = field(default_factory=list)
+    clients: list[Client] = field(default_factory=list)
+    moves: list[Move] = field(default_factory=list)
+
+
+@dataclass
+class Update:
+    """An update-XML batch: items in document order, with the version it produces."""
+
+    source: str
+    version: int | None = None
+    origin: str | None = None
+    id: str | None = None
+    items: list[Any] = field(default_factory=list)
+
+
+Document = Application | Deployment | Update
+
+
+class _Reader:
+    """Decodes one parsed document, collecting a diagnostic per bad element."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.problems: list[Diagnostic] = []
+
+    def origin(self, el: etree._Element) -> Origin:
+        return Origin(self.source, el.sourceline, element_path(el))
+
+    def fail(self, el: etree._Element, reason: str) -> None:
+        self.problems.append(Diagnostic.at(self.origin(el), reason))
+
+    def endpoint(self, el: etree._Element, text: str | None, default_port: int = 15000) -> str | None:
+        if text is None:
+            return None
+        try:
+            return normalize_endpoint(text, default_port=default_port)
+        except ValueError as exc:
+            self.fail(el, str(exc))
+            return None
+
+    def decode(self, el: etree._Element) -> Any:
+        try:
+            return decode(el, self.origin(el))
+        except DecodeError as exc:
+            self.fail(el, str(exc))
+            return None
+
+    # -- application ------------------------------------------------------
+
+    def application(self, root: etree._Element) -> Application:
+        app = Application(self.source)
+        for el in root:
+            if not isinstance(el.tag, str):
+                continue  # comments and processing instructions
+            if el.tag == "delete":
+                app.deletes.append(self.delete(el))
+            elif el.tag == "modify":
+                app.modifies.append(self.modify(el))
+            elif el.tag == "query":
+                app.declarations += self.query(el)
+            else:
+                app.declarations.append(self.declaration(el))
+        app.declarations = [d for d in app.declarations if d is not None]
+        return app
+
+    def declaration(self, el: etree._Element) -> Any:
+        obj = self.decode(el)
+        node = getattr(obj, "node", None)
+        if node is not None:
+            obj = type(obj)(**{**_fields(obj), "node": self.endpoint(el, node)})
+        return obj
+
+    def query(self, el: etree._Element) -> list[Any]:
+        children = [c for c in el if isinstance(c.tag, str)]
+        members = [self.declaration(c) for c in children]
+        boxes = tuple(m.name for m, c in zip(members, children) if c.tag == "box" and m)
+        tables = tuple(m.name for m, c in zip(members, children) if c.tag == "table" and m)
+        query = self.decode(el)
+        if query is None:
+            return members
+        return [Query(query.name, boxes, tables, query.attrs, query.origin), *members]
+
+    def delete(self, el: etree._Element) -> Delete:
+        names = {k: el.get(k) for k in ("query", "box", "table", "stream", "view")}
+        node = self.endpoint(el, el.get("node"))
+        global_ = self.endpoint(el, el.get("global"))
+        if not any(names.values()) and node is None and global_ is None:
+            self.fail(el, "<delete> names nothing to delete (give query=, box=, ...)")
+        return Delete(global_=global_, node=node, origin=self.origin(el), **names)
+
+    def modify(self, el: etree._Element) -> Modify:
+        if (el.get("box") is None) == (el.get("table") is None):
+            self.fail(el, "<modify> needs exactly one of box= or table=")
+        params = tuple((p.get("name"), p.get("value")) for p in el if p.tag == "parameter")
+        return Modify(params, el.get("box"), el.get("table"), self.origin(el))
+
+    # -- deployment -------------------------------------------------------
+
+    def deployment(self, root: etree._Element) -> Deployment:
+        dep = Deployment(self.source)
+        for el in root:
+            if isinstance(el.tag, str):
+                self.deployment_item(el, dep)
+        return dep
+
+    def deployment_item(self, el: etree._Element, dep: Deployment, client: str | None = None) -> None:
+        tag = el.tag
+        if tag == "node":
+            endpoint = self.endpoint(el, el.get("endpoint"))
+            if endpoint:
+                dep.nodes.append(NodeAssignment(endpoint, tuple((el.get("query") or "").split()),
+                                                self.origin(el)))
+        elif tag == "region":
+            region = self.decode(el)
+            if region:
+                node = self.endpoint(el, region.node)
+                endpoint = self.endpoint(el, region.endpoint)
+                if node:
+                    dep.regions.append(Region(endpoint or region.name or "default", node, endpoint,
+                                              region.name, region.origin))
+        elif tag == "replica_set":
+            rs = self.decode(el)
+            nodes = tuple(self.endpoint(n, n.get("endpoint")) for n in el if n.tag == "node")
+            dep.replica_sets.append(ReplicaSet(rs.name, rs.queries, tuple(n for n in nodes if n),
+                                               rs.origin))
+        elif tag == "publish":
+            node = el.get("node") or el.get("endpoint")
+            dep.publications.append(Publication(el.get("stream"), self.endpoint(el, node),
+                                                self.origin(el)))
+        elif tag == "subscribe":
+            endpoint = self.endpoint(el, el.get("endpoint"), DEFAULT_MONITOR_PORT)
+            endpoint = endpoint or client or f"localhost:{DEFAULT_MONITOR_PORT}"
+            dep.subscriptions.append(Subscription(el.get("stream"), endpoint, el.get("gap"),
+                                                  self.origin(el)))
+        elif tag == "unsubscribe":
+            dep.unsubscriptions.append(Unsubscribe(
+                el.get("stream"), self.endpoint(el, el.get("endpoint"), DEFAULT_MONITOR_PORT),
+                self.origin(el)))
+        elif tag == "client":
+            endpoint = self.endpoint(el, el.get("endpoint") or str(DEFAULT_MONITOR_PORT),
+                                     DEFAULT_MONITOR_PORT)
+            if endpoint:
+                dep.clients.append(Client(endpoint, el.get("prefix"), self.origin(el)))
+            for child in el:
+                if isinstance(child.tag, str):
+                    self.deployment_item(child, dep, client=endpoint)
+        elif tag == "move":
+            node = self.endpoint(el, el.get("node"))
+            if (el.get("box") is None) == (el.get("table") is None):
+                self.fail(el, "<move> needs exactly one of box= or table=")
+            elif node:
+                dep.moves.append(Move(node, el.get("box"), el.get("table"), self.origin(el)))
+
+    # -- update -------------------------------------------------------------
+
+    def update(self, root: etree._Element) -> Update:
+        version = root.get("version")
+        update = Update(self.source, int(version) if version is not None else None,
+                        root.get("origin"), root.get("id"))
+        scratch = Deployment(self.source)
+        for el in root:
+            if not isinstance(el.tag, str):
+                continue
+            tag = el.tag
+            if tag == "delete":
+                update.items.append(self.delete(el))
+            elif tag == "modify":
+                update.items.append(self.modify(el))
+            elif tag == "query":
+                update.items += self.query(el)
+            elif tag == "connect":
+                box = self.decode(el[0]) if len(el) else None
+                if box is not None:
+                    update.items.append(Connect(box, el.get("box"), int(el.get("port") or 0),
+                                                el.get("upstream") == "1",
+                                                self.endpoint(el, el.get("node")), self.origin(el)))
+            elif tag == "disconnect":
+                update.items.append(Disconnect(el.get("stream"), el.get("box"), self.origin(el)))
+            elif tag == "global":
+                endpoint = self.endpoint(el, el.get("endpoint"))
+                if endpoint:
+                    update.items.append(type(self.decode(el))(endpoint, self.origin(el)))
+            elif tag in ("node", "region", "replica_set", "publish", "subscribe", "unsubscribe",
+                         "client", "move"):
+                before = _count(scratch)
+                self.deployment_item(el, scratch)
+                update.items += _new_items(scratch, before)
+            else:
+                update.items.append(self.declaration(el))
+        update.items = [i for i in update.items if i is not None]
+        return update
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+
+
+_DEPLOY_LISTS = ("nodes", "regions", "replica_sets", "publications", "subscriptions",
+                 "unsubscriptions", "clients", "moves")
+
+
+def _count(dep: Deployment) -> dict[str, int]:
+    return {name: len(getattr(dep, name)) for name in _DEPLOY_LISTS}
+
+
+def _new_items(dep: Deployment, before: dict[str, int]) -> list[Any]:
+    return [item for name in _DEPLOY_LISTS for item in getattr(dep, name)[before[name]:]]
+
+
+def read_document(
+    data: bytes | str, source: str = "<input>", limits: XmlLimits = DEFAULT_LIMITS
+) -> Document:
+    """Parse, schema-check and decode one document; raises ``ValidationFailed``."""
+    tree = parse_xml(data, source, limits)
+    root = tree.getroot()
+    problems = [Diagnostic(source, p.line, p.path, p.reason) for p in xsd_errors(root)]
+    if problems:
+        raise ValidationFailed(problems)
+    reader = _Reader(source)
+    if root.tag == "borealis":
+        doc: Document = reader.application(root)
+    elif root.tag == "deploy":
+        doc = reader.deployment(root)
+    else:
+        doc = reader.update(root)
+    if reader.problems:
+        raise ValidationFailed(reader.problems)
+    return doc
+
+
+def read_file(path: str | Path, limits: XmlLimits = DEFAULT_LIMITS) -> Document:
+    """Read one XML file (at most ``limits.max_bytes`` are read from disk)."""
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(limits.max_bytes + 1)
+    except OSError as exc:
+        raise ValidationFailed([Diagnostic(str(path), None, "", f"cannot read file: {exc.strerror}")]) from None
+    return read_document(data, str(path), limits)

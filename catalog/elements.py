@@ -1,0 +1,98 @@
+"""The catalog as store elements: ``(kind, key) -> XML text``, and diffs.
+
+A :class:`~boreas.catalog.model.Catalog` is stored one element per entry, so
+a commit touches only what changed and a watcher sees exactly which elements
+changed.  This module is the one place that knows which dict of the model a
+store kind lives in.
+
+>>> from boreas.catalog.model import Catalog, Node
+>>> old = Catalog()
+>>> new = old.copy(); new.nodes["localhost:15000"] = Node("localhost:15000")
+>>> [(c.kind, c.key, c.text) for c in diff(old, new)]
+[('node', 'localhost:15000', '<node endpoint="localhost:15000"/>')]
+>>> catalog_from_elements(to_elements(new), version=1) == new
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from lxml import etree
+
+from .model import Catalog
+from .store.base import Change, Commit, Snapshot
+from .xmlcodec import decode, to_text
+
+#: store kind -> (Catalog attribute, XML tag)
+KIND_TO_DICT: dict[str, tuple[str, str]] = {
+    "schema": ("schemas", "schema"),
+    "type": ("types", "type"),
+    "input": ("inputs", "input"),
+    "output": ("outputs", "output"),
+    "box": ("boxes", "box"),
+    "table": ("tables", "table"),
+    "query": ("queries", "query"),
+    "view": ("views", "connection_point_view"),
+    "node": ("nodes", "node"),
+    "region": ("regions", "region"),
+    "replica_set": ("replica_sets", "replica_set"),
+    "publish": ("publications", "publish"),
+    "subscribe": ("subscriptions", "subscribe"),
+    "client": ("clients", "client"),
+    "global": ("globals", "global"),
+}
+TAG_TO_KIND = {tag: kind for kind, (_, tag) in KIND_TO_DICT.items()}
+
+_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+
+
+def to_elements(catalog: Catalog) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for kind, (attr, _) in KIND_TO_DICT.items():
+        for key, obj in getattr(catalog, attr).items():
+            out[(kind, key)] = to_text(obj)
+    return out
+
+
+def catalog_from_elements(elements: Mapping[tuple[str, str], str], version: int = 0) -> Catalog:
+    catalog = Catalog(version=version)
+    for (kind, key), text in sorted(elements.items()):
+        attr, _ = KIND_TO_DICT[kind]
+        getattr(catalog, attr)[key] = decode(etree.fromstring(text, _PARSER))
+    return catalog
+
+
+def catalog_from_snapshot(snapshot: Snapshot) -> Catalog:
+    return catalog_from_elements(snapshot.elements, snapshot.version)
+
+
+def diff(old: Catalog, new: Catalog) -> list[Change]:
+    """The changes that turn ``old`` into ``new``, in a stable order."""
+    changes: list[Change] = []
+    for kind, (attr, _) in KIND_TO_DICT.items():
+        before, after = getattr(old, attr), getattr(new, attr)
+        for key, obj in after.items():
+            if before.get(key) != obj:
+                changes.append(Change(kind, key, to_text(obj)))
+        for key in before.keys() - after.keys():
+            changes.append(Change(kind, key, None))
+    return changes
+
+
+def apply_commit(catalog: Catalog, commit: Commit) -> Catalog:
+    """The catalog after ``commit`` (a watcher keeps its copy current this way)."""
+    return apply_changes(catalog, commit.changes, commit.version)
+
+
+def apply_changes(catalog: Catalog, changes: Iterable[Change], version: int) -> Catalog:
+    new = catalog.copy()
+    new.version = version
+    for change in changes:
+        attr, _ = KIND_TO_DICT[change.kind]
+        target = getattr(new, attr)
+        if change.text is None:
+            target.pop(change.key, None)
+        else:
+            target[change.key] = decode(etree.fromstring(change.text, _PARSER))
+    return new

@@ -1,0 +1,158 @@
+"""Box expressions: parse with sqlglot, check field names, infer result types.
+
+Borealis writes predicates and computed fields as small SQL-like expressions
+(``value > 5.0``, ``1=1``, ``left.time = right.time``, ``min(a, b)``).
+Validation parses each once, checks that it names only fields of the
+schemas in scope, and infers a type so a map or join can derive its output
+schema.  (The data plane compiles the same trees to Python callables.)
+
+>>> from boreas.catalog.model import Field, FieldType, Schema
+>>> s = Schema("T", (Field("value", FieldType.DOUBLE), Field("time", FieldType.INT)))
+>>> scope = Scope.single(s)
+>>> infer_type(parse_expression("time * 2 + 1"), scope)
+<FieldType.INT: 'int'>
+>>> infer_type(parse_expression("value / time"), scope)
+<FieldType.DOUBLE: 'double'>
+>>> infer_type(parse_expression("bogus > 1"), scope)
+Traceback (most recent call last):
+...
+boreas.catalog.expressions.ExpressionError: unknown field 'bogus' (fields: value, time)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import expressions as exp
+from sqlglot.errors import ParseError
+
+from .model import Field, FieldType, Schema
+
+
+class ExpressionError(ValueError):
+    """An expression does not parse, or names something not in scope."""
+
+
+@lru_cache(maxsize=4096)
+def parse_expression(text: str) -> exp.Expression:
+    """Parse one Borealis expression (cached: the same text recurs a lot)."""
+    if not text or not text.strip():
+        raise ExpressionError("expression is empty")
+    try:
+        tree = sqlglot.parse_one(text.replace("==", "="))
+    except ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        where = f" at column {first.get('col')}" if first.get("col") else ""
+        raise ExpressionError(f"expression {text!r} does not parse{where}") from None
+    if tree is None:
+        raise ExpressionError(f"expression {text!r} does not parse")
+    return tree
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which schema each qualifier (``left``, ``right``, or none) refers to."""
+
+    schemas: tuple[tuple[str | None, Schema], ...]
+
+    @classmethod
+    def single(cls, schema: Schema) -> "Scope":
+        return cls(((None, schema),))
+
+    @classmethod
+    def join(cls, left: Schema, right: Schema) -> "Scope":
+        return cls((("left", left), ("right", right)))
+
+    def lookup(self, qualifier: str | None, name: str) -> Field:
+        candidates = [s for q, s in self.schemas if q == qualifier or qualifier is None]
+        if qualifier is not None and not candidates:
+            known = ", ".join(q for q, _ in self.schemas if q)
+            raise ExpressionError(f"unknown qualifier {qualifier!r} (use {known or 'no qualifier'})")
+        for schema in candidates:
+            found = schema.field(name)
+            if found is not None:
+                return found
+        names = ", ".join(f.name for s in candidates for f in s.fields)
+        label = f"{qualifier}.{name}" if qualifier else name
+        raise ExpressionError(f"unknown field {label!r} (fields: {names})")
+
+
+def field_references(tree: exp.Expression) -> list[tuple[str | None, str]]:
+    """Every ``(qualifier, field)`` the expression reads."""
+    return [(col.table or None, col.name) for col in tree.find_all(exp.Column)]
+
+
+def check_fields(tree: exp.Expression, scope: Scope) -> None:
+    for qualifier, name in field_references(tree):
+        scope.lookup(qualifier, name)
+
+
+_RANK = [FieldType.BYTE, FieldType.SHORT, FieldType.INT, FieldType.LONG, FieldType.SINGLE,
+         FieldType.DOUBLE]
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not,
+                exp.Is, exp.In, exp.Between, exp.Like, exp.Boolean)
+
+
+def _widest(types: list[FieldType]) -> FieldType:
+    numeric = [t for t in types if t in _RANK]
+    if not numeric:
+        return types[0] if types else FieldType.INT
+    return max(numeric, key=_RANK.index)
+
+
+def infer_type(tree: exp.Expression, scope: Scope) -> FieldType:
+    """The Borealis type an expression yields (predicates yield int, as Borealis has no bool)."""
+    if isinstance(tree, exp.Paren):
+        return infer_type(tree.this, scope)
+    if isinstance(tree, exp.Column):
+        return scope.lookup(tree.table or None, tree.name).type
+    if isinstance(tree, exp.Literal):
+        if tree.is_string:
+            return FieldType.STRING
+        return FieldType.INT if tree.this.lstrip("-").isdigit() else FieldType.DOUBLE
+    if isinstance(tree, exp.Neg):
+        return infer_type(tree.this, scope)
+    if isinstance(tree, _COMPARISONS):
+        check_fields(tree, scope)
+        return FieldType.INT
+    if isinstance(tree, exp.Div):
+        check_fields(tree, scope)
+        return FieldType.DOUBLE
+    if isinstance(tree, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
+        return _widest([infer_type(tree.this, scope), infer_type(tree.expression, scope)])
+    if isinstance(tree, (exp.Min, exp.Max, exp.Abs, exp.Greatest, exp.Least)):
+        args = [a for a in [tree.this, *tree.expressions] if a is not None]
+        return _widest([infer_type(a, scope) for a in args])
+    if isinstance(tree, exp.Count):
+        check_fields(tree, scope)
+        return FieldType.INT
+    if isinstance(tree, (exp.Avg, exp.Sqrt, exp.Pow, exp.Ln, exp.Log, exp.Exp)):
+        check_fields(tree, scope)
+        return FieldType.DOUBLE
+    if isinstance(tree, exp.Sum):
+        return infer_type(tree.this, scope)
+    if isinstance(tree, (exp.Floor, exp.Ceil, exp.Round)):
+        check_fields(tree, scope)
+        return FieldType.LONG
+    if isinstance(tree, exp.Concat):
+        check_fields(tree, scope)
+        return FieldType.STRING
+    if isinstance(tree, exp.Cast):
+        check_fields(tree, scope)
+        return _CAST_TYPES.get(tree.to.this, FieldType.DOUBLE)
+    raise ExpressionError(f"unsupported expression {tree.sql()!r} ({type(tree).__name__})")
+
+
+_CAST_TYPES = {
+    exp.DataType.Type.TINYINT: FieldType.BYTE,
+    exp.DataType.Type.SMALLINT: FieldType.SHORT,
+    exp.DataType.Type.INT: FieldType.INT,
+    exp.DataType.Type.BIGINT: FieldType.LONG,
+    exp.DataType.Type.FLOAT: FieldType.SINGLE,
+    exp.DataType.Type.DOUBLE: FieldType.DOUBLE,
+    exp.DataType.Type.VARCHAR: FieldType.STRING,
+    exp.DataType.Type.TEXT: FieldType.STRING,
+    exp.DataType.Type.TIMESTAMP: FieldType.TIMESTAMP,
+}

@@ -1,0 +1,248 @@
+"""Merge a submission (application and deployment documents) into a catalog.
+
+Merging is the part of validation that is about *this* submission against
+what is already there: duplicates, redefined schemas, deletes and modifies
+of things that exist, and where each box is placed.  It works on a copy and
+returns it with the problems found; the caller commits nothing unless the
+list is empty.  Whole-topology checks (producers, schemas of streams, box
+parameters) follow in :mod:`boreas.catalog.validate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from .diagnostics import CATALOG, Diagnostic, Origin
+from .documents import Application, Delete, Deployment, Modify, Move, NodeAssignment
+from .model import (
+    Box,
+    Catalog,
+    ConnectionPointView,
+    Input,
+    Node,
+    Output,
+    Query,
+    Schema,
+    Table,
+    TypeAlias,
+)
+
+# model class -> (Catalog dict, key attribute, what to call it in messages)
+_PLACES: dict[type, tuple[str, str, str]] = {
+    Schema: ("schemas", "name", "schema"),
+    TypeAlias: ("types", "name", "type"),
+    Input: ("inputs", "stream", "input stream"),
+    Output: ("outputs", "stream", "output stream"),
+    Box: ("boxes", "name", "box"),
+    Table: ("tables", "name", "table"),
+    Query: ("queries", "name", "query"),
+    ConnectionPointView: ("views", "name", "connection point view"),
+}
+
+
+def _where(origin: Origin) -> str:
+    return "in the global catalog" if origin == CATALOG or origin.file == CATALOG.file else f"at {origin}"
+
+
+class Merger:
+    """Applies documents in order to a copy of ``base``; see :func:`merge`."""
+
+    def __init__(self, base: Catalog):
+        self.catalog = base.copy()
+        self.base = base
+        self.problems: list[Diagnostic] = []
+        # box or table -> [(endpoint, origin)] from <node query=...> in this submission
+        self.claims: dict[str, list[tuple[str, Origin]]] = {}
+        self.deleted_streams: set[str] = set()
+
+    def fail(self, origin: Origin, reason: str) -> None:
+        self.problems.append(Diagnostic.at(origin, reason))
+
+    # -- application ------------------------------------------------------
+
+    def application(self, app: Application) -> None:
+        for obj in app.declarations:
+            self.declare(obj)
+        for delete in app.deletes:
+            self.delete(delete)
+        for modify in app.modifies:
+            self.modify(modify)
+
+    def declare(self, obj: Any) -> None:
+        attr, key_attr, noun = _PLACES[type(obj)]
+        target: dict[str, Any] = getattr(self.catalog, attr)
+        key = getattr(obj, key_attr)
+        existing = target.get(key)
+        if existing is None:
+            target[key] = obj
+            if isinstance(obj, (Box, Table)) and obj.node:
+                self.claims.setdefault(obj.name, []).append((obj.node, obj.origin))
+            return
+        if isinstance(obj, (Schema, TypeAlias)):
+            if existing == obj:
+                return  # the paper: declaring an identical schema again is a no-op
+            detail = (f": {existing.describe()} {_where(existing.origin)}, now {obj.describe()}"
+                      if isinstance(obj, Schema) else f" {_where(existing.origin)}")
+            self.fail(obj.origin, f"{noun} {key!r} is already defined differently{detail}; "
+                                  f"{noun}s can never be redefined")
+            return
+        self.fail(obj.origin, f"duplicate {noun} {key!r}: already declared {_where(existing.origin)}")
+
+    def delete(self, d: Delete) -> None:
+        if d.query is not None:
+            query = self.catalog.queries.get(d.query)
+            if query is not None:
+                del self.catalog.queries[d.query]
+                for name in query.boxes:
+                    self._remove_box(name)
+                for name in query.tables:
+                    self.catalog.tables.pop(name, None)
+            elif d.query in self.catalog.boxes:  # Borealis lets a box stand for a query
+                self._remove_box(d.query)
+            else:
+                self.fail(d.origin, f"cannot delete query {d.query!r}: no such query or box")
+        if d.box is not None:
+            if d.box in self.catalog.boxes:
+                self._remove_box(d.box)
+            else:
+                self.fail(d.origin, f"cannot delete box {d.box!r}: no such box")
+
+    def _remove_box(self, name: str) -> None:
+        box = self.catalog.boxes.pop(name, None)
+        if box is None:
+            return
+        self.deleted_streams.update(box.outputs)
+        for qname, query in list(self.catalog.queries.items()):
+            if name in query.boxes:
+                self.catalog.queries[qname] = replace(
+                    query, boxes=tuple(b for b in query.boxes if b != name))
+
+    def modify(self, m: Modify) -> None:
+        if m.box is not None:
+            box = self.catalog.boxes.get(m.box)
+            if box is None:
+                self.fail(m.origin, f"cannot modify box {m.box!r}: no such box")
+                return
+            self.catalog.boxes[m.box] = replace(box, params=_merge_params(box.params, m.params))
+        elif m.table is not None:
+            table = self.catalog.tables.get(m.table)
+            if table is None:
+                self.fail(m.origin, f"cannot modify table {m.table!r}: no such table")
+                return
+            self.catalog.tables[m.table] = replace(table, params=_merge_params(table.params, m.params))
+
+    # -- deployment -------------------------------------------------------
+
+    def deployment(self, dep: Deployment) -> None:
+        for assignment in dep.nodes:
+            self.place(assignment)
+        for client in dep.clients:
+            self.catalog.clients[client.endpoint] = client
+        for region in dep.regions:
+            if region.node not in self.catalog.nodes:
+                self.fail(region.origin, f"region includes unknown node {region.node!r} "
+                                         f"(declare it with <node endpoint=...>)")
+            self.catalog.regions[region.key] = region
+        for rs in dep.replica_sets:
+            for name in rs.queries:
+                self._members(name, rs.origin)
+            for endpoint in rs.nodes:
+                self.catalog.nodes.setdefault(endpoint, Node(endpoint, rs.origin))
+            self.catalog.replica_sets[rs.name] = rs
+        for pub in dep.publications:
+            self.catalog.publications[pub.key] = pub
+        for sub in dep.subscriptions:
+            self.catalog.subscriptions[sub.key] = sub
+        for unsub in dep.unsubscriptions:
+            keys = [k for k, s in self.catalog.subscriptions.items()
+                    if s.stream == unsub.stream and unsub.endpoint in (None, s.endpoint)]
+            if not keys:
+                self.fail(unsub.origin, f"cannot unsubscribe from {unsub.stream!r}: no such subscription")
+            for key in keys:
+                del self.catalog.subscriptions[key]
+        for move in dep.moves:
+            self.move(move)
+
+    def place(self, assignment: NodeAssignment) -> None:
+        self.catalog.nodes.setdefault(assignment.endpoint, Node(assignment.endpoint, assignment.origin))
+        for name in assignment.names:
+            for member in self._members(name, assignment.origin):
+                self.claims.setdefault(member, []).append((assignment.endpoint, assignment.origin))
+
+    def _members(self, name: str, origin: Origin) -> list[str]:
+        """Boxes and tables a deployment name stands for: a query, or one box or table."""
+        query = self.catalog.queries.get(name)
+        if query is not None:
+            return [*query.boxes, *query.tables]
+        if name in self.catalog.boxes or name in self.catalog.tables:
+            return [name]
+        self.fail(origin, f"no query, box or table named {name!r} to deploy")
+        return []
+
+    def move(self, move: Move) -> None:
+        if move.node not in self.catalog.nodes:
+            self.fail(move.origin, f"cannot move to unknown node {move.node!r}")
+            return
+        name = move.box or move.table
+        items = self.catalog.boxes if move.box else self.catalog.tables
+        item = items.get(name)
+        if item is None:
+            self.fail(move.origin, f"cannot move {'box' if move.box else 'table'} {name!r}: no such element")
+            return
+        items[name] = replace(item, node=move.node)
+
+    def resolve_placements(self, deploying: bool) -> None:
+        """Give each claimed box its node; with a deployment, every box must have one."""
+        for name, claims in self.claims.items():
+            endpoints = sorted({e for e, _ in claims})
+            items = self.catalog.boxes if name in self.catalog.boxes else self.catalog.tables
+            noun = "box" if items is self.catalog.boxes else "table"
+            item = items.get(name)
+            if item is None:
+                continue
+            if len(endpoints) > 1:
+                self.fail(claims[-1][1], f"{noun} {name!r} is placed on more than one node: "
+                                         f"{', '.join(endpoints)}")
+                continue
+            before = self.base.boxes.get(name) if noun == "box" else self.base.tables.get(name)
+            if before is not None and before.node and before.node != endpoints[0]:
+                self.fail(claims[0][1], f"{noun} {name!r} is already on node {before.node!r}; "
+                                        f"use <move> to relocate it")
+                continue
+            items[name] = replace(item, node=endpoints[0])
+        if deploying:
+            for box in self.catalog.boxes.values():
+                if box.node is None:
+                    self.fail(box.origin, f"box {box.name!r} is not placed on any node "
+                                          f"(add it, or its query, to a <node query=...>)")
+
+    def drop_orphans(self) -> None:
+        """Outputs and subscriptions of streams whose producer was deleted go with it."""
+        produced = set(self.catalog.producers())
+        gone = self.deleted_streams - produced
+        for stream in gone:
+            self.catalog.outputs.pop(stream, None)
+        for key, sub in list(self.catalog.subscriptions.items()):
+            if sub.stream in gone:
+                del self.catalog.subscriptions[key]
+
+
+def _merge_params(old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]):
+    merged = dict(old)
+    merged.update(new)
+    return tuple(merged.items())
+
+
+def merge(
+    base: Catalog, applications: list[Application], deployments: list[Deployment]
+) -> tuple[Catalog, list[Diagnostic]]:
+    """The catalog with the submission applied, and what was wrong with it."""
+    merger = Merger(base)
+    for app in applications:
+        merger.application(app)
+    for dep in deployments:
+        merger.deployment(dep)
+    merger.resolve_placements(deploying=bool(deployments))
+    merger.drop_orphans()
+    return merger.catalog, merger.problems

@@ -1,0 +1,356 @@
+"""The typed catalog model: what a Borealis topology and its deployment are.
+
+These are plain values.  They know nothing of XML (``xmlcodec`` turns them
+into elements and back) or of storage (``elements`` maps a :class:`Catalog`
+onto store keys).  Every element remembers its :class:`Origin` for error
+messages, but the origin is not part of its value: the same box read from two
+files is the same box.
+
+Streams are not declared on their own in Borealis XML; a stream exists
+because an ``<input>`` or a box ``<out>`` produces it.  :meth:`Catalog.producers`
+and :meth:`Catalog.consumers` derive them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from .diagnostics import CATALOG, Origin
+
+
+class FieldType(StrEnum):
+    """The Borealis field types."""
+
+    BYTE = "byte"
+    SHORT = "short"
+    INT = "int"
+    LONG = "long"
+    SINGLE = "single"
+    DOUBLE = "double"
+    STRING = "string"
+    TIMESTAMP = "timestamp"
+
+    @property
+    def is_numeric(self) -> bool:
+        return self not in (FieldType.STRING,)
+
+
+Attrs = tuple[tuple[str, str], ...]
+"""Pass-through attributes (``update_queue``, ``queue_type``, ``key``) kept for round trips."""
+
+
+def _origin() -> Origin:
+    return field(default=CATALOG, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    type: FieldType
+    size: int | None = None
+
+    def same_shape(self, other: "Field") -> bool:
+        """Tuples are positional: a field matches another of the same type (and size)."""
+        if self.type != other.type:
+            return False
+        return self.size is None or other.size is None or self.size == other.size
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """An immutable tuple layout; once in the catalog it is never redefined."""
+
+    name: str
+    fields: tuple[Field, ...]
+    origin: Origin = _origin()
+
+    def field(self, name: str) -> Field | None:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        return None
+
+    def same_shape(self, other: "Schema") -> bool:
+        return len(self.fields) == len(other.fields) and all(
+            a.same_shape(b) for a, b in zip(self.fields, other.fields)
+        )
+
+    def describe(self) -> str:
+        return "(" + ", ".join(
+            f"{f.name} {f.type}" + (f"({f.size})" if f.size else "") for f in self.fields
+        ) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class TypeAlias:
+    name: str
+    array: str
+    size: int | None = None
+    origin: Origin = _origin()
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """An input stream: data enters the network from a publisher."""
+
+    stream: str
+    schema: str
+    node: str | None = None
+    origin: Origin = _origin()
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """An output stream: data leaves the network to subscribers."""
+
+    stream: str
+    schema: str | None = None
+    node: str | None = None
+    origin: Origin = _origin()
+
+
+@dataclass(frozen=True, slots=True)
+class InPort:
+    stream: str
+    view: str | None = None
+    attrs: Attrs = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """An operator instance; in and out ports are numbered in declaration order."""
+
+    name: str
+    type: str
+    inputs: tuple[InPort, ...]
+    outputs: tuple[str, ...]
+    params: tuple[tuple[str, str], ...] = ()
+    access: tuple[str, ...] = ()
+    node: str | None = None
+    attrs: Attrs = ()
+    origin: Origin = _origin()
+
+    @property
+    def parameters(self) -> dict[str, str]:
+        return dict(self.params)
+
+    def param(self, name: str, default: str | None = None) -> str | None:
+        for key, value in self.params:
+            if key == name:
+                return value
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    name: str
+    schema: str
+    stream: str | None = None
+    keys: tuple[str, ...] = ()
+    indexes: tuple[str, ...] = ()
+    params: tuple[tuple[str, str], ...] = ()
+    node: str | None = None
+    origin: Origin = _origin()
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A named group of boxes and tables that is placed and deleted together."""
+
+    name: str
+    boxes: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+    attrs: Attrs = ()
+    origin: Origin = _origin()
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionPointView:
+    name: str
+    stream: str
+    size: int | None = None
+    range: tuple[str, str] | None = None
+    order_field: str | None = None
+    params: tuple[tuple[str, str], ...] = ()
+    origin: Origin = _origin()
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A Borealis node, known by its (normalised) listening endpoint."""
+
+    endpoint: str
+    origin: Origin = _origin()
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Membership of one node in one region.
+
+    ``region`` names the region: its regional component's endpoint, or its
+    name, or ``"default"`` when the XML gives neither (real Borealis
+    deployments write ``<region node=":15000"/>`` for the one regional
+    component of a test).
+    """
+
+    region: str
+    node: str
+    endpoint: str | None = None
+    name: str | None = None
+    origin: Origin = _origin()
+
+    @property
+    def key(self) -> str:
+        return f"{self.region}|{self.node}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSet:
+    name: str
+    queries: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    origin: Origin = _origin()
+
+
+@dataclass(frozen=True, slots=True)
+class Publication:
+    """A client publishes into an input stream at the node where it enters."""
+
+    stream: str
+    node: str | None = None
+    origin: Origin = _origin()
+
+    @property
+    def key(self) -> str:
+        return f"{self.stream}|{self.node or ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """A client listener at ``endpoint`` receives a stream."""
+
+    stream: str
+    endpoint: str
+    gap: str | None = None
+    origin: Origin = _origin()
+
+    @property
+    def key(self) -> str:
+        return f"{self.stream}|{self.endpoint}"
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    endpoint: str
+    prefix: str | None = None
+    origin: Origin = _origin()
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalComponent:
+    """A monitoring tool that receives the whole catalog and every change."""
+
+    endpoint: str
+    origin: Origin = _origin()
+
+
+@dataclass(frozen=True, slots=True)
+class Producer:
+    """What writes a stream: an ``<input>`` (box is None) or a box's out port."""
+
+    stream: str
+    box: str | None = None
+    port: int = 0
+
+    def describe(self) -> str:
+        return f"box {self.box!r} out port {self.port}" if self.box else "an <input>"
+
+
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    box: str
+    port: int
+
+
+@dataclass
+class Catalog:
+    """A whole topology and its deployment at one catalog version."""
+
+    version: int = 0
+    schemas: dict[str, Schema] = field(default_factory=dict)
+    types: dict[str, TypeAlias] = field(default_factory=dict)
+    inputs: dict[str, Input] = field(default_factory=dict)
+    outputs: dict[str, Output] = field(default_factory=dict)
+    boxes: dict[str, Box] = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict)
+    queries: dict[str, Query] = field(default_factory=dict)
+    views: dict[str, ConnectionPointView] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    regions: dict[str, Region] = field(default_factory=dict)
+    replica_sets: dict[str, ReplicaSet] = field(default_factory=dict)
+    publications: dict[str, Publication] = field(default_factory=dict)
+    subscriptions: dict[str, Subscription] = field(default_factory=dict)
+    clients: dict[str, Client] = field(default_factory=dict)
+    globals: dict[str, GlobalComponent] = field(default_factory=dict)
+
+    def copy(self) -> "Catalog":
+        """A copy whose dicts can change without touching this one (elements are immutable)."""
+        return Catalog(self.version, *(dict(getattr(self, name)) for name in _DICTS))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal topologies; the version is bookkeeping, not content."""
+        if not isinstance(other, Catalog):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in _DICTS)
+
+    # -- derived structure -------------------------------------------------
+
+    def producers(self) -> dict[str, list[Producer]]:
+        """Every stream and what produces it (more than one is an error)."""
+        found: dict[str, list[Producer]] = {}
+        for stream in self.inputs:
+            found.setdefault(stream, []).append(Producer(stream))
+        for box in self.boxes.values():
+            for port, stream in enumerate(box.outputs):
+                found.setdefault(stream, []).append(Producer(stream, box.name, port))
+        return found
+
+    def consumers(self) -> dict[str, list[Consumer]]:
+        found: dict[str, list[Consumer]] = {}
+        for box in self.boxes.values():
+            for port, inport in enumerate(box.inputs):
+                found.setdefault(inport.stream, []).append(Consumer(box.name, port))
+        return found
+
+    def boxes_on(self, endpoint: str) -> list[Box]:
+        return [b for b in self.boxes.values() if b.node == endpoint]
+
+    def query_of(self, box_or_table: str) -> Query | None:
+        for query in self.queries.values():
+            if box_or_table in query.boxes or box_or_table in query.tables:
+                return query
+        return None
+
+    def is_empty(self) -> bool:
+        return not any(getattr(self, n) for n in _DICTS)
+
+
+_DICTS = (
+    "schemas",
+    "types",
+    "inputs",
+    "outputs",
+    "boxes",
+    "tables",
+    "queries",
+    "views",
+    "nodes",
+    "regions",
+    "replica_sets",
+    "publications",
+    "subscriptions",
+    "clients",
+    "globals",
+)
+CATALOG_DICTS = _DICTS

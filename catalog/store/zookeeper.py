@@ -1,0 +1,402 @@
+"""The global catalog in ZooKeeper, for a catalog shared by many machines.
+
+URL: ``zk://host:port[,host:port...]/chroot``.  Everything lives under the
+chroot (created if missing)::
+
+    /catalog/version                 decimal catalog version; its znode stat
+                                     version is the compare-and-set token
+    /catalog/elements/<kind>/<key>   one znode per element, data = element text
+                                     (UTF-8); <key> is percent-encoded
+    /catalog/log/<version:012d>      the commit's changes: zlib-compressed JSON
+                                     [[kind, key, text-or-null], ...]
+
+A commit is ONE ZooKeeper multi-op: set the version znode conditionally on
+its stat version, create/set/delete the element znodes, create the log
+znode.  Either all of it happens or none of it, so the version, the elements
+and the log can never disagree, and two writers racing on one base version
+cannot both win.  The version only grows, so "read version, read elements,
+re-read version" gives a consistent snapshot without locks.
+
+A multi-op is one request, and ZooKeeper refuses requests larger than its
+``jute.maxbuffer`` (about 1 MB by default) by dropping the connection; a
+big catalog commit needs the limit raised on every server and Java client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from urllib.parse import quote, unquote
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError, NodeExistsError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.recipe.watchers import DataWatch
+from kazoo.retry import KazooRetry
+
+from .base import (
+    KINDS,
+    CatalogStore,
+    Change,
+    Commit,
+    ConflictError,
+    Snapshot,
+    StoreError,
+    Watch,
+    WatchCallback,
+    check_batch,
+)
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 5.0  # seconds to reach a server before open fails
+REQUEST_TIMEOUT = 60.0  # seconds to wait for one (pipelined) reply
+DEFAULT_MAXBUFFER = 0xFFFFF  # ZooKeeper's default jute.maxbuffer (bytes)
+_PIPELINE = 2000  # outstanding async requests per batch: bounds memory, keeps the pipe full
+_ATTEMPTS = 5
+
+
+def escape_key(key: str) -> str:
+    """A znode name for ``key``: percent-encoding makes '/', control and
+    non-ASCII characters safe and stays reversible; '.' and '..' are reserved."""
+    name = quote(key, safe="")
+    return name.replace(".", "%2E") if name in (".", "..") else name
+
+
+def unescape_key(name: str) -> str:
+    return unquote(name)
+
+
+def _encode_log(changes: Sequence[Change]) -> bytes:
+    data = json.dumps([[c.kind, c.key, c.text] for c in changes], separators=(",", ":"))
+    return zlib.compress(data.encode("utf-8"))
+
+
+def _decode_log(data: bytes) -> tuple[Change, ...]:
+    return tuple(Change(k, key, t) for k, key, t in json.loads(zlib.decompress(data)))
+
+
+def _parse_url(url: str) -> tuple[str, str]:
+    """Split ``zk://hosts/chroot``; a chroot is required so catalogs can share a cluster."""
+    if not url.startswith("zk://"):
+        raise StoreError(f"not a ZooKeeper store URL: {url!r}")
+    hosts, slash, chroot = url[len("zk://"):].partition("/")
+    chroot = "/" + chroot.strip("/")
+    if not hosts or not slash or chroot == "/" or "//" in chroot:
+        raise StoreError(
+            f"bad ZooKeeper store URL {url!r}: expected zk://HOST:PORT[,HOST:PORT...]/CHROOT"
+        )
+    return hosts, chroot
+
+
+class ZooKeeperStore(CatalogStore):
+    """Global catalog in ZooKeeper; see the module docstring for the layout."""
+
+    def __init__(self, url: str, connect_timeout: float = CONNECT_TIMEOUT):
+        self.url = url
+        hosts, chroot = _parse_url(url)
+        self._root = chroot + "/catalog"
+        self._version_path = self._root + "/version"
+        self._closed = False
+        self._lock = threading.Lock()
+        self._watches: list[ZooKeeperWatch] = []
+        # Element names per kind, valid at catalog version _children_at; saves
+        # an exists() per element when a commit must choose create or set.
+        self._children: dict[str, set[str]] = {}
+        self._children_at: int | None = None
+        # Reconnect forever in the background once connected; the first
+        # connect is bounded by start(timeout) instead.
+        self._client = KazooClient(
+            hosts=hosts,
+            timeout=10.0,
+            connection_retry=KazooRetry(max_tries=-1, max_delay=2.0),
+        )
+        try:
+            self._client.start(timeout=connect_timeout)
+        except (KazooTimeoutError, KazooException, OSError) as exc:
+            self._shutdown_client()
+            raise StoreError(
+                f"cannot connect to ZooKeeper for catalog store {url}: no server at {hosts} "
+                f"answered within {connect_timeout:g}s ({exc or type(exc).__name__})"
+            ) from exc
+        try:
+            self._ensure_layout()
+        except BaseException:
+            self._shutdown_client()
+            raise
+
+    # -- plumbing ---------------------------------------------------------
+
+    def _shutdown_client(self) -> None:
+        try:
+            self._client.stop()
+            self._client.close()
+        except Exception:  # already dead: nothing to release
+            log.debug("error stopping ZooKeeper client for %s", self.url, exc_info=True)
+
+    @contextmanager
+    def _ops(self, what: str) -> Iterator[None]:
+        """Turn kazoo's exceptions into StoreError naming the store and the operation."""
+        if self._closed:
+            raise StoreError(f"catalog store {self.url} is closed")
+        try:
+            yield
+        except (KazooException, KazooTimeoutError) as exc:
+            if self._closed:
+                raise StoreError(f"catalog store {self.url} is closed") from exc
+            raise StoreError(
+                f"catalog store {self.url}: {what} failed: {type(exc).__name__} {exc}"
+            ) from exc
+
+    def _path(self, kind: str, name: str = "") -> str:
+        return f"{self._root}/elements/{kind}" + (f"/{name}" if name else "")
+
+    def _log_path(self, version: int) -> str:
+        return f"{self._root}/log/{version:012d}"
+
+    def _ensure_layout(self) -> None:
+        with self._ops("creating the catalog layout"):
+            if self._client.exists(self._version_path):
+                return
+            for kind in KINDS:
+                self._client.ensure_path(self._path(kind))
+            self._client.ensure_path(self._root + "/log")
+            try:  # last, so an existing version znode means the layout is complete
+                self._client.create(self._version_path, b"0")
+            except NodeExistsError:
+                pass  # another client initialised it concurrently
+
+    def _read_version(self) -> tuple[int, int]:
+        """(catalog version, stat version of the version znode)."""
+        data, stat = self._client.get(self._version_path)
+        return int(data), stat.version
+
+    def _get_many(self, paths: Sequence[str], children: bool = False) -> list:
+        """Pipeline gets (or get_children): one round trip per batch, not per znode.
+
+        A missing znode yields None (a concurrent commit deleted it).
+        """
+        out: list = []
+        call = self._client.get_children_async if children else self._client.get_async
+        for start in range(0, len(paths), _PIPELINE):
+            pending = [call(p) for p in paths[start:start + _PIPELINE]]
+            for res in pending:
+                try:
+                    value = res.get(timeout=REQUEST_TIMEOUT)
+                except NoNodeError:
+                    value = None
+                out.append(value if children or value is None else value[0])
+        return out
+
+    def _read_children(self) -> dict[str, set[str]]:
+        lists = self._get_many([self._path(k) for k in KINDS], children=True)
+        return {k: set(names or ()) for k, names in zip(KINDS, lists)}
+
+    # -- the CatalogStore interface ---------------------------------------
+
+    def version(self) -> int:
+        with self._ops("reading the version"):
+            return self._read_version()[0]
+
+    def snapshot(self) -> Snapshot:
+        with self._ops("reading a snapshot"):
+            for _ in range(_ATTEMPTS * 4):
+                version, _stat = self._read_version()
+                children = self._read_children()
+                idents = [(k, n) for k in KINDS for n in sorted(children[k])]
+                values = self._get_many([self._path(k, n) for k, n in idents])
+                if self._read_version()[0] != version or any(v is None for v in values):
+                    continue  # a commit landed while we read: the copy may be mixed
+                with self._lock:
+                    self._children, self._children_at = children, version
+                return Snapshot(
+                    version,
+                    {(k, unescape_key(n)): v.decode("utf-8") for (k, n), v in zip(idents, values)},
+                )
+        raise StoreError(f"catalog store {self.url}: catalog kept changing while taking a snapshot")
+
+    def commit(self, base_version: int, changes: Sequence[Change]) -> Commit:
+        changes = tuple(check_batch(changes))
+        payload = _encode_log(changes)
+        with self._ops("commit"):
+            for _ in range(_ATTEMPTS):
+                current, stat_version = self._read_version()
+                if current != base_version:
+                    raise ConflictError(base_version, current)
+                with self._lock:
+                    existing = self._children if self._children_at == current else None
+                if existing is None:
+                    existing = self._read_children()
+                txn = self._client.transaction()
+                txn.set_data(self._version_path, str(current + 1).encode(), version=stat_version)
+                size = 0
+                for c in changes:
+                    name = escape_key(c.key)
+                    path = self._path(c.kind, name)
+                    present = name in existing[c.kind]
+                    if c.text is None:
+                        if present:
+                            txn.delete(path)
+                    else:
+                        data = c.text.encode("utf-8")
+                        size += len(path) + len(data) + 48
+                        (txn.set_data if present else txn.create)(path, data)
+                txn.create(self._log_path(current + 1), payload)
+                size += len(payload) + 64
+                try:
+                    results = txn.commit_async().get(timeout=REQUEST_TIMEOUT)
+                except ConnectionLoss:
+                    # The request may or may not have been applied.
+                    self._forget_children()
+                    outcome = self._after_lost_commit(base_version, payload, size)
+                    if outcome is None:
+                        continue
+                    return Commit(outcome, changes)
+                if not any(isinstance(r, Exception) for r in results):
+                    self._note_commit(current, existing, changes)
+                    return Commit(current + 1, changes)
+                self._forget_children()
+                actual = self._read_version()[0]
+                if actual != base_version:
+                    raise ConflictError(base_version, actual)
+                failed = [r for r in results if isinstance(r, Exception)]
+                log.warning("catalog %s: commit on stale element list (%r); retrying", self.url, failed[:2])
+        raise StoreError(f"catalog store {self.url}: commit kept failing; giving up")
+
+    def _after_lost_commit(self, base_version: int, payload: bytes, size: int) -> int | None:
+        """Decide what a commit whose reply was lost did: its version, or None to retry."""
+        retry = KazooRetry(max_tries=-1, max_delay=1.0, deadline=REQUEST_TIMEOUT)
+        actual = retry(self._read_version)[0]
+        if actual != base_version:
+            try:
+                mine = self._client.get(self._log_path(base_version + 1))[0] == payload
+            except NoNodeError:
+                mine = False
+            if mine:
+                return base_version + 1
+            raise ConflictError(base_version, actual)
+        if size > DEFAULT_MAXBUFFER:
+            raise StoreError(
+                f"catalog store {self.url}: ZooKeeper dropped the connection on a commit of about "
+                f"{size} bytes, which is what it does with a request larger than its jute.maxbuffer "
+                f"(default {DEFAULT_MAXBUFFER} bytes, about 1 MB); nothing was committed.  Raise the "
+                f"limit on every ZooKeeper server (e.g. SERVER_JVMFLAGS=-Djute.maxbuffer=16777216) "
+                f"and on Java clients (JVMFLAGS / CLIENT_JVMFLAGS=-Djute.maxbuffer=16777216), or "
+                f"commit fewer or smaller elements at a time"
+            )
+        log.warning("catalog %s: connection lost during commit; retrying", self.url)
+        return None
+
+    def _forget_children(self) -> None:
+        with self._lock:
+            self._children_at = None
+
+    def _note_commit(self, base: int, existing: dict[str, set[str]], changes: Iterable[Change]) -> None:
+        """The element names were right at ``base`` (the commit proved it); roll them forward."""
+        names = {k: set(v) for k, v in existing.items()}
+        for c in changes:
+            (names[c.kind].discard if c.text is None else names[c.kind].add)(escape_key(c.key))
+        with self._lock:
+            if self._children_at in (None, base):
+                self._children, self._children_at = names, base + 1
+
+    def _read_log(self, since: int) -> list[Commit]:
+        """Commits after ``since``: the log znodes since+1 .. current version, pipelined."""
+        current = self._read_version()[0]
+        versions = list(range(since + 1, current + 1))
+        values = self._get_many([self._log_path(v) for v in versions])
+        commits = []
+        for v, data in zip(versions, values):
+            if data is None:
+                raise StoreError(f"catalog store {self.url}: log entry {v} is missing")
+            commits.append(Commit(v, _decode_log(data)))
+        return commits
+
+    def log(self, since: int) -> list[Commit]:
+        with self._ops("reading the log"):
+            return self._read_log(since)
+
+    def watch(self, since: int, callback: WatchCallback) -> Watch:
+        with self._ops("starting a watch"):
+            watch = ZooKeeperWatch(self, since, callback)
+        with self._lock:
+            self._watches.append(watch)
+        return watch
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            watches, self._watches = self._watches, []
+        for watch in watches:
+            watch.close()
+        self._shutdown_client()
+
+
+class ZooKeeperWatch(Watch):
+    """Pushes commits to a callback on its own thread.
+
+    A kazoo DataWatch on the version znode only *wakes* the delivery thread:
+    kazoo runs watch callbacks on its single event thread, and a slow user
+    callback there would stall every other reply of the client.  The thread
+    reads the log from the last delivered version on, so several commits
+    collapsed into one notification are still delivered one by one, in order.
+    """
+
+    #: Re-check this often even without a notification (a backstop for
+    #: notifications missed across a reconnect).
+    RECHECK = 5.0
+
+    def __init__(self, store: ZooKeeperStore, since: int, callback: WatchCallback):
+        self._store = store
+        self._since = since
+        self._callback = callback
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._wake.set()
+        self._thread = threading.Thread(
+            target=self._run, name=f"catalog-watch-{store.url}", daemon=True
+        )
+        self._thread.start()
+        try:
+            DataWatch(store._client, store._version_path, self._on_version)
+        except BaseException:
+            self.close()
+            raise
+
+    def _on_version(self, data: bytes | None, stat: object, event: object = None) -> bool:
+        if self._stop.is_set():
+            return False  # tells kazoo to drop this watch
+        self._wake.set()
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.RECHECK)
+            self._wake.clear()
+            try:
+                commits = self._store.log(self._since)
+            except StoreError:
+                if self._stop.is_set():
+                    return
+                log.warning("catalog watch could not read the log; retrying", exc_info=True)
+                continue
+            for commit in commits:
+                if self._stop.is_set():
+                    return
+                self._since = commit.version
+                try:
+                    self._callback(commit)
+                except Exception:  # a broken callback must not kill the watch
+                    log.exception("catalog watch callback failed at version %d", commit.version)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=5)

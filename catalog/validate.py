@@ -1,0 +1,166 @@
+"""Whole-topology checks: producers, references, box parameters, stream schemas.
+
+These run on the merged catalog (``merge``), so a submission is checked
+together with everything it builds on.  Stream schemas are inferred in
+dataflow order from the inputs' declared schemas through each box type's
+rules (:mod:`boreas.catalog.boxtypes`); a box whose inputs are already
+broken is skipped rather than reported again, so one mistake gives one
+message.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
+from .diagnostics import Diagnostic, Origin
+from .model import Catalog, Schema
+
+
+@dataclass
+class TopologyReport:
+    """What validation learned: every stream's schema, and every problem."""
+
+    stream_schemas: dict[str, Schema] = field(default_factory=dict)
+    problems: list[Diagnostic] = field(default_factory=list)
+
+    def fail(self, origin: Origin, reason: str) -> None:
+        self.problems.append(Diagnostic.at(origin, reason))
+
+
+def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None) -> TopologyReport:
+    registry = registry or builtin_registry()
+    report = TopologyReport()
+    _check_producers(catalog, report)
+    _check_references(catalog, report)
+    _infer_schemas(catalog, registry, report)
+    _check_outputs(catalog, report)
+    return report
+
+
+def stream_schemas(catalog: Catalog, registry: BoxTypeRegistry | None = None) -> dict[str, Schema]:
+    """The schema of every stream whose schema can be told (for update XML to nodes)."""
+    return check_topology(catalog, registry).stream_schemas
+
+
+def _check_producers(catalog: Catalog, report: TopologyReport) -> None:
+    for stream, producers in catalog.producers().items():
+        if len(producers) > 1:
+            later = producers[1]
+            origin = catalog.boxes[later.box].origin if later.box else catalog.inputs[stream].origin
+            report.fail(origin, f"stream {stream!r} has {len(producers)} producers: "
+                                f"{' and '.join(p.describe() for p in producers)}")
+
+
+def _check_references(catalog: Catalog, report: TopologyReport) -> None:
+    produced = catalog.producers()
+    for inp in catalog.inputs.values():
+        if inp.schema not in catalog.schemas:
+            report.fail(inp.origin, f"input stream {inp.stream!r} names unknown schema {inp.schema!r}")
+    for out in catalog.outputs.values():
+        if out.schema is not None and out.schema not in catalog.schemas:
+            report.fail(out.origin, f"output stream {out.stream!r} names unknown schema {out.schema!r}")
+        if out.stream not in produced:
+            report.fail(out.origin, f"output stream {out.stream!r} has no producer "
+                                    f"(no <input> and no box <out> writes it)")
+    for box in catalog.boxes.values():
+        for port, inport in enumerate(box.inputs):
+            if inport.stream not in produced:
+                report.fail(box.origin, f"box {box.name!r} in port {port} reads stream "
+                                        f"{inport.stream!r}, which nothing produces")
+            if inport.view is not None and inport.view not in catalog.views:
+                report.fail(box.origin, f"box {box.name!r} in port {port} names unknown "
+                                        f"connection point view {inport.view!r}")
+        for table in box.access:
+            if table not in catalog.tables:
+                report.fail(box.origin, f"box {box.name!r} accesses unknown table {table!r}")
+        if box.node is not None and box.node not in catalog.nodes:
+            report.fail(box.origin, f"box {box.name!r} is placed on unknown node {box.node!r}")
+    for table in catalog.tables.values():
+        if table.schema not in catalog.schemas:
+            report.fail(table.origin, f"table {table.name!r} names unknown schema {table.schema!r}")
+        if table.stream is not None and table.stream not in produced:
+            report.fail(table.origin, f"table {table.name!r} reads stream {table.stream!r}, "
+                                      f"which nothing produces")
+    for view in catalog.views.values():
+        if view.stream not in produced:
+            report.fail(view.origin, f"connection point view {view.name!r} is on stream "
+                                     f"{view.stream!r}, which nothing produces")
+    for query in catalog.queries.values():
+        for name in query.boxes:
+            if name not in catalog.boxes:
+                report.fail(query.origin, f"query {query.name!r} lists unknown box {name!r}")
+    for pub in catalog.publications.values():
+        if pub.stream not in catalog.inputs:
+            report.fail(pub.origin, f"publish to stream {pub.stream!r}, which is not an <input> stream")
+    for sub in catalog.subscriptions.values():
+        if sub.stream not in produced:
+            report.fail(sub.origin, f"subscribe to stream {sub.stream!r}, which nothing produces")
+
+
+def _infer_schemas(catalog: Catalog, registry: BoxTypeRegistry, report: TopologyReport) -> None:
+    """Propagate schemas from inputs through boxes in dataflow order."""
+    known = report.stream_schemas
+    broken: set[str] = set()  # streams whose schema cannot be told; stay quiet downstream
+    for inp in catalog.inputs.values():
+        schema = catalog.schemas.get(inp.schema)
+        if schema is not None:
+            known[inp.stream] = schema
+        else:
+            broken.add(inp.stream)
+    consumers: dict[str, set[str]] = {}
+    for stream, found in catalog.consumers().items():
+        consumers[stream] = {c.box for c in found}
+    waiting = {name: {p.stream for p in box.inputs} for name, box in catalog.boxes.items()}
+    ready: deque[str] = deque()
+
+    def arrived(stream: str) -> None:
+        for name in sorted(consumers.get(stream, ())):
+            if stream in waiting[name]:
+                waiting[name].discard(stream)
+                if not waiting[name]:
+                    ready.append(name)
+
+    for stream in sorted(set(known) | broken):
+        arrived(stream)
+    done: set[str] = set()
+    while ready:
+        name = ready.popleft()
+        done.add(name)
+        box = catalog.boxes[name]
+        shape = registry.check_shape(box)
+        for reason in shape:
+            report.fail(box.origin, reason)
+        in_streams = [p.stream for p in box.inputs]
+        outs: list[Schema] | None = None
+        if not shape and not any(s in broken for s in in_streams):
+            try:
+                outs = registry.infer(box, [known[s] for s in in_streams])
+            except BoxError as exc:
+                report.fail(box.origin, str(exc))
+        for port, stream in enumerate(box.outputs):
+            if outs is not None:
+                known.setdefault(stream, outs[port])
+            else:
+                broken.add(stream)
+            arrived(stream)
+    produced = catalog.producers()
+    for name, box in catalog.boxes.items():
+        if name not in done and all(p.stream in produced for p in box.inputs):
+            report.fail(box.origin, f"box {name!r} is on a cycle: its in streams depend on its own output")
+
+
+def _check_outputs(catalog: Catalog, report: TopologyReport) -> None:
+    for out in catalog.outputs.values():
+        declared = catalog.schemas.get(out.schema) if out.schema else None
+        inferred = report.stream_schemas.get(out.stream)
+        if declared is None or inferred is None:
+            continue
+        if inferred.name == declared.name:
+            continue
+        if not declared.same_shape(inferred):
+            report.fail(out.origin, f"output stream {out.stream!r} declares schema {declared.name!r} "
+                                    f"{declared.describe()}, but its producer yields {inferred.describe()}")
+        else:  # same layout: the declared names are the ones users see
+            report.stream_schemas[out.stream] = declared

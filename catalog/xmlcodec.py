@@ -1,0 +1,270 @@
+"""Catalog elements to XML and back, one element at a time.
+
+The same encoding serves the store (each element's text), update XML sent
+between Head, nodes and regions, and export.  Decoding assumes the element
+passed its XSD (``boreas.schemas``), so it checks only what an XSD cannot
+say, raising :class:`DecodeError` with a one-line reason.
+
+>>> from lxml import etree
+>>> box = decode(etree.fromstring(
+...     '<box name="b" type="filter"><in stream="A"/><out stream="B"/>'
+...     '<parameter name="expression.0" value="x &gt; 1"/></box>'))
+>>> box.name, box.inputs[0].stream, box.param("expression.0")
+('b', 'A', 'x > 1')
+>>> decode(etree.fromstring(to_text(box))) == box
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lxml import etree
+
+from .diagnostics import CATALOG, Origin
+from .model import (
+    Box,
+    Client,
+    ConnectionPointView,
+    Field,
+    FieldType,
+    GlobalComponent,
+    InPort,
+    Input,
+    Node,
+    Output,
+    Publication,
+    Query,
+    Region,
+    ReplicaSet,
+    Schema,
+    Subscription,
+    Table,
+    TypeAlias,
+)
+
+QUEUE_ATTRS = ("update_queue", "queue_type", "key")
+
+
+class DecodeError(ValueError):
+    """An element is well-formed and schema-valid but means nothing sensible."""
+
+
+def _int(el: etree._Element, attr: str) -> int | None:
+    text = el.get(attr)
+    if text is None or text.strip() == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise DecodeError(f"<{el.tag}> attribute {attr}={text!r} is not a whole number") from None
+
+
+def _attrs(el: etree._Element) -> tuple[tuple[str, str], ...]:
+    return tuple((a, el.get(a)) for a in QUEUE_ATTRS if el.get(a) is not None)
+
+
+def _params(el: etree._Element) -> tuple[tuple[str, str], ...]:
+    return tuple((p.get("name"), p.get("value")) for p in el if p.tag == "parameter")
+
+
+def _names(text: str | None) -> tuple[str, ...]:
+    return tuple((text or "").split())
+
+
+def _children(el: etree._Element, tag: str) -> list[etree._Element]:
+    return [c for c in el if c.tag == tag]
+
+
+# -- decoding ---------------------------------------------------------------
+
+
+def _schema(el: etree._Element, origin: Origin) -> Schema:
+    fields = []
+    for f in _children(el, "field"):
+        try:
+            ftype = FieldType(f.get("type"))
+        except ValueError:
+            raise DecodeError(f"field {f.get('name')!r} has unknown type {f.get('type')!r}") from None
+        size = _int(f, "size")
+        if ftype == FieldType.STRING and size is None:
+            raise DecodeError(f"string field {f.get('name')!r} needs a size")
+        fields.append(Field(f.get("name"), ftype, size))
+    names = [f.name for f in fields]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise DecodeError(f"schema {el.get('name')!r} declares field {dupes[0]!r} twice")
+    return Schema(el.get("name"), tuple(fields), origin)
+
+
+def _box(el: etree._Element, origin: Origin) -> Box:
+    inputs = tuple(
+        InPort(i.get("stream"), i.get("connection_point_view"), _attrs(i))
+        for i in _children(el, "in")
+    )
+    outputs = tuple(o.get("stream") for o in _children(el, "out"))
+    params = _params(el)
+    seen: set[str] = set()
+    for name, _ in params:
+        if name in seen:
+            raise DecodeError(f"box {el.get('name')!r} sets parameter {name!r} twice")
+        seen.add(name)
+    access = tuple(a.get("table") for a in _children(el, "access"))
+    return Box(el.get("name"), el.get("type"), inputs, outputs, params, access, el.get("node"),
+               _attrs(el), origin)
+
+
+def _table(el: etree._Element, origin: Origin) -> Table:
+    return Table(
+        el.get("name"),
+        el.get("schema"),
+        el.get("stream"),
+        tuple(k.get("field") for k in _children(el, "key")),
+        tuple(i.get("field") for i in _children(el, "index") if i.get("field")),
+        _params(el),
+        el.get("node"),
+        origin,
+    )
+
+
+def _view(el: etree._Element, origin: Origin) -> ConnectionPointView:
+    size = next((c for c in el if c.tag == "size"), None)
+    rng = next((c for c in el if c.tag == "range"), None)
+    order = next((c for c in el if c.tag == "order"), None)
+    return ConnectionPointView(
+        el.get("name"),
+        el.get("stream"),
+        _int(size, "value") if size is not None else None,
+        (rng.get("start"), rng.get("end")) if rng is not None else None,
+        order.get("field") if order is not None else None,
+        _params(el),
+        origin,
+    )
+
+
+def _region(el: etree._Element, origin: Origin) -> Region:
+    node = el.get("node")
+    if not node:
+        raise DecodeError("<region> needs a node attribute: the node to include in the region")
+    region = el.get("endpoint") or el.get("name") or "default"
+    return Region(region, node, el.get("endpoint"), el.get("name"), origin)
+
+
+_DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
+    "schema": _schema,
+    "type": lambda el, o: TypeAlias(el.get("name"), el.get("array"), _int(el, "size"), o),
+    "input": lambda el, o: Input(el.get("stream"), el.get("schema"), el.get("node"), o),
+    "output": lambda el, o: Output(el.get("stream"), el.get("schema"), el.get("node"), o),
+    "box": _box,
+    "table": _table,
+    "query": lambda el, o: Query(el.get("name"), _names(el.get("boxes")), _names(el.get("tables")),
+                                 _attrs(el), o),
+    "connection_point_view": _view,
+    "node": lambda el, o: Node(el.get("endpoint"), o),
+    "region": _region,
+    "replica_set": lambda el, o: ReplicaSet(
+        el.get("name"), _names(el.get("query")),
+        tuple(n.get("endpoint") for n in _children(el, "node")), o),
+    "publish": lambda el, o: Publication(el.get("stream"), el.get("node") or el.get("endpoint"), o),
+    "subscribe": lambda el, o: Subscription(el.get("stream"), el.get("endpoint") or "", el.get("gap"), o),
+    "client": lambda el, o: Client(el.get("endpoint") or "", el.get("prefix"), o),
+    "global": lambda el, o: GlobalComponent(el.get("endpoint"), o),
+}
+
+
+def decode(el: etree._Element, origin: Origin = CATALOG) -> Any:
+    """The model object for one declaration element."""
+    try:
+        decoder = _DECODERS[el.tag]
+    except KeyError:
+        raise DecodeError(f"<{el.tag}> is not a catalog declaration") from None
+    return decoder(el, origin)
+
+
+# -- encoding ---------------------------------------------------------------
+
+
+def _set(el: etree._Element, **attrs: object) -> etree._Element:
+    for name, value in attrs.items():
+        if value is not None:
+            el.set(name.rstrip("_"), str(value))
+    return el
+
+
+def _sub(parent: etree._Element, tag: str, **attrs: object) -> etree._Element:
+    return _set(etree.SubElement(parent, tag), **attrs)
+
+
+def _add_params(el: etree._Element, params: tuple[tuple[str, str], ...]) -> None:
+    for name, value in params:
+        _sub(el, "parameter", name=name, value=value)
+
+
+def encode(obj: Any, with_node: bool = True) -> etree._Element:
+    """The XML element for one model object (``with_node=False`` drops placement)."""
+    node = getattr(obj, "node", None) if with_node else None
+    match obj:
+        case Schema():
+            el = _set(etree.Element("schema"), name=obj.name)
+            for f in obj.fields:
+                _sub(el, "field", name=f.name, type=f.type.value, size=f.size)
+        case TypeAlias():
+            el = _set(etree.Element("type"), name=obj.name, array=obj.array, size=obj.size)
+        case Input():
+            el = _set(etree.Element("input"), stream=obj.stream, schema=obj.schema, node=node)
+        case Output():
+            el = _set(etree.Element("output"), stream=obj.stream, schema=obj.schema, node=node)
+        case Box():
+            el = _set(etree.Element("box"), name=obj.name, type=obj.type, node=node, **dict(obj.attrs))
+            for port in obj.inputs:
+                _sub(el, "in", stream=port.stream, connection_point_view=port.view, **dict(port.attrs))
+            for stream in obj.outputs:
+                _sub(el, "out", stream=stream)
+            _add_params(el, obj.params)
+            for table in obj.access:
+                _sub(el, "access", table=table)
+        case Table():
+            el = _set(etree.Element("table"), name=obj.name, schema=obj.schema, stream=obj.stream,
+                      node=node)
+            for key in obj.keys:
+                _sub(el, "key", field=key)
+            for index in obj.indexes:
+                _sub(el, "index", field=index)
+            _add_params(el, obj.params)
+        case Query():
+            el = _set(etree.Element("query"), name=obj.name,
+                      boxes=" ".join(obj.boxes) or None, tables=" ".join(obj.tables) or None,
+                      **dict(obj.attrs))
+        case ConnectionPointView():
+            el = _set(etree.Element("connection_point_view"), name=obj.name, stream=obj.stream)
+            if obj.range is not None:
+                _sub(el, "range", start=obj.range[0], end=obj.range[1])
+            else:
+                _sub(el, "size", value=obj.size)
+            if obj.order_field:
+                _sub(el, "order", field=obj.order_field)
+            _add_params(el, obj.params)
+        case Node():
+            el = _set(etree.Element("node"), endpoint=obj.endpoint)
+        case Region():
+            el = _set(etree.Element("region"), node=obj.node, endpoint=obj.endpoint, name=obj.name)
+        case ReplicaSet():
+            el = _set(etree.Element("replica_set"), name=obj.name, query=" ".join(obj.queries) or None)
+            for endpoint in obj.nodes:
+                _sub(el, "node", endpoint=endpoint)
+        case Publication():
+            el = _set(etree.Element("publish"), stream=obj.stream, node=obj.node)
+        case Subscription():
+            el = _set(etree.Element("subscribe"), stream=obj.stream, endpoint=obj.endpoint, gap=obj.gap)
+        case Client():
+            el = _set(etree.Element("client"), endpoint=obj.endpoint, prefix=obj.prefix)
+        case GlobalComponent():
+            el = _set(etree.Element("global"), endpoint=obj.endpoint)
+        case _:
+            raise TypeError(f"cannot encode {type(obj).__name__}")
+    return el
+
+
+def to_text(obj: Any) -> str:
+    return etree.tostring(encode(obj), encoding="unicode")
