@@ -58,6 +58,7 @@ _DECLARATION = re.compile(rb"<!(?:ENTITY|ELEMENT|ATTLIST|NOTATION)\b", re.IGNORE
 
 def _parser() -> etree.XMLParser:
     # A new parser per call: lxml parsers are not safe to share across threads.
+    # (Do not add collect_ids=False: with it libxml2 tries to fetch the DTD.)
     return etree.XMLParser(
         resolve_entities=False,
         no_network=True,
@@ -65,7 +66,6 @@ def _parser() -> etree.XMLParser:
         dtd_validation=False,
         huge_tree=False,
         remove_blank_text=False,
-        collect_ids=False,
     )
 
 

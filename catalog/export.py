@@ -1,0 +1,108 @@
+"""A catalog written back out: application and deployment XML, and a summary.
+
+Export is the inverse of a submission: applying the exported pair to an
+empty catalog gives an equal catalog.  Boxes and tables that belong to a
+query are written inside it; placement goes to the deployment as
+``<node endpoint=... query=...>`` naming the boxes on each node.
+
+>>> from boreas.catalog.model import Catalog, Node
+>>> c = Catalog(); c.nodes["localhost:15000"] = Node("localhost:15000")
+>>> print(export_deployment(c).strip())
+<deploy>
+  <node endpoint="localhost:15000" query=""/>
+</deploy>
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from lxml import etree
+
+from .model import Box, Catalog, Table
+from .xmlcodec import encode
+
+
+def _doc(root: etree._Element) -> str:
+    etree.indent(root, space="  ")
+    return etree.tostring(root, encoding="unicode", pretty_print=True)
+
+
+def export_application(catalog: Catalog) -> str:
+    root = etree.Element("borealis")
+    for collection in (catalog.schemas, catalog.types, catalog.inputs, catalog.outputs):
+        for obj in collection.values():
+            root.append(encode(obj, with_node=False))
+    in_query: set[str] = set()
+    for query in catalog.queries.values():
+        el = encode(query)
+        for attr in ("boxes", "tables"):
+            el.attrib.pop(attr, None)
+        members: list[Box | Table] = [catalog.boxes[b] for b in query.boxes if b in catalog.boxes]
+        members += [catalog.tables[t] for t in query.tables if t in catalog.tables]
+        for member in members:
+            el.append(encode(member, with_node=False))
+            in_query.add(member.name)
+        if len(el):
+            root.append(el)
+    for collection in (catalog.boxes, catalog.tables):
+        for obj in collection.values():
+            if obj.name not in in_query:
+                root.append(encode(obj, with_node=False))
+    for view in catalog.views.values():
+        root.append(encode(view))
+    return _doc(root)
+
+
+def export_deployment(catalog: Catalog) -> str:
+    root = etree.Element("deploy")
+    placed: dict[str, list[str]] = {endpoint: [] for endpoint in catalog.nodes}
+    for obj in [*catalog.boxes.values(), *catalog.tables.values()]:
+        if obj.node is not None:
+            placed.setdefault(obj.node, []).append(obj.name)
+    for endpoint, names in placed.items():
+        etree.SubElement(root, "node", endpoint=endpoint, query=" ".join(names))
+    for rs in catalog.replica_sets.values():
+        root.append(encode(rs))
+    for region in catalog.regions.values():
+        root.append(encode(region))
+    for pub in catalog.publications.values():
+        root.append(encode(pub))
+    by_client = {endpoint: encode(client) for endpoint, client in catalog.clients.items()}
+    for sub in catalog.subscriptions.values():
+        parent = by_client.get(sub.endpoint, root)
+        parent.append(encode(sub))
+    for el in by_client.values():
+        if len(el):
+            root.append(el)
+    return _doc(root)
+
+
+def summary(catalog: Catalog) -> str:
+    """A few lines a person reads: counts, nodes and what runs where."""
+    producers = catalog.producers()
+    lines = [
+        f"catalog version {catalog.version}: {len(catalog.boxes)} boxes, {len(producers)} streams, "
+        f"{len(catalog.schemas)} schemas, {len(catalog.queries)} queries, {len(catalog.nodes)} nodes"
+    ]
+    types = Counter(box.type for box in catalog.boxes.values())
+    if types:
+        lines.append("box types: " + ", ".join(f"{t} {n}" for t, n in sorted(types.items())))
+    for endpoint in sorted(catalog.nodes):
+        boxes = sorted(b.name for b in catalog.boxes_on(endpoint))
+        regions = sorted(r.region for r in catalog.regions.values() if r.node == endpoint)
+        shown = ", ".join(boxes[:8]) + (f", ... ({len(boxes)} in all)" if len(boxes) > 8 else "")
+        region_note = f"  [regions: {', '.join(regions)}]" if regions else ""
+        lines.append(f"node {endpoint}: {shown or '(no boxes)'}{region_note}")
+    unplaced = sorted(b.name for b in catalog.boxes.values() if b.node is None)
+    if unplaced:
+        lines.append(f"not yet deployed: {', '.join(unplaced)}")
+    if catalog.inputs:
+        lines.append("inputs: " + ", ".join(sorted(catalog.inputs)))
+    if catalog.outputs:
+        lines.append("outputs: " + ", ".join(sorted(catalog.outputs)))
+    for sub in sorted(catalog.subscriptions.values(), key=lambda s: s.key):
+        lines.append(f"subscription: {sub.stream} -> {sub.endpoint}")
+    for component in sorted(catalog.globals):
+        lines.append(f"global component: {component}")
+    return "\n".join(lines)
