@@ -27,6 +27,9 @@ class BoxError(ValueError):
     """A box is wrong for its type; the message is one line."""
 
 
+#: Parameters whose values are expressions, in every built-in box type.
+_EXPRESSION_PARAM = re.compile(r"^(expression\.\d+|predicate|out-field\.\d+)$")
+
 InferFn = Callable[[Box, list[Schema]], list[Schema]]
 
 
@@ -76,6 +79,13 @@ class BoxTypeRegistry:
         for name in box_type.required:
             if box.param(name) is None:
                 problems.append(f"{box.type} box {box.name!r} needs parameter {name!r}")
+        # Syntax is checked even where the in streams' schemas are unknown.
+        for name, value in box.params:
+            if _EXPRESSION_PARAM.match(name):
+                try:
+                    parse_expression(value)
+                except ExpressionError as exc:
+                    problems.append(f"{box.type} box {box.name!r}: parameter {name!r}: {exc}")
         return problems
 
     def infer(self, box: Box, inputs: list[Schema]) -> list[Schema]:

@@ -194,6 +194,7 @@ class Merger:
 
     def resolve_placements(self, deploying: bool) -> None:
         """Give each claimed box its node; with a deployment, every box must have one."""
+        conflicted: set[str] = set()
         for name, claims in self.claims.items():
             endpoints = sorted({e for e, _ in claims})
             items = self.catalog.boxes if name in self.catalog.boxes else self.catalog.tables
@@ -202,6 +203,7 @@ class Merger:
             if item is None:
                 continue
             if len(endpoints) > 1:
+                conflicted.add(name)
                 self.fail(claims[-1][1], f"{noun} {name!r} is placed on more than one node: "
                                          f"{', '.join(endpoints)}")
                 continue
@@ -213,7 +215,7 @@ class Merger:
             items[name] = replace(item, node=endpoints[0])
         if deploying:
             for box in self.catalog.boxes.values():
-                if box.node is None:
+                if box.node is None and box.name not in conflicted:
                     self.fail(box.origin, f"box {box.name!r} is not placed on any node "
                                           f"(add it, or its query, to a <node query=...>)")
 

@@ -204,20 +204,33 @@ class ZooKeeperStore(CatalogStore):
 
     def snapshot(self) -> Snapshot:
         with self._ops("reading a snapshot"):
-            for _ in range(_ATTEMPTS * 4):
-                version, _stat = self._read_version()
-                children = self._read_children()
-                idents = [(k, n) for k in KINDS for n in sorted(children[k])]
-                values = self._get_many([self._path(k, n) for k, n in idents])
-                if self._read_version()[0] != version or any(v is None for v in values):
-                    continue  # a commit landed while we read: the copy may be mixed
-                with self._lock:
-                    self._children, self._children_at = children, version
-                return Snapshot(
-                    version,
-                    {(k, unescape_key(n)): v.decode("utf-8") for (k, n), v in zip(idents, values)},
-                )
-        raise StoreError(f"catalog store {self.url}: catalog kept changing while taking a snapshot")
+            version = self._read_version()[0]
+            children = self._read_children()
+            idents = [(k, n) for k in KINDS for n in children[k]]
+            values = self._get_many([self._path(k, n) for k, n in idents])
+            elements = {
+                (k, unescape_key(n)): v.decode("utf-8")
+                for (k, n), v in zip(idents, values)
+                if v is not None
+            }
+            if self._read_version()[0] != version:
+                # Commits landed while we read, so the copy may mix versions.
+                # Every element they touched is in their log entries: replaying
+                # those makes it exact at the last one's version.  (Retrying
+                # instead can starve while writers keep committing.)
+                for commit in self._read_log(version):
+                    for c in commit.changes:
+                        if c.text is None:
+                            elements.pop((c.kind, c.key), None)
+                        else:
+                            elements[(c.kind, c.key)] = c.text
+                    version = commit.version
+            names: dict[str, set[str]] = {k: set() for k in KINDS}
+            for kind, key in elements:
+                names[kind].add(escape_key(key))
+            with self._lock:
+                self._children, self._children_at = names, version
+            return Snapshot(version, elements)
 
     def commit(self, base_version: int, changes: Sequence[Change]) -> Commit:
         changes = tuple(check_batch(changes))

@@ -1,0 +1,25 @@
+"""Run the doctest examples in the library's docstrings (they are documentation that must stay true)."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "boreas.catalog.diagnostics",
+    "boreas.catalog.endpoints",
+    "boreas.catalog.xmlsafe",
+    "boreas.catalog.xmlcodec",
+    "boreas.catalog.expressions",
+    "boreas.catalog.elements",
+    "boreas.catalog.documents",
+    "boreas.catalog.export",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0, f"{name} has no doctest examples"
+    assert result.failed == 0
