@@ -23,7 +23,7 @@ from boreas.schemas import xsd_errors
 
 from .diagnostics import Diagnostic, Origin, ValidationFailed
 from .endpoints import DEFAULT_MONITOR_PORT, normalize_endpoint
-from .model import Box, Client, Publication, Query, Region, ReplicaSet, Subscription
+from .model import Box, Client, GlobalComponent, Publication, Query, Region, ReplicaSet, Subscription
 from .xmlcodec import DecodeError, decode
 from .xmlsafe import DEFAULT_LIMITS, XmlLimits, element_path, parse_xml
 
@@ -293,7 +293,7 @@ class _Reader:
             elif tag == "global":
                 endpoint = self.endpoint(el, el.get("endpoint"))
                 if endpoint:
-                    update.items.append(type(self.decode(el))(endpoint, self.origin(el)))
+                    update.items.append(GlobalComponent(endpoint, self.origin(el)))
             elif tag in ("node", "region", "replica_set", "publish", "subscribe", "unsubscribe",
                          "client", "move"):
                 before = _count(scratch)

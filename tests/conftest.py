@@ -9,126 +9,47 @@ go untested without anyone noticing.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import socket
-import subprocess
-import tempfile
-import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-ZOOKEEPER_JAR = Path(os.environ.get("BOREAS_ZOOKEEPER_JAR", "/usr/share/java/zookeeper.jar"))
-ZOOKEEPER_CONF = Path("/etc/zookeeper/conf")  # log4j.properties, when present
-ZOOKEEPER_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
-#: The test server accepts requests up to 16 MB, so the benchmark-sized commit
-#: (~3,000 elements in one multi-op) fits; ZooKeeper's default is ~1 MB.
-JUTE_MAXBUFFER = 16 * 1024 * 1024
-START_TIMEOUT = 30.0
+if TYPE_CHECKING:
+    from boreas.catalog.store import CatalogStore
 
+@contextmanager
+def running_zookeeper(maxbuffer: int | None) -> Iterator[str]:
+    """Run a standalone ZooKeeper on 127.0.0.1; fail (never skip) when it cannot run."""
+    from boreas.catalog.store.zkserver import LocalZooKeeper, ZooKeeperUnavailable
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _four_letter(port: int, word: bytes) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=1.0) as s:
-        s.sendall(word)
-        chunks = []
-        while chunk := s.recv(4096):
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-
-def _start_zookeeper(java: str, workdir: Path) -> tuple[subprocess.Popen, int]:
-    port = _free_port()
-    data = workdir / f"data-{port}"
-    data.mkdir()
-    cfg = workdir / f"zoo-{port}.cfg"
-    cfg.write_text(
-        "tickTime=500\n"
-        f"dataDir={data}\n"
-        f"clientPort={port}\n"
-        "clientPortAddress=127.0.0.1\n"
-        "maxClientCnxns=0\n"
-        "forceSync=no\n"
-        "admin.enableServer=false\n"
-        "4lw.commands.whitelist=ruok,srvr\n"
-    )
-    classpath = os.pathsep.join(p for p in (str(ZOOKEEPER_CONF), str(ZOOKEEPER_JAR)) if Path(p).exists())
-    cmd = [
-        java,
-        "-Xmx512m",
-        f"-Djute.maxbuffer={JUTE_MAXBUFFER}",
-        "-Dzookeeper.admin.enableServer=false",
-        "-Dzookeeper.jmx.log4j.disable=true",
-        f"-Dzookeeper.log.dir={workdir}",
-        "-cp",
-        classpath,
-        ZOOKEEPER_MAIN,
-        str(cfg),
-    ]
-    out = open(workdir / f"zookeeper-{port}.out", "wb")
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    out.close()
-    return proc, port
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
-def _wait_serving(proc: subprocess.Popen, port: int) -> bool:
-    """True once the server says it serves requests ('srvr' answers with its mode)."""
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if b"Mode:" in _four_letter(port, b"srvr"):
-                return True
-        except OSError:
-            pass
-        time.sleep(0.1)
-    return False
+    server = LocalZooKeeper(maxbuffer=maxbuffer)
+    try:
+        server.start()
+    except ZooKeeperUnavailable as exc:
+        server.close()
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server.address
+    finally:
+        server.close()
 
 
 @pytest.fixture(scope="session")
 def zookeeper_server() -> Iterator[str]:
-    """A real standalone ZooKeeper on 127.0.0.1; yields ``"127.0.0.1:PORT"``."""
-    java = shutil.which("java")
-    if java is None or not ZOOKEEPER_JAR.exists():
-        pytest.fail(
-            f"ZooKeeper is not installed (need `java` on PATH and {ZOOKEEPER_JAR}); "
-            "run `make test`, which installs it (Debian package `zookeeper`)",
-            pytrace=False,
-        )
-    workdir = Path(tempfile.mkdtemp(prefix="boreas-zk-"))
-    try:
-        for _attempt in range(3):  # the free port can be taken before Java binds it
-            proc, port = _start_zookeeper(java, workdir)
-            if _wait_serving(proc, port):
-                break
-            _stop(proc)
-        else:
-            tail = (workdir / f"zookeeper-{port}.out").read_text(errors="replace")[-3000:]
-            pytest.fail(f"ZooKeeper did not start; its output ends with:\n{tail}", pytrace=False)
-        try:
-            yield f"127.0.0.1:{port}"
-        finally:
-            _stop(proc)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    """A real ZooKeeper accepting 16 MB requests; yields ``"127.0.0.1:PORT"``."""
+    with running_zookeeper(16 * 1024 * 1024) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server_default_limits() -> Iterator[str]:
+    """A real ZooKeeper with its default ~1 MB request limit (jute.maxbuffer)."""
+    with running_zookeeper(None) as server:
+        yield server
 
 
 STORE_KINDS = ["memory", "sqlite", pytest.param("zookeeper", marks=pytest.mark.zookeeper)]
@@ -145,16 +66,16 @@ def store_url(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -
     if store_kind == "memory":
         return "memory://"
     if store_kind == "sqlite":
-        return f"sqlite:///{tmp_path}/c.db"
+        return "sqlite:///" + str(tmp_path / "c.db").lstrip("/")
     server = request.getfixturevalue("zookeeper_server")
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:60]
     return f"zk://{server}/boreas-test/{name}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
-def store(store_url: str) -> Iterator["CatalogStore"]:  # noqa: F821
+def store(store_url: str) -> Iterator[CatalogStore]:
     """A fresh, empty store of every kind (memory, sqlite, zookeeper)."""
-    from boreas.catalog.store import open_store
+    from boreas.catalog.store import open_store  # here, so a broken store breaks only its tests
 
     s = open_store(store_url)
     try:

@@ -11,6 +11,7 @@ import queue
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -50,6 +51,16 @@ class Collector:
 
     def versions(self, n: int) -> list[int]:
         return [self.next().version for _ in range(n)]
+
+
+def benchmark_elements(n: int = 3000) -> dict[tuple[str, str], str]:
+    """n box elements of ~300 bytes each: the size of the benchmark's catalog."""
+    return {
+        ("box", f"box-{i:05d}"): f"<box name='box-{i:05d}' type='filter'>"
+        + f"<in stream='s{i % 97}'/><out stream='o{i}'/>".ljust(240, " ")
+        + "</box>"
+        for i in range(n)
+    }
 
 
 # -- basics ---------------------------------------------------------------
@@ -241,7 +252,7 @@ _INCREMENTER = textwrap.dedent(
 
 
 def test_concurrent_processes_never_lose_an_update(store, shared_store_url):
-    workers, n = 2, 40
+    workers, n = 3, 40
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _INCREMENTER, shared_store_url, str(n)],
@@ -270,6 +281,49 @@ def test_concurrent_processes_never_lose_an_update(store, shared_store_url):
     assert snap.elements[("global", "counter")] == str(workers * n)
     assert snap.version == workers * n
     assert [c.version for c in store.log(0)] == list(range(1, workers * n + 1))
+
+
+def test_snapshot_is_consistent_while_another_client_commits(store, shared_store_url):
+    """Every snapshot shows exactly one version's state, even mid-stream of commits."""
+    store.commit(0, [put("table", f"filler{i}", "f" * 100) for i in range(300)])
+    rounds, failures = 60, []
+    done, stop = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        try:
+            with open_store(shared_store_url) as other:
+                for i in range(1, rounds + 1):
+                    if stop.is_set():
+                        return
+                    other.commit(i, [
+                        put("box", "a", str(i)), put("box", "b", str(i)),
+                        put("box", f"c{i}", str(i)), delete("box", f"c{i - 1}"),
+                    ])
+        except Exception as exc:  # reported by the main thread
+            failures.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        snapshots = 0
+        while not done.is_set() or snapshots == 0:
+            snap = store.snapshot()
+            snapshots += 1
+            boxes = snap.of_kind("box")
+            if snap.version == 1:
+                assert boxes == {}
+            else:
+                i = str(snap.version - 1)
+                assert boxes == {"a": i, "b": i, f"c{i}": i}
+            assert len(snap.of_kind("table")) == 300
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not failures
+    final = str(rounds)
+    assert store.snapshot().of_kind("box") == {"a": final, "b": final, f"c{final}": final}
 
 
 # -- content ------------------------------------------------------------------
@@ -304,12 +358,7 @@ def test_unicode_text_round_trips(store):
 
 def test_benchmark_sized_commit(store):
     n = 3000
-    elements = {
-        ("box", f"box-{i:05d}"): f"<box name='box-{i:05d}' type='filter'>"
-        + f"<in stream='s{i % 97}'/><out stream='o{i}'/>".ljust(240, " ")
-        + "</box>"
-        for i in range(n)
-    }
+    elements = benchmark_elements(n)
     assert all(len(t) >= 280 for t in elements.values())
     c = store.commit(0, [put(k, key, t) for (k, key), t in elements.items()])
     assert c.version == 1
@@ -352,14 +401,45 @@ def test_zookeeper_url_needs_hosts_and_chroot(url):
 
 
 @pytest.mark.zookeeper
-def test_zookeeper_commit_beyond_request_limit_says_how_to_raise_it(zookeeper_server):
-    url = f"zk://{zookeeper_server}/boreas-test/maxbuffer"
+def test_zookeeper_commit_beyond_request_limit_says_how_to_raise_it(
+    zookeeper_server_default_limits,
+):
+    """With ZooKeeper's default ~1 MB request limit the benchmark-sized commit
+    cannot be one multi-op; the error must say so and how to raise the limit."""
+    url = f"zk://{zookeeper_server_default_limits}/boreas-test/maxbuffer"
     with open_store(url) as store:
         base = store.version()
-        chunk = "x" * (1024 * 1024)
-        too_big = [put("table", f"t{i}", chunk) for i in range(20)]  # > the server's 16 MB
+        too_big = [put(k, key, t) for (k, key), t in benchmark_elements().items()]
         with pytest.raises(StoreError, match="jute.maxbuffer") as info:
             store.commit(base, too_big)
         assert not isinstance(info.value, ConflictError)
+        assert "-Djute.maxbuffer=" in str(info.value)
         assert store.version() == base  # nothing committed, and the client still works
-        assert store.commit(base, [put("table", "t0", "small")]).version == base + 1
+        assert store.snapshot().elements == {}
+        assert store.commit(base, too_big[:100]).version == base + 1
+        assert len(store.snapshot().elements) == 100
+
+
+@pytest.mark.zookeeper
+def test_zookeeper_commit_loses_a_race_inside_the_transaction(zookeeper_server, monkeypatch):
+    """A writer that passed the up-front version check still loses if another
+    commit lands before its multi-op: the conditional set of the version znode
+    makes the whole transaction fail, and nothing of it is applied."""
+    url = f"zk://{zookeeper_server}/boreas-test/race"
+    with open_store(url) as store, open_store(url) as other:
+        store.commit(0, [put("box", "x", "0")])
+        read_version = store._read_version
+
+        def read_then_lose_the_race():
+            seen = read_version()
+            monkeypatch.setattr(store, "_read_version", read_version)
+            other.commit(1, [put("box", "x", "other")])
+            return seen
+
+        monkeypatch.setattr(store, "_read_version", read_then_lose_the_race)
+        with pytest.raises(ConflictError) as info:
+            store.commit(1, [put("box", "x", "mine"), put("box", "y", "mine")])
+        assert (info.value.expected, info.value.actual) == (1, 2)
+        assert store.snapshot().elements == {("box", "x"): "other"}
+        assert [c.version for c in store.log(0)] == [1, 2]
+        assert store.log(1)[0].changes == (put("box", "x", "other"),)

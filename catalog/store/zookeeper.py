@@ -14,8 +14,9 @@ A commit is ONE ZooKeeper multi-op: set the version znode conditionally on
 its stat version, create/set/delete the element znodes, create the log
 znode.  Either all of it happens or none of it, so the version, the elements
 and the log can never disagree, and two writers racing on one base version
-cannot both win.  The version only grows, so "read version, read elements,
-re-read version" gives a consistent snapshot without locks.
+cannot both win.  A snapshot reads the version, the elements, and the version
+again; if it moved, the log entries in between name every element that may
+have been read mid-change, and replaying them makes the copy exact.
 
 A multi-op is one request, and ZooKeeper refuses requests larger than its
 ``jute.maxbuffer`` (about 1 MB by default) by dropping the connection; a
@@ -30,6 +31,7 @@ import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import quote, unquote
 
 from kazoo.client import KazooClient
@@ -38,23 +40,13 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import DataWatch
 from kazoo.retry import KazooRetry
 
-from .base import (
-    KINDS,
-    CatalogStore,
-    Change,
-    Commit,
-    ConflictError,
-    Snapshot,
-    StoreError,
-    Watch,
-    WatchCallback,
-    check_batch,
-)
+from .base import KINDS, CatalogStore, Change, Commit, ConflictError, Snapshot, StoreError
+from .base import Watch, WatchCallback, check_batch
 
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 5.0  # seconds to reach a server before open fails
-REQUEST_TIMEOUT = 60.0  # seconds to wait for one (pipelined) reply
+REQUEST_TIMEOUT = 30.0  # seconds to wait for a reply (or for a lost connection to return)
 DEFAULT_MAXBUFFER = 0xFFFFF  # ZooKeeper's default jute.maxbuffer (bytes)
 _PIPELINE = 2000  # outstanding async requests per batch: bounds memory, keeps the pipe full
 _ATTEMPTS = 5
@@ -78,6 +70,12 @@ def _encode_log(changes: Sequence[Change]) -> bytes:
 
 def _decode_log(data: bytes) -> tuple[Change, ...]:
     return tuple(Change(k, key, t) for k, key, t in json.loads(zlib.decompress(data)))
+
+
+def _wait(result: Any) -> Any:
+    """A kazoo reply, bounded in time: while the connection is down kazoo
+    queues requests until it is back, which would otherwise hang forever."""
+    return result.get(timeout=REQUEST_TIMEOUT)
 
 
 def _parse_url(url: str) -> tuple[str, str]:
@@ -145,7 +143,13 @@ class ZooKeeperStore(CatalogStore):
             raise StoreError(f"catalog store {self.url} is closed")
         try:
             yield
-        except (KazooException, KazooTimeoutError) as exc:
+        except KazooTimeoutError as exc:
+            raise StoreError(
+                f"catalog store {self.url}: {what} failed: no reply from ZooKeeper within "
+                f"{REQUEST_TIMEOUT:g}s (connection {self._client.state})"
+                + ("; the commit may or may not have been applied" if what == "commit" else "")
+            ) from exc
+        except KazooException as exc:
             if self._closed:
                 raise StoreError(f"catalog store {self.url} is closed") from exc
             raise StoreError(
@@ -160,19 +164,18 @@ class ZooKeeperStore(CatalogStore):
 
     def _ensure_layout(self) -> None:
         with self._ops("creating the catalog layout"):
-            if self._client.exists(self._version_path):
+            if _wait(self._client.exists_async(self._version_path)):
                 return
-            for kind in KINDS:
-                self._client.ensure_path(self._path(kind))
-            self._client.ensure_path(self._root + "/log")
+            for path in [self._path(kind) for kind in KINDS] + [self._root + "/log"]:
+                _wait(self._client.ensure_path_async(path))
             try:  # last, so an existing version znode means the layout is complete
-                self._client.create(self._version_path, b"0")
+                _wait(self._client.create_async(self._version_path, b"0"))
             except NodeExistsError:
                 pass  # another client initialised it concurrently
 
     def _read_version(self) -> tuple[int, int]:
         """(catalog version, stat version of the version znode)."""
-        data, stat = self._client.get(self._version_path)
+        data, stat = _wait(self._client.get_async(self._version_path))
         return int(data), stat.version
 
     def _get_many(self, paths: Sequence[str], children: bool = False) -> list:
@@ -186,7 +189,7 @@ class ZooKeeperStore(CatalogStore):
             pending = [call(p) for p in paths[start:start + _PIPELINE]]
             for res in pending:
                 try:
-                    value = res.get(timeout=REQUEST_TIMEOUT)
+                    value = _wait(res)
                 except NoNodeError:
                     value = None
                 out.append(value if children or value is None else value[0])
@@ -261,10 +264,10 @@ class ZooKeeperStore(CatalogStore):
                 txn.create(self._log_path(current + 1), payload)
                 size += len(payload) + 64
                 try:
-                    results = txn.commit_async().get(timeout=REQUEST_TIMEOUT)
+                    results = _wait(txn.commit_async())
                 except ConnectionLoss:
                     # The request may or may not have been applied.
-                    self._forget_children()
+                    self._children_at = None
                     outcome = self._after_lost_commit(base_version, payload, size)
                     if outcome is None:
                         continue
@@ -272,7 +275,7 @@ class ZooKeeperStore(CatalogStore):
                 if not any(isinstance(r, Exception) for r in results):
                     self._note_commit(current, existing, changes)
                     return Commit(current + 1, changes)
-                self._forget_children()
+                self._children_at = None
                 actual = self._read_version()[0]
                 if actual != base_version:
                     raise ConflictError(base_version, actual)
@@ -286,7 +289,7 @@ class ZooKeeperStore(CatalogStore):
         actual = retry(self._read_version)[0]
         if actual != base_version:
             try:
-                mine = self._client.get(self._log_path(base_version + 1))[0] == payload
+                mine = _wait(self._client.get_async(self._log_path(base_version + 1)))[0] == payload
             except NoNodeError:
                 mine = False
             if mine:
@@ -303,10 +306,6 @@ class ZooKeeperStore(CatalogStore):
             )
         log.warning("catalog %s: connection lost during commit; retrying", self.url)
         return None
-
-    def _forget_children(self) -> None:
-        with self._lock:
-            self._children_at = None
 
     def _note_commit(self, base: int, existing: dict[str, set[str]], changes: Iterable[Change]) -> None:
         """The element names were right at ``base`` (the commit proved it); roll them forward."""
@@ -376,11 +375,6 @@ class ZooKeeperWatch(Watch):
             target=self._run, name=f"catalog-watch-{store.url}", daemon=True
         )
         self._thread.start()
-        try:
-            DataWatch(store._client, store._version_path, self._on_version)
-        except BaseException:
-            self.close()
-            raise
 
     def _on_version(self, data: bytes | None, stat: object, event: object = None) -> bool:
         if self._stop.is_set():
@@ -389,6 +383,12 @@ class ZooKeeperWatch(Watch):
         return True
 
     def _run(self) -> None:
+        # Registered here, not in __init__: DataWatch retries its first read
+        # until the connection is back, and watch() must not block on that.
+        try:
+            DataWatch(self._store._client, self._store._version_path, self._on_version)
+        except Exception:  # closed meanwhile, or similar: fall back to re-checking
+            log.warning("catalog watch could not set a ZooKeeper watch", exc_info=True)
         while not self._stop.is_set():
             self._wake.wait(self.RECHECK)
             self._wake.clear()
