@@ -119,18 +119,15 @@ class Merger:
                     query, boxes=tuple(b for b in query.boxes if b != name))
 
     def modify(self, m: Modify) -> None:
-        if m.box is not None:
-            box = self.catalog.boxes.get(m.box)
-            if box is None:
-                self.fail(m.origin, f"cannot modify box {m.box!r}: no such box")
-                return
-            self.catalog.boxes[m.box] = replace(box, params=_merge_params(box.params, m.params))
-        elif m.table is not None:
-            table = self.catalog.tables.get(m.table)
-            if table is None:
-                self.fail(m.origin, f"cannot modify table {m.table!r}: no such table")
-                return
-            self.catalog.tables[m.table] = replace(table, params=_merge_params(table.params, m.params))
+        noun, name, items = (("box", m.box, self.catalog.boxes) if m.box is not None
+                             else ("table", m.table, self.catalog.tables))
+        if name is None:
+            return  # reported when the document was read
+        item = items.get(name)
+        if item is None:
+            self.fail(m.origin, f"cannot modify {noun} {name!r}: no such {noun}")
+            return
+        items[name] = replace(item, params=_merge_params(item.params, m.params))
 
     # -- deployment -------------------------------------------------------
 

@@ -187,10 +187,14 @@ def check_batch(changes: Iterable[Change]) -> list[Change]:
 
 
 class PollingWatch(Watch):
-    """Delivers commits by reading the log on a thread; for stores without push.
+    """Delivers commits by reading the log on its own thread.
 
-    ``wakeup()`` lets the owning store deliver its own commits at once
-    instead of waiting for the next poll.
+    The thread reads the log from the last delivered version on, so several
+    commits that arrive together are still delivered one by one, in order,
+    and a slow callback never stalls the store.  It reads every
+    ``interval`` seconds, or at once on ``wakeup()`` (the owning store calls
+    it for its own commits; push-capable stores call it on notification and
+    poll only as a backstop).
     """
 
     def __init__(
@@ -214,21 +218,27 @@ class PollingWatch(Watch):
     def wakeup(self) -> None:
         self._wake.set()
 
+    def _prepare(self) -> None:
+        """Runs on the delivery thread before the first read (subclass hook)."""
+
     def _run(self) -> None:
+        self._prepare()
         while not self._stop.is_set():
             try:
-                for commit in self._store.log(self._since):
-                    if self._stop.is_set():
-                        return
-                    self._since = commit.version
-                    try:
-                        self._callback(commit)
-                    except Exception:  # a broken callback must not kill the watch
-                        log.exception("catalog watch callback failed at version %d", commit.version)
+                commits = self._store.log(self._since)
             except StoreError:
                 if self._stop.is_set():
                     return
                 log.warning("catalog watch could not read the log; retrying", exc_info=True)
+                commits = []
+            for commit in commits:
+                if self._stop.is_set():
+                    return
+                self._since = commit.version
+                try:
+                    self._callback(commit)
+                except Exception:  # a broken callback must not kill the watch
+                    log.exception("catalog watch callback failed at version %d", commit.version)
             self._wake.wait(self._interval)
             self._wake.clear()
 

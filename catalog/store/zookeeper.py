@@ -41,7 +41,7 @@ from kazoo.recipe.watchers import DataWatch
 from kazoo.retry import KazooRetry
 
 from .base import KINDS, CatalogStore, Change, Commit, ConflictError, Snapshot, StoreError
-from .base import Watch, WatchCallback, check_batch
+from .base import PollingWatch, Watch, WatchCallback, check_batch
 
 log = logging.getLogger(__name__)
 
@@ -350,66 +350,32 @@ class ZooKeeperStore(CatalogStore):
         self._shutdown_client()
 
 
-class ZooKeeperWatch(Watch):
+class ZooKeeperWatch(PollingWatch):
     """Pushes commits to a callback on its own thread.
 
     A kazoo DataWatch on the version znode only *wakes* the delivery thread:
     kazoo runs watch callbacks on its single event thread, and a slow user
-    callback there would stall every other reply of the client.  The thread
-    reads the log from the last delivered version on, so several commits
-    collapsed into one notification are still delivered one by one, in order.
+    callback there would stall every other reply of the client.  Polling
+    every ``RECHECK`` seconds is only a backstop for notifications missed
+    across a reconnect.
     """
 
-    #: Re-check this often even without a notification (a backstop for
-    #: notifications missed across a reconnect).
     RECHECK = 5.0
 
-    def __init__(self, store: ZooKeeperStore, since: int, callback: WatchCallback):
-        self._store = store
-        self._since = since
-        self._callback = callback
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._wake.set()
-        self._thread = threading.Thread(
-            target=self._run, name=f"catalog-watch-{store.url}", daemon=True
-        )
-        self._thread.start()
+    def __init__(self, store: "ZooKeeperStore", since: int, callback: WatchCallback):
+        self._zk_store = store
+        super().__init__(store, since, callback, interval=self.RECHECK)
 
     def _on_version(self, data: bytes | None, stat: object, event: object = None) -> bool:
         if self._stop.is_set():
             return False  # tells kazoo to drop this watch
-        self._wake.set()
+        self.wakeup()
         return True
 
-    def _run(self) -> None:
+    def _prepare(self) -> None:
         # Registered here, not in __init__: DataWatch retries its first read
         # until the connection is back, and watch() must not block on that.
         try:
-            DataWatch(self._store._client, self._store._version_path, self._on_version)
+            DataWatch(self._zk_store._client, self._zk_store._version_path, self._on_version)
         except Exception:  # closed meanwhile, or similar: fall back to re-checking
             log.warning("catalog watch could not set a ZooKeeper watch", exc_info=True)
-        while not self._stop.is_set():
-            self._wake.wait(self.RECHECK)
-            self._wake.clear()
-            try:
-                commits = self._store.log(self._since)
-            except StoreError:
-                if self._stop.is_set():
-                    return
-                log.warning("catalog watch could not read the log; retrying", exc_info=True)
-                continue
-            for commit in commits:
-                if self._stop.is_set():
-                    return
-                self._since = commit.version
-                try:
-                    self._callback(commit)
-                except Exception:  # a broken callback must not kill the watch
-                    log.exception("catalog watch callback failed at version %d", commit.version)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if threading.current_thread() is not self._thread:
-            self._thread.join(timeout=5)
