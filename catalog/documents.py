@@ -13,6 +13,7 @@ the root element, so a caller can hand over files in any order.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,12 @@ class Update:
 Document = Application | Deployment | Update
 
 
+#: Attributes that name things; names appear in space-separated lists
+#: (``<node query="a b">``), so they must be non-empty and space-free.
+_NAME_ATTRS = ("name", "stream", "schema", "type", "box", "table")
+_NAME = re.compile(r"^\S+$")
+
+
 class _Reader:
     """Decodes one parsed document, collecting a diagnostic per bad element."""
 
@@ -153,6 +160,12 @@ class _Reader:
             return None
 
     def decode(self, el: etree._Element) -> Any:
+        for attr in _NAME_ATTRS:
+            value = el.get(attr)
+            if value is not None and not _NAME.match(value):
+                self.fail(el, f"<{el.tag}> {attr}={value!r} is not a name "
+                              f"(names are non-empty and contain no spaces)")
+                return None
         try:
             return decode(el, self.origin(el))
         except DecodeError as exc:
@@ -239,7 +252,7 @@ class _Reader:
                                                rs.origin))
         elif tag == "publish":
             node = el.get("node") or el.get("endpoint")
-            dep.publications.append(Publication(el.get("stream"), self.endpoint(el, node),
+            dep.publications.append(Publication(el.get("stream"), self.endpoint(el, node), client,
                                                 self.origin(el)))
         elif tag == "subscribe":
             endpoint = self.endpoint(el, el.get("endpoint"), DEFAULT_MONITOR_PORT)
@@ -283,7 +296,8 @@ class _Reader:
             elif tag == "query":
                 update.items += self.query(el)
             elif tag == "connect":
-                box = self.decode(el[0]) if len(el) else None
+                inner = next((c for c in el if c.tag == "box"), None)
+                box = self.decode(inner) if inner is not None else None
                 if box is not None:
                     update.items.append(Connect(box, el.get("box"), int(el.get("port") or 0),
                                                 el.get("upstream") == "1",

@@ -32,7 +32,7 @@ def export_application(catalog: Catalog) -> str:
     root = etree.Element("borealis")
     for collection in (catalog.schemas, catalog.types, catalog.inputs, catalog.outputs):
         for obj in collection.values():
-            root.append(encode(obj, with_node=False))
+            root.append(encode(obj))
     in_query: set[str] = set()
     for query in catalog.queries.values():
         el = encode(query)
@@ -43,8 +43,7 @@ def export_application(catalog: Catalog) -> str:
         for member in members:
             el.append(encode(member, with_node=False))
             in_query.add(member.name)
-        if len(el):
-            root.append(el)
+        root.append(el)
     for collection in (catalog.boxes, catalog.tables):
         for obj in collection.values():
             if obj.name not in in_query:
@@ -66,9 +65,11 @@ def export_deployment(catalog: Catalog) -> str:
         root.append(encode(rs))
     for region in catalog.regions.values():
         root.append(encode(region))
-    for pub in catalog.publications.values():
-        root.append(encode(pub))
     by_client = {endpoint: encode(client) for endpoint, client in catalog.clients.items()}
+    for pub in catalog.publications.values():
+        el = encode(pub)
+        parent = by_client.get(el.attrib.pop("client", ""), root)
+        parent.append(el)
     for sub in catalog.subscriptions.values():
         parent = by_client.get(sub.endpoint, root)
         parent.append(encode(sub))

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 import sqlglot
 from sqlglot import expressions as exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, SqlglotError
 
 from .model import Field, FieldType, Schema
 
@@ -46,6 +46,8 @@ def parse_expression(text: str) -> exp.Expression:
         first = exc.errors[0] if exc.errors else {}
         where = f" at column {first.get('col')}" if first.get("col") else ""
         raise ExpressionError(f"expression {text!r} does not parse{where}") from None
+    except SqlglotError:  # the tokenizer's errors (an unclosed quote, ...)
+        raise ExpressionError(f"expression {text!r} does not parse") from None
     if tree is None:
         raise ExpressionError(f"expression {text!r} does not parse")
     return tree

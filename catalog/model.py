@@ -219,6 +219,7 @@ class Publication:
 
     stream: str
     node: str | None = None
+    client: str | None = None  # the <client> it was declared in, if any
     origin: Origin = _origin()
 
     @property

@@ -132,12 +132,15 @@ def _view(el: etree._Element, origin: Origin) -> ConnectionPointView:
     size = next((c for c in el if c.tag == "size"), None)
     rng = next((c for c in el if c.tag == "range"), None)
     order = next((c for c in el if c.tag == "order"), None)
+    size_value = _int(size, "value") if size is not None else None
+    if size is not None and size_value is None:
+        raise DecodeError(f"connection point view {el.get('name')!r}: <size value> must be a whole number")
     return ConnectionPointView(
         el.get("name"),
         el.get("stream"),
-        _int(size, "value") if size is not None else None,
+        size_value,
         (rng.get("start"), rng.get("end")) if rng is not None else None,
-        order.get("field") if order is not None else None,
+        (order.get("field") or None) if order is not None else None,
         _params(el),
         origin,
     )
@@ -166,7 +169,8 @@ _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
     "replica_set": lambda el, o: ReplicaSet(
         el.get("name"), _names(el.get("query")),
         tuple(n.get("endpoint") for n in _children(el, "node")), o),
-    "publish": lambda el, o: Publication(el.get("stream"), el.get("node") or el.get("endpoint"), o),
+    "publish": lambda el, o: Publication(el.get("stream"), el.get("node") or el.get("endpoint"),
+                                         el.get("client"), o),
     "subscribe": lambda el, o: Subscription(el.get("stream"), el.get("endpoint") or "", el.get("gap"), o),
     "client": lambda el, o: Client(el.get("endpoint") or "", el.get("prefix"), o),
     "global": lambda el, o: GlobalComponent(el.get("endpoint"), o),
@@ -254,7 +258,7 @@ def encode(obj: Any, with_node: bool = True) -> etree._Element:
             for endpoint in obj.nodes:
                 _sub(el, "node", endpoint=endpoint)
         case Publication():
-            el = _set(etree.Element("publish"), stream=obj.stream, node=obj.node)
+            el = _set(etree.Element("publish"), stream=obj.stream, node=obj.node, client=obj.client)
         case Subscription():
             el = _set(etree.Element("subscribe"), stream=obj.stream, endpoint=obj.endpoint, gap=obj.gap)
         case Client():

@@ -110,7 +110,8 @@ def parse_xml(
         tree = etree.ElementTree(etree.fromstring(data, _parser()))
     except etree.XMLSyntaxError as exc:
         line = exc.lineno if exc.lineno else None
-        message = exc.msg.split(", line ")[0] if exc.msg else str(exc)
+        message = (exc.msg.split(", line ")[0] if exc.msg else str(exc)).strip()
+        message = " ".join(message.split())
         raise ValidationFailed([Diagnostic(source, line, "", f"malformed XML: {message}")]) from None
     subset = tree.docinfo.internalDTD  # belt and braces: the scan above missed it
     if subset is not None and (any(True for _ in subset.iterentities())
