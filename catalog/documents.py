@@ -247,6 +247,8 @@ class _Reader:
                                               region.name, region.origin))
         elif tag == "replica_set":
             rs = self.decode(el)
+            if rs is None:
+                return
             nodes = tuple(self.endpoint(n, n.get("endpoint")) for n in el if n.tag == "node")
             dep.replica_sets.append(ReplicaSet(rs.name, rs.queries, tuple(n for n in nodes if n),
                                                rs.origin))
