@@ -24,7 +24,7 @@ from boreas.schemas import xsd_errors
 
 from .diagnostics import Diagnostic, Origin, ValidationFailed
 from .endpoints import DEFAULT_MONITOR_PORT, normalize_endpoint
-from .model import Box, Client, GlobalComponent, Publication, Query, Region, ReplicaSet, Subscription
+from .model import Box, Client, GlobalComponent, Node, Publication, Query, Region, ReplicaSet, Subscription
 from .xmlcodec import DecodeError, decode
 from .xmlsafe import DEFAULT_LIMITS, XmlLimits, element_path, parse_xml
 
@@ -202,10 +202,11 @@ class _Reader:
         members = [self.declaration(c) for c in children]
         boxes = tuple(m.name for m, c in zip(members, children) if c.tag == "box" and m)
         tables = tuple(m.name for m, c in zip(members, children) if c.tag == "table" and m)
-        query = self.decode(el)
+        query = self.decode(el)  # in catalog form, members are listed in boxes=/tables=
         if query is None:
             return members
-        return [Query(query.name, boxes, tables, query.attrs, query.origin), *members]
+        return [Query(query.name, query.boxes + boxes, query.tables + tables, query.attrs,
+                      query.origin), *members]
 
     def delete(self, el: etree._Element) -> Delete:
         names = {k: el.get(k) for k in ("query", "box", "table", "stream", "view")}
@@ -254,6 +255,7 @@ class _Reader:
                                                rs.origin))
         elif tag == "publish":
             node = el.get("node") or el.get("endpoint")
+            client = client or self.endpoint(el, el.get("client"), DEFAULT_MONITOR_PORT)
             dep.publications.append(Publication(el.get("stream"), self.endpoint(el, node), client,
                                                 self.origin(el)))
         elif tag == "subscribe":
@@ -310,6 +312,10 @@ class _Reader:
                 endpoint = self.endpoint(el, el.get("endpoint"))
                 if endpoint:
                     update.items.append(GlobalComponent(endpoint, self.origin(el)))
+            elif tag == "node" and el.get("query") is None:  # a node declaration, not a placement
+                endpoint = self.endpoint(el, el.get("endpoint"))
+                if endpoint:
+                    update.items.append(Node(endpoint, self.origin(el)))
             elif tag in ("node", "region", "replica_set", "publish", "subscribe", "unsubscribe",
                          "client", "move"):
                 before = _count(scratch)

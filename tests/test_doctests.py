@@ -14,6 +14,7 @@ MODULES = [
     "boreas.catalog.elements",
     "boreas.catalog.documents",
     "boreas.catalog.export",
+    "boreas.catalog.updates",
 ]
 
 
