@@ -31,10 +31,6 @@ class FieldType(StrEnum):
     STRING = "string"
     TIMESTAMP = "timestamp"
 
-    @property
-    def is_numeric(self) -> bool:
-        return self not in (FieldType.STRING,)
-
 
 Attrs = tuple[tuple[str, str], ...]
 """Pass-through attributes (``update_queue``, ``queue_type``, ``key``) kept for round trips."""
@@ -327,12 +323,6 @@ class Catalog:
     def boxes_on(self, endpoint: str) -> list[Box]:
         return [b for b in self.boxes.values() if b.node == endpoint]
 
-    def query_of(self, box_or_table: str) -> Query | None:
-        for query in self.queries.values():
-            if box_or_table in query.boxes or box_or_table in query.tables:
-                return query
-        return None
-
     def is_empty(self) -> bool:
         return not any(getattr(self, n) for n in _DICTS)
 
@@ -354,4 +344,3 @@ _DICTS = (
     "clients",
     "globals",
 )
-CATALOG_DICTS = _DICTS
