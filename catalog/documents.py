@@ -14,7 +14,7 @@ the root element, so a caller can hand over files in any order.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -194,7 +194,7 @@ class _Reader:
         obj = self.decode(el)
         node = getattr(obj, "node", None)
         if node is not None:
-            obj = type(obj)(**{**_fields(obj), "node": self.endpoint(el, node)})
+            obj = replace(obj, node=self.endpoint(el, node))
         return obj
 
     def query(self, el: etree._Element) -> list[Any]:
@@ -325,10 +325,6 @@ class _Reader:
                 update.items.append(self.declaration(el))
         update.items = [i for i in update.items if i is not None]
         return update
-
-
-def _fields(obj: Any) -> dict[str, Any]:
-    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
 
 
 _DEPLOY_LISTS = ("nodes", "regions", "replica_sets", "publications", "subscriptions",
