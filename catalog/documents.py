@@ -40,7 +40,21 @@ class Delete:
     stream: str | None = None
     node: str | None = None
     view: str | None = None
+    # Update XML only: any other element, by its catalog key (see update.xsd).
+    schema: str | None = None
+    type: str | None = None
+    input: str | None = None
+    output: str | None = None
+    region: str | None = None
+    publish: str | None = None
+    client: str | None = None
+    replica_set: str | None = None
     origin: Origin = field(default=Origin("<update>"), compare=False)
+
+
+#: Delete fields that name an element by its plain catalog key.
+DELETE_NAMES = ("query", "box", "table", "stream", "view", "schema", "type", "input", "output",
+                "region", "publish", "client", "replica_set")
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +223,7 @@ class _Reader:
                       query.origin), *members]
 
     def delete(self, el: etree._Element) -> Delete:
-        names = {k: el.get(k) for k in ("query", "box", "table", "stream", "view")}
+        names = {k: el.get(k) for k in DELETE_NAMES}
         node = self.endpoint(el, el.get("node"))
         global_ = self.endpoint(el, el.get("global"))
         if not any(names.values()) and node is None and global_ is None:

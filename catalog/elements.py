@@ -17,10 +17,28 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from lxml import etree
 
-from .model import Catalog
+from .model import (
+    Box,
+    Catalog,
+    Client,
+    ConnectionPointView,
+    GlobalComponent,
+    Input,
+    Node,
+    Output,
+    Publication,
+    Query,
+    Region,
+    ReplicaSet,
+    Schema,
+    Subscription,
+    Table,
+    TypeAlias,
+)
 from .store.base import Change, Commit, Snapshot
 from .xmlcodec import decode, to_text
 
@@ -43,6 +61,39 @@ KIND_TO_DICT: dict[str, tuple[str, str]] = {
     "global": ("globals", "global"),
 }
 TAG_TO_KIND = {tag: kind for kind, (_, tag) in KIND_TO_DICT.items()}
+
+#: model class -> (store kind, attribute holding its key)
+_CLASS_TO_KIND: dict[type, tuple[str, str]] = {
+    Schema: ("schema", "name"),
+    TypeAlias: ("type", "name"),
+    Input: ("input", "stream"),
+    Output: ("output", "stream"),
+    Box: ("box", "name"),
+    Table: ("table", "name"),
+    Query: ("query", "name"),
+    ConnectionPointView: ("view", "name"),
+    Node: ("node", "endpoint"),
+    Region: ("region", "key"),
+    ReplicaSet: ("replica_set", "name"),
+    Publication: ("publish", "key"),
+    Subscription: ("subscribe", "key"),
+    Client: ("client", "endpoint"),
+    GlobalComponent: ("global", "endpoint"),
+}
+
+
+def element_key(obj: Any) -> tuple[str, str]:
+    """The ``(kind, key)`` a model object is stored under.
+
+    >>> element_key(Node("localhost:15000"))
+    ('node', 'localhost:15000')
+    """
+    kind, attr = _CLASS_TO_KIND[type(obj)]
+    return kind, getattr(obj, attr)
+
+
+def is_element(obj: Any) -> bool:
+    return type(obj) in _CLASS_TO_KIND
 
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
 

@@ -127,7 +127,7 @@ class Merger:
         if item is None:
             self.fail(m.origin, f"cannot modify {noun} {name!r}: no such {noun}")
             return
-        items[name] = replace(item, params=_merge_params(item.params, m.params))
+        items[name] = replace(item, params=merge_params(item.params, m.params))
 
     # -- deployment -------------------------------------------------------
 
@@ -227,7 +227,10 @@ class Merger:
                 del self.catalog.subscriptions[key]
 
 
-def _merge_params(old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]):
+def merge_params(
+    old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, str], ...]:
+    """``<modify>`` semantics: named parameters change, new ones are appended, none vanish."""
     merged = dict(old)
     merged.update(new)
     return tuple(merged.items())

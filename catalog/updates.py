@@ -20,7 +20,7 @@ from typing import Any
 
 from lxml import etree
 
-from .documents import Connect, Delete, Disconnect, Modify, Move, NodeAssignment, Unsubscribe
+from .documents import DELETE_NAMES, Connect, Delete, Disconnect, Modify, Move, NodeAssignment, Unsubscribe
 from .xmlcodec import encode
 
 
@@ -42,8 +42,8 @@ def encode_item(item: Any) -> etree._Element:
     """One update-XML element for a declaration or an operation."""
     match item:
         case Delete():
-            return _element("delete", query=item.query, box=item.box, table=item.table,
-                            stream=item.stream, view=item.view, node=item.node, **{"global": item.global_})
+            names = {name: getattr(item, name) for name in DELETE_NAMES}
+            return _element("delete", node=item.node, **names, **{"global": item.global_})
         case Modify():
             return _parameters(_element("modify", box=item.box, table=item.table), item.params)
         case Move():

@@ -71,7 +71,7 @@ def test_default_catalog_is_a_file_in_the_working_directory(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "boreas-catalog.db").exists()
     r = boreas("catalog", "show", cwd=tmp_path)
-    assert "node localhost:15300: match" in r.stdout
+    assert "node localhost:15002: match" in r.stdout
 
 
 def test_catalog_env_variable(tmp_path):
@@ -99,4 +99,4 @@ def test_apply_and_show_on_zookeeper(zookeeper_server):
     r = boreas("catalog", "apply", EXAMPLES / "sensor_chain.xml", EXAMPLES / "sensor_chain_deploy.xml", "--catalog", url)
     assert r.returncode == 0, r.stderr
     r = boreas("catalog", "show", "--catalog", url)
-    assert "3 boxes" in r.stdout and "localhost:15200: per_sensor" in r.stdout
+    assert "3 boxes" in r.stdout and "localhost:15002: per_sensor" in r.stdout

@@ -15,6 +15,8 @@ MODULES = [
     "boreas.catalog.documents",
     "boreas.catalog.export",
     "boreas.catalog.updates",
+    "boreas.catalog.replicate",
+    "boreas.catalog.slices",
 ]
 
 

@@ -1,0 +1,180 @@
+"""The slice of the global catalog that one node holds in its local catalog.
+
+Paper section 2.1: the Head breaks the topology up and sends each node only
+what it needs to run its boxes without ever asking anyone: the boxes placed
+on it (and their queries, tables and views), the schema of every stream its
+boxes read or write, where each of those streams comes from and goes to.
+A stream that crosses into the node is an ``<input>`` of the slice, with a
+``<publish client=UPSTREAM>`` naming the node (or client) that sends it; a
+stream that leaves the node is an ``<output>`` with one ``<subscribe>`` per
+downstream node and per subscribed client.  So a node's local catalog is a
+self-contained topology, and a node knows its neighbours by endpoint.
+
+The slice is a pure function of the global catalog, which is what lets the
+Head bring a node that restarted empty, or missed updates while it was down,
+back to exactly what it should hold: compare and send the difference.
+
+>>> from boreas.catalog import read_file, plan_submission
+>>> docs = [read_file("examples/xml/sensor_chain.xml"), read_file("examples/xml/sensor_chain_deploy.xml")]
+>>> catalog = plan_submission(Catalog(), docs).catalog
+>>> part = node_slice(catalog, "localhost:15001")
+>>> sorted(part.boxes), sorted(part.inputs), sorted(part.outputs)
+(['to_fahrenheit'], ['Valid'], ['Converted'])
+>>> [(p.stream, p.client) for p in part.publications.values()]
+[('Valid', 'localhost:15000')]
+>>> [(s.stream, s.endpoint) for s in part.subscriptions.values()]
+[('Converted', 'localhost:15002')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .model import Catalog, Input, Node, Output, Publication, Query, Schema, Subscription
+from .validate import stream_schemas
+
+
+class SliceMaker:
+    """Slices of one catalog version; derived structure is computed once for all nodes."""
+
+    def __init__(self, catalog: Catalog, schemas: Mapping[str, Schema] | None = None):
+        self.catalog = catalog
+        self.schemas = dict(schemas) if schemas is not None else stream_schemas(catalog)
+        self.producer_node: dict[str, str | None] = {}
+        for stream in catalog.inputs:
+            self.producer_node[stream] = None
+        for box in catalog.boxes.values():
+            for stream in box.outputs:
+                self.producer_node[stream] = box.node
+        self.consumer_nodes: dict[str, set[str]] = {}
+        for box in catalog.boxes.values():
+            if box.node is None:
+                continue
+            for port in box.inputs:
+                self.consumer_nodes.setdefault(port.stream, set()).add(box.node)
+        self.entry_nodes: dict[str, set[str]] = {}  # input stream -> nodes it is published into
+        for pub in catalog.publications.values():
+            if pub.node:
+                self.entry_nodes.setdefault(pub.stream, set()).add(pub.node)
+
+    def nodes(self) -> set[str]:
+        """Every node that holds something: declared, or placed on, or published into."""
+        found = set(self.catalog.nodes)
+        found.update(b.node for b in self.catalog.boxes.values() if b.node)
+        found.update(t.node for t in self.catalog.tables.values() if t.node)
+        for entries in self.entry_nodes.values():
+            found.update(entries)
+        return found
+
+    def _entries(self, stream: str) -> set[str]:
+        """Where an input stream enters the network: its publish nodes, else its consumers."""
+        return self.entry_nodes.get(stream) or self.consumer_nodes.get(stream, set())
+
+    def slice(self, node: str) -> Catalog:
+        cat = self.catalog
+        part = Catalog(version=cat.version)
+        part.nodes[node] = cat.nodes.get(node) or Node(node)
+        for box in cat.boxes.values():
+            if box.node == node:
+                part.boxes[box.name] = box
+        for table in cat.tables.values():
+            if table.node == node:
+                part.tables[table.name] = table
+                self._schema(part, table.schema)
+        produced = {s for b in part.boxes.values() for s in b.outputs}
+        consumed = {p.stream for b in part.boxes.values() for p in b.inputs}
+        entering = {s for s in cat.inputs if node in self._entries(s)}
+
+        for stream in sorted((consumed - produced) | entering):
+            self._arrive(part, node, stream)
+        for stream in sorted(produced | entering):
+            self._leave(part, node, stream)
+        for stream in consumed | produced:
+            schema = self.schemas.get(stream)
+            if schema is not None:
+                part.schemas.setdefault(schema.name, schema)
+        for box in part.boxes.values():
+            for port in box.inputs:
+                if port.view and port.view in cat.views:
+                    part.views[port.view] = cat.views[port.view]
+        for query in cat.queries.values():
+            boxes = tuple(b for b in query.boxes if b in part.boxes)
+            tables = tuple(t for t in query.tables if t in part.tables)
+            if boxes or tables:
+                part.queries[query.name] = Query(query.name, boxes, tables, query.attrs, query.origin)
+        for region in cat.regions.values():
+            if region.node == node:
+                part.regions[region.key] = region
+        for rs in cat.replica_sets.values():
+            if node in rs.nodes:
+                part.replica_sets[rs.name] = rs
+        endpoints = {s.endpoint for s in part.subscriptions.values()}
+        endpoints |= {p.client for p in part.publications.values() if p.client}
+        for endpoint in endpoints:
+            if endpoint in cat.clients:
+                part.clients[endpoint] = cat.clients[endpoint]
+        return part
+
+    def _schema(self, part: Catalog, name: str | None) -> None:
+        if name and name in self.catalog.schemas:
+            part.schemas[name] = self.catalog.schemas[name]
+
+    def _arrive(self, part: Catalog, node: str, stream: str) -> None:
+        """``stream`` enters this node: from a publisher, or from the node that produces it."""
+        schema = self.schemas.get(stream)
+        declared = self.catalog.inputs.get(stream)
+        schema_name = schema.name if schema else (declared.schema if declared else None)
+        if schema_name is None:
+            return  # unknowable schema: the topology would not have validated
+        part.inputs[stream] = Input(stream, schema_name, node)
+        upstream = self.producer_node.get(stream)
+        if upstream is None and stream in self.catalog.inputs:  # a published input stream
+            entries = self.entry_nodes.get(stream, set())
+            if node in entries:
+                for pub in self.catalog.publications.values():
+                    if pub.stream == stream and pub.node == node:
+                        part.publications[pub.key] = pub
+                return
+            upstream = min(entries) if entries else None  # forwarded by the node it enters at
+        if upstream and upstream != node:
+            part.nodes.setdefault(upstream, Node(upstream))
+            pub = Publication(stream, node, upstream)
+            part.publications[pub.key] = pub
+
+    def _leave(self, part: Catalog, node: str, stream: str) -> None:
+        """``stream`` is produced (or enters) here: send it to remote consumers and subscribers."""
+        targets = sorted(self.consumer_nodes.get(stream, set()) - {node})
+        if stream in self.catalog.inputs and node not in self.entry_nodes.get(stream, set()):
+            targets = []  # entered here only because it is consumed here
+        subs = [s for s in self.catalog.subscriptions.values() if s.stream == stream]
+        if stream in self.catalog.inputs and self.entry_nodes.get(stream):
+            # several entry nodes: the first one forwards to consumers elsewhere
+            if node != min(self.entry_nodes[stream]):
+                targets = []
+        if not targets and not subs and stream not in self.catalog.outputs:
+            return
+        declared = self.catalog.outputs.get(stream)
+        schema = self.schemas.get(stream)
+        if declared is not None:
+            part.outputs[stream] = Output(stream, declared.schema or (schema.name if schema else None), node)
+        elif schema is not None and stream not in part.inputs:
+            part.outputs[stream] = Output(stream, schema.name, node)
+        for target in targets:
+            part.nodes.setdefault(target, Node(target))
+            sub = Subscription(stream, target)
+            part.subscriptions[sub.key] = sub
+        for sub in subs:
+            part.subscriptions[sub.key] = sub
+        if declared is not None and declared.schema:
+            self._schema(part, declared.schema)
+
+
+def node_slice(catalog: Catalog, node: str) -> Catalog:
+    """What ``node`` holds in its local catalog when the global catalog is ``catalog``."""
+    return SliceMaker(catalog).slice(node)
+
+
+def node_slices(catalog: Catalog, schemas: Mapping[str, Schema] | None = None) -> dict[str, Catalog]:
+    """Every node's slice of one catalog version."""
+    maker = SliceMaker(catalog, schemas)
+    return {node: maker.slice(node) for node in sorted(maker.nodes())}
