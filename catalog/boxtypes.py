@@ -19,7 +19,13 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .expressions import ExpressionError, Scope, check_fields, infer_type, parse_expression
+from .expressions import (
+    ExpressionError,
+    Scope,
+    check_fields,
+    infer_type,
+    parse_expression,
+)
 from .model import Box, Field, FieldType, Schema
 
 

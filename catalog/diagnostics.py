@@ -42,7 +42,7 @@ class Diagnostic:
     reason: str
 
     @classmethod
-    def at(cls, origin: Origin, reason: str) -> "Diagnostic":
+    def at(cls, origin: Origin, reason: str) -> Diagnostic:
         return cls(origin.file, origin.line, origin.path, reason)
 
     def __str__(self) -> str:

@@ -18,13 +18,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lxml import etree
-
 from boreas.schemas import xsd_errors
+from lxml import etree
 
 from .diagnostics import Diagnostic, Origin, ValidationFailed
 from .endpoints import DEFAULT_MONITOR_PORT, normalize_endpoint
-from .model import Box, Client, GlobalComponent, Node, Publication, Query, Region, ReplicaSet, Subscription
+from .model import (
+    Box,
+    Client,
+    GlobalComponent,
+    Node,
+    Publication,
+    Query,
+    Region,
+    ReplicaSet,
+    Subscription,
+)
 from .xmlcodec import DecodeError, decode
 from .xmlsafe import DEFAULT_LIMITS, XmlLimits, element_path, parse_xml
 
@@ -140,6 +149,9 @@ class Update:
     origin: str | None = None
     id: str | None = None
     items: list[Any] = field(default_factory=list)
+    copy: str | None = None  # part ``part`` of ``parts`` of a full copy, or None
+    part: int | None = None
+    parts: int | None = None
 
 
 Document = Application | Deployment | Update
@@ -300,8 +312,10 @@ class _Reader:
 
     def update(self, root: etree._Element) -> Update:
         version = root.get("version")
+        part, parts = root.get("part"), root.get("parts")
         update = Update(self.source, int(version) if version is not None else None,
-                        root.get("origin"), root.get("id"))
+                        root.get("origin"), root.get("id"), copy=root.get("copy"),
+                        part=int(part) if part else None, parts=int(parts) if parts else None)
         scratch = Deployment(self.source)
         for el in root:
             if not isinstance(el.tag, str):

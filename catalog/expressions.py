@@ -60,11 +60,11 @@ class Scope:
     schemas: tuple[tuple[str | None, Schema], ...]
 
     @classmethod
-    def single(cls, schema: Schema) -> "Scope":
+    def single(cls, schema: Schema) -> Scope:
         return cls(((None, schema),))
 
     @classmethod
-    def join(cls, left: Schema, right: Schema) -> "Scope":
+    def join(cls, left: Schema, right: Schema) -> Scope:
         return cls((("left", left), ("right", right)))
 
     def lookup(self, qualifier: str | None, name: str) -> Field:

@@ -46,7 +46,7 @@ class Field:
     type: FieldType
     size: int | None = None
 
-    def same_shape(self, other: "Field") -> bool:
+    def same_shape(self, other: Field) -> bool:
         """Tuples are positional: a field matches another of the same type (and size)."""
         if self.type != other.type:
             return False
@@ -67,7 +67,7 @@ class Schema:
                 return f
         return None
 
-    def same_shape(self, other: "Schema") -> bool:
+    def same_shape(self, other: Schema) -> bool:
         return len(self.fields) == len(other.fields) and all(
             a.same_shape(b) for a, b in zip(self.fields, other.fields)
         )
@@ -291,7 +291,7 @@ class Catalog:
     clients: dict[str, Client] = field(default_factory=dict)
     globals: dict[str, GlobalComponent] = field(default_factory=dict)
 
-    def copy(self) -> "Catalog":
+    def copy(self) -> Catalog:
         """A copy whose dicts can change without touching this one (elements are immutable)."""
         return Catalog(self.version, *(dict(getattr(self, name)) for name in _DICTS))
 

@@ -33,7 +33,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .documents import DELETE_NAMES, Connect, Delete, Disconnect, Modify, Move, NodeAssignment, Unsubscribe
+from .documents import (
+    DELETE_NAMES,
+    Connect,
+    Delete,
+    Disconnect,
+    Modify,
+    Move,
+    NodeAssignment,
+    Unsubscribe,
+)
 from .elements import KIND_TO_DICT, element_key, is_element
 from .merge import merge_params
 from .model import Box, Catalog, Table

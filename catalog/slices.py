@@ -30,7 +30,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .model import Catalog, Input, Node, Output, Publication, Query, Schema, Subscription
+from .model import (
+    Catalog,
+    Input,
+    Node,
+    Output,
+    Publication,
+    Query,
+    Schema,
+    Subscription,
+)
 from .validate import stream_schemas
 
 
@@ -89,10 +98,12 @@ class SliceMaker:
             self._arrive(part, node, stream)
         for stream in sorted(produced | entering):
             self._leave(part, node, stream)
-        for stream in consumed | produced:
+        for stream in consumed | produced | set(part.inputs) | set(part.outputs):
             schema = self.schemas.get(stream)
             if schema is not None:
                 part.schemas.setdefault(schema.name, schema)
+        for declared in [*part.inputs.values(), *part.outputs.values()]:
+            self._schema(part, declared.schema)
         for box in part.boxes.values():
             for port in box.inputs:
                 if port.view and port.view in cat.views:
@@ -165,8 +176,6 @@ class SliceMaker:
             part.subscriptions[sub.key] = sub
         for sub in subs:
             part.subscriptions[sub.key] = sub
-        if declared is not None and declared.schema:
-            self._schema(part, declared.schema)
 
 
 def node_slice(catalog: Catalog, node: str) -> Catalog:

@@ -17,7 +17,7 @@ Usage::
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .boxtypes import BoxTypeRegistry, builtin_registry
@@ -26,7 +26,7 @@ from .documents import Application, Deployment, Document, Update
 from .elements import catalog_from_snapshot, diff
 from .merge import merge
 from .model import Catalog
-from .store.base import CatalogStore, Commit, ConflictError
+from .store.base import CatalogStore, Change, Commit, ConflictError
 from .validate import check_topology
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,32 @@ def _dedupe(problems: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
+def optimistic_commit(
+    store: CatalogStore,
+    build: Callable[[Catalog], Sequence[Change] | None],
+    attempts: int = 10,
+) -> tuple[Catalog, Commit] | None:
+    """Commit what ``build`` makes of the current catalog, re-reading on a race.
+
+    ``build`` is called with the catalog as stored and returns the changes to
+    commit, or None for nothing to do; it may raise to refuse.  Returns the
+    catalog it was built on and the commit, or None when ``build`` declined.
+    """
+    for attempt in range(1, attempts + 1):
+        snapshot = store.snapshot()
+        before = catalog_from_snapshot(snapshot)
+        changes = build(before)
+        if changes is None:
+            return None
+        try:
+            return before, store.commit(snapshot.version, changes)
+        except ConflictError as exc:
+            log.info("commit raced another commit (attempt %d/%d): %s", attempt, attempts, exc)
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
 def apply_submission(
     store: CatalogStore,
     documents: Sequence[Document],
@@ -96,19 +122,18 @@ def apply_submission(
 ) -> Applied:
     """Validate against the current catalog and commit; raises ``ValidationFailed``."""
     registry = registry or builtin_registry()
-    for attempt in range(1, attempts + 1):
-        snapshot = store.snapshot()
-        before = catalog_from_snapshot(snapshot)
+    planned: list[Catalog] = []
+
+    def build(before: Catalog) -> list[Change]:
         plan = plan_submission(before, documents, registry)
         if not plan.ok:
             raise ValidationFailed(plan.problems)
-        try:
-            commit = store.commit(snapshot.version, diff(before, plan.catalog))
-        except ConflictError as exc:
-            log.info("submission raced another commit (attempt %d/%d): %s", attempt, attempts, exc)
-            if attempt == attempts:
-                raise
-            continue
-        plan.catalog.version = commit.version
-        return Applied(before, plan.catalog, commit)
-    raise AssertionError("unreachable")
+        planned.append(plan.catalog)
+        return diff(before, plan.catalog)
+
+    result = optimistic_commit(store, build, attempts)
+    assert result is not None
+    before, commit = result
+    after = planned[-1]
+    after.version = commit.version
+    return Applied(before, after, commit)

@@ -20,7 +20,16 @@ from typing import Any
 
 from lxml import etree
 
-from .documents import DELETE_NAMES, Connect, Delete, Disconnect, Modify, Move, NodeAssignment, Unsubscribe
+from .documents import (
+    DELETE_NAMES,
+    Connect,
+    Delete,
+    Disconnect,
+    Modify,
+    Move,
+    NodeAssignment,
+    Unsubscribe,
+)
 from .xmlcodec import encode
 
 
@@ -64,10 +73,48 @@ def encode_item(item: Any) -> etree._Element:
 
 
 def update_document(
-    items: Iterable[Any], version: int | None = None, origin: str | None = None, id: str | None = None
+    items: Iterable[Any], version: int | None = None, origin: str | None = None, id: str | None = None,
+    copy: str | None = None, part: int | None = None, parts: int | None = None,
 ) -> str:
     """The ``<update>`` envelope carrying ``items`` in order."""
-    root = _element("update", version=version, origin=origin, id=id)
+    root = _element("update", version=version, origin=origin, id=id, copy=copy, part=part, parts=parts)
     for item in items:
         root.append(encode_item(item))
     return etree.tostring(root, encoding="unicode")
+
+
+def describe_item(item: Any) -> str:
+    """One line a person reads for an update item (``boreas watch`` prints these).
+
+    >>> from boreas.catalog.documents import Delete
+    >>> describe_item(Delete(box="b1"))
+    '- box b1'
+    >>> from boreas.catalog.model import Node
+    >>> describe_item(Node("localhost:15000"))
+    '+ node localhost:15000'
+    """
+    match item:
+        case Delete():
+            what = [f"{name} {getattr(item, name)}" for name in DELETE_NAMES if getattr(item, name)]
+            what += [f"node {item.node}"] if item.node else []
+            what += [f"global component {item.global_}"] if item.global_ else []
+            return "- " + ", ".join(what)
+        case Modify():
+            params = ", ".join(f"{k}={v}" for k, v in item.params)
+            return f"~ {'box' if item.box else 'table'} {item.box or item.table}: {params}"
+        case Unsubscribe():
+            return f"- subscription {item.stream} -> {item.endpoint or 'all'}"
+        case Move():
+            return f"> {'box' if item.box else 'table'} {item.box or item.table} moved to {item.node}"
+    el = encode_item(item)
+    name = el.get("name") or el.get("stream") or el.get("endpoint") or el.get("node") or ""
+    extra = []
+    if el.tag == "box":
+        extra.append(f"({el.get('type')})" + (f" on {el.get('node')}" if el.get("node") else ""))
+    elif el.tag == "subscribe":
+        extra.append(f"-> {el.get('endpoint')}")
+    elif el.tag == "publish":
+        extra.append(f"at {el.get('node')}" if el.get("node") else "")
+    elif el.tag == "region":
+        name = f"{el.get('endpoint') or el.get('name') or 'default'} includes {el.get('node')}"
+    return " ".join(p for p in ["+", el.tag, name, *extra] if p)

@@ -8,6 +8,7 @@ problem is printed, one per line, as ``file:line: path: reason``).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
@@ -21,49 +22,36 @@ from boreas.catalog import (
     catalog_from_snapshot,
     open_store,
     plan_submission,
-    read_file,
 )
-from boreas.catalog.diagnostics import Diagnostic
 from boreas.catalog.export import export_application, export_deployment, summary
-from boreas.catalog.store import ConflictError, default_store_url
+from boreas.catalog.store import ConflictError
+from boreas.wire.client import PeerError
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
-
-
-def _catalog_url(args: argparse.Namespace) -> str:
-    return args.catalog or os.environ.get("BOREAS_CATALOG") or default_store_url()
-
-
-def _print_problems(problems: Sequence[Diagnostic]) -> None:
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    n = len(problems)
-    print(f"invalid: {n} problem{'s' if n != 1 else ''}; nothing was changed", file=sys.stderr)
-
-
-def _read_all(paths: Sequence[str]) -> list:
-    """Read every file, gathering the problems of all of them before giving up."""
-    docs, problems = [], []
-    for path in paths:
-        try:
-            docs.append(read_file(path))
-        except ValidationFailed as exc:
-            problems += exc.diagnostics
-    if problems:
-        raise ValidationFailed(problems)
-    return docs
+from . import clients, servers
+from .common import (
+    CATALOG_HELP,
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    CommandFailed,
+    add_head_option,
+    catalog_url,
+    print_problems,
+    read_all,
+    the_head,
+)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    docs = _read_all(args.files)
+    docs = read_all(args.files)
     if args.catalog or os.environ.get("BOREAS_CATALOG"):
-        with open_store(_catalog_url(args)) as store:
+        with open_store(catalog_url(args)) as store:
             base = catalog_from_snapshot(store.snapshot())
     else:
         base = Catalog()
     plan = plan_submission(base, docs)
     if not plan.ok:
-        _print_problems(plan.problems)
+        print_problems(plan.problems)
         return EXIT_INVALID
     added = len(plan.catalog.boxes) - len(base.boxes)
     print(f"valid: {len(args.files)} file{'s' if len(args.files) != 1 else ''}, "
@@ -72,23 +60,27 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_catalog_apply(args: argparse.Namespace) -> int:
-    docs = _read_all(args.files)
-    with open_store(_catalog_url(args)) as store:
+    docs = read_all(args.files)
+    with open_store(catalog_url(args)) as store:
         result = apply_submission(store, docs)
     print(f"committed catalog version {result.commit.version} "
-          f"({len(result.commit.changes)} element changes) to {_catalog_url(args)}")
+          f"({len(result.commit.changes)} element changes) to {catalog_url(args)}")
     return EXIT_OK
 
 
 def cmd_catalog_show(args: argparse.Namespace) -> int:
-    with open_store(_catalog_url(args)) as store:
+    if args.head:
+        catalog = asyncio.run(clients.fetch_catalog(the_head(args)))
+        print(summary(catalog))
+        return EXIT_OK
+    with open_store(catalog_url(args)) as store:
         catalog = catalog_from_snapshot(store.snapshot())
     print(summary(catalog))
     return EXIT_OK
 
 
 def cmd_catalog_export(args: argparse.Namespace) -> int:
-    with open_store(_catalog_url(args)) as store:
+    with open_store(catalog_url(args)) as store:
         catalog = catalog_from_snapshot(store.snapshot())
     outputs = {"application": export_application(catalog), "deployment": export_deployment(catalog)}
     if args.output_dir:
@@ -109,8 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    catalog_help = ("catalog store URL: sqlite:///PATH, memory:// or zk://HOST:PORT/CHROOT "
-                    "(default: $BOREAS_CATALOG, else ./boreas-catalog.db)")
+    catalog_help = CATALOG_HELP
 
     p = sub.add_parser("validate", help="check application/deployment XML without committing")
     p.add_argument("files", nargs="+", metavar="FILE")
@@ -122,8 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--catalog", help=catalog_help)
     p.set_defaults(func=cmd_catalog_apply)
-    p = cat.add_parser("show", help="a human summary of the catalog")
+    p = cat.add_parser("show", help="a human summary of the catalog (from the store, or the Head's)")
     p.add_argument("--catalog", help=catalog_help)
+    add_head_option(p)
     p.set_defaults(func=cmd_catalog_show)
     p = cat.add_parser("export", help="the catalog as application and deployment XML")
     p.add_argument("--catalog", help=catalog_help)
@@ -131,22 +123,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", choices=("application", "deployment"),
                    help="print only this document (repeatable)")
     p.set_defaults(func=cmd_catalog_export)
+
+    servers.add_parsers(sub)
+    clients.add_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    serving = args.command in ("head", "node", "cluster")
+    logging.basicConfig(level=logging.INFO if args.verbose or serving else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s" if serving
+                        else "%(levelname)s %(name)s: %(message)s")
+    if serving and not args.verbose:
+        logging.getLogger("kazoo").setLevel(logging.WARNING)
     try:
         return args.func(args)
     except ValidationFailed as exc:
-        _print_problems(exc.diagnostics)
+        print_problems(exc.diagnostics)
         return EXIT_INVALID
     except ConflictError as exc:
         print(f"error: {exc} (gave up after retrying)", file=sys.stderr)
         return EXIT_FAILED
-    except StoreError as exc:
+    except (StoreError, PeerError, CommandFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
 

@@ -1,1 +1,1 @@
-"""Boreas."""
+"""Components outside the nodes that mirror catalogs: regional and global components."""

@@ -55,6 +55,6 @@ __all__ = [
     "Snapshot",
     "StoreError",
     "Watch",
-    "open_store",
     "default_store_url",
+    "open_store",
 ]

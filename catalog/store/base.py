@@ -120,7 +120,7 @@ class Watch(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
-    def __enter__(self) -> "Watch":
+    def __enter__(self) -> Watch:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -166,7 +166,7 @@ class CatalogStore(abc.ABC):
     def close(self) -> None:
         """Release connections and stop every watch."""
 
-    def __enter__(self) -> "CatalogStore":
+    def __enter__(self) -> CatalogStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

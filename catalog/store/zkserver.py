@@ -147,7 +147,7 @@ class LocalZooKeeper:
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> "LocalZooKeeper":
+    def __enter__(self) -> LocalZooKeeper:
         self.start()
         return self
 

@@ -35,13 +35,29 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError, NodeExistsError
+from kazoo.exceptions import (
+    ConnectionLoss,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import DataWatch
 from kazoo.retry import KazooRetry
 
-from .base import KINDS, CatalogStore, Change, Commit, ConflictError, Snapshot, StoreError
-from .base import PollingWatch, Watch, WatchCallback, check_batch
+from .base import (
+    KINDS,
+    CatalogStore,
+    Change,
+    Commit,
+    ConflictError,
+    PollingWatch,
+    Snapshot,
+    StoreError,
+    Watch,
+    WatchCallback,
+    check_batch,
+)
 
 log = logging.getLogger(__name__)
 
@@ -362,7 +378,7 @@ class ZooKeeperWatch(PollingWatch):
 
     RECHECK = 5.0
 
-    def __init__(self, store: "ZooKeeperStore", since: int, callback: WatchCallback):
+    def __init__(self, store: ZooKeeperStore, since: int, callback: WatchCallback):
         self._zk_store = store
         super().__init__(store, since, callback, interval=self.RECHECK)
 

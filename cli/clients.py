@@ -1,0 +1,193 @@
+"""Commands that talk to a running Head: ``submit``, ``nodes``, ``watch``, ``catalog show --head``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+from boreas.catalog.diagnostics import Diagnostic
+from boreas.catalog.documents import Update, read_document
+from boreas.catalog.export import summary
+from boreas.catalog.model import Catalog
+from boreas.catalog.replicate import apply_update
+from boreas.catalog.updates import describe_item, update_document
+from boreas.catalog.xmlsafe import DEFAULT_LIMITS
+from boreas.regional.global_component import GlobalComponent
+from boreas.wire.auth import resolve_token
+from boreas.wire.client import PeerClient, PeerError, PeerRefused
+
+from .common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    CommandFailed,
+    add_head_option,
+    add_token_option,
+    print_problems,
+    run_until_stopped,
+    the_head,
+)
+
+
+def _read_files(paths: list[str]) -> list[tuple[str, bytes]]:
+    files, problems = [], []
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                files.append((path, fh.read(DEFAULT_LIMITS.max_bytes + 1)))
+        except OSError as exc:
+            problems.append(Diagnostic(path, None, "", f"cannot read file: {exc.strerror}"))
+    if problems:
+        print_problems(problems)
+        raise SystemExit(EXIT_INVALID)
+    return files
+
+
+def _print_progress(status: dict, shown: dict[str, str]) -> None:
+    for node, info in sorted(status.get("nodes", {}).items()):
+        line = info["state"] + (f": {info['reason']}" if info.get("reason") else "")
+        if shown.get(node) != line:
+            shown[node] = line
+            print(f"  {node}: {line}", flush=True)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    head = the_head(args)
+    files = _read_files(args.files)
+    token = resolve_token(args.token, required=False)
+
+    async def main() -> int:
+        form = aiohttp.FormData()
+        for path, data in files:
+            form.add_field("document", data, filename=path, content_type="application/xml")
+        async with PeerClient(token, timeout=args.timeout + 35) as peers:
+            try:
+                status = await peers.call("POST", f"{head}/submissions", data=form())
+            except PeerRefused as exc:
+                if exc.status == 422 and "diagnostics" in exc.payload:
+                    print_problems([Diagnostic(**d) for d in exc.payload["diagnostics"]])
+                    return EXIT_INVALID
+                raise CommandFailed(str(exc)) from None
+            print(f"submission {status['id']}: committed as catalog version {status['version']}", flush=True)
+            shown: dict[str, str] = {}
+            deadline = time.monotonic() + args.timeout
+            while status["state"] in ("committed", "deploying"):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    waiting = [n for n, i in status["nodes"].items() if i["state"] != "acknowledged"]
+                    print(f"timed out after {args.timeout:g}s waiting for {', '.join(waiting)}", file=sys.stderr)
+                    return EXIT_FAILED
+                _print_progress(status, shown)
+                status = await peers.call(
+                    "GET", f"{head}/submissions/{status['id']}?after={status['revision']}"
+                           f"&wait={min(remaining, 10):.1f}")
+            _print_progress(status, shown)
+            if status["state"] == "failed":
+                for node, info in sorted(status["nodes"].items()):
+                    if info["state"] == "failed":
+                        print(f"deployment failed on node {node}: {info.get('reason')}", file=sys.stderr)
+                return EXIT_FAILED
+            n = len(status["nodes"])
+            print(f"deployed: {n} node{'s' if n != 1 else ''} acknowledged" if n else
+                  "committed: no node is affected")
+            return EXIT_OK
+
+    return asyncio.run(main())
+
+
+def cmd_nodes(args: argparse.Namespace) -> int:
+    head = the_head(args)
+
+    async def main() -> int:
+        async with PeerClient(None) as peers:
+            status = await peers.call("GET", f"{head}/nodes")
+        print(f"catalog version {status['version']}")
+        print(f"{'NODE':24} {'STATE':6} {'BOXES':>5}  {'SYNC':12} NOTE")
+        for row in status["nodes"]:
+            state = "up" if row["alive"] else ("down" if row["registered"] else "unseen")
+            sync = "in sync" if row["in_sync"] else f"{row['acked_version']}/{row['desired_version']}"
+            note = row["failure"] or "; ".join(row["pending"]) or ("" if row["in_catalog"] else "not in catalog")
+            print(f"{row['endpoint']:24} {state:6} {row['boxes']:>5}  {sync:12} {note}")
+        return EXIT_OK
+
+    return asyncio.run(main())
+
+
+async def fetch_catalog(head: str) -> Catalog:
+    async with PeerClient(None) as peers:
+        text = await peers.text(f"{head}/catalog")
+    doc = read_document(text, f"{head}/catalog")
+    assert isinstance(doc, Update)
+    return apply_update(Catalog(), doc.items, doc.version or 0)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    head = the_head(args)
+    token = resolve_token(args.token, required=False)
+    host, _, port = args.listen.rpartition(":")
+
+    def on_copy(catalog: Catalog) -> None:
+        print(f"== catalog version {catalog.version} (full copy)")
+        print(update_document_text(catalog) if args.xml else summary(catalog), flush=True)
+        if args.once:
+            stop_event.set()
+
+    def on_change(version: int, items: list, catalog: Catalog) -> None:
+        print(f"== version {version}")
+        if args.xml:
+            print(update_document(items, version=version))
+        for item in [] if args.xml else items:
+            print(f"  {describe_item(item)}")
+        sys.stdout.flush()
+
+    stop_event: asyncio.Event
+
+    async def main(stop: asyncio.Event) -> int:
+        nonlocal stop_event
+        stop_event = stop
+        component = GlobalComponent(head, token, on_copy=on_copy, on_change=on_change)
+        try:
+            endpoint = await component.start(host or "localhost", int(port or 0))
+        except PeerError as exc:
+            await component.close(disconnect=False)
+            raise CommandFailed(f"cannot register with the Head: {exc}") from None
+        print(f"watching {head} as global component {endpoint}", file=sys.stderr, flush=True)
+        try:
+            await stop.wait()
+        finally:
+            await component.close()
+        return EXIT_OK
+
+    return run_until_stopped(main)
+
+
+def update_document_text(catalog: Catalog) -> str:
+    from boreas.catalog.replicate import catalog_items
+
+    return update_document(catalog_items(catalog), version=catalog.version)
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("submit", help="submit application (and deployment) XML to the Head")
+    p.add_argument("files", nargs="+", metavar="FILE", type=lambda s: str(Path(s)))
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds to wait for every node to acknowledge (default 30)")
+    add_head_option(p)
+    add_token_option(p)
+    p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser("nodes", help="the nodes the Head knows, and whether they are up and in sync")
+    add_head_option(p)
+    p.set_defaults(func=cmd_nodes)
+
+    p = sub.add_parser("watch", help="a global component: print the catalog, then every change")
+    add_head_option(p)
+    add_token_option(p)
+    p.add_argument("--listen", default="localhost:0", help="HOST:PORT to receive updates on (default: a free port)")
+    p.add_argument("--xml", action="store_true", help="print update XML instead of a summary")
+    p.add_argument("--once", action="store_true", help="exit after printing the catalog")
+    p.set_defaults(func=cmd_watch)

@@ -1,0 +1,200 @@
+"""The Head's HTTP interface (the paper's RPC), over :class:`~boreas.head.service.HeadService`.
+
+Mutating calls need the cluster token (checked before any handler runs):
+
+* ``POST /submissions`` -- multipart/form-data, one part per application or
+  deployment XML file (the part's filename names the file in errors).
+  202 ``{"id", "version", "state"}``; 422 ``{"diagnostics": [...]}`` when
+  anything is invalid, and then nothing was committed.
+* ``POST /update`` -- update XML from components: ``<global endpoint>``
+  registers a global component (or asks for a fresh full copy),
+  ``<delete global=...>`` disconnects it, ``<move box node>`` reports a box's
+  new location.
+* ``POST /members`` -- a node's heartbeat ``{"endpoint", "incarnation", "version"}``.
+
+Reads are open:
+
+* ``GET /submissions/{id}?after=REVISION&wait=SECONDS`` -- status, per node;
+  with ``wait`` the call returns once something changed (long poll);
+* ``GET /catalog`` -- the global catalog as one update document;
+* ``GET /nodes`` -- every node: alive, in sync, failures, pending requests;
+* ``GET /status`` -- catalog version and counters.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
+from boreas.catalog.documents import Delete, Move, Update, read_document
+from boreas.catalog.endpoints import normalize_endpoint
+from boreas.catalog.model import GlobalComponent
+from boreas.catalog.replicate import catalog_items
+from boreas.catalog.store import StoreError
+from boreas.catalog.updates import update_document
+from boreas.catalog.xmlsafe import DEFAULT_LIMITS
+from boreas.wire.server import json_error
+
+if TYPE_CHECKING:
+    from .service import HeadService
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT = 30.0
+_SAFE_NAME = re.compile(r"[^\w./ :-]")
+
+
+def install_routes(head: HeadService) -> None:
+    api = _Api(head)
+    router = head.server.app.router
+    router.add_post("/submissions", api.submit)
+    router.add_get("/submissions/{id}", api.submission)
+    router.add_post("/update", api.update)
+    router.add_post("/members", api.members)
+    router.add_get("/catalog", api.catalog)
+    router.add_get("/nodes", api.nodes)
+    router.add_get("/status", api.status)
+
+
+def _invalid(problems: list[Diagnostic]) -> web.Response:
+    n = len(problems)
+    return json_error(422, f"invalid: {n} problem{'s' if n != 1 else ''}; nothing was changed",
+                      diagnostics=[p.as_dict() for p in problems])
+
+
+class _Api:
+    def __init__(self, head: HeadService):
+        self.head = head
+
+    async def _documents(self, request: web.Request) -> list[tuple[str, bytes]] | web.Response:
+        if not request.content_type.startswith("multipart/"):
+            return json_error(415, "send the XML files as multipart/form-data, one part per file")
+        limit = DEFAULT_LIMITS.max_bytes
+        total, found = 0, []
+        async for part in await request.multipart():
+            name = _SAFE_NAME.sub("_", (part.filename or part.name or f"document{len(found) + 1}"))[:200]
+            chunks = []
+            while chunk := await part.read_chunk(1 << 16):
+                total += len(chunk)
+                if total > 2 * limit:
+                    return json_error(413, f"submission is larger than {2 * limit} bytes")
+                chunks.append(chunk)
+            found.append((name, b"".join(chunks)))
+        if not found:
+            return json_error(400, "no documents in the submission")
+        return found
+
+    async def submit(self, request: web.Request) -> web.Response:
+        files = await self._documents(request)
+        if isinstance(files, web.Response):
+            return files
+        docs, problems = [], []
+        for name, data in files:
+            try:
+                docs.append(read_document(data, name))
+            except ValidationFailed as exc:
+                problems += exc.diagnostics
+        if problems:
+            return _invalid(problems)
+        try:
+            sub = await self.head.submit(docs)
+        except ValidationFailed as exc:
+            return _invalid(exc.diagnostics)
+        except StoreError as exc:
+            return json_error(503, f"catalog store: {exc}")
+        status = self.head.submissions.status(sub, self.head.syncs, self.head.pending)
+        return web.json_response({**status, "revision": self.head.revision}, status=202)
+
+    async def submission(self, request: web.Request) -> web.Response:
+        sub = self.head.submissions.get(request.match_info["id"])
+        if sub is None:
+            return json_error(404, f"no submission {request.match_info['id']!r}")
+        try:
+            after = int(request.query.get("after", -1))
+            wait = min(float(request.query.get("wait", 0)), MAX_WAIT)
+        except ValueError:
+            return json_error(400, "after and wait must be numbers")
+        if wait > 0:
+            await self.head.wait_for_change(after, wait)
+        status = self.head.submissions.status(sub, self.head.syncs, self.head.pending)
+        return web.json_response({**status, "revision": self.head.revision})
+
+    async def update(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        try:
+            doc = read_document(body, f"update XML from {request.remote}")
+        except ValidationFailed as exc:
+            return _invalid(exc.diagnostics)
+        if not isinstance(doc, Update):
+            return json_error(422, "POST /update takes update XML; submit application and deployment "
+                                   "XML to /submissions")
+        unsupported = [i for i in doc.items
+                       if not isinstance(i, (GlobalComponent, Move)) and not (isinstance(i, Delete) and i.global_)]
+        if unsupported:
+            return json_error(422, "the Head takes <global>, <delete global=...> and <move> in update XML; "
+                                   f"{type(unsupported[0]).__name__} is changed by submitting application "
+                                   "or deployment XML")
+        done: list[dict[str, Any]] = []
+        try:
+            for item in doc.items:
+                if isinstance(item, GlobalComponent):
+                    await self.head.register_global(item)
+                    done.append({"global": item.endpoint, "registered": True})
+                elif isinstance(item, Delete):
+                    removed = await self.head.unregister_global(item.global_ or "")
+                    done.append({"global": item.global_, "removed": removed})
+                elif isinstance(item, Move) and item.box:
+                    version = await self.head.learn_move(item.box, item.node)
+                    done.append({"move": item.box, "node": item.node, "version": version})
+        except StoreError as exc:
+            return json_error(503, f"catalog store: {exc}", done=done)
+        return web.json_response({"version": self.head.catalog.version, "done": done})
+
+    async def members(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+            endpoint = normalize_endpoint(str(body["endpoint"]))
+            incarnation = str(body["incarnation"])
+            version = int(body.get("version", 0))
+        except (ValueError, KeyError, TypeError) as exc:
+            return json_error(400, f"bad heartbeat: {exc}")
+        self.head.heartbeat(endpoint, incarnation, version)
+        membership = self.head.store_url if self.head.store_url.startswith("zk://") else None
+        return web.json_response({"membership": membership, "timeout": self.head.membership.timeout})
+
+    async def catalog(self, request: web.Request) -> web.Response:
+        catalog = self.head.catalog
+        text = update_document(catalog_items(catalog), version=catalog.version, origin=self.head.origin)
+        return web.Response(text=text, content_type="application/xml")
+
+    async def nodes(self, request: web.Request) -> web.Response:
+        head = self.head
+        now = time.monotonic()
+        rows = []
+        for endpoint in sorted(set(head.syncs) | set(head.membership.known())):
+            sync = head.syncs.get(endpoint)
+            rows.append({
+                "endpoint": endpoint,
+                **head.membership.describe(endpoint, now),
+                "in_catalog": endpoint in head.catalog.nodes,
+                "boxes": len(sync.desired.boxes) if sync else 0,
+                "desired_version": sync.desired_version if sync else None,
+                "acked_version": sync.acked_version if sync else None,
+                "in_sync": sync.in_sync if sync else False,
+                "failure": sync.failure if sync else None,
+                "pending": [r.describe() for r in head.pending.for_node(endpoint)],
+                "counters": dict(sync.counters) if sync else {},
+            })
+        return web.json_response({"version": head.catalog.version, "nodes": rows})
+
+    async def status(self, request: web.Request) -> web.Response:
+        head = self.head
+        return web.json_response({
+            "catalog": head.store_url, "version": head.catalog.version, "revision": head.revision,
+            "nodes": len(head.syncs), "globals": sorted(head.feeds), "pending_requests": len(head.pending),
+            "http": dict(head.server.counters), "peers": dict(head.peers.counters),
+        })

@@ -1,0 +1,183 @@
+"""Keeping one node's local catalog equal to its slice of the global catalog.
+
+The Head does not replay a log of messages to a node; it knows what the node
+should hold (its *desired* slice, from the global catalog) and what it does
+hold (*held*: what the node acknowledged, or what it reported on
+``GET /catalog``), and sends the difference as update XML.  This is
+level-triggered, so the same loop covers every case the paper's Head meets:
+
+* a submission changes the slice: the difference is the new elements only,
+  and nodes whose slice did not change are sent nothing;
+* several commits arrive while a push is in flight: they go as one update;
+* the node was down: ``held`` becomes unknown, and when the node is back the
+  Head reads what it holds and sends what is missing (a node that restarted
+  empty gets its whole slice);
+* the node refuses items because a box is not there (it moved): those
+  items are held back as pending requests (:mod:`boreas.head.pending`) and
+  the rest is delivered.
+
+Usage::
+
+    sync = NodeSync("localhost:15000", peers, pending, on_change=notify)
+    task = asyncio.create_task(sync.run())
+    sync.set_desired(slice_catalog, version=7)   # wakes the loop
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from boreas.catalog.documents import Delete, Modify, Unsubscribe, Update, read_document
+from boreas.catalog.model import Box, Catalog, Subscription
+from boreas.catalog.replicate import apply_update, update_items
+from boreas.catalog.updates import update_document
+from boreas.wire.addressing import endpoint_url
+from boreas.wire.client import PeerClient, PeerRefused, PeerUnreachable
+
+from .pending import PendingRequests
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF = 5.0
+
+
+class NodeSync:
+    """The Head's view of one node, and the loop that brings the node up to date."""
+
+    def __init__(self, endpoint: str, peers: PeerClient, pending: PendingRequests,
+                 on_change: Callable[[], None], origin: str = "head"):
+        self.endpoint = endpoint
+        self.peers = peers
+        self.pending = pending
+        self.on_change = on_change
+        self.origin = origin
+        self.desired = Catalog()
+        self.desired_version = 0
+        self.held: Catalog | None = None  # None: unknown, read it from the node first
+        self.acked_version = -1
+        self.failure: str | None = None
+        self.counters: Counter[str] = Counter()
+        self._wake = asyncio.Event()
+        self._wake.set()
+
+    # -- what the Head tells it -------------------------------------------
+
+    def set_desired(self, desired: Catalog, version: int) -> None:
+        if desired != self.desired:
+            self.desired = desired
+            self.desired_version = version
+            self._wake.set()
+
+    def resync(self) -> None:
+        """Forget what the node holds (it restarted, or came back): read it again."""
+        self.held = None
+        self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    @property
+    def in_sync(self) -> bool:
+        return self.acked_version >= self.desired_version and self.failure is None
+
+    # -- the loop ------------------------------------------------------------
+
+    async def run(self) -> None:
+        backoff = 0.2
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.sync_once()
+                backoff = 0.2
+            except (PeerUnreachable, PeerRefused) as exc:
+                self.held = None  # a lost reply leaves us unsure what it applied
+                self.failure = _reason(exc)
+                self.counters["failures"] += 1
+                log.info("cannot update node %s (retrying in %.1fs): %s", self.endpoint, backoff, self.failure)
+                self.on_change()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF)
+                self._wake.set()
+
+    async def _read_held(self) -> Catalog:
+        text = await self.peers.text(endpoint_url(self.endpoint, "/catalog"))
+        doc = read_document(text, f"catalog of node {self.endpoint}")
+        assert isinstance(doc, Update)
+        self.counters["catalog_reads"] += 1
+        return apply_update(Catalog(), doc.items, doc.version or 0)
+
+    async def sync_once(self) -> None:
+        """One round: read what the node holds if unknown, send the difference."""
+        if self.held is None:
+            self.held = await self._read_held()
+        held, desired, version = self.held, self.desired, self.desired_version
+        blocked = self.pending.blocked_boxes(self.endpoint)
+        items = [i for i in update_items(held, desired) if _box_of(i, held, desired) not in blocked]
+        if items:
+            text = update_document(items, version=version, origin=self.origin, id=f"v{version}")
+            try:
+                await self.peers.post_update(self.endpoint, text)
+            except PeerRefused as exc:
+                if exc.status == 409 and self._hold_back(exc.payload.get("rejections", []), items, version):
+                    self._wake.set()  # send the rest now
+                    self.on_change()
+                    return
+                raise
+            self.counters["updates_sent"] += 1
+            self.counters["items_sent"] += len(items)
+            self.held = apply_update(held, items, version)
+        self.acked_version = max(self.acked_version, version)
+        self.failure = None
+        self.pending.delivered(self.endpoint, self.acked_version)
+        self.on_change()
+
+    def _hold_back(self, rejections: list[dict[str, Any]], items: list, version: int) -> bool:
+        """Queue a pending request per missing box; False if a refusal is not about a box."""
+        assert self.held is not None
+        boxes: dict[str, str] = {}
+        for r in rejections:
+            index = r.get("index")
+            item = items[index] if isinstance(index, int) and 0 <= index < len(items) else None
+            box = _box_of(item, self.held, self.desired) if item is not None else None
+            if box is None:
+                return False
+            boxes.setdefault(box, str(r.get("reason", "refused")))
+        for box, reason in boxes.items():
+            self.pending.add(self.endpoint, box, version, reason, self.acked_version)
+            self.counters["pending_requests"] += 1
+            log.info("node %s: box %r is not there (%s); holding its update as a pending request",
+                     self.endpoint, box, reason)
+        return True
+
+
+def _producer(stream: str, *catalogs: Catalog) -> str | None:
+    for catalog in catalogs:
+        for box in catalog.boxes.values():
+            if stream in box.outputs:
+                return box.name
+    return None
+
+
+def _box_of(item: Any, held: Catalog, desired: Catalog) -> str | None:
+    """The box an update item is about, if it is about one."""
+    match item:
+        case Box():
+            return item.name
+        case Modify() | Delete() if item.box:
+            return item.box
+        case Subscription() | Unsubscribe():
+            return _producer(item.stream, held, desired)
+    return None
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, PeerUnreachable):
+        return f"node unreachable ({exc.reason}); the update will be delivered when it is back"
+    if isinstance(exc, PeerRefused):
+        return f"node refused the update: {exc.payload.get('error') or exc.status}"
+    return str(exc)

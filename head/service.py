@@ -1,0 +1,287 @@
+"""The persistent Head: validates submissions, commits them, keeps nodes and global components current.
+
+The Head follows the global catalog store: every commit (its own, or one
+made by ``boreas catalog apply`` directly against the store) is processed
+in commit order.  For each commit the Head recomputes each node's slice
+(:mod:`boreas.catalog.slices`); a node whose slice changed is handed the new
+slice and its :class:`~boreas.head.node_sync.NodeSync` sends it the
+difference; other nodes are sent nothing.  Global components get the commit
+as update XML (:mod:`boreas.head.global_feed`).  Everything the Head holds
+in memory can be rebuilt from the store, so a restarted Head just reads the
+catalog and re-synchronises the nodes.
+
+All state is owned by the asyncio loop; store calls run in threads.
+
+Usage::
+
+    head = HeadService("sqlite:///catalog.db", token="s3cret")
+    await head.start("localhost", 14000)
+    ...
+    await head.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from boreas.catalog.documents import Document
+from boreas.catalog.elements import apply_commit, catalog_from_snapshot
+from boreas.catalog.model import Catalog, GlobalComponent, Node
+from boreas.catalog.replicate import update_items
+from boreas.catalog.slices import node_slices
+from boreas.catalog.store import CatalogStore, Change, Commit, open_store
+from boreas.catalog.submission import apply_submission, optimistic_commit
+from boreas.catalog.xmlcodec import to_text
+from boreas.wire.client import PeerClient
+from boreas.wire.server import HttpServer
+
+from .global_feed import GlobalFeed
+from .membership import Membership
+from .node_sync import NodeSync
+from .pending import PendingRequests
+from .submissions import Submission, SubmissionLog
+
+log = logging.getLogger(__name__)
+
+
+class HeadService:
+    """The Head's state and lifecycle (``start``/``close``); HTTP routes are in :mod:`.api`."""
+
+    def __init__(self, store_url: str, token: str | None, pending_timeout: float = 30.0,
+                 heartbeat_timeout: float = 3.0):
+        self.store_url = store_url
+        self.token = token
+        self.store: CatalogStore | None = None
+        self.catalog = Catalog()
+        self.syncs: dict[str, NodeSync] = {}
+        self.feeds: dict[str, GlobalFeed] = {}
+        self.submissions = SubmissionLog()
+        self.pending = PendingRequests(pending_timeout)
+        self.membership = Membership(heartbeat_timeout)
+        self.peers = PeerClient(token, timeout=10.0)
+        self.server = HttpServer("head", token)
+        self.revision = 0  # bumped on every status change; long polls wait on it
+        self._changed = asyncio.Event()
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._commits: asyncio.Queue[Commit] = asyncio.Queue()
+        self._watch = None
+        self._members = None
+        from .api import install_routes
+
+        install_routes(self)
+
+    # -- lifecycle ------------------------------------------------------------
+
+    @property
+    def origin(self) -> str:
+        return "head"
+
+    async def start(self, host: str, port: int) -> str:
+        self.store = await asyncio.to_thread(open_store, self.store_url)
+        snapshot = await asyncio.to_thread(self.store.snapshot)
+        self._install(catalog_from_snapshot(snapshot), affected_version=None)
+        loop = asyncio.get_running_loop()
+        self._watch = await asyncio.to_thread(
+            self.store.watch, snapshot.version,
+            lambda commit: loop.call_soon_threadsafe(self._commits.put_nowait, commit))
+        self._spawn("commits", self._follow_commits())
+        self._spawn("expiry", self._expire_pending())
+        if self.store_url.startswith("zk://"):
+            await self._watch_zookeeper_members(loop)
+        endpoint = await self.server.start(host, port)
+        log.info("Head serving catalog %s at version %d on %s", self.store_url, snapshot.version, endpoint)
+        return endpoint
+
+    async def close(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        await self.server.close()
+        await self.peers.close()
+        if self._watch is not None:
+            await asyncio.to_thread(self._watch.close)
+        if self._members is not None:
+            await asyncio.to_thread(self._members.close)
+        if self.store is not None:
+            await asyncio.to_thread(self.store.close)
+
+    def _spawn(self, name: str, coro) -> None:
+        old = self._tasks.pop(name, None)
+        if old is not None:
+            old.cancel()
+        self._tasks[name] = asyncio.create_task(coro, name=name)
+
+    async def _watch_zookeeper_members(self, loop: asyncio.AbstractEventLoop) -> None:
+        from boreas.catalog.store.membership import ZooKeeperMembers
+
+        self._members = await asyncio.to_thread(ZooKeeperMembers, self.store_url)
+        self._members.watch(lambda live: loop.call_soon_threadsafe(self._zookeeper_changed, live))
+
+    def _zookeeper_changed(self, live: set[str]) -> None:
+        for endpoint in self.membership.zookeeper_members(live):
+            log.info("node %s lost its ZooKeeper session: it is down", endpoint)
+        self.notify()
+
+    # -- status notifications ------------------------------------------------
+
+    def notify(self) -> None:
+        """Something a status reader may wait for changed."""
+        self.revision += 1
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait_for_change(self, after: int, timeout: float) -> None:
+        """Return once ``revision`` passed ``after``, or after ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.revision <= after and loop.time() < deadline:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), deadline - loop.time())
+
+    # -- following the catalog ---------------------------------------------
+
+    async def _follow_commits(self) -> None:
+        assert self.store is not None
+        while True:
+            commit = await self._commits.get()
+            if commit.version <= self.catalog.version:
+                continue  # already processed (our own commits arrive twice)
+            commits = [commit]
+            if commit.version > self.catalog.version + 1:  # ours overtook someone else's
+                commits = await asyncio.to_thread(self.store.log, self.catalog.version)
+            for c in commits:
+                if self.catalog.version < c.version <= commit.version:
+                    self._process(c)
+
+    def _process(self, commit: Commit) -> None:
+        before = self.catalog
+        after = apply_commit(before, commit)
+        self._install(after, affected_version=commit.version)
+        if self.feeds:
+            items = update_items(before, after)
+            for feed in self.feeds.values():
+                feed.changed(commit.version, items)
+
+    def _install(self, catalog: Catalog, affected_version: int | None) -> None:
+        """Make ``catalog`` current: hand every node its slice, start or stop global feeds."""
+        self.catalog = catalog
+        slices = node_slices(catalog)
+        affected = []
+        for endpoint in sorted(set(slices) | set(self.syncs)):
+            desired = slices.get(endpoint, Catalog())
+            sync = self.sync_for(endpoint)
+            if desired != sync.desired:
+                affected.append(endpoint)
+            sync.set_desired(desired, catalog.version)
+        if affected_version is not None:
+            self.submissions.processed(affected_version, affected)
+            log.info("catalog version %d: updating %s", affected_version, ", ".join(affected) or "no node")
+        for endpoint in catalog.globals:
+            if endpoint not in self.feeds:
+                feed = GlobalFeed(endpoint, self.peers, lambda: self.catalog, self.origin)
+                self.feeds[endpoint] = feed
+                self._spawn(f"global {endpoint}", feed.run())
+        for endpoint in set(self.feeds) - set(catalog.globals):
+            del self.feeds[endpoint]
+            self._tasks.pop(f"global {endpoint}").cancel()
+            log.info("global component %s disconnected", endpoint)
+        self.notify()
+
+    def sync_for(self, endpoint: str) -> NodeSync:
+        sync = self.syncs.get(endpoint)
+        if sync is None:
+            sync = NodeSync(endpoint, self.peers, self.pending, self.notify, self.origin)
+            self.syncs[endpoint] = sync
+            self._spawn(f"node {endpoint}", sync.run())
+        return sync
+
+    # -- operations ----------------------------------------------------------
+
+    async def submit(self, documents: Sequence[Document]) -> Submission:
+        """Validate and commit; raises ``ValidationFailed`` (nothing committed) or ``StoreError``."""
+        assert self.store is not None
+        applied = await asyncio.to_thread(apply_submission, self.store, documents)
+        self._commits.put_nowait(applied.commit)  # no need to wait for the watch thread
+        return self.submissions.add(applied.commit.version, [d.source for d in documents])
+
+    async def commit(self, build: Callable[[Catalog], list[Change] | None]) -> int | None:
+        """Commit what ``build`` makes of the stored catalog; the new version, or None."""
+        assert self.store is not None
+        result = await asyncio.to_thread(optimistic_commit, self.store, build)
+        if result is None:
+            return None
+        self._commits.put_nowait(result[1])
+        return result[1].version
+
+    async def register_global(self, component: GlobalComponent) -> None:
+        """``<global endpoint>``: register, or send a registered component a fresh full copy."""
+        feed = self.feeds.get(component.endpoint)
+        if feed is not None:
+            feed.full_copy()
+            return
+
+        def build(catalog: Catalog) -> list[Change] | None:
+            if component.endpoint in catalog.globals:
+                return None
+            return [Change("global", component.endpoint, to_text(GlobalComponent(component.endpoint)))]
+
+        await self.commit(build)
+
+    async def unregister_global(self, endpoint: str) -> bool:
+        def build(catalog: Catalog) -> list[Change] | None:
+            return [Change("global", endpoint, None)] if endpoint in catalog.globals else None
+
+        return await self.commit(build) is not None
+
+    async def learn_move(self, box: str, target: str) -> int:
+        """A node reports that ``box`` now runs on ``target`` (paper section 3.1.2)."""
+        for sync in self.syncs.values():  # the move protocol moved the declaration with it
+            if sync.held is not None and box in sync.held.boxes and sync.endpoint != target:
+                declaration = sync.held.boxes[box]
+                held = sync.held.copy()
+                del held.boxes[box]
+                sync.held = held
+                dest = self.sync_for(target)
+                if dest.held is not None:
+                    dest.held = dest.held.copy()
+                    dest.held.boxes[box] = replace(declaration, node=target)
+
+        def build(catalog: Catalog) -> list[Change] | None:
+            current = catalog.boxes.get(box)
+            if current is None or current.node == target:
+                return None
+            changes = [Change("box", box, to_text(replace(current, node=target)))]
+            if target not in catalog.nodes:
+                changes.append(Change("node", target, to_text(Node(target))))
+            return changes
+
+        version = await self.commit(build) or self.catalog.version
+        for request in self.pending.moved(box, target, version):
+            log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
+        self.sync_for(target).wake()
+        self.notify()
+        return version
+
+    def heartbeat(self, endpoint: str, incarnation: str, version: int) -> None:
+        if self.membership.heartbeat(endpoint, incarnation, version):
+            log.info("node %s is up (incarnation %s): synchronising its local catalog", endpoint, incarnation[:8])
+            self.sync_for(endpoint).resync()
+            self.notify()
+
+    async def _expire_pending(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            for request in self.pending.expire():
+                reason = request.describe()
+                log.warning("%s; giving up after %.0fs and restoring the node from the global catalog",
+                            reason, self.pending.timeout)
+                self.submissions.fail(request.node, request.after_version, max(request.versions), reason)
+                self.sync_for(request.node).resync()
+                self.notify()

@@ -1,0 +1,167 @@
+"""A Boreas node: one listening endpoint for update XML (and, later, data).
+
+The node holds its :class:`~boreas.node.local_catalog.LocalCatalog` and
+changes it only with the update XML it is sent.  It registers with the Head
+and keeps telling it that it is alive; each process start has a fresh
+*incarnation*, which is how the Head tells a node that restarted empty from
+one that merely missed a heartbeat.  With the ZooKeeper store the node also
+holds an ephemeral znode for as long as it lives.
+
+HTTP interface (mutating calls need the cluster token):
+
+* ``POST /update``  -- update XML; 200 ``{"version", "applied"}``, 409 with
+  ``rejections`` when it names something not here (nothing applied), 422
+  when it is not valid update XML;
+* ``GET /catalog``  -- the local catalog as update XML;
+* ``GET /status``   -- endpoint, incarnation, version and counters.
+
+Usage::
+
+    node = NodeService("localhost:15000", head="http://localhost:14000", token="s3cret")
+    await node.start()
+    ...
+    await node.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+
+from aiohttp import web
+from boreas.catalog.diagnostics import ValidationFailed
+from boreas.catalog.documents import Update, read_document
+from boreas.catalog.endpoints import split_endpoint
+from boreas.catalog.replicate import UpdateRejected
+from boreas.wire.client import PeerClient, PeerError
+from boreas.wire.server import HttpServer, json_error
+
+from .local_catalog import LocalCatalog
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_INTERVAL = 1.0
+
+
+class NodeService:
+    """A node process's state and lifecycle: ``start()``, ``close()``."""
+
+    def __init__(self, endpoint: str, head: str | None, token: str | None,
+                 heartbeat: float = HEARTBEAT_INTERVAL):
+        self.endpoint = endpoint
+        self.head = head
+        self.incarnation = uuid.uuid4().hex
+        self.local = LocalCatalog(endpoint)
+        self.heartbeat = heartbeat
+        self.server = HttpServer(f"node {endpoint}", token)
+        self.peers = PeerClient(token, timeout=5.0)
+        self.registered = asyncio.Event()
+        self._members = None  # ZooKeeperMembers when the Head's store is ZooKeeper
+        self._lock = asyncio.Lock()  # one update at a time, in arrival order
+        self._tasks: list[asyncio.Task] = []
+        router = self.server.app.router
+        router.add_post("/update", self.handle_update)
+        router.add_get("/catalog", self.handle_catalog)
+        router.add_get("/status", self.handle_status)
+
+    async def start(self) -> None:
+        host, port = split_endpoint(self.endpoint)
+        await self.server.start(host, port)
+        if self.head:
+            self._tasks.append(asyncio.create_task(self._heartbeats(), name="node-heartbeat"))
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.server.close()
+        await self.peers.close()
+        if self._members is not None:
+            await asyncio.to_thread(self._members.close)
+
+    # -- HTTP ---------------------------------------------------------------
+
+    async def handle_update(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        try:
+            update = read_document(body, f"update XML from {request.remote}")
+        except ValidationFailed as exc:
+            self.local.counters["updates_invalid"] += 1
+            return json_error(422, "invalid update XML",
+                              diagnostics=[d.as_dict() for d in exc.diagnostics])
+        if not isinstance(update, Update):
+            return json_error(422, "a node accepts update XML (<update>), not application or deployment XML")
+        async with self._lock:
+            try:
+                catalog = self.local.apply(update)
+            except UpdateRejected as exc:
+                return json_error(409, str(exc), rejections=[r.as_dict() for r in exc.rejections])
+        return web.json_response({"endpoint": self.endpoint, "version": catalog.version,
+                                  "applied": len(update.items)})
+
+    async def handle_catalog(self, request: web.Request) -> web.Response:
+        return web.Response(text=self.local.as_update_xml(), content_type="application/xml")
+
+    async def handle_status(self, request: web.Request) -> web.Response:
+        catalog = self.local.catalog
+        return web.json_response({
+            "endpoint": self.endpoint,
+            "incarnation": self.incarnation,
+            "version": catalog.version,
+            "boxes": sorted(catalog.boxes),
+            "counters": dict(self.local.counters),
+            "http": dict(self.server.counters),
+        })
+
+    # -- membership ---------------------------------------------------------
+
+    async def _heartbeats(self) -> None:
+        """Register, then keep telling the Head we are alive; survive Head restarts."""
+        assert self.head
+        url = f"{self.head}/members"
+        announced = False
+        while True:
+            body = {"endpoint": self.endpoint, "incarnation": self.incarnation,
+                    "version": self.local.version}
+            try:
+                reply = await self.peers.call("POST", url, json_body=body)
+            except PeerError as exc:
+                if announced:
+                    log.warning("node %s: heartbeat to Head failed: %s", self.endpoint, exc)
+                announced = False
+            else:
+                if not announced:
+                    log.info("node %s registered with the Head at %s", self.endpoint, self.head)
+                announced = True
+                self.registered.set()
+                await self._join_zookeeper(reply.get("membership"))
+            await asyncio.sleep(self.heartbeat)
+
+    async def _join_zookeeper(self, url: str | None) -> None:
+        if not url or self._members is not None:
+            return
+        from boreas.catalog.store.membership import ZooKeeperMembers
+
+        data = json.dumps({"incarnation": self.incarnation}).encode()
+        try:
+            members = await asyncio.to_thread(ZooKeeperMembers, url)
+            await asyncio.to_thread(members.join, self.endpoint, data)
+        except Exception as exc:  # membership is best effort; heartbeats still work
+            log.warning("node %s could not join ZooKeeper membership: %s", self.endpoint, exc)
+            return
+        self._members = members
+
+
+async def run_node(endpoint: str, head: str | None, token: str | None, stop: asyncio.Event) -> None:
+    """Serve until ``stop`` is set (the CLI sets it on SIGINT/SIGTERM)."""
+    node = NodeService(endpoint, head, token)
+    await node.start()
+    try:
+        await stop.wait()
+    finally:
+        await node.close()

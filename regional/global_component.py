@@ -1,0 +1,134 @@
+"""A global component: a full copy of the global catalog, kept current by the Head.
+
+Paper section 2.3.  The component listens at its endpoint for update XML,
+registers with the Head (``<global endpoint=...>``), and is sent the whole
+catalog (a full copy in parts), then every commit in order.  It never
+applies an update twice or out of order: an update for a version it already
+has is ignored, and a gap (a version missing) makes it ask the Head for a
+fresh full copy.  ``close()`` disconnects (``<delete global=...>``).
+
+Usage::
+
+    component = GlobalComponent("http://localhost:14000", token, on_change=print)
+    await component.start("localhost", 0)
+    await component.ready.wait()         # the full copy is in
+    component.catalog                   # a Catalog equal to the Head's
+    await component.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from boreas.catalog.diagnostics import ValidationFailed
+from boreas.catalog.documents import Delete, Update, read_document
+from boreas.catalog.model import Catalog
+from boreas.catalog.model import GlobalComponent as GlobalElement
+from boreas.catalog.replicate import UpdateRejected, apply_update
+from boreas.catalog.updates import update_document
+from boreas.wire.client import PeerClient, PeerError
+from boreas.wire.server import HttpServer, json_error
+
+log = logging.getLogger(__name__)
+
+#: on_copy(catalog) after a full copy; on_change(version, items, catalog) after each change.
+CopyCallback = Callable[[Catalog], None]
+ChangeCallback = Callable[[int, list[Any], Catalog], None]
+
+
+class GlobalComponent:
+    def __init__(self, head: str, token: str | None, on_copy: CopyCallback | None = None,
+                 on_change: ChangeCallback | None = None):
+        self.head = head
+        self.catalog = Catalog()
+        self.ready = asyncio.Event()
+        self.counters: Counter[str] = Counter()
+        self.on_copy = on_copy
+        self.on_change = on_change
+        self.server = HttpServer("global component", token)
+        self.server.app.router.add_post("/update", self._handle_update)
+        self.peers = PeerClient(token)
+        self._staging: Catalog | None = None
+        self._copy_id: str | None = None
+        self._next_part = 1
+        self.endpoint: str | None = None
+
+    async def start(self, host: str = "localhost", port: int = 0) -> str:
+        self.endpoint = await self.server.start(host, port)
+        await self.register()
+        return self.endpoint
+
+    async def register(self) -> None:
+        """Join (or ask for a fresh full copy)."""
+        assert self.endpoint
+        await self._send_head(update_document([GlobalElement(self.endpoint)]))
+
+    async def close(self, disconnect: bool = True) -> None:
+        if disconnect and self.endpoint:
+            try:
+                await self._send_head(update_document([Delete(global_=self.endpoint)]))
+            except PeerError as exc:
+                log.warning("could not tell the Head that %s leaves: %s", self.endpoint, exc)
+        await self.server.close()
+        await self.peers.close()
+
+    async def _send_head(self, text: str) -> None:
+        await self.peers.call("POST", f"{self.head}/update", data=text, content_type="application/xml")
+
+    async def _handle_update(self, request: web.Request) -> web.Response:
+        try:
+            doc = read_document(await request.read(), "update XML from the Head")
+        except ValidationFailed as exc:
+            return json_error(422, "invalid update XML", diagnostics=[d.as_dict() for d in exc.diagnostics])
+        if not isinstance(doc, Update) or doc.version is None:
+            return json_error(422, "expected update XML with a version")
+        self.counters["updates_received"] += 1
+        try:
+            if doc.copy is not None:
+                self._copy_part(doc)
+            else:
+                self._change(doc)
+        except UpdateRejected as exc:
+            log.warning("global component: update %s does not apply (%s); asking for a full copy",
+                        doc.version, exc)
+            asyncio.get_running_loop().create_task(self._ask_copy())
+        return web.json_response({"version": self.catalog.version})
+
+    def _copy_part(self, doc: Update) -> None:
+        if doc.part == 1:
+            self._staging, self._copy_id, self._next_part = Catalog(), doc.copy, 1
+        if self._staging is None or doc.copy != self._copy_id or doc.part != self._next_part:
+            return  # a part of an abandoned copy
+        self._staging = apply_update(self._staging, doc.items, doc.version)
+        self._next_part += 1
+        if doc.part == doc.parts:
+            self.catalog, self._staging = self._staging, None
+            self.counters["full_copies"] += 1
+            self.ready.set()
+            if self.on_copy:
+                self.on_copy(self.catalog)
+
+    def _change(self, doc: Update) -> None:
+        assert doc.version is not None
+        if not self.ready.is_set() or doc.version <= self.catalog.version:
+            return  # before the copy, or already applied
+        if doc.version != self.catalog.version + 1:
+            log.warning("global component: missed versions %d..%d; asking for a full copy",
+                        self.catalog.version + 1, doc.version - 1)
+            asyncio.get_running_loop().create_task(self._ask_copy())
+            return
+        self.catalog = apply_update(self.catalog, doc.items, doc.version)
+        self.counters["changes_applied"] += 1
+        if self.on_change:
+            self.on_change(doc.version, doc.items, self.catalog)
+
+    async def _ask_copy(self) -> None:
+        try:
+            await self.register()
+        except PeerError as exc:
+            log.warning("could not ask the Head for a full copy: %s", exc)

@@ -1,0 +1,46 @@
+"""Endpoints and URLs: how a component reaches another.
+
+Borealis names every receiver by an endpoint, ``host:port``.  Every Boreas
+component listens on HTTP at its endpoint, so a URL is the endpoint with a
+scheme; the Head is the one component users name by URL.
+
+>>> endpoint_url("localhost:15000", "/update")
+'http://localhost:15000/update'
+>>> head_url("localhost:14000")
+'http://localhost:14000'
+>>> head_url("http://example.org:14000/")
+'http://example.org:14000'
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
+
+from boreas.catalog.endpoints import normalize_endpoint
+
+#: The Head's default port (nodes default to 15000, client listeners to 25000).
+DEFAULT_HEAD_PORT = 14000
+HEAD_ENV = "BOREAS_HEAD"
+
+
+def endpoint_url(endpoint: str, path: str = "") -> str:
+    return f"http://{endpoint}{path}"
+
+
+def head_url(text: str | None = None) -> str:
+    """The Head's base URL from ``--head``, else ``$BOREAS_HEAD``; a bare endpoint is accepted."""
+    text = text or os.environ.get(HEAD_ENV)
+    if not text:
+        raise ValueError(f"no Head given: pass --head URL or set {HEAD_ENV}")
+    if "://" not in text:
+        return endpoint_url(normalize_endpoint(text, default_port=DEFAULT_HEAD_PORT))
+    parts = urlsplit(text)
+    if parts.scheme != "http" or not parts.netloc:
+        raise ValueError(f"Head URL {text!r}: expected http://HOST:PORT")
+    return f"http://{parts.netloc}"
+
+
+def url_endpoint(url: str) -> str:
+    """The endpoint of a URL (``http://localhost:14000`` -> ``localhost:14000``)."""
+    return normalize_endpoint(urlsplit(url).netloc, default_port=DEFAULT_HEAD_PORT)
