@@ -27,6 +27,7 @@ import logging
 import re
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from aiohttp import web
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_WAIT = 30.0
-_SAFE_NAME = re.compile(r"[^\w./ :-]")
+_UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\uffff]")
 
 
 def install_routes(head: HeadService) -> None:
@@ -76,7 +77,8 @@ class _Api:
         limit = DEFAULT_LIMITS.max_bytes
         total, found = 0, []
         async for part in await request.multipart():
-            name = _SAFE_NAME.sub("_", (part.filename or part.name or f"document{len(found) + 1}"))[:200]
+            name = unquote(part.filename or part.name or f"document{len(found) + 1}")
+            name = _UNPRINTABLE.sub("?", name)[:300]  # it is echoed in error messages
             chunks = []
             while chunk := await part.read_chunk(1 << 16):
                 total += len(chunk)

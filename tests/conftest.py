@@ -10,6 +10,7 @@ go untested without anyone noticing.
 from __future__ import annotations
 
 import re
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,8 @@ import pytest
 
 if TYPE_CHECKING:
     from boreas.catalog.store import CatalogStore
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/support: helpers shared by test modules
 
 @contextmanager
 def running_zookeeper(maxbuffer: int | None) -> Iterator[str]:
@@ -91,3 +94,31 @@ def shared_store_url(store_kind: str, store_url: str) -> str:
     if store_kind == "memory":
         pytest.skip("a memory:// catalog is private to one store object")
     return store_url
+
+
+@pytest.fixture
+def cluster_factory(tmp_path: Path, request: pytest.FixtureRequest):
+    """Make :class:`support.cluster.Cluster` objects (real processes); all are stopped at the end.
+
+    ``make("sqlite")`` uses an embedded catalog file, ``make("zookeeper")`` the
+    session's ZooKeeper server with a fresh chroot.
+    """
+    from support.cluster import Cluster
+
+    made: list[Cluster] = []
+
+    def make(store: str = "sqlite", pending_timeout: float = 30.0) -> Cluster:
+        workdir = tmp_path / f"cluster{len(made)}"
+        workdir.mkdir()
+        if store == "sqlite":
+            url = "sqlite:///" + str(workdir / "catalog.db").lstrip("/")
+        else:
+            server = request.getfixturevalue("zookeeper_server")
+            url = f"zk://{server}/boreas-cluster/{uuid.uuid4().hex[:12]}"
+        cluster = Cluster(workdir, url, pending_timeout)
+        made.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.close()

@@ -44,6 +44,7 @@ class HttpServer:
     def __init__(self, name: str, token: str | None, max_body: int = MAX_BODY):
         self.name = name
         self.token = token
+        self.max_body = max_body
         self.counters: Counter[str] = Counter()
         self.app = web.Application(client_max_size=max_body,
                                    middlewares=[self._errors, self._authenticate])
@@ -62,9 +63,9 @@ class HttpServer:
         self.counters["requests"] += 1
         try:
             return await handler(request)
-        except web.HTTPRequestEntityTooLarge as exc:
+        except web.HTTPRequestEntityTooLarge:
             self.counters["too_large"] += 1
-            return json_error(413, f"request body is larger than the limit of {exc.max_size} bytes")
+            return json_error(413, f"request body is larger than the limit of {self.max_body} bytes")
         except web.HTTPException as exc:
             if exc.status >= 400 and exc.content_type != "application/json":
                 return json_error(exc.status, exc.reason)

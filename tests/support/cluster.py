@@ -1,0 +1,183 @@
+"""Real Boreas processes on loopback for integration tests: a Head and nodes.
+
+Each process is ``python -m boreas.cli.main ...`` with its own log file; the
+helpers talk to them over HTTP with urllib (no shared state with the test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from boreas.catalog.documents import read_document
+from boreas.catalog.model import Catalog
+from boreas.catalog.replicate import apply_update
+
+TOKEN = "test-token-0123456789"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "xml"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout: float = 15.0, what: str = "condition", interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def http(method: str, url: str, body: bytes | None = None, token: str | None = TOKEN,
+         content_type: str = "application/xml", timeout: float = 10.0) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=body, method=method)
+    if body is not None:
+        request.add_header("Content-Type", content_type)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def get_json(url: str) -> Any:
+    status, body = http("GET", url, token=None)
+    assert status == 200, (url, status, body[:300])
+    return json.loads(body)
+
+
+def catalog_at(url: str) -> Catalog:
+    status, body = http("GET", url, token=None)
+    assert status == 200, (url, status)
+    doc = read_document(body, url)
+    return apply_update(Catalog(), doc.items, doc.version or 0)
+
+
+class Cluster:
+    """A Head and nodes as child processes; ``close()`` stops whatever is left."""
+
+    def __init__(self, workdir: Path, store_url: str, pending_timeout: float = 30.0):
+        self.workdir = workdir
+        self.store_url = store_url
+        self.pending_timeout = pending_timeout
+        self.head_port = free_port()
+        self.head = f"http://localhost:{self.head_port}"
+        self.env = {**os.environ, "BOREAS_TOKEN": TOKEN, "BOREAS_HEAD": self.head}
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    # -- processes -----------------------------------------------------------
+
+    def _spawn(self, name: str, *argv: str) -> subprocess.Popen:
+        log = open(self.workdir / f"{name.replace(':', '_')}.log", "ab")
+        proc = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", *argv], env=self.env,
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def start_head(self) -> None:
+        self._spawn("head", "head", "--catalog", self.store_url, "--listen", f"localhost:{self.head_port}",
+                    "--pending-timeout", str(self.pending_timeout))
+        wait_until(lambda: self._up(f"{self.head}/status"), what="the Head to listen")
+
+    def start_node(self, endpoint: str | None = None, head: bool = True) -> str:
+        endpoint = endpoint or f"localhost:{free_port()}"
+        self._spawn(endpoint, "node", "--endpoint", endpoint, *(["--head", self.head] if head else []))
+        wait_until(lambda: self._up(f"http://{endpoint}/status"), what=f"node {endpoint} to listen")
+        if head:
+            self.wait_alive(endpoint)
+        return endpoint
+
+    def stop(self, name: str, kill: bool = False) -> None:
+        proc = self.procs.pop(name)
+        proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        proc.wait(timeout=15)
+
+    def close(self) -> None:
+        for name in list(self.procs):
+            if self.procs[name].poll() is None:
+                self.stop(name)
+            else:
+                self.procs.pop(name)
+
+    def log(self, name: str) -> str:
+        return (self.workdir / f"{name.replace(':', '_')}.log").read_text(errors="replace")
+
+    @staticmethod
+    def _up(url: str) -> bool:
+        try:
+            return http("GET", url, token=None, timeout=1.0)[0] == 200
+        except OSError:
+            return False
+
+    # -- the Head ------------------------------------------------------------
+
+    def nodes(self) -> dict[str, dict]:
+        return {row["endpoint"]: row for row in get_json(f"{self.head}/nodes")["nodes"]}
+
+    def wait_alive(self, *endpoints: str, alive: bool = True) -> None:
+        def check() -> bool:
+            rows = self.nodes()
+            return all(rows.get(e, {}).get("alive", False) == alive for e in endpoints)
+
+        wait_until(check, what=f"{endpoints} to be {'up' if alive else 'down'} at the Head")
+
+    def wait_in_sync(self, *endpoints: str) -> None:
+        wait_until(lambda: all(self.nodes()[e]["in_sync"] for e in endpoints),
+                   what=f"{endpoints} in sync")
+
+    def boreas(self, *args: str, env: dict[str, str] | None = None,
+               timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "boreas.cli.main", *map(str, args)],
+                              env={**self.env, **(env or {})}, capture_output=True, text=True,
+                              timeout=timeout, cwd=self.workdir)
+
+    def submit(self, *files: Path | str, expect: int = 0, **kw: Any) -> subprocess.CompletedProcess:
+        result = self.boreas("submit", *files, **kw)
+        assert result.returncode == expect, (result.returncode, result.stdout, result.stderr)
+        return result
+
+    def head_catalog(self) -> Catalog:
+        return catalog_at(f"{self.head}/catalog")
+
+    def submission(self, submission_id: str) -> dict:
+        return get_json(f"{self.head}/submissions/{submission_id}")
+
+    # -- nodes ---------------------------------------------------------------
+
+    @staticmethod
+    def node_catalog(endpoint: str) -> Catalog:
+        return catalog_at(f"http://{endpoint}/catalog")
+
+    @staticmethod
+    def node_status(endpoint: str) -> dict:
+        return get_json(f"http://{endpoint}/status")
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.workdir / name
+        path.write_text(text)
+        return path
+
+    def example(self, name: str, ports: dict[int, str]) -> Path:
+        """An example file with its node ports replaced by this cluster's nodes."""
+        text = (EXAMPLES / name).read_text()
+        for port, endpoint in ports.items():
+            text = text.replace(f'":{port}"', f'"{endpoint}"').replace(f'"localhost:{port}"', f'"{endpoint}"')
+        return self.write(name, text)
