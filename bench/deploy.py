@@ -52,6 +52,7 @@ from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.documents import Update
 from boreas.catalog.replicate import apply_update, catalog_items
 from boreas.catalog.slices import node_slices
+from boreas.catalog.store import StoreError
 from boreas.catalog.updates import update_document
 from boreas.regional.global_component import GlobalComponent
 from boreas.wire.addressing import endpoint_url
@@ -254,7 +255,7 @@ async def time_direct_updates(peers: PeerClient, app: str, dep: str, version: in
     built = time.perf_counter() - start
     if len(texts) != len(peer_nodes):
         raise BenchError(f"{len(texts)} node slices for {len(peer_nodes)} peer nodes")
-    targets = dict(zip(sorted(texts), peer_nodes))
+    targets = dict(zip(sorted(texts), peer_nodes, strict=True))
     await asyncio.gather(*(peers.post_update(targets[node], text) for node, text in texts.items()))
     total = time.perf_counter() - start
     return {"total": total, "build": built, "send": total - built, "targets": targets,
@@ -273,7 +274,7 @@ async def check_same(peers: PeerClient, targets: dict[str, str], boxes: int) -> 
     pairs = await asyncio.gather(*(asyncio.gather(node_catalog(peers, node), node_catalog(peers, twin))
                                    for node, twin in targets.items()))
     held = 0
-    for (node, twin), (mine, theirs) in zip(targets.items(), pairs):
+    for (node, twin), (mine, theirs) in zip(targets.items(), pairs, strict=True):
         if mine != theirs:
             raise BenchError(f"node {node} (deployed by the Head) and peer node {twin} (sent its slice "
                              f"directly) hold different catalogs: {len(mine.boxes)} vs {len(theirs.boxes)} boxes")
@@ -336,7 +337,7 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
     print()
     for row in [head, *lines]:
         print("  ".join(str(c).ljust(w) if i in (0, 3, 4) else str(c).rjust(w)
-                        for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+                        for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
     print()
     print(f"deploy: Head answered the POST (validated + committed) after {deploy['committed']:.3f} s, "
           f"all nodes acknowledged {deploy['total'] - deploy['committed']:.3f} s later ({deploy['polls']} polls)")
@@ -385,13 +386,13 @@ def main() -> int:
             catalog_url = f"sqlite:///{str(tmp / 'c.db').lstrip('/')}"
         report(args, asyncio.run(measure(args, procs, catalog_url, token)))
         code = 0
-    except BenchError as exc:
+    except (BenchError, StoreError) as exc:  # StoreError: e.g. no ZooKeeper installed
         print(f"error: {exc}", file=sys.stderr)
         procs.dump_logs()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = 130
-    except Exception:
+    except Exception:  # noqa: BLE001 -- a library error: show it, then still clean up
         traceback.print_exc()
         procs.dump_logs()
     finally:

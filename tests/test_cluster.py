@@ -150,16 +150,6 @@ def test_unauthenticated_requests_are_refused(cluster_factory):
     assert http("POST", f"http://{node}/update", update)[0] == 200
 
 
-def test_request_bodies_are_limited(cluster_factory):
-    cluster = cluster_factory()
-    cluster.start_head()
-    node = cluster.start_node()
-    huge = b"<update>" + b" " * (17 * 1024 * 1024) + b"</update>"
-    assert http("POST", f"http://{node}/update", huge)[0] == 413
-    assert applied(node) == 0
-    assert http("GET", f"http://{node}/status", token=None)[0] == 200
-
-
 @pytest.mark.parametrize("store", STORES)
 def test_restarted_node_gets_its_slice_back(cluster_factory, store):
     cluster = cluster_factory(store)

@@ -73,7 +73,7 @@ class PeerClient:
             session, self._session = self._session, None
             await session.close()
 
-    async def request(self, method: str, url: str, *, data: bytes | str | None = None,
+    async def request(self, method: str, url: str, *, data: Any = None,
                       json_body: Any = None, content_type: str | None = None,
                       timeout: float | None = None) -> tuple[int, bytes]:
         """One call; raises :class:`PeerUnreachable` when nothing answered."""
@@ -81,7 +81,8 @@ class PeerClient:
         if isinstance(data, str):
             data = data.encode()
         self.counters["requests"] += 1
-        self.counters["bytes_sent"] += len(data or b"")
+        if isinstance(data, bytes):
+            self.counters["bytes_sent"] += len(data)
         kwargs: dict[str, Any] = {"data": data, "json": json_body, "headers": headers}
         if timeout is not None:
             kwargs["timeout"] = aiohttp.ClientTimeout(total=timeout)
