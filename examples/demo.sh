@@ -1,38 +1,81 @@
 #!/usr/bin/env bash
-# The demo behind `make demo`: validate the examples, apply them one by one to
-# an embedded catalog, extend a running topology, show a refused submission,
-# and print the catalog.  Safe to run again: it starts from a fresh catalog.
+# The demo behind `make demo`: start a Head and three nodes on this machine
+# (`boreas cluster up`), attach a global component (`boreas watch`), submit
+# the examples, extend and modify the running topology, show a refused
+# submission, and print what the Head, the nodes and the watcher hold.
+# Safe to run again: it starts from a fresh embedded catalog each time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BOREAS=.venv/bin/boreas
-export BOREAS_CATALOG="sqlite:///$PWD/demo-catalog.db"
-BOREALIS_CATALOG="sqlite:///$PWD/demo-borealis.db"
-rm -f demo-catalog.db* demo-borealis.db*
+HEAD_PORT=${DEMO_HEAD_PORT:-14000}
+BASE_PORT=${DEMO_BASE_PORT:-15000}
+CATALOG="sqlite:///${PWD#/}/demo-catalog.db"
+rm -f demo-catalog.db* demo-*.log demo-modify.xml
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
 
-step "validate each example (application + deployment)"
-for app in packet_aggregate sensor_chain trade_join; do
-  $BOREAS validate "examples/xml/$app.xml" "examples/xml/${app}_deploy.xml"
+step "start a cluster: a Head on :$HEAD_PORT and three nodes from :$BASE_PORT"
+unset BOREAS_TOKEN
+$BOREAS cluster up --nodes 3 --catalog "$CATALOG" --head-port "$HEAD_PORT" --base-port "$BASE_PORT" \
+  > demo-cluster.log 2> demo-cluster-processes.log &
+pids+=($!)
+for _ in $(seq 300); do
+  grep -q "press Ctrl-C" demo-cluster.log 2>/dev/null && break
+  kill -0 "${pids[0]}" 2>/dev/null || { cat demo-cluster.log demo-cluster-processes.log; exit 1; }
+  sleep 0.1
+done
+cat demo-cluster.log
+export BOREAS_HEAD="http://localhost:$HEAD_PORT"
+BOREAS_TOKEN=$(awk '$1 == "token" {print $2}' demo-cluster.log)
+export BOREAS_TOKEN
+
+step "attach a global component that prints the catalog and every change"
+$BOREAS watch > demo-watch.log 2>&1 &
+pids=($! "${pids[@]}")
+for _ in $(seq 100); do grep -q "full copy" demo-watch.log && break; sleep 0.1; done
+
+step "submit the examples; each node acknowledges its part"
+for app in sensor_chain packet_aggregate trade_join; do
+  $BOREAS submit "examples/xml/$app.xml" "examples/xml/${app}_deploy.xml"
 done
 
-step "apply them to the embedded catalog $BOREAS_CATALOG"
-for app in packet_aggregate sensor_chain trade_join; do
-  $BOREAS catalog apply "examples/xml/$app.xml" "examples/xml/${app}_deploy.xml"
-done
+step "modify a running box: only its node is sent an update"
+cat > demo-modify.xml <<'XML'
+<borealis>
+  <modify box="valid"><parameter name="expression.0" value="celsius &gt; -40.0"/></modify>
+</borealis>
+XML
+$BOREAS submit demo-modify.xml
 
 step "a bad submission is refused with every reason, and changes nothing"
 set +e
-$BOREAS catalog apply tests/data/borealis/move_Move.xml tests/data/borealis/move_MoveDeploy.xml
+$BOREAS submit tests/data/borealis/move_Move.xml tests/data/borealis/move_MoveDeploy.xml
 echo "(exit code $?)"
 set -e
 
-step "the global catalog"
-$BOREAS catalog show
+step "the nodes, as the Head sees them"
+$BOREAS nodes
 
-step "the original Borealis test, in its own catalog: deploy a filter, then extend it"
-$BOREAS catalog apply --catalog "$BOREALIS_CATALOG" \
-  tests/data/borealis/deploy_Deploy.xml tests/data/borealis/deploy_DeployDeploy.xml
-$BOREAS catalog apply --catalog "$BOREALIS_CATALOG" \
-  tests/data/borealis/deploy_Add.xml tests/data/borealis/deploy_AddDeploy.xml
-$BOREAS catalog show --catalog "$BOREALIS_CATALOG"
+step "node localhost:$((BASE_PORT + 1)) holds only its slice (its local catalog, as update XML)"
+.venv/bin/python - "http://localhost:$((BASE_PORT + 1))/catalog" <<'PY'
+import sys, urllib.request
+from lxml import etree
+text = urllib.request.urlopen(sys.argv[1], timeout=5).read()
+root = etree.fromstring(text)
+print(f"<update version={root.get('version')!r} origin={root.get('origin')!r}>")
+for el in root:
+    print("  " + etree.tostring(el, encoding="unicode").split(">")[0] + ">" + (" ..." if len(el) else ""))
+PY
+
+step "the global catalog"
+$BOREAS catalog show --head "$BOREAS_HEAD"
+
+step "what the global component saw"
+sleep 0.5
+cat demo-watch.log
