@@ -13,7 +13,7 @@ from boreas.catalog.diagnostics import Diagnostic
 from boreas.catalog.documents import Update, read_document
 from boreas.catalog.export import summary
 from boreas.catalog.model import Catalog
-from boreas.catalog.replicate import apply_update
+from boreas.catalog.replicate import apply_update, catalog_items
 from boreas.catalog.updates import describe_item, update_document
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS
 from boreas.regional.global_component import GlobalComponent
@@ -132,7 +132,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     def on_copy(catalog: Catalog) -> None:
         print(f"== catalog version {catalog.version} (full copy)")
-        print(update_document_text(catalog) if args.xml else summary(catalog), flush=True)
+        print(update_document(catalog_items(catalog), version=catalog.version) if args.xml else summary(catalog),
+              flush=True)
         if args.once:
             stop_event.set()
 
@@ -163,12 +164,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return run_until_stopped(main)
-
-
-def update_document_text(catalog: Catalog) -> str:
-    from boreas.catalog.replicate import catalog_items
-
-    return update_document(catalog_items(catalog), version=catalog.version)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

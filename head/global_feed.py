@@ -27,6 +27,7 @@ from typing import Any
 from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import catalog_items
 from boreas.catalog.updates import update_document
+from boreas.wire.backoff import Backoff
 from boreas.wire.client import PeerClient, PeerError
 
 log = logging.getLogger(__name__)
@@ -62,21 +63,20 @@ class GlobalFeed:
         self._wake.set()
 
     async def run(self) -> None:
-        backoff = 0.2
+        backoff = Backoff(cap=MAX_BACKOFF)
         while True:
             await self._wake.wait()
             self._wake.clear()
             try:
                 await self._send_pending()
-                backoff = 0.2
+                backoff.reset()
                 self.failure = None
             except PeerError as exc:
                 self.failure = str(exc)
                 self.counters["failures"] += 1
-                log.info("global component %s: %s (retrying in %.1fs)", self.endpoint, exc, backoff)
+                log.info("global component %s: %s (will retry, then send a full copy)", self.endpoint, exc)
                 self.full_copy()
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF)
+                await backoff.sleep()
 
     async def _send_pending(self) -> None:
         if self._need_copy:

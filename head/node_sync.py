@@ -36,6 +36,7 @@ from boreas.catalog.model import Box, Catalog, Subscription
 from boreas.catalog.replicate import apply_update, update_items
 from boreas.catalog.updates import update_document
 from boreas.wire.addressing import endpoint_url
+from boreas.wire.backoff import Backoff
 from boreas.wire.client import PeerClient, PeerRefused, PeerUnreachable
 
 from .pending import PendingRequests
@@ -87,21 +88,20 @@ class NodeSync:
     # -- the loop ------------------------------------------------------------
 
     async def run(self) -> None:
-        backoff = 0.2
+        backoff = Backoff(cap=MAX_BACKOFF)
         while True:
             await self._wake.wait()
             self._wake.clear()
             try:
                 await self.sync_once()
-                backoff = 0.2
+                backoff.reset()
             except (PeerUnreachable, PeerRefused) as exc:
                 self.held = None  # a lost reply leaves us unsure what it applied
                 self.failure = _reason(exc)
                 self.counters["failures"] += 1
-                log.info("cannot update node %s (retrying in %.1fs): %s", self.endpoint, backoff, self.failure)
+                log.info("cannot update node %s (will retry): %s", self.endpoint, self.failure)
                 self.on_change()
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF)
+                await backoff.sleep()
                 self._wake.set()
 
     async def _read_held(self) -> Catalog:

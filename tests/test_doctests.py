@@ -17,6 +17,11 @@ MODULES = [
     "boreas.catalog.updates",
     "boreas.catalog.replicate",
     "boreas.catalog.slices",
+    "boreas.wire.backoff",
+    "boreas.wire.addressing",
+    "boreas.wire.auth",
+    "boreas.head.membership",
+    "boreas.node.local_catalog",
 ]
 
 
