@@ -23,7 +23,7 @@ from .expressions import (
     ExpressionError,
     Scope,
     check_fields,
-    infer_type,
+    infer_field,
     parse_expression,
 )
 from .model import Box, Field, FieldType, Schema
@@ -188,7 +188,7 @@ def infer_map(box: Box, inputs: list[Schema]) -> list[Schema]:
         raise BoxError(
             f"map box {box.name!r} has {len(expressions)} expression.N but {len(names)} output-field-name.N"
         )
-    fields = [Field(n, infer_type(parse_expression(e), scope)) for e, n in zip(expressions, names)]
+    fields = [infer_field(n, parse_expression(e), scope) for e, n in zip(expressions, names)]
     return [_derived(box, 0, fields)]
 
 
@@ -237,17 +237,16 @@ def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
                 f"{', '.join(f + '(...)' for f in _AGG_FUNCTIONS)}"
             )
         func, arg = m.group(1).lower(), m.group(2).strip()
+        name = names[i] if i < len(names) else f"{func}{i}"
         if func == "count":
-            ftype = FieldType.INT
+            fields.append(Field(name, FieldType.INT))
         elif not arg:
             raise BoxError(f"aggregate box {box.name!r}: {func}() needs a field or expression")
         elif func == "avg":
             check_fields(parse_expression(arg), scope)
-            ftype = FieldType.DOUBLE
+            fields.append(Field(name, FieldType.DOUBLE))
         else:
-            ftype = infer_type(parse_expression(arg), scope)
-        name = names[i] if i < len(names) else f"{func}{i}"
-        fields.append(Field(name, ftype))
+            fields.append(infer_field(name, parse_expression(arg), scope))
     return [_derived(box, 0, fields)]
 
 
@@ -267,7 +266,7 @@ def infer_join(box: Box, inputs: list[Schema]) -> list[Schema]:
         return [_derived(box, 0, list(inputs[0].fields) + list(inputs[1].fields))]
     if len(names) != len(expressions):
         raise BoxError(f"join box {box.name!r} has {len(expressions)} out-field.N but {len(names)} out-field-name.N")
-    return [_derived(box, 0, [Field(n, infer_type(parse_expression(e), scope))
+    return [_derived(box, 0, [infer_field(n, parse_expression(e), scope)
                               for e, n in zip(expressions, names)])]
 
 

@@ -104,6 +104,39 @@ def _widest(types: list[FieldType]) -> FieldType:
     return max(numeric, key=_RANK.index)
 
 
+#: Size given to a computed string whose size cannot be told from its inputs.
+DEFAULT_STRING_SIZE = 256
+
+
+def infer_field(name: str, tree: exp.Expression, scope: Scope) -> Field:
+    """The output field an expression makes; strings keep a size, as Borealis strings are fixed-size.
+
+    >>> s = Schema("T", (Field("proto", FieldType.STRING, 4), Field("n", FieldType.INT)))
+    >>> infer_field("p", parse_expression("proto"), Scope.single(s))
+    Field(name='p', type=<FieldType.STRING: 'string'>, size=4)
+    >>> infer_field("m", parse_expression("n + 1"), Scope.single(s)).size is None
+    True
+    """
+    ftype = infer_type(tree, scope)
+    if ftype != FieldType.STRING:
+        return Field(name, ftype)
+    return Field(name, ftype, _string_size(tree, scope) or DEFAULT_STRING_SIZE)
+
+
+def _string_size(tree: exp.Expression, scope: Scope) -> int | None:
+    if isinstance(tree, exp.Paren):
+        return _string_size(tree.this, scope)
+    if isinstance(tree, exp.Column):
+        return scope.lookup(tree.table or None, tree.name).size
+    if isinstance(tree, exp.Literal) and tree.is_string:
+        return max(len(tree.this.encode()), 1)
+    parts = [a for a in [tree.args.get("this"), *tree.args.get("expressions", [])] if isinstance(a, exp.Expression)]
+    sizes = [_string_size(a, scope) for a in parts]
+    if not sizes or None in sizes:
+        return None
+    return sum(sizes) if isinstance(tree, exp.Concat) else max(sizes)  # type: ignore[type-var]
+
+
 def infer_type(tree: exp.Expression, scope: Scope) -> FieldType:
     """The Borealis type an expression yields (predicates yield int, as Borealis has no bool)."""
     if isinstance(tree, exp.Paren):

@@ -8,7 +8,9 @@ follows the same rules:
 * :func:`update_items` turns the difference between two catalogs into update
   items (declarations, ``<modify>``, ``<delete>``, ``<unsubscribe>``) in an
   order that is safe to apply: removals of dependants first, then
-  declarations in dependency order (schemas before the streams that use them).
+  declarations in dependency order (schemas before the streams that use them),
+  then removals of schemas and nodes (an input that stays but changes schema,
+  or a box that moves, names its old schema or node until it is redeclared).
 * :func:`apply_update` applies items to a catalog at the element level,
   atomically: every item is checked, and if one names something the catalog
   does not hold (a box that has moved away, say) nothing is applied and
@@ -50,6 +52,8 @@ from .model import Box, Catalog, Table
 #: Removal order: what refers to an element goes before it.
 DELETE_ORDER = ("subscribe", "publish", "client", "region", "replica_set", "view", "query", "box",
                 "table", "output", "input", "type", "schema", "node", "global")
+#: Removed after the declarations, not before: a kept element may still name them.
+REMOVE_LAST = ("schema", "node")
 #: Declaration order: what an element refers to comes before it.
 DECLARE_ORDER = ("schema", "type", "node", "input", "output", "table", "box", "query", "view",
                  "region", "replica_set", "client", "publish", "subscribe", "global")
@@ -100,16 +104,21 @@ def _declaration(kind: str, old: Any, new: Any) -> Any:
 
 def update_items(old: Catalog, new: Catalog) -> list[Any]:
     """Update items that turn ``old`` into ``new`` when applied with :func:`apply_update`."""
-    items: list[Any] = []
-    for kind in DELETE_ORDER:
-        before, after = _dict(old, kind), _dict(new, kind)
-        for key in sorted(before.keys() - after.keys()):
-            items.append(removal(kind, key, before[key]))
+    items = _removals(old, new, [k for k in DELETE_ORDER if k not in REMOVE_LAST])
     for kind in DECLARE_ORDER:
         before, after = _dict(old, kind), _dict(new, kind)
         for key in sorted(after):
             if before.get(key) != after[key]:
                 items.append(_declaration(kind, before.get(key), after[key]))
+    return items + _removals(old, new, [k for k in DELETE_ORDER if k in REMOVE_LAST])
+
+
+def _removals(old: Catalog, new: Catalog, kinds: Iterable[str]) -> list[Any]:
+    items = []
+    for kind in kinds:
+        before, after = _dict(old, kind), _dict(new, kind)
+        for key in sorted(before.keys() - after.keys()):
+            items.append(removal(kind, key, before[key]))
     return items
 
 
