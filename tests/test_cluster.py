@@ -15,7 +15,7 @@ import sys
 import time
 
 import pytest
-from support.cluster import TOKEN, EXAMPLES, free_port, get_json, http, wait_until
+from support.cluster import EXAMPLES, TOKEN, free_consecutive_ports, free_port, get_json, http, wait_until
 
 from boreas.catalog.slices import node_slice
 
@@ -245,7 +245,8 @@ def test_nodes_hold_ephemeral_znodes(cluster_factory):
 
 
 def test_cluster_up_starts_and_stops_everything(tmp_path):
-    head_port, base = free_port(), free_port()
+    head_port = free_port()
+    base = free_consecutive_ports(2, avoid=(head_port,))
     ports = [base, base + 1]
     env = {k: v for k, v in os.environ.items() if k not in ("BOREAS_TOKEN", "BOREAS_HEAD")}
     proc = subprocess.Popen(

@@ -32,6 +32,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_consecutive_ports(count: int, avoid: tuple[int, ...] = ()) -> int:
+    """A base port such that ``base .. base+count-1`` are all free now (and not in ``avoid``)."""
+    import random
+
+    for _ in range(200):
+        base = random.randrange(20000, 60000 - count)
+        ports = range(base, base + count)
+        if any(p in avoid for p in ports):
+            continue
+        sockets = []
+        try:
+            for port in ports:
+                s = socket.socket()
+                sockets.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+    raise RuntimeError(f"no {count} consecutive free ports")
+
+
 def wait_until(predicate, timeout: float = 15.0, what: str = "condition", interval: float = 0.05) -> Any:
     deadline = time.monotonic() + timeout
     while True:
