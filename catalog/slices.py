@@ -187,3 +187,29 @@ def node_slices(catalog: Catalog, schemas: Mapping[str, Schema] | None = None) -
     """Every node's slice of one catalog version."""
     maker = SliceMaker(catalog, schemas)
     return {node: maker.slice(node) for node in sorted(maker.nodes())}
+
+
+def stream_route(catalog: Catalog, stream: str) -> dict | None:
+    """Where a stream enters and where it is produced, with its schema (``GET /streams/NAME``).
+
+    ``entries`` are the nodes a publisher sends to (an input stream's publish
+    nodes, else every node that consumes it); ``producer`` is the node whose
+    box writes it (None for an input stream: its entry nodes have it).
+    """
+    maker = SliceMaker(catalog)
+    if stream not in maker.producer_node:
+        return None
+    schema = maker.schemas.get(stream)
+    is_input = stream in catalog.inputs
+    entries = sorted(maker._entries(stream)) if is_input else []
+    producer = maker.producer_node.get(stream)
+    return {
+        "stream": stream,
+        "input": is_input,
+        "entries": entries,
+        "producer": producer,
+        "schema": None if schema is None else {
+            "name": schema.name,
+            "fields": [[f.name, f.type.value, f.size] for f in schema.fields],
+        },
+    }

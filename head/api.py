@@ -18,7 +18,10 @@ Reads are open:
   with ``wait`` the call returns once something changed (long poll);
 * ``GET /catalog`` -- the global catalog as one update document;
 * ``GET /nodes`` -- every node: alive, in sync, failures, pending requests;
-* ``GET /status`` -- catalog version and counters.
+* ``GET /status`` -- catalog version and counters;
+* ``GET /streams/{name}`` -- where a stream enters (for publishers: its
+  ``<publish>`` nodes, else the nodes that consume it), which node produces
+  it (for subscribers), and its schema.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from boreas.catalog.documents import Delete, Move, Update, read_document
 from boreas.catalog.endpoints import normalize_endpoint
 from boreas.catalog.model import GlobalComponent
 from boreas.catalog.replicate import catalog_items
+from boreas.catalog.slices import stream_route
 from boreas.catalog.store import StoreError
 from boreas.catalog.updates import update_document
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS
@@ -59,6 +63,7 @@ def install_routes(head: HeadService) -> None:
     router.add_get("/catalog", api.catalog)
     router.add_get("/nodes", api.nodes)
     router.add_get("/status", api.status)
+    router.add_get("/streams/{name}", api.stream)
 
 
 def _invalid(problems: list[Diagnostic]) -> web.Response:
@@ -200,3 +205,10 @@ class _Api:
             "nodes": len(head.syncs), "globals": sorted(head.feeds), "pending_requests": len(head.pending),
             "http": dict(head.server.counters), "peers": dict(head.peers.counters),
         })
+
+    async def stream(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        found = stream_route(self.head.catalog, name)
+        if found is None:
+            return json_error(404, f"no stream {name!r} in the catalog (version {self.head.catalog.version})")
+        return web.json_response(found)

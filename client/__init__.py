@@ -1,0 +1,1 @@
+"""The Python client API: publish into input streams and subscribe to streams."""

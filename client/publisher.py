@@ -1,0 +1,125 @@
+"""Publishing tuples into an input stream.
+
+The publisher asks the Head once where the stream enters (its ``<publish>``
+node, else the nodes that consume it) and then sends batches straight to
+those nodes over persistent connections (:class:`~boreas.wire.links.OutboundLink`):
+ordered, acknowledged, at most ``capacity`` batches outstanding, so a node
+that falls behind makes ``send`` wait.  Rows may be sequences in field order
+or mappings by field name.  The node checks every row against the schema;
+refused rows come back with their field and reason in :attr:`Publisher.refused`
+(numbered from the first row this publisher sent), and the rest of the batch
+is taken.
+
+A publisher with a fixed ``producer`` id and deterministic batches can be
+re-run (a retried Spark task): the node drops the batches it already has.
+
+Usage::
+
+    async with Publisher("http://localhost:14000", "Packet", token) as pub:
+        await pub.send([(1, "tcp"), {"time": 2, "protocol": "udp"}])
+    print(pub.accepted, pub.refused)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from boreas.catalog.model import Field, FieldType, Schema
+from boreas.wire.client import PeerClient
+from boreas.wire.frames import Ack, Batch, Frame, Refused
+from boreas.wire.links import OutboundLink
+from boreas.wire.tuples import RowError
+
+from .head_api import UnknownStream, stream_route
+
+
+class PublishRefused(RuntimeError):
+    """A node refused a whole batch (the stream does not enter there any more)."""
+
+
+class Publisher:
+    def __init__(self, head: str, stream: str, token: str | None, producer: str | None = None,
+                 batch_size: int = 1000, capacity: int = 16):
+        self.head = head
+        self.stream = stream
+        self.token = token
+        self.producer = producer or f"publisher-{uuid.uuid4().hex[:16]}"
+        self.batch_size = batch_size
+        self.capacity = capacity
+        self.schema: Schema | None = None
+        self.fields: list[str] = []
+        self.entries: list[str] = []
+        self.links: list[OutboundLink] = []
+        self.accepted = 0
+        self.refused: list[RowError] = []
+        self.refusals: list[str] = []
+        self._sent_rows = 0
+        self._first_row: dict[int, int] = {}  # seq -> number of the batch's first row
+
+    async def __aenter__(self) -> "Publisher":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        async with PeerClient(self.token) as peers:
+            route = await stream_route(peers, self.head, self.stream)
+        if not route["input"]:
+            raise UnknownStream(f"stream {self.stream!r} is not an input stream: it is produced by a box "
+                                f"on {route['producer']}")
+        if not route["entries"]:
+            raise UnknownStream(f"input stream {self.stream!r} is not deployed: no node takes it yet")
+        self.schema = Schema(route["schema"]["name"],
+                             tuple(Field(n, FieldType(t), size) for n, t, size in route["schema"]["fields"]))
+        self.fields = [f.name for f in self.schema.fields]
+        self.entries = route["entries"]
+        for endpoint in self.entries:
+            link = OutboundLink(endpoint, self.token, self.producer, capacity=self.capacity,
+                                on_reply=self._replied if endpoint == self.entries[0] else None)
+            await link.start()
+            self.links.append(link)
+
+    async def send(self, rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> None:
+        """Queue rows in batches of ``batch_size``; waits while the nodes are behind."""
+        batch: list[Any] = []
+        for row in rows:
+            batch.append([row.get(f) for f in self.fields] if isinstance(row, Mapping) else list(row))
+            if len(batch) >= self.batch_size:
+                await self._send_batch(batch)
+                batch = []
+        if batch:
+            await self._send_batch(batch)
+
+    async def _send_batch(self, rows: list[Any]) -> None:
+        first = self._sent_rows
+        self._sent_rows += len(rows)
+        for link in self.links:
+            seq = await link.send(self.stream, rows)
+            if link is self.links[0] and seq is not None:
+                self._first_row[seq] = first
+
+    def _replied(self, batch: Batch, reply: Frame) -> None:
+        first = self._first_row.pop(batch.seq, 0)
+        if isinstance(reply, Refused):
+            self.refusals.append(reply.reason)
+        elif isinstance(reply, Ack) and not reply.duplicate:
+            self.accepted += reply.accepted
+            self.refused += [RowError(first + row, field, reason) for row, field, reason in reply.errors]
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Wait until every batch sent so far is acknowledged."""
+        for link in self.links:
+            await link.flush(timeout)
+        if self.refusals:
+            raise PublishRefused(self.refusals[0])
+
+    async def close(self) -> None:
+        try:
+            await self.flush(timeout=30)
+        finally:
+            for link in self.links:
+                await link.abort()

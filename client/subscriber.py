@@ -1,0 +1,98 @@
+"""Subscribing to a stream: the node that produces it sends its tuples to us.
+
+As in Borealis, a subscriber is an endpoint: the subscriber listens (on a
+free port unless told otherwise), registers ``<subscribe stream endpoint>``
+with the Head like any deployment change, and the node that produces the
+stream connects and sends batches in order.  Rows are yielded as tuples in
+the schema's field order, in the order they were produced.  The queue
+between the listener and the reader is bounded, so a slow reader slows the
+node instead of growing memory.  ``close()`` unsubscribes.
+
+Usage::
+
+    async with Subscriber("http://localhost:14000", "Aggregate", token) as sub:
+        async for row in sub:
+            print(row)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from boreas.catalog.endpoints import split_endpoint
+from boreas.catalog.model import Field, FieldType, Schema
+from boreas.wire.client import PeerClient
+from boreas.wire.frames import Ack, Batch, Refused
+from boreas.wire.receiver import DataReceiver
+from boreas.wire.server import HttpServer
+from boreas.wire.tuples import RowType
+
+from .head_api import deploy_and_wait, stream_route
+
+
+class Subscriber:
+    def __init__(self, head: str, stream: str, token: str | None, listen: str = "localhost:0",
+                 queue_batches: int = 64):
+        self.head = head
+        self.stream = stream
+        self.token = token
+        self.listen = listen
+        self.endpoint: str | None = None
+        self.schema: Schema | None = None
+        self.server = HttpServer(f"subscriber {stream}", token)
+        self.receiver = DataReceiver(self._accept, token)
+        self.server.app.router.add_get("/data", self.receiver.handle)
+        self._rows: asyncio.Queue[list[tuple]] = asyncio.Queue(queue_batches)
+        self._row_type: RowType | None = None
+
+    async def __aenter__(self) -> "Subscriber":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self, timeout: float = 30.0) -> None:
+        async with PeerClient(self.token) as peers:
+            route = await stream_route(peers, self.head, self.stream)
+            fields = tuple(Field(n, FieldType(t), s) for n, t, s in route["schema"]["fields"])
+            self.schema = Schema(route["schema"]["name"], fields)
+            self._row_type = RowType(self.schema)
+            host, port = split_endpoint(self.listen)
+            self.endpoint = await self.server.start(host, port)
+            xml = f'<deploy><subscribe stream="{self.stream}" endpoint="{self.endpoint}"/></deploy>'
+            await deploy_and_wait(peers, self.head, xml, f"subscribe {self.stream}", timeout)
+        # The producing node connects once it applied the subscription; until then it would
+        # drop the stream's batches (nothing listening), so wait for it.
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self.receiver.counters["connections"]:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"no node connected to subscriber {self.endpoint} within {timeout:g}s")
+            await asyncio.sleep(0.01)
+
+    async def close(self) -> None:
+        if self.endpoint is not None:
+            xml = f'<deploy><unsubscribe stream="{self.stream}" endpoint="{self.endpoint}"/></deploy>'
+            try:
+                async with PeerClient(self.token) as peers:
+                    await deploy_and_wait(peers, self.head, xml, f"unsubscribe {self.stream}", 10.0)
+            finally:
+                await self.server.close()
+                self.endpoint = None
+
+    async def _accept(self, batch: Batch) -> Ack | Refused:
+        if batch.stream != self.stream or self._row_type is None:
+            return Refused(batch.stream, batch.producer, batch.seq, f"this endpoint subscribes to {self.stream!r}")
+        rows, errors = self._row_type.decode(bytes(batch.rows))
+        await self._rows.put(rows)
+        return Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
+
+    async def batches(self) -> AsyncIterator[list[tuple]]:
+        while True:
+            yield await self._rows.get()
+
+    async def __aiter__(self) -> AsyncIterator[tuple]:
+        async for rows in self.batches():
+            for row in rows:
+                yield row

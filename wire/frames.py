@@ -1,0 +1,76 @@
+"""Frames on a data connection: batches of tuples and their acknowledgements.
+
+Data travels over a WebSocket (``/data`` on every node and subscriber) as
+binary msgpack frames (msgspec).  A batch names its stream, its *producer*
+(who sent it: a publisher's id, a Spark ``job/partition``, or an upstream
+node's endpoint) and a per-(stream, producer) sequence number starting at 0.
+The rows stay encoded (``msgspec.Raw``) until the receiver decodes them with
+the stream's row type, so the envelope is read without knowing the schema.
+
+The receiver answers every batch in order: :class:`Ack` (with the rows it
+refused, if any; a duplicate is acknowledged again and dropped), or
+:class:`Refused` when the whole batch cannot be taken (unknown stream).
+
+>>> frame = encode(make_batch("Packet", "pub-1", 0, [[1, "tcp"]]))
+>>> batch = decode(frame)
+>>> batch.stream, batch.seq, msgspec.msgpack.decode(batch.rows)
+('Packet', 0, [[1, 'tcp']])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Batch(msgspec.Struct, tag="b", array_like=True):
+    stream: str
+    producer: str
+    seq: int
+    rows: msgspec.Raw
+
+
+class Ack(msgspec.Struct, tag="a", array_like=True):
+    stream: str
+    producer: str
+    seq: int
+    accepted: int
+    errors: list[tuple[int, str, str]] = []  # (row, field, reason) of refused rows
+    duplicate: bool = False
+
+
+class Refused(msgspec.Struct, tag="r", array_like=True):
+    stream: str
+    producer: str
+    seq: int
+    reason: str
+
+
+class Hello(msgspec.Struct, tag="h", array_like=True):
+    """First frame from a sender: who it is (for logs and counters)."""
+
+    sender: str
+
+
+Frame = Batch | Ack | Refused | Hello
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Frame)
+
+
+def encode(frame: Frame) -> bytes:
+    return _encoder.encode(frame)
+
+
+def decode(data: bytes) -> Frame:
+    """One frame; raises ``msgspec.DecodeError`` / ``ValidationError`` on garbage."""
+    return _decoder.decode(data)
+
+
+def encode_rows(rows: list[Any]) -> bytes:
+    return _encoder.encode(rows)
+
+
+def make_batch(stream: str, producer: str, seq: int, rows: list[Any]) -> Batch:
+    return Batch(stream, producer, seq, msgspec.Raw(_encoder.encode(rows)))

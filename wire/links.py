@@ -1,0 +1,189 @@
+"""A persistent, ordered, acknowledged data connection to one endpoint.
+
+Node → node, node → subscriber and publisher → node traffic all go through
+an :class:`OutboundLink`: a WebSocket to the receiver's ``/data`` that
+carries batches in order, with a bounded number in flight.  Every batch gets
+a sequence number per stream; the link keeps a batch until the receiver
+acknowledges it, and after a reconnect re-sends what was not acknowledged.
+The receiver drops what it has already seen, so a batch is delivered exactly
+once even across connection loss.
+
+Flow control is one bound: ``capacity`` batches may be queued or in flight;
+``send`` waits when it is reached, so a slow receiver slows its producers
+instead of growing memory.  A link to a client subscriber may instead
+``drop_when_down``: while nothing is connected there, batches are counted
+and dropped rather than stalling the node.
+
+Usage::
+
+    link = OutboundLink("localhost:15001", token, sender="localhost:15000#ab12")
+    await link.start()
+    await link.send("Packet", [(1, "tcp"), (2, "udp")])
+    await link.flush()
+    await link.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+
+from .addressing import endpoint_url
+from .auth import auth_headers
+from .backoff import Backoff
+from .frames import Ack, Batch, Frame, Hello, Refused, decode, encode, make_batch
+
+log = logging.getLogger(__name__)
+
+ReplyCallback = Callable[[Batch, Frame], None]
+
+
+class OutboundLink:
+    def __init__(self, endpoint: str, token: str | None, sender: str, *, window: int = 16,
+                 capacity: int = 64, drop_when_down: bool = False, on_reply: ReplyCallback | None = None):
+        self.endpoint = endpoint
+        self.sender = sender
+        self.window = window
+        self.drop_when_down = drop_when_down
+        self.on_reply = on_reply
+        self.counters: Counter[str] = Counter()
+        self.connected = False
+        self.last_error: str | None = None
+        self._token = token
+        self._capacity = asyncio.Semaphore(capacity)
+        self._queued: asyncio.Queue[Batch] = asyncio.Queue()
+        self._unacked: OrderedDict[tuple[str, int], Batch] = OrderedDict()
+        self._seq: Counter[str] = Counter()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._session = aiohttp.ClientSession(headers=auth_headers(self._token))
+        self._task = asyncio.create_task(self._run(), name=f"link to {self.endpoint}")
+
+    async def close(self, flush_timeout: float = 5.0) -> None:
+        """Deliver what is queued (for up to ``flush_timeout`` s), then disconnect."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await self.flush(flush_timeout)
+        await self.abort()
+
+    async def abort(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- sending ---------------------------------------------------------------
+
+    async def send(self, stream: str, rows: list[Any]) -> int | None:
+        """Queue one batch (waits while the link is full); its sequence number, or None if dropped."""
+        if self.drop_when_down and not self.connected:
+            self.counters["dropped_batches"] += 1
+            self.counters["dropped_rows"] += len(rows)
+            return None
+        await self._capacity.acquire()
+        seq = self._seq[stream]
+        self._seq[stream] = seq + 1
+        self._idle.clear()
+        self._queued.put_nowait(make_batch(stream, self.sender, seq, rows))
+        return seq
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Wait until every queued batch is acknowledged."""
+        await asyncio.wait_for(self._idle.wait(), timeout)
+
+    @property
+    def in_flight(self) -> int:
+        return self._queued.qsize() + len(self._unacked)
+
+    # -- the connection ----------------------------------------------------------
+
+    async def _run(self) -> None:
+        backoff = Backoff(first=0.05, cap=2.0)
+        while True:
+            try:
+                assert self._session is not None
+                async with self._session.ws_connect(endpoint_url(self.endpoint, "/data").replace("http", "ws", 1),
+                                                    heartbeat=10.0, max_msg_size=64 * 1024 * 1024) as ws:
+                    self.connected = True
+                    self.last_error = None
+                    backoff.reset()
+                    self.counters["connects"] += 1
+                    await ws.send_bytes(encode(Hello(self.sender)))
+                    await self._converse(ws)
+            except asyncio.CancelledError:
+                raise
+            except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ConnectionError) as exc:
+                self.last_error = str(exc) or type(exc).__name__
+            finally:
+                self.connected = False
+            self.counters["disconnects"] += 1
+            log.debug("link %s -> %s down (%s); reconnecting", self.sender, self.endpoint, self.last_error)
+            await backoff.sleep()
+
+    async def _converse(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        for batch in list(self._unacked.values()):  # not acknowledged before the last disconnect
+            await ws.send_bytes(encode(batch))
+            self.counters["resent_batches"] += 1
+        window_open = asyncio.Event()
+        window_open.set()
+
+        async def pump() -> None:
+            while True:
+                await window_open.wait()
+                batch = await self._queued.get()
+                self._unacked[(batch.stream, batch.seq)] = batch
+                if len(self._unacked) >= self.window:
+                    window_open.clear()
+                await ws.send_bytes(encode(batch))
+                self.counters["batches_sent"] += 1
+
+        sender = asyncio.create_task(pump())
+        try:
+            async for msg in ws:
+                if msg.type != aiohttp.WSMsgType.BINARY:
+                    continue
+                self._acknowledged(decode(msg.data))
+                if len(self._unacked) < self.window:
+                    window_open.set()
+                if sender.done():
+                    sender.result()
+            if ws.exception() is not None:
+                raise ConnectionError(str(ws.exception()))
+            raise ConnectionError(f"closed by {self.endpoint} ({ws.close_code})")
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError, aiohttp.ClientError):
+                await sender
+
+    def _acknowledged(self, frame: Frame) -> None:
+        if not isinstance(frame, (Ack, Refused)):
+            return
+        batch = self._unacked.pop((frame.stream, frame.seq), None)
+        if batch is None:
+            return  # an ack for a batch re-sent after a reconnect
+        self._capacity.release()
+        self.counters["acks"] += 1
+        if isinstance(frame, Refused):
+            self.counters["refused_batches"] += 1
+            log.warning("%s refused batch %s/%d: %s", self.endpoint, frame.stream, frame.seq, frame.reason)
+        elif frame.errors:
+            self.counters["refused_rows"] += len(frame.errors)
+        if self.on_reply is not None:
+            self.on_reply(batch, frame)
+        if not self._unacked and self._queued.empty():
+            self._idle.set()

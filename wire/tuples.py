@@ -1,0 +1,190 @@
+"""Tuples typed by their schema: checking rows, and reading them from text.
+
+A tuple is a Python tuple of values in the schema's field order, with the
+Borealis types mapped to Python values:
+
+========== ===================================================
+byte       int in -128..127
+short      int in -32768..32767
+int        int in -2**31..2**31-1
+long       int in -2**63..2**63-1
+single     float (ints are accepted and converted)
+double     float (ints are accepted and converted)
+string     str of at most ``size`` characters
+timestamp  int, microseconds since the epoch
+========== ===================================================
+
+:class:`RowType` checks a whole batch in C with msgspec (the fast path: a
+valid batch is decoded and checked in one call); only a batch with a bad row
+falls back to row-by-row checking, to name every bad row's field and reason
+while the good rows go on.
+
+>>> from boreas.catalog.model import Field, FieldType, Schema
+>>> rt = RowType(Schema("T", (Field("id", FieldType.INT), Field("name", FieldType.STRING, 3))))
+>>> rt.check([[1, "abc"], [2, "toolong"], [3, "x"]])
+([(1, 'abc'), (3, 'x')], [RowError(row=1, field='name', reason='string longer than 3 characters')])
+>>> rt.from_text(["7", "ab"])
+(7, 'ab')
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import msgspec
+
+from boreas.catalog.model import Field, FieldType, Schema
+
+_INT_RANGES = {
+    FieldType.BYTE: (-(2**7), 2**7 - 1),
+    FieldType.SHORT: (-(2**15), 2**15 - 1),
+    FieldType.INT: (-(2**31), 2**31 - 1),
+    FieldType.LONG: (-(2**63), 2**63 - 1),
+    FieldType.TIMESTAMP: (-(2**63), 2**63 - 1),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RowError:
+    """Why one row of a batch was refused: which row (0-based), which field, why."""
+
+    row: int
+    field: str
+    reason: str
+
+    def as_list(self) -> list[Any]:
+        return [self.row, self.field, self.reason]
+
+
+class SchemaMismatch(ValueError):
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+def _msgspec_type(f: Field) -> Any:
+    if f.type in _INT_RANGES:
+        low, high = _INT_RANGES[f.type]
+        return Annotated[int, msgspec.Meta(ge=low, le=high)]
+    if f.type in (FieldType.SINGLE, FieldType.DOUBLE):
+        return float
+    return Annotated[str, msgspec.Meta(max_length=f.size)] if f.size else str
+
+
+class RowType:
+    """Checks and converts rows of one schema."""
+
+    def __init__(self, schema: Schema):
+        self.schema = schema
+        self.fields = schema.fields
+        row = tuple.__class_getitem__(tuple(_msgspec_type(f) for f in self.fields))  # tuple[int, str, ...]
+        self._batch = msgspec.msgpack.Decoder(list[row])
+        self._convert_type = list[row]
+
+    # -- whole batches -------------------------------------------------------
+
+    def decode(self, raw: bytes) -> tuple[list[tuple], list[RowError]]:
+        """Rows from msgpack bytes (an array of arrays): fast path in C, row by row on a bad row."""
+        try:
+            return self._batch.decode(raw), []
+        except msgspec.ValidationError:
+            return self.check(msgspec.msgpack.decode(raw))
+        except msgspec.DecodeError as exc:
+            return [], [RowError(-1, "", f"batch is not a msgpack array of rows: {exc}")]
+
+    def check(self, rows: Sequence[Any]) -> tuple[list[tuple], list[RowError]]:
+        """Good rows as tuples, and one error per bad row."""
+        try:
+            return msgspec.convert(rows, self._convert_type), []
+        except msgspec.ValidationError:
+            pass
+        good: list[tuple] = []
+        errors: list[RowError] = []
+        for index, row in enumerate(rows):
+            try:
+                good.append(self.check_row(row))
+            except SchemaMismatch as exc:
+                errors.append(RowError(index, exc.field, exc.reason))
+        return good, errors
+
+    # -- one row -------------------------------------------------------------
+
+    def check_row(self, row: Any) -> tuple:
+        if isinstance(row, dict):
+            row = self._from_mapping(row)
+        if not isinstance(row, (list, tuple)):
+            raise SchemaMismatch("", f"a row is an array of {len(self.fields)} values, not {type(row).__name__}")
+        if len(row) != len(self.fields):
+            raise SchemaMismatch("", f"row has {len(row)} values; schema {self.schema.name} has "
+                                     f"{len(self.fields)} fields")
+        return tuple(_check_value(f, v) for f, v in zip(self.fields, row))
+
+    def _from_mapping(self, row: dict) -> list[Any]:
+        missing = [f.name for f in self.fields if f.name not in row]
+        if missing:
+            raise SchemaMismatch(missing[0], "missing")
+        extra = sorted(set(row) - {f.name for f in self.fields})
+        if extra:
+            raise SchemaMismatch(extra[0], f"not a field of schema {self.schema.name}")
+        return [row[f.name] for f in self.fields]
+
+    def from_text(self, values: Sequence[str]) -> tuple:
+        """A row from text fields (CSV): numbers parsed, timestamps as ISO 8601 or microseconds."""
+        if len(values) != len(self.fields):
+            raise SchemaMismatch("", f"row has {len(values)} values; schema {self.schema.name} has "
+                                     f"{len(self.fields)} fields")
+        return tuple(_check_value(f, _parse_text(f, v)) for f, v in zip(self.fields, values))
+
+    def as_dict(self, row: Sequence[Any]) -> dict[str, Any]:
+        return {f.name: v for f, v in zip(self.fields, row)}
+
+
+def _parse_text(f: Field, text: str) -> Any:
+    text = text.strip() if f.type != FieldType.STRING else text
+    try:
+        if f.type == FieldType.TIMESTAMP and not text.lstrip("-").isdigit():
+            stamp = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if stamp.tzinfo is None:
+                stamp = stamp.replace(tzinfo=dt.timezone.utc)
+            return int(stamp.timestamp() * 1_000_000)
+        if f.type in _INT_RANGES:
+            return int(text)
+        if f.type in (FieldType.SINGLE, FieldType.DOUBLE):
+            return float(text)
+    except ValueError:
+        raise SchemaMismatch(f.name, f"{text!r} is not a {f.type.value}") from None
+    return text
+
+
+def _check_value(f: Field, value: Any) -> Any:
+    if f.type in _INT_RANGES:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise SchemaMismatch(f.name, f"expected {f.type.value}, got {_describe(value)}")
+        low, high = _INT_RANGES[f.type]
+        if not low <= value <= high:
+            raise SchemaMismatch(f.name, f"{value} is out of range for {f.type.value}")
+        return value
+    if f.type in (FieldType.SINGLE, FieldType.DOUBLE):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SchemaMismatch(f.name, f"expected {f.type.value}, got {_describe(value)}")
+        value = float(value)
+        if f.type == FieldType.SINGLE and math.isfinite(value) and abs(value) > 3.4028235e38:
+            raise SchemaMismatch(f.name, f"{value} is out of range for single")
+        return value
+    if not isinstance(value, str):
+        raise SchemaMismatch(f.name, f"expected string, got {_describe(value)}")
+    if f.size and len(value) > f.size:
+        raise SchemaMismatch(f.name, f"string longer than {f.size} characters")
+    return value
+
+
+def _describe(value: Any) -> str:
+    return "null" if value is None else f"{type(value).__name__} {value!r}"[:60]
