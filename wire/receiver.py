@@ -81,6 +81,12 @@ class DataReceiver:
         self.max_frame = max_frame
         self.seen = SeenSequences()
         self.counters: Counter[str] = Counter()
+        self.sockets: set[web.WebSocketResponse] = set()  # open connections
+
+    async def close_all(self) -> None:
+        """Close every open data connection (senders reconnect and re-send what was not acknowledged)."""
+        for ws in list(self.sockets):
+            await ws.close()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if self.token is not None and not check_token(request.headers.get("Authorization"), self.token):
@@ -90,6 +96,14 @@ class DataReceiver:
         await ws.prepare(request)
         sender = request.remote or "?"
         self.counters["connections"] += 1
+        self.sockets.add(ws)
+        try:
+            await self._serve(ws, sender)
+        finally:
+            self.sockets.discard(ws)
+        return ws
+
+    async def _serve(self, ws: web.WebSocketResponse, sender: str) -> None:
         async for msg in ws:
             if msg.type != aiohttp.WSMsgType.BINARY:
                 continue
@@ -105,8 +119,10 @@ class DataReceiver:
                 continue
             if not isinstance(frame, Batch):
                 continue
-            await ws.send_bytes(encode(await self._take(frame)))
-        return ws
+            reply = await self._take(frame)
+            if ws.closed:
+                break  # the sender will re-send; the batch is marked seen, so that is dropped
+            await ws.send_bytes(encode(reply))
 
     async def _take(self, batch: Batch) -> Ack | Refused:
         if not self.seen.is_new(batch.stream, batch.producer, batch.seq):

@@ -83,7 +83,7 @@ class HttpServer:
 
     async def start(self, host: str, port: int) -> str:
         """Bind and serve; returns the endpoint actually bound."""
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, reuse_address=True)
         await site.start()
