@@ -42,11 +42,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     head = the_head(args)
     token = resolve_token(args.token, required=False)
     if args.spark:
-        from boreas.spark import publish_file
-
-        count = publish_file(args.spark, args.stream, head=head, token=token)
-        print(f"published {count} rows from {args.spark} to {args.stream} with Spark")
-        return EXIT_OK
+        return _publish_with_spark(args, head, token)
 
     async def main() -> int:
         publisher = Publisher(head, args.stream, token, batch_size=args.batch_size)
@@ -79,6 +75,23 @@ def cmd_publish(args: argparse.Namespace) -> int:
         return EXIT_FAILED if refused else EXIT_OK
 
     return asyncio.run(main())
+
+
+def _publish_with_spark(args: argparse.Namespace, head: str, token: str | None) -> int:
+    from boreas.spark import RowsRefused, publish_file
+
+    try:
+        count = publish_file(args.spark, args.stream, head=head, token=token, batch_size=args.batch_size)
+    except (UnknownStream, PublishRefused) as exc:
+        raise CommandFailed(str(exc)) from None
+    except RowsRefused as exc:
+        for refused in exc.result.refused[:20]:
+            print(f"{args.spark}: {refused}", file=sys.stderr)
+        print(f"published {exc.result.published} rows from {args.spark} to {args.stream} with Spark; "
+              f"{exc.result.refused_count} refused")
+        return EXIT_FAILED
+    print(f"published {count} rows from {args.spark} to {args.stream} with Spark")
+    return EXIT_OK
 
 
 def _is_json_lines(path: str) -> bool:

@@ -13,7 +13,10 @@ HTTP interface (mutating calls need the cluster token):
   ``rejections`` when it names something not here (nothing applied), 422
   when it is not valid update XML;
 * ``GET /catalog``  -- the local catalog as update XML;
-* ``GET /status``   -- endpoint, incarnation, version and counters.
+* ``GET /status``   -- endpoint, incarnation, version and counters;
+* ``GET /data``     -- WebSocket: batches of tuples for the streams that
+  enter this node (:mod:`boreas.wire.receiver`); publishers and upstream
+  nodes send here.
 
 Usage::
 
@@ -37,8 +40,10 @@ from boreas.catalog.documents import Update, read_document
 from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.replicate import UpdateRejected
 from boreas.wire.client import PeerClient, PeerError
+from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer, json_error
 
+from .dataflow import Dataflow
 from .local_catalog import LocalCatalog
 
 log = logging.getLogger(__name__)
@@ -59,6 +64,8 @@ class NodeService:
         self.server = HttpServer(f"node {endpoint}", token)
         self.peers = PeerClient(token, timeout=5.0)
         self.registered = asyncio.Event()
+        self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}")
+        self.receiver = DataReceiver(self.dataflow.accept, token)
         self._members = None  # ZooKeeperMembers when the Head's store is ZooKeeper
         self._lock = asyncio.Lock()  # one update at a time, in arrival order
         self._tasks: list[asyncio.Task] = []
@@ -66,9 +73,11 @@ class NodeService:
         router.add_post("/update", self.handle_update)
         router.add_get("/catalog", self.handle_catalog)
         router.add_get("/status", self.handle_status)
+        router.add_get("/data", self.receiver.handle)
 
     async def start(self) -> None:
         host, port = split_endpoint(self.endpoint)
+        await self.dataflow.start()
         await self.server.start(host, port)
         if self.head:
             self._tasks.append(asyncio.create_task(self._heartbeats(), name="node-heartbeat"))
@@ -80,6 +89,7 @@ class NodeService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.server.close()
+        await self.dataflow.close()
         await self.peers.close()
         if self._members is not None:
             await asyncio.to_thread(self._members.close)
@@ -101,6 +111,7 @@ class NodeService:
                 catalog = self.local.apply(update)
             except UpdateRejected as exc:
                 return json_error(409, str(exc), rejections=[r.as_dict() for r in exc.rejections])
+            self.dataflow.reconfigure(catalog)
         return web.json_response({"endpoint": self.endpoint, "version": catalog.version,
                                   "applied": len(update.items)})
 
@@ -116,6 +127,10 @@ class NodeService:
             "boxes": sorted(catalog.boxes),
             "counters": dict(self.local.counters),
             "http": dict(self.server.counters),
+            "data": {"in": dict(self.receiver.counters), "flow": dict(self.dataflow.counters),
+                     "links": {e: {**link.counters, "connected": link.connected}
+                               for e, link in self.dataflow.links.items()},
+                     "broken_boxes": self.dataflow.broken},
         })
 
     # -- membership ---------------------------------------------------------

@@ -122,3 +122,27 @@ def cluster_factory(tmp_path: Path, request: pytest.FixtureRequest):
     yield make
     for cluster in made:
         cluster.close()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole run: 2 threads, a failed task retried up to 3 times.
+
+    ``local[2,4]`` rather than ``local[2]`` because plain local mode never
+    retries a task, and the Spark tests force retries.  The workers run this
+    interpreter (``PYSPARK_PYTHON``), which has Boreas installed.
+    """
+    import os
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2,4]").appName("boreas-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -1,0 +1,194 @@
+"""Running a node's boxes over batches of tuples.
+
+The dataflow is built from the local catalog alone: the slice says which
+streams enter (``<input>``, with their schemas), which boxes run here, and
+where each stream goes (``<subscribe>``: downstream nodes and clients).
+Schemas of the streams between boxes are inferred locally with the same
+rules the Head validated them with.
+
+All batches go through one task, in arrival order: a batch is pushed through
+every local box it reaches, depth first, and what leaves the node is handed
+to the :class:`~boreas.wire.links.OutboundLink` of its destination.  The
+input queue is bounded and links to other nodes wait when full, so a slow
+consumer slows the node and, through acknowledgements, the publishers; the
+node's memory stays bounded.  Links to client subscribers drop batches while
+nothing is connected there (counted), so an absent client cannot stall the
+network.
+
+Usage::
+
+    flow = Dataflow("localhost:15000", token)
+    flow.reconfigure(local_catalog)      # after every update XML
+    await flow.start()
+    reply = await flow.accept(batch)     # from the /data receiver
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+
+from boreas.catalog.model import Box, Catalog, Schema
+from boreas.catalog.validate import stream_schemas
+from boreas.wire.frames import Ack, Batch, Refused
+from boreas.wire.links import OutboundLink
+from boreas.wire.tuples import RowType
+
+from .operators import Operator, OperatorError, build_operator
+
+log = logging.getLogger(__name__)
+
+
+class Dataflow:
+    def __init__(self, endpoint: str, token: str | None, sender: str, queue_batches: int = 64):
+        self.endpoint = endpoint
+        self.token = token
+        self.sender = sender
+        self.counters: Counter[str] = Counter()
+        self.schemas: dict[str, Schema] = {}
+        self.row_types: dict[str, RowType] = {}  # streams that enter this node
+        self.operators: dict[str, Operator] = {}
+        self.boxes: dict[str, Box] = {}
+        self.consumers: dict[str, list[tuple[Operator, str, int]]] = {}  # stream -> (op, box, port)
+        self.destinations: dict[str, list[str]] = {}  # stream -> endpoints it is sent to
+        self.links: dict[str, OutboundLink] = {}
+        self.broken: dict[str, str] = {}  # box -> why it could not be built
+        self._inbox: asyncio.Queue[tuple[str, list[tuple]]] = asyncio.Queue(queue_batches)
+        self._task: asyncio.Task | None = None
+        self._started = False
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._started = True
+        for link in self.links.values():
+            await link.start()
+        self._task = asyncio.create_task(self._run(), name=f"dataflow {self.endpoint}")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for link in self.links.values():
+            await link.close(flush_timeout=1.0)
+
+    # -- the catalog decides the shape -----------------------------------------
+
+    def reconfigure(self, catalog: Catalog) -> None:
+        """Follow a new local catalog: keep unchanged boxes (and their state), build new ones."""
+        self.schemas = stream_schemas(catalog)
+        self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s])
+                          for s in catalog.inputs if s in self.schemas}
+        for name in set(self.operators) - set(catalog.boxes):
+            del self.operators[name]
+            self.boxes.pop(name, None)
+        self.broken = {}
+        for name, box in catalog.boxes.items():
+            if self.boxes.get(name) == box and name in self.operators:
+                continue
+            try:
+                ins = [self.schemas[p.stream] for p in box.inputs]
+                outs = [self.schemas[s] for s in box.outputs]
+                self.operators[name] = build_operator(box, ins, outs)
+                self.boxes[name] = box
+            except (KeyError, OperatorError) as exc:
+                self.broken[name] = str(exc)
+                self.operators.pop(name, None)
+                log.error("node %s cannot run box %r: %s", self.endpoint, name, exc)
+        self.consumers = {}
+        for name, box in self.boxes.items():
+            for port, inport in enumerate(box.inputs):
+                self.consumers.setdefault(inport.stream, []).append((self.operators[name], name, port))
+        self.destinations = {}
+        for sub in catalog.subscriptions.values():
+            self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
+        self._relink(catalog)
+
+    def _relink(self, catalog: Catalog) -> None:
+        wanted = {e for targets in self.destinations.values() for e in targets}
+        for endpoint in set(self.links) - wanted:
+            link = self.links.pop(endpoint)
+            asyncio.get_running_loop().create_task(link.close())
+        for endpoint in wanted - set(self.links):
+            link = OutboundLink(endpoint, self.token, self.sender,
+                                drop_when_down=endpoint not in catalog.nodes)
+            self.links[endpoint] = link
+            if self._started:
+                asyncio.get_running_loop().create_task(link.start())
+
+    # -- data in ------------------------------------------------------------------
+
+    async def accept(self, batch: Batch) -> Ack | Refused:
+        """A batch for a stream that enters here: check its rows, queue the good ones."""
+        row_type = self.row_types.get(batch.stream)
+        if row_type is None:
+            self.counters["refused_batches"] += 1
+            return Refused(batch.stream, batch.producer, batch.seq,
+                           f"stream {batch.stream!r} does not enter node {self.endpoint}")
+        rows, errors = row_type.decode(bytes(batch.rows))
+        if errors:
+            self.counters["refused_rows"] += len(errors)
+            log.info("node %s: %d rows of %s/%d refused, first: %s", self.endpoint, len(errors),
+                     batch.stream, batch.seq, errors[0])
+        if rows:
+            await self._inbox.put((batch.stream, rows))
+        return Ack(batch.stream, batch.producer, batch.seq, len(rows),
+                   [(e.row, e.field, e.reason) for e in errors])
+
+    # -- processing -----------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            deadline = self._next_deadline()
+            try:
+                if deadline is None:
+                    stream, rows = await self._inbox.get()
+                else:
+                    timeout = max(0.0, deadline - time.monotonic())
+                    stream, rows = await asyncio.wait_for(self._inbox.get(), timeout)
+            except asyncio.TimeoutError:
+                await self._poll_timers()
+                continue
+            self.counters["batches_in"] += 1
+            self.counters["rows_in"] += len(rows)
+            await self._route(stream, rows)
+            if deadline is not None and time.monotonic() >= deadline:
+                await self._poll_timers()
+
+    def _next_deadline(self) -> float | None:
+        deadlines = [d for op in self.operators.values() if (d := op.next_deadline()) is not None]
+        return min(deadlines) if deadlines else None
+
+    async def _poll_timers(self) -> None:
+        now = time.monotonic()
+        for name, op in list(self.operators.items()):
+            deadline = op.next_deadline()
+            if deadline is not None and deadline <= now:
+                await self._emit(name, op.poll(now))
+
+    async def _route(self, stream: str, rows: list[tuple]) -> None:
+        """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes."""
+        now = time.monotonic()
+        for op, name, port in self.consumers.get(stream, ()):
+            await self._emit(name, op.process(port, rows, now))
+        for endpoint in self.destinations.get(stream, ()):
+            link = self.links.get(endpoint)
+            if link is not None:
+                await link.send(stream, rows)
+                self.counters["rows_out"] += len(rows)
+
+    async def _emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
+        definition = self.boxes.get(box)
+        if definition is None:
+            return
+        for port, rows in produced:
+            if rows:
+                await self._route(definition.outputs[port], rows)
+
+
+def _same_or_new(row_type: RowType | None, schema: Schema) -> RowType:
+    return row_type if row_type is not None and row_type.schema == schema else RowType(schema)

@@ -1,0 +1,184 @@
+"""What every operator is: the :class:`Operator` contract and parameter reading.
+
+An operator is one box instance on a node.  The node hands it batches of
+rows (Python tuples in the in stream's field order) and forwards whatever it
+returns; it never looks inside.  Keeping the contract this small lets the
+scheduler batch freely and lets a box move between nodes: :meth:`state`
+captures everything the operator remembers as plain msgpack-able values and
+:meth:`restore` continues from there.
+
+Parameters are checked here once, when the box is built, so a bad parameter
+is an :class:`OperatorError` naming the box rather than a failure on the
+first tuple.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from typing import Any
+
+from boreas.catalog.boxtypes import BoxError, builtin_registry, indexed
+from boreas.catalog.expressions import ExpressionError
+from boreas.catalog.model import Box, Field, Schema
+from boreas.node.compile import FLOAT, kind_of
+
+log = logging.getLogger(__name__)
+
+Rows = list[tuple]
+Emitted = list[tuple[int, list[tuple]]]
+
+#: The catalog's own box types, to check that an operator produces what validation inferred.
+_CATALOG_TYPES = builtin_registry()
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+class OperatorError(ValueError):
+    """A box cannot run as given (bad parameters, wrong schemas); the message names the box."""
+
+
+class Operator(abc.ABC):
+    """One box instance.  Rows are Python tuples in the schema's field order."""
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+        self.box = box
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        if len(self.inputs) != len(box.inputs):
+            raise self.error(f"has {len(box.inputs)} in streams but {len(self.inputs)} input schemas were given")
+        if len(self.outputs) != len(box.outputs):
+            raise self.error(f"has {len(box.outputs)} out streams but {len(self.outputs)} output schemas were given")
+
+    @abc.abstractmethod
+    def process(self, port: int, rows: list[tuple], now: float) -> list[tuple[int, list[tuple]]]:
+        """Consume a batch arriving on in-port `port`; return (out_port, rows) pairs produced now, in order."""
+
+    def poll(self, now: float) -> list[tuple[int, list[tuple]]]:
+        """Called at/after next_deadline(): emit what timers release (delay, aggregate timeout)."""
+        return []
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`poll` next has something to release (``time.monotonic()`` seconds), or None."""
+        return None
+
+    def state(self) -> dict:
+        """Everything the operator remembers, as msgpack-able dicts/lists/numbers/strings."""
+        return {}
+
+    def restore(self, state: dict, now: float | None = None) -> None:
+        """Continue from :meth:`state` (possibly of an operator on another node).
+
+        Timer state is kept in the monotonic clock of the operator that saved
+        it.  ``now`` (optional) is the restoring node's current time; when
+        given, pending timers keep the time they had left when the state was
+        saved, as if the move took no time.  When omitted the clocks are
+        assumed to be the same one (same host), unless the first call after
+        restore shows the clock went backwards, which rebases the same way.
+        """
+
+    # -- helpers for subclasses ---------------------------------------------------
+
+    def error(self, reason: str) -> OperatorError:
+        return OperatorError(f"{self.box.type} box {self.box.name!r} {reason}")
+
+    def param_error(self, name: str, reason: str) -> OperatorError:
+        return self.error(f"parameter {name!r}={self.box.param(name)!r}: {reason}")
+
+    def check_outputs(self) -> None:
+        """The output schemas given must have the layout the catalog infers for this box."""
+        if _CATALOG_TYPES.get(self.box.type) is None:
+            return
+        try:
+            inferred = _CATALOG_TYPES.infer(self.box, self.inputs)
+        except (BoxError, ExpressionError) as exc:
+            raise OperatorError(str(exc)) from None
+        for port, (want, got) in enumerate(zip(inferred, self.outputs)):
+            if not want.same_shape(got):
+                raise self.error(f"out port {port} would carry {want.describe()} "
+                                 f"but its schema is {got.describe()}")
+
+    def indexed(self, prefix: str) -> list[str]:
+        try:
+            return indexed(self.box, prefix)
+        except BoxError as exc:
+            raise OperatorError(str(exc)) from None
+
+    def number(self, name: str, default: float | None = None, *, whole: bool = False,
+               positive: bool = False, low: float | None = None,
+               required: bool = False) -> float | None:
+        """A numeric parameter: an int when written as one (or when ``whole``), else a float."""
+        text = self.box.param(name)
+        if text is None:
+            if required:
+                raise self.error(f"needs parameter {name!r}")
+            return default
+        try:
+            value: float = int(text) if text.strip().lstrip("+-").isdigit() else float(text)
+        except ValueError:
+            raise self.param_error(name, "not a number") from None
+        if whole:
+            if value != int(value):
+                raise self.param_error(name, "not a whole number")
+            value = int(value)
+        if positive and not value > 0:
+            raise self.param_error(name, "must be greater than 0")
+        if low is not None and value < low:
+            raise self.param_error(name, f"must be at least {low}")
+        return value
+
+    def flag(self, name: str, default: bool = False) -> bool:
+        text = self.box.param(name)
+        if text is None:
+            return default
+        if text.strip().lower() in _TRUE:
+            return True
+        if text.strip().lower() in _FALSE:
+            return False
+        raise self.param_error(name, "must be true or false")
+
+    def choice(self, name: str, allowed: tuple[str, ...], default: str | None = None) -> str | None:
+        text = self.box.param(name)
+        if text is None:
+            return default
+        if text.strip().upper() not in allowed:
+            raise self.param_error(name, f"must be one of {', '.join(allowed)}")
+        return text.strip().upper()
+
+    def field_index(self, schema: Schema, name: str, param: str) -> int:
+        for i, f in enumerate(schema.fields):
+            if f.name == name.strip():
+                return i
+        raise self.param_error(param, f"no field {name.strip()!r} in "
+                                      f"({', '.join(f.name for f in schema.fields)})")
+
+    def group_indexes(self, schema: Schema, param: str = "group-by") -> list[int]:
+        text = self.box.param(param) or ""
+        return [self.field_index(schema, g, param) for g in text.split(",") if g.strip()]
+
+    def seed(self) -> int | None:
+        """Optional ``seed`` parameter of the random boxes (tests and replays set it)."""
+        return self.number("seed", None, whole=True)  # type: ignore[return-value]
+
+
+def group_key_parts(key: Any, width: int) -> list:
+    """A group key (None, a value, or a tuple) as a msgpack-able list."""
+    if width == 0:
+        return []
+    if width == 1:
+        return [key]
+    return list(key)
+
+
+def group_key_from(parts: list, width: int) -> Any:
+    if width == 0:
+        return None
+    if width == 1:
+        return parts[0]
+    return tuple(parts)
+
+
+def field_caster(field: Field) -> type:
+    """int or float: what a value written into this numeric field is converted with."""
+    return float if kind_of(field.type) == FLOAT else int

@@ -1,0 +1,141 @@
+"""Load shedding: ``random_drop`` drops tuples, ``window_drop`` drops whole windows.
+
+Both draw from their own :class:`random.Random`, seeded by the optional
+``seed`` parameter (tests and replays set it; without it each instance is
+seeded from the OS).  The generator's state is part of :meth:`state`, so a
+moved box makes the same decisions the original would have made.
+
+``random_drop``
+    Each tuple is dropped with probability ``drop_rate`` (0 keeps all, 1
+    drops all), independently; Borealis's ``max_batch_size`` is accepted
+    and ignored, as Borealis ignores it.
+``window_drop``
+    Dropping random tuples ruins windowed aggregates downstream: every
+    window loses some tuples and every result is wrong.  window_drop keeps
+    windows intact instead: the stream is cut into windows of
+    ``window-size`` and one draw per window decides whether *all* of its
+    tuples are dropped (probability ``drop_rate``) or all kept.
+
+    * ``window-size-by`` VALUES (the default when ``order-on-field`` is
+      given): windows are ``[k*size, (k+1)*size)`` of the order field --
+      aligned to multiples of the size, so they line up with a downstream
+      aggregate using ``independent-window-alignment`` and the same size.
+      A tuple of a window older than the group's current one (out of
+      order) is kept: its window's decision is gone and dropping it could
+      only hurt.
+    * ``window-size-by`` TUPLES: every ``window-size`` consecutive tuples.
+
+    With the optional ``group-by`` (as in Borealis) windows and decisions
+    are per group.
+"""
+
+from __future__ import annotations
+
+import operator
+import random
+from typing import Any
+
+from boreas.catalog.model import Box, Schema
+from boreas.node.compile import STR, kind_of
+
+from .base import Emitted, Operator, group_key_from, group_key_parts
+
+
+def _rng_state(rng: random.Random) -> list:
+    version, internal, gauss = rng.getstate()
+    return [version, list(internal), gauss]
+
+
+def _set_rng_state(rng: random.Random, state: list) -> None:
+    version, internal, gauss = state
+    rng.setstate((version, tuple(internal), gauss))
+
+
+class _Shedder(Operator):
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+        super().__init__(box, inputs, outputs)
+        self.check_outputs()
+        rate = self.number("drop_rate", required=True, low=0)
+        if rate > 1:  # type: ignore[operator]
+            raise self.param_error("drop_rate", "must be between 0 and 1")
+        self.drop_rate = float(rate)  # type: ignore[arg-type]
+        self._rng = random.Random(self.seed())
+        self._ports = range(len(outputs))
+        self.dropped = 0
+
+    def emitted(self, kept: list[tuple]) -> Emitted:
+        return [(p, kept) for p in self._ports] if kept else []
+
+
+class RandomDropOperator(_Shedder):
+    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+        rate, draw = self.drop_rate, self._rng.random
+        kept = [row for row in rows if draw() >= rate]
+        self.dropped += len(rows) - len(kept)
+        return self.emitted(kept)
+
+    def state(self) -> dict:
+        return {"rng": _rng_state(self._rng), "dropped": self.dropped}
+
+    def restore(self, state: dict, now: float | None = None) -> None:
+        _set_rng_state(self._rng, state["rng"])
+        self.dropped = int(state.get("dropped", 0))
+
+
+class WindowDropOperator(_Shedder):
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+        super().__init__(box, inputs, outputs)
+        schema = inputs[0]
+        on = box.param("order-on-field")
+        by = self.choice("window-size-by", ("VALUES", "TUPLES"), "VALUES" if on else "TUPLES")
+        self.by_values = by == "VALUES"
+        self.size = self.number("window-size", whole=not self.by_values, positive=True, required=True)
+        self.order: int | None = None
+        if self.by_values:
+            if not on:
+                raise self.error("needs parameter 'order-on-field' (window-size-by VALUES)")
+            self.order = self.field_index(schema, on, "order-on-field")
+            if kind_of(schema.fields[self.order].type) == STR:
+                raise self.param_error("order-on-field", "windows by VALUES need a numeric field")
+        groups = self.group_indexes(schema)
+        self._width = len(groups)
+        self._key = operator.itemgetter(*groups) if groups else None
+        # key -> [current window (its start for VALUES, its index for TUPLES), drop?, tuples seen]
+        self._groups: dict[Any, list] = {}
+
+    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+        groups, keyf, size, draw, rate = self._groups, self._key, self.size, self._rng.random, self.drop_rate
+        kept: list[tuple] = []
+        keep = kept.append
+        oi = self.order
+        for row in rows:
+            key = keyf(row) if keyf is not None else None
+            g = groups.get(key)
+            if oi is not None:
+                v = row[oi]
+                if v is None:
+                    keep(row)
+                    continue
+                window = v - v % size
+            else:
+                window = g[2] // size if g is not None else 0
+            if g is None:
+                g = groups[key] = [window, draw() < rate, 0]
+            elif window > g[0]:
+                g[0], g[1] = window, draw() < rate
+            g[2] += 1
+            if g[1] and window == g[0]:
+                self.dropped += 1
+            else:
+                keep(row)
+        return self.emitted(kept)
+
+    def state(self) -> dict:
+        return {"rng": _rng_state(self._rng), "dropped": self.dropped,
+                "groups": [[group_key_parts(k, self._width), *g] for k, g in self._groups.items()]}
+
+    def restore(self, state: dict, now: float | None = None) -> None:
+        _set_rng_state(self._rng, state["rng"])
+        self.dropped = int(state.get("dropped", 0))
+        self._groups = {group_key_from(list(parts), self._width): [window, bool(drop), int(seen)]
+                        for parts, window, drop, seen in state.get("groups", [])}

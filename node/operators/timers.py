@@ -1,0 +1,104 @@
+"""Time-driven operators: the shared clock bookkeeping, and the delay box.
+
+Operators that hold tuples for a while (delay, aggregate timeouts, join
+timeouts) remember absolute ``time.monotonic()`` instants.  Those are
+meaningless on another host, so :class:`Timed` remembers the last ``now``
+it saw and saves it with the state; a restore on a different clock shifts
+every pending instant by the difference (see :meth:`Operator.restore`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+from boreas.catalog.model import Box, Schema
+
+from .base import Emitted, Operator
+
+log = logging.getLogger(__name__)
+
+
+class Timed(Operator):
+    """An operator with pending instants; subclasses implement :meth:`shift_times`."""
+
+    _clock: float | None = None      # the last `now` seen
+    _saved_clock: float | None = None  # the clock of restored state, until the first call
+
+    def tick(self, now: float) -> None:
+        """Record `now`; on the first call after a restore, rebase if the clock is another one."""
+        saved = self._saved_clock
+        if saved is not None:
+            self._saved_clock = None
+            if now < saved:
+                log.info("%s %r: restored on another clock; rebasing timers by %.3fs",
+                         self.box.type, self.box.name, now - saved)
+                self.shift_times(now - saved)
+        self._clock = now
+
+    def shift_times(self, delta: float) -> None:
+        raise NotImplementedError
+
+    def clock_state(self) -> float | None:
+        return self._clock
+
+    def restore_clock(self, clock: float | None, now: float | None) -> None:
+        if clock is None:
+            self._clock = now
+            return
+        if now is not None:
+            self.shift_times(now - clock)
+            self._clock = now
+        else:
+            self._clock = clock
+            self._saved_clock = clock
+
+
+class DelayOperator(Timed):
+    """``delay``: every tuple leaves ``delay-ms`` milliseconds after it arrived, in arrival order.
+
+    A batch is queued whole with its due instant; :meth:`poll` (and any later
+    :meth:`process`) releases every batch that is due, oldest first.  With
+    several out streams each gets every tuple.
+    """
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+        super().__init__(box, inputs, outputs)
+        self.check_outputs()
+        self.delay = self.number("delay-ms", whole=True, low=0, required=True) / 1000.0  # type: ignore[operator]
+        self._queue: deque[list] = deque()  # [due, rows]
+        self._ports = range(len(outputs))
+
+    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+        self.tick(now)
+        if rows:
+            self._queue.append([now + self.delay, list(rows)])
+        return self._release(now)
+
+    def poll(self, now: float) -> Emitted:
+        self.tick(now)
+        return self._release(now)
+
+    def next_deadline(self) -> float | None:
+        return self._queue[0][0] if self._queue else None
+
+    def _release(self, now: float) -> Emitted:
+        queue = self._queue
+        if not queue or queue[0][0] > now:
+            return []
+        out: list[tuple] = []
+        while queue and queue[0][0] <= now:
+            out.extend(queue.popleft()[1])
+        return [(p, out) for p in self._ports]
+
+    def shift_times(self, delta: float) -> None:
+        for item in self._queue:
+            item[0] += delta
+
+    def state(self) -> dict:
+        return {"clock": self.clock_state(),
+                "queue": [[due, [list(r) for r in rows]] for due, rows in self._queue]}
+
+    def restore(self, state: dict, now: float | None = None) -> None:
+        self._queue = deque([float(due), [tuple(r) for r in rows]] for due, rows in state.get("queue", []))
+        self.restore_clock(state.get("clock"), now)

@@ -1,0 +1,30 @@
+"""Spark drivers for Boreas: publish DataFrames, files and streaming queries into input streams.
+
+Every Spark task sends its partition straight to the stream's entry nodes
+over the wire protocol, under a producer id fixed by the driver and with
+deterministic batches, so retried, speculative and replayed tasks deliver
+each row exactly once (the nodes drop batches they already have).
+
+* :func:`publish` -- a DataFrame or RDD;
+* :func:`publish_file` -- a parquet or CSV file, typed by the stream's schema;
+* :func:`stream_sink` -- ``writeStream.foreachBatch(stream_sink(...))``;
+* :func:`local_session` -- a local SparkSession whose workers can import Boreas.
+
+pyspark is imported only when a function needs it, so importing this
+package does not require Spark.
+"""
+
+from .publish import (
+           PublishResult,
+           RefusedRow,
+           RowsRefused,
+           publish,
+           publish_file,
+           run_job,
+)
+from .session import local_session
+from .streaming import stream_sink
+from .target import StreamTarget, lookup_target
+
+__all__ = ["PublishResult", "RefusedRow", "RowsRefused", "StreamTarget", "local_session", "lookup_target",
+           "publish", "publish_file", "run_job", "stream_sink"]

@@ -1,0 +1,577 @@
+"""Data-plane operators and the expression compiler, against hand-computed expectations.
+
+Every stateful operator is also checked for the move property: run part of
+a stream, ``state()`` through msgpack, ``restore()`` into a new operator,
+run the rest -- the output must equal one uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+from pathlib import Path
+
+import msgspec
+import pytest
+from boreas.catalog import Catalog, plan_submission, read_document, stream_schemas
+from boreas.catalog.boxtypes import BoxError, builtin_registry
+from boreas.catalog.expressions import ExpressionError, Scope
+from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+from boreas.node import compile as compiler
+from boreas.node.compile import (
+    CompileError,
+    compile_expression,
+    compile_join_expression,
+)
+from boreas.node.operators import (
+    Operator,
+    OperatorError,
+    OperatorRegistry,
+    build_operator,
+    builtin_operators,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+EXAMPLES = Path(__file__).parents[1] / "examples" / "xml"
+CATALOG_TYPES = builtin_registry()
+
+I, D, S, TS = FieldType.INT, FieldType.DOUBLE, FieldType.STRING, FieldType.TIMESTAMP
+
+
+def schema(name: str, *fields: tuple[str, FieldType]) -> Schema:
+    return Schema(name, tuple(Field(n, t, 8 if t == S else None) for n, t in fields))
+
+
+T = schema("T", ("value", D), ("time", I))
+PACKET = schema("Packet", ("time", I), ("protocol", S))
+READING = schema("Reading", ("sensor", I), ("time", I), ("celsius", D))
+TRADE = schema("Trade", ("time", I), ("symbol", S), ("price", D))
+QUOTE = schema("Quote", ("time", I), ("symbol", S), ("bid", D))
+
+
+def make(type_: str, params: dict[str, str], *inputs: Schema, outs: int = 1) -> Operator:
+    """A box of ``type_`` with the output schemas the catalog infers for it."""
+    box = Box("b", type_, tuple(InPort(f"in{i}") for i in range(len(inputs))),
+              tuple(f"out{i}" for i in range(outs)), tuple(params.items()))
+    return build_operator(box, list(inputs), CATALOG_TYPES.infer(box, list(inputs)))
+
+
+def rows_of(emitted: list[tuple[int, list[tuple]]], port: int = 0) -> list[tuple]:
+    return [r for p, rows in emitted if p == port for r in rows]
+
+
+def msgpack_trip(state: dict) -> dict:
+    return msgspec.msgpack.decode(msgspec.msgpack.encode(state))
+
+
+# -- the expression compiler ----------------------------------------------------------
+
+
+def ev(text: str, row: tuple = (2.5, 4), s: Schema = T):
+    return compile_expression(text, Scope.single(s))(row)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("time * 2 + 1", 9), ("value / 2", 1.25), ("time / 8", 0.5), ("-time", -4), ("-(time - 10)", 6),
+    ("(time + 1) * 2", 10), ("7 % 3", 1), ("-7 % 3", -1), ("7.5 % 2", 1.5), ("time - value", 1.5),
+    ("time = 4", 1), ("time == 4", 1), ("time <> 4", 0), ("time != 4", 0), ("time < 5", 1),
+    ("time <= 4", 1), ("time > 4", 0), ("time >= 5", 0), ("1=1", 1), ("true", 1), ("false", 0),
+    ("time > 1 and value < 2", 0), ("time > 1 or value < 2", 1), ("not time > 1", 0),
+    ("min(time, value)", 2.5), ("max(time, 10)", 10), ("abs(-time)", 4), ("greatest(1, time, 3)", 4),
+    ("least(value, 1.5)", 1.5), ("sqrt(time)", 2.0), ("pow(time, 2)", 16.0), ("power(2, 3)", 8.0),
+    ("ln(exp(2))", 2.0), ("log(100)", 2.0), ("log(2, 8)", 3.0), ("floor(value)", 2), ("ceil(value)", 3),
+    ("round(value)", 3), ("round(-value)", -3), ("round(0.49999999999999994)", 0), ("round(1.5)", 2), ("round(time)", 4), ("cast(value as int)", 2),
+    ("cast(time as double)", 4.0), ("cast(time as varchar)", "4"), ("cast('12' as int)", 12),
+    ("concat('t', time)", "t4"), ("concat('a', 'b', 'c')", "abc"), ("'x'", "x"), ("1.5e1", 15.0),
+    ("time between 1 and 4", 1), ("time in (1, 2, 3)", 0), ("time is null", 0), ("time is not null", 1),
+    ("'abc' like 'a%'", 1), ("'abc' like 'a_'", 0),
+])
+def test_compiled_values(text, expected):
+    got = ev(text)
+    assert got == pytest.approx(expected) if isinstance(expected, float) else got == expected
+    assert type(got) is type(expected), f"{text}: {got!r} is {type(got).__name__}"
+
+
+@pytest.mark.parametrize("text", ["value / (time - 4)", "time % 0", "sqrt(-time)", "ln(0)",
+                                  "cast('abc' as int)", "exp(100000)", "(value / 0) > 1",
+                                  "concat('a', cast('x' as int))"])
+def test_failing_expressions_yield_none(text):
+    assert ev(text) is None
+
+
+def test_none_inputs_yield_none_not_crash():
+    assert ev("time + 1", (2.5, None)) is None
+    assert ev("time > 1", (2.5, None)) is None
+    assert ev("time is null", (2.5, None)) == 1
+
+
+def test_compiled_types_follow_the_catalog():
+    # The catalog types a predicate int and min(int, double) double; values follow.
+    assert ev("time > 1") == 1 and type(ev("time > 1")) is int
+    assert type(ev("min(time, 10.0)")) is float
+
+
+def test_join_expression():
+    f = compile_join_expression("max(left.time, right.time)", TRADE, QUOTE)
+    assert f((5, "IBM", 10.0), (7, "IBM", 9.5)) == 7
+    g = compile_join_expression("left.symbol = right.symbol and left.price > right.bid", TRADE, QUOTE)
+    assert g((5, "IBM", 10.0), (7, "IBM", 9.5)) and not g((5, "IBM", 10.0), (7, "HP", 9.5))
+    assert compile_join_expression("left.price / (right.bid - 9.5)", TRADE, QUOTE)(
+        (5, "IBM", 10.0), (7, "IBM", 9.5)) is None
+
+
+def test_code_is_generated_once_and_never_walks_the_tree(monkeypatch):
+    f = compile_expression("value * 2 > time and time % 2 = 0", Scope.single(T))
+    source = f.__boreas_source__
+    assert "row[0]" in source and "row[1]" in source and "sqlglot" not in source
+
+    def boom(*args, **kwargs):
+        raise AssertionError("sqlglot used per tuple")
+
+    monkeypatch.setattr(compiler, "parse_expression", boom)
+    monkeypatch.setattr(compiler, "infer_type", boom)
+    monkeypatch.setattr("sqlglot.parse_one", boom)
+    monkeypatch.setattr("sqlglot.expressions.Expression.find_all", boom)
+    assert [f((v, t)) for v, t in [(3.0, 4), (1.0, 4), (9.0, 3)]] == [True, False, False]
+    assert type(f.__code__).__name__ == "code" and "row" in f.__code__.co_varnames
+
+
+def test_operators_compile_once(monkeypatch):
+    op = make("filter", {"expression.0": "value > 1.0"}, T)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("compiled per batch")
+
+    monkeypatch.setattr("builtins.compile", boom)
+    monkeypatch.setattr(compiler, "parse_expression", boom)
+    for _ in range(100):
+        assert rows_of(op.process(0, [(2.0, 1), (0.5, 2)], 0.0)) == [(2.0, 1)]
+
+
+@pytest.mark.parametrize("text, error", [
+    ("bogus > 1", ExpressionError), ("count(time)", CompileError), ("round(value, 2)", CompileError),
+    ("sum(time)", CompileError), ("time >", ExpressionError), ("a.b.c", ExpressionError),
+])
+def test_compile_errors(text, error):
+    with pytest.raises(error):
+        compile_expression(text, Scope.single(T))
+
+
+@pytest.mark.parametrize("name", ["boreas.node.compile", "boreas.node.operators"])
+def test_doctests(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+# -- filter, map, union ----------------------------------------------------------------
+
+
+def test_filter_routes_to_first_true_predicate_and_false_port():
+    op = make("filter", {"expression.0": "time < 10", "expression.1": "time < 20",
+                         "pass-on-false-port": "1"}, T, outs=3)
+    out = op.process(0, [(1.0, 5), (1.0, 15), (1.0, 25), (1.0, 8)], 0.0)
+    assert out == [(0, [(1.0, 5), (1.0, 8)]), (1, [(1.0, 15)]), (2, [(1.0, 25)])]
+
+
+def test_filter_without_false_port_drops_and_failures_are_false():
+    op = make("filter", {"expression.0": "value / time > 1"}, T)
+    out = op.process(0, [(5.0, 0), (5.0, 2), (1.0, 2)], 0.0)
+    assert out == [(0, [(5.0, 2)])]
+    assert op.process(0, [], 0.0) == [] and op.state() == {}
+
+
+def test_filter_borealis_constant_predicates():
+    assert rows_of(make("filter", {"expression.0": "1=1"}, T).process(0, [(1.0, 1)], 0)) == [(1.0, 1)]
+    assert rows_of(make("filter", {"expression.0": "true"}, T).process(0, [(1.0, 1)], 0)) == [(1.0, 1)]
+
+
+def test_map_computes_typed_fields_and_none_per_failing_field():
+    op = make("map", {"expression.0": "time", "output-field-name.0": "t",
+                      "expression.1": "value * 9.0 / 5.0 + 32.0", "output-field-name.1": "f",
+                      "expression.2": "value / time", "output-field-name.2": "ratio",
+                      "expression.3": "time > 1", "output-field-name.3": "big"}, T)
+    out = rows_of(op.process(0, [(100.0, 2), (0.0, 0)], 0.0))
+    assert out == [(2, 212.0, 50.0, 1), (0, 32.0, None, 0)]
+    assert [type(v) for v in out[0]] == [int, float, float, int]
+
+
+def test_union_merges_in_arrival_order():
+    op = make("union", {}, T, T, T)
+    seen = []
+    for port, batch in [(0, [(1.0, 1)]), (2, [(2.0, 2), (3.0, 3)]), (1, [(4.0, 4)]), (0, [])]:
+        seen += rows_of(op.process(port, batch, 0.0))
+    assert seen == [(1.0, 1), (2.0, 2), (3.0, 3), (4.0, 4)]
+
+
+# -- aggregate --------------------------------------------------------------------------
+
+
+def from_xml(path: Path) -> tuple[Catalog, dict[str, Schema]]:
+    plan = plan_submission(Catalog(), [read_document(path.read_bytes(), path.name)])
+    assert plan.ok, plan.problems
+    return plan.catalog, stream_schemas(plan.catalog)
+
+
+def build_from(catalog: Catalog, schemas: dict[str, Schema], name: str) -> Operator:
+    box = catalog.boxes[name]
+    return build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
+
+
+def test_paper_figure_1_counts_packets_per_time_unit():
+    catalog, schemas = from_xml(EXAMPLES / "packet_aggregate.xml")
+    op = build_from(catalog, schemas, "mybox")
+    packets = [(0, "tcp"), (0, "udp"), (0, "tcp"), (1, "tcp"), (1, "udp"), (4, "tcp"), (4, "tcp"), (5, "x")]
+    out = [r for t in packets for r in rows_of(op.process(0, [t], 0.0))]
+    # [0,1) closes when time 1 arrives; time 4 closes [1,2) and the empty [2,3), [3,4); 5 closes [4,5).
+    assert out == [(0, 3), (1, 2), (2, 0), (3, 0), (4, 2)]
+
+
+AVG = {"aggregate-function.0": "avg(value)", "aggregate-function-output-name.0": "avg",
+       "aggregate-function.1": "count()", "aggregate-function-output-name.1": "n"}
+
+
+def test_sliding_value_windows():
+    op = make("aggregate", {**AVG, "window-size-by": "VALUES", "window-size": "4", "advance": "2",
+                            "order-by": "FIELD", "order-on-field": "time"}, T)
+    out = rows_of(op.process(0, [(float(t), t) for t in range(10)], 0.0))
+    # Windows [0,4), [2,6), [4,8) close when 4, 6, 8 arrive; [6,10) and [8,12) stay open.
+    assert out == [(0, 1.5, 4), (2, 3.5, 4), (4, 5.5, 4)]
+
+
+def test_groups_with_two_fields_and_all_functions():
+    s = schema("G", ("a", I), ("b", S), ("x", D), ("time", I))
+    op = make("aggregate", {
+        "aggregate-function.0": "sum(x)", "aggregate-function.1": "min(x)", "aggregate-function.2": "max(x)",
+        "aggregate-function.3": "firstval(x)", "aggregate-function.4": "lastval(x)",
+        "aggregate-function.5": "count(x / (x - 2.0))", "aggregate-function.6": "sum(time * 2)",
+        "window-size-by": "VALUES", "window-size": "10", "order-by": "FIELD", "order-on-field": "time",
+        "group-by": "a, b"}, s)
+    rows = [(1, "p", 3.0, 0), (2, "p", 5.0, 1), (1, "p", 2.0, 2), (1, "q", 7.0, 3), (1, "p", 4.0, 9),
+            (1, "p", 1.0, 10), (2, "p", 1.0, 12), (1, "q", 1.0, 25)]
+    out = rows_of(op.process(0, rows, 0.0))
+    assert out == [
+        (1, "p", 0, 9.0, 2.0, 4.0, 3.0, 4.0, 2, 22),  # x=2.0 fails x/(x-2) so count(expr) is 2
+        (2, "p", 1, 5.0, 5.0, 5.0, 5.0, 5.0, 1, 2),   # the first window of group (2,p) starts at 1
+        (1, "q", 3, 7.0, 7.0, 7.0, 7.0, 7.0, 1, 6),   # (1,q) starts at 3: 25 closes [3,13), [13,23)
+        (1, "q", 13, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0),  # empty: zeros, tuples carry no nulls
+    ]
+    assert CATALOG_TYPES.infer(op.box, [s])[0].same_shape(op.outputs[0])
+
+
+def test_tuple_windows_tumbling_and_sliding():
+    op = make("aggregate", {"aggregate-function.0": "sum(time)", "window-size-by": "TUPLES",
+                            "window-size": "3", "order-by": "FIELD", "order-on-field": "time"}, T)
+    out = rows_of(op.process(0, [(0.0, t) for t in (10, 11, 12, 13, 14, 15, 16)], 0.0))
+    assert out == [(10, 33), (13, 42)]
+    op = make("aggregate", {"aggregate-function.0": "count()", "aggregate-function.1": "lastval(time)",
+                            "window-size-by": "TUPLES", "window-size": "3", "advance": "1"}, T)
+    out = rows_of(op.process(0, [(0.0, t) for t in range(5)], 0.0))
+    assert out == [(3, 2), (3, 3), (3, 4)]  # TUPLENUM: no start field
+
+
+def test_values_by_tuplenum_alignment_and_empty_outputs():
+    base = {"aggregate-function.0": "count()", "window-size-by": "VALUES", "window-size": "10",
+            "order-on-field": "time"}
+    op = make("aggregate", base, T)
+    assert rows_of(op.process(0, [(0.0, 7), (0.0, 12), (0.0, 17), (0.0, 40)], 0.0)) == [(2,), (1,), (0,)]
+    op = make("aggregate", {**base, "independent-window-alignment": "true", "drop-empty-outputs": "1",
+                            "order-by": "FIELD"}, T)
+    assert rows_of(op.process(0, [(0.0, 7), (0.0, 12), (0.0, 17), (0.0, 40)], 0.0)) == [(0, 1), (10, 2)]
+
+
+def test_late_tuples_are_in_no_window():
+    op = make("aggregate", {"aggregate-function.0": "count()", "window-size-by": "VALUES",
+                            "window-size": "10", "order-by": "FIELD", "order-on-field": "time"}, T)
+    out = rows_of(op.process(0, [(0.0, 10), (0.0, 21), (0.0, 15), (0.0, 25), (0.0, 31)], 0.0))
+    assert out == [(10, 1), (20, 2)] and op.ignored == 1
+
+
+def test_huge_gap_skips_empty_windows():
+    op = make("aggregate", {"aggregate-function.0": "count()", "window-size-by": "VALUES",
+                            "window-size": "1", "order-by": "FIELD", "order-on-field": "time"}, T)
+    out = rows_of(op.process(0, [(0.0, 0), (0.0, 10**9), (0.0, 10**9 + 1)], 0.0))
+    assert out[0] == (0, 1) and out[-1] == (10**9, 1) and len(out) < 10
+
+
+def test_aggregate_timeout_closes_old_windows_via_poll():
+    op = make("aggregate", {"aggregate-function.0": "count()", "window-size-by": "VALUES",
+                            "window-size": "10", "order-by": "FIELD", "order-on-field": "time",
+                            "group-by": "value", "timeout": "2.5"}, T)
+    assert op.next_deadline() is None
+    assert op.process(0, [(1.0, 0), (2.0, 0)], now=100.0) == []
+    assert op.process(0, [(1.0, 1), (3.0, 5)], now=101.0) == []
+    assert op.next_deadline() == 102.5
+    assert op.poll(102.4) == []
+    assert op.poll(102.5) == [(0, [(1.0, 0, 2), (2.0, 0, 1)])]
+    assert op.next_deadline() == 103.5
+    # A tuple arriving after the deadline sees the expiry first; its window is gone, so it is
+    # in no window (as in Borealis), while a later value opens the next window.
+    assert op.process(0, [(3.0, 6), (3.0, 16)], now=104.0) == [(0, [(3.0, 5, 1)])]
+    assert op.ignored == 1 and op.next_deadline() == 106.5
+
+
+def test_sensor_chain_example_through_three_operators():
+    catalog, schemas = from_xml(EXAMPLES / "sensor_chain.xml")
+    valid, convert, summarise = (build_from(catalog, schemas, n) for n in ("valid", "to_fahrenheit", "per_sensor"))
+    readings = [(1, 0, 20.0), (2, 10, -100.0), (1, 30, 30.0), (2, 50, 10.0), (1, 60, 0.0), (2, 61, 0.0),
+                (2, 110, 5.0)]
+    out = []
+    for r in readings:
+        for _, a in valid.process(0, [r], 0.0):
+            for _, b in convert.process(0, a, 0.0):
+                out += rows_of(summarise.process(0, b, 0.0))
+    # -100 C is filtered out, so sensor 2's first window starts at its first value, 50.
+    assert out == [(1, 0, 77.0, 2), (2, 50, 41.0, 2)]
+
+
+# -- join ------------------------------------------------------------------------------------
+
+
+def test_trade_join_example():
+    catalog, schemas = from_xml(EXAMPLES / "trade_join.xml")
+    op = build_from(catalog, schemas, "match")
+    assert op.process(1, [(1, "IBM", 99.0), (2, "HP", 20.0)], 0.0) == []
+    assert op.process(0, [(3, "IBM", 100.5)], 0.0) == [(0, [(3, "IBM", 1.5)])]
+    # A quote joins the buffered trade (max(left.time, right.time) = 4).
+    assert op.process(1, [(4, "IBM", 100.0)], 0.0) == [(0, [(4, "IBM", 0.5)])]
+    assert op.process(0, [(5, "IBM", 101.0)], 0.0) == [(0, [(5, "IBM", 2.0), (5, "IBM", 1.0)])]
+
+
+def test_join_tuple_buffers_are_bounded():
+    op = make("join", {"predicate": "left.time <= right.time", "left-buffer-size": "2",
+                       "right-buffer-size": "0"}, T, T)
+    op.process(0, [(1.0, 1), (2.0, 2), (3.0, 3)], 0.0)  # the left buffer keeps the newest 2
+    assert rows_of(op.process(1, [(9.0, 5)], 0.0)) == [(2.0, 2, 9.0, 5), (3.0, 3, 9.0, 5)]
+    assert op.process(0, [(4.0, 4)], 0.0) == []  # the right side keeps nothing
+    assert [len(b) for b in op.state()["buffers"]] == [2, 0]
+
+
+def test_join_value_buffers_are_bounded_by_range():
+    op = make("join", {"predicate": "1=1", "left-buffer-size": "10", "left-order-by": "VALUES",
+                       "left-order-on-field": "time", "right-buffer-size": "5",
+                       "out-field.0": "left.time", "out-field-name.0": "lt",
+                       "out-field.1": "right.time", "out-field-name.1": "rt"}, T, T)
+    op.process(0, [(0.0, 0), (0.0, 5), (0.0, 10), (0.0, 14)], 0.0)  # 14 - 0 >= 10 drops 0
+    assert rows_of(op.process(1, [(0.0, 99)], 0.0)) == [(5, 99), (10, 99), (14, 99)]
+    op.process(0, [(0.0, 20)], 0.0)  # 20 - 5 and 20 - 10 >= 10 drop 5 and 10
+    assert rows_of(op.process(1, [(0.0, 100)], 0.0)) == [(14, 100), (20, 100)]
+
+
+def test_join_symmetric_order_and_failing_fields():
+    op = make("join", {"predicate": "left.time = right.time", "left-buffer-size": "10",
+                       "right-buffer-size": "10", "out-field.0": "left.value / right.value",
+                       "out-field-name.0": "ratio"}, T, T)
+    op.process(0, [(1.0, 1), (2.0, 1)], 0.0)
+    assert rows_of(op.process(1, [(0.0, 1), (4.0, 1)], 0.0)) == [(None,), (None,), (0.25,), (0.5,)]
+
+
+def test_join_timeout_drops_old_buffered_tuples():
+    op = make("join", {"predicate": "1=1", "left-buffer-size": "10", "right-buffer-size": "10",
+                       "timeout": "5"}, T, T)
+    op.process(0, [(1.0, 1)], now=0.0)
+    op.process(0, [(2.0, 2)], now=3.0)
+    assert rows_of(op.process(1, [(9.0, 9)], now=6.0)) == [(2.0, 2, 9.0, 9)]
+
+
+# -- delay, random_drop, window_drop ---------------------------------------------------
+
+
+def test_delay_releases_in_order_after_the_delay():
+    op = make("delay", {"delay-ms": "1500"}, T)
+    assert op.next_deadline() is None
+    assert op.process(0, [(1.0, 1), (2.0, 2)], now=10.0) == []
+    assert op.process(0, [(3.0, 3)], now=11.0) == []
+    assert op.next_deadline() == 11.5
+    assert op.poll(11.4) == []
+    assert op.poll(11.5) == [(0, [(1.0, 1), (2.0, 2)])]
+    assert op.next_deadline() == 12.5
+    assert op.process(0, [(4.0, 4)], now=13.0) == [(0, [(3.0, 3)])]
+    assert op.poll(20.0) == [(0, [(4.0, 4)])] and op.next_deadline() is None
+    assert make("delay", {"delay-ms": "0"}, T).process(0, [(1.0, 1)], 5.0) == [(0, [(1.0, 1)])]
+
+
+def test_random_drop_is_seeded_and_respects_the_rate():
+    rows = [(0.0, i) for i in range(10_000)]
+    a = make("random_drop", {"drop_rate": "0.3", "seed": "7"}, T)
+    b = make("random_drop", {"drop_rate": "0.3", "seed": "7"}, T)
+    kept = rows_of(a.process(0, rows, 0.0))
+    assert kept == rows_of(b.process(0, rows, 0.0))
+    assert 6700 < len(kept) < 7300 and a.dropped == 10_000 - len(kept)
+    assert rows_of(make("random_drop", {"drop_rate": "0"}, T).process(0, rows, 0.0)) == rows
+    assert make("random_drop", {"drop_rate": "1"}, T).process(0, rows, 0.0) == []
+
+
+def test_window_drop_keeps_or_drops_whole_windows():
+    op = make("window_drop", {"drop_rate": "0.5", "window-size": "10", "order-on-field": "time",
+                              "seed": "3"}, T)
+    rows = [(0.0, t) for t in range(0, 200, 3)]
+    kept = rows_of(op.process(0, rows, 0.0))
+    windows = {t // 10 for _, t in rows}
+    kept_windows = {t // 10 for _, t in kept}
+    assert 0 < len(kept_windows) < len(windows)
+    assert kept == [r for r in rows if r[1] // 10 in kept_windows]  # every window whole or gone
+    op = make("window_drop", {"drop_rate": "0.5", "window-size": "4", "window-size-by": "TUPLES",
+                              "group-by": "value", "seed": "1"}, T)
+    rows = [(float(g), i) for i in range(40) for g in (0, 1)]
+    kept = rows_of(op.process(0, rows, 0.0))
+    for g in (0.0, 1.0):
+        positions = [i // 4 for v, i in kept if v == g]
+        assert all(positions.count(w) == 4 for w in set(positions))
+    assert rows_of(make("window_drop", {"drop_rate": "0", "window-size": "5"}, T).process(0, rows, 0.0)) == rows
+
+
+# -- moving a box: state() -> msgpack -> restore() ------------------------------------
+
+
+def run(op: Operator, events: list, end: float) -> list:
+    """Feed ``(now, port, rows)`` events, polling when due, then at ``end``; everything emitted."""
+    return run_head(op, events) + op.poll(end)
+
+
+def run_head(op: Operator, events: list) -> list:
+    out = []
+    for now, port, rows in events:
+        deadline = op.next_deadline()
+        if deadline is not None and deadline <= now:
+            out += op.poll(now)
+        out += op.process(port, rows, now)
+    return out
+
+
+def stream(n: int, ports: int = 1) -> list:
+    return [(float(i) * 0.7, i % ports, [(float(i % 3), i * 2 + (i % 4)), (float(i % 2), i * 2 + 1)])
+            for i in range(n)]
+
+
+STATEFUL = {
+    "aggregate sliding values, groups, timeout": lambda: make("aggregate", {
+        **AVG, "window-size-by": "VALUES", "window-size": "6", "advance": "2", "order-by": "FIELD",
+        "order-on-field": "time", "group-by": "value", "timeout": "3"}, T),
+    "aggregate tuples": lambda: make("aggregate", {
+        "aggregate-function.0": "max(time)", "aggregate-function.1": "firstval(value)",
+        "window-size-by": "TUPLES", "window-size": "5", "advance": "2", "group-by": "value"}, T),
+    "join values + tuples with timeout": lambda: make("join", {
+        "predicate": "left.value = right.value", "left-buffer-size": "9", "left-order-by": "VALUES",
+        "left-order-on-field": "time", "right-buffer-size": "3", "timeout": "4"}, T, T),
+    "delay": lambda: make("delay", {"delay-ms": "2000"}, T),
+    "random_drop": lambda: make("random_drop", {"drop_rate": "0.4", "seed": "11"}, T),
+    "window_drop": lambda: make("window_drop", {"drop_rate": "0.5", "window-size": "7",
+                                                "order-on-field": "time", "group-by": "value", "seed": "5"}, T),
+    "filter": lambda: make("filter", {"expression.0": "time % 3 = 0"}, T),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATEFUL))
+@pytest.mark.parametrize("split", [0, 1, 7, 20])
+def test_state_round_trip_continues_exactly(name, split):
+    ports = 2 if name.startswith("join") else 1
+    events = stream(30, ports)
+    end = events[-1][0] + 1000.0
+    whole = run(STATEFUL[name](), events, end)
+    assert whole, "the stream must produce output for the test to mean anything"
+    first = STATEFUL[name]()
+    head = run_head(first, events[:split])
+    second = STATEFUL[name]()
+    second.restore(msgpack_trip(first.state()))
+    assert head + run(second, events[split:], end) == whole
+
+
+@settings(max_examples=40, deadline=None)
+@given(times=st.lists(st.integers(0, 40), min_size=1, max_size=40), split=st.integers(0, 40),
+       size=st.integers(1, 6), advance=st.integers(1, 6))
+def test_aggregate_moves_exactly_on_any_stream(times, split, size, advance):
+    def factory():
+        return make("aggregate", {"aggregate-function.0": "count()", "aggregate-function.1": "sum(time)",
+                                  "window-size-by": "VALUES", "window-size": str(size),
+                                  "advance": str(advance), "order-by": "FIELD",
+                                  "order-on-field": "time", "group-by": "value", "timeout": "5"}, T)
+    events = [(i * 1.5, 0, [(float(t % 2), t)]) for i, t in enumerate(times)]
+    split = min(split, len(events))
+    end = events[-1][0] + 1000.0
+    whole = run(factory(), events, end)
+    first = factory()
+    head = run_head(first, events[:split])
+    second = factory()
+    second.restore(msgpack_trip(first.state()))
+    assert head + run(second, events[split:], end) == whole
+
+
+def test_restore_on_another_clock_keeps_the_time_left():
+    op = make("delay", {"delay-ms": "1000"}, T)
+    op.process(0, [(1.0, 1)], now=5000.0)
+    saved = msgpack_trip(op.state())
+    explicit = make("delay", {"delay-ms": "1000"}, T)
+    explicit.restore(saved, now=10.25)  # the new node says what time it is; 1 s was left
+    assert explicit.next_deadline() == pytest.approx(11.25)
+    implicit = make("delay", {"delay-ms": "1000"}, T)
+    implicit.restore(saved)  # same clock assumed until the clock is seen to go backwards
+    assert implicit.poll(3.0) == [] and implicit.next_deadline() == pytest.approx(4.0)
+    assert implicit.poll(4.0) == [(0, [(1.0, 1)])]
+
+
+# -- errors and the registry ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("type_, params, inputs, message", [
+    ("nonesuch", {}, [T], "type 'nonesuch', which has no operator"),
+    ("filter", {}, [T], "expression.0"),
+    ("filter", {"expression.0": "nope > 1"}, [T], "unknown field 'nope'"),
+    ("map", {"expression.0": "time", "output-field-name.0": "t", "expression.1": "count(time)",
+             "output-field-name.1": "c"}, [T], "aggregate box"),
+    ("aggregate", {"aggregate-function.0": "median(time)", "window-size-by": "TUPLES",
+                   "window-size": "2"}, [T], "median"),
+    ("aggregate", {"aggregate-function.0": "count()", "window-size-by": "TUPLES",
+                   "window-size": "0"}, [T], "greater than 0"),
+    ("aggregate", {"aggregate-function.0": "count()", "window-size-by": "TUPLES",
+                   "window-size": "2.5"}, [T], "whole number"),
+    ("aggregate", {"aggregate-function.0": "count()", "window-size-by": "VALUES",
+                   "window-size": "2"}, [T], "order-on-field"),
+    ("aggregate", {"aggregate-function.0": "count()", "window-size-by": "WEEKS",
+                   "window-size": "2"}, [T], "VALUES, TUPLES"),
+    ("aggregate", {"aggregate-function.0": "sum(protocol)", "window-size-by": "TUPLES",
+                   "window-size": "2"}, [PACKET], "numeric"),
+    ("aggregate", {"aggregate-function.0": "count()", "window-size-by": "TUPLES", "window-size": "2",
+                   "timeout": "soon"}, [T], "not a number"),
+    ("join", {"predicate": "left.x = right.time", "left-buffer-size": "1", "right-buffer-size": "1"},
+     [T, T], "unknown field 'left.x'"),
+    ("join", {"predicate": "1=1", "left-buffer-size": "1", "right-buffer-size": "1",
+              "left-order-by": "VALUES"}, [T, T], "left-order-on-field"),
+    ("delay", {"delay-ms": "-5"}, [T], "delay-ms"),
+    ("random_drop", {"drop_rate": "1.5"}, [T], "drop_rate"),
+    ("window_drop", {"drop_rate": "0.5", "window-size": "3", "window-size-by": "VALUES"}, [T], "order-on-field"),
+])
+def test_bad_parameters_are_operator_errors(type_, params, inputs, message):
+    box = Box("bad", type_, tuple(InPort(f"i{n}") for n in range(len(inputs))), ("o",), tuple(params.items()))
+    try:  # the schemas validation would give, where it can tell them
+        outputs = CATALOG_TYPES.infer(box, inputs)
+    except (BoxError, ExpressionError, KeyError):  # KeyError: a type the catalog lacks
+        outputs = [inputs[0]]
+    with pytest.raises(OperatorError) as caught:
+        build_operator(box, inputs, outputs)
+    assert message in str(caught.value) and "'bad'" in str(caught.value)
+
+
+def test_output_schemas_must_match_the_inferred_layout():
+    box = Box("m", "map", (InPort("i"),), ("o",), (("expression.0", "value"), ("output-field-name.0", "v")))
+    with pytest.raises(OperatorError, match="out port 0 would carry"):
+        build_operator(box, [T], [schema("Wrong", ("v", S))])
+    with pytest.raises(OperatorError, match="output schemas"):
+        build_operator(box, [T], [])
+
+
+def test_registry_builds_custom_types_without_touching_the_default():
+    class Echo(Operator):
+        def process(self, port, rows, now):
+            return [(0, rows)]
+
+    registry = builtin_operators()
+    registry.register("echo", Echo)
+    box = Box("e", "echo", (InPort("i"),), ("o",))
+    assert registry.build(box, [T], [T]).process(0, [(1.0, 1)], 0.0) == [(0, [(1.0, 1)])]
+    with pytest.raises(OperatorError, match="'echo'"):
+        build_operator(box, [T], [T])
+    assert "aggregate" in OperatorRegistry(list({"aggregate": None}.items()))
+    assert Echo(box, [T], [T]).poll(0.0) == [] and Echo(box, [T], [T]).next_deadline() is None
+
+
