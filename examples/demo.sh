@@ -2,7 +2,9 @@
 # The demo behind `make demo`: start a Head and three nodes on this machine
 # (`boreas cluster up`), attach a global component (`boreas watch`), submit
 # the examples, extend and modify the running topology, show a refused
-# submission, and print what the Head, the nodes and the watcher hold.
+# submission, print what the Head and the nodes hold, push a day of readings
+# through the chain with Spark and cross-check the averages with Spark SQL,
+# and show what the watcher saw.
 # Safe to run again: it starts from a fresh embedded catalog each time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +50,7 @@ done
 step "modify a running box: only its node is sent an update"
 cat > demo-modify.xml <<'XML'
 <borealis>
-  <modify box="valid"><parameter name="expression.0" value="celsius &gt; -40.0"/></modify>
+  <modify box="valid"><parameter name="expression.0" value="celsius &gt; -50.0 and celsius &lt; 60.0"/></modify>
 </borealis>
 XML
 $BOREAS submit demo-modify.xml
@@ -79,3 +81,6 @@ $BOREAS catalog show --head "$BOREAS_HEAD"
 step "what the global component saw"
 sleep 0.5
 cat demo-watch.log
+
+step "data: Spark publishes readings, the three nodes average them, Spark SQL cross-checks"
+.venv/bin/python examples/demo_data.py 2> >(grep -v -e WARN -e log4j -e setLogLevel >&2)

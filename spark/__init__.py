@@ -8,7 +8,8 @@ each row exactly once (the nodes drop batches they already have).
 * :func:`publish` -- a DataFrame or RDD;
 * :func:`publish_file` -- a parquet or CSV file, typed by the stream's schema;
 * :func:`stream_sink` -- ``writeStream.foreachBatch(stream_sink(...))``;
-* :func:`local_session` -- a local SparkSession whose workers can import Boreas.
+* :func:`local_session` -- a local SparkSession whose workers can import Boreas;
+* :func:`verify` -- the same query computed by Spark SQL, for cross-checks.
 
 pyspark is imported only when a function needs it, so importing this
 package does not require Spark.
@@ -25,6 +26,7 @@ from .publish import (
 from .session import local_session
 from .streaming import stream_sink
 from .target import StreamTarget, lookup_target
+from .verify import verify
 
 __all__ = ["PublishResult", "RefusedRow", "RowsRefused", "StreamTarget", "local_session", "lookup_target",
-           "publish", "publish_file", "run_job", "stream_sink"]
+           "publish", "publish_file", "run_job", "stream_sink", "verify"]
