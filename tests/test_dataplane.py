@@ -185,3 +185,38 @@ def test_publish_and_subscribe_from_the_command_line(cluster_factory, tmp_path):
     result = cluster.boreas("publish", "Nope", "--file", jsonl)
     assert result.returncode == 1 and "no stream 'Nope'" in result.stderr
     assert get_json(f"{cluster.head}/streams/Reading")["entries"]
+
+
+async def test_a_stream_fans_out_to_local_and_remote_boxes_and_a_client(cluster_factory):
+    cluster = cluster_factory()
+    app = cluster.write("fan.xml", """<borealis>
+  <schema name="T"><field name="n" type="int"/></schema>
+  <input stream="In" schema="T"/>
+  <box name="pass" type="filter"><in stream="In"/><out stream="Mid"/>
+    <parameter name="expression.0" value="n &gt;= 0"/></box>
+  <box name="twice" type="map"><in stream="Mid"/><out stream="A"/>
+    <parameter name="expression.0" value="n * 2"/><parameter name="output-field-name.0" value="n"/></box>
+  <box name="thrice" type="map"><in stream="Mid"/><out stream="B"/>
+    <parameter name="expression.0" value="n * 3"/><parameter name="output-field-name.0" value="n"/></box>
+</borealis>""")
+
+    def deploy() -> list[str]:
+        cluster.start_head()
+        nodes = [cluster.start_node() for _ in range(2)]
+        dep = cluster.write("fan_deploy.xml", f"""<deploy>
+  <publish stream="In" node="{nodes[0]}"/>
+  <node endpoint="{nodes[0]}" query="pass twice"/> <node endpoint="{nodes[1]}" query="thrice"/>
+</deploy>""")
+        cluster.submit(app, dep)
+        return nodes
+
+    await asyncio.to_thread(deploy)
+    n = 5000
+    async with Subscriber(cluster.head, "A", TOKEN) as a, Subscriber(cluster.head, "B", TOKEN) as b, \
+            Subscriber(cluster.head, "Mid", TOKEN) as mid:
+        async with Publisher(cluster.head, "In", TOKEN, batch_size=128) as publisher:
+            await publisher.send((i,) for i in range(n))
+        got_a, got_b, got_mid = await asyncio.gather(collect(a, n), collect(b, n), collect(mid, n))
+    assert got_mid == [(i,) for i in range(n)]
+    assert got_a == [(2 * i,) for i in range(n)]
+    assert got_b == [(3 * i,) for i in range(n)]
