@@ -23,13 +23,6 @@ STORES = ["sqlite", pytest.param("zookeeper", marks=pytest.mark.zookeeper)]
 BOREALIS = EXAMPLES.parents[1] / "tests" / "data" / "borealis"
 
 
-def three_nodes(cluster):
-    cluster.start_head()
-    nodes = [cluster.start_node() for _ in range(3)]
-    ports = dict(zip((15000, 15001, 15002), nodes))
-    return nodes, ports
-
-
 def assert_nodes_hold_their_slices(cluster, nodes):
     catalog = cluster.head_catalog()
     for node in nodes:
@@ -46,7 +39,7 @@ def applied(node: str) -> int:
 @pytest.mark.parametrize("store", STORES)
 def test_deploy_extend_modify_delete(cluster_factory, store):
     cluster = cluster_factory(store)
-    nodes, ports = three_nodes(cluster)
+    nodes, ports = cluster.three_nodes()
     app = EXAMPLES / "sensor_chain.xml"
     deploy = cluster.example("sensor_chain_deploy.xml", ports)
 
@@ -111,8 +104,7 @@ def test_borealis_deploy_then_add(cluster_factory):
 
 def test_invalid_submission_changes_nothing_anywhere(cluster_factory):
     cluster = cluster_factory()
-    nodes, ports = three_nodes(cluster)
-    cluster.submit(EXAMPLES / "sensor_chain.xml", cluster.example("sensor_chain_deploy.xml", ports))
+    nodes, ports = cluster.sensor_chain()
     version = cluster.head_catalog().version
     before = {n: (applied(n), cluster.node_catalog(n)) for n in nodes}
 
@@ -153,8 +145,7 @@ def test_unauthenticated_requests_are_refused(cluster_factory):
 @pytest.mark.parametrize("store", STORES)
 def test_restarted_node_gets_its_slice_back(cluster_factory, store):
     cluster = cluster_factory(store)
-    nodes, ports = three_nodes(cluster)
-    cluster.submit(EXAMPLES / "sensor_chain.xml", cluster.example("sensor_chain_deploy.xml", ports))
+    nodes, ports = cluster.sensor_chain()
     expected = cluster.node_catalog(nodes[1])
     incarnation = cluster.node_status(nodes[1])["incarnation"]
 
@@ -208,8 +199,7 @@ def test_static_deploy_to_listed_nodes(cluster_factory, tmp_path):
 
 def test_nodes_and_catalog_show_through_the_head(cluster_factory):
     cluster = cluster_factory()
-    nodes, ports = three_nodes(cluster)
-    cluster.submit(EXAMPLES / "sensor_chain.xml", cluster.example("sensor_chain_deploy.xml", ports))
+    nodes, ports = cluster.sensor_chain()
     result = cluster.boreas("nodes")
     assert result.returncode == 0, result.stderr
     for node in nodes:
@@ -280,8 +270,7 @@ def test_cluster_up_starts_and_stops_everything(tmp_path):
 
 def test_head_restart_resumes_without_resending(cluster_factory):
     cluster = cluster_factory()
-    nodes, ports = three_nodes(cluster)
-    cluster.submit(EXAMPLES / "sensor_chain.xml", cluster.example("sensor_chain_deploy.xml", ports))
+    nodes, ports = cluster.sensor_chain()
     before = [applied(n) for n in nodes]
     cluster.stop("head")
     cluster.start_head()
@@ -295,7 +284,7 @@ def test_head_restart_resumes_without_resending(cluster_factory):
 
 def test_commits_made_directly_to_the_store_reach_the_nodes(cluster_factory):
     cluster = cluster_factory()
-    nodes, ports = three_nodes(cluster)
+    nodes, ports = cluster.three_nodes()
     result = cluster.boreas("catalog", "apply", "--catalog", cluster.store_url, EXAMPLES / "sensor_chain.xml",
                             cluster.example("sensor_chain_deploy.xml", ports))
     assert result.returncode == 0, result.stderr

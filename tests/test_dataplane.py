@@ -18,14 +18,6 @@ from boreas.client.subscriber import Subscriber
 BOREALIS = EXAMPLES.parents[1] / "tests" / "data" / "borealis"
 
 
-def sensor_chain(cluster):
-    cluster.start_head()
-    nodes = [cluster.start_node() for _ in range(3)]
-    ports = dict(zip((15000, 15001, 15002), nodes))
-    cluster.submit(EXAMPLES / "sensor_chain.xml", cluster.example("sensor_chain_deploy.xml", ports))
-    return nodes
-
-
 def readings():
     """Three sensors, times 0..299, some readings out of range (the filter drops them)."""
     rows = []
@@ -64,7 +56,7 @@ async def collect(subscriber: Subscriber, count: int, timeout: float = 20.0) -> 
 
 async def test_pipeline_across_three_nodes_matches_a_hand_computed_result(cluster_factory):
     cluster = cluster_factory()
-    await asyncio.to_thread(sensor_chain, cluster)
+    await asyncio.to_thread(cluster.sensor_chain)
     expected = expected_averages(readings())
     async with Subscriber(cluster.head, "Average", TOKEN) as subscriber:
         async with Publisher(cluster.head, "Reading", TOKEN, batch_size=97) as publisher:
@@ -108,7 +100,7 @@ async def test_ten_thousand_tuples_cross_nodes_once_and_in_order(cluster_factory
 
 async def test_schema_violations_are_reported_and_the_node_keeps_running(cluster_factory):
     cluster = cluster_factory()
-    nodes = await asyncio.to_thread(sensor_chain, cluster)
+    nodes, _ = await asyncio.to_thread(cluster.sensor_chain)
     rows = [(1, 1, 20.0), (1, "two", 20.0), (1, 3), {"sensor": 1, "time": 4, "celsius": "hot"}, (2**40, 5, 1.0),
             (1, 6, 21.0)]
     async with Publisher(cluster.head, "Reading", TOKEN) as publisher:
@@ -160,7 +152,7 @@ async def test_a_stalled_subscriber_holds_publishers_back_with_bounded_memory(cl
 
 def test_publish_and_subscribe_from_the_command_line(cluster_factory, tmp_path):
     cluster = cluster_factory()
-    sensor_chain(cluster)
+    cluster.sensor_chain()
     csv = tmp_path / "readings.csv"
     csv.write_text("sensor,time,celsius\n" + "".join(f"1,{t},{t % 40}.5\n" for t in range(120)) + "1,120,0\n")
     jsonl = tmp_path / "bad.jsonl"

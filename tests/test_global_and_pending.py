@@ -19,18 +19,10 @@ from boreas.regional.global_component import GlobalComponent
 BOREALIS = EXAMPLES.parents[1] / "tests" / "data" / "borealis"
 
 
-def chain(cluster):
-    cluster.start_head()
-    nodes = [cluster.start_node() for _ in range(3)]
-    ports = dict(zip((15000, 15001, 15002), nodes))
-    cluster.submit(EXAMPLES / "sensor_chain.xml", cluster.example("sensor_chain_deploy.xml", ports))
-    return nodes, ports
-
-
 @pytest.mark.parametrize("store", ["sqlite", pytest.param("zookeeper", marks=pytest.mark.zookeeper)])
 async def test_global_component_joins_late_and_follows_every_change(cluster_factory, store):
     cluster = cluster_factory(store)
-    nodes, ports = await asyncio.to_thread(chain, cluster)
+    nodes, ports = await asyncio.to_thread(cluster.sensor_chain)
     changes = []
     component = GlobalComponent(cluster.head, TOKEN, on_change=lambda v, items, c: changes.append(v))
     await component.start("localhost", 0)
@@ -69,7 +61,7 @@ async def test_global_component_joins_late_and_follows_every_change(cluster_fact
 
 def test_watch_prints_the_catalog_then_each_change(cluster_factory):
     cluster = cluster_factory()
-    nodes, ports = chain(cluster)
+    nodes, ports = cluster.sensor_chain()
     once = cluster.boreas("watch", "--once")
     assert once.returncode == 0, once.stderr
     assert "(full copy)" in once.stdout and f"node {nodes[2]}: per_sensor" in once.stdout

@@ -194,6 +194,18 @@ class Cluster:
     def node_status(endpoint: str) -> dict:
         return get_json(f"http://{endpoint}/status")
 
+    def three_nodes(self) -> tuple[list[str], dict[int, str]]:
+        """Start the Head and three nodes; the nodes, and the example ports they stand for."""
+        self.start_head()
+        nodes = [self.start_node() for _ in range(3)]
+        return nodes, dict(zip((15000, 15001, 15002), nodes))
+
+    def sensor_chain(self) -> tuple[list[str], dict[int, str]]:
+        """Three nodes running examples/xml/sensor_chain (filter, map, aggregate, one per node)."""
+        nodes, ports = self.three_nodes()
+        self.submit(EXAMPLES / "sensor_chain.xml", self.example("sensor_chain_deploy.xml", ports))
+        return nodes, ports
+
     def write(self, name: str, text: str) -> Path:
         path = self.workdir / name
         path.write_text(text)
