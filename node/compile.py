@@ -178,7 +178,8 @@ class CodeBuilder:
     expressions can be spliced into one generated function.
     """
 
-    def __init__(self, scope: Scope, variables: Sequence[str] | None = None):
+    def __init__(self, scope: Scope, variables: Sequence[str] | None = None, label: str = ""):
+        self.label = label  # the box name: it tells generated functions apart in tracebacks and profiles
         if variables is None:
             variables = ["row"] if len(scope.schemas) == 1 else [q or "row" for q, _ in scope.schemas]
         if len(variables) != len(scope.schemas):
@@ -213,7 +214,7 @@ class CodeBuilder:
 
     def define(self, source: str, name: str) -> Callable[..., Any]:
         """Compile ``source`` (which defines ``name``) once and return the function."""
-        code = compile(source, f"<boreas {name}>", "exec")
+        code = compile(source, f"<boreas {self.label + ' ' if self.label else ''}{name}>", "exec")
         scope = dict(self.namespace)
         exec(code, scope)  # noqa: S102 - our own generated source, never user text verbatim
         fn = scope[name]

@@ -156,6 +156,7 @@ class Dataflow:
             self.counters["batches_in"] += 1
             self.counters["rows_in"] += len(rows)
             await self._route(stream, rows)
+            await asyncio.sleep(0)  # let control calls (updates, /status) in between batches
             if deadline is not None and time.monotonic() >= deadline:
                 await self._poll_timers()
 

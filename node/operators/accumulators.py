@@ -48,9 +48,9 @@ class Accumulators:
     source: str
 
 
-def compile_accumulators(functions: list[str], schema: Schema) -> Accumulators:
+def compile_accumulators(functions: list[str], schema: Schema, label: str = "") -> Accumulators:
     """``add``/``result`` for ``aggregate-function.N`` texts over rows of ``schema``."""
-    builder = CodeBuilder(Scope.single(schema), ["row"])
+    builder = CodeBuilder(Scope.single(schema), ["row"], label=label)
     add = ["def _add(w, row):", "    w[4] += 1"]
     results: list[str] = []
     initial: list[Any] = []

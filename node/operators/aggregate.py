@@ -90,7 +90,7 @@ class AggregateOperator(Timed):
         if not functions:
             raise self.error("needs parameter 'aggregate-function.0'")
         try:
-            acc = compile_accumulators(functions, schema)
+            acc = compile_accumulators(functions, schema, label=box.name)
         except AggregateSpecError as exc:
             raise self.error(str(exc)) from None
         self._add, self._result, self._initial = acc.add, acc.result, list(acc.initial)

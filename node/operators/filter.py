@@ -29,7 +29,7 @@ class FilterOperator(Operator):
         # Same reading as the catalog's (boxtypes.infer_filter), so the port count agrees.
         self.false_port = (box.param("pass-on-false-port") or "0").strip() not in ("0", "false", "")
         self.check_outputs()
-        builder = CodeBuilder(Scope.single(inputs[0]), ["row"])
+        builder = CodeBuilder(Scope.single(inputs[0]), ["row"], label=box.name)
         try:
             sources = [builder.translate(p).source for p in predicates]
         except ExpressionError as exc:

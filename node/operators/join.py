@@ -73,7 +73,7 @@ class JoinOperator(Timed):
         return deque(items, maxlen=maxlen)  # type: ignore[arg-type]
 
     def _compile(self, box: Box, inputs: list[Schema], predicate: str) -> list[Any]:
-        builder = CodeBuilder(Scope.join(inputs[0], inputs[1]), ["left", "right"])
+        builder = CodeBuilder(Scope.join(inputs[0], inputs[1]), ["left", "right"], label=box.name)
         try:
             pred = builder.translate(predicate).source
             expressions = self.indexed("out-field")

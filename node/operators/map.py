@@ -29,7 +29,7 @@ class MapOperator(Operator):
         if len(names) != len(expressions):
             raise self.error(f"has {len(expressions)} expression.N but {len(names)} output-field-name.N")
         self.check_outputs()
-        builder = CodeBuilder(Scope.single(inputs[0]), ["row"])
+        builder = CodeBuilder(Scope.single(inputs[0]), ["row"], label=box.name)
         try:
             sources = [builder.value(e).source for e in expressions]
         except ExpressionError as exc:
