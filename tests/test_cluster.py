@@ -255,7 +255,7 @@ def test_cluster_up_starts_and_stops_everything(tmp_path):
         head = f"http://localhost:{head_port}"
         assert {r["endpoint"] for r in get_json(f"{head}/nodes")["nodes"]} == {f"localhost:{p}" for p in ports}
         submit = subprocess.run([sys.executable, "-m", "boreas.cli.main", "submit", EXAMPLES / "trade_join.xml",
-                                 "--head", head, "--token", token], capture_output=True, text=True, env=env)
+                                 "--head", head, f"--token={token}"], capture_output=True, text=True, env=env)
         assert submit.returncode == 0, submit.stderr
         assert http("POST", f"http://localhost:{ports[0]}/update", b"<update/>", token=TOKEN)[0] == 401
     finally:

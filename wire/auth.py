@@ -25,7 +25,8 @@ class MissingToken(ValueError):
 
 
 def new_token() -> str:
-    return secrets.token_urlsafe(24)
+    """160 random bits as hex: safe in shells, URLs and argument lists (never starts with '-')."""
+    return secrets.token_hex(20)
 
 
 def resolve_token(explicit: str | None, required: bool = True) -> str | None:
