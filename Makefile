@@ -43,6 +43,7 @@ demo: setup
 bench: setup
 	$(BIN)/python bench/catalog.py
 	$(BIN)/python bench/deploy.py
+	$(BIN)/python bench/dataplane.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache boreas-catalog.db*

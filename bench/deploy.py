@@ -31,18 +31,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import importlib.util
-import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import traceback
 import uuid
 from pathlib import Path
 from typing import Any
@@ -56,16 +48,21 @@ from boreas.catalog.store import StoreError
 from boreas.catalog.updates import update_document
 from boreas.regional.global_component import GlobalComponent
 from boreas.wire.addressing import endpoint_url
-from boreas.wire.auth import TOKEN_ENV, new_token
 from boreas.wire.client import PeerClient, PeerError, PeerRefused
+from procs import (
+    HOST,
+    BenchError,
+    Processes,
+    Run,
+    loopback_endpoints,
+    run_bench,
+    sqlite_catalog,
+    start_head,
+    start_node,
+    wait_ready,
+)
 
-HOST = "127.0.0.1"
-READY_TIMEOUT = 60.0  # seconds for every process to come up
 TARGETS = {"deploy": {"sqlite": 3.0, "zk": None}, "copy": {"sqlite": 1.0, "zk": 1.0}}
-
-
-class BenchError(Exception):
-    """Something went wrong (not slow: wrong); the run exits 1."""
 
 
 def _generator():
@@ -83,94 +80,6 @@ def generate(boxes: int, endpoints: list[str]) -> tuple[str, str]:
     dep, n = re.subn(r'"node(\d+):15000"', lambda m: f'"{endpoints[int(m[1])]}"', dep)
     assert n == 2 * len(endpoints), "bench/catalog.py's deployment XML changed shape"
     return app, dep
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free ports on HOST (held open together so none repeats)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(n)]
-        for s in socks:
-            s.bind((HOST, 0))
-        return [s.getsockname()[1] for s in socks]
-
-
-# -- processes -------------------------------------------------------------------
-
-
-class Processes:
-    """``boreas`` processes started by this run; each in its own session, logging to a file."""
-
-    def __init__(self, workdir: Path, env: dict[str, str]):
-        self.workdir = workdir
-        self.env = env
-        self.procs: list[tuple[str, subprocess.Popen, Path]] = []
-
-    def spawn(self, name: str, argv: list[str]) -> None:
-        log = self.workdir / f"{re.sub(r'[^A-Za-z0-9.-]', '_', name)}.log"
-        with open(log, "wb") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", *argv], env=self.env,
-                                    cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-        self.procs.append((name, proc, log))
-
-    def check(self) -> None:
-        for name, proc, log in self.procs:
-            if proc.poll() is not None:
-                raise BenchError(f"{name} exited early with status {proc.returncode}:\n{_tail(log)}")
-
-    def dump_logs(self, lines: int = 15) -> None:
-        for name, _, log in self.procs[:2]:  # the Head and the first node say enough
-            print(f"--- last lines of {name}'s log ---\n{_tail(log, lines)}", file=sys.stderr)
-
-    def stop(self) -> None:
-        """SIGTERM every process group we started, then SIGKILL what is left after 10 s."""
-        for _, proc, _ in self.procs:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for _, proc, _ in self.procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        self.procs.clear()
-
-
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-async def wait_cluster(head: str, nodes: list[str], peer_nodes: list[str], procs: Processes,
-                       peer_client: PeerClient) -> None:
-    """Until the Head reports every node alive and synchronised, and every peer node answers."""
-    deadline = time.monotonic() + READY_TIMEOUT
-    waiting: list[str] = nodes + peer_nodes
-    async with PeerClient(None, timeout=2.0) as peers:
-        while True:
-            procs.check()
-            waiting = []
-            try:
-                rows = {r["endpoint"]: r for r in (await peers.call("GET", f"{head}/nodes"))["nodes"]}
-                waiting = [n for n in nodes if not (rows.get(n, {}).get("alive") and rows[n].get("in_sync"))]
-            except PeerError:
-                waiting = ["the Head"]
-            for n in peer_nodes:  # the peer's own client, so its connections are warm like the Head's
-                try:
-                    await peer_client.call("GET", endpoint_url(n, "/status"))
-                except PeerError:
-                    waiting.append(n)
-            if not waiting:
-                return
-            if time.monotonic() > deadline:
-                raise BenchError(f"not ready after {READY_TIMEOUT:g} s: {', '.join(waiting[:5])}"
-                                 f"{' ...' if len(waiting) > 5 else ''}")
-            await asyncio.sleep(0.1)
 
 
 # -- the figures -----------------------------------------------------------------
@@ -287,23 +196,32 @@ async def check_same(peers: PeerClient, targets: dict[str, str], boxes: int) -> 
 
 
 async def measure(args: argparse.Namespace, procs: Processes, catalog_url: str, token: str) -> dict[str, Any]:
-    ports = free_ports(1 + 2 * args.nodes)
-    head_endpoint = f"{HOST}:{ports[0]}"
-    head = endpoint_url(head_endpoint)
-    nodes = [f"{HOST}:{p}" for p in ports[1:1 + args.nodes]]
-    peer_nodes = [f"{HOST}:{p}" for p in ports[1 + args.nodes:]]
+    head_endpoint, *others = loopback_endpoints(1 + 2 * args.nodes)
+    nodes, peer_nodes = others[:args.nodes], others[args.nodes:]
     app, dep = generate(args.boxes, nodes)
     print(f"application: {args.boxes} boxes over {args.nodes} nodes, {len(app) + len(dep):,} bytes of XML; "
           f"store {catalog_url}")
 
     start = time.perf_counter()
-    procs.spawn("head", ["head", "--catalog", catalog_url, "--listen", head_endpoint])
+    head = start_head(procs, catalog_url, head_endpoint)
     for n in nodes:
-        procs.spawn(f"node {n}", ["node", "--endpoint", n, "--head", head])
-    for n in peer_nodes:  # no --head: they only ever hear from the peer measurement
-        procs.spawn(f"peer node {n}", ["node", "--endpoint", n])
+        start_node(procs, n, head)
+    for n in peer_nodes:  # no Head: they only ever hear from the peer measurement
+        start_node(procs, n, None, name=f"peer node {n}")
     async with PeerClient(token, timeout=30.0) as direct:
-        await wait_cluster(head, nodes, peer_nodes, procs, direct)
+
+        async def peers_waiting() -> list[str]:
+            """The peer nodes that do not answer yet (asked with the peer's own client, so its
+            connections are warm like the Head's)."""
+            waiting = []
+            for n in peer_nodes:
+                try:
+                    await direct.call("GET", endpoint_url(n, "/status"))
+                except PeerError:
+                    waiting.append(n)
+            return waiting
+
+        await wait_ready(procs, head, nodes, in_sync=True, others=peers_waiting)
         print(f"cluster up in {time.perf_counter() - start:.1f} s: Head {head}, {len(nodes)} nodes "
               f"(+{len(peer_nodes)} peer nodes)")
 
@@ -350,10 +268,6 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
         print("(the deploy target is stated for the embedded store only)")
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boxes", type=int, default=1000)
@@ -367,49 +281,19 @@ def main() -> int:
     if args.nodes < 1 or args.boxes < args.nodes:
         parser.error("need --nodes >= 1 and --boxes >= --nodes")
 
-    began = time.perf_counter()
-    signal.signal(signal.SIGTERM, _interrupt)
-    tmp = Path(tempfile.mkdtemp(prefix="boreas-bench-deploy-"))
-    token = new_token()
-    env = {k: v for k, v in os.environ.items() if k not in ("BOREAS_HEAD", "BOREAS_CATALOG")}
-    env[TOKEN_ENV] = token
-    procs = Processes(tmp, env)
-    zk = None
-    code = 1
-    try:
+    def body(run: Run) -> None:
         if args.store == "zk":
             from boreas.catalog.store.zkserver import LocalZooKeeper
 
-            zk = LocalZooKeeper(tmp / "zk")
+            zk = LocalZooKeeper(run.tmp / "zk")
+            run.cleanups.append(zk.close)
             catalog_url = f"zk://{zk.start()}/bench-deploy-{uuid.uuid4().hex[:8]}"
         else:
-            catalog_url = f"sqlite:///{str(tmp / 'c.db').lstrip('/')}"
-        report(args, asyncio.run(measure(args, procs, catalog_url, token)))
-        code = 0
-    except (BenchError, StoreError) as exc:  # StoreError: e.g. no ZooKeeper installed
-        print(f"error: {exc}", file=sys.stderr)
-        procs.dump_logs()
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        code = 130
-    except Exception:  # noqa: BLE001 -- a library error: show it, then still clean up
-        traceback.print_exc()
-        procs.dump_logs()
-    finally:
-        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            procs.stop()
-            if zk is not None:
-                zk.close()
-        finally:
-            if args.keep_logs:
-                print(f"logs kept in {tmp}", file=sys.stderr)
-            else:
-                shutil.rmtree(tmp, ignore_errors=True)
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-    print(f"whole run: {time.perf_counter() - began:.1f} s")
-    return code
+            catalog_url = sqlite_catalog(run.tmp / "c.db")
+        report(args, asyncio.run(measure(args, run.procs, catalog_url, run.token)))
+
+    # StoreError: e.g. no ZooKeeper installed.  The Head's and the first node's logs say enough.
+    return run_bench("deploy", body, args.keep_logs, errors=(BenchError, StoreError), dump_nodes=1)
 
 
 if __name__ == "__main__":
