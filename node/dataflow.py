@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections import Counter
 
 from boreas.catalog.model import Box, Catalog, Schema
@@ -54,9 +55,14 @@ class Dataflow:
         self.boxes: dict[str, Box] = {}
         self.consumers: dict[str, list[tuple[Operator, str, int]]] = {}  # stream -> (op, box, port)
         self.destinations: dict[str, list[str]] = {}  # stream -> endpoints it is sent to
+        self.producer_of: dict[str, str] = {}  # stream -> the local box that writes it
         self.links: dict[str, OutboundLink] = {}
         self.broken: dict[str, str] = {}  # box -> why it could not be built
-        self._inbox: asyncio.Queue[tuple[str, list[tuple]]] = asyncio.Queue(queue_batches)
+        # A box's output batches are numbered per (stream, box), not per node, so the numbering
+        # can move with the box; the producer id is the box's name and a random incarnation.
+        self.box_ids: dict[str, str] = {}
+        self.out_seq: dict[str, int] = {}
+        self._inbox: asyncio.Queue[tuple[str, list[tuple], str, int]] = asyncio.Queue(queue_batches)
         self._task: asyncio.Task | None = None
         self._started = False
 
@@ -83,6 +89,10 @@ class Dataflow:
         self.schemas = stream_schemas(catalog)
         self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s])
                           for s in catalog.inputs if s in self.schemas}
+        for name in set(self.box_ids) - set(catalog.boxes):  # deleted: a new box would start afresh
+            for stream in self.boxes[name].outputs if name in self.boxes else ():
+                self.out_seq.pop(stream, None)
+            del self.box_ids[name]
         for name in set(self.operators) - set(catalog.boxes):
             del self.operators[name]
             self.boxes.pop(name, None)
@@ -95,10 +105,12 @@ class Dataflow:
                 outs = [self.schemas[s] for s in box.outputs]
                 self.operators[name] = build_operator(box, ins, outs)
                 self.boxes[name] = box
+                self.box_ids.setdefault(name, f"{name}~{uuid.uuid4().hex[:12]}")
             except (KeyError, OperatorError) as exc:
                 self.broken[name] = str(exc)
                 self.operators.pop(name, None)
                 log.error("node %s cannot run box %r: %s", self.endpoint, name, exc)
+        self.producer_of = {s: name for name, box in self.boxes.items() for s in box.outputs}
         self.consumers = {}
         for name, box in self.boxes.items():
             for port, inport in enumerate(box.inputs):
@@ -135,7 +147,7 @@ class Dataflow:
             log.info("node %s: %d rows of %s/%d refused, first: %s", self.endpoint, len(errors),
                      batch.stream, batch.seq, errors[0])
         if rows:
-            await self._inbox.put((batch.stream, rows))
+            await self._inbox.put((batch.stream, rows, batch.producer, batch.seq))
         return Ack(batch.stream, batch.producer, batch.seq, len(rows),
                    [(e.row, e.field, e.reason) for e in errors])
 
@@ -146,16 +158,16 @@ class Dataflow:
             deadline = self._next_deadline()
             try:
                 if deadline is None:
-                    stream, rows = await self._inbox.get()
+                    stream, rows, producer, seq = await self._inbox.get()
                 else:
                     timeout = max(0.0, deadline - time.monotonic())
-                    stream, rows = await asyncio.wait_for(self._inbox.get(), timeout)
+                    stream, rows, producer, seq = await asyncio.wait_for(self._inbox.get(), timeout)
             except asyncio.TimeoutError:
                 await self._poll_timers()
                 continue
             self.counters["batches_in"] += 1
             self.counters["rows_in"] += len(rows)
-            await self._route(stream, rows)
+            await self._route(stream, rows, (producer, seq))
             await asyncio.sleep(0)  # let control calls (updates, /status) in between batches
             if deadline is not None and time.monotonic() >= deadline:
                 await self._poll_timers()
@@ -171,16 +183,31 @@ class Dataflow:
             if deadline is not None and deadline <= now:
                 await self._emit(name, op.poll(now))
 
-    async def _route(self, stream: str, rows: list[tuple]) -> None:
-        """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes."""
+    async def _route(self, stream: str, rows: list[tuple], origin: tuple[str, int] | None = None) -> None:
+        """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes.
+
+        A batch that entered the node is passed on under its own (producer,
+        seq); a box's output is numbered as the box's.
+        """
         now = time.monotonic()
         for op, name, port in self.consumers.get(stream, ()):
             await self._emit(name, op.process(port, rows, now))
-        for endpoint in self.destinations.get(stream, ()):
+        destinations = self.destinations.get(stream, ())
+        if not destinations:
+            return
+        producer, seq = origin if origin is not None else self._number(stream)
+        for endpoint in destinations:
             link = self.links.get(endpoint)
             if link is not None:
-                await link.send(stream, rows)
+                await link.send(stream, rows, producer, seq)
                 self.counters["rows_out"] += len(rows)
+
+    def _number(self, stream: str) -> tuple[str, int]:
+        box = self.producer_of.get(stream)
+        producer = self.box_ids.get(box, self.sender) if box else self.sender
+        seq = self.out_seq.get(stream, 0)
+        self.out_seq[stream] = seq + 1
+        return producer, seq
 
     async def _emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
         definition = self.boxes.get(box)

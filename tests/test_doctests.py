@@ -18,6 +18,7 @@ MODULES = [
     "boreas.catalog.replicate",
     "boreas.catalog.slices",
     "boreas.wire.backoff",
+    "boreas.wire.sequencing",
     "boreas.wire.addressing",
     "boreas.wire.auth",
     "boreas.head.membership",

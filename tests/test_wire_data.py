@@ -9,7 +9,8 @@ import pytest
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.wire.frames import Ack, Batch, Refused
 from boreas.wire.links import OutboundLink
-from boreas.wire.receiver import DataReceiver, SeenSequences
+from boreas.wire.receiver import DataReceiver
+from boreas.wire.sequencing import Sequencer
 from boreas.wire.server import HttpServer
 from boreas.wire.tuples import RowError, RowType, SchemaMismatch
 
@@ -70,12 +71,27 @@ def test_a_valid_batch_decodes_on_the_fast_path_and_a_bad_one_row_by_row():
     assert rt.decode(b"\xc1")[1][0].row == -1  # not msgpack at all
 
 
-def test_seen_sequences_drop_duplicates_per_producer():
-    seen = SeenSequences(max_producers=2)
-    assert [seen.is_new("S", "a", n) for n in (0, 1, 1, 0, 2)] == [True, True, False, False, True]
-    assert seen.is_new("S", "b", 0) and seen.is_new("T", "a", 0)  # other producer, other stream
-    seen.forget("S", "b", 0)
-    assert seen.is_new("S", "b", 0)
+def test_sequencer_restores_order_and_drops_duplicates_per_producer():
+    s = Sequencer()
+    kinds = [s.admit("S", "a", n, n, now=0.0).kind for n in (0, 3, 2, 1, 1, 0)]
+    assert kinds == ["take", "hold", "hold", "take", "duplicate", "duplicate"]
+    assert s.release("S", "a", now=0.0) == [2, 3]
+    assert s.admit("S", "a", 3, 3).kind == "duplicate" and s.admit("S", "a", 4, 4).kind == "take"
+    assert s.admit("S", "b", 7, 7).kind == "take"  # a new producer starts where it is first seen
+    assert s.admit("T", "a", 0, 0).kind == "take"  # other stream, own sequence
+
+
+def test_sequencer_handover_and_gaps():
+    s = Sequencer(gap_timeout=1.0)
+    s.expect("S", "box", 10)  # a moved box: its next batch is 10, whichever node sends it
+    assert s.admit("S", "box", 11, "b11", now=0.0).kind == "hold"  # the new node is first
+    assert s.admit("S", "box", 10, "b10", now=0.5).kind == "take"  # the old node forwards 10
+    assert s.release("S", "box", now=0.5) == ["b11"]
+    assert s.admit("S", "box", 13, "b13", now=1.0).kind == "hold"  # 12 is lost
+    assert s.overdue(now=1.5) == [] and s.overdue(now=2.5) == [("S", "box")]
+    assert s.release("S", "box", now=2.5) == ["b13"] and s.skipped == 1
+    s.forget("S", "box", 13)  # the owner could not take it: its re-send is taken
+    assert s.admit("S", "box", 13, "b13", now=3.0).kind == "take"
 
 
 class Sink:

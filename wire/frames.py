@@ -37,7 +37,8 @@ class Ack(msgspec.Struct, tag="a", array_like=True):
     seq: int
     accepted: int
     errors: list[tuple[int, str, str]] = []  # (row, field, reason) of refused rows
-    duplicate: bool = False
+    duplicate: bool = False  # already taken: dropped
+    held: bool = False  # ahead of its producer's sequence: taken once the gap fills
 
 
 class Refused(msgspec.Struct, tag="r", array_like=True):

@@ -58,7 +58,7 @@ class OutboundLink:
         self._token = token
         self._capacity = asyncio.Semaphore(capacity)
         self._queued: asyncio.Queue[Batch] = asyncio.Queue()
-        self._unacked: OrderedDict[tuple[str, int], Batch] = OrderedDict()
+        self._unacked: OrderedDict[tuple[str, str, int], Batch] = OrderedDict()
         self._seq: Counter[str] = Counter()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -89,17 +89,25 @@ class OutboundLink:
 
     # -- sending ---------------------------------------------------------------
 
-    async def send(self, stream: str, rows: list[Any]) -> int | None:
-        """Queue one batch (waits while the link is full); its sequence number, or None if dropped."""
+    async def send(self, stream: str, rows: list[Any], producer: str | None = None,
+                   seq: int | None = None) -> int | None:
+        """Queue one batch (waits while the link is full); its sequence number, or None if dropped.
+
+        The link numbers the batches of each stream itself, as producer
+        ``sender``, unless the caller names the producer and sequence (a
+        box's output, or a batch forwarded as it came).
+        """
         if self.drop_when_down and not self.connected:
             self.counters["dropped_batches"] += 1
             self.counters["dropped_rows"] += len(rows)
             return None
         await self._capacity.acquire()
-        seq = self._seq[stream]
-        self._seq[stream] = seq + 1
+        if producer is None:
+            producer, seq = self.sender, self._seq[stream]
+            self._seq[stream] = seq + 1
+        assert seq is not None, "a named producer needs a sequence number"
         self._idle.clear()
-        self._queued.put_nowait(make_batch(stream, self.sender, seq, rows))
+        self._queued.put_nowait(make_batch(stream, producer, seq, rows))
         return seq
 
     async def flush(self, timeout: float | None = None) -> None:
@@ -146,7 +154,7 @@ class OutboundLink:
             while True:
                 await window_open.wait()
                 batch = await self._queued.get()
-                self._unacked[(batch.stream, batch.seq)] = batch
+                self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
                 if len(self._unacked) >= self.window:
                     window_open.clear()
                 await ws.send_bytes(encode(batch))
@@ -173,7 +181,7 @@ class OutboundLink:
     def _acknowledged(self, frame: Frame) -> None:
         if not isinstance(frame, (Ack, Refused)):
             return
-        batch = self._unacked.pop((frame.stream, frame.seq), None)
+        batch = self._unacked.pop((frame.stream, frame.producer, frame.seq), None)
         if batch is None:
             return  # an ack for a batch re-sent after a reconnect
         self._capacity.release()

@@ -1,12 +1,14 @@
 """The receiving end of data connections: ``/data`` on nodes and subscribers.
 
-One WebSocket per sender carries its batches in order.  The receiver drops a
-batch whose (stream, producer, sequence) it has already taken, and
-acknowledges it again, so re-sends after a reconnect and retried Spark tasks
-never deliver a tuple twice.  Everything else goes to the owner's
-``accept`` callback, which decodes the rows with the stream's row type and
-may wait (a full input queue): the next frame is not read until it returns,
-which is what pushes back on the sender.
+One WebSocket per sender carries its batches in order.  The receiver passes
+each batch through a :class:`~boreas.wire.sequencing.Sequencer`: a batch
+already taken is dropped and acknowledged again (re-sends after a reconnect,
+retried Spark tasks), a batch ahead of its producer's sequence is held until
+the gap fills (a moved box's batches arriving over two connections), and the
+rest goes to the owner's ``accept`` callback in sequence order.  ``accept``
+decodes the rows with the stream's row type and may wait (a full input
+queue): the next frame is not read until it returns, which is what pushes
+back on the sender.
 
 Usage::
 
@@ -17,7 +19,7 @@ Usage::
 from __future__ import annotations
 
 import logging
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Awaitable, Callable
 
 import aiohttp
@@ -26,6 +28,7 @@ from aiohttp import web
 
 from .auth import check_token
 from .frames import Ack, Batch, Hello, Refused, decode, encode
+from .sequencing import DUPLICATE, HOLD, Sequencer
 from .server import json_error
 
 log = logging.getLogger(__name__)
@@ -34,52 +37,12 @@ log = logging.getLogger(__name__)
 Accept = Callable[[Batch], Awaitable[Ack | Refused]]
 
 
-class SeenSequences:
-    """The highest sequence taken per (stream, producer), for the most recent producers.
-
-    >>> seen = SeenSequences()
-    >>> seen.is_new("S", "p", 0), seen.is_new("S", "p", 0), seen.is_new("S", "p", 1)
-    (True, False, True)
-    """
-
-    def __init__(self, max_producers: int = 100_000):
-        self.max_producers = max_producers
-        self._last: OrderedDict[tuple[str, str], int] = OrderedDict()
-
-    def is_new(self, stream: str, producer: str, seq: int) -> bool:
-        key = (stream, producer)
-        last = self._last.get(key)
-        if last is not None and seq <= last:
-            return False
-        self._last[key] = seq
-        self._last.move_to_end(key)
-        if len(self._last) > self.max_producers:
-            self._last.popitem(last=False)
-        return True
-
-    def forget(self, stream: str, producer: str, seq: int) -> None:
-        """Un-see a batch the owner could not take, so its re-send is taken."""
-        key = (stream, producer)
-        if self._last.get(key) == seq:
-            if seq == 0:
-                del self._last[key]
-            else:
-                self._last[key] = seq - 1
-
-    def state(self) -> list[list]:
-        return [[s, p, q] for (s, p), q in self._last.items()]
-
-    def restore(self, state: list[list]) -> None:
-        for stream, producer, seq in state:
-            self._last[(stream, producer)] = max(seq, self._last.get((stream, producer), -1))
-
-
 class DataReceiver:
     def __init__(self, accept: Accept, token: str | None, max_frame: int = 64 * 1024 * 1024):
         self.accept = accept
         self.token = token
         self.max_frame = max_frame
-        self.seen = SeenSequences()
+        self.sequencer = Sequencer()
         self.counters: Counter[str] = Counter()
         self.sockets: set[web.WebSocketResponse] = set()  # open connections
 
@@ -125,16 +88,31 @@ class DataReceiver:
             await ws.send_bytes(encode(reply))
 
     async def _take(self, batch: Batch) -> Ack | Refused:
-        if not self.seen.is_new(batch.stream, batch.producer, batch.seq):
+        admission = self.sequencer.admit(batch.stream, batch.producer, batch.seq, batch)
+        if admission is DUPLICATE:
             self.counters["duplicate_batches"] += 1
             return Ack(batch.stream, batch.producer, batch.seq, 0, duplicate=True)
+        if admission is HOLD:
+            self.counters["held_batches"] += 1
+            reply: Ack | Refused = Ack(batch.stream, batch.producer, batch.seq, 0, held=True)
+        else:
+            reply = await self._deliver(batch)
+        for key in self.sequencer.overdue():
+            log.warning("stream %s from %s: a gap did not fill; skipping it", *key)
+            for held in self.sequencer.release(*key):
+                await self._deliver(held)
+        for held in self.sequencer.release(batch.stream, batch.producer):
+            await self._deliver(held)  # its sender was told "held"; refusals are counted here
+        return reply
+
+    async def _deliver(self, batch: Batch) -> Ack | Refused:
         try:
             reply = await self.accept(batch)
         except BaseException:
-            self.seen.forget(batch.stream, batch.producer, batch.seq)
+            self.sequencer.forget(batch.stream, batch.producer, batch.seq)
             raise
         if isinstance(reply, Refused):
-            self.seen.forget(batch.stream, batch.producer, batch.seq)
+            self.sequencer.forget(batch.stream, batch.producer, batch.seq)
             self.counters["refused_batches"] += 1
         else:
             self.counters["batches"] += 1
