@@ -64,6 +64,8 @@ class NodeSync:
         self.counters: Counter[str] = Counter()
         self._wake = asyncio.Event()
         self._wake.set()
+        self._running = asyncio.Event()  # cleared while paused
+        self._running.set()
 
     # -- what the Head tells it -------------------------------------------
 
@@ -81,6 +83,15 @@ class NodeSync:
     def wake(self) -> None:
         self._wake.set()
 
+    def pause(self) -> None:
+        """Send nothing until :meth:`resume` (the node changed itself; the Head must catch up first)."""
+        self._running.clear()
+
+    def resume(self, resync: bool = True) -> None:
+        if resync:
+            self.resync()
+        self._running.set()
+
     @property
     def in_sync(self) -> bool:
         return self.acked_version >= self.desired_version and self.failure is None
@@ -91,6 +102,7 @@ class NodeSync:
         backoff = Backoff(cap=MAX_BACKOFF)
         while True:
             await self._wake.wait()
+            await self._running.wait()
             self._wake.clear()
             try:
                 await self.sync_once()

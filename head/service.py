@@ -241,33 +241,45 @@ class HeadService:
         return await self.commit(build) is not None
 
     async def learn_move(self, box: str, target: str) -> int:
-        """A node reports that ``box`` now runs on ``target`` (paper section 3.1.2)."""
-        for sync in self.syncs.values():  # the move protocol moved the declaration with it
-            if sync.held is not None and box in sync.held.boxes and sync.endpoint != target:
-                declaration = sync.held.boxes[box]
-                held = sync.held.copy()
-                del held.boxes[box]
-                sync.held = held
-                dest = self.sync_for(target)
-                if dest.held is not None:
-                    dest.held = dest.held.copy()
-                    dest.held.boxes[box] = replace(declaration, node=target)
+        """A node reports that ``box`` now runs on ``target`` (paper section 3.1.2).
+
+        The nodes moved the box themselves, so what the Head believed they hold
+        is stale: once the new location is committed and their slices are
+        recomputed, both nodes are read again and brought to their slices,
+        which also delivers any pending request for the box on its new node.
+        """
+        involved = {target} | {s.endpoint for s in self.syncs.values()
+                               if s.held is None or box in s.held.boxes}
+        for endpoint in involved:
+            self.sync_for(endpoint).pause()
 
         def build(catalog: Catalog) -> list[Change] | None:
             current = catalog.boxes.get(box)
             if current is None or current.node == target:
                 return None
+            involved.add(current.node or target)
             changes = [Change("box", box, to_text(replace(current, node=target)))]
             if target not in catalog.nodes:
                 changes.append(Change("node", target, to_text(Node(target))))
             return changes
 
-        version = await self.commit(build) or self.catalog.version
-        for request in self.pending.moved(box, target, version):
-            log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
-        self.sync_for(target).wake()
+        try:
+            version = await self.commit(build) or self.catalog.version
+            await self.caught_up(version)
+            for request in self.pending.moved(box, target, version):
+                log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
+        finally:
+            for endpoint in involved:
+                self.sync_for(endpoint).resume(resync=True)
         self.notify()
         return version
+
+    async def caught_up(self, version: int, timeout: float = 10.0) -> None:
+        """Wait until the Head has processed catalog ``version`` (its slices reflect it)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.catalog.version < version and loop.time() < deadline:
+            await self.wait_for_change(self.revision, deadline - loop.time())
 
     def heartbeat(self, endpoint: str, incarnation: str, version: int) -> None:
         if self.membership.heartbeat(endpoint, incarnation, version):
