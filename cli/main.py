@@ -27,7 +27,7 @@ from boreas.catalog.export import export_application, export_deployment, summary
 from boreas.catalog.store import ConflictError
 from boreas.wire.client import PeerError
 
-from . import clients, data, servers
+from . import clients, data, optimize, servers
 from .common import (
     CATALOG_HELP,
     EXIT_FAILED,
@@ -127,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     servers.add_parsers(sub)
     clients.add_parsers(sub)
     data.add_parsers(sub)
+    optimize.add_parsers(sub)
     return parser
 
 

@@ -19,6 +19,7 @@ Reads are open:
 * ``GET /catalog`` -- the global catalog as one update document;
 * ``GET /nodes`` -- every node: alive, in sync, failures, pending requests;
 * ``GET /status`` -- catalog version and counters;
+* ``GET /boxes/{name}`` -- the box and the node it runs on (optimizers use it);
 * ``GET /streams/{name}`` -- where a stream enters (for publishers: its
   ``<publish>`` nodes, else the nodes that consume it), which node produces
   it (for subscribers), and its schema.
@@ -64,6 +65,7 @@ def install_routes(head: HeadService) -> None:
     router.add_get("/nodes", api.nodes)
     router.add_get("/status", api.status)
     router.add_get("/streams/{name}", api.stream)
+    router.add_get("/boxes/{name}", api.box)
 
 
 def _invalid(problems: list[Diagnostic]) -> web.Response:
@@ -212,3 +214,11 @@ class _Api:
         if found is None:
             return json_error(404, f"no stream {name!r} in the catalog (version {self.head.catalog.version})")
         return web.json_response(found)
+
+    async def box(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        box = self.head.catalog.boxes.get(name)
+        if box is None:
+            return json_error(404, f"no box {name!r} in the catalog (version {self.head.catalog.version})")
+        return web.json_response({"box": name, "type": box.type, "node": box.node,
+                                  "version": self.head.catalog.version})

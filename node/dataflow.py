@@ -63,6 +63,13 @@ class Dataflow:
         self.box_ids: dict[str, str] = {}
         self.out_seq: dict[str, int] = {}
         self._inbox: asyncio.Queue[tuple[str, list[tuple], str, int]] = asyncio.Queue(queue_batches)
+        # Moves: the last batch each (stream, producer) had processed here, and where the input
+        # streams of boxes that moved away are forwarded (with their row types, after the
+        # catalog forgets them).  Boxes run under this lock, so a move happens between batches.
+        self.processed: dict[tuple[str, str], int] = {}
+        self.forwards: dict[str, OutboundLink] = {}
+        self.forward_types: dict[str, RowType] = {}
+        self.lock = asyncio.Lock()
         self._task: asyncio.Task | None = None
         self._started = False
 
@@ -120,6 +127,31 @@ class Dataflow:
             self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
         self._relink(catalog)
 
+    def remove_box(self, name: str) -> None:
+        """Stop running a box here (it moved away); the caller holds the lock."""
+        self.operators.pop(name, None)
+        self.boxes.pop(name, None)
+        for stream, consumers in list(self.consumers.items()):
+            self.consumers[stream] = [c for c in consumers if c[1] != name]
+        self.producer_of = {s: b for s, b in self.producer_of.items() if b != name}
+
+    async def replay(self, batch: Batch) -> None:
+        """Process a batch that was queued for forwarding after all (a move that failed)."""
+        row_type = self.row_types.get(batch.stream)
+        if row_type is None:
+            return
+        rows, _ = row_type.decode(bytes(batch.rows))
+        async with self.lock:
+            await self._route(batch.stream, rows, (batch.producer, batch.seq))
+
+    async def stop_forwarding(self, streams: list[str]) -> None:
+        """A moved box's inputs no longer need forwarding (upstream sends to its new node)."""
+        for stream in streams:
+            link = self.forwards.pop(stream, None)
+            self.forward_types.pop(stream, None)
+            if link is not None and link not in self.forwards.values():
+                await link.close()
+
     def _relink(self, catalog: Catalog) -> None:
         wanted = {e for targets in self.destinations.values() for e in targets}
         for endpoint in set(self.links) - wanted:
@@ -136,7 +168,7 @@ class Dataflow:
 
     async def accept(self, batch: Batch) -> Ack | Refused:
         """A batch for a stream that enters here: check its rows, queue the good ones."""
-        row_type = self.row_types.get(batch.stream)
+        row_type = self.row_types.get(batch.stream) or self.forward_types.get(batch.stream)
         if row_type is None:
             self.counters["refused_batches"] += 1
             return Refused(batch.stream, batch.producer, batch.seq,
@@ -167,8 +199,10 @@ class Dataflow:
                 continue
             self.counters["batches_in"] += 1
             self.counters["rows_in"] += len(rows)
-            await self._route(stream, rows, (producer, seq))
-            await asyncio.sleep(0)  # let control calls (updates, /status) in between batches
+            async with self.lock:
+                await self._route(stream, rows, (producer, seq))
+                self.processed[(stream, producer)] = seq
+            await asyncio.sleep(0)  # let control calls (updates, /status, moves) in between batches
             if deadline is not None and time.monotonic() >= deadline:
                 await self._poll_timers()
 
@@ -177,11 +211,12 @@ class Dataflow:
         return min(deadlines) if deadlines else None
 
     async def _poll_timers(self) -> None:
-        now = time.monotonic()
-        for name, op in list(self.operators.items()):
-            deadline = op.next_deadline()
-            if deadline is not None and deadline <= now:
-                await self._emit(name, op.poll(now))
+        async with self.lock:
+            now = time.monotonic()
+            for name, op in list(self.operators.items()):
+                deadline = op.next_deadline()
+                if deadline is not None and deadline <= now:
+                    await self._emit(name, op.poll(now))
 
     async def _route(self, stream: str, rows: list[tuple], origin: tuple[str, int] | None = None) -> None:
         """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes.
@@ -192,15 +227,15 @@ class Dataflow:
         now = time.monotonic()
         for op, name, port in self.consumers.get(stream, ()):
             await self._emit(name, op.process(port, rows, now))
-        destinations = self.destinations.get(stream, ())
-        if not destinations:
+        links = [self.links[e] for e in self.destinations.get(stream, ()) if e in self.links]
+        if stream in self.forwards:
+            links.append(self.forwards[stream])
+        if not links:
             return
         producer, seq = origin if origin is not None else self._number(stream)
-        for endpoint in destinations:
-            link = self.links.get(endpoint)
-            if link is not None:
-                await link.send(stream, rows, producer, seq)
-                self.counters["rows_out"] += len(rows)
+        for link in links:
+            await link.send(stream, rows, producer, seq)
+            self.counters["rows_out"] += len(rows)
 
     def _number(self, stream: str) -> tuple[str, int]:
         box = self.producer_of.get(stream)

@@ -36,15 +36,16 @@ import uuid
 
 from aiohttp import web
 from boreas.catalog.diagnostics import ValidationFailed
-from boreas.catalog.documents import Update, read_document
+from boreas.catalog.documents import Move, Update, read_document
 from boreas.catalog.endpoints import split_endpoint
-from boreas.catalog.replicate import UpdateRejected
+from boreas.catalog.replicate import Rejection, UpdateRejected
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer, json_error
 
 from .dataflow import Dataflow
 from .local_catalog import LocalCatalog
+from .mover import BoxMover, MoveFailed
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +68,15 @@ class NodeService:
         self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}")
         self.receiver = DataReceiver(self.dataflow.accept, token)
         self._members = None  # ZooKeeperMembers when the Head's store is ZooKeeper
-        self._lock = asyncio.Lock()  # one update at a time, in arrival order
+        self.update_lock = asyncio.Lock()  # one update at a time, in arrival order
+        self.mover = BoxMover(self)
         self._tasks: list[asyncio.Task] = []
         router = self.server.app.router
         router.add_post("/update", self.handle_update)
         router.add_get("/catalog", self.handle_catalog)
         router.add_get("/status", self.handle_status)
         router.add_get("/data", self.receiver.handle)
+        router.add_post("/handover", self.handle_handover)
 
     async def start(self) -> None:
         host, port = split_endpoint(self.endpoint)
@@ -106,7 +109,10 @@ class NodeService:
                               diagnostics=[d.as_dict() for d in exc.diagnostics])
         if not isinstance(update, Update):
             return json_error(422, "a node accepts update XML (<update>), not application or deployment XML")
-        async with self._lock:
+        moves = [i for i in update.items if isinstance(i, Move)]
+        if moves:
+            return await self._moves(update, moves)
+        async with self.update_lock:
             try:
                 catalog = self.local.apply(update)
             except UpdateRejected as exc:
@@ -114,6 +120,39 @@ class NodeService:
             self.dataflow.reconfigure(catalog)
         return web.json_response({"endpoint": self.endpoint, "version": catalog.version,
                                   "applied": len(update.items)})
+
+    async def _moves(self, update: Update, moves: list[Move]) -> web.Response:
+        """``<move box node>``: an optimizer (or the Head) asks this node to move a box it holds."""
+        if len(moves) != len(update.items) or any(m.box is None for m in moves):
+            return json_error(422, "send <move box=... node=...> on its own (tables do not move yet)")
+        missing = [m.box for m in moves if m.box not in self.local.catalog.boxes]
+        if missing:
+            rejections = [Rejection(i, "box", m.box or "", f"box {m.box!r} is not here")
+                          for i, m in enumerate(moves) if m.box in missing]
+            return json_error(409, f"box {missing[0]!r} is not on node {self.endpoint}",
+                              rejections=[r.as_dict() for r in rejections])
+        version = self.local.version
+        async with self.update_lock:
+            for move in moves:
+                try:
+                    version = await self.mover.move_out(move.box or "", move.node)
+                except MoveFailed as exc:
+                    return json_error(502, str(exc))
+        return web.json_response({"endpoint": self.endpoint, "version": version,
+                                  "moved": [[m.box, m.node] for m in moves]})
+
+    def apply_local(self, items: list) -> int:
+        """A change this node makes to its own local catalog (a box moved away)."""
+        catalog = self.local.apply(Update("local change", self.local.version, self.endpoint, items=items))
+        self.dataflow.reconfigure(catalog)
+        return catalog.version
+
+    async def handle_handover(self, request: web.Request) -> web.Response:
+        try:
+            version = await self.mover.move_in(await request.read())
+        except (ValidationFailed, UpdateRejected, ValueError) as exc:
+            return json_error(422, f"cannot take the box: {exc}")
+        return web.json_response({"endpoint": self.endpoint, "version": version})
 
     async def handle_catalog(self, request: web.Request) -> web.Response:
         return web.Response(text=self.local.as_update_xml(), content_type="application/xml")

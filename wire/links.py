@@ -114,6 +114,16 @@ class OutboundLink:
         """Wait until every queued batch is acknowledged."""
         await asyncio.wait_for(self._idle.wait(), timeout)
 
+    def drain_unsent(self) -> list[Batch]:
+        """Take back every batch not yet sent (a link that will not be started after all)."""
+        batches = []
+        while not self._queued.empty():
+            batches.append(self._queued.get_nowait())
+            self._capacity.release()
+        if not self._unacked:
+            self._idle.set()
+        return batches
+
     @property
     def in_flight(self) -> int:
         return self._queued.qsize() + len(self._unacked)

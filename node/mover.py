@@ -1,0 +1,120 @@
+"""A node's side of moving boxes (paper section 3.1): moving one out, taking one in.
+
+``<move box=B node=TARGET>`` sent to the node that holds B (by an optimizer,
+or by the Head) moves it: the source detaches B between two batches
+(:mod:`boreas.node.handover`), sends the target B's declarations as update
+XML together with B's state (``POST /handover``), then starts forwarding B's
+queued and later input batches to the target, drops B from its own local
+catalog, and reports the move to the Head, which commits the new location
+and re-points upstream nodes.  If the target cannot take B, the source takes
+it back, with the batches that queued up for it meanwhile, and the move
+fails with the reason.
+
+Usage::
+
+    mover = BoxMover(node)
+    await mover.move_out("filter1", "localhost:15001")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from boreas.catalog.documents import Move, Update, read_document
+from boreas.catalog.updates import update_document
+from boreas.wire.addressing import endpoint_url
+from boreas.wire.client import PeerError
+
+from .handover import BoxHandover, attach, detach, source_items, start_forwarding, target_items
+
+if TYPE_CHECKING:
+    from .service import NodeService
+
+log = logging.getLogger(__name__)
+
+
+class MoveFailed(RuntimeError):
+    pass
+
+
+class BoxMover:
+    def __init__(self, node: "NodeService"):
+        self.node = node
+
+    async def move_out(self, box: str, target: str) -> int:
+        """Move ``box`` to ``target``; returns the local catalog version after it left."""
+        node, flow = self.node, self.node.dataflow
+        local = node.local.catalog
+        if box not in local.boxes or box not in flow.operators:
+            raise MoveFailed(f"box {box!r} is not on node {node.endpoint}")
+        if target == node.endpoint:
+            raise MoveFailed(f"box {box!r} is already on node {target}")
+        definition = local.boxes[box]
+        items = target_items(local, flow, definition, node.endpoint, target)
+        handover = await detach(flow, box, target)
+        body = msgspec.msgpack.encode([update_document(items, origin=node.endpoint), handover.encode()])
+        try:
+            await node.peers.call("POST", endpoint_url(target, "/handover"), data=body,
+                                  content_type="application/msgpack")
+        except PeerError as exc:
+            await self._take_back(handover)
+            raise MoveFailed(f"node {target} did not take box {box!r}: {exc}") from None
+        await start_forwarding(flow, handover)
+        version = node.apply_local(source_items(local, flow, definition, node.endpoint, target))
+        node.local.counters["boxes_moved_out"] += 1
+        log.info("node %s moved box %r to %s", node.endpoint, box, target)
+        asyncio.get_running_loop().create_task(self._report(box, target))
+        return version
+
+    async def _take_back(self, handover: BoxHandover) -> None:
+        """The target refused: run the box here again, and feed it what queued up for it."""
+        flow = self.node.dataflow
+        queued = []
+        for link in handover.links:
+            queued += link.drain_unsent()
+            for stream in [s for s, fwd in flow.forwards.items() if fwd is link]:
+                flow.forwards.pop(stream)
+                flow.forward_types.pop(stream, None)
+            await link.abort()
+        async with flow.lock:
+            flow.reconfigure(self.node.local.catalog)
+            attach(flow, handover)
+        for batch in queued:
+            await flow.replay(batch)
+
+    async def _report(self, box: str, target: str) -> None:
+        """Tell the Head (section 3.1.2); it commits the location and re-points the neighbours."""
+        if not self.node.head:
+            return
+        text = update_document([Move(target, box=box)], origin=self.node.endpoint)
+        for attempt in range(5):
+            try:
+                await self.node.peers.call("POST", f"{self.node.head}/update", data=text,
+                                           content_type="application/xml")
+                return
+            except PeerError as exc:
+                log.warning("node %s could not report the move of %r to the Head (%s)", self.node.endpoint,
+                            box, exc)
+                await asyncio.sleep(0.5 * (attempt + 1))
+
+    async def move_in(self, body: bytes) -> int:
+        """``POST /handover`` on the target: declare the box, restore it, expect its inputs."""
+        node = self.node
+        text, raw = msgspec.msgpack.decode(body)
+        update = read_document(text, "handover update XML")
+        assert isinstance(update, Update)
+        handover = BoxHandover.decode(raw)
+        async with node.update_lock:
+            catalog = node.local.apply(update)
+            async with node.dataflow.lock:
+                node.dataflow.reconfigure(catalog)
+                attach(node.dataflow, handover)
+                for stream, producer, seq in handover.positions:
+                    node.receiver.sequencer.expect(stream, producer, seq)
+        node.local.counters["boxes_moved_in"] += 1
+        log.info("node %s took box %r", node.endpoint, handover.box)
+        return catalog.version

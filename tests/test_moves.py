@@ -1,0 +1,71 @@
+"""Moving boxes while tuples flow (paper section 3.1), with real node processes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from support.cluster import EXAMPLES, TOKEN, http, wait_until
+
+from boreas.catalog.slices import node_slice
+from boreas.client.publisher import Publisher
+from boreas.client.subscriber import Subscriber
+from boreas.cli.optimize import move_box
+
+BOREALIS = EXAMPLES.parents[1] / "tests" / "data" / "borealis"
+
+
+def two_nodes_with_a_filter(cluster) -> list[str]:
+    """deploy_Deploy.xml: box1 filters Packet into Result; Packet enters at the first node."""
+    cluster.start_head()
+    nodes = [cluster.start_node() for _ in range(2)]
+    app = cluster.write("app.xml", (BOREALIS / "deploy_Deploy.xml").read_text())
+    dep = cluster.write("dep.xml", f"""<deploy>
+  <publish stream="Packet" node="{nodes[0]}"/>
+  <node endpoint="{nodes[0]}" query="box1"/> <node endpoint="{nodes[1]}" query=""/>
+</deploy>""")
+    cluster.submit(app, dep)
+    return nodes
+
+
+async def collect(subscriber: Subscriber, count: int, timeout: float = 60.0) -> list[tuple]:
+    got: list[tuple] = []
+
+    async def read() -> None:
+        async for row in subscriber:
+            got.append(row)
+            if len(got) >= count:
+                return
+
+    await asyncio.wait_for(read(), timeout)
+    return got
+
+
+async def test_a_box_moves_once_while_tuples_flow(cluster_factory):
+    cluster = cluster_factory()
+    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster)
+    rows = [(float(n), n) for n in range(4000)]
+    async with Subscriber(cluster.head, "Result", TOKEN) as subscriber:
+        async with Publisher(cluster.head, "Packet", TOKEN, batch_size=50) as publisher:
+            sending = asyncio.create_task(publisher.send(rows))
+            await asyncio.sleep(0.2)
+            source = await move_box(cluster.head, TOKEN, "box1", nodes[1])
+            await sending
+        got = await collect(subscriber, len(rows))
+    assert source == nodes[0]
+    assert got == rows
+    catalog = await asyncio.to_thread(cluster.head_catalog)
+    assert catalog.boxes["box1"].node == nodes[1]
+    for node in nodes:
+        await asyncio.to_thread(wait_until, lambda: cluster.node_catalog(node) == node_slice(catalog, node),
+                                10, f"{node} in its slice")
+    assert "box1" in cluster.node_catalog(nodes[1]).boxes
+
+
+def test_moving_a_box_that_is_not_there_is_refused(cluster_factory):
+    cluster = cluster_factory()
+    nodes = two_nodes_with_a_filter(cluster)
+    status, body = http("POST", f"http://{nodes[1]}/update",
+                        f'<update><move box="box1" node="{nodes[0]}"/></update>'.encode())
+    assert status == 409 and b"not on node" in body
+    result = cluster.boreas("move", "nosuch", nodes[1])
+    assert result.returncode == 1 and "no box 'nosuch'" in result.stderr
