@@ -62,7 +62,7 @@ class Dataflow:
         # can move with the box; the producer id is the box's name and a random incarnation.
         self.box_ids: dict[str, str] = {}
         self.out_seq: dict[str, int] = {}
-        self._inbox: asyncio.Queue[tuple[str, list[tuple], str, int]] = asyncio.Queue(queue_batches)
+        self._inbox: asyncio.Queue[tuple[str, list[tuple], str, int, str]] = asyncio.Queue(queue_batches)
         # Moves: the last batch each (stream, producer) had processed here, and where the input
         # streams of boxes that moved away are forwarded (with their row types, after the
         # catalog forgets them).  Boxes run under this lock, so a move happens between batches.
@@ -70,6 +70,10 @@ class Dataflow:
         self.forwards: dict[str, OutboundLink] = {}
         self.forward_types: dict[str, RowType] = {}
         self.lock = asyncio.Lock()
+        # A box that arrived by a move orders its own inputs: its batches come both forwarded by
+        # the node it left and straight from upstream, and this node's receiver may already have
+        # passed some of them on before the box came (a box moving back).
+        self.box_inputs: dict[str, BoxInputs] = {}
         self._task: asyncio.Task | None = None
         self._started = False
 
@@ -137,12 +141,15 @@ class Dataflow:
 
     async def replay(self, batch: Batch) -> None:
         """Process a batch that was queued for forwarding after all (a move that failed)."""
-        row_type = self.row_types.get(batch.stream)
+        row_type = self.row_types.get(batch.stream) or self.forward_types.get(batch.stream)
         if row_type is None:
             return
         rows, _ = row_type.decode(bytes(batch.rows))
         async with self.lock:
-            await self._route(batch.stream, rows, (batch.producer, batch.seq))
+            if batch.box:
+                await self._feed(batch.box, batch.stream, rows, (batch.producer, batch.seq))
+            else:
+                await self._route(batch.stream, rows, (batch.producer, batch.seq))
 
     async def stop_forwarding(self, streams: list[str]) -> None:
         """A moved box's inputs no longer need forwarding (upstream sends to its new node)."""
@@ -169,6 +176,14 @@ class Dataflow:
     async def accept(self, batch: Batch) -> Ack | Refused:
         """A batch for a stream that enters here: check its rows, queue the good ones."""
         row_type = self.row_types.get(batch.stream) or self.forward_types.get(batch.stream)
+        if batch.box and batch.box not in self.operators:
+            relay = self.forwards.get(batch.stream)
+            if relay is not None and relay.forward_to_box == batch.box and row_type is not None:
+                rows, _ = row_type.decode(bytes(batch.rows))  # it moved on: pass the batch after it
+                await relay.send(batch.stream, rows, batch.producer, batch.seq)
+                return Ack(batch.stream, batch.producer, batch.seq, len(rows))
+            self.counters["refused_batches"] += 1
+            return Refused(batch.stream, batch.producer, batch.seq, f"box {batch.box!r} is not on {self.endpoint}")
         if row_type is None:
             self.counters["refused_batches"] += 1
             return Refused(batch.stream, batch.producer, batch.seq,
@@ -179,7 +194,7 @@ class Dataflow:
             log.info("node %s: %d rows of %s/%d refused, first: %s", self.endpoint, len(errors),
                      batch.stream, batch.seq, errors[0])
         if rows:
-            await self._inbox.put((batch.stream, rows, batch.producer, batch.seq))
+            await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box))
         return Ack(batch.stream, batch.producer, batch.seq, len(rows),
                    [(e.row, e.field, e.reason) for e in errors])
 
@@ -190,18 +205,21 @@ class Dataflow:
             deadline = self._next_deadline()
             try:
                 if deadline is None:
-                    stream, rows, producer, seq = await self._inbox.get()
+                    stream, rows, producer, seq, box = await self._inbox.get()
                 else:
                     timeout = max(0.0, deadline - time.monotonic())
-                    stream, rows, producer, seq = await asyncio.wait_for(self._inbox.get(), timeout)
+                    stream, rows, producer, seq, box = await asyncio.wait_for(self._inbox.get(), timeout)
             except asyncio.TimeoutError:
                 await self._poll_timers()
                 continue
             self.counters["batches_in"] += 1
             self.counters["rows_in"] += len(rows)
             async with self.lock:
-                await self._route(stream, rows, (producer, seq))
-                self.processed[(stream, producer)] = seq
+                if box:
+                    await self._feed(box, stream, rows, (producer, seq))
+                else:
+                    await self._route(stream, rows, (producer, seq))
+                    self.processed[(stream, producer)] = seq
             await asyncio.sleep(0)  # let control calls (updates, /status, moves) in between batches
             if deadline is not None and time.monotonic() >= deadline:
                 await self._poll_timers()
@@ -224,18 +242,46 @@ class Dataflow:
         A batch that entered the node is passed on under its own (producer,
         seq); a box's output is numbered as the box's.
         """
-        now = time.monotonic()
+        producer, seq = origin if origin is not None else self._number(stream)
         for op, name, port in self.consumers.get(stream, ()):
-            await self._emit(name, op.process(port, rows, now))
+            if name in self.box_inputs:
+                await self._feed(name, stream, rows, (producer, seq))
+            else:
+                await self._emit(name, op.process(port, rows, time.monotonic()))
         links = [self.links[e] for e in self.destinations.get(stream, ()) if e in self.links]
         if stream in self.forwards:
             links.append(self.forwards[stream])
-        if not links:
-            return
-        producer, seq = origin if origin is not None else self._number(stream)
+        if not links and stream not in self.consumers:
+            self.counters["batches_unrouted"] += 1
+            log.debug("node %s: %s/%s#%d has nowhere to go", self.endpoint, stream, producer, seq)
         for link in links:
             await link.send(stream, rows, producer, seq)
             self.counters["rows_out"] += len(rows)
+
+    async def _feed(self, box: str, stream: str, rows: list[tuple], origin: tuple[str, int]) -> None:
+        """A batch for one box that orders its own inputs (it arrived by a move)."""
+        op = self.operators.get(box)
+        inputs = self.box_inputs.get(box)
+        if op is None or inputs is None:
+            return
+        ports = [port for o, name, port in self.consumers.get(stream, ()) if name == box]
+        for ready in inputs.admit(stream, origin[0], origin[1], rows):
+            for port in ports:
+                await self._emit(box, op.process(port, ready, time.monotonic()))
+
+    def input_positions(self, box: str) -> list[tuple[str, str, int]]:
+        """(stream, producer, next sequence) of every input batch ``box`` has yet to process."""
+        definition = self.boxes[box]
+        if box in self.box_inputs:
+            return self.box_inputs[box].positions()
+        positions: list[tuple[str, str, int]] = []
+        for port in definition.inputs:
+            local = self.producer_of.get(port.stream)
+            if local is not None and local != box:
+                positions.append((port.stream, self.box_ids[local], self.out_seq.get(port.stream, 0)))
+            else:
+                positions += [(s, p, seq + 1) for (s, p), seq in self.processed.items() if s == port.stream]
+        return positions
 
     def _number(self, stream: str) -> tuple[str, int]:
         box = self.producer_of.get(stream)
@@ -255,3 +301,31 @@ class Dataflow:
 
 def _same_or_new(row_type: RowType | None, schema: Schema) -> RowType:
     return row_type if row_type is not None and row_type.schema == schema else RowType(schema)
+
+
+class BoxInputs:
+    """One moved box's input positions: the next sequence per (stream, producer), and early batches."""
+
+    def __init__(self, positions: list[tuple[str, str, int]]):
+        self.next = {(s, p): seq for s, p, seq in positions}
+        self.held: dict[tuple[str, str], dict[int, list[tuple]]] = {}
+
+    def admit(self, stream: str, producer: str, seq: int, rows: list[tuple]) -> list[list[tuple]]:
+        key = (stream, producer)
+        expected = self.next.setdefault(key, seq)
+        if seq < expected:
+            return []  # processed before the move
+        if seq > expected:
+            self.held.setdefault(key, {})[seq] = rows
+            return []
+        ready = [rows]
+        expected += 1
+        held = self.held.get(key, {})
+        while expected in held:
+            ready.append(held.pop(expected))
+            expected += 1
+        self.next[key] = expected
+        return ready
+
+    def positions(self) -> list[tuple[str, str, int]]:
+        return [(s, p, seq) for (s, p), seq in self.next.items()]

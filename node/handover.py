@@ -33,6 +33,8 @@ from boreas.catalog.model import Box, Catalog, Input, Node, Output, Publication,
 from boreas.wire.links import OutboundLink
 from boreas.wire.tuples import RowType
 
+from .dataflow import BoxInputs
+
 if TYPE_CHECKING:
     from .dataflow import Dataflow
 
@@ -65,20 +67,15 @@ async def detach(flow: "Dataflow", name: str, target: str) -> BoxHandover:
     """Take ``name`` out of the source's dataflow between batches; its inputs now go to ``target``."""
     async with flow.lock:
         op, box = flow.operators[name], flow.boxes[name]
-        positions: list[tuple[str, str, int]] = []
-        for port in box.inputs:
-            local = flow.producer_of.get(port.stream)
-            if local is not None and local != name:
-                positions.append((port.stream, flow.box_ids[local], flow.out_seq.get(port.stream, 0)))
-            else:
-                positions += [(s, producer, seq + 1) for (s, producer), seq in flow.processed.items()
-                              if s == port.stream]
+        positions = flow.input_positions(name)
         handover = BoxHandover(name, flow.box_ids.pop(name), {s: flow.out_seq.pop(s, 0) for s in box.outputs},
                                positions, op.state())
         flow.remove_box(name)
+        flow.box_inputs.pop(name, None)
         for port in box.inputs:
             if port.stream not in flow.forwards:
                 link = OutboundLink(target, flow.token, f"{flow.sender}/forward", capacity=4096)
+                link.forward_to_box = name
                 flow.forwards[port.stream] = link
                 handover.links.append(link)
             flow.forward_types[port.stream] = (flow.row_types.get(port.stream)
@@ -95,12 +92,26 @@ async def start_forwarding(flow: "Dataflow", handover: BoxHandover) -> None:
     loop.call_later(FORWARD_FOR, lambda: loop.create_task(flow.stop_forwarding(streams)))
 
 
-def attach(flow: "Dataflow", handover: BoxHandover) -> None:
-    """On the target, after the box's declaration was applied: continue where the source stopped."""
+def attach(flow: "Dataflow", handover: BoxHandover) -> list[OutboundLink]:
+    """On the target, after the box's declaration was applied: continue where the source stopped.
+
+    If the box once left this node, its inputs are still being forwarded from
+    here: those forwarding links are returned, to be retired (their unsent
+    batches are the box's again; what they already sent, the other node
+    passes back).
+    """
     flow.operators[handover.box].restore(handover.state, now=time.monotonic())
+    flow.box_inputs[handover.box] = BoxInputs(handover.positions)
     flow.box_ids[handover.box] = handover.producer
     for stream, seq in handover.out_seq.items():
         flow.out_seq[stream] = max(seq, flow.out_seq.get(stream, 0))
+    stale = []
+    for stream, link in list(flow.forwards.items()):
+        if link.forward_to_box == handover.box:
+            del flow.forwards[stream]
+            if link not in stale:
+                stale.append(link)
+    return stale
 
 
 def target_items(local: Catalog, flow: "Dataflow", box: Box, source: str, target: str) -> list[Any]:

@@ -102,7 +102,7 @@ class BoxMover:
                 await asyncio.sleep(0.5 * (attempt + 1))
 
     async def move_in(self, body: bytes) -> int:
-        """``POST /handover`` on the target: declare the box, restore it, expect its inputs."""
+        """``POST /handover`` on the target: declare the box, restore it; it orders its own inputs."""
         node = self.node
         text, raw = msgspec.msgpack.decode(body)
         update = read_document(text, "handover update XML")
@@ -112,9 +112,13 @@ class BoxMover:
             catalog = node.local.apply(update)
             async with node.dataflow.lock:
                 node.dataflow.reconfigure(catalog)
-                attach(node.dataflow, handover)
-                for stream, producer, seq in handover.positions:
-                    node.receiver.sequencer.expect(stream, producer, seq)
+                stale = attach(node.dataflow, handover)
+                unsent = [batch for link in stale for batch in link.drain_unsent()]
+        for link in stale:  # the box came back: stop forwarding it away
+            node.dataflow.counters["forwards_retired"] += 1
+            asyncio.get_running_loop().create_task(link.close(flush_timeout=5.0))
+        for batch in unsent:
+            await node.dataflow.replay(batch)
         node.local.counters["boxes_moved_in"] += 1
         log.info("node %s took box %r", node.endpoint, handover.box)
         return catalog.version

@@ -169,7 +169,11 @@ class NodeService:
             "data": {"in": dict(self.receiver.counters), "flow": dict(self.dataflow.counters),
                      "links": {e: {**link.counters, "connected": link.connected}
                                for e, link in self.dataflow.links.items()},
-                     "broken_boxes": self.dataflow.broken},
+                     "broken_boxes": self.dataflow.broken,
+                     "moved_boxes": {b: {"next": [list(k) + [v] for k, v in i.next.items()],
+                                         "held": {f"{k[0]}|{k[1]}": sorted(h) for k, h in i.held.items() if h}}
+                                     for b, i in self.dataflow.box_inputs.items()},
+                     "forwards": {s: link.forward_to_box for s, link in self.dataflow.forwards.items()}},
         })
 
     # -- membership ---------------------------------------------------------

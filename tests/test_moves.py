@@ -69,3 +69,4 @@ def test_moving_a_box_that_is_not_there_is_refused(cluster_factory):
     assert status == 409 and b"not on node" in body
     result = cluster.boreas("move", "nosuch", nodes[1])
     assert result.returncode == 1 and "no box 'nosuch'" in result.stderr
+

@@ -29,6 +29,7 @@ class Batch(msgspec.Struct, tag="b", array_like=True):
     producer: str
     seq: int
     rows: msgspec.Raw
+    box: str = ""  # set when forwarded to a box that moved: for that box only, ordered by it
 
 
 class Ack(msgspec.Struct, tag="a", array_like=True):
@@ -73,5 +74,5 @@ def encode_rows(rows: list[Any]) -> bytes:
     return _encoder.encode(rows)
 
 
-def make_batch(stream: str, producer: str, seq: int, rows: list[Any]) -> Batch:
-    return Batch(stream, producer, seq, msgspec.Raw(_encoder.encode(rows)))
+def make_batch(stream: str, producer: str, seq: int, rows: list[Any], box: str = "") -> Batch:
+    return Batch(stream, producer, seq, msgspec.Raw(_encoder.encode(rows)), box)

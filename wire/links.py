@@ -11,8 +11,8 @@ once even across connection loss.
 Flow control is one bound: ``capacity`` batches may be queued or in flight;
 ``send`` waits when it is reached, so a slow receiver slows its producers
 instead of growing memory.  A link to a client subscriber may instead
-``drop_when_down``: while nothing is connected there, batches are counted
-and dropped rather than stalling the node.
+``drop_when_down``: once connecting there has failed for ``DOWN_GRACE``
+seconds, batches are counted and dropped rather than stalling the node.
 
 Usage::
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +44,10 @@ log = logging.getLogger(__name__)
 
 ReplyCallback = Callable[[Batch, Frame], None]
 
+#: A drop-when-down link drops only after connecting has failed for this long, so a new link
+#: (a subscriber just registered, a box just moved) gets time to connect first.
+DOWN_GRACE = 2.0
+
 
 class OutboundLink:
     def __init__(self, endpoint: str, token: str | None, sender: str, *, window: int = 16,
@@ -55,10 +60,12 @@ class OutboundLink:
         self.counters: Counter[str] = Counter()
         self.connected = False
         self.last_error: str | None = None
+        self._down_since: float | None = None  # a connect attempt failed then, none succeeded since
         self._token = token
         self._capacity = asyncio.Semaphore(capacity)
         self._queued: asyncio.Queue[Batch] = asyncio.Queue()
         self._unacked: OrderedDict[tuple[str, str, int], Batch] = OrderedDict()
+        self.forward_to_box = ""  # a forwarding link marks its batches for the moved box
         self._seq: Counter[str] = Counter()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -90,14 +97,14 @@ class OutboundLink:
     # -- sending ---------------------------------------------------------------
 
     async def send(self, stream: str, rows: list[Any], producer: str | None = None,
-                   seq: int | None = None) -> int | None:
+                   seq: int | None = None, box: str = "") -> int | None:
         """Queue one batch (waits while the link is full); its sequence number, or None if dropped.
 
         The link numbers the batches of each stream itself, as producer
         ``sender``, unless the caller names the producer and sequence (a
         box's output, or a batch forwarded as it came).
         """
-        if self.drop_when_down and not self.connected:
+        if self.drop_when_down and self._down_for() > DOWN_GRACE:
             self.counters["dropped_batches"] += 1
             self.counters["dropped_rows"] += len(rows)
             return None
@@ -107,12 +114,16 @@ class OutboundLink:
             self._seq[stream] = seq + 1
         assert seq is not None, "a named producer needs a sequence number"
         self._idle.clear()
-        self._queued.put_nowait(make_batch(stream, producer, seq, rows))
+        self._queued.put_nowait(make_batch(stream, producer, seq, rows, box or self.forward_to_box))
         return seq
 
     async def flush(self, timeout: float | None = None) -> None:
         """Wait until every queued batch is acknowledged."""
         await asyncio.wait_for(self._idle.wait(), timeout)
+
+    def _down_for(self) -> float:
+        """Seconds since connecting started failing (0 while connected or still first connecting)."""
+        return 0.0 if self._down_since is None or self.connected else time.monotonic() - self._down_since
 
     def drain_unsent(self) -> list[Batch]:
         """Take back every batch not yet sent (a link that will not be started after all)."""
@@ -138,6 +149,7 @@ class OutboundLink:
                 async with self._session.ws_connect(endpoint_url(self.endpoint, "/data").replace("http", "ws", 1),
                                                     heartbeat=10.0, max_msg_size=64 * 1024 * 1024) as ws:
                     self.connected = True
+                    self._down_since = None
                     self.last_error = None
                     backoff.reset()
                     self.counters["connects"] += 1
@@ -147,6 +159,8 @@ class OutboundLink:
                 raise
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ConnectionError) as exc:
                 self.last_error = str(exc) or type(exc).__name__
+                if self._down_since is None:
+                    self._down_since = time.monotonic()
             finally:
                 self.connected = False
             self.counters["disconnects"] += 1

@@ -18,6 +18,7 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,7 @@ class DataReceiver:
         self.sequencer = Sequencer()
         self.counters: Counter[str] = Counter()
         self.sockets: set[web.WebSocketResponse] = set()  # open connections
+        self._gap_watch: asyncio.Task | None = None
 
     async def close_all(self) -> None:
         """Close every open data connection (senders reconnect and re-send what was not acknowledged)."""
@@ -60,6 +62,8 @@ class DataReceiver:
         sender = request.remote or "?"
         self.counters["connections"] += 1
         self.sockets.add(ws)
+        if self._gap_watch is None or self._gap_watch.done():
+            self._gap_watch = asyncio.get_running_loop().create_task(self._watch_gaps())
         try:
             await self._serve(ws, sender)
         finally:
@@ -88,6 +92,8 @@ class DataReceiver:
             await ws.send_bytes(encode(reply))
 
     async def _take(self, batch: Batch) -> Ack | Refused:
+        if batch.box:  # forwarded to a moved box, which orders and de-duplicates its own inputs
+            return await self._deliver(batch)
         admission = self.sequencer.admit(batch.stream, batch.producer, batch.seq, batch)
         if admission is DUPLICATE:
             self.counters["duplicate_batches"] += 1
@@ -105,14 +111,25 @@ class DataReceiver:
             await self._deliver(held)  # its sender was told "held"; refusals are counted here
         return reply
 
+    async def _watch_gaps(self) -> None:
+        """Skip gaps that did not fill even when no further batch of that producer arrives."""
+        while self.sockets or self.sequencer.overdue(float("inf")):
+            await asyncio.sleep(1.0)
+            for key in self.sequencer.overdue():
+                log.warning("stream %s from %s: a gap did not fill; skipping it", *key)
+                for held in self.sequencer.release(*key):
+                    await self._deliver(held)
+
     async def _deliver(self, batch: Batch) -> Ack | Refused:
         try:
             reply = await self.accept(batch)
         except BaseException:
-            self.sequencer.forget(batch.stream, batch.producer, batch.seq)
+            if not batch.box:
+                self.sequencer.forget(batch.stream, batch.producer, batch.seq)
             raise
         if isinstance(reply, Refused):
-            self.sequencer.forget(batch.stream, batch.producer, batch.seq)
+            if not batch.box:
+                self.sequencer.forget(batch.stream, batch.producer, batch.seq)
             self.counters["refused_batches"] += 1
         else:
             self.counters["batches"] += 1
