@@ -182,15 +182,18 @@ async def test_a_slow_receiver_makes_the_sender_wait_with_bounded_memory():
     assert [r[0] for r in sink.rows] == list(range(20))
 
 
-async def test_a_link_to_an_absent_subscriber_drops_instead_of_stalling():
+async def test_a_link_to_an_absent_subscriber_drops_instead_of_stalling(monkeypatch):
+    import boreas.wire.links as links
+
+    monkeypatch.setattr(links, "DOWN_GRACE", 0.3)
     link = OutboundLink("127.0.0.1:9", "tok", "p1", capacity=2, drop_when_down=True)
     await link.start()
     try:
-        for n in range(100):
-            await asyncio.wait_for(link.send("S", [(n,)]), 1)
+        for n in range(100):  # the first batches wait out the grace period, then everything is dropped
+            await asyncio.wait_for(link.send("S", [(n,)]), 2)
     finally:
         await link.abort()
-    assert link.counters["dropped_batches"] == 100
+    assert link.counters["dropped_batches"] == 98 and link.in_flight == 2
 
 
 async def test_data_connections_need_the_token():

@@ -104,11 +104,10 @@ class OutboundLink:
         ``sender``, unless the caller names the producer and sequence (a
         box's output, or a batch forwarded as it came).
         """
-        if self.drop_when_down and self._down_for() > DOWN_GRACE:
+        if not await self._room():
             self.counters["dropped_batches"] += 1
             self.counters["dropped_rows"] += len(rows)
             return None
-        await self._capacity.acquire()
         if producer is None:
             producer, seq = self.sender, self._seq[stream]
             self._seq[stream] = seq + 1
@@ -120,6 +119,19 @@ class OutboundLink:
     async def flush(self, timeout: float | None = None) -> None:
         """Wait until every queued batch is acknowledged."""
         await asyncio.wait_for(self._idle.wait(), timeout)
+
+    async def _room(self) -> bool:
+        """Wait for room; False if this link drops instead (down past the grace period)."""
+        if not self.drop_when_down:
+            await self._capacity.acquire()
+            return True
+        while self._down_for() <= DOWN_GRACE:
+            try:
+                await asyncio.wait_for(self._capacity.acquire(), 0.25)
+                return True
+            except asyncio.TimeoutError:
+                continue
+        return False
 
     def _down_for(self) -> float:
         """Seconds since connecting started failing (0 while connected or still first connecting)."""
