@@ -9,11 +9,11 @@ import sys
 from collections import defaultdict
 
 import pytest
-from support.cluster import EXAMPLES, TOKEN, get_json, wait_until
-
 from boreas.client.head_api import UnknownStream
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
+from support.cluster import EXAMPLES, TOKEN, get_json, wait_until
+from support.streams import collect
 
 BOREALIS = EXAMPLES.parents[1] / "tests" / "data" / "borealis"
 
@@ -39,19 +39,6 @@ def expected_averages(rows):
         start = first[sensor] + (time - first[sensor]) // 60 * 60
         groups[(sensor, start)].append(fahrenheit)
     return {key: (sum(v) / len(v), len(v)) for key, v in groups.items()}
-
-
-async def collect(subscriber: Subscriber, count: int, timeout: float = 20.0) -> list[tuple]:
-    got: list[tuple] = []
-
-    async def read() -> None:
-        async for row in subscriber:
-            got.append(row)
-            if len(got) >= count:
-                return
-
-    await asyncio.wait_for(read(), timeout)
-    return got
 
 
 async def test_pipeline_across_three_nodes_matches_a_hand_computed_result(cluster_factory):

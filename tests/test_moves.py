@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from support.cluster import EXAMPLES, TOKEN, http, wait_until
-
 from boreas.catalog.slices import node_slice
+from boreas.cli.optimize import move_box
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
-from boreas.cli.optimize import move_box
+from support.cluster import EXAMPLES, TOKEN, http, wait_until
+from support.streams import collect
 
 BOREALIS = EXAMPLES.parents[1] / "tests" / "data" / "borealis"
 
@@ -25,19 +25,6 @@ def two_nodes_with_a_filter(cluster) -> list[str]:
 </deploy>""")
     cluster.submit(app, dep)
     return nodes
-
-
-async def collect(subscriber: Subscriber, count: int, timeout: float = 60.0) -> list[tuple]:
-    got: list[tuple] = []
-
-    async def read() -> None:
-        async for row in subscriber:
-            got.append(row)
-            if len(got) >= count:
-                return
-
-    await asyncio.wait_for(read(), timeout)
-    return got
 
 
 async def test_a_box_moves_once_while_tuples_flow(cluster_factory):
