@@ -74,6 +74,9 @@ class Dataflow:
         # the node it left and straight from upstream, and this node's receiver may already have
         # passed some of them on before the box came (a box moving back).
         self.box_inputs: dict[str, BoxInputs] = {}
+        # What leaves the node is sent after the lock is released, in order, by the one task
+        # that runs boxes: a link that waits (a slow receiver) then never keeps a move waiting.
+        self._outbox: list[tuple[OutboundLink, str, list[tuple], str, int]] = []
         self._task: asyncio.Task | None = None
         self._started = False
 
@@ -150,6 +153,7 @@ class Dataflow:
                 await self._feed(batch.box, batch.stream, rows, (batch.producer, batch.seq))
             else:
                 await self._route(batch.stream, rows, (batch.producer, batch.seq))
+        await self._send_outbox()
 
     async def stop_forwarding(self, streams: list[str]) -> None:
         """A moved box's inputs no longer need forwarding (upstream sends to its new node)."""
@@ -220,6 +224,7 @@ class Dataflow:
                 else:
                     await self._route(stream, rows, (producer, seq))
                     self.processed[(stream, producer)] = seq
+            await self._send_outbox()
             await asyncio.sleep(0)  # let control calls (updates, /status, moves) in between batches
             if deadline is not None and time.monotonic() >= deadline:
                 await self._poll_timers()
@@ -235,6 +240,13 @@ class Dataflow:
                 deadline = op.next_deadline()
                 if deadline is not None and deadline <= now:
                     await self._emit(name, op.poll(now))
+        await self._send_outbox()
+
+    async def _send_outbox(self) -> None:
+        outbox, self._outbox = self._outbox, []
+        for link, stream, rows, producer, seq in outbox:
+            await link.send(stream, rows, producer, seq)
+            self.counters["rows_out"] += len(rows)
 
     async def _route(self, stream: str, rows: list[tuple], origin: tuple[str, int] | None = None) -> None:
         """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes.
@@ -255,8 +267,7 @@ class Dataflow:
             self.counters["batches_unrouted"] += 1
             log.debug("node %s: %s/%s#%d has nowhere to go", self.endpoint, stream, producer, seq)
         for link in links:
-            await link.send(stream, rows, producer, seq)
-            self.counters["rows_out"] += len(rows)
+            self._outbox.append((link, stream, rows, producer, seq))
 
     async def _feed(self, box: str, stream: str, rows: list[tuple], origin: tuple[str, int]) -> None:
         """A batch for one box that orders its own inputs (it arrived by a move)."""
