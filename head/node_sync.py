@@ -61,6 +61,7 @@ class NodeSync:
         self.held: Catalog | None = None  # None: unknown, read it from the node first
         self.acked_version = -1
         self.failure: str | None = None
+        self.resyncing = False  # held was forgotten: not in sync until read and brought up again
         self.counters: Counter[str] = Counter()
         self._wake = asyncio.Event()
         self._wake.set()
@@ -78,6 +79,7 @@ class NodeSync:
     def resync(self) -> None:
         """Forget what the node holds (it restarted, or came back): read it again."""
         self.held = None
+        self.resyncing = True
         self._wake.set()
 
     def wake(self) -> None:
@@ -94,7 +96,7 @@ class NodeSync:
 
     @property
     def in_sync(self) -> bool:
-        return self.acked_version >= self.desired_version and self.failure is None
+        return self.acked_version >= self.desired_version and self.failure is None and not self.resyncing
 
     # -- the loop ------------------------------------------------------------
 
@@ -145,6 +147,7 @@ class NodeSync:
             self.held = apply_update(held, items, version)
         self.acked_version = max(self.acked_version, version)
         self.failure = None
+        self.resyncing = self.held is None
         self.pending.delivered(self.endpoint, self.acked_version)
         self.on_change()
 

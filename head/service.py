@@ -68,6 +68,7 @@ class HeadService:
         self._changed = asyncio.Event()
         self._tasks: dict[str, asyncio.Task] = {}
         self._commits: asyncio.Queue[Commit] = asyncio.Queue()
+        self._moves = asyncio.Lock()  # move reports are learned one at a time
         self._watch = None
         self._members = None
         from .api import install_routes
@@ -248,6 +249,10 @@ class HeadService:
         recomputed, both nodes are read again and brought to their slices,
         which also delivers any pending request for the box on its new node.
         """
+        async with self._moves:
+            return await self._learn_move(box, target)
+
+    async def _learn_move(self, box: str, target: str) -> int:
         involved = {target} | {s.endpoint for s in self.syncs.values()
                                if s.held is None or box in s.held.boxes}
         for endpoint in involved:

@@ -71,7 +71,7 @@ async def detach(flow: "Dataflow", name: str, target: str) -> BoxHandover:
         handover = BoxHandover(name, flow.box_ids.pop(name), {s: flow.out_seq.pop(s, 0) for s in box.outputs},
                                positions, op.state())
         flow.remove_box(name)
-        flow.box_inputs.pop(name, None)
+        inputs = flow.box_inputs.pop(name, None)
         for port in box.inputs:
             if port.stream not in flow.forwards:
                 link = OutboundLink(target, flow.token, f"{flow.sender}/forward", capacity=4096)
@@ -80,6 +80,10 @@ async def detach(flow: "Dataflow", name: str, target: str) -> BoxHandover:
                 handover.links.append(link)
             flow.forward_types[port.stream] = (flow.row_types.get(port.stream)
                                                or RowType(flow.schemas[port.stream]))
+        if inputs is not None:  # batches it held for a gap travel with it, ahead of the rest
+            for (stream, producer), held in inputs.held.items():
+                for seq in sorted(held):
+                    await flow.forwards[stream].send(stream, held[seq], producer, seq, name)
     return handover
 
 

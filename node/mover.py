@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from boreas.catalog.documents import Move, Update, read_document
+from boreas.catalog.model import Box
+from boreas.catalog.replicate import Rejection
 from boreas.catalog.updates import update_document
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerError
 
-from .handover import BoxHandover, attach, detach, source_items, start_forwarding, target_items
+from .handover import FORWARD_FOR, BoxHandover, attach, detach, source_items, start_forwarding, target_items
 
 if TYPE_CHECKING:
     from .service import NodeService
@@ -44,6 +47,16 @@ class MoveFailed(RuntimeError):
 class BoxMover:
     def __init__(self, node: "NodeService"):
         self.node = node
+        self.moved_away: dict[str, tuple[str, float]] = {}  # box -> (where it went, when)
+
+    def recently_moved(self, items: list) -> list[Rejection]:
+        """Declarations of boxes that just left this node: the sender's catalog is behind the move."""
+        now = time.monotonic()
+        for box, (_, when) in list(self.moved_away.items()):
+            if now - when > FORWARD_FOR:
+                del self.moved_away[box]
+        return [Rejection(i, "box", item.name, f"box {item.name!r} moved to {self.moved_away[item.name][0]}")
+                for i, item in enumerate(items) if isinstance(item, Box) and item.name in self.moved_away]
 
     async def move_out(self, box: str, target: str) -> int:
         """Move ``box`` to ``target``; returns the local catalog version after it left."""
@@ -66,6 +79,7 @@ class BoxMover:
         await start_forwarding(flow, handover)
         version = node.apply_local(source_items(local, flow, definition, node.endpoint, target))
         node.local.counters["boxes_moved_out"] += 1
+        self.moved_away[box] = (target, time.monotonic())
         log.info("node %s moved box %r to %s", node.endpoint, box, target)
         asyncio.get_running_loop().create_task(self._report(box, target))
         return version
@@ -120,5 +134,6 @@ class BoxMover:
         for batch in unsent:
             await node.dataflow.replay(batch)
         node.local.counters["boxes_moved_in"] += 1
+        self.moved_away.pop(handover.box, None)
         log.info("node %s took box %r", node.endpoint, handover.box)
         return catalog.version

@@ -112,6 +112,10 @@ class NodeService:
         moves = [i for i in update.items if isinstance(i, Move)]
         if moves:
             return await self._moves(update, moves)
+        moved = self.mover.recently_moved(update.items)
+        if moved:  # the Head has not heard of the move yet: a pending request (paper 3.1.2)
+            return json_error(409, f"box {moved[0].key!r} moved away from {self.endpoint}",
+                              rejections=[r.as_dict() for r in moved])
         async with self.update_lock:
             try:
                 catalog = self.local.apply(update)
