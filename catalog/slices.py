@@ -75,7 +75,7 @@ class SliceMaker:
             found.update(entries)
         return found
 
-    def _entries(self, stream: str) -> set[str]:
+    def entries(self, stream: str) -> set[str]:
         """Where an input stream enters the network: its publish nodes, else its consumers."""
         return self.entry_nodes.get(stream) or self.consumer_nodes.get(stream, set())
 
@@ -92,7 +92,7 @@ class SliceMaker:
                 self._schema(part, table.schema)
         produced = {s for b in part.boxes.values() for s in b.outputs}
         consumed = {p.stream for b in part.boxes.values() for p in b.inputs}
-        entering = {s for s in cat.inputs if node in self._entries(s)}
+        entering = {s for s in cat.inputs if node in self.entries(s)}
 
         for stream in sorted((consumed - produced) | entering):
             self._arrive(part, node, stream)
@@ -201,7 +201,7 @@ def stream_route(catalog: Catalog, stream: str) -> dict | None:
         return None
     schema = maker.schemas.get(stream)
     is_input = stream in catalog.inputs
-    entries = sorted(maker._entries(stream)) if is_input else []
+    entries = sorted(maker.entries(stream)) if is_input else []
     producer = maker.producer_node.get(stream)
     return {
         "stream": stream,

@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import time
 from pathlib import Path
 
-import aiohttp
 from boreas.catalog.diagnostics import Diagnostic
 from boreas.catalog.documents import Update, read_document
 from boreas.catalog.export import summary
@@ -16,6 +14,7 @@ from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import apply_update, catalog_items
 from boreas.catalog.updates import describe_item, update_document
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS
+from boreas.client.head_api import submit_documents, wait_submission
 from boreas.regional.global_component import GlobalComponent
 from boreas.wire.auth import resolve_token
 from boreas.wire.client import PeerClient, PeerError, PeerRefused
@@ -61,12 +60,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     token = resolve_token(args.token, required=False)
 
     async def main() -> int:
-        form = aiohttp.FormData()
-        for path, data in files:
-            form.add_field("document", data, filename=path, content_type="application/xml")
         async with PeerClient(token, timeout=args.timeout + 35) as peers:
             try:
-                status = await peers.call("POST", f"{head}/submissions", data=form())
+                status = await submit_documents(peers, head, files)
             except PeerRefused as exc:
                 if exc.status == 422 and "diagnostics" in exc.payload:
                     print_problems([Diagnostic(**d) for d in exc.payload["diagnostics"]])
@@ -74,27 +70,20 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 raise CommandFailed(str(exc)) from None
             print(f"submission {status['id']}: committed as catalog version {status['version']}", flush=True)
             shown: dict[str, str] = {}
-            deadline = time.monotonic() + args.timeout
-            while status["state"] in ("committed", "deploying"):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    waiting = [n for n, i in status["nodes"].items() if i["state"] != "acknowledged"]
-                    print(f"timed out after {args.timeout:g}s waiting for {', '.join(waiting)}", file=sys.stderr)
-                    return EXIT_FAILED
-                _print_progress(status, shown)
-                status = await peers.call(
-                    "GET", f"{head}/submissions/{status['id']}?after={status['revision']}"
-                           f"&wait={min(remaining, 10):.1f}")
-            _print_progress(status, shown)
-            if status["state"] == "failed":
-                for node, info in sorted(status["nodes"].items()):
-                    if info["state"] == "failed":
-                        print(f"deployment failed on node {node}: {info.get('reason')}", file=sys.stderr)
-                return EXIT_FAILED
-            n = len(status["nodes"])
-            print(f"deployed: {n} node{'s' if n != 1 else ''} acknowledged" if n else
-                  "committed: no node is affected")
-            return EXIT_OK
+            status = await wait_submission(peers, head, status, args.timeout,
+                                           progress=lambda st: _print_progress(st, shown))
+        if status["state"] in ("committed", "deploying"):
+            waiting = [n for n, i in status["nodes"].items() if i["state"] != "acknowledged"]
+            print(f"timed out after {args.timeout:g}s waiting for {', '.join(waiting)}", file=sys.stderr)
+            return EXIT_FAILED
+        if status["state"] == "failed":
+            for node, info in sorted(status["nodes"].items()):
+                if info["state"] == "failed":
+                    print(f"deployment failed on node {node}: {info.get('reason')}", file=sys.stderr)
+            return EXIT_FAILED
+        n = len(status["nodes"])
+        print(f"deployed: {n} node{'s' if n != 1 else ''} acknowledged" if n else "committed: no node is affected")
+        return EXIT_OK
 
     return asyncio.run(main())
 

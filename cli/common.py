@@ -76,3 +76,17 @@ def run_until_stopped(main: Callable[[asyncio.Event], Awaitable[int]]) -> int:
         return await main(stop)
 
     return asyncio.run(runner())
+
+
+def serve_until_stopped(start: Callable[[], Awaitable[object]], close: Callable[[], Awaitable[None]]) -> int:
+    """Start a component, serve until SIGINT/SIGTERM, close it cleanly."""
+
+    async def main(stop: asyncio.Event) -> int:
+        try:
+            await start()
+            await stop.wait()
+        finally:
+            await close()
+        return EXIT_OK
+
+    return run_until_stopped(main)

@@ -29,6 +29,7 @@ from .common import (
     catalog_url,
     read_all,
     run_until_stopped,
+    serve_until_stopped,
     the_head,
 )
 
@@ -58,17 +59,9 @@ def cmd_head(args: argparse.Namespace) -> int:
         token = new_token()
         print(f"no token given: generated one; start nodes with {TOKEN_ENV}={token}", file=sys.stderr)
 
-    async def main(stop: asyncio.Event) -> int:
-        head = HeadService(catalog_url(args), token, pending_timeout=args.pending_timeout)
-        host, port = split_endpoint(listen)
-        try:
-            await head.start(host, port)
-            await stop.wait()
-        finally:
-            await head.close()
-        return EXIT_OK
-
-    return run_until_stopped(main)
+    head = HeadService(catalog_url(args), token, pending_timeout=args.pending_timeout)
+    host, port = split_endpoint(listen)
+    return serve_until_stopped(lambda: head.start(host, port), head.close)
 
 
 def cmd_node(args: argparse.Namespace) -> int:
@@ -76,16 +69,8 @@ def cmd_node(args: argparse.Namespace) -> int:
     token = _token(args)
     head = the_head(args) if (args.head or os.environ.get("BOREAS_HEAD")) else None
 
-    async def main(stop: asyncio.Event) -> int:
-        node = NodeService(endpoint, head, token)
-        try:
-            await node.start()
-            await stop.wait()
-        finally:
-            await node.close()
-        return EXIT_OK
-
-    return run_until_stopped(main)
+    node = NodeService(endpoint, head, token)
+    return serve_until_stopped(node.start, node.close)
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ Usage::
 
     pending = PendingRequests(timeout=30)
     pending.add("localhost:15000", "box1", version=7, reason="box 'box1' is not here", after_version=6)
-    pending.blocks("localhost:15000", "box1")  # -> True: hold back box1's items
+    pending.blocked_boxes("localhost:15000")  # -> {"box1"}: hold back box1's items
     pending.moved("box1", "localhost:15001", move_version=8)
 """
 
@@ -65,11 +65,6 @@ class PendingRequests:
             request.attempts += 1
         request.versions.add(version)
         return request
-
-    def blocks(self, node: str, box: str) -> bool:
-        """Whether ``box``'s items must be held back from ``node``."""
-        request = self._requests.get((node, box))
-        return request is not None and request.state == "waiting"
 
     def blocked_boxes(self, node: str) -> set[str]:
         return {box for (n, box), r in self._requests.items() if n == node and r.state == "waiting"}

@@ -218,12 +218,3 @@ class NodeService:
             return
         self._members = members
 
-
-async def run_node(endpoint: str, head: str | None, token: str | None, stop: asyncio.Event) -> None:
-    """Serve until ``stop`` is set (the CLI sets it on SIGINT/SIGTERM)."""
-    node = NodeService(endpoint, head, token)
-    await node.start()
-    try:
-        await stop.wait()
-    finally:
-        await node.close()

@@ -103,10 +103,6 @@ class DataReceiver:
             reply: Ack | Refused = Ack(batch.stream, batch.producer, batch.seq, 0, held=True)
         else:
             reply = await self._deliver(batch)
-        for key in self.sequencer.overdue():
-            log.warning("stream %s from %s: a gap did not fill; skipping it", *key)
-            for held in self.sequencer.release(*key):
-                await self._deliver(held)
         for held in self.sequencer.release(batch.stream, batch.producer):
             await self._deliver(held)  # its sender was told "held"; refusals are counted here
         return reply
