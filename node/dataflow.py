@@ -155,12 +155,14 @@ class Dataflow:
                 await self._route(batch.stream, rows, (batch.producer, batch.seq))
         await self._send_outbox()
 
-    async def stop_forwarding(self, streams: list[str]) -> None:
+    async def stop_forwarding(self, links: list[OutboundLink]) -> None:
         """A moved box's inputs no longer need forwarding (upstream sends to its new node)."""
-        for stream in streams:
-            link = self.forwards.pop(stream, None)
+        for stream, link in list(self.forwards.items()):
+            if link not in links:
+                continue  # the box came back and left again: a newer forward, not ours to stop
+            del self.forwards[stream]
             self.forward_types.pop(stream, None)
-            if link is not None and link not in self.forwards.values():
+            if link not in self.forwards.values():
                 await link.close()
 
     def _relink(self, catalog: Catalog) -> None:
@@ -274,6 +276,13 @@ class Dataflow:
         op = self.operators.get(box)
         inputs = self.box_inputs.get(box)
         if op is None or inputs is None:
+            relay = self.forwards.get(stream)
+            if relay is not None and relay.forward_to_box == box:  # it left while this batch queued here
+                self._outbox.append((relay, stream, rows, *origin))
+            else:
+                self.counters["batches_for_absent_box"] += 1
+                log.warning("node %s: %s/%s#%d for box %r, which is not here and not forwarded",
+                            self.endpoint, stream, origin[0], origin[1], box)
             return
         ports = [port for o, name, port in self.consumers.get(stream, ()) if name == box]
         for ready in inputs.admit(stream, origin[0], origin[1], rows):

@@ -92,8 +92,7 @@ async def start_forwarding(flow: "Dataflow", handover: BoxHandover) -> None:
     for link in handover.links:
         await link.start()
     loop = asyncio.get_running_loop()
-    streams = [s for s, link in flow.forwards.items() if link in handover.links]
-    loop.call_later(FORWARD_FOR, lambda: loop.create_task(flow.stop_forwarding(streams)))
+    loop.call_later(FORWARD_FOR, lambda: loop.create_task(flow.stop_forwarding(handover.links)))
 
 
 def attach(flow: "Dataflow", handover: BoxHandover) -> list[OutboundLink]:

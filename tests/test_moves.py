@@ -57,3 +57,30 @@ def test_moving_a_box_that_is_not_there_is_refused(cluster_factory):
     result = cluster.boreas("move", "nosuch", nodes[1])
     assert result.returncode == 1 and "no box 'nosuch'" in result.stderr
 
+
+
+async def move_back_and_forth(cluster, box: str, nodes: list[str], publish, every: float = 0.1) -> int:
+    """Move ``box`` between the nodes every ``every`` seconds until ``publish`` finishes; the move count."""
+    moves = 0
+    while not publish.done():
+        await move_box(cluster.head, TOKEN, box, nodes[(moves + 1) % 2])
+        moves += 1
+        await asyncio.sleep(every)
+    await publish
+    return moves
+
+
+async def test_a_filter_moves_back_and_forth_every_100ms(cluster_factory):
+    cluster = cluster_factory()
+    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster)
+    rows = [(float(n), n) for n in range(10_000)]
+    async with Subscriber(cluster.head, "Result", TOKEN) as subscriber:
+        async with Publisher(cluster.head, "Packet", TOKEN, batch_size=20) as publisher:
+            async def publish():
+                for start in range(0, len(rows), 100):
+                    await publisher.send(rows[start:start + 100])
+                    await asyncio.sleep(0.03)
+            moves = await move_back_and_forth(cluster, "box1", nodes, asyncio.create_task(publish()))
+        got = await collect(subscriber, len(rows))
+    assert moves >= 6
+    assert got == rows
