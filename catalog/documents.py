@@ -267,11 +267,14 @@ class _Reader:
         elif tag == "region":
             region = self.decode(el)
             if region:
-                node = self.endpoint(el, region.node)
+                node = self.endpoint(el, region.node) if region.node else ""
                 endpoint = self.endpoint(el, region.endpoint)
                 if node:
-                    dep.regions.append(Region(endpoint or region.name or "default", node, endpoint,
+                    dep.regions.append(Region(region.name or endpoint or "default", node, endpoint,
                                               region.name, region.origin))
+                elif endpoint:
+                    dep.regions.append(Region(region.name or "default", "", endpoint, region.name,
+                                              region.origin))
         elif tag == "replica_set":
             rs = self.decode(el)
             if rs is None:

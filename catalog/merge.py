@@ -137,7 +137,7 @@ class Merger:
         for client in dep.clients:
             self.catalog.clients[client.endpoint] = client
         for region in dep.regions:
-            if region.node not in self.catalog.nodes:
+            if region.node and region.node not in self.catalog.nodes:
                 self.fail(region.origin, f"region includes unknown node {region.node!r} "
                                          f"(declare it with <node endpoint=...>)")
             self.catalog.regions[region.key] = region

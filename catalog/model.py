@@ -182,12 +182,15 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Region:
-    """Membership of one node in one region.
+    """Membership of one node in one region, or where a region's component listens.
 
-    ``region`` names the region: its regional component's endpoint, or its
-    name, or ``"default"`` when the XML gives neither (real Borealis
+    ``region`` names the region: its name, or its regional component's
+    endpoint, or ``"default"`` when the XML gives neither (real Borealis
     deployments write ``<region node=":15000"/>`` for the one regional
-    component of a test).
+    component of a test).  A region named without an endpoint learns it
+    from a *registration*: ``<region name=... endpoint=...>`` with no node
+    (``node == ""``), which a regional component sends the Head when it
+    starts.
     """
 
     region: str
@@ -199,6 +202,10 @@ class Region:
     @property
     def key(self) -> str:
         return f"{self.region}|{self.node}"
+
+    @property
+    def is_registration(self) -> bool:
+        return not self.node
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from .model import (
     Output,
     Publication,
     Query,
+    Region,
     Schema,
     Subscription,
 )
@@ -115,7 +116,7 @@ class SliceMaker:
                 part.queries[query.name] = Query(query.name, boxes, tables, query.attrs, query.origin)
         for region in cat.regions.values():
             if region.node == node:
-                part.regions[region.key] = region
+                part.regions[region.key] = region_endpoint(cat, region)
         for rs in cat.replica_sets.values():
             if node in rs.nodes:
                 part.replica_sets[rs.name] = rs
@@ -187,6 +188,20 @@ def node_slices(catalog: Catalog, schemas: Mapping[str, Schema] | None = None) -
     """Every node's slice of one catalog version."""
     maker = SliceMaker(catalog, schemas)
     return {node: maker.slice(node) for node in sorted(maker.nodes())}
+
+
+def region_endpoint(catalog: Catalog, membership: Region) -> Region:
+    """The membership with the endpoint its node reflects to: its own, or the region's registration.
+
+    A membership whose region has no component registered yet keeps no
+    endpoint; the node reflects nowhere for it until one registers.
+    """
+    if membership.endpoint:
+        return membership
+    registration = catalog.regions.get(f"{membership.region}|")
+    if registration is None or not registration.endpoint:
+        return membership
+    return Region(membership.region, membership.node, registration.endpoint, membership.region, membership.origin)
 
 
 def stream_route(catalog: Catalog, stream: str) -> dict | None:

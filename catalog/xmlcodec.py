@@ -147,11 +147,13 @@ def _view(el: etree._Element, origin: Origin) -> ConnectionPointView:
 
 
 def _region(el: etree._Element, origin: Origin) -> Region:
-    node = el.get("node")
+    node, endpoint, name = el.get("node"), el.get("endpoint"), el.get("name")
     if not node:
-        raise DecodeError("<region> needs a node attribute: the node to include in the region")
-    region = el.get("endpoint") or el.get("name") or "default"
-    return Region(region, node, el.get("endpoint"), el.get("name"), origin)
+        if not endpoint:
+            raise DecodeError("<region> needs a node attribute (a node to include in the region), or an "
+                              "endpoint attribute (where the region's regional component listens)")
+        return Region(name or "default", "", endpoint, name, origin)  # a regional component registers
+    return Region(name or endpoint or "default", node, endpoint, name, origin)
 
 
 _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
@@ -252,7 +254,7 @@ def encode(obj: Any, with_node: bool = True) -> etree._Element:
         case Node():
             el = _set(etree.Element("node"), endpoint=obj.endpoint)
         case Region():
-            el = _set(etree.Element("region"), node=obj.node, endpoint=obj.endpoint, name=obj.name)
+            el = _set(etree.Element("region"), node=obj.node or None, endpoint=obj.endpoint, name=obj.name)
         case ReplicaSet():
             el = _set(etree.Element("replica_set"), name=obj.name, query=" ".join(obj.queries) or None)
             for endpoint in obj.nodes:

@@ -1,4 +1,4 @@
-"""Commands that run Boreas components: ``head``, ``node``, ``deploy`` and ``cluster up``."""
+"""Commands that run Boreas components: ``head``, ``node``, ``region``, ``deploy`` and ``cluster up``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from boreas.catalog.endpoints import normalize_endpoint, split_endpoint
 from boreas.head.service import HeadService
 from boreas.head.static import deploy_static
 from boreas.node.service import NodeService
+from boreas.regional.component import RegionalComponent
 from boreas.wire.addressing import DEFAULT_HEAD_PORT, endpoint_url
 from boreas.wire.auth import TOKEN_ENV, MissingToken, new_token, resolve_token
 from boreas.wire.client import PeerClient, PeerError
@@ -71,6 +72,13 @@ def cmd_node(args: argparse.Namespace) -> int:
 
     node = NodeService(endpoint, head, token)
     return serve_until_stopped(node.start, node.close)
+
+
+def cmd_region(args: argparse.Namespace) -> int:
+    endpoint = _endpoint(args.endpoint, 16000)
+    region = RegionalComponent(the_head(args), _token(args), name=args.name)
+    host, port = split_endpoint(endpoint)
+    return serve_until_stopped(lambda: region.start(host, port), region.close)
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
@@ -189,6 +197,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_node)
+
+    p = sub.add_parser("region", help="run a regional component: a regional catalog fed by its nodes")
+    p.add_argument("--endpoint", required=True, help="HOST:PORT this component listens on")
+    p.add_argument("--name", default="default",
+                   help="the region's name, as deployment XML's <region name=...> gives it (default: "
+                        "'default', the region of <region node=...> without a name or endpoint)")
+    add_head_option(p)
+    add_token_option(p)
+    p.set_defaults(func=cmd_region)
 
     p = sub.add_parser("deploy", help="static mode: deploy a topology to its nodes and exit")
     p.add_argument("files", nargs="+", metavar="FILE", help="application and deployment XML")

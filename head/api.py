@@ -37,7 +37,7 @@ from aiohttp import web
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
 from boreas.catalog.documents import Delete, Move, Update, read_document
 from boreas.catalog.endpoints import normalize_endpoint
-from boreas.catalog.model import GlobalComponent
+from boreas.catalog.model import GlobalComponent, Region
 from boreas.catalog.replicate import catalog_items
 from boreas.catalog.slices import stream_route
 from boreas.catalog.store import StoreError
@@ -142,9 +142,11 @@ class _Api:
             return json_error(422, "POST /update takes update XML; submit application and deployment "
                                    "XML to /submissions")
         unsupported = [i for i in doc.items
-                       if not isinstance(i, (GlobalComponent, Move)) and not (isinstance(i, Delete) and i.global_)]
+                       if not isinstance(i, (GlobalComponent, Move)) and not (isinstance(i, Delete) and i.global_)
+                       and not (isinstance(i, Region) and i.is_registration)]
         if unsupported:
-            return json_error(422, "the Head takes <global>, <delete global=...> and <move> in update XML; "
+            return json_error(422, "the Head takes <global>, <delete global=...>, <move> and <region name "
+                                   "endpoint> (a regional component registering) in update XML; "
                                    f"{type(unsupported[0]).__name__} is changed by submitting application "
                                    "or deployment XML")
         done: list[dict[str, Any]] = []
@@ -156,6 +158,9 @@ class _Api:
                 elif isinstance(item, Delete):
                     removed = await self.head.unregister_global(item.global_ or "")
                     done.append({"global": item.global_, "removed": removed})
+                elif isinstance(item, Region):
+                    await self.head.register_region(item)
+                    done.append({"region": item.region, "endpoint": item.endpoint})
                 elif isinstance(item, Move) and item.box:
                     version = await self.head.learn_move(item.box, item.node)
                     done.append({"move": item.box, "node": item.node, "version": version})

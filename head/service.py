@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from boreas.catalog.documents import Document
 from boreas.catalog.elements import apply_commit, catalog_from_snapshot
-from boreas.catalog.model import Catalog, GlobalComponent, Node
+from boreas.catalog.model import Catalog, GlobalComponent, Node, Region
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slices import node_slices
 from boreas.catalog.store import CatalogStore, Change, Commit, open_store
@@ -234,6 +234,19 @@ class HeadService:
             return [Change("global", component.endpoint, to_text(GlobalComponent(component.endpoint)))]
 
         await self.commit(build)
+
+    async def register_region(self, registration: Region) -> int | None:
+        """``<region name endpoint>``: a regional component says where it listens (paper 2.2).
+
+        The nodes of that region are then sent the endpoint in their slices,
+        and start reflecting to it.
+        """
+        def build(catalog: Catalog) -> list[Change] | None:
+            if catalog.regions.get(registration.key) == registration:
+                return None
+            return [Change("region", registration.key, to_text(registration))]
+
+        return await self.commit(build)
 
     async def unregister_global(self, endpoint: str) -> bool:
         def build(catalog: Catalog) -> list[Change] | None:

@@ -68,6 +68,10 @@ class BoxMover:
             raise MoveFailed(f"box {box!r} is already on node {target}")
         definition = local.boxes[box]
         items = target_items(local, flow, definition, node.endpoint, target)
+        # Regions hear of the move before the target can reflect the box's declaration, so a
+        # box moved on again is never seen moving backwards (paper 3.1.1 allows either order).
+        node.reflector.reflect(local, [Move(target, box=box)])
+        await node.reflector.flush(timeout=1.0)
         handover = await detach(flow, box, target)
         body = msgspec.msgpack.encode([update_document(items, origin=node.endpoint), handover.encode()])
         try:
@@ -75,9 +79,10 @@ class BoxMover:
                                   content_type="application/msgpack")
         except PeerError as exc:
             await self._take_back(handover)
+            node.reflector.reflect(node.local.catalog, [Move(node.endpoint, box=box)])
             raise MoveFailed(f"node {target} did not take box {box!r}: {exc}") from None
         await start_forwarding(flow, handover)
-        version = node.apply_local(source_items(local, flow, definition, node.endpoint, target))
+        version = node.apply_local(source_items(local, flow, definition, node.endpoint, target), reflect=[])
         node.local.counters["boxes_moved_out"] += 1
         self.moved_away[box] = (target, time.monotonic())
         log.info("node %s moved box %r to %s", node.endpoint, box, target)
@@ -128,6 +133,7 @@ class BoxMover:
                 node.dataflow.reconfigure(catalog)
                 stale = attach(node.dataflow, handover)
                 unsent = [batch for link in stale for batch in link.drain_unsent()]
+            node.reflector.reflect(catalog, update.items)
         for link in stale:  # the box came back: stop forwarding it away
             node.dataflow.counters["forwards_retired"] += 1
             asyncio.get_running_loop().create_task(link.close(flush_timeout=5.0))

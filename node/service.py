@@ -46,6 +46,7 @@ from boreas.wire.server import HttpServer, json_error
 from .dataflow import Dataflow
 from .local_catalog import LocalCatalog
 from .mover import BoxMover, MoveFailed
+from .reflect import Reflector
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ class NodeService:
         self._members = None  # ZooKeeperMembers when the Head's store is ZooKeeper
         self.update_lock = asyncio.Lock()  # one update at a time, in arrival order
         self.mover = BoxMover(self)
+        self.reflector = Reflector(endpoint, self.peers)
         self._tasks: list[asyncio.Task] = []
         router = self.server.app.router
         router.add_post("/update", self.handle_update)
@@ -92,6 +94,7 @@ class NodeService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.server.close()
+        await self.reflector.close()
         await self.dataflow.close()
         await self.peers.close()
         if self._members is not None:
@@ -122,6 +125,7 @@ class NodeService:
             except UpdateRejected as exc:
                 return json_error(409, str(exc), rejections=[r.as_dict() for r in exc.rejections])
             self.dataflow.reconfigure(catalog)
+            self.reflector.reflect(catalog, update.items)
         return web.json_response({"endpoint": self.endpoint, "version": catalog.version,
                                   "applied": len(update.items)})
 
@@ -145,10 +149,14 @@ class NodeService:
         return web.json_response({"endpoint": self.endpoint, "version": version,
                                   "moved": [[m.box, m.node] for m in moves]})
 
-    def apply_local(self, items: list) -> int:
-        """A change this node makes to its own local catalog (a box moved away)."""
+    def apply_local(self, items: list, reflect: list | None = None) -> int:
+        """A change this node makes to its own local catalog (a box moved in or away, a filter).
+
+        Regions are sent ``reflect`` (by default the items themselves).
+        """
         catalog = self.local.apply(Update("local change", self.local.version, self.endpoint, items=items))
         self.dataflow.reconfigure(catalog)
+        self.reflector.reflect(catalog, items if reflect is None else reflect)
         return catalog.version
 
     async def handle_handover(self, request: web.Request) -> web.Response:
@@ -169,6 +177,7 @@ class NodeService:
             "version": catalog.version,
             "boxes": sorted(catalog.boxes),
             "counters": dict(self.local.counters),
+            "regions": self.reflector.status(),
             "http": dict(self.server.counters),
             "data": {"in": dict(self.receiver.counters), "flow": dict(self.dataflow.counters),
                      "links": {e: {**link.counters, "connected": link.connected}

@@ -23,6 +23,8 @@ MODULES = [
     "boreas.wire.auth",
     "boreas.head.membership",
     "boreas.node.local_catalog",
+    "boreas.node.handover",
+    "boreas.regional.catalog",
 ]
 
 

@@ -14,14 +14,21 @@ from support.streams import collect
 BOREALIS = EXAMPLES.parents[1] / "tests" / "data" / "borealis"
 
 
-def two_nodes_with_a_filter(cluster) -> list[str]:
-    """deploy_Deploy.xml: box1 filters Packet into Result; Packet enters at the first node."""
+def two_nodes_with_a_filter(cluster, region: bool = False) -> list[str]:
+    """move_Move.xml: box1 filters Packet into Result; Packet enters at the first node.
+
+    With ``region``, both nodes are in the default region, as in the
+    Borealis move test (move_MoveDeploy.xml), and its regional component runs.
+    """
     cluster.start_head()
     nodes = [cluster.start_node() for _ in range(2)]
-    app = cluster.write("app.xml", (BOREALIS / "deploy_Deploy.xml").read_text())
+    if region:
+        cluster.region = cluster.start_region()
+    app = cluster.write("app.xml", (BOREALIS / "move_Move.xml").read_text())
+    regions = "".join(f'<region node="{n}"/>' for n in nodes) if region else ""
     dep = cluster.write("dep.xml", f"""<deploy>
   <publish stream="Packet" node="{nodes[0]}"/>
-  <node endpoint="{nodes[0]}" query="box1"/> <node endpoint="{nodes[1]}" query=""/>
+  <node endpoint="{nodes[0]}" query="box1"/> <node endpoint="{nodes[1]}" query=""/> {regions}
 </deploy>""")
     cluster.submit(app, dep)
     return nodes
@@ -70,9 +77,20 @@ async def move_back_and_forth(cluster, box: str, nodes: list[str], publish, ever
     return moves
 
 
+def assert_everyone_agrees(cluster, box: str, nodes: list[str]) -> None:
+    """The global catalog, the regional catalog and both local catalogs put ``box`` on one node."""
+    where = cluster.head_catalog().boxes[box].node
+    wait_until(lambda: cluster.region_status(cluster.region)["boxes"].get(box) == where, 10,
+               f"the regional catalog to put {box} on {where}")
+    for node in nodes:
+        wait_until(lambda: (box in cluster.node_catalog(node).boxes) == (node == where), 10,
+                   f"{node}'s local catalog to agree on {box}")
+
+
 async def test_a_filter_moves_back_and_forth_every_100ms(cluster_factory):
+    """Modeled on the Borealis move test: two nodes, a regional component, 10,000 numbered tuples."""
     cluster = cluster_factory()
-    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster)
+    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster, True)
     rows = [(float(n), n) for n in range(10_000)]
     async with Subscriber(cluster.head, "Result", TOKEN) as subscriber:
         async with Publisher(cluster.head, "Packet", TOKEN, batch_size=20) as publisher:
@@ -84,3 +102,6 @@ async def test_a_filter_moves_back_and_forth_every_100ms(cluster_factory):
         got = await collect(subscriber, len(rows))
     assert moves >= 6
     assert got == rows
+    await asyncio.to_thread(assert_everyone_agrees, cluster, "box1", nodes)
+    members = (await asyncio.to_thread(cluster.region_status, cluster.region))["members"]
+    assert sorted(members) == sorted(nodes)

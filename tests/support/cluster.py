@@ -129,6 +129,19 @@ class Cluster:
             self.wait_alive(endpoint)
         return endpoint
 
+    def start_region(self, name: str = "default") -> str:
+        """A regional component registered with the Head under ``name``; its endpoint."""
+        endpoint = f"localhost:{free_port()}"
+        self._spawn(f"region-{endpoint}", "region", "--endpoint", endpoint, "--name", name)
+        wait_until(lambda: self._up(f"http://{endpoint}/status"), what=f"region {endpoint} to listen")
+        wait_until(lambda: any(r.endpoint == endpoint for r in self.head_catalog().regions.values()),
+                   what=f"region {endpoint} registered at the Head")
+        return endpoint
+
+    @staticmethod
+    def region_status(endpoint: str) -> dict:
+        return get_json(f"http://{endpoint}/status")
+
     def stop(self, name: str, kill: bool = False) -> None:
         proc = self.procs.pop(name)
         proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)

@@ -1,0 +1,147 @@
+"""A regional component: a process that keeps its region's catalog from node reflections.
+
+Paper section 2.2.  The component listens for update XML, registers its
+endpoint with the Head under its region name (``<region name endpoint>``,
+no node), and from then on every node the deployment puts in that region
+(``<region node=...>``) reflects its local catalog here: a full copy, then
+every change.  Nothing is read from the Head after registering.
+
+It can also act as an optimizer for its region (paper section 3): it moves
+boxes, inserts and removes filters by addressing the nodes its catalog says
+hold them, and waits until the reflections show the change.
+
+HTTP interface:
+
+* ``POST /update`` -- reflections from nodes (update XML, ``origin`` = node);
+* ``GET /catalog`` -- the regional catalog as application XML;
+* ``GET /deploy`` -- where its boxes run, as deployment XML;
+* ``GET /status`` -- members, box locations, counters.
+
+Usage::
+
+    region = RegionalComponent("http://localhost:14000", token, name="default")
+    await region.start("localhost", 16000)
+    region.catalog.location("box1")
+    await region.move("box1", "localhost:15001")
+    await region.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from aiohttp import web
+from boreas.catalog.diagnostics import ValidationFailed
+from boreas.catalog.documents import Move, Update, read_document
+from boreas.catalog.model import Region
+from boreas.catalog.updates import update_document
+from boreas.wire.client import PeerClient, PeerError, PeerRefused
+from boreas.wire.server import HttpServer, json_error
+
+from .catalog import RegionalCatalog
+
+log = logging.getLogger(__name__)
+
+
+class OptimizerError(RuntimeError):
+    """A topology change a regional optimizer asked for did not happen; the message says why."""
+
+
+class RegionalComponent:
+    def __init__(self, head: str | None, token: str | None, name: str = "default"):
+        self.head = head
+        self.name = name
+        self.catalog = RegionalCatalog(name)
+        self.server = HttpServer(f"region {name}", token)
+        self.peers = PeerClient(token)
+        self.changed = asyncio.Condition()
+        self.endpoint: str | None = None
+        router = self.server.app.router
+        router.add_post("/update", self._handle_update)
+        router.add_get("/catalog", self._handle_catalog)
+        router.add_get("/deploy", self._handle_deploy)
+        router.add_get("/status", self._handle_status)
+
+    async def start(self, host: str = "localhost", port: int = 0) -> str:
+        self.endpoint = await self.server.start(host, port)
+        self.catalog.names.add(self.endpoint)
+        if self.head:
+            await self.register()
+        return self.endpoint
+
+    async def register(self) -> None:
+        """Tell the Head where this region's component listens; its nodes then reflect here."""
+        registration = Region(self.name, "", self.endpoint, self.name)
+        await self.peers.call("POST", f"{self.head}/update", data=update_document([registration]),
+                              content_type="application/xml")
+
+    async def close(self) -> None:
+        await self.server.close()
+        await self.peers.close()
+
+    # -- reflections -----------------------------------------------------------
+
+    async def _handle_update(self, request: web.Request) -> web.Response:
+        try:
+            doc = read_document(await request.read(), f"reflection from {request.remote}")
+        except ValidationFailed as exc:
+            return json_error(422, "invalid update XML", diagnostics=[d.as_dict() for d in exc.diagnostics])
+        if not isinstance(doc, Update) or not doc.origin:
+            return json_error(422, "a region takes update XML reflected by a node (<update origin=NODE>)")
+        self.catalog.reflect(doc.origin, doc.items, doc.version, copy=doc.copy is not None)
+        async with self.changed:
+            self.changed.notify_all()
+        return web.json_response({"region": self.name, "members": sorted(self.catalog.members)})
+
+    async def _handle_catalog(self, request: web.Request) -> web.Response:
+        return web.Response(text=self.catalog.application_xml(), content_type="application/xml")
+
+    async def _handle_deploy(self, request: web.Request) -> web.Response:
+        return web.Response(text=self.catalog.deployment_xml(), content_type="application/xml")
+
+    async def _handle_status(self, request: web.Request) -> web.Response:
+        return web.json_response({
+            "region": self.name, "endpoint": self.endpoint, "members": sorted(self.catalog.members),
+            "boxes": {name: box.node for name, box in sorted(self.catalog.boxes.items())},
+            "versions": self.catalog.versions, "counters": dict(self.catalog.counters),
+            "http": dict(self.server.counters),
+        })
+
+    async def wait_until(self, predicate, timeout: float, what: str) -> None:
+        """Wait until reflections make ``predicate()`` true; ``OptimizerError`` after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        async with self.changed:
+            while not predicate():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise OptimizerError(f"region {self.name}: {what} not seen after {timeout:g}s")
+                try:
+                    await asyncio.wait_for(self.changed.wait(), remaining)
+                except asyncio.TimeoutError:
+                    pass
+
+    # -- acting as an optimizer for the region ----------------------------------
+
+    async def move(self, box: str, target: str, timeout: float = 30.0) -> str:
+        """Move ``box`` (in this region) to ``target``; returns the node it left."""
+        source = self.catalog.location(box)
+        if source is None:
+            raise OptimizerError(f"box {box!r} is not in region {self.name}")
+        if source == target:
+            raise OptimizerError(f"box {box!r} is already on {target}")
+        await self.send(source, update_document([Move(target, box=box)], origin=self.endpoint))
+        if target in self.catalog.members:
+            await self.wait_until(lambda: self.catalog.location(box) == target, timeout,
+                                  f"box {box!r} on {target}")
+        return source
+
+    async def send(self, node: str, text: str) -> dict:
+        """Update XML to one node of the region; ``OptimizerError`` with the node's reason."""
+        try:
+            return await self.peers.post_update(node, text, timeout=30.0)
+        except PeerRefused as exc:
+            raise OptimizerError(f"node {node}: {exc.payload.get('error') or exc}") from None
+        except PeerError as exc:
+            raise OptimizerError(str(exc)) from None
