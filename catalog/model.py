@@ -13,7 +13,7 @@ and :meth:`Catalog.consumers` derive them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from .diagnostics import CATALOG, Origin
@@ -136,6 +136,12 @@ class Box:
             if key == name:
                 return value
         return default
+
+    def rewired(self, port: int, stream: str) -> Box:
+        """This box with in port ``port`` reading ``stream`` (a filter inserted or removed before it)."""
+        inputs = list(self.inputs)
+        inputs[port] = replace(inputs[port], stream=stream)
+        return replace(self, inputs=tuple(inputs))
 
 
 @dataclass(frozen=True, slots=True)

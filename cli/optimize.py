@@ -1,9 +1,17 @@
-"""Optimizer commands: ``boreas move BOX NODE``.
+"""Optimizer commands: ``boreas move``, ``boreas connect``, ``boreas disconnect``.
 
-As optimizers in the paper do, the command addresses the node that holds the
-box, not the Head: it asks the Head where the box is, sends ``<move>`` to
-that node, and returns once the box runs on its new node and the Head's
-catalog and every node it affects agree.
+As optimizers in the paper do, the commands address the node that holds the
+box (the sink box, for a filter), not the Head: they ask the Head where it
+is, send the update XML to that node, and return once the change is
+complete everywhere -- the node answered (after any second node it needed),
+the Head's catalog shows the change, and every node the Head serves is in
+sync with it.  Any failure is a :class:`CommandFailed` with the reason.
+
+Usage::
+
+    source = await move_box(head, token, "box1", "localhost:15001")
+    await connect_filter(head, token, "box1", 0, open("drop.xml").read(), upstream=True)
+    await disconnect_filter(head, token, "Dropped")
 """
 
 from __future__ import annotations
@@ -11,19 +19,55 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from collections.abc import Callable
+from pathlib import Path
 
-from boreas.catalog.documents import Move
+from boreas.catalog.diagnostics import ValidationFailed
+from boreas.catalog.documents import Disconnect, Move, read_document
 from boreas.catalog.endpoints import normalize_endpoint
+from boreas.catalog.model import Catalog
+from boreas.catalog.replicate import apply_update
 from boreas.catalog.updates import update_document
-from boreas.wire.addressing import endpoint_url
+from boreas.catalog.xmlsafe import parse_xml
 from boreas.wire.auth import resolve_token
-from boreas.wire.client import PeerClient, PeerRefused
+from boreas.wire.client import PeerClient, PeerError, PeerRefused
+from lxml import etree
 
-from .common import EXIT_FAILED, EXIT_OK, CommandFailed, add_head_option, add_token_option, the_head
+from .common import EXIT_OK, CommandFailed, add_head_option, add_token_option, the_head
+
+
+async def _head_catalog(peers: PeerClient, head: str) -> Catalog:
+    doc = read_document((await peers.text(f"{head}/catalog")).encode(), "the Head's catalog")
+    return apply_update(Catalog(), doc.items, doc.version or 0)
+
+
+async def _send(peers: PeerClient, node: str, text: str) -> dict:
+    try:
+        return await peers.post_update(node, text, timeout=60.0)
+    except PeerRefused as exc:
+        raise CommandFailed(f"node {node}: {exc.payload.get('error') or exc}") from None
+    except PeerError as exc:
+        raise CommandFailed(str(exc)) from None
+
+
+async def _settled(peers: PeerClient, head: str, done: Callable[[Catalog], bool], what: str,
+                   timeout: float) -> None:
+    """Wait until the Head's catalog satisfies ``done`` and every live node is in sync with it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        catalog = await _head_catalog(peers, head)
+        nodes = (await peers.call("GET", f"{head}/nodes"))["nodes"]
+        lagging = [n["endpoint"] for n in nodes if n["alive"] and not n["in_sync"]]
+        if done(catalog) and not lagging:
+            return
+        if time.monotonic() > deadline:
+            raise CommandFailed(f"{what}, but after {timeout:g}s the Head does not show it everywhere"
+                                + (f" ({', '.join(lagging)} not in sync)" if lagging else ""))
+        await asyncio.sleep(0.05)
 
 
 async def move_box(head: str, token: str | None, box: str, target: str, timeout: float = 30.0) -> str:
-    """Move ``box`` to ``target``; returns the node it left.  Raises ``CommandFailed``."""
+    """Move ``box`` to ``target``; returns the node it left."""
     async with PeerClient(token) as peers:
         try:
             where = await peers.call("GET", f"{head}/boxes/{box}")
@@ -34,31 +78,94 @@ async def move_box(head: str, token: str | None, box: str, target: str, timeout:
             raise CommandFailed(f"box {box!r} is not deployed on any node")
         if source == target:
             raise CommandFailed(f"box {box!r} is already on {target}")
-        text = update_document([Move(target, box=box)], origin="optimizer")
+        await _send(peers, source, update_document([Move(target, box=box)], origin="optimizer"))
+        await _settled(peers, head, lambda c: box in c.boxes and c.boxes[box].node == target,
+                       f"box {box!r} moved", timeout)
+        return source
+
+
+def connect_document(sink: str, port: int, box_xml: str, upstream: bool, source: str = "box XML") -> str:
+    """``<update><connect box=SINK port=N [upstream=1]><box .../></connect></update>``.
+
+    ``box_xml`` is a ``<box>`` element, or a document holding exactly one.
+    """
+    root = parse_xml(box_xml, source).getroot()
+    boxes = [root] if root.tag == "box" else [el for el in root.iter("box")]
+    if len(boxes) != 1:
+        raise CommandFailed(f"{source}: expected one <box> to insert, found {len(boxes)}")
+    update = etree.Element("update", origin="optimizer")
+    connect = etree.SubElement(update, "connect", box=sink, port=str(port))
+    if upstream:
+        connect.set("upstream", "1")
+    connect.append(boxes[0])
+    return etree.tostring(update, encoding="unicode")
+
+
+async def connect_filter(head: str, token: str | None, sink: str, port: int, box_xml: str,
+                         upstream: bool = False, timeout: float = 30.0) -> dict:
+    """Insert the box in ``box_xml`` before in port ``port`` of ``sink``; the node's answer."""
+    try:
+        text = connect_document(sink, port, box_xml, upstream)
+    except ValidationFailed as exc:
+        raise CommandFailed(str(exc)) from None
+    name = read_document(text.encode(), "connect").items[0].box.name
+    async with PeerClient(token) as peers:
         try:
-            await peers.call("POST", endpoint_url(source, "/update"), data=text, content_type="application/xml")
+            where = await peers.call("GET", f"{head}/boxes/{sink}")
         except PeerRefused as exc:
-            raise CommandFailed(f"node {source}: {exc.payload.get('error') or exc}") from None
-        deadline = time.monotonic() + timeout
-        while True:  # complete everywhere: the Head has the new location and its nodes are in sync
-            where = await peers.call("GET", f"{head}/boxes/{box}")
-            nodes = (await peers.call("GET", f"{head}/nodes"))["nodes"]
-            lagging = [n["endpoint"] for n in nodes if n["alive"] and not n["in_sync"]]
-            if where["node"] == target and not lagging:
-                return source
-            if time.monotonic() > deadline:
-                raise CommandFailed(f"box {box!r} moved, but after {timeout:g}s the Head still shows it on "
-                                    f"{where['node']}" + (f" and {', '.join(lagging)} not in sync" if lagging else ""))
-            await asyncio.sleep(0.05)
+            raise CommandFailed(exc.payload.get("error") or str(exc)) from None
+        if where["node"] is None:
+            raise CommandFailed(f"box {sink!r} is not deployed on any node")
+        reply = await _send(peers, where["node"], text)
+        await _settled(peers, head, lambda c: name in c.boxes, f"box {name!r} inserted", timeout)
+        return reply
+
+
+async def disconnect_filter(head: str, token: str | None, stream: str, timeout: float = 30.0) -> dict:
+    """Remove the box a connect inserted, named by the stream the connect added."""
+    async with PeerClient(token) as peers:
+        catalog = await _head_catalog(peers, head)
+        sinks = [b for b in catalog.boxes.values() if any(p.stream == stream for p in b.inputs)]
+        producer = next((b for b in catalog.boxes.values() if stream in b.outputs), None)
+        if len(sinks) != 1 or producer is None or not sinks[0].node:
+            raise CommandFailed(f"stream {stream!r} is not a stream a connect added (one box writes it, "
+                                f"one box reads it)")
+        text = update_document([Disconnect(stream)], origin="optimizer")
+        reply = await _send(peers, sinks[0].node, text)
+        await _settled(peers, head, lambda c: producer.name not in c.boxes, f"box {producer.name!r} removed",
+                       timeout)
+        return reply
+
+
+# -- the command line ------------------------------------------------------------
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    head = the_head(args)
     target = normalize_endpoint(args.node)
-    token = resolve_token(args.token, required=False)
-    source = asyncio.run(move_box(head, token, args.box, target, args.timeout))
+    source = asyncio.run(move_box(the_head(args), resolve_token(args.token, required=False), args.box, target,
+                                  args.timeout))
     print(f"moved box {args.box} from {source} to {target}")
-    return EXIT_OK if source else EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_connect(args: argparse.Namespace) -> int:
+    path = Path(args.box)
+    try:
+        box_xml = path.read_text()
+    except OSError as exc:
+        raise CommandFailed(f"{path}: {exc.strerror}") from None
+    reply = asyncio.run(connect_filter(the_head(args), resolve_token(args.token, required=False), args.sink,
+                                       args.port, box_xml, args.upstream, args.timeout))
+    print(f"inserted box {reply['inserted']} on {reply['node']} before {args.sink} port {args.port}: "
+          f"it writes {reply['stream']}")
+    return EXIT_OK
+
+
+def cmd_disconnect(args: argparse.Namespace) -> int:
+    reply = asyncio.run(disconnect_filter(the_head(args), resolve_token(args.token, required=False),
+                                          args.stream, args.timeout))
+    print(f"removed the box that wrote {args.stream}; its sink reads {reply['stream']} again")
+    return EXIT_OK
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -69,3 +176,22 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_move)
+
+    p = sub.add_parser("connect", help="optimizer: insert a filter box before an in port of a running box")
+    p.add_argument("sink", metavar="SINK_BOX", help="the box whose in port gets the filter")
+    p.add_argument("--port", type=int, default=0, help="the sink's zero-based in port (default 0)")
+    p.add_argument("--upstream", action="store_true",
+                   help="insert on the node the stream comes from (fewer tuples cross the network)")
+    p.add_argument("--box", required=True, metavar="FILTER.xml",
+                   help="the box to insert: one in stream (the sink's), one new out stream")
+    p.add_argument("--timeout", type=float, default=30.0)
+    add_head_option(p)
+    add_token_option(p)
+    p.set_defaults(func=cmd_connect)
+
+    p = sub.add_parser("disconnect", help="optimizer: remove a box inserted by connect")
+    p.add_argument("stream", help="the stream the connect added (the inserted box's out stream)")
+    p.add_argument("--timeout", type=float, default=30.0)
+    add_head_option(p)
+    add_token_option(p)
+    p.set_defaults(func=cmd_disconnect)

@@ -8,8 +8,9 @@ Mutating calls need the cluster token (checked before any handler runs):
   anything is invalid, and then nothing was committed.
 * ``POST /update`` -- update XML from components: ``<global endpoint>``
   registers a global component (or asks for a fresh full copy),
-  ``<delete global=...>`` disconnects it, ``<move box node>`` reports a box's
-  new location.
+  ``<delete global=...>`` disconnects it; ``<region name endpoint>``
+  registers a regional component; from nodes, ``<move box node>``,
+  ``<connect>`` and ``<disconnect>`` report topology changes optimizers made.
 * ``POST /members`` -- a node's heartbeat ``{"endpoint", "incarnation", "version"}``.
 
 Reads are open:
@@ -35,7 +36,7 @@ from urllib.parse import unquote
 
 from aiohttp import web
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
-from boreas.catalog.documents import Delete, Move, Update, read_document
+from boreas.catalog.documents import Connect, Delete, Disconnect, Move, Update, read_document
 from boreas.catalog.endpoints import normalize_endpoint
 from boreas.catalog.model import GlobalComponent, Region
 from boreas.catalog.replicate import catalog_items
@@ -143,10 +144,12 @@ class _Api:
                                    "XML to /submissions")
         unsupported = [i for i in doc.items
                        if not isinstance(i, (GlobalComponent, Move)) and not (isinstance(i, Delete) and i.global_)
-                       and not (isinstance(i, Region) and i.is_registration)]
+                       and not (isinstance(i, Region) and i.is_registration)
+                       and not isinstance(i, (Connect, Disconnect))]
         if unsupported:
-            return json_error(422, "the Head takes <global>, <delete global=...>, <move> and <region name "
-                                   "endpoint> (a regional component registering) in update XML; "
+            return json_error(422, "the Head takes <global>, <delete global=...>, <move>, <connect>, <disconnect> "
+                                   "and <region name endpoint> (a regional component registering) in update "
+                                   "XML; "
                                    f"{type(unsupported[0]).__name__} is changed by submitting application "
                                    "or deployment XML")
         done: list[dict[str, Any]] = []
@@ -161,6 +164,12 @@ class _Api:
                 elif isinstance(item, Region):
                     await self.head.register_region(item)
                     done.append({"region": item.region, "endpoint": item.endpoint})
+                elif isinstance(item, Connect) and item.box.node:
+                    version = await self.head.learn_connect(item)
+                    done.append({"connect": item.box.name, "node": item.box.node, "version": version})
+                elif isinstance(item, Disconnect) and item.stream:
+                    version = await self.head.learn_disconnect(item.stream)
+                    done.append({"disconnect": item.stream, "version": version})
                 elif isinstance(item, Move) and item.box:
                     version = await self.head.learn_move(item.box, item.node)
                     done.append({"move": item.box, "node": item.node, "version": version})

@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from boreas.catalog.documents import Document
+from boreas.catalog.documents import Connect, Document
 from boreas.catalog.elements import apply_commit, catalog_from_snapshot
 from boreas.catalog.model import Catalog, GlobalComponent, Node, Region
 from boreas.catalog.replicate import update_items
@@ -268,8 +268,6 @@ class HeadService:
     async def _learn_move(self, box: str, target: str) -> int:
         involved = {target} | {s.endpoint for s in self.syncs.values()
                                if s.held is None or box in s.held.boxes}
-        for endpoint in involved:
-            self.sync_for(endpoint).pause()
 
         def build(catalog: Catalog) -> list[Change] | None:
             current = catalog.boxes.get(box)
@@ -281,13 +279,65 @@ class HeadService:
                 changes.append(Change("node", target, to_text(Node(target))))
             return changes
 
+        def moved(version: int) -> None:
+            for request in self.pending.moved(box, target, version):
+                log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
+
+        return await self._learn(involved, build, moved)
+
+    async def learn_connect(self, connect: Connect) -> int:
+        """A node reports a filter box it inserted (paper 3.2.1); commit it to the global catalog."""
+        box = connect.box
+
+        def build(catalog: Catalog) -> list[Change] | None:
+            sink = catalog.boxes.get(connect.sink or "")
+            if sink is None or box.name in catalog.boxes or not 0 <= connect.port < len(sink.inputs):
+                log.warning("a connect of %r before %r does not fit the global catalog; ignored", box.name,
+                            connect.sink)
+                return None
+            involved.update(n for n in (sink.node, box.node) if n)
+            return [Change("box", box.name, to_text(box)),
+                    Change("box", sink.name, to_text(sink.rewired(connect.port, box.outputs[0])))]
+
+        current = self.catalog.boxes.get(connect.sink or "")
+        involved = {n for n in (box.node, current.node if current else None) if n}
+        async with self._moves:
+            return await self._learn(involved, build)
+
+    async def learn_disconnect(self, stream: str) -> int:
+        """A node reports a filter box it removed (paper 3.2.2): its sink reads the filter's in stream."""
+        def build(catalog: Catalog) -> list[Change] | None:
+            producer = next((b for b in catalog.boxes.values() if stream in b.outputs), None)
+            sinks = [(b, i) for b in catalog.boxes.values() for i, p in enumerate(b.inputs) if p.stream == stream]
+            if producer is None or len(producer.inputs) != 1 or len(sinks) != 1:
+                log.warning("a disconnect of stream %r does not fit the global catalog; ignored", stream)
+                return None
+            sink, port = sinks[0]
+            involved.update(n for n in (sink.node, producer.node) if n)
+            return [Change("box", producer.name, None),
+                    Change("box", sink.name, to_text(sink.rewired(port, producer.inputs[0].stream)))]
+
+        involved = {b.node for b in self.catalog.boxes.values() if b.node and (
+            stream in b.outputs or any(p.stream == stream for p in b.inputs))}
+        async with self._moves:
+            return await self._learn(involved, build)
+
+    async def _learn(self, involved: set[str], build, then=None) -> int:
+        """Commit a change nodes made themselves; their syncs wait, then re-read them.
+
+        ``build`` may add nodes to ``involved`` (it sees the catalog it
+        changes); ``then(version)`` runs before the nodes are synced again.
+        """
+        paused = set(involved)
+        for endpoint in paused:
+            self.sync_for(endpoint).pause()
         try:
             version = await self.commit(build) or self.catalog.version
             await self.caught_up(version)
-            for request in self.pending.moved(box, target, version):
-                log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
+            if then is not None:
+                then(version)
         finally:
-            for endpoint in involved:
+            for endpoint in paused | involved:
                 self.sync_for(endpoint).resume(resync=True)
         self.notify()
         return version

@@ -31,6 +31,7 @@ import logging
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 
 from boreas.catalog.model import Box, Catalog, Schema
 from boreas.catalog.validate import stream_schemas
@@ -76,7 +77,14 @@ class Dataflow:
         self.box_inputs: dict[str, BoxInputs] = {}
         # What leaves the node is sent after the lock is released, in order, by the one task
         # that runs boxes: a link that waits (a slow receiver) then never keeps a move waiting.
-        self._outbox: list[tuple[OutboundLink, str, list[tuple], str, int]] = []
+        self._outbox: list[tuple[OutboundLink, str, list[tuple], str, int, bool]] = []
+        # (endpoint, stream) routes in use since the catalog last changed them: the first batch
+        # on a route (re)started tells the receiver where the sequence resumes (Batch.restart).
+        self._routed: set[tuple[str, str]] = set()
+        # A filter inserted or removed across two nodes switches a box's in port from one stream
+        # to another that comes over the same ordered link; batches of the old stream still on
+        # their way go to the port until the first batch of the new one arrives.
+        self.bridges: dict[str, Bridge] = {}  # old stream -> where it still goes
         self._task: asyncio.Task | None = None
         self._started = False
 
@@ -98,8 +106,13 @@ class Dataflow:
 
     # -- the catalog decides the shape -----------------------------------------
 
-    def reconfigure(self, catalog: Catalog) -> None:
-        """Follow a new local catalog: keep unchanged boxes (and their state), build new ones."""
+    def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = ()) -> None:
+        """Follow a new local catalog: keep unchanged boxes (and their state), build new ones.
+
+        Boxes named in ``keep_state`` carry their state over even though their
+        declaration changed (a box whose in port was rewired to a filter).
+        """
+        kept = {name: self.operators[name].state() for name in keep_state if name in self.operators}
         self.schemas = stream_schemas(catalog)
         self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s])
                           for s in catalog.inputs if s in self.schemas}
@@ -118,6 +131,8 @@ class Dataflow:
                 ins = [self.schemas[p.stream] for p in box.inputs]
                 outs = [self.schemas[s] for s in box.outputs]
                 self.operators[name] = build_operator(box, ins, outs)
+                if name in kept:
+                    self.operators[name].restore(kept[name])
                 self.boxes[name] = box
                 self.box_ids.setdefault(name, f"{name}~{uuid.uuid4().hex[:12]}")
             except (KeyError, OperatorError) as exc:
@@ -125,14 +140,31 @@ class Dataflow:
                 self.operators.pop(name, None)
                 log.error("node %s cannot run box %r: %s", self.endpoint, name, exc)
         self.producer_of = {s: name for name, box in self.boxes.items() for s in box.outputs}
+        self._wire_consumers()
+        self.destinations = {}
+        for sub in catalog.subscriptions.values():
+            self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
+        self._routed = {(e, s) for e, s in self._routed if e in self.destinations.get(s, ())}
+        self._relink(catalog)
+
+    def _wire_consumers(self) -> None:
         self.consumers = {}
         for name, box in self.boxes.items():
             for port, inport in enumerate(box.inputs):
                 self.consumers.setdefault(inport.stream, []).append((self.operators[name], name, port))
-        self.destinations = {}
-        for sub in catalog.subscriptions.values():
-            self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
-        self._relink(catalog)
+        for stream, bridge in self.bridges.items():
+            if bridge.box in self.operators:
+                self.consumers.setdefault(stream, []).append((self.operators[bridge.box], bridge.box, bridge.port))
+
+    def bridge(self, old: str, box: str, port: int, new: str) -> None:
+        """Until ``new`` first arrives, ``old`` still feeds ``box``'s ``port`` (the caller holds the lock)."""
+        row_type = self.row_types.get(old) or RowType(self.schemas[old])
+        self.bridges[old] = Bridge(box, port, new, row_type)
+        self._wire_consumers()
+
+    def unbridge(self, old: str) -> None:
+        if self.bridges.pop(old, None) is not None:
+            self._wire_consumers()
 
     def remove_box(self, name: str) -> None:
         """Stop running a box here (it moved away); the caller holds the lock."""
@@ -144,7 +176,7 @@ class Dataflow:
 
     async def replay(self, batch: Batch) -> None:
         """Process a batch that was queued for forwarding after all (a move that failed)."""
-        row_type = self.row_types.get(batch.stream) or self.forward_types.get(batch.stream)
+        row_type = self.row_type(batch.stream)
         if row_type is None:
             return
         rows, _ = row_type.decode(bytes(batch.rows))
@@ -167,7 +199,9 @@ class Dataflow:
 
     def _relink(self, catalog: Catalog) -> None:
         wanted = {e for targets in self.destinations.values() for e in targets}
-        for endpoint in set(self.links) - wanted:
+        # Links to nodes stay open while idle: one ordered connection per neighbour, so a stream
+        # that comes back to it (Batch.restart) never overtakes batches still on an older one.
+        for endpoint in set(self.links) - wanted - set(catalog.nodes):
             link = self.links.pop(endpoint)
             asyncio.get_running_loop().create_task(link.close())
         for endpoint in wanted - set(self.links):
@@ -179,9 +213,16 @@ class Dataflow:
 
     # -- data in ------------------------------------------------------------------
 
+    def row_type(self, stream: str) -> RowType | None:
+        """How batches of ``stream`` arriving here decode; None if it does not enter this node."""
+        found = self.row_types.get(stream) or self.forward_types.get(stream)
+        if found is None and stream in self.bridges:
+            found = self.bridges[stream].row_type
+        return found
+
     async def accept(self, batch: Batch) -> Ack | Refused:
         """A batch for a stream that enters here: check its rows, queue the good ones."""
-        row_type = self.row_types.get(batch.stream) or self.forward_types.get(batch.stream)
+        row_type = self.row_type(batch.stream)
         if batch.box and batch.box not in self.operators:
             relay = self.forwards.get(batch.stream)
             if relay is not None and relay.forward_to_box == batch.box and row_type is not None:
@@ -246,8 +287,8 @@ class Dataflow:
 
     async def _send_outbox(self) -> None:
         outbox, self._outbox = self._outbox, []
-        for link, stream, rows, producer, seq in outbox:
-            await link.send(stream, rows, producer, seq)
+        for link, stream, rows, producer, seq, restart in outbox:
+            await link.send(stream, rows, producer, seq, restart=restart)
             self.counters["rows_out"] += len(rows)
 
     async def _route(self, stream: str, rows: list[tuple], origin: tuple[str, int] | None = None) -> None:
@@ -257,19 +298,24 @@ class Dataflow:
         seq); a box's output is numbered as the box's.
         """
         producer, seq = origin if origin is not None else self._number(stream)
+        resumable = self._resumable(stream, producer, origin is None)
+        if self.bridges:
+            self._cross_bridges(stream)
         for op, name, port in self.consumers.get(stream, ()):
             if name in self.box_inputs:
                 await self._feed(name, stream, rows, (producer, seq))
             else:
                 await self._emit(name, op.process(port, rows, time.monotonic()))
-        links = [self.links[e] for e in self.destinations.get(stream, ()) if e in self.links]
-        if stream in self.forwards:
-            links.append(self.forwards[stream])
-        if not links and stream not in self.consumers:
+        routes = [(e, self.links[e]) for e in self.destinations.get(stream, ()) if e in self.links]
+        if not routes and stream not in self.forwards and stream not in self.consumers:
             self.counters["batches_unrouted"] += 1
             log.debug("node %s: %s/%s#%d has nowhere to go", self.endpoint, stream, producer, seq)
-        for link in links:
-            self._outbox.append((link, stream, rows, producer, seq))
+        for endpoint, link in routes:
+            restart = resumable and (endpoint, stream) not in self._routed
+            self._routed.add((endpoint, stream))
+            self._outbox.append((link, stream, rows, producer, seq, restart))
+        if stream in self.forwards:
+            self._outbox.append((self.forwards[stream], stream, rows, producer, seq, False))
 
     async def _feed(self, box: str, stream: str, rows: list[tuple], origin: tuple[str, int]) -> None:
         """A batch for one box that orders its own inputs (it arrived by a move)."""
@@ -278,7 +324,7 @@ class Dataflow:
         if op is None or inputs is None:
             relay = self.forwards.get(stream)
             if relay is not None and relay.forward_to_box == box:  # it left while this batch queued here
-                self._outbox.append((relay, stream, rows, *origin))
+                self._outbox.append((relay, stream, rows, *origin, False))
             else:
                 self.counters["batches_for_absent_box"] += 1
                 log.warning("node %s: %s/%s#%d for box %r, which is not here and not forwarded",
@@ -303,6 +349,18 @@ class Dataflow:
                 positions += [(s, p, seq + 1) for (s, p), seq in self.processed.items() if s == port.stream]
         return positions
 
+    def _resumable(self, stream: str, producer: str, own: bool) -> bool:
+        """Whether every earlier batch of ``producer`` on ``stream`` went out from this node.
+
+        Then a route that starts again may tell its receiver to skip the
+        sequence numbers that went elsewhere.  Not so for a box that moved
+        here (its earlier batches left from another node, perhaps still on
+        their way) or for a box's batches passing through.
+        """
+        if own:
+            return self.producer_of.get(stream) not in self.box_inputs
+        return "~" not in producer
+
     def _number(self, stream: str) -> tuple[str, int]:
         box = self.producer_of.get(stream)
         producer = self.box_ids.get(box, self.sender) if box else self.sender
@@ -317,6 +375,23 @@ class Dataflow:
         for port, rows in produced:
             if rows:
                 await self._route(definition.outputs[port], rows)
+
+
+    def _cross_bridges(self, stream: str) -> None:
+        """The first batch of a stream that replaced another: nothing more of the old one can come."""
+        done = [old for old, bridge in self.bridges.items() if bridge.successor == stream]
+        for old in done:
+            log.info("node %s: %s replaced %s at %s port %d", self.endpoint, stream, old,
+                     self.bridges[old].box, self.bridges[old].port)
+            self.unbridge(old)
+
+
+@dataclass(frozen=True)
+class Bridge:
+    box: str
+    port: int
+    successor: str
+    row_type: RowType
 
 
 def _same_or_new(row_type: RowType | None, schema: Schema) -> RowType:

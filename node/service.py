@@ -11,7 +11,10 @@ HTTP interface (mutating calls need the cluster token):
 
 * ``POST /update``  -- update XML; 200 ``{"version", "applied"}``, 409 with
   ``rejections`` when it names something not here (nothing applied), 422
-  when it is not valid update XML;
+  when it is not valid update XML.  ``<move>``, ``<connect>`` and
+  ``<disconnect>`` from optimizers change the topology from here
+  (:mod:`~boreas.node.mover`, :mod:`~boreas.node.connector`);
+* ``POST /handover`` -- a box moving in, with its state;
 * ``GET /catalog``  -- the local catalog as update XML;
 * ``GET /status``   -- endpoint, incarnation, version and counters;
 * ``GET /data``     -- WebSocket: batches of tuples for the streams that
@@ -36,13 +39,15 @@ import uuid
 
 from aiohttp import web
 from boreas.catalog.diagnostics import ValidationFailed
-from boreas.catalog.documents import Move, Update, read_document
+from boreas.catalog.documents import Connect, Disconnect, Move, Update, read_document
 from boreas.catalog.endpoints import split_endpoint
-from boreas.catalog.replicate import Rejection, UpdateRejected
+from boreas.catalog.model import Catalog
+from boreas.catalog.replicate import Rejection, UpdateRejected, update_items
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer, json_error
 
+from .connector import ConnectRefused, FilterConnector
 from .dataflow import Dataflow
 from .local_catalog import LocalCatalog
 from .mover import BoxMover, MoveFailed
@@ -72,6 +77,7 @@ class NodeService:
         self.update_lock = asyncio.Lock()  # one update at a time, in arrival order
         self.mover = BoxMover(self)
         self.reflector = Reflector(endpoint, self.peers)
+        self.connector = FilterConnector(self)
         self._tasks: list[asyncio.Task] = []
         router = self.server.app.router
         router.add_post("/update", self.handle_update)
@@ -115,6 +121,9 @@ class NodeService:
         moves = [i for i in update.items if isinstance(i, Move)]
         if moves:
             return await self._moves(update, moves)
+        changes = [i for i in update.items if isinstance(i, (Connect, Disconnect))]
+        if changes:
+            return await self._connects(update, changes)
         moved = self.mover.recently_moved(update.items)
         if moved:  # the Head has not heard of the move yet: a pending request (paper 3.1.2)
             return json_error(409, f"box {moved[0].key!r} moved away from {self.endpoint}",
@@ -149,15 +158,36 @@ class NodeService:
         return web.json_response({"endpoint": self.endpoint, "version": version,
                                   "moved": [[m.box, m.node] for m in moves]})
 
-    def apply_local(self, items: list, reflect: list | None = None) -> int:
+    async def _connects(self, update: Update, changes: list) -> web.Response:
+        """``<connect>`` / ``<disconnect>``: insert or remove a filter box (paper 3.2)."""
+        if len(changes) != 1 or len(update.items) != 1:
+            return json_error(422, "send one <connect> or <disconnect> on its own")
+        change = changes[0]
+        try:
+            if isinstance(change, Connect):
+                done = await self.connector.connect(change)
+            else:
+                if not change.stream:
+                    return json_error(422, "<disconnect> needs stream=: the stream the connect added")
+                done = await self.connector.disconnect(change.stream)
+        except ConnectRefused as exc:
+            return json_error(exc.status, str(exc))
+        return web.json_response({"endpoint": self.endpoint, "version": self.local.version, **done})
+
+    def apply_local(self, items: list, reflect: list | None = None, keep_state: tuple[str, ...] = ()) -> int:
         """A change this node makes to its own local catalog (a box moved in or away, a filter).
 
-        Regions are sent ``reflect`` (by default the items themselves).
+        Regions are sent ``reflect`` (by default the items themselves);
+        boxes in ``keep_state`` keep their state though their declaration changed.
         """
         catalog = self.local.apply(Update("local change", self.local.version, self.endpoint, items=items))
-        self.dataflow.reconfigure(catalog)
+        self.dataflow.reconfigure(catalog, keep_state)
         self.reflector.reflect(catalog, items if reflect is None else reflect)
         return catalog.version
+
+    def restore_local(self, earlier: Catalog, keep_state: tuple[str, ...] = ()) -> int:
+        """Undo local changes: back to ``earlier`` (as a change of its own, so regions follow)."""
+        return self.apply_local(update_items(self.local.catalog, earlier), keep_state=keep_state)
 
     async def handle_handover(self, request: web.Request) -> web.Response:
         try:

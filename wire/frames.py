@@ -30,6 +30,10 @@ class Batch(msgspec.Struct, tag="b", array_like=True):
     seq: int
     rows: msgspec.Raw
     box: str = ""  # set when forwarded to a box that moved: for that box only, ordered by it
+    # The producer's batches before this one that were meant for this receiver all came
+    # before it on this connection: take it even if sequence numbers were skipped (the
+    # stream went elsewhere for a while, e.g. into a filter inserted upstream).
+    restart: bool = False
 
 
 class Ack(msgspec.Struct, tag="a", array_like=True):
@@ -74,5 +78,6 @@ def encode_rows(rows: list[Any]) -> bytes:
     return _encoder.encode(rows)
 
 
-def make_batch(stream: str, producer: str, seq: int, rows: list[Any], box: str = "") -> Batch:
-    return Batch(stream, producer, seq, msgspec.Raw(_encoder.encode(rows)), box)
+def make_batch(stream: str, producer: str, seq: int, rows: list[Any], box: str = "",
+               restart: bool = False) -> Batch:
+    return Batch(stream, producer, seq, msgspec.Raw(_encoder.encode(rows)), box, restart)

@@ -97,7 +97,7 @@ class OutboundLink:
     # -- sending ---------------------------------------------------------------
 
     async def send(self, stream: str, rows: list[Any], producer: str | None = None,
-                   seq: int | None = None, box: str = "") -> int | None:
+                   seq: int | None = None, box: str = "", restart: bool = False) -> int | None:
         """Queue one batch (waits while the link is full); its sequence number, or None if dropped.
 
         The link numbers the batches of each stream itself, as producer
@@ -113,7 +113,7 @@ class OutboundLink:
             self._seq[stream] = seq + 1
         assert seq is not None, "a named producer needs a sequence number"
         self._idle.clear()
-        self._queued.put_nowait(make_batch(stream, producer, seq, rows, box or self.forward_to_box))
+        self._queued.put_nowait(make_batch(stream, producer, seq, rows, box or self.forward_to_box, restart))
         return seq
 
     async def flush(self, timeout: float | None = None) -> None:

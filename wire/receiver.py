@@ -94,6 +94,9 @@ class DataReceiver:
     async def _take(self, batch: Batch) -> Ack | Refused:
         if batch.box:  # forwarded to a moved box, which orders and de-duplicates its own inputs
             return await self._deliver(batch)
+        if batch.restart:
+            for held in self.sequencer.restart(batch.stream, batch.producer, batch.seq):
+                await self._deliver(held)
         admission = self.sequencer.admit(batch.stream, batch.producer, batch.seq, batch)
         if admission is DUPLICATE:
             self.counters["duplicate_batches"] += 1

@@ -118,6 +118,25 @@ class Sequencer:
         if self._expected.get(key) == seq + 1:
             self._expected[key] = seq
 
+    def restart(self, stream: str, producer: str, seq: int) -> list[Any]:
+        """The producer says nothing before ``seq`` is still to come: held items before it, in order.
+
+        >>> s = Sequencer()
+        >>> [s.admit("S", "p", n, n).kind for n in (0, 2)]
+        ['take', 'hold']
+        >>> s.restart("S", "p", 7), s.admit("S", "p", 7, 7).kind
+        ([2], 'take')
+        """
+        key = (stream, producer)
+        held = self._held.pop(key, None)
+        early = sorted((n, item) for n, item in held.items.items() if n < seq) if held else []
+        if held:
+            later = {n: item for n, item in held.items.items() if n >= seq}
+            if later:
+                self._held[key] = _Held(held.since, later)
+        self._set(key, max(seq, self._expected.get(key, seq)))
+        return [item for _, item in early]
+
     def expect(self, stream: str, producer: str, seq: int) -> None:
         """The next batch of (stream, producer) to take is ``seq`` (a handover)."""
         self._set((stream, producer), max(seq, self._expected.get((stream, producer), seq)))

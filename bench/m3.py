@@ -1,0 +1,258 @@
+"""Benchmark: a TPC-H Q3-shaped view maintained by the M3 runtime, against re-evaluation in DuckDB.
+
+A generated stream of customer, order and lineitem events (about 5% deletes
+of earlier orders and lineitems) is applied in batches of 1,000 events; the
+view is fresh after every batch.  Printed, in one run:
+
+1. M3 incremental events/s over the stream (database growing from empty to
+   about one million rows);
+2. the naive strategy: DuckDB holding the same million rows, applying one
+   batch and re-running the query — measured on a bounded number of batches
+   at full size, per-batch cost extrapolated to the whole stream — and the
+   ratio of the two;
+3. M3 events/s over the same kind of stream with ten times more data already
+   loaded (loaded by applying events, untimed), and the per-event cost ratio
+   10x / 1x.
+
+Targets: >= 50,000 events/s; >= 1,000x the naive strategy; per-event cost
+flat within 20% from 1x to 10x.
+
+Usage: .venv/bin/python bench/m3.py [--events 1000000] [--batch 1000] [--naive-batches 20] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import datetime
+import gc
+import os
+import random
+import resource
+import sys
+import tempfile
+import time
+
+import duckdb
+from boreas.m3 import Runtime, compile_sql
+
+SCHEMA = """
+CREATE STREAM customer(c_custkey INT, c_mktsegment VARCHAR);
+CREATE STREAM orders(o_orderkey INT, o_custkey INT, o_orderdate DATE, o_shippriority INT);
+CREATE STREAM lineitem(l_orderkey INT, l_extendedprice DECIMAL(15,2), l_discount DECIMAL(15,2), l_shipdate DATE);
+"""
+QUERY = """SELECT l.l_orderkey, o.o_orderdate, o.o_shippriority, SUM(l.l_extendedprice * (1 - l.l_discount)) AS revenue
+FROM customer c, orders o, lineitem l
+WHERE c.c_mktsegment = 'BUILDING' AND c.c_custkey = o.o_custkey AND l.l_orderkey = o.o_orderkey
+  AND o.o_orderdate < DATE '1995-03-15' AND l.l_shipdate > DATE '1995-03-15'
+GROUP BY l.l_orderkey, o.o_orderdate, o.o_shippriority"""
+SEGMENTS = ["BUILDING", "AUTOMOBILE", "MACHINERY", "HOUSEHOLD", "FURNITURE"]
+DAY0 = datetime.date(1992, 1, 1)
+DATES = [DAY0 + datetime.timedelta(days=i) for i in range(7 * 365)]
+
+
+class Stream:
+    """Customers, orders (to existing customers) and lineitems (to recent orders); some deletes.
+
+    Shares of events: 2% customers, 18% orders, 75% lineitems, 5% deletes.
+    """
+
+    def __init__(self, seed: int = 42):
+        self.rnd = random.Random(seed)
+        self.customers = 0
+        self.orders = 0
+        self.live_orders: list[tuple] = []
+        self.live_items: list[tuple] = []
+
+    def take(self, n: int) -> list[tuple]:
+        rnd = self.rnd.random
+        randrange = self.rnd.randrange
+        out = []
+        append = out.append
+        for _ in range(n):
+            p = rnd()
+            if p < 0.02 or self.customers == 0:
+                self.customers += 1
+                append(("customer", 1, (self.customers, SEGMENTS[randrange(5)])))
+            elif p < 0.20 or self.orders == 0:
+                self.orders += 1
+                row = (self.orders, 1 + randrange(self.customers), DATES[randrange(len(DATES))], randrange(3))
+                self.live_orders.append(row)
+                append(("orders", 1, row))
+            elif p < 0.95:
+                ok = max(1, self.orders - randrange(min(self.orders, 2000)))
+                row = (ok, randrange(100, 10_000_000) / 100, randrange(11) / 100, DATES[randrange(len(DATES))])
+                self.live_items.append(row)
+                append(("lineitem", 1, row))
+            else:
+                pool, rel = (self.live_items, "lineitem") if rnd() < 0.8 else (self.live_orders, "orders")
+                if not pool:
+                    continue
+                i = len(pool) - 1 - randrange(min(len(pool), 5000))
+                pool[i], pool[-1] = pool[-1], pool[i]
+                append((rel, -1, pool.pop()))
+        return out
+
+
+def run_incremental(rt: Runtime, events: list[tuple], batch: int) -> float:
+    """Seconds to apply ``events`` in batches (the view is fresh after each). GC is off while timing, as in timeit."""
+    apply = rt.apply_batch
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        for i in range(0, len(events), batch):
+            apply(events[i:i + batch])
+            rt.changes()
+        return time.perf_counter() - t0
+    finally:
+        gc.enable()
+
+
+def duck_literal(v) -> str:
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, datetime.date):
+        return f"DATE '{v.isoformat()}'"
+    return repr(v)
+
+
+def naive(events: list[tuple], batch: int, batches: int) -> tuple[float, float, int, dict]:
+    """DuckDB with all but the last ``batches`` batches of ``events`` loaded (bulk, untimed), then those batches,
+    each applied (inserts, deletes by row id) and followed by the query.
+
+    Returns (mean seconds per batch including the query, mean query seconds, rows loaded, query result after the load).
+    """
+    con = duckdb.connect()
+    cols = {
+        "customer": "c_custkey BIGINT, c_mktsegment VARCHAR",
+        "orders": "o_orderkey BIGINT, o_custkey BIGINT, o_orderdate DATE, o_shippriority BIGINT",
+        "lineitem": "l_orderkey BIGINT, l_extendedprice DECIMAL(15,2), l_discount DECIMAL(15,2), l_shipdate DATE",
+    }
+    for name, c in cols.items():
+        con.execute(f"CREATE TABLE {name} (_id BIGINT, {c})")
+    split = len(events) - batch * batches
+    ids: dict[tuple, list[int]] = {}
+    next_id = 0
+    for rel, sign, row in events[:split]:
+        if sign > 0:
+            next_id += 1
+            ids.setdefault((rel, row), []).append(next_id)
+        else:
+            ids[(rel, row)].pop()
+    rows_loaded = 0
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        files = {rel: stack.enter_context(open(os.path.join(tmp, f"{rel}.csv"), "w", newline="")) for rel in cols}
+        writers = {rel: csv.writer(f) for rel, f in files.items()}
+        for (rel, row), idl in ids.items():
+            for i in idl:
+                writers[rel].writerow([i] + [x.isoformat() if isinstance(x, datetime.date) else x for x in row])
+                rows_loaded += 1
+        for rel, f in files.items():
+            f.close()
+            con.execute(f"COPY {rel} FROM '{f.name}' (HEADER false)")
+    loaded_result = {tuple(r[:3]): float(r[3]) for r in con.execute(QUERY).fetchall()}
+    per_batch, per_query = [], []
+    for i in range(split, len(events), batch):
+        chunk = events[i:i + batch]
+        t0 = time.perf_counter()
+        for rel in cols:
+            values, gone = [], []
+            for r, s, row in chunk:
+                if r != rel:
+                    continue
+                if s > 0:
+                    next_id += 1
+                    ids.setdefault((rel, row), []).append(next_id)
+                    values.append(f"({next_id}," + ",".join(map(duck_literal, row)) + ")")
+                else:
+                    gone.append(str(ids[(rel, row)].pop()))
+            if values:
+                con.execute(f"INSERT INTO {rel} VALUES " + ",".join(values))
+            if gone:
+                con.execute(f"DELETE FROM {rel} WHERE _id IN ({','.join(gone)})")
+        t1 = time.perf_counter()
+        con.execute(QUERY).fetchall()
+        t2 = time.perf_counter()
+        per_batch.append(t2 - t0)
+        per_query.append(t2 - t1)
+    con.close()
+    return sum(per_batch) / len(per_batch), sum(per_query) / len(per_query), rows_loaded, loaded_result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--naive-batches", type=int, default=20)
+    ap.add_argument("--scale", type=int, default=10, help="data already loaded for the last measurement, in multiples of --events")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 50,000 events, 5 naive batches, 10x = 500,000 preloaded")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.events, args.naive_batches = 50_000, 5
+    n, batch = args.events, args.batch
+
+    program = compile_sql(SCHEMA + QUERY)
+    print(f"Q3-shaped view: {len(program.maps)} maps, {sum(len(t.statements) for t in program.triggers)} statements; "
+          f"batches of {batch} events; Python {sys.version.split()[0]}")
+
+    # 1x: the stream from empty
+    stream = Stream(seed=1)
+    events = stream.take(n)
+    rt = Runtime(program)
+    t_1x = run_incremental(rt, events, batch)
+    rows_1x = len(events)
+    entries_1x = rt.entries()
+    deletes = sum(1 for e in events if e[1] < 0)
+    rss_1x = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    # naive: DuckDB holding the same data, a bounded number of batches at full size
+    extra = stream.take(batch * args.naive_batches)
+    per_batch, per_query, rows_loaded, expected = naive(events + extra, batch, args.naive_batches)
+    view = rt.view("Q1")
+    wrong = [k for k, v in expected.items() if abs(v) > 1e-6 and abs(view.get(k, 0) - v) > 1e-6 * max(1, abs(v))]
+    wrong += [k for k in view if k not in expected]
+    print(f"check: the M3 view equals DuckDB's result at 1x ({len(view):,} groups): {'yes' if not wrong else f'NO, {len(wrong)} groups differ'}")
+    naive_total = per_batch * (n / batch)  # extrapolated: every batch at full size
+
+    # 10x: as much again ten times over, loaded untimed; then the next n events timed
+    del rt
+    gc.collect()
+    big = Runtime(program)
+    stream10 = Stream(seed=2)
+    for _ in range(args.scale):
+        chunk = stream10.take(n)
+        for i in range(0, len(chunk), 50_000):
+            big.apply_batch(chunk[i:i + 50_000])
+        del chunk
+    entries_before = big.entries()
+    events10 = stream10.take(n)
+    t_10x = run_incremental(big, events10, batch)
+    rss_10x = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    eps_1x, eps_10x = rows_1x / t_1x, len(events10) / t_10x
+    eps_naive = batch / per_batch
+    ratio = eps_1x / eps_naive
+    flat = (t_10x / len(events10)) / (t_1x / rows_1x)
+    print()
+    print("| measurement | events | seconds | events/s | us/event |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| M3 incremental, 1x (empty -> {rows_loaded:,} rows, {deletes:,} deletes) | {rows_1x:,} | {t_1x:.2f} | {eps_1x:,.0f} | {1e6 / eps_1x:.2f} |")
+    print(f"| naive: DuckDB apply batch + re-run query at {rows_loaded:,} rows (mean of {args.naive_batches} batches, extrapolated) "
+          f"| {n:,} | {naive_total:.1f} | {eps_naive:,.0f} | {1e6 / eps_naive:.2f} |")
+    print(f"| M3 incremental, {args.scale}x preloaded ({entries_before:,} map entries) | {len(events10):,} | {t_10x:.2f} | {eps_10x:,.0f} | {1e6 / eps_10x:.2f} |")
+    print()
+    print("| ratio | value | target | met |")
+    print("|---|---:|---:|---|")
+    print(f"| M3 events/s (1x) | {eps_1x:,.0f} | >= 50,000 | {'yes' if eps_1x >= 50_000 else 'NO'} |")
+    print(f"| M3 / naive events/s | {ratio:,.0f}x | >= 1,000x | {'yes' if ratio >= 1000 else 'NO'} |")
+    print(f"| per-event cost {args.scale}x / 1x | {flat:.2f} | within 1.20 | {'yes' if flat <= 1.2 else 'NO'} |")
+    print()
+    print(f"naive per batch: {per_batch * 1e3:.1f} ms ({per_query * 1e3:.1f} ms of it the query); "
+          f"map entries: {entries_1x:,} at 1x, {big.entries():,} at {args.scale}x; peak RSS {rss_1x:,.0f} MB (1x), {rss_10x:,.0f} MB (after {args.scale}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""M3: the trigger language of Cumulus/DBToaster, a SQL → M3 compiler, and a code-generating runtime.
+
+Public API::
+
+    compile_sql(sql_text) -> Program          # CREATE STREAM/TABLE ...; SELECT ... (one or more)
+    compile_to_text(sql_text) -> str          # the program as M3 text (``boreas compile``)
+    parse_program(text) -> Program            # M3 text -> AST
+    format_program(program) -> str            # AST -> M3 text (parse(format(p)) == p)
+    check_program(program) -> Program         # raises CheckError (restricted M3, section 2.1)
+    Runtime(program_or_text)                  # maps + generated triggers
+        .apply_batch([(relation, +1|-1, row), ...]) -> version
+        .apply_grouped([(relation, sign, rows), ...]) -> version
+        .changes() -> {view: [(key, value)]}  # value 0 = removed
+        .view(name) -> {key: value}
+        .relations / .views                   # in/out port schemas
+        .read_slice/read_sum/read_min/read_max(map, *keys)   # None = wildcard
+        .read_stable(map, agg, *keys), .snapshot(), .version
+        .state() -> dict, .restore(state), Runtime.from_state(state)
+        .load({relation: rows})               # initial values from the defining queries
+
+Errors: :class:`ParseError`, :class:`CheckError`, :class:`CompileError`,
+:class:`RuntimeStateError`, all :class:`M3Error` with a message naming the
+construct and its line:col.
+"""
+
+from .ast import Program
+from .check import check_errors, check_program, classify
+from .compiler.pipeline import compile_sql, compile_to_text
+from .errors import (
+    CheckError,
+    CompileError,
+    M3Error,
+    ParseError,
+    Pos,
+    RuntimeStateError,
+)
+from .printer import format_expr, format_program
+from .query import Snapshot
+from .runtime.program import Runtime, ViewInfo
+from .syntax import parse_expr, parse_program
+
+__all__ = [
+    "CheckError",
+    "CompileError",
+    "M3Error",
+    "ParseError",
+    "Pos",
+    "Program",
+    "Runtime",
+    "RuntimeStateError",
+    "Snapshot",
+    "ViewInfo",
+    "check_errors",
+    "check_program",
+    "classify",
+    "compile_sql",
+    "compile_to_text",
+    "format_expr",
+    "format_program",
+    "parse_expr",
+    "parse_program",
+]

@@ -1,0 +1,250 @@
+"""The sum-of-products calculus the compiler works in (the "ring of databases" view of DBToaster).
+
+A query is an :class:`Agg` — ``AggSum([keys], t1 + t2 + ...)`` — whose terms
+are products of
+
+* relation atoms ``R(x, y)`` (the multiplicity of a tuple),
+* atomic comparisons ``{x < 5}`` (0 or 1),
+* polynomial factors over variables (``(1 + -1*DISC)``), and
+* a numeric coefficient.
+
+Equi-joins are not conditions: joined columns share one variable.  The value
+of an Agg at a key is the sum, over every assignment of the other variables,
+of its terms.  Everything is immutable, so passes are pure functions.
+
+>>> R = Atom("R", (V("A", "INT"), V("B", "INT")))
+>>> q = Agg((V("A", "INT"),), (Term(2, (R,), (Cond("<", V("B", "INT"), Lit(5)),), (poly_var(V("B", "INT")),)),))
+>>> print(q)
+AggSum([A], 2 * R(A, B) * {B < 5} * B)
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+from dataclasses import dataclass, replace
+
+from . import ast
+
+Number = int | float
+
+
+@dataclass(frozen=True, order=True)
+class V:
+    """A variable, typed by the column it ranges over."""
+
+    name: str
+    type: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A constant."""
+
+    value: object
+
+    def __str__(self) -> str:
+        from .printer import format_const
+
+        return format_const(self.value)
+
+
+Value = V | Lit
+
+
+@dataclass(frozen=True)
+class Cond:
+    """An atomic comparison ``left op right``, op in ``= <> < <=``."""
+
+    op: str
+    left: Value
+    right: Value
+
+    def vars(self) -> tuple[V, ...]:
+        return tuple(x for x in (self.left, self.right) if isinstance(x, V))
+
+    def __str__(self) -> str:
+        return f"{{{self.left} {self.op} {self.right}}}"
+
+
+@dataclass(frozen=True)
+class Atom:
+    """A relation atom ``R(args)``."""
+
+    rel: str
+    args: tuple[Value, ...]
+
+    def vars(self) -> tuple[V, ...]:
+        return tuple(x for x in self.args if isinstance(x, V))
+
+    def __str__(self) -> str:
+        return f"{self.rel}({', '.join(map(str, self.args))})"
+
+
+# A polynomial is a sorted tuple of monomials (coefficient, sorted variables).
+Mono = tuple[Number, tuple[V, ...]]
+Poly = tuple[Mono, ...]
+
+
+def poly_const(c: Number) -> Poly:
+    return ((c, ()),) if c else ()
+
+
+def poly_var(v: V) -> Poly:
+    return ((1, (v,)),)
+
+
+def poly_add(a: Poly, b: Poly) -> Poly:
+    """Sum of two polynomials, like monomials merged, zeros dropped.
+
+    >>> x = V("X", "INT")
+    >>> poly_add(poly_var(x), poly_const(1))
+    ((1, ()), (1, (V(name='X', type='INT'),)))
+    """
+    acc: dict[tuple[V, ...], Number] = {}
+    for c, vs in a + b:
+        acc[vs] = acc.get(vs, 0) + c
+    return tuple(sorted(((c, vs) for vs, c in acc.items() if c), key=lambda m: (len(m[1]), m[1])))
+
+
+def poly_mul(a: Poly, b: Poly) -> Poly:
+    out: Poly = ()
+    for (ca, va), (cb, vb) in itertools.product(a, b):
+        out = poly_add(out, ((ca * cb, tuple(sorted(va + vb))),))
+    return out
+
+
+def poly_scale(a: Poly, c: Number) -> Poly:
+    return poly_add((), tuple((m * c, vs) for m, vs in a))
+
+
+def poly_vars(p: Poly) -> tuple[V, ...]:
+    seen: list[V] = []
+    for _, vs in p:
+        for v in vs:
+            if v not in seen:
+                seen.append(v)
+    return tuple(seen)
+
+
+def poly_str(p: Poly) -> str:
+    def mono(c, vs):
+        parts = ([] if c == 1 and vs else [repr(c)]) + [v.name for v in vs]
+        return " * ".join(parts)
+
+    text = " + ".join(mono(c, vs) for c, vs in p) or "0"
+    return text if len(p) == 1 else f"({text})"
+
+
+@dataclass(frozen=True)
+class Term:
+    """``coef * atoms * conds * polys``."""
+
+    coef: Number
+    atoms: tuple[Atom, ...] = ()
+    conds: tuple[Cond, ...] = ()
+    polys: tuple[Poly, ...] = ()
+
+    def vars(self) -> tuple[V, ...]:
+        seen: list[V] = []
+        for group in ([a.vars() for a in self.atoms] + [c.vars() for c in self.conds] + [poly_vars(p) for p in self.polys]):
+            for v in group:
+                if v not in seen:
+                    seen.append(v)
+        return tuple(seen)
+
+    def __str__(self) -> str:
+        parts = ([] if self.coef == 1 and (self.atoms or self.conds or self.polys) else [repr(self.coef)])
+        parts += [str(a) for a in self.atoms] + [str(c) for c in self.conds] + [poly_str(p) for p in self.polys]
+        return " * ".join(parts)
+
+
+@dataclass(frozen=True)
+class Agg:
+    """``AggSum([keys], terms)``: sum the terms over every non-key variable."""
+
+    keys: tuple[Value, ...]
+    terms: tuple[Term, ...]
+
+    def __str__(self) -> str:
+        body = " + ".join(str(t) for t in self.terms) or "0"
+        return f"AggSum([{', '.join(map(str, self.keys))}], {body})"
+
+    def relations(self) -> set[str]:
+        return {a.rel for t in self.terms for a in t.atoms}
+
+    def degree(self) -> int:
+        return max((len(t.atoms) for t in self.terms), default=0)
+
+
+def substitute(x, mapping: dict[V, Value]):
+    """Rename variables (or bind them to constants) in a value, cond, atom, poly, term or Agg."""
+    if isinstance(x, V):
+        return mapping.get(x, x)
+    if isinstance(x, Lit):
+        return x
+    if isinstance(x, Cond):
+        return Cond(x.op, substitute(x.left, mapping), substitute(x.right, mapping))
+    if isinstance(x, Atom):
+        return Atom(x.rel, tuple(substitute(a, mapping) for a in x.args))
+    if isinstance(x, Term):
+        return replace(
+            x,
+            atoms=tuple(substitute(a, mapping) for a in x.atoms),
+            conds=tuple(substitute(c, mapping) for c in x.conds),
+            polys=tuple(_subst_poly(p, mapping) for p in x.polys),
+        )
+    if isinstance(x, Agg):
+        return Agg(tuple(substitute(k, mapping) for k in x.keys), tuple(substitute(t, mapping) for t in x.terms))
+    raise TypeError(x)
+
+
+def _subst_poly(p: Poly, mapping: dict[V, Value]) -> Poly:
+    out: Poly = ()
+    for c, vs in p:
+        mono: Poly = poly_const(c)
+        for v in vs:
+            w = mapping.get(v, v)
+            mono = poly_mul(mono, poly_const(w.value) if isinstance(w, Lit) else poly_var(w))
+        out = poly_add(out, mono)
+    return out
+
+
+# -- conversion to the M3 AST (map definitions in program text) ----------------
+
+def value_to_ast(x: Value) -> ast.Var | ast.Const:
+    return ast.Var(x.name) if isinstance(x, V) else ast.Const(x.value)
+
+
+def poly_to_ast(p: Poly) -> ast.Expr:
+    terms = []
+    for c, vs in p:
+        factors = ([] if c == 1 and vs else [ast.Const(c)]) + [ast.Var(v.name) for v in vs]
+        terms.append(factors[0] if len(factors) == 1 else ast.Prod(tuple(factors)))
+    if not terms:
+        return ast.Const(0)
+    return terms[0] if len(terms) == 1 else ast.Sum(tuple(terms))
+
+
+def term_to_ast(t: Term) -> ast.Expr:
+    factors: list[ast.Expr] = [] if t.coef == 1 else [ast.Const(t.coef)]
+    factors += [ast.RelAtom(a.rel, tuple(value_to_ast(x) for x in a.args)) for a in t.atoms]
+    factors += [ast.Cmp(c.op, value_to_ast(c.left), value_to_ast(c.right)) for c in t.conds]
+    factors += [poly_to_ast(p) for p in t.polys]
+    if not factors:
+        return ast.Const(1)
+    return factors[0] if len(factors) == 1 else ast.Prod(tuple(factors))
+
+
+def agg_to_ast(a: Agg) -> ast.Expr:
+    terms = [term_to_ast(t) for t in a.terms]
+    if not terms:
+        return ast.Const(0)
+    return terms[0] if len(terms) == 1 else ast.Sum(tuple(terms))
+
+
+def is_date(x: object) -> bool:
+    return isinstance(x, datetime.date)

@@ -1,0 +1,202 @@
+"""Check an M3 program: names, arities, and the rules of restricted M3 (seed 001, section 2.1).
+
+In a statement ``m[x, z] += t`` of a trigger ``ON +R(x, y)``, *event
+variables* are the trigger's parameters; every other variable is a *loop
+variable*, ranging over the non-zero entries of the one map it parametrises.
+Restricted M3 (what the compiler emits and the runtime executes) requires:
+
+1. every loop variable appears on both sides (one that appears only on the
+   right would be a sum: maintain a map with one fewer key instead);
+2. every loop variable is a parameter of exactly one right-hand-side map
+   (two would be a join, which restricted M3 computes with event variables);
+3. terms have no conditions over loop variables (``IF`` may only compare event
+   variables and constants: a guard on the event, not a non-incremental
+   aggregate).
+
+Trigger terms are monomials (products); sums and relation atoms appear only
+in map definitions.
+
+>>> from .syntax import parse_program
+>>> p = parse_program('''CREATE STREAM R(A INT, B INT);
+... DECLARE MAP n[A: INT, B: INT] : INT := R(A, B);
+... DECLARE MAP m[B: INT] : INT;
+... ON +R(A, B) DO { m[B] += n[A, C] }''')
+>>> for msg, pos in check_errors(p): print(pos, msg)
+4:18 loop variable C appears only on the right-hand side of the statement on m; restricted M3 requires it on both sides (maintain a map with one fewer key instead)
+>>> classify(p.triggers[0], p.triggers[0].statements[0])
+(['B', 'A'], ['C'])
+"""
+
+from __future__ import annotations
+
+from .ast import (
+    TYPES,
+    Cmp,
+    Const,
+    Expr,
+    IfThen,
+    MapDecl,
+    MapRef,
+    Program,
+    RelAtom,
+    Statement,
+    Sum,
+    Trigger,
+    Var,
+    variables,
+    walk,
+)
+from .errors import CheckError, Pos
+
+Problems = list[tuple[str, Pos | None]]
+
+
+def classify(trigger: Trigger, stmt: Statement) -> tuple[list[str], list[str]]:
+    """The statement's event variables and loop variables, each in order of appearance."""
+    names = variables(stmt.target) + [v for v in variables(stmt.expr) if v not in variables(stmt.target)]
+    return [n for n in names if n in trigger.vars], [n for n in names if n not in trigger.vars]
+
+
+def check_program(program: Program) -> Program:
+    """Raise :class:`CheckError` listing every problem; return the program when there is none."""
+    problems = check_errors(program)
+    if problems:
+        raise CheckError(problems)
+    return program
+
+
+def check_errors(program: Program) -> Problems:
+    """Every problem in ``program`` as ``(message, position)``, in source order."""
+    out: Problems = []
+    _unique(out, "relation", program.relations)
+    _unique(out, "map", program.maps)
+    _unique(out, "view", program.views)
+    rels = {r.name: r for r in program.relations}
+    maps = {m.name: m for m in program.maps}
+    for r in program.relations:
+        _unique(out, f"column of {r.name}", r.columns)
+        for c in r.columns:
+            if c.type not in TYPES:
+                out.append((f"column {r.name}.{c.name} has unknown type {c.type}", c.pos))
+    for m in program.maps:
+        _check_map(out, m, rels)
+    for v in program.views:
+        if len(set(v.keys)) != len(v.keys):
+            out.append((f"view {v.name} repeats a key column", v.pos))
+        for c in v.columns:
+            for name in (c.numerator, c.denominator):
+                if name is None:
+                    continue
+                if name not in maps:
+                    out.append((f"view {v.name} column {c.name} names unknown map {name}", c.pos))
+                elif len(maps[name].keys) != len(v.keys):
+                    out.append((f"view {v.name} has {len(v.keys)} key columns but map {name} has {len(maps[name].keys)} keys", c.pos))
+    seen: set[tuple[str, int]] = set()
+    for t in program.triggers:
+        key = (t.relation, t.sign)
+        if key in seen:
+            out.append((f"second trigger for {'+' if t.sign > 0 else '-'}{t.relation}", t.pos))
+        seen.add(key)
+        _check_trigger(out, t, rels, maps)
+    return out
+
+
+def _unique(out: Problems, what: str, items) -> None:
+    seen: set[str] = set()
+    for item in items:
+        if item.name in seen:
+            out.append((f"duplicate {what} {item.name}", item.pos))
+        seen.add(item.name)
+
+
+def _check_map(out: Problems, m: MapDecl, rels) -> None:
+    _unique(out, f"key of map {m.name}", m.keys)
+    for k in m.keys:
+        if k.type not in TYPES:
+            out.append((f"key {k.name} of map {m.name} has unknown type {k.type}", k.pos))
+    if m.value_type not in ("INT", "FLOAT"):
+        out.append((f"map {m.name} has value type {m.value_type}; map values are INT or FLOAT", m.pos))
+    if m.definition is None:
+        return
+    for node in walk(m.definition):
+        if isinstance(node, MapRef):
+            out.append((f"definition of map {m.name} refers to map {node.name}; definitions range over relations only", node.pos))
+        elif isinstance(node, RelAtom):
+            _check_arity(out, node, rels, "relation")
+    keys = [k.name for k in m.keys]
+    for term in _terms(m.definition):
+        bound = {a.name for node in walk(term) if isinstance(node, RelAtom) for a in node.args if isinstance(a, Var)}
+        for name in variables(term):
+            if name not in bound:
+                what = "key" if name in keys else "variable"
+                out.append((f"{what} {name} of map {m.name} is not bound by a relation in every term of its definition", term.pos or m.pos))
+        for k in keys:
+            if k not in bound and k not in variables(term):
+                out.append((f"key {k} of map {m.name} does not appear in every term of its definition", term.pos or m.pos))
+
+
+def _terms(e: Expr) -> list[Expr]:
+    """The top-level terms of a definition (sums distributed over products one level)."""
+    if isinstance(e, Sum):
+        return [t for term in e.terms for t in _terms(term)]
+    return [e]
+
+
+def _check_arity(out: Problems, ref, decls, what) -> None:
+    decl = decls.get(ref.name)
+    if decl is None:
+        out.append((f"unknown {what} {ref.name}", ref.pos))
+        return
+    n = len(decl.columns) if what == "relation" else len(decl.keys)
+    if len(ref.args) != n:
+        out.append((f"{what} {ref.name} takes {n} arguments, not {len(ref.args)}", ref.pos))
+
+
+def _check_trigger(out: Problems, t: Trigger, rels, maps) -> None:
+    if t.relation not in rels:
+        out.append((f"trigger on unknown relation {t.relation}", t.pos))
+    elif len(t.vars) != len(rels[t.relation].columns):
+        out.append((f"trigger on {t.relation} binds {len(t.vars)} event variables but the relation has {len(rels[t.relation].columns)} columns", t.pos))
+    if len(set(t.vars)) != len(t.vars):
+        out.append((f"trigger on {t.relation} repeats an event variable", t.pos))
+    for s in t.statements:
+        _check_statement(out, t, s, maps)
+
+
+def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
+    _check_arity(out, s.target, maps, "map")
+    rhs_maps: list[MapRef] = []
+    for node in walk(s.expr):
+        if isinstance(node, Sum):
+            out.append(("a trigger term is a product (monomial); sums belong in map definitions", node.pos or s.pos))
+        elif isinstance(node, RelAtom):
+            out.append((f"relation atom {node.name}(...) in a trigger; statements read maps, not relations", node.pos))
+        elif isinstance(node, MapRef):
+            _check_arity(out, node, maps, "map")
+            rhs_maps.append(node)
+            if node.name == s.target.name:
+                out.append((f"statement on {node.name} reads the map it updates", node.pos))
+            for a in node.args:
+                if not isinstance(a, (Var, Const)):
+                    out.append((f"argument of {node.name} must be a variable or constant", node.pos))
+    _, loop = classify(t, s)
+    lhs = set(variables(s.target))
+    for v in loop:
+        where = [r for r in rhs_maps if any(isinstance(a, Var) and a.name == v for a in r.args)]
+        if v not in lhs:
+            out.append((f"loop variable {v} appears only on the right-hand side of the statement on {s.target.name}; restricted M3 requires it on both sides (maintain a map with one fewer key instead)", s.pos))
+        elif not where:
+            out.append((f"variable {v} on the left of the statement on {s.target.name} is neither an event variable nor bound by a right-hand-side map", s.pos))
+        if len(where) > 1:
+            out.append((f"loop variable {v} parametrises {len(where)} maps ({', '.join(r.name for r in where)}) in the statement on {s.target.name}; restricted M3 allows exactly one (a join must go through event variables)", s.pos))
+    for node in walk(s.expr):
+        cond = node.cond if isinstance(node, IfThen) else node if isinstance(node, Cmp) else None
+        if cond is None:
+            continue
+        bad = [v for v in variables(cond) if v not in t.vars]
+        if bad:
+            out.append((f"condition compares loop variable {bad[0]}; restricted M3 terms have no conditions over loop variables (only guards on event variables)", cond.pos or s.pos))
+        for side in (cond.left, cond.right):
+            if any(isinstance(n, (MapRef, IfThen, Sum)) for n in walk(side)):
+                out.append(("a condition compares event variables and constants only", cond.pos or s.pos))
+                break

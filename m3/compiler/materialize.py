@@ -1,0 +1,255 @@
+"""Pass 5, materialise: decide which parts of a delta become maps, and write the M3 statements.
+
+A delta term splits into
+
+* a *scalar* part — the coefficient, comparisons and polynomial factors over
+  event variables only (they become the statement's constant, guard ``IF``
+  and variable factors), and
+* *components* — its remaining relation atoms grouped by the non-event
+  variables they share, with the comparisons and factors over those
+  variables.  Each component becomes one map, keyed by its event variables
+  and the loop variables the target needs (the statement's left side).
+  Everything else in a component is summed out inside the map.
+
+So every loop variable parametrises exactly one map and appears on both
+sides: the output is restricted M3.  Maps are identified by a canonical form
+of their definition (variable names and key order do not matter), so equal
+subqueries — across terms, triggers and queries — share one map.  Terms
+whose scalar parts agree and that each need one map with the same keys (as
+OR's inclusion–exclusion produces) share one map whose definition is their sum.
+
+>>> from ..calculus import Agg, Atom, Term, V, poly_var
+>>> from .delta import DeltaTerm
+>>> C, N, O, D, P = (V(n, "INT") for n in ("CID", "NATION", "OID", "DISCOUNT", "PART"))
+>>> X = V("PRICE", "INT")
+>>> q = MapDef("q", (N,), Agg((N,), ()), "", (0,))
+>>> d = DeltaTerm((N,), Term(1, (Atom("CUSTOMERS", (C, N)), Atom("ORDERS", (C, O, D))), (), (poly_var(D), poly_var(X))))
+>>> stmts, new = materialize(q, (d,), (O, X, P), {}, 1)
+>>> from ..printer import format_statement
+>>> print(format_statement(stmts[0]))
+q[NATION] += PRICE * m1[OID, NATION]
+>>> print(new[0].definition)
+AggSum([OID, NATION], CUSTOMERS(CID, NATION) * ORDERS(CID, OID, DISCOUNT) * DISCOUNT)
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from .. import ast
+from ..calculus import (
+    Agg,
+    Atom,
+    Cond,
+    Lit,
+    Poly,
+    Term,
+    V,
+    Value,
+    poly_const,
+    poly_mul,
+    poly_vars,
+)
+from ..errors import CompileError
+from .delta import DeltaTerm
+
+
+@dataclass(frozen=True)
+class MapDef:
+    """A map the program maintains: its keys (declared order) and defining query."""
+
+    name: str
+    keys: tuple[V, ...]
+    definition: Agg
+    canonical: str
+    canon_order: tuple[int, ...]  # canonical key position i -> index into keys
+
+    @property
+    def value_type(self) -> str:
+        for t in self.definition.terms:
+            if isinstance(t.coef, float) or any(v.type == "FLOAT" for p in t.polys for v in poly_vars(p)):
+                return "FLOAT"
+            if any(isinstance(c, float) for p in t.polys for c, _ in p):
+                return "FLOAT"
+        return "INT"
+
+
+def make_mapdef(name: str, agg: Agg) -> MapDef:
+    canon, order = canonical(agg)
+    return MapDef(name, tuple(agg.keys), agg, canon, order)
+
+
+def canonical(agg: Agg) -> tuple[str, tuple[int, ...]]:
+    """A string equal for definitions equal up to renaming and key order, and the key order it fixes.
+
+    >>> from ..calculus import poly_var
+    >>> a, b = V("A", "INT"), V("B", "INT")
+    >>> s1, o1 = canonical(Agg((a, b), (Term(1, (Atom("R", (a, b)),), (), (poly_var(b),)),)))
+    >>> s2, o2 = canonical(Agg((b, a), (Term(1, (Atom("R", (a, b)),), (), (poly_var(b),)),)))
+    >>> s1 == s2, o1, o2
+    (True, (0, 1), (1, 0))
+    """
+    n = len(agg.keys)
+    perms = list(itertools.permutations(range(n))) if n <= 5 else [tuple(range(n))]
+    best: tuple[str, tuple[int, ...]] | None = None
+    for perm in perms:
+        keymap = {agg.keys[p]: f"k{i}" for i, p in enumerate(perm)}
+        s = f"[{n}]" + " + ".join(sorted(_canon_term(t, keymap) for t in agg.terms))
+        if best is None or s < best[0]:
+            best = (s, tuple(perm))
+    assert best is not None
+    return best
+
+
+def _canon_term(t: Term, keymap: dict) -> str:
+    by_rel: dict[str, list[Atom]] = {}
+    for a in t.atoms:
+        by_rel.setdefault(a.rel, []).append(a)
+    groups = [by_rel[r] for r in sorted(by_rel)]
+    orders = list(itertools.product(*(itertools.permutations(g) for g in groups)))
+    best = None
+    for choice in orders[:120]:
+        names = dict(keymap)
+
+        def name(x, names=names):
+            if isinstance(x, Lit):
+                return f"{type(x.value).__name__}:{x.value!r}"
+            if x not in names:
+                names[x] = f"v{len(names) - len(keymap)}"
+            return names[x]
+
+        atoms = ";".join(f"{a.rel}({','.join(name(x) for x in a.args)})" for g in choice for a in g)
+        conds = sorted(f"{name(c.left)}{c.op}{name(c.right)}" for c in t.conds)
+        polys = sorted("+".join(sorted(f"{c!r}*{'*'.join(sorted(name(v) for v in vs))}" for c, vs in p)) for p in t.polys)
+        s = f"{t.coef!r}|{atoms}|{'&'.join(conds)}|{'|'.join(polys)}"
+        if best is None or s < best:
+            best = s
+    return best or ""
+
+
+@dataclass(frozen=True)
+class _Split:
+    keys: tuple[Value, ...]
+    coef: int | float
+    guards: tuple[Cond, ...]
+    scalars: tuple[Poly, ...]
+    comps: tuple[tuple[tuple[V, ...], Term], ...]  # (map keys, body with coefficient 1)
+
+
+def split_term(d: DeltaTerm, event: set[V]) -> _Split:
+    """Separate a delta term into its scalar part and its connected components."""
+    t = d.term
+    lhs_loop = {k for k in d.keys if isinstance(k, V) and k not in event}
+    parent = list(range(len(t.atoms)))
+
+    def find(i):
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    def atoms_with(vs):
+        return [i for i, a in enumerate(t.atoms) if any(v in a.vars() for v in vs if v not in event)]
+
+    for i, j in itertools.combinations(range(len(t.atoms)), 2):
+        if set(t.atoms[i].vars()) & set(t.atoms[j].vars()) - event:
+            parent[find(i)] = find(j)
+    guards, attached = [], []
+    for item in list(t.conds) + list(t.polys):
+        vs = item.vars() if isinstance(item, Cond) else poly_vars(item)
+        free = [v for v in vs if v not in event]
+        if not free:
+            guards.append(item)
+            continue
+        where = atoms_with(free)
+        if not where or any(not any(v in t.atoms[i].vars() for i in where) for v in free):
+            raise CompileError(f"internal: variable {free[0]} is not bound by a relation")
+        for i in where[1:]:
+            parent[find(i)] = find(where[0])
+        attached.append((find(where[0]), item))
+    comps = []
+    for root in sorted({find(i) for i in range(len(t.atoms))}):
+        atoms = tuple(a for i, a in enumerate(t.atoms) if find(i) == root)
+        items = [it for r, it in attached if find(r) == root]
+        body = Term(1, atoms, tuple(i for i in items if isinstance(i, Cond)), tuple(i for i in items if not isinstance(i, Cond)))
+        keys = tuple(v for v in body.vars() if v in event or v in lhs_loop)
+        comps.append((keys, body))
+    bound = {v for keys, _ in comps for v in keys}
+    for v in lhs_loop - bound:
+        raise CompileError(f"internal: key variable {v} is not bound by a relation")
+    return _Split(
+        d.keys, t.coef,
+        tuple(g for g in guards if isinstance(g, Cond)),
+        tuple(g for g in guards if not isinstance(g, Cond)),
+        tuple(comps),
+    )
+
+
+def materialize(target: MapDef, terms: tuple[DeltaTerm, ...], event: tuple[V, ...],
+                known: dict[str, MapDef], next_id: int) -> tuple[tuple[ast.Statement, ...], tuple[MapDef, ...]]:
+    """Statements updating ``target`` for these delta terms, and the maps they need that ``known`` lacks.
+
+    ``known`` maps canonical strings to maps; new maps are named ``m<next_id>``, ``m<next_id+1>``, ...
+    """
+    ev = set(event)
+    splits = [split_term(d, ev) for d in terms]
+    # share one map among terms that differ only inside their single component
+    groups: dict[tuple, list[_Split]] = {}
+    for s in splits:
+        if len(s.comps) == 1:
+            key = (s.keys, tuple(sorted(s.guards, key=str)), tuple(sorted(s.scalars, key=str)), frozenset(s.comps[0][0]))
+        else:
+            key = (id(s),)
+        groups.setdefault(key, []).append(s)
+    new: dict[str, MapDef] = {}
+    stmts: list[ast.Statement] = []
+    for members in groups.values():
+        first = members[0]
+        if len(members) > 1:
+            keys = first.comps[0][0]
+            body = Agg(keys, tuple(Term(m.coef, m.comps[0][1].atoms, m.comps[0][1].conds, m.comps[0][1].polys) for m in members))
+            plan = [(1, [body])]
+        else:
+            plan = [(first.coef, [Agg(k, (b,)) for k, b in first.comps])]
+        for coef, bodies in plan:
+            refs = []
+            for body in bodies:
+                canon, order = canonical(body)
+                md = known.get(canon) or new.get(canon)
+                if md is None:  # declare event-variable keys first: slices are then key prefixes
+                    lhs = [k for k in s_keys(first) if isinstance(k, V)]
+                    keys = tuple(sorted(body.keys, key=lambda k: (k not in ev, event.index(k) if k in ev else lhs.index(k) if k in lhs else 0)))
+                    md = MapDef(f"m{next_id + len(new)}", keys, Agg(keys, body.terms), canon,
+                                tuple(keys.index(body.keys[i]) for i in order))
+                    new[canon] = md
+                args: list[Value] = [None] * len(order)  # type: ignore[list-item]
+                for i, p in enumerate(order):
+                    args[md.canon_order[i]] = body.keys[p]
+                refs.append(ast.MapRef(md.name, tuple(_val(a) for a in args)))
+            stmts += _statements(target, first, coef, refs)
+    return tuple(stmts), tuple(new.values())
+
+
+def s_keys(s: _Split) -> tuple[Value, ...]:
+    return s.keys
+
+
+def _val(x: Value) -> ast.Var | ast.Const:
+    return ast.Var(x.name) if isinstance(x, V) else ast.Const(x.value)
+
+
+def _statements(target: MapDef, s: _Split, coef, refs: list[ast.MapRef]) -> list[ast.Statement]:
+    scalar: Poly = poly_const(coef)
+    for p in s.scalars:
+        scalar = poly_mul(scalar, p)
+    out = []
+    lhs = ast.MapRef(target.name, tuple(_val(k) for k in s.keys))
+    for c, vs in scalar:
+        if isinstance(c, float) and c.is_integer() and not any(isinstance(x, float) for x in (coef,)):
+            c = int(c)
+        factors: list[ast.Expr] = ([] if c == 1 else [ast.Const(c)]) + [ast.Var(v.name) for v in vs] + list(refs)
+        expr: ast.Expr = ast.Const(1) if not factors else factors[0] if len(factors) == 1 else ast.Prod(tuple(factors))
+        for g in reversed(s.guards):
+            expr = ast.IfThen(ast.Cmp(g.op, _val(g.left), _val(g.right)), expr)
+        out.append(ast.Statement(lhs, expr))
+    return out

@@ -1,0 +1,206 @@
+"""Pass 2, normalise: a resolved SQL query → sum-of-products calculus (one :class:`Agg` per aggregate).
+
+* Equi-joined columns become one variable (union-find), so joins are not
+  conditions at all: ``R(A, B) * S(B, C)``.
+* The selection becomes a sum of products of atomic comparisons by
+  inclusion–exclusion: ``[p OR q] = [p] + [q] - [p][q]``; ``>``/``>=`` are
+  written as ``<``/``<=`` with the sides swapped.
+* The aggregated expression becomes polynomial factors.  A factor whose
+  variables all come from one relation occurrence stays whole (``(1 +
+  -1*DISC)``) so it is materialised once; one that spans relations is
+  expanded into monomials, giving several terms.
+* ``COUNT`` sums 1; ``AVG`` is a SUM map divided by a COUNT map.
+
+>>> from .frontend import parse_sql
+>>> rels, qs = parse_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(b INT, c FLOAT);
+...   SELECT r.a, SUM(s.c * (1 - s.c)) FROM R r, S s WHERE r.b = s.b AND (r.a < 3 OR s.c >= 2) GROUP BY r.a''')
+>>> nq = normalize(rels, qs[0])
+>>> nq.key_names, nq.keys
+(('a',), (V(name='A', type='INT'),))
+>>> for t in nq.outputs[0].sum.terms: print(t)
+R(A, B) * S(B, C) * {A < 3} * C * (1 + -1 * C)
+R(A, B) * S(B, C) * {2 <= C} * C * (1 + -1 * C)
+-1 * R(A, B) * S(B, C) * {2 <= C} * {A < 3} * C * (1 + -1 * C)
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from ..ast import RelationDecl
+from ..calculus import (
+    Agg,
+    Atom,
+    Cond,
+    Lit,
+    Poly,
+    Term,
+    V,
+    poly_add,
+    poly_const,
+    poly_mul,
+    poly_scale,
+    poly_var,
+    poly_vars,
+)
+from ..errors import CompileError
+from .frontend import SqlQuery
+
+
+@dataclass(frozen=True)
+class Output:
+    """One aggregate column: ``sum`` (and ``count`` for AVG, which is sum / count)."""
+
+    name: str
+    kind: str
+    sum: Agg
+    count: Agg | None = None
+
+
+@dataclass(frozen=True)
+class NormalQuery:
+    name: str
+    key_names: tuple[str, ...]
+    keys: tuple[V, ...]
+    outputs: tuple[Output, ...]
+
+
+def variable_names(columns: list[str], taken: set[str] | None = None) -> list[str]:
+    """Upper-cased, de-duplicated variable names for columns (M3 style: ``OID``, ``NATION``).
+
+    >>> variable_names(["a", "A", "b"])
+    ['A', 'A_2', 'B']
+    """
+    taken = set(taken or ())
+    out = []
+    for c in columns:
+        base, n, name = c.upper(), 1, c.upper()
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
+    """The calculus form of a query (pure; see module doc)."""
+    rels = {r.name: r for r in relations}
+    cols = [(alias, c.name) for alias, rel in q.tables for c in rels[rel].columns]
+    ctype = {(alias, c.name): c.type for alias, rel in q.tables for c in rels[rel].columns}
+    parent = {c: c for c in cols}
+
+    def find(c):
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    for a, b in q.joins:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb, key=cols.index)] = min(ra, rb, key=cols.index)
+    roots = [c for c in cols if find(c) == c]
+    names = dict(zip(roots, variable_names([c[1] for c in roots])))
+    var = {c: V(names[find(c)], ctype[find(c)]) for c in cols}
+    atoms = tuple(Atom(rel, tuple(var[(alias, c.name)] for c in rels[rel].columns)) for alias, rel in q.tables)
+
+    keys = tuple(var[ref] for _, ref in q.group_by)
+    if len(set(keys)) != len(keys):
+        raise CompileError(f"GROUP BY of query {q.name} names two columns that are joined equal; group by one of them")
+    selection = _predicate(q.predicate, var) if q.predicate is not None else [(1, ())]
+
+    def agg(expr) -> Agg:
+        terms = []
+        for (pc, conds), (vc, polys) in itertools.product(selection, _value_terms(expr, var, atoms)):
+            if pc * vc:
+                terms.append(Term(pc * vc, atoms, conds, polys))
+        return Agg(keys, tuple(terms))
+
+    outputs = []
+    for name, kind, expr in q.aggregates:
+        if kind == "AVG":
+            outputs.append(Output(name, kind, agg(expr), agg(1)))
+        else:
+            outputs.append(Output(name, kind, agg(expr)))
+    return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, tuple(outputs))
+
+
+def _cond(op: str, left, right, var) -> Cond:
+    lv = var[left] if isinstance(left, tuple) else Lit(left)
+    rv = var[right] if isinstance(right, tuple) else Lit(right)
+    if op in (">", ">="):
+        return Cond("<" if op == ">" else "<=", rv, lv)
+    return Cond(op, lv, rv)
+
+
+def _predicate(p, var) -> list[tuple[int, tuple[Cond, ...]]]:
+    """Inclusion–exclusion: a predicate as a signed sum of products of atomic comparisons."""
+    op = p[0]
+    if op == "and":
+        out = []
+        for (ca, sa), (cb, sb) in itertools.product(_predicate(p[1], var), _predicate(p[2], var)):
+            out.append((ca * cb, sa + tuple(c for c in sb if c not in sa)))
+        return _merge(out)
+    if op == "or":
+        a, b = _predicate(p[1], var), _predicate(p[2], var)
+        both = _predicate(("and", p[1], p[2]), var)
+        return _merge(a + b + [(-c, s) for c, s in both])
+    return [(1, (_cond(op, p[1], p[2], var),))]
+
+
+def _merge(terms):
+    acc: dict[tuple[Cond, ...], int] = {}
+    for c, s in terms:
+        key = tuple(sorted(s, key=str))
+        acc[key] = acc.get(key, 0) + c
+    return [(c, s) for s, c in acc.items() if c]
+
+
+def _poly(e, var) -> Poly:
+    if isinstance(e, tuple) and len(e) == 2 and e[0] != "neg":
+        return poly_var(var[e])
+    if isinstance(e, (int, float)):
+        return poly_const(e)
+    if e[0] == "neg":
+        return poly_scale(_poly(e[1], var), -1)
+    a, b = _poly(e[1], var), _poly(e[2], var)
+    if e[0] == "+":
+        return poly_add(a, b)
+    if e[0] == "-":
+        return poly_add(a, poly_scale(b, -1))
+    return poly_mul(a, b)
+
+
+def _factors(e) -> list:
+    if isinstance(e, tuple) and len(e) == 3 and e[0] == "*":
+        return _factors(e[1]) + _factors(e[2])
+    return [e]
+
+
+def _value_terms(expr, var, atoms) -> list[tuple[int | float, tuple[Poly, ...]]]:
+    """The aggregated expression as a sum of (coefficient, polynomial factors)."""
+    alternatives: list[list[tuple[int | float, tuple[Poly, ...]]]] = []
+    for f in _factors(expr):
+        p = _poly(f, var)
+        vs = set(poly_vars(p))
+        if not p:
+            return []
+        if not vs:
+            alternatives.append([(p[0][0], ())])
+        elif len(p) == 1:  # a monomial: its coefficient, and one factor per variable
+            c, mono = p[0]
+            alternatives.append([(c, tuple(poly_var(v) for v in mono))])
+        elif any(vs <= set(a.vars()) for a in atoms):
+            alternatives.append([(1, (p,))])
+        else:  # spans relations: expand into monomials
+            alternatives.append([(c, tuple(poly_var(v) for v in mono)) for c, mono in p])
+    out = []
+    for combo in itertools.product(*alternatives):
+        coef, polys = 1, ()
+        for c, ps in combo:
+            coef *= c
+            polys += ps
+        out.append((coef, polys))
+    return out

@@ -1,0 +1,120 @@
+"""The SQL → M3 compiler: the passes, in order, in one place.
+
+1. :func:`frontend.parse_sql` — SQL text → relations and resolved queries
+2. :func:`normalize.normalize` — each query → sum-of-products calculus, one map per aggregate
+3. for every map, for every relation it reads and both event signs (recursively, for the maps this creates):
+
+   a. :func:`delta.delta` — the change of its definition for one event
+   b. :func:`simplify.simplify` — fold, decide, merge
+   c. :func:`materialize.materialize` — statements, and the maps they read
+
+   until deltas no longer read the database (a delta has fewer relation
+   atoms than its map, so this terminates)
+4. :func:`triggers.assemble` — the program, statements ordered per trigger
+5. :func:`..check.check_program` — the result is restricted M3 (a safety net)
+
+>>> p = compile_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(b INT, c INT);
+...     SELECT r.a, SUM(s.c) AS total FROM R r, S s WHERE r.b = s.b GROUP BY r.a''')
+>>> print(format_program(p))  # doctest: +NORMALIZE_WHITESPACE
+CREATE STREAM R(a INT, b INT);
+<BLANKLINE>
+CREATE STREAM S(b INT, c INT);
+<BLANKLINE>
+DECLARE MAP Q1_total[A: INT] : INT
+  := R(A, B) * S(B, C) * C;
+<BLANKLINE>
+DECLARE MAP m1[B: INT] : INT
+  := S(B, C) * C;
+<BLANKLINE>
+DECLARE MAP m2[B: INT, A: INT] : INT
+  := R(A, B);
+<BLANKLINE>
+DECLARE VIEW Q1[a](total := Q1_total);
+<BLANKLINE>
+ON +R(A, B) DO {
+  Q1_total[A] += m1[B];
+  m2[B, A] += 1;
+}
+<BLANKLINE>
+ON -R(A, B) DO {
+  Q1_total[A] += -1 * m1[B];
+  m2[B, A] += -1;
+}
+<BLANKLINE>
+ON +S(B, C) DO {
+  Q1_total[A] += C * m2[B, A];
+  m1[B] += C;
+}
+<BLANKLINE>
+ON -S(B, C) DO {
+  Q1_total[A] += -1 * C * m2[B, A];
+  m1[B] += -1 * C;
+}
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..ast import Program, Statement
+from ..check import check_program
+from ..printer import format_program
+from .delta import delta, event_vars
+from .frontend import parse_sql
+from .materialize import MapDef, make_mapdef, materialize
+from .normalize import normalize
+from .simplify import simplify
+from .triggers import assemble, view_decl
+
+log = logging.getLogger(__name__)
+
+
+def compile_sql(text: str) -> Program:
+    """Compile CREATE STREAM/TABLE declarations and SELECT queries into a checked M3 program."""
+    relations, queries = parse_sql(text)
+    maps: dict[str, MapDef] = {}
+    worklist: list[MapDef] = []
+    views = []
+
+    def query_map(name: str, agg) -> str:
+        md = make_mapdef(name, agg)
+        if md.canonical in maps:
+            return maps[md.canonical].name
+        maps[md.canonical] = md
+        worklist.append(md)
+        return name
+
+    for q in queries:
+        nq = normalize(relations, q)
+        columns = []
+        for out in nq.outputs:
+            base = f"{nq.name}_{out.name}"
+            if out.count is None:
+                columns.append((out.name, query_map(base, out.sum), None))
+            else:
+                columns.append((out.name, query_map(base + "_sum", out.sum), query_map(base + "_count", out.count)))
+        views.append(view_decl(nq.name, nq.key_names, columns))
+
+    events = {r.name: event_vars(r) for r in relations}
+    statements: dict[tuple[str, int], list[tuple[int, Statement]]] = {}
+    next_id = 1
+    while worklist:
+        md = worklist.pop(0)
+        used = md.definition.relations()
+        for rel in (r.name for r in relations if r.name in used):
+            for sign in (1, -1):
+                terms = simplify(delta(md.definition, rel, sign, events[rel]))
+                stmts, new = materialize(md, terms, events[rel], maps, next_id)
+                next_id += len(new)
+                for nm in new:
+                    maps[nm.canonical] = nm
+                    worklist.append(nm)
+                statements.setdefault((rel, sign), []).extend((md.definition.degree(), s) for s in stmts)
+    program = assemble(relations, list(maps.values()), views, statements)
+    log.debug("compiled %d queries into %d maps", len(queries), len(program.maps))
+    return check_program(program)
+
+
+def compile_to_text(text: str) -> str:
+    """The M3 program text for SQL text (what ``boreas compile QUERY.sql`` prints)."""
+    return format_program(compile_sql(text))

@@ -1,0 +1,119 @@
+"""Print the M3 AST as program text that :func:`m3.syntax.parse_program` reads back equal.
+
+>>> from .syntax import parse_program
+>>> text = "CREATE STREAM R(A INT, B FLOAT);\\nON +R(A, B) DO { m[A] += B * IF A <> 1 THEN 2 ELSE 0 }"
+>>> print(format_program(parse_program(text)))
+CREATE STREAM R(A INT, B FLOAT);
+<BLANKLINE>
+ON +R(A, B) DO {
+  m[A] += B * IF A <> 1 THEN 2 ELSE 0;
+}
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from .ast import (
+    Cmp,
+    Const,
+    Expr,
+    IfThen,
+    MapDecl,
+    MapRef,
+    Prod,
+    Program,
+    RelationDecl,
+    RelAtom,
+    Statement,
+    Sum,
+    Trigger,
+    Var,
+    ViewDecl,
+)
+
+
+def format_const(value) -> str:
+    """A constant as M3 text.
+
+    >>> format_const(-2), format_const(0.5), format_const("it's"), format_const(datetime.date(1995, 3, 15))
+    ('-2', '0.5', "'it''s'", "DATE '1995-03-15'")
+    """
+    if isinstance(value, datetime.date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def format_expr(e: Expr) -> str:
+    """An expression as text (parentheses only where the grammar needs them)."""
+    if isinstance(e, Const):
+        return format_const(e.value)
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, MapRef):
+        return f"{e.name}[{', '.join(format_expr(a) for a in e.args)}]"
+    if isinstance(e, RelAtom):
+        return f"{e.name}({', '.join(format_expr(a) for a in e.args)})"
+    if isinstance(e, Cmp):
+        return "{" + _cmp(e) + "}"
+    if isinstance(e, IfThen):
+        return f"IF {_cmp(e.cond)} THEN {format_expr(e.then)} ELSE 0"
+    if isinstance(e, Prod):
+        return " * ".join(_factor(f) for f in e.factors)
+    if isinstance(e, Sum):
+        return " + ".join(f"({format_expr(t)})" if isinstance(t, Sum) else format_expr(t) for t in e.terms)
+    raise TypeError(f"not an M3 expression: {e!r}")
+
+
+def _cmp(c: Cmp) -> str:
+    return f"{_operand(c.left)} {c.op} {_operand(c.right)}"
+
+
+def _operand(e: Expr) -> str:
+    # comparison sides are products; anything looser (a sum, an IF) needs parentheses
+    return f"({format_expr(e)})" if isinstance(e, (Sum, IfThen)) else format_expr(e)
+
+
+def _factor(e: Expr) -> str:
+    return f"({format_expr(e)})" if isinstance(e, (Sum, Prod)) else format_expr(e)
+
+
+def format_relation(r: RelationDecl) -> str:
+    cols = ", ".join(f"{c.name} {c.type}" for c in r.columns)
+    return f"CREATE {r.kind} {r.name}({cols});"
+
+
+def format_map(m: MapDecl) -> str:
+    keys = ", ".join(f"{k.name}: {k.type}" for k in m.keys)
+    text = f"DECLARE MAP {m.name}[{keys}] : {m.value_type}"
+    if m.definition is not None:
+        text += f"\n  := {format_expr(m.definition)}"
+    return text + ";"
+
+
+def format_view(v: ViewDecl) -> str:
+    cols = ", ".join(
+        f"{c.name} := {c.numerator}" + (f" / {c.denominator}" if c.denominator else "") for c in v.columns
+    )
+    return f"DECLARE VIEW {v.name}[{', '.join(v.keys)}]({cols});"
+
+
+def format_statement(s: Statement) -> str:
+    return f"{format_expr(s.target)} += {format_expr(s.expr)}"
+
+
+def format_trigger(t: Trigger) -> str:
+    head = f"ON {'+' if t.sign > 0 else '-'}{t.relation}({', '.join(t.vars)}) DO {{"
+    body = "".join(f"  {format_statement(s)};\n" for s in t.statements)
+    return f"{head}\n{body}}}"
+
+
+def format_program(p: Program) -> str:
+    """The whole program: relations, maps, views, then triggers, blank-line separated."""
+    parts = [format_relation(r) for r in p.relations]
+    parts += [format_map(m) for m in p.maps]
+    parts += [format_view(v) for v in p.views]
+    parts += [format_trigger(t) for t in p.triggers]
+    return "\n\n".join(parts)

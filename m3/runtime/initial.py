@@ -1,0 +1,114 @@
+"""Initial map values: evaluate a map's defining query over existing relation contents.
+
+A definition is a sum of products of relation atoms, comparisons and
+arithmetic.  Each term is evaluated as a join: atoms in order, each probed
+through a hash table on the variables already bound, comparisons applied
+as soon as their variables are bound; the product is summed per key.
+
+>>> from ..syntax import parse_program
+>>> p = parse_program('''CREATE TABLE R(A INT, B INT); CREATE TABLE S(B INT, C INT);
+... DECLARE MAP m[A: INT] : INT := R(A, B) * S(B, C) * C * {C < 10};''')
+>>> evaluate_definition(p, p.maps[0], {"R": [(1, 2), (1, 3)], "S": [(2, 5), (2, 20), (3, 1)]})
+{(1,): 6}
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ..ast import (
+    Cmp,
+    Const,
+    Expr,
+    IfThen,
+    MapDecl,
+    Prod,
+    Program,
+    RelAtom,
+    Sum,
+    Var,
+    variables,
+    walk,
+)
+
+_OPS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le}
+
+
+def _terms(e: Expr) -> list[list[Expr]]:
+    """Distribute the top-level sums: a list of products (factor lists)."""
+    if isinstance(e, Sum):
+        return [f for t in e.terms for f in _terms(t)]
+    if isinstance(e, Prod):
+        out = [[]]
+        for f in e.factors:
+            if isinstance(f, Sum) and any(isinstance(n, RelAtom) for n in walk(f)):
+                out = [a + b for a in out for b in _terms(f)]
+            else:
+                out = [a + [f] for a in out]
+        return out
+    return [[e]]
+
+
+def _value(e: Expr, env: dict):
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Var):
+        return env[e.name]
+    if isinstance(e, Prod):
+        r = 1
+        for f in e.factors:
+            r *= _value(f, env)
+        return r
+    if isinstance(e, Sum):
+        return sum(_value(t, env) for t in e.terms)
+    if isinstance(e, Cmp):
+        return 1 if _OPS[e.op](_value(e.left, env), _value(e.right, env)) else 0
+    if isinstance(e, IfThen):
+        return _value(e.then, env) if _value(e.cond, env) else 0
+    raise TypeError(f"cannot evaluate {e!r}")
+
+
+def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], epsilon: float = 0.0) -> dict[tuple, object]:
+    """``{key: value}`` of the map's definition over ``tables`` (relation → rows); zeros omitted."""
+    out: dict[tuple, object] = {}
+    keys = [k.name for k in m.keys]
+    for factors in _terms(m.definition):
+        atoms = [f for f in factors if isinstance(f, RelAtom)]
+        others = [f for f in factors if not isinstance(f, RelAtom)]
+        envs: list[dict] = [{}]
+        bound: set[str] = set()
+        pending = list(others)
+        for atom in atoms:
+            rows = tables.get(atom.name, [])
+            probe = [(i, a) for i, a in enumerate(atom.args) if isinstance(a, Const) or a.name in bound]
+            table: dict[tuple, list] = {}
+            for row in rows:
+                table.setdefault(tuple(row[i] for i, _ in probe), []).append(row)
+            new_envs = []
+            for env in envs:
+                want = tuple(a.value if isinstance(a, Const) else env[a.name] for _, a in probe)
+                for row in table.get(want, ()):
+                    e2 = dict(env)
+                    ok = True
+                    for i, a in enumerate(atom.args):
+                        if isinstance(a, Var):
+                            if a.name in e2 and e2[a.name] != row[i]:
+                                ok = False
+                                break
+                            e2[a.name] = row[i]
+                    if ok:
+                        new_envs.append(e2)
+            bound |= {a.name for a in atom.args if isinstance(a, Var)}
+            ready = [f for f in pending if isinstance(f, Cmp) and set(variables(f)) <= bound]
+            pending = [f for f in pending if f not in ready]
+            envs = [env for env in new_envs if all(_value(f, env) for f in ready)]
+        for env in envs:
+            v = 1
+            for f in pending:
+                v *= _value(f, env)
+                if not v:
+                    break
+            if v:
+                k = tuple(env[n] for n in keys)
+                out[k] = out.get(k, 0) + v
+    return {k: v for k, v in out.items() if abs(v) > epsilon}

@@ -1,0 +1,266 @@
+"""The M3 runtime: a checked program, its maps, and its generated trigger functions.
+
+Events are ``(relation, sign, row)`` with ``sign`` +1 (insert) or -1
+(delete) and ``row`` a tuple in the relation's column order (INT → int,
+FLOAT → float, STRING → str, DATE → ``datetime.date``).  A *batch* is applied
+atomically: every map is either updated for every event or — if anything
+raises — left exactly as before; then ``version`` goes up by one and
+:meth:`Runtime.changes` lists the view rows the batch changed.
+
+>>> rt = Runtime('''CREATE STREAM R(a INT, b INT);
+...     SELECT a, SUM(b) AS total, COUNT(*) AS n FROM R GROUP BY a''')
+>>> rt.apply_batch([("R", 1, (1, 10)), ("R", 1, (1, 5)), ("R", 1, (2, 7))])
+1
+>>> sorted(rt.view("Q1").items())
+[((1,), (15, 2)), ((2,), (7, 1))]
+>>> rt.apply_batch([("R", -1, (2, 7))]); rt.changes()
+2
+{'Q1': [((2,), (0, 0))]}
+>>> rt.read_sum("Q1_total"), rt.version
+(15, 2)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .. import query
+from ..ast import Program
+from ..check import check_program
+from ..errors import RuntimeStateError
+from ..printer import format_program
+from ..syntax import parse_program
+from .codegen import build, program_source
+from .initial import evaluate_definition
+from .maps import MapStore, index_specs
+
+log = logging.getLogger(__name__)
+
+STATE_FORMAT = 1
+_SIGNS = {1: 1, -1: -1, "+": 1, "-": -1, "insert": 1, "delete": -1}
+
+
+@dataclass(frozen=True)
+class ViewInfo:
+    """A view's output: key columns (name, type), then value columns (names)."""
+
+    name: str
+    keys: tuple[tuple[str, str], ...]
+    values: tuple[str, ...]
+
+
+class Runtime:
+    """Maintains every map of an M3 program under batches of insert and delete events."""
+
+    def __init__(self, program: Program | str, *, float_epsilon: float = 1e-7):
+        if isinstance(program, str):
+            program = _program_from_text(program)
+        self.program = check_program(program)
+        self.float_epsilon = float_epsilon
+        self._lock = threading.RLock()
+        self.store = MapStore(program, index_specs(program))
+        self._journals: dict[str, dict] = {name: {} for name in self.store.data}
+        float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
+        self.source, consts = program_source(program, self.store.specs, float_maps, float_epsilon)
+        self._triggers = build(self.source, self.store.data, self.store.indexes, self._journals, consts, float_epsilon)
+        self._version = 0
+        self._changes: dict[str, list] = {}
+        self._arity = {r.name: len(r.columns) for r in program.relations}
+
+    # -- description ---------------------------------------------------
+    @property
+    def relations(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        """Each relation's columns as ``(name, type)`` — the box's in ports."""
+        return {r.name: tuple((c.name, c.type) for c in r.columns) for r in self.program.relations}
+
+    @property
+    def views(self) -> dict[str, ViewInfo]:
+        """Each view's output columns — the box's out port(s)."""
+        out = {}
+        for v in self.program.views:
+            first = self.program.map(v.columns[0].numerator)
+            keys = tuple((name, k.type) for name, k in zip(v.keys, first.keys))
+            out[v.name] = ViewInfo(v.name, keys, tuple(c.name for c in v.columns))
+        return out
+
+    @property
+    def version(self) -> int:
+        """The number of completed batches."""
+        return self._version
+
+    def text(self) -> str:
+        return format_program(self.program)
+
+    # -- events ----------------------------------------------------------
+    def apply_batch(self, events: Iterable[tuple[str, object, Sequence]]) -> int:
+        """Apply ``(relation, sign, row)`` events atomically; return the new version."""
+        groups: dict[tuple[str, int], list] = {}
+        for rel, sign, row in events:
+            s = _SIGNS.get(sign)
+            if s is None:
+                raise RuntimeStateError(f"event sign must be +1 or -1, not {sign!r}")
+            groups.setdefault((rel, s), []).append(row)
+        return self.apply_grouped((rel, s, rows) for (rel, s), rows in groups.items())
+
+    def apply_grouped(self, batches: Iterable[tuple[str, int, Sequence[Sequence]]]) -> int:
+        """Apply per-relation batches ``(relation, sign, rows)`` as one atomic batch."""
+        batches = list(batches)
+        for rel, sign, _ in batches:
+            if (rel, sign) not in self._triggers:
+                raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{rel}" if rel in self._arity else f"unknown relation {rel!r}")
+        with self._lock:
+            try:
+                for rel, sign, rows in batches:
+                    self._triggers[(rel, sign)](rows)
+            except BaseException:
+                self._rollback()
+                raise
+            self._finish()
+            return self._version
+
+    def _rollback(self) -> None:
+        for name, journal in self._journals.items():
+            for key, old in journal.items():
+                self.store.set(name, key, old)
+            journal.clear()
+
+    def _finish(self) -> None:
+        data = self.store.data
+        changes: dict[str, list] = {}
+        for v in self.program.views:
+            keys: dict[tuple, None] = {}
+            for m in v.maps:
+                j = self._journals[m]
+                for k, old in j.items():
+                    if data[m].get(k, 0) != old:
+                        keys[k] = None
+            if keys:
+                changes[v.name] = [(k, self._view_value(v, k)) for k in keys]
+        for journal in self._journals.values():
+            journal.clear()
+        self._changes = changes
+        self._version += 1
+
+    def changes(self) -> dict[str, list[tuple[tuple, object]]]:
+        """The view rows the last batch changed: ``{view: [(key, new value)]}``; 0 (or all-zero tuple) = removed."""
+        return self._changes
+
+    # -- views -------------------------------------------------------------
+    def _view_value(self, v, key):
+        data = self.store.data
+        vals = []
+        for c in v.columns:
+            num = data[c.numerator].get(key, 0)
+            if c.denominator is None:
+                vals.append(num)
+            else:
+                den = data[c.denominator].get(key, 0)
+                vals.append(num / den if den else 0)
+        return vals[0] if len(vals) == 1 else tuple(vals)
+
+    def view(self, name: str) -> dict[tuple, object]:
+        """The whole view: ``{key: value}`` (a tuple of values when it has several columns)."""
+        with self._lock:
+            v = self.program.view(name)
+            keys: dict[tuple, None] = {}
+            for m in v.maps:
+                keys.update(dict.fromkeys(self.store.data[m]))
+            return {k: self._view_value(v, k) for k in keys}
+
+    # -- query API (seed 001, Figure 3) -----------------------------------
+    def _map(self, name: str) -> dict:
+        try:
+            return self.store.data[name]
+        except KeyError:
+            raise RuntimeStateError(f"no map named {name!r}") from None
+
+    def read_slice(self, name: str, *keys) -> list[tuple[tuple, object]]:
+        with self._lock:
+            return query.read_slice(self._map(name), *keys)
+
+    def read_sum(self, name: str, *keys):
+        with self._lock:
+            return query.read_sum(self._map(name), *keys)
+
+    def read_min(self, name: str, *keys):
+        with self._lock:
+            return query.read_min(self._map(name), *keys)
+
+    def read_max(self, name: str, *keys):
+        with self._lock:
+            return query.read_max(self._map(name), *keys)
+
+    def read_stable(self, name: str, agg: str = "slice", *keys):
+        """READ_STABLE: reads never see a half-applied batch (batches hold the lock)."""
+        with self._lock:
+            return query.read(self._map(name), agg, *keys)
+
+    def snapshot(self) -> query.Snapshot:
+        """An immutable copy of all maps as of the last completed batch."""
+        with self._lock:
+            return query.Snapshot(self._version, self.store.data)
+
+    def entries(self) -> int:
+        return self.store.entries()
+
+    # -- initial values and state transfer ----------------------------------
+    def load(self, tables: Mapping[str, Iterable[Sequence]]) -> int:
+        """Replace every map by its defining query evaluated over ``tables`` (existing data); one batch."""
+        rows = {name: list(r) for name, r in tables.items()}
+        for name in rows:
+            if name not in self._arity:
+                raise RuntimeStateError(f"unknown relation {name!r}")
+        with self._lock:
+            values = {}
+            for m in self.program.maps:
+                if m.definition is None:
+                    raise RuntimeStateError(f"map {m.name} has no defining query")
+                values[m.name] = evaluate_definition(self.program, m, rows, self.float_epsilon)
+            self.store.clear()
+            for name, entries in values.items():
+                for k, v in entries.items():
+                    self.store.set(name, k, v)
+            self._changes = {}
+            self._version += 1
+            return self._version
+
+    def state(self) -> dict:
+        """Everything needed to continue elsewhere: program text, version, map entries (msgpack-able)."""
+        with self._lock:
+            return {
+                "format": STATE_FORMAT,
+                "program": format_program(self.program),
+                "version": self._version,
+                "maps": self.store.encode(),
+            }
+
+    def restore(self, state: Mapping) -> None:
+        """Load a :meth:`state` taken from a runtime of the same program."""
+        if state.get("format") != STATE_FORMAT:
+            raise RuntimeStateError(f"unknown state format {state.get('format')!r}")
+        if state.get("program") != format_program(self.program):
+            raise RuntimeStateError("state was taken from a different program")
+        with self._lock:
+            self.store.decode(state["maps"])
+            self._version = int(state["version"])
+            self._changes = {}
+
+    @classmethod
+    def from_state(cls, state: Mapping, **kwargs) -> Runtime:
+        rt = cls(parse_program(state["program"]), **kwargs)
+        rt.restore(state)
+        return rt
+
+
+def _program_from_text(text: str) -> Program:
+    """M3 text, or SQL (CREATE STREAM ... SELECT ...) compiled to M3."""
+    import re
+
+    if re.search(r"^\s*(ON\s+[+-]|DECLARE\s+MAP)", text, re.IGNORECASE | re.MULTILINE):
+        return parse_program(text)
+    from ..compiler.pipeline import compile_sql
+
+    return compile_sql(text)

@@ -1,0 +1,267 @@
+"""Inserting and removing filter boxes on a running node (paper section 3.2).
+
+``<connect box=SINK port=P [upstream=1]><box F>...</box></connect>`` goes to
+the node holding the sink.  On the same node, F and its new out stream are
+added and the sink's port P is rewired to it between two batches, the sink
+keeping its state.  With ``upstream=1`` the stream must come from another
+node U and feed only that one port here; this node then sends U
+``<connect node=HERE>`` with the box, U adds F and sends the new stream in
+place of the old one, and this node reconnects the port.
+
+``<disconnect stream=NEW>`` undoes it: on one node directly, across two by
+forwarding the disconnect to the node that runs the filter.
+
+Exactness across two nodes comes from the link between them being ordered:
+U switches between two batches, so every batch of the old stream reaches
+this node before the first batch of the new one.  This node rewires the
+port *before* asking U and keeps a :class:`~boreas.node.dataflow.Bridge`
+from the old stream to the port until the new stream's first batch, so no
+batch of either stream finds nowhere to go.  If U refuses, this node puts
+the port back.  The node that was asked reports the change to the Head,
+which commits it to the global catalog; regions hear it by reflection.
+
+Usage::
+
+    connector = FilterConnector(node)
+    await connector.connect(Connect(filter_box, sink="box1", port=0, upstream=True))
+    await connector.disconnect("Filtered")
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from boreas.catalog.documents import (
+    Connect,
+    Delete,
+    Disconnect,
+    Unsubscribe,
+    read_document,
+)
+from boreas.catalog.model import Box, Catalog, Input, Output, Publication, Subscription
+from boreas.catalog.replicate import UpdateRejected
+from boreas.catalog.updates import update_document
+from boreas.catalog.validate import stream_schemas
+from boreas.wire.addressing import endpoint_url
+from boreas.wire.client import PeerError, PeerRefused
+
+if TYPE_CHECKING:
+    from .service import NodeService
+
+log = logging.getLogger(__name__)
+
+
+class ConnectRefused(ValueError):
+    """The request cannot be carried out here; ``status`` is 409 (not here) or 422 (not valid)."""
+
+    def __init__(self, message: str, status: int = 422):
+        super().__init__(message)
+        self.status = status
+
+
+class FilterConnector:
+    def __init__(self, node: "NodeService"):
+        self.node = node
+
+    @property
+    def local(self) -> Catalog:
+        return self.node.local.catalog
+
+    # -- connect ----------------------------------------------------------------
+
+    async def connect(self, request: Connect) -> dict[str, Any]:
+        """Carry out ``request`` on this node; the sink's node (no ``node``) or the filter's (``node``)."""
+        if request.node:
+            return await self._connect_upstream(request)
+        sink, port, old, new = self._check_connect(request)
+        if not request.upstream:
+            await self._change([replace(request.box, node=self.node.endpoint), sink.rewired(port, new)],
+                               keep=sink.name, check=request.box.name)
+            await self._report(Connect(replace(request.box, node=self.node.endpoint), sink.name, port))
+            return {"inserted": request.box.name, "node": self.node.endpoint, "stream": new}
+        upstream = self._upstream_of(old, sink.name)
+        schema = self.local.inputs[old].schema
+        prepared = [sink.rewired(port, new), Input(new, schema, self.node.endpoint),
+                    Publication(new, self.node.endpoint, upstream)]
+        await self._change(prepared, keep=sink.name, bridge=(old, sink.name, port, new))
+        forwarded = Connect(request.box, node=self.node.endpoint)
+        try:
+            await self._send(upstream, forwarded)
+        except ConnectRefused:
+            await self._change([sink, Delete(input=new), Delete(publish=f"{new}|{self.node.endpoint}")],
+                               keep=sink.name, unbridge=old)
+            raise
+        await self._report(Connect(replace(request.box, node=upstream), sink.name, port, upstream=True))
+        return {"inserted": request.box.name, "node": upstream, "stream": new}
+
+    def _check_connect(self, request: Connect) -> tuple[Box, int, str, str]:
+        box, local = request.box, self.local
+        sink = local.boxes.get(request.sink or "")
+        if sink is None:
+            raise ConnectRefused(f"box {request.sink!r} is not on node {self.node.endpoint}", 409)
+        if not 0 <= request.port < len(sink.inputs):
+            raise ConnectRefused(f"box {sink.name!r} has no in port {request.port} "
+                                 f"(it has {len(sink.inputs)})")
+        old = sink.inputs[request.port].stream
+        if len(box.inputs) != 1 or len(box.outputs) != 1:
+            raise ConnectRefused(f"box {box.name!r} must have one in and one out stream to be inserted")
+        if box.inputs[0].stream != old:
+            raise ConnectRefused(f"box {box.name!r} reads {box.inputs[0].stream!r}, but port {request.port} "
+                                 f"of {sink.name!r} reads {old!r}")
+        new = box.outputs[0]
+        if box.name in local.boxes:
+            raise ConnectRefused(f"a box named {box.name!r} is already on node {self.node.endpoint}")
+        known = set(self.node.dataflow.schemas) | set(local.inputs) | set(local.outputs)
+        if new in known:
+            raise ConnectRefused(f"stream {new!r} already exists; the inserted box needs a new out stream")
+        trial = local.copy()
+        trial.boxes[box.name] = replace(box, node=self.node.endpoint)
+        schemas = stream_schemas(trial)
+        if new not in schemas or old not in schemas or schemas[new].fields != schemas[old].fields:
+            raise ConnectRefused(f"box {box.name!r} must not change the schema: its out stream {new!r} "
+                                 f"must have the fields of {old!r}")
+        return sink, request.port, old, new
+
+    def _upstream_of(self, stream: str, sink: str) -> str:
+        """The node ``stream`` comes from, if an upstream insertion on it is possible."""
+        local = self.local
+        if stream not in local.inputs:
+            raise ConnectRefused(f"stream {stream!r} is produced on this node; insert the box here "
+                                 "(upstream=0)")
+        sinks = [f"{b.name} port {i}" for b in local.boxes.values() for i, p in enumerate(b.inputs)
+                 if p.stream == stream]
+        onward = [s.endpoint for s in local.subscriptions.values() if s.stream == stream]
+        if len(sinks) > 1 or onward:
+            raise ConnectRefused(f"stream {stream!r} fans out to {', '.join(sinks + onward)} on node "
+                                 f"{self.node.endpoint}; a box can be inserted upstream only on a stream "
+                                 "with one sink here (paper 3.2.1)")
+        nodes = [p.client for p in local.publications.values()
+                 if p.stream == stream and p.client and p.client in local.nodes]
+        if not nodes:
+            raise ConnectRefused(f"stream {stream!r} comes from a client, not a node; insert the box here "
+                                 "(upstream=0)")
+        return nodes[0]
+
+    async def _connect_upstream(self, request: Connect) -> dict[str, Any]:
+        """The forwarded request (``node`` = the sink's node): add the box, send its stream instead."""
+        box, local, downstream = request.box, self.local, request.node or ""
+        old, new = box.inputs[0].stream, box.outputs[0]
+        if Subscription(old, downstream).key not in local.subscriptions:
+            raise ConnectRefused(f"node {self.node.endpoint} does not send {old!r} to {downstream}", 409)
+        if box.name in local.boxes:
+            raise ConnectRefused(f"a box named {box.name!r} is already on node {self.node.endpoint}")
+        schema = self.node.dataflow.schemas[old].name
+        await self._change([replace(box, node=self.node.endpoint), Output(new, schema, self.node.endpoint),
+                            Subscription(new, downstream), Unsubscribe(old, downstream)], check=box.name)
+        return {"inserted": box.name, "node": self.node.endpoint, "stream": new}
+
+    # -- disconnect ----------------------------------------------------------------
+
+    async def disconnect(self, stream: str) -> dict[str, Any]:
+        """Remove the filter that writes ``stream`` and give its sink the filter's in stream back."""
+        local = self.local
+        sinks = [(b, i) for b in local.boxes.values() for i, p in enumerate(b.inputs) if p.stream == stream]
+        producer = next((b for b in local.boxes.values() if stream in b.outputs), None)
+        if not sinks and producer is not None:
+            return await self._disconnect_upstream(producer, stream)
+        if len(sinks) != 1:
+            raise ConnectRefused(f"stream {stream!r} has {len(sinks)} sinks on node {self.node.endpoint}; "
+                                 "disconnect names the stream a connect added, which feeds one box", 409)
+        sink, port = sinks[0]
+        if producer is not None:
+            old = self._filter_input(producer)
+            await self._change([Delete(box=producer.name), sink.rewired(port, old)], keep=sink.name)
+            await self._report(Disconnect(stream))
+            return {"removed": producer.name, "node": self.node.endpoint, "stream": old}
+        upstream = next((p.client for p in local.publications.values()
+                         if p.stream == stream and p.client in local.nodes), None)
+        if upstream is None:
+            raise ConnectRefused(f"stream {stream!r} was not added by inserting a box", 409)
+        old = await self._upstream_filter_input(upstream, stream)
+        schema = local.inputs[stream].schema
+        prepared = [sink.rewired(port, old), Input(old, schema, self.node.endpoint),
+                    Publication(old, self.node.endpoint, upstream)]
+        await self._change(prepared, keep=sink.name, bridge=(stream, sink.name, port, old))
+        try:
+            reply = await self._send(upstream, Disconnect(stream))
+        except ConnectRefused:
+            await self._change([sink, Delete(input=old), Delete(publish=f"{old}|{self.node.endpoint}")],
+                               keep=sink.name, unbridge=stream)
+            raise
+        await self._report(Disconnect(stream))
+        return {**reply, "stream": old}
+
+    async def _upstream_filter_input(self, upstream: str, stream: str) -> str:
+        """The stream the filter on ``upstream`` reads: this node must expect it before the switch."""
+        try:
+            text = await self.node.peers.text(endpoint_url(upstream, "/catalog"), timeout=10.0)
+        except PeerError as exc:
+            raise ConnectRefused(f"cannot read node {upstream}'s catalog: {exc}", 502) from None
+        doc = read_document(text.encode(), f"catalog of {upstream}")
+        for item in doc.items:
+            if isinstance(item, Box) and stream in item.outputs:
+                return self._filter_input(item)
+        raise ConnectRefused(f"no box on node {upstream} writes {stream!r}", 409)
+
+    @staticmethod
+    def _filter_input(box: Box) -> str:
+        if len(box.inputs) != 1 or len(box.outputs) != 1:
+            raise ConnectRefused(f"box {box.name!r} is not a one-in, one-out box inserted by connect")
+        return box.inputs[0].stream
+
+    async def _disconnect_upstream(self, producer: Box, stream: str) -> dict[str, Any]:
+        """The forwarded disconnect: drop the filter, send its in stream where its out stream went."""
+        old = self._filter_input(producer)
+        local = self.local
+        downstream = [s.endpoint for s in local.subscriptions.values() if s.stream == stream]
+        items: list[Any] = [Delete(box=producer.name)]
+        for endpoint in downstream:
+            items += [Unsubscribe(stream, endpoint), Subscription(old, endpoint)]
+        if stream in local.outputs:
+            items.append(Delete(output=stream))
+        await self._change(items)
+        return {"removed": producer.name, "node": self.node.endpoint}
+
+    # -- shared steps -------------------------------------------------------------
+
+    async def _change(self, items: list[Any], keep: str | None = None, check: str | None = None,
+                      bridge: tuple[str, str, int, str] | None = None, unbridge: str | None = None) -> None:
+        """Apply a local change between two batches; undo it if box ``check`` cannot run."""
+        node, flow = self.node, self.node.dataflow
+        async with node.update_lock, flow.lock:
+            before = node.local.catalog
+            try:
+                node.apply_local(items, keep_state=(keep,) if keep else ())
+            except UpdateRejected as exc:
+                raise ConnectRefused(f"node {node.endpoint}: {exc}") from None
+            if check and check in flow.broken:
+                reason = flow.broken[check]
+                node.restore_local(before, keep_state=(keep,) if keep else ())
+                raise ConnectRefused(f"box {check!r} cannot run: {reason}")
+            if bridge:
+                flow.bridge(*bridge)
+            if unbridge:
+                flow.unbridge(unbridge)
+
+    async def _send(self, node: str, item: Connect | Disconnect) -> dict[str, Any]:
+        text = update_document([item], origin=self.node.endpoint)
+        try:
+            return await self.node.peers.post_update(node, text, timeout=30.0)
+        except PeerRefused as exc:
+            raise ConnectRefused(f"node {node}: {exc.payload.get('error') or exc}", exc.status) from None
+        except PeerError as exc:
+            raise ConnectRefused(str(exc), 502) from None
+
+    async def _report(self, item: Connect | Disconnect) -> None:
+        """Optimizer changes are reflected to the Head (paper 2.2), which commits them."""
+        if not self.node.head:
+            return
+        text = update_document([item], origin=self.node.endpoint)
+        try:
+            await self.node.peers.call("POST", f"{self.node.head}/update", data=text,
+                                       content_type="application/xml")
+        except PeerError as exc:
+            log.warning("node %s could not report %s to the Head: %s", self.node.endpoint,
+                        type(item).__name__.lower(), exc)

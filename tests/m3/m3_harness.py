@@ -1,0 +1,147 @@
+"""Differential testing of the M3 runtime against DuckDB.
+
+A workload is a list of batches of operations: ``("ins", relation, row)`` or
+``("del", relation, i)`` (delete the i-th live row modulo their number).
+After every batch, each view must agree with DuckDB evaluating the view's
+SELECT over the rows inserted and not yet deleted, and every map must equal
+its defining query evaluated over those rows.
+
+Equality: every DuckDB group with a non-zero aggregate is in the view with
+equal values (floats: 1e-9 tolerance; AVG as SUM/COUNT); every view row is a
+DuckDB group.  (A group whose aggregates are all zero may be absent from the
+view: maps hold non-zero entries only.)  Float data is drawn from multiples of
+0.25, so sums are exact and deleting every row empties every map.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+
+import duckdb
+from boreas.m3 import Runtime, compile_sql
+from boreas.m3.runtime.initial import evaluate_definition
+from hypothesis import strategies as st
+
+DUCK_TYPES = {"INT": "BIGINT", "FLOAT": "DOUBLE", "STRING": "VARCHAR", "DATE": "DATE"}
+DATES = [datetime.date(1993, 12, 31), datetime.date(1994, 1, 1), datetime.date(1994, 6, 1),
+         datetime.date(1995, 3, 14), datetime.date(1995, 3, 15), datetime.date(1995, 3, 16), datetime.date(1996, 1, 1)]
+
+
+def value_strategy(t: str):
+    if t == "INT":
+        return st.integers(0, 3)
+    if t == "FLOAT":
+        return st.integers(-8, 8).map(lambda i: i / 4)
+    if t == "STRING":
+        return st.sampled_from(["A", "B", "BUILDING", "R", "ASIA"])
+    return st.sampled_from(DATES)
+
+
+@st.composite
+def workloads(draw, relations: dict, max_batches: int = 4, max_ops: int = 10):
+    names = sorted(relations)
+    batches = []
+    for _ in range(draw(st.integers(1, max_batches))):
+        ops = []
+        for _ in range(draw(st.integers(1, max_ops))):
+            rel = draw(st.sampled_from(names))
+            if draw(st.integers(0, 3)) == 0:
+                ops.append(("del", rel, draw(st.integers(0, 50))))
+            else:
+                ops.append(("ins", rel, tuple(draw(value_strategy(t)) for _, t in relations[rel])))
+        batches.append(ops)
+    return batches
+
+
+def selects(sql: str) -> list[str]:
+    """The SELECT statements of a script (views are named Q1, Q2, ... in order)."""
+    out = []
+    for stmt in sql.split(";"):
+        s = stmt.strip()
+        m = re.match(r"CREATE\s+VIEW\s+\w+\s+AS\s+(SELECT.*)", s, re.IGNORECASE | re.DOTALL)
+        if m:
+            out.append(m.group(1))
+        elif s.upper().startswith("SELECT"):
+            out.append(s)
+    return out
+
+
+def close(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+class Harness:
+    def __init__(self, sql: str):
+        self.sql = sql
+        self.program = compile_sql(sql)
+        self.queries = selects(sql)
+
+    def run(self, batches, *, check_maps: bool = True, delete_all: bool = True) -> Runtime:
+        rt = Runtime(self.program)
+        con = duckdb.connect()
+        rels = rt.relations
+        for name, cols in rels.items():
+            con.execute(f'CREATE TABLE "{name}" (_id BIGINT, ' + ", ".join(f'"{c}" {DUCK_TYPES[t]}' for c, t in cols) + ")")
+        live: dict[str, list[tuple[int, tuple]]] = {name: [] for name in rels}
+        next_id = 0
+        for ops in batches:
+            events = []
+            for op in ops:
+                if op[0] == "ins":
+                    _, rel, row = op
+                    next_id += 1
+                    live[rel].append((next_id, row))
+                    con.execute(f'INSERT INTO "{rel}" VALUES ({", ".join("?" * (len(row) + 1))})', [next_id, *row])
+                    events.append((rel, 1, row))
+                elif live[op[1]]:
+                    _, rel, i = op
+                    rid, row = live[rel].pop(i % len(live[rel]))
+                    con.execute(f'DELETE FROM "{rel}" WHERE _id = ?', [rid])
+                    events.append((rel, -1, row))
+            rt.apply_batch(events)
+            self.compare(rt, con, live, check_maps)
+        if delete_all:
+            rt.apply_batch([(rel, -1, row) for rel, rows in live.items() for _, row in rows])
+            assert rt.entries() == 0, {n: d for n, d in rt.store.data.items() if d}
+        con.close()
+        return rt
+
+    def compare(self, rt: Runtime, con, live, check_maps: bool) -> None:
+        for view, select in zip(self.program.views, self.queries):
+            got = rt.view(view.name)
+            cur = con.execute(select)
+            cols = [d[0].lower() for d in cur.description]
+            rows = cur.fetchall()
+            key_idx = [cols.index(k.lower()) for k in view.keys]
+            val_idx = [cols.index(c.name.lower()) for c in view.columns]
+            expected = {}
+            for row in rows:
+                key = tuple(row[i] for i in key_idx)
+                vals = tuple(0 if row[i] is None else row[i] for i in val_idx)
+                expected[key] = vals
+            for key, vals in expected.items():
+                mine = got.get(key)
+                if mine is None:
+                    assert all(v == 0 for v in vals), f"{view.name}: missing group {key} = {vals}"
+                    continue
+                mine = mine if isinstance(mine, tuple) else (mine,)
+                assert all(close(a, b) for a, b in zip(mine, vals)), f"{view.name}[{key}]: got {mine}, expected {vals}"
+            extra = set(got) - set(expected)
+            assert not extra, f"{view.name}: groups not in DuckDB's result: {sorted(extra)[:5]}"
+        if check_maps:
+            tables = {rel: [row for _, row in rows] for rel, rows in live.items()}
+            for m in self.program.maps:
+                want = evaluate_definition(self.program, m, tables)
+                have = rt.store.data[m.name]
+                assert set(want) == set(have) and all(close(want[k], have[k]) for k in want), (
+                    f"map {m.name} differs from its definition: {want} vs {have}")
+                for pos, idx in rt.store.indexes[m.name].items():
+                    rebuilt: dict = {}
+                    for k, v in have.items():
+                        b, r = rt.store.split(m.name, pos, k)
+                        rebuilt.setdefault(b, {})[r] = v
+                    assert idx == rebuilt, f"index {pos} of map {m.name} is out of step"

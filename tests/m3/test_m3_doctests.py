@@ -1,0 +1,35 @@
+"""Run the doctest examples of every ``boreas.m3`` module (each compiler pass documents itself by example)."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "boreas.m3.errors",
+    "boreas.m3.ast",
+    "boreas.m3.syntax",
+    "boreas.m3.printer",
+    "boreas.m3.check",
+    "boreas.m3.calculus",
+    "boreas.m3.query",
+    "boreas.m3.compiler.frontend",
+    "boreas.m3.compiler.normalize",
+    "boreas.m3.compiler.delta",
+    "boreas.m3.compiler.simplify",
+    "boreas.m3.compiler.materialize",
+    "boreas.m3.compiler.triggers",
+    "boreas.m3.compiler.pipeline",
+    "boreas.m3.runtime.maps",
+    "boreas.m3.runtime.codegen",
+    "boreas.m3.runtime.initial",
+    "boreas.m3.runtime.program",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0, f"{name} has no doctest examples"
+    assert result.failed == 0

@@ -1,0 +1,173 @@
+"""The runtime: batches, atomicity, zero removal, view changes, query API, snapshots, state transfer, loading."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import random
+
+import pytest
+from boreas.m3 import Runtime, RuntimeStateError, compile_sql
+
+Q3 = """
+CREATE STREAM customer(c_custkey INT, c_mktsegment VARCHAR);
+CREATE STREAM orders(o_orderkey INT, o_custkey INT, o_orderdate DATE, o_shippriority INT);
+CREATE STREAM lineitem(l_orderkey INT, l_extendedprice DOUBLE, l_discount DOUBLE, l_shipdate DATE);
+SELECT l.l_orderkey, o.o_orderdate, o.o_shippriority, SUM(l.l_extendedprice * (1 - l.l_discount)) AS revenue
+FROM customer c, orders o, lineitem l
+WHERE c.c_mktsegment = 'BUILDING' AND c.c_custkey = o.o_custkey AND l.l_orderkey = o.o_orderkey
+  AND o.o_orderdate < DATE '1995-03-15' AND l.l_shipdate > DATE '1995-03-15'
+GROUP BY l.l_orderkey, o.o_orderdate, o.o_shippriority
+"""
+D1, D2 = datetime.date(1995, 3, 1), datetime.date(1995, 4, 1)
+
+
+def q3_events(seed: int, n: int):
+    rnd = random.Random(seed)
+    live, out = [], []
+    for _ in range(n):
+        if live and rnd.random() < 0.2:
+            ev = live.pop(rnd.randrange(len(live)))
+            out.append((ev[0], -1, ev[2]))
+            continue
+        kind = rnd.choice(["customer", "orders", "lineitem", "lineitem"])
+        if kind == "customer":
+            row = (rnd.randrange(5), rnd.choice(["BUILDING", "AUTO"]))
+        elif kind == "orders":
+            row = (rnd.randrange(8), rnd.randrange(5), rnd.choice([D1, D2]), rnd.randrange(2))
+        else:
+            row = (rnd.randrange(8), rnd.randrange(1, 9) * 0.25, rnd.randrange(4) * 0.25, rnd.choice([D1, D2]))
+        ev = (kind, 1, row)
+        live.append(ev)
+        out.append(ev)
+    return out, live
+
+
+@pytest.fixture(scope="module")
+def q3_program():
+    return compile_sql(Q3)
+
+
+def test_ports_describe_relations_and_views(q3_program):
+    rt = Runtime(q3_program)
+    assert rt.relations["orders"] == (("o_orderkey", "INT"), ("o_custkey", "INT"), ("o_orderdate", "DATE"), ("o_shippriority", "INT"))
+    v = rt.views["Q1"]
+    assert v.keys == (("l_orderkey", "INT"), ("o_orderdate", "DATE"), ("o_shippriority", "INT"))
+    assert v.values == ("revenue",)
+
+
+def test_zero_entries_are_removed_and_changes_reported(q3_program):
+    rt = Runtime(q3_program)
+    rt.apply_batch([("customer", 1, (1, "BUILDING")), ("orders", 1, (7, 1, D1, 0)), ("lineitem", 1, (7, 2.0, 0.5, D2))])
+    assert rt.view("Q1") == {(7, D1, 0): 1.0}
+    assert rt.changes() == {"Q1": [((7, D1, 0), 1.0)]}
+    rt.apply_batch([("lineitem", "-", (7, 2.0, 0.5, D2))])
+    assert rt.view("Q1") == {}
+    assert rt.changes() == {"Q1": [((7, D1, 0), 0)]}
+    assert all(0 not in m.values() for m in rt.store.data.values())
+    rt.apply_batch([("customer", -1, (1, "BUILDING")), ("orders", -1, (7, 1, D1, 0))])
+    assert rt.entries() == 0 and all(not ix for m in rt.store.indexes.values() for ix in m.values())
+    assert rt.version == 3
+
+
+def test_a_batch_is_atomic(q3_program):
+    rt = Runtime(q3_program)
+    events, _ = q3_events(1, 200)
+    rt.apply_batch(events)
+    before = rt.state()
+    bad = events[:50] + [("lineitem", 1, (1, "not a number", 0.5, D2))] + events[50:60]
+    with pytest.raises(TypeError):
+        rt.apply_batch(bad)
+    assert rt.state() == before and rt.version == 1
+    with pytest.raises(ValueError):  # wrong arity, after some valid events of another relation
+        rt.apply_batch([("customer", 1, (9, "BUILDING")), ("orders", 1, (1, 2))])
+    with pytest.raises(RuntimeStateError, match="unknown relation"):
+        rt.apply_batch([("nope", 1, (1,))])
+    with pytest.raises(RuntimeStateError, match="sign"):
+        rt.apply_batch([("customer", 0, (1, "A"))])
+    assert rt.state() == before
+    # indexes were restored too: the runtime continues exactly like one that never saw the failures
+    fresh = Runtime(q3_program)
+    fresh.apply_batch(events)
+    more, _ = q3_events(2, 200)
+    rt.apply_batch(more)
+    fresh.apply_batch(more)
+    assert rt.store.data == fresh.store.data and rt.store.indexes == fresh.store.indexes
+
+
+def test_state_restore_continues_exactly(q3_program):
+    events, _ = q3_events(3, 400)
+    a = Runtime(q3_program)
+    for i in range(0, 200, 50):
+        a.apply_batch(events[i:i + 50])
+    state = json.loads(json.dumps(a.state()))  # only plain data: dict/list/str/int/float
+    b = Runtime.from_state(state)
+    c = Runtime(q3_program)
+    c.restore(state)
+    assert b.version == c.version == a.version == 4
+    for i in range(200, 400, 50):
+        for rt in (a, b, c):
+            rt.apply_batch(events[i:i + 50])
+        assert a.changes() == b.changes() == c.changes()
+    assert a.store.data == b.store.data == c.store.data
+    assert a.store.indexes == b.store.indexes
+    assert a.view("Q1") == b.view("Q1")
+
+
+def test_restore_refuses_other_programs(q3_program):
+    other = Runtime("CREATE STREAM R(a INT); SELECT COUNT(*) AS n FROM R")
+    with pytest.raises(RuntimeStateError, match="different program"):
+        Runtime(q3_program).restore(other.state())
+    with pytest.raises(RuntimeStateError, match="format"):
+        other.restore({"format": 99})
+
+
+def test_query_api_and_snapshot():
+    rt = Runtime("CREATE STREAM R(a INT, b INT, c INT); SELECT a, b, SUM(c) AS s FROM R GROUP BY a, b")
+    rt.apply_batch([("R", 1, (1, 1, 5)), ("R", 1, (1, 2, -3)), ("R", 1, (2, 1, 10))])
+    m = "Q1_s"
+    assert sorted(rt.read_slice(m, 1)) == [((1, 1), 5), ((1, 2), -3)]
+    assert sorted(rt.read_slice(m, None, 1)) == [((1, 1), 5), ((2, 1), 10)]
+    assert rt.read_slice(m, 2, 1) == [((2, 1), 10)]
+    assert rt.read_slice(m, 3) == []
+    assert (rt.read_sum(m), rt.read_sum(m, 1), rt.read_min(m), rt.read_max(m, None, 1)) == (12, 2, -3, 10)
+    assert rt.read_min(m, 9) is None and rt.read_sum(m, 9) == 0
+    snap = rt.snapshot()
+    rt.apply_batch([("R", -1, (2, 1, 10))])
+    assert snap.version == 1 and rt.version == 2
+    assert snap.read_sum(m) == 12 and rt.read_sum(m) == 2
+    assert rt.read_stable(m, "max") == 5 and snap.read_stable(m, "sum", None, 1) == 15
+    with pytest.raises(TypeError):
+        snap.maps[m][(9, 9)] = 1
+    with pytest.raises(RuntimeStateError):
+        rt.read_sum("nope")
+
+
+def test_load_from_existing_data_equals_applying_events(q3_program):
+    events, live = q3_events(4, 300)
+    a = Runtime(q3_program)
+    a.apply_batch(events)
+    tables: dict = {"customer": [], "orders": [], "lineitem": []}
+    for rel, _, row in live:
+        tables[rel].append(row)
+    b = Runtime(q3_program)
+    b.load(tables)
+    assert b.store.data.keys() == a.store.data.keys()
+    for name in a.store.data:
+        assert a.store.data[name].keys() == b.store.data[name].keys(), name
+        assert all(abs(a.store.data[name][k] - b.store.data[name][k]) < 1e-9 for k in a.store.data[name])
+    more, _ = q3_events(5, 100)
+    a.apply_batch(more)
+    b.apply_batch(more)
+    assert a.view("Q1").keys() == b.view("Q1").keys()
+
+
+def test_runtime_accepts_m3_text_and_generates_code_once():
+    text = """CREATE STREAM R(A INT);
+    DECLARE MAP m[A: INT] : INT := R(A);
+    ON +R(A) DO { m[A] += 1 }
+    ON -R(A) DO { m[A] += -1 }"""
+    rt = Runtime(text)
+    assert "def t_ins_R(rows" in rt.source and "for (v_A,) in rows:" in rt.source
+    rt.apply_batch([("R", 1, (3,)), ("R", 1, (3,)), ("R", -1, (4,))])
+    assert rt.store.data["m"] == {(3,): 2, (4,): -1}

@@ -1,0 +1,149 @@
+"""The M3 text syntax: printing and parsing round-trip, and parse errors say where."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from boreas.m3 import ParseError, format_program, parse_expr, parse_program
+from boreas.m3.ast import (
+    TYPES,
+    Cmp,
+    Column,
+    Const,
+    IfThen,
+    MapDecl,
+    MapRef,
+    Prod,
+    Program,
+    RelationDecl,
+    RelAtom,
+    Statement,
+    Sum,
+    Trigger,
+    Var,
+    ViewColumn,
+    ViewDecl,
+)
+from boreas.m3.syntax import KEYWORDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+SEED_PROGRAM = """
+CREATE STREAM CUSTOMERS(CID INT, NATION INT);
+CREATE STREAM ORDERS(CID INT, OID INT, DISCOUNT FLOAT);
+CREATE STREAM LINEITEMS(OID INT, PRICE FLOAT, PART INT);
+DECLARE MAP q[PART: INT, NATION: INT] : FLOAT
+  := CUSTOMERS(CID, NATION) * ORDERS(CID, OID, DISCOUNT) * LINEITEMS(OID, PRICE, PART) * DISCOUNT * PRICE;
+DECLARE MAP m1[OID: INT, NATION: INT] : FLOAT;
+DECLARE MAP m2[CID: INT, PART: INT] : FLOAT;
+DECLARE MAP m3[CID: INT, OID: INT] : FLOAT;
+DECLARE MAP m4[OID: INT, PART: INT] : FLOAT;
+DECLARE MAP m5[CID: INT, NATION: INT] : INT;
+DECLARE VIEW Q[part, nation](total := q);
+ON +LINEITEMS(OID, PRICE, PART) DO {
+  q[PART, NATION] += m1[OID, NATION] * PRICE;
+  m2[CID, PART] += m3[CID, OID] * PRICE;
+  m4[OID, PART] += PRICE }
+ON +ORDERS(CID, OID, DISCOUNT) DO {
+  q[PART, NATION] += DISCOUNT * m4[OID, PART] * m5[CID, NATION];
+  m1[OID, NATION] += DISCOUNT * m5[CID, NATION];
+  m2[CID, PART] += DISCOUNT * m4[OID, PART];
+  m3[CID, OID] += DISCOUNT }
+ON +CUSTOMERS(CID, NATION) DO {
+  q[PART, NATION] += m2[CID, PART];
+  m1[OID, NATION] += m3[CID, OID];
+  m5[CID, NATION] += 1 }
+"""
+
+
+def test_seed_program_round_trips():
+    p = parse_program(SEED_PROGRAM)
+    assert len(p.triggers) == 3 and len(p.maps) == 6
+    text = format_program(p)
+    assert parse_program(text) == p
+    assert format_program(parse_program(text)) == text
+
+
+def test_figure1_constructs():
+    e = parse_expr("IF A < 3 THEN 2 * m[A, 'x'] ELSE 0 * B")
+    assert e == Prod((IfThen(Cmp("<", Var("A"), Const(3)), Prod((Const(2), MapRef("m", (Var("A"), Const("x")))))), Var("B")))
+    assert parse_expr("IF A > B THEN 1 ELSE 0") == IfThen(Cmp("<", Var("B"), Var("A")), Const(1))
+    assert parse_expr("DATE '1995-03-15'") == Const(datetime.date(1995, 3, 15))
+    assert parse_expr("-2.5") == Const(-2.5)
+
+
+@pytest.mark.parametrize(
+    "text, fragment, pos",
+    [
+        ("ON +R(A DO { }", "expected ')'", (1, 9)),
+        ("ON R(A) DO { }", "expected '+' or '-'", (1, 4)),
+        ("ON +R(A) DO {\n  m[A] = 1 }", "expected '+='", (2, 8)),
+        ("ON +R(A) DO { m[A] += IF A < 1 THEN 2 ELSE 3 }", "ELSE 0", (1, 44)),
+        ("CREATE STREAM R(a BLOB);", "expected a type", (1, 19)),
+        ("DECLARE MAP m[A: INT] : INT := R(A) ", "expected ';'", (1, 37)),
+        ("ON +R(A) DO { m[A] += 1 ? }", "unexpected character", (1, 25)),
+        ("SELECT 1", "expected CREATE, DECLARE MAP", (1, 1)),
+        ("ON +R(A) DO { m[A] += DATE 'x' }", "invalid DATE", (1, 28)),
+    ],
+)
+def test_parse_errors_give_line_and_column(text, fragment, pos):
+    with pytest.raises(ParseError) as info:
+        parse_program(text)
+    assert fragment in str(info.value)
+    assert (info.value.pos.line, info.value.pos.col) == pos
+    assert f"line {pos[0]}, col {pos[1]}" in str(info.value)
+
+
+# -- property: any AST prints to text that parses back equal -------------------
+
+names = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,4}", fullmatch=True).filter(lambda s: s.upper() not in KEYWORDS)
+consts = st.one_of(
+    st.integers(-1000, 1000),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.text(alphabet="ab' c", max_size=4),
+    st.dates(min_value=datetime.date(1900, 1, 1), max_value=datetime.date(2100, 1, 1)),
+).map(Const)
+vals = st.one_of(names.map(Var), consts)
+
+
+def exprs(allow_sum: bool, allow_atoms: bool):
+    leaves = [vals, st.builds(MapRef, names, st.lists(vals, max_size=3).map(tuple))]
+    if allow_atoms:
+        leaves.append(st.builds(RelAtom, names, st.lists(vals, max_size=3).map(tuple)))
+
+    def extend(inner):
+        cmp = st.builds(Cmp, st.sampled_from(["=", "<>", "<", "<="]), inner, inner)
+        options = [
+            st.lists(inner, min_size=2, max_size=3).map(lambda fs: Prod(tuple(fs))),
+            cmp,
+            st.builds(IfThen, cmp, inner),
+        ]
+        if allow_sum:
+            options.append(st.lists(inner, min_size=2, max_size=3).map(lambda ts: Sum(tuple(ts))))
+        return st.one_of(*options)
+
+    return st.recursive(st.one_of(*leaves), extend, max_leaves=8)
+
+
+types = st.sampled_from(TYPES)
+programs = st.builds(
+    Program,
+    st.lists(st.builds(RelationDecl, names, st.sampled_from(["STREAM", "TABLE"]),
+                       st.lists(st.builds(Column, names, types), max_size=3).map(tuple)), max_size=2).map(tuple),
+    st.lists(st.builds(MapDecl, names, st.lists(st.builds(Column, names, types), max_size=3).map(tuple),
+                       st.sampled_from(["INT", "FLOAT"]), st.one_of(st.none(), exprs(True, True))), max_size=2).map(tuple),
+    st.lists(st.builds(ViewDecl, names, st.lists(names, max_size=2).map(tuple),
+                       st.lists(st.builds(ViewColumn, names, names, st.one_of(st.none(), names)), min_size=1, max_size=2).map(tuple)),
+             max_size=2).map(tuple),
+    st.lists(st.builds(Trigger, names, st.sampled_from([1, -1]), st.lists(names, max_size=3).map(tuple),
+                       st.lists(st.builds(Statement, st.builds(MapRef, names, st.lists(vals, max_size=3).map(tuple)),
+                                          exprs(False, False)), max_size=3).map(tuple)), max_size=2).map(tuple),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(programs)
+def test_print_parse_round_trip(p):
+    text = format_program(p)
+    assert parse_program(text) == p, text
