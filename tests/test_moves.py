@@ -87,21 +87,91 @@ def assert_everyone_agrees(cluster, box: str, nodes: list[str]) -> None:
                    f"{node}'s local catalog to agree on {box}")
 
 
-async def test_a_filter_moves_back_and_forth_every_100ms(cluster_factory):
-    """Modeled on the Borealis move test: two nodes, a regional component, 10,000 numbered tuples."""
-    cluster = cluster_factory()
-    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster, True)
-    rows = [(float(n), n) for n in range(10_000)]
-    async with Subscriber(cluster.head, "Result", TOKEN) as subscriber:
+async def run_with_moves(cluster, box: str, nodes: list[str], rows: list[tuple], out: str,
+                         count: int) -> tuple[int, list[tuple]]:
+    """Publish ``rows`` to Packet in batches while ``box`` moves; the moves and ``count`` rows of ``out``."""
+    async with Subscriber(cluster.head, out, TOKEN) as subscriber:
+        reading = asyncio.create_task(collect(subscriber, count))
         async with Publisher(cluster.head, "Packet", TOKEN, batch_size=20) as publisher:
             async def publish():
                 for start in range(0, len(rows), 100):
                     await publisher.send(rows[start:start + 100])
                     await asyncio.sleep(0.03)
-            moves = await move_back_and_forth(cluster, "box1", nodes, asyncio.create_task(publish()))
-        got = await collect(subscriber, len(rows))
+            moves = await move_back_and_forth(cluster, box, nodes, asyncio.create_task(publish()))
+        return moves, await reading
+
+
+async def test_a_filter_moves_back_and_forth_every_100ms(cluster_factory):
+    """Modeled on the Borealis move test: two nodes, a regional component, 10,000 numbered tuples."""
+    cluster = cluster_factory()
+    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster, True)
+    rows = [(float(n), n) for n in range(10_000)]
+    moves, got = await run_with_moves(cluster, "box1", nodes, rows, "Result", len(rows))
     assert moves >= 6
     assert got == rows
     await asyncio.to_thread(assert_everyone_agrees, cluster, "box1", nodes)
     members = (await asyncio.to_thread(cluster.region_status, cluster.region))["members"]
     assert sorted(members) == sorted(nodes)
+
+
+AGGREGATE = """<borealis>
+  <input stream="Packet" schema="PacketTuple"/> <output stream="Sums" schema="SumTuple"/>
+  <schema name="PacketTuple"> <field name="value" type="double"/> <field name="time" type="int"/> </schema>
+  <schema name="SumTuple"> <field name="band" type="int"/> <field name="time" type="int"/>
+    <field name="count" type="int"/> <field name="total" type="double"/> </schema>
+  <box name="banded" type="map"> <in stream="Packet"/> <out stream="Banded"/>
+    <parameter name="expression.0" value="time % 7"/> <parameter name="output-field-name.0" value="band"/>
+    <parameter name="expression.1" value="time"/> <parameter name="output-field-name.1" value="time"/>
+    <parameter name="expression.2" value="value"/> <parameter name="output-field-name.2" value="value"/>
+  </box>
+  <box name="sums" type="aggregate"> <in stream="Banded"/> <out stream="Sums"/>
+    <parameter name="aggregate-function.0" value="count()"/>
+    <parameter name="aggregate-function-output-name.0" value="count"/>
+    <parameter name="aggregate-function.1" value="sum(value)"/>
+    <parameter name="aggregate-function-output-name.1" value="total"/>
+    <parameter name="group-by" value="band"/>
+    <parameter name="window-size-by" value="VALUES"/> <parameter name="window-size" value="350"/>
+    <parameter name="advance" value="350"/>
+    <parameter name="order-by" value="FIELD"/> <parameter name="order-on-field" value="time"/>
+  </box>
+</borealis>"""
+
+
+def without_moves(rows: list[tuple]) -> list[tuple]:
+    """What the same boxes emit on one node with no moves: the operators run in this process."""
+    from boreas.catalog import plan_submission, read_document
+    from boreas.catalog.model import Catalog
+    from boreas.catalog.validate import stream_schemas
+    from boreas.node.operators import build_operator
+
+    catalog = plan_submission(Catalog(), [read_document(AGGREGATE.encode(), "app")]).catalog
+    schemas = stream_schemas(catalog)
+    ops = [build_operator(catalog.boxes[b], [schemas[p.stream] for p in catalog.boxes[b].inputs],
+                          [schemas[s] for s in catalog.boxes[b].outputs]) for b in ("banded", "sums")]
+    out: list[tuple] = []
+    for start in range(0, len(rows), 20):
+        for _, banded in ops[0].process(0, rows[start:start + 20], 0.0):
+            for _, sums in ops[1].process(0, banded, 0.0):
+                out += sums
+    return out
+
+
+async def test_an_aggregate_moves_back_and_forth_with_its_state(cluster_factory):
+    """Its windows and groups move with it: the outputs equal those of a run with no moves."""
+    cluster = cluster_factory()
+
+    def deploy() -> list[str]:
+        cluster.start_head()
+        nodes = [cluster.start_node() for _ in range(2)]
+        app = cluster.write("agg.xml", AGGREGATE)
+        dep = cluster.write("agg_dep.xml", f"""<deploy> <publish stream="Packet" node="{nodes[0]}"/>
+  <node endpoint="{nodes[0]}" query="banded sums"/> <node endpoint="{nodes[1]}" query=""/> </deploy>""")
+        cluster.submit(app, dep)
+        return nodes
+
+    nodes = await asyncio.to_thread(deploy)
+    rows = [(float(n % 13), n) for n in range(6_000)]
+    expected = without_moves(rows)
+    moves, got = await run_with_moves(cluster, "sums", nodes, rows, "Sums", len(expected))
+    assert moves >= 4
+    assert got == expected
