@@ -75,6 +75,10 @@ class Dataflow:
         # the node it left and straight from upstream, and this node's receiver may already have
         # passed some of them on before the box came (a box moving back).
         self.box_inputs: dict[str, BoxInputs] = {}
+        # A moved box's pause: from when the source took it out (wall clock, same host or synced
+        # clocks) to its first batch here; the last ones, in seconds, by box (``/status``).
+        self.paused_since: dict[str, float] = {}
+        self.move_pauses: dict[str, list[float]] = {}
         # What leaves the node is sent after the lock is released, in order, by the one task
         # that runs boxes: a link that waits (a slow receiver) then never keeps a move waiting.
         self._outbox: list[tuple[OutboundLink, str, list[tuple], str, int, bool]] = []
@@ -332,6 +336,10 @@ class Dataflow:
             return
         ports = [port for o, name, port in self.consumers.get(stream, ()) if name == box]
         for ready in inputs.admit(stream, origin[0], origin[1], rows):
+            if box in self.paused_since:
+                pauses = self.move_pauses.setdefault(box, [])
+                pauses.append(time.time() - self.paused_since.pop(box))
+                del pauses[:-20]
             for port in ports:
                 await self._emit(box, op.process(port, ready, time.monotonic()))
 

@@ -32,7 +32,16 @@ from boreas.catalog.updates import update_document
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerError
 
-from .handover import FORWARD_FOR, BoxHandover, attach, detach, source_items, start_forwarding, target_items
+from .handover import (
+    FORWARD_FOR,
+    BoxHandover,
+    attach,
+    detach,
+    gc_paused,
+    source_items,
+    start_forwarding,
+    target_items,
+)
 
 if TYPE_CHECKING:
     from .service import NodeService
@@ -73,7 +82,8 @@ class BoxMover:
         node.reflector.reflect(local, [Move(target, box=box)])
         await node.reflector.flush(timeout=1.0)
         handover = await detach(flow, box, target)
-        body = msgspec.msgpack.encode([update_document(items, origin=node.endpoint), handover.encode()])
+        with gc_paused():
+            body = msgspec.msgpack.encode([update_document(items, origin=node.endpoint), handover.encode()])
         try:
             await node.peers.call("POST", endpoint_url(target, "/handover"), data=body,
                                   content_type="application/msgpack")
@@ -123,10 +133,11 @@ class BoxMover:
     async def move_in(self, body: bytes) -> int:
         """``POST /handover`` on the target: declare the box, restore it; it orders its own inputs."""
         node = self.node
-        text, raw = msgspec.msgpack.decode(body)
+        with gc_paused():
+            text, raw = msgspec.msgpack.decode(body)
+            handover = BoxHandover.decode(raw)
         update = read_document(text, "handover update XML")
         assert isinstance(update, Update)
-        handover = BoxHandover.decode(raw)
         async with node.update_lock:
             catalog = node.local.apply(update)
             async with node.dataflow.lock:

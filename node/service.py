@@ -51,6 +51,7 @@ from .connector import ConnectRefused, FilterConnector
 from .dataflow import Dataflow
 from .local_catalog import LocalCatalog
 from .mover import BoxMover, MoveFailed
+from .query import QueryApi
 from .reflect import Reflector
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,9 @@ class NodeService:
         router.add_get("/status", self.handle_status)
         router.add_get("/data", self.receiver.handle)
         router.add_post("/handover", self.handle_handover)
+        self.queries = QueryApi(self.dataflow, endpoint)  # GET /query/{box}: the m3 boxes' maps
+        router.add_get("/query/{box}", self.queries.handle)
+        router.add_get("/query/{box}/maps", self.queries.handle_maps)
 
     async def start(self) -> None:
         host, port = split_endpoint(self.endpoint)
@@ -216,7 +220,8 @@ class NodeService:
                      "moved_boxes": {b: {"next": [list(k) + [v] for k, v in i.next.items()],
                                          "held": {f"{k[0]}|{k[1]}": sorted(h) for k, h in i.held.items() if h}}
                                      for b, i in self.dataflow.box_inputs.items()},
-                     "forwards": {s: link.forward_to_box for s, link in self.dataflow.forwards.items()}},
+                     "forwards": {s: link.forward_to_box for s, link in self.dataflow.forwards.items()},
+                     "move_pauses": self.dataflow.move_pauses},
         })
 
     # -- membership ---------------------------------------------------------
