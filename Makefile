@@ -44,6 +44,8 @@ bench: setup
 	$(BIN)/python bench/catalog.py
 	$(BIN)/python bench/deploy.py
 	$(BIN)/python bench/dataplane.py
+	$(BIN)/python bench/move.py
+	$(BIN)/python bench/m3.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache boreas-catalog.db*

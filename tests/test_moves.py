@@ -175,3 +175,60 @@ async def test_an_aggregate_moves_back_and_forth_with_its_state(cluster_factory)
     moves, got = await run_with_moves(cluster, "sums", nodes, rows, "Sums", len(expected))
     assert moves >= 4
     assert got == expected
+
+
+async def test_requests_for_a_moving_box_complete_on_its_new_node(cluster_factory):
+    """Paper 3.1.2: a modify, a subscribe and a delete sent while the box moves all land where it is."""
+    cluster = cluster_factory()
+    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster)
+    done = asyncio.Event()
+
+    async def keep_moving() -> int:
+        moves = 0
+        while not done.is_set():
+            await move_box(cluster.head, TOKEN, "box1", nodes[(moves + 1) % 2])
+            moves += 1
+            await asyncio.sleep(0.05)
+        return moves
+
+    moving = asyncio.create_task(keep_moving())
+    try:
+        await asyncio.sleep(0.2)
+        for n in range(3):
+            modify = cluster.write(f"m{n}.xml", '<borealis><modify box="box1"><parameter name="expression.0" '
+                                                f'value="time &gt; {n}"/></modify></borealis>')
+            await asyncio.to_thread(cluster.submit, modify)
+        async with Subscriber(cluster.head, "Result", TOKEN) as subscriber:
+            async with Publisher(cluster.head, "Packet", TOKEN) as publisher:
+                await publisher.send([(1.0, t) for t in range(10)])
+            assert await collect(subscriber, 7) == [(1.0, t) for t in range(3, 10)]
+    finally:
+        done.set()
+        moves = await moving
+    assert moves >= 2
+    catalog = await asyncio.to_thread(cluster.head_catalog)
+    where = catalog.boxes["box1"].node
+    assert catalog.boxes["box1"].param("expression.0") == "time > 2"
+    await asyncio.to_thread(wait_until, lambda: cluster.node_catalog(where).boxes["box1"].param("expression.0")
+                            == "time > 2", 10, "the modified box on its node")
+    delete = cluster.write("del.xml", '<borealis><delete box="box1"/></borealis>')
+    await asyncio.to_thread(cluster.submit, delete)
+    for node in nodes:
+        assert "box1" not in (await asyncio.to_thread(cluster.node_catalog, node)).boxes
+
+
+async def test_a_regional_component_moves_a_box_of_its_region(cluster_factory):
+    from boreas.regional.component import RegionalComponent
+
+    cluster = cluster_factory()
+    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster, True)
+    region = RegionalComponent(cluster.head, TOKEN, name="default")  # takes over the default region
+    await region.start()
+    try:
+        await region.wait_until(lambda: region.catalog.location("box1") == nodes[0], 10, "box1 on the source")
+        assert await region.move("box1", nodes[1]) == nodes[0]
+        assert "box1" in region.catalog.application_xml()
+        await asyncio.to_thread(wait_until, lambda: cluster.head_catalog().boxes["box1"].node == nodes[1], 10,
+                                "the Head to learn the move")
+    finally:
+        await region.close()
