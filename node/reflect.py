@@ -148,6 +148,7 @@ class Reflector:
                 text = region.queue[0]
                 try:
                     await self.peers.post_update(region.endpoint, text, timeout=5.0)
+                    self.counters["reflected"] += 1
                 except PeerRefused as exc:  # it answered: retrying the same text would not help
                     self.counters["refused"] += 1
                     log.warning("node %s: region %s refused a reflection: %s", self.endpoint,
@@ -159,6 +160,5 @@ class Reflector:
                     await backoff.sleep()
                     continue
                 backoff.reset()
-                self.counters["reflected"] += 1
                 if region.queue and region.queue[0] is text:
                     region.queue.pop(0)
