@@ -14,6 +14,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+# Registers the m3 box type with the catalog (which cannot import boreas.m3),
+# so the Head (``boreas head``), ``boreas validate`` and ``deploy`` know it.
+import boreas.m3.boxtype  # noqa: F401  (imported for its registration)
 from boreas.catalog import (
     Catalog,
     StoreError,
@@ -27,7 +30,7 @@ from boreas.catalog.export import export_application, export_deployment, summary
 from boreas.catalog.store import ConflictError
 from boreas.wire.client import PeerError
 
-from . import clients, data, optimize, servers
+from . import clients, data, m3, optimize, servers
 from .common import (
     CATALOG_HELP,
     EXIT_FAILED,
@@ -128,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     clients.add_parsers(sub)
     data.add_parsers(sub)
     optimize.add_parsers(sub)
+    m3.add_parsers(sub)
     return parser
 
 

@@ -4,7 +4,8 @@ One module per concept: :mod:`.base` (the :class:`Operator` contract and
 parameter reading), :mod:`.filter`, :mod:`.map`, :mod:`.union`,
 :mod:`.aggregate` (with :mod:`.accumulators`), :mod:`.join`,
 :mod:`.timers` (clock bookkeeping and ``delay``), :mod:`.shedding`
-(``random_drop``, ``window_drop``) and :mod:`.registry`.  Semantics, with
+(``random_drop``, ``window_drop``), :mod:`.m3box` (``m3``: a SQL view
+maintained by the M3 runtime) and :mod:`.registry`.  Semantics, with
 examples: ``docs/operators.md``.
 
 >>> from boreas.catalog.model import Box, Field, FieldType, InPort, Schema

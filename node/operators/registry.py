@@ -1,10 +1,13 @@
 """Which operator class runs which box type.
 
 The node builds one operator per box through :func:`build_operator`.  The
-built-in Borealis types are registered in :data:`DEFAULT_REGISTRY`, built
-once at import; other parts of Boreas add their own types with
-:func:`register_operator` (or build a private :class:`OperatorRegistry`,
-e.g. in tests, to leave the default alone).
+built-in Borealis types and ``m3`` (an incrementally maintained SQL view,
+:mod:`.m3box`) are registered in :data:`DEFAULT_REGISTRY`, built once at
+import; importing :mod:`.m3box` also registers the ``m3`` box type with the
+catalog (``boreas.m3.boxtype``), so the node's schema inference knows it.
+Other parts of Boreas add their own types with :func:`register_operator`
+(or build a private :class:`OperatorRegistry`, e.g. in tests, to leave the
+default alone).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from .aggregate import AggregateOperator
 from .base import Operator, OperatorError
 from .filter import FilterOperator
 from .join import JoinOperator
+from .m3box import M3Operator
 from .map import MapOperator
 from .shedding import RandomDropOperator, WindowDropOperator
 from .timers import DelayOperator
@@ -62,6 +66,7 @@ BUILTIN_OPERATORS: tuple[tuple[str, OperatorFactory], ...] = (
     ("delay", DelayOperator),
     ("random_drop", RandomDropOperator),
     ("window_drop", WindowDropOperator),
+    ("m3", M3Operator),
 )
 
 

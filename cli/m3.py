@@ -1,0 +1,104 @@
+"""M3 commands: ``boreas compile QUERY.sql`` and ``boreas query BOX [MAP] [KEY|_ ...]``.
+
+``compile`` prints the M3 program a SQL file compiles to (what an ``m3`` box
+with that ``sql`` runs); a problem is printed as ``file:line:col: reason``
+and exits 1.  ``query`` reads an ``m3`` box's maps where the box runs (the
+Head says which node) and prints JSON lines, one ``{"key": [...], "value":
+...}`` per row.  The first word after the box is the map when the box has a
+map, view or out stream of that name; otherwise the box's first out stream's
+view is read and every word is a key (``_`` is a wildcard).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from boreas.client.query import QueryClient, QueryFailed
+from boreas.m3 import CheckError, M3Error, compile_to_text
+from boreas.wire.auth import resolve_token
+from boreas.wire.client import PeerError
+
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CommandFailed,
+    add_head_option,
+    add_token_option,
+    the_head,
+)
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        print(f"{path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        program = compile_to_text(text)
+    except M3Error as exc:
+        errors = exc.errors if isinstance(exc, CheckError) else [(exc.message, exc.pos)]
+        for message, pos in errors:
+            print(f"{path}:{pos.line}:{pos.col}: {message}" if pos else f"{path}: {message}", file=sys.stderr)
+        return EXIT_FAILED
+    sys.stdout.write(program if program.endswith("\n") else program + "\n")
+    return EXIT_OK
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+async def run_query(head: str, token: str | None, box: str, words: list[str], agg: str,
+                    stable: bool) -> list[dict[str, Any]]:
+    """The rows ``boreas query`` prints, as dicts ``{"key": [...], "value": ...}``."""
+    async with QueryClient(head, token) as client:
+        try:
+            names = set()
+            if words:
+                described = await client.maps(box)
+                names = set(described["streams"]) | set(described["views"]) | set(described["maps"])
+            map_name = words[0] if words and words[0] in names else None
+            keys = words[1:] if map_name else words
+            result = await client.query(box, map_name, [None if k == "_" else k for k in keys], agg, stable)
+        except QueryFailed as exc:
+            raise CommandFailed(str(exc)) from None
+        except PeerError as exc:
+            raise CommandFailed(str(exc)) from None
+    return [{"key": list(key), "value": list(value) if isinstance(value, tuple) else value}
+            for key, value in result.rows]
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    token = resolve_token(args.token, required=False)
+    rows = asyncio.run(run_query(the_head(args), token, args.box, args.words, args.agg, args.stable))
+    for row in rows:
+        print(json.dumps(row, default=_json_default))
+    return EXIT_OK
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compile", help="print the M3 program a SQL file compiles to")
+    p.add_argument("file", metavar="QUERY.sql")
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("query", help="read an m3 box's maps where it runs (JSON lines)")
+    p.add_argument("box")
+    p.add_argument("words", nargs="*", metavar="[MAP] [KEY|_ ...]",
+                   help="a map, view or out stream of the box (default: its first out stream's view), "
+                        "then keys in key-column order; _ is a wildcard")
+    p.add_argument("--agg", choices=("slice", "sum", "min", "max"), default="slice",
+                   help="READ_SLICE (default: every matching row) or one aggregate over them")
+    p.add_argument("--stable", action="store_true", help="READ_STABLE: the box's last consistent version")
+    add_head_option(p)
+    add_token_option(p)
+    p.set_defaults(func=cmd_query)

@@ -1,0 +1,149 @@
+"""The ``m3`` box: an M3 runtime whose maps are maintained by the batches arriving on its in ports.
+
+Each in-port batch becomes one atomic M3 batch (one ``apply_grouped`` call:
+inserts, and deletes when the box has a ``sign-field``), after which the box
+emits the view rows the batch changed on the view's out port: key columns,
+then the new value(s); a value of 0 means the row left the view.  Rows are
+converted at the border only where the types differ (DATE columns are
+timestamps on the wire, ``datetime.date`` inside M3), with generated
+list comprehensions, so a batch without dates is handed to M3 as it came.
+
+The maps are the box's state: :meth:`M3Operator.state` is
+``Runtime.state()`` (plain data), so a moving ``m3`` box takes its maps with
+it and continues exactly.  The query API (:mod:`boreas.node.query`) reads the
+same runtime between batches.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from boreas.catalog.boxtypes import BoxError
+from boreas.catalog.model import Box, FieldType, Schema
+from boreas.m3 import M3Error, Runtime
+from boreas.m3.boxtype import BoxPlan, plan_box
+
+from .base import Emitted, Operator, OperatorError
+
+log = logging.getLogger(__name__)
+
+_EPOCH = dt.date(1970, 1, 1).toordinal()
+_DAY_US = 86_400_000_000
+
+
+def date_of(micros: int) -> dt.date:
+    """A timestamp (microseconds since the epoch, UTC) as the date it falls on."""
+    return dt.date.fromordinal(_EPOCH + micros // _DAY_US)
+
+
+def micros_of(day: dt.date) -> int:
+    """A date as the timestamp of its midnight UTC."""
+    return (day.toordinal() - _EPOCH) * _DAY_US
+
+
+class M3Operator(Operator):
+    """One ``m3`` box: a :class:`~boreas.m3.Runtime` fed by the box's in ports."""
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+        super().__init__(box, inputs, outputs)
+        try:
+            self.plan: BoxPlan = plan_box(box, self.inputs)
+        except BoxError as exc:
+            raise OperatorError(str(exc)) from None
+        for port, (want, got) in enumerate(zip(self.plan.outputs, self.outputs)):
+            if not want.same_shape(got):
+                raise self.error(f"out port {port} would carry {want.describe()} but its schema is {got.describe()}")
+        self.runtime = Runtime(self.plan.program)
+        self.ignored = 0  # rows whose sign field was neither +1 nor -1
+        self.failed_batches = 0
+        self._split = [_splitter(p.columns, p.sign_index) for p in self.plan.ports]
+        self._emit = [_emitter(view.keys, schema) for view, schema in zip(self.plan.views, self.plan.outputs)]
+        self._port_of_view = {view.name: port for port, view in enumerate(self.plan.views)}
+
+    # -- the data plane ------------------------------------------------------------
+
+    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+        relation = self.plan.ports[port].relation
+        inserts, deletes, ignored = self._split[port](rows)
+        if ignored:
+            self.ignored += ignored
+            log.warning("m3 box %r: %d rows on in port %d have a sign other than +1/-1; ignored",
+                        self.box.name, ignored, port)
+        groups = [(relation, 1, inserts)] if inserts else []
+        if deletes:
+            groups.append((relation, -1, deletes))
+        if not groups:
+            return []
+        try:
+            self.runtime.apply_grouped(groups)
+        except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
+            self.failed_batches += 1
+            log.error("m3 box %r: a batch of %d rows on in port %d was not applied: %s",
+                      self.box.name, len(rows), port, exc)
+            return []
+        emitted: Emitted = []
+        for view, changed in self.runtime.changes().items():
+            out = self._port_of_view.get(view)
+            if out is not None and changed:
+                emitted.append((out, self._emit[out](changed)))
+        return emitted
+
+    # -- moving ----------------------------------------------------------------------
+
+    def state(self) -> dict:
+        return {"runtime": self.runtime.state(), "ignored": self.ignored, "failed": self.failed_batches}
+
+    def restore(self, state: dict, now: float | None = None) -> None:
+        try:
+            self.runtime.restore(state["runtime"])
+        except (M3Error, KeyError, ValueError) as exc:
+            raise self.error(f"cannot restore its maps: {exc}") from None
+        self.ignored = int(state.get("ignored", 0))
+        self.failed_batches = int(state.get("failed", 0))
+
+    # -- the query API ---------------------------------------------------------------
+
+    def view_of_stream(self, stream: str) -> str | None:
+        """The view an out stream carries (the query API names a box's views by its out streams)."""
+        for port, name in enumerate(self.box.outputs):
+            if name == stream:
+                return self.plan.views[port].name
+        return None
+
+
+def _splitter(columns: tuple[tuple[str, str], ...], sign_index: int | None):
+    """``rows -> (inserts, deletes, ignored)``, rows converted to the relation's column order and types."""
+    arity = len(columns) + (sign_index is not None)
+    picks = [i for i in range(arity) if i != sign_index]
+    parts = [f"_date(r[{i}])" if kind == "DATE" else f"r[{i}]" for i, (_, kind) in zip(picks, columns)]
+    row = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    as_is = sign_index is None and all(kind != "DATE" for _, kind in columns)
+    if as_is:
+        return lambda rows: (rows, [], 0)
+    if sign_index is None:
+        source = f"def split(rows):\n    return [{row} for r in rows], [], 0\n"
+    else:
+        s = sign_index
+        source = (f"def split(rows):\n"
+                  f"    ins = [{row} for r in rows if r[{s}] == 1]\n"
+                  f"    dels = [{row} for r in rows if r[{s}] == -1]\n"
+                  f"    return ins, dels, len(rows) - len(ins) - len(dels)\n")
+    scope: dict = {"_date": date_of}
+    exec(compile(source, "<m3 box in port>", "exec"), scope)  # noqa: S102 - indexes only, no user text
+    return scope["split"]
+
+
+def _emitter(keys: tuple[tuple[str, str], ...], schema: Schema):
+    """``[(key, value)] -> out rows``: dates as timestamps, values cast to the out fields' types."""
+    width = len(keys)
+    casts = ["float" if f.type == FieldType.DOUBLE else "int" for f in schema.fields[width:]]
+    key_parts = [f"_micros(k[{i}])" if kind == "DATE" else f"k[{i}]" for i, (_, kind) in enumerate(keys)]
+    if len(casts) == 1:
+        value_parts = [f"{casts[0]}(v)"]
+    else:
+        value_parts = [f"{cast}(v[{i}])" for i, cast in enumerate(casts)]
+    source = f"def emit(changed):\n    return [({', '.join(key_parts + value_parts)},) for k, v in changed]\n"
+    scope: dict = {"_micros": micros_of}
+    exec(compile(source, "<m3 box out port>", "exec"), scope)  # noqa: S102 - indexes only, no user text
+    return scope["emit"]

@@ -1,0 +1,211 @@
+"""The query API of a node: Cumulus's READ_SLICE, READ_SUM, READ_MIN, READ_MAX and READ_STABLE over HTTP.
+
+Applications read the maps of the ``m3`` boxes a node runs where they are,
+preaggregated at the node, instead of subscribing to every change.  The
+reads go straight to the box's :class:`~boreas.m3.Runtime`:
+
+``GET /query/{box}?map=NAME&key=V&key=_&agg=slice|sum|min|max&stable=1``
+    ``NAME`` is a map, a view, or one of the box's out streams (which stands
+    for the view it carries); without ``map`` the view on the box's first out
+    stream.  Keys bind the key columns in order; ``_`` (or a missing trailing
+    key) is a wildcard.  Answer: ``{"box", "node", "map", "version", "agg",
+    "stable", "keys": [[column, type], ...], "rows": [{"key": [...],
+    "value": ...}]}`` -- for ``sum``/``min``/``max`` one row whose key is the
+    pattern (wildcards as null).  DATE keys are ISO dates in and out.
+``GET /query/{box}/maps``
+    the box's maps and views with their key columns, and which view each out
+    stream carries.
+
+404 for a box that is not here (it may have moved: ask the Head again) or
+not an ``m3`` box, or an unknown map; 422 for a bad key (too many, or not of
+the column's type) or aggregate.
+
+Consistency: the dataflow applies each batch to a runtime synchronously, on
+the node's event loop, between two reads, so no read ever sees a half-applied
+batch (a failed batch is rolled back by the runtime).  ``stable=1`` is
+READ_STABLE: it reads under the runtime's lock and reports the ``version``
+(completed batches) it read, which is the box's last consistent state.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from boreas.m3.query import AGGREGATES
+from boreas.m3.runtime.program import Runtime
+from boreas.wire.server import json_error
+
+from .operators.m3box import M3Operator, date_of
+
+log = logging.getLogger(__name__)
+
+WILDCARD = "_"
+_TRUE = ("1", "true", "yes", "on")
+
+
+class QueryFailed(Exception):
+    """A query that cannot be answered: ``status`` (404 or 422) and a message saying why."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a query reads: a map, or a view computed from its maps (several columns, or AVG)."""
+
+    name: str
+    keys: tuple[tuple[str, str], ...]
+    map: str | None = None   # read this map directly (a map, or a view that is one plain map)
+    view: str | None = None  # else compute the view's rows
+
+
+def resolve(op: M3Operator, name: str | None) -> Target:
+    """The map or view ``name`` stands for in box ``op`` (an out stream name stands for its view)."""
+    program = op.plan.program
+    if not name and not op.box.outputs:
+        raise QueryFailed(404, f"m3 box {op.box.name!r} has no out stream (no view): name a map with map=")
+    name = name or op.box.outputs[0]
+    view_name = op.view_of_stream(name) or (name if any(v.name == name for v in program.views) else None)
+    if view_name is not None:
+        view = program.view(view_name)
+        keys = op.runtime.views[view_name].keys
+        column = view.columns[0]
+        if len(view.columns) == 1 and column.denominator is None:
+            return Target(name, keys, map=column.numerator)
+        return Target(name, keys, view=view_name)
+    for decl in program.maps:
+        if decl.name == name:
+            return Target(name, tuple((k.name, k.type) for k in decl.keys), map=name)
+    raise QueryFailed(404, f"m3 box {op.box.name!r} has no map, view or out stream {name!r} "
+                           f"(out streams: {', '.join(op.box.outputs)}; views: "
+                           f"{', '.join(v.name for v in program.views)}; maps: "
+                           f"{', '.join(m.name for m in program.maps)})")
+
+
+def parse_keys(texts: list[str], keys: tuple[tuple[str, str], ...], what: str) -> tuple:
+    """Key texts as typed values (None for ``_``); QueryFailed(422) names the bad one."""
+    if len(texts) > len(keys):
+        raise QueryFailed(422, f"{what} has {len(keys)} key columns "
+                               f"({', '.join(f'{n} {t}' for n, t in keys)}), {len(texts)} keys were given")
+    return tuple(_key(text, name, kind, i) for i, (text, (name, kind)) in enumerate(zip(texts, keys)))
+
+
+def _key(text: str, name: str, kind: str, index: int) -> Any:
+    if text == WILDCARD:
+        return None
+    try:
+        if kind == "INT":
+            return int(text)
+        if kind == "FLOAT":
+            return float(text)
+        if kind == "DATE":
+            return date_of(int(text)) if text.lstrip("-").isdigit() else dt.date.fromisoformat(text)
+    except ValueError:
+        raise QueryFailed(422, f"key {index} ({name} {kind}): {text!r} is not "
+                               f"{'a date (YYYY-MM-DD)' if kind == 'DATE' else 'an ' + kind}") from None
+    return text
+
+
+def read(op: M3Operator, target: Target, agg: str, keys: tuple, stable: bool) -> tuple[int, list]:
+    """``(version, [(key, value), ...])``; for an aggregate one row whose key is the pattern."""
+    runtime = op.runtime
+    for _ in range(3):  # a version that moved during the read means a batch came in between: read again
+        version = runtime.version
+        rows = _read(runtime, target, agg, keys, stable)
+        if runtime.version == version:
+            return version, rows
+    return runtime.version, _read(runtime, target, agg, keys, True)
+
+
+def _read(runtime: Runtime, target: Target, agg: str, keys: tuple, stable: bool) -> list:
+    pattern = keys + (None,) * (len(target.keys) - len(keys))
+    if target.map is not None:
+        if stable:
+            found = runtime.read_stable(target.map, agg, *keys)
+        else:
+            found = getattr(runtime, f"read_{agg}")(target.map, *keys)
+        return list(found) if agg == "slice" else [(pattern, found)]
+    rows = [(k, v) for k, v in runtime.view(target.view or "").items()
+            if all(want is None or got == want for got, want in zip(k, pattern))]
+    if agg == "slice":
+        return rows
+    return [(pattern, _aggregate(agg, [v for _, v in rows]))]
+
+
+def _aggregate(agg: str, values: list) -> Any:
+    """sum/min/max of view values, column by column when a view has several."""
+    fn = {"sum": sum, "min": min, "max": max}[agg]
+    if not values:
+        return 0 if agg == "sum" else None
+    if isinstance(values[0], tuple):
+        return tuple(fn(column) for column in zip(*values))
+    return fn(values)
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, (tuple, list)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+class QueryApi:
+    """The HTTP handlers; the node's dataflow holds the operators (``dataflow.operators[box]``)."""
+
+    def __init__(self, dataflow: Any, endpoint: str):
+        self.dataflow = dataflow
+        self.endpoint = endpoint
+
+    def _box(self, name: str) -> M3Operator:
+        op = self.dataflow.operators.get(name)
+        if op is None:
+            raise QueryFailed(404, f"no box {name!r} on node {self.endpoint}")
+        if not isinstance(op, M3Operator):
+            raise QueryFailed(404, f"box {name!r} is a {op.box.type} box; only m3 boxes have maps to query")
+        return op
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """``GET /query/{box}``: one read."""
+        box = request.match_info["box"]
+        q = request.query
+        try:
+            op = self._box(box)
+            agg = q.get("agg", "slice").lower()
+            if agg not in AGGREGATES:
+                raise QueryFailed(422, f"agg={agg!r}: expected one of {', '.join(AGGREGATES)}")
+            target = resolve(op, q.get("map") or None)
+            keys = parse_keys(q.getall("key", []), target.keys, f"{target.name!r}")
+            stable = q.get("stable", "").lower() in _TRUE
+            version, rows = read(op, target, agg, keys, stable)
+        except QueryFailed as exc:
+            return json_error(exc.status, str(exc), box=box)
+        return web.json_response({
+            "box": box, "node": self.endpoint, "map": target.name, "version": version, "agg": agg,
+            "stable": stable, "keys": [list(k) for k in target.keys],
+            "rows": [{"key": jsonable(k), "value": jsonable(v)} for k, v in rows],
+        })
+
+    async def handle_maps(self, request: web.Request) -> web.Response:
+        """``GET /query/{box}/maps``: what can be read, and by which names."""
+        box = request.match_info["box"]
+        try:
+            op = self._box(box)
+        except QueryFailed as exc:
+            return json_error(exc.status, str(exc), box=box)
+        program, runtime = op.plan.program, op.runtime
+        return web.json_response({
+            "box": box, "node": self.endpoint, "version": runtime.version,
+            "default": op.box.outputs[0] if op.box.outputs else None,
+            "streams": {stream: view.name for stream, view in zip(op.box.outputs, op.plan.views)},
+            "views": {name: {"keys": [list(k) for k in info.keys], "values": list(info.values)}
+                      for name, info in runtime.views.items()},
+            "maps": {m.name: {"keys": [[k.name, k.type] for k in m.keys], "value": m.value_type,
+                              "entries": len(runtime.store.data[m.name])} for m in program.maps},
+        })
