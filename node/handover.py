@@ -112,11 +112,24 @@ async def detach(flow: "Dataflow", name: str, target: str) -> BoxHandover:
 
 
 async def start_forwarding(flow: "Dataflow", handover: BoxHandover) -> None:
-    """The target has the box: deliver what was queued for it, and forget the forwards later."""
+    """The target has the box: deliver what was queued for it, and keep forwarding while it is used.
+
+    Upstream nodes are re-pointed by the Head within moments, but a
+    publisher keeps sending where the stream entered when it started; its
+    batches go on being forwarded until none came for ``FORWARD_FOR`` s.
+    """
     for link in handover.links:
         await link.start()
-    loop = asyncio.get_running_loop()
-    loop.call_later(FORWARD_FOR, lambda: loop.create_task(flow.stop_forwarding(handover.links)))
+    asyncio.get_running_loop().create_task(_retire_when_idle(flow, handover.links))
+
+
+async def _retire_when_idle(flow: "Dataflow", links: list[OutboundLink]) -> None:
+    while any(link in flow.forwards.values() for link in links):
+        idle = min(time.monotonic() - link.last_sent for link in links)
+        if idle >= FORWARD_FOR:
+            await flow.stop_forwarding(links)
+            return
+        await asyncio.sleep(FORWARD_FOR - idle + 0.1)
 
 
 def attach(flow: "Dataflow", handover: BoxHandover) -> list[OutboundLink]:

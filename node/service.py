@@ -15,6 +15,8 @@ HTTP interface (mutating calls need the cluster token):
   ``<disconnect>`` from optimizers change the topology from here
   (:mod:`~boreas.node.mover`, :mod:`~boreas.node.connector`);
 * ``POST /handover`` -- a box moving in, with its state;
+* ``GET /query/{box}`` -- READ_SLICE/SUM/MIN/MAX/STABLE on an ``m3``
+  box's maps (:mod:`boreas.node.query`), ``GET /query/{box}/maps`` lists them;
 * ``GET /catalog``  -- the local catalog as update XML;
 * ``GET /status``   -- endpoint, incarnation, version and counters;
 * ``GET /data``     -- WebSocket: batches of tuples for the streams that

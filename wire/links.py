@@ -66,6 +66,7 @@ class OutboundLink:
         self._queued: asyncio.Queue[Batch] = asyncio.Queue()
         self._unacked: OrderedDict[tuple[str, str, int], Batch] = OrderedDict()
         self.forward_to_box = ""  # a forwarding link marks its batches for the moved box
+        self.last_sent = time.monotonic()  # when a batch was last queued
         self._seq: Counter[str] = Counter()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -113,6 +114,7 @@ class OutboundLink:
             self._seq[stream] = seq + 1
         assert seq is not None, "a named producer needs a sequence number"
         self._idle.clear()
+        self.last_sent = time.monotonic()
         self._queued.put_nowait(make_batch(stream, producer, seq, rows, box or self.forward_to_box, restart))
         return seq
 
