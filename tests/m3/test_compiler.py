@@ -101,7 +101,10 @@ def shape(program, sign=1, rename=None):
     rename = rename or {}
 
     def ref(r: MapRef):
-        return (rename.get(r.name, r.name), frozenset(a.name if isinstance(a, Var) else a.value for a in r.args))
+        # Sorted, not a frozenset: the statements below compare by repr, and a set's repr
+        # follows the hash seed.
+        return (rename.get(r.name, r.name), tuple(sorted({repr(a.name if isinstance(a, Var) else a.value)
+                                                         for a in r.args})))
 
     out = {}
     for t in program.triggers:
