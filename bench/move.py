@@ -41,7 +41,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from procs import BenchError, Run, loopback_endpoints, run_bench, sqlite_catalog, start_head, start_node, wait_ready  # noqa: E402
+from procs import (  # noqa: E402
+    BenchError,
+    Run,
+    loopback_endpoints,
+    run_bench,
+    sqlite_catalog,
+    start_head,
+    start_node,
+    wait_ready,
+)
 
 APP = """<borealis>
   <input stream="Packet" schema="P"/> <input stream="Keyed" schema="K"/> <input stream="Other" schema="P"/>

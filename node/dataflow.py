@@ -152,6 +152,12 @@ class Dataflow:
         self._relink(catalog)
 
     def _wire_consumers(self) -> None:
+        for old, bridge in list(self.bridges.items()):
+            box = self.boxes.get(bridge.box)
+            if box is None or bridge.port >= len(box.inputs) or box.inputs[bridge.port].stream == old:
+                # The box is gone, or its port reads the old stream again (a filter removed before
+                # any batch came through it): a bridge now would feed the port twice.
+                del self.bridges[old]
         self.consumers = {}
         for name, box in self.boxes.items():
             for port, inport in enumerate(box.inputs):

@@ -30,9 +30,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-
 from boreas.catalog.documents import Delete, Unsubscribe
-from boreas.catalog.model import Box, Catalog, Input, Node, Output, Publication, Subscription
+from boreas.catalog.model import (
+    Box,
+    Catalog,
+    Input,
+    Node,
+    Output,
+    Publication,
+    Subscription,
+)
 from boreas.wire.links import OutboundLink
 from boreas.wire.tuples import RowType
 

@@ -24,7 +24,6 @@ import time
 from typing import TYPE_CHECKING
 
 import msgspec
-
 from boreas.catalog.documents import Move, Update, read_document
 from boreas.catalog.model import Box
 from boreas.catalog.replicate import Rejection

@@ -40,7 +40,16 @@ from typing import Any
 
 from boreas.catalog.documents import Delete, Move
 from boreas.catalog.export import export_application, export_deployment
-from boreas.catalog.model import Box, Catalog, Input, Node, Output, Region, Schema, Table
+from boreas.catalog.model import (
+    Box,
+    Catalog,
+    Input,
+    Node,
+    Output,
+    Region,
+    Schema,
+    Table,
+)
 
 log = logging.getLogger(__name__)
 

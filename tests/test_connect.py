@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from boreas.cli.optimize import connect_filter, disconnect_filter
 from boreas.cli.common import CommandFailed
+from boreas.cli.optimize import connect_filter, disconnect_filter
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
 from support.cluster import TOKEN, wait_until
+from support.streams import collect
 from test_moves import BOREALIS, assert_everyone_agrees
 
 DROP = """<box name="{name}" type="filter">
@@ -132,3 +133,19 @@ async def test_upstream_insertion_on_a_fanned_out_stream_is_refused_and_changes_
     result = await asyncio.to_thread(cluster.boreas, "connect", "box1", "--port", "0", "--upstream",
                                      "--box", str(cluster.write("d.xml", DROP.format(name="d", out="D"))))
     assert result.returncode == 1 and "fans out" in result.stderr
+
+
+async def test_a_filter_removed_before_any_tuple_passed_it_leaves_no_trace(cluster_factory):
+    """Insert and remove upstream with nothing flowing: afterwards every tuple arrives once."""
+    cluster = cluster_factory()
+    await asyncio.to_thread(connect_topology, cluster, 2)
+    for n in range(2):
+        await connect_filter(cluster.head, TOKEN, "box1", 0, DROP.format(name=f"idle{n}", out=f"Idle{n}"),
+                             upstream=True)
+        await disconnect_filter(cluster.head, TOKEN, f"Idle{n}")
+    rows = [(float(n), n) for n in range(300)]
+    async with Subscriber(cluster.head, "Result", TOKEN) as subscriber:
+        async with Publisher(cluster.head, "Packet", TOKEN, batch_size=20) as publisher:
+            await publisher.send(rows)
+        got = await collect(subscriber, len(rows))
+    assert got == rows

@@ -5,11 +5,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
 from boreas.catalog import plan_submission
 from boreas.catalog.documents import Delete, Move, read_document
-from boreas.catalog.model import Catalog
-from boreas.catalog.model import Box, InPort, Region, Schema
+from boreas.catalog.model import Box, Catalog, InPort, Region, Schema
 from boreas.catalog.model import Field as F
 from boreas.catalog.model import FieldType as T
 from boreas.regional.catalog import RegionalCatalog
