@@ -258,10 +258,7 @@ def _update(gen: _Gen, depth: int, target: MapRef, delta: str) -> None:
     gen.emit(depth + 1, f"{gen.m(name)}[k] = n")
     specs = gen.specs.get(name, [])
     for pos in specs:
-        b = gen.tup([key_items[i] for i in pos])
-        r = gen.tup([key_items[i] for i in range(len(key_items)) if i not in pos])
-        gen.emit(depth + 1, f"b = {b}")
-        gen.emit(depth + 1, f"r = {r}")
+        _emit_index_key(gen, depth + 1, key_items, pos)
         gen.emit(depth + 1, f"x = {gen.xg(name, pos)}(b)")
         gen.emit(depth + 1, "if x is None:")
         gen.emit(depth + 2, f"{gen.x(name, pos)}[b] = {{r: n}}")
@@ -270,10 +267,7 @@ def _update(gen: _Gen, depth: int, target: MapRef, delta: str) -> None:
     gen.emit(depth, "elif o:")
     gen.emit(depth + 1, f"del {gen.m(name)}[k]")
     for pos in specs:
-        b = gen.tup([key_items[i] for i in pos])
-        r = gen.tup([key_items[i] for i in range(len(key_items)) if i not in pos])
-        gen.emit(depth + 1, f"b = {b}")
-        gen.emit(depth + 1, f"r = {r}")
+        _emit_index_key(gen, depth + 1, key_items, pos)
         gen.emit(depth + 1, f"x = {gen.x(name, pos)}[b]")
         gen.emit(depth + 1, "del x[r]")
         gen.emit(depth + 1, "if not x:")
@@ -307,3 +301,9 @@ def build(source: str, data, indexes, journals, consts, epsilon) -> dict[tuple[s
     namespace: dict = {}
     exec(compile(source, "<m3-generated>", "exec"), namespace)  # noqa: S102 - our own generated code
     return namespace["_make"](data, indexes, journals, consts, epsilon)
+
+
+def _emit_index_key(gen, depth: int, key_items: list, pos) -> None:
+    """``b``: the key's bound part for the index on positions ``pos``; ``r``: the rest."""
+    gen.emit(depth, f"b = {gen.tup([key_items[i] for i in pos])}")
+    gen.emit(depth, f"r = {gen.tup([key_items[i] for i in range(len(key_items)) if i not in pos])}")

@@ -14,6 +14,7 @@ from boreas.m3 import (
     parse_program,
 )
 from boreas.m3.ast import Const, IfThen, MapRef, Prod, Var
+from seed_programs import SEED1_RELATIONS, SEED1_TRIGGERS
 
 # Seed 001, Example 2.1 (transcribed: the schema the program implies)
 SEED1_SQL = """
@@ -25,27 +26,11 @@ FROM CUSTOMERS c, ORDERS o, LINEITEMS l
 WHERE c.cid = o.cid AND o.oid = l.oid
 GROUP BY c.nation, l.part
 """
-SEED1_M3 = """
-CREATE STREAM CUSTOMERS(CID INT, NATION INT);
-CREATE STREAM ORDERS(CID INT, OID INT, DISCOUNT FLOAT);
-CREATE STREAM LINEITEMS(OID INT, PRICE FLOAT, PART INT);
+SEED1_M3 = SEED1_RELATIONS + """
 DECLARE MAP q[PART: INT, NATION: INT] : FLOAT; DECLARE MAP m1[OID: INT, NATION: INT] : FLOAT;
 DECLARE MAP m2[CID: INT, PART: INT] : FLOAT; DECLARE MAP m3[CID: INT, OID: INT] : FLOAT;
 DECLARE MAP m4[OID: INT, PART: INT] : FLOAT; DECLARE MAP m5[CID: INT, NATION: INT] : INT;
-ON +LINEITEMS(OID, PRICE, PART) DO {
-  q[PART, NATION] += m1[OID, NATION] * PRICE;
-  m2[CID, PART] += m3[CID, OID] * PRICE;
-  m4[OID, PART] += PRICE }
-ON +ORDERS(CID, OID, DISCOUNT) DO {
-  q[PART, NATION] += DISCOUNT * m4[OID, PART] * m5[CID, NATION];
-  m1[OID, NATION] += DISCOUNT * m5[CID, NATION];
-  m2[CID, PART] += DISCOUNT * m4[OID, PART];
-  m3[CID, OID] += DISCOUNT }
-ON +CUSTOMERS(CID, NATION) DO {
-  q[PART, NATION] += m2[CID, PART];
-  m1[OID, NATION] += m3[CID, OID];
-  m5[CID, NATION] += 1 }
-"""
+""" + SEED1_TRIGGERS
 
 # Seed 002 (DBToaster, "Recursive Delta Compilation"), variables upper-cased:
 # ck→CUSTKEY, nm→NAME, nk→NATIONKEY, bal→ACCTBAL, ok→ORDKEY, ep→EXTPRICE, sp→SPRIOR

@@ -1,0 +1,24 @@
+"""Seed 001's Example 2.1 as M3 text, shared by the syntax and compiler tests."""
+
+SEED1_RELATIONS = """
+CREATE STREAM CUSTOMERS(CID INT, NATION INT);
+CREATE STREAM ORDERS(CID INT, OID INT, DISCOUNT FLOAT);
+CREATE STREAM LINEITEMS(OID INT, PRICE FLOAT, PART INT);
+"""
+
+#: The seed's triggers (Example 2.1), variables upper-cased.
+SEED1_TRIGGERS = """
+ON +LINEITEMS(OID, PRICE, PART) DO {
+  q[PART, NATION] += m1[OID, NATION] * PRICE;
+  m2[CID, PART] += m3[CID, OID] * PRICE;
+  m4[OID, PART] += PRICE }
+ON +ORDERS(CID, OID, DISCOUNT) DO {
+  q[PART, NATION] += DISCOUNT * m4[OID, PART] * m5[CID, NATION];
+  m1[OID, NATION] += DISCOUNT * m5[CID, NATION];
+  m2[CID, PART] += DISCOUNT * m4[OID, PART];
+  m3[CID, OID] += DISCOUNT }
+ON +CUSTOMERS(CID, NATION) DO {
+  q[PART, NATION] += m2[CID, PART];
+  m1[OID, NATION] += m3[CID, OID];
+  m5[CID, NATION] += 1 }
+"""
