@@ -57,12 +57,27 @@ def read_max(data: Mapping, *keys):
     return max((v for _, v in _matches(data, keys)), default=None)
 
 
+def aggregate(agg: str, entries: list[tuple[tuple, object]]):
+    """READ_STABLE's ``agg_type`` over matching entries: the entries themselves, or their sum, min or max.
+
+    >>> aggregate("sum", [((1,), 2), ((2,), 3)]), aggregate("max", []), aggregate("slice", [((1,), 2)])
+    (5, None, [((1,), 2)])
+    """
+    agg = agg.lower()
+    if agg == "slice":
+        return list(entries)
+    if agg == "sum":
+        return sum(v for _, v in entries)
+    if agg == "min":
+        return min((v for _, v in entries), default=None)
+    if agg == "max":
+        return max((v for _, v in entries), default=None)
+    raise ValueError(f"unknown aggregate {agg!r}; expected one of {', '.join(AGGREGATES)}")
+
+
 def read(data: Mapping, agg: str, *keys):
     """Dispatch on ``agg`` in ``slice|sum|min|max`` (READ_STABLE's ``agg_type``)."""
-    fn = {"slice": read_slice, "sum": read_sum, "min": read_min, "max": read_max}.get(agg.lower())
-    if fn is None:
-        raise ValueError(f"unknown aggregate {agg!r}; expected one of {', '.join(AGGREGATES)}")
-    return fn(data, *keys)
+    return aggregate(agg, list(_matches(data, keys)))
 
 
 @dataclass(frozen=True)

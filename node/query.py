@@ -131,8 +131,7 @@ def _read(runtime: Runtime, target: Target, agg: str, keys: tuple, stable: bool)
         else:
             found = getattr(runtime, f"read_{agg}")(target.map, *keys)
         return list(found) if agg == "slice" else [(pattern, found)]
-    rows = [(k, v) for k, v in runtime.view(target.view or "").items()
-            if all(want is None or got == want for got, want in zip(k, pattern))]
+    rows = list(runtime.view(target.view or "", *pattern).items())
     if agg == "slice":
         return rows
     return [(pattern, _aggregate(agg, [v for _, v in rows]))]

@@ -22,11 +22,11 @@ and yields the batch's changed view entries.
 def t_ins_R(rows, ...):
     for v_A, v_B in rows:
         s = 2
-        sl1 = XG_n_0((v_A,))
+        sl1 = XG_n_0(v_A)
         if sl1:
-            for (v_C,), w1 in sl1.items():
+            for v_C, w1 in sl1.items():
                 d = s * w1
-                k = (v_C,)
+                k = v_C
                 o = G_m(k, 0)
                 n = o + d
                 J_m(k, o)
@@ -40,8 +40,8 @@ def t_ins_R(rows, ...):
         J_n(k, o)
         if n:
             M_n[k] = n
-            b = (v_A,)
-            r = (v_B,)
+            b = v_A
+            r = v_B
             x = XG_n_0(b)
             if x is None:
                 X_n_0[b] = {r: n}
@@ -49,8 +49,8 @@ def t_ins_R(rows, ...):
                 x[r] = n
         elif o:
             del M_n[k]
-            b = (v_A,)
-            r = (v_B,)
+            b = v_A
+            r = v_B
             x = X_n_0[b]
             del x[r]
             if not x:
@@ -114,8 +114,9 @@ class _Gen:
             return "(" + " * ".join(self.val(f) for f in e.factors) + ")"
         raise TypeError(f"cannot generate code for {e!r}")
 
-    def tup(self, items: list[str]) -> str:
-        return "()" if not items else f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    def key(self, items: list[str]) -> str:
+        """A key (or key part) in the maps' stored form: one column is the value itself (see ``maps``)."""
+        return "()" if not items else items[0] if len(items) == 1 else f"({', '.join(items)})"
 
     # -- maps ------------------------------------------------------------
     def m(self, name):
@@ -199,7 +200,7 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
         for r in full:
             gen.counter += 1
             w = f"w{gen.counter}"
-            gen.emit(depth, f"{w} = {gen.g(r.name)}({gen.tup([gen.val(a) for a in r.args])})")
+            gen.emit(depth, f"{w} = {gen.g(r.name)}({gen.key([gen.val(a) for a in r.args])})")
             gen.emit(depth, f"if {w}:")
             depth += 1
             factors.append(w)
@@ -217,10 +218,10 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
                     checks.append(f"{dup} == {name}")
                     name = dup
                 loop_targets.append(name)
-            unpack = gen.tup(loop_targets)
+            unpack = gen.key(loop_targets)
             if pos:
                 sl = f"sl{gen.counter}"
-                gen.emit(depth, f"{sl} = {gen.xg(r.name, pos)}({gen.tup([gen.val(r.args[i]) for i in pos])})")
+                gen.emit(depth, f"{sl} = {gen.xg(r.name, pos)}({gen.key([gen.val(r.args[i]) for i in pos])})")
                 gen.emit(depth, f"if {sl}:")
                 gen.emit(depth + 1, f"for {unpack}, {w} in {sl}.items():")
                 depth += 2
@@ -250,7 +251,7 @@ def _update(gen: _Gen, depth: int, target: MapRef, delta: str) -> None:
     name = target.name
     key_items = [gen.val(a) for a in target.args]
     nz = "n > EPS or n < -EPS" if name in gen.float_maps else "n"
-    gen.emit(depth, f"k = {gen.tup(key_items)}")
+    gen.emit(depth, f"k = {gen.key(key_items)}")
     gen.emit(depth, f"o = {gen.g(name)}(k, 0)")
     gen.emit(depth, f"n = o + {delta}")
     gen.emit(depth, f"{gen.j(name)}(k, o)")
@@ -305,5 +306,5 @@ def build(source: str, data, indexes, journals, consts, epsilon) -> dict[tuple[s
 
 def _emit_index_key(gen, depth: int, key_items: list, pos) -> None:
     """``b``: the key's bound part for the index on positions ``pos``; ``r``: the rest."""
-    gen.emit(depth, f"b = {gen.tup([key_items[i] for i in pos])}")
-    gen.emit(depth, f"r = {gen.tup([key_items[i] for i in range(len(key_items)) if i not in pos])}")
+    gen.emit(depth, f"b = {gen.key([key_items[i] for i in pos])}")
+    gen.emit(depth, f"r = {gen.key([key_items[i] for i in range(len(key_items)) if i not in pos])}")

@@ -124,21 +124,22 @@ class Runtime:
     def _rollback(self) -> None:
         for name, journal in self._journals.items():
             for key, old in journal.items():
-                self.store.set(name, key, old)
+                self.store.set_stored(name, key, old)
             journal.clear()
 
     def _finish(self) -> None:
         data = self.store.data
         changes: dict[str, list] = {}
         for v in self.program.views:
-            keys: dict[tuple, None] = {}
+            keys: dict = {}
             for m in v.maps:
                 j = self._journals[m]
                 for k, old in j.items():
                     if data[m].get(k, 0) != old:
                         keys[k] = None
             if keys:
-                changes[v.name] = [(k, self._view_value(v, k)) for k in keys]
+                unpack = self.store.unpack
+                changes[v.name] = [(unpack(v.maps[0], k), self._view_value(v, k)) for k in keys]
         for journal in self._journals.values():
             journal.clear()
         self._changes = changes
@@ -150,6 +151,7 @@ class Runtime:
 
     # -- views -------------------------------------------------------------
     def _view_value(self, v, key):
+        """The view's value at ``key`` (stored form; a view's maps share their keys)."""
         data = self.store.data
         vals = []
         for c in v.columns:
@@ -161,47 +163,62 @@ class Runtime:
                 vals.append(num / den if den else 0)
         return vals[0] if len(vals) == 1 else tuple(vals)
 
-    def view(self, name: str) -> dict[tuple, object]:
-        """The whole view: ``{key: value}`` (a tuple of values when it has several columns)."""
+    def view(self, name: str, *pattern) -> dict[tuple, object]:
+        """The view's rows matching ``pattern`` (``None`` = any; none given = the whole view).
+
+        Values are tuples when the view has several columns.  A row exists
+        where any of the view's maps has an entry.
+        """
         with self._lock:
-            v = self.program.view(name)
-            keys: dict[tuple, None] = {}
+            try:
+                v = self.program.view(name)
+            except KeyError:
+                raise RuntimeStateError(f"no view named {name!r}") from None
+            store = self.store
+            keys: dict = {}
             for m in v.maps:
-                keys.update(dict.fromkeys(self.store.data[m]))
-            return {k: self._view_value(v, k) for k in keys}
+                if any(k is not None for k in pattern):
+                    keys.update(dict.fromkeys(store.pack(m, k) for k, _ in store.match(m, pattern)))
+                else:
+                    keys.update(dict.fromkeys(store.data[m]))
+            first = v.maps[0]
+            return {store.unpack(first, k): self._view_value(v, k) for k in keys}
 
     # -- query API (seed 001, Figure 3) -----------------------------------
-    def _map(self, name: str) -> dict:
+    def _match(self, name: str, keys: tuple) -> list[tuple[tuple, object]]:
+        """Matching entries, through an index when one covers the bound positions (``MapStore.match``)."""
+        if name not in self.store.data:
+            raise RuntimeStateError(f"no map named {name!r}")
         try:
-            return self.store.data[name]
-        except KeyError:
-            raise RuntimeStateError(f"no map named {name!r}") from None
+            return self.store.match(name, keys)
+        except ValueError as exc:
+            raise RuntimeStateError(str(exc)) from None
 
     def read_slice(self, name: str, *keys) -> list[tuple[tuple, object]]:
         with self._lock:
-            return query.read_slice(self._map(name), *keys)
+            return self._match(name, keys)
 
     def read_sum(self, name: str, *keys):
         with self._lock:
-            return query.read_sum(self._map(name), *keys)
+            return query.aggregate("sum", self._match(name, keys))
 
     def read_min(self, name: str, *keys):
         with self._lock:
-            return query.read_min(self._map(name), *keys)
+            return query.aggregate("min", self._match(name, keys))
 
     def read_max(self, name: str, *keys):
         with self._lock:
-            return query.read_max(self._map(name), *keys)
+            return query.aggregate("max", self._match(name, keys))
 
     def read_stable(self, name: str, agg: str = "slice", *keys):
         """READ_STABLE: reads never see a half-applied batch (batches hold the lock)."""
         with self._lock:
-            return query.read(self._map(name), agg, *keys)
+            return query.aggregate(agg, self._match(name, keys))
 
     def snapshot(self) -> query.Snapshot:
         """An immutable copy of all maps as of the last completed batch."""
         with self._lock:
-            return query.Snapshot(self._version, self.store.data)
+            return query.Snapshot(self._version, {name: dict(self.store.items(name)) for name in self.store.data})
 
     def entries(self) -> int:
         return self.store.entries()

@@ -136,7 +136,7 @@ class Harness:
             tables = {rel: [row for _, row in rows] for rel, rows in live.items()}
             for m in self.program.maps:
                 want = evaluate_definition(self.program, m, tables)
-                have = rt.store.data[m.name]
+                have = dict(rt.store.items(m.name))
                 assert set(want) == set(have) and all(close(want[k], have[k]) for k in want), (
                     f"map {m.name} differs from its definition: {want} vs {have}")
                 for pos, idx in rt.store.indexes[m.name].items():
