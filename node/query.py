@@ -206,5 +206,5 @@ class QueryApi:
             "views": {name: {"keys": [list(k) for k in info.keys], "values": list(info.values)}
                       for name, info in runtime.views.items()},
             "maps": {m.name: {"keys": [[k.name, k.type] for k in m.keys], "value": m.value_type,
-                              "entries": len(runtime.store.data[m.name])} for m in program.maps},
+                              "entries": runtime.store.size(m.name)} for m in program.maps},
         })

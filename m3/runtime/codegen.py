@@ -8,8 +8,10 @@ guards are plain ``if``\\s, a slice is one index lookup and a loop over a small
 dict, and consecutive statements that differ only in their event-only factor
 (as ``x * (1 - d)`` expands to) are fused into one loop.
 
-Every update records the entry's value before the batch in a per-map
-*journal* (``dict.setdefault``), which makes a batch atomic (undo on error)
+Keys appear in the maps' stored form (see ``maps``): one column is the value
+itself, and a map with indexes lives in its primary index, so its entries
+are reached by bound part, then remaining part (``n`` below).  Every update
+records the entry's value before the batch in a per-map *journal* (``dict.setdefault``), which makes a batch atomic (undo on error)
 and yields the batch's changed view entries.
 
 >>> from ..syntax import parse_program
@@ -35,23 +37,18 @@ def t_ins_R(rows, ...):
                 elif o:
                     del M_m[k]
         k = (v_A, v_B)
-        o = G_n(k, 0)
+        b = v_A
+        r = v_B
+        x = XG_n_0(b)
+        o = 0 if x is None else x.get(r, 0)
         n = o + 1
         J_n(k, o)
         if n:
-            M_n[k] = n
-            b = v_A
-            r = v_B
-            x = XG_n_0(b)
             if x is None:
                 X_n_0[b] = {r: n}
             else:
                 x[r] = n
         elif o:
-            del M_n[k]
-            b = v_A
-            r = v_B
-            x = X_n_0[b]
             del x[r]
             if not x:
                 del X_n_0[b]
@@ -74,6 +71,7 @@ from ..ast import (
     Trigger,
     Var,
 )
+from .maps import primary_index
 
 _PYOP = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
 
@@ -132,6 +130,13 @@ class _Gen:
     def xg(self, name, pos):
         tag = "_".join(map(str, pos))
         return self.bind(f"XG_{name}_{tag}", f"_indexes[{name!r}][{pos!r}].get")
+
+    def primary(self, name) -> tuple[int, ...] | None:
+        return primary_index(self.specs, name)
+
+    def empty(self) -> str:
+        """An empty dict, only ever read: the default of an index lookup that is followed by ``.get``."""
+        return self.bind("E0", "{}")
 
     def j(self, name):
         return self.bind(f"J_{name}", f"_journals[{name!r}].setdefault")
@@ -200,7 +205,13 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
         for r in full:
             gen.counter += 1
             w = f"w{gen.counter}"
-            gen.emit(depth, f"{w} = {gen.g(r.name)}({gen.key([gen.val(a) for a in r.args])})")
+            items = [gen.val(a) for a in r.args]
+            primary = gen.primary(r.name)
+            if primary is None:
+                gen.emit(depth, f"{w} = {gen.g(r.name)}({gen.key(items)})")
+            else:
+                b, rest = _split(items, primary)
+                gen.emit(depth, f"{w} = {gen.xg(r.name, primary)}({gen.key(b)}, {gen.empty()}).get({gen.key(rest)})")
             gen.emit(depth, f"if {w}:")
             depth += 1
             factors.append(w)
@@ -225,9 +236,14 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
                 gen.emit(depth, f"if {sl}:")
                 gen.emit(depth + 1, f"for {unpack}, {w} in {sl}.items():")
                 depth += 2
-            else:
+            elif gen.primary(r.name) is None:
                 gen.emit(depth, f"for {unpack}, {w} in {gen.m(r.name)}.items():")
                 depth += 1
+            else:
+                b, rest = _split(loop_targets, gen.primary(r.name))
+                gen.emit(depth, f"for {gen.key(b)}, sub{gen.counter} in {gen.m(r.name)}.items():")
+                gen.emit(depth + 1, f"for {gen.key(rest)}, {w} in sub{gen.counter}.items():")
+                depth += 2
             if checks:
                 gen.emit(depth, f"if {' and '.join(checks)}:")
                 depth += 1
@@ -247,18 +263,37 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
     return "\n".join([head, loop] + gen.lines), gen.consts, gen.names
 
 
+def _split(items: list, pos: tuple[int, ...]) -> tuple[list, list]:
+    """Items at positions ``pos``, and the others."""
+    return [items[i] for i in pos], [x for i, x in enumerate(items) if i not in pos]
+
+
 def _update(gen: _Gen, depth: int, target: MapRef, delta: str) -> None:
     name = target.name
     key_items = [gen.val(a) for a in target.args]
     nz = "n > EPS or n < -EPS" if name in gen.float_maps else "n"
+    primary = gen.primary(name)
     gen.emit(depth, f"k = {gen.key(key_items)}")
-    gen.emit(depth, f"o = {gen.g(name)}(k, 0)")
+    if primary is None:
+        gen.emit(depth, f"o = {gen.g(name)}(k, 0)")
+    else:  # stored in its primary index: find the entry by bound part, then the rest
+        _emit_index_key(gen, depth, key_items, primary)
+        gen.emit(depth, f"x = {gen.xg(name, primary)}(b)")
+        gen.emit(depth, "o = 0 if x is None else x.get(r, 0)")
     gen.emit(depth, f"n = o + {delta}")
     gen.emit(depth, f"{gen.j(name)}(k, o)")
     gen.emit(depth, f"if {nz}:")
-    gen.emit(depth + 1, f"{gen.m(name)}[k] = n")
     specs = gen.specs.get(name, [])
+    if primary is None:
+        gen.emit(depth + 1, f"{gen.m(name)}[k] = n")
+    else:
+        gen.emit(depth + 1, "if x is None:")
+        gen.emit(depth + 2, f"{gen.x(name, primary)}[b] = {{r: n}}")
+        gen.emit(depth + 1, "else:")
+        gen.emit(depth + 2, "x[r] = n")
     for pos in specs:
+        if pos == primary:
+            continue
         _emit_index_key(gen, depth + 1, key_items, pos)
         gen.emit(depth + 1, f"x = {gen.xg(name, pos)}(b)")
         gen.emit(depth + 1, "if x is None:")
@@ -266,8 +301,15 @@ def _update(gen: _Gen, depth: int, target: MapRef, delta: str) -> None:
         gen.emit(depth + 1, "else:")
         gen.emit(depth + 2, "x[r] = n")
     gen.emit(depth, "elif o:")
-    gen.emit(depth + 1, f"del {gen.m(name)}[k]")
+    if primary is None:
+        gen.emit(depth + 1, f"del {gen.m(name)}[k]")
+    else:
+        gen.emit(depth + 1, "del x[r]")
+        gen.emit(depth + 1, "if not x:")
+        gen.emit(depth + 2, f"del {gen.x(name, primary)}[b]")
     for pos in specs:
+        if pos == primary:
+            continue
         _emit_index_key(gen, depth + 1, key_items, pos)
         gen.emit(depth + 1, f"x = {gen.x(name, pos)}[b]")
         gen.emit(depth + 1, "del x[r]")

@@ -128,14 +128,14 @@ class Runtime:
             journal.clear()
 
     def _finish(self) -> None:
-        data = self.store.data
+        get = self.store.get_stored
         changes: dict[str, list] = {}
         for v in self.program.views:
             keys: dict = {}
             for m in v.maps:
                 j = self._journals[m]
                 for k, old in j.items():
-                    if data[m].get(k, 0) != old:
+                    if get(m, k) != old:
                         keys[k] = None
             if keys:
                 unpack = self.store.unpack
@@ -152,14 +152,14 @@ class Runtime:
     # -- views -------------------------------------------------------------
     def _view_value(self, v, key):
         """The view's value at ``key`` (stored form; a view's maps share their keys)."""
-        data = self.store.data
+        get = self.store.get_stored
         vals = []
         for c in v.columns:
-            num = data[c.numerator].get(key, 0)
+            num = get(c.numerator, key)
             if c.denominator is None:
                 vals.append(num)
             else:
-                den = data[c.denominator].get(key, 0)
+                den = get(c.denominator, key)
                 vals.append(num / den if den else 0)
         return vals[0] if len(vals) == 1 else tuple(vals)
 
@@ -180,7 +180,7 @@ class Runtime:
                 if any(k is not None for k in pattern):
                     keys.update(dict.fromkeys(store.pack(m, k) for k, _ in store.match(m, pattern)))
                 else:
-                    keys.update(dict.fromkeys(store.data[m]))
+                    keys.update(dict.fromkeys(store.stored_keys(m)))
             first = v.maps[0]
             return {store.unpack(first, k): self._view_value(v, k) for k in keys}
 

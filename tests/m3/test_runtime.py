@@ -64,7 +64,7 @@ def test_zero_entries_are_removed_and_changes_reported(q3_program):
     rt.apply_batch([("lineitem", "-", (7, 2.0, 0.5, D2))])
     assert rt.view("Q1") == {}
     assert rt.changes() == {"Q1": [((7, D1, 0), 0)]}
-    assert all(0 not in m.values() for m in rt.store.data.values())
+    assert all(v != 0 for name in rt.store.data for _, v in rt.store.items(name))
     rt.apply_batch([("customer", -1, (1, "BUILDING")), ("orders", -1, (7, 1, D1, 0))])
     assert rt.entries() == 0 and all(not ix for m in rt.store.indexes.values() for ix in m.values())
     assert rt.version == 3
@@ -181,8 +181,9 @@ def test_load_from_existing_data_equals_applying_events(q3_program):
     b.load(tables)
     assert b.store.data.keys() == a.store.data.keys()
     for name in a.store.data:
-        assert a.store.data[name].keys() == b.store.data[name].keys(), name
-        assert all(abs(a.store.data[name][k] - b.store.data[name][k]) < 1e-9 for k in a.store.data[name])
+        mine, theirs = dict(a.store.items(name)), dict(b.store.items(name))
+        assert mine.keys() == theirs.keys(), name
+        assert all(abs(mine[k] - theirs[k]) < 1e-9 for k in mine)
     more, _ = q3_events(5, 100)
     a.apply_batch(more)
     b.apply_batch(more)
@@ -198,3 +199,59 @@ def test_runtime_accepts_m3_text_and_generates_code_once():
     assert "def t_ins_R(rows" in rt.source and "for (v_A,) in rows:" in rt.source
     rt.apply_batch([("R", 1, (3,)), ("R", 1, (3,)), ("R", -1, (4,))])
     assert dict(rt.store.items("m")) == {(3,): 2, (4,): -1}
+
+
+NESTED = """CREATE STREAM R(A INT, B INT);
+CREATE STREAM S(X INT, Y INT);
+DECLARE MAP n[A: INT, B: INT] : INT;
+DECLARE MAP by_x[X: INT, B: INT] : INT;
+DECLARE MAP exact[X: INT, Y: INT] : INT;
+DECLARE MAP scaled[A: INT, B: INT] : INT;
+ON +R(A, B) DO { n[A, B] += 1 }
+ON -R(A, B) DO { n[A, B] += -1 }
+ON +S(X, Y) DO { by_x[X, B] += n[X, B]; exact[X, Y] += n[X, Y]; scaled[A, B] += Y * n[A, B] }
+"""
+
+
+def test_a_map_stored_in_its_index_is_sliced_read_by_key_and_scanned():
+    """``n`` is sliced by A, so it lives in that index; the S trigger also reads it by full key and scans it whole."""
+    rt = Runtime(NESTED)
+    assert rt.store.primary["n"] == (0,) and rt.store.primary["exact"] is None
+    rnd = random.Random(7)
+    live: list[tuple] = []
+    n: dict = {}
+    want = {"by_x": {}, "exact": {}, "scaled": {}}
+
+    def add(m, key, v):
+        if v:
+            want[m][key] = want[m].get(key, 0) + v
+            if not want[m][key]:
+                del want[m][key]
+
+    for i in range(40):  # a batch runs its events grouped by relation: here R batches and S batches alternate
+        batch = []
+        for _ in range(rnd.randrange(1, 8)):
+            if i % 2 == 0 and live and rnd.random() < 0.3:
+                row = live.pop(rnd.randrange(len(live)))
+                batch.append(("R", -1, row))
+                n[row] -= 1
+            elif i % 2 == 0:
+                row = (rnd.randrange(4), rnd.randrange(4))
+                live.append(row)
+                batch.append(("R", 1, row))
+                n[row] = n.get(row, 0) + 1
+            else:
+                x, y = rnd.randrange(5), rnd.randrange(-2, 3)
+                batch.append(("S", 1, (x, y)))
+                for (a, b), c in n.items():
+                    if a == x:
+                        add("by_x", (x, b), c)
+                    add("scaled", (a, b), y * c)
+                add("exact", (x, y), n.get((x, y), 0))
+        rt.apply_batch(batch)
+        assert dict(rt.store.items("n")) == {k: c for k, c in n.items() if c}
+        for m, entries in want.items():
+            assert dict(rt.store.items(m)) == entries, m
+    assert rt.store.size("n") == len(live) - sum(c - 1 for c in n.values() if c > 1)
+    copy = Runtime.from_state(rt.state())
+    assert copy.store.data == rt.store.data and copy.store.indexes == rt.store.indexes
