@@ -11,8 +11,11 @@ dict, and consecutive statements that differ only in their event-only factor
 Keys appear in the maps' stored form (see ``maps``): one column is the value
 itself, and a map with indexes lives in its primary index, so its entries
 are reached by bound part, then remaining part (``n`` below).  Every update
-records the entry's value before the batch in a per-map *journal* (``dict.setdefault``), which makes a batch atomic (undo on error)
-and yields the batch's changed view entries.
+appends the key and the value it had to a per-map *journal* (a flat list:
+two appends cost less than one ``dict.setdefault``, which hashes the key
+again and regrows a table every batch).  Undone in reverse, the journal
+makes a batch atomic; its first value per key yields the batch's changed
+view entries.
 
 >>> from ..syntax import parse_program
 >>> from .maps import index_specs
@@ -31,7 +34,8 @@ def t_ins_R(rows, ...):
                 k = v_C
                 o = G_m(k, 0)
                 n = o + d
-                J_m(k, o)
+                J_m(k)
+                J_m(o)
                 if n:
                     M_m[k] = n
                 elif o:
@@ -42,7 +46,8 @@ def t_ins_R(rows, ...):
         x = XG_n_0(b)
         o = 0 if x is None else x.get(r, 0)
         n = o + 1
-        J_n(k, o)
+        J_n(k)
+        J_n(o)
         if n:
             if x is None:
                 X_n_0[b] = {r: n}
@@ -139,7 +144,7 @@ class _Gen:
         return self.bind("E0", "{}")
 
     def j(self, name):
-        return self.bind(f"J_{name}", f"_journals[{name!r}].setdefault")
+        return self.bind(f"J_{name}", f"_journals[{name!r}].append")
 
 
 def _flatten(e: Expr, guards: list, scalars: list, refs: list) -> None:
@@ -281,7 +286,8 @@ def _update(gen: _Gen, depth: int, target: MapRef, delta: str) -> None:
         gen.emit(depth, f"x = {gen.xg(name, primary)}(b)")
         gen.emit(depth, "o = 0 if x is None else x.get(r, 0)")
     gen.emit(depth, f"n = o + {delta}")
-    gen.emit(depth, f"{gen.j(name)}(k, o)")
+    gen.emit(depth, f"{gen.j(name)}(k)")
+    gen.emit(depth, f"{gen.j(name)}(o)")
     gen.emit(depth, f"if {nz}:")
     specs = gen.specs.get(name, [])
     if primary is None:

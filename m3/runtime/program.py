@@ -62,7 +62,7 @@ class Runtime:
         self.float_epsilon = float_epsilon
         self._lock = threading.RLock()
         self.store = MapStore(program, index_specs(program))
-        self._journals: dict[str, dict] = {name: {} for name in self.store.data}
+        self._journals: dict[str, list] = {name: [] for name in self.store.data}  # key, old value, key, ...
         float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
         self.source, consts = program_source(program, self.store.specs, float_maps, float_epsilon)
         self._triggers = build(self.source, self.store.data, self.store.indexes, self._journals, consts, float_epsilon)
@@ -123,8 +123,8 @@ class Runtime:
 
     def _rollback(self) -> None:
         for name, journal in self._journals.items():
-            for key, old in journal.items():
-                self.store.set_stored(name, key, old)
+            for i in range(len(journal) - 2, -1, -2):  # newest first: each key ends at its value before the batch
+                self.store.set_stored(name, journal[i], journal[i + 1])
             journal.clear()
 
     def _finish(self) -> None:
@@ -134,7 +134,10 @@ class Runtime:
             keys: dict = {}
             for m in v.maps:
                 j = self._journals[m]
-                for k, old in j.items():
+                before: dict = {}
+                for k, old in zip(j[::2], j[1::2]):
+                    before.setdefault(k, old)
+                for k, old in before.items():
                     if get(m, k) != old:
                         keys[k] = None
             if keys:
