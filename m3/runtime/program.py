@@ -181,7 +181,7 @@ class Runtime:
             keys: dict = {}
             for m in v.maps:
                 if any(k is not None for k in pattern):
-                    keys.update(dict.fromkeys(store.pack(m, k) for k, _ in store.match(m, pattern)))
+                    keys.update(dict.fromkeys(store.pack(m, k) for k, _ in self._match(m, pattern)))
                 else:
                     keys.update(dict.fromkeys(store.stored_keys(m)))
             first = v.maps[0]
