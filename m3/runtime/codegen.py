@@ -293,34 +293,37 @@ def _update(gen: _Gen, depth: int, target: MapRef, delta: str) -> None:
     if primary is None:
         gen.emit(depth + 1, f"{gen.m(name)}[k] = n")
     else:
-        gen.emit(depth + 1, "if x is None:")
-        gen.emit(depth + 2, f"{gen.x(name, primary)}[b] = {{r: n}}")
-        gen.emit(depth + 1, "else:")
-        gen.emit(depth + 2, "x[r] = n")
+        _emit_index_set(gen, depth + 1, name, primary)
     for pos in specs:
-        if pos == primary:
-            continue
-        _emit_index_key(gen, depth + 1, key_items, pos)
-        gen.emit(depth + 1, f"x = {gen.xg(name, pos)}(b)")
-        gen.emit(depth + 1, "if x is None:")
-        gen.emit(depth + 2, f"{gen.x(name, pos)}[b] = {{r: n}}")
-        gen.emit(depth + 1, "else:")
-        gen.emit(depth + 2, "x[r] = n")
+        if pos != primary:
+            _emit_index_key(gen, depth + 1, key_items, pos)
+            gen.emit(depth + 1, f"x = {gen.xg(name, pos)}(b)")
+            _emit_index_set(gen, depth + 1, name, pos)
     gen.emit(depth, "elif o:")
     if primary is None:
         gen.emit(depth + 1, f"del {gen.m(name)}[k]")
     else:
-        gen.emit(depth + 1, "del x[r]")
-        gen.emit(depth + 1, "if not x:")
-        gen.emit(depth + 2, f"del {gen.x(name, primary)}[b]")
+        _emit_index_del(gen, depth + 1, name, primary)
     for pos in specs:
-        if pos == primary:
-            continue
-        _emit_index_key(gen, depth + 1, key_items, pos)
-        gen.emit(depth + 1, f"x = {gen.x(name, pos)}[b]")
-        gen.emit(depth + 1, "del x[r]")
-        gen.emit(depth + 1, "if not x:")
-        gen.emit(depth + 2, f"del {gen.x(name, pos)}[b]")
+        if pos != primary:
+            _emit_index_key(gen, depth + 1, key_items, pos)
+            gen.emit(depth + 1, f"x = {gen.x(name, pos)}[b]")
+            _emit_index_del(gen, depth + 1, name, pos)
+
+
+def _emit_index_set(gen: _Gen, depth: int, name: str, pos) -> None:
+    """Store ``n`` at ``b``/``r`` of index ``pos``, where ``x`` is that index's sub-map for ``b`` (or None)."""
+    gen.emit(depth, "if x is None:")
+    gen.emit(depth + 1, f"{gen.x(name, pos)}[b] = {{r: n}}")
+    gen.emit(depth, "else:")
+    gen.emit(depth + 1, "x[r] = n")
+
+
+def _emit_index_del(gen: _Gen, depth: int, name: str, pos) -> None:
+    """Remove ``r`` from sub-map ``x`` of index ``pos``, and the sub-map once empty."""
+    gen.emit(depth, "del x[r]")
+    gen.emit(depth, "if not x:")
+    gen.emit(depth + 1, f"del {gen.x(name, pos)}[b]")
 
 
 def program_source(program: Program, specs, float_maps: set[str], epsilon: float) -> tuple[str, dict]:
