@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
+import time
 from pathlib import Path
 
 from boreas.catalog.diagnostics import Diagnostic
@@ -94,14 +96,59 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     async def main() -> int:
         async with PeerClient(None) as peers:
             status = await peers.call("GET", f"{head}/nodes")
-        print(f"catalog version {status['version']}")
-        print(f"{'NODE':24} {'STATE':6} {'BOXES':>5}  {'SYNC':12} NOTE")
+        complete = status.get("snapshot_complete")
+        print(f"catalog version {status['version']}; last complete snapshot: "
+              + (f"{complete['id']} ({_ago(complete['time'])})" if complete else "none"))
+        print(f"{'NODE':24} {'STATE':6} {'BOXES':>5}  {'SYNC':12} {'RECOVERY':24} NOTE")
         for row in status["nodes"]:
             state = "up" if row["alive"] else ("down" if row["registered"] else "unseen")
             sync = "in sync" if row["in_sync"] else f"{row['acked_version']}/{row['desired_version']}"
             note = row["failure"] or "; ".join(row["pending"]) or ("" if row["in_catalog"] else "not in catalog")
-            print(f"{row['endpoint']:24} {state:6} {row['boxes']:>5}  {sync:12} {note}")
+            print(f"{row['endpoint']:24} {state:6} {row['boxes']:>5}  {sync:12} "
+                  f"{_recovery(row.get('recovery') or {}):24} {note}")
         return EXIT_OK
+
+    return asyncio.run(main())
+
+
+def _ago(when: float) -> str:
+    return f"{max(0.0, time.time() - when):.0f} s ago"
+
+
+def _recovery(report: dict) -> str:
+    """One node's durability in a few words: memory only, recovering, or its last snapshot."""
+    if not report:
+        return "-"
+    if not report.get("durable"):
+        return "memory only"
+    if report.get("state") != "ready":
+        return str(report.get("state", "?"))
+    text = f"snapshot {report['last_snapshot']}" if report.get("last_snapshot") is not None else "no snapshot"
+    if report.get("restored_from") is not None or report.get("replayed_batches"):
+        text += f", recovered in {report.get('recovery_seconds')} s"
+    return text
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    """``boreas snapshot``: take a consistent snapshot of every durable node now."""
+    head = the_head(args)
+    token = resolve_token(args.token, required=True)
+
+    async def main() -> int:
+        async with PeerClient(token, timeout=120.0) as peers:
+            status, body = await peers.request("POST", f"{head}/snapshots")
+        result = json.loads(body)
+        if status not in (200, 503) or "id" not in result:
+            raise CommandFailed(f"the Head refused: {result.get('error', status)}")
+        for node, reply in sorted(result["nodes"].items()):
+            print(f"{node}: " + (f"FAILED: {reply['error']}" if "error" in reply else
+                                 f"{reply['bytes']} bytes at log position {reply['position']}, "
+                                 f"boxes paused {reply['pause_seconds'] * 1000:.1f} ms"))
+        if result["complete"]:
+            print(f"snapshot {result['id']} complete on {len(result['nodes'])} nodes in {result['seconds']} s")
+            return EXIT_OK
+        print(f"snapshot {result['id']} not complete: {result.get('reason')}", file=sys.stderr)
+        return EXIT_FAILED
 
     return asyncio.run(main())
 
@@ -167,6 +214,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("nodes", help="the nodes the Head knows, and whether they are up and in sync")
     add_head_option(p)
     p.set_defaults(func=cmd_nodes)
+
+    p = sub.add_parser("snapshot", help="take a consistent snapshot of every durable node now")
+    add_head_option(p)
+    add_token_option(p)
+    p.set_defaults(func=cmd_snapshot)
 
     p = sub.add_parser("watch", help="a global component: print the catalog, then every change")
     add_head_option(p)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from boreas.catalog.endpoints import normalize_endpoint, split_endpoint
 from boreas.head.service import HeadService
@@ -60,7 +61,8 @@ def cmd_head(args: argparse.Namespace) -> int:
         token = new_token()
         print(f"no token given: generated one; start nodes with {TOKEN_ENV}={token}", file=sys.stderr)
 
-    head = HeadService(catalog_url(args), token, pending_timeout=args.pending_timeout)
+    head = HeadService(catalog_url(args), token, pending_timeout=args.pending_timeout,
+                       snapshot_interval=args.snapshot_interval)
     host, port = split_endpoint(listen)
     return serve_until_stopped(lambda: head.start(host, port), head.close)
 
@@ -70,7 +72,8 @@ def cmd_node(args: argparse.Namespace) -> int:
     token = _token(args)
     head = the_head(args) if (args.head or os.environ.get("BOREAS_HEAD")) else None
 
-    node = NodeService(endpoint, head, token)
+    data_dir = Path(args.data_dir) if args.data_dir else None
+    node = NodeService(endpoint, head, token, data_dir=data_dir, snapshot_url=args.snapshot_store)
     return serve_until_stopped(node.start, node.close)
 
 
@@ -189,11 +192,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help=f"HOST:PORT to serve on (default localhost:{DEFAULT_HEAD_PORT})")
     p.add_argument("--pending-timeout", type=float, default=30.0,
                    help="seconds a request for a box that moved waits for its new location (default 30)")
+    p.add_argument("--snapshot-interval", type=float, default=5.0,
+                   help="seconds between consistent snapshots of the durable nodes (default 5; 0: only on "
+                        "demand, boreas snapshot)")
     add_token_option(p)
     p.set_defaults(func=cmd_head)
 
     p = sub.add_parser("node", help="run a node")
     p.add_argument("--endpoint", required=True, help="HOST:PORT this node listens on")
+    p.add_argument("--data-dir", metavar="DIR",
+                   help="make the node durable: its input log, local catalog and snapshots live here, and a "
+                        "node restarted with the same DIR comes back with its state (default: memory only)")
+    p.add_argument("--snapshot-store", metavar="URL",
+                   help="where snapshots go (a file:///dir URL or a path; default DIR/snapshots); a shared "
+                        "directory lets another node take this one's boxes over")
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_node)

@@ -65,6 +65,7 @@ def install_routes(head: HeadService) -> None:
     router.add_get("/catalog", api.catalog)
     router.add_get("/nodes", api.nodes)
     router.add_get("/status", api.status)
+    router.add_post("/snapshots", api.snapshot)
     router.add_get("/streams/{name}", api.stream)
     router.add_get("/boxes/{name}", api.box)
 
@@ -183,11 +184,20 @@ class _Api:
             endpoint = normalize_endpoint(str(body["endpoint"]))
             incarnation = str(body["incarnation"])
             version = int(body.get("version", 0))
+            recovery = body.get("recovery")
+            if recovery is not None and not isinstance(recovery, dict):
+                raise TypeError("recovery must be an object")
         except (ValueError, KeyError, TypeError) as exc:
             return json_error(400, f"bad heartbeat: {exc}")
-        self.head.heartbeat(endpoint, incarnation, version)
+        self.head.heartbeat(endpoint, incarnation, version, recovery)
         membership = self.head.store_url if self.head.store_url.startswith("zk://") else None
-        return web.json_response({"membership": membership, "timeout": self.head.membership.timeout})
+        return web.json_response({"membership": membership, "timeout": self.head.membership.timeout,
+                                  "snapshot_complete": self.head.snapshots.complete_id or None})
+
+    async def snapshot(self, request: web.Request) -> web.Response:
+        """``POST /snapshots``: take a snapshot now (``boreas snapshot``); 200 when complete, else 503."""
+        result = await self.head.snapshots.take()
+        return web.json_response(result, status=200 if result["complete"] else 503)
 
     async def catalog(self, request: web.Request) -> web.Response:
         catalog = self.head.catalog
@@ -212,7 +222,8 @@ class _Api:
                 "pending": [r.describe() for r in head.pending.for_node(endpoint)],
                 "counters": dict(sync.counters) if sync else {},
             })
-        return web.json_response({"version": head.catalog.version, "nodes": rows})
+        return web.json_response({"version": head.catalog.version, "nodes": rows,
+                                  "snapshot_complete": head.snapshots.complete})
 
     async def status(self, request: web.Request) -> web.Response:
         head = self.head
@@ -220,6 +231,7 @@ class _Api:
             "catalog": head.store_url, "version": head.catalog.version, "revision": head.revision,
             "nodes": len(head.syncs), "globals": sorted(head.feeds), "pending_requests": len(head.pending),
             "http": dict(head.server.counters), "peers": dict(head.peers.counters),
+            "snapshots": head.snapshots.status(),
         })
 
     async def stream(self, request: web.Request) -> web.Response:

@@ -22,7 +22,7 @@ True
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -32,6 +32,7 @@ class Member:
     first_seen: float
     last_seen: float
     version: int = 0
+    recovery: dict = field(default_factory=dict)  # what a durable node reports: state, snapshots
 
 
 class Membership:
@@ -42,7 +43,7 @@ class Membership:
         self._zk_seen: set[str] = set()
 
     def heartbeat(self, endpoint: str, incarnation: str, version: int = 0,
-                  now: float | None = None) -> bool:
+                  now: float | None = None, recovery: dict | None = None) -> bool:
         """Record a heartbeat; True when the node is new, restarted, or back after being down."""
         now = time.monotonic() if now is None else now
         member = self._members.get(endpoint)
@@ -52,7 +53,14 @@ class Membership:
             self._members[endpoint] = member
         member.last_seen = now
         member.version = version
+        if recovery is not None:
+            member.recovery = recovery
         return fresh
+
+    def recovery(self, endpoint: str) -> dict:
+        """A live node's recovery report ({} when unknown or down)."""
+        member = self._members.get(endpoint)
+        return member.recovery if member is not None and self.alive(endpoint) else {}
 
     def zookeeper_members(self, live: set[str]) -> set[str]:
         """The live znodes changed; returns the nodes that just lost theirs."""
@@ -80,4 +88,5 @@ class Membership:
             return {"registered": False, "alive": False}
         return {"registered": True, "alive": self.alive(endpoint, now), "incarnation": member.incarnation,
                 "seconds_since_heartbeat": round(now - member.last_seen, 3),
-                "zookeeper": None if self._zk_live is None else endpoint in self._zk_live}
+                "zookeeper": None if self._zk_live is None else endpoint in self._zk_live,
+                "recovery": member.recovery}

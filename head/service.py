@@ -43,6 +43,7 @@ from .global_feed import GlobalFeed
 from .membership import Membership
 from .node_sync import NodeSync
 from .pending import PendingRequests
+from .snapshots import SnapshotCoordinator
 from .submissions import Submission, SubmissionLog
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class HeadService:
     """The Head's state and lifecycle (``start``/``close``); HTTP routes are in :mod:`.api`."""
 
     def __init__(self, store_url: str, token: str | None, pending_timeout: float = 30.0,
-                 heartbeat_timeout: float = 3.0):
+                 heartbeat_timeout: float = 3.0, snapshot_interval: float = 5.0):
         self.store_url = store_url
         self.token = token
         self.store: CatalogStore | None = None
@@ -64,6 +65,8 @@ class HeadService:
         self.membership = Membership(heartbeat_timeout)
         self.peers = PeerClient(token, timeout=10.0)
         self.server = HttpServer("head", token)
+        self.snapshots = SnapshotCoordinator(lambda: self.catalog, lambda: self.store, self.membership,
+                                             self.peers, interval=snapshot_interval)
         self.revision = 0  # bumped on every status change; long polls wait on it
         self._changed = asyncio.Event()
         self._tasks: dict[str, asyncio.Task] = {}
@@ -91,6 +94,8 @@ class HeadService:
             lambda commit: loop.call_soon_threadsafe(self._commits.put_nowait, commit))
         self._spawn("commits", self._follow_commits())
         self._spawn("expiry", self._expire_pending())
+        await self.snapshots.load()
+        self.snapshots.start()
         if self.store_url.startswith("zk://"):
             await self._watch_zookeeper_members(loop)
         endpoint = await self.server.start(host, port)
@@ -98,6 +103,7 @@ class HeadService:
         return endpoint
 
     async def close(self) -> None:
+        await self.snapshots.close()
         for task in self._tasks.values():
             task.cancel()
         for task in self._tasks.values():
@@ -349,8 +355,8 @@ class HeadService:
         while self.catalog.version < version and loop.time() < deadline:
             await self.wait_for_change(self.revision, deadline - loop.time())
 
-    def heartbeat(self, endpoint: str, incarnation: str, version: int) -> None:
-        if self.membership.heartbeat(endpoint, incarnation, version):
+    def heartbeat(self, endpoint: str, incarnation: str, version: int, recovery: dict | None = None) -> None:
+        if self.membership.heartbeat(endpoint, incarnation, version, recovery=recovery):
             log.info("node %s is up (incarnation %s): synchronising its local catalog", endpoint, incarnation[:8])
             self.sync_for(endpoint).resync()
             self.notify()

@@ -31,15 +31,19 @@ import logging
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from boreas.catalog.model import Box, Catalog, Schema
 from boreas.catalog.validate import stream_schemas
-from boreas.wire.frames import Ack, Batch, Refused
+from boreas.wire.frames import Ack, Batch, Refused, encode_rows
 from boreas.wire.links import OutboundLink
+from boreas.wire.receiver import Deferred
 from boreas.wire.tuples import RowType
 
 from .operators import Operator, OperatorError, build_operator
+from .recovery import records
+from .recovery.log import InputLog
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +67,8 @@ class Dataflow:
         # can move with the box; the producer id is the box's name and a random incarnation.
         self.box_ids: dict[str, str] = {}
         self.out_seq: dict[str, int] = {}
-        self._inbox: asyncio.Queue[tuple[str, list[tuple], str, int, str]] = asyncio.Queue(queue_batches)
+        # (stream, rows, producer, seq, box, rows as msgpack, future of its log position or None)
+        self._inbox: asyncio.Queue[tuple] = asyncio.Queue(queue_batches)
         # Moves: the last batch each (stream, producer) had processed here, and where the input
         # streams of boxes that moved away are forwarded (with their row types, after the
         # catalog forgets them).  Boxes run under this lock, so a move happens between batches.
@@ -91,14 +96,32 @@ class Dataflow:
         self.bridges: dict[str, Bridge] = {}  # old stream -> where it still goes
         self._task: asyncio.Task | None = None
         self._started = False
+        # Durability (a node with --data-dir): every batch processed and every timer firing is
+        # appended to the input log, in processing order; outputs leave once their inputs are durable.
+        self.journal: InputLog | None = None
+        self.clock_offset = 0.0  # flow clock = monotonic + offset; a restart continues the old clock
+        self._now = 0.0  # the flow clock of the batch or timer being processed
+        self.on_new_box_id: Callable[[], None] | None = None  # persist producer ids as they are made
 
     # -- lifecycle ---------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, run: bool = True) -> None:
+        """Start the links, and (unless ``run`` is False: a log replay comes first) the boxes."""
         self._started = True
         for link in self.links.values():
             await link.start()
+        if run:
+            self.run()
+
+    def run(self) -> None:
+        """Start the one task that runs the boxes; it dying is logged, never silent."""
         self._task = asyncio.create_task(self._run(), name=f"dataflow {self.endpoint}")
+        self._task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.critical("node %s: the dataflow task died; no more batches are processed",
+                         self.endpoint, exc_info=task.exception())
 
     async def close(self) -> None:
         if self._task is not None:
@@ -138,7 +161,10 @@ class Dataflow:
                 if name in kept:
                     self.operators[name].restore(kept[name])
                 self.boxes[name] = box
-                self.box_ids.setdefault(name, f"{name}~{uuid.uuid4().hex[:12]}")
+                if name not in self.box_ids:
+                    self.box_ids[name] = f"{name}~{uuid.uuid4().hex[:12]}"
+                    if self.on_new_box_id is not None:
+                        self.on_new_box_id()
             except (KeyError, OperatorError) as exc:
                 self.broken[name] = str(exc)
                 self.operators.pop(name, None)
@@ -190,12 +216,91 @@ class Dataflow:
         if row_type is None:
             return
         rows, _ = row_type.decode(bytes(batch.rows))
-        async with self.lock:
-            if batch.box:
-                await self._feed(batch.box, batch.stream, rows, (batch.producer, batch.seq))
-            else:
-                await self._route(batch.stream, rows, (batch.producer, batch.seq))
+        await self._take((batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None))
+        await self._release()
+
+    # -- recovery -------------------------------------------------------------------
+
+    def capture(self, snapshot: int) -> dict:
+        """Everything the node's boxes remember, at the log position where a marker now goes.
+
+        The caller holds the lock, so this falls between two batches: the
+        state covers exactly the log records before the marker.  Operator
+        ``state()`` returns fresh containers, so the caller may encode and
+        write the result off the event loop while the boxes go on.
+        """
+        now = self.now()
+        position = 0
+        if self.journal is not None:
+            position = self.journal.append(records.encode(records.Marker(snapshot, now)))
+            self.journal.roll()
+        return {
+            "snapshot": snapshot,
+            "position": position + 1 if self.journal else 0,
+            "clock": now,
+            "boxes": {name: op.state() for name, op in self.operators.items()},
+            "box_ids": dict(self.box_ids),
+            "out_seq": dict(self.out_seq),
+            "processed": [[s, p, seq] for (s, p), seq in self.processed.items()],
+            "box_inputs": {name: {"next": [list(p) for p in inputs.positions()],
+                                  "held": [[s, p, n, rows] for (s, p), held in inputs.held.items()
+                                           for n, rows in sorted(held.items())]}
+                           for name, inputs in self.box_inputs.items()},
+        }
+
+    def restore_capture(self, captured: dict) -> list[str]:
+        """Continue from :meth:`capture` after a restart; returns the boxes that got their state back.
+
+        The flow clock continues from the captured one, so timers and the
+        clock values in the log keep their meaning.
+        """
+        self.clock_offset = float(captured["clock"]) - time.monotonic()
+        self.box_ids.update(captured["box_ids"])
+        self.out_seq.update({s: int(n) for s, n in captured["out_seq"].items()})
+        self.processed.update({(s, p): int(seq) for s, p, seq in captured["processed"]})
+        restored = []
+        for name, state in captured["boxes"].items():
+            op = self.operators.get(name)
+            if op is None:
+                continue  # the box left (moved or deleted) after this snapshot
+            op.restore(state)
+            restored.append(name)
+        for name, inputs in captured["box_inputs"].items():
+            if name in self.operators:
+                box_inputs = self.box_inputs[name] = BoxInputs([tuple(p) for p in inputs["next"]])
+                for s, p, n, rows in inputs["held"]:
+                    box_inputs.held.setdefault((s, p), {})[n] = [tuple(r) for r in rows]
+        return restored
+
+    async def replay_log(self, entries: Iterable[tuple[int, bytes]]) -> int:
+        """Process the log's records again, with their clock values; returns how many batches.
+
+        Outputs go out as they did the first time (same producer and
+        sequence), so receivers that already have them drop them.
+        """
+        replayed = 0
+        last = self.now()
+        for _, payload in entries:
+            record = records.decode(payload)
+            if isinstance(record, records.Marker):
+                last = max(last, record.now)
+                continue
+            async with self.lock:
+                if isinstance(record, records.Tick):
+                    await self._fire_timers(record.now, log_it=False)
+                else:
+                    row_type = self.row_type(record.stream)
+                    if row_type is not None or record.box:
+                        rows = row_type.decode(record.rows)[0] if row_type is not None else []
+                        self._now = record.now
+                        await self._process(record.stream, rows, record.producer, record.seq, record.box)
+                        replayed += 1
+                last = max(last, record.now)
+            if len(self._outbox) >= 64:
+                await self._send_outbox()
         await self._send_outbox()
+        self.clock_offset = max(last - time.monotonic(), self.clock_offset)
+        return replayed
 
     async def stop_forwarding(self, links: list[OutboundLink]) -> None:
         """A moved box's inputs no longer need forwarding (upstream sends to its new node)."""
@@ -230,8 +335,12 @@ class Dataflow:
             found = self.bridges[stream].row_type
         return found
 
-    async def accept(self, batch: Batch) -> Ack | Refused:
-        """A batch for a stream that enters here: check its rows, queue the good ones."""
+    async def accept(self, batch: Batch) -> Ack | Refused | Deferred:
+        """A batch for a stream that enters here: check its rows, queue the good ones.
+
+        With an input log the acknowledgement is :class:`Deferred` until the
+        batch's record is durable: an acknowledged batch is never lost.
+        """
         row_type = self.row_type(batch.stream)
         if batch.box and batch.box not in self.operators:
             relay = self.forwards.get(batch.stream)
@@ -250,10 +359,20 @@ class Dataflow:
             self.counters["refused_rows"] += len(errors)
             log.info("node %s: %d rows of %s/%d refused, first: %s", self.endpoint, len(errors),
                      batch.stream, batch.seq, errors[0])
-        if rows:
-            await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box))
-        return Ack(batch.stream, batch.producer, batch.seq, len(rows),
-                   [(e.row, e.field, e.reason) for e in errors])
+        ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
+        if not rows:
+            return ack
+        raw = bytes(batch.rows) if not errors else encode_rows(rows)
+        if self.journal is None:
+            await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None))
+            return ack
+        logged: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, logged))
+        return Deferred(ack, self._durable(logged))
+
+    async def _durable(self, logged: "asyncio.Future[int]") -> None:
+        assert self.journal is not None
+        await self.journal.durable(await logged)
 
     # -- processing -----------------------------------------------------------------
 
@@ -262,25 +381,54 @@ class Dataflow:
             deadline = self._next_deadline()
             try:
                 if deadline is None:
-                    stream, rows, producer, seq, box = await self._inbox.get()
+                    item = await self._inbox.get()
                 else:
-                    timeout = max(0.0, deadline - time.monotonic())
-                    stream, rows, producer, seq, box = await asyncio.wait_for(self._inbox.get(), timeout)
+                    item = await asyncio.wait_for(self._inbox.get(), max(0.0, deadline - self.now()))
             except asyncio.TimeoutError:
                 await self._poll_timers()
                 continue
-            self.counters["batches_in"] += 1
-            self.counters["rows_in"] += len(rows)
-            async with self.lock:
-                if box:
-                    await self._feed(box, stream, rows, (producer, seq))
-                else:
-                    await self._route(stream, rows, (producer, seq))
-                    self.processed[(stream, producer)] = seq
-            await self._send_outbox()
+            await self._take(item)
+            # What is already queued goes with it: one group commit of the log for all of them.
+            while not self._inbox.empty():
+                await self._take(self._inbox.get_nowait())
+            await self._release()
             await asyncio.sleep(0)  # let control calls (updates, /status, moves) in between batches
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and self.now() >= deadline:
                 await self._poll_timers()
+
+    async def _take(self, item: tuple) -> None:
+        stream, rows, producer, seq, box, raw, logged = item
+        self.counters["batches_in"] += 1
+        self.counters["rows_in"] += len(rows)
+        async with self.lock:
+            self._now = now = self.now()
+            if self.journal is not None:
+                position = self.journal.append(records.encode(records.Taken(stream, producer, seq, box, raw, now)))
+                if logged is not None and not logged.done():
+                    logged.set_result(position)
+            await self._process(stream, rows, producer, seq, box)
+
+    async def _process(self, stream: str, rows: list[tuple], producer: str, seq: int, box: str) -> None:
+        if box:
+            await self._feed(box, stream, rows, (producer, seq))
+        else:
+            await self._route(stream, rows, (producer, seq))
+            self.processed[(stream, producer)] = seq
+
+    async def _release(self) -> None:
+        """Send what the group produced, once the inputs it came from are durable (output commit).
+
+        A batch leaves the node only after the log records that produced it
+        are on disk: a crash can then never have shown downstream an output
+        that replay would not produce again, identically.
+        """
+        if self.journal is not None and self._outbox:
+            await self.journal.durable(self.journal.next_position - 1)
+        await self._send_outbox()
+
+    def now(self) -> float:
+        """The flow clock: monotonic, and continuing across a restart (the log's clock values)."""
+        return time.monotonic() + self.clock_offset
 
     def _next_deadline(self) -> float | None:
         deadlines = [d for op in self.operators.values() if (d := op.next_deadline()) is not None]
@@ -288,12 +436,19 @@ class Dataflow:
 
     async def _poll_timers(self) -> None:
         async with self.lock:
-            now = time.monotonic()
-            for name, op in list(self.operators.items()):
-                deadline = op.next_deadline()
-                if deadline is not None and deadline <= now:
-                    await self._emit(name, op.poll(now))
-        await self._send_outbox()
+            await self._fire_timers(self.now(), log_it=True)
+        await self._release()
+
+    async def _fire_timers(self, now: float, log_it: bool) -> None:
+        due = [(name, op) for name, op in list(self.operators.items())
+               if (deadline := op.next_deadline()) is not None and deadline <= now]
+        if not due:
+            return
+        if log_it and self.journal is not None:
+            self.journal.append(records.encode(records.Tick(now)))
+        self._now = now
+        for name, op in due:
+            await self._emit(name, op.poll(now))
 
     async def _send_outbox(self) -> None:
         outbox, self._outbox = self._outbox, []
@@ -315,7 +470,7 @@ class Dataflow:
             if name in self.box_inputs:
                 await self._feed(name, stream, rows, (producer, seq))
             else:
-                await self._emit(name, op.process(port, rows, time.monotonic()))
+                await self._emit(name, op.process(port, rows, self._now))
         routes = [(e, self.links[e]) for e in self.destinations.get(stream, ()) if e in self.links]
         if not routes and stream not in self.forwards and stream not in self.consumers:
             self.counters["batches_unrouted"] += 1
@@ -347,7 +502,7 @@ class Dataflow:
                 pauses.append(time.time() - self.paused_since.pop(box))
                 del pauses[:-20]
             for port in ports:
-                await self._emit(box, op.process(port, ready, time.monotonic()))
+                await self._emit(box, op.process(port, ready, self._now))
 
     def input_positions(self, box: str) -> list[tuple[str, str, int]]:
         """(stream, producer, next sequence) of every input batch ``box`` has yet to process."""

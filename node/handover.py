@@ -44,6 +44,7 @@ from boreas.wire.links import OutboundLink
 from boreas.wire.tuples import RowType
 
 from .dataflow import BoxInputs
+from .gcpause import gc_paused
 
 if TYPE_CHECKING:
     from .dataflow import Dataflow
@@ -52,24 +53,6 @@ log = logging.getLogger(__name__)
 
 #: How long a source keeps forwarding a moved box's inputs after the move.
 FORWARD_FOR = 60.0
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No garbage collection while a box's state is copied: it is all new, live containers.
-
-    Building or decoding the state of an aggregate with 100,000 groups
-    allocates millions of containers, and the collector's passes over them
-    cost several times the copying itself (measured: 7x); nothing in it is
-    garbage, so the pause is pure waste.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclass
@@ -148,7 +131,7 @@ def attach(flow: "Dataflow", handover: BoxHandover) -> list[OutboundLink]:
     passes back).
     """
     with gc_paused():
-        flow.operators[handover.box].restore(handover.state, now=time.monotonic())
+        flow.operators[handover.box].restore(handover.state, now=flow.now())
     flow.box_inputs[handover.box] = BoxInputs(handover.positions)
     flow.box_ids[handover.box] = handover.producer
     flow.paused_since[handover.box] = handover.detached_at

@@ -143,7 +143,10 @@ class BoxMover:
                 node.dataflow.reconfigure(catalog)
                 stale = attach(node.dataflow, handover)
                 unsent = [batch for link in stale for batch in link.drain_unsent()]
+            node.catalog_changed()
             node.reflector.reflect(catalog, update.items)
+        if node.durability is not None:  # its state came over the network, not through the log
+            await node.durability.snapshot(node.dataflow, node.durability.last_snapshot or 0)
         for link in stale:  # the box came back: stop forwarding it away
             node.dataflow.counters["forwards_retired"] += 1
             asyncio.get_running_loop().create_task(link.close(flush_timeout=5.0))

@@ -37,7 +37,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
+from pathlib import Path
 
 from aiohttp import web
 from boreas.catalog.diagnostics import ValidationFailed
@@ -51,9 +53,11 @@ from boreas.wire.server import HttpServer, json_error
 
 from .connector import ConnectRefused, FilterConnector
 from .dataflow import Dataflow
+from .gcpause import gc_paused
 from .local_catalog import LocalCatalog
 from .mover import BoxMover, MoveFailed
 from .query import QueryApi
+from .recovery.durability import Durability
 from .reflect import Reflector
 
 log = logging.getLogger(__name__)
@@ -65,7 +69,8 @@ class NodeService:
     """A node process's state and lifecycle: ``start()``, ``close()``."""
 
     def __init__(self, endpoint: str, head: str | None, token: str | None,
-                 heartbeat: float = HEARTBEAT_INTERVAL):
+                 heartbeat: float = HEARTBEAT_INTERVAL, data_dir: Path | None = None,
+                 snapshot_url: str | None = None):
         self.endpoint = endpoint
         self.head = head
         self.incarnation = uuid.uuid4().hex
@@ -76,6 +81,9 @@ class NodeService:
         self.registered = asyncio.Event()
         self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}")
         self.receiver = DataReceiver(self.dataflow.accept, token)
+        # With a data dir the node is durable: it logs what it takes and comes back after a crash.
+        self.durability = Durability(data_dir, snapshot_url) if data_dir is not None else None
+        self.recovered = asyncio.Event()
         self._members = None  # ZooKeeperMembers when the Head's store is ZooKeeper
         self.update_lock = asyncio.Lock()  # one update at a time, in arrival order
         self.mover = BoxMover(self)
@@ -86,18 +94,87 @@ class NodeService:
         router.add_post("/update", self.handle_update)
         router.add_get("/catalog", self.handle_catalog)
         router.add_get("/status", self.handle_status)
-        router.add_get("/data", self.receiver.handle)
+        router.add_get("/data", self.handle_data)
         router.add_post("/handover", self.handle_handover)
+        router.add_post("/snapshot", self.handle_snapshot)
         self.queries = QueryApi(self.dataflow, endpoint)  # GET /query/{box}: the m3 boxes' maps
         router.add_get("/query/{box}", self.queries.handle)
         router.add_get("/query/{box}/maps", self.queries.handle_maps)
 
     async def start(self) -> None:
         host, port = split_endpoint(self.endpoint)
-        await self.dataflow.start()
+        if self.durability is None:
+            await self.dataflow.start()
+            self.recovered.set()
         await self.server.start(host, port)
         if self.head:
             self._tasks.append(asyncio.create_task(self._heartbeats(), name="node-heartbeat"))
+        if self.durability is not None:
+            await self._recover(self.durability)
+
+    async def _recover(self, durable: Durability) -> None:
+        """Come back as the node was: identity, local catalog, box state, then the log since.
+
+        The listener is already up (the Head sees "recovering"), but data
+        connections and updates wait until the replay is done.
+        """
+        started = time.monotonic()
+        durable.state = "recovering"
+        flow = self.dataflow
+        async with self.update_lock:
+            await durable.open()
+            identity = durable.load_identity()
+            if identity is not None:
+                flow.sender = identity["sender"]
+                flow.box_ids.update(identity["boxes"])
+            else:
+                durable.save_identity(flow.sender, flow.box_ids)
+            flow.on_new_box_id = lambda: durable.save_identity(flow.sender, flow.box_ids)
+            text = durable.load_catalog()
+            if text is not None:
+                update = read_document(text, f"{durable.dir}/catalog.xml")
+                assert isinstance(update, Update)
+                flow.reconfigure(self.local.apply(update))
+            captured = durable.latest_snapshot()
+            start = durable.log.first_position
+            if captured is not None:
+                with gc_paused():
+                    restored = flow.restore_capture(captured)
+                start = captured["position"]
+                durable.restored_from = durable.last_snapshot = int(captured["snapshot"])
+                log.info("node %s: restored %d boxes from snapshot %d", self.endpoint, len(restored),
+                         captured["snapshot"])
+            await flow.start(run=False)  # links up: replayed outputs go out (receivers drop what they have)
+            durable.replayed = await flow.replay_log(durable.log.read(start))
+            for (stream, producer), seq in flow.processed.items():
+                self.receiver.sequencer.expect(stream, producer, seq + 1)
+            flow.journal = durable.log
+            flow.run()
+        durable.state = "ready"
+        durable.recovery_seconds = round(time.monotonic() - started, 3)
+        self.recovered.set()
+        log.info("node %s recovered in %.2f s: %d batches replayed from log position %d", self.endpoint,
+                 durable.recovery_seconds, durable.replayed, start)
+
+    async def handle_data(self, request: web.Request) -> web.StreamResponse:
+        await self.recovered.wait()  # no data is taken before the log has been replayed
+        return await self.receiver.handle(request)
+
+    async def handle_snapshot(self, request: web.Request) -> web.Response:
+        """``POST /snapshot {"id": N}``: capture the boxes' state for snapshot N (the Head asks)."""
+        if self.durability is None:
+            return json_error(409, f"node {self.endpoint} runs without --data-dir: it keeps no snapshots")
+        try:
+            snapshot_id = int((await request.json())["id"])
+        except (ValueError, KeyError, TypeError):
+            return json_error(400, 'expected JSON {"id": snapshot number}')
+        await self.recovered.wait()
+        return web.json_response(await self.durability.snapshot(self.dataflow, snapshot_id))
+
+    def catalog_changed(self) -> None:
+        """The local catalog changed: keep the durable copy current (a restart starts from it)."""
+        if self.durability is not None:
+            self.durability.save_catalog(self.local.as_update_xml())
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -108,6 +185,8 @@ class NodeService:
         await self.server.close()
         await self.reflector.close()
         await self.dataflow.close()
+        if self.durability is not None:
+            await self.durability.close()
         await self.peers.close()
         if self._members is not None:
             await asyncio.to_thread(self._members.close)
@@ -140,6 +219,7 @@ class NodeService:
             except UpdateRejected as exc:
                 return json_error(409, str(exc), rejections=[r.as_dict() for r in exc.rejections])
             self.dataflow.reconfigure(catalog)
+            self.catalog_changed()
             self.reflector.reflect(catalog, update.items)
         return web.json_response({"endpoint": self.endpoint, "version": catalog.version,
                                   "applied": len(update.items)})
@@ -188,6 +268,7 @@ class NodeService:
         """
         catalog = self.local.apply(Update("local change", self.local.version, self.endpoint, items=items))
         self.dataflow.reconfigure(catalog, keep_state)
+        self.catalog_changed()
         self.reflector.reflect(catalog, items if reflect is None else reflect)
         return catalog.version
 
@@ -214,6 +295,7 @@ class NodeService:
             "boxes": sorted(catalog.boxes),
             "counters": dict(self.local.counters),
             "regions": self.reflector.status(),
+            "recovery": self.durability.status() if self.durability else {"durable": False},
             "http": dict(self.server.counters),
             "data": {"in": dict(self.receiver.counters), "flow": dict(self.dataflow.counters),
                      "links": {e: {**link.counters, "connected": link.connected}
@@ -235,7 +317,8 @@ class NodeService:
         announced = False
         while True:
             body = {"endpoint": self.endpoint, "incarnation": self.incarnation,
-                    "version": self.local.version}
+                    "version": self.local.version,
+                    "recovery": self._recovery_summary()}
             try:
                 reply = await self.peers.call("POST", url, json_body=body)
             except PeerError as exc:
@@ -247,8 +330,18 @@ class NodeService:
                     log.info("node %s registered with the Head at %s", self.endpoint, self.head)
                 announced = True
                 self.registered.set()
+                if self.durability is not None and reply.get("snapshot_complete"):
+                    self.durability.completed(int(reply["snapshot_complete"]))
                 await self._join_zookeeper(reply.get("membership"))
             await asyncio.sleep(self.heartbeat)
+
+    def _recovery_summary(self) -> dict:
+        durable = self.durability
+        if durable is None:
+            return {"durable": False}
+        return {"durable": True, "state": durable.state, "last_snapshot": durable.last_snapshot,
+                "restored_from": durable.restored_from, "replayed_batches": durable.replayed,
+                "recovery_seconds": durable.recovery_seconds}
 
     async def _join_zookeeper(self, url: str | None) -> None:
         if not url or self._members is not None:

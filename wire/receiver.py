@@ -10,6 +10,12 @@ decodes the rows with the stream's row type and may wait (a full input
 queue): the next frame is not read until it returns, which is what pushes
 back on the sender.
 
+An owner that makes batches durable before it may acknowledge them (a node
+with an input log) returns :class:`Deferred`: the acknowledgement waits for
+``ready`` while the receiver goes on reading frames, and acknowledgements
+still leave in arrival order.  So a sender with a window of several batches
+keeps the log's group commit busy instead of waiting one commit per batch.
+
 Usage::
 
     receiver = DataReceiver(accept=node.accept_batch, token=token)
@@ -21,7 +27,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import aiohttp
 import msgspec
@@ -34,8 +42,17 @@ from .server import json_error
 
 log = logging.getLogger(__name__)
 
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """A reply to send once ``ready`` is done (the batch is durable); ``ready`` raising means no reply."""
+
+    reply: Ack | Refused
+    ready: Awaitable[object]
+
+
 #: accept(batch) -> reply; it is called once per new batch, in arrival order.
-Accept = Callable[[Batch], Awaitable[Ack | Refused]]
+Accept = Callable[[Batch], Awaitable[Ack | Refused | Deferred]]
 
 
 class DataReceiver:
@@ -71,6 +88,33 @@ class DataReceiver:
         return ws
 
     async def _serve(self, ws: web.WebSocketResponse, sender: str) -> None:
+        replies: asyncio.Queue[Ack | Refused | Deferred | None] = asyncio.Queue()
+        writer = asyncio.get_running_loop().create_task(self._write_replies(ws, replies, sender))
+        try:
+            await self._read(ws, sender, replies, writer)
+        finally:
+            replies.put_nowait(None)
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError, aiohttp.ClientError):
+                await writer
+            writer.cancel()
+
+    async def _write_replies(self, ws: web.WebSocketResponse, replies: asyncio.Queue, sender: str) -> None:
+        """Send each reply in arrival order, a deferred one once its batch is durable."""
+        while (reply := await replies.get()) is not None:
+            if isinstance(reply, Deferred):
+                try:
+                    await reply.ready
+                except Exception as exc:  # not durable: no ack, the sender re-sends after reconnecting
+                    log.error("batch from %s could not be made durable (%s); closing the connection", sender, exc)
+                    await ws.close(code=aiohttp.WSCloseCode.INTERNAL_ERROR, message=b"not durable")
+                    return
+                reply = reply.reply
+            if ws.closed:
+                return  # the sender will re-send; batches already taken are then dropped as duplicates
+            await ws.send_bytes(encode(reply))
+
+    async def _read(self, ws: web.WebSocketResponse, sender: str, replies: asyncio.Queue,
+                    writer: asyncio.Task) -> None:
         async for msg in ws:
             if msg.type != aiohttp.WSMsgType.BINARY:
                 continue
@@ -87,11 +131,11 @@ class DataReceiver:
             if not isinstance(frame, Batch):
                 continue
             reply = await self._take(frame)
-            if ws.closed:
+            if ws.closed or writer.done():
                 break  # the sender will re-send; the batch is marked seen, so that is dropped
-            await ws.send_bytes(encode(reply))
+            replies.put_nowait(reply)
 
-    async def _take(self, batch: Batch) -> Ack | Refused:
+    async def _take(self, batch: Batch) -> Ack | Refused | Deferred:
         if batch.box:  # forwarded to a moved box, which orders and de-duplicates its own inputs
             return await self._deliver(batch)
         if batch.restart:
@@ -103,7 +147,7 @@ class DataReceiver:
             return Ack(batch.stream, batch.producer, batch.seq, 0, duplicate=True)
         if admission is HOLD:
             self.counters["held_batches"] += 1
-            reply: Ack | Refused = Ack(batch.stream, batch.producer, batch.seq, 0, held=True)
+            reply: Ack | Refused | Deferred = Ack(batch.stream, batch.producer, batch.seq, 0, held=True)
         else:
             reply = await self._deliver(batch)
         for held in self.sequencer.release(batch.stream, batch.producer):
@@ -119,7 +163,7 @@ class DataReceiver:
                 for held in self.sequencer.release(*key):
                     await self._deliver(held)
 
-    async def _deliver(self, batch: Batch) -> Ack | Refused:
+    async def _deliver(self, batch: Batch) -> Ack | Refused | Deferred:
         try:
             reply = await self.accept(batch)
         except BaseException:
@@ -131,7 +175,9 @@ class DataReceiver:
                 self.sequencer.forget(batch.stream, batch.producer, batch.seq)
             self.counters["refused_batches"] += 1
         else:
+            ack = reply.reply if isinstance(reply, Deferred) else reply
+            assert isinstance(ack, Ack)
             self.counters["batches"] += 1
-            self.counters["rows"] += reply.accepted
-            self.counters["refused_rows"] += len(reply.errors)
+            self.counters["rows"] += ack.accepted
+            self.counters["refused_rows"] += len(ack.errors)
         return reply

@@ -166,6 +166,15 @@ class CatalogStore(abc.ABC):
     def close(self) -> None:
         """Release connections and stop every watch."""
 
+    @abc.abstractmethod
+    def get_meta(self, key: str) -> str | None:
+        """Cluster metadata beside the catalog (not versioned, not in the log): e.g. the last
+        complete snapshot.  None when never set."""
+
+    @abc.abstractmethod
+    def put_meta(self, key: str, value: str) -> None:
+        """Set (durably, atomically) the metadata value ``key``."""
+
     def __enter__(self) -> CatalogStore:
         return self
 

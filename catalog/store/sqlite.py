@@ -53,6 +53,10 @@ CREATE TABLE IF NOT EXISTS log (
     version INTEGER PRIMARY KEY,
     changes TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS kv (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 """
 
 
@@ -157,6 +161,13 @@ class SqliteStore(CatalogStore):
             "SELECT version, changes FROM log WHERE version > ? ORDER BY version", (since,)
         )
         return [Commit(version, _decode_changes(data)) for version, data in rows]
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM kv WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def put_meta(self, key: str, value: str) -> None:
+        self._query("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (key, value))
 
     def watch(self, since: int, callback: WatchCallback) -> Watch:
         watch = PollingWatch(self, since, callback, self._poll_interval)

@@ -355,6 +355,29 @@ class ZooKeeperStore(CatalogStore):
             self._watches.append(watch)
         return watch
 
+    def get_meta(self, key: str) -> str | None:
+        with self._ops("read metadata"):
+            try:
+                data, _ = _wait(self._client.get_async(self._meta_path(key)))
+            except NoNodeError:
+                return None
+        return data.decode()
+
+    def put_meta(self, key: str, value: str) -> None:
+        path = self._meta_path(key)
+        with self._ops("write metadata"):
+            if _wait(self._client.exists_async(path)) is None:
+                self._client.ensure_path(path.rsplit("/", 1)[0])
+                try:
+                    _wait(self._client.create_async(path, value.encode()))
+                    return
+                except NodeExistsError:
+                    pass
+            _wait(self._client.set_async(path, value.encode()))
+
+    def _meta_path(self, key: str) -> str:
+        return self._root.rsplit("/", 1)[0] + "/meta/" + escape_key(key)
+
     def close(self) -> None:
         with self._lock:
             if self._closed:

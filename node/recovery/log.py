@@ -120,6 +120,7 @@ class InputLog:
         self._segment_bytes, self._fsync = segment_bytes, fsync
         self._segments: list[_Segment] = []
         self._current: _Segment | None = None  # where the next group goes; None: a new segment
+        self._roll_requested = False  # close the segment after the next group (a snapshot marker)
         self._file: BinaryIO | None = None  # the current segment, opened by the first write to it
         self._first = self._durable = self._next = 0
         self._pending, self._pending_count, self._pending_since = bytearray(), 0, 0.0
@@ -253,6 +254,15 @@ class InputLog:
         heapq.heappush(self._waiters, (position, next(self._tiebreak), future))
         await future
 
+    def roll(self) -> None:
+        """End the current segment with the group being gathered now.
+
+        Called after a snapshot marker is appended, so that once the snapshot
+        is complete the log before it goes as whole segments (a segment is the
+        unit of truncation).
+        """
+        self._roll_requested = True
+
     async def flush(self) -> None:
         """Write and fsync everything appended so far, without waiting for the group to fill."""
         if self._durable < self._next:
@@ -331,7 +341,8 @@ class InputLog:
         self._durable += count
         self.counters["flushes"] += 1
         self.counters["bytes"] += len(data)
-        if segment.size >= self._segment_bytes:  # roll: the next group starts a new segment
+        if segment.size >= self._segment_bytes or self._roll_requested:  # roll: the next group starts anew
+            self._roll_requested = False
             if self._file is not None:
                 self._file.close()
             self._file, self._current = None, None

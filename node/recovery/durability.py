@@ -1,0 +1,172 @@
+"""A node's durable state: what lets a node killed with ``kill -9`` come back as it was.
+
+Everything lives in the node's data directory (``boreas node --data-dir DIR``):
+
+* ``identity.json``: the node's sender name and each box's producer id.  A
+  restarted node numbers its output under the same ids, so receivers
+  recognise what they already have;
+* ``catalog.xml``: the local catalog, rewritten (atomically) after every change;
+* ``log/``: the input log (:mod:`.log`): every batch the node processed and
+  every timer firing, in processing order, group-committed before the batch
+  is acknowledged and before anything derived from it leaves the node;
+* snapshots (:mod:`.snapshots`), by default ``DIR/snapshots``, or any
+  directory given as a ``file:`` URL (a shared one serves failover);
+  ``positions.json`` maps each retained snapshot id to its log position.
+
+Recovery (:meth:`Durability.recover`) restores the local catalog, the boxes'
+state from the newest intact snapshot, and replays the log after that
+snapshot's position.  Snapshots follow seed 004's asynchronous scheme: the
+state is captured between two batches (a marker record in the log), encoded
+and written by a worker thread while the boxes go on, and confirmed to the
+Head, which records the snapshot as complete once every node has it; then
+each node cuts its log before that snapshot.
+
+Usage::
+
+    durable = Durability(Path("/var/lib/boreas/n1"))
+    await durable.open()
+    await durable.recover(node)          # NodeService: catalog, state, log replay
+    info = await durable.snapshot(node.dataflow, 7)
+    durable.completed(7)                 # the Head says 7 is complete: truncate
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..gcpause import gc_paused
+from .log import InputLog
+from .snapshots import SnapshotStore, write_atomic
+
+log = logging.getLogger(__name__)
+
+#: Group commit defaults, chosen with bench/recovery.py (see README, "Durability").
+FLUSH_EVERY = 256
+FLUSH_MS = 2.0
+
+
+class Durability:
+    def __init__(self, data_dir: Path, snapshot_url: str | None = None, *,
+                 flush_every: int = FLUSH_EVERY, flush_ms: float = FLUSH_MS, fsync: bool = True):
+        self.dir = Path(data_dir)
+        self.log = InputLog(self.dir / "log", flush_every=flush_every, flush_ms=flush_ms, fsync=fsync)
+        self.snapshots = SnapshotStore.from_url(snapshot_url or str((self.dir / "snapshots").resolve()))
+        self.state = "new"  # new | recovering | ready
+        self.positions: dict[int, int] = {}  # snapshot id -> log position it covers up to
+        self.last_snapshot: int | None = None
+        self.restored_from: int | None = None
+        self.replayed = 0
+        self.recovery_seconds: float | None = None
+        self.completed_id = 0
+        self.counters: Counter[str] = Counter()
+        self._snapshot_lock = asyncio.Lock()
+
+    async def open(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.log.open()
+        await self.log.start()
+        path = self.dir / "positions.json"
+        if path.exists():
+            self.positions = {int(k): int(v) for k, v in json.loads(path.read_text()).items()}
+
+    async def close(self) -> None:
+        await self.log.close()
+
+    # -- identity and local catalog ---------------------------------------------------
+
+    def load_identity(self) -> dict[str, Any] | None:
+        path = self.dir / "identity.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def save_identity(self, sender: str, box_ids: dict[str, str]) -> None:
+        write_atomic(self.dir / "identity.json", json.dumps({"sender": sender, "boxes": box_ids}).encode())
+
+    def load_catalog(self) -> str | None:
+        path = self.dir / "catalog.xml"
+        return path.read_text() if path.exists() else None
+
+    def save_catalog(self, text: str) -> None:
+        write_atomic(self.dir / "catalog.xml", text.encode())
+
+    # -- recovery ------------------------------------------------------------------------
+
+    def latest_snapshot(self) -> dict[str, Any] | None:
+        """The newest intact snapshot whose log position is still in the log (None: replay it all)."""
+        found = self.snapshots.latest_valid()
+        while found is not None:
+            snapshot_id, data = found
+            captured = msgspec.msgpack.decode(data)
+            if captured["position"] >= self.log.first_position:
+                return captured
+            log.warning("snapshot %d covers up to log position %d but the log starts at %d; trying an older one",
+                        snapshot_id, captured["position"], self.log.first_position)
+            found = self.snapshots.latest_valid(at_most=snapshot_id - 1)
+        if self.log.first_position > 0:
+            log.error("no usable snapshot and the log was truncated at %d: state before it is lost",
+                      self.log.first_position)
+        return None
+
+    # -- snapshots -----------------------------------------------------------------------
+
+    async def snapshot(self, flow: Any, snapshot_id: int) -> dict[str, Any]:
+        """Capture between two batches, then encode and write off the event loop."""
+        async with self._snapshot_lock:
+            started = time.monotonic()
+            async with flow.lock:
+                with gc_paused():
+                    captured = flow.capture(snapshot_id)
+            paused = time.monotonic() - started
+            data = await asyncio.to_thread(msgspec.msgpack.encode, captured)
+            await self.log.durable(captured["position"] - 1)
+            await asyncio.to_thread(self.snapshots.write, snapshot_id, data)
+            self.positions[snapshot_id] = captured["position"]
+            self._save_positions()
+            self.last_snapshot = snapshot_id
+            self.counters["snapshots"] += 1
+            self.counters["snapshot_bytes"] += len(data)
+            return {"id": snapshot_id, "position": captured["position"], "bytes": len(data),
+                    "pause_seconds": round(paused, 6), "seconds": round(time.monotonic() - started, 6)}
+
+    def completed(self, snapshot_id: int) -> None:
+        """Snapshot ``snapshot_id`` is complete everywhere: the log before it and older snapshots go."""
+        if snapshot_id <= self.completed_id:
+            return
+        self.completed_id = snapshot_id
+        position = self.positions.get(snapshot_id)
+        if position is None:
+            return  # this node took no part in it (it joined later): keep everything
+        cut = self.log.truncate_before(position)
+        removed = self.snapshots.delete_before(snapshot_id)
+        self.positions = {k: v for k, v in self.positions.items() if k >= snapshot_id}
+        self._save_positions()
+        self.counters["log_segments_truncated"] += cut
+        self.counters["snapshots_deleted"] += removed
+        if cut or removed:
+            log.info("snapshot %d complete: %d log segments and %d older snapshots removed", snapshot_id, cut, removed)
+
+    def _save_positions(self) -> None:
+        write_atomic(self.dir / "positions.json", json.dumps(self.positions).encode())
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "durable": True,
+            "state": self.state,
+            "data_dir": str(self.dir),
+            "snapshots": self.snapshots.url,
+            "last_snapshot": self.last_snapshot,
+            "completed_snapshot": self.completed_id or None,
+            "restored_from": self.restored_from,
+            "replayed_batches": self.replayed,
+            "recovery_seconds": self.recovery_seconds,
+            "log": {"first": self.log.first_position, "next": self.log.next_position,
+                    "bytes": self.log.size_bytes(), **dict(self.log.counters)},
+            **dict(self.counters),
+        }
