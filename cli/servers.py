@@ -15,6 +15,7 @@ from pathlib import Path
 from boreas.catalog.endpoints import normalize_endpoint, split_endpoint
 from boreas.head.service import HeadService
 from boreas.head.static import deploy_static
+from boreas.node.recovery.durability import FLUSH_EVERY, FLUSH_MS
 from boreas.node.service import NodeService
 from boreas.regional.component import RegionalComponent
 from boreas.wire.addressing import DEFAULT_HEAD_PORT, endpoint_url
@@ -73,7 +74,8 @@ def cmd_node(args: argparse.Namespace) -> int:
     head = the_head(args) if (args.head or os.environ.get("BOREAS_HEAD")) else None
 
     data_dir = Path(args.data_dir) if args.data_dir else None
-    node = NodeService(endpoint, head, token, data_dir=data_dir, snapshot_url=args.snapshot_store)
+    node = NodeService(endpoint, head, token, data_dir=data_dir, snapshot_url=args.snapshot_store,
+                       group_commit=(args.commit_every, args.commit_ms))
     return serve_until_stopped(node.start, node.close)
 
 
@@ -206,6 +208,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--snapshot-store", metavar="URL",
                    help="where snapshots go (a file:///dir URL or a path; default DIR/snapshots); a shared "
                         "directory lets another node take this one's boxes over")
+    p.add_argument("--commit-every", type=int, default=FLUSH_EVERY, metavar="N",
+                   help=f"group commit: flush the input log every N batches ... (default {FLUSH_EVERY})")
+    p.add_argument("--commit-ms", type=float, default=FLUSH_MS, metavar="T",
+                   help=f"... or T milliseconds after the first unflushed one, whichever comes first "
+                        f"(default {FLUSH_MS})")
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_node)

@@ -47,6 +47,10 @@ from .recovery.log import InputLog
 
 log = logging.getLogger(__name__)
 
+#: Batches a link to a neighbour node may hold beyond its capacity while that node is down
+#: (restarting after a crash), so the rest of this node keeps going meanwhile.
+DOWN_CAPACITY = 4096
+
 
 class Dataflow:
     def __init__(self, endpoint: str, token: str | None, sender: str, queue_batches: int = 64):
@@ -321,7 +325,7 @@ class Dataflow:
             asyncio.get_running_loop().create_task(link.close())
         for endpoint in wanted - set(self.links):
             link = OutboundLink(endpoint, self.token, self.sender,
-                                drop_when_down=endpoint not in catalog.nodes)
+                                drop_when_down=endpoint not in catalog.nodes, down_capacity=DOWN_CAPACITY)
             self.links[endpoint] = link
             if self._started:
                 asyncio.get_running_loop().create_task(link.start())

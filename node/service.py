@@ -57,7 +57,7 @@ from .gcpause import gc_paused
 from .local_catalog import LocalCatalog
 from .mover import BoxMover, MoveFailed
 from .query import QueryApi
-from .recovery.durability import Durability
+from .recovery.durability import FLUSH_EVERY, FLUSH_MS, Durability
 from .reflect import Reflector
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class NodeService:
 
     def __init__(self, endpoint: str, head: str | None, token: str | None,
                  heartbeat: float = HEARTBEAT_INTERVAL, data_dir: Path | None = None,
-                 snapshot_url: str | None = None):
+                 snapshot_url: str | None = None, group_commit: tuple[int, float] = (FLUSH_EVERY, FLUSH_MS)):
         self.endpoint = endpoint
         self.head = head
         self.incarnation = uuid.uuid4().hex
@@ -82,7 +82,8 @@ class NodeService:
         self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}")
         self.receiver = DataReceiver(self.dataflow.accept, token)
         # With a data dir the node is durable: it logs what it takes and comes back after a crash.
-        self.durability = Durability(data_dir, snapshot_url) if data_dir is not None else None
+        self.durability = (Durability(data_dir, snapshot_url, flush_every=group_commit[0], flush_ms=group_commit[1])
+                           if data_dir is not None else None)
         self.recovered = asyncio.Event()
         self._members = None  # ZooKeeperMembers when the Head's store is ZooKeeper
         self.update_lock = asyncio.Lock()  # one update at a time, in arrival order

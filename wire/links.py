@@ -51,7 +51,8 @@ DOWN_GRACE = 2.0
 
 class OutboundLink:
     def __init__(self, endpoint: str, token: str | None, sender: str, *, window: int = 16,
-                 capacity: int = 64, drop_when_down: bool = False, on_reply: ReplyCallback | None = None):
+                 capacity: int = 64, drop_when_down: bool = False, on_reply: ReplyCallback | None = None,
+                 down_capacity: int = 0):
         self.endpoint = endpoint
         self.sender = sender
         self.window = window
@@ -63,6 +64,10 @@ class OutboundLink:
         self._down_since: float | None = None  # a connect attempt failed then, none succeeded since
         self._token = token
         self._capacity = asyncio.Semaphore(capacity)
+        # While the receiver is down (a node restarting), up to ``down_capacity`` more batches wait
+        # here instead of stalling the sender: only the failed node's boxes pause, not its upstream.
+        self.down_capacity = down_capacity
+        self._borrowed = 0  # batches queued beyond capacity while down; acks pay them back first
         self._queued: asyncio.Queue[Batch] = asyncio.Queue()
         self._unacked: OrderedDict[tuple[str, str, int], Batch] = OrderedDict()
         self.forward_to_box = ""  # a forwarding link marks its batches for the moved box
@@ -125,6 +130,10 @@ class OutboundLink:
     async def _room(self) -> bool:
         """Wait for room; False if this link drops instead (down past the grace period)."""
         if not self.drop_when_down:
+            if self._capacity.locked() and self._borrowed < self.down_capacity and self._down_for() > 0:
+                self._borrowed += 1
+                self.counters["queued_while_down"] += 1
+                return True
             await self._capacity.acquire()
             return True
         while self._down_for() <= DOWN_GRACE:
@@ -144,7 +153,10 @@ class OutboundLink:
         batches = []
         while not self._queued.empty():
             batches.append(self._queued.get_nowait())
-            self._capacity.release()
+            if self._borrowed:
+                self._borrowed -= 1
+            else:
+                self._capacity.release()
         if not self._unacked:
             self._idle.set()
         return batches
@@ -222,7 +234,10 @@ class OutboundLink:
         batch = self._unacked.pop((frame.stream, frame.producer, frame.seq), None)
         if batch is None:
             return  # an ack for a batch re-sent after a reconnect
-        self._capacity.release()
+        if self._borrowed:
+            self._borrowed -= 1
+        else:
+            self._capacity.release()
         self.counters["acks"] += 1
         if isinstance(frame, Refused):
             self.counters["refused_batches"] += 1

@@ -1,8 +1,8 @@
 """Load shedding: ``random_drop`` drops tuples, ``window_drop`` drops whole windows.
 
 Both draw from their own :class:`random.Random`, seeded by the optional
-``seed`` parameter (tests and replays set it; without it each instance is
-seeded from the OS).  The generator's state is part of :meth:`state`, so a
+``seed`` parameter, else by the box's name, so a node replaying its input
+log after a crash makes the same decisions again.  The generator's state is part of :meth:`state`, so a
 moved box makes the same decisions the original would have made.
 
 ``random_drop``
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import operator
 import random
+import zlib
 from typing import Any
 
 from boreas.catalog.model import Box, Schema
@@ -59,7 +60,10 @@ class _Shedder(Operator):
         if rate > 1:  # type: ignore[operator]
             raise self.param_error("drop_rate", "must be between 0 and 1")
         self.drop_rate = float(rate)  # type: ignore[arg-type]
-        self._rng = random.Random(self.seed())
+        # Without a seed parameter, the box's name seeds it: a node replaying its log after a
+        # crash must draw the same numbers as before (later draws continue from the state).
+        seed = self.seed()
+        self._rng = random.Random(zlib.crc32(box.name.encode()) if seed is None else seed)
         self._ports = range(len(outputs))
         self.dropped = 0
 
