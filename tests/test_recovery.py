@@ -299,3 +299,34 @@ async def test_a_corrupt_log_tail_and_a_half_written_snapshot_are_survived(clust
     assert got == expected
     assert "cut" in cluster.log(nodes[2]) or "torn" in cluster.log(nodes[2]).lower()
     assert get_json(f"http://{nodes[2]}/status")["recovery"]["state"] == "ready"
+
+
+async def test_snapshots_taken_while_a_box_keeps_moving(cluster_factory):
+    """Snapshots every 0.3 s while the map moves back and forth; then the node it ended on is killed."""
+    from boreas.cli.optimize import move_box
+
+    cluster = cluster_factory(snapshot_interval=0.3)
+    nodes, dirs = await asyncio.to_thread(deploy_chain, cluster)
+    rows = [(float(n % 13), n) for n in range(10_000)]
+    expected = without_failures(rows, 50)
+    async with Subscriber(cluster.head, "Sums", TOKEN) as subscriber:
+        reading = asyncio.create_task(collect(subscriber, len(expected), timeout=180))
+        async with Publisher(cluster.head, "Packet", TOKEN, producer="moving", batch_size=50) as publisher:
+            async def publish() -> None:
+                for start in range(0, len(rows), 200):
+                    await publisher.send(rows[start:start + 200])
+                    await asyncio.sleep(0.03)
+
+            sending = asyncio.create_task(publish())
+            where = 1
+            for _ in range(4):
+                await asyncio.sleep(0.25)
+                target = 0 if where == 1 else 1
+                assert await move_box(cluster.head, TOKEN, "banded", nodes[target]) == nodes[where]
+                where = target
+            await asyncio.to_thread(kill_and_restart, cluster, nodes[where], dirs[where])
+            await sending
+        got = await reading
+    assert got == expected
+    attempts = get_json(f"{cluster.head}/status")["snapshots"]
+    assert attempts["last_complete"] is not None
