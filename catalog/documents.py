@@ -6,6 +6,12 @@ language's XSD (``boreas.schemas``), then decoding into model objects
 (``xmlcodec``), which also normalises endpoints.  The language is told by
 the root element, so a caller can hand over files in any order.
 
+Reading costs time roughly linear in the document's size (element paths are
+numbered once per parent, attributes are capped by ``xmlsafe``, at most
+``limits.max_problems`` diagnostics are spelled out), and a caller with a
+time budget passes ``deadline`` (a ``time.monotonic()`` value): a document
+still being read then is refused rather than read on.
+
 >>> doc = read_document(b'<deploy><node endpoint=":15000" query="box1"/></deploy>', "d.xml")
 >>> doc.nodes[0].endpoint, doc.nodes[0].names
 ('localhost:15000', ('box1',))
@@ -14,11 +20,12 @@ the root element, so a caller can hand over files in any order.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from boreas.schemas import xsd_errors
+from boreas.schemas import LANGUAGES, xsd_errors
 from lxml import etree
 
 from .diagnostics import Diagnostic, Origin, ValidationFailed
@@ -35,7 +42,16 @@ from .model import (
     Subscription,
 )
 from .xmlcodec import DecodeError, decode
-from .xmlsafe import DEFAULT_LIMITS, XmlLimits, element_path, parse_xml
+from .xmlsafe import (
+    DEFAULT_LIMITS,
+    TOO_SLOW,
+    DeadlineExceeded,
+    ElementPaths,
+    XmlLimits,
+    capped,
+    parse_xml,
+    streaming_schema_problems,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,15 +182,27 @@ _NAME = re.compile(r"^\S+$")
 class _Reader:
     """Decodes one parsed document, collecting a diagnostic per bad element."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, max_problems: int = DEFAULT_LIMITS.max_problems,
+                 deadline: float | None = None):
         self.source = source
         self.problems: list[Diagnostic] = []
+        self.more_problems = 0  # found beyond max_problems, counted only
+        self.max_problems = max_problems
+        self.deadline = deadline
+        self.paths = ElementPaths()
+        self._ticks = 0
 
     def origin(self, el: etree._Element) -> Origin:
-        return Origin(self.source, el.sourceline, element_path(el))
+        self._ticks += 1
+        if self.deadline is not None and self._ticks % 256 == 0:
+            _check_deadline(self.deadline, self.source, el.sourceline)
+        return Origin(self.source, el.sourceline, self.paths(el))
 
     def fail(self, el: etree._Element, reason: str) -> None:
-        self.problems.append(Diagnostic.at(self.origin(el), reason))
+        if len(self.problems) >= self.max_problems:
+            self.more_problems += 1
+        else:
+            self.problems.append(Diagnostic.at(self.origin(el), reason))
 
     def endpoint(self, el: etree._Element, text: str | None, default_port: int = 15000) -> str | None:
         if text is None:
@@ -370,16 +398,58 @@ def _new_items(dep: Deployment, before: dict[str, int]) -> list[Any]:
     return [item for name in _DEPLOY_LISTS for item in getattr(dep, name)[before[name]:]]
 
 
-def read_document(
-    data: bytes | str, source: str = "<input>", limits: XmlLimits = DEFAULT_LIMITS
-) -> Document:
-    """Parse, schema-check and decode one document; raises ``ValidationFailed``."""
-    tree = parse_xml(data, source, limits)
+#: Documents with at most this many elements plus attributes are explained by
+#: ``boreas.schemas.xsd_errors`` (the clearest messages; it costs time in the
+#: square of the document's size, which is small here); larger ones by
+#: libxml2 while it parses them again (linear).
+SMALL_DOCUMENT = 2_000
+
+
+def _check_deadline(deadline: float, source: str, line: int | None) -> None:
+    if time.monotonic() > deadline:
+        raise DeadlineExceeded([Diagnostic(source, line, "", TOO_SLOW)])
+
+
+def _is_small(root: etree._Element) -> bool:
+    size = 0
+    for element in root.iter(etree.Element):
+        size += 1 + len(element.attrib)
+        if size > SMALL_DOCUMENT:
+            return False
+    return True
+
+
+def _schema_problems(data: bytes | str, tree: etree._ElementTree, source: str,
+                     limits: XmlLimits, deadline: float | None) -> list[Diagnostic]:
+    """The XSD's verdict, at most ``limits.max_problems`` of them spelled out."""
     root = tree.getroot()
-    problems = [Diagnostic(source, p.line, p.path, p.reason) for p in xsd_errors(root)]
+    if root.tag not in LANGUAGES or _is_small(root):
+        problems = [Diagnostic(source, p.line, p.path, p.reason) for p in xsd_errors(root)]
+        return capped(problems, source, limits.max_problems)
+    from boreas.schemas import _fast_schema  # libxml2's compiled XSD, cached
+
+    return streaming_schema_problems(data, tree, _fast_schema(LANGUAGES[root.tag]), source,
+                                     limits, deadline)
+
+
+def read_document(
+    data: bytes | str, source: str = "<input>", limits: XmlLimits = DEFAULT_LIMITS,
+    deadline: float | None = None,
+) -> Document:
+    """Parse, schema-check and decode one document; raises ``ValidationFailed``.
+
+    ``deadline`` (a ``time.monotonic()`` value) bounds the time spent: past
+    it, :class:`~boreas.catalog.xmlsafe.DeadlineExceeded` (a ``ValidationFailed``)
+    is raised.
+    """
+    tree = parse_xml(data, source, limits)
+    if deadline is not None:
+        _check_deadline(deadline, source, None)
+    root = tree.getroot()
+    problems = _schema_problems(data, tree, source, limits, deadline)
     if problems:
         raise ValidationFailed(problems)
-    reader = _Reader(source)
+    reader = _Reader(source, limits.max_problems, deadline)
     if root.tag == "borealis":
         doc: Document = reader.application(root)
     elif root.tag == "deploy":
@@ -387,7 +457,8 @@ def read_document(
     else:
         doc = reader.update(root)
     if reader.problems:
-        raise ValidationFailed(reader.problems)
+        raise ValidationFailed(capped(reader.problems, source, limits.max_problems,
+                                      reader.more_problems))
     return doc
 
 

@@ -11,7 +11,13 @@ small document become a large tree.  The rules:
   anything itself (an internal subset, so entities or expansion bombs) is
   refused before libxml2 sees it;
 * elements nest at most ``max_depth`` deep and there are at most
-  ``max_elements`` of them.
+  ``max_elements`` of them;
+* an element has at most ``max_attributes_per_element`` attributes and the
+  document at most ``max_attributes`` in all (a schema validator reports
+  every unknown attribute with a copy of all of them, so thousands of
+  attributes on one element once cost seconds);
+* at most ``max_problems`` diagnostics are reported for one document; the
+  rest are summed up in one last line (see :func:`capped`).
 
 Every refusal is a :class:`~boreas.catalog.diagnostics.ValidationFailed`
 naming the file and line.
@@ -29,6 +35,8 @@ boreas.catalog.diagnostics.ValidationFailed: 1 problem:
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lxml import etree
@@ -43,9 +51,19 @@ class XmlLimits:
     max_bytes: int = 16 * 1024 * 1024
     max_depth: int = 64
     max_elements: int = 1_000_000
+    max_attributes_per_element: int = 64
+    max_attributes: int = 1_000_000
+    max_problems: int = 100
 
 
 DEFAULT_LIMITS = XmlLimits()
+
+TOO_SLOW = ("document took longer than the time budget to validate; refused "
+            "(split it into smaller documents)")
+
+
+class DeadlineExceeded(ValidationFailed):
+    """Reading a document went past the caller's time budget."""
 
 # A DOCTYPE with an internal subset: `<!DOCTYPE name ... [`.  Quoted system
 # and public identifiers are skipped so a `[` inside them does not count.
@@ -69,6 +87,15 @@ def _parser() -> etree.XMLParser:
     )
 
 
+def as_bytes(data: bytes | str) -> bytes:
+    """The document as bytes; a ``str`` is encoded as UTF-8 (its declaration dropped)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+        # A str has no encoding of its own; drop a declaration that claims one.
+        data = re.sub(rb"^\s*<\?xml[^>]*\?>", b"", data, count=1)
+    return data
+
+
 def _line_of(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
@@ -77,10 +104,7 @@ def parse_xml(
     data: bytes | str, source: str = "<input>", limits: XmlLimits = DEFAULT_LIMITS
 ) -> etree._ElementTree:
     """Parse ``data`` under the rules above; ``source`` names it in errors."""
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-        # A str has no encoding of its own; drop a declaration that claims one.
-        data = re.sub(rb"^\s*<\?xml[^>]*\?>", b"", data, count=1)
+    data = as_bytes(data)
     if len(data) > limits.max_bytes:
         raise ValidationFailed(
             [
@@ -126,12 +150,39 @@ def parse_xml(
 def _check_shape(tree: etree._ElementTree, source: str, limits: XmlLimits) -> None:
     depth = 0
     count = 0
+    attributes = 0
     for event, element in etree.iterwalk(tree, events=("start", "end")):
         if event == "end":
             depth -= 1
             continue
         depth += 1
         count += 1
+        n = len(element.attrib) if isinstance(element.tag, str) else 0
+        attributes += n
+        if n > limits.max_attributes_per_element:
+            raise ValidationFailed(
+                [
+                    Diagnostic(
+                        source,
+                        element.sourceline,
+                        element_path(element),
+                        f"<{element.tag}> has {n:,} attributes, over the limit of "
+                        f"{limits.max_attributes_per_element} per element",
+                    )
+                ]
+            )
+        if attributes > limits.max_attributes:
+            raise ValidationFailed(
+                [
+                    Diagnostic(
+                        source,
+                        element.sourceline,
+                        element_path(element),
+                        f"document has more than the limit of {limits.max_attributes:,} "
+                        f"attributes (at <{element.tag}>)",
+                    )
+                ]
+            )
         if isinstance(element, etree._Entity):
             raise ValidationFailed(
                 [Diagnostic(source, element.sourceline, "", "entity references are refused")]
@@ -161,5 +212,192 @@ def _check_shape(tree: etree._ElementTree, source: str, limits: XmlLimits) -> No
 
 
 def element_path(element: etree._Element) -> str:
-    """An XPath-like location for error messages: ``/borealis/box[2]``."""
+    """An XPath-like location for error messages: ``/borealis/box[2]``.
+
+    Costs time in the number of the element's siblings (libxml2 counts them);
+    to locate many elements of one document use :class:`ElementPaths`.
+    """
     return element.getroottree().getpath(element)
+
+
+class ElementPaths:
+    """:func:`element_path` for many elements of one tree, in linear time overall.
+
+    libxml2's ``getpath`` counts an element's same-named siblings each time,
+    so locating every child of a parent with n children costs n squared.
+    This numbers each parent's children once, the first time one of them is
+    asked for, and gives the same answers:
+
+    >>> root = etree.fromstring("<r><a/><b/><a><c/></a><!-- x --></r>")
+    >>> paths = ElementPaths()
+    >>> [paths(e) for e in root.iter("a", "b", "c")] == [element_path(e) for e in root.iter("a", "b", "c")]
+    True
+    >>> paths(root[2][0])
+    '/r/a[2]/c'
+    """
+
+    def __init__(self) -> None:
+        # Holding the elements keeps their lxml proxies alive, so the same
+        # node is always the same (hashable) Python object.
+        self._steps: dict[etree._Element, str] = {}
+
+    def __call__(self, element: etree._Element) -> str:
+        steps = []
+        node: etree._Element | None = element
+        while node is not None:
+            step = self._steps.get(node)
+            if step is None:
+                step = self._number_siblings(node)
+                if step is None:  # something getpath spells its own way
+                    return element_path(element)
+            steps.append(step)
+            node = node.getparent()
+        return "/" + "/".join(reversed(steps))
+
+    def _number_siblings(self, node: etree._Element) -> str | None:
+        if not isinstance(node.tag, str) or node.tag.startswith("{") or node.prefix:
+            return None
+        parent = node.getparent()
+        if parent is None:
+            self._steps[node] = node.tag
+            return node.tag
+        siblings = [c for c in parent if isinstance(c.tag, str)]
+        if any(c.tag.startswith("{") or c.prefix for c in siblings):
+            return None
+        total: dict[str, int] = {}
+        for child in siblings:
+            total[child.tag] = total.get(child.tag, 0) + 1
+        seen: dict[str, int] = {}
+        for child in siblings:
+            tag = child.tag
+            if total[tag] == 1:
+                self._steps[child] = tag
+            else:
+                seen[tag] = seen.get(tag, 0) + 1
+                self._steps[child] = f"{tag}[{seen[tag]}]"
+        return self._steps[node]
+
+
+class _Locator:
+    """Parser target that tells which element each schema error is about.
+
+    libxml2 validates while it parses (its "SAX plug") and reports an
+    element's errors just after this target heard the element start or end,
+    so an error logged between two events is about the element of the first.
+    Only the first ``limit + 1`` are located (reading the parser's error log
+    copies it), so the whole costs time linear in the document.
+    """
+
+    def __init__(self, limit: int, deadline: float | None, check: Callable[[int | None], None]):
+        self.parser: etree.XMLParser | None = None
+        self.limit = limit
+        self.deadline = deadline
+        self.check = check
+        self.events = 0
+        self.index = -1  # elements started so far, minus one: the current one's number
+        self.stack: list[int] = []
+        self.last = 0  # the element of the last event
+        self.seen = 0  # errors in the log at the last event
+        self.located: list[tuple[int, etree._LogEntry]] = []
+
+    def _note(self, element: int) -> None:
+        self.events += 1
+        if self.deadline is not None and self.events % 4096 == 0:
+            self.check(None)
+        if len(self.located) <= self.limit:
+            assert self.parser is not None
+            log = self.parser.error_log
+            if len(log) > self.seen:
+                self.located += [(self.last, entry) for entry in list(log)[self.seen:]]
+                self.seen = len(log)
+        self.last = element
+
+    def start(self, tag: str, attrib: object) -> None:
+        self.index += 1
+        self.stack.append(self.index)
+        self._note(self.index)
+
+    def end(self, tag: str) -> None:
+        self._note(self.stack.pop())
+
+    def close(self) -> None:
+        self._note(self.last)
+
+
+def streaming_schema_problems(
+    data: bytes | str, tree: etree._ElementTree, schema: etree.XMLSchema, source: str,
+    limits: XmlLimits = DEFAULT_LIMITS, deadline: float | None = None,
+) -> list[Diagnostic]:
+    """Check ``data`` (already parsed into ``tree`` by :func:`parse_xml`) against ``schema``.
+
+    Validating a parsed tree with libxml2 costs, for every error, time in the
+    number of siblings of the element and its ancestors (lxml records each
+    error's XPath), so a wide document full of errors takes time in the square
+    of its size.  Validating while parsing records no paths; errors are placed
+    by :class:`_Locator` instead.  At most ``limits.max_problems`` problems,
+    then a count of the rest.  Past ``deadline`` (``time.monotonic()``),
+    raises :class:`DeadlineExceeded`.
+    """
+    def check(line: int | None) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            raise DeadlineExceeded([Diagnostic(source, line, "", TOO_SLOW)])
+
+    locator = _Locator(limits.max_problems, deadline, check)
+    parser = etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
+        huge_tree=False, remove_blank_text=False, schema=schema, target=locator,
+    )
+    locator.parser = parser
+    try:
+        etree.fromstring(as_bytes(data), parser)
+    except etree.XMLSyntaxError as exc:  # parse_xml accepted it, so this is unexpected
+        raise ValidationFailed([Diagnostic(source, exc.lineno, "", f"malformed XML: {exc.msg}")]) from None
+    schema_errors = [e for e in parser.error_log
+                     if e.domain == etree.ErrorDomains.SCHEMASV and e.level >= etree.ErrorLevels.ERROR]
+    if not schema_errors:
+        return []
+    located = [(i, e) for i, e in locator.located
+               if e.domain == etree.ErrorDomains.SCHEMASV and e.level >= etree.ErrorLevels.ERROR]
+    located = located[: limits.max_problems]
+    wanted = {i for i, _ in located}
+    elements: dict[int, etree._Element] = {}
+    if wanted:
+        last = max(wanted)
+        for number, element in enumerate(tree.getroot().iter(etree.Element)):
+            if number in wanted:
+                elements[number] = element
+            if number >= last:
+                break
+    paths = ElementPaths()
+    problems = []
+    for number, entry in located:
+        element = elements.get(number)
+        reason = " ".join(entry.message.split()).rstrip(".")
+        if element is None:
+            problems.append(Diagnostic(source, None, "", reason))
+        else:
+            problems.append(Diagnostic(source, element.sourceline, paths(element), reason))
+    return capped(problems, source, limits.max_problems, len(schema_errors) - len(problems))
+
+
+def capped(problems: list[Diagnostic], source: str, limit: int,
+           more: int | None = 0) -> list[Diagnostic]:
+    """At most ``limit`` problems, then one line saying how many more there were.
+
+    ``more`` counts problems the caller found but did not keep; None means
+    the caller stopped looking, so there are more but how many is unknown.
+
+    >>> ps = [Diagnostic("a.xml", i, "", "bad") for i in range(5)]
+    >>> [str(p) for p in capped(ps, "a.xml", 2)]
+    ['a.xml:0: bad', 'a.xml:1: bad', 'a.xml: ... and 3 more problems']
+    >>> str(capped(ps[:2], "a.xml", 2, None)[-1])
+    'a.xml: ... and more problems (only the first 2 are listed)'
+    """
+    if more is None:
+        line = f"... and more problems (only the first {limit} are listed)"
+        return [*problems[:limit], Diagnostic(source, None, "", line)]
+    extra = max(0, len(problems) - limit) + more
+    if not extra:
+        return problems
+    word = "problem" if extra == 1 else "problems"
+    return [*problems[:limit], Diagnostic(source, None, "", f"... and {extra:,} more {word}")]

@@ -8,8 +8,10 @@ import csv
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
+from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
 from boreas.client.head_api import UnknownStream
 from boreas.client.publisher import Publisher, PublishRefused
 from boreas.client.subscriber import Subscriber
@@ -19,23 +21,136 @@ from boreas.wire.tuples import RowType, SchemaMismatch
 from .common import EXIT_FAILED, EXIT_OK, CommandFailed, add_head_option, add_token_option, run_until_stopped, the_head
 
 
-def read_rows(path: str, fields: list[str]) -> Iterator[Any]:
-    """Rows of a CSV file (a header row naming the fields is skipped) or JSON lines (objects or arrays)."""
+#: Refused rows printed one per line; the rest are counted.
+SHOWN_PROBLEMS = 20
+
+
+@dataclass
+class RowProblems:
+    """Rows of an input file that cannot be published: (row, reason), numbered by line in the file."""
+
+    path: str
+    found: list[tuple[int, str]] = field(default_factory=list)
+
+    def add(self, row: int, reason: str) -> None:
+        self.found.append((row, reason))
+
+    def __len__(self) -> int:
+        return len(self.found)
+
+
+def read_rows(path: str, fields: list[str], *, header: bool = True, ignore_unknown: bool = False,
+              problems: RowProblems | None = None) -> Iterator[tuple[int, list[Any]]]:
+    """``(row, values in field order)`` for each row of a CSV or JSON-lines file.
+
+    Rows are numbered by their line in the file (a CSV header is line 1).
+
+    * CSV: the first row must be a header naming the columns; they are mapped
+      to the stream's fields by name, in any order.  A header naming an
+      unknown column (unless ``ignore_unknown``: such columns are skipped),
+      naming a column twice or missing a field is refused with
+      ``ValidationFailed`` naming it, before any row is read.  With
+      ``header=False`` there is no header and columns are mapped by position.
+    * JSON lines (``.jsonl``, ``.json``, ``.ndjson``): one object per line
+      mapping field names to values (an unknown key is a problem unless
+      ``ignore_unknown``; a missing field always is), or one array of values
+      in field order.
+
+    A row that cannot be mapped (wrong number of values, a missing field, not
+    JSON) is not yielded but added to ``problems`` with its reason.
+    """
+    problems = problems if problems is not None else RowProblems(path)
     if _is_json_lines(path):
-        with open(path, encoding="utf-8") as fh:
-            for number, line in enumerate(fh, start=1):
-                if line.strip():
-                    try:
-                        yield json.loads(line)
-                    except ValueError as exc:
-                        raise CommandFailed(f"{path}:{number}: not JSON: {exc}") from None
-        return
-    with open(path, newline="", encoding="utf-8") as fh:
+        yield from _json_rows(path, fields, ignore_unknown, problems)
+    else:
+        yield from _csv_rows(path, fields, header, ignore_unknown, problems)
+
+
+def _fields_text(fields: list[str]) -> str:
+    return ", ".join(fields)
+
+
+def _csv_rows(path: str, fields: list[str], header: bool, ignore_unknown: bool,
+              problems: RowProblems) -> Iterator[tuple[int, list[Any]]]:
+    # utf-8-sig: a byte-order mark (as spreadsheets write) is not part of the first column's name.
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.reader(fh)
-        for number, row in enumerate(reader, start=1):
-            if number == 1 and [c.strip() for c in row] == fields:
+        positions: list[int] | None = None
+        width = len(fields)
+        if header:
+            first = next(reader, None)
+            if first is None:
+                raise ValidationFailed([Diagnostic(path, None, "", "file is empty: expected a header row "
+                                                   f"naming the columns ({_fields_text(fields)})")])
+            positions = _column_positions(path, [c.strip() for c in first], fields, ignore_unknown)
+            width = len(first)
+        line = reader.line_num
+        for row in reader:
+            number, line = line + 1, reader.line_num  # a quoted value may span lines
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue  # blank line
+            if len(row) != width:
+                what = "the header has" if header else f"the stream's {width} fields are"
+                problems.add(number, f"row has {len(row)} values; {what} "
+                                     + (f"{width} columns" if header else _fields_text(fields)))
                 continue
-            yield row
+            yield number, [row[i] for i in positions] if positions is not None else row
+
+
+def _column_positions(path: str, names: list[str], fields: list[str], ignore_unknown: bool) -> list[int]:
+    """Where each field is among the header's columns; refuses a header that does not fit."""
+    known = set(fields)
+    if not known.intersection(names):
+        raise ValidationFailed([Diagnostic(
+            path, 1, "", f"the first row is not a header: expected column names ({_fields_text(fields)}) "
+                         "in any order; add a header row, or pass --no-header to map columns by position")])
+    reasons = []
+    seen: set[str] = set()
+    for name in names:
+        if name in seen and name in known:
+            reasons.append(f"column {name!r} appears more than once")
+        seen.add(name)
+        if name not in known and not ignore_unknown:
+            reasons.append(f"unknown column {name!r}: the stream's fields are {_fields_text(fields)} "
+                           "(--ignore-unknown skips other columns)")
+    reasons += [f"missing column {f!r}: the stream's fields are {_fields_text(fields)}"
+                for f in fields if f not in seen]
+    if reasons:
+        raise ValidationFailed([Diagnostic(path, 1, "", r) for r in reasons])
+    return [names.index(f) for f in fields]
+
+
+def _json_rows(path: str, fields: list[str], ignore_unknown: bool,
+               problems: RowProblems) -> Iterator[tuple[int, list[Any]]]:
+    known = set(fields)
+    with open(path, encoding="utf-8-sig") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError as exc:
+                problems.add(number, f"not JSON: {exc}")
+                continue
+            if isinstance(value, dict):
+                missing = [f for f in fields if f not in value]
+                unknown = [] if ignore_unknown else [k for k in value if k not in known]
+                if missing or unknown:
+                    reasons = [f"missing field {f!r}" for f in missing]
+                    reasons += [f"unknown field {k!r}" for k in unknown]
+                    problems.add(number, "; ".join(reasons) + f" (the stream's fields are {_fields_text(fields)}"
+                                         + (")" if ignore_unknown or not unknown
+                                            else "; --ignore-unknown skips other keys)"))
+                    continue
+                yield number, [value[f] for f in fields]
+            elif isinstance(value, list):
+                if len(value) != len(fields):
+                    problems.add(number, f"array has {len(value)} values; the stream's fields are "
+                                         f"{_fields_text(fields)}")
+                    continue
+                yield number, value
+            else:
+                problems.add(number, f"expected an object (field: value) or an array, not {type(value).__name__}")
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -50,27 +165,43 @@ def cmd_publish(args: argparse.Namespace) -> int:
             await publisher.start()
         except UnknownStream as exc:
             raise CommandFailed(str(exc)) from None
-        rows: Iterator[Any] = read_rows(args.file, publisher.fields)
-        bad_lines = 0
-        if not _is_json_lines(args.file):
+        problems = RowProblems(args.file)
+        rows = read_rows(args.file, publisher.fields, header=not getattr(args, "no_header", False),
+                         ignore_unknown=getattr(args, "ignore_unknown", False), problems=problems)
+        numbers: list[int] = []  # the file row of each row sent, for the node's refusals
+        if _is_json_lines(args.file):
+            def sent() -> Iterator[list[Any]]:
+                for number, values in rows:
+                    numbers.append(number)
+                    yield values
+        else:
             # CSV values are text: type them by the schema here; the node checks them again.
+            # Reading them all first also refuses a bad header before anything is sent.
             assert publisher.schema is not None
             row_type, typed = RowType(publisher.schema), []
-            for number, row in enumerate(rows, start=1):
+            for number, values in rows:
                 try:
-                    typed.append(row_type.from_text(row))
+                    typed.append(row_type.from_text(values))
+                    numbers.append(number)
                 except SchemaMismatch as exc:
-                    bad_lines += 1
-                    print(f"{args.file}: row {number}: {exc}", file=sys.stderr)
-            rows = iter(typed)
+                    problems.add(number, str(exc))
+
+            def sent() -> Iterator[list[Any]]:
+                yield from typed
         try:
-            await publisher.send(rows)
+            await publisher.send(sent())
             await publisher.close()
         except PublishRefused as exc:
             raise CommandFailed(str(exc)) from None
-        for error in publisher.refused[:20]:
-            print(f"{args.file}: row {error.row + 1}: field {error.field!r}: {error.reason}", file=sys.stderr)
-        refused = len(publisher.refused) + bad_lines
+        for error in publisher.refused:
+            row = numbers[error.row] if 0 <= error.row < len(numbers) else error.row + 1
+            problems.add(row, f"field {error.field!r}: {error.reason}")
+        refused_by_node = getattr(publisher, "refused_count", len(publisher.refused))
+        refused = len(problems) + refused_by_node - len(publisher.refused)
+        for row, reason in sorted(problems.found)[:SHOWN_PROBLEMS]:
+            print(f"{args.file}: row {row}: {reason}", file=sys.stderr)
+        if refused > SHOWN_PROBLEMS:
+            print(f"{args.file}: ... and {refused - SHOWN_PROBLEMS} more refused rows", file=sys.stderr)
         print(f"published {publisher.accepted} rows to {args.stream}" + (f"; {refused} refused" if refused else ""))
         return EXIT_FAILED if refused else EXIT_OK
 
@@ -140,8 +271,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("publish", help="publish rows into an input stream")
     p.add_argument("stream")
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--file", help="data.csv (header row optional) or data.jsonl (objects or arrays)")
+    source.add_argument("--file", help="data.csv (a header row names the columns, in any order) or "
+                                       "data.jsonl (objects by field name, or arrays in field order)")
     source.add_argument("--spark", metavar="PATH", help="publish a parquet or CSV file with a Spark job")
+    p.add_argument("--no-header", action="store_true",
+                   help="the CSV file has no header row: columns are the stream's fields in order")
+    p.add_argument("--ignore-unknown", action="store_true",
+                   help="skip CSV columns and JSON keys that are not fields of the stream (default: refuse)")
     p.add_argument("--batch-size", type=int, default=1000)
     add_head_option(p)
     add_token_option(p)

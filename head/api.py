@@ -3,15 +3,25 @@
 Mutating calls need the cluster token (checked before any handler runs):
 
 * ``POST /submissions`` -- multipart/form-data, one part per application or
-  deployment XML file (the part's filename names the file in errors).
+  deployment XML file (the part's filename names the file in errors), at
+  most :data:`MAX_PARTS` of them.
   202 ``{"id", "version", "state"}``; 422 ``{"diagnostics": [...]}`` when
-  anything is invalid, and then nothing was committed.
+  anything is invalid, and then nothing was committed; 400 when the body is
+  not well-formed multipart (no or wrong boundary, truncated, nested
+  multipart parts), 415 when it is not multipart at all.
 * ``POST /update`` -- update XML from components: ``<global endpoint>``
   registers a global component (or asks for a fresh full copy),
   ``<delete global=...>`` disconnects it; ``<region name endpoint>``
   registers a regional component; from nodes, ``<move box node>``,
   ``<connect>`` and ``<disconnect>`` report topology changes optimizers made.
 * ``POST /members`` -- a node's heartbeat ``{"endpoint", "incarnation", "version"}``.
+
+Documents are parsed and validated on a worker thread, never on the event
+loop (a large document must not stall heartbeats and other requests), within
+:data:`VALIDATION_BUDGET` seconds: a submission or update whose documents
+take longer is refused with 413 and nothing is changed.  At most
+``max_problems`` (100) diagnostics are returned, then one line counting the
+rest.
 
 Reads are open:
 
@@ -28,6 +38,7 @@ Reads are open:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -35,15 +46,18 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from aiohttp import web
+from aiohttp.helpers import parse_mimetype
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.multipart import BodyPartReader
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
-from boreas.catalog.documents import Connect, Delete, Disconnect, Move, Update, read_document
+from boreas.catalog.documents import Connect, Delete, Disconnect, Document, Move, Update, read_document
 from boreas.catalog.endpoints import normalize_endpoint
 from boreas.catalog.model import GlobalComponent, Region
 from boreas.catalog.replicate import catalog_items
 from boreas.catalog.slices import stream_route
 from boreas.catalog.store import StoreError
 from boreas.catalog.updates import update_document
-from boreas.catalog.xmlsafe import DEFAULT_LIMITS
+from boreas.catalog.xmlsafe import DEFAULT_LIMITS, DeadlineExceeded, capped
 from boreas.wire.server import json_error
 
 if TYPE_CHECKING:
@@ -52,6 +66,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_WAIT = 30.0
+
+#: Seconds the documents of one request may take to parse and validate.
+VALIDATION_BUDGET = 10.0
+
+#: Files in one submission.
+MAX_PARTS = 1000
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\uffff]")
 
 
@@ -71,9 +91,16 @@ def install_routes(head: HeadService) -> None:
 
 
 def _invalid(problems: list[Diagnostic]) -> web.Response:
+    problems = capped(problems, "submission", DEFAULT_LIMITS.max_problems)
     n = len(problems)
     return json_error(422, f"invalid: {n} problem{'s' if n != 1 else ''}; nothing was changed",
                       diagnostics=[p.as_dict() for p in problems])
+
+
+def _boundary(request: web.Request) -> str | None:
+    """The multipart boundary the Content-Type names, if it names a usable one."""
+    boundary = parse_mimetype(request.headers.get("Content-Type", "")).parameters.get("boundary")
+    return boundary or None
 
 
 class _Api:
@@ -83,9 +110,29 @@ class _Api:
     async def _documents(self, request: web.Request) -> list[tuple[str, bytes]] | web.Response:
         if not request.content_type.startswith("multipart/"):
             return json_error(415, "send the XML files as multipart/form-data, one part per file")
+        try:
+            return await self._parts(request)
+        except web.HTTPException:
+            raise
+        except (ValueError, LookupError, TypeError, AttributeError, AssertionError,
+                UnicodeError, HttpProcessingError) as exc:
+            # aiohttp's multipart reader says "bad input" with all of these.
+            reason = " ".join(str(getattr(exc, "message", "") or exc).split())[:300] or type(exc).__name__
+            return json_error(400, f"malformed multipart body: {reason}; send the XML files as "
+                                   "multipart/form-data, one part per file")
+
+    async def _parts(self, request: web.Request) -> list[tuple[str, bytes]] | web.Response:
+        if not _boundary(request):
+            return json_error(400, f"malformed multipart body: Content-Type {request.content_type} "
+                                   "names no boundary")
         limit = DEFAULT_LIMITS.max_bytes
         total, found = 0, []
         async for part in await request.multipart():
+            if not isinstance(part, BodyPartReader):
+                return json_error(400, "malformed multipart body: a part is itself multipart; send "
+                                       "each XML file as one plain part")
+            if len(found) >= MAX_PARTS:
+                return json_error(413, f"submission has more than {MAX_PARTS} files")
             name = unquote(part.filename or part.name or f"document{len(found) + 1}")
             name = _UNPRINTABLE.sub("?", name)[:300]  # it is echoed in error messages
             chunks = []
@@ -99,18 +146,42 @@ class _Api:
             return json_error(400, "no documents in the submission")
         return found
 
+    async def _read(self, files: list[tuple[str, bytes]]) -> list[Document] | web.Response:
+        """Parse and validate ``files`` on a worker thread, within the time budget."""
+        budget = VALIDATION_BUDGET
+        deadline = time.monotonic() + budget
+
+        def read_all() -> tuple[list[Document], list[Diagnostic]]:
+            docs, problems = [], []
+            for name, data in files:
+                try:
+                    docs.append(read_document(data, name, deadline=deadline))
+                except DeadlineExceeded:
+                    raise
+                except ValidationFailed as exc:
+                    problems += exc.diagnostics
+            return docs, problems
+
+        try:
+            # The deadline stops the reading itself; wait_for is the backstop.
+            docs, problems = await asyncio.wait_for(asyncio.to_thread(read_all), budget + 5.0)
+        except (DeadlineExceeded, asyncio.TimeoutError) as exc:
+            self.head.server.counters["too_slow"] += 1
+            diagnostics = exc.diagnostics if isinstance(exc, DeadlineExceeded) else []
+            return json_error(413, f"documents took longer than the budget of {budget:g} s to "
+                                   "validate; nothing was changed (split them into smaller documents)",
+                              diagnostics=[d.as_dict() for d in diagnostics])
+        if problems:
+            return _invalid(problems)
+        return docs
+
     async def submit(self, request: web.Request) -> web.Response:
         files = await self._documents(request)
         if isinstance(files, web.Response):
             return files
-        docs, problems = [], []
-        for name, data in files:
-            try:
-                docs.append(read_document(data, name))
-            except ValidationFailed as exc:
-                problems += exc.diagnostics
-        if problems:
-            return _invalid(problems)
+        docs = await self._read(files)
+        if isinstance(docs, web.Response):
+            return docs
         try:
             sub = await self.head.submit(docs)
         except ValidationFailed as exc:
@@ -136,10 +207,10 @@ class _Api:
 
     async def update(self, request: web.Request) -> web.Response:
         body = await request.read()
-        try:
-            doc = read_document(body, f"update XML from {request.remote}")
-        except ValidationFailed as exc:
-            return _invalid(exc.diagnostics)
+        docs = await self._read([(f"update XML from {request.remote}", body)])
+        if isinstance(docs, web.Response):
+            return docs
+        doc = docs[0]
         if not isinstance(doc, Update):
             return json_error(422, "POST /update takes update XML; submit application and deployment "
                                    "XML to /submissions")

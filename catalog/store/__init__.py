@@ -2,9 +2,14 @@
 
 ``open_store(url)`` picks the implementation from the URL scheme:
 
-* ``sqlite:///path/to/catalog.db`` -- embedded, shared by processes on one machine;
+* ``sqlite:///relative/catalog.db`` (from the working directory) or
+  ``sqlite:////absolute/catalog.db`` (four slashes) -- embedded, shared by
+  processes on one machine (SQLAlchemy's convention);
 * ``memory://`` -- embedded, private to this process (tests);
 * ``zk://host:port[,host:port...]/chroot`` -- ZooKeeper.
+
+Commands that only read pass ``create=False``: a catalog that does not exist
+is then a :class:`StoreError` saying so, and nothing is created.
 """
 
 from __future__ import annotations
@@ -27,22 +32,45 @@ DEFAULT_STORE_FILE = "boreas-catalog.db"
 
 
 def default_store_url(cwd: Path | None = None) -> str:
-    return "sqlite:///" + str(((cwd or Path.cwd()) / DEFAULT_STORE_FILE).resolve()).lstrip("/")
+    """``sqlite:////abs/path/boreas-catalog.db`` for the file in ``cwd`` (default: the working directory)."""
+    return "sqlite:///" + str(((cwd or Path.cwd()) / DEFAULT_STORE_FILE).resolve())
 
 
-def open_store(url: str | None = None) -> CatalogStore:
-    """Open the store named by ``url`` (default: the embedded file in the cwd)."""
+def absolute_store_url(url: str) -> str:
+    """``url`` with a relative sqlite path made absolute (for another process, maybe in another directory).
+
+    >>> absolute_store_url("sqlite:////tmp/c.db"), absolute_store_url("memory://")
+    ('sqlite:////tmp/c.db', 'memory://')
+    """
+    if url.startswith("sqlite:"):
+        from .sqlite import sqlite_path
+
+        return "sqlite:///" + str(sqlite_path(url))
+    return url
+
+
+def open_store(url: str | None = None, create: bool = True) -> CatalogStore:
+    """Open the store named by ``url`` (default: the embedded file in the cwd).
+
+    With ``create=False`` (for commands that only read) a catalog that does
+    not exist yet is a :class:`StoreError` and nothing is created.
+    """
     url = url or default_store_url()
-    if url.startswith(("sqlite://", "memory://")):
+    if url.startswith(("sqlite:", "memory://")):
         from .sqlite import SqliteStore
 
-        return SqliteStore(url)
+        return SqliteStore(url, create=create)
     if url.startswith("zk://"):
+        import inspect
+
         from .zookeeper import ZooKeeperStore
 
+        if not create and "create" in inspect.signature(ZooKeeperStore).parameters:
+            return ZooKeeperStore(url, create=False)  # type: ignore[call-arg]
         return ZooKeeperStore(url)
     raise StoreError(
-        f"unknown catalog URL {url!r}: expected sqlite:///PATH, memory:// or zk://HOST:PORT/CHROOT"
+        f"unknown catalog URL {url!r}: expected sqlite:///RELATIVE/PATH, sqlite:////ABSOLUTE/PATH, "
+        "memory:// or zk://HOST:PORT/CHROOT"
     )
 
 
@@ -55,6 +83,7 @@ __all__ = [
     "Snapshot",
     "StoreError",
     "Watch",
+    "absolute_store_url",
     "default_store_url",
     "open_store",
 ]

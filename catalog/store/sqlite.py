@@ -6,9 +6,19 @@ writers serialise and the second sees a :class:`ConflictError`).  Watches
 poll the log table, which is the only way to hear about commits made by
 another process; commits made through this object wake them at once.
 
+URLs follow SQLAlchemy's convention: after ``sqlite://`` comes ``/`` and
+the path, so ``sqlite:///catalog.db`` is ``catalog.db`` in the working
+directory and ``sqlite:////var/lib/boreas/catalog.db`` (four slashes) is an
+absolute path; ``~`` is expanded.
+
+Opening creates the file and its directories unless ``create=False``: then a
+missing file is a :class:`StoreError` saying so (reading commands use that,
+so a typo never leaves an empty catalog behind).
+
 Usage::
 
-    store = SqliteStore("sqlite:///var/lib/boreas/catalog.db")
+    store = SqliteStore("sqlite:////var/lib/boreas/catalog.db")   # absolute
+    store = SqliteStore("sqlite:///catalog.db", create=False)     # ./catalog.db, must exist
     store = SqliteStore("memory://")          # private to this process
 """
 
@@ -16,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import threading
 import weakref
@@ -60,6 +71,23 @@ CREATE TABLE IF NOT EXISTS kv (
 """
 
 
+def sqlite_path(url: str) -> Path:
+    """The file a ``sqlite:///`` URL names, made absolute against the working directory.
+
+    >>> import os; sqlite_path("sqlite:///b.db") == Path(os.getcwd()) / "b.db"
+    True
+    >>> str(sqlite_path("sqlite:////var/lib/b.db"))
+    '/var/lib/b.db'
+    """
+    if not url.startswith("sqlite:///"):
+        raise StoreError(f"bad sqlite store URL {url!r}: expected sqlite:///RELATIVE/PATH (from the "
+                         "working directory) or sqlite:////ABSOLUTE/PATH")
+    path = url[len("sqlite:///"):]
+    if not path or path == "/":
+        raise StoreError(f"sqlite store URL needs a path: {url!r}")
+    return Path(os.path.abspath(Path(path).expanduser()))
+
+
 def _encode_changes(changes: Sequence[Change]) -> str:
     return json.dumps([[c.kind, c.key, c.text] for c in changes], separators=(",", ":"))
 
@@ -68,20 +96,61 @@ def _decode_changes(data: str) -> tuple[Change, ...]:
     return tuple(Change(kind, key, text) for kind, key, text in json.loads(data))
 
 
-class SqliteStore(CatalogStore):
-    """Global catalog in SQLite; ``sqlite:///path`` or ``memory://``."""
+def _uri_path(path: Path) -> str:
+    from urllib.parse import quote
 
-    def __init__(self, url: str, poll_interval: float = 0.05):
+    return quote(str(path), safe="/")
+
+
+def _meant_absolute(url: str, path: Path) -> Path | None:
+    """For ``sqlite:///var/x.db`` with no ``./var/x.db``: ``/var/x.db``, if that exists."""
+    rest = url[len("sqlite:///"):]
+    if rest.startswith(("/", "~")):
+        return None
+    absolute = Path("/" + rest)
+    return absolute if absolute != path and absolute.exists() else None
+
+
+def _missing(url: str, path: Path) -> str:
+    message = f"catalog store {url} does not exist: there is no file {path}"
+    absolute = _meant_absolute(url, path)
+    if absolute is not None:
+        message += (f" (sqlite:/// with three slashes is relative to the working directory; for "
+                    f"{absolute} write sqlite:///{absolute})")
+    return message
+
+
+def _warn_if_meant_absolute(url: str, path: Path) -> None:
+    absolute = _meant_absolute(url, path)
+    if absolute is not None:
+        log.warning("creating a new catalog %s for %s; an existing %s is not used: sqlite:/// with three "
+                    "slashes is relative to the working directory, so for that file write sqlite:///%s",
+                    path, url, absolute, absolute)
+
+
+class SqliteStore(CatalogStore):
+    """Global catalog in SQLite; ``sqlite:///path`` or ``memory://`` (see the module docstring)."""
+
+    def __init__(self, url: str, poll_interval: float = 0.05, create: bool = True):
         self.url = url
         self._poll_interval = poll_interval
         if url.startswith("memory://"):
             target, uri = ":memory:", False
-        elif url.startswith("sqlite://"):
-            path = url[len("sqlite://"):]
-            if not path:
-                raise StoreError(f"sqlite store URL needs a path: {url!r}")
-            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            target, uri = str(Path(path).expanduser()), False
+        elif url.startswith("sqlite:"):
+            path = sqlite_path(url)
+            if create:
+                if not path.exists():
+                    _warn_if_meant_absolute(url, path)
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"cannot create catalog store {url}: {exc}") from exc
+                target, uri = str(path), False
+            else:
+                if not path.is_file():
+                    raise StoreError(_missing(url, path))
+                # mode=rw: never create the file, even if it vanished since the check
+                target, uri = "file:" + _uri_path(path) + "?mode=rw", True
         else:
             raise StoreError(f"not a sqlite store URL: {url!r}")
         self._lock = threading.RLock()
@@ -89,10 +158,16 @@ class SqliteStore(CatalogStore):
             self._db = sqlite3.connect(
                 target, uri=uri, check_same_thread=False, isolation_level=None, timeout=30
             )
+            if not create and not self._db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+                self._db.close()
+                raise StoreError(f"catalog store {url}: {sqlite_path(url)} is not a Boreas catalog "
+                                 "(it has no catalog tables)")
             if target != ":memory:":
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            if create:
+                self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open catalog store {url}: {exc}") from exc
         self._watches: weakref.WeakSet[PollingWatch] = weakref.WeakSet()
