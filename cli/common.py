@@ -17,7 +17,8 @@ from boreas.wire.addressing import head_url
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
-CATALOG_HELP = ("catalog store URL: sqlite:///PATH, memory:// or zk://HOST:PORT/CHROOT "
+CATALOG_HELP = ("catalog store URL: sqlite:///RELATIVE.db, sqlite:////ABSOLUTE.db, memory:// or "
+                "zk://HOST:PORT/CHROOT "
                 "(default: $BOREAS_CATALOG, else ./boreas-catalog.db)")
 
 

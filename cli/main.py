@@ -48,7 +48,7 @@ from .common import (
 def cmd_validate(args: argparse.Namespace) -> int:
     docs = read_all(args.files)
     if args.catalog or os.environ.get("BOREAS_CATALOG"):
-        with open_store(catalog_url(args)) as store:
+        with open_store(catalog_url(args), create=False) as store:
             base = catalog_from_snapshot(store.snapshot())
     else:
         base = Catalog()
@@ -76,14 +76,14 @@ def cmd_catalog_show(args: argparse.Namespace) -> int:
         catalog = asyncio.run(clients.fetch_catalog(the_head(args)))
         print(summary(catalog))
         return EXIT_OK
-    with open_store(catalog_url(args)) as store:
+    with open_store(catalog_url(args), create=False) as store:
         catalog = catalog_from_snapshot(store.snapshot())
     print(summary(catalog))
     return EXIT_OK
 
 
 def cmd_catalog_export(args: argparse.Namespace) -> int:
-    with open_store(catalog_url(args)) as store:
+    with open_store(catalog_url(args), create=False) as store:
         catalog = catalog_from_snapshot(store.snapshot())
     outputs = {"application": export_application(catalog), "deployment": export_deployment(catalog)}
     if args.output_dir:

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 BOREAS=.venv/bin/boreas
 HEAD_PORT=${DEMO_HEAD_PORT:-14000}
 BASE_PORT=${DEMO_BASE_PORT:-15000}
-CATALOG="sqlite:///${PWD#/}/demo-catalog.db"
+CATALOG="sqlite:///${PWD}/demo-catalog.db"
 rm -f demo-catalog.db* demo-*.log demo-modify.xml
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }

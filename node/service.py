@@ -41,11 +41,13 @@ import time
 import uuid
 from pathlib import Path
 
+import msgspec
 from aiohttp import web
 from boreas.catalog.diagnostics import ValidationFailed
 from boreas.catalog.documents import Connect, Disconnect, Move, Update, read_document
 from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.model import Catalog
+from boreas.catalog.xmlsafe import DeadlineExceeded
 from boreas.catalog.replicate import Rejection, UpdateRejected, update_items
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.receiver import DataReceiver
@@ -63,6 +65,7 @@ from .reflect import Reflector
 log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL = 1.0
+UPDATE_BUDGET = 10.0  # seconds an update document may take to parse and validate
 
 
 class NodeService:
@@ -196,8 +199,13 @@ class NodeService:
 
     async def handle_update(self, request: web.Request) -> web.Response:
         body = await request.read()
-        try:
-            update = read_document(body, f"update XML from {request.remote}")
+        try:  # off the event loop, within a time budget: data keeps flowing meanwhile
+            update = await asyncio.to_thread(read_document, body, f"update XML from {request.remote}",
+                                             deadline=time.monotonic() + UPDATE_BUDGET)
+        except DeadlineExceeded as exc:
+            self.local.counters["updates_too_slow"] += 1
+            return json_error(413, f"update XML took longer than {UPDATE_BUDGET:g} s to validate",
+                              diagnostics=[d.as_dict() for d in exc.diagnostics])
         except ValidationFailed as exc:
             self.local.counters["updates_invalid"] += 1
             return json_error(422, "invalid update XML",
@@ -280,6 +288,8 @@ class NodeService:
     async def handle_handover(self, request: web.Request) -> web.Response:
         try:
             version = await self.mover.move_in(await request.read())
+        except (msgspec.DecodeError, TypeError, KeyError, AssertionError) as exc:
+            return json_error(400, f"not a handover (msgpack [update XML, box state]): {exc!r}")
         except (ValidationFailed, UpdateRejected, ValueError) as exc:
             return json_error(422, f"cannot take the box: {exc}")
         return web.json_response({"endpoint": self.endpoint, "version": version})

@@ -69,7 +69,7 @@ def store_url(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -
     if store_kind == "memory":
         return "memory://"
     if store_kind == "sqlite":
-        return "sqlite:///" + str(tmp_path / "c.db").lstrip("/")
+        return "sqlite:///" + str(tmp_path / "c.db")
     server = request.getfixturevalue("zookeeper_server")
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:60]
     return f"zk://{server}/boreas-test/{name}-{uuid.uuid4().hex[:8]}"
@@ -111,7 +111,7 @@ def cluster_factory(tmp_path: Path, request: pytest.FixtureRequest):
         workdir = tmp_path / f"cluster{len(made)}"
         workdir.mkdir()
         if store == "sqlite":
-            url = "sqlite:///" + str(workdir / "catalog.db").lstrip("/")
+            url = "sqlite:///" + str(workdir / "catalog.db")
         else:
             server = request.getfixturevalue("zookeeper_server")
             url = f"zk://{server}/boreas-cluster/{uuid.uuid4().hex[:12]}"

@@ -241,7 +241,7 @@ def test_cluster_up_starts_and_stops_everything(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("BOREAS_TOKEN", "BOREAS_HEAD")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "boreas.cli.main", "cluster", "up", "--nodes", "2", "--head-port", str(head_port),
-         "--base-port", str(base), "--catalog", f"sqlite:///{tmp_path}/c.db".replace("////", "///")],
+         "--base-port", str(base), "--catalog", f"sqlite:///{tmp_path}/c.db"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     try:
         lines = []

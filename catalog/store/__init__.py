@@ -61,13 +61,9 @@ def open_store(url: str | None = None, create: bool = True) -> CatalogStore:
 
         return SqliteStore(url, create=create)
     if url.startswith("zk://"):
-        import inspect
-
         from .zookeeper import ZooKeeperStore
 
-        if not create and "create" in inspect.signature(ZooKeeperStore).parameters:
-            return ZooKeeperStore(url, create=False)  # type: ignore[call-arg]
-        return ZooKeeperStore(url)
+        return ZooKeeperStore(url, create=create)
     raise StoreError(
         f"unknown catalog URL {url!r}: expected sqlite:///RELATIVE/PATH, sqlite:////ABSOLUTE/PATH, "
         "memory:// or zk://HOST:PORT/CHROOT"

@@ -110,7 +110,7 @@ def _parse_url(url: str) -> tuple[str, str]:
 class ZooKeeperStore(CatalogStore):
     """Global catalog in ZooKeeper; see the module docstring for the layout."""
 
-    def __init__(self, url: str, connect_timeout: float = CONNECT_TIMEOUT):
+    def __init__(self, url: str, connect_timeout: float = CONNECT_TIMEOUT, create: bool = True):
         self.url = url
         hosts, chroot = _parse_url(url)
         self._root = chroot + "/catalog"
@@ -138,7 +138,10 @@ class ZooKeeperStore(CatalogStore):
                 f"answered within {connect_timeout:g}s ({exc or type(exc).__name__})"
             ) from exc
         try:
-            self._ensure_layout()
+            if create:
+                self._ensure_layout()
+            elif _wait(self._client.exists_async(self._version_path)) is None:
+                raise StoreError(f"catalog store {url} does not exist: nothing was ever committed there")
         except BaseException:
             self._shutdown_client()
             raise

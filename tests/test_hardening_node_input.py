@@ -1,0 +1,38 @@
+"""A node's own HTTP input: garbage is a clear 4xx, never a 500, and the node keeps running."""
+
+from __future__ import annotations
+
+import aiohttp
+import msgspec
+import pytest
+from boreas.node.service import NodeService
+from support.cluster import TOKEN, free_port
+
+
+@pytest.fixture
+async def node():
+    service = NodeService(f"localhost:{free_port()}", head=None, token=TOKEN)
+    await service.start()
+    yield service
+    await service.close()
+
+
+@pytest.mark.parametrize("body", [b"", b"garbage", msgspec.msgpack.encode([1]),
+                                  msgspec.msgpack.encode(["<update/>", b"\x00"]),
+                                  msgspec.msgpack.encode([7, 8])])
+async def test_a_garbage_handover_is_a_400_and_the_node_keeps_running(node, body):
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/msgpack"}
+    async with aiohttp.ClientSession(headers=headers) as session:
+        async with session.post(f"http://{node.endpoint}/handover", data=body) as reply:
+            assert reply.status in (400, 422), await reply.text()
+            assert "error" in await reply.json()
+        async with session.get(f"http://{node.endpoint}/status") as reply:
+            assert reply.status == 200
+
+
+async def test_a_snapshot_request_to_a_node_without_a_data_dir_says_why(node):
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with aiohttp.ClientSession(headers=headers) as session:
+        async with session.post(f"http://{node.endpoint}/snapshot", json={"id": 1}) as reply:
+            assert reply.status == 409
+            assert "--data-dir" in (await reply.json())["error"]
