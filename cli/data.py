@@ -6,9 +6,11 @@ import argparse
 import asyncio
 import csv
 import json
+import socket
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
@@ -160,7 +162,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
         return _publish_with_spark(args, head, token)
 
     async def main() -> int:
-        publisher = Publisher(head, args.stream, token, batch_size=args.batch_size)
+        publisher = Publisher(head, args.stream, token, batch_size=args.batch_size,
+                              producer=args.producer or default_producer(args.stream, args.file))
         try:
             await publisher.start()
         except UnknownStream as exc:
@@ -196,13 +199,17 @@ def cmd_publish(args: argparse.Namespace) -> int:
         for error in publisher.refused:
             row = numbers[error.row] if 0 <= error.row < len(numbers) else error.row + 1
             problems.add(row, f"field {error.field!r}: {error.reason}")
-        refused_by_node = getattr(publisher, "refused_count", len(publisher.refused))
+        refused_by_node = publisher.refused_count
         refused = len(problems) + refused_by_node - len(publisher.refused)
         for row, reason in sorted(problems.found)[:SHOWN_PROBLEMS]:
             print(f"{args.file}: row {row}: {reason}", file=sys.stderr)
         if refused > SHOWN_PROBLEMS:
             print(f"{args.file}: ... and {refused - SHOWN_PROBLEMS} more refused rows", file=sys.stderr)
         print(f"published {publisher.accepted} rows to {args.stream}" + (f"; {refused} refused" if refused else ""))
+        if publisher.duplicates:
+            print(f"{publisher.duplicates} batches were already taken from producer {publisher.producer!r} "
+                  f"(an earlier run of this publish) and were skipped; give another --producer to publish "
+                  f"them again", file=sys.stderr)
         return EXIT_FAILED if refused else EXIT_OK
 
     return asyncio.run(main())
@@ -267,6 +274,15 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
     return run_until_stopped(main)
 
 
+def default_producer(stream: str, path: str) -> str:
+    """``stream@host:/abs/file``: the same command re-run on the same host continues, not repeats.
+
+    >>> default_producer("Reading", "/data/r.csv").startswith("Reading@")
+    True
+    """
+    return f"{stream}@{socket.gethostname()}:{Path(path).resolve()}"
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("publish", help="publish rows into an input stream")
     p.add_argument("stream")
@@ -279,6 +295,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore-unknown", action="store_true",
                    help="skip CSV columns and JSON keys that are not fields of the stream (default: refuse)")
     p.add_argument("--batch-size", type=int, default=1000)
+    p.add_argument("--producer", metavar="NAME",
+                   help="this publisher's stable identity: run again after a crash with the same NAME and the "
+                        "same file, and the node drops what it already took, so every row counts once "
+                        "(default: derived from the stream, this host and the file's path)")
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_publish)

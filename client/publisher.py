@@ -7,11 +7,15 @@ ordered, acknowledged, at most ``capacity`` batches outstanding, so a node
 that falls behind makes ``send`` wait.  Rows may be sequences in field order
 or mappings by field name.  The node checks every row against the schema;
 refused rows come back with their field and reason in :attr:`Publisher.refused`
-(numbered from the first row this publisher sent), and the rest of the batch
-is taken.
+(numbered from the first row this publisher sent; the first 1,000 are kept,
+:attr:`Publisher.refused_count` counts all), and the rest of the batch is
+taken.
 
 A publisher with a fixed ``producer`` id and deterministic batches can be
-re-run (a retried Spark task): the node drops the batches it already has.
+re-run (a retried Spark task, a publisher that crashed): the node drops the
+batches it already has (counted in :attr:`Publisher.duplicates`), and a
+durable node (``--data-dir``) remembers them across its own restarts.  An
+acknowledgement from a durable node means the batch is on its disk.
 
 Usage::
 
@@ -35,6 +39,11 @@ from boreas.wire.tuples import RowError
 from .head_api import UnknownStream, stream_route
 
 
+#: Refused rows kept with their reasons (the rest are only counted): a long publish of bad data
+#: must not grow the publisher's memory without bound.
+MAX_REFUSED_KEPT = 1000
+
+
 class PublishRefused(RuntimeError):
     """A node refused a whole batch (the stream does not enter there any more)."""
 
@@ -53,8 +62,10 @@ class Publisher:
         self.entries: list[str] = []
         self.links: list[OutboundLink] = []
         self.accepted = 0
-        self.refused: list[RowError] = []
+        self.refused: list[RowError] = []  # the first MAX_REFUSED_KEPT refused rows, with the reason
+        self.refused_count = 0  # all of them
         self.refusals: list[str] = []
+        self.duplicates = 0  # batches the node already had from this producer (a re-run): dropped
         self._sent_rows = 0
         self._first_row: dict[int, int] = {}  # seq -> number of the batch's first row
 
@@ -106,9 +117,14 @@ class Publisher:
         first = self._first_row.pop(batch.seq, 0)
         if isinstance(reply, Refused):
             self.refusals.append(reply.reason)
-        elif isinstance(reply, Ack) and not reply.duplicate:
+        elif isinstance(reply, Ack) and reply.duplicate:
+            self.duplicates += 1
+        elif isinstance(reply, Ack):
             self.accepted += reply.accepted
-            self.refused += [RowError(first + row, field, reason) for row, field, reason in reply.errors]
+            self.refused_count += len(reply.errors)
+            room = MAX_REFUSED_KEPT - len(self.refused)
+            if room > 0:
+                self.refused += [RowError(first + row, field, reason) for row, field, reason in reply.errors[:room]]
 
     async def flush(self, timeout: float | None = None) -> None:
         """Wait until every batch sent so far is acknowledged."""

@@ -25,6 +25,7 @@ MODULES = [
     "boreas.node.local_catalog",
     "boreas.node.handover",
     "boreas.node.recovery.records",
+    "boreas.cli.data",
     "boreas.node.recovery.log",
     "boreas.node.recovery.snapshots",
     "boreas.regional.catalog",

@@ -107,9 +107,9 @@ class FakePublisher:
 
     sent: list = []
 
-    def __init__(self, head, stream, token, batch_size=1000):
-        self.schema, self.fields = SCHEMA, FIELDS
-        self.accepted, self.refused = 0, []
+    def __init__(self, head, stream, token, batch_size=1000, producer=None):
+        self.schema, self.fields, self.producer = SCHEMA, FIELDS, producer
+        self.accepted, self.refused, self.refused_count, self.duplicates = 0, [], 0, 0
 
     async def start(self):
         pass

@@ -36,3 +36,17 @@ async def test_a_snapshot_request_to_a_node_without_a_data_dir_says_why(node):
         async with session.post(f"http://{node.endpoint}/snapshot", json={"id": 1}) as reply:
             assert reply.status == 409
             assert "--data-dir" in (await reply.json())["error"]
+
+
+def test_a_publisher_keeps_a_bounded_list_of_refused_rows_and_counts_all():
+    from boreas.client.publisher import MAX_REFUSED_KEPT, Publisher
+    from boreas.wire.frames import Ack, make_batch
+
+    publisher = Publisher("http://localhost:1", "S", None)
+    for seq in range(5):
+        errors = [(row, "x", "bad") for row in range(MAX_REFUSED_KEPT)]
+        publisher._replied(make_batch("S", "p", seq, []), Ack("S", "p", seq, 0, errors))
+    assert publisher.refused_count == 5 * MAX_REFUSED_KEPT
+    assert len(publisher.refused) == MAX_REFUSED_KEPT
+    publisher._replied(make_batch("S", "p", 9, []), Ack("S", "p", 9, 0, duplicate=True))
+    assert publisher.duplicates == 1
