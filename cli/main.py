@@ -27,7 +27,7 @@ from boreas.catalog import (
     plan_submission,
 )
 from boreas.catalog.export import export_application, export_deployment, summary
-from boreas.catalog.store import ConflictError
+from boreas.catalog.store import ConflictError, MissingCatalog
 from boreas.wire.client import PeerError
 
 from . import clients, data, m3, optimize, servers
@@ -48,8 +48,11 @@ from .common import (
 def cmd_validate(args: argparse.Namespace) -> int:
     docs = read_all(args.files)
     if args.catalog or os.environ.get("BOREAS_CATALOG"):
-        with open_store(catalog_url(args), create=False) as store:
-            base = catalog_from_snapshot(store.snapshot())
+        try:
+            with open_store(catalog_url(args), create=False) as store:
+                base = catalog_from_snapshot(store.snapshot())
+        except MissingCatalog:
+            base = Catalog()  # nothing committed there yet: validate against an empty catalog
     else:
         base = Catalog()
     plan = plan_submission(base, docs)

@@ -23,6 +23,7 @@ from .base import (
     Commit,
     ConflictError,
     Snapshot,
+    MissingCatalog,
     StoreError,
     Watch,
 )
@@ -71,6 +72,7 @@ def open_store(url: str | None = None, create: bool = True) -> CatalogStore:
 
 
 __all__ = [
+    "MissingCatalog",
     "KINDS",
     "CatalogStore",
     "Change",

@@ -58,6 +58,10 @@ class StoreError(Exception):
     """A store could not do what was asked (bad URL, lost connection, ...)."""
 
 
+class MissingCatalog(StoreError):
+    """Opened with ``create=False`` and there is no catalog at that URL (nothing was created)."""
+
+
 class ConflictError(StoreError):
     """The commit's base version is no longer current; nothing was changed.
 

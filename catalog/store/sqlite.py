@@ -40,6 +40,7 @@ from .base import (
     ConflictError,
     PollingWatch,
     Snapshot,
+    MissingCatalog,
     StoreError,
     Watch,
     WatchCallback,
@@ -148,7 +149,7 @@ class SqliteStore(CatalogStore):
                 target, uri = str(path), False
             else:
                 if not path.is_file():
-                    raise StoreError(_missing(url, path))
+                    raise MissingCatalog(_missing(url, path))
                 # mode=rw: never create the file, even if it vanished since the check
                 target, uri = "file:" + _uri_path(path) + "?mode=rw", True
         else:

@@ -53,6 +53,7 @@ from .base import (
     ConflictError,
     PollingWatch,
     Snapshot,
+    MissingCatalog,
     StoreError,
     Watch,
     WatchCallback,
@@ -141,7 +142,7 @@ class ZooKeeperStore(CatalogStore):
             if create:
                 self._ensure_layout()
             elif _wait(self._client.exists_async(self._version_path)) is None:
-                raise StoreError(f"catalog store {url} does not exist: nothing was ever committed there")
+                raise MissingCatalog(f"catalog store {url} does not exist: nothing was ever committed there")
         except BaseException:
             self._shutdown_client()
             raise
