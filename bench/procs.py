@@ -10,7 +10,10 @@ this module as plain ``procs``.
   run's temporary directory; stopped with SIGTERM, then SIGKILL after 10 s.
 * :func:`start_head`, :func:`start_node`, :func:`wait_ready`: a Head with
   its catalog store and nodes, and the wait until the Head reports every
-  node alive (and, if asked, synchronised).
+  node alive (and, if asked, synchronised); optional extra command-line
+  flags for either (``--snapshot-interval``, ``--data-dir``, ...).
+* :meth:`Processes.restart`: kill one child hard (SIGKILL, as a crash) or
+  stop it, and start it again with the same command line, its log appended to.
 * :func:`run_bench`: one run -- a temporary directory, a token, the
   processes' environment -- around the benchmark's body, turning errors,
   Ctrl-C and SIGTERM into an exit status and always stopping every process
@@ -71,6 +74,8 @@ class _Child:
     proc: subprocess.Popen
     log: Path
     daemon: bool  # runs until stopped: any exit before that is an error
+    argv: list[str] = field(default_factory=list)  # as given to spawn (without the interpreter)
+    pipes: bool = False
 
 
 class Processes:
@@ -87,15 +92,17 @@ class Processes:
         self.dump_nodes = dump_nodes  # how many Head/node logs dump_logs shows (None: all)
         self.children: list[_Child] = []
 
-    def spawn(self, name: str, argv: list[str], pipes: bool = False, daemon: bool = False) -> subprocess.Popen:
-        """``python argv...``; its stderr (and its stdout unless ``pipes``) to ``<name>.log``."""
+    def spawn(self, name: str, argv: list[str], pipes: bool = False, daemon: bool = False,
+              append: bool = False) -> subprocess.Popen:
+        """``python argv...``; its stderr (and its stdout unless ``pipes``) to ``<name>.log``
+        (appended to, with ``append``)."""
         log = self.workdir / f"{re.sub(r'[^A-Za-z0-9.-]', '_', name)}.log"
-        with open(log, "wb") as out:
+        with open(log, "ab" if append else "wb") as out:
             proc = subprocess.Popen([sys.executable, *argv], env=self.env, cwd=self.workdir,
                                     stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE if pipes else out, stderr=out,
                                     start_new_session=True, text=pipes, bufsize=1 if pipes else -1)
-        self.children.append(_Child(name, proc, log, daemon))
+        self.children.append(_Child(name, proc, log, daemon, list(argv), pipes))
         return proc
 
     def boreas(self, name: str, argv: list[str], profile: Path | None = None) -> subprocess.Popen:
@@ -109,6 +116,36 @@ class Processes:
             if c.proc.poll() is not None and (c.daemon or c.proc.returncode != 0):
                 early = " early" if c.daemon else ""
                 raise BenchError(f"{c.name} exited{early} with status {c.proc.returncode}:\n{tail(c.log)}")
+
+    def restart(self, proc: subprocess.Popen, kill: bool = True) -> subprocess.Popen:
+        """Kill ``proc``'s process group with SIGKILL (a crash; with ``kill=False``: stop it as
+        :meth:`stop` does), then start it again with the same command line, under the same name,
+        its output appended to the same log (after a marker line); the new process."""
+        child = next((c for c in self.children if c.proc is proc), None)
+        if child is None:
+            raise BenchError(f"process {proc.pid} is not one of this run's children")
+        if kill:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            self.children.remove(child)
+        else:
+            self.stop([proc])
+        with open(child.log, "ab") as out:
+            how = "killed with SIGKILL" if kill else "stopped"
+            out.write(f"\n=== {child.name} {how} (exit status {proc.returncode}); started again ===\n".encode())
+        return self.spawn(child.name, child.argv, pipes=child.pipes, daemon=child.daemon, append=True)
+
+    def log_path(self, proc: subprocess.Popen) -> Path | None:
+        for c in self.children:
+            if c.proc is proc:
+                return c.log
+        return None
 
     def log_of(self, proc: subprocess.Popen) -> str:
         for c in self.children:
@@ -157,18 +194,21 @@ def sqlite_catalog(path: Path) -> str:
     return f"sqlite:///{str(path).lstrip('/')}"
 
 
-def start_head(procs: Processes, catalog_url: str, endpoint: str) -> str:
-    """A Head listening on ``endpoint`` with its catalog at ``catalog_url``; returns its URL."""
+def start_head(procs: Processes, catalog_url: str, endpoint: str, extra: list[str] | None = None,
+               name: str = "head") -> str:
+    """A Head listening on ``endpoint`` with its catalog at ``catalog_url`` (and ``extra`` flags, e.g.
+    ``["--snapshot-interval", "0"]``; ``name`` its log's, starting with "head"); returns its URL."""
     from boreas.wire.addressing import endpoint_url
 
-    procs.boreas("head", ["head", "--catalog", catalog_url, "--listen", endpoint])
+    procs.boreas(name, ["head", "--catalog", catalog_url, "--listen", endpoint, *(extra or [])])
     return endpoint_url(endpoint)
 
 
 def start_node(procs: Processes, endpoint: str, head: str | None, name: str | None = None,
-               profile: Path | None = None) -> subprocess.Popen:
-    """A node on ``endpoint`` that registers with ``head`` (with no Head: one that only listens)."""
-    argv = ["node", "--endpoint", endpoint] + (["--head", head] if head is not None else [])
+               profile: Path | None = None, extra: list[str] | None = None) -> subprocess.Popen:
+    """A node on ``endpoint`` that registers with ``head`` (with no Head: one that only listens), with
+    ``extra`` flags (e.g. ``["--data-dir", DIR]``: a durable node)."""
+    argv = ["node", "--endpoint", endpoint] + (["--head", head] if head is not None else []) + list(extra or [])
     return procs.boreas(name or f"node {endpoint}", argv, profile)
 
 
