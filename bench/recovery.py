@@ -198,11 +198,11 @@ class Findings:
         self.notes.append(message)
 
     def check_log_bytes(self, endpoint: str, status_log: dict, on_disk: int) -> None:
-        """Note (once) when /status's recovery.log.bytes is not the size of the log on disk."""
-        said = status_log.get("bytes", 0)
+        """Note (once) when /status's recovery.log.size_bytes is not the size of the log on disk."""
+        said = status_log.get("size_bytes", 0)
         if abs(said - on_disk) > max(1_000_000, on_disk / 10) and not getattr(self, "_bytes_noted", False):
             self._bytes_noted = True
-            self.note(f"node {endpoint}: /status recovery.log.bytes says {said:,} bytes but its log segments on "
+            self.note(f"node {endpoint}: /status recovery.log.size_bytes says {said:,} bytes but its log segments on "
                       f"disk hold {on_disk:,} (log positions {status_log.get('first')}..{status_log.get('next')}); "
                       f"the figures below use the size on disk")
 
@@ -323,8 +323,8 @@ async def measure_ingest(args: argparse.Namespace, run: Run, findings: Findings)
                  "publisher_cpu": statistics.median(r["publisher_cpu"] for r in rs)}
         if setting is not None:
             log0, log1 = before[k].get("log", {}), after[k].get("log", {})
-            appends = log1.get("appends", 0) - log0.get("appends", 0)
-            flushes = log1.get("flushes", 0) - log0.get("flushes", 0)
+            appends = log1.get("appends_total", 0) - log0.get("appends_total", 0)
+            flushes = log1.get("flushes_total", 0) - log0.get("flushes_total", 0)
             entry["per_fsync"] = appends / flushes if flushes else None
             if not appends:
                 findings.note(f"ingest node with {commit_label(setting)} appended nothing to its input log")
