@@ -87,31 +87,8 @@ DEFAULT_COMMIT = (256, 2.0)  # the node's defaults (boreas node --commit-every /
 
 SCHEMA = '<schema name="P"> <field name="value" type="double"/> <field name="time" type="int"/> </schema>'
 
-# tests/test_recovery.py's chain: filter -> map -> per-band windowed count and sum.
-CHAIN = """<borealis>
-  <input stream="Packet" schema="PacketTuple"/> <output stream="Sums" schema="SumTuple"/>
-  <schema name="PacketTuple"> <field name="value" type="double"/> <field name="time" type="int"/> </schema>
-  <schema name="SumTuple"> <field name="band" type="int"/> <field name="time" type="int"/>
-    <field name="count" type="int"/> <field name="total" type="double"/> </schema>
-  <box name="keep" type="filter"> <in stream="Packet"/> <out stream="Kept"/>
-    <parameter name="expression.0" value="time % 4 &lt;&gt; 3"/>
-  </box>
-  <box name="banded" type="map"> <in stream="Kept"/> <out stream="Banded"/>
-    <parameter name="expression.0" value="time % 7"/> <parameter name="output-field-name.0" value="band"/>
-    <parameter name="expression.1" value="time"/> <parameter name="output-field-name.1" value="time"/>
-    <parameter name="expression.2" value="value"/> <parameter name="output-field-name.2" value="value"/>
-  </box>
-  <box name="sums" type="aggregate"> <in stream="Banded"/> <out stream="Sums"/>
-    <parameter name="aggregate-function.0" value="count()"/>
-    <parameter name="aggregate-function-output-name.0" value="count"/>
-    <parameter name="aggregate-function.1" value="sum(value)"/>
-    <parameter name="aggregate-function-output-name.1" value="total"/>
-    <parameter name="group-by" value="band"/>
-    <parameter name="window-size-by" value="VALUES"/> <parameter name="window-size" value="350"/>
-    <parameter name="advance" value="350"/>
-    <parameter name="order-by" value="FIELD"/> <parameter name="order-on-field" value="time"/>
-  </box>
-</borealis>"""
+# The chain tests/test_recovery.py uses too: filter -> map -> per-band windowed count and sum.
+CHAIN = (Path(__file__).resolve().parents[1] / "examples" / "xml" / "band_chain.xml").read_text()
 CHAIN_BOXES = ("keep", "banded", "sums")
 
 # Lines in a process's log that say something went wrong (Python logging levels, tracebacks).

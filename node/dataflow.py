@@ -32,7 +32,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from boreas.catalog.model import Box, Catalog, Schema
 from boreas.catalog.validate import stream_schemas
@@ -41,6 +40,7 @@ from boreas.wire.links import OutboundLink
 from boreas.wire.receiver import Deferred
 from boreas.wire.tuples import RowType
 
+from .box_inputs import BoxInputs, Bridge
 from .operators import Operator, OperatorError, build_operator
 from .recovery import records
 from .recovery.log import InputLog
@@ -292,13 +292,11 @@ class Dataflow:
             async with self.lock:
                 if isinstance(record, records.Tick):
                     await self._fire_timers(record.now, log_it=False)
-                else:
-                    row_type = self.row_type(record.stream)
-                    if row_type is not None or record.box:
-                        rows = row_type.decode(record.rows)[0] if row_type is not None else []
-                        self._now = record.now
-                        await self._process(record.stream, rows, record.producer, record.seq, record.box)
-                        replayed += 1
+                elif (row_type := self.row_type(record.stream)) is not None:  # else: no longer enters here
+                    self._now = record.now
+                    rows = row_type.decode(record.rows)[0]
+                    await self._process(record.stream, rows, record.producer, record.seq, record.box)
+                    replayed += 1
                 last = max(last, record.now)
             if len(self._outbox) >= 64:
                 await self._send_outbox()
@@ -559,41 +557,5 @@ class Dataflow:
             self.unbridge(old)
 
 
-@dataclass(frozen=True)
-class Bridge:
-    box: str
-    port: int
-    successor: str
-    row_type: RowType
-
-
 def _same_or_new(row_type: RowType | None, schema: Schema) -> RowType:
     return row_type if row_type is not None and row_type.schema == schema else RowType(schema)
-
-
-class BoxInputs:
-    """One moved box's input positions: the next sequence per (stream, producer), and early batches."""
-
-    def __init__(self, positions: list[tuple[str, str, int]]):
-        self.next = {(s, p): seq for s, p, seq in positions}
-        self.held: dict[tuple[str, str], dict[int, list[tuple]]] = {}
-
-    def admit(self, stream: str, producer: str, seq: int, rows: list[tuple]) -> list[list[tuple]]:
-        key = (stream, producer)
-        expected = self.next.setdefault(key, seq)
-        if seq < expected:
-            return []  # processed before the move
-        if seq > expected:
-            self.held.setdefault(key, {})[seq] = rows
-            return []
-        ready = [rows]
-        expected += 1
-        held = self.held.get(key, {})
-        while expected in held:
-            ready.append(held.pop(expected))
-            expected += 1
-        self.next[key] = expected
-        return ready
-
-    def positions(self) -> list[tuple[str, str, int]]:
-        return [(s, p, seq) for (s, p), seq in self.next.items()]

@@ -21,11 +21,8 @@ True
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import logging
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +40,7 @@ from boreas.catalog.model import (
 from boreas.wire.links import OutboundLink
 from boreas.wire.tuples import RowType
 
-from .dataflow import BoxInputs
+from .box_inputs import BoxInputs
 from .gcpause import gc_paused
 
 if TYPE_CHECKING:

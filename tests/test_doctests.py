@@ -24,6 +24,7 @@ MODULES = [
     "boreas.head.membership",
     "boreas.node.local_catalog",
     "boreas.node.handover",
+    "boreas.node.box_inputs",
     "boreas.node.recovery.records",
     "boreas.cli.data",
     "boreas.node.recovery.log",
