@@ -5,22 +5,28 @@ Paper section 2.3: a global component (a monitoring tool) registers with
 a sequence of update XML documents, then each later commit as one update
 tagged with the catalog version it produces.  A full copy is marked
 ``copy="vN" part="i" parts="n"`` so the component knows to start afresh on
-part 1 and that it is complete at part n.  If the component cannot be
-reached, the feed retries; once it answers again it gets a fresh full copy
-(it may have restarted), as it does when it re-registers or asks for one.
+part 1 and that it is complete at part n.
+
+Delivery is a :class:`~boreas.wire.sender.ReliableSender`: documents go one
+at a time, in order.  If the component cannot be reached, the feed replaces
+what is queued with a fresh full copy and retries, so once it answers again
+it starts afresh (it may have restarted); the same happens when it
+re-registers or asks for a copy, or when it falls :data:`MAX_BACKLOG`
+commits behind.  A document the component refuses (4xx) is skipped: a
+component that then misses a version asks for a copy itself.
 
 Usage::
 
     feed = GlobalFeed("localhost:25000", peers, current=lambda: follower.catalog)
-    task = asyncio.create_task(feed.run())
+    feed.start(supervisor)       # queues the first full copy
     feed.changed(8, items)       # after each commit
+    feed.abort()                 # the component left
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -29,73 +35,68 @@ from boreas.catalog.replicate import catalog_items
 from boreas.catalog.updates import update_document
 from boreas.wire.backoff import Backoff
 from boreas.wire.client import PeerClient, PeerError
+from boreas.wire.sender import QueueFull, ReliableSender
+from boreas.wire.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 
 #: Items per document of a full copy: big enough to load fast, small enough to stream.
 COPY_CHUNK = 2000
 MAX_BACKOFF = 5.0
+#: A component this many documents behind gets one full copy instead.
+MAX_BACKLOG = 1000
 
 
 class GlobalFeed:
     def __init__(self, endpoint: str, peers: PeerClient, current: Callable[[], Catalog],
                  origin: str = "head"):
         self.endpoint = endpoint
-        self.peers = peers
         self.current = current
         self.origin = origin
-        self.sent_version = -1
-        self.failure: str | None = None
+        self.queued_version = -1  # the newest version queued: changes up to it are in the queue
         self.counters: Counter[str] = Counter()
-        self._queue: deque[tuple[int, list[Any]]] = deque()
-        self._need_copy = True
-        self._wake = asyncio.Event()
-        self._wake.set()
+        self.sender = ReliableSender(endpoint, peers, name=f"global {endpoint}", capacity=MAX_BACKLOG,
+                                     backoff=Backoff(cap=MAX_BACKOFF), on_failure=self._failed)
+
+    @property
+    def failure(self) -> str | None:
+        return self.sender.failure
+
+    def start(self, supervisor: Supervisor | None = None) -> None:
+        self.full_copy()
+        self.sender.start(supervisor)
 
     def changed(self, version: int, items: list[Any]) -> None:
-        if not self._need_copy:
-            self._queue.append((version, items))
-            self._wake.set()
+        """Catalog ``version`` was committed with ``items``; a version already queued is skipped."""
+        if version <= self.queued_version or self.sender.closed:
+            return
+        try:
+            self.sender.send(update_document(items, version=version, origin=self.origin))
+        except QueueFull:
+            log.warning("global component %s is %d updates behind; it gets a full copy instead",
+                        self.endpoint, self.sender.queued)
+            self.full_copy()
+            return
+        self.queued_version = version
+        self.counters["updates_queued"] += 1
 
     def full_copy(self) -> None:
-        self._need_copy = True
-        self._queue.clear()
-        self._wake.set()
+        """Replace whatever is queued with a copy of the current catalog (consistent: taken on the loop)."""
+        if self.sender.closed:
+            return
+        catalog = self.current()
+        items = catalog_items(catalog)
+        chunks = [items[i:i + COPY_CHUNK] for i in range(0, len(items), COPY_CHUNK)] or [[]]
+        self.sender.reset([update_document(chunk, version=catalog.version, origin=self.origin,
+                                           copy=f"v{catalog.version}", part=index, parts=len(chunks))
+                           for index, chunk in enumerate(chunks, start=1)])
+        self.queued_version = catalog.version
+        self.counters["full_copies"] += 1
 
-    async def run(self) -> None:
-        backoff = Backoff(cap=MAX_BACKOFF)
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            try:
-                await self._send_pending()
-                backoff.reset()
-                self.failure = None
-            except PeerError as exc:
-                self.failure = str(exc)
-                self.counters["failures"] += 1
-                log.info("global component %s: %s (will retry, then send a full copy)", self.endpoint, exc)
-                self.full_copy()
-                await backoff.sleep()
+    def abort(self) -> None:
+        self.sender.abort()
 
-    async def _send_pending(self) -> None:
-        if self._need_copy:
-            catalog = self.current()  # consistent: taken on the loop, between commits
-            self._need_copy = False
-            self._queue.clear()
-            items = catalog_items(catalog)
-            chunks = [items[i:i + COPY_CHUNK] for i in range(0, len(items), COPY_CHUNK)] or [[]]
-            for index, chunk in enumerate(chunks, start=1):
-                text = update_document(chunk, version=catalog.version, origin=self.origin,
-                                       copy=f"v{catalog.version}", part=index, parts=len(chunks))
-                await self.peers.post_update(self.endpoint, text)
-            self.sent_version = catalog.version
-            self.counters["full_copies"] += 1
-        while self._queue:
-            version, items = self._queue[0]
-            if version > self.sent_version:
-                await self.peers.post_update(self.endpoint,
-                                             update_document(items, version=version, origin=self.origin))
-                self.sent_version = version
-                self.counters["updates_sent"] += 1
-            self._queue.popleft()
+    def _failed(self, exc: PeerError) -> None:
+        self.counters["failures"] += 1
+        log.debug("global component %s: %s (will retry with a full copy)", self.endpoint, exc)
+        self.full_copy()

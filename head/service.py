@@ -35,10 +35,13 @@ from boreas.catalog.replicate import update_items
 from boreas.catalog.slices import node_slices
 from boreas.catalog.store import CatalogStore, Change, Commit, open_store
 from boreas.catalog.submission import apply_submission, optimistic_commit
+from boreas.catalog.elements import KIND_TO_DICT
 from boreas.catalog.xmlcodec import to_text
 from boreas.wire.client import PeerClient
 from boreas.wire.server import HttpServer
+from boreas.wire.supervisor import Supervisor
 
+from .failover import Failover
 from .global_feed import GlobalFeed
 from .membership import Membership
 from .node_sync import NodeSync
@@ -53,7 +56,8 @@ class HeadService:
     """The Head's state and lifecycle (``start``/``close``); HTTP routes are in :mod:`.api`."""
 
     def __init__(self, store_url: str, token: str | None, pending_timeout: float = 30.0,
-                 heartbeat_timeout: float = 3.0, snapshot_interval: float = 5.0):
+                 heartbeat_timeout: float = 3.0, snapshot_interval: float = 5.0,
+                 failover_after: float = 30.0):
         self.store_url = store_url
         self.token = token
         self.store: CatalogStore | None = None
@@ -67,9 +71,13 @@ class HeadService:
         self.server = HttpServer("head", token)
         self.snapshots = SnapshotCoordinator(lambda: self.catalog, lambda: self.store, self.membership,
                                              self.peers, interval=snapshot_interval)
+        self.failover = Failover(lambda: self.catalog, lambda: self.store, self.membership, self.peers,
+                                 self.learn_adoption, after=failover_after)
         self.revision = 0  # bumped on every status change; long polls wait on it
         self._changed = asyncio.Event()
-        self._tasks: dict[str, asyncio.Task] = {}
+        # Every background task (commit follower, expiry, one per node sync and global feed) is
+        # owned here: a task that crashes is logged with its traceback and restarted.
+        self.tasks = Supervisor("head")
         self._commits: asyncio.Queue[Commit] = asyncio.Queue()
         self._moves = asyncio.Lock()  # move reports are learned one at a time
         self._watch = None
@@ -92,8 +100,9 @@ class HeadService:
         self._watch = await asyncio.to_thread(
             self.store.watch, snapshot.version,
             lambda commit: loop.call_soon_threadsafe(self._commits.put_nowait, commit))
-        self._spawn("commits", self._follow_commits())
-        self._spawn("expiry", self._expire_pending())
+        self.tasks.spawn("commits", self._follow_commits)
+        self.tasks.spawn("expiry", self._expire_pending)
+        self.tasks.spawn("failover", self._failover_checks)
         await self.snapshots.load()
         self.snapshots.start()
         if self.store_url.startswith("zk://"):
@@ -104,12 +113,9 @@ class HeadService:
 
     async def close(self) -> None:
         await self.snapshots.close()
-        for task in self._tasks.values():
-            task.cancel()
-        for task in self._tasks.values():
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks.clear()
+        for feed in self.feeds.values():
+            feed.abort()
+        await self.tasks.close()
         await self.server.close()
         await self.peers.close()
         if self._watch is not None:
@@ -118,12 +124,6 @@ class HeadService:
             await asyncio.to_thread(self._members.close)
         if self.store is not None:
             await asyncio.to_thread(self.store.close)
-
-    def _spawn(self, name: str, coro) -> None:
-        old = self._tasks.pop(name, None)
-        if old is not None:
-            old.cancel()
-        self._tasks[name] = asyncio.create_task(coro, name=name)
 
     async def _watch_zookeeper_members(self, loop: asyncio.AbstractEventLoop) -> None:
         from boreas.catalog.store.membership import ZooKeeperMembers
@@ -194,10 +194,9 @@ class HeadService:
             if endpoint not in self.feeds:
                 feed = GlobalFeed(endpoint, self.peers, lambda: self.catalog, self.origin)
                 self.feeds[endpoint] = feed
-                self._spawn(f"global {endpoint}", feed.run())
+                feed.start(self.tasks)  # its sender's task is ours: named "global ENDPOINT"
         for endpoint in set(self.feeds) - set(catalog.globals):
-            del self.feeds[endpoint]
-            self._tasks.pop(f"global {endpoint}").cancel()
+            self.feeds.pop(endpoint).abort()
             log.info("global component %s disconnected", endpoint)
         self.notify()
 
@@ -206,7 +205,7 @@ class HeadService:
         if sync is None:
             sync = NodeSync(endpoint, self.peers, self.pending, self.notify, self.origin)
             self.syncs[endpoint] = sync
-            self._spawn(f"node {endpoint}", sync.run())
+            self.tasks.spawn(f"node {endpoint}", sync.run)
         return sync
 
     # -- operations ----------------------------------------------------------
@@ -291,6 +290,34 @@ class HeadService:
 
         return await self._learn(involved, build, moved)
 
+    async def learn_adoption(self, source: str, target: str) -> int:
+        """``target`` adopted every box of failed node ``source`` (:mod:`boreas.head.failover`).
+
+        Committed like a move: what was placed on ``source`` (boxes, tables,
+        the streams published there) is placed on ``target``; every slice is
+        recomputed, so upstream nodes are re-pointed and hand their
+        unacknowledged batches to ``target``.
+        """
+        async with self._moves:
+            involved = {source, target} | {s.endpoint for s in self.syncs.values() if s.held is None}
+
+            def build(catalog: Catalog) -> list[Change] | None:
+                changes = []
+                for kind in ("box", "table", "publish", "input", "output"):
+                    for key, item in getattr(catalog, KIND_TO_DICT[kind][0]).items():
+                        if getattr(item, "node", None) == source:
+                            changes.append(Change(kind, key, to_text(replace(item, node=target))))
+                if changes and target not in catalog.nodes:
+                    changes.append(Change("node", target, to_text(Node(target))))
+                return changes or None
+
+            return await self._learn(involved, build)
+
+    async def _failover_checks(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            await self.failover.check()
+
     async def learn_connect(self, connect: Connect) -> int:
         """A node reports a filter box it inserted (paper 3.2.1); commit it to the global catalog."""
         box = connect.box
@@ -356,6 +383,7 @@ class HeadService:
             await self.wait_for_change(self.revision, deadline - loop.time())
 
     def heartbeat(self, endpoint: str, incarnation: str, version: int, recovery: dict | None = None) -> None:
+        self.failover.heard(endpoint, recovery)
         if self.membership.heartbeat(endpoint, incarnation, version, recovery=recovery):
             log.info("node %s is up (incarnation %s): synchronising its local catalog", endpoint, incarnation[:8])
             self.sync_for(endpoint).resync()

@@ -47,10 +47,15 @@ from boreas.catalog.validate import stream_schemas
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerError, PeerRefused
 
+from .head_reports import head_reports
+
 if TYPE_CHECKING:
     from .service import NodeService
 
 log = logging.getLogger(__name__)
+
+#: How long a connect or disconnect waits for the Head to commit its report before answering.
+REPORT_WAIT = 10.0
 
 
 class ConnectRefused(ValueError):
@@ -62,7 +67,7 @@ class ConnectRefused(ValueError):
 
 
 class FilterConnector:
-    def __init__(self, node: "NodeService"):
+    def __init__(self, node: NodeService):
         self.node = node
 
     @property
@@ -255,13 +260,17 @@ class FilterConnector:
             raise ConnectRefused(str(exc), 502) from None
 
     async def _report(self, item: Connect | Disconnect) -> None:
-        """Optimizer changes are reflected to the Head (paper 2.2), which commits them."""
-        if not self.node.head:
+        """Optimizer changes are reflected to the Head (paper 2.2), which commits them.
+
+        The report goes on the node's one ordered channel to the Head (after
+        any move reported before it) and is retried while the Head is down.
+        The request waits up to :data:`REPORT_WAIT` for the Head to commit it,
+        so an optimizer that gets the answer finds the change in the global
+        catalog; if the Head is slower, the report is delivered later.
+        """
+        reports = head_reports(self.node)
+        if reports is None or not reports.report(item):
             return
-        text = update_document([item], origin=self.node.endpoint)
-        try:
-            await self.node.peers.call("POST", f"{self.node.head}/update", data=text,
-                                       content_type="application/xml")
-        except PeerError as exc:
-            log.warning("node %s could not report %s to the Head: %s", self.node.endpoint,
-                        type(item).__name__.lower(), exc)
+        if not await reports.flush(REPORT_WAIT):
+            log.warning("node %s: the Head has not taken the report of its %s yet; it will be delivered "
+                        "when the Head answers", self.node.endpoint, type(item).__name__.lower())

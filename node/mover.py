@@ -18,7 +18,7 @@ Usage::
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -41,6 +41,7 @@ from .handover import (
     start_forwarding,
     target_items,
 )
+from .head_reports import head_reports
 
 if TYPE_CHECKING:
     from .service import NodeService
@@ -53,9 +54,10 @@ class MoveFailed(RuntimeError):
 
 
 class BoxMover:
-    def __init__(self, node: "NodeService"):
+    def __init__(self, node: NodeService):
         self.node = node
         self.moved_away: dict[str, tuple[str, float]] = {}  # box -> (where it went, when)
+        self._retired = 0  # forwarding links retired so far (names their closing tasks)
 
     def recently_moved(self, items: list) -> list[Rejection]:
         """Declarations of boxes that just left this node: the sender's catalog is behind the move."""
@@ -95,7 +97,7 @@ class BoxMover:
         node.local.counters["boxes_moved_out"] += 1
         self.moved_away[box] = (target, time.monotonic())
         log.info("node %s moved box %r to %s", node.endpoint, box, target)
-        asyncio.get_running_loop().create_task(self._report(box, target))
+        self._report(box, target)
         return version
 
     async def _take_back(self, handover: BoxHandover) -> None:
@@ -114,20 +116,15 @@ class BoxMover:
         for batch in queued:
             await flow.replay(batch)
 
-    async def _report(self, box: str, target: str) -> None:
-        """Tell the Head (section 3.1.2); it commits the location and re-points the neighbours."""
-        if not self.node.head:
-            return
-        text = update_document([Move(target, box=box)], origin=self.node.endpoint)
-        for attempt in range(5):
-            try:
-                await self.node.peers.call("POST", f"{self.node.head}/update", data=text,
-                                           content_type="application/xml")
-                return
-            except PeerError as exc:
-                log.warning("node %s could not report the move of %r to the Head (%s)", self.node.endpoint,
-                            box, exc)
-                await asyncio.sleep(0.5 * (attempt + 1))
+    def _report(self, box: str, target: str) -> None:
+        """Tell the Head (section 3.1.2); it commits the location and re-points the neighbours.
+
+        Queued on the node's one ordered channel to the Head, which retries
+        while the Head is down; the move does not wait for it.
+        """
+        reports = head_reports(self.node)
+        if reports is not None:
+            reports.report(Move(target, box=box))
 
     async def move_in(self, body: bytes) -> int:
         """``POST /handover`` on the target: declare the box, restore it; it orders its own inputs."""
@@ -147,9 +144,13 @@ class BoxMover:
             node.reflector.reflect(catalog, update.items)
         if node.durability is not None:  # its state came over the network, not through the log
             await node.durability.snapshot(node.dataflow, node.durability.last_snapshot or 0)
+        tasks = node.reflector.tasks  # the node's supervisor: a failure is logged, never lost
         for link in stale:  # the box came back: stop forwarding it away
             node.dataflow.counters["forwards_retired"] += 1
-            asyncio.get_running_loop().create_task(link.close(flush_timeout=5.0))
+            self._retired += 1
+            if not tasks.closed:  # else the node is stopping, and closing its dataflow closes the link
+                tasks.spawn(f"retire forward of {handover.box} #{self._retired}",
+                            functools.partial(link.close, flush_timeout=5.0), restart=False)
         for batch in unsent:
             await node.dataflow.replay(batch)
         node.local.counters["boxes_moved_in"] += 1

@@ -13,6 +13,16 @@ The node learns its regions from its own local catalog: the ``<region>``
 elements the Head puts in its slice carry the regional component's
 endpoint.
 
+Each region is fed by its own :class:`~boreas.wire.sender.ReliableSender`
+(ordered, retrying while the region is down, skipping what it refuses), all
+owned by the reflector's :class:`~boreas.wire.supervisor.Supervisor`
+(``tasks``).  Until the node service owns a supervisor and its channel to
+the Head, the reflector -- the one part the service closes that sends
+update XML on -- also owns those: ``tasks`` runs the node's short
+background jobs (retiring a forward after a box came back), and
+``head_reports`` holds the :class:`~boreas.node.head_reports.HeadReports`
+once one is made, so closing the reflector delivers pending reports.
+
 Usage::
 
     reflector = Reflector("localhost:15000", peers)
@@ -24,23 +34,28 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import catalog_items
 from boreas.catalog.updates import update_document
 from boreas.wire.backoff import Backoff
-from boreas.wire.client import PeerClient, PeerError, PeerRefused
+from boreas.wire.client import PeerClient
+from boreas.wire.sender import QueueFull, ReliableSender
+from boreas.wire.supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from .head_reports import HeadReports
 
 log = logging.getLogger(__name__)
 
 #: A region this many updates behind gets one full copy instead.
 MAX_BACKLOG = 1000
+#: How long closing waits for regions (and the Head) to take what is queued.
+CLOSE_TIMEOUT = 1.0
 
 
 def region_endpoints(catalog: Catalog) -> set[str]:
@@ -48,21 +63,15 @@ def region_endpoints(catalog: Catalog) -> set[str]:
     return {r.endpoint for r in catalog.regions.values() if r.node and r.endpoint}
 
 
-@dataclass
-class _Region:
-    endpoint: str
-    queue: list[str] = field(default_factory=list)
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task | None = None
-
-
 class Reflector:
     def __init__(self, endpoint: str, peers: PeerClient):
         self.endpoint = endpoint
         self.peers = peers
         self.counters: Counter[str] = Counter()
-        self._regions: dict[str, _Region] = {}
+        self.tasks = Supervisor(f"node {endpoint}")
+        self.head_reports: HeadReports | None = None  # made on the first report (node/head_reports.py)
+        self._regions: dict[str, ReliableSender] = {}
+        self.closed = False
 
     @property
     def regions(self) -> list[str]:
@@ -75,6 +84,8 @@ class Reflector:
         (regional catalogs apply a change twice harmlessly, and a ``<move>``
         is not in any copy); regions no longer in it are forgotten.
         """
+        if self.closed:
+            return  # the node is stopping: a restarted node sends its regions a full copy
         wanted = region_endpoints(catalog)
         for endpoint in set(self._regions) - wanted:
             self._drop(endpoint)
@@ -83,37 +94,39 @@ class Reflector:
             region = self._regions.get(endpoint)
             if region is None:
                 region = self._start(endpoint)
-                region.queue.append(self._copy(catalog))
-                if text is not None:
-                    region.queue.append(text)
-            elif len(region.queue) >= MAX_BACKLOG:
-                log.warning("node %s: region %s is %d updates behind; it gets a full copy instead",
-                            self.endpoint, endpoint, len(region.queue))
-                region.queue[:] = [self._copy(catalog)]
-            elif text is not None:
-                region.queue.append(text)
-            else:
+                region.send(self._copy(catalog))
+            if text is None:
                 continue
-            region.idle.clear()
-            region.wake.set()
+            try:
+                region.send(text)
+            except QueueFull:
+                log.warning("node %s: region %s is %d updates behind; it gets a full copy instead",
+                            self.endpoint, endpoint, region.queued)
+                region.reset([self._copy(catalog)])
 
     async def flush(self, timeout: float) -> bool:
         """Wait until every region has what was reflected so far; False if one did not in time."""
-        waits = [r.idle.wait() for r in self._regions.values()]
-        if not waits:
+        if not self._regions:
             return True
-        try:
-            await asyncio.wait_for(asyncio.gather(*waits), timeout)
-            return True
-        except asyncio.TimeoutError:
-            return False
+        done = await asyncio.gather(*(r.flush(timeout) for r in self._regions.values()))
+        return all(done)
 
     async def close(self) -> None:
-        for endpoint in list(self._regions):
-            self._drop(endpoint)
+        """Give regions (and the Head's reports) a moment to take what is queued, then stop."""
+        self.closed = True
+        closing = [r.close(CLOSE_TIMEOUT) for r in self._regions.values()]
+        if self.head_reports is not None:
+            closing.append(self.head_reports.close())
+        await asyncio.gather(*closing)
+        self._regions.clear()
+        await self.tasks.close()
 
     def status(self) -> dict[str, int]:
-        return {e: len(r.queue) for e, r in self._regions.items()}
+        return {e: r.queued for e, r in self._regions.items()}
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per region: queued, sent, retries, refused, the last failure."""
+        return {e: r.stats() for e, r in self._regions.items()}
 
     # -- internals ------------------------------------------------------------
 
@@ -122,43 +135,14 @@ class Reflector:
         return update_document(catalog_items(catalog), version=catalog.version, origin=self.endpoint,
                                copy=uuid.uuid4().hex[:12], part=1, parts=1)
 
-    def _start(self, endpoint: str) -> _Region:
-        region = _Region(endpoint)
-        region.task = asyncio.get_running_loop().create_task(self._send(region), name=f"reflect to {endpoint}")
+    def _start(self, endpoint: str) -> ReliableSender:
+        region = ReliableSender(endpoint, self.peers, name=f"node {self.endpoint}: reflect to {endpoint}",
+                                capacity=MAX_BACKLOG, timeout=5.0, backoff=Backoff(first=0.05, cap=2.0))
+        region.start(self.tasks)
         self._regions[endpoint] = region
         log.info("node %s reflects to region %s", self.endpoint, endpoint)
         return region
 
     def _drop(self, endpoint: str) -> None:
-        region = self._regions.pop(endpoint)
-        region.idle.set()
-        if region.task is not None:
-            region.task.cancel()
+        self._regions.pop(endpoint).abort()
         log.info("node %s no longer reflects to region %s", self.endpoint, endpoint)
-
-    async def _send(self, region: _Region) -> None:
-        backoff = Backoff(first=0.05, cap=2.0)
-        with contextlib.suppress(asyncio.CancelledError):
-            while True:
-                if not region.queue:
-                    region.idle.set()
-                    region.wake.clear()
-                    await region.wake.wait()
-                    continue
-                text = region.queue[0]
-                try:
-                    await self.peers.post_update(region.endpoint, text, timeout=5.0)
-                    self.counters["reflected"] += 1
-                except PeerRefused as exc:  # it answered: retrying the same text would not help
-                    self.counters["refused"] += 1
-                    log.warning("node %s: region %s refused a reflection: %s", self.endpoint,
-                                region.endpoint, exc)
-                except PeerError as exc:
-                    self.counters["failures"] += 1
-                    log.debug("node %s: reflection to %s failed (%s); retrying", self.endpoint,
-                              region.endpoint, exc)
-                    await backoff.sleep()
-                    continue
-                backoff.reset()
-                if region.queue and region.queue[0] is text:
-                    region.queue.pop(0)

@@ -7,6 +7,10 @@ applies an update twice or out of order: an update for a version it already
 has is ignored, and a gap (a version missing) makes it ask the Head for a
 fresh full copy.  ``close()`` disconnects (``<delete global=...>``).
 
+Asking for a copy goes through a :class:`~boreas.wire.sender.ReliableSender`
+to the Head with room for one request: it is retried while the Head is
+down, and a gap found while an ask is still queued does not ask again.
+
 Usage::
 
     component = GlobalComponent("http://localhost:14000", token, on_change=print)
@@ -32,6 +36,7 @@ from boreas.catalog.model import GlobalComponent as GlobalElement
 from boreas.catalog.replicate import UpdateRejected, apply_update
 from boreas.catalog.updates import update_document
 from boreas.wire.client import PeerClient, PeerError
+from boreas.wire.sender import QueueFull, ReliableSender
 from boreas.wire.server import HttpServer, json_error
 
 log = logging.getLogger(__name__)
@@ -53,6 +58,7 @@ class GlobalComponent:
         self.server = HttpServer("global component", token)
         self.server.app.router.add_post("/update", self._handle_update)
         self.peers = PeerClient(token)
+        self.asks = ReliableSender(head, self.peers, name="global component: copy requests", capacity=1)
         self._staging: Catalog | None = None
         self._copy_id: str | None = None
         self._next_part = 1
@@ -61,6 +67,7 @@ class GlobalComponent:
     async def start(self, host: str = "localhost", port: int = 0) -> str:
         self.endpoint = await self.server.start(host, port)
         await self.register()
+        self.asks.start()
         return self.endpoint
 
     async def register(self) -> None:
@@ -69,6 +76,7 @@ class GlobalComponent:
         await self._send_head(update_document([GlobalElement(self.endpoint)]))
 
     async def close(self, disconnect: bool = True) -> None:
+        self.asks.abort()
         if disconnect and self.endpoint:
             try:
                 await self._send_head(update_document([Delete(global_=self.endpoint)]))
@@ -96,7 +104,7 @@ class GlobalComponent:
         except UpdateRejected as exc:
             log.warning("global component: update %s does not apply (%s); asking for a full copy",
                         doc.version, exc)
-            asyncio.get_running_loop().create_task(self._ask_copy())
+            self._ask_copy()
         return web.json_response({"version": self.catalog.version})
 
     def _copy_part(self, doc: Update) -> None:
@@ -120,15 +128,18 @@ class GlobalComponent:
         if doc.version != self.catalog.version + 1:
             log.warning("global component: missed versions %d..%d; asking for a full copy",
                         self.catalog.version + 1, doc.version - 1)
-            asyncio.get_running_loop().create_task(self._ask_copy())
+            self._ask_copy()
             return
         self.catalog = apply_update(self.catalog, doc.items, doc.version)
         self.counters["changes_applied"] += 1
         if self.on_change:
             self.on_change(doc.version, doc.items, self.catalog)
 
-    async def _ask_copy(self) -> None:
+    def _ask_copy(self) -> None:
+        """Re-register, which makes the Head send a fresh full copy; one ask at a time."""
+        if self.endpoint is None or self.asks.closed:
+            return
         try:
-            await self.register()
-        except PeerError as exc:
-            log.warning("could not ask the Head for a full copy: %s", exc)
+            self.asks.send(update_document([GlobalElement(self.endpoint)]))
+        except QueueFull:
+            pass  # an ask is already on its way: the copy it brings is newer than this gap

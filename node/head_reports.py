@@ -1,0 +1,91 @@
+"""A node's reports to the Head of the changes it made itself (paper 2.2, 3.1.2, 3.2).
+
+An optimizer asks a node directly to move a box or to insert or remove a
+filter; the node does it, then tells the Head, which commits the change to
+the global catalog.  These reports must reach the Head, and in the order
+the node made the changes (a connect after a move of the same box must not
+overtake it), so a node has exactly one :class:`HeadReports`: one
+:class:`~boreas.wire.sender.ReliableSender` to the Head's ``/update``, shared
+by the mover and the connector.  A Head that is down is retried until it is
+back; a report the Head refuses is logged and skipped.
+
+The node service does not construct it (yet): :func:`head_reports` makes it
+on the first report from ``node.head`` and ``node.peers`` and keeps it on the
+node's reflector, whose ``close()`` delivers what is still queued.  A node
+that sets ``node.head_reports`` itself is used as is.
+
+Usage::
+
+    reports = head_reports(node)        # None when the node runs without a Head
+    if reports is not None:
+        reports.report(Move("localhost:15001", box="box1"))
+        await reports.flush(timeout=10.0)   # the Head has committed it
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from boreas.catalog.updates import describe_item, update_document
+from boreas.wire.backoff import Backoff
+from boreas.wire.client import PeerClient, PeerRefused
+from boreas.wire.sender import QueueFull, ReliableSender, SenderClosed
+
+if TYPE_CHECKING:
+    from .service import NodeService
+
+log = logging.getLogger(__name__)
+
+#: Reports waiting for a Head that is down; beyond this they are dropped (and logged).
+CAPACITY = 1000
+#: How long closing waits for the Head to take what is queued.
+CLOSE_TIMEOUT = 2.0
+
+
+class HeadReports:
+    """The node's one ordered channel to the Head for moves, connects and disconnects."""
+
+    def __init__(self, head: str, peers: PeerClient, endpoint: str):
+        self.endpoint = endpoint
+        self.sender = ReliableSender(head, peers, name=f"node {endpoint}: reports to the Head",
+                                     capacity=CAPACITY, backoff=Backoff(first=0.2, cap=5.0),
+                                     on_refused=self._refused)
+        self.sender.start()
+
+    def report(self, item: Any) -> bool:
+        """Queue one change (``Move``, ``Connect``, ``Disconnect``) for the Head; False if dropped."""
+        try:
+            self.sender.send(update_document([item], origin=self.endpoint))
+            return True
+        except (QueueFull, SenderClosed) as exc:
+            log.error("node %s cannot report %s to the Head: %s", self.endpoint, describe_item(item), exc)
+            return False
+
+    async def flush(self, timeout: float) -> bool:
+        """Wait until the Head has answered every report so far (it has committed them)."""
+        return await self.sender.flush(timeout)
+
+    async def close(self, timeout: float = CLOSE_TIMEOUT) -> bool:
+        return await self.sender.close(timeout)
+
+    def stats(self) -> dict[str, Any]:
+        return self.sender.stats()
+
+    def _refused(self, text: str, exc: PeerRefused) -> None:
+        log.warning("node %s: the Head refused a report (%s); it is not retried", self.endpoint, exc)
+
+
+def head_reports(node: NodeService) -> HeadReports | None:
+    """The node's :class:`HeadReports`, made on first use; None when it has no Head (or is stopping)."""
+    if not node.head:
+        return None
+    reports = getattr(node, "head_reports", None)
+    if reports is None:
+        reports = node.reflector.head_reports
+    if reports is None:
+        if node.reflector.closed:
+            log.warning("node %s is stopping: a report to the Head is dropped", node.endpoint)
+            return None
+        reports = node.reflector.head_reports = HeadReports(node.head, node.peers, node.endpoint)
+    return reports
