@@ -103,7 +103,8 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         for row in status["nodes"]:
             state = "up" if row["alive"] else ("down" if row["registered"] else "unseen")
             sync = "in sync" if row["in_sync"] else f"{row['acked_version']}/{row['desired_version']}"
-            note = row["failure"] or "; ".join(row["pending"]) or ("" if row["in_catalog"] else "not in catalog")
+            note = (_failover(row.get("failover")) or row["failure"] or "; ".join(row["pending"])
+                    or ("" if row["in_catalog"] else "not in catalog"))
             print(f"{row['endpoint']:24} {state:6} {row['boxes']:>5}  {sync:12} "
                   f"{_recovery(row.get('recovery') or {}):24} {note}")
         return EXIT_OK
@@ -113,6 +114,17 @@ def cmd_nodes(args: argparse.Namespace) -> int:
 
 def _ago(when: float) -> str:
     return f"{max(0.0, time.time() - when):.0f} s ago"
+
+
+def _failover(state: dict | None) -> str:
+    """What failover did with a node that stayed down, or why it did not."""
+    if not state:
+        return ""
+    if state.get("state") == "failed over":
+        return f"failed over to {state['to']} ({', '.join(state.get('boxes', []))})"
+    if state.get("state") == "adopting":
+        return f"failing over to {state['to']}"
+    return f"not failed over: {state.get('reason', '?')}"
 
 
 def _recovery(report: dict) -> str:

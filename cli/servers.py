@@ -63,7 +63,7 @@ def cmd_head(args: argparse.Namespace) -> int:
         print(f"no token given: generated one; start nodes with {TOKEN_ENV}={token}", file=sys.stderr)
 
     head = HeadService(catalog_url(args), token, pending_timeout=args.pending_timeout,
-                       snapshot_interval=args.snapshot_interval)
+                       snapshot_interval=args.snapshot_interval, failover_after=args.failover_after)
     host, port = split_endpoint(listen)
     return serve_until_stopped(lambda: head.start(host, port), head.close)
 
@@ -75,7 +75,7 @@ def cmd_node(args: argparse.Namespace) -> int:
 
     data_dir = Path(args.data_dir) if args.data_dir else None
     node = NodeService(endpoint, head, token, data_dir=data_dir, snapshot_url=args.snapshot_store,
-                       group_commit=(args.commit_every, args.commit_ms))
+                       group_commit=(args.commit_every, args.commit_ms), shared_dir=args.shared_dir)
     return serve_until_stopped(node.start, node.close)
 
 
@@ -194,6 +194,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help=f"HOST:PORT to serve on (default localhost:{DEFAULT_HEAD_PORT})")
     p.add_argument("--pending-timeout", type=float, default=30.0,
                    help="seconds a request for a box that moved waits for its new location (default 30)")
+    p.add_argument("--failover-after", type=float, default=30.0, metavar="SECONDS",
+                   help="a node down this long has its boxes adopted by a live node, when its data directory "
+                        "is shared (boreas node --shared-dir); 0 disables failover (default 30)")
     p.add_argument("--snapshot-interval", type=float, default=5.0,
                    help="seconds between consistent snapshots of the durable nodes (default 5; 0: only on "
                         "demand, boreas snapshot)")
@@ -208,6 +211,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--snapshot-store", metavar="URL",
                    help="where snapshots go (a file:///dir URL or a path; default DIR/snapshots); a shared "
                         "directory lets another node take this one's boxes over")
+    p.add_argument("--shared-dir", action="store_true",
+                   help="DIR is on storage the other nodes reach at the same path: if this node stays down "
+                        "past the Head's --failover-after, a live node adopts its boxes from DIR")
     p.add_argument("--commit-every", type=int, default=FLUSH_EVERY, metavar="N",
                    help=f"group commit: flush the input log every N batches ... (default {FLUSH_EVERY})")
     p.add_argument("--commit-ms", type=float, default=FLUSH_MS, metavar="T",

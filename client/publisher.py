@@ -26,6 +26,9 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -38,6 +41,12 @@ from boreas.wire.tuples import RowError
 
 from .head_api import UnknownStream, stream_route
 
+
+log = logging.getLogger(__name__)
+
+#: An entry node unreachable this long: ask the Head again where the stream enters (it may have
+#: failed over to another node, which then takes what the old one never acknowledged).
+REROUTE_AFTER = 2.0
 
 #: Refused rows kept with their reasons (the rest are only counted): a long publish of bad data
 #: must not grow the publisher's memory without bound.
@@ -68,6 +77,7 @@ class Publisher:
         self.duplicates = 0  # batches the node already had from this producer (a re-run): dropped
         self._sent_rows = 0
         self._first_row: dict[int, int] = {}  # seq -> number of the batch's first row
+        self._follow: asyncio.Task | None = None
 
     async def __aenter__(self) -> "Publisher":
         await self.start()
@@ -89,10 +99,41 @@ class Publisher:
         self.fields = [f.name for f in self.schema.fields]
         self.entries = route["entries"]
         for endpoint in self.entries:
-            link = OutboundLink(endpoint, self.token, self.producer, capacity=self.capacity,
-                                on_reply=self._replied if endpoint == self.entries[0] else None)
-            await link.start()
-            self.links.append(link)
+            self.links.append(await self._link(endpoint, first=endpoint == self.entries[0]))
+        self._follow = asyncio.create_task(self._follow_entries(), name=f"publisher {self.producer} route")
+
+    async def _link(self, endpoint: str, first: bool) -> OutboundLink:
+        link = OutboundLink(endpoint, self.token, self.producer, capacity=self.capacity,
+                            on_reply=self._replied if first else None)
+        await link.start()
+        return link
+
+    async def _follow_entries(self) -> None:
+        """While an entry node is unreachable, ask the Head where the stream enters now (failover)."""
+        while True:
+            await asyncio.sleep(REROUTE_AFTER / 2)
+            if not any(link.down_for > REROUTE_AFTER for link in self.links):
+                continue
+            try:
+                async with PeerClient(self.token) as peers:
+                    route = await stream_route(peers, self.head, self.stream)
+            except Exception as exc:  # the Head may be down too: keep trying
+                log.debug("publisher %s: cannot ask the Head for %s's route: %s", self.producer, self.stream, exc)
+                continue
+            await self._reroute(list(route.get("entries") or []))
+
+    async def _reroute(self, entries: list[str]) -> None:
+        current = [link.endpoint for link in self.links]
+        new = [e for e in entries if e not in current]
+        for index, link in enumerate(list(self.links)):
+            if link.endpoint in entries or len(new) != 1:
+                continue
+            replacement = await self._link(new.pop(), first=index == 0)
+            moved = link.redirect(self.stream, replacement)
+            self.links[index] = replacement
+            await link.abort()
+            log.warning("publisher %s: stream %s now enters at %s instead of %s (%d unacknowledged batches "
+                        "handed over)", self.producer, self.stream, replacement.endpoint, link.endpoint, moved)
 
     async def send(self, rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> None:
         """Queue rows in batches of ``batch_size``; waits while the nodes are behind."""
@@ -134,6 +175,10 @@ class Publisher:
             raise PublishRefused(self.refusals[0])
 
     async def close(self) -> None:
+        if self._follow is not None:
+            self._follow.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follow
         try:
             await self.flush(timeout=30)
         finally:

@@ -292,6 +292,7 @@ class _Api:
                 "failure": sync.failure if sync else None,
                 "pending": [r.describe() for r in head.pending.for_node(endpoint)],
                 "counters": dict(sync.counters) if sync else {},
+                "failover": head.failover.state.get(endpoint),
             })
         return web.json_response({"version": head.catalog.version, "nodes": rows,
                                   "snapshot_complete": head.snapshots.complete})
@@ -303,6 +304,7 @@ class _Api:
             "nodes": len(head.syncs), "globals": sorted(head.feeds), "pending_requests": len(head.pending),
             "http": dict(head.server.counters), "peers": dict(head.peers.counters),
             "snapshots": head.snapshots.status(),
+            "failover": head.failover.status(),
         })
 
     async def stream(self, request: web.Request) -> web.Response:

@@ -38,9 +38,10 @@ from boreas.catalog.validate import stream_schemas
 from boreas.wire.frames import Ack, Batch, Refused, encode_rows
 from boreas.wire.links import OutboundLink
 from boreas.wire.receiver import Deferred
+from boreas.wire.sequencing import Sequencer
 from boreas.wire.tuples import RowType
 
-from .box_inputs import BoxInputs, Bridge
+from .box_inputs import Bridge
 from .operators import Operator, OperatorError, build_operator
 from .recovery import records
 from .recovery.log import InputLog
@@ -80,10 +81,11 @@ class Dataflow:
         self.forwards: dict[str, OutboundLink] = {}
         self.forward_types: dict[str, RowType] = {}
         self.lock = asyncio.Lock()
+        self.sending = asyncio.Lock()  # held while the outbox is handed to the links
         # A box that arrived by a move orders its own inputs: its batches come both forwarded by
         # the node it left and straight from upstream, and this node's receiver may already have
         # passed some of them on before the box came (a box moving back).
-        self.box_inputs: dict[str, BoxInputs] = {}
+        self.box_inputs: dict[str, Sequencer] = {}  # Sequencer.for_box
         # A moved box's pause: from when the source took it out (wall clock, same host or synced
         # clocks) to its first batch here; the last ones, in seconds, by box (``/status``).
         self.paused_since: dict[str, float] = {}
@@ -175,11 +177,11 @@ class Dataflow:
                 log.error("node %s cannot run box %r: %s", self.endpoint, name, exc)
         self.producer_of = {s: name for name, box in self.boxes.items() for s in box.outputs}
         self._wire_consumers()
-        self.destinations = {}
+        before, self.destinations = self.destinations, {}
         for sub in catalog.subscriptions.values():
             self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
         self._routed = {(e, s) for e, s in self._routed if e in self.destinations.get(s, ())}
-        self._relink(catalog)
+        self._relink(catalog, before)
 
     def _wire_consumers(self) -> None:
         for old, bridge in list(self.bridges.items()):
@@ -223,6 +225,36 @@ class Dataflow:
         await self._take((batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None))
         await self._release()
 
+    async def deliver(self, batches: list[tuple[str, list[tuple], str, int, str]]) -> None:
+        """Process batches handed over by a failover: (stream, rows, producer, seq, box or "").
+
+        They are logged like any batch taken here; a named box gets the
+        batch alone (its own positions drop what it already has).
+        """
+        for stream, rows, producer, seq, box in batches:
+            await self._take((stream, rows, producer, seq, box, encode_rows(rows), None))
+        await self._release()
+
+    def send_later(self, outputs: list[tuple[str, str, list[tuple], str, int, bool]]) -> list[str]:
+        """Queue (endpoint, stream, rows, producer, seq, restart) outputs on this node's links.
+
+        The caller holds the lock; they leave with the next release, in
+        order, ahead of anything processed later.  Returns the endpoints
+        with no link here (their outputs are not sent).
+        """
+        missing = []
+        for endpoint, stream, rows, producer, seq, restart in outputs:
+            link = self.links.get(endpoint)
+            if link is None:
+                missing.append(endpoint)
+                continue
+            self._outbox.append((link, stream, rows, producer, seq, restart))
+        return missing
+
+    async def release(self) -> None:
+        """Send what is queued for sending (after :meth:`send_later`)."""
+        await self._release()
+
     # -- recovery -------------------------------------------------------------------
 
     def capture(self, snapshot: int) -> dict:
@@ -246,9 +278,8 @@ class Dataflow:
             "box_ids": dict(self.box_ids),
             "out_seq": dict(self.out_seq),
             "processed": [[s, p, seq] for (s, p), seq in self.processed.items()],
-            "box_inputs": {name: {"next": [list(p) for p in inputs.positions()],
-                                  "held": [[s, p, n, rows] for (s, p), held in inputs.held.items()
-                                           for n, rows in sorted(held.items())]}
+            "box_inputs": {name: {"next": [list(p) for p in inputs.box_positions()],
+                                  "held": [list(h) for h in inputs.held_items()]}
                            for name, inputs in self.box_inputs.items()},
         }
 
@@ -271,9 +302,9 @@ class Dataflow:
             restored.append(name)
         for name, inputs in captured["box_inputs"].items():
             if name in self.operators:
-                box_inputs = self.box_inputs[name] = BoxInputs([tuple(p) for p in inputs["next"]])
+                box_inputs = self.box_inputs[name] = Sequencer.for_box([tuple(p) for p in inputs["next"]])
                 for s, p, n, rows in inputs["held"]:
-                    box_inputs.held.setdefault((s, p), {})[n] = [tuple(r) for r in rows]
+                    box_inputs.hold(s, p, n, [tuple(r) for r in rows])
         return restored
 
     async def replay_log(self, entries: Iterable[tuple[int, bytes]]) -> int:
@@ -314,19 +345,40 @@ class Dataflow:
             if link not in self.forwards.values():
                 await link.close()
 
-    def _relink(self, catalog: Catalog) -> None:
+    def _relink(self, catalog: Catalog, before: dict[str, list[str]]) -> None:
         wanted = {e for targets in self.destinations.values() for e in targets}
-        # Links to nodes stay open while idle: one ordered connection per neighbour, so a stream
-        # that comes back to it (Batch.restart) never overtakes batches still on an older one.
-        for endpoint in set(self.links) - wanted - set(catalog.nodes):
-            link = self.links.pop(endpoint)
-            asyncio.get_running_loop().create_task(link.close())
         for endpoint in wanted - set(self.links):
             link = OutboundLink(endpoint, self.token, self.sender,
                                 drop_when_down=endpoint not in catalog.nodes, down_capacity=DOWN_CAPACITY)
             self.links[endpoint] = link
             if self._started:
                 asyncio.get_running_loop().create_task(link.start())
+        self._redirect(before)
+        # Links to nodes stay open while idle: one ordered connection per neighbour, so a stream
+        # that comes back to it (Batch.restart) never overtakes batches still on an older one.
+        for endpoint in set(self.links) - wanted - set(catalog.nodes):
+            link = self.links.pop(endpoint)
+            asyncio.get_running_loop().create_task(link.close())
+
+    def _redirect(self, before: dict[str, list[str]]) -> None:
+        """A stream whose one node consumer was replaced by another: what waits for the old goes to the new.
+
+        That is how a box that moved, or failed over from a dead node, gets
+        every batch the old node never acknowledged: the new node drops
+        those it already has (its restored positions).
+        """
+        for stream, targets in self.destinations.items():
+            for endpoint in targets:
+                self.links[endpoint].unredirect(stream)
+        for stream, old in before.items():
+            new = self.destinations.get(stream, [])
+            gone = [self.links[e] for e in old if e not in new and e in self.links and not self.links[e].drop_when_down]
+            came = [self.links[e] for e in new if e not in old and not self.links[e].drop_when_down]
+            if gone and len(came) == 1:
+                moved = sum(link.redirect(stream, came[0]) for link in gone)
+                if moved:
+                    log.info("node %s: %d unacknowledged batches of %s handed from %s to %s", self.endpoint,
+                             moved, stream, ", ".join(link.endpoint for link in gone), came[0].endpoint)
 
     # -- data in ------------------------------------------------------------------
 
@@ -453,10 +505,23 @@ class Dataflow:
             await self._emit(name, op.poll(now))
 
     async def _send_outbox(self) -> None:
-        outbox, self._outbox = self._outbox, []
-        for link, stream, rows, producer, seq, restart in outbox:
-            await link.send(stream, rows, producer, seq, restart=restart)
-            self.counters["rows_out"] += len(rows)
+        async with self.sending:
+            outbox, self._outbox = self._outbox, []
+            for link, stream, rows, producer, seq, restart in outbox:
+                await link.send(stream, rows, producer, seq, restart=restart)
+                self.counters["rows_out"] += len(rows)
+
+    def withdraw(self, endpoint: str, streams: set[str]) -> list[tuple[str, list[tuple], str, int]]:
+        """Take back outputs of ``streams`` queued for ``endpoint`` and not yet sent (the caller holds the lock)."""
+        kept, taken = [], []
+        for item in self._outbox:
+            link, stream, rows, producer, seq, _ = item
+            if link.endpoint == endpoint and stream in streams:
+                taken.append((stream, rows, producer, seq))
+            else:
+                kept.append(item)
+        self._outbox = kept
+        return taken
 
     async def _route(self, stream: str, rows: list[tuple], origin: tuple[str, int] | None = None) -> None:
         """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes.
@@ -498,7 +563,7 @@ class Dataflow:
                             self.endpoint, stream, origin[0], origin[1], box)
             return
         ports = [port for o, name, port in self.consumers.get(stream, ()) if name == box]
-        for ready in inputs.admit(stream, origin[0], origin[1], rows):
+        for ready in inputs.ordered(stream, origin[0], origin[1], rows):
             if box in self.paused_since:
                 pauses = self.move_pauses.setdefault(box, [])
                 pauses.append(time.time() - self.paused_since.pop(box))
@@ -510,7 +575,7 @@ class Dataflow:
         """(stream, producer, next sequence) of every input batch ``box`` has yet to process."""
         definition = self.boxes[box]
         if box in self.box_inputs:
-            return self.box_inputs[box].positions()
+            return self.box_inputs[box].box_positions()
         positions: list[tuple[str, str, int]] = []
         for port in definition.inputs:
             local = self.producer_of.get(port.stream)

@@ -38,9 +38,9 @@ from boreas.catalog.model import (
     Subscription,
 )
 from boreas.wire.links import OutboundLink
+from boreas.wire.sequencing import Sequencer
 from boreas.wire.tuples import RowType
 
-from .box_inputs import BoxInputs
 from .gcpause import gc_paused
 
 if TYPE_CHECKING:
@@ -92,9 +92,8 @@ async def detach(flow: "Dataflow", name: str, target: str) -> BoxHandover:
             flow.forward_types[port.stream] = (flow.row_types.get(port.stream)
                                                or RowType(flow.schemas[port.stream]))
         if inputs is not None:  # batches it held for a gap travel with it, ahead of the rest
-            for (stream, producer), held in inputs.held.items():
-                for seq in sorted(held):
-                    await flow.forwards[stream].send(stream, held[seq], producer, seq, name)
+            for stream, producer, seq, rows in inputs.held_items():
+                await flow.forwards[stream].send(stream, rows, producer, seq, name)
     return handover
 
 
@@ -129,7 +128,7 @@ def attach(flow: "Dataflow", handover: BoxHandover) -> list[OutboundLink]:
     """
     with gc_paused():
         flow.operators[handover.box].restore(handover.state, now=flow.now())
-    flow.box_inputs[handover.box] = BoxInputs(handover.positions)
+    flow.box_inputs[handover.box] = Sequencer.for_box(handover.positions)
     flow.box_ids[handover.box] = handover.producer
     flow.paused_since[handover.box] = handover.detached_at
     for stream, seq in handover.out_seq.items():

@@ -15,6 +15,8 @@ HTTP interface (mutating calls need the cluster token):
   ``<disconnect>`` from optimizers change the topology from here
   (:mod:`~boreas.node.mover`, :mod:`~boreas.node.connector`);
 * ``POST /handover`` -- a box moving in, with its state;
+* ``POST /adopt``   -- failover: take over every box of a failed node from
+  its shared data directory (:mod:`~boreas.node.adopt`);
 * ``GET /query/{box}`` -- READ_SLICE/SUM/MIN/MAX/STABLE on an ``m3``
   box's maps (:mod:`boreas.node.query`), ``GET /query/{box}/maps`` lists them;
 * ``GET /catalog``  -- the local catalog as update XML;
@@ -53,6 +55,7 @@ from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer, json_error
 
+from .adopt import Adopter, AdoptionRefused, archive_adopted, claimed_by
 from .connector import ConnectRefused, FilterConnector
 from .dataflow import Dataflow
 from .gcpause import gc_paused
@@ -73,7 +76,8 @@ class NodeService:
 
     def __init__(self, endpoint: str, head: str | None, token: str | None,
                  heartbeat: float = HEARTBEAT_INTERVAL, data_dir: Path | None = None,
-                 snapshot_url: str | None = None, group_commit: tuple[int, float] = (FLUSH_EVERY, FLUSH_MS)):
+                 snapshot_url: str | None = None, group_commit: tuple[int, float] = (FLUSH_EVERY, FLUSH_MS),
+                 shared_dir: bool = False):
         self.endpoint = endpoint
         self.head = head
         self.incarnation = uuid.uuid4().hex
@@ -88,6 +92,10 @@ class NodeService:
         self.durability = (Durability(data_dir, snapshot_url, flush_every=group_commit[0], flush_ms=group_commit[1])
                            if data_dir is not None else None)
         self.recovered = asyncio.Event()
+        # A data dir on shared storage lets another node adopt this node's boxes if it stays down.
+        self.shared_dir = shared_dir and data_dir is not None
+        self.fenced: str | None = None  # another node adopted our boxes: we stopped running them
+        self.adopter = Adopter(self)
         self._members = None  # ZooKeeperMembers when the Head's store is ZooKeeper
         self.update_lock = asyncio.Lock()  # one update at a time, in arrival order
         self.mover = BoxMover(self)
@@ -101,6 +109,7 @@ class NodeService:
         router.add_get("/data", self.handle_data)
         router.add_post("/handover", self.handle_handover)
         router.add_post("/snapshot", self.handle_snapshot)
+        router.add_post("/adopt", self.handle_adopt)
         self.queries = QueryApi(self.dataflow, endpoint)  # GET /query/{box}: the m3 boxes' maps
         router.add_get("/query/{box}", self.queries.handle)
         router.add_get("/query/{box}/maps", self.queries.handle_maps)
@@ -126,6 +135,7 @@ class NodeService:
         durable.state = "recovering"
         flow = self.dataflow
         async with self.update_lock:
+            await asyncio.to_thread(archive_adopted, durable.dir)  # our boxes run elsewhere now
             await durable.open()
             identity = durable.load_identity()
             if identity is not None:
@@ -174,6 +184,37 @@ class NodeService:
             return json_error(400, 'expected JSON {"id": snapshot number}')
         await self.recovered.wait()
         return web.json_response(await self.durability.snapshot(self.dataflow, snapshot_id))
+
+    async def handle_adopt(self, request: web.Request) -> web.Response:
+        """``POST /adopt {"node", "data_dir", "snapshots"}``: the Head fails a dead node over to this one."""
+        try:
+            body = await request.json()
+            source, directory = str(body["node"]), Path(str(body["data_dir"]))
+            snapshots = body.get("snapshots")
+        except (ValueError, KeyError, TypeError):
+            return json_error(400, 'expected JSON {"node": endpoint, "data_dir": path, "snapshots": url}')
+        await self.recovered.wait()
+        try:
+            report = await self.adopter.adopt(source, directory, snapshots)
+        except AdoptionRefused as exc:
+            return json_error(409, str(exc))
+        except (UpdateRejected, ValidationFailed) as exc:
+            return json_error(409, f"cannot declare the boxes of {source} here: {exc}")
+        return web.json_response({"endpoint": self.endpoint, "version": self.local.version, **report})
+
+    async def _fence_if_adopted(self) -> None:
+        """Our boxes were adopted (we were taken for dead): stop running them, never both."""
+        durable = self.durability
+        if durable is None or self.fenced is not None or not self.shared_dir:
+            return
+        owner = await asyncio.to_thread(claimed_by, durable.dir)
+        if owner is None or owner == self.endpoint:
+            return
+        self.fenced = owner
+        durable.state = "adopted"
+        log.critical("node %s: its boxes were adopted by %s (it was taken for dead); it stops processing",
+                     self.endpoint, owner)
+        await self.dataflow.close()
 
     def catalog_changed(self) -> None:
         """The local catalog changed: keep the durable copy current (a restart starts from it)."""
@@ -306,14 +347,15 @@ class NodeService:
             "boxes": sorted(catalog.boxes),
             "counters": dict(self.local.counters),
             "regions": self.reflector.status(),
-            "recovery": self.durability.status() if self.durability else {"durable": False},
+            "recovery": ({**self.durability.status(), "shared": self.shared_dir, "fenced_by": self.fenced,
+                          "adopted": self.adopter.adopted} if self.durability else {"durable": False}),
             "http": dict(self.server.counters),
             "data": {"in": dict(self.receiver.counters), "flow": dict(self.dataflow.counters),
                      "links": {e: {**link.counters, "connected": link.connected}
                                for e, link in self.dataflow.links.items()},
                      "broken_boxes": self.dataflow.broken,
-                     "moved_boxes": {b: {"next": [list(k) + [v] for k, v in i.next.items()],
-                                         "held": {f"{k[0]}|{k[1]}": sorted(h) for k, h in i.held.items() if h}}
+                     "moved_boxes": {b: {"next": [list(p) for p in i.box_positions()],
+                                         "held": [[s, p, n] for s, p, n, _ in i.held_items()]}
                                      for b, i in self.dataflow.box_inputs.items()},
                      "forwards": {s: link.forward_to_box for s, link in self.dataflow.forwards.items()},
                      "move_pauses": self.dataflow.move_pauses},
@@ -341,6 +383,7 @@ class NodeService:
                     log.info("node %s registered with the Head at %s", self.endpoint, self.head)
                 announced = True
                 self.registered.set()
+                await self._fence_if_adopted()
                 if self.durability is not None and reply.get("snapshot_complete"):
                     self.durability.completed(int(reply["snapshot_complete"]))
                 await self._join_zookeeper(reply.get("membership"))
@@ -350,7 +393,9 @@ class NodeService:
         durable = self.durability
         if durable is None:
             return {"durable": False}
-        return {"durable": True, "state": durable.state, "last_snapshot": durable.last_snapshot,
+        shared = {"shared": True, "data_dir": str(durable.dir.resolve()), "snapshots": durable.snapshots.url} \
+            if self.shared_dir else {"shared": False}
+        return {"durable": True, **shared, "state": durable.state, "last_snapshot": durable.last_snapshot,
                 "restored_from": durable.restored_from, "replayed_batches": durable.replayed,
                 "recovery_seconds": durable.recovery_seconds}
 

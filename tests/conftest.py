@@ -107,7 +107,8 @@ def cluster_factory(tmp_path: Path, request: pytest.FixtureRequest):
 
     made: list[Cluster] = []
 
-    def make(store: str = "sqlite", pending_timeout: float = 30.0, snapshot_interval: float = 0.0) -> Cluster:
+    def make(store: str = "sqlite", pending_timeout: float = 30.0, snapshot_interval: float = 0.0,
+             failover_after: float = 0.0) -> Cluster:
         workdir = tmp_path / f"cluster{len(made)}"
         workdir.mkdir()
         if store == "sqlite":
@@ -115,7 +116,7 @@ def cluster_factory(tmp_path: Path, request: pytest.FixtureRequest):
         else:
             server = request.getfixturevalue("zookeeper_server")
             url = f"zk://{server}/boreas-cluster/{uuid.uuid4().hex[:12]}"
-        cluster = Cluster(workdir, url, pending_timeout, snapshot_interval)
+        cluster = Cluster(workdir, url, pending_timeout, snapshot_interval, failover_after)
         made.append(cluster)
         return cluster
 

@@ -71,6 +71,8 @@ class OutboundLink:
         self._queued: asyncio.Queue[Batch] = asyncio.Queue()
         self._unacked: OrderedDict[tuple[str, str, int], Batch] = OrderedDict()
         self.forward_to_box = ""  # a forwarding link marks its batches for the moved box
+        self._redirects: dict[str, OutboundLink] = {}  # streams whose consumer moved to another link
+        self._window_open: asyncio.Event | None = None  # the current connection's send window
         self.last_sent = time.monotonic()  # when a batch was last queued
         self._seq: Counter[str] = Counter()
         self._idle = asyncio.Event()
@@ -110,6 +112,12 @@ class OutboundLink:
         ``sender``, unless the caller names the producer and sequence (a
         box's output, or a batch forwarded as it came).
         """
+        redirect = self._redirects.get(stream)
+        if redirect is not None:
+            if producer is None:  # the numbering stays this link's: one unbroken sequence
+                producer, seq = self.sender, self._seq[stream]
+                self._seq[stream] = seq + 1
+            return await redirect.send(stream, rows, producer, seq, box, restart)
         if not await self._room():
             self.counters["dropped_batches"] += 1
             self.counters["dropped_rows"] += len(rows)
@@ -144,6 +152,11 @@ class OutboundLink:
                 continue
         return False
 
+    @property
+    def down_for(self) -> float:
+        """Seconds connecting has been failing (0 while connected)."""
+        return self._down_for()
+
     def _down_for(self) -> float:
         """Seconds since connecting started failing (0 while connected or still first connecting)."""
         return 0.0 if self._down_since is None or self.connected else time.monotonic() - self._down_since
@@ -153,13 +166,69 @@ class OutboundLink:
         batches = []
         while not self._queued.empty():
             batches.append(self._queued.get_nowait())
-            if self._borrowed:
-                self._borrowed -= 1
-            else:
-                self._capacity.release()
+            self._pay_back()
         if not self._unacked:
             self._idle.set()
         return batches
+
+    def redirect(self, stream: str, other: "OutboundLink") -> int:
+        """``stream`` now goes to ``other`` (its consumer moved, or failed over): hand it what waits here.
+
+        Every batch of ``stream`` not yet acknowledged here, sent or not, is
+        queued on ``other`` in sequence order, and later sends of the stream
+        on this link go there too.  The new receiver drops what it already
+        has, so a batch both delivered here and handed over counts once;
+        what the old receiver (a failed node) never acknowledged is not
+        lost with it.  Returns how many batches moved.
+        """
+        if other is self:
+            return 0
+        self._redirects[stream] = other
+        if getattr(other, "sender", None) == self.sender:  # the same producer: its numbering continues there
+            other._seq[stream] = max(other._seq[stream], self._seq[stream])
+        moved = [b for b in self._unacked.values() if b.stream == stream]
+        for batch in moved:
+            del self._unacked[(batch.stream, batch.producer, batch.seq)]
+        keep = []
+        while not self._queued.empty():
+            batch = self._queued.get_nowait()
+            (moved if batch.stream == stream else keep).append(batch)
+        for batch in keep:
+            self._queued.put_nowait(batch)
+        for _ in moved:
+            self._pay_back()
+        if self._window_open is not None and len(self._unacked) < self.window:
+            self._window_open.set()
+        moved.sort(key=lambda b: (b.producer, b.seq))
+        other.requeue(moved)
+        if not self._unacked and self._queued.empty():
+            self._idle.set()
+        self.counters["redirected_batches"] += len(moved)
+        return len(moved)
+
+    def unredirect(self, stream: str) -> None:
+        """``stream`` is sent here again."""
+        self._redirects.pop(stream, None)
+
+    def requeue(self, batches: list[Batch]) -> None:
+        """Queue batches handed over from another link, beyond capacity (they were admitted there)."""
+        for batch in batches:
+            self._borrowed += 1
+            self._idle.clear()
+            self._queued.put_nowait(batch)
+
+    def take(self, stream: str) -> list[Batch]:
+        """Take back every batch of ``stream`` not yet acknowledged (its consumer is now local)."""
+        sink = _Sink()
+        self.redirect(stream, sink)  # type: ignore[arg-type]
+        self._redirects.pop(stream, None)
+        return sink.batches
+
+    def _pay_back(self) -> None:
+        if self._borrowed:
+            self._borrowed -= 1
+        else:
+            self._capacity.release()
 
     @property
     def in_flight(self) -> int:
@@ -197,7 +266,7 @@ class OutboundLink:
         for batch in list(self._unacked.values()):  # not acknowledged before the last disconnect
             await ws.send_bytes(encode(batch))
             self.counters["resent_batches"] += 1
-        window_open = asyncio.Event()
+        window_open = self._window_open = asyncio.Event()
         window_open.set()
 
         async def pump() -> None:
@@ -233,11 +302,8 @@ class OutboundLink:
             return
         batch = self._unacked.pop((frame.stream, frame.producer, frame.seq), None)
         if batch is None:
-            return  # an ack for a batch re-sent after a reconnect
-        if self._borrowed:
-            self._borrowed -= 1
-        else:
-            self._capacity.release()
+            return  # an ack for a batch re-sent after a reconnect, or handed to another link
+        self._pay_back()
         self.counters["acks"] += 1
         if isinstance(frame, Refused):
             self.counters["refused_batches"] += 1
@@ -248,3 +314,13 @@ class OutboundLink:
             self.on_reply(batch, frame)
         if not self._unacked and self._queued.empty():
             self._idle.set()
+
+
+class _Sink:
+    """Collects batches a link hands over (:meth:`OutboundLink.take`)."""
+
+    def __init__(self) -> None:
+        self.batches: list[Batch] = []
+
+    def requeue(self, batches: list[Batch]) -> None:
+        self.batches += batches

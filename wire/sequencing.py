@@ -143,3 +143,42 @@ class Sequencer:
 
     def positions(self, stream: str | None = None) -> dict[tuple[str, str], int]:
         return {k: v for k, v in self._expected.items() if stream is None or k[0] == stream}
+
+    # -- one box's inputs ----------------------------------------------------------------
+
+    @classmethod
+    def for_box(cls, positions: list[tuple[str, str, int]]) -> "Sequencer":
+        """The inputs of a box that arrived by a move (or failover): nothing is ever skipped.
+
+        Its batches come both forwarded by the node it left and straight from
+        upstream, so the box orders them itself, from the positions it was
+        handed: a gap always fills, so it never times out.
+
+        >>> inputs = Sequencer.for_box([("S", "p", 3)])
+        >>> inputs.ordered("S", "p", 4, "b"), inputs.ordered("S", "p", 3, "a"), inputs.ordered("S", "p", 2, "x")
+        ([], ['a', 'b'], [])
+        >>> inputs.box_positions()
+        [('S', 'p', 5)]
+        """
+        sequencer = cls(max_producers=1 << 62, max_held=1 << 62, gap_timeout=float("inf"))
+        for stream, producer, seq in positions:
+            sequencer.expect(stream, producer, seq)
+        return sequencer
+
+    def ordered(self, stream: str, producer: str, seq: int, item: Any) -> list[Any]:
+        """Admit ``item``: the items now next in sequence, in order (none when held or a duplicate)."""
+        if self.admit(stream, producer, seq, item) is not TAKE:
+            return []
+        return [item, *self.release(stream, producer)]
+
+    def hold(self, stream: str, producer: str, seq: int, item: Any) -> None:
+        """Put back an item held for a gap (state restored from a snapshot)."""
+        self._held.setdefault((stream, producer), _Held(time.monotonic())).items[seq] = item
+
+    def held_items(self) -> list[tuple[str, str, int, Any]]:
+        """Every item held for a gap: (stream, producer, seq, item), in sequence order."""
+        return [(s, p, n, held.items[n]) for (s, p), held in self._held.items() for n in sorted(held.items)]
+
+    def box_positions(self) -> list[tuple[str, str, int]]:
+        """(stream, producer, next sequence) for every producer seen or expected."""
+        return [(s, p, seq) for (s, p), seq in self._expected.items()]

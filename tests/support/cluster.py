@@ -98,8 +98,9 @@ class Cluster:
     """A Head and nodes as child processes; ``close()`` stops whatever is left."""
 
     def __init__(self, workdir: Path, store_url: str, pending_timeout: float = 30.0,
-                 snapshot_interval: float = 0.0):
+                 snapshot_interval: float = 0.0, failover_after: float = 0.0):
         self.workdir = workdir
+        self.failover_after = failover_after
         self.store_url = store_url
         self.pending_timeout = pending_timeout
         self.snapshot_interval = snapshot_interval
@@ -121,14 +122,20 @@ class Cluster:
     def start_head(self) -> None:
         self._spawn("head", "head", "--catalog", self.store_url, "--listen", f"localhost:{self.head_port}",
                     "--pending-timeout", str(self.pending_timeout),
-                    "--snapshot-interval", str(self.snapshot_interval))
+                    "--snapshot-interval", str(self.snapshot_interval),
+                    "--failover-after", str(self.failover_after))
         wait_until(lambda: self._up(f"{self.head}/status"), what="the Head to listen")
 
-    def start_node(self, endpoint: str | None = None, head: bool = True, data_dir: Path | None = None) -> str:
-        """A node process; with ``data_dir`` it is durable (restart it with the same dir to recover)."""
+    def start_node(self, endpoint: str | None = None, head: bool = True, data_dir: Path | None = None,
+                   shared: bool = False) -> str:
+        """A node process; with ``data_dir`` it is durable (restart it with the same dir to recover).
+
+        ``shared``: the data dir counts as shared storage (another node may adopt its boxes).
+        """
         endpoint = endpoint or f"localhost:{free_port()}"
         self._spawn(endpoint, "node", "--endpoint", endpoint, *(["--head", self.head] if head else []),
-                    *(["--data-dir", str(data_dir)] if data_dir is not None else []))
+                    *(["--data-dir", str(data_dir)] if data_dir is not None else []),
+                    *(["--shared-dir"] if shared else []))
         wait_until(lambda: self._up(f"http://{endpoint}/status"), what=f"node {endpoint} to listen")
         if head:
             self.wait_alive(endpoint)

@@ -1,0 +1,325 @@
+"""Failover: a live node adopts every box of a node that stayed down, from its shared data directory.
+
+A durable node keeps everything its boxes' future depends on in its data
+directory (:mod:`boreas.node.recovery.durability`): its local catalog, its
+identity (box producer ids), snapshots, and the input log since the last
+complete snapshot.  When that directory is on storage other nodes reach
+(``boreas node --data-dir DIR --shared-dir``) and the node stays down past
+the Head's ``--failover-after``, the Head asks a live node to adopt it
+(``POST /adopt``).  The adopter:
+
+1. **claims** the directory (``adopted.json``, created exclusively), so two
+   adopters never both run the boxes, and the failed node, if it comes back
+   or was only cut off, stops instead of running them too (it checks the
+   claim on every heartbeat and at start);
+2. **recovers the failed node off to the side**: a scratch dataflow built
+   from the failed node's catalog restores the newest intact snapshot and
+   replays the log after it, with its clock values, exactly as the failed
+   node's own restart would (so even a union's or join's interleaving is the
+   same).  Its outputs are kept, not sent;
+3. **takes the boxes over** between two of its own batches: declares them
+   (the failed node's catalog, re-homed here), hands each box its replayed
+   state, producer id and output numbering, and positions per input
+   (:class:`~boreas.node.handover.BoxHandover`, as a move does), queues the
+   replay's outputs on its own links (receivers drop what they already
+   have), and feeds the adopted boxes what it had itself sent the failed
+   node and never got acknowledged;
+4. takes a snapshot of its own (the adopted state came from outside its
+   log), and answers; the Head then commits the boxes' new location, which
+   re-points upstream nodes: their unacknowledged batches for the failed
+   node are handed to the new link (:meth:`OutboundLink.redirect`).
+
+So with a shared directory failover loses nothing and duplicates nothing.
+Timers restart on the adopter's clock (pending instants keep their distance).
+
+Usage::
+
+    adopter = Adopter(node)
+    report = await adopter.adopt("localhost:15001", Path("/shared/n1"), None)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from boreas.catalog.documents import Unsubscribe, Update, read_document
+from boreas.catalog.model import Catalog, Node, Region, Subscription
+from boreas.catalog.replicate import apply_update, catalog_items
+
+from .dataflow import Dataflow
+from .handover import BoxHandover, attach
+from .recovery.durability import Durability
+from .recovery.snapshots import write_atomic
+
+log = logging.getLogger(__name__)
+
+CLAIM = "adopted.json"
+
+
+class AdoptionRefused(RuntimeError):
+    """The directory cannot be adopted (not a node's data, claimed by another node, unreadable)."""
+
+
+def claimed_by(directory: Path) -> str | None:
+    """Which node adopted the boxes of the node whose data directory this is (None: nobody)."""
+    try:
+        return str(json.loads((directory / CLAIM).read_text())["by"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return "?"  # a claim being written, or damaged: someone claimed it
+
+
+def claim(directory: Path, by: str) -> None:
+    """Claim ``directory`` for ``by``; a retry by the same adopter is allowed."""
+    path = directory / CLAIM
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        owner = claimed_by(directory)
+        if owner != by:
+            raise AdoptionRefused(f"{directory} was already adopted by {owner}") from None
+        return
+    with os.fdopen(fd, "w") as f:
+        json.dump({"by": by, "at": time.time()}, f)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class AdoptingNode(Protocol):
+    endpoint: str
+    local: Any
+    dataflow: Dataflow
+    update_lock: asyncio.Lock
+    receiver: Any
+    durability: Durability | None
+    reflector: Any
+
+    def catalog_changed(self) -> None: ...
+
+
+@dataclass
+class _Failed:
+    catalog: Catalog
+    identity: dict[str, Any]
+    captured: dict[str, Any] | None
+    durable: Durability
+
+
+class _Replayer(Dataflow):
+    """A dataflow that replays a failed node's log and keeps its outputs instead of sending them."""
+
+    def __init__(self, endpoint: str, sender: str):
+        super().__init__(endpoint, None, sender)
+        self.outputs: list[tuple[str, str, list[tuple], str, int, bool]] = []
+
+    def _relink(self, catalog: Catalog, before: dict[str, list[str]]) -> None:
+        self.links = {e: _Endpoint(e) for targets in self.destinations.values() for e in targets}  # type: ignore
+
+    async def _send_outbox(self) -> None:
+        outbox, self._outbox = self._outbox, []
+        self.outputs += [(link.endpoint, stream, rows, producer, seq, restart)
+                         for link, stream, rows, producer, seq, restart in outbox]
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    endpoint: str
+    drop_when_down: bool = False
+
+
+def adoption_items(failed: Catalog, source: str, target: str, held: Catalog) -> list[Any]:
+    """The failed node's catalog re-homed on ``target``; ``target`` stops sending to ``source``.
+
+    >>> from boreas.catalog.model import Box, InPort, Input, Subscription
+    >>> failed = Catalog(nodes={"a:1": Node("a:1"), "b:2": Node("b:2")},
+    ...                  inputs={"S": Input("S", "T", "b:2")},
+    ...                  boxes={"f": Box("f", "filter", (InPort("S"),), ("O",), node="b:2")})
+    >>> held = Catalog(subscriptions={"S|b:2": Subscription("S", "b:2")})
+    >>> [type(i).__name__ for i in adoption_items(failed, "b:2", "c:3", held)]
+    ['Node', 'Node', 'Input', 'Box', 'Unsubscribe']
+    """
+    items: list[Any] = []
+    for item in catalog_items(failed):
+        if isinstance(item, Region) or (isinstance(item, Node) and item.endpoint == source):
+            continue
+        if getattr(item, "node", None) == source:
+            item = replace(item, node=target)
+        items.append(item)
+    if target not in failed.nodes:
+        items.insert(0, Node(target))
+    items = [i for i in items if not (isinstance(i, Subscription) and i.endpoint == target)]  # local now
+    items += [Unsubscribe(sub.stream, source) for sub in held.subscriptions.values() if sub.endpoint == source]
+    return items
+
+
+class Adopter:
+    """One node's side of failover: ``POST /adopt`` lands here."""
+
+    def __init__(self, node: AdoptingNode):
+        self.node = node
+        self.adopted: dict[str, dict[str, Any]] = {}  # failed endpoint -> report
+
+    async def adopt(self, source: str, directory: Path, snapshot_url: str | None) -> dict[str, Any]:
+        node = self.node
+        if node.durability is None:
+            raise AdoptionRefused(f"node {node.endpoint} runs without --data-dir; it cannot adopt state")
+        if not (directory / "identity.json").exists():
+            raise AdoptionRefused(f"{directory} holds no node's data (no identity.json)")
+        started = time.monotonic()
+        claim(directory, node.endpoint)
+        failed = await asyncio.to_thread(_open_failed, directory, snapshot_url)
+        try:
+            replayer, replayed = await self._replay(failed)
+        finally:
+            await failed.durable.log.close()
+        handovers = _handovers(replayer)
+        items = adoption_items(failed.catalog, source, node.endpoint, node.local.catalog)
+        flow = node.dataflow
+        async with node.update_lock:
+            catalog = node.local.apply(Update(f"failover of {source}", node.local.version, node.endpoint,
+                                              items=items))
+            async with flow.lock:
+                flow.reconfigure(catalog)
+                for handover, _ in handovers:
+                    attach(flow, handover)
+                unsent = flow.send_later([o for o in replayer.outputs if o[0] != node.endpoint])
+                consumers, withdrawn = self._withdraw(source, handovers)
+                for (stream, producer), seq in replayer.processed.items():
+                    node.receiver.sequencer.expect(stream, producer, seq + 1)
+            node.catalog_changed()
+            node.reflector.reflect(catalog, items)
+        if unsent:
+            log.warning("node %s: replayed outputs for %s have no link here; not sent", node.endpoint,
+                        sorted(set(unsent)))
+        returned = await self._take_back(source, consumers, withdrawn)
+        await flow.release()
+        await flow.deliver(self._for_me(replayer.outputs) + returned
+                           + [held for _, box_held in handovers for held in box_held])
+        snapshot = await node.durability.snapshot(flow, node.durability.last_snapshot or 0)
+        report = {"node": source, "boxes": sorted(name for name in failed.catalog.boxes),
+                  "snapshot": failed.captured["snapshot"] if failed.captured else None,
+                  "replayed_batches": replayed, "returned_batches": len(returned),
+                  "seconds": round(time.monotonic() - started, 3), "own_snapshot": snapshot["id"]}
+        self.adopted[source] = report
+        log.info("node %s adopted %d boxes of failed node %s (%d batches replayed from its log)",
+                 node.endpoint, len(report["boxes"]), source, replayed)
+        return report
+
+    async def _replay(self, failed: _Failed) -> tuple[_Replayer, int]:
+        replayer = _Replayer(self.node.endpoint, failed.identity["sender"])
+        replayer.box_ids.update(failed.identity.get("boxes", {}))
+        replayer.reconfigure(failed.catalog)
+        start = failed.durable.log.first_position
+        if failed.captured is not None:
+            replayer.restore_capture(failed.captured)
+            start = failed.captured["position"]
+        replayed = await replayer.replay_log(failed.durable.log.read(start))
+        return replayer, replayed
+
+    def _withdraw(self, source: str, handovers: list) -> tuple[dict[str, list[str]], list]:
+        """Under the lock: outputs queued for the failed node that the adopted boxes now take here."""
+        flow = self.node.dataflow
+        consumers: dict[str, list[str]] = {}
+        for handover, _ in handovers:
+            for port in flow.boxes[handover.box].inputs:
+                consumers.setdefault(port.stream, []).append(handover.box)
+        return consumers, flow.withdraw(source, set(consumers))
+
+    async def _take_back(self, source: str, consumers: dict[str, list[str]], withdrawn: list) -> list:
+        """What this node sent the failed node and never got acknowledged: for the adopted boxes now.
+
+        Taken once no send to the failed node is in progress; the routes
+        already changed, so nothing more of these streams goes there.
+        """
+        flow = self.node.dataflow
+        link = flow.links.get(source)
+        pending: list[tuple[str, list[tuple], str, int]] = []
+        async with flow.sending:
+            for stream in consumers:
+                row_type = flow.row_type(stream)
+                for batch in link.take(stream) if link is not None else ():
+                    rows = row_type.decode(bytes(batch.rows))[0] if row_type else []
+                    pending.append((stream, rows, batch.producer, batch.seq))
+        return [(stream, rows, producer, seq, box) for stream, rows, producer, seq in pending + withdrawn
+                for box in consumers[stream]]
+
+    def _for_me(self, outputs: list) -> list[tuple[str, list[tuple], str, int, str]]:
+        """Replayed outputs the failed node sent here: taken as if they came over the network."""
+        node = self.node
+        sequencer = node.receiver.sequencer
+        mine = []
+        for endpoint, stream, rows, producer, seq, _ in outputs:
+            if endpoint != node.endpoint:
+                continue
+            expected = sequencer.positions(stream).get((stream, producer))
+            if expected is None or seq >= expected:
+                mine.append((stream, rows, producer, seq, ""))
+                sequencer.expect(stream, producer, seq + 1)
+        return mine
+
+
+def _handovers(replayer: _Replayer) -> list[tuple[BoxHandover, list[tuple[str, list[tuple], str, int, str]]]]:
+    """Each replayed box as a move would hand it over, with the batches it held for a gap."""
+    out = []
+    for name, box in replayer.boxes.items():
+        if name not in replayer.operators:
+            continue
+        handover = BoxHandover(name, replayer.box_ids[name],
+                               {s: replayer.out_seq.get(s, 0) for s in box.outputs},
+                               replayer.input_positions(name), replayer.operators[name].state(), time.time())
+        inputs = replayer.box_inputs.get(name)
+        held = [(s, rows, p, n, name) for s, p, n, rows in (inputs.held_items() if inputs else ())]
+        out.append((handover, held))
+    return out
+
+
+def _open_failed(directory: Path, snapshot_url: str | None) -> _Failed:
+    """Read a failed node's directory: catalog, identity, newest usable snapshot; its log opened for reading."""
+    durable = Durability(directory, snapshot_url, fsync=False)
+    try:
+        identity = json.loads((directory / "identity.json").read_text())
+        text = durable.load_catalog()
+        catalog = Catalog()
+        if text is not None:
+            update = read_document(text, f"{directory}/catalog.xml")
+            assert isinstance(update, Update)
+            catalog = apply_update(Catalog(), update.items, update.version or 0)
+        durable.log.open()
+    except (OSError, ValueError, AssertionError) as exc:
+        raise AdoptionRefused(f"cannot read the data of the failed node in {directory}: {exc}") from None
+    return _Failed(catalog, identity, durable.latest_snapshot(), durable)
+
+
+def release_claim(directory: Path) -> None:
+    """Forget a claim (tests, or an operator re-using a directory on purpose)."""
+    (directory / CLAIM).unlink(missing_ok=True)
+
+
+def archive_adopted(directory: Path) -> Path | None:
+    """A node starting on a directory whose boxes were adopted: set its old state aside, start empty.
+
+    The catalog, log, snapshots and positions move to ``adopted-<time>/``;
+    the identity stays (the node's sender name).  Returns the archive.
+    """
+    owner = claimed_by(directory)
+    if owner is None:
+        return None
+    archive = directory / f"adopted-{int(time.time())}"
+    archive.mkdir(exist_ok=True)
+    for name in ("catalog.xml", "log", "snapshots", "positions.json", CLAIM):
+        path = directory / name
+        if path.exists():
+            path.rename(archive / name)
+    (directory / "snapshots").mkdir()
+    write_atomic(archive / "README", f"boxes adopted by {owner}; kept for inspection\n".encode())
+    log.warning("the boxes of this node's data in %s were adopted by %s: starting empty (old state in %s)",
+                directory, owner, archive)
+    return archive

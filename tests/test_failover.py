@@ -1,0 +1,117 @@
+"""Failover with real processes: a node that stays down has its boxes adopted by a live node.
+
+The chain of ``test_recovery`` (filter on the entry node, map in the middle,
+windowed sums on the node feeding the subscriber) runs on durable nodes whose
+data directories count as shared storage (``--shared-dir``; here, one host's
+disk).  The middle node is killed with SIGKILL mid-stream and not restarted:
+after ``--failover-after`` the Head has a live node adopt its boxes from its
+directory (last snapshot, then its log), re-points the upstream node, and the
+subscriber still receives exactly the output of a run with no failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from boreas.client.publisher import Publisher
+from boreas.client.subscriber import Subscriber
+from support.cluster import TOKEN, free_port, get_json, wait_until
+from support.streams import collect
+from test_recovery import CHAIN, without_failures
+
+pytestmark = pytest.mark.faults
+
+
+def deploy(cluster, count: int, shared: bool, first: int | None = None) -> tuple[list[str], dict[int, object]]:
+    """The chain on ``count`` durable nodes; node ``first`` gets the lowest name (the Head's tie-break)."""
+    cluster.start_head()
+    dirs = {n: cluster.workdir / f"node{n}-data" for n in range(count)}
+    names = sorted(f"localhost:{free_port()}" for _ in range(count))
+    if first is not None:
+        names.insert(first, names.pop(0))
+    nodes = [cluster.start_node(names[n], data_dir=dirs[n], shared=shared) for n in range(count)]
+    app = cluster.write("chain.xml", CHAIN)
+    dep = cluster.write("chain_dep.xml", f"""<deploy> <publish stream="Packet" node="{nodes[0]}"/>
+  <node endpoint="{nodes[0]}" query="keep"/> <node endpoint="{nodes[1]}" query="banded"/>
+  <node endpoint="{nodes[2]}" query="sums"/> </deploy>""")
+    cluster.submit(app, dep)
+    return nodes, dirs
+
+
+async def run_with_kill(cluster, nodes, rows, kill_chunk: int, expected: list) -> tuple[list, list]:
+    chunks = [rows[start:start + 200] for start in range(0, len(rows), 200)]
+    async with Subscriber(cluster.head, "Sums", TOKEN) as subscriber:
+        reading = asyncio.create_task(collect(subscriber, len(expected), timeout=120))
+        async with Publisher(cluster.head, "Packet", TOKEN, producer="failover-test", batch_size=50) as publisher:
+            for number, chunk in enumerate(chunks):
+                if number == kill_chunk:
+                    await asyncio.to_thread(cluster.stop, nodes[1], True)
+                await publisher.send(chunk)
+                await asyncio.sleep(0.02)
+        got = await reading
+        await asyncio.sleep(1.0)  # nothing more may come
+        extra = []
+        while not subscriber._rows.empty():
+            extra += subscriber._rows.get_nowait()
+    return got, extra
+
+
+ADOPTERS = {"spare node": 3, "upstream neighbour": 0, "downstream neighbour": 2}
+
+
+@pytest.mark.parametrize("adopter", sorted(ADOPTERS))
+async def test_a_middle_node_that_stays_down_fails_over_and_nothing_is_lost(cluster_factory, adopter):
+    """Adopted by an idle node, by the node feeding it (which takes back what it had sent), or by
+    the node it fed (which takes the replayed outputs as if they came over the network)."""
+    cluster = cluster_factory(snapshot_interval=1.0, failover_after=2.0)
+    count = 4 if adopter == "spare node" else 3
+    nodes, dirs = await asyncio.to_thread(deploy, cluster, count, True, ADOPTERS[adopter])
+    rows = [(float(n % 13), n) for n in range(12_000)]
+    expected = without_failures(rows, 50)
+    got, extra = await run_with_kill(cluster, nodes, rows, kill_chunk=25, expected=expected)
+    assert len(got) == len(expected)
+    assert got == expected
+    assert extra == []
+
+    failover = get_json(f"{cluster.head}/status")["failover"]["nodes"][nodes[1]]
+    assert failover["state"] == "failed over"
+    assert failover["boxes"] == ["banded"]
+    target = failover["to"]
+    assert target == nodes[ADOPTERS[adopter]]
+    assert cluster.head_catalog().boxes["banded"].node == target
+    assert "banded" in get_json(f"http://{target}/status")["boxes"]
+    listing = await asyncio.to_thread(cluster.boreas, "nodes")
+    assert f"failed over to {target} (banded)" in listing.stdout
+
+    # The failed node comes back: its boxes run elsewhere, so it starts empty and stays so.
+    await asyncio.to_thread(cluster.start_node, nodes[1], data_dir=dirs[1], shared=True)
+    wait_until(lambda: get_json(f"{cluster.head}/nodes")["nodes"] and cluster.nodes()[nodes[1]]["in_sync"],
+               timeout=20, what="the returning node in sync")
+    assert get_json(f"http://{nodes[1]}/status")["boxes"] == []
+    assert list(dirs[1].glob("adopted-*")), "its old state is set aside, not deleted"
+
+
+async def test_a_node_whose_state_is_not_shared_stays_put_and_the_head_says_why(cluster_factory):
+    cluster = cluster_factory(snapshot_interval=1.0, failover_after=1.0)
+    nodes, dirs = await asyncio.to_thread(deploy, cluster, 3, False)
+    rows = [(float(n % 13), n) for n in range(6_000)]
+    expected = without_failures(rows, 50)
+    chunks = [rows[start:start + 200] for start in range(0, len(rows), 200)]
+    async with Subscriber(cluster.head, "Sums", TOKEN) as subscriber:
+        reading = asyncio.create_task(collect(subscriber, len(expected), timeout=120))
+        async with Publisher(cluster.head, "Packet", TOKEN, producer="stay-test", batch_size=50) as publisher:
+            for number, chunk in enumerate(chunks):
+                if number == 10:
+                    await asyncio.to_thread(cluster.stop, nodes[1], True)
+                await publisher.send(chunk)
+            wait_until(lambda: (get_json(f"{cluster.head}/status")["failover"]["nodes"].get(nodes[1]) or {})
+                       .get("state") == "not failed over", timeout=20, what="the Head to give up on failover")
+            state = get_json(f"{cluster.head}/status")["failover"]["nodes"][nodes[1]]
+            assert "shared storage" in state["reason"]
+            listing = await asyncio.to_thread(cluster.boreas, "nodes")
+            assert "not failed over: its state is unreachable" in listing.stdout
+            assert cluster.head_catalog().boxes["banded"].node == nodes[1]  # left where it is
+            await asyncio.to_thread(cluster.start_node, nodes[1], data_dir=dirs[1])
+        got = await reading
+    assert got == expected
