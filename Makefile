@@ -37,8 +37,9 @@ venv: $(STAMP)
 test: setup
 	$(BIN)/pytest -q
 
-# The inner loop: everything but the process-level fault tests (kill -9, restarts), in parallel-free
-# order; under three minutes on 2 cores.
+# The inner loop: everything but the fault tests (-m faults: kill -9, restarts) and the slow tests
+# (-m slow: Spark, ZooKeeper-backed clusters, multi-process moves and data-plane runs); one quick
+# test of each area stays in.  About 2 minutes on 2 cores; `make test` runs everything.
 test-fast: setup
 	$(BIN)/pytest -q -m "not faults and not slow"
 

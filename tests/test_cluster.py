@@ -19,7 +19,7 @@ from support.cluster import EXAMPLES, TOKEN, free_consecutive_ports, free_port, 
 
 from boreas.catalog.slices import node_slice
 
-STORES = ["sqlite", pytest.param("zookeeper", marks=pytest.mark.zookeeper)]
+STORES = ["sqlite", pytest.param("zookeeper", marks=[pytest.mark.zookeeper, pytest.mark.slow])]
 BOREALIS = EXAMPLES.parents[1] / "tests" / "data" / "borealis"
 
 
@@ -77,6 +77,7 @@ def test_deploy_extend_modify_delete(cluster_factory, store):
     assert not cluster.node_catalog(nodes[1]).schemas
 
 
+@pytest.mark.slow
 def test_borealis_deploy_then_add(cluster_factory):
     """The original Borealis deploy test: deploy_Deploy.xml, then deploy_Add.xml on top."""
     cluster = cluster_factory()
@@ -102,6 +103,7 @@ def test_borealis_deploy_then_add(cluster_factory):
     assert {(s.stream, s.endpoint) for s in held.subscriptions.values()} == {("Result", "localhost:25000")}
 
 
+@pytest.mark.slow
 def test_invalid_submission_changes_nothing_anywhere(cluster_factory):
     cluster = cluster_factory()
     nodes, ports = cluster.sensor_chain()
@@ -142,6 +144,7 @@ def test_unauthenticated_requests_are_refused(cluster_factory):
     assert http("POST", f"http://{node}/update", update)[0] == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", STORES)
 def test_restarted_node_gets_its_slice_back(cluster_factory, store):
     cluster = cluster_factory(store)
@@ -158,6 +161,7 @@ def test_restarted_node_gets_its_slice_back(cluster_factory, store):
     cluster.wait_in_sync(*nodes)
 
 
+@pytest.mark.slow
 def test_update_for_a_down_node_is_delivered_when_it_returns(cluster_factory):
     cluster = cluster_factory()
     cluster.start_head()
@@ -179,6 +183,7 @@ def test_update_for_a_down_node_is_delivered_when_it_returns(cluster_factory):
     assert cluster.node_catalog(down).boxes.keys() == {"to_fahrenheit", "per_sensor"}
 
 
+@pytest.mark.slow
 def test_static_deploy_to_listed_nodes(cluster_factory, tmp_path):
     cluster = cluster_factory()
     nodes = [cluster.start_node(head=False) for _ in range(3)]
@@ -197,6 +202,7 @@ def test_static_deploy_to_listed_nodes(cluster_factory, tmp_path):
     assert result.returncode == 1 and f"{nodes[0]}: FAILED" in result.stdout
 
 
+@pytest.mark.slow
 def test_nodes_and_catalog_show_through_the_head(cluster_factory):
     cluster = cluster_factory()
     nodes, ports = cluster.sensor_chain()
@@ -210,6 +216,7 @@ def test_nodes_and_catalog_show_through_the_head(cluster_factory):
     assert f"node {nodes[2]}: per_sensor" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.zookeeper
 def test_nodes_hold_ephemeral_znodes(cluster_factory):
     from kazoo.client import KazooClient
@@ -234,6 +241,7 @@ def test_nodes_hold_ephemeral_znodes(cluster_factory):
         zk.close()
 
 
+@pytest.mark.slow
 def test_cluster_up_starts_and_stops_everything(tmp_path):
     head_port = free_port()
     base = free_consecutive_ports(2, avoid=(head_port,))
@@ -268,6 +276,7 @@ def test_cluster_up_starts_and_stops_everything(tmp_path):
             http("GET", f"http://localhost:{port}/status", token=None, timeout=1)
 
 
+@pytest.mark.slow
 def test_head_restart_resumes_without_resending(cluster_factory):
     cluster = cluster_factory()
     nodes, ports = cluster.sensor_chain()
@@ -282,6 +291,7 @@ def test_head_restart_resumes_without_resending(cluster_factory):
     assert_nodes_hold_their_slices(cluster, nodes)
 
 
+@pytest.mark.slow
 def test_commits_made_directly_to_the_store_reach_the_nodes(cluster_factory):
     cluster = cluster_factory()
     nodes, ports = cluster.three_nodes()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from boreas.cli.common import CommandFailed
 from boreas.cli.optimize import connect_filter, disconnect_filter
 from boreas.client.publisher import Publisher
@@ -76,6 +77,7 @@ async def insert_and_remove_while_flowing(cluster, upstream: bool, rounds: int =
     return got
 
 
+@pytest.mark.slow
 async def test_insert_and_remove_a_filter_on_the_same_node_while_tuples_flow(cluster_factory):
     cluster = cluster_factory()
     nodes = await asyncio.to_thread(connect_topology, cluster, 1)
@@ -85,6 +87,7 @@ async def test_insert_and_remove_a_filter_on_the_same_node_while_tuples_flow(clu
     await asyncio.to_thread(assert_everyone_agrees, cluster, "box1", nodes)
 
 
+@pytest.mark.slow
 async def test_insert_and_remove_a_filter_upstream_across_two_nodes_while_tuples_flow(cluster_factory):
     cluster = cluster_factory()
     nodes = await asyncio.to_thread(connect_topology, cluster, 2)
@@ -109,6 +112,7 @@ async def test_an_inserted_filter_is_in_every_catalog_until_it_is_removed(cluste
     assert "drop" not in (await asyncio.to_thread(cluster.head_catalog)).boxes
 
 
+@pytest.mark.slow
 async def test_upstream_insertion_on_a_fanned_out_stream_is_refused_and_changes_nothing(cluster_factory):
     cluster = cluster_factory()
     nodes = await asyncio.to_thread(connect_topology, cluster, 2)
@@ -135,6 +139,7 @@ async def test_upstream_insertion_on_a_fanned_out_stream_is_refused_and_changes_
     assert result.returncode == 1 and "fans out" in result.stderr
 
 
+@pytest.mark.slow
 async def test_a_filter_removed_before_any_tuple_passed_it_leaves_no_trace(cluster_factory):
     """Insert and remove upstream with nothing flowing: afterwards every tuple arrives once."""
     cluster = cluster_factory()

@@ -41,6 +41,7 @@ def expected_averages(rows):
     return {key: (sum(v) / len(v), len(v)) for key, v in groups.items()}
 
 
+@pytest.mark.slow
 async def test_pipeline_across_three_nodes_matches_a_hand_computed_result(cluster_factory):
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.sensor_chain)
@@ -59,6 +60,7 @@ async def test_pipeline_across_three_nodes_matches_a_hand_computed_result(cluste
         assert starts == sorted(starts)
 
 
+@pytest.mark.slow
 async def test_ten_thousand_tuples_cross_nodes_once_and_in_order(cluster_factory):
     """box1 on one node feeds box2 on another (the Borealis deploy test); every tuple arrives once, in order."""
     cluster = cluster_factory()
@@ -85,6 +87,7 @@ async def test_ten_thousand_tuples_cross_nodes_once_and_in_order(cluster_factory
     assert status["data"]["links"][nodes[1]]["connected"]
 
 
+@pytest.mark.slow
 async def test_schema_violations_are_reported_and_the_node_keeps_running(cluster_factory):
     cluster = cluster_factory()
     nodes, _ = await asyncio.to_thread(cluster.sensor_chain)
@@ -103,6 +106,7 @@ async def test_schema_violations_are_reported_and_the_node_keeps_running(cluster
         await Publisher(cluster.head, "Average", TOKEN).start()
 
 
+@pytest.mark.slow
 async def test_a_stalled_subscriber_holds_publishers_back_with_bounded_memory(cluster_factory):
     cluster = cluster_factory()
 
@@ -137,6 +141,7 @@ async def test_a_stalled_subscriber_holds_publishers_back_with_bounded_memory(cl
     assert [n for _, n in got] == list(range(total))
 
 
+@pytest.mark.slow
 def test_publish_and_subscribe_from_the_command_line(cluster_factory, tmp_path):
     cluster = cluster_factory()
     cluster.sensor_chain()

@@ -19,7 +19,8 @@ from boreas.regional.global_component import GlobalComponent
 BOREALIS = EXAMPLES.parents[1] / "tests" / "data" / "borealis"
 
 
-@pytest.mark.parametrize("store", ["sqlite", pytest.param("zookeeper", marks=pytest.mark.zookeeper)])
+@pytest.mark.parametrize("store", ["sqlite",
+                                   pytest.param("zookeeper", marks=[pytest.mark.zookeeper, pytest.mark.slow])])
 async def test_global_component_joins_late_and_follows_every_change(cluster_factory, store):
     cluster = cluster_factory(store)
     nodes, ports = await asyncio.to_thread(cluster.sensor_chain)
@@ -59,6 +60,7 @@ async def test_global_component_joins_late_and_follows_every_change(cluster_fact
     assert component.endpoint not in (await asyncio.to_thread(cluster.head_catalog)).globals
 
 
+@pytest.mark.slow
 def test_watch_prints_the_catalog_then_each_change(cluster_factory):
     cluster = cluster_factory()
     nodes, ports = cluster.sensor_chain()
@@ -101,6 +103,7 @@ def _first_line(proc: subprocess.Popen) -> str:
     return line
 
 
+@pytest.mark.slow
 def test_pending_request_follows_the_box_to_its_new_node(cluster_factory):
     cluster = cluster_factory()
     cluster.start_head()
@@ -143,6 +146,7 @@ def test_pending_request_follows_the_box_to_its_new_node(cluster_factory):
     assert not cluster.nodes()[source]["pending"]
 
 
+@pytest.mark.slow
 def test_pending_request_times_out_with_a_clear_error(cluster_factory):
     cluster = cluster_factory(pending_timeout=1.5)
     cluster.start_head()

@@ -202,6 +202,7 @@ def test_a_sign_field_makes_rows_deletes():
 # -- Spark cross-check (unit, with the session's Spark) ---------------------------------
 
 
+@pytest.mark.slow
 def test_the_view_equals_spark_sql_over_the_same_rows(spark):
     from boreas.spark.verify import verify
 
@@ -275,6 +276,7 @@ async def follow(subscriber: Subscriber, expected: dict, timeout: float = 30.0) 
     return view
 
 
+@pytest.mark.slow
 async def test_q3_on_a_cluster_subscribe_and_query_over_http_and_the_cli(cluster_factory):
     cluster = cluster_factory()
     nodes = await asyncio.to_thread(q3_cluster, cluster)
@@ -327,6 +329,7 @@ async def test_q3_on_a_cluster_subscribe_and_query_over_http_and_the_cli(cluster
     assert result.returncode == 1 and "nosuch" in result.stderr
 
 
+@pytest.mark.slow
 async def test_an_m3_box_moves_between_nodes_while_rows_flow(cluster_factory):
     cluster = cluster_factory()
     nodes = await asyncio.to_thread(q3_cluster, cluster, True)

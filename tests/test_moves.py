@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from boreas.catalog.slices import node_slice
 from boreas.cli.optimize import move_box
 from boreas.client.publisher import Publisher
@@ -55,6 +56,7 @@ async def test_a_box_moves_once_while_tuples_flow(cluster_factory):
     assert "box1" in cluster.node_catalog(nodes[1]).boxes
 
 
+@pytest.mark.slow
 def test_moving_a_box_that_is_not_there_is_refused(cluster_factory):
     cluster = cluster_factory()
     nodes = two_nodes_with_a_filter(cluster)
@@ -101,6 +103,7 @@ async def run_with_moves(cluster, box: str, nodes: list[str], rows: list[tuple],
         return moves, await reading
 
 
+@pytest.mark.slow
 async def test_a_filter_moves_back_and_forth_every_100ms(cluster_factory):
     """Modeled on the Borealis move test: two nodes, a regional component, 10,000 numbered tuples."""
     cluster = cluster_factory()
@@ -156,6 +159,7 @@ def without_moves(rows: list[tuple]) -> list[tuple]:
     return out
 
 
+@pytest.mark.slow
 async def test_an_aggregate_moves_back_and_forth_with_its_state(cluster_factory):
     """Its windows and groups move with it: the outputs equal those of a run with no moves."""
     cluster = cluster_factory()
@@ -177,6 +181,7 @@ async def test_an_aggregate_moves_back_and_forth_with_its_state(cluster_factory)
     assert got == expected
 
 
+@pytest.mark.slow
 async def test_requests_for_a_moving_box_complete_on_its_new_node(cluster_factory):
     """Paper 3.1.2: a modify, a subscribe and a delete sent while the box moves all land where it is."""
     cluster = cluster_factory()
@@ -217,6 +222,7 @@ async def test_requests_for_a_moving_box_complete_on_its_new_node(cluster_factor
         assert "box1" not in (await asyncio.to_thread(cluster.node_catalog, node)).boxes
 
 
+@pytest.mark.slow
 async def test_a_regional_component_moves_a_box_of_its_region(cluster_factory):
     from boreas.regional.component import RegionalComponent
 

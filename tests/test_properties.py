@@ -632,6 +632,7 @@ def _check_submission_is_atomic(store, app: str | bytes, dep: str | bytes) -> No
     assert store.snapshot() == before
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(250), **SETTINGS)
 @given(st.data())
 def test_mutated_generated_submission_commits_or_fails_cleanly(data):

@@ -113,6 +113,7 @@ def frame(spark, n: int, partitions: int = 4):
         F.col("id").cast("int").alias("id"), (F.col("id") * 0.5).alias("v"))
 
 
+@pytest.mark.slow
 def test_a_dataframe_arrives_once_and_republishing_the_same_job_adds_nothing(boreas, spark):
     n = 3000
     with Collector(boreas.head, "A") as sub:
@@ -125,6 +126,7 @@ def test_a_dataframe_arrives_once_and_republishing_the_same_job_adds_nothing(bor
         exactly_once(sub.wait_for(n), [(i, i * 0.5) for i in range(n)])
 
 
+@pytest.mark.slow
 def test_a_retried_task_resends_the_same_batches_and_the_node_drops_them(boreas, spark):
     def fail_first_attempt_midway(index, rows):
         """Partition 0's first attempt dies after 250 rows (two batches of 100 are already sent)."""
@@ -144,6 +146,7 @@ def test_a_retried_task_resends_the_same_batches_and_the_node_drops_them(boreas,
     assert duplicates_dropped(boreas) - before == 2  # the retry re-sent batches 0 and 1
 
 
+@pytest.mark.slow
 def test_publish_file_reads_parquet_and_csv_by_column_name(boreas, spark, tmp_path):
     base = 1_700_000_000_000_000
     parquet = tmp_path / "in.parquet"
@@ -161,6 +164,7 @@ def test_publish_file_reads_parquet_and_csv_by_column_name(boreas, spark, tmp_pa
         exactly_once(sub.wait_for(len(expected)), expected)
 
 
+@pytest.mark.slow
 def test_schema_violations_name_row_and_field_and_the_good_rows_still_arrive(boreas, spark, tmp_path):
     bad = spark.createDataFrame([(1, 1.0), (None, 2.0), (3, 3.0), (3_000_000_000, 4.0), (5, None)],
                                 "id long, v double").coalesce(1)
@@ -189,6 +193,7 @@ def test_schema_violations_name_row_and_field_and_the_good_rows_still_arrive(bor
         publish(bad.select("id"), "A", head=boreas.head, token=TOKEN)
 
 
+@pytest.mark.slow
 def test_a_replayed_micro_batch_is_not_delivered_twice(boreas, spark, tmp_path):
     inbox, checkpoint = tmp_path / "inbox", tmp_path / "checkpoint"
     inbox.mkdir()

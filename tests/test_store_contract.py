@@ -387,6 +387,7 @@ def test_use_after_close_raises_store_error(store):
     store.close()  # closing twice is harmless
 
 
+@pytest.mark.slow
 def test_unreachable_zookeeper_raises_store_error():
     with pytest.raises(StoreError) as info:
         open_store("zk://127.0.0.1:1/x")
