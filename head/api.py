@@ -42,7 +42,7 @@ import asyncio
 import logging
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 from aiohttp import web
@@ -50,7 +50,15 @@ from aiohttp.helpers import parse_mimetype
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.multipart import BodyPartReader
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
-from boreas.catalog.documents import Connect, Delete, Disconnect, Document, Move, Update, read_document
+from boreas.catalog.documents import (
+    Connect,
+    Delete,
+    Disconnect,
+    Document,
+    Move,
+    Update,
+    read_document,
+)
 from boreas.catalog.endpoints import normalize_endpoint
 from boreas.catalog.model import GlobalComponent, Region
 from boreas.catalog.replicate import catalog_items
@@ -60,8 +68,7 @@ from boreas.catalog.updates import update_document
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS, DeadlineExceeded, capped
 from boreas.wire.server import json_error
 
-if TYPE_CHECKING:
-    from .service import HeadService
+from .context import HeadContext
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +82,7 @@ MAX_PARTS = 1000
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\uffff]")
 
 
-def install_routes(head: HeadService) -> None:
+def install_routes(head: HeadContext) -> None:
     api = _Api(head)
     router = head.server.app.router
     router.add_post("/submissions", api.submit)
@@ -104,7 +111,7 @@ def _boundary(request: web.Request) -> str | None:
 
 
 class _Api:
-    def __init__(self, head: HeadService):
+    def __init__(self, head: HeadContext):
         self.head = head
 
     async def _documents(self, request: web.Request) -> list[tuple[str, bytes]] | web.Response:

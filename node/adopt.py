@@ -47,12 +47,13 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from boreas.catalog.documents import Unsubscribe, Update, read_document
 from boreas.catalog.model import Catalog, Node, Region, Subscription
 from boreas.catalog.replicate import apply_update, catalog_items
 
+from .context import NodeContext
 from .dataflow import Dataflow
 from .handover import BoxHandover, attach
 from .recovery.durability import Durability
@@ -91,18 +92,6 @@ def claim(directory: Path, by: str) -> None:
         json.dump({"by": by, "at": time.time()}, f)
         f.flush()
         os.fsync(f.fileno())
-
-
-class AdoptingNode(Protocol):
-    endpoint: str
-    local: Any
-    dataflow: Dataflow
-    update_lock: asyncio.Lock
-    receiver: Any
-    durability: Durability | None
-    reflector: Any
-
-    def catalog_changed(self) -> None: ...
 
 
 @dataclass
@@ -163,7 +152,7 @@ def adoption_items(failed: Catalog, source: str, target: str, held: Catalog) -> 
 class Adopter:
     """One node's side of failover: ``POST /adopt`` lands here."""
 
-    def __init__(self, node: AdoptingNode):
+    def __init__(self, node: NodeContext):
         self.node = node
         self.adopted: dict[str, dict[str, Any]] = {}  # failed endpoint -> report
 

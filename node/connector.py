@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from boreas.catalog.documents import (
     Connect,
@@ -47,10 +47,8 @@ from boreas.catalog.validate import stream_schemas
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerError, PeerRefused
 
+from .context import NodeContext
 from .head_reports import head_reports
-
-if TYPE_CHECKING:
-    from .service import NodeService
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +65,7 @@ class ConnectRefused(ValueError):
 
 
 class FilterConnector:
-    def __init__(self, node: NodeService):
+    def __init__(self, node: NodeContext):
         self.node = node
 
     @property

@@ -9,10 +9,8 @@ overtake it), so a node has exactly one :class:`HeadReports`: one
 by the mover and the connector.  A Head that is down is retried until it is
 back; a report the Head refuses is logged and skipped.
 
-The node service does not construct it (yet): :func:`head_reports` makes it
-on the first report from ``node.head`` and ``node.peers`` and keeps it on the
-node's reflector, whose ``close()`` delivers what is still queued.  A node
-that sets ``node.head_reports`` itself is used as is.
+The node service makes it when it starts (``node.head_reports``) and closes
+it when it stops, delivering what is still queued within a moment.
 
 Usage::
 
@@ -25,15 +23,12 @@ Usage::
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from boreas.catalog.updates import describe_item, update_document
 from boreas.wire.backoff import Backoff
 from boreas.wire.client import PeerClient, PeerRefused
 from boreas.wire.sender import QueueFull, ReliableSender, SenderClosed
-
-if TYPE_CHECKING:
-    from .service import NodeService
 
 log = logging.getLogger(__name__)
 
@@ -76,16 +71,6 @@ class HeadReports:
         log.warning("node %s: the Head refused a report (%s); it is not retried", self.endpoint, exc)
 
 
-def head_reports(node: NodeService) -> HeadReports | None:
-    """The node's :class:`HeadReports`, made on first use; None when it has no Head (or is stopping)."""
-    if not node.head:
-        return None
-    reports = getattr(node, "head_reports", None)
-    if reports is None:
-        reports = node.reflector.head_reports
-    if reports is None:
-        if node.reflector.closed:
-            log.warning("node %s is stopping: a report to the Head is dropped", node.endpoint)
-            return None
-        reports = node.reflector.head_reports = HeadReports(node.head, node.peers, node.endpoint)
-    return reports
+def head_reports(node: Any) -> HeadReports | None:
+    """The node's :class:`HeadReports` (None when it runs without a Head)."""
+    return getattr(node, "head_reports", None)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from typing import TYPE_CHECKING
 
 import msgspec
 from boreas.catalog.documents import Move, Update, read_document
@@ -31,6 +30,7 @@ from boreas.catalog.updates import update_document
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerError
 
+from .context import NodeContext
 from .handover import (
     FORWARD_FOR,
     BoxHandover,
@@ -43,9 +43,6 @@ from .handover import (
 )
 from .head_reports import head_reports
 
-if TYPE_CHECKING:
-    from .service import NodeService
-
 log = logging.getLogger(__name__)
 
 
@@ -54,7 +51,7 @@ class MoveFailed(RuntimeError):
 
 
 class BoxMover:
-    def __init__(self, node: NodeService):
+    def __init__(self, node: NodeContext):
         self.node = node
         self.moved_away: dict[str, tuple[str, float]] = {}  # box -> (where it went, when)
         self._retired = 0  # forwarding links retired so far (names their closing tasks)
@@ -144,7 +141,7 @@ class BoxMover:
             node.reflector.reflect(catalog, update.items)
         if node.durability is not None:  # its state came over the network, not through the log
             await node.durability.snapshot(node.dataflow, node.durability.last_snapshot or 0)
-        tasks = node.reflector.tasks  # the node's supervisor: a failure is logged, never lost
+        tasks = node.tasks  # the node's supervisor: a failure is logged, never lost
         for link in stale:  # the box came back: stop forwarding it away
             node.dataflow.counters["forwards_retired"] += 1
             self._retired += 1

@@ -16,16 +16,11 @@ endpoint.
 Each region is fed by its own :class:`~boreas.wire.sender.ReliableSender`
 (ordered, retrying while the region is down, skipping what it refuses), all
 owned by the reflector's :class:`~boreas.wire.supervisor.Supervisor`
-(``tasks``).  Until the node service owns a supervisor and its channel to
-the Head, the reflector -- the one part the service closes that sends
-update XML on -- also owns those: ``tasks`` runs the node's short
-background jobs (retiring a forward after a box came back), and
-``head_reports`` holds the :class:`~boreas.node.head_reports.HeadReports`
-once one is made, so closing the reflector delivers pending reports.
+(``tasks``: the node's own supervisor, passed in).
 
 Usage::
 
-    reflector = Reflector("localhost:15000", peers)
+    reflector = Reflector("localhost:15000", peers, Supervisor("node localhost:15000"))
     reflector.reflect(catalog, update.items)   # after each applied change
     await reflector.flush(timeout=1.0)          # before a handover, to keep moves in order
     await reflector.close()
@@ -37,7 +32,7 @@ import asyncio
 import logging
 import uuid
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import catalog_items
@@ -46,9 +41,6 @@ from boreas.wire.backoff import Backoff
 from boreas.wire.client import PeerClient
 from boreas.wire.sender import QueueFull, ReliableSender
 from boreas.wire.supervisor import Supervisor
-
-if TYPE_CHECKING:
-    from .head_reports import HeadReports
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +56,11 @@ def region_endpoints(catalog: Catalog) -> set[str]:
 
 
 class Reflector:
-    def __init__(self, endpoint: str, peers: PeerClient):
+    def __init__(self, endpoint: str, peers: PeerClient, tasks: Supervisor):
         self.endpoint = endpoint
         self.peers = peers
         self.counters: Counter[str] = Counter()
-        self.tasks = Supervisor(f"node {endpoint}")
-        self.head_reports: HeadReports | None = None  # made on the first report (node/head_reports.py)
+        self.tasks = tasks  # the node's supervisor: each region's sender task runs under it
         self._regions: dict[str, ReliableSender] = {}
         self.closed = False
 
@@ -112,14 +103,10 @@ class Reflector:
         return all(done)
 
     async def close(self) -> None:
-        """Give regions (and the Head's reports) a moment to take what is queued, then stop."""
+        """Give regions a moment to take what is queued, then stop."""
         self.closed = True
-        closing = [r.close(CLOSE_TIMEOUT) for r in self._regions.values()]
-        if self.head_reports is not None:
-            closing.append(self.head_reports.close())
-        await asyncio.gather(*closing)
+        await asyncio.gather(*(r.close(CLOSE_TIMEOUT) for r in self._regions.values()))
         self._regions.clear()
-        await self.tasks.close()
 
     def status(self) -> dict[str, int]:
         return {e: r.queued for e, r in self._regions.items()}

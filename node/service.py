@@ -36,7 +36,6 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -49,16 +48,18 @@ from boreas.catalog.diagnostics import ValidationFailed
 from boreas.catalog.documents import Connect, Disconnect, Move, Update, read_document
 from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.model import Catalog
-from boreas.catalog.xmlsafe import DeadlineExceeded
 from boreas.catalog.replicate import Rejection, UpdateRejected, update_items
+from boreas.catalog.xmlsafe import DeadlineExceeded
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer, json_error
+from boreas.wire.supervisor import Supervisor
 
 from .adopt import Adopter, AdoptionRefused, archive_adopted, claimed_by
 from .connector import ConnectRefused, FilterConnector
 from .dataflow import Dataflow
 from .gcpause import gc_paused
+from .head_reports import HeadReports
 from .local_catalog import LocalCatalog
 from .mover import BoxMover, MoveFailed
 from .query import QueryApi
@@ -99,9 +100,11 @@ class NodeService:
         self._members = None  # ZooKeeperMembers when the Head's store is ZooKeeper
         self.update_lock = asyncio.Lock()  # one update at a time, in arrival order
         self.mover = BoxMover(self)
-        self.reflector = Reflector(endpoint, self.peers)
+        # Every background task of the node is owned here: one that dies is logged and restarted.
+        self.tasks = Supervisor(f"node {endpoint}")
+        self.reflector = Reflector(endpoint, self.peers, self.tasks)
+        self.head_reports: HeadReports | None = None  # moves and connects, in order, to the Head
         self.connector = FilterConnector(self)
-        self._tasks: list[asyncio.Task] = []
         router = self.server.app.router
         router.add_post("/update", self.handle_update)
         router.add_get("/catalog", self.handle_catalog)
@@ -121,7 +124,8 @@ class NodeService:
             self.recovered.set()
         await self.server.start(host, port)
         if self.head:
-            self._tasks.append(asyncio.create_task(self._heartbeats(), name="node-heartbeat"))
+            self.head_reports = HeadReports(self.head, self.peers, self.endpoint)
+            self.tasks.spawn("heartbeat", self._heartbeats)
         if self.durability is not None:
             await self._recover(self.durability)
 
@@ -222,13 +226,11 @@ class NodeService:
             self.durability.save_catalog(self.local.as_update_xml())
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
         await self.server.close()
+        if self.head_reports is not None:
+            await self.head_reports.close()
         await self.reflector.close()
+        await self.tasks.close()
         await self.dataflow.close()
         if self.durability is not None:
             await self.durability.close()
@@ -347,6 +349,8 @@ class NodeService:
             "boxes": sorted(catalog.boxes),
             "counters": dict(self.local.counters),
             "regions": self.reflector.status(),
+            "tasks": self.tasks.status(),
+            "head_reports": self.head_reports.stats() if self.head_reports else None,
             "recovery": ({**self.durability.status(), "shared": self.shared_dir, "fenced_by": self.fenced,
                           "adopted": self.adopter.adopted} if self.durability else {"durable": False}),
             "http": dict(self.server.counters),

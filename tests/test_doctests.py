@@ -26,6 +26,8 @@ MODULES = [
     "boreas.node.handover",
     "boreas.node.adopt",
     "boreas.head.failover",
+    "boreas.wire.sender",
+    "boreas.wire.supervisor",
     "boreas.node.recovery.records",
     "boreas.cli.data",
     "boreas.node.recovery.log",

@@ -1,0 +1,59 @@
+"""What the Head's HTTP interface (:mod:`boreas.head.api`) uses of the Head.
+
+The API is given the :class:`~boreas.head.service.HeadService` itself, typed
+by this protocol, so it does not import the service that imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from boreas.catalog.documents import Connect, Document
+from boreas.catalog.model import Catalog, GlobalComponent, Region
+from boreas.wire.client import PeerClient
+from boreas.wire.server import HttpServer
+
+from .failover import Failover
+from .global_feed import GlobalFeed
+from .membership import Membership
+from .node_sync import NodeSync
+from .pending import PendingRequests
+from .snapshots import SnapshotCoordinator
+from .submissions import Submission, SubmissionLog
+
+
+class HeadContext(Protocol):
+    store_url: str
+    catalog: Catalog
+    revision: int
+    server: HttpServer
+    peers: PeerClient
+    membership: Membership
+    pending: PendingRequests
+    submissions: SubmissionLog
+    snapshots: SnapshotCoordinator
+    failover: Failover
+    syncs: dict[str, NodeSync]
+    feeds: dict[str, GlobalFeed]
+
+    @property
+    def origin(self) -> str: ...
+
+    async def wait_for_change(self, after: int, timeout: float) -> None: ...
+
+    async def submit(self, documents: Sequence[Document]) -> Submission: ...
+
+    async def register_global(self, component: GlobalComponent) -> None: ...
+
+    async def register_region(self, registration: Region) -> int | None: ...
+
+    async def unregister_global(self, endpoint: str) -> bool: ...
+
+    async def learn_move(self, box: str, target: str) -> int: ...
+
+    async def learn_connect(self, connect: Connect) -> int: ...
+
+    async def learn_disconnect(self, stream: str) -> int: ...
+
+    def heartbeat(self, endpoint: str, incarnation: str, version: int, recovery: dict | None = None) -> None: ...
