@@ -20,7 +20,7 @@ the Head's ``--failover-after``, the Head asks a live node to adopt it
 3. **takes the boxes over** between two of its own batches: declares them
    (the failed node's catalog, re-homed here), hands each box its replayed
    state, producer id and output numbering, and positions per input
-   (:class:`~boreas.node.handover.BoxHandover`, as a move does), queues the
+   (:class:`~boreas.node.box_state.BoxHandover`, as a move does), queues the
    replay's outputs on its own links (receivers drop what they already
    have), and feeds the adopted boxes what it had itself sent the failed
    node and never got acknowledged;
@@ -55,7 +55,7 @@ from boreas.catalog.replicate import apply_update, catalog_items
 
 from .context import NodeContext
 from .dataflow import Dataflow
-from .handover import BoxHandover, attach
+from .handover import attach
 from .recovery.durability import Durability
 from .recovery.snapshots import write_atomic
 
@@ -169,7 +169,7 @@ class Adopter:
             replayer, replayed = await self._replay(failed)
         finally:
             await failed.durable.log.close()
-        handovers = _handovers(replayer)
+        handovers = [replayer.state.handover(name, replayer.producer_of) for name in replayer.state.operators]
         items = adoption_items(failed.catalog, source, node.endpoint, node.local.catalog)
         flow = node.dataflow
         async with node.update_lock:
@@ -177,11 +177,11 @@ class Adopter:
                                               items=items))
             async with flow.lock:
                 flow.reconfigure(catalog)
-                for handover, _ in handovers:
+                for handover in handovers:
                     attach(flow, handover)
                 unsent = flow.send_later([o for o in replayer.outputs if o[0] != node.endpoint])
                 consumers, withdrawn = self._withdraw(source, handovers)
-                for (stream, producer), seq in replayer.processed.items():
+                for (stream, producer), seq in replayer.state.processed.items():
                     node.receiver.sequencer.expect(stream, producer, seq + 1)
             node.catalog_changed()
             node.reflector.reflect(catalog, items)
@@ -190,8 +190,7 @@ class Adopter:
                         sorted(set(unsent)))
         returned = await self._take_back(source, consumers, withdrawn)
         await flow.release()
-        await flow.deliver(self._for_me(replayer.outputs) + returned
-                           + [held for _, box_held in handovers for held in box_held])
+        await flow.deliver(self._for_me(replayer.outputs) + returned)
         snapshot = await node.durability.snapshot(flow, node.durability.last_snapshot or 0)
         report = {"node": source, "boxes": sorted(name for name in failed.catalog.boxes),
                   "snapshot": failed.captured["snapshot"] if failed.captured else None,
@@ -204,7 +203,7 @@ class Adopter:
 
     async def _replay(self, failed: _Failed) -> tuple[_Replayer, int]:
         replayer = _Replayer(self.node.endpoint, failed.identity["sender"])
-        replayer.box_ids.update(failed.identity.get("boxes", {}))
+        replayer.state.adopt_identity(failed.identity.get("boxes", {}))
         replayer.reconfigure(failed.catalog)
         start = failed.durable.log.first_position
         if failed.captured is not None:
@@ -217,8 +216,8 @@ class Adopter:
         """Under the lock: outputs queued for the failed node that the adopted boxes now take here."""
         flow = self.node.dataflow
         consumers: dict[str, list[str]] = {}
-        for handover, _ in handovers:
-            for port in flow.boxes[handover.box].inputs:
+        for handover in handovers:
+            for port in flow.state.boxes[handover.box].inputs:
                 consumers.setdefault(port.stream, []).append(handover.box)
         return consumers, flow.withdraw(source, set(consumers))
 
@@ -253,21 +252,6 @@ class Adopter:
                 mine.append((stream, rows, producer, seq, ""))
                 sequencer.expect(stream, producer, seq + 1)
         return mine
-
-
-def _handovers(replayer: _Replayer) -> list[tuple[BoxHandover, list[tuple[str, list[tuple], str, int, str]]]]:
-    """Each replayed box as a move would hand it over, with the batches it held for a gap."""
-    out = []
-    for name, box in replayer.boxes.items():
-        if name not in replayer.operators:
-            continue
-        handover = BoxHandover(name, replayer.box_ids[name],
-                               {s: replayer.out_seq.get(s, 0) for s in box.outputs},
-                               replayer.input_positions(name), replayer.operators[name].state(), time.time())
-        inputs = replayer.box_inputs.get(name)
-        held = [(s, rows, p, n, name) for s, p, n, rows in (inputs.held_items() if inputs else ())]
-        out.append((handover, held))
-    return out
 
 
 def _open_failed(directory: Path, snapshot_url: str | None) -> _Failed:

@@ -239,8 +239,8 @@ class FilterConnector:
                 node.apply_local(items, keep_state=(keep,) if keep else ())
             except UpdateRejected as exc:
                 raise ConnectRefused(f"node {node.endpoint}: {exc}") from None
-            if check and check in flow.broken:
-                reason = flow.broken[check]
+            if check and check in flow.state.broken:
+                reason = flow.state.broken[check]
                 node.restore_local(before, keep_state=(keep,) if keep else ())
                 raise ConnectRefused(f"box {check!r} cannot run: {reason}")
             if bridge:

@@ -29,20 +29,19 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from boreas.catalog.model import Box, Catalog, Schema
+from boreas.catalog.model import Catalog, Schema
 from boreas.catalog.validate import stream_schemas
 from boreas.wire.frames import Ack, Batch, Refused, encode_rows
 from boreas.wire.links import OutboundLink
 from boreas.wire.receiver import Deferred
-from boreas.wire.sequencing import Sequencer
 from boreas.wire.tuples import RowType
 
 from .box_inputs import Bridge
-from .operators import Operator, OperatorError, build_operator
+from .box_state import BoxStates
+from .operators import Operator
 from .recovery import records
 from .recovery.log import InputLog
 
@@ -61,35 +60,22 @@ class Dataflow:
         self.counters: Counter[str] = Counter()
         self.schemas: dict[str, Schema] = {}
         self.row_types: dict[str, RowType] = {}  # streams that enter this node
-        self.operators: dict[str, Operator] = {}
-        self.boxes: dict[str, Box] = {}
         self.consumers: dict[str, list[tuple[Operator, str, int]]] = {}  # stream -> (op, box, port)
         self.destinations: dict[str, list[str]] = {}  # stream -> endpoints it is sent to
         self.producer_of: dict[str, str] = {}  # stream -> the local box that writes it
         self.links: dict[str, OutboundLink] = {}
-        self.broken: dict[str, str] = {}  # box -> why it could not be built
-        # A box's output batches are numbered per (stream, box), not per node, so the numbering
-        # can move with the box; the producer id is the box's name and a random incarnation.
-        self.box_ids: dict[str, str] = {}
-        self.out_seq: dict[str, int] = {}
+        # The boxes and all their state (operators, producer ids, numbering, input positions):
+        # owned there; moves, snapshots, recovery and failover go through it.
+        self.state = BoxStates()
         # (stream, rows, producer, seq, box, rows as msgpack, future of its log position or None)
         self._inbox: asyncio.Queue[tuple] = asyncio.Queue(queue_batches)
-        # Moves: the last batch each (stream, producer) had processed here, and where the input
-        # streams of boxes that moved away are forwarded (with their row types, after the
-        # catalog forgets them).  Boxes run under this lock, so a move happens between batches.
-        self.processed: dict[tuple[str, str], int] = {}
+        # Moves: where the input streams of boxes that moved away are forwarded (with their row
+        # types, after the catalog forgets them).  Boxes run under this lock, so a move happens
+        # between batches.
         self.forwards: dict[str, OutboundLink] = {}
         self.forward_types: dict[str, RowType] = {}
         self.lock = asyncio.Lock()
         self.sending = asyncio.Lock()  # held while the outbox is handed to the links
-        # A box that arrived by a move orders its own inputs: its batches come both forwarded by
-        # the node it left and straight from upstream, and this node's receiver may already have
-        # passed some of them on before the box came (a box moving back).
-        self.box_inputs: dict[str, Sequencer] = {}  # Sequencer.for_box
-        # A moved box's pause: from when the source took it out (wall clock, same host or synced
-        # clocks) to its first batch here; the last ones, in seconds, by box (``/status``).
-        self.paused_since: dict[str, float] = {}
-        self.move_pauses: dict[str, list[float]] = {}
         # What leaves the node is sent after the lock is released, in order, by the one task
         # that runs boxes: a link that waits (a slow receiver) then never keeps a move waiting.
         self._outbox: list[tuple[OutboundLink, str, list[tuple], str, int, bool]] = []
@@ -107,7 +93,11 @@ class Dataflow:
         self.journal: InputLog | None = None
         self.clock_offset = 0.0  # flow clock = monotonic + offset; a restart continues the old clock
         self._now = 0.0  # the flow clock of the batch or timer being processed
-        self.on_new_box_id: Callable[[], None] | None = None  # persist producer ids as they are made
+
+    @property
+    def operators(self) -> dict[str, Operator]:
+        """The running operators by box name (read them; :attr:`state` changes them)."""
+        return self.state.operators
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -145,37 +135,12 @@ class Dataflow:
         Boxes named in ``keep_state`` carry their state over even though their
         declaration changed (a box whose in port was rewired to a filter).
         """
-        kept = {name: self.operators[name].state() for name in keep_state if name in self.operators}
         self.schemas = stream_schemas(catalog)
         self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s])
                           for s in catalog.inputs if s in self.schemas}
-        for name in set(self.box_ids) - set(catalog.boxes):  # deleted: a new box would start afresh
-            for stream in self.boxes[name].outputs if name in self.boxes else ():
-                self.out_seq.pop(stream, None)
-            del self.box_ids[name]
-        for name in set(self.operators) - set(catalog.boxes):
-            del self.operators[name]
-            self.boxes.pop(name, None)
-        self.broken = {}
-        for name, box in catalog.boxes.items():
-            if self.boxes.get(name) == box and name in self.operators:
-                continue
-            try:
-                ins = [self.schemas[p.stream] for p in box.inputs]
-                outs = [self.schemas[s] for s in box.outputs]
-                self.operators[name] = build_operator(box, ins, outs)
-                if name in kept:
-                    self.operators[name].restore(kept[name])
-                self.boxes[name] = box
-                if name not in self.box_ids:
-                    self.box_ids[name] = f"{name}~{uuid.uuid4().hex[:12]}"
-                    if self.on_new_box_id is not None:
-                        self.on_new_box_id()
-            except (KeyError, OperatorError) as exc:
-                self.broken[name] = str(exc)
-                self.operators.pop(name, None)
-                log.error("node %s cannot run box %r: %s", self.endpoint, name, exc)
-        self.producer_of = {s: name for name, box in self.boxes.items() for s in box.outputs}
+        for name, why in self.state.follow(catalog.boxes, self.schemas, keep_state).items():
+            log.error("node %s cannot run box %r: %s", self.endpoint, name, why)
+        self.producer_of = {s: name for name, box in self.state.boxes.items() for s in box.outputs}
         self._wire_consumers()
         before, self.destinations = self.destinations, {}
         for sub in catalog.subscriptions.values():
@@ -185,18 +150,18 @@ class Dataflow:
 
     def _wire_consumers(self) -> None:
         for old, bridge in list(self.bridges.items()):
-            box = self.boxes.get(bridge.box)
+            box = self.state.boxes.get(bridge.box)
             if box is None or bridge.port >= len(box.inputs) or box.inputs[bridge.port].stream == old:
                 # The box is gone, or its port reads the old stream again (a filter removed before
                 # any batch came through it): a bridge now would feed the port twice.
                 del self.bridges[old]
         self.consumers = {}
-        for name, box in self.boxes.items():
+        for name, box in self.state.boxes.items():
             for port, inport in enumerate(box.inputs):
-                self.consumers.setdefault(inport.stream, []).append((self.operators[name], name, port))
+                self.consumers.setdefault(inport.stream, []).append((self.state.operators[name], name, port))
         for stream, bridge in self.bridges.items():
-            if bridge.box in self.operators:
-                self.consumers.setdefault(stream, []).append((self.operators[bridge.box], bridge.box, bridge.port))
+            if bridge.box in self.state.operators:
+                self.consumers.setdefault(stream, []).append((self.state.operators[bridge.box], bridge.box, bridge.port))
 
     def bridge(self, old: str, box: str, port: int, new: str) -> None:
         """Until ``new`` first arrives, ``old`` still feeds ``box``'s ``port`` (the caller holds the lock)."""
@@ -209,9 +174,7 @@ class Dataflow:
             self._wire_consumers()
 
     def remove_box(self, name: str) -> None:
-        """Stop running a box here (it moved away); the caller holds the lock."""
-        self.operators.pop(name, None)
-        self.boxes.pop(name, None)
+        """Stop routing to a box taken out (:meth:`BoxStates.take`); the caller holds the lock."""
         for stream, consumers in list(self.consumers.items()):
             self.consumers[stream] = [c for c in consumers if c[1] != name]
         self.producer_of = {s: b for s, b in self.producer_of.items() if b != name}
@@ -270,18 +233,8 @@ class Dataflow:
         if self.journal is not None:
             position = self.journal.append(records.encode(records.Marker(snapshot, now)))
             self.journal.roll()
-        return {
-            "snapshot": snapshot,
-            "position": position + 1 if self.journal else 0,
-            "clock": now,
-            "boxes": {name: op.state() for name, op in self.operators.items()},
-            "box_ids": dict(self.box_ids),
-            "out_seq": dict(self.out_seq),
-            "processed": [[s, p, seq] for (s, p), seq in self.processed.items()],
-            "box_inputs": {name: {"next": [list(p) for p in inputs.box_positions()],
-                                  "held": [list(h) for h in inputs.held_items()]}
-                           for name, inputs in self.box_inputs.items()},
-        }
+        return {"snapshot": snapshot, "position": position + 1 if self.journal else 0, "clock": now,
+                **self.state.capture()}
 
     def restore_capture(self, captured: dict) -> list[str]:
         """Continue from :meth:`capture` after a restart; returns the boxes that got their state back.
@@ -290,22 +243,7 @@ class Dataflow:
         clock values in the log keep their meaning.
         """
         self.clock_offset = float(captured["clock"]) - time.monotonic()
-        self.box_ids.update(captured["box_ids"])
-        self.out_seq.update({s: int(n) for s, n in captured["out_seq"].items()})
-        self.processed.update({(s, p): int(seq) for s, p, seq in captured["processed"]})
-        restored = []
-        for name, state in captured["boxes"].items():
-            op = self.operators.get(name)
-            if op is None:
-                continue  # the box left (moved or deleted) after this snapshot
-            op.restore(state)
-            restored.append(name)
-        for name, inputs in captured["box_inputs"].items():
-            if name in self.operators:
-                box_inputs = self.box_inputs[name] = Sequencer.for_box([tuple(p) for p in inputs["next"]])
-                for s, p, n, rows in inputs["held"]:
-                    box_inputs.hold(s, p, n, [tuple(r) for r in rows])
-        return restored
+        return self.state.restore(captured)
 
     async def replay_log(self, entries: Iterable[tuple[int, bytes]]) -> int:
         """Process the log's records again, with their clock values; returns how many batches.
@@ -396,7 +334,7 @@ class Dataflow:
         batch's record is durable: an acknowledged batch is never lost.
         """
         row_type = self.row_type(batch.stream)
-        if batch.box and batch.box not in self.operators:
+        if batch.box and batch.box not in self.state.operators:
             relay = self.forwards.get(batch.stream)
             if relay is not None and relay.forward_to_box == batch.box and row_type is not None:
                 rows, _ = row_type.decode(bytes(batch.rows))  # it moved on: pass the batch after it
@@ -467,7 +405,7 @@ class Dataflow:
             await self._feed(box, stream, rows, (producer, seq))
         else:
             await self._route(stream, rows, (producer, seq))
-            self.processed[(stream, producer)] = seq
+            self.state.processed[(stream, producer)] = seq  # the hot path: a plain store
 
     async def _release(self) -> None:
         """Send what the group produced, once the inputs it came from are durable (output commit).
@@ -485,7 +423,7 @@ class Dataflow:
         return time.monotonic() + self.clock_offset
 
     def _next_deadline(self) -> float | None:
-        deadlines = [d for op in self.operators.values() if (d := op.next_deadline()) is not None]
+        deadlines = [d for op in self.state.operators.values() if (d := op.next_deadline()) is not None]
         return min(deadlines) if deadlines else None
 
     async def _poll_timers(self) -> None:
@@ -494,7 +432,7 @@ class Dataflow:
         await self._release()
 
     async def _fire_timers(self, now: float, log_it: bool) -> None:
-        due = [(name, op) for name, op in list(self.operators.items())
+        due = [(name, op) for name, op in list(self.state.operators.items())
                if (deadline := op.next_deadline()) is not None and deadline <= now]
         if not due:
             return
@@ -534,7 +472,7 @@ class Dataflow:
         if self.bridges:
             self._cross_bridges(stream)
         for op, name, port in self.consumers.get(stream, ()):
-            if name in self.box_inputs:
+            if name in self.state.inputs:
                 await self._feed(name, stream, rows, (producer, seq))
             else:
                 await self._emit(name, op.process(port, rows, self._now))
@@ -551,9 +489,8 @@ class Dataflow:
 
     async def _feed(self, box: str, stream: str, rows: list[tuple], origin: tuple[str, int]) -> None:
         """A batch for one box that orders its own inputs (it arrived by a move)."""
-        op = self.operators.get(box)
-        inputs = self.box_inputs.get(box)
-        if op is None or inputs is None:
+        op = self.state.operators.get(box)
+        if op is None or box not in self.state.inputs:
             relay = self.forwards.get(stream)
             if relay is not None and relay.forward_to_box == box:  # it left while this batch queued here
                 self._outbox.append((relay, stream, rows, *origin, False))
@@ -563,27 +500,13 @@ class Dataflow:
                             self.endpoint, stream, origin[0], origin[1], box)
             return
         ports = [port for o, name, port in self.consumers.get(stream, ()) if name == box]
-        for ready in inputs.ordered(stream, origin[0], origin[1], rows):
-            if box in self.paused_since:
-                pauses = self.move_pauses.setdefault(box, [])
-                pauses.append(time.time() - self.paused_since.pop(box))
-                del pauses[:-20]
+        for ready in self.state.admit(box, stream, origin[0], origin[1], rows):
             for port in ports:
                 await self._emit(box, op.process(port, ready, self._now))
 
     def input_positions(self, box: str) -> list[tuple[str, str, int]]:
         """(stream, producer, next sequence) of every input batch ``box`` has yet to process."""
-        definition = self.boxes[box]
-        if box in self.box_inputs:
-            return self.box_inputs[box].box_positions()
-        positions: list[tuple[str, str, int]] = []
-        for port in definition.inputs:
-            local = self.producer_of.get(port.stream)
-            if local is not None and local != box:
-                positions.append((port.stream, self.box_ids[local], self.out_seq.get(port.stream, 0)))
-            else:
-                positions += [(s, p, seq + 1) for (s, p), seq in self.processed.items() if s == port.stream]
-        return positions
+        return self.state.positions(box, self.producer_of)
 
     def _resumable(self, stream: str, producer: str, own: bool) -> bool:
         """Whether every earlier batch of ``producer`` on ``stream`` went out from this node.
@@ -594,18 +517,14 @@ class Dataflow:
         their way) or for a box's batches passing through.
         """
         if own:
-            return self.producer_of.get(stream) not in self.box_inputs
+            return self.producer_of.get(stream) not in self.state.inputs
         return "~" not in producer
 
     def _number(self, stream: str) -> tuple[str, int]:
-        box = self.producer_of.get(stream)
-        producer = self.box_ids.get(box, self.sender) if box else self.sender
-        seq = self.out_seq.get(stream, 0)
-        self.out_seq[stream] = seq + 1
-        return producer, seq
+        return self.state.number(stream, self.producer_of.get(stream), self.sender)
 
     async def _emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
-        definition = self.boxes.get(box)
+        definition = self.state.boxes.get(box)
         if definition is None:
             return
         for port, rows in produced:

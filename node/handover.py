@@ -23,10 +23,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import msgspec
 from boreas.catalog.documents import Delete, Unsubscribe
 from boreas.catalog.model import (
     Box,
@@ -38,13 +36,10 @@ from boreas.catalog.model import (
     Subscription,
 )
 from boreas.wire.links import OutboundLink
-from boreas.wire.sequencing import Sequencer
 from boreas.wire.tuples import RowType
 
-from .gcpause import gc_paused
-
-if TYPE_CHECKING:
-    from .dataflow import Dataflow
+from .box_state import BoxHandover
+from .dataflow import Dataflow
 
 log = logging.getLogger(__name__)
 
@@ -52,37 +47,12 @@ log = logging.getLogger(__name__)
 FORWARD_FOR = 60.0
 
 
-@dataclass
-class BoxHandover:
-    box: str
-    producer: str
-    out_seq: dict[str, int]
-    positions: list[tuple[str, str, int]]  # (input stream, producer, next sequence to take)
-    state: dict[str, Any]
-    detached_at: float = 0.0  # wall clock at the source: the box's pause starts here
-    links: list[OutboundLink] = field(default_factory=list, compare=False, repr=False)
-
-    def encode(self) -> bytes:
-        return msgspec.msgpack.encode([self.box, self.producer, self.out_seq,
-                                       [list(p) for p in self.positions], self.state, self.detached_at])
-
-    @classmethod
-    def decode(cls, data: bytes) -> "BoxHandover":
-        box, producer, out_seq, positions, state, detached_at = msgspec.msgpack.decode(data)
-        return cls(box, producer, out_seq, [tuple(p) for p in positions], state, detached_at)
-
-
-async def detach(flow: "Dataflow", name: str, target: str) -> BoxHandover:
+async def detach(flow: Dataflow, name: str, target: str) -> BoxHandover:
     """Take ``name`` out of the source's dataflow between batches; its inputs now go to ``target``."""
     async with flow.lock:
-        op, box = flow.operators[name], flow.boxes[name]
-        positions = flow.input_positions(name)
-        with gc_paused():
-            state = op.state()
-        handover = BoxHandover(name, flow.box_ids.pop(name), {s: flow.out_seq.pop(s, 0) for s in box.outputs},
-                               positions, state, time.time())
+        box = flow.state.boxes[name]
+        handover = flow.state.take(name, flow.input_positions(name))
         flow.remove_box(name)
-        inputs = flow.box_inputs.pop(name, None)
         for port in box.inputs:
             if port.stream not in flow.forwards:
                 link = OutboundLink(target, flow.token, f"{flow.sender}/forward", capacity=4096)
@@ -91,13 +61,14 @@ async def detach(flow: "Dataflow", name: str, target: str) -> BoxHandover:
                 handover.links.append(link)
             flow.forward_types[port.stream] = (flow.row_types.get(port.stream)
                                                or RowType(flow.schemas[port.stream]))
-        if inputs is not None:  # batches it held for a gap travel with it, ahead of the rest
-            for stream, producer, seq, rows in inputs.held_items():
-                await flow.forwards[stream].send(stream, rows, producer, seq, name)
+        # Batches it held for a gap travel with it, ahead of the rest.
+        held, handover.held = handover.held, []
+        for stream, producer, seq, rows in held:
+            await flow.forwards[stream].send(stream, rows, producer, seq, name)
     return handover
 
 
-async def start_forwarding(flow: "Dataflow", handover: BoxHandover) -> None:
+async def start_forwarding(flow: Dataflow, handover: BoxHandover) -> None:
     """The target has the box: deliver what was queued for it, and keep forwarding while it is used.
 
     Upstream nodes are re-pointed by the Head within moments, but a
@@ -109,7 +80,7 @@ async def start_forwarding(flow: "Dataflow", handover: BoxHandover) -> None:
     asyncio.get_running_loop().create_task(_retire_when_idle(flow, handover.links))
 
 
-async def _retire_when_idle(flow: "Dataflow", links: list[OutboundLink]) -> None:
+async def _retire_when_idle(flow: Dataflow, links: list[OutboundLink]) -> None:
     while any(link in flow.forwards.values() for link in links):
         idle = min(time.monotonic() - link.last_sent for link in links)
         if idle >= FORWARD_FOR:
@@ -118,7 +89,7 @@ async def _retire_when_idle(flow: "Dataflow", links: list[OutboundLink]) -> None
         await asyncio.sleep(FORWARD_FOR - idle + 0.1)
 
 
-def attach(flow: "Dataflow", handover: BoxHandover) -> list[OutboundLink]:
+def attach(flow: Dataflow, handover: BoxHandover) -> list[OutboundLink]:
     """On the target, after the box's declaration was applied: continue where the source stopped.
 
     If the box once left this node, its inputs are still being forwarded from
@@ -126,13 +97,7 @@ def attach(flow: "Dataflow", handover: BoxHandover) -> list[OutboundLink]:
     batches are the box's again; what they already sent, the other node
     passes back).
     """
-    with gc_paused():
-        flow.operators[handover.box].restore(handover.state, now=flow.now())
-    flow.box_inputs[handover.box] = Sequencer.for_box(handover.positions)
-    flow.box_ids[handover.box] = handover.producer
-    flow.paused_since[handover.box] = handover.detached_at
-    for stream, seq in handover.out_seq.items():
-        flow.out_seq[stream] = max(seq, flow.out_seq.get(stream, 0))
+    flow.state.put(handover, flow.now())
     stale = []
     for stream, link in list(flow.forwards.items()):
         if link.forward_to_box == handover.box:
@@ -142,7 +107,7 @@ def attach(flow: "Dataflow", handover: BoxHandover) -> list[OutboundLink]:
     return stale
 
 
-def target_items(local: Catalog, flow: "Dataflow", box: Box, source: str, target: str) -> list[Any]:
+def target_items(local: Catalog, flow: Dataflow, box: Box, source: str, target: str) -> list[Any]:
     """Update XML for the target: the box, the schemas of its streams, where they come from and go."""
     items: list[Any] = []
     streams = [p.stream for p in box.inputs] + list(box.outputs)
@@ -165,7 +130,7 @@ def target_items(local: Catalog, flow: "Dataflow", box: Box, source: str, target
     return items
 
 
-def source_items(local: Catalog, flow: "Dataflow", box: Box, source: str, target: str) -> list[Any]:
+def source_items(local: Catalog, flow: Dataflow, box: Box, source: str, target: str) -> list[Any]:
     """The source's own change: the box goes; its outputs still used here now come from the target."""
     items: list[Any] = [Delete(box=box.name), Node(target)]
     consumed_here = {p.stream for b in local.boxes.values() if b.name != box.name for p in b.inputs}

@@ -30,13 +30,13 @@ from boreas.catalog.updates import update_document
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerError
 
+from .box_state import BoxHandover
 from .context import NodeContext
+from .gcpause import gc_paused
 from .handover import (
     FORWARD_FOR,
-    BoxHandover,
     attach,
     detach,
-    gc_paused,
     source_items,
     start_forwarding,
     target_items,
@@ -69,7 +69,7 @@ class BoxMover:
         """Move ``box`` to ``target``; returns the local catalog version after it left."""
         node, flow = self.node, self.node.dataflow
         local = node.local.catalog
-        if box not in local.boxes or box not in flow.operators:
+        if box not in local.boxes or box not in flow.state.operators:
             raise MoveFailed(f"box {box!r} is not on node {node.endpoint}")
         if target == node.endpoint:
             raise MoveFailed(f"box {box!r} is already on node {target}")

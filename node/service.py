@@ -144,10 +144,10 @@ class NodeService:
             identity = durable.load_identity()
             if identity is not None:
                 flow.sender = identity["sender"]
-                flow.box_ids.update(identity["boxes"])
+                flow.state.adopt_identity(identity["boxes"])
             else:
-                durable.save_identity(flow.sender, flow.box_ids)
-            flow.on_new_box_id = lambda: durable.save_identity(flow.sender, flow.box_ids)
+                durable.save_identity(flow.sender, flow.state.box_ids)
+            flow.state.on_new_box_id = lambda: durable.save_identity(flow.sender, flow.state.box_ids)
             text = durable.load_catalog()
             if text is not None:
                 update = read_document(text, f"{durable.dir}/catalog.xml")
@@ -164,7 +164,7 @@ class NodeService:
                          captured["snapshot"])
             await flow.start(run=False)  # links up: replayed outputs go out (receivers drop what they have)
             durable.replayed = await flow.replay_log(durable.log.read(start))
-            for (stream, producer), seq in flow.processed.items():
+            for (stream, producer), seq in flow.state.processed.items():
                 self.receiver.sequencer.expect(stream, producer, seq + 1)
             flow.journal = durable.log
             flow.run()
@@ -357,12 +357,12 @@ class NodeService:
             "data": {"in": dict(self.receiver.counters), "flow": dict(self.dataflow.counters),
                      "links": {e: {**link.counters, "connected": link.connected}
                                for e, link in self.dataflow.links.items()},
-                     "broken_boxes": self.dataflow.broken,
+                     "broken_boxes": self.dataflow.state.broken,
                      "moved_boxes": {b: {"next": [list(p) for p in i.box_positions()],
                                          "held": [[s, p, n] for s, p, n, _ in i.held_items()]}
-                                     for b, i in self.dataflow.box_inputs.items()},
+                                     for b, i in self.dataflow.state.inputs.items()},
                      "forwards": {s: link.forward_to_box for s, link in self.dataflow.forwards.items()},
-                     "move_pauses": self.dataflow.move_pauses},
+                     "move_pauses": self.dataflow.state.move_pauses},
         })
 
     # -- membership ---------------------------------------------------------

@@ -25,6 +25,7 @@ MODULES = [
     "boreas.node.local_catalog",
     "boreas.node.handover",
     "boreas.node.adopt",
+    "boreas.node.box_state",
     "boreas.head.failover",
     "boreas.wire.sender",
     "boreas.wire.supervisor",

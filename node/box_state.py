@@ -1,0 +1,233 @@
+"""The one owner of a node's boxes' state: what moves, snapshots, recovery and failover carry.
+
+A box's whole state is more than its operator's ``state()``:
+
+* the **operator** itself (windows, join buffers, delay queues, M3 maps,
+  random generators), built from the box's declaration;
+* its **producer id** and the next **sequence number** of each out stream,
+  so its output is one unbroken numbered sequence wherever the box runs and
+  however often it is replayed (receivers drop what they already have);
+* its **input positions**: for each input (stream, producer) the next batch
+  it has yet to take -- for a box that arrived by a move, a
+  :meth:`Sequencer.for_box <boreas.wire.sequencing.Sequencer.for_box>` that
+  also holds early batches; for the others, the last batch of each entering
+  stream the node processed;
+* the **pause** a moved box took (``/status``).
+
+:class:`BoxStates` holds all of it for one node, and is the only code that
+changes it.  The dataflow runs the operators; a move takes one box out
+(:meth:`BoxStates.take`) and puts it in on the target (:meth:`BoxStates.put`)
+as a :class:`BoxHandover`; a snapshot is :meth:`BoxStates.capture`, a
+recovery :meth:`BoxStates.restore`; failover replays a failed node's boxes
+and hands each over like a move.
+
+>>> from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+>>> schema = Schema("T", (Field("x", FieldType.INT),))
+>>> states = BoxStates()
+>>> box = Box("f", "filter", (InPort("S"),), ("O",), (("expression.0", "x > 1"),))
+>>> states.follow({"f": box}, {"S": schema, "O": schema})
+{}
+>>> states.number("O", "f", "node"), states.number("O", "f", "node")[1]
+(('f~...', 0), 1)
+>>> h = states.take("f", positions=[("S", "pub", 3)])
+>>> (h.box, h.out_seq, h.positions, "f" in states.operators)
+('f', {'O': 2}, [('S', 'pub', 3)], False)
+>>> BoxHandover.decode(h.encode()) == h
+True
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from boreas.catalog.model import Box, Schema
+from boreas.wire.sequencing import Sequencer
+
+from .gcpause import gc_paused
+from .operators import Operator, OperatorError, build_operator
+
+#: Pauses kept per moved box (``/status``).
+PAUSES_KEPT = 20
+
+
+@dataclass
+class BoxHandover:
+    """One box's whole state, as it travels to another node (a move, a failover)."""
+
+    box: str
+    producer: str
+    out_seq: dict[str, int]
+    positions: list[tuple[str, str, int]]  # (input stream, producer, next sequence to take)
+    state: dict[str, Any]
+    detached_at: float = 0.0  # wall clock at the source: the box's pause starts here
+    held: list[tuple[str, str, int, list]] = field(default_factory=list, compare=False)  # early batches
+    links: list[Any] = field(default_factory=list, compare=False, repr=False)  # the source's forwards
+
+    def encode(self) -> bytes:
+        return msgspec.msgpack.encode([self.box, self.producer, self.out_seq,
+                                       [list(p) for p in self.positions], self.state, self.detached_at])
+
+    @classmethod
+    def decode(cls, data: bytes) -> "BoxHandover":
+        box, producer, out_seq, positions, state, detached_at = msgspec.msgpack.decode(data)
+        return cls(box, producer, out_seq, [tuple(p) for p in positions], state, detached_at)
+
+
+class BoxStates:
+    def __init__(self, on_new_box_id: Callable[[], None] | None = None):
+        # The dataflow reads these while it runs boxes and records ``processed`` per batch; every
+        # other change goes through the methods below.
+        self.operators: dict[str, Operator] = {}
+        self.boxes: dict[str, Box] = {}  # the declaration each operator was built from
+        self.broken: dict[str, str] = {}  # box -> why it could not be built
+        # A box's output batches are numbered per (stream, box), not per node, so the numbering
+        # can move with the box; the producer id is the box's name and a random incarnation.
+        self.box_ids: dict[str, str] = {}
+        self.out_seq: dict[str, int] = {}
+        self.inputs: dict[str, Sequencer] = {}  # boxes that order their own inputs (arrived by a move)
+        self.processed: dict[tuple[str, str], int] = {}  # (entering stream, producer) -> last seq here
+        self.paused_since: dict[str, float] = {}
+        self.move_pauses: dict[str, list[float]] = {}
+        self.on_new_box_id = on_new_box_id  # persist producer ids as they are made (a durable node)
+
+    # -- following the catalog ----------------------------------------------------------
+
+    def follow(self, boxes: dict[str, Box], schemas: dict[str, Schema],
+               keep_state: Iterable[str] = ()) -> dict[str, str]:
+        """Keep unchanged boxes (and their state), build new ones; returns the broken ones.
+
+        Boxes named in ``keep_state`` carry their state over though their
+        declaration changed (a box whose in port was rewired to a filter).
+        """
+        kept = {name: self.operators[name].state() for name in keep_state if name in self.operators}
+        for name in set(self.box_ids) - set(boxes):  # deleted: a new box of that name starts afresh
+            for stream in self.boxes[name].outputs if name in self.boxes else ():
+                self.out_seq.pop(stream, None)
+            del self.box_ids[name]
+        for name in set(self.operators) - set(boxes):
+            del self.operators[name]
+            self.boxes.pop(name, None)
+        self.broken = {}
+        for name, box in boxes.items():
+            if self.boxes.get(name) == box and name in self.operators:
+                continue
+            try:
+                operator = build_operator(box, [schemas[p.stream] for p in box.inputs],
+                                          [schemas[s] for s in box.outputs])
+            except (KeyError, OperatorError) as exc:
+                self.broken[name] = str(exc)
+                self.operators.pop(name, None)
+                continue
+            if name in kept:
+                operator.restore(kept[name])
+            self.operators[name], self.boxes[name] = operator, box
+            if name not in self.box_ids:
+                self.box_ids[name] = f"{name}~{uuid.uuid4().hex[:12]}"
+                if self.on_new_box_id is not None:
+                    self.on_new_box_id()
+        return dict(self.broken)
+
+    # -- numbering and positions ----------------------------------------------------------
+
+    def number(self, stream: str, box: str | None, sender: str) -> tuple[str, int]:
+        """(producer, seq) of the next batch of ``stream`` written by ``box`` (or the node, ``sender``)."""
+        producer = self.box_ids.get(box, sender) if box else sender
+        seq = self.out_seq.get(stream, 0)
+        self.out_seq[stream] = seq + 1
+        return producer, seq
+
+    def positions(self, name: str, producer_of: dict[str, str]) -> list[tuple[str, str, int]]:
+        """(stream, producer, next sequence) of every input batch box ``name`` has yet to process."""
+        if name in self.inputs:
+            return self.inputs[name].box_positions()
+        positions: list[tuple[str, str, int]] = []
+        for port in self.boxes[name].inputs:
+            local = producer_of.get(port.stream)
+            if local is not None and local != name:
+                positions.append((port.stream, self.box_ids[local], self.out_seq.get(port.stream, 0)))
+            else:
+                positions += [(s, p, seq + 1) for (s, p), seq in self.processed.items() if s == port.stream]
+        return positions
+
+    def admit(self, name: str, stream: str, producer: str, seq: int, rows: list[tuple]) -> list[list[tuple]]:
+        """A batch for a box that orders its own inputs: the batches now next for it, in order."""
+        ready = self.inputs[name].ordered(stream, producer, seq, rows)
+        if ready and name in self.paused_since:
+            pauses = self.move_pauses.setdefault(name, [])
+            pauses.append(time.time() - self.paused_since.pop(name))
+            del pauses[:-PAUSES_KEPT]
+        return ready
+
+    # -- moves ---------------------------------------------------------------------------
+
+    def take(self, name: str, positions: list[tuple[str, str, int]]) -> BoxHandover:
+        """Take box ``name`` out (it leaves this node), with everything its future depends on."""
+        box = self.boxes.pop(name)
+        with gc_paused():
+            state = self.operators.pop(name).state()
+        inputs = self.inputs.pop(name, None)
+        return BoxHandover(name, self.box_ids.pop(name), {s: self.out_seq.pop(s, 0) for s in box.outputs},
+                           positions, state, time.time(),
+                           held=inputs.held_items() if inputs is not None else [])
+
+    def put(self, handover: BoxHandover, now: float) -> None:
+        """Continue a box where another node left it (its declaration was applied here first)."""
+        with gc_paused():
+            self.operators[handover.box].restore(handover.state, now=now)
+        self.inputs[handover.box] = Sequencer.for_box(handover.positions)
+        for stream, producer, seq, rows in handover.held:
+            self.inputs[handover.box].hold(stream, producer, seq, rows)
+        self.box_ids[handover.box] = handover.producer
+        self.paused_since[handover.box] = handover.detached_at
+        for stream, seq in handover.out_seq.items():
+            self.out_seq[stream] = max(seq, self.out_seq.get(stream, 0))
+
+    # -- snapshots and recovery ------------------------------------------------------------
+
+    def capture(self) -> dict[str, Any]:
+        """Everything the boxes remember, between two batches (fresh containers: encode them anywhere)."""
+        return {
+            "boxes": {name: op.state() for name, op in self.operators.items()},
+            "box_ids": dict(self.box_ids),
+            "out_seq": dict(self.out_seq),
+            "processed": [[s, p, seq] for (s, p), seq in self.processed.items()],
+            "box_inputs": {name: {"next": [list(p) for p in inputs.box_positions()],
+                                  "held": [list(h) for h in inputs.held_items()]}
+                           for name, inputs in self.inputs.items()},
+        }
+
+    def adopt_identity(self, box_ids: dict[str, str]) -> None:
+        """Producer ids from a node's identity file (a restart, or a failover's replay)."""
+        self.box_ids.update(box_ids)
+
+    def restore(self, captured: dict[str, Any]) -> list[str]:
+        """Continue from :meth:`capture` after a restart; returns the boxes that got their state back."""
+        self.box_ids.update(captured["box_ids"])
+        self.out_seq.update({s: int(n) for s, n in captured["out_seq"].items()})
+        self.processed.update({(s, p): int(seq) for s, p, seq in captured["processed"]})
+        restored = []
+        for name, state in captured["boxes"].items():
+            op = self.operators.get(name)
+            if op is None:
+                continue  # the box left (moved or deleted) after this snapshot
+            op.restore(state)
+            restored.append(name)
+        for name, inputs in captured["box_inputs"].items():
+            if name in self.operators:
+                sequencer = self.inputs[name] = Sequencer.for_box([tuple(p) for p in inputs["next"]])
+                for s, p, n, rows in inputs["held"]:
+                    sequencer.hold(s, p, n, [tuple(r) for r in rows])
+        return restored
+
+    def handover(self, name: str, producer_of: dict[str, str]) -> BoxHandover:
+        """Box ``name`` as a move would hand it over, without taking it out (failover's replay)."""
+        box = self.boxes[name]
+        inputs = self.inputs.get(name)
+        return BoxHandover(name, self.box_ids[name], {s: self.out_seq.get(s, 0) for s in box.outputs},
+                           self.positions(name, producer_of), self.operators[name].state(), time.time(),
+                           held=inputs.held_items() if inputs is not None else [])
