@@ -1,11 +1,13 @@
 """A submission: application and deployment documents validated and committed as one.
 
-This is the one path every change to the global catalog takes (the CLI, and
-later the Head): read the documents, merge them into the current catalog,
+This is the one path every change to the global catalog takes (the CLI and
+the Head): read the documents, merge them into the current catalog,
 check the whole topology, and commit the difference atomically.  A
 concurrent commit by someone else makes the store refuse ours
-(``ConflictError``); we then re-read, re-validate against the new catalog
-and try again, so no update is lost and none is applied half-way.
+(``ConflictError``); we then bring our copy of the catalog forward from the
+store's log, re-validate against it and try again (:class:`CommitRetry`), so
+no update is lost, none is applied half-way, and only a submission that no
+longer validates (a real conflict) is refused.
 
 Usage::
 
@@ -17,16 +19,18 @@ Usage::
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .boxtypes import BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, ValidationFailed
 from .documents import Application, Deployment, Document, Update
-from .elements import catalog_from_snapshot, diff
+from .elements import apply_commit, catalog_from_snapshot, diff
 from .merge import merge
 from .model import Catalog
-from .store.base import CatalogStore, Change, Commit, ConflictError
+from .store.base import CatalogStore, Change, Commit, ConflictError, StoreError
 from .validate import check_topology
 
 log = logging.getLogger(__name__)
@@ -88,39 +92,138 @@ def _dedupe(problems: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
+@dataclass(frozen=True)
+class CommitRetry:
+    """How a commit that lost the race for a version is retried.
+
+    Losing is normal when several submissions arrive together: each was
+    planned on the same version and only one can take the next.  The loser
+    catches up and re-plans at once (the race it lost is over), then, should
+    it keep losing, waits a random time below a doubling bound ("full
+    jitter"), so writers that collided spread out instead of colliding again
+    in step.  ``attempts`` bounds the whole: with ``cap`` it bounds the wait.
+    """
+
+    attempts: int = 30
+    first: float = 0.005
+    cap: float = 0.25
+
+    def delay(self, lost: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after losing ``lost`` times in a row (0 after the first loss).
+
+        >>> CommitRetry(first=0.01, cap=0.05).delay(1), CommitRetry().delay(40) <= 0.25
+        (0.0, True)
+        """
+        if lost <= 1:
+            return 0.0
+        bound = min(self.cap, self.first * 2 ** min(lost - 2, 30))
+        return (rng or random).uniform(0.0, bound)
+
+
+#: Enough that a burst of a few dozen concurrent submissions all get through
+#: (each round of a race commits one of them); at most about 6 s of waiting.
+DEFAULT_RETRY = CommitRetry()
+
+
+def read_catalog(store: CatalogStore) -> Catalog:
+    """The whole catalog, read from the store (one snapshot)."""
+    return catalog_from_snapshot(store.snapshot())
+
+
+def commits_after(store: CatalogStore, version: int, reach: int = 0) -> list[Commit] | None:
+    """The log's commits after ``version``, oldest first, or None when the log cannot give
+    them as an unbroken run reaching at least version ``reach`` (an entry missing or unreadable)."""
+    try:
+        commits = store.log(version)
+    except StoreError as exc:
+        log.warning("catalog log after version %d unreadable: %s", version, exc)
+        return None
+    versions = [c.version for c in commits]
+    if versions != list(range(version + 1, version + 1 + len(commits))) or max(versions, default=version) < reach:
+        return None
+    return commits
+
+
+def catch_up(store: CatalogStore, catalog: Catalog, read_full: Callable[[], Catalog] | None = None,
+             reach: int = 0) -> Catalog:
+    """``catalog`` brought to the store's current version (at least ``reach``) by applying the log's commits.
+
+    Reading the log after a version costs what changed since, not the size
+    of the catalog; only when the log cannot fill the gap is the whole
+    catalog read again (``read_full``, default :func:`read_catalog`).
+    """
+    commits = commits_after(store, catalog.version, reach)
+    if commits is None:
+        return (read_full or (lambda: read_catalog(store)))()
+    for commit in commits:
+        catalog = apply_commit(catalog, commit)
+    return catalog
+
+
 def optimistic_commit(
     store: CatalogStore,
     build: Callable[[Catalog], Sequence[Change] | None],
-    attempts: int = 10,
+    retry: CommitRetry = DEFAULT_RETRY,
+    base: Catalog | None = None,
+    read_full: Callable[[], Catalog] | None = None,
 ) -> tuple[Catalog, Commit] | None:
-    """Commit what ``build`` makes of the current catalog, re-reading on a race.
+    """Commit what ``build`` makes of the current catalog, re-planning after a lost race.
 
-    ``build`` is called with the catalog as stored and returns the changes to
-    commit, or None for nothing to do; it may raise to refuse.  Returns the
-    catalog it was built on and the commit, or None when ``build`` declined.
+    ``build`` is called with the catalog to change and returns the changes
+    to commit, or None for nothing to do; it may raise to refuse (a
+    submission that no longer validates against the newer catalog is a real
+    conflict, and is refused that way).  ``base`` is the caller's copy of the
+    catalog (a Head's, maybe a few versions behind); without it the catalog
+    is read in full.  The copy is brought forward from the log
+    (:func:`catch_up`), never read whole again: after a
+    :class:`ConflictError`, and before a refusal or a "nothing to do" is
+    believed, if the store has moved past the copy (a stale copy must not
+    refuse what the current catalog allows).  Returns the catalog it was
+    built on and the commit, or None when ``build`` declined; raises the
+    last ``ConflictError`` after ``retry.attempts`` lost races.
     """
-    for attempt in range(1, attempts + 1):
-        snapshot = store.snapshot()
-        before = catalog_from_snapshot(snapshot)
-        changes = build(before)
-        if changes is None:
-            return None
+    read_full = read_full or (lambda: read_catalog(store))
+    before = base if base is not None else read_full()
+    lost = 0
+    for attempt in range(1, retry.attempts + 1):
+        last = attempt == retry.attempts
         try:
-            return before, store.commit(snapshot.version, changes)
+            changes = build(before)
+        except Exception:
+            if last or store.version() == before.version:
+                raise  # refused on the current catalog
+            before = catch_up(store, before, read_full)
+            continue
+        if changes is None:
+            if last or store.version() == before.version:
+                return None
+            before = catch_up(store, before, read_full)
+            continue
+        try:
+            return before, store.commit(before.version, changes)
         except ConflictError as exc:
-            log.info("commit raced another commit (attempt %d/%d): %s", attempt, attempts, exc)
-            if attempt == attempts:
+            lost += 1
+            log.info("commit raced another commit (attempt %d/%d): %s", attempt, retry.attempts, exc)
+            if last:
                 raise
-    raise AssertionError("unreachable")
+            time.sleep(retry.delay(lost))
+            before = catch_up(store, before, read_full, reach=exc.actual)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def apply_submission(
     store: CatalogStore,
     documents: Sequence[Document],
     registry: BoxTypeRegistry | None = None,
-    attempts: int = 10,
+    retry: CommitRetry = DEFAULT_RETRY,
+    base: Catalog | None = None,
+    read_full: Callable[[], Catalog] | None = None,
 ) -> Applied:
-    """Validate against the current catalog and commit; raises ``ValidationFailed``."""
+    """Validate against the current catalog and commit; raises ``ValidationFailed``.
+
+    ``base`` and ``read_full`` are as for :func:`optimistic_commit`: a Head
+    passes the catalog it holds, so a submission costs no full read.
+    """
     registry = registry or builtin_registry()
     planned: list[Catalog] = []
 
@@ -131,7 +234,7 @@ def apply_submission(
         planned.append(plan.catalog)
         return diff(before, plan.catalog)
 
-    result = optimistic_commit(store, build, attempts)
+    result = optimistic_commit(store, build, retry, base, read_full)
     assert result is not None
     before, commit = result
     after = planned[-1]

@@ -29,12 +29,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from boreas.catalog.documents import Connect, Document
-from boreas.catalog.elements import apply_commit, catalog_from_snapshot
+from boreas.catalog.elements import apply_commit
 from boreas.catalog.model import Catalog, GlobalComponent, Node, Region
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slices import node_slices
 from boreas.catalog.store import CatalogStore, Change, Commit, open_store
-from boreas.catalog.submission import apply_submission, optimistic_commit
+from boreas.catalog.submission import apply_submission, commits_after, optimistic_commit, read_catalog
 from boreas.catalog.elements import KIND_TO_DICT
 from boreas.catalog.xmlcodec import to_text
 from boreas.wire.client import PeerClient
@@ -79,6 +79,9 @@ class HeadService:
         # owned here: a task that crashes is logged with its traceback and restarted.
         self.tasks = Supervisor("head")
         self._commits: asyncio.Queue[Commit] = asyncio.Queue()
+        # Whole-catalog reads from the store: one at start, then only when the log cannot fill
+        # a gap.  Every commit (ours, or another writer's) is applied to the catalog held here.
+        self.catalog_full_reads = 0
         self._moves = asyncio.Lock()  # move reports are learned one at a time
         self._watch = None
         self._members = None
@@ -94,11 +97,11 @@ class HeadService:
 
     async def start(self, host: str, port: int) -> str:
         self.store = await asyncio.to_thread(open_store, self.store_url)
-        snapshot = await asyncio.to_thread(self.store.snapshot)
-        self._install(catalog_from_snapshot(snapshot), affected_version=None)
+        catalog = await asyncio.to_thread(self._read_full)
+        self._install(catalog, affected_version=None)
         loop = asyncio.get_running_loop()
         self._watch = await asyncio.to_thread(
-            self.store.watch, snapshot.version,
+            self.store.watch, catalog.version,
             lambda commit: loop.call_soon_threadsafe(self._commits.put_nowait, commit))
         self.tasks.spawn("commits", self._follow_commits)
         self.tasks.spawn("expiry", self._expire_pending)
@@ -108,7 +111,7 @@ class HeadService:
         if self.store_url.startswith("zk://"):
             await self._watch_zookeeper_members(loop)
         endpoint = await self.server.start(host, port)
-        log.info("Head serving catalog %s at version %d on %s", self.store_url, snapshot.version, endpoint)
+        log.info("Head serving catalog %s at version %d on %s", self.store_url, catalog.version, endpoint)
         return endpoint
 
     async def close(self) -> None:
@@ -154,27 +157,51 @@ class HeadService:
 
     # -- following the catalog ---------------------------------------------
 
+    def _read_full(self) -> Catalog:
+        """Read the whole catalog from the store (on a worker thread); counted, since it should be rare."""
+        assert self.store is not None
+        self.catalog_full_reads += 1
+        return read_catalog(self.store)
+
     async def _follow_commits(self) -> None:
+        """Apply each commit's changes to the catalog held here, in version order.
+
+        A commit that arrives ahead of its predecessors (ours overtook
+        someone else's on the watch) has the gap filled from the log; only
+        if the log cannot fill it is the whole catalog read again.
+        """
         assert self.store is not None
         while True:
             commit = await self._commits.get()
             if commit.version <= self.catalog.version:
                 continue  # already processed (our own commits arrive twice)
-            commits = [commit]
-            if commit.version > self.catalog.version + 1:  # ours overtook someone else's
-                commits = await asyncio.to_thread(self.store.log, self.catalog.version)
+            commits: list[Commit] | None = [commit]
+            if commit.version > self.catalog.version + 1:
+                commits = await asyncio.to_thread(commits_after, self.store, self.catalog.version, commit.version)
+            if commits is None:
+                log.warning("catalog versions %d..%d missing from the log; reading the whole catalog",
+                            self.catalog.version + 1, commit.version - 1)
+                self._process_full(await asyncio.to_thread(self._read_full))
+                continue
             for c in commits:
-                if self.catalog.version < c.version <= commit.version:
+                if c.version == self.catalog.version + 1:
                     self._process(c)
 
     def _process(self, commit: Commit) -> None:
         before = self.catalog
-        after = apply_commit(before, commit)
-        self._install(after, affected_version=commit.version)
+        self._advance(before, apply_commit(before, commit))
+
+    def _process_full(self, after: Catalog) -> None:
+        """The fallback: a catalog read whole, skipping the versions the log lacked."""
+        if after.version > self.catalog.version:
+            self._advance(self.catalog, after)
+
+    def _advance(self, before: Catalog, after: Catalog) -> None:
+        self._install(after, affected_version=after.version)
         if self.feeds:
             items = update_items(before, after)
             for feed in self.feeds.values():
-                feed.changed(commit.version, items)
+                feed.changed(after.version, items)
 
     def _install(self, catalog: Catalog, affected_version: int | None) -> None:
         """Make ``catalog`` current: hand every node its slice, start or stop global feeds."""
@@ -213,14 +240,21 @@ class HeadService:
     async def submit(self, documents: Sequence[Document]) -> Submission:
         """Validate and commit; raises ``ValidationFailed`` (nothing committed) or ``StoreError``."""
         assert self.store is not None
-        applied = await asyncio.to_thread(apply_submission, self.store, documents)
+        # Planned on the catalog held here; a lost race catches up from the log and re-plans.
+        applied = await asyncio.to_thread(apply_submission, self.store, documents, base=self.catalog,
+                                          read_full=self._read_full)
         self._commits.put_nowait(applied.commit)  # no need to wait for the watch thread
         return self.submissions.add(applied.commit.version, [d.source for d in documents])
 
     async def commit(self, build: Callable[[Catalog], list[Change] | None]) -> int | None:
-        """Commit what ``build`` makes of the stored catalog; the new version, or None."""
+        """Commit what ``build`` makes of the current catalog; the new version, or None.
+
+        ``build`` gets the catalog held here, or, after a lost race, that
+        catalog brought forward from the store's log.
+        """
         assert self.store is not None
-        result = await asyncio.to_thread(optimistic_commit, self.store, build)
+        result = await asyncio.to_thread(optimistic_commit, self.store, build, base=self.catalog,
+                                         read_full=self._read_full)
         if result is None:
             return None
         self._commits.put_nowait(result[1])

@@ -24,12 +24,17 @@ if TYPE_CHECKING:
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests/support: helpers shared by test modules
 
+#: The test server purges its own transaction logs and snapshots (keeping the newest 3, checked
+#: at start and hourly), as a production server must be told to; see docs/architecture.md.
+ZOOKEEPER_PURGE = {"autopurge.snapRetainCount": "3", "autopurge.purgeInterval": "1"}
+
+
 @contextmanager
 def running_zookeeper(maxbuffer: int | None) -> Iterator[str]:
     """Run a standalone ZooKeeper on 127.0.0.1; fail (never skip) when it cannot run."""
     from boreas.catalog.store.zkserver import LocalZooKeeper, ZooKeeperUnavailable
 
-    server = LocalZooKeeper(maxbuffer=maxbuffer)
+    server = LocalZooKeeper(maxbuffer=maxbuffer, settings=ZOOKEEPER_PURGE)
     try:
         server.start()
     except ZooKeeperUnavailable as exc:

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -29,6 +30,11 @@ ZOOKEEPER_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 #: The test server accepts requests up to 16 MB, so the benchmark-sized commit
 #: (~3,000 elements in one multi-op) fits; ZooKeeper's default is ~1 MB.
 JUTE_MAXBUFFER = 16 * 1024 * 1024
+#: ZooKeeper keeps every transaction log and snapshot file it writes unless
+#: told to purge them: keep the newest 3 snapshots (the minimum) and the logs
+#: they need, checking every hour (the shortest interval; the first purge runs
+#: at start).  Production settings are in docs/architecture.md.
+AUTOPURGE = {"autopurge.snapRetainCount": "3", "autopurge.purgeInterval": "1"}
 START_TIMEOUT = 30.0
 
 
@@ -47,7 +53,8 @@ def _four_letter(port: int, word: bytes) -> bytes:
         return b"".join(chunks)
 
 
-def _start_zookeeper(java: str, workdir: Path, maxbuffer: int | None) -> tuple[subprocess.Popen, int]:
+def _start_zookeeper(java: str, workdir: Path, maxbuffer: int | None,
+                     settings: Mapping[str, str]) -> tuple[subprocess.Popen, int]:
     port = _free_port()
     data = workdir / f"data-{port}"
     data.mkdir()
@@ -61,6 +68,7 @@ def _start_zookeeper(java: str, workdir: Path, maxbuffer: int | None) -> tuple[s
         "forceSync=no\n"
         "admin.enableServer=false\n"
         "4lw.commands.whitelist=ruok,srvr\n"
+        + "".join(f"{key}={value}\n" for key, value in settings.items())
     )
     classpath = os.pathsep.join(p for p in (str(ZOOKEEPER_CONF), str(ZOOKEEPER_JAR)) if Path(p).exists())
     cmd = [
@@ -111,11 +119,14 @@ class ZooKeeperUnavailable(StoreError):
 class LocalZooKeeper:
     """A ZooKeeper server process; ``address`` is ``"127.0.0.1:PORT"`` once started.
 
-    ``maxbuffer`` is its ``jute.maxbuffer`` (None: ZooKeeper's ~1 MB default).
+    ``maxbuffer`` is its ``jute.maxbuffer`` (None: ZooKeeper's ~1 MB default);
+    ``settings`` are further ``zoo.cfg`` lines (default: :data:`AUTOPURGE`).
     """
 
-    def __init__(self, workdir: Path | None = None, maxbuffer: int | None = JUTE_MAXBUFFER):
+    def __init__(self, workdir: Path | None = None, maxbuffer: int | None = JUTE_MAXBUFFER,
+                 settings: Mapping[str, str] | None = None):
         self.maxbuffer = maxbuffer
+        self.settings = dict(AUTOPURGE if settings is None else settings)
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="boreas-zk-"))
         self._proc: subprocess.Popen | None = None
@@ -131,7 +142,7 @@ class LocalZooKeeper:
         self.workdir.mkdir(parents=True, exist_ok=True)
         port = 0
         for _attempt in range(3):  # the free port can be taken before Java binds it
-            proc, port = _start_zookeeper(java, self.workdir, self.maxbuffer)
+            proc, port = _start_zookeeper(java, self.workdir, self.maxbuffer, self.settings)
             if _wait_serving(proc, port):
                 self._proc = proc
                 self.address = f"127.0.0.1:{port}"

@@ -89,6 +89,12 @@ def _decode_log(data: bytes) -> tuple[Change, ...]:
     return tuple(Change(k, key, t) for k, key, t in json.loads(zlib.decompress(data)))
 
 
+def _rename(names: dict[str, set[str]], changes: Iterable[Change]) -> None:
+    """Apply ``changes`` to per-kind sets of escaped element names."""
+    for c in changes:
+        (names[c.kind].discard if c.text is None else names[c.kind].add)(escape_key(c.key))
+
+
 def _wait(result: Any) -> Any:
     """A kazoo reply, bounded in time: while the connection is down kazoo
     queues requests until it is back, which would otherwise hang forever."""
@@ -330,11 +336,26 @@ class ZooKeeperStore(CatalogStore):
     def _note_commit(self, base: int, existing: dict[str, set[str]], changes: Iterable[Change]) -> None:
         """The element names were right at ``base`` (the commit proved it); roll them forward."""
         names = {k: set(v) for k, v in existing.items()}
-        for c in changes:
-            (names[c.kind].discard if c.text is None else names[c.kind].add)(escape_key(c.key))
+        _rename(names, changes)
         with self._lock:
             if self._children_at in (None, base):
                 self._children, self._children_at = names, base + 1
+
+    def _note_log(self, commits: Sequence[Commit]) -> None:
+        """Roll the element names forward over commits read from the log (others' commits).
+
+        A writer that lost a race reads the log to catch up; then its next
+        commit needs no get_children of every kind to know what exists.
+        """
+        with self._lock:
+            at = self._children_at
+            run = [c for c in commits if at is not None and c.version > at]
+            if not run or run[0].version != at + 1:
+                return
+            names = {k: set(v) for k, v in self._children.items()}
+            for commit in run:
+                _rename(names, commit.changes)
+            self._children, self._children_at = names, run[-1].version
 
     def _read_log(self, since: int) -> list[Commit]:
         """Commits after ``since``: the log znodes since+1 .. current version, pipelined."""
@@ -346,6 +367,7 @@ class ZooKeeperStore(CatalogStore):
             if data is None:
                 raise StoreError(f"catalog store {self.url}: log entry {v} is missing")
             commits.append(Commit(v, _decode_log(data)))
+        self._note_log(commits)
         return commits
 
     def log(self, since: int) -> list[Commit]:
