@@ -62,6 +62,8 @@ from .recovery.snapshots import write_atomic
 log = logging.getLogger(__name__)
 
 CLAIM = "adopted.json"
+#: Seconds between claiming a directory and reading it: two of the failed node's heartbeats.
+FENCE_WAIT = 2.0
 
 
 class AdoptionRefused(RuntimeError):
@@ -164,6 +166,9 @@ class Adopter:
             raise AdoptionRefused(f"{directory} holds no node's data (no identity.json)")
         started = time.monotonic()
         claim(directory, node.endpoint)
+        # A failed node that is in fact alive (cut off from the Head) checks for a claim every
+        # heartbeat and stops; once it has, nothing more lands in its log after what we read.
+        await asyncio.sleep(FENCE_WAIT)
         failed = await asyncio.to_thread(_open_failed, directory, snapshot_url)
         try:
             replayer, replayed = await self._replay(failed)

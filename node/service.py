@@ -126,6 +126,8 @@ class NodeService:
         if self.head:
             self.head_reports = HeadReports(self.head, self.peers, self.endpoint)
             self.tasks.spawn("heartbeat", self._heartbeats)
+        if self.shared_dir:
+            self.tasks.spawn("fence", self._watch_claim)
         if self.durability is not None:
             await self._recover(self.durability)
 
@@ -205,6 +207,12 @@ class NodeService:
         except (UpdateRejected, ValidationFailed) as exc:
             return json_error(409, f"cannot declare the boxes of {source} here: {exc}")
         return web.json_response({"endpoint": self.endpoint, "version": self.local.version, **report})
+
+    async def _watch_claim(self) -> None:
+        """Every heartbeat interval, whether or not the Head answers: were our boxes adopted?"""
+        while self.fenced is None:
+            await asyncio.sleep(self.heartbeat)
+            await self._fence_if_adopted()
 
     async def _fence_if_adopted(self) -> None:
         """Our boxes were adopted (we were taken for dead): stop running them, never both."""
@@ -387,7 +395,6 @@ class NodeService:
                     log.info("node %s registered with the Head at %s", self.endpoint, self.head)
                 announced = True
                 self.registered.set()
-                await self._fence_if_adopted()
                 if self.durability is not None and reply.get("snapshot_complete"):
                     self.durability.completed(int(reply["snapshot_complete"]))
                 await self._join_zookeeper(reply.get("membership"))

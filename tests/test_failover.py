@@ -12,11 +12,12 @@ subscriber still receives exactly the output of a run with no failure.
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
-from support.cluster import TOKEN, free_port, get_json, wait_until
+from support.cluster import TOKEN, free_port, get_json, http, wait_until
 from support.streams import collect
 from test_recovery import CHAIN, without_failures
 
@@ -115,3 +116,48 @@ async def test_a_node_whose_state_is_not_shared_stays_put_and_the_head_says_why(
             await asyncio.to_thread(cluster.start_node, nodes[1], data_dir=dirs[1])
         got = await reading
     assert got == expected
+
+
+async def test_an_entry_node_that_stays_down_fails_over_and_the_publisher_follows(cluster_factory):
+    """The node where Packet enters dies: a spare adopts it (its log holds what it acknowledged),
+    the Head places the stream's entry there, and the publisher re-routes what was not acknowledged."""
+    cluster = cluster_factory(snapshot_interval=1.0, failover_after=2.0)
+    nodes, dirs = await asyncio.to_thread(deploy, cluster, 4, True, 3)
+    rows = [(float(n % 13), n) for n in range(12_000)]
+    expected = without_failures(rows, 50)
+    chunks = [rows[start:start + 200] for start in range(0, len(rows), 200)]
+    async with Subscriber(cluster.head, "Sums", TOKEN) as subscriber:
+        reading = asyncio.create_task(collect(subscriber, len(expected), timeout=120))
+        async with Publisher(cluster.head, "Packet", TOKEN, producer="entry-failover", batch_size=50) as publisher:
+            for number, chunk in enumerate(chunks):
+                if number == 25:
+                    await asyncio.to_thread(cluster.stop, nodes[0], True)
+                await publisher.send(chunk)
+                await asyncio.sleep(0.02)
+            assert [link.endpoint for link in publisher.links] == [nodes[3]]
+        got = await reading
+    assert got == expected
+    assert publisher.accepted == len(rows)
+    failover = get_json(f"{cluster.head}/status")["failover"]["nodes"][nodes[0]]
+    assert (failover["state"], failover["to"], failover["boxes"]) == ("failed over", nodes[3], ["keep"])
+
+
+async def test_a_node_cut_off_but_alive_stops_when_its_boxes_are_adopted(cluster_factory):
+    """Fencing: a claim on its data directory stops a node that was only taken for dead."""
+    cluster = cluster_factory()
+    nodes, dirs = await asyncio.to_thread(deploy, cluster, 4, True, 3)
+    async with Publisher(cluster.head, "Packet", TOKEN, producer="fence", batch_size=50) as publisher:
+        await publisher.send([(1.0, n) for n in range(1_000)])
+    reply = await asyncio.to_thread(
+        http, "POST", f"http://{nodes[3]}/adopt",
+        json.dumps({"node": nodes[1], "data_dir": str(dirs[1])}).encode(), content_type="application/json")
+    assert reply[0] == 200, reply
+    wait_until(lambda: get_json(f"http://{nodes[1]}/status")["recovery"]["fenced_by"] == nodes[3],
+               timeout=10, what="the adopted node to stop")
+    assert get_json(f"http://{nodes[1]}/status")["recovery"]["state"] == "adopted"
+    assert "banded" in get_json(f"http://{nodes[3]}/status")["boxes"]
+    # A second adopter is refused: the directory is claimed.
+    refused = await asyncio.to_thread(
+        http, "POST", f"http://{nodes[2]}/adopt",
+        json.dumps({"node": nodes[1], "data_dir": str(dirs[1])}).encode(), content_type="application/json")
+    assert refused[0] == 409 and "already adopted by" in refused[1].decode()

@@ -14,6 +14,15 @@ instead of growing memory.  A link to a client subscriber may instead
 ``drop_when_down``: once connecting there has failed for ``DOWN_GRACE``
 seconds, batches are counted and dropped rather than stalling the node.
 
+A receiver that refuses the link at the WebSocket handshake with 401 or 403
+(a missing or wrong cluster token: a publisher without ``--token``, a node
+of another cluster) is named in :attr:`OutboundLink.last_error`, and the
+link keeps trying (the receiver may be restarted with the right token).  A
+link made with ``refusal_is_final=True`` (a client's: there is nobody to fix
+it while it waits) instead fails for good: :attr:`OutboundLink.failure` is
+a :class:`LinkRefused` saying why, and pending and later ``send()`` and
+``flush()`` raise it.
+
 Usage::
 
     link = OutboundLink("localhost:15001", token, sender="localhost:15000#ab12")
@@ -44,6 +53,22 @@ log = logging.getLogger(__name__)
 
 ReplyCallback = Callable[[Batch, Frame], None]
 
+#: Handshake statuses that mean "not with these credentials": retrying the same request cannot help.
+REFUSED_STATUSES = {401: "missing or wrong cluster token", 403: "forbidden"}
+
+
+class LinkRefused(Exception):
+    """The receiver refused the data connection at the handshake (401/403); ``status`` says which."""
+
+    def __init__(self, endpoint: str, status: int, token_given: bool):
+        reason = REFUSED_STATUSES.get(status, f"HTTP {status}")
+        hint = ("this link sent no token" if not token_given
+                else "the token sent is not the receiver's cluster token")
+        super().__init__(f"{endpoint} refused the data connection ({status}: {reason}; {hint})")
+        self.endpoint = endpoint
+        self.status = status
+
+
 #: A drop-when-down link drops only after connecting has failed for this long, so a new link
 #: (a subscriber just registered, a box just moved) gets time to connect first.
 DOWN_GRACE = 2.0
@@ -52,7 +77,7 @@ DOWN_GRACE = 2.0
 class OutboundLink:
     def __init__(self, endpoint: str, token: str | None, sender: str, *, window: int = 16,
                  capacity: int = 64, drop_when_down: bool = False, on_reply: ReplyCallback | None = None,
-                 down_capacity: int = 0):
+                 down_capacity: int = 0, refusal_is_final: bool = False):
         self.endpoint = endpoint
         self.sender = sender
         self.window = window
@@ -61,6 +86,8 @@ class OutboundLink:
         self.counters: Counter[str] = Counter()
         self.connected = False
         self.last_error: str | None = None
+        self.refusal_is_final = refusal_is_final
+        self.failure: LinkRefused | None = None  # set once the link has failed for good
         self._down_since: float | None = None  # a connect attempt failed then, none succeeded since
         self._token = token
         self._capacity = asyncio.Semaphore(capacity)
@@ -110,18 +137,25 @@ class OutboundLink:
 
         The link numbers the batches of each stream itself, as producer
         ``sender``, unless the caller names the producer and sequence (a
-        box's output, or a batch forwarded as it came).
+        box's output, or a batch forwarded as it came).  Raises :attr:`failure`
+        once the link has failed for good.
         """
+        if self.failure is not None:
+            raise self.failure
         redirect = self._redirects.get(stream)
+        if redirect is None:
+            if not await self._room():
+                self.counters["dropped_batches"] += 1
+                self.counters["dropped_rows"] += len(rows)
+                return None
+            redirect = self._redirects.get(stream)
+            if redirect is not None:  # redirected while this send waited for room: not ours now
+                self._pay_back()
         if redirect is not None:
-            if producer is None:  # the numbering stays this link's: one unbroken sequence
+            if producer is None and redirect.sender != self.sender:  # else it continues our numbering
                 producer, seq = self.sender, self._seq[stream]
                 self._seq[stream] = seq + 1
             return await redirect.send(stream, rows, producer, seq, box, restart)
-        if not await self._room():
-            self.counters["dropped_batches"] += 1
-            self.counters["dropped_rows"] += len(rows)
-            return None
         if producer is None:
             producer, seq = self.sender, self._seq[stream]
             self._seq[stream] = seq + 1
@@ -132,8 +166,10 @@ class OutboundLink:
         return seq
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Wait until every queued batch is acknowledged."""
+        """Wait until every queued batch is acknowledged; raises :attr:`failure` if the link failed for good."""
         await asyncio.wait_for(self._idle.wait(), timeout)
+        if self.failure is not None:
+            raise self.failure
 
     async def _room(self) -> bool:
         """Wait for room; False if this link drops instead (down past the grace period)."""
@@ -252,15 +288,38 @@ class OutboundLink:
                     await self._converse(ws)
             except asyncio.CancelledError:
                 raise
+            except aiohttp.WSServerHandshakeError as exc:
+                if exc.status not in REFUSED_STATUSES:
+                    self._connect_failed(exc)
+                else:
+                    refused = LinkRefused(self.endpoint, exc.status, token_given=bool(self._token))
+                    if self.refusal_is_final:
+                        self._fail(refused)
+                        return
+                    if self.last_error != str(refused):
+                        log.warning("link %s -> %s: %s; retrying", self.sender, self.endpoint, refused)
+                    self._connect_failed(refused)
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ConnectionError) as exc:
-                self.last_error = str(exc) or type(exc).__name__
-                if self._down_since is None:
-                    self._down_since = time.monotonic()
+                self._connect_failed(exc)
             finally:
                 self.connected = False
             self.counters["disconnects"] += 1
             log.debug("link %s -> %s down (%s); reconnecting", self.sender, self.endpoint, self.last_error)
             await backoff.sleep()
+
+    def _connect_failed(self, exc: BaseException) -> None:
+        self.last_error = str(exc) or type(exc).__name__
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+
+    def _fail(self, failure: LinkRefused) -> None:
+        """Fail for good: wake every ``flush()`` and every ``send()`` waiting for room; they raise ``failure``."""
+        self.failure = failure
+        self._connect_failed(failure)
+        log.info("link %s -> %s failed for good: %s", self.sender, self.endpoint, failure)
+        self._idle.set()
+        for _ in range(self.in_flight + 1024):  # more than any number of senders that can be waiting
+            self._capacity.release()
 
     async def _converse(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         for batch in list(self._unacked.values()):  # not acknowledged before the last disconnect
