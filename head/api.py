@@ -312,6 +312,7 @@ class _Api:
             "http": dict(head.server.counters), "peers": dict(head.peers.counters),
             "snapshots": head.snapshots.status(),
             "failover": head.failover.status(),
+            "catalog_full_reads": head.catalog_full_reads,
         })
 
     async def stream(self, request: web.Request) -> web.Response:

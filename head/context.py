@@ -36,6 +36,7 @@ class HeadContext(Protocol):
     failover: Failover
     syncs: dict[str, NodeSync]
     feeds: dict[str, GlobalFeed]
+    catalog_full_reads: int
 
     @property
     def origin(self) -> str: ...

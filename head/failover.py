@@ -29,6 +29,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -74,8 +75,10 @@ class Failover:
         if self.places.get(endpoint) != place:
             self.places[endpoint] = place
             store = self.store()
-            if store is not None:
-                store.put_meta(META_PREFIX + endpoint, json.dumps(place))
+            if store is not None:  # off the event loop: a ZooKeeper write must not stall heartbeats
+                task = asyncio.get_running_loop().create_task(
+                    asyncio.to_thread(store.put_meta, META_PREFIX + endpoint, json.dumps(place)))
+                task.add_done_callback(functools.partial(_recorded, endpoint))
 
     def place(self, endpoint: str) -> dict[str, Any] | None:
         found = self.places.get(endpoint)
@@ -118,7 +121,7 @@ class Failover:
             self._cannot(endpoint, boxes, now, "its state is unreachable: it runs without a data directory on "
                          "shared storage (boreas node --data-dir DIR --shared-dir); its boxes stay until it is back")
             return
-        target = self.choose(catalog, endpoint)
+        target = self.choose(catalog, endpoint, now)
         if target is None:
             self._cannot(endpoint, boxes, now, "no live durable node can adopt its boxes")
             return
@@ -143,7 +146,7 @@ class Failover:
         self.state[endpoint] = {"state": "not failed over", "boxes": boxes, "reason": reason}
         self._retry_at[endpoint] = now + RETRY_AFTER
 
-    def choose(self, catalog: Catalog, failed: str) -> str | None:
+    def choose(self, catalog: Catalog, failed: str, now: float | None = None) -> str | None:
         """The least loaded live durable node (fewest boxes, then name), not the failed one.
 
         Registered nodes count even when no deployment names them yet: spares.
@@ -158,8 +161,9 @@ class Failover:
         'c:3'
         """
         known = set(catalog.nodes) | set(self.membership.known())  # a registered spare node counts
-        load = {e: 0 for e in known if e != failed and self.membership.alive(e)
-                and self.membership.recovery(e).get("durable")}
+        now = time.monotonic() if now is None else now
+        load = {e: 0 for e in known if e != failed and self.membership.alive(e, now)
+                and (self.membership.describe(e, now).get("recovery") or {}).get("durable")}
         for box in catalog.boxes.values():
             if box.node in load:
                 load[box.node] += 1
@@ -167,3 +171,9 @@ class Failover:
 
     def status(self) -> dict[str, Any]:
         return {"after": self.after, "nodes": self.state}
+
+
+def _recorded(endpoint: str, task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("could not record where node %s keeps its data: %r (failover uses the heartbeat's copy)",
+                    endpoint, task.exception())
