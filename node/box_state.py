@@ -97,6 +97,28 @@ class BoxStates:
 
     # -- following the catalog ----------------------------------------------------------
 
+    def check(self, boxes: dict[str, Box], schemas: dict[str, Schema]) -> dict[str, str]:
+        """Which new or changed boxes could not run, and why (nothing changes here).
+
+        A node checks an update this way before applying it, so a box it
+        cannot run is refused with the reason instead of breaking later.
+        """
+        reasons: dict[str, str] = {}
+        for name, box in boxes.items():
+            if self.boxes.get(name) == box and name in self.operators:
+                continue
+            missing = [s for s in [p.stream for p in box.inputs] + list(box.outputs) if s not in schemas]
+            if missing:
+                reasons[name] = f"the schema of stream {missing[0]!r} cannot be told here"
+                continue
+            try:
+                build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
+            except OperatorError as exc:
+                reasons[name] = str(exc)
+            except Exception as exc:  # a box type's own bug must refuse the update, not break the node
+                reasons[name] = f"{box.type} box {name!r} cannot be built: {type(exc).__name__}: {exc}"
+        return reasons
+
     def follow(self, boxes: dict[str, Box], schemas: dict[str, Schema],
                keep_state: Iterable[str] = ()) -> dict[str, str]:
         """Keep unchanged boxes (and their state), build new ones; returns the broken ones.

@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from boreas.catalog.model import Catalog, Schema
-from boreas.catalog.validate import stream_schemas
+from boreas.catalog.validate import check_topology, stream_schemas
 from boreas.wire.frames import Ack, Batch, Refused, encode_rows
 from boreas.wire.links import OutboundLink
 from boreas.wire.receiver import Deferred
@@ -147,6 +147,20 @@ class Dataflow:
             self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
         self._routed = {(e, s) for e, s in self._routed if e in self.destinations.get(s, ())}
         self._relink(catalog, before)
+
+    def refusals(self, candidate: Catalog, source: str) -> list[dict[str, object]]:
+        """Why the boxes of an update (``source``: its document name) could not run here; [] if they can.
+
+        The same topology checks the Head runs, on this node's slice, then a
+        trial build of every new or changed box: a problem found in the
+        update refuses it whole, before anything changes.
+        """
+        report = check_topology(candidate)
+        found: list[dict[str, object]] = [d.as_dict() for d in report.problems if d.file == source]
+        if not found:  # the rules passed; can each box really be built here?
+            found = [{"file": source, "line": None, "path": f"box {name}", "reason": f"box {name!r}: {why}"}
+                     for name, why in sorted(self.state.check(candidate.boxes, report.stream_schemas).items())]
+        return found
 
     def _wire_consumers(self) -> None:
         for old, bridge in list(self.bridges.items()):

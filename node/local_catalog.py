@@ -48,18 +48,30 @@ class LocalCatalog:
     def version(self) -> int:
         return self.catalog.version
 
-    def apply(self, update: Update) -> Catalog:
-        """Apply one update atomically; raises ``UpdateRejected`` and keeps the old catalog."""
-        self.counters["updates_received"] += 1
+    def preview(self, update: Update) -> Catalog:
+        """The catalog ``update`` would make, without applying it; raises ``UpdateRejected``."""
         try:
             new = apply_update(self.catalog, update.items,
                                update.version if update.version is not None else self.catalog.version)
             _check_subscriptions(new, update.items)
         except UpdateRejected as exc:
+            self.counters["updates_received"] += 1
             self.counters["updates_rejected"] += 1
             log.info("node %s refused update %s from %s: %s", self.endpoint, update.id or "-",
                      update.origin or "?", exc)
             raise
+        return new
+
+    def refused(self) -> None:
+        """An update was refused after :meth:`preview` (a box it declares cannot run here)."""
+        self.counters["updates_received"] += 1
+        self.counters["updates_rejected"] += 1
+
+    def apply(self, update: Update, new: Catalog | None = None) -> Catalog:
+        """Apply one update atomically (``new``: its :meth:`preview`); ``UpdateRejected`` keeps the old one."""
+        if new is None:
+            new = self.preview(update)
+        self.counters["updates_received"] += 1
         self.catalog = new
         self.counters["updates_applied"] += 1
         self.counters["items_applied"] += len(update.items)

@@ -132,7 +132,12 @@ class BoxMover:
         update = read_document(text, "handover update XML")
         assert isinstance(update, Update)
         async with node.update_lock:
-            catalog = node.local.apply(update)
+            candidate = node.local.preview(update)
+            problems = node.dataflow.refusals(candidate, "handover update XML")
+            if problems:  # the source takes the box back
+                node.local.refused()
+                raise ValueError(f"node {node.endpoint} cannot run box {handover.box!r}: {problems[0]['reason']}")
+            catalog = node.local.apply(update, candidate)
             async with node.dataflow.lock:
                 node.dataflow.reconfigure(catalog)
                 stale = attach(node.dataflow, handover)

@@ -251,7 +251,8 @@ class NodeService:
     async def handle_update(self, request: web.Request) -> web.Response:
         body = await request.read()
         try:  # off the event loop, within a time budget: data keeps flowing meanwhile
-            update = await asyncio.to_thread(read_document, body, f"update XML from {request.remote}",
+            source = f"update XML from {request.remote}"
+            update = await asyncio.to_thread(read_document, body, source,
                                              deadline=time.monotonic() + UPDATE_BUDGET)
         except DeadlineExceeded as exc:
             self.local.counters["updates_too_slow"] += 1
@@ -275,9 +276,16 @@ class NodeService:
                               rejections=[r.as_dict() for r in moved])
         async with self.update_lock:
             try:
-                catalog = self.local.apply(update)
+                candidate = self.local.preview(update)
             except UpdateRejected as exc:
                 return json_error(409, str(exc), rejections=[r.as_dict() for r in exc.rejections])
+            problems = self.dataflow.refusals(candidate, source)
+            if problems:  # all or nothing: a box this node cannot run refuses the whole update
+                self.local.refused()
+                log.warning("node %s refused an update: %s", self.endpoint, problems[0]["reason"])
+                return json_error(422, f"node {self.endpoint} cannot run this update: {problems[0]['reason']}",
+                                  diagnostics=problems)
+            catalog = self.local.apply(update, candidate)
             self.dataflow.reconfigure(catalog)
             self.catalog_changed()
             self.reflector.reflect(catalog, update.items)

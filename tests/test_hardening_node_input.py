@@ -50,3 +50,34 @@ def test_a_publisher_keeps_a_bounded_list_of_refused_rows_and_counts_all():
     assert len(publisher.refused) == MAX_REFUSED_KEPT
     publisher._replied(make_batch("S", "p", 9, []), Ack("S", "p", 9, 0, duplicate=True))
     assert publisher.duplicates == 1
+
+
+UPDATE = """<update version="{version}"><schema name="T"><field name="x" type="int"/></schema>
+<input stream="S" schema="T"/> <box name="{name}" type="{type}"><in stream="S"/><out stream="O{name}"/>{params}</box>
+</update>"""
+
+
+@pytest.mark.parametrize("name, type_, params, reason", [
+    ("odd", "nonsense", "", "unknown box type 'nonsense'"),
+    ("typo", "filter", '<parameter name="expression.0" value="y &gt;"/>', "does not parse"),
+    ("view", "m3", '<parameter name="sql" value="SELECT nonsense"/>', "m3 box 'view'"),
+])
+async def test_an_update_with_a_box_the_node_cannot_run_is_refused_whole(node, name, type_, params, reason):
+    """Validated before anything changes: a 422 naming the box and why; the node keeps what it had."""
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/xml"}
+    good = UPDATE.format(version=1, name="good", type="filter", params='<parameter name="expression.0" value="x &gt; 1"/>')
+    async with aiohttp.ClientSession(headers=headers) as session:
+        async with session.post(f"http://{node.endpoint}/update", data=good) as reply:
+            assert reply.status == 200
+        bad = UPDATE.format(version=2, name=name, type=type_, params=params)
+        async with session.post(f"http://{node.endpoint}/update", data=bad) as reply:
+            assert reply.status == 422, await reply.text()
+            body = await reply.json()
+        assert reason in body["error"]
+        assert body["diagnostics"] and reason in body["diagnostics"][0]["reason"]
+        assert node.local.version == 1 and sorted(node.local.catalog.boxes) == ["good"]
+        assert node.dataflow.state.broken == {}
+        async with session.get(f"http://{node.endpoint}/status") as reply:
+            status = await reply.json()
+    assert status["counters"]["updates_rejected"] == 1
+    assert status["data"]["broken_boxes"] == {}
