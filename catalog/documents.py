@@ -223,7 +223,10 @@ class _Reader:
         try:
             return decode(el, self.origin(el))
         except DecodeError as exc:
-            self.fail(el, str(exc))
+            if exc.origin is not None and len(self.problems) < self.max_problems:
+                self.problems.append(Diagnostic.at(exc.origin, str(exc)))
+            else:
+                self.fail(el, str(exc))
             return None
 
     # -- application ------------------------------------------------------

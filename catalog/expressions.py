@@ -74,6 +74,9 @@ class Scope:
             raise ExpressionError(f"unknown qualifier {qualifier!r} (use {known or 'no qualifier'})")
         for schema in candidates:
             found = schema.field(name)
+            if found is not None and found.array is not None:
+                raise ExpressionError(f"field {name!r} is an array ({found.array}); "
+                                      f"expressions read scalar fields only")
             if found is not None:
                 return found
         names = ", ".join(f.name for s in candidates for f in s.fields)
@@ -113,7 +116,7 @@ def infer_field(name: str, tree: exp.Expression, scope: Scope) -> Field:
 
     >>> s = Schema("T", (Field("proto", FieldType.STRING, 4), Field("n", FieldType.INT)))
     >>> infer_field("p", parse_expression("proto"), Scope.single(s))
-    Field(name='p', type=<FieldType.STRING: 'string'>, size=4)
+    Field(name='p', type=<FieldType.STRING: 'string'>, size=4, array=None)
     >>> infer_field("m", parse_expression("n + 1"), Scope.single(s)).size is None
     True
     """

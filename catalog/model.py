@@ -42,13 +42,30 @@ def _origin() -> Origin:
 
 @dataclass(frozen=True, slots=True)
 class Field:
+    """One field of a schema.
+
+    ``type`` is the field's scalar type.  A Borealis array field (see
+    :mod:`boreas.catalog.arrays`) has ``type`` None and keeps its declared
+    type in ``array``: inline array syntax (``byte(0...319, 0...239)``) or
+    the name of a ``<type>`` alias.  The catalog carries array fields; the
+    data plane never sees one (validation refuses what would make one flow).
+    ``origin`` (the ``<field>`` element) only locates messages.
+    """
+
     name: str
-    type: FieldType
+    type: FieldType | None
     size: int | None = None
+    array: str | None = None
+    origin: Origin = _origin()
+
+    @property
+    def declared_type(self) -> str:
+        """The type as written in XML: the scalar's name or the array type."""
+        return self.array if self.array is not None else self.type.value  # type: ignore[union-attr]
 
     def same_shape(self, other: Field) -> bool:
         """Tuples are positional: a field matches another of the same type (and size)."""
-        if self.type != other.type:
+        if self.type != other.type or self.array != other.array:
             return False
         return self.size is None or other.size is None or self.size == other.size
 
@@ -74,7 +91,7 @@ class Schema:
 
     def describe(self) -> str:
         return "(" + ", ".join(
-            f"{f.name} {f.type}" + (f"({f.size})" if f.size else "") for f in self.fields
+            f"{f.name} {f.declared_type}" + (f"({f.size})" if f.size else "") for f in self.fields
         ) + ")"
 
 
@@ -137,11 +154,29 @@ class Box:
                 return value
         return default
 
+    def in_name(self, port: int) -> str:
+        """The name the box knows in port ``port`` by: the stream it was declared reading.
+
+        A connect rewires the port to the inserted filter's stream; boxes
+        that read their in streams by name (an ``m3`` box's SQL) keep the
+        declared name, which :meth:`rewired` keeps in ``in-name.N``.
+        """
+        return self.param(f"in-name.{port}") or self.inputs[port].stream
+
     def rewired(self, port: int, stream: str) -> Box:
-        """This box with in port ``port`` reading ``stream`` (a filter inserted or removed before it)."""
+        """This box with in port ``port`` reading ``stream`` (a filter inserted or removed before it).
+
+        The port's declared name stays in parameter ``in-name.N`` while the
+        port reads another stream, and goes when it reads that stream again
+        (a connect then a disconnect gives back the same box).
+        """
         inputs = list(self.inputs)
+        name, key = self.in_name(port), f"in-name.{port}"
         inputs[port] = replace(inputs[port], stream=stream)
-        return replace(self, inputs=tuple(inputs))
+        params = tuple(p for p in self.params if p[0] != key)
+        if stream != name:
+            params += ((key, name),)
+        return replace(self, inputs=tuple(inputs), params=params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +210,7 @@ class ConnectionPointView:
     range: tuple[str, str] | None = None
     order_field: str | None = None
     params: tuple[tuple[str, str], ...] = ()
+    radius: int | None = None  # Borealis's <radius value=...>, kept for round trips
     origin: Origin = _origin()
 
 

@@ -105,6 +105,10 @@ class SliceMaker:
                 part.schemas.setdefault(schema.name, schema)
         for declared in [*part.inputs.values(), *part.outputs.values()]:
             self._schema(part, declared.schema)
+        for schema in list(part.schemas.values()):  # the <type> aliases its array fields name
+            for f in schema.fields:
+                if f.array is not None and f.array in cat.types:
+                    part.types[f.array] = cat.types[f.array]
         for box in part.boxes.values():
             for port in box.inputs:
                 if port.view and port.view in cat.views:
@@ -225,6 +229,6 @@ def stream_route(catalog: Catalog, stream: str) -> dict | None:
         "producer": producer,
         "schema": None if schema is None else {
             "name": schema.name,
-            "fields": [[f.name, f.type.value, f.size] for f in schema.fields],
+            "fields": [[f.name, f.declared_type, f.size] for f in schema.fields],
         },
     }

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from . import arrays
 from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, Origin
-from .model import Catalog, Schema
+from .model import Box, Catalog, Schema
 
 
 @dataclass
@@ -36,6 +37,7 @@ def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None) ->
     _check_references(catalog, report)
     _infer_schemas(catalog, registry, report)
     _check_outputs(catalog, report)
+    _check_array_streams(catalog, report)
     return report
 
 
@@ -55,6 +57,12 @@ def _check_producers(catalog: Catalog, report: TopologyReport) -> None:
 
 def _check_references(catalog: Catalog, report: TopologyReport) -> None:
     produced = catalog.producers()
+    for schema in catalog.schemas.values():
+        for f in schema.fields:
+            reason = arrays.unknown_alias(f, catalog.types)
+            if reason:
+                report.fail(f.origin if f.origin.line is not None else schema.origin,
+                            f"schema {schema.name!r}: {reason}")
     for inp in catalog.inputs.values():
         if inp.schema not in catalog.schemas:
             report.fail(inp.origin, f"input stream {inp.stream!r} names unknown schema {inp.schema!r}")
@@ -135,7 +143,10 @@ def _infer_schemas(catalog: Catalog, registry: BoxTypeRegistry, report: Topology
         in_streams = [p.stream for p in box.inputs]
         outs: list[Schema] | None = None
         if not shape and not any(s in broken for s in in_streams):
+            reads_array = _reads_array(catalog, box, [known[s] for s in in_streams])
             try:
+                if reads_array:
+                    raise BoxError(reads_array)
                 outs = registry.infer(box, [known[s] for s in in_streams])
             except BoxError as exc:
                 report.fail(box.origin, str(exc))
@@ -164,3 +175,39 @@ def _check_outputs(catalog: Catalog, report: TopologyReport) -> None:
                                     f"{declared.describe()}, but its producer yields {inferred.describe()}")
         else:  # same layout: the declared names are the ones users see
             report.stream_schemas[out.stream] = declared
+
+
+#: Why array fields stop at the data plane's edge, said once for every refusal.
+_SCALARS_ONLY = "Boreas's data plane carries scalar fields only (see docs/borealis_compat.md)"
+
+
+def _array_field(catalog: Catalog, schema: Schema) -> str | None:
+    """``field 'f' is an array (byte(0...9))`` for the schema's first array field, or None."""
+    f = arrays.first_array_field(schema)
+    if f is None:
+        return None
+    return f"field {f.name!r} is an array ({arrays.describe(f, catalog.types)})"
+
+
+def _reads_array(catalog: Catalog, box: Box, inputs: list[Schema]) -> str | None:
+    """Why the box cannot run because an in stream carries an array field (None: it can)."""
+    for port, schema in enumerate(inputs):
+        found = _array_field(catalog, schema)
+        if found:
+            return (f"{box.type} box {box.name!r} in port {port} reads stream {box.inputs[port].stream!r} "
+                    f"(schema {schema.name!r}), whose {found}: {_SCALARS_ONLY}")
+    return None
+
+
+def _check_array_streams(catalog: Catalog, report: TopologyReport) -> None:
+    """Publishing into, or subscribing to, a stream with array fields would carry array values."""
+    for pub in catalog.publications.values():
+        schema = report.stream_schemas.get(pub.stream)
+        found = _array_field(catalog, schema) if schema is not None else None
+        if found:
+            report.fail(pub.origin, f"publish to stream {pub.stream!r}: its {found}; {_SCALARS_ONLY}")
+    for sub in catalog.subscriptions.values():
+        schema = report.stream_schemas.get(sub.stream)
+        found = _array_field(catalog, schema) if schema is not None else None
+        if found:
+            report.fail(sub.origin, f"subscribe to stream {sub.stream!r}: its {found}; {_SCALARS_ONLY}")

@@ -22,6 +22,7 @@ from typing import Any
 
 from lxml import etree
 
+from .arrays import check_alias, field_type
 from .diagnostics import CATALOG, Origin
 from .model import (
     Box,
@@ -48,7 +49,15 @@ QUEUE_ATTRS = ("update_queue", "queue_type", "key")
 
 
 class DecodeError(ValueError):
-    """An element is well-formed and schema-valid but means nothing sensible."""
+    """An element is well-formed and schema-valid but means nothing sensible.
+
+    ``origin``, when given, is the child element at fault (a ``<field>`` of a
+    ``<schema>``), so the message points at its line rather than the parent's.
+    """
+
+    def __init__(self, reason: str, origin: Origin | None = None):
+        super().__init__(reason)
+        self.origin = origin
 
 
 def _int(el: etree._Element, attr: str) -> int | None:
@@ -82,15 +91,18 @@ def _children(el: etree._Element, tag: str) -> list[etree._Element]:
 
 def _schema(el: etree._Element, origin: Origin) -> Schema:
     fields = []
-    for f in _children(el, "field"):
+    children = _children(el, "field")
+    for i, f in enumerate(children, start=1):
+        step = f"/field[{i}]" if len(children) > 1 else "/field"
+        where = Origin(origin.file, f.sourceline, origin.path + step) if origin.path else origin
         try:
-            ftype = FieldType(f.get("type"))
-        except ValueError:
-            raise DecodeError(f"field {f.get('name')!r} has unknown type {f.get('type')!r}") from None
+            ftype, array = field_type(f.get("type"))
+        except ValueError as exc:
+            raise DecodeError(f"field {f.get('name')!r}: {exc}", where) from None
         size = _int(f, "size")
         if ftype == FieldType.STRING and size is None:
-            raise DecodeError(f"string field {f.get('name')!r} needs a size")
-        fields.append(Field(f.get("name"), ftype, size))
+            raise DecodeError(f"string field {f.get('name')!r} needs a size", where)
+        fields.append(Field(f.get("name"), ftype, size, array, where))
     names = [f.name for f in fields]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -128,10 +140,20 @@ def _table(el: etree._Element, origin: Origin) -> Table:
     )
 
 
+def _only(el: etree._Element, tag: str) -> etree._Element | None:
+    """The one ``<tag>`` child, or None; Borealis takes each view child at most once, in any order."""
+    found = _children(el, tag)
+    if len(found) > 1:
+        raise DecodeError(f"connection point view {el.get('name')!r} has {len(found)} <{tag}> elements; "
+                          f"give at most one")
+    return found[0] if found else None
+
+
 def _view(el: etree._Element, origin: Origin) -> ConnectionPointView:
-    size = next((c for c in el if c.tag == "size"), None)
-    rng = next((c for c in el if c.tag == "range"), None)
-    order = next((c for c in el if c.tag == "order"), None)
+    size, rng, order, radius = (_only(el, tag) for tag in ("size", "range", "order", "radius"))
+    if (size is None) == (rng is None):
+        raise DecodeError(f"connection point view {el.get('name')!r} needs exactly one of "
+                          f"<size value=...> (the last N tuples) or <range start=... end=...>")
     size_value = _int(size, "value") if size is not None else None
     if size is not None and size_value is None:
         raise DecodeError(f"connection point view {el.get('name')!r}: <size value> must be a whole number")
@@ -142,8 +164,17 @@ def _view(el: etree._Element, origin: Origin) -> ConnectionPointView:
         (rng.get("start"), rng.get("end")) if rng is not None else None,
         (order.get("field") or None) if order is not None else None,
         _params(el),
+        _int(radius, "value") if radius is not None else None,
         origin,
     )
+
+
+def _type(el: etree._Element, origin: Origin) -> TypeAlias:
+    alias = TypeAlias(el.get("name"), el.get("array"), _int(el, "size"), origin)
+    problem = check_alias(alias)
+    if problem:
+        raise DecodeError(problem)
+    return alias
 
 
 def _region(el: etree._Element, origin: Origin) -> Region:
@@ -158,7 +189,7 @@ def _region(el: etree._Element, origin: Origin) -> Region:
 
 _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
     "schema": _schema,
-    "type": lambda el, o: TypeAlias(el.get("name"), el.get("array"), _int(el, "size"), o),
+    "type": _type,
     "input": lambda el, o: Input(el.get("stream"), el.get("schema"), el.get("node"), o),
     "output": lambda el, o: Output(el.get("stream"), el.get("schema"), el.get("node"), o),
     "box": _box,
@@ -214,7 +245,7 @@ def encode(obj: Any, with_node: bool = True) -> etree._Element:
         case Schema():
             el = _set(etree.Element("schema"), name=obj.name)
             for f in obj.fields:
-                _sub(el, "field", name=f.name, type=f.type.value, size=f.size)
+                _sub(el, "field", name=f.name, type=f.declared_type, size=f.size)
         case TypeAlias():
             el = _set(etree.Element("type"), name=obj.name, array=obj.array, size=obj.size)
         case Input():
@@ -250,6 +281,8 @@ def encode(obj: Any, with_node: bool = True) -> etree._Element:
                 _sub(el, "size", value=obj.size)
             if obj.order_field:
                 _sub(el, "order", field=obj.order_field)
+            if obj.radius is not None:
+                _sub(el, "radius", value=obj.radius)
             _add_params(el, obj.params)
         case Node():
             el = _set(etree.Element("node"), endpoint=obj.endpoint)

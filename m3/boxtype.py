@@ -10,11 +10,19 @@ schemas.  ``boreas.cli.main`` (the Head, ``boreas validate``/``deploy``) and
 
 The box (docs/m3.md, "The m3 box"):
 
-* parameter ``sql`` (CREATE STREAM/TABLE ...; SELECT ...) or ``m3`` (a
-  hand-written M3 program);
-* in port *i* feeds the *i*-th relation declared in the program; the in
-  stream's fields must be the relation's columns, same names (case ignored)
-  and types, in order;
+* parameter ``sql`` (SELECT ...; optionally CREATE STREAM/TABLE ... first)
+  or ``m3`` (a hand-written M3 program);
+* relations are the box's in streams, by name: ``SELECT R.B, SUM(R.A * S.C)
+  FROM R, S WHERE R.B = S.B GROUP BY R.B`` in a box reading streams ``R``
+  and ``S`` compiles with the streams' schemas as the relations' columns
+  (byte/short/int/long → INT, single/double → FLOAT, string → STRING,
+  timestamp → DATE), so the schema is written once, in the catalog.  A
+  port's name is the stream it was declared reading (``Box.in_name``: a
+  filter a connect inserts before the port does not rename the relation);
+* an SQL text that declares relations itself (``CREATE STREAM r(...)``, or
+  an ``m3`` program) renames them instead: in port *i* feeds the *i*-th
+  declared relation, and the in stream's fields must be the relation's
+  columns, same names (case ignored) and types, in order;
 * optional ``sign-field``: an in stream field of that name (an integer type)
   says +1 insert / -1 delete and is not a relation column;
 * out port *i* carries the changes of the *i*-th view: its key columns, then
@@ -29,14 +37,17 @@ column (COUNT, a SUM of integers) is a long, every other one a double.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from boreas.catalog.boxtypes import BoxError, BoxType, register_default
 from boreas.catalog.model import Box, Field, FieldType, Schema
 
-from .ast import Program
+from .ast import Column, Program, RelationDecl
+from .compiler.frontend import declares_relations
 from .errors import M3Error
 from .runtime.program import Runtime, ViewInfo, _program_from_text
+from .syntax import KEYWORDS
 
 #: Borealis field types each M3 column type accepts on an in port.
 ACCEPTS: dict[str, tuple[FieldType, ...]] = {
@@ -49,6 +60,15 @@ ACCEPTS: dict[str, tuple[FieldType, ...]] = {
 WRITES: dict[str, FieldType] = {"INT": FieldType.INT, "FLOAT": FieldType.DOUBLE,
                                 "STRING": FieldType.STRING, "DATE": FieldType.TIMESTAMP}
 _SIGN_TYPES = (FieldType.INT, FieldType.SHORT, FieldType.BYTE, FieldType.LONG)
+#: The M3 column type of an in stream's field when the SQL reads the stream by name.
+COLUMN_OF: dict[FieldType, str] = {
+    FieldType.BYTE: "INT", FieldType.SHORT: "INT", FieldType.INT: "INT", FieldType.LONG: "INT",
+    FieldType.SINGLE: "FLOAT", FieldType.DOUBLE: "FLOAT", FieldType.STRING: "STRING",
+    FieldType.TIMESTAMP: "DATE",
+}
+#: What each column type accepts when the relation is the stream itself (a long is an INT).
+_STREAM_ACCEPTS = {kind: (*types, FieldType.LONG) if kind == "INT" else types for kind, types in ACCEPTS.items()}
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -72,9 +92,14 @@ class BoxPlan:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(text: str) -> tuple[Program, dict, dict]:
-    """Compile (or parse and check) once per distinct text: the Head and nodes rebuild boxes often."""
-    runtime = Runtime(_program_from_text(text))
+def _compiled(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[Program, dict, dict]:
+    """Compile (or parse and check) once per distinct text and in streams: the Head and nodes rebuild boxes often."""
+    if streams:
+        from .compiler.pipeline import compile_sql
+
+        runtime = Runtime(compile_sql(text, streams))
+    else:
+        runtime = Runtime(_program_from_text(text))
     return runtime.program, runtime.relations, runtime.views
 
 
@@ -86,24 +111,72 @@ def program_text(box: Box) -> str:
     return sql if sql is not None else m3  # type: ignore[return-value]
 
 
-def compile_box(box: Box) -> tuple[Program, dict, dict]:
-    """The box's program, relations and views; a :class:`BoxError` with the SQL's line:col when it is wrong."""
-    which = "sql" if box.param("sql") is not None else "m3"
+def reads_streams_by_name(box: Box) -> bool:
+    """Whether the box's relations are its in streams (SQL that declares no relation of its own)."""
+    sql = box.param("sql")
+    if sql is None or box.param("m3") is not None:
+        return False
     try:
-        return _compiled(program_text(box))
+        return not declares_relations(sql)
+    except M3Error:  # SQL that does not even tokenize: compiling it says where
+        return False
+
+
+def stream_relations(box: Box, inputs: list[Schema]) -> tuple[RelationDecl, ...]:
+    """The box's in streams as relations named after them, their fields (minus the sign field) as columns."""
+    sign = box.param("sign-field")
+    seen: dict[str, int] = {}
+    relations = []
+    for port, schema in enumerate(inputs):
+        name = box.in_name(port)  # the declared stream, also once a connect put a filter before it
+        head = f"m3 box {box.name!r} in port {port} reads stream {name!r}"
+        if not _IDENTIFIER.match(name) or name.upper() in KEYWORDS:
+            raise BoxError(f"{head}, whose name is not an SQL name; declare the relation with "
+                           f"CREATE STREAM name(column type, ...) to rename it (in port i feeds the "
+                           f"i-th declared relation)")
+        if name.lower() in seen:
+            raise BoxError(f"{head}, as in port {seen[name.lower()]} does; declare the relations with "
+                           f"CREATE STREAM to give each port its own name")
+        seen[name.lower()] = port
+        columns = []
+        for f in schema.fields:
+            if sign and f.name == sign:
+                continue
+            if f.type is None or not _IDENTIFIER.match(f.name):
+                what = f"type {f.declared_type}" if f.type is None else "a name that is not an SQL name"
+                raise BoxError(f"{head}, whose field {f.name!r} has {what}; an m3 box reads scalar "
+                               f"fields named like SQL columns")
+            columns.append(Column(f.name, COLUMN_OF[f.type]))
+        relations.append(RelationDecl(name, "STREAM", tuple(columns)))
+    return tuple(relations)
+
+
+def compile_box(box: Box, inputs: list[Schema] | None = None) -> tuple[Program, dict, dict]:
+    """The box's program, relations and views; a :class:`BoxError` with the SQL's line:col when it is wrong.
+
+    ``inputs`` (the in streams' schemas) are needed when the SQL reads the
+    in streams by name (:func:`reads_streams_by_name`).
+    """
+    which = "sql" if box.param("sql") is not None else "m3"
+    text = program_text(box)
+    streams = stream_relations(box, inputs) if inputs is not None and reads_streams_by_name(box) else ()
+    try:
+        return _compiled(text, streams)
     except M3Error as exc:
         raise BoxError(f"m3 box {box.name!r}: parameter {which!r}: {exc}") from None
 
 
 def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
     """Check the box against its in schemas; what each port feeds and what each out port carries."""
-    program, relations, views = compile_box(box)
+    program, relations, views = compile_box(box, inputs)
     names = list(relations)
+    by_name = reads_streams_by_name(box)
     if len(inputs) != len(names):
         raise BoxError(f"m3 box {box.name!r} has {len(inputs)} in streams but its program declares "
                        f"{len(names)} relations ({', '.join(names)}); in port i feeds the i-th relation")
     sign = box.param("sign-field")
-    ports = tuple(_port(box, port, name, relations[name], schema, sign)
+    accepts = _STREAM_ACCEPTS if by_name else ACCEPTS
+    ports = tuple(_port(box, port, name, relations[name], schema, sign, accepts)
                   for port, (name, schema) in enumerate(zip(names, inputs)))
     ordered = tuple(views[v.name] for v in program.views)
     if len(box.outputs) != len(ordered):
@@ -114,7 +187,8 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
     return BoxPlan(program_text(box), program, ports, ordered, outputs)
 
 
-def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, sign: str | None) -> PortPlan:
+def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, sign: str | None,
+          accepts: dict[str, tuple[FieldType, ...]] = ACCEPTS) -> PortPlan:
     fields = list(schema.fields)
     sign_index = None
     if sign:
@@ -122,12 +196,12 @@ def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, si
             if f.name == sign:
                 if f.type not in _SIGN_TYPES:
                     raise BoxError(f"m3 box {box.name!r} in port {port}: sign-field {sign!r} is "
-                                   f"{f.type.value}, it must be an integer type")
+                                   f"{f.declared_type}, it must be an integer type")
                 sign_index = i
         if sign_index is not None:
             del fields[sign_index]
     want = ", ".join(f"{c} {t}" for c, t in columns)
-    have = ", ".join(f"{f.name} {f.type.value}" for f in fields)
+    have = ", ".join(f"{f.name} {f.declared_type}" for f in fields)
     head = (f"m3 box {box.name!r} in port {port} (stream {box.inputs[port].stream!r}) feeds relation "
             f"{relation}({want}) but carries ({have})")
     if len(fields) != len(columns):
@@ -135,9 +209,9 @@ def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, si
     for i, (f, (column, kind)) in enumerate(zip(fields, columns)):
         if f.name.lower() != column.lower():
             raise BoxError(f"{head}: field {i} is named {f.name!r}, the column {column!r}")
-        if f.type not in ACCEPTS[kind]:
-            allowed = " or ".join(t.value for t in ACCEPTS[kind])
-            raise BoxError(f"{head}: field {f.name!r} is {f.type.value}, column {column} {kind} needs {allowed}")
+        if f.type not in accepts[kind]:
+            allowed = " or ".join(t.value for t in accepts[kind])
+            raise BoxError(f"{head}: field {f.name!r} is {f.declared_type}, column {column} {kind} needs {allowed}")
     return PortPlan(relation, columns, sign_index)
 
 

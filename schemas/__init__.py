@@ -141,6 +141,15 @@ def _first_line(reason: str | None) -> str:
     return (reason or "invalid").strip().splitlines()[0].rstrip(".")
 
 
+#: What a union type takes, by the name of its first member (whose failure
+#: xmlschema reports for the whole union).
+_UNION_REASONS = {
+    "scalarTypeType": "not a Borealis type (byte, short, int, long, single, double, string, "
+                      "timestamp), an array type such as byte(0...319, 0...239, 0...2), "
+                      "or a <type> alias name",
+}
+
+
 def _attribute_reason(reason: str, tag: str, validator) -> str:
     """Rephrase xmlschema's attribute messages; name the element."""
     suffix = " attribute not allowed for element"
@@ -151,6 +160,8 @@ def _attribute_reason(reason: str, tag: str, validator) -> str:
         attr, _, why = reason[len("attribute ") :].partition(": ")
         if why.startswith("invalid literal for"):  # Python's int() leaking
             why = f"not a valid {getattr(validator, 'local_name', None) or 'value'}"
+        # A union reports its first member's failure; say what the union takes.
+        why = _UNION_REASONS.get(getattr(getattr(validator, "parent", None), "name", None), why)
         return f"bad value {attr} on <{tag}>: {why}"
     return f"{reason} on <{tag}>"
 

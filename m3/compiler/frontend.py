@@ -132,9 +132,34 @@ def split_statements(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def parse_sql(text: str) -> tuple[list[RelationDecl], list[SqlQuery]]:
-    """Parse and resolve a whole script (declarations first, then queries)."""
+_DECLARATION = re.compile(r"\s*CREATE\s+(STREAM|TABLE)\b", re.IGNORECASE)
+
+
+def declares_relations(text: str) -> bool:
+    """Whether a script declares its own relations (``CREATE STREAM|TABLE``).
+
+    >>> declares_relations("CREATE STREAM R(a INT); SELECT SUM(a) FROM R"), declares_relations("SELECT 1")
+    (True, False)
+    """
+    return any(_DECLARATION.match(stmt) for _, stmt in split_statements(text))
+
+
+def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[RelationDecl], list[SqlQuery]]:
+    """Parse and resolve a whole script (declarations first, then queries).
+
+    ``streams`` are relations the script may use without declaring them (an
+    ``m3`` box's in streams, by name); they count only when the script
+    declares no relation itself, so ``CREATE STREAM`` still renames.
+
+    >>> from boreas.m3.ast import Column
+    >>> r = RelationDecl("R", "STREAM", (Column("a", "INT"),))
+    >>> rels, _ = parse_sql("SELECT SUM(r.a) FROM R r", (r,))
+    >>> [x.name for x in rels]
+    ['R']
+    """
     relations: dict[str, RelationDecl] = {}
+    if streams and not declares_relations(text):
+        relations = {r.name: r for r in streams}
     queries: list[SqlQuery] = []
     for start, stmt in split_statements(text):
         ctx = _Ctx(text, start, stmt)
@@ -212,7 +237,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
             raise ctx.error(f"unsupported FROM item {type(item).__name__.upper()} (only relation names)", item)
         rel = next((r for r in relations if r.lower() == item.name.lower()), None)
         if rel is None:
-            raise ctx.error(f"unknown relation {item.name}", item)
+            known = ", ".join(relations) or "none declared"
+            raise ctx.error(f"unknown relation {item.name} (relations: {known})", item)
         alias = item.alias or rel
         if any(a.lower() == alias.lower() for a, _ in tables):
             raise ctx.error(f"alias {alias} used twice in FROM", item)

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import logging
 
-from ..ast import Program, Statement
+from ..ast import Program, RelationDecl, Statement
 from ..check import check_program
 from ..printer import format_program
 from .delta import delta, event_vars
@@ -69,9 +69,13 @@ from .triggers import assemble, view_decl
 log = logging.getLogger(__name__)
 
 
-def compile_sql(text: str) -> Program:
-    """Compile CREATE STREAM/TABLE declarations and SELECT queries into a checked M3 program."""
-    relations, queries = parse_sql(text)
+def compile_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> Program:
+    """Compile CREATE STREAM/TABLE declarations and SELECT queries into a checked M3 program.
+
+    ``streams``: relations the SQL may read without declaring them, used
+    when it declares none (an ``m3`` box's in streams; see :func:`.frontend.parse_sql`).
+    """
+    relations, queries = parse_sql(text, streams)
     maps: dict[str, MapDef] = {}
     worklist: list[MapDef] = []
     views = []

@@ -1,0 +1,403 @@
+"""Issue 15, "Real Borealis files": forms the Borealis parser accepts beyond the DTD's order.
+
+Each form is built from a real example (/work/shared/borealis/move_Move.xml)
+and checked against the shared DTD first, to show that the DTD's content
+model refuses it while the original parser (which reads each kind of child
+wherever it is) accepts it; then Boreas must read it, validate it, and
+carry it through the store, export and update XML unchanged.
+
+Array field types are accepted and carried, and refused where Boreas's
+data plane would have to carry array values, naming file, line, element
+and why.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from boreas.catalog import Catalog, ValidationFailed, open_store, plan_submission, read_document
+from boreas.catalog.elements import catalog_from_elements, to_elements
+from boreas.catalog.export import export_application
+from boreas.catalog.replicate import apply_update, update_items
+from boreas.catalog.slices import node_slice, stream_route
+from boreas.catalog.submission import apply_submission, read_catalog
+from boreas.catalog.updates import update_document
+
+SHARED = Path(__file__).parents[1].parent / "shared" / "borealis"
+DATA = Path(__file__).parent / "data" / "borealis"
+BOREALIS = SHARED if (SHARED / "move_Move.xml").is_file() else DATA
+_PARSER = etree.XMLParser(load_dtd=False, no_network=True, resolve_entities=False)
+
+
+def dtd() -> etree.DTD:
+    """The Borealis DTD (our own file, read from disk: a test fixture, never a document's DOCTYPE)."""
+    return etree.DTD(str(BOREALIS / "borealis.dtd"))
+
+
+def example() -> etree._Element:
+    """The real move example's application: Packet -> filter box1 -> Result."""
+    return etree.parse(str(BOREALIS / "move_Move.xml"), _PARSER).getroot()
+
+
+def text(root: etree._Element) -> str:
+    return etree.tostring(root, encoding="unicode")
+
+
+def dtd_content_errors(root: etree._Element) -> list[str]:
+    """What the DTD says about element order and unknown elements (its ID/IDREF noise left out:
+    the DTD marks schema names and stream references as IDs, which real files never satisfy)."""
+    d = dtd()
+    d.validate(root)
+    return [e.message for e in d.error_log
+            if "does not follow the DTD" in e.message or "No declaration for element" in e.message
+            or "not among the enumerated set" in e.message]
+
+
+def plan(*texts: str, base: Catalog | None = None):
+    return plan_submission(base or Catalog(), [read_document(t, f"app{i}.xml") for i, t in enumerate(texts)])
+
+
+def accepted(doc: str) -> Catalog:
+    result = plan(doc)
+    assert result.ok, result.problems
+    return result.catalog
+
+
+def carried_unchanged(catalog: Catalog) -> None:
+    """Store elements, export + re-read, update XML: each gives back an equal catalog."""
+    assert catalog_from_elements(to_elements(catalog)) == catalog
+    exported = plan(export_application(catalog))
+    assert exported.ok, exported.problems
+    assert exported.catalog.schemas == catalog.schemas and exported.catalog.types == catalog.types
+    assert exported.catalog.boxes == catalog.boxes
+    assert exported.catalog.tables == catalog.tables and exported.catalog.views == catalog.views
+    update = read_document(update_document(update_items(Catalog(), catalog), version=1), "u.xml")
+    assert apply_update(Catalog(), update.items) == catalog
+
+
+def line_of(doc: str, needle: str) -> int:
+    """The line on which ``needle`` first appears in ``doc``."""
+    return doc[: doc.index(needle)].count("\n") + 1
+
+
+def add(parent: etree._Element, xml: str, index: int | None = None) -> etree._Element:
+    el = etree.fromstring(xml)
+    if index is None:
+        parent.append(el)
+    else:
+        parent.insert(index, el)
+    return el
+
+
+# -- a box's parameters and accesses before its outs ------------------------------------
+
+
+def box_with(children_order: list[str], access: bool = False) -> str:
+    """The example with box1's children in the given order (in, out, parameter, access)."""
+    root = example()
+    box = root.find("box")
+    if access:
+        add(root, '<table name="seen" schema="PacketTuple"><key field="time"/></table>')
+        add(box, '<access table="seen"/>')
+    by_tag = {c.tag: c for c in box if isinstance(c.tag, str)}
+    for child in list(box):
+        box.remove(child)
+    for tag in children_order:
+        box.append(by_tag[tag])
+    return text(root)
+
+
+@pytest.mark.parametrize("order, access", [
+    (["in", "parameter", "out"], False),
+    (["in", "access", "out", "parameter"], True),
+    (["in", "parameter", "access", "out"], True),
+])
+def test_box_parameters_and_accesses_before_outs(order, access):
+    doc = box_with(order, access)
+    assert any("Element box content does not follow the DTD" in m
+               for m in dtd_content_errors(etree.fromstring(doc, _PARSER)))
+    catalog = accepted(doc)
+    box = catalog.boxes["box1"]
+    assert box.outputs == ("Result",) and box.param("expression.0") == "1=1"
+    assert box.access == (("seen",) if access else ())
+    assert catalog.boxes == accepted(box_with(["in", "out", "parameter", *(["access"] if access else [])],
+                                              access)).boxes
+    carried_unchanged(catalog)
+
+
+def test_box_outs_and_parameters_interleave_and_ports_keep_their_order():
+    doc = """<borealis><input stream="A" schema="S"/>
+      <schema name="S"><field name="x" type="int"/></schema>
+      <box name="split" type="filter"><in stream="A"/>
+        <parameter name="expression.0" value="x &gt; 1"/><out stream="Big"/>
+        <parameter name="pass-on-false-port" value="1"/><out stream="Small"/>
+      </box></borealis>"""
+    assert accepted(doc).boxes["split"].outputs == ("Big", "Small")
+
+
+@pytest.mark.parametrize("doc, where, why", [
+    ('<borealis><box name="b" type="filter"><parameter name="p" value="1"/><in stream="A"/>'
+     '<out stream="B"/></box></borealis>', "/borealis/box/parameter", "unexpected child element <parameter>"),
+    ('<borealis><box name="b" type="filter"><in stream="A"/><parameter name="p" value="1"/></box></borealis>',
+     "/borealis/box", "incomplete content of <box> (expected <out>)"),
+    ('<borealis><box name="b" type="filter"><in stream="A"/><out stream="B"/><in stream="C"/></box></borealis>',
+     "/borealis/box/in[2]", "unexpected child element <in>"),
+])
+def test_other_box_orders_keep_their_refusal(doc, where, why):
+    with pytest.raises(ValidationFailed) as failed:
+        read_document(doc, "bad.xml")
+    [problem] = failed.value.diagnostics
+    assert (problem.file, problem.line, problem.path) == ("bad.xml", 1, where)
+    assert why in problem.reason
+
+
+# -- a table's indexes before its keys --------------------------------------------------
+
+
+def table_doc(children: str) -> str:
+    root = example()
+    add(root, f'<table name="seen" schema="PacketTuple" stream="Packet">{children}</table>')
+    return text(root)
+
+
+def test_table_indexes_before_keys():
+    doc = table_doc('<index field="value"/><key field="time"/><index field="time"/><key field="value"/>'
+                    '<parameter name="truncate" value="1"/>')
+    assert any("Element table content does not follow the DTD" in m
+               for m in dtd_content_errors(etree.fromstring(doc, _PARSER)))
+    catalog = accepted(doc)
+    table = catalog.tables["seen"]
+    assert table.keys == ("time", "value") and table.indexes == ("value", "time")
+    assert table.params == (("truncate", "1"),)
+    carried_unchanged(catalog)
+
+
+@pytest.mark.parametrize("children, why", [
+    ('<index field="value"/>', "incomplete content of <table> (expected <key>)"),
+    ('<parameter name="truncate" value="1"/><key field="time"/>', "unexpected child element <parameter>"),
+])
+def test_a_table_still_needs_a_key_and_parameters_last(children, why):
+    doc = table_doc(children)
+    with pytest.raises(ValidationFailed) as failed:
+        read_document(doc, "t.xml")
+    [problem] = failed.value.diagnostics
+    assert (problem.file, problem.line) == ("t.xml", line_of(doc, "<table")) and why in problem.reason
+
+
+# -- connection point views: children in any order, <radius> -----------------------------
+
+VIEW_CHILDREN = ['<order field="time"/>', '<radius value="5"/>', '<size value="10"/>',
+                 '<parameter name="p" value="1"/>']
+
+
+def view_doc(children: list[str]) -> str:
+    root = example()
+    box_in = root.find("box/in")
+    box_in.set("connection_point_view", "recent")
+    add(root, f'<connection_point_view name="recent" stream="Packet">{"".join(children)}'
+              f'</connection_point_view>')
+    return text(root)
+
+
+@pytest.mark.parametrize("children", list(itertools.permutations(VIEW_CHILDREN)),
+                         ids=lambda c: "-".join(etree.fromstring(x).tag for x in c))
+def test_connection_point_view_children_in_any_order(children):
+    catalog = accepted(view_doc(list(children)))
+    view = catalog.views["recent"]
+    assert (view.size, view.range, view.order_field, view.radius) == (10, None, "time", 5)
+    assert view.params == (("p", "1"),)
+    carried_unchanged(catalog)
+
+
+def test_the_dtd_refuses_what_the_borealis_parser_reads():
+    doc = view_doc(['<order field="time"/>', '<radius value="5"/>', '<range start="3" end="10"/>'])
+    errors = dtd_content_errors(etree.fromstring(doc, _PARSER))
+    assert any("No declaration for element radius" in m for m in errors)
+    assert any("Element connection_point_view content does not follow the DTD" in m for m in errors)
+    assert accepted(doc).views["recent"].range == ("3", "10")
+
+
+@pytest.mark.parametrize("children, why", [
+    (['<order field="time"/>'], "needs exactly one of <size value=...> (the last N tuples) or <range"),
+    (['<size value="1"/>', '<range start="1" end="2"/>'], "needs exactly one of <size"),
+    (['<size value="1"/>', '<order field="time"/>', '<order field="value"/>'], "has 2 <order> elements"),
+    (['<radius value="1"/>', '<size value="1"/>', '<radius value="2"/>'], "has 2 <radius> elements"),
+    (['<radius value="wide"/>', '<size value="1"/>'], "<radius> attribute value='wide' is not a whole number"),
+])
+def test_a_view_with_the_wrong_children_is_refused_naming_file_line_element(children, why):
+    doc = view_doc(children)
+    with pytest.raises(ValidationFailed) as failed:
+        read_document(doc, "v.xml")
+    [problem] = failed.value.diagnostics
+    assert (problem.file, problem.path) == ("v.xml", "/borealis/connection_point_view")
+    assert problem.line == line_of(doc, "<connection_point_view") and why in problem.reason
+
+
+# -- array field types and <type> aliases --------------------------------------------------
+
+VIDEO = """<?xml version="1.0"?>
+<!DOCTYPE borealis SYSTEM "../../../src/src/borealis.dtd">
+<borealis>
+    <type name="image" array="byte(0...319, 0...239, 0...2)"/>
+    <input stream="Video" schema="Frame"/>
+    <schema name="Frame">
+        <field name="time"   type="int"/>
+        <field name="pixels" type="byte(0...319, 0...239, 0...2)"/>
+        <field name="thumb"  type="image"/>
+        <field name="grid"   type="short(4, 1...8)"/>
+    </schema>
+    <output stream="Video"/>
+</borealis>
+"""
+
+
+def test_array_types_are_what_the_dtd_documents_but_does_not_declare():
+    errors = dtd_content_errors(etree.fromstring(VIDEO.encode(), _PARSER))
+    assert any("not among the enumerated set" in m for m in errors)
+
+
+def test_array_fields_and_type_aliases_are_accepted_and_carried_through_the_catalog():
+    catalog = accepted(VIDEO)
+    fields = {f.name: f for f in catalog.schemas["Frame"].fields}
+    assert fields["time"].array is None and fields["time"].type.value == "int"
+    assert (fields["pixels"].type, fields["pixels"].array) == (None, "byte(0...319, 0...239, 0...2)")
+    assert (fields["thumb"].type, fields["thumb"].array) == (None, "image")
+    assert fields["grid"].array == "short(4, 1...8)"
+    assert catalog.types["image"].array == "byte(0...319, 0...239, 0...2)"
+    carried_unchanged(catalog)
+    route = stream_route(catalog, "Video")
+    assert route["entries"] == []  # no node takes it: nothing can publish array values into Boreas
+    assert ["pixels", "byte(0...319, 0...239, 0...2)", None] in route["schema"]["fields"]
+
+
+def test_arrays_survive_a_real_store(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path}/c.db")
+    try:
+        applied = apply_submission(store, [read_document(VIDEO, "video.xml")])
+        assert read_catalog(store) == applied.after
+    finally:
+        store.close()
+
+
+def test_an_alias_declared_in_an_earlier_submission_is_used_later():
+    first = accepted('<borealis><type name="image" array="byte(0...9, 0...9)"/></borealis>')
+    later = plan('<borealis><schema name="F"><field name="p" type="image"/></schema></borealis>', base=first)
+    assert later.ok, later.problems
+
+
+def test_inline_array_spellings_are_kept_in_one_canonical_form():
+    catalog = accepted('<borealis><schema name="F"><field name="p" type="byte( 0 ... 9,3 )"/></schema></borealis>')
+    assert catalog.schemas["F"].fields[0].array == "byte(0...9, 3)"
+
+
+def reading_box(extra: str = "") -> str:
+    """VIDEO with a filter box reading the array-carrying stream (its predicate reads only time)."""
+    return VIDEO.replace('<output stream="Video"/>', f"""<output stream="Late"/>
+    <box name="late" type="filter">
+        <in stream="Video"/>
+        <out stream="Late"/>
+        <parameter name="expression.0" value="time &gt; 10"/>
+    </box>{extra}""")
+
+
+def test_a_box_reading_an_array_field_is_refused_naming_file_line_element_and_field():
+    doc = reading_box()
+    result = plan(doc)
+    assert not result.ok
+    [problem] = result.problems
+    assert (problem.file, problem.line, problem.path) == ("app0.xml", line_of(doc, "<box"), "/borealis/box")
+    assert problem.reason.startswith("filter box 'late' in port 0 reads stream 'Video' (schema 'Frame'), "
+                                     "whose field 'pixels' is an array (byte(0...319, 0...239, 0...2))")
+    assert "scalar fields only" in problem.reason
+
+
+def test_a_box_reading_an_aliased_array_names_the_alias():
+    doc = reading_box().replace('<field name="pixels" type="byte(0...319, 0...239, 0...2)"/>', "")
+    [problem] = plan(doc).problems
+    assert "field 'thumb' is an array (image (a <type> alias for byte(0...319, 0...239, 0...2)))" in problem.reason
+
+
+def test_an_m3_box_reading_an_array_field_is_refused():
+    import boreas.m3.boxtype  # noqa: F401  (registers the m3 box type)
+
+    doc = VIDEO.replace('<output stream="Video"/>', """<output stream="N"/>
+    <box name="count" type="m3"><in stream="Video"/><out stream="N"/>
+        <parameter name="sql" value="SELECT COUNT(*) FROM Video"/></box>""")
+    [problem] = plan(doc).problems
+    assert problem.reason.startswith("m3 box 'count' in port 0 reads stream 'Video'")
+    assert "field 'pixels' is an array" in problem.reason
+
+
+def test_publishing_and_subscribing_array_streams_is_refused():
+    deploy = """<deploy>
+        <publish stream="Video" node=":15000"/>
+        <subscribe stream="Video" endpoint=":25000"/>
+        <node endpoint=":15000" query=""/>
+    </deploy>"""
+    result = plan(VIDEO, deploy)
+    reasons = sorted(p.reason for p in result.problems)
+    assert len(reasons) == 2, result.problems
+    assert reasons[0].startswith("publish to stream 'Video': its field 'pixels' is an array")
+    assert reasons[1].startswith("subscribe to stream 'Video': its field 'pixels' is an array")
+    assert {(p.file, p.line) for p in result.problems} == {("app1.xml", 2), ("app1.xml", 3)}
+
+
+def test_an_unknown_type_name_is_refused_at_its_field():
+    doc = VIDEO.replace('type="image"', 'type="bool"')
+    result = plan(doc)
+    [problem] = result.problems
+    assert (problem.file, problem.line) == ("app0.xml", line_of(doc, '<field name="thumb"'))
+    assert problem.path == "/borealis/schema/field[3]"
+    assert "field 'thumb' has type 'bool', which is neither a Borealis type" in problem.reason
+    assert "aliases: image" in problem.reason
+
+
+@pytest.mark.parametrize("field_type, why", [
+    ("byte(0...319", "bad value type='byte(0...319' on <field>: not a Borealis type"),
+    ("bool(2)", "an array type such as byte(0...319, 0...239, 0...2)"),
+    ("byte(9...1)", "dimension 1 runs from 9 down to 1"),
+])
+def test_malformed_array_types_are_refused(field_type, why):
+    doc = VIDEO.replace('type="short(4, 1...8)"', f'type="{field_type}"')
+    with pytest.raises(ValidationFailed) as failed:
+        read_document(doc, "v.xml")
+    [problem] = failed.value.diagnostics
+    assert (problem.file, problem.line) == ("v.xml", line_of(doc, '<field name="grid"'))
+    assert problem.path == "/borealis/schema/field[4]" and why in problem.reason
+
+
+@pytest.mark.parametrize("alias, why", [
+    ('<type name="int" array="byte(2)"/>', "would hide the Borealis type 'int'"),
+    ('<type name="t" array="bool(2)"/>', "element type 'bool' is not one of"),
+    ('<type name="t" array="byte(2"/>', "is not element(dimension, ...)"),
+])
+def test_bad_type_declarations_are_refused(alias, why):
+    with pytest.raises(ValidationFailed) as failed:
+        read_document(f"<borealis>\n{alias}\n</borealis>", "t.xml")
+    [problem] = failed.value.diagnostics
+    assert (problem.file, problem.line, problem.path) == ("t.xml", 2, "/borealis/type")
+    assert why in problem.reason
+
+
+def test_a_node_slice_carries_the_aliases_its_schemas_name():
+    doc = VIDEO.replace('<output stream="Video"/>', """<table name="frames" schema="Frame">
+        <key field="time"/></table>""")
+    catalog = accepted(doc)
+    placed = plan('<deploy><node endpoint=":15000" query="frames"/></deploy>', base=catalog)
+    assert placed.ok, placed.problems
+    part = node_slice(placed.catalog, "localhost:15000")
+    assert "Frame" in part.schemas and part.types == {"image": catalog.types["image"]}
+
+
+def test_a_doctype_naming_the_dtd_is_never_loaded(tmp_path):
+    # A DOCTYPE that names a real DTD with a default attribute: were it
+    # loaded, every <box> would gain node=":15999".
+    (tmp_path / "evil.dtd").write_text('<!ATTLIST box node CDATA ":15999">')
+    doc = box_with(["in", "parameter", "out"]).replace(
+        "<borealis>", f'<!DOCTYPE borealis SYSTEM "{tmp_path / "evil.dtd"}">\n<borealis>', 1)
+    assert "evil.dtd" in doc
+    assert accepted(doc).boxes["box1"].node is None
