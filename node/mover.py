@@ -87,7 +87,10 @@ class BoxMover:
                                   content_type="application/msgpack")
         except PeerError as exc:
             await self._take_back(handover)
+            # The regions heard of the move first: undo it, and send them a full copy, which
+            # declares the box here again where a region had dropped it (an unknown target).
             node.reflector.reflect(node.local.catalog, [Move(node.endpoint, box=box)])
+            node.reflector.refresh(node.local.catalog)
             raise MoveFailed(f"node {target} did not take box {box!r}: {exc}") from None
         await start_forwarding(flow, handover)
         version = node.apply_local(source_items(local, flow, definition, node.endpoint, target), reflect=[])

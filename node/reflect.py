@@ -95,6 +95,16 @@ class Reflector:
                             self.endpoint, endpoint, region.queued)
                 region.reset([self._copy(catalog)])
 
+    def refresh(self, catalog: Catalog) -> None:
+        """Send every region a full copy of ``catalog`` (after a change was undone)."""
+        if self.closed:
+            return
+        for endpoint, region in self._regions.items():
+            try:
+                region.send(self._copy(catalog))
+            except QueueFull:
+                region.reset([self._copy(catalog)])
+
     async def flush(self, timeout: float) -> bool:
         """Wait until every region has what was reflected so far; False if one did not in time."""
         if not self._regions:

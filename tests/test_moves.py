@@ -238,3 +238,28 @@ async def test_a_regional_component_moves_a_box_of_its_region(cluster_factory):
                                 "the Head to learn the move")
     finally:
         await region.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["unreachable", "refusing"])
+async def test_a_failed_move_leaves_the_regional_catalog_as_it_was(cluster_factory, target):
+    """Regions hear of a move before the handover; when it fails they get the box back."""
+    from boreas.regional.component import OptimizerError, RegionalComponent
+    from support.cluster import free_port
+
+    cluster = cluster_factory()
+    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster, True)
+    where = f"localhost:{free_port()}" if target == "unreachable" else cluster.head.removeprefix("http://")
+    region = RegionalComponent(cluster.head, TOKEN, name="default")
+    await region.start()
+    try:
+        await region.wait_until(lambda: region.catalog.location("box1") == nodes[0], 10, "box1 on the source")
+        with pytest.raises(OptimizerError):
+            await region.move("box1", where, timeout=5)
+        await region.wait_until(lambda: region.catalog.location("box1") == nodes[0], 10,
+                                "box1 back on the source in the region")
+        assert 'name="box1"' in region.catalog.application_xml()
+        assert cluster.head_catalog().boxes["box1"].node == nodes[0]
+        assert "box1" in cluster.node_catalog(nodes[0]).boxes
+    finally:
+        await region.close()
