@@ -210,7 +210,7 @@ def infer_union(box: Box, inputs: list[Schema]) -> list[Schema]:
 
 
 _AGG = re.compile(r"^\s*(\w+)\s*\((.*)\)\s*$")
-_AGG_FUNCTIONS = ("count", "sum", "avg", "min", "max", "firstval", "lastval")
+_AGG_FUNCTIONS = ("count", "count_distinct", "sum", "avg", "min", "max", "firstval", "lastval")
 
 
 def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
@@ -248,6 +248,9 @@ def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
             fields.append(Field(name, FieldType.INT))
         elif not arg:
             raise BoxError(f"aggregate box {box.name!r}: {func}() needs a field or expression")
+        elif func == "count_distinct":
+            check_fields(parse_expression(arg), scope)
+            fields.append(Field(name, FieldType.INT))
         elif func == "avg":
             check_fields(parse_expression(arg), scope)
             fields.append(Field(name, FieldType.DOUBLE))

@@ -575,3 +575,15 @@ def test_registry_builds_custom_types_without_touching_the_default():
     assert Echo(box, [T], [T]).poll(0.0) == [] and Echo(box, [T], [T]).next_deadline() is None
 
 
+
+
+def test_count_distinct_counts_each_value_once_per_window_and_survives_a_move():
+    """Borealis's count_distinct(field): the Head infers an int field, the node counts distinct values."""
+    params = {"aggregate-function.0": "count_distinct(value)", "aggregate-function-output-name.0": "kinds",
+              "aggregate-function.1": "count()", "window-size-by": "VALUES", "window-size": "10",
+              "order-by": "FIELD", "order-on-field": "time"}
+    op = make("aggregate", params, T)
+    assert rows_of(op.process(0, [(1.0, 1), (1.0, 2), (2.0, 3)], 0.0)) == []
+    moved = make("aggregate", params, T)
+    moved.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())))
+    assert rows_of(moved.process(0, [(3.0, 4), (1.0, 5), (9.0, 12)], 0.0)) == [(1, 3, 5)]  # window [1, 11)

@@ -15,7 +15,9 @@ Empty windows (Borealis emits them for gaps in the order field) give
 count 0 and every other function the zero of its type (0, 0.0 or ""),
 since tuples carry no nulls.  Tuples
 whose argument is None (a failed expression upstream) are skipped by every
-function but count(); ``count(x)`` counts non-None x.
+function but count(); ``count(x)`` counts non-None x, ``count_distinct(x)``
+the distinct non-None values of x (Borealis's function; the window keeps them
+as a dict, so its state moves and snapshots like any other).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ START, END, T0, SEQ, COUNT = range(5)
 FIRST_SLOT = 5
 
 _CALL = re.compile(r"^\s*(\w+)\s*\((.*)\)\s*$", re.DOTALL)
-FUNCTIONS = ("count", "sum", "avg", "min", "max", "firstval", "lastval")
+FUNCTIONS = ("count", "count_distinct", "sum", "avg", "min", "max", "firstval", "lastval")
 
 
 class AggregateSpecError(ValueError):
@@ -80,6 +82,11 @@ def compile_accumulators(functions: list[str], schema: Schema, label: str = "") 
             initial.append(0)
             add.append(f"    if {v} is not None: w[{slot}] += 1")
             results.append(f"w[{slot}]")
+        elif func == "count_distinct":  # the distinct values seen, as a dict (serialises as a map)
+            initial.append(None)
+            add += [f"    if {v} is not None:", f"        d = w[{slot}]", "        if d is None:",
+                    f"            d = w[{slot}] = {{}}", f"        d[{v}] = 1"]
+            results.append(f"(len(w[{slot}]) if w[{slot}] else 0)")
         elif func == "sum":
             initial.append(0.0 if kind == FLOAT else 0)
             add.append(f"    if {v} is not None: w[{slot}] += {v}")
