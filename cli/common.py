@@ -1,21 +1,28 @@
-"""What every ``boreas`` command shares: exit codes, error printing, Head and token options."""
+"""What every ``boreas`` command shares: exit codes, error printing, output, Head and token options.
+
+This module is imported to build the argument parser (``boreas --help``), so
+it imports nothing heavy at the top: the catalog, aiohttp and the rest are
+imported inside the functions that need them.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
+import json
 import os
-import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
-from boreas.catalog.documents import read_file
-from boreas.catalog.store import default_store_url
-from boreas.wire.addressing import head_url
+if TYPE_CHECKING:
+    import asyncio
 
+#: Exit codes, the same for every command: 0 success; 1 an operation failed (a peer refused or is
+#: unreachable, a node failed, rows were refused); 2 the input was invalid (a file that cannot be
+#: read or does not validate; nothing was changed); 130 interrupted (Ctrl-C).
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+EXIT_INTERRUPTED = 130
 
 CATALOG_HELP = ("catalog store URL: sqlite:///RELATIVE.db, sqlite:////ABSOLUTE.db, memory:// or "
                 "zk://HOST:PORT/CHROOT "
@@ -23,14 +30,27 @@ CATALOG_HELP = ("catalog store URL: sqlite:///RELATIVE.db, sqlite:////ABSOLUTE.d
 
 
 class CommandFailed(Exception):
-    """An operation failed; the message is printed and the exit code is 1."""
+    """An operation failed; the message is printed and the exit code is 1 (or ``code``)."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED):
+        super().__init__(message)
+        self.code = code
+
+
+class BadInput(CommandFailed):
+    """An input file cannot be used (missing, unreadable): the message is printed and the exit code is 2."""
+
+    def __init__(self, message: str):
+        super().__init__(message, EXIT_INVALID)
 
 
 def catalog_url(args: argparse.Namespace) -> str:
+    from boreas.catalog.store import default_store_url
+
     return args.catalog or os.environ.get("BOREAS_CATALOG") or default_store_url()
 
 
-def print_problems(problems: Sequence[Diagnostic]) -> None:
+def print_problems(problems: Sequence[Any]) -> None:
     for problem in problems:
         print(problem, file=sys.stderr)
     n = len(problems)
@@ -39,6 +59,9 @@ def print_problems(problems: Sequence[Diagnostic]) -> None:
 
 def read_all(paths: Sequence[str]) -> list:
     """Read every file, gathering the problems of all of them before giving up."""
+    from boreas.catalog.diagnostics import ValidationFailed
+    from boreas.catalog.documents import read_file
+
     docs, problems = [], []
     for path in paths:
         try:
@@ -50,6 +73,15 @@ def read_all(paths: Sequence[str]) -> list:
     return docs
 
 
+def check_readable(path: str) -> None:
+    """Refuse an input file that cannot be read (``BadInput``: exit 2), before anything is sent."""
+    try:
+        with open(path, "rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read file: {exc.strerror or exc}") from None
+
+
 def add_head_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--head", help="the Head's URL, e.g. http://localhost:14000 (default: $BOREAS_HEAD)")
 
@@ -58,15 +90,39 @@ def add_token_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token", help="the cluster's shared token (default: $BOREAS_TOKEN)")
 
 
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text (for scripts)")
+
+
 def the_head(args: argparse.Namespace) -> str:
+    from boreas.wire.addressing import head_url
+
     try:
         return head_url(args.head)
     except ValueError as exc:
         raise CommandFailed(str(exc)) from None
 
 
+def print_json(value: Any) -> None:
+    """One JSON document on stdout (``--json``), indented, keys in a stable order."""
+    print(json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+class StdoutClosed(Exception):
+    """Whoever read stdout stopped reading (``boreas ... | head``): the command ends quietly."""
+
+
+def quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so that flushing it at exit does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
 def run_until_stopped(main: Callable[[asyncio.Event], Awaitable[int]]) -> int:
     """Run ``main(stop)`` on a fresh loop; SIGINT and SIGTERM set ``stop`` for a clean shutdown."""
+    import asyncio
+    import signal
 
     async def runner() -> int:
         stop = asyncio.Event()

@@ -2,11 +2,13 @@
 
 ``compile`` prints the M3 program a SQL file compiles to (what an ``m3`` box
 with that ``sql`` runs); a problem is printed as ``file:line:col: reason``
-and exits 1.  ``query`` reads an ``m3`` box's maps where the box runs (the
-Head says which node) and prints JSON lines, one ``{"key": [...], "value":
-...}`` per row.  The first word after the box is the map when the box has a
-map, view or out stream of that name; otherwise the box's first out stream's
-view is read and every word is a key (``_`` is a wildcard).
+and exits 2 (the input is invalid), as does a file that cannot be read.
+``query`` reads an ``m3`` box's maps where the box runs (the Head says
+which node) and prints JSON lines, one ``{"key": [...], "value": ...}`` per
+row.  The first word after the box is the map when the box has a map, view
+or out stream of that name; otherwise the box's first out stream's view is
+read and every word is a key (``_`` is a wildcard).  A first word that is
+neither (a misspelt map name) is refused, naming the box's maps.
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from boreas.client.query import QueryClient, QueryFailed
+from boreas.client.query import QueryClient, QueryFailed, split_words
 from boreas.m3 import CheckError, M3Error, compile_to_text
 from boreas.wire.auth import resolve_token
 from boreas.wire.client import PeerError
 
 from .common import (
-    EXIT_FAILED,
+    EXIT_INVALID,
     EXIT_OK,
     CommandFailed,
     add_head_option,
@@ -39,15 +41,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        print(f"{path}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_FAILED
+        print(f"{path}: cannot read file: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_INVALID
     try:
         program = compile_to_text(text)
     except M3Error as exc:
         errors = exc.errors if isinstance(exc, CheckError) else [(exc.message, exc.pos)]
         for message, pos in errors:
             print(f"{path}:{pos.line}:{pos.col}: {message}" if pos else f"{path}: {message}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_INVALID
     sys.stdout.write(program if program.endswith("\n") else program + "\n")
     return EXIT_OK
 
@@ -63,12 +65,7 @@ async def run_query(head: str, token: str | None, box: str, words: list[str], ag
     """The rows ``boreas query`` prints, as dicts ``{"key": [...], "value": ...}``."""
     async with QueryClient(head, token) as client:
         try:
-            names = set()
-            if words:
-                described = await client.maps(box)
-                names = set(described["streams"]) | set(described["views"]) | set(described["maps"])
-            map_name = words[0] if words and words[0] in names else None
-            keys = words[1:] if map_name else words
+            map_name, keys = split_words(box, await client.maps(box), words) if words else (None, [])
             result = await client.query(box, map_name, [None if k == "_" else k for k in keys], agg, stable)
         except QueryFailed as exc:
             raise CommandFailed(str(exc)) from None

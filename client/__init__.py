@@ -1,1 +1,64 @@
-"""The Python client API: publish into input streams and subscribe to streams."""
+"""The Python client API: publish into input streams, subscribe to streams, read M3 views.
+
+Everything talks to a running cluster through its Head (``head``: its URL,
+e.g. ``http://localhost:14000``; ``token``: the cluster's shared token, which
+``boreas cluster up`` prints):
+
+* :class:`Publisher` sends rows into an input stream, straight to the nodes
+  where it enters; ordered, acknowledged, exactly once per ``producer``.
+* :class:`Subscriber` receives a stream's tuples as they are produced (an
+  async iterator of tuples in field order).
+* :class:`QueryClient` reads the maps and views of ``m3`` boxes where they
+  run (:func:`query` does one read without an event loop).
+
+Example (a cluster running ``examples/xml/sensor_chain.xml``)::
+
+    import asyncio
+    from boreas.client import Publisher, Subscriber
+
+    async def main(head: str, token: str) -> None:
+        async with Subscriber(head, "Average", token) as averages:
+            async with Publisher(head, "Reading", token) as readings:
+                await readings.send([(1, t, 20.0 + t % 5) for t in range(120)])  # sensor, time, celsius
+                await readings.send([{"sensor": 1, "time": 120, "celsius": 0.0}])  # by field name
+            async for row in averages:   # (sensor, time, fahrenheit, readings): one-minute averages
+                print(row)
+                break
+
+    asyncio.run(main("http://localhost:14000", "s3cret"))
+
+and reading an ``m3`` box's view (``examples/xml/tpch_q3.xml``)::
+
+    from boreas.client import QueryClient
+
+    async with QueryClient("http://localhost:14000") as client:
+        total = (await client.query("q3", agg="sum")).value
+
+Errors: :class:`UnknownStream` (no such stream, or not an input),
+:class:`LinkRefused` (a node refused the token), :class:`PublishRefused` (a
+node refused a batch), :class:`SubscribeFailed`, :class:`QueryFailed` (an
+unknown box or map, a bad key: the message says which);
+:class:`~boreas.wire.client.PeerError` when the Head cannot be reached or
+refuses.
+"""
+
+from boreas.wire.links import LinkRefused
+
+from .head_api import UnknownStream
+from .publisher import PublishRefused, Publisher
+from .query import QueryClient, QueryFailed, QueryResult, query
+from .subscriber import SubscribeFailed, SubscribeTimeout, Subscriber
+
+__all__ = [
+    "LinkRefused",
+    "PublishRefused",
+    "Publisher",
+    "QueryClient",
+    "QueryFailed",
+    "QueryResult",
+    "SubscribeFailed",
+    "SubscribeTimeout",
+    "Subscriber",
+    "UnknownStream",
+    "query",
+]

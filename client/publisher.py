@@ -17,6 +17,11 @@ batches it already has (counted in :attr:`Publisher.duplicates`), and a
 durable node (``--data-dir``) remembers them across its own restarts.  An
 acknowledgement from a durable node means the batch is on its disk.
 
+A node that refuses the connection (a missing or wrong ``token``, or a node
+of another cluster: 401 at the WebSocket handshake) fails the publisher at
+once: ``send``, ``flush`` and ``close`` raise
+:class:`~boreas.wire.links.LinkRefused` saying so, instead of waiting.
+
 Usage::
 
     async with Publisher("http://localhost:14000", "Packet", token) as pub:
@@ -36,7 +41,7 @@ from typing import Any
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.wire.client import PeerClient
 from boreas.wire.frames import Ack, Batch, Frame, Refused
-from boreas.wire.links import OutboundLink
+from boreas.wire.links import LinkRefused, OutboundLink
 from boreas.wire.tuples import RowError
 
 from .head_api import UnknownStream, stream_route
@@ -53,11 +58,24 @@ REROUTE_AFTER = 2.0
 MAX_REFUSED_KEPT = 1000
 
 
+__all__ = ["LinkRefused", "PublishRefused", "Publisher"]
+
+
 class PublishRefused(RuntimeError):
     """A node refused a whole batch (the stream does not enter there any more)."""
 
 
 class Publisher:
+    """Publishes rows into one input stream, straight to the nodes where it enters.
+
+    ``head`` is the Head's URL, ``token`` the cluster token (nodes refuse data
+    without it).  ``producer`` names this publisher for exactly-once re-runs
+    (default: a fresh random id); rows go in batches of ``batch_size``, at
+    most ``capacity`` batches unacknowledged per node.  After :meth:`start`,
+    :attr:`schema` and :attr:`fields` describe the stream; :attr:`accepted`,
+    :attr:`refused` and :attr:`duplicates` count the nodes' answers.
+    """
+
     def __init__(self, head: str, stream: str, token: str | None, producer: str | None = None,
                  batch_size: int = 1000, capacity: int = 16):
         self.head = head
@@ -87,6 +105,8 @@ class Publisher:
         await self.close()
 
     async def start(self) -> None:
+        """Ask the Head where the stream enters (``UnknownStream`` if it is not a deployed input) and
+        connect to those nodes."""
         async with PeerClient(self.token) as peers:
             route = await stream_route(peers, self.head, self.stream)
         if not route["input"]:
@@ -104,7 +124,7 @@ class Publisher:
 
     async def _link(self, endpoint: str, first: bool) -> OutboundLink:
         link = OutboundLink(endpoint, self.token, self.producer, capacity=self.capacity,
-                            on_reply=self._replied if first else None)
+                            on_reply=self._replied if first else None, refusal_is_final=True)
         await link.start()
         return link
 
@@ -135,8 +155,21 @@ class Publisher:
             log.warning("publisher %s: stream %s now enters at %s instead of %s (%d unacknowledged batches "
                         "handed over)", self.producer, self.stream, replacement.endpoint, link.endpoint, moved)
 
+    @property
+    def sent_rows(self) -> int:
+        """Rows handed to the nodes so far (acknowledged or not)."""
+        return self._sent_rows
+
+    @property
+    def acknowledged_rows(self) -> int:
+        """Rows the entry node has answered for so far: taken or refused."""
+        return self.accepted + self.refused_count
+
     async def send(self, rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> None:
-        """Queue rows in batches of ``batch_size``; waits while the nodes are behind."""
+        """Queue rows in batches of ``batch_size``; waits while the nodes are behind.
+
+        Raises :class:`~boreas.wire.links.LinkRefused` once a node has refused the connection.
+        """
         batch: list[Any] = []
         for row in rows:
             batch.append([row.get(f) for f in self.fields] if isinstance(row, Mapping) else list(row))
@@ -168,13 +201,26 @@ class Publisher:
                 self.refused += [RowError(first + row, field, reason) for row, field, reason in reply.errors[:room]]
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Wait until every batch sent so far is acknowledged."""
+        """Wait until every batch sent so far is acknowledged (``PublishRefused``: a node refused a
+        batch; ``LinkRefused``: a node refused the connection; ``TimeoutError`` after ``timeout``)."""
         for link in self.links:
             await link.flush(timeout)
         if self.refusals:
             raise PublishRefused(self.refusals[0])
 
+    async def abort(self) -> None:
+        """Disconnect now, without waiting for acknowledgements (what was not acknowledged may be lost;
+        publishing again with the same ``producer`` and batches delivers it once)."""
+        if self._follow is not None:
+            self._follow.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follow
+            self._follow = None
+        for link in self.links:
+            await link.abort()
+
     async def close(self) -> None:
+        """Wait (up to 30 s) until every batch is acknowledged, then disconnect."""
         if self._follow is not None:
             self._follow.cancel()
             with contextlib.suppress(asyncio.CancelledError):

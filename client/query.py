@@ -12,12 +12,17 @@ Usage::
         result = await client.query("q3")                       # the whole view, READ_SLICE
         total = (await client.query("q3", agg="sum")).value     # READ_SUM over every row
         rows = (await client.query("q3", keys=[7, None], stable=True)).rows
+
+An unknown box or map, or a key that is not of its column's type, raises
+:class:`QueryFailed` naming it (an unknown map's message lists the box's
+maps, views and out streams).
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import difflib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,8 +70,66 @@ def key_text(value: Any) -> str:
     return str(value)
 
 
+def _is_key_of(text: str, kind: str) -> bool:
+    """Whether ``text`` can be a key of a column of type ``kind`` (as the node parses keys)."""
+    if text == "_" or kind not in ("INT", "FLOAT", "DATE"):
+        return True
+    try:
+        if kind == "INT":
+            int(text)
+        elif kind == "FLOAT":
+            float(text)
+        elif not text.lstrip("-").isdigit():
+            dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def readable_names(described: dict[str, Any]) -> list[str]:
+    """Every name a query's ``map`` may be, from :meth:`QueryClient.maps`: out streams, views, maps."""
+    return list(dict.fromkeys([*described.get("streams", {}), *described.get("views", {}),
+                               *described.get("maps", {})]))
+
+
+def unknown_map(box: str, name: str, described: dict[str, Any]) -> QueryFailed:
+    """The error for a map name the box does not have, listing what it has (and the closest)."""
+    names = readable_names(described)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    listing = "; ".join(f"{what}: {', '.join(described.get(key) or {}) or '(none)'}"
+                        for what, key in (("out streams", "streams"), ("views", "views"), ("maps", "maps")))
+    return QueryFailed(f"box {box!r} has no map, view or out stream {name!r}"
+                       + (f" (did you mean {close[0]!r}?)" if close else "") + f"; {listing}", 404)
+
+
+def split_words(box: str, described: dict[str, Any], words: Sequence[str]) -> tuple[str | None, list[str]]:
+    """``boreas query BOX [MAP] [KEY|_ ...]``: the map the first word names (or None) and the keys.
+
+    The first word is the map when the box has a map, view or out stream of
+    that name.  Otherwise it is the first key of the box's default view,
+    unless it cannot be one (not ``_`` and not a value of the first key
+    column's type, like a misspelt map name where an INT goes): then
+    :class:`QueryFailed` names it and lists the box's maps.
+    """
+    if not words:
+        return None, []
+    if words[0] in readable_names(described):
+        return words[0], list(words[1:])
+    default = described.get("default")
+    view = described.get("streams", {}).get(default) if default else None
+    keys = described.get("views", {}).get(view, {}).get("keys") or []
+    if keys and not _is_key_of(words[0], keys[0][1]):
+        raise unknown_map(box, words[0], described)
+    return None, list(words)
+
+
 class QueryClient:
-    """Queries through the Head's box directory; ``moved_wait`` bounds the retries after a move."""
+    """Reads ``m3`` boxes' maps through the Head's box directory.
+
+    ``head`` is the Head's URL; reads need no ``token`` unless the cluster
+    requires one.  ``moved_wait`` bounds the retries while a box moves.  Use
+    it as an async context manager, or call :meth:`close`.
+    """
 
     def __init__(self, head: str, token: str | None = None, moved_wait: float = 10.0):
         self.head = head.rstrip("/")
@@ -81,6 +144,7 @@ class QueryClient:
         await self.close()
 
     async def close(self) -> None:
+        """Close the connections to the Head and the nodes."""
         await self.peers.close()
 
     async def node_of(self, box: str, fresh: bool = False) -> str:

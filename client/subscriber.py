@@ -8,6 +8,12 @@ the schema's field order, in the order they were produced.  The queue
 between the listener and the reader is bounded, so a slow reader slows the
 node instead of growing memory.  ``close()`` unsubscribes.
 
+The Head refuses to register a subscriber without the cluster token
+(:class:`~boreas.wire.client.PeerRefused`, status 401); when the node that
+produces the stream cannot connect (it presents another cluster's token, or
+none arrives in time), :meth:`Subscriber.start` raises
+:class:`SubscribeFailed` saying why.
+
 Usage::
 
     async with Subscriber("http://localhost:14000", "Aggregate", token) as sub:
@@ -18,6 +24,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 from boreas.catalog.endpoints import split_endpoint
@@ -30,8 +37,26 @@ from boreas.wire.tuples import RowType
 
 from .head_api import deploy_and_wait, stream_route
 
+__all__ = ["SubscribeFailed", "SubscribeTimeout", "Subscriber"]
+
+
+class SubscribeFailed(RuntimeError):
+    """The subscription was registered but the producing node could not connect; the message says why."""
+
+
+class SubscribeTimeout(SubscribeFailed, TimeoutError):
+    """No node connected to the subscriber in time."""
+
 
 class Subscriber:
+    """Receives one stream: an async iterator of rows (tuples in field order), in production order.
+
+    ``head`` is the Head's URL, ``token`` the cluster token; the subscriber
+    listens at ``listen`` (``host:port``, port 0 for a free one) and buffers
+    at most ``queue_batches`` batches.  After :meth:`start`, :attr:`schema`
+    describes the rows and :attr:`endpoint` is where the node sends them.
+    """
+
     def __init__(self, head: str, stream: str, token: str | None, listen: str = "localhost:0",
                  queue_batches: int = 64):
         self.head = head
@@ -54,6 +79,7 @@ class Subscriber:
         await self.close()
 
     async def start(self, timeout: float = 30.0) -> None:
+        """Register with the Head and wait until the producing node has connected."""
         async with PeerClient(self.token) as peers:
             route = await stream_route(peers, self.head, self.stream)
             fields = tuple(Field(n, FieldType(t), s) for n, t, s in route["schema"]["fields"])
@@ -62,16 +88,28 @@ class Subscriber:
             host, port = split_endpoint(self.listen)
             self.endpoint = await self.server.start(host, port)
             xml = f'<deploy><subscribe stream="{self.stream}" endpoint="{self.endpoint}"/></deploy>'
-            await deploy_and_wait(peers, self.head, xml, f"subscribe {self.stream}", timeout)
+            try:
+                await deploy_and_wait(peers, self.head, xml, f"subscribe {self.stream}", timeout)
+            except BaseException:  # not registered (refused, say): stop listening
+                await self.server.close()
+                self.endpoint = None
+                raise
         # The producing node connects once it applied the subscription; until then it would
         # drop the stream's batches (nothing listening), so wait for it.
         deadline = asyncio.get_running_loop().time() + timeout
         while not self.receiver.counters["connections"]:
+            if self.receiver.counters["unauthenticated"]:
+                await self._close_quietly()
+                raise SubscribeFailed(f"the node that produces {self.stream} was refused at {self.endpoint}: "
+                                      "it presented another cluster token than this subscriber's")
             if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"no node connected to subscriber {self.endpoint} within {timeout:g}s")
+                endpoint = self.endpoint
+                await self._close_quietly()
+                raise SubscribeTimeout(f"no node connected to subscriber {endpoint} within {timeout:g}s")
             await asyncio.sleep(0.01)
 
     async def close(self) -> None:
+        """Unsubscribe (the Head stops the node sending here) and stop listening."""
         if self.endpoint is not None:
             xml = f'<deploy><unsubscribe stream="{self.stream}" endpoint="{self.endpoint}"/></deploy>'
             try:
@@ -80,6 +118,11 @@ class Subscriber:
             finally:
                 await self.server.close()
                 self.endpoint = None
+
+    async def _close_quietly(self) -> None:
+        """Close after a failed start: the start's error is the one to report."""
+        with contextlib.suppress(Exception):
+            await self.close()
 
     async def _accept(self, batch: Batch) -> Ack | Refused:
         if batch.stream != self.stream or self._row_type is None:

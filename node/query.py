@@ -17,8 +17,11 @@ reads go straight to the box's :class:`~boreas.m3.Runtime`:
     stream carries.
 
 404 for a box that is not here (it may have moved: ask the Head again) or
-not an ``m3`` box, or an unknown map; 422 for a bad key (too many, or not of
-the column's type) or aggregate.
+not an ``m3`` box, or an unknown map (the message lists the box's maps); 422
+for a bad key (too many, or not of the column's type) or aggregate.  A first
+key that is not of its column's type but looks like a name (a map name
+given as a key: ``key=Revnue``) is refused saying it is neither, with the
+box's maps.
 
 Consistency: the dataflow applies each batch to a runtime synchronously, on
 the node's event loop, between two reads, so no read ever sees a half-applied
@@ -82,10 +85,26 @@ def resolve(op: M3Operator, name: str | None) -> Target:
     for decl in program.maps:
         if decl.name == name:
             return Target(name, tuple((k.name, k.type) for k in decl.keys), map=name)
-    raise QueryFailed(404, f"m3 box {op.box.name!r} has no map, view or out stream {name!r} "
-                           f"(out streams: {', '.join(op.box.outputs)}; views: "
-                           f"{', '.join(v.name for v in program.views)}; maps: "
-                           f"{', '.join(m.name for m in program.maps)})")
+    raise QueryFailed(404, f"m3 box {op.box.name!r} has no map, view or out stream {name!r} ({readable(op)})")
+
+
+def readable(op: M3Operator) -> str:
+    """What a query of box ``op`` can name: ``out streams: ...; views: ...; maps: ...``."""
+    program = op.plan.program
+    return (f"out streams: {', '.join(op.box.outputs)}; views: {', '.join(v.name for v in program.views)}; "
+            f"maps: {', '.join(m.name for m in program.maps)}")
+
+
+def parse_query_keys(op: M3Operator, target: Target, texts: list[str], map_given: bool) -> tuple:
+    """:func:`parse_keys`; a bad first key that looks like a name, with no map given, is refused as
+    neither a key nor a name the box has (the message lists its maps)."""
+    try:
+        return parse_keys(texts, target.keys, f"{target.name!r}")
+    except QueryFailed as exc:
+        if map_given or not texts[0].isidentifier() or not str(exc).startswith("key 0 "):
+            raise
+        raise QueryFailed(422, f"{exc}, nor a map, view or out stream of m3 box {op.box.name!r} "
+                               f"({readable(op)}; name a map with map=)") from None
 
 
 def parse_keys(texts: list[str], keys: tuple[tuple[str, str], ...], what: str) -> tuple:
@@ -180,7 +199,7 @@ class QueryApi:
             if agg not in AGGREGATES:
                 raise QueryFailed(422, f"agg={agg!r}: expected one of {', '.join(AGGREGATES)}")
             target = resolve(op, q.get("map") or None)
-            keys = parse_keys(q.getall("key", []), target.keys, f"{target.name!r}")
+            keys = parse_query_keys(op, target, q.getall("key", []), bool(q.get("map")))
             stable = q.get("stable", "").lower() in _TRUE
             version, rows = read(op, target, agg, keys, stable)
         except QueryFailed as exc:

@@ -61,10 +61,11 @@ class LinkRefused(Exception):
     """The receiver refused the data connection at the handshake (401/403); ``status`` says which."""
 
     def __init__(self, endpoint: str, status: int, token_given: bool):
-        reason = REFUSED_STATUSES.get(status, f"HTTP {status}")
-        hint = ("this link sent no token" if not token_given
-                else "the token sent is not the receiver's cluster token")
-        super().__init__(f"{endpoint} refused the data connection ({status}: {reason}; {hint})")
+        if status == 401:
+            reason = "wrong cluster token (another cluster's?)" if token_given else "no cluster token was sent"
+        else:
+            reason = REFUSED_STATUSES.get(status, f"HTTP {status}")
+        super().__init__(f"{endpoint} refused the data connection ({status}): {reason}")
         self.endpoint = endpoint
         self.status = status
 
