@@ -45,6 +45,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ from boreas.catalog.replicate import apply_update, catalog_items
 
 from .context import NodeContext
 from .dataflow import Dataflow
+from .outputs import Outputs
 from .handover import attach
 from .recovery.durability import Durability
 from .recovery.snapshots import write_atomic
@@ -104,20 +106,30 @@ class _Failed:
     durable: Durability
 
 
-class _Replayer(Dataflow):
-    """A dataflow that replays a failed node's log and keeps its outputs instead of sending them."""
+class _Collected(Outputs):
+    """Outputs of a replay: kept (endpoint, stream, rows, producer, seq, restart), not sent."""
 
-    def __init__(self, endpoint: str, sender: str):
-        super().__init__(endpoint, None, sender)
+    def __init__(self, endpoint: str, sender: str, counters: Counter[str]):
+        super().__init__(endpoint, None, sender, counters)
         self.outputs: list[tuple[str, str, list[tuple], str, int, bool]] = []
 
-    def _relink(self, catalog: Catalog, before: dict[str, list[str]]) -> None:
+    def follow(self, catalog: Catalog) -> None:
+        self.destinations = {}
+        for sub in catalog.subscriptions.values():
+            self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
         self.links = {e: _Endpoint(e) for targets in self.destinations.values() for e in targets}  # type: ignore
 
-    async def _send_outbox(self) -> None:
+    async def flush(self) -> None:
         outbox, self._outbox = self._outbox, []
         self.outputs += [(link.endpoint, stream, rows, producer, seq, restart)
                          for link, stream, rows, producer, seq, restart in outbox]
+
+
+def _replayer(endpoint: str, sender: str) -> tuple[Dataflow, _Collected]:
+    """A dataflow that replays a failed node's log and keeps its outputs instead of sending them."""
+    flow = Dataflow(endpoint, None, sender)
+    flow.out = collected = _Collected(endpoint, sender, flow.counters)
+    return flow, collected
 
 
 @dataclass(frozen=True)
@@ -171,7 +183,7 @@ class Adopter:
         await asyncio.sleep(FENCE_WAIT)
         failed = await asyncio.to_thread(_open_failed, directory, snapshot_url)
         try:
-            replayer, replayed = await self._replay(failed)
+            replayer, collected, replayed = await self._replay(failed)
         finally:
             await failed.durable.log.close()
         handovers = [replayer.state.handover(name, replayer.producer_of) for name in replayer.state.operators]
@@ -184,7 +196,7 @@ class Adopter:
                 flow.reconfigure(catalog)
                 for handover in handovers:
                     attach(flow, handover)
-                unsent = flow.send_later([o for o in replayer.outputs if o[0] != node.endpoint])
+                unsent = flow.out.send_later([o for o in collected.outputs if o[0] != node.endpoint])
                 consumers, withdrawn = self._withdraw(source, handovers)
                 for (stream, producer), seq in replayer.state.processed.items():
                     node.receiver.sequencer.expect(stream, producer, seq + 1)
@@ -195,7 +207,7 @@ class Adopter:
                         sorted(set(unsent)))
         returned = await self._take_back(source, consumers, withdrawn)
         await flow.release()
-        await flow.deliver(self._for_me(replayer.outputs) + returned)
+        await flow.deliver(self._for_me(collected.outputs) + returned)
         snapshot = await node.durability.snapshot(flow, node.durability.last_snapshot or 0)
         report = {"node": source, "boxes": sorted(name for name in failed.catalog.boxes),
                   "snapshot": failed.captured["snapshot"] if failed.captured else None,
@@ -206,8 +218,8 @@ class Adopter:
                  node.endpoint, len(report["boxes"]), source, replayed)
         return report
 
-    async def _replay(self, failed: _Failed) -> tuple[_Replayer, int]:
-        replayer = _Replayer(self.node.endpoint, failed.identity["sender"])
+    async def _replay(self, failed: _Failed) -> tuple[Dataflow, _Collected, int]:
+        replayer, collected = _replayer(self.node.endpoint, failed.identity["sender"])
         replayer.state.adopt_identity(failed.identity.get("boxes", {}))
         replayer.reconfigure(failed.catalog)
         start = failed.durable.log.first_position
@@ -215,7 +227,7 @@ class Adopter:
             replayer.restore_capture(failed.captured)
             start = failed.captured["position"]
         replayed = await replayer.replay_log(failed.durable.log.read(start))
-        return replayer, replayed
+        return replayer, collected, replayed
 
     def _withdraw(self, source: str, handovers: list) -> tuple[dict[str, list[str]], list]:
         """Under the lock: outputs queued for the failed node that the adopted boxes now take here."""
@@ -224,7 +236,7 @@ class Adopter:
         for handover in handovers:
             for port in flow.state.boxes[handover.box].inputs:
                 consumers.setdefault(port.stream, []).append(handover.box)
-        return consumers, flow.withdraw(source, set(consumers))
+        return consumers, flow.out.withdraw(source, set(consumers))
 
     async def _take_back(self, source: str, consumers: dict[str, list[str]], withdrawn: list) -> list:
         """What this node sent the failed node and never got acknowledged: for the adopted boxes now.
@@ -233,9 +245,9 @@ class Adopter:
         already changed, so nothing more of these streams goes there.
         """
         flow = self.node.dataflow
-        link = flow.links.get(source)
+        link = flow.out.links.get(source)
         pending: list[tuple[str, list[tuple], str, int]] = []
-        async with flow.sending:
+        async with flow.out.sending:
             for stream in consumers:
                 row_type = flow.row_type(stream)
                 for batch in link.take(stream) if link is not None else ():

@@ -35,21 +35,18 @@ from collections.abc import Iterable
 from boreas.catalog.model import Catalog, Schema
 from boreas.catalog.validate import check_topology, stream_schemas
 from boreas.wire.frames import Ack, Batch, Refused, encode_rows
-from boreas.wire.links import OutboundLink
 from boreas.wire.receiver import Deferred
 from boreas.wire.tuples import RowType
 
 from .box_inputs import Bridge
 from .box_state import BoxStates
 from .operators import Operator
+from .outputs import Outputs
 from .recovery import records
 from .recovery.log import InputLog
 
 log = logging.getLogger(__name__)
 
-#: Batches a link to a neighbour node may hold beyond its capacity while that node is down
-#: (restarting after a crash), so the rest of this node keeps going meanwhile.
-DOWN_CAPACITY = 4096
 
 
 class Dataflow:
@@ -61,33 +58,22 @@ class Dataflow:
         self.schemas: dict[str, Schema] = {}
         self.row_types: dict[str, RowType] = {}  # streams that enter this node
         self.consumers: dict[str, list[tuple[Operator, str, int]]] = {}  # stream -> (op, box, port)
-        self.destinations: dict[str, list[str]] = {}  # stream -> endpoints it is sent to
         self.producer_of: dict[str, str] = {}  # stream -> the local box that writes it
-        self.links: dict[str, OutboundLink] = {}
+        # Where what the node produces goes: links, forwards of moved boxes, the outbox.
+        self.out = Outputs(endpoint, token, sender, self.counters)
         # The boxes and all their state (operators, producer ids, numbering, input positions):
         # owned there; moves, snapshots, recovery and failover go through it.
         self.state = BoxStates()
         # (stream, rows, producer, seq, box, rows as msgpack, future of its log position or None)
         self._inbox: asyncio.Queue[tuple] = asyncio.Queue(queue_batches)
-        # Moves: where the input streams of boxes that moved away are forwarded (with their row
-        # types, after the catalog forgets them).  Boxes run under this lock, so a move happens
-        # between batches.
-        self.forwards: dict[str, OutboundLink] = {}
-        self.forward_types: dict[str, RowType] = {}
+        # Boxes run under this lock, so a move or a snapshot happens between batches.  What
+        # leaves the node is sent after the lock is released (Outputs' outbox).
         self.lock = asyncio.Lock()
-        self.sending = asyncio.Lock()  # held while the outbox is handed to the links
-        # What leaves the node is sent after the lock is released, in order, by the one task
-        # that runs boxes: a link that waits (a slow receiver) then never keeps a move waiting.
-        self._outbox: list[tuple[OutboundLink, str, list[tuple], str, int, bool]] = []
-        # (endpoint, stream) routes in use since the catalog last changed them: the first batch
-        # on a route (re)started tells the receiver where the sequence resumes (Batch.restart).
-        self._routed: set[tuple[str, str]] = set()
         # A filter inserted or removed across two nodes switches a box's in port from one stream
         # to another that comes over the same ordered link; batches of the old stream still on
         # their way go to the port until the first batch of the new one arrives.
         self.bridges: dict[str, Bridge] = {}  # old stream -> where it still goes
         self._task: asyncio.Task | None = None
-        self._started = False
         # Durability (a node with --data-dir): every batch processed and every timer firing is
         # appended to the input log, in processing order; outputs leave once their inputs are durable.
         self.journal: InputLog | None = None
@@ -103,9 +89,7 @@ class Dataflow:
 
     async def start(self, run: bool = True) -> None:
         """Start the links, and (unless ``run`` is False: a log replay comes first) the boxes."""
-        self._started = True
-        for link in self.links.values():
-            await link.start()
+        await self.out.start()
         if run:
             self.run()
 
@@ -124,8 +108,7 @@ class Dataflow:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        for link in self.links.values():
-            await link.close(flush_timeout=1.0)
+        await self.out.close()
 
     # -- the catalog decides the shape -----------------------------------------
 
@@ -142,21 +125,19 @@ class Dataflow:
             log.error("node %s cannot run box %r: %s", self.endpoint, name, why)
         self.producer_of = {s: name for name, box in self.state.boxes.items() for s in box.outputs}
         self._wire_consumers()
-        before, self.destinations = self.destinations, {}
-        for sub in catalog.subscriptions.values():
-            self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
-        self._routed = {(e, s) for e, s in self._routed if e in self.destinations.get(s, ())}
-        self._relink(catalog, before)
+        self.out.follow(catalog)
 
-    def refusals(self, candidate: Catalog, source: str) -> list[dict[str, object]]:
+    def refusals(self, candidate: Catalog, source: str, rules: bool = True) -> list[dict[str, object]]:
         """Why the boxes of an update (``source``: its document name) could not run here; [] if they can.
 
-        The same topology checks the Head runs, on this node's slice, then a
+        The same topology checks the Head runs, on this node's slice (unless
+        ``rules`` is False: a box moving in, whose slice is briefly both the
+        stream's input and its producer until the Head re-syncs), then a
         trial build of every new or changed box: a problem found in the
         update refuses it whole, before anything changes.
         """
         report = check_topology(candidate)
-        found: list[dict[str, object]] = [d.as_dict() for d in report.problems if d.file == source]
+        found: list[dict[str, object]] = [d.as_dict() for d in report.problems if d.file == source] if rules else []
         if not found:  # the rules passed; can each box really be built here?
             found = [{"file": source, "line": None, "path": f"box {name}", "reason": f"box {name!r}: {why}"}
                      for name, why in sorted(self.state.check(candidate.boxes, report.stream_schemas).items())]
@@ -212,22 +193,6 @@ class Dataflow:
             await self._take((stream, rows, producer, seq, box, encode_rows(rows), None))
         await self._release()
 
-    def send_later(self, outputs: list[tuple[str, str, list[tuple], str, int, bool]]) -> list[str]:
-        """Queue (endpoint, stream, rows, producer, seq, restart) outputs on this node's links.
-
-        The caller holds the lock; they leave with the next release, in
-        order, ahead of anything processed later.  Returns the endpoints
-        with no link here (their outputs are not sent).
-        """
-        missing = []
-        for endpoint, stream, rows, producer, seq, restart in outputs:
-            link = self.links.get(endpoint)
-            if link is None:
-                missing.append(endpoint)
-                continue
-            self._outbox.append((link, stream, rows, producer, seq, restart))
-        return missing
-
     async def release(self) -> None:
         """Send what is queued for sending (after :meth:`send_later`)."""
         await self._release()
@@ -281,62 +246,17 @@ class Dataflow:
                     await self._process(record.stream, rows, record.producer, record.seq, record.box)
                     replayed += 1
                 last = max(last, record.now)
-            if len(self._outbox) >= 64:
-                await self._send_outbox()
-        await self._send_outbox()
+            if self.out.queued >= 64:
+                await self.out.flush()
+        await self.out.flush()
         self.clock_offset = max(last - time.monotonic(), self.clock_offset)
         return replayed
-
-    async def stop_forwarding(self, links: list[OutboundLink]) -> None:
-        """A moved box's inputs no longer need forwarding (upstream sends to its new node)."""
-        for stream, link in list(self.forwards.items()):
-            if link not in links:
-                continue  # the box came back and left again: a newer forward, not ours to stop
-            del self.forwards[stream]
-            self.forward_types.pop(stream, None)
-            if link not in self.forwards.values():
-                await link.close()
-
-    def _relink(self, catalog: Catalog, before: dict[str, list[str]]) -> None:
-        wanted = {e for targets in self.destinations.values() for e in targets}
-        for endpoint in wanted - set(self.links):
-            link = OutboundLink(endpoint, self.token, self.sender,
-                                drop_when_down=endpoint not in catalog.nodes, down_capacity=DOWN_CAPACITY)
-            self.links[endpoint] = link
-            if self._started:
-                asyncio.get_running_loop().create_task(link.start())
-        self._redirect(before)
-        # Links to nodes stay open while idle: one ordered connection per neighbour, so a stream
-        # that comes back to it (Batch.restart) never overtakes batches still on an older one.
-        for endpoint in set(self.links) - wanted - set(catalog.nodes):
-            link = self.links.pop(endpoint)
-            asyncio.get_running_loop().create_task(link.close())
-
-    def _redirect(self, before: dict[str, list[str]]) -> None:
-        """A stream whose one node consumer was replaced by another: what waits for the old goes to the new.
-
-        That is how a box that moved, or failed over from a dead node, gets
-        every batch the old node never acknowledged: the new node drops
-        those it already has (its restored positions).
-        """
-        for stream, targets in self.destinations.items():
-            for endpoint in targets:
-                self.links[endpoint].unredirect(stream)
-        for stream, old in before.items():
-            new = self.destinations.get(stream, [])
-            gone = [self.links[e] for e in old if e not in new and e in self.links and not self.links[e].drop_when_down]
-            came = [self.links[e] for e in new if e not in old and not self.links[e].drop_when_down]
-            if gone and len(came) == 1:
-                moved = sum(link.redirect(stream, came[0]) for link in gone)
-                if moved:
-                    log.info("node %s: %d unacknowledged batches of %s handed from %s to %s", self.endpoint,
-                             moved, stream, ", ".join(link.endpoint for link in gone), came[0].endpoint)
 
     # -- data in ------------------------------------------------------------------
 
     def row_type(self, stream: str) -> RowType | None:
         """How batches of ``stream`` arriving here decode; None if it does not enter this node."""
-        found = self.row_types.get(stream) or self.forward_types.get(stream)
+        found = self.row_types.get(stream) or self.out.forward_types.get(stream)
         if found is None and stream in self.bridges:
             found = self.bridges[stream].row_type
         return found
@@ -349,7 +269,7 @@ class Dataflow:
         """
         row_type = self.row_type(batch.stream)
         if batch.box and batch.box not in self.state.operators:
-            relay = self.forwards.get(batch.stream)
+            relay = self.out.forwards.get(batch.stream)
             if relay is not None and relay.forward_to_box == batch.box and row_type is not None:
                 rows, _ = row_type.decode(bytes(batch.rows))  # it moved on: pass the batch after it
                 await relay.send(batch.stream, rows, batch.producer, batch.seq)
@@ -428,9 +348,9 @@ class Dataflow:
         are on disk: a crash can then never have shown downstream an output
         that replay would not produce again, identically.
         """
-        if self.journal is not None and self._outbox:
+        if self.journal is not None and self.out.queued:
             await self.journal.durable(self.journal.next_position - 1)
-        await self._send_outbox()
+        await self.out.flush()
 
     def now(self) -> float:
         """The flow clock: monotonic, and continuing across a restart (the log's clock values)."""
@@ -456,25 +376,6 @@ class Dataflow:
         for name, op in due:
             await self._emit(name, op.poll(now))
 
-    async def _send_outbox(self) -> None:
-        async with self.sending:
-            outbox, self._outbox = self._outbox, []
-            for link, stream, rows, producer, seq, restart in outbox:
-                await link.send(stream, rows, producer, seq, restart=restart)
-                self.counters["rows_out"] += len(rows)
-
-    def withdraw(self, endpoint: str, streams: set[str]) -> list[tuple[str, list[tuple], str, int]]:
-        """Take back outputs of ``streams`` queued for ``endpoint`` and not yet sent (the caller holds the lock)."""
-        kept, taken = [], []
-        for item in self._outbox:
-            link, stream, rows, producer, seq, _ = item
-            if link.endpoint == endpoint and stream in streams:
-                taken.append((stream, rows, producer, seq))
-            else:
-                kept.append(item)
-        self._outbox = kept
-        return taken
-
     async def _route(self, stream: str, rows: list[tuple], origin: tuple[str, int] | None = None) -> None:
         """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes.
 
@@ -490,25 +391,13 @@ class Dataflow:
                 await self._feed(name, stream, rows, (producer, seq))
             else:
                 await self._emit(name, op.process(port, rows, self._now))
-        routes = [(e, self.links[e]) for e in self.destinations.get(stream, ()) if e in self.links]
-        if not routes and stream not in self.forwards and stream not in self.consumers:
-            self.counters["batches_unrouted"] += 1
-            log.debug("node %s: %s/%s#%d has nowhere to go", self.endpoint, stream, producer, seq)
-        for endpoint, link in routes:
-            restart = resumable and (endpoint, stream) not in self._routed
-            self._routed.add((endpoint, stream))
-            self._outbox.append((link, stream, rows, producer, seq, restart))
-        if stream in self.forwards:
-            self._outbox.append((self.forwards[stream], stream, rows, producer, seq, False))
+        self.out.route(stream, rows, producer, seq, resumable, consumed_here=stream in self.consumers)
 
     async def _feed(self, box: str, stream: str, rows: list[tuple], origin: tuple[str, int]) -> None:
         """A batch for one box that orders its own inputs (it arrived by a move)."""
         op = self.state.operators.get(box)
         if op is None or box not in self.state.inputs:
-            relay = self.forwards.get(stream)
-            if relay is not None and relay.forward_to_box == box:  # it left while this batch queued here
-                self._outbox.append((relay, stream, rows, *origin, False))
-            else:
+            if not self.out.relay(box, stream, rows, *origin):  # it left while this batch queued here
                 self.counters["batches_for_absent_box"] += 1
                 log.warning("node %s: %s/%s#%d for box %r, which is not here and not forwarded",
                             self.endpoint, stream, origin[0], origin[1], box)

@@ -54,17 +54,14 @@ async def detach(flow: Dataflow, name: str, target: str) -> BoxHandover:
         handover = flow.state.take(name, flow.input_positions(name))
         flow.remove_box(name)
         for port in box.inputs:
-            if port.stream not in flow.forwards:
-                link = OutboundLink(target, flow.token, f"{flow.sender}/forward", capacity=4096)
-                link.forward_to_box = name
-                flow.forwards[port.stream] = link
+            row_type = flow.row_types.get(port.stream) or RowType(flow.schemas[port.stream])
+            link = flow.out.forward_to(port.stream, target, name, row_type)
+            if link is not None:
                 handover.links.append(link)
-            flow.forward_types[port.stream] = (flow.row_types.get(port.stream)
-                                               or RowType(flow.schemas[port.stream]))
         # Batches it held for a gap travel with it, ahead of the rest.
         held, handover.held = handover.held, []
         for stream, producer, seq, rows in held:
-            await flow.forwards[stream].send(stream, rows, producer, seq, name)
+            await flow.out.forwards[stream].send(stream, rows, producer, seq, name)
     return handover
 
 
@@ -81,10 +78,10 @@ async def start_forwarding(flow: Dataflow, handover: BoxHandover) -> None:
 
 
 async def _retire_when_idle(flow: Dataflow, links: list[OutboundLink]) -> None:
-    while any(link in flow.forwards.values() for link in links):
+    while flow.out.forwarding(links):
         idle = min(time.monotonic() - link.last_sent for link in links)
         if idle >= FORWARD_FOR:
-            await flow.stop_forwarding(links)
+            await flow.out.stop_forwarding(links)
             return
         await asyncio.sleep(FORWARD_FOR - idle + 0.1)
 
@@ -98,13 +95,7 @@ def attach(flow: Dataflow, handover: BoxHandover) -> list[OutboundLink]:
     passes back).
     """
     flow.state.put(handover, flow.now())
-    stale = []
-    for stream, link in list(flow.forwards.items()):
-        if link.forward_to_box == handover.box:
-            del flow.forwards[stream]
-            if link not in stale:
-                stale.append(link)
-    return stale
+    return flow.out.forwards_of(handover.box)
 
 
 def target_items(local: Catalog, flow: Dataflow, box: Box, source: str, target: str) -> list[Any]:

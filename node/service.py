@@ -372,12 +372,12 @@ class NodeService:
             "http": dict(self.server.counters),
             "data": {"in": dict(self.receiver.counters), "flow": dict(self.dataflow.counters),
                      "links": {e: {**link.counters, "connected": link.connected}
-                               for e, link in self.dataflow.links.items()},
+                               for e, link in self.dataflow.out.links.items()},
                      "broken_boxes": self.dataflow.state.broken,
                      "moved_boxes": {b: {"next": [list(p) for p in i.box_positions()],
                                          "held": [[s, p, n] for s, p, n, _ in i.held_items()]}
                                      for b, i in self.dataflow.state.inputs.items()},
-                     "forwards": {s: link.forward_to_box for s, link in self.dataflow.forwards.items()},
+                     "forwards": {s: link.forward_to_box for s, link in self.dataflow.out.forwards.items()},
                      "move_pauses": self.dataflow.state.move_pauses},
         })
 

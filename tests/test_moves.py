@@ -263,3 +263,16 @@ async def test_a_failed_move_leaves_the_regional_catalog_as_it_was(cluster_facto
         assert "box1" in cluster.node_catalog(nodes[0]).boxes
     finally:
         await region.close()
+
+
+async def test_a_box_moves_onto_the_node_that_reads_its_output(cluster_factory):
+    """README's `boreas move valid NODE`: the target briefly has the stream as input and as the
+    box's output (until the Head re-syncs it); the move must be taken, not refused."""
+    cluster = cluster_factory()
+    nodes, _ = await asyncio.to_thread(cluster.sensor_chain)
+    done = await asyncio.to_thread(cluster.boreas, "move", "valid", nodes[1])
+    assert done.returncode == 0, done.stderr
+    await asyncio.to_thread(wait_until, lambda: cluster.head_catalog().boxes["valid"].node == nodes[1], 10,
+                            "the Head to learn the move")
+    await asyncio.to_thread(wait_until, lambda: "valid" in cluster.node_catalog(nodes[1]).boxes, 10,
+                            "valid on the node that reads its output")

@@ -4,30 +4,44 @@ Out tuples: the ``group-by`` fields, then (with ``order-by`` FIELD) the
 window's start value in the ``order-on-field`` field, then one value per
 ``aggregate-function.N`` -- exactly the layout the catalog infers.
 
-Windows are kept per group (a group is one combination of group-by values).
+Windows, and with them the order of the stream, are kept **per group** (a
+group is one combination of group-by values), as Borealis keeps its open
+windows and next window start per group-by value: one sensor's odd reading
+cannot make another sensor's readings late.
 
 ``window-size-by`` VALUES (needs ``order-on-field``, numeric)
     A group's first window starts at the order value of its first tuple
     (or, with ``independent-window-alignment``, at that value rounded down
     to a multiple of ``advance``).  Windows are ``[start, start+size)`` and
     a new one starts every ``advance`` (default: ``window-size``, i.e.
-    tumbling; smaller gives sliding windows).  When a tuple arrives whose
-    value reaches a window's end, that window is emitted (the tuple is not
-    in it).  Windows for a gap in the values are opened and emitted empty
-    (count 0), as Borealis does, unless ``drop-empty-outputs`` is set; a
-    gap of more than :data:`MAX_GAP_WINDOWS` windows is skipped with a
-    warning instead of flooding the out stream.  A tuple older than every
-    open window of its group (out of order, or its window already emitted)
-    is in no window and is ignored.
+    tumbling; smaller gives sliding windows).  A tuple opens every window
+    that starts at or before its value, then enters each open window that
+    contains it.  A tuple at or past a window's end is a *closing* tuple
+    for it; the window closes on its ``slack + 1``-th closing tuple
+    (Borealis's per-window ``slack``: the window still takes tuples that are
+    out of order by up to ``slack`` tuples).  A window no tuple entered
+    closes on at least its second closing tuple: an empty window is only
+    emitted once two tuples agree the gap is real, so one out-of-order
+    tuple never emits a run of empty windows (Boreas's one addition to
+    Borealis, which emits the gap on the word of a single tuple when slack
+    is 0).  A group emits its windows in start order, so a closed window
+    waits for those before it.  ``drop-empty-outputs`` suppresses empty
+    windows; a gap of more than :data:`MAX_GAP_WINDOWS` windows is skipped
+    with a warning instead of opened.
+    A tuple that enters no window is dropped; it is *late* when a window it
+    belonged to has already closed (or it precedes its group's first
+    window), and counted in :meth:`counters`.
 ``window-size-by`` TUPLES
     A group opens a window on its first tuple and whenever its newest window
     holds ``advance`` tuples; a window is emitted as soon as it holds
     ``window-size`` tuples.  With ``order-by`` FIELD its start value is the
-    order field of its first tuple.
+    order field of its first tuple.  Nothing is late (Borealis's tuple
+    windows have no slack; ``slack`` is accepted and has no effect).
 ``timeout`` (seconds, optional)
     A window still open ``timeout`` seconds after it was opened is emitted
     as it is (Borealis measures the age of the window, not idleness), from
     :meth:`poll` at :meth:`next_deadline` or from the next :meth:`process`.
+    This also bounds how long slack keeps a window waiting.
 """
 
 from __future__ import annotations
@@ -42,6 +56,7 @@ from boreas.node.compile import STR, kind_of
 from .accumulators import (
     COUNT,
     END,
+    FIRST_SLOT,
     SEQ,
     START,
     T0,
@@ -53,8 +68,11 @@ from .timers import Timed
 
 log = logging.getLogger(__name__)
 
-#: More empty windows than this for one gap are skipped rather than emitted.
+#: More empty windows than this for one gap are skipped rather than opened.
 MAX_GAP_WINDOWS = 10_000
+
+#: The closing-tuple count of a value window that has closed but waits for an earlier one.
+CLOSED = -1
 
 
 class AggregateOperator(Timed):
@@ -68,6 +86,7 @@ class AggregateOperator(Timed):
         whole = not self.by_values
         self.size = self.number("window-size", whole=whole, positive=True, required=True)
         self.advance = self.number("advance", self.size, whole=whole, positive=True)
+        self.slack: int = self.number("slack", 0, whole=True, low=0)  # type: ignore[assignment]
         timeout = self.number("timeout", None, low=0)
         self.timeout: float | None = float(timeout) if timeout is not None else None
         self.aligned = self.flag("independent-window-alignment")
@@ -94,10 +113,21 @@ class AggregateOperator(Timed):
         except AggregateSpecError as exc:
             raise self.error(str(exc)) from None
         self._add, self._result, self._initial = acc.add, acc.result, list(acc.initial)
-        self._groups: dict[Any, list] = {}  # key -> [next window start (VALUES), [windows]]
+        # A value window ends with one more slot, after the functions' slots: how many closing
+        # tuples it has seen, or CLOSED.
+        self._beyond = FIRST_SLOT + len(self._initial)
+        # key -> [next window start (VALUES), [windows], horizon (VALUES: the end of the newest
+        # closed window; a tuple below it that enters no window is late)]
+        self._groups: dict[Any, list] = {}
         self._timeouts: dict[int, tuple[Any, list]] | None = {} if self.timeout is not None else None
         self._seq = 0
-        self.ignored = 0  # tuples in no window (late, or a None order value)
+        self.ignored = 0  # tuples in no window (late, a None order value, between hopping windows)
+        self.late = 0     # of those, the ones whose window had already closed
+
+    def counters(self) -> dict[str, int]:
+        """``late_tuples``: dropped for arriving after their window closed; ``ignored_tuples``: every
+        tuple in no window (the late ones, a None order value, a value between hopping windows)."""
+        return {"late_tuples": self.late, "ignored_tuples": self.ignored}
 
     # -- the data path --------------------------------------------------------------
 
@@ -114,6 +144,7 @@ class AggregateOperator(Timed):
 
     def _by_values(self, rows: list[tuple], now: float, out: list[tuple]) -> None:
         groups, keyf, oi, add = self._groups, self._key, self.order, self._add
+        slack, beyond = self.slack, self._beyond
         for row in rows:
             key = keyf(row) if keyf is not None else None
             v = row[oi]  # type: ignore[index]
@@ -122,19 +153,35 @@ class AggregateOperator(Timed):
                 continue
             g = groups.get(key)
             if g is None:
-                g = groups[key] = [v - v % self.advance if self.aligned else v, []]
-            wins = g[1]
+                start = v - v % self.advance if self.aligned else v
+                g = groups[key] = [start, [], start]
             if v >= g[0]:
                 self._open(key, g, v, now)
-            if wins and v >= wins[0][END]:
-                self._close(key, wins, v, out)
-            if not wins or wins[0][START] > v:
+            placed = closed = False
+            for w in g[1]:
+                if v < w[START]:
+                    break  # windows are in start order: none further holds v
+                seen = w[beyond]
+                if seen == CLOSED:
+                    continue
+                if v >= w[END]:  # a closing tuple for w
+                    seen += 1
+                    if seen > slack and (seen > 1 or w[COUNT]):
+                        w[beyond] = CLOSED
+                        closed = True
+                        if w[END] > g[2]:
+                            g[2] = w[END]
+                    else:
+                        w[beyond] = seen
+                else:
+                    add(w, row)
+                    placed = True
+            if closed:
+                self._emit_closed(key, g[1], out)
+            if not placed:
                 self.ignored += 1
-                continue
-            for w in wins:
-                if w[START] > v:
-                    break
-                add(w, row)
+                if v < g[2]:
+                    self.late += 1
 
     def _open(self, key: Any, g: list, v: Any, now: float) -> None:
         """Open every window that starts at or before ``v`` (Borealis: ``while value >= next``)."""
@@ -145,9 +192,10 @@ class AggregateOperator(Timed):
             log.warning("aggregate box %r: skipping %d empty windows before %r in group %r",
                         self.box.name, n - keep, v, key)
             nxt += (n - keep) * adv
+            g[2] = max(g[2], nxt)  # the skipped windows count as closed: tuples in them are late
         wins, timeouts, size = g[1], self._timeouts, self.size
         while v >= nxt:
-            w = [nxt, nxt + size, now, self._seq, 0, *self._initial]
+            w = [nxt, nxt + size, now, self._seq, 0, *self._initial, 0]
             self._seq += 1
             wins.append(w)
             if timeouts is not None:
@@ -155,9 +203,10 @@ class AggregateOperator(Timed):
             nxt += adv
         g[0] = nxt
 
-    def _close(self, key: Any, wins: list, v: Any, out: list[tuple]) -> None:
-        timeouts = self._timeouts
-        while wins and v >= wins[0][END]:
+    def _emit_closed(self, key: Any, wins: list, out: list[tuple]) -> None:
+        """Emit the closed windows at the front of a group's list, in start order."""
+        timeouts, beyond = self._timeouts, self._beyond
+        while wins and wins[0][beyond] == CLOSED:
             w = wins.pop(0)
             if timeouts is not None:
                 timeouts.pop(w[SEQ], None)
@@ -171,7 +220,7 @@ class AggregateOperator(Timed):
             key = keyf(row) if keyf is not None else None
             g = groups.get(key)
             if g is None:
-                g = groups[key] = [None, []]
+                g = groups[key] = [None, [], None]
             wins = g[1]
             if not wins or wins[-1][COUNT] >= adv:
                 w = [row[oi] if oi is not None else None, None, now, self._seq, 0, *self._initial]
@@ -207,12 +256,17 @@ class AggregateOperator(Timed):
             if w[T0] + timeout > now:
                 break
             del timeouts[seq]
-            wins = self._groups[key][1]
+            g = self._groups[key]
+            wins = g[1]
             for i, other in enumerate(wins):
                 if other is w:
                     del wins[i]
                     break
             self._emit(key, w, out)
+            if self.by_values:
+                if w[END] > g[2]:
+                    g[2] = w[END]
+                self._emit_closed(key, wins, out)  # windows that closed and only waited for w
 
     def poll(self, now: float) -> Emitted:
         self.tick(now)
@@ -240,7 +294,8 @@ class AggregateOperator(Timed):
             "clock": self.clock_state(),
             "seq": self._seq,
             "ignored": self.ignored,
-            "groups": [[group_key_parts(k, self._width), g[0], [list(w) for w in g[1]]]
+            "late": self.late,
+            "groups": [[group_key_parts(k, self._width), g[0], [list(w) for w in g[1]], g[2]]
                        for k, g in self._groups.items()],
         }
 
@@ -248,10 +303,19 @@ class AggregateOperator(Timed):
         try:
             self._seq = int(state["seq"])
             self.ignored = int(state.get("ignored", 0))
+            self.late = int(state.get("late", 0))
             groups: dict[Any, list] = {}
-            for parts, nxt, wins in state["groups"]:
-                groups[group_key_from(list(parts), self._width)] = [nxt, [list(w) for w in wins]]
-        except (KeyError, TypeError, ValueError) as exc:
+            for entry in state["groups"]:
+                parts, nxt, wins = entry[0], entry[1], [list(w) for w in entry[2]]
+                if self.by_values:
+                    for w in wins:  # state saved before windows counted their closing tuples
+                        if len(w) == self._beyond:
+                            w.append(0)
+                    horizon = entry[3] if len(entry) > 3 else (wins[0][START] if wins else nxt)
+                else:
+                    horizon = None
+                groups[group_key_from(list(parts), self._width)] = [nxt, wins, horizon]
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise self.error(f"cannot restore state: {exc!r}") from None
         self._groups = groups
         if self._timeouts is not None:
@@ -259,4 +323,3 @@ class AggregateOperator(Timed):
                             key=operator.itemgetter(0))
             self._timeouts = {seq: (key, w) for seq, key, w in opened}
         self.restore_clock(state.get("clock"), now)
-

@@ -63,6 +63,18 @@ class Operator(abc.ABC):
         """When :meth:`poll` next has something to release (``time.monotonic()`` seconds), or None."""
         return None
 
+    def counters(self) -> dict[str, int]:
+        """Tuples this box dropped, by reason (``{"late_tuples": n, ...}``), for the node's ``/status``.
+
+        A box that drops a tuple must say so somewhere an operator can see it,
+        so a dropped tuple is never silent.  The counts are part of
+        :meth:`state`, so they survive moves and recovery.  By default an
+        operator that keeps an ``ignored`` count (tuples it could not use)
+        reports it as ``ignored_tuples``; one that drops nothing reports ``{}``.
+        """
+        ignored = getattr(self, "ignored", None)
+        return {"ignored_tuples": ignored} if isinstance(ignored, int) else {}
+
     def state(self) -> dict:
         """Everything the operator remembers, as msgpack-able dicts/lists/numbers/strings."""
         return {}

@@ -1,0 +1,219 @@
+"""Where what a node produces goes: its links, the forwards of moved boxes, and the outbox.
+
+The dataflow decides *what* leaves the node; :class:`Outputs` owns *how*:
+
+* one :class:`~boreas.wire.links.OutboundLink` per destination (downstream
+  nodes and client subscribers), following the local catalog's
+  ``<subscribe>`` elements; links to nodes stay open while idle, so a stream
+  that comes back to a neighbour never overtakes batches still on an older
+  connection;
+* when a stream's one node consumer is replaced by another (a move, a
+  failover), what waits on the old link for that stream is handed to the
+  new one (:meth:`OutboundLink.redirect`);
+* the **forwards** of boxes that moved away: their input streams go on to
+  the box's new node for a while;
+* the **outbox**: batches produced under the dataflow lock are queued here
+  and handed to the links after the lock is released, in order, by one
+  task at a time (``sending``), so a slow receiver never keeps a move
+  waiting.
+
+Usage::
+
+    outputs = Outputs("localhost:15000", token, sender, counters)
+    outputs.follow(catalog)                        # after every local catalog change
+    outputs.route("Out", rows, "box~1", 7, resumable=True)
+    await outputs.flush()                          # hand the outbox to the links
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+
+from boreas.catalog.model import Catalog
+from boreas.wire.links import OutboundLink
+from boreas.wire.tuples import RowType
+
+log = logging.getLogger(__name__)
+
+#: Batches a link to a neighbour node may hold beyond its capacity while that node is down
+#: (restarting after a crash), so the rest of this node keeps going meanwhile.
+DOWN_CAPACITY = 4096
+
+Output = tuple[OutboundLink, str, list[tuple], str, int, bool]  # link, stream, rows, producer, seq, restart
+
+
+class Outputs:
+    def __init__(self, endpoint: str, token: str | None, sender: str, counters: Counter[str]):
+        self.endpoint = endpoint
+        self.token = token
+        self.sender = sender
+        self.counters = counters  # the dataflow's: rows_out, batches_unrouted
+        self.links: dict[str, OutboundLink] = {}
+        self.destinations: dict[str, list[str]] = {}  # stream -> endpoints it is sent to
+        # Moves: where the input streams of boxes that moved away are forwarded (with their row
+        # types, after the catalog forgets them).
+        self.forwards: dict[str, OutboundLink] = {}
+        self.forward_types: dict[str, RowType] = {}
+        self.sending = asyncio.Lock()  # held while the outbox is handed to the links
+        self._outbox: list[Output] = []
+        # (endpoint, stream) routes in use since the catalog last changed them: the first batch
+        # on a route (re)started tells the receiver where the sequence resumes (Batch.restart).
+        self._routed: set[tuple[str, str]] = set()
+        self._started = False
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._started = True
+        for link in self.links.values():
+            await link.start()
+
+    async def close(self) -> None:
+        for link in self.links.values():
+            await link.close(flush_timeout=1.0)
+
+    # -- the catalog decides where streams go ---------------------------------------
+
+    def follow(self, catalog: Catalog) -> None:
+        before, self.destinations = self.destinations, {}
+        for sub in catalog.subscriptions.values():
+            self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
+        self._routed = {(e, s) for e, s in self._routed if e in self.destinations.get(s, ())}
+        wanted = {e for targets in self.destinations.values() for e in targets}
+        for endpoint in wanted - set(self.links):
+            link = OutboundLink(endpoint, self.token, self.sender,
+                                drop_when_down=endpoint not in catalog.nodes, down_capacity=DOWN_CAPACITY)
+            self.links[endpoint] = link
+            if self._started:
+                asyncio.get_running_loop().create_task(link.start())
+        self._redirect(before)
+        for endpoint in set(self.links) - wanted - set(catalog.nodes):
+            link = self.links.pop(endpoint)
+            asyncio.get_running_loop().create_task(link.close())
+
+    def _redirect(self, before: dict[str, list[str]]) -> None:
+        """A stream whose one node consumer was replaced by another: what waits for the old goes to the new.
+
+        That is how a box that moved, or failed over from a dead node, gets
+        every batch the old node never acknowledged: the new node drops
+        those it already has (its restored positions).
+        """
+        for stream, targets in self.destinations.items():
+            for endpoint in targets:
+                self.links[endpoint].unredirect(stream)
+        for stream, old in before.items():
+            new = self.destinations.get(stream, [])
+            gone = [self.links[e] for e in old if e not in new and e in self.links and not self.links[e].drop_when_down]
+            came = [self.links[e] for e in new if e not in old and not self.links[e].drop_when_down]
+            if gone and len(came) == 1:
+                moved = sum(link.redirect(stream, came[0]) for link in gone)
+                if moved:
+                    log.info("node %s: %d unacknowledged batches of %s handed from %s to %s", self.endpoint,
+                             moved, stream, ", ".join(link.endpoint for link in gone), came[0].endpoint)
+
+    def forward_to(self, stream: str, target: str, box: str, row_type: RowType) -> OutboundLink | None:
+        """Box ``box`` moved to ``target``: forward its input ``stream`` there; the new link, if one was made.
+
+        The link starts only once the target has the box
+        (:func:`~boreas.node.handover.start_forwarding`).
+        """
+        self.forward_types[stream] = row_type
+        if stream in self.forwards:
+            return None
+        link = OutboundLink(target, self.token, f"{self.sender}/forward", capacity=4096)
+        link.forward_to_box = box
+        self.forwards[stream] = link
+        return link
+
+    def forwarding(self, links: list[OutboundLink]) -> bool:
+        return any(link in self.forwards.values() for link in links)
+
+    def unforward(self, link: OutboundLink) -> None:
+        """Stop forwarding over ``link`` (a move that failed: the box is back)."""
+        for stream in [s for s, fwd in self.forwards.items() if fwd is link]:
+            self.forwards.pop(stream)
+            self.forward_types.pop(stream, None)
+
+    def forwards_of(self, box: str) -> list[OutboundLink]:
+        """The box came back here: stop forwarding its inputs away; the links, to retire."""
+        stale = []
+        for stream, link in list(self.forwards.items()):
+            if link.forward_to_box == box:
+                del self.forwards[stream]
+                if link not in stale:
+                    stale.append(link)
+        return stale
+
+    async def stop_forwarding(self, links: list[OutboundLink]) -> None:
+        """A moved box's inputs no longer need forwarding (upstream sends to its new node)."""
+        for stream, link in list(self.forwards.items()):
+            if link not in links:
+                continue  # the box came back and left again: a newer forward, not ours to stop
+            del self.forwards[stream]
+            self.forward_types.pop(stream, None)
+            if link not in self.forwards.values():
+                await link.close()
+
+    # -- the outbox -----------------------------------------------------------------
+
+    def route(self, stream: str, rows: list[tuple], producer: str, seq: int, resumable: bool,
+              consumed_here: bool = False) -> None:
+        """Queue a batch of ``stream`` for every destination (and the forward of a moved box)."""
+        routes = [(e, self.links[e]) for e in self.destinations.get(stream, ()) if e in self.links]
+        if not routes and stream not in self.forwards and not consumed_here:
+            self.counters["batches_unrouted"] += 1
+            log.debug("node %s: %s/%s#%d has nowhere to go", self.endpoint, stream, producer, seq)
+        for endpoint, link in routes:
+            restart = resumable and (endpoint, stream) not in self._routed
+            self._routed.add((endpoint, stream))
+            self._outbox.append((link, stream, rows, producer, seq, restart))
+        if stream in self.forwards:
+            self._outbox.append((self.forwards[stream], stream, rows, producer, seq, False))
+
+    def relay(self, box: str, stream: str, rows: list[tuple], producer: str, seq: int) -> bool:
+        """A batch for ``box``, which left while it queued here: pass it after the box (False: no forward)."""
+        relay = self.forwards.get(stream)
+        if relay is None or relay.forward_to_box != box:
+            return False
+        self._outbox.append((relay, stream, rows, producer, seq, False))
+        return True
+
+    def send_later(self, outputs: list[tuple[str, str, list[tuple], str, int, bool]]) -> list[str]:
+        """Queue (endpoint, stream, rows, producer, seq, restart) outputs on the links, ahead of later ones.
+
+        Returns the endpoints with no link here (their outputs are not sent).
+        """
+        missing = []
+        for endpoint, stream, rows, producer, seq, restart in outputs:
+            link = self.links.get(endpoint)
+            if link is None:
+                missing.append(endpoint)
+                continue
+            self._outbox.append((link, stream, rows, producer, seq, restart))
+        return missing
+
+    def withdraw(self, endpoint: str, streams: set[str]) -> list[tuple[str, list[tuple], str, int]]:
+        """Take back outputs of ``streams`` queued for ``endpoint`` and not yet handed to its link."""
+        kept, taken = [], []
+        for item in self._outbox:
+            link, stream, rows, producer, seq, _ = item
+            if link.endpoint == endpoint and stream in streams:
+                taken.append((stream, rows, producer, seq))
+            else:
+                kept.append(item)
+        self._outbox = kept
+        return taken
+
+    @property
+    def queued(self) -> int:
+        return len(self._outbox)
+
+    async def flush(self) -> None:
+        """Hand everything queued to the links, in order (waits while a link is full)."""
+        async with self.sending:
+            outbox, self._outbox = self._outbox, []
+            for link, stream, rows, producer, seq, restart in outbox:
+                await link.send(stream, rows, producer, seq, restart=restart)
+                self.counters["rows_out"] += len(rows)
