@@ -123,8 +123,11 @@ class Publisher:
         self._follow = asyncio.create_task(self._follow_entries(), name=f"publisher {self.producer} route")
 
     async def _link(self, endpoint: str, first: bool) -> OutboundLink:
+        # All of ``capacity`` may be in flight: a durable node acknowledges a batch only once it is
+        # on disk, so the window must cover that latency (bandwidth times delay), not just queueing.
         link = OutboundLink(endpoint, self.token, self.producer, capacity=self.capacity,
-                            on_reply=self._replied if first else None, refusal_is_final=True)
+                            window=self.capacity, on_reply=self._replied if first else None,
+                            refusal_is_final=True)
         await link.start()
         return link
 
