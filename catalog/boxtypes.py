@@ -151,6 +151,21 @@ def _number(box: Box, name: str, *, low: float | None = None, high: float | None
     return value
 
 
+def _slack(box: Box) -> None:
+    """``slack``: how many tuples at or past a window's end the window still waits for (0 by default)."""
+    text = box.param("slack")
+    if text is None:
+        return
+    try:
+        value = int(text.strip().lstrip("+"))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BoxError(f"{box.type} box {box.name!r}: parameter 'slack'={text!r} must be a whole number "
+                       f"of tuples, 0 or more (how many tuples at or past a window's end the window "
+                       f"still waits for out-of-order tuples)")
+
+
 def _choice(box: Box, name: str, allowed: tuple[str, ...]) -> str | None:
     value = box.param(name)
     if value is not None and value.upper() not in allowed:
@@ -222,6 +237,7 @@ def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
     _number(box, "window-size", low=0)
     _number(box, "advance", low=0)
     _number(box, "timeout", low=0)
+    _slack(box)
     fields: list[Field] = []
     group_by = box.param("group-by")
     if group_by:
@@ -263,6 +279,10 @@ def infer_join(box: Box, inputs: list[Schema]) -> list[Schema]:
     """Out: ``out-field.N`` expressions over ``left.``/``right.`` fields, or all left then right fields."""
     scope = Scope.join(inputs[0], inputs[1])
     check_fields(parse_expression(box.param("predicate") or ""), scope)
+    if box.param("slack") is not None:
+        raise BoxError(f"join box {box.name!r}: parameter 'slack' is not a join parameter (Borealis's "
+                       f"JoinQBox drops no tuple for order and has no slack; slack belongs to aggregate "
+                       f"boxes)")
     for side in ("left", "right"):
         _number(box, f"{side}-buffer-size", low=0)
         _choice(box, f"{side}-order-by", ("VALUES", "TUPLES"))

@@ -248,12 +248,13 @@ def test_groups_with_two_fields_and_all_functions():
         "window-size-by": "VALUES", "window-size": "10", "order-by": "FIELD", "order-on-field": "time",
         "group-by": "a, b"}, s)
     rows = [(1, "p", 3.0, 0), (2, "p", 5.0, 1), (1, "p", 2.0, 2), (1, "q", 7.0, 3), (1, "p", 4.0, 9),
-            (1, "p", 1.0, 10), (2, "p", 1.0, 12), (1, "q", 1.0, 25)]
+            (1, "p", 1.0, 10), (2, "p", 1.0, 12), (1, "q", 1.0, 25), (1, "q", 1.0, 26)]
     out = rows_of(op.process(0, rows, 0.0))
     assert out == [
         (1, "p", 0, 9.0, 2.0, 4.0, 3.0, 4.0, 2, 22),  # x=2.0 fails x/(x-2) so count(expr) is 2
         (2, "p", 1, 5.0, 5.0, 5.0, 5.0, 5.0, 1, 2),   # the first window of group (2,p) starts at 1
-        (1, "q", 3, 7.0, 7.0, 7.0, 7.0, 7.0, 1, 6),   # (1,q) starts at 3: 25 closes [3,13), [13,23)
+        # (1,q) starts at 3: 25 closes [3,13); the empty [13,23) once 26 confirms the gap
+        (1, "q", 3, 7.0, 7.0, 7.0, 7.0, 7.0, 1, 6),
         (1, "q", 13, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0),  # empty: zeros, tuples carry no nulls
     ]
     assert CATALOG_TYPES.infer(op.box, [s])[0].same_shape(op.outputs[0])
@@ -273,11 +274,12 @@ def test_tuple_windows_tumbling_and_sliding():
 def test_values_by_tuplenum_alignment_and_empty_outputs():
     base = {"aggregate-function.0": "count()", "window-size-by": "VALUES", "window-size": "10",
             "order-on-field": "time"}
+    rows = [(0.0, 7), (0.0, 12), (0.0, 17), (0.0, 40), (0.0, 41)]  # 41 confirms the gap [27,37)
     op = make("aggregate", base, T)
-    assert rows_of(op.process(0, [(0.0, 7), (0.0, 12), (0.0, 17), (0.0, 40)], 0.0)) == [(2,), (1,), (0,)]
+    assert rows_of(op.process(0, rows, 0.0)) == [(2,), (1,), (0,)]
     op = make("aggregate", {**base, "independent-window-alignment": "true", "drop-empty-outputs": "1",
                             "order-by": "FIELD"}, T)
-    assert rows_of(op.process(0, [(0.0, 7), (0.0, 12), (0.0, 17), (0.0, 40)], 0.0)) == [(0, 1), (10, 2)]
+    assert rows_of(op.process(0, rows, 0.0)) == [(0, 1), (10, 2)]
 
 
 def test_late_tuples_are_in_no_window():

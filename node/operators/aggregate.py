@@ -169,8 +169,7 @@ class AggregateOperator(Timed):
                     if seen > slack and (seen > 1 or w[COUNT]):
                         w[beyond] = CLOSED
                         closed = True
-                        if w[END] > g[2]:
-                            g[2] = w[END]
+                        g[2] = max(g[2], w[END])
                     else:
                         w[beyond] = seen
                 else:
@@ -264,8 +263,7 @@ class AggregateOperator(Timed):
                     break
             self._emit(key, w, out)
             if self.by_values:
-                if w[END] > g[2]:
-                    g[2] = w[END]
+                g[2] = max(g[2], w[END])
                 self._emit_closed(key, wins, out)  # windows that closed and only waited for w
 
     def poll(self, now: float) -> Emitted:

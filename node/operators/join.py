@@ -14,6 +14,11 @@ trimmed:
 A size of 0 keeps nothing on that side.  ``timeout`` (seconds, optional)
 also drops buffered tuples that arrived that long ago.
 
+Order: Borealis's JoinQBox has no ``slack`` and drops no tuple for being out
+of order -- every tuple is joined, then buffered -- so this operator does the
+same, and the Head refuses a ``slack`` on a join instead of ignoring it (an
+aggregate is where slack applies; docs/operators.md).
+
 Out tuples are ``out-field.N`` expressions over ``left.x``/``right.y``,
 named ``out-field-name.N``; with none, the left tuple's fields followed by
 the right's.  A predicate that fails on a pair is false; an out field that
