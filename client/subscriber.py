@@ -37,11 +37,15 @@ from boreas.wire.tuples import RowType
 
 from .head_api import deploy_and_wait, stream_route
 
-__all__ = ["SubscribeFailed", "SubscribeTimeout", "Subscriber"]
+__all__ = ["SubscribeFailed", "SubscribeTimeout", "Subscriber", "SubscriberTooSlow"]
 
 
 class SubscribeFailed(RuntimeError):
     """The subscription was registered but the producing node could not connect; the message says why."""
+
+
+class SubscriberTooSlow(SubscribeFailed):
+    """The producing node disconnected this subscriber: it read too slowly (the message says what it lost)."""
 
 
 class SubscribeTimeout(SubscribeFailed, TimeoutError):
@@ -66,9 +70,11 @@ class Subscriber:
         self.endpoint: str | None = None
         self.schema: Schema | None = None
         self.server = HttpServer(f"subscriber {stream}", token)
-        self.receiver = DataReceiver(self._accept, token)
+        self.receiver = DataReceiver(self._accept, token, on_goodbye=self._goodbye)
         self.server.app.router.add_get("/data", self.receiver.handle)
-        self._rows: asyncio.Queue[list[tuple]] = asyncio.Queue(queue_batches)
+        self._rows: asyncio.Queue[list[tuple] | None] = asyncio.Queue(queue_batches)
+        self.failure: str | None = None  # why the producing node disconnected us
+        self._ending: asyncio.Task | None = None
         self._row_type: RowType | None = None
 
     async def __aenter__(self) -> "Subscriber":
@@ -131,9 +137,18 @@ class Subscriber:
         await self._rows.put(rows)
         return Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
 
+    def _goodbye(self, reason: str) -> None:
+        """The node disconnected us: what is queued is still read, then the reader learns why."""
+        self.failure = reason
+        if self._ending is None:
+            self._ending = asyncio.get_running_loop().create_task(self._rows.put(None))
+
     async def batches(self) -> AsyncIterator[list[tuple]]:
         while True:
-            yield await self._rows.get()
+            rows = await self._rows.get()
+            if rows is None:
+                raise SubscriberTooSlow(self.failure or "the producing node disconnected")
+            yield rows
 
     async def __aiter__(self) -> AsyncIterator[tuple]:
         async for rows in self.batches():

@@ -40,6 +40,10 @@ log = logging.getLogger(__name__)
 #: Batches a link to a neighbour node may hold beyond its capacity while that node is down
 #: (restarting after a crash), so the rest of this node keeps going meanwhile.
 DOWN_CAPACITY = 4096
+#: Batches a link to a client subscriber holds for it; when that fills, the client reads too slowly
+#: and its subscription's policy (``on-slow``, default: disconnect it) applies -- never the node waits.
+CLIENT_BUFFER = 1024
+DEFAULT_ON_SLOW = "disconnect"
 
 Output = tuple[OutboundLink, str, list[tuple], str, int, bool]  # link, stream, rows, producer, seq, restart
 
@@ -82,9 +86,14 @@ class Outputs:
             self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
         self._routed = {(e, s) for e, s in self._routed if e in self.destinations.get(s, ())}
         wanted = {e for targets in self.destinations.values() for e in targets}
+        policies = {sub.endpoint: getattr(sub, "on_slow", None) or DEFAULT_ON_SLOW
+                    for sub in catalog.subscriptions.values()}
         for endpoint in wanted - set(self.links):
-            link = OutboundLink(endpoint, self.token, self.sender,
-                                drop_when_down=endpoint not in catalog.nodes, down_capacity=DOWN_CAPACITY)
+            if endpoint in catalog.nodes:  # a neighbour node: back-pressure, and room while it restarts
+                link = OutboundLink(endpoint, self.token, self.sender, down_capacity=DOWN_CAPACITY)
+            else:  # a client: a bounded buffer of its own, and a policy for when it reads too slowly
+                link = OutboundLink(endpoint, self.token, self.sender, drop_when_down=True,
+                                    capacity=CLIENT_BUFFER, on_slow=policies.get(endpoint, DEFAULT_ON_SLOW))
             self.links[endpoint] = link
             if self._started:
                 asyncio.get_running_loop().create_task(link.start())

@@ -59,7 +59,14 @@ class Hello(msgspec.Struct, tag="h", array_like=True):
     sender: str
 
 
-Frame = Batch | Ack | Refused | Hello
+class Goodbye(msgspec.Struct, tag="g", array_like=True):
+    """Last frame from a sender that is closing the connection on purpose, and why
+    (a subscriber that read too slowly: what it missed is gone)."""
+
+    reason: str
+
+
+Frame = Batch | Ack | Refused | Hello | Goodbye
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Frame)

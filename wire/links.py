@@ -47,7 +47,7 @@ import aiohttp
 from .addressing import endpoint_url
 from .auth import auth_headers
 from .backoff import Backoff
-from .frames import Ack, Batch, Frame, Hello, Refused, decode, encode, make_batch
+from .frames import Ack, Batch, Frame, Goodbye, Hello, Refused, decode, encode, make_batch
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +74,17 @@ class LinkRefused(Exception):
 #: (a subscriber just registered, a box just moved) gets time to connect first.
 DOWN_GRACE = 2.0
 
+#: What a link to a client does when its buffer is full because the client reads too slowly:
+#: wait (back-pressure on everything the node sends), drop the batch, or say goodbye and drop
+#: what was buffered (the client sees why).  Links between nodes always wait.
+ON_SLOW = ("block", "drop", "disconnect")
+SLOW_CLOSE = 4008  # WebSocket close code after a Goodbye for slowness
+
 
 class OutboundLink:
     def __init__(self, endpoint: str, token: str | None, sender: str, *, window: int = 16,
                  capacity: int = 64, drop_when_down: bool = False, on_reply: ReplyCallback | None = None,
-                 down_capacity: int = 0, refusal_is_final: bool = False):
+                 down_capacity: int = 0, on_slow: str = "block", refusal_is_final: bool = False):
         self.endpoint = endpoint
         self.sender = sender
         self.window = window
@@ -95,6 +101,11 @@ class OutboundLink:
         # While the receiver is down (a node restarting), up to ``down_capacity`` more batches wait
         # here instead of stalling the sender: only the failed node's boxes pause, not its upstream.
         self.down_capacity = down_capacity
+        if on_slow not in ON_SLOW:
+            raise ValueError(f"on_slow must be one of {', '.join(ON_SLOW)}, not {on_slow!r}")
+        self.on_slow = on_slow
+        self._ws: aiohttp.ClientWebSocketResponse | None = None  # the current connection
+        self._goodbyes: set[asyncio.Task] = set()
         self._borrowed = 0  # batches queued beyond capacity while down; acks pay them back first
         self._queued: asyncio.Queue[Batch] = asyncio.Queue()
         self._unacked: OrderedDict[tuple[str, str, int], Batch] = OrderedDict()
@@ -182,12 +193,40 @@ class OutboundLink:
             await self._capacity.acquire()
             return True
         while self._down_for() <= DOWN_GRACE:
+            if self.connected and self._capacity.locked() and self.on_slow != "block":
+                self._too_slow()  # the client is a whole buffer behind: never make the node wait
+                return False
             try:
                 await asyncio.wait_for(self._capacity.acquire(), 0.25)
                 return True
             except asyncio.TimeoutError:
                 continue
         return False
+
+    def _too_slow(self) -> None:
+        self.counters["slow_drops"] += 1
+        if self.on_slow != "disconnect" or self._ws is None or self._ws.closed:
+            return
+        reason = (f"{self.sender} closed the connection: this subscriber read too slowly ({self.in_flight} "
+                  f"batches waiting, the buffer's limit); what was waiting is dropped")
+        self.counters["slow_disconnects"] += 1
+        log.warning("link %s -> %s: the subscriber reads too slowly; disconnecting it", self.sender, self.endpoint)
+        ws = self._ws
+        dropped = self.drain_unsent() + list(self._unacked.values())
+        for _ in self._unacked:
+            self._pay_back()
+        self._unacked.clear()
+        self._idle.set()
+        self.counters["dropped_batches"] += len(dropped)
+
+        async def goodbye() -> None:
+            with contextlib.suppress(Exception):
+                await ws.send_bytes(encode(Goodbye(reason)))
+                await ws.close(code=SLOW_CLOSE, message=b"too slow")
+
+        task = asyncio.get_running_loop().create_task(goodbye())
+        self._goodbyes.add(task)
+        task.add_done_callback(self._goodbyes.discard)
 
     @property
     def down_for(self) -> float:
@@ -280,7 +319,7 @@ class OutboundLink:
                 assert self._session is not None
                 async with self._session.ws_connect(endpoint_url(self.endpoint, "/data").replace("http", "ws", 1),
                                                     heartbeat=10.0, max_msg_size=64 * 1024 * 1024) as ws:
-                    self.connected = True
+                    self.connected, self._ws = True, ws
                     self._down_since = None
                     self.last_error = None
                     backoff.reset()
@@ -303,7 +342,7 @@ class OutboundLink:
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ConnectionError) as exc:
                 self._connect_failed(exc)
             finally:
-                self.connected = False
+                self.connected, self._ws = False, None
             self.counters["disconnects"] += 1
             log.debug("link %s -> %s down (%s); reconnecting", self.sender, self.endpoint, self.last_error)
             await backoff.sleep()

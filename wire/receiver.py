@@ -36,7 +36,7 @@ import msgspec
 from aiohttp import web
 
 from .auth import check_token
-from .frames import Ack, Batch, Hello, Refused, decode, encode
+from .frames import Ack, Batch, Goodbye, Hello, Refused, decode, encode
 from .sequencing import DUPLICATE, HOLD, Sequencer
 from .server import json_error
 
@@ -56,11 +56,13 @@ Accept = Callable[[Batch], Awaitable[Ack | Refused | Deferred]]
 
 
 class DataReceiver:
-    def __init__(self, accept: Accept, token: str | None, max_frame: int = 64 * 1024 * 1024):
+    def __init__(self, accept: Accept, token: str | None, max_frame: int = 64 * 1024 * 1024,
+                 on_goodbye: Callable[[str], None] | None = None):
         self.accept = accept
         self.token = token
         self.max_frame = max_frame
         self.sequencer = Sequencer()
+        self.on_goodbye = on_goodbye
         self.counters: Counter[str] = Counter()
         self.sockets: set[web.WebSocketResponse] = set()  # open connections
         self._gap_watch: asyncio.Task | None = None
@@ -128,6 +130,12 @@ class DataReceiver:
             if isinstance(frame, Hello):
                 sender = frame.sender
                 continue
+            if isinstance(frame, Goodbye):  # the sender closes on purpose: say why to whom it may concern
+                self.counters["goodbyes"] += 1
+                log.warning("%s closed the data connection: %s", sender, frame.reason)
+                if self.on_goodbye is not None:
+                    self.on_goodbye(frame.reason)
+                break
             if not isinstance(frame, Batch):
                 continue
             reply = await self._take(frame)
