@@ -17,45 +17,33 @@ import json
 import pytest
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
-from support.cluster import TOKEN, free_port, get_json, http, wait_until
+from support.cluster import TOKEN, get_json, http, wait_until
 from support.streams import collect
-from test_recovery import CHAIN, without_failures
+from test_recovery import deploy_chain, without_failures
 
 pytestmark = pytest.mark.faults
 
 
-def deploy(cluster, count: int, shared: bool, first: int | None = None) -> tuple[list[str], dict[int, object]]:
-    """The chain on ``count`` durable nodes; node ``first`` gets the lowest name (the Head's tie-break)."""
-    cluster.start_head()
-    dirs = {n: cluster.workdir / f"node{n}-data" for n in range(count)}
-    names = sorted(f"localhost:{free_port()}" for _ in range(count))
-    if first is not None:
-        names.insert(first, names.pop(0))
-    nodes = [cluster.start_node(names[n], data_dir=dirs[n], shared=shared) for n in range(count)]
-    app = cluster.write("chain.xml", CHAIN)
-    dep = cluster.write("chain_dep.xml", f"""<deploy> <publish stream="Packet" node="{nodes[0]}"/>
-  <node endpoint="{nodes[0]}" query="keep"/> <node endpoint="{nodes[1]}" query="banded"/>
-  <node endpoint="{nodes[2]}" query="sums"/> </deploy>""")
-    cluster.submit(app, dep)
-    return nodes, dirs
-
-
-async def run_with_kill(cluster, nodes, rows, kill_chunk: int, expected: list) -> tuple[list, list]:
+async def run_with_kill(cluster, nodes, rows, kill_chunk: int, expected: list, victim: int = 1,
+                        producer: str = "failover-test") -> tuple[list, list, Publisher, list[str]]:
+    """Publish ``rows`` in chunks, SIGKILL node ``victim`` (not restarted) at chunk ``kill_chunk``;
+    what the subscriber got, anything after it, the publisher, and where its links ended up."""
     chunks = [rows[start:start + 200] for start in range(0, len(rows), 200)]
     async with Subscriber(cluster.head, "Sums", TOKEN) as subscriber:
         reading = asyncio.create_task(collect(subscriber, len(expected), timeout=120))
-        async with Publisher(cluster.head, "Packet", TOKEN, producer="failover-test", batch_size=50) as publisher:
+        async with Publisher(cluster.head, "Packet", TOKEN, producer=producer, batch_size=50) as publisher:
             for number, chunk in enumerate(chunks):
                 if number == kill_chunk:
-                    await asyncio.to_thread(cluster.stop, nodes[1], True)
+                    await asyncio.to_thread(cluster.stop, nodes[victim], True)
                 await publisher.send(chunk)
                 await asyncio.sleep(0.02)
+            routed = [link.endpoint for link in publisher.links]
         got = await reading
         await asyncio.sleep(1.0)  # nothing more may come
         extra = []
         while not subscriber._rows.empty():
-            extra += subscriber._rows.get_nowait()
-    return got, extra
+            extra += subscriber._rows.get_nowait() or []
+    return got, extra, publisher, routed
 
 
 ADOPTERS = {"spare node": 3, "upstream neighbour": 0, "downstream neighbour": 2}
@@ -67,10 +55,10 @@ async def test_a_middle_node_that_stays_down_fails_over_and_nothing_is_lost(clus
     the node it fed (which takes the replayed outputs as if they came over the network)."""
     cluster = cluster_factory(snapshot_interval=1.0, failover_after=2.0)
     count = 4 if adopter == "spare node" else 3
-    nodes, dirs = await asyncio.to_thread(deploy, cluster, count, True, ADOPTERS[adopter])
+    nodes, dirs = await asyncio.to_thread(deploy_chain, cluster, count, True, ADOPTERS[adopter])
     rows = [(float(n % 13), n) for n in range(12_000)]
     expected = without_failures(rows, 50)
-    got, extra = await run_with_kill(cluster, nodes, rows, kill_chunk=25, expected=expected)
+    got, extra, _, _ = await run_with_kill(cluster, nodes, rows, kill_chunk=25, expected=expected)
     assert len(got) == len(expected)
     assert got == expected
     assert extra == []
@@ -95,7 +83,7 @@ async def test_a_middle_node_that_stays_down_fails_over_and_nothing_is_lost(clus
 
 async def test_a_node_whose_state_is_not_shared_stays_put_and_the_head_says_why(cluster_factory):
     cluster = cluster_factory(snapshot_interval=1.0, failover_after=1.0)
-    nodes, dirs = await asyncio.to_thread(deploy, cluster, 3, False)
+    nodes, dirs = await asyncio.to_thread(deploy_chain, cluster, 3, False)
     rows = [(float(n % 13), n) for n in range(6_000)]
     expected = without_failures(rows, 50)
     chunks = [rows[start:start + 200] for start in range(0, len(rows), 200)]
@@ -122,21 +110,13 @@ async def test_an_entry_node_that_stays_down_fails_over_and_the_publisher_follow
     """The node where Packet enters dies: a spare adopts it (its log holds what it acknowledged),
     the Head places the stream's entry there, and the publisher re-routes what was not acknowledged."""
     cluster = cluster_factory(snapshot_interval=1.0, failover_after=2.0)
-    nodes, dirs = await asyncio.to_thread(deploy, cluster, 4, True, 3)
+    nodes, dirs = await asyncio.to_thread(deploy_chain, cluster, 4, True, 3)
     rows = [(float(n % 13), n) for n in range(12_000)]
     expected = without_failures(rows, 50)
-    chunks = [rows[start:start + 200] for start in range(0, len(rows), 200)]
-    async with Subscriber(cluster.head, "Sums", TOKEN) as subscriber:
-        reading = asyncio.create_task(collect(subscriber, len(expected), timeout=120))
-        async with Publisher(cluster.head, "Packet", TOKEN, producer="entry-failover", batch_size=50) as publisher:
-            for number, chunk in enumerate(chunks):
-                if number == 25:
-                    await asyncio.to_thread(cluster.stop, nodes[0], True)
-                await publisher.send(chunk)
-                await asyncio.sleep(0.02)
-            assert [link.endpoint for link in publisher.links] == [nodes[3]]
-        got = await reading
-    assert got == expected
+    got, extra, publisher, routed = await run_with_kill(cluster, nodes, rows, kill_chunk=25, expected=expected,
+                                                        victim=0, producer="entry-failover")
+    assert routed == [nodes[3]]
+    assert got == expected and extra == []
     assert publisher.accepted == len(rows)
     failover = get_json(f"{cluster.head}/status")["failover"]["nodes"][nodes[0]]
     assert (failover["state"], failover["to"], failover["boxes"]) == ("failed over", nodes[3], ["keep"])
@@ -145,7 +125,7 @@ async def test_an_entry_node_that_stays_down_fails_over_and_the_publisher_follow
 async def test_a_node_cut_off_but_alive_stops_when_its_boxes_are_adopted(cluster_factory):
     """Fencing: a claim on its data directory stops a node that was only taken for dead."""
     cluster = cluster_factory()
-    nodes, dirs = await asyncio.to_thread(deploy, cluster, 4, True, 3)
+    nodes, dirs = await asyncio.to_thread(deploy_chain, cluster, 4, True, 3)
     async with Publisher(cluster.head, "Packet", TOKEN, producer="fence", batch_size=50) as publisher:
         await publisher.send([(1.0, n) for n in range(1_000)])
     reply = await asyncio.to_thread(

@@ -18,7 +18,7 @@ import random
 import pytest
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
-from support.cluster import EXAMPLES, TOKEN, get_json, http, wait_until
+from support.cluster import EXAMPLES, TOKEN, free_port, get_json, http, wait_until
 from support.streams import collect
 
 pytestmark = pytest.mark.faults
@@ -50,13 +50,16 @@ def without_failures(rows: list[tuple], batch: int) -> list[tuple]:
     return out
 
 
-def deploy_chain(cluster) -> tuple[list[str], dict[str, object]]:
+def deploy_chain(cluster, count: int = 3, shared: bool = False,
+                 first: int | None = None) -> tuple[list[str], dict[int, object]]:
+    """The chain, one box per node, on ``count`` durable nodes (``shared``: their data dirs count as
+    shared storage); node ``first`` gets the lowest name (the Head's tie-break for failover)."""
     cluster.start_head()
-    dirs = {}
-    nodes = []
-    for n in range(3):
-        dirs[n] = cluster.workdir / f"node{n}-data"
-        nodes.append(cluster.start_node(data_dir=dirs[n]))
+    dirs = {n: cluster.workdir / f"node{n}-data" for n in range(count)}
+    names = sorted(f"localhost:{free_port()}" for _ in range(count))
+    if first is not None:
+        names.insert(first, names.pop(0))
+    nodes = [cluster.start_node(names[n], data_dir=dirs[n], shared=shared) for n in range(count)]
     app = cluster.write("chain.xml", CHAIN)
     dep = cluster.write("chain_dep.xml", f"""<deploy> <publish stream="Packet" node="{nodes[0]}"/>
   <node endpoint="{nodes[0]}" query="keep"/> <node endpoint="{nodes[1]}" query="banded"/>
