@@ -1,0 +1,319 @@
+"""Classify every trigger statement of a program under a placement (docs/cumulus.md §3.3), and decide what stage 1 runs.
+
+Given each map's partition column, a statement ``T[...] += f * R1[...] * ...``
+is classified by its target's *partition argument* (the argument at the
+target's partition column; ``home`` for a map kept whole):
+
+* **POINT** (an event variable or a constant): one writer, the owner of that value;
+* **LOOP** (a loop variable ``z``): every member writes the entries it owns.
+
+and each map reference by its own partition argument relative to the target's:
+
+========================  ===============================================================
+LOCAL                     the target's argument itself (equal by an ``=`` guard counts):
+                          the writer reads its own store
+POINT_PUSH                POINT target, another bound argument: its owner pushes the entry
+GATHER                    POINT target, loop-variable argument: every member pushes its part
+REPART                    LOOP target, holds ``z`` but partitioned elsewhere
+BCAST_PUSH                LOOP target, no ``z``, bound argument: its owner pushes to every writer
+BCAST_GATHER              LOOP target, no ``z``, loop-variable argument
+========================  ===============================================================
+
+A statement takes the class of its costliest reference (LOCAL without any).
+Statements with a remote reference run in *phase 2* of a version, after the
+pushes; a trigger is *sequential* when that reorders a read after a write of
+the same trigger (§3.3, "Intra-version dependencies").
+
+Stage 1 runs only plans whose every statement is LOCAL: then no member ever
+needs another member's entries, and applying each event where its keys live
+gives exactly the single-node maps (tests/m3/test_cumulus_plan.py proves it).
+
+>>> from ..compiler.pipeline import compile_sql
+>>> p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS total FROM R GROUP BY a")
+>>> plan = classify(p, {"Q1_total": 0}, box="g")
+>>> [(s.kind, str(s.arg), s.cls) for s in plan.trigger("R", 1).statements]
+[('POINT', 'A', 'LOCAL')]
+>>> stage1_supported(plan)
+(True, "box 'g': all 2 statements of 2 triggers are LOCAL; each event is applied where its keys live")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ..ast import Cmp, Const, MapRef, Program, Statement, Trigger, Var, walk
+from ..printer import format_const, format_expr
+from .hashing import slot
+from .layout import Layout
+
+POINT, LOOP = "POINT", "LOOP"
+LOCAL, POINT_PUSH, GATHER, REPART, BCAST_PUSH, BCAST_GATHER = (
+    "LOCAL", "POINT_PUSH", "GATHER", "REPART", "BCAST_PUSH", "BCAST_GATHER")
+COST = {LOCAL: 0, POINT_PUSH: 1, BCAST_PUSH: 2, GATHER: 3, REPART: 3, BCAST_GATHER: 4}
+"""Per-statement cost of each class (§3.2): what placement minimises."""
+LOOP_COST = 2
+"""Added for a LOOP target: the event goes to every member, each loops over its own entries."""
+SEQUENTIAL_COST = 100
+"""Cost of a sequential trigger: every event becomes its own version, one round trip each."""
+
+
+class PlanError(ValueError):
+    """A placement that does not fit the program (a map without a column, a column out of range)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """A partition argument: ``kind`` is ``event`` (``index`` = its row position), ``loop``, ``const`` or ``home``."""
+
+    kind: str
+    name: str = ""
+    value: object = None
+    index: int = -1
+
+    def __str__(self) -> str:
+        if self.kind == "const":
+            return format_const(self.value)
+        return "home" if self.kind == "home" else self.name
+
+    @property
+    def bound(self) -> bool:
+        """Known from the event alone (so its owner is known before any loop)."""
+        return self.kind != "loop"
+
+
+@dataclass(frozen=True, slots=True)
+class RefPlan:
+    """One map reference on a statement's right-hand side."""
+
+    ref: MapRef
+    column: int | None
+    arg: Arg
+    cls: str
+    id: int | None = None  # remote references with equal map and arguments in one trigger share an id
+
+
+@dataclass(frozen=True, slots=True)
+class StatementPlan:
+    """One statement: its writer(s), its references, its class and phase."""
+
+    index: int  # 1-based, as listed in the trigger (``boreas compile``)
+    statement: Statement
+    column: int | None
+    arg: Arg
+    kind: str  # POINT or LOOP
+    refs: tuple[RefPlan, ...]
+    cls: str
+
+    @property
+    def phase(self) -> int:
+        """1: runs as the event arrives; 2: waits for pushes (it has a remote reference)."""
+        return 1 if self.cls == LOCAL else 2
+
+    @property
+    def cost(self) -> int:
+        """Its class's cost, plus :data:`LOOP_COST` for a LOOP target (§3.2)."""
+        return COST[self.cls] + (LOOP_COST if self.kind == LOOP else 0)
+
+    @property
+    def text(self) -> str:
+        return f"{format_expr(self.statement.target)} += {format_expr(self.statement.expr)}"
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerPlan:
+    """One trigger's statements, and whether its coordinator must stamp each event as its own version."""
+
+    relation: str
+    sign: int
+    vars: tuple[str, ...]
+    statements: tuple[StatementPlan, ...]
+    sequential: bool
+
+    @property
+    def name(self) -> str:
+        return f"ON {'+' if self.sign > 0 else '-'}{self.relation}"
+
+    @property
+    def cost(self) -> int:
+        return sum(s.cost for s in self.statements) + (SEQUENTIAL_COST if self.sequential else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Every trigger of a program classified under one placement (``columns``: map → partition column)."""
+
+    box: str
+    columns: tuple[tuple[str, int | None], ...]
+    keys: tuple[tuple[str, tuple[str, ...]], ...]  # map → key column names, for messages
+    triggers: tuple[TriggerPlan, ...]
+
+    def trigger(self, relation: str, sign: int) -> TriggerPlan:
+        for t in self.triggers:
+            if t.relation == relation and t.sign == sign:
+                return t
+        raise KeyError(f"no trigger for {'+' if sign > 0 else '-'}{relation}")
+
+    def statements(self) -> Iterator[tuple[TriggerPlan, StatementPlan]]:
+        for t in self.triggers:
+            for s in t.statements:
+                yield t, s
+
+    @property
+    def cost(self) -> int:
+        return sum(t.cost for t in self.triggers)
+
+    def column_name(self, map_name: str) -> str:
+        """``O_CUSTKEY (key 0)``, or ``home`` for a map kept whole."""
+        col = dict(self.columns)[map_name]
+        return "home" if col is None else f"{dict(self.keys)[map_name][col]} (key {col})"
+
+
+def classify(program: Program, columns: Mapping[str, int | None], box: str = "") -> Plan:
+    """Classify every statement of ``program`` with each map partitioned on ``columns[map]``."""
+    cols = dict(columns)
+    for m in program.maps:
+        if m.name not in cols:
+            raise PlanError(f"no partition column chosen for map {m.name!r}")
+        c = cols[m.name]
+        if c is not None and not 0 <= c < len(m.keys):
+            raise PlanError(f"map {m.name!r} has {len(m.keys)} key columns; partition column {c} does not exist")
+    triggers = tuple(classify_trigger(t, cols) for t in program.triggers)
+    return Plan(box, tuple((m.name, cols[m.name]) for m in program.maps),
+                tuple((m.name, tuple(k.name for k in m.keys)) for m in program.maps), triggers)
+
+
+def _arg(ref: MapRef, column: int | None, trigger: Trigger) -> Arg:
+    if column is None:
+        return Arg("home")
+    a = ref.args[column]
+    if isinstance(a, Const):
+        return Arg("const", value=a.value)
+    if a.name in trigger.vars:
+        return Arg("event", a.name, index=trigger.vars.index(a.name))
+    return Arg("loop", a.name)
+
+
+def _term(arg: Arg) -> tuple:
+    """A value's identity for equality guards: ``3`` and ``3.0`` are one value (and one slot)."""
+    return ("c", arg.value) if arg.kind == "const" else ("home",) if arg.kind == "home" else ("v", arg.name)
+
+
+def _equalities(stmt: Statement) -> dict[tuple, tuple]:
+    """Union-find parents of the values an ``=`` guard of the statement makes equal when it runs."""
+    parent: dict[tuple, tuple] = {}
+
+    def find(x: tuple) -> tuple:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    for node in walk(stmt.expr):
+        if isinstance(node, Cmp) and node.op == "=" and all(isinstance(s, (Var, Const)) for s in (node.left, node.right)):
+            a, b = (("c", s.value) if isinstance(s, Const) else ("v", s.name) for s in (node.left, node.right))
+            parent[find(a)] = find(b)
+    return {k: find(k) for k in parent}
+
+
+def _ref_class(target: Arg, kind: str, ref: MapRef, arg: Arg, same: dict) -> str:
+    if kind == POINT:
+        if same.get(_term(arg), _term(arg)) == same.get(_term(target), _term(target)):
+            return LOCAL
+        return POINT_PUSH if arg.bound else GATHER
+    z = target.name
+    if arg.kind == "loop" and arg.name == z:
+        return LOCAL
+    if any(isinstance(a, Var) and a.name == z for a in ref.args):
+        return REPART
+    return BCAST_PUSH if arg.bound else BCAST_GATHER
+
+
+def classify_statement(t: Trigger, index: int, cols: Mapping[str, int | None]) -> StatementPlan:
+    """Statement ``index`` (1-based) of ``t``; its references get no ref id yet (:func:`classify_trigger` numbers them)."""
+    stmt = t.statements[index - 1]
+    column = cols[stmt.target.name]
+    arg = _arg(stmt.target, column, t)
+    kind = LOOP if arg.kind == "loop" else POINT
+    same = _equalities(stmt)
+    refs = []
+    for node in walk(stmt.expr):
+        if isinstance(node, MapRef):
+            rcol = cols[node.name]
+            rarg = _arg(node, rcol, t)
+            refs.append(RefPlan(node, rcol, rarg, _ref_class(arg, kind, node, rarg, same)))
+    cls = max((r.cls for r in refs), key=COST.__getitem__, default=LOCAL)
+    return StatementPlan(index, stmt, column, arg, kind, tuple(refs), cls)
+
+
+def classify_trigger(t: Trigger, cols: Mapping[str, int | None]) -> TriggerPlan:
+    """One trigger's plan; remote references with equal map and arguments share a ref id (fetched once)."""
+    plans: list[StatementPlan] = []
+    ref_ids: dict[tuple, int] = {}
+    for i in range(1, len(t.statements) + 1):
+        sp = classify_statement(t, i, cols)
+        refs = tuple(r if r.cls == LOCAL else replace(r, id=ref_ids.setdefault((r.ref.name, r.ref.args), len(ref_ids)))
+                     for r in sp.refs)
+        plans.append(replace(sp, refs=refs))
+    return TriggerPlan(t.relation, t.sign, t.vars, tuple(plans), sequential(plans))
+
+
+def sequential(plans: Sequence[StatementPlan]) -> bool:
+    """A map the trigger both writes and reads, written in phase 2 or read locally in phase 2 (§3.3)."""
+    written = {s.statement.target.name for s in plans}
+    read = {r.ref.name for s in plans for r in s.refs}
+    for m in written & read:
+        if any(s.phase == 2 and s.statement.target.name == m for s in plans):
+            return True
+        if any(s.phase == 2 and r.cls == LOCAL and r.ref.name == m for s in plans for r in s.refs):
+            return True
+    return False
+
+
+def writer(stmt: StatementPlan, row: Sequence, layout: Layout) -> int | None:
+    """The member that runs ``stmt`` for the event ``row``; None for a LOOP statement (every member, on its own entries).
+
+    >>> from ..compiler.pipeline import compile_sql
+    >>> from .layout import even_layout
+    >>> p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS total FROM R GROUP BY a")
+    >>> lay = even_layout("g", ["n1", "n2"], 4, maps=[("Q1_total", 0)])
+    >>> s = classify(p, dict(lay.maps)).trigger("R", 1).statements[0]
+    >>> writer(s, (7, 10), lay) == lay.owner("Q1_total", (7,))
+    True
+    """
+    a = stmt.arg
+    if a.kind == "event":
+        return layout.owner_of_slot(slot(row[a.index]))
+    if a.kind == "const":
+        return layout.owner_of_slot(slot(a.value))
+    if a.kind == "home":
+        return layout.home
+    return None
+
+
+_WHY = {
+    POINT_PUSH: "its owner would push the entry to the writer",
+    GATHER: "every member would push its part of the slice to the writer",
+    REPART: "its entries would be pushed to the owners of the loop variable",
+    BCAST_PUSH: "its owner would push it to every writer",
+    BCAST_GATHER: "every member would push its part to every writer",
+}
+
+
+def explain(plan: Plan, trigger: TriggerPlan, stmt: StatementPlan) -> str:
+    """Why ``stmt`` is not LOCAL, naming its costliest reference and where it lives."""
+    ref = next(r for r in stmt.refs if r.cls == stmt.cls)
+    where = "kept whole on the home segment" if ref.column is None else f"partitioned on {plan.column_name(ref.ref.name)}"
+    writer_is = ("every member (a loop over " + stmt.arg.name + ")" if stmt.kind == LOOP
+                 else "the home member" if stmt.arg.kind == "home" else f"the owner of {stmt.arg}")
+    return (f"statement {stmt.index} of trigger {trigger.name} ({stmt.text}) reads map {ref.ref.name} {where} "
+            f"at {ref.arg} from another member (its writer is {writer_is}; {ref.cls}: {_WHY[ref.cls]})")
+
+
+def stage1_supported(plan: Plan) -> tuple[bool, str]:
+    """Whether stage 1 can run the plan (every statement LOCAL), and why; names the first statement that is not."""
+    n = sum(1 for _ in plan.statements())
+    for t, s in plan.statements():
+        if s.cls != LOCAL:
+            return False, f"box {plan.box!r}: {explain(plan, t, s)}; cross-segment reads come in a later stage"
+    return True, (f"box {plan.box!r}: all {n} statements of {len(plan.triggers)} triggers are LOCAL; "
+                  "each event is applied where its keys live")
