@@ -52,6 +52,10 @@ MODULES = [
     "boreas.m3.runtime.codegen",
     "boreas.m3.runtime.initial",
     "boreas.m3.runtime.program",
+    "boreas.m3.cumulus.hashing",
+    "boreas.m3.cumulus.layout",
+    "boreas.m3.cumulus.placement",
+    "boreas.m3.cumulus.plan",
 ]
 
 
