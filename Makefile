@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine (Debian, run as root):
 #   make demo   a Head and three nodes on loopback; submit and watch the examples
-#   make test   run the whole test suite (real ZooKeeper included)
+#   make test   run the whole test suite (real ZooKeeper included, and every command of the README
+#               walk-through: tests/test_readme_walkthrough.py runs examples/readme_walkthrough.sh)
 # Both are idempotent.
 
 PYTHON ?= python3
@@ -38,8 +39,8 @@ test: setup
 	$(BIN)/pytest -q
 
 # The inner loop: everything but the fault tests (-m faults: kill -9, restarts) and the slow tests
-# (-m slow: Spark, ZooKeeper-backed clusters, multi-process moves and data-plane runs); one quick
-# test of each area stays in.  About 2 minutes on 2 cores; `make test` runs everything.
+# (-m slow: Spark, ZooKeeper-backed clusters, multi-process moves and data-plane runs, the README
+# walk-through); one quick test of each area stays in.  About 2 minutes on 2 cores; `make test` runs everything.
 test-fast: setup
 	$(BIN)/pytest -q -m "not faults and not slow"
 

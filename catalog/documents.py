@@ -29,7 +29,7 @@ from boreas.schemas import LANGUAGES, xsd_errors
 from lxml import etree
 
 from .diagnostics import Diagnostic, Origin, ValidationFailed
-from .endpoints import DEFAULT_MONITOR_PORT, normalize_endpoint
+from .endpoints import DEFAULT_MONITOR_PORT, normalize_endpoint, parse_position
 from .model import (
     Box,
     Client,
@@ -191,6 +191,7 @@ class _Reader:
         self.deadline = deadline
         self.paths = ElementPaths()
         self._ticks = 0
+        self.positions = False  # node positions (#0) are allowed: application and deployment XML
 
     def origin(self, el: etree._Element) -> Origin:
         self._ticks += 1
@@ -209,6 +210,21 @@ class _Reader:
             return None
         try:
             return normalize_endpoint(text, default_port=default_port)
+        except ValueError as exc:
+            self.fail(el, str(exc))
+            return None
+
+    def node(self, el: etree._Element, text: str | None) -> str | None:
+        """A node's endpoint, or in application and deployment XML a position (``#1``), kept as written
+        until the submission is planned (:mod:`.positions`)."""
+        position = parse_position(text)
+        if position is not None:
+            if self.positions:
+                return f"#{position}"
+            self.fail(el, f"node position {text.strip()!r}: update XML names nodes by endpoint")
+            return None
+        try:
+            return normalize_endpoint(text) if text is not None else None
         except ValueError as exc:
             self.fail(el, str(exc))
             return None
@@ -251,7 +267,7 @@ class _Reader:
         obj = self.decode(el)
         node = getattr(obj, "node", None)
         if node is not None:
-            obj = replace(obj, node=self.endpoint(el, node))
+            obj = replace(obj, node=self.node(el, node))
         return obj
 
     def query(self, el: etree._Element) -> list[Any]:
@@ -291,14 +307,14 @@ class _Reader:
     def deployment_item(self, el: etree._Element, dep: Deployment, client: str | None = None) -> None:
         tag = el.tag
         if tag == "node":
-            endpoint = self.endpoint(el, el.get("endpoint"))
+            endpoint = self.node(el, el.get("endpoint"))
             if endpoint:
                 dep.nodes.append(NodeAssignment(endpoint, tuple((el.get("query") or "").split()),
                                                 self.origin(el)))
         elif tag == "region":
             region = self.decode(el)
             if region:
-                node = self.endpoint(el, region.node) if region.node else ""
+                node = self.node(el, region.node) if region.node else ""
                 endpoint = self.endpoint(el, region.endpoint)
                 if node:
                     dep.regions.append(Region(region.name or endpoint or "default", node, endpoint,
@@ -310,13 +326,13 @@ class _Reader:
             rs = self.decode(el)
             if rs is None:
                 return
-            nodes = tuple(self.endpoint(n, n.get("endpoint")) for n in el if n.tag == "node")
+            nodes = tuple(self.node(n, n.get("endpoint")) for n in el if n.tag == "node")
             dep.replica_sets.append(ReplicaSet(rs.name, rs.queries, tuple(n for n in nodes if n),
                                                rs.origin))
         elif tag == "publish":
             node = el.get("node") or el.get("endpoint")
             client = client or self.endpoint(el, el.get("client"), DEFAULT_MONITOR_PORT)
-            dep.publications.append(Publication(el.get("stream"), self.endpoint(el, node), client,
+            dep.publications.append(Publication(el.get("stream"), self.node(el, node), client,
                                                 self.origin(el)))
         elif tag == "subscribe":
             endpoint = self.endpoint(el, el.get("endpoint"), DEFAULT_MONITOR_PORT)
@@ -336,7 +352,7 @@ class _Reader:
                 if isinstance(child.tag, str):
                     self.deployment_item(child, dep, client=endpoint)
         elif tag == "move":
-            node = self.endpoint(el, el.get("node"))
+            node = self.node(el, el.get("node"))
             if (el.get("box") is None) == (el.get("table") is None):
                 self.fail(el, "<move> needs exactly one of box= or table=")
             elif node:
@@ -453,6 +469,7 @@ def read_document(
     if problems:
         raise ValidationFailed(problems)
     reader = _Reader(source, limits.max_problems, deadline)
+    reader.positions = root.tag in ("borealis", "deploy")
     if root.tag == "borealis":
         doc: Document = reader.application(root)
     elif root.tag == "deploy":

@@ -66,6 +66,22 @@ def normalize_endpoint(
     return f"{host}:{port}"
 
 
+#: A node position, ``#`` and a number: the n-th node of the cluster (see :mod:`.positions`).
+_POSITION = re.compile(r"^#([0-9]{1,6})$")
+
+
+def parse_position(text: str | None) -> int | None:
+    """The position ``text`` names (``"#3"`` -> 3), or None when it is not a position.
+
+    >>> parse_position("#3"), parse_position(":15003")
+    (3, None)
+    """
+    if text is None:
+        return None
+    match = _POSITION.match(text.strip())
+    return int(match.group(1)) if match else None
+
+
 def split_endpoint(endpoint: str) -> tuple[str, int]:
     """Split a normalised endpoint into host and port.
 

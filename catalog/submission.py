@@ -30,6 +30,7 @@ from .documents import Application, Deployment, Document, Update
 from .elements import apply_commit, catalog_from_snapshot, diff
 from .merge import merge
 from .model import Catalog
+from .positions import default_layout, has_positions
 from .store.base import CatalogStore, Change, Commit, ConflictError, StoreError
 from .validate import check_topology
 
@@ -226,6 +227,10 @@ def apply_submission(
     """
     registry = registry or builtin_registry()
     planned: list[Catalog] = []
+    if has_positions(documents):
+        log.warning("node positions (#0, #1, ...) read as the default `boreas cluster up` layout, "
+                    "#n = %s+n: nothing here knows the cluster's nodes (`boreas submit` has the Head "
+                    "resolve them against its nodes)", default_layout(0))
 
     def build(before: Catalog) -> list[Change]:
         plan = plan_submission(before, documents, registry)

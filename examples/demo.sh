@@ -6,7 +6,10 @@
 # box and read it with `boreas query` (cross-checked with Spark SQL), show
 # what the watcher saw, and push readings through the chain with Spark and
 # cross-check the averages with Spark SQL.
-# Safe to run again: it starts from a fresh embedded catalog each time.
+# Safe to run again: it starts from a fresh embedded catalog each time.  The
+# example deployments name nodes by position (#0, #1, #2), so with
+# DEMO_BASE_PORT set they go to this demo's nodes, not to whatever else
+# listens on 15000-15002.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BOREAS=.venv/bin/boreas
@@ -57,6 +60,8 @@ XML
 $BOREAS submit demo-modify.xml
 
 step "a bad submission is refused with every reason, and changes nothing"
+echo "(a real Borealis pair: its Packet stream is already declared here, and it names its nodes by"
+echo " endpoint, :15000 and :15100, which are not all nodes of this cluster; the examples use #0..#2)"
 set +e
 $BOREAS submit tests/data/borealis/move_Move.xml tests/data/borealis/move_MoveDeploy.xml
 echo "(exit code $?)"

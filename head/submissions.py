@@ -15,6 +15,13 @@ Usage::
     sub = log.add(version=7, sources=["app.xml"])
     log.processed(7, ["localhost:15000"])
     log.status(sub, syncs, pending)["state"]   # 'deploying', 'deployed' or 'failed'
+
+Before a submission is planned, :func:`check_submission` resolves its node
+positions (``#0``: :mod:`boreas.catalog.positions`) against the Head's
+:class:`NodeOrder` and refuses it when it names a node the Head does not
+know -- one that never registered, is not declared (``boreas head
+--nodes``) and is not in the catalog yet: such a deployment would be
+committed and then wait for that node forever.
 """
 
 from __future__ import annotations
@@ -22,9 +29,19 @@ from __future__ import annotations
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
+from boreas.catalog.documents import Document
+from boreas.catalog.model import Catalog
+from boreas.catalog.positions import (
+    named_nodes,
+    parse_position,
+    resolve_positions,
+    spell,
+)
 
 from .node_sync import NodeSync
 from .pending import PendingRequests
@@ -105,3 +122,71 @@ def _node_status(sub: Submission, node: str, sync: NodeSync | None,
     if sync.failure:
         return {"state": "failed", "reason": sync.failure}
     return {"state": "pending"}
+
+
+# -- node positions and unknown nodes --------------------------------------------------
+
+
+class NodeOrder:
+    """The Head's nodes in position order: ``#0`` is the first.
+
+    First the nodes declared when the Head started (``boreas head --nodes``;
+    ``boreas cluster up`` declares its nodes in port order), then every other
+    node in the order it first registered with this Head.  A node that
+    restarts keeps its place; one that is down keeps it too.
+
+    >>> order = NodeOrder(["localhost:16000", "localhost:16001"])
+    >>> order.registered("localhost:17000"); order.registered("localhost:16001")
+    >>> order.nodes()
+    ['localhost:16000', 'localhost:16001', 'localhost:17000']
+    >>> order.knows("localhost:16000"), order.knows("localhost:15000")
+    (True, False)
+    """
+
+    def __init__(self, declared: Iterable[str] = ()):
+        self.declared = list(dict.fromkeys(declared))
+        self._registered: dict[str, None] = {}  # insertion ordered
+
+    def registered(self, endpoint: str) -> None:
+        self._registered.setdefault(endpoint, None)
+
+    def nodes(self) -> list[str]:
+        return [*self.declared, *(n for n in self._registered if n not in self.declared)]
+
+    def knows(self, endpoint: str) -> bool:
+        return endpoint in self._registered or endpoint in self.declared
+
+    def describe(self) -> str:
+        nodes = self.nodes()
+        if not nodes:
+            return "the Head has no nodes yet (start one: boreas node --endpoint HOST:PORT --head URL)"
+        listed = ", ".join(f"{spell(i)} {n}" for i, n in enumerate(nodes))
+        return f"the Head has {len(nodes)} node{'s' if len(nodes) != 1 else ''}: {listed}"
+
+
+def check_submission(documents: Sequence[Document], order: NodeOrder, catalog: Catalog,
+                     plan: Any = None) -> list[Document]:
+    """``documents`` with their positions resolved; raises ``ValidationFailed`` naming every problem.
+
+    Refused: a position past the Head's last node, and a node that the Head
+    does not know (never registered, not declared, not in ``catalog``).
+    ``plan`` (``plan_submission``) adds the submission's other problems to
+    the refusal, so that it lists every reason at once.
+    """
+    nodes = order.nodes()
+    resolved, problems = resolve_positions(
+        documents, lambda n: nodes[n] if n < len(nodes) else None,
+        lambda n: f"no node at position {spell(n)}: {order.describe()}")
+    unresolved = bool(problems)
+    for node, origin in named_nodes(resolved):
+        if parse_position(node) is not None or order.knows(node) or node in catalog.nodes:
+            continue
+        problems.append(Diagnostic.at(origin, (
+            f"node {node!r} has not registered with the Head, so nothing would ever run there; "
+            f"start it first (boreas node --endpoint {node} --head ...), or name one of the Head's "
+            f"nodes by endpoint or position; {order.describe()}")))
+    if not problems:
+        return resolved
+    if plan is not None and not unresolved:  # every node resolved: the rest of the checks mean something
+        problems += [p for p in plan(catalog, resolved).problems if p not in problems]
+    raise ValidationFailed(problems)

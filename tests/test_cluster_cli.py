@@ -1,0 +1,379 @@
+"""``boreas cluster up``/``down``, node positions and unknown nodes (issue 15, items 17-19).
+
+* 17: deployment XML names nodes by position (``node="#0"``); the Head resolves
+  positions against its nodes (``boreas head --nodes``, which ``cluster up``
+  passes in port order, then the others in the order they registered), so the
+  examples deploy to the cluster they are submitted to, whatever its ports.
+* 18: ``cluster up`` says when it resumes a catalog and takes ``--fresh``;
+  ``cluster down`` stops a cluster running in the background; killing ``cluster
+  up`` (SIGKILL, SIGHUP) leaves no Head or node holding a port.
+* 19: a deployment naming a node the Head does not know is refused.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from boreas.catalog import (
+    Catalog,
+    ValidationFailed,
+    apply_submission,
+    open_store,
+    read_document,
+    read_file,
+)
+from boreas.catalog.model import Node
+from boreas.catalog.positions import resolve_positions
+from boreas.head.submissions import NodeOrder, check_submission
+from support.cluster import (
+    EXAMPLES,
+    catalog_at,
+    free_consecutive_ports,
+    free_port,
+    get_json,
+    wait_until,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+BOREALIS = [*sorted((ROOT / "tests" / "data" / "borealis").glob("*.xml")),
+            *sorted(Path("/work/shared/borealis").glob("*.xml"))]
+
+
+def boreas(*args, env: dict | None = None, cwd: Path | None = None, timeout: float = 60):
+    base = {k: v for k, v in os.environ.items() if k not in ("BOREAS_HEAD", "BOREAS_TOKEN", "BOREAS_CATALOG")}
+    return subprocess.run([sys.executable, "-m", "boreas.cli.main", *map(str, args)], capture_output=True,
+                          text=True, env={**base, **(env or {})}, cwd=cwd, timeout=timeout, check=False)
+
+
+@pytest.mark.parametrize("module", ["boreas.catalog.positions", "boreas.head.submissions",
+                                    "boreas.catalog.endpoints"])
+def test_doctests(module):
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0 and result.attempted > 0
+
+
+# -- 17: positions, read and resolved ------------------------------------------------------------
+
+
+DEPLOY = b"""<deploy>
+  <publish stream="Reading" node="#0"/>
+  <node endpoint="#0" query="cleanup"/> <node endpoint=" #1 " query="convert"/>
+  <node endpoint="#2" query="summarise"/>
+  <region endpoint=":30000" node="#1"/>
+  <replica_set name="r"><node endpoint="#0"/><node endpoint="#2"/></replica_set>
+  <move box="valid" node="#2"/>
+</deploy>"""
+
+
+def test_deployment_xml_names_nodes_by_position():
+    dep = read_document(DEPLOY, "d.xml")
+    assert [a.endpoint for a in dep.nodes] == ["#0", "#1", "#2"]
+    nodes = ["localhost:16000", "localhost:16001", "localhost:16002"]
+    (resolved,), problems = resolve_positions([dep], lambda n: nodes[n] if n < 3 else None)
+    assert problems == []
+    assert [a.endpoint for a in resolved.nodes] == nodes
+    assert resolved.publications[0].node == nodes[0]
+    assert resolved.regions[0].node == nodes[1] and resolved.regions[0].endpoint == "localhost:30000"
+    assert resolved.replica_sets[0].nodes == (nodes[0], nodes[2])
+    assert resolved.moves[0].node == nodes[2]
+    assert dep.nodes[0].endpoint == "#0"  # the documents read are not changed
+
+
+def test_positions_are_not_endpoints_anywhere_else():
+    bad = read_error(b'<update version="1"><node endpoint="#0" query="q"/></update>')
+    assert "update XML names nodes by endpoint" in bad
+    # a subscriber's or region's own endpoint is not a node: "#0" there is a bad endpoint
+    assert "bad host name" in read_error(b'<deploy><subscribe stream="S" endpoint="#0"/></deploy>')
+    assert "bad host name" in read_error(b'<deploy><region endpoint="#0" node="#1"/></deploy>')
+
+
+def read_error(data: bytes) -> str:
+    with pytest.raises(ValidationFailed) as info:
+        read_document(data, "x.xml")
+    return str(info.value)
+
+
+@pytest.mark.parametrize("path", BOREALIS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_borealis_files_are_read_as_before(path):
+    doc = read_file(path)
+    for assignment in getattr(doc, "nodes", []):
+        assert assignment.endpoint.startswith("localhost:1")  # ":15000" -> an endpoint, not a position
+
+
+def test_without_a_head_positions_are_the_default_layout(tmp_path):
+    """boreas validate / catalog apply: #n = localhost:15000+n, the default cluster up layout."""
+    docs = [read_file(EXAMPLES / "sensor_chain.xml"), read_file(EXAMPLES / "sensor_chain_deploy.xml")]
+    with open_store("memory://") as store:
+        after = apply_submission(store, docs).after
+    assert {b.name: b.node for b in after.boxes.values()} == {
+        "valid": "localhost:15000", "to_fahrenheit": "localhost:15001", "per_sensor": "localhost:15002"}
+
+
+def test_the_head_orders_its_nodes_declared_first_then_as_they_registered():
+    order = NodeOrder(["localhost:16001", "localhost:16000"])
+    for node in ("localhost:17000", "localhost:16000", "localhost:15500"):
+        order.registered(node)
+    assert order.nodes() == ["localhost:16001", "localhost:16000", "localhost:17000", "localhost:15500"]
+    order.registered("localhost:17000")  # a restarted node keeps its place
+    assert order.nodes()[2] == "localhost:17000"
+
+
+def test_a_position_past_the_last_node_is_refused_naming_the_nodes():
+    order = NodeOrder(["localhost:16000", "localhost:16001"])
+    docs = [read_file(EXAMPLES / "sensor_chain.xml"), read_file(EXAMPLES / "sensor_chain_deploy.xml")]
+    with pytest.raises(ValidationFailed) as info:
+        check_submission(docs, order, Catalog())
+    (problem,) = info.value.diagnostics
+    assert problem.line == 17 and problem.path == "/deploy/node[3]"
+    assert problem.reason == ("no node at position #2: the Head has 2 nodes: #0 localhost:16000, "
+                              "#1 localhost:16001")
+    order.registered("localhost:16002")
+    resolved = check_submission(docs, order, Catalog())
+    assert [a.endpoint for a in resolved[1].nodes] == ["localhost:16000", "localhost:16001", "localhost:16002"]
+
+
+# -- 19: unknown nodes ---------------------------------------------------------------------------------
+
+
+def test_a_node_the_head_does_not_know_is_refused():
+    order = NodeOrder()
+    order.registered("localhost:16000")
+    app = read_file(EXAMPLES / "trade_join.xml")
+    ghost = read_document(b'<deploy>\n<node endpoint="localhost:16009" query="match"/></deploy>', "ghost.xml")
+    with pytest.raises(ValidationFailed) as info:
+        check_submission([app, ghost], order, Catalog())
+    (problem,) = info.value.diagnostics
+    assert (problem.file, problem.line) == ("ghost.xml", 2)
+    assert "node 'localhost:16009' has not registered with the Head" in problem.reason
+    assert "#0 localhost:16000" in problem.reason
+    # known: registered, declared (boreas head --nodes), or already in the catalog
+    assert check_submission([app, ghost], NodeOrder(["localhost:16009"]), Catalog())
+    in_catalog = Catalog()
+    in_catalog.nodes["localhost:16009"] = Node("localhost:16009")
+    assert check_submission([app, ghost], order, in_catalog)
+
+
+# -- processes ----------------------------------------------------------------------------------------------
+
+
+class ClusterUp:
+    """``boreas cluster up`` as a child process, on free ports, in ``cwd``."""
+
+    def __init__(self, cwd: Path, nodes: int = 3, *extra: str):
+        self.head_port = free_port()
+        self.base = free_consecutive_ports(nodes, avoid=(self.head_port,))
+        self.nodes = [f"localhost:{self.base + i}" for i in range(nodes)]
+        self.head = f"http://localhost:{self.head_port}"
+        env = {k: v for k, v in os.environ.items() if k not in ("BOREAS_HEAD", "BOREAS_TOKEN", "BOREAS_CATALOG")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "boreas.cli.main", "cluster", "up", "--nodes", str(nodes),
+             "--head-port", str(self.head_port), "--base-port", str(self.base), *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+            start_new_session=True)
+        self.lines: list[str] = []
+        try:
+            while not any("press Ctrl-C" in line for line in self.lines):
+                line = self.proc.stdout.readline()
+                assert line, "".join(self.lines) + self.proc.stderr.read()
+                self.lines.append(line)
+            self.token = next(line.split()[1] for line in self.lines if line.startswith("token"))
+            self.children = children_of(self.proc.pid)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def out(self) -> str:
+        return "".join(self.lines)
+
+    def boreas(self, *args, **kw):
+        return boreas(*args, env={"BOREAS_HEAD": self.head, "BOREAS_TOKEN": self.token}, **kw)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            self.proc.wait(timeout=30)
+
+    def ports(self) -> list[int]:
+        return [self.head_port, *(self.base + i for i in range(len(self.nodes)))]
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return sorted(found)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:  # exited, waiting to be reaped
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def port_free(port: int) -> bool:
+    """A server could listen on ``port`` again (as servers do, with SO_REUSEADDR: TIME_WAIT is no owner)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def held(node: str) -> set[str]:
+    """The boxes a node holds (its local catalog)."""
+    return set(catalog_at(f"http://{node}/catalog").boxes)
+
+
+def test_examples_deploy_to_the_cluster_they_are_submitted_to_and_unknown_nodes_are_refused(tmp_path):
+    """cluster up --base-port: #0.. are its nodes; a node that never registered is refused."""
+    cluster = ClusterUp(tmp_path)
+    try:
+        assert [line.split() for line in cluster.lines if line.startswith("node")] == [
+            ["node", n, f"#{i}"] for i, n in enumerate(cluster.nodes)]
+        r = cluster.boreas("submit", EXAMPLES / "sensor_chain.xml", EXAMPLES / "sensor_chain_deploy.xml")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "deployed: 3 nodes acknowledged" in r.stdout
+        assert [held(n) for n in cluster.nodes] == [{"valid"}, {"to_fahrenheit"}, {"per_sensor"}]
+
+        ghost = tmp_path / "ghost.xml"
+        ghost.write_text('<deploy>\n  <node endpoint="localhost:1" query="match"/>\n</deploy>\n')
+        r = cluster.boreas("submit", EXAMPLES / "trade_join.xml", ghost)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert f"{ghost}:2: /deploy/node: node 'localhost:1' has not registered with the Head" in r.stderr
+        assert f"#0 {cluster.nodes[0]}, #1 {cluster.nodes[1]}, #2 {cluster.nodes[2]}" in r.stderr
+        beyond = tmp_path / "beyond.xml"
+        beyond.write_text('<deploy><node endpoint="#3" query="match"/></deploy>')
+        r = cluster.boreas("submit", EXAMPLES / "trade_join.xml", beyond)
+        assert r.returncode == 2 and "no node at position #3: the Head has 3 nodes" in r.stderr
+        status = get_json(f"{cluster.head}/nodes")
+        assert status["version"] == 1  # neither was committed
+        assert {row["endpoint"] for row in status["nodes"]} == set(cluster.nodes)  # no "unseen" node
+    finally:
+        cluster.stop()
+
+
+def test_killing_cluster_up_leaves_no_process_holding_a_port(tmp_path):
+    cluster = ClusterUp(tmp_path, 1)
+    try:
+        assert len(cluster.children) == 2
+        os.kill(cluster.proc.pid, signal.SIGKILL)
+        cluster.proc.wait(timeout=10)
+        wait_until(lambda: all(gone(pid) for pid in cluster.children), timeout=20,
+                   what="the Head and the node to stop after their cluster up was killed")
+        wait_until(lambda: all(port_free(p) for p in cluster.ports()), timeout=5, what="their ports to be free")
+    finally:
+        reap(cluster.children)
+
+
+def reap(pids: list[int]) -> None:
+    """Kill what a failed test left running."""
+    for pid in pids:
+        if not gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_two_clusters_in_one_run_each_get_their_own_deployment(tmp_path):
+    """The demo on DEMO_BASE_PORT next to a cluster on other ports: each submission stays in its cluster."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = ClusterUp(tmp_path / "a")
+    try:
+        second = ClusterUp(tmp_path / "b")
+        try:
+            for cluster, app in ((first, "trade_join"), (second, "sensor_chain")):
+                r = cluster.boreas("submit", EXAMPLES / f"{app}.xml", EXAMPLES / f"{app}_deploy.xml")
+                assert r.returncode == 0, r.stdout + r.stderr
+            assert [held(n) for n in first.nodes] == [set(), set(), {"match"}]
+            assert [held(n) for n in second.nodes] == [{"valid"}, {"to_fahrenheit"}, {"per_sensor"}]
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+
+
+@pytest.mark.slow
+def test_cluster_up_resumes_its_catalog_and_says_so_or_starts_fresh(tmp_path):
+    cluster = ClusterUp(tmp_path, 3)
+    try:
+        assert cluster.lines[0].startswith("new catalog sqlite:///")
+        r = cluster.boreas("submit", EXAMPLES / "trade_join.xml", EXAMPLES / "trade_join_deploy.xml")
+        assert r.returncode == 0, r.stderr
+    finally:
+        cluster.stop()
+    again = ClusterUp(tmp_path, 3)
+    try:
+        assert again.lines[0].startswith("resuming catalog version 1 from sqlite:///")
+        assert "--fresh starts from an empty one" in again.lines[0]
+        assert get_json(f"{again.head}/nodes")["version"] == 1
+        r = again.boreas("submit", EXAMPLES / "trade_join.xml", EXAMPLES / "trade_join_deploy.xml")
+        assert r.returncode == 2 and "duplicate" in r.stderr  # what the README warns of
+    finally:
+        again.stop()
+    fresh = ClusterUp(tmp_path, 3, "--fresh")
+    try:
+        assert fresh.lines[0].startswith("fresh catalog: removed ")
+        assert get_json(f"{fresh.head}/nodes")["version"] == 0
+        r = fresh.boreas("submit", EXAMPLES / "trade_join.xml", EXAMPLES / "trade_join_deploy.xml")
+        assert r.returncode == 0, r.stderr
+    finally:
+        fresh.stop()
+
+
+@pytest.mark.slow
+def test_cluster_down_stops_a_cluster_in_the_background(tmp_path):
+    cluster = ClusterUp(tmp_path, 2)
+    try:
+        r = boreas("cluster", "down", "--head-port", cluster.head_port)
+        assert r.returncode == 0, r.stderr
+        assert f"stopped the cluster: Head {cluster.head}, 2 nodes" in r.stdout
+        assert cluster.proc.wait(timeout=5) == 0
+        assert all(gone(pid) for pid in cluster.children)
+        assert all(port_free(p) for p in cluster.ports())
+    finally:
+        cluster.stop()
+        reap(cluster.children)
+    r = boreas("cluster", "down", "--head-port", cluster.head_port)
+    assert r.returncode == 1 and "no cluster started by `boreas cluster up`" in r.stderr
+
+
+@pytest.mark.slow
+def test_a_hangup_stops_cluster_up_cleanly(tmp_path):
+    cluster = ClusterUp(tmp_path, 1)
+    try:
+        cluster.proc.send_signal(signal.SIGHUP)
+        assert cluster.proc.wait(timeout=30) == 0
+        assert "cluster stopped" in cluster.proc.stderr.read()
+        assert all(gone(pid) for pid in cluster.children)
+        assert all(port_free(p) for p in cluster.ports())
+    finally:
+        reap(cluster.children)
+
+
+def test_static_deploy_resolves_positions_with_nodes(tmp_path):
+    r = boreas("deploy", EXAMPLES / "trade_join.xml", EXAMPLES / "trade_join_deploy.xml",
+               "--nodes", "localhost:1,localhost:2", env={"BOREAS_TOKEN": "t"})
+    assert r.returncode == 2
+    assert "trade_join_deploy.xml:11: /deploy/node: no node at position #2: --nodes lists 2" in r.stderr
