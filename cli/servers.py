@@ -22,15 +22,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
-from boreas.catalog.documents import Document
 from boreas.catalog.endpoints import normalize_endpoint, split_endpoint
 from boreas.catalog.positions import has_positions, resolve_positions, spell
 from boreas.head.service import HeadService
 from boreas.head.static import deploy_static
-from boreas.head.submissions import NodeOrder, Submission, check_submission
 from boreas.node.recovery.durability import FLUSH_EVERY, FLUSH_MS
 from boreas.node.service import NodeService
 from boreas.regional.component import RegionalComponent
@@ -73,35 +70,6 @@ def _endpoint(text: str, default_port: int) -> str:
         raise CommandFailed(str(exc)) from None
 
 
-class PositionalHead(HeadService):
-    """The Head ``boreas head`` runs: a :class:`HeadService` that resolves node positions
-    (``#0``) against its nodes and refuses deployments to nodes it does not know.
-
-    The rules are :class:`~boreas.head.submissions.NodeOrder` and
-    :func:`~boreas.head.submissions.check_submission`; this class only feeds
-    them registrations and runs them before a submission is planned.
-    """
-
-    def __init__(self, *args, nodes: Sequence[str] = (), **kwargs):
-        super().__init__(*args, **kwargs)
-        self.node_order = NodeOrder(nodes)
-
-    def heartbeat(self, endpoint: str, incarnation: str, version: int, recovery: dict | None = None) -> None:
-        first = endpoint not in self.membership.known()
-        self.node_order.registered(endpoint)
-        if first:
-            log.info("node %s registered: position %s", endpoint,
-                     spell(self.node_order.nodes().index(endpoint)))
-        super().heartbeat(endpoint, incarnation, version, recovery)
-
-    async def submit(self, documents: Sequence[Document]) -> Submission:
-        from boreas.catalog.submission import plan_submission
-
-        documents = await asyncio.to_thread(check_submission, documents, self.node_order, self.catalog,
-                                            plan_submission)
-        return await super().submit(documents)
-
-
 def _endpoints(text: str | None, default_port: int = 15000) -> list[str]:
     """``HOST:PORT,HOST:PORT ...`` (commas or spaces) as normalised endpoints."""
     return [_endpoint(item, default_port) for item in (text or "").replace(",", " ").split()]
@@ -115,7 +83,7 @@ def cmd_head(args: argparse.Namespace) -> int:
         print(f"no token given: generated one; start nodes with {TOKEN_ENV}={token}", file=sys.stderr)
     _exit_with_parent()
 
-    head = PositionalHead(catalog_url(args), token, pending_timeout=args.pending_timeout,
+    head = HeadService(catalog_url(args), token, pending_timeout=args.pending_timeout,
                           snapshot_interval=args.snapshot_interval, failover_after=args.failover_after,
                           nodes=_endpoints(args.nodes))
     host, port = split_endpoint(listen)

@@ -29,13 +29,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from boreas.catalog.documents import Connect, Document
-from boreas.catalog.elements import apply_commit
+from boreas.catalog.elements import KIND_TO_DICT, apply_commit
 from boreas.catalog.model import Catalog, GlobalComponent, Node, Region
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slices import node_slices
 from boreas.catalog.store import CatalogStore, Change, Commit, open_store
-from boreas.catalog.submission import apply_submission, commits_after, optimistic_commit, read_catalog
-from boreas.catalog.elements import KIND_TO_DICT
+from boreas.catalog.submission import (
+    apply_submission,
+    commits_after,
+    optimistic_commit,
+    plan_submission,
+    read_catalog,
+)
 from boreas.catalog.xmlcodec import to_text
 from boreas.wire.client import PeerClient
 from boreas.wire.server import HttpServer
@@ -47,7 +52,7 @@ from .membership import Membership
 from .node_sync import NodeSync
 from .pending import PendingRequests
 from .snapshots import SnapshotCoordinator
-from .submissions import Submission, SubmissionLog
+from .submissions import NodeOrder, Submission, SubmissionLog, check_submission
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +62,7 @@ class HeadService:
 
     def __init__(self, store_url: str, token: str | None, pending_timeout: float = 30.0,
                  heartbeat_timeout: float = 3.0, snapshot_interval: float = 5.0,
-                 failover_after: float = 30.0):
+                 failover_after: float = 30.0, nodes: Sequence[str] = ()):
         self.store_url = store_url
         self.token = token
         self.store: CatalogStore | None = None
@@ -71,6 +76,9 @@ class HeadService:
         self.server = HttpServer("head", token)
         self.snapshots = SnapshotCoordinator(lambda: self.catalog, lambda: self.store, self.membership,
                                              self.peers, interval=snapshot_interval)
+        # Node positions (#0) in deployments resolve against these, and a deployment to a node the
+        # Head does not know (not registered, not in --nodes, not in the catalog) is refused.
+        self.node_order = NodeOrder(nodes)
         self.failover = Failover(lambda: self.catalog, lambda: self.store, self.membership, self.peers,
                                  self.learn_adoption, after=failover_after)
         self.revision = 0  # bumped on every status change; long polls wait on it
@@ -240,6 +248,8 @@ class HeadService:
     async def submit(self, documents: Sequence[Document]) -> Submission:
         """Validate and commit; raises ``ValidationFailed`` (nothing committed) or ``StoreError``."""
         assert self.store is not None
+        documents = await asyncio.to_thread(check_submission, documents, self.node_order, self.catalog,
+                                            plan_submission)
         # Planned on the catalog held here; a lost race catches up from the log and re-plans.
         applied = await asyncio.to_thread(apply_submission, self.store, documents, base=self.catalog,
                                           read_full=self._read_full)
@@ -418,6 +428,9 @@ class HeadService:
 
     def heartbeat(self, endpoint: str, incarnation: str, version: int, recovery: dict | None = None) -> None:
         self.failover.heard(endpoint, recovery)
+        if endpoint not in self.membership.known():
+            self.node_order.registered(endpoint)
+            log.info("node %s registered: position #%d", endpoint, self.node_order.nodes().index(endpoint))
         if self.membership.heartbeat(endpoint, incarnation, version, recovery=recovery):
             log.info("node %s is up (incarnation %s): synchronising its local catalog", endpoint, incarnation[:8])
             self.sync_for(endpoint).resync()

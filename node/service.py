@@ -251,7 +251,9 @@ class NodeService:
     async def handle_update(self, request: web.Request) -> web.Response:
         body = await request.read()
         try:  # off the event loop, within a time budget: data keeps flowing meanwhile
-            source = f"update XML from {request.remote}"
+            # Named uniquely: a refusal counts only the problems found in this document's elements.
+            self.local.counters["updates_read"] += 1
+            source = f"update XML #{self.local.counters['updates_read']} from {request.remote}"
             update = await asyncio.to_thread(read_document, body, source,
                                              deadline=time.monotonic() + UPDATE_BUDGET)
         except DeadlineExceeded as exc:

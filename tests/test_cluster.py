@@ -164,9 +164,9 @@ def test_restarted_node_gets_its_slice_back(cluster_factory, store):
 @pytest.mark.slow
 def test_update_for_a_down_node_is_delivered_when_it_returns(cluster_factory):
     cluster = cluster_factory()
-    cluster.start_head()
+    down = f"localhost:{free_port()}"  # not started yet: the Head is told it is one of its nodes
+    cluster.start_head("--nodes", down)
     up = cluster.start_node()
-    down = f"localhost:{free_port()}"  # not started yet
     deploy = cluster.write("d.xml", f"""<deploy>
   <node endpoint="{up}" query="valid"/> <node endpoint="{down}" query="to_fahrenheit per_sensor"/>
 </deploy>""")

@@ -119,11 +119,11 @@ class Cluster:
         self.procs[name] = proc
         return proc
 
-    def start_head(self) -> None:
+    def start_head(self, *extra: str) -> None:
         self._spawn("head", "head", "--catalog", self.store_url, "--listen", f"localhost:{self.head_port}",
                     "--pending-timeout", str(self.pending_timeout),
                     "--snapshot-interval", str(self.snapshot_interval),
-                    "--failover-after", str(self.failover_after))
+                    "--failover-after", str(self.failover_after), *extra)
         wait_until(lambda: self._up(f"{self.head}/status"), what="the Head to listen")
 
     def start_node(self, endpoint: str | None = None, head: bool = True, data_dir: Path | None = None,
@@ -237,8 +237,9 @@ class Cluster:
         return path
 
     def example(self, name: str, ports: dict[int, str]) -> Path:
-        """An example file with its node ports replaced by this cluster's nodes."""
+        """An example file with its nodes (positions "#0".., or ports ":15000"..) replaced by this cluster's."""
         text = (EXAMPLES / name).read_text()
         for port, endpoint in ports.items():
-            text = text.replace(f'":{port}"', f'"{endpoint}"').replace(f'"localhost:{port}"', f'"{endpoint}"')
+            text = (text.replace(f'"#{port - 15000}"', f'"{endpoint}"')
+                    .replace(f'":{port}"', f'"{endpoint}"').replace(f'"localhost:{port}"', f'"{endpoint}"'))
         return self.write(name, text)
