@@ -338,7 +338,7 @@ class _Reader:
             endpoint = self.endpoint(el, el.get("endpoint"), DEFAULT_MONITOR_PORT)
             endpoint = endpoint or client or f"localhost:{DEFAULT_MONITOR_PORT}"
             dep.subscriptions.append(Subscription(el.get("stream"), endpoint, el.get("gap"),
-                                                  self.origin(el)))
+                                                  self.origin(el), el.get("on-slow")))
         elif tag == "unsubscribe":
             dep.unsubscriptions.append(Unsubscribe(
                 el.get("stream"), self.endpoint(el, el.get("endpoint"), DEFAULT_MONITOR_PORT),

@@ -280,6 +280,7 @@ class Subscription:
     endpoint: str
     gap: str | None = None
     origin: Origin = _origin()
+    on_slow: str | None = None  # block | drop | disconnect (None: the node's default, disconnect)
 
     @property
     def key(self) -> str:

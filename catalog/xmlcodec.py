@@ -204,7 +204,8 @@ _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
         tuple(n.get("endpoint") for n in _children(el, "node")), o),
     "publish": lambda el, o: Publication(el.get("stream"), el.get("node") or el.get("endpoint"),
                                          el.get("client"), o),
-    "subscribe": lambda el, o: Subscription(el.get("stream"), el.get("endpoint") or "", el.get("gap"), o),
+    "subscribe": lambda el, o: Subscription(el.get("stream"), el.get("endpoint") or "", el.get("gap"), o,
+                                            el.get("on-slow")),
     "client": lambda el, o: Client(el.get("endpoint") or "", el.get("prefix"), o),
     "global": lambda el, o: GlobalComponent(el.get("endpoint"), o),
 }
@@ -295,7 +296,8 @@ def encode(obj: Any, with_node: bool = True) -> etree._Element:
         case Publication():
             el = _set(etree.Element("publish"), stream=obj.stream, node=obj.node, client=obj.client)
         case Subscription():
-            el = _set(etree.Element("subscribe"), stream=obj.stream, endpoint=obj.endpoint, gap=obj.gap)
+            el = _set(etree.Element("subscribe"), stream=obj.stream, endpoint=obj.endpoint, gap=obj.gap,
+                      **{"on-slow": obj.on_slow})
         case Client():
             el = _set(etree.Element("client"), endpoint=obj.endpoint, prefix=obj.prefix)
         case GlobalComponent():

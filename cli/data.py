@@ -381,7 +381,7 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
     token = resolve_token(args.token, required=False)
 
     async def main(stop: asyncio.Event) -> int:
-        subscriber = Subscriber(head, args.stream, token, listen=args.listen)
+        subscriber = Subscriber(head, args.stream, token, listen=args.listen, on_slow=args.on_slow)
         try:
             await subscriber.start()
         except (UnknownStream, SubscribeFailed) as exc:
@@ -461,6 +461,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("stream")
     p.add_argument("--listen", default="localhost:0", help="HOST:PORT to receive on (default: a free port)")
     p.add_argument("--count", type=int, default=0, help="exit after this many tuples")
+    p.add_argument("--on-slow", choices=("disconnect", "drop", "block"), default=None,
+                   help="when this subscriber falls a whole buffer behind, the node disconnects it (default; "
+                        "it says why), drops batches, or blocks (and with it everything the node sends)")
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_subscribe)

@@ -62,11 +62,12 @@ class Subscriber:
     """
 
     def __init__(self, head: str, stream: str, token: str | None, listen: str = "localhost:0",
-                 queue_batches: int = 64):
+                 queue_batches: int = 64, on_slow: str | None = None):
         self.head = head
         self.stream = stream
         self.token = token
         self.listen = listen
+        self.on_slow = on_slow  # what the node does when we fall a buffer behind (None: disconnect us)
         self.endpoint: str | None = None
         self.schema: Schema | None = None
         self.server = HttpServer(f"subscriber {stream}", token)
@@ -93,7 +94,8 @@ class Subscriber:
             self._row_type = RowType(self.schema)
             host, port = split_endpoint(self.listen)
             self.endpoint = await self.server.start(host, port)
-            xml = f'<deploy><subscribe stream="{self.stream}" endpoint="{self.endpoint}"/></deploy>'
+            policy = f' on-slow="{self.on_slow}"' if self.on_slow else ""
+            xml = f'<deploy><subscribe stream="{self.stream}" endpoint="{self.endpoint}"{policy}/></deploy>'
             try:
                 await deploy_and_wait(peers, self.head, xml, f"subscribe {self.stream}", timeout)
             except BaseException:  # not registered (refused, say): stop listening

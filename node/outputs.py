@@ -86,7 +86,7 @@ class Outputs:
             self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
         self._routed = {(e, s) for e, s in self._routed if e in self.destinations.get(s, ())}
         wanted = {e for targets in self.destinations.values() for e in targets}
-        policies = {sub.endpoint: getattr(sub, "on_slow", None) or DEFAULT_ON_SLOW
+        policies = {sub.endpoint: sub.on_slow or DEFAULT_ON_SLOW
                     for sub in catalog.subscriptions.values()}
         for endpoint in wanted - set(self.links):
             if endpoint in catalog.nodes:  # a neighbour node: back-pressure, and room while it restarts

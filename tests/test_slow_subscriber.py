@@ -52,3 +52,23 @@ async def test_a_subscriber_that_stops_reading_is_disconnected_and_the_others_go
         assert links[stalled.endpoint]["slow_disconnects"] >= 1
         assert links[stalled.endpoint]["dropped_batches"] > 0
         assert links[reader.endpoint].get("slow_disconnects", 0) == 0
+
+
+@pytest.mark.slow
+async def test_a_subscription_may_choose_to_have_batches_dropped_instead(cluster_factory):
+    """``on-slow="drop"`` (``boreas subscribe --on-slow drop``): the laggard stays connected and misses
+    batches, counted; the subscription carries its policy through the catalog."""
+    cluster = cluster_factory()
+    node = await asyncio.to_thread(one_node, cluster)
+    rows = [(1.0, n) for n in range(30_000)]
+    async with Subscriber(cluster.head, "Result", TOKEN) as reader, \
+            Subscriber(cluster.head, "Result", TOKEN, queue_batches=1, on_slow="drop") as lagging:
+        subscription = cluster.head_catalog().subscriptions[f"Result|{lagging.endpoint}"]
+        assert subscription.on_slow == "drop"
+        reading = asyncio.create_task(collect(reader, len(rows), timeout=90))
+        async with Publisher(cluster.head, "Packet", TOKEN, producer="drop-test", batch_size=10) as publisher:
+            await publisher.send(rows)
+        assert await reading == rows
+        link = get_json(f"http://{node}/status")["data"]["links"][lagging.endpoint]
+        assert link["slow_drops"] > 0 and link.get("slow_disconnects", 0) == 0 and link["connected"]
+        assert lagging.failure is None
