@@ -6,16 +6,15 @@ carry given the schemas of its in streams.  Each built-in type answers in
 one small function.
 
 Other parts of Boreas add box types without the catalog importing them (the
-catalog depends on no other Boreas package): a module that defines a type
-calls :func:`register_default` when it is imported, and every registry
-:func:`builtin_registry` makes from then on includes it.  ``boreas.m3.boxtype``
-does this for the ``m3`` box; ``boreas.cli.main`` (so the Head, ``boreas
-validate`` and ``boreas deploy``) and ``boreas.node.operators`` import it.
+catalog depends on no other Boreas package): a registry is a value, built
+with the extra types and passed explicitly to whatever validates -- no
+import registers anything.  ``boreas.m3.boxtype.box_types()`` is the one
+place the full registry (the built-in types and ``m3``) is built; the Head,
+the nodes and the CLI each make one and pass it on.
 
 Usage::
 
-    register_default(BoxType("m3", infer_m3, min_inputs=1, max_inputs=None))
-    registry = builtin_registry()          # the built-in types and m3
+    registry = builtin_registry([BoxType("m3", infer_m3, min_inputs=1, max_inputs=None)])
     out_schemas = registry.infer(box, [packet_schema])
 """
 
@@ -328,22 +327,8 @@ def _check_window_drop(box: Box, inputs: list[Schema]) -> None:
         _field_of(box, inputs[0], on, "order-on-field")
 
 
-#: Box types other packages registered with :func:`register_default`, by name.
-_DEFAULT_EXTENSIONS: dict[str, BoxType] = {}
-
-
-def register_default(box_type: BoxType) -> None:
-    """Include ``box_type`` in every registry :func:`builtin_registry` makes from now on.
-
-    Called by the package that implements the type, when it is imported, so
-    the catalog itself never imports it (registering the same name again
-    replaces the earlier type).
-    """
-    _DEFAULT_EXTENSIONS[box_type.name] = box_type
-
-
-def builtin_registry() -> BoxTypeRegistry:
-    """A fresh registry: the built-in Borealis box types, then those given to :func:`register_default`."""
+def builtin_registry(extra: Iterable[BoxType] = ()) -> BoxTypeRegistry:
+    """A fresh registry: the built-in Borealis box types, then ``extra`` (``m3``, say)."""
     return BoxTypeRegistry(
         [
             BoxType("filter", infer_filter, required=("expression.0",),
@@ -364,6 +349,6 @@ def builtin_registry() -> BoxTypeRegistry:
                     summary="load shedding by tuple"),
             BoxType("window_drop", _pass_through(_check_window_drop),
                     required=("drop_rate", "window-size"), summary="load shedding by window"),
-            *_DEFAULT_EXTENSIONS.values(),
+            *extra,
         ]
     )

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .boxtypes import BoxTypeRegistry
 from .model import (
     Catalog,
     Input,
@@ -47,9 +48,10 @@ from .validate import stream_schemas
 class SliceMaker:
     """Slices of one catalog version; derived structure is computed once for all nodes."""
 
-    def __init__(self, catalog: Catalog, schemas: Mapping[str, Schema] | None = None):
+    def __init__(self, catalog: Catalog, schemas: Mapping[str, Schema] | None = None,
+                 registry: BoxTypeRegistry | None = None):
         self.catalog = catalog
-        self.schemas = dict(schemas) if schemas is not None else stream_schemas(catalog)
+        self.schemas = dict(schemas) if schemas is not None else stream_schemas(catalog, registry)
         self.producer_node: dict[str, str | None] = {}
         for stream in catalog.inputs:
             self.producer_node[stream] = None
@@ -183,14 +185,15 @@ class SliceMaker:
             part.subscriptions[sub.key] = sub
 
 
-def node_slice(catalog: Catalog, node: str) -> Catalog:
+def node_slice(catalog: Catalog, node: str, registry: BoxTypeRegistry | None = None) -> Catalog:
     """What ``node`` holds in its local catalog when the global catalog is ``catalog``."""
-    return SliceMaker(catalog).slice(node)
+    return SliceMaker(catalog, registry=registry).slice(node)
 
 
-def node_slices(catalog: Catalog, schemas: Mapping[str, Schema] | None = None) -> dict[str, Catalog]:
+def node_slices(catalog: Catalog, schemas: Mapping[str, Schema] | None = None,
+                registry: BoxTypeRegistry | None = None) -> dict[str, Catalog]:
     """Every node's slice of one catalog version."""
-    maker = SliceMaker(catalog, schemas)
+    maker = SliceMaker(catalog, schemas, registry)
     return {node: maker.slice(node) for node in sorted(maker.nodes())}
 
 
@@ -208,14 +211,14 @@ def region_endpoint(catalog: Catalog, membership: Region) -> Region:
     return Region(membership.region, membership.node, registration.endpoint, membership.region, membership.origin)
 
 
-def stream_route(catalog: Catalog, stream: str) -> dict | None:
+def stream_route(catalog: Catalog, stream: str, registry: BoxTypeRegistry | None = None) -> dict | None:
     """Where a stream enters and where it is produced, with its schema (``GET /streams/NAME``).
 
     ``entries`` are the nodes a publisher sends to (an input stream's publish
     nodes, else every node that consumes it); ``producer`` is the node whose
     box writes it (None for an input stream: its entry nodes have it).
     """
-    maker = SliceMaker(catalog)
+    maker = SliceMaker(catalog, registry=registry)
     if stream not in maker.producer_node:
         return None
     schema = maker.schemas.get(stream)

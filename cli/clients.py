@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from boreas.catalog.diagnostics import Diagnostic
-from boreas.catalog.documents import DELETE_NAMES, Delete, Modify, Move, Unsubscribe, Update, read_document
+from boreas.catalog.documents import (
+    DELETE_NAMES,
+    Delete,
+    Modify,
+    Move,
+    Unsubscribe,
+    Update,
+    read_document,
+)
 from boreas.catalog.elements import KIND_TO_DICT, element_key, is_element
 from boreas.catalog.export import summary
 from boreas.catalog.model import Box, Catalog, Region

@@ -45,7 +45,6 @@ from .common import (
     the_head,
 )
 
-
 #: Refused rows printed one per line; the rest are counted.
 SHOWN_PROBLEMS = 20
 

@@ -79,7 +79,12 @@ SERVING = ("head", "node", "region", "cluster")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from boreas.catalog import Catalog, catalog_from_snapshot, open_store, plan_submission
+    from boreas.catalog import (
+        Catalog,
+        catalog_from_snapshot,
+        open_store,
+        plan_submission,
+    )
     from boreas.catalog.store import MissingCatalog
 
     docs = read_all(args.files)
@@ -91,7 +96,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             base = Catalog()  # nothing committed there yet: validate against an empty catalog
     else:
         base = Catalog()
-    plan = plan_submission(base, docs)
+    from boreas.m3.boxtype import box_types
+
+    plan = plan_submission(base, docs, box_types())
     if not plan.ok:
         print_problems(plan.problems)
         return EXIT_INVALID
@@ -106,7 +113,9 @@ def cmd_catalog_apply(args: argparse.Namespace) -> int:
 
     docs = read_all(args.files)
     with open_store(catalog_url(args)) as store:
-        result = apply_submission(store, docs)
+        from boreas.m3.boxtype import box_types
+
+        result = apply_submission(store, docs, registry=box_types())
     print(f"committed catalog version {result.commit.version} "
           f"({len(result.commit.changes)} element changes) to {catalog_url(args)}")
     return EXIT_OK
@@ -117,7 +126,12 @@ def cmd_catalog_show(args: argparse.Namespace) -> int:
 
     from boreas.catalog import catalog_from_snapshot, open_store
 
-    from .clients import catalog_as_json, describe_catalog, fetch_catalog, fetch_live_nodes
+    from .clients import (
+        catalog_as_json,
+        describe_catalog,
+        fetch_catalog,
+        fetch_live_nodes,
+    )
 
     live = None
     if args.head:
@@ -246,10 +260,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if serving and not args.verbose:
         logging.getLogger("kazoo").setLevel(logging.WARNING)
     try:
-        # Registers the m3 box type with the catalog (which cannot import boreas.m3),
-        # so the Head (``boreas head``), ``boreas validate`` and ``deploy`` know it.
-        import boreas.m3.boxtype  # noqa: F401  (imported for its registration)
-
         return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -317,7 +317,7 @@ class _Api:
 
     async def stream(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
-        found = stream_route(self.head.catalog, name)
+        found = stream_route(self.head.catalog, name, self.head.box_types)
         if found is None:
             return json_error(404, f"no stream {name!r} in the catalog (version {self.head.catalog.version})")
         return web.json_response(found)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.documents import Connect, Document
 from boreas.catalog.model import Catalog, GlobalComponent, Region
 from boreas.wire.client import PeerClient
@@ -37,6 +38,7 @@ class HeadContext(Protocol):
     syncs: dict[str, NodeSync]
     feeds: dict[str, GlobalFeed]
     catalog_full_reads: int
+    box_types: BoxTypeRegistry
 
     @property
     def origin(self) -> str: ...

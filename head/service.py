@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.documents import Connect, Document
 from boreas.catalog.elements import KIND_TO_DICT, apply_commit
 from boreas.catalog.model import Catalog, GlobalComponent, Node, Region
@@ -42,6 +44,7 @@ from boreas.catalog.submission import (
     read_catalog,
 )
 from boreas.catalog.xmlcodec import to_text
+from boreas.m3.boxtype import box_types as standard_box_types
 from boreas.wire.client import PeerClient
 from boreas.wire.server import HttpServer
 from boreas.wire.supervisor import Supervisor
@@ -62,7 +65,8 @@ class HeadService:
 
     def __init__(self, store_url: str, token: str | None, pending_timeout: float = 30.0,
                  heartbeat_timeout: float = 3.0, snapshot_interval: float = 5.0,
-                 failover_after: float = 30.0, nodes: Sequence[str] = ()):
+                 failover_after: float = 30.0, nodes: Sequence[str] = (),
+                 box_types: BoxTypeRegistry | None = None):
         self.store_url = store_url
         self.token = token
         self.store: CatalogStore | None = None
@@ -79,6 +83,9 @@ class HeadService:
         # Node positions (#0) in deployments resolve against these, and a deployment to a node the
         # Head does not know (not registered, not in --nodes, not in the catalog) is refused.
         self.node_order = NodeOrder(nodes)
+        # The box types submissions are validated against and slices inferred with (given, or the
+        # standard set: Borealis's and m3), passed explicitly wherever a catalog is checked.
+        self.box_types = box_types or standard_box_types()
         self.failover = Failover(lambda: self.catalog, lambda: self.store, self.membership, self.peers,
                                  self.learn_adoption, after=failover_after)
         self.revision = 0  # bumped on every status change; long polls wait on it
@@ -214,7 +221,7 @@ class HeadService:
     def _install(self, catalog: Catalog, affected_version: int | None) -> None:
         """Make ``catalog`` current: hand every node its slice, start or stop global feeds."""
         self.catalog = catalog
-        slices = node_slices(catalog)
+        slices = node_slices(catalog, registry=self.box_types)
         affected = []
         for endpoint in sorted(set(slices) | set(self.syncs)):
             desired = slices.get(endpoint, Catalog())
@@ -248,11 +255,11 @@ class HeadService:
     async def submit(self, documents: Sequence[Document]) -> Submission:
         """Validate and commit; raises ``ValidationFailed`` (nothing committed) or ``StoreError``."""
         assert self.store is not None
-        documents = await asyncio.to_thread(check_submission, documents, self.node_order, self.catalog,
-                                            plan_submission)
+        plan = functools.partial(plan_submission, registry=self.box_types)
+        documents = await asyncio.to_thread(check_submission, documents, self.node_order, self.catalog, plan)
         # Planned on the catalog held here; a lost race catches up from the log and re-plans.
-        applied = await asyncio.to_thread(apply_submission, self.store, documents, base=self.catalog,
-                                          read_full=self._read_full)
+        applied = await asyncio.to_thread(apply_submission, self.store, documents, registry=self.box_types,
+                                          base=self.catalog, read_full=self._read_full)
         self._commits.put_nowait(applied.commit)  # no need to wait for the watch thread
         return self.submissions.add(applied.commit.version, [d.source for d in documents])
 

@@ -23,6 +23,7 @@ from boreas.catalog.documents import Document
 from boreas.catalog.model import Catalog
 from boreas.catalog.slices import node_slices
 from boreas.catalog.submission import plan_submission
+from boreas.m3.boxtype import box_types
 from boreas.wire.client import PeerClient, PeerError
 
 from .node_sync import NodeSync
@@ -32,11 +33,12 @@ from .pending import PendingRequests
 async def deploy_static(documents: Sequence[Document], token: str | None,
                         timeout: float = 10.0) -> dict[str, str | None]:
     """Per node: None when it acknowledged its slice, else the reason it did not."""
-    plan = plan_submission(Catalog(), documents)
+    registry = box_types()
+    plan = plan_submission(Catalog(), documents, registry)
     if not plan.ok:
         raise ValidationFailed(plan.problems)
     plan.catalog.version = 1
-    slices = node_slices(plan.catalog)
+    slices = node_slices(plan.catalog, registry=registry)
     async with PeerClient(token, timeout=timeout) as peers:
         pending = PendingRequests(timeout)
 

@@ -2,11 +2,9 @@
 
 This module is the bridge between ``boreas.m3`` and the catalog.  The
 catalog depends on no other Boreas package, so it cannot know the ``m3``
-type itself; importing this module registers it with
-:func:`boreas.catalog.boxtypes.register_default`, after which every registry
-``builtin_registry()`` makes validates ``m3`` boxes and infers their out
-schemas.  ``boreas.cli.main`` (the Head, ``boreas validate``/``deploy``) and
-``boreas.node.operators`` (every node) import it.
+type itself; :func:`box_types` is the one place the full registry is built
+(the built-in Borealis types and ``m3``), and the Head, every node and the
+CLI each make one and pass it to validation, slicing and schema inference.
 
 The box (docs/m3.md, "The m3 box"):
 
@@ -40,7 +38,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from boreas.catalog.boxtypes import BoxError, BoxType, register_default
+from boreas.catalog.boxtypes import BoxError, BoxType, BoxTypeRegistry, builtin_registry
 from boreas.catalog.model import Box, Field, FieldType, Schema
 
 from .ast import Column, Program, RelationDecl
@@ -233,4 +231,8 @@ def infer_m3(box: Box, inputs: list[Schema]) -> list[Schema]:
 M3_BOX_TYPE = BoxType("m3", infer_m3, min_inputs=1, max_inputs=None,
                       summary="incrementally maintained SQL view (M3)")
 
-register_default(M3_BOX_TYPE)
+
+
+def box_types() -> BoxTypeRegistry:
+    """The box types Boreas runs: the built-in Borealis types and ``m3`` (a fresh registry)."""
+    return builtin_registry([M3_BOX_TYPE])

@@ -56,8 +56,8 @@ from boreas.catalog.replicate import apply_update, catalog_items
 
 from .context import NodeContext
 from .dataflow import Dataflow
-from .outputs import Outputs
 from .handover import attach
+from .outputs import Outputs
 from .recovery.durability import Durability
 from .recovery.snapshots import write_atomic
 
@@ -125,9 +125,9 @@ class _Collected(Outputs):
                          for link, stream, rows, producer, seq, restart in outbox]
 
 
-def _replayer(endpoint: str, sender: str) -> tuple[Dataflow, _Collected]:
+def _replayer(endpoint: str, sender: str, like: Dataflow) -> tuple[Dataflow, _Collected]:
     """A dataflow that replays a failed node's log and keeps its outputs instead of sending them."""
-    flow = Dataflow(endpoint, None, sender)
+    flow = Dataflow(endpoint, None, sender, box_types=like.box_types)
     flow.out = collected = _Collected(endpoint, sender, flow.counters)
     return flow, collected
 
@@ -219,7 +219,7 @@ class Adopter:
         return report
 
     async def _replay(self, failed: _Failed) -> tuple[Dataflow, _Collected, int]:
-        replayer, collected = _replayer(self.node.endpoint, failed.identity["sender"])
+        replayer, collected = _replayer(self.node.endpoint, failed.identity["sender"], self.node.dataflow)
         replayer.state.adopt_identity(failed.identity.get("boxes", {}))
         replayer.reconfigure(failed.catalog)
         start = failed.durable.log.first_position

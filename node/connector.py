@@ -121,7 +121,7 @@ class FilterConnector:
             raise ConnectRefused(f"stream {new!r} already exists; the inserted box needs a new out stream")
         trial = local.copy()
         trial.boxes[box.name] = replace(box, node=self.node.endpoint)
-        schemas = stream_schemas(trial)
+        schemas = stream_schemas(trial, self.node.dataflow.box_types)
         if new not in schemas or old not in schemas or schemas[new].fields != schemas[old].fields:
             raise ConnectRefused(f"box {box.name!r} must not change the schema: its out stream {new!r} "
                                  f"must have the fields of {old!r}")

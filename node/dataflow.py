@@ -32,8 +32,10 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 
+from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.model import Catalog, Schema
 from boreas.catalog.validate import check_topology, stream_schemas
+from boreas.m3.boxtype import box_types as standard_box_types
 from boreas.wire.frames import Ack, Batch, Refused, encode_rows
 from boreas.wire.receiver import Deferred
 from boreas.wire.tuples import RowType
@@ -50,8 +52,11 @@ log = logging.getLogger(__name__)
 
 
 class Dataflow:
-    def __init__(self, endpoint: str, token: str | None, sender: str, queue_batches: int = 64):
+    def __init__(self, endpoint: str, token: str | None, sender: str, queue_batches: int = 64,
+                 box_types: BoxTypeRegistry | None = None):
         self.endpoint = endpoint
+        # The box types this node's slices are checked and inferred with (the node passes its own).
+        self.box_types = box_types or standard_box_types()
         self.token = token
         self.sender = sender
         self.counters: Counter[str] = Counter()
@@ -118,7 +123,7 @@ class Dataflow:
         Boxes named in ``keep_state`` carry their state over even though their
         declaration changed (a box whose in port was rewired to a filter).
         """
-        self.schemas = stream_schemas(catalog)
+        self.schemas = stream_schemas(catalog, self.box_types)
         self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s])
                           for s in catalog.inputs if s in self.schemas}
         for name, why in self.state.follow(catalog.boxes, self.schemas, keep_state).items():
@@ -136,7 +141,7 @@ class Dataflow:
         trial build of every new or changed box: a problem found in the
         update refuses it whole, before anything changes.
         """
-        report = check_topology(candidate)
+        report = check_topology(candidate, self.box_types)
         found: list[dict[str, object]] = [d.as_dict() for d in report.problems if d.file == source] if rules else []
         if not found:  # the rules passed; can each box really be built here?
             found = [{"file": source, "line": None, "path": f"box {name}", "reason": f"box {name!r}: {why}"}

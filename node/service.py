@@ -50,6 +50,7 @@ from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import Rejection, UpdateRejected, update_items
 from boreas.catalog.xmlsafe import DeadlineExceeded
+from boreas.m3.boxtype import box_types
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer, json_error
@@ -87,7 +88,10 @@ class NodeService:
         self.server = HttpServer(f"node {endpoint}", token)
         self.peers = PeerClient(token, timeout=5.0)
         self.registered = asyncio.Event()
-        self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}")
+        # The box types this node runs: built once here, passed to everything that checks a slice.
+        self.box_types = box_types()
+        self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}",
+                                 box_types=self.box_types)
         self.receiver = DataReceiver(self.dataflow.accept, token)
         # With a data dir the node is durable: it logs what it takes and comes back after a crash.
         self.durability = (Durability(data_dir, snapshot_url, flush_every=group_commit[0], flush_ms=group_commit[1])

@@ -57,8 +57,9 @@ def dtd_content_errors(root: etree._Element) -> list[str]:
             or "not among the enumerated set" in e.message]
 
 
-def plan(*texts: str, base: Catalog | None = None):
-    return plan_submission(base or Catalog(), [read_document(t, f"app{i}.xml") for i, t in enumerate(texts)])
+def plan(*texts: str, base: Catalog | None = None, registry=None):
+    return plan_submission(base or Catalog(), [read_document(t, f"app{i}.xml") for i, t in enumerate(texts)],
+                           registry)
 
 
 def accepted(doc: str) -> Catalog:
@@ -322,12 +323,12 @@ def test_a_box_reading_an_aliased_array_names_the_alias():
 
 
 def test_an_m3_box_reading_an_array_field_is_refused():
-    import boreas.m3.boxtype  # noqa: F401  (registers the m3 box type)
+    from boreas.m3.boxtype import box_types
 
     doc = VIDEO.replace('<output stream="Video"/>', """<output stream="N"/>
     <box name="count" type="m3"><in stream="Video"/><out stream="N"/>
         <parameter name="sql" value="SELECT COUNT(*) FROM Video"/></box>""")
-    [problem] = plan(doc).problems
+    [problem] = plan(doc, registry=box_types()).problems
     assert problem.reason.startswith("m3 box 'count' in port 0 reads stream 'Video'")
     assert "field 'pixels' is an array" in problem.reason
 

@@ -201,10 +201,13 @@ async def _send_and_close(publisher, rows: int) -> None:
 
 @pytest.fixture(scope="module")
 def q3_box():
+    from boreas.m3.boxtype import box_types
+
+    registry = box_types()
     plan = plan_submission(Catalog(), [read_document((ROOT / "examples" / "xml" / "tpch_q3.xml").read_text(),
-                                                     "tpch_q3.xml")])
+                                                     "tpch_q3.xml")], registry)
     assert plan.ok, plan.problems
-    schemas = stream_schemas(plan.catalog)
+    schemas = stream_schemas(plan.catalog, registry)
     box = plan.catalog.boxes["q3"]
     return build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
 

@@ -16,8 +16,20 @@ import re
 import duckdb
 import msgspec
 import pytest
-from boreas.catalog import Catalog, plan_submission, read_document, read_file
-from boreas.catalog.validate import stream_schemas
+from boreas.catalog import Catalog, read_document, read_file
+from boreas.catalog import plan_submission as catalog_plan_submission
+from boreas.catalog.validate import stream_schemas as catalog_stream_schemas
+from boreas.m3.boxtype import box_types
+
+BOX_TYPES = box_types()  # the registry the Head and the nodes pass: Borealis's types and m3
+
+
+def plan_submission(catalog, documents):
+    return catalog_plan_submission(catalog, documents, BOX_TYPES)
+
+
+def stream_schemas(catalog):
+    return catalog_stream_schemas(catalog, BOX_TYPES)
 from boreas.cli.optimize import move_box
 from boreas.client.publisher import Publisher
 from boreas.client.query import QueryClient, QueryFailed

@@ -12,9 +12,15 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-import boreas.m3.boxtype  # noqa: F401  (registers the m3 box type, as the Head does)
 from boreas.catalog import Catalog, plan_submission, read_document
-from boreas.catalog.validate import stream_schemas
+from boreas.catalog.validate import stream_schemas as catalog_stream_schemas
+from boreas.m3.boxtype import box_types
+
+BOX_TYPES = box_types()  # the registry the Head and the nodes pass: Borealis's types and m3
+
+
+def stream_schemas(catalog):
+    return catalog_stream_schemas(catalog, BOX_TYPES)
 from boreas.node.operators import build_operator
 
 ITEM_21 = "SELECT R.B, SUM(R.A * S.C) FROM R, S WHERE R.B = S.B GROUP BY R.B"
@@ -40,7 +46,7 @@ def app(sql: str = ITEM_21, r: str = "R", s: str = "S", extra_field: str = "", s
 
 
 def plan(text: str):
-    return plan_submission(Catalog(), [read_document(text, "m3.xml")])
+    return plan_submission(Catalog(), [read_document(text, "m3.xml")], BOX_TYPES)
 
 
 def operator(text: str):

@@ -22,8 +22,8 @@ from .base import (
     Change,
     Commit,
     ConflictError,
-    Snapshot,
     MissingCatalog,
+    Snapshot,
     StoreError,
     Watch,
 )

@@ -2,9 +2,10 @@
 
 The node builds one operator per box through :func:`build_operator`.  The
 built-in Borealis types and ``m3`` (an incrementally maintained SQL view,
-:mod:`.m3box`) are registered in :data:`DEFAULT_REGISTRY`, built once at
-import; importing :mod:`.m3box` also registers the ``m3`` box type with the
-catalog (``boreas.m3.boxtype``), so the node's schema inference knows it.
+:mod:`.m3box`) are in :data:`DEFAULT_REGISTRY`, built once at import from
+the list below.  (The catalog side -- which types validation knows -- is
+a registry value too, ``boreas.m3.boxtype.box_types()``, that the node
+passes to its dataflow.)
 Other parts of Boreas add their own types with :func:`register_operator`
 (or build a private :class:`OperatorRegistry`, e.g. in tests, to leave the
 default alone).
