@@ -92,8 +92,9 @@ class Outputs:
             if endpoint in catalog.nodes:  # a neighbour node: back-pressure, and room while it restarts
                 link = OutboundLink(endpoint, self.token, self.sender, down_capacity=DOWN_CAPACITY)
             else:  # a client: a bounded buffer of its own, and a policy for when it reads too slowly
-                link = OutboundLink(endpoint, self.token, self.sender, drop_when_down=True,
-                                    capacity=CLIENT_BUFFER, on_slow=policies.get(endpoint, DEFAULT_ON_SLOW))
+                policy = policies.get(endpoint, DEFAULT_ON_SLOW)  # "block" asked for back-pressure: no buffer
+                link = OutboundLink(endpoint, self.token, self.sender, drop_when_down=True, on_slow=policy,
+                                    **({} if policy == "block" else {"capacity": CLIENT_BUFFER}))
             self.links[endpoint] = link
             if self._started:
                 asyncio.get_running_loop().create_task(link.start())

@@ -12,6 +12,7 @@ Public API: :data:`LANGUAGES`, :func:`schema_for`, :func:`xsd_errors`,
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,20 +66,28 @@ def schema_for(language_or_root: str) -> xmlschema.XMLSchema:
     return _load(language)
 
 
+#: Schemas are compiled one at a time: libxml2's schema parser is not safe to run in two
+#: threads at once (submissions are validated in worker threads), and lru_cache alone lets
+#: two first callers both compile.
+_COMPILING = threading.Lock()
+
+
 @functools.lru_cache(maxsize=None)
 def _load(language: str) -> xmlschema.XMLSchema:
     """Build a schema once per process (it is slow).  ``allow="sandbox"``
     keeps xs:include inside this package directory: loading never touches
     the network."""
     path = _SCHEMA_DIR / f"{language}.xsd"
-    return xmlschema.XMLSchema(str(path), base_url=str(_SCHEMA_DIR), allow="sandbox")
+    with _COMPILING:
+        return xmlschema.XMLSchema(str(path), base_url=str(_SCHEMA_DIR), allow="sandbox")
 
 
 @functools.lru_cache(maxsize=None)
 def _fast_schema(language: str) -> etree.XMLSchema:
     """The same XSD compiled by libxml2 (our own files: no network, no entities)."""
     parser = etree.XMLParser(resolve_entities=False, no_network=True)
-    return etree.XMLSchema(etree.parse(str(_SCHEMA_DIR / f"{language}.xsd"), parser))
+    with _COMPILING:
+        return etree.XMLSchema(etree.parse(str(_SCHEMA_DIR / f"{language}.xsd"), parser))
 
 
 def xsd_errors(tree_or_root_element) -> list[XsdProblem]:

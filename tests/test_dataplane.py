@@ -126,7 +126,8 @@ async def test_a_stalled_subscriber_holds_publishers_back_with_bounded_memory(cl
             return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS")) / 1024
 
     total = 400_000
-    async with Subscriber(cluster.head, "Result", TOKEN, queue_batches=2) as subscriber:
+    # on-slow="block": this subscriber asks for back-pressure rather than being disconnected
+    async with Subscriber(cluster.head, "Result", TOKEN, queue_batches=2, on_slow="block") as subscriber:
         publisher = Publisher(cluster.head, "Packet", TOKEN, batch_size=1000, capacity=4)
         await publisher.start()
         sending = asyncio.create_task(publisher.send((float(n), n) for n in range(total)))

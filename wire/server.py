@@ -51,6 +51,9 @@ from .auth import SAFE_METHODS, check_token
 
 log = logging.getLogger(__name__)
 
+#: Seconds a connection closed with an error response keeps reading (and discarding) before closing.
+LINGER = 1.0
+
 #: Largest request body accepted: the size limit of an XML document.
 MAX_BODY = 16 * 1024 * 1024
 
@@ -204,6 +207,7 @@ class _Connection(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.draining = False  # the timer waits for a response to be taken
         self.done_at = 0.0  # when the last request's handler finished
+        self.lingering = False  # answered and half-closed: what still arrives is discarded
 
     # -- asyncio.Protocol, forwarded to aiohttp --------------------------------
 
@@ -234,7 +238,7 @@ class _Connection(asyncio.Protocol):
         self.inner.connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self.refused:
+        if self.refused or self.lingering:
             return
         if not self.busy and not self.partial and data:
             self.partial = True
@@ -326,7 +330,16 @@ class _Connection(asyncio.Protocol):
         log.debug("%s: closing connection from %s: %s", self.server.name,
                  transport.get_extra_info("peername"), message)
         transport.write(_raw_response(status, reason, message))
-        transport.close()
+        # A lingering close (as nginx does): end our side, keep reading and discarding for a
+        # moment, then close.  Closing at once with the client's bytes unread makes the kernel
+        # answer with a reset, which can overtake the response -- the client would never see why.
+        if transport.can_write_eof():
+            transport.write_eof()
+            self.lingering = True
+            self.server._connections.pop(transport, None)  # closing: it no longer holds a slot
+            asyncio.get_running_loop().call_later(LINGER, transport.close)
+        else:
+            transport.close()
 
 
 class _GuardedSite(web.TCPSite):

@@ -29,8 +29,9 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .base import (
@@ -164,15 +165,19 @@ class SqliteStore(CatalogStore):
                 self._db.close()
                 raise StoreError(f"catalog store {url}: {sqlite_path(url)} is not a Boreas catalog "
                                  "(it has no catalog tables)")
-            if target != ":memory:":
-                self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            if create:
-                self._db.executescript(_SCHEMA)
+            _when_unlocked(lambda: self._set_up(target != ":memory:", create))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open catalog store {url}: {exc}") from exc
         self._watches: weakref.WeakSet[PollingWatch] = weakref.WeakSet()
         self._closed = False
+
+    def _set_up(self, wal: bool, create: bool) -> None:
+        # Switching to WAL takes the database for a moment; most opens find it in WAL already.
+        if wal and self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        if create:
+            self._db.executescript(_SCHEMA)
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         with self._lock:
@@ -257,3 +262,23 @@ class SqliteStore(CatalogStore):
             if not self._closed:
                 self._closed = True
                 self._db.close()
+
+
+def _when_unlocked(step: Callable[[], None], patience: float = 10.0) -> None:
+    """Run ``step``, again while the database is locked by another opener (up to ``patience`` s).
+
+    Some steps of opening (the journal-mode switch) do not wait on SQLite's
+    busy handler, so several processes opening one catalog at once can see
+    "database is locked" although nothing is wrong.
+    """
+    deadline = time.monotonic() + patience
+    delay = 0.005
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
