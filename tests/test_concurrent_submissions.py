@@ -211,3 +211,24 @@ def test_a_stale_copy_does_not_refuse_what_the_store_allows(tmp_path):
         with pytest.raises(ValidationFailed, match="duplicate box 'late'"):
             apply_submission(store, [read_document(uses_ax, "late.xml")], base=stale)
         assert store.version() == 2
+
+
+@pytest.mark.zookeeper
+def test_the_zookeeper_log_keeps_only_recent_commits_and_old_readers_read_whole(zookeeper_server):
+    """ZooKeeper's snapshots hold the catalog log: pruned, they stop growing with every commit."""
+    from boreas.catalog.model import Catalog
+    from boreas.catalog.store import Change, StoreError
+    from boreas.catalog.submission import catch_up
+
+    url = f"zk://{zookeeper_server}/prune-{uuid.uuid4().hex[:8]}"
+    with open_store(url) as store:
+        store.keep_log, store.prune_every = 10, 5
+        for n in range(1, 31):
+            store.commit(n - 1, [Change("schema", f"S{n}", f'<schema name="S{n}"><field name="x" type="int"/></schema>')])
+        entries = store._client.get_children(store._root + "/log")
+        assert len(entries) <= store.keep_log + store.prune_every
+        assert [c.version for c in store.log(25)] == [26, 27, 28, 29, 30]
+        with pytest.raises(StoreError, match="keeps the last 10 commits"):
+            store.log(0)
+        behind = catch_up(store, Catalog())  # far behind: the log cannot help, the catalog is read whole
+        assert behind.version == 30 and len(behind.schemas) == 30

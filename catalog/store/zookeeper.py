@@ -7,7 +7,8 @@ chroot (created if missing)::
                                      version is the compare-and-set token
     /catalog/elements/<kind>/<key>   one znode per element, data = element text
                                      (UTF-8); <key> is percent-encoded
-    /catalog/log/<version:012d>      the commit's changes: zlib-compressed JSON
+    /catalog/log/<version:012d>      the commit's changes: zlib-compressed JSON (the last
+                                     ``keep_log`` commits; older ones are pruned)
                                      [[kind, key, text-or-null], ...]
 
 A commit is ONE ZooKeeper multi-op: set the version znode conditionally on
@@ -116,6 +117,10 @@ def _parse_url(url: str) -> tuple[str, str]:
 
 class ZooKeeperStore(CatalogStore):
     """Global catalog in ZooKeeper; see the module docstring for the layout."""
+
+    #: The log keeps the last ``keep_log`` commits, pruned every ``prune_every`` (see _prune_log).
+    keep_log = 10_000
+    prune_every = 1_000
 
     def __init__(self, url: str, connect_timeout: float = CONNECT_TIMEOUT, create: bool = True):
         self.url = url
@@ -300,6 +305,7 @@ class ZooKeeperStore(CatalogStore):
                     return Commit(outcome, changes)
                 if not any(isinstance(r, Exception) for r in results):
                     self._note_commit(current, existing, changes)
+                    self._prune_log(current + 1)
                     return Commit(current + 1, changes)
                 self._children_at = None
                 actual = self._read_version()[0]
@@ -357,6 +363,29 @@ class ZooKeeperStore(CatalogStore):
                 _rename(names, commit.changes)
             self._children, self._children_at = names, run[-1].version
 
+    def _prune_log(self, version: int) -> None:
+        """Every ``prune_every`` commits, delete the log entries older than the last ``keep_log``.
+
+        The log is the catalog's history: kept whole, ZooKeeper's snapshots
+        would grow with every commit however often its own files are purged.
+        Readers that need older entries (a Head far behind) find them gone
+        and read the catalog whole instead (``StoreError`` from :meth:`log`).
+        Best effort: an entry left by a pruning that failed is harmless.
+        """
+        if version % self.prune_every:
+            return
+        cutoff = version - self.keep_log  # entries at or below it go
+        doomed = [self._log_path(v) for v in range(max(1, cutoff - self.prune_every + 1), cutoff + 1)]
+        pending = [self._client.delete_async(path) for path in doomed]
+        for result in pending:
+            try:
+                _wait(result)
+            except NoNodeError:
+                pass
+            except Exception as exc:  # never fail the commit that succeeded for this
+                log.warning("catalog %s: pruning the log before %d: %r", self.url, cutoff, exc)
+                return
+
     def _read_log(self, since: int) -> list[Commit]:
         """Commits after ``since``: the log znodes since+1 .. current version, pipelined."""
         current = self._read_version()[0]
@@ -365,7 +394,8 @@ class ZooKeeperStore(CatalogStore):
         commits = []
         for v, data in zip(versions, values):
             if data is None:
-                raise StoreError(f"catalog store {self.url}: log entry {v} is missing")
+                raise StoreError(f"catalog store {self.url}: log entry {v} is missing (the log keeps the "
+                                 f"last {self.keep_log} commits; read the catalog whole)")
             commits.append(Commit(v, _decode_log(data)))
         self._note_log(commits)
         return commits
