@@ -48,7 +48,7 @@ after the table.  Progress goes to stderr, the results to stdout.
 Usage::
 
     .venv/bin/python bench/recovery.py [--quick] [--events 100000,1000000,10000000]
-        [--commit 64/1,256/2,1024/5] [--capacity 16] [--ingest-rows 4000000] [--chain-rows 4000000]
+        [--commit 64/1,256/2,1024/5] [--capacity 256] [--ingest-rows 4000000] [--chain-rows 4000000]
         [--reps 7] [--tail 10000] [--snap-reps 3] [--only ingest|chain|recovery] [--keep-logs]
 
 The full run takes about 5 minutes on 2 cores; ``--quick`` (logs of 10k/100k/1M
@@ -747,8 +747,8 @@ def main() -> int:
                         help="group commit settings N/T for (a) (default 64/1,256/2,1024/5)")
     parser.add_argument("--ingest-rows", type=int, help="rows per ingest round (default 4000000)")
     parser.add_argument("--ingest-batch", type=int, default=1000)
-    parser.add_argument("--capacity", type=int, default=16,
-                        help="the ingest publisher's outstanding batches (default 16, the Publisher's default)")
+    parser.add_argument("--capacity", type=int, default=256,
+                        help="the ingest publisher's outstanding batches (default 256, the Publisher's default)")
     parser.add_argument("--chain-rows", type=int, help="rows per chain round (default 4000000)")
     parser.add_argument("--chain-batch", type=int, default=1000)
     parser.add_argument("--reps", type=int, help="rounds per figure in (a) and (b) (default 7; quick 3)")

@@ -37,7 +37,7 @@ async def run_with_kill(cluster, nodes, rows, kill_chunk: int, expected: list, v
                     await asyncio.to_thread(cluster.stop, nodes[victim], True)
                 await publisher.send(chunk)
                 await asyncio.sleep(0.02)
-            routed = [link.endpoint for link in publisher.links]
+        routed = [link.endpoint for link in publisher.links]  # after close: every batch acknowledged
         got = await reading
         await asyncio.sleep(1.0)  # nothing more may come
         extra = []
