@@ -126,6 +126,7 @@ class Publisher:
         for endpoint in self.entries:
             self.links.append(await self._link(endpoint, first=endpoint == self.entries[0]))
         self._follow = asyncio.create_task(self._follow_entries(), name=f"publisher {self.producer} route")
+        self._follow.add_done_callback(self._follow_ended)
 
     async def _link(self, endpoint: str, first: bool) -> OutboundLink:
         # All of ``capacity`` may be in flight: a durable node acknowledges a batch only once it is
@@ -135,6 +136,11 @@ class Publisher:
                             refusal_is_final=True)
         await link.start()
         return link
+
+    def _follow_ended(self, task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is not None:  # never silently: failover is lost
+            log.error("publisher %s stopped following %s's route", self.producer, self.stream,
+                      exc_info=task.exception())
 
     async def _follow_entries(self) -> None:
         """While an entry node is unreachable, ask the Head where the stream enters now (failover)."""

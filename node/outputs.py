@@ -66,6 +66,7 @@ class Outputs:
         # on a route (re)started tells the receiver where the sequence resumes (Batch.restart).
         self._routed: set[tuple[str, str]] = set()
         self._started = False
+        self._chores: set[asyncio.Task] = set()  # links starting or closing after a catalog change
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -74,7 +75,21 @@ class Outputs:
         for link in self.links.values():
             await link.start()
 
+    def _chore(self, coro, name: str) -> None:
+        """A link start or close that follows a catalog change: owned here, its failure logged."""
+        task = asyncio.get_running_loop().create_task(coro, name=f"node {self.endpoint}: {name}")
+        self._chores.add(task)
+        task.add_done_callback(self._chore_done)
+
+    def _chore_done(self, task: asyncio.Task) -> None:
+        self._chores.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s failed", task.get_name(), exc_info=task.exception())
+
     async def close(self) -> None:
+        for task in list(self._chores):
+            task.cancel()
+        await asyncio.gather(*self._chores, return_exceptions=True)
         for link in self.links.values():
             await link.close(flush_timeout=1.0)
 
@@ -97,11 +112,11 @@ class Outputs:
                                     **({} if policy == "block" else {"capacity": CLIENT_BUFFER}))
             self.links[endpoint] = link
             if self._started:
-                asyncio.get_running_loop().create_task(link.start())
+                self._chore(link.start(), f"start link to {endpoint}")
         self._redirect(before)
         for endpoint in set(self.links) - wanted - set(catalog.nodes):
             link = self.links.pop(endpoint)
-            asyncio.get_running_loop().create_task(link.close())
+            self._chore(link.close(), f"close link to {endpoint}")
 
     def _redirect(self, before: dict[str, list[str]]) -> None:
         """A stream whose one node consumer was replaced by another: what waits for the old goes to the new.
