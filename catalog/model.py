@@ -303,6 +303,54 @@ class GlobalComponent:
 
 
 @dataclass(frozen=True, slots=True)
+class SegmentPlacement:
+    """Segment ``id`` of a partitioned box: hash slots ``lo <= s < hi`` of every partitioned map, on ``member``."""
+
+    id: int
+    lo: int
+    hi: int
+    member: int
+
+
+#: Hash slots a partitioned box's keys are spread over (``boreas.m3.cumulus.hashing.SLOTS``).
+PARTITION_SLOTS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """An ``m3`` box's maps spread over several nodes in segments (docs/cumulus.md §2).
+
+    ``nodes[i]`` is member *i*'s endpoint.  ``count``, ``key`` and the
+    ``<map>`` pins (in ``maps``, as submitted) are what the user wrote;
+    planning on commit fills in ``segments`` (equal slot ranges dealt over
+    the members), every map's partition key column (``maps``: map name ->
+    key column name, None for a map kept whole on the box's home segment),
+    a fresh incarnation ``id`` and ``layout`` 1.  A partitioned box's own
+    ``Box.node`` stays None: the partition places it.
+    """
+
+    box: str
+    nodes: tuple[str, ...]
+    segments: tuple[SegmentPlacement, ...] = ()
+    count: int | None = None
+    key: str | None = None
+    maps: tuple[tuple[str, str | None], ...] = ()
+    layout: int = 0
+    epoch_ms: int = 100
+    id: str = ""
+    origin: Origin = _origin()
+
+    @property
+    def planned(self) -> bool:
+        """Whether planning filled in segments and map columns (a committed partition always is)."""
+        return bool(self.segments) and self.layout > 0
+
+    def member_of(self, endpoint: str) -> list[int]:
+        """The member numbers ``endpoint`` hosts (two only after a failover)."""
+        return [i for i, node in enumerate(self.nodes) if node == endpoint]
+
+
+@dataclass(frozen=True, slots=True)
 class Producer:
     """What writes a stream: an ``<input>`` (box is None) or a box's out port."""
 
@@ -340,6 +388,7 @@ class Catalog:
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
     clients: dict[str, Client] = field(default_factory=dict)
     globals: dict[str, GlobalComponent] = field(default_factory=dict)
+    partitions: dict[str, Partition] = field(default_factory=dict)  # by box name
 
     def copy(self) -> Catalog:
         """A copy whose dicts can change without touching this one (elements are immutable)."""
@@ -371,7 +420,16 @@ class Catalog:
         return found
 
     def boxes_on(self, endpoint: str) -> list[Box]:
-        return [b for b in self.boxes.values() if b.node == endpoint]
+        """The boxes ``endpoint`` runs: placed there, or a member of their partition."""
+        return [b for b in self.boxes.values() if endpoint in self.placement(b.name)]
+
+    def placement(self, box: str) -> tuple[str, ...]:
+        """The nodes a box runs on: its node, or its partition's members (``()``: not placed)."""
+        part = self.partitions.get(box)
+        if part is not None:
+            return tuple(dict.fromkeys(part.nodes))
+        found = self.boxes.get(box)
+        return (found.node,) if found is not None and found.node else ()
 
     def is_empty(self) -> bool:
         return not any(getattr(self, n) for n in _DICTS)
@@ -393,4 +451,5 @@ _DICTS = (
     "subscriptions",
     "clients",
     "globals",
+    "partitions",
 )
