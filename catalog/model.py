@@ -320,13 +320,13 @@ PARTITION_SLOTS = 4096
 class Partition:
     """An ``m3`` box's maps spread over several nodes in segments (docs/cumulus.md §2).
 
-    ``nodes[i]`` is member *i*'s endpoint.  ``count``, ``key`` and the
-    ``<map>`` pins (in ``maps``, as submitted) are what the user wrote;
-    planning on commit fills in ``segments`` (equal slot ranges dealt over
-    the members), every map's partition key column (``maps``: map name ->
-    key column name, None for a map kept whole on the box's home segment),
-    a fresh incarnation ``id`` and ``layout`` 1.  A partitioned box's own
-    ``Box.node`` stays None: the partition places it.
+    ``nodes[i]`` is member *i*'s endpoint.  ``count``, ``key`` and ``pins``
+    (``<map name key>`` without a position: map -> key column) are what the
+    user wrote; planning on commit fills in ``segments`` (equal slot ranges
+    dealt over the members), every map's partition key column (``maps``:
+    ``(map, key column name, key position)``, both None for a map kept whole
+    on the box's home segment), a fresh incarnation ``id`` and ``layout`` 1.
+    A partitioned box's own ``Box.node`` stays None: the partition places it.
     """
 
     box: str
@@ -334,7 +334,8 @@ class Partition:
     segments: tuple[SegmentPlacement, ...] = ()
     count: int | None = None
     key: str | None = None
-    maps: tuple[tuple[str, str | None], ...] = ()
+    pins: tuple[tuple[str, str], ...] = ()
+    maps: tuple[tuple[str, str | None, int | None], ...] = ()
     layout: int = 0
     epoch_ms: int = 100
     id: str = ""
