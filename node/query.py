@@ -13,8 +13,26 @@ reads go straight to the box's :class:`~boreas.m3.Runtime`:
     "value": ...}]}`` -- for ``sum``/``min``/``max`` one row whose key is the
     pattern (wildcards as null).  DATE keys are ISO dates in and out.
 ``GET /query/{box}/maps``
-    the box's maps and views with their key columns, and which view each out
-    stream carries.
+    the box's maps and views with their key columns (and each view's maps),
+    and which view each out stream carries.
+``GET /segments/{box}``
+    a partitioned box only: the entries of each segment this member holds,
+    per map (``{"box", "node", "member", "layout": {...}, "segments": {id:
+    {map: entries}}}``).
+
+**Partitioned boxes** (docs/cumulus.md §5): a member of a partitioned box
+holds only the entries of its segments (and the box's home maps on the home
+member), and answers from them as above, pre-aggregated for the client to
+merge: a slice's rows, a partial ``sum``, ``min`` or ``max``, which is
+``null`` when no entry of this member matches (a partial of nothing, for
+``sum`` too, so that it is never mistaken for a value).  The answer adds
+``"layout"`` (the version), ``"member"`` and ``"segments"`` (the ids of the
+segments it owns).  ``layout=L`` asks for layout version ``L``; a member at
+another version answers 409 ``{"error": "layout 5, asked for 4", "layout":
+{...}}`` with its own layout, which the client then uses.  ``stable=1`` is
+refused (422) for a partitioned box: each member's state alone is not a
+consistent cut of the box (stable reads across members are §4.2, a later
+stage).
 
 404 for a box that is not here (it may have moved: ask the Head again) or
 not an ``m3`` box, or an unknown map (the message lists the box's maps); 422
@@ -33,12 +51,14 @@ READ_STABLE: it reads under the runtime's lock and reports the ``version``
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from boreas.m3.query import AGGREGATES
+from boreas.m3.cumulus import Layout
+from boreas.m3.query import AGGREGATES, aggregate
 from boreas.m3.runtime.program import Runtime
 from boreas.wire.server import json_error
 
@@ -66,6 +86,34 @@ class Target:
     keys: tuple[tuple[str, str], ...]
     map: str | None = None   # read this map directly (a map, or a view that is one plain map)
     view: str | None = None  # else compute the view's rows
+
+
+def partition_of(op: object) -> tuple[Layout, int] | None:
+    """``(layout, member)`` when ``op`` is one member's part of a partitioned ``m3`` box, else None."""
+    layout = getattr(op, "layout", None)
+    if isinstance(op, M3Operator) and layout is not None:
+        return layout, int(getattr(op, "member"))
+    return None
+
+
+def check_layout(layout: Layout, asked: str | None) -> None:
+    """Refuse a read that asks for another layout version than the member's (409, with the member's layout)."""
+    if asked is None or asked == "":
+        return
+    try:
+        version = int(asked)
+    except ValueError:
+        raise QueryFailed(422, f"layout={asked!r}: expected a layout version (an integer)") from None
+    if version != layout.version:
+        raise LayoutMismatch(layout, version)
+
+
+class LayoutMismatch(QueryFailed):
+    """A read asked for a layout version this member is not at (409; the answer carries the member's layout)."""
+
+    def __init__(self, layout: Layout, asked: int):
+        super().__init__(409, f"layout {layout.version}, asked for {asked}")
+        self.layout = layout
 
 
 def resolve(op: M3Operator, name: str | None) -> Target:
@@ -131,20 +179,27 @@ def _key(text: str, name: str, kind: str, index: int) -> Any:
     return text
 
 
-def read(op: M3Operator, target: Target, agg: str, keys: tuple, stable: bool) -> tuple[int, list]:
-    """``(version, [(key, value), ...])``; for an aggregate one row whose key is the pattern."""
+def read(op: M3Operator, target: Target, agg: str, keys: tuple, stable: bool,
+         partial: bool = False) -> tuple[int, list]:
+    """``(version, [(key, value), ...])``; for an aggregate one row whose key is the pattern.
+
+    ``partial``: the aggregate is one member's part of a partitioned box's, None when no entry matched.
+    """
     runtime = op.runtime
     for _ in range(3):  # a version that moved during the read means a batch came in between: read again
         version = runtime.version
-        rows = _read(runtime, target, agg, keys, stable)
+        rows = _read(runtime, target, agg, keys, stable, partial)
         if runtime.version == version:
             return version, rows
-    return runtime.version, _read(runtime, target, agg, keys, True)
+    return runtime.version, _read(runtime, target, agg, keys, True, partial)
 
 
-def _read(runtime: Runtime, target: Target, agg: str, keys: tuple, stable: bool) -> list:
+def _read(runtime: Runtime, target: Target, agg: str, keys: tuple, stable: bool, partial: bool = False) -> list:
     pattern = keys + (None,) * (len(target.keys) - len(keys))
     if target.map is not None:
+        if partial and agg != "slice":  # the matching entries, to tell "none" from a value
+            entries = runtime.read_slice(target.map, *keys)
+            return [(pattern, aggregate(agg, entries) if entries else None)]
         if stable:
             found = runtime.read_stable(target.map, agg, *keys)
         else:
@@ -153,6 +208,8 @@ def _read(runtime: Runtime, target: Target, agg: str, keys: tuple, stable: bool)
     rows = list(runtime.view(target.view or "", *pattern).items())
     if agg == "slice":
         return rows
+    if partial and not rows:
+        return [(pattern, None)]
     return [(pattern, _aggregate(agg, [v for _, v in rows]))]
 
 
@@ -189,41 +246,86 @@ class QueryApi:
             raise QueryFailed(404, f"box {name!r} is a {op.box.type} box; only m3 boxes have maps to query")
         return op
 
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        """Register ``GET /query/{box}``, ``GET /query/{box}/maps`` and ``GET /segments/{box}``."""
+        router.add_get("/query/{box}", self.handle)
+        router.add_get("/query/{box}/maps", self.handle_maps)
+        router.add_get("/segments/{box}", self.handle_segments)
+
     async def handle(self, request: web.Request) -> web.Response:
-        """``GET /query/{box}``: one read."""
+        """``GET /query/{box}``: one read (one member's part of it, for a partitioned box)."""
         box = request.match_info["box"]
         q = request.query
         try:
             op = self._box(box)
+            part = partition_of(op)
+            if part is not None:
+                check_layout(part[0], q.get("layout"))
             agg = q.get("agg", "slice").lower()
             if agg not in AGGREGATES:
                 raise QueryFailed(422, f"agg={agg!r}: expected one of {', '.join(AGGREGATES)}")
             target = resolve(op, q.get("map") or None)
             keys = parse_query_keys(op, target, q.getall("key", []), bool(q.get("map")))
             stable = q.get("stable", "").lower() in _TRUE
-            version, rows = read(op, target, agg, keys, stable)
+            if stable and part is not None:
+                raise QueryFailed(422, f"m3 box {box!r} is partitioned: stable reads across its members are not "
+                                       "available yet (each member's state alone is not a consistent cut); "
+                                       "read without stable")
+            version, rows = read(op, target, agg, keys, stable, partial=part is not None)
+        except LayoutMismatch as exc:
+            return json_error(exc.status, str(exc), box=box, layout=exc.layout.to_dict())
         except QueryFailed as exc:
             return json_error(exc.status, str(exc), box=box)
-        return web.json_response({
+        answer = {
             "box": box, "node": self.endpoint, "map": target.name, "version": version, "agg": agg,
             "stable": stable, "keys": [list(k) for k in target.keys],
             "rows": [{"key": jsonable(k), "value": jsonable(v)} for k, v in rows],
-        })
+        }
+        if part is not None:
+            layout, member = part
+            answer.update(layout=layout.version, member=member, segments=[s.id for s in layout.segments_of(member)])
+        return web.json_response(answer)
 
     async def handle_maps(self, request: web.Request) -> web.Response:
-        """``GET /query/{box}/maps``: what can be read, and by which names."""
+        """``GET /query/{box}/maps``: what can be read, and by which names (entries: this node's)."""
         box = request.match_info["box"]
         try:
             op = self._box(box)
         except QueryFailed as exc:
             return json_error(exc.status, str(exc), box=box)
         program, runtime = op.plan.program, op.runtime
-        return web.json_response({
+        view_maps = {v.name: list(v.maps) for v in program.views}
+        answer = {
             "box": box, "node": self.endpoint, "version": runtime.version,
             "default": op.box.outputs[0] if op.box.outputs else None,
             "streams": {stream: view.name for stream, view in zip(op.box.outputs, op.plan.views)},
-            "views": {name: {"keys": [list(k) for k in info.keys], "values": list(info.values)}
+            "views": {name: {"keys": [list(k) for k in info.keys], "values": list(info.values),
+                             "maps": view_maps.get(name, [])}
                       for name, info in runtime.views.items()},
             "maps": {m.name: {"keys": [[k.name, k.type] for k in m.keys], "value": m.value_type,
                               "entries": runtime.store.size(m.name)} for m in program.maps},
+        }
+        part = partition_of(op)
+        if part is not None:
+            answer.update(layout=part[0].version, member=part[1])
+        return web.json_response(answer)
+
+    async def handle_segments(self, request: web.Request) -> web.Response:
+        """``GET /segments/{box}``: a partitioned box's entries on this member, per segment and map."""
+        box = request.match_info["box"]
+        try:
+            op = self._box(box)
+            part = partition_of(op)
+            if part is None:
+                raise QueryFailed(404, f"m3 box {box!r} on node {self.endpoint} is not partitioned")
+        except QueryFailed as exc:
+            return json_error(exc.status, str(exc), box=box)
+        layout, member = part
+        counted = op.segment_entries()
+        if inspect.isawaitable(counted):
+            counted = await counted
+        return web.json_response({
+            "box": box, "node": self.endpoint, "member": member, "version": op.runtime.version,
+            "layout": layout.to_dict(),
+            "segments": {str(seg): {name: int(n) for name, n in maps.items()} for seg, maps in counted.items()},
         })

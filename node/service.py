@@ -18,7 +18,8 @@ HTTP interface (mutating calls need the cluster token):
 * ``POST /adopt``   -- failover: take over every box of a failed node from
   its shared data directory (:mod:`~boreas.node.adopt`);
 * ``GET /query/{box}`` -- READ_SLICE/SUM/MIN/MAX/STABLE on an ``m3``
-  box's maps (:mod:`boreas.node.query`), ``GET /query/{box}/maps`` lists them;
+  box's maps (:mod:`boreas.node.query`), ``GET /query/{box}/maps`` lists them,
+  ``GET /segments/{box}`` counts a partitioned box's entries per segment;
 * ``GET /catalog``  -- the local catalog as update XML;
 * ``GET /status``   -- endpoint, incarnation, version and counters;
 * ``GET /data``     -- WebSocket: batches of tuples for the streams that
@@ -118,8 +119,7 @@ class NodeService:
         router.add_post("/snapshot", self.handle_snapshot)
         router.add_post("/adopt", self.handle_adopt)
         self.queries = QueryApi(self.dataflow, endpoint)  # GET /query/{box}: the m3 boxes' maps
-        router.add_get("/query/{box}", self.queries.handle)
-        router.add_get("/query/{box}/maps", self.queries.handle_maps)
+        self.queries.add_routes(router)  # and GET /query/{box}/maps, GET /segments/{box}
 
     async def start(self) -> None:
         host, port = split_endpoint(self.endpoint)
