@@ -28,7 +28,9 @@ back to exactly what it should hold: compare and send the difference.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
+from dataclasses import replace
 
 from .boxtypes import BoxTypeRegistry
 from .model import (
@@ -68,6 +70,25 @@ class SliceMaker:
         for pub in catalog.publications.values():
             if pub.node:
                 self.entry_nodes.setdefault(pub.stream, set()).add(pub.node)
+        # Partitioned boxes (docs/cumulus.md §2.6): an input stream enters at every member (a
+        # publisher picks one); a stream produced elsewhere goes to one member, by its name.
+        self.member_entries: dict[str, tuple[str, ...]] = {}  # input stream -> members, by member number
+        self.members: set[str] = set()
+        for name, partition in catalog.partitions.items():
+            box = catalog.boxes.get(name)
+            if box is None or not partition.nodes:
+                continue
+            nodes = partition.nodes
+            self.members.update(nodes)
+            for stream in box.outputs:
+                self.producer_node[stream] = nodes[0]
+            for port in box.inputs:
+                if port.stream in catalog.inputs:
+                    self.member_entries[port.stream] = nodes
+                    self.consumer_nodes.setdefault(port.stream, set()).update(nodes)
+                else:
+                    chosen = nodes[zlib.crc32(port.stream.encode()) % len(nodes)]
+                    self.consumer_nodes.setdefault(port.stream, set()).add(chosen)
 
     def nodes(self) -> set[str]:
         """Every node that holds something: declared, or placed on, or published into."""
@@ -76,10 +97,12 @@ class SliceMaker:
         found.update(t.node for t in self.catalog.tables.values() if t.node)
         for entries in self.entry_nodes.values():
             found.update(entries)
-        return found
+        return found | self.members
 
     def entries(self, stream: str) -> set[str]:
-        """Where an input stream enters the network: its publish nodes, else its consumers."""
+        """Where an input stream enters the network: a partition's members, its publish nodes, else its consumers."""
+        if stream in self.member_entries:
+            return set(self.member_entries[stream])
         return self.entry_nodes.get(stream) or self.consumer_nodes.get(stream, set())
 
     def slice(self, node: str) -> Catalog:
@@ -89,6 +112,12 @@ class SliceMaker:
         for box in cat.boxes.values():
             if box.node == node:
                 part.boxes[box.name] = box
+        for name, partition in cat.partitions.items():
+            if node in partition.nodes and name in cat.boxes:  # a member: the box runs here too
+                part.boxes[name] = replace(cat.boxes[name], node=node)
+                part.partitions[name] = partition
+                for member in partition.nodes:
+                    part.nodes.setdefault(member, cat.nodes.get(member) or Node(member))
         for table in cat.tables.values():
             if table.node == node:
                 part.tables[table.name] = table
@@ -165,7 +194,11 @@ class SliceMaker:
         if stream in self.catalog.inputs and node not in self.entry_nodes.get(stream, set()):
             targets = []  # entered here only because it is consumed here
         subs = [s for s in self.catalog.subscriptions.values() if s.stream == stream]
-        if stream in self.catalog.inputs and self.entry_nodes.get(stream):
+        if stream in self.member_entries:
+            # it enters at every member, each getting its publishers' share: each member forwards
+            # its share to consumers that are not members
+            targets = [t for t in targets if t not in self.member_entries[stream]]
+        elif stream in self.catalog.inputs and self.entry_nodes.get(stream):
             # several entry nodes: the first one forwards to consumers elsewhere
             if node != min(self.entry_nodes[stream]):
                 targets = []
@@ -216,7 +249,9 @@ def stream_route(catalog: Catalog, stream: str, registry: BoxTypeRegistry | None
 
     ``entries`` are the nodes a publisher sends to (an input stream's publish
     nodes, else every node that consumes it); ``producer`` is the node whose
-    box writes it (None for an input stream: its entry nodes have it).
+    box writes it (None for an input stream: its entry nodes have it).  A
+    stream read by a partitioned box enters at its members (``entries`` by
+    member number) and ``"pick": "member"`` says a producer sends to one.
     """
     maker = SliceMaker(catalog, registry=registry)
     if stream not in maker.producer_node:
@@ -224,11 +259,13 @@ def stream_route(catalog: Catalog, stream: str, registry: BoxTypeRegistry | None
     schema = maker.schemas.get(stream)
     is_input = stream in catalog.inputs
     entries = sorted(maker.entries(stream)) if is_input else []
+    members = maker.member_entries.get(stream) if is_input else None
     producer = maker.producer_node.get(stream)
     return {
         "stream": stream,
         "input": is_input,
-        "entries": entries,
+        "entries": list(members) if members else entries,
+        **({"pick": "member"} if members else {}),
         "producer": producer,
         "schema": None if schema is None else {
             "name": schema.name,

@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -68,6 +69,25 @@ __all__ = ["LinkRefused", "PublishRefused", "Publisher"]
 
 class PublishRefused(RuntimeError):
     """A node refused a whole batch (the stream does not enter there any more)."""
+
+
+def pick_entries(route: dict, producer: str) -> list[str]:
+    """The nodes a producer sends to: every entry node, or one member of a partitioned box.
+
+    A stream feeding a partitioned ``m3`` box enters at every member
+    (``"pick": "member"``, entries by member number); one producer always
+    feeds the same member, which coordinates its batches in their order,
+    and many producers spread over all members.
+
+    >>> pick_entries({"entries": ["a", "b"]}, "p")
+    ['a', 'b']
+    >>> pick_entries({"entries": ["a", "b", "c"], "pick": "member"}, "p")
+    ['b']
+    """
+    entries = list(route.get("entries") or [])
+    if route.get("pick") == "member" and entries:
+        return [entries[zlib.crc32(producer.encode()) % len(entries)]]
+    return entries
 
 
 class Publisher:
@@ -122,7 +142,7 @@ class Publisher:
         self.schema = Schema(route["schema"]["name"],
                              tuple(Field(n, FieldType(t), size) for n, t, size in route["schema"]["fields"]))
         self.fields = [f.name for f in self.schema.fields]
-        self.entries = route["entries"]
+        self.entries = pick_entries(route, self.producer)
         for endpoint in self.entries:
             self.links.append(await self._link(endpoint, first=endpoint == self.entries[0]))
         self._follow = asyncio.create_task(self._follow_entries(), name=f"publisher {self.producer} route")
@@ -154,7 +174,7 @@ class Publisher:
             except Exception as exc:  # the Head may be down too: keep trying
                 log.debug("publisher %s: cannot ask the Head for %s's route: %s", self.producer, self.stream, exc)
                 continue
-            await self._reroute(list(route.get("entries") or []))
+            await self._reroute(pick_entries(route, self.producer))
 
     async def _reroute(self, entries: list[str]) -> None:
         current = [link.endpoint for link in self.links]

@@ -51,6 +51,9 @@ from boreas.wire.sequencing import Sequencer
 from .gcpause import gc_paused
 from .operators import Operator, OperatorError, build_operator
 
+#: How an operator is made from a box and its in and out schemas (default: :func:`build_operator`).
+Builder = Callable[[Box, list[Schema], list[Schema]], Operator]
+
 #: Pauses kept per moved box (``/status``).
 PAUSES_KEPT = 20
 
@@ -97,7 +100,8 @@ class BoxStates:
 
     # -- following the catalog ----------------------------------------------------------
 
-    def check(self, boxes: dict[str, Box], schemas: dict[str, Schema]) -> dict[str, str]:
+    def check(self, boxes: dict[str, Box], schemas: dict[str, Schema],
+              build: Builder = build_operator) -> dict[str, str]:
         """Which new or changed boxes could not run, and why (nothing changes here).
 
         A node checks an update this way before applying it, so a box it
@@ -112,7 +116,7 @@ class BoxStates:
                 reasons[name] = f"the schema of stream {missing[0]!r} cannot be told here"
                 continue
             try:
-                build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
+                build(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
             except OperatorError as exc:
                 reasons[name] = str(exc)
             except Exception as exc:  # a box type's own bug must refuse the update, not break the node
@@ -120,12 +124,17 @@ class BoxStates:
         return reasons
 
     def follow(self, boxes: dict[str, Box], schemas: dict[str, Schema],
-               keep_state: Iterable[str] = ()) -> dict[str, str]:
-        """Keep unchanged boxes (and their state), build new ones; returns the broken ones.
+               keep_state: Iterable[str] = (), build: Builder = build_operator,
+               rebuild: Iterable[str] = ()) -> dict[str, str]:
+        """Keep unchanged boxes (and their state), build new ones (with ``build``); returns the broken ones.
 
         Boxes named in ``keep_state`` carry their state over though their
-        declaration changed (a box whose in port was rewired to a filter).
+        declaration changed (a box whose in port was rewired to a filter);
+        boxes named in ``rebuild`` are built again though it did not (their
+        partition changed), and keep their state too.
         """
+        rebuild = set(rebuild) & set(self.operators)
+        keep_state = set(keep_state) | rebuild
         kept = {name: self.operators[name].state() for name in keep_state if name in self.operators}
         for name in set(self.box_ids) - set(boxes):  # deleted: a new box of that name starts afresh
             for stream in self.boxes[name].outputs if name in self.boxes else ():
@@ -136,10 +145,10 @@ class BoxStates:
             self.boxes.pop(name, None)
         self.broken = {}
         for name, box in boxes.items():
-            if self.boxes.get(name) == box and name in self.operators:
+            if self.boxes.get(name) == box and name in self.operators and name not in rebuild:
                 continue
             try:
-                operator = build_operator(box, [schemas[p.stream] for p in box.inputs],
+                operator = build(box, [schemas[p.stream] for p in box.inputs],
                                           [schemas[s] for s in box.outputs])
             except (KeyError, OperatorError) as exc:
                 self.broken[name] = str(exc)

@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
-from boreas.catalog.model import Catalog, Schema
+from boreas.catalog.model import Box, Catalog, Partition, Schema
 from boreas.catalog.validate import check_topology, stream_schemas
 from boreas.m3.boxtype import box_types as standard_box_types
 from boreas.wire.frames import Ack, Batch, Refused, encode_rows
@@ -42,7 +42,9 @@ from boreas.wire.tuples import RowType
 
 from .box_inputs import Bridge
 from .box_state import BoxStates
-from .operators import Operator
+from .cumulus.part import PartOperator
+from .operators import Operator, build_operator
+from .operators.base import InternalStreams
 from .outputs import Outputs
 from .recovery import records
 from .recovery.log import InputLog
@@ -64,6 +66,8 @@ class Dataflow:
         self.row_types: dict[str, RowType] = {}  # streams that enter this node
         self.consumers: dict[str, list[tuple[Operator, str, int]]] = {}  # stream -> (op, box, port)
         self.producer_of: dict[str, str] = {}  # stream -> the local box that writes it
+        self.partitions: dict[str, Partition] = {}  # partitioned boxes, from the local catalog
+        self.internal: dict[str, InternalStreams] = {}  # box -> streams between its parts on other nodes
         # Where what the node produces goes: links, forwards of moved boxes, the outbox.
         self.out = Outputs(endpoint, token, sender, self.counters)
         # The boxes and all their state (operators, producer ids, numbering, input positions):
@@ -124,13 +128,27 @@ class Dataflow:
         declaration changed (a box whose in port was rewired to a filter).
         """
         self.schemas = stream_schemas(catalog, self.box_types)
-        self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s])
-                          for s in catalog.inputs if s in self.schemas}
-        for name, why in self.state.follow(catalog.boxes, self.schemas, keep_state).items():
+        changed = [name for name, part in catalog.partitions.items() if self.partitions.get(name) != part]
+        self.partitions = dict(catalog.partitions)
+        for name, why in self.state.follow(catalog.boxes, self.schemas, keep_state, self._build, changed).items():
             log.error("node %s cannot run box %r: %s", self.endpoint, name, why)
+        self.internal = {name: found for name, op in self.state.operators.items()
+                         if (found := op.internal_streams()) is not None}
+        for streams in self.internal.values():
+            self.schemas.update(streams.schemas)
+        entering = [*catalog.inputs, *(s for streams in self.internal.values() for s in streams.inputs)]
+        self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s]) for s in entering if s in self.schemas}
         self.producer_of = {s: name for name, box in self.state.boxes.items() for s in box.outputs}
+        self.producer_of.update((s, name) for name, streams in self.internal.items() for s, _ in streams.outputs)
         self._wire_consumers()
-        self.out.follow(catalog)
+        self.out.follow(catalog, {s: e for streams in self.internal.values() for s, e in streams.outputs})
+
+    def _build(self, box: Box, inputs: list[Schema], outputs: list[Schema]) -> Operator:
+        """An operator for ``box``: a member of its partition if it is partitioned, else the usual one."""
+        partition = self.partitions.get(box.name)
+        if partition is not None:
+            return PartOperator(box, inputs, outputs, partition, self.endpoint)
+        return build_operator(box, inputs, outputs)
 
     def refusals(self, candidate: Catalog, source: str, rules: bool = True) -> list[dict[str, object]]:
         """Why the boxes of an update (``source``: its document name) could not run here; [] if they can.
@@ -144,8 +162,13 @@ class Dataflow:
         report = check_topology(candidate, self.box_types)
         found: list[dict[str, object]] = [d.as_dict() for d in report.problems if d.file == source] if rules else []
         if not found:  # the rules passed; can each box really be built here?
+            partitions, self.partitions = self.partitions, dict(candidate.partitions)
+            try:
+                reasons = self.state.check(candidate.boxes, report.stream_schemas, self._build)
+            finally:
+                self.partitions = partitions
             found = [{"file": source, "line": None, "path": f"box {name}", "reason": f"box {name!r}: {why}"}
-                     for name, why in sorted(self.state.check(candidate.boxes, report.stream_schemas).items())]
+                     for name, why in sorted(reasons.items())]
         return found
 
     def _wire_consumers(self) -> None:
@@ -159,6 +182,9 @@ class Dataflow:
         for name, box in self.state.boxes.items():
             for port, inport in enumerate(box.inputs):
                 self.consumers.setdefault(inport.stream, []).append((self.state.operators[name], name, port))
+        for name, streams in self.internal.items():
+            for stream, port in streams.inputs.items():
+                self.consumers.setdefault(stream, []).append((self.state.operators[name], name, port))
         for stream, bridge in self.bridges.items():
             if bridge.box in self.state.operators:
                 self.consumers.setdefault(stream, []).append((self.state.operators[bridge.box], bridge.box, bridge.port))
@@ -435,9 +461,11 @@ class Dataflow:
         definition = self.state.boxes.get(box)
         if definition is None:
             return
+        declared = len(definition.outputs)
         for port, rows in produced:
             if rows:
-                await self._route(definition.outputs[port], rows)
+                stream = definition.outputs[port] if port < declared else self.internal[box].outputs[port - declared][0]
+                await self._route(stream, rows)
 
 
     def _cross_bridges(self, stream: str) -> None:

@@ -95,10 +95,16 @@ class Outputs:
 
     # -- the catalog decides where streams go ---------------------------------------
 
-    def follow(self, catalog: Catalog) -> None:
+    def follow(self, catalog: Catalog, internal: dict[str, str] | None = None) -> None:
+        """Send each stream where the local catalog's ``<subscribe>``s say, and ``internal`` streams
+
+        (stream -> endpoint: those between the parts of a box on several nodes) to their node.
+        """
         before, self.destinations = self.destinations, {}
         for sub in catalog.subscriptions.values():
             self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
+        for stream, endpoint in (internal or {}).items():
+            self.destinations.setdefault(stream, []).append(endpoint)
         self._routed = {(e, s) for e, s in self._routed if e in self.destinations.get(s, ())}
         wanted = {e for targets in self.destinations.values() for e in targets}
         policies = {sub.endpoint: sub.on_slow or DEFAULT_ON_SLOW

@@ -68,6 +68,11 @@ class Layout:
         object.__setattr__(self, "_owners", _validate(self))
 
     # -- ownership -------------------------------------------------------
+    @property
+    def owners(self) -> tuple[int, ...]:
+        """The slot → member table (4,096 entries): what routing code binds as a fast local."""
+        return self._owners
+
     def owner_of_slot(self, s: int) -> int:
         """The member owning slot ``s``."""
         return self._owners[s]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from boreas.catalog.boxtypes import BoxError, builtin_registry, indexed
@@ -33,6 +34,23 @@ _CATALOG_TYPES = builtin_registry()
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
+
+
+@dataclass(frozen=True)
+class InternalStreams:
+    """Streams between the parts of one box that runs on several nodes (a partitioned ``m3`` box).
+
+    They are not in the catalog: the operator declares them and the dataflow
+    wires them like declared ones, so they get links, acknowledgements,
+    resends, de-duplication, the input log and replay unchanged.
+    ``inputs`` maps a stream arriving here to the in port it feeds (numbered
+    after the box's declared in ports); out port ``len(box.outputs) + i``
+    writes ``outputs[i]``, a (stream, destination endpoint) pair.
+    """
+
+    inputs: dict[str, int]
+    outputs: tuple[tuple[str, str], ...]
+    schemas: dict[str, Schema]
 
 
 class OperatorError(ValueError):
@@ -54,6 +72,10 @@ class Operator(abc.ABC):
     @abc.abstractmethod
     def process(self, port: int, rows: list[tuple], now: float) -> list[tuple[int, list[tuple]]]:
         """Consume a batch arriving on in-port `port`; return (out_port, rows) pairs produced now, in order."""
+
+    def internal_streams(self) -> InternalStreams | None:
+        """The streams this box exchanges with its own parts on other nodes; None for a box on one node."""
+        return None
 
     def poll(self, now: float) -> list[tuple[int, list[tuple]]]:
         """Called at/after next_deadline(): emit what timers release (delay, aggregate timeout)."""

@@ -1,0 +1,188 @@
+"""One member of a partitioned box: where its events go, and a runtime that keeps only what it owns.
+
+Stage 1 (docs/cumulus.md §3.3, §9) runs plans whose every statement is
+LOCAL: a statement reads only entries in the same slot as the entry it
+writes.  Then a box is correct when each event is applied, whole, by every
+member that writes one of its statements' targets (:class:`Router`), and
+each member keeps only the entries it owns (:class:`MemberRuntime`): a
+member that runs an event for one statement also computes the other
+statements of the trigger, whose writes land in slots it does not own;
+those are dropped when the batch finishes.  They cannot have influenced an
+owned entry meanwhile, because an owned statement's references are in its
+own (owned) slot, and a loop over a local map starts from owned entries.
+
+Most triggers need no dropping at all: when every statement of a trigger
+writes at the same argument (a single-relation ``GROUP BY``: all on the
+group key), an event goes to exactly the member that owns all its writes.
+Only *mixed* triggers pay for the ownership check, per written key.
+
+>>> from boreas.m3.compiler.pipeline import compile_sql
+>>> from .layout import even_layout
+>>> from .plan import classify
+>>> p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS total FROM R GROUP BY a")
+>>> lay = even_layout("g", ["n1", "n2"], 4, maps=[("Q1_total", 0)])
+>>> router = Router(classify(p, dict(lay.maps), "g"), lay)
+>>> lay.owner_of_slot(slot(7)), lay.owner_of_slot(slot(1))
+(1, 0)
+>>> router.route("R", 1, [(7, 10), (1, 1), (7, 5)])
+{1: [(7, 10), (7, 5)], 0: [(1, 1)]}
+>>> rt = MemberRuntime(p, lay, lay.owner_of_slot(slot(7)))
+>>> rt.apply_grouped([("R", 1, [(7, 10), (7, 5)])]) and rt.view("Q1")
+{(7,): 15}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
+
+from ..ast import Program
+from ..runtime.program import Runtime
+from .hashing import home_slot, slot
+from .layout import Layout
+from .plan import LOOP, Plan, TriggerPlan, classify
+
+#: Members an event goes to: one member, or several.
+Members = int | tuple[int, ...]
+#: Relation column index -> how to read that column's value from a row (``operator.itemgetter`` for
+#: relation-order rows; a converting getter for rows in another layout, e.g. a stream's).
+Getter = Callable[[int], Callable[[tuple], object]]
+
+
+def _arg_key(stmt) -> tuple:
+    a = stmt.arg
+    if stmt.kind == LOOP:
+        return ("loop",)
+    if a.kind == "event":
+        return ("event", a.index)
+    if a.kind == "const":
+        return ("const", a.value)
+    return ("home",)
+
+
+def mixed(trigger: TriggerPlan) -> bool:
+    """Whether an event of ``trigger`` may reach a member that owns only some of its writes."""
+    return len({_arg_key(s) for s in trigger.statements}) > 1
+
+
+class Router:
+    """Stage 1's dispatch table: per trigger, the members each event goes to (its writers)."""
+
+    def __init__(self, plan: Plan, layout: Layout):
+        self.layout = layout
+        self._writers = tuple(sorted({s.member for s in layout.segments}))
+        self._args = {(t.relation, t.sign): list(dict.fromkeys(_arg_key(s) for s in t.statements))
+                      for t in plan.triggers}
+
+    def dispatcher(self, relation: str, sign: int, getter: Getter = itemgetter) -> Callable[[tuple], Members]:
+        """``row -> members`` for events of ``relation`` with ``sign`` (rows read through ``getter``)."""
+        args = self._args.get((relation, sign))
+        lay = self.layout
+        if args is None:  # no trigger: the runtime refuses the rows where they are applied
+            return lambda row: lay.home
+        if ("loop",) in args:
+            everyone = self._writers
+            return lambda row: everyone
+        owners = lay.owners
+        fixed = tuple(sorted({lay.home if a == ("home",) else owners[slot(a[1])] for a in args if a[0] != "event"}))
+        reads = [getter(a[1]) for a in args if a[0] == "event"]
+        if not reads:
+            only: Members = fixed[0] if len(fixed) == 1 else fixed
+            return lambda row: only
+        if len(reads) == 1 and not fixed:
+            read = reads[0]
+            return lambda row: owners[slot(read(row))]
+        return lambda row: tuple({*fixed, *(owners[slot(read(row))] for read in reads)})
+
+    def route(self, relation: str, sign: int, rows: Sequence[tuple]) -> dict[int, list[tuple]]:
+        """``{member: rows}``: the rows each member applies (in their order); a row may go to several."""
+        return group(self.dispatcher(relation, sign), rows)
+
+
+def group(dispatch: Callable[[tuple], Members], rows: Iterable[tuple]) -> dict[int, list[tuple]]:
+    """Rows by the member(s) ``dispatch`` sends each to, keeping their order."""
+    out: dict[int, list[tuple]] = {}
+    for r in rows:
+        m = dispatch(r)
+        if type(m) is int:
+            bucket = out.get(m)
+            if bucket is None:
+                out[m] = [r]
+            else:
+                bucket.append(r)
+        else:
+            for one in m:
+                out.setdefault(one, []).append(r)
+    return out
+
+
+class MemberRuntime(Runtime):
+    """A :class:`Runtime` holding only the entries member ``member`` owns under ``layout``.
+
+    Batches of mixed triggers (:func:`mixed`) are followed by dropping the
+    entries they wrote in slots the member does not own; the view changes
+    of the batch then name owned keys only.
+    """
+
+    def __init__(self, program: Program | str, layout: Layout, member: int, plan: Plan | None = None, **kwargs):
+        super().__init__(program, **kwargs)
+        self.member = member
+        self._guard = False
+        self.set_layout(layout, plan)
+
+    def set_layout(self, layout: Layout, plan: Plan | None = None) -> None:
+        """Own what ``layout`` gives this member (entries it no longer owns are the caller's to move)."""
+        self.layout = layout
+        self.columns = dict(layout.maps)
+        plan = plan or classify(self.program, self.columns, layout.box)
+        self.foreign = frozenset((t.relation, t.sign) for t in plan.triggers if mixed(t))
+        self._width = {m.name: len(m.keys) for m in self.program.maps}
+
+    def apply_grouped(self, batches: Iterable[tuple[str, int, Sequence[Sequence]]]) -> int:
+        batches = list(batches)
+        self._guard = any((rel, sign) in self.foreign for rel, sign, _ in batches)
+        return super().apply_grouped(batches)
+
+    def _finish(self) -> None:
+        if self._guard:
+            self._drop_foreign()
+        super()._finish()
+
+    def owns(self, map_name: str, stored_key) -> bool:
+        """Whether this member owns the entry of ``map_name`` at ``stored_key`` (the store's key form)."""
+        col = self.columns[map_name]
+        if col is None:
+            return self.layout.home == self.member
+        value = stored_key if self._width[map_name] == 1 else stored_key[col]
+        return self.layout.owners[slot(value)] == self.member
+
+    def _drop_foreign(self) -> None:
+        for name, journal in self._journals.items():
+            if journal:
+                for k in {k for k in journal[::2] if not self.owns(name, k)}:
+                    self.store.set_stored(name, k, 0)
+
+    def segment_entries(self) -> dict[int, dict[str, int]]:
+        """Entries per segment and map, as this member holds them (``boreas segments``)."""
+        lay = self.layout
+        seg_of = {}
+        for s in lay.segments:
+            seg_of.update(dict.fromkeys(range(s.lo, s.hi), s.id))
+        home_segment = lay.segment_of_slot(home_slot(lay.box)).id
+        out: dict[int, dict[str, int]] = {s.id: {} for s in lay.segments if s.member == self.member}
+        with self._lock:
+            for m in self.program.maps:
+                col = self.columns[m.name]
+                if col is None:
+                    n = self.store.size(m.name)
+                    if n:
+                        out.setdefault(home_segment, {})[m.name] = n
+                    continue
+                single = len(m.keys) == 1
+                counts: dict[int, int] = {}
+                for k in self.store.stored_keys(m.name):
+                    sid = seg_of[slot(k if single else k[col])]
+                    counts[sid] = counts.get(sid, 0) + 1
+                for sid, n in counts.items():
+                    out.setdefault(sid, {})[m.name] = n
+        return out

@@ -1,0 +1,107 @@
+"""Stage 1's execution code (m3/cumulus/member.py): the Router and MemberRuntime the nodes run.
+
+The same property as ``test_local_plans_partition_exactly``, but through the
+code a partitioned box really runs: the :class:`Router` sends each event,
+whole, to the members that write one of its statements, each member applies
+it with a :class:`MemberRuntime` (which drops what lands in slots it does not
+own), and the members' maps union to exactly the single-node runtime's, with
+every entry on its owner and the view changes of every batch naming owned
+keys only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from boreas.m3 import Runtime
+from boreas.m3.cumulus import classify, even_layout, place
+from boreas.m3.cumulus.member import MemberRuntime, Router, mixed
+from hypothesis import HealthCheck, given, settings
+from test_cumulus_plan import LOCAL_PROGRAMS, LOOPS, batches, layouts, program
+
+
+class Routed:
+    def __init__(self, prog, layout, plan):
+        self.prog, self.layout = prog, layout
+        self.single = Runtime(prog)
+        self.members = [MemberRuntime(prog, layout, m, plan) for m in range(len(layout.members))]
+        self.router = Router(plan, layout)
+
+    def apply(self, events) -> None:
+        self.single.apply_batch(events)
+        groups: dict = {}
+        for rel, sign, row in events:
+            groups.setdefault((rel, sign), []).append(row)
+        per_member: dict[int, list] = {}
+        for (rel, sign), rows in groups.items():
+            for m, share in self.router.route(rel, sign, rows).items():
+                per_member.setdefault(m, []).append((rel, sign, share))
+        for m, work in per_member.items():
+            rt = self.members[m]
+            rt.apply_grouped(work)
+            for view, changed in rt.changes().items():
+                first = self.prog.view(view).maps[0]
+                for key, _ in changed:
+                    assert self.layout.owner(first, key) == m, f"member {m} reported {view}{key}, owned by another"
+
+    def check(self) -> None:
+        for mp in self.prog.maps:
+            union: dict = {}
+            for m, rt in enumerate(self.members):
+                for key, value in rt.store.items(mp.name):
+                    assert self.layout.owner(mp.name, key) == m, f"{mp.name}{key} is on member {m}, owned by another"
+                    union[key] = value
+            single = dict(self.single.store.items(mp.name))
+            assert union.keys() == single.keys(), mp.name
+            for key, value in single.items():
+                assert math.isclose(union[key], value, rel_tol=1e-9, abs_tol=1e-9), (mp.name, key)
+
+
+@pytest.mark.parametrize("name", sorted(LOCAL_PROGRAMS))
+def test_routed_members_equal_the_single_runtime(name):
+    text, key = LOCAL_PROGRAMS[name]
+    prog = program(text)
+    placement = place(prog, key=key, box=name)
+    plan = classify(prog, placement.columns, box=name)
+    relations = Runtime(prog).relations
+    used = {t.relation for t in prog.triggers if t.statements}
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(layouts(name, [(m.map, m.column) for m in placement.maps]),
+           batches({r: c for r, c in relations.items() if r in used}))
+    def check(layout, workload):
+        routed = Routed(prog, layout, plan)
+        for events in workload:
+            routed.apply(events)
+            routed.check()
+
+    check()
+
+
+def test_mixed_triggers_are_the_ones_that_drop():
+    """LOOPS' +S writes q (loop over B), w and v (at A) and home maps: mixed; a member drops foreign writes."""
+    prog = program(LOOPS)
+    plan = classify(prog, place(prog, key="r.b").columns)
+    assert {(t.relation, t.sign) for t in plan.triggers if mixed(t)} == {("S", 1), ("S", -1)}
+    lay = even_layout("loops", ["a", "b", "c"], 6, maps=dict(plan.columns).items())
+    routed = Routed(prog, lay, plan)
+    routed.apply([("R", 1, (a, b)) for a in range(5) for b in range(9)] + [("S", 1, (a, 2)) for a in range(5)])
+    routed.check()
+    assert sum(rt.store.size("t") for rt in routed.members) == 1  # the home map lives on one member only
+
+
+def test_segment_entries_counts_each_entry_once():
+    prog = program(LOOPS)
+    plan = classify(prog, place(prog, key="r.b").columns)
+    lay = even_layout("loops", ["a", "b"], 5, maps=dict(plan.columns).items())
+    routed = Routed(prog, lay, plan)
+    routed.apply([("R", 1, (a, b)) for a in range(7) for b in range(11)] + [("S", 1, (a, 1)) for a in range(7)])
+    total = {m.name: 0 for m in prog.maps}
+    for m, rt in enumerate(routed.members):
+        counts = rt.segment_entries()
+        assert all(lay.segments[[s.id for s in lay.segments].index(sid)].member == m for sid in counts)
+        for per_map in counts.values():
+            for name, n in per_map.items():
+                total[name] += n
+    assert total == {m.name: routed.single.store.size(m.name) for m in prog.maps}
