@@ -1,4 +1,4 @@
-"""M3 commands: ``boreas compile QUERY.sql`` and ``boreas query BOX [MAP] [KEY|_ ...]``.
+"""M3 commands: ``boreas compile QUERY.sql``, ``boreas query BOX [MAP] [KEY|_ ...]``, ``boreas segments BOX``.
 
 ``compile`` prints the M3 program a SQL file compiles to (what an ``m3`` box
 with that ``sql`` runs); a problem is printed as ``file:line:col: reason``
@@ -8,7 +8,13 @@ which node) and prints JSON lines, one ``{"key": [...], "value": ...}`` per
 row.  The first word after the box is the map when the box has a map, view
 or out stream of that name; otherwise the box's first out stream's view is
 read and every word is a key (``_`` is a wildcard).  A first word that is
-neither (a misspelt map name) is refused, naming the box's maps.
+neither (a misspelt map name) is refused, naming the box's maps.  A
+partitioned box is read the same way: the client asks the members that hold
+the keys and merges their answers (:mod:`boreas.client.query`).
+``segments`` reads a partitioned box's layout from the Head and every
+member's ``GET /segments/{box}``, and prints one line per segment (its slots,
+its member, each map's entries on it) and a total line; ``--json`` prints the
+members' answers as they came.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 from boreas.client.query import QueryClient, QueryFailed, split_words
 from boreas.m3 import CheckError, M3Error, compile_to_text
+from boreas.m3.cumulus import Layout
 from boreas.wire.auth import resolve_token
 from boreas.wire.client import PeerError
 
@@ -31,7 +38,9 @@ from .common import (
     EXIT_OK,
     CommandFailed,
     add_head_option,
+    add_json_option,
     add_token_option,
+    print_json,
     the_head,
 )
 
@@ -83,6 +92,57 @@ def cmd_query(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def fetch_segments(head: str, token: str | None, box: str) -> tuple[Layout, list[dict[str, Any]]]:
+    """The box's layout (the Head's) and every member's ``GET /segments/{box}`` answer, in member order."""
+    async with QueryClient(head, token) as client:
+        try:
+            return await client.segments(box)
+        except QueryFailed as exc:
+            raise CommandFailed(str(exc)) from None
+        except PeerError as exc:
+            raise CommandFailed(str(exc)) from None
+
+
+def describe_segments(layout: Layout, answers: list[dict[str, Any]]) -> list[str]:
+    """``boreas segments``' lines: one per segment (slots, member, each map's entries), then the total.
+
+    The layout printed is the newest of the Head's and the members' (members
+    learn a relayout first); a segment no member reported is shown as such.
+    """
+    for answer in answers:
+        theirs = answer.get("layout")
+        if isinstance(theirs, dict) and int(theirs.get("layout", 0)) > layout.version:
+            layout = Layout.from_dict(theirs)
+    counts: dict[int, dict[str, int]] = {}
+    for answer in answers:
+        for sid, maps in answer.get("segments", {}).items():
+            counts.setdefault(int(sid), {}).update(maps)
+    table = []
+    for seg in layout.segments:
+        maps = counts.get(seg.id)
+        entries = ("  ".join(f"{name} {n:,}" for name, n in maps.items()) if maps is not None
+                   else "(not reported by its member)")
+        table.append((seg.name(layout.box), f"slots {seg.lo}-{seg.hi - 1}", layout.members[seg.member], entries))
+    widths = [max((len(row[i]) for row in table), default=0) for i in range(3)]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row[:3], widths)), row[3]]).rstrip() for row in table]
+    total = sum(n for maps in counts.values() for n in maps.values())
+    n_members, n_segments = len(layout.members), len(layout.segments)
+    lines.append(f"layout {layout.version}, {n_members} member{'s' if n_members != 1 else ''}, "
+                 f"{n_segments} segment{'s' if n_segments != 1 else ''}, {total:,} entries")
+    return lines
+
+
+def cmd_segments(args: argparse.Namespace) -> int:
+    token = resolve_token(args.token, required=False)
+    layout, answers = asyncio.run(fetch_segments(the_head(args), token, args.box))
+    if args.json:
+        print_json(answers)
+    else:
+        for line in describe_segments(layout, answers):
+            print(line)
+    return EXIT_OK
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compile", help="print the M3 program a SQL file compiles to")
     p.add_argument("file", metavar="QUERY.sql")
@@ -99,3 +159,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("segments", help="a partitioned m3 box's segments: slots, member, entries per map")
+    p.add_argument("box")
+    add_head_option(p)
+    add_token_option(p)
+    add_json_option(p)
+    p.set_defaults(func=cmd_segments)

@@ -63,6 +63,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "disconnect": ("optimize", "optimizer: remove a box inserted by connect"),
     "compile": ("m3", "print the M3 program a SQL file compiles to"),
     "query": ("m3", "read an m3 box's maps where it runs (JSON lines)"),
+    "segments": ("m3", "a partitioned m3 box's segments: slots, member, entries per map"),
 }
 
 DESCRIPTION = ("Boreas: a catalog-driven control plane and data plane for distributed stream processing "
