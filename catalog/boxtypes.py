@@ -31,7 +31,7 @@ from .expressions import (
     infer_field,
     parse_expression,
 )
-from .model import Box, Field, FieldType, Schema
+from .model import Box, Field, FieldType, Partition, Schema
 
 
 class BoxError(ValueError):
@@ -42,16 +42,23 @@ class BoxError(ValueError):
 _EXPRESSION_PARAM = re.compile(r"^(expression\.\d+|predicate|out-field\.\d+)$")
 
 InferFn = Callable[[Box, list[Schema]], list[Schema]]
+PlanPartitionFn = Callable[[Box, list[Schema], Partition], Partition]
+"""Plan a partition of a box of this type (its in streams' schemas given): the partition as
+submitted, returned with ``segments``, ``maps``, ``layout`` and ``id`` filled in; raises
+:class:`BoxError` saying why the box cannot be partitioned so."""
 
 
 @dataclass(frozen=True, slots=True)
 class BoxType:
+    """A box type.  ``plan_partition`` (optional) lets its boxes be partitioned (``<partition>``)."""
+
     name: str
     infer: InferFn
     min_inputs: int = 1
     max_inputs: int | None = 1
     required: tuple[str, ...] = ()
     summary: str = ""
+    plan_partition: PlanPartitionFn | None = None
 
 
 class BoxTypeRegistry:
@@ -70,6 +77,10 @@ class BoxTypeRegistry:
 
     def get(self, name: str) -> BoxType | None:
         return self._types.get(name)
+
+    def partitionable(self) -> list[str]:
+        """The types whose boxes can be partitioned (they plan partitions)."""
+        return [name for name in self.names() if self._types[name].plan_partition is not None]
 
     def check_shape(self, box: Box) -> list[str]:
         """Problems with the box's type, arity and required parameters."""

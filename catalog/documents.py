@@ -35,6 +35,7 @@ from .model import (
     Client,
     GlobalComponent,
     Node,
+    Partition,
     Publication,
     Query,
     Region,
@@ -74,12 +75,13 @@ class Delete:
     publish: str | None = None
     client: str | None = None
     replica_set: str | None = None
+    partition: str | None = None  # by box name
     origin: Origin = field(default=Origin("<update>"), compare=False)
 
 
 #: Delete fields that name an element by its plain catalog key.
 DELETE_NAMES = ("query", "box", "table", "stream", "view", "schema", "type", "input", "output",
-                "region", "publish", "client", "replica_set")
+                "region", "publish", "client", "replica_set", "partition")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,7 @@ class Deployment:
     unsubscriptions: list[Unsubscribe] = field(default_factory=list)
     clients: list[Client] = field(default_factory=list)
     moves: list[Move] = field(default_factory=list)
+    partitions: list[Partition] = field(default_factory=list)
 
 
 @dataclass
@@ -357,6 +360,23 @@ class _Reader:
                 self.fail(el, "<move> needs exactly one of box= or table=")
             elif node:
                 dep.moves.append(Move(node, el.get("box"), el.get("table"), self.origin(el)))
+        elif tag == "partition":
+            part = self.partition(el)
+            if part is not None:
+                dep.partitions.append(part)
+
+    def partition(self, el: etree._Element) -> Partition | None:
+        """A ``<partition>``, its members' endpoints normalised (positions kept in deployment XML)."""
+        part = self.decode(el)
+        if part is None:
+            return None
+        spelled: dict[str, str | None] = {}
+        for child in el:
+            if child.tag == "node" and child.get("endpoint") not in spelled:
+                spelled[child.get("endpoint")] = self.node(child, child.get("endpoint"))
+        if any(endpoint is None for endpoint in spelled.values()):
+            return None
+        return replace(part, nodes=tuple(spelled[n] for n in part.nodes))
 
     # -- update -------------------------------------------------------------
 
@@ -395,7 +415,7 @@ class _Reader:
                 if endpoint:
                     update.items.append(Node(endpoint, self.origin(el)))
             elif tag in ("node", "region", "replica_set", "publish", "subscribe", "unsubscribe",
-                         "client", "move"):
+                         "client", "move", "partition"):
                 before = _count(scratch)
                 self.deployment_item(el, scratch)
                 update.items += _new_items(scratch, before)
@@ -406,7 +426,7 @@ class _Reader:
 
 
 _DEPLOY_LISTS = ("nodes", "regions", "replica_sets", "publications", "subscriptions",
-                 "unsubscriptions", "clients", "moves")
+                 "unsubscriptions", "clients", "moves", "partitions")
 
 
 def _count(dep: Deployment) -> dict[str, int]:

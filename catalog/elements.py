@@ -30,6 +30,7 @@ from .model import (
     Input,
     Node,
     Output,
+    Partition,
     Publication,
     Query,
     Region,
@@ -59,6 +60,7 @@ KIND_TO_DICT: dict[str, tuple[str, str]] = {
     "subscribe": ("subscriptions", "subscribe"),
     "client": ("clients", "client"),
     "global": ("globals", "global"),
+    "partition": ("partitions", "partition"),
 }
 TAG_TO_KIND = {tag: kind for kind, (_, tag) in KIND_TO_DICT.items()}
 
@@ -79,6 +81,7 @@ _CLASS_TO_KIND: dict[type, tuple[str, str]] = {
     Subscription: ("subscribe", "key"),
     Client: ("client", "endpoint"),
     GlobalComponent: ("global", "endpoint"),
+    Partition: ("partition", "box"),
 }
 
 

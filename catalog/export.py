@@ -3,7 +3,8 @@
 Export is the inverse of a submission: applying the exported pair to an
 empty catalog gives an equal catalog.  Boxes and tables that belong to a
 query are written inside it; placement goes to the deployment as
-``<node endpoint=... query=...>`` naming the boxes on each node.
+``<node endpoint=... query=...>`` naming the boxes on each node, and a
+partitioned box's as its ``<partition>`` in catalog form (layout kept).
 
 >>> from boreas.catalog.model import Catalog, Node
 >>> c = Catalog(); c.nodes["localhost:15000"] = Node("localhost:15000")
@@ -19,7 +20,7 @@ from collections import Counter
 
 from lxml import etree
 
-from .model import Box, Catalog, Table
+from .model import Box, Catalog, Partition, Table
 from .xmlcodec import encode
 
 
@@ -61,6 +62,8 @@ def export_deployment(catalog: Catalog) -> str:
             placed.setdefault(obj.node, []).append(obj.name)
     for endpoint, names in placed.items():
         etree.SubElement(root, "node", endpoint=endpoint, query=" ".join(names))
+    for part in catalog.partitions.values():  # the catalog form: applied, it keeps the layout
+        root.append(encode(part))
     for rs in catalog.replica_sets.values():
         root.append(encode(rs))
     for region in catalog.regions.values():
@@ -90,12 +93,15 @@ def summary(catalog: Catalog) -> str:
     if types:
         lines.append("box types: " + ", ".join(f"{t} {n}" for t, n in sorted(types.items())))
     for endpoint in sorted(catalog.nodes):
-        boxes = sorted(b.name for b in catalog.boxes_on(endpoint))
+        boxes = [name for b in sorted(catalog.boxes_on(endpoint), key=lambda b: b.name)
+                 for name in _placed(catalog, b.name, endpoint)]
         regions = sorted(r.region for r in catalog.regions.values() if r.node == endpoint)
         shown = ", ".join(boxes[:8]) + (f", ... ({len(boxes)} in all)" if len(boxes) > 8 else "")
         region_note = f"  [regions: {', '.join(regions)}]" if regions else ""
         lines.append(f"node {endpoint}: {shown or '(no boxes)'}{region_note}")
-    unplaced = sorted(b.name for b in catalog.boxes.values() if b.node is None)
+    for name, part in sorted(catalog.partitions.items()):
+        lines.append(describe_partition(part))
+    unplaced = sorted(b.name for b in catalog.boxes.values() if not catalog.placement(b.name))
     if unplaced:
         lines.append(f"not yet deployed: {', '.join(unplaced)}")
     if catalog.inputs:
@@ -107,3 +113,20 @@ def summary(catalog: Catalog) -> str:
     for component in sorted(catalog.globals):
         lines.append(f"global component: {component}")
     return "\n".join(lines)
+
+
+def describe_partition(part: Partition) -> str:
+    """``partition q3: 3 members, 8 segments, layout 4, key o_orderkey``."""
+    members = len(part.nodes)
+    line = (f"partition {part.box}: {members} member{'s' if members != 1 else ''}, "
+            f"{len(part.segments)} segment{'s' if len(part.segments) != 1 else ''}, layout {part.layout}")
+    return line + (f", key {part.key}" if part.key else "")
+
+
+def _placed(catalog: Catalog, box: str, endpoint: str) -> list[str]:
+    """How a node's box is listed: its name, or for a partitioned box the segments there (``q3/0, q3/3``)."""
+    part = catalog.partitions.get(box)
+    if part is None:
+        return [box]
+    members = set(part.member_of(endpoint))
+    return [f"{box}/{s.id}" for s in sorted(part.segments, key=lambda s: s.id) if s.member in members] or [box]

@@ -22,8 +22,10 @@ from .model import (
     Input,
     Node,
     Output,
+    Partition,
     Query,
     Schema,
+    SegmentPlacement,
     Table,
     TypeAlias,
 )
@@ -52,9 +54,11 @@ class Merger:
         self.catalog = base.copy()
         self.base = base
         self.problems: list[Diagnostic] = []
-        # box or table -> [(endpoint, origin)] from <node query=...> in this submission
-        self.claims: dict[str, list[tuple[str, Origin]]] = {}
+        # box or table -> [(endpoint, origin, the element that claims it)] from <node query=...> or a
+        # <box node=...> in this submission
+        self.claims: dict[str, list[tuple[str, Origin, str]]] = {}
         self.deleted_streams: set[str] = set()
+        self.partitioned: set[str] = set()  # boxes a <partition> of this submission names
 
     def fail(self, origin: Origin, reason: str) -> None:
         self.problems.append(Diagnostic.at(origin, reason))
@@ -77,7 +81,9 @@ class Merger:
         if existing is None:
             target[key] = obj
             if isinstance(obj, (Box, Table)) and obj.node:
-                self.claims.setdefault(obj.name, []).append((obj.node, obj.origin))
+                tag = "box" if isinstance(obj, Box) else "table"
+                self.claims.setdefault(obj.name, []).append(
+                    (obj.node, obj.origin, f"<{tag} name='{obj.name}' node='{obj.node}'>"))
             return
         if isinstance(obj, (Schema, TypeAlias)):
             if existing == obj:
@@ -112,6 +118,7 @@ class Merger:
         box = self.catalog.boxes.pop(name, None)
         if box is None:
             return
+        self.catalog.partitions.pop(name, None)  # a partition goes with its box
         self.deleted_streams.update(box.outputs)
         for qname, query in list(self.catalog.queries.items()):
             if name in query.boxes:
@@ -128,6 +135,10 @@ class Merger:
             self.fail(m.origin, f"cannot modify {noun} {name!r}: no such {noun}")
             return
         items[name] = replace(item, params=merge_params(item.params, m.params))
+        part = self.catalog.partitions.get(name) if m.box is not None else None
+        if part is not None and part.planned and any(item.param(p) != items[name].param(p) for p in _PROGRAM_PARAMS):
+            # A new program rebuilds the box empty: its partition is planned again on commit.
+            self.catalog.partitions[name] = replace(part, segments=(), maps=(), layout=0, id="")
 
     # -- deployment -------------------------------------------------------
 
@@ -158,14 +169,69 @@ class Merger:
                 self.fail(unsub.origin, f"cannot unsubscribe from {unsub.stream!r}: no such subscription")
             for key in keys:
                 del self.catalog.subscriptions[key]
+        for part in dep.partitions:
+            self.partition(part)
         for move in dep.moves:
             self.move(move)
 
     def place(self, assignment: NodeAssignment) -> None:
         self.catalog.nodes.setdefault(assignment.endpoint, Node(assignment.endpoint, assignment.origin))
+        via = f"<node endpoint='{assignment.endpoint}' query='{' '.join(assignment.names)}'>"
         for name in assignment.names:
             for member in self._members(name, assignment.origin):
-                self.claims.setdefault(member, []).append((assignment.endpoint, assignment.origin))
+                self.claims.setdefault(member, []).append((assignment.endpoint, assignment.origin, via))
+
+    def partition(self, part: Partition) -> None:
+        """``<partition>``: its members are declared nodes; a partition already committed changes only
+        its members and epoch (docs/cumulus.md §2.4).  The rules about the partition on its own and
+        its box are :mod:`.validate`'s."""
+        for endpoint in part.nodes:
+            self.catalog.nodes.setdefault(endpoint, Node(endpoint, part.origin))
+        if part.box in self.partitioned:
+            self.fail(part.origin, f"box {part.box!r} has more than one <partition> in this submission")
+            return
+        self.partitioned.add(part.box)
+        before = self.catalog.partitions.get(part.box)
+        if before is not None and before.planned:
+            kept = self._resubmitted(before, part)
+            if kept is None:
+                return
+            part = kept
+        self.catalog.partitions[part.box] = part
+
+    def _resubmitted(self, before: Partition, part: Partition) -> Partition | None:
+        """A committed partition submitted again: the same layout, members added or removed (None: refused)."""
+        box = part.box
+        changed = (part.key != before.key or dict(part.pins) != dict(before.pins)
+                   or part.count not in (None, before.count, len(before.segments)))
+        if part.planned:  # catalog form: its layout must be the committed one
+            changed = changed or (part.maps, part.layout, part.id) != (before.maps, before.layout, before.id)
+        if changed:
+            self.fail(part.origin, f"box {box!r} is partitioned into {len(before.segments)} segments; change the "
+                                   f"layout with boreas split/move/rebalance")
+            return None
+        # Members keep their segments wherever they now are in the list: old member i -> new index.
+        free = list(enumerate(part.nodes))
+        moved: dict[int, int] = {}
+        for i, endpoint in enumerate(before.nodes):
+            j = next((k for k, (_, e) in enumerate(free) if e == endpoint), None)
+            if j is not None:
+                moved[i] = free.pop(j)[0]
+        ok = True
+        for i, endpoint in enumerate(before.nodes):
+            held = [str(s.id) for s in before.segments if s.member == i]
+            if i not in moved and held:
+                ok = False
+                self.fail(part.origin, f"node {endpoint!r} still holds segment{'s' if len(held) > 1 else ''} "
+                                       f"{', '.join(held)} of box {box!r}; move them first")
+        if not ok:
+            return None
+        segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, moved[s.member]) for s in before.segments)
+        if part.planned and part.segments != segments:
+            self.fail(part.origin, f"box {box!r} is partitioned into {len(before.segments)} segments; change the "
+                                   f"layout with boreas split/move/rebalance")
+            return None
+        return replace(before, nodes=part.nodes, segments=segments, epoch_ms=part.epoch_ms, origin=part.origin)
 
     def _members(self, name: str, origin: Origin) -> list[str]:
         """Boxes and tables a deployment name stands for: a query, or one box or table."""
@@ -181,6 +247,12 @@ class Merger:
         if move.node not in self.catalog.nodes:
             self.fail(move.origin, f"cannot move to unknown node {move.node!r}")
             return
+        part = self.catalog.partitions.get(move.box or "")
+        if part is not None:
+            elsewhere = [s.id for s in part.segments if part.nodes[s.member] != move.node] or [0]
+            self.fail(move.origin, f"box {move.box!r} is partitioned; move its segments "
+                                   f"(boreas move {move.box}/{elsewhere[0]} NODE)")
+            return
         name = move.box or move.table
         items = self.catalog.boxes if move.box else self.catalog.tables
         item = items.get(name)
@@ -193,11 +265,16 @@ class Merger:
         """Give each claimed box its node; with a deployment, every box must have one."""
         conflicted: set[str] = set()
         for name, claims in self.claims.items():
-            endpoints = sorted({e for e, _ in claims})
+            endpoints = sorted({e for e, _, _ in claims})
             items = self.catalog.boxes if name in self.catalog.boxes else self.catalog.tables
             noun = "box" if items is self.catalog.boxes else "table"
             item = items.get(name)
             if item is None:
+                continue
+            if noun == "box" and name in self.catalog.partitions:
+                conflicted.add(name)
+                self.fail(claims[0][1], f"box {name!r} is placed by <partition> and by {claims[0][2]}; a "
+                                        f"partitioned box is placed by its <partition> only")
                 continue
             if len(endpoints) > 1:
                 conflicted.add(name)
@@ -210,9 +287,15 @@ class Merger:
                                         f"use <move> to relocate it")
                 continue
             items[name] = replace(item, node=endpoints[0])
+        for name in self.partitioned:
+            box = self.catalog.boxes.get(name)
+            if box is not None and box.node and name not in conflicted:
+                part = self.catalog.partitions[name]
+                self.fail(part.origin, f"box {name!r} runs on node {box.node!r}; a running box cannot be "
+                                       f"partitioned yet (delete it, then declare it again with its <partition>)")
         if deploying:
             for box in self.catalog.boxes.values():
-                if box.node is None and box.name not in conflicted:
+                if box.node is None and box.name not in conflicted and box.name not in self.catalog.partitions:
                     self.fail(box.origin, f"box {box.name!r} is not placed on any node "
                                           f"(add it, or its query, to a <node query=...>)")
 
@@ -225,6 +308,10 @@ class Merger:
         for key, sub in list(self.catalog.subscriptions.items()):
             if sub.stream in gone:
                 del self.catalog.subscriptions[key]
+
+
+#: Parameters that make an ``m3`` box's program: changing one rebuilds the box and re-plans its partition.
+_PROGRAM_PARAMS = ("sql", "m3", "sign-field")
 
 
 def merge_params(

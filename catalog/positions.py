@@ -3,8 +3,9 @@
 Example deployments cannot know the ports of the cluster they will run on
 (``boreas cluster up --base-port 16000``), so wherever application and
 deployment XML name a *node* -- ``<node endpoint>``, ``<publish node>`` (or
-its ``endpoint``), ``<region node>``, a ``<replica_set>``'s ``<node
-endpoint>``, ``<move node>``, a box's or table's ``node`` -- they may write
+its ``endpoint``), ``<region node>``, a ``<replica_set>``'s or a
+``<partition>``'s ``<node endpoint>``, ``<move node>``, a box's or table's
+``node`` -- they may write
 a position instead of an endpoint.  Endpoints of other things (a regional
 component, a client, a subscriber) are never positions, and update XML,
 which Boreas components exchange, never holds one.
@@ -78,6 +79,9 @@ def _node_refs(documents: Sequence[Document]) -> Iterator[tuple[str, Origin]]:
                     yield pub.node, pub.origin
             for move in doc.moves:
                 yield move.node, move.origin
+            for part in doc.partitions:
+                for endpoint in part.nodes:
+                    yield endpoint, part.origin
 
 
 def named_nodes(documents: Sequence[Document]) -> list[tuple[str, Origin]]:
@@ -140,6 +144,8 @@ def resolve_positions(
                 publications=[replace(p, node=node(p.node, p.origin)) if p.node else p
                               for p in doc.publications],
                 moves=[replace(m, node=node(m.node, m.origin)) for m in doc.moves],
+                partitions=[replace(p, nodes=tuple(node(e, p.origin) for e in p.nodes))
+                            for p in doc.partitions],
             ))
         else:
             out.append(doc)

@@ -50,12 +50,12 @@ from .merge import merge_params
 from .model import Box, Catalog, Table
 
 #: Removal order: what refers to an element goes before it.
-DELETE_ORDER = ("subscribe", "publish", "client", "region", "replica_set", "query", "box", "view",
-                "table", "output", "input", "type", "schema", "node", "global")
+DELETE_ORDER = ("subscribe", "publish", "client", "region", "replica_set", "query", "partition", "box",
+                "view", "table", "output", "input", "type", "schema", "node", "global")
 #: Removed after the declarations, not before: a kept element may still name them.
 REMOVE_LAST = ("schema", "node")
 #: Declaration order: what an element refers to comes before it.
-DECLARE_ORDER = ("schema", "type", "node", "input", "output", "view", "table", "box", "query",
+DECLARE_ORDER = ("schema", "type", "node", "input", "output", "view", "table", "box", "partition", "query",
                  "region", "replica_set", "client", "publish", "subscribe", "global")
 
 #: store kind -> the <delete> attribute that names it

@@ -22,14 +22,14 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .boxtypes import BoxTypeRegistry, builtin_registry
+from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, ValidationFailed
 from .documents import Application, Deployment, Document, Update
 from .elements import apply_commit, catalog_from_snapshot, diff
 from .merge import merge
-from .model import Catalog
+from .model import Catalog, Schema
 from .positions import default_layout, has_positions
 from .store.base import CatalogStore, Change, Commit, ConflictError, StoreError
 from .validate import check_topology
@@ -75,12 +75,41 @@ def plan_submission(
 ) -> Plan:
     """Merge and check without touching any store."""
     apps, deps = split_documents(documents)
+    registry = registry or builtin_registry()
     merged, problems = merge(catalog, apps, deps)
-    report = check_topology(merged, registry or builtin_registry())
+    report = check_topology(merged, registry)
     # The whole merged topology is checked: the stored catalog was valid when
     # committed, so whatever is wrong now was caused by this submission.
     problems += report.problems
+    if not problems:
+        problems += plan_partitions(merged, report.stream_schemas, registry)
     return Plan(merged, _dedupe(problems))
+
+
+def plan_partitions(catalog: Catalog, schemas: dict[str, Schema], registry: BoxTypeRegistry) -> list[Diagnostic]:
+    """Plan, in place, every partition not planned yet (docs/cumulus.md §2.4); the problems found.
+
+    The box type's ``plan_partition`` hook fills in the segments, each map's
+    partition column, layout 1 and a fresh incarnation id.  Segments written
+    out (catalog form) are kept.  A committed partition keeps its plan: maps
+    are recorded, not recomputed, so a compiler upgrade never re-keys a box.
+    """
+    problems = []
+    for name, part in sorted(catalog.partitions.items()):
+        if part.planned and part.maps:
+            continue
+        box = catalog.boxes[name]  # validated: the box exists and its type plans partitions
+        hook = registry.get(box.type).plan_partition  # type: ignore[union-attr]
+        assert hook is not None
+        try:
+            planned = hook(box, [schemas[p.stream] for p in box.inputs], part)
+        except BoxError as exc:
+            problems.append(Diagnostic.at(part.origin, str(exc)))
+            continue
+        if part.segments:
+            planned = replace(planned, segments=part.segments, layout=part.layout or 1)
+        catalog.partitions[name] = replace(planned, id=part.id or planned.id, origin=part.origin)
+    return problems
 
 
 def _dedupe(problems: list[Diagnostic]) -> list[Diagnostic]:

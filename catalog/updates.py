@@ -117,4 +117,7 @@ def describe_item(item: Any) -> str:
         extra.append(f"at {el.get('node')}" if el.get("node") else "")
     elif el.tag == "region":
         name = f"{el.get('endpoint') or el.get('name') or 'default'} includes {el.get('node')}"
+    elif el.tag == "partition":
+        name = el.get("box") or ""
+        extra.append(f"({len(el.findall('node'))} members, {len(el.findall('segment'))} segments)")
     return " ".join(p for p in ["+", el.tag, name, *extra] if p)

@@ -1,4 +1,4 @@
-"""Whole-topology checks: producers, references, box parameters, stream schemas.
+"""Whole-topology checks: producers, references, box parameters, stream schemas, partitions.
 
 These run on the merged catalog (``merge``), so a submission is checked
 together with everything it builds on.  Stream schemas are inferred in
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from . import arrays
 from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, Origin
-from .model import Box, Catalog, Schema
+from .model import PARTITION_SLOTS, Box, Catalog, Partition, Schema
 
 
 @dataclass
@@ -38,6 +38,7 @@ def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None) ->
     _infer_schemas(catalog, registry, report)
     _check_outputs(catalog, report)
     _check_array_streams(catalog, report)
+    _check_partitions(catalog, registry, report)
     return report
 
 
@@ -211,3 +212,83 @@ def _check_array_streams(catalog: Catalog, report: TopologyReport) -> None:
         found = _array_field(catalog, schema) if schema is not None else None
         if found:
             report.fail(sub.origin, f"subscribe to stream {sub.stream!r}: its {found}; {_SCALARS_ONLY}")
+
+
+#: ``epoch-ms`` of a partition: the shortest and longest epoch (docs/cumulus.md §10, question 5).
+EPOCH_MS = (10, 60_000)
+
+
+def _check_partitions(catalog: Catalog, registry: BoxTypeRegistry, report: TopologyReport) -> None:
+    """Each ``<partition>``: an existing box of a type that plans partitions, members, segments, epoch."""
+    for name, part in catalog.partitions.items():
+        for reason in partition_problems(part):
+            report.fail(part.origin, reason)
+        box = catalog.boxes.get(name)
+        if box is None:
+            report.fail(part.origin, f"partition names unknown box {name!r}")
+            continue
+        box_type = registry.get(box.type)
+        if box_type is not None and box_type.plan_partition is None:
+            types = " or ".join(registry.partitionable()) or "m3"
+            report.fail(part.origin, f"box {name!r} is {_a(box.type)} {box.type} box; only {types} boxes can be "
+                                     f"partitioned")
+
+
+def _a(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def partition_problems(part: Partition) -> list[str]:
+    """What is wrong with a partition on its own (no box or catalog needed): members, counts, segments."""
+    where = f"partition of box {part.box!r}"
+    problems = []
+    if not part.nodes:
+        problems.append(f"{where} lists no <node>")
+    if not part.planned:  # as the user wrote it: one member per node (a repeat comes only from a failover)
+        seen: set[str] = set()
+        for endpoint in part.nodes:
+            if endpoint in seen:
+                problems.append(f"{where} lists node {endpoint!r} twice")
+            seen.add(endpoint)
+    if part.count is not None and part.count > PARTITION_SLOTS:
+        problems.append(f"{where}: segments={part.count}, at most {PARTITION_SLOTS} (one per hash slot)")
+    elif part.count is not None and part.count < 1:
+        problems.append(f"{where}: segments={part.count}, at least 1")
+    low, high = EPOCH_MS
+    if not low <= part.epoch_ms <= high:
+        problems.append(f"{where}: epoch-ms={part.epoch_ms}: between {low} and {high}")
+    if part.layout < 0:
+        problems.append(f"{where}: layout={part.layout}, a layout version is 0 or more")
+    if part.segments:
+        problems += segment_problems(part)
+    return problems
+
+
+def segment_problems(part: Partition) -> list[str]:
+    """Explicit segments (catalog form) must tile slots 0..4095 exactly once, each on a member."""
+    box, problems = part.box, []
+    ids: set[int] = set()
+    for seg in part.segments:
+        if seg.id in ids:
+            problems.append(f"segments of box {box!r} have id {seg.id} twice")
+        ids.add(seg.id)
+        if seg.id < 0:
+            problems.append(f"segment {seg.id} of box {box!r}: a segment id is 0 or more")
+        if not 0 <= seg.lo < seg.hi <= PARTITION_SLOTS:
+            problems.append(f"segment {seg.id} of box {box!r} has slots {seg.lo}-{seg.hi - 1}; a segment is a "
+                            f"non-empty range within 0-{PARTITION_SLOTS - 1}")
+        if not 0 <= seg.member < len(part.nodes):
+            problems.append(f"segment {seg.id} of box {box!r} is on member {seg.member}; the partition has "
+                            f"{len(part.nodes)}")
+    if problems:
+        return problems
+    end = 0  # sorted by first slot: a gap or an overlap shows at the first slot concerned
+    for seg in sorted(part.segments, key=lambda s: (s.lo, s.id)):
+        if seg.lo > end:
+            return [f"segments of box {box!r} leave slots {end}-{seg.lo - 1} unowned"]
+        if seg.lo < end:
+            return [f"segments of box {box!r} overlap at slot {seg.lo}"]
+        end = seg.hi
+    if end < PARTITION_SLOTS:
+        return [f"segments of box {box!r} leave slots {end}-{PARTITION_SLOTS - 1} unowned"]
+    return []

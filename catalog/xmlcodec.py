@@ -35,11 +35,13 @@ from .model import (
     Input,
     Node,
     Output,
+    Partition,
     Publication,
     Query,
     Region,
     ReplicaSet,
     Schema,
+    SegmentPlacement,
     Subscription,
     Table,
     TypeAlias,
@@ -187,6 +189,62 @@ def _region(el: etree._Element, origin: Origin) -> Region:
     return Region(name or endpoint or "default", node, endpoint, name, origin)
 
 
+def _child_origin(origin: Origin, el: etree._Element, step: str) -> Origin:
+    return Origin(origin.file, el.sourceline, origin.path + step) if origin.path else origin
+
+
+def _partition(el: etree._Element, origin: Origin) -> Partition:
+    """``<partition>`` as deployment XML writes it (members, segments=, key=, pins) or in catalog form.
+
+    Member *i* is the *i*-th ``<node>``, or the one with ``member="i"``.  A
+    ``<map>`` with a ``position`` is a planned map's partition column, one
+    without ``key`` a planned map kept whole (home), one with only ``key`` a pin.
+    """
+    box = el.get("box")
+    where = f"partition of box {box!r}"
+    nodes = _children(el, "node")
+    members = [_int(n, "member") for n in nodes]
+    if any(m is not None for m in members):
+        if sorted(m if m is not None else -1 for m in members) != list(range(len(nodes))):
+            raise DecodeError(f"{where}: <node member> numbers the members 0 to {len(nodes) - 1}, each once "
+                              f"(or leave member out everywhere: member i is the i-th <node>)")
+        nodes = [n for _, n in sorted(zip(members, nodes), key=lambda pair: pair[0])]
+    pins: dict[str, str] = {}
+    maps: dict[str, tuple[str, str | None, int | None]] = {}
+    elements = _children(el, "map")
+    for i, m in enumerate(elements, start=1):
+        at = _child_origin(origin, m, f"/map[{i}]" if len(elements) > 1 else "/map")
+        name, key, position = m.get("name"), m.get("key"), _int(m, "position")
+        if position is None and key is not None:  # a pin, as the user wrote it
+            if name in pins:
+                raise DecodeError(f"{where} pins map {name!r} twice", at)
+            pins[name] = key
+            continue
+        if position is not None and (key is None or position < 0):
+            raise DecodeError(f"{where}: <map name={name!r} position={position}> needs key= (the name of "
+                              f"key column {position}) and a position of 0 or more", at)
+        if name in maps:
+            raise DecodeError(f"{where} places map {name!r} twice", at)
+        maps[name] = (name, key, position)
+    segments = []
+    elements = _children(el, "segment")
+    for i, seg in enumerate(elements, start=1):
+        at = _child_origin(origin, seg, f"/segment[{i}]" if len(elements) > 1 else "/segment")
+        sid, slots = _int(seg, "id"), (seg.get("slots") or "").split()
+        try:
+            lo, hi = (int(x) for x in slots)
+        except ValueError:
+            raise DecodeError(f"segment {sid} of box {box!r}: slots={seg.get('slots')!r}: give its first slot "
+                              f"and one past its last, two whole numbers (slots=\"0 512\")", at) from None
+        segments.append(SegmentPlacement(sid, lo, hi, _int(seg, "member")))
+    layout = _int(el, "layout")
+    epoch_ms = _int(el, "epoch-ms")
+    return Partition(
+        box, tuple(n.get("endpoint") for n in nodes), tuple(segments), _int(el, "segments"), el.get("key"),
+        tuple(pins.items()), tuple(maps.values()), (1 if segments else 0) if layout is None else layout,
+        100 if epoch_ms is None else epoch_ms, el.get("id") or "", origin)
+
+
 _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
     "schema": _schema,
     "type": _type,
@@ -208,6 +266,7 @@ _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
                                             el.get("on-slow")),
     "client": lambda el, o: Client(el.get("endpoint") or "", el.get("prefix"), o),
     "global": lambda el, o: GlobalComponent(el.get("endpoint"), o),
+    "partition": _partition,
 }
 
 
@@ -302,6 +361,17 @@ def encode(obj: Any, with_node: bool = True) -> etree._Element:
             el = _set(etree.Element("client"), endpoint=obj.endpoint, prefix=obj.prefix)
         case GlobalComponent():
             el = _set(etree.Element("global"), endpoint=obj.endpoint)
+        case Partition():
+            el = _set(etree.Element("partition"), box=obj.box, layout=obj.layout or None,
+                      **{"epoch-ms": obj.epoch_ms}, id=obj.id or None, key=obj.key, segments=obj.count)
+            for member, endpoint in enumerate(obj.nodes):
+                _sub(el, "node", endpoint=endpoint, member=member)
+            for name, key in obj.pins:
+                _sub(el, "map", name=name, key=key)
+            for name, key, position in obj.maps:
+                _sub(el, "map", name=name, key=key, position=position)
+            for seg in obj.segments:
+                _sub(el, "segment", id=seg.id, slots=f"{seg.lo} {seg.hi}", member=seg.member)
         case _:
             raise TypeError(f"cannot encode {type(obj).__name__}")
     return el

@@ -30,7 +30,9 @@ Reads are open:
 * ``GET /catalog`` -- the global catalog as one update document;
 * ``GET /nodes`` -- every node: alive, in sync, failures, pending requests;
 * ``GET /status`` -- catalog version and counters;
-* ``GET /boxes/{name}`` -- the box and the node it runs on (optimizers use it);
+* ``GET /boxes/{name}`` -- the box and the node it runs on (optimizers use it); a
+  partitioned box runs on no one node (``"node": null``) and has its
+  ``"partition"`` layout instead (:func:`partition_json`), else ``"partition": null``;
 * ``GET /streams/{name}`` -- where a stream enters (for publishers: its
   ``<publish>`` nodes, else the nodes that consume it), which node produces
   it (for subscribers), and its schema.
@@ -60,7 +62,7 @@ from boreas.catalog.documents import (
     read_document,
 )
 from boreas.catalog.endpoints import normalize_endpoint
-from boreas.catalog.model import GlobalComponent, Region
+from boreas.catalog.model import GlobalComponent, Partition, Region
 from boreas.catalog.replicate import catalog_items
 from boreas.catalog.slices import stream_route
 from boreas.catalog.store import StoreError
@@ -327,5 +329,26 @@ class _Api:
         box = self.head.catalog.boxes.get(name)
         if box is None:
             return json_error(404, f"no box {name!r} in the catalog (version {self.head.catalog.version})")
-        return web.json_response({"box": name, "type": box.type, "node": box.node,
+        part = self.head.catalog.partitions.get(name)
+        return web.json_response({"box": name, "type": box.type, "node": None if part else box.node,
+                                  "partition": partition_json(part) if part else None,
                                   "version": self.head.catalog.version})
+
+
+def partition_json(part: Partition) -> dict[str, Any]:
+    """A partitioned box's layout as ``GET /boxes/{name}`` answers it.
+
+    The first six keys are ``boreas.m3.cumulus.Layout.to_dict()``'s, so
+    ``Layout.from_dict`` reads the answer; then the partition's epoch, incarnation and key.
+    """
+    return {
+        "box": part.box,
+        "members": list(part.nodes),
+        "segments": [[s.id, s.lo, s.hi, s.member] for s in sorted(part.segments, key=lambda s: (s.lo, s.id))],
+        "maps": {name: position for name, _, position in part.maps},
+        "layout": part.layout,
+        "first_epoch": 0,
+        "epoch_ms": part.epoch_ms,
+        "id": part.id,
+        "key": part.key,
+    }

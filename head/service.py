@@ -329,6 +329,9 @@ class HeadService:
             current = catalog.boxes.get(box)
             if current is None or current.node == target:
                 return None
+            if box in catalog.partitions:  # placed by its partition: its segments move, never the box
+                log.warning("node reported box %r moved to %s, but the box is partitioned: ignored", box, target)
+                return None
             involved.add(current.node or target)
             changes = [Change("box", box, to_text(replace(current, node=target)))]
             if target not in catalog.nodes:

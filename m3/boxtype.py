@@ -36,13 +36,22 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, replace
 
 from boreas.catalog.boxtypes import BoxError, BoxType, BoxTypeRegistry, builtin_registry
-from boreas.catalog.model import Box, Field, FieldType, Schema
+from boreas.catalog.model import (
+    Box,
+    Field,
+    FieldType,
+    Partition,
+    Schema,
+    SegmentPlacement,
+)
 
 from .ast import Column, Program, RelationDecl
 from .compiler.frontend import declares_relations
+from .cumulus import LayoutError, PlacementError, PlanError, plan_partition
 from .errors import M3Error
 from .runtime.program import Runtime, ViewInfo, _program_from_text
 from .syntax import KEYWORDS
@@ -228,8 +237,29 @@ def infer_m3(box: Box, inputs: list[Schema]) -> list[Schema]:
     return list(plan_box(box, inputs).outputs)
 
 
+def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> Partition:
+    """Plan ``<partition>`` of an ``m3`` box (docs/cumulus.md §2.4): equal segments dealt round robin,
+    each map's partition column (``key``, pins, then the chooser), layout 1, a fresh incarnation id.
+
+    Stage 1 runs only plans whose every statement is LOCAL; another plan is
+    refused with the reason naming its first statement that is not.
+    """
+    program = plan_box(box, inputs).program
+    try:
+        pp = plan_partition(program, box.name, partition.nodes, segments=partition.count, key=partition.key,
+                            pins=dict(partition.pins))
+    except (PlacementError, LayoutError, PlanError) as exc:
+        raise BoxError(str(exc)) from None
+    if not pp.supported:
+        raise BoxError(pp.reason)
+    assert pp.layout is not None
+    maps = tuple((name, None if pos is None else program.map(name).keys[pos].name, pos) for name, pos in pp.layout.maps)
+    segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member) for s in pp.layout.segments)
+    return replace(partition, segments=segments, maps=maps, layout=1, id=uuid.uuid4().hex[:12])
+
+
 M3_BOX_TYPE = BoxType("m3", infer_m3, min_inputs=1, max_inputs=None,
-                      summary="incrementally maintained SQL view (M3)")
+                      summary="incrementally maintained SQL view (M3)", plan_partition=plan_m3_partition)
 
 
 

@@ -51,6 +51,7 @@ KINDS = (
     "subscribe",
     "client",
     "global",
+    "partition",
 )
 
 

@@ -195,9 +195,14 @@ class ZooKeeperStore(CatalogStore):
 
     def _ensure_layout(self) -> None:
         with self._ops("creating the catalog layout"):
+            kinds = [self._path(kind) for kind in KINDS]
             if _wait(self._client.exists_async(self._version_path)):
+                # Complete, but maybe made before a kind existed (partition): that kind gets its folder.
+                missing = [p for p, res in [(p, self._client.exists_async(p)) for p in kinds] if not _wait(res)]
+                for path in missing:
+                    _wait(self._client.ensure_path_async(path))
                 return
-            for path in [self._path(kind) for kind in KINDS] + [self._root + "/log"]:
+            for path in kinds + [self._root + "/log"]:
                 _wait(self._client.ensure_path_async(path))
             try:  # last, so an existing version znode means the layout is complete
                 _wait(self._client.create_async(self._version_path, b"0"))
