@@ -459,3 +459,50 @@ def test_boreas_segments_says_what_is_wrong_in_one_line(servers, full, capsys):
     assert main(["segments", BOX, "--head", head]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: member 2 (127.0.0.1:1) of box 'v' is unreachable: ") and err.count("\n") == 1
+
+
+# -- the real PartOperator (node/cumulus/part.py) behind the same API ---------------------
+
+
+async def test_real_members_fed_through_their_coordinators_answer_as_one_node(servers, full):
+    from boreas.catalog.model import Partition, SegmentPlacement
+    from boreas.node.cumulus.part import PartOperator
+
+    flows = [Dataflow(None) for _ in range(3)]
+    endpoints = []
+    for flow in flows:
+        app = web.Application()
+        api = QueryApi(flow, "")
+        api.add_routes(app.router)
+        api.endpoint = servers.serve(app)
+        endpoints.append(api.endpoint)
+    layout = layout_v1(endpoints)
+    partition = Partition(BOX, tuple(endpoints), tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member)
+                                                       for s in layout.segments),
+                          maps=(("Q1_total", "a", 0), ("Q1_n", "a", 0), ("Q2_s", None, None)), layout=1, id="c0ffee")
+    template = build()
+    ops = [PartOperator(template.box, template.inputs, template.outputs, partition, e) for e in endpoints]
+    for flow, op in zip(flows, ops):
+        flow.operators[BOX] = op
+    n_in = len(template.box.inputs)
+    for i in range(0, len(ROWS), 50):  # each batch enters a member by turns, which sends the others their share
+        coordinator = ops[(i // 50) % 3]
+        for port, rows in coordinator.process(0, ROWS[i:i + 50], 0.0):
+            if port >= len(template.box.outputs):
+                stream, _ = coordinator.internal_streams().outputs[port - len(template.box.outputs)]
+                member = int(stream.split("@")[1].split("/")[0])
+                ops[member].process(n_in + 0, rows, 0.0)
+
+    head = servers.head([head_answer(layout)])
+    async with QueryClient(head, moved_wait=2) as client:
+        assert (await client.query(BOX)).as_dict() == full.runtime.view("Q1")
+        assert (await client.query(BOX, "S")).value == sum(b for _, b in ROWS)
+        for agg in ("sum", "min", "max"):
+            assert (await client.query(BOX, "Q1_total", agg=agg)).value == \
+                (await _one_node(full, "Q1_total", agg, ())).value
+        one = await client.query(BOX, "G", [7])
+        assert one.members == (layout.owner("Q1_total", (7,)),) and one.as_dict() == full.runtime.view("Q1", 7)
+        _, answers = await client.segments(BOX)
+    counted = {int(s): maps for a in answers for s, maps in a["segments"].items()}
+    assert sorted(counted) == [0, 1, 2, 3, 4, 5]
+    assert sum(maps.get("Q1_total", 0) for maps in counted.values()) == full.runtime.store.size("Q1_total")
