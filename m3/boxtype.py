@@ -241,8 +241,8 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
     """Plan ``<partition>`` of an ``m3`` box (docs/cumulus.md §2.4): equal segments dealt round robin,
     each map's partition column (``key``, pins, then the chooser), layout 1, a fresh incarnation id.
 
-    Stage 1 runs only plans whose every statement is LOCAL; another plan is
-    refused with the reason naming its first statement that is not.
+    Any plan runs: one whose statements read entries of other members runs
+    in version order with pushes between them (docs/cumulus.md §3.5).
     """
     program = plan_box(box, inputs).program
     try:
@@ -250,8 +250,6 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
                             pins=dict(partition.pins))
     except (PlacementError, LayoutError, PlanError) as exc:
         raise BoxError(str(exc)) from None
-    if not pp.supported:
-        raise BoxError(pp.reason)
     assert pp.layout is not None
     maps = tuple((name, None if pos is None else program.map(name).keys[pos].name, pos) for name, pos in pp.layout.maps)
     segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member) for s in pp.layout.segments)

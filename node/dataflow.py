@@ -138,6 +138,8 @@ class Dataflow:
             self.schemas.update(streams.schemas)
         entering = [*catalog.inputs, *(s for streams in self.internal.values() for s in streams.inputs)]
         self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s]) for s in entering if s in self.schemas}
+        for streams in self.internal.values():
+            self.row_types.update(streams.decoders)
         self.producer_of = {s: name for name, box in self.state.boxes.items() for s in box.outputs}
         self.producer_of.update((s, name) for name, streams in self.internal.items() for s, _ in streams.outputs)
         self._wire_consumers()

@@ -9,13 +9,13 @@ step           module                                 does
 =============  =====================================  ===========================================
 ``hash``       :mod:`.hashing`, :mod:`.layout`        slots (stable hash) → equal segments → members
 ``place``      :mod:`.placement`                      each map's partition column, with reasons
-``classify``   :mod:`.plan`                           each statement's class; can stage 1 run it?
+``classify``   :mod:`.plan`                           each statement's class; all LOCAL?
 =============  =====================================  ===========================================
 
 >>> from boreas.m3 import compile_sql
 >>> p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS total, COUNT(*) AS n FROM R GROUP BY a")
 >>> pp = plan_partition(p, "g", ["localhost:15001", "localhost:15002"], segments=4)
->>> pp.layout.maps, pp.supported
+>>> pp.layout.maps, pp.local
 ((('Q1_total', 0), ('Q1_n', 0)), True)
 >>> [name for name, _ in PIPELINE]
 ['hash', 'place', 'classify']
@@ -51,8 +51,8 @@ from .plan import (
     RefPlan,
     StatementPlan,
     TriggerPlan,
+    all_local,
     classify,
-    stage1_supported,
     writer,
 )
 
@@ -70,7 +70,7 @@ class PartitionPlan:
     layout: Layout | None = None
     placement: Placement | None = None
     plan: Plan | None = None
-    supported: bool | None = None  # can stage 1 run it (every statement LOCAL)?
+    local: bool | None = None  # every statement LOCAL: members never read each other's entries
     reason: str = ""
 
 
@@ -87,10 +87,10 @@ def _place(pp: PartitionPlan) -> PartitionPlan:
 
 
 def _classify(pp: PartitionPlan) -> PartitionPlan:
-    """Every statement's class under the placement (§3.3), and stage 1's verdict."""
+    """Every statement's class under the placement (§3.3), and whether members read each other's entries."""
     plan = classify(pp.program, dict(pp.layout.maps), pp.box)
-    ok, reason = stage1_supported(plan)
-    return replace(pp, plan=plan, supported=ok, reason=reason)
+    ok, reason = all_local(plan)
+    return replace(pp, plan=plan, local=ok, reason=reason)
 
 
 PIPELINE: tuple[tuple[str, Callable[[PartitionPlan], PartitionPlan]], ...] = (
@@ -114,6 +114,6 @@ __all__ = [
     "BCAST_GATHER", "BCAST_PUSH", "GATHER", "LOCAL", "LOOP", "PIPELINE", "POINT", "POINT_PUSH", "REPART", "SLOTS",
     "KeyClass", "Layout", "LayoutError", "MapPlacement", "PartitionPlan", "Placement", "PlacementError", "Plan",
     "PlanError", "RefPlan", "Segment", "StatementPlan", "TriggerPlan",
-    "classify", "even_layout", "home_slot", "key_classes", "place", "plan_partition", "slot", "slots_of",
-    "stage1_supported", "writer",
+    "all_local", "classify", "even_layout", "home_slot", "key_classes", "place", "plan_partition", "slot", "slots_of",
+    "writer",
 ]

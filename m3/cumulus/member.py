@@ -143,10 +143,41 @@ class MemberRuntime(Runtime):
         self._guard = any((rel, sign) in self.foreign for rel, sign, _ in batches)
         return super().apply_grouped(batches)
 
+    def apply_with(self, batches: Iterable[tuple[str, int, Sequence[Sequence]]],
+                   pushed: dict[tuple[str, tuple], object]) -> int:
+        """Apply ``batches`` with the entries other members pushed (``{(map, key tuple): value}``) in place.
+
+        The pushed entries are what this member's statements read from
+        other members at the version's start; they are installed, the
+        unchanged triggers run, and then every entry this member does not
+        own (the pushed ones, and what the triggers wrote for other members)
+        is dropped again.  Atomic like :meth:`apply_grouped`.
+        """
+        if not pushed:
+            return self.apply_grouped(batches)
+        with self._lock:
+            pack = self.store.pack
+            installed = []
+            for (name, key), value in pushed.items():
+                stored = pack(name, key)
+                if not self.owns(name, stored):  # never over an entry of our own
+                    installed.append((name, stored))
+                    self.store.set_stored(name, stored, value)
+            self._guard = True
+            try:
+                return super().apply_grouped(batches)
+            finally:
+                for name, stored in installed:
+                    self.store.set_stored(name, stored, 0)
+
     def _finish(self) -> None:
         if self._guard:
             self._drop_foreign()
         super()._finish()
+
+    def read(self, map_name: str, pattern: tuple) -> list[tuple[tuple, object]]:
+        """The entries of ``map_name`` matching ``pattern`` (None: any value) that this member holds."""
+        return self.store.match(map_name, pattern)
 
     def owns(self, map_name: str, stored_key) -> bool:
         """Whether this member owns the entry of ``map_name`` at ``stored_key`` (the store's key form)."""
@@ -157,10 +188,14 @@ class MemberRuntime(Runtime):
         return self.layout.owners[slot(value)] == self.member
 
     def _drop_foreign(self) -> None:
+        """Drop what the batch wrote outside this member's slots; its changes then name owned keys only."""
         for name, journal in self._journals.items():
             if journal:
-                for k in {k for k in journal[::2] if not self.owns(name, k)}:
-                    self.store.set_stored(name, k, 0)
+                foreign = {k for k in journal[::2] if not self.owns(name, k)}
+                if foreign:
+                    for k in foreign:
+                        self.store.set_stored(name, k, 0)
+                    journal[:] = [x for k, old in zip(journal[::2], journal[1::2]) if k not in foreign for x in (k, old)]
 
     def segment_entries(self) -> dict[int, dict[str, int]]:
         """Entries per segment and map, as this member holds them (``boreas segments``)."""

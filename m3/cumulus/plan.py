@@ -24,16 +24,18 @@ Statements with a remote reference run in *phase 2* of a version, after the
 pushes; a trigger is *sequential* when that reorders a read after a write of
 the same trigger (§3.3, "Intra-version dependencies").
 
-Stage 1 runs only plans whose every statement is LOCAL: then no member ever
-needs another member's entries, and applying each event where its keys live
-gives exactly the single-node maps (tests/m3/test_cumulus_plan.py proves it).
+A plan whose every statement is LOCAL (:func:`all_local`) needs no member
+to read another's entries: applying each event where its keys live gives
+exactly the single-node maps (tests/m3/test_cumulus_plan.py proves it), in
+any order.  Any other plan runs in version order with pushes between members
+(:mod:`.roles`).
 
 >>> from ..compiler.pipeline import compile_sql
 >>> p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS total FROM R GROUP BY a")
 >>> plan = classify(p, {"Q1_total": 0}, box="g")
 >>> [(s.kind, str(s.arg), s.cls) for s in plan.trigger("R", 1).statements]
 [('POINT', 'A', 'LOCAL')]
->>> stage1_supported(plan)
+>>> all_local(plan)
 (True, "box 'g': all 2 statements of 2 triggers are LOCAL; each event is applied where its keys live")
 """
 
@@ -309,11 +311,11 @@ def explain(plan: Plan, trigger: TriggerPlan, stmt: StatementPlan) -> str:
             f"at {ref.arg} from another member (its writer is {writer_is}; {ref.cls}: {_WHY[ref.cls]})")
 
 
-def stage1_supported(plan: Plan) -> tuple[bool, str]:
-    """Whether stage 1 can run the plan (every statement LOCAL), and why; names the first statement that is not."""
+def all_local(plan: Plan) -> tuple[bool, str]:
+    """Whether every statement is LOCAL (members never read each other's entries), and why; names the first that is not."""
     n = sum(1 for _ in plan.statements())
     for t, s in plan.statements():
         if s.cls != LOCAL:
-            return False, f"box {plan.box!r}: {explain(plan, t, s)}; cross-segment reads come in a later stage"
+            return False, f"box {plan.box!r}: {explain(plan, t, s)}; members push such entries to each other, in version order"
     return True, (f"box {plan.box!r}: all {n} statements of {len(plan.triggers)} triggers are LOCAL; "
                   "each event is applied where its keys live")

@@ -1,21 +1,35 @@
-"""One member of a partitioned ``m3`` box on this node (docs/cumulus.md §3.8, stage 1).
+"""One member of a partitioned ``m3`` box on this node (docs/cumulus.md §3.5, §3.8).
 
 A box partitioned over *n* nodes runs as *n* :class:`PartOperator`\\s, one
-per member, each holding the entries of the segments its member owns.
-Every member is also a *coordinator*: batches published into the member
-(a publisher picks one member per producer, so each producer's batches keep
-their order) are split by the :class:`~boreas.m3.cumulus.member.Router`
-into the rows each member must apply.  The member's own share is applied at
-once; the others leave on **internal streams** ``{box}@{member}/{port}``,
-one per (destination member, in port), carrying the rows unchanged (the in
-stream's schema).  The dataflow wires them like catalog streams
-(:meth:`~boreas.node.operators.base.Operator.internal_streams`), so links,
-acknowledgements, resends, de-duplication, the input log, snapshots and
-replay all apply; a member applies what arrives in arrival order, which is
-exact in stage 1 because no statement reads another member's entries.
+per member, each holding the entries of the segments its member owns.  Every
+member plays three roles:
 
-View changes leave each member on the box's out stream as its own producer
-(its box id differs per node); together they are the box's changes.
+* **coordinator** of the batches its publishers send it (a publisher picks
+  one member per producer): each batch becomes a *version* ``(epoch,
+  coordinator, seq)`` and goes, as ``Work``, to the members that write or
+  serve it (:class:`~boreas.m3.cumulus.roles.Roles`) -- only the rows each
+  needs;
+* **member**: applies versions in one total order, ``(epoch, coordinator,
+  seq)``, the same on every member.  For a version it first *serves*
+  (pushes the entries its writers read from it, as of the version's start),
+  then, once every push it waits for is in, *writes* (installs the pushed
+  entries, runs the generated triggers, keeps what it owns).  A coordinator
+  ``c``'s versions of epoch ``e`` end with its ``Close(e)``, so a member
+  knows when to go on to coordinator ``c + 1``;
+* **leader** (member 0): ends epochs.  While any coordinator has stamped
+  work (``Wake``), it sends ``Advance(e + 1)`` every ``epoch-ms``; each
+  coordinator answers with ``Close(e)`` to every member.  Members report
+  ``Done(e)`` to it.
+
+Deadlock-free: every member follows the same order, and a push for version
+``v`` depends only on versions before ``v``.  A plan whose every statement is
+LOCAL needs no order at all (no member reads another's entries): its Work is
+applied as it arrives, with no epochs.
+
+The operator does no I/O: messages to other members leave on out ports that
+the dataflow sends on the internal streams ``{box}@{member}``
+(:meth:`internal_streams`); everything it remembers is in :meth:`state`, so
+snapshots, replay and moves work unchanged.
 
 >>> from boreas.catalog.model import Partition, SegmentPlacement
 >>> part = Partition("v", ("n1", "n2"), (SegmentPlacement(0, 0, 2048, 0), SegmentPlacement(1, 2048, 4096, 1)),
@@ -23,27 +37,32 @@ View changes leave each member on the box's out stream as its own producer
 >>> lay = layout_of(part)
 >>> lay.members, lay.column("Q1_total"), [s.member for s in lay.segments]
 (('n1', 'n2'), 0, [0, 1])
->>> internal_stream("v", 1, 0)
-'v@1/0'
+>>> internal_stream("v", 1)
+'v@1'
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 
 from boreas.catalog.model import Box, Partition, Schema
-from boreas.m3.cumulus import Layout, LayoutError, Segment, classify, stage1_supported
-from boreas.m3.cumulus.member import MemberRuntime, Router, group
+from boreas.m3 import M3Error
+from boreas.m3.cumulus import LOCAL, Layout, LayoutError, Segment, classify
+from boreas.m3.cumulus.member import MemberRuntime
+from boreas.m3.cumulus.roles import Roles
 
 from ..operators.base import Emitted, InternalStreams
 from ..operators.m3box import M3Operator, date_of
+from . import messages as msg
+from .messages import MessageRows, key_codecs
 
 log = logging.getLogger(__name__)
 
 
-def internal_stream(box: str, member: int, port: int) -> str:
-    """The stream carrying in port ``port``'s rows of ``box`` to member ``member``."""
-    return f"{box}@{member}/{port}"
+def internal_stream(box: str, member: int) -> str:
+    """The stream carrying messages of ``box`` to member ``member``."""
+    return f"{box}@{member}"
 
 
 def layout_of(partition: Partition) -> Layout:
@@ -55,7 +74,7 @@ def layout_of(partition: Partition) -> Layout:
 
 
 class PartOperator(M3Operator):
-    """The member(s) of a partitioned ``m3`` box that ``endpoint`` hosts (stage 1: one)."""
+    """The member of a partitioned ``m3`` box that ``endpoint`` hosts."""
 
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition, endpoint: str):
         super().__init__(box, inputs, outputs)
@@ -65,35 +84,48 @@ class PartOperator(M3Operator):
         if not partition.planned:
             raise self.error("is partitioned, but its partition has no segments yet (the Head plans them)")
         self.partition = partition
-        self.member = members[0]
+        self.member = me = members[0]
+        self.n = len(partition.nodes)
         try:
             self.layout = layout_of(partition).check_program(self.plan.program)
         except LayoutError as exc:
             raise self.error(f"has a partition that does not fit its program: {exc}") from None
         plan = classify(self.plan.program, dict(self.layout.maps), box.name)
-        ok, why = stage1_supported(plan)
-        if not ok:
-            raise self.error(f"cannot run partitioned: {why}")
-        self.runtime = MemberRuntime(self.plan.program, self.layout, self.member, plan)
-        self.router = Router(plan, self.layout)
-        self.rows_sent = 0  # rows this member coordinated and sent to other members
-        n = len(box.inputs)
-        self._dispatch = [self._dispatcher(port) for port in range(n)]
-        others = [m for m in range(len(partition.nodes)) if m != self.member]
-        outputs_ = tuple((internal_stream(box.name, m, p), partition.nodes[m]) for m in others for p in range(n))
-        self._peer_port = {(m, p): len(box.outputs) + i
-                           for i, (m, p) in enumerate((m, p) for m in others for p in range(n))}
+        self.ordered = any(r.cls != LOCAL for _, s in plan.statements() for r in s.refs)
+        self.runtime = MemberRuntime(self.plan.program, self.layout, me, plan)
+        self.roles = Roles(plan, self.layout)
+        self._involved = [self._involvement(plan, port) for port in range(len(box.inputs))]
+        self._encode_key, self._decode_key = key_codecs(self.plan.program)
+        self.epoch_s = partition.epoch_ms / 1000.0
+        others = [m for m in range(self.n) if m != me]
+        self._port_to = {m: len(box.outputs) + i for i, m in enumerate(others)}
+        stream = internal_stream(box.name, me)
         self._internal = InternalStreams(
-            inputs={internal_stream(box.name, self.member, p): n + p for p in range(n)},
-            outputs=outputs_,
-            schemas={internal_stream(box.name, m, p): inputs[p] for m in range(len(partition.nodes)) for p in range(n)},
-        )
+            inputs={stream: len(box.inputs)},
+            outputs=tuple((internal_stream(box.name, m), partition.nodes[m]) for m in others),
+            schemas={}, decoders={stream: MessageRows()})
+        # coordinator
+        self.epoch = 0  # the epoch it stamps Work with (the last Advance)
+        self.seq = 0
+        self.woke = -1  # the last epoch it asked the leader to end
+        # member: where it is in the order, and what waits
+        self.at = [0, 0]  # epoch, coordinator whose versions it applies now
+        self.works: dict[tuple[int, int], deque] = {}
+        self.closes: set[tuple[int, int]] = set()
+        self.pushes: dict[tuple[int, int, int], dict[int, list]] = {}
+        self.served: set[tuple[int, int, int]] = set()
+        # leader
+        self.wanted = False
+        self.deadline: float | None = None
+        self.dones: dict[int, set[int]] = {}
+        self.stable = -1
+        # per call
+        self._local: deque = deque()
+        self._out: dict[int, list] = {}
+        self._emitted: Emitted = []
 
-    def internal_streams(self) -> InternalStreams:
-        return self._internal
-
-    def _dispatcher(self, port: int):
-        """``rows -> {member: rows}`` for in port ``port`` (rows in the in stream's layout, sign field and all)."""
+    def _involvement(self, plan, port: int):
+        """``row -> members`` for rows of in port ``port`` in the in stream's form (sign field and all)."""
         pp = self.plan.ports[port]
         s = pp.sign_index
         picks = [i for i in range(len(pp.columns) + (s is not None)) if i != s]
@@ -104,42 +136,208 @@ class PartOperator(M3Operator):
                 return lambda row: date_of(row[at])
             return lambda row: row[at]
 
-        by_sign = {sign: self.router.dispatcher(pp.relation, sign, getter) for sign in (1, -1)}
-        if s is None:
-            inserts = by_sign[1]
-            return lambda rows: group(inserts, rows)
+        roles = Roles(plan, self.layout, getter, pp.relation)
+        by_sign = {sign: roles.involved(pp.relation, sign) for sign in (1, -1)}
         me = self.member
+        if s is None:
+            return by_sign[1]
+        return lambda row: by_sign[row[s]](row) if row[s] in by_sign else {me}  # a bad sign: counted here
 
-        def signed(row: tuple):
-            found = by_sign.get(row[s])
-            return me if found is None else found(row)  # a bad sign: counted as ignored where it is applied
-        return lambda rows: group(signed, rows)
+    def internal_streams(self) -> InternalStreams:
+        return self._internal
 
     # -- the data plane ------------------------------------------------------------
 
     def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
-        n = len(self.box.inputs)
-        if port >= n:  # another member's share for us
-            return super().process(port - n, rows, now)
-        emitted: Emitted = []
-        for member, share in self._dispatch[port](rows).items():
-            if member == self.member:
-                emitted.extend(super().process(port, share, now))
-            else:
-                self.rows_sent += len(share)
-                emitted.append((self._peer_port[(member, port)], share))
+        if port < len(self.box.inputs):
+            self._coordinate(port, rows)
+        else:
+            self._local.extend(rows)
+        return self._run(now)
+
+    def poll(self, now: float) -> Emitted:
+        if self.deadline is not None and now >= self.deadline:
+            self.deadline = None
+            self.wanted = False
+            self._to_all(msg.advance(self.epoch + 1))
+        return self._run(now)
+
+    def next_deadline(self) -> float | None:
+        return self.deadline
+
+    def _run(self, now: float) -> Emitted:
+        while self._local:
+            self._receive(self._local.popleft())
+            self._progress()
+        if self.wanted and self.deadline is None:
+            self.deadline = now + self.epoch_s
+        emitted, self._emitted = self._emitted, []
+        for m, out in self._out.items():
+            if out:
+                emitted.append((self._port_to[m], out))
+        self._out = {}
         return emitted
+
+    def _send(self, member: int, message: list) -> None:
+        if member == self.member:
+            self._local.append(message)
+        else:
+            self._out.setdefault(member, []).append(message)
+
+    def _to_all(self, message: list) -> None:
+        for m in range(self.n):
+            self._send(m, message)
+
+    # -- coordinator -------------------------------------------------------------------
+
+    def _coordinate(self, port: int, rows: list[tuple]) -> None:
+        involved = self._involved[port]
+        sequential = self.ordered and self.plan.ports[port].relation in self.roles.sequential
+        for version in ([r] for r in rows) if sequential else (rows,):
+            shares: dict[int, list] = {}
+            for r in version:
+                for m in involved(r):
+                    shares.setdefault(m, []).append(r)
+            if not shares:
+                continue
+            seq, self.seq = self.seq, self.seq + 1
+            for m, share in shares.items():
+                self._send(m, msg.work(self.epoch, self.member, seq, port, share))
+        if self.ordered and self.woke != self.epoch:
+            self.woke = self.epoch
+            self._send(0, msg.wake(self.epoch))
+
+    # -- messages ------------------------------------------------------------------------
+
+    def _receive(self, m: list) -> None:
+        tag = m[0]
+        if tag == msg.WORK:
+            if self.ordered:
+                self.works.setdefault((m[1], m[2]), deque()).append(m)
+            else:
+                self._write(m, {})
+        elif tag == msg.PUSH:
+            self.pushes.setdefault(msg.version(m), {})[m[4]] = m[5]
+        elif tag == msg.CLOSE:
+            self.closes.add((m[1], m[2]))
+        elif tag == msg.ADVANCE:
+            if m[1] > self.epoch:  # the coordinator's side: close the epoch it stamped with
+                self._to_all(msg.close(self.epoch, self.member))
+                self.epoch = m[1]
+        elif tag == msg.WAKE:
+            self.wanted = True
+        elif tag == msg.DONE:
+            seen = self.dones.setdefault(m[1], set())
+            seen.add(m[2])
+            if len(seen) == self.n and m[1] == self.stable + 1:
+                while len(self.dones.get(self.stable + 1, ())) == self.n:
+                    self.stable += 1
+                    del self.dones[self.stable]
+        else:
+            log.error("m3 box %r member %d: unknown message %r ignored", self.box.name, self.member, tag)
+
+    # -- member: versions in order ---------------------------------------------------------
+
+    def _progress(self) -> None:
+        while True:
+            e, c = self.at
+            queue = self.works.get((e, c))
+            if queue:
+                work = queue[0]
+                if not self._step(work):
+                    return
+                queue.popleft()
+                continue
+            if (e, c) in self.closes:
+                self.closes.discard((e, c))
+                self.works.pop((e, c), None)
+                if c + 1 < self.n:
+                    self.at = [e, c + 1]
+                else:
+                    self._send(0, msg.done(e, self.member))
+                    self.at = [e + 1, 0]
+                continue
+            return
+
+    def _groups(self, work: list) -> list[tuple[str, int, list]]:
+        port, rows = work[4], work[5]
+        inserts, deletes, _ = self._split[port](rows)
+        relation = self.plan.ports[port].relation
+        return [g for g in ((relation, 1, inserts), (relation, -1, deletes)) if g[2]]
+
+    def _step(self, work: list) -> bool:
+        """Serve, then write one version; False while pushes it needs are missing."""
+        v = msg.version(work)
+        groups = self._groups(work)
+        if v not in self.served:
+            self.served.add(v)
+            tables: dict[int, dict] = {}
+            for relation, sign, rows in groups:
+                for w, table in self.roles.serve(self.member, relation, sign, rows, self.runtime.read).items():
+                    tables.setdefault(w, {}).update(table)
+            enc = self._encode_key
+            for w in sorted(tables):
+                entries = [[name, enc(name, key), value] for (name, key), value in tables[w].items()]
+                self._send(w, msg.push(*v, self.member, entries))
+        need: set[int] = set()
+        for relation, sign, rows in groups:
+            need |= self.roles.pushers(self.member, relation, sign, rows)
+        got = self.pushes.get(v, {})
+        if not need <= got.keys():
+            return False
+        dec = self._decode_key
+        pushed = {(name, dec(name, key)): value for src in need for name, key, value in got[src]}
+        self.pushes.pop(v, None)
+        self.served.discard(v)
+        self._write(work, pushed, groups)
+        return True
+
+    def _write(self, work: list, pushed: dict, groups: list | None = None) -> None:
+        groups = self._groups(work) if groups is None else groups
+        mine = [(rel, sign, rows) for rel, sign, rows in
+                ((rel, sign, self.roles.writes(self.member, rel, sign, rows)) for rel, sign, rows in groups) if rows]
+        if not mine:
+            return
+        try:
+            self.runtime.apply_with(mine, pushed)
+        except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
+            self.failed_batches += 1
+            log.error("m3 box %r member %d: version %s was not applied: %s", self.box.name, self.member,
+                      msg.version(work), exc)
+            return
+        for view, changed in self.runtime.changes().items():
+            out = self._port_of_view.get(view)
+            if out is not None and changed:
+                self._emitted.append((out, self._emit[out](changed)))
 
     # -- state ------------------------------------------------------------------------
 
     def state(self) -> dict:
-        return {**super().state(), "member": self.member, "layout": self.layout.version, "sent": self.rows_sent}
+        return {
+            **super().state(), "member": self.member, "layout": self.layout.version,
+            "epoch": self.epoch, "seq": self.seq, "woke": self.woke, "at": list(self.at),
+            "works": [[e, c, list(q)] for (e, c), q in self.works.items()],
+            "closes": [list(x) for x in self.closes],
+            "pushes": [[*v, [[src, entries] for src, entries in by.items()]] for v, by in self.pushes.items()],
+            "served": [list(v) for v in self.served],
+            "wanted": self.wanted, "dones": [[e, sorted(ms)] for e, ms in self.dones.items()],
+            "stable": self.stable,
+        }
 
     def restore(self, state: dict, now: float | None = None) -> None:
         if state.get("member", self.member) != self.member:
             raise self.error(f"cannot take the state of member {state['member']} as member {self.member}")
         super().restore(state, now)
-        self.rows_sent = int(state.get("sent", 0))
+        self.epoch, self.seq, self.woke = int(state.get("epoch", 0)), int(state.get("seq", 0)), int(state.get("woke", -1))
+        self.at = list(state.get("at", [0, 0]))
+        self.works = {(e, c): deque(q) for e, c, q in state.get("works", [])}
+        self.closes = {tuple(x) for x in state.get("closes", [])}
+        self.pushes = {(e, c, s): {src: entries for src, entries in by} for e, c, s, by in state.get("pushes", [])}
+        self.served = {tuple(v) for v in state.get("served", [])}
+        self.wanted = bool(state.get("wanted", False))
+        self.deadline = None  # set again by the next call: an epoch's timer restarts after a restore
+        self.dones = {e: set(ms) for e, ms in state.get("dones", [])}
+        self.stable = int(state.get("stable", -1))
 
     # -- boreas segments ---------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from boreas.catalog.boxtypes import BoxError, builtin_registry, indexed
@@ -45,12 +45,15 @@ class InternalStreams:
     resends, de-duplication, the input log and replay unchanged.
     ``inputs`` maps a stream arriving here to the in port it feeds (numbered
     after the box's declared in ports); out port ``len(box.outputs) + i``
-    writes ``outputs[i]``, a (stream, destination endpoint) pair.
+    writes ``outputs[i]``, a (stream, destination endpoint) pair.  An input
+    arrives as rows of its schema, or, with a decoder, as whatever the
+    decoder makes of the batch (the members' messages).
     """
 
     inputs: dict[str, int]
     outputs: tuple[tuple[str, str], ...]
-    schemas: dict[str, Schema]
+    schemas: dict[str, Schema]  # of the inputs that carry rows of a schema
+    decoders: dict[str, Any] = field(default_factory=dict)  # inputs decoded otherwise (messages): .decode(raw)
 
 
 class OperatorError(ValueError):

@@ -38,6 +38,7 @@ from boreas.m3.cumulus import (
     LayoutError,
     PlacementError,
     Segment,
+    all_local,
     classify,
     even_layout,
     key_classes,
@@ -45,7 +46,6 @@ from boreas.m3.cumulus import (
     plan_partition,
     slot,
     slots_of,
-    stage1_supported,
     writer,
 )
 from boreas.m3.runtime.codegen import build, program_source
@@ -233,27 +233,27 @@ def test_placement_errors():
 def test_single_relation_group_by_is_all_local():
     plan = classify(program(GROUP_BY), place(program(GROUP_BY)).columns, box="g")
     assert {(s.kind, s.cls) for _, s in plan.statements()} == {(POINT, LOCAL)}
-    assert stage1_supported(plan) == (True, "box 'g': all 4 statements of 2 triggers are LOCAL; each event is applied where its keys live")
+    assert all_local(plan) == (True, "box 'g': all 4 statements of 2 triggers are LOCAL; each event is applied where its keys live")
 
 
 @pytest.mark.parametrize("shape", ["single_no_group", "single_group", "avg", "several_aggregates", "group_by_join_key",
                                    "arithmetic", "selection", "selection_or", "between_in", "string_selection"])
-def test_stage1_supports_the_local_shapes(shape):
+def test_local_shapes_are_all_local(shape):
     pp = plan_partition(program(SHAPES[shape]), shape, ["a", "b", "c"])
-    assert pp.supported, pp.reason
+    assert pp.local, pp.reason
 
 
 @pytest.mark.parametrize("shape", ["two_way", "three_way", "self_join", "two_queries", "tpch_q3", "tpch_q5", "tpch_q10"])
-def test_stage1_refuses_cross_segment_shapes(shape):
+def test_cross_segment_shapes_are_not_local(shape):
     pp = plan_partition(program(SHAPES[shape]), shape, ["a", "b"])
-    assert not pp.supported and pp.reason.endswith("cross-segment reads come in a later stage")
+    assert not pp.local and pp.reason.endswith("members push such entries to each other, in version order")
     assert not any(t.sequential for t in pp.plan.triggers)  # self_join included (§3.3)
 
 
-def test_q3_is_not_stage1_and_the_reason_names_the_statement():
+def test_q3_is_not_local_and_the_reason_names_the_statement():
     pp = plan_partition(program(Q3), "q3", ["a", "b", "c"], segments=8)
     assert [name for name, _ in PIPELINE] == ["hash", "place", "classify"]
-    assert not pp.supported
+    assert not pp.local
     assert pp.reason.startswith("box 'q3': statement 1 of trigger ON +orders (Q1_revenue[O_ORDERKEY, O_ORDERDATE, "
                                 "O_SHIPPRIORITY] += IF O_ORDERDATE < DATE '1995-03-15' THEN m2[O_CUSTKEY] * m3[O_ORDERKEY] ELSE 0) "
                                 "reads map m2 partitioned on O_CUSTKEY (key 0) at O_CUSTKEY from another member")
@@ -438,7 +438,7 @@ def test_local_plans_partition_exactly(name):
     prog = program(text)
     placement = place(prog, key=key, box=name)
     plan = classify(prog, placement.columns, box=name)
-    assert stage1_supported(plan)[0], stage1_supported(plan)[1]
+    assert all_local(plan)[0], all_local(plan)[1]
     relations = Runtime(prog).relations
     used = {t.relation for t in prog.triggers if t.statements}
 
@@ -458,7 +458,7 @@ def test_loops_plan_has_loop_statements():
     """The hand-written program exercises LOOP statements only when keyed on r.b (n on B, q on B)."""
     prog = program(LOOPS)
     keyed = classify(prog, place(prog, key="r.b").columns)
-    assert keyed.trigger("S", 1).statements[0].kind == LOOP and stage1_supported(keyed)[0]
+    assert keyed.trigger("S", 1).statements[0].kind == LOOP and all_local(keyed)[0]
     lay = even_layout("loops", ["a", "b", "c"], 8, maps=dict(keyed.columns).items())
     members = Members(prog, lay, keyed)
     members.apply([("R", 1, (a, b)) for a in range(4) for b in range(12)] + [("S", 1, (a, 3)) for a in range(4)])

@@ -1,0 +1,183 @@
+"""Who does what for an event of a partitioned box: writers, servers, and the pushes between them (§3.3, §3.5).
+
+For every statement of a trigger and every event, the **writers** are the
+members that apply it (the owner of its POINT target, or every member
+holding segments for a LOOP target).  For every reference that is not
+LOCAL, the **servers** are the members holding the entries it reads (the
+owner of its bound partition argument, or every member holding segments
+when the argument is a loop variable).  Each server *pushes* the entries
+matching the event to each writer of the statement (FETCH + PUSH); every
+member works this out alone from the same rows, plan and layout, so a
+writer knows which servers will push to it for a version, and a server
+knows which writers wait for it, without any message saying so.
+
+A writer then *installs* the pushed entries in its own store, runs the
+unchanged generated trigger, and drops every entry it does not own
+(:class:`~boreas.m3.cumulus.member.MemberRuntime`): the pushed entries are
+exactly what the statements it owns read from other members, at the
+version's start.
+
+A relation whose triggers write a map that some trigger of the same relation
+reads from another member is **sequential**: its coordinator stamps every
+event as its own version, so a server's answer for an event reflects the
+events before it (a self-join's second occurrence of the relation).
+
+>>> from boreas.m3.compiler.pipeline import compile_sql
+>>> from .layout import even_layout
+>>> from .plan import classify
+>>> p = compile_sql("CREATE STREAM R(a INT, b INT); CREATE STREAM S(b INT, c INT); "
+...                 "SELECT R.a, SUM(S.c) AS total FROM R, S WHERE R.b = S.b GROUP BY R.a")
+>>> lay = even_layout("j", ["n0", "n1"], 2, maps=[("Q1_total", 0), ("m1", 0), ("m2", 0)])
+>>> roles = Roles(classify(p, dict(lay.maps), "j"), lay)
+>>> sorted(roles.sequential)
+[]
+>>> [(m, sorted(k)) for m, k in sorted(roles.keys_read.items())]
+[('m1', [0]), ('m2', [0])]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from operator import itemgetter
+
+from ..ast import Const, Var
+from .hashing import slot
+from .layout import Layout
+from .plan import LOCAL, LOOP, Plan, StatementPlan, TriggerPlan
+
+#: A relation column index -> how to read it from a row (see :mod:`.member`).
+Getter = Callable[[int], Callable[[tuple], object]]
+#: A pushed entry: map name, key tuple, value.
+Entry = tuple[str, tuple, object]
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """One remote reference: its map, how to build its key pattern from an event, and its servers."""
+
+    map: str
+    pattern: tuple[tuple[str, object], ...]  # per key position: ("event", index) | ("const", v) | ("any", None)
+    servers: Callable[[tuple], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class _Stmt:
+    writers: Callable[[tuple], tuple[int, ...]]
+    refs: tuple[_Ref, ...]
+
+
+class Roles:
+    """The writers, servers and pushes of every trigger of one plan under one layout."""
+
+    def __init__(self, plan: Plan, layout: Layout, getter: Getter = itemgetter, relation: str | None = None):
+        """``getter`` reads event columns from rows (of ``relation`` only, when given: a stream's rows)."""
+        self.layout = layout
+        self.everyone = tuple(sorted({s.member for s in layout.segments}))
+        self._getter = getter
+        self._triggers: dict[tuple[str, int], tuple[_Stmt, ...]] = {
+            (t.relation, t.sign): tuple(self._statement(t, s) for s in t.statements) for t in plan.triggers
+            if relation is None or t.relation == relation}
+        self.sequential = frozenset(_sequential_relations(plan))
+        self.keys_read: dict[str, set[int]] = {}
+        for t in plan.triggers:
+            for s in t.statements:
+                for r in s.refs:
+                    if r.cls != LOCAL and r.column is not None:
+                        self.keys_read.setdefault(r.ref.name, set()).add(r.column)
+
+    # -- building ----------------------------------------------------------------
+    def _where(self, kind: str, arg) -> Callable[[tuple], tuple[int, ...]]:
+        """``row -> members`` owning a partition argument (every member for a loop variable)."""
+        lay, owners = self.layout, self.layout.owners
+        if kind == LOOP or arg.kind == "loop":
+            everyone = self.everyone
+            return lambda row: everyone
+        if arg.kind == "event":
+            read = self._getter(arg.index)
+            return lambda row: (owners[slot(read(row))],)
+        fixed = (lay.home,) if arg.kind == "home" else (owners[slot(arg.value)],)
+        return lambda row: fixed
+
+    def _statement(self, t: TriggerPlan, s: StatementPlan) -> _Stmt:
+        refs = []
+        for r in s.refs:
+            if r.cls == LOCAL:
+                continue
+            pattern = tuple(("const", a.value) if isinstance(a, Const)
+                            else ("event", t.vars.index(a.name)) if isinstance(a, Var) and a.name in t.vars
+                            else ("any", None) for a in r.ref.args)
+            refs.append(_Ref(r.ref.name, pattern, self._where("", r.arg)))
+        return _Stmt(self._where(s.kind, s.arg), tuple(refs))
+
+    # -- asking ----------------------------------------------------------------------
+    def involved(self, relation: str, sign: int) -> Callable[[tuple], set[int]]:
+        """``row -> members`` that must see the event: its writers and its servers."""
+        stmts = self._triggers.get((relation, sign))
+        if stmts is None:  # no trigger: the home member refuses it where it is applied
+            home = self.layout.home
+            return lambda row: {home}
+
+        def members(row: tuple) -> set[int]:
+            found: set[int] = set()
+            for s in stmts:
+                found.update(s.writers(row))
+                for r in s.refs:
+                    found.update(r.servers(row))
+            return found
+        return members
+
+    def writes(self, member: int, relation: str, sign: int, rows: Iterable[tuple]) -> list[tuple]:
+        """The rows ``member`` applies (it writes at least one of their statements)."""
+        stmts = self._triggers.get((relation, sign), ())
+        return [row for row in rows if any(member in s.writers(row) for s in stmts)]
+
+    def pushers(self, member: int, relation: str, sign: int, rows: Iterable[tuple]) -> set[int]:
+        """The members that push to ``member`` for these rows (it writes a statement they serve)."""
+        found: set[int] = set()
+        for row in rows:
+            for s in self._triggers.get((relation, sign), ()):
+                if s.refs and member in s.writers(row):
+                    for r in s.refs:
+                        found.update(r.servers(row))
+        found.discard(member)
+        return found
+
+    def serve(self, member: int, relation: str, sign: int, rows: Iterable[tuple],
+              read: Callable[[str, tuple], list[tuple[tuple, object]]]) -> dict[int, dict[tuple[str, tuple], object]]:
+        """What ``member`` pushes for these rows: ``{writer: {(map, key): value}}`` (a writer waiting gets ``{}``).
+
+        ``read(map, pattern)`` is the member's store (``None`` in a pattern: any value).
+        """
+        out: dict[int, dict[tuple[str, tuple], object]] = {}
+        for row in rows:
+            for s in self._triggers.get((relation, sign), ()):
+                serving = [r for r in s.refs if member in r.servers(row)]
+                if not serving:
+                    continue
+                writers = [w for w in s.writers(row) if w != member]
+                if not writers:
+                    continue
+                for r in serving:
+                    pattern = tuple(row[v] if k == "event" else v if k == "const" else None for k, v in r.pattern)
+                    entries = read(r.map, pattern)
+                    for w in writers:
+                        table = out.setdefault(w, {})
+                        for key, value in entries:
+                            table[(r.map, key)] = value
+        return out
+
+
+def _sequential_relations(plan: Plan) -> set[str]:
+    """Relations whose triggers write a map that a trigger of the same relation reads from another member."""
+    found = set()
+    by_relation: dict[str, list[TriggerPlan]] = {}
+    for t in plan.triggers:
+        by_relation.setdefault(t.relation, []).append(t)
+    for relation, triggers in by_relation.items():
+        written = {s.statement.target.name for t in triggers for s in t.statements}
+        remote = {r.ref.name for t in triggers for s in t.statements for r in s.refs if r.cls != LOCAL}
+        if written & remote or any(t.sequential for t in triggers):
+            found.add(relation)
+    return found
+

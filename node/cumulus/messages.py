@@ -1,0 +1,110 @@
+"""The messages between the members of a partitioned box (docs/cumulus.md §3.6).
+
+Messages are plain lists whose first item is a one-letter tag, so they
+travel as msgpack rows of the internal stream ``{box}@{member}`` (one per
+destination member; every source member is its own producer on it, so a
+link keeps each source's messages in order, and the data plane's
+acknowledgements, resends and de-duplication apply), and so a member's state
+(buffered messages) is plain data for snapshots and moves.
+
+=====  ===========  ============================  ==========================================
+tag    message      from → to                     fields
+=====  ===========  ============================  ==========================================
+``w``  Work         coordinator → member          epoch, coord, seq, port, rows (in stream form)
+``c``  Close        coordinator → every member    epoch, coord: no more Work of that epoch
+``p``  Push         server → writer               epoch, coord, seq, src, [[map, key, value]]
+``a``  Advance      leader → every member         epoch: coordinators stamp with it from now on
+``u``  Wake         coordinator → leader          epoch: it stamped Work; please advance
+``d``  Done         member → leader               epoch, member: it applied all of the epoch
+=====  ===========  ============================  ==========================================
+
+A version is ``(epoch, coord, seq)``; members apply versions in that order.
+
+>>> work(0, 1, 7, 0, [(1, 2)])
+['w', 0, 1, 7, 0, [(1, 2)]]
+>>> version(work(3, 1, 7, 0, []))
+(3, 1, 7)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from boreas.m3.ast import Program
+
+WORK, CLOSE, PUSH, ADVANCE, WAKE, DONE = "w", "c", "p", "a", "u", "d"
+
+Message = list
+
+
+def work(epoch: int, coord: int, seq: int, port: int, rows: list) -> Message:
+    return [WORK, epoch, coord, seq, port, rows]
+
+
+def close(epoch: int, coord: int) -> Message:
+    return [CLOSE, epoch, coord]
+
+
+def push(epoch: int, coord: int, seq: int, src: int, entries: list) -> Message:
+    return [PUSH, epoch, coord, seq, src, entries]
+
+
+def advance(epoch: int) -> Message:
+    return [ADVANCE, epoch]
+
+
+def wake(epoch: int) -> Message:
+    return [WAKE, epoch]
+
+
+def done(epoch: int, member: int) -> Message:
+    return [DONE, epoch, member]
+
+
+def version(msg: Message) -> tuple[int, int, int]:
+    """The version a Work or Push message belongs to."""
+    return (msg[1], msg[2], msg[3])
+
+
+class MessageRows:
+    """Decodes batches of an internal stream: messages are any msgpack lists (no schema to check)."""
+
+    schema = None
+
+    def __init__(self) -> None:
+        import msgspec
+
+        self._decoder = msgspec.msgpack.Decoder(list[list])
+
+    def decode(self, raw: bytes) -> tuple[list, list]:
+        return self._decoder.decode(raw), []
+
+
+_EPOCH = dt.date(1970, 1, 1).toordinal()
+
+
+def key_codecs(program: Program) -> tuple[Callable[[str, tuple], list], Callable[[str, list], tuple]]:
+    """``(encode, decode)`` of map keys for Push messages: DATE key columns travel as day numbers.
+
+    >>> from boreas.m3 import compile_sql
+    >>> p = compile_sql("CREATE STREAM R(d DATE, b INT); SELECT d, SUM(b) AS t FROM R GROUP BY d")
+    >>> enc, dec = key_codecs(p)
+    >>> enc("Q1_t", (dt.date(1995, 3, 15),)), dec("Q1_t", enc("Q1_t", (dt.date(1995, 3, 15),)))
+    ([9204], (datetime.date(1995, 3, 15),))
+    """
+    dates = {m.name: tuple(i for i, k in enumerate(m.keys) if k.type == "DATE") for m in program.maps}
+
+    def encode(name: str, key: tuple) -> list:
+        at = dates.get(name)
+        if not at:
+            return list(key)
+        return [v.toordinal() - _EPOCH if i in at else v for i, v in enumerate(key)]
+
+    def decode(name: str, key: list) -> tuple:
+        at = dates.get(name)
+        if not at:
+            return tuple(key)
+        return tuple(dt.date.fromordinal(v + _EPOCH) if i in at else v for i, v in enumerate(key))
+
+    return encode, decode

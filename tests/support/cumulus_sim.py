@@ -1,0 +1,109 @@
+"""An in-process cluster of one partitioned ``m3`` box: real PartOperators, messages delivered in random order.
+
+Each member is the :class:`~boreas.node.cumulus.part.PartOperator` a node
+runs; what one member sends another (the out ports the dataflow would send
+on ``{box}@{member}``) is queued on a per-(source, destination) link, which
+keeps its order as a real link does, and the simulation delivers the
+head of a randomly chosen link, fires the leader's epoch timer as simulated
+time passes, and publishes batches into randomly chosen members.  Used by
+the hypothesis tests that compare the members' maps with one
+:class:`~boreas.m3.Runtime`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections import deque
+
+import msgspec
+
+from boreas.catalog.model import Box, Field, FieldType, InPort, Partition, Schema, SegmentPlacement
+from boreas.m3 import Runtime, compile_sql
+from boreas.m3.boxtype import plan_box
+from boreas.m3.cumulus import Layout
+from boreas.node.cumulus.part import PartOperator
+from boreas.node.operators.m3box import micros_of
+
+FIELD_OF = {"INT": FieldType.INT, "FLOAT": FieldType.DOUBLE, "STRING": FieldType.STRING, "DATE": FieldType.TIMESTAMP}
+
+
+class Sim:
+    def __init__(self, sql: str, layout: Layout, rng: random.Random, epoch_ms: int = 100):
+        program = compile_sql(sql)
+        self.program = program
+        self.single = Runtime(program)
+        self.relations = [r for r in program.relations]
+        self.port_of = {r.name: i for i, r in enumerate(self.relations)}
+        inputs = [Schema(f"{r.name}_t", tuple(Field(c.name, FIELD_OF[c.type]) for c in r.columns)
+                         + (Field("sign", FieldType.INT),)) for r in self.relations]
+        views = [v.name for v in program.views]
+        box = Box("v", "m3", tuple(InPort(r.name) for r in self.relations), tuple(f"out_{v}" for v in views),
+                  (("sql", sql), ("sign-field", "sign")))
+        outputs = list(plan_box(box, inputs).outputs)
+        names = {m.name: m for m in program.maps}
+        maps = tuple((m, None if c is None else names[m].keys[c].name, c) for m, c in layout.maps)
+        partition = Partition("v", layout.members, tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member) for s in layout.segments),
+                              maps=maps, layout=layout.version, epoch_ms=epoch_ms, id="sim")
+        self.box = box
+        self.members = [PartOperator(box, inputs, outputs, partition, node) for node in layout.members]
+        self.links: dict[tuple[int, int], deque] = {}
+        self.rng = rng
+        self.now = 0.0
+        self.view_changes: dict[int, int] = {}
+
+    # -- moving messages ----------------------------------------------------------
+    def _collect(self, src: int, emitted) -> None:
+        declared = len(self.box.outputs)
+        op = self.members[src]
+        for port, rows in emitted:
+            if port < declared:
+                self.view_changes[src] = self.view_changes.get(src, 0) + len(rows)
+                continue
+            stream = op.internal_streams().outputs[port - declared][0]
+            dst = int(stream.rsplit("@", 1)[1])
+            self.links.setdefault((src, dst), deque()).append([list(m) for m in rows])  # as msgpack would
+
+    def publish(self, member: int, relation: str, events: list[tuple[int, tuple]]) -> None:
+        """Events ``(sign, row)`` of ``relation`` (rows with ``datetime.date``s) as one batch into ``member``."""
+        self.single.apply_grouped([(relation, s, [r]) for s, r in events])
+        rows = [tuple(micros_of(v) if isinstance(v, dt.date) else v for v in row) + (sign,) for sign, row in events]
+        op = self.members[member]
+        self._collect(member, op.process(self.port_of[relation], rows, self.now))
+
+    def deliver_one(self) -> bool:
+        busy = [k for k, q in self.links.items() if q]
+        if not busy:
+            return False
+        src, dst = self.rng.choice(busy)
+        batch = self.links[(src, dst)].popleft()
+        op = self.members[dst]
+        self._collect(dst, op.process(len(self.box.inputs), batch, self.now))
+        return True
+
+    def tick(self, seconds: float) -> None:
+        self.now += seconds
+        for i, op in enumerate(self.members):
+            deadline = op.next_deadline()
+            if deadline is not None and deadline <= self.now:
+                self._collect(i, op.poll(self.now))
+
+    def settle(self, limit: int = 100_000) -> None:
+        """Deliver and tick until nothing moves and no timer waits."""
+        for _ in range(limit):
+            if self.deliver_one():
+                if self.rng.random() < 0.05:
+                    self.tick(0.05)
+                continue
+            if any(op.next_deadline() is not None for op in self.members):
+                self.tick(0.1)
+                continue
+            return
+        raise AssertionError("the simulated cluster did not settle")
+
+    def restart(self, member: int) -> None:
+        """Member ``member`` continues from its own state() (a snapshot restored on a restarted node)."""
+        op = self.members[member]
+        fresh = PartOperator(op.box, op.inputs, op.outputs, op.partition, op.partition.nodes[member])
+        fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.now)
+        self.members[member] = fresh

@@ -1,0 +1,167 @@
+"""Cumulus stage 1 with real processes: a single-relation GROUP BY partitioned over three nodes.
+
+A Head and three node processes on loopback; the view
+``SELECT a, SUM(b) AS total, COUNT(*) AS n FROM R GROUP BY a`` is deployed
+with ``<partition box="v" segments="8">`` over the three nodes.  Three
+publishers (each feeding its own member, which coordinates its batches)
+stream random inserts and deletes.  After quiescence:
+
+* the merged read of the view (``QueryClient``, every member asked) equals
+  DuckDB over the rows inserted and not deleted, and so does every read the
+  owner of one key answers alone, and the merged SUM, MIN and MAX;
+* every member holds only the groups whose key it owns under the layout
+  (its own answer, asked directly), and the members' entries add up to
+  the view's groups (``GET /segments/v``, ``boreas segments v``);
+* every member's catalog holds the same layout as the Head's;
+* a subscriber of the view's out stream, which gets every member's
+  changes, ends with the same view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import zlib
+
+import duckdb
+import pytest
+from boreas.client.publisher import Publisher
+from boreas.client.query import QueryClient
+from boreas.client.subscriber import Subscriber
+from boreas.m3.cumulus import Layout, slot
+from support.cluster import TOKEN, get_json, wait_until
+
+pytestmark = pytest.mark.slow
+
+SQL = "SELECT a, SUM(b) AS total, COUNT(*) AS n FROM R GROUP BY a"
+APP = f"""<borealis>
+  <input stream="R" schema="RT"/>
+  <schema name="RT"><field name="a" type="int"/><field name="b" type="int"/><field name="sign" type="int"/></schema>
+  <box name="v" type="m3">
+    <in stream="R"/>
+    <out stream="V"/>
+    <parameter name="sql" value="{SQL}"/>
+    <parameter name="sign-field" value="sign"/>
+  </box>
+  <output stream="V"/>
+</borealis>"""
+
+
+def deployment(nodes: list[str]) -> str:
+    members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
+    return f'<deploy><partition box="v" segments="8">{members}</partition></deploy>'
+
+
+def producers_for_each_member(n: int) -> list[str]:
+    """Producer ids that the publisher's pick sends to members 0, 1, ..., n-1."""
+    found: dict[int, str] = {}
+    i = 0
+    while len(found) < n:
+        name = f"groupby-{i}"
+        found.setdefault(zlib.crc32(name.encode()) % n, name)
+        i += 1
+    return [found[m] for m in range(n)]
+
+
+def workload(seed: str, count: int) -> list[tuple[int, int, int]]:
+    """Random inserts, and deletes of earlier inserts of the same producer (its order keeps them valid)."""
+    rng = random.Random(seed)
+    live: list[tuple[int, int]] = []
+    rows = []
+    for _ in range(count):
+        if live and rng.random() < 0.25:
+            a, b = live.pop(rng.randrange(len(live)))
+            rows.append((a, b, -1))
+        else:
+            a, b = rng.randrange(150), rng.randrange(-50, 1000)
+            live.append((a, b))
+            rows.append((a, b, 1))
+    return rows
+
+
+def expected_view(rows: list[tuple[int, int, int]]) -> dict[tuple, tuple]:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE R(a BIGINT, b BIGINT, sign INT)")
+    con.executemany("INSERT INTO R VALUES (?, ?, ?)", rows)
+    found = con.execute("SELECT a, SUM(b * sign), SUM(sign) FROM R GROUP BY a HAVING SUM(sign) <> 0").fetchall()
+    return {(a,): (total, n) for a, total, n in found}
+
+
+async def publish(head: str, producer: str, rows: list[tuple]) -> None:
+    async with Publisher(head, "R", TOKEN, producer=producer, batch_size=40) as publisher:
+        for start in range(0, len(rows), 200):
+            await publisher.send(rows[start:start + 200])
+            await asyncio.sleep(0.005)
+        assert [link.endpoint for link in publisher.links] == publisher.entries and len(publisher.entries) == 1
+
+
+async def test_a_partitioned_group_by_over_three_nodes_equals_duckdb(cluster_factory):
+    cluster = cluster_factory()
+    await asyncio.to_thread(cluster.start_head)
+    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes)))
+    head_box = get_json(f"{cluster.head}/boxes/v")
+    layout = Layout.from_dict(head_box["partition"])
+    assert head_box["node"] is None and layout.members == tuple(nodes) and len(layout.segments) == 8
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    for node in nodes:  # every member's local catalog holds the same layout
+        part = cluster.node_catalog(node).partitions["v"]
+        assert part.layout == layout.version and len(part.segments) == 8 and part.nodes == tuple(nodes)
+
+    producers = producers_for_each_member(3)
+    data = {p: workload(p, 1500) for p in producers}
+    changes: dict[tuple, tuple] = {}  # the view as its change stream tells it: each member's changes
+
+    async def follow(subscriber: Subscriber) -> None:
+        async for a, total, n in subscriber:
+            changes[(a,)] = (total, n)
+
+    async with Subscriber(cluster.head, "V", TOKEN) as subscriber:
+        reading = asyncio.create_task(follow(subscriber))
+        await asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
+        everything = [r for rows in data.values() for r in rows]
+        expected = expected_view(everything)
+        await asyncio.to_thread(wait_until, lambda: {k: v for k, v in changes.items() if v[1]} == expected, 60.0,
+                                "the out stream's changes to add up to the view")
+        reading.cancel()
+
+    async with QueryClient(cluster.head, TOKEN) as client:
+        async def settled() -> bool:
+            return (await client.query("v")).as_dict() == expected
+        deadline = asyncio.get_running_loop().time() + 60
+        while not await settled():
+            assert asyncio.get_running_loop().time() < deadline, "the partitioned view never equalled DuckDB"
+            await asyncio.sleep(0.2)
+        merged = await client.query("v")
+        assert sorted(merged.segments) == list(range(8)) and sorted(merged.members) == [0, 1, 2]
+        totals = [t for t, _ in expected.values()]
+        assert (await client.query("v", "Q1_total", agg="sum")).value == sum(totals)
+        assert (await client.query("v", "Q1_total", agg="min")).value == min(totals)
+        assert (await client.query("v", "Q1_total", agg="max")).value == max(totals)
+        for (a,), value in list(expected.items())[:10]:  # one key: its owner alone answers
+            one = await client.query("v", "V", [a])
+            assert one.as_dict() == {(a,): value} and one.members == (layout.owner_of_slot(slot(a)),)
+
+    holders: dict[int, set] = {}
+    for member, node in enumerate(nodes):  # each member holds exactly the groups it owns
+        answer = get_json(f"http://{node}/query/v?map=Q1_n")
+        keys = {row["key"][0] for row in answer["rows"]}
+        assert all(layout.owner_of_slot(slot(a)) == member for a in keys)
+        assert sorted(answer["segments"]) == sorted(s.id for s in layout.segments_of(member))
+        holders[member] = keys
+    assert set().union(*holders.values()) == {a for (a,) in expected} and sum(map(len, holders.values())) == len(expected)
+    assert all(holders.values()), "every member got some groups"
+
+    entries = 0
+    for node in nodes:
+        counted = get_json(f"http://{node}/segments/v")
+        entries += sum(n for per_map in counted["segments"].values() for n in per_map.values())
+    assert entries == 2 * len(expected)  # Q1_total and Q1_n, one entry per live group each
+
+    shown = await asyncio.to_thread(cluster.boreas, "segments", "v", "--head", cluster.head)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.strip().splitlines()
+    assert len(lines) == 9 and lines[0].startswith("v/0") and f"{entries:,} entries" in lines[-1]
+    raw = await asyncio.to_thread(cluster.boreas, "segments", "v", "--head", cluster.head, "--json")
+    assert raw.returncode == 0 and len(json.loads(raw.stdout)) == 3
