@@ -17,8 +17,15 @@ import random
 from collections import deque
 
 import msgspec
-
-from boreas.catalog.model import Box, Field, FieldType, InPort, Partition, Schema, SegmentPlacement
+from boreas.catalog.model import (
+    Box,
+    Field,
+    FieldType,
+    InPort,
+    Partition,
+    Schema,
+    SegmentPlacement,
+)
 from boreas.m3 import Runtime, compile_sql
 from boreas.m3.boxtype import plan_box
 from boreas.m3.cumulus import Layout
