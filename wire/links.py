@@ -375,8 +375,10 @@ class OutboundLink:
                 self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
                 if len(self._unacked) >= self.window:
                     window_open.clear()
-                await ws.send_bytes(encode(batch))
+                frame = encode(batch)
+                await ws.send_bytes(frame)
                 self.counters["batches_sent"] += 1
+                self.counters["bytes_sent"] += len(frame)
 
         sender = asyncio.create_task(pump())
         try:
