@@ -31,10 +31,14 @@ a relayout before the Head) and the read is retried under it; a member that
 does not have the box any more, or cannot be reached, makes the client ask
 the Head again; both for up to ``moved_wait`` seconds.  The reads are
 eventual (§4.1): members may be at different positions, so a merged answer
-is not a snapshot, and ``stable=True`` is refused for a partitioned box
-until stable reads across members exist (§4.2).  The result's ``version``
-is then the sum of the members' versions (batches applied, a progress
-count), ``members`` says which members answered and ``segments`` the
+is not a snapshot; its ``version`` is the sum of the members' versions
+(batches applied, a progress count).  ``stable=True`` is READ_STABLE (§4.2):
+the client asks the leader (member 0) for the stable epoch ``S``, then every
+member for its maps at the end of ``S``, a consistent cut of the whole box;
+the result's ``epoch`` is ``S``, ``age`` how many seconds ago it ended, and
+``positions`` the last input batch of each producer it includes.  A member
+that dropped ``S`` meanwhile (410) makes the client start again with the
+new one.  ``members`` says which members answered and ``segments`` the
 segments their answers covered.
 """
 
@@ -81,6 +85,9 @@ class QueryResult:
     rows: list[tuple[tuple, Any]]
     segments: tuple[int, ...] = ()
     members: tuple[int, ...] = ()
+    epoch: int | None = None  # READ_STABLE of a partitioned box: the stable epoch read
+    age: float | None = None  # seconds since that epoch ended
+    positions: tuple[tuple[str, str, int], ...] = ()  # (stream, producer, last seq) it includes
 
     @property
     def value(self) -> Any:
@@ -473,16 +480,36 @@ class QueryClient:
             layout = self._layouts.get(box) or await self.layout_of(box)
             if layout is None:  # not partitioned any more
                 return await self.query(box, map, keys, agg, stable)
-            if stable:
-                raise QueryFailed(f"box {box!r} is partitioned over {len(layout.members)} members: stable reads "
-                                  "across members are not available yet; read without stable", 422)
             column, needed, asked = self._plan(layout, map, keys, await self._describe_once(box, layout))
-            path = f"/query/{box}?{urlencode([*params, ('layout', str(layout.version))])}"
+            extra = [("layout", str(layout.version))]
+            info: dict[str, Any] = {}
+            if stable:
+                try:
+                    info = await self.peers.call("GET", endpoint_url(layout.members[0], f"/segments/{box}/stable"))
+                except PeerError as exc:
+                    await self._after_failures(box, layout, [exc], time.monotonic() > deadline)
+                    await asyncio.sleep(0.05)
+                    continue
+                if info["epoch"] < 0:  # the first epoch is not stable yet
+                    if time.monotonic() > deadline:
+                        raise QueryFailed(f"box {box!r} has no stable epoch yet", 503)
+                    await asyncio.sleep(0.05)
+                    continue
+                extra.append(("epoch", str(info["epoch"])))
+            path = f"/query/{box}?{urlencode([*params, *extra])}"
             answers = await asyncio.gather(*(self.peers.call("GET", endpoint_url(layout.members[m], path))
                                               for m in asked), return_exceptions=True)
             failed = [a for a in answers if isinstance(a, BaseException)]
             if not failed:
-                return _result(merge(agg, answers, layout, needed))
+                merged = merge(agg, answers, layout, needed)
+                if stable:
+                    merged.update(version=info["epoch"], stable=True, epoch=info["epoch"], age=info["age"],
+                                  positions=info["positions"])
+                return _result(merged)
+            if stable and any(isinstance(e, PeerRefused) and e.status == 410 for e in failed):
+                if time.monotonic() > deadline:
+                    raise QueryFailed(f"box {box!r}: the stable epoch kept moving on before every member answered", 410)
+                continue  # the epoch was dropped meanwhile: read the new stable one
             newer = await self._after_failures(box, layout, failed, time.monotonic() > deadline)
             if newer is not None:
                 self._layouts[box] = newer
@@ -571,7 +598,8 @@ def _result(reply: dict[str, Any]) -> QueryResult:
     columns = tuple((name, kind) for name, kind in reply["keys"])
     rows = [(_typed_key(row["key"], columns), _typed_value(row["value"])) for row in reply["rows"]]
     return QueryResult(reply["box"], reply["node"], reply["map"], reply["version"], reply["agg"], columns, rows,
-                       tuple(reply.get("segments", ())), tuple(reply.get("members", ())))
+                       tuple(reply.get("segments", ())), tuple(reply.get("members", ())), reply.get("epoch"),
+                       reply.get("age"), tuple(tuple(p) for p in reply.get("positions", ())))
 
 
 def _typed_key(key: list, columns: tuple[tuple[str, str], ...]) -> tuple:

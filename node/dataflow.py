@@ -423,7 +423,7 @@ class Dataflow:
             if name in self.state.inputs:
                 await self._feed(name, stream, rows, (producer, seq))
             else:
-                await self._emit(name, op.process(port, rows, self._now))
+                await self._emit(name, op.process_from(port, rows, self._now, (stream, producer, seq)))
         self.out.route(stream, rows, producer, seq, resumable, consumed_here=stream in self.consumers)
 
     async def _feed(self, box: str, stream: str, rows: list[tuple], origin: tuple[str, int]) -> None:

@@ -29,10 +29,14 @@ merge: a slice's rows, a partial ``sum``, ``min`` or ``max``, which is
 ``"layout"`` (the version), ``"member"`` and ``"segments"`` (the ids of the
 segments it owns).  ``layout=L`` asks for layout version ``L``; a member at
 another version answers 409 ``{"error": "layout 5, asked for 4", "layout":
-{...}}`` with its own layout, which the client then uses.  ``stable=1`` is
-refused (422) for a partitioned box: each member's state alone is not a
-consistent cut of the box (stable reads across members are §4.2, a later
-stage).
+{...}}`` with its own layout, which the client then uses.  For a
+partitioned box ``stable=1&epoch=S`` reads this member's maps at the end of
+stable epoch ``S`` (every member's at the same ``S`` is a consistent cut of
+the box, §4.2); ``version`` is then ``S``, and 410 says ``S`` is no longer
+(or not yet) readable here.  ``GET /segments/{box}/stable`` on member 0 (the
+leader) answers the stable epoch: ``{"epoch", "age" (seconds since it
+ended), "current", "positions": [[stream, producer, seq], ...]}`` (the last
+input batch of each producer it covers).
 
 404 for a box that is not here (it may have moved: ask the Head again) or
 not an ``m3`` box, or an unknown map (the message lists the box's maps); 422
@@ -213,6 +217,15 @@ def _read(runtime: Runtime, target: Target, agg: str, keys: tuple, stable: bool,
     return [(pattern, _aggregate(agg, [v for _, v in rows]))]
 
 
+def _epoch(text: str | None, box: str) -> int:
+    """The ``epoch=`` of a stable read of a partitioned box (the client gets it from the leader)."""
+    try:
+        return int(text or "")
+    except ValueError:
+        raise QueryFailed(422, f"a stable read of partitioned box {box!r} names its epoch (epoch=N, from "
+                               f"GET /segments/{box}/stable on member 0)") from None
+
+
 def _aggregate(agg: str, values: list) -> Any:
     """sum/min/max of view values, column by column when a view has several."""
     fn = {"sum": sum, "min": min, "max": max}[agg]
@@ -251,6 +264,7 @@ class QueryApi:
         router.add_get("/query/{box}", self.handle)
         router.add_get("/query/{box}/maps", self.handle_maps)
         router.add_get("/segments/{box}", self.handle_segments)
+        router.add_get("/segments/{box}/stable", self.handle_stable)
 
     async def handle(self, request: web.Request) -> web.Response:
         """``GET /query/{box}``: one read (one member's part of it, for a partitioned box)."""
@@ -267,11 +281,15 @@ class QueryApi:
             target = resolve(op, q.get("map") or None)
             keys = parse_query_keys(op, target, q.getall("key", []), bool(q.get("map")))
             stable = q.get("stable", "").lower() in _TRUE
-            if stable and part is not None:
-                raise QueryFailed(422, f"m3 box {box!r} is partitioned: stable reads across its members are not "
-                                       "available yet (each member's state alone is not a consistent cut); "
-                                       "read without stable")
-            version, rows = read(op, target, agg, keys, stable, partial=part is not None)
+            if stable and part is not None:  # READ_STABLE across members: the maps at the end of one epoch
+                epoch = _epoch(q.get("epoch"), box)
+                try:
+                    at = op.at_epoch(epoch)
+                except LookupError as exc:
+                    raise QueryFailed(410, str(exc)) from None
+                version, rows = epoch, _read(at, target, agg, keys, True, partial=True)
+            else:
+                version, rows = read(op, target, agg, keys, stable, partial=part is not None)
         except LayoutMismatch as exc:
             return json_error(exc.status, str(exc), box=box, layout=exc.layout.to_dict())
         except QueryFailed as exc:
@@ -309,6 +327,25 @@ class QueryApi:
         if part is not None:
             answer.update(layout=part[0].version, member=part[1])
         return web.json_response(answer)
+
+    async def handle_stable(self, request: web.Request) -> web.Response:
+        """``GET /segments/{box}/stable`` (the leader, member 0): the stable epoch, its age and input positions."""
+        box = request.match_info["box"]
+        try:
+            op = self._box(box)
+            part = partition_of(op)
+            if part is None:
+                raise QueryFailed(404, f"m3 box {box!r} on node {self.endpoint} is not partitioned")
+            stable_info = getattr(op, "stable_info", None)
+            if stable_info is None:
+                raise QueryFailed(404, f"m3 box {box!r} on node {self.endpoint} keeps no stable epochs")
+            info = stable_info()
+            if info is None:
+                raise QueryFailed(404, f"member {part[1]} of box {box!r} is not its leader; ask member 0 "
+                                       f"({part[0].members[0]})")
+        except QueryFailed as exc:
+            return json_error(exc.status, str(exc), box=box)
+        return web.json_response({"box": box, "node": self.endpoint, "layout": part[0].version, **info})
 
     async def handle_segments(self, request: web.Request) -> web.Response:
         """``GET /segments/{box}``: a partitioned box's entries on this member, per segment and map."""

@@ -14,7 +14,10 @@ stream random inserts and deletes.  After quiescence:
   the view's groups (``GET /segments/v``, ``boreas segments v``);
 * every member's catalog holds the same layout as the Head's;
 * a subscriber of the view's out stream, which gets every member's
-  changes, ends with the same view.
+  changes, ends with the same view;
+* every READ_STABLE taken every 50 ms while the publishers run equals DuckDB
+  over exactly the input prefixes its positions name (a consistent cut
+  across the members, never half a batch).
 """
 
 from __future__ import annotations
@@ -88,11 +91,14 @@ def expected_view(rows: list[tuple[int, int, int]]) -> dict[tuple, tuple]:
     return {(a,): (total, n) for a, total, n in found}
 
 
+BATCH = 40  # rows per publisher batch: batch seq k holds rows [40k, 40k + 40)
+
+
 async def publish(head: str, producer: str, rows: list[tuple]) -> None:
-    async with Publisher(head, "R", TOKEN, producer=producer, batch_size=40) as publisher:
+    async with Publisher(head, "R", TOKEN, producer=producer, batch_size=BATCH) as publisher:
         for start in range(0, len(rows), 200):
             await publisher.send(rows[start:start + 200])
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(0.1)  # slow enough for stable epochs to end mid-stream
         assert [link.endpoint for link in publisher.links] == publisher.entries and len(publisher.entries) == 1
 
 
@@ -117,9 +123,19 @@ async def test_a_partitioned_group_by_over_three_nodes_equals_duckdb(cluster_fac
         async for a, total, n in subscriber:
             changes[(a,)] = (total, n)
 
-    async with Subscriber(cluster.head, "V", TOKEN) as subscriber:
+    stable_reads: list = []
+
+    async def read_stable(client: QueryClient) -> None:
+        while True:
+            stable_reads.append(await client.query("v", stable=True))
+            await asyncio.sleep(0.05)
+
+    async with Subscriber(cluster.head, "V", TOKEN) as subscriber, QueryClient(cluster.head, TOKEN) as reader:
         reading = asyncio.create_task(follow(subscriber))
+        sampling = asyncio.create_task(read_stable(reader))
         await asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
+        await asyncio.sleep(0.5)
+        sampling.cancel()
         everything = [r for rows in data.values() for r in rows]
         expected = expected_view(everything)
         await asyncio.to_thread(wait_until, lambda: {k: v for k, v in changes.items() if v[1]} == expected, 60.0,
@@ -152,6 +168,19 @@ async def test_a_partitioned_group_by_over_three_nodes_equals_duckdb(cluster_fac
         holders[member] = keys
     assert set().union(*holders.values()) == {a for (a,) in expected} and sum(map(len, holders.values())) == len(expected)
     assert all(holders.values()), "every member got some groups"
+
+    # every READ_STABLE taken while the publishers ran equals DuckDB over the input prefixes it names
+    assert len(stable_reads) >= 5
+    epochs = [r.epoch for r in stable_reads]
+    assert epochs == sorted(epochs) and epochs[-1] > epochs[0]
+    covered = []
+    for result in stable_reads:
+        upto = {producer: seq for stream, producer, seq in result.positions}
+        prefix = [r for p, rows in data.items() for r in rows[:BATCH * (upto.get(p, -1) + 1)]]
+        assert result.as_dict() == expected_view(prefix), f"stable epoch {result.epoch}"
+        assert result.age is not None and result.age >= 0
+        covered.append(len(prefix))
+    assert any(0 < n < len(everything) for n in covered), "some reads during the run saw part of the input"
 
     entries = 0
     for node in nodes:

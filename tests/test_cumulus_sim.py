@@ -77,6 +77,20 @@ def check_union(sim: Sim, layout: Layout) -> None:
             assert math.isclose(union[key], value, rel_tol=1e-9, abs_tol=1e-9), (mp.name, key, union[key], value)
 
 
+def check_stable(sim: Sim) -> bool:
+    """A READ_STABLE across the members equals the single runtime over exactly the batches its positions name."""
+    found = sim.stable_read()
+    if found is None:
+        return False
+    epoch, maps, expected = found
+    for name, got in maps.items():
+        want = dict(expected.store.items(name))
+        assert got.keys() == want.keys(), (epoch, name, sorted(got.items()), sorted(want.items()))
+        for key, value in want.items():
+            assert math.isclose(got[key], value, rel_tol=1e-9, abs_tol=1e-9), (epoch, name, key)
+    return True
+
+
 SIM_SHAPES = ["two_way", "two_way_join_on", "three_way", "three_way_count_no_group", "self_join",
               "self_join_same_column", "group_by_join_key", "arithmetic_across_join", "selection_or_across_join",
               "two_queries", "tpch_q3", "tpch_q5", "tpch_q10", "seed_example_2_1", "single_group", "avg"]
@@ -102,7 +116,10 @@ def test_partitioned_members_equal_the_single_runtime(shape):
                 sim.tick(0.1)
             if rng.random() < 0.1:
                 sim.restart(rng.randrange(n))
+            check_stable(sim)
         sim.settle()
         check_union(sim, layout)
+        assert check_stable(sim)  # after the input stops, the stable epoch covers everything
+        assert all(op.runtime.deltas.entries() == 0 for op in sim.members), "deltas left after quiescence"
 
     check()

@@ -41,6 +41,7 @@ from ..runtime.program import Runtime
 from .hashing import home_slot, slot
 from .layout import Layout
 from .plan import LOOP, Plan, TriggerPlan, classify
+from .stable import EpochDeltas, StableView
 
 #: Members an event goes to: one member, or several.
 Members = int | tuple[int, ...]
@@ -128,6 +129,8 @@ class MemberRuntime(Runtime):
         super().__init__(program, **kwargs)
         self.member = member
         self._guard = False
+        self.epoch = 0  # the epoch of the versions being applied (set by the member before each)
+        self.deltas = EpochDeltas()
         self.set_layout(layout, plan)
 
     def set_layout(self, layout: Layout, plan: Plan | None = None) -> None:
@@ -173,7 +176,25 @@ class MemberRuntime(Runtime):
     def _finish(self) -> None:
         if self._guard:
             self._drop_foreign()
+        self._record_deltas()
         super()._finish()
+
+    def _record_deltas(self) -> None:
+        """What the batch changed, as deltas of the epoch it belongs to (for READ_STABLE)."""
+        get, record, epoch = self.store.get_stored, self.deltas.record, self.epoch
+        for name, journal in self._journals.items():
+            if journal:
+                before: dict = {}
+                for k, old in zip(journal[::2], journal[1::2]):
+                    before.setdefault(k, old)
+                for k, old in before.items():
+                    delta = get(name, k) - old
+                    if delta:
+                        record(epoch, name, k, delta)
+
+    def at_epoch(self, epoch: int) -> StableView:
+        """The maps as they were when every version of epochs up to ``epoch`` was applied, and none after."""
+        return StableView(self, self.deltas, epoch)
 
     def read(self, map_name: str, pattern: tuple) -> list[tuple[tuple, object]]:
         """The entries of ``map_name`` matching ``pattern`` (None: any value) that this member holds."""

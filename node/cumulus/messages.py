@@ -11,9 +11,9 @@ acknowledgements, resends and de-duplication apply), and so a member's state
 tag    message      from → to                     fields
 =====  ===========  ============================  ==========================================
 ``w``  Work         coordinator → member          epoch, coord, seq, port, rows (in stream form)
-``c``  Close        coordinator → every member    epoch, coord: no more Work of that epoch
+``c``  Close        coordinator → every member    epoch, coord, positions (to the leader): no more Work of that epoch
 ``p``  Push         server → writer               epoch, coord, seq, src, [[map, key, value]]
-``a``  Advance      leader → every member         epoch: coordinators stamp with it from now on
+``a``  Advance      leader → every member         epoch, stable, stable_at: stamp with ``epoch`` from now on
 ``u``  Wake         coordinator → leader          epoch: it stamped Work; please advance
 ``d``  Done         member → leader               epoch, member: it applied all of the epoch
 =====  ===========  ============================  ==========================================
@@ -42,16 +42,17 @@ def work(epoch: int, coord: int, seq: int, port: int, rows: list) -> Message:
     return [WORK, epoch, coord, seq, port, rows]
 
 
-def close(epoch: int, coord: int) -> Message:
-    return [CLOSE, epoch, coord]
+def close(epoch: int, coord: int, positions: list | None = None) -> Message:
+    """``positions``: ``[[stream, producer, seq]]``, the last batch of each input the coordinator stamped in ``epoch``."""
+    return [CLOSE, epoch, coord, positions or []]
 
 
 def push(epoch: int, coord: int, seq: int, src: int, entries: list) -> Message:
     return [PUSH, epoch, coord, seq, src, entries]
 
 
-def advance(epoch: int) -> Message:
-    return [ADVANCE, epoch]
+def advance(epoch: int, stable: int = -1, stable_at: float = 0.0) -> Message:
+    return [ADVANCE, epoch, stable, stable_at]
 
 
 def wake(epoch: int) -> Message:

@@ -16,15 +16,18 @@ member plays three roles:
   entries, runs the generated triggers, keeps what it owns).  A coordinator
   ``c``'s versions of epoch ``e`` end with its ``Close(e)``, so a member
   knows when to go on to coordinator ``c + 1``;
-* **leader** (member 0): ends epochs.  While any coordinator has stamped
-  work (``Wake``), it sends ``Advance(e + 1)`` every ``epoch-ms``; each
-  coordinator answers with ``Close(e)`` to every member.  Members report
-  ``Done(e)`` to it.
+* **leader** (member 0, :class:`~boreas.node.cumulus.leader.Leader`): ends
+  epochs.  While coordinators stamp work (``Wake``), it sends ``Advance(e +
+  1)`` every ``epoch-ms``; each coordinator answers with ``Close(e)`` to
+  every member, members with ``Done(e)`` once they applied all of ``e``.
+  An epoch every member is done with is *stable*: READ_STABLE reads every
+  member's maps at its end (:meth:`at_epoch`, through the deltas each member
+  keeps for the last few epochs).
 
 Deadlock-free: every member follows the same order, and a push for version
 ``v`` depends only on versions before ``v``.  A plan whose every statement is
-LOCAL needs no order at all (no member reads another's entries): its Work is
-applied as it arrives, with no epochs.
+LOCAL needs no order (no member reads another's entries): its Work is
+applied as it arrives; epochs still end, for stable reads.
 
 The operator does no I/O: messages to other members leave on out ports that
 the dataflow sends on the internal streams ``{box}@{member}``
@@ -44,6 +47,7 @@ snapshots, replay and moves work unchanged.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 
 from boreas.catalog.model import Box, Partition, Schema
@@ -55,6 +59,7 @@ from boreas.m3.cumulus.roles import Roles
 from ..operators.base import Emitted, InternalStreams
 from ..operators.m3box import M3Operator, date_of
 from . import messages as msg
+from .leader import Leader
 from .messages import MessageRows, key_codecs
 
 log = logging.getLogger(__name__)
@@ -108,17 +113,16 @@ class PartOperator(M3Operator):
         self.epoch = 0  # the epoch it stamps Work with (the last Advance)
         self.seq = 0
         self.woke = -1  # the last epoch it asked the leader to end
+        self.stamped: dict[tuple[str, str], int] = {}  # (stream, producer) -> last seq stamped in this epoch
         # member: where it is in the order, and what waits
-        self.at = [0, 0]  # epoch, coordinator whose versions it applies now
+        self.at = [0, 0]  # epoch, coordinator whose versions it applies now (or whose Close it awaits)
         self.works: dict[tuple[int, int], deque] = {}
         self.closes: set[tuple[int, int]] = set()
         self.pushes: dict[tuple[int, int, int], dict[int, list]] = {}
         self.served: set[tuple[int, int, int]] = set()
-        # leader
-        self.wanted = False
-        self.deadline: float | None = None
-        self.dones: dict[int, set[int]] = {}
-        self.stable = -1
+        self.known_stable = -1  # the last stable epoch the leader announced
+        self.horizon = -1  # deltas of epochs up to here are dropped: no stable read before its end
+        self.leader = Leader(self.n, partition.epoch_ms / 1000.0) if me == 0 else None
         # per call
         self._local: deque = deque()
         self._out: dict[int, list] = {}
@@ -155,22 +159,27 @@ class PartOperator(M3Operator):
             self._local.extend(rows)
         return self._run(now)
 
+    def process_from(self, port: int, rows: list[tuple], now: float, origin: tuple[str, str, int]) -> Emitted:
+        if port < len(self.box.inputs):  # a batch this member coordinates: remember where its input got to
+            self.stamped[(origin[0], origin[1])] = origin[2]
+        return self.process(port, rows, now)
+
     def poll(self, now: float) -> Emitted:
-        if self.deadline is not None and now >= self.deadline:
-            self.deadline = None
-            self.wanted = False
-            self._to_all(msg.advance(self.epoch + 1))
+        if self.leader is not None:
+            advance = self.leader.tick(now, time.time())
+            if advance is not None:
+                self._to_all(advance)
         return self._run(now)
 
     def next_deadline(self) -> float | None:
-        return self.deadline
+        return None if self.leader is None else self.leader.next_deadline()
 
     def _run(self, now: float) -> Emitted:
         while self._local:
             self._receive(self._local.popleft())
             self._progress()
-        if self.wanted and self.deadline is None:
-            self.deadline = now + self.epoch_s
+        if self.leader is not None:
+            self.leader.deadline(now)
         emitted, self._emitted = self._emitted, []
         for m, out in self._out.items():
             if out:
@@ -203,7 +212,7 @@ class PartOperator(M3Operator):
             seq, self.seq = self.seq, self.seq + 1
             for m, share in shares.items():
                 self._send(m, msg.work(self.epoch, self.member, seq, port, share))
-        if self.ordered and self.woke != self.epoch:
+        if self.woke != self.epoch:
             self.woke = self.epoch
             self._send(0, msg.wake(self.epoch))
 
@@ -220,19 +229,25 @@ class PartOperator(M3Operator):
             self.pushes.setdefault(msg.version(m), {})[m[4]] = m[5]
         elif tag == msg.CLOSE:
             self.closes.add((m[1], m[2]))
+            if self.leader is not None:
+                self.leader.closed(m[1], m[2], m[3])
         elif tag == msg.ADVANCE:
             if m[1] > self.epoch:  # the coordinator's side: close the epoch it stamped with
-                self._to_all(msg.close(self.epoch, self.member))
+                positions = [[s, p, q] for (s, p), q in self.stamped.items()]
+                self.stamped = {}
+                for member in range(self.n):
+                    self._send(member, msg.close(self.epoch, self.member, positions if member == 0 else None))
                 self.epoch = m[1]
+            if m[2] > self.known_stable:  # a newer stable epoch: reads of the one before it still work
+                self.horizon = self.known_stable
+                self.runtime.deltas.forget_through(self.horizon)
+                self.known_stable = m[2]
         elif tag == msg.WAKE:
-            self.wanted = True
+            if self.leader is not None:
+                self.leader.woken(m[1])
         elif tag == msg.DONE:
-            seen = self.dones.setdefault(m[1], set())
-            seen.add(m[2])
-            if len(seen) == self.n and m[1] == self.stable + 1:
-                while len(self.dones.get(self.stable + 1, ())) == self.n:
-                    self.stable += 1
-                    del self.dones[self.stable]
+            if self.leader is not None:
+                self.leader.done(m[1], m[2])
         else:
             log.error("m3 box %r member %d: unknown message %r ignored", self.box.name, self.member, tag)
 
@@ -298,6 +313,7 @@ class PartOperator(M3Operator):
                 ((rel, sign, self.roles.writes(self.member, rel, sign, rows)) for rel, sign, rows in groups) if rows]
         if not mine:
             return
+        self.runtime.epoch = work[1]
         try:
             self.runtime.apply_with(mine, pushed)
         except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
@@ -310,18 +326,39 @@ class PartOperator(M3Operator):
             if out is not None and changed:
                 self._emitted.append((out, self._emit[out](changed)))
 
+    # -- READ_STABLE --------------------------------------------------------------------
+
+    @property
+    def completed(self) -> int:
+        """The last epoch this member applied completely."""
+        return self.at[0] - 1
+
+    def at_epoch(self, epoch: int):
+        """The member's maps at the end of ``epoch``; ``LookupError`` if that is no longer (or not yet) readable."""
+        if epoch <= self.horizon or epoch > self.completed:
+            raise LookupError(f"epoch {epoch} is not readable on member {self.member} "
+                              f"(readable: {self.horizon + 1}-{self.completed})")
+        return self.runtime.at_epoch(epoch)
+
+    def stable_info(self) -> dict | None:
+        """The leader's stable epoch, its age and input positions; None on other members."""
+        return None if self.leader is None else self.leader.info(time.time())
+
     # -- state ------------------------------------------------------------------------
 
     def state(self) -> dict:
+        enc = self._encode_key
         return {
             **super().state(), "member": self.member, "layout": self.layout.version,
             "epoch": self.epoch, "seq": self.seq, "woke": self.woke, "at": list(self.at),
+            "stamped": [[s, p, q] for (s, p), q in self.stamped.items()],
             "works": [[e, c, list(q)] for (e, c), q in self.works.items()],
             "closes": [list(x) for x in self.closes],
             "pushes": [[*v, [[src, entries] for src, entries in by.items()]] for v, by in self.pushes.items()],
             "served": [list(v) for v in self.served],
-            "wanted": self.wanted, "dones": [[e, sorted(ms)] for e, ms in self.dones.items()],
-            "stable": self.stable,
+            "known_stable": self.known_stable, "horizon": self.horizon,
+            "deltas": self.runtime.deltas.state(lambda name, k: enc(name, self.runtime.store.unpack(name, k))),
+            "leader": None if self.leader is None else self.leader.state(),
         }
 
     def restore(self, state: dict, now: float | None = None) -> None:
@@ -334,10 +371,12 @@ class PartOperator(M3Operator):
         self.closes = {tuple(x) for x in state.get("closes", [])}
         self.pushes = {(e, c, s): {src: entries for src, entries in by} for e, c, s, by in state.get("pushes", [])}
         self.served = {tuple(v) for v in state.get("served", [])}
-        self.wanted = bool(state.get("wanted", False))
-        self.deadline = None  # set again by the next call: an epoch's timer restarts after a restore
-        self.dones = {e: set(ms) for e, ms in state.get("dones", [])}
-        self.stable = int(state.get("stable", -1))
+        self.stamped = {(s, p): int(q) for s, p, q in state.get("stamped", [])}
+        self.known_stable, self.horizon = int(state.get("known_stable", -1)), int(state.get("horizon", -1))
+        dec, pack = self._decode_key, self.runtime.store.pack
+        self.runtime.deltas.restore(state.get("deltas", []), lambda name, k: pack(name, dec(name, k)))
+        if self.leader is not None and state.get("leader"):
+            self.leader.restore(state["leader"])
 
     # -- boreas segments ---------------------------------------------------------------
 

@@ -80,6 +80,11 @@ class Operator(abc.ABC):
         """The streams this box exchanges with its own parts on other nodes; None for a box on one node."""
         return None
 
+    def process_from(self, port: int, rows: list[tuple], now: float,
+                     origin: tuple[str, str, int]) -> list[tuple[int, list[tuple]]]:
+        """:meth:`process`, told the batch's ``(stream, producer, seq)`` (a box that reports input positions)."""
+        return self.process(port, rows, now)
+
     def poll(self, now: float) -> list[tuple[int, list[tuple]]]:
         """Called at/after next_deadline(): emit what timers release (delay, aggregate timeout)."""
         return []

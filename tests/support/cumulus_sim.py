@@ -58,6 +58,8 @@ class Sim:
         self.rng = rng
         self.now = 0.0
         self.view_changes: dict[int, int] = {}
+        self.batches: dict[tuple[str, str, int], tuple[str, list]] = {}  # (stream, producer, seq) -> events
+        self._seq: dict[tuple[str, str], int] = {}
 
     # -- moving messages ----------------------------------------------------------
     def _collect(self, src: int, emitted) -> None:
@@ -76,7 +78,30 @@ class Sim:
         self.single.apply_grouped([(relation, s, [r]) for s, r in events])
         rows = [tuple(micros_of(v) if isinstance(v, dt.date) else v for v in row) + (sign,) for sign, row in events]
         op = self.members[member]
-        self._collect(member, op.process(self.port_of[relation], rows, self.now))
+        producer = f"{relation}-{member}"  # one producer per (relation, member), as a publisher picks a member
+        seq = self._seq.get((relation, producer), 0)
+        self._seq[(relation, producer)] = seq + 1
+        self.batches[(relation, producer, seq)] = (relation, events)
+        self._collect(member, op.process_from(self.port_of[relation], rows, self.now, (relation, producer, seq)))
+
+    def stable_read(self) -> tuple[int, dict[str, dict], Runtime] | None:
+        """The leader's stable epoch, every map read at it across the members, and a runtime fed the batches
+        its positions cover; None before the first stable epoch."""
+        info = self.members[0].stable_info()
+        if info["epoch"] < 0:
+            return None
+        epoch = info["epoch"]
+        maps = {m.name: {} for m in self.program.maps}
+        for op in self.members:
+            view = op.at_epoch(epoch)
+            for name in maps:
+                maps[name].update(view.read_slice(name))
+        upto = {(s, p): q for s, p, q in info["positions"]}
+        expected = Runtime(self.program)
+        for (stream, producer, seq), (relation, events) in sorted(self.batches.items()):
+            if seq <= upto.get((stream, producer), -1):
+                expected.apply_grouped([(relation, s, [r]) for s, r in events])
+        return epoch, maps, expected
 
     def deliver_one(self) -> bool:
         busy = [k for k, q in self.links.items() if q]
