@@ -15,10 +15,6 @@ reads go straight to the box's :class:`~boreas.m3.Runtime`:
 ``GET /query/{box}/maps``
     the box's maps and views with their key columns (and each view's maps),
     and which view each out stream carries.
-``GET /segments/{box}``
-    a partitioned box only: the entries of each segment this member holds,
-    per map (``{"box", "node", "member", "layout": {...}, "segments": {id:
-    {map: entries}}}``).
 
 **Partitioned boxes** (docs/cumulus.md §5): a member of a partitioned box
 holds only the entries of its segments (and the box's home maps on the home
@@ -33,10 +29,8 @@ another version answers 409 ``{"error": "layout 5, asked for 4", "layout":
 partitioned box ``stable=1&epoch=S`` reads this member's maps at the end of
 stable epoch ``S`` (every member's at the same ``S`` is a consistent cut of
 the box, §4.2); ``version`` is then ``S``, and 410 says ``S`` is no longer
-(or not yet) readable here.  ``GET /segments/{box}/stable`` on member 0 (the
-leader) answers the stable epoch: ``{"epoch", "age" (seconds since it
-ended), "current", "positions": [[stream, producer, seq], ...]}`` (the last
-input batch of each producer it covers).
+(or not yet) readable here; the epoch comes from the leader
+(:mod:`boreas.node.cumulus.api`: ``GET /segments/{box}/stable``).
 
 404 for a box that is not here (it may have moved: ask the Head again) or
 not an ``m3`` box, or an unknown map (the message lists the box's maps); 422
@@ -55,7 +49,6 @@ READ_STABLE: it reads under the runtime's lock and reports the ``version``
 from __future__ import annotations
 
 import datetime as dt
-import inspect
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -260,11 +253,9 @@ class QueryApi:
         return op
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
-        """Register ``GET /query/{box}``, ``GET /query/{box}/maps`` and ``GET /segments/{box}``."""
+        """Register ``GET /query/{box}`` and ``GET /query/{box}/maps``."""
         router.add_get("/query/{box}", self.handle)
         router.add_get("/query/{box}/maps", self.handle_maps)
-        router.add_get("/segments/{box}", self.handle_segments)
-        router.add_get("/segments/{box}/stable", self.handle_stable)
 
     async def handle(self, request: web.Request) -> web.Response:
         """``GET /query/{box}``: one read (one member's part of it, for a partitioned box)."""
@@ -327,42 +318,3 @@ class QueryApi:
         if part is not None:
             answer.update(layout=part[0].version, member=part[1])
         return web.json_response(answer)
-
-    async def handle_stable(self, request: web.Request) -> web.Response:
-        """``GET /segments/{box}/stable`` (the leader, member 0): the stable epoch, its age and input positions."""
-        box = request.match_info["box"]
-        try:
-            op = self._box(box)
-            part = partition_of(op)
-            if part is None:
-                raise QueryFailed(404, f"m3 box {box!r} on node {self.endpoint} is not partitioned")
-            stable_info = getattr(op, "stable_info", None)
-            if stable_info is None:
-                raise QueryFailed(404, f"m3 box {box!r} on node {self.endpoint} keeps no stable epochs")
-            info = stable_info()
-            if info is None:
-                raise QueryFailed(404, f"member {part[1]} of box {box!r} is not its leader; ask member 0 "
-                                       f"({part[0].members[0]})")
-        except QueryFailed as exc:
-            return json_error(exc.status, str(exc), box=box)
-        return web.json_response({"box": box, "node": self.endpoint, "layout": part[0].version, **info})
-
-    async def handle_segments(self, request: web.Request) -> web.Response:
-        """``GET /segments/{box}``: a partitioned box's entries on this member, per segment and map."""
-        box = request.match_info["box"]
-        try:
-            op = self._box(box)
-            part = partition_of(op)
-            if part is None:
-                raise QueryFailed(404, f"m3 box {box!r} on node {self.endpoint} is not partitioned")
-        except QueryFailed as exc:
-            return json_error(exc.status, str(exc), box=box)
-        layout, member = part
-        counted = op.segment_entries()
-        if inspect.isawaitable(counted):
-            counted = await counted
-        return web.json_response({
-            "box": box, "node": self.endpoint, "member": member, "version": op.runtime.version,
-            "layout": layout.to_dict(),
-            "segments": {str(seg): {name: int(n) for name, n in maps.items()} for seg, maps in counted.items()},
-        })

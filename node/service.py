@@ -59,6 +59,7 @@ from boreas.wire.supervisor import Supervisor
 
 from .adopt import Adopter, AdoptionRefused, archive_adopted, claimed_by
 from .connector import ConnectRefused, FilterConnector
+from .cumulus.api import SegmentsApi
 from .dataflow import Dataflow
 from .gcpause import gc_paused
 from .head_reports import HeadReports
@@ -119,7 +120,8 @@ class NodeService:
         router.add_post("/snapshot", self.handle_snapshot)
         router.add_post("/adopt", self.handle_adopt)
         self.queries = QueryApi(self.dataflow, endpoint)  # GET /query/{box}: the m3 boxes' maps
-        self.queries.add_routes(router)  # and GET /query/{box}/maps, GET /segments/{box}
+        self.queries.add_routes(router)  # and GET /query/{box}/maps
+        SegmentsApi(self.dataflow, endpoint).add_routes(router)  # /segments/{box}: partitioned boxes
 
     async def start(self) -> None:
         host, port = split_endpoint(self.endpoint)

@@ -35,6 +35,7 @@ from boreas.client.query import QueryClient, QueryFailed, members_to_ask, merge
 from boreas.m3.boxtype import box_types
 from boreas.m3.cumulus import Layout, Segment, even_layout, home_slot, slot
 from boreas.node.operators import build_operator
+from boreas.node.cumulus.api import SegmentsApi
 from boreas.node.query import QueryApi
 
 client_query = importlib.import_module("boreas.client.query")  # boreas.client.query is also a function
@@ -118,7 +119,7 @@ class Dataflow:
 async def call(api: QueryApi, path: str) -> tuple[int, dict]:
     route, _, _ = path.partition("?")
     request = make_mocked_request("GET", path, match_info={"box": BOX})
-    handler = (api.handle_segments if route.startswith("/segments/") else
+    handler = (SegmentsApi(api.dataflow, api.endpoint).handle_segments if route.startswith("/segments/") else
                api.handle_maps if route.endswith("/maps") else api.handle)
     response = await handler(request)
     return response.status, json.loads(response.body)
@@ -199,7 +200,7 @@ async def test_segments_counts_a_members_entries_per_segment(full, members):
     assert seen[home]["Q2_s"] == 1
 
     status, body = await call(QueryApi(Dataflow(whole()), "n:1"), f"/segments/{BOX}")  # not partitioned
-    assert status == 404 and body["error"] == f"m3 box {BOX!r} on node n:1 is not partitioned"
+    assert status == 404 and body["error"] == f"box {BOX!r} on node n:1 is not partitioned"
     status, body = await call(QueryApi(Dataflow(whole()), "n:1"), f"/query/{BOX}/maps")
     assert body["views"]["Q1"]["maps"] == ["Q1_total", "Q1_n"] and "layout" not in body
     api = QueryApi(type("Empty", (), {"operators": {}})(), "n:1")
@@ -277,8 +278,10 @@ class Servers:
         app = web.Application(middlewares=[count])
         api = QueryApi(Dataflow(op), "")
         api.add_routes(app.router)
+        segments = SegmentsApi(api.dataflow, "")
+        segments.add_routes(app.router)
         endpoint = self.serve(app)
-        endpoint_box["endpoint"] = api.endpoint = endpoint
+        endpoint_box["endpoint"] = api.endpoint = segments.endpoint = endpoint
         return endpoint
 
     def head(self, answers: list[dict]) -> str:
@@ -474,7 +477,9 @@ async def test_real_members_fed_through_their_coordinators_answer_as_one_node(se
         app = web.Application()
         api = QueryApi(flow, "")
         api.add_routes(app.router)
-        api.endpoint = servers.serve(app)
+        segments = SegmentsApi(flow, "")
+        segments.add_routes(app.router)
+        api.endpoint = segments.endpoint = servers.serve(app)
         endpoints.append(api.endpoint)
     layout = layout_v1(endpoints)
     partition = Partition(BOX, tuple(endpoints), tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member)

@@ -16,6 +16,7 @@ tag    message      from → to                     fields
 ``a``  Advance      leader → every member         epoch, stable, stable_at: stamp with ``epoch`` from now on
 ``u``  Wake         coordinator → leader          epoch: it stamped Work; please advance
 ``d``  Done         member → leader               epoch, member: it applied all of the epoch
+``l``  Load         a bulk loader → member        job, part, [[map, key, value]]: initial map values
 =====  ===========  ============================  ==========================================
 
 A version is ``(epoch, coord, seq)``; members apply versions in that order.
@@ -33,7 +34,7 @@ from collections.abc import Callable
 
 from boreas.m3.ast import Program
 
-WORK, CLOSE, PUSH, ADVANCE, WAKE, DONE = "w", "c", "p", "a", "u", "d"
+WORK, CLOSE, PUSH, ADVANCE, WAKE, DONE, LOAD = "w", "c", "p", "a", "u", "d", "l"
 
 Message = list
 
@@ -61,6 +62,11 @@ def wake(epoch: int) -> Message:
 
 def done(epoch: int, member: int) -> Message:
     return [DONE, epoch, member]
+
+
+def load(job: str, part: int, entries: list) -> Message:
+    """Initial values of the member's entries (a Spark bulk load, §7): ``[[map, key, value], ...]``."""
+    return [LOAD, job, part, entries]
 
 
 def version(msg: Message) -> tuple[int, int, int]:

@@ -123,6 +123,7 @@ class PartOperator(M3Operator):
         self.known_stable = -1  # the last stable epoch the leader announced
         self.horizon = -1  # deltas of epochs up to here are dropped: no stable read before its end
         self.leader = Leader(self.n, partition.epoch_ms / 1000.0) if me == 0 else None
+        self.loaded: set[tuple[str, int]] = set()  # (job, part) of bulk loads applied: a retried task adds nothing
         # per call
         self._local: deque = deque()
         self._out: dict[int, list] = {}
@@ -248,6 +249,8 @@ class PartOperator(M3Operator):
         elif tag == msg.DONE:
             if self.leader is not None:
                 self.leader.done(m[1], m[2])
+        elif tag == msg.LOAD:
+            self._load(m)
         else:
             log.error("m3 box %r member %d: unknown message %r ignored", self.box.name, self.member, tag)
 
@@ -326,6 +329,34 @@ class PartOperator(M3Operator):
             if out is not None and changed:
                 self._emitted.append((out, self._emit[out](changed)))
 
+    # -- bulk load ---------------------------------------------------------------------
+
+    def loadable(self) -> str | None:
+        """Why a bulk load cannot start now (None: it can): loads go into an empty box, before any input."""
+        if self.seq or self.runtime.entries() or self.runtime.version:
+            return (f"m3 box {self.box.name!r} member {self.member} already holds data; a bulk load starts an "
+                    "empty partitioned box, before its input streams")
+        return None
+
+    def _load(self, m: list) -> None:
+        job, part, entries = m[1], int(m[2]), m[3]
+        if (job, part) in self.loaded:
+            return
+        self.loaded.add((job, part))
+        dec, pack, store = self._decode_key, self.runtime.store.pack, self.runtime.store
+        foreign = 0
+        for name, key, value in entries:
+            stored = pack(name, dec(name, key))
+            if not self.runtime.owns(name, stored):
+                foreign += 1
+                continue
+            total = store.get_stored(name, stored) + value
+            store.set_stored(name, stored, total)
+            self.runtime.deltas.record(self.at[0], name, stored, value)
+        if foreign:
+            log.error("m3 box %r member %d: bulk load %s part %d had %d entries of other members; skipped",
+                      self.box.name, self.member, job, part, foreign)
+
     # -- READ_STABLE --------------------------------------------------------------------
 
     @property
@@ -359,6 +390,7 @@ class PartOperator(M3Operator):
             "known_stable": self.known_stable, "horizon": self.horizon,
             "deltas": self.runtime.deltas.state(lambda name, k: enc(name, self.runtime.store.unpack(name, k))),
             "leader": None if self.leader is None else self.leader.state(),
+            "loaded": [list(x) for x in self.loaded],
         }
 
     def restore(self, state: dict, now: float | None = None) -> None:
@@ -375,6 +407,7 @@ class PartOperator(M3Operator):
         self.known_stable, self.horizon = int(state.get("known_stable", -1)), int(state.get("horizon", -1))
         dec, pack = self._decode_key, self.runtime.store.pack
         self.runtime.deltas.restore(state.get("deltas", []), lambda name, k: pack(name, dec(name, k)))
+        self.loaded = {(j, int(p)) for j, p in state.get("loaded", [])}
         if self.leader is not None and state.get("leader"):
             self.leader.restore(state["leader"])
 
