@@ -96,8 +96,9 @@ SIM_SHAPES = ["two_way", "two_way_join_on", "three_way", "three_way_count_no_gro
               "two_queries", "tpch_q3", "tpch_q5", "tpch_q10", "seed_example_2_1", "single_group", "avg"]
 
 
+@pytest.mark.parametrize("relayouts", [False, True], ids=["fixed", "relayouts"])
 @pytest.mark.parametrize("shape", SIM_SHAPES)
-def test_partitioned_members_equal_the_single_runtime(shape):
+def test_partitioned_members_equal_the_single_runtime(shape, relayouts):
     program = compile_sql(SHAPES[shape])
     placement = place(program, box="v")
     relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
@@ -116,9 +117,13 @@ def test_partitioned_members_equal_the_single_runtime(shape):
                 sim.tick(0.1)
             if rng.random() < 0.1:
                 sim.restart(rng.randrange(n))
+            if relayouts and rng.random() < 0.3:
+                sim.relayout(f"c{rng.random()}")
             check_stable(sim)
         sim.settle()
-        check_union(sim, layout)
+        final = sim.members[0].layout
+        assert all(op.layout == final and op.pending is None for op in sim.members)
+        check_union(sim, final)
         assert check_stable(sim)  # after the input stops, the stable epoch covers everything
         assert all(op.runtime.deltas.entries() == 0 for op in sim.members), "deltas left after quiescence"
 

@@ -218,6 +218,47 @@ class MemberRuntime(Runtime):
                         self.store.set_stored(name, k, 0)
                     journal[:] = [x for k, old in zip(journal[::2], journal[1::2]) if k not in foreign for x in (k, old)]
 
+    # -- moving segments ----------------------------------------------------------------
+    def extract(self, lo: int, hi: int, epoch: int) -> list[tuple[str, tuple, object]]:
+        """Remove and return the entries in slots ``lo <= s < hi`` (the home maps too, if the home slot is there).
+
+        Recorded as changes of ``epoch`` (the epoch the segment leaves with),
+        so stable reads of earlier epochs still see them here.
+        """
+        out = []
+        home = lo <= home_slot(self.layout.box) < hi
+        with self._lock:
+            for m in self.program.maps:
+                col = self.columns[m.name]
+                if col is None and not home:
+                    continue
+                single = len(m.keys) == 1
+                gone = [(k, v) for k, v in self.store.items(m.name)
+                        if col is None or lo <= slot(k[col]) < hi]
+                for key, value in gone:
+                    stored = key[0] if single else key
+                    self.store.set_stored(m.name, stored, 0)
+                    self.deltas.record(epoch, m.name, stored, -value)
+                    out.append((m.name, key, value))
+        return out
+
+    def install(self, entries: Iterable[tuple[str, tuple, object]], epoch: int) -> int:
+        """Add ``entries`` (``(map, key tuple, value)``) to this member's maps as changes of ``epoch``; returns how many.
+
+        Entries this member does not own are skipped (and counted out).
+        """
+        done = 0
+        pack, store = self.store.pack, self.store
+        with self._lock:
+            for name, key, value in entries:
+                stored = pack(name, key)
+                if not self.owns(name, stored):
+                    continue
+                store.set_stored(name, stored, store.get_stored(name, stored) + value)
+                self.deltas.record(epoch, name, stored, value)
+                done += 1
+        return done
+
     def segment_entries(self) -> dict[int, dict[str, int]]:
         """Entries per segment and map, as this member holds them (``boreas segments``)."""
         lay = self.layout

@@ -17,6 +17,9 @@ tag    message      from → to                     fields
 ``u``  Wake         coordinator → leader          epoch: it stamped Work; please advance
 ``d``  Done         member → leader               epoch, member: it applied all of the epoch
 ``l``  Load         a bulk loader → member        job, part, [[map, key, value]]: initial map values
+``x``  Request      a client → leader             change, new layout: move, split, rebalance
+``r``  Relayout     leader → every member         change, layout, first epoch E, moves [[segment, from, to]]
+``k``  Chunk        source → target member        change, segment, final, [[map, key, value]]
 =====  ===========  ============================  ==========================================
 
 A version is ``(epoch, coord, seq)``; members apply versions in that order.
@@ -35,6 +38,9 @@ from collections.abc import Callable
 from boreas.m3.ast import Program
 
 WORK, CLOSE, PUSH, ADVANCE, WAKE, DONE, LOAD = "w", "c", "p", "a", "u", "d", "l"
+REQUEST, RELAYOUT, CHUNK = "x", "r", "k"
+#: Entries per Chunk message: a segment of any size moves as many bounded frames.
+CHUNK_ENTRIES = 20_000
 
 Message = list
 
@@ -67,6 +73,19 @@ def done(epoch: int, member: int) -> Message:
 def load(job: str, part: int, entries: list) -> Message:
     """Initial values of the member's entries (a Spark bulk load, §7): ``[[map, key, value], ...]``."""
     return [LOAD, job, part, entries]
+
+
+def request(change: str, layout: dict) -> Message:
+    return [REQUEST, change, layout]
+
+
+def relayout(change: str, layout: dict, first_epoch: int, moves: list) -> Message:
+    """From ``first_epoch`` on, ``layout``; ``moves``: ``[[segment, from member, to member]]`` whose data travels."""
+    return [RELAYOUT, change, layout, first_epoch, moves]
+
+
+def chunk(change: str, segment: int, final: bool, entries: list) -> Message:
+    return [CHUNK, change, segment, final, entries]
 
 
 def version(msg: Message) -> tuple[int, int, int]:

@@ -52,7 +52,7 @@ from collections import deque
 
 from boreas.catalog.model import Box, Partition, Schema
 from boreas.m3 import M3Error
-from boreas.m3.cumulus import LOCAL, Layout, LayoutError, Segment, classify
+from boreas.m3.cumulus import LOCAL, Layout, LayoutError, Segment, classify, relayout
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.cumulus.roles import Roles
 
@@ -98,8 +98,9 @@ class PartOperator(M3Operator):
         plan = classify(self.plan.program, dict(self.layout.maps), box.name)
         self.ordered = any(r.cls != LOCAL for _, s in plan.statements() for r in s.refs)
         self.runtime = MemberRuntime(self.plan.program, self.layout, me, plan)
+        self._plan = plan
         self.roles = Roles(plan, self.layout)
-        self._involved = [self._involvement(plan, port) for port in range(len(box.inputs))]
+        self._involved = [self._involvement(plan, port, self.layout) for port in range(len(box.inputs))]
         self._encode_key, self._decode_key = key_codecs(self.plan.program)
         self.epoch_s = partition.epoch_ms / 1000.0
         others = [m for m in range(self.n) if m != me]
@@ -124,12 +125,18 @@ class PartOperator(M3Operator):
         self.horizon = -1  # deltas of epochs up to here are dropped: no stable read before its end
         self.leader = Leader(self.n, partition.epoch_ms / 1000.0) if me == 0 else None
         self.loaded: set[tuple[str, int]] = set()  # (job, part) of bulk loads applied: a retried task adds nothing
+        # layout changes (docs/cumulus.md §6): the one under way here, and the layouts of recent epochs
+        self.pending: dict | None = None
+        self.held: list = []  # Work this member may not apply yet (its epoch has not begun here)
+        self.history: list[tuple[int, Layout]] = [(0, self.layout)]
+        self.requested: Layout | None = None  # the leader's newest decided layout (reported to the Head)
+        self._alone: list[tuple[int, list]] = []  # messages that go in a frame of their own (chunks)
         # per call
         self._local: deque = deque()
         self._out: dict[int, list] = {}
         self._emitted: Emitted = []
 
-    def _involvement(self, plan, port: int):
+    def _involvement(self, plan, port: int, layout: Layout):
         """``row -> members`` for rows of in port ``port`` in the in stream's form (sign field and all)."""
         pp = self.plan.ports[port]
         s = pp.sign_index
@@ -141,7 +148,7 @@ class PartOperator(M3Operator):
                 return lambda row: date_of(row[at])
             return lambda row: row[at]
 
-        roles = Roles(plan, self.layout, getter, pp.relation)
+        roles = Roles(plan, layout, getter, pp.relation)
         by_sign = {sign: roles.involved(pp.relation, sign) for sign in (1, -1)}
         me = self.member
         if s is None:
@@ -186,6 +193,8 @@ class PartOperator(M3Operator):
             if out:
                 emitted.append((self._port_to[m], out))
         self._out = {}
+        emitted += [(self._port_to[m], [message]) for m, message in self._alone]
+        self._alone = []
         return emitted
 
     def _send(self, member: int, message: list) -> None:
@@ -224,6 +233,8 @@ class PartOperator(M3Operator):
         if tag == msg.WORK:
             if self.ordered:
                 self.works.setdefault((m[1], m[2]), deque()).append(m)
+            elif self._gated(m[1]):  # (an all-LOCAL plan applies Work in any order, but within its epoch)
+                self.held.append(m)
             else:
                 self._write(m, {})
         elif tag == msg.PUSH:
@@ -239,10 +250,17 @@ class PartOperator(M3Operator):
                 for member in range(self.n):
                     self._send(member, msg.close(self.epoch, self.member, positions if member == 0 else None))
                 self.epoch = m[1]
+                p = self.pending
+                if p is not None and self.epoch >= p["first"] and not p["routing"]:  # stamp with the new layout
+                    p["routing"] = True
+                    self._involved = [self._involvement(self._plan, port, p["layout"])
+                                      for port in range(len(self.box.inputs))]
             if m[2] > self.known_stable:  # a newer stable epoch: reads of the one before it still work
                 self.horizon = self.known_stable
                 self.runtime.deltas.forget_through(self.horizon)
                 self.known_stable = m[2]
+                while len(self.history) > 1 and self.history[1][0] <= self.horizon + 1:
+                    self.history.pop(0)  # no read of an epoch before the next one's start any more
         elif tag == msg.WAKE:
             if self.leader is not None:
                 self.leader.woken(m[1])
@@ -251,6 +269,12 @@ class PartOperator(M3Operator):
                 self.leader.done(m[1], m[2])
         elif tag == msg.LOAD:
             self._load(m)
+        elif tag == msg.REQUEST:
+            self._request(m)
+        elif tag == msg.RELAYOUT:
+            self._relayout(m)
+        elif tag == msg.CHUNK:
+            self._chunk(m)
         else:
             log.error("m3 box %r member %d: unknown message %r ignored", self.box.name, self.member, tag)
 
@@ -258,7 +282,12 @@ class PartOperator(M3Operator):
 
     def _progress(self) -> None:
         while True:
+            self._maybe_flip()
             e, c = self.at
+            if not self.ordered:
+                self._release_held()
+            if self._gated(e):  # not begun here, or segments still moving in: not done either
+                return
             queue = self.works.get((e, c))
             if queue:
                 work = queue[0]
@@ -329,6 +358,108 @@ class PartOperator(M3Operator):
             if out is not None and changed:
                 self._emitted.append((out, self._emit[out](changed)))
 
+    # -- layout changes (docs/cumulus.md §6) ----------------------------------------------
+
+    def _gated(self, epoch: int) -> bool:
+        """Whether Work of ``epoch`` must wait: its epoch has not begun here (the Advance that starts it,
+        and every layout change decided before it, has not arrived), or segments are still moving in."""
+        if epoch > self.epoch:
+            return True
+        p = self.pending
+        return p is not None and epoch >= p["first"] and (not p["flipped"] or bool(p["waiting"]))
+
+    def _release_held(self) -> None:
+        if self.held:
+            ready = [w for w in self.held if not self._gated(w[1])]
+            if ready:
+                self.held = [w for w in self.held if self._gated(w[1])]
+                for work in ready:
+                    self._write(work, {})
+
+    def _request(self, m: list) -> None:
+        """Leader: a move, split or rebalance asked for (checked by the API first); decide when it happens."""
+        if self.leader is None or self.pending is not None:
+            log.error("m3 box %r member %d: layout change %s ignored (%s)", self.box.name, self.member, m[1],
+                      "not the leader" if self.leader is None else "another change is under way")
+            return
+        new = Layout.from_dict(m[2])
+        if new.version != self.layout.version + 1:
+            log.error("m3 box %r: layout change %s to version %d ignored (the layout is at %d)", self.box.name,
+                      m[1], new.version, self.layout.version)
+            return
+        first = self.leader.epoch + 1  # no coordinator stamps with it yet: only the leader's Advance starts it
+        self.leader.woken(first)  # advance through the change's first epoch even if no input flows
+        self.requested = new
+        moves = [list(x) for x in relayout.moves(self.layout, new)]
+        self._to_all(msg.relayout(m[1], new.to_dict(), first, moves))
+
+    def _relayout(self, m: list) -> None:
+        self.pending = {"change": m[1], "layout": Layout.from_dict(m[2]), "first": int(m[3]),
+                        "moves": [tuple(x) for x in m[4]], "flipped": False, "routing": False,
+                        "waiting": [], "chunks": []}
+
+    def _maybe_flip(self) -> None:
+        p = self.pending
+        if p is None or p["flipped"] or self.at[0] < p["first"] or self.epoch < p["first"]:
+            return
+        new, first, me = p["layout"], p["first"], self.member
+        enc = self._encode_key
+        for seg_id, source, target in p["moves"]:
+            if source != me:
+                continue
+            seg = next(s for s in new.segments if s.id == seg_id)
+            entries = [[name, enc(name, key), value] for name, key, value in self.runtime.extract(seg.lo, seg.hi, first)]
+            step = msg.CHUNK_ENTRIES
+            for start in range(0, max(1, len(entries)), step):
+                final = start + step >= len(entries)
+                self._alone.append((target, msg.chunk(p["change"], seg_id, final, entries[start:start + step])))
+        self.layout = new
+        self.runtime.set_layout(new, self._plan)
+        self.roles = Roles(self._plan, new)
+        self.history.append((first, new))
+        p["flipped"] = True
+        p["waiting"] = sorted(seg for seg, _, target in p["moves"] if target == me)
+        for early in p.pop("chunks"):
+            self._chunk(early)
+        self._maybe_finish()
+
+    def _chunk(self, m: list) -> None:
+        p = self.pending
+        if p is None or m[1] != p["change"]:
+            log.error("m3 box %r member %d: a chunk of layout change %s came outside it; dropped",
+                      self.box.name, self.member, m[1])
+            return
+        if not p["flipped"]:  # installing now would mix it with versions of the old layout
+            p["chunks"].append(m)
+            return
+        dec = self._decode_key
+        self.runtime.install(((name, dec(name, key), value) for name, key, value in m[4]), p["first"])
+        if m[3] and m[2] in p["waiting"]:
+            p["waiting"].remove(m[2])
+        self._maybe_finish()
+
+    def _maybe_finish(self) -> None:
+        p = self.pending
+        if p is not None and p["flipped"] and not p["waiting"]:
+            log.info("m3 box %r member %d: layout %d from epoch %d", self.box.name, self.member,
+                     p["layout"].version, p["first"])
+            self.pending = None
+
+    def layout_at(self, epoch: int) -> Layout:
+        """The layout versions of ``epoch`` ran under."""
+        for first, lay in reversed(self.history):
+            if first <= epoch:
+                return lay
+        return self.history[0][1]
+
+    def relayout_busy(self) -> str | None:
+        """Why the leader cannot start a layout change now (None: it can)."""
+        if self.leader is None:
+            return f"member {self.member} of box {self.box.name!r} is not its leader; ask member 0 ({self.layout.members[0]})"
+        if self.pending is not None or (self.requested is not None and self.requested.version > self.layout.version):
+            return f"box {self.box.name!r} is changing its layout already; try again when it is done"
+        return None
+
     # -- bulk load ---------------------------------------------------------------------
 
     def loadable(self) -> str | None:
@@ -343,16 +474,9 @@ class PartOperator(M3Operator):
         if (job, part) in self.loaded:
             return
         self.loaded.add((job, part))
-        dec, pack, store = self._decode_key, self.runtime.store.pack, self.runtime.store
-        foreign = 0
-        for name, key, value in entries:
-            stored = pack(name, dec(name, key))
-            if not self.runtime.owns(name, stored):
-                foreign += 1
-                continue
-            total = store.get_stored(name, stored) + value
-            store.set_stored(name, stored, total)
-            self.runtime.deltas.record(self.at[0], name, stored, value)
+        dec = self._decode_key
+        foreign = len(entries) - self.runtime.install(((name, dec(name, key), value) for name, key, value in entries),
+                                                      self.at[0])
         if foreign:
             log.error("m3 box %r member %d: bulk load %s part %d had %d entries of other members; skipped",
                       self.box.name, self.member, job, part, foreign)
@@ -372,8 +496,12 @@ class PartOperator(M3Operator):
         return self.runtime.at_epoch(epoch)
 
     def stable_info(self) -> dict | None:
-        """The leader's stable epoch, its age and input positions; None on other members."""
-        return None if self.leader is None else self.leader.info(time.time())
+        """The leader's stable epoch, its age, input positions and layout; None on other members."""
+        if self.leader is None:
+            return None
+        info = self.leader.info(time.time())
+        info["layout_at"] = self.layout_at(max(0, info["epoch"])).to_dict()
+        return info
 
     # -- state ------------------------------------------------------------------------
 
@@ -391,6 +519,12 @@ class PartOperator(M3Operator):
             "deltas": self.runtime.deltas.state(lambda name, k: enc(name, self.runtime.store.unpack(name, k))),
             "leader": None if self.leader is None else self.leader.state(),
             "loaded": [list(x) for x in self.loaded],
+            "layout_now": self.layout.to_dict(),
+            "history": [[first, lay.to_dict()] for first, lay in self.history],
+            "requested": None if self.requested is None else self.requested.to_dict(),
+            "held": list(self.held),
+            "pending": None if self.pending is None else {**self.pending, "layout": self.pending["layout"].to_dict(),
+                                                           "moves": [list(x) for x in self.pending["moves"]]},
         }
 
     def restore(self, state: dict, now: float | None = None) -> None:
@@ -408,6 +542,18 @@ class PartOperator(M3Operator):
         dec, pack = self._decode_key, self.runtime.store.pack
         self.runtime.deltas.restore(state.get("deltas", []), lambda name, k: pack(name, dec(name, k)))
         self.loaded = {(j, int(p)) for j, p in state.get("loaded", [])}
+        if state.get("layout_now"):
+            self.layout = Layout.from_dict(state["layout_now"])
+            self.runtime.set_layout(self.layout, self._plan)
+            self.roles = Roles(self._plan, self.layout)
+            self.history = [(int(f), Layout.from_dict(d)) for f, d in state.get("history", [])] or [(0, self.layout)]
+            self.requested = Layout.from_dict(state["requested"]) if state.get("requested") else None
+            self.held = [list(w) for w in state.get("held", [])]
+            p = state.get("pending")
+            self.pending = None if p is None else {**p, "layout": Layout.from_dict(p["layout"]),
+                                                   "moves": [tuple(x) for x in p["moves"]]}
+            routing = self.pending["layout"] if self.pending is not None and self.pending["routing"] else self.layout
+            self._involved = [self._involvement(self._plan, port, routing) for port in range(len(self.box.inputs))]
         if self.leader is not None and state.get("leader"):
             self.leader.restore(state["leader"])
 

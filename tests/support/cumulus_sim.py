@@ -133,6 +133,37 @@ class Sim:
             return
         raise AssertionError("the simulated cluster did not settle")
 
+    def relayout(self, change: str) -> bool:
+        """Ask the leader for a random move, split or rebalance (as ``boreas move/split/rebalance`` would)."""
+        from boreas.m3.cumulus import relayout as changes
+        from boreas.node.cumulus import messages as msg
+
+        leader = self.members[0]
+        if leader.relayout_busy() is not None:
+            return False
+        lay = leader.layout
+        kind = self.rng.choice(["move", "split", "rebalance", "move_all"])
+        try:
+            if kind == "move":
+                seg = self.rng.choice(lay.segments)
+                new = changes.move(lay, seg.id, self.rng.choice([m for m in range(len(lay.members)) if m != seg.member]))
+            elif kind == "split":
+                new = changes.split(lay, self.rng.choice(lay.segments).id)
+            elif kind == "move_all":
+                new = changes.move_all(lay, self.rng.randrange(len(lay.members)))
+            else:
+                counts = {}
+                for op in self.members:
+                    for sid, per_map in op.segment_entries().items():
+                        counts[sid] = counts.get(sid, 0) + sum(per_map.values())
+                new = changes.rebalance(lay, counts)
+                if new is lay:
+                    return False
+        except (ValueError, IndexError):  # one member, one-slot segment, already there
+            return False
+        self._collect(0, leader.process(len(self.box.inputs), [msg.request(change, new.to_dict())], self.now))
+        return True
+
     def restart(self, member: int) -> None:
         """Member ``member`` continues from its own state() (a snapshot restored on a restarted node)."""
         op = self.members[member]

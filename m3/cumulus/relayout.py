@@ -1,0 +1,115 @@
+"""Layout changes of a partitioned box: move, split, rebalance (docs/cumulus.md §6.1).
+
+Pure functions from a :class:`~.layout.Layout` to the next one (version +1);
+what data moves follows from comparing the two (:func:`moves`).  The leader
+applies them at an epoch boundary; these functions only decide.
+
+>>> from .layout import even_layout
+>>> lay = even_layout("v", ["a", "b", "c"], 6)
+>>> moved = move(lay, 2, 0)
+>>> moved.version, [s.member for s in moved.segments], moves(lay, moved)
+(2, [0, 1, 0, 0, 1, 2], [(2, 2, 0)])
+>>> halves = split(lay, 1)
+>>> [(s.id, s.lo, s.hi, s.member) for s in halves.segments][1:3], moves(lay, halves)
+([(1, 683, 1024, 1), (6, 1024, 1366, 1)], [])
+>>> even = rebalance(lay, {0: 900, 1: 10, 2: 10, 3: 900, 4: 10, 5: 10})  # 0 and 3 split, halves spread
+>>> len(even.segments), moves(lay, even)
+(8, [(0, 0, 1), (6, 0, 2)])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from .layout import Layout, LayoutError, Segment
+
+
+def _segment(layout: Layout, segment: int) -> Segment:
+    for s in layout.segments:
+        if s.id == segment:
+            return s
+    ids = ", ".join(str(s.id) for s in sorted(layout.segments, key=lambda s: s.id))
+    raise LayoutError(f"box {layout.box!r} has no segment {segment} (segments: {ids})")
+
+
+def move(layout: Layout, segment: int, member: int) -> Layout:
+    """Segment ``segment`` on ``member``."""
+    seg = _segment(layout, segment)
+    if not 0 <= member < len(layout.members):
+        raise LayoutError(f"box {layout.box!r} has no member {member} (members 0-{len(layout.members) - 1})")
+    if seg.member == member:
+        raise LayoutError(f"segment {layout.box}/{segment} is already on member {member} ({layout.members[member]})")
+    segments = tuple(replace(s, member=member) if s.id == segment else s for s in layout.segments)
+    return replace(layout, segments=segments, version=layout.version + 1)
+
+
+def move_all(layout: Layout, member: int) -> Layout:
+    """Every segment on ``member`` (the whole box on one node)."""
+    if not 0 <= member < len(layout.members):
+        raise LayoutError(f"box {layout.box!r} has no member {member} (members 0-{len(layout.members) - 1})")
+    if all(s.member == member for s in layout.segments):
+        raise LayoutError(f"every segment of box {layout.box!r} is already on member {member}")
+    return replace(layout, segments=tuple(replace(s, member=member) for s in layout.segments),
+                   version=layout.version + 1)
+
+
+def split(layout: Layout, segment: int) -> Layout:
+    """Segment ``segment`` in two halves on the same member; the upper half gets a new id (no data moves)."""
+    seg = _segment(layout, segment)
+    if seg.hi - seg.lo < 2:
+        raise LayoutError(f"segment {layout.box}/{segment} is one slot ({seg.lo}); it cannot be split")
+    mid = (seg.lo + seg.hi) // 2
+    new_id = max(s.id for s in layout.segments) + 1
+    segments = [s for s in layout.segments if s.id != segment]
+    segments += [Segment(seg.id, seg.lo, mid, seg.member), Segment(new_id, mid, seg.hi, seg.member)]
+    return replace(layout, segments=tuple(segments), version=layout.version + 1)
+
+
+def rebalance(layout: Layout, entries: Mapping[int, int]) -> Layout:
+    """Even out entries over the members: split segments holding over 1.5x the mean segment, then move
+    segments from the fullest member to the emptiest while that lowers the fullest member's entries.
+
+    ``entries`` maps segment id to its entries (``GET /segments``); a split
+    halves its count.  Returns ``layout`` itself when nothing would improve.
+    """
+    lay = layout
+    counts = {s.id: int(entries.get(s.id, 0)) for s in lay.segments}
+    mean = sum(counts.values()) / max(1, len(counts))
+    for sid in sorted(counts, key=lambda i: -counts[i]):
+        seg = _segment(lay, sid)
+        if mean and counts[sid] > 1.5 * mean and seg.hi - seg.lo >= 2:
+            lay = split(lay, sid)
+            new_id = max(s.id for s in lay.segments)
+            counts[sid], counts[new_id] = counts[sid] - counts[sid] // 2, counts[sid] // 2
+    owner = {s.id: s.member for s in lay.segments}
+    members = range(len(lay.members))
+    for _ in range(4 * len(owner)):
+        load = {m: sum(n for s, n in counts.items() if owner[s] == m) for m in members}
+        full, empty = max(members, key=lambda m: load[m]), min(members, key=lambda m: load[m])
+        best = None
+        for sid in (s for s in owner if owner[s] == full):
+            after = max(load[full] - counts[sid], load[empty] + counts[sid])
+            if after < load[full] and (best is None or after < best[0]):
+                best = (after, sid)
+        if best is None:
+            break
+        owner[best[1]] = empty
+    segments = tuple(replace(s, member=owner[s.id]) for s in lay.segments)
+    if segments == lay.segments and lay is layout:
+        return layout
+    return replace(lay, segments=segments, version=layout.version + 1)
+
+
+def moves(old: Layout, new: Layout) -> list[tuple[int, int, int]]:
+    """``(segment, from member, to member)`` for each segment of ``new`` whose slots another member held in ``old``.
+
+    A split keeps its halves where they were, so only real moves appear;
+    segments are compared by slot range start (ids of split halves are new).
+    """
+    out = []
+    for s in new.segments:
+        before = old.owner_of_slot(s.lo)
+        if before != s.member:
+            out.append((s.id, before, s.member))
+    return out
