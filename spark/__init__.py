@@ -9,12 +9,23 @@ each row exactly once (the nodes drop batches they already have).
 * :func:`publish_file` -- a parquet or CSV file, typed by the stream's schema;
 * :func:`stream_sink` -- ``writeStream.foreachBatch(stream_sink(...))``;
 * :func:`local_session` -- a local SparkSession whose workers can import Boreas;
-* :func:`verify` -- the same query computed by Spark SQL, for cross-checks.
+* :func:`verify` -- the same query computed by Spark SQL, for cross-checks;
+* :func:`load_view` -- bulk-load a partitioned ``m3`` box's maps from tables (before streaming);
+* :func:`verify_view` -- a view read from Boreas (merged over members) against Spark SQL or expected rows.
 
 pyspark is imported only when a function needs it, so importing this
 package does not require Spark.
 """
 
+from .load import (
+           LoadError,
+           LoadPlan,
+           LoadRefused,
+           ViewCheck,
+           load_view,
+           plan_load,
+           verify_view,
+)
 from .publish import (
            PublishResult,
            RefusedRow,
@@ -28,5 +39,6 @@ from .streaming import stream_sink
 from .target import StreamTarget, lookup_target
 from .verify import verify
 
-__all__ = ["PublishResult", "RefusedRow", "RowsRefused", "StreamTarget", "local_session", "lookup_target",
-           "publish", "publish_file", "run_job", "stream_sink", "verify"]
+__all__ = ["LoadError", "LoadPlan", "LoadRefused", "PublishResult", "RefusedRow", "RowsRefused", "StreamTarget",
+           "ViewCheck", "load_view", "local_session", "lookup_target", "plan_load", "publish", "publish_file",
+           "run_job", "stream_sink", "verify", "verify_view"]
