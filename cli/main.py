@@ -64,6 +64,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compile": ("m3", "print the M3 program a SQL file compiles to"),
     "query": ("m3", "read an m3 box's maps where it runs (JSON lines)"),
     "segments": ("m3", "a partitioned m3 box's segments: slots, member, entries per map"),
+    "split": ("relayout", "split a segment of a partitioned m3 box in two (on the same node)"),
+    "rebalance": ("relayout", "even out a partitioned m3 box's entries over its nodes"),
 }
 
 DESCRIPTION = ("Boreas: a catalog-driven control plane and data plane for distributed stream processing "

@@ -141,9 +141,15 @@ async def disconnect_filter(head: str, token: str | None, stream: str, timeout: 
 
 
 def cmd_move(args: argparse.Namespace) -> int:
+    from .relayout import describe, move_partitioned
+
     target = normalize_endpoint(args.node)
-    source = asyncio.run(move_box(the_head(args), resolve_token(args.token, required=False), args.box, target,
-                                  args.timeout))
+    head, token = the_head(args), resolve_token(args.token, required=False)
+    moved = asyncio.run(move_partitioned(head, token, args.box, target, args.timeout))
+    if moved is not None:  # a segment, or a partitioned box: its leader moves the data
+        print(describe(args.box.rpartition("/")[0] or args.box, moved))
+        return EXIT_OK
+    source = asyncio.run(move_box(head, token, args.box, target, args.timeout))
     print(f"moved box {args.box} from {source} to {target}")
     return EXIT_OK
 
@@ -170,7 +176,7 @@ def cmd_disconnect(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("move", help="optimizer: move a running box to another node, with its state")
-    p.add_argument("box")
+    p.add_argument("box", help="a box, or a segment of a partitioned m3 box (BOX/SEGMENT)")
     p.add_argument("node", help="the target node's endpoint")
     p.add_argument("--timeout", type=float, default=30.0)
     add_head_option(p)

@@ -480,7 +480,6 @@ class QueryClient:
             layout = self._layouts.get(box) or await self.layout_of(box)
             if layout is None:  # not partitioned any more
                 return await self.query(box, map, keys, agg, stable)
-            column, needed, asked = self._plan(layout, map, keys, await self._describe_once(box, layout))
             extra = [("layout", str(layout.version))]
             info: dict[str, Any] = {}
             if stable:
@@ -495,7 +494,9 @@ class QueryClient:
                         raise QueryFailed(f"box {box!r} has no stable epoch yet", 503)
                     await asyncio.sleep(0.05)
                     continue
-                extra.append(("epoch", str(info["epoch"])))
+                layout = layout_of_answer(box, info["layout_at"])  # the layout the stable epoch ran under
+                extra = [("epoch", str(info["epoch"]))]
+            column, needed, asked = self._plan(layout, map, keys, await self._describe_once(box, layout))
             path = f"/query/{box}?{urlencode([*params, *extra])}"
             answers = await asyncio.gather(*(self.peers.call("GET", endpoint_url(layout.members[m], path))
                                               for m in asked), return_exceptions=True)

@@ -226,11 +226,11 @@ class _Api:
         unsupported = [i for i in doc.items
                        if not isinstance(i, (GlobalComponent, Move)) and not (isinstance(i, Delete) and i.global_)
                        and not (isinstance(i, Region) and i.is_registration)
-                       and not isinstance(i, (Connect, Disconnect))]
+                       and not isinstance(i, (Connect, Disconnect, Partition))]
         if unsupported:
-            return json_error(422, "the Head takes <global>, <delete global=...>, <move>, <connect>, <disconnect> "
-                                   "and <region name endpoint> (a regional component registering) in update "
-                                   "XML; "
+            return json_error(422, "the Head takes <global>, <delete global=...>, <move>, <connect>, <disconnect>, "
+                                   "<partition> (a partitioned box's new layout, from its leader) and <region "
+                                   "name endpoint> (a regional component registering) in update XML; "
                                    f"{type(unsupported[0]).__name__} is changed by submitting application "
                                    "or deployment XML")
         done: list[dict[str, Any]] = []
@@ -254,6 +254,9 @@ class _Api:
                 elif isinstance(item, Move) and item.box:
                     version = await self.head.learn_move(item.box, item.node)
                     done.append({"move": item.box, "node": item.node, "version": version})
+                elif isinstance(item, Partition):
+                    version = await self.head.learn_layout(item)
+                    done.append({"partition": item.box, "layout": item.layout, "version": version})
         except StoreError as exc:
             return json_error(503, f"catalog store: {exc}", done=done)
         return web.json_response({"version": self.head.catalog.version, "done": done})

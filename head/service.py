@@ -32,7 +32,7 @@ from dataclasses import replace
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.documents import Connect, Document
 from boreas.catalog.elements import KIND_TO_DICT, apply_commit
-from boreas.catalog.model import Catalog, GlobalComponent, Node, Region
+from boreas.catalog.model import Catalog, GlobalComponent, Node, Partition, Region
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slices import node_slices
 from boreas.catalog.store import CatalogStore, Change, Commit, open_store
@@ -343,6 +343,31 @@ class HeadService:
                 log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
 
         return await self._learn(involved, build, moved)
+
+    async def learn_layout(self, reported: Partition) -> int:
+        """The leader of a partitioned box reports the layout its members switched to (docs/cumulus.md §6.2).
+
+        Committed if it is newer than the catalog's for the same incarnation
+        of the partition (a stale or repeated report changes nothing); the
+        members' slices then carry the layout they already run.
+        """
+        async with self._moves:
+            involved = set(reported.nodes)
+
+            def build(catalog: Catalog) -> list[Change] | None:
+                current = catalog.partitions.get(reported.box)
+                if current is None or current.id != reported.id or reported.layout <= current.layout:
+                    log.info("layout %d of box %r reported: not newer than the catalog's; ignored",
+                             reported.layout, reported.box)
+                    return None
+                if current.nodes != reported.nodes:
+                    log.warning("layout %d of box %r reported with other members than the catalog's; ignored",
+                                reported.layout, reported.box)
+                    return None
+                updated = replace(current, segments=reported.segments, layout=reported.layout)
+                return [Change("partition", reported.box, to_text(updated))]
+
+            return await self._learn(involved, build)
 
     async def learn_adoption(self, source: str, target: str) -> int:
         """``target`` adopted every box of failed node ``source`` (:mod:`boreas.head.failover`).

@@ -51,6 +51,9 @@ from .recovery.log import InputLog
 
 log = logging.getLogger(__name__)
 
+#: Versions a partition member may have waiting before its coordinator stops taking publishers' batches.
+ADMIT = 256
+
 
 
 class Dataflow:
@@ -68,6 +71,7 @@ class Dataflow:
         self.producer_of: dict[str, str] = {}  # stream -> the local box that writes it
         self.partitions: dict[str, Partition] = {}  # partitioned boxes, from the local catalog
         self.internal: dict[str, InternalStreams] = {}  # box -> streams between its parts on other nodes
+        self.coordinators: dict[str, PartOperator] = {}  # input stream -> the partition member it feeds
         # Where what the node produces goes: links, forwards of moved boxes, the outbox.
         self.out = Outputs(endpoint, token, sender, self.counters)
         # The boxes and all their state (operators, producer ids, numbering, input positions):
@@ -128,7 +132,8 @@ class Dataflow:
         declaration changed (a box whose in port was rewired to a filter).
         """
         self.schemas = stream_schemas(catalog, self.box_types)
-        changed = [name for name, part in catalog.partitions.items() if self.partitions.get(name) != part]
+        changed = [name for name, part in catalog.partitions.items()
+                   if self.partitions.get(name) != part and not self._runs(name, part)]
         self.partitions = dict(catalog.partitions)
         for name, why in self.state.follow(catalog.boxes, self.schemas, keep_state, self._build, changed).items():
             log.error("node %s cannot run box %r: %s", self.endpoint, name, why)
@@ -140,10 +145,20 @@ class Dataflow:
         self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s]) for s in entering if s in self.schemas}
         for streams in self.internal.values():
             self.row_types.update(streams.decoders)
+        self.coordinators = {p.stream: op for name, op in self.state.operators.items() if isinstance(op, PartOperator)
+                             for p in self.state.boxes[name].inputs}
         self.producer_of = {s: name for name, box in self.state.boxes.items() for s in box.outputs}
         self.producer_of.update((s, name) for name, streams in self.internal.items() for s, _ in streams.outputs)
         self._wire_consumers()
         self.out.follow(catalog, {s: e for streams in self.internal.values() for s, e in streams.outputs})
+
+    def _runs(self, box: str, partition: Partition) -> bool:
+        """Whether box's member here already runs ``partition`` (a layout its members switched to themselves)."""
+        op = self.state.operators.get(box)
+        if not isinstance(op, PartOperator) or not op.follows(partition):
+            return False
+        op.partition = partition
+        return True
 
     def _build(self, box: Box, inputs: list[Schema], outputs: list[Schema]) -> Operator:
         """An operator for ``box``: a member of its partition if it is partitioned, else the usual one."""
@@ -215,6 +230,7 @@ class Dataflow:
         rows, _ = row_type.decode(bytes(batch.rows))
         await self._take((batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None))
         await self._release()
+        self.wake()
 
     async def deliver(self, batches: list[tuple[str, list[tuple], str, int, str]]) -> None:
         """Process batches handed over by a failover: (stream, rows, producer, seq, box or "").
@@ -225,6 +241,12 @@ class Dataflow:
         for stream, rows, producer, seq, box in batches:
             await self._take((stream, rows, producer, seq, box, encode_rows(rows), None))
         await self._release()
+        self.wake()
+
+    def wake(self) -> None:
+        """Let the box task look at its timers again (a batch processed outside it may have set one)."""
+        if not self._inbox.full():
+            self._inbox.put_nowait(())
 
     async def release(self) -> None:
         """Send what is queued for sending (after :meth:`send_later`)."""
@@ -313,6 +335,10 @@ class Dataflow:
             self.counters["refused_batches"] += 1
             return Refused(batch.stream, batch.producer, batch.seq,
                            f"stream {batch.stream!r} does not enter node {self.endpoint}")
+        coordinator = self.coordinators.get(batch.stream)
+        if coordinator is not None and "~" not in batch.producer:  # a publisher's (a box's may share a link
+            while coordinator.backlog() > ADMIT:                       # with member messages: never held)
+                await asyncio.sleep(0.005)
         rows, errors = row_type.decode(bytes(batch.rows))
         if errors:
             self.counters["refused_rows"] += len(errors)
@@ -356,6 +382,8 @@ class Dataflow:
                 await self._poll_timers()
 
     async def _take(self, item: tuple) -> None:
+        if not item:  # a wake-up (:meth:`wake`): the timers are looked at again
+            return
         stream, rows, producer, seq, box, raw, logged = item
         self.counters["batches_in"] += 1
         self.counters["rows_in"] += len(rows)

@@ -44,6 +44,11 @@ DOWN_CAPACITY = 4096
 #: and its subscription's policy (``on-slow``, default: disconnect it) applies -- never the node waits.
 CLIENT_BUFFER = 1024
 DEFAULT_ON_SLOW = "disconnect"
+#: Batches a link to another member of a partitioned box may hold: the members' messages must never
+#: make the box task wait (a member waiting to send could not take the message another waits for);
+#: publishers are held back instead, by the coordinators' admission (:meth:`Dataflow.accept`).
+MEMBER_CAPACITY = 1 << 20
+MEMBER_WINDOW = 64
 
 Output = tuple[OutboundLink, str, list[tuple], str, int, bool]  # link, stream, rows, producer, seq, restart
 
@@ -109,8 +114,12 @@ class Outputs:
         wanted = {e for targets in self.destinations.values() for e in targets}
         policies = {sub.endpoint: sub.on_slow or DEFAULT_ON_SLOW
                     for sub in catalog.subscriptions.values()}
+        members = set((internal or {}).values())
         for endpoint in wanted - set(self.links):
-            if endpoint in catalog.nodes:  # a neighbour node: back-pressure, and room while it restarts
+            if endpoint in members:  # another member of a partitioned box: never wait on it
+                link = OutboundLink(endpoint, self.token, self.sender, capacity=MEMBER_CAPACITY,
+                                    window=MEMBER_WINDOW, down_capacity=DOWN_CAPACITY)
+            elif endpoint in catalog.nodes:  # a neighbour node: back-pressure, and room while it restarts
                 link = OutboundLink(endpoint, self.token, self.sender, down_capacity=DOWN_CAPACITY)
             else:  # a client: a bounded buffer of its own, and a policy for when it reads too slowly
                 policy = policies.get(endpoint, DEFAULT_ON_SLOW)  # "block" asked for back-pressure: no buffer

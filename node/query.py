@@ -264,14 +264,14 @@ class QueryApi:
         try:
             op = self._box(box)
             part = partition_of(op)
-            if part is not None:
+            stable = q.get("stable", "").lower() in _TRUE
+            if part is not None and not stable:  # a stable read names its epoch, which names its layout
                 check_layout(part[0], q.get("layout"))
             agg = q.get("agg", "slice").lower()
             if agg not in AGGREGATES:
                 raise QueryFailed(422, f"agg={agg!r}: expected one of {', '.join(AGGREGATES)}")
             target = resolve(op, q.get("map") or None)
             keys = parse_query_keys(op, target, q.getall("key", []), bool(q.get("map")))
-            stable = q.get("stable", "").lower() in _TRUE
             if stable and part is not None:  # READ_STABLE across members: the maps at the end of one epoch
                 epoch = _epoch(q.get("epoch"), box)
                 try:
@@ -292,6 +292,8 @@ class QueryApi:
         }
         if part is not None:
             layout, member = part
+            if stable:
+                layout = op.layout_at(version)
             answer.update(layout=layout.version, member=member, segments=[s.id for s in layout.segments_of(member)])
         return web.json_response(answer)
 

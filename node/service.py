@@ -121,7 +121,7 @@ class NodeService:
         router.add_post("/adopt", self.handle_adopt)
         self.queries = QueryApi(self.dataflow, endpoint)  # GET /query/{box}: the m3 boxes' maps
         self.queries.add_routes(router)  # and GET /query/{box}/maps
-        SegmentsApi(self.dataflow, endpoint).add_routes(router)  # /segments/{box}: partitioned boxes
+        SegmentsApi(self.dataflow, endpoint, report=self._report).add_routes(router)  # /segments/{box}
 
     async def start(self) -> None:
         host, port = split_endpoint(self.endpoint)
@@ -238,6 +238,11 @@ class NodeService:
         """The local catalog changed: keep the durable copy current (a restart starts from it)."""
         if self.durability is not None:
             self.durability.save_catalog(self.local.as_update_xml())
+
+    def _report(self, item: object) -> None:
+        """A change this node made itself (a partitioned box's new layout) for the Head to commit."""
+        if self.head_reports is not None:
+            self.head_reports.report(item)
 
     async def close(self) -> None:
         await self.server.close()

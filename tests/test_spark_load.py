@@ -9,10 +9,9 @@ stable read, every member at one epoch) must equal DuckDB over everything,
 as if every row had been streamed.  A box that already holds data refuses a
 load with the member's message, before Spark sends anything.
 
-Against fake members that take every part once (as real members should, see
-the xfail test), a load cut into many parts by many tasks delivers every
-entry of every map exactly once, to its owner, and a re-run of the same job
-adds nothing.
+A load cut into many parts by many tasks delivers every entry of every map
+exactly once, to its owner (real members, and fake members that count what
+they get), and a re-run of the same job adds nothing.
 """
 
 from __future__ import annotations
@@ -132,9 +131,6 @@ def test_a_bulk_load_then_streaming_equals_streaming_everything(cluster_factory,
     assert by_sql.ok and by_sql.rows == len(expected), by_sql
 
 
-@pytest.mark.xfail(strict=True, raises=LoadRefused,
-                   reason="a member refuses a load's second part: PartOperator.loadable() (node/cumulus/part.py) "
-                          "counts the entries of the load's own first part as data the box already holds")
 def test_a_load_in_many_parts_from_many_tasks(cluster_factory, spark):
     cluster, _ = start(cluster_factory, members=2)
     data = q3_rows(5, customers=30, orders=150, items=600)

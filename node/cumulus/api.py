@@ -17,15 +17,31 @@
     box's internal stream, so it is logged and replayed; a retried ``(job,
     part)`` adds nothing.  Refused (409) once the box holds data or has taken
     input, (422) for entries of other members or unknown maps.
+``POST /segments/{box}/relayout``
+    on member 0 (the leader): change the layout while events flow (§6),
+    JSON ``{"move": [segment, member or endpoint]}``, ``{"split": segment}``,
+    ``{"move_all": member or endpoint}`` or ``{"rebalance": {segment:
+    entries}}``.  The leader decides the new layout, announces the epoch it
+    takes effect at, and answers once its members have switched and the
+    segments moved: ``{"layout": {...}, "moves": [[segment, from, to]],
+    "seconds"}``; it also reports the new layout to the Head, which commits
+    it so every catalog agrees.  409 while another change is under way or on
+    another member, 422 for a change that does not fit the layout.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 from aiohttp import web
+from boreas.catalog.model import Partition, SegmentPlacement
+from boreas.m3.cumulus import Layout, LayoutError, relayout
 from boreas.wire.server import json_error
 
 from . import messages as msg
@@ -43,14 +59,56 @@ class SegmentsFailed(Exception):
 class SegmentsApi:
     """The handlers; the node's dataflow holds the operators (``dataflow.operators[box]``)."""
 
-    def __init__(self, dataflow: Any, endpoint: str):
+    def __init__(self, dataflow: Any, endpoint: str, report: Callable[[Any], Any] | None = None,
+                 relayout_timeout: float = 60.0):
         self.dataflow = dataflow
         self.endpoint = endpoint
+        self.report = report  # a change to the Head (the node's ordered report channel), if it has one
+        self.relayout_timeout = relayout_timeout
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_get("/segments/{box}", self.handle_segments)
         router.add_get("/segments/{box}/stable", self.handle_stable)
         router.add_post("/segments/{box}/load", self.handle_load)
+        router.add_post("/segments/{box}/relayout", self.handle_relayout)
+
+    async def handle_relayout(self, request: web.Request) -> web.Response:
+        box = request.match_info["box"]
+        started = time.monotonic()
+        try:
+            op = self._part(box)
+            if not isinstance(op, PartOperator):
+                raise SegmentsFailed(404, f"box {box!r} on node {self.endpoint} cannot change its layout")
+            busy = op.relayout_busy()
+            if busy:
+                raise SegmentsFailed(409, busy)
+            try:
+                body = await request.json()
+                new = _decide(op.layout, body)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise SegmentsFailed(422, f"a layout change is {{\"move\": [segment, node]}}, {{\"split\": "
+                                          f"segment}}, {{\"move_all\": node}} or {{\"rebalance\": {{segment: "
+                                          f"entries}}}}: {exc}") from None
+        except SegmentsFailed as exc:
+            return json_error(exc.status, str(exc), box=box)
+        if new is op.layout:
+            return web.json_response({"box": box, "layout": op.layout.to_dict(), "moves": [], "seconds": 0.0,
+                                      "changed": False})
+        moves = relayout.moves(op.layout, new)
+        change = uuid.uuid4().hex[:12]
+        await self.dataflow.deliver([(internal_stream(box, op.member), [msg.request(change, new.to_dict())],
+                                      f"relayout-{change}", 0, "")])
+        deadline = time.monotonic() + self.relayout_timeout
+        while self.dataflow.operators.get(box) is op and (op.pending is not None or op.layout.version < new.version):
+            if time.monotonic() > deadline:
+                return json_error(504, f"box {box!r}: layout {new.version} decided but not in place after "
+                                       f"{self.relayout_timeout:.0f} s (a member may be down); it completes when "
+                                       "the members are back", box=box)
+            await asyncio.sleep(0.02)
+        if self.report is not None:
+            self.report(partition_of_layout(self.dataflow.partitions.get(box), new))
+        return web.json_response({"box": box, "layout": new.to_dict(), "moves": [list(m) for m in moves],
+                                  "seconds": round(time.monotonic() - started, 3), "changed": True})
 
     def _part(self, box: str) -> Any:
         op = self.dataflow.operators.get(box)
@@ -104,7 +162,7 @@ class SegmentsApi:
             problem = self._check(op, entries)
             if problem:
                 raise SegmentsFailed(422, problem)
-            if (job, int(part)) not in op.loaded and (why := op.loadable()) is not None:
+            if (job, int(part)) not in op.loaded and (why := op.loadable(job)) is not None:
                 raise SegmentsFailed(409, why)
         except SegmentsFailed as exc:
             return json_error(exc.status, str(exc), box=box)
@@ -128,3 +186,43 @@ class SegmentsApi:
                 return (f"entry {name}{key} belongs to another member of box {op.box.name!r} than "
                         f"{op.member} ({op.layout.members[op.member]}); send it to its owner")
         return None
+
+
+def _member(layout: Layout, who: Any) -> int:
+    """A member by number or by its node's endpoint."""
+    if isinstance(who, int) and not isinstance(who, bool):
+        return who
+    text = str(who)
+    if text.isdigit():
+        return int(text)
+    for i, node in enumerate(layout.members):
+        if node == text or node.endswith(text) and text.startswith(":"):
+            return i
+    raise ValueError(f"node {text!r} is not a member of box {layout.box!r} (members: {', '.join(layout.members)}); "
+                     "add it to the box's <partition> first")
+
+
+def _decide(layout: Layout, body: dict) -> Layout:
+    """The layout a change asks for (LayoutError/ValueError say why it does not fit)."""
+    try:
+        if "move" in body:
+            segment, who = body["move"]
+            return relayout.move(layout, int(segment), _member(layout, who))
+        if "split" in body:
+            return relayout.split(layout, int(body["split"]))
+        if "move_all" in body:
+            return relayout.move_all(layout, _member(layout, body["move_all"]))
+        if "rebalance" in body:
+            return relayout.rebalance(layout, {int(k): int(v) for k, v in dict(body["rebalance"]).items()})
+    except LayoutError as exc:
+        raise ValueError(str(exc)) from None
+    raise KeyError("no move, split, move_all or rebalance")
+
+
+def partition_of_layout(partition: Partition | None, layout: Layout) -> Partition:
+    """The catalog's ``<partition>`` with ``layout``'s segments and version (what the Head commits)."""
+    segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member) for s in layout.segments)
+    if partition is None:
+        return Partition(layout.box, layout.members, segments, layout=layout.version)
+    return Partition(partition.box, partition.nodes, segments, partition.count, partition.key, partition.pins,
+                     partition.maps, layout.version, partition.epoch_ms, partition.id, partition.origin)

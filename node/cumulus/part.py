@@ -445,12 +445,23 @@ class PartOperator(M3Operator):
                      p["layout"].version, p["first"])
             self.pending = None
 
+    def follows(self, partition: Partition) -> bool:
+        """Whether ``partition`` is this box's as it runs here: the same incarnation and members, a layout
+        it already switched to (the catalog learns a relayout after the members made it)."""
+        mine = self.partition
+        return (partition.id == mine.id and partition.nodes == mine.nodes and partition.epoch_ms == mine.epoch_ms
+                and partition.maps == mine.maps and partition.layout <= self.layout.version)
+
     def layout_at(self, epoch: int) -> Layout:
         """The layout versions of ``epoch`` ran under."""
         for first, lay in reversed(self.history):
             if first <= epoch:
                 return lay
         return self.history[0][1]
+
+    def backlog(self) -> int:
+        """Versions and messages waiting here: while many wait, the coordinator takes no more input."""
+        return sum(len(q) for q in self.works.values()) + len(self.held) + len(self.pushes)
 
     def relayout_busy(self) -> str | None:
         """Why the leader cannot start a layout change now (None: it can)."""
@@ -462,11 +473,16 @@ class PartOperator(M3Operator):
 
     # -- bulk load ---------------------------------------------------------------------
 
-    def loadable(self) -> str | None:
-        """Why a bulk load cannot start now (None: it can): loads go into an empty box, before any input."""
-        if self.seq or self.runtime.entries() or self.runtime.version:
+    def loadable(self, job: str) -> str | None:
+        """Why part of bulk load ``job`` cannot go in now (None: it can): loads go into an empty box, before
+        any input, one job at a time (its parts in any order)."""
+        started = {j for j, _ in self.loaded}
+        if self.seq or self.runtime.version or (self.runtime.entries() and job not in started):
             return (f"m3 box {self.box.name!r} member {self.member} already holds data; a bulk load starts an "
                     "empty partitioned box, before its input streams")
+        if started - {job}:
+            return (f"m3 box {self.box.name!r} member {self.member} was loaded by job {min(started - {job})!r}; "
+                    "one bulk load per box")
         return None
 
     def _load(self, m: list) -> None:
