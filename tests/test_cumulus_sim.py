@@ -96,7 +96,7 @@ SIM_SHAPES = ["two_way", "two_way_join_on", "three_way", "three_way_count_no_gro
               "two_queries", "tpch_q3", "tpch_q5", "tpch_q10", "seed_example_2_1", "single_group", "avg"]
 
 
-@pytest.mark.parametrize("relayouts", [False, True], ids=["fixed", "relayouts"])
+@pytest.mark.parametrize("relayouts", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["fixed", "relayouts"])
 @pytest.mark.parametrize("shape", SIM_SHAPES)
 def test_partitioned_members_equal_the_single_runtime(shape, relayouts):
     program = compile_sql(SHAPES[shape])

@@ -75,6 +75,7 @@ class Roles:
         self.layout = layout
         self.everyone = tuple(sorted({s.member for s in layout.segments}))
         self._getter = getter
+        self._places: dict[tuple[str, int], list] = {}  # trigger -> every writer/server argument, for involved()
         self._triggers: dict[tuple[str, int], tuple[_Stmt, ...]] = {
             (t.relation, t.sign): tuple(self._statement(t, s) for s in t.statements) for t in plan.triggers
             if relation is None or t.relation == relation}
@@ -101,9 +102,12 @@ class Roles:
 
     def _statement(self, t: TriggerPlan, s: StatementPlan) -> _Stmt:
         refs = []
+        places = self._places.setdefault((t.relation, t.sign), [])
+        places.append("loop" if s.kind == LOOP else s.arg)
         for r in s.refs:
             if r.cls == LOCAL:
                 continue
+            places.append(r.arg)
             pattern = tuple(("const", a.value) if isinstance(a, Const)
                             else ("event", t.vars.index(a.name)) if isinstance(a, Var) and a.name in t.vars
                             else ("any", None) for a in r.ref.args)
@@ -113,17 +117,24 @@ class Roles:
     # -- asking ----------------------------------------------------------------------
     def involved(self, relation: str, sign: int) -> Callable[[tuple], set[int]]:
         """``row -> members`` that must see the event: its writers and its servers."""
-        stmts = self._triggers.get((relation, sign))
-        if stmts is None:  # no trigger: the home member refuses it where it is applied
-            home = self.layout.home
+        places = self._places.get((relation, sign))
+        lay, owners = self.layout, self.layout.owners
+        if places is None:  # no trigger: the home member refuses it where it is applied
+            home = lay.home
             return lambda row: {home}
+        if len(self.everyone) == 1 and lay.home == self.everyone[0]:  # one member holds everything
+            one = {self.everyone[0]}
+            return lambda row: set(one)
+        if any(p == "loop" or p.kind == "loop" for p in places):
+            everyone = set(self.everyone)
+            return lambda row: set(everyone)
+        fixed = {lay.home if p.kind == "home" else owners[slot(p.value)] for p in places if p.kind != "event"}
+        reads = [self._getter(i) for i in sorted({p.index for p in places if p.kind == "event"})]  # one hash each
 
         def members(row: tuple) -> set[int]:
-            found: set[int] = set()
-            for s in stmts:
-                found.update(s.writers(row))
-                for r in s.refs:
-                    found.update(r.servers(row))
+            found = set(fixed)
+            for read in reads:
+                found.add(owners[slot(read(row))])
             return found
         return members
 

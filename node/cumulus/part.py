@@ -126,12 +126,14 @@ class PartOperator(M3Operator):
         self.leader = Leader(self.n, partition.epoch_ms / 1000.0) if me == 0 else None
         self.loaded: set[tuple[str, int]] = set()  # (job, part) of bulk loads applied: a retried task adds nothing
         # layout changes (docs/cumulus.md §6): the one under way here, and the layouts of recent epochs
-        self.pending: dict | None = None
+        self.relayouts: list[dict] = []  # announced here and not yet done here, in order (the first is under way)
+        self.routing = self.layout.version  # the layout version the coordinator stamps Work with
         self.held: list = []  # Work this member may not apply yet (its epoch has not begun here)
         self.history: list[tuple[int, Layout]] = [(0, self.layout)]
         self.requested: Layout | None = None  # the leader's newest decided layout (reported to the Head)
         self._alone: list[tuple[int, list]] = []  # messages that go in a frame of their own (chunks)
         # per call
+        self._plans: dict[tuple[int, int, int], tuple[list, set[int]]] = {}  # waiting versions: groups, pushers
         self._local: deque = deque()
         self._out: dict[int, list] = {}
         self._emitted: Emitted = []
@@ -250,10 +252,10 @@ class PartOperator(M3Operator):
                 for member in range(self.n):
                     self._send(member, msg.close(self.epoch, self.member, positions if member == 0 else None))
                 self.epoch = m[1]
-                p = self.pending
-                if p is not None and self.epoch >= p["first"] and not p["routing"]:  # stamp with the new layout
-                    p["routing"] = True
-                    self._involved = [self._involvement(self._plan, port, p["layout"])
+                due = [r["layout"] for r in self.relayouts if r["first"] <= self.epoch]
+                if due and due[-1].version > self.routing:  # stamp with the new layout from its first epoch
+                    self.routing = due[-1].version
+                    self._involved = [self._involvement(self._plan, port, due[-1])
                                       for port in range(len(self.box.inputs))]
             if m[2] > self.known_stable:  # a newer stable epoch: reads of the one before it still work
                 self.horizon = self.known_stable
@@ -315,7 +317,14 @@ class PartOperator(M3Operator):
     def _step(self, work: list) -> bool:
         """Serve, then write one version; False while pushes it needs are missing."""
         v = msg.version(work)
-        groups = self._groups(work)
+        cached = self._plans.get(v)
+        if cached is None:  # what this version needs is worked out once, however often it waits
+            groups = self._groups(work)
+            need: set[int] = set()
+            for relation, sign, rows in groups:
+                need |= self.roles.pushers(self.member, relation, sign, rows)
+            cached = self._plans[v] = (groups, need)
+        groups, need = cached
         if v not in self.served:
             self.served.add(v)
             tables: dict[int, dict] = {}
@@ -326,12 +335,10 @@ class PartOperator(M3Operator):
             for w in sorted(tables):
                 entries = [[name, enc(name, key), value] for (name, key), value in tables[w].items()]
                 self._send(w, msg.push(*v, self.member, entries))
-        need: set[int] = set()
-        for relation, sign, rows in groups:
-            need |= self.roles.pushers(self.member, relation, sign, rows)
         got = self.pushes.get(v, {})
         if not need <= got.keys():
             return False
+        del self._plans[v]
         dec = self._decode_key
         pushed = {(name, dec(name, key)): value for src in need for name, key, value in got[src]}
         self.pushes.pop(v, None)
@@ -378,7 +385,7 @@ class PartOperator(M3Operator):
 
     def _request(self, m: list) -> None:
         """Leader: a move, split or rebalance asked for (checked by the API first); decide when it happens."""
-        if self.leader is None or self.pending is not None:
+        if self.leader is None or self.relayouts:
             log.error("m3 box %r member %d: layout change %s ignored (%s)", self.box.name, self.member, m[1],
                       "not the leader" if self.leader is None else "another change is under way")
             return
@@ -393,10 +400,14 @@ class PartOperator(M3Operator):
         moves = [list(x) for x in relayout.moves(self.layout, new)]
         self._to_all(msg.relayout(m[1], new.to_dict(), first, moves))
 
+    @property
+    def pending(self) -> dict | None:
+        """The layout change under way on this member (later ones wait their turn)."""
+        return self.relayouts[0] if self.relayouts else None
+
     def _relayout(self, m: list) -> None:
-        self.pending = {"change": m[1], "layout": Layout.from_dict(m[2]), "first": int(m[3]),
-                        "moves": [tuple(x) for x in m[4]], "flipped": False, "routing": False,
-                        "waiting": [], "chunks": []}
+        self.relayouts.append({"change": m[1], "layout": Layout.from_dict(m[2]), "first": int(m[3]),
+                               "moves": [tuple(x) for x in m[4]], "flipped": False, "waiting": [], "chunks": []})
 
     def _maybe_flip(self) -> None:
         p = self.pending
@@ -424,8 +435,8 @@ class PartOperator(M3Operator):
         self._maybe_finish()
 
     def _chunk(self, m: list) -> None:
-        p = self.pending
-        if p is None or m[1] != p["change"]:
+        p = next((r for r in self.relayouts if r["change"] == m[1]), None)
+        if p is None:
             log.error("m3 box %r member %d: a chunk of layout change %s came outside it; dropped",
                       self.box.name, self.member, m[1])
             return
@@ -443,7 +454,7 @@ class PartOperator(M3Operator):
         if p is not None and p["flipped"] and not p["waiting"]:
             log.info("m3 box %r member %d: layout %d from epoch %d", self.box.name, self.member,
                      p["layout"].version, p["first"])
-            self.pending = None
+            self.relayouts.pop(0)
 
     def follows(self, partition: Partition) -> bool:
         """Whether ``partition`` is this box's as it runs here: the same incarnation and members, a layout
@@ -467,7 +478,7 @@ class PartOperator(M3Operator):
         """Why the leader cannot start a layout change now (None: it can)."""
         if self.leader is None:
             return f"member {self.member} of box {self.box.name!r} is not its leader; ask member 0 ({self.layout.members[0]})"
-        if self.pending is not None or (self.requested is not None and self.requested.version > self.layout.version):
+        if self.relayouts or (self.requested is not None and self.requested.version > self.layout.version):
             return f"box {self.box.name!r} is changing its layout already; try again when it is done"
         return None
 
@@ -539,8 +550,9 @@ class PartOperator(M3Operator):
             "history": [[first, lay.to_dict()] for first, lay in self.history],
             "requested": None if self.requested is None else self.requested.to_dict(),
             "held": list(self.held),
-            "pending": None if self.pending is None else {**self.pending, "layout": self.pending["layout"].to_dict(),
-                                                           "moves": [list(x) for x in self.pending["moves"]]},
+            "relayouts": [{**r, "layout": r["layout"].to_dict(), "moves": [list(x) for x in r["moves"]]}
+                          for r in self.relayouts],
+            "routing": self.routing,
         }
 
     def restore(self, state: dict, now: float | None = None) -> None:
@@ -565,10 +577,10 @@ class PartOperator(M3Operator):
             self.history = [(int(f), Layout.from_dict(d)) for f, d in state.get("history", [])] or [(0, self.layout)]
             self.requested = Layout.from_dict(state["requested"]) if state.get("requested") else None
             self.held = [list(w) for w in state.get("held", [])]
-            p = state.get("pending")
-            self.pending = None if p is None else {**p, "layout": Layout.from_dict(p["layout"]),
-                                                   "moves": [tuple(x) for x in p["moves"]]}
-            routing = self.pending["layout"] if self.pending is not None and self.pending["routing"] else self.layout
+            self.relayouts = [{**r, "layout": Layout.from_dict(r["layout"]), "moves": [tuple(x) for x in r["moves"]]}
+                              for r in state.get("relayouts", [])]
+            self.routing = int(state.get("routing", self.layout.version))
+            routing = next((r["layout"] for r in self.relayouts if r["layout"].version == self.routing), self.layout)
             self._involved = [self._involvement(self._plan, port, routing) for port in range(len(self.box.inputs))]
         if self.leader is not None and state.get("leader"):
             self.leader.restore(state["leader"])
