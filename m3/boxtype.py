@@ -190,7 +190,8 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
         raise BoxError(f"m3 box {box.name!r} has {len(box.outputs)} out streams but its program has "
                        f"{len(ordered)} views ({', '.join(v.name for v in ordered)}); "
                        f"out port i carries the i-th view")
-    outputs = tuple(Schema(f"{box.name}.out{i}", _view_fields(program, view)) for i, view in enumerate(ordered))
+    sizes = {f.name.lower(): f.size for schema in inputs for f in schema.fields if f.type == FieldType.STRING}
+    outputs = tuple(Schema(f"{box.name}.out{i}", _view_fields(program, view, sizes)) for i, view in enumerate(ordered))
     return BoxPlan(program_text(box), program, ports, ordered, outputs)
 
 
@@ -222,8 +223,15 @@ def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, si
     return PortPlan(relation, columns, sign_index)
 
 
-def _view_fields(program: Program, view: ViewInfo) -> tuple[Field, ...]:
-    keys = [Field(name, WRITES[kind]) for name, kind in view.keys]
+#: The size of a string key column no in stream field of the same name tells (Borealis strings have one).
+STRING_SIZE = 256
+
+
+def _view_fields(program: Program, view: ViewInfo, sizes: dict[str, int | None]) -> tuple[Field, ...]:
+    """Key columns, then value columns; a string key takes the size of the in stream field it comes from."""
+    widest = max((s for s in sizes.values() if s), default=STRING_SIZE)
+    keys = [Field(name, WRITES[kind], (sizes.get(name.lower()) or widest) if kind == "STRING" else None)
+            for name, kind in view.keys]
     decl = program.view(view.name)
     values = []
     for column in decl.columns:

@@ -142,3 +142,25 @@ def test_a_filter_connected_before_a_port_keeps_the_relation_name_and_the_state(
     [(_, rows)] = moved.process(1, [(1, 7)], 0.0)
     assert rows == [(1, 14)]
     assert rewired.rewired(1, "S") == box  # the disconnect gives the declared box back
+
+
+def test_a_view_grouped_by_a_string_gets_a_sized_string_field_every_slice_can_carry():
+    """A string key column of a view takes its in stream field's size (a Borealis string needs one), so the
+    slices of a node running the box are valid update XML."""
+    from boreas.catalog.replicate import catalog_items
+    from boreas.catalog.slices import node_slice
+    from boreas.catalog.updates import update_document
+
+    text = ('<borealis><input stream="R" schema="RT"/>'
+            '<schema name="RT"><field name="g" type="string" size="12"/><field name="b" type="int"/></schema>'
+            '<query name="v"><box name="q" type="m3"><in stream="R"/><out stream="Out"/>'
+            '<parameter name="sql" value="SELECT g, SUM(b) AS s FROM R GROUP BY g"/></box></query>'
+            '<output stream="Out"/></borealis>')
+    deploy = '<deploy><node endpoint="localhost:15001" query="v"/></deploy>'
+    result = plan_submission(Catalog(), [read_document(text, "app.xml"), read_document(deploy, "d.xml")], BOX_TYPES)
+    assert result.ok, result.problems
+    out = stream_schemas(result.catalog)["Out"]
+    assert [(f.name, f.type.value, f.size) for f in out.fields] == [("g", "string", 12), ("s", "long", None)]
+    box = result.catalog.boxes["q"]
+    part = node_slice(result.catalog, box.node, BOX_TYPES)
+    read_document(update_document(catalog_items(part)).encode(), "the node's update")  # valid: no error
