@@ -5,12 +5,16 @@ with that ``sql`` runs); a problem is printed as ``file:line:col: reason``
 and exits 2 (the input is invalid), as does a file that cannot be read.
 ``query`` reads an ``m3`` box's maps where the box runs (the Head says
 which node) and prints JSON lines, one ``{"key": [...], "value": ...}`` per
-row.  The first word after the box is the map when the box has a map, view
-or out stream of that name; otherwise the box's first out stream's view is
-read and every word is a key (``_`` is a wildcard).  A first word that is
-neither (a misspelt map name) is refused, naming the box's maps.  A
-partitioned box is read the same way: the client asks the members that hold
-the keys and merges their answers (:mod:`boreas.client.query`).
+row; ``--stable`` (READ_STABLE) of a partitioned box prints a first line
+``{"epoch": S, "age": seconds, "positions": [...]}`` before the rows: the
+stable epoch read, how long ago it ended, and the last batch of each
+producer it includes.  The first word after the box is the map when the box
+has a map, view or out stream of that name; otherwise the box's first out
+stream's view is read and every word is a key (``_`` is a wildcard).  A
+first word that is neither (a misspelt map name) is refused, naming the
+box's maps.  A partitioned box is read the same way: the client asks the
+members that hold the keys and merges their answers
+(:mod:`boreas.client.query`).
 ``segments`` reads a partitioned box's layout from the Head and every
 member's ``GET /segments/{box}``, and prints one line per segment (its slots,
 its member, each map's entries on it) and a total line; ``--json`` prints the
@@ -71,7 +75,9 @@ def _json_default(value: Any) -> Any:
 
 async def run_query(head: str, token: str | None, box: str, words: list[str], agg: str,
                     stable: bool) -> list[dict[str, Any]]:
-    """The rows ``boreas query`` prints, as dicts ``{"key": [...], "value": ...}``."""
+    """The lines ``boreas query`` prints, as dicts: the rows ``{"key": [...], "value": ...}``, after a first
+    ``{"epoch": S, "age": seconds, "positions": [[stream, producer, seq], ...]}`` for a stable read of a
+    partitioned box (the stable epoch read, how long ago it ended, the last batch of each producer in it)."""
     async with QueryClient(head, token) as client:
         try:
             map_name, keys = split_words(box, await client.maps(box), words) if words else (None, [])
@@ -80,8 +86,12 @@ async def run_query(head: str, token: str | None, box: str, words: list[str], ag
             raise CommandFailed(str(exc)) from None
         except PeerError as exc:
             raise CommandFailed(str(exc)) from None
-    return [{"key": list(key), "value": list(value) if isinstance(value, tuple) else value}
+    rows = [{"key": list(key), "value": list(value) if isinstance(value, tuple) else value}
             for key, value in result.rows]
+    if result.epoch is not None:
+        rows.insert(0, {"epoch": result.epoch, "age": None if result.age is None else round(result.age, 3),
+                        "positions": [list(position) for position in result.positions]})
+    return rows
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -155,7 +165,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "then keys in key-column order; _ is a wildcard")
     p.add_argument("--agg", choices=("slice", "sum", "min", "max"), default="slice",
                    help="READ_SLICE (default: every matching row) or one aggregate over them")
-    p.add_argument("--stable", action="store_true", help="READ_STABLE: the box's last consistent version")
+    p.add_argument("--stable", action="store_true",
+                   help="READ_STABLE: the box's last consistent version (of a partitioned box: a first line "
+                        '{"epoch": S, "age": seconds, "positions": [...]}, then the rows)')
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_query)

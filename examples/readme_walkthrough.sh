@@ -2,7 +2,10 @@
 # Runs the README walk-through: every command of README.md's ```sh blocks from
 # "## A cluster" up to "## Layout", in order, as a reader would type them, and
 # fails on the first one that fails (its exit code, or a background command
-# that died).  It is part of `make test` (tests/test_readme_walkthrough.py).
+# that died), or whose result is wrong: the example readings must come out of
+# the sensor chain as averages, and the partitioned Q3 view must equal the
+# one-node box's view, before and after each layout change, stable read too.
+# It is part of `make test` (tests/test_readme_walkthrough.py).
 #
 # So that it never touches a cluster or catalog of yours, it runs in a fresh
 # temporary directory (a copy of examples/, tests/data linked) on free ports:
@@ -219,6 +222,29 @@ start_background() {
   check_background
 }
 
+# The Q3 view as the checks compare it: rows sorted, values rounded (a partitioned box adds them up
+# in another order), a stable read's first line (its epoch) left out.
+q3_normal() {
+  "$PY" -c '
+import json, sys
+rows = [json.loads(line) for line in sys.stdin]
+print(json.dumps(sorted((r["key"], round(r["value"], 6)) for r in rows if "key" in r)))'
+}
+
+q3_view() { boreas query q3 "$@" | q3_normal; }
+
+q3_settled() {  # the one-node view, non-empty and as the last read found it: kept in q3-view.json
+  local view
+  view=$(q3_view) || return 1
+  [ "$view" != "[]" ] && [ "$view" = "$(cat q3-view.json)" ] && return 0
+  echo "$view" > q3-view.json
+  return 1
+}
+
+q3_same() { [ "$(q3_view "$@")" = "$(cat q3-view.json)" ]; }
+
+q3_rows() { "$PY" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' q3-view.json; }
+
 echo "README walk-through in $WORK: Head port $HEAD_PORT, nodes from $BASE_PORT, region port $REGION_PORT"
 while IFS=$'\t' read -r -d '' kind cmd <&3; do
   STEP=$((STEP + 1))
@@ -229,9 +255,35 @@ while IFS=$'\t' read -r -d '' kind cmd <&3; do
     bg) start_background "$cmd" ;;
     fg)
       code=0
-      eval "$cmd" < /dev/null || code=$?
+      out="out-$STEP.txt"
+      eval "$cmd" < /dev/null > "$out" || code=$?
+      cat "$out"
       [ "$code" = 0 ] || fail "exit code $code"
-      case "$cmd" in
+      case "$(sed -E 's/[[:space:]]+#( .*)?$//' <<< "$cmd")" in  # without its comment
+        "boreas query q3")  # the Q3 view: kept from the one-node box, the partitioned one must equal it
+          if [ ! -s q3-view.json ]; then
+            q3_normal < "$out" > q3-view.json
+            wait_for 30 "the Q3 view to settle" q3_settled
+            echo "(the view: $(q3_rows) rows)"
+          else
+            [ "$(q3_normal < "$out")" = "$(cat q3-view.json)" ] ||
+              wait_for 30 "the partitioned view to equal the one-node box's" q3_same
+            echo "(the same $(q3_rows) rows as the one-node box's view)"
+          fi ;;
+        "boreas query q3 --stable")
+          head -n 1 "$out" | grep -Eq '^\{"epoch": [0-9]+, "age": ' || fail "the stable read printed no epoch line first"
+          [ "$(q3_normal < "$out")" = "$(cat q3-view.json)" ] ||
+            wait_for 30 "the stable view to equal the one-node box's" q3_same --stable
+          echo "(the stable read has the same $(q3_rows) rows as the one-node box's view)" ;;
+        "boreas segments q3")  # every layout holds the same entries
+          total=$(tail -n 1 "$out" | sed -nE 's/^layout [0-9]+, 3 members, [0-9]+ segments, ([1-9][0-9,]*) entries$/\1/p')
+          [ -n "$total" ] || fail "no total line with 3 members and some entries"
+          [ -z "${q3_entries:-}" ] || [ "$total" = "$q3_entries" ] || fail "$total entries, $q3_entries before"
+          q3_entries=$total ;;
+        "boreas move q3/"* | "boreas split q3/"* | "boreas rebalance q3"*)  # a new layout, the view exact
+          grep -Eq '^box q3: layout [0-9]+, [0-9]+ segments; ' "$out" || fail "no new layout of q3"
+          wait_for 30 "the view to stay equal to the one-node box's" q3_same
+          echo "(the view still equals the one-node box's)" ;;
         "boreas publish Reading"*)  # the example data must come out of the chain as averages
           log=""
           for i in "${!bg_cmds[@]}"; do

@@ -46,12 +46,21 @@ def words(command: str) -> list[str]:
     return shlex.split(command.split(" #")[0].rstrip(" &"))
 
 
+def application_of(deploy: Path) -> Path:
+    """NAME.xml for NAME_deploy.xml, also for NAME_HOW_deploy.xml (tpch_q3_partitioned_deploy.xml
+    deploys tpch_q3.xml another way)."""
+    name = deploy.name.removesuffix("_deploy.xml")
+    while not deploy.with_name(name + ".xml").exists() and "_" in name:
+        name = name.rsplit("_", 1)[0]
+    return deploy.with_name(name + ".xml")
+
+
 def stream_fields() -> dict[str, list[str]]:
     """Every input stream of the deployable examples (examples/xml/NAME.xml with NAME_deploy.xml)
     and its schema's field names."""
     fields: dict[str, list[str]] = {}
     for deploy in (ROOT / "examples" / "xml").glob("*_deploy.xml"):
-        doc = read_file(deploy.with_name(deploy.name.removesuffix("_deploy.xml") + ".xml"))
+        doc = read_file(application_of(deploy))
         schemas = {d.name: d for d in getattr(doc, "declarations", []) if type(d).__name__ == "Schema"}
         for d in getattr(doc, "declarations", []):
             if type(d).__name__ == "Input":
