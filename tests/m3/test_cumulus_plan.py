@@ -65,7 +65,7 @@ def program(sql: str):
     return _programs[sql]
 
 
-@pytest.mark.parametrize("module", ["hashing", "layout", "placement", "plan", "member", "roles", "stable", "__init__"])
+@pytest.mark.parametrize("module", ["hashing", "layout", "placement", "plan", "member", "roles", "stable", "relayout", "definitions", "__init__"])
 def test_doctests(module):
     name = "boreas.m3.cumulus" + ("" if module == "__init__" else f".{module}")
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
