@@ -113,10 +113,12 @@ class _Collected(Outputs):
         super().__init__(endpoint, None, sender, counters)
         self.outputs: list[tuple[str, str, list[tuple], str, int, bool]] = []
 
-    def follow(self, catalog: Catalog) -> None:
+    def follow(self, catalog: Catalog, internal: dict[str, str] | None = None) -> None:
         self.destinations = {}
         for sub in catalog.subscriptions.values():
             self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
+        for stream, endpoint in (internal or {}).items():  # a partition member's messages
+            self.destinations.setdefault(stream, []).append(endpoint)
         self.links = {e: _Endpoint(e) for targets in self.destinations.values() for e in targets}  # type: ignore
 
     async def flush(self) -> None:
