@@ -27,6 +27,7 @@ from boreas.catalog.model import Partition
 from boreas.m3.cumulus import Layout, relayout
 from boreas.m3.cumulus.roles import Roles
 
+from ..gcpause import gc_paused
 from . import messages as msg
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,8 @@ class LayoutChanges:
             if source != me:
                 continue
             seg = next(s for s in new.segments if s.id == seg_id)
-            entries = [[name, enc(name, key), value] for name, key, value in self.runtime.extract(seg.lo, seg.hi, first)]
+            with gc_paused():  # a large segment: millions of new live containers, no garbage
+                entries = [[name, enc(name, key), value] for name, key, value in self.runtime.extract(seg.lo, seg.hi, first)]
             step = msg.CHUNK_ENTRIES
             for start in range(0, max(1, len(entries)), step):
                 final = start + step >= len(entries)
@@ -111,7 +113,8 @@ class LayoutChanges:
             p["chunks"].append(m)
             return
         dec = self._decode_key
-        self.runtime.install(((name, dec(name, key), value) for name, key, value in m[4]), p["first"])
+        with gc_paused():
+            self.runtime.install(((name, dec(name, key), value) for name, key, value in m[4]), p["first"])
         if m[3] and m[2] in p["waiting"]:
             p["waiting"].remove(m[2])
         self._maybe_finish()
