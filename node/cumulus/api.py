@@ -98,8 +98,12 @@ class SegmentsApi:
         change = uuid.uuid4().hex[:12]
         await self.dataflow.deliver([(internal_stream(box, op.member), [msg.request(change, new.to_dict())],
                                       f"relayout-{change}", 0, "")])
+        # Done once every member is done with the change's first epoch: it applied nothing of that epoch
+        # before its moving segments were in, so the leader's stable epoch reaching it means switched everywhere.
+        first = next((r["first"] for r in op.relayouts if r["layout"].version == new.version), None)
         deadline = time.monotonic() + self.relayout_timeout
-        while self.dataflow.operators.get(box) is op and (op.pending is not None or op.layout.version < new.version):
+        while self.dataflow.operators.get(box) is op and (op.pending is not None or op.layout.version < new.version
+                                                          or (first is not None and op.leader.stable < first)):
             if time.monotonic() > deadline:
                 return json_error(504, f"box {box!r}: layout {new.version} decided but not in place after "
                                        f"{self.relayout_timeout:.0f} s (a member may be down); it completes when "
