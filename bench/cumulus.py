@@ -112,7 +112,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from procs import (
     BenchError,
     Run,
+    cpu_seconds,
     loopback_endpoints,
+    progress,
     run_bench,
     sqlite_catalog,
     start_head,
@@ -137,20 +139,6 @@ READ_TIMEOUT = 120.0  # seconds after the last acknowledgement for the view to b
 MOVE_TARGET = 1.0  # seconds: the pause a segment move of 1M entries causes (issue 13)
 AGE_TARGET = 2.0  # epochs: the age of stable reads under load (issue 13)
 PARTS = ("scaling", "move", "age", "load")
-
-
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a live process, from /proc (0 if it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def tree_cpu_seconds(pid: int) -> float:

@@ -47,6 +47,20 @@ class BenchError(Exception):
     """Something went wrong (not slow: wrong); the run exits 1."""
 
 
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process, from /proc (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def free_ports(n: int) -> list[int]:
     """``n`` distinct free ports on HOST (held open together so none repeats)."""
     with contextlib.ExitStack() as stack:

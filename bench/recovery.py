@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
 import statistics
 import subprocess
@@ -72,10 +71,12 @@ from xml.sax.saxutils import quoteattr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from procs import (  # noqa: E402
+from procs import (
     BenchError,
     Run,
+    cpu_seconds,
     loopback_endpoints,
+    progress,  # noqa: E402
     run_bench,
     sqlite_catalog,
     start_head,
@@ -93,20 +94,6 @@ CHAIN_BOXES = ("keep", "banded", "sums")
 
 # Lines in a process's log that say something went wrong (Python logging levels, tracebacks).
 TROUBLE = re.compile(r"\b(WARNING|ERROR|CRITICAL|Traceback)\b")
-
-
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a live process, from /proc (0 if it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def disk_log_bytes(data_dir: Path) -> int:
