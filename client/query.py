@@ -17,29 +17,12 @@ An unknown box or map, or a key that is not of its column's type, raises
 :class:`QueryFailed` naming it (an unknown map's message lists the box's
 maps, views and out streams).
 
-**Partitioned boxes** (docs/cumulus.md §5): the Head's answer then carries
-the box's *layout* (members, segments of hash slots, each map's partition
-column) instead of a node.  A read whose keys bind the map's partition
-column goes to the one member owning that key (:func:`members_to_ask`); a
-read of a home map (no partition column) to the home member; any other read
-to every member holding a segment, concurrently, each asked for the layout
-version the client knows (``layout=L``).  The members' pre-aggregated parts
-are merged (:func:`merge`): slices concatenated, sums added, min/max over
-the parts that found something; the answers must cover the segments read
-exactly once.  A member at a newer layout answers 409 with it (members learn
-a relayout before the Head) and the read is retried under it; a member that
-does not have the box any more, or cannot be reached, makes the client ask
-the Head again; both for up to ``moved_wait`` seconds.  The reads are
-eventual (§4.1): members may be at different positions, so a merged answer
-is not a snapshot; its ``version`` is the sum of the members' versions
-(batches applied, a progress count).  ``stable=True`` is READ_STABLE (§4.2):
-the client asks the leader (member 0) for the stable epoch ``S``, then every
-member for its maps at the end of ``S``, a consistent cut of the whole box;
-the result's ``epoch`` is ``S``, ``age`` how many seconds ago it ended, and
-``positions`` the last input batch of each producer it includes.  A member
-that dropped ``S`` meanwhile (410) makes the client start again with the
-new one.  ``members`` says which members answered and ``segments`` the
-segments their answers covered.
+**Partitioned boxes** (docs/cumulus.md §5) are read from the members that
+hold the part read, concurrently, and their answers merged into one
+(``members`` says which members answered, ``segments`` the segments their
+answers covered); ``stable=True`` reads one consistent cut of the whole
+box.  :mod:`boreas.client.partitioned` says how, and how a read follows a
+layout change.
 """
 
 from __future__ import annotations
@@ -53,17 +36,26 @@ from dataclasses import dataclass
 from typing import Any, Self
 from urllib.parse import urlencode
 
-from boreas.m3.cumulus import Layout, LayoutError, home_slot, slot
+from boreas.m3.cumulus import Layout
 from boreas.wire.addressing import endpoint_url
-from boreas.wire.client import PeerClient, PeerError, PeerRefused, PeerUnreachable
+from boreas.wire.client import PeerClient, PeerRefused, PeerUnreachable
 
+from .errors import QueryFailed
+from .partitioned import (  # re-exported: they were defined here, and are imported from here
+    PartitionedReads,
+    combine,
+    cover_problem,
+    layout_of_answer,
+    members_to_ask,
+    merge,
+    partition_target,
+    segments_needed,
+    typed_keys,
+)
 
-class QueryFailed(RuntimeError):
-    """The box or map is unknown (``status`` 404) or the keys are wrong (422); the message says which."""
-
-    def __init__(self, message: str, status: int):
-        super().__init__(message)
-        self.status = status
+__all__ = ["QueryClient", "QueryFailed", "QueryResult", "combine", "cover_problem", "key_text",
+           "layout_of_answer", "members_to_ask", "merge", "partition_target", "query", "readable_names",
+           "segments_needed", "split_words", "typed_keys", "unknown_map"]
 
 
 @dataclass(frozen=True)
@@ -98,7 +90,11 @@ class QueryResult:
 
 
 def key_text(value: Any) -> str:
-    """A key as the query API reads it: ``_`` for a wildcard, ISO for a date."""
+    """A key as the query API reads it: ``_`` for a wildcard, ISO for a date.
+
+    >>> key_text(None), key_text(dt.date(1995, 3, 1)), key_text(7)
+    ('_', '1995-03-01', '7')
+    """
     if value is None:
         return "_"
     if isinstance(value, dt.date):
@@ -129,7 +125,12 @@ def readable_names(described: dict[str, Any]) -> list[str]:
 
 
 def unknown_map(box: str, name: str, described: dict[str, Any]) -> QueryFailed:
-    """The error for a map name the box does not have, listing what it has (and the closest)."""
+    """The error for a map name the box does not have, listing what it has (and the closest).
+
+    >>> d = {"streams": {"G": "Q1"}, "views": {"Q1": {}}, "maps": {"Q1_total": {}}}
+    >>> print(unknown_map("v", "Q1_totl", d))
+    box 'v' has no map, view or out stream 'Q1_totl' (did you mean 'Q1_total'?); out streams: G; views: Q1; maps: ...
+    """
     names = readable_names(described)
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     listing = "; ".join(f"{what}: {', '.join(described.get(key) or {}) or '(none)'}"
@@ -146,6 +147,11 @@ def split_words(box: str, described: dict[str, Any], words: Sequence[str]) -> tu
     unless it cannot be one (not ``_`` and not a value of the first key
     column's type, like a misspelt map name where an INT goes): then
     :class:`QueryFailed` names it and lists the box's maps.
+
+    >>> d = {"default": "G", "streams": {"G": "Q1"}, "views": {"Q1": {"keys": [["a", "INT"]]}},
+    ...      "maps": {"Q1_total": {}}}
+    >>> split_words("v", d, ["Q1_total", "7"]), split_words("v", d, ["7", "_"]), split_words("v", d, [])
+    (('Q1_total', ['7']), (None, ['7', '_']), (None, []))
     """
     if not words:
         return None, []
@@ -157,215 +163,6 @@ def split_words(box: str, described: dict[str, Any], words: Sequence[str]) -> tu
     if keys and not _is_key_of(words[0], keys[0][1]):
         raise unknown_map(box, words[0], described)
     return None, list(words)
-
-
-# -- partitioned boxes: where to read, and merging the members' parts --------------------
-
-
-def partition_target(described: dict[str, Any], name: str | None) -> tuple[str, tuple[tuple[str, str], ...]] | None:
-    """The map whose partition column places a read of ``name``, and ``name``'s key columns.
-
-    ``described`` is a member's ``GET /query/{box}/maps`` answer.  A map
-    stands for itself; a view (or an out stream, or no name: the default
-    out stream) for its first map, whose keys are the view's keys.  None
-    when ``name`` is none of these (the members will say why).
-
-    >>> d = {"default": "G", "streams": {"G": "Q1"}, "maps": {"Q1_total": {"keys": [["a", "INT"]]}},
-    ...      "views": {"Q1": {"keys": [["a", "INT"]], "maps": ["Q1_total", "Q1_n"]}}}
-    >>> partition_target(d, None), partition_target(d, "Q1_total")[0], partition_target(d, "nope")
-    (('Q1_total', (('a', 'INT'),)), 'Q1_total', None)
-    """
-    streams, views, maps = described.get("streams", {}), described.get("views", {}), described.get("maps", {})
-    name = name or described.get("default")
-    if name is None:
-        return None
-    if name in maps:
-        return name, tuple((n, t) for n, t in maps[name].get("keys", []))
-    view = views.get(streams.get(name, name))
-    if view is None or not view.get("maps"):
-        return None
-    return view["maps"][0], tuple((n, t) for n, t in view.get("keys", []))
-
-
-def typed_keys(keys: Sequence[Any], columns: Sequence[tuple[str, str]]) -> tuple:
-    """Keys as the values a member stores (to hash them as it does); None for a wildcard or a bad key.
-
-    >>> typed_keys(["7", "_", "1995-03-01", 2.5], [("a", "INT"), ("b", "INT"), ("d", "DATE"), ("f", "FLOAT")])
-    (7, None, datetime.date(1995, 3, 1), 2.5)
-    >>> typed_keys(["x"], [("a", "INT")]), typed_keys([3], [("s", "STRING")])
-    ((None,), ('3',))
-    """
-    return tuple(_typed(k, kind) for k, (_, kind) in zip(keys, columns))
-
-
-def _typed(value: Any, kind: str) -> Any:
-    if value is None or value == "_" or isinstance(value, bool):
-        return None
-    try:
-        if kind == "INT":
-            return value if isinstance(value, int) else int(value)
-        if kind == "FLOAT":
-            return float(value)
-        if kind == "DATE":
-            if isinstance(value, dt.date):
-                return value
-            text = str(value)
-            if text.lstrip("-").isdigit():  # a timestamp (microseconds), as the node reads one
-                return dt.date.fromordinal(_EPOCH + int(text) // _DAY_US)
-            return dt.date.fromisoformat(text)
-    except (TypeError, ValueError):
-        return None
-    return str(value)
-
-
-_EPOCH = dt.date(1970, 1, 1).toordinal()
-_DAY_US = 86_400_000_000
-
-
-def members_to_ask(layout: Layout, map_column: int | None, keys: Sequence[Any]) -> tuple[int, ...]:
-    """The members a read of a map must ask: the owner of a bound partition key, else every one with a segment.
-
-    ``map_column`` is the map's partition column (``layout.column(map)``),
-    None for a home map (kept whole on the home member); ``keys`` are the
-    read's typed keys, None for a wildcard.
-
-    >>> from boreas.m3.cumulus import even_layout
-    >>> lay = even_layout("g", ["n1:1", "n2:1", "n3:1"], 6, maps=[("Q1_total", 0), ("Q2_s", None)])
-    >>> members_to_ask(lay, 0, [7]), members_to_ask(lay, 0, []), members_to_ask(lay, 0, [None])
-    ((1,), (0, 1, 2), (0, 1, 2))
-    >>> members_to_ask(lay, None, []) == (lay.home,)
-    True
-    """
-    if map_column is None:
-        return (layout.home,)
-    key = keys[map_column] if map_column < len(keys) else None
-    if key is not None:
-        try:
-            return (layout.owner_of_slot(slot(key)),)
-        except TypeError:  # not a key value: every member (each will refuse it)
-            pass
-    return tuple(sorted({s.member for s in layout.segments}))
-
-
-def segments_needed(layout: Layout, map_column: int | None, keys: Sequence[Any]) -> frozenset[int] | None:
-    """The segments a read must cover: the key's (or the home) segment, or None for every segment.
-
-    >>> from boreas.m3.cumulus import even_layout
-    >>> lay = even_layout("g", ["n1:1", "n2:1"], 4, maps=[("Q1_total", 0)])
-    >>> segments_needed(lay, 0, [7]), segments_needed(lay, 0, [None]), segments_needed(lay, None, [])
-    (frozenset({1}), None, frozenset({0}))
-    """
-    if map_column is None:
-        return frozenset({layout.segment_of_slot(home_slot(layout.box)).id})
-    key = keys[map_column] if map_column < len(keys) else None
-    if key is not None:
-        try:
-            return frozenset({layout.segment_of_slot(slot(key)).id})
-        except TypeError:
-            pass
-    return None
-
-
-def cover_problem(layout: Layout, answers: Sequence[dict[str, Any]], needed: frozenset[int] | None = None) -> str | None:
-    """Why the members' answers do not cover the segments read exactly once (None: they do).
-
-    ``needed`` None: every segment of the layout, each answered by exactly
-    one member; else each needed segment answered (and none twice).
-
-    >>> from boreas.m3.cumulus import even_layout
-    >>> lay = even_layout("g", ["n1:1", "n2:1"], 4)
-    >>> a0 = {"member": 0, "layout": 1, "segments": [0, 2]}
-    >>> cover_problem(lay, [a0, {"member": 1, "layout": 1, "segments": [1, 3]}]) is None
-    True
-    >>> cover_problem(lay, [a0, {"member": 1, "layout": 1, "segments": [1, 2]}])
-    "the answers of box 'g' do not cover layout 1's segments exactly once: segment 3 missing; segment 2 answered by members 0 and 1"
-    >>> cover_problem(lay, [a0], frozenset({2})) is None, cover_problem(lay, [{**a0, "layout": 2}], frozenset({2}))
-    (True, "member 0 of box 'g' answered under layout 2, not layout 1")
-    """
-    seen: dict[int, list[int]] = {}
-    for answer in answers:
-        if answer.get("layout") != layout.version:
-            return (f"member {answer.get('member')} of box {layout.box!r} answered under layout "
-                    f"{answer.get('layout')}, not layout {layout.version}")
-        for sid in answer.get("segments", []):
-            seen.setdefault(int(sid), []).append(int(answer.get("member", -1)))
-    every = {s.id for s in layout.segments}
-    want = every if needed is None else set(needed)
-    problems = [f"segment {sid} missing" for sid in sorted(want - seen.keys())]
-    problems += [f"segment {sid} is not in the layout" for sid in sorted(seen.keys() - every)]
-    problems += [f"segment {sid} answered by members {' and '.join(map(str, ms))}"
-                 for sid, ms in sorted(seen.items()) if len(ms) > 1]
-    if not problems:
-        return None
-    return f"the answers of box {layout.box!r} do not cover layout {layout.version}'s segments exactly once: " \
-        + "; ".join(problems)
-
-
-def combine(agg: str, partials: Sequence[Any]) -> Any:
-    """One aggregate from the members' parts: sums added, min/max of the parts that found something.
-
-    A part is None when its member had no matching entry; a view with
-    several columns has list parts, combined column by column.  Nothing
-    anywhere: a sum is 0 and a min/max None, as on one node.
-
-    >>> combine("sum", [3, None, 4.5]), combine("min", [None, 2, -1]), combine("max", [None, None])
-    (7.5, -1, None)
-    >>> combine("sum", [[1, 2], None, [3, 4]]), combine("max", [[1, 9], [5, 2]]), combine("sum", [None])
-    ([4, 6], [5, 9], 0)
-    """
-    found = [p for p in partials if p is not None]
-    if not found:
-        return 0 if agg == "sum" else None
-    fn = {"sum": sum, "min": min, "max": max}[agg]
-    if isinstance(found[0], (list, tuple)):
-        return [fn(column) for column in zip(*found)]
-    return fn(found)
-
-
-def merge(agg: str, answers: Sequence[dict[str, Any]], layout: Layout,
-          needed: frozenset[int] | None = None) -> dict[str, Any]:
-    """The members' answers to one read as one answer (the shape of a member's, plus ``members``).
-
-    Checks they cover the segments read exactly once (:func:`cover_problem`;
-    :class:`QueryFailed` 409 if not), then: slices concatenated (a key lives
-    in one segment), aggregates combined (:func:`combine`).
-
-    >>> from boreas.m3.cumulus import even_layout
-    >>> lay = even_layout("g", ["n1:1", "n2:1"], 2)
-    >>> def answer(m, rows):
-    ...     return {"box": "g", "node": f"n{m + 1}:1", "map": "G", "version": 5, "agg": "sum", "keys": [["a", "INT"]],
-    ...             "layout": 1, "member": m, "segments": [m], "rows": rows}
-    >>> m = merge("sum", [answer(0, [{"key": [None], "value": 4}]), answer(1, [{"key": [None], "value": None}])], lay)
-    >>> m["rows"], m["version"], m["members"], m["segments"], m["node"]
-    ([{'key': [None], 'value': 4}], 10, [0, 1], [0, 1], 'n1:1,n2:1')
-    >>> merge("slice", [answer(0, [{"key": [1], "value": 2}]), answer(1, [{"key": [2], "value": 3}])], lay)["rows"]
-    [{'key': [1], 'value': 2}, {'key': [2], 'value': 3}]
-    """
-    problem = cover_problem(layout, answers, needed)
-    if problem:
-        raise QueryFailed(problem, 409)
-    first = answers[0]
-    if agg == "slice":
-        rows = [row for answer in answers for row in answer["rows"]]
-    else:
-        parts = [answer["rows"][0]["value"] if answer["rows"] else None for answer in answers]
-        key = first["rows"][0]["key"] if first["rows"] else [None] * len(first["keys"])
-        rows = [{"key": key, "value": combine(agg, parts)}]
-    return {
-        "box": first["box"], "node": ",".join(a["node"] for a in answers), "map": first["map"],
-        "version": sum(a["version"] for a in answers), "agg": first["agg"], "stable": False,
-        "keys": first["keys"], "rows": rows, "layout": layout.version,
-        "members": [a["member"] for a in answers],
-        "segments": sorted({int(sid) for a in answers for sid in a.get("segments", [])}),
-    }
-
-
-def layout_of_answer(box: str, data: Any) -> Layout:
-    """A layout from the Head's ``partition`` or a member's 409 ``layout``; QueryFailed if it is not one."""
-    try:
-        return Layout.from_dict(data)
-    except (LayoutError, TypeError, ValueError) as exc:
-        raise QueryFailed(f"box {box!r}: the layout given is not one ({exc})", 502) from None
 
 
 class QueryClient:
@@ -382,8 +179,7 @@ class QueryClient:
         self.peers = PeerClient(token)
         self.moved_wait = moved_wait
         self._where: dict[str, dict[str, Any]] = {}  # the Head's answers, per box
-        self._layouts: dict[str, Layout] = {}  # partitioned boxes: the newest layout known
-        self._described: dict[str, dict[str, Any]] = {}  # partitioned boxes: GET /query/{box}/maps
+        self._partitions = PartitionedReads(self.peers, self.layout_of)  # what is known of partitioned boxes
 
     async def __aenter__(self) -> Self:
         return self
@@ -402,12 +198,8 @@ class QueryClient:
                 where = await self.peers.call("GET", f"{self.head}/boxes/{box}")
             except PeerRefused as exc:
                 raise QueryFailed(exc.payload.get("error") or str(exc), exc.status) from None
-            self._described.pop(box, None)
             partition = where.get("partition")
-            if partition:
-                self._layouts[box] = layout_of_answer(box, partition)
-            else:
-                self._layouts.pop(box, None)
+            self._partitions.head_answered(box, partition)
             if not where.get("node") and not partition:
                 self._where.pop(box, None)
                 return where
@@ -417,7 +209,7 @@ class QueryClient:
     async def layout_of(self, box: str, fresh: bool = False) -> Layout | None:
         """The layout of a partitioned box (the Head's, or a newer one a member answered); None if not partitioned."""
         await self.box_info(box, fresh)
-        return self._layouts.get(box)
+        return self._partitions.layout(box)
 
     async def node_of(self, box: str, fresh: bool = False) -> str:
         """The endpoint of the node running ``box`` (the Head's answer, cached until it is wrong).
@@ -425,7 +217,7 @@ class QueryClient:
         For a partitioned box, its home member's (which answers ``maps`` like any member).
         """
         where = await self.box_info(box, fresh)
-        layout = self._layouts.get(box)
+        layout = self._partitions.layout(box)
         if layout is not None:
             return layout.members[layout.home]
         if not where.get("node"):
@@ -445,7 +237,7 @@ class QueryClient:
                 if not moved or time.monotonic() > deadline:
                     raise QueryFailed(message, exc.status) from None
             except PeerUnreachable:  # a partitioned box's home member may be gone: the Head knows
-                if box not in self._layouts or time.monotonic() > deadline:
+                if self._partitions.layout(box) is None or time.monotonic() > deadline:
                     raise
             fresh = True
             await asyncio.sleep(0.05)
@@ -471,102 +263,10 @@ class QueryClient:
             if "member" not in reply:
                 return _result(reply)
             # it became partitioned meanwhile: that was one member's part
-        return await self._query_partitioned(box, map, keys, agg, stable, params)
-
-    async def _query_partitioned(self, box: str, map: str | None, keys: Sequence[Any], agg: str,
-                                 stable: bool, params: list[tuple[str, str]]) -> QueryResult:
-        deadline = time.monotonic() + self.moved_wait
-        while True:
-            layout = self._layouts.get(box) or await self.layout_of(box)
-            if layout is None:  # not partitioned any more
-                return await self.query(box, map, keys, agg, stable)
-            extra = [("layout", str(layout.version))]
-            info: dict[str, Any] = {}
-            if stable:
-                try:
-                    info = await self.peers.call("GET", endpoint_url(layout.members[0], f"/segments/{box}/stable"))
-                except PeerError as exc:
-                    await self._after_failures(box, layout, [exc], time.monotonic() > deadline)
-                    await asyncio.sleep(0.05)
-                    continue
-                if info["epoch"] < 0:  # the first epoch is not stable yet
-                    if time.monotonic() > deadline:
-                        raise QueryFailed(f"box {box!r} has no stable epoch yet", 503)
-                    await asyncio.sleep(0.05)
-                    continue
-                layout = layout_of_answer(box, info["layout_at"])  # the layout the stable epoch ran under
-                extra = [("epoch", str(info["epoch"]))]
-            column, needed, asked = self._plan(layout, map, keys, await self._describe_once(box, layout))
-            path = f"/query/{box}?{urlencode([*params, *extra])}"
-            answers = await asyncio.gather(*(self.peers.call("GET", endpoint_url(layout.members[m], path))
-                                              for m in asked), return_exceptions=True)
-            failed = [a for a in answers if isinstance(a, BaseException)]
-            if not failed:
-                merged = merge(agg, answers, layout, needed)
-                if stable:
-                    merged.update(version=info["epoch"], stable=True, epoch=info["epoch"], age=info["age"],
-                                  positions=info["positions"])
-                return _result(merged)
-            if stable and any(isinstance(e, PeerRefused) and e.status == 410 for e in failed):
-                if time.monotonic() > deadline:
-                    raise QueryFailed(f"box {box!r}: the stable epoch kept moving on before every member answered", 410)
-                continue  # the epoch was dropped meanwhile: read the new stable one
-            newer = await self._after_failures(box, layout, failed, time.monotonic() > deadline)
-            if newer is not None:
-                self._layouts[box] = newer
-            await asyncio.sleep(0.05)
-
-    async def _describe_once(self, box: str, layout: Layout) -> dict[str, Any] | None:
-        """The box's maps, kept (from its home member, asked once); None if it cannot tell now."""
-        if box not in self._described:
-            try:
-                self._described[box] = await self.peers.call(
-                    "GET", endpoint_url(layout.members[layout.home], f"/query/{box}/maps"))
-            except PeerError:
-                return None
-        return self._described[box]
-
-    @staticmethod
-    def _plan(layout: Layout, map: str | None, keys: Sequence[Any],
-              described: dict[str, Any] | None) -> tuple[int | None, frozenset[int] | None, tuple[int, ...]]:
-        """``(partition column, segments needed, members to ask)`` of a read (every member when unsure)."""
-        target = partition_target(described, map) if described is not None else None
-        every = tuple(sorted({s.member for s in layout.segments}))
-        if target is None:
-            return None, None, every
-        name, columns = target
-        try:
-            column = layout.column(name)
-        except LayoutError:
-            return None, None, every
-        typed = typed_keys(keys, columns)
-        return column, segments_needed(layout, column, typed), members_to_ask(layout, column, typed)
-
-    async def _after_failures(self, box: str, layout: Layout, failed: list[BaseException],
-                              give_up: bool) -> Layout | None:
-        """Raise what cannot be retried (or anything, past the deadline); else a newer layout to retry with,
-        or None after refreshing the Head's."""
-        newest: Layout | None = None
-        for exc in failed:
-            if isinstance(exc, PeerRefused):
-                message = exc.payload.get("error") or str(exc)
-                theirs = exc.payload.get("layout") if exc.status == 409 else None
-                if isinstance(theirs, dict):
-                    member_layout = layout_of_answer(box, theirs)
-                    if member_layout.version > max(layout.version, newest.version if newest else 0):
-                        newest = member_layout
-                elif not (exc.status == 404 and message.startswith("no box ")):
-                    raise QueryFailed(message, exc.status) from None
-            elif not isinstance(exc, PeerUnreachable):
-                raise exc
-        if give_up:
-            exc = failed[0]
-            if isinstance(exc, PeerRefused):
-                raise QueryFailed(exc.payload.get("error") or str(exc), exc.status) from None
-            raise exc
-        if newest is None:
-            await self.box_info(box, fresh=True)
-        return newest
+        merged = await self._partitions.read(box, map, keys, agg, stable, params, self.moved_wait)
+        if merged is None:  # not partitioned any more
+            return await self.query(box, map, keys, agg, stable)
+        return _result(merged)
 
     async def segments(self, box: str) -> tuple[Layout, list[dict[str, Any]]]:
         """A partitioned box's layout (the Head's) and every member's ``GET /segments/{box}`` answer, in member order.
@@ -575,7 +275,7 @@ class QueryClient:
         its node) or a member cannot answer (naming the member).
         """
         where = await self.box_info(box, fresh=True)
-        layout = self._layouts.get(box)
+        layout = self._partitions.layout(box)
         if layout is None:
             node = where.get("node")
             raise QueryFailed(f"box {box!r} is not partitioned (it runs on node {node})" if node

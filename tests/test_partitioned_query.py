@@ -39,6 +39,7 @@ from boreas.node.cumulus.api import SegmentsApi
 from boreas.node.query import QueryApi
 
 client_query = importlib.import_module("boreas.client.query")  # boreas.client.query is also a function
+client_partitioned = importlib.import_module("boreas.client.partitioned")  # its pure parts and their doctests
 BOX = "v"  # its home slot (1718) is member 2's under the layouts below: home is not simply member 0
 APP = f"""<borealis>
   <input stream="R" schema="RT"/>
@@ -212,7 +213,7 @@ async def test_segments_counts_a_members_entries_per_segment(full, members):
 
 
 def test_the_clients_doctests():
-    result = doctest.testmod(client_query, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(client_partitioned, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted >= 20
 
 
