@@ -61,6 +61,12 @@ MODULES = [
     "boreas.m3.cumulus.layout",
     "boreas.m3.cumulus.placement",
     "boreas.m3.cumulus.plan",
+    "boreas.m3.cumulus.roles",
+    "boreas.m3.cumulus.member",
+    "boreas.m3.cumulus.stable",
+    "boreas.m3.cumulus.relayout",
+    "boreas.m3.cumulus.definitions",
+    "boreas.m3.cumulus",
 ]
 
 

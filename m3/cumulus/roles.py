@@ -79,6 +79,10 @@ class Roles:
         self._triggers: dict[tuple[str, int], tuple[_Stmt, ...]] = {
             (t.relation, t.sign): tuple(self._statement(t, s) for s in t.statements) for t in plan.triggers
             if relation is None or t.relation == relation}
+        #: per trigger, its statements that read from other members (the only ones with pushes)
+        self._serving = {trigger: tuple(s for s in stmts if s.refs) for trigger, stmts in self._triggers.items()}
+        #: one member holds every segment and the home maps: nothing is ever pushed
+        self.alone = len(self.everyone) == 1 and layout.home == self.everyone[0]
         self.sequential = frozenset(_sequential_relations(plan))
         self.keys_read: dict[str, set[int]] = {}
         for t in plan.triggers:
@@ -115,40 +119,57 @@ class Roles:
         return _Stmt(self._where(s.kind, s.arg), tuple(refs))
 
     # -- asking ----------------------------------------------------------------------
-    def involved(self, relation: str, sign: int) -> Callable[[tuple], set[int]]:
-        """``row -> members`` that must see the event: its writers and its servers."""
+    def involved(self, relation: str, sign: int) -> Callable[[tuple], int | tuple[int, ...]]:
+        """``row -> members`` that must see the event, its writers and its servers: one member, or a tuple.
+
+        (The form :func:`~boreas.m3.cumulus.member.group` takes: most events
+        of most triggers go to one member, and building no set for them is
+        most of a coordinator's time.)
+        """
         places = self._places.get((relation, sign))
         lay, owners = self.layout, self.layout.owners
         if places is None:  # no trigger: the home member refuses it where it is applied
             home = lay.home
-            return lambda row: {home}
-        if len(self.everyone) == 1 and lay.home == self.everyone[0]:  # one member holds everything
-            one = {self.everyone[0]}
-            return lambda row: set(one)
+            return lambda row: home
+        if self.alone:  # one member holds everything
+            one = self.everyone[0]
+            return lambda row: one
         if any(p == "loop" or p.kind == "loop" for p in places):
-            everyone = set(self.everyone)
-            return lambda row: set(everyone)
-        fixed = {lay.home if p.kind == "home" else owners[slot(p.value)] for p in places if p.kind != "event"}
+            everyone = self.everyone
+            return lambda row: everyone
+        fixed = tuple(sorted({lay.home if p.kind == "home" else owners[slot(p.value)]
+                              for p in places if p.kind != "event"}))
         reads = [self._getter(i) for i in sorted({p.index for p in places if p.kind == "event"})]  # one hash each
+        if not reads:
+            only = fixed[0] if len(fixed) == 1 else fixed
+            return lambda row: only
+        if len(reads) == 1 and not fixed:
+            read = reads[0]
+            return lambda row: owners[slot(read(row))]
 
-        def members(row: tuple) -> set[int]:
-            found = set(fixed)
-            for read in reads:
-                found.add(owners[slot(read(row))])
-            return found
+        def members(row: tuple) -> tuple[int, ...]:
+            return tuple({*fixed, *(owners[slot(read(row))] for read in reads)})
         return members
 
-    def writes(self, member: int, relation: str, sign: int, rows: Iterable[tuple]) -> list[tuple]:
-        """The rows ``member`` applies (it writes at least one of their statements)."""
+    def writes(self, member: int, relation: str, sign: int, rows: list[tuple]) -> list[tuple]:
+        """The rows ``member`` applies (it writes at least one of their statements).
+
+        A member is sent the rows it writes or serves (:meth:`involved`); when
+        no statement of the trigger reads from another member, that is the
+        rows it writes, and nothing is checked per row.
+        """
         stmts = self._triggers.get((relation, sign), ())
+        if stmts and (self.alone or not self._serving.get((relation, sign))):
+            return rows
         return [row for row in rows if any(member in s.writers(row) for s in stmts)]
 
     def pushers(self, member: int, relation: str, sign: int, rows: Iterable[tuple]) -> set[int]:
         """The members that push to ``member`` for these rows (it writes a statement they serve)."""
         found: set[int] = set()
-        for row in rows:
-            for s in self._triggers.get((relation, sign), ()):
-                if s.refs and member in s.writers(row):
+        stmts = () if self.alone else self._serving.get((relation, sign), ())
+        for row in rows if stmts else ():
+            for s in stmts:
+                if member in s.writers(row):
                     for r in s.refs:
                         found.update(r.servers(row))
         found.discard(member)
@@ -161,8 +182,9 @@ class Roles:
         ``read(map, pattern)`` is the member's store (``None`` in a pattern: any value).
         """
         out: dict[int, dict[tuple[str, tuple], object]] = {}
-        for row in rows:
-            for s in self._triggers.get((relation, sign), ()):
+        stmts = () if self.alone else self._serving.get((relation, sign), ())
+        for row in rows if stmts else ():
+            for s in stmts:
                 serving = [r for r in s.refs if member in r.servers(row)]
                 if not serving:
                     continue

@@ -48,6 +48,10 @@ class EpochDeltas:
         else:
             entries.pop(stored_key, None)
 
+    def epoch_maps(self, epoch: int) -> dict[str, dict]:
+        """``{map: {stored key: delta}}`` of ``epoch``, to add to in place (a delta that sums to 0 is removed)."""
+        return self._by_epoch.setdefault(epoch, {})
+
     def forget_through(self, epoch: int) -> None:
         """Drop the deltas of epochs up to ``epoch``: nobody reads before its end any more."""
         for e in [e for e in self._by_epoch if e <= epoch]:

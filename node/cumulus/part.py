@@ -53,7 +53,7 @@ from collections import deque
 from boreas.catalog.model import Box, Partition, Schema
 from boreas.m3 import M3Error
 from boreas.m3.cumulus import LOCAL, Layout, LayoutError, Segment, classify
-from boreas.m3.cumulus.member import MemberRuntime
+from boreas.m3.cumulus.member import MemberRuntime, group
 from boreas.m3.cumulus.roles import Roles
 
 from ..operators.base import Emitted, InternalStreams
@@ -157,7 +157,8 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         me = self.member
         if s is None:
             return by_sign[1]
-        return lambda row: by_sign[row[s]](row) if row[s] in by_sign else {me}  # a bad sign: counted here
+        get, bad = by_sign.get, (lambda row: me)  # a bad sign: counted here
+        return lambda row: get(row[s], bad)(row)
 
     def internal_streams(self) -> InternalStreams:
         return self._internal
@@ -217,10 +218,7 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         involved = self._involved[port]
         sequential = self.ordered and self.plan.ports[port].relation in self.roles.sequential
         for version in ([r] for r in rows) if sequential else (rows,):
-            shares: dict[int, list] = {}
-            for r in version:
-                for m in involved(r):
-                    shares.setdefault(m, []).append(r)
+            shares = group(involved, version)
             if not shares:
                 continue
             seq, self.seq = self.seq, self.seq + 1
