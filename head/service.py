@@ -8,7 +8,9 @@ slice and its :class:`~boreas.head.node_sync.NodeSync` sends it the
 difference; other nodes are sent nothing.  Global components get the commit
 as update XML (:mod:`boreas.head.global_feed`).  Everything the Head holds
 in memory can be rebuilt from the store, so a restarted Head just reads the
-catalog and re-synchronises the nodes.
+catalog and re-synchronises the nodes.  What the nodes change themselves
+(moves, filter boxes, a partitioned box's layout) and report is committed
+by :mod:`boreas.head.learning`.
 
 All state is owned by the asyncio loop; store calls run in threads.
 
@@ -27,12 +29,11 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.documents import Connect, Document
-from boreas.catalog.elements import KIND_TO_DICT, apply_commit
-from boreas.catalog.model import Catalog, GlobalComponent, Node, Partition, Region
+from boreas.catalog.elements import apply_commit
+from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slices import node_slices
 from boreas.catalog.store import CatalogStore, Change, Commit, open_store
@@ -51,6 +52,7 @@ from boreas.wire.supervisor import Supervisor
 
 from .failover import Failover
 from .global_feed import GlobalFeed
+from .learning import Learner
 from .membership import Membership
 from .node_sync import NodeSync
 from .pending import PendingRequests
@@ -97,7 +99,9 @@ class HeadService:
         # Whole-catalog reads from the store: one at start, then only when the log cannot fill
         # a gap.  Every commit (ours, or another writer's) is applied to the catalog held here.
         self.catalog_full_reads = 0
-        self._moves = asyncio.Lock()  # move reports are learned one at a time
+        # What the nodes report they changed themselves (moves, connects, layouts; failover's
+        # adoptions) is committed by the learner, one report at a time.
+        self.learner = Learner(self)
         self._watch = None
         self._members = None
         from .api import install_routes
@@ -310,149 +314,32 @@ class HeadService:
 
         return await self.commit(build) is not None
 
+    # -- learning what the nodes changed themselves (:mod:`.learning`) ------
+
     async def learn_move(self, box: str, target: str) -> int:
-        """A node reports that ``box`` now runs on ``target`` (paper section 3.1.2).
-
-        The nodes moved the box themselves, so what the Head believed they hold
-        is stale: once the new location is committed and their slices are
-        recomputed, both nodes are read again and brought to their slices,
-        which also delivers any pending request for the box on its new node.
-        """
-        async with self._moves:
-            return await self._learn_move(box, target)
-
-    async def _learn_move(self, box: str, target: str) -> int:
-        involved = {target} | {s.endpoint for s in self.syncs.values()
-                               if s.held is None or box in s.held.boxes}
-
-        def build(catalog: Catalog) -> list[Change] | None:
-            current = catalog.boxes.get(box)
-            if current is None or current.node == target:
-                return None
-            if box in catalog.partitions:  # placed by its partition: its segments move, never the box
-                log.warning("node reported box %r moved to %s, but the box is partitioned: ignored", box, target)
-                return None
-            involved.add(current.node or target)
-            changes = [Change("box", box, to_text(replace(current, node=target)))]
-            if target not in catalog.nodes:
-                changes.append(Change("node", target, to_text(Node(target))))
-            return changes
-
-        def moved(version: int) -> None:
-            for request in self.pending.moved(box, target, version):
-                log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
-
-        return await self._learn(involved, build, moved)
+        """A node reports that ``box`` now runs on ``target``: :meth:`.Learner.move`."""
+        return await self.learner.move(box, target)
 
     async def learn_layout(self, reported: Partition) -> int:
-        """The leader of a partitioned box reports the layout its members switched to (docs/cumulus.md §6.2).
-
-        Committed if it is newer than the catalog's for the same incarnation
-        of the partition (a stale or repeated report changes nothing); the
-        members' slices then carry the layout they already run.
-        """
-        async with self._moves:
-            involved = set(reported.nodes)
-
-            def build(catalog: Catalog) -> list[Change] | None:
-                current = catalog.partitions.get(reported.box)
-                if current is None or current.id != reported.id or reported.layout <= current.layout:
-                    log.info("layout %d of box %r reported: not newer than the catalog's; ignored",
-                             reported.layout, reported.box)
-                    return None
-                if current.nodes != reported.nodes:
-                    log.warning("layout %d of box %r reported with other members than the catalog's; ignored",
-                                reported.layout, reported.box)
-                    return None
-                updated = replace(current, segments=reported.segments, layout=reported.layout)
-                return [Change("partition", reported.box, to_text(updated))]
-
-            return await self._learn(involved, build)
+        """A partitioned box's leader reports its members' new layout: :meth:`.Learner.layout`."""
+        return await self.learner.layout(reported)
 
     async def learn_adoption(self, source: str, target: str) -> int:
-        """``target`` adopted every box of failed node ``source`` (:mod:`boreas.head.failover`).
+        """``target`` adopted every box of failed node ``source``: :meth:`.Learner.adoption`."""
+        return await self.learner.adoption(source, target)
 
-        Committed like a move: what was placed on ``source`` (boxes, tables,
-        the streams published there) is placed on ``target``; every slice is
-        recomputed, so upstream nodes are re-pointed and hand their
-        unacknowledged batches to ``target``.
-        """
-        async with self._moves:
-            involved = {source, target} | {s.endpoint for s in self.syncs.values() if s.held is None}
+    async def learn_connect(self, connect: Connect) -> int:
+        """A node reports a filter box it inserted: :meth:`.Learner.connect`."""
+        return await self.learner.connect(connect)
 
-            def build(catalog: Catalog) -> list[Change] | None:
-                changes = []
-                for kind in ("box", "table", "publish", "input", "output"):
-                    for key, item in getattr(catalog, KIND_TO_DICT[kind][0]).items():
-                        if getattr(item, "node", None) == source:
-                            changes.append(Change(kind, key, to_text(replace(item, node=target))))
-                if changes and target not in catalog.nodes:
-                    changes.append(Change("node", target, to_text(Node(target))))
-                return changes or None
-
-            return await self._learn(involved, build)
+    async def learn_disconnect(self, stream: str) -> int:
+        """A node reports a filter box it removed: :meth:`.Learner.disconnect`."""
+        return await self.learner.disconnect(stream)
 
     async def _failover_checks(self) -> None:
         while True:
             await asyncio.sleep(1.0)
             await self.failover.check()
-
-    async def learn_connect(self, connect: Connect) -> int:
-        """A node reports a filter box it inserted (paper 3.2.1); commit it to the global catalog."""
-        box = connect.box
-
-        def build(catalog: Catalog) -> list[Change] | None:
-            sink = catalog.boxes.get(connect.sink or "")
-            if sink is None or box.name in catalog.boxes or not 0 <= connect.port < len(sink.inputs):
-                log.warning("a connect of %r before %r does not fit the global catalog; ignored", box.name,
-                            connect.sink)
-                return None
-            involved.update(n for n in (sink.node, box.node) if n)
-            return [Change("box", box.name, to_text(box)),
-                    Change("box", sink.name, to_text(sink.rewired(connect.port, box.outputs[0])))]
-
-        current = self.catalog.boxes.get(connect.sink or "")
-        involved = {n for n in (box.node, current.node if current else None) if n}
-        async with self._moves:
-            return await self._learn(involved, build)
-
-    async def learn_disconnect(self, stream: str) -> int:
-        """A node reports a filter box it removed (paper 3.2.2): its sink reads the filter's in stream."""
-        def build(catalog: Catalog) -> list[Change] | None:
-            producer = next((b for b in catalog.boxes.values() if stream in b.outputs), None)
-            sinks = [(b, i) for b in catalog.boxes.values() for i, p in enumerate(b.inputs) if p.stream == stream]
-            if producer is None or len(producer.inputs) != 1 or len(sinks) != 1:
-                log.warning("a disconnect of stream %r does not fit the global catalog; ignored", stream)
-                return None
-            sink, port = sinks[0]
-            involved.update(n for n in (sink.node, producer.node) if n)
-            return [Change("box", producer.name, None),
-                    Change("box", sink.name, to_text(sink.rewired(port, producer.inputs[0].stream)))]
-
-        involved = {b.node for b in self.catalog.boxes.values() if b.node and (
-            stream in b.outputs or any(p.stream == stream for p in b.inputs))}
-        async with self._moves:
-            return await self._learn(involved, build)
-
-    async def _learn(self, involved: set[str], build, then=None) -> int:
-        """Commit a change nodes made themselves; their syncs wait, then re-read them.
-
-        ``build`` may add nodes to ``involved`` (it sees the catalog it
-        changes); ``then(version)`` runs before the nodes are synced again.
-        """
-        paused = set(involved)
-        for endpoint in paused:
-            self.sync_for(endpoint).pause()
-        try:
-            version = await self.commit(build) or self.catalog.version
-            await self.caught_up(version)
-            if then is not None:
-                then(version)
-        finally:
-            for endpoint in paused | involved:
-                self.sync_for(endpoint).resume(resync=True)
-        self.notify()
-        return version
 
     async def caught_up(self, version: int, timeout: float = 10.0) -> None:
         """Wait until the Head has processed catalog ``version`` (its slices reflect it)."""

@@ -1,0 +1,199 @@
+"""Learning from the nodes: committing changes they made themselves, then bringing them to their slices.
+
+The nodes move boxes (paper section 3.1.2), insert and remove filter boxes
+(3.2.1, 3.2.2) and switch a partitioned box's layout (docs/cumulus.md
+§6.2) on their own, and report it to the Head; failover (:mod:`.failover`)
+reports a node's boxes adopted by another.  Each report is committed to
+the global catalog like any change, but what the Head believed the nodes
+involved hold is stale: their syncs are paused while the change commits,
+and once the Head's slices reflect it those nodes are read again and
+brought to their slices.  Reports are learned one at a time.
+
+Usage::
+
+    learner = Learner(head)                 # the HeadService: see LearnerHead
+    version = await learner.move("box1", "localhost:15002")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Protocol
+
+from boreas.catalog.documents import Connect
+from boreas.catalog.elements import KIND_TO_DICT
+from boreas.catalog.model import Catalog, Node, Partition
+from boreas.catalog.store import Change
+from boreas.catalog.xmlcodec import to_text
+
+from .node_sync import NodeSync
+from .pending import PendingRequests
+
+log = logging.getLogger(__name__)
+
+
+class LearnerHead(Protocol):
+    """What learning uses of the Head (:class:`~boreas.head.service.HeadService`), which owns all of it."""
+
+    catalog: Catalog
+    syncs: dict[str, NodeSync]
+    pending: PendingRequests
+
+    def sync_for(self, endpoint: str) -> NodeSync: ...
+
+    async def commit(self, build: Callable[[Catalog], list[Change] | None]) -> int | None: ...
+
+    async def caught_up(self, version: int, timeout: float = 10.0) -> None: ...
+
+    def notify(self) -> None: ...
+
+
+class Learner:
+    """Commits what the nodes (and failover) report they changed; the Head delegates its ``learn_*`` to it."""
+
+    def __init__(self, head: LearnerHead):
+        self.head = head
+        self._one_at_a_time = asyncio.Lock()  # reports are learned one at a time
+
+    async def move(self, box: str, target: str) -> int:
+        """A node reports that ``box`` now runs on ``target`` (paper section 3.1.2).
+
+        The nodes moved the box themselves, so what the Head believed they hold
+        is stale: once the new location is committed and their slices are
+        recomputed, both nodes are read again and brought to their slices,
+        which also delivers any pending request for the box on its new node.
+        """
+        async with self._one_at_a_time:
+            return await self._move(box, target)
+
+    async def _move(self, box: str, target: str) -> int:
+        involved = {target} | {s.endpoint for s in self.head.syncs.values()
+                               if s.held is None or box in s.held.boxes}
+
+        def build(catalog: Catalog) -> list[Change] | None:
+            current = catalog.boxes.get(box)
+            if current is None or current.node == target:
+                return None
+            if box in catalog.partitions:  # placed by its partition: its segments move, never the box
+                log.warning("node reported box %r moved to %s, but the box is partitioned: ignored", box, target)
+                return None
+            involved.add(current.node or target)
+            changes = [Change("box", box, to_text(replace(current, node=target)))]
+            if target not in catalog.nodes:
+                changes.append(Change("node", target, to_text(Node(target))))
+            return changes
+
+        def moved(version: int) -> None:
+            for request in self.head.pending.moved(box, target, version):
+                log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
+
+        return await self._learn(involved, build, moved)
+
+    async def layout(self, reported: Partition) -> int:
+        """The leader of a partitioned box reports the layout its members switched to (docs/cumulus.md §6.2).
+
+        Committed if it is newer than the catalog's for the same incarnation
+        of the partition (a stale or repeated report changes nothing); the
+        members' slices then carry the layout they already run.
+        """
+        async with self._one_at_a_time:
+            involved = set(reported.nodes)
+
+            def build(catalog: Catalog) -> list[Change] | None:
+                current = catalog.partitions.get(reported.box)
+                if current is None or current.id != reported.id or reported.layout <= current.layout:
+                    log.info("layout %d of box %r reported: not newer than the catalog's; ignored",
+                             reported.layout, reported.box)
+                    return None
+                if current.nodes != reported.nodes:
+                    log.warning("layout %d of box %r reported with other members than the catalog's; ignored",
+                                reported.layout, reported.box)
+                    return None
+                updated = replace(current, segments=reported.segments, layout=reported.layout)
+                return [Change("partition", reported.box, to_text(updated))]
+
+            return await self._learn(involved, build)
+
+    async def adoption(self, source: str, target: str) -> int:
+        """``target`` adopted every box of failed node ``source`` (:mod:`boreas.head.failover`).
+
+        Committed like a move: what was placed on ``source`` (boxes, tables,
+        the streams published there) is placed on ``target``; every slice is
+        recomputed, so upstream nodes are re-pointed and hand their
+        unacknowledged batches to ``target``.
+        """
+        async with self._one_at_a_time:
+            involved = {source, target} | {s.endpoint for s in self.head.syncs.values() if s.held is None}
+
+            def build(catalog: Catalog) -> list[Change] | None:
+                changes = []
+                for kind in ("box", "table", "publish", "input", "output"):
+                    for key, item in getattr(catalog, KIND_TO_DICT[kind][0]).items():
+                        if getattr(item, "node", None) == source:
+                            changes.append(Change(kind, key, to_text(replace(item, node=target))))
+                if changes and target not in catalog.nodes:
+                    changes.append(Change("node", target, to_text(Node(target))))
+                return changes or None
+
+            return await self._learn(involved, build)
+
+    async def connect(self, connect: Connect) -> int:
+        """A node reports a filter box it inserted (paper 3.2.1); commit it to the global catalog."""
+        box = connect.box
+
+        def build(catalog: Catalog) -> list[Change] | None:
+            sink = catalog.boxes.get(connect.sink or "")
+            if sink is None or box.name in catalog.boxes or not 0 <= connect.port < len(sink.inputs):
+                log.warning("a connect of %r before %r does not fit the global catalog; ignored", box.name,
+                            connect.sink)
+                return None
+            involved.update(n for n in (sink.node, box.node) if n)
+            return [Change("box", box.name, to_text(box)),
+                    Change("box", sink.name, to_text(sink.rewired(connect.port, box.outputs[0])))]
+
+        current = self.head.catalog.boxes.get(connect.sink or "")
+        involved = {n for n in (box.node, current.node if current else None) if n}
+        async with self._one_at_a_time:
+            return await self._learn(involved, build)
+
+    async def disconnect(self, stream: str) -> int:
+        """A node reports a filter box it removed (paper 3.2.2): its sink reads the filter's in stream."""
+        def build(catalog: Catalog) -> list[Change] | None:
+            producer = next((b for b in catalog.boxes.values() if stream in b.outputs), None)
+            sinks = [(b, i) for b in catalog.boxes.values() for i, p in enumerate(b.inputs) if p.stream == stream]
+            if producer is None or len(producer.inputs) != 1 or len(sinks) != 1:
+                log.warning("a disconnect of stream %r does not fit the global catalog; ignored", stream)
+                return None
+            sink, port = sinks[0]
+            involved.update(n for n in (sink.node, producer.node) if n)
+            return [Change("box", producer.name, None),
+                    Change("box", sink.name, to_text(sink.rewired(port, producer.inputs[0].stream)))]
+
+        involved = {b.node for b in self.head.catalog.boxes.values() if b.node and (
+            stream in b.outputs or any(p.stream == stream for p in b.inputs))}
+        async with self._one_at_a_time:
+            return await self._learn(involved, build)
+
+    async def _learn(self, involved: set[str], build: Callable[[Catalog], list[Change] | None],
+                     then: Callable[[int], None] | None = None) -> int:
+        """Commit a change nodes made themselves; their syncs wait, then re-read them.
+
+        ``build`` may add nodes to ``involved`` (it sees the catalog it
+        changes); ``then(version)`` runs before the nodes are synced again.
+        """
+        paused = set(involved)
+        for endpoint in paused:
+            self.head.sync_for(endpoint).pause()
+        try:
+            version = await self.head.commit(build) or self.head.catalog.version
+            await self.head.caught_up(version)
+            if then is not None:
+                then(version)
+        finally:
+            for endpoint in paused | involved:
+                self.head.sync_for(endpoint).resume(resync=True)
+        self.head.notify()
+        return version
