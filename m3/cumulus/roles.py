@@ -37,7 +37,7 @@ events before it (a self-join's second occurrence of the relation).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 
@@ -54,17 +54,39 @@ Entry = tuple[str, tuple, object]
 
 @dataclass(frozen=True)
 class _Ref:
-    """One remote reference: its map, how to build its key pattern from an event, and its servers."""
+    """One remote reference: its map, its key pattern for an event, and its servers (place ``s`` of the trigger)."""
 
     map: str
-    pattern: tuple[tuple[str, object], ...]  # per key position: ("event", index) | ("const", v) | ("any", None)
+    pattern_of: Callable[[tuple], tuple]  # row -> key pattern (None: any value)
     servers: Callable[[tuple], tuple[int, ...]]
+    s: int
 
 
 @dataclass(frozen=True)
 class _Stmt:
     writers: Callable[[tuple], tuple[int, ...]]
     refs: tuple[_Ref, ...]
+    w: int  # the place of its writers among the trigger's distinct places
+
+
+@dataclass
+class Share:
+    """A member's part in one version's rows of one trigger (:meth:`Roles.share`)."""
+
+    mine: list[tuple]  # the rows it applies
+    need: set[int]  # the members that push to it
+    serve: dict[int, list[tuple[str, tuple]]]  # writer -> (map, key pattern) it pushes to that writer
+
+
+def _pattern_of(pattern: tuple[tuple[str, object], ...]) -> Callable[[tuple], tuple]:
+    """``row -> key pattern`` for a reference whose positions are ("event", i), ("const", v) or ("any", None)."""
+    if all(k == "event" for k, _ in pattern):
+        if len(pattern) == 1:
+            i = pattern[0][1]
+            return lambda row: (row[i],)
+        get = itemgetter(*(i for _, i in pattern))
+        return get
+    return lambda row: tuple(row[v] if k == "event" else v if k == "const" else None for k, v in pattern)
 
 
 class Roles:
@@ -76,11 +98,14 @@ class Roles:
         self.everyone = tuple(sorted({s.member for s in layout.segments}))
         self._getter = getter
         self._places: dict[tuple[str, int], list] = {}  # trigger -> every writer/server argument, for involved()
+        self._place_keys: dict[tuple[str, int], list] = {}  # trigger -> its distinct places ...
+        self._wheres: dict[tuple[str, int], list] = {}  # ... and ``row -> members`` of each
         self._triggers: dict[tuple[str, int], tuple[_Stmt, ...]] = {
             (t.relation, t.sign): tuple(self._statement(t, s) for s in t.statements) for t in plan.triggers
             if relation is None or t.relation == relation}
         #: per trigger, its statements that read from other members (the only ones with pushes)
         self._serving = {trigger: tuple(s for s in stmts if s.refs) for trigger, stmts in self._triggers.items()}
+        self._plain = {trigger: tuple(s for s in stmts if not s.refs) for trigger, stmts in self._triggers.items()}
         #: one member holds every segment and the home maps: nothing is ever pushed
         self.alone = len(self.everyone) == 1 and layout.home == self.everyone[0]
         self.sequential = frozenset(_sequential_relations(plan))
@@ -104,9 +129,19 @@ class Roles:
         fixed = (lay.home,) if arg.kind == "home" else (owners[slot(arg.value)],)
         return lambda row: fixed
 
+    def _place(self, trigger: tuple[str, int], kind: str, arg) -> int:
+        """The index of a partition argument among ``trigger``'s distinct places (added when new)."""
+        key = ("loop",) if kind == LOOP or arg.kind == "loop" else (arg.kind, arg.index, arg.value)
+        keys = self._place_keys.setdefault(trigger, [])
+        if key not in keys:
+            keys.append(key)
+            self._wheres.setdefault(trigger, []).append(self._where(kind, arg))
+        return keys.index(key)
+
     def _statement(self, t: TriggerPlan, s: StatementPlan) -> _Stmt:
         refs = []
-        places = self._places.setdefault((t.relation, t.sign), [])
+        trigger = (t.relation, t.sign)
+        places = self._places.setdefault(trigger, [])
         places.append("loop" if s.kind == LOOP else s.arg)
         for r in s.refs:
             if r.cls == LOCAL:
@@ -115,8 +150,8 @@ class Roles:
             pattern = tuple(("const", a.value) if isinstance(a, Const)
                             else ("event", t.vars.index(a.name)) if isinstance(a, Var) and a.name in t.vars
                             else ("any", None) for a in r.ref.args)
-            refs.append(_Ref(r.ref.name, pattern, self._where("", r.arg)))
-        return _Stmt(self._where(s.kind, s.arg), tuple(refs))
+            refs.append(_Ref(r.ref.name, _pattern_of(pattern), self._where("", r.arg), self._place(trigger, "", r.arg)))
+        return _Stmt(self._where(s.kind, s.arg), tuple(refs), self._place(trigger, s.kind, s.arg))
 
     # -- asking ----------------------------------------------------------------------
     def involved(self, relation: str, sign: int) -> Callable[[tuple], int | tuple[int, ...]]:
@@ -163,42 +198,48 @@ class Roles:
             return rows
         return [row for row in rows if any(member in s.writers(row) for s in stmts)]
 
-    def pushers(self, member: int, relation: str, sign: int, rows: Iterable[tuple]) -> set[int]:
-        """The members that push to ``member`` for these rows (it writes a statement they serve)."""
-        found: set[int] = set()
-        stmts = () if self.alone else self._serving.get((relation, sign), ())
-        for row in rows if stmts else ():
-            for s in stmts:
-                if member in s.writers(row):
-                    for r in s.refs:
-                        found.update(r.servers(row))
-        found.discard(member)
-        return found
+    def share(self, member: int, relation: str, sign: int, rows: list[tuple]) -> Share:
+        """Everything ``member`` does for these rows of one version, in one pass.
 
-    def serve(self, member: int, relation: str, sign: int, rows: Iterable[tuple],
-              read: Callable[[str, tuple], list[tuple[tuple, object]]]) -> dict[int, dict[tuple[str, tuple], object]]:
-        """What ``member`` pushes for these rows: ``{writer: {(map, key): value}}`` (a writer waiting gets ``{}``).
-
-        ``read(map, pattern)`` is the member's store (``None`` in a pattern: any value).
+        The rows it applies (it writes one of their statements), the members
+        that push to it (it writes a statement they serve), and what it
+        pushes: ``{writer: [(map, pattern)]}`` (``None`` in a pattern: any
+        value; a writer waiting for this member gets ``[]``).  Each distinct
+        partition argument of the trigger is placed once per row, however
+        many statements and references share it.
         """
-        out: dict[int, dict[tuple[str, tuple], object]] = {}
-        stmts = () if self.alone else self._serving.get((relation, sign), ())
-        for row in rows if stmts else ():
-            for s in stmts:
-                serving = [r for r in s.refs if member in r.servers(row)]
-                if not serving:
-                    continue
-                writers = [w for w in s.writers(row) if w != member]
-                if not writers:
-                    continue
-                for r in serving:
-                    pattern = tuple(row[v] if k == "event" else v if k == "const" else None for k, v in r.pattern)
-                    entries = read(r.map, pattern)
-                    for w in writers:
-                        table = out.setdefault(w, {})
-                        for key, value in entries:
-                            table[(r.map, key)] = value
-        return out
+        stmts = self._triggers.get((relation, sign), ())
+        serving = () if self.alone else self._serving.get((relation, sign), ())
+        if not serving:
+            return Share(rows if stmts else [], set(), {})
+        wheres, plain = self._wheres[(relation, sign)], self._plain[(relation, sign)]
+        mine: list[tuple] = []
+        need: set[int] = set()
+        out: dict[int, list] = {}
+        for row in rows:
+            at = [where(row) for where in wheres]
+            writes = False
+            for st in serving:
+                writers = at[st.w]
+                if member in writers:
+                    writes = True
+                    for r in st.refs:
+                        need.update(at[r.s])
+                others = None
+                for r in st.refs:
+                    if member in at[r.s]:
+                        if others is None:
+                            others = [w for w in writers if w != member]
+                        if others:
+                            wanted = (r.map, r.pattern_of(row))
+                            for w in others:
+                                out.setdefault(w, []).append(wanted)
+                        else:
+                            break
+            if writes or any(member in at[st.w] for st in plain):
+                mine.append(row)
+        need.discard(member)
+        return Share(mine, need, out)
 
 
 def _sequential_relations(plan: Plan) -> set[str]:

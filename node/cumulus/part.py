@@ -319,22 +319,16 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         v = msg.version(work)
         cached = self._plans.get(v)
         if cached is None:  # what this version needs is worked out once, however often it waits
-            groups = self._groups(work)
+            shares = [(relation, sign, self.roles.share(self.member, relation, sign, rows))
+                      for relation, sign, rows in self._groups(work)]
             need: set[int] = set()
-            for relation, sign, rows in groups:
-                need |= self.roles.pushers(self.member, relation, sign, rows)
-            cached = self._plans[v] = (groups, need)
-        groups, need = cached
-        if v not in self.served:
-            self.served.add(v)
-            tables: dict[int, dict] = {}
-            for relation, sign, rows in groups:
-                for w, table in self.roles.serve(self.member, relation, sign, rows, self.runtime.read).items():
-                    tables.setdefault(w, {}).update(table)
-            enc = self._encode_key
-            for w in sorted(tables):
-                entries = [[name, enc(name, key), value] for (name, key), value in tables[w].items()]
-                self._send(w, msg.push(*v, self.member, entries))
+            for _, _, share in shares:
+                need |= share.need
+            cached = self._plans[v] = ([(rel, sign, share.mine) for rel, sign, share in shares if share.mine], need)
+            if v not in self.served:
+                self.served.add(v)
+                self._serve(v, [share.serve for _, _, share in shares])
+        mine, need = cached
         got = self.pushes.get(v, {})
         if not need <= got.keys():
             return False
@@ -343,13 +337,34 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         pushed = {(name, dec(name, key)): value for src in need for name, key, value in got[src]}
         self.pushes.pop(v, None)
         self.served.discard(v)
-        self._write(work, pushed, groups)
+        self._apply(work, mine, pushed)
         return True
 
+    def _serve(self, v: tuple[int, int, int], asked: list[dict[int, list]]) -> None:
+        """Push each writer the entries it reads from this member for version ``v`` (as of now: its start)."""
+        read, enc = self.runtime.read, self._encode_key
+        found: dict[tuple[str, tuple], list] = {}
+        tables: dict[int, dict] = {}
+        for serve in asked:
+            for w, wanted in serve.items():
+                table = tables.setdefault(w, {})
+                for ask in wanted:
+                    entries = found.get(ask)
+                    if entries is None:
+                        entries = found[ask] = read(*ask)
+                    for key, value in entries:
+                        table[(ask[0], key)] = value
+        for w in sorted(tables):
+            entries = [[name, enc(name, key), value] for (name, key), value in tables[w].items()]
+            self._send(w, msg.push(*v, self.member, entries))
+
     def _write(self, work: list, pushed: dict, groups: list | None = None) -> None:
+        """Apply the rows of ``work`` this member writes (Work of an all-LOCAL plan, as it arrives)."""
         groups = self._groups(work) if groups is None else groups
-        mine = [(rel, sign, rows) for rel, sign, rows in
-                ((rel, sign, self.roles.writes(self.member, rel, sign, rows)) for rel, sign, rows in groups) if rows]
+        self._apply(work, [(rel, sign, mine) for rel, sign, rows in groups
+                           if (mine := self.roles.writes(self.member, rel, sign, rows))], pushed)
+
+    def _apply(self, work: list, mine: list, pushed: dict) -> None:
         if not mine:
             return
         self.runtime.epoch = work[1]
