@@ -268,6 +268,6 @@ def test_many_tasks_send_every_entry_once_to_its_owner_in_parts(spark, monkeypat
 def test_doctests():
     import doctest
 
-    import boreas.spark.load
+    import boreas.spark.view_check
 
-    assert doctest.testmod(boreas.spark.load).failed == 0
+    assert doctest.testmod(boreas.spark.view_check).failed == 0
