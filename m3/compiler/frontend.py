@@ -1,15 +1,23 @@
 """Pass 1, the front end: SQL text → declared relations and resolved queries (sqlglot parses).
 
-Accepted input: ``CREATE STREAM|TABLE name (col type, ...)`` declarations,
-then ``SELECT`` queries (optionally ``CREATE VIEW name AS SELECT ...``) that
-aggregate with SUM, COUNT or AVG over inner equi-joins (comma joins or
-``JOIN ... ON``), with selections comparing a column with a constant (``= <>
-< <= > >=``, ``BETWEEN``, ``IN (constants)``, AND, OR) and ``GROUP BY``
-columns.  Everything else is rejected with a :class:`CompileError` naming
-the construct and its line:col — checking here, once, keeps later passes
-total.
+Accepted input: ``CREATE STREAM|TABLE name (col type [NOT NULL], ...)``
+declarations, then ``SELECT`` queries (optionally ``CREATE VIEW name[(names)]
+AS SELECT ...``) that aggregate with SUM, COUNT or AVG (of arithmetic, CASE
+and constants) over inner equi-joins (comma joins or ``JOIN ... ON``), with
+selections comparing a column with a constant (``= <> < <= > >=``,
+``BETWEEN``, ``IN (...)``, ``IN LIST (...)``, ``LIKE 'abc'``/``'abc%'``, AND,
+OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position or ALL) and
+``ORDER BY`` (ignored: a view is a set; the query's ``notes`` say so).
+Constants may be expressions (:mod:`.constants`).
+
+Everything else is rejected with a :class:`CompileError` naming the
+construct, the view and its line:col — checking here, once, keeps later
+passes total.  No part of the tree is skipped silently: every node type
+and every field of it that the front end reads is listed in
+:data:`.nodes.READS`, and a tree holding anything else is refused.
 
 The result refers to columns as ``(alias, column)`` pairs; no variables yet.
+Expressions are translated by :mod:`.resolve`, the SELECT list by :mod:`.outputs`.
 
 >>> rels, queries = parse_sql('''CREATE STREAM R(a INT, b INT);
 ...     SELECT a, SUM(b * 2) AS total FROM R WHERE b < 10 GROUP BY a''')
@@ -23,12 +31,14 @@ The result refers to columns as ``(alias, column)`` pairs; no variables yet.
 >>> parse_sql("CREATE STREAM R(a INT); SELECT MAX(a) FROM R")
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported aggregate MAX (only SUM, COUNT and AVG) (at line 1, col 32)
+boreas.m3.errors.CompileError: unsupported aggregate MAX (only SUM, COUNT and AVG) in view Q1 (at line 1, col 32)
+>>> _, (q,) = parse_sql("CREATE STREAM R(a INT, b INT); SELECT a AS x, SUM(b) AS x FROM R GROUP BY x ORDER BY 2 DESC")
+>>> q.group_by, q.aggregates, q.notes
+((('x', ('R', 'a')),), (('x_1', 'SUM', ('R', 'b')),), ('Q1: ORDER BY ignored: a view is a set of rows (sort them when reading the view)',))
 """
 
 from __future__ import annotations
 
-import datetime
 import re
 from dataclasses import dataclass
 
@@ -40,10 +50,12 @@ from sqlglot.tokens import Tokenizer, TokenType
 
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
+from .nodes import describe, sql_of, unknown_nodes, unread_args
+from .outputs import group_columns, order_note, select_items, view_names
+from .predicates import conj
+from .resolve import ColRef, Resolver, unparen
 
-ColRef = tuple[str, str]  # (alias, column)
-# Arithmetic: ColRef | constant | (op, left, right) with op in + - * /, or ("neg", x)
-# Predicates: (op, left, right) with op in = <> < <= > >= over ColRef/constant, or ("and"|"or", p, q)
+# Arithmetic and predicates: see :mod:`.resolve` and :mod:`.predicates`.
 
 
 @dataclass(frozen=True)
@@ -53,9 +65,10 @@ class SqlQuery:
     name: str
     tables: tuple[tuple[str, str], ...]  # (alias, relation)
     joins: tuple[tuple[ColRef, ColRef], ...]  # equi-join (and same-table equality) pairs
-    predicate: object  # selection tree or None
+    predicate: object  # selection tree (:mod:`.predicates`) or None
     group_by: tuple[tuple[str, ColRef], ...]  # (output name, column)
     aggregates: tuple[tuple[str, str, object], ...]  # (output name, SUM|COUNT|AVG, arithmetic)
+    notes: tuple[str, ...] = ()  # what was accepted but has no effect on the view (ORDER BY)
 
 
 _TYPES = {
@@ -64,13 +77,12 @@ _TYPES = {
     "VARCHAR": "STRING", "TEXT": "STRING", "CHAR": "STRING", "NCHAR": "STRING", "NVARCHAR": "STRING", "STRING": "STRING",
     "DATE": "DATE",
 }
-_CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _JOIN_WORDS = {"LEFT", "RIGHT", "FULL", "INNER", "OUTER", "CROSS", "NATURAL", "SEMI", "ANTI", "JOIN"}
 _LEADING = {  # keywords that come before a construct's first positioned token
     exp.Select: {"SELECT", "("}, exp.Subquery: {"SELECT", "("}, exp.Join: _JOIN_WORDS, exp.Not: {"NOT"},
-    exp.Cast: {"DATE", "CAST", "("}, exp.Union: {"SELECT"},
+    exp.Cast: {"DATE", "CAST", "("}, exp.Union: {"SELECT"}, exp.Case: {"CASE", "WHEN"}, exp.If: {"IF", "("},
+    exp.Interval: {"INTERVAL"}, exp.Extract: {"EXTRACT", "("}, exp.Null: {"NULL"},
 }
-_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
 
 
 class _Ctx:
@@ -82,9 +94,16 @@ class _Ctx:
     def pos(self, node: exp.Expression | None) -> Pos | None:
         """Where a node starts: its first token with a position, stepped back over its leading keywords."""
         offsets = [n.meta["start"] for n in (node.walk() if node is not None else ()) if "start" in n.meta]
+        keyword = _LEADING.get(type(node)) if not offsets else None
+        while not offsets and node is not None and node.parent is not None:  # built by sqlglot: where its parent is
+            node = node.parent
+            offsets = [n.meta["start"] for n in node.walk() if "start" in n.meta]
         if not offsets:
             return pos_of_offset(self.text, self.start)
         offset = min(offsets)
+        if keyword:  # the node's own keyword, if its parent holds one (INTERVAL, NULL)
+            first = next((t for t in self.tokens() if t.start >= offset and t.text.upper() in keyword), None)
+            return pos_of_offset(self.text, self.start + (first.start if first else offset))
         lead = _LEADING.get(type(node))
         if lead:
             tokens = [t for t in self.tokens() if t.start < offset]
@@ -175,20 +194,11 @@ def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[R
             base = pos_of_offset(text, start)
             pos = Pos(base.line + line - 1, (base.col + col - 1) if line == 1 else col) if line else base
             raise CompileError(f"SQL syntax error: {errs[0].get('description', e)}", pos) from None
-        if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
-            rel = _relation(tree, "STREAM" if is_stream else "TABLE", ctx)
-            if rel.name.lower() in (r.lower() for r in relations):
-                raise ctx.error(f"relation {rel.name} declared twice", tree)
-            relations[rel.name] = rel
-        elif isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "VIEW":
-            body = tree.expression
-            if not isinstance(body, exp.Select):
-                raise ctx.error(f"view body must be a SELECT, not {type(body).__name__.upper()}", body)
-            queries.append(_query(tree.this.name, body, relations, ctx))
-        elif isinstance(tree, exp.Select):
-            queries.append(_query(f"Q{len(queries) + 1}", tree, relations, ctx))
+        item = _statement(tree, is_stream, relations, len(queries), ctx)
+        if isinstance(item, RelationDecl):
+            relations[item.name] = item
         else:
-            raise ctx.error(f"unsupported statement {type(tree).__name__.upper()} (expected CREATE STREAM/TABLE, CREATE VIEW or SELECT)")
+            queries.append(item)
     if not queries:
         raise CompileError("no SELECT query to compile")
     names = [q.name for q in queries]
@@ -198,232 +208,166 @@ def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[R
     return list(relations.values()), queries
 
 
+def translate_statement(tree: exp.Expression, relations: dict[str, RelationDecl], sql: str = "",
+                        is_stream: bool = False, number: int = 1) -> RelationDecl | SqlQuery:
+    """One parsed statement → a relation or a query (``sql``: its text, for positions).
+
+    What :func:`parse_sql` does per statement, open to trees built by hand
+    (``tests/m3/test_sql_nodes.py`` puts every sqlglot node type into every
+    position the front end accepts).
+    """
+    return _statement(tree, is_stream, dict(relations), number - 1, _Ctx(sql, 0, sql))
+
+
+def _statement(tree: exp.Expression, is_stream: bool, relations: dict[str, RelationDecl], done: int,
+               ctx: _Ctx) -> RelationDecl | SqlQuery:
+    kind = str(tree.args.get("kind") or "").upper() if type(tree) is exp.Create else ""
+    if kind in ("TABLE", "VIEW"):
+        _refuse_unread(tree, ctx)
+    if kind == "TABLE":
+        rel = _relation(tree, "STREAM" if is_stream else "TABLE", ctx)
+        if rel.name.lower() in (r.lower() for r in relations):
+            raise ctx.error(f"relation {rel.name} declared twice", tree)
+        _refuse_unknown(tree, ctx)
+        return rel
+    if kind == "VIEW":
+        body, target = tree.expression, tree.this
+        if type(body) is not exp.Select:
+            raise ctx.error(f"view body must be a SELECT, not {type(body).__name__.upper()}", body)
+        rename = []
+        if type(target) is exp.Schema:
+            rename = [c.name for c in target.expressions]
+            if any(type(c) is not exp.Identifier for c in target.expressions):
+                raise ctx.error(f"unsupported view column list {sql_of(target)} (names only)", target)
+            target = target.this
+        if type(target) is not exp.Table or target.args.get("db") or target.args.get("catalog"):
+            raise ctx.error(f"unsupported view name {sql_of(target)}", target)
+        query = _named_query(target.name, body, relations, ctx, rename)
+        _refuse_unknown(tree, ctx)
+        return query
+    if type(tree) is exp.Select:
+        return _named_query(f"Q{done + 1}", tree, relations, ctx, [])
+    what = f"CREATE {kind}" if kind else type(tree).__name__.upper()
+    raise ctx.error(f"unsupported statement {what} (expected CREATE STREAM/TABLE, CREATE VIEW or SELECT)")
+
+
+def _refuse_unread(tree: exp.Expression, ctx: _Ctx) -> None:
+    """Refuse a field of a node the front end translates but does not read (:mod:`.nodes`)."""
+    for node, arg in unread_args(tree):
+        raise ctx.error(f"unsupported {describe(node, arg)} ({sql_of(node)})", node)
+
+
+def _refuse_unknown(tree: exp.Expression, ctx: _Ctx) -> None:
+    """The safety net after translating: a node of a type the front end does not translate is refused, not dropped."""
+    for node in unknown_nodes(tree):
+        raise ctx.error(f"unsupported {type(node).__name__.upper()} ({sql_of(node)})", node)
+
+
 def _relation(tree: exp.Create, kind: str, ctx: _Ctx) -> RelationDecl:
     schema = tree.this
-    if not isinstance(schema, exp.Schema) or tree.expression is not None:
+    if type(schema) is not exp.Schema or tree.expression is not None:
         raise ctx.error("CREATE STREAM/TABLE needs a column list (CREATE ... AS SELECT is not supported)", tree)
-    cols = []
+    if type(schema.this) is not exp.Table or schema.this.args.get("db") or schema.this.args.get("alias"):
+        raise ctx.error(f"unsupported relation name {sql_of(schema.this)}", schema)
+    cols: list[Column] = []
     for cd in schema.expressions:
-        if not isinstance(cd, exp.ColumnDef) or cd.args.get("kind") is None:
+        if type(cd) is not exp.ColumnDef or cd.args.get("kind") is None:
             raise ctx.error("expected a column definition: name type", cd)
         tname = cd.args["kind"].this.name if hasattr(cd.args["kind"].this, "name") else str(cd.args["kind"].this)
         mtype = _TYPES.get(tname.upper())
         if mtype is None:
             raise ctx.error(f"unsupported column type {tname} of column {cd.name}", cd)
+        for c in cd.args.get("constraints") or []:
+            if type(c) is not exp.ColumnConstraint or type(c.args.get("kind")) is not exp.NotNullColumnConstraint:
+                raise ctx.error(f"unsupported column constraint {sql_of(c)} of column {cd.name} (only NOT NULL)", c)
         if any(c.name == cd.name for c in cols):
             raise ctx.error(f"duplicate column {cd.name}", cd)
         cols.append(Column(cd.name, mtype, pos=ctx.pos(cd)))
     return RelationDecl(schema.this.name, kind, tuple(cols), pos=ctx.pos(tree))
 
 
-def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx) -> SqlQuery:
-    for key, keyword in (("distinct", r"\bDISTINCT\b"), ("order", r"\bORDER\s+BY\b"), ("limit", r"\bLIMIT\b"),
-                         ("offset", r"\bOFFSET\b"), ("having", r"\bHAVING\b"), ("with", r"\bWITH\b"),
-                         ("qualify", r"\bQUALIFY\b"), ("windows", r"\bWINDOW\b")):
-        if sel.args.get(key):
-            raise ctx.error(f"unsupported {keyword.strip(chr(92) + 'b').replace(chr(92) + 's+', ' ')} clause", keyword=keyword)
+def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx,
+                 rename: list[str]) -> SqlQuery:
+    """:func:`_query`, with the view's name added to any error (a script may hold many views)."""
+    try:
+        return _query(name, sel, relations, ctx, rename)
+    except CompileError as e:
+        raise CompileError(f"{e.message} in view {name}", e.pos) from None
+
+
+_CLAUSES = (("distinct", r"\bDISTINCT\b", ""),
+            ("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are not supported: limit when reading)"),
+            ("offset", r"\bOFFSET\b", ""), ("having", r"\bHAVING\b", ""), ("with", r"\bWITH\b", ""),
+            ("with_", r"\bWITH\b", ""), ("qualify", r"\bQUALIFY\b", ""), ("windows", r"\bWINDOW\b", ""))
+
+
+def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx, rename: list[str]) -> SqlQuery:
+    for key, keyword, why in _CLAUSES:
+        if keyword and sel.args.get(key):
+            word = keyword.strip(chr(92) + "b").replace(chr(92) + "s+", " ")
+            raise ctx.error(f"unsupported {word} clause{why}", keyword=keyword)
     for node in sel.walk():
         if node is not sel and isinstance(node, (exp.Select, exp.Subquery, exp.SetOperation)):
             raise ctx.error("unsupported subquery (nested SELECT)", node)
         if isinstance(node, exp.Window):
             raise ctx.error("unsupported window function", node)
+    _refuse_unread(sel, ctx)
+    tables = _tables(sel, relations, ctx)
+    res = Resolver(tables, relations, ctx)
+    joins: list[tuple[ColRef, ColRef]] = []
+    preds = []
+    where = sel.args.get("where")
+    conjuncts = _conjuncts(where.this) if where is not None else []
+    for j in sel.args.get("joins") or []:
+        if j.args.get("on") is not None:
+            conjuncts += _conjuncts(j.args["on"])
+    for c in conjuncts:
+        if type(c) is exp.EQ and type(unparen(c.this)) is exp.Column and type(unparen(c.expression)) is exp.Column:
+            joins.append((res.column(unparen(c.this)), res.column(unparen(c.expression))))
+        else:
+            preds.append(res.predicate(c))
+    items = select_items(sel, res, ctx)
+    groups = group_columns(sel, items, res, ctx)
+    group_by, aggregates = view_names(items, groups, rename, name, ctx)
+    note = order_note(name, sel, items, [n for n, _ in group_by] + [n for n, _ in aggregates], res, ctx)
+    _refuse_unknown(sel, ctx)
+    return SqlQuery(name, tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(group_by),
+                    tuple((n,) + agg for n, agg in aggregates), (note,) if note else ())
+
+
+def _tables(sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx) -> list[tuple[str, str]]:
+    """The FROM clause's relation occurrences as ``(alias, relation)``; only inner joins."""
     from_ = sel.args.get("from") or sel.args.get("from_")
     if from_ is None:
         raise ctx.error("a query needs a FROM clause", sel)
     tables: list[tuple[str, str]] = []
-    ons: list[exp.Expression] = []
     for item in [from_.this] + [j.this for j in sel.args.get("joins") or []]:
-        if not isinstance(item, exp.Table):
+        if type(item) is not exp.Table:
             raise ctx.error(f"unsupported FROM item {type(item).__name__.upper()} (only relation names)", item)
+        if item.args.get("db") or item.args.get("catalog"):
+            raise ctx.error(f"unsupported qualified relation name {sql_of(item)}", item)
+        alias = item.args.get("alias")
+        if alias is not None and alias.args.get("columns"):
+            raise ctx.error(f"unsupported column aliases in FROM ({sql_of(item)})", item)
         rel = next((r for r in relations if r.lower() == item.name.lower()), None)
         if rel is None:
             known = ", ".join(relations) or "none declared"
             raise ctx.error(f"unknown relation {item.name} (relations: {known})", item)
-        alias = item.alias or rel
-        if any(a.lower() == alias.lower() for a, _ in tables):
-            raise ctx.error(f"alias {alias} used twice in FROM", item)
-        tables.append((alias, rel))
+        name = item.alias or rel
+        if any(a.lower() == name.lower() for a, _ in tables):
+            raise ctx.error(f"alias {name} used twice in FROM", item)
+        tables.append((name, rel))
     for j in sel.args.get("joins") or []:
         side, kind = str(j.args.get("side") or "").upper(), str(j.args.get("kind") or "").upper()
         if side or kind not in ("", "INNER", "CROSS"):
             raise ctx.error(f"unsupported {(side + ' ' + kind).strip()} JOIN (only inner equi-joins)", j)
         if j.args.get("using"):
             raise ctx.error("unsupported JOIN ... USING (write ON a.x = b.y)", j)
-        if j.args.get("on") is not None:
-            ons.append(j.args["on"])
-    res = _Resolver(tables, relations, ctx)
-    joins: list[tuple[ColRef, ColRef]] = []
-    preds = []
-    conjuncts = _conjuncts(sel.args["where"].this) if sel.args.get("where") else []
-    for on in ons:
-        conjuncts += _conjuncts(on)
-    for c in conjuncts:
-        if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column):
-            joins.append((res.column(c.this), res.column(c.expression)))
-        else:
-            preds.append(res.predicate(c))
-    predicate = None
-    for p in preds:
-        predicate = p if predicate is None else ("and", predicate, p)
-    group_cols = []
-    for g in sel.args.get("group").expressions if sel.args.get("group") else []:
-        if not isinstance(g, exp.Column):
-            raise ctx.error(f"unsupported GROUP BY expression {g.sql()} (group by columns only)", g)
-        group_cols.append(res.column(g))
-    outputs: dict[ColRef, str] = {}
-    aggregates = []
-    for item in sel.expressions:
-        alias = item.alias if isinstance(item, exp.Alias) else None
-        node = item.this if isinstance(item, exp.Alias) else item
-        if isinstance(node, exp.Column):
-            ref = res.column(node)
-            if ref not in group_cols:
-                raise ctx.error(f"column {node.sql()} is selected but not in GROUP BY", node)
-            outputs[ref] = alias or ref[1]
-        elif isinstance(node, exp.AggFunc):
-            aggregates.append((alias or f"{type(node).__name__.lower()}_{len(aggregates) + 1}",) + res.aggregate(node))
-        elif isinstance(node, exp.Star):
-            raise ctx.error("unsupported SELECT * (an aggregate query selects group columns and aggregates)", node)
-        else:
-            bad = next((n for n in node.walk() if isinstance(n, exp.AggFunc)), None)
-            what = "arithmetic over aggregates" if bad is not None else f"non-aggregate expression {node.sql()}"
-            raise ctx.error(f"unsupported {what} in SELECT", node)
-    if not aggregates:
-        raise ctx.error("a query must compute at least one aggregate (SUM, COUNT or AVG)", sel)
-    names = [a[0] for a in aggregates] + list(outputs.values())
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise ctx.error(f"output column {dup} appears twice", sel)
-    group_by = tuple((outputs.get(ref, ref[1]), ref) for ref in group_cols)
-    return SqlQuery(name, tuple(tables), tuple(joins), predicate, group_by, tuple(aggregates))
+    return tables
 
 
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    while isinstance(e, exp.Paren):
-        e = e.this
-    if isinstance(e, exp.And):
+    e = unparen(e)
+    if type(e) is exp.And:
         return _conjuncts(e.this) + _conjuncts(e.expression)
     return [e]
-
-
-class _Resolver:
-    """Resolves column names against the FROM clause and translates expressions."""
-
-    def __init__(self, tables, relations, ctx: _Ctx):
-        self.tables, self.relations, self.ctx = tables, relations, ctx
-
-    def column(self, col: exp.Column) -> ColRef:
-        if not isinstance(col, exp.Column) or isinstance(col.this, exp.Star):
-            raise self.ctx.error(f"expected a column, found {col.sql()}", col)
-        name, qual = col.name.lower(), col.table.lower()
-        hits = [(a, c.name) for a, r in self.tables if (not qual or a.lower() == qual)
-                for c in self.relations[r].columns if c.name.lower() == name]
-        if not hits:
-            raise self.ctx.error(f"unknown column {col.sql()}", col)
-        if len(hits) > 1:
-            raise self.ctx.error(f"ambiguous column {col.sql()} (qualify it with a table alias)", col)
-        return hits[0]
-
-    def col_type(self, ref: ColRef) -> str:
-        rel = dict(self.tables)[ref[0]]
-        return next(c.type for c in self.relations[rel].columns if c.name == ref[1])
-
-    def constant(self, e: exp.Expression, ctype: str | None = None):
-        if isinstance(e, exp.Paren):
-            return self.constant(e.this, ctype)
-        if isinstance(e, exp.Neg):
-            v = self.constant(e.this)
-            if not isinstance(v, (int, float)):
-                raise self.ctx.error(f"cannot negate {e.this.sql()}", e)
-            return -v
-        if isinstance(e, exp.Literal):
-            if e.is_string:
-                return self._date(e.this, e) if ctype == "DATE" else e.this
-            text = e.this
-            return float(text) if any(ch in text for ch in ".eE") else int(text)
-        if isinstance(e, (exp.Cast, exp.TsOrDsToDate, exp.Date)) and isinstance(e.this, exp.Literal):
-            to = e.args.get("to")
-            if to is None or to.this == exp.DataType.Type.DATE:
-                return self._date(e.this.this, e)
-        if isinstance(e, exp.Null):
-            raise self.ctx.error("unsupported NULL", e)
-        raise self.ctx.error(f"unsupported expression {e.sql()} (expected a constant)", e)
-
-    def _date(self, text: str, node):
-        try:
-            return datetime.date.fromisoformat(text)
-        except ValueError:
-            raise self.ctx.error(f"invalid DATE literal {text!r}", node) from None
-
-    def predicate(self, e: exp.Expression):
-        while isinstance(e, exp.Paren):
-            e = e.this
-        if isinstance(e, exp.And):
-            return ("and", self.predicate(e.this), self.predicate(e.expression))
-        if isinstance(e, exp.Or):
-            return ("or", self.predicate(e.this), self.predicate(e.expression))
-        if isinstance(e, exp.Between) and isinstance(e.this, exp.Column):
-            ref = self.column(e.this)
-            t = self.col_type(ref)
-            return ("and", (">=", ref, self.constant(e.args["low"], t)), ("<=", ref, self.constant(e.args["high"], t)))
-        if isinstance(e, exp.In) and isinstance(e.this, exp.Column) and not e.args.get("query"):
-            ref = self.column(e.this)
-            t = self.col_type(ref)
-            out = None
-            for item in e.expressions:
-                p = ("=", ref, self.constant(item, t))
-                out = p if out is None else ("or", out, p)
-            return out
-        op = _CMP.get(type(e))
-        if op is None:
-            raise self.ctx.error(f"unsupported condition {type(e).__name__.upper()} ({e.sql()})", e)
-        left, right = e.this, e.expression
-        if isinstance(left, exp.Column) and isinstance(right, exp.Column):
-            if op == "=":
-                raise self.ctx.error(f"equality of columns {e.sql()} inside OR is not supported (equi-joins must be conjuncts)", e)
-            raise self.ctx.error(f"unsupported non-equi join condition {e.sql()} (only column = column joins)", e)
-        if isinstance(left, exp.Column):
-            ref = self.column(left)
-            return (op, ref, self.constant(right, self.col_type(ref)))
-        if isinstance(right, exp.Column):
-            ref = self.column(right)
-            return (op, self.constant(left, self.col_type(ref)), ref)
-        raise self.ctx.error(f"unsupported condition {e.sql()} (compare a column with a constant)", e)
-
-    def aggregate(self, node: exp.AggFunc) -> tuple[str, object]:
-        kind = type(node).__name__.upper()
-        if kind not in ("SUM", "COUNT", "AVG"):
-            raise self.ctx.error(f"unsupported aggregate {kind} (only SUM, COUNT and AVG)", node)
-        arg = node.this
-        if isinstance(arg, exp.Distinct):
-            raise self.ctx.error(f"unsupported {kind}(DISTINCT ...)", node)
-        if kind == "COUNT":
-            if arg is not None and not isinstance(arg, exp.Star):
-                self.arith(arg)  # resolve names; no NULLs, so COUNT(x) = COUNT(*)
-            return ("COUNT", 1)
-        return (kind, self.arith(arg))
-
-    def arith(self, e: exp.Expression):
-        if isinstance(e, exp.Paren):
-            return self.arith(e.this)
-        if isinstance(e, exp.Column):
-            ref = self.column(e)
-            if self.col_type(ref) not in ("INT", "FLOAT"):
-                raise self.ctx.error(f"cannot aggregate non-numeric column {e.sql()}", e)
-            return ref
-        if isinstance(e, exp.Neg):
-            return ("neg", self.arith(e.this))
-        op = _ARITH.get(type(e))
-        if op == "/":
-            try:
-                divisor = self.constant(e.expression)
-            except CompileError:
-                divisor = None
-            if not isinstance(divisor, (int, float)) or divisor == 0:
-                raise self.ctx.error(f"unsupported division by {e.expression.sql()} (only by a non-zero constant)", e)
-            return ("*", self.arith(e.this), 1 / divisor)
-        if op is not None:
-            return (op, self.arith(e.this), self.arith(e.expression))
-        if isinstance(e, exp.Literal) and not e.is_string:
-            return self.constant(e)
-        raise self.ctx.error(f"unsupported expression {type(e).__name__.upper()} ({e.sql()}) in an aggregate", e)

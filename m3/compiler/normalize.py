@@ -9,7 +9,12 @@
   variables all come from one relation occurrence stays whole (``(1 +
   -1*DISC)``) so it is materialised once; one that spans relations is
   expanded into monomials, giving several terms.
-* ``COUNT`` sums 1; ``AVG`` is a SUM map divided by a COUNT map.
+* ``CASE`` (in an aggregated expression) is a sum of guarded terms: branch i
+  contributes its value times ``[not c1] ... [not c(i-1)] [ci]`` (the first
+  branch whose condition holds), the ELSE ``[not c1] ... [not cn]``; the
+  guards are selections like WHERE's.  A NULL branch contributes nothing.
+* ``COUNT`` sums 1 where its argument is not NULL (:func:`nonnull`); ``AVG``
+  is a SUM map divided by such a COUNT map.
 
 >>> from .frontend import parse_sql
 >>> rels, qs = parse_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(b INT, c FLOAT);
@@ -46,6 +51,7 @@ from ..calculus import (
 )
 from ..errors import CompileError
 from .frontend import SqlQuery
+from .predicates import FALSE, TRUE, conj, negate
 
 
 @dataclass(frozen=True)
@@ -113,23 +119,59 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
 
     def agg(expr) -> Agg:
         terms = []
-        for (pc, conds), (vc, polys) in itertools.product(selection, _value_terms(expr, var, atoms)):
+        for (pc, conds), (vc, vconds, polys) in itertools.product(selection, _value_terms(expr, var, atoms)):
             if pc * vc:
-                terms.append(Term(pc * vc, atoms, conds, polys))
+                terms.append(Term(pc * vc, atoms, conds + tuple(c for c in vconds if c not in conds), polys))
+        if not terms:  # a map without a definition has nothing to maintain: say why, not what the checker sees
+            raise CompileError(f"query {q.name} has an aggregate that is always 0 (a WHERE or CASE condition "
+                               "that never holds, or a zero value)")
         return Agg(keys, tuple(terms))
 
     outputs = []
     for name, kind, expr in q.aggregates:
         if kind == "AVG":
-            outputs.append(Output(name, kind, agg(expr), agg(1)))
+            outputs.append(Output(name, kind, agg(expr), agg(nonnull(expr))))
         else:
-            outputs.append(Output(name, kind, agg(expr)))
+            outputs.append(Output(name, kind, agg(nonnull(expr) if kind == "COUNT" else expr)))
     return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, tuple(outputs))
 
 
+def nonnull(expr):
+    """The 0/1 arithmetic that is 1 where an aggregated expression is not NULL (what COUNT counts).
+
+    The front end allows NULL (``None``) only as the whole argument or as a
+    branch of a CASE that is the whole argument, so only CASE chains need a look.
+
+    >>> nonnull(("case", ((("=", ("R", "a"), 1), ("R", "b")),), None))
+    ('case', ((('=', ('R', 'a'), 1), 1),), 0)
+    >>> nonnull(("+", ("R", "b"), 2)), nonnull(None)
+    (1, 0)
+    """
+    if expr is None:
+        return 0
+    if _is_case(expr):
+        return ("case", tuple((c, nonnull(v)) for c, v in expr[1]), nonnull(expr[2]))
+    return 1
+
+
+def _is_ref(e) -> bool:
+    """A column reference ``(alias, column)`` (an alias may be spelt like an operator: ``FROM R neg``)."""
+    return isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], str)
+
+
+def _is_case(e) -> bool:
+    return isinstance(e, tuple) and len(e) == 3 and e[0] == "case" and isinstance(e[1], tuple) and not _is_ref(e)
+
+
+def _has_case(e) -> bool:
+    if _is_case(e):
+        return True
+    return isinstance(e, tuple) and not _is_ref(e) and any(_has_case(x) for x in e[1:])
+
+
 def _cond(op: str, left, right, var) -> Cond:
-    lv = var[left] if isinstance(left, tuple) else Lit(left)
-    rv = var[right] if isinstance(right, tuple) else Lit(right)
+    lv = var[left] if _is_ref(left) else Lit(left)
+    rv = var[right] if _is_ref(right) else Lit(right)
     if op in (">", ">="):
         return Cond("<" if op == ">" else "<=", rv, lv)
     return Cond(op, lv, rv)
@@ -137,6 +179,10 @@ def _cond(op: str, left, right, var) -> Cond:
 
 def _predicate(p, var) -> list[tuple[int, tuple[Cond, ...]]]:
     """Inclusion–exclusion: a predicate as a signed sum of products of atomic comparisons."""
+    if p == TRUE:
+        return [(1, ())]
+    if p == FALSE:
+        return []
     op = p[0]
     if op == "and":
         out = []
@@ -159,7 +205,7 @@ def _merge(terms):
 
 
 def _poly(e, var) -> Poly:
-    if isinstance(e, tuple) and len(e) == 2 and e[0] != "neg":
+    if _is_ref(e):
         return poly_var(var[e])
     if isinstance(e, (int, float)):
         return poly_const(e)
@@ -174,33 +220,65 @@ def _poly(e, var) -> Poly:
 
 
 def _factors(e) -> list:
-    if isinstance(e, tuple) and len(e) == 3 and e[0] == "*":
+    if isinstance(e, tuple) and not _is_ref(e) and len(e) == 3 and e[0] == "*":
         return _factors(e[1]) + _factors(e[2])
     return [e]
 
 
-def _value_terms(expr, var, atoms) -> list[tuple[int | float, tuple[Poly, ...]]]:
-    """The aggregated expression as a sum of (coefficient, polynomial factors)."""
-    alternatives: list[list[tuple[int | float, tuple[Poly, ...]]]] = []
+ValueTerm = tuple[int | float, tuple[Cond, ...], tuple[Poly, ...]]  # coefficient * guards * factors
+
+
+def _value_terms(expr, var, atoms) -> list[ValueTerm]:
+    """The aggregated expression as a sum of (coefficient, guards, polynomial factors)."""
+    alternatives: list[list[ValueTerm]] = []
     for f in _factors(expr):
+        if _has_case(f):
+            alternatives.append(_case_terms(f, var, atoms))
+            continue
         p = _poly(f, var)
         vs = set(poly_vars(p))
         if not p:
             return []
         if not vs:
-            alternatives.append([(p[0][0], ())])
+            alternatives.append([(p[0][0], (), ())])
         elif len(p) == 1:  # a monomial: its coefficient, and one factor per variable
             c, mono = p[0]
-            alternatives.append([(c, tuple(poly_var(v) for v in mono))])
+            alternatives.append([(c, (), tuple(poly_var(v) for v in mono))])
         elif any(vs <= set(a.vars()) for a in atoms):
-            alternatives.append([(1, (p,))])
+            alternatives.append([(1, (), (p,))])
         else:  # spans relations: expand into monomials
-            alternatives.append([(c, tuple(poly_var(v) for v in mono)) for c, mono in p])
+            alternatives.append([(c, (), tuple(poly_var(v) for v in mono)) for c, mono in p])
     out = []
     for combo in itertools.product(*alternatives):
-        coef, polys = 1, ()
-        for c, ps in combo:
+        coef, conds, polys = 1, (), ()
+        for c, cs, ps in combo:
             coef *= c
+            conds += tuple(x for x in cs if x not in conds)
             polys += ps
-        out.append((coef, polys))
+        if coef:
+            out.append((coef, conds, polys))
     return out
+
+
+def _case_terms(e, var, atoms) -> list[ValueTerm]:
+    """A factor that contains a CASE: each branch's value under the guard that selects that branch."""
+    if e is None:  # NULL: SUM skips it (the front end allows it only where skipping is the meaning)
+        return []
+    if not _has_case(e):
+        return _value_terms(e, var, atoms)
+    if _is_case(e):
+        out, previous = [], []
+        for cond, value in e[1] + ((TRUE, e[2]),):
+            guard = conj([negate(c) for c in previous] + [cond])
+            previous.append(cond)
+            for (gc, gconds), (vc, vconds, polys) in itertools.product(_predicate(guard, var),
+                                                                      _case_terms(value, var, atoms)):
+                out.append((gc * vc, gconds + tuple(c for c in vconds if c not in gconds), polys))
+        return out
+    op = e[0]
+    if op == "neg":
+        return [(-c, cs, ps) for c, cs, ps in _case_terms(e[1], var, atoms)]
+    if op in ("+", "-"):
+        sign = 1 if op == "+" else -1
+        return _case_terms(e[1], var, atoms) + [(sign * c, cs, ps) for c, cs, ps in _case_terms(e[2], var, atoms)]
+    return _value_terms(e, var, atoms)  # a product: factor by factor

@@ -74,6 +74,21 @@ def compile_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> Program:
 
     ``streams``: relations the SQL may read without declaring them, used
     when it declares none (an ``m3`` box's in streams; see :func:`.frontend.parse_sql`).
+    What was accepted without effect (ORDER BY) is logged at INFO; see
+    :func:`compile_with_notes`.
+    """
+    program, notes = compile_with_notes(text, streams)
+    for note in notes:
+        log.info("%s", note)
+    return program
+
+
+def compile_with_notes(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[Program, tuple[str, ...]]:
+    """:func:`compile_sql`, and the notes on what the SQL says that the program does not do (ORDER BY).
+
+    >>> _, notes = compile_with_notes("CREATE STREAM R(a INT); SELECT a, COUNT(*) AS n FROM R GROUP BY a ORDER BY n")
+    >>> notes
+    ('Q1: ORDER BY ignored: a view is a set of rows (sort them when reading the view)',)
     """
     relations, queries = parse_sql(text, streams)
     maps: dict[str, MapDef] = {}
@@ -84,9 +99,13 @@ def compile_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> Program:
         md = make_mapdef(name, agg)
         if md.canonical in maps:
             return maps[md.canonical].name
+        taken, n = {m.name.lower() for m in maps.values()}, 1
+        while md.name.lower() in taken:  # e.g. AVG x's x_count beside a COUNT named x_count
+            n += 1
+            md = make_mapdef(f"{name}_{n}", agg)
         maps[md.canonical] = md
         worklist.append(md)
-        return name
+        return md.name
 
     for q in queries:
         nq = normalize(relations, q)
@@ -116,9 +135,10 @@ def compile_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> Program:
                 statements.setdefault((rel, sign), []).extend((md.definition.degree(), s) for s in stmts)
     program = assemble(relations, list(maps.values()), views, statements)
     log.debug("compiled %d queries into %d maps", len(queries), len(program.maps))
-    return check_program(program)
+    return check_program(program), tuple(note for q in queries for note in q.notes)
 
 
 def compile_to_text(text: str) -> str:
-    """The M3 program text for SQL text (what ``boreas compile QUERY.sql`` prints)."""
-    return format_program(compile_sql(text))
+    """The M3 program text for SQL text (what ``boreas compile QUERY.sql`` prints), notes first as comments."""
+    program, notes = compile_with_notes(text)
+    return "".join(f"-- note: {note}\n" for note in notes) + format_program(program)

@@ -1,0 +1,310 @@
+"""Expressions of one SELECT, names resolved against its FROM clause: columns, selections, aggregates.
+
+The front end (:mod:`.frontend`) handles statements and clauses; this module
+translates the expressions inside them into the forms the normaliser reads:
+
+* a column is ``(alias, column)``;
+* a selection is a predicate of :mod:`.predicates` (comparisons of a column
+  with a constant, AND, OR, TRUE, FALSE; NOT, IN, BETWEEN and LIKE are
+  rewritten into those);
+* an aggregated expression is arithmetic: a column, a number, ``(op, a,
+  b)`` with op in ``+ - *``, ``("neg", a)``, or ``("case", ((predicate,
+  value), ...), default)`` for CASE (and ``IF``), whose values may be
+  ``None`` (SQL NULL) only where an aggregate skips them: as the whole
+  argument of SUM, COUNT or AVG, or a branch of such a CASE.  Inside
+  arithmetic a NULL would make the whole value NULL, which the runtime
+  (no NULLs) cannot represent, so it is refused there.
+
+Constants are folded by :mod:`.constants` and must fit the column they are
+compared with (a number for INT/FLOAT, a string for STRING, a date for
+DATE): Python cannot order an ``int`` against a ``str``, so a mismatch would
+otherwise fail in the runtime, at the first event.
+
+Every node type read here is listed in :data:`.nodes.READS`; anything else
+is a :class:`CompileError` naming the construct.
+
+>>> import sqlglot
+>>> from ..ast import Column, RelationDecl
+>>> from ..errors import CompileError
+>>> class Ctx:
+...     def error(self, message, node=None): return CompileError(message)
+>>> r = RelationDecl("R", "STREAM", (Column("a", "INT"), Column("s", "STRING")))
+>>> res = Resolver([("R", "R")], {"R": r}, Ctx())
+>>> res.predicate(sqlglot.parse_one("NOT (a BETWEEN 1 AND 2) AND s LIKE 'B%' AND a IN LIST (3)"))
+('and', ('and', ('or', ('<', ('R', 'a'), 1), ('>', ('R', 'a'), 2)), ('and', ('>=', ('R', 's'), 'B'), ('<', ('R', 's'), 'C'))), ('=', ('R', 'a'), 3))
+>>> res.aggregate(sqlglot.parse_one("SUM(CASE WHEN s = 'A' THEN a * 2 END)"))
+('SUM', ('case', ((('=', ('R', 's'), 'A'), ('*', ('R', 'a'), 2)),), None))
+>>> res.predicate(sqlglot.parse_one("a < 'x'"))
+Traceback (most recent call last):
+...
+boreas.m3.errors.CompileError: cannot compare INT column a with the string 'x'
+"""
+
+from __future__ import annotations
+
+import datetime
+import operator
+from typing import Protocol
+
+from sqlglot import exp
+
+from ..ast import RelationDecl
+from ..errors import CompileError
+from .constants import NotConstant, fold, is_constant
+from .nodes import sql_of
+from .predicates import FALSE, TRUE, in_list, like, negate
+
+ColRef = tuple[str, str]  # (alias, column)
+
+_CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_PY_CMP = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+           ">=": operator.ge}
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
+_AGGREGATES = {exp.Sum: "SUM", exp.Count: "COUNT", exp.Avg: "AVG"}
+
+
+class Positions(Protocol):
+    """Where the front end's errors point (``frontend._Ctx``)."""
+
+    def error(self, message: str, node: exp.Expression | None = None) -> CompileError: ...
+
+
+def unparen(e: exp.Expression) -> exp.Expression:
+    while type(e) is exp.Paren:
+        e = e.this
+    return e
+
+
+class Resolver:
+    """Resolves column names against the FROM clause and translates expressions (see module doc)."""
+
+    def __init__(self, tables: list[tuple[str, str]], relations: dict[str, RelationDecl], ctx: Positions):
+        self.tables, self.relations, self.ctx = tables, relations, ctx
+
+    # -- names and constants ------------------------------------------------
+    def _hits(self, col: exp.Column) -> list[ColRef]:
+        name, qual = col.name.lower(), col.table.lower()
+        return [(a, c.name) for a, r in self.tables if (not qual or a.lower() == qual)
+                for c in self.relations[r].columns if c.name.lower() == name]
+
+    def has_column(self, col: exp.Column) -> bool:
+        """Whether a column name resolves to some FROM column (GROUP BY prefers a column to an alias)."""
+        return bool(self._hits(col))
+
+    def column(self, col: exp.Expression) -> ColRef:
+        if type(col) is not exp.Column or isinstance(col.this, exp.Star):
+            raise self.ctx.error(f"expected a column, found {sql_of(col)}", col)
+        if col.args.get("db") or col.args.get("catalog"):
+            raise self.ctx.error(f"unsupported qualified column {sql_of(col)} (write alias.column)", col)
+        hits = self._hits(col)
+        if not hits:
+            raise self.ctx.error(f"unknown column {sql_of(col)}", col)
+        if len(hits) > 1:
+            raise self.ctx.error(f"ambiguous column {sql_of(col)} (qualify it with a table alias)", col)
+        return hits[0]
+
+    def col_type(self, ref: ColRef) -> str:
+        rel = dict(self.tables)[ref[0]]
+        return next(c.type for c in self.relations[rel].columns if c.name == ref[1])
+
+    def constant(self, e: exp.Expression):
+        """A constant's value, folded (:func:`.constants.fold`)."""
+        try:
+            return fold(e)
+        except NotConstant as nc:
+            raise self.ctx.error(nc.message, nc.node) from None
+
+    def _against(self, col: exp.Column, e: exp.Expression):
+        ref = self.column(col)
+        t = self.col_type(ref)
+        try:
+            v = fold(e, t)
+        except NotConstant as nc:
+            raise self.ctx.error(nc.message, nc.node) from None
+        if not _fits(t, v):
+            raise self.ctx.error(f"cannot compare {t} column {ref[1]} with {_what(v)}", e)
+        return ref, v
+
+    # -- selections -----------------------------------------------------------
+    def predicate(self, e: exp.Expression) -> tuple:
+        e = unparen(e)
+        kind = type(e)
+        if kind is exp.And:
+            return ("and", self.predicate(e.this), self.predicate(e.expression))
+        if kind is exp.Or:
+            return ("or", self.predicate(e.this), self.predicate(e.expression))
+        if kind is exp.Not:
+            return negate(self.predicate(e.this))
+        if kind is exp.Boolean:
+            return TRUE if e.this else FALSE
+        if kind is exp.Between:
+            col = self._subject(e, "BETWEEN")
+            (ref, low), (_, high) = self._against(col, e.args["low"]), self._against(col, e.args["high"])
+            return ("and", (">=", ref, low), ("<=", ref, high))
+        if kind is exp.In:
+            return self._in(e)
+        if kind is exp.Like:
+            col = self._subject(e, "LIKE")
+            if self.col_type(self.column(col)) != "STRING":
+                raise self.ctx.error(f"LIKE on {self.col_type(self.column(col))} column {sql_of(col)} "
+                                     "(LIKE matches strings)", e)
+            ref, pattern = self._against(col, e.expression)
+            try:
+                p = like(ref, pattern)
+            except ValueError as err:
+                raise self.ctx.error(f"unsupported {err}", e) from None
+            return negate(p) if e.args.get("negate") else p
+        if kind is exp.Is:
+            raise self.ctx.error(f"unsupported IS [NOT] NULL ({sql_of(e)}): the M3 runtime has no NULLs", e)
+        op = _CMP.get(kind)
+        if op is None:
+            raise self.ctx.error(f"unsupported condition {kind.__name__.upper()} ({sql_of(e)})", e)
+        left, right = unparen(e.this), unparen(e.expression)
+        if type(left) is exp.Column and type(right) is exp.Column:
+            if op == "=":
+                raise self.ctx.error(f"equality of columns {sql_of(e)} inside OR, NOT or CASE is not supported "
+                                     "(equi-joins must be conjuncts of WHERE or ON)", e)
+            raise self.ctx.error(f"unsupported non-equi join condition {sql_of(e)} (only column = column joins)", e)
+        if type(left) is exp.Column:
+            ref, v = self._against(left, right)
+            return (op, ref, v)
+        if type(right) is exp.Column:
+            ref, v = self._against(right, left)
+            return (op, v, ref)
+        if is_constant(left) and is_constant(right):
+            a, b = self.constant(left), self.constant(right)
+            if _kind(a) != _kind(b):
+                raise self.ctx.error(f"cannot compare {_what(a)} with {_what(b)} ({sql_of(e)})", e)
+            return TRUE if _PY_CMP[op](a, b) else FALSE
+        raise self.ctx.error(f"unsupported condition {sql_of(e)} (compare a column with a constant)", e)
+
+    def _subject(self, e: exp.Expression, what: str) -> exp.Column:
+        col = unparen(e.this)
+        if type(col) is not exp.Column:
+            raise self.ctx.error(f"unsupported {what} on {sql_of(col)} (only on a column)", e)
+        return col
+
+    def _in(self, e: exp.In) -> tuple:
+        if e.args.get("query") is not None:
+            raise self.ctx.error("unsupported subquery (IN (SELECT ...))", e)
+        if e.args.get("unnest") is not None:
+            raise self.ctx.error(f"unsupported IN UNNEST ({sql_of(e)})", e)
+        items = list(e.expressions)
+        field = e.args.get("field")
+        if field is not None:
+            if type(field) is not exp.List:
+                raise self.ctx.error(f"unsupported IN {sql_of(field)} (only a list of constants)", e)
+            items += field.expressions
+        if not items:
+            raise self.ctx.error(f"IN with an empty list ({sql_of(e)})", e)
+        col = self._subject(e, "IN")
+        return in_list(self.column(col), [self._against(col, item)[1] for item in items])
+
+    # -- aggregates -----------------------------------------------------------
+    def aggregate(self, node: exp.Expression) -> tuple[str, object]:
+        """``(SUM|COUNT|AVG, arithmetic)``: what is summed (COUNT: the rows where it is not NULL)."""
+        kind = _AGGREGATES.get(type(node))
+        if kind is None:
+            raise self.ctx.error(f"unsupported aggregate {type(node).__name__.upper()} (only SUM, COUNT and AVG)", node)
+        arg = node.this
+        if isinstance(arg, exp.Distinct):
+            raise self.ctx.error(f"unsupported {kind}(DISTINCT ...)", node)
+        if kind == "COUNT":
+            if node.expressions:
+                raise self.ctx.error(f"unsupported COUNT of several expressions ({sql_of(node)})", node)
+            if arg is None or type(arg) is exp.Star:
+                return ("COUNT", 1)
+            if type(unparen(arg)) is exp.Column:
+                self.column(unparen(arg))  # any type; never NULL, so COUNT(x) = COUNT(*)
+                return ("COUNT", 1)
+        return (kind, self.arith(arg, nullable=True))
+
+    def arith(self, e: exp.Expression, nullable: bool = False):
+        """An aggregated expression (module doc); ``nullable``: whether NULL may stand here."""
+        e = unparen(e)
+        kind = type(e)
+        if kind is exp.Column:
+            ref = self.column(e)
+            if self.col_type(ref) not in ("INT", "FLOAT"):
+                raise self.ctx.error(f"cannot aggregate non-numeric column {sql_of(e)}", e)
+            return ref
+        if kind is exp.Null:
+            if nullable:
+                return None
+            raise self.ctx.error("unsupported NULL inside arithmetic (the M3 runtime has no NULLs; "
+                                 "write ELSE 0 in a CASE that is added or multiplied)", e)
+        if kind in (exp.Case, exp.If):
+            return self._case(e, nullable)
+        if _constant_tree(e):
+            v = self.constant(e)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise self.ctx.error(f"cannot aggregate {_what(v)} ({sql_of(e)})", e)
+            return v
+        if kind is exp.Neg:
+            return ("neg", self.arith(e.this))
+        if kind is exp.Div:
+            try:
+                divisor = fold(e.expression)
+            except NotConstant:
+                divisor = None
+            if isinstance(divisor, bool) or not isinstance(divisor, (int, float)) or divisor == 0:
+                raise self.ctx.error(f"unsupported division by {sql_of(e.expression)} (only by a non-zero constant)", e)
+            return ("*", self.arith(e.this), 1 / divisor)
+        op = _ARITH.get(kind)
+        if op is not None:
+            return (op, self.arith(e.this), self.arith(e.expression))
+        if isinstance(e, exp.AggFunc):
+            raise self.ctx.error(f"unsupported aggregate of an aggregate ({sql_of(e)})", e)
+        raise self.ctx.error(f"unsupported expression {kind.__name__.upper()} ({sql_of(e)}) in an aggregate", e)
+
+    def _case(self, e: exp.Expression, nullable: bool):
+        """``CASE [x] WHEN c THEN v ... [ELSE d] END`` (or ``IF(c, v, d)``): the first branch whose condition holds."""
+        if type(e) is exp.If:
+            pairs, default = [(e.this, e.args.get("true"))], e.args.get("false")
+        else:
+            pairs, default = [(i.this, i.args.get("true")) for i in e.args.get("ifs") or []], e.args.get("default")
+            for i in e.args.get("ifs") or []:
+                if type(i) is not exp.If or i.args.get("false") is not None:
+                    raise self.ctx.error(f"unsupported CASE branch {sql_of(i)}", i)
+        if not pairs or any(v is None for _, v in pairs):
+            raise self.ctx.error(f"CASE without a WHEN ... THEN ({sql_of(e)})", e)
+        subject = e.this if type(e) is exp.Case else None
+        if subject is not None and type(unparen(subject)) is not exp.Column:
+            raise self.ctx.error(f"unsupported CASE {sql_of(subject)} WHEN ... (only CASE column WHEN constant)", e)
+        branches = []
+        for cond, value in pairs:
+            if subject is not None:
+                ref, v = self._against(unparen(subject), cond)
+                p = ("=", ref, v)
+            else:
+                p = self.predicate(cond)
+            branches.append((p, self.arith(value, nullable)))
+        if default is None and not nullable:
+            raise self.ctx.error("unsupported CASE without ELSE inside arithmetic (its NULL would make the whole "
+                                 "value NULL; the M3 runtime has no NULLs: write ELSE 0)", e)
+        return ("case", tuple(branches), None if default is None else self.arith(default, nullable))
+
+
+def _constant_tree(e: exp.Expression) -> bool:
+    """Arithmetic on constants only (folded as a whole, so DATE - INTERVAL and 0.06 - 0.01 fold as DuckDB would)."""
+    return is_constant(e) and not any(type(n) in (exp.Null, exp.Case, exp.If) for n in e.walk())
+
+
+def _fits(ctype: str, v) -> bool:
+    if ctype in ("INT", "FLOAT"):
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if ctype == "STRING":
+        return isinstance(v, str)
+    return isinstance(v, datetime.date)
+
+
+def _kind(v) -> str:
+    return "STRING" if isinstance(v, str) else "DATE" if isinstance(v, datetime.date) else "NUMBER"
+
+
+def _what(v) -> str:
+    if isinstance(v, str):
+        return f"the string {v!r}"
+    if isinstance(v, datetime.date):
+        return "a DATE"
+    return "a number"
