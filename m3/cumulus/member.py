@@ -34,7 +34,6 @@ Only *mixed* triggers pay for the ownership check, per written key.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
 from operator import itemgetter
 
 from ..ast import Program
@@ -194,7 +193,7 @@ class MemberRuntime(Runtime):
             if maps is None:
                 maps = self.deltas.epoch_maps(self.epoch)
             first = dict(zip(journal[-2::-2], journal[-1::-2]))  # key -> its value before the batch
-            get = store.data[name].get if store.primary[name] is None else partial(store.get_stored, name)
+            get = store.getter(name)
             entries = maps.setdefault(name, {})
             for k, old in first.items():
                 change = get(k, 0) - old

@@ -128,17 +128,17 @@ class Runtime:
             journal.clear()
 
     def _finish(self) -> None:
-        get = self.store.get_stored
         changes: dict[str, list] = {}
         for v in self.program.views:
             keys: dict = {}
             for m in v.maps:
                 j = self._journals[m]
-                before: dict = {}
-                for k, old in zip(j[::2], j[1::2]):
-                    before.setdefault(k, old)
-                for k, old in before.items():
-                    if get(m, k) != old:
+                if not j:
+                    continue
+                before = dict(zip(j[-2::-2], j[-1::-2]))  # key -> its value before the batch (its first old)
+                get = self.store.getter(m)
+                for k in dict.fromkeys(j[::2]):  # in the order the batch first wrote them
+                    if get(k, 0) != before[k]:
                         keys[k] = None
             if keys:
                 unpack = self.store.unpack
