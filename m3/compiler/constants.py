@@ -148,7 +148,7 @@ def _literal(e: exp.Literal, hint: str | None):
         if any(ch in text for ch in "eE"):
             return float(text)
         return Decimal(text) if "." in text else int(text)
-    except ValueError:
+    except (ValueError, ArithmeticError):  # decimal.InvalidOperation is an ArithmeticError
         raise NotConstant(f"invalid number {text!r}", e) from None
 
 

@@ -93,6 +93,7 @@ class _Ctx:
 
     def pos(self, node: exp.Expression | None) -> Pos | None:
         """Where a node starts: its first token with a position, stepped back over its leading keywords."""
+        node = node if isinstance(node, exp.Expression) else None
         offsets = [n.meta["start"] for n in (node.walk() if node is not None else ()) if "start" in n.meta]
         keyword = _LEADING.get(type(node)) if not offsets else None
         while not offsets and node is not None and node.parent is not None:  # built by sqlglot: where its parent is
@@ -312,6 +313,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         if isinstance(node, exp.Window):
             raise ctx.error("unsupported window function", node)
     _refuse_unread(sel, ctx)
+    _check_clauses(sel, ctx)
     tables = _tables(sel, relations, ctx)
     res = Resolver(tables, relations, ctx)
     joins: list[tuple[ColRef, ColRef]] = []
@@ -333,6 +335,22 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     _refuse_unknown(sel, ctx)
     return SqlQuery(name, tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(group_by),
                     tuple((n,) + agg for n, agg in aggregates), (note,) if note else ())
+
+
+_CLAUSE_TYPES = {"where": exp.Where, "group": exp.Group, "order": exp.Order, "from": exp.From, "from_": exp.From}
+
+
+def _check_clauses(sel: exp.Select, ctx: _Ctx) -> None:
+    """Each clause is the node sqlglot puts there (a tree built by hand may hold anything)."""
+    for key, cls in _CLAUSE_TYPES.items():
+        value = sel.args.get(key)
+        if value is not None and type(value) is not cls:
+            what = sql_of(value) if isinstance(value, exp.Expression) else repr(value)
+            raise ctx.error(f"malformed {key.rstrip('_').upper()} clause ({what})", sel)
+    for key, cls in (("joins", exp.Join), ("expressions", exp.Expression)):
+        value = sel.args.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, cls) for v in value):
+            raise ctx.error(f"malformed {key.upper()} of SELECT", sel)
 
 
 def _tables(sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx) -> list[tuple[str, str]]:

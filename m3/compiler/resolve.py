@@ -262,10 +262,11 @@ class Resolver:
         if type(e) is exp.If:
             pairs, default = [(e.this, e.args.get("true"))], e.args.get("false")
         else:
-            pairs, default = [(i.this, i.args.get("true")) for i in e.args.get("ifs") or []], e.args.get("default")
-            for i in e.args.get("ifs") or []:
+            ifs = e.args.get("ifs")
+            for i in ifs if isinstance(ifs, list) else [ifs]:
                 if type(i) is not exp.If or i.args.get("false") is not None:
-                    raise self.ctx.error(f"unsupported CASE branch {sql_of(i)}", i)
+                    raise self.ctx.error(f"unsupported CASE branch {sql_of(i) if i is not None else '(none)'}", e)
+            pairs, default = [(i.this, i.args.get("true")) for i in ifs], e.args.get("default")
         if not pairs or any(v is None for _, v in pairs):
             raise self.ctx.error(f"CASE without a WHEN ... THEN ({sql_of(e)})", e)
         subject = e.this if type(e) is exp.Case else None

@@ -1,0 +1,213 @@
+"""No silent drops (issue 14, item 5): every sqlglot node the front end meets is translated or refused, never ignored.
+
+Three properties, over sqlglot's own classes rather than over examples we
+thought of:
+
+1. **Every class, every position.**  Each class in ``sqlglot.expressions``
+   is put (built with column or constant children) into every position the
+   front end accepts an expression, clause item or statement in.  The front
+   end must raise a :class:`CompileError` or translate it; it must never
+   raise anything else (the old ``IN LIST`` inside AND raised a TypeError),
+   and it may translate only the classes it declares it reads
+   (:data:`boreas.m3.compiler.nodes.READS`).
+2. **Every unread field refuses.**  In a corpus of accepted queries, every
+   node gets, one at a time, each field of its class that the front end does
+   not read: the query must now be refused (``x IN LIST (...)`` was ``In``
+   with its list in the unread field ``field``).
+3. **Every read field matters.**  Each expression-valued field the front end
+   reads is replaced by other expressions: the result must change or be
+   refused; a field whose content never matters would be one it ignores.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from boreas.m3 import CompileError
+from boreas.m3.ast import Column, RelationDecl
+from boreas.m3.compiler.frontend import translate_statement
+from boreas.m3.compiler.nodes import READS, present
+from sqlglot import exp
+
+RELATIONS = {
+    "R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT"), Column("g", "STRING"),
+                                      Column("d", "DATE"))),
+    "S": RelationDecl("S", "STREAM", (Column("b", "INT"), Column("c", "FLOAT"))),
+}
+
+# every position the front end accepts something in; `hole` (a column, or the FROM table) marks it
+POSITIONS = [
+    "SELECT SUM(b) AS s FROM R WHERE hole",
+    "SELECT SUM(b) AS s FROM R WHERE a = 1 AND hole",
+    "SELECT SUM(b) AS s FROM R WHERE a = 1 OR hole",
+    "SELECT SUM(b) AS s FROM R WHERE NOT hole",
+    "SELECT SUM(b) AS s FROM R WHERE a < hole",
+    "SELECT SUM(b) AS s FROM R WHERE hole < a",
+    "SELECT SUM(b) AS s FROM R WHERE a IN (1, hole)",
+    "SELECT SUM(b) AS s FROM R WHERE a BETWEEN hole AND 3",
+    "SELECT SUM(b) AS s FROM R WHERE g LIKE hole",
+    "SELECT SUM(b) AS s FROM R WHERE d < DATE '1995-01-01' + hole",
+    "SELECT SUM(b) AS s FROM R WHERE a = 1 + hole",
+    "SELECT SUM(r.b) AS s FROM R r JOIN S s ON hole",
+    "SELECT SUM(r.b) AS s FROM R r JOIN S s ON r.b = s.b AND hole",
+    "SELECT a, hole FROM R GROUP BY a",
+    "SELECT a, hole AS x, SUM(b) AS s FROM R GROUP BY a",
+    "SELECT SUM(hole) AS s FROM R",
+    "SELECT SUM(b * hole) AS s FROM R",
+    "SELECT SUM(-hole) AS s FROM R",
+    "SELECT COUNT(hole) AS n FROM R",
+    "SELECT AVG(hole) AS v FROM R",
+    "SELECT SUM(CASE WHEN hole THEN b ELSE 0 END) AS s FROM R",
+    "SELECT SUM(CASE WHEN a = 1 THEN hole ELSE 0 END) AS s FROM R",
+    "SELECT SUM(CASE WHEN a = 1 THEN b ELSE hole END) AS s FROM R",
+    "SELECT SUM(CASE a WHEN hole THEN b ELSE 0 END) AS s FROM R",
+    "SELECT a, SUM(b) AS s FROM R GROUP BY hole",
+    "SELECT a, SUM(b) AS s FROM R GROUP BY a ORDER BY hole",
+    "SELECT SUM(b) AS s FROM hole",
+    "SELECT SUM(r.b) AS s FROM R r, hole",
+    "CREATE VIEW v AS SELECT SUM(b) AS s FROM R WHERE hole",
+]
+
+FILLERS = [exp.column("a"), exp.Literal.number(2), exp.Literal.string("A")]
+
+
+def _classes() -> list[type[exp.Expression]]:
+    seen = {}
+    for value in vars(exp).values():
+        if isinstance(value, type) and issubclass(value, exp.Expression):
+            seen[value.__name__] = value
+    return [seen[n] for n in sorted(seen)]
+
+
+def _instance(cls: type[exp.Expression], filler: exp.Expression) -> exp.Expression | None:
+    args = {k: ([filler.copy()] if k == "expressions" else filler.copy()) for k, required in cls.arg_types.items()
+            if required}
+    try:
+        return cls(**args)
+    except Exception:  # noqa: BLE001 - a class that cannot be built this way cannot be placed either
+        return None
+
+
+def _hole(tree: exp.Expression) -> exp.Expression:
+    return next(n for n in tree.walk() if isinstance(n, (exp.Column, exp.Table)) and n.name == "hole")
+
+
+def _translate(tree: exp.Expression, sql: str = ""):
+    """The front end's answer: its result, or the CompileError; anything else fails the test."""
+    try:
+        return translate_statement(tree, RELATIONS, sql)
+    except CompileError as e:
+        return e
+
+
+def test_every_sqlglot_class_in_every_position_is_translated_or_refused():
+    classes = _classes()
+    assert len(classes) > 500  # sqlglot's expression classes, not a hand-picked list
+    templates = [(sql, sqlglot.parse_one(sql)) for sql in POSITIONS]
+    translated: dict[str, set[str]] = {}
+    built = 0
+    for cls in classes:
+        for filler in FILLERS:
+            node = _instance(cls, filler)
+            if node is None:
+                continue
+            built += 1
+            out = _translate(node)  # the statement position
+            assert isinstance(out, CompileError), f"{cls.__name__} accepted as a statement"
+            for sql, template in templates:
+                tree = template.copy()
+                hole = _hole(tree)
+                if hole is tree:
+                    continue
+                hole.replace(node.copy())
+                try:
+                    out = _translate(tree, sql)
+                except Exception as e:  # the property under test: nothing but CompileError
+                    raise AssertionError(f"{cls.__name__} (filler {filler.sql()}) in {sql!r} raised {e!r}") from e
+                if not isinstance(out, CompileError):
+                    translated.setdefault(cls.__name__, set()).add(sql)
+                    assert cls in READS, f"{cls.__name__} in {sql!r} was accepted but the front end does not read it"
+    assert built > 900
+    assert {"Column", "Literal", "EQ", "Add", "Sum"} <= set(translated)  # the walk did reach translated positions
+
+
+# accepted queries using every construct the front end reads (property 2 and 3 mutate them)
+CORPUS = [
+    "CREATE TABLE X(k INT NOT NULL, v DECIMAL(15, 2), w VARCHAR(3))",
+    "SELECT a, SUM(b) AS s FROM R WHERE a IN LIST (1, 2) AND g IN ('A') GROUP BY a",
+    "SELECT a AS k, COUNT(*) AS n, AVG(b) AS v FROM R WHERE NOT (a BETWEEN 1 AND 2 OR b <> 0) GROUP BY k ORDER BY n DESC",
+    "SELECT g, SUM(r.b * 2 - -r.a / 4) AS s FROM R r JOIN S s ON r.b = s.b WHERE s.c >= 0.5 GROUP BY 1",
+    "SELECT SUM(CASE WHEN g LIKE 'B%' THEN b WHEN g NOT LIKE 'A' THEN 1 ELSE a END) AS s FROM R WHERE TRUE",
+    "SELECT g, SUM(CASE a WHEN 1 THEN b END) AS s, COUNT(IF(b > 1, 1, NULL)) AS n FROM R GROUP BY ALL",
+    "SELECT SUM(b) AS s FROM R WHERE d < CAST('1995-01-01' AS DATE) - INTERVAL '3' MONTH AND d > DATE('1994-01-01')",
+    "SELECT SUM(b) AS s FROM R WHERE a = EXTRACT(MONTH FROM DATE '1995-03-01') AND d >= TS_OR_DS_TO_DATE('1990-01-01')",
+    "SELECT SUM(b) AS s FROM R WHERE a < 1 + 2 * 3 AND b = (4) AND b <= 9 AND a > -1",
+    "CREATE VIEW v(x) AS SELECT a, SUM(b) AS s FROM R GROUP BY a",
+    "SELECT COUNT(r.g) AS n FROM R AS r, S WHERE r.b = S.b",
+]
+
+# read fields whose content does not change the result, by design
+NO_EFFECT = {
+    ("Ordered", "desc"), ("Ordered", "nulls_first"),  # ORDER BY is ignored: a view is a set
+    ("DataType", "expressions"), ("DataType", "nested"),  # DECIMAL(15, 2) is FLOAT whatever its precision
+    ("Count", "big_int"),  # COUNT_BIG counts the same rows
+    ("Create", "replace"), ("Create", "exists"),  # one declaration per name anyway
+    ("Identifier", "quoted"),  # names are matched case-insensitively either way
+    ("Literal", "is_string"),  # tried through other mutants (a string where a number was)
+}
+MUTANTS = [exp.Literal.number(7), exp.column("b"), exp.Literal.string("Z"), exp.column("zz"), exp.Boolean(this=False)]
+
+
+def _nodes(tree: exp.Expression) -> list[exp.Expression]:
+    return list(tree.walk())
+
+
+def test_a_field_the_front_end_does_not_read_is_refused():
+    checked = set()
+    for sql in CORPUS:
+        tree = sqlglot.parse_one(sql)
+        assert not isinstance(_translate(tree, sql), CompileError), sql
+        for i, node in enumerate(_nodes(tree)):
+            reads = READS[type(node)]
+            checked.add(type(node))
+            for arg in type(node).arg_types:
+                if arg in reads or present(node.args.get(arg)):
+                    continue
+                for value in (exp.column("a"), True):
+                    copy = tree.copy()
+                    _nodes(copy)[i].set(arg, value)
+                    out = _translate(copy, sql)
+                    assert isinstance(out, CompileError), f"{type(node).__name__}.{arg} = {value!r} ignored in {sql!r}"
+    # every node type the front end reads occurs in an accepted query; DISTINCT is read only to refuse it
+    assert set(READS) - checked <= {exp.Distinct}, set(READS) - checked
+
+
+def test_a_field_the_front_end_reads_matters():
+    for sql in CORPUS:
+        tree = sqlglot.parse_one(sql)
+        before = _translate(tree, sql)
+        for i, node in enumerate(_nodes(tree)):
+            if node.find_ancestor(exp.DataType) is not None:  # type parameters: DECIMAL(15, 2) is FLOAT
+                continue
+            for arg, value in node.args.items():
+                if (type(node).__name__, arg) in NO_EFFECT or not present(value):
+                    continue
+                variants = _variants(value)
+                outcomes = []
+                for v in variants:
+                    copy = tree.copy()
+                    _nodes(copy)[i].set(arg, v)
+                    outcomes.append(_translate(copy, sql))
+                assert any(isinstance(o, CompileError) or o != before for o in outcomes), (
+                    f"{type(node).__name__}.{arg} of {sql!r} never changes the result")
+
+
+def _variants(value) -> list:
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, str):
+        return [value + "x", ""]
+    if isinstance(value, list):
+        return [[m.copy()] + [v.copy() for v in value[1:]] for m in MUTANTS] + [[]]
+    if isinstance(value, exp.Expression):
+        return [m.copy() for m in MUTANTS if m != value]
+    return [None]
