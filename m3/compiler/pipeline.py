@@ -1,6 +1,8 @@
 """The SQL → M3 compiler: the passes, in order, in one place.
 
-1. :func:`frontend.parse_sql` — SQL text → relations and resolved queries
+1. :func:`frontend.parse_sql` — SQL text → relations and resolved queries (expressions:
+   :mod:`.resolve`, folding :mod:`.constants`, selections :mod:`.predicates`; the
+   SELECT list :mod:`.outputs`; the sqlglot nodes and fields it reads :mod:`.nodes`)
 2. :func:`normalize.normalize` — each query → sum-of-products calculus, one map per aggregate
 3. for every map, for every relation it reads and both event signs (recursively, for the maps this creates):
 

@@ -115,8 +115,12 @@ class Resolver:
             raise self.ctx.error(nc.message, nc.node) from None
 
     def _against(self, col: exp.Column, e: exp.Expression):
+        """``(column, value)`` for a column compared with a constant that fits its type."""
         ref = self.column(col)
         t = self.col_type(ref)
+        if not is_constant(e):
+            raise self.ctx.error(f"unsupported comparison of column {sql_of(col)} with {sql_of(e)} "
+                                 "(compare a column with a constant)", e)
         try:
             v = fold(e, t)
         except NotConstant as nc:

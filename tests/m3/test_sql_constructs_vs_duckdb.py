@@ -27,6 +27,13 @@ CREATE STREAM orders(o_orderkey INT, o_custkey INT, o_orderdate DATE, o_shipprio
 CREATE STREAM customer(c_custkey INT, c_mktsegment VARCHAR);
 """
 
+LINEITEM = """
+CREATE STREAM orders(o_orderkey INT, o_orderpriority VARCHAR);
+CREATE STREAM lineitem(l_orderkey INT, l_quantity DOUBLE, l_extendedprice DOUBLE, l_discount DOUBLE, l_tax DOUBLE,
+                       l_returnflag VARCHAR, l_linestatus VARCHAR, l_shipdate DATE, l_receiptdate DATE,
+                       l_shipmode VARCHAR);
+"""
+
 # name -> (SQL compiled, DuckDB's equivalent or None for the same text)
 SHAPES: dict[str, tuple[str, str | None]] = {
     # 1. IN LIST and IN, alone, inside AND and OR, negated
@@ -100,6 +107,28 @@ SHAPES: dict[str, tuple[str, str | None]] = {
                                          WHERE c.c_custkey = o.o_custkey AND c.c_mktsegment LIKE 'BUILD%'
                                            AND o.o_orderdate < DATE '1995-03-01' + INTERVAL 14 DAY
                                          GROUP BY o.o_orderkey, o.o_orderdate ORDER BY n DESC, o_orderdate""", None),
+    # TPC-H queries that needed these constructs (constants moved into the test's small domains)
+    "tpch_q1": (LINEITEM + """SELECT l_returnflag, l_linestatus, SUM(l_quantity) AS sum_qty,
+                                     SUM(l_extendedprice) AS sum_base_price,
+                                     SUM(l_extendedprice * (1 - l_discount)) AS sum_disc_price,
+                                     SUM(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS sum_charge,
+                                     AVG(l_quantity) AS avg_qty, AVG(l_extendedprice) AS avg_price,
+                                     AVG(l_discount) AS avg_disc, COUNT(*) AS count_order
+                              FROM lineitem WHERE l_shipdate <= DATE '1996-01-01' - INTERVAL '90' DAY
+                              GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus""", None),
+    "tpch_q6": (LINEITEM + """SELECT SUM(l_extendedprice * l_discount) AS revenue FROM lineitem
+                              WHERE l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1994-01-01' + INTERVAL '1' YEAR
+                                AND l_discount BETWEEN 0.50 - 0.25 AND 0.50 + 0.25 AND l_quantity < 2""", None),
+    "tpch_q12": (LINEITEM + """SELECT l_shipmode,
+                                      SUM(CASE WHEN o_orderpriority = 'A' OR o_orderpriority = 'B' THEN 1 ELSE 0 END)
+                                          AS high_line_count,
+                                      SUM(CASE WHEN o_orderpriority <> 'A' AND o_orderpriority <> 'B' THEN 1 ELSE 0 END)
+                                          AS low_line_count
+                               FROM orders, lineitem
+                               WHERE o_orderkey = l_orderkey AND l_shipmode IN ('R', 'ASIA')
+                                 AND l_receiptdate >= DATE '1994-01-01'
+                                 AND l_receiptdate < DATE '1994-01-01' + INTERVAL '1' YEAR
+                               GROUP BY l_shipmode ORDER BY l_shipmode""", None),
 }
 
 _harnesses: dict[str, Harness] = {}
