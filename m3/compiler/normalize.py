@@ -144,14 +144,18 @@ def nonnull(expr):
 
     >>> nonnull(("case", ((("=", ("R", "a"), 1), ("R", "b")),), None))
     ('case', ((('=', ('R', 'a'), 1), 1),), 0)
-    >>> nonnull(("+", ("R", "b"), 2)), nonnull(None)
-    (1, 0)
+    >>> nonnull(("+", ("R", "b"), 2)), nonnull(None), nonnull(("case", ((("=", ("R", "a"), 1), 2),), 0))
+    (1, 0, 1)
     """
     if expr is None:
         return 0
-    if _is_case(expr):
+    if _is_case(expr) and _may_be_null(expr):
         return ("case", tuple((c, nonnull(v)) for c, v in expr[1]), nonnull(expr[2]))
     return 1
+
+
+def _may_be_null(expr) -> bool:
+    return expr is None or _is_case(expr) and (any(_may_be_null(v) for _, v in expr[1]) or _may_be_null(expr[2]))
 
 
 def _is_ref(e) -> bool:
