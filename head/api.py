@@ -35,7 +35,10 @@ Reads are open:
   ``"partition"`` layout instead (:func:`partition_json`), else ``"partition": null``;
 * ``GET /streams/{name}`` -- where a stream enters (for publishers: its
   ``<publish>`` nodes, else the nodes that consume it), which node produces
-  it (for subscribers), and its schema.
+  it (for subscribers), and its schema;
+* ``GET /metrics`` (Prometheus, :mod:`.metrics`), ``GET /healthz`` and
+  ``GET /readyz`` (:mod:`boreas.wire.health`), ``GET /openapi.json`` (this
+  list as OpenAPI 3, shapes in :mod:`.api_docs`).
 """
 
 from __future__ import annotations
@@ -68,9 +71,14 @@ from boreas.catalog.slices import stream_route
 from boreas.catalog.store import StoreError
 from boreas.catalog.updates import update_document
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS, DeadlineExceeded, capped
+from boreas.wire.health import Health
+from boreas.wire.metrics import add_metrics_route
+from boreas.wire.openapi import add_openapi_route
 from boreas.wire.server import json_error
 
+from .api_docs import HEAD_DOCS
 from .context import HeadContext
+from .metrics import HeadMetrics, head_checks
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +93,7 @@ _UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\uffff]")
 
 
 def install_routes(head: HeadContext) -> None:
-    api = _Api(head)
+    api = _Api(head, HeadMetrics(head))
     router = head.server.app.router
     router.add_post("/submissions", api.submit)
     router.add_get("/submissions/{id}", api.submission)
@@ -97,6 +105,17 @@ def install_routes(head: HeadContext) -> None:
     router.add_post("/snapshots", api.snapshot)
     router.add_get("/streams/{name}", api.stream)
     router.add_get("/boxes/{name}", api.box)
+    Health("head", head_checks(head)).add_routes(router)
+    add_metrics_route(router, head.server.registry)
+    add_openapi_route(router, HEAD_DOCS, "Boreas Head", "The Head's HTTP API (docs/api.md).")
+
+
+def _kind(item: object) -> str:
+    """The ``kind`` label of an item of ``POST /update`` (a bounded set: the element's kind)."""
+    if isinstance(item, Delete):
+        return "global"
+    return {GlobalComponent: "global", Region: "region", Move: "move", Connect: "connect",
+            Disconnect: "disconnect", Partition: "layout"}.get(type(item), "other")
 
 
 def _invalid(problems: list[Diagnostic]) -> web.Response:
@@ -113,8 +132,9 @@ def _boundary(request: web.Request) -> str | None:
 
 
 class _Api:
-    def __init__(self, head: HeadContext):
+    def __init__(self, head: HeadContext, metrics: HeadMetrics):
         self.head = head
+        self.metrics = metrics
 
     async def _documents(self, request: web.Request) -> list[tuple[str, bytes]] | web.Response:
         if not request.content_type.startswith("multipart/"):
@@ -185,18 +205,23 @@ class _Api:
         return docs
 
     async def submit(self, request: web.Request) -> web.Response:
-        files = await self._documents(request)
-        if isinstance(files, web.Response):
-            return files
-        docs = await self._read(files)
-        if isinstance(docs, web.Response):
-            return docs
-        try:
-            sub = await self.head.submit(docs)
-        except ValidationFailed as exc:
-            return _invalid(exc.diagnostics)
-        except StoreError as exc:
-            return json_error(503, f"catalog store: {exc}")
+        """Validate application and deployment XML and commit it as one catalog version."""
+        with self.metrics.timed_submission() as outcome:
+            files = await self._documents(request)
+            if isinstance(files, web.Response):
+                return files
+            outcome["outcome"] = "invalid"
+            docs = await self._read(files)
+            if isinstance(docs, web.Response):
+                return docs
+            try:
+                sub = await self.head.submit(docs)
+            except ValidationFailed as exc:
+                return _invalid(exc.diagnostics)
+            except StoreError as exc:
+                outcome["outcome"] = "store_error"
+                return json_error(503, f"catalog store: {exc}")
+            outcome["outcome"] = "committed"
         status = self.head.submissions.status(sub, self.head.syncs, self.head.pending)
         return web.json_response({**status, "revision": self.head.revision}, status=202)
 
@@ -236,30 +261,35 @@ class _Api:
         done: list[dict[str, Any]] = []
         try:
             for item in doc.items:
-                if isinstance(item, GlobalComponent):
-                    await self.head.register_global(item)
-                    done.append({"global": item.endpoint, "registered": True})
-                elif isinstance(item, Delete):
-                    removed = await self.head.unregister_global(item.global_ or "")
-                    done.append({"global": item.global_, "removed": removed})
-                elif isinstance(item, Region):
-                    await self.head.register_region(item)
-                    done.append({"region": item.region, "endpoint": item.endpoint})
-                elif isinstance(item, Connect) and item.box.node:
-                    version = await self.head.learn_connect(item)
-                    done.append({"connect": item.box.name, "node": item.box.node, "version": version})
-                elif isinstance(item, Disconnect) and item.stream:
-                    version = await self.head.learn_disconnect(item.stream)
-                    done.append({"disconnect": item.stream, "version": version})
-                elif isinstance(item, Move) and item.box:
-                    version = await self.head.learn_move(item.box, item.node)
-                    done.append({"move": item.box, "node": item.node, "version": version})
-                elif isinstance(item, Partition):
-                    version = await self.head.learn_layout(item)
-                    done.append({"partition": item.box, "layout": item.layout, "version": version})
+                with self.metrics.timed_learning(_kind(item)):
+                    await self._learn(item, done)
         except StoreError as exc:
             return json_error(503, f"catalog store: {exc}", done=done)
         return web.json_response({"version": self.head.catalog.version, "done": done})
+
+    async def _learn(self, item: object, done: list[dict[str, Any]]) -> None:
+        """One item of ``POST /update``: a registration, or a change a node made and reports."""
+        if isinstance(item, GlobalComponent):
+            await self.head.register_global(item)
+            done.append({"global": item.endpoint, "registered": True})
+        elif isinstance(item, Delete):
+            removed = await self.head.unregister_global(item.global_ or "")
+            done.append({"global": item.global_, "removed": removed})
+        elif isinstance(item, Region):
+            await self.head.register_region(item)
+            done.append({"region": item.region, "endpoint": item.endpoint})
+        elif isinstance(item, Connect) and item.box.node:
+            version = await self.head.learn_connect(item)
+            done.append({"connect": item.box.name, "node": item.box.node, "version": version})
+        elif isinstance(item, Disconnect) and item.stream:
+            version = await self.head.learn_disconnect(item.stream)
+            done.append({"disconnect": item.stream, "version": version})
+        elif isinstance(item, Move) and item.box:
+            version = await self.head.learn_move(item.box, item.node)
+            done.append({"move": item.box, "node": item.node, "version": version})
+        elif isinstance(item, Partition):
+            version = await self.head.learn_layout(item)
+            done.append({"partition": item.box, "layout": item.layout, "version": version})
 
     async def members(self, request: web.Request) -> web.Response:
         try:
@@ -274,8 +304,11 @@ class _Api:
             return json_error(400, f"bad heartbeat: {exc}")
         self.head.heartbeat(endpoint, incarnation, version, recovery)
         membership = self.head.store_url if self.head.store_url.startswith("zk://") else None
+        sync = self.head.syncs.get(endpoint)  # the node's readiness: is it in sync, as the Head sees it
         return web.json_response({"membership": membership, "timeout": self.head.membership.timeout,
-                                  "snapshot_complete": self.head.snapshots.complete_id or None})
+                                  "snapshot_complete": self.head.snapshots.complete_id or None,
+                                  "in_sync": sync.in_sync if sync else None,
+                                  "desired_version": sync.desired_version if sync else None})
 
     async def snapshot(self, request: web.Request) -> web.Response:
         """``POST /snapshots``: take a snapshot now (``boreas snapshot``); 200 when complete, else 503."""

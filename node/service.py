@@ -22,6 +22,9 @@ HTTP interface (mutating calls need the cluster token):
   ``GET /segments/{box}`` counts a partitioned box's entries per segment;
 * ``GET /catalog``  -- the local catalog as update XML;
 * ``GET /status``   -- endpoint, incarnation, version and counters;
+  ``GET /metrics`` the same figures for Prometheus (:mod:`.metrics`),
+  ``GET /healthz`` and ``GET /readyz`` liveness and readiness
+  (:mod:`.readiness`), ``GET /openapi.json`` this list as OpenAPI 3;
 * ``GET /data``     -- WebSocket: batches of tuples for the streams that
   enter this node (:mod:`boreas.wire.receiver`); publishers and upstream
   nodes send here.
@@ -53,19 +56,25 @@ from boreas.catalog.replicate import Rejection, UpdateRejected, update_items
 from boreas.catalog.xmlsafe import DeadlineExceeded
 from boreas.m3.boxtype import box_types
 from boreas.wire.client import PeerClient, PeerError
+from boreas.wire.health import Health
+from boreas.wire.metrics import add_metrics_route
+from boreas.wire.openapi import add_openapi_route
 from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer, json_error
 from boreas.wire.supervisor import Supervisor
 
 from .adopt import Adopter, AdoptionRefused, archive_adopted, claimed_by
+from .api_docs import NODE_DOCS
 from .connector import ConnectRefused, FilterConnector
 from .cumulus.api import SegmentsApi
 from .dataflow import Dataflow
 from .gcpause import gc_paused
 from .head_reports import HeadReports
 from .local_catalog import LocalCatalog
+from .metrics import NodeMetrics
 from .mover import BoxMover, MoveFailed
 from .query import QueryApi
+from .readiness import node_checks
 from .recovery.durability import FLUSH_EVERY, FLUSH_MS, Durability
 from .reflect import Reflector
 
@@ -90,11 +99,14 @@ class NodeService:
         self.server = HttpServer(f"node {endpoint}", token)
         self.peers = PeerClient(token, timeout=5.0)
         self.registered = asyncio.Event()
+        self.heartbeat_answered: float | None = None  # when the Head last answered (readiness)
+        self.head_sync: dict | None = None  # the Head's word on our sync, from its last answer
         # The box types this node runs: built once here, passed to everything that checks a slice.
         self.box_types = box_types()
         self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}",
                                  box_types=self.box_types)
-        self.receiver = DataReceiver(self.dataflow.accept, token)
+        self.metrics = NodeMetrics(self)  # views of the counters below, read when /metrics is scraped
+        self.receiver = DataReceiver(self.metrics.counting(self.dataflow.accept), token)
         # With a data dir the node is durable: it logs what it takes and comes back after a crash.
         self.durability = (Durability(data_dir, snapshot_url, flush_every=group_commit[0], flush_ms=group_commit[1])
                            if data_dir is not None else None)
@@ -122,6 +134,9 @@ class NodeService:
         self.queries = QueryApi(self.dataflow, endpoint)  # GET /query/{box}: the m3 boxes' maps
         self.queries.add_routes(router)  # and GET /query/{box}/maps
         SegmentsApi(self.dataflow, endpoint, report=self._report).add_routes(router)  # /segments/{box}
+        Health(f"node {endpoint}", node_checks(self)).add_routes(router)  # /healthz, /readyz
+        add_metrics_route(router, self.server.registry)
+        add_openapi_route(router, NODE_DOCS, f"Boreas node {endpoint}", "A node's HTTP API (docs/api.md).")
 
     async def start(self) -> None:
         host, port = split_endpoint(self.endpoint)
@@ -318,10 +333,12 @@ class NodeService:
         version = self.local.version
         async with self.update_lock:
             for move in moves:
-                try:
-                    version = await self.mover.move_out(move.box or "", move.node)
-                except MoveFailed as exc:
-                    return json_error(502, str(exc))
+                with self.metrics.timed("move") as outcome:
+                    try:
+                        version = await self.mover.move_out(move.box or "", move.node)
+                    except MoveFailed as exc:
+                        return json_error(502, str(exc))
+                    outcome["outcome"] = "done"
         return web.json_response({"endpoint": self.endpoint, "version": version,
                                   "moved": [[m.box, m.node] for m in moves]})
 
@@ -330,15 +347,17 @@ class NodeService:
         if len(changes) != 1 or len(update.items) != 1:
             return json_error(422, "send one <connect> or <disconnect> on its own")
         change = changes[0]
-        try:
-            if isinstance(change, Connect):
-                done = await self.connector.connect(change)
-            else:
-                if not change.stream:
-                    return json_error(422, "<disconnect> needs stream=: the stream the connect added")
-                done = await self.connector.disconnect(change.stream)
-        except ConnectRefused as exc:
-            return json_error(exc.status, str(exc))
+        if isinstance(change, Disconnect) and not change.stream:
+            return json_error(422, "<disconnect> needs stream=: the stream the connect added")
+        with self.metrics.timed("connect" if isinstance(change, Connect) else "disconnect") as outcome:
+            try:
+                if isinstance(change, Connect):
+                    done = await self.connector.connect(change)
+                else:
+                    done = await self.connector.disconnect(change.stream)
+            except ConnectRefused as exc:
+                return json_error(exc.status, str(exc))
+            outcome["outcome"] = "done"
         return web.json_response({"endpoint": self.endpoint, "version": self.local.version, **done})
 
     def apply_local(self, items: list, reflect: list | None = None, keep_state: tuple[str, ...] = ()) -> int:
@@ -417,6 +436,8 @@ class NodeService:
                     log.info("node %s registered with the Head at %s", self.endpoint, self.head)
                 announced = True
                 self.registered.set()
+                self.heartbeat_answered = time.monotonic()
+                self.head_sync = {k: reply.get(k) for k in ("in_sync", "desired_version")}
                 if self.durability is not None and reply.get("snapshot_complete"):
                     self.durability.completed(int(reply["snapshot_complete"]))
                 await self._join_zookeeper(reply.get("membership"))

@@ -15,7 +15,10 @@ HTTP interface:
 * ``POST /update`` -- reflections from nodes (update XML, ``origin`` = node);
 * ``GET /catalog`` -- the regional catalog as application XML;
 * ``GET /deploy`` -- where its boxes run, as deployment XML;
-* ``GET /status`` -- members, box locations, counters.
+* ``GET /status`` -- members, box locations, counters;
+* ``GET /metrics``, ``GET /healthz``, ``GET /readyz`` -- the same figures for
+  Prometheus, liveness, readiness (registered, members' catalogs reflected):
+  :mod:`.metrics`.
 
 Usage::
 
@@ -38,9 +41,12 @@ from boreas.catalog.documents import Move, Update, read_document
 from boreas.catalog.model import Region
 from boreas.catalog.updates import update_document
 from boreas.wire.client import PeerClient, PeerError, PeerRefused
+from boreas.wire.health import Health
+from boreas.wire.metrics import View, add_metrics_route
 from boreas.wire.server import HttpServer, json_error
 
 from .catalog import RegionalCatalog
+from .metrics import read_region, region_checks
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +64,15 @@ class RegionalComponent:
         self.peers = PeerClient(token)
         self.changed = asyncio.Condition()
         self.endpoint: str | None = None
+        self.registered = False  # the Head took our registration (readiness)
         router = self.server.app.router
         router.add_post("/update", self._handle_update)
         router.add_get("/catalog", self._handle_catalog)
         router.add_get("/deploy", self._handle_deploy)
         router.add_get("/status", self._handle_status)
+        Health(f"region {name}", region_checks(self)).add_routes(router)
+        self.server.registry.register(View(lambda f: read_region(self, f)))
+        add_metrics_route(router, self.server.registry)
 
     async def start(self, host: str = "localhost", port: int = 0) -> str:
         self.endpoint = await self.server.start(host, port)
@@ -76,6 +86,7 @@ class RegionalComponent:
         registration = Region(self.name, "", self.endpoint, self.name)
         await self.peers.call("POST", f"{self.head}/update", data=update_document([registration]),
                               content_type="application/xml")
+        self.registered = True
 
     async def close(self) -> None:
         await self.server.close()

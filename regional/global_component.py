@@ -5,7 +5,9 @@ registers with the Head (``<global endpoint=...>``), and is sent the whole
 catalog (a full copy in parts), then every commit in order.  It never
 applies an update twice or out of order: an update for a version it already
 has is ignored, and a gap (a version missing) makes it ask the Head for a
-fresh full copy.  ``close()`` disconnects (``<delete global=...>``).
+fresh full copy.  ``close()`` disconnects (``<delete global=...>``).  ``GET /metrics``,
+``GET /healthz`` and ``GET /readyz`` (registered, a full copy at the Head's
+version) are served beside ``POST /update`` (:mod:`.metrics`).
 
 Asking for a copy goes through a :class:`~boreas.wire.sender.ReliableSender`
 to the Head with room for one request: it is retried while the Head is
@@ -36,8 +38,12 @@ from boreas.catalog.model import GlobalComponent as GlobalElement
 from boreas.catalog.replicate import UpdateRejected, apply_update
 from boreas.catalog.updates import update_document
 from boreas.wire.client import PeerClient, PeerError
+from boreas.wire.health import Health
+from boreas.wire.metrics import View, add_metrics_route
 from boreas.wire.sender import QueueFull, ReliableSender
 from boreas.wire.server import HttpServer, json_error
+
+from .metrics import global_checks, read_global
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +63,16 @@ class GlobalComponent:
         self.on_change = on_change
         self.server = HttpServer("global component", token)
         self.server.app.router.add_post("/update", self._handle_update)
+        Health("global component", global_checks(self)).add_routes(self.server.app.router)
+        self.server.registry.register(View(lambda f: read_global(self, f)))
+        add_metrics_route(self.server.app.router, self.server.registry)
         self.peers = PeerClient(token)
         self.asks = ReliableSender(head, self.peers, name="global component: copy requests", capacity=1)
         self._staging: Catalog | None = None
         self._copy_id: str | None = None
         self._next_part = 1
         self.endpoint: str | None = None
+        self.registered = False  # the Head took our registration (readiness)
 
     async def start(self, host: str = "localhost", port: int = 0) -> str:
         self.endpoint = await self.server.start(host, port)
@@ -74,6 +84,7 @@ class GlobalComponent:
         """Join (or ask for a fresh full copy)."""
         assert self.endpoint
         await self._send_head(update_document([GlobalElement(self.endpoint)]))
+        self.registered = True
 
     async def close(self, disconnect: bool = True) -> None:
         self.asks.abort()

@@ -27,6 +27,11 @@ constructor argument, and ``counters`` counts each refusal.
   closed; counted as ``refused_connections``.  ``connections`` tells how
   many are open.
 
+Each server also owns its component's Prometheus registry (``registry``,
+:mod:`boreas.wire.metrics`): every request's duration is timed into it by
+route and status, and the counters above are read into it when
+``/metrics`` is scraped; the component adds views of its own figures.
+
 Usage::
 
     server = HttpServer("node", token="s3cret")
@@ -48,6 +53,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from .auth import SAFE_METHODS, check_token
+from .metrics import Families, View, new_registry, request_timer
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +110,13 @@ class HttpServer:
         self.body_timeout = body_timeout
         self.max_connections = max_connections or default_max_connections()
         self.counters: Counter[str] = Counter()
+        # The component's one metrics registry: its own, not the process-wide default, so that
+        # several components in one process (tests) each export only their own series.
+        self.registry = new_registry()
+        self.registry.register(View(self._metrics))
         self.app = web.Application(client_max_size=max_body,
-                                   middlewares=[self._guard, self._errors, self._authenticate])
+                                   middlewares=[request_timer(self.registry), self._guard, self._errors,
+                                                self._authenticate])
         self._runner: web.AppRunner | None = None
         self._connections: dict[asyncio.BaseTransport, _Connection] = {}
         self.host: str | None = None
@@ -121,6 +132,18 @@ class HttpServer:
         if self.port is None:
             raise RuntimeError(f"{self.name} server is not started")
         return f"{self.host}:{self.port}"
+
+    def _metrics(self, f: Families) -> None:
+        """``counters`` and ``connections`` as Prometheus samples (read when scraped)."""
+        c = self.counters
+        f.counter("boreas_http_requests_total", "HTTP requests that reached the handlers.", c["requests"])
+        f.gauge("boreas_http_connections", "HTTP connections open now.", self.connections)
+        f.counter("boreas_http_idle_connections_closed_total", "Keep-alive connections closed for idling.",
+                  c["idle_closed"])
+        for reason in ("too_large", "unauthenticated", "too_slow", "refused_connections", "header_timeouts",
+                       "body_timeouts"):
+            f.counter("boreas_http_refused_total", "Requests or connections refused, by reason (the limits "
+                      "of boreas.wire.server).", c[reason], reason=reason)
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:

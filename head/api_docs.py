@@ -1,0 +1,124 @@
+"""The request and response shapes of the Head's HTTP API, for its ``GET /openapi.json``.
+
+The paths come from the routes :func:`boreas.head.api.install_routes`
+registers (:mod:`boreas.wire.openapi` reads them from the router); what
+each takes and answers is kept here, beside it.  ``tests/test_openapi.py``
+fails when a route has no entry or an entry names no route.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boreas.wire.openapi import RouteDocs, common_docs
+
+XML = "application/xml"
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_OBJECT: dict[str, Any] = {"type": "object"}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+_DIAGNOSTICS = {"type": "object", "properties": {
+    "error": {"type": "string"},
+    "diagnostics": {"type": "array", "items": {"type": "object", "properties": {
+        "file": {"type": "string"}, "line": {"type": "integer", "nullable": True},
+        "path": {"type": "string"}, "reason": {"type": "string"}}}}}}
+_SUBMISSION = {"type": "object", "properties": {
+    "id": {"type": "string"}, "version": {"type": "integer"},
+    "state": {"type": "string", "enum": ["committed", "deploying", "deployed", "failed"]},
+    "nodes": {"type": "object", "description": "per affected node: its state and reason"},
+    "revision": {"type": "integer"}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "schema": _ERROR}
+
+
+HEAD_DOCS: RouteDocs = {
+    **common_docs(),
+    ("POST", "/submissions"): {
+        "summary": "Submit application and deployment XML: validated, then committed as one catalog version",
+        "body": {"content": "multipart/form-data", "description": "one part per XML file; the part's filename "
+                 "names the file in diagnostics", "schema": {"type": "object", "additionalProperties": {
+                     "type": "string", "format": "binary"}}},
+        "responses": {202: {"description": "committed; nodes are being brought up to date", "schema": _SUBMISSION},
+                      400: _error("not well-formed multipart"),
+                      413: _error("too many files, too large, or over the validation budget"),
+                      415: _error("not multipart"),
+                      422: {"description": "invalid: every problem, nothing committed", "schema": _DIAGNOSTICS},
+                      503: _error("the catalog store failed")},
+    },
+    ("GET", "/submissions/{id}"): {
+        "summary": "A submission's status, per node (long poll with after and wait)",
+        "parameters": [{"in": "path", "name": "id", "description": "the id POST /submissions answered"},
+                       {"name": "after", "description": "status revision already seen",
+                        "schema": {"type": "integer"}},
+                       {"name": "wait", "description": "seconds to wait for a newer revision (at most 30)",
+                        "schema": {"type": "number"}}],
+        "responses": {200: {"description": "status", "schema": _SUBMISSION},
+                      400: _error("after or wait is not a number"), 404: _error("no such submission")},
+    },
+    ("POST", "/update"): {
+        "summary": "Update XML from components and nodes: registrations, and changes nodes made themselves",
+        "body": {"content": XML, "description": "<global endpoint>, <delete global>, <region name endpoint>, "
+                                                "<move>, <connect>, <disconnect>, <partition>"},
+        "responses": {200: {"description": "done", "schema": {"type": "object", "properties": {
+                          "version": {"type": "integer"}, "done": {"type": "array", "items": _OBJECT}}}},
+                      413: _error("over the validation budget"),
+                      422: {"description": "invalid, or an element the Head does not take here",
+                            "schema": _DIAGNOSTICS},
+                      503: _error("the catalog store failed")},
+    },
+    ("POST", "/members"): {
+        "summary": "A node's heartbeat (registers it)",
+        "body": {"content": "application/json", "description": "{endpoint, incarnation, version, recovery}",
+                 "schema": {"type": "object", "required": ["endpoint", "incarnation"], "properties": {
+                     "endpoint": {"type": "string"}, "incarnation": {"type": "string"},
+                     "version": {"type": "integer"}, "recovery": _OBJECT}}},
+        "responses": {200: {"description": "what the node should know", "schema": {"type": "object", "properties": {
+                          "membership": {"type": "string", "nullable": True},
+                          "timeout": {"type": "number"},
+                          "snapshot_complete": {"type": "integer", "nullable": True},
+                          "in_sync": {"type": "boolean", "nullable": True},
+                          "desired_version": {"type": "integer", "nullable": True}}}},
+                      400: _error("bad heartbeat")},
+    },
+    ("GET", "/catalog"): {
+        "summary": "The global catalog as one update document",
+        "responses": {200: {"description": "update XML", "content": XML}},
+    },
+    ("GET", "/nodes"): {
+        "summary": "Every node: alive, in sync, failures, pending requests, recovery, failover",
+        "responses": {200: {"description": "nodes", "schema": {"type": "object", "properties": {
+            "version": {"type": "integer"}, "nodes": {"type": "array", "items": _OBJECT},
+            "snapshot_complete": {"type": "object", "nullable": True}}}}},
+    },
+    ("GET", "/status"): {
+        "summary": "Catalog version and counters (for people; /metrics for Prometheus)",
+        "responses": {200: {"description": "status", "schema": {"type": "object", "properties": {
+            "catalog": {"type": "string"}, "version": {"type": "integer"}, "revision": {"type": "integer"},
+            "nodes": {"type": "integer"}, "globals": _STRINGS, "pending_requests": {"type": "integer"},
+            "http": _OBJECT, "peers": _OBJECT, "snapshots": _OBJECT, "failover": _OBJECT,
+            "catalog_full_reads": {"type": "integer"}}}}},
+    },
+    ("POST", "/snapshots"): {
+        "summary": "Take a snapshot of every durable node now",
+        "responses": {200: {"description": "complete: {id, complete, nodes}"},
+                      503: {"description": "not complete: reason names each failing node"}},
+    },
+    ("GET", "/streams/{name}"): {
+        "summary": "Where a stream enters, which node produces it, and its schema",
+        "parameters": [{"in": "path", "name": "name", "description": "a stream of the catalog"}],
+        "responses": {200: {"description": "the stream's route"}, 404: _error("no such stream")},
+    },
+    ("GET", "/boxes/{name}"): {
+        "summary": "A box and the node it runs on (a partitioned box: its layout)",
+        "parameters": [{"in": "path", "name": "name", "description": "a box of the catalog"}],
+        "responses": {200: {"description": "{box, type, node, partition, version}", "schema": {
+                          "type": "object", "properties": {
+                              "box": {"type": "string"}, "type": {"type": "string"},
+                              "node": {"type": "string", "nullable": True},
+                              "partition": {"type": "object", "nullable": True},
+                              "version": {"type": "integer"}}}},
+                      404: _error("no such box")},
+    },
+}
