@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +94,64 @@ def add_token_option(parser: argparse.ArgumentParser) -> None:
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text (for scripts)")
+
+
+#: ``--log-format`` of the server commands: ``text`` (one line per record, for people) or ``json``.
+LOG_FORMATS = ("text", "json")
+
+
+def add_log_format_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default="text",
+                        help="how log records are written to stderr: text (default) or json, one JSON "
+                             "object per line (time, level, logger, message, and the exception's traceback) "
+                             "for log collectors")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record, on one line: what log collectors (journald, Loki, ELK) parse.
+
+    Keys: ``time`` (UTC, ISO 8601 with milliseconds), ``level``, ``logger``,
+    ``message`` (arguments applied), ``process``, ``exception`` (the
+    traceback, when there is one), and whatever a call passed with
+    ``extra={...}`` that is not already a record attribute.
+
+    >>> record = logging.LogRecord("boreas.x", logging.INFO, __file__, 1, "took %d rows", (3,), None)
+    >>> json.loads(JsonFormatter().format(record))["message"]
+    'took 3 rows'
+    """
+
+    _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+                    + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "process": record.process,
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["exception"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        for key, value in vars(record).items():
+            if key not in self._STANDARD and key not in entry:
+                entry[key] = value
+        return json.dumps(entry, default=str)
+
+
+def use_log_format(args: argparse.Namespace) -> None:
+    """Apply ``--log-format``: with ``json`` every handler of the root logger writes :class:`JsonFormatter`."""
+    if getattr(args, "log_format", "text") != "json":
+        return
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig()
+    for handler in root.handlers:
+        handler.setFormatter(JsonFormatter())
 
 
 def the_head(args: argparse.Namespace) -> str:

@@ -42,6 +42,7 @@ from .common import (
     EXIT_OK,
     CommandFailed,
     add_head_option,
+    add_log_format_option,
     add_token_option,
     catalog_url,
     print_problems,
@@ -49,6 +50,7 @@ from .common import (
     run_until_stopped,
     serve_until_stopped,
     the_head,
+    use_log_format,
 )
 
 log = logging.getLogger("boreas.cli")
@@ -76,6 +78,7 @@ def _endpoints(text: str | None, default_port: int = 15000) -> list[str]:
 
 
 def cmd_head(args: argparse.Namespace) -> int:
+    use_log_format(args)
     listen = _endpoint(args.listen, DEFAULT_HEAD_PORT)
     token = resolve_token(args.token, required=False)
     if token is None:
@@ -91,6 +94,7 @@ def cmd_head(args: argparse.Namespace) -> int:
 
 
 def cmd_node(args: argparse.Namespace) -> int:
+    use_log_format(args)
     endpoint = _endpoint(args.endpoint, 15000)
     token = _token(args)
     head = the_head(args) if (args.head or os.environ.get("BOREAS_HEAD")) else None
@@ -103,6 +107,7 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 
 def cmd_region(args: argparse.Namespace) -> int:
+    use_log_format(args)
     endpoint = _endpoint(args.endpoint, 16000)
     region = RegionalComponent(the_head(args), _token(args), name=args.name)
     host, port = split_endpoint(endpoint)
@@ -295,6 +300,7 @@ def _clusters() -> list[dict]:
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
+    use_log_format(args)
     if args.nodes < 1:
         raise CommandFailed("--nodes must be at least 1")
     running = [c for c in _clusters() if c["head_port"] == args.head_port]
@@ -313,9 +319,11 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     procs: list[subprocess.Popen] = []
     state = _state_file(args.head_port)
     try:
+        logs = ["--log-format", args.log_format]  # the children log as cluster up was told to
         procs.append(_spawn(["head", "--catalog", url, "--listen", f"{args.host}:{args.head_port}",
-                             "--nodes", ",".join(nodes)], env, args.verbose, parent_r))
-        procs += [_spawn(["node", "--endpoint", n, "--head", head], env, args.verbose, parent_r) for n in nodes]
+                             "--nodes", ",".join(nodes), *logs], env, args.verbose, parent_r))
+        procs += [_spawn(["node", "--endpoint", n, "--head", head, *logs], env, args.verbose, parent_r)
+                  for n in nodes]
         os.close(parent_r)
         state.write_text(json.dumps({"pid": os.getpid(), "started": _started(os.getpid()),
                                      "head": head, "head_port": args.head_port, "nodes": nodes,
@@ -430,6 +438,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "registers; one naming a node that is neither listed, registered nor in the catalog "
                         "is refused")
     add_token_option(p)
+    add_log_format_option(p)
     p.set_defaults(func=cmd_head)
 
     p = sub.add_parser("node", help="run a node")
@@ -450,6 +459,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         f"(default {FLUSH_MS})")
     add_head_option(p)
     add_token_option(p)
+    add_log_format_option(p)
     p.set_defaults(func=cmd_node)
 
     p = sub.add_parser("region", help="run a regional component: a regional catalog fed by its nodes")
@@ -459,6 +469,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "'default', the region of <region node=...> without a name or endpoint)")
     add_head_option(p)
     add_token_option(p)
+    add_log_format_option(p)
     p.set_defaults(func=cmd_region)
 
     p = sub.add_parser("deploy", help="static mode: deploy a topology to its nodes and exit")
@@ -490,6 +501,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="localhost")
     p.add_argument("--ready-timeout", type=float, default=30.0)
     add_token_option(p)
+    add_log_format_option(p)
     p.set_defaults(func=cmd_cluster_up)
 
     p = actions.add_parser("down", help="stop a cluster that boreas cluster up runs (in the background)")
