@@ -105,8 +105,10 @@ class HeadService:
         self._watch = None
         self._members = None
         from .api import install_routes
+        from .ui import install_ui
 
         install_routes(self)
+        self.ui = install_ui(self)  # the web UI at / (its live feed is told of every commit in _advance)
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -221,6 +223,7 @@ class HeadService:
             items = update_items(before, after)
             for feed in self.feeds.values():
                 feed.changed(after.version, items)
+        self.ui.changed(before, after)
 
     def _install(self, catalog: Catalog, affected_version: int | None) -> None:
         """Make ``catalog`` current: hand every node its slice, start or stop global feeds."""

@@ -1,0 +1,103 @@
+"""The Head's web UI: a live view of the network in the browser, at ``GET /``.
+
+Static files (``static/``: one HTML page, plain JavaScript drawing SVG, a
+style sheet) are package data, served from the package; nothing is fetched
+from the network at run time.  The page keeps its copy of the catalog
+current as a global component does, over a WebSocket (:mod:`.feed`),
+polls the Head for rates and counters (:mod:`.stats`), for the nodes'
+state (``GET /nodes``, ``GET /status``) and reads ``m3`` views and moves
+boxes through :mod:`.actions`.  See docs/ui.md.
+
+Routes:
+
+* ``GET /`` -- the page; ``GET /ui/static/{file}`` -- its script and style sheet;
+* ``GET /ui/feed`` -- WebSocket: the catalog, then every change in commit order;
+* ``GET /ui/stats`` -- rates, counters, state sizes and recent errors, from the last poll;
+* ``GET /ui/query/{box}``, ``GET /ui/query/{box}/maps`` -- reads of an ``m3`` box's maps and views;
+* ``POST /ui/move`` -- move a box or a segment (the cluster token, like every POST).
+
+Usage (in ``HeadService``)::
+
+    self.ui = install_ui(self)            # after install_routes(self)
+    self.ui.changed(before, after)        # after each commit is processed
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from aiohttp import web
+from boreas.catalog.model import Catalog
+from boreas.wire.client import PeerClient
+from boreas.wire.server import json_error
+
+from ..context import HeadContext
+from .actions import Actions
+from .feed import UiFeed
+from .stats import NodeStats
+
+__all__ = ["WebUi", "install_ui"]
+
+#: The static files the page is made of, and their content types.
+STATIC = {
+    "index.html": "text/html",
+    "app.js": "text/javascript",
+    "style.css": "text/css",
+}
+
+
+class WebUi:
+    """The UI's parts: the live feed, the nodes' figures, the actions."""
+
+    def __init__(self, head: HeadContext):
+        self.head = head
+        self.peers = PeerClient(head.server.token, timeout=10.0)  # its own pool: the Head's counters stay its own
+        self.feed = UiFeed(lambda: head.catalog)
+        self.stats = NodeStats(head, self.peers)
+        self.actions = Actions(head, self.peers)
+
+    def changed(self, before: Catalog, after: Catalog) -> None:
+        """The Head processed commit ``after.version``: tell the browsers."""
+        self.feed.changed(before, after)
+
+    async def page(self, request: web.Request) -> web.Response:
+        return self._file("index.html")
+
+    async def static(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in STATIC:
+            return json_error(404, f"no file {name!r}")
+        return self._file(name)
+
+    @staticmethod
+    def _file(name: str) -> web.Response:
+        body = resources.files(__name__).joinpath("static", name).read_bytes()
+        return web.Response(body=body, content_type=STATIC[name], charset="utf-8",
+                            headers={"Cache-Control": "no-cache"})
+
+    async def stats_view(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats.view())
+
+    async def _shutdown(self, app: web.Application) -> None:
+        await self.feed.close()
+
+    async def _cleanup(self, app: web.Application) -> None:
+        await self.stats.close()
+        await self.peers.close()
+
+
+def install_ui(head: HeadContext) -> WebUi:
+    """Add the UI's routes to the Head's HTTP server; the :class:`WebUi` to notify of commits."""
+    ui = WebUi(head)
+    app = head.server.app
+    router = app.router
+    router.add_get("/", ui.page)
+    router.add_get("/ui/static/{name}", ui.static)
+    router.add_get("/ui/feed", ui.feed.handle)
+    router.add_get("/ui/stats", ui.stats_view)
+    router.add_get("/ui/query/{box}/maps", ui.actions.maps)
+    router.add_get("/ui/query/{box}", ui.actions.query)
+    router.add_post("/ui/move", ui.actions.move)
+    app.on_shutdown.append(ui._shutdown)
+    app.on_cleanup.append(ui._cleanup)
+    return ui
