@@ -73,7 +73,7 @@ from boreas.catalog.updates import update_document
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS, DeadlineExceeded, capped
 from boreas.wire.health import Health
 from boreas.wire.metrics import add_metrics_route
-from boreas.wire.openapi import add_openapi_route
+from boreas.wire.openapi import add_openapi_route, describe_routes
 from boreas.wire.server import json_error
 
 from .api_docs import HEAD_DOCS
@@ -105,9 +105,10 @@ def install_routes(head: HeadContext) -> None:
     router.add_post("/snapshots", api.snapshot)
     router.add_get("/streams/{name}", api.stream)
     router.add_get("/boxes/{name}", api.box)
-    Health("head", head_checks(head)).add_routes(router)
-    add_metrics_route(router, head.server.registry)
-    add_openapi_route(router, HEAD_DOCS, "Boreas Head", "The Head's HTTP API (docs/api.md).")
+    describe_routes(head.server.app, HEAD_DOCS)  # what each route takes and answers
+    Health("head", head_checks(head)).add_routes(head.server.app)
+    add_metrics_route(head.server.app, head.server.registry)
+    add_openapi_route(head.server.app, "Boreas Head", "The Head's HTTP API (docs/api.md).")
 
 
 def _kind(item: object) -> str:

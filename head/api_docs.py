@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from boreas.wire.openapi import RouteDocs, common_docs
+from boreas.wire.openapi import RouteDocs
 
 XML = "application/xml"
 
@@ -34,7 +34,6 @@ def _error(description: str) -> dict[str, Any]:
 
 
 HEAD_DOCS: RouteDocs = {
-    **common_docs(),
     ("POST", "/submissions"): {
         "summary": "Submit application and deployment XML: validated, then committed as one catalog version",
         "body": {"content": "multipart/form-data", "description": "one part per XML file; the part's filename "

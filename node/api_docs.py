@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from boreas.wire.openapi import RouteDocs, common_docs
+from boreas.wire.openapi import RouteDocs
 
 XML = "application/xml"
 MSGPACK = "application/msgpack"
@@ -34,7 +34,6 @@ def _error(description: str) -> dict[str, Any]:
 _BOX = {"in": "path", "name": "box", "description": "an m3 box on this node (a partitioned box: this member's part)"}
 
 NODE_DOCS: RouteDocs = {
-    **common_docs(),
     ("POST", "/update"): {
         "summary": "Apply update XML to the local catalog (or move a box, insert or remove a filter)",
         "body": {"content": XML, "description": "an <update> document; <move>, <connect> or <disconnect> alone "

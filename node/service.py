@@ -58,7 +58,7 @@ from boreas.m3.boxtype import box_types
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.health import Health
 from boreas.wire.metrics import add_metrics_route
-from boreas.wire.openapi import add_openapi_route
+from boreas.wire.openapi import add_openapi_route, describe_routes
 from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer, json_error
 from boreas.wire.supervisor import Supervisor
@@ -134,9 +134,10 @@ class NodeService:
         self.queries = QueryApi(self.dataflow, endpoint)  # GET /query/{box}: the m3 boxes' maps
         self.queries.add_routes(router)  # and GET /query/{box}/maps
         SegmentsApi(self.dataflow, endpoint, report=self._report).add_routes(router)  # /segments/{box}
-        Health(f"node {endpoint}", node_checks(self)).add_routes(router)  # /healthz, /readyz
-        add_metrics_route(router, self.server.registry)
-        add_openapi_route(router, NODE_DOCS, f"Boreas node {endpoint}", "A node's HTTP API (docs/api.md).")
+        describe_routes(self.server.app, NODE_DOCS)  # what each route above takes and answers
+        Health(f"node {endpoint}", node_checks(self)).add_routes(self.server.app)  # /healthz, /readyz
+        add_metrics_route(self.server.app, self.server.registry)
+        add_openapi_route(self.server.app, f"Boreas node {endpoint}", "A node's HTTP API (docs/api.md).")
 
     async def start(self) -> None:
         host, port = split_endpoint(self.endpoint)

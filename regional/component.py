@@ -70,9 +70,9 @@ class RegionalComponent:
         router.add_get("/catalog", self._handle_catalog)
         router.add_get("/deploy", self._handle_deploy)
         router.add_get("/status", self._handle_status)
-        Health(f"region {name}", region_checks(self)).add_routes(router)
+        Health(f"region {name}", region_checks(self)).add_routes(self.server.app)
         self.server.registry.register(View(lambda f: read_region(self, f)))
-        add_metrics_route(router, self.server.registry)
+        add_metrics_route(self.server.app, self.server.registry)
 
     async def start(self, host: str = "localhost", port: int = 0) -> str:
         self.endpoint = await self.server.start(host, port)

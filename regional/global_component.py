@@ -63,9 +63,9 @@ class GlobalComponent:
         self.on_change = on_change
         self.server = HttpServer("global component", token)
         self.server.app.router.add_post("/update", self._handle_update)
-        Health("global component", global_checks(self)).add_routes(self.server.app.router)
+        Health("global component", global_checks(self)).add_routes(self.server.app)
         self.server.registry.register(View(lambda f: read_global(self, f)))
-        add_metrics_route(self.server.app.router, self.server.registry)
+        add_metrics_route(self.server.app, self.server.registry)
         self.peers = PeerClient(token)
         self.asks = ReliableSender(head, self.peers, name="global component: copy requests", capacity=1)
         self._staging: Catalog | None = None

@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
+from .openapi import describe_routes
+
 log = logging.getLogger(__name__)
 
 #: What a check returns: None or True (passes), a reason or False (fails); possibly awaitable.
@@ -83,9 +85,10 @@ class Health:
                 "checks": verdicts, "failing": failing}
         return web.json_response(body, status=200 if ready else 503)
 
-    def add_routes(self, router: web.UrlDispatcher) -> None:
-        router.add_get("/healthz", self.handle_healthz)
-        router.add_get("/readyz", self.handle_readyz)
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_get("/healthz", self.handle_healthz)
+        app.router.add_get("/readyz", self.handle_readyz)
+        describe_routes(app, HEALTH_DOCS)
 
 
 _CHECKS_SCHEMA = {"type": "object", "additionalProperties": {"type": "string"},

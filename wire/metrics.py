@@ -200,9 +200,12 @@ def request_timer(registry: CollectorRegistry) -> Callable[..., Any]:
     return timer
 
 
-def add_metrics_route(router: web.UrlDispatcher, registry: CollectorRegistry) -> None:
+def add_metrics_route(app: web.Application, registry: CollectorRegistry) -> None:
     """``GET /metrics``: the registry in Prometheus text format (OpenMetrics when asked for)."""
-    router.add_get("/metrics", make_aiohttp_handler(registry))
+    from .openapi import describe_routes
+
+    app.router.add_get("/metrics", make_aiohttp_handler(registry))
+    describe_routes(app, METRICS_DOCS)
 
 
 #: How :mod:`boreas.wire.openapi` describes ``GET /metrics``.

@@ -4,7 +4,9 @@ A description written by hand goes stale the day someone adds a route.
 Here the paths and methods come from the aiohttp router itself, so every
 route served is described; what a route means comes from two places kept
 beside it: its handler's docstring (the description) and a small table of
-shapes, ``{(METHOD, "/path/{param}"): entry}``, with
+shapes, ``{(METHOD, "/path/{param}"): entry}``, that the code registering
+the routes hands to :func:`describe_routes` next to its ``add_get`` and
+``add_post`` calls, with
 
 * ``summary`` -- one line;
 * ``description`` -- optional, else the handler's docstring;
@@ -43,9 +45,23 @@ from aiohttp import web
 #: ``{(METHOD, path pattern): entry}``, as described above.
 RouteDocs = Mapping[tuple[str, str], Mapping[str, Any]]
 
+_DOCS = web.AppKey("boreas_route_docs", dict)
+
 _PARAM = re.compile(r"{([^}:]+)(?::[^}]*)?}")
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 _ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def describe_routes(app: web.Application, docs: RouteDocs) -> None:
+    """Add the entries of the routes a module registers on ``app`` (call it beside them)."""
+    if _DOCS not in app:
+        app[_DOCS] = {}
+    app[_DOCS].update(docs)
+
+
+def described(app: web.Application) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """Every entry :func:`describe_routes` was given for ``app``."""
+    return dict(app.get(_DOCS, {}))
 
 
 def routes_of(router: web.UrlDispatcher) -> dict[tuple[str, str], Any]:
@@ -146,14 +162,15 @@ def _operation_id(method: str, path: str) -> str:
     return f"{method.lower()}_{words}"
 
 
-def add_openapi_route(router: web.UrlDispatcher, docs: RouteDocs, title: str, description: str = "") -> None:
-    """``GET /openapi.json``: the document, built from the routes as they are when it is asked for."""
+def add_openapi_route(app: web.Application, title: str, description: str = "") -> None:
+    """``GET /openapi.json``: the document, built from the routes and entries as they are when asked for."""
 
     async def handle_openapi(request: web.Request) -> web.Response:
         """This component's HTTP API as an OpenAPI 3 document, generated from its routes."""
-        return web.json_response(openapi_document(router, docs, title, description))
+        return web.json_response(openapi_document(app.router, described(app), title, description))
 
-    router.add_get("/openapi.json", handle_openapi)
+    app.router.add_get("/openapi.json", handle_openapi)
+    describe_routes(app, OPENAPI_DOCS)
 
 
 #: How ``GET /openapi.json`` describes itself.
@@ -164,10 +181,3 @@ OPENAPI_DOCS = {
                             "schema": {"type": "object", "required": ["openapi", "info", "paths"]}}},
     },
 }
-
-def common_docs() -> dict[tuple[str, str], Mapping[str, Any]]:
-    """Entries for ``/healthz``, ``/readyz``, ``/metrics`` and ``/openapi.json``."""
-    from .health import HEALTH_DOCS
-    from .metrics import METRICS_DOCS
-
-    return {**HEALTH_DOCS, **METRICS_DOCS, **OPENAPI_DOCS}

@@ -15,19 +15,26 @@ from boreas.client.head_api import submit_documents, wait_submission
 from boreas.head.service import HeadService
 from boreas.node.service import NodeService
 from boreas.wire.client import PeerClient
+
 from support.cluster import TOKEN, free_port
 
-#: Reading -> valid (filter, node 0) -> Valid -> to_fahrenheit (map, node 1) -> Converted.
+#: Reading -> valid (filter, node 0) -> Valid -> to_fahrenheit (map, node 1) -> Converted,
+#: and Valid -> totals (an m3 box, node 1: the sum of readings per sensor) -> Totals.
 APPLICATION = """<borealis>
   <input stream="Reading" schema="R"/> <output stream="Converted" schema="F"/>
   <schema name="R"><field name="sensor" type="int"/><field name="celsius" type="double"/></schema>
   <schema name="F"><field name="sensor" type="int"/><field name="fahrenheit" type="double"/></schema>
+  <schema name="T"><field name="sensor" type="int"/><field name="total" type="double"/></schema>
+  <output stream="Totals" schema="T"/>
   <query name="cleanup"><box name="valid" type="filter"><in stream="Reading"/><out stream="Valid"/>
     <parameter name="expression.0" value="celsius &gt; -90.0"/></box></query>
   <query name="convert"><box name="to_fahrenheit" type="map"><in stream="Valid"/><out stream="Converted"/>
     <parameter name="expression.0" value="sensor"/><parameter name="output-field-name.0" value="sensor"/>
     <parameter name="expression.1" value="celsius * 9.0 / 5.0 + 32.0"/>
-    <parameter name="output-field-name.1" value="fahrenheit"/></box></query>
+    <parameter name="output-field-name.1" value="fahrenheit"/></box>
+    <box name="totals" type="m3"><in stream="Valid"/><out stream="Totals"/>
+    <parameter name="sql" value="CREATE STREAM valid(sensor INT, celsius DOUBLE);&#10;
+SELECT sensor, SUM(celsius) AS total FROM valid GROUP BY sensor"/></box></query>
 </borealis>"""
 
 
