@@ -217,10 +217,16 @@ function model() {
     subs.push(c);
   }
 
+  // a partitioned box's streams are drawn to and from its first member; dashed lines join its members
+  const ends = (name) => (byBox.get(name) || []).slice(0, 1);
   const edges = [];
+  for (const made of byBox.values()) for (let i = 1; i < made.length; i++) {
+    edges.push({from: made[i - 1].id, to: made[i].id, stream: made[i].box, member: true});
+  }
   for (const inst of instances) {
+    if (inst.member) continue;
     inst.value.inputs.forEach((port) => {
-      const from = (producers.get(port.stream) || []).flatMap((p) => byBox.get(p) || []);
+      const from = (producers.get(port.stream) || []).flatMap(ends);
       for (const src of from) edges.push({from: src.id, to: inst.id, stream: port.stream, srcNode: src.node,
                                           dstNode: inst.node});
       if (!from.length) for (const c of pubOf.get(port.stream) || []) {
@@ -237,7 +243,7 @@ function model() {
   }
   for (const e of edges) if (e.publisher) e.soleInput = inputsOf.get(e.dstNode).size === 1;
   for (const c of subs) {
-    for (const p of producers.get(c.stream) || []) for (const src of byBox.get(p) || []) {
+    for (const p of producers.get(c.stream) || []) for (const src of ends(p)) {
       edges.push({from: src.id, to: c.id, stream: c.stream, srcNode: src.node, subscriber: true});
     }
     for (const p of pubOf.get(c.stream) || []) {
@@ -411,30 +417,51 @@ function render() {
       label({class: "type", x: p.x + 10, y: p.y + 33}, [c.title, c.detail].filter(Boolean).join(" · "), 30)));
   }
 
+  const frameBottom = Math.max(TOP, ...[...lay.nodeBoxes.values()].map((f) => f.y + f.h),
+                               ...[...lay.pos.values()].map((p) => p.y + p.h));
+  let lanes = 0;
   for (const edge of m.edges) {
     const a = lay.pos.get(edge.from), b = lay.pos.get(edge.to);
     if (!a || !b) continue;
-    let x1 = a.x + a.w, y1 = a.y + a.h / 2, x2 = b.x, y2 = b.y + b.h / 2, c1, c2;
-    if (Math.abs(a.x - b.x) < 1) {  // same column: loop out to the right
-      x2 = b.x + b.w;
-      c1 = [x1 + 50, y1];
-      c2 = [x2 + 50, y2];
-    } else {
-      const dx = Math.max(40, Math.abs(x2 - x1) / 2);
-      c1 = [x1 + dx, y1];
-      c2 = [x2 - dx, y2];
-    }
-    const mx = (x1 + 3 * c1[0] + 3 * c2[0] + x2) / 8, my = (y1 + 3 * c1[1] + 3 * c2[1] + y2) / 8;
+    const path = edgePath(a, b, () => frameBottom + 16 + 13 * lanes++, edge.member);
     const rate = edgeLabel(edge);
     const hot = state.selected && (edge.from.split("#")[0] === state.selected || edge.to.split("#")[0] === state.selected);
-    edgeLayer.append(svg("g", {class: "edge" + (hot ? " hot" : ""), "data-stream": edge.stream},
-      svg("path", {d: `M ${x1} ${y1} C ${c1[0]} ${c1[1]}, ${c2[0]} ${c2[1]}, ${x2} ${y2}`, "marker-end": "url(#arrow)"}),
-      svg("text", {x: mx, y: my - 3, "text-anchor": "middle", text: edge.stream}),
-      rate ? svg("text", {class: "rate", x: mx, y: my + 11, "text-anchor": "middle", text: rate}) : null));
+    edgeLayer.append(svg("g", {class: "edge" + (hot ? " hot" : "") + (edge.member ? " member" : ""), "data-stream": edge.stream},
+      svg("path", {d: path.d, "marker-end": edge.member ? null : "url(#arrow)"}),
+      edge.member ? null : svg("text", {x: path.x, y: path.y - 3, "text-anchor": "middle", text: edge.stream}),
+      rate ? svg("text", {class: "rate", x: path.x, y: path.y + 11, "text-anchor": "middle", text: rate}) : null));
   }
+  graph.setAttribute("height", Math.max(lay.height, frameBottom + 30 + 13 * lanes, 300));
 
   renderDetails(m);
   renderNodesView();
+}
+
+// The SVG path of an edge from box a to box b, and where its label goes.  Neighbouring columns: one
+// curve; the same column: a loop out to the right; further apart: down to a lane of its own below the
+// nodes, along it, and up into b, so that it crosses no box.
+function edgePath(a, b, lane, member) {
+  const x1 = a.x + a.w, y1 = a.y + a.h / 2, y2 = b.y + b.h / 2;
+  if (member) {  // members of one partitioned box: a dashed line between the two boxes' bottoms
+    const xa = a.x + a.w / 2, ya = a.y + a.h, xb = b.x + b.w / 2, yb = b.y + b.h;
+    return {d: `M ${xa} ${ya} C ${xa} ${ya + 24}, ${xb} ${yb + 24}, ${xb} ${yb}`, x: (xa + xb) / 2, y: ya + 20};
+  }
+  if (Math.abs(a.x - b.x) < 1) {
+    const x2 = b.x + b.w;
+    return {d: `M ${x1} ${y1} C ${x1 + 50} ${y1}, ${x2 + 50} ${y2}, ${x2} ${y2}`, x: x1 + 40, y: (y1 + y2) / 2};
+  }
+  const x2 = b.x, gap = x2 - x1;
+  if (gap > 0 && gap <= COL_GAP + (COL_W - BOX_W) + 5) {
+    const dx = Math.max(40, gap / 2);
+    return {d: `M ${x1} ${y1} C ${x1 + dx} ${y1}, ${x2 - dx} ${y2}, ${x2} ${y2}`, x: (x1 + x2) / 2,
+            y: (y1 + y2) / 2};
+  }
+  const y = lane();
+  const xa = x1 + 36, xb = x2 - 36;
+  const d = `M ${x1} ${y1} C ${xa} ${y1}, ${xa} ${y1}, ${xa} ${Math.min(y1 + 24, y)} L ${xa} ${y - 12} ` +
+            `Q ${xa} ${y}, ${xa + Math.sign(xb - xa) * 12} ${y} L ${xb - Math.sign(xb - xa) * 12} ${y} ` +
+            `Q ${xb} ${y}, ${xb} ${y - 12} L ${xb} ${Math.min(y2 + 24, y)} C ${xb} ${y2}, ${xb} ${y2}, ${x2} ${y2}`;
+  return {d, x: gap > 0 ? xb - 90 : xa - 90, y};
 }
 
 function drawBox(inst, p) {
