@@ -15,15 +15,19 @@ The answer::
 
     {"polled": unix time of the last poll, "interval": s,
      "nodes": {endpoint: {"ok", "error", "rows_in", "rows_out", "batches_in" (per second),
-                          "totals": {...}, "links": {target: {"batches", "bytes" (per second),
+                          "totals": {...}, "streams_in": {stream: tuples/s}, "streams_out": {stream: batches/s},
+                          "links": {target: {"batches", "bytes" (per second),
                           "connected", "connects"}}, "box_counters", "broken", "task_errors",
                           "move_pauses", "recovery", "boxes"}},
      "boxes": {box: {"entries", "maps": {map: entries}, "segments": {seg: entries}, "node"}},
      "errors": [{"time", "node", "box", "message"}, ...]}   # newest last, at most MAX_ERRORS
 
-Rates are differences of the nodes' counters over the last :data:`RATE_WINDOW` seconds.  A node
-counts rows per node and batches and bytes per link to each other node, not
-per stream: the UI labels a stream that crosses nodes with its link's rate.
+Rates are differences of the nodes' counters over the last :data:`RATE_WINDOW` seconds.  Per
+stream they come from each node's ``GET /metrics`` (read alongside
+``/status``, parsed on a worker thread): ``streams_in`` -- tuples per second
+of each stream entering the node (from a publisher or another node),
+``streams_out`` -- batches per second each stream is written by the node's
+boxes.  ``/status`` adds rows per node and batches and bytes per link.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient, PeerError, PeerRefused
+from prometheus_client.parser import text_string_to_metric_families
 
 from ..context import HeadContext
 
@@ -56,6 +61,29 @@ def _rate(now: dict[str, Any], before: dict[str, Any] | None, key: str, seconds:
     if before is None or seconds <= 0 or key not in now or key not in before:
         return None
     return max(0.0, (float(now[key]) - float(before[key])) / seconds)
+
+
+def stream_counters(text: str) -> dict[str, dict[str, float]]:
+    """Per stream, from a node's Prometheus exposition: tuples that entered it, batches its boxes wrote.
+
+    >>> stream_counters('boreas_stream_tuples_in_total{stream="S"} 7.0\\n'
+    ...                 'boreas_box_batches_out_total{box="b",stream="T"} 3.0\\n')
+    {'tuples_in': {'S': 7.0}, 'batches_out': {'T': 3.0}}
+    """
+    found: dict[str, dict[str, float]] = {"tuples_in": {}, "batches_out": {}}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                stream = sample.labels.get("stream")
+                if stream is None:
+                    continue
+                if sample.name == "boreas_stream_tuples_in_total":
+                    found["tuples_in"][stream] = found["tuples_in"].get(stream, 0.0) + sample.value
+                elif sample.name == "boreas_box_batches_out_total":
+                    found["batches_out"][stream] = found["batches_out"].get(stream, 0.0) + sample.value
+    except ValueError as exc:  # not the exposition format: no per-stream figures
+        log.debug("ui stats: unreadable /metrics: %s", exc)
+    return found
 
 
 class NodeStats:
@@ -99,11 +127,12 @@ class NodeStats:
     async def poll(self) -> None:
         head = self.head
         endpoints = sorted(set(head.syncs) | set(head.membership.known()))
-        results = await asyncio.gather(*(self._get(e, "/status") for e in endpoints))
+        results = await asyncio.gather(*(self._get(e, "/status") for e in endpoints),
+                                       *(self._metrics(e) for e in endpoints))
         seen: set[tuple[str, str, str]] = set()
         nodes = {}
-        for endpoint, (status, error) in zip(endpoints, results):
-            nodes[endpoint] = self._node(endpoint, status, error, seen)
+        for endpoint, (status, error), streams in zip(endpoints, results, results[len(endpoints):]):
+            nodes[endpoint] = self._node(endpoint, status, error, streams, seen)
         self.nodes = nodes
         if self.polls % BOX_EVERY == 0:
             self.boxes = await self._box_sizes()
@@ -121,8 +150,18 @@ class NodeStats:
         except PeerError as exc:
             return None, str(exc)
 
+    async def _metrics(self, endpoint: str) -> dict[str, dict[str, float]]:
+        """The node's per-stream counters from its ``/metrics`` (empty if it has none or does not answer)."""
+        try:
+            code, body = await self.peers.request("GET", endpoint_url(endpoint, "/metrics"), timeout=TIMEOUT)
+        except PeerError:
+            return {}
+        if code != 200:
+            return {}
+        return await asyncio.to_thread(stream_counters, body.decode("utf-8", "replace"))
+
     def _node(self, endpoint: str, status: dict[str, Any] | None, error: str | None,
-              seen: set[tuple[str, str, str]]) -> dict[str, Any]:
+              streams: dict[str, dict[str, float]], seen: set[tuple[str, str, str]]) -> dict[str, Any]:
         now = time.monotonic()
         previous = self.nodes.get(endpoint)
         if status is None:
@@ -135,7 +174,7 @@ class NodeStats:
         samples = self._raw.setdefault(endpoint, deque())
         if samples and samples[-1][1].get("incarnation") != status.get("incarnation"):
             samples.clear()  # restarted: its counters started again
-        samples.append((now, status))
+        samples.append((now, {**status, "streams": streams}))
         while len(samples) > 2 and samples[1][0] <= now - RATE_WINDOW:
             samples.popleft()  # the oldest sample kept is the newest at least RATE_WINDOW old
         before_at, before = samples[0] if len(samples) > 1 else (now, None)
@@ -161,6 +200,11 @@ class NodeStats:
                                "bytes": _rate(link, old_links.get(target) if before else None, "bytes_sent", seconds),
                                "connected": link.get("connected"), "connects": link.get("connects")}
                       for target, link in links.items()},
+            "streams_in": {name: _rate(streams.get("tuples_in", {}), (before or {}).get("streams", {}).get("tuples_in"),
+                                       name, seconds) for name in streams.get("tuples_in", {})},
+            "streams_out": {name: _rate(streams.get("batches_out", {}),
+                                        (before or {}).get("streams", {}).get("batches_out"), name, seconds)
+                            for name in streams.get("batches_out", {})},
             "box_counters": data.get("box_counters") or {}, "broken": broken, "task_errors": task_errors,
             "move_pauses": data.get("move_pauses") or {}, "recovery": status.get("recovery"),
             "regions": status.get("regions"),

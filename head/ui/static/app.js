@@ -337,18 +337,23 @@ function layout(m) {
   return {columns, pos, nodeBoxes, width: x, height: bottom + 30};
 }
 
+// A stream's rate: tuples per second entering the node it goes to (from a publisher or another node),
+// else batches per second its box writes (the same node), else the rate of the link between the nodes.
 function edgeLabel(edge) {
   const stats = state.stats;
-  if (!stats) return null;
-  if (edge.publisher && edge.dstNode && stats.nodes[edge.dstNode]) {
-    // a node counts the rows it takes, not per stream: only a node with no other input tells a stream's rate
-    const r = stats.nodes[edge.dstNode].rows_in;
-    if (r === null || r === undefined || (edge.soleInput === false)) return null;
-    return `${fmt(r)} rows/s`;
+  if (!stats || edge.member) return null;
+  const dst = edge.dstNode && stats.nodes[edge.dstNode], src = edge.srcNode && stats.nodes[edge.srcNode];
+  const crosses = edge.publisher || (edge.srcNode && edge.dstNode && edge.srcNode !== edge.dstNode);
+  if (crosses && dst && dst.streams_in && typeof dst.streams_in[edge.stream] === "number") {
+    return `${fmt(dst.streams_in[edge.stream])} tuples/s`;
   }
-  if (edge.srcNode && edge.dstNode && edge.srcNode !== edge.dstNode && stats.nodes[edge.srcNode]) {
-    const link = stats.nodes[edge.srcNode].links[edge.dstNode];
-    if (link && link.batches !== null) return `link ${fmt(link.batches)} batches/s · ${fmtBytes(link.bytes)}/s`;
+  if (src && src.streams_out && typeof src.streams_out[edge.stream] === "number") {
+    return `${fmt(src.streams_out[edge.stream])} batches/s`;
+  }
+  if (edge.publisher && dst && typeof dst.rows_in === "number" && edge.soleInput) return `${fmt(dst.rows_in)} rows/s`;
+  if (crosses && src && dst) {
+    const link = src.links[edge.dstNode];
+    if (link && typeof link.batches === "number") return `link ${fmt(link.batches)} batches/s · ${fmtBytes(link.bytes)}/s`;
   }
   return null;
 }
@@ -423,15 +428,19 @@ function render() {
   for (const edge of m.edges) {
     const a = lay.pos.get(edge.from), b = lay.pos.get(edge.to);
     if (!a || !b) continue;
-    const path = edgePath(a, b, () => frameBottom + 16 + 13 * lanes++, edge.member);
+    const path = edgePath(a, b, () => frameBottom + 18 + 17 * lanes++, edge.member);
     const rate = edgeLabel(edge);
     const hot = state.selected && (edge.from.split("#")[0] === state.selected || edge.to.split("#")[0] === state.selected);
     edgeLayer.append(svg("g", {class: "edge" + (hot ? " hot" : "") + (edge.member ? " member" : ""), "data-stream": edge.stream},
       svg("path", {d: path.d, "marker-end": edge.member ? null : "url(#arrow)"}),
-      edge.member ? null : svg("text", {x: path.x, y: path.y - 3, "text-anchor": "middle", text: edge.stream}),
-      rate ? svg("text", {class: "rate", x: path.x, y: path.y + 11, "text-anchor": "middle", text: rate}) : null));
+      edge.member ? null : path.lane  // along a lane: one line, the rate after the name
+        ? svg("text", {x: path.x, y: path.y - 3, "text-anchor": "middle"}, svg("tspan", {text: edge.stream}),
+              rate ? svg("tspan", {class: "rate", text: ` · ${rate}`}) : null)
+        : svg("text", {x: path.x, y: path.y - 3, "text-anchor": "middle", text: edge.stream}),
+      rate && !path.lane ? svg("text", {class: "rate", x: path.x, y: path.y + 11, "text-anchor": "middle", text: rate})
+        : null));
   }
-  graph.setAttribute("height", Math.max(lay.height, frameBottom + 30 + 13 * lanes, 300));
+  graph.setAttribute("height", Math.max(lay.height, frameBottom + 30 + 17 * lanes, 300));
 
   renderDetails(m);
   renderNodesView();
@@ -461,7 +470,7 @@ function edgePath(a, b, lane, member) {
   const d = `M ${x1} ${y1} C ${xa} ${y1}, ${xa} ${y1}, ${xa} ${Math.min(y1 + 24, y)} L ${xa} ${y - 12} ` +
             `Q ${xa} ${y}, ${xa + Math.sign(xb - xa) * 12} ${y} L ${xb - Math.sign(xb - xa) * 12} ${y} ` +
             `Q ${xb} ${y}, ${xb} ${y - 12} L ${xb} ${Math.min(y2 + 24, y)} C ${xb} ${y2}, ${xb} ${y2}, ${x2} ${y2}`;
-  return {d, x: gap > 0 ? xb - 90 : xa - 90, y};
+  return {d, x: gap > 0 ? xb - 100 : xa - 100, y, lane: true};
 }
 
 function drawBox(inst, p) {
