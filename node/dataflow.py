@@ -52,8 +52,16 @@ from .recovery.log import InputLog
 log = logging.getLogger(__name__)
 
 #: Versions a partition member may have waiting before its coordinator stops taking publishers' batches
-#: (bench/cumulus.py: 256 let stable reads age 8-14 epochs under saturating load, 32 about 2).
-ADMIT = 32
+#: (bench/cumulus.py: 256 let stable reads age 8-14 epochs under saturating load, 32 about 2-4, 8 about 1-2):
+#: what waits at a member must be applied before its epoch can become stable.
+ADMIT = 8
+#: Epochs the coordinator's last stamped epoch may be ahead of the stable epoch it knows before it stops
+#: taking publishers' batches too (a member elsewhere is behind: more input would only age stable reads).
+LAG = 2
+
+#: Seconds of queued input the dataflow takes in one go before it sends, fires due timers and lets
+#: other tasks (HTTP, links) run.
+DRAIN = 0.02
 
 
 
@@ -337,9 +345,9 @@ class Dataflow:
             return Refused(batch.stream, batch.producer, batch.seq,
                            f"stream {batch.stream!r} does not enter node {self.endpoint}")
         coordinator = self.coordinators.get(batch.stream)
-        if coordinator is not None and "~" not in batch.producer:  # a publisher's (a box's may share a link
-            while coordinator.backlog() > ADMIT:                       # with member messages: never held)
-                await asyncio.sleep(0.005)
+        if coordinator is not None and "~" not in batch.producer:  # a publisher's
+            while coordinator.backlog() > ADMIT or coordinator.woke - coordinator.known_stable > LAG:
+                await asyncio.sleep(0.005)  # (a box's batches may share a link with member messages: never held)
         rows, errors = row_type.decode(bytes(batch.rows))
         if errors:
             self.counters["refused_rows"] += len(errors)
@@ -374,8 +382,11 @@ class Dataflow:
                 await self._poll_timers()
                 continue
             await self._take(item)
-            # What is already queued goes with it: one group commit of the log for all of them.
-            while not self._inbox.empty():
+            # What is already queued goes with it (one group commit of the log for all of them), for up
+            # to DRAIN seconds and never past a timer: an epoch's end, a window's close, a stable read or
+            # a peer's acknowledgement must not wait behind a long queue.
+            until = time.monotonic() + DRAIN
+            while not self._inbox.empty() and time.monotonic() < until and (deadline is None or self.now() < deadline):
                 await self._take(self._inbox.get_nowait())
             await self._release()
             await asyncio.sleep(0)  # let control calls (updates, /status, moves) in between batches
