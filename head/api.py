@@ -76,7 +76,7 @@ from boreas.wire.metrics import add_metrics_route
 from boreas.wire.openapi import add_openapi_route, describe_routes
 from boreas.wire.server import json_error
 
-from .api_docs import HEAD_DOCS
+from .api_docs import HEAD_DOCS, UI_DOCS
 from .context import HeadContext
 from .metrics import HeadMetrics, head_checks
 
@@ -106,6 +106,7 @@ def install_routes(head: HeadContext) -> None:
     router.add_get("/streams/{name}", api.stream)
     router.add_get("/boxes/{name}", api.box)
     describe_routes(head.server.app, HEAD_DOCS)  # what each route takes and answers
+    describe_routes(head.server.app, UI_DOCS)  # and the web UI's (head/ui registers them)
     Health("head", head_checks(head)).add_routes(head.server.app)
     add_metrics_route(head.server.app, head.server.registry)
     add_openapi_route(head.server.app, "Boreas Head", "The Head's HTTP API (docs/api.md).")

@@ -121,3 +121,51 @@ HEAD_DOCS: RouteDocs = {
                       404: _error("no such box")},
     },
 }
+
+
+#: The web UI's routes (:mod:`boreas.head.ui`, registered by ``install_ui``).  They are kept here so
+#: that the Head's description is whole; their place is beside ``install_ui``'s ``add_get`` calls,
+#: which can hand them to ``describe_routes`` itself.
+UI_DOCS: RouteDocs = {
+    ("GET", "/"): {
+        "summary": "The web UI: the live topology in the browser",
+        "responses": {200: {"description": "the page", "content": "text/html"}},
+    },
+    ("GET", "/ui/static/{name}"): {
+        "summary": "One of the page's static files (script, style sheet)",
+        "parameters": [{"in": "path", "name": "name", "description": "index.html, app.js or style.css"}],
+        "responses": {200: {"description": "the file", "content": "text/plain"}, 404: _error("no such file")},
+    },
+    ("GET", "/ui/feed"): {
+        "summary": "WebSocket: the catalog's elements, then every commit's changes, in order",
+        "responses": {101: {"description": "switching to the WebSocket protocol", "content": "text/plain"}},
+    },
+    ("GET", "/ui/stats"): {
+        "summary": "Rates, counters, state sizes and recent errors of the nodes, from the last poll",
+        "responses": {200: {"description": "the figures"}},
+    },
+    ("GET", "/ui/query/{box}"): {
+        "summary": "Read an m3 box's map or view through the Head (the UI's query form)",
+        "parameters": [{"in": "path", "name": "box", "description": "an m3 box"},
+                       {"name": "map", "description": "a map or view (default: the box's first view)"},
+                       {"name": "key", "description": "key values in column order, repeated; _ is a wildcard",
+                        "schema": {"type": "array", "items": {"type": "string"}}},
+                       {"name": "agg", "description": "slice (default), sum, min or max"},
+                       {"name": "stable", "description": "1: a stable read"}],
+        "responses": {200: {"description": "rows"}, 404: _error("no such box or map"),
+                      422: _error("a bad key or aggregate"), 503: _error("the box's node does not answer")},
+    },
+    ("GET", "/ui/query/{box}/maps"): {
+        "summary": "An m3 box's maps and views, through the Head",
+        "parameters": [{"in": "path", "name": "box", "description": "an m3 box"}],
+        "responses": {200: {"description": "maps and views"}, 404: _error("no such m3 box"),
+                      503: _error("the box's node does not answer")},
+    },
+    ("POST", "/ui/move"): {
+        "summary": "Move a box (or a partitioned box's segment, BOX/SEGMENT) to a node",
+        "body": {"content": "application/json", "description": '{"box": name or BOX/SEGMENT, "node": endpoint}',
+                 "schema": {"type": "object", "required": ["box", "node"], "properties": {
+                     "box": {"type": "string"}, "node": {"type": "string"}}}},
+        "responses": {200: {"description": "moved"}, 404: _error("no such box"), 422: _error("bad request body")},
+    },
+}

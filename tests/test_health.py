@@ -54,7 +54,7 @@ async def test_readyz_names_each_failing_check_and_why():
     server = HttpServer("demo", token=None)
     checks = {"fine": lambda: None, "also_fine": lambda: True, "store": lambda: "store unreachable",
               "flag": lambda: False, "broken": broken, "slow": slow}
-    Health("demo", checks, timeout=0.2).add_routes(server.app.router)
+    Health("demo", checks, timeout=0.2).add_routes(server.app)
     endpoint = await server.start("localhost", 0)
     try:
         live, ready, body = await probe(f"http://{endpoint}")

@@ -7,6 +7,7 @@ must not see each other's series (that is part of what the tests check).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -58,6 +59,8 @@ class InProcess:
         node = NodeService(f"localhost:{free_port()}", self.url if head else None, TOKEN, heartbeat=0.2)
         await node.start()
         self.nodes.append(node)
+        if head:  # a deployment naming a node the Head has not heard of is refused
+            await asyncio.wait_for(node.registered.wait(), 10)
         return node
 
     async def deploy(self, region: str | None = None, timeout: float = 20.0) -> dict:
