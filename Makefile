@@ -8,7 +8,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-APT_PACKAGES := zookeeper default-jre-headless
+# chromium and chromium-driver: tests/test_ui.py drives the web UI in a real headless browser.
+APT_PACKAGES := zookeeper default-jre-headless chromium chromium-driver
 
 .PHONY: demo test test-fast setup system-deps venv clean bench
 
