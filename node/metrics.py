@@ -4,10 +4,11 @@ The node's counters stay where its code counts them (the local catalog's,
 the dataflow's, the receiver's and each link's ``counters``, the boxes'
 state, the durability's status).  :class:`NodeMetrics` reads them when
 ``/metrics`` is scraped, so ``/status`` and ``/metrics`` always agree.
-Three things are only in the registry, because nothing counted them
-before: the tuples and batches that enter per stream (counted where the
-receiver hands a batch to the dataflow), and how long moves and filter
-insertions take (timed around the calls in :mod:`boreas.node.service`).
+What nothing counted before is only in the registry: the tuples and
+batches that enter per stream (counted where the receiver hands a batch to
+the dataflow), how long moves and filter insertions take (timed around the
+calls in :mod:`boreas.node.service`), and each snapshot's pause and
+duration (from the answer the node sends the Head).
 
 Labels are box, stream, region and peer endpoints: all bounded by the
 local catalog, never by row values or producer ids.
@@ -120,6 +121,11 @@ class NodeMetrics:
                                  "Moves, filter connects and disconnects this node was asked for, from request "
                                  "to answer, by kind and outcome.", ["kind", "outcome"],
                                  registry=registry, buckets=LATENCY_BUCKETS)
+        self.snapshot_pause = Histogram("boreas_snapshot_pause_seconds", "How long the boxes paused (between two "
+                                        "batches) while a snapshot captured their state.", registry=registry,
+                                        buckets=LATENCY_BUCKETS)
+        self.snapshot_duration = Histogram("boreas_snapshot_duration_seconds", "From a snapshot request to the "
+                                           "snapshot written and synced.", registry=registry, buckets=LATENCY_BUCKETS)
         registry.register(View(self.read))
 
     # -- counted here -------------------------------------------------------------
@@ -142,6 +148,11 @@ class NodeMetrics:
             return reply
 
         return counted
+
+    def snapshot_taken(self, taken: dict[str, Any]) -> None:
+        """A snapshot this node wrote (``Durability.snapshot``'s answer): its pause and duration."""
+        self.snapshot_pause.observe(float(taken.get("pause_seconds", 0.0)))
+        self.snapshot_duration.observe(float(taken.get("seconds", 0.0)))
 
     @contextmanager
     def timed(self, kind: str) -> Iterator[dict[str, str]]:

@@ -211,7 +211,9 @@ class NodeService:
         except (ValueError, KeyError, TypeError):
             return json_error(400, 'expected JSON {"id": snapshot number}')
         await self.recovered.wait()
-        return web.json_response(await self.durability.snapshot(self.dataflow, snapshot_id))
+        taken = await self.durability.snapshot(self.dataflow, snapshot_id)
+        self.metrics.snapshot_taken(taken)
+        return web.json_response(taken)
 
     async def handle_adopt(self, request: web.Request) -> web.Response:
         """``POST /adopt {"node", "data_dir", "snapshots"}``: the Head fails a dead node over to this one."""

@@ -178,6 +178,30 @@ async def test_a_move_counts_on_both_nodes_and_is_timed_where_it_was_asked_and_l
     assert value(at_target, "boreas_box_batches_out_total", box="valid", stream="Valid") == 0
 
 
+async def test_a_durable_node_exports_its_recovery_and_snapshot_figures(tmp_path):
+    async with in_process() as cluster:
+        await cluster.start_node(data_dir=tmp_path / "n0")
+        await cluster.start_node()
+        await cluster.deploy()
+        async with PeerClient(TOKEN) as peers:
+            taken = await peers.call("POST", f"{cluster.url}/snapshots")
+        assert taken["complete"], taken
+        families, durable = await scrape(cluster.node_url(0))
+        check_naming(families)
+        _, plain = await scrape(cluster.node_url(1))
+        _, head = await scrape(cluster.url)
+        recovery = (await status(cluster.node_url(0)))["recovery"]
+    assert value(durable, "boreas_node_durable") == 1 and value(plain, "boreas_node_durable") == 0
+    assert value(durable, "boreas_recovery_state", state="ready") == 1
+    assert value(durable, "boreas_recovery_state", state="recovering") == 0
+    assert value(durable, "boreas_snapshot_pause_seconds_count") == 1
+    assert value(durable, "boreas_snapshots_written_total") == recovery["snapshots"] == 1
+    assert value(durable, "boreas_snapshot_last_id") == recovery["last_snapshot"] == taken["id"]
+    assert value(durable, "boreas_input_log_size_bytes") == recovery["log"]["size_bytes"]
+    assert value(head, "boreas_snapshot_completed_id") == taken["id"]
+    assert value(head, "boreas_snapshot_last_attempt_complete") == 1
+
+
 async def test_an_invalid_submission_is_timed_as_invalid():
     async with in_process() as cluster:
         async with PeerClient(TOKEN) as peers:

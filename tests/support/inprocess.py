@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from boreas.client.head_api import submit_documents, wait_submission
 from boreas.head.service import HeadService
@@ -55,8 +56,9 @@ class InProcess:
     def node_url(self, i: int) -> str:
         return f"http://{self.nodes[i].endpoint}"
 
-    async def start_node(self, head: bool = True) -> NodeService:
-        node = NodeService(f"localhost:{free_port()}", self.url if head else None, TOKEN, heartbeat=0.2)
+    async def start_node(self, head: bool = True, data_dir: Path | None = None) -> NodeService:
+        node = NodeService(f"localhost:{free_port()}", self.url if head else None, TOKEN, heartbeat=0.2,
+                           data_dir=data_dir)
         await node.start()
         self.nodes.append(node)
         if head:  # a deployment naming a node the Head has not heard of is refused
