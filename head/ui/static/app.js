@@ -525,7 +525,7 @@ function buildDetails(aside, name, box, part, m) {
       box.outputs.map((s, i) => el("tr", {}, el("td", {text: `out ${i}`}), el("td", {class: "mono", text: s}))))),
     el("h3", {text: "Parameters"}),
     box.params.length ? el("table", {}, el("tbody", {},
-      box.params.map(([k, v]) => el("tr", {}, el("td", {class: "mono", text: k}), el("td", {class: "mono", text: v})))))
+      box.params.map(([k, v]) => el("tr", {}, el("td", {class: "mono", text: k}), el("td", {class: "mono"}, paramValue(v))))))
       : el("div", {class: "muted", text: "none"}),
     part ? segmentsTable(part) : null,
     el("h3", {text: "Counters"}),
@@ -534,6 +534,12 @@ function buildDetails(aside, name, box, part, m) {
     box.type === "m3" ? el("div", {id: "m3-views"}, el("h3", {text: "Views"}), el("div", {class: "muted", text: "loading…"})) : null,
   ].filter(Boolean));
   if (box.type === "m3") loadViews(name);
+}
+
+// A long parameter (an m3 box's SQL) folded to its first line until clicked.
+function paramValue(v) {
+  if (v.length <= 80) return v;
+  return el("details", {}, el("summary", {text: v.slice(0, 48).trim() + "…"}), el("pre", {text: v}));
 }
 
 function segmentsTable(part) {
