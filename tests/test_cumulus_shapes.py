@@ -4,11 +4,12 @@ For TPC-H Q5 (24 maps, reads pushed between members), a self-join and a
 three-way join, an application is built from the shape's SQL (one input
 stream per relation, a sign field for deletes), the box is partitioned over
 three node processes with 8 segments, and random inserts and deletes are
-published by two publishers per relation (so every member coordinates).
-After quiescence every map, read merged from the members, equals the map of
-one in-process runtime fed the same events, and every view equals DuckDB
-(through the runtime, which tests/m3 checks against DuckDB and the maps'
-definitions).
+published by two publishers per relation (so every member coordinates),
+a batch of 10 rows every 50 ms.  After quiescence every map, read merged
+from the members, equals the map of one in-process runtime fed the same
+events, and every view equals DuckDB (through the runtime, which tests/m3
+checks against DuckDB and the maps' definitions); every READ_STABLE taken
+meanwhile equals the view over exactly the input prefixes its positions name.
 """
 
 from __future__ import annotations
@@ -85,17 +86,38 @@ def producers(relation: str, n: int) -> list[str]:
     return list(found.values())
 
 
-async def publish(head: str, relation: str, signed: list, n: int) -> None:
-    """Each row's insert and its delete go through the same producer (rows split by value)."""
+BATCH = 10  # rows per publisher batch: a producer's batch seq k holds its rows [10k, 10k + 10)
+
+
+def shares(relation: str, signed: list, n: int) -> dict[str, list[tuple[int, tuple]]]:
+    """Each row's insert and its delete go through the same producer (rows split by value), in order."""
     names = producers(relation, n)
-    shares: dict[str, list] = {p: [] for p in names}
+    out: dict[str, list] = {p: [] for p in names}
     for sign, row in signed:
-        shares[names[zlib.crc32(repr(row).encode()) % len(names)]].append(
-            (*(micros_of(v) if isinstance(v, dt.date) else v for v in row), sign))
-    for producer, rows in shares.items():
-        async with Publisher(head, relation, TOKEN, producer=producer, batch_size=25) as publisher:
-            for start in range(0, len(rows), 50):
-                await publisher.send(rows[start:start + 50])
+        out[names[zlib.crc32(repr(row).encode()) % len(names)]].append((sign, row))
+    return out
+
+
+async def publish(head: str, relation: str, share: dict[str, list]) -> None:
+    """The producers' rows, a batch at a time and slowly enough for stable epochs to end mid-stream."""
+    async def one(producer: str, signed: list) -> None:
+        rows = [(*(micros_of(v) if isinstance(v, dt.date) else v for v in row), sign) for sign, row in signed]
+        async with Publisher(head, relation, TOKEN, producer=producer, batch_size=BATCH) as publisher:
+            for start in range(0, len(rows), BATCH):
+                await publisher.send(rows[start:start + BATCH])
+                await asyncio.sleep(0.05)
+    await asyncio.gather(*(one(p, signed) for p, signed in share.items()))
+
+
+def same(got: dict, want: dict) -> bool:
+    """View rows equal, floats within rounding (rows whose values are all zero are absent)."""
+    def values(v):
+        return v if isinstance(v, tuple) else (v,)
+    want = {k: v for k, v in want.items() if any(values(v))}
+    got = {k: v for k, v in got.items() if any(values(v))}
+    return got.keys() == want.keys() and all(
+        all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6) for a, b in zip(values(got[k]), values(v), strict=True))
+        for k, v in want.items())
 
 
 @pytest.mark.parametrize("shape", ["tpch_q5", "self_join", "three_way"])
@@ -111,7 +133,19 @@ async def test_every_map_of_a_partitioned_shape_equals_the_single_runtime(cluste
     await asyncio.to_thread(cluster.wait_in_sync, *nodes)
 
     signed = events(relations, shape, 600)
-    await asyncio.gather(*(publish(cluster.head, rel, rows, len(nodes)) for rel, rows in signed.items() if rows))
+    share = {rel: shares(rel, rows, len(nodes)) for rel, rows in signed.items() if rows}
+    stable_reads: list = []
+
+    async def read_stable(client: QueryClient) -> None:
+        while True:
+            stable_reads.append(await client.query("v", f"out_{views[0]}", stable=True))
+            await asyncio.sleep(0.03)
+
+    async with QueryClient(cluster.head, TOKEN) as reader:
+        sampling = asyncio.create_task(read_stable(reader))
+        await asyncio.gather(*(publish(cluster.head, rel, by) for rel, by in share.items()))
+        await asyncio.sleep(1.0)  # and a few epochs more, as the members catch up
+        sampling.cancel()
 
     single = Runtime(compile_sql(sql))
     for rel, rows in signed.items():  # the maps are sums: the order of the events does not matter
@@ -152,3 +186,20 @@ async def test_every_map_of_a_partitioned_shape_equals_the_single_runtime(cluste
             got = (await client.query("v", f"out_{view}")).as_dict()
             want = single.view(view)
             assert got.keys() == want.keys()
+
+    # every READ_STABLE taken while the publishers ran equals the view over the input prefixes it names
+    # (a runtime fed those events: DuckDB's, as the oracle above shows for the whole input)
+    assert len(stable_reads) >= 3
+    epochs = [r.epoch for r in stable_reads]
+    assert epochs == sorted(epochs)
+    covered = []
+    for result in stable_reads:
+        upto = {(stream, producer): seq for stream, producer, seq in result.positions}
+        prefix = Runtime(compile_sql(sql))
+        for rel, by in share.items():
+            for producer, rows in by.items():
+                for sign, row in rows[:BATCH * (upto.get((rel, producer), -1) + 1)]:
+                    prefix.apply_grouped([(rel, sign, [row])])
+        assert same(result.as_dict(), prefix.view(views[0])), f"stable epoch {result.epoch} of {shape}"
+        covered.append(sum(upto.values()))
+    assert any(0 < n < max(covered) for n in covered), "some reads during the run saw part of the input"
