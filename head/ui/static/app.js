@@ -334,7 +334,7 @@ function layout(m) {
     x += BOX_W + COL_GAP;
   }
   bottom = Math.max(bottom, ...[...pos.values()].map((p) => p.y + p.h + BOX_GAP));
-  return {columns, pos, nodeBoxes, width: x, height: bottom + 30};
+  return {columns, pos, nodeBoxes, width: x - COL_GAP + LEFT, height: bottom + 30};
 }
 
 // A stream's rate: tuples per second entering the node it goes to (from a publisher or another node),
