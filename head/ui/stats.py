@@ -63,6 +63,12 @@ def _rate(now: dict[str, Any], before: dict[str, Any] | None, key: str, seconds:
     return max(0.0, (float(now[key]) - float(before[key])) / seconds)
 
 
+#: A node's entry before it ever answered.
+_EMPTY: dict[str, Any] = {"incarnation": None, "version": None, "boxes": [], "totals": {}, "links": {},
+                          "box_counters": {}, "broken": {}, "task_errors": {}, "move_pauses": {}, "recovery": None,
+                          "regions": None}
+
+
 def stream_counters(text: str) -> dict[str, dict[str, float]]:
     """Per stream, from a node's Prometheus exposition: tuples that entered it, batches its boxes wrote.
 
@@ -164,10 +170,11 @@ class NodeStats:
               streams: dict[str, dict[str, float]], seen: set[tuple[str, str, str]]) -> dict[str, Any]:
         now = time.monotonic()
         previous = self.nodes.get(endpoint)
-        if status is None:
+        if status is None:  # what the last answer said, marked as not current
             seen.add((endpoint, "", f"status unavailable: {error}"))
-            stale = dict(previous or {})
-            stale.update(ok=False, error=error, rows_in=None, rows_out=None, batches_in=None)
+            stale = {**_EMPTY, **(previous or {})}
+            stale.update(ok=False, error=error, rows_in=None, rows_out=None, batches_in=None, streams_in={},
+                         streams_out={})
             return stale
         data = status.get("data") or {}
         flow, links = data.get("flow") or {}, data.get("links") or {}

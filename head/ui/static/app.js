@@ -352,7 +352,7 @@ function edgeLabel(edge) {
   }
   if (edge.publisher && dst && typeof dst.rows_in === "number" && edge.soleInput) return `${fmt(dst.rows_in)} rows/s`;
   if (crosses && src && dst) {
-    const link = src.links[edge.dstNode];
+    const link = (src.links || {})[edge.dstNode];
     if (link && typeof link.batches === "number") return `link ${fmt(link.batches)} batches/s · ${fmtBytes(link.bytes)}/s`;
   }
   return null;
@@ -474,7 +474,8 @@ function edgePath(a, b, lane, member) {
 }
 
 function drawBox(inst, p) {
-  const broken = state.stats && state.stats.nodes[inst.node] && state.stats.nodes[inst.node].broken[inst.box];
+  const ns = state.stats && state.stats.nodes[inst.node];
+  const broken = ns && (ns.broken || {})[inst.box];
   const cls = ["box", inst.value.type === "m3" ? "m3" : "", broken ? "broken" : "",
                state.selected === inst.box ? "selected" : ""].filter(Boolean).join(" ");
   const g = svg("g", {class: cls, "data-box": inst.box, "data-node": inst.node,
@@ -564,7 +565,7 @@ function renderLive(name, box, part) {
     const ns = stats && stats.nodes[node];
     if (!ns) continue;
     rows.push([`node ${node}`, ns.ok ? `in ${fmt(ns.rows_in)} · out ${fmt(ns.rows_out)} rows/s` : `no status: ${ns.error}`]);
-    for (const [k, v] of Object.entries(ns.box_counters[name] || {})) rows.push([k, fmt(v, 0)]);
+    for (const [k, v] of Object.entries((ns.box_counters || {})[name] || {})) rows.push([k, fmt(v, 0)]);
     if (ns.broken && ns.broken[name]) errors.push(`${node}: broken: ${ns.broken[name]}`);
     if (ns.move_pauses && ns.move_pauses[name] !== undefined) rows.push(["last move pause", JSON.stringify(ns.move_pauses[name])]);
   }
