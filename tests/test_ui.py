@@ -287,7 +287,13 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
     table = _wait(lambda: browser.find_element("id", "nodes-table").text, 5, "the node view")
     assert all(e in table for e in nodes) and "in sync" in table
     browser.find_element("css selector", "header nav button[data-view='topology']").click()
-    time.sleep(0.5)
+
+    # a node dies: its column turns red, its boxes stay where the catalog has them
+    cluster.stop(nodes[2], kill=True)
+    _wait(lambda: browser.find_elements("css selector", f"g.node.down[data-node='{nodes[2]}']"), 15,
+          "the dead node shown down")
+    assert _placement(browser)["per_sensor"] == [nodes[2]]
+    time.sleep(1.5)  # a few more polls with the node gone
 
     assert _console_errors(browser) == []
     shot = tmp_path / "ui.png"
