@@ -178,3 +178,14 @@ def test_log_format_json_writes_one_json_object_per_record(tmp_path):
     assert records and all({"time", "level", "logger", "message"} <= set(r) for r in records)
     assert any(f"localhost:{port}" in r["message"] for r in records)
     assert records[0]["time"].endswith("Z") and records[0]["level"] == "INFO"
+
+
+def test_the_doctests_of_health_and_the_json_log_format():
+    import doctest
+
+    import boreas.cli.common
+    import boreas.wire.health
+
+    for module in (boreas.wire.health, boreas.cli.common):
+        result = doctest.testmod(module)
+        assert result.attempted and not result.failed, module.__name__

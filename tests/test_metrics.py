@@ -231,3 +231,12 @@ def test_a_broken_view_loses_only_its_own_samples(caplog):
     text = generate_latest(registry).decode()
     assert "boreas_fine_total 2.0" in text and "boreas_half" not in text
     assert "metrics view failed" in caplog.text
+
+
+def test_the_doctests_of_the_metrics_module():
+    import doctest
+
+    import boreas.wire.metrics
+
+    result = doctest.testmod(boreas.wire.metrics)
+    assert result.attempted and not result.failed

@@ -76,3 +76,12 @@ def test_docs_api_md_lists_every_endpoint():
     missing = [f"{name}: {method} {path}" for name, router, _ in components()
                for method, path in sorted(routes_of(router)) if f"`{method} {path}`" not in text]
     assert missing == [], "docs/api.md does not list these endpoints"
+
+
+def test_the_doctests_of_the_openapi_module():
+    import doctest
+
+    import boreas.wire.openapi
+
+    result = doctest.testmod(boreas.wire.openapi)
+    assert result.attempted and not result.failed
