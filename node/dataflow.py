@@ -74,6 +74,12 @@ class Dataflow:
         self.token = token
         self.sender = sender
         self.counters: Counter[str] = Counter()
+        #: per stream, batches and tuples routed here (entered, or produced by a box here): ``/metrics``
+        self.stream_batches: Counter[str] = Counter()
+        self.stream_rows: Counter[str] = Counter()
+        #: per box, batches it processed and the seconds its operator took over them
+        self.box_batches: Counter[str] = Counter()
+        self.box_seconds: Counter[str] = Counter()
         self.schemas: dict[str, Schema] = {}
         self.row_types: dict[str, RowType] = {}  # streams that enter this node
         self.consumers: dict[str, list[tuple[Operator, str, int]]] = {}  # stream -> (op, box, port)
@@ -425,6 +431,11 @@ class Dataflow:
             await self.journal.durable(self.journal.next_position - 1)
         await self.out.flush()
 
+    @property
+    def queued(self) -> int:
+        """Batches (and wake-ups) in the input queue, not yet taken."""
+        return self._inbox.qsize()
+
     def now(self) -> float:
         """The flow clock: monotonic, and continuing across a restart (the log's clock values)."""
         return time.monotonic() + self.clock_offset
@@ -459,11 +470,17 @@ class Dataflow:
         resumable = self._resumable(stream, producer, origin is None)
         if self.bridges:
             self._cross_bridges(stream)
+        self.stream_batches[stream] += 1
+        self.stream_rows[stream] += len(rows)
         for op, name, port in self.consumers.get(stream, ()):
             if name in self.state.inputs:
                 await self._feed(name, stream, rows, (producer, seq))
             else:
-                await self._emit(name, op.process_from(port, rows, self._now, (stream, producer, seq)))
+                started = time.perf_counter()
+                produced = op.process_from(port, rows, self._now, (stream, producer, seq))
+                self.box_seconds[name] += time.perf_counter() - started
+                self.box_batches[name] += 1
+                await self._emit(name, produced)
         self.out.route(stream, rows, producer, seq, resumable, consumed_here=stream in self.consumers)
 
     async def _feed(self, box: str, stream: str, rows: list[tuple], origin: tuple[str, int]) -> None:
@@ -478,7 +495,11 @@ class Dataflow:
         ports = [port for o, name, port in self.consumers.get(stream, ()) if name == box]
         for ready in self.state.admit(box, stream, origin[0], origin[1], rows):
             for port in ports:
-                await self._emit(box, op.process(port, ready, self._now))
+                started = time.perf_counter()
+                produced = op.process(port, ready, self._now)
+                self.box_seconds[box] += time.perf_counter() - started
+                self.box_batches[box] += 1
+                await self._emit(box, produced)
 
     def input_positions(self, box: str) -> list[tuple[str, str, int]]:
         """(stream, producer, next sequence) of every input batch ``box`` has yet to process."""

@@ -178,6 +178,12 @@ class NodeMetrics:
         counters_view(f, flow.counters, _FLOW)
         counters_view(f, node.receiver.counters, _RECEIVER)
         f.gauge("boreas_dataflow_outbox_batches", "Produced batches waiting to be handed to links.", flow.out.queued)
+        f.gauge("boreas_dataflow_input_queue_batches", "Batches accepted and waiting for the dataflow.", flow.queued)
+        for stream in sorted(flow.stream_batches):
+            f.counter("boreas_stream_batches_routed_total", "Batches of a stream routed here (entered the node, "
+                      "or produced by a box here).", flow.stream_batches[stream], stream=stream)
+            f.counter("boreas_stream_tuples_routed_total", "Tuples of a stream routed here (entered the node, "
+                      "or produced by a box here).", flow.stream_rows[stream], stream=stream)
         f.gauge("boreas_dataflow_forwards", "Forwarding links of boxes that moved away.", len(flow.out.forwards))
         for endpoint, link in sorted(flow.out.links.items()):
             counters_view(f, link.counters, _LINK, peer=endpoint)
@@ -203,6 +209,11 @@ class NodeMetrics:
         state = flow.state
         for name, op in sorted(flow.operators.items()):
             box = state.boxes.get(name)
+            f.counter("boreas_box_batches_processed_total", "Batches a box's operator processed here.",
+                      flow.box_batches.get(name, 0), box=name)
+            f.counter("boreas_box_process_seconds_total", "Seconds a box's operator spent on the batches it "
+                      "processed here (over batches: its mean batch latency; an m3 box's is its batch latency).",
+                      flow.box_seconds.get(name, 0.0), box=name)
             for stream in box.outputs if box is not None else ():
                 f.counter("boreas_box_batches_out_total", "Batches a box wrote on a stream over its life (its "
                           "output sequence: carried with it by moves and recovery).",

@@ -90,6 +90,11 @@ async def test_every_component_exports_its_own_metrics_and_counters_move_when_tu
             assert grew("boreas_dataflow_tuples_in_total") == 26
             assert grew("boreas_dataflow_refused_tuples_total") == 1
             assert grew("boreas_box_batches_out_total", box="valid", stream="Valid") == 3
+            assert grew("boreas_stream_tuples_routed_total", stream="Reading") == 26
+            assert grew("boreas_stream_tuples_routed_total", stream="Valid") == 25  # the filter's output
+            assert grew("boreas_box_batches_processed_total", box="valid") == 3
+            assert grew("boreas_box_process_seconds_total", box="valid") > 0
+            assert value(after, "boreas_dataflow_input_queue_batches") == 0
             assert grew("boreas_dataflow_tuples_out_total") == 25
             peer = cluster.nodes[1].endpoint
             assert grew("boreas_link_batches_sent_total", peer=peer) == 3
@@ -101,6 +106,7 @@ async def test_every_component_exports_its_own_metrics_and_counters_move_when_tu
                 value(before_second, "boreas_dataflow_tuples_in_total") == 25
             assert value(after_second, "boreas_box_batches_out_total", box="to_fahrenheit", stream="Converted") >= 3
             assert value(after_second, "boreas_m3_batches_total", box="totals") >= 3
+            assert value(after_second, "boreas_box_batches_processed_total", box="totals") >= 3  # its latency's count
             entries = {labels: v for (name, labels), v in after_second.items() if name == "boreas_m3_map_entries"}
             assert entries and max(entries.values()) == 3  # three sensors
             assert all(dict(labels)["box"] == "totals" for labels in entries)
