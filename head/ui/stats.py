@@ -24,7 +24,7 @@ The answer::
 
 Rates are differences of the nodes' counters over the last :data:`RATE_WINDOW` seconds.  Per
 stream they come from each node's ``GET /metrics`` (read alongside
-``/status``, parsed on a worker thread): ``streams_in`` -- tuples per second
+``/status``, parsed on a thread of the poller's own): ``streams_in`` -- tuples per second
 of each stream entering the node (from a publisher or another node),
 ``streams_out`` -- batches per second each stream is written by the node's
 boxes.  ``/status`` adds rows per node and batches and bytes per link.
@@ -37,6 +37,7 @@ import contextlib
 import logging
 import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from boreas.wire.addressing import endpoint_url
@@ -107,6 +108,8 @@ class NodeStats:
         self._active: set[tuple[str, str, str]] = set()  # errors seen in the last poll: (node, box, message)
         self._wanted = 0.0
         self._task: asyncio.Task | None = None
+        # parsing /metrics runs on a thread of its own, not the default executor the store's calls use
+        self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ui-stats")
 
     def view(self) -> dict[str, Any]:
         self._wanted = time.monotonic()
@@ -120,6 +123,7 @@ class NodeStats:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
+        self._parser.shutdown(wait=False, cancel_futures=True)
 
     async def _run(self) -> None:
         while time.monotonic() - self._wanted < IDLE:
@@ -164,7 +168,8 @@ class NodeStats:
             return {}
         if code != 200:
             return {}
-        return await asyncio.to_thread(stream_counters, body.decode("utf-8", "replace"))
+        text = body.decode("utf-8", "replace")
+        return await asyncio.get_running_loop().run_in_executor(self._parser, stream_counters, text)
 
     def _node(self, endpoint: str, status: dict[str, Any] | None, error: str | None,
               streams: dict[str, dict[str, float]], seen: set[tuple[str, str, str]]) -> dict[str, Any]:
