@@ -9,6 +9,13 @@ the relations events come from, each map's key columns, value type and
 be computed from existing data), and views (the query results, named output
 columns over maps; AVG is the quotient of two maps).
 
+A view column is a map, the quotient of two (AVG), or — for arithmetic over
+aggregates, MIN/MAX, COUNT(DISTINCT), HAVING, DISTINCT and views without
+aggregates — a *view expression* (:class:`Arith`, :class:`Fold`, map entries,
+constants, the row's key variables) read when the view is read; such a view
+names each output key's variable and may have a ``WHERE`` condition
+(:class:`Cmp`, :class:`BoolOp`) that a row must meet to be in the view.
+
 Positions (``pos``) are kept for error messages and ignored by equality, so
 ``parse(print(p)) == p``.
 """
@@ -102,7 +109,44 @@ class Sum:
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
-Expr = Const | Var | MapRef | RelAtom | Cmp | IfThen | Prod | Sum
+@dataclass(frozen=True)
+class Arith:
+    """``a op b`` in a view column, op in ``+ - * /``: arithmetic over map values, computed when the view is read.
+
+    ``/`` is float division; by zero it gives ``inf`` or ``-inf`` (as DuckDB does), and 0 / 0 is 0 (an AVG
+    of no rows: SQL's NULL).
+    """
+
+    op: str
+    left: Expr
+    right: Expr
+    pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
+
+
+FOLDS = ("MIN", "MAX", "SUM", "COUNT")
+
+
+@dataclass(frozen=True)
+class Fold:
+    """``MIN(X : m[A, X])`` in a view: over the entries of ``m`` whose other keys are the row's, MIN, MAX or
+    SUM of ``X``, or their COUNT (a multiplicity map keyed by value: MIN/MAX, COUNT(DISTINCT x), DISTINCT)."""
+
+    kind: str
+    var: str
+    ref: MapRef
+    pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class BoolOp:
+    """``a AND b``, ``a OR b`` (two or more args) or ``NOT a`` (one) over view conditions."""
+
+    op: str
+    args: tuple[Expr, ...]
+    pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
+
+
+Expr = Const | Var | MapRef | RelAtom | Cmp | IfThen | Prod | Sum | Arith | Fold | BoolOp
 
 
 @dataclass(frozen=True)
@@ -140,11 +184,17 @@ class MapDecl:
 
 @dataclass(frozen=True)
 class ViewColumn:
-    """One value column of a view: a map, or the quotient of two (AVG)."""
+    """One value column of a view: a map, the quotient of two (AVG; 0 / 0 is 0), or ``expr``.
+
+    ``numerator``/``denominator`` read the maps at the row's key, positionally
+    (key column i of the view is key i of the map); ``expr`` is a view
+    expression over the view's key variables (a view that names them).
+    """
 
     name: str
-    numerator: str
+    numerator: str | None = None
     denominator: str | None = None
+    expr: Expr | None = None
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
@@ -153,21 +203,44 @@ class ViewDecl:
     """``DECLARE VIEW v[key, ...](col := m, avg := s / c)``: a query's result.
 
     Its rows are the keys present in any of its maps; key columns are named by
-    ``keys`` (the SQL output names).
+    ``keys`` (the SQL output names).  A *general* view names each key
+    column's variable (``key_vars``: ``v[k := K, k2 := K]``), reads maps
+    through view expressions (``col := m[K] * 2``) and may keep only the rows
+    meeting ``where``: its rows are the values of its variables at which some
+    map it reads has an entry, and where ``where`` holds.
     """
 
     name: str
     keys: tuple[str, ...]
     columns: tuple[ViewColumn, ...]
+    key_vars: tuple[str, ...] = ()
+    where: Expr | None = None
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
     @property
+    def general(self) -> bool:
+        """Whether the view uses more than plain maps and quotients read positionally."""
+        return bool(self.key_vars) or self.where is not None or any(c.expr is not None for c in self.columns)
+
+    @property
+    def plain_map(self) -> str | None:
+        """The one map that is the whole view (one column, a map read positionally), else None."""
+        if len(self.columns) == 1 and not self.general and self.columns[0].denominator is None:
+            return self.columns[0].numerator
+        return None
+
+    @property
     def maps(self) -> tuple[str, ...]:
+        """Every map the view reads, in order of appearance."""
         names: list[str] = []
         for c in self.columns:
-            for m in (c.numerator, c.denominator):
+            found = [c.numerator, c.denominator] + [n.name for n in _walk_opt(c.expr) if isinstance(n, MapRef)]
+            for m in found:
                 if m is not None and m not in names:
                     names.append(m)
+        for n in _walk_opt(self.where):
+            if isinstance(n, MapRef) and n.name not in names:
+                names.append(n.name)
         return tuple(names)
 
 
@@ -245,7 +318,15 @@ def const_type(value: ConstValue) -> str:
 def walk(expr: Expr):
     """Yield ``expr`` and every sub-expression, pre-order."""
     yield expr
-    if isinstance(expr, (Prod,)):
+    if isinstance(expr, (Arith,)):
+        yield from walk(expr.left)
+        yield from walk(expr.right)
+    elif isinstance(expr, Fold):
+        yield from walk(expr.ref)
+    elif isinstance(expr, BoolOp):
+        for a in expr.args:
+            yield from walk(a)
+    elif isinstance(expr, (Prod,)):
         for f in expr.factors:
             yield from walk(f)
     elif isinstance(expr, Sum):
@@ -260,6 +341,10 @@ def walk(expr: Expr):
     elif isinstance(expr, (MapRef, RelAtom)):
         for a in expr.args:
             yield from walk(a)
+
+
+def _walk_opt(expr: Expr | None):
+    return () if expr is None else walk(expr)
 
 
 def variables(expr: Expr) -> list[str]:

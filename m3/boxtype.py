@@ -54,6 +54,7 @@ from .compiler.frontend import declares_relations
 from .cumulus import LayoutError, PlacementError, PlanError, plan_partition
 from .errors import M3Error
 from .runtime.program import Runtime, ViewInfo, _program_from_text
+from .runtime.views import value_type
 from .syntax import KEYWORDS
 
 #: Borealis field types each M3 column type accepts on an in port.
@@ -191,7 +192,8 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
                        f"{len(ordered)} views ({', '.join(v.name for v in ordered)}); "
                        f"out port i carries the i-th view")
     sizes = {f.name.lower(): f.size for schema in inputs for f in schema.fields if f.type == FieldType.STRING}
-    outputs = tuple(Schema(f"{box.name}.out{i}", _view_fields(program, view, sizes)) for i, view in enumerate(ordered))
+    outputs = tuple(Schema(f"{box.name}.out{i}", _view_fields(box, program, view, sizes))
+                    for i, view in enumerate(ordered))
     return BoxPlan(program_text(box), program, ports, ordered, outputs)
 
 
@@ -227,16 +229,24 @@ def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, si
 STRING_SIZE = 256
 
 
-def _view_fields(program: Program, view: ViewInfo, sizes: dict[str, int | None]) -> tuple[Field, ...]:
-    """Key columns, then value columns; a string key takes the size of the in stream field it comes from."""
+def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, int | None]) -> tuple[Field, ...]:
+    """Key columns, then value columns; a string key takes the size of the in stream field it comes from.
+
+    Value columns are numbers (long for INT, double for FLOAT): the box emits 0 for a row that left the view.
+    A MIN or MAX of a STRING or DATE column is refused: its value could not say that.
+    """
     widest = max((s for s in sizes.values() if s), default=STRING_SIZE)
     keys = [Field(name, WRITES[kind], (sizes.get(name.lower()) or widest) if kind == "STRING" else None)
             for name, kind in view.keys]
     decl = program.view(view.name)
     values = []
-    for column in decl.columns:
-        whole = column.denominator is None and program.map(column.numerator).value_type == "INT"
-        values.append(Field(column.name, FieldType.LONG if whole else FieldType.DOUBLE))
+    for i, column in enumerate(decl.columns):
+        kind = value_type(program, decl, i)
+        if kind not in ("INT", "FLOAT"):
+            raise BoxError(f"m3 box {box.name!r}: view {decl.name} column {column.name} is a {kind} (MIN/MAX of a "
+                           f"{kind} column); an m3 box emits value columns as numbers (0: the row left the view), "
+                           "so it cannot carry this one yet")
+        values.append(Field(column.name, FieldType.LONG if kind == "INT" else FieldType.DOUBLE))
     return tuple(keys + values)
 
 

@@ -30,10 +30,14 @@ in map definitions.
 from __future__ import annotations
 
 from .ast import (
+    FOLDS,
     TYPES,
+    Arith,
+    BoolOp,
     Cmp,
     Const,
     Expr,
+    Fold,
     IfThen,
     MapDecl,
     MapRef,
@@ -43,6 +47,7 @@ from .ast import (
     Sum,
     Trigger,
     Var,
+    ViewDecl,
     variables,
     walk,
 )
@@ -81,16 +86,7 @@ def check_errors(program: Program) -> Problems:
     for m in program.maps:
         _check_map(out, m, rels)
     for v in program.views:
-        if len(set(v.keys)) != len(v.keys):
-            out.append((f"view {v.name} repeats a key column", v.pos))
-        for c in v.columns:
-            for name in (c.numerator, c.denominator):
-                if name is None:
-                    continue
-                if name not in maps:
-                    out.append((f"view {v.name} column {c.name} names unknown map {name}", c.pos))
-                elif len(maps[name].keys) != len(v.keys):
-                    out.append((f"view {v.name} has {len(v.keys)} key columns but map {name} has {len(maps[name].keys)} keys", c.pos))
+        _check_view(out, v, maps)
     seen: set[tuple[str, int]] = set()
     for t in program.triggers:
         key = (t.relation, t.sign)
@@ -99,6 +95,91 @@ def check_errors(program: Program) -> Problems:
         seen.add(key)
         _check_trigger(out, t, rels, maps)
     return out
+
+
+def _check_view(out: Problems, v: ViewDecl, maps) -> None:
+    """A view reads existing maps with matching keys; a general view's expressions read its key variables."""
+    if len(set(v.keys)) != len(v.keys):
+        out.append((f"view {v.name} repeats a key column", v.pos))
+    if not v.columns:
+        out.append((f"view {v.name} has no column", v.pos))
+    for c in v.columns:
+        if (c.numerator is None) == (c.expr is None) or (c.denominator is not None and c.numerator is None):
+            out.append((f"view {v.name} column {c.name} needs a map (or two, m / n) or an expression", c.pos))
+        for name in (c.numerator, c.denominator):
+            if name is None:
+                continue
+            if v.key_vars:
+                out.append((f"view {v.name} names its key variables: write column {c.name} as {name}[...]", c.pos))
+            elif name not in maps:
+                out.append((f"view {v.name} column {c.name} names unknown map {name}", c.pos))
+            elif len(maps[name].keys) != len(v.keys):
+                out.append((f"view {v.name} has {len(v.keys)} key columns but map {name} has {len(maps[name].keys)} keys", c.pos))
+    if not v.general:
+        return
+    if v.key_vars and len(v.key_vars) != len(v.keys):
+        out.append((f"view {v.name} names {len(v.key_vars)} variables for {len(v.keys)} key columns", v.pos))
+    row = list(dict.fromkeys(v.key_vars))
+    types: dict[str, str] = {}
+    for c in v.columns:
+        if c.expr is not None:
+            _check_view_expr(out, v, c.expr, row, maps, types, condition=False)
+    if v.where is not None:
+        _check_view_expr(out, v, v.where, row, maps, types, condition=True)
+    if not v.maps:
+        out.append((f"view {v.name} reads no map (its rows are where its maps have entries)", v.pos))
+    for x in row:
+        if x not in types:
+            out.append((f"key variable {x} of view {v.name} is not a key of any map the view reads", v.pos))
+
+
+def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, types: dict[str, str],
+                     condition: bool, fold: str | None = None) -> None:
+    where = f"view {v.name}"
+    if condition and isinstance(e, BoolOp):
+        if e.op not in ("AND", "OR", "NOT") or (len(e.args) != 1) != (e.op != "NOT") or (e.op != "NOT" and len(e.args) < 2):
+            out.append((f"{where}: malformed {e.op}", e.pos))
+        for a in e.args:
+            _check_view_expr(out, v, a, row, maps, types, True)
+    elif condition and isinstance(e, Cmp):
+        for side in (e.left, e.right):
+            _check_view_expr(out, v, side, row, maps, types, False)
+    elif condition:
+        out.append((f"{where}: its WHERE is a condition (comparisons, AND, OR, NOT)", e.pos or v.pos))
+    elif isinstance(e, Arith):
+        if e.op not in ("+", "-", "*", "/"):
+            out.append((f"{where}: unknown operator {e.op}", e.pos))
+        for side in (e.left, e.right):
+            _check_view_expr(out, v, side, row, maps, types, False)
+    elif isinstance(e, Fold):
+        if e.kind not in FOLDS:
+            out.append((f"{where}: unknown fold {e.kind} (one of {', '.join(FOLDS)})", e.pos))
+        if e.var in row:
+            out.append((f"{where}: {e.kind} folds {e.var}, a key variable of the view", e.pos))
+        _check_view_ref(out, v, e.ref, row + [e.var], maps, types)
+    elif isinstance(e, MapRef):
+        _check_view_ref(out, v, e, row, maps, types)
+    elif isinstance(e, Var):
+        if e.name not in row:
+            out.append((f"{where}: variable {e.name} is not a key variable of the view", e.pos or v.pos))
+    elif not isinstance(e, Const):
+        out.append((f"{where}: a view column is arithmetic over map entries, folds, key variables and constants", e.pos or v.pos))
+
+
+def _check_view_ref(out: Problems, v: ViewDecl, ref: MapRef, want: list[str], maps, types: dict[str, str]) -> None:
+    _check_arity(out, ref, maps, "map")
+    names = [a.name if isinstance(a, Var) else None for a in ref.args]
+    if sorted(n or "" for n in names) != sorted(want):
+        message = (f"view {v.name} reads {ref.name} at ({', '.join(map(str, names))}); a view reads a map at "
+                   f"its key variables ({', '.join(want)}), each once")
+        out.append((message, ref.pos or v.pos))
+        return
+    decl = maps.get(ref.name)
+    if decl is None or len(decl.keys) != len(names):
+        return
+    for n, k in zip(names, decl.keys):
+        if types.setdefault(n, k.type) != k.type:
+            out.append((f"view {v.name}: variable {n} is {types[n]} in one map and {k.type} in {ref.name}", ref.pos or v.pos))
 
 
 def _unique(out: Problems, what: str, items) -> None:
@@ -119,7 +200,9 @@ def _check_map(out: Problems, m: MapDecl, rels) -> None:
     if m.definition is None:
         return
     for node in walk(m.definition):
-        if isinstance(node, MapRef):
+        if isinstance(node, (Arith, Fold, BoolOp)):
+            out.append((f"definition of map {m.name} holds a view expression", node.pos or m.pos))
+        elif isinstance(node, MapRef):
             out.append((f"definition of map {m.name} refers to map {node.name}; definitions range over relations only", node.pos))
         elif isinstance(node, RelAtom):
             _check_arity(out, node, rels, "relation")
@@ -171,6 +254,8 @@ def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
             out.append(("a trigger term is a product (monomial); sums belong in map definitions", node.pos or s.pos))
         elif isinstance(node, RelAtom):
             out.append((f"relation atom {node.name}(...) in a trigger; statements read maps, not relations", node.pos))
+        elif isinstance(node, (Arith, Fold, BoolOp)):
+            out.append(("view expressions (/, -, folds, AND/OR/NOT) belong in views, not triggers", node.pos or s.pos))
         elif isinstance(node, MapRef):
             _check_arity(out, node, maps, "map")
             rhs_maps.append(node)

@@ -15,9 +15,12 @@ from __future__ import annotations
 import datetime
 
 from .ast import (
+    Arith,
+    BoolOp,
     Cmp,
     Const,
     Expr,
+    Fold,
     IfThen,
     MapDecl,
     MapRef,
@@ -64,6 +67,8 @@ def format_expr(e: Expr) -> str:
         return " * ".join(_factor(f) for f in e.factors)
     if isinstance(e, Sum):
         return " + ".join(f"({format_expr(t)})" if isinstance(t, Sum) else format_expr(t) for t in e.terms)
+    if isinstance(e, (Arith, Fold, BoolOp)):
+        return format_view_expr(e)
     raise TypeError(f"not an M3 expression: {e!r}")
 
 
@@ -94,10 +99,43 @@ def format_map(m: MapDecl) -> str:
 
 
 def format_view(v: ViewDecl) -> str:
+    """A view declaration; a general view names its key variables and writes its columns as view expressions.
+
+    >>> from .syntax import parse_program
+    >>> p = parse_program("DECLARE VIEW v[k := K](a := (m[K] - 1) / n[K], lo := MIN(X : t[K, X])) "
+    ...                   "WHERE NOT (n[K] > 2 OR K = 'x') AND m[K] <> 0;")
+    >>> print(format_view(p.views[0]))
+    DECLARE VIEW v[k := K](a := (m[K] - 1) / n[K], lo := MIN(X : t[K, X])) WHERE NOT (2 < n[K] OR K = 'x') AND m[K] <> 0;
+    """
     cols = ", ".join(
-        f"{c.name} := {c.numerator}" + (f" / {c.denominator}" if c.denominator else "") for c in v.columns
+        f"{c.name} := " + (format_view_expr(c.expr) if c.expr is not None
+                           else c.numerator + (f" / {c.denominator}" if c.denominator else "")) for c in v.columns
     )
-    return f"DECLARE VIEW {v.name}[{', '.join(v.keys)}]({cols});"
+    keys = [f"{k} := {x}" for k, x in zip(v.keys, v.key_vars)] if v.key_vars else list(v.keys)
+    where = "" if v.where is None else f" WHERE {format_view_expr(v.where)}"
+    return f"DECLARE VIEW {v.name}[{', '.join(keys)}]({cols}){where};"
+
+
+_LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
+def format_view_expr(e: Expr, level: int = 0) -> str:
+    """A view expression or condition; parentheses where precedence (or left association) needs them."""
+    if isinstance(e, Arith):
+        mine = _LEVEL[e.op]
+        text = f"{format_view_expr(e.left, mine)} {e.op} {format_view_expr(e.right, mine + 1)}"
+        return f"({text})" if mine < level else text
+    if isinstance(e, Fold):
+        return f"{e.kind}({e.var} : {format_expr(e.ref)})"
+    if isinstance(e, BoolOp):
+        if e.op == "NOT":
+            return "NOT " + format_view_expr(e.args[0], 3)
+        mine = 1 if e.op == "OR" else 2
+        text = f" {e.op} ".join(format_view_expr(a, mine + 1) for a in e.args)
+        return f"({text})" if mine < level else text
+    if isinstance(e, Cmp):
+        return f"{format_view_expr(e.left)} {e.op} {format_view_expr(e.right)}"  # NOT a < b is NOT (a < b)
+    return format_expr(e)
 
 
 def format_statement(s: Statement) -> str:

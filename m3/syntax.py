@@ -6,8 +6,17 @@ Grammar (Figure 1 of seed 001, plus declarations)::
     item      := relation | map | view | trigger
     relation  := CREATE (STREAM|TABLE) NAME '(' NAME TYPE (',' NAME TYPE)* ')' ';'
     map       := DECLARE MAP NAME '[' [NAME ':' TYPE (',' ...)*] ']' ':' TYPE [':=' sum] ';'
-    view      := DECLARE VIEW NAME '[' [NAME (',' NAME)*] ']' '(' vcol (',' vcol)* ')' ';'
-    vcol      := NAME ':=' NAME ['/' NAME]
+    view      := DECLARE VIEW NAME '[' [vkey (',' vkey)*] ']' '(' [vcol (',' vcol)*] ')' [WHERE vcond] ';'
+    vkey      := NAME [':=' NAME]                 -- output column [:= its variable] (all or none)
+    vcol      := NAME ':=' NAME ['/' NAME]        -- maps read positionally (views without variables)
+               | NAME ':=' vexpr                  -- views that name their variables, or have no keys
+    vexpr     := vterm (('+'|'-') vterm)*
+    vterm     := vfactor (('*'|'/') vfactor)*
+    vfactor   := NAME '[' NAME, ... ']' | FOLD '(' NAME ':' NAME '[' NAME, ... ']' ')' | val
+               | '-' vfactor | '(' vexpr ')'
+    FOLD      := MIN | MAX | SUM | COUNT
+    vcond     := vand (OR vand)*;  vand := vnot (AND vnot)*
+    vnot      := NOT vnot | '(' vcond ')' | vexpr (CMP | '>' | '>=') vexpr
     trigger   := ON ('+'|'-') NAME '(' [NAME (',' NAME)*] ')' DO '{' [stmt (';' stmt)* [';']] '}'
     stmt      := NAME '[' [val (',' val)*] ']' '+=' sum
     sum       := prod ('+' prod)*
@@ -18,6 +27,8 @@ Grammar (Figure 1 of seed 001, plus declarations)::
     CMP       := '=' | '<>' | '<' | '<='
 
 Keywords are case-insensitive, names case-sensitive, ``--`` starts a comment.
+``WHERE``, ``AND``, ``OR``, ``NOT`` and the fold names are words only where a
+view expects them (a variable may be called ``MIN``).
 Sums and relation atoms are only allowed in map definitions (the checker says
 so); errors carry ``line:col``.
 
@@ -33,11 +44,15 @@ import re
 
 from .ast import (
     CMP_OPS,
+    FOLDS,
     TYPES,
+    Arith,
+    BoolOp,
     Cmp,
     Column,
     Const,
     Expr,
+    Fold,
     IfThen,
     MapDecl,
     MapRef,
@@ -214,22 +229,143 @@ class _Parser:
         self.expect("VIEW")
         name = self.name("a view name")
         self.expect("[")
-        keys = self.comma_list("]", lambda: self.name("a key column name").text)
+
+        def key():
+            n = self.name("a key column name")
+            if not self.at(":="):
+                return n.text, None
+            self.take()
+            return n.text, self.name("a variable").text
+
+        keys = self.comma_list("]", key)
+        named = [v for _, v in keys if v is not None]
+        if named and len(named) != len(keys):
+            raise ParseError("name the variable of every key column of the view or of none", start.pos)
         self.expect("(")
 
         def column():
             n = self.name("a view column name")
             self.expect(":=")
-            num = self.name("a map name").text
-            den = None
-            if self.at("/"):
-                self.take()
-                den = self.name("a map name").text
-            return ViewColumn(n.text, num, den, pos=n.pos)
+            if not named and self._plain_column():
+                num = self.name("a map name").text
+                den = None
+                if self.at("/"):
+                    self.take()
+                    den = self.name("a map name").text
+                return ViewColumn(n.text, num, den, pos=n.pos)
+            if keys and not named:
+                t = self.peek()
+                raise ParseError("a view column that is an expression needs the view's key variables "
+                                 "(DECLARE VIEW v[k := K, ...])", t.pos)
+            return ViewColumn(n.text, expr=self.vexpr(), pos=n.pos)
 
         cols = self.comma_list(")", column)
+        where = None
+        if self.peek().kind == "name" and self.peek().text.upper() == "WHERE":
+            if keys and not named:
+                raise ParseError("a view with a WHERE condition needs its key variables (DECLARE VIEW v[k := K, ...])",
+                                 self.peek().pos)
+            self.take()
+            where = self.vcond()
         self.expect(";")
-        return ViewDecl(name.text, keys, cols, pos=start.pos)
+        return ViewDecl(name.text, tuple(k for k, _ in keys), cols, tuple(named), where, pos=start.pos)
+
+    def _plain_column(self) -> bool:
+        """Whether a view column is ``m`` or ``m / n`` (maps read positionally), by looking ahead."""
+        if self.peek().kind != "name":
+            return False
+        after = self.peek(1).text
+        if after in (",", ")"):
+            return True
+        return after == "/" and self.peek(2).kind == "name" and self.peek(3).text in (",", ")")
+
+    # -- view expressions ----------------------------------------------------
+    def vexpr(self) -> Expr:
+        e = self.vterm()
+        while self.at("+") or self.at("-"):
+            op = self.take()
+            e = Arith(op.text, e, self.vterm(), pos=op.pos)
+        return e
+
+    def vterm(self) -> Expr:
+        e = self.vfactor()
+        while self.at("*") or self.at("/"):
+            op = self.take()
+            e = Arith(op.text, e, self.vfactor(), pos=op.pos)
+        return e
+
+    def vfactor(self) -> Expr:
+        t = self.peek()
+        if t.kind == "name" and self.peek(1).text == "[":
+            return self.map_ref()
+        if t.kind == "name" and t.text.upper() in FOLDS and self.peek(1).text == "(":
+            self.take()
+            self.take()
+            var = self.name("the folded variable").text
+            self.expect(":")
+            ref = self.map_ref()
+            self.expect(")")
+            return Fold(t.text.upper(), var, ref, pos=t.pos)
+        if self.at("(") :
+            self.take()
+            inner = self.vexpr()
+            self.expect(")")
+            return inner
+        if self.at("-") and self.peek(1).kind != "number":
+            self.take()
+            return Arith("*", Const(-1, pos=t.pos), self.vfactor(), pos=t.pos)
+        return self.val()
+
+    def map_ref(self) -> MapRef:
+        t = self.name("a map name")
+        self.expect("[")
+        return MapRef(t.text, self.comma_list("]", self.val), pos=t.pos)
+
+    def _word(self, word: str) -> bool:
+        t = self.peek()
+        return t.kind == "name" and t.text.upper() == word
+
+    def vcond(self) -> Expr:
+        first = self.peek()
+        args = [self.vand()]
+        while self._word("OR"):
+            self.take()
+            args.append(self.vand())
+        return args[0] if len(args) == 1 else BoolOp("OR", tuple(args), pos=first.pos)
+
+    def vand(self) -> Expr:
+        first = self.peek()
+        args = [self.vnot()]
+        while self._word("AND"):
+            self.take()
+            args.append(self.vnot())
+        return args[0] if len(args) == 1 else BoolOp("AND", tuple(args), pos=first.pos)
+
+    def vnot(self) -> Expr:
+        t = self.peek()
+        if self._word("NOT") and not (self.peek(1).kind == "op" and self.peek(1).text not in ("(", "-")):
+            self.take()
+            return BoolOp("NOT", (self.vnot(),), pos=t.pos)
+        if self.at("("):  # a parenthesised condition, or an expression that starts with '('
+            saved = self.i
+            try:
+                self.take()
+                inner = self.vcond()
+                self.expect(")")
+                if not (self.peek().kind == "op" and self.peek().text in CMP_OPS + (">", ">=", "+", "-", "*", "/")):
+                    return inner
+            except ParseError:
+                pass
+            self.i = saved
+        left = self.vexpr()
+        op = self.peek()
+        if op.kind != "op" or op.text not in CMP_OPS + (">", ">="):
+            raise ParseError(f"expected a comparison ({', '.join(CMP_OPS)}, >, >=) but found {_describe(op)}", op.pos)
+        self.take()
+        right = self.vexpr()
+        if op.text in (">", ">="):
+            return Cmp("<" if op.text == ">" else "<=", right, left, pos=t.pos)
+        return Cmp(op.text, left, right, pos=t.pos)
 
     def trigger(self) -> Trigger:
         start = self.expect("ON")

@@ -111,11 +111,11 @@ def test_the_example_validates_and_its_out_schema_is_inferred():
 
 
 def test_bad_sql_is_reported_with_its_position():
-    bad = "CREATE STREAM customer(c_custkey INT, c_mktsegment VARCHAR(10));&#10;SELECT c_custkey, MAX(c_custkey) FROM customer GROUP BY c_custkey"
+    bad = "CREATE STREAM customer(c_custkey INT, c_mktsegment VARCHAR(10));&#10;SELECT c_custkey, MEDIAN(c_custkey) FROM customer GROUP BY c_custkey"
     plan = plan_q3(q3_app(sql=bad))
     assert not plan.ok
     reason = plan.problems[0].reason
-    assert "m3 box 'q3': parameter 'sql': unsupported aggregate MAX" in reason
+    assert "m3 box 'q3': parameter 'sql': unsupported aggregate MEDIAN" in reason
     assert "(at line 2, col 19)" in reason
 
 

@@ -3,7 +3,10 @@
 Accepted input: ``CREATE STREAM|TABLE name (col type [NOT NULL], ...)``
 declarations, then ``SELECT`` queries (optionally ``CREATE VIEW name[(names)]
 AS SELECT ...``) that aggregate with SUM, COUNT or AVG (of arithmetic, CASE
-and constants) over inner equi-joins (comma joins or ``JOIN ... ON``), with
+and constants), MIN, MAX, COUNT/SUM/AVG(DISTINCT column), with arithmetic over
+aggregates and HAVING (:mod:`.viewexpr`), or select columns (``*``,
+``alias.*``; ``DISTINCT``: a view of rows, :mod:`.outputs`), over inner
+equi-joins (comma joins or ``JOIN ... ON``), with
 selections comparing a column with a constant (``= <> < <= > >=``,
 ``BETWEEN``, ``IN (...)``, ``IN LIST (...)``, ``LIKE 'abc'``/``'abc%'``, AND,
 OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position or ALL) and
@@ -24,17 +27,20 @@ Expressions are translated by :mod:`.resolve`, the SELECT list by :mod:`.outputs
 >>> rels[0].name, [c.name for c in rels[0].columns]
 ('R', ['a', 'b'])
 >>> q = queries[0]
->>> q.name, q.group_by, q.aggregates
-('Q1', (('a', ('R', 'a')),), (('total', 'SUM', ('*', ('R', 'b'), 2)),))
+>>> q.name, q.group_by, q.columns
+('Q1', (('a', ('R', 'a')),), (('total', ('agg', 'SUM', ('*', ('R', 'b'), 2))),))
 >>> q.predicate
 ('<', ('R', 'b'), 10)
->>> parse_sql("CREATE STREAM R(a INT); SELECT MAX(a) FROM R")
+>>> parse_sql("CREATE STREAM R(a INT); SELECT MEDIAN(a) FROM R")
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported aggregate MAX (only SUM, COUNT and AVG) in view Q1 (at line 1, col 32)
+boreas.m3.errors.CompileError: unsupported aggregate MEDIAN (only SUM, COUNT, AVG, MIN and MAX) in view Q1 (at line 1, col 32)
 >>> _, (q,) = parse_sql("CREATE STREAM R(a INT, b INT); SELECT a AS x, SUM(b) AS x FROM R GROUP BY x ORDER BY 2 DESC")
->>> q.group_by, q.aggregates, q.notes
-((('x', ('R', 'a')),), (('x_1', 'SUM', ('R', 'b')),), ('Q1: ORDER BY ignored: a view is a set of rows (sort them when reading the view)',))
+>>> q.group_by, q.columns, q.notes
+((('x', ('R', 'a')),), (('x_1', ('agg', 'SUM', ('R', 'b'))),), ('Q1: ORDER BY ignored: a view is a set of rows (sort them when reading the view)',))
+>>> _, (q,) = parse_sql("CREATE STREAM R(a INT, b INT); SELECT DISTINCT * FROM R")
+>>> q.group_by, q.columns
+((('a', ('R', 'a')), ('b', ('R', 'b'))), (('count', 1),))
 """
 
 from __future__ import annotations
@@ -51,9 +57,18 @@ from sqlglot.tokens import Tokenizer, TokenType
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
 from .nodes import describe, sql_of, unknown_nodes, unread_args
-from .outputs import group_columns, order_note, select_items, view_names
+from .outputs import (
+    check_grouped,
+    check_rows,
+    group_columns,
+    grouped,
+    order_note,
+    select_items,
+    view_names,
+)
 from .predicates import conj
 from .resolve import ColRef, Resolver, unparen
+from .viewexpr import having
 
 # Arithmetic and predicates: see :mod:`.resolve` and :mod:`.predicates`.
 
@@ -66,8 +81,9 @@ class SqlQuery:
     tables: tuple[tuple[str, str], ...]  # (alias, relation)
     joins: tuple[tuple[ColRef, ColRef], ...]  # equi-join (and same-table equality) pairs
     predicate: object  # selection tree (:mod:`.predicates`) or None
-    group_by: tuple[tuple[str, ColRef], ...]  # (output name, column)
-    aggregates: tuple[tuple[str, str, object], ...]  # (output name, SUM|COUNT|AVG, arithmetic)
+    group_by: tuple[tuple[str, ColRef], ...]  # the view's key columns: (output name, column)
+    columns: tuple[tuple[str, object], ...]  # value columns: (output name, view expression, :mod:`.viewexpr`)
+    having: object = None  # HAVING predicate over view expressions, or None
     notes: tuple[str, ...] = ()  # what was accepted but has no effect on the view (ORDER BY)
 
 
@@ -296,9 +312,8 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
         raise CompileError(f"{e.message} in view {name}", e.pos) from None
 
 
-_CLAUSES = (("distinct", r"\bDISTINCT\b", ""),
-            ("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are not supported: limit when reading)"),
-            ("offset", r"\bOFFSET\b", ""), ("having", r"\bHAVING\b", ""), ("with", r"\bWITH\b", ""),
+_CLAUSES = (("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are not supported: limit when reading)"),
+            ("offset", r"\bOFFSET\b", ""), ("with", r"\bWITH\b", ""),
             ("with_", r"\bWITH\b", ""), ("qualify", r"\bQUALIFY\b", ""), ("windows", r"\bWINDOW\b", ""))
 
 
@@ -329,15 +344,31 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         else:
             preds.append(res.predicate(c))
     items = select_items(sel, res, ctx)
-    groups = group_columns(sel, items, res, ctx)
-    group_by, aggregates = view_names(items, groups, rename, name, ctx)
-    note = order_note(name, sel, items, [n for n, _ in group_by] + [n for n, _ in aggregates], res, ctx)
+    having_node = sel.args.get("having")
+    having_pred = having(res, having_node.this) if having_node is not None else None
+    distinct = sel.args.get("distinct")
+    if distinct is not None and (distinct.args.get("on") is not None or distinct.expressions):
+        raise ctx.error(f"unsupported DISTINCT ON ({sql_of(distinct)})", keyword=r"\bDISTINCT\b")
+    if grouped(sel, items, having_pred):
+        groups = group_columns(sel, items, res, ctx)
+        check_grouped(items, groups, having_pred, ctx, having_node)
+        if distinct is not None and any(all(i.ref != g for i in items) for g in groups):
+            raise ctx.error("unsupported SELECT DISTINCT over groups whose GROUP BY columns are not all selected "
+                            "(select them, or drop DISTINCT)", keyword=r"\bDISTINCT\b")
+        count = 1 if all(i.ref is not None for i in items) else None  # one row per group
+    else:
+        check_rows(items, ctx)
+        groups = []
+        count = 1 if distinct is not None else ("agg", "COUNT", 1)
+    keys, values = view_names(items, groups, rename, name, count, ctx)
+    note = order_note(name, sel, items, [n for n, _ in keys] + [n for n, _ in values], res, ctx)
     _refuse_unknown(sel, ctx)
-    return SqlQuery(name, tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(group_by),
-                    tuple((n,) + agg for n, agg in aggregates), (note,) if note else ())
+    return SqlQuery(name, tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(keys),
+                    tuple(values), having_pred, (note,) if note else ())
 
 
-_CLAUSE_TYPES = {"where": exp.Where, "group": exp.Group, "order": exp.Order, "from": exp.From, "from_": exp.From}
+_CLAUSE_TYPES = {"where": exp.Where, "group": exp.Group, "order": exp.Order, "from": exp.From, "from_": exp.From,
+                 "having": exp.Having, "distinct": exp.Distinct}
 
 
 def _check_clauses(sel: exp.Select, ctx: _Ctx) -> None:

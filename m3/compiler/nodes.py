@@ -77,10 +77,12 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.Extract: frozenset({"this", "expression"}),
     exp.Case: frozenset({"this", "ifs", "default"}),
     exp.If: frozenset({"this", "true", "false"}),
-    # aggregates (COUNT_BIG counts the same rows; DISTINCT is read to refuse it)
+    # aggregates (COUNT_BIG counts the same rows)
     exp.Sum: frozenset({"this"}), exp.Avg: frozenset({"this"}),
+    exp.Min: frozenset({"this", "expressions"}), exp.Max: frozenset({"this", "expressions"}),
     exp.Count: frozenset({"this", "expressions", "big_int"}),
-    exp.Distinct: frozenset({"expressions", "on"}),
+    exp.Distinct: frozenset({"expressions", "on"}),  # SELECT DISTINCT, COUNT(DISTINCT x); ON is read to refuse it
+    exp.Having: frozenset({"this"}),
 }
 
 

@@ -14,7 +14,10 @@
   branch whose condition holds), the ELSE ``[not c1] ... [not cn]``; the
   guards are selections like WHERE's.  A NULL branch contributes nothing.
 * ``COUNT`` sums 1 where its argument is not NULL (:func:`nonnull`); ``AVG``
-  is a SUM map divided by such a COUNT map.
+  is a SUM map divided by such a COUNT map.  Which maps a query's columns,
+  HAVING, MIN/MAX and DISTINCT need, and how the view reads them: :mod:`.columns`.
+* Output key columns name variables; two may name one (``SELECT *`` over an
+  equi-join shows both joined columns), the maps are keyed by each once.
 
 >>> from .frontend import parse_sql
 >>> rels, qs = parse_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(b INT, c FLOAT);
@@ -22,7 +25,7 @@
 >>> nq = normalize(rels, qs[0])
 >>> nq.key_names, nq.keys
 (('a',), (V(name='A', type='INT'),))
->>> for t in nq.outputs[0].sum.terms: print(t)
+>>> for t in nq.aggregates[0].agg.terms: print(t)
 R(A, B) * S(B, C) * {A < 3} * C * (1 + -1 * C)
 R(A, B) * S(B, C) * {2 <= C} * C * (1 + -1 * C)
 -1 * R(A, B) * S(B, C) * {2 <= C} * {A < 3} * C * (1 + -1 * C)
@@ -50,26 +53,22 @@ from ..calculus import (
     poly_vars,
 )
 from ..errors import CompileError
+from .columns import Aggregate, view_columns
 from .frontend import SqlQuery
 from .predicates import FALSE, TRUE, conj, negate
 
 
 @dataclass(frozen=True)
-class Output:
-    """One aggregate column: ``sum`` (and ``count`` for AVG, which is sum / count)."""
-
-    name: str
-    kind: str
-    sum: Agg
-    count: Agg | None = None
-
-
-@dataclass(frozen=True)
 class NormalQuery:
+    """A query in the calculus: its maps' definitions, and its view's columns and condition over them."""
+
     name: str
     key_names: tuple[str, ...]
-    keys: tuple[V, ...]
-    outputs: tuple[Output, ...]
+    keys: tuple[V, ...]  # the group variables, each once: every map's keys (a multiplicity map: then its value)
+    aggregates: tuple[Aggregate, ...]
+    columns: tuple[tuple[str, object], ...]  # (name, column expression over aggregates, :mod:`.columns`)
+    where: object = None  # the view's condition (HAVING, DISTINCT), or None
+    key_vars: tuple[V, ...] = ()  # per output key column, its variable
 
 
 def variable_names(columns: list[str], taken: set[str] | None = None) -> list[str]:
@@ -112,28 +111,23 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
     var = {c: V(names[find(c)], ctype[find(c)]) for c in cols}
     atoms = tuple(Atom(rel, tuple(var[(alias, c.name)] for c in rels[rel].columns)) for alias, rel in q.tables)
 
-    keys = tuple(var[ref] for _, ref in q.group_by)
-    if len(set(keys)) != len(keys):
-        raise CompileError(f"GROUP BY of query {q.name} names two columns that are joined equal; group by one of them")
+    key_vars = tuple(var[ref] for _, ref in q.group_by)
+    keys = tuple(dict.fromkeys(key_vars))
     selection = _predicate(q.predicate, var) if q.predicate is not None else [(1, ())]
 
-    def agg(expr) -> Agg:
+    def agg(expr, folded: V | None, count: bool) -> Agg:
         terms = []
-        for (pc, conds), (vc, vconds, polys) in itertools.product(selection, _value_terms(expr, var, atoms)):
+        value = _value_terms(nonnull(expr) if count else expr, var, atoms)
+        for (pc, conds), (vc, vconds, polys) in itertools.product(selection, value):
             if pc * vc:
                 terms.append(Term(pc * vc, atoms, conds + tuple(c for c in vconds if c not in conds), polys))
         if not terms:  # a map without a definition has nothing to maintain: say why, not what the checker sees
             raise CompileError(f"query {q.name} has an aggregate that is always 0 (a WHERE or CASE condition "
                                "that never holds, or a zero value)")
-        return Agg(keys, tuple(terms))
+        return Agg(keys + ((folded,) if folded is not None else ()), tuple(terms))
 
-    outputs = []
-    for name, kind, expr in q.aggregates:
-        if kind == "AVG":
-            outputs.append(Output(name, kind, agg(expr), agg(nonnull(expr))))
-        else:
-            outputs.append(Output(name, kind, agg(nonnull(expr) if kind == "COUNT" else expr)))
-    return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, tuple(outputs))
+    aggregates, columns, where = view_columns(q, var, keys, agg)
+    return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates, columns, where, key_vars)
 
 
 def nonnull(expr):

@@ -24,16 +24,17 @@ from sqlglot import exp
 
 from .nodes import sql_of
 from .resolve import ColRef, Positions, Resolver, unparen
+from .viewexpr import columns_of, has_aggregate, view_expr
 
 
 @dataclass(frozen=True)
 class Item:
-    """One SELECT item: a column (``ref``) or an aggregate (``aggregate`` = (kind, arithmetic))."""
+    """One SELECT item: a column (``ref``: a key of the view) or a view expression (``value``, :mod:`.viewexpr`)."""
 
-    name: str  # as written (alias, column name, or a generated aggregate name)
+    name: str  # as written (alias, column name, or a generated name)
     node: exp.Expression  # the expression, alias removed
     ref: ColRef | None = None
-    aggregate: tuple[str, object] | None = None
+    value: object = None
 
 
 def unique_names(names: list[str], taken: set[str] | None = None) -> list[str]:
@@ -55,38 +56,39 @@ def unique_names(names: list[str], taken: set[str] | None = None) -> list[str]:
 
 
 def select_items(sel: exp.Select, res: Resolver, ctx: Positions) -> list[Item]:
-    """The SELECT list: group columns and SUM/COUNT/AVG aggregates (anything else is refused)."""
+    """The SELECT list: columns (``*`` and ``alias.*`` expanded, FROM order) and expressions over aggregates."""
     items: list[Item] = []
-    aggregates = 0
+    computed = 0
     for item in sel.expressions:
         alias = item.alias if type(item) is exp.Alias else None
         node = unparen(item.this) if type(item) is exp.Alias else unparen(item)
-        if type(node) is exp.Column and not isinstance(node.this, exp.Star):
+        if isinstance(node, exp.Star) or (type(node) is exp.Column and isinstance(node.this, exp.Star)):
+            if alias:
+                raise ctx.error(f"unsupported alias of {sql_of(node)}", item)
+            items += [Item(ref[1], node, ref=ref) for ref in res.star(node)]
+        elif type(node) is exp.Column:
             ref = res.column(node)
-            if any(i.ref == ref for i in items):
-                raise ctx.error(f"column {sql_of(node)} is selected twice (a view has one key column per group column)",
-                                node)
             items.append(Item(alias or ref[1], node, ref=ref))
-        elif isinstance(node, exp.AggFunc):
-            aggregates += 1
-            items.append(Item(alias or f"{type(node).__name__.lower()}_{aggregates}", node,
-                              aggregate=res.aggregate(node)))
-        elif isinstance(node, exp.Star) or (type(node) is exp.Column and isinstance(node.this, exp.Star)):
-            raise ctx.error(f"unsupported SELECT {sql_of(node)} (an aggregate query selects group columns and "
-                            "aggregates)", node)
         else:
-            bad = next((n for n in node.walk() if isinstance(n, exp.AggFunc)), None)
-            what = "arithmetic over aggregates" if bad is not None else f"non-aggregate expression {sql_of(node)}"
-            raise ctx.error(f"unsupported {what} in SELECT", node)
-    if not any(i.aggregate for i in items):
-        raise ctx.error("a query must compute at least one aggregate (SUM, COUNT or AVG)", sel)
+            computed += 1
+            name = f"{type(node).__name__.lower()}_{computed}" if isinstance(node, exp.AggFunc) else f"expr_{computed}"
+            items.append(Item(alias or name, node, value=view_expr(res, node)))
     return items
+
+
+def grouped(sel: exp.Select, items: list[Item], having_pred) -> bool:
+    """Whether the query aggregates (an aggregate in SELECT or HAVING, or a GROUP BY); else its view is its rows."""
+    return (sel.args.get("group") is not None or having_pred is not None
+            or any(has_aggregate(i.value) for i in items))
 
 
 def group_columns(sel: exp.Select, items: list[Item], res: Resolver, ctx: Positions) -> list[ColRef]:
     """The GROUP BY columns, in order, each once (see module doc for how names are looked up)."""
     group = sel.args.get("group")
     if group is None:
+        bad = next((i for i in items if i.ref is not None), None)
+        if bad is not None:
+            raise ctx.error(f"column {sql_of(bad.node)} is selected beside aggregates but there is no GROUP BY", bad.node)
         return []
     refs: list[ColRef] = []
     if group.args.get("all"):
@@ -119,8 +121,31 @@ def group_columns(sel: exp.Select, items: list[Item], res: Resolver, ctx: Positi
 
 def _grouped_item(item: Item, g: exp.Expression, ctx: Positions) -> ColRef:
     if item.ref is None:
-        raise ctx.error(f"GROUP BY {sql_of(g)} names the aggregate {sql_of(item.node)}", g)
+        what = "the aggregate" if has_aggregate(item.value) else "the expression"
+        raise ctx.error(f"GROUP BY {sql_of(g)} names {what} {sql_of(item.node)} (group by columns only)", g)
     return item.ref
+
+
+def check_grouped(items: list[Item], groups: list[ColRef], having_pred, ctx: Positions,
+                  having_node: exp.Expression | None = None) -> None:
+    """Outside aggregates, SELECT expressions and HAVING read GROUP BY columns only."""
+    for i in items:
+        for ref in columns_of(i.value):
+            if ref not in groups:
+                raise ctx.error(f"column {ref[0]}.{ref[1]} in {sql_of(i.node)} is neither grouped nor inside an "
+                                "aggregate", i.node)
+    for ref in columns_of(having_pred):
+        if ref not in groups:
+            raise ctx.error(f"column {ref[0]}.{ref[1]} in HAVING is neither grouped nor inside an aggregate",
+                            having_node.this if having_node is not None else None)
+
+
+def check_rows(items: list[Item], ctx: Positions) -> None:
+    """A query without aggregates selects columns only: its view holds each distinct row with its count."""
+    for i in items:
+        if i.ref is None:
+            raise ctx.error(f"unsupported expression {sql_of(i.node)} in a query without aggregates (select columns: "
+                            "the view holds each distinct combination of their values with its count)", i.node)
 
 
 def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], res: Resolver,
@@ -147,11 +172,15 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
     return f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view)"
 
 
-def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view: str,
-               ctx: Positions) -> tuple[list[tuple[str, ColRef]], list[tuple[str, tuple[str, object]]]]:
-    """``(group_by, aggregates)`` with their final names: DuckDB-unique, then renamed by ``CREATE VIEW v(names)``.
+def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view: str, count,
+               ctx: Positions) -> tuple[list[tuple[str, ColRef]], list[tuple[str, object]]]:
+    """``(keys, values)`` with their final names: DuckDB-unique, then renamed by ``CREATE VIEW v(names)``.
 
-    Group columns not selected are view keys too (named after their column, after the others).
+    Selected columns are the view's keys (a column selected twice is two key
+    columns); group columns not selected are keys too (named after their
+    column, after the others).  ``count`` (a view expression or None) is one
+    more value column, named ``count``: the number of times a row occurs in
+    the result (1 after DISTINCT or GROUP BY), for views that select no value.
     """
     names = unique_names([i.name for i in items])
     if len(rename) > len(names):
@@ -161,8 +190,11 @@ def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view:
     dup = next((n for n in names if lowered.count(n.lower()) > 1), None)
     if dup is not None:
         raise ctx.error(f"view {view} names column {dup} twice")
-    by_ref = {i.ref: n for i, n in zip(items, names) if i.ref is not None}
-    hidden = [r for r in groups if r not in by_ref]
-    by_ref.update(zip(hidden, unique_names([r[1] for r in hidden], set(names))))
-    return ([(by_ref[r], r) for r in groups],
-            [(n, i.aggregate) for i, n in zip(items, names) if i.aggregate is not None])
+    keys = [(n, i.ref) for i, n in zip(items, names) if i.ref is not None]
+    selected = {r for _, r in keys}
+    hidden = [r for r in groups if r not in selected]
+    keys += list(zip(unique_names([r[1] for r in hidden], set(names)), hidden))
+    values = [(n, i.value) for i, n in zip(items, names) if i.ref is None]
+    if count is not None:
+        values.append((unique_names(["count"], {n for n, _ in keys} | set(names))[0], count))
+    return keys, values

@@ -66,7 +66,8 @@ from .frontend import parse_sql
 from .materialize import MapDef, make_mapdef, materialize
 from .normalize import normalize
 from .simplify import simplify
-from .triggers import assemble, view_decl
+from .triggers import assemble
+from .views import view_decl
 
 log = logging.getLogger(__name__)
 
@@ -97,28 +98,26 @@ def compile_with_notes(text: str, streams: tuple[RelationDecl, ...] = ()) -> tup
     worklist: list[MapDef] = []
     views = []
 
-    def query_map(name: str, agg) -> str:
+    def query_map(name: str, agg) -> tuple[str, tuple]:
+        """The map of a query's aggregate (an equal one if there is one), and the variables reading it in its key order."""
         md = make_mapdef(name, agg)
         if md.canonical in maps:
-            return maps[md.canonical].name
+            old = maps[md.canonical]
+            args = [None] * len(md.keys)
+            for i, p in enumerate(md.canon_order):
+                args[old.canon_order[i]] = md.keys[p]
+            return old.name, tuple(args)
         taken, n = {m.name.lower() for m in maps.values()}, 1
         while md.name.lower() in taken:  # e.g. AVG x's x_count beside a COUNT named x_count
             n += 1
             md = make_mapdef(f"{name}_{n}", agg)
         maps[md.canonical] = md
         worklist.append(md)
-        return md.name
+        return md.name, md.keys
 
     for q in queries:
         nq = normalize(relations, q)
-        columns = []
-        for out in nq.outputs:
-            base = f"{nq.name}_{out.name}"
-            if out.count is None:
-                columns.append((out.name, query_map(base, out.sum), None))
-            else:
-                columns.append((out.name, query_map(base + "_sum", out.sum), query_map(base + "_count", out.count)))
-        views.append(view_decl(nq.name, nq.key_names, columns))
+        views.append(view_decl(nq, [query_map(f"{nq.name}_{a.name}", a.agg) for a in nq.aggregates]))
 
     events = {r.name: event_vars(r) for r in relations}
     statements: dict[tuple[str, int], list[tuple[int, Statement]]] = {}

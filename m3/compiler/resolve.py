@@ -60,7 +60,7 @@ _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp
 _PY_CMP = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
            ">=": operator.ge}
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
-_AGGREGATES = {exp.Sum: "SUM", exp.Count: "COUNT", exp.Avg: "AVG"}
+_AGGREGATES = {exp.Sum: "SUM", exp.Count: "COUNT", exp.Avg: "AVG", exp.Min: "MIN", exp.Max: "MAX"}
 
 
 class Positions(Protocol):
@@ -102,6 +102,19 @@ class Resolver:
         if len(hits) > 1:
             raise self.ctx.error(f"ambiguous column {sql_of(col)} (qualify it with a table alias)", col)
         return hits[0]
+
+    def star(self, node: exp.Expression) -> list[ColRef]:
+        """The columns ``*`` (every FROM relation's, in FROM order) or ``alias.*`` stands for."""
+        if type(node) is exp.Column:
+            if node.args.get("db") or node.args.get("catalog"):
+                raise self.ctx.error(f"unsupported qualified column {sql_of(node)} (write alias.*)", node)
+            qual = node.table.lower()
+            tables = [(a, r) for a, r in self.tables if a.lower() == qual]
+            if not tables:
+                raise self.ctx.error(f"unknown relation {node.table} in {sql_of(node)}", node)
+        else:
+            tables = self.tables
+        return [(a, c.name) for a, r in tables for c in self.relations[r].columns]
 
     def col_type(self, ref: ColRef) -> str:
         rel = dict(self.tables)[ref[0]]
@@ -206,22 +219,44 @@ class Resolver:
 
     # -- aggregates -----------------------------------------------------------
     def aggregate(self, node: exp.Expression) -> tuple[str, object]:
-        """``(SUM|COUNT|AVG, arithmetic)``: what is summed (COUNT: the rows where it is not NULL)."""
+        """``(kind, argument)``: SUM, COUNT, AVG of arithmetic (COUNT: the rows where it is not NULL), or MIN,
+        MAX, COUNT DISTINCT, SUM DISTINCT, AVG DISTINCT of a column (a multiplicity map is keyed by its value)."""
         kind = _AGGREGATES.get(type(node))
         if kind is None:
-            raise self.ctx.error(f"unsupported aggregate {type(node).__name__.upper()} (only SUM, COUNT and AVG)", node)
+            raise self.ctx.error(f"unsupported aggregate {type(node).__name__.upper()} "
+                                 "(only SUM, COUNT, AVG, MIN and MAX)", node)
         arg = node.this
-        if isinstance(arg, exp.Distinct):
-            raise self.ctx.error(f"unsupported {kind}(DISTINCT ...)", node)
+        if node.args.get("expressions"):
+            raise self.ctx.error(f"unsupported {kind} of several expressions ({sql_of(node)})", node)
+        if type(arg) is exp.Distinct:
+            if arg.args.get("on") is not None:
+                raise self.ctx.error(f"unsupported DISTINCT ON in {kind} ({sql_of(node)})", node)
+            if len(arg.expressions) != 1:
+                raise self.ctx.error(f"unsupported {kind}(DISTINCT ...) of {len(arg.expressions)} expressions "
+                                     "(only of one column)", node)
+            ref = self._folded(kind, arg.expressions[0], "DISTINCT ")
+            return (kind, ref) if kind in ("MIN", "MAX") else (f"{kind} DISTINCT", ref)
+        if kind in ("MIN", "MAX"):
+            return (kind, self._folded(kind, arg, ""))
         if kind == "COUNT":
-            if node.expressions:
-                raise self.ctx.error(f"unsupported COUNT of several expressions ({sql_of(node)})", node)
             if arg is None or type(arg) is exp.Star:
                 return ("COUNT", 1)
             if type(unparen(arg)) is exp.Column:
                 self.column(unparen(arg))  # any type; never NULL, so COUNT(x) = COUNT(*)
                 return ("COUNT", 1)
         return (kind, self.arith(arg, nullable=True))
+
+    def _folded(self, kind: str, arg: exp.Expression | None, distinct: str) -> ColRef:
+        """The column MIN, MAX or an aggregate of DISTINCT values reads (its values become map keys)."""
+        col = unparen(arg) if isinstance(arg, exp.Expression) else arg
+        if type(col) is not exp.Column or isinstance(col.this, exp.Star):
+            what = sql_of(col) if isinstance(col, exp.Expression) else "nothing"
+            raise self.ctx.error(f"unsupported {kind}({distinct}{what}): only of a column (its values are the keys "
+                                 "of a multiplicity map)", col if isinstance(col, exp.Expression) else arg)
+        ref = self.column(col)
+        if kind in ("SUM", "AVG") and self.col_type(ref) not in ("INT", "FLOAT"):
+            raise self.ctx.error(f"cannot aggregate non-numeric column {sql_of(col)}", col)
+        return ref
 
     def arith(self, e: exp.Expression, nullable: bool = False):
         """An aggregated expression (module doc); ``nullable``: whether NULL may stand here."""

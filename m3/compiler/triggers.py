@@ -23,7 +23,6 @@ from ..ast import (
     RelationDecl,
     Statement,
     Trigger,
-    ViewColumn,
     ViewDecl,
 )
 from ..calculus import agg_to_ast
@@ -46,8 +45,3 @@ def assemble(relations: list[RelationDecl], maps: list[MapDef], views: list[View
             ordered = sorted(statements.get((rel.name, sign), []), key=lambda ds: -ds[0])
             triggers.append(Trigger(rel.name, sign, names, tuple(s for _, s in ordered)))
     return Program(tuple(relations), tuple(map_decl(m) for m in maps), tuple(views), tuple(triggers))
-
-
-def view_decl(name: str, key_names: tuple[str, ...], columns: list[tuple[str, str, str | None]]) -> ViewDecl:
-    """A view over query maps: ``columns`` are ``(output name, numerator map, denominator map or None)``."""
-    return ViewDecl(name, key_names, tuple(ViewColumn(c, n, d) for c, n, d in columns))

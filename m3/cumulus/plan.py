@@ -171,8 +171,26 @@ class Plan:
         return "home" if col is None else f"{dict(self.keys)[map_name][col]} (key {col})"
 
 
+def refuse_computed_views(program: Program, box: str = "") -> None:
+    """Refuse a program with a view computed when read (PlanError): members merge views of plain maps and AVG only.
+
+    >>> from ..compiler.pipeline import compile_sql
+    >>> refuse_computed_views(compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, MAX(b) AS m FROM R GROUP BY a"), "g")
+    Traceback (most recent call last):
+    ...
+    boreas.m3.cumulus.plan.PlanError: box 'g': view Q1 is computed from its maps when it is read (arithmetic over aggregates, HAVING, MIN/MAX, DISTINCT, a view without aggregates, or shared maps read in another key order); a partitioned m3 box runs views whose columns are maps and AVGs only: deploy this box unpartitioned
+    """
+    for v in program.views:
+        if v.general:
+            raise PlanError(f"box {box!r}: view {v.name} is computed from its maps when it is read (arithmetic over "
+                            "aggregates, HAVING, MIN/MAX, DISTINCT, a view without aggregates, or shared maps read "
+                            "in another key order); a partitioned m3 box runs views whose columns are maps and AVGs "
+                            "only: deploy this box unpartitioned")
+
+
 def classify(program: Program, columns: Mapping[str, int | None], box: str = "") -> Plan:
     """Classify every statement of ``program`` with each map partitioned on ``columns[map]``."""
+    refuse_computed_views(program, box)
     cols = dict(columns)
     for m in program.maps:
         if m.name not in cols:

@@ -36,6 +36,15 @@ from ..syntax import parse_program
 from .codegen import build, program_source
 from .initial import evaluate_definition
 from .maps import MapStore, index_specs
+from .views import (
+    Reader,
+    ViewForm,
+    candidate_rows,
+    row_value,
+    same,
+    view_form,
+    view_index_specs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +70,11 @@ class Runtime:
         self.program = check_program(program)
         self.float_epsilon = float_epsilon
         self._lock = threading.RLock()
-        self.store = MapStore(program, index_specs(program))
+        specs = index_specs(program)
+        for name, positions in view_index_specs(program).items():  # the slices a view's folds read
+            specs.setdefault(name, []).extend(p for p in positions if p not in specs.get(name, []))
+        self.store = MapStore(program, specs)
+        self._forms = {v.name: view_form(program, v) for v in program.views if v.general}
         self._journals: dict[str, list] = {name: [] for name in self.store.data}  # key, old value, key, ...
         float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
         self.source, consts = program_source(program, self.store.specs, float_maps, float_epsilon)
@@ -81,8 +94,12 @@ class Runtime:
         """Each view's output columns — the box's out port(s)."""
         out = {}
         for v in self.program.views:
-            first = self.program.map(v.columns[0].numerator)
-            keys = tuple((name, k.type) for name, k in zip(v.keys, first.keys))
+            form = self._forms.get(v.name)
+            if form is None:
+                first = self.program.map(v.columns[0].numerator or "")
+                keys = tuple((name, k.type) for name, k in zip(v.keys, first.keys))
+            else:
+                keys = tuple((name, form.types[i]) for name, i in zip(v.keys, form.out))
             out[v.name] = ViewInfo(v.name, keys, tuple(c.name for c in v.columns))
         return out
 
@@ -130,6 +147,12 @@ class Runtime:
     def _finish(self) -> None:
         changes: dict[str, list] = {}
         for v in self.program.views:
+            form = self._forms.get(v.name)
+            if form is not None:
+                changed = self._general_changes(form)
+                if changed:
+                    changes[v.name] = changed
+                continue
             keys: dict = {}
             for m in v.maps:
                 j = self._journals[m]
@@ -147,6 +170,36 @@ class Runtime:
             journal.clear()
         self._changes = changes
         self._version += 1
+
+    def _general_changes(self, form: ViewForm) -> list[tuple[tuple, object]]:
+        """The rows of a general view whose presence or value the batch changed (before: through the journals)."""
+        store = self.store
+        rows: dict[tuple, None] = {}
+        old: dict[str, dict] = {}
+        for ref in form.refs:
+            j = self._journals[ref.map]
+            if not j:
+                continue
+            if ref.map not in old:
+                old[ref.map] = dict(zip(j[-2::-2], j[-1::-2]))  # stored key -> its value before the batch
+            unpack = store.unpack
+            for k in dict.fromkeys(j[::2]):
+                rows[ref.row_of(unpack(ref.map, k))] = None
+        if not rows:
+            return []
+        now = self._reader()
+        before = _OldReader(store, old, now)
+        out = []
+        for row in rows:
+            was = row_value(form, row, before)
+            new = row_value(form, row, now)
+            if was[0] != new[0] or not same(was[1], new[1]):
+                out.append((form.key_of(row), new[1]))
+        return out
+
+    def _reader(self) -> Reader:
+        store = self.store
+        return Reader(store.get, lambda name, pattern: store.match(name, pattern))
 
     def changes(self) -> dict[str, list[tuple[tuple, object]]]:
         """The view rows the last batch changed: ``{view: [(key, new value)]}``; 0 (or all-zero tuple) = removed."""
@@ -178,6 +231,15 @@ class Runtime:
             except KeyError:
                 raise RuntimeStateError(f"no view named {name!r}") from None
             store = self.store
+            form = self._forms.get(name)
+            if form is not None:
+                reader = self._reader()
+                out = {}
+                for row in candidate_rows(form, reader.entries, pattern):
+                    inside, value = row_value(form, row, reader)
+                    if inside:
+                        out[form.key_of(row)] = value
+                return out
             keys: dict = {}
             for m in v.maps:
                 if any(k is not None for k in pattern):
@@ -273,6 +335,42 @@ class Runtime:
         rt = cls(parse_program(state["program"]), **kwargs)
         rt.restore(state)
         return rt
+
+
+class _OldReader(Reader):
+    """The maps as they were before the batch: the current store with the journals' first old values over it."""
+
+    def __init__(self, store: MapStore, old: dict[str, dict], now: Reader):
+        self.store, self.old, self.now = store, old, now
+        self._slices: dict[tuple[str, tuple[int, ...]], dict] = {}
+
+    def get(self, name: str, key: tuple):
+        changed = self.old.get(name)
+        if changed:
+            k = self.store.pack(name, key)
+            if k in changed:
+                return changed[k]
+        return self.store.get(name, key)
+
+    def entries(self, name: str, pattern: tuple):
+        found = dict(self.store.match(name, pattern))
+        changed = self.old.get(name)
+        if not changed:
+            return found
+        bound = tuple(i for i, x in enumerate(pattern) if x is not None)
+        by_bound = self._slices.get((name, bound))
+        if by_bound is None:  # the changed keys of this map, by their values at the bound positions (built once)
+            by_bound = {}
+            for k, v in changed.items():
+                key = self.store.unpack(name, k)
+                by_bound.setdefault(tuple(key[i] for i in bound), []).append((key, v))
+            self._slices[(name, bound)] = by_bound
+        for key, v in by_bound.get(tuple(pattern[i] for i in bound), ()):
+            if v:
+                found[key] = v
+            else:
+                found.pop(key, None)
+        return found
 
 
 def _program_from_text(text: str) -> Program:

@@ -1,0 +1,168 @@
+"""Expressions over aggregates: SELECT items such as ``SUM(a) / COUNT(*)`` and HAVING conditions.
+
+DBToaster maintains each aggregate of a query as its own map; an expression
+over aggregates is computed from those maps when a view row is read.  So the
+front end translates these expressions into *view expressions* that name
+aggregates rather than columns of a row:
+
+* ``("agg", kind, arg)``: an aggregate; kind ``SUM``, ``COUNT``, ``AVG``
+  with an arithmetic argument (:mod:`.resolve`), ``MIN``, ``MAX`` or
+  ``COUNT DISTINCT``, ``SUM DISTINCT``, ``AVG DISTINCT`` of a column;
+* ``("col", (alias, column))``: a GROUP BY column (its value in the row);
+* a number; ``(op, a, b)`` with op in ``+ - * /``; ``("neg", a)``.
+
+A HAVING condition is a predicate of :mod:`.predicates` whose comparisons
+hold view expressions on both sides (``(">", ("agg", "SUM", ...), 10)``);
+NOT is pushed into them (no NULLs: two-valued logic), BETWEEN and IN become
+comparisons.
+
+>>> import sqlglot
+>>> from ..ast import Column, RelationDecl
+>>> from ..errors import CompileError
+>>> from .resolve import Resolver
+>>> class Ctx:
+...     def error(self, message, node=None): return CompileError(message)
+>>> res = Resolver([("R", "R")], {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT")))}, Ctx())
+>>> view_expr(res, sqlglot.parse_one("SUM(b) / COUNT(*) * 2 - a"))
+('-', ('*', ('/', ('agg', 'SUM', ('R', 'b')), ('agg', 'COUNT', 1)), 2), ('col', ('R', 'a')))
+>>> having(res, sqlglot.parse_one("NOT (MAX(b) > 3 OR COUNT(DISTINCT b) IN (1, 2))"))
+('and', ('<=', ('agg', 'MAX', ('R', 'b')), 3), ('and', ('<>', ('agg', 'COUNT DISTINCT', ('R', 'b')), 1), ('<>', ('agg', 'COUNT DISTINCT', ('R', 'b')), 2)))
+>>> has_aggregate(("+", ("col", ("R", "a")), 1)), columns_of(("+", ("col", ("R", "a")), ("agg", "SUM", ("R", "b"))))
+(False, [('R', 'a')])
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from sqlglot import exp
+
+from .constants import NotConstant, fold, is_constant
+from .nodes import sql_of
+from .predicates import FALSE, TRUE, disj, negate
+from .resolve import Resolver, unparen
+
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+_CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+
+
+def view_expr(res: Resolver, e: exp.Expression):
+    """A SELECT item or HAVING operand as a view expression (module doc)."""
+    e = unparen(e)
+    kind = type(e)
+    if isinstance(e, exp.AggFunc):
+        return ("agg",) + res.aggregate(e)
+    if kind is exp.Column:
+        return ("col", res.column(e))
+    if kind is not exp.Neg and _ARITH.get(kind) is None and is_constant(e):
+        try:
+            v = fold(e)
+        except NotConstant as nc:
+            raise res.ctx.error(nc.message, nc.node) from None
+        if isinstance(v, bool) or v is None:
+            raise res.ctx.error(f"unsupported constant {sql_of(e)} in an expression over aggregates", e)
+        return v
+    if kind is exp.Neg:
+        inner = _number(res, view_expr(res, e.this), e.this)
+        return -inner if isinstance(inner, (int, float)) else ("neg", inner)
+    op = _ARITH.get(kind)
+    if op is not None:
+        a, b = _number(res, view_expr(res, e.this), e.this), _number(res, view_expr(res, e.expression), e.expression)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and op != "/":
+            return a + b if op == "+" else a - b if op == "-" else a * b
+        return (op, a, b)
+    raise res.ctx.error(f"unsupported expression {kind.__name__.upper()} ({sql_of(e)}) over aggregates "
+                        "(aggregates, group columns and numbers with + - * /)", e)
+
+
+def value_kind(res: Resolver, x) -> str:
+    """``NUMBER``, ``STRING`` or ``DATE``: what a view expression holds (MIN/MAX of a DATE column is a DATE)."""
+    if isinstance(x, tuple) and x[0] == "col":
+        t = res.col_type(x[1])
+    elif isinstance(x, tuple) and x[0] == "agg" and x[1] in ("MIN", "MAX"):
+        t = res.col_type(x[2])
+    elif isinstance(x, str):
+        t = "STRING"
+    elif isinstance(x, datetime.date):
+        t = "DATE"
+    else:
+        t = "NUMBER"
+    return "NUMBER" if t in ("INT", "FLOAT") else t
+
+
+def _number(res: Resolver, x, node: exp.Expression):
+    kind = value_kind(res, x)
+    if kind != "NUMBER":
+        raise res.ctx.error(f"unsupported arithmetic on a {kind} ({sql_of(node)})", node)
+    return x
+
+
+def _compare(res: Resolver, op: str, a, b, node: exp.Expression):
+    ka, kb = value_kind(res, a), value_kind(res, b)
+    if ka != kb:
+        raise res.ctx.error(f"cannot compare a {ka} with a {kb} ({sql_of(node)})", node)
+    return (op, a, b)
+
+
+def having(res: Resolver, e: exp.Expression):
+    """A HAVING condition as a predicate over view expressions."""
+    e = unparen(e)
+    kind = type(e)
+    if kind is exp.And:
+        return ("and", having(res, e.this), having(res, e.expression))
+    if kind is exp.Or:
+        return ("or", having(res, e.this), having(res, e.expression))
+    if kind is exp.Not:
+        return negate(having(res, e.this))
+    if kind is exp.Boolean:
+        return TRUE if e.this else FALSE
+    if kind is exp.Between:
+        x = view_expr(res, e.this)
+        return ("and", _compare(res, ">=", x, view_expr(res, e.args["low"]), e),
+                _compare(res, "<=", x, view_expr(res, e.args["high"]), e))
+    if kind is exp.In:
+        if e.args.get("query") is not None or e.args.get("unnest") is not None:
+            raise res.ctx.error(f"unsupported IN ({sql_of(e)}) in HAVING (only a list of constants)", e)
+        items = list(e.expressions)
+        field = e.args.get("field")
+        if field is not None:
+            if type(field) is not exp.List:
+                raise res.ctx.error(f"unsupported IN {sql_of(field)} (only a list of constants)", e)
+            items += field.expressions
+        if not items:
+            raise res.ctx.error(f"IN with an empty list ({sql_of(e)})", e)
+        x = view_expr(res, e.this)
+        return disj(_compare(res, "=", x, view_expr(res, i), e) for i in items)
+    op = _CMP.get(kind)
+    if op is None:
+        raise res.ctx.error(f"unsupported condition {kind.__name__.upper()} ({sql_of(e)}) in HAVING", e)
+    return _compare(res, op, view_expr(res, e.this), view_expr(res, e.expression), e)
+
+
+def has_aggregate(x) -> bool:
+    """Whether a view expression (or HAVING predicate) holds an aggregate."""
+    if not isinstance(x, tuple) or not x:
+        return False
+    if x[0] == "agg":
+        return True
+    if x[0] == "col":
+        return False
+    return any(has_aggregate(y) for y in x[1:])
+
+
+def columns_of(x) -> list:
+    """The GROUP BY columns a view expression (or HAVING predicate) reads, in order."""
+    if not isinstance(x, tuple) or not x or x[0] == "agg":
+        return []
+    if x[0] == "col":
+        return [x[1]]
+    return [c for y in x[1:] for c in columns_of(y)]
+
+
+def aggregates_of(x) -> list:
+    """The aggregates of a view expression (or HAVING predicate), in order."""
+    if not isinstance(x, tuple) or not x or x[0] == "col":
+        return []
+    if x[0] == "agg":
+        return [x]
+    return [a for y in x[1:] for a in aggregates_of(y)]

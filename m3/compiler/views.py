@@ -1,0 +1,132 @@
+"""Pass 6b, views: a normalised query's columns and condition over its maps → the program's view declaration.
+
+The maps of a query are those of :mod:`.columns`; the pipeline gives each
+aggregate its map's name and the arguments that read it in the map's own
+key order (a map shared with another query may order its keys differently).
+
+A view whose columns are maps and AVG quotients read at its keys in the
+maps' order, without condition and with each key once, is written as
+before (``DECLARE VIEW Q1[a](total := Q1_total)``); any other names its key
+variables and writes view expressions (:mod:`boreas.m3.runtime.views`)::
+
+    DECLARE VIEW Q1[a := A](r := Q1_r_sum[A] / Q1_r_count[A], top := MAX(B : Q1_top[A, B]))
+      WHERE 0 < Q1_r_count[A] AND 1 < Q1_r_count[A];
+
+>>> from .frontend import parse_sql
+>>> from .normalize import normalize
+>>> from ..calculus import V
+>>> rels, qs = parse_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS s, AVG(b) AS v FROM R GROUP BY a")
+>>> nq = normalize(rels, qs[0])
+>>> A = V("A", "INT")
+>>> [a.name for a in nq.aggregates]  # AVG's sum is SUM(b)
+['s', 'v_count']
+>>> from ..printer import format_view
+>>> print(format_view(view_decl(nq, [("Q1_s", (A,)), ("Q1_v_count", (A,))])))
+DECLARE VIEW Q1[a](s := Q1_s, v := Q1_s / Q1_v_count);
+>>> rels, qs = parse_sql("CREATE STREAM R(a INT, b INT); SELECT DISTINCT b, a AS x, b FROM R")
+>>> nq = normalize(rels, qs[0])
+>>> print(format_view(view_decl(nq, [("Q1_rows", (V("A", "INT"), V("B", "INT")))])))
+DECLARE VIEW Q1[b := B, x := A, b_1 := B](count := 1) WHERE 0 < Q1_rows[A, B];
+"""
+
+from __future__ import annotations
+
+from ..ast import (
+    Arith,
+    BoolOp,
+    Cmp,
+    Const,
+    Expr,
+    Fold,
+    MapRef,
+    Var,
+    ViewColumn,
+    ViewDecl,
+)
+from ..calculus import V
+from .normalize import NormalQuery
+
+Ref = tuple[str, tuple[V, ...]]  # (map name, the variables that read it, in the map's key order)
+
+
+def view_decl(nq: NormalQuery, refs: list[Ref]) -> ViewDecl:
+    """The view of a normalised query whose aggregate i is read as ``refs[i]``."""
+    plain = _plain(nq, refs)
+    if plain is not None:
+        return ViewDecl(nq.name, nq.key_names, plain)
+    columns = tuple(ViewColumn(name, expr=_expr(c, nq, refs)) for name, c in nq.columns)
+    where = None if nq.where is None else _condition(nq.where, nq, refs)
+    return ViewDecl(nq.name, nq.key_names, columns, tuple(v.name for v in nq.key_vars), where)
+
+
+def _plain(nq: NormalQuery, refs: list[Ref]) -> tuple[ViewColumn, ...] | None:
+    """Columns of maps and quotients read at the keys in order (the view form without variables), or None."""
+    if nq.where is not None or len(set(nq.key_vars)) != len(nq.key_vars):
+        return None
+    keys = tuple(nq.key_vars)
+    out = []
+    for name, c in nq.columns:
+        if isinstance(c, tuple) and c[0] == "map" and refs[c[1]][1] == keys:
+            out.append(ViewColumn(name, refs[c[1]][0]))
+        elif (isinstance(c, tuple) and c[0] == "avg" and refs[c[1]][1] == keys and refs[c[2]][1] == keys):
+            out.append(ViewColumn(name, refs[c[1]][0], refs[c[2]][0]))
+        else:
+            return None
+    return tuple(out)
+
+
+def _ref(i: int, refs: list[Ref]) -> MapRef:
+    name, args = refs[i]
+    return MapRef(name, tuple(Var(v.name) for v in args))
+
+
+def _expr(c, nq: NormalQuery, refs: list[Ref]) -> Expr:
+    if not isinstance(c, tuple):
+        return Const(c)
+    kind = c[0]
+    if kind == "map":
+        return _ref(c[1], refs)
+    if kind == "avg":
+        return Arith("/", _ref(c[1], refs), _ref(c[2], refs))
+    if kind == "fold":
+        folded = nq.aggregates[c[2]].folded
+        assert folded is not None
+        return Fold(c[1], folded.name, _ref(c[2], refs))
+    if kind == "var":
+        return Var(c[1].name)
+    return Arith(kind, _expr(c[1], nq, refs), _expr(c[2], nq, refs))
+
+
+_SWAP = {">": "<", ">=": "<="}
+
+
+def _condition(p, nq: NormalQuery, refs: list[Ref]) -> Expr:
+    p = _decided(p)
+    if p == ("true",):
+        return Cmp("=", Const(0), Const(0))
+    if p == ("false",):
+        return Cmp("=", Const(0), Const(1))
+    if p[0] in ("and", "or"):
+        op = p[0].upper()
+        args: list[Expr] = []
+        for x in (p[1], p[2]):
+            inner = _condition(x, nq, refs)
+            args += inner.args if isinstance(inner, BoolOp) and inner.op == op else [inner]
+        return BoolOp(op, tuple(args))
+    left, right = _expr(p[1], nq, refs), _expr(p[2], nq, refs)
+    if p[0] in _SWAP:
+        return Cmp(_SWAP[p[0]], right, left)
+    return Cmp(p[0], left, right)
+
+
+def _decided(p):
+    """TRUE and FALSE folded out of AND and OR (HAVING TRUE AND ..., WHERE-style constants)."""
+    if p[0] not in ("and", "or"):
+        return p
+    a, b = _decided(p[1]), _decided(p[2])
+    unit, zero = (("true",), ("false",)) if p[0] == "and" else (("false",), ("true",))
+    if zero in (a, b):
+        return zero
+    if a == unit:
+        return b
+    return a if b == unit else (p[0], a, b)

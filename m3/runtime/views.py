@@ -1,0 +1,348 @@
+"""Reading a view: its rows and values, computed from its maps when the view is read.
+
+A view's value columns are maps, quotients of maps (AVG) or *view
+expressions* (:class:`~boreas.m3.ast.Arith` over map entries, folds, key
+variables and constants), and a general view keeps only the rows meeting its
+``WHERE`` (HAVING, DISTINCT).  Nothing of this is maintained by triggers:
+the triggers maintain the maps (each aggregate is its own map), and the view
+is evaluated at the rows being read, so arithmetic over aggregates, HAVING
+and MIN/MAX cost nothing per event.
+
+* **Rows.**  A view's *row variables* are its distinct key variables (a
+  view without named variables: one per key column, positionally).  Its rows
+  are the values of the row variables at which some map the view reads has an
+  entry (for a fold's map: an entry whose other keys are the row's) and at
+  which ``WHERE`` holds.  An output key column shows its variable's value, so
+  two columns may show one variable (``SELECT *`` over an equi-join).
+* **Values.**  A map entry that is absent is 0.  ``MIN(X : m[K, X])`` is the
+  least ``X`` among the entries of ``m`` at the row (a *multiplicity map*:
+  how many rows have that value; an entry exists while some row has it), MAX
+  the greatest, SUM their sum, COUNT their number (COUNT(DISTINCT x)); a fold
+  over no entry is 0.  ``/`` divides as floats and gives ``inf``/``nan`` by
+  zero (as DuckDB does); the AVG quotient ``s / c`` gives 0 where ``c`` is 0.
+* **Cost.**  A map entry is one lookup; a fold reads one index slice (the
+  runtime keeps an index on the row's positions of every folded map,
+  :func:`view_index_specs`): its cost is the number of distinct values in the
+  row's group, not the size of the database.
+
+Readers: the runtime reads its store; :func:`read_view` reads any function
+``entries(map, pattern) -> {key: value} or [(key, value)]`` (``None`` in a
+pattern = any value), e.g. a stable snapshot.
+
+>>> from ..syntax import parse_program
+>>> p = parse_program('''CREATE STREAM R(A INT, B INT);
+... DECLARE MAP n[A: INT] : INT; DECLARE MAP s[A: INT] : INT; DECLARE MAP mm[A: INT, B: INT] : INT;
+... DECLARE VIEW v[a := A, a2 := A](avg := s[A] / n[A], top := MAX(B : mm[A, B])) WHERE n[A] > 1;''')
+>>> maps = {"n": {(1,): 2, (2,): 1}, "s": {(1,): 7, (2,): 4}, "mm": {(1, 3): 1, (1, 4): 1, (2, 4): 1}}
+>>> def entries(name, pattern):
+...     return {k: v for k, v in maps[name].items() if all(p is None or p == x for p, x in zip(pattern, k))}
+>>> read_view(p, p.views[0], entries)
+{(1, 1): (3.5, 4)}
+>>> read_view(p, p.views[0], entries, (2,))
+{}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..ast import (
+    Arith,
+    BoolOp,
+    Cmp,
+    Const,
+    Expr,
+    Fold,
+    MapRef,
+    Program,
+    Var,
+    ViewDecl,
+    walk,
+)
+
+Entries = Callable[[str, tuple], "dict | Iterable[tuple[tuple, object]]"]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One map reference of a view: for each key position, the row variable it holds (None: the folded one)."""
+
+    map: str
+    slots: tuple[int | None, ...]
+
+    def pattern(self, row: tuple) -> tuple:
+        """The key pattern of this map at a row (the folded position free)."""
+        return tuple(None if s is None else row[s] for s in self.slots)
+
+    def row_of(self, key: tuple) -> tuple:
+        """The row an entry of this map belongs to."""
+        out = [None] * sum(1 for s in self.slots if s is not None)
+        for s, x in zip(self.slots, key):
+            if s is not None:
+                out[s] = x
+        return tuple(out)
+
+    @property
+    def bound(self) -> tuple[int, ...]:
+        """The key positions a row binds (what a fold reads an index on)."""
+        return tuple(i for i, s in enumerate(self.slots) if s is not None)
+
+
+@dataclass(frozen=True)
+class ViewForm:
+    """A view in one shape for reading: row variables, output keys, value expressions, condition, refs."""
+
+    name: str
+    vars: tuple[str, ...]
+    types: tuple[str, ...]
+    out: tuple[int, ...]  # output key column -> row variable
+    columns: tuple[tuple[str, Expr], ...]
+    where: Expr | None
+    refs: tuple[Ref, ...]  # every map reference, once
+    folds: tuple[Ref, ...]  # the refs read by a fold
+
+    def key_of(self, row: tuple) -> tuple:
+        """The output key of a row."""
+        return tuple(row[i] for i in self.out)
+
+    def row_pattern(self, pattern: tuple) -> tuple | None:
+        """An output-key pattern as a row pattern; None when it binds one variable to two values."""
+        row: list = [None] * len(self.vars)
+        for i, want in zip(self.out, pattern):
+            if want is None:
+                continue
+            if row[i] is not None and row[i] != want:
+                return None
+            row[i] = want
+        return tuple(row)
+
+    @property
+    def zero(self):
+        """The value of a row that is not in the view (what ``changes()`` reports for a removed row)."""
+        return 0 if len(self.columns) == 1 else (0,) * len(self.columns)
+
+
+def view_form(program: Program, v: ViewDecl) -> ViewForm:
+    """The view in reading shape (a view without named variables reads its maps positionally)."""
+    if v.key_vars or not v.keys:
+        names = tuple(dict.fromkeys(v.key_vars))
+        out = tuple(names.index(x) for x in v.key_vars)
+    else:
+        names = tuple(f"_{i}" for i in range(len(v.keys)))
+        out = tuple(range(len(v.keys)))
+    row = [Var(n) for n in names]
+    columns = []
+    for c in v.columns:
+        if c.expr is not None:
+            columns.append((c.name, c.expr))
+        elif c.denominator is None:
+            columns.append((c.name, MapRef(c.numerator or "", tuple(row))))
+        else:
+            columns.append((c.name, Arith("/", MapRef(c.numerator or "", tuple(row)),
+                                          MapRef(c.denominator, tuple(row)))))
+    refs: dict[Ref, None] = {}
+    folds: dict[Ref, None] = {}
+    types: dict[str, str] = {}
+    for e in [x for _, x in columns] + ([v.where] if v.where is not None else []):
+        for node in walk(e):
+            if isinstance(node, MapRef):
+                slots = tuple(names.index(a.name) if isinstance(a, Var) and a.name in names else None
+                              for a in node.args)
+                refs[Ref(node.name, slots)] = None
+                for s, k in zip(slots, program.map(node.name).keys):
+                    if s is not None:
+                        types.setdefault(names[s], k.type)
+            if isinstance(node, Fold):
+                folds[_ref(node.ref, names)] = None
+    return ViewForm(v.name, names, tuple(types.get(n, "INT") for n in names), out, tuple(columns), v.where,
+                    tuple(refs), tuple(folds))
+
+
+def _ref(ref: MapRef, names: tuple[str, ...]) -> Ref:
+    return Ref(ref.name, tuple(names.index(a.name) if isinstance(a, Var) and a.name in names else None
+                               for a in ref.args))
+
+
+def view_index_specs(program: Program) -> dict[str, list[tuple[int, ...]]]:
+    """For each map a view folds, the key positions a row binds (the runtime keeps an index on them)."""
+    out: dict[str, list[tuple[int, ...]]] = {}
+    for v in program.views:
+        for ref in view_form(program, v).folds:
+            if ref.bound and ref.bound not in out.setdefault(ref.map, []):
+                out[ref.map].append(ref.bound)
+    return {k: pos for k, pos in out.items() if pos}
+
+
+class Reader:
+    """Map entries for evaluating rows: ``get(map, key)`` (0 when absent) and ``entries(map, pattern)``."""
+
+    def __init__(self, get: Callable[[str, tuple], object], entries: Entries):
+        self.get = get
+        self.entries = entries
+
+
+def present(form: ViewForm, row: tuple, reader: Reader) -> bool:
+    """Whether some map the view reads has an entry at the row (its condition aside)."""
+    for ref in form.refs:
+        if None in ref.slots:
+            if _items(reader.entries(ref.map, ref.pattern(row))):
+                return True
+        elif reader.get(ref.map, ref.pattern(row)):
+            return True
+    return False
+
+
+def row_value(form: ViewForm, row: tuple, reader: Reader) -> tuple[bool, object]:
+    """``(in the view, value)`` of a row; the value is :attr:`ViewForm.zero` for a row not in the view."""
+    if not present(form, row, reader):
+        return False, form.zero
+    env = dict(zip(form.vars, row))
+    if form.where is not None and not _holds(form.where, env, form, reader):
+        return False, form.zero
+    values = [_value(e, env, form, reader) for _, e in form.columns]
+    return True, values[0] if len(values) == 1 else tuple(values)
+
+
+def candidate_rows(form: ViewForm, entries: Entries, pattern: tuple = ()) -> list[tuple]:
+    """The rows some map of the view has an entry at, matching an output-key pattern (each once, in order)."""
+    row_pat = form.row_pattern(tuple(pattern))
+    if row_pat is None:
+        return []
+    rows: dict[tuple, None] = {}
+    for ref in form.refs:
+        map_pat = tuple(None if s is None else row_pat[s] for s in ref.slots)
+        for key, _ in _items(entries(ref.map, map_pat)):
+            rows[ref.row_of(key)] = None
+    return list(rows)
+
+
+def read_view(program: Program, v: ViewDecl, entries: Entries, pattern: tuple = ()) -> dict[tuple, object]:
+    """The view's rows matching an output-key pattern, ``{key: value}``, read through ``entries`` alone."""
+    form = view_form(program, v)
+
+    def get(name: str, key: tuple):
+        found = _items(entries(name, key))
+        return found[0][1] if found else 0
+
+    reader = Reader(get, entries)
+    out = {}
+    for row in candidate_rows(form, entries, pattern):
+        inside, value = row_value(form, row, reader)
+        if inside:
+            out[form.key_of(row)] = value
+    return out
+
+
+def same(a, b) -> bool:
+    """Equal values, NaN equal to NaN (a quotient 0/0 that stays 0/0 has not changed).
+
+    >>> same(float("nan"), float("nan")), same((1, 2.0), (1, 2)), same(0, 1)
+    (True, True, False)
+    """
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def _items(found) -> list:
+    return list(found.items()) if isinstance(found, dict) else list(found)
+
+
+def _value(e: Expr, env: dict, form: ViewForm, reader: Reader):
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Var):
+        return env[e.name]
+    if isinstance(e, MapRef):
+        return reader.get(e.name, tuple(env[a.name] if isinstance(a, Var) else a.value for a in e.args))
+    if isinstance(e, Arith):
+        a, b = _value(e.left, env, form, reader), _value(e.right, env, form, reader)
+        if e.op == "+":
+            return a + b
+        if e.op == "-":
+            return a - b
+        if e.op == "*":
+            return a * b
+        return divide(a, b)
+    if isinstance(e, Fold):
+        pattern = tuple(None if isinstance(a, Var) and a.name == e.var else env[a.name] if isinstance(a, Var)
+                        else a.value for a in e.ref.args)
+        at = next(i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == e.var)
+        values = [k[at] for k, n in _items(reader.entries(e.ref.name, pattern)) if n]
+        if not values:
+            return 0
+        if e.kind == "MIN":
+            return min(values)
+        if e.kind == "MAX":
+            return max(values)
+        return len(values) if e.kind == "COUNT" else sum(values)
+    raise TypeError(f"not a view expression: {e!r}")
+
+
+def divide(a, b) -> float:
+    """``a / b`` as floats; by zero ``inf`` or ``-inf`` (as DuckDB divides), and ``0 / 0`` is 0.
+
+    0 / 0 is what an AVG of no rows reads (SQL: NULL; M3 has no NULL, and an
+    absent entry is 0); DuckDB's ``SUM(a) / SUM(b)`` with both 0 is NaN.
+
+    >>> divide(3, 2), divide(1, 0), divide(-1, 0.0), divide(0, 0)
+    (1.5, inf, -inf, 0)
+    """
+    if b:
+        return a / b
+    if not a:
+        return 0
+    return math.inf if a > 0 else -math.inf
+
+
+_CMP = {"=": lambda a, b: a == b, "<>": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b}
+
+
+def _holds(e: Expr, env: dict, form: ViewForm, reader: Reader) -> bool:
+    if isinstance(e, BoolOp):
+        if e.op == "NOT":
+            return not _holds(e.args[0], env, form, reader)
+        if e.op == "AND":
+            return all(_holds(a, env, form, reader) for a in e.args)
+        return any(_holds(a, env, form, reader) for a in e.args)
+    if isinstance(e, Cmp):
+        return bool(_CMP[e.op](_value(e.left, env, form, reader), _value(e.right, env, form, reader)))
+    raise TypeError(f"not a view condition: {e!r}")
+
+
+def value_type(program: Program, v: ViewDecl, column: int) -> str:
+    """The type of a view's value column: INT, FLOAT, or a folded key's type (MIN/MAX of a DATE is a DATE).
+
+    >>> from ..syntax import parse_program
+    >>> p = parse_program('''DECLARE MAP n[A: INT] : INT; DECLARE MAP d[A: INT, D: DATE] : INT;
+    ... DECLARE VIEW v[a := A](x := n[A] * 2, y := n[A] / 2, z := MIN(D : d[A, D]), w := COUNT(D : d[A, D]));''')
+    >>> [value_type(p, p.views[0], i) for i in range(4)]
+    ['INT', 'FLOAT', 'DATE', 'INT']
+    """
+    c = v.columns[column]
+    if c.expr is None:
+        return "FLOAT" if c.denominator is not None else program.map(c.numerator or "").value_type
+    form = view_form(program, v)
+    return _type(c.expr, program, dict(zip(form.vars, form.types)))
+
+
+def _type(e: Expr, program: Program, var_types: dict[str, str]) -> str:
+    if isinstance(e, Const):
+        return "FLOAT" if isinstance(e.value, float) else "INT" if isinstance(e.value, int) else e.type
+    if isinstance(e, Var):
+        return var_types.get(e.name, "INT")
+    if isinstance(e, MapRef):
+        return program.map(e.name).value_type
+    if isinstance(e, Fold):
+        if e.kind == "COUNT":
+            return "INT"
+        at = next(i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == e.var)
+        return program.map(e.ref.name).keys[at].type
+    if isinstance(e, Arith):
+        if e.op == "/":
+            return "FLOAT"
+        sides = {_type(e.left, program, var_types), _type(e.right, program, var_types)}
+        return "INT" if sides == {"INT"} else "FLOAT"
+    return "INT"
