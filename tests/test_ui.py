@@ -146,7 +146,7 @@ async def test_stats_answer_at_once_and_a_node_that_does_not_answer_only_makes_i
         assert any(e["node"] == silent for e in answer["errors"])
 
 
-async def test_views_of_an_m3_box_are_read_through_the_head():
+async def test_views_of_an_m3_box_are_read_through_the_head_and_streams_have_rates():
     from boreas.client.publisher import Publisher
 
     async with in_process(nodes=2) as cluster, aiohttp.ClientSession() as session:
@@ -170,6 +170,18 @@ async def test_views_of_an_m3_box_are_read_through_the_head():
         assert rows == {(1,): 15.0, (2,): 20.0} and answer["node"] == cluster.nodes[1].endpoint
         async with session.get(f"{cluster.url}/ui/query/totals", params=[("key", "1"), ("agg", "sum")]) as resp:
             assert (await resp.json())["rows"][0]["value"] == 15.0
+        first, second = (n.endpoint for n in cluster.nodes)
+        deadline = time.monotonic() + 10  # per-stream rates, from the nodes' /metrics
+        while True:
+            async with session.get(f"{cluster.url}/ui/stats") as resp:
+                nodes = (await resp.json())["nodes"]
+            rates = (nodes.get(first, {}).get("streams_in", {}).get("Reading"),
+                     nodes.get(first, {}).get("streams_routed", {}).get("Valid"),
+                     nodes.get(second, {}).get("streams_in", {}).get("Valid"))
+            if all(isinstance(r, float) for r in rates) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        assert all(isinstance(r, float) and r >= 0 for r in rates), nodes
         async with session.get(f"{cluster.url}/ui/query/nosuch") as resp:
             assert resp.status == 404 and "nosuch" in (await resp.json())["error"]
         async with session.get(f"{cluster.url}/ui/query/totals", params={"agg": "median"}) as resp:

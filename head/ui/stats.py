@@ -15,7 +15,8 @@ The answer::
 
     {"polled": unix time of the last poll, "interval": s,
      "nodes": {endpoint: {"ok", "error", "rows_in", "rows_out", "batches_in" (per second),
-                          "totals": {...}, "streams_in": {stream: tuples/s}, "streams_out": {stream: batches/s},
+                          "totals": {...}, "streams_in", "streams_routed": {stream: tuples/s},
+                          "streams_out": {stream: batches/s},
                           "links": {target: {"batches", "bytes" (per second),
                           "connected", "connects"}}, "box_counters", "broken", "task_errors",
                           "move_pauses", "recovery", "boxes"}},
@@ -26,8 +27,9 @@ Rates are differences of the nodes' counters over the last :data:`RATE_WINDOW` s
 stream they come from each node's ``GET /metrics`` (read alongside
 ``/status``, parsed on a thread of the poller's own): ``streams_in`` -- tuples per second
 of each stream entering the node (from a publisher or another node),
-``streams_out`` -- batches per second each stream is written by the node's
-boxes.  ``/status`` adds rows per node and batches and bytes per link.
+``streams_routed`` -- tuples per second of each stream the node routes
+(entered, or written by one of its boxes), ``streams_out`` -- batches per
+second each stream is written by the node's boxes.  ``/status`` adds rows per node and batches and bytes per link.
 """
 
 from __future__ import annotations
@@ -75,9 +77,9 @@ def stream_counters(text: str) -> dict[str, dict[str, float]]:
 
     >>> stream_counters('boreas_stream_tuples_in_total{stream="S"} 7.0\\n'
     ...                 'boreas_box_batches_out_total{box="b",stream="T"} 3.0\\n')
-    {'tuples_in': {'S': 7.0}, 'batches_out': {'T': 3.0}}
+    {'tuples_in': {'S': 7.0}, 'tuples_routed': {}, 'batches_out': {'T': 3.0}}
     """
-    found: dict[str, dict[str, float]] = {"tuples_in": {}, "batches_out": {}}
+    found: dict[str, dict[str, float]] = {"tuples_in": {}, "tuples_routed": {}, "batches_out": {}}
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -86,6 +88,8 @@ def stream_counters(text: str) -> dict[str, dict[str, float]]:
                     continue
                 if sample.name == "boreas_stream_tuples_in_total":
                     found["tuples_in"][stream] = found["tuples_in"].get(stream, 0.0) + sample.value
+                elif sample.name == "boreas_stream_tuples_routed_total":
+                    found["tuples_routed"][stream] = found["tuples_routed"].get(stream, 0.0) + sample.value
                 elif sample.name == "boreas_box_batches_out_total":
                     found["batches_out"][stream] = found["batches_out"].get(stream, 0.0) + sample.value
     except ValueError as exc:  # not the exposition format: no per-stream figures
@@ -179,7 +183,7 @@ class NodeStats:
             seen.add((endpoint, "", f"status unavailable: {error}"))
             stale = {**_EMPTY, **(previous or {})}
             stale.update(ok=False, error=error, rows_in=None, rows_out=None, batches_in=None, streams_in={},
-                         streams_out={})
+                         streams_routed={}, streams_out={})
             return stale
         data = status.get("data") or {}
         flow, links = data.get("flow") or {}, data.get("links") or {}
@@ -214,6 +218,9 @@ class NodeStats:
                       for target, link in links.items()},
             "streams_in": {name: _rate(streams.get("tuples_in", {}), (before or {}).get("streams", {}).get("tuples_in"),
                                        name, seconds) for name in streams.get("tuples_in", {})},
+            "streams_routed": {name: _rate(streams.get("tuples_routed", {}),
+                                           (before or {}).get("streams", {}).get("tuples_routed"), name, seconds)
+                               for name in streams.get("tuples_routed", {})},
             "streams_out": {name: _rate(streams.get("batches_out", {}),
                                         (before or {}).get("streams", {}).get("batches_out"), name, seconds)
                             for name in streams.get("batches_out", {})},

@@ -338,7 +338,8 @@ function layout(m) {
 }
 
 // A stream's rate: tuples per second entering the node it goes to (from a publisher or another node),
-// else batches per second its box writes (the same node), else the rate of the link between the nodes.
+// else tuples per second its node routes (its box writes), else batches per second its box writes,
+// else the rate of the link between the nodes.
 function edgeLabel(edge) {
   const stats = state.stats;
   if (!stats || edge.member) return null;
@@ -346,6 +347,9 @@ function edgeLabel(edge) {
   const crosses = edge.publisher || (edge.srcNode && edge.dstNode && edge.srcNode !== edge.dstNode);
   if (crosses && dst && dst.streams_in && typeof dst.streams_in[edge.stream] === "number") {
     return `${fmt(dst.streams_in[edge.stream])} tuples/s`;
+  }
+  if (src && src.streams_routed && typeof src.streams_routed[edge.stream] === "number") {
+    return `${fmt(src.streams_routed[edge.stream])} tuples/s`;
   }
   if (src && src.streams_out && typeof src.streams_out[edge.stream] === "number") {
     return `${fmt(src.streams_out[edge.stream])} batches/s`;
