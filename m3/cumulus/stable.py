@@ -38,6 +38,9 @@ class EpochDeltas:
 
     def __init__(self) -> None:
         self._by_epoch: dict[int, dict[str, dict]] = {}
+        # epoch -> [(map, {stored key: value}, sign)]: whole segments moved in (+1) or out (-1) at an epoch's
+        # start, kept as the dicts the move built (no per-entry copy on the flip's critical path)
+        self._bulk: dict[int, list[tuple[str, dict, int]]] = {}
 
     def record(self, epoch: int, name: str, stored_key, delta) -> None:
         maps = self._by_epoch.setdefault(epoch, {})
@@ -48,6 +51,17 @@ class EpochDeltas:
         else:
             entries.pop(stored_key, None)
 
+    def bulk(self, epoch: int, name: str, entries: dict, sign: int) -> None:
+        """Record ``sign`` times every value of ``entries`` (``{stored key: value}``) as changes of ``epoch``.
+
+        A segment that moves records a million entries at once: they are
+        kept as the ``dict`` itself (which the caller no longer changes), so
+        recording costs nothing, and they sum with the other deltas of the
+        epoch wherever deltas are read.
+        """
+        if entries:
+            self._bulk.setdefault(epoch, []).append((name, entries, sign))
+
     def epoch_maps(self, epoch: int) -> dict[str, dict]:
         """``{map: {stored key: delta}}`` of ``epoch``, to add to in place (a delta that sums to 0 is removed)."""
         return self._by_epoch.setdefault(epoch, {})
@@ -56,28 +70,53 @@ class EpochDeltas:
         """Drop the deltas of epochs up to ``epoch``: nobody reads before its end any more."""
         for e in [e for e in self._by_epoch if e <= epoch]:
             del self._by_epoch[e]
+        for e in [e for e in self._bulk if e <= epoch]:
+            del self._bulk[e]
 
     def after(self, epoch: int, name: str) -> Iterator[tuple[object, object]]:
         """``(stored key, delta)`` of ``name`` made by versions of epochs after ``epoch``."""
         for e, maps in self._by_epoch.items():
             if e > epoch:
                 yield from maps.get(name, {}).items()
+        for e, moved in self._bulk.items():
+            if e > epoch:
+                for n, entries, sign in moved:
+                    if n == name:
+                        yield from entries.items() if sign > 0 else ((k, -v) for k, v in entries.items())
 
     def epochs(self) -> list[int]:
-        return sorted(self._by_epoch)
+        return sorted({*self._by_epoch, *self._bulk})
 
     def entries(self) -> int:
         """How many (epoch, map, key) deltas are kept: the memory READ_STABLE costs."""
-        return sum(len(entries) for maps in self._by_epoch.values() for entries in maps.values())
+        return (sum(len(entries) for maps in self._by_epoch.values() for entries in maps.values())
+                + sum(len(entries) for moved in self._bulk.values() for _, entries, _ in moved))
 
     # -- plain data (snapshots) ---------------------------------------------------
+    def _summed(self) -> dict[int, dict[str, dict]]:
+        """Every epoch's deltas per map, moved segments added in (what a snapshot holds)."""
+        out = {e: {name: dict(entries) for name, entries in maps.items()} for e, maps in self._by_epoch.items()}
+        for e, moved in self._bulk.items():
+            maps = out.setdefault(e, {})
+            for name, entries, sign in moved:
+                into = maps.setdefault(name, {})
+                for k, v in entries.items():
+                    total = into.get(k, 0) + sign * v
+                    if total:
+                        into[k] = total
+                    else:
+                        into.pop(k, None)
+        return out
+
     def state(self, encode) -> list:
+        by_epoch = self._summed() if self._bulk else self._by_epoch
         return [[e, [[name, [[encode(name, k), v] for k, v in entries.items()]] for name, entries in maps.items()]]
-                for e, maps in self._by_epoch.items()]
+                for e, maps in by_epoch.items()]
 
     def restore(self, data: list, decode) -> None:
         self._by_epoch = {int(e): {name: {decode(name, k): v for k, v in entries} for name, entries in maps}
                           for e, maps in data}
+        self._bulk = {}
 
 
 class StableView:

@@ -18,8 +18,10 @@ tag    message      from → to                     fields
 ``d``  Done         member → leader               epoch, member: it applied all of the epoch
 ``l``  Load         a bulk loader → member        job, part, [[map, key, value]]: initial map values
 ``x``  Request      a client → leader             change, new layout: move, split, rebalance
-``r``  Relayout     leader → every member         change, layout, first epoch E, moves [[segment, from, to]]
-``k``  Chunk        source → target member        change, segment, final, [[map, key, value]]
+``r``  Relayout     leader → every member         change, layout, first epoch E (None: not fixed yet), moves [[segment, from, to]]
+``k``  Chunk        source → target member        change, source, final, [[map, keys, values]] (a final's 0 deletes)
+``y``  Copied       source → leader               change, source: its pre-copy is sent; only dirty keys are left
+``f``  Flip         leader → every member         change, first epoch E: every source has copied
 =====  ===========  ============================  ==========================================
 
 A version is ``(epoch, coord, seq)``; members apply versions in that order.
@@ -38,9 +40,7 @@ from collections.abc import Callable
 from boreas.m3.ast import Program
 
 WORK, CLOSE, PUSH, ADVANCE, WAKE, DONE, LOAD = "w", "c", "p", "a", "u", "d", "l"
-REQUEST, RELAYOUT, CHUNK = "x", "r", "k"
-#: Entries per Chunk message: a segment of any size moves as many bounded frames.
-CHUNK_ENTRIES = 20_000
+REQUEST, RELAYOUT, CHUNK, COPIED, FLIP = "x", "r", "k", "y", "f"
 
 Message = list
 
@@ -79,13 +79,25 @@ def request(change: str, layout: dict) -> Message:
     return [REQUEST, change, layout]
 
 
-def relayout(change: str, layout: dict, first_epoch: int, moves: list) -> Message:
-    """From ``first_epoch`` on, ``layout``; ``moves``: ``[[segment, from member, to member]]`` whose data travels."""
+def relayout(change: str, layout: dict, first_epoch: int | None, moves: list) -> Message:
+    """From ``first_epoch`` on, ``layout``; ``moves``: ``[[segment, from member, to member]]`` whose data travels.
+
+    ``first_epoch`` is None while the sources pre-copy: a ``Flip`` fixes it (docs/cumulus.md §6.2)."""
     return [RELAYOUT, change, layout, first_epoch, moves]
 
 
-def chunk(change: str, segment: int, final: bool, entries: list) -> Message:
-    return [CHUNK, change, segment, final, entries]
+def chunk(change: str, source: int, final: bool, entries: list) -> Message:
+    """Entries of segments moving from ``source``: ``[[map, keys, values], ...]`` (keys in
+    :class:`~boreas.node.cumulus.precopy.KeyCodec` form), bounded by the copy's step."""
+    return [CHUNK, change, source, final, entries]
+
+
+def copied(change: str, source: int) -> Message:
+    return [COPIED, change, source]
+
+
+def flip(change: str, first_epoch: int) -> Message:
+    return [FLIP, change, first_epoch]
 
 
 def version(msg: Message) -> tuple[int, int, int]:

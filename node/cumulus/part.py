@@ -67,6 +67,9 @@ from .relayouts import LayoutChanges
 log = logging.getLogger(__name__)
 
 
+_CHANGES = frozenset((msg.REQUEST, msg.RELAYOUT, msg.CHUNK, msg.COPIED, msg.FLIP))  # relayouts.py's messages
+
+
 def internal_stream(box: str, member: int) -> str:
     """The stream carrying messages of ``box`` to member ``member``."""
     return f"{box}@{member}"
@@ -127,13 +130,7 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         self.horizon = -1  # deltas of epochs up to here are dropped: no stable read before its end
         self.leader = Leader(self.n, partition.epoch_ms / 1000.0) if me == 0 else None
         self.loaded: set[tuple[str, int]] = set()  # (job, part) of bulk loads applied: a retried task adds nothing
-        # layout changes (docs/cumulus.md §6): the one under way here, and the layouts of recent epochs
-        self.relayouts: list[dict] = []  # announced here and not yet done here, in order (the first is under way)
-        self.routing = self.layout.version  # the layout version the coordinator stamps Work with
-        self.held: list = []  # Work this member may not apply yet (its epoch has not begun here)
-        self.history: list[tuple[int, Layout]] = [(0, self.layout)]
-        self.requested: Layout | None = None  # the leader's newest decided layout (reported to the Head)
-        self._alone: list[tuple[int, list]] = []  # messages that go in a frame of their own (chunks)
+        self._init_changes()  # layout changes (docs/cumulus.md §6): relayouts.py owns their state
         # per call
         self._plans: dict[tuple[int, int, int], tuple[list, set[int]]] = {}  # waiting versions: groups, pushers
         self._local: deque = deque()
@@ -185,12 +182,17 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         return self._run(now)
 
     def next_deadline(self) -> float | None:
-        return None if self.leader is None else self.leader.next_deadline()
+        copy = self.copy_deadline()  # a segment being copied away: a step per poll, between the box's batches
+        lead = None if self.leader is None else self.leader.next_deadline()
+        return lead if copy is None else copy if lead is None else min(copy, lead)
 
     def _run(self, now: float) -> Emitted:
-        while self._local:
-            self._receive(self._local.popleft())
+        self._sent_final = False
+        if self.relayouts:  # a source that sent its final chunks switches now (relayouts.py)
             self._progress()
+        self._drain()
+        if self._copy_step(now):  # segments being copied away: a step after the box's own work
+            self._drain()
         if self.leader is not None:
             self.leader.deadline(now)
         emitted, self._emitted = self._emitted, []
@@ -201,6 +203,11 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         emitted += [(self._port_to[m], [message]) for m, message in self._alone]
         self._alone = []
         return emitted
+
+    def _drain(self) -> None:
+        while self._local:
+            self._receive(self._local.popleft())
+            self._progress()
 
     def _send(self, member: int, message: list) -> None:
         if member == self.member:
@@ -252,11 +259,7 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
                 for member in range(self.n):
                     self._send(member, msg.close(self.epoch, self.member, positions if member == 0 else None))
                 self.epoch = m[1]
-                due = [r["layout"] for r in self.relayouts if r["first"] <= self.epoch]
-                if due and due[-1].version > self.routing:  # stamp with the new layout from its first epoch
-                    self.routing = due[-1].version
-                    self._involved = [self._involvement(self._plan, port, due[-1])
-                                      for port in range(len(self.box.inputs))]
+                self._stamp_layout()
             if m[2] > self.known_stable:  # a newer stable epoch: reads of the one before it still work
                 self.horizon = self.known_stable
                 self.runtime.deltas.forget_through(self.horizon)
@@ -271,12 +274,8 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
                 self.leader.done(m[1], m[2])
         elif tag == msg.LOAD:
             self._load(m)
-        elif tag == msg.REQUEST:
-            self._request(m)
-        elif tag == msg.RELAYOUT:
-            self._relayout(m)
-        elif tag == msg.CHUNK:
-            self._chunk(m)
+        elif tag in _CHANGES:
+            self._change_message(m)
         else:
             log.error("m3 box %r member %d: unknown message %r ignored", self.box.name, self.member, tag)
 
@@ -284,7 +283,7 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
 
     def _progress(self) -> None:
         while True:
-            self._maybe_flip()
+            self._relayouts_step()
             e, c = self.at
             if not self.ordered:
                 self._release_held()
@@ -418,13 +417,7 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
             "deltas": self.runtime.deltas.state(lambda name, k: enc(name, self.runtime.store.unpack(name, k))),
             "leader": None if self.leader is None else self.leader.state(),
             "loaded": [list(x) for x in self.loaded],
-            "layout_now": self.layout.to_dict(),
-            "history": [[first, lay.to_dict()] for first, lay in self.history],
-            "requested": None if self.requested is None else self.requested.to_dict(),
-            "held": list(self.held),
-            "relayouts": [{**r, "layout": r["layout"].to_dict(), "moves": [list(x) for x in r["moves"]]}
-                          for r in self.relayouts],
-            "routing": self.routing,
+            **self._changes_state(),
         }
 
     def restore(self, state: dict, now: float | None = None) -> None:
@@ -442,18 +435,7 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         dec, pack = self._decode_key, self.runtime.store.pack
         self.runtime.deltas.restore(state.get("deltas", []), lambda name, k: pack(name, dec(name, k)))
         self.loaded = {(j, int(p)) for j, p in state.get("loaded", [])}
-        if state.get("layout_now"):
-            self.layout = Layout.from_dict(state["layout_now"])
-            self.runtime.set_layout(self.layout, self._plan)
-            self.roles = Roles(self._plan, self.layout)
-            self.history = [(int(f), Layout.from_dict(d)) for f, d in state.get("history", [])] or [(0, self.layout)]
-            self.requested = Layout.from_dict(state["requested"]) if state.get("requested") else None
-            self.held = [list(w) for w in state.get("held", [])]
-            self.relayouts = [{**r, "layout": Layout.from_dict(r["layout"]), "moves": [tuple(x) for x in r["moves"]]}
-                              for r in state.get("relayouts", [])]
-            self.routing = int(state.get("routing", self.layout.version))
-            routing = next((r["layout"] for r in self.relayouts if r["layout"].version == self.routing), self.layout)
-            self._involved = [self._involvement(self._plan, port, routing) for port in range(len(self.box.inputs))]
+        self._restore_changes(state)
         if self.leader is not None and state.get("leader"):
             self.leader.restore(state["leader"])
 

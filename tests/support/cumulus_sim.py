@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections import deque
+from collections import Counter, deque
 
 import msgspec
 from boreas.catalog.model import (
@@ -59,6 +59,9 @@ class Sim:
         self.now = 0.0
         self.view_changes: dict[int, int] = {}
         self.batches: dict[tuple[str, str, int], tuple[str, list]] = {}  # (stream, producer, seq) -> events
+        self.changes = 0  # layout changes asked for
+        self.chunks: list[list] = []  # every Chunk message sent
+        self.sent: Counter = Counter()  # messages between members by tag (a final chunk counts as "k!")
         self._seq: dict[tuple[str, str], int] = {}
 
     # -- moving messages ----------------------------------------------------------
@@ -71,6 +74,8 @@ class Sim:
                 continue
             stream = op.internal_streams().outputs[port - declared][0]
             dst = int(stream.rsplit("@", 1)[1])
+            self.sent.update(m[0] + ("!" if m[0] == "k" and m[3] else "") for m in rows)
+            self.chunks.extend(m for m in rows if m[0] == "k")
             self.links.setdefault((src, dst), deque()).append([list(m) for m in rows])  # as msgpack would
 
     def publish(self, member: int, relation: str, events: list[tuple[int, tuple]]) -> None:
@@ -133,15 +138,15 @@ class Sim:
             return
         raise AssertionError("the simulated cluster did not settle")
 
-    def relayout(self, change: str) -> bool:
-        """Ask the leader for a random move, split or rebalance (as ``boreas move/split/rebalance`` would)."""
+    def relayout(self, change: str, queue: bool = False) -> bool:
+        """Ask the leader for a random move, split or rebalance (as ``boreas move/split/rebalance`` would);
+        ``queue``: also while a change is under way (the API refuses then), from the newest layout decided."""
         from boreas.m3.cumulus import relayout as changes
-        from boreas.node.cumulus import messages as msg
 
         leader = self.members[0]
-        if leader.relayout_busy() is not None:
+        if not queue and leader.relayout_busy() is not None:
             return False
-        lay = leader.layout
+        lay = leader.latest_layout
         kind = self.rng.choice(["move", "split", "rebalance", "move_all"])
         try:
             if kind == "move":
@@ -161,8 +166,16 @@ class Sim:
                     return False
         except (ValueError, IndexError):  # one member, one-slot segment, already there
             return False
-        self._collect(0, leader.process(len(self.box.inputs), [msg.request(change, new.to_dict())], self.now))
+        self.request(change, new)
         return True
+
+    def request(self, change: str, new: Layout) -> None:
+        """Ask the leader for layout ``new`` (the next version of its newest decided layout)."""
+        from boreas.node.cumulus import messages as msg
+
+        self.changes += 1  # change ids are unique (the API draws them at random), messages find changes by id
+        self._collect(0, self.members[0].process(len(self.box.inputs), [msg.request(f"{change}/{self.changes}",
+                                                                                    new.to_dict())], self.now))
 
     def restart(self, member: int) -> None:
         """Member ``member`` continues from its own state() (a snapshot restored on a restarted node)."""

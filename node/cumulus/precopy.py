@@ -1,0 +1,306 @@
+"""Moving a segment's entries ahead of its flip: the source's pre-copy and the target's staging (docs/cumulus.md §6.2).
+
+A layout change that moves segments is announced first without its first
+epoch ``E``.  Each *source* member then copies the entries of the slots
+leaving it to their targets while the box goes on (:class:`SourceCopy`):
+
+* it lists every map's keys once (``list(dict)``, C speed) and from then on
+  notes the *dirty* keys: keys of leaving slots that a batch wrote (the
+  runtime's journals name every written key; the runtime calls
+  :meth:`SourceCopy.note` only while a copy is open);
+* each :meth:`~SourceCopy.step` examines the next :data:`COPY_STEP` listed
+  keys (the slot test happens here, lazily) and returns their current values
+  per target, to go out as ``Chunk`` messages; a key sent is no longer dirty,
+  since the target now has its current value;
+* at the flip (the start of ``E``) :meth:`~SourceCopy.final` gives the current
+  value of every dirty key (0: gone) per target, and
+  :meth:`~SourceCopy.take_out` removes every leaving entry from the source's
+  store in one bulk pass, recorded as deltas of ``E``.
+
+The *target* keeps what arrives in a :class:`Staging`, apart from its store,
+so nothing reads or drops it before ``E`` (the runtime zeroes foreign
+entries after every batch); a final chunk's values overwrite staged ones
+(0 deletes).  Once every source's final chunk is in and the target is at
+``E``, :meth:`Staging.merge` puts the staged entries into the store with one
+``dict.update`` per map, recorded as deltas of ``E``.
+
+Why this is exact: a key of a leaving slot that no batch wrote since the
+listing still has the value it had when listed, which is the value the step
+that examined it sent; any other key is dirty or was sent after its last
+write.  So after the final chunk the target holds exactly the source's
+entries of those slots at the end of ``E - 1`` (staging overwrites: chunks
+are idempotent), and the source holds none of them from ``E`` on.  Chunks
+travel on the ordered source → target link, so a final chunk follows all
+its copy's chunks.
+
+Everything here is plain data for snapshots (:meth:`SourceCopy.state`,
+:meth:`Staging.state`): a member restored in the middle of a copy continues
+from the same listed keys, dirty set and sent keys, so replay re-sends
+identical chunks.
+
+>>> from boreas.m3 import compile_sql
+>>> from boreas.m3.cumulus import even_layout, relayout
+>>> from boreas.m3.cumulus.member import MemberRuntime
+>>> p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS s FROM R GROUP BY a")
+>>> lay = even_layout("g", ["n0", "n1"], 2, maps=[("Q1_s", 0)])
+>>> src, dst = MemberRuntime(p, lay, 1), MemberRuntime(p, lay, 0)
+>>> keys = [a for a in range(20) if lay.owner("Q1_s", (a,)) == 1]
+>>> _ = src.apply_grouped([("R", 1, [(a, 1) for a in keys])])
+>>> new = relayout.move(lay, 1, 0)                               # segment 1 goes to member 0
+>>> copy, staging, codecs = SourceCopy(src, new, relayout.moves(lay, new), 1), Staging(), Codecs(src.store)
+>>> copy.start(src)
+>>> staging.add(copy.step(src, 4, codecs).get(0, []), codecs, final=False)    # 4 listed keys examined
+>>> _ = src.apply_grouped([("R", 1, [(keys[-1], 5)])])           # written after the listing: dirty
+>>> while not copy.done:
+...     staging.add(copy.step(src, 4, codecs).get(0, []), codecs, final=False)
+>>> staging.add(copy.final(src, codecs)[0], codecs, final=True)  # at the flip (epoch 3): dirty keys' values
+>>> copy.take_out(src, 3); staging.merge(dst, 3)
+>>> dict(dst.read_slice("Q1_s")) == {(a,): 6 if a == keys[-1] else 1 for a in keys}, src.read_slice("Q1_s")
+(True, [])
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from boreas.m3.cumulus import SLOTS, Layout, home_slot, slot
+from boreas.m3.cumulus.member import MemberRuntime
+from boreas.m3.runtime.maps import MapStore
+
+#: Listed keys (or entries of an indexed map) a source examines per step: a step takes about 10 ms, so the
+#: box goes on between steps; a step's chunk per target holds at most this many entries.
+COPY_STEP = 20_000
+
+_EPOCH = dt.date(1970, 1, 1).toordinal()
+
+
+class KeyCodec:
+    """Lists of keys in the store's form (one value, or a tuple) to and from msgpack-able lists.
+
+    Keys of one column that is not a DATE are their own encoding (no copy
+    per key: the common case, a million ints, travels as is); tuples become
+    lists on the wire and tuples again here; DATEs travel as day numbers.
+    """
+
+    def __init__(self, types: tuple[str, ...]):
+        self.single = len(types) == 1
+        self.dates = tuple(i for i, t in enumerate(types) if t == "DATE")
+
+    def encode(self, keys: list) -> list:
+        if not self.dates:
+            return keys
+        if self.single:
+            return [k.toordinal() - _EPOCH for k in keys]
+        at = self.dates
+        return [[v.toordinal() - _EPOCH if i in at else v for i, v in enumerate(k)] for k in keys]
+
+    def decode(self, items: list) -> list:
+        if self.single:
+            return [dt.date.fromordinal(v + _EPOCH) for v in items] if self.dates else items
+        if not self.dates:
+            return list(map(tuple, items))
+        at = self.dates
+        return [tuple(dt.date.fromordinal(v + _EPOCH) if i in at else v for i, v in enumerate(k)) for k in items]
+
+
+class Codecs:
+    """Per map: the codec of its stored keys, and of its *outer* keys (what a copy lists: the stored keys of a
+    map without indexes, the bound parts of an indexed map's primary index)."""
+
+    def __init__(self, store: MapStore):
+        self.keys = {name: KeyCodec(types) for name, types in store.key_types.items()}
+        self.outer = {name: self.keys[name] if pos is None else KeyCodec(tuple(store.key_types[name][i] for i in pos))
+                      for name, pos in store.primary.items()}
+
+
+class SourceCopy:
+    """The entries of the slots leaving member ``me`` under ``new``: listed, sent in steps, dirty keys, removal."""
+
+    def __init__(self, runtime: MemberRuntime, new: Layout, moves: list, me: int):
+        leaving = [-1] * SLOTS  # slot -> the member it goes to (-1: stays)
+        for seg_id, source, target in moves:
+            if source == me:
+                seg = next(s for s in new.segments if s.id == seg_id)
+                leaving[seg.lo:seg.hi] = [target] * (seg.hi - seg.lo)
+        self.targets = sorted({t for t in leaving if t >= 0})
+        home = leaving[home_slot(new.box)]
+        store = runtime.store
+        self._target_of: dict[str, Callable | None] = {}  # per map copied: stored key -> target (None: all to home)
+        self._home = home
+        for name, col in runtime.columns.items():
+            if col is None:
+                if home >= 0:
+                    self._target_of[name] = None
+            elif self.targets:
+                self._target_of[name] = (lambda k, t=leaving: t[slot(k)]) if store.arity[name] == 1 else (
+                    lambda k, t=leaving, c=col: t[slot(k[c])])
+        self._leaving = leaving
+        self.todo: dict[str, list] = {}  # map -> outer keys listed and not examined yet (in listing order)
+        self.sent: dict[str, list] = {name: [] for name in self._target_of}  # stored keys sent (they leave at E)
+        self.dirty: dict[str, set] = {name: set() for name in self._target_of}  # written since sent or listed
+        self.started = False
+
+    @property
+    def done(self) -> bool:
+        """Every listed key was examined (the rest travels in the final chunk)."""
+        return self.started and not any(self.todo.values())
+
+    def start(self, runtime: MemberRuntime) -> None:
+        """List the keys to examine and start noting dirty keys (one ``list(dict)`` per map)."""
+        self.todo = {name: list(runtime.store.data[name]) for name in self._target_of}
+        self.started = True
+        runtime.on_write = self.note
+
+    def note(self, name: str, keys) -> None:
+        """A batch wrote ``keys`` (stored form) of map ``name``: those in leaving slots are dirty."""
+        dirty = self.dirty.get(name)
+        if dirty is None:
+            return
+        target_of = self._target_of[name]
+        if target_of is None:
+            dirty.update(keys)
+        else:
+            dirty.update(k for k in keys if target_of(k) >= 0)
+
+    def step(self, runtime: MemberRuntime, budget: int, codecs: Codecs) -> dict[int, list]:
+        """Examine up to ``budget`` listed keys: ``{target: [[map, keys, values], ...]}`` of those leaving.
+
+        The hot loop of a copy (a million keys per segment): one comprehension
+        per map and step, with the slot test inline, values by ``map``.
+        """
+        out: dict[int, list] = {}
+        store = runtime.store
+        for name, todo in self.todo.items():
+            if budget <= 0:
+                break
+            if not todo:
+                continue
+            data, pos = store.data[name], store.primary[name]
+            if pos is None:
+                batch = todo[-budget:]  # from the end: the rest stays one list, no copy
+                del todo[-budget:]
+                budget -= len(batch)
+                groups = self._flat_groups(name, batch, data, runtime.columns[name], store.arity[name])
+                picked = {t: (keys, list(map(data.__getitem__, keys))) for t, keys in groups.items() if keys}
+            else:
+                picked, budget = self._indexed_groups(name, todo, budget, store, runtime.columns[name])
+            for t, (keys, values) in picked.items():
+                self.dirty[name].difference_update(keys)
+                self.sent[name].extend(keys)
+                out.setdefault(t, []).append([name, codecs.keys[name].encode(keys), values])
+        return out
+
+    def _flat_groups(self, name: str, batch: list, data: dict, col: int | None, arity: int) -> dict[int, list]:
+        """The keys of ``batch`` still in ``data`` whose slots leave, by target."""
+        leaving = self._leaving
+        if col is None:
+            return {self._home: [k for k in batch if k in data]}
+        if len(self.targets) == 1:
+            if arity == 1:
+                keys = [k for k in batch if k in data and leaving[slot(k)] >= 0]
+            else:
+                keys = [k for k in batch if k in data and leaving[slot(k[col])] >= 0]
+            return {self.targets[0]: keys}
+        groups: dict[int, list] = {}
+        target_of = self._target_of[name]
+        for k in batch:
+            if k in data and (t := target_of(k)) >= 0:
+                groups.setdefault(t, []).append(k)
+        return groups
+
+    def _indexed_groups(self, name: str, todo: list, budget: int, store: MapStore,
+                        col: int | None) -> tuple[dict[int, tuple[list, list]], int]:
+        """Entries of the next index buckets listed (about ``budget``) whose slots leave, by target."""
+        data, pos, join = store.data[name], store.primary[name], store.join
+        picked: dict[int, tuple[list, list]] = {}
+        while todo and budget > 0:
+            bound = todo.pop()
+            sub = data.get(bound)
+            if not sub:
+                continue
+            budget -= len(sub)
+            for rest, v in sub.items():
+                key = join(name, pos, bound, rest)
+                t = self._home if col is None else self._leaving[slot(key[col])]
+                if t >= 0:
+                    keys, values = picked.setdefault(t, ([], []))
+                    keys.append(key)
+                    values.append(v)
+        return picked, budget
+
+    def final(self, runtime: MemberRuntime, codecs: Codecs) -> dict[int, list]:
+        """``{target: [[map, keys, values]]}``: the current value (0: none) of every dirty key, for every target."""
+        out: dict[int, list] = {t: [] for t in self.targets}
+        for name, dirty in self.dirty.items():
+            if not dirty:
+                continue
+            get, target_of = runtime.store.getter(name), self._target_of[name]
+            per: dict[int, tuple[list, list]] = {}
+            for k in dirty:
+                keys, values = per.setdefault(self._home if target_of is None else target_of(k), ([], []))
+                keys.append(k)
+                values.append(get(k, 0))
+            for t, (keys, values) in per.items():
+                out[t].append([name, codecs.keys[name].encode(keys), values])
+        return out
+
+    def take_out(self, runtime: MemberRuntime, epoch: int) -> None:
+        """Remove every leaving entry from the store (as changes of ``epoch``) and stop noting writes."""
+        runtime.on_write = None
+        for name, sent in self.sent.items():
+            dirty = self.dirty[name]
+            if dirty:
+                sent.extend(dirty)
+            runtime.take_out(name, sent, epoch)
+        self.sent = {name: [] for name in self.sent}
+        self.dirty = {name: set() for name in self.dirty}
+
+    # -- plain data ------------------------------------------------------------------
+    def state(self, codecs: Codecs) -> dict:
+        return {"started": self.started,
+                "todo": {name: codecs.outer[name].encode(list(todo)) for name, todo in self.todo.items()},
+                "sent": {name: codecs.keys[name].encode(list(sent)) for name, sent in self.sent.items()},
+                "dirty": {name: codecs.keys[name].encode(list(d)) for name, d in self.dirty.items()}}
+
+    def restore(self, state: dict, runtime: MemberRuntime, codecs: Codecs) -> None:
+        self.started = bool(state["started"])
+        self.todo = {name: codecs.outer[name].decode(todo) for name, todo in state["todo"].items()}
+        self.sent = {name: codecs.keys[name].decode(sent) for name, sent in state["sent"].items()}
+        self.dirty = {name: set(codecs.keys[name].decode(d)) for name, d in state["dirty"].items()}
+        if self.started:
+            runtime.on_write = self.note
+
+
+class Staging:
+    """What a target received of one layout change's moving entries, apart from its store until the flip."""
+
+    def __init__(self) -> None:
+        self.maps: dict[str, dict] = {}  # map -> {stored key: value}
+
+    def add(self, payload: list, codecs: Codecs, final: bool) -> None:
+        """Chunk entries ``[[map, keys, values], ...]``; a final chunk's 0 values delete."""
+        for name, keys, values in payload:
+            keys = codecs.keys[name].decode(keys)
+            staged = self.maps.setdefault(name, {})
+            staged.update(zip(keys, values))
+            if final:
+                for k, v in zip(keys, values):
+                    if not v:
+                        del staged[k]
+
+    def merge(self, runtime: MemberRuntime, epoch: int) -> None:
+        """Put every staged entry into the store, as changes of ``epoch``; the staging is empty afterwards."""
+        for name, entries in self.maps.items():
+            runtime.put_in(name, entries, epoch)
+        self.maps = {}
+
+    def state(self, codecs: Codecs) -> list:
+        return [[name, codecs.keys[name].encode(list(entries)), list(entries.values())]
+                for name, entries in self.maps.items()]
+
+    @classmethod
+    def of(cls, state: list, codecs: Codecs) -> Staging:
+        staging = cls()
+        staging.add(state, codecs, final=False)
+        return staging
