@@ -4,8 +4,9 @@
 # the examples, extend and modify the running topology, show a refused
 # submission, print what the Head and the nodes hold, run TPC-H Q3 in an m3
 # box and read it with `boreas query` (cross-checked with Spark SQL), show
-# what the watcher saw, and push readings through the chain with Spark and
-# cross-check the averages with Spark SQL.
+# what the watcher saw, push readings through the chain with Spark and
+# cross-check the averages with Spark SQL, and print the web UI's URL (in a
+# terminal the cluster then keeps running until Ctrl-C).
 # Safe to run again: it starts from a fresh embedded catalog each time.  The
 # example deployments name nodes by position (#0, #1, #2), so with
 # DEMO_BASE_PORT set they go to this demo's nodes, not to whatever else
@@ -101,3 +102,10 @@ cat demo-watch.log
 
 step "data: Spark publishes readings, the three nodes average them, Spark SQL cross-checks"
 .venv/bin/python examples/demo_data.py 2> >(grep -v -e WARN -e log4j -e setLogLevel >&2)
+
+step "the web UI: the live topology, served by the Head"
+echo "open $BOREAS_HEAD/ in a browser (moves from the page ask for the token: $BOREAS_TOKEN)"
+if [ -t 0 ] && [ -t 1 ]; then  # in a terminal: keep the cluster up to look at it
+  echo "the cluster keeps running; press Ctrl-C to stop it"
+  wait "${pids[-1]}" || true
+fi
