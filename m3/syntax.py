@@ -44,15 +44,11 @@ import re
 
 from .ast import (
     CMP_OPS,
-    FOLDS,
     TYPES,
-    Arith,
-    BoolOp,
     Cmp,
     Column,
     Const,
     Expr,
-    Fold,
     IfThen,
     MapDecl,
     MapRef,
@@ -65,10 +61,9 @@ from .ast import (
     Trigger,
     Val,
     Var,
-    ViewColumn,
-    ViewDecl,
 )
 from .errors import ParseError, Pos
+from .viewsyntax import ViewParser
 
 KEYWORDS = {"ON", "DO", "IF", "THEN", "ELSE", "CREATE", "STREAM", "TABLE", "DECLARE", "MAP", "VIEW", "DATE"}
 TYPE_ALIASES = {
@@ -122,7 +117,7 @@ def tokenize(text: str) -> list[_Tok]:
     return out
 
 
-class _Parser:
+class _Parser(ViewParser):
     def __init__(self, text: str):
         self.toks = tokenize(text)
         self.i = 0
@@ -223,149 +218,6 @@ class _Parser:
             definition = self.sum()
         self.expect(";")
         return MapDecl(name.text, keys, vtype, definition, pos=start.pos)
-
-    def view_decl(self) -> ViewDecl:
-        start = self.expect("DECLARE")
-        self.expect("VIEW")
-        name = self.name("a view name")
-        self.expect("[")
-
-        def key():
-            n = self.name("a key column name")
-            if not self.at(":="):
-                return n.text, None
-            self.take()
-            return n.text, self.name("a variable").text
-
-        keys = self.comma_list("]", key)
-        named = [v for _, v in keys if v is not None]
-        if named and len(named) != len(keys):
-            raise ParseError("name the variable of every key column of the view or of none", start.pos)
-        self.expect("(")
-
-        def column():
-            n = self.name("a view column name")
-            self.expect(":=")
-            if not named and self._plain_column():
-                num = self.name("a map name").text
-                den = None
-                if self.at("/"):
-                    self.take()
-                    den = self.name("a map name").text
-                return ViewColumn(n.text, num, den, pos=n.pos)
-            if keys and not named:
-                t = self.peek()
-                raise ParseError("a view column that is an expression needs the view's key variables "
-                                 "(DECLARE VIEW v[k := K, ...])", t.pos)
-            return ViewColumn(n.text, expr=self.vexpr(), pos=n.pos)
-
-        cols = self.comma_list(")", column)
-        where = None
-        if self.peek().kind == "name" and self.peek().text.upper() == "WHERE":
-            if keys and not named:
-                raise ParseError("a view with a WHERE condition needs its key variables (DECLARE VIEW v[k := K, ...])",
-                                 self.peek().pos)
-            self.take()
-            where = self.vcond()
-        self.expect(";")
-        return ViewDecl(name.text, tuple(k for k, _ in keys), cols, tuple(named), where, pos=start.pos)
-
-    def _plain_column(self) -> bool:
-        """Whether a view column is ``m`` or ``m / n`` (maps read positionally), by looking ahead."""
-        if self.peek().kind != "name":
-            return False
-        after = self.peek(1).text
-        if after in (",", ")"):
-            return True
-        return after == "/" and self.peek(2).kind == "name" and self.peek(3).text in (",", ")")
-
-    # -- view expressions ----------------------------------------------------
-    def vexpr(self) -> Expr:
-        e = self.vterm()
-        while self.at("+") or self.at("-"):
-            op = self.take()
-            e = Arith(op.text, e, self.vterm(), pos=op.pos)
-        return e
-
-    def vterm(self) -> Expr:
-        e = self.vfactor()
-        while self.at("*") or self.at("/"):
-            op = self.take()
-            e = Arith(op.text, e, self.vfactor(), pos=op.pos)
-        return e
-
-    def vfactor(self) -> Expr:
-        t = self.peek()
-        if t.kind == "name" and self.peek(1).text == "[":
-            return self.map_ref()
-        if t.kind == "name" and t.text.upper() in FOLDS and self.peek(1).text == "(":
-            self.take()
-            self.take()
-            var = self.name("the folded variable").text
-            self.expect(":")
-            ref = self.map_ref()
-            self.expect(")")
-            return Fold(t.text.upper(), var, ref, pos=t.pos)
-        if self.at("(") :
-            self.take()
-            inner = self.vexpr()
-            self.expect(")")
-            return inner
-        if self.at("-") and self.peek(1).kind != "number":
-            self.take()
-            return Arith("*", Const(-1, pos=t.pos), self.vfactor(), pos=t.pos)
-        return self.val()
-
-    def map_ref(self) -> MapRef:
-        t = self.name("a map name")
-        self.expect("[")
-        return MapRef(t.text, self.comma_list("]", self.val), pos=t.pos)
-
-    def _word(self, word: str) -> bool:
-        t = self.peek()
-        return t.kind == "name" and t.text.upper() == word
-
-    def vcond(self) -> Expr:
-        first = self.peek()
-        args = [self.vand()]
-        while self._word("OR"):
-            self.take()
-            args.append(self.vand())
-        return args[0] if len(args) == 1 else BoolOp("OR", tuple(args), pos=first.pos)
-
-    def vand(self) -> Expr:
-        first = self.peek()
-        args = [self.vnot()]
-        while self._word("AND"):
-            self.take()
-            args.append(self.vnot())
-        return args[0] if len(args) == 1 else BoolOp("AND", tuple(args), pos=first.pos)
-
-    def vnot(self) -> Expr:
-        t = self.peek()
-        if self._word("NOT") and not (self.peek(1).kind == "op" and self.peek(1).text not in ("(", "-")):
-            self.take()
-            return BoolOp("NOT", (self.vnot(),), pos=t.pos)
-        if self.at("("):  # a parenthesised condition, or an expression that starts with '('
-            saved = self.i
-            try:
-                self.take()
-                inner = self.vcond()
-                self.expect(")")
-                if not (self.peek().kind == "op" and self.peek().text in CMP_OPS + (">", ">=", "+", "-", "*", "/")):
-                    return inner
-            except ParseError:
-                pass
-            self.i = saved
-        left = self.vexpr()
-        op = self.peek()
-        if op.kind != "op" or op.text not in CMP_OPS + (">", ">="):
-            raise ParseError(f"expected a comparison ({', '.join(CMP_OPS)}, >, >=) but found {_describe(op)}", op.pos)
-        self.take()
-        right = self.vexpr()
-        if op.text in (">", ">="):
-            return Cmp("<" if op.text == ">" else "<=", right, left, pos=t.pos)
-        return Cmp(op.text, left, right, pos=t.pos)
 
     def trigger(self) -> Trigger:
         start = self.expect("ON")

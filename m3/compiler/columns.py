@@ -17,12 +17,15 @@ MIN/MAX are computed from the maps at the rows being read (the runtime's
   MIN: correct under deletes with nothing recomputed.  When ``x`` is itself
   a group column the aggregate is ``x`` (or 1 for COUNT DISTINCT).
 * A group column in an expression is the row's key variable.
-* ``HAVING p``: the view keeps the rows where ``p`` holds and the group has
-  rows at all: the condition is ``rows > 0 AND p``, ``rows`` the group's
-  COUNT(*) map (a group whose sums are all 0 still has rows).  A view
-  without aggregate columns (``SELECT DISTINCT``, GROUP BY without
-  aggregates) keeps the rows where ``rows > 0``, with a column ``count``
-  that is 1.
+* ``HAVING p``: the view keeps the rows where ``p`` holds.
+* Rows.  A view's rows are where one of its maps has an entry.  A view of
+  maps and AVGs keeps the convention that a group whose aggregates are all 0
+  may be absent (a value 0 reads as "no row").  Any other view holds exactly
+  the groups that have rows: if none of its maps counts every row of the
+  group (COUNT(*), a multiplicity map), its condition gets ``rows > 0``,
+  ``rows`` the group's COUNT(*) map — so ``HAVING SUM(x) = 0``, ``SUM(x) +
+  1`` and ``SELECT DISTINCT`` (a column ``count`` that is 1) see groups
+  whose sums are 0.
 
 Column expressions: ``("map", i)`` (aggregate i at the row), ``("avg", i,
 j)``, ``("fold", kind, i)`` (MIN, MAX, SUM or COUNT over aggregate i's last
@@ -37,7 +40,11 @@ condition is a predicate of :mod:`.predicates` over them.
 >>> [(x.name, str(x.agg)) for x in nq.aggregates]
 [('r_sum', 'AggSum([A], R(A, B) * B)'), ('r_count', 'AggSum([A], R(A, B))'), ('top', 'AggSum([A, B], R(A, B))')]
 >>> nq.columns, nq.where
-((('r', ('/', ('map', 0), ('map', 1))), ('top', ('fold', 'MAX', 2))), ('and', ('>', ('map', 1), 0), ('>', ('map', 1), 1)))
+((('r', ('/', ('map', 0), ('map', 1))), ('top', ('fold', 'MAX', 2))), ('>', ('map', 1), 1))
+>>> rels, qs = parse_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) + 1 AS s FROM R GROUP BY a HAVING SUM(b) < 2")
+>>> nq = normalize(rels, qs[0])
+>>> [x.name for x in nq.aggregates], nq.where
+(['s_sum', 'rows'], ('and', ('>', ('map', 1), 0), ('<', ('map', 0), 2)))
 """
 
 from __future__ import annotations
@@ -71,9 +78,13 @@ class _Builder:
         self.var, self.keys, self.make = var, keys, make
         self.aggregates: list[Aggregate] = []
         self.seen: dict[tuple, int] = {}
+        self.exact = False  # some map counts every row of the group (COUNT(*), a multiplicity map)
 
     def add(self, name: str, expr, folded: V | None = None, count: bool = False) -> int:
+        from .normalize import nonnull
+
         key = (repr(expr), folded, count)
+        self.exact = self.exact or folded is not None or (count and nonnull(expr) == 1)
         if key not in self.seen:
             self.seen[key] = len(self.aggregates)
             self.aggregates.append(Aggregate(name, self.make(expr, folded, count), folded))
@@ -115,10 +126,12 @@ def view_columns(q, var: dict, keys: tuple[V, ...], make: MakeAgg) -> tuple[tupl
     """``(aggregates, columns, condition)`` of a resolved query (:class:`.frontend.SqlQuery`); see module doc."""
     b = _Builder(var, keys, make)
     columns = tuple((name, b.column(x, name, True)) for name, x in q.columns)
-    where = None
-    if q.having is not None or not any(_reads_map(c) for _, c in columns):
+    having = b.condition(q.having) if q.having is not None else None
+    plain = having is None and all(isinstance(c, tuple) and c[0] in ("map", "avg") for _, c in columns)
+    where = having
+    if not plain and not b.exact:  # rows are where the group has rows, not where some sum is non-zero
         rows = ("map", b.add("rows", 1, count=True))
-        where = conj([(">", rows, 0)] + ([b.condition(q.having)] if q.having is not None else []))
+        where = conj([(">", rows, 0)] + ([having] if having is not None else []))
     if not b.aggregates:
         raise CompileError(f"query {q.name} reads no relation data")
     return tuple(b.aggregates), columns, where

@@ -2,8 +2,10 @@
 
 1. :func:`frontend.parse_sql` — SQL text → relations and resolved queries (expressions:
    :mod:`.resolve`, folding :mod:`.constants`, selections :mod:`.predicates`; the
-   SELECT list :mod:`.outputs`; the sqlglot nodes and fields it reads :mod:`.nodes`)
+   SELECT list :mod:`.outputs`; expressions over aggregates and HAVING :mod:`.viewexpr`;
+   the sqlglot nodes and fields it reads :mod:`.nodes`; error positions :mod:`.positions`)
 2. :func:`normalize.normalize` — each query → sum-of-products calculus, one map per aggregate
+   (which maps, and the view's columns and condition over them: :mod:`.columns`)
 3. for every map, for every relation it reads and both event signs (recursively, for the maps this creates):
 
    a. :func:`delta.delta` — the change of its definition for one event
@@ -12,7 +14,8 @@
 
    until deltas no longer read the database (a delta has fewer relation
    atoms than its map, so this terminates)
-4. :func:`triggers.assemble` — the program, statements ordered per trigger
+4. :func:`views.view_decl` — each query's view over its maps (computed when read);
+   :func:`triggers.assemble` — the program, statements ordered per trigger
 5. :func:`..check.check_program` — the result is restricted M3 (a safety net)
 
 >>> p = compile_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(b INT, c INT);
@@ -67,9 +70,21 @@ from .materialize import MapDef, make_mapdef, materialize
 from .normalize import normalize
 from .simplify import simplify
 from .triggers import assemble
-from .views import view_decl
+from .views import cost_class, view_decl
 
 log = logging.getLogger(__name__)
+
+PASSES = (
+    ("frontend", parse_sql),
+    ("normalize", normalize),
+    ("delta", delta),
+    ("simplify", simplify),
+    ("materialize", materialize),
+    ("views", view_decl),
+    ("triggers", assemble),
+    ("check", check_program),
+)
+"""The passes in order, each a pure function in its own module (steps 3a–3c repeat per new map)."""
 
 
 def compile_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> Program:
@@ -140,6 +155,13 @@ def compile_with_notes(text: str, streams: tuple[RelationDecl, ...] = ()) -> tup
 
 
 def compile_to_text(text: str) -> str:
-    """The M3 program text for SQL text (what ``boreas compile QUERY.sql`` prints), notes first as comments."""
+    """The M3 program text for SQL text (what ``boreas compile QUERY.sql`` prints), notes and each view's cost
+    class (:func:`.views.cost_class`) first as comments.
+
+    >>> print(compile_to_text("CREATE STREAM R(a INT, b INT); SELECT a, MAX(b) AS m FROM R GROUP BY a").splitlines()[0])
+    -- view Q1: domain-bound: MAX over Q1_m: each changed row reads the distinct values of its group (cost grows with their number, not with the database)
+    """
     program, notes = compile_with_notes(text)
-    return "".join(f"-- note: {note}\n" for note in notes) + format_program(program)
+    costs = [f"view {v.name}: {': '.join(cost_class(v))}" for v in program.views]
+    return "".join(f"-- note: {note}\n" for note in notes) + "".join(f"-- {c}\n" for c in costs) + \
+        format_program(program)

@@ -64,7 +64,7 @@ _AGGREGATES = {exp.Sum: "SUM", exp.Count: "COUNT", exp.Avg: "AVG", exp.Min: "MIN
 
 
 class Positions(Protocol):
-    """Where the front end's errors point (``frontend._Ctx``)."""
+    """Where the front end's errors point (:class:`.positions.Ctx`)."""
 
     def error(self, message: str, node: exp.Expression | None = None) -> CompileError: ...
 

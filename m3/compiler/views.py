@@ -42,6 +42,7 @@ from ..ast import (
     Var,
     ViewColumn,
     ViewDecl,
+    walk,
 )
 from ..calculus import V
 from .normalize import NormalQuery
@@ -95,6 +96,29 @@ def _expr(c, nq: NormalQuery, refs: list[Ref]) -> Expr:
     if kind == "var":
         return Var(c[1].name)
     return Arith(kind, _expr(c[1], nq, refs), _expr(c[2], nq, refs))
+
+
+def cost_class(v: ViewDecl) -> tuple[str, str]:
+    """``(class, why)``: how a view's per-event cost grows — ``first-order`` (independent of the database: each
+    event updates maps by lookups and loops over the entries it joins with) or ``domain-bound`` (a fold reads
+    the distinct values of a group).  Nested aggregates (``higher-order``) are not compiled yet.
+
+    >>> from ..syntax import parse_program
+    >>> p = parse_program("DECLARE VIEW v[a := A](x := m[A] / n[A], lo := MIN(B : t[A, B]));")
+    >>> cost_class(p.views[0])
+    ('domain-bound', 'MIN over t: each changed row reads the distinct values of its group (cost grows with their number, not with the database)')
+    """
+    folds = [n for c in v.columns if c.expr is not None for n in walk(c.expr) if isinstance(n, Fold)]
+    if v.where is not None:
+        folds += [n for n in walk(v.where) if isinstance(n, Fold)]
+    if folds:
+        what = ", ".join(dict.fromkeys(f"{f.kind} over {f.ref.name}" for f in folds))
+        why = f"{what}: each changed row reads the distinct values of its group (cost grows with their number, " \
+              "not with the database)"
+        return ("domain-bound", why)
+    why = "each event updates maps by lookups and loops over the entries it joins with; a row is read by one " \
+          "lookup per map"
+    return ("first-order", why)
 
 
 _SWAP = {">": "<", ">=": "<="}

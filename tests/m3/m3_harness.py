@@ -12,7 +12,8 @@ DuckDB group.  (A group whose aggregates are all zero may be absent from the
 view: maps hold non-zero entries only.)  A view with a condition (HAVING,
 DISTINCT), a fold (MIN, MAX, COUNT DISTINCT) or of rows (no aggregates) must
 hold exactly DuckDB's rows; a view of rows compares its ``count`` column with
-the number of times DuckDB's result holds the row.  DuckDB's NULL (an AVG of
+the number of times DuckDB's result holds the row.  A query without GROUP BY
+has its one row while it reads rows (SQL also has it on empty input).  DuckDB's NULL (an AVG of
 no rows) and NaN (0 / 0) are compared as 0, the M3 runtime's value for both.
 DuckDB names the columns as it names a view's (``SELECT * FROM (query)``:
 ``b``, ``b_1``).  Float data is drawn from multiples of 0.25, so sums are
@@ -152,7 +153,10 @@ class Harness:
             for key, vals in expected.items():
                 mine = got.get(key)
                 if mine is None:
-                    assert not strict and all(v == 0 for v in vals), f"{view.name}: missing row {key} = {vals}"
+                    # a row with only zero values may be missing where rows are not exact, and the one row of a
+                    # query without GROUP BY is missing while it reads no rows (SQL: NULLs and COUNT 0)
+                    assert (not strict or not view.keys) and all(v == 0 for v in vals), (
+                        f"{view.name}: missing row {key} = {vals}")
                     continue
                 mine = mine if isinstance(mine, tuple) else (mine,)
                 assert all(close(a, b) for a, b in zip(mine, vals)), f"{view.name}[{key}]: got {mine}, expected {vals}"

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from boreas.m3 import CheckError, check_errors, check_program, classify, parse_program
+from boreas.m3 import (
+    CheckError,
+    ParseError,
+    check_errors,
+    check_program,
+    classify,
+    parse_program,
+)
 
 DECLS = """
 CREATE STREAM R(A INT, B INT);
@@ -49,11 +58,53 @@ def test_valid_program_passes_and_classifies():
         ("DECLARE VIEW v[a](x := nope);", "names unknown map nope"),
         ("DECLARE VIEW v[a, b](x := m);", "view v has 2 key columns but map m has 1 keys"),
         ("DECLARE MAP s[A: INT] : STRING;", "map values are INT or FLOAT"),
+        ("DECLARE VIEW v[a := A](x := m[B]);", "view v reads m at (B); a view reads a map at its key variables (A)"),
+        ("DECLARE VIEW v[a := A](x := k[A, A]);", "reads k at (A, A)"),
+        ("DECLARE VIEW v[a := A](x := MIN(A : k[A, A]));", "MIN folds A, a key variable of the view"),
+        ("DECLARE VIEW v[a := A](x := m[A] + B);", "variable B is not a key variable of the view"),
+        ("DECLARE VIEW v[a := A](x := m);", "variable m is not a key variable of the view"),
+        ("DECLARE VIEW v[a := A, b := B](x := m[A]);", "key variable B of view v is not a key of any map"),
+        ("DECLARE VIEW v[a := A](x := 1);", "view v reads no map"),
     ],
 )
 def test_rule_violations_are_reported(body, fragment):
     found = errors(body)
     assert any(fragment in m for m in found), found
+
+
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ("DECLARE VIEW v[a := A](x := m[A]) WHERE m[A] + 1;", "expected a comparison (=, <>, <, <=, >, >=) but found ';'"),
+        ("DECLARE VIEW v[a := A](x := MEDIAN(B : k[A, B]));", "expected ')' but found '('"),
+        ("DECLARE VIEW v[a := A, b](x := m[A]);", "name the variable of every key column of the view or of none"),
+        ("DECLARE VIEW v[a](x := m * 2);", "a view column that is an expression needs the view's key variables"),
+        ("DECLARE VIEW v[a](x := m) WHERE m > 1;", "a view with a WHERE condition needs its key variables"),
+        ("ON +R(A, B) DO { m[A] += MIN(C : k[A, C]) }", "expected ')' but found ':'"),
+    ],
+)
+def test_view_syntax_errors(body, fragment):
+    with pytest.raises(ParseError, match=re.escape(fragment)):
+        parse_program(DECLS + body)
+
+
+def test_view_expressions_outside_views_are_refused():
+    from boreas.m3.ast import (
+        Arith,
+        Const,
+        Fold,
+        MapRef,
+        Program,
+        Statement,
+        Trigger,
+        Var,
+    )
+
+    p = parse_program(DECLS)
+    bad = Trigger("R", 1, ("A", "B"), (Statement(MapRef("m", (Var("A"),)),
+                                                 Arith("/", Const(1), Fold("MIN", "C", MapRef("k", (Var("A"), Var("C")))))),))
+    found = [m for m, _ in check_errors(Program(p.relations, p.maps, (), (bad,)))]
+    assert any("view expressions (/, -, folds, AND/OR/NOT) belong in views, not triggers" in m for m in found), found
 
 
 def test_check_error_lists_every_problem_with_positions():

@@ -479,3 +479,22 @@ def test_the_check_has_teeth():
     assert members.single.view("Q1") == {(2, datetime.date(1995, 3, 1), 0): 10.0}
     with pytest.raises(AssertionError):
         members.check()
+
+
+@pytest.mark.parametrize("select", [
+    "SELECT a, SUM(b) / COUNT(*) AS r FROM R GROUP BY a",
+    "SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING COUNT(*) > 1",
+    "SELECT a, MAX(b) AS m FROM R GROUP BY a",
+    "SELECT DISTINCT a FROM R",
+    "SELECT a, a, b FROM R",
+])
+def test_a_view_computed_when_read_is_refused_at_deploy(select):
+    """Members merge views of plain maps and AVGs only: anything else is refused clearly, not run wrong."""
+    from boreas.m3.cumulus import PlanError, plan_partition
+
+    program = compile_sql("CREATE STREAM R(a INT, b INT); " + select)
+    with pytest.raises(PlanError, match="view Q1 is computed from its maps when it is read .* deploy this box "
+                                        "unpartitioned"):
+        plan_partition(program, "g", ["n1", "n2"])
+    for plain in ("SELECT a, SUM(b) AS s, AVG(b) AS v FROM R GROUP BY a", "SELECT * FROM R"):  # a count per row
+        assert plan_partition(compile_sql("CREATE STREAM R(a INT, b INT); " + plain), "g", ["n1", "n2"]).local

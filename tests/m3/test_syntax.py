@@ -7,10 +7,14 @@ import datetime
 import pytest
 from boreas.m3 import ParseError, format_program, parse_expr, parse_program
 from boreas.m3.ast import (
+    FOLDS,
     TYPES,
+    Arith,
+    BoolOp,
     Cmp,
     Column,
     Const,
+    Fold,
     IfThen,
     MapDecl,
     MapRef,
@@ -125,6 +129,33 @@ programs = st.builds(
                        st.lists(st.builds(Statement, st.builds(MapRef, names, st.lists(vals, max_size=3).map(tuple)),
                                           exprs(False, False)), max_size=3).map(tuple)), max_size=2).map(tuple),
 )
+
+
+view_names = names.filter(lambda s: s.upper() not in {"AND", "OR", "NOT", "WHERE", *FOLDS})
+view_vals = st.one_of(view_names.map(Var), consts)
+view_refs = st.builds(MapRef, names, st.lists(view_vals, max_size=3).map(tuple))
+view_values = st.recursive(
+    st.one_of(view_vals, view_refs, st.builds(Fold, st.sampled_from(FOLDS), view_names, view_refs)),
+    lambda inner: st.builds(Arith, st.sampled_from(["+", "-", "*", "/"]), inner, inner), max_leaves=5)
+view_conds = st.recursive(
+    st.builds(Cmp, st.sampled_from(["=", "<>", "<", "<="]), view_values, view_values),
+    lambda inner: st.one_of(st.builds(BoolOp, st.sampled_from(["AND", "OR"]), st.lists(inner, min_size=2, max_size=3)
+                                      .map(tuple)), inner.map(lambda c: BoolOp("NOT", (c,)))), max_leaves=4)
+
+
+@st.composite
+def general_views(draw):
+    keys = draw(st.lists(names, min_size=1, max_size=3, unique=True))
+    key_vars = draw(st.lists(view_names, min_size=len(keys), max_size=len(keys)))
+    columns = draw(st.lists(st.builds(lambda n, e: ViewColumn(n, expr=e), names, view_values), min_size=1, max_size=3))
+    return ViewDecl(draw(names), tuple(keys), tuple(columns), tuple(key_vars), draw(st.one_of(st.none(), view_conds)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(general_views())
+def test_general_views_print_parse_round_trip(v):
+    text = format_program(Program(views=(v,)))
+    assert parse_program(text) == Program(views=(v,)), text
 
 
 @settings(max_examples=200, deadline=None)
