@@ -168,4 +168,25 @@ UI_DOCS: RouteDocs = {
                      "box": {"type": "string"}, "node": {"type": "string"}}}},
         "responses": {200: {"description": "moved"}, 404: _error("no such box"), 422: _error("bad request body")},
     },
+    ("POST", "/ui/connect"): {
+        "summary": "Insert a filter box before a box's in port (as boreas connect); it writes a stream of its name",
+        "body": {"content": "application/json",
+                 "description": '{"box": sink, "port": N, "expression": filter expression, "name": the filter, '
+                                '"upstream": false}',
+                 "schema": {"type": "object", "required": ["box", "expression"], "properties": {
+                     "box": {"type": "string"}, "port": {"type": "integer"}, "expression": {"type": "string"},
+                     "name": {"type": "string"}, "upstream": {"type": "boolean"}}}},
+        "responses": {200: {"description": "inserted"}, 404: _error("no such box"),
+                      409: _error("the name is taken, or the box is not placed"),
+                      422: _error("bad request body or port"), 502: _error("the node refused the filter (why)"),
+                      503: _error("the node does not answer")},
+    },
+    ("POST", "/ui/disconnect"): {
+        "summary": "Remove a filter a connect inserted, named by the stream it writes (as boreas disconnect)",
+        "body": {"content": "application/json", "description": '{"stream": the stream the filter writes}',
+                 "schema": {"type": "object", "required": ["stream"], "properties": {"stream": {"type": "string"}}}},
+        "responses": {200: {"description": "removed"}, 409: _error("not a stream a connect added"),
+                      422: _error("bad request body"), 502: _error("the node refused"),
+                      503: _error("the node does not answer")},
+    },
 }

@@ -111,6 +111,44 @@ async def test_the_feed_sends_the_catalog_then_every_change_in_commit_order_and_
                 assert resp.status == 404
 
 
+async def test_a_filter_is_inserted_and_removed_from_the_ui_with_the_token_and_refused_with_reasons():
+    async with in_process(nodes=2) as cluster, aiohttp.ClientSession() as session:
+        head = cluster.head
+        await cluster.deploy()
+        body = {"box": "to_fahrenheit", "port": 0, "expression": "celsius > 0.0", "name": "warm"}
+        async with session.post(f"{cluster.url}/ui/connect", json=body) as resp:
+            assert resp.status == 401  # no token: refused before the handler, nothing inserted
+        assert "warm" not in head.catalog.boxes
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        for bad, status, why in [({**body, "port": 3}, 422, "in ports 0-0"), ({**body, "box": "nosuch"}, 404, "no box"),
+                                 ({**body, "name": "valid"}, 409, "is taken"),
+                                 ({**body, "expression": "nosuchfield > 1"}, 502, "warm")]:
+            async with session.post(f"{cluster.url}/ui/connect", json=bad, headers=auth) as resp:
+                answer = await resp.json()
+                assert resp.status == status and why in json.dumps(answer), (bad, resp.status, answer)
+        assert "warm" not in head.catalog.boxes  # nothing half-applied
+
+        async with session.post(f"{cluster.url}/ui/connect", json=body, headers=auth) as resp:
+            assert resp.status == 200, await resp.text()
+        for _ in range(100):  # the Head commits what the node reports
+            if "warm" in head.catalog.boxes:
+                break
+            await asyncio.sleep(0.05)
+        warm, sink = head.catalog.boxes["warm"], head.catalog.boxes["to_fahrenheit"]
+        assert warm.node == sink.node == cluster.nodes[1].endpoint and sink.inputs[0].stream == "warm"
+        assert warm.inputs[0].stream == "Valid" and dict(warm.params)["expression.0"] == "celsius > 0.0"
+
+        async with session.post(f"{cluster.url}/ui/disconnect", json={"stream": "Valid"}, headers=auth) as resp:
+            assert resp.status == 409  # Valid is read by two boxes: not a stream a connect added
+        async with session.post(f"{cluster.url}/ui/disconnect", json={"stream": "warm"}, headers=auth) as resp:
+            assert resp.status == 200 and (await resp.json())["removed"] == "warm"
+        for _ in range(100):
+            if "warm" not in head.catalog.boxes:
+                break
+            await asyncio.sleep(0.05)
+        assert "warm" not in head.catalog.boxes and head.catalog.boxes["to_fahrenheit"].inputs[0].stream == "Valid"
+
+
 async def test_stats_answer_at_once_and_a_node_that_does_not_answer_only_makes_its_own_figures_stale():
     async with in_process(nodes=2) as cluster, aiohttp.ClientSession() as session:
         await cluster.deploy()
@@ -293,6 +331,24 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
     form.find_element("css selector", "button").click()
     _wait(lambda: _placement(browser).get("valid") == [nodes[0]], 15, "valid back on its first node")
     assert cluster.head_catalog().boxes["valid"].node == nodes[0]
+
+    # and inserts a filter before a box's in port, then removes it again
+    version = cluster.head_catalog().version  # (the move's last commit shown: the details stay as they are)
+    _wait(lambda: browser.execute_script("return document.body.dataset.version") == str(version), 10,
+          f"the page at catalog version {version}")
+    browser.execute_script("document.querySelector('g.box[data-box=\"to_fahrenheit\"]')"
+                           ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    _wait(lambda: browser.find_elements("id", "filter-form"), 5, "the filter form")
+    browser.find_element("css selector", "#filter-form [name=expression]").send_keys("celsius > 0.0")
+    browser.find_element("css selector", "#filter-form [name=name]").send_keys("warm")
+    browser.find_element("css selector", "#filter-form button").click()
+    _wait(lambda: "warm" in _placement(browser), 15, "the inserted filter on the page")
+    assert cluster.head_catalog().boxes["to_fahrenheit"].inputs[0].stream == "warm"
+    browser.execute_script("document.querySelector('g.box[data-box=\"warm\"]')"
+                           ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    _wait(lambda: browser.find_elements("id", "disconnect"), 5, "the remove button")[0].click()
+    _wait(lambda: "warm" not in _placement(browser), 15, "the filter gone from the page")
+    assert cluster.head_catalog().boxes["to_fahrenheit"].inputs[0].stream == "Valid"
 
     # an m3 box: its views and a read through the query form
     browser.execute_script("document.querySelector('g.box[data-box=\"q3\"]')"

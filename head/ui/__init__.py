@@ -14,7 +14,8 @@ Routes:
 * ``GET /ui/feed`` -- WebSocket: the catalog, then every change in commit order;
 * ``GET /ui/stats`` -- rates, counters, state sizes and recent errors, from the last poll;
 * ``GET /ui/query/{box}``, ``GET /ui/query/{box}/maps`` -- reads of an ``m3`` box's maps and views;
-* ``POST /ui/move`` -- move a box or a segment (the cluster token, like every POST).
+* ``POST /ui/move`` -- move a box or a segment; ``POST /ui/connect``, ``POST /ui/disconnect`` --
+  insert a filter before a box's in port, and remove it (the cluster token, like every POST).
 
 Usage (in ``HeadService``)::
 
@@ -98,6 +99,8 @@ def install_ui(head: HeadContext) -> WebUi:
     router.add_get("/ui/query/{box}/maps", ui.actions.maps)
     router.add_get("/ui/query/{box}", ui.actions.query)
     router.add_post("/ui/move", ui.actions.move)
+    router.add_post("/ui/connect", ui.actions.connect)
+    router.add_post("/ui/disconnect", ui.actions.disconnect)
     app.on_shutdown.append(ui._shutdown)
     app.on_cleanup.append(ui._cleanup)
     return ui

@@ -17,6 +17,16 @@
     commits it.  Needs the cluster token like every POST (the Head's HTTP
     server refuses it with 401 before this handler runs).
 
+``POST /ui/connect`` ``{"box": SINK, "port": N, "expression": E, "name": F, "upstream": false}``
+    as ``boreas connect``: a filter box ``F`` (``expression.0`` = ``E``)
+    inserted before in port ``N`` of ``SINK``, on the sink's node (or, with
+    ``upstream``, on the node that sends the stream).  It writes the stream
+    ``F``, which ``SINK`` then reads.  The node validates the box and
+    answers; nothing is half-applied.
+``POST /ui/disconnect`` ``{"stream": S}``
+    as ``boreas disconnect S``: remove the box a connect inserted, named by
+    the stream it writes; its sink reads the original stream again.
+
 Errors are JSON ``{"error"}``: 404 for an unknown box, 409 for a move that
 makes no sense (already there, not a member), 422 for a bad request, 502
 when the node refused and 503 when it could not be reached.
@@ -28,13 +38,14 @@ import asyncio
 from typing import Any
 
 from aiohttp import web
-from boreas.catalog.documents import Move
+from boreas.catalog.documents import Disconnect, Move
 from boreas.catalog.endpoints import normalize_endpoint
 from boreas.catalog.updates import update_document
 from boreas.client.query import QueryClient, QueryFailed
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient, PeerError, PeerRefused, PeerUnreachable
 from boreas.wire.server import json_error
+from lxml import etree
 
 from ..context import HeadContext
 
@@ -132,3 +143,59 @@ class Actions:
         except PeerUnreachable as exc:
             return json_error(503, str(exc))
         return web.json_response({"box": name, "from": source, "node": target, "reply": reply})
+
+    async def connect(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+            sink, port, expression = str(body["box"]), int(body.get("port", 0)), str(body["expression"])
+            name, upstream = str(body.get("name") or f"{sink}_filter"), bool(body.get("upstream", False))
+        except (ValueError, KeyError, TypeError) as exc:
+            return json_error(422, f'send JSON {{"box": ..., "port": N, "expression": ..., "name": ...}}: {exc}')
+        catalog = self.head.catalog
+        box = catalog.boxes.get(sink)
+        if box is None:
+            return json_error(404, f"no box {sink!r} in the catalog (version {catalog.version})")
+        if not box.node:
+            return json_error(409, f"box {sink!r} is not deployed on any node")
+        if not 0 <= port < len(box.inputs):
+            return json_error(422, f"box {sink!r} has in ports 0-{len(box.inputs) - 1}, not {port}")
+        if name in catalog.boxes or name in catalog.inputs or any(name in b.outputs for b in catalog.boxes.values()):
+            return json_error(409, f"{name!r} is taken: name the filter (and the stream it writes) otherwise")
+        update = etree.Element("update", origin="optimizer")
+        connect = etree.SubElement(update, "connect", box=sink, port=str(port))
+        if upstream:
+            connect.set("upstream", "1")
+        inserted = etree.SubElement(connect, "box", name=name, type="filter")
+        etree.SubElement(inserted, "in", stream=box.inputs[port].stream)
+        etree.SubElement(inserted, "out", stream=name)
+        etree.SubElement(inserted, "parameter", name="expression.0", value=expression)
+        try:
+            reply = await self.peers.post_update(box.node, etree.tostring(update, encoding="unicode"),
+                                                 timeout=MOVE_TIMEOUT)
+        except PeerRefused as exc:
+            return json_error(502, f"{exc.target}: {exc.payload.get('error') or exc}",
+                              diagnostics=exc.payload.get("diagnostics", []))
+        except PeerUnreachable as exc:
+            return json_error(503, str(exc))
+        return web.json_response({"box": name, "before": sink, "port": port, "stream": name, "reply": reply})
+
+    async def disconnect(self, request: web.Request) -> web.Response:
+        try:
+            stream = str((await request.json())["stream"])
+        except (ValueError, KeyError, TypeError) as exc:
+            return json_error(422, f'send JSON {{"stream": ...}}: {exc}')
+        catalog = self.head.catalog
+        sinks = [b for b in catalog.boxes.values() if any(p.stream == stream for p in b.inputs)]
+        producer = next((b for b in catalog.boxes.values() if stream in b.outputs), None)
+        if len(sinks) != 1 or producer is None or not sinks[0].node:
+            return json_error(409, f"stream {stream!r} is not a stream a connect added (one box writes it, "
+                                   "one box reads it)")
+        try:
+            reply = await self.peers.post_update(sinks[0].node, update_document([Disconnect(stream)],
+                                                                                origin="optimizer"),
+                                                 timeout=MOVE_TIMEOUT)
+        except PeerRefused as exc:
+            return json_error(502, f"{exc.target}: {exc.payload.get('error') or exc}")
+        except PeerUnreachable as exc:
+            return json_error(503, str(exc))
+        return web.json_response({"stream": stream, "removed": producer.name, "reply": reply})

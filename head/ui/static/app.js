@@ -536,6 +536,7 @@ function buildDetails(aside, name, box, part, m) {
     el("h3", {text: "Counters"}),
     el("div", {id: "details-live"}),
     moveForm(name, box, part, m),
+    part ? null : filterForm(name, box, m),
     box.type === "m3" ? el("div", {id: "m3-views"}, el("h3", {text: "Views"}), el("div", {class: "muted", text: "loading…"})) : null,
   ].filter(Boolean));
   if (box.type === "m3") loadViews(name);
@@ -622,6 +623,51 @@ function moveForm(name, box, part, m) {
   el("label", {text: "move"}), what, el("label", {text: "to"}), to, el("button", {type: "submit", text: "Move"}));
   if (!targets.length) return wrap.append(el("div", {class: "muted", text: "no other node to move it to"})), wrap;
   wrap.append(form, out);
+  return wrap;
+}
+
+// POST an action to the Head; the message it leaves in `out`.
+async function act(path, body, out, doing, done) {
+  out.replaceChildren(el("div", {class: "message", text: doing}));
+  try {
+    const resp = await fetch(path, {method: "POST", headers: headers(true), body: JSON.stringify(body)});
+    const answer = await resp.json().catch(() => ({}));
+    if (!resp.ok) throw new Error(resp.status === 401 ? "the Head refused the token" : (answer.error || `HTTP ${resp.status}`));
+    out.replaceChildren(el("div", {class: "message good", text: done}));
+  } catch (err) {
+    out.replaceChildren(el("div", {class: "message bad", text: String(err.message || err)}));
+  }
+}
+
+// Insert a filter before one of the box's in ports (boreas connect), or remove the box if a connect inserted it.
+function filterForm(name, box, m) {
+  const wrap = el("div", {}, el("h3", {text: "Filter"}));
+  if (!state.token) {
+    wrap.append(el("div", {class: "muted", text: "Enter the cluster token (top right) to insert filters."}));
+    return wrap;
+  }
+  if (!box.inputs.length) return null;
+  const port = el("select", {name: "port"}, box.inputs.map((p, i) => el("option", {value: String(i), text: `in ${i}: ${p.stream}`})));
+  const expression = el("input", {name: "expression", placeholder: "e.g. celsius > 0.0", required: true});
+  const fname = el("input", {name: "name", placeholder: "its name (the stream it writes)", required: true});
+  const upstream = el("input", {type: "checkbox", name: "upstream"});
+  const out = el("div");
+  const form = el("form", {id: "filter-form", onsubmit: (event) => {
+    event.preventDefault();
+    act("ui/connect", {box: name, port: Number(port.value), expression: expression.value, name: fname.value,
+                       upstream: upstream.checked}, out, `inserting ${fname.value}…`,
+        `inserted ${fname.value} before ${name} ${port.selectedOptions[0].text}`);
+  }},
+  el("label", {text: "before"}), port, el("label", {text: "keep"}), expression, el("label", {text: "as"}), fname,
+  el("label", {}, upstream, " upstream"), el("button", {type: "submit", text: "Insert"}));
+  wrap.append(form);
+  const written = box.outputs.length === 1 ? box.outputs[0] : null;
+  const readers = written ? [...kind("box").entries()].filter(([, b]) => b.inputs.some((p) => p.stream === written)) : [];
+  if (box.type === "filter" && box.inputs.length === 1 && readers.length === 1) {
+    wrap.append(el("button", {type: "button", id: "disconnect", text: `Remove ${name} (${readers[0][0]} reads ${box.inputs[0].stream} again)`,
+      onclick: () => act("ui/disconnect", {stream: written}, out, `removing ${name}…`, `removed ${name}`)}));
+  }
+  wrap.append(out);
   return wrap;
 }
 
