@@ -96,6 +96,8 @@ class BoxStates:
         self.processed: dict[tuple[str, str], int] = {}  # (entering stream, producer) -> last seq here
         self.paused_since: dict[str, float] = {}
         self.move_pauses: dict[str, list[float]] = {}
+        #: told ``(box, seconds)`` of every move pause as it ends (the node's metrics histogram)
+        self.pause_observers: list[Callable[[str, float], None]] = []
         self.on_new_box_id = on_new_box_id  # persist producer ids as they are made (a durable node)
 
     # -- following the catalog ----------------------------------------------------------
@@ -192,6 +194,8 @@ class BoxStates:
             pauses = self.move_pauses.setdefault(name, [])
             pauses.append(time.time() - self.paused_since.pop(name))
             del pauses[:-PAUSES_KEPT]
+            for observe in self.pause_observers:
+                observe(name, pauses[-1])
         return ready
 
     # -- moves ---------------------------------------------------------------------------

@@ -126,6 +126,10 @@ class NodeMetrics:
                                         buckets=LATENCY_BUCKETS)
         self.snapshot_duration = Histogram("boreas_snapshot_duration_seconds", "From a snapshot request to the "
                                            "snapshot written and synced.", registry=registry, buckets=LATENCY_BUCKETS)
+        self.move_pause = Histogram("boreas_box_move_pause_seconds", "How long a box that moved here was paused, "
+                                    "from leaving its source to taking its first batch here.", registry=registry,
+                                    buckets=LATENCY_BUCKETS)
+        node.dataflow.state.pause_observers.append(lambda box, seconds: self.move_pause.observe(seconds))
         registry.register(View(self.read))
 
     # -- counted here -------------------------------------------------------------
@@ -218,6 +222,10 @@ class NodeMetrics:
                 f.counter("boreas_box_batches_out_total", "Batches a box wrote on a stream over its life (its "
                           "output sequence: carried with it by moves and recovery).",
                           state.out_seq.get(stream, 0), box=name, stream=stream)
+            entries = op.state_entries()
+            if entries is not None:
+                f.gauge("boreas_box_state_entries", "Entries a box's state holds (groups, buffered tuples, map "
+                        "entries).", entries, box=name)
             for reason, n in sorted(op.counters().items()):
                 f.counter("boreas_box_dropped_tuples_total", "Tuples a box dropped, by reason.", n, box=name,
                           reason=reason)

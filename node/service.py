@@ -410,6 +410,8 @@ class NodeService:
                                for e, link in self.dataflow.out.links.items()},
                      "broken_boxes": self.dataflow.state.broken,
                      "box_counters": {name: c for name, op in self.dataflow.operators.items() if (c := op.counters())},
+                     "box_entries": {name: n for name, op in self.dataflow.operators.items()
+                                     if (n := op.state_entries()) is not None},
                      "moved_boxes": {b: {"next": [list(p) for p in i.box_positions()],
                                          "held": [[s, p, n] for s, p, n, _ in i.held_items()]}
                                      for b, i in self.dataflow.state.inputs.items()},

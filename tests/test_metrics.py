@@ -109,6 +109,9 @@ async def test_every_component_exports_its_own_metrics_and_counters_move_when_tu
             assert value(after_second, "boreas_box_batches_processed_total", box="totals") >= 3  # its latency's count
             entries = {labels: v for (name, labels), v in after_second.items() if name == "boreas_m3_map_entries"}
             assert entries and max(entries.values()) == 3  # three sensors
+            assert value(after_second, "boreas_box_state_entries", box="totals") == sum(entries.values())
+            assert not [labels for (name, labels) in after.items()  # a filter keeps no state
+                        if name == "boreas_box_state_entries" and dict(labels)["box"] == "valid"]
             assert all(dict(labels)["box"] == "totals" for labels in entries)
 
             # /status and /metrics are views of the same numbers.
@@ -174,14 +177,24 @@ async def test_a_move_counts_on_both_nodes_and_is_timed_where_it_was_asked_and_l
             if cluster.head.catalog.boxes["valid"].node == target.endpoint:
                 break
             await asyncio.sleep(0.05)
-        _, at_source = await scrape(cluster.node_url(0))
         _, at_target = await scrape(cluster.node_url(1))
+        assert value(at_target, "boreas_box_move_pause_seconds_count") == 0  # its pause ends with its next batch
+        async with Publisher(cluster.url, "Reading", TOKEN) as publisher:
+            await publisher.send([(1, 20.0)])
+        for _ in range(100):
+            _, at_target = await scrape(cluster.node_url(1))
+            if value(at_target, "boreas_box_move_pause_seconds_count") == 1:
+                break
+            await asyncio.sleep(0.05)
+        _, at_source = await scrape(cluster.node_url(0))
         _, head = await scrape(cluster.url)
     assert value(at_source, "boreas_node_box_moves_total", direction="out") == 1
     assert value(at_target, "boreas_node_box_moves_total", direction="in") == 1
     assert value(at_source, "boreas_node_topology_change_duration_seconds_count", kind="move", outcome="done") == 1
     assert value(head, "boreas_head_learn_duration_seconds_count", kind="move") == 1
-    assert value(at_target, "boreas_box_batches_out_total", box="valid", stream="Valid") == 0
+    assert value(at_target, "boreas_box_move_pause_seconds_count") == 1
+    assert value(at_target, "boreas_box_move_pause_seconds_sum") > 0
+    assert value(at_target, "boreas_box_batches_out_total", box="valid", stream="Valid") == 1
 
 
 async def test_a_durable_node_exports_its_recovery_and_snapshot_figures(tmp_path):

@@ -18,7 +18,8 @@ The answer::
                           "totals": {...}, "streams_in", "streams_routed": {stream: tuples/s},
                           "streams_out": {stream: batches/s},
                           "links": {target: {"batches", "bytes" (per second),
-                          "connected", "connects"}}, "box_counters", "broken", "task_errors",
+                          "connected", "connects"}}, "box_counters", "box_entries" (every box's
+                          state size here: groups, buffered tuples, map entries), "broken", "task_errors",
                           "move_pauses", "recovery", "boxes"}},
      "boxes": {box: {"entries", "maps": {map: entries}, "segments": {seg: entries}, "node"}},
      "errors": [{"time", "node", "box", "message"}, ...]}   # newest last, at most MAX_ERRORS
@@ -224,7 +225,8 @@ class NodeStats:
             "streams_out": {name: _rate(streams.get("batches_out", {}),
                                         (before or {}).get("streams", {}).get("batches_out"), name, seconds)
                             for name in streams.get("batches_out", {})},
-            "box_counters": data.get("box_counters") or {}, "broken": broken, "task_errors": task_errors,
+            "box_counters": data.get("box_counters") or {}, "box_entries": data.get("box_entries") or {},
+            "broken": broken, "task_errors": task_errors,
             "move_pauses": data.get("move_pauses") or {}, "recovery": status.get("recovery"),
             "regions": status.get("regions"),
         }

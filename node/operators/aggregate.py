@@ -287,6 +287,10 @@ class AggregateOperator(Timed):
             for w in g[1]:
                 w[T0] += delta
 
+    def state_entries(self) -> int:
+        """Open groups (each with its window's accumulators)."""
+        return len(self._groups)
+
     def state(self) -> dict:
         return {
             "clock": self.clock_state(),

@@ -105,6 +105,14 @@ class Operator(abc.ABC):
         ignored = getattr(self, "ignored", None)
         return {"ignored_tuples": ignored} if isinstance(ignored, int) else {}
 
+    def state_entries(self) -> int | None:
+        """How many entries (groups, buffered tuples, map entries) the operator's state holds now; None: no state.
+
+        Cheap (no encoding), so ``/metrics`` and the web UI can show every
+        box's state size on every poll.
+        """
+        return None
+
     def state(self) -> dict:
         """Everything the operator remembers, as msgpack-able dicts/lists/numbers/strings."""
         return {}

@@ -164,6 +164,10 @@ class JoinOperator(Timed):
         if self._times is not None:
             self._times = [deque((t + delta for t in times), maxlen=times.maxlen) for times in self._times]
 
+    def state_entries(self) -> int:
+        """Tuples buffered on both sides."""
+        return sum(map(len, self._buffers))
+
     def state(self) -> dict:
         return {
             "clock": self.clock_state(),

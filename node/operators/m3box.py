@@ -91,6 +91,11 @@ class M3Operator(Operator):
 
     # -- moving ----------------------------------------------------------------------
 
+    def state_entries(self) -> int:
+        """Entries of every map (a partition member: its own)."""
+        store = self.runtime.store
+        return sum(store.size(m.name) for m in self.runtime.program.maps)
+
     def state(self) -> dict:
         return {"runtime": self.runtime.state(), "ignored": self.ignored, "failed": self.failed_batches}
 

@@ -134,6 +134,10 @@ class WindowDropOperator(_Shedder):
                 keep(row)
         return self.emitted(kept)
 
+    def state_entries(self) -> int:
+        """Groups with an open window."""
+        return len(self._groups)
+
     def state(self) -> dict:
         return {"rng": _rng_state(self._rng), "dropped": self.dropped,
                 "groups": [[group_key_parts(k, self._width), *g] for k, g in self._groups.items()]}

@@ -69,6 +69,10 @@ class DelayOperator(Timed):
         self._queue: deque[list] = deque()  # [due, rows]
         self._ports = range(len(outputs))
 
+    def state_entries(self) -> int:
+        """Tuples held back until they are due."""
+        return sum(len(rows) for _, rows in self._queue)
+
     def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
         self.tick(now)
         if rows:

@@ -275,6 +275,10 @@ function boxLines(inst) {
     }
   } else if (sizes) {
     lines.push(`${fmt(sizes.entries)} entries`);
+  } else {  // any other box with state: groups, buffered tuples, as its node reports them
+    const ns = state.stats && state.stats.nodes[inst.node];
+    const n = ns && (ns.box_entries || {})[inst.box];
+    if (n !== undefined) lines.push(`state ${fmt(n)} entries`);
   }
   return lines;
 }
@@ -571,6 +575,7 @@ function renderLive(name, box, part) {
     if (!ns) continue;
     rows.push([`node ${node}`, ns.ok ? `in ${fmt(ns.rows_in)} · out ${fmt(ns.rows_out)} rows/s` : `no status: ${ns.error}`]);
     for (const [k, v] of Object.entries((ns.box_counters || {})[name] || {})) rows.push([k, fmt(v, 0)]);
+    if (!part && box.type !== "m3" && (ns.box_entries || {})[name] !== undefined) rows.push(["state entries", fmt(ns.box_entries[name], 0)]);
     if (ns.broken && ns.broken[name]) errors.push(`${node}: broken: ${ns.broken[name]}`);
     if (ns.move_pauses && ns.move_pauses[name] !== undefined) rows.push(["last move pause", JSON.stringify(ns.move_pauses[name])]);
   }
