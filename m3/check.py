@@ -9,9 +9,12 @@ Restricted M3 (what the compiler emits and the runtime executes) requires:
    right would be a sum: maintain a map with one fewer key instead);
 2. every loop variable is a parameter of exactly one right-hand-side map
    (two would be a join, which restricted M3 computes with event variables);
-3. terms have no conditions over loop variables (``IF`` may only compare event
-   variables and constants: a guard on the event, not a non-incremental
-   aggregate).
+3. terms have no conditions over loop variables (``IF`` compares event
+   variables and constants: a guard on the event) — except *loop guards*, a
+   Boreas extension for comparisons between columns (``R.a < S.b``): a
+   condition over a loop variable makes the statement test each entry of the
+   map it loops over, and a loop variable that a loop guard reads may be
+   absent from the left side (the matching entries are summed).
 
 Trigger terms are monomials (products); sums and relation atoms appear only
 in map definitions.
@@ -266,22 +269,21 @@ def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
                     out.append((f"argument of {node.name} must be a variable or constant", node.pos))
     _, loop = classify(t, s)
     lhs = set(variables(s.target))
+    guarded = {v for node in walk(s.expr) if isinstance(node, Cmp) for v in variables(node)}
     for v in loop:
         where = [r for r in rhs_maps if any(isinstance(a, Var) and a.name == v for a in r.args)]
-        if v not in lhs:
+        if not where:
+            where_is = "on the left of" if v in lhs else "of"
+            out.append((f"variable {v} {where_is} the statement on {s.target.name} is neither an event variable nor bound by a right-hand-side map", s.pos))
+        elif v not in lhs and v not in guarded:
             out.append((f"loop variable {v} appears only on the right-hand side of the statement on {s.target.name}; restricted M3 requires it on both sides (maintain a map with one fewer key instead)", s.pos))
-        elif not where:
-            out.append((f"variable {v} on the left of the statement on {s.target.name} is neither an event variable nor bound by a right-hand-side map", s.pos))
         if len(where) > 1:
             out.append((f"loop variable {v} parametrises {len(where)} maps ({', '.join(r.name for r in where)}) in the statement on {s.target.name}; restricted M3 allows exactly one (a join must go through event variables)", s.pos))
     for node in walk(s.expr):
         cond = node.cond if isinstance(node, IfThen) else node if isinstance(node, Cmp) else None
         if cond is None:
             continue
-        bad = [v for v in variables(cond) if v not in t.vars]
-        if bad:
-            out.append((f"condition compares loop variable {bad[0]}; restricted M3 terms have no conditions over loop variables (only guards on event variables)", cond.pos or s.pos))
         for side in (cond.left, cond.right):
             if any(isinstance(n, (MapRef, IfThen, Sum)) for n in walk(side)):
-                out.append(("a condition compares event variables and constants only", cond.pos or s.pos))
+                out.append(("a condition compares variables and constants only", cond.pos or s.pos))
                 break

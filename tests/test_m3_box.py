@@ -359,3 +359,54 @@ async def test_an_m3_box_moves_between_nodes_while_rows_flow(cluster_factory):
     assert where.node == nodes[moves % 2]
     assert where.value == pytest.approx(sum(expected.values()))
     assert "q3" in (await asyncio.to_thread(cluster.node_status, nodes[moves % 2]))["boxes"]
+
+
+# -- a view computed when read (issue 14): arithmetic over aggregates, HAVING, MIN/MAX ---------------
+
+Q3_HAVING = """SELECT l_orderkey, o_orderdate, o_shippriority,
+       SUM(l_extendedprice * (1 - l_discount)) / COUNT(*) - MIN(l_extendedprice) AS revenue
+FROM customer, orders, lineitem
+WHERE c_mktsegment = 'BUILDING' AND c_custkey = o_custkey AND l_orderkey = o_orderkey
+  AND o_orderdate < DATE '1995-03-15' AND l_shipdate > DATE '1995-03-15'
+GROUP BY l_orderkey, o_orderdate, o_shippriority
+HAVING COUNT(*) > 1 AND MAX(l_discount) > 0"""
+
+
+def test_a_box_emits_a_view_computed_when_read_through_inserts_and_deletes():
+    """Rows enter and leave with their HAVING as rows are inserted and deleted; the emitted changes follow DuckDB."""
+    declarations = ("CREATE STREAM customer(c_custkey INT, c_mktsegment VARCHAR(10));&#10;"
+                    "CREATE STREAM orders(o_orderkey INT, o_custkey INT, o_orderdate DATE, o_shippriority INT);&#10;"
+                    "CREATE STREAM lineitem(l_orderkey INT, l_extendedprice DECIMAL(15,2), "
+                    "l_discount DECIMAL(15,2), l_shipdate DATE);&#10;")
+    sql = declarations + Q3_HAVING.replace("\n", "&#10;").replace("<", "&lt;").replace(">", "&gt;")
+    op = q3_operator(q3_app(sql=sql, sign=True))()
+
+    def duck(data):
+        con = duckdb.connect()
+        con.execute("CREATE TABLE customer(c_custkey INT, c_mktsegment VARCHAR)")
+        con.execute("CREATE TABLE orders(o_orderkey INT, o_custkey INT, o_orderdate DATE, o_shippriority INT)")
+        con.execute("CREATE TABLE lineitem(l_orderkey INT, l_extendedprice DOUBLE, l_discount DOUBLE, l_shipdate DATE)")
+        for name, rows in data.items():
+            if rows:
+                con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+        return {(k, d, p): v for k, d, p, v in con.execute(Q3_HAVING).fetchall()}
+
+    def follow(data, sign, view):
+        """Feed the rows with a sign and apply the emitted changes to ``view`` (value 0: the row left)."""
+        for port, name in enumerate(("customer", "orders", "lineitem")):
+            rows = [(sign, *row) for row in wire(data[name])]
+            for i in range(0, len(rows), 50):
+                for _, changed in op.process(port, rows[i:i + 50], 0.0):
+                    for *key, value in changed:
+                        key = (key[0], date_of(key[1]), key[2])
+                        view.pop(key, None) if value == 0 else view.__setitem__(key, value)
+        return view
+
+    data = q3_rows(4)
+    view = follow(data, 1, {})
+    assert duck(data) and view == pytest.approx(duck(data))
+    gone = {"customer": [], "orders": [], "lineitem": data["lineitem"][::2]}
+    left = dict(data, lineitem=[r for i, r in enumerate(data["lineitem"]) if i % 2])
+    follow(gone, -1, view)
+    assert duck(left) != duck(data)  # rows left the view, others changed
+    assert view == pytest.approx(duck(left)) and op.runtime.view("Q1") == pytest.approx(duck(left))

@@ -7,7 +7,7 @@ and constants), MIN, MAX, COUNT/SUM/AVG(DISTINCT column), with arithmetic over
 aggregates and HAVING (:mod:`.viewexpr`), or select columns (``*``,
 ``alias.*``; ``DISTINCT``: a view of rows, :mod:`.outputs`), over inner
 equi-joins (comma joins or ``JOIN ... ON``), with
-selections comparing a column with a constant (``= <> < <= > >=``,
+selections comparing a column with a constant or another column (``= <> < <= > >=``,
 ``BETWEEN``, ``IN (...)``, ``IN LIST (...)``, ``LIKE 'abc'``/``'abc%'``, AND,
 OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position or ALL) and
 ``ORDER BY`` (ignored: a view is a set; the query's ``notes`` say so).

@@ -12,7 +12,13 @@ A delta term splits into
   Everything else in a component is summed out inside the map.
 
 So every loop variable parametrises exactly one map and appears on both
-sides: the output is restricted M3.  Maps are identified by a canonical form
+sides: the output is restricted M3 — except where a comparison between
+columns (``R.a < S.b``) compares an event variable with a loop variable: that
+comparison stays in the statement as a *loop guard*, and the variable it
+reads becomes a key of its map, so the statement loops over the map's
+entries (at the event's slice) and tests each: a cost that grows with the
+entries of that map, not with the database.  (A comparison among loop
+variables stays inside the map whose atoms bind them.)  Maps are identified by a canonical form
 of their definition (variable names and key order do not matter), so equal
 subqueries — across terms, triggers and queries — share one map.  Terms
 whose scalar parts agree and that each need one map with the same keys (as
@@ -155,11 +161,16 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
         if set(t.atoms[i].vars()) & set(t.atoms[j].vars()) - event:
             parent[find(i)] = find(j)
     guards, attached = [], []
+    exposed: set[V] = set()  # variables a loop guard reads: keys of their maps, so the statement loops over them
     for item in list(t.conds) + list(t.polys):
         vs = item.vars() if isinstance(item, Cond) else poly_vars(item)
         free = [v for v in vs if v not in event]
         if not free:
             guards.append(item)
+            continue
+        if isinstance(item, Cond) and len(free) < len(vs):  # compares the event with a loop variable: a loop guard
+            guards.append(item)
+            exposed.update(free)
             continue
         where = atoms_with(free)
         if not where or any(not any(v in t.atoms[i].vars() for i in where) for v in free):
@@ -172,10 +183,10 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
         atoms = tuple(a for i, a in enumerate(t.atoms) if find(i) == root)
         items = [it for r, it in attached if find(r) == root]
         body = Term(1, atoms, tuple(i for i in items if isinstance(i, Cond)), tuple(i for i in items if not isinstance(i, Cond)))
-        keys = tuple(v for v in body.vars() if v in event or v in lhs_loop)
+        keys = tuple(v for v in body.vars() if v in event or v in lhs_loop or v in exposed)
         comps.append((keys, body))
     bound = {v for keys, _ in comps for v in keys}
-    for v in lhs_loop - bound:
+    for v in (lhs_loop | exposed) - bound:
         raise CompileError(f"internal: key variable {v} is not bound by a relation")
     return _Split(
         d.keys, t.coef,

@@ -14,6 +14,26 @@ names DuckDB would give — live in one place:
 * ``ORDER BY`` is accepted and ignored: a view is a set of rows (a map has
   no order), and the query's notes say so.  Its items must still name
   outputs, so a typo is not silently accepted.
+
+Selected columns are the view's keys (``*`` and ``alias.*`` expand to the
+FROM columns, a column may be selected twice); every other item is a view
+expression over aggregates and group columns (:mod:`.viewexpr`).  A query
+that aggregates nowhere and has no GROUP BY or HAVING is a view of rows:
+its keys are the selected columns and one more column, ``count``, holds how
+many times the row occurs (1 with ``DISTINCT``); a grouped query that
+selects no value gets the same ``count`` (1: one row per group).
+
+>>> import sqlglot
+>>> from ..ast import Column, RelationDecl
+>>> from ..errors import CompileError
+>>> class Ctx:
+...     def error(self, message, node=None): return CompileError(message)
+>>> res = Resolver([("R", "R")], {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT")))}, Ctx())
+>>> items = select_items(sqlglot.parse_one("SELECT *, a, SUM(b) * 2 FROM R"), res, Ctx())
+>>> [(i.name, i.ref, i.value) for i in items]
+[('a', ('R', 'a'), None), ('b', ('R', 'b'), None), ('a', ('R', 'a'), None), ('expr_1', None, ('*', ('agg', 'SUM', ('R', 'b')), 2))]
+>>> view_names(items[:3], [], [], "Q1", ("agg", "COUNT", 1), Ctx())
+([('a', ('R', 'a')), ('b', ('R', 'b')), ('a_1', ('R', 'a'))], [('count', ('agg', 'COUNT', 1))])
 """
 
 from __future__ import annotations

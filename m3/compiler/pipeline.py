@@ -162,6 +162,6 @@ def compile_to_text(text: str) -> str:
     -- view Q1: domain-bound: MAX over Q1_m: each changed row reads the distinct values of its group (cost grows with their number, not with the database)
     """
     program, notes = compile_with_notes(text)
-    costs = [f"view {v.name}: {': '.join(cost_class(v))}" for v in program.views]
+    costs = [f"view {v.name}: {': '.join(cost_class(v, program))}" for v in program.views]
     return "".join(f"-- note: {note}\n" for note in notes) + "".join(f"-- {c}\n" for c in costs) + \
         format_program(program)

@@ -1,7 +1,7 @@
 """Selections as the front end hands them to the normaliser, and the rewrites that keep them in that form.
 
 A predicate is ``(op, left, right)`` with op in ``= <> < <= > >=`` over a
-column reference and a constant, ``("and" | "or", p, q)``, or the constants
+column reference and a constant (or two column references), ``("and" | "or", p, q)``, or the constants
 :data:`TRUE` and :data:`FALSE`.  There is no NOT: :func:`negate` pushes it
 into the comparisons (De Morgan), which is exact because the M3 runtime has
 no NULLs (two-valued logic: ``NOT a < 3`` is ``a >= 3``).  IN lists and

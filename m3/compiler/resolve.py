@@ -5,8 +5,8 @@ translates the expressions inside them into the forms the normaliser reads:
 
 * a column is ``(alias, column)``;
 * a selection is a predicate of :mod:`.predicates` (comparisons of a column
-  with a constant, AND, OR, TRUE, FALSE; NOT, IN, BETWEEN and LIKE are
-  rewritten into those);
+  with a constant or with another column of a comparable type, AND, OR,
+  TRUE, FALSE; NOT, IN, BETWEEN and LIKE are rewritten into those);
 * an aggregated expression is arithmetic: a column, a number, ``(op, a,
   b)`` with op in ``+ - *``, ``("neg", a)``, or ``("case", ((predicate,
   value), ...), default)`` for CASE (and ``IF``), whose values may be
@@ -133,7 +133,7 @@ class Resolver:
         t = self.col_type(ref)
         if not is_constant(e):
             raise self.ctx.error(f"unsupported comparison of column {sql_of(col)} with {sql_of(e)} "
-                                 "(compare a column with a constant)", e)
+                                 "(compare a column with a constant or another column)", e)
         try:
             v = fold(e, t)
         except NotConstant as nc:
@@ -177,11 +177,12 @@ class Resolver:
         if op is None:
             raise self.ctx.error(f"unsupported condition {kind.__name__.upper()} ({sql_of(e)})", e)
         left, right = unparen(e.this), unparen(e.expression)
-        if type(left) is exp.Column and type(right) is exp.Column:
-            if op == "=":
-                raise self.ctx.error(f"equality of columns {sql_of(e)} inside OR, NOT or CASE is not supported "
-                                     "(equi-joins must be conjuncts of WHERE or ON)", e)
-            raise self.ctx.error(f"unsupported non-equi join condition {sql_of(e)} (only column = column joins)", e)
+        if type(left) is exp.Column and type(right) is exp.Column:  # a theta condition (an equi-join conjunct
+            a, b = self.column(left), self.column(right)           # is taken by the front end before this)
+            ta, tb = self.col_type(a), self.col_type(b)
+            if ({ta, tb} - {"INT", "FLOAT"}) and ta != tb:
+                raise self.ctx.error(f"cannot compare {ta} column {sql_of(left)} with {tb} column {sql_of(right)}", e)
+            return (op, a, b)
         if type(left) is exp.Column:
             ref, v = self._against(left, right)
             return (op, ref, v)
@@ -193,7 +194,7 @@ class Resolver:
             if _kind(a) != _kind(b):
                 raise self.ctx.error(f"cannot compare {_what(a)} with {_what(b)} ({sql_of(e)})", e)
             return TRUE if _PY_CMP[op](a, b) else FALSE
-        raise self.ctx.error(f"unsupported condition {sql_of(e)} (compare a column with a constant)", e)
+        raise self.ctx.error(f"unsupported condition {sql_of(e)} (compare a column with a constant or another column)", e)
 
     def _subject(self, e: exp.Expression, what: str) -> exp.Column:
         col = unparen(e.this)

@@ -39,12 +39,15 @@ from ..ast import (
     Expr,
     Fold,
     MapRef,
+    Program,
     Var,
     ViewColumn,
     ViewDecl,
+    variables,
     walk,
 )
 from ..calculus import V
+from ..printer import format_view_expr
 from .normalize import NormalQuery
 
 Ref = tuple[str, tuple[V, ...]]  # (map name, the variables that read it, in the map's key order)
@@ -98,10 +101,12 @@ def _expr(c, nq: NormalQuery, refs: list[Ref]) -> Expr:
     return Arith(kind, _expr(c[1], nq, refs), _expr(c[2], nq, refs))
 
 
-def cost_class(v: ViewDecl) -> tuple[str, str]:
+def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
     """``(class, why)``: how a view's per-event cost grows — ``first-order`` (independent of the database: each
     event updates maps by lookups and loops over the entries it joins with) or ``domain-bound`` (a fold reads
-    the distinct values of a group).  Nested aggregates (``higher-order``) are not compiled yet.
+    the distinct values of a group, or a comparison between columns loops over a map's entries and tests each:
+    the statements of ``program`` that maintain the view's maps, directly or through the maps they read).
+    Nested aggregates (``higher-order``) are not compiled yet.
 
     >>> from ..syntax import parse_program
     >>> p = parse_program("DECLARE VIEW v[a := A](x := m[A] / n[A], lo := MIN(B : t[A, B]));")
@@ -111,14 +116,40 @@ def cost_class(v: ViewDecl) -> tuple[str, str]:
     folds = [n for c in v.columns if c.expr is not None for n in walk(c.expr) if isinstance(n, Fold)]
     if v.where is not None:
         folds += [n for n in walk(v.where) if isinstance(n, Fold)]
+    reasons = []
     if folds:
         what = ", ".join(dict.fromkeys(f"{f.kind} over {f.ref.name}" for f in folds))
-        why = f"{what}: each changed row reads the distinct values of its group (cost grows with their number, " \
-              "not with the database)"
-        return ("domain-bound", why)
+        reasons.append(f"{what}: each changed row reads the distinct values of its group (cost grows with their "
+                       "number, not with the database)")
+    guarded = _loop_guarded(v, program) if program is not None else []
+    if guarded:
+        reasons.append(f"a comparison between columns ({', '.join(guarded)}) loops over a map's entries at each "
+                       "event and tests each (cost grows with that map, not with the whole database)")
+    if reasons:
+        return ("domain-bound", "; ".join(reasons))
     why = "each event updates maps by lookups and loops over the entries it joins with; a row is read by one " \
           "lookup per map"
     return ("first-order", why)
+
+
+def _loop_guarded(v: ViewDecl, program: Program) -> list[str]:
+    """The loop guards (conditions over loop variables) of the statements that maintain the view's maps."""
+    needed, todo, found = set(v.maps), list(v.maps), []
+    while todo:
+        name = todo.pop()
+        for t in program.triggers:
+            for s in t.statements:
+                if s.target.name != name:
+                    continue
+                for node in walk(s.expr):
+                    if isinstance(node, Cmp) and not set(variables(node)) <= set(t.vars):
+                        text = f"{format_view_expr(node)}"
+                        if text not in found:
+                            found.append(text)
+                    if isinstance(node, MapRef) and node.name not in needed:
+                        needed.add(node.name)
+                        todo.append(node.name)
+    return found
 
 
 _SWAP = {">": "<", ">=": "<="}

@@ -186,6 +186,14 @@ def refuse_computed_views(program: Program, box: str = "") -> None:
                             "aggregates, HAVING, MIN/MAX, DISTINCT, a view without aggregates, or shared maps read "
                             "in another key order); a partitioned m3 box runs views whose columns are maps and AVGs "
                             "only: deploy this box unpartitioned")
+    for t in program.triggers:
+        for i, st in enumerate(t.statements, 1):
+            loop = [n for n in walk(st.expr) if isinstance(n, Cmp) and any(
+                isinstance(x, Var) and x.name not in t.vars for x in (n.left, n.right))]
+            if loop:
+                raise PlanError(f"box {box!r}: statement {i} of ON {'+' if t.sign > 0 else '-'}{t.relation} "
+                                f"compares a loop variable ({format_expr(loop[0])}: a comparison between columns); "
+                                "a partitioned m3 box runs restricted M3 only: deploy this box unpartitioned")
 
 
 def classify(program: Program, columns: Mapping[str, int | None], box: str = "") -> Plan:

@@ -6,7 +6,9 @@ relation and runs the trigger for each row in a tight loop: maps, their
 ``get`` methods and indexes are bound as default arguments (fast locals),
 guards are plain ``if``\\s, a slice is one index lookup and a loop over a small
 dict, and consecutive statements that differ only in their event-only factor
-(as ``x * (1 - d)`` expands to) are fused into one loop.
+(as ``x * (1 - d)`` expands to) are fused into one loop.  A *loop guard* (a
+condition over a loop variable: a comparison between columns) is tested
+inside the loop that binds its variable.
 
 Keys appear in the maps' stored form (see ``maps``): one column is the value
 itself, and a map with indexes lives in its primary index, so its entries
@@ -75,6 +77,7 @@ from ..ast import (
     Statement,
     Trigger,
     Var,
+    variables,
 )
 from .maps import primary_index
 
@@ -186,8 +189,11 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
         gen.consts = consts
     gen.bind("EPS", "_epsilon")
     body_depth = 2
-    for (target, guards, refs), scalar_lists in _groups(trigger.statements):
+    for (target, all_guards, refs), scalar_lists in _groups(trigger.statements):
         depth = body_depth
+        event = set(trigger.vars)
+        guards = [c for c in all_guards if set(variables(c)) <= event]
+        pending = [c for c in all_guards if c not in guards]  # loop guards: tested once their loops bind them
         if guards:
             cond = " and ".join(f"{gen.val(c.left)} {_PYOP[c.op]} {gen.val(c.right)}" for c in guards)
             gen.emit(depth, f"if {cond}:")
@@ -249,6 +255,10 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
                 gen.emit(depth, f"for {gen.key(b)}, sub{gen.counter} in {gen.m(r.name)}.items():")
                 gen.emit(depth + 1, f"for {gen.key(rest)}, {w} in sub{gen.counter}.items():")
                 depth += 2
+            event |= {a.name for a in r.args if isinstance(a, Var)}
+            ready = [c for c in pending if set(variables(c)) <= event]
+            pending = [c for c in pending if c not in ready]
+            checks += [f"{gen.val(c.left)} {_PYOP[c.op]} {gen.val(c.right)}" for c in ready]
             if checks:
                 gen.emit(depth, f"if {' and '.join(checks)}:")
                 depth += 1

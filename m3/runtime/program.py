@@ -223,7 +223,8 @@ class Runtime:
         """The view's rows matching ``pattern`` (``None`` = any; none given = the whole view).
 
         Values are tuples when the view has several columns.  A row exists
-        where any of the view's maps has an entry.
+        where any of the view's maps has an entry (and, for a view computed
+        when read, where its condition holds: :mod:`.views`).
         """
         with self._lock:
             try:
@@ -233,6 +234,8 @@ class Runtime:
             store = self.store
             form = self._forms.get(name)
             if form is not None:
+                if len(pattern) > len(v.keys):
+                    raise RuntimeStateError(f"pattern has {len(pattern)} keys but view {name} has {len(v.keys)}")
                 reader = self._reader()
                 out = {}
                 for row in candidate_rows(form, reader.entries, pattern):

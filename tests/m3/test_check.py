@@ -41,7 +41,9 @@ def test_valid_program_passes_and_classifies():
         ("ON +R(A, B) DO { m[A] += k[B, C] }", "loop variable C appears only on the right-hand side"),
         ("ON +R(A, B) DO { n[A, C] += 1 }", "variable C on the left of the statement on n is neither an event variable nor bound"),
         ("ON +S(B, C) DO { n[A, D] += m[A] * n[A, D] }", "loop variable A parametrises 2 maps"),
-        ("ON +R(A, B) DO { m[C] += IF C < 3 THEN k[B, C] ELSE 0 }", "condition compares loop variable C"),
+        ("ON +R(A, B) DO { m[A] += IF C < 3 THEN 1 ELSE 0 }", "variable C of the statement on m is neither an event "
+                                                              "variable nor bound by a right-hand-side map"),
+        ("ON +R(A, B) DO { m[A] += IF k[B, B] < 3 THEN 1 ELSE 0 }", "a condition compares variables and constants"),
         ("ON +R(A, B) DO { m[A] += m[A] }", "reads the map it updates"),
         ("ON +R(A, B) DO { m[A] += A + B }", "sums belong in map definitions"),
         ("ON +R(A, B) DO { m[A] += R(A, B) }", "relation atom R(...) in a trigger"),
@@ -105,6 +107,14 @@ def test_view_expressions_outside_views_are_refused():
                                                  Arith("/", Const(1), Fold("MIN", "C", MapRef("k", (Var("A"), Var("C")))))),))
     found = [m for m, _ in check_errors(Program(p.relations, p.maps, (), (bad,)))]
     assert any("view expressions (/, -, folds, AND/OR/NOT) belong in views, not triggers" in m for m in found), found
+
+
+def test_loop_guards_are_accepted():
+    """A condition over a loop variable (a comparison between columns) loops over the map's entries and tests each;
+    the variable it reads may then be summed out (absent from the left side)."""
+    for stmt in ("m[C] += IF C < 3 THEN k[B, C] ELSE 0", "m[A] += IF A < C THEN k[B, C] ELSE 0",
+                 "m[A] += k[B, C] * {C <> A}"):
+        assert errors("ON +R(A, B) DO { " + stmt + " }") == [], stmt
 
 
 def test_check_error_lists_every_problem_with_positions():
