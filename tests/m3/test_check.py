@@ -41,8 +41,8 @@ def test_valid_program_passes_and_classifies():
         ("ON +R(A, B) DO { m[A] += k[B, C] }", "loop variable C appears only on the right-hand side"),
         ("ON +R(A, B) DO { n[A, C] += 1 }", "variable C on the left of the statement on n is neither an event variable nor bound"),
         ("ON +S(B, C) DO { n[A, D] += m[A] * n[A, D] }", "loop variable A parametrises 2 maps"),
-        ("ON +R(A, B) DO { m[A] += IF C < 3 THEN 1 ELSE 0 }", "variable C of the statement on m is neither an event "
-                                                              "variable nor bound by a right-hand-side map"),
+        ("ON +R(A, B) DO { m[A] += IF C < 3 THEN 1 ELSE 0 }",
+         "variable C of the statement on m is neither an event variable nor bound by a right-hand-side map"),
         ("ON +R(A, B) DO { m[A] += IF k[B, B] < 3 THEN 1 ELSE 0 }", "a condition compares variables and constants"),
         ("ON +R(A, B) DO { m[A] += m[A] }", "reads the map it updates"),
         ("ON +R(A, B) DO { m[A] += A + B }", "sums belong in map definitions"),
