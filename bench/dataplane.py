@@ -60,13 +60,31 @@ temporary directory removed on exit, Ctrl-C and SIGTERM included.
 ``--profile`` runs the nodes under cProfile and prints, after the report,
 where each node's time went (the figures of such a run are slower).
 
+Then the other stream processors users would pick (issue 17), each in its
+own child process after Spark, with the same data and pipeline, their
+windows checked equal to Boreas's, throughput and p50/p99 latency at 10,000
+tuples/s printed beside Boreas (one node) as ratios:
+
+* Apache Flink through PyFlink on a local MiniCluster, once with the filter
+  and map as Flink SQL built-in expressions (the JVM path) and once as
+  Python UDFs; event-time tumbling windows (bench/dataplane_flink.py);
+* Bytewax, a Python dataflow on a Rust engine (bench/dataplane_bytewax.py).
+
+Their sources read the same readings as CSV lines from a socket
+(bench/dataplane_sockets.py), all sent at once for throughput and at
+10,000 tuples/s by the Spark peer's paced feeder for latency.  A peer that
+is not installed (``make bench-setup`` installs them) or cannot run here is
+printed as "not available: <reason>".
+
 The pieces: bench/procs.py (the processes and the run), dataplane_data.py
 (the data and the checks), dataplane_workers.py (publisher and feeder
 processes), dataplane_boreas.py (the Boreas runs), dataplane_spark.py (the
-Spark peer); this file: the arguments, the order of the runs, the report.
+Spark peer), dataplane_peers.py (the other peers and their table); this
+file: the arguments, the order of the runs, the report.
 
 Usage: .venv/bin/python bench/dataplane.py [--tuples 2000000] [--publishers 2] [--batch 2000]
-           [--latency-seconds 8] [--spark-file-rows 100000] [--no-spark] [--profile] [--keep-logs]
+           [--latency-seconds 8] [--spark-file-rows 100000] [--no-spark] [--no-flink] [--no-bytewax]
+           [--profile] [--keep-logs]
 """
 
 from __future__ import annotations
@@ -89,6 +107,7 @@ from dataplane_data import (
     WINDOW,
     expected_windows,
 )
+from dataplane_peers import check_against_boreas, measure_peers, report_peers
 from dataplane_spark import ONE_BATCH, STREAM, measure_spark
 from procs import BenchError, Run, run_bench
 
@@ -225,7 +244,10 @@ def measure(run: Run, args: argparse.Namespace) -> None:
             mine = by_key[(w[0], w[1])]
             if mine[3] != w[3] or not math.isclose(mine[2], w[2], rel_tol=1e-9):
                 raise BenchError(f"Boreas and Spark disagree on window {w[:2]}: {mine} vs {w}")
+    peers = measure_peers(run.procs, run.tmp, args, expected)
+    check_against_boreas(boreas, peers)
     report(args, boreas, spark)
+    report_peers(args, boreas, spark, peers)
     if args.profile:
         print_profiles(run.tmp, boreas["nodes"])
 
@@ -241,6 +263,8 @@ def main() -> int:
     parser.add_argument("--spark-file-rows", type=int, default=100_000,
                         help="rows per Spark parquet file, so per micro-batch of the Spark peer (default 100000)")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark peer")
+    parser.add_argument("--no-flink", action="store_true", help="skip the Flink peers (SQL built-ins, Python UDFs)")
+    parser.add_argument("--no-bytewax", action="store_true", help="skip the Bytewax peer")
     parser.add_argument("--profile", action="store_true",
                         help="run the nodes under cProfile and print where their time went (slows them down)")
     parser.add_argument("--keep-logs", action="store_true", help="keep the temporary directory and its logs")
