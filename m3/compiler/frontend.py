@@ -271,7 +271,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
             preds.append(res.predicate(c))
     items = select_items(sel, res, ctx)
     having_node = sel.args.get("having")
-    having_pred = having(res, having_node.this) if having_node is not None else None
+    aliases = {i.name.lower(): i.value if i.ref is None else ("col", i.ref) for i in reversed(items)}
+    having_pred = having(res, having_node.this, aliases) if having_node is not None else None
     distinct = sel.args.get("distinct")
     if distinct is not None and (distinct.args.get("on") is not None or distinct.expressions):
         raise ctx.error(f"unsupported DISTINCT ON ({sql_of(distinct)})", keyword=r"\bDISTINCT\b")

@@ -25,6 +25,8 @@ comparisons.
 >>> res = Resolver([("R", "R")], {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT")))}, Ctx())
 >>> view_expr(res, sqlglot.parse_one("SUM(b) / COUNT(*) * 2 - a"))
 ('-', ('*', ('/', ('agg', 'SUM', ('R', 'b')), ('agg', 'COUNT', 1)), 2), ('col', ('R', 'a')))
+>>> having(res, sqlglot.parse_one("total > 2"), {"total": ("agg", "SUM", ("R", "b"))})
+('>', ('agg', 'SUM', ('R', 'b')), 2)
 >>> having(res, sqlglot.parse_one("NOT (MAX(b) > 3 OR COUNT(DISTINCT b) IN (1, 2))"))
 ('and', ('<=', ('agg', 'MAX', ('R', 'b')), 3), ('and', ('<>', ('agg', 'COUNT DISTINCT', ('R', 'b')), 1), ('<>', ('agg', 'COUNT DISTINCT', ('R', 'b')), 2)))
 >>> has_aggregate(("+", ("col", ("R", "a")), 1)), columns_of(("+", ("col", ("R", "a")), ("agg", "SUM", ("R", "b"))))
@@ -46,13 +48,16 @@ _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
 _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
-def view_expr(res: Resolver, e: exp.Expression):
-    """A SELECT item or HAVING operand as a view expression (module doc)."""
+def view_expr(res: Resolver, e: exp.Expression, aliases: dict | None = None):
+    """A SELECT item or HAVING operand as a view expression (module doc); ``aliases``: SELECT items by their
+    lower-cased names, which HAVING may name where no FROM column has the name (``HAVING total > 1``)."""
     e = unparen(e)
     kind = type(e)
     if isinstance(e, exp.AggFunc):
         return ("agg",) + res.aggregate(e)
     if kind is exp.Column:
+        if aliases and not e.table and not res.has_column(e) and e.name.lower() in aliases:
+            return aliases[e.name.lower()]
         return ("col", res.column(e))
     if kind is not exp.Neg and _ARITH.get(kind) is None and is_constant(e):
         try:
@@ -63,11 +68,12 @@ def view_expr(res: Resolver, e: exp.Expression):
             raise res.ctx.error(f"unsupported constant {sql_of(e)} in an expression over aggregates", e)
         return v
     if kind is exp.Neg:
-        inner = _number(res, view_expr(res, e.this), e.this)
+        inner = _number(res, view_expr(res, e.this, aliases), e.this)
         return -inner if isinstance(inner, (int, float)) else ("neg", inner)
     op = _ARITH.get(kind)
     if op is not None:
-        a, b = _number(res, view_expr(res, e.this), e.this), _number(res, view_expr(res, e.expression), e.expression)
+        a = _number(res, view_expr(res, e.this, aliases), e.this)
+        b = _number(res, view_expr(res, e.expression, aliases), e.expression)
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and op != "/":
             return a + b if op == "+" else a - b if op == "-" else a * b
         return (op, a, b)
@@ -104,22 +110,22 @@ def _compare(res: Resolver, op: str, a, b, node: exp.Expression):
     return (op, a, b)
 
 
-def having(res: Resolver, e: exp.Expression):
-    """A HAVING condition as a predicate over view expressions."""
+def having(res: Resolver, e: exp.Expression, aliases: dict | None = None):
+    """A HAVING condition as a predicate over view expressions (``aliases``: see :func:`view_expr`)."""
     e = unparen(e)
     kind = type(e)
     if kind is exp.And:
-        return ("and", having(res, e.this), having(res, e.expression))
+        return ("and", having(res, e.this, aliases), having(res, e.expression, aliases))
     if kind is exp.Or:
-        return ("or", having(res, e.this), having(res, e.expression))
+        return ("or", having(res, e.this, aliases), having(res, e.expression, aliases))
     if kind is exp.Not:
-        return negate(having(res, e.this))
+        return negate(having(res, e.this, aliases))
     if kind is exp.Boolean:
         return TRUE if e.this else FALSE
     if kind is exp.Between:
-        x = view_expr(res, e.this)
-        return ("and", _compare(res, ">=", x, view_expr(res, e.args["low"]), e),
-                _compare(res, "<=", x, view_expr(res, e.args["high"]), e))
+        x = view_expr(res, e.this, aliases)
+        return ("and", _compare(res, ">=", x, view_expr(res, e.args["low"], aliases), e),
+                _compare(res, "<=", x, view_expr(res, e.args["high"], aliases), e))
     if kind is exp.In:
         if e.args.get("query") is not None or e.args.get("unnest") is not None:
             raise res.ctx.error(f"unsupported IN ({sql_of(e)}) in HAVING (only a list of constants)", e)
@@ -131,12 +137,12 @@ def having(res: Resolver, e: exp.Expression):
             items += field.expressions
         if not items:
             raise res.ctx.error(f"IN with an empty list ({sql_of(e)})", e)
-        x = view_expr(res, e.this)
-        return disj(_compare(res, "=", x, view_expr(res, i), e) for i in items)
+        x = view_expr(res, e.this, aliases)
+        return disj(_compare(res, "=", x, view_expr(res, i, aliases), e) for i in items)
     op = _CMP.get(kind)
     if op is None:
         raise res.ctx.error(f"unsupported condition {kind.__name__.upper()} ({sql_of(e)}) in HAVING", e)
-    return _compare(res, op, view_expr(res, e.this), view_expr(res, e.expression), e)
+    return _compare(res, op, view_expr(res, e.this, aliases), view_expr(res, e.expression, aliases), e)
 
 
 def has_aggregate(x) -> bool:

@@ -53,6 +53,8 @@ SHAPES: dict[str, str] = {
     "having_over_join": GENERIC + """SELECT r.a, SUM(s.e) AS t FROM R r JOIN S s ON r.b = s.b GROUP BY r.a
                                      HAVING SUM(s.e) > AVG(r.c) AND COUNT(*) IN (1, 2, 3)""",
     "having_without_keys": GENERIC + "SELECT COUNT(*) AS n, SUM(c) AS s FROM R HAVING SUM(c) >= 0",
+    "having_on_aliases": GENERIC + """SELECT a, SUM(c) AS total, COUNT(*) AS n FROM R GROUP BY a
+                                      HAVING total > 0 OR n >= 2""",
     "having_on_string_group": GENERIC + "SELECT g, SUM(f) AS s FROM T GROUP BY g HAVING g <> 'A' AND SUM(f) > 1",
     # 3. MIN, MAX, DISTINCT
     "min_max": GENERIC + "SELECT a, MIN(c) AS lo, MAX(b) AS hi, COUNT(*) AS n FROM R GROUP BY a",
