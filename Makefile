@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 # chromium and chromium-driver: tests/test_ui.py drives the web UI in a real headless browser.
 APT_PACKAGES := zookeeper default-jre-headless chromium chromium-driver
 
-.PHONY: demo test test-fast setup system-deps venv clean bench
+.PHONY: demo test test-fast setup system-deps venv clean bench bench-setup
 
 setup: system-deps venv
 
@@ -48,7 +48,15 @@ test-fast: setup
 demo: setup
 	@bash examples/demo.sh
 
-bench: setup
+# The peers the benchmarks race (apache-flink, bytewax, pathway: the `bench` extra), only for `make bench`.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/pip install -q -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench-setup: setup $(BENCH_STAMP)
+
+bench: bench-setup
 	$(BIN)/python bench/catalog.py
 	$(BIN)/python bench/deploy.py
 	$(BIN)/python bench/dataplane.py
