@@ -7,18 +7,43 @@ rebalanced, and the whole box is moved onto one member and spread out again.
 Afterwards the view equals DuckDB, every stable read taken meanwhile equals
 DuckDB over the input prefixes it names, and the Head's catalog and every
 member's local catalog hold the layout the members run.
+
+Segments are pre-copied before they move (docs/cumulus.md §6.2): the last
+test makes the nodes copy ten keys per step, so a move takes seconds while
+publishers write every key of the moving segment, kills the source in the
+middle of its copy (it restarts from its snapshot and log, replay re-sending
+the same chunks), and asks for a second change meanwhile, which the leader
+refuses until the first is in place (queued changes are simulated in
+``test_cumulus_precopy.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
+import zlib
 
 import pytest
+from boreas.cli.common import CommandFailed
 from boreas.cli.relayout import move_partitioned, rebalance_box, relayout_box
 from boreas.client.query import QueryClient
+from boreas.m3.cumulus import Layout
 from support.cluster import TOKEN, get_json
-from test_cumulus_groupby import APP, BATCH, expected_view, producers_for_each_member, publish, workload
-from test_cumulus_q3 import insert_then_delete, publish_all, submit, view_equals, with_deletes
+from test_cumulus_groupby import (
+    APP,
+    BATCH,
+    expected_view,
+    producers_for_each_member,
+    publish,
+    workload,
+)
+from test_cumulus_q3 import (
+    insert_then_delete,
+    publish_all,
+    submit,
+    view_equals,
+    with_deletes,
+)
 from test_m3_box import duckdb_q3, q3_rows
 
 pytestmark = pytest.mark.slow
@@ -107,3 +132,102 @@ async def test_q3_keeps_exact_while_its_segments_move(cluster_factory):
     shown = await asyncio.to_thread(cluster.boreas, "split", "q3/2", "--head", cluster.head)
     assert shown.returncode == 0 and "no data moved" in shown.stdout, shown.stderr
     await view_equals(cluster.head, duckdb_q3(remaining))
+
+
+def producers_named(prefix: str, n: int) -> list[str]:
+    """Producer ids ``prefix-i`` that the publisher's pick sends to members 0, 1, ..., n-1."""
+    found: dict[int, str] = {}
+    i = 0
+    while len(found) < n:
+        name = f"{prefix}-{i}"
+        found.setdefault(zlib.crc32(name.encode()) % n, name)
+        i += 1
+    return [found[m] for m in range(n)]
+
+
+def many_keys(seed: str, count: int, keys: int, deletes: float) -> list[tuple[int, int, int]]:
+    """Rows over ``keys`` groups: inserts, and deletes of earlier inserts of the same producer."""
+    rng = random.Random(seed)
+    live: list[tuple[int, int]] = []
+    rows = []
+    for _ in range(count):
+        if live and rng.random() < deletes:
+            a, b = live.pop(rng.randrange(len(live)))
+            rows.append((a, b, -1))
+        else:
+            a, b = rng.randrange(keys), rng.randrange(1, 1000)
+            live.append((a, b))
+            rows.append((a, b, 1))
+    return rows
+
+
+def summed(rows: list[tuple[int, int, int]]) -> dict[tuple, tuple]:
+    """:func:`expected_view` without DuckDB."""
+    groups: dict[tuple, list] = {}
+    for a, b, sign in rows:
+        g = groups.setdefault((a,), [0, 0])
+        g[0] += b * sign
+        g[1] += sign
+    return {k: (total, n) for k, (total, n) in groups.items() if n}
+
+
+@pytest.mark.faults
+async def test_a_move_survives_its_source_killed_mid_copy_while_the_segment_is_written(cluster_factory):
+    cluster = cluster_factory(snapshot_interval=1.0)
+    cluster.env["BOREAS_CUMULUS_COPY_STEP"] = "10"  # a segment of ~800 keys (1,600 entries) copies in seconds
+    await asyncio.to_thread(cluster.start_head)
+    dirs = [cluster.workdir / f"member{i}" for i in range(3)]
+    nodes = [await asyncio.to_thread(cluster.start_node, None, True, d) for d in dirs]
+    cluster.submit(cluster.write("app.xml", APP), cluster.write(
+        "deploy.xml", '<deploy><partition box="v" segments="3">'
+                      + "".join(f'<node endpoint="{n}"/>' for n in nodes) + "</partition></deploy>"))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    first = {p: many_keys(p, 1500, 3000, 0.0) for p in producers_named("fill", 3)}
+    await asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in first.items()))
+    later = {p: many_keys(p, 1200, 3000, 0.3) for p in producers_named("during", 3)}
+    data = {**first, **later}
+    layout = Layout.from_dict(get_json(f"{cluster.head}/boxes/v")["partition"])
+    seg = next(s for s in layout.segments if s.member == 1)  # from member 1 to member 2: neither leads
+    stable_reads: list = []
+
+    async def read_stable(client: QueryClient) -> None:
+        while True:
+            try:
+                stable_reads.append(await client.query("v", stable=True))
+            except Exception:  # the source is down for a while: its box stalls
+                pass
+            await asyncio.sleep(0.05)
+
+    async with QueryClient(cluster.head, TOKEN) as reader:
+        sampling = asyncio.create_task(read_stable(reader))
+        publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in later.items()))
+        await asyncio.sleep(0.3)
+        moving = asyncio.create_task(move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[2]))
+        await asyncio.sleep(0.6)
+        with pytest.raises(CommandFailed, match="changing its layout already"):
+            await relayout_box(cluster.head, TOKEN, "v", {"split": seg.id})
+        assert "copied" not in cluster.log(nodes[1]), "the copy was over before the source was killed"
+        await asyncio.to_thread(cluster.stop, nodes[1], True)
+        await asyncio.to_thread(cluster.start_node, nodes[1], True, dirs[1])
+        done = await moving
+        await publishing
+        back = await move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[1])  # the next change goes
+        await asyncio.sleep(0.5)
+        sampling.cancel()
+    assert done["changed"] and done["moves"] == [[seg.id, 1, 2]] and back["moves"] == [[seg.id, 2, 1]]
+    assert "copied" in cluster.log(nodes[1])
+    expected = expected_view([r for rows in data.values() for r in rows])
+    async with QueryClient(cluster.head, TOKEN) as client:
+        deadline = asyncio.get_running_loop().time() + 60
+        while (await client.query("v")).as_dict() != expected:
+            assert asyncio.get_running_loop().time() < deadline, "the view never equalled DuckDB"
+            await asyncio.sleep(0.2)
+    assert len(stable_reads) > 10
+    for result in stable_reads:  # the same sums as expected_view (DuckDB) gives, in Python: hundreds of prefixes
+        upto = {producer: seq for _, producer, seq in result.positions}
+        prefix = [r for p, rows in data.items() for r in rows[:BATCH * (upto.get(p, -1) + 1)]]
+        assert result.as_dict() == summed(prefix), f"stable epoch {result.epoch}"
+    version = await asyncio.to_thread(catalogs_agree, cluster, nodes, "v")
+    assert version == back["layout"]["layout"]
+    counted = [get_json(f"http://{n}/segments/v") for n in nodes]
+    assert sum(sum(m.values()) for c in counted for m in c["segments"].values()) == 2 * len(expected)

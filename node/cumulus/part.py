@@ -8,7 +8,7 @@ member plays three roles:
   one member per producer): each batch becomes a *version* ``(epoch,
   coordinator, seq)`` and goes, as ``Work``, to the members that write or
   serve it (:class:`~boreas.m3.cumulus.roles.Roles`) -- only the rows each
-  needs;
+  needs (:mod:`~boreas.node.cumulus.coordinator`);
 * **member**: applies versions in one total order, ``(epoch, coordinator,
   seq)``, the same on every member.  For a version it first *serves*
   (pushes the entries its writers read from it, as of the version's start),
@@ -27,7 +27,10 @@ member plays three roles:
 Deadlock-free: every member follows the same order, and a push for version
 ``v`` depends only on versions before ``v``.  A plan whose every statement is
 LOCAL needs no order (no member reads another's entries): its Work is
-applied as it arrives; epochs still end, for stable reads.
+applied as it arrives; epochs still end, for stable reads.  Layout changes
+(moves, splits, rebalances while events flow) are
+:mod:`~boreas.node.cumulus.relayouts`' and
+:mod:`~boreas.node.cumulus.precopy`'s.
 
 The operator does no I/O: messages to other members leave on out ports that
 the dataflow sends on the internal streams ``{box}@{member}``
@@ -53,12 +56,13 @@ from collections import deque
 from boreas.catalog.model import Box, Partition, Schema
 from boreas.m3 import M3Error
 from boreas.m3.cumulus import LOCAL, Layout, LayoutError, Segment, classify
-from boreas.m3.cumulus.member import MemberRuntime, group
+from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.cumulus.roles import Roles
 
 from ..operators.base import Emitted, InternalStreams
-from ..operators.m3box import M3Operator, date_of
+from ..operators.m3box import M3Operator
 from . import messages as msg
+from .coordinator import Coordinating
 from .leader import Leader
 from .loading import BulkLoad
 from .messages import MessageRows, key_codecs
@@ -83,7 +87,7 @@ def layout_of(partition: Partition) -> Layout:
                   version=partition.layout)
 
 
-class PartOperator(LayoutChanges, BulkLoad, M3Operator):
+class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
     """The member of a partitioned ``m3`` box that ``endpoint`` hosts."""
 
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition, endpoint: str):
@@ -137,26 +141,6 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         self._out: dict[int, list] = {}
         self._emitted: Emitted = []
 
-    def _involvement(self, plan, port: int, layout: Layout):
-        """``row -> members`` for rows of in port ``port`` in the in stream's form (sign field and all)."""
-        pp = self.plan.ports[port]
-        s = pp.sign_index
-        picks = [i for i in range(len(pp.columns) + (s is not None)) if i != s]
-
-        def getter(i: int):
-            at = picks[i]
-            if pp.columns[i][1] == "DATE":
-                return lambda row: date_of(row[at])
-            return lambda row: row[at]
-
-        roles = Roles(plan, layout, getter, pp.relation)
-        by_sign = {sign: roles.involved(pp.relation, sign) for sign in (1, -1)}
-        me = self.member
-        if s is None:
-            return by_sign[1]
-        get, bad = by_sign.get, (lambda row: me)  # a bad sign: counted here
-        return lambda row: get(row[s], bad)(row)
-
     def internal_streams(self) -> InternalStreams:
         return self._internal
 
@@ -182,7 +166,7 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         return self._run(now)
 
     def next_deadline(self) -> float | None:
-        copy = self.copy_deadline()  # a segment being copied away: a step per poll, between the box's batches
+        copy = self.copy_deadline()  # a segment being copied away: a step if no message comes (relayouts.py)
         lead = None if self.leader is None else self.leader.next_deadline()
         return lead if copy is None else copy if lead is None else min(copy, lead)
 
@@ -219,22 +203,6 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
         for m in range(self.n):
             self._send(m, message)
 
-    # -- coordinator -------------------------------------------------------------------
-
-    def _coordinate(self, port: int, rows: list[tuple]) -> None:
-        involved = self._involved[port]
-        sequential = self.ordered and self.plan.ports[port].relation in self.roles.sequential
-        for version in ([r] for r in rows) if sequential else (rows,):
-            shares = group(involved, version)
-            if not shares:
-                continue
-            seq, self.seq = self.seq, self.seq + 1
-            for m, share in shares.items():
-                self._send(m, msg.work(self.epoch, self.member, seq, port, share))
-        if self.woke != self.epoch:
-            self.woke = self.epoch
-            self._send(0, msg.wake(self.epoch))
-
     # -- messages ------------------------------------------------------------------------
 
     def _receive(self, m: list) -> None:
@@ -253,19 +221,13 @@ class PartOperator(LayoutChanges, BulkLoad, M3Operator):
             if self.leader is not None:
                 self.leader.closed(m[1], m[2], m[3])
         elif tag == msg.ADVANCE:
-            if m[1] > self.epoch:  # the coordinator's side: close the epoch it stamped with
-                positions = [[s, p, q] for (s, p), q in self.stamped.items()]
-                self.stamped = {}
-                for member in range(self.n):
-                    self._send(member, msg.close(self.epoch, self.member, positions if member == 0 else None))
-                self.epoch = m[1]
-                self._stamp_layout()
+            if m[1] > self.epoch:
+                self._next_epoch(m[1])
             if m[2] > self.known_stable:  # a newer stable epoch: reads of the one before it still work
                 self.horizon = self.known_stable
                 self.runtime.deltas.forget_through(self.horizon)
                 self.known_stable = m[2]
-                while len(self.history) > 1 and self.history[1][0] <= self.horizon + 1:
-                    self.history.pop(0)  # no read of an epoch before the next one's start any more
+                self._forget_layouts(self.horizon)
         elif tag == msg.WAKE:
             if self.leader is not None:
                 self.leader.woken(m[1])

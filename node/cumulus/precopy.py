@@ -49,11 +49,11 @@ identical chunks.
 >>> new = relayout.move(lay, 1, 0)                               # segment 1 goes to member 0
 >>> copy, staging, codecs = SourceCopy(src, new, relayout.moves(lay, new), 1), Staging(), Codecs(src.store)
 >>> copy.start(src)
->>> staging.add(copy.step(src, 4, codecs).get(0, []), codecs, final=False)    # 4 listed keys examined
+>>> staging.add(copy.step(src, 4, codecs).get(0, []), codecs)    # 4 listed keys examined
 >>> _ = src.apply_grouped([("R", 1, [(keys[-1], 5)])])           # written after the listing: dirty
 >>> while not copy.done:
-...     staging.add(copy.step(src, 4, codecs).get(0, []), codecs, final=False)
->>> staging.add(copy.final(src, codecs)[0], codecs, final=True)  # at the flip (epoch 3): dirty keys' values
+...     staging.add(copy.step(src, 4, codecs).get(0, []), codecs)
+>>> staging.add(copy.final(src, codecs)[0], codecs)  # at the flip (epoch 3): dirty keys' values
 >>> copy.take_out(src, 3); staging.merge(dst, 3)
 >>> dict(dst.read_slice("Q1_s")) == {(a,): 6 if a == keys[-1] else 1 for a in keys}, src.read_slice("Q1_s")
 (True, [])
@@ -62,15 +62,17 @@ identical chunks.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable
 
 from boreas.m3.cumulus import SLOTS, Layout, home_slot, slot
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.runtime.maps import MapStore
 
-#: Listed keys (or entries of an indexed map) a source examines per step: a step takes about 10 ms, so the
+#: Listed keys (or entries of an indexed map) a source examines per step: a step takes about 5 ms, so the
 #: box goes on between steps; a step's chunk per target holds at most this many entries.
-COPY_STEP = 20_000
+#: ``$BOREAS_CUMULUS_COPY_STEP`` sets it in a node process (tests make copies of many steps with it).
+COPY_STEP = int(os.environ.get("BOREAS_CUMULUS_COPY_STEP") or 20_000)
 
 _EPOCH = dt.date(1970, 1, 1).toordinal()
 
@@ -230,7 +232,8 @@ class SourceCopy:
         return picked, budget
 
     def final(self, runtime: MemberRuntime, codecs: Codecs) -> dict[int, list]:
-        """``{target: [[map, keys, values]]}``: the current value (0: none) of every dirty key, for every target."""
+        """``{target: [[map, keys, values]]}``: the current value (0: none) of every dirty key, for every target
+        (:func:`pieces` cuts it into chunks)."""
         out: dict[int, list] = {t: [] for t in self.targets}
         for name, dirty in self.dirty.items():
             if not dirty:
@@ -272,19 +275,40 @@ class SourceCopy:
             runtime.on_write = self.note
 
 
+def pieces(payload: list, limit: int) -> list[list]:
+    """``payload`` (``[[map, keys, values], ...]``) cut into payloads of at most ``limit`` entries; at least one.
+
+    >>> pieces([["a", [1, 2, 3], [4, 5, 6]], ["b", [7], [8]]], 2)
+    [[['a', [1, 2], [4, 5]]], [['a', [3], [6]], ['b', [7], [8]]]]
+    """
+    out: list[list] = [[]]
+    room = limit
+    for name, keys, values in payload:
+        at = 0
+        while at < len(keys):
+            if room == 0:
+                out.append([])
+                room = limit
+            take = keys[at:at + room], values[at:at + room]
+            out[-1].append([name, *take])
+            at += len(take[0])
+            room -= len(take[0])
+    return out
+
+
 class Staging:
     """What a target received of one layout change's moving entries, apart from its store until the flip."""
 
     def __init__(self) -> None:
         self.maps: dict[str, dict] = {}  # map -> {stored key: value}
 
-    def add(self, payload: list, codecs: Codecs, final: bool) -> None:
-        """Chunk entries ``[[map, keys, values], ...]``; a final chunk's 0 values delete."""
+    def add(self, payload: list, codecs: Codecs) -> None:
+        """Chunk entries ``[[map, keys, values], ...]``; a 0 value deletes (a dirty key gone at the source)."""
         for name, keys, values in payload:
             keys = codecs.keys[name].decode(keys)
             staged = self.maps.setdefault(name, {})
             staged.update(zip(keys, values))
-            if final:
+            if 0 in values:  # only the last chunks (dirty keys) have any: one C-speed scan of the others
                 for k, v in zip(keys, values):
                     if not v:
                         del staged[k]
@@ -302,5 +326,5 @@ class Staging:
     @classmethod
     def of(cls, state: list, codecs: Codecs) -> Staging:
         staging = cls()
-        staging.add(state, codecs, final=False)
+        staging.add(state, codecs)
         return staging

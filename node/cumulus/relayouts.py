@@ -169,7 +169,7 @@ class LayoutChanges:
             self.early.append(m)
             return
         with gc_paused():
-            p["staging"].add(m[4], self._codecs, final=bool(m[3]))
+            p["staging"].add(m[4], self._codecs)
         if m[3] and m[2] not in p["finals"]:
             p["finals"].append(m[2])
 
@@ -229,8 +229,10 @@ class LayoutChanges:
                     copy = p["copy"]
                 with gc_paused():
                     finals = copy.final(self.runtime, self._codecs)
-                for target, payload in finals.items():
-                    self._alone.append((target, msg.chunk(p["change"], me, True, payload)))
+                for target, payload in finals.items():  # dirty keys: bounded chunks too, the last one final
+                    cut = precopy.pieces(payload, precopy.COPY_STEP)
+                    for i, piece in enumerate(cut, 1):
+                        self._alone.append((target, msg.chunk(p["change"], me, i == len(cut), piece)))
                 p["final_sent"] = self._sent_final = True
                 return
             if self._sent_final:  # in this call: the final chunks leave first
@@ -292,6 +294,11 @@ class LayoutChanges:
                      self.box.name, self.member, p["change"], sum(map(len, copy.sent.values())), p["steps"],
                      now - p["copy_from"], sum(map(len, copy.dirty.values())))
         return True
+
+    def _forget_layouts(self, horizon: int) -> None:
+        """No stable read of an epoch up to ``horizon`` any more: drop the layouts only those ran under."""
+        while len(self.history) > 1 and self.history[1][0] <= horizon + 1:
+            self.history.pop(0)
 
     def _stamp_layout(self) -> None:
         """Coordinator, at a new epoch: stamp with a change's layout from its first epoch on."""
