@@ -24,6 +24,12 @@ a job over all of it: from "go" (the source's connection accepted, then all
 the bytes written at once) until the sink has the last window.  Job
 submission is not counted (Boreas's deployment is not either).
 
+For information, not as the peer: the SQL variant once more over the same
+readings generated inside its JVM (``datagen``, a sequence of reading
+numbers, the values computed in SQL by the same IEEE steps), a bounded job
+timed by its net run time (task deployment included): Flink's engine
+without the socket and the text parsing, where its JVM path is strongest.
+
 Latency: filter -> map with the ``sent`` stamp passed through, the sink
 writing ``sent`` per passing tuple; the source is bench/dataplane_workers.py's
 ``socket-feed`` at 10,000 tuples/s (as for Spark); receive time - send time
@@ -100,6 +106,10 @@ def measure_flink(procs: Processes, tmp: Path, args: argparse.Namespace, expecte
             r.update(json.loads(sync_line(proc, procs, "the throughput job", budget)))
             print(f"{label} {r['version']}: throughput {r['throughput']['rate']:>10,.0f} tuples/s "
                   f"(job submitted in {r['throughput']['submit']:.1f} s, not counted)", flush=True)
+            if variant == "sql":
+                r.update(json.loads(sync_line(proc, procs, "the generated-data job", budget)))
+                print(f"{label}, information: readings generated in its JVM: {r['generated']['rate']:>10,.0f} "
+                      f"tuples/s", flush=True)
             r.update(json.loads(sync_line(proc, procs, "the latency job", args.latency_seconds + 300)))
             print(f"{label}: latency p50 {r['latency']['p50']:.2f} ms, p99 {r['latency']['p99']:.2f} ms "
                   f"({time.perf_counter() - start:.0f} s in all)", flush=True)
@@ -111,6 +121,8 @@ def measure_flink(procs: Processes, tmp: Path, args: argparse.Namespace, expecte
         finally:
             procs.stop([proc])
         check_windows(f"Flink ({variant})", r["throughput"]["windows"], expected)
+        if "generated" in r:
+            check_windows("Flink (sql, generated readings)", r["generated"]["windows"], expected)
         out[variant] = r
     return out
 
@@ -178,20 +190,45 @@ class Flink:
         strings = self.tenv._j_tenv.toDataStream(table._j_table, gateway.jvm.java.lang.Class.forName("java.lang.String"))
         strings.writeToSocket(HOST, port, gateway.jvm.org.apache.flink.api.common.serialization.SimpleStringSchema())
 
+    @staticmethod
+    def windows_sql(converted: str) -> str:
+        """Per sensor, 60 s event-time tumbling windows over ``converted``: one CSV line per window."""
+        return f"""
+            SELECT CONCAT_WS(',', CAST(sensor AS STRING),
+                             CAST(UNIX_TIMESTAMP(CAST(window_start AS STRING), 'yyyy-MM-dd HH:mm:ss.SSS') AS STRING),
+                             CAST(AVG(fahrenheit) AS STRING), CAST(COUNT(*) AS STRING)) || CHR(10) AS line
+            FROM TABLE(TUMBLE(TABLE {converted}, DESCRIPTOR(ts), INTERVAL '{WINDOW}' SECOND))
+            GROUP BY sensor, window_start, window_end"""
+
     def windows_job(self, source_port: int, sink_port: int) -> Any:
         where, fahrenheit = self.filter_map()
         readings = self.source(source_port, stamped=False)
         converted = f"converted_{source_port}"
         self.tenv.create_temporary_view(converted, self.tenv.sql_query(
             f"SELECT sensor, ts, {fahrenheit} AS fahrenheit FROM {readings} WHERE {where}"))
-        out = self.tenv.sql_query(f"""
-            SELECT CONCAT_WS(',', CAST(sensor AS STRING),
-                             CAST(UNIX_TIMESTAMP(CAST(window_start AS STRING), 'yyyy-MM-dd HH:mm:ss.SSS') AS STRING),
-                             CAST(AVG(fahrenheit) AS STRING), CAST(COUNT(*) AS STRING)) || CHR(10) AS line
-            FROM TABLE(TUMBLE(TABLE {converted}, DESCRIPTOR(ts), INTERVAL '{WINDOW}' SECOND))
-            GROUP BY sensor, window_start, window_end""")
-        self.sink(out, sink_port)
+        self.sink(self.tenv.sql_query(self.windows_sql(converted)), sink_port)
         return self.env.execute_async(f"boreas-bench-{self.variant}-windows")
+
+    def generated_job(self, times: int, sink_port: int) -> Any:
+        """The windows job over the same readings generated inside the JVM (``datagen``, a sequence of
+        reading numbers, the values computed in SQL by the same IEEE steps): no socket, no parsing.
+        Bounded: at its end every window closes, so no closing tuples are needed."""
+        where, fahrenheit = self.filter_map()
+        name = f"generated_{sink_port}"
+        self.tenv.execute_sql(f"""
+            CREATE TEMPORARY TABLE {name} (
+                id BIGINT,
+                sensor AS CAST(id % {SENSORS} AS INT),
+                celsius AS CAST((id * 37) % 1100 AS DOUBLE) / 1.0E1 - 4.5E1,
+                ts AS TO_TIMESTAMP_LTZ(id / {SENSORS} * 1000, 3),
+                WATERMARK FOR ts AS ts
+            ) WITH ('connector' = 'datagen', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0',
+                    'fields.id.end' = '{SENSORS * times - 1}', 'rows-per-second' = '1000000000')""")
+        converted = f"converted_{sink_port}"
+        self.tenv.create_temporary_view(converted, self.tenv.sql_query(
+            f"SELECT sensor, ts, {fahrenheit} AS fahrenheit FROM {name} WHERE {where}"))
+        self.sink(self.tenv.sql_query(self.windows_sql(converted)), sink_port)
+        return self.env.execute_async(f"boreas-bench-{self.variant}-generated")
 
     def latency_job(self, source_port: int, sink_port: int) -> Any:
         where, fahrenheit = self.filter_map()
@@ -235,6 +272,25 @@ def run_windows(variant: str, parallelism: int, times: int, timeout: float) -> d
             "windows": [parse_window(line) for line, _ in lines]}
 
 
+def run_generated(parallelism: int, times: int) -> dict[str, Any]:
+    """The SQL windows job over readings generated in the JVM: its net run time (from the job's start,
+    task deployment included, until it finished) and its windows."""
+    flink = Flink("sql", parallelism, latency=False)
+    receiver = LineReceiver()
+    try:
+        job = flink.generated_job(times, receiver.port)
+        result = job.get_job_execution_result().result()
+        seconds = result.get_net_runtime() / 1000
+        expected = SENSORS * times // WINDOW
+        wait_for(f"{expected:,} windows", lambda: receiver.count() >= expected, 30)
+        lines = receiver.take()
+    finally:
+        receiver.close()
+    tuples = SENSORS * times
+    return {"tuples": tuples, "elapsed": seconds, "rate": tuples / seconds,
+            "windows": [parse_window(line) for line, _ in lines]}
+
+
 def run_latency(variant: str, seconds: float, log: Path) -> dict[str, Any]:
     flink = Flink(variant, 1, latency=True)
     feeder, receiver = PacedFeeder(seconds, log), LineReceiver()
@@ -264,6 +320,9 @@ def child(args: argparse.Namespace) -> None:
                        args.timeout)
     say({"warmup": {k: v for k, v in warm.items() if k != "windows"}})
     say({"throughput": run_windows(args.variant, args.parallelism, args.times, args.timeout)})
+    if args.variant == "sql":  # information: Flink's engine alone, the readings made inside its JVM
+        run_generated(args.parallelism, max(WINDOW * 20, args.times // 10 // WINDOW * WINDOW))
+        say({"generated": run_generated(args.parallelism, args.times)})
     say({"latency": run_latency(args.variant, args.latency_seconds, Path(args.log))})
 
 
