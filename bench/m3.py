@@ -46,17 +46,16 @@ import os
 import random
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import duckdb
 from boreas.m3 import Runtime, compile_sql
-from m3_pathway import available as pathway_available
-from m3_pathway import run_child as run_pathway
-from m3_pathway import view_differences
+from m3_pathway import measure as measure_pathway
+from m3_pathway import print_ratios as pathway_ratios
+from m3_pathway import print_rows as pathway_rows
+from m3_pathway import print_runs as pathway_runs
 
 #: DBToaster's published Q3 figure: a reference, never measured here.
 DBTOASTER_Q3 = ("DBToaster release 2.1, C++ backend, published figure for TPC-H Q3 on a 6-core Xeon E5-2620, "
@@ -295,7 +294,8 @@ def main(argv=None) -> int:
     gc.collect()
 
     # the peer: Pathway on the same events, in child processes
-    pathway = None if args.no_pathway else measure_pathway(args, n, batch, rounds, size, expected)
+    pathway = {"unavailable": "--no-pathway"} if args.no_pathway else measure_pathway(
+        n, batch, rounds, size, args.scale, args.naive_batches, expected, args.keep_pathway_log)
 
     eps_1x = rows_1x / t_1x
     eps_naive = batch / per_batch
@@ -311,19 +311,7 @@ def main(argv=None) -> int:
                                  (f"{args.scale}x loaded ({entries_at_10x:,} map entries)", entries_at_10x, cost_10x)):
         print(f"| M3 incremental, {label}: median of {rounds} rounds | {rounds * size:,} | {rounds * size * cost:.2f} "
               f"| {1 / cost:,.0f} | {1e6 * cost:.2f} |")
-    if pathway is None or "unavailable" in pathway:
-        why = "--no-pathway" if pathway is None else pathway["unavailable"]
-        print(f"| peer: Pathway: not available: {why} | - | - | - | - |")
-    else:
-        pe, ps = pathway["1x"]["from_empty"]["events"], pathway["1x"]["from_empty"]["seconds"]
-        print(f"| peer: Pathway {pathway['version']}, fresh after every batch, empty -> 1x | {pe:,} | {ps:.2f} "
-              f"| {pe / ps:,.0f} | {1e6 * ps / pe:.2f} |")
-        for label, cost in (("1x", pathway["cost_1x"]), (f"{args.scale}x", pathway["cost_10x"])):
-            print(f"| peer: Pathway, {label} loaded: median of {rounds} rounds | {rounds * size:,} "
-                  f"| {rounds * size * cost:.2f} | {1 / cost:,.0f} | {1e6 * cost:.2f} |")
-        oe, os_ = pathway["open"]["from_empty"]["events"], pathway["open"]["from_empty"]["seconds"]
-        print(f"| information: Pathway given every batch at once (may fold queued batches: not fresh after each), "
-              f"empty -> 1x | {oe:,} | {os_:.2f} | {oe / os_:,.0f} | {1e6 * os_ / oe:.2f} |")
+    pathway_rows(pathway, args.scale, rounds, size)
     print(f"| floor: a Python loop that only unpacks each event | {rows_1x:,} | {t_floor:.2f} | {rows_1x / t_floor:,.0f} | {1e6 * t_floor / rows_1x:.2f} |")
     what, eps_dbt = DBTOASTER_Q3
     print(f"| reference, NOT MEASURED HERE: {what} | - | - | ~{eps_dbt:,} | {1e6 / eps_dbt:.2f} |")
@@ -334,58 +322,15 @@ def main(argv=None) -> int:
     print(f"| M3 / naive events/s | {ratio:,.0f}x | (1,000x retired, issue 17) | |")
     print(f"| the floor / naive events/s: the most any per-event Python code could reach | {(rows_1x / t_floor) / eps_naive:,.0f}x | | |")
     print(f"| per-event cost {args.scale}x / 1x loaded | {flat:.2f} | within 1.20 | {'yes' if flat <= 1.2 else 'NO'} |")
-    if pathway is not None and "unavailable" not in pathway:
-        pe, ps = pathway["1x"]["from_empty"]["events"], pathway["1x"]["from_empty"]["seconds"]
-        print(f"| M3 / Pathway events/s (empty -> 1x, both fresh after every batch) | {eps_1x / (pe / ps):.2f}x | | |")
-        print(f"| Pathway / M3 per-event cost, 1x loaded | {pathway['cost_1x'] / cost_1x:.2f}x | | |")
-        print(f"| Pathway / M3 per-event cost, {args.scale}x loaded | {pathway['cost_10x'] / cost_10x:.2f}x | | |")
-        print(f"| Pathway per-event cost {args.scale}x / 1x loaded | {pathway['cost_10x'] / pathway['cost_1x']:.2f} | | |")
-        print(f"| M3 / DBToaster's published figure (NOT MEASURED HERE: other machine, C++, after each event) "
-              f"| {eps_1x / eps_dbt:.2f}x | | |")
+    pathway_ratios(pathway, args.scale, eps_1x, cost_1x, cost_10x, eps_dbt)
     print()
     print(f"naive per batch: {per_batch * 1e3:.1f} ms ({per_query * 1e3:.1f} ms of it the query); "
           f"peak RSS {rss_1x:,.0f} MB (1x), {rss_10x:,.0f} MB (after {args.scale}x)")
-    if pathway is not None and "unavailable" not in pathway:
-        for key, label in (("1x", "empty -> 1x, then the 1x rounds"), ("10x", f"{args.scale}x preloaded, then the rounds"),
-                           ("open", "every batch at once")):
-            r = pathway[key]
-            print(f"Pathway run ({label}): {r['commits']:,} commits, {r['timestamps']:,} timestamps; process CPU {r['cpu']:.1f} s "
-                  f"(its connector thread and one engine worker, PATHWAY_THREADS=1); peak RSS {r['rss_mb']:,.0f} MB")
-        wrong = pathway["wrong"]
-        print(f"check: Pathway's view equals DuckDB's result at 1x ({len(pathway['1x']['view']):,} groups): "
-              f"{'yes' if not wrong else f'NO, {wrong} groups differ'}")
-        if wrong:
-            return 1
+    if pathway_runs(pathway, args.scale):
+        return 1
     return 0
 
 
-def measure_pathway(args: argparse.Namespace, n: int, batch: int, rounds: int, size: int,
-                    expected: dict) -> dict:
-    """The Pathway peer's three runs (bench/m3_pathway.py), or {"unavailable": why}."""
-    why = pathway_available()
-    if why is not None:
-        return {"unavailable": why}
-    log = Path(tempfile.gettempdir()) / f"boreas-bench-m3-pathway-{os.getpid()}.log"
-    common = ["--batch", str(batch), "--rounds", str(rounds), "--size", str(size)]
-    timeout = 600 + args.scale * n / 5_000
-    print(f"Pathway: empty -> 1x ({n:,} events), then {rounds} rounds of {size:,} ...", flush=True)
-    try:
-        one = run_pathway(["--seed", "1", "--events", str(n), "--extra", str(batch * args.naive_batches),
-                           "--closed", *common], log, timeout)
-        print(f"Pathway: {args.scale}x ({args.scale * n:,} events) preloaded, then {rounds} rounds ...", flush=True)
-        ten = run_pathway(["--seed", "2", "--preload", str(args.scale * n), "--closed", *common], log, timeout)
-        print("Pathway: every batch at once (information) ...", flush=True)
-        open_ = run_pathway(["--seed", "1", "--events", str(n), "--batch", str(batch), "--rounds", "0"], log, timeout)
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        return {"unavailable": f"the Pathway run failed here: {exc}"}
-    finally:
-        if args.keep_pathway_log:
-            print(f"Pathway's log: {log}")
-        else:
-            log.unlink(missing_ok=True)
-    return {"version": one["version"], "1x": one, "10x": ten, "open": open_,
-            "cost_1x": statistics.median(one["rounds"]), "cost_10x": statistics.median(ten["rounds"]),
-            "wrong": view_differences(one["view"], expected)}
 
 if __name__ == "__main__":
     raise SystemExit(main())

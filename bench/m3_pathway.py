@@ -52,8 +52,10 @@ import gc
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -95,6 +97,81 @@ def view_differences(got: list[list], expected: dict[tuple, float]) -> int:
     wrong = sum(1 for k, v in expected.items()
                 if abs(v) > 1e-6 and abs(mine.get(k, 0.0) - v) > 1e-6 * max(1.0, abs(v)))
     wrong += sum(1 for k, v in mine.items() if k not in expected and abs(v) > 1e-6)
+    return wrong
+
+
+def measure(n: int, batch: int, rounds: int, size: int, scale: int, naive_batches: int, expected: dict[tuple, float],
+            keep_log: bool = False) -> dict[str, Any]:
+    """The three runs (each a child process), or {"unavailable": why}: empty -> 1x then the 1x rounds, fresh
+    after every batch; ``scale`` x preloaded then the rounds; and, for information, every batch at once."""
+    why = available()
+    if why is not None:
+        return {"unavailable": why}
+    log = Path(tempfile.gettempdir()) / f"boreas-bench-m3-pathway-{os.getpid()}.log"
+    common = ["--batch", str(batch), "--rounds", str(rounds), "--size", str(size)]
+    timeout = 600 + scale * n / 5_000
+    print(f"Pathway: empty -> 1x ({n:,} events), then {rounds} rounds of {size:,} ...", flush=True)
+    try:
+        one = run_child(["--seed", "1", "--events", str(n), "--extra", str(batch * naive_batches), "--closed",
+                         *common], log, timeout)
+        print(f"Pathway: {scale}x ({scale * n:,} events) preloaded, then {rounds} rounds ...", flush=True)
+        ten = run_child(["--seed", "2", "--preload", str(scale * n), "--closed", *common], log, timeout)
+        print("Pathway: every batch at once (information) ...", flush=True)
+        open_ = run_child(["--seed", "1", "--events", str(n), "--batch", str(batch), "--rounds", "0"], log, timeout)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        return {"unavailable": f"the Pathway run failed here: {exc}"}
+    finally:
+        if keep_log:
+            print(f"Pathway's log: {log}")
+        else:
+            log.unlink(missing_ok=True)
+    return {"version": one["version"], "1x": one, "10x": ten, "open": open_,
+            "cost_1x": statistics.median(one["rounds"]), "cost_10x": statistics.median(ten["rounds"]),
+            "wrong": view_differences(one["view"], expected)}
+
+
+def print_rows(p: dict[str, Any], scale: int, rounds: int, size: int) -> None:
+    """Pathway's rows of bench/m3.py's measurement table."""
+    if "unavailable" in p:
+        print(f"| peer: Pathway: not available: {p['unavailable']} | - | - | - | - |")
+        return
+    pe, ps = p["1x"]["from_empty"]["events"], p["1x"]["from_empty"]["seconds"]
+    print(f"| peer: Pathway {p['version']}, fresh after every batch, empty -> 1x | {pe:,} | {ps:.2f} "
+          f"| {pe / ps:,.0f} | {1e6 * ps / pe:.2f} |")
+    for label, cost in (("1x", p["cost_1x"]), (f"{scale}x", p["cost_10x"])):
+        print(f"| peer: Pathway, {label} loaded: median of {rounds} rounds | {rounds * size:,} "
+              f"| {rounds * size * cost:.2f} | {1 / cost:,.0f} | {1e6 * cost:.2f} |")
+    oe, os_ = p["open"]["from_empty"]["events"], p["open"]["from_empty"]["seconds"]
+    print(f"| information: Pathway given every batch at once (may fold queued batches: not fresh after each), "
+          f"empty -> 1x | {oe:,} | {os_:.2f} | {oe / os_:,.0f} | {1e6 * os_ / oe:.2f} |")
+
+
+def print_ratios(p: dict[str, Any], scale: int, eps_1x: float, cost_1x: float, cost_10x: float,
+                 eps_dbtoaster: float) -> None:
+    """Pathway's rows of bench/m3.py's ratio table, and M3 against DBToaster's published figure."""
+    if "unavailable" not in p:
+        pe, ps = p["1x"]["from_empty"]["events"], p["1x"]["from_empty"]["seconds"]
+        print(f"| M3 / Pathway events/s (empty -> 1x, both fresh after every batch) | {eps_1x / (pe / ps):.2f}x | | |")
+        print(f"| Pathway / M3 per-event cost, 1x loaded | {p['cost_1x'] / cost_1x:.2f}x | | |")
+        print(f"| Pathway / M3 per-event cost, {scale}x loaded | {p['cost_10x'] / cost_10x:.2f}x | | |")
+        print(f"| Pathway per-event cost {scale}x / 1x loaded | {p['cost_10x'] / p['cost_1x']:.2f} | | |")
+    print(f"| M3 / DBToaster's published figure (NOT MEASURED HERE: other machine, C++, after each event) "
+          f"| {eps_1x / eps_dbtoaster:.2f}x | | |")
+
+
+def print_runs(p: dict[str, Any], scale: int) -> int:
+    """What each Pathway run used, and the check of its view; the number of groups that differ."""
+    if "unavailable" in p:
+        return 0
+    for key, label in (("1x", "empty -> 1x, then the 1x rounds"), ("10x", f"{scale}x preloaded, then the rounds"),
+                       ("open", "every batch at once")):
+        r = p[key]
+        print(f"Pathway run ({label}): {r['commits']:,} commits, {r['timestamps']:,} timestamps; process CPU "
+              f"{r['cpu']:.1f} s (its connector thread and one engine worker, PATHWAY_THREADS=1); peak RSS "
+              f"{r['rss_mb']:,.0f} MB")
+    wrong = p["wrong"]
+    print(f"check: Pathway's view equals DuckDB's result at 1x ({len(p['1x']['view']):,} groups): "
+          f"{'yes' if not wrong else f'NO, {wrong} groups differ'}")
     return wrong
 
 
