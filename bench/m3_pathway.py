@@ -51,7 +51,6 @@ import datetime
 import gc
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -234,6 +233,15 @@ def build(pw: Any, subject: Any) -> Any:
                                                                  revenue=pw.reducers.sum(col.rev))
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM: ru_maxrss would carry the parent's over fork and exec)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def child(args: argparse.Namespace) -> dict[str, Any]:
     import pathway as pw
 
@@ -340,7 +348,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         return ends[subject.ends[label] - 1] if args.closed else ends[-1]
 
     out: dict[str, Any] = {"version": pw.__version__, "commits": subject.commits, "timestamps": len(ends), "cpu": cpu,
-                           "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+                           "rss_mb": peak_rss_mb()}
     if not args.preload:
         out["from_empty"] = {"events": subject.sizes["from_empty"], "seconds": at("from_empty") - subject.t_start}
         out["view"] = snapshot
