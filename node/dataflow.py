@@ -380,7 +380,9 @@ class Dataflow:
         while True:
             deadline = self._next_deadline()
             try:
-                if deadline is None:
+                if not self._inbox.empty():  # (wait_for(get(), 0) would never take it: an overdue timer
+                    item = self._inbox.get_nowait()  # must not starve the input)
+                elif deadline is None:
                     item = await self._inbox.get()
                 else:
                     item = await asyncio.wait_for(self._inbox.get(), max(0.0, deadline - self.now()))

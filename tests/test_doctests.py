@@ -67,6 +67,7 @@ MODULES = [
     "boreas.m3.cumulus.relayout",
     "boreas.m3.cumulus.definitions",
     "boreas.m3.cumulus",
+    "boreas.node.cumulus.precopy",
 ]
 
 

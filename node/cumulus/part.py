@@ -25,9 +25,15 @@ member plays three roles:
   keeps for the last few epochs).
 
 Deadlock-free: every member follows the same order, and a push for version
-``v`` depends only on versions before ``v``.  A plan whose every statement is
-LOCAL needs no order (no member reads another's entries): its Work is
-applied as it arrives; epochs still end, for stable reads.  Layout changes
+``v`` depends only on versions before ``v``.  A plan whose statements read
+no map at all (a single relation's ``GROUP BY`` sums) needs no order: what a
+version adds does not depend on what was applied before it, so its Work is
+applied as it arrives, and an epoch's deltas are the same in any order;
+epochs still end, for stable reads.  A statement that reads a map, even a
+co-located one (a join on the partition key), makes a version's change
+depend on the versions before it: applied out of epoch order, a late Work of
+epoch ``e`` would record, as ``e``'s delta, a change computed from a later
+epoch's state, and READ_STABLE of ``e`` would be wrong.  Layout changes
 (moves, splits, rebalances while events flow) are
 :mod:`~boreas.node.cumulus.relayouts`' and
 :mod:`~boreas.node.cumulus.precopy`'s.
@@ -55,7 +61,7 @@ from collections import deque
 
 from boreas.catalog.model import Box, Partition, Schema
 from boreas.m3 import M3Error
-from boreas.m3.cumulus import LOCAL, Layout, LayoutError, Segment, classify
+from boreas.m3.cumulus import Layout, LayoutError, Segment, classify
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.cumulus.roles import Roles
 
@@ -105,7 +111,7 @@ class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
         except LayoutError as exc:
             raise self.error(f"has a partition that does not fit its program: {exc}") from None
         plan = classify(self.plan.program, dict(self.layout.maps), box.name)
-        self.ordered = any(r.cls != LOCAL for _, s in plan.statements() for r in s.refs)
+        self.ordered = any(s.refs for _, s in plan.statements())  # (see the module docstring)
         self.runtime = MemberRuntime(self.plan.program, self.layout, me, plan)
         self._plan = plan
         self.roles = Roles(plan, self.layout)
@@ -210,7 +216,7 @@ class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
         if tag == msg.WORK:
             if self.ordered:
                 self.works.setdefault((m[1], m[2]), deque()).append(m)
-            elif self._gated(m[1]):  # (an all-LOCAL plan applies Work in any order, but within its epoch)
+            elif self._gated(m[1]):  # (a plan reading no map applies Work in any order, but within its epoch)
                 self.held.append(m)
             else:
                 self._write(m, {})
@@ -320,7 +326,7 @@ class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
             self._send(w, msg.push(*v, self.member, entries))
 
     def _write(self, work: list, pushed: dict, groups: list | None = None) -> None:
-        """Apply the rows of ``work`` this member writes (Work of an all-LOCAL plan, as it arrives)."""
+        """Apply the rows of ``work`` this member writes (Work of a plan that reads no map, as it arrives)."""
         groups = self._groups(work) if groups is None else groups
         self._apply(work, [(rel, sign, mine) for rel, sign, rows in groups
                            if (mine := self.roles.writes(self.member, rel, sign, rows))], pushed)
