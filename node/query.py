@@ -123,10 +123,9 @@ def resolve(op: M3Operator, name: str | None) -> Target:
     if view_name is not None:
         view = program.view(view_name)
         keys = op.runtime.views[view_name].keys
-        column = view.columns[0]
-        if len(view.columns) == 1 and column.denominator is None:
-            return Target(name, keys, map=column.numerator)
-        return Target(name, keys, view=view_name)
+        if view.plain_map is not None:  # one map is the whole view: its reads are the map's
+            return Target(name, keys, map=view.plain_map)
+        return Target(name, keys, view=view_name)  # computed when read (quotients, HAVING, MIN, ...)
     for decl in program.maps:
         if decl.name == name:
             return Target(name, tuple((k.name, k.type) for k in decl.keys), map=name)

@@ -410,3 +410,12 @@ def test_a_box_emits_a_view_computed_when_read_through_inserts_and_deletes():
     follow(gone, -1, view)
     assert duck(left) != duck(data)  # rows left the view, others changed
     assert view == pytest.approx(duck(left)) and op.runtime.view("Q1") == pytest.approx(duck(left))
+    # the query API reads the one-column computed view as the view, not as a map
+    from boreas.node.query import read, resolve
+
+    target = resolve(op, None)
+    assert target.view == "Q1" and target.map is None
+    _, rows = read(op, target, "slice", (), False)
+    assert dict(rows) == pytest.approx(duck(left))  # (keys with dates: a read answers them as dates)
+    _, [(_, total)] = read(op, target, "sum", (), False)
+    assert total == pytest.approx(sum(duck(left).values()))
