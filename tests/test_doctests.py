@@ -68,6 +68,17 @@ MODULES = [
     "boreas.m3.cumulus.definitions",
     "boreas.m3.cumulus",
     "boreas.node.cumulus.precopy",
+    "boreas.m3.compiler.constants",
+    "boreas.m3.compiler.predicates",
+    "boreas.m3.compiler.nodes",
+    "boreas.m3.compiler.resolve",
+    "boreas.m3.compiler.outputs",
+    "boreas.m3.compiler.viewexpr",
+    "boreas.m3.compiler.columns",
+    "boreas.m3.compiler.views",
+    "boreas.m3.runtime.views",
+    "boreas.m3.compiler.positions",
+    "boreas.m3.viewsyntax",
 ]
 
 

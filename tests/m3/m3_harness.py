@@ -175,3 +175,37 @@ class Harness:
                         b, r = rt.store.split(m.name, pos, k)
                         rebuilt.setdefault(b, {})[r] = v
                     assert idx == rebuilt, f"index {pos} of map {m.name} is out of step"
+
+
+_HARNESSES: dict[str, Harness] = {}
+
+
+def shared_harness(sql: str) -> Harness:
+    """One :class:`Harness` per SQL text for the whole session (compiled and prepared once)."""
+    found = _HARNESSES.get(sql)
+    if found is None:
+        found = _HARNESSES[sql] = Harness(sql)
+    return found
+
+
+def check_against_duckdb(sql: str, max_batches: int = 5, max_ops: int | None = None, examples: int = 25) -> None:
+    """Random insert/delete batches into the relations the view reads; after each, the runtime equals DuckDB.
+
+    ``max_ops``: events per batch at most (default 12, 20 for views over four relations or more).
+    """
+    from boreas.m3.ast import RelAtom, walk
+    from hypothesis import HealthCheck, given, settings
+
+    h = shared_harness(sql)
+    used = {n.name for m in h.program.maps if m.definition is not None for n in walk(m.definition)
+            if isinstance(n, RelAtom)}
+    relations = {k: v for k, v in Runtime(h.program).relations.items() if k in used}
+    ops = max_ops if max_ops is not None else (12 if len(relations) < 4 else 20)
+
+    @settings(max_examples=examples, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(workloads(relations, max_batches=max_batches, max_ops=ops))
+    def check(batches):
+        h.run(batches)
+
+    check()

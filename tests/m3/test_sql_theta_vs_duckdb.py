@@ -13,10 +13,8 @@ definition, and deleting every row empties every map.
 from __future__ import annotations
 
 import pytest
-from boreas.m3 import CheckError, Runtime, compile_sql, compile_to_text
-from boreas.m3.ast import RelAtom, walk
-from hypothesis import HealthCheck, given, settings
-from m3_harness import Harness, workloads
+from boreas.m3 import CheckError, compile_sql, compile_to_text
+from m3_harness import check_against_duckdb
 
 GENERIC = """
 CREATE STREAM R(a INT, b INT, c DOUBLE);
@@ -53,29 +51,9 @@ SHAPES: dict[str, str] = {
                                         HAVING COUNT(*) > 1""",
 }
 
-_harnesses: dict[str, Harness] = {}
-
-
-def harness(name: str) -> Harness:
-    if name not in _harnesses:
-        _harnesses[name] = Harness(SHAPES[name])
-    return _harnesses[name]
-
-
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_view_matches_duckdb(shape):
-    h = harness(shape)
-    relations = Runtime(h.program).relations
-    used = {n.name for m in h.program.maps if m.definition is not None for n in walk(m.definition)
-            if isinstance(n, RelAtom)}
-    relations = {k: v for k, v in relations.items() if k in used}
-
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(workloads(relations, max_batches=5, max_ops=12))
-    def check(batches):
-        h.run(batches)
-
-    check()
+    check_against_duckdb(SHAPES[shape])
 
 
 def test_a_comparison_across_relations_loops_and_is_domain_bound():

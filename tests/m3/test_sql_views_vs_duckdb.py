@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import pytest
 from boreas.m3 import CompileError, Runtime, compile_sql
-from boreas.m3.ast import RelAtom, walk
-from hypothesis import HealthCheck, given, settings
-from m3_harness import Harness, exact_rows, workloads
+from m3_harness import Harness, check_against_duckdb, exact_rows, shared_harness
 
 GENERIC = """
 CREATE STREAM R(a INT, b INT, c DOUBLE);
@@ -86,29 +84,13 @@ SHAPES: dict[str, str] = {
     "rows_repeated_column": GENERIC + "SELECT a, a, b FROM R",
 }
 
-_harnesses: dict[str, Harness] = {}
-
-
 def harness(name: str) -> Harness:
-    if name not in _harnesses:
-        _harnesses[name] = Harness(SHAPES[name])
-    return _harnesses[name]
+    return shared_harness(SHAPES[name])
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_view_matches_duckdb(shape):
-    h = harness(shape)
-    relations = Runtime(h.program).relations
-    used = {n.name for m in h.program.maps if m.definition is not None for n in walk(m.definition)
-            if isinstance(n, RelAtom)}
-    relations = {k: v for k, v in relations.items() if k in used}
-
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(workloads(relations, max_batches=5, max_ops=12))
-    def check(batches):
-        h.run(batches)
-
-    check()
+    check_against_duckdb(SHAPES[shape])
 
 
 def test_the_shapes_exercise_what_they_name():

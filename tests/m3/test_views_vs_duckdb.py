@@ -11,9 +11,7 @@ to be empty.
 from __future__ import annotations
 
 import pytest
-from boreas.m3 import Runtime
-from hypothesis import HealthCheck, given, settings
-from m3_harness import Harness, workloads
+from m3_harness import check_against_duckdb
 
 GENERIC = """
 CREATE STREAM R(a INT, b INT, c DOUBLE);
@@ -86,32 +84,7 @@ SHAPES = {
                                   WHERE c.cid = o.cid AND o.oid = l.oid GROUP BY c.nation, l.part""",
 }
 
-_harnesses: dict[str, Harness] = {}
-
-
-def harness(name: str) -> Harness:
-    if name not in _harnesses:
-        _harnesses[name] = Harness(SHAPES[name])
-    return _harnesses[name]
-
-
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_view_matches_duckdb(shape):
-    h = harness(shape)
-    relations = Runtime(h.program).relations
-    # the TPC-H shapes read few relations of the shared schema: draw events for those only
-    used = {a.name for m in h.program.maps if m.definition is not None for a in _atoms(m.definition)}
-    relations = {k: v for k, v in relations.items() if k in used}
+    check_against_duckdb(SHAPES[shape], max_batches=4)
 
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(workloads(relations, max_batches=4, max_ops=12 if len(relations) < 4 else 20))
-    def check(batches):
-        h.run(batches)
-
-    check()
-
-
-def _atoms(expr):
-    from boreas.m3.ast import RelAtom, walk
-
-    return [n for n in walk(expr) if isinstance(n, RelAtom)]
