@@ -246,7 +246,10 @@ def test_ctrl_c_during_publish_says_how_far_it_got_and_exits_130(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOREAS_")}
     proc = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "publish", "Reading", "--file", str(csv),
                              "--batch-size", "1", "--head", f"http://localhost:{server.server_port}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            # as in a terminal: a shell that runs this suite in the background ignores SIGINT,
+                            # and a child inherits that (Python then never turns Ctrl-C into an interrupt)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert _FakeHead.asked.wait(30), "publish never asked the Head"
         time.sleep(1.0)  # it is now waiting for the node to take the batches
