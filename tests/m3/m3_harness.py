@@ -209,3 +209,16 @@ def check_against_duckdb(sql: str, max_batches: int = 5, max_ops: int | None = N
         h.run(batches)
 
     check()
+
+
+def shape_params(shapes: dict[str, str], fast: int = 4) -> list:
+    """``shapes`` as pytest params: every ``len // fast``-th in the quick tier, the rest marked ``slow``.
+
+    ``make test`` runs them all; ``make test-fast`` keeps a spread of them so
+    a front-end or runtime change still meets DuckDB in the inner loop.
+    """
+    import pytest
+
+    names = sorted(shapes)
+    step = max(1, len(names) // fast)
+    return [name if i % step == 0 else pytest.param(name, marks=pytest.mark.slow) for i, name in enumerate(names)]
