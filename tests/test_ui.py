@@ -339,9 +339,18 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
     browser.execute_script("document.querySelector('g.box[data-box=\"to_fahrenheit\"]')"
                            ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
     _wait(lambda: browser.find_elements("id", "filter-form"), 5, "the filter form")
-    browser.find_element("css selector", "#filter-form [name=expression]").send_keys("celsius > 0.0")
-    browser.find_element("css selector", "#filter-form [name=name]").send_keys("warm")
-    browser.find_element("css selector", "#filter-form button").click()
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    for _ in range(5):  # the panel is built again when its box or the nodes change: look the fields up afresh
+        try:
+            for field, text in (("expression", "celsius > 0.0"), ("name", "warm")):
+                entry = browser.find_element("css selector", f"#filter-form [name={field}]")
+                entry.clear()
+                entry.send_keys(text)
+            browser.find_element("css selector", "#filter-form button").click()
+            break
+        except StaleElementReferenceException:
+            time.sleep(0.2)
     _wait(lambda: "warm" in _placement(browser), 15, "the inserted filter on the page")
     assert cluster.head_catalog().boxes["to_fahrenheit"].inputs[0].stream == "warm"
     browser.execute_script("document.querySelector('g.box[data-box=\"warm\"]')"

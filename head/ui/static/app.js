@@ -514,10 +514,20 @@ function renderDetails(m) {
   }
   aside.hidden = false;
   const part = kind("partition").get(state.selected) || null;
-  const signature = JSON.stringify([state.selected, box, part, state.token !== "", m.endpoints]);
+  const signature = JSON.stringify([state.selected, box, part, state.token !== "", [...m.endpoints].sort()]);
   if (signature !== state.shownDetails) {  // the box changed (or another was picked): build the panel again
+    const typed = {};  // what the user was typing in its forms survives the rebuild
+    for (const input of aside.querySelectorAll("form [name]")) {
+      typed[`${input.form.id}/${input.name}`] = input.type === "checkbox" ? input.checked : input.value;
+    }
+    const same = state.shownDetails && JSON.parse(state.shownDetails)[0] === state.selected;
     state.shownDetails = signature;
     buildDetails(aside, state.selected, box, part, m);
+    for (const input of same ? aside.querySelectorAll("form [name]") : []) {
+      const was = typed[`${input.form.id}/${input.name}`];
+      if (was === undefined || input.tagName === "SELECT" && ![...input.options].some((o) => o.value === was)) continue;
+      if (input.type === "checkbox") input.checked = was; else input.value = was;
+    }
   }
   renderLive(state.selected, box, part);
 }
