@@ -385,3 +385,22 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
         browser.save_screenshot(os.environ["BOREAS_UI_SCREENSHOT"])
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}; the page showed the move {shown_after:.2f} s after the Head committed it")
+
+
+async def test_a_feed_sender_that_fails_unexpectedly_is_logged_counted_and_closes_its_browser(caplog):
+    class BrokenSocket:
+        closed = False
+
+        async def send_str(self, text: str) -> None:
+            raise ValueError("not JSON-safe")  # a bug, not a browser that went away
+
+        async def close(self) -> None:
+            self.closed = True
+
+    feed = ui_feed.UiFeed(lambda: None)
+    browser = ui_feed._Browser(BrokenSocket())
+    browser.queue.put_nowait("{}")
+    with caplog.at_level("ERROR", logger=ui_feed.__name__):
+        await asyncio.wait_for(feed._send(browser), 5)
+    assert browser.ws.closed and feed.counters["send_failures"] == 1
+    assert "sending to a browser failed" in caplog.text and "not JSON-safe" in caplog.text

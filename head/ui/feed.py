@@ -151,8 +151,8 @@ class UiFeed:
         finally:
             self.browsers.discard(browser)
             sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender  # _send logs its own failures; only the cancel is expected here
         return ws
 
     async def _send(self, browser: _Browser) -> None:
@@ -162,8 +162,11 @@ class UiFeed:
                 await browser.ws.send_str(text)
         except (ConnectionError, RuntimeError) as exc:  # closed under us: the reader ends the handler
             log.debug("ui feed: browser gone: %s", exc)
-            with contextlib.suppress(Exception):
-                await browser.ws.close()
+        except Exception:  # a bug: say so, and end this browser's feed (it reconnects for a fresh copy)
+            log.exception("ui feed: sending to a browser failed")
+            self.counters["send_failures"] += 1
+        with contextlib.suppress(Exception):
+            await browser.ws.close()
 
     async def close(self) -> None:
         """Close every browser's WebSocket (the Head is stopping)."""
