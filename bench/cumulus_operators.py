@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-import cumulus as q3  # noqa: E402  (bench/cumulus.py: the SQL and the workload)
+import cumulus_q3 as q3  # noqa: E402  (the SQL and the workload of bench/cumulus.py)
 from boreas.m3 import compile_sql  # noqa: E402
 from boreas.m3.cumulus import place  # noqa: E402
 from boreas.m3.cumulus.layout import even_layout  # noqa: E402
