@@ -207,3 +207,32 @@ def serve_until_stopped(start: Callable[[], Awaitable[object]], close: Callable[
         return EXIT_OK
 
     return run_until_stopped(main)
+
+
+def token_of(args: argparse.Namespace) -> str:
+    # imported here, not above: `boreas --help` stays light
+    from boreas.wire.auth import MissingToken, resolve_token
+
+    try:
+        token = resolve_token(args.token)
+    except MissingToken as exc:
+        raise CommandFailed(str(exc)) from None
+    assert token
+    return token
+
+
+def endpoint_of(text: str, default_port: int) -> str:
+    from boreas.catalog.endpoints import (
+        normalize_endpoint,  # here: `boreas --help` stays light
+    )
+
+    try:
+        return normalize_endpoint(text, default_port=default_port)
+    except ValueError as exc:
+        raise CommandFailed(str(exc)) from None
+
+
+def endpoints_of(text: str | None, default_port: int = 15000) -> list[str]:
+    """``HOST:PORT,HOST:PORT ...`` (commas or spaces) as normalised endpoints."""
+    return [endpoint_of(item, default_port) for item in (text or "").replace(",", " ").split()]
+
