@@ -48,6 +48,10 @@ class Accumulators:
     result: Callable[[list], tuple]
     initial: tuple  # the slots of a new window
     source: str
+    #: ``add``'s body (4-space indented lines over ``w`` and ``row``, temporaries ``v<N>`` and ``d``), for a
+    #: batch loop that inlines it (:mod:`.aggregate_loop`): no call per tuple.
+    add_body: tuple[str, ...] = ()
+    namespace: dict | None = None  # the globals ``add_body`` needs (helpers, constants)
 
 
 def compile_accumulators(functions: list[str], schema: Schema, label: str = "") -> Accumulators:
@@ -112,7 +116,8 @@ def compile_accumulators(functions: list[str], schema: Schema, label: str = "") 
     result = "def _result(w):\n    return (" + "".join(r + ", " for r in results) + ")\n"
     source = "\n".join(add) + "\n\n" + result
     return Accumulators(builder.define("\n".join(add) + "\n", "_add"),
-                        builder.define(result, "_result"), tuple(initial), source)
+                        builder.define(result, "_result"), tuple(initial), source, tuple(add[1:]),
+                        builder.namespace)
 
 
 def _or_zero(expression: str, kind: object) -> str:

@@ -63,6 +63,7 @@ from .accumulators import (
     AggregateSpecError,
     compile_accumulators,
 )
+from .aggregate_loop import CLOSED, BatchLoop, compile_loop, hot_window
 from .base import Emitted, field_caster, group_key_from, group_key_parts
 from .timers import Timed
 
@@ -71,12 +72,9 @@ log = logging.getLogger(__name__)
 #: More empty windows than this for one gap are skipped rather than opened.
 MAX_GAP_WINDOWS = 10_000
 
-#: The closing-tuple count of a value window that has closed but waits for an earlier one.
-CLOSED = -1
-
 
 class AggregateOperator(Timed):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], fast: bool = True):
         super().__init__(box, inputs, outputs)
         schema = inputs[0]
         if box.param("window-size-by") is None:
@@ -116,6 +114,15 @@ class AggregateOperator(Timed):
         # A value window ends with one more slot, after the functions' slots: how many closing
         # tuples it has seen, or CLOSED.
         self._beyond = FIRST_SLOT + len(self._initial)
+        # The batch loop with the in-order tuple inlined; None runs every tuple through _place (tests
+        # compare the two with ``fast=False``).
+        self._loop: BatchLoop | None = None
+        if self.by_values and fast:
+            self._loop = compile_loop(acc.add_body, acc.namespace, groups, self.order,  # type: ignore[arg-type]
+                                      box.name)
+        # key -> the group's hot window (aggregate_loop.hot_window); only ever a subset of the truth:
+        # a missing key sends its next tuple through _place, which puts it back.
+        self._hot: dict[Any, list] = {}
         # key -> [next window start (VALUES), [windows], horizon (VALUES: the end of the newest
         # closed window; a tuple below it that enters no window is late)]
         self._groups: dict[Any, list] = {}
@@ -143,44 +150,60 @@ class AggregateOperator(Timed):
         return [(0, out)] if out else []
 
     def _by_values(self, rows: list[tuple], now: float, out: list[tuple]) -> None:
-        groups, keyf, oi, add = self._groups, self._key, self.order, self._add
-        slack, beyond = self.slack, self._beyond
+        """The generated loop (:mod:`.aggregate_loop`): the common tuple inline, the rest via :meth:`_place`."""
+        if self._loop is not None:
+            self._loop(rows, now, out, self._hot, self._place_hot)
+            return
+        keyf, oi, place = self._key, self.order, self._place
         for row in rows:
-            key = keyf(row) if keyf is not None else None
-            v = row[oi]  # type: ignore[index]
-            if v is None:
-                self.ignored += 1
+            place(row, keyf(row) if keyf is not None else None, row[oi], now, out)  # type: ignore[index]
+
+    def _place_hot(self, row: tuple, key: Any, v: Any, now: float, out: list[tuple]) -> None:
+        """:meth:`_place`, then the group's hot window as it is now."""
+        self._place(row, key, v, now, out)
+        g = self._groups.get(key)
+        w = hot_window(g, self._beyond) if g is not None else None
+        if w is not None:
+            self._hot[key] = w
+        else:
+            self._hot.pop(key, None)
+
+    def _place(self, row: tuple, key: Any, v: Any, now: float, out: list[tuple]) -> None:
+        """One tuple of a value-window aggregate, any case: the reference semantics of the data path."""
+        if v is None:
+            self.ignored += 1
+            return
+        groups, slack, beyond = self._groups, self.slack, self._beyond
+        g = groups.get(key)
+        if g is None:
+            start = v - v % self.advance if self.aligned else v
+            g = groups[key] = [start, [], start]
+        if v >= g[0]:
+            self._open(key, g, v, now)
+        placed = closed = False
+        for w in g[1]:
+            if v < w[START]:
+                break  # windows are in start order: none further holds v
+            seen = w[beyond]
+            if seen == CLOSED:
                 continue
-            g = groups.get(key)
-            if g is None:
-                start = v - v % self.advance if self.aligned else v
-                g = groups[key] = [start, [], start]
-            if v >= g[0]:
-                self._open(key, g, v, now)
-            placed = closed = False
-            for w in g[1]:
-                if v < w[START]:
-                    break  # windows are in start order: none further holds v
-                seen = w[beyond]
-                if seen == CLOSED:
-                    continue
-                if v >= w[END]:  # a closing tuple for w
-                    seen += 1
-                    if seen > slack and (seen > 1 or w[COUNT]):
-                        w[beyond] = CLOSED
-                        closed = True
-                        g[2] = max(g[2], w[END])
-                    else:
-                        w[beyond] = seen
+            if v >= w[END]:  # a closing tuple for w
+                seen += 1
+                if seen > slack and (seen > 1 or w[COUNT]):
+                    w[beyond] = CLOSED
+                    closed = True
+                    g[2] = max(g[2], w[END])
                 else:
-                    add(w, row)
-                    placed = True
-            if closed:
-                self._emit_closed(key, g[1], out)
-            if not placed:
-                self.ignored += 1
-                if v < g[2]:
-                    self.late += 1
+                    w[beyond] = seen
+            else:
+                self._add(w, row)
+                placed = True
+        if closed:
+            self._emit_closed(key, g[1], out)
+        if not placed:
+            self.ignored += 1
+            if v < g[2]:
+                self.late += 1
 
     def _open(self, key: Any, g: list, v: Any, now: float) -> None:
         """Open every window that starts at or before ``v`` (Borealis: ``while value >= next``)."""
@@ -255,6 +278,7 @@ class AggregateOperator(Timed):
             if w[T0] + timeout > now:
                 break
             del timeouts[seq]
+            self._hot.pop(key, None)  # its windows change here, not in _place
             g = self._groups[key]
             wins = g[1]
             for i, other in enumerate(wins):
@@ -320,6 +344,7 @@ class AggregateOperator(Timed):
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise self.error(f"cannot restore state: {exc!r}") from None
         self._groups = groups
+        self._hot = {}
         if self._timeouts is not None:
             opened = sorted(((w[SEQ], key, w) for key, g in groups.items() for w in g[1]),
                             key=operator.itemgetter(0))

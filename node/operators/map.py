@@ -5,9 +5,11 @@ infers for the expression; values are converted to it (``1=1`` gives int 1,
 ``min(i, d)`` a float).  An expression that fails on a tuple writes None
 into that field and the others are still computed.
 
-The batch loop is generated once with every expression inlined into one
-tuple display; a tuple on which some expression fails takes a slower path
-that evaluates the fields one by one.
+The batch is mapped by one generated list comprehension with every
+expression inlined into one tuple display; if some expression fails on some
+tuple, the batch is mapped again by a loop in which that tuple takes a
+slower path that evaluates the fields one by one.  (Expressions are pure, so
+doing the batch again gives what the loop alone would have.)
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ class MapOperator(Operator):
         except ExpressionError as exc:
             raise OperatorError(f"map box {box.name!r}: {exc}") from None
         builder.namespace["_slow"] = builder.define(_slow_source(sources), "_slow")
-        self._batch = builder.define(_batch_source(sources), "_map")
+        builder.namespace["_loop"] = builder.define(_batch_source(sources), "_map")
+        self._batch = builder.define(_comprehension_source(sources), "_map_fast")
         self._ports = range(len(outputs))
 
     def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
@@ -57,6 +60,17 @@ def _batch_source(sources: list[str]) -> str:
         "        except _ERRORS:\n"
         "            append(_slow(row))\n"
         "    return out\n"
+    )
+
+
+def _comprehension_source(sources: list[str]) -> str:
+    display = "(" + "".join(s + ", " for s in sources) + ")"
+    return (
+        "def _map_fast(rows):\n"
+        "    try:\n"
+        f"        return [{display} for row in rows]\n"
+        "    except _ERRORS:\n"
+        "        return _loop(rows)\n"
     )
 
 
