@@ -99,10 +99,13 @@ def check_stable(sim: Sim) -> bool:
 SIM_SHAPES = ["two_way", "two_way_join_on", "three_way", "three_way_count_no_group", "self_join",
               "self_join_same_column", "group_by_join_key", "arithmetic_across_join", "selection_or_across_join",
               "two_queries", "tpch_q3", "tpch_q5", "tpch_q10", "seed_example_2_1", "single_group", "avg"]
+#: The shapes whose examples take seconds each: make test runs them, make test-fast keeps tpch_q3 for the kind.
+HEAVY_SHAPES = {"tpch_q5", "tpch_q10"}
 
 
 @pytest.mark.parametrize("relayouts", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["fixed", "relayouts"])
-@pytest.mark.parametrize("shape", SIM_SHAPES)
+@pytest.mark.parametrize("shape", [pytest.param(s, marks=pytest.mark.slow) if s in HEAVY_SHAPES else s
+                                   for s in SIM_SHAPES])
 def test_partitioned_members_equal_the_single_runtime(shape, relayouts, monkeypatch):
     if relayouts:
         monkeypatch.setattr(precopy, "COPY_STEP", 2)
