@@ -9,7 +9,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # chromium and chromium-driver: tests/test_ui.py drives the web UI in a real headless browser.
-APT_PACKAGES := zookeeper default-jre-headless chromium chromium-driver
+# gcc: the M3 runtime's native backend compiles each program's triggers (docs/m3_native.md); without it
+# the runtime falls back to the Python backend and says why.
+APT_PACKAGES := zookeeper default-jre-headless chromium chromium-driver gcc
 
 .PHONY: demo test test-fast setup system-deps venv clean bench bench-setup
 

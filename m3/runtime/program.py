@@ -64,7 +64,7 @@ class ViewInfo:
 class Runtime:
     """Maintains every map of an M3 program under batches of insert and delete events."""
 
-    def __init__(self, program: Program | str, *, float_epsilon: float = 1e-7):
+    def __init__(self, program: Program | str, *, float_epsilon: float = 1e-7, backend: str = "auto"):
         if isinstance(program, str):
             program = _program_from_text(program)
         self.program = check_program(program)
@@ -73,7 +73,8 @@ class Runtime:
         specs = index_specs(program)
         for name, positions in view_index_specs(program).items():  # the slices a view's folds read
             specs.setdefault(name, []).extend(p for p in positions if p not in specs.get(name, []))
-        self.store = MapStore(program, specs)
+        self._store = MapStore(program, specs)
+        self._stale = False  # native: the mirror (``store``) lags the C maps until something reads
         self._forms = {v.name: view_form(program, v) for v in program.views if v.general}
         self._journals: dict[str, list] = {name: [] for name in self.store.data}  # key, old value, key, ...
         float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
@@ -82,6 +83,15 @@ class Runtime:
         self._version = 0
         self._changes: dict[str, list] = {}
         self._arity = {r.name: len(r.columns) for r in program.relations}
+        self._native = None
+        self.backend, self.backend_reason = _choose_backend(self, backend)
+
+    @property
+    def store(self) -> MapStore:
+        """The maps as Python dicts; with the native backend a mirror of the C maps, brought up to date here."""
+        if self._stale:
+            self._sync()
+        return self._store
 
     # -- description ---------------------------------------------------
     @property
@@ -128,6 +138,9 @@ class Runtime:
         for rel, sign, _ in batches:
             if (rel, sign) not in self._triggers:
                 raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{rel}" if rel in self._arity else f"unknown relation {rel!r}")
+        if self._native is not None:
+            return self._apply_native([self._native.prepare(rel, sign, _columns(rows, self._arity[rel], rel), len(rows))
+                                       for rel, sign, rows in batches if len(rows)])
         with self._lock:
             try:
                 for rel, sign, rows in batches:
@@ -137,6 +150,83 @@ class Runtime:
                 raise
             self._finish()
             return self._version
+
+    def apply_columns(self, relation: str, sign: int, columns: Sequence[Sequence]) -> int:
+        """Apply one relation's events given column by column (one sequence or ``array`` per column); atomic.
+
+        The native backend's fast path: an ``array('q')`` (INT, DATE as day
+        numbers) or ``array('d')`` (FLOAT) column crosses into C as it is.
+        """
+        if (relation, sign) not in self._triggers:
+            raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{relation}" if relation in self._arity
+                                    else f"unknown relation {relation!r}")
+        n = len(columns[0]) if columns else 0
+        if self._native is None:
+            return self.apply_grouped([(relation, sign, list(zip(*columns)))])
+        return self._apply_native([self._native.prepare(relation, sign, columns, n)] if n else [])
+
+    def _apply_native(self, prepared: list) -> int:
+        with self._lock:
+            self._native.run(prepared)
+            self._version += 1
+            self._changes = None  # computed from the C journal when asked for
+            self._stale = True
+            return self._version
+
+    def _sync(self) -> None:
+        """Bring the mirror up to date with the C maps: the keys written since the last sync, or a whole map."""
+        with self._lock:
+            native, store = self._native, self._store
+            for name in store.data:
+                keys = native.pending(name)
+                if keys is None:
+                    store.data[name].clear()
+                    for idx in store.indexes[name].values():
+                        idx.clear()
+                    for k, v in native.dump(name):
+                        store.set(name, k, v)
+                    continue
+                for k, v in zip(keys, native.get_many(name, keys)):
+                    store.set(name, k, v)
+            native.clear_pending()
+            self._stale = False
+
+    def _push_mirror(self) -> None:
+        """After the mirror was loaded (restore, load): make the C maps equal to it."""
+        native, store = self._native, self._store
+        native.clear()
+        for name in store.data:
+            native.load(name, list(store.items(name)))
+        native.clear_pending()
+        self._stale = False
+
+    def _native_changes(self) -> dict[str, list]:
+        """:meth:`changes` from the C side's journal of the last batch (the same rows as the Python backend's)."""
+        native = self._native
+        names = {m for v in self.program.views for m in v.maps}
+        for form in self._forms.values():
+            names |= {ref.map for ref in form.refs}
+        journals = {name: [] for name in self._store.data}
+        pack = self._store.pack
+        for name in names:
+            j = journals[name]
+            for key, old in native.last(name):
+                j.append(pack(name, key))
+                j.append(old)
+        if self._forms:
+            self._sync()
+        changes: dict[str, list] = {}
+        for v in self.program.views:
+            form = self._forms.get(v.name)
+            if form is not None:
+                changed = self._general_changes(form, journals)
+                if changed:
+                    changes[v.name] = changed
+                continue
+            rows = _plain_changes(self._store, native, v, journals)
+            if rows:
+                changes[v.name] = rows
+        return changes
 
     def _rollback(self) -> None:
         for name, journal in self._journals.items():
@@ -149,7 +239,7 @@ class Runtime:
         for v in self.program.views:
             form = self._forms.get(v.name)
             if form is not None:
-                changed = self._general_changes(form)
+                changed = self._general_changes(form, self._journals)
                 if changed:
                     changes[v.name] = changed
                 continue
@@ -171,13 +261,13 @@ class Runtime:
         self._changes = changes
         self._version += 1
 
-    def _general_changes(self, form: ViewForm) -> list[tuple[tuple, object]]:
+    def _general_changes(self, form: ViewForm, journals: dict[str, list]) -> list[tuple[tuple, object]]:
         """The rows of a general view whose presence or value the batch changed (before: through the journals)."""
         store = self.store
         rows: dict[tuple, None] = {}
         old: dict[str, dict] = {}
         for ref in form.refs:
-            j = self._journals[ref.map]
+            j = journals[ref.map]
             if not j:
                 continue
             if ref.map not in old:
@@ -203,6 +293,10 @@ class Runtime:
 
     def changes(self) -> dict[str, list[tuple[tuple, object]]]:
         """The view rows the last batch changed: ``{view: [(key, new value)]}``; 0 (or all-zero tuple) = removed."""
+        if self._changes is None:
+            with self._lock:
+                if self._changes is None:
+                    self._changes = self._native_changes()
         return self._changes
 
     # -- views -------------------------------------------------------------
@@ -289,6 +383,8 @@ class Runtime:
             return query.Snapshot(self._version, {name: dict(self.store.items(name)) for name in self.store.data})
 
     def entries(self) -> int:
+        if self._native is not None:
+            return self._native.entries()
         return self.store.entries()
 
     # -- initial values and state transfer ----------------------------------
@@ -304,10 +400,13 @@ class Runtime:
                 if m.definition is None:
                     raise RuntimeStateError(f"map {m.name} has no defining query")
                 values[m.name] = evaluate_definition(self.program, m, rows, self.float_epsilon)
-            self.store.clear()
+            self._stale = False
+            self._store.clear()
             for name, entries in values.items():
                 for k, v in entries.items():
-                    self.store.set(name, k, v)
+                    self._store.set(name, k, v)
+            if self._native is not None:
+                self._push_mirror()
             self._changes = {}
             self._version += 1
             return self._version
@@ -329,7 +428,10 @@ class Runtime:
         if state.get("program") != format_program(self.program):
             raise RuntimeStateError("state was taken from a different program")
         with self._lock:
-            self.store.decode(state["maps"])
+            self._stale = False
+            self._store.decode(state["maps"])
+            if self._native is not None:
+                self._push_mirror()
             self._version = int(state["version"])
             self._changes = {}
 
@@ -338,6 +440,67 @@ class Runtime:
         rt = cls(parse_program(state["program"]), **kwargs)
         rt.restore(state)
         return rt
+
+
+def _columns(rows: Sequence[Sequence], arity: int, relation: str) -> list:
+    """Rows as columns, in one pass (rows of the wrong width are refused, not truncated)."""
+    if set(map(len, rows)) != {arity}:
+        bad = next(r for r in rows if len(r) != arity)
+        raise ValueError(f"relation {relation} has {arity} columns, got a row of {len(bad)}: {tuple(bad)!r}")
+    return list(zip(*rows)) if arity else []
+
+
+def _plain_changes(store: MapStore, native, v, journals: dict[str, list]) -> list[tuple[tuple, object]]:
+    """A plain view's changed rows (as ``Runtime._finish`` finds them), values read from the C maps."""
+    keys: dict = {}
+    for m in v.maps:
+        j = journals[m]
+        if not j:
+            continue
+        before = dict(zip(j[-2::-2], j[-1::-2]))
+        written = list(dict.fromkeys(j[::2]))
+        now = native.get_many(m, [store.unpack(m, k) for k in written])
+        for k, value in zip(written, now):
+            if value != before[k]:
+                keys[k] = None
+    if not keys:
+        return []
+    tuples = [store.unpack(v.maps[0], k) for k in keys]
+    current = {m: native.get_many(m, tuples) for m in v.maps}
+    out = []
+    for i, key in enumerate(tuples):
+        vals = []
+        for c in v.columns:
+            num = current[c.numerator][i]
+            if c.denominator is None:
+                vals.append(num)
+            else:
+                den = current[c.denominator][i]
+                vals.append(num / den if den else 0)
+        out.append((key, vals[0] if len(vals) == 1 else tuple(vals)))
+    return out
+
+
+def _choose_backend(rt: Runtime, backend: str) -> tuple[str, str | None]:
+    """Which backend runs ``rt`` (opening the native one), and why not native when auto fell back."""
+    if backend not in ("auto", "native", "python"):
+        raise RuntimeStateError(f"backend must be 'auto', 'native' or 'python', not {backend!r}")
+    if backend == "python":
+        return "python", None
+    if type(rt) is not Runtime:
+        reason = f"partition member ({type(rt).__name__} builds on the Python runtime's internals)"
+    else:
+        from .native import NoCompiler, Unsupported, open_native
+
+        try:
+            rt._native = open_native(rt.program, rt.float_epsilon)
+            return "native", None
+        except (Unsupported, NoCompiler) as exc:
+            reason = str(exc)
+    if backend == "native":
+        raise RuntimeStateError(f"the native backend cannot run this program: {reason}")
+    log.info("m3 runtime: Python backend, native unavailable: %s", reason)
+    return "python", reason
 
 
 class _OldReader(Reader):

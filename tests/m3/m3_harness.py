@@ -31,6 +31,9 @@ from boreas.m3 import Runtime, compile_sql
 from boreas.m3.runtime.initial import evaluate_definition
 from hypothesis import strategies as st
 
+#: The runtime backend Harness.run uses: "python" or "native" (set per test by conftest's ``m3_backend``).
+BACKEND = "python"
+
 DUCK_TYPES = {"INT": "BIGINT", "FLOAT": "DOUBLE", "STRING": "VARCHAR", "DATE": "DATE"}
 DATES = [datetime.date(1993, 12, 31), datetime.date(1994, 1, 1), datetime.date(1994, 6, 1),
          datetime.date(1995, 3, 14), datetime.date(1995, 3, 15), datetime.date(1995, 3, 16), datetime.date(1996, 1, 1)]
@@ -103,7 +106,7 @@ class Harness:
         self.queries = selects(sql)
 
     def run(self, batches, *, check_maps: bool = True, delete_all: bool = True) -> Runtime:
-        rt = Runtime(self.program)
+        rt = new_runtime(self.program)
         con = duckdb.connect()
         rels = rt.relations
         for name, cols in rels.items():
@@ -175,6 +178,19 @@ class Harness:
                         b, r = rt.store.split(m.name, pos, k)
                         rebuilt.setdefault(b, {})[r] = v
                     assert idx == rebuilt, f"index {pos} of map {m.name} is out of step"
+
+
+def new_runtime(program, backend: str | None = None) -> Runtime:
+    """A runtime on ``backend`` (default: :data:`BACKEND`); a program the native backend refuses is skipped, named."""
+    import pytest
+
+    backend = backend or BACKEND
+    if backend == "python":
+        return Runtime(program, backend="python")
+    rt = Runtime(program, backend="auto")
+    if rt.backend != "native":
+        pytest.skip(f"the native backend refuses this program: {rt.backend_reason}")
+    return rt
 
 
 _HARNESSES: dict[str, Harness] = {}

@@ -1,0 +1,248 @@
+"""The loaded native module of one runtime: batches in as columns, entries out for the Python mirror.
+
+Why columns: crossing into C costs about a microsecond per call, so a batch
+crosses once per (relation, sign): each column the trigger reads becomes one
+``array`` of int64 or double (dates as day numbers, strings as ids of the
+runtime's intern table, made in one pass per column), handed to C without a
+copy.  What comes back is only what a reader asks for: the keys written since
+the mirror's last sync (:meth:`NativeMaps.pending`), the last batch's journal
+(:meth:`NativeMaps.last`, for the view changes), or a map's entries.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+from array import array
+from collections.abc import Iterable, Sequence
+
+from cffi import FFI
+
+from ...ast import Program
+from ...errors import RuntimeStateError
+from .build import Built, build
+from .cgen import Module, generate
+from .crt import CDEF
+
+ffi = FFI()
+ffi.cdef(CDEF)
+_LIBS: dict[str, object] = {}
+_LIBS_LOCK = threading.Lock()
+
+
+class Interner(dict):
+    """STRING values to int64 ids (``ids[s]`` interns on first sight); ``strings[id]`` is the way back."""
+
+    def __init__(self):
+        super().__init__()
+        self.strings: list[str] = []
+
+    def __missing__(self, s):
+        if not isinstance(s, str):
+            raise TypeError(f"a STRING column holds {s!r}, not a string")
+        i = self[s] = len(self.strings)
+        self.strings.append(s)
+        return i
+
+
+def _i64(a: array):
+    """An int64 ``array`` as a C pointer, without a copy."""
+    return ffi.from_buffer("int64_t[]", a)
+
+
+def _ordinal(d) -> int:
+    try:
+        return d.toordinal()
+    except AttributeError:
+        raise TypeError(f"a DATE column holds {d!r}, not a date") from None
+
+
+def _bits(values: array) -> array:
+    """Doubles as their int64 bits (FLOAT key columns), -0.0 as 0.0 as the C side keys it."""
+    out = array("q")
+    out.frombytes(array("d", [v + 0.0 for v in values]).tobytes())
+    return out
+
+
+class NativeMaps:
+    """One runtime's C maps (the truth in native mode) behind the fixed API of :mod:`.crt`."""
+
+    def __init__(self, program: Program, module: Module, lib, built: Built, epsilon: float):
+        self.program, self.module, self.lib, self.built = program, module, lib, built
+        self.rt = ffi.gc(lib.rt_new(epsilon), lib.rt_free)
+        if self.rt == ffi.NULL:
+            raise MemoryError("rt_new")
+        self.ids = Interner()
+        for s in module.strings:  # the generated code knows string constants by these ids
+            self.ids[s]
+        self.map_no = {name: i for i, name in enumerate(module.maps)}
+        self.trigger_no = {key: i for i, key in enumerate(module.triggers)}
+        self.arity = {m.name: len(m.keys) for m in program.maps}
+        self.key_types = {m.name: tuple(k.type for k in m.keys) for m in program.maps}
+        self.float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
+        self.column_types = {r.name: tuple(c.type for c in r.columns) for r in program.relations}
+
+    # -- batches in ----------------------------------------------------------
+    def column(self, values, m3_type: str) -> array:
+        """One column as the C side reads it (an ``array`` of the right type is taken as it is)."""
+        if m3_type == "FLOAT":
+            return values if isinstance(values, array) and values.typecode == "d" else array("d", values)
+        if isinstance(values, array) and values.typecode == "q":
+            return values
+        if m3_type == "STRING":
+            return array("q", map(self.ids.__getitem__, values))
+        if m3_type == "DATE":
+            return array("q", map(_ordinal, values))
+        return array("q", values)
+
+    def prepare(self, relation: str, sign: int, columns: Sequence, n: int) -> tuple:
+        """``(trigger number, rows, C pointer array, keep-alive)`` for :meth:`run`: columns converted, nothing run."""
+        used = self.module.used[(relation, sign)]
+        types = self.column_types[relation]
+        if len(columns) != len(types):
+            raise ValueError(f"relation {relation} has {len(types)} columns, not {len(columns)}")
+        ptrs = ffi.new("void *[]", max(1, len(types)))
+        keep = []
+        for i in used:
+            col = self.column(columns[i], types[i])
+            if len(col) != n:
+                raise ValueError(f"column {i} of {relation} has {len(col)} values, not {n}")
+            keep.append(col)
+            ptrs[i] = ffi.from_buffer(col)  # void *: any buffer
+        return self.trigger_no[(relation, sign)], n, ptrs, keep
+
+    def run(self, prepared: Iterable[tuple]) -> None:
+        """Run prepared batches as one atomic batch: all, or (on any error) none."""
+        lib, rt = self.lib, self.rt
+        try:
+            for tno, n, ptrs, _keep in prepared:
+                if n and lib.rt_trigger(rt, tno, n, ptrs) != 0:
+                    raise RuntimeStateError("native trigger failed (out of memory or an injected failure); "
+                                            "the batch was rolled back")
+        except BaseException:
+            lib.rt_rollback(rt)
+            raise
+        lib.rt_commit(rt)
+
+    def fail_after(self, updates: int) -> None:
+        """Testing: make the ``updates``-th map update from now fail (0: never)."""
+        self.lib.rt_fail_after(self.rt, updates)
+
+    # -- entries out -----------------------------------------------------------
+    def _decode_keys(self, name: str, flat: array, n: int) -> list[tuple]:
+        arity = self.arity[name]
+        if arity == 0:
+            return [()] * n
+        cols = []
+        for j, t in enumerate(self.key_types[name]):
+            col = flat[j::arity]
+            if t == "FLOAT":
+                col = array("d", col.tobytes())
+            elif t == "DATE":
+                col = list(map(datetime.date.fromordinal, col))
+            elif t == "STRING":
+                col = list(map(self.ids.strings.__getitem__, col))
+            cols.append(col)
+        return list(zip(*cols))
+
+    def _encode_keys(self, name: str, keys: Sequence[tuple]) -> array:
+        arity = self.arity[name]
+        if arity == 0:
+            return array("q", [0])
+        cols = list(zip(*keys)) if keys else [()] * arity
+        parts = []
+        for j, t in enumerate(self.key_types[name]):
+            parts.append(_bits(array("d", cols[j])) if t == "FLOAT" else self.column(cols[j], t))
+        flat = array("q", bytes(8 * arity * len(keys)))
+        for j, part in enumerate(parts):
+            flat[j::arity] = part
+        return flat
+
+    def _decode_values(self, name: str, raw: array) -> Sequence:
+        return array("d", raw.tobytes()) if name in self.float_maps else raw
+
+    def _encode_values(self, name: str, values: Sequence) -> array:
+        if name in self.float_maps:
+            out = array("q")
+            out.frombytes(array("d", values).tobytes())
+            return out
+        return array("q", values)
+
+    def pending(self, name: str) -> list[tuple] | None:
+        """The keys written since :meth:`clear_pending` (no repeats), or None: too many, reload the map."""
+        m = self.map_no[name]
+        n = self.lib.rt_pending(self.rt, m, ffi.NULL)
+        if n < 0:
+            return None
+        if self.arity[name] == 0:
+            return [()] if n else []
+        flat = array("q", bytes(8 * n))
+        self.lib.rt_pending(self.rt, m, _i64(flat))
+        return list(dict.fromkeys(self._decode_keys(name, flat, n // self.arity[name])))
+
+    def clear_pending(self) -> None:
+        self.lib.rt_pending_clear(self.rt)
+
+    def get_many(self, name: str, keys: Sequence[tuple]) -> Sequence:
+        """The current values at ``keys`` (0 where absent)."""
+        if not keys:
+            return []
+        flat = self._encode_keys(name, keys)
+        out = array("q", bytes(8 * len(keys)))
+        self.lib.rt_get_many(self.rt, self.map_no[name], len(keys), _i64(flat), _i64(out))
+        return self._decode_values(name, out)
+
+    def last(self, name: str) -> list[tuple[tuple, object]]:
+        """The last committed batch's journal of map ``name``: ``(key, old value)`` in the order written."""
+        m = self.map_no[name]
+        n = self.lib.rt_last(self.rt, m, ffi.NULL)
+        if not n:
+            return []
+        flat = array("q", bytes(8 * n))
+        self.lib.rt_last(self.rt, m, _i64(flat))
+        rec = self.arity[name] + 1
+        keys_flat = array("q", bytes(8 * (n // rec) * max(1, rec - 1)))
+        if rec > 1:
+            for j in range(rec - 1):
+                keys_flat[j::rec - 1] = flat[j::rec]
+        keys = self._decode_keys(name, keys_flat, n // rec)
+        olds = self._decode_values(name, flat[rec - 1::rec])
+        return list(zip(keys, olds))
+
+    def dump(self, name: str) -> list[tuple[tuple, object]]:
+        """Every entry of map ``name``."""
+        m = self.map_no[name]
+        n = self.lib.rt_count(self.rt, m)
+        keys = array("q", bytes(8 * n * max(1, self.arity[name])))
+        vals = array("q", bytes(8 * n))
+        got = self.lib.rt_dump(self.rt, m, _i64(keys), _i64(vals))
+        return list(zip(self._decode_keys(name, keys, got), self._decode_values(name, vals)))
+
+    def load(self, name: str, entries: Sequence[tuple[tuple, object]]) -> None:
+        """Set entries of map ``name`` (no journal: loading state, not a batch)."""
+        if not entries:
+            return
+        keys = self._encode_keys(name, [k for k, _ in entries])
+        vals = self._encode_values(name, [v for _, v in entries])
+        if self.lib.rt_load(self.rt, self.map_no[name], len(entries), _i64(keys), _i64(vals)):
+            raise MemoryError(f"loading map {name}")
+
+    def clear(self) -> None:
+        self.lib.rt_clear(self.rt)
+
+    def entries(self) -> int:
+        return self.lib.rt_entries(self.rt)
+
+
+def open_native(program: Program, epsilon: float) -> NativeMaps:
+    """Generate, build (or find in the cache) and load ``program``'s C module.
+
+    Raises :class:`.cgen.Unsupported` or :class:`.build.NoCompiler` with the reason it cannot.
+    """
+    module = generate(program)
+    built = build(module.source)
+    with _LIBS_LOCK:
+        lib = _LIBS.get(str(built.path))
+        if lib is None:
+            lib = _LIBS[str(built.path)] = ffi.dlopen(str(built.path))
+    return NativeMaps(program, module, lib, built, epsilon)

@@ -1,0 +1,362 @@
+"""The fixed part of every generated C module: hash maps, secondary indexes, journals, the exported API.
+
+Why a fixed part: the per-program code (:mod:`.cgen`) only emits trigger
+loops and the maps' shapes; everything that is the same for every program
+lives here once, so a generated module is small and the API the Python side
+calls (:data:`CDEF`) is identical for all programs (one ``cffi`` declaration).
+
+Layout of a map: an entry *pool* (keys as ``arity`` int64 each — INT, DATE
+as a day number, STRING as an interned id, FLOAT as its bits — a value
+``val_t`` and the key's hash) addressed by int32 entry ids, freed ids reused;
+a *primary* open-addressing table (linear probing, tombstones) of
+``(hash, id)`` slots; and per secondary index a table from the bound
+positions' values to the *head* entry of a doubly linked list of the entries
+sharing them (``next``/``prev`` per entry).  An index slot compares its key
+by reading the head entry's key, so indexes store no keys of their own.
+
+Journals: every update appends ``(key, old value)`` to the map's working
+journal; :c:func:`rt_rollback` undoes it newest first, :c:func:`rt_commit`
+keeps it as the *last batch's* journal (the view changes, read lazily) and
+adds its keys to the *pending* list that the Python mirror reads when it
+syncs (capped: past the cap the map is marked for a full reload instead).
+"""
+
+CDEF = """
+typedef struct rt rt_t;
+rt_t *rt_new(double eps);
+void rt_free(rt_t *rt);
+int rt_trigger(rt_t *rt, int t, int64_t n, void **cols);
+void rt_commit(rt_t *rt);
+void rt_rollback(rt_t *rt);
+void rt_clear(rt_t *rt);
+int64_t rt_count(rt_t *rt, int m);
+int64_t rt_dump(rt_t *rt, int m, int64_t *keys, int64_t *vals);
+int rt_load(rt_t *rt, int m, int64_t n, const int64_t *keys, const int64_t *vals);
+int64_t rt_pending(rt_t *rt, int m, int64_t *out);
+void rt_pending_clear(rt_t *rt);
+void rt_get_many(rt_t *rt, int m, int64_t n, const int64_t *keys, int64_t *vals);
+int64_t rt_last(rt_t *rt, int m, int64_t *out);
+void rt_fail_after(rt_t *rt, int64_t n);
+int64_t rt_entries(rt_t *rt);
+"""
+
+SOURCE = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef union { int64_t i; double d; } val_t;
+typedef struct { uint32_t h; int32_t id; } slot_t;          /* id -1: empty, -2: removed */
+typedef struct {
+    int npos; int pos[16];
+    int64_t cap, used, tomb;                               /* cap: a power of two */
+    slot_t *slots;
+    int32_t *next, *prev;                                  /* per entry (secondary indexes only) */
+} index_t;
+typedef struct {
+    int arity, stride, isfloat; double eps;
+    int64_t n, pcap, ptop, nfree;
+    int64_t *keys; val_t *vals; uint8_t *live; uint32_t *hash; int32_t *freelist;
+    index_t prim; int nidx; index_t idx[8];
+    int64_t *jw, jwn, jwcap;                               /* working journal: arity keys + old value */
+    int64_t *jl, jln, jlcap;                               /* the last committed batch's journal */
+    int64_t *pend, pendn, pendcap; int overflow;           /* keys written since the mirror's last sync */
+} map_t;
+struct rt { int nmaps; int64_t fail_after; int failed; map_t maps[NMAPS]; };
+typedef struct rt rt_t;
+
+static inline int64_t f2k(double d) { int64_t k; if (d == 0.0) d = 0.0; memcpy(&k, &d, 8); return k; }
+static inline double k2f(int64_t k) { double d; memcpy(&d, &k, 8); return d; }
+
+static inline uint32_t hkey(const int64_t *k, const index_t *t) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < t->npos; i++) {
+        h ^= (uint64_t)k[t->pos[i]] + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+        h ^= h >> 31; h *= 0xBF58476D1CE4E5B9ULL; h ^= h >> 29;
+    }
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static inline int same_key(const map_t *m, int32_t e, const int64_t *k, const index_t *t) {
+    const int64_t *ek = m->keys + (int64_t)e * m->stride;
+    for (int i = 0; i < t->npos; i++) if (ek[t->pos[i]] != k[t->pos[i]]) return 0;
+    return 1;
+}
+
+/* the slot holding key k (positions of t), or -1 */
+static inline int64_t tab_find(const map_t *m, const index_t *t, const int64_t *k, uint32_t h) {
+    if (!t->cap) return -1;
+    int64_t mask = t->cap - 1, s = h & mask;
+    for (;;) {
+        slot_t sl = t->slots[s];
+        if (sl.id == -1) return -1;
+        if (sl.id >= 0 && sl.h == h && same_key(m, sl.id, k, t)) return s;
+        s = (s + 1) & mask;
+    }
+}
+
+static int tab_grow(index_t *t) {
+    int64_t live = t->used - t->tomb;
+    int64_t cap = 16;
+    while (cap < (live + 1) * 4) cap <<= 1;
+    slot_t *ns = malloc(sizeof(slot_t) * cap);
+    if (!ns) return -1;
+    for (int64_t i = 0; i < cap; i++) ns[i].id = -1;
+    for (int64_t i = 0; i < t->cap; i++) {
+        slot_t sl = t->slots[i];
+        if (sl.id < 0) continue;
+        int64_t s = sl.h & (cap - 1);
+        while (ns[s].id != -1) s = (s + 1) & (cap - 1);
+        ns[s] = sl;
+    }
+    free(t->slots);
+    t->slots = ns; t->cap = cap; t->used = live; t->tomb = 0;
+    return 0;
+}
+
+static int tab_insert(index_t *t, uint32_t h, int32_t id) {
+    if ((t->used + 1) * 2 > t->cap && tab_grow(t)) return -1;
+    int64_t mask = t->cap - 1, s = h & mask;
+    while (t->slots[s].id >= 0) s = (s + 1) & mask;
+    if (t->slots[s].id == -2) t->tomb--; else t->used++;
+    t->slots[s].h = h; t->slots[s].id = id;
+    return 0;
+}
+
+static inline void tab_remove(index_t *t, int64_t s) { t->slots[s].id = -2; t->tomb++; }
+
+static int pool_grow(map_t *m) {
+    int64_t cap = m->pcap ? m->pcap * 2 : 64;
+    int64_t *keys = realloc(m->keys, sizeof(int64_t) * cap * m->stride);
+    if (!keys) return -1; m->keys = keys;
+    val_t *vals = realloc(m->vals, sizeof(val_t) * cap); if (!vals) return -1; m->vals = vals;
+    uint8_t *live = realloc(m->live, cap); if (!live) return -1; m->live = live;
+    uint32_t *hash = realloc(m->hash, sizeof(uint32_t) * cap); if (!hash) return -1; m->hash = hash;
+    int32_t *fl = realloc(m->freelist, sizeof(int32_t) * cap); if (!fl) return -1; m->freelist = fl;
+    for (int i = 0; i < m->nidx; i++) {
+        int32_t *nx = realloc(m->idx[i].next, sizeof(int32_t) * cap); if (!nx) return -1; m->idx[i].next = nx;
+        int32_t *pv = realloc(m->idx[i].prev, sizeof(int32_t) * cap); if (!pv) return -1; m->idx[i].prev = pv;
+    }
+    m->pcap = cap;
+    return 0;
+}
+
+static inline int32_t map_find(const map_t *m, const int64_t *k) {
+    int64_t s = tab_find(m, &m->prim, k, hkey(k, &m->prim));
+    return s < 0 ? -1 : m->prim.slots[s].id;
+}
+
+/* the first entry whose key has k's values at index i's positions, or -1 */
+static inline int32_t idx_head(const map_t *m, int i, const int64_t *k) {
+    const index_t *t = &m->idx[i];
+    int64_t s = tab_find(m, t, k, hkey(k, t));
+    return s < 0 ? -1 : t->slots[s].id;
+}
+
+static int entry_insert(map_t *m, const int64_t *k, val_t v) {
+    int32_t e;
+    if (m->nfree) e = m->freelist[--m->nfree];
+    else { if (m->ptop == m->pcap && pool_grow(m)) return -1; e = (int32_t)m->ptop++; }
+    memcpy(m->keys + (int64_t)e * m->stride, k, sizeof(int64_t) * m->arity);
+    m->vals[e] = v; m->live[e] = 1;
+    uint32_t h = hkey(k, &m->prim); m->hash[e] = h;
+    if (tab_insert(&m->prim, h, e)) return -1;
+    for (int i = 0; i < m->nidx; i++) {
+        index_t *t = &m->idx[i];
+        uint32_t hi = hkey(k, t);
+        int64_t s = tab_find(m, t, k, hi);
+        t->prev[e] = -1;
+        if (s >= 0) { int32_t head = t->slots[s].id; t->next[e] = head; t->prev[head] = e; t->slots[s].id = e; }
+        else { t->next[e] = -1; if (tab_insert(t, hi, e)) return -1; }
+    }
+    m->n++;
+    return 0;
+}
+
+static void entry_remove(map_t *m, int32_t e) {
+    const int64_t *k = m->keys + (int64_t)e * m->stride;
+    for (int i = 0; i < m->nidx; i++) {
+        index_t *t = &m->idx[i];
+        int32_t p = t->prev[e], nx = t->next[e];
+        if (p >= 0) t->next[p] = nx;
+        else {
+            int64_t s = tab_find(m, t, k, hkey(k, t));
+            if (nx >= 0) t->slots[s].id = nx; else tab_remove(t, s);
+        }
+        if (nx >= 0) t->prev[nx] = p;
+    }
+    int64_t mask = m->prim.cap - 1, s = m->hash[e] & mask;
+    while (m->prim.slots[s].id != e) s = (s + 1) & mask;
+    tab_remove(&m->prim, s);
+    m->live[e] = 0; m->freelist[m->nfree++] = e; m->n--;
+}
+
+/* set an entry (zero bits remove it), no journal: rollback and loading */
+static int map_setv(map_t *m, const int64_t *k, val_t v) {
+    int32_t e = map_find(m, k);
+    if (v.i != 0) { if (e >= 0) { m->vals[e] = v; return 0; } return entry_insert(m, k, v); }
+    if (e >= 0) entry_remove(m, e);
+    return 0;
+}
+
+static int journal(rt_t *rt, map_t *m, const int64_t *k, val_t old) {
+    if (rt->fail_after > 0 && --rt->fail_after == 0) { rt->failed = 1; return -1; }
+    int64_t rec = m->arity + 1;
+    if (m->jwn + rec > m->jwcap) {
+        int64_t cap = m->jwcap ? m->jwcap * 2 : 1024;
+        while (cap < m->jwn + rec) cap *= 2;
+        int64_t *j = realloc(m->jw, sizeof(int64_t) * cap); if (!j) return -1;
+        m->jw = j; m->jwcap = cap;
+    }
+    memcpy(m->jw + m->jwn, k, sizeof(int64_t) * m->arity);
+    m->jw[m->jwn + m->arity] = old.i;
+    m->jwn += rec;
+    return 0;
+}
+
+static inline int64_t map_get_i(const map_t *m, const int64_t *k) { int32_t e = map_find(m, k); return e < 0 ? 0 : m->vals[e].i; }
+static inline double map_get_d(const map_t *m, const int64_t *k) { int32_t e = map_find(m, k); return e < 0 ? 0.0 : m->vals[e].d; }
+
+static int map_add_i(rt_t *rt, map_t *m, const int64_t *k, int64_t d) {
+    int32_t e = map_find(m, k);
+    val_t o; o.i = e < 0 ? 0 : m->vals[e].i;
+    int64_t n = o.i + d;
+    if (journal(rt, m, k, o)) return -1;
+    if (n) { if (e >= 0) { m->vals[e].i = n; return 0; } val_t v; v.i = n; return entry_insert(m, k, v); }
+    if (e >= 0) entry_remove(m, e);
+    return 0;
+}
+
+static int map_add_d(rt_t *rt, map_t *m, const int64_t *k, double d) {
+    int32_t e = map_find(m, k);
+    val_t o; if (e < 0) o.i = 0; else o = m->vals[e];
+    double n = o.d + d;
+    if (journal(rt, m, k, o)) return -1;
+    if (n > m->eps || n < -m->eps) { if (e >= 0) { m->vals[e].d = n; return 0; } val_t v; v.d = n; return entry_insert(m, k, v); }
+    if (e >= 0) entry_remove(m, e);
+    return 0;
+}
+
+static void map_init(map_t *m, int arity, int isfloat, double eps) {
+    memset(m, 0, sizeof(*m));
+    m->arity = arity; m->stride = arity ? arity : 1; m->isfloat = isfloat; m->eps = eps;
+    m->prim.npos = arity;
+    for (int i = 0; i < arity; i++) m->prim.pos[i] = i;
+}
+
+static void map_add_index(map_t *m, int npos, const int *pos) {
+    index_t *t = &m->idx[m->nidx++];
+    t->npos = npos;
+    for (int i = 0; i < npos; i++) t->pos[i] = pos[i];
+}
+
+static void map_release(map_t *m) {
+    free(m->keys); free(m->vals); free(m->live); free(m->hash); free(m->freelist); free(m->prim.slots);
+    for (int i = 0; i < m->nidx; i++) { free(m->idx[i].slots); free(m->idx[i].next); free(m->idx[i].prev); }
+    free(m->jw); free(m->jl); free(m->pend);
+}
+
+static void map_empty(map_t *m) {
+    for (int64_t e = 0; e < m->ptop; e++) m->live[e] = 0;
+    m->n = 0; m->ptop = 0; m->nfree = 0;
+    for (int64_t s = 0; s < m->prim.cap; s++) m->prim.slots[s].id = -1;
+    m->prim.used = m->prim.tomb = 0;
+    for (int i = 0; i < m->nidx; i++) {
+        index_t *t = &m->idx[i];
+        for (int64_t s = 0; s < t->cap; s++) t->slots[s].id = -1;
+        t->used = t->tomb = 0;
+    }
+    m->jwn = m->jln = m->pendn = 0; m->overflow = 0;
+}
+
+static void rt_setup(rt_t *rt, double eps);  /* generated: the maps and their indexes */
+static int run_trigger(rt_t *rt, int t, int64_t n, void **cols);  /* generated */
+
+rt_t *rt_new(double eps) {
+    rt_t *rt = calloc(1, sizeof(rt_t));
+    if (rt) rt_setup(rt, eps);
+    return rt;
+}
+
+void rt_free(rt_t *rt) { if (!rt) return; for (int i = 0; i < rt->nmaps; i++) map_release(&rt->maps[i]); free(rt); }
+
+int rt_trigger(rt_t *rt, int t, int64_t n, void **cols) { return run_trigger(rt, t, n, cols); }
+
+void rt_rollback(rt_t *rt) {
+    for (int i = 0; i < rt->nmaps; i++) {
+        map_t *m = &rt->maps[i];
+        int64_t rec = m->arity + 1;
+        for (int64_t p = m->jwn - rec; p >= 0; p -= rec) { val_t v; v.i = m->jw[p + m->arity]; map_setv(m, m->jw + p, v); }
+        m->jwn = 0;
+    }
+    rt->failed = 0;
+}
+
+void rt_commit(rt_t *rt) {
+    for (int i = 0; i < rt->nmaps; i++) {
+        map_t *m = &rt->maps[i];
+        int64_t rec = m->arity + 1, nk = m->jwn / rec;
+        if (!m->overflow) {
+            if (m->pendn + nk * m->arity > 4 * (m->n + 16384) * (m->arity ? m->arity : 1)) { m->overflow = 1; m->pendn = 0; }
+            else {
+                if (m->pendn + nk * m->arity + 1 > m->pendcap) {
+                    int64_t cap = m->pendcap ? m->pendcap * 2 : 4096;
+                    while (cap < m->pendn + nk * m->arity + 1) cap *= 2;
+                    int64_t *p = realloc(m->pend, sizeof(int64_t) * cap);
+                    if (!p) { m->overflow = 1; m->pendn = 0; goto swap; }
+                    m->pend = p; m->pendcap = cap;
+                }
+                for (int64_t r = 0; r < nk; r++) { memcpy(m->pend + m->pendn, m->jw + r * rec, sizeof(int64_t) * m->arity); m->pendn += m->arity; }
+                if (!m->arity && nk) m->pendn += 0, m->pend[0] = 1, m->pendn = 1;  /* arity 0: one flag */
+            }
+        }
+    swap:;
+        int64_t *j = m->jl; int64_t jc = m->jlcap;
+        m->jl = m->jw; m->jlcap = m->jwcap; m->jln = m->jwn;
+        m->jw = j; m->jwcap = jc; m->jwn = 0;
+    }
+}
+
+void rt_clear(rt_t *rt) { for (int i = 0; i < rt->nmaps; i++) map_empty(&rt->maps[i]); }
+int64_t rt_count(rt_t *rt, int m) { return rt->maps[m].n; }
+int64_t rt_entries(rt_t *rt) { int64_t n = 0; for (int i = 0; i < rt->nmaps; i++) n += rt->maps[i].n; return n; }
+
+int64_t rt_dump(rt_t *rt, int mi, int64_t *keys, int64_t *vals) {
+    map_t *m = &rt->maps[mi]; int64_t j = 0;
+    for (int64_t e = 0; e < m->ptop; e++) {
+        if (!m->live[e]) continue;
+        memcpy(keys + j * m->arity, m->keys + e * m->stride, sizeof(int64_t) * m->arity);
+        vals[j++] = m->vals[e].i;
+    }
+    return j;
+}
+
+int rt_load(rt_t *rt, int mi, int64_t n, const int64_t *keys, const int64_t *vals) {
+    map_t *m = &rt->maps[mi];
+    for (int64_t j = 0; j < n; j++) { val_t v; v.i = vals[j]; if (map_setv(m, keys + j * m->arity, v)) return -1; }
+    return 0;
+}
+
+/* keys written since the last rt_pending_clear (arity int64 each, repeats possible); -1: reload the whole map */
+int64_t rt_pending(rt_t *rt, int mi, int64_t *out) {
+    map_t *m = &rt->maps[mi];
+    if (m->overflow) return -1;
+    if (out) memcpy(out, m->pend, sizeof(int64_t) * m->pendn);
+    return m->pendn;
+}
+
+void rt_pending_clear(rt_t *rt) { for (int i = 0; i < rt->nmaps; i++) { rt->maps[i].pendn = 0; rt->maps[i].overflow = 0; } }
+
+void rt_get_many(rt_t *rt, int mi, int64_t n, const int64_t *keys, int64_t *vals) {
+    map_t *m = &rt->maps[mi];
+    for (int64_t j = 0; j < n; j++) { int32_t e = map_find(m, keys + j * m->arity); vals[j] = e < 0 ? 0 : m->vals[e].i; }
+}
+
+int64_t rt_last(rt_t *rt, int mi, int64_t *out) {
+    map_t *m = &rt->maps[mi];
+    if (out) memcpy(out, m->jl, sizeof(int64_t) * m->jln);
+    return m->jln;
+}
+
+void rt_fail_after(rt_t *rt, int64_t n) { rt->fail_after = n; }
+"""
