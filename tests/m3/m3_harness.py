@@ -105,7 +105,10 @@ class Harness:
         self.program = compile_sql(sql)
         self.queries = selects(sql)
 
-    def run(self, batches, *, check_maps: bool = True, delete_all: bool = True) -> Runtime:
+    def run(self, batches, *, check_maps: bool = True, delete_all: bool = True,
+            moves: dict[int, str] | None = None) -> Runtime:
+        """Apply ``batches``, comparing with DuckDB after each; ``moves``: after batch i, continue on a runtime
+        of backend ``moves[i]`` restored from the state of the one before (a box moving between nodes)."""
         rt = new_runtime(self.program)
         con = duckdb.connect()
         rels = rt.relations
@@ -113,6 +116,7 @@ class Harness:
             con.execute(f'CREATE TABLE "{name}" (_id BIGINT, ' + ", ".join(f'"{c}" {DUCK_TYPES[t]}' for c, t in cols) + ")")
         live: dict[str, list[tuple[int, tuple]]] = {name: [] for name in rels}
         next_id = 0
+        moves_done: list = []  # one per batch applied
         for ops in batches:
             events = []
             for op in ops:
@@ -129,6 +133,12 @@ class Harness:
                     events.append((rel, -1, row))
             rt.apply_batch(events)
             self.compare(rt, con, live, check_maps)
+            if moves and len(moves_done) in moves:
+                target = new_runtime(self.program, moves[len(moves_done)])
+                target.restore(rt.state())
+                rt = target
+                self.compare(rt, con, live, check_maps)
+            moves_done.append(None)
         if delete_all:
             rt.apply_batch([(rel, -1, row) for rel, rows in live.items() for _, row in rows])
             assert rt.entries() == 0, {n: d for n, d in rt.store.data.items() if d}

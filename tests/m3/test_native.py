@@ -1,0 +1,214 @@
+"""The native (C) backend: fallback announced, compile cache, atomic batches, changes and state shared with Python.
+
+The per-shape comparison with DuckDB on the native backend is in the
+``test_*_vs_duckdb`` modules (parametrised by conftest); here are the
+properties of the backend itself.
+"""
+
+from __future__ import annotations
+
+import datetime
+import doctest
+import logging
+import math
+import random
+
+import pytest
+from boreas.m3 import Runtime, RuntimeStateError, compile_sql
+from m3_harness import shared_harness, workloads
+
+GROUPED = "CREATE STREAM R(a INT, b INT, c DOUBLE, s VARCHAR, d DATE);\n"
+SUMS = GROUPED + "SELECT a, s, SUM(b) AS total, SUM(c) AS fs, COUNT(*) AS n FROM R GROUP BY a, s"
+Q3 = """
+CREATE STREAM customer(c_custkey INT, c_mktsegment VARCHAR);
+CREATE STREAM orders(o_orderkey INT, o_custkey INT, o_orderdate DATE, o_shippriority INT);
+CREATE STREAM lineitem(l_orderkey INT, l_extendedprice DOUBLE, l_discount DOUBLE, l_shipdate DATE);
+SELECT l.l_orderkey, o.o_orderdate, o.o_shippriority, SUM(l.l_extendedprice * (1 - l.l_discount)) AS revenue
+FROM customer c, orders o, lineitem l
+WHERE c.c_mktsegment = 'BUILDING' AND c.c_custkey = o.o_custkey AND l.l_orderkey = o.o_orderkey
+  AND o.o_orderdate < DATE '1995-03-15' AND l.l_shipdate > DATE '1995-03-15'
+GROUP BY l.l_orderkey, o.o_orderdate, o.o_shippriority
+"""
+GENERAL = GROUPED + "SELECT a, MIN(b) AS lo, SUM(c) AS fs FROM R GROUP BY a HAVING COUNT(*) > 1"
+DATES = [datetime.date(1995, 3, 1), datetime.date(1995, 4, 1)]
+
+
+def native(sql_or_program, **kwargs) -> Runtime:
+    rt = Runtime(sql_or_program, backend="native", **kwargs)
+    assert rt.backend == "native" and rt.backend_reason is None
+    return rt
+
+
+def r_events(rnd: random.Random, n: int, live: list) -> list:
+    out = []
+    for _ in range(n):
+        if live and rnd.random() < 0.3:
+            out.append(("R", -1, live.pop(rnd.randrange(len(live)))))
+            continue
+        row = (rnd.randrange(4), rnd.randrange(-3, 5), rnd.randrange(-8, 9) / 4, rnd.choice("xyz"), rnd.choice(DATES))
+        live.append(row)
+        out.append(("R", 1, row))
+    return out
+
+
+def norm(state: dict) -> dict:
+    """A state with each map's entries in one order (the format does not fix their order)."""
+    return {**state, "maps": {m: sorted(rows, key=repr) for m, rows in state["maps"].items()}}
+
+
+def same_changes(a: dict, b: dict) -> bool:
+    if set(a) != set(b):
+        return False
+    for view in a:
+        x, y = dict(a[view]), dict(b[view])
+        if set(x) != set(y) or len(x) != len(a[view]) or len(y) != len(b[view]):
+            return False
+        for k in x:
+            u = x[k] if isinstance(x[k], tuple) else (x[k],)
+            v = y[k] if isinstance(y[k], tuple) else (y[k],)
+            if not all(math.isclose(p, q, abs_tol=1e-9) for p, q in zip(u, v)):
+                return False
+    return True
+
+
+@pytest.mark.parametrize("sql", [SUMS, GENERAL, Q3], ids=["sums", "having-min", "q3"])
+def test_changes_views_and_reads_equal_the_python_backend(sql):
+    py, nat = Runtime(sql, backend="python"), native(sql)
+    rnd, live = random.Random(7), []
+    for i in range(30):
+        if sql is Q3:
+            from test_runtime import q3_events
+            events = q3_events(i, 40)[0]
+        else:
+            events = r_events(rnd, rnd.randrange(1, 25), live)
+        assert py.apply_batch(events) == nat.apply_batch(events)
+        if i % 3:  # sometimes read nothing: the mirror and the changes must still come out right later
+            assert same_changes(py.changes(), nat.changes()), i
+        if i % 4 == 0:
+            for v in py.views:
+                assert same_changes({v: list(py.view(v).items())}, {v: list(nat.view(v).items())})
+    assert norm(py.state()) == norm(nat.state())
+    for m in py.program.maps:
+        assert py.read_sum(m.name) == pytest.approx(nat.read_sum(m.name))
+    assert py.entries() == nat.entries()
+
+
+def test_a_failing_batch_rolls_back_and_keeps_the_last_changes():
+    rt = native(SUMS)
+    rnd, live = random.Random(3), []
+    rt.apply_batch(r_events(rnd, 20, live))
+    before, changes, version = rt.state(), rt.changes(), rt.version
+    rt._native.fail_after(15)  # the 15th map update of the next batch fails inside C
+    with pytest.raises(RuntimeStateError, match="rolled back"):
+        rt.apply_batch(r_events(rnd, 20, list(live)))
+    assert norm(rt.state()) == norm(before) and rt.version == version and rt.changes() == changes
+    rt._native.fail_after(0)
+    with pytest.raises(TypeError):  # a bad value is found while converting columns: nothing ran
+        rt.apply_batch([("R", 1, (1, 2, 0.5, "x", DATES[0])), ("R", 1, (1, 2, 0.5, 7, DATES[0]))])
+    with pytest.raises(ValueError):
+        rt.apply_batch([("R", 1, (1, 2))])
+    assert norm(rt.state()) == norm(before)
+
+
+def test_no_compiler_falls_back_to_python_and_says_so(monkeypatch, caplog, tmp_path):
+    monkeypatch.setenv("BOREAS_CC", str(tmp_path / "no-such-cc"))
+    with caplog.at_level(logging.INFO, logger="boreas.m3.runtime.program"):
+        rt = Runtime(SUMS)
+    assert rt.backend == "python" and "no C compiler" in rt.backend_reason and "no-such-cc" in rt.backend_reason
+    assert any("no C compiler" in r.getMessage() for r in caplog.records)
+    rt.apply_batch([("R", 1, (1, 2, 0.5, "x", DATES[0]))])
+    assert rt.view("Q1") == {(1, "x"): (2, 0.5, 1)}
+    with pytest.raises(RuntimeStateError, match="no C compiler"):
+        Runtime(SUMS, backend="native")
+
+
+def test_a_construct_the_generator_does_not_know_is_named():
+    sql = GROUPED + "SELECT a, SUM(b) AS t FROM R WHERE s < 'y' GROUP BY a"
+    rt = Runtime(sql)
+    assert rt.backend == "python" and "string comparison <" in rt.backend_reason
+    with pytest.raises(RuntimeStateError, match="string comparison"):
+        Runtime(sql, backend="native")
+    with pytest.raises(RuntimeStateError, match="backend must be"):
+        Runtime(sql, backend="fast")
+
+
+def test_a_program_compiled_once_is_loaded_from_the_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("BOREAS_M3_CACHE", str(tmp_path))
+    first = native(SUMS)
+    assert not first._native.built.cached and first._native.built.path.parent == tmp_path
+    second = native(SUMS)
+    assert second._native.built.cached and second._native.built.path == first._native.built.path
+    assert len(list(tmp_path.glob("*.so"))) == 1
+    other = native(GENERAL)
+    assert not other._native.built.cached and len(list(tmp_path.glob("*.so"))) == 2
+    first.apply_batch([("R", 1, (1, 2, 0.5, "x", DATES[0]))])  # two runtimes of one library keep their own maps
+    assert second.entries() == 0 and first.entries() > 0
+
+
+def test_apply_columns_equals_apply_grouped():
+    from array import array
+    rows = [(i % 3, i, i / 4, "xyz"[i % 3], DATES[i % 2]) for i in range(50)]
+    a, b, py = native(SUMS), native(SUMS), Runtime(SUMS, backend="python")
+    a.apply_grouped([("R", 1, rows)])
+    cols = list(zip(*rows))
+    b.apply_columns("R", 1, [array("q", cols[0]), array("q", cols[1]), array("d", cols[2]), cols[3], cols[4]])
+    py.apply_columns("R", 1, cols)
+    assert norm(a.state()) == norm(b.state()) == norm(py.state())
+    assert same_changes(a.changes(), py.changes())
+    with pytest.raises(RuntimeStateError, match="unknown relation"):
+        b.apply_columns("S", 1, cols)
+
+
+@pytest.mark.parametrize("start, moves", [("native", {1: "python", 2: "native"}), ("python", {0: "native", 2: "python"})],
+                         ids=["n-p-n", "p-n-p"])
+def test_state_moves_between_backends_and_stays_exact(start, moves):
+    """A box moving between a node with a compiler and one without: state() on one, restore on the other."""
+    from hypothesis import HealthCheck, given, settings
+    h = shared_harness(Q3)
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(workloads(Runtime(h.program, backend="python").relations, max_batches=5, max_ops=12))
+    def check(batches):
+        import m3_harness
+        m3_harness.BACKEND = start
+        try:
+            h.run(batches, moves=moves)
+        finally:
+            m3_harness.BACKEND = "python"
+
+    check()
+
+
+def test_partition_members_stay_on_python():
+    from boreas.m3.cumulus import even_layout
+    from boreas.m3.cumulus.member import MemberRuntime
+    p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS total FROM R GROUP BY a")
+    rt = MemberRuntime(p, even_layout("g", ["n1", "n2"], 4, maps=[("Q1_total", 0)]), 0)
+    assert rt.backend == "python" and "partition member" in rt.backend_reason
+
+
+def test_load_and_restore_fill_the_c_maps():
+    rows = [(i % 3, i, i / 4, "xyz"[i % 3], DATES[i % 2]) for i in range(30)]
+    py, nat = Runtime(SUMS, backend="python"), native(SUMS)
+    py.load({"R": rows})
+    nat.load({"R": rows})
+    assert norm(py.state()) == norm(nat.state())
+    more = [("R", -1, rows[0]), ("R", 1, (9, 9, 9.0, "q", DATES[0]))]
+    py.apply_batch(more)
+    nat.apply_batch(more)
+    assert norm(py.state()) == norm(nat.state()) and same_changes(py.changes(), nat.changes())
+    moved = Runtime.from_state(py.state(), backend="native")
+    assert moved.backend == "native" and norm(moved.state()) == norm(py.state()) and moved.entries() == py.entries()
+
+
+@pytest.mark.parametrize("name", ["cgen", "build", "crt"])
+def test_doctests(name):
+    import importlib
+    module = importlib.import_module(f"boreas.m3.runtime.native.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+
+
+def test_the_program_is_the_same_for_both_backends():
+    p = compile_sql(SUMS)
+    assert Runtime(p, backend="python").text() == native(p).text()
