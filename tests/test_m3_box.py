@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import logging
 import random
 import re
 
@@ -82,8 +83,9 @@ def duckdb_q3(data: dict[str, list[tuple]]) -> dict[tuple, float]:
 # -- validation (unit) ---------------------------------------------------------------
 
 
-def q3_app(sql: str | None = None, orders_date: str = "timestamp", sign: bool = False) -> str:
-    """The example application, with its SQL, the orders date type or a sign field changed."""
+def q3_app(sql: str | None = None, orders_date: str = "timestamp", sign: bool = False,
+           backend: str | None = None) -> str:
+    """The example application, with its SQL, the orders date type, a sign field or the M3 backend changed."""
     text = APP.read_text()
     if sql is not None:
         text = re.sub(r'name="sql" value="[^"]*"', f'name="sql" value="{sql}"', text)
@@ -95,6 +97,9 @@ def q3_app(sql: str | None = None, orders_date: str = "timestamp", sign: bool = 
                                 f'<schema name="{schema}">\n    <field name="sign" type="int" />')
         text = text.replace('<out stream="Revenue" />',
                             '<out stream="Revenue" />\n    <parameter name="sign-field" value="sign" />')
+    if backend is not None:
+        text = text.replace('<out stream="Revenue" />',
+                            f'<out stream="Revenue" />\n    <parameter name="backend" value="{backend}" />')
     return text
 
 
@@ -193,6 +198,27 @@ def test_state_and_restore_continue_exactly_through_msgpack():
                               "SELECT l_orderkey, o_orderdate, o_shippriority, SUM(l_extendedprice) AS revenue "
                               "FROM customer, orders, lineitem WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey "
                               "GROUP BY l_orderkey, o_orderdate, o_shippriority"))().restore(saved)
+
+
+def test_the_backend_parameter_picks_the_runtime_and_state_moves_between_backends(monkeypatch, caplog):
+    data = q3_rows(4)
+    first = {name: rows[: len(rows) // 2] for name, rows in data.items()}
+    rest = {name: rows[len(rows) // 2:] for name, rows in data.items()}
+    native, python = q3_operator(q3_app(backend="native"))(), q3_operator(q3_app(backend="python"))()
+    assert (native.backend, python.backend) == ("native", "python")
+    assert feed(native, first) == pytest.approx(feed(python, first))
+    monkeypatch.setenv("BOREAS_CC", "/nonexistent/cc")  # the node it moves to has no compiler
+    with caplog.at_level(logging.WARNING, logger="boreas.node.operators.m3box"):
+        there = q3_operator(q3_app())()
+    assert there.backend == "python" and "no C compiler" in there.backend_reason
+    assert any("runs the Python backend" in r.getMessage() for r in caplog.records)
+    there.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(native.state())))
+    feed(there, rest)
+    assert there.runtime.view("Q1") == pytest.approx(duckdb_q3(data))
+    with pytest.raises(OperatorError, match="no C compiler"):
+        q3_operator(q3_app(backend="native"))()
+    with pytest.raises(OperatorError, match="must be one of auto, native, python"):
+        q3_operator(q3_app(backend="turbo"))()
 
 
 def test_a_sign_field_makes_rows_deletes():

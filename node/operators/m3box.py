@@ -8,6 +8,10 @@ converted at the border only where the types differ (DATE columns are
 timestamps on the wire, ``datetime.date`` inside M3), with generated
 list comprehensions, so a batch without dates is handed to M3 as it came.
 
+The ``backend`` parameter (``auto``, the default, ``native`` or ``python``)
+picks the M3 backend; :attr:`M3Operator.backend` says which one runs (auto
+falls back to Python where there is no C compiler, and logs why once).
+
 The maps are the box's state: :meth:`M3Operator.state` is
 ``Runtime.state()`` (plain data), so a moving ``m3`` box takes its maps with
 it and continues exactly.  The query API (:mod:`boreas.node.query`) reads the
@@ -54,7 +58,7 @@ class M3Operator(Operator):
         for port, (want, got) in enumerate(zip(self.plan.outputs, self.outputs)):
             if not want.same_shape(got):
                 raise self.error(f"out port {port} would carry {want.describe()} but its schema is {got.describe()}")
-        self.runtime = Runtime(self.plan.program)
+        self.runtime = _runtime(box, self.plan.program, self.error)
         self.ignored = 0  # rows whose sign field was neither +1 nor -1
         self.failed_batches = 0
         self._split = [_splitter(p.columns, p.sign_index) for p in self.plan.ports]
@@ -93,8 +97,17 @@ class M3Operator(Operator):
 
     def state_entries(self) -> int:
         """Entries of every map (a partition member: its own)."""
-        store = self.runtime.store
-        return sum(store.size(m.name) for m in self.runtime.program.maps)
+        return self.runtime.entries()
+
+    @property
+    def backend(self) -> str:
+        """Which M3 backend maintains the maps here: "native" (compiled C) or "python"."""
+        return self.runtime.backend
+
+    @property
+    def backend_reason(self) -> str | None:
+        """Why this node runs the Python backend although ``backend`` was ``auto`` (None otherwise)."""
+        return self.runtime.backend_reason
 
     def state(self) -> dict:
         return {"runtime": self.runtime.state(), "ignored": self.ignored, "failed": self.failed_batches}
@@ -115,6 +128,29 @@ class M3Operator(Operator):
             if name == stream:
                 return self.plan.views[port].name
         return None
+
+
+BACKENDS = ("auto", "native", "python")
+
+
+def _runtime(box: Box, program, error) -> Runtime:
+    """The box's runtime on the backend its ``backend`` parameter asks for (default auto); a fallback is logged.
+
+    The choice is per node: a box moved to a node without a C compiler runs
+    the Python backend there (the state format is the same) and says so.
+    """
+    wanted = (box.param("backend") or "auto").strip().lower()
+    if wanted not in BACKENDS:
+        raise error(f"parameter 'backend'={wanted!r} must be one of {', '.join(BACKENDS)}")
+    try:
+        runtime = Runtime(program, backend=wanted)
+    except M3Error as exc:
+        raise error(str(exc)) from None
+    if runtime.backend_reason:
+        log.warning("m3 box %r runs the Python backend: %s", box.name, runtime.backend_reason)
+    else:
+        log.info("m3 box %r runs the %s backend", box.name, runtime.backend)
+    return runtime
 
 
 def _splitter(columns: tuple[tuple[str, str], ...], sign_index: int | None):
