@@ -69,6 +69,7 @@ from ..operators.base import Emitted, InternalStreams
 from ..operators.m3box import M3Operator
 from . import messages as msg
 from .coordinator import Coordinating
+from .hosting import Hosting
 from .leader import Leader
 from .loading import BulkLoad
 from .messages import MessageRows, key_codecs
@@ -93,18 +94,20 @@ def layout_of(partition: Partition) -> Layout:
                   version=partition.layout)
 
 
-class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
-    """The member of a partitioned ``m3`` box that ``endpoint`` hosts."""
+class PartOperator(Hosting, Coordinating, LayoutChanges, BulkLoad, M3Operator):
+    """The member(s) of a partitioned ``m3`` box that ``endpoint`` hosts (two or more only after a failover:
+    :mod:`~boreas.node.cumulus.hosting`); ``member`` and ``host`` build a guest member inside its host."""
 
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition, endpoint: str):
-        super().__init__(box, inputs, outputs)
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition, endpoint: str,
+                 member: int | None = None, host: PartOperator | None = None):
+        M3Operator.__init__(self, box, inputs, outputs)
         members = partition.member_of(endpoint)
         if not members:
             raise self.error(f"is partitioned over {', '.join(partition.nodes)}, not {endpoint}")
         if not partition.planned:
             raise self.error("is partitioned, but its partition has no segments yet (the Head plans them)")
         self.partition = partition
-        self.member = me = members[0]
+        self.member = me = members[0] if member is None else member
         self.n = len(partition.nodes)
         try:
             self.layout = layout_of(partition).check_program(self.plan.program)
@@ -118,13 +121,14 @@ class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
         self._involved = [self._involvement(plan, port, self.layout) for port in range(len(box.inputs))]
         self._encode_key, self._decode_key = key_codecs(self.plan.program)
         self.epoch_s = partition.epoch_ms / 1000.0
-        others = [m for m in range(self.n) if m != me]
+        others = [m for m in range(self.n) if m not in members]  # members on other nodes
         self._port_to = {m: len(box.outputs) + i for i, m in enumerate(others)}
-        stream = internal_stream(box.name, me)
+        self._inport = {len(box.inputs) + i: m for i, m in enumerate(members)}
+        streams = [internal_stream(box.name, m) for m in members]
         self._internal = InternalStreams(
-            inputs={stream: len(box.inputs)},
+            inputs={stream: port for port, stream in zip(self._inport, streams)},
             outputs=tuple((internal_stream(box.name, m), partition.nodes[m]) for m in others),
-            schemas={}, decoders={stream: MessageRows()})
+            schemas={}, decoders={stream: MessageRows() for stream in streams})
         # coordinator
         self.epoch = 0  # the epoch it stamps Work with (the last Advance)
         self.seq = 0
@@ -146,32 +150,20 @@ class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
         self._local: deque = deque()
         self._out: dict[int, list] = {}
         self._emitted: Emitted = []
+        self._init_hosting(members, host, inputs, outputs, endpoint)
 
     def internal_streams(self) -> InternalStreams:
         return self._internal
 
-    # -- the data plane ------------------------------------------------------------
+    # -- the data plane (one member; hosting.py runs every member hosted here) ------------
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
-        if port < len(self.box.inputs):
-            self._coordinate(port, rows)
-        else:
-            self._local.extend(rows)
-        return self._run(now)
-
-    def process_from(self, port: int, rows: list[tuple], now: float, origin: tuple[str, str, int]) -> Emitted:
-        if port < len(self.box.inputs):  # a batch this member coordinates: remember where its input got to
-            self.stamped[(origin[0], origin[1])] = origin[2]
-        return self.process(port, rows, now)
-
-    def poll(self, now: float) -> Emitted:
+    def _tick(self, now: float) -> None:
         if self.leader is not None:
             advance = self.leader.tick(now, time.time())
             if advance is not None:
                 self._to_all(advance)
-        return self._run(now)
 
-    def next_deadline(self) -> float | None:
+    def _deadline(self) -> float | None:
         copy = self.copy_deadline()  # a segment being copied away: a step if no message comes (relayouts.py)
         lead = None if self.leader is None else self.leader.next_deadline()
         return lead if copy is None else copy if lead is None else min(copy, lead)
@@ -190,7 +182,11 @@ class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
             if out:
                 emitted.append((self._port_to[m], out))
         self._out = {}
-        emitted += [(self._port_to[m], [message]) for m, message in self._alone]
+        for m, message in self._alone:
+            if m in self.hosted:  # a member hosted here too (a guest after a failover)
+                self.hosted[m]._local.append(message)
+            else:
+                emitted.append((self._port_to[m], [message]))
         self._alone = []
         return emitted
 
@@ -200,8 +196,8 @@ class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
             self._progress()
 
     def _send(self, member: int, message: list) -> None:
-        if member == self.member:
-            self._local.append(message)
+        if member in self.hosted:  # itself, or another member hosted on this node
+            self.hosted[member]._local.append(message)
         else:
             self._out.setdefault(member, []).append(message)
 
@@ -363,18 +359,19 @@ class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
 
     def stable_info(self) -> dict | None:
         """The leader's stable epoch, its age, input positions and layout; None on other members."""
-        if self.leader is None:
+        lead = self.hosted.get(0)  # the leader may be a guest here (after a failover)
+        if lead is None or lead.leader is None:
             return None
-        info = self.leader.info(time.time())
-        info["layout_at"] = self.layout_at(max(0, info["epoch"])).to_dict()
+        info = lead.leader.info(time.time())
+        info["layout_at"] = lead.layout_at(max(0, info["epoch"])).to_dict()
         return info
 
     # -- state ------------------------------------------------------------------------
 
-    def state(self) -> dict:
+    def _member_state(self) -> dict:
         enc = self._encode_key
         return {
-            **super().state(), "member": self.member, "layout": self.layout.version,
+            **M3Operator.state(self), "member": self.member, "layout": self.layout.version,
             "epoch": self.epoch, "seq": self.seq, "woke": self.woke, "at": list(self.at),
             "stamped": [[s, p, q] for (s, p), q in self.stamped.items()],
             "works": [[e, c, list(q)] for (e, c), q in self.works.items()],
@@ -388,10 +385,10 @@ class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
             **self._changes_state(),
         }
 
-    def restore(self, state: dict, now: float | None = None) -> None:
+    def _restore_member(self, state: dict, now: float | None = None) -> None:
         if state.get("member", self.member) != self.member:
             raise self.error(f"cannot take the state of member {state['member']} as member {self.member}")
-        super().restore(state, now)
+        M3Operator.restore(self, state, now)
         self.epoch, self.seq, self.woke = int(state.get("epoch", 0)), int(state.get("seq", 0)), int(state.get("woke", -1))
         self.at = list(state.get("at", [0, 0]))
         self.works = {(e, c): deque(q) for e, c, q in state.get("works", [])}
@@ -410,5 +407,5 @@ class PartOperator(Coordinating, LayoutChanges, BulkLoad, M3Operator):
     # -- boreas segments ---------------------------------------------------------------
 
     def segment_entries(self) -> dict[int, dict[str, int]]:
-        """Entries per segment and map on this member."""
-        return self.runtime.segment_entries()
+        """Entries per segment and map on the members hosted here (this one, and any guest)."""
+        return {seg: maps for op in self.hosted.values() for seg, maps in op.runtime.segment_entries().items()}

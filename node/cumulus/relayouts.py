@@ -374,8 +374,8 @@ class LayoutChanges:
                 return lay
         return self.history[0][1]
 
-    def backlog(self) -> int:
-        """Versions and messages waiting here: while many wait, the coordinator takes no more input."""
+    def _member_backlog(self) -> int:
+        """Versions and messages waiting at this member: while many wait, the coordinator takes no more input."""
         return sum(len(q) for q in self.works.values()) + len(self.held) + len(self.pushes)
 
     def relayout_busy(self) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from collections import Counter, deque
+from dataclasses import replace
 
 import msgspec
 from boreas.catalog.model import (
@@ -54,6 +55,7 @@ class Sim:
                               maps=maps, layout=layout.version, epoch_ms=epoch_ms, id="sim")
         self.box = box
         self.members = [PartOperator(box, inputs, outputs, partition, node) for node in layout.members]
+        self.nodes = layout.members  # member -> the node hosting it (two members on one after a failover)
         self.links: dict[tuple[int, int], deque] = {}
         self.rng = rng
         self.now = 0.0
@@ -97,8 +99,8 @@ class Sim:
             return None
         epoch = info["epoch"]
         maps = {m.name: {} for m in self.program.maps}
-        for op in self.members:
-            view = op.at_epoch(epoch)
+        for m, op in enumerate(self.members):
+            view = op.hosted[m].at_epoch(epoch)  # (a guest member after a failover: hosted by another's operator)
             for name in maps:
                 maps[name].update(view.read_slice(name))
         upto = {(s, p): q for s, p, q in info["positions"]}
@@ -115,12 +117,21 @@ class Sim:
         src, dst = self.rng.choice(busy)
         batch = self.links[(src, dst)].popleft()
         op = self.members[dst]
-        self._collect(dst, op.process(len(self.box.inputs), batch, self.now))
+        port = op.internal_streams().inputs[f"{self.box.name}@{dst}"]  # a guest member has an in port of its own
+        self._collect(dst, op.process(port, batch, self.now))
         return True
+
+    def operators(self) -> dict[int, PartOperator]:
+        """Each operator once (a node's, hosting a guest after a failover, stands for two members), by a member."""
+        found: dict[int, PartOperator] = {}
+        for m, op in enumerate(self.members):
+            if all(op is not other for other in found.values()):
+                found[m] = op
+        return found
 
     def tick(self, seconds: float) -> None:
         self.now += seconds
-        for i, op in enumerate(self.members):
+        for i, op in self.operators().items():
             deadline = op.next_deadline()
             if deadline is not None and deadline <= self.now:
                 self._collect(i, op.poll(self.now))
@@ -180,6 +191,31 @@ class Sim:
     def restart(self, member: int) -> None:
         """Member ``member`` continues from its own state() (a snapshot restored on a restarted node)."""
         op = self.members[member]
-        fresh = PartOperator(op.box, op.inputs, op.outputs, op.partition, op.partition.nodes[member])
+        partition = replace(op.partition, nodes=self.nodes)
+        fresh = PartOperator(op.box, op.inputs, op.outputs, partition, self.nodes[member])
         fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.now)
-        self.members[member] = fresh
+        self.members = [fresh if other is op else other for other in self.members]
+
+    def fail_over(self, member: int, to: int) -> None:
+        """Member ``member``'s node fails over to member ``to``'s (docs/cumulus.md §6.3): ``to``'s node now
+        hosts it as a guest, from its state; what ``to`` had sent it and it never took, and what it had sent
+        ``to``, come first.  The partition's endpoint of ``member`` becomes ``to``'s."""
+        failed, host = self.members[member], self.members[to]
+        if failed is host:
+            return
+        nodes = self.nodes = tuple(self.nodes[to] if n == self.nodes[member] else n for n in self.nodes)
+        partition = replace(host.partition, nodes=nodes)
+        fresh = PartOperator(host.box, host.inputs, host.outputs, partition, nodes[to])
+        fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(host.state())), self.now)
+        hosted = [m for m, op in enumerate(self.members) if op is host or op is failed]
+        pending: dict[int, list] = {}
+        for (src, dst), queue in self.links.items():
+            if src in hosted and dst in hosted:  # between members now hosted together: delivered inside
+                pending.setdefault(dst, []).extend(m for batch in queue for m in batch)
+                queue.clear()
+        state = msgspec.msgpack.decode(msgspec.msgpack.encode(failed.state()))
+        guests = [state] if "guests" not in state else [state, *state.pop("guests").values()]
+        self.members = [fresh if m in hosted else op for m, op in enumerate(self.members)]
+        for one in guests[:-1]:  # the failed node hosted guests itself: they come along
+            fresh.hosted[one["member"]]._restore_member(one, self.now)
+        self._collect(to, fresh.take_guest(guests[-1]["member"], guests[-1], pending, self.now))

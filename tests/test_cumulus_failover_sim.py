@@ -1,0 +1,77 @@
+"""Failover of a partition member in process (docs/cumulus.md §6.3): a guest member hosted by another's operator.
+
+The simulated cluster of ``support.cumulus_sim`` (real PartOperators,
+messages delivered in random order per link) loses a member's node at a
+random point: another member's node takes it over as a *guest* from its
+state (what a failover's replay of the failed node's log rebuilds), with
+the messages between the two that were still on their way handed to it
+first.  Publishing, delivery, stable reads and restarts go on; once
+everything is delivered the members' maps union to exactly the single-node
+runtime's, each entry on its owner, and every stable read taken equals the
+runtime over the batches its positions name.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from boreas.m3 import compile_sql
+from boreas.m3.cumulus import place
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent / "m3"))
+from support.cumulus_sim import Sim  # noqa: E402
+from test_cumulus_sim import check_stable, layouts, workloads  # noqa: E402
+from test_views_vs_duckdb import SHAPES  # noqa: E402
+
+
+def check_members(sim: Sim) -> None:
+    """Every member's maps (a guest's too) hold only what it owns, and together the single runtime's."""
+    layout = sim.members[0].hosted[0].layout
+    for mp in sim.program.maps:
+        union: dict = {}
+        for m, op in enumerate(sim.members):
+            for key, value in op.hosted[m].runtime.store.items(mp.name):
+                assert layout.owner(mp.name, key) == m, f"{mp.name}{key} is on member {m}, owned by another"
+                assert key not in union
+                union[key] = value
+        single = dict(sim.single.store.items(mp.name))
+        assert union.keys() == single.keys(), (mp.name, sorted(union.items()), sorted(single.items()))
+        for key, value in single.items():
+            assert math.isclose(union[key], value, rel_tol=1e-9, abs_tol=1e-9), (mp.name, key, union[key], value)
+
+
+@pytest.mark.parametrize("shape", ["tpch_q3", "group_by_join_key", "self_join", "two_way", "single_group"])
+def test_a_member_taken_over_as_a_guest_keeps_the_view_exact(shape):
+    program = compile_sql(SHAPES[shape])
+    placement = place(program, box="v")
+    relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
+                 if any(t.relation == r.name for t in program.triggers)}
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(layouts([(m.map, m.column) for m in placement.maps]), workloads(relations), st.randoms(use_true_random=False),
+           st.integers(0, 7), st.booleans())
+    def check(layout, workload, rng, fail_at, twice):
+        sim = Sim(SHAPES[shape], layout, random.Random(rng.random()))
+        n = len(layout.members)
+        for step, (rel, events, member, deliveries) in enumerate(workload):
+            sim.publish(member % n, rel, events)
+            for _ in range(deliveries):
+                sim.deliver_one()
+            if rng.random() < 0.3:
+                sim.tick(0.1)
+            if n > 1 and step in (fail_at, fail_at + 2 if twice else -1):
+                sim.fail_over(rng.randrange(n), rng.randrange(n))
+            if rng.random() < 0.1:
+                sim.restart(rng.randrange(n))
+            check_stable(sim)
+        sim.settle()
+        check_members(sim)
+        assert check_stable(sim)
+
+    check()
