@@ -84,7 +84,7 @@ file: the arguments, the order of the runs, the report.
 
 Usage: .venv/bin/python bench/dataplane.py [--tuples 2000000] [--publishers 2] [--batch 2000]
            [--latency-seconds 8] [--spark-file-rows 100000] [--no-spark] [--no-flink] [--no-bytewax]
-           [--profile] [--keep-logs]
+           [--only boreas] [--profile] [--keep-logs]
 """
 
 from __future__ import annotations
@@ -265,10 +265,15 @@ def main() -> int:
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark peer")
     parser.add_argument("--no-flink", action="store_true", help="skip the Flink peers (SQL built-ins, Python UDFs)")
     parser.add_argument("--no-bytewax", action="store_true", help="skip the Bytewax peer")
+    parser.add_argument("--only", choices=["boreas"],
+                        help="boreas: Boreas's runs alone, no peer (the same as every --no-<peer>; short runs to "
+                             "compare two versions of Boreas back to back)")
     parser.add_argument("--profile", action="store_true",
                         help="run the nodes under cProfile and print where their time went (slows them down)")
     parser.add_argument("--keep-logs", action="store_true", help="keep the temporary directory and its logs")
     args = parser.parse_args()
+    if args.only == "boreas":
+        args.no_spark = args.no_flink = args.no_bytewax = True
     args.times = max(WINDOW, args.tuples // SENSORS // WINDOW * WINDOW)
     args.tuples = SENSORS * args.times
     if not 1 <= args.publishers <= SENSORS or SENSORS % args.publishers:

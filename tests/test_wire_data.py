@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.wire.frames import Ack, Batch, Refused
 from boreas.wire.links import OutboundLink
@@ -209,3 +208,33 @@ async def test_data_connections_need_the_token():
     finally:
         await link.abort()
         await sink.server.close()
+
+
+async def test_replies_ready_together_go_as_one_frame_and_each_batch_is_answered_in_order():
+    """While the receiver is busy with one batch, the next ones wait on the connection; their answers
+    (refusals among them) then leave as one Replies frame, and the link settles every batch in order."""
+    sink = Sink()
+    slow_first = sink.accept
+
+    async def accept(batch: Batch) -> Ack | Refused:
+        if batch.seq == 0 and batch.stream == "S":
+            await asyncio.sleep(0.2)  # the other batches are sent meanwhile
+        return await slow_first(batch)
+
+    sink.receiver.accept = accept
+    await sink.server.start("127.0.0.1", 0)
+    replies: list[tuple[str, int, str]] = []
+    link = OutboundLink(sink.server.endpoint, "tok", "p1", window=32, capacity=64,
+                        on_reply=lambda b, r: replies.append((b.stream, b.seq, type(r).__name__)))
+    await link.start()
+    try:
+        for n in range(20):
+            await link.send("S" if n < 19 else "Other", [(n,)])
+        await link.flush(10)
+    finally:
+        await link.close()
+        await sink.server.close()
+    assert [r[0] for r in sink.rows] == list(range(19))
+    assert replies == [("S", k, "Ack") for k in range(19)] + [("Other", 0, "Refused")]
+    assert link.counters["acks"] == 20 and link.counters["refused_batches"] == 1 and link.in_flight == 0
+    assert sink.receiver.counters["coalesced_replies"] >= 10  # not one frame per batch

@@ -10,11 +10,17 @@ the stream's row type, so the envelope is read without knowing the schema.
 The receiver answers every batch in order: :class:`Ack` (with the rows it
 refused, if any; a duplicate is acknowledged again and dropped), or
 :class:`Refused` when the whole batch cannot be taken (unknown stream).
+Answers that are ready together go as one :class:`Replies` frame: a busy
+node reads the frames waiting on a connection in one go, and one socket
+write for all their answers instead of one each is what keeps
+acknowledging from costing the node (and waking the sender) per batch.
 
 >>> frame = encode(make_batch("Packet", "pub-1", 0, [[1, "tcp"]]))
 >>> batch = decode(frame)
 >>> batch.stream, batch.seq, msgspec.msgpack.decode(batch.rows)
 ('Packet', 0, [[1, 'tcp']])
+>>> [r.seq for r in decode(encode(Replies([Ack("P", "pub-1", 0, 1), Refused("P", "pub-1", 1, "no")]))).replies]
+[0, 1]
 """
 
 from __future__ import annotations
@@ -66,7 +72,13 @@ class Goodbye(msgspec.Struct, tag="g", array_like=True):
     reason: str
 
 
-Frame = Batch | Ack | Refused | Hello | Goodbye
+class Replies(msgspec.Struct, tag="R", array_like=True):
+    """Several answers, in the order of the batches they answer (one frame, one write)."""
+
+    replies: list[Ack | Refused]
+
+
+Frame = Batch | Ack | Refused | Replies | Hello | Goodbye
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Frame)

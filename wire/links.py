@@ -47,7 +47,18 @@ import aiohttp
 from .addressing import endpoint_url
 from .auth import auth_headers
 from .backoff import Backoff
-from .frames import Ack, Batch, Frame, Goodbye, Hello, Refused, decode, encode, make_batch
+from .frames import (
+    Ack,
+    Batch,
+    Frame,
+    Goodbye,
+    Hello,
+    Refused,
+    Replies,
+    decode,
+    encode,
+    make_batch,
+)
 
 log = logging.getLogger(__name__)
 
@@ -385,7 +396,12 @@ class OutboundLink:
             async for msg in ws:
                 if msg.type != aiohttp.WSMsgType.BINARY:
                     continue
-                self._acknowledged(decode(msg.data))
+                frame = decode(msg.data)
+                if isinstance(frame, Replies):  # answers that were ready together, in order
+                    for reply in frame.replies:
+                        self._acknowledged(reply)
+                else:
+                    self._acknowledged(frame)
                 if len(self._unacked) < self.window:
                     window_open.set()
                 if sender.done():

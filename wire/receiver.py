@@ -25,9 +25,9 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import Counter
-import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -36,7 +36,7 @@ import msgspec
 from aiohttp import web
 
 from .auth import check_token
-from .frames import Ack, Batch, Goodbye, Hello, Refused, decode, encode
+from .frames import Ack, Batch, Goodbye, Hello, Refused, Replies, decode, encode
 from .sequencing import DUPLICATE, HOLD, Sequencer
 from .server import json_error
 
@@ -50,6 +50,8 @@ class Deferred:
     reply: Ack | Refused
     ready: Awaitable[object]
 
+
+_NONE = object()  # no reply queued just now
 
 #: accept(batch) -> reply; it is called once per new batch, in arrival order.
 Accept = Callable[[Batch], Awaitable[Ack | Refused | Deferred]]
@@ -101,9 +103,28 @@ class DataReceiver:
             writer.cancel()
 
     async def _write_replies(self, ws: web.WebSocketResponse, replies: asyncio.Queue, sender: str) -> None:
-        """Send each reply in arrival order, a deferred one once its batch is durable."""
-        while (reply := await replies.get()) is not None:
+        """Send each reply in arrival order, a deferred one once its batch is durable.
+
+        Replies already queued go together as one :class:`Replies` frame (one
+        socket write): the reader takes every frame waiting on the connection
+        before this task runs again, so under load their answers are sent at
+        once, and alone (an idle connection) a reply goes as it is, at once.
+        """
+        ready: list[Ack | Refused] = []
+        while True:
+            reply = await replies.get() if not ready else (replies.get_nowait() if not replies.empty() else _NONE)
+            if reply is _NONE:  # nothing more queued: send what is ready
+                if not await self._send_replies(ws, ready):
+                    return
+                ready = []
+                continue
+            if reply is None:
+                await self._send_replies(ws, ready)
+                return
             if isinstance(reply, Deferred):
+                if not await self._send_replies(ws, ready):  # what is ready does not wait for the disk
+                    return
+                ready = []
                 try:
                     await reply.ready
                 except Exception as exc:  # not durable: no ack, the sender re-sends after reconnecting
@@ -111,9 +132,17 @@ class DataReceiver:
                     await ws.close(code=aiohttp.WSCloseCode.INTERNAL_ERROR, message=b"not durable")
                     return
                 reply = reply.reply
-            if ws.closed:
-                return  # the sender will re-send; batches already taken are then dropped as duplicates
-            await ws.send_bytes(encode(reply))
+            ready.append(reply)
+
+    async def _send_replies(self, ws: web.WebSocketResponse, ready: list[Ack | Refused]) -> bool:
+        """One frame for ``ready`` (none if it is empty); False once the connection is closed."""
+        if ws.closed:
+            return False  # the sender will re-send; batches already taken are then dropped as duplicates
+        if ready:
+            await ws.send_bytes(encode(ready[0] if len(ready) == 1 else Replies(ready)))
+            if len(ready) > 1:
+                self.counters["coalesced_replies"] += len(ready)
+        return True
 
     async def _read(self, ws: web.WebSocketResponse, sender: str, replies: asyncio.Queue,
                     writer: asyncio.Task) -> None:
