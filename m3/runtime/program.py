@@ -124,12 +124,21 @@ class Runtime:
     # -- events ----------------------------------------------------------
     def apply_batch(self, events: Iterable[tuple[str, object, Sequence]]) -> int:
         """Apply ``(relation, sign, row)`` events atomically; return the new version."""
+        raw: dict[tuple, list] = {}
+        for rel, sign, row in events:  # the hot loop: one dict lookup per event, signs checked per group below
+            try:
+                raw[rel, sign].append(row)
+            except KeyError:
+                if _SIGNS.get(sign) is None:
+                    raise RuntimeStateError(f"event sign must be +1 or -1, not {sign!r}") from None
+                raw[rel, sign] = [row]
         groups: dict[tuple[str, int], list] = {}
-        for rel, sign, row in events:
-            s = _SIGNS.get(sign)
-            if s is None:
-                raise RuntimeStateError(f"event sign must be +1 or -1, not {sign!r}")
-            groups.setdefault((rel, s), []).append(row)
+        for (rel, sign), rows in raw.items():
+            key = (rel, _SIGNS[sign])
+            if key in groups:  # one relation and sign spelled two ways (1 and "+")
+                groups[key].extend(rows)
+            else:
+                groups[key] = rows
         return self.apply_grouped((rel, s, rows) for (rel, s), rows in groups.items())
 
     def apply_grouped(self, batches: Iterable[tuple[str, int, Sequence[Sequence]]]) -> int:

@@ -50,11 +50,27 @@ def _i64(a: array):
     return ffi.from_buffer("int64_t[]", a)
 
 
-def _ordinal(d) -> int:
-    try:
-        return d.toordinal()
-    except AttributeError:
-        raise TypeError(f"a DATE column holds {d!r}, not a date") from None
+class DayNumbers(dict):
+    """DATE values to day numbers (``date.toordinal()``), remembered: a column converts at dict-lookup speed.
+
+    Dates repeat (a stream spans some thousands of days), so the cache stays
+    small; it is emptied if it ever grows past :attr:`LIMIT`.
+
+    >>> DayNumbers()[datetime.date(1995, 3, 15)]
+    728367
+    """
+
+    LIMIT = 1 << 20
+
+    def __missing__(self, d):
+        try:
+            n = d.toordinal()
+        except AttributeError:
+            raise TypeError(f"a DATE column holds {d!r}, not a date") from None
+        if len(self) >= self.LIMIT:
+            self.clear()
+        self[d] = n
+        return n
 
 
 def _bits(values: array) -> array:
@@ -73,6 +89,7 @@ class NativeMaps:
         if self.rt == ffi.NULL:
             raise MemoryError("rt_new")
         self.ids = Interner()
+        self.days = DayNumbers()
         for s in module.strings:  # the generated code knows string constants by these ids
             self.ids[s]
         self.map_no = {name: i for i, name in enumerate(module.maps)}
@@ -92,7 +109,7 @@ class NativeMaps:
         if m3_type == "STRING":
             return array("q", map(self.ids.__getitem__, values))
         if m3_type == "DATE":
-            return array("q", map(_ordinal, values))
+            return array("q", map(self.days.__getitem__, values))
         return array("q", values)
 
     def prepare(self, relation: str, sign: int, columns: Sequence, n: int) -> tuple:
