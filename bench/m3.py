@@ -49,6 +49,7 @@ import statistics
 import sys
 import tempfile
 import time
+from array import array
 
 import duckdb
 from boreas.m3 import Runtime, compile_sql
@@ -71,6 +72,8 @@ FROM customer c, orders o, lineitem l
 WHERE c.c_mktsegment = 'BUILDING' AND c.c_custkey = o.o_custkey AND l.l_orderkey = o.o_orderkey
   AND o.o_orderdate < DATE '1995-03-15' AND l.l_shipdate > DATE '1995-03-15'
 GROUP BY l.l_orderkey, o.o_orderdate, o.o_shippriority"""
+COLUMN_KINDS = {"customer": ("INT", "STRING"), "orders": ("INT", "INT", "DATE", "INT"),
+                "lineitem": ("INT", "FLOAT", "FLOAT", "DATE")}
 SEGMENTS = ["BUILDING", "AUTOMOBILE", "MACHINERY", "HOUSEHOLD", "FURNITURE"]
 DAY0 = datetime.date(1992, 1, 1)
 DATES = [DAY0 + datetime.timedelta(days=i) for i in range(7 * 365)]
@@ -132,6 +135,79 @@ def run_incremental(rt: Runtime, events: list[tuple], batch: int) -> float:
         return time.perf_counter() - t0
     finally:
         gc.enable()
+
+
+def columnar(events: list[tuple], batch: int) -> list[list[tuple]]:
+    """The events as a columnar source delivers them: per batch, per (relation, sign), one array per column
+    (INT and DATE as int64 — dates as day numbers —, FLOAT as double, STRING as the strings).  Untimed: the
+    format the stream arrives in, not work of the runtime."""
+    out = []
+    for i in range(0, len(events), batch):
+        groups: dict[tuple, list] = {}
+        for rel, sign, row in events[i:i + batch]:
+            groups.setdefault((rel, sign), []).append(row)
+        parts = []
+        for (rel, sign), rows in groups.items():
+            cols = []
+            for j, col in enumerate(zip(*rows)):
+                kind = COLUMN_KINDS[rel][j]
+                cols.append(array("q", (d.toordinal() for d in col)) if kind == "DATE" else
+                            array("d", col) if kind == "FLOAT" else array("q", col) if kind == "INT" else list(col))
+            parts.append((rel, sign, cols))
+        out.append(parts)
+    return out
+
+
+def run_columns(rt: Runtime, batches: list[list[tuple]]) -> float:
+    """Seconds to apply columnar ``batches`` (one atomic batch each, the view's changes read after each)."""
+    apply = rt.apply_grouped_columns
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        for parts in batches:
+            apply(parts)
+            rt.changes()
+        return time.perf_counter() - t0
+    finally:
+        gc.enable()
+
+
+def native_cost(rt: Runtime, stream: Stream, batch: int, rounds: int, size: int) -> float:
+    """:func:`per_event_cost` for the native backend fed columns."""
+    costs = []
+    for _ in range(rounds):
+        events = stream.take(size)
+        costs.append(run_columns(rt, columnar(events, batch)) / len(events))
+    return statistics.median(costs)
+
+
+def native_phases(program, events: list[tuple], batch: int) -> dict[str, float]:
+    """Where the native backend's time goes, seconds per event: rows grouped and turned into columns
+    (Python), the C triggers (one crossing per relation and sign), and the view changes read back."""
+    rt = Runtime(program, backend="native")
+    native = rt._native
+    t = {"group + columns (Python)": 0.0, "C triggers": 0.0, "changes() (C journal -> Python rows)": 0.0}
+    gc.collect()
+    gc.disable()
+    try:
+        for i in range(0, len(events), batch):
+            t0 = time.perf_counter()
+            groups: dict[tuple, list] = {}
+            for rel, sign, row in events[i:i + batch]:
+                groups.setdefault((rel, sign), []).append(row)
+            prepared = [native.prepare(rel, sign, list(zip(*rows)), len(rows)) for (rel, sign), rows in groups.items()]
+            t1 = time.perf_counter()
+            rt._apply_native(prepared)
+            t2 = time.perf_counter()
+            rt.changes()
+            t3 = time.perf_counter()
+            t["group + columns (Python)"] += t1 - t0
+            t["C triggers"] += t2 - t1
+            t["changes() (C journal -> Python rows)"] += t3 - t2
+    finally:
+        gc.enable()
+    return {k: v / len(events) for k, v in t.items()}
 
 
 def unpack_only(events: list[tuple], batch: int) -> float:
@@ -246,6 +322,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="rounds of --events/20 events timed at 1x and at 10x")
     ap.add_argument("--quick", action="store_true", help="smoke run: 50,000 events, 5 naive batches, 10x = 500,000 preloaded")
     ap.add_argument("--no-pathway", action="store_true", help="skip the Pathway peer")
+    ap.add_argument("--no-native", action="store_true", help="skip the native (C) backend")
     ap.add_argument("--keep-pathway-log", action="store_true", help="keep the Pathway runs' log (its path is printed)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -259,7 +336,7 @@ def main(argv=None) -> int:
     # 1x: the stream from empty
     stream = Stream(seed=1)
     events = stream.take(n)
-    rt = Runtime(program)
+    rt = Runtime(program, backend="python")
     t_1x = run_incremental(rt, events, batch)
     rows_1x = len(events)
     t_floor = min(unpack_only(events, batch) for _ in range(3))
@@ -284,7 +361,7 @@ def main(argv=None) -> int:
     gc.collect()
 
     # per-event cost at 10x: ten times as much data loaded untimed, then the same rounds
-    big = Runtime(program)
+    big = Runtime(program, backend="python")
     stream10 = Stream(seed=2)
     preload(big, stream10, args.scale * n)
     entries_at_10x = big.entries()
@@ -292,6 +369,10 @@ def main(argv=None) -> int:
     rss_10x = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     del big
     gc.collect()
+
+    # the native backend: the same stream, rows in (apply_batch) and columns in (apply_grouped_columns)
+    nat = native_measure(program, events, extra, expected, batch, rounds, size, args.scale, n) if not args.no_native \
+        else {"unavailable": "--no-native"}
 
     # the peer: Pathway on the same events, in child processes
     pathway = {"unavailable": "--no-pathway"} if args.no_pathway else measure_pathway(
@@ -323,6 +404,7 @@ def main(argv=None) -> int:
     print(f"| the floor / naive events/s: the most any per-event Python code could reach | {(rows_1x / t_floor) / eps_naive:,.0f}x | | |")
     print(f"| per-event cost {args.scale}x / 1x loaded | {flat:.2f} | within 1.20 | {'yes' if flat <= 1.2 else 'NO'} |")
     pathway_ratios(pathway, args.scale, eps_1x, cost_1x, cost_10x, eps_dbt)
+    native_report(nat, pathway, eps_naive, per_batch, rows_loaded, eps_dbt, args.scale, batch)
     print()
     print(f"naive per batch: {per_batch * 1e3:.1f} ms ({per_query * 1e3:.1f} ms of it the query); "
           f"peak RSS {rss_1x:,.0f} MB (1x), {rss_10x:,.0f} MB (after {args.scale}x)")
@@ -330,6 +412,83 @@ def main(argv=None) -> int:
         return 1
     return 0
 
+
+def native_measure(program, events, extra, expected, batch, rounds, size, scale, n) -> dict:
+    """The native backend on the stream of the Python measurement: from empty to 1x (rows in, columns in),
+    its view checked against DuckDB's, per-event cost at 1x and at ``scale``x (columns in), and the phases."""
+    probe = Runtime(program)
+    if probe.backend != "native":
+        return {"unavailable": f"the native backend cannot run here: {probe.backend_reason}"}
+    out: dict = {}
+    rt = Runtime(program, backend="native")
+    out["rows_1x"] = len(events) / run_incremental(rt, events, batch)
+    del rt
+    cols = columnar(events, batch)
+    rt = Runtime(program, backend="native")
+    out["cols_1x"] = len(events) / run_columns(rt, cols)
+    del cols
+    view = rt.view("Q1")
+    wrong = [k for k, v in expected.items() if abs(v) > 1e-6 and abs(view.get(k, 0) - v) > 1e-6 * max(1, abs(v))]
+    out["wrong"] = len(wrong) + len([k for k in view if k not in expected])
+    rt.apply_batch(extra)
+    stream = Stream(seed=1)
+    stream.take(len(events) + len(extra))  # the same continuation as the Python runtime's rounds
+    out["cost_1x"] = native_cost(rt, stream, batch, rounds, size)
+    out["entries_1x"] = rt.entries()
+    del rt
+    gc.collect()
+    big = Runtime(program, backend="native")
+    stream10 = Stream(seed=2)
+    preload(big, stream10, scale * n)
+    out["entries_10x"] = big.entries()
+    out["cost_10x"] = native_cost(big, stream10, batch, rounds, size)
+    del big
+    gc.collect()
+    out["phases"] = native_phases(program, events[: min(len(events), 200_000)], batch)
+    out["rounds"], out["size"], out["events"] = rounds, size, len(events)
+    return out
+
+
+def native_report(nat: dict, pathway: dict, eps_naive: float, per_batch: float, rows_loaded: int, eps_dbt: float,
+                  scale: int, batch: int) -> None:
+    """The native backend's rows and ratios against its targets (issue 17 item 4)."""
+    print()
+    if "unavailable" in nat:
+        print(f"native backend: not available ({nat['unavailable']})")
+        return
+    print("| native (C) backend | events/s | us/event |")
+    print("|---|---:|---:|")
+    print(f"| rows in (apply_batch), empty -> 1x | {nat['rows_1x']:,.0f} | {1e6 / nat['rows_1x']:.3f} |")
+    print(f"| columns in (apply_grouped_columns), empty -> 1x | {nat['cols_1x']:,.0f} | {1e6 / nat['cols_1x']:.3f} |")
+    for label, key, entries in (("1x", "cost_1x", nat["entries_1x"]), (f"{scale}x", "cost_10x", nat["entries_10x"])):
+        print(f"| columns in, {label} loaded ({entries:,} map entries): median of {nat['rounds']} rounds of "
+              f"{nat['size']:,} | {1 / nat[key]:,.0f} | {1e6 * nat[key]:.3f} |")
+    wrong = nat["wrong"]
+    print(f"check: the native view equals DuckDB's result at 1x: {'yes' if not wrong else f'NO, {wrong} groups differ'}")
+    print()
+    print("| where the native backend's time goes (rows in, 200,000 events) | ns/event |")
+    print("|---|---:|")
+    for phase, sec in nat["phases"].items():
+        print(f"| {phase} | {1e9 * sec:.0f} |")
+    eps_1x, flat = nat["cols_1x"], nat["cost_10x"] / nat["cost_1x"]
+    eps_at_1m = 1 / nat["cost_1x"]
+    print()
+    print("| native ratio | value | target | met |")
+    print("|---|---:|---:|---|")
+    print(f"| native events/s, columns in (empty -> 1x) | {eps_1x:,.0f} | >= 5,000,000 | {'yes' if eps_1x >= 5e6 else 'NO'} |")
+    print(f"| native events/s, rows in (empty -> 1x) | {nat['rows_1x']:,.0f} | (same API as the Python backend) | |")
+    print(f"| native / DBToaster's published figure (not measured here) | {eps_1x / eps_dbt:.2f}x | >= 2x | "
+          f"{'yes' if eps_1x / eps_dbt >= 2 else 'NO'} |")
+    if "unavailable" not in pathway:
+        pe = pathway["1x"]["from_empty"]["events"] / pathway["1x"]["from_empty"]["seconds"]
+        print(f"| native / Pathway events/s (empty -> 1x, same run) | {eps_1x / pe:,.1f}x | >= 5x | "
+              f"{'yes' if eps_1x / pe >= 5 else 'NO'} |")
+        print(f"| native / Pathway per-event cost at {scale}x | {pathway['cost_10x'] / nat['cost_10x']:,.1f}x | | |")
+    else:
+        print(f"| native / Pathway | not available ({pathway['unavailable']}) | >= 5x | |")
+    print(f"| native per-event cost {scale}x / 1x loaded | {flat:.2f} | within 1.20 | {'yes' if flat <= 1.2 else 'NO'} |")
+    print(f"| native at 1x loaded / naive DuckDB re-evaluation at {rows_loaded:,} rows | {eps_at_1m / eps_naive:,.0f}x | "
+          f">= 200x | {'yes' if eps_at_1m / eps_naive >= 200 else 'NO'} |")
 
 
 if __name__ == "__main__":

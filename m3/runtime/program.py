@@ -166,13 +166,19 @@ class Runtime:
         The native backend's fast path: an ``array('q')`` (INT, DATE as day
         numbers) or ``array('d')`` (FLOAT) column crosses into C as it is.
         """
-        if (relation, sign) not in self._triggers:
-            raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{relation}" if relation in self._arity
-                                    else f"unknown relation {relation!r}")
-        n = len(columns[0]) if columns else 0
+        return self.apply_grouped_columns([(relation, sign, columns)])
+
+    def apply_grouped_columns(self, batches: Iterable[tuple[str, int, Sequence[Sequence]]]) -> int:
+        """:meth:`apply_columns` for several relations and signs as one atomic batch."""
+        batches = list(batches)
+        for relation, sign, _ in batches:
+            if (relation, sign) not in self._triggers:
+                raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{relation}"
+                                        if relation in self._arity else f"unknown relation {relation!r}")
         if self._native is None:
-            return self.apply_grouped([(relation, sign, list(zip(*columns)))])
-        return self._apply_native([self._native.prepare(relation, sign, columns, n)] if n else [])
+            return self.apply_grouped([(rel, sign, list(zip(*cols))) for rel, sign, cols in batches])
+        return self._apply_native([self._native.prepare(rel, sign, cols, len(cols[0]))
+                                   for rel, sign, cols in batches if cols and len(cols[0])])
 
     def _apply_native(self, prepared: list) -> int:
         with self._lock:
