@@ -36,6 +36,7 @@ from ..syntax import parse_program
 from .codegen import build, program_source
 from .initial import evaluate_definition
 from .maps import MapStore, index_specs
+from .native import choose, mirror
 from .views import (
     Reader,
     ViewForm,
@@ -83,8 +84,8 @@ class Runtime:
         self._version = 0
         self._changes: dict[str, list] = {}
         self._arity = {r.name: len(r.columns) for r in program.relations}
-        self._native = None
-        self.backend, self.backend_reason = _choose_backend(self, backend)
+        member = None if type(self) is Runtime else type(self).__name__
+        self.backend, self.backend_reason, self._native = choose(program, float_epsilon, backend, member)
 
     @property
     def store(self) -> MapStore:
@@ -148,7 +149,7 @@ class Runtime:
             if (rel, sign) not in self._triggers:
                 raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{rel}" if rel in self._arity else f"unknown relation {rel!r}")
         if self._native is not None:
-            return self._apply_native([self._native.prepare(rel, sign, _columns(rows, self._arity[rel], rel), len(rows))
+            return self._apply_native([self._native.prepare(rel, sign, mirror.columns(rows, self._arity[rel], rel), len(rows))
                                        for rel, sign, rows in batches if len(rows)])
         with self._lock:
             try:
@@ -189,56 +190,29 @@ class Runtime:
             return self._version
 
     def _sync(self) -> None:
-        """Bring the mirror up to date with the C maps: the keys written since the last sync, or a whole map."""
+        """Bring the mirror up to date with the C maps (:func:`.native.mirror.sync`)."""
         with self._lock:
-            native, store = self._native, self._store
-            for name in store.data:
-                keys = native.pending(name)
-                if keys is None:
-                    store.data[name].clear()
-                    for idx in store.indexes[name].values():
-                        idx.clear()
-                    for k, v in native.dump(name):
-                        store.set(name, k, v)
-                    continue
-                for k, v in zip(keys, native.get_many(name, keys)):
-                    store.set(name, k, v)
-            native.clear_pending()
+            mirror.sync(self._store, self._native)
             self._stale = False
 
     def _push_mirror(self) -> None:
         """After the mirror was loaded (restore, load): make the C maps equal to it."""
-        native, store = self._native, self._store
-        native.clear()
-        for name in store.data:
-            native.load(name, list(store.items(name)))
-        native.clear_pending()
+        mirror.push(self._store, self._native)
         self._stale = False
 
     def _native_changes(self) -> dict[str, list]:
         """:meth:`changes` from the C side's journal of the last batch (the same rows as the Python backend's)."""
-        native = self._native
         names = {m for v in self.program.views for m in v.maps}
         for form in self._forms.values():
             names |= {ref.map for ref in form.refs}
-        journals = {name: [] for name in self._store.data}
-        pack = self._store.pack
-        for name in names:
-            j = journals[name]
-            for key, old in native.last(name):
-                j.append(pack(name, key))
-                j.append(old)
+        journals = mirror.last_journals(self._store, self._native, names)
         if self._forms:
             self._sync()
         changes: dict[str, list] = {}
         for v in self.program.views:
             form = self._forms.get(v.name)
-            if form is not None:
-                changed = self._general_changes(form, journals)
-                if changed:
-                    changes[v.name] = changed
-                continue
-            rows = _plain_changes(self._store, native, v, journals)
+            rows = (self._general_changes(form, journals) if form is not None
+                    else mirror.plain_changes(self._store, self._native, v, journals))
             if rows:
                 changes[v.name] = rows
         return changes
@@ -455,67 +429,6 @@ class Runtime:
         rt = cls(parse_program(state["program"]), **kwargs)
         rt.restore(state)
         return rt
-
-
-def _columns(rows: Sequence[Sequence], arity: int, relation: str) -> list:
-    """Rows as columns, in one pass (rows of the wrong width are refused, not truncated)."""
-    if set(map(len, rows)) != {arity}:
-        bad = next(r for r in rows if len(r) != arity)
-        raise ValueError(f"relation {relation} has {arity} columns, got a row of {len(bad)}: {tuple(bad)!r}")
-    return list(zip(*rows)) if arity else []
-
-
-def _plain_changes(store: MapStore, native, v, journals: dict[str, list]) -> list[tuple[tuple, object]]:
-    """A plain view's changed rows (as ``Runtime._finish`` finds them), values read from the C maps."""
-    keys: dict = {}
-    for m in v.maps:
-        j = journals[m]
-        if not j:
-            continue
-        before = dict(zip(j[-2::-2], j[-1::-2]))
-        written = list(dict.fromkeys(j[::2]))
-        now = native.get_many(m, [store.unpack(m, k) for k in written])
-        for k, value in zip(written, now):
-            if value != before[k]:
-                keys[k] = None
-    if not keys:
-        return []
-    tuples = [store.unpack(v.maps[0], k) for k in keys]
-    current = {m: native.get_many(m, tuples) for m in v.maps}
-    out = []
-    for i, key in enumerate(tuples):
-        vals = []
-        for c in v.columns:
-            num = current[c.numerator][i]
-            if c.denominator is None:
-                vals.append(num)
-            else:
-                den = current[c.denominator][i]
-                vals.append(num / den if den else 0)
-        out.append((key, vals[0] if len(vals) == 1 else tuple(vals)))
-    return out
-
-
-def _choose_backend(rt: Runtime, backend: str) -> tuple[str, str | None]:
-    """Which backend runs ``rt`` (opening the native one), and why not native when auto fell back."""
-    if backend not in ("auto", "native", "python"):
-        raise RuntimeStateError(f"backend must be 'auto', 'native' or 'python', not {backend!r}")
-    if backend == "python":
-        return "python", None
-    if type(rt) is not Runtime:
-        reason = f"partition member ({type(rt).__name__} builds on the Python runtime's internals)"
-    else:
-        from .native import NoCompiler, Unsupported, open_native
-
-        try:
-            rt._native = open_native(rt.program, rt.float_epsilon)
-            return "native", None
-        except (Unsupported, NoCompiler) as exc:
-            reason = str(exc)
-    if backend == "native":
-        raise RuntimeStateError(f"the native backend cannot run this program: {reason}")
-    log.info("m3 runtime: Python backend, native unavailable: %s", reason)
-    return "python", reason
 
 
 class _OldReader(Reader):

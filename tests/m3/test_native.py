@@ -122,6 +122,13 @@ def test_no_compiler_falls_back_to_python_and_says_so(monkeypatch, caplog, tmp_p
         Runtime(SUMS, backend="native")
 
 
+def test_without_cffi_the_python_backend_runs(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "boreas.m3.runtime.native.backend", None)  # as if cffi were not installed
+    rt = Runtime(SUMS)
+    assert rt.backend == "python" and "cffi is not importable" in rt.backend_reason
+
+
 def test_a_construct_the_generator_does_not_know_is_named():
     sql = GROUPED + "SELECT a, SUM(b) AS t FROM R WHERE s < 'y' GROUP BY a"
     rt = Runtime(sql)
@@ -201,7 +208,7 @@ def test_load_and_restore_fill_the_c_maps():
     assert moved.backend == "native" and norm(moved.state()) == norm(py.state()) and moved.entries() == py.entries()
 
 
-@pytest.mark.parametrize("name", ["cgen", "build", "backend"])
+@pytest.mark.parametrize("name", ["cgen", "build", "backend", "mirror"])
 def test_doctests(name):
     import importlib
     module = importlib.import_module(f"boreas.m3.runtime.native.{name}")
