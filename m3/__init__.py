@@ -7,7 +7,10 @@ Public API::
     parse_program(text) -> Program            # M3 text -> AST
     format_program(program) -> str            # AST -> M3 text (parse(format(p)) == p)
     check_program(program) -> Program         # raises CheckError (restricted M3, section 2.1)
-    Runtime(program_or_text)                  # maps + generated triggers
+    Runtime(program_or_text, backend="auto")  # maps + generated triggers: "native" (C, docs/m3_native.md),
+                                              # "python", or auto (native where a compiler is, else python)
+        .backend, .backend_reason             # which one runs; why auto fell back to python
+        .apply_columns(relation, sign, columns) / .apply_grouped_columns([...])  # columnar batches
         .apply_batch([(relation, +1|-1, row), ...]) -> version
         .apply_grouped([(relation, sign, rows), ...]) -> version
         .changes() -> {view: [(key, value)]}  # value 0 = removed
