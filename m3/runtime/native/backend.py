@@ -92,6 +92,8 @@ class NativeMaps:
         self.days = DayNumbers()
         for s in module.strings:  # the generated code knows string constants by these ids
             self.ids[s]
+        self._sent = 0  # strings of the intern table the C side has (only when it orders strings)
+        self.send_strings()
         self.map_no = {name: i for i, name in enumerate(module.maps)}
         self.trigger_no = {key: i for i, key in enumerate(module.triggers)}
         self.arity = {m.name: len(m.keys) for m in program.maps}
@@ -112,6 +114,17 @@ class NativeMaps:
             return array("q", map(self.days.__getitem__, values))
         return array("q", values)
 
+    def send_strings(self) -> None:
+        """Give the C side the strings interned since the last call, when its conditions order strings."""
+        if not self.module.string_order:
+            return
+        strings = self.ids.strings
+        for i in range(self._sent, len(strings)):
+            b = strings[i].encode("utf-8", "surrogatepass")
+            if self.lib.rt_intern(self.rt, i, b, len(b)):
+                raise MemoryError("rt_intern")
+        self._sent = len(strings)
+
     def prepare(self, relation: str, sign: int, columns: Sequence, n: int) -> tuple:
         """``(trigger number, rows, C pointer array, keep-alive)`` for :meth:`run`: columns converted, nothing run."""
         used = self.module.used[(relation, sign)]
@@ -126,6 +139,8 @@ class NativeMaps:
                 raise ValueError(f"column {i} of {relation} has {len(col)} values, not {n}")
             keep.append(col)
             ptrs[i] = ffi.from_buffer(col)  # void *: any buffer
+        if len(self.ids.strings) > self._sent:
+            self.send_strings()
         return self.trigger_no[(relation, sign)], n, ptrs, keep
 
     def run(self, prepared: Iterable[tuple]) -> None:
@@ -240,6 +255,7 @@ class NativeMaps:
         if not entries:
             return
         keys = self._encode_keys(name, [k for k, _ in entries])
+        self.send_strings()
         vals = self._encode_values(name, [v for _, v in entries])
         if self.lib.rt_load(self.rt, self.map_no[name], len(entries), _i64(keys), _i64(vals)):
             raise MemoryError(f"loading map {name}")

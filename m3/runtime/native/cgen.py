@@ -94,6 +94,7 @@ class Module:
     triggers: tuple[tuple[str, int], ...]       # trigger t of rt_trigger
     used: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)  # relation columns each reads
     strings: tuple[str, ...] = ()               # string constants, interned first (ids 0, 1, ...)
+    string_order: bool = False                  # C compares strings: every interned string must be sent to it
 
     @property
     def digest(self) -> str:
@@ -144,6 +145,7 @@ class _Gen:
         self.map_no = {m.name: i for i, m in enumerate(program.maps)}
         self.decl = {m.name: m for m in program.maps}
         self.strings: list[str] = []
+        self.string_order = False  # some condition orders strings: C needs the intern table's strings
         self.lines: list[str] = []
         self.counter = 0
 
@@ -185,8 +187,12 @@ class _Gen:
         (left, lt), (right, rt) = self.value(c.left, types), self.value(c.right, types)
         if c.op not in _COPS:
             raise Unsupported(f"comparison {c.op}")
-        if "STRING" in (lt, rt) and (c.op not in ("=", "<>") or lt != rt):
-            raise Unsupported(f"string comparison {c.op} (strings are interned ids in C: only = and <> between strings)")
+        if "STRING" in (lt, rt):
+            if lt != rt:
+                raise Unsupported(f"comparison {c.op} between a {lt} and a {rt}")
+            if c.op in ("<", "<="):  # ids keep no order: compare the strings (the runtime sends them to C)
+                self.string_order = True
+                return f"(str_cmp(rt, {left}, {right}) {_COPS[c.op]} 0)"
         return f"({left} {_COPS[c.op]} {right})"
 
 
@@ -410,4 +416,5 @@ def generate(program: Program) -> Module:
     run += ["    default: return -2;", "    }", "}"]
     source = "\n".join([f"#define NMAPS {max(1, len(program.maps))}", SOURCE, triggers_c, "\n".join(setup),
                         "\n".join(run), ""])
-    return Module(source, triggers_c, tuple(m.name for m in program.maps), tuple(order), used, tuple(gen.strings))
+    return Module(source, triggers_c, tuple(m.name for m in program.maps), tuple(order), used, tuple(gen.strings),
+                  gen.string_order)

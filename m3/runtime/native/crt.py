@@ -38,6 +38,7 @@ void rt_get_many(rt_t *rt, int m, int64_t n, const int64_t *keys, int64_t *vals)
 int64_t rt_last(rt_t *rt, int m, int64_t *out);
 void rt_fail_after(rt_t *rt, int64_t n);
 int64_t rt_entries(rt_t *rt);
+int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n);
 """
 
 SOURCE = r"""
@@ -62,11 +63,21 @@ typedef struct {
     int64_t *jl, jln, jlcap;                               /* the last committed batch's journal */
     int64_t *pend, pendn, pendcap; int overflow;           /* keys written since the mirror's last sync */
 } map_t;
-struct rt { int nmaps; int64_t fail_after; int failed; map_t maps[NMAPS]; };
+typedef struct { char *p; int64_t n; } str_t;
+struct rt { int nmaps; int64_t fail_after; int failed; str_t *strs; int64_t nstrs; map_t maps[NMAPS]; };
 typedef struct rt rt_t;
 
 static inline int64_t f2k(double d) { int64_t k; if (d == 0.0) d = 0.0; memcpy(&k, &d, 8); return k; }
 static inline double k2f(int64_t k) { double d; memcpy(&d, &k, 8); return d; }
+
+/* Python's order of two interned strings: UTF-8 bytes compare as code points do */
+static inline int str_cmp(const rt_t *rt, int64_t a, int64_t b) {
+    if (a == b) return 0;
+    const str_t *x = &rt->strs[a], *y = &rt->strs[b];
+    int64_t n = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->p, y->p, n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
 
 static inline uint32_t hkey(const int64_t *k, const index_t *t) {
     uint64_t h = 0x9E3779B97F4A7C15ULL;
@@ -278,7 +289,27 @@ rt_t *rt_new(double eps) {
     return rt;
 }
 
-void rt_free(rt_t *rt) { if (!rt) return; for (int i = 0; i < rt->nmaps; i++) map_release(&rt->maps[i]); free(rt); }
+void rt_free(rt_t *rt) {
+    if (!rt) return;
+    for (int i = 0; i < rt->nmaps; i++) map_release(&rt->maps[i]);
+    for (int64_t i = 0; i < rt->nstrs; i++) free(rt->strs[i].p);
+    free(rt->strs); free(rt);
+}
+
+/* the intern table's string ``id`` (UTF-8), for ordering comparisons between strings */
+int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n) {
+    if (id >= rt->nstrs) {
+        int64_t cap = rt->nstrs ? rt->nstrs : 64;
+        while (cap <= id) cap *= 2;
+        str_t *s = realloc(rt->strs, sizeof(str_t) * cap); if (!s) return -1;
+        memset(s + rt->nstrs, 0, sizeof(str_t) * (cap - rt->nstrs));
+        rt->strs = s; rt->nstrs = cap;
+    }
+    char *c = malloc(n ? n : 1); if (!c) return -1;
+    memcpy(c, p, n); free(rt->strs[id].p);
+    rt->strs[id].p = c; rt->strs[id].n = n;
+    return 0;
+}
 
 int rt_trigger(rt_t *rt, int t, int64_t n, void **cols) { return run_trigger(rt, t, n, cols); }
 
