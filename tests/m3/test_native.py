@@ -93,6 +93,24 @@ def test_changes_views_and_reads_equal_the_python_backend(sql):
     assert py.entries() == nat.entries()
 
 
+def test_a_mirror_left_unread_long_reloads_whole_maps_and_stays_exact():
+    """Past 4x a map's size in written keys the pending list is dropped and the next read reloads the map."""
+    sql = GROUPED + "SELECT a, SUM(b) AS t, COUNT(*) AS n FROM R GROUP BY a; SELECT SUM(c) AS total FROM R"
+    py, nat = Runtime(sql, backend="python"), native(sql)
+    nat.view("Q1")
+    rows = [(i % 3, i % 7, (i % 5) / 4, "x", DATES[0]) for i in range(2000)]
+    for _ in range(40):  # 80,000 writes per map of three entries, nothing read
+        py.apply_grouped([("R", 1, rows)])
+        nat.apply_grouped([("R", 1, rows)])
+    assert nat._native.pending("Q1_t") is None  # overflowed: a whole-map reload is due
+    assert py.view("Q1") == nat.view("Q1") and py.view("Q2") == pytest.approx(nat.view("Q2"))
+    assert norm(py.state()) == norm(nat.state())
+    assert nat._native.pending("Q1_t") == []
+    py.apply_grouped([("R", -1, rows[:5])])
+    nat.apply_grouped([("R", -1, rows[:5])])
+    assert py.view("Q1") == nat.view("Q1") and same_changes(py.changes(), nat.changes())
+
+
 def test_a_failing_batch_rolls_back_and_keeps_the_last_changes():
     rt = native(SUMS)
     rnd, live = random.Random(3), []

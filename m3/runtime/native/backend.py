@@ -80,6 +80,20 @@ def _bits(values: array) -> array:
     return out
 
 
+class Dates(dict):
+    """Day numbers back to dates, remembered (keys read back from C repeat their dates).
+
+    >>> Dates()[728367]
+    datetime.date(1995, 3, 15)
+    """
+
+    def __missing__(self, n):
+        if len(self) >= DayNumbers.LIMIT:
+            self.clear()
+        d = self[n] = datetime.date.fromordinal(n)
+        return d
+
+
 class NativeMaps:
     """One runtime's C maps (the truth in native mode) behind the fixed API of :mod:`.crt`."""
 
@@ -90,6 +104,7 @@ class NativeMaps:
             raise MemoryError("rt_new")
         self.ids = Interner()
         self.days = DayNumbers()
+        self.dates = Dates()
         for s in module.strings:  # the generated code knows string constants by these ids
             self.ids[s]
         self._sent = 0  # strings of the intern table the C side has (only when it orders strings)
@@ -171,7 +186,7 @@ class NativeMaps:
             if t == "FLOAT":
                 col = array("d", col.tobytes())
             elif t == "DATE":
-                col = list(map(datetime.date.fromordinal, col))
+                col = list(map(self.dates.__getitem__, col))
             elif t == "STRING":
                 col = list(map(self.ids.strings.__getitem__, col))
             cols.append(col)

@@ -338,7 +338,7 @@ void rt_commit(rt_t *rt) {
                     m->pend = p; m->pendcap = cap;
                 }
                 for (int64_t r = 0; r < nk; r++) { memcpy(m->pend + m->pendn, m->jw + r * rec, sizeof(int64_t) * m->arity); m->pendn += m->arity; }
-                if (!m->arity && nk) m->pendn += 0, m->pend[0] = 1, m->pendn = 1;  /* arity 0: one flag */
+                if (!m->arity && nk) { m->pend[0] = 1; m->pendn = 1; }  /* arity 0: one flag, "written" */
             }
         }
     swap:;
