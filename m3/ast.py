@@ -15,6 +15,8 @@ aggregates — a *view expression* (:class:`Arith`, :class:`Fold`, map entries,
 constants, the row's key variables) read when the view is read; such a view
 names each output key's variable and may have a ``WHERE`` condition
 (:class:`Cmp`, :class:`BoolOp`) that a row must meet to be in the view.
+Nested subqueries are read through :class:`Total`: a conditional sum over a
+map's entries.
 
 Positions (``pos``) are kept for error messages and ignored by equality, so
 ``parse(print(p)) == p``.
@@ -146,7 +148,33 @@ class BoolOp:
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
-Expr = Const | Var | MapRef | RelAtom | Cmp | IfThen | Prod | Sum | Arith | Fold | BoolOp
+@dataclass(frozen=True)
+class Total:
+    """``TOTAL(K, Q : m[G, K, Q] WHERE cond)`` in a view: the sum of the entries of ``m`` at the row (``vars``
+    free) at which ``cond`` holds, ``cond`` reading the row's variables, the entry's ``vars`` and other maps.
+
+    Why: a nested subquery (``WHERE x < (SELECT AVG(y) FROM S WHERE S.k = R.k)``) is maintained as first-order
+    maps, the outer aggregate keyed additionally by the columns the nested condition reads (``K``, ``Q``) and
+    the inner aggregates keyed by the correlation columns; the view sums the outer entries whose condition
+    holds when it is read, at a cost proportional to the distinct ``(K, Q)`` of the row (a domain), not to
+    the database.
+
+    ``track``: ``TRACK t[G, K]`` names maps keyed by the row's variables and
+    the nested maps' keys whose entries change whenever a nested map's entry
+    at ``K`` does (the nested rows joined with the outer ones).  A nested map
+    keyed by ``K`` alone does not say which rows its change affects; a
+    tracking map's changed entries do, so the batch's changed rows are found
+    from the journals of the maps the view reads, as for every view.
+    """
+
+    vars: tuple[str, ...]
+    ref: MapRef
+    cond: Expr | None = None
+    track: tuple[MapRef, ...] = ()  # maps read only to find the rows a batch changed (see :attr:`ViewDecl.maps`)
+    pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
+
+
+Expr = Const | Var | MapRef | RelAtom | Cmp | IfThen | Prod | Sum | Arith | Fold | BoolOp | Total
 
 
 @dataclass(frozen=True)
@@ -323,6 +351,12 @@ def walk(expr: Expr):
         yield from walk(expr.right)
     elif isinstance(expr, Fold):
         yield from walk(expr.ref)
+    elif isinstance(expr, Total):
+        yield from walk(expr.ref)
+        if expr.cond is not None:
+            yield from walk(expr.cond)
+        for t in expr.track:
+            yield from walk(t)
     elif isinstance(expr, BoolOp):
         for a in expr.args:
             yield from walk(a)

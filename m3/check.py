@@ -44,10 +44,12 @@ from .ast import (
     IfThen,
     MapDecl,
     MapRef,
+    Prod,
     Program,
     RelAtom,
     Statement,
     Sum,
+    Total,
     Trigger,
     Var,
     ViewDecl,
@@ -160,6 +162,20 @@ def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, 
         if e.var in row:
             out.append((f"{where}: {e.kind} folds {e.var}, a key variable of the view", e.pos))
         _check_view_ref(out, v, e.ref, row + [e.var], maps, types)
+    elif isinstance(e, Total):
+        if len(set(e.vars)) != len(e.vars) or set(e.vars) & set(row):
+            out.append((f"{where}: TOTAL sums over ({', '.join(e.vars)}): each once, none a key variable of the view",
+                        e.pos or v.pos))
+        _check_view_ref(out, v, e.ref, row + list(e.vars), maps, types)
+        if e.cond is not None:
+            _check_nested(out, v, e.cond, row + list(e.vars), maps, types)
+        for t in e.track:
+            names = [a.name for a in t.args if isinstance(a, Var)]
+            if len(names) != len(t.args) or len(set(names)) != len(names) or not set(row) <= set(names) \
+                    or not set(names) <= set(row) | set(e.vars):
+                out.append((f"view {v.name}: TOTAL tracks {t.name} at ({', '.join(names)}): it must be read at the "
+                            "view's key variables and some of the summed ones, each once", t.pos or v.pos))
+            _check_arity(out, t, maps, "map")
     elif isinstance(e, MapRef):
         _check_view_ref(out, v, e, row, maps, types)
     elif isinstance(e, Var):
@@ -167,6 +183,28 @@ def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, 
             out.append((f"{where}: variable {e.name} is not a key variable of the view", e.pos or v.pos))
     elif not isinstance(e, Const):
         out.append((f"{where}: a view column is arithmetic over map entries, folds, key variables and constants", e.pos or v.pos))
+
+
+def _check_nested(out: Problems, v: ViewDecl, e: Expr, scope: list[str], maps, types: dict[str, str]) -> None:
+    """A TOTAL's condition: comparisons of arithmetic over the variables in scope, constants, and maps read at
+    some of those variables (a nested subquery's maps, keyed by its correlation columns), or folds of them."""
+    folded = [id(n.ref) for n in walk(e) if isinstance(n, Fold)]
+    for node in walk(e):
+        if isinstance(node, MapRef) and id(node) in folded:
+            continue
+        if isinstance(node, (MapRef, Fold)):
+            ref = node.ref if isinstance(node, Fold) else node
+            _check_arity(out, ref, maps, "map")
+            names = [a.name for a in ref.args if isinstance(a, Var)]
+            extra = [node.var] if isinstance(node, Fold) else []
+            if len(set(names)) != len(names) or not set(names) <= set(scope) | set(extra):
+                out.append((f"view {v.name}: a TOTAL's condition reads {ref.name} at ({', '.join(names)}), not at "
+                            f"distinct variables among ({', '.join(scope)})", ref.pos or v.pos))
+        elif isinstance(node, Var) and node.name not in scope:
+            if not any(isinstance(f, Fold) and f.var == node.name for f in walk(e)):
+                out.append((f"view {v.name}: variable {node.name} of a TOTAL's condition is not in scope", node.pos or v.pos))
+        elif isinstance(node, (Total, RelAtom, IfThen, Prod, Sum)):
+            out.append((f"view {v.name}: a TOTAL's condition holds {type(node).__name__}", v.pos))
 
 
 def _check_view_ref(out: Problems, v: ViewDecl, ref: MapRef, want: list[str], maps, types: dict[str, str]) -> None:
@@ -203,7 +241,7 @@ def _check_map(out: Problems, m: MapDecl, rels) -> None:
     if m.definition is None:
         return
     for node in walk(m.definition):
-        if isinstance(node, (Arith, Fold, BoolOp)):
+        if isinstance(node, (Arith, Fold, BoolOp, Total)):
             out.append((f"definition of map {m.name} holds a view expression", node.pos or m.pos))
         elif isinstance(node, MapRef):
             out.append((f"definition of map {m.name} refers to map {node.name}; definitions range over relations only", node.pos))
@@ -257,7 +295,7 @@ def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
             out.append(("a trigger term is a product (monomial); sums belong in map definitions", node.pos or s.pos))
         elif isinstance(node, RelAtom):
             out.append((f"relation atom {node.name}(...) in a trigger; statements read maps, not relations", node.pos))
-        elif isinstance(node, (Arith, Fold, BoolOp)):
+        elif isinstance(node, (Arith, Fold, BoolOp, Total)):
             out.append(("view expressions (/, -, folds, AND/OR/NOT) belong in views, not triggers", node.pos or s.pos))
         elif isinstance(node, MapRef):
             _check_arity(out, node, maps, "map")

@@ -30,6 +30,7 @@ from .ast import (
     RelAtom,
     Statement,
     Sum,
+    Total,
     Trigger,
     Var,
     ViewDecl,
@@ -67,7 +68,7 @@ def format_expr(e: Expr) -> str:
         return " * ".join(_factor(f) for f in e.factors)
     if isinstance(e, Sum):
         return " + ".join(f"({format_expr(t)})" if isinstance(t, Sum) else format_expr(t) for t in e.terms)
-    if isinstance(e, (Arith, Fold, BoolOp)):
+    if isinstance(e, (Arith, Fold, BoolOp, Total)):
         return format_view_expr(e)
     raise TypeError(f"not an M3 expression: {e!r}")
 
@@ -127,6 +128,10 @@ def format_view_expr(e: Expr, level: int = 0) -> str:
         return f"({text})" if mine < level else text
     if isinstance(e, Fold):
         return f"{e.kind}({e.var} : {format_expr(e.ref)})"
+    if isinstance(e, Total):
+        cond = "" if e.cond is None else f" WHERE {format_view_expr(e.cond)}"
+        track = "".join(f" TRACK {format_expr(t)}" for t in e.track)
+        return f"TOTAL({', '.join(e.vars)} : {format_expr(e.ref)}{cond}{track})"
     if isinstance(e, BoolOp):
         if e.op == "NOT":
             return "NOT " + format_view_expr(e.args[0], 3)

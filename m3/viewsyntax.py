@@ -3,7 +3,9 @@
 A view without named key variables reads its maps positionally (``v[a](s :=
 m, avg := s / c)``); a view that names them (``v[a := A]``) writes its
 columns as view expressions and may have a ``WHERE`` condition, evaluated
-when the view is read (:mod:`.runtime.views`)::
+when the view is read (:mod:`.runtime.views`); ``TOTAL(K : m[A, K] WHERE
+cond)`` sums the entries of ``m`` at the row whose ``K`` meets ``cond``
+(nested subqueries)::
 
     DECLARE VIEW Q1[a := A](r := s[A] / n[A], lo := MIN(X : t[A, X])) WHERE 1 < n[A] AND NOT s[A] = 0;
 
@@ -17,6 +19,9 @@ program parser (:class:`.syntax._Parser`), which provides the token helpers.
 Arith(op='/', left=Arith(op='*', left=Const(value=-1), right=Arith(op='-', left=MapRef(name='m', args=(Var(name='K'),)), right=Const(value=1))), right=Const(value=2))
 >>> v.where
 BoolOp(op='NOT', args=(BoolOp(op='OR', args=(Cmp(op='<', left=Const(value=0), right=MapRef(name='m', args=(Var(name='K'),))), Cmp(op='=', left=Var(name='K'), right=Const(value='a')))),))
+>>> t = parse_program("DECLARE VIEW v[g := G](s := TOTAL(K : o[G, K] WHERE 0 < n[K] TRACK t[G, K]));").views[0].columns[0].expr
+>>> t.vars, t.cond, t.track
+(('K',), Cmp(op='<', left=Const(value=0), right=MapRef(name='n', args=(Var(name='K'),))), (MapRef(name='t', args=(Var(name='G'), Var(name='K'))),))
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from .ast import (
     Expr,
     Fold,
     MapRef,
+    Total,
     ViewColumn,
     ViewDecl,
 )
@@ -119,6 +125,8 @@ class ViewParser:
         t = self.peek()
         if t.kind == "name" and self.peek(1).text == "[":
             return self.map_ref()
+        if t.kind == "name" and t.text.upper() == "TOTAL" and self.peek(1).text == "(":
+            return self.total()
         if t.kind == "name" and t.text.upper() in FOLDS and self.peek(1).text == "(":
             self.take()
             self.take()
@@ -136,6 +144,28 @@ class ViewParser:
             self.take()
             return Arith("*", Const(-1, pos=t.pos), self.vfactor(), pos=t.pos)
         return self.val()
+
+    def total(self) -> Total:
+        """``TOTAL(K, Q : m[G, K, Q] WHERE cond)``: a conditional sum over a map's entries (nested subqueries)."""
+        t = self.take()
+        self.expect("(")
+        names: list[str] = []
+        while not self.at(":"):
+            names.append(self.name("a summed-over variable").text)
+            if not self.at(":"):
+                self.expect(",")
+        self.expect(":")
+        ref = self.map_ref()
+        cond = None
+        if self._word("WHERE"):
+            self.take()
+            cond = self.vcond()
+        track = []
+        while self._word("TRACK"):
+            self.take()
+            track.append(self.map_ref())
+        self.expect(")")
+        return Total(tuple(names), ref, cond, tuple(track), pos=t.pos)
 
     def map_ref(self) -> MapRef:
         t = self.name("a map name")

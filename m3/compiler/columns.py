@@ -122,14 +122,17 @@ class _Builder:
         return (p[0], self.column(p[1], "having", False), self.column(p[2], "having", False))
 
 
-def view_columns(q, var: dict, keys: tuple[V, ...], make: MakeAgg) -> tuple[tuple[Aggregate, ...], tuple, object]:
-    """``(aggregates, columns, condition)`` of a resolved query (:class:`.frontend.SqlQuery`); see module doc."""
+def view_columns(q, var: dict, keys: tuple[V, ...], make: MakeAgg,
+                 rows: bool = False) -> tuple[tuple[Aggregate, ...], tuple, object]:
+    """``(aggregates, columns, condition)`` of a resolved query (:class:`.frontend.SqlQuery`); see module doc.
+    ``rows``: the condition always reads the group's COUNT(*) map (a query with nested subqueries: its rows
+    are where the count of the rows meeting the nested condition is > 0)."""
     b = _Builder(var, keys, make)
     columns = tuple((name, b.column(x, name, True)) for name, x in q.columns)
     having = b.condition(q.having) if q.having is not None else None
     plain = having is None and all(isinstance(c, tuple) and c[0] in ("map", "avg") for _, c in columns)
     where = having
-    if not plain and not b.exact:  # rows are where the group has rows, not where some sum is non-zero
+    if rows or (not plain and not b.exact):  # rows are where the group has rows, not where some sum is non-zero
         rows = ("map", b.add("rows", 1, count=True))
         where = conj([(">", rows, 0)] + ([having] if having is not None else []))
     if not b.aggregates:

@@ -69,6 +69,7 @@ from .positions import Ctx as _Ctx
 from .positions import split_statements
 from .predicates import conj
 from .resolve import ColRef, Resolver, unparen
+from .subqueries import contains_subquery, nested_conjunct
 from .viewexpr import having
 
 # Arithmetic and predicates: see :mod:`.resolve` and :mod:`.predicates`.
@@ -86,6 +87,7 @@ class SqlQuery:
     columns: tuple[tuple[str, object], ...]  # value columns: (output name, view expression, :mod:`.viewexpr`)
     having: object = None  # HAVING predicate over view expressions, or None
     notes: tuple[str, ...] = ()  # what was accepted but has no effect on the view (ORDER BY)
+    nested: tuple = ()  # WHERE conjuncts holding subqueries (:func:`.subqueries.nested_conjunct`)
 
 
 _TYPES = {
@@ -194,15 +196,16 @@ def _statement(tree: exp.Expression, is_stream: bool, relations: dict[str, Relat
     raise ctx.error(f"unsupported statement {what} (expected CREATE STREAM/TABLE, CREATE VIEW or SELECT)")
 
 
-def _refuse_unread(tree: exp.Expression, ctx: _Ctx) -> None:
-    """Refuse a field of a node the front end translates but does not read (:mod:`.nodes`)."""
-    for node, arg in unread_args(tree):
+def _refuse_unread(tree: exp.Expression, ctx: _Ctx, skip: tuple = ()) -> None:
+    """Refuse a field of a node the front end translates but does not read (:mod:`.nodes`); ``skip``: subtrees
+    translated elsewhere (nested subqueries, :mod:`.subqueries`, which checks them itself)."""
+    for node, arg in unread_args(tree, skip):
         raise ctx.error(f"unsupported {describe(node, arg)} ({sql_of(node)})", node)
 
 
-def _refuse_unknown(tree: exp.Expression, ctx: _Ctx) -> None:
+def _refuse_unknown(tree: exp.Expression, ctx: _Ctx, skip: tuple = ()) -> None:
     """The safety net after translating: a node of a type the front end does not translate is refused, not dropped."""
-    for node in unknown_nodes(tree):
+    for node in unknown_nodes(tree, skip):
         raise ctx.error(f"unsupported {type(node).__name__.upper()} ({sql_of(node)})", node)
 
 
@@ -248,19 +251,28 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         if keyword and sel.args.get(key):
             word = keyword.strip(chr(92) + "b").replace(chr(92) + "s+", " ")
             raise ctx.error(f"unsupported {word} clause{why}", keyword=keyword)
+    where = sel.args.get("where")
+    nested_nodes = tuple(c for c in (_conjuncts(where.this) if isinstance(where, exp.Where) else [])
+                         if contains_subquery(c))
+    inside = {id(x) for n in nested_nodes for x in n.walk()}
     for node in sel.walk():
-        if node is not sel and isinstance(node, (exp.Select, exp.Subquery, exp.SetOperation)):
-            raise ctx.error("unsupported subquery (nested SELECT)", node)
+        if id(node) in inside:
+            continue
+        if node is not sel and isinstance(node, (exp.Select, exp.Subquery, exp.SetOperation, exp.Exists)):
+            where_is = "in WHERE only as a conjunct: EXISTS, IN (SELECT ...) or a comparison"
+            raise ctx.error(f"unsupported subquery (nested SELECT) here: a subquery may stand {where_is}", node)
         if isinstance(node, exp.Window):
             raise ctx.error("unsupported window function", node)
-    _refuse_unread(sel, ctx)
+    _refuse_unread(sel, ctx, nested_nodes)
     _check_clauses(sel, ctx)
     tables = _tables(sel, relations, ctx)
     res = Resolver(tables, relations, ctx)
     joins: list[tuple[ColRef, ColRef]] = []
     preds = []
-    where = sel.args.get("where")
-    conjuncts = _conjuncts(where.this) if where is not None else []
+    counter = [0]
+    nested = tuple(nested_conjunct(c, res, relations, ctx, lambda s: _tables(s, relations, ctx), counter)
+                   for c in nested_nodes)
+    conjuncts = [c for c in (_conjuncts(where.this) if where is not None else []) if id(c) not in inside]
     for j in sel.args.get("joins") or []:
         if j.args.get("on") is not None:
             conjuncts += _conjuncts(j.args["on"])
@@ -289,9 +301,9 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         count = 1 if distinct is not None else ("agg", "COUNT", 1)
     keys, values = view_names(items, groups, rename, name, count, ctx)
     note = order_note(name, sel, items, [n for n, _ in keys] + [n for n, _ in values], res, ctx)
-    _refuse_unknown(sel, ctx)
+    _refuse_unknown(sel, ctx, nested_nodes)
     return SqlQuery(name, tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(keys),
-                    tuple(values), having_pred, (note,) if note else ())
+                    tuple(values), having_pred, (note,) if note else (), nested)
 
 
 _CLAUSE_TYPES = {"where": exp.Where, "group": exp.Group, "order": exp.Order, "from": exp.From, "from_": exp.From,

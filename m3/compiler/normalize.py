@@ -55,6 +55,7 @@ from ..calculus import (
 from ..errors import CompileError
 from .columns import Aggregate, view_columns
 from .frontend import SqlQuery
+from .nested import nested_condition, nested_vars
 from .predicates import FALSE, TRUE, conj, negate
 
 
@@ -69,6 +70,10 @@ class NormalQuery:
     columns: tuple[tuple[str, object], ...]  # (name, column expression over aggregates, :mod:`.columns`)
     where: object = None  # the view's condition (HAVING, DISTINCT), or None
     key_vars: tuple[V, ...] = ()  # per output key column, its variable
+    extra_keys: tuple[V, ...] = ()  # outer variables a nested condition reads: every outer map's keys after `keys`
+    nested: object = None  # the nested subqueries' condition over column expressions (:mod:`.nested`), or None
+    outer_count: int = 0  # with `nested`: aggregates [0, outer_count) are the outer query's, the rest inner maps
+    tracks: tuple[int, ...] = ()  # with `nested`: the tracking maps (:func:`.nested.nested_condition`)
 
 
 def variable_names(columns: list[str], taken: set[str] | None = None) -> list[str]:
@@ -114,6 +119,7 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
     key_vars = tuple(var[ref] for _, ref in q.group_by)
     keys = tuple(dict.fromkeys(key_vars))
     selection = _predicate(q.predicate, var) if q.predicate is not None else [(1, ())]
+    extra = nested_vars(q, var, keys) if q.nested else ()
 
     def agg(expr, folded: V | None, count: bool) -> Agg:
         terms = []
@@ -124,10 +130,14 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
         if not terms:  # a map without a definition has nothing to maintain: say why, not what the checker sees
             raise CompileError(f"query {q.name} has an aggregate that is always 0 (a WHERE or CASE condition "
                                "that never holds, or a zero value)")
-        return Agg(keys + ((folded,) if folded is not None else ()), tuple(terms))
+        return Agg(keys + extra + ((folded,) if folded is not None else ()), tuple(terms))
 
-    aggregates, columns, where = view_columns(q, var, keys, agg)
-    return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates, columns, where, key_vars)
+    aggregates, columns, where = view_columns(q, var, keys, agg, rows=bool(q.nested))
+    if not q.nested:
+        return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates, columns, where, key_vars)
+    inner, condition, tracks = nested_condition(relations, q, var, len(aggregates), keys, agg(1, None, True))
+    return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates + tuple(inner), columns, where,
+                       key_vars, extra, condition, len(aggregates), tuple(tracks))
 
 
 def nonnull(expr):

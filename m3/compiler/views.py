@@ -40,6 +40,7 @@ from ..ast import (
     Fold,
     MapRef,
     Program,
+    Total,
     Var,
     ViewColumn,
     ViewDecl,
@@ -58,14 +59,17 @@ def view_decl(nq: NormalQuery, refs: list[Ref]) -> ViewDecl:
     plain = _plain(nq, refs)
     if plain is not None:
         return ViewDecl(nq.name, nq.key_names, plain)
-    columns = tuple(ViewColumn(name, expr=_expr(c, nq, refs)) for name, c in nq.columns)
-    where = None if nq.where is None else _condition(nq.where, nq, refs)
+    total = None
+    if nq.nested is not None:  # outer aggregates are summed where the nested condition holds
+        total = _condition(nq.nested, nq, refs)
+    columns = tuple(ViewColumn(name, expr=_expr(c, nq, refs, total)) for name, c in nq.columns)
+    where = None if nq.where is None else _condition(nq.where, nq, refs, total)
     return ViewDecl(nq.name, nq.key_names, columns, tuple(v.name for v in nq.key_vars), where)
 
 
 def _plain(nq: NormalQuery, refs: list[Ref]) -> tuple[ViewColumn, ...] | None:
     """Columns of maps and quotients read at the keys in order (the view form without variables), or None."""
-    if nq.where is not None or len(set(nq.key_vars)) != len(nq.key_vars):
+    if nq.where is not None or nq.nested is not None or len(set(nq.key_vars)) != len(nq.key_vars):
         return None
     keys = tuple(nq.key_vars)
     out = []
@@ -84,21 +88,26 @@ def _ref(i: int, refs: list[Ref]) -> MapRef:
     return MapRef(name, tuple(Var(v.name) for v in args))
 
 
-def _expr(c, nq: NormalQuery, refs: list[Ref]) -> Expr:
+def _expr(c, nq: NormalQuery, refs: list[Ref], total: Expr | None = None) -> Expr:
+    """A column expression as a view expression; ``total``: the nested condition, under which an outer
+    aggregate is read as ``TOTAL(extra keys : map WHERE total)``."""
     if not isinstance(c, tuple):
         return Const(c)
     kind = c[0]
     if kind == "map":
+        if total is not None and c[1] < nq.outer_count:
+            return Total(tuple(v.name for v in nq.extra_keys), _ref(c[1], refs), total,
+                         tuple(_ref(i, refs) for i in nq.tracks))
         return _ref(c[1], refs)
     if kind == "avg":
-        return Arith("/", _ref(c[1], refs), _ref(c[2], refs))
+        return Arith("/", _expr(("map", c[1]), nq, refs, total), _expr(("map", c[2]), nq, refs, total))
     if kind == "fold":
         folded = nq.aggregates[c[2]].folded
         assert folded is not None
         return Fold(c[1], folded.name, _ref(c[2], refs))
     if kind == "var":
         return Var(c[1].name)
-    return Arith(kind, _expr(c[1], nq, refs), _expr(c[2], nq, refs))
+    return Arith(kind, _expr(c[1], nq, refs, total), _expr(c[2], nq, refs, total))
 
 
 def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
@@ -106,7 +115,8 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
     event updates maps by lookups and loops over the entries it joins with) or ``domain-bound`` (a fold reads
     the distinct values of a group, or a comparison between columns loops over a map's entries and tests each:
     the statements of ``program`` that maintain the view's maps, directly or through the maps they read).
-    Nested aggregates (``higher-order``) are not compiled yet.
+    A view of a nested subquery is domain-bound: its ``TOTAL`` reads the distinct values of the columns the
+    nested condition reads.
 
     >>> from ..syntax import parse_program
     >>> p = parse_program("DECLARE VIEW v[a := A](x := m[A] / n[A], lo := MIN(B : t[A, B]));")
@@ -116,7 +126,14 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
     folds = [n for c in v.columns if c.expr is not None for n in walk(c.expr) if isinstance(n, Fold)]
     if v.where is not None:
         folds += [n for n in walk(v.where) if isinstance(n, Fold)]
+    totals = [n for c in v.columns if c.expr is not None for n in walk(c.expr) if isinstance(n, Total)]
+    totals += [n for n in walk(v.where) if isinstance(n, Total)] if v.where is not None else []
     reasons = []
+    if totals:
+        what = ", ".join(dict.fromkeys(f"{t.ref.name} over ({', '.join(t.vars)})" for t in totals))
+        reasons.append(f"nested subquery: each changed row sums {what}, testing the nested condition at each "
+                       "distinct value (cost grows with that domain, not with the database); the maps themselves "
+                       "are first-order")
     if folds:
         what = ", ".join(dict.fromkeys(f"{f.kind} over {f.ref.name}" for f in folds))
         reasons.append(f"{what}: each changed row reads the distinct values of its group (cost grows with their "
@@ -155,7 +172,7 @@ def _loop_guarded(v: ViewDecl, program: Program) -> list[str]:
 _SWAP = {">": "<", ">=": "<="}
 
 
-def _condition(p, nq: NormalQuery, refs: list[Ref]) -> Expr:
+def _condition(p, nq: NormalQuery, refs: list[Ref], total: Expr | None = None) -> Expr:
     p = _decided(p)
     if p == ("true",):
         return Cmp("=", Const(0), Const(0))
@@ -165,10 +182,10 @@ def _condition(p, nq: NormalQuery, refs: list[Ref]) -> Expr:
         op = p[0].upper()
         args: list[Expr] = []
         for x in (p[1], p[2]):
-            inner = _condition(x, nq, refs)
+            inner = _condition(x, nq, refs, total)
             args += inner.args if isinstance(inner, BoolOp) and inner.op == op else [inner]
         return BoolOp(op, tuple(args))
-    left, right = _expr(p[1], nq, refs), _expr(p[2], nq, refs)
+    left, right = _expr(p[1], nq, refs, total), _expr(p[2], nq, refs, total)
     if p[0] in _SWAP:
         return Cmp(_SWAP[p[0]], right, left)
     return Cmp(p[0], left, right)

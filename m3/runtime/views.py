@@ -20,6 +20,12 @@ and MIN/MAX cost nothing per event.
   the greatest, SUM their sum, COUNT their number (COUNT(DISTINCT x)); a fold
   over no entry is 0.  ``/`` divides as floats and gives ``inf``/``nan`` by
   zero (as DuckDB does); the AVG quotient ``s / c`` gives 0 where ``c`` is 0.
+* **Nested subqueries.**  ``TOTAL(K : m[A, K] WHERE cond)`` sums the
+  entries of ``m`` at the row whose ``K`` meets ``cond`` (which reads the
+  nested subqueries' maps at ``K``): its cost is the number of distinct
+  ``K`` in the row's group.  A nested map keyed by ``K`` alone names no
+  row; its ``TRACK`` maps (keyed by the row and ``K``) change with it and
+  name the rows a batch affects.
 * **Cost.**  A map entry is one lookup; a fold reads one index slice (the
   runtime keeps an index on the row's positions of every folded map,
   :func:`view_index_specs`): its cost is the number of distinct values in the
@@ -57,6 +63,7 @@ from ..ast import (
     Fold,
     MapRef,
     Program,
+    Total,
     Var,
     ViewDecl,
     walk,
@@ -71,14 +78,16 @@ class Ref:
 
     map: str
     slots: tuple[int | None, ...]
+    width: int | None = None  # the number of row variables, when the slots may not cover them all
 
     def pattern(self, row: tuple) -> tuple:
         """The key pattern of this map at a row (the folded position free)."""
         return tuple(None if s is None else row[s] for s in self.slots)
 
     def row_of(self, key: tuple) -> tuple:
-        """The row an entry of this map belongs to."""
-        out = [None] * sum(1 for s in self.slots if s is not None)
+        """The row an entry of this map belongs to (None where the map's key does not say: a nested
+        subquery's map keyed by correlation columns; such a row is never in the view, see :func:`row_value`)."""
+        out = [None] * (sum(1 for s in self.slots if s is not None) if self.width is None else self.width)
         for s, x in zip(self.slots, key):
             if s is not None:
                 out[s] = x
@@ -101,7 +110,8 @@ class ViewForm:
     columns: tuple[tuple[str, Expr], ...]
     where: Expr | None
     refs: tuple[Ref, ...]  # every map reference, once
-    folds: tuple[Ref, ...]  # the refs read by a fold
+    folds: tuple[Ref, ...]  # the refs read by a fold or a TOTAL (an index on their bound positions)
+    outer: tuple[Ref, ...] = ()  # the refs whose entries make a row present (not those of a TOTAL's condition)
 
     def key_of(self, row: tuple) -> tuple:
         """The output key of a row."""
@@ -144,25 +154,35 @@ def view_form(program: Program, v: ViewDecl) -> ViewForm:
                                           MapRef(c.denominator, tuple(row)))))
     refs: dict[Ref, None] = {}
     folds: dict[Ref, None] = {}
+    inner: set[int] = set()  # ids of the map references inside a TOTAL's condition
     types: dict[str, str] = {}
-    for e in [x for _, x in columns] + ([v.where] if v.where is not None else []):
+    exprs = [x for _, x in columns] + ([v.where] if v.where is not None else [])
+    for e in exprs:
+        for node in walk(e):
+            if isinstance(node, Total):  # a condition's maps and tracking maps: not what makes a row present
+                inner.update(id(n) for x in ((node.cond,) if node.cond is not None else ()) + node.track
+                             for n in walk(x) if isinstance(n, MapRef))
+    outer: dict[Ref, None] = {}
+    for e in exprs:
         for node in walk(e):
             if isinstance(node, MapRef):
-                slots = tuple(names.index(a.name) if isinstance(a, Var) and a.name in names else None
-                              for a in node.args)
-                refs[Ref(node.name, slots)] = None
-                for s, k in zip(slots, program.map(node.name).keys):
+                ref = _ref(node, names)
+                refs[ref] = None
+                if id(node) not in inner:
+                    outer[ref] = None
+                for s, k in zip(ref.slots, program.map(node.name).keys):
                     if s is not None:
                         types.setdefault(names[s], k.type)
-            if isinstance(node, Fold):
+            if isinstance(node, (Fold, Total)):
                 folds[_ref(node.ref, names)] = None
     return ViewForm(v.name, names, tuple(types.get(n, "INT") for n in names), out, tuple(columns), v.where,
-                    tuple(refs), tuple(folds))
+                    tuple(refs), tuple(folds), tuple(outer))
 
 
 def _ref(ref: MapRef, names: tuple[str, ...]) -> Ref:
-    return Ref(ref.name, tuple(names.index(a.name) if isinstance(a, Var) and a.name in names else None
-                               for a in ref.args))
+    slots = tuple(names.index(a.name) if isinstance(a, Var) and a.name in names else None for a in ref.args)
+    covered = {s for s in slots if s is not None}
+    return Ref(ref.name, slots, None if len(covered) == len(names) else len(names))
 
 
 def view_index_specs(program: Program) -> dict[str, list[tuple[int, ...]]]:
@@ -170,7 +190,7 @@ def view_index_specs(program: Program) -> dict[str, list[tuple[int, ...]]]:
     out: dict[str, list[tuple[int, ...]]] = {}
     for v in program.views:
         for ref in view_form(program, v).folds:
-            if ref.bound and ref.bound not in out.setdefault(ref.map, []):
+            if ref.bound and len(ref.bound) < len(ref.slots) and ref.bound not in out.setdefault(ref.map, []):
                 out[ref.map].append(ref.bound)
     return {k: pos for k, pos in out.items() if pos}
 
@@ -184,8 +204,8 @@ class Reader:
 
 
 def present(form: ViewForm, row: tuple, reader: Reader) -> bool:
-    """Whether some map the view reads has an entry at the row (its condition aside)."""
-    for ref in form.refs:
+    """Whether some map the view reads has an entry at the row (its condition aside; not a TOTAL's condition)."""
+    for ref in form.outer or form.refs:
         if None in ref.slots:
             if _items(reader.entries(ref.map, ref.pattern(row))):
                 return True
@@ -195,8 +215,9 @@ def present(form: ViewForm, row: tuple, reader: Reader) -> bool:
 
 
 def row_value(form: ViewForm, row: tuple, reader: Reader) -> tuple[bool, object]:
-    """``(in the view, value)`` of a row; the value is :attr:`ViewForm.zero` for a row not in the view."""
-    if not present(form, row, reader):
+    """``(in the view, value)`` of a row; the value is :attr:`ViewForm.zero` for a row not in the view (as is a
+    row a nested subquery's map names only in part, :meth:`Ref.row_of`)."""
+    if None in row or not present(form, row, reader):
         return False, form.zero
     env = dict(zip(form.vars, row))
     if form.where is not None and not _holds(form.where, env, form, reader):
@@ -211,7 +232,7 @@ def candidate_rows(form: ViewForm, entries: Entries, pattern: tuple = ()) -> lis
     if row_pat is None:
         return []
     rows: dict[tuple, None] = {}
-    for ref in form.refs:
+    for ref in form.outer or form.refs:
         map_pat = tuple(None if s is None else row_pat[s] for s in ref.slots)
         for key, _ in _items(entries(ref.map, map_pat)):
             rows[ref.row_of(key)] = None
@@ -278,6 +299,22 @@ def _value(e: Expr, env: dict, form: ViewForm, reader: Reader):
         if e.kind == "MAX":
             return max(values)
         return len(values) if e.kind == "COUNT" else sum(values)
+    if isinstance(e, Total):
+        free = set(e.vars)
+        pattern = tuple(None if isinstance(a, Var) and a.name in free else env[a.name] if isinstance(a, Var)
+                        else a.value for a in e.ref.args)
+        slots = [(i, a.name) for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name in free]
+        total = 0
+        for k, n in _items(reader.entries(e.ref.name, pattern)):
+            if not n:
+                continue
+            if e.cond is not None:
+                inner = dict(env)
+                inner.update((name, k[i]) for i, name in slots)
+                if not _holds(e.cond, inner, form, reader):
+                    continue
+            total += n
+        return total
     raise TypeError(f"not a view expression: {e!r}")
 
 
@@ -335,6 +372,8 @@ def _type(e: Expr, program: Program, var_types: dict[str, str]) -> str:
         return var_types.get(e.name, "INT")
     if isinstance(e, MapRef):
         return program.map(e.name).value_type
+    if isinstance(e, Total):
+        return program.map(e.ref.name).value_type
     if isinstance(e, Fold):
         if e.kind == "COUNT":
             return "INT"

@@ -1,0 +1,171 @@
+"""Nested subqueries in the calculus: first-order maps for the inner aggregates and a condition over them.
+
+DBToaster (seed 002) maintains a nested aggregate as a map keyed by the
+correlation variables, and the outer aggregate keyed additionally by the
+variables the nested comparison reads; the query's value is then a sum over
+that domain.  Here:
+
+* every outer aggregate is keyed by the group variables *and* the outer
+  variables the nested conditions read (:func:`nested_vars`: the correlation
+  columns and the columns compared, ``PARTKEY, QUANTITY`` for TPC-H Q17);
+* every subquery is normalised as a query of its own grouped by its
+  correlation columns, each of which is then renamed to the outer variable it
+  equals (its other variables get fresh names), so its maps are keyed by the
+  outer variables: ``n1_v_sum[PARTKEY]``, ``n1_n[PARTKEY]``;
+* the condition (:func:`nested_condition`) is a predicate of
+  :mod:`.predicates` over column expressions (:mod:`.columns`) of the inner
+  maps and the outer variables.  ``EXISTS``: the inner count is > 0 (and the
+  IN subquery's HAVING holds); ``NOT``: negated (no NULLs).  A comparison with
+  a scalar subquery holds only where the subquery has rows, unless it
+  aggregates with COUNT alone (SQL: a SUM, AVG, MIN or MAX of no rows is
+  NULL and the comparison is not true; a COUNT is 0).
+
+The view (:mod:`.views`) reads each outer aggregate as ``TOTAL(vars :
+m[keys, vars] WHERE condition)``, computed when read.
+
+>>> from .frontend import parse_sql
+>>> from .normalize import normalize
+>>> rels, (q,) = parse_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(a INT, c INT);
+...     SELECT SUM(b) AS s FROM R WHERE EXISTS (SELECT * FROM S WHERE S.a = R.a AND c > 1)''')
+>>> nq = normalize(rels, q)
+>>> [(a.name, str(a.agg)) for a in nq.aggregates]
+[('s', 'AggSum([A], R(A, B) * B)'), ('rows', 'AggSum([A], R(A, B))'), ('n1_n', 'AggSum([A], S(A, C_1) * {1 < C_1})')]
+>>> nq.extra_keys, nq.nested
+((V(name='A', type='INT'),), ('>', ('map', 2), 0))
+"""
+
+from __future__ import annotations
+
+from ..ast import RelationDecl
+from ..calculus import Agg, Term, V, substitute
+from ..errors import CompileError
+from .columns import Aggregate
+from .predicates import conj, negate
+from .subqueries import SubQuery
+from .viewexpr import aggregates_of
+
+_OUTER_KINDS = ("SUM", "COUNT", "AVG")
+
+
+def _operand_refs(x) -> list:
+    if isinstance(x, tuple) and x and x[0] == "col":
+        return [x[1]]
+    if isinstance(x, tuple) and x and x[0] == "sub":
+        return [outer for _, outer in x[1].correlation]
+    if isinstance(x, tuple):
+        return [r for y in x[1:] for r in _operand_refs(y)]
+    return []
+
+
+def _subs(x) -> list[SubQuery]:
+    if isinstance(x, tuple) and x and x[0] == "sub":
+        return [x[1]]
+    if isinstance(x, tuple):
+        return [s for y in x[1:] for s in _subs(y)]
+    return []
+
+
+def nested_vars(q, var: dict, keys: tuple[V, ...]) -> tuple[V, ...]:
+    """The outer variables the nested conditions read that are not group variables (the outer maps' extra keys)."""
+    for name, value in q.columns:
+        kinds = [a[1] for a in aggregates_of(value)] + [a[1] for a in aggregates_of(q.having)]
+        bad = [k for k in kinds if k not in _OUTER_KINDS]
+        if bad:
+            raise CompileError(f"unsupported {bad[0]} in a query with a nested subquery (only SUM, COUNT and AVG)")
+    out: list[V] = []
+    for c in q.nested:
+        refs = [outer for _, outer in c[1].correlation] if c[0] == "exists" else _operand_refs(c)
+        for ref in refs:
+            v = var[ref]
+            if v not in keys and v not in out:
+                out.append(v)
+    return tuple(out)
+
+
+def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, keys: tuple[V, ...],
+                     rows: Agg) -> tuple[list[Aggregate], object, list[int]]:
+    """``(inner aggregates, condition, tracking maps)``: the subqueries' maps (numbered from ``base`` in the
+    query's list of aggregates), the conjunction of the nested conditions over them (module doc), and the
+    indices of the *tracking* maps: for a subquery whose correlation keys ``K`` do not include every group
+    variable ``G``, the count of its rows joined with the outer rows (``rows``, keyed by ``G`` and the outer
+    variables), keyed by ``G`` and ``K``.  Its entries change whenever the subquery's maps change at ``K``, at
+    exactly the groups that read them, so the view's changed rows are found from the maps' journals."""
+    inner: list[Aggregate] = []
+    tracks: list[int] = []
+    parts = []
+    counter = [0]
+
+    def subquery(sub: SubQuery, scalar: bool):
+        from .frontend import SqlQuery
+        from .normalize import normalize
+
+        counter[0] += 1
+        k = counter[0]
+        columns = ((("v", sub.value),) if scalar else ()) + (("n", ("agg", "COUNT", 1)),)
+        group = tuple((f"c{i}", inner_ref) for i, (inner_ref, _) in enumerate(sub.correlation))
+        sq = SqlQuery(f"{q.name}_n{k}", sub.tables, sub.joins, sub.predicate, group, columns, sub.having)
+        inq = normalize(relations, sq)
+        rename: dict[V, V] = {}
+        equal = []
+        for v_in, (_, outer_ref) in zip(inq.key_vars, sub.correlation):
+            target = var[outer_ref]
+            if v_in in rename and rename[v_in] != target:
+                equal.append(("=", ("var", rename[v_in]), ("var", target)))
+            rename.setdefault(v_in, target)
+        offset = base + len(inner)
+        for a in inq.aggregates:
+            every = {v for t in a.agg.terms for v in t.vars()} | {x for x in a.agg.keys if isinstance(x, V)}
+            fresh = {v: rename.get(v, V(f"{v.name}_{k}", v.type)) for v in every}
+            agg = substitute(Agg(a.agg.keys, a.agg.terms), fresh)
+            folded = fresh.get(a.folded) if a.folded is not None else None
+            inner.append(Aggregate(f"n{k}_{a.name}", agg, folded))
+
+        def shift(c):
+            if not isinstance(c, tuple) or not c:
+                return c
+            if c[0] == "map":
+                return ("map", c[1] + offset)
+            if c[0] == "avg":
+                return ("avg", c[1] + offset, c[2] + offset)
+            if c[0] == "fold":
+                return ("fold", c[1], c[2] + offset)
+            if c[0] == "var":
+                return ("var", rename.get(c[1], c[1]))
+            return (c[0],) + tuple(shift(x) for x in c[1:])
+
+        count = shift(inq.columns[-1][1])
+        targets = tuple(dict.fromkeys(rename[v] for v in inq.keys))
+        if keys and not set(keys) <= set(targets):
+            counted = inner[count[1] - base].agg
+            terms = tuple(Term(a.coef * b.coef, a.atoms + b.atoms, a.conds + tuple(c for c in b.conds if c not in a.conds),
+                               a.polys + b.polys) for a in rows.terms for b in counted.terms)
+            tracked = Agg(keys + tuple(v for v in targets if v not in keys), terms)
+            tracks.append(base + len(inner))
+            inner.append(Aggregate(f"n{k}_track", tracked))
+        guard = conj([(">", count, 0)] + equal + ([shift(inq.where)] if sub.having is not None else []))
+        value = shift(inq.columns[0][1]) if scalar else None
+        counts_only = scalar and all(a[1] in ("COUNT", "COUNT DISTINCT") for a in aggregates_of(sub.value))
+        return value, guard, counts_only
+
+    def operand(x, guards: list):
+        if isinstance(x, tuple) and x and x[0] == "col":
+            return ("var", var[x[1]])
+        if isinstance(x, tuple) and x and x[0] == "sub":
+            value, guard, counts_only = subquery(x[1], True)
+            guards.append(conj([g for g in [guard] if not counts_only]) if not counts_only else ("true",))
+            return value
+        if isinstance(x, tuple) and x and x[0] == "neg":
+            return ("*", -1, operand(x[1], guards))
+        if isinstance(x, tuple):
+            return (x[0], operand(x[1], guards), operand(x[2], guards))
+        return x
+
+    for c in q.nested:
+        if c[0] == "exists":
+            _, guard, _ = subquery(c[1], False)
+            parts.append(negate(guard) if c[2] else guard)
+        else:
+            guards: list = []
+            left, right = operand(c[1], guards), operand(c[2], guards)
+            parts.append(conj(guards + [(c[0], left, right)]))
+    return inner, conj(parts), tracks

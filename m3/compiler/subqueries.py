@@ -1,0 +1,283 @@
+"""Nested subqueries in WHERE: the front end's part (names resolved; the calculus is :mod:`.nested`).
+
+A WHERE conjunct that holds a subquery is one of
+
+* ``EXISTS (SELECT ...)`` / ``NOT EXISTS (...)``,
+* ``col IN (SELECT c FROM ... [GROUP BY c [HAVING ...]])`` / ``NOT IN`` — the
+  same as EXISTS with one more correlation, ``c = col``,
+* a comparison whose sides are arithmetic over outer columns, constants and
+  scalar subqueries (``SELECT`` of one expression over aggregates, no GROUP BY):
+  ``l_quantity < 0.2 * (SELECT AVG(l_quantity) FROM lineitem WHERE l_partkey = p_partkey)``.
+
+A subquery may read the outer query's columns only in equalities with its
+own (``inner.col = outer.col``): its *correlation*.  Its aggregates are then
+maintained as maps keyed by the correlation columns, which is what keeps the
+nested query first-order (DBToaster's nested-aggregate maps, seed 002).  Any
+other use of an outer column inside a subquery, a subquery inside a
+subquery, in OR, under NOT (other than NOT EXISTS / NOT IN), in SELECT,
+FROM or HAVING, is refused with the construct named.
+
+Inner relation occurrences get aliases of their own (``lineitem@1``), so the
+same relation may appear inside and outside (TPC-H Q17) without a clash; a
+column name resolves against the subquery's FROM first, then the outer one.
+
+>>> import sqlglot
+>>> from ..ast import Column, RelationDecl
+>>> from ..errors import CompileError
+>>> class Ctx:
+...     def error(self, message, node=None, keyword=None): return CompileError(message)
+>>> rels = {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT")))}
+>>> outer = Resolver([("R", "R")], rels, Ctx())
+>>> tables = lambda sel: [(t.alias_or_name, t.name) for t in sel.find_all(sqlglot.exp.Table)]
+>>> w = sqlglot.parse_one("SELECT 1 FROM R WHERE b < (SELECT AVG(s.b) FROM R s WHERE s.a = R.a)").args["where"].this
+>>> cmp = nested_conjunct(w, outer, rels, Ctx(), tables, [0])
+>>> cmp[0], cmp[1]
+('<', ('col', ('R', 'b')))
+>>> sub = cmp[2][1]
+>>> sub.tables, sub.correlation, sub.value
+((('s@1', 'R'),), ((('s@1', 'a'), ('R', 'a')),), ('agg', 'AVG', ('s@1', 'b')))
+>>> nested_conjunct(sqlglot.parse_one("SELECT 1 FROM R WHERE a IN (SELECT b FROM R s WHERE s.b < R.b)").args["where"].this,
+...                 outer, rels, Ctx(), tables, [0])
+Traceback (most recent call last):
+...
+boreas.m3.errors.CompileError: unsupported correlated condition s.b < R.b in a subquery (a subquery may compare outer columns only by equality with its own: inner.col = outer.col)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ..ast import RelationDecl
+from .nodes import sql_of, unknown_nodes, unread_args
+from .resolve import ColRef, Positions, Resolver, unparen
+from .viewexpr import aggregates_of, columns_of, has_aggregate, having, view_expr
+
+_CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+SUBQUERY_NODES = (exp.Subquery, exp.Exists, exp.Select, exp.SetOperation)
+
+
+@dataclass(frozen=True)
+class SubQuery:
+    """One subquery, names resolved: its own FROM/WHERE, its correlation with the outer query, its value.
+
+    ``value``: a view expression over aggregates (a scalar subquery), or None
+    (EXISTS, IN: only whether rows exist per correlation key matters);
+    ``having``: an IN subquery's HAVING over aggregates (its GROUP BY is the
+    selected column, which is a correlation column).
+    """
+
+    tables: tuple[tuple[str, str], ...]
+    joins: tuple[tuple[ColRef, ColRef], ...]
+    predicate: object
+    correlation: tuple[tuple[ColRef, ColRef], ...]  # (inner column, outer column)
+    value: object = None
+    having: object = None
+
+
+def contains_subquery(e: exp.Expression) -> bool:
+    """Whether an expression holds a subquery anywhere (``IN (SELECT ...)`` included)."""
+    return any(isinstance(n, SUBQUERY_NODES) for n in e.walk())
+
+
+class ScopedResolver(Resolver):
+    """A subquery's resolver: its FROM first (internal aliases, written by their SQL alias), then the outer."""
+
+    def __init__(self, tables: list[tuple[str, str]], display: dict[str, str], relations: dict[str, RelationDecl],
+                 ctx: Positions, outer: Resolver):
+        super().__init__(tables, relations, ctx)
+        self.display, self.outer = display, outer
+
+    def _hits(self, col: exp.Column) -> list[ColRef]:
+        name, qual = col.name.lower(), col.table.lower()
+        hits = [(a, c.name) for a, r in self.tables if (not qual or self.display[a].lower() == qual)
+                for c in self.relations[r].columns if c.name.lower() == name]
+        return hits or self.outer._hits(col)
+
+    def is_inner(self, ref: ColRef) -> bool:
+        return ref[0] in self.display
+
+    def col_type(self, ref: ColRef) -> str:
+        return super().col_type(ref) if self.is_inner(ref) else self.outer.col_type(ref)
+
+    def star(self, node: exp.Expression) -> list[ColRef]:
+        raise self.ctx.error(f"unsupported {sql_of(node)} in a subquery's SELECT (select a column or an aggregate)",
+                             node)
+
+
+TablesOf = Callable[[exp.Select], list[tuple[str, str]]]
+
+
+def nested_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, RelationDecl], ctx: Positions,
+                    tables_of: TablesOf, counter: list[int]):
+    """A WHERE conjunct holding a subquery → ``("exists", SubQuery, negated)`` or ``(op, left, right)`` whose
+    sides are operands: ``("col", ref)``, a constant, ``("sub", SubQuery)``, ``(op, a, b)``, ``("neg", a)``."""
+    e = unparen(e)
+    negated = False
+    if type(e) is exp.Not:
+        negated, e = True, unparen(e.this)
+        if type(e) not in (exp.Exists, exp.In):
+            raise ctx.error(f"unsupported NOT over a subquery condition ({sql_of(e)}): only NOT EXISTS and NOT IN", e)
+    if type(e) is exp.Exists:
+        return ("exists", _subquery(_select(e.this, ctx), res, relations, ctx, tables_of, counter, "exists"), negated)
+    if type(e) is exp.In:
+        query = e.args.get("query")
+        if query is None or e.expressions or e.args.get("field") is not None:
+            raise ctx.error(f"unsupported IN over a list holding a subquery ({sql_of(e)})", e)
+        col = unparen(e.this)
+        if type(col) is not exp.Column:
+            raise ctx.error(f"unsupported IN (SELECT ...) of {sql_of(col)} (only of a column)", e)
+        sub = _subquery(_select(query, ctx), res, relations, ctx, tables_of, counter, "in", res.column(col))
+        return ("exists", sub, negated)
+    op = _CMP.get(type(e))
+    if op is None:
+        what = "OR" if type(e) is exp.Or else type(e).__name__.upper()
+        raise ctx.error(f"unsupported subquery inside {what} ({sql_of(e)}): a subquery condition must be a "
+                        "conjunct of WHERE (EXISTS, IN, or a comparison)", e)
+    left = _operand(e.this, res, relations, ctx, tables_of, counter)
+    right = _operand(e.expression, res, relations, ctx, tables_of, counter)
+    return (op, left, right)
+
+
+def _select(e: exp.Expression, ctx: Positions) -> exp.Select:
+    e = unparen(e)
+    if type(e) is exp.Subquery:
+        if any(v for k, v in e.args.items() if k != "this"):
+            raise ctx.error(f"unsupported subquery modifiers ({sql_of(e)})", e)
+        e = unparen(e.this)
+    if type(e) is not exp.Select:
+        raise ctx.error(f"unsupported subquery {type(e).__name__.upper()} ({sql_of(e)}): only a SELECT", e)
+    return e
+
+
+def _operand(e: exp.Expression, res: Resolver, relations, ctx: Positions, tables_of: TablesOf, counter: list[int]):
+    e = unparen(e)
+    if type(e) is exp.Subquery:
+        return ("sub", _subquery(_select(e, ctx), res, relations, ctx, tables_of, counter, "scalar"))
+    if type(e) is exp.Column:
+        return ("col", res.column(e))
+    if type(e) is exp.Neg:
+        return ("neg", _operand(e.this, res, relations, ctx, tables_of, counter))
+    op = _ARITH.get(type(e))
+    if op is not None:
+        return (op, _operand(e.this, res, relations, ctx, tables_of, counter),
+                _operand(e.expression, res, relations, ctx, tables_of, counter))
+    if contains_subquery(e):
+        raise ctx.error(f"unsupported {type(e).__name__.upper()} around a subquery ({sql_of(e)})", e)
+    return res.constant(e)
+
+
+def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDecl], ctx: Positions,
+              tables_of: TablesOf, counter: list[int], kind: str, in_column: ColRef | None = None) -> SubQuery:
+    for node in sel.walk():
+        if node is not sel and isinstance(node, SUBQUERY_NODES):
+            raise ctx.error("unsupported subquery nested in a subquery", node)
+    for key in ("limit", "offset", "with", "with_", "qualify", "windows", "order"):
+        if sel.args.get(key):
+            raise ctx.error(f"unsupported {key.rstrip('_').upper()} in a subquery", sel)
+    for node, arg in unread_args(sel):
+        raise ctx.error(f"unsupported {arg.upper()} in a subquery ({sql_of(node)})", node)
+    for node in unknown_nodes(sel):
+        raise ctx.error(f"unsupported {type(node).__name__.upper()} ({sql_of(node)})", node)
+    counter[0] += 1
+    written = tables_of(sel)
+    tables = [(f"{alias}@{counter[0]}", rel) for alias, rel in written]
+    display = {internal: alias for (internal, _), (alias, _) in zip(tables, written)}
+    res = ScopedResolver(tables, display, relations, ctx, outer)
+    joins, correlation, preds = [], [], []
+    where = sel.args.get("where")
+    conjuncts = _conjuncts(where.this) if where is not None else []
+    for j in sel.args.get("joins") or []:
+        if j.args.get("on") is not None:
+            conjuncts += _conjuncts(j.args["on"])
+    for c in conjuncts:
+        if type(c) is exp.EQ and type(unparen(c.this)) is exp.Column and type(unparen(c.expression)) is exp.Column:
+            a, b = res.column(unparen(c.this)), res.column(unparen(c.expression))
+            if res.is_inner(a) and res.is_inner(b):
+                joins.append((a, b))
+            elif res.is_inner(a) or res.is_inner(b):
+                correlation.append((a, b) if res.is_inner(a) else (b, a))
+            else:
+                raise ctx.error(f"unsupported condition {sql_of(c)} on outer columns only inside a subquery "
+                                "(move it to the outer WHERE)", c)
+            continue
+        p = res.predicate(c)
+        if any(not res.is_inner(r) for r in _refs(p)):
+            raise ctx.error(f"unsupported correlated condition {sql_of(c)} in a subquery (a subquery may compare "
+                            "outer columns only by equality with its own: inner.col = outer.col)", c)
+        preds.append(p)
+    items = sel.expressions
+    group = sel.args.get("group")
+    having_node = sel.args.get("having")
+    value = hav = None
+    if kind == "in":
+        item = unparen(items[0].this if type(items[0]) is exp.Alias else items[0]) if len(items) == 1 else None
+        if type(item) is not exp.Column:
+            raise ctx.error(f"IN (SELECT ...) must select one column ({sql_of(sel)})", sel)
+        col = res.column(item)
+        if not res.is_inner(col):
+            raise ctx.error(f"IN (SELECT {sql_of(item)} ...) selects an outer column", item)
+        if group is not None:
+            cols = [res.column(unparen(g)) if type(unparen(g)) is exp.Column else None for g in group.expressions]
+            if cols != [col]:
+                raise ctx.error(f"unsupported GROUP BY in an IN subquery other than the selected column "
+                                f"({sql_of(group)})", group)
+        if having_node is not None:
+            if group is None:
+                raise ctx.error("HAVING without GROUP BY in an IN subquery", having_node)
+            hav = having(res, having_node.this)
+            if columns_of(hav):
+                raise ctx.error(f"unsupported group column in an IN subquery's HAVING ({sql_of(having_node)})",
+                                having_node)
+        assert in_column is not None
+        correlation.append((col, in_column))
+    else:
+        if group is not None or having_node is not None:
+            raise ctx.error(f"unsupported GROUP BY/HAVING in {'an EXISTS' if kind == 'exists' else 'a scalar'} "
+                            "subquery", group or having_node)
+        if kind == "scalar":
+            if len(items) != 1:
+                raise ctx.error(f"a scalar subquery selects one value, not {len(items)}", sel)
+            node = unparen(items[0].this if type(items[0]) is exp.Alias else items[0])
+            value = view_expr(res, node)
+            if not has_aggregate(value) or columns_of(value):
+                raise ctx.error(f"unsupported scalar subquery value {sql_of(node)} (an expression over aggregates "
+                                "without GROUP BY: one value per correlation key)", node)
+            if any(a[1] in ("MIN", "MAX") and not res.is_inner(a[2]) for a in aggregates_of(value)):
+                raise ctx.error(f"an aggregate of an outer column in a subquery ({sql_of(node)})", node)
+        if sel.args.get("distinct") is not None and kind == "scalar":
+            raise ctx.error("unsupported SELECT DISTINCT in a scalar subquery", sel)
+    outer_refs = [r for r in _all_refs((value, hav)) if not res.is_inner(r)]
+    if outer_refs:
+        raise ctx.error(f"unsupported outer column {outer_refs[0][1]} inside a subquery's aggregate", sel)
+    from .predicates import conj
+
+    return SubQuery(tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(correlation), value, hav)
+
+
+def _all_refs(x) -> list[ColRef]:
+    """Every column reference in a nested tuple (view expressions, predicates, arithmetic)."""
+    if isinstance(x, tuple) and len(x) == 2 and all(isinstance(y, str) for y in x):
+        return [x]  # type: ignore[list-item]
+    if isinstance(x, tuple):
+        return [r for y in x for r in _all_refs(y)]
+    return []
+
+
+def _refs(p) -> list[ColRef]:
+    """The column references of a predicate of :mod:`.predicates`."""
+    if not isinstance(p, tuple) or len(p) < 2:
+        return []
+    if p[0] in ("and", "or"):
+        return _refs(p[1]) + _refs(p[2])
+    return [x for x in p[1:] if isinstance(x, tuple) and len(x) == 2 and all(isinstance(y, str) for y in x)]
+
+
+def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    e = unparen(e)
+    if type(e) is exp.And:
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    return [e]
