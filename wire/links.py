@@ -207,6 +207,9 @@ class OutboundLink:
             if self.connected and self._capacity.locked() and self.on_slow != "block":
                 self._too_slow()  # the client is a whole buffer behind: never make the node wait
                 return False
+            if not self._capacity.locked():  # room now: no timer (wait_for makes a task and takes turns of the loop)
+                await self._capacity.acquire()
+                return True
             try:
                 await asyncio.wait_for(self._capacity.acquire(), 0.25)
                 return True

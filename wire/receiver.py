@@ -112,7 +112,14 @@ class DataReceiver:
         """
         ready: list[Ack | Refused] = []
         while True:
-            reply = await replies.get() if not ready else (replies.get_nowait() if not replies.empty() else _NONE)
+            if not ready:
+                reply = await replies.get()
+                # One turn of the loop before answering: the node's box task, woken by the same batch,
+                # sends its outputs first (latency: waking the sender with its answer may cost this
+                # process its core), and answers to frames read meanwhile join this one.
+                await asyncio.sleep(0)
+            else:
+                reply = replies.get_nowait() if not replies.empty() else _NONE
             if reply is _NONE:  # nothing more queued: send what is ready
                 if not await self._send_replies(ws, ready):
                     return
