@@ -225,7 +225,7 @@ def check_against_duckdb(sql: str, max_batches: int = 5, max_ops: int | None = N
     h = shared_harness(sql)
     used = {n.name for m in h.program.maps if m.definition is not None for n in walk(m.definition)
             if isinstance(n, RelAtom)}
-    relations = {k: v for k, v in Runtime(h.program).relations.items() if k in used}
+    relations = {k: v for k, v in Runtime(h.program, backend="python").relations.items() if k in used}
     ops = max_ops if max_ops is not None else (12 if len(relations) < 4 else 20)
 
     @settings(max_examples=examples, deadline=None,
