@@ -152,10 +152,12 @@ static int pool_grow(map_t *m) {
     return 0;
 }
 
-static inline int32_t map_find(const map_t *m, const int64_t *k) {
-    int64_t s = tab_find(m, &m->prim, k, hkey(k, &m->prim));
+static inline int32_t map_find_h(const map_t *m, const int64_t *k, uint32_t h) {
+    int64_t s = tab_find(m, &m->prim, k, h);
     return s < 0 ? -1 : m->prim.slots[s].id;
 }
+
+static inline int32_t map_find(const map_t *m, const int64_t *k) { return map_find_h(m, k, hkey(k, &m->prim)); }
 
 /* the first entry whose key has k's values at index i's positions, or -1 */
 static inline int32_t idx_head(const map_t *m, int i, const int64_t *k) {
@@ -164,13 +166,13 @@ static inline int32_t idx_head(const map_t *m, int i, const int64_t *k) {
     return s < 0 ? -1 : t->slots[s].id;
 }
 
-static int entry_insert(map_t *m, const int64_t *k, val_t v) {
+static int entry_insert(map_t *m, const int64_t *k, val_t v, uint32_t h) {
     int32_t e;
     if (m->nfree) e = m->freelist[--m->nfree];
     else { if (m->ptop == m->pcap && pool_grow(m)) return -1; e = (int32_t)m->ptop++; }
     memcpy(m->keys + (int64_t)e * m->stride, k, sizeof(int64_t) * m->arity);
     m->vals[e] = v; m->live[e] = 1;
-    uint32_t h = hkey(k, &m->prim); m->hash[e] = h;
+    m->hash[e] = h;
     if (tab_insert(&m->prim, h, e)) return -1;
     for (int i = 0; i < m->nidx; i++) {
         index_t *t = &m->idx[i];
@@ -204,8 +206,9 @@ static void entry_remove(map_t *m, int32_t e) {
 
 /* set an entry (zero bits remove it), no journal: rollback and loading */
 static int map_setv(map_t *m, const int64_t *k, val_t v) {
-    int32_t e = map_find(m, k);
-    if (v.i != 0) { if (e >= 0) { m->vals[e] = v; return 0; } return entry_insert(m, k, v); }
+    uint32_t h = hkey(k, &m->prim);
+    int32_t e = map_find_h(m, k, h);
+    if (v.i != 0) { if (e >= 0) { m->vals[e] = v; return 0; } return entry_insert(m, k, v, h); }
     if (e >= 0) entry_remove(m, e);
     return 0;
 }
@@ -229,21 +232,23 @@ static inline int64_t map_get_i(const map_t *m, const int64_t *k) { int32_t e = 
 static inline double map_get_d(const map_t *m, const int64_t *k) { int32_t e = map_find(m, k); return e < 0 ? 0.0 : m->vals[e].d; }
 
 static int map_add_i(rt_t *rt, map_t *m, const int64_t *k, int64_t d) {
-    int32_t e = map_find(m, k);
+    uint32_t h = hkey(k, &m->prim);
+    int32_t e = map_find_h(m, k, h);
     val_t o; o.i = e < 0 ? 0 : m->vals[e].i;
     int64_t n = o.i + d;
     if (journal(rt, m, k, o)) return -1;
-    if (n) { if (e >= 0) { m->vals[e].i = n; return 0; } val_t v; v.i = n; return entry_insert(m, k, v); }
+    if (n) { if (e >= 0) { m->vals[e].i = n; return 0; } val_t v; v.i = n; return entry_insert(m, k, v, h); }
     if (e >= 0) entry_remove(m, e);
     return 0;
 }
 
 static int map_add_d(rt_t *rt, map_t *m, const int64_t *k, double d) {
-    int32_t e = map_find(m, k);
+    uint32_t h = hkey(k, &m->prim);
+    int32_t e = map_find_h(m, k, h);
     val_t o; if (e < 0) o.i = 0; else o = m->vals[e];
     double n = o.d + d;
     if (journal(rt, m, k, o)) return -1;
-    if (n > m->eps || n < -m->eps) { if (e >= 0) { m->vals[e].d = n; return 0; } val_t v; v.d = n; return entry_insert(m, k, v); }
+    if (n > m->eps || n < -m->eps) { if (e >= 0) { m->vals[e].d = n; return 0; } val_t v; v.d = n; return entry_insert(m, k, v, h); }
     if (e >= 0) entry_remove(m, e);
     return 0;
 }
