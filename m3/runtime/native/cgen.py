@@ -407,9 +407,13 @@ def generate(program: Program) -> Module:
     setup = ["static void rt_setup(rt_t *rt, double eps) {", f"    rt->nmaps = {len(program.maps)};"]
     for i, m in enumerate(program.maps):
         setup.append(f"    map_init(&rt->maps[{i}], {len(m.keys)}, {int(m.value_type == 'FLOAT')}, eps);")
-        for pos in specs.get(m.name, []):
+        if len(m.keys) == 1 and m.keys[0].type != "FLOAT":  # see crt: neighbouring keys in neighbouring slots
+            setup.append(f"    rt->maps[{i}].prim.ident = 1;")
+        for j, pos in enumerate(specs.get(m.name, [])):
             setup.append(f"    {{ static const int p[] = {{{', '.join(map(str, pos))}}}; "
                          f"map_add_index(&rt->maps[{i}], {len(pos)}, p); }}")
+            if len(pos) == 1 and m.keys[pos[0]].type != "FLOAT":
+                setup.append(f"    rt->maps[{i}].idx[{j}].ident = 1;")
     setup.append("}")
     run = ["static int run_trigger(rt_t *rt, int t, int64_t n, void **cols) {", "    switch (t) {"]
     run += [f"    case {i}: return trig_{i}(rt, n, cols);" for i in range(len(order))]

@@ -50,6 +50,7 @@ typedef union { int64_t i; double d; } val_t;
 typedef struct { uint32_t h; int32_t id; } slot_t;          /* id -1: empty, -2: removed */
 typedef struct {
     int npos; int pos[16];
+    int ident;                                             /* one integer column: hash keeps neighbours near */
     int64_t cap, used, tomb;                               /* cap: a power of two */
     slot_t *slots;
     int32_t *next, *prev;                                  /* per entry (secondary indexes only) */
@@ -80,6 +81,7 @@ static inline int str_cmp(const rt_t *rt, int64_t a, int64_t b) {
 }
 
 static inline uint32_t hkey(const int64_t *k, const index_t *t) {
+    if (t->ident) { uint64_t x = (uint64_t)k[t->pos[0]]; return (uint32_t)((x ^ (x >> 32)) * 3u); }
     uint64_t h = 0x9E3779B97F4A7C15ULL;
     for (int i = 0; i < t->npos; i++) {
         h ^= (uint64_t)k[t->pos[i]] + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
@@ -125,16 +127,30 @@ static int tab_grow(index_t *t) {
     return 0;
 }
 
+/* insert; returns 1 when the probe was long for an identity-hashed table (the caller re-hashes it mixed) */
 static int tab_insert(index_t *t, uint32_t h, int32_t id) {
     if ((t->used + 1) * 2 > t->cap && tab_grow(t)) return -1;
-    int64_t mask = t->cap - 1, s = h & mask;
-    while (t->slots[s].id >= 0) s = (s + 1) & mask;
+    int64_t mask = t->cap - 1, s = h & mask, probes = 0;
+    while (t->slots[s].id >= 0) { s = (s + 1) & mask; probes++; }
     if (t->slots[s].id == -2) t->tomb--; else t->used++;
     t->slots[s].h = h; t->slots[s].id = id;
-    return 0;
+    return t->ident && probes > 48;
 }
 
 static inline void tab_remove(index_t *t, int64_t s) { t->slots[s].id = -2; t->tomb++; }
+
+/* an identity-hashed table whose keys cluster: hash it mixed from now on */
+static int tab_mix(map_t *m, index_t *t) {
+    t->ident = 0;
+    for (int64_t s = 0; s < t->cap; s++) {
+        int32_t id = t->slots[s].id;
+        if (id < 0) continue;
+        uint32_t h = hkey(m->keys + (int64_t)id * m->stride, t);
+        t->slots[s].h = h;
+        if (t == &m->prim) m->hash[id] = h;
+    }
+    return tab_grow(t);  /* the slots again, placed by their new hashes */
+}
 
 static int pool_grow(map_t *m) {
     int64_t cap = m->pcap ? m->pcap * 2 : 64;
@@ -173,14 +189,19 @@ static int entry_insert(map_t *m, const int64_t *k, val_t v, uint32_t h) {
     memcpy(m->keys + (int64_t)e * m->stride, k, sizeof(int64_t) * m->arity);
     m->vals[e] = v; m->live[e] = 1;
     m->hash[e] = h;
-    if (tab_insert(&m->prim, h, e)) return -1;
+    int r = tab_insert(&m->prim, h, e);
+    if (r < 0 || (r > 0 && tab_mix(m, &m->prim))) return -1;
     for (int i = 0; i < m->nidx; i++) {
         index_t *t = &m->idx[i];
         uint32_t hi = hkey(k, t);
         int64_t s = tab_find(m, t, k, hi);
         t->prev[e] = -1;
         if (s >= 0) { int32_t head = t->slots[s].id; t->next[e] = head; t->prev[head] = e; t->slots[s].id = e; }
-        else { t->next[e] = -1; if (tab_insert(t, hi, e)) return -1; }
+        else {
+            t->next[e] = -1;
+            int r = tab_insert(t, hi, e);
+            if (r < 0 || (r > 0 && tab_mix(m, t))) return -1;
+        }
     }
     m->n++;
     return 0;
