@@ -387,6 +387,41 @@ async def test_an_m3_box_moves_between_nodes_while_rows_flow(cluster_factory):
     assert "q3" in (await asyncio.to_thread(cluster.node_status, nodes[moves % 2]))["boxes"]
 
 
+@pytest.mark.slow
+async def test_a_box_moves_between_a_node_with_a_compiler_and_one_without(cluster_factory):
+    """Issue 17: the native backend on one node, the Python fallback on the other; the view stays exact."""
+    cluster = cluster_factory()
+    cluster.start_head()
+    native_node = cluster.start_node()
+    env = cluster.env
+    cluster.env = {**env, "BOREAS_CC": "/nonexistent/cc"}  # the second node finds no C compiler
+    try:
+        python_node = cluster.start_node()
+    finally:
+        cluster.env = env
+    nodes = [native_node, python_node]
+    publish = "".join(f'<publish stream="{s}" node="{native_node}"/>' for s in ("Customer", "Orders", "Lineitem"))
+    dep = cluster.write("dep.xml", f'<deploy>{publish}<node endpoint="{native_node}" query="q3"/>'
+                                   f'<node endpoint="{python_node}" query=""/></deploy>')
+    cluster.submit(APP, dep)
+    data = q3_rows(7, customers=60, orders=300, items=1500)
+    expected = duckdb_q3(data)
+    publishing = asyncio.create_task(publish_all(cluster.head, data, batch_size=30, pause=0.03))
+    moves = 3
+    for i in range(moves):
+        await asyncio.sleep(0.3)
+        assert await move_box(cluster.head, TOKEN, "q3", nodes[(i + 1) % 2]) == nodes[i % 2]
+    await publishing
+    async with QueryClient(cluster.head, TOKEN) as client:
+        await view_becomes(client, expected)
+        where = await client.query("q3", agg="sum", stable=True)
+    assert where.node == nodes[moves % 2] == python_node
+    assert where.value == pytest.approx(sum(expected.values()))
+    logs = {n: (cluster.workdir / f"{n.replace(':', '_')}.log").read_text() for n in nodes}
+    assert "m3 box 'q3' runs the Python backend: no C compiler found" in logs[python_node]
+    assert "runs the Python backend" not in logs[native_node]
+
+
 # -- a view computed when read (issue 14): arithmetic over aggregates, HAVING, MIN/MAX ---------------
 
 Q3_HAVING = """SELECT l_orderkey, o_orderdate, o_shippriority,
