@@ -283,7 +283,8 @@ class QueryClient:
 
         async def ask(member: int, endpoint: str) -> dict[str, Any]:
             try:
-                return await self.peers.call("GET", endpoint_url(endpoint, f"/segments/{box}"))
+                # (by member: after a failover one node hosts two members of the box)
+                return await self.peers.call("GET", endpoint_url(endpoint, f"/segments/{box}?member={member}"))
             except PeerRefused as exc:
                 raise QueryFailed(f"member {member} ({endpoint}) of box {box!r} refused: "
                                   f"{exc.payload.get('error') or exc}", exc.status) from None

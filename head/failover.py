@@ -104,7 +104,7 @@ class Failover:
         async with self._lock:
             now = time.monotonic() if now is None else now
             catalog = self.catalog()
-            holders = sorted({b.node for b in catalog.boxes.values() if b.node})
+            holders = sorted({e for name in catalog.boxes for e in catalog.placement(name)})  # partition members too
             for endpoint in holders:
                 if self.membership.alive(endpoint, now):
                     if self.state.get(endpoint, {}).get("state") != "failed over":
@@ -115,7 +115,7 @@ class Failover:
                 await self._fail_over(endpoint, catalog, now)
 
     async def _fail_over(self, endpoint: str, catalog: Catalog, now: float) -> None:
-        boxes = sorted(b.name for b in catalog.boxes.values() if b.node == endpoint)
+        boxes = sorted(name for name in catalog.boxes if endpoint in catalog.placement(name))
         place = await asyncio.to_thread(self.place, endpoint)
         if not place or not place.get("data_dir"):
             self._cannot(endpoint, boxes, now, "its state is unreachable: it runs without a data directory on "
@@ -150,6 +150,9 @@ class Failover:
         """The least loaded live durable node (fewest boxes, then name), not the failed one.
 
         Registered nodes count even when no deployment names them yet: spares.
+        A node that hosts a member of a partitioned box the failed node is a
+        member of is preferred (docs/cumulus.md §6.3): it takes the failed
+        member as a guest next to its own, so no new node joins the box.
 
         >>> from boreas.catalog.model import Box, Node
         >>> m = Membership(timeout=3.0)
@@ -159,15 +162,23 @@ class Failover:
         ...                   boxes={"x": Box("x", "filter", (), ("O",), node="a:1")})
         >>> Failover(lambda: catalog, lambda: None, m, None, None).choose(catalog, "b:2")
         'c:3'
+        >>> from boreas.catalog.model import Partition
+        >>> catalog.partitions["v"] = Partition("v", ("a:1", "b:2"))
+        >>> Failover(lambda: catalog, lambda: None, m, None, None).choose(catalog, "b:2")
+        'a:1'
         """
         known = set(catalog.nodes) | set(self.membership.known())  # a registered spare node counts
         now = time.monotonic() if now is None else now
         load = {e: 0 for e in known if e != failed and self.membership.alive(e, now)
                 and (self.membership.describe(e, now).get("recovery") or {}).get("durable")}
-        for box in catalog.boxes.values():
-            if box.node in load:
-                load[box.node] += 1
-        return min(load, key=lambda e: (load[e], e)) if load else None
+        for name in catalog.boxes:
+            for endpoint in catalog.placement(name):
+                if endpoint in load:
+                    load[endpoint] += 1
+        peers = {e for part in catalog.partitions.values() if failed in part.nodes for e in part.nodes}
+        preferred = [e for e in load if e in peers]
+        candidates = preferred or list(load)
+        return min(candidates, key=lambda e: (load[e], e)) if candidates else None
 
     def status(self) -> dict[str, Any]:
         return {"after": self.after, "nodes": self.state}

@@ -123,7 +123,11 @@ class Learner:
         Committed like a move: what was placed on ``source`` (boxes, tables,
         the streams published there) is placed on ``target``; every slice is
         recomputed, so upstream nodes are re-pointed and hand their
-        unacknowledged batches to ``target``.
+        unacknowledged batches to ``target``.  A partition member on
+        ``source`` is now hosted by ``target`` (docs/cumulus.md §6.3): the
+        ``<partition>`` names ``target`` for it (the same member number,
+        so publishers of its producers pick it there), and the other
+        members' slices send its internal stream there.
         """
         async with self._one_at_a_time:
             involved = {source, target} | {s.endpoint for s in self.head.syncs.values() if s.held is None}
@@ -134,6 +138,11 @@ class Learner:
                     for key, item in getattr(catalog, KIND_TO_DICT[kind][0]).items():
                         if getattr(item, "node", None) == source:
                             changes.append(Change(kind, key, to_text(replace(item, node=target))))
+                for name, part in catalog.partitions.items():
+                    if source in part.nodes:
+                        nodes = tuple(target if n == source else n for n in part.nodes)
+                        changes.append(Change("partition", name, to_text(replace(part, nodes=nodes))))
+                        involved.update(part.nodes)
                 if changes and target not in catalog.nodes:
                     changes.append(Change("node", target, to_text(Node(target))))
                 return changes or None

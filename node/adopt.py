@@ -51,10 +51,12 @@ from pathlib import Path
 from typing import Any
 
 from boreas.catalog.documents import Unsubscribe, Update, read_document
-from boreas.catalog.model import Catalog, Node, Region, Subscription
+from boreas.catalog.model import Catalog, Node, Partition, Region, Subscription
 from boreas.catalog.replicate import apply_update, catalog_items
 
 from .context import NodeContext
+from .cumulus.part import PartOperator
+from .cumulus.takeover import members_of, pending_for, streams_of
 from .dataflow import Dataflow
 from .handover import attach
 from .outputs import Outputs
@@ -100,6 +102,7 @@ def claim(directory: Path, by: str) -> None:
 
 @dataclass
 class _Failed:
+    endpoint: str
     catalog: Catalog
     identity: dict[str, Any]
     captured: dict[str, Any] | None
@@ -128,7 +131,11 @@ class _Collected(Outputs):
 
 
 def _replayer(endpoint: str, sender: str, like: Dataflow) -> tuple[Dataflow, _Collected]:
-    """A dataflow that replays a failed node's log and keeps its outputs instead of sending them."""
+    """A dataflow that replays a failed node's log and keeps its outputs instead of sending them.
+
+    It runs as the failed node ``endpoint`` (a partitioned box's operator
+    there is the failed node's member, found by its endpoint).
+    """
     flow = Dataflow(endpoint, None, sender, box_types=like.box_types)
     flow.out = collected = _Collected(endpoint, sender, flow.counters)
     return flow, collected
@@ -157,6 +164,10 @@ def adoption_items(failed: Catalog, source: str, target: str, held: Catalog) -> 
             continue
         if getattr(item, "node", None) == source:
             item = replace(item, node=target)
+        if isinstance(item, Partition):  # its member(s) on source now run on target (docs/cumulus.md §6.3)
+            mine = held.partitions.get(item.box)
+            base = mine if mine is not None and mine.id == item.id and mine.layout >= item.layout else item
+            item = replace(base, nodes=tuple(target if n == source else n for n in base.nodes))
         items.append(item)
     if target not in failed.nodes:
         items.insert(0, Node(target))
@@ -183,18 +194,23 @@ class Adopter:
         # A failed node that is in fact alive (cut off from the Head) checks for a claim every
         # heartbeat and stops; once it has, nothing more lands in its log after what we read.
         await asyncio.sleep(FENCE_WAIT)
-        failed = await asyncio.to_thread(_open_failed, directory, snapshot_url)
+        failed = await asyncio.to_thread(_open_failed, source, directory, snapshot_url)
         try:
             replayer, collected, replayed = await self._replay(failed)
         finally:
             await failed.durable.log.close()
-        handovers = [replayer.state.handover(name, replayer.producer_of) for name in replayer.state.operators]
+        parts = {name: op.state() for name, op in replayer.state.operators.items() if isinstance(op, PartOperator)}
+        handovers = [replayer.state.handover(name, replayer.producer_of) for name in replayer.state.operators
+                     if name not in parts]  # a partition member becomes a guest instead (docs/cumulus.md §6.3)
         items = adoption_items(failed.catalog, source, node.endpoint, node.local.catalog)
         flow = node.dataflow
+        internal = {s for name in parts for s in streams_of(name, list(range(len(replayer.partitions[name].nodes))))}
         async with node.update_lock:
-            catalog = node.local.apply(Update(f"failover of {source}", node.local.version, node.endpoint,
-                                              items=items))
-            async with flow.lock:
+            # No send to the failed node is under way (``sending``) while the guests' messages are taken back.
+            async with flow.out.sending, flow.lock:
+                guests = self._guest_messages(source, parts, replayer, collected)
+                catalog = node.local.apply(Update(f"failover of {source}", node.local.version, node.endpoint,
+                                                  items=items))
                 flow.reconfigure(catalog)
                 for handover in handovers:
                     attach(flow, handover)
@@ -202,6 +218,10 @@ class Adopter:
                 consumers, withdrawn = self._withdraw(source, handovers)
                 for (stream, producer), seq in replayer.state.processed.items():
                     node.receiver.sequencer.expect(stream, producer, seq + 1)
+                    if stream in internal or stream in flow.coordinators:  # positions of the guests' inputs
+                        flow.state.processed[(stream, producer)] = max(seq, flow.state.processed.get(
+                            (stream, producer), -1))
+                await self._take_guests(parts, guests)
             node.catalog_changed()
             node.reflector.reflect(catalog, items)
         if unsent:
@@ -209,7 +229,7 @@ class Adopter:
                         sorted(set(unsent)))
         returned = await self._take_back(source, consumers, withdrawn)
         await flow.release()
-        await flow.deliver(self._for_me(collected.outputs) + returned)
+        await flow.deliver(self._for_me([o for o in collected.outputs if o[1] not in internal]) + returned)
         snapshot = await node.durability.snapshot(flow, node.durability.last_snapshot or 0)
         report = {"node": source, "boxes": sorted(name for name in failed.catalog.boxes),
                   "snapshot": failed.captured["snapshot"] if failed.captured else None,
@@ -220,8 +240,34 @@ class Adopter:
                  node.endpoint, len(report["boxes"]), source, replayed)
         return report
 
+    def _guest_messages(self, source: str, parts: dict[str, dict], replayer: Dataflow,
+                        collected: _Collected) -> dict[str, dict[int, list[list]]]:
+        """Under ``sending`` and the lock, before the routes change: per partitioned box, the messages each
+        member hosted here takes before anything new (:mod:`~boreas.node.cumulus.takeover`)."""
+        flow, node = self.node.dataflow, self.node
+        found = {}
+        for name, state in parts.items():
+            guests = members_of(state)
+            own = [m for m in range(len(replayer.partitions[name].nodes)) if replayer.partitions[name].nodes[m]
+                   == node.endpoint]
+            withdrawn = flow.out.withdraw(source, set(streams_of(name, guests)))
+            found[name] = pending_for(name, guests, own, flow.out.links.get(source), withdrawn,
+                                      replayer.state.processed, collected.outputs, node.endpoint,
+                                      node.receiver.sequencer)
+        return found
+
+    async def _take_guests(self, parts: dict[str, dict], pending: dict[str, dict[int, list[list]]]) -> None:
+        """Under the lock, the routes changed: each partitioned box's operator here takes the failed members."""
+        flow = self.node.dataflow
+        for name, state in parts.items():
+            op = flow.state.operators.get(name)
+            if not isinstance(op, PartOperator):
+                why = flow.state.broken.get(name, "it is not a partition member here")
+                raise AdoptionRefused(f"node {self.node.endpoint} cannot host the members of box {name!r}: {why}")
+            await flow._emit(name, op.take_guests(state, pending[name], flow.now()))
+
     async def _replay(self, failed: _Failed) -> tuple[Dataflow, _Collected, int]:
-        replayer, collected = _replayer(self.node.endpoint, failed.identity["sender"], self.node.dataflow)
+        replayer, collected = _replayer(failed.endpoint, failed.identity["sender"], self.node.dataflow)
         replayer.state.adopt_identity(failed.identity.get("boxes", {}))
         replayer.reconfigure(failed.catalog)
         start = failed.durable.log.first_position
@@ -273,7 +319,7 @@ class Adopter:
         return mine
 
 
-def _open_failed(directory: Path, snapshot_url: str | None) -> _Failed:
+def _open_failed(source: str, directory: Path, snapshot_url: str | None) -> _Failed:
     """Read a failed node's directory: catalog, identity, newest usable snapshot; its log opened for reading."""
     durable = Durability(directory, snapshot_url, fsync=False)
     try:
@@ -287,7 +333,7 @@ def _open_failed(directory: Path, snapshot_url: str | None) -> _Failed:
         durable.log.open()
     except (OSError, ValueError, AssertionError) as exc:
         raise AdoptionRefused(f"cannot read the data of the failed node in {directory}: {exc}") from None
-    return _Failed(catalog, identity, durable.latest_snapshot(), durable)
+    return _Failed(source, catalog, identity, durable.latest_snapshot(), durable)
 
 
 def release_claim(directory: Path) -> None:

@@ -1,9 +1,13 @@
 """A node's HTTP API for the partitioned boxes it is a member of (docs/cumulus.md §2.7, §4.2, §7).
 
-``GET /segments/{box}``
+``GET /segments/{box}[?member=M]``
     the entries of each segment this member holds, per map: ``{"box",
-    "node", "member", "version", "layout": {...}, "segments": {id: {map:
-    entries}}}`` (``boreas segments``).
+    "node", "member", "members" (hosted here), "version", "layout": {...},
+    "segments": {id: {map: entries}}}`` (``boreas segments``).  A node that
+    hosts a guest member after a failover (docs/cumulus.md §6.3) answers for
+    every member it hosts, or for member ``M``.
+``GET /segments/{box}/members/{member}/query?...``
+    ``GET /query/{box}`` of one member hosted here (the guest's reads).
 ``GET /segments/{box}/stable``
     on member 0 (the leader): the stable epoch, ``{"epoch", "age" (seconds
     since it ended), "current", "positions": [[stream, producer, seq], ...]}``
@@ -44,6 +48,7 @@ from boreas.catalog.model import Partition, SegmentPlacement
 from boreas.m3.cumulus import Layout, LayoutError, relayout
 from boreas.wire.server import json_error
 
+from ..query import QueryApi
 from . import messages as msg
 from .part import PartOperator, internal_stream
 
@@ -71,6 +76,7 @@ class SegmentsApi:
         router.add_get("/segments/{box}/stable", self.handle_stable)
         router.add_post("/segments/{box}/load", self.handle_load)
         router.add_post("/segments/{box}/relayout", self.handle_relayout)
+        router.add_get("/segments/{box}/members/{member}/query", self.handle_member_query)
 
     async def handle_relayout(self, request: web.Request) -> web.Response:
         box = request.match_info["box"]
@@ -79,6 +85,7 @@ class SegmentsApi:
             op = self._part(box)
             if not isinstance(op, PartOperator):
                 raise SegmentsFailed(404, f"box {box!r} on node {self.endpoint} cannot change its layout")
+            op = op.hosted.get(0, op)  # the leader, if it is here (a guest after a failover, perhaps)
             busy = op.relayout_busy()
             if busy:
                 raise SegmentsFailed(409, busy)
@@ -102,7 +109,8 @@ class SegmentsApi:
         # before its moving segments were in, so the leader's stable epoch reaching it means switched everywhere.
         first = next((r["first"] for r in op.relayouts if r["layout"].version == new.version), None)
         deadline = time.monotonic() + self.relayout_timeout
-        while self.dataflow.operators.get(box) is op and (op.pending is not None or op.layout.version < new.version
+        primary = self.dataflow.operators.get(box)
+        while primary is not None and primary.hosted.get(op.member) is op and (op.pending is not None or op.layout.version < new.version
                                                           or (first is not None and op.leader.stable < first)):
             if time.monotonic() > deadline:
                 return json_error(504, f"box {box!r}: layout {new.version} decided but not in place after "
@@ -122,18 +130,46 @@ class SegmentsApi:
             raise SegmentsFailed(404, f"box {box!r} on node {self.endpoint} is not partitioned")
         return op
 
+    def _hosted(self, box: str, member: str | None) -> Any:
+        """The operator of ``box`` here, or of one member it hosts (``member``: after a failover, two are here)."""
+        op = self._part(box)
+        if member is None or member == "":
+            return op
+        hosted = getattr(op, "hosted", {op.member: op})
+        try:
+            return hosted[int(member)]
+        except (ValueError, KeyError):
+            raise SegmentsFailed(404, f"member {member} of box {box!r} is not on node {self.endpoint} (members "
+                                      f"here: {', '.join(map(str, sorted(hosted)))})") from None
+
     async def handle_segments(self, request: web.Request) -> web.Response:
+        """One member's segments (``?member=``), or those of every member hosted here."""
         box = request.match_info["box"]
         try:
-            op = self._part(box)
+            op = self._hosted(box, request.query.get("member"))
         except SegmentsFailed as exc:
             return json_error(exc.status, str(exc), box=box)
-        counted = op.segment_entries()
+        one = "member" in request.query
+        counted = op.runtime.segment_entries() if one else op.segment_entries()
         return web.json_response({
             "box": box, "node": self.endpoint, "member": op.member, "version": op.runtime.version,
+            "members": [op.member] if one else sorted(getattr(op, "hosted", {op.member: op})),
             "layout": op.layout.to_dict(),
             "segments": {str(seg): {name: int(n) for name, n in maps.items()} for seg, maps in counted.items()},
         })
+
+    async def handle_member_query(self, request: web.Request) -> web.Response:
+        """``GET /query/{box}`` (:mod:`boreas.node.query`) of one member hosted here, named in the path.
+
+        A node hosting a guest member after a failover answers ``/query``
+        for its own member; this reads the guest (or any hosted member).
+        """
+        box = request.match_info["box"]
+        try:
+            op = self._hosted(box, request.match_info["member"])
+        except SegmentsFailed as exc:
+            return json_error(exc.status, str(exc), box=box)
+        return await QueryApi(_OneBox(box, op), self.endpoint).handle(request)
 
     async def handle_stable(self, request: web.Request) -> web.Response:
         box = request.match_info["box"]
@@ -190,6 +226,13 @@ class SegmentsApi:
                 return (f"entry {name}{key} belongs to another member of box {op.box.name!r} than "
                         f"{op.member} ({op.layout.members[op.member]}); send it to its owner")
         return None
+
+
+class _OneBox:
+    """What :class:`~boreas.node.query.QueryApi` reads of a dataflow, holding one member's operator."""
+
+    def __init__(self, box: str, op: Any):
+        self.operators = {box: op}
 
 
 def _member(layout: Layout, who: Any) -> int:

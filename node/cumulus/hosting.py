@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import zlib
+from dataclasses import replace
 from typing import Any
 
 from ..operators.base import Emitted
@@ -134,33 +135,79 @@ class Hosting:
         for m, s in states.items():
             self.hosted[m]._restore_member(s, now)
 
+    def _rehost(self, partition: Any) -> bool:
+        """Follow a partition whose members' endpoints changed (a failover); False if a member hosted here left.
+
+        Members newly placed here are built as guests (their state comes
+        with :meth:`take_guests`); every hosted member's ports and layouts
+        follow the new endpoints.
+        """
+        members = partition.member_of(self.endpoint)
+        if not set(self.hosted) <= set(members):
+            return False
+        for op in self.hosted.values():
+            op.partition = partition
+        for m in members:
+            if m not in self.hosted:
+                type(self)(self.box, self.inputs, self.outputs, partition, self.endpoint, member=m, host=self)
+        for op in self.hosted.values():
+            op._wire(partition, members)
+            op._rehome()
+        return True
+
+    def _rehome(self) -> None:
+        """Layouts restored from a state name the nodes members were on then; a failover since moved one.
+
+        The members (and so the slot owners) are the same; only the endpoint
+        of a member that failed over differs: the partition's is current.
+        """
+        nodes = tuple(self.partition.nodes)
+
+        def fix(lay: Any) -> Any:
+            return lay if lay.members == nodes or len(lay.members) != len(nodes) else replace(lay, members=nodes)
+
+        self.layout = fix(self.layout)
+        self.history = [(first, fix(lay)) for first, lay in self.history]
+        if self.requested is not None:
+            self.requested = fix(self.requested)
+        for r in self.relayouts:
+            r["layout"] = fix(r["layout"])
+        if self.settling is not None:
+            self.settling["layout"] = fix(self.settling["layout"])
+
     # -- failover -----------------------------------------------------------------------
 
-    def take_guest(self, member: int, state: dict, pending: dict[int, list[list]], now: float) -> Emitted:
-        """Continue member ``member`` of a failed node here, from its replayed ``state``.
+    def take_guests(self, state: dict, pending: dict[int, list[list]], now: float) -> Emitted:
+        """Continue the member(s) of a failed node here, from its replayed operator's ``state()``.
 
-        ``pending`` holds, per hosted member, messages that precede anything
-        new: for the guest, what this node's members had sent the failed
-        node and it never took; for this node's members, what the failed
-        node's replay sent them and they never got.  They are taken first,
-        in order, then every hosted member runs.  The guest's timers start
-        again on this node's clock (the failed node's flow clock differs).
+        ``state`` is one member's, with any guests the failed node hosted
+        itself under ``"guests"``.  ``pending`` holds, per hosted member,
+        messages that precede anything new: for a guest, what this node's
+        members had sent the failed node and it never took; for this node's
+        members, what the failed node's replay sent them and they never got.
+        They are taken first, in order, then every hosted member runs.  The
+        guests' timers start again on this node's clock (the failed node's
+        flow clock differs).
         """
-        guest = self.hosted.get(member)
-        if guest is None:
-            raise self.error(f"cannot take member {member} over: this node hosts members "
+        states = [{k: v for k, v in state.items() if k != "guests"}, *(state.get("guests") or {}).values()]
+        missing = [int(s["member"]) for s in states if int(s["member"]) not in self.hosted]
+        if missing:
+            raise self.error(f"cannot take member {missing[0]} over: this node hosts members "
                              f"{', '.join(map(str, sorted(self.hosted)))} (the partition names it elsewhere)")
-        guest._restore_member(state, now)
-        if guest.leader is not None:
-            guest.leader._deadline = None  # set again from this clock by the next run, if an epoch is wanted
-        if guest.copy_at:
-            guest.copy_at = now
+        for one in states:
+            guest = self.hosted[int(one["member"])]
+            guest._restore_member(one, now)
+            if guest.leader is not None:
+                guest.leader._deadline = None  # set again from this clock by the next run, if an epoch is wanted
+            if guest.copy_at:
+                guest.copy_at = now
         for m, messages in pending.items():
             if m in self.hosted:
                 self.hosted[m]._local.extend(messages)
             elif messages:
                 log.warning("m3 box %r: %d messages for member %d, not hosted here, dropped", self.box.name,
                             len(messages), m)
-        log.info("m3 box %r: member %d now runs here as a guest of member %d (%s)", self.box.name, member,
-                 self.member, ", ".join(f"{len(v)} messages for member {m}" for m, v in pending.items()) or "")
+        log.info("m3 box %r: members %s now run here with member %d%s", self.box.name,
+                 ", ".join(str(s["member"]) for s in states), self.member,
+                 "".join(f"; {len(v)} messages first for member {m}" for m, v in pending.items() if v))
         return self._run_hosted(now)

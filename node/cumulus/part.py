@@ -121,14 +121,8 @@ class PartOperator(Hosting, Coordinating, LayoutChanges, BulkLoad, M3Operator):
         self._involved = [self._involvement(plan, port, self.layout) for port in range(len(box.inputs))]
         self._encode_key, self._decode_key = key_codecs(self.plan.program)
         self.epoch_s = partition.epoch_ms / 1000.0
-        others = [m for m in range(self.n) if m not in members]  # members on other nodes
-        self._port_to = {m: len(box.outputs) + i for i, m in enumerate(others)}
-        self._inport = {len(box.inputs) + i: m for i, m in enumerate(members)}
-        streams = [internal_stream(box.name, m) for m in members]
-        self._internal = InternalStreams(
-            inputs={stream: port for port, stream in zip(self._inport, streams)},
-            outputs=tuple((internal_stream(box.name, m), partition.nodes[m]) for m in others),
-            schemas={}, decoders={stream: MessageRows() for stream in streams})
+        self.endpoint = endpoint
+        self._wire(partition, members)
         # coordinator
         self.epoch = 0  # the epoch it stamps Work with (the last Advance)
         self.seq = 0
@@ -154,6 +148,18 @@ class PartOperator(Hosting, Coordinating, LayoutChanges, BulkLoad, M3Operator):
 
     def internal_streams(self) -> InternalStreams:
         return self._internal
+
+    def _wire(self, partition: Partition, members: list[int]) -> None:
+        """In ports for the members hosted here, out ports to the members on other nodes."""
+        box = self.box
+        others = [m for m in range(self.n) if m not in members]  # members on other nodes
+        self._port_to = {m: len(box.outputs) + i for i, m in enumerate(others)}
+        self._inport = {len(box.inputs) + i: m for i, m in enumerate(members)}
+        streams = [internal_stream(box.name, m) for m in members]
+        self._internal = InternalStreams(
+            inputs={stream: port for port, stream in zip(self._inport, streams)},
+            outputs=tuple((internal_stream(box.name, m), partition.nodes[m]) for m in others),
+            schemas={}, decoders={stream: MessageRows() for stream in streams})
 
     # -- the data plane (one member; hosting.py runs every member hosted here) ------------
 
@@ -403,6 +409,7 @@ class PartOperator(Hosting, Coordinating, LayoutChanges, BulkLoad, M3Operator):
         self._restore_changes(state)
         if self.leader is not None and state.get("leader"):
             self.leader.restore(state["leader"])
+        self._rehome()  # (hosting.py: after a failover, a member's node is another than in the state)
 
     # -- boreas segments ---------------------------------------------------------------
 

@@ -362,10 +362,19 @@ class LayoutChanges:
 
     def follows(self, partition: Partition) -> bool:
         """Whether ``partition`` is this box's as it runs here: the same incarnation and members, a layout
-        it already switched to (the catalog learns a relayout after the members made it)."""
+        it already switched to (the catalog learns a relayout after the members made it).
+
+        A member that failed over to another node is still the same member:
+        the operator follows its new endpoint in place (``_rehost``,
+        hosting.py), taking a guest if it is now here, so its state and
+        everything waiting on it (a publisher held by admission) carry on.
+        """
         mine = self.partition
-        return (partition.id == mine.id and partition.nodes == mine.nodes and partition.epoch_ms == mine.epoch_ms
-                and partition.maps == mine.maps and partition.layout <= self.layout.version)
+        if not (partition.id == mine.id and len(partition.nodes) == len(mine.nodes)
+                and partition.epoch_ms == mine.epoch_ms and partition.maps == mine.maps
+                and partition.layout <= self.layout.version):
+            return False
+        return partition.nodes == mine.nodes or self._rehost(partition)
 
     def layout_at(self, epoch: int) -> Layout:
         """The layout versions of ``epoch`` ran under."""

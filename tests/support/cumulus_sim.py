@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import zlib
 from collections import Counter, deque
 from dataclasses import replace
 
@@ -34,6 +35,15 @@ from boreas.node.cumulus.part import PartOperator
 from boreas.node.operators.m3box import micros_of
 
 FIELD_OF = {"INT": FieldType.INT, "FLOAT": FieldType.DOUBLE, "STRING": FieldType.STRING, "DATE": FieldType.TIMESTAMP}
+
+
+def _producer_for(relation: str, member: int, n: int) -> str:
+    """A producer id of ``relation`` that a publisher sends to ``member`` (``crc32(id) % n``, client/publisher.py):
+    after a failover a node hosting two members gives each producer's batches to the member it belongs to."""
+    i = 0
+    while zlib.crc32(f"{relation}-{member}-{i}".encode()) % n != member:
+        i += 1
+    return f"{relation}-{member}-{i}"
 
 
 class Sim:
@@ -85,7 +95,7 @@ class Sim:
         self.single.apply_grouped([(relation, s, [r]) for s, r in events])
         rows = [tuple(micros_of(v) if isinstance(v, dt.date) else v for v in row) + (sign,) for sign, row in events]
         op = self.members[member]
-        producer = f"{relation}-{member}"  # one producer per (relation, member), as a publisher picks a member
+        producer = _producer_for(relation, member, len(self.members))  # a publisher would pick ``member`` for it
         seq = self._seq.get((relation, producer), 0)
         self._seq[(relation, producer)] = seq + 1
         self.batches[(relation, producer, seq)] = (relation, events)
@@ -205,17 +215,16 @@ class Sim:
             return
         nodes = self.nodes = tuple(self.nodes[to] if n == self.nodes[member] else n for n in self.nodes)
         partition = replace(host.partition, nodes=nodes)
-        fresh = PartOperator(host.box, host.inputs, host.outputs, partition, nodes[to])
-        fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(host.state())), self.now)
+        for op in self.operators().values():  # every node follows the new endpoints in place, as a catalog update does
+            if op is not failed:
+                assert op.follows(partition)
+        fresh = host  # now hosting the failed member(s) too, without state yet
         hosted = [m for m, op in enumerate(self.members) if op is host or op is failed]
         pending: dict[int, list] = {}
         for (src, dst), queue in self.links.items():
             if src in hosted and dst in hosted:  # between members now hosted together: delivered inside
                 pending.setdefault(dst, []).extend(m for batch in queue for m in batch)
                 queue.clear()
-        state = msgspec.msgpack.decode(msgspec.msgpack.encode(failed.state()))
-        guests = [state] if "guests" not in state else [state, *state.pop("guests").values()]
+        state = msgspec.msgpack.decode(msgspec.msgpack.encode(failed.state()))  # with any guests it hosted
         self.members = [fresh if m in hosted else op for m, op in enumerate(self.members)]
-        for one in guests[:-1]:  # the failed node hosted guests itself: they come along
-            fresh.hosted[one["member"]]._restore_member(one, self.now)
-        self._collect(to, fresh.take_guest(guests[-1]["member"], guests[-1], pending, self.now))
+        self._collect(to, fresh.take_guests(state, pending, self.now))

@@ -1,0 +1,163 @@
+"""Failover of a partition member with real processes (docs/cumulus.md §6.3).
+
+A GROUP BY view partitioned over three durable nodes whose data directories
+count as shared storage (``--shared-dir``).  Three publishers stream inserts
+and deletes, one per member.  The node of member 2 is killed with SIGKILL
+mid-stream and not restarted: after ``--failover-after`` the Head has
+another member's node adopt it -- it replays the failed node's log and hosts
+member 2 as a *guest* next to its own member -- and commits the
+``<partition>`` naming that node for member 2, so every catalog agrees, the
+other member sends member 2's messages there and the publisher of member
+2's producer follows.  After quiescence the view (every member read, the
+guest through ``/segments/v/members/2/query``) equals DuckDB, every stable
+read taken before and after the failover equals DuckDB over the input
+prefixes its positions name, ``boreas segments v`` names the adopter for
+member 2's segments, and moving those segments to live members' own
+operators (``boreas move``) leaves the view exact, read by ``QueryClient``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+
+import pytest
+from boreas.cli.relayout import move_partitioned
+from boreas.client.publisher import Publisher
+from boreas.client.query import QueryClient
+from boreas.m3.cumulus import Layout
+from support.cluster import TOKEN, get_json, wait_until
+from test_cumulus_groupby import (
+    APP,
+    BATCH,
+    deployment,
+    expected_view,
+    producers_for_each_member,
+    workload,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.faults]
+
+
+def read_members(layout: Layout, query: str) -> dict[tuple, tuple]:
+    """The view read from every member with segments in ``layout``, each by its own route (a guest's too)."""
+    view: dict[tuple, tuple] = {}
+    for m in range(len(layout.members)):
+        if layout.segments_of(m):
+            answer = get_json(f"http://{layout.members[m]}/segments/v/members/{m}/query?{query}")
+            assert answer["member"] == m
+            view.update((tuple(row["key"]), tuple(row["value"])) for row in answer["rows"])
+    return view
+
+
+def stable_read(leader: str) -> tuple[int, list, dict[tuple, tuple]] | None:
+    """A READ_STABLE across the members: (epoch, positions, view); None if there is none now."""
+    try:
+        info = get_json(f"http://{leader}/segments/v/stable")
+        if info["epoch"] < 0:
+            return None
+        view = read_members(Layout.from_dict(info["layout_at"]), f"stable=1&epoch={info['epoch']}")
+    except (urllib.error.URLError, OSError, json.JSONDecodeError):  # a member down (the box stalls) or 410
+        return None
+    return info["epoch"], info["positions"], view
+
+
+def summed(rows: list[tuple[int, int, int]]) -> dict[tuple, tuple]:
+    """:func:`expected_view` in Python (hundreds of prefixes)."""
+    groups: dict[tuple, list] = {}
+    for a, b, sign in rows:
+        g = groups.setdefault((a,), [0, 0])
+        g[0] += b * sign
+        g[1] += sign
+    return {k: (total, n) for k, (total, n) in groups.items() if n}
+
+
+async def publish(head: str, producer: str, rows: list[tuple]) -> list[str]:
+    """Publish in chunks; the endpoints its links ended on."""
+    async with Publisher(head, "R", TOKEN, producer=producer, batch_size=BATCH) as publisher:
+        for start in range(0, len(rows), 200):
+            await publisher.send(rows[start:start + 200])
+            await asyncio.sleep(0.2)  # still publishing when the node fails, and after
+    return [link.endpoint for link in publisher.links]
+
+
+async def test_a_member_whose_node_stays_down_fails_over_as_a_guest_and_the_view_stays_exact(cluster_factory):
+    cluster = cluster_factory(snapshot_interval=1.0, failover_after=2.0)
+    await asyncio.to_thread(cluster.start_head)
+    dirs = [cluster.workdir / f"member{i}" for i in range(3)]
+    nodes = [await asyncio.to_thread(cluster.start_node, None, True, d, True) for d in dirs]
+    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes)))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    producers = producers_for_each_member(3)
+    data = {p: workload(p, 3000) for p in producers}
+    victim = nodes[2]
+    stable_reads: list = []
+    failed_over_at: list[float] = []
+
+    async def sample() -> None:
+        while True:
+            found = await asyncio.to_thread(stable_read, nodes[0])
+            if found is not None:
+                stable_reads.append((time.monotonic(), *found))
+            await asyncio.sleep(0.1)
+
+    sampling = asyncio.create_task(sample())
+    publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
+    await asyncio.sleep(1.5)
+    await asyncio.to_thread(cluster.stop, victim, True)  # SIGKILL, not restarted
+
+    def failed_over() -> bool:
+        state = get_json(f"{cluster.head}/status")["failover"]["nodes"].get(victim) or {}
+        return state.get("state") == "failed over"
+
+    await asyncio.to_thread(wait_until, failed_over, 60, "the Head to fail member 2 over")
+    failed_over_at.append(time.monotonic())
+    routes = await publishing
+    state = get_json(f"{cluster.head}/status")["failover"]["nodes"][victim]
+    target = state["to"]
+    assert target in nodes[:2] and state["boxes"] == ["v"]
+    assert routes[2] == [target]  # member 2's publisher follows it to the adopter
+
+    expected = expected_view([r for rows in data.values() for r in rows])
+    partition = cluster.head_catalog().partitions["v"]
+    assert partition.nodes == (nodes[0], nodes[1], target)
+    layout = Layout.from_dict(get_json(f"{cluster.head}/boxes/v")["partition"])
+    deadline = time.monotonic() + 90
+    while (got := await asyncio.to_thread(read_members, layout, "")) != expected:
+        wrong = {k: (got.get(k), v) for k, v in expected.items() if got.get(k) != v}
+        assert time.monotonic() < deadline, (f"the view never equalled DuckDB ({len(wrong)} of {len(expected)} "
+                                             f"groups wrong, e.g. {sorted(wrong.items())[:5]})")
+        await asyncio.sleep(0.3)
+    await asyncio.sleep(0.5)
+    sampling.cancel()
+    for node in nodes[:2]:  # every live catalog names the adopter for member 2
+        assert cluster.node_catalog(node).partitions["v"].nodes == partition.nodes
+    hosted = get_json(f"http://{target}/segments/v")
+    assert hosted["members"] == sorted([nodes.index(target), 2])
+
+    after = [r for r in stable_reads if r[0] > failed_over_at[0]]
+    assert len(stable_reads) > 10 and after, (len(stable_reads), len(after))
+    for _, epoch, positions, view in stable_reads:
+        upto = {producer: seq for _, producer, seq in positions}
+        prefix = [r for p, rows in data.items() for r in rows[:BATCH * (upto.get(p, -1) + 1)]]
+        assert view == summed(prefix), f"stable epoch {epoch}"
+    assert after[-1][3] == expected  # the last stable read covers everything
+
+    shown = await asyncio.to_thread(cluster.boreas, "segments", "v", "--head", cluster.head)
+    assert shown.returncode == 0, shown.stderr
+    guest_segments = [s.id for s in layout.segments_of(2)]
+    for line in shown.stdout.splitlines():
+        if any(line.startswith(f"v/{sid} ") for sid in guest_segments):
+            assert target in line and victim not in line, line
+
+    # The guest's segments move to the live members' own operators: then QueryClient reads as usual.
+    own = nodes.index(target)
+    for sid in guest_segments:
+        await move_partitioned(cluster.head, TOKEN, f"v/{sid}", nodes[own])
+    async with QueryClient(cluster.head, TOKEN) as client:
+        deadline = time.monotonic() + 60
+        while (await client.query("v")).as_dict() != expected:
+            assert time.monotonic() < deadline, "the view never equalled DuckDB after the guest's segments moved"
+            await asyncio.sleep(0.3)
