@@ -1,6 +1,6 @@
 """Failover of a partition member with real processes (docs/cumulus.md §6.3).
 
-A GROUP BY view partitioned over three durable nodes whose data directories
+A GROUP BY view (and TPC-H Q3, whose members push entries to each other) partitioned over three durable nodes whose data directories
 count as shared storage (``--shared-dir``).  Three publishers stream inserts
 and deletes, one per member.  The node of member 2 is killed with SIGKILL
 mid-stream and not restarted: after ``--failover-after`` the Head has
@@ -19,6 +19,7 @@ operators (``boreas move``) leaves the view exact, read by ``QueryClient``.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import time
 import urllib.error
@@ -37,6 +38,14 @@ from test_cumulus_groupby import (
     producers_for_each_member,
     workload,
 )
+from test_cumulus_q3 import (
+    insert_then_delete,
+    publish_all,
+    submit,
+    view_equals,
+    with_deletes,
+)
+from test_m3_box import duckdb_q3, q3_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
@@ -161,3 +170,49 @@ async def test_a_member_whose_node_stays_down_fails_over_as_a_guest_and_the_view
         while (await client.query("v")).as_dict() != expected:
             assert time.monotonic() < deadline, "the view never equalled DuckDB after the guest's segments moved"
             await asyncio.sleep(0.3)
+
+
+def read_q3(layout: Layout) -> dict[tuple, float]:
+    """Q3's view from every member with segments, each by its own route (dates back to ``datetime.date``)."""
+    view: dict[tuple, float] = {}
+    for m in range(len(layout.members)):
+        if layout.segments_of(m):
+            answer = get_json(f"http://{layout.members[m]}/segments/q3/members/{m}/query")
+            for row in answer["rows"]:
+                key = tuple(dt.date.fromisoformat(v) if isinstance(v, str) else v for v in row["key"])
+                view[key] = row["value"]
+    return view
+
+
+async def test_q3_with_a_member_failed_over_equals_duckdb(cluster_factory):
+    """TPC-H Q3 (members push entries to each other, versions in one order): the failed member's node is
+    adopted by another member's while publishers of every stream write to all three."""
+    cluster = cluster_factory(snapshot_interval=1.0, failover_after=2.0)
+    await asyncio.to_thread(cluster.start_head)
+    dirs = [cluster.workdir / f"member{i}" for i in range(3)]
+    nodes = [await asyncio.to_thread(cluster.start_node, None, True, d, True) for d in dirs]
+    await asyncio.to_thread(submit, cluster, nodes)
+    data = q3_rows(8, customers=50, orders=300, items=1800)
+    signed, remaining = with_deletes(data, "q3-failover")
+    victim = nodes[1]
+
+    async def kill(chunk: int) -> None:
+        if chunk == 5:
+            await asyncio.to_thread(cluster.stop, victim, True)  # SIGKILL, not restarted
+
+    await publish_all(cluster.head, nodes, insert_then_delete(signed), between=kill)
+    state = get_json(f"{cluster.head}/status")["failover"]["nodes"][victim]
+    assert state["state"] == "failed over" and state["boxes"] == ["q3"]
+    target = state["to"]
+    partition = cluster.head_catalog().partitions["q3"]
+    assert partition.nodes == tuple(target if n == victim else n for n in nodes)
+    expected = duckdb_q3(remaining)
+    layout = Layout.from_dict(get_json(f"{cluster.head}/boxes/q3")["partition"])
+    deadline = time.monotonic() + 90
+    while (got := await asyncio.to_thread(read_q3, layout)) != pytest.approx(expected):
+        assert time.monotonic() < deadline, f"Q3 never equalled DuckDB ({len(got)} of {len(expected)} rows)"
+        await asyncio.sleep(0.3)
+    own = nodes.index(target)  # (the endpoint now names two members: the member's number says which)
+    for sid in [s.id for s in layout.segments_of(1)]:  # the guest's segments to its host's own member
+        await move_partitioned(cluster.head, TOKEN, f"q3/{sid}", str(own))
+    await view_equals(cluster.head, expected)
