@@ -26,7 +26,14 @@ view is fresh after every batch.  Printed, in one run:
    same way as 3.; and, for information, Pathway given all the batches at
    once (it may fold queued batches into one pass: not fresh after each);
 5. DBToaster's published figure for Q3, printed as a reference and marked
-   as not measured here.
+   as not measured here;
+6. the native (C) backend (docs/m3_native.md) on the same stream: rows in
+   (``apply_batch``) and columns in (``apply_grouped_columns``, the batches
+   converted to column arrays before timing, as a columnar source delivers
+   them) from empty to 1x, its view checked against DuckDB's, per-event cost
+   at 1x and 10x, where its time goes, and its ratios against the issue 17
+   targets (>= 5M events/s, >= 5x Pathway, flat within 1.2x, >= 200x DuckDB
+   re-evaluation at one million rows).
 
 Targets: >= 50,000 events/s; per-event cost flat within 20% from 1x to 10x
 (the 1,000x-the-naive-strategy target is retired, issue 17: the peers and
@@ -34,6 +41,7 @@ the CPython floor are printed instead).  Without Pathway installed (`make
 bench-setup`) its rows say "not available" and the rest still runs.
 
 Usage: .venv/bin/python bench/m3.py [--events 1000000] [--batch 1000] [--naive-batches 20] [--quick] [--no-pathway]
+       [--no-native]
 """
 
 from __future__ import annotations
