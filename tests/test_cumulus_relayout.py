@@ -20,6 +20,7 @@ refuses until the first is in place (queued changes are simulated in
 from __future__ import annotations
 
 import asyncio
+import datetime
 import random
 import zlib
 
@@ -231,3 +232,122 @@ async def test_a_move_survives_its_source_killed_mid_copy_while_the_segment_is_w
     assert version == back["layout"]["layout"]
     counted = [get_json(f"http://{n}/segments/v") for n in nodes]
     assert sum(sum(m.values()) for c in counted for m in c["segments"].values()) == 2 * len(expected)
+
+
+@pytest.mark.parametrize("shape", ["tpch_q3", "group_by_join_key"])
+def test_a_move_cancelled_before_its_first_epoch_leaves_the_layout_and_the_maps_exact(shape, monkeypatch):
+    """In process (support.cumulus_sim): a move is announced and its source pre-copies two keys per step
+    while batches flow; the leader is asked to cancel it before every source copied (its first epoch not
+    fixed), and a later move completes.  The cancel comes at a random point of the message exchange: every
+    member drops the change (a source its copy, a target its staging and late chunks), the layout stays,
+    every map equals the single runtime's and every stable read its prefix."""
+    import math
+    import sys
+    from pathlib import Path
+
+    from boreas.m3 import compile_sql
+    from boreas.m3.cumulus import even_layout, place
+    from boreas.m3.cumulus import relayout as changes
+    from boreas.node.cumulus import precopy
+    from support.cumulus_sim import Sim
+
+    sys.path.insert(0, str(Path(__file__).parent / "m3"))
+    from test_cumulus_sim import check_stable
+    from test_views_vs_duckdb import SHAPES
+
+    monkeypatch.setattr(precopy, "COPY_STEP", 2)
+    program = compile_sql(SHAPES[shape])
+    maps = tuple((m.map, m.column) for m in place(program, box="v").maps)
+    relations = sorted(r.name for r in program.relations if any(t.relation == r.name for t in program.triggers))
+    types = {r.name: [c.type for c in r.columns] for r in program.relations}
+    values = {"INT": lambda rng: rng.randrange(6), "FLOAT": lambda rng: rng.randrange(8) / 4,
+              "STRING": lambda rng: rng.choice(["A", "BUILDING"]),
+              "DATE": lambda rng: datetime.date(1995, 3, rng.choice([1, 16]))}
+    for seed in range(8):
+        rng = random.Random(seed)
+        base = even_layout("v", ["n0:1", "n1:1", "n2:1"], 6)
+        sim = Sim(SHAPES[shape], Layout(base.box, base.members, base.segments, maps), rng)
+
+        def publish(count: int) -> None:
+            for _ in range(count):
+                rel = rng.choice(relations)
+                sim.publish(rng.randrange(3), rel, [(1, tuple(values[t](rng) for t in types[rel]))
+                                                    for _ in range(rng.randint(1, 4))])
+
+        publish(30)
+        sim.settle()
+        leader = sim.members[0]
+        before = leader.layout
+        seg = next(s for s in before.segments if s.member == 1)
+        sim.request("cancel-me", changes.move(before, seg.id, 2))
+        change = leader.relayouts[-1]["change"]
+        for _ in range(rng.randrange(0, 6)):  # some chunks on their way, some copy steps done
+            publish(1)
+            sim.deliver_one()
+        cancellable = leader.cancellable() == change
+        sim.cancel(change)
+        publish(10)
+        sim.settle()
+        final = leader.layout
+        if cancellable:
+            assert final.version == before.version and leader.requested is None, seed
+        else:  # its first epoch was fixed already: the move completes
+            assert final.version == before.version + 1, seed
+        assert all(op.layout == final and not op.relayouts and not op.early for op in sim.members), seed
+        later = changes.move(final, seg.id, 0)
+        sim.request("later", later)
+        publish(10)
+        sim.settle()
+        assert leader.layout.version == final.version + 1 and leader.layout.segments == later.segments, seed
+        layout = leader.layout
+        for mp in sim.program.maps:
+            union = {}
+            for m, op in enumerate(sim.members):
+                for key, value in op.runtime.store.items(mp.name):
+                    assert layout.owner(mp.name, key) == m, (seed, mp.name, key)
+                    union[key] = value
+            single = dict(sim.single.store.items(mp.name))
+            assert union.keys() == single.keys(), (seed, mp.name)
+            assert all(math.isclose(union[k], v, rel_tol=1e-9, abs_tol=1e-9) for k, v in single.items()), seed
+        assert check_stable(sim)
+
+
+async def test_a_move_cancelled_through_the_api_while_its_segment_copies(cluster_factory):
+    """``POST /segments/v/relayout {"cancel": true}`` while a move's source pre-copies (ten keys per step)
+    and publishers write: the move's own request answers 409 (cancelled), the layout stays in every
+    catalog and member, a second cancel finds nothing to cancel, a later move completes, and the view
+    equals DuckDB."""
+    cluster = cluster_factory()
+    cluster.env["BOREAS_CUMULUS_COPY_STEP"] = "10"
+    await asyncio.to_thread(cluster.start_head)
+    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    cluster.submit(cluster.write("app.xml", APP), cluster.write(
+        "deploy.xml", '<deploy><partition box="v" segments="3">'
+                      + "".join(f'<node endpoint="{n}"/>' for n in nodes) + "</partition></deploy>"))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    first = {p: many_keys(p, 1500, 3000, 0.0) for p in producers_named("fill", 3)}
+    await asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in first.items()))
+    later = {p: many_keys(p, 600, 3000, 0.3) for p in producers_named("during", 3)}
+    layout = Layout.from_dict(get_json(f"{cluster.head}/boxes/v")["partition"])
+    seg = next(s for s in layout.segments if s.member == 1)
+    publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in later.items()))
+    moving = asyncio.create_task(move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[2]))
+    await asyncio.sleep(0.5)
+    cancelled = await relayout_box(cluster.head, TOKEN, "v", {"cancel": True})
+    assert cancelled["layout"]["layout"] == layout.version and not cancelled["changed"]
+    with pytest.raises(CommandFailed, match="was cancelled"):
+        await moving
+    with pytest.raises(CommandFailed, match="no layout change to cancel"):
+        await relayout_box(cluster.head, TOKEN, "v", {"cancel": True})
+    await publishing
+    for n in nodes:
+        assert get_json(f"http://{n}/segments/v")["layout"]["layout"] == layout.version
+    done = await move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[2])  # the next change goes
+    assert done["moves"] == [[seg.id, 1, 2]] and done["layout"]["layout"] == layout.version + 1
+    expected = summed([r for rows in {**first, **later}.values() for r in rows])
+    async with QueryClient(cluster.head, TOKEN) as client:
+        deadline = asyncio.get_running_loop().time() + 60
+        while (await client.query("v")).as_dict() != expected:
+            assert asyncio.get_running_loop().time() < deadline, "the view never equalled the expected sums"
+            await asyncio.sleep(0.2)
+    assert await asyncio.to_thread(catalogs_agree, cluster, nodes, "v") == layout.version + 1

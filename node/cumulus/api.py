@@ -31,6 +31,9 @@
     "seconds"}``; it also reports the new layout to the Head, which commits
     it so every catalog agrees.  409 while another change is under way or on
     another member, 422 for a change that does not fit the layout.
+    ``{"cancel": true}`` cancels the last change announced while its first
+    epoch is not fixed (its segments still copying): ``{"cancelled": change,
+    "layout"}``; its own request then answers 409; 409 when none can be.
 """
 
 from __future__ import annotations
@@ -86,16 +89,21 @@ class SegmentsApi:
             if not isinstance(op, PartOperator):
                 raise SegmentsFailed(404, f"box {box!r} on node {self.endpoint} cannot change its layout")
             op = op.hosted.get(0, op)  # the leader, if it is here (a guest after a failover, perhaps)
+            try:
+                body = await request.json()
+            except ValueError as exc:
+                raise SegmentsFailed(422, f"a layout change is a JSON object: {exc}") from None
+            if isinstance(body, dict) and body.get("cancel"):
+                return await self._cancel(box, op)
             busy = op.relayout_busy()
             if busy:
                 raise SegmentsFailed(409, busy)
             try:
-                body = await request.json()
                 new = _decide(op.layout, body)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 raise SegmentsFailed(422, f"a layout change is {{\"move\": [segment, node]}}, {{\"split\": "
-                                          f"segment}}, {{\"move_all\": node}} or {{\"rebalance\": {{segment: "
-                                          f"entries}}}}: {exc}") from None
+                                          f"segment}}, {{\"move_all\": node}}, {{\"rebalance\": {{segment: "
+                                          f"entries}}}} or {{\"cancel\": true}}: {exc}") from None
         except SegmentsFailed as exc:
             return json_error(exc.status, str(exc), box=box)
         if new is op.layout:
@@ -112,6 +120,9 @@ class SegmentsApi:
         primary = self.dataflow.operators.get(box)
         while primary is not None and primary.hosted.get(op.member) is op and (op.pending is not None or op.layout.version < new.version
                                                           or (first is not None and op.leader.stable < first)):
+            if change in op.cancelled:
+                return json_error(409, f"box {box!r}: layout change {change} (layout {new.version}) was cancelled; "
+                                       f"the layout stays {op.layout.version}", box=box, layout=op.layout.to_dict())
             if time.monotonic() > deadline:
                 return json_error(504, f"box {box!r}: layout {new.version} decided but not in place after "
                                        f"{self.relayout_timeout:.0f} s (a member may be down); it completes when "
@@ -121,6 +132,27 @@ class SegmentsApi:
             self.report(partition_of_layout(self.dataflow.partitions.get(box), new))
         return web.json_response({"box": box, "layout": new.to_dict(), "moves": [list(m) for m in moves],
                                   "seconds": round(time.monotonic() - started, 3), "changed": True})
+
+    async def _cancel(self, box: str, op: Any) -> web.Response:
+        """``{"cancel": true}`` on the leader: drop the last change announced while its first epoch is not
+        fixed (its segments still copying); 409 when there is none (none under way, or too late)."""
+        if not isinstance(op, PartOperator) or op.leader is None:
+            return json_error(409, f"box {box!r}: member {op.member} is not its leader; ask member 0 "
+                                   f"({op.layout.members[0]})", box=box)
+        change = op.cancellable()
+        if change is None:
+            return json_error(409, f"box {box!r} has no layout change to cancel: none is under way, or its "
+                                   "first epoch is fixed (its segments have copied; it completes)", box=box)
+        await self.dataflow.deliver([(internal_stream(box, op.member), [msg.cancel(change, True)],
+                                      f"cancel-{change}", 0, "")])
+        deadline = time.monotonic() + self.relayout_timeout
+        while op._change(change) is not None and change not in op.cancelled:
+            if op.cancellable() != change or time.monotonic() > deadline:  # its first epoch was fixed meanwhile
+                return json_error(409, f"box {box!r}: layout change {change} could not be cancelled any more; "
+                                       "it completes", box=box)
+            await asyncio.sleep(0.02)
+        return web.json_response({"box": box, "cancelled": change, "layout": op.layout.to_dict(),
+                                  "changed": False})
 
     def _part(self, box: str) -> Any:
         op = self.dataflow.operators.get(box)
@@ -150,7 +182,8 @@ class SegmentsApi:
         except SegmentsFailed as exc:
             return json_error(exc.status, str(exc), box=box)
         one = "member" in request.query
-        counted = op.runtime.segment_entries() if one else op.segment_entries()
+        several = len(getattr(op, "hosted", ())) > 1
+        counted = op.runtime.segment_entries() if one and several else op.segment_entries()
         return web.json_response({
             "box": box, "node": self.endpoint, "member": op.member, "version": op.runtime.version,
             "members": [op.member] if one else sorted(getattr(op, "hosted", {op.member: op})),

@@ -22,6 +22,8 @@ tag    message      from → to                     fields
 ``k``  Chunk        source → target member        change, source, final, [[map, keys, values]] (a final's 0 deletes)
 ``y``  Copied       source → leader               change, source: its pre-copy is sent; only dirty keys are left
 ``f``  Flip         leader → every member         change, first epoch E: every source has copied
+``z``  Cancel       a client → leader;            change, asked: an announced change whose first epoch is not
+                    leader → every member         fixed yet is dropped (asked: the client's, else the leader's)
 =====  ===========  ============================  ==========================================
 
 A version is ``(epoch, coord, seq)``; members apply versions in that order.
@@ -40,7 +42,7 @@ from collections.abc import Callable
 from boreas.m3.ast import Program
 
 WORK, CLOSE, PUSH, ADVANCE, WAKE, DONE, LOAD = "w", "c", "p", "a", "u", "d", "l"
-REQUEST, RELAYOUT, CHUNK, COPIED, FLIP = "x", "r", "k", "y", "f"
+REQUEST, RELAYOUT, CHUNK, COPIED, FLIP, CANCEL = "x", "r", "k", "y", "f", "z"
 
 Message = list
 
@@ -98,6 +100,10 @@ def copied(change: str, source: int) -> Message:
 
 def flip(change: str, first_epoch: int) -> Message:
     return [FLIP, change, first_epoch]
+
+
+def cancel(change: str, asked: bool) -> Message:
+    return [CANCEL, change, asked]
 
 
 def version(msg: Message) -> tuple[int, int, int]:

@@ -68,6 +68,7 @@ from boreas.m3.cumulus.roles import Roles
 from ..operators.base import Emitted, InternalStreams
 from ..operators.m3box import M3Operator
 from . import messages as msg
+from .cancelling import Cancelling
 from .coordinator import Coordinating
 from .hosting import Hosting
 from .leader import Leader
@@ -78,7 +79,7 @@ from .relayouts import LayoutChanges
 log = logging.getLogger(__name__)
 
 
-_CHANGES = frozenset((msg.REQUEST, msg.RELAYOUT, msg.CHUNK, msg.COPIED, msg.FLIP))  # relayouts.py's messages
+_CHANGES = frozenset((msg.REQUEST, msg.RELAYOUT, msg.CHUNK, msg.COPIED, msg.FLIP, msg.CANCEL))  # relayouts.py's messages
 
 
 def internal_stream(box: str, member: int) -> str:
@@ -94,7 +95,7 @@ def layout_of(partition: Partition) -> Layout:
                   version=partition.layout)
 
 
-class PartOperator(Hosting, Coordinating, LayoutChanges, BulkLoad, M3Operator):
+class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M3Operator):
     """The member(s) of a partitioned ``m3`` box that ``endpoint`` hosts (two or more only after a failover:
     :mod:`~boreas.node.cumulus.hosting`); ``member`` and ``host`` build a guest member inside its host."""
 

@@ -70,6 +70,7 @@ class LayoutChanges:
         self._sent_final = False  # final chunks were sent in this call (the source switches in the next)
         self._alone: list[tuple[int, list]] = []  # messages that go in a frame of their own (chunks)
         self._codecs = Codecs(self.runtime.store)
+        self.cancelled: list[str] = []  # the last changes cancelled (cancelling.py)
 
     # -- what waits for a change ------------------------------------------------------------
 
@@ -120,8 +121,12 @@ class LayoutChanges:
             self._relayout(m)
         elif tag == msg.CHUNK:
             self._chunk(m)
+        elif tag == msg.CANCEL:
+            self._cancel(m)  # (cancelling.py)
         elif tag == msg.COPIED:
             p = self._change(m[1])
+            if p is None and m[1] in self.cancelled:
+                return
             if p is None or self.leader is None:
                 log.error("m3 box %r member %d: Copied of unknown change %s ignored", self.box.name, self.member, m[1])
             elif m[2] not in p["copied"]:
@@ -165,6 +170,8 @@ class LayoutChanges:
     def _chunk(self, m: list) -> None:
         """Entries of a segment moving here: staged apart from the store until the flip (any time before)."""
         p = self._change(m[1])
+        if p is None and m[1] in self.cancelled:  # sent before the source heard of the cancel
+            return
         if p is None:  # the source heard of the change before this member did
             self.early.append(m)
             return
@@ -327,6 +334,7 @@ class LayoutChanges:
                 "relayouts": [entry(r) for r in self.relayouts],
                 "routing": self.routing, "early": list(self.early), "copy_at": self.copy_at,
                 "settling": None if s is None else {**s, "layout": s["layout"].to_dict()},
+                "cancelled": list(self.cancelled),
             }
 
     def _restore_changes(self, state: dict) -> None:
@@ -342,6 +350,7 @@ class LayoutChanges:
         with gc_paused():
             self.relayouts = [self._entry_of(r) for r in state.get("relayouts", [])]
         self.early = [list(c) for c in state.get("early", [])]
+        self.cancelled = [str(c) for c in state.get("cancelled", [])]
         self.copy_at = float(state.get("copy_at", 0.0))
         s = state.get("settling")
         self.settling = None if s is None else {**s, "layout": Layout.from_dict(s["layout"])}

@@ -198,6 +198,14 @@ class Sim:
         self._collect(0, self.members[0].process(len(self.box.inputs), [msg.request(f"{change}/{self.changes}",
                                                                                     new.to_dict())], self.now))
 
+    def cancel(self, change: str) -> None:
+        """Ask the leader to cancel change ``change`` (its id as :meth:`request` made it), as the API does."""
+        from boreas.node.cumulus import messages as msg
+
+        leader = self.members[0]
+        self._collect(0, leader.process(leader.internal_streams().inputs[f"{self.box.name}@0"],
+                                        [msg.cancel(change, True)], self.now))
+
     def restart(self, member: int) -> None:
         """Member ``member`` continues from its own state() (a snapshot restored on a restarted node)."""
         op = self.members[member]
