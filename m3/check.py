@@ -189,6 +189,7 @@ def _check_nested(out: Problems, v: ViewDecl, e: Expr, scope: list[str], maps, t
     """A TOTAL's condition: comparisons of arithmetic over the variables in scope, constants, and maps read at
     some of those variables (a nested subquery's maps, keyed by its correlation columns), or folds of them."""
     folded = [id(n.ref) for n in walk(e) if isinstance(n, Fold)]
+    scope = scope + [x for n in walk(e) if isinstance(n, Total) for x in n.vars]  # a range summed inside
     for node in walk(e):
         if isinstance(node, MapRef) and id(node) in folded:
             continue
@@ -203,7 +204,7 @@ def _check_nested(out: Problems, v: ViewDecl, e: Expr, scope: list[str], maps, t
         elif isinstance(node, Var) and node.name not in scope:
             if not any(isinstance(f, Fold) and f.var == node.name for f in walk(e)):
                 out.append((f"view {v.name}: variable {node.name} of a TOTAL's condition is not in scope", node.pos or v.pos))
-        elif isinstance(node, (Total, RelAtom, IfThen, Prod, Sum)):
+        elif isinstance(node, (RelAtom, IfThen, Prod, Sum)):
             out.append((f"view {v.name}: a TOTAL's condition holds {type(node).__name__}", v.pos))
 
 

@@ -51,7 +51,7 @@ def _operand_refs(x) -> list:
     if isinstance(x, tuple) and x and x[0] == "col":
         return [x[1]]
     if isinstance(x, tuple) and x and x[0] == "sub":
-        return [outer for _, outer in x[1].correlation]
+        return [outer for _, outer in x[1].correlation] + [outer for _, _, outer in x[1].ranges]
     if isinstance(x, tuple):
         return [r for y in x[1:] for r in _operand_refs(y)]
     return []
@@ -74,7 +74,8 @@ def nested_vars(q, var: dict, keys: tuple[V, ...]) -> tuple[V, ...]:
             raise CompileError(f"unsupported {bad[0]} in a query with a nested subquery (only SUM, COUNT and AVG)")
     out: list[V] = []
     for c in q.nested:
-        refs = [outer for _, outer in c[1].correlation] if c[0] == "exists" else _operand_refs(c)
+        refs = ([outer for _, outer in c[1].correlation] + [outer for _, _, outer in c[1].ranges]
+                if c[0] == "exists" else _operand_refs(c))
         for ref in refs:
             v = var[ref]
             if v not in keys and v not in out:
@@ -94,6 +95,18 @@ def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, key
     tracks: list[int] = []
     parts = []
     counter = [0]
+    taken = {v.name for v in var.values()}
+    names: dict[tuple[V, int], V] = {}
+
+    def fresh_var(v: V, k: int) -> V:
+        """The inner variable ``v`` of subquery ``k`` under a name no outer variable has (no capture)."""
+        if (v, k) not in names:
+            name = f"{v.name}_{k}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            names[(v, k)] = V(name, v.type)
+        return names[(v, k)]
 
     def subquery(sub: SubQuery, scalar: bool):
         from .frontend import SqlQuery
@@ -103,6 +116,7 @@ def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, key
         k = counter[0]
         columns = ((("v", sub.value),) if scalar else ()) + (("n", ("agg", "COUNT", 1)),)
         group = tuple((f"c{i}", inner_ref) for i, (inner_ref, _) in enumerate(sub.correlation))
+        group += tuple((f"r{i}", inner_ref) for i, (_, inner_ref, _) in enumerate(sub.ranges))
         sq = SqlQuery(f"{q.name}_n{k}", sub.tables, sub.joins, sub.predicate, group, columns, sub.having)
         inq = normalize(relations, sq)
         rename: dict[V, V] = {}
@@ -112,10 +126,14 @@ def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, key
             if v_in in rename and rename[v_in] != target:
                 equal.append(("=", ("var", rename[v_in]), ("var", target)))
             rename.setdefault(v_in, target)
+        ranged = inq.key_vars[len(sub.correlation):]
+        range_vars = tuple(dict.fromkeys(fresh_var(v, k) for v in ranged if v not in rename))
+        range_cond = conj([(op, ("var", fresh_var(v, k) if v not in rename else rename[v]),
+                            ("var", var[outer_ref])) for v, (op, _, outer_ref) in zip(ranged, sub.ranges)])
         offset = base + len(inner)
         for a in inq.aggregates:
             every = {v for t in a.agg.terms for v in t.vars()} | {x for x in a.agg.keys if isinstance(x, V)}
-            fresh = {v: rename.get(v, V(f"{v.name}_{k}", v.type)) for v in every}
+            fresh = {v: rename.get(v, fresh_var(v, k)) for v in every}
             agg = substitute(Agg(a.agg.keys, a.agg.terms), fresh)
             folded = fresh.get(a.folded) if a.folded is not None else None
             inner.append(Aggregate(f"n{k}_{a.name}", agg, folded))
@@ -123,8 +141,12 @@ def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, key
         def shift(c):
             if not isinstance(c, tuple) or not c:
                 return c
+            if c[0] == "map" and sub.ranges:  # summed over the range of the range-correlated columns
+                return ("range", c[1] + offset, range_vars, range_cond)
             if c[0] == "map":
                 return ("map", c[1] + offset)
+            if c[0] == "avg" and sub.ranges:
+                return ("/", shift(("map", c[1])), shift(("map", c[2])))
             if c[0] == "avg":
                 return ("avg", c[1] + offset, c[2] + offset)
             if c[0] == "fold":
@@ -134,7 +156,7 @@ def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, key
             return (c[0],) + tuple(shift(x) for x in c[1:])
 
         count = shift(inq.columns[-1][1])
-        targets = tuple(dict.fromkeys(rename[v] for v in inq.keys))
+        targets = tuple(dict.fromkeys(rename[v] for v in inq.keys if v in rename))
         if keys and not set(keys) <= set(targets):
             counted = inner[count[1] - base].agg
             terms = tuple(Term(a.coef * b.coef, a.atoms + b.atoms, a.conds + tuple(c for c in b.conds if c not in a.conds),

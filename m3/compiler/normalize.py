@@ -195,13 +195,32 @@ def _predicate(p, var) -> list[tuple[int, tuple[Cond, ...]]]:
     if op == "and":
         out = []
         for (ca, sa), (cb, sb) in itertools.product(_predicate(p[1], var), _predicate(p[2], var)):
-            out.append((ca * cb, sa + tuple(c for c in sb if c not in sa)))
+            both = sa + tuple(c for c in sb if c not in sa)
+            if not _contradictory(both):
+                out.append((ca * cb, both))
         return _merge(out)
     if op == "or":
         a, b = _predicate(p[1], var), _predicate(p[2], var)
         both = _predicate(("and", p[1], p[2]), var)
         return _merge(a + b + [(-c, s) for c, s in both])
     return [(1, (_cond(op, p[1], p[2], var),))]
+
+
+def _contradictory(conds: tuple[Cond, ...]) -> bool:
+    """Whether a product of comparisons is 0 for every value: one variable equal to two constants, or equal to
+    and different from one (IN lists under OR multiply into many such products: TPC-H Q19).
+
+    >>> x = V("X", "INT")
+    >>> _contradictory((Cond("=", x, Lit(1)), Cond("=", x, Lit(2)))), _contradictory((Cond("=", x, Lit(1)),))
+    (True, False)
+    """
+    equal: dict[V, object] = {}
+    for c in conds:
+        if c.op == "=" and isinstance(c.left, V) and isinstance(c.right, Lit):
+            if equal.setdefault(c.left, c.right.value) != c.right.value:
+                return True
+    return any(c.op == "<>" and isinstance(c.left, V) and isinstance(c.right, Lit) and c.left in equal
+               and equal[c.left] == c.right.value for c in conds)
 
 
 def _merge(terms):

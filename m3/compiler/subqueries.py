@@ -9,11 +9,13 @@ A WHERE conjunct that holds a subquery is one of
   scalar subqueries (``SELECT`` of one expression over aggregates, no GROUP BY):
   ``l_quantity < 0.2 * (SELECT AVG(l_quantity) FROM lineitem WHERE l_partkey = p_partkey)``.
 
-A subquery may read the outer query's columns only in equalities with its
-own (``inner.col = outer.col``): its *correlation*.  Its aggregates are then
-maintained as maps keyed by the correlation columns, which is what keeps the
-nested query first-order (DBToaster's nested-aggregate maps, seed 002).  Any
-other use of an outer column inside a subquery, a subquery inside a
+A subquery may read the outer query's columns only in comparisons with its
+own: equalities (``inner.col = outer.col``, its *correlation*) and, for
+SUM, COUNT, AVG and EXISTS, other comparisons (``b2.price > b1.price``, its
+*range correlation*: VWAP).  Its aggregates are then maintained as maps
+keyed by the correlation columns (and the range-correlated ones), which is
+what keeps the nested query first-order (DBToaster's nested-aggregate maps,
+seed 002).  Any other use of an outer column inside a subquery, a subquery inside a
 subquery, in OR, under NOT (other than NOT EXISTS / NOT IN), in SELECT,
 FROM or HAVING, is refused with the construct named.
 
@@ -37,10 +39,13 @@ column name resolves against the subquery's FROM first, then the outer one.
 >>> sub.tables, sub.correlation, sub.value
 ((('s@1', 'R'),), ((('s@1', 'a'), ('R', 'a')),), ('agg', 'AVG', ('s@1', 'b')))
 >>> nested_conjunct(sqlglot.parse_one("SELECT 1 FROM R WHERE a IN (SELECT b FROM R s WHERE s.b < R.b)").args["where"].this,
+...                 outer, rels, Ctx(), tables, [0])[1].ranges
+(('<', ('s@1', 'b'), ('R', 'b')),)
+>>> nested_conjunct(sqlglot.parse_one("SELECT 1 FROM R WHERE a IN (SELECT b FROM R s WHERE R.b < 2)").args["where"].this,
 ...                 outer, rels, Ctx(), tables, [0])
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported correlated condition s.b < R.b in a subquery (a subquery may compare outer columns only by equality with its own: inner.col = outer.col)
+boreas.m3.errors.CompileError: unsupported correlated condition R.b < 2 in a subquery (a subquery may compare outer columns only with its own columns: inner.col = outer.col, or <, <=, <>, >, >= under SUM, COUNT, AVG or EXISTS)
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from .viewexpr import aggregates_of, columns_of, has_aggregate, having, view_exp
 
 _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+_FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 SUBQUERY_NODES = (exp.Subquery, exp.Exists, exp.Select, exp.SetOperation)
 
 
@@ -76,6 +82,7 @@ class SubQuery:
     correlation: tuple[tuple[ColRef, ColRef], ...]  # (inner column, outer column)
     value: object = None
     having: object = None
+    ranges: tuple[tuple[str, ColRef, ColRef], ...] = ()  # (op, inner column, outer column): inner op outer
 
 
 def contains_subquery(e: exp.Expression) -> bool:
@@ -187,7 +194,7 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
     tables = [(f"{alias}@{counter[0]}", rel) for alias, rel in written]
     display = {internal: alias for (internal, _), (alias, _) in zip(tables, written)}
     res = ScopedResolver(tables, display, relations, ctx, outer)
-    joins, correlation, preds = [], [], []
+    joins, correlation, preds, ranges = [], [], [], []
     where = sel.args.get("where")
     conjuncts = _conjuncts(where.this) if where is not None else []
     for j in sel.args.get("joins") or []:
@@ -205,9 +212,14 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
                                 "(move it to the outer WHERE)", c)
             continue
         p = res.predicate(c)
-        if any(not res.is_inner(r) for r in _refs(p)):
+        refs = _refs(p)
+        if p[0] in _FLIP and len(refs) == 2 and len(p) == 3 and res.is_inner(refs[0]) != res.is_inner(refs[1]):
+            ranges.append((p[0], p[1], p[2]) if res.is_inner(p[1]) else (_FLIP[p[0]], p[2], p[1]))
+            continue
+        if any(not res.is_inner(r) for r in refs):
             raise ctx.error(f"unsupported correlated condition {sql_of(c)} in a subquery (a subquery may compare "
-                            "outer columns only by equality with its own: inner.col = outer.col)", c)
+                            "outer columns only with its own columns: inner.col = outer.col, or <, <=, <>, >, >= "
+                            "under SUM, COUNT, AVG or EXISTS)", c)
         preds.append(p)
     items = sel.expressions
     group = sel.args.get("group")
@@ -255,7 +267,12 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
         raise ctx.error(f"unsupported outer column {outer_refs[0][1]} inside a subquery's aggregate", sel)
     from .predicates import conj
 
-    return SubQuery(tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(correlation), value, hav)
+    if ranges and (kind == "in" and hav is not None or any(a[1] not in ("SUM", "COUNT", "AVG")
+                                                         for a in aggregates_of(value))):
+        raise ctx.error(f"unsupported subquery correlated by a comparison ({sql_of(sel)}) with other than SUM, "
+                        "COUNT or AVG (a range of the correlated column is summed)", sel)
+    return SubQuery(tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(correlation), value, hav,
+                    tuple(ranges))
 
 
 def _all_refs(x) -> list[ColRef]:

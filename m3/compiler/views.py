@@ -101,6 +101,8 @@ def _expr(c, nq: NormalQuery, refs: list[Ref], total: Expr | None = None) -> Exp
         return _ref(c[1], refs)
     if kind == "avg":
         return Arith("/", _expr(("map", c[1]), nq, refs, total), _expr(("map", c[2]), nq, refs, total))
+    if kind == "range":  # a subquery correlated by a comparison: its map summed over the range (:mod:`.nested`)
+        return Total(tuple(v.name for v in c[2]), _ref(c[1], refs), _condition(c[3], nq, refs))
     if kind == "fold":
         folded = nq.aggregates[c[2]].folded
         assert folded is not None

@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from boreas.m3 import CompileError, Runtime, compile_sql, compile_to_text
-from hypothesis import HealthCheck, given, settings
-from m3_harness import check_against_duckdb, shape_params, workloads
+from boreas.m3 import CompileError, compile_sql, compile_to_text
+from changes_check import changes_rebuild_view
+from m3_harness import check_against_duckdb, shape_params
 
 GENERIC = """
 CREATE STREAM R(a INT, b INT, c DOUBLE);
@@ -70,38 +70,6 @@ def test_view_matches_duckdb(shape):
     check_against_duckdb(SHAPES[shape])
 
 
-def _changes_rebuild_view(sql: str, backend: str) -> None:
-    program = compile_sql(sql)
-    relations = Runtime(program, backend="python").relations
-
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(workloads(relations, max_batches=5, max_ops=10))
-    def check(batches):
-        rt = Runtime(program, backend=backend)
-        replica: dict = {v.name: {} for v in program.views}
-        live: dict[str, list] = {r: [] for r in relations}
-        for ops in batches:
-            events = []
-            for op in ops:
-                if op[0] == "ins":
-                    live[op[1]].append(op[2])
-                    events.append((op[1], 1, op[2]))
-                elif live[op[1]]:
-                    events.append((op[1], -1, live[op[1]].pop(op[2] % len(live[op[1]]))))
-            rt.apply_batch(events)
-            for name, rows in rt.changes().items():
-                zero = 0 if len(program.view(name).columns) == 1 else (0,) * len(program.view(name).columns)
-                for key, value in rows:
-                    if value == zero:
-                        replica[name].pop(key, None)
-                    else:
-                        replica[name][key] = value
-            for v in program.views:
-                assert replica[v.name] == rt.view(v.name), v.name
-
-    check()
-
-
 @pytest.mark.parametrize("shape", ["tpch_q4_exists", "correlated_scalar_grouped",
                                    pytest.param("uncorrelated_scalar", marks=pytest.mark.slow),
                                    pytest.param("tpch_q18_in_having", marks=pytest.mark.slow),
@@ -110,7 +78,7 @@ def _changes_rebuild_view(sql: str, backend: str) -> None:
 def test_changes_rebuild_the_view(shape, backend):
     """Both backends: the native one runs the triggers in C and finds changed rows from its journals, so a
     nested map's change must reach the rows through maps the view reads (its TRACK maps)."""
-    _changes_rebuild_view(SHAPES[shape], backend)
+    changes_rebuild_view(SHAPES[shape], backend)
 
 
 def test_a_nested_view_is_domain_bound_and_its_maps_first_order():
@@ -126,7 +94,7 @@ def test_a_nested_view_is_domain_bound_and_its_maps_first_order():
 @pytest.mark.parametrize("sql, message", [
     (GENERIC + "SELECT a, COUNT(*) FROM R WHERE b < 2 OR EXISTS (SELECT * FROM S) GROUP BY a",
      "unsupported subquery inside OR"),
-    (GENERIC + "SELECT a, COUNT(*) FROM R WHERE b IN (SELECT d FROM S WHERE S.e < R.c) GROUP BY a",
+    (GENERIC + "SELECT a, COUNT(*) FROM R WHERE b IN (SELECT d FROM S WHERE R.c < 2) GROUP BY a",
      "unsupported correlated condition"),
     (GENERIC + "SELECT a, COUNT(*) FROM R WHERE EXISTS (SELECT * FROM S WHERE b IN (SELECT a FROM R)) GROUP BY a",
      "unsupported subquery nested in a subquery"),
