@@ -4,8 +4,8 @@ Views of nested subqueries are *domain-bound* (``boreas compile`` says so):
 their maps are first-order, but reading the view (and finding the rows a
 batch changed) sums the outer map over the distinct values of the columns
 the nested condition reads — Q17: (part, quantity) of the selected parts;
-VWAP: the distinct prices, and for each the volume at higher prices, so
-prices x prices.  Their per-event cost grows with that domain, not with the
+VWAP: the distinct prices, and for each the volume at higher prices (a
+binary search over the prices, sorted once per read).  Their per-event cost grows with that domain, not with the
 database.  A first-order control view (the same join's revenue per part,
 no subquery) shows a flat cost.
 
@@ -169,7 +169,8 @@ def main(argv=None) -> int:
         print(f"{view:<22}{klass:<14}{backend:<9}{b1:>9.1f}{b10:>9.1f}{b10 / b1:>7.1f}x{d1:>11.1f}{d10:>12.1f}"
               f"{d1 / b1:>17.2f}x{d10 / b10:>6.2f}x", flush=True)
     print("domain-bound views loop over a domain when read (Q17: the selected parts' (part, quantity) pairs; VWAP: "
-          "prices x prices), so their cost grows with it; the first-order control does not loop and stays flat.")
+          "the distinct prices, each with a binary search over the sorted prices), so their cost grows with it; the "
+          "first-order control does not loop and stays flat.")
     return 0
 
 

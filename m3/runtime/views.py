@@ -50,6 +50,7 @@ pattern = any value), e.g. a stable snapshot.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -300,6 +301,9 @@ def _value(e: Expr, env: dict, form: ViewForm, reader: Reader):
             return max(values)
         return len(values) if e.kind == "COUNT" else sum(values)
     if isinstance(e, Total):
+        ranged = _range_total(e, env, form, reader)
+        if ranged is not None:
+            return ranged
         free = set(e.vars)
         pattern = tuple(None if isinstance(a, Var) and a.name in free else env[a.name] if isinstance(a, Var)
                         else a.value for a in e.ref.args)
@@ -316,6 +320,57 @@ def _value(e: Expr, env: dict, form: ViewForm, reader: Reader):
             total += n
         return total
     raise TypeError(f"not a view expression: {e!r}")
+
+
+_FLIPPED = {"<": ">", "<=": ">=", "=": "=", "<>": "<>"}
+
+
+def _range_total(e: Total, env: dict, form: ViewForm, reader: Reader):
+    """A TOTAL over one variable ``X`` whose condition compares ``X`` with a value of the row (a subquery
+    correlated by a comparison: VWAP's volume at higher prices), from sorted prefix sums: the entries at the
+    row's pattern are sorted once per reader (one read, or one batch's changed rows), then each row costs a
+    binary search instead of a scan.  None when the TOTAL is not of that form."""
+    cond = e.cond
+    if len(e.vars) != 1 or not isinstance(cond, Cmp):
+        return None
+    x = e.vars[0]
+    if isinstance(cond.left, Var) and cond.left.name == x and x not in _var_names(cond.right):
+        op, bound = _FLIPPED[cond.op], cond.right  # X op' t  ==  t op X
+    elif isinstance(cond.right, Var) and cond.right.name == x and x not in _var_names(cond.left):
+        op, bound = cond.op, cond.left  # t op X
+    else:
+        return None
+    pattern = tuple(None if isinstance(a, Var) and a.name == x else env[a.name] if isinstance(a, Var) else a.value
+                    for a in e.ref.args)
+    cache = reader.__dict__.setdefault("_ranges", {})
+    key = (id(e), pattern)
+    found = cache.get(key)
+    if found is None:
+        at = next(i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == x)
+        pairs = sorted((k[at], n) for k, n in _items(reader.entries(e.ref.name, pattern)) if n)
+        keys = [k for k, _ in pairs]
+        sums = [0]
+        for _, n in pairs:
+            sums.append(sums[-1] + n)
+        found = cache[key] = (keys, sums, dict(pairs))
+    keys, sums, by_key = found
+    t = _value(bound, env, form, reader)
+    total = sums[-1]
+    if op == "<":  # t < X
+        return total - sums[bisect.bisect_right(keys, t)]
+    if op == "<=":
+        return total - sums[bisect.bisect_left(keys, t)]
+    if op == ">":  # t > X
+        return sums[bisect.bisect_left(keys, t)]
+    if op == ">=":
+        return sums[bisect.bisect_right(keys, t)]
+    if op == "=":
+        return by_key.get(t, 0)
+    return total - by_key.get(t, 0)
+
+
+def _var_names(e: Expr) -> set[str]:
+    return {n.name for n in walk(e) if isinstance(n, Var)}
 
 
 def divide(a, b) -> float:

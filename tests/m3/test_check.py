@@ -125,3 +125,26 @@ def test_check_error_lists_every_problem_with_positions():
     assert len(err.errors) == 2
     assert err.errors[0][1].line == 8 and err.errors[1][1].line == 9
     assert "at line 8, col 3" in str(err) and "at line 9, col 3" in str(err)
+
+
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ("DECLARE VIEW v[a := A](x := TOTAL(B : n[A, B] WHERE 0 < m[B]));", None),
+        ("DECLARE VIEW v[a := A](x := TOTAL(A : n[A, B]));", "TOTAL sums over (A): each once, none a key variable"),
+        ("DECLARE VIEW v[a := A](x := TOTAL(B : n[A, B] WHERE 0 < k[B, C]));",
+         "a TOTAL's condition reads k at (B, C), not at distinct variables among (A, B)"),
+        ("DECLARE VIEW v[a := A](x := TOTAL(B : n[A, B] WHERE C < 1));", "variable C of a TOTAL's condition is not in scope"),
+        ("DECLARE VIEW v[a := A](x := TOTAL(B : n[A, B] WHERE 0 < m[B] TRACK k[B, C]));",
+         "TOTAL tracks k at (B, C): it must be read at the view's key variables"),
+        ("DECLARE VIEW v[a := A](x := TOTAL(B : n[A, B] WHERE 0 < TOTAL(C : k[B, C] WHERE A < C)));", None),
+    ],
+)
+def test_total_views_are_checked(body, fragment):
+    """TOTAL (nested subqueries): the summed variables are not row variables, the condition reads variables in
+    scope (a range TOTAL inside adds its own), a tracking map is read at the row's variables."""
+    found = errors(body)
+    if fragment is None:
+        assert found == []
+    else:
+        assert any(fragment in e for e in found), found

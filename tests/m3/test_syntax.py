@@ -163,3 +163,15 @@ def test_general_views_print_parse_round_trip(v):
 def test_print_parse_round_trip(p):
     text = format_program(p)
     assert parse_program(text) == p, text
+
+
+def test_total_views_print_parse_round_trip():
+    """TOTAL with a condition, a range TOTAL inside it and tracking maps prints and parses back equal."""
+    text = ("DECLARE MAP o[G: INT, K: INT, Q: INT] : INT; DECLARE MAP n[K: INT] : INT; DECLARE MAP s[K: INT] : INT;\n"
+            "DECLARE MAP t[G: INT, K: INT] : INT; DECLARE MAP r[P: INT] : INT;\n"
+            "DECLARE VIEW v[g := G](x := TOTAL(K, Q : o[G, K, Q] WHERE 0 < n[K] AND Q < 0.2 * (s[K] / n[K]) "
+            "AND 0 < TOTAL(P : r[P] WHERE Q < P) TRACK t[G, K]) / 7.0);")
+    p = parse_program(text)
+    again = parse_program(format_program(p))
+    assert again == p
+    assert "TOTAL(K, Q : o[G, K, Q] WHERE" in format_program(p) and "TRACK t[G, K]" in format_program(p)
