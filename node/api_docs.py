@@ -120,9 +120,17 @@ NODE_DOCS: RouteDocs = {
     },
     ("GET", "/segments/{box}"): {
         "summary": "A partitioned box's entries per segment and map on this member",
-        "parameters": [_BOX],
-        "responses": {200: {"description": "{box, node, member, version, layout, segments}"},
+        "parameters": [_BOX, {"name": "member", "description": "only this hosted member (a node hosting a guest "
+                                                           "after a failover answers for each member it hosts)"}],
+        "responses": {200: {"description": "{box, node, member, members, version, layout, segments}"},
                       404: _error("this node is no member of that box")},
+    },
+    ("GET", "/segments/{box}/members/{member}/query"): {
+        "summary": "GET /query/{box} of one member hosted here (a guest member after a failover)",
+        "parameters": [_BOX, {"name": "member", "in": "path", "required": True,
+                              "description": "the member's number in the box's partition"}],
+        "responses": {200: {"description": "as GET /query/{box}"},
+                      404: _error("that member of that box is not hosted here")},
     },
     ("GET", "/segments/{box}/stable"): {
         "summary": "On the leader: the stable epoch of a partitioned box",
