@@ -139,6 +139,20 @@ async def test_close_gives_up_after_its_timeout_when_nobody_answers(peers):
     assert sender.queued == 0
 
 
+async def test_close_does_not_hold_a_stopping_component_for_a_target_that_is_down(peers):
+    """A node stopping with reflections queued for a region that is gone waits DOWN_GRACE, not its timeout."""
+    sender = ReliableSender(f"127.0.0.1:{free_port()}", peers, backoff=fast())
+    sender.start()
+    sender.send("lost")
+    while sender.failure is None:  # the first attempt has failed: the target is known to be down
+        await asyncio.sleep(0.01)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert not await sender.close(timeout=60)
+    assert loop.time() - started < 30  # DOWN_GRACE (0.5 s), far from the 60 s asked for
+    assert sender.queued == 0
+
+
 async def test_a_full_queue_raises_and_reset_replaces_it(peers):
     dest = Destination()
     endpoint = await dest.start()

@@ -119,6 +119,9 @@ def is_transient(exc: PeerError) -> bool:
 class ReliableSender:
     """One ordered, retrying stream of update XML documents to ``target``; see the module docstring."""
 
+    #: Seconds ``close`` waits for a target whose last attempt failed.
+    DOWN_GRACE = 0.5
+
     def __init__(self, target: str, peers: PeerClient, name: str | None = None, capacity: int = 1000,
                  timeout: float | None = None, backoff: Backoff | None = None,
                  on_refused: RefusedCallback | None = None, on_failure: FailureCallback | None = None):
@@ -168,15 +171,32 @@ class ReliableSender:
         self._supervisor.spawn(self.name, self._run)
 
     async def close(self, timeout: float = 5.0) -> bool:
-        """Take no more documents, deliver the queue within ``timeout``, stop; False if some were left."""
+        """Take no more documents, deliver the queue within ``timeout``, stop; False if some were left.
+
+        Once an attempt fails (``failure`` is set: the target is down or
+        answers "later"), at most :attr:`DOWN_GRACE` more seconds: a
+        component that is stopping must not hold its shutdown (and its port)
+        for a peer that is not there.
+        """
         self._closed = True
-        delivered = await self.flush(timeout) if self._supervisor is not None else not self._queue
+        delivered = await self._deliver_before_close(timeout) if self._supervisor is not None else not self._queue
         if not delivered:
             log.warning("%s: closing with %d update(s) not delivered (%s)", self.name, self.queued,
                         self.failure or "no answer in time")
         await self._stop()
         self._drop_queue()
         return delivered
+
+    async def _deliver_before_close(self, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        graced = False
+        while True:
+            if self.failure is not None and not graced:
+                deadline, graced = min(deadline, loop.time() + self.DOWN_GRACE), True
+            remaining = deadline - loop.time()
+            if await self.flush(max(0.0, min(remaining, 0.1))) or remaining <= 0:
+                return not self._queue
 
     def abort(self) -> None:
         """Stop at once and drop the queue (the worker is cancelled, not awaited)."""
