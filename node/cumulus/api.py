@@ -29,8 +29,10 @@
     takes effect at, and answers once its members have switched and the
     segments moved: ``{"layout": {...}, "moves": [[segment, from, to]],
     "seconds"}``; it also reports the new layout to the Head, which commits
-    it so every catalog agrees.  409 while another change is under way or on
-    another member, 422 for a change that does not fit the layout.
+    it so every catalog agrees.  A change asked while others are under way
+    is decided from the newest layout decided and queues after them (the
+    answer comes once all of them are in place); 409 on another member, 422
+    for a change that does not fit the layout.
     ``{"cancel": true}`` cancels the last change announced while its first
     epoch is not fixed (its segments still copying): ``{"cancelled": change,
     "layout"}``; its own request then answers 409; 409 when none can be.
@@ -73,6 +75,7 @@ class SegmentsApi:
         self.endpoint = endpoint
         self.report = report  # a change to the Head (the node's ordered report channel), if it has one
         self.relayout_timeout = relayout_timeout
+        self._deciding = asyncio.Lock()
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_get("/segments/{box}", self.handle_segments)
@@ -95,24 +98,28 @@ class SegmentsApi:
                 raise SegmentsFailed(422, f"a layout change is a JSON object: {exc}") from None
             if isinstance(body, dict) and body.get("cancel"):
                 return await self._cancel(box, op)
-            busy = op.relayout_busy()
-            if busy:
-                raise SegmentsFailed(409, busy)
+            if op.leader is None:
+                raise SegmentsFailed(409, op.relayout_busy() or f"member {op.member} is not the leader")
             try:
-                new = _decide(op.layout, body)
+                base = op.latest_layout  # a change asked while others are under way queues after them
+                new = _decide(base, body)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 raise SegmentsFailed(422, f"a layout change is {{\"move\": [segment, node]}}, {{\"split\": "
                                           f"segment}}, {{\"move_all\": node}}, {{\"rebalance\": {{segment: "
                                           f"entries}}}} or {{\"cancel\": true}}: {exc}") from None
         except SegmentsFailed as exc:
             return json_error(exc.status, str(exc), box=box)
-        if new is op.layout:
-            return web.json_response({"box": box, "layout": op.layout.to_dict(), "moves": [], "seconds": 0.0,
+        if new is base:
+            return web.json_response({"box": box, "layout": base.to_dict(), "moves": [], "seconds": 0.0,
                                       "changed": False})
-        moves = relayout.moves(op.layout, new)
+        moves = relayout.moves(base, new)
         change = uuid.uuid4().hex[:12]
-        await self.dataflow.deliver([(internal_stream(box, op.member), [msg.request(change, new.to_dict())],
-                                      f"relayout-{change}", 0, "")])
+        async with self._deciding:  # decided from the newest layout, one request at a time
+            if op.latest_layout is not base:
+                return json_error(409, f"box {box!r}: another layout change was asked at the same moment; "
+                                       "ask again", box=box)
+            await self.dataflow.deliver([(internal_stream(box, op.member), [msg.request(change, new.to_dict())],
+                                          f"relayout-{change}", 0, "")])
         # Done once every member is done with the change's first epoch: it applied nothing of that epoch
         # before its moving segments were in, so the leader's stable epoch reaching it means switched everywhere.
         first = next((r["first"] for r in op.relayouts if r["layout"].version == new.version), None)
