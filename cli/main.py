@@ -66,6 +66,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "segments": ("m3", "a partitioned m3 box's segments: slots, member, entries per map"),
     "split": ("relayout", "split a segment of a partitioned m3 box in two (on the same node)"),
     "rebalance": ("relayout", "even out a partitioned m3 box's entries over its nodes"),
+    "cancel": ("relayout", "cancel a partitioned m3 box's last move, split or rebalance while its segments still copy"),
 }
 
 DESCRIPTION = ("Boreas: a catalog-driven control plane and data plane for distributed stream processing "

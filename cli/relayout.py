@@ -125,6 +125,16 @@ def cmd_rebalance(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """``boreas cancel BOX``: the leader drops the box's last announced move, split or rebalance (409 -> exit 1
+    with the leader's reason when none is under way or its segments have already copied)."""
+    reply = asyncio.run(relayout_box(the_head(args), resolve_token(args.token, required=False), args.box,
+                                     {"cancel": True}, args.timeout))
+    print(f"box {args.box}: layout change {reply['cancelled']} cancelled; "
+          f"layout {Layout.from_dict(reply['layout']).version} stays")
+    return EXIT_OK
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("split", help="split a segment of a partitioned m3 box in two (on the same node)")
     p.add_argument("segment", metavar="BOX/SEGMENT")
@@ -139,3 +149,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_rebalance)
+
+    p = sub.add_parser("cancel", help="cancel a partitioned m3 box's last move, split or rebalance while its "
+                                      "segments still copy")
+    p.add_argument("box")
+    p.add_argument("--timeout", type=float, default=60.0)
+    add_head_option(p)
+    add_token_option(p)
+    p.set_defaults(func=cmd_cancel)

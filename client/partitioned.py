@@ -132,6 +132,24 @@ def members_to_ask(layout: Layout, map_column: int | None, keys: Sequence[Any]) 
     return tuple(sorted({s.member for s in layout.segments}))
 
 
+def member_url(layout: Layout, member: int, box: str, query: str) -> str:
+    """Where member ``member``'s part of a read is asked: its node's ``/query/{box}``, or that member's own path
+    when its node hosts several members of the box (a guest taken over in a failover, docs/cumulus.md §6.3:
+    the node's ``/query/{box}`` answers for its own member only).
+
+    >>> from boreas.m3.cumulus import even_layout
+    >>> lay = even_layout("g", ["n1:1", "n2:1", "n1:1"], 6, maps=[("Q1_total", 0)])
+    >>> member_url(lay, 1, "g", "agg=sum")
+    'http://n2:1/query/g?agg=sum'
+    >>> member_url(lay, 2, "g", "agg=sum")
+    'http://n1:1/segments/g/members/2/query?agg=sum'
+    """
+    endpoint = layout.members[member]
+    if layout.members.count(endpoint) > 1:
+        return endpoint_url(endpoint, f"/segments/{box}/members/{member}/query?{query}")
+    return endpoint_url(endpoint, f"/query/{box}?{query}")
+
+
 def segments_needed(layout: Layout, map_column: int | None, keys: Sequence[Any]) -> frozenset[int] | None:
     """The segments a read must cover: the key's (or the home) segment, or None for every segment.
 
@@ -330,8 +348,8 @@ class PartitionedReads:
                 layout = layout_of_answer(box, info["layout_at"])  # the layout the stable epoch ran under
                 extra = [("epoch", str(info["epoch"]))]
             column, needed, asked = _plan(layout, map, keys, await self._describe_once(box, layout))
-            path = f"/query/{box}?{urlencode([*params, *extra])}"
-            answers = await asyncio.gather(*(self.peers.call("GET", endpoint_url(layout.members[m], path))
+            query = urlencode([*params, *extra])
+            answers = await asyncio.gather(*(self.peers.call("GET", member_url(layout, m, box, query))
                                               for m in asked), return_exceptions=True)
             failed = [a for a in answers if isinstance(a, BaseException)]
             if not failed:

@@ -264,7 +264,7 @@ class Adopter:
             if not isinstance(op, PartOperator):
                 why = flow.state.broken.get(name, "it is not a partition member here")
                 raise AdoptionRefused(f"node {self.node.endpoint} cannot host the members of box {name!r}: {why}")
-            await flow._emit(name, op.take_guests(state, pending[name], flow.now()))
+            await flow.emit(name, op.take_guests(state, pending[name], flow.now()))
 
     async def _replay(self, failed: _Failed) -> tuple[Dataflow, _Collected, int]:
         replayer, collected = _replayer(failed.endpoint, failed.identity["sender"], self.node.dataflow)

@@ -350,10 +350,8 @@ class Dataflow:
             self.counters["refused_batches"] += 1
             return Refused(batch.stream, batch.producer, batch.seq,
                            f"stream {batch.stream!r} does not enter node {self.endpoint}")
-        coordinator = self.coordinators.get(batch.stream)
-        if coordinator is not None and "~" not in batch.producer:  # a publisher's
-            while coordinator.backlog() > ADMIT or coordinator.woke - coordinator.known_stable > LAG:
-                await asyncio.sleep(0.005)  # (a box's batches may share a link with member messages: never held)
+        if "~" not in batch.producer:  # a publisher's (a box's batches may share a link with member messages:
+            await self._admit(batch.stream)  # never held)
         rows, errors = row_type.decode(bytes(batch.rows))
         if errors:
             self.counters["refused_rows"] += len(errors)
@@ -369,6 +367,20 @@ class Dataflow:
         logged: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, logged))
         return Deferred(ack, self._durable(logged))
+
+    async def _admit(self, stream: str) -> None:
+        """Hold a publisher's batch while the partitioned box it enters is too far ahead (``ADMIT``, ``LAG``).
+
+        The coordinator is looked up again on every pass: an operator built
+        again meanwhile (a layout or endpoint change) has a new one, and
+        waiting on the old one would hold the publisher for ever.
+        """
+        while True:
+            coordinator = self.coordinators.get(stream)
+            if coordinator is None or (coordinator.backlog() <= ADMIT
+                                       and coordinator.woke - coordinator.known_stable <= LAG):
+                return
+            await asyncio.sleep(0.005)
 
     async def _durable(self, logged: "asyncio.Future[int]") -> None:
         assert self.journal is not None
@@ -460,7 +472,7 @@ class Dataflow:
             self.journal.append(records.encode(records.Tick(now)))
         self._now = now
         for name, op in due:
-            await self._emit(name, op.poll(now))
+            await self.emit(name, op.poll(now))
 
     async def _route(self, stream: str, rows: list[tuple], origin: tuple[str, int] | None = None) -> None:
         """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes.
@@ -482,7 +494,7 @@ class Dataflow:
                 produced = op.process_from(port, rows, self._now, (stream, producer, seq))
                 self.box_seconds[name] += time.perf_counter() - started
                 self.box_batches[name] += 1
-                await self._emit(name, produced)
+                await self.emit(name, produced)
         self.out.route(stream, rows, producer, seq, resumable, consumed_here=stream in self.consumers)
 
     async def _feed(self, box: str, stream: str, rows: list[tuple], origin: tuple[str, int]) -> None:
@@ -501,7 +513,7 @@ class Dataflow:
                 produced = op.process(port, ready, self._now)
                 self.box_seconds[box] += time.perf_counter() - started
                 self.box_batches[box] += 1
-                await self._emit(box, produced)
+                await self.emit(box, produced)
 
     def input_positions(self, box: str) -> list[tuple[str, str, int]]:
         """(stream, producer, next sequence) of every input batch ``box`` has yet to process."""
@@ -522,7 +534,8 @@ class Dataflow:
     def _number(self, stream: str) -> tuple[str, int]:
         return self.state.number(stream, self.producer_of.get(stream), self.sender)
 
-    async def _emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
+    async def emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
+        """Route what ``box`` produced, ``(port, rows)`` pairs, onto its out streams (the adopter's way in too)."""
         definition = self.state.boxes.get(box)
         if definition is None:
             return

@@ -161,6 +161,11 @@ async def test_a_member_whose_node_stays_down_fails_over_as_a_guest_and_the_view
         if any(line.startswith(f"v/{sid} ") for sid in guest_segments):
             assert target in line and victim not in line, line
 
+    # QueryClient reads the guest through its own route on the adopter (the adopter's /query is its own member's).
+    async with QueryClient(cluster.head, TOKEN) as client:
+        assert (await client.query("v")).as_dict() == expected
+        assert (await client.query("v", stable=True)).as_dict() == expected
+
     # The guest's segments move to the live members' own operators: then QueryClient reads as usual.
     own = nodes.index(target)
     for sid in guest_segments:
