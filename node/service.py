@@ -128,6 +128,9 @@ class NodeService:
         router.add_get("/catalog", self.handle_catalog)
         router.add_get("/status", self.handle_status)
         router.add_get("/data", self.handle_data)
+        # Data connections live as long as their sender: closed first when the server stops, or its
+        # shutdown waits out every handler (senders reconnect and resend what was not acknowledged).
+        self.server.app.on_shutdown.append(lambda app: self.receiver.close_all())
         router.add_post("/handover", self.handle_handover)
         router.add_post("/snapshot", self.handle_snapshot)
         router.add_post("/adopt", self.handle_adopt)
@@ -412,6 +415,9 @@ class NodeService:
                      "box_counters": {name: c for name, op in self.dataflow.operators.items() if (c := op.counters())},
                      "box_entries": {name: n for name, op in self.dataflow.operators.items()
                                      if (n := op.state_entries()) is not None},
+                     # an m3 box's backend: "native" (compiled C) or "python", with why it fell back
+                     "box_backends": {name: {"backend": op.backend, "reason": op.backend_reason}
+                                      for name, op in self.dataflow.operators.items() if hasattr(op, "backend")},
                      "moved_boxes": {b: {"next": [list(p) for p in i.box_positions()],
                                          "held": [[s, p, n] for s, p, n, _ in i.held_items()]}
                                      for b, i in self.dataflow.state.inputs.items()},

@@ -37,7 +37,7 @@ from boreas.client.query import QueryClient, QueryFailed
 from boreas.client.subscriber import Subscriber
 from boreas.node.operators import OperatorError, build_operator
 from boreas.node.operators.m3box import date_of, micros_of
-from support.cluster import EXAMPLES, TOKEN, http
+from support.cluster import EXAMPLES, TOKEN, get_json, http
 
 APP = EXAMPLES / "tpch_q3.xml"
 SEGMENTS = ["BUILDING", "AUTOMOBILE", "MACHINERY"]
@@ -420,6 +420,8 @@ async def test_a_box_moves_between_a_node_with_a_compiler_and_one_without(cluste
     logs = {n: (cluster.workdir / f"{n.replace(':', '_')}.log").read_text() for n in nodes}
     assert "m3 box 'q3' runs the Python backend: no C compiler found" in logs[python_node]
     assert "runs the Python backend" not in logs[native_node]
+    shown = get_json(f"http://{python_node}/status")["data"]["box_backends"]["q3"]  # /status says it too
+    assert shown["backend"] == "python" and "no C compiler" in shown["reason"]
 
 
 # -- a view computed when read (issue 14): arithmetic over aggregates, HAVING, MIN/MAX ---------------
