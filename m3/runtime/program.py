@@ -22,8 +22,10 @@ raises — left exactly as before; then ``version`` goes up by one and
 
 from __future__ import annotations
 
+import datetime
 import logging
 import threading
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,7 +38,7 @@ from ..syntax import parse_program
 from .codegen import build, program_source
 from .initial import evaluate_definition
 from .maps import MapStore, index_specs
-from .native import choose, mirror
+from .native import BEYOND_64_BITS, IntOverflow, choose, mirror
 from .views import (
     Reader,
     ViewForm,
@@ -84,6 +86,8 @@ class Runtime:
         self._version = 0
         self._changes: dict[str, list] = {}
         self._arity = {r.name: len(r.columns) for r in program.relations}
+        self._column_types = {r.name: tuple(c.type for c in r.columns) for r in program.relations}
+        self._strings: list[str] | None = None  # after leaving C: its intern table (STRING ids in int64 columns)
         member = None if type(self) is Runtime else type(self).__name__
         self.backend, self.backend_reason, self._native = choose(program, float_epsilon, backend, member)
 
@@ -148,9 +152,17 @@ class Runtime:
         for rel, sign, _ in batches:
             if (rel, sign) not in self._triggers:
                 raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{rel}" if rel in self._arity else f"unknown relation {rel!r}")
-        if self._native is not None:
-            return self._apply_native([self._native.prepare(rel, sign, mirror.columns(rows, self._arity[rel], rel), len(rows))
-                                       for rel, sign, rows in batches if len(rows)])
+        native = self._native
+        if native is not None:
+            try:
+                prepared = [native.prepare(rel, sign, mirror.columns(rows, self._arity[rel], rel), len(rows))
+                            for rel, sign, rows in batches if len(rows)]
+            except IntOverflow as exc:
+                return self._beyond_64_bits(exc, lambda: batches)
+            return self._apply_native(native, prepared, lambda: batches)
+        return self._apply_python(batches)
+
+    def _apply_python(self, batches: list[tuple[str, int, Sequence[Sequence]]]) -> int:
         with self._lock:
             try:
                 for rel, sign, rows in batches:
@@ -176,18 +188,66 @@ class Runtime:
             if (relation, sign) not in self._triggers:
                 raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{relation}"
                                         if relation in self._arity else f"unknown relation {relation!r}")
-        if self._native is None:
-            return self.apply_grouped([(rel, sign, list(zip(*cols))) for rel, sign, cols in batches])
-        return self._apply_native([self._native.prepare(rel, sign, cols, len(cols[0]))
-                                   for rel, sign, cols in batches if cols and len(cols[0])])
+        native = self._native
+        if native is None:
+            return self._apply_python(self._rows_of_columns(batches))
+        try:
+            prepared = [native.prepare(rel, sign, cols, len(cols[0])) for rel, sign, cols in batches if cols and len(cols[0])]
+        except IntOverflow as exc:
+            return self._beyond_64_bits(exc, lambda: self._rows_of_columns(batches))
+        return self._apply_native(native, prepared, lambda: self._rows_of_columns(batches))
 
-    def _apply_native(self, prepared: list) -> int:
+    def _rows_of_columns(self, batches: list) -> list[tuple[str, int, list]]:
+        """Columnar batches as the Python backend's rows: an int64 ``array`` of a DATE column holds day numbers
+        (as the C side takes it), of a STRING column ids of the intern table the C side had."""
+        out = []
+        for rel, sign, cols in batches:
+            cols = list(cols)
+            for i, (col, t) in enumerate(zip(cols, self._column_types[rel])):
+                if isinstance(col, array) and col.typecode == "q":
+                    if t == "DATE":
+                        cols[i] = list(map(datetime.date.fromordinal, col))
+                    elif t == "STRING":
+                        if self._strings is None:
+                            raise TypeError(f"a STRING column of {rel} holds int64 ids, and there is no intern table")
+                        cols[i] = list(map(self._strings.__getitem__, col))
+            out.append((rel, sign, list(zip(*cols))))
+        return out
+
+    def _apply_native(self, native, prepared: list, rows) -> int:
+        """Run ``prepared`` in C; ``rows()``: the batch as the Python backend takes it, if it must run there."""
         with self._lock:
-            self._native.run(prepared)
+            if self._native is not native:  # another thread's batch moved this runtime to Python meanwhile
+                return self._apply_python(rows())
+            try:
+                native.run(prepared)
+            except IntOverflow as exc:
+                return self._beyond_64_bits(exc, rows)
             self._version += 1
             self._changes = None  # computed from the C journal when asked for
             self._stale = True
             return self._version
+
+    def _beyond_64_bits(self, exc: IntOverflow, rows) -> int:
+        """An INT value of the batch outgrew int64 (nothing of it stayed in C): move to Python for good, run it there."""
+        with self._lock:
+            if self._native is not None:
+                self._leave_native(f"{BEYOND_64_BITS} ({exc.where})")
+            return self._apply_python(rows())
+
+    def _leave_native(self, reason: str, from_c: bool = True) -> None:
+        """Continue on the Python backend for good: the store becomes the truth (``from_c``: loaded whole from
+        the C maps, as of the last completed batch; else it already is, as after restore or load)."""
+        native = self._native
+        if from_c:
+            if self._changes is None:  # the last batch's changes stay readable
+                self._changes = self._native_changes()
+            mirror.sync(self._store, native, full=True)
+        self._strings = native.ids.strings
+        self._native = None
+        self._stale = False
+        self.backend, self.backend_reason = "python", reason
+        log.warning("m3 runtime of view(s) %s: %s", ", ".join(v.name for v in self.program.views), reason)
 
     def _sync(self) -> None:
         """Bring the mirror up to date with the C maps (:func:`.native.mirror.sync`)."""
@@ -196,9 +256,13 @@ class Runtime:
             self._stale = False
 
     def _push_mirror(self) -> None:
-        """After the mirror was loaded (restore, load): make the C maps equal to it."""
-        mirror.push(self._store, self._native)
+        """After the mirror was loaded (restore, load): make the C maps equal to it (or, when a value does not
+        fit 64 bits, continue on the Python backend: the mirror is the whole state)."""
         self._stale = False
+        try:
+            mirror.push(self._store, self._native)
+        except OverflowError:
+            self._leave_native(f"{BEYOND_64_BITS} (a loaded or restored map entry)", from_c=False)
 
     def _native_changes(self) -> dict[str, list]:
         """:meth:`changes` from the C side's journal of the last batch (the same rows as the Python backend's)."""

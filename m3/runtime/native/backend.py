@@ -20,10 +20,12 @@ from cffi import FFI
 
 from ...ast import Program
 from ...errors import RuntimeStateError
+from . import IntOverflow
 from .build import Built, build
 from .cgen import Module, generate
 from .crt import CDEF
 
+RT_OVERFLOW = -3  # rt_trigger's result when an INT sum or product outgrew 64 bits (crt)
 ffi = FFI()
 ffi.cdef(CDEF)
 _LIBS: dict[str, object] = {}
@@ -115,6 +117,7 @@ class NativeMaps:
         self.key_types = {m.name: tuple(k.type for k in m.keys) for m in program.maps}
         self.float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
         self.column_types = {r.name: tuple(c.type for c in r.columns) for r in program.relations}
+        self.column_names = {r.name: tuple(c.name for c in r.columns) for r in program.relations}
 
     # -- batches in ----------------------------------------------------------
     def column(self, values, m3_type: str) -> array:
@@ -149,7 +152,12 @@ class NativeMaps:
         ptrs = ffi.new("void *[]", max(1, len(types)))
         keep = []
         for i in used:
-            col = self.column(columns[i], types[i])
+            try:
+                col = self.column(columns[i], types[i])
+            except OverflowError:  # an INT value the Python backend takes and int64 cannot hold
+                if types[i] != "INT":
+                    raise
+                raise IntOverflow(f"column {self.column_names[relation][i]} of {relation}") from None
             if len(col) != n:
                 raise ValueError(f"column {i} of {relation} has {len(col)} values, not {n}")
             keep.append(col)
@@ -159,11 +167,18 @@ class NativeMaps:
         return self.trigger_no[(relation, sign)], n, ptrs, keep
 
     def run(self, prepared: Iterable[tuple]) -> None:
-        """Run prepared batches as one atomic batch: all, or (on any error) none."""
+        """Run prepared batches as one atomic batch: all, or (on any error) none.
+
+        An INT value beyond 64 bits raises :class:`IntOverflow` (rolled back like any failure).
+        """
         lib, rt = self.lib, self.rt
         try:
             for tno, n, ptrs, _keep in prepared:
-                if n and lib.rt_trigger(rt, tno, n, ptrs) != 0:
+                if n and (rc := lib.rt_trigger(rt, tno, n, ptrs)) != 0:
+                    if rc == RT_OVERFLOW:
+                        rel, sign = self.module.triggers[tno]
+                        raise IntOverflow(f"map {self.module.maps[lib.rt_overflow_map(rt)]}, "
+                                          f"trigger {'+' if sign > 0 else '-'}{rel}")
                     raise RuntimeStateError("native trigger failed (out of memory or an injected failure); "
                                             "the batch was rolled back")
         except BaseException:

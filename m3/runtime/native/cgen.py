@@ -8,6 +8,14 @@ lookup; a *slice* walks the linked list of a secondary index; a loop guard is
 tested inside the loop that binds its variable; an update journals the old
 value and removes entries that become zero (FLOAT maps: within epsilon).
 
+INT arithmetic is checked: a product of two INT values is ``CK_MUL``, a sum
+of INT scalar terms ``CK_ADD``, and the map update adds with a check (see
+:mod:`.crt`).  On overflow the trigger returns ``RT_OVERFLOW`` and the
+runtime re-runs the batch on the Python backend, whose ints do not
+overflow.  Products are folded left to right as Python evaluates them, so a
+mixed product checks its INT prefix and then multiplies doubles.  There is
+no subtraction: a delete's ``-1 *`` is a checked product too.
+
 Values in C: INT and DATE (a day number, ``date.toordinal()``) and STRING
 (an id from the runtime's intern table) are ``int64_t``; FLOAT is ``double``.
 Keys are arrays of ``int64_t`` (a FLOAT key column holds the double's bits).
@@ -25,6 +33,7 @@ Python backend and says why.
 (('m', 'n'), (), (0, 1))
 >>> print(mod.triggers_c)
 static int trig_0(rt_t *rt, int64_t n_rows, void **cols) {
+    int rc;
     const int64_t *c0 = (const int64_t *)cols[0];
     const int64_t *c1 = (const int64_t *)cols[1];
     for (int64_t row = 0; row < n_rows; row++) {
@@ -38,15 +47,15 @@ static int trig_0(rt_t *rt, int64_t n_rows, void **cols) {
                 for (int32_t e1 = idx_head(&rt->maps[1], 0, K1); e1 >= 0; e1 = rt->maps[1].idx[0].next[e1]) {
                     int64_t v_C = rt->maps[1].keys[(int64_t)e1 * 2 + 1];
                     int64_t w1 = rt->maps[1].vals[e1].i;
-                    int64_t d = s * w1;
+                    int64_t d = CK_MUL(s, w1, 0);
                     int64_t KT[1] = {v_C};
-                    if (map_add_i(rt, &rt->maps[0], KT, d)) return -1;
+                    if ((rc = map_add_i(rt, &rt->maps[0], KT, d)) != 0) return rc;
                 }
             }
         }
         {
             int64_t KT[2] = {v_A, v_B};
-            if (map_add_i(rt, &rt->maps[1], KT, INT64_C(1))) return -1;
+            if ((rc = map_add_i(rt, &rt->maps[1], KT, INT64_C(1))) != 0) return rc;
         }
     }
     return 0;
@@ -148,6 +157,28 @@ class _Gen:
         self.string_order = False  # some condition orders strings: C needs the intern table's strings
         self.lines: list[str] = []
         self.counter = 0
+        self.target = -1  # the map the statement being generated updates: named when its arithmetic overflows
+
+    def product(self, parts: list[tuple[str, str]]) -> tuple[str, str]:
+        """Factors multiplied left to right (as Python does): INT by INT checked, else in doubles."""
+        expr, t = numeric(*parts[0]), parts[0][1]
+        for e, ty in parts[1:]:
+            numeric(e, ty)
+            if t == "INT" and ty == "INT":
+                expr = f"CK_MUL({expr}, {e}, {self.target})"
+            else:
+                expr, t = f"({expr} * {e})", "FLOAT"
+        return expr, t
+
+    def total(self, parts: list[tuple[str, str]]) -> tuple[str, str]:
+        """Terms added left to right: INT plus INT checked, else in doubles."""
+        expr, t = parts[0]
+        for e, ty in parts[1:]:
+            if t == "INT" and ty == "INT":
+                expr = f"CK_ADD({expr}, {e}, {self.target})"
+            else:
+                expr, t = f"({expr} + {e})", "FLOAT"
+        return expr, t
 
     def emit(self, depth: int, line: str) -> None:
         self.lines.append("    " * depth + line)
@@ -179,8 +210,10 @@ class _Gen:
                 return f"INT64_C({self.strings.index(v)})", "STRING"
             raise Unsupported(f"constant {v!r}")
         if isinstance(e, Prod):
-            parts = [self.value(f, types) for f in e.factors]
-            return "(" + " * ".join(numeric(p, t) for p, t in parts) + ")", product_type([t for _, t in parts])
+            if not e.factors:
+                return "INT64_C(1)", "INT"
+            expr, t = self.product([self.value(f, types) for f in e.factors])
+            return f"({expr})", t
         raise Unsupported(f"expression {type(e).__name__} in a trigger")
 
     def cond(self, c: Cmp, types: dict[str, str]) -> str:
@@ -269,6 +302,7 @@ def trigger_c(gen: _Gen, t: Trigger, tno: int) -> tuple[int, ...]:
         mentioned |= set(variables(s.expr)) | set(variables(s.target))
     used = tuple(i for i, v in enumerate(t.vars) if v in mentioned)
     gen.emit(0, f"static int trig_{tno}(rt_t *rt, int64_t n_rows, void **cols) {{")
+    gen.emit(1, "int rc;")
     for i in used:
         gen.emit(1, f"const {ctype(col_types[i])} *c{i} = (const {ctype(col_types[i])} *)cols[{i}];")
     gen.emit(1, "for (int64_t row = 0; row < n_rows; row++) {")
@@ -284,6 +318,7 @@ def trigger_c(gen: _Gen, t: Trigger, tno: int) -> tuple[int, ...]:
 
 
 def _statement(gen: _Gen, t: Trigger, types: dict[str, str], target: MapRef, all_guards, refs, scalar_lists) -> None:
+    gen.target = gen.map_no[target.name]
     depth = 2
     gen.emit(depth, "{")
     opened = 1
@@ -297,11 +332,13 @@ def _statement(gen: _Gen, t: Trigger, types: dict[str, str], target: MapRef, all
     parts = []
     for scalars in scalar_lists:
         vals = [gen.value(f, types) for f in scalars]
-        parts.append((" * ".join(numeric(e, ty) for e, ty in vals) or "INT64_C(1)", product_type([ty for _, ty in vals])))
+        parts.append(gen.product(vals) if vals else ("INT64_C(1)", "INT"))
     factors: list[tuple[str, str]] = []
     if parts != [("INT64_C(1)", "INT")]:
-        st = product_type([ty for _, ty in parts])
-        gen.emit(depth, f"{ctype(st)} s = {' + '.join(f'({e})' if len(parts) > 1 else e for e, _ in parts)};")
+        if len(parts) > 1:
+            parts = [(f"({e})", ty) for e, ty in parts]
+        total, st = gen.total(parts)
+        gen.emit(depth, f"{ctype(st)} s = {total};")
         gen.emit(depth, "if (s != 0) {")
         depth, opened = depth + 1, opened + 1
         factors.append(("s", st))
@@ -368,7 +405,7 @@ def _statement(gen: _Gen, t: Trigger, types: dict[str, str], target: MapRef, all
     if dt == "FLOAT" and tm.value_type != "FLOAT":
         raise Unsupported(f"a FLOAT value added to INT map {target.name}")
     if len(factors) > 1:
-        gen.emit(depth, f"{ctype(dt)} d = {' * '.join(e for e, _ in factors)};")
+        gen.emit(depth, f"{ctype(dt)} d = {gen.product(factors)[0]};")
         delta = "d"
     else:
         delta = factors[0][0] if factors else "INT64_C(1)"
@@ -378,7 +415,7 @@ def _statement(gen: _Gen, t: Trigger, types: dict[str, str], target: MapRef, all
     cast = "(double)" if tm.value_type == "FLOAT" and dt != "FLOAT" and delta != "INT64_C(1)" else ""
     if tm.value_type == "FLOAT" and delta == "INT64_C(1)":
         delta = "1.0"
-    gen.emit(depth, f"if ({add}(rt, {gen.mref(target.name)}, KT, {cast}{delta})) return -1;")
+    gen.emit(depth, f"if ((rc = {add}(rt, {gen.mref(target.name)}, KT, {cast}{delta})) != 0) return rc;")
     for _ in range(opened):
         depth -= 1
         gen.emit(depth, "}")

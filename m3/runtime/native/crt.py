@@ -14,6 +14,17 @@ positions' values to the *head* entry of a doubly linked list of the entries
 sharing them (``next``/``prev`` per entry).  An index slot compares its key
 by reading the head entry's key, so indexes store no keys of their own.
 
+INT overflow: the Python backend's ints do not overflow, so C must not
+wrap silently.  Every INT addition and multiplication the triggers do goes
+through ``__builtin_add_overflow`` / ``__builtin_mul_overflow`` (gcc and
+clang): the value update in :c:func:`map_add_i`, and the products and fused
+sums the generated code computes (``CK_MUL`` / ``CK_ADD``, GNU statement
+expressions that leave the trigger).  On overflow the trigger returns
+``RT_OVERFLOW`` (-3, distinct from -1: out of memory or an injected failure)
+before the update is made, :c:func:`rt_overflow_map` names the map whose
+statement overflowed, and the caller rolls the batch back as after any
+failure; the runtime then continues on the Python backend.
+
 Journals: every update appends ``(key, old value)`` to the map's working
 journal; :c:func:`rt_rollback` undoes it newest first, :c:func:`rt_commit`
 keeps it as the *last batch's* journal (the view changes, read lazily) and
@@ -39,12 +50,22 @@ int64_t rt_last(rt_t *rt, int m, int64_t *out);
 void rt_fail_after(rt_t *rt, int64_t n);
 int64_t rt_entries(rt_t *rt);
 int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n);
+int rt_overflow_map(rt_t *rt);
 """
 
 SOURCE = r"""
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* a trigger's result: 0 done, -1 out of memory or an injected failure, -2 no such trigger,
+   RT_OVERFLOW an INT sum or product beyond 64 bits (rt->ovf_map: the map whose statement it was) */
+#define RT_OVERFLOW (-3)
+/* checked INT arithmetic inside a trigger (which has ``rt``): on overflow, leave the trigger */
+#define CK_ADD(a, b, m) ({ int64_t ck_; if (__builtin_expect(__builtin_add_overflow((int64_t)(a), (int64_t)(b), &ck_), 0)) \
+    { rt->ovf_map = (m); return RT_OVERFLOW; } ck_; })
+#define CK_MUL(a, b, m) ({ int64_t ck_; if (__builtin_expect(__builtin_mul_overflow((int64_t)(a), (int64_t)(b), &ck_), 0)) \
+    { rt->ovf_map = (m); return RT_OVERFLOW; } ck_; })
 
 typedef union { int64_t i; double d; } val_t;
 typedef struct { uint32_t h; int32_t id; } slot_t;          /* id -1: empty, -2: removed */
@@ -65,7 +86,7 @@ typedef struct {
     int64_t *pend, pendn, pendcap; int overflow;           /* keys written since the mirror's last sync */
 } map_t;
 typedef struct { char *p; int64_t n; } str_t;
-struct rt { int nmaps; int64_t fail_after; int failed; str_t *strs; int64_t nstrs; map_t maps[NMAPS]; };
+struct rt { int nmaps; int ovf_map; int64_t fail_after; int failed; str_t *strs; int64_t nstrs; map_t maps[NMAPS]; };
 typedef struct rt rt_t;
 
 static inline int64_t f2k(double d) { int64_t k; if (d == 0.0) d = 0.0; memcpy(&k, &d, 8); return k; }
@@ -256,7 +277,8 @@ static int map_add_i(rt_t *rt, map_t *m, const int64_t *k, int64_t d) {
     uint32_t h = hkey(k, &m->prim);
     int32_t e = map_find_h(m, k, h);
     val_t o; o.i = e < 0 ? 0 : m->vals[e].i;
-    int64_t n = o.i + d;
+    int64_t n;
+    if (__builtin_expect(__builtin_add_overflow(o.i, d, &n), 0)) { rt->ovf_map = (int)(m - rt->maps); return RT_OVERFLOW; }
     if (journal(rt, m, k, o)) return -1;
     if (n) { if (e >= 0) { m->vals[e].i = n; return 0; } val_t v; v.i = n; return entry_insert(m, k, v, h); }
     if (e >= 0) entry_remove(m, e);
@@ -416,4 +438,5 @@ int64_t rt_last(rt_t *rt, int mi, int64_t *out) {
 }
 
 void rt_fail_after(rt_t *rt, int64_t n) { rt->fail_after = n; }
+int rt_overflow_map(rt_t *rt) { return rt->ovf_map; }
 """

@@ -33,10 +33,13 @@ def columns(rows: Sequence[Sequence], arity: int, relation: str) -> list:
     return list(zip(*rows)) if arity else []
 
 
-def sync(store: MapStore, native) -> None:
-    """Bring ``store`` up to date with the C maps: the keys written since the last sync, or a whole map."""
+def sync(store: MapStore, native, full: bool = False) -> None:
+    """Bring ``store`` up to date with the C maps: the keys written since the last sync, or a whole map.
+
+    ``full``: reload every map whole (the runtime leaving C for good: the store becomes the truth).
+    """
     for name in store.data:
-        keys = native.pending(name)
+        keys = None if full else native.pending(name)
         if keys is None:
             store.data[name].clear()
             for idx in store.indexes[name].values():
