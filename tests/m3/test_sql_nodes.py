@@ -155,7 +155,8 @@ def test_the_walk_reaches_positions_where_classes_are_translated():
     """The harness itself: filled in, the plain classes do compile somewhere (a broken walk refuses all)."""
     translated = set()
     for sql in ("SELECT SUM(b) AS s FROM R WHERE a = 1 + hole", "SELECT SUM(hole) AS s FROM R",
-                "SELECT SUM(b) AS s FROM R WHERE hole", "SELECT SUM(b) AS s FROM R WHERE g LIKE hole"):
+                "SELECT SUM(b) AS s FROM R WHERE hole", "SELECT SUM(b) AS s FROM R WHERE g LIKE hole",
+                "SELECT a, hole FROM R GROUP BY a"):
         translated |= _walk(sql)
     assert {"Column", "Literal", "EQ", "Add", "Sum"} <= translated, translated
 
