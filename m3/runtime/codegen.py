@@ -150,13 +150,14 @@ class _Gen:
         return self.bind(f"J_{name}", f"_journals[{name!r}].append")
 
 
-def _flatten(e: Expr, guards: list, scalars: list, refs: list) -> None:
+def flatten(e: Expr, guards: list, scalars: list, refs: list) -> None:
+    """A monomial's guards, scalar factors and map references, in order (the native generator splits them so too)."""
     if isinstance(e, Prod):
         for f in e.factors:
-            _flatten(f, guards, scalars, refs)
+            flatten(f, guards, scalars, refs)
     elif isinstance(e, IfThen):
         guards.append(e.cond)
-        _flatten(e.then, guards, scalars, refs)
+        flatten(e.then, guards, scalars, refs)
     elif isinstance(e, Cmp):
         guards.append(e)
     elif isinstance(e, MapRef):
@@ -165,14 +166,14 @@ def _flatten(e: Expr, guards: list, scalars: list, refs: list) -> None:
         scalars.append(e)
 
 
-def _groups(statements: tuple[Statement, ...]):
+def statement_groups(statements: tuple[Statement, ...]) -> list[tuple[tuple, list[list]]]:
     """Statements as (target, guards, refs, [scalar factor lists]); adjacent equal shapes fused."""
     out: list[tuple] = []
     for s in statements:
         guards: list[Cmp] = []
         scalars: list[Expr] = []
         refs: list[MapRef] = []
-        _flatten(s.expr, guards, scalars, refs)
+        flatten(s.expr, guards, scalars, refs)
         key = (s.target, tuple(guards), tuple(refs))
         if out and out[-1][0] == key:
             out[-1][1].append(scalars)
@@ -189,7 +190,7 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
         gen.consts = consts
     gen.bind("EPS", "_epsilon")
     body_depth = 2
-    for (target, all_guards, refs), scalar_lists in _groups(trigger.statements):
+    for (target, all_guards, refs), scalar_lists in statement_groups(trigger.statements):
         depth = body_depth
         event = set(trigger.vars)
         guards = [c for c in all_guards if set(variables(c)) <= event]

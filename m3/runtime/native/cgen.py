@@ -72,7 +72,6 @@ from ...ast import (
     Cmp,
     Const,
     Expr,
-    IfThen,
     MapRef,
     Prod,
     Program,
@@ -81,6 +80,7 @@ from ...ast import (
     Var,
     variables,
 )
+from ..codegen import statement_groups
 from ..maps import index_specs
 from .crt import SOURCE
 
@@ -249,37 +249,15 @@ def product_type(types: list[str]) -> str:
     return "FLOAT" if "FLOAT" in types else "INT"
 
 
-def flatten(e: Expr, guards: list, scalars: list, refs: list) -> None:
-    """A monomial's guards, scalar factors and map references (as :mod:`..codegen` splits them)."""
-    if isinstance(e, Prod):
-        for f in e.factors:
-            flatten(f, guards, scalars, refs)
-    elif isinstance(e, IfThen):
-        guards.append(e.cond)
-        flatten(e.then, guards, scalars, refs)
-    elif isinstance(e, Cmp):
-        guards.append(e)
-    elif isinstance(e, MapRef):
-        refs.append(e)
-    elif isinstance(e, (Var, Const)):
-        scalars.append(e)
-    else:
-        raise Unsupported(f"expression {type(e).__name__} in a trigger statement")
-
-
 def groups(statements: tuple[Statement, ...]) -> list[tuple[tuple, list[list]]]:
-    """Statements as ((target, guards, refs), [scalar factor lists]); adjacent equal shapes fused."""
-    out: list[tuple] = []
-    for s in statements:
-        guards: list[Cmp] = []
-        scalars: list[Expr] = []
-        refs: list[MapRef] = []
-        flatten(s.expr, guards, scalars, refs)
-        key = (s.target, tuple(guards), tuple(refs))
-        if out and out[-1][0] == key:
-            out[-1][1].append(scalars)
-        else:
-            out.append((key, [scalars]))
+    """Statements as ((target, guards, refs), [scalar factor lists]), split and fused as the Python generator
+    does (:func:`..codegen.statement_groups`); a scalar factor other than a variable or constant is refused."""
+    out = statement_groups(statements)
+    for _, scalar_lists in out:
+        for scalars in scalar_lists:
+            for e in scalars:
+                if not isinstance(e, (Var, Const)):
+                    raise Unsupported(f"expression {type(e).__name__} in a trigger statement")
     return out
 
 
