@@ -38,6 +38,7 @@ from boreas.client.subscriber import Subscriber
 from boreas.node.operators import OperatorError, build_operator
 from boreas.node.operators.m3box import date_of, micros_of
 from support.cluster import EXAMPLES, TOKEN, get_json, http
+from support.native import skip_without_native
 
 APP = EXAMPLES / "tpch_q3.xml"
 SEGMENTS = ["BUILDING", "AUTOMOBILE", "MACHINERY"]
@@ -201,6 +202,7 @@ def test_state_and_restore_continue_exactly_through_msgpack():
 
 
 def test_the_backend_parameter_picks_the_runtime_and_state_moves_between_backends(monkeypatch, caplog):
+    skip_without_native()
     data = q3_rows(4)
     first = {name: rows[: len(rows) // 2] for name, rows in data.items()}
     rest = {name: rows[len(rows) // 2:] for name, rows in data.items()}
@@ -390,6 +392,7 @@ async def test_an_m3_box_moves_between_nodes_while_rows_flow(cluster_factory):
 @pytest.mark.slow
 async def test_a_box_moves_between_a_node_with_a_compiler_and_one_without(cluster_factory):
     """Issue 17: the native backend on one node, the Python fallback on the other; the view stays exact."""
+    skip_without_native()
     cluster = cluster_factory()
     cluster.start_head()
     native_node = cluster.start_node()

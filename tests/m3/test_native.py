@@ -16,6 +16,7 @@ import random
 import pytest
 from boreas.m3 import Runtime, RuntimeStateError, compile_sql
 from m3_harness import shared_harness, workloads
+from support.native import skip_without_native
 
 GROUPED = "CREATE STREAM R(a INT, b INT, c DOUBLE, s VARCHAR, d DATE);\n"
 SUMS = GROUPED + "SELECT a, s, SUM(b) AS total, SUM(c) AS fs, COUNT(*) AS n FROM R GROUP BY a, s"
@@ -31,6 +32,19 @@ GROUP BY l.l_orderkey, o.o_orderdate, o.o_shippriority
 """
 GENERAL = GROUPED + "SELECT a, MIN(b) AS lo, SUM(c) AS fs FROM R GROUP BY a HAVING COUNT(*) > 1"
 DATES = [datetime.date(1995, 3, 1), datetime.date(1995, 4, 1)]
+
+
+#: The tests that run without a C compiler: they check the fallback or need no compiled program.
+RUN_WITHOUT_COMPILER = {"test_no_compiler_falls_back_to_python_and_says_so", "test_without_cffi_the_python_backend_runs",
+                        "test_a_construct_the_generator_does_not_know_is_named", "test_partition_members_stay_on_python",
+                        "test_doctests"}
+
+
+@pytest.fixture(autouse=True)
+def _needs_the_native_backend(request):
+    """Every other test here needs the compiled backend: skipped, with the reason, on a machine without it."""
+    if request.function.__name__ not in RUN_WITHOUT_COMPILER:
+        skip_without_native()
 
 
 def native(sql_or_program, **kwargs) -> Runtime:
