@@ -50,17 +50,20 @@ def value_strategy(t: str):
 
 
 @st.composite
-def workloads(draw, relations: dict, max_batches: int = 4, max_ops: int = 10):
+def workloads(draw, relations: dict, max_batches: int = 4, max_ops: int = 10, value=None, delete_one_in: int = 4):
+    """Batches of ``("ins", relation, row)`` and ``("del", relation, i)``; ``value(column, type)`` is a column's
+    strategy (default: :func:`value_strategy` of its type), one operation in ``delete_one_in`` a delete."""
+    value = value or (lambda column, t: value_strategy(t))
     names = sorted(relations)
     batches = []
     for _ in range(draw(st.integers(1, max_batches))):
         ops = []
         for _ in range(draw(st.integers(1, max_ops))):
             rel = draw(st.sampled_from(names))
-            if draw(st.integers(0, 3)) == 0:
+            if draw(st.integers(0, delete_one_in - 1)) == 0:
                 ops.append(("del", rel, draw(st.integers(0, 50))))
             else:
-                ops.append(("ins", rel, tuple(draw(value_strategy(t)) for _, t in relations[rel])))
+                ops.append(("ins", rel, tuple(draw(value(c, t)) for c, t in relations[rel])))
         batches.append(ops)
     return batches
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 
 from hypothesis import strategies as st
+from m3_harness import workloads
 
 SCHEMA = """
 CREATE TABLE part(p_partkey INT, p_name VARCHAR, p_mfgr VARCHAR, p_brand VARCHAR, p_type VARCHAR, p_size INT,
@@ -81,21 +82,9 @@ def domain(column: str, kind: str) -> st.SearchStrategy:
     return st.sampled_from(["x", "y"])
 
 
-@st.composite
-def tpch_workloads(draw, relations: dict, max_batches: int = 4, max_ops: int = 16):
+def tpch_workloads(relations: dict, max_batches: int = 4, max_ops: int = 16):
     """Batches of inserts and deletes (``m3_harness`` operations) over the given relations' columns."""
-    names = sorted(relations)
-    batches = []
-    for _ in range(draw(st.integers(1, max_batches))):
-        ops = []
-        for _ in range(draw(st.integers(1, max_ops))):
-            rel = draw(st.sampled_from(names))
-            if draw(st.integers(0, 4)) == 0:
-                ops.append(("del", rel, draw(st.integers(0, 50))))
-            else:
-                ops.append(("ins", rel, tuple(draw(domain(c, t)) for c, t in relations[rel])))
-        batches.append(ops)
-    return batches
+    return workloads(relations, max_batches, max_ops, value=domain, delete_one_in=5)
 
 
 QUERIES: dict[int, str] = {
