@@ -226,6 +226,13 @@ class Merger:
                                        f"{', '.join(held)} of box {box!r}; move them first")
         if not ok:
             return None
+        if part.nodes != before.nodes:
+            # Running members number themselves by their place in this list and do not follow a changed
+            # member set yet (docs/cumulus.md §9 stage 7): accepted, the box would stall.
+            self.fail(part.origin, f"box {box!r} runs on {len(before.nodes)} members "
+                                   f"({', '.join(before.nodes)}); adding, removing or reordering the members of "
+                                   f"a partitioned box is not supported yet: keep its <node> list as it is")
+            return None
         segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, moved[s.member]) for s in before.segments)
         if part.planned and part.segments != segments:
             self.fail(part.origin, f"box {box!r} is partitioned into {len(before.segments)} segments; change the "

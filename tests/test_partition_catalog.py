@@ -307,16 +307,22 @@ def test_a_resubmission_cannot_change_the_layout(partition):
         "box 'v' is partitioned into 8 segments; change the layout with boreas split/move/rebalance"]
 
 
-def test_a_resubmission_adds_members_and_changes_the_epoch():
+def test_a_resubmission_changes_the_epoch_but_not_the_members_yet():
     _, base = committed(app(), deploy(PARTITION))
-    more = PARTITION.replace("</partition>", '<node endpoint="localhost:15004"/></partition>').replace(
-        'key="a"', 'key="a" epoch-ms="50"')
-    result = plan(deploy(more, ""), base=base)
+    slower = PARTITION.replace('key="a"', 'key="a" epoch-ms="50"')
+    result = plan(deploy(slower, ""), base=base)
     assert result.ok, result.problems
     part, was = result.catalog.partitions["v"], base.partitions["v"]
-    assert part.nodes == (*NODES, "localhost:15004") and part.epoch_ms == 50
+    assert part.nodes == NODES and part.epoch_ms == 50
     assert (part.segments, part.maps, part.layout, part.id) == (was.segments, was.maps, was.layout, was.id)
-    assert "localhost:15004" in result.catalog.nodes
+    # Running members do not follow a changed member set yet: refused, not accepted to stall the box.
+    members = f"box 'v' runs on 3 members ({', '.join(NODES)}); adding, removing or reordering the members of " \
+              "a partitioned box is not supported yet: keep its <node> list as it is"
+    more = PARTITION.replace("</partition>", '<node endpoint="localhost:15004"/></partition>')
+    assert refused(deploy(more, ""), base=base, file="app.xml") == [members]
+    reordered = PARTITION.replace('<node endpoint="localhost:15001"/>', "").replace(
+        "</partition>", '<node endpoint="localhost:15001"/></partition>')
+    assert refused(deploy(reordered, ""), base=base, file="app.xml") == [members]
 
 
 def test_a_removed_member_must_hold_no_segment():
@@ -324,22 +330,6 @@ def test_a_removed_member_must_hold_no_segment():
     fewer = PARTITION.replace('<node endpoint="localhost:15003"/>', "")
     assert refused(deploy(fewer, ""), base=base, file="app.xml") == [
         "node 'localhost:15003' still holds segments 2, 5 of box 'v'; move them first"]
-    # Once its segments are elsewhere, it goes and the others keep theirs, renumbered.
-    was = base.partitions["v"]
-    moved = [SegmentPlacement(s.id, s.lo, s.hi, 0 if s.member == 2 else s.member) for s in was.segments]
-    base.partitions["v"] = Partition(was.box, was.nodes, tuple(moved), was.count, was.key, was.pins, was.maps,
-                                     was.layout, was.epoch_ms, was.id)
-    middle = PARTITION.replace('<node endpoint="localhost:15002"/>', "")
-    assert refused(deploy(middle, ""), base=base, file="app.xml") == [
-        "node 'localhost:15002' still holds segments 1, 4, 7 of box 'v'; move them first"]
-    base.partitions["v"] = Partition(was.box, was.nodes, tuple(
-        SegmentPlacement(s.id, s.lo, s.hi, 0 if s.member == 1 else s.member) for s in was.segments),
-        was.count, was.key, was.pins, was.maps, was.layout, was.epoch_ms, was.id)
-    result = plan(deploy(middle, ""), base=base)
-    assert result.ok, result.problems
-    part = result.catalog.partitions["v"]
-    assert part.nodes == ("localhost:15001", "localhost:15003")
-    assert [s.member for s in part.segments] == [0, 0, 1, 0, 0, 1, 0, 0]
 
 
 def test_deleting_the_box_deletes_its_partition_and_a_new_program_is_planned_again():
