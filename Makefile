@@ -43,7 +43,7 @@ test: setup
 
 # The inner loop: everything but the fault tests (-m faults: kill -9, restarts) and the slow tests
 # (-m slow: Spark, ZooKeeper-backed clusters, multi-process moves and data-plane runs, the README
-# walk-through); one quick test of each area stays in.  About 4 minutes on 2 cores; `make test` runs everything.
+# walk-through); one quick test of each area stays in.  About 3.5 minutes on 2 cores; `make test` runs everything.
 test-fast: setup
 	$(BIN)/pytest -q -m "not faults and not slow"
 
