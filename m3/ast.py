@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .errors import Pos
 
@@ -257,9 +258,10 @@ class ViewDecl:
             return self.columns[0].numerator
         return None
 
-    @property
+    @cached_property
     def maps(self) -> tuple[str, ...]:
-        """Every map the view reads, in order of appearance."""
+        """Every map the view reads, in order of appearance (worked out once: the view is immutable, and
+        ``changes()`` asks for it per changed row)."""
         names: list[str] = []
         for c in self.columns:
             found = [c.numerator, c.denominator] + [n.name for n in _walk_opt(c.expr) if isinstance(n, MapRef)]
