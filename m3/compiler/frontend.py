@@ -55,6 +55,7 @@ from sqlglot.errors import TokenError
 
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
+from .derived import flatten
 from .nodes import describe, sql_of, unknown_nodes, unread_args
 from .outputs import (
     check_grouped,
@@ -247,6 +248,7 @@ _CLAUSES = (("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are
 
 
 def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx, rename: list[str]) -> SqlQuery:
+    sel = flatten(sel, relations, ctx)
     for key, keyword, why in _CLAUSES:
         if keyword and sel.args.get(key):
             word = keyword.strip(chr(92) + "b").replace(chr(92) + "s+", " ")

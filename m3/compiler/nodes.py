@@ -83,6 +83,11 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.Count: frozenset({"this", "expressions", "big_int"}),
     exp.Distinct: frozenset({"expressions", "on"}),  # SELECT DISTINCT, COUNT(DISTINCT x); ON is read to refuse it
     exp.Having: frozenset({"this"}),
+    # derived tables and CTEs, flattened into the query that reads them (:mod:`.derived`); the args it refuses are
+    # read, to name them
+    exp.Subquery: frozenset({"this", "alias"}),
+    exp.With: frozenset({"expressions", "recursive", "search", "cycle", "udfs"}),
+    exp.CTE: frozenset({"this", "alias", "scalar", "materialized", "key_expressions"}),
 }
 
 

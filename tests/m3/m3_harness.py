@@ -76,7 +76,7 @@ def selects(sql: str) -> list[str]:
         m = re.match(r"CREATE\s+VIEW\s+\w+\s+AS\s+(SELECT.*)", s, re.IGNORECASE | re.DOTALL)
         if m:
             out.append(m.group(1))
-        elif s.upper().startswith("SELECT"):
+        elif s.upper().startswith(("SELECT", "WITH")):
             out.append(s)
     return out
 

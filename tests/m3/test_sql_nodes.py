@@ -74,6 +74,10 @@ POSITIONS = [
     "SELECT MIN(hole) AS m FROM R",
     "SELECT COUNT(DISTINCT hole) AS n FROM R",
     "SELECT DISTINCT a, hole FROM R",
+    "SELECT SUM(x) AS s FROM (SELECT a AS x FROM R WHERE hole) t",
+    "SELECT SUM(y) AS s FROM (SELECT hole AS y FROM R) t",
+    "SELECT SUM(y) AS s FROM (SELECT b AS y FROM hole) t",
+    "WITH v AS (SELECT a, b FROM R WHERE hole) SELECT SUM(b) AS s FROM v",
 ]
 
 FILLERS = [exp.column("a"), exp.Literal.number(2), exp.Literal.string("A")]
@@ -178,6 +182,8 @@ CORPUS = [
        GROUP BY a HAVING NOT (SUM(b) > 2 OR MIN(b) BETWEEN 1 AND 3) AND COUNT(*) IN (1, 2) AND a <> 0""",
     "SELECT DISTINCT r.*, s.c FROM R r, S s WHERE r.b = s.b",
     "SELECT *, b FROM S WHERE c > 0",
+    "SELECT t.x, SUM(y) AS s FROM (SELECT r.a AS x, r.b * s.c AS y FROM R r, S s WHERE r.b = s.b) AS t GROUP BY t.x",
+    "WITH v(k, w) AS (SELECT a, b FROM R WHERE a > 1) SELECT k, SUM(w) AS n FROM v GROUP BY k",
 ]
 
 # read fields whose content does not change the result, by design
