@@ -59,6 +59,8 @@ temporary directory removed on exit, Ctrl-C and SIGTERM included.
 
 ``--profile`` runs the nodes under cProfile and prints, after the report,
 where each node's time went (the figures of such a run are slower).
+``--probe`` records when each stamped batch of the latency runs passes
+each hop and prints the per-hop latency profile (bench/dataplane_probe.py).
 
 Then the other stream processors users would pick (issue 17), each in its
 own child process after Spark, with the same data and pipeline, their
@@ -84,7 +86,7 @@ file: the arguments, the order of the runs, the report.
 
 Usage: .venv/bin/python bench/dataplane.py [--tuples 2000000] [--publishers 2] [--batch 2000]
            [--latency-seconds 8] [--spark-file-rows 100000] [--no-spark] [--no-flink] [--no-bytewax]
-           [--only boreas] [--profile] [--keep-logs]
+           [--only boreas] [--profile] [--probe] [--keep-logs]
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ from typing import Any
 
 from dataplane_boreas import measure_boreas
 from dataplane_data import (
+    LATENCY_BATCH,
     LATENCY_RATE,
     SENSORS,
     TARGET_P99_MS,
@@ -108,6 +111,8 @@ from dataplane_data import (
     expected_windows,
 )
 from dataplane_peers import check_against_boreas, measure_peers, report_peers
+from dataplane_probe import PROBE_ENV, use_loop
+from dataplane_probe import report as probe_report
 from dataplane_spark import ONE_BATCH, STREAM, measure_spark
 from procs import BenchError, Run, run_bench
 
@@ -170,6 +175,8 @@ def report(args: argparse.Namespace, b: dict[str, Any], s: dict[str, Any] | None
         r = b[key]
         print(f"Boreas latency, {label}: {r['count']:,} tuples (the first {WARMUP_S:g} s not counted), sent at "
               f"{r['rate']:,.0f}/s, the sender at most {r['lag_max']:.1f} ms behind its schedule; max {r['max']:.2f} ms")
+        print(f"    CPU per batch of {LATENCY_BATCH} tuples, over the run: "
+              + ", ".join(f"{name} {us:,.0f} us" for name, us in r["cpu_per_batch_us"].items()))
     if s:
         print(f"Spark {s['version']} local[2], the same {st[STREAM]['tuples']:,} rows as {st[STREAM]['files']} "
               f"parquet files, after a warm-up query; end to end = start() until foreachBatch has the last window:")
@@ -235,8 +242,16 @@ def measure(run: Run, args: argparse.Namespace) -> None:
     print(f"filter -> map -> aggregate (examples/xml/sensor_chain.xml): {args.tuples + SENSORS:,} tuples "
           f"({SENSORS} sensors x {args.times:,} times + {SENSORS} closing), {len(expected):,} windows out",
           flush=True)
+    args.probe = None
+    if args.probe_hops:  # every probed process writes its records here (bench/dataplane_probe.py)
+        args.probe = run.tmp / "probe"
+        args.probe.mkdir()
+        run.procs.env[PROBE_ENV] = str(args.probe)
     boreas = asyncio.run(measure_boreas(run.procs, run.tmp, run.token, args, expected))
     run.procs.stop()  # the peer gets the machine to itself
+    if args.probe is not None:
+        for prefix in ("lat1_", "lat2_"):
+            print(probe_report(args.probe, prefix), flush=True)
     spark = None if args.no_spark else measure_spark(run.procs, run.tmp, args, expected)
     if spark is not None:  # each already matched the expected windows; now Boreas and Spark directly
         by_key = {(w[0], w[1]): w for w in boreas["one"]["windows"]}
@@ -270,6 +285,10 @@ def main() -> int:
                              "compare two versions of Boreas back to back)")
     parser.add_argument("--profile", action="store_true",
                         help="run the nodes under cProfile and print where their time went (slows them down)")
+    parser.add_argument("--probe", dest="probe_hops", action="store_true",
+                        help="record when each stamped batch of the latency runs passes each hop (publisher, "
+                             "node, subscriber), the processes' GC passes and slow event-loop callbacks, and print "
+                             "the per-hop profile (bench/dataplane_probe.py; the throughput figures are slower)")
     parser.add_argument("--keep-logs", action="store_true", help="keep the temporary directory and its logs")
     args = parser.parse_args()
     if args.only == "boreas":
@@ -278,6 +297,7 @@ def main() -> int:
     args.tuples = SENSORS * args.times
     if not 1 <= args.publishers <= SENSORS or SENSORS % args.publishers:
         parser.error(f"--publishers must divide {SENSORS}")
+    use_loop()
     return run_bench("dataplane", lambda run: measure(run, args), args.keep_logs)
 
 

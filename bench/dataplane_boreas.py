@@ -41,6 +41,7 @@ from procs import (
 )
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "xml" / "sensor_chain.xml"
+PROBE = Path(__file__).resolve().parent / "dataplane_probe.py"
 
 # Chains deployed: prefix -> what it is for.
 ONE, TWO, LAT1, LAT2 = "one_", "two_", "lat1_", "lat2_"
@@ -116,7 +117,7 @@ class Cluster:
     token: str
 
 
-async def start_cluster(procs: Processes, tmp: Path, token: str, profile: bool) -> Cluster:
+async def start_cluster(procs: Processes, tmp: Path, token: str, profile: bool, probe: bool = False) -> Cluster:
     from boreas.client.head_api import submit_documents, wait_submission
     from boreas.wire.addressing import endpoint_url
     from boreas.wire.client import PeerClient, PeerError
@@ -124,8 +125,12 @@ async def start_cluster(procs: Processes, tmp: Path, token: str, profile: bool) 
     head_endpoint, *nodes = loopback_endpoints(4)
     head = start_head(procs, sqlite_catalog(tmp / "catalog.db"), head_endpoint)
     # cProfile writes its file when the node exits on SIGTERM
-    pids = {n: start_node(procs, n, head, profile=tmp / f"node-{'abc'[k]}.prof" if profile else None).pid
-            for k, n in enumerate(nodes)}
+    if probe or os.environ.get("BOREAS_BENCH_LOOP"):  # ``boreas node`` with the probes / loop of dataplane_probe.py
+        pids = {n: procs.spawn(f"node {n}", [str(PROBE), "node", "--endpoint", n, "--head", head], daemon=True).pid
+                for n in nodes}
+    else:
+        pids = {n: start_node(procs, n, head, profile=tmp / f"node-{'abc'[k]}.prof" if profile else None).pid
+                for k, n in enumerate(nodes)}
     await wait_ready(procs, head, nodes)
     app, dep = application(), deployment(*nodes)
     (tmp / "dataplane.xml").write_text(app)
@@ -288,7 +293,10 @@ async def boreas_throughput(procs: Processes, cluster: Cluster, args: argparse.N
             "windows": got}
 
 
-async def boreas_latency(procs: Processes, cluster: Cluster, args: argparse.Namespace, prefix: str) -> dict[str, Any]:
+async def boreas_latency(procs: Processes, cluster: Cluster, args: argparse.Namespace, prefix: str,
+                         nodes: list[str], probe: Any = None) -> dict[str, Any]:
+    """Stamped tuples at LATENCY_RATE through chain ``prefix``; ``probe`` (a dataplane_probe.Recorder) marks
+    when the reader has each batch."""
     from boreas.client.subscriber import Subscriber
 
     worker = start_worker(procs, f"paced publisher {prefix}", [
@@ -299,27 +307,37 @@ async def boreas_latency(procs: Processes, cluster: Cluster, args: argparse.Name
         rows_sent = ready["batches"] * LATENCY_BATCH
         expected = stamped_passing(rows_sent)
         samples: list[tuple[int, int]] = []  # (sent, received) in microseconds
+        # CPU each process spends per batch: the less, the less often a wake-up waits for a core
+        pids = {**{f"node {n}": cluster.pids[n] for n in nodes}, "publisher": worker.pid}
+        cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        own0 = time.process_time()
         tell(worker, "go")
         try:
             async with asyncio.timeout(args.latency_seconds + 30):
                 async for rows in sub.batches():
                     now = int(time.time() * 1_000_000)
                     samples += [(row[3], now) for row in rows]
+                    if probe is not None and rows:
+                        probe.mark("sub.got", prefix, rows[0][3], now)
                     if len(samples) >= expected:
                         break
         except TimeoutError:
             raise BenchError(f"{prefix}: {len(samples)} of {expected} stamped tuples arrived") from None
         result = json.loads(await read_line(worker, procs, "result", 60))
+        cpu = {name: (cpu_seconds(pid) or 0.0) - (cpu0[name] or 0.0) for name, pid in pids.items()}
+        cpu["subscriber (this process)"] = time.process_time() - own0
     procs.stop([worker])
     if result["accepted"] != rows_sent or result["refused"]:
         raise BenchError(f"{prefix}: {result['accepted']} of {rows_sent} stamped tuples accepted")
-    return latency_figures(samples, result)
+    figures = latency_figures(samples, result)
+    figures["cpu_per_batch_us"] = {name: seconds / ready["batches"] * 1e6 for name, seconds in cpu.items()}
+    return figures
 
 
 async def measure_boreas(procs: Processes, tmp: Path, token: str, args: argparse.Namespace,
                          expected: Windows) -> dict[str, Any]:
     start = time.perf_counter()
-    cluster = await start_cluster(procs, tmp, token, args.profile)
+    cluster = await start_cluster(procs, tmp, token, args.profile, probe=args.probe is not None)
     a, b, c = cluster.nodes
     print(f"cluster up and deployed in {time.perf_counter() - start:.1f} s: Head {cluster.head}, "
           f"nodes {a} (filter->map->aggregate), {b} (filter->map) -> {c} (aggregate)", flush=True)
@@ -330,9 +348,16 @@ async def measure_boreas(procs: Processes, tmp: Path, token: str, args: argparse
     out["two"] = await boreas_throughput(procs, cluster, args, TWO, [b, c], expected)
     print(f"  throughput, two nodes:  {out['two']['rate']:>10,.0f} tuples/s", flush=True)
     check_order("Boreas two nodes", out["two"]["windows"])
-    out["lat1"] = await boreas_latency(procs, cluster, args, LAT1)
+    recorder = None
+    if args.probe is not None:  # this process's probes: the subscriber's side
+        from dataplane_probe import install
+
+        recorder = install("sub", args.probe)
+    out["lat1"] = await boreas_latency(procs, cluster, args, LAT1, [a], recorder)
     print(f"  latency, one node:      p50 {out['lat1']['p50']:.2f} ms, p99 {out['lat1']['p99']:.2f} ms", flush=True)
-    out["lat2"] = await boreas_latency(procs, cluster, args, LAT2)
+    out["lat2"] = await boreas_latency(procs, cluster, args, LAT2, [b, c], recorder)
     print(f"  latency, two nodes:     p50 {out['lat2']['p50']:.2f} ms, p99 {out['lat2']['p99']:.2f} ms", flush=True)
     procs.check()
+    if recorder is not None:
+        recorder.dump()
     return out

@@ -93,6 +93,10 @@ async def worker_paced(args: argparse.Namespace) -> None:
     """Publish stamped readings at a fixed rate: ``batch`` tuples every batch/rate seconds."""
     from boreas.client.publisher import Publisher
 
+    if os.environ.get("BOREAS_BENCH_PROBE"):  # bench/dataplane.py --probe: the publisher's side
+        from dataplane_probe import install
+
+        install("pub")
     token = os.environ["BOREAS_TOKEN"]
     interval = args.batch / args.rate
     count = int(args.seconds * args.rate / args.batch)
@@ -166,6 +170,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rate", type=int, default=LATENCY_RATE)
     parser.add_argument("--seconds", type=float, default=8.0)
     args = parser.parse_args(argv)
+    from dataplane_probe import use_loop
+
+    use_loop()
     if args.kind == "publish":
         asyncio.run(worker_publish(args))
     elif args.kind == "paced":

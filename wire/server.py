@@ -49,6 +49,7 @@ import logging
 import resource
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from aiohttp import web
 
@@ -235,8 +236,8 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol, forwarded to aiohttp --------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (uvloop's does not subclass asyncio.Transport, so no isinstance check)
+        self.transport = cast(asyncio.Transport, transport)
         server = self.server
         if len(server._connections) >= server.max_connections:
             self.refused = True
