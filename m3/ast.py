@@ -32,6 +32,7 @@ from .errors import Pos
 
 TYPES = ("INT", "FLOAT", "STRING", "DATE")
 CMP_OPS = ("=", "<>", "<", "<=")  # Figure 1 has = < <=; <> is a Boreas extension
+LIKE_OPS = ("LIKE", "NOT LIKE")  # a Boreas extension: a string column against a constant pattern (:mod:`.like`)
 
 ConstValue = int | float | str | datetime.date
 

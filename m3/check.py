@@ -37,6 +37,7 @@ from .ast import (
     TYPES,
     Arith,
     BoolOp,
+    LIKE_OPS,
     Cmp,
     Const,
     Expr,
@@ -147,6 +148,8 @@ def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, 
         for a in e.args:
             _check_view_expr(out, v, a, row, maps, types, True)
     elif condition and isinstance(e, Cmp):
+        if e.op in LIKE_OPS:
+            out.append((f"{where}: {e.op} is a trigger and definition condition, not a view condition", e.pos or v.pos))
         for side in (e.left, e.right):
             _check_view_expr(out, v, side, row, maps, types, False)
     elif condition:
@@ -248,6 +251,11 @@ def _check_map(out: Problems, m: MapDecl, rels) -> None:
             out.append((f"definition of map {m.name} refers to map {node.name}; definitions range over relations only", node.pos))
         elif isinstance(node, RelAtom):
             _check_arity(out, node, rels, "relation")
+    types = {a.name: c.type for node in walk(m.definition) if isinstance(node, RelAtom) and node.name in rels
+             for a, c in zip(node.args, rels[node.name].columns) if isinstance(a, Var)}
+    for node in walk(m.definition):
+        if isinstance(node, Cmp):
+            _check_like(out, node, types, f"definition of map {m.name}")
     keys = [k.name for k in m.keys]
     for term in _terms(m.definition):
         bound = {a.name for node in walk(term) if isinstance(node, RelAtom) for a in node.args if isinstance(a, Var)}
@@ -258,6 +266,17 @@ def _check_map(out: Problems, m: MapDecl, rels) -> None:
         for k in keys:
             if k not in bound and k not in variables(term):
                 out.append((f"key {k} of map {m.name} does not appear in every term of its definition", term.pos or m.pos))
+
+
+def _check_like(out: Problems, c: Cmp, types: dict[str, str], where: str) -> None:
+    """``X LIKE 'p'`` matches a STRING (a variable of a STRING column, or a string) against a string constant."""
+    if c.op not in LIKE_OPS:
+        return
+    left = c.left.value if isinstance(c.left, Const) else types.get(c.left.name) if isinstance(c.left, Var) else None
+    if not (isinstance(c.right, Const) and isinstance(c.right.value, str)):
+        out.append((f"{where}: the pattern of {c.op} must be a string constant", c.pos))
+    if not (isinstance(left, str) and (left == "STRING" or isinstance(c.left, Const))):
+        out.append((f"{where}: {c.op} matches a STRING variable or a string", c.pos))
 
 
 def _terms(e: Expr) -> list[Expr]:
@@ -284,8 +303,12 @@ def _check_trigger(out: Problems, t: Trigger, rels, maps) -> None:
         out.append((f"trigger on {t.relation} binds {len(t.vars)} event variables but the relation has {len(rels[t.relation].columns)} columns", t.pos))
     if len(set(t.vars)) != len(t.vars):
         out.append((f"trigger on {t.relation} repeats an event variable", t.pos))
+    types = dict(zip(t.vars, (c.type for c in rels[t.relation].columns))) if t.relation in rels else {}
     for s in t.statements:
         _check_statement(out, t, s, maps)
+        for node in walk(s.expr):
+            if isinstance(node, Cmp):
+                _check_like(out, node, types, f"trigger on {t.relation}")
 
 
 def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:

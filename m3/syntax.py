@@ -24,7 +24,7 @@ Grammar (Figure 1 of seed 001, plus declarations)::
     factor    := NAME '[' vals ']' | NAME '(' vals ')' | val | '(' sum ')'
                | IF prod CMP prod THEN sum ELSE 0 | '{' prod CMP prod '}'
     val       := NAME | ['-'] NUMBER | STRING | DATE STRING
-    CMP       := '=' | '<>' | '<' | '<='
+    CMP       := '=' | '<>' | '<' | '<=' | LIKE | NOT LIKE     -- LIKE: a string var against a string constant
 
 Keywords are case-insensitive, names case-sensitive, ``--`` starts a comment.
 ``WHERE``, ``AND``, ``OR``, ``NOT`` and the fold names are words only where a
@@ -298,6 +298,12 @@ class _Parser(ViewParser):
     def comparison(self, start: _Tok) -> Cmp:
         left = self.prod()
         op = self.peek()
+        like = self._like_op()
+        if like is not None:
+            pattern = self.peek()
+            if pattern.kind != "string":
+                raise ParseError(f"expected a string pattern after {like} but found {_describe(pattern)}", pattern.pos)
+            return Cmp(like, left, self.val(), pos=start.pos)
         if op.kind != "op" or op.text not in CMP_OPS + (">", ">="):
             raise ParseError(f"expected a comparison ({', '.join(CMP_OPS)}) but found {_describe(op)}", op.pos)
         self.take()
@@ -305,6 +311,18 @@ class _Parser(ViewParser):
         if op.text in (">", ">="):  # a > b is b < a: keep the canonical operators of Figure 1
             return Cmp("<" if op.text == ">" else "<=", right, left, pos=start.pos)
         return Cmp(op.text, left, right, pos=start.pos)
+
+    def _like_op(self) -> str | None:
+        """``LIKE`` or ``NOT LIKE`` (taken), or None (:mod:`.like`)."""
+        t, after = self.peek(), self.peek(1)
+        if t.kind == "name" and t.text.upper() == "LIKE":
+            self.take()
+            return "LIKE"
+        if t.kind == "name" and t.text.upper() == "NOT" and after.kind == "name" and after.text.upper() == "LIKE":
+            self.take()
+            self.take()
+            return "NOT LIKE"
+        return None
 
     def val(self) -> Val:
         t = self.peek()

@@ -1,12 +1,14 @@
 """Selections as the front end hands them to the normaliser, and the rewrites that keep them in that form.
 
 A predicate is ``(op, left, right)`` with op in ``= <> < <= > >=`` over a
-column reference and a constant (or two column references), ``("and" | "or", p, q)``, or the constants
+column reference and a constant (or two column references), ``("LIKE" | "NOT LIKE",
+column, pattern)``, ``("and" | "or", p, q)``, or the constants
 :data:`TRUE` and :data:`FALSE`.  There is no NOT: :func:`negate` pushes it
 into the comparisons (De Morgan), which is exact because the M3 runtime has
 no NULLs (two-valued logic: ``NOT a < 3`` is ``a >= 3``).  IN lists and
-LIKE patterns are rewritten into comparisons here too, so the normaliser
-and the runtime only ever see atomic comparisons.
+exact and prefix LIKE patterns are rewritten into comparisons here too, so
+the normaliser and the runtime see atomic comparisons (and LIKE with any
+other pattern, matched by the runtime: :mod:`boreas.m3.like`).
 
 >>> negate(("or", ("<", "x", 3), ("=", "y", "A")))
 ('and', ('>=', 'x', 3), ('<>', 'y', 'A'))
@@ -22,7 +24,8 @@ from collections.abc import Iterable
 
 TRUE = ("true",)
 FALSE = ("false",)
-COMPARISONS = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}  # op -> its negation
+COMPARISONS = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<",  # op -> its negation
+               "LIKE": "NOT LIKE", "NOT LIKE": "LIKE"}
 _MAX_CHAR = chr(0x10FFFF)
 
 
@@ -80,26 +83,22 @@ def in_list(ref, values: Iterable) -> tuple:
 
 
 def like(ref, pattern: str) -> tuple:
-    """``ref LIKE pattern`` as comparisons, for the patterns that have an exact comparison form.
+    """``ref LIKE pattern`` as comparisons where it has an exact comparison form, else the LIKE comparison itself.
 
     A pattern without wildcards is an equality; ``prefix%`` (any number of
     trailing ``%``) is the range ``prefix <= ref < successor(prefix)``,
     exact because strings compare by code point in Python and byte-wise
     (UTF-8, the same order) in DuckDB.  ``%`` alone is TRUE (no NULLs).
     DuckDB has no default escape character, so a backslash is an ordinary
-    character here too.  Other patterns (``_``, or ``%`` before the end)
-    would need the runtime to match strings: ValueError.
+    character here too.  Other patterns (``_``, or ``%`` before the end) are
+    ``("LIKE", ref, pattern)``, matched by the runtime (:mod:`boreas.m3.like`).
 
-    >>> like("s", "BUILDING"), like("s", "%%")
-    (('=', 's', 'BUILDING'), ('true',))
-    >>> like("s", "%ING")
-    Traceback (most recent call last):
-    ...
-    ValueError: LIKE pattern '%ING' (only exact and prefix patterns, 'abc' and 'abc%', compile to comparisons)
+    >>> like("s", "BUILDING"), like("s", "%%"), like("s", "%ING"), negate(like("s", "a_c"))
+    (('=', 's', 'BUILDING'), ('true',), ('LIKE', 's', '%ING'), ('NOT LIKE', 's', 'a_c'))
     """
     prefix = pattern.rstrip("%")
     if "%" in prefix or "_" in prefix:
-        raise ValueError(f"LIKE pattern {pattern!r} (only exact and prefix patterns, 'abc' and 'abc%', compile to comparisons)")
+        return ("LIKE", ref, pattern)
     if prefix == pattern:
         return ("=", ref, pattern)
     if not prefix:

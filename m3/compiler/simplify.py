@@ -18,12 +18,12 @@
 
 from __future__ import annotations
 
-import operator
-
+from ..ast import LIKE_OPS
 from ..calculus import Cond, Lit, Term
+from ..like import COMPARE
 from .delta import DeltaTerm
 
-_OPS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le}
+_OPS = COMPARE
 
 
 def decide(c: Cond) -> bool | None:
@@ -38,7 +38,7 @@ def decide(c: Cond) -> bool | None:
             return bool(_OPS[c.op](c.left.value, c.right.value))
         except TypeError:
             return c.op == "<>"
-    if c.left == c.right:
+    if c.left == c.right and c.op not in LIKE_OPS:
         return c.op in ("=", "<=")
     return None
 

@@ -67,6 +67,7 @@ import datetime
 from collections.abc import Callable
 
 from ..ast import (
+    LIKE_OPS,
     Cmp,
     Const,
     Expr,
@@ -79,6 +80,7 @@ from ..ast import (
     Var,
     variables,
 )
+from ..like import like_matcher
 from .maps import primary_index
 
 _PYOP = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
@@ -119,6 +121,17 @@ class _Gen:
         if isinstance(e, Prod):
             return "(" + " * ".join(self.val(f) for f in e.factors) + ")"
         raise TypeError(f"cannot generate code for {e!r}")
+
+    def cond(self, c: Cmp) -> str:
+        """A guard: a comparison, or a LIKE as the bound ``fullmatch`` of its pattern (:mod:`..like`)."""
+        if c.op in LIKE_OPS:
+            if not (isinstance(c.right, Const) and isinstance(c.right.value, str)):
+                raise TypeError(f"LIKE needs a string pattern, not {c.right!r}")
+            self.val(c.right)  # the pattern is a constant: _consts holds it under its name
+            name = next(k for k, v in self.consts.items() if v == c.right.value and type(v) is str)
+            match = self.bind(f"LIKE_{name}", f"_like(_consts[{name!r}])")
+            return f"({match}({self.val(c.left)}) {'is not' if c.op == 'LIKE' else 'is'} None)"
+        return f"{self.val(c.left)} {_PYOP[c.op]} {self.val(c.right)}"
 
     def key(self, items: list[str]) -> str:
         """A key (or key part) in the maps' stored form: one column is the value itself (see ``maps``)."""
@@ -196,7 +209,7 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
         guards = [c for c in all_guards if set(variables(c)) <= event]
         pending = [c for c in all_guards if c not in guards]  # loop guards: tested once their loops bind them
         if guards:
-            cond = " and ".join(f"{gen.val(c.left)} {_PYOP[c.op]} {gen.val(c.right)}" for c in guards)
+            cond = " and ".join(gen.cond(c) for c in guards)
             gen.emit(depth, f"if {cond}:")
             depth += 1
         parts = []
@@ -259,7 +272,7 @@ def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[st
             event |= {a.name for a in r.args if isinstance(a, Var)}
             ready = [c for c in pending if set(variables(c)) <= event]
             pending = [c for c in pending if c not in ready]
-            checks += [f"{gen.val(c.left)} {_PYOP[c.op]} {gen.val(c.right)}" for c in ready]
+            checks += [gen.cond(c) for c in ready]
             if checks:
                 gen.emit(depth, f"if {' and '.join(checks)}:")
                 depth += 1
@@ -361,7 +374,7 @@ def program_source(program: Program, specs, float_maps: set[str], epsilon: float
 
 def build(source: str, data, indexes, journals, consts, epsilon) -> dict[tuple[str, int], Callable]:
     """Compile the generated module once and bind it to a store."""
-    namespace: dict = {}
+    namespace: dict = {"_like": like_matcher}
     exec(compile(source, "<m3-generated>", "exec"), namespace)  # noqa: S102 - our own generated code
     return namespace["_make"](data, indexes, journals, consts, epsilon)
 

@@ -14,8 +14,6 @@ as soon as their variables are bound; the product is summed per key.
 
 from __future__ import annotations
 
-import operator
-
 from ..ast import (
     Cmp,
     Const,
@@ -30,8 +28,9 @@ from ..ast import (
     variables,
     walk,
 )
+from ..like import COMPARE
 
-_OPS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le}
+_OPS = COMPARE
 
 
 def _terms(e: Expr) -> list[list[Expr]]:
@@ -62,7 +61,7 @@ def _value(e: Expr, env: dict):
     if isinstance(e, Sum):
         return sum(_value(t, env) for t in e.terms)
     if isinstance(e, Cmp):
-        return 1 if _OPS[e.op](_value(e.left, env), _value(e.right, env)) else 0
+        return 1 if _OPS[e.op](_value(e.left, env), _value(e.right, env)) else 0  # LIKE too: :mod:`..like`
     if isinstance(e, IfThen):
         return _value(e.then, env) if _value(e.cond, env) else 0
     raise TypeError(f"cannot evaluate {e!r}")

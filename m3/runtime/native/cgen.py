@@ -69,6 +69,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from ...ast import (
+    LIKE_OPS,
     Cmp,
     Const,
     Expr,
@@ -217,6 +218,8 @@ class _Gen:
         raise Unsupported(f"expression {type(e).__name__} in a trigger")
 
     def cond(self, c: Cmp, types: dict[str, str]) -> str:
+        if c.op in LIKE_OPS:
+            return self.like(c, types)
         (left, lt), (right, rt) = self.value(c.left, types), self.value(c.right, types)
         if c.op not in _COPS:
             raise Unsupported(f"comparison {c.op}")
@@ -227,6 +230,19 @@ class _Gen:
                 self.string_order = True
                 return f"(str_cmp(rt, {left}, {right}) {_COPS[c.op]} 0)"
         return f"({left} {_COPS[c.op]} {right})"
+
+    def like(self, c: Cmp, types: dict[str, str]) -> str:
+        """``X LIKE 'p'``: C matches the interned string's bytes against the pattern (``str_like``), so the
+        runtime sends it the intern table's strings, as for ordering."""
+        if not (isinstance(c.right, Const) and isinstance(c.right.value, str)):
+            raise Unsupported(f"{c.op} against a non-constant pattern")
+        left, lt = self.value(c.left, types)
+        if lt != "STRING":
+            raise Unsupported(f"{c.op} of a {lt}")
+        self.string_order = True
+        pattern = c.right.value.encode("utf-8", "surrogatepass")
+        call = f'str_like(rt, {left}, "{"".join(f"{chr(92)}x{b:02x}" for b in pattern)}", {len(pattern)})'
+        return f"({call})" if c.op == "LIKE" else f"(!{call})"
 
 
 def numeric(expr: str, m3_type: str) -> str:

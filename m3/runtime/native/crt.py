@@ -101,6 +101,28 @@ static inline int str_cmp(const rt_t *rt, int64_t a, int64_t b) {
     return c ? c : (x->n > y->n) - (x->n < y->n);
 }
 
+/* SQL LIKE of interned string ``id`` against a constant pattern (UTF-8, ``pn`` bytes), as boreas.m3.like: '%' any
+   sequence, '_' one code point, every other byte itself.  One pass with backtracking to the last '%' (the classic
+   wildcard match); '%' resumes only at code point starts, so '_' always consumes a whole character. */
+static inline int64_t cp_next(const unsigned char *s, int64_t i, int64_t n) {
+    i++;
+    while (i < n && (s[i] & 0xC0) == 0x80) i++;
+    return i;
+}
+static inline int str_like(const rt_t *rt, int64_t id, const char *pattern, int64_t pn) {
+    const unsigned char *s = (const unsigned char *)rt->strs[id].p, *p = (const unsigned char *)pattern;
+    int64_t sn = rt->strs[id].n, i = 0, j = 0, star = -1, mark = 0;
+    while (i < sn) {
+        if (j < pn && p[j] == '%') { star = j++; mark = i; }
+        else if (j < pn && p[j] == '_') { i = cp_next(s, i, sn); j++; }
+        else if (j < pn && p[j] == s[i]) { i++; j++; }
+        else if (star >= 0) { j = star + 1; mark = cp_next(s, mark, sn); i = mark; }
+        else return 0;
+    }
+    while (j < pn && p[j] == '%') j++;
+    return j == pn;
+}
+
 static inline uint32_t hkey(const int64_t *k, const index_t *t) {
     if (t->ident) { uint64_t x = (uint64_t)k[t->pos[0]]; return (uint32_t)((x ^ (x >> 32)) * 3u); }
     uint64_t h = 0x9E3779B97F4A7C15ULL;
