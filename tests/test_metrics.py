@@ -209,6 +209,12 @@ async def test_a_durable_node_exports_its_recovery_and_snapshot_figures(tmp_path
         async with PeerClient(TOKEN) as peers:
             taken = await peers.call("POST", f"{cluster.url}/snapshots")
         assert taken["complete"], taken
+        # the node cuts its log when it hears the snapshot is complete (after the Head's answer): read both
+        # figures after that, or the scrape sees the log before the cut and /status after it
+        for _ in range(200):
+            if (await status(cluster.node_url(0)))["recovery"]["completed_snapshot"] == taken["id"]:
+                break
+            await asyncio.sleep(0.05)
         families, durable = await scrape(cluster.node_url(0))
         check_naming(families)
         _, plain = await scrape(cluster.node_url(1))
