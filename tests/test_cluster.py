@@ -124,6 +124,7 @@ def test_invalid_submission_changes_nothing_anywhere(cluster_factory):
     assert {n: (applied(n), cluster.node_catalog(n)) for n in nodes} == before
 
 
+@pytest.mark.slow
 def test_unauthenticated_requests_are_refused(cluster_factory):
     cluster = cluster_factory()
     cluster.start_head()

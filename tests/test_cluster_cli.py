@@ -246,6 +246,7 @@ def held(node: str) -> set[str]:
     return set(catalog_at(f"http://{node}/catalog").boxes)
 
 
+@pytest.mark.slow
 def test_examples_deploy_to_the_cluster_they_are_submitted_to_and_unknown_nodes_are_refused(tmp_path):
     """cluster up --base-port: #0.. are its nodes; a node that never registered is refused."""
     cluster = ClusterUp(tmp_path)

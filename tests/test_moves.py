@@ -265,6 +265,7 @@ async def test_a_failed_move_leaves_the_regional_catalog_as_it_was(cluster_facto
         await region.close()
 
 
+@pytest.mark.slow
 async def test_a_box_moves_onto_the_node_that_reads_its_output(cluster_factory):
     """README's `boreas move valid NODE`: the target briefly has the stream as input and as the
     box's output (until the Head re-syncs it); the move must be taken, not refused."""
