@@ -59,12 +59,17 @@ def flatten(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions)
         return sel
     _refuse_unread(sel, ctx)  # flattening drops nodes (a derived column's name, its alias): check them first
     sel = sel.copy()
-    for scope in [s for s in sel.walk() if isinstance(s, exp.Select)]:
-        _inline_ctes(scope, ctx)
+    inline_ctes(sel, ctx)
     for scope in reversed([s for s in sel.walk(bfs=True) if isinstance(s, exp.Select)]):
         while (item := _first_derived(scope)) is not None:
             _flatten_one(scope, item, relations, ctx)
     return sel
+
+
+def inline_ctes(sel: exp.Select, ctx: Positions) -> None:
+    """Inline every CTE of ``sel``'s tree where it is read (in place)."""
+    for scope in [s for s in sel.walk() if isinstance(s, exp.Select)]:
+        _inline_ctes(scope, ctx)
 
 
 def _has_derived(sel: exp.Select) -> bool:
@@ -93,8 +98,9 @@ def _inline_ctes(scope: exp.Select, ctx: Positions) -> None:
     ctes: dict[str, exp.Expression] = {}
     for cte in w.expressions:
         alias = cte.args.get("alias") if type(cte) is exp.CTE else None
-        if type(cte.this) is not exp.Select or type(alias) is not exp.TableAlias or type(alias.this) is not exp.Identifier:
-            raise ctx.error(f"unsupported CTE {sql_of(cte)} (only name AS (SELECT ...))", cte)
+        body_ok = type(cte.this) is exp.Select or isinstance(cte.this, exp.SetOperation)  # a UNION ALL: :mod:`.union`
+        if not body_ok or type(alias) is not exp.TableAlias or type(alias.this) is not exp.Identifier:
+            raise ctx.error(f"unsupported CTE {sql_of(cte)} (only name AS (SELECT ...) or a UNION ALL)", cte)
         for arg in ("scalar", "materialized", "key_expressions"):
             if cte.args.get(arg) not in (None, False, []):
                 raise ctx.error(f"unsupported {arg.upper().replace('_', ' ')} of a CTE ({sql_of(cte)})", cte)

@@ -46,7 +46,7 @@ boreas.m3.errors.CompileError: unsupported aggregate MEDIAN (only SUM, COUNT, AV
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sqlglot
 from sqlglot import exp
@@ -56,6 +56,7 @@ from sqlglot.errors import TokenError
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
 from .derived import flatten
+from .union import split, statement_branches
 from .nodes import describe, sql_of, unknown_nodes, unread_args
 from .outputs import (
     check_grouped,
@@ -89,6 +90,7 @@ class SqlQuery:
     having: object = None  # HAVING predicate over view expressions, or None
     notes: tuple[str, ...] = ()  # what was accepted but has no effect on the view (ORDER BY)
     nested: tuple = ()  # WHERE conjuncts holding subqueries (:func:`.subqueries.nested_conjunct`)
+    union: tuple = ()  # the other UNION ALL branches (SqlQuery each), whose maps add to this one's (:mod:`.union`)
 
 
 _TYPES = {
@@ -178,7 +180,7 @@ def _statement(tree: exp.Expression, is_stream: bool, relations: dict[str, Relat
         return rel
     if kind == "VIEW":
         body, target = tree.expression, tree.this
-        if type(body) is not exp.Select:
+        if type(body) is not exp.Select and not isinstance(body, exp.SetOperation):
             raise ctx.error(f"view body must be a SELECT, not {type(body).__name__.upper()}", body)
         rename = []
         if type(target) is exp.Schema:
@@ -191,7 +193,7 @@ def _statement(tree: exp.Expression, is_stream: bool, relations: dict[str, Relat
         query = _named_query(target.name, body, relations, ctx, rename)
         _refuse_unknown(tree, ctx)
         return query
-    if type(tree) is exp.Select:
+    if type(tree) is exp.Select or isinstance(tree, exp.SetOperation):
         return _named_query(f"Q{done + 1}", tree, relations, ctx, [])
     what = f"CREATE {kind}" if kind else type(tree).__name__.upper()
     raise ctx.error(f"unsupported statement {what} (expected CREATE STREAM/TABLE, CREATE VIEW or SELECT)")
@@ -248,7 +250,11 @@ _CLAUSES = (("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are
 
 
 def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx, rename: list[str]) -> SqlQuery:
-    sel = flatten(sel, relations, ctx)
+    branches = statement_branches(sel, ctx) if isinstance(sel, exp.SetOperation) else split(sel, ctx)
+    if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
+        queries = [_query(name, b, relations, ctx, rename) for b in branches]
+        return replace(queries[0], union=tuple(queries[1:]))
+    sel = flatten(branches[0], relations, ctx)
     for key, keyword, why in _CLAUSES:
         if keyword and sel.args.get(key):
             word = keyword.strip(chr(92) + "b").replace(chr(92) + "s+", " ")

@@ -88,6 +88,7 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.Subquery: frozenset({"this", "alias"}),
     exp.With: frozenset({"expressions", "recursive", "search", "cycle", "udfs"}),
     exp.CTE: frozenset({"this", "alias", "scalar", "materialized", "key_expressions"}),
+    exp.Union: frozenset({"this", "expression", "distinct", "with", "with_"}),  # UNION ALL (:mod:`.union`)
 }
 
 

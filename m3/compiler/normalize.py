@@ -34,7 +34,7 @@ R(A, B) * S(B, C) * {2 <= C} * C * (1 + -1 * C)
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ast import RelationDecl
 from ..calculus import (
@@ -57,6 +57,7 @@ from .columns import Aggregate, view_columns
 from .frontend import SqlQuery
 from .nested import nested_condition, nested_vars
 from .predicates import FALSE, TRUE, conj, negate
+from .union import merged
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ def variable_names(columns: list[str], taken: set[str] | None = None) -> list[st
 
 def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
     """The calculus form of a query (pure; see module doc)."""
+    if q.union:  # UNION ALL: each branch's maps, added (:mod:`.union`)
+        return merged(normalize(relations, replace(q, union=())), [normalize(relations, b) for b in q.union])
     rels = {r.name: r for r in relations}
     cols = [(alias, c.name) for alias, rel in q.tables for c in rels[rel].columns]
     ctype = {(alias, c.name): c.type for alias, rel in q.tables for c in rels[rel].columns}

@@ -78,6 +78,8 @@ POSITIONS = [
     "SELECT SUM(y) AS s FROM (SELECT hole AS y FROM R) t",
     "SELECT SUM(y) AS s FROM (SELECT b AS y FROM hole) t",
     "WITH v AS (SELECT a, b FROM R WHERE hole) SELECT SUM(b) AS s FROM v",
+    "SELECT a, b FROM R UNION ALL SELECT a, hole FROM R",
+    "SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT a, hole FROM R) u GROUP BY k",
 ]
 
 FILLERS = [exp.column("a"), exp.Literal.number(2), exp.Literal.string("A")]
@@ -184,6 +186,8 @@ CORPUS = [
     "SELECT *, b FROM S WHERE c > 0",
     "SELECT t.x, SUM(y) AS s FROM (SELECT r.a AS x, r.b * s.c AS y FROM R r, S s WHERE r.b = s.b) AS t GROUP BY t.x",
     "WITH v(k, w) AS (SELECT a, b FROM R WHERE a > 1) SELECT k, SUM(w) AS n FROM v GROUP BY k",
+    "SELECT a, b FROM R WHERE a > 1 UNION ALL SELECT b, a FROM R WHERE b < 2",
+    "SELECT u.k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT r.b, s.b FROM R r, S s WHERE r.a = s.b) u GROUP BY u.k",
 ]
 
 # read fields whose content does not change the result, by design
