@@ -75,7 +75,8 @@ batch once queued, and members whose queues filled while they sent to each
 other deadlocked before the node's own admission (``ADMIT`` in
 node/dataflow.py: publishers wait once 256 versions wait in the box).  The gate polls every
 node's ``/status`` about 10-50 times a second (~0.1 ms of node CPU each).
-``--profile DIR`` runs the nodes under cProfile.
+``--profile DIR`` runs the nodes under cProfile; ``--sample DIR`` samples them with py-spy over each
+measured window only (bench/cumulus_sampling.py: where a node's CPU per event goes, at little cost).
 
 Usage::
 
@@ -83,7 +84,7 @@ Usage::
         [--segments 16] [--batch 500] [--window 4] [--max-queue 16] [--producers N] [--durable] [--no-peer]
         [--epoch-ms 100] [--move-entries 1000000] [--move-rate 20000] [--move-batch 200] [--move-warmup 3]
         [--move-after 2] [--load-rows 1000000] [--age-every 0.05] [--age-rate 20000] [--age-seconds 4]
-        [--profile DIR] [--json-only] [--keep-logs]
+        [--profile DIR] [--sample DIR] [--json-only] [--keep-logs]
 """
 
 from __future__ import annotations
@@ -258,6 +259,9 @@ def main() -> int:
     parser.add_argument("--json-only", action="store_true", help="print only the JSON line on stdout")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="run the nodes under cProfile, writing DIR/node-MEMBERS-I.prof (slower: CPU figures grow)")
+    parser.add_argument("--sample", type=Path, metavar="DIR",
+                        help="sample the nodes with py-spy (on PATH or at $PY_SPY) while each scaling run is measured, "
+                             "writing collapsed stacks DIR/node-MEMBERS-I.txt (read them with bench/cumulus_sampling.py)")
     parser.add_argument("--parts", default=",".join(PARTS),
                         help="what to measure, comma separated (default all): scaling (Q3 over --members), move "
                              "(a segment move's pause), age (stable reads' age under load), load (Spark bulk load "
@@ -284,6 +288,9 @@ def main() -> int:
     parts = {x.strip() for x in args.parts.split(",") if x.strip()}
     if not parts or parts - set(PARTS):
         parser.error(f"--parts: some of {', '.join(PARTS)}")
+    if args.sample:
+        args.sample = args.sample.resolve()
+        args.sample.mkdir(parents=True, exist_ok=True)
     if args.profile:
         args.profile = args.profile.resolve()
         args.profile.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cumulus_sampling import Samplers  # noqa: E402
 from cumulus_q3 import (  # noqa: E402
     READ_TIMEOUT,
     STREAMS,
@@ -212,11 +213,14 @@ async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[s
         cpu0 = [cpu_seconds(p.pid) for p in node_procs]
         head0, own0 = cpu_seconds(head_proc.pid), time.process_time()
         load0 = os.getloadavg()[0]
+        samplers = Samplers(args.sample, label, [p.pid for p in node_procs]) if args.sample else None
         began = time.perf_counter()
         side = asyncio.create_task(during(head)) if during is not None else None
         try:
             await asyncio.gather(*(publish(p, rows, gate) for p, rows in pubs))
         except BaseException:
+            if samplers is not None:
+                samplers.stop()
             for publisher, _ in pubs:
                 await publisher.abort()
             if side is not None:
@@ -247,6 +251,8 @@ async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[s
             await asyncio.sleep(0.05)
         seconds = time.perf_counter() - began
         cpu = [cpu_seconds(p.pid) - c for p, c in zip(node_procs, cpu0, strict=True)]
+        if samplers is not None:
+            samplers.stop()
         head_cpu, own_cpu = cpu_seconds(head_proc.pid) - head0, time.process_time() - own0
         watching.cancel()
         with contextlib.suppress(asyncio.CancelledError):

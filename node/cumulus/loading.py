@@ -19,7 +19,7 @@ class BulkLoad:
         """Why part of bulk load ``job`` cannot go in now (None: it can): loads go into an empty box, before
         any input, one job at a time (its parts in any order)."""
         started = {j for j, _ in self.loaded}
-        if self.seq or self.runtime.version or (self.runtime.entries() and job not in started):
+        if self.seq or self.holding or self.runtime.version or (self.runtime.entries() and job not in started):
             return (f"m3 box {self.box.name!r} member {self.member} already holds data; a bulk load starts an "
                     "empty partitioned box, before its input streams")
         if started - {job}:

@@ -124,11 +124,7 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
         self.epoch_s = partition.epoch_ms / 1000.0
         self.endpoint = endpoint
         self._wire(partition, members)
-        # coordinator
-        self.epoch = 0  # the epoch it stamps Work with (the last Advance)
-        self.seq = 0
-        self.woke = -1  # the last epoch it asked the leader to end
-        self.stamped: dict[tuple[str, str], int] = {}  # (stream, producer) -> last seq stamped in this epoch
+        self._init_coordinator()  # (coordinator.py)
         # member: where it is in the order, and what waits
         self.at = [0, 0]  # epoch, coordinator whose versions it applies now (or whose Close it awaits)
         self.works: dict[tuple[int, int], deque] = {}
@@ -379,8 +375,7 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
         enc = self._encode_key
         return {
             **M3Operator.state(self), "member": self.member, "layout": self.layout.version,
-            "epoch": self.epoch, "seq": self.seq, "woke": self.woke, "at": list(self.at),
-            "stamped": [[s, p, q] for (s, p), q in self.stamped.items()],
+            **self._coordinator_state(), "at": list(self.at),
             "works": [[e, c, list(q)] for (e, c), q in self.works.items()],
             "closes": [list(x) for x in self.closes],
             "pushes": [[*v, [[src, entries] for src, entries in by.items()]] for v, by in self.pushes.items()],
@@ -396,13 +391,12 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
         if state.get("member", self.member) != self.member:
             raise self.error(f"cannot take the state of member {state['member']} as member {self.member}")
         M3Operator.restore(self, state, now)
-        self.epoch, self.seq, self.woke = int(state.get("epoch", 0)), int(state.get("seq", 0)), int(state.get("woke", -1))
+        self._restore_coordinator(state)
         self.at = list(state.get("at", [0, 0]))
         self.works = {(e, c): deque(q) for e, c, q in state.get("works", [])}
         self.closes = {tuple(x) for x in state.get("closes", [])}
         self.pushes = {(e, c, s): {src: entries for src, entries in by} for e, c, s, by in state.get("pushes", [])}
         self.served = {tuple(v) for v in state.get("served", [])}
-        self.stamped = {(s, p): int(q) for s, p, q in state.get("stamped", [])}
         self.known_stable, self.horizon = int(state.get("known_stable", -1)), int(state.get("horizon", -1))
         dec, pack = self._decode_key, self.runtime.store.pack
         self.runtime.deltas.restore(state.get("deltas", []), lambda name, k: pack(name, dec(name, k)))
