@@ -26,6 +26,7 @@ from dataplane_data import (
     Windows,
     check_order,
     check_windows,
+    freeze_harness,
     latency_figures,
     stamped_passing,
 )
@@ -311,6 +312,7 @@ async def boreas_latency(procs: Processes, cluster: Cluster, args: argparse.Name
         pids = {**{f"node {n}": cluster.pids[n] for n in nodes}, "publisher": worker.pid}
         cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
         own0 = time.process_time()
+        freeze_harness()
         tell(worker, "go")
         try:
             async with asyncio.timeout(args.latency_seconds + 30):

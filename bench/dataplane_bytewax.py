@@ -47,6 +47,7 @@ from dataplane_data import (
     WINDOW,
     Windows,
     check_windows,
+    freeze_harness,
     latency_figures,
     stamped_passing,
 )
@@ -231,8 +232,10 @@ def run_latency(seconds: float, log: Path) -> dict[str, Any]:
         feeder.stop()  # closes the connection: the source ends, run_main returns
 
     driver = threading.Thread(target=drive, daemon=True)
+    flow = latency_flow(feeder.port, out)
+    freeze_harness()  # the sink stamps in this process
     driver.start()
-    run_main(latency_flow(feeder.port, out))
+    run_main(flow)
     driver.join(5)
     if not result:
         raise RuntimeError("the paced feeder did not report")

@@ -55,6 +55,7 @@ from dataplane_data import (
     WINDOW,
     Windows,
     check_windows,
+    freeze_harness,
     latency_figures,
     stamped_passing,
 )
@@ -298,6 +299,7 @@ def run_latency(variant: str, seconds: float, log: Path) -> dict[str, Any]:
         job = flink.latency_job(feeder.port, receiver.port)
         feeder.wait_connected()
         time.sleep(2.0)  # the job's tasks running (the source connects as it starts)
+        freeze_harness()  # the receiver stamps in this process
         result = feeder.go()
         expected = stamped_passing(result["rows"])
         wait_for(f"{expected:,} stamped tuples", lambda: receiver.count() >= expected, 60, job)

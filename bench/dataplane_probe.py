@@ -206,6 +206,18 @@ def install(role: str, directory: Path | None = None) -> Recorder | None:
     return rec
 
 
+def cpu_profile(role: str) -> None:
+    """``$BOREAS_BENCH_CPU_PROFILE=DIR``: cProfile this process by CPU time (not wall), written to DIR at exit."""
+    where = os.environ.get("BOREAS_BENCH_CPU_PROFILE")
+    if not where:
+        return
+    import cProfile
+
+    profiler = cProfile.Profile(time.thread_time)
+    profiler.enable()
+    atexit.register(lambda: (profiler.disable(), profiler.dump_stats(f"{where}/{role}-{os.getpid()}.prof")))
+
+
 def use_loop() -> None:
     """``$BOREAS_BENCH_LOOP=uvloop``: this process's event loop is uvloop's (an experiment)."""
     if os.environ.get("BOREAS_BENCH_LOOP") == "uvloop":
@@ -304,6 +316,7 @@ def main(argv: list[str]) -> int:
         return 0
     install(f"node-{os.getpid()}")
     use_loop()
+    cpu_profile(f"node-{os.getpid()}")
     from boreas.cli.main import main as boreas_main
 
     return boreas_main(argv)

@@ -34,6 +34,7 @@ from dataplane_data import (
     WINDOW,
     Windows,
     check_windows,
+    freeze_harness,
     latency_figures,
     stamped_passing,
 )
@@ -236,6 +237,7 @@ def spark_latency(spark: Any, procs: Processes, tmp: Path, args: argparse.Namesp
     try:
         sync_line(feeder, procs, "connection")
         time.sleep(1.0)  # let the query settle into its loop of empty triggers
+        freeze_harness()  # foreachBatch stamps in this process
         tell(feeder, "go")
         result = json.loads(sync_line(feeder, procs, "result", args.latency_seconds + 60))
         expected = stamped_passing(result["rows"])

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dataplane_data import LATENCY_RATE, SENSORS, celsius
+from dataplane_data import LATENCY_RATE, SENSORS, celsius, freeze_harness
 from procs import HOST, BenchError, Processes
 
 # -- the benchmark's side ----------------------------------------------------------------
@@ -103,6 +103,7 @@ async def worker_paced(args: argparse.Namespace) -> None:
     async with Publisher(args.head, args.stream, token, batch_size=args.batch) as pub:
         _ready({"batches": count})
         await asyncio.to_thread(sys.stdin.readline)
+        freeze_harness()
         loop = asyncio.get_running_loop()
         begin = loop.time()
         lag_max, i = 0.0, 0
@@ -137,6 +138,7 @@ def worker_socket_feed(args: argparse.Namespace) -> None:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         _ready({"connected": True})
         sys.stdin.readline()
+        freeze_harness()
         interval = args.batch / args.rate
         count = int(args.seconds * args.rate / args.batch)
         begin = time.monotonic()
@@ -170,9 +172,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rate", type=int, default=LATENCY_RATE)
     parser.add_argument("--seconds", type=float, default=8.0)
     args = parser.parse_args(argv)
-    from dataplane_probe import use_loop
+    from dataplane_probe import cpu_profile, use_loop
 
     use_loop()
+    if args.kind == "paced":
+        cpu_profile("pub")
     if args.kind == "publish":
         asyncio.run(worker_publish(args))
     elif args.kind == "paced":

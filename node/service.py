@@ -40,6 +40,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import time
@@ -82,6 +83,21 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL = 1.0
 UPDATE_BUDGET = 10.0  # seconds an update document may take to parse and validate
+
+
+def freeze_startup_heap() -> None:
+    """Leave what the node holds once started out of every later garbage collection.
+
+    The modules, the app, the routes and a recovered node's box state live as
+    long as the process; a full (generation 2) collection walked all of them
+    again each time: ~90,000 objects, 75-87 ms on the 2-core benchmark machine
+    (65-100 ms in bench/dataplane.py --probe's nodes), a pause every batch in
+    flight waited out.  Frozen, a full collection walks only what came after
+    startup (well under a millisecond for an idle node).  Collected first, so
+    no garbage is frozen.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 class NodeService:
@@ -155,6 +171,7 @@ class NodeService:
             self.tasks.spawn("fence", self._watch_claim)
         if self.durability is not None:
             await self._recover(self.durability)
+        freeze_startup_heap()
 
     async def _recover(self, durable: Durability) -> None:
         """Come back as the node was: identity, local catalog, box state, then the log since.

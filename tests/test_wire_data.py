@@ -181,6 +181,46 @@ async def test_a_slow_receiver_makes_the_sender_wait_with_bounded_memory():
     assert [r[0] for r in sink.rows] == list(range(20))
 
 
+class _Watched(dict):
+    """A link's unacknowledged batches, remembering how many there ever were at once."""
+
+    most = 0
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        self.most = max(self.most, len(self))
+
+
+async def test_send_writes_at_once_on_an_idle_link_and_order_and_window_hold():
+    """send() writes the frame itself when nothing waits before it (no turn of the pump task); sends racing
+    the pump, a slow receiver and a full window still arrive in order, never more than ``window`` in flight."""
+    sink = Sink(delay=0.003)
+    await sink.server.start("127.0.0.1", 0)
+    link = OutboundLink(sink.server.endpoint, "tok", "p1", window=3, capacity=64)
+    link._unacked = watched = _Watched()
+    await link.start()
+    try:
+        for _ in range(500):
+            if link._live is not None:
+                break
+            await asyncio.sleep(0.01)
+        await link.send("S", [(0,)])
+        assert link.counters["batches_sent"] == 1 and link._queued.empty()  # written, not queued
+        for n in range(1, 300):
+            await link.send("S", [(n,)])
+            if n % 7 == 0:
+                await asyncio.sleep(0)  # the pump and the answers in between
+            if n % 50 == 0:
+                await link.flush(10)  # idle again: the next send writes at once
+        await link.flush(10)
+    finally:
+        await link.close()
+        await sink.server.close()
+    assert [r[0] for r in sink.rows] == list(range(300))
+    assert watched.most <= 3
+    assert link.counters["batches_sent"] == 300
+
+
 async def test_a_link_to_an_absent_subscriber_drops_instead_of_stalling(monkeypatch):
     import boreas.wire.links as links
 

@@ -123,6 +123,7 @@ class OutboundLink:
         self.forward_to_box = ""  # a forwarding link marks its batches for the moved box
         self._redirects: dict[str, OutboundLink] = {}  # streams whose consumer moved to another link
         self._window_open: asyncio.Event | None = None  # the current connection's send window
+        self._live: aiohttp.ClientWebSocketResponse | None = None  # connected, re-sends done: send() may write
         self.last_sent = time.monotonic()  # when a batch was last queued
         self._seq: Counter[str] = Counter()
         self._idle = asyncio.Event()
@@ -185,8 +186,38 @@ class OutboundLink:
         assert seq is not None, "a named producer needs a sequence number"
         self._idle.clear()
         self.last_sent = time.monotonic()
-        self._queued.put_nowait(make_batch(stream, producer, seq, rows, box or self.forward_to_box, restart))
+        batch = make_batch(stream, producer, seq, rows, box or self.forward_to_box, restart)
+        if not await self._write_now(batch):
+            self._queued.put_nowait(batch)
         return seq
+
+    async def _write_now(self, batch: Batch) -> bool:
+        """Write ``batch`` on the connection from the caller's task if nothing is ahead of it; False: queue it.
+
+        The pump task would write it one turn of the event loop later: on a
+        busy machine that turn is a chance for the process to lose its core
+        before the batch leaves (latency), and a task wake-up per batch.
+        Order holds: nothing is queued, so the pump has written everything
+        before it (it writes a batch in the step that takes it from the
+        queue, and an uncompressed frame reaches the transport before
+        ``send_bytes`` first awaits).  The window holds too: the last slot is
+        left to the pump, which may have looked at the window before these
+        writes and be waiting for its next batch.
+        """
+        ws = self._live
+        if ws is None or ws.closed or not self._queued.empty() or len(self._unacked) >= self.window - 1:
+            return False
+        self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
+        frame = encode(batch)
+        try:
+            await ws.send_bytes(frame)
+        except (ConnectionError, aiohttp.ClientError) as exc:  # kept unacknowledged: re-sent after reconnecting
+            log.debug("link %s -> %s: write failed (%s); the batch waits for the reconnect", self.sender,
+                      self.endpoint, exc)
+            return True
+        self.counters["batches_sent"] += 1
+        self.counters["bytes_sent"] += len(frame)
+        return True
 
     async def flush(self, timeout: float | None = None) -> None:
         """Wait until every queued batch is acknowledged; raises :attr:`failure` if the link failed for good."""
@@ -324,6 +355,19 @@ class OutboundLink:
     def in_flight(self) -> int:
         return self._queued.qsize() + len(self._unacked)
 
+    def pending(self) -> list[Batch]:
+        """Every batch not acknowledged yet, sent or still queued, in the order they were sent (left in place).
+
+        A node's snapshot keeps them: they derive from inputs before the
+        snapshot, so a restart from it would never produce them again.
+        """
+        queued = []
+        while not self._queued.empty():  # no await in between: the queue is the same afterwards
+            queued.append(self._queued.get_nowait())
+        for batch in queued:
+            self._queued.put_nowait(batch)
+        return [*self._unacked.values(), *queued]
+
     # -- the connection ----------------------------------------------------------
 
     async def _run(self) -> None:
@@ -395,6 +439,7 @@ class OutboundLink:
                 self.counters["bytes_sent"] += len(frame)
 
         sender = asyncio.create_task(pump())
+        self._live = ws
         try:
             async for msg in ws:
                 if msg.type != aiohttp.WSMsgType.BINARY:
@@ -413,6 +458,7 @@ class OutboundLink:
                 raise ConnectionError(str(ws.exception()))
             raise ConnectionError(f"closed by {self.endpoint} ({ws.close_code})")
         finally:
+            self._live = None
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, ConnectionError, aiohttp.ClientError):
                 await sender
