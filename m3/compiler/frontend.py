@@ -71,7 +71,7 @@ from .positions import Ctx as _Ctx
 from .positions import split_statements
 from .predicates import conj
 from .resolve import ColRef, Resolver, unparen
-from .subqueries import contains_subquery, nested_conjunct
+from .subqueries import contains_subquery, having_conjunct, nested_conjunct
 from .viewexpr import having
 
 # Arithmetic and predicates: see :mod:`.resolve` and :mod:`.predicates`.
@@ -262,6 +262,10 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     where = sel.args.get("where")
     nested_nodes = tuple(c for c in (_conjuncts(where.this) if isinstance(where, exp.Where) else [])
                          if contains_subquery(c))
+    having_node = sel.args.get("having")
+    having_nested = tuple(c for c in (_conjuncts(having_node.this) if isinstance(having_node, exp.Having) else [])
+                          if contains_subquery(c))
+    nested_nodes += having_nested
     inside = {id(x) for n in nested_nodes for x in n.walk()}
     for node in sel.walk():
         if id(node) in inside:
@@ -279,7 +283,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     preds = []
     counter = [0]
     nested = tuple(nested_conjunct(c, res, relations, ctx, lambda s: _tables(s, relations, ctx), counter)
-                   for c in nested_nodes)
+                   for c in nested_nodes if not any(c is h for h in having_nested))
     conjuncts = [c for c in (_conjuncts(where.this) if where is not None else []) if id(c) not in inside]
     for j in sel.args.get("joins") or []:
         if j.args.get("on") is not None:
@@ -290,9 +294,13 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         else:
             preds.append(res.predicate(c))
     items = select_items(sel, res, ctx)
-    having_node = sel.args.get("having")
     aliases = {i.name.lower(): i.value if i.ref is None else ("col", i.ref) for i in reversed(items)}
-    having_pred = having(res, having_node.this, aliases) if having_node is not None else None
+    having_pred = having(res, having_node.this, aliases) if having_node is not None and not having_nested else None
+    if having_nested:  # a HAVING conjunct comparing with uncorrelated scalar subqueries (TPC-H Q11)
+        having_pred = conj([having(res, c, aliases) for c in _conjuncts(having_node.this)
+                            if not any(c is h for h in having_nested)] +
+                           [having_conjunct(c, res, relations, ctx, lambda s: _tables(s, relations, ctx), counter,
+                                            aliases) for c in having_nested])
     distinct = sel.args.get("distinct")
     if distinct is not None and (distinct.args.get("on") is not None or distinct.expressions):
         raise ctx.error(f"unsupported DISTINCT ON ({sql_of(distinct)})", keyword=r"\bDISTINCT\b")

@@ -65,6 +65,11 @@ def _subs(x) -> list[SubQuery]:
     return []
 
 
+def has_subquery(x) -> bool:
+    """Whether a predicate or expression holds a subquery operand (``("sub", SubQuery)``)."""
+    return bool(_subs(x))
+
+
 def nested_vars(q, var: dict, keys: tuple[V, ...]) -> tuple[V, ...]:
     """The outer variables the nested conditions read that are not group variables (the outer maps' extra keys)."""
     for name, value in q.columns:
@@ -91,34 +96,116 @@ def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, key
     variable ``G``, the count of its rows joined with the outer rows (``rows``, keyed by ``G`` and the outer
     variables), keyed by ``G`` and ``K``.  Its entries change whenever the subquery's maps change at ``K``, at
     exactly the groups that read them, so the view's changed rows are found from the maps' journals."""
-    inner: list[Aggregate] = []
-    tracks: list[int] = []
+    inner = _Inner(relations, q, var, base, keys, rows)
     parts = []
-    counter = [0]
-    taken = {v.name for v in var.values()}
-    names: dict[tuple[V, int], V] = {}
+    for c in q.nested:
+        if c[0] == "exists":
+            _, guard, _ = inner.subquery(c[1], False)
+            parts.append(negate(guard) if c[2] else guard)
+        else:
+            guards: list = []
+            left, right = inner.operand(c[1], guards), inner.operand(c[2], guards)
+            parts.append(conj(guards + [(c[0], left, right)]))
+    return inner.aggregates, conj(parts), inner.tracks
 
-    def fresh_var(v: V, k: int) -> V:
+
+def having_subqueries(relations: list[RelationDecl], q, var: dict, base: int, keys: tuple[V, ...], rows: Agg,
+                      where) -> list[Aggregate] | object:
+    """``(inner aggregates, condition)`` for a view condition (HAVING) whose top-level conjuncts compare
+    expressions over the query's aggregates with uncorrelated scalar subqueries (``("sub", SubQuery)``
+    operands, TPC-H Q11).
+
+    A subquery's map has no key (one value), which names no row of a grouped
+    view; so each is kept multiplied by the group's row count, ``p[G] =
+    rows[G] * inner`` (its terms the products of both: first-order maps, but
+    an event of the subquery's relations updates every group), and read as
+    ``p[G] / rows[G]``: a view row has rows, and a change of the subquery
+    changes ``p`` at every group, so ``changes()`` finds the rows it may flip.
+    Without GROUP BY the maps are read as they are.
+
+    >>> from .frontend import parse_sql
+    >>> from .normalize import normalize
+    >>> rels, (q,) = parse_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(c INT);
+    ...     SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING SUM(b) > (SELECT SUM(c) FROM S)''')
+    >>> nq = normalize(rels, q)
+    >>> [(a.name, str(a.agg)) for a in nq.aggregates][2:4]
+    [('n1_v', 'AggSum([A], R(A, B) * S(C_1) * C_1)'), ('n1_n', 'AggSum([A], R(A, B) * S(C_1))')]
+    >>> nq.where[2]
+    ('and', ('>', ('/', ('map', 3), ('map', 4)), 0), ('>', ('map', 0), ('/', ('map', 2), ('map', 4))))
+    """
+    inner = _Inner(relations, q, var, base, (), rows)
+
+    def walk(p):
+        if isinstance(p, tuple) and p and p[0] == "and":
+            return ("and", walk(p[1]), walk(p[2]))
+        if isinstance(p, tuple) and len(p) == 3 and _subs(p):
+            guards: list = []
+            left, right = inner.operand(p[1], guards), inner.operand(p[2], guards)
+            return conj(guards + [(p[0], left, right)])
+        return p
+
+    condition = walk(where)
+    if not keys:
+        return inner.aggregates, condition
+    count = base + len(inner.aggregates)
+    grouped = [Aggregate(a.name, Agg(keys + a.agg.keys, _product(rows.terms, a.agg.terms)), a.folded)
+               for a in inner.aggregates] + [Aggregate("rows", rows)]
+    mine = range(base, count)
+
+    def per_group(c):
+        if not isinstance(c, tuple) or not c:
+            return c
+        if c[0] == "map" and c[1] in mine:
+            return ("/", c, ("map", count))
+        if c[0] == "avg" and c[1] in mine:
+            return ("/", ("map", c[1]), ("map", c[2]))
+        if c[0] in ("map", "fold", "var", "avg"):
+            return c
+        return (c[0],) + tuple(per_group(x) for x in c[1:])
+
+    return grouped, per_group(condition)
+
+
+def _product(a: tuple[Term, ...], b: tuple[Term, ...]) -> tuple[Term, ...]:
+    """The terms of the product of two sums (their variables apart)."""
+    return tuple(Term(x.coef * y.coef, x.atoms + y.atoms, x.conds + tuple(c for c in y.conds if c not in x.conds),
+                      x.polys + y.polys) for x in a for y in b)
+
+
+class _Inner:
+    """The subqueries of one query, normalised into maps numbered from ``base`` (see :func:`nested_condition`)."""
+
+    def __init__(self, relations: list[RelationDecl], q, var: dict, base: int, keys: tuple[V, ...], rows: Agg):
+        self.relations, self.q, self.var, self.base, self.keys, self.rows = relations, q, var, base, keys, rows
+        self.aggregates: list[Aggregate] = []
+        self.tracks: list[int] = []
+        self.counter = 0
+        self.taken = {v.name for v in var.values()}
+        self.names: dict[tuple[V, int], V] = {}
+
+    def fresh_var(self, v: V, k: int) -> V:
         """The inner variable ``v`` of subquery ``k`` under a name no outer variable has (no capture)."""
-        if (v, k) not in names:
+        if (v, k) not in self.names:
             name = f"{v.name}_{k}"
-            while name in taken:
+            while name in self.taken:
                 name += "_"
-            taken.add(name)
-            names[(v, k)] = V(name, v.type)
-        return names[(v, k)]
+            self.taken.add(name)
+            self.names[(v, k)] = V(name, v.type)
+        return self.names[(v, k)]
 
-    def subquery(sub: SubQuery, scalar: bool):
+    def subquery(self, sub: SubQuery, scalar: bool):
+        """``(value, guard, counts_only)`` of one subquery, its maps added to :attr:`aggregates`."""
         from .frontend import SqlQuery
         from .normalize import normalize
 
-        counter[0] += 1
-        k = counter[0]
+        q, var, base, keys, inner = self.q, self.var, self.base, self.keys, self.aggregates
+        self.counter += 1
+        k = self.counter
         columns = ((("v", sub.value),) if scalar else ()) + (("n", ("agg", "COUNT", 1)),)
         group = tuple((f"c{i}", inner_ref) for i, (inner_ref, _) in enumerate(sub.correlation))
         group += tuple((f"r{i}", inner_ref) for i, (_, inner_ref, _) in enumerate(sub.ranges))
         sq = SqlQuery(f"{q.name}_n{k}", sub.tables, sub.joins, sub.predicate, group, columns, sub.having)
-        inq = normalize(relations, sq)
+        inq = normalize(self.relations, sq)
         rename: dict[V, V] = {}
         equal = []
         for v_in, (_, outer_ref) in zip(inq.key_vars, sub.correlation):
@@ -127,13 +214,13 @@ def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, key
                 equal.append(("=", ("var", rename[v_in]), ("var", target)))
             rename.setdefault(v_in, target)
         ranged = inq.key_vars[len(sub.correlation):]
-        range_vars = tuple(dict.fromkeys(fresh_var(v, k) for v in ranged if v not in rename))
-        range_cond = conj([(op, ("var", fresh_var(v, k) if v not in rename else rename[v]),
+        range_vars = tuple(dict.fromkeys(self.fresh_var(v, k) for v in ranged if v not in rename))
+        range_cond = conj([(op, ("var", self.fresh_var(v, k) if v not in rename else rename[v]),
                             ("var", var[outer_ref])) for v, (op, _, outer_ref) in zip(ranged, sub.ranges)])
         offset = base + len(inner)
         for a in inq.aggregates:
             every = {v for t in a.agg.terms for v in t.vars()} | {x for x in a.agg.keys if isinstance(x, V)}
-            fresh = {v: rename.get(v, fresh_var(v, k)) for v in every}
+            fresh = {v: rename.get(v, self.fresh_var(v, k)) for v in every}
             agg = substitute(Agg(a.agg.keys, a.agg.terms), fresh)
             folded = fresh.get(a.folded) if a.folded is not None else None
             inner.append(Aggregate(f"n{k}_{a.name}", agg, folded))
@@ -159,35 +246,26 @@ def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, key
         targets = tuple(dict.fromkeys(rename[v] for v in inq.keys if v in rename))
         if keys and not set(keys) <= set(targets):
             counted = inner[count[1] - base].agg
-            terms = tuple(Term(a.coef * b.coef, a.atoms + b.atoms, a.conds + tuple(c for c in b.conds if c not in a.conds),
-                               a.polys + b.polys) for a in rows.terms for b in counted.terms)
-            tracked = Agg(keys + tuple(v for v in targets if v not in keys), terms)
-            tracks.append(base + len(inner))
+            tracked = Agg(keys + tuple(v for v in targets if v not in keys), _product(self.rows.terms, counted.terms))
+            self.tracks.append(base + len(inner))
             inner.append(Aggregate(f"n{k}_track", tracked))
         guard = conj([(">", count, 0)] + equal + ([shift(inq.where)] if sub.having is not None else []))
         value = shift(inq.columns[0][1]) if scalar else None
         counts_only = scalar and all(a[1] in ("COUNT", "COUNT DISTINCT") for a in aggregates_of(sub.value))
         return value, guard, counts_only
 
-    def operand(x, guards: list):
+    def operand(self, x, guards: list):
+        """A comparison side: outer columns as variables, each scalar subquery as its value (its guard added)."""
         if isinstance(x, tuple) and x and x[0] == "col":
-            return ("var", var[x[1]])
+            return ("var", self.var[x[1]])
         if isinstance(x, tuple) and x and x[0] == "sub":
-            value, guard, counts_only = subquery(x[1], True)
-            guards.append(conj([g for g in [guard] if not counts_only]) if not counts_only else ("true",))
+            value, guard, counts_only = self.subquery(x[1], True)
+            guards.append(("true",) if counts_only else guard)
             return value
         if isinstance(x, tuple) and x and x[0] == "neg":
-            return ("*", -1, operand(x[1], guards))
+            return ("*", -1, self.operand(x[1], guards))
+        if isinstance(x, tuple) and x and x[0] in ("map", "avg", "fold", "var"):  # a column expression (HAVING)
+            return x
         if isinstance(x, tuple):
-            return (x[0], operand(x[1], guards), operand(x[2], guards))
+            return (x[0],) + tuple(self.operand(y, guards) for y in x[1:])
         return x
-
-    for c in q.nested:
-        if c[0] == "exists":
-            _, guard, _ = subquery(c[1], False)
-            parts.append(negate(guard) if c[2] else guard)
-        else:
-            guards: list = []
-            left, right = operand(c[1], guards), operand(c[2], guards)
-            parts.append(conj(guards + [(c[0], left, right)]))
-    return inner, conj(parts), tracks

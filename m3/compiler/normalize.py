@@ -55,7 +55,7 @@ from ..calculus import (
 from ..errors import CompileError
 from .columns import Aggregate, view_columns
 from .frontend import SqlQuery
-from .nested import nested_condition, nested_vars
+from .nested import has_subquery, having_subqueries, nested_condition, nested_vars
 from .predicates import FALSE, TRUE, conj, negate
 from .union import merged
 
@@ -136,6 +136,10 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
         return Agg(keys + extra + ((folded,) if folded is not None else ()), tuple(terms))
 
     aggregates, columns, where = view_columns(q, var, keys, agg, rows=bool(q.nested))
+    if q.having is not None and has_subquery(where):  # HAVING compares with scalar subqueries (:mod:`.nested`)
+        inner, where = having_subqueries(relations, q, var, len(aggregates), keys, agg(1, None, True), where)
+        return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates + tuple(inner), columns, where,
+                           key_vars)
     if not q.nested:
         return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates, columns, where, key_vars)
     inner, condition, tracks = nested_condition(relations, q, var, len(aggregates), keys, agg(1, None, True))

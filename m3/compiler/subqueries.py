@@ -149,6 +149,42 @@ def nested_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, Relat
     return (op, left, right)
 
 
+def having_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, RelationDecl], ctx: Positions,
+                    tables_of: TablesOf, counter: list[int], aliases: dict | None = None):
+    """A HAVING conjunct comparing an expression over aggregates with uncorrelated scalar subqueries (TPC-H Q11)
+    → ``(op, left, right)``: a side without a subquery is a view expression (:func:`.viewexpr.view_expr`), a side
+    with one an operand as :func:`nested_conjunct` makes it (its subqueries read no outer column)."""
+    e = unparen(e)
+    op = _CMP.get(type(e))
+    if op is None:
+        raise ctx.error(f"unsupported subquery in HAVING inside {type(e).__name__.upper()} ({sql_of(e)}): a HAVING "
+                        "subquery must be in a comparison that is a conjunct of HAVING", e)
+    sides = []
+    for side in (e.this, e.expression):
+        if not contains_subquery(side):
+            sides.append(view_expr(res, side, aliases))
+            continue
+        x = _operand(side, res, relations, ctx, tables_of, counter)
+        if _all_refs_outer(x) or any(s.correlation or s.ranges for s in _subqueries_of(x)):
+            raise ctx.error(f"unsupported correlated subquery or column beside a subquery in HAVING ({sql_of(side)}): "
+                            "only uncorrelated scalar subqueries and constants", side)
+        sides.append(x)
+    return (op, sides[0], sides[1])
+
+
+def _subqueries_of(x) -> list[SubQuery]:
+    if isinstance(x, tuple) and x and x[0] == "sub":
+        return [x[1]]
+    return [s for y in x[1:] for s in _subqueries_of(y)] if isinstance(x, tuple) else []
+
+
+def _all_refs_outer(x) -> bool:
+    """Whether an operand reads an outer column directly (``("col", ref)``)."""
+    if isinstance(x, tuple) and x and x[0] == "col":
+        return True
+    return isinstance(x, tuple) and x[:1] != ("sub",) and any(_all_refs_outer(y) for y in x[1:])
+
+
 def _select(e: exp.Expression, ctx: Positions) -> exp.Select:
     e = unparen(e)
     if type(e) is exp.Subquery:

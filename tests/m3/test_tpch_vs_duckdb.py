@@ -19,12 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from m3_harness import shared_harness
 from tpch_schema import QUERIES, SCHEMA, tpch_workloads
 
-COMPILED = (1, 2, 3, 4, 5, 6, 10, 12, 14, 17, 18, 19, 21)
+COMPILED = (1, 2, 3, 4, 5, 6, 10, 11, 12, 14, 17, 18, 19, 21)
 REFUSED = {
     7: "unsupported expression EXTRACT",  # its derived table is flattened; EXTRACT(year FROM l_shipdate) as a group
     8: "unsupported expression EXTRACT",  # the same (o_orderdate)
     9: "unsupported expression EXTRACT",  # the same; its LIKE '%green%' compiles
-    11: "subquery (nested SELECT) here",  # a subquery in HAVING
     13: "unsupported derived table with aggregates",  # an aggregate of aggregates (over a LEFT OUTER JOIN)
     15: "unsupported derived table with aggregates",  # a grouped CTE, and MAX over it (an aggregate of aggregates)
     16: "unsupported COUNT DISTINCT in a query with a nested subquery",  # its LIKE and NOT LIKE compile
@@ -67,6 +66,7 @@ def test_query_matches_duckdb(n):
     check()
 
 
-@pytest.mark.parametrize("n", [4, pytest.param(18, marks=pytest.mark.slow), pytest.param(21, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [4, pytest.param(11, marks=pytest.mark.slow), pytest.param(18, marks=pytest.mark.slow),
+                               pytest.param(21, marks=pytest.mark.slow)])
 def test_nested_query_changes_rebuild_the_view(n):
     changes_rebuild_view(sql(n), "auto", lambda rels: tpch_workloads(rels), examples=15)
