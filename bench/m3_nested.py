@@ -18,7 +18,9 @@ inserts of new rows, half deletes of loaded ones), each followed by
 what an ``m3`` box emits; a view without GROUP BY is its one row) — per event, the median of ``--rounds``
 rounds; and DuckDB holding the same rows, applying the same batches and
 re-running the same query after each (the naive strategy).  Printed: the
-per-event costs, their growth from 1x to 10x, and DuckDB's cost / Boreas's.
+per-event costs, their growth from 1x to 10x, and DuckDB's cost / Boreas's; and the *dict floor*: the
+control's dictionary work alone (lookups and updates at random keys of maps its size), whose growth
+from 1x to 10x is what larger maps cost CPython by themselves.
 
 Usage: .venv/bin/python bench/m3_nested.py [--rows 20000] [--batch 100] [--rounds 5] [--batches 10] [--quick]
 """
@@ -139,6 +141,29 @@ def measure_duckdb(view: str, rows: int, batch: int, rounds: int, batches: int) 
     return statistics.median(costs)
 
 
+def measure_floor(rows: int, batch: int, rounds: int, batches: int) -> float:
+    """Median per-event µs of the dict work alone that the first-order control does per event: two lookups and
+    two updates at a random part key, in three maps of the control's size (one entry per part, ``rows // 10``).
+
+    Its growth from 1x to 10x is what larger maps cost CPython by themselves (cache misses, nothing loops):
+    the control's growth beyond it would be the runtime's.
+    """
+    rng = random.Random(7)
+    parts = max(10, rows // 10)
+    maps = [{p: float(p) for p in range(parts)} for _ in range(3)]
+    revenue, m1, m2 = maps
+    costs = []
+    for _ in range(rounds):
+        keys = [rng.randrange(parts) for _ in range(batches * batch)]
+        start = time.perf_counter()
+        for k in keys:
+            price = 1.5
+            revenue[k] = revenue.get(k, 0.0) + price * m2.get(k, 0)
+            m1[k] = m1.get(k, 0.0) + price
+        costs.append((time.perf_counter() - start) / (batches * batch) * 1e6)
+    return statistics.median(costs)
+
+
 def _bulk(con, name: str, rows: list[tuple]) -> None:
     """Load many rows at once (``VALUES`` lists of 1,000: DuckDB parses them far faster than row inserts)."""
     for i in range(0, len(rows), 1000):
@@ -168,6 +193,10 @@ def main(argv=None) -> int:
         d10 = measure_duckdb(view, 10 * args.rows, args.batch, args.rounds, args.batches)
         print(f"{view:<22}{klass:<14}{backend:<9}{b1:>9.1f}{b10:>9.1f}{b10 / b1:>7.1f}x{d1:>11.1f}{d10:>12.1f}"
               f"{d1 / b1:>17.2f}x{d10 / b10:>6.2f}x", flush=True)
+    f1 = measure_floor(args.rows, args.batch, args.rounds, args.batches)
+    f10 = measure_floor(10 * args.rows, args.batch, args.rounds, args.batches)
+    print(f"{'CPython dict floor':<22}{'(control)':<14}{'':<9}{f1:>9.2f}{f10:>9.2f}{f10 / f1:>7.1f}x   "
+          "(the control's dict work per event alone, on maps of its size)")
     print("domain-bound views loop over a domain when read (Q17: the selected parts' (part, quantity) pairs; VWAP: "
           "the distinct prices, each with a binary search over the sorted prices), so their cost grows with it; the "
           "first-order control has no domain loop (its per-event work is lookups: any growth is the memory of larger "
