@@ -8,10 +8,14 @@ aggregates and HAVING (:mod:`.viewexpr`), or select columns (``*``,
 ``alias.*``; ``DISTINCT``: a view of rows, :mod:`.outputs`), over inner
 equi-joins (comma joins or ``JOIN ... ON``), with
 selections comparing a column with a constant or another column (``= <> < <= > >=``,
-``BETWEEN``, ``IN (...)``, ``IN LIST (...)``, ``LIKE 'abc'``/``'abc%'``, AND,
-OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position or ALL) and
-``ORDER BY`` (ignored: a view is a set; the query's ``notes`` say so).
-Constants may be expressions (:mod:`.constants`).
+``BETWEEN``, ``IN (...)``, ``IN LIST (...)``, ``LIKE``/``NOT LIKE`` a constant
+pattern, AND, OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position
+or ALL) and ``ORDER BY`` (ignored: a view is a set; the query's ``notes`` say so).
+Constants may be expressions (:mod:`.constants`).  Subqueries in FROM and
+WITH without aggregates are flattened first (:mod:`.derived`); a UNION ALL
+(in FROM, or a statement of views of rows) becomes one query per branch
+(:mod:`.union`, ``SqlQuery.union``); subqueries in WHERE and HAVING:
+:mod:`.subqueries`.
 
 Everything else is rejected with a :class:`CompileError` naming the
 construct, the view and its line:col — checking here, once, keeps later
