@@ -35,7 +35,8 @@ import datetime
 import math
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 SLOTS = 4096
 """Number of hash slots; segments are contiguous slot ranges ``[lo, hi)`` of ``range(SLOTS)``."""
@@ -110,6 +111,20 @@ def slot(value: float | str | datetime.date) -> int:
     if isinstance(value, datetime.date):  # datetime.datetime too: its day
         return slot_date(value)
     raise TypeError(f"cannot hash {value!r} ({type(value).__name__}) into a slot: keys are INT, FLOAT, STRING or DATE values")
+
+
+def placer(read: Callable[[Any], Any], cells: Sequence) -> Callable[[Any], Any]:
+    """``row -> cells[slot(read(row))]``, an INT hashed inline: routing places every event, so a call less each.
+
+    >>> from operator import itemgetter
+    >>> cells = list(range(SLOTS))
+    >>> [placer(itemgetter(0), cells)((v,)) == slot(v) for v in (7, -1, "O", 2.5)]
+    [True, True, True, True]
+    """
+    def place(row: Any) -> Any:
+        v = read(row)
+        return cells[((v * _GOLDEN) & _MASK) >> _SHIFT] if type(v) is int else cells[slot(v)]
+    return place
 
 
 def slots_of(key: Sequence, column: int) -> int:

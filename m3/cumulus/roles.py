@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 
 from ..ast import Const, Var
-from .hashing import slot
+from .hashing import placer, slot
 from .layout import Layout
 from .plan import LOCAL, LOOP, Plan, StatementPlan, TriggerPlan
 
@@ -100,6 +100,8 @@ class Roles:
         self._places: dict[tuple[str, int], list] = {}  # trigger -> every writer/server argument, for involved()
         self._place_keys: dict[tuple[str, int], list] = {}  # trigger -> its distinct places ...
         self._wheres: dict[tuple[str, int], list] = {}  # ... and ``row -> members`` of each
+        self._duties: dict[tuple, dict] = {}  # (trigger, member) -> placement -> what it asks of the member
+        self._cells = [(m,) for m in layout.owners]  # slot -> (its owner,): a place's members
         self._triggers: dict[tuple[str, int], tuple[_Stmt, ...]] = {
             (t.relation, t.sign): tuple(self._statement(t, s) for s in t.statements) for t in plan.triggers
             if relation is None or t.relation == relation}
@@ -123,9 +125,8 @@ class Roles:
         if kind == LOOP or arg.kind == "loop":
             everyone = self.everyone
             return lambda row: everyone
-        if arg.kind == "event":
-            read = self._getter(arg.index)
-            return lambda row: (owners[slot(read(row))],)
+        if arg.kind == "event":  # (one tuple per member, not one per row)
+            return placer(self._getter(arg.index), self._cells)
         fixed = (lay.home,) if arg.kind == "home" else (owners[slot(arg.value)],)
         return lambda row: fixed
 
@@ -179,8 +180,14 @@ class Roles:
             only = fixed[0] if len(fixed) == 1 else fixed
             return lambda row: only
         if len(reads) == 1 and not fixed:
-            read = reads[0]
-            return lambda row: owners[slot(read(row))]
+            return placer(reads[0], owners)
+        if len(reads) == 2 and not fixed:  # (Q3's orders: placed by their key and their customer's)
+            first, second = placer(reads[0], owners), placer(reads[1], owners)
+
+            def pair(row: tuple) -> int | tuple[int, int]:
+                a, b = first(row), second(row)
+                return a if a == b else (a, b)
+            return pair
 
         def members(row: tuple) -> tuple[int, ...]:
             return tuple({*fixed, *(owners[slot(read(row))] for read in reads)})
@@ -206,40 +213,68 @@ class Roles:
         pushes: ``{writer: [(map, pattern)]}`` (``None`` in a pattern: any
         value; a writer waiting for this member gets ``[]``).  Each distinct
         partition argument of the trigger is placed once per row, however
-        many statements and references share it.
+        many statements and references share it; what a row asks of the
+        member depends only on where its arguments are placed, so that is
+        worked out once per distinct placement (:meth:`_duty`), and a row
+        costs its placement, one lookup and its patterns.
         """
         stmts = self._triggers.get((relation, sign), ())
         serving = () if self.alone else self._serving.get((relation, sign), ())
         if not serving:
             return Share(rows if stmts else [], set(), {})
-        wheres, plain = self._wheres[(relation, sign)], self._plain[(relation, sign)]
+        trigger = (relation, sign)
+        wheres = self._wheres[trigger]
+        duties = self._duties.setdefault((trigger, member), {})
         mine: list[tuple] = []
         need: set[int] = set()
         out: dict[int, list] = {}
+        places = len(wheres)
+        w0, w1 = wheres[0], wheres[-1]
         for row in rows:
-            at = [where(row) for where in wheres]
-            writes = False
-            for st in serving:
-                writers = at[st.w]
-                if member in writers:
-                    writes = True
-                    for r in st.refs:
-                        need.update(at[r.s])
-                others = None
-                for r in st.refs:
-                    if member in at[r.s]:
-                        if others is None:
-                            others = [w for w in writers if w != member]
-                        if others:
-                            wanted = (r.map, r.pattern_of(row))
-                            for w in others:
-                                out.setdefault(w, []).append(wanted)
-                        else:
-                            break
-            if writes or any(member in at[st.w] for st in plain):
+            at = (w0(row), w1(row)) if places == 2 else (w0(row),) if places == 1 else tuple([w(row) for w in wheres])
+            duty = duties.get(at)
+            if duty is None:
+                duty = duties[at] = self._duty(trigger, member, at)
+            applies, needs, pushes = duty
+            if applies:
                 mine.append(row)
+            if needs:
+                need |= needs
+            for r, others in pushes:
+                wanted = (r.map, r.pattern_of(row))
+                for w in others:
+                    bucket = out.get(w)
+                    if bucket is None:
+                        out[w] = [wanted]
+                    else:
+                        bucket.append(wanted)
         need.discard(member)
         return Share(mine, need, out)
+
+    def _duty(self, trigger: tuple[str, int], member: int, at: tuple) -> tuple[bool, frozenset, tuple]:
+        """What a row placed at ``at`` (members per distinct place) asks of ``member``: whether it applies the
+        row, the members that push to it for the row, and ``(ref, writers)`` it pushes the row's entries to."""
+        serving, plain = self._serving[trigger], self._plain[trigger]
+        writes = False
+        need: set[int] = set()
+        pushes = []
+        for st in serving:
+            writers = at[st.w]
+            if member in writers:
+                writes = True
+                for r in st.refs:
+                    need.update(at[r.s])
+            others = None
+            for r in st.refs:
+                if member in at[r.s]:
+                    if others is None:
+                        others = tuple(w for w in writers if w != member)
+                    if others:
+                        pushes.append((r, others))
+                    else:
+                        break
+        applies = writes or any(member in at[st.w] for st in plain)
+        return applies, frozenset(need), tuple(pushes)
 
 
 def _sequential_relations(plan: Plan) -> set[str]:

@@ -33,6 +33,8 @@ nothing (its Work never leaves the process).
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from boreas.m3.cumulus import Layout
 from boreas.m3.cumulus.member import group
 from boreas.m3.cumulus.roles import Roles
@@ -63,7 +65,7 @@ class Coordinating:
             at = picks[i]
             if pp.columns[i][1] == "DATE":
                 return lambda row: date_of(row[at])
-            return lambda row: row[at]
+            return itemgetter(at)
 
         roles = Roles(plan, layout, getter, pp.relation)
         by_sign = {sign: roles.involved(pp.relation, sign) for sign in (1, -1)}

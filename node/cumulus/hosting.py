@@ -34,6 +34,7 @@ treat as one more producer on the same ordered link.
 from __future__ import annotations
 
 import logging
+import time
 import zlib
 from dataclasses import replace
 from typing import Any
@@ -111,6 +112,23 @@ class Hosting:
                 emitted += op._run(now)
             if not any(op._local for op in self.hosted.values()):
                 return emitted
+
+    #: seconds the entry count /status and the metrics show may be old
+    ENTRIES_TTL = 1.0
+
+    def state_entries(self) -> int:
+        """Entries of the member's maps, counted at most once a second.
+
+        Counting walks every group of an indexed map (Q3's ``m1`` by
+        customer): about 3 ms for 350k entries, which a bench polling
+        ``/status`` 50 times a second paid as 15% of a node's CPU.  A gauge
+        a second old says as much; the maps themselves are never stale.
+        """
+        now = time.monotonic()
+        counted = getattr(self, "_entries_counted", None)
+        if counted is None or now - counted[0] >= self.ENTRIES_TTL:
+            counted = self._entries_counted = (now, self.runtime.entries())
+        return counted[1]
 
     def backlog(self) -> int:
         """Versions and messages waiting at the members hosted here (the coordinators' admission)."""
