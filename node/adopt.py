@@ -50,9 +50,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from boreas.catalog.documents import Unsubscribe, Update, read_document
 from boreas.catalog.model import Catalog, Node, Partition, Region, Subscription
 from boreas.catalog.replicate import apply_update, catalog_items
+from boreas.wire.frames import Batch, decode
 
 from .context import NodeContext
 from .cumulus.part import PartOperator
@@ -115,14 +117,30 @@ class _Collected(Outputs):
     def __init__(self, endpoint: str, sender: str, counters: Counter[str]):
         super().__init__(endpoint, None, sender, counters)
         self.outputs: list[tuple[str, str, list[tuple], str, int, bool]] = []
+        self._internal: set[str] = set()  # streams between members of a partitioned box
 
     def follow(self, catalog: Catalog, internal: dict[str, str] | None = None) -> None:
+        self._internal = set(internal or ())
         self.destinations = {}
         for sub in catalog.subscriptions.values():
             self.destinations.setdefault(sub.stream, []).append(sub.endpoint)
         for stream, endpoint in (internal or {}).items():  # a partition member's messages
             self.destinations.setdefault(stream, []).append(endpoint)
         self.links = {e: _Endpoint(e) for targets in self.destinations.values() for e in targets}  # type: ignore
+
+    def resend(self, unacknowledged: list[list]) -> int:
+        """Outputs the failed node's snapshot lists as not acknowledged: kept first, like the replay's."""
+        kept = 0
+        for endpoint, data in unacknowledged:
+            batch = decode(bytes(data))
+            if not isinstance(batch, Batch):
+                continue
+            rows = msgspec.msgpack.decode(bytes(batch.rows))
+            if batch.stream not in self._internal:  # a stream's rows are tuples; a member's messages stay lists
+                rows = [tuple(r) for r in rows]
+            self.outputs.append((endpoint, batch.stream, rows, batch.producer, batch.seq, batch.restart))
+            kept += 1
+        return kept
 
     async def flush(self) -> None:
         outbox, self._outbox = self._outbox, []

@@ -283,16 +283,20 @@ class Dataflow:
             position = self.journal.append(records.encode(records.Marker(snapshot, now)))
             self.journal.roll()
         return {"snapshot": snapshot, "position": position + 1 if self.journal else 0, "clock": now,
-                **self.state.capture()}
+                **self.state.capture(), "unacknowledged": self.out.unacknowledged()}
 
     def restore_capture(self, captured: dict) -> list[str]:
         """Continue from :meth:`capture` after a restart; returns the boxes that got their state back.
 
         The flow clock continues from the captured one, so timers and the
-        clock values in the log keep their meaning.
+        clock values in the log keep their meaning.  Outputs no receiver had
+        acknowledged at the snapshot go out again first (the replay starts
+        after them, so it would not produce them).
         """
         self.clock_offset = float(captured["clock"]) - time.monotonic()
-        return self.state.restore(captured)
+        restored = self.state.restore(captured)
+        self.out.resend(captured.get("unacknowledged", []))  # ahead of what the replay produces again
+        return restored
 
     async def replay_log(self, entries: Iterable[tuple[int, bytes]]) -> int:
         """Process the log's records again, with their clock values; returns how many batches.

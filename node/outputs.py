@@ -32,6 +32,7 @@ import logging
 from collections import Counter
 
 from boreas.catalog.model import Catalog
+from boreas.wire.frames import Batch, decode, encode, make_batch
 from boreas.wire.links import OutboundLink
 from boreas.wire.tuples import RowType
 
@@ -72,6 +73,9 @@ class Outputs:
         self._routed: set[tuple[str, str]] = set()
         self._started = False
         self._chores: set[asyncio.Task] = set()  # links starting or closing after a catalog change
+        # the outbox flush() is handing to the links, and how much of it it handed: a snapshot lists the rest
+        self._handing: list[Output] = []
+        self._handed = 0
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -254,6 +258,59 @@ class Outputs:
         """Hand everything queued to the links, in order (waits while a link is full)."""
         async with self.sending:
             outbox, self._outbox = self._outbox, []
-            for link, stream, rows, producer, seq, restart in outbox:
-                await link.send(stream, rows, producer, seq, restart=restart)
-                self.counters["rows_out"] += len(rows)
+            self._handing = outbox
+            try:
+                for i, (link, stream, rows, producer, seq, restart) in enumerate(outbox):
+                    await link.send(stream, rows, producer, seq, restart=restart)
+                    self._handed = i + 1
+                    self.counters["rows_out"] += len(rows)
+            finally:
+                self._handing, self._handed = [], 0
+
+    # -- snapshots: what was sent and not acknowledged ----------------------------------
+
+    def unacknowledged(self) -> list[list]:
+        """``[[endpoint, encoded Batch], ...]``: every batch that left (or was queued to leave) and that no
+        receiver acknowledged yet, in the order each link sends them.
+
+        Called between two batches (a snapshot, under the dataflow lock):
+        these outputs derive from inputs before the snapshot's marker, so a
+        node restarted from the snapshot replays only the log after it and
+        would never produce them again; :meth:`resend` queues them again.  A
+        batch being handed to its link right now may be listed twice (on the
+        link, and as not yet handed): receivers drop the second copy.
+        """
+        out: list[list] = []
+        links = {id(link): link for link in [*self.links.values(), *self.forwards.values()]}
+        for link in links.values():
+            out += [[link.endpoint, encode(batch)] for batch in link.pending()]
+        for link, stream, rows, producer, seq, restart in [*self._handing[self._handed:], *self._outbox]:
+            batch = make_batch(stream, producer, seq, rows, link.forward_to_box, restart)
+            out.append([link.endpoint, encode(batch)])
+        return out
+
+    def resend(self, unacknowledged: list[list]) -> int:
+        """Queue what :meth:`unacknowledged` listed (a restart from a snapshot) on the links, ahead of
+        anything produced from now on; returns how many batches.
+
+        A batch goes to the link of the endpoint it was meant for, or, when
+        the local catalog no longer sends its stream there, to the stream's
+        destinations now.  Receivers drop what they already have.
+        """
+        queued = 0
+        for endpoint, data in unacknowledged:
+            batch = decode(bytes(data))
+            if not isinstance(batch, Batch):
+                continue
+            link = self.links.get(endpoint)
+            targets = [link] if link is not None else [self.links[e] for e in self.destinations.get(batch.stream, ())
+                                                       if e in self.links]
+            if not targets:
+                log.warning("node %s: %s/%s#%d, not acknowledged by %s before the snapshot, has nowhere to go now",
+                            self.endpoint, batch.stream, batch.producer, batch.seq, endpoint)
+                continue
+            for target in targets:
+                target.requeue([batch])
+                queued += 1
+        self.counters["batches_resent_from_snapshot"] += queued
+        return queued

@@ -268,13 +268,18 @@ async def test_a_corrupt_log_tail_and_a_half_written_snapshot_are_survived(clust
             await publisher.flush()
             done = await asyncio.to_thread(cluster.boreas, "snapshot")
             assert done.returncode == 0, done.stderr
+            # records after the snapshot's marker: the node cuts its log before the marker once the snapshot
+            # is complete, and starts the next segment with its next record
+            await publisher.send(rows[3_000:3_100])
+            await publisher.flush()
+            segments = await asyncio.to_thread(wait_until, lambda: sorted((dirs[2] / "log").glob("*.log")),
+                                               20.0, "a log segment after the snapshot")
             await asyncio.to_thread(cluster.stop, nodes[2], True)
-            segments = sorted((dirs[2] / "log").glob("*.log"))
             with open(segments[-1], "ab") as f:  # a torn record: a length, half a checksum
                 f.write(b"\x00\x00\x10\x00\xde\xad")
             (dirs[2] / "snapshots" / ".snap-000000000099.tmp").write_bytes(b"BOREASS1\x00\x00")
             await asyncio.to_thread(cluster.start_node, nodes[2], True, dirs[2])
-            await publisher.send(rows[3_000:])
+            await publisher.send(rows[3_100:])
         got = await reading
     assert got == expected
     assert "cut" in cluster.log(nodes[2]) or "torn" in cluster.log(nodes[2]).lower()
@@ -310,3 +315,36 @@ async def test_snapshots_taken_while_a_box_keeps_moving(cluster_factory):
     assert got == expected
     attempts = get_json(f"{cluster.head}/status")["snapshots"]
     assert attempts["last_complete"] is not None
+
+
+async def test_outputs_not_acknowledged_when_a_snapshot_is_taken_survive_a_kill(cluster_factory):
+    """A node's outputs that its downstream had not acknowledged when the node took a snapshot must not be
+    lost when the node is killed after it: recovery restores the snapshot and replays only the log after it,
+    so those outputs would otherwise never be produced again (the receiver would skip the gap)."""
+    import json
+    import signal
+
+    cluster = cluster_factory()  # no scheduled snapshots: the test takes one at the chosen moment
+    nodes, dirs = await asyncio.to_thread(deploy_chain, cluster)
+    rows = [(float(n % 13), n) for n in range(3_000)]
+    expected = without_failures(rows, 50)
+    middle = cluster.procs[nodes[1]]
+    async with Subscriber(cluster.head, "Sums", TOKEN) as subscriber:
+        reading = asyncio.create_task(collect(subscriber, len(expected), timeout=120))
+        async with Publisher(cluster.head, "Packet", TOKEN, producer="unacked-test", batch_size=50) as publisher:
+            await publisher.send(rows[:1_000])
+            await publisher.flush()
+            middle.send_signal(signal.SIGSTOP)  # the entry node's outputs now wait for acknowledgements
+            try:
+                await publisher.send(rows[1_000:2_000])
+                await publisher.flush()  # acknowledged by the entry node: logged there, outputs unacknowledged
+                status, body = await asyncio.to_thread(http, "POST", f"http://{nodes[0]}/snapshot",
+                                                       json.dumps({"id": 1_000}).encode(), TOKEN,
+                                                       "application/json")
+                assert status == 200, body
+                await asyncio.to_thread(kill_and_restart, cluster, nodes[0], dirs[0])
+            finally:
+                middle.send_signal(signal.SIGCONT)
+            await publisher.send(rows[2_000:])
+        got = await reading
+    assert got == expected
