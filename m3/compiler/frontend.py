@@ -60,6 +60,7 @@ from sqlglot.errors import TokenError
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
 from .derived import flatten
+from .regroup import regroup
 from .union import split, statement_branches
 from .nodes import describe, sql_of, unknown_nodes, unread_args
 from .outputs import (
@@ -258,7 +259,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
         queries = [_query(name, b, relations, ctx, rename) for b in branches]
         return replace(queries[0], union=tuple(queries[1:]))
-    sel = flatten(branches[0], relations, ctx)
+    sel = flatten(regroup(branches[0], ctx), relations, ctx)
     for key, keyword, why in _CLAUSES:
         if keyword and sel.args.get(key):
             word = keyword.strip(chr(92) + "b").replace(chr(92) + "s+", " ")

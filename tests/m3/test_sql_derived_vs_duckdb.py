@@ -55,6 +55,17 @@ SHAPES: dict[str, str] = {
         FROM (SELECT a AS x, c AS y FROM R WHERE NOT EXISTS (SELECT * FROM S WHERE S.d = R.a)) t GROUP BY x""",
     "derived_in_in_subquery": GENERIC + """SELECT a, COUNT(*) AS n FROM R
         WHERE b IN (SELECT y FROM (SELECT d AS y FROM S WHERE e > 0) u) GROUP BY a""",
+    # aggregates over a grouped derived table that are aggregates of its rows (m3/compiler/regroup.py)
+    "sum_of_sums": GENERIC + """SELECT g, SUM(s) AS total
+        FROM (SELECT a AS g, b AS h, SUM(c) AS s FROM R GROUP BY a, b) t GROUP BY g""",
+    "count_of_groups_and_avg": GENERIC + """SELECT g, COUNT(*) AS groups, AVG(n) AS per_group
+        FROM (SELECT R.a AS g, S.d AS h, COUNT(*) AS n FROM R, S WHERE R.b = S.b GROUP BY R.a, S.d) t GROUP BY g""",
+    "min_of_min_max_of_group_column": GENERIC + """SELECT MIN(lo) AS lo, MAX(h) AS hi
+        FROM (SELECT a, b AS h, MIN(c) AS lo FROM R GROUP BY a, b) t WHERE a < 3""",
+    "grouped_cte_read_as_rows": GENERIC + """WITH t AS (SELECT a, SUM(c) AS s, COUNT(*) AS n FROM R GROUP BY a)
+        SELECT a, s, n FROM t WHERE s > 0 OR a = 1""",
+    "having_over_regrouped": GENERIC + """SELECT g, SUM(s) AS total
+        FROM (SELECT a AS g, d, SUM(e) AS s FROM R, S WHERE R.b = S.b GROUP BY a, d) t GROUP BY g HAVING COUNT(*) > 1""",
 }
 
 
@@ -73,7 +84,13 @@ def test_a_flattened_derived_table_is_first_order():
 
 
 @pytest.mark.parametrize("sql, message", [
-    (GENERIC + "SELECT SUM(n) AS s FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t",
+    (GENERIC + "SELECT MAX(n) AS s FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t",
+     "unsupported MAX of the derived table's COUNT column n (MAX(n)): not an aggregate of the rows"),
+    (GENERIC + "SELECT n, COUNT(*) AS c FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t GROUP BY n",
+     "unsupported GROUP BY n over a grouped derived table"),
+    (GENERIC + "SELECT S.d, SUM(t.s) AS x FROM (SELECT b, SUM(c) AS s FROM R GROUP BY b) t, S WHERE t.b = S.b GROUP BY S.d",
+     "unsupported grouped derived table joined with other FROM items"),
+    (GENERIC + "SELECT SUM(x) AS s FROM (SELECT a AS x, COUNT(*) AS n FROM R) t",
      "unsupported derived table with aggregates (an aggregate of aggregates"),
     (GENERIC + "SELECT SUM(x) AS s FROM (SELECT DISTINCT a AS x FROM R) t", "unsupported DISTINCT in a derived table"),
     (GENERIC + "SELECT SUM(x) AS s FROM (SELECT a AS x FROM R LIMIT 3) t", "unsupported LIMIT in a derived table"),

@@ -80,6 +80,8 @@ POSITIONS = [
     "WITH v AS (SELECT a, b FROM R WHERE hole) SELECT SUM(b) AS s FROM v",
     "SELECT a, b FROM R UNION ALL SELECT a, hole FROM R",
     "SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT a, hole FROM R) u GROUP BY k",
+    "SELECT SUM(s) AS x FROM (SELECT a, SUM(hole) AS s FROM R GROUP BY a) t",
+    "SELECT t.a, MAX(t.m) AS x FROM (SELECT a, b, MAX(b) AS m FROM R GROUP BY a, b) t WHERE hole GROUP BY t.a",
 ]
 
 FILLERS = [exp.column("a"), exp.Literal.number(2), exp.Literal.string("A")]
@@ -187,6 +189,8 @@ CORPUS = [
     "SELECT t.x, SUM(y) AS s FROM (SELECT r.a AS x, r.b * s.c AS y FROM R r, S s WHERE r.b = s.b) AS t GROUP BY t.x",
     "WITH v(k, w) AS (SELECT a, b FROM R WHERE a > 1) SELECT k, SUM(w) AS n FROM v GROUP BY k",
     "SELECT a, b FROM R WHERE a > 1 UNION ALL SELECT b, a FROM R WHERE b < 2",
+    "SELECT t.g, SUM(t.s) AS total, COUNT(*) AS n FROM (SELECT a AS g, b, SUM(b) AS s FROM R GROUP BY a, b) AS t "
+    "WHERE t.g > 1 GROUP BY t.g",
     "SELECT u.k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT r.b, s.b FROM R r, S s WHERE r.a = s.b) u GROUP BY u.k",
 ]
 

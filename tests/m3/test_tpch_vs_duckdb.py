@@ -24,8 +24,8 @@ REFUSED = {
     7: "unsupported EXTRACT of a column",  # its derived table is flattened; EXTRACT(year FROM l_shipdate) as a group
     8: "unsupported EXTRACT of a column",  # the same (o_orderdate)
     9: "unsupported EXTRACT of a column",  # the same; its LIKE '%green%' compiles
-    13: "unsupported derived table with aggregates",  # an aggregate of aggregates (over a LEFT OUTER JOIN)
-    15: "unsupported derived table with aggregates",  # a grouped CTE, and MAX over it (an aggregate of aggregates)
+    13: "unsupported GROUP BY c_count over a grouped derived table",  # grouping by an aggregate; also a LEFT JOIN
+    15: "unsupported grouped derived table joined with other FROM items",  # and MAX over its SUM column
     16: "unsupported COUNT DISTINCT in a query with a nested subquery",  # its LIKE and NOT LIKE compile
     20: "subquery nested in a subquery",
     22: "unsupported SUBSTRING",  # a derived table (flattened) of SUBSTRING(c_phone, 1, 2)
