@@ -17,6 +17,7 @@ import re
 import pytest
 from boreas.m3 import CompileError, compile_sql, compile_to_text
 from boreas.m3.ast import RelAtom, walk
+from changes_check import changes_rebuild_view
 from m3_harness import check_against_duckdb, shape_params
 
 GENERIC = """
@@ -78,3 +79,10 @@ def test_a_union_adds_terms_to_one_map_per_aggregate():
 def test_unsupported_unions_are_refused_by_name(sql, message):
     with pytest.raises(CompileError, match=re.escape(message)):
         compile_sql(sql)
+
+
+@pytest.mark.parametrize("shape", ["rows_union", pytest.param("avg_max_distinct_over_union", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", ["python", "auto"])
+def test_changes_rebuild_the_view(shape, backend):
+    """The rows ``changes()`` reports after each batch, applied in order, rebuild the view (both backends)."""
+    changes_rebuild_view(SHAPES[shape], backend)
