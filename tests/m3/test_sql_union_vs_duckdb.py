@@ -26,6 +26,11 @@ CREATE STREAM S(b INT, d INT, e DOUBLE);
 CREATE TABLE T(d INT, f INT, g VARCHAR);
 """
 
+STRINGS = """
+CREATE STREAM R(a INT, b INT, c DOUBLE, g VARCHAR);
+CREATE STREAM S(b INT, d INT, e DOUBLE, h VARCHAR);
+"""
+
 SHAPES: dict[str, str] = {
     "sum_over_union": GENERIC + """SELECT k, SUM(v) AS s, COUNT(*) AS n
         FROM (SELECT a AS k, c AS v FROM R UNION ALL SELECT d, e FROM S) u GROUP BY k""",
@@ -45,6 +50,13 @@ SHAPES: dict[str, str] = {
     "rows_union": GENERIC + "SELECT a, b FROM R WHERE c > 0 UNION ALL SELECT b, d FROM S",
     "rows_union_of_joins": GENERIC + """SELECT R.a, T.g FROM R, T WHERE R.b = T.d
         UNION ALL SELECT S.b, T.g FROM S, T WHERE S.d = T.d""",
+    # combinations with the other new constructs: LIKE, a CTE, a HAVING subquery over a derived table
+    "like_in_union_branches": STRINGS + """SELECT k, COUNT(*) AS n
+        FROM (SELECT a AS k FROM R WHERE g LIKE '%U%' UNION ALL SELECT d FROM S WHERE h NOT LIKE '_S%') u GROUP BY k""",
+    "cte_rows_union_with_like": STRINGS + """WITH v AS (SELECT a, g FROM R WHERE c > 0)
+        SELECT a, g FROM v UNION ALL SELECT b, h FROM S WHERE h LIKE '%I%'""",
+    "having_subquery_over_derived": STRINGS + """SELECT x, SUM(y) AS s
+        FROM (SELECT a AS x, c AS y FROM R WHERE g LIKE '%A%') t GROUP BY x HAVING SUM(y) >= (SELECT AVG(e) FROM S)""",
 }
 
 
