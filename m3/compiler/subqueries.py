@@ -155,6 +155,10 @@ def having_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, Relat
     → ``(op, left, right)``: a side without a subquery is a view expression (:func:`.viewexpr.view_expr`), a side
     with one an operand as :func:`nested_conjunct` makes it (its subqueries read no outer column)."""
     e = unparen(e)
+    inner = tuple(n for n in e.walk() if isinstance(n, SUBQUERY_NODES) and not any(
+        isinstance(a, SUBQUERY_NODES) for a in _ancestors(n, e)))
+    for node, arg in unread_args(e, inner):  # around the subqueries (each checks its own)
+        raise ctx.error(f"unsupported {arg.upper()} of {type(node).__name__.upper()} ({sql_of(node)})", node)
     op = _CMP.get(type(e))
     if op is None:
         raise ctx.error(f"unsupported subquery in HAVING inside {type(e).__name__.upper()} ({sql_of(e)}): a HAVING "
@@ -170,6 +174,13 @@ def having_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, Relat
                             "only uncorrelated scalar subqueries and constants", side)
         sides.append(x)
     return (op, sides[0], sides[1])
+
+
+def _ancestors(node: exp.Expression, stop: exp.Expression):
+    node = node.parent
+    while node is not None and node is not stop:
+        yield node
+        node = node.parent
 
 
 def _subqueries_of(x) -> list[SubQuery]:

@@ -81,6 +81,8 @@ POSITIONS = [
     "SELECT a, b FROM R UNION ALL SELECT a, hole FROM R",
     "SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT a, hole FROM R) u GROUP BY k",
     "SELECT SUM(s) AS x FROM (SELECT a, SUM(hole) AS s FROM R GROUP BY a) t",
+    "SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING SUM(b) > (SELECT SUM(c) FROM S) * hole",
+    "SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING hole < (SELECT SUM(c) FROM S WHERE c > 0)",
     "SELECT t.a, MAX(t.m) AS x FROM (SELECT a, b, MAX(b) AS m FROM R GROUP BY a, b) t WHERE hole GROUP BY t.a",
 ]
 
@@ -191,6 +193,7 @@ CORPUS = [
     "SELECT a, b FROM R WHERE a > 1 UNION ALL SELECT b, a FROM R WHERE b < 2",
     "SELECT t.g, SUM(t.s) AS total, COUNT(*) AS n FROM (SELECT a AS g, b, SUM(b) AS s FROM R GROUP BY a, b) AS t "
     "WHERE t.g > 1 GROUP BY t.g",
+    "SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING COUNT(*) > 1 AND SUM(b) > (SELECT SUM(c) FROM S WHERE c < 2) - 1",
     "SELECT u.k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT r.b, s.b FROM R r, S s WHERE r.a = s.b) u GROUP BY u.k",
 ]
 
