@@ -123,6 +123,7 @@ def nested_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, Relat
     """A WHERE conjunct holding a subquery → ``("exists", SubQuery, negated)`` or ``(op, left, right)`` whose
     sides are operands: ``("col", ref)``, a constant, ``("sub", SubQuery)``, ``(op, a, b)``, ``("neg", a)``."""
     e = unparen(e)
+    _refuse_unread_around(e, ctx)
     negated = False
     if type(e) is exp.Not:
         negated, e = True, unparen(e.this)
@@ -155,10 +156,7 @@ def having_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, Relat
     → ``(op, left, right)``: a side without a subquery is a view expression (:func:`.viewexpr.view_expr`), a side
     with one an operand as :func:`nested_conjunct` makes it (its subqueries read no outer column)."""
     e = unparen(e)
-    inner = tuple(n for n in e.walk() if isinstance(n, SUBQUERY_NODES) and not any(
-        isinstance(a, SUBQUERY_NODES) for a in _ancestors(n, e)))
-    for node, arg in unread_args(e, inner):  # around the subqueries (each checks its own)
-        raise ctx.error(f"unsupported {arg.upper()} of {type(node).__name__.upper()} ({sql_of(node)})", node)
+    _refuse_unread_around(e, ctx)
     op = _CMP.get(type(e))
     if op is None:
         raise ctx.error(f"unsupported subquery in HAVING inside {type(e).__name__.upper()} ({sql_of(e)}): a HAVING "
@@ -174,6 +172,14 @@ def having_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, Relat
                             "only uncorrelated scalar subqueries and constants", side)
         sides.append(x)
     return (op, sides[0], sides[1])
+
+
+def _refuse_unread_around(e: exp.Expression, ctx: Positions) -> None:
+    """An unread field of a node around the subqueries of a conjunct (each subquery checks its own)."""
+    inner = tuple(n for n in e.walk() if isinstance(n, SUBQUERY_NODES) and not any(
+        isinstance(a, SUBQUERY_NODES) for a in _ancestors(n, e)))
+    for node, arg in unread_args(e, inner):
+        raise ctx.error(f"unsupported {arg.upper()} of {type(node).__name__.upper()} ({sql_of(node)})", node)
 
 
 def _ancestors(node: exp.Expression, stop: exp.Expression):
