@@ -25,10 +25,12 @@ APP = """<borealis>
 </borealis>"""
 
 
-async def paced(publisher: Publisher, rows: list[tuple], chunk: int = 500, pause: float = 0.01) -> None:
-    """Publish at a rate a reading subscriber keeps up with (~50k rows/s, far below the node's), so the only
+async def paced(publisher: Publisher, rows: list[tuple], chunk: int = 500, pause: float = 0.02) -> None:
+    """Publish at a rate a reading subscriber keeps up with (~25k rows/s, far below the node's), so the only
     subscriber that falls a whole buffer behind is the one that stopped reading, not one that reads but
-    shares this process's loop with a publisher bursting faster than the node's output can be read."""
+    shares this process's loop with a publisher bursting faster than the node's output can be read.
+    (At ~50k rows/s, 5,000 ten-row batches a second, the reader in this process fell a buffer behind too
+    when other work shared the two cores: load 4-7, before and after the links' direct write alike.)"""
     for i in range(0, len(rows), chunk):
         await publisher.send(rows[i:i + chunk])
         await asyncio.sleep(pause)
