@@ -206,7 +206,11 @@ class Publisher:
         """
         batch: list[Any] = []
         for row in rows:
-            batch.append([row.get(f) for f in self.fields] if isinstance(row, Mapping) else list(row))
+            kind = type(row)
+            if kind is list or kind is tuple:  # the common case, without the ABC check (3x the copy's cost)
+                batch.append(list(row))
+            else:
+                batch.append([row.get(f) for f in self.fields] if isinstance(row, Mapping) else list(row))
             if len(batch) >= self.batch_size:
                 await self._send_batch(batch)
                 batch = []
