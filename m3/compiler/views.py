@@ -118,7 +118,8 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
     the distinct values of a group, or a comparison between columns loops over a map's entries and tests each:
     the statements of ``program`` that maintain the view's maps, directly or through the maps they read).
     A view of a nested subquery is domain-bound: its ``TOTAL`` reads the distinct values of the columns the
-    nested condition reads.
+    nested condition reads.  So is one whose maps an event updates at every group, looping over a whole map
+    (a cross product; a HAVING subquery's maps kept per group, :func:`.nested.having_subqueries`).
 
     >>> from ..syntax import parse_program
     >>> p = parse_program("DECLARE VIEW v[a := A](x := m[A] / n[A], lo := MIN(B : t[A, B]));")
@@ -144,11 +145,31 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
     if guarded:
         reasons.append(f"a comparison between columns ({', '.join(guarded)}) loops over a map's entries at each "
                        "event and tests each (cost grows with that map, not with the whole database)")
+    scans = _full_scans(v, program) if program is not None else []
+    if scans:
+        reasons.append(f"an event of {', '.join(dict.fromkeys(r for r, _ in scans))} updates "
+                       f"{', '.join(dict.fromkeys(m for _, m in scans))} at every group, looping over a whole map "
+                       "(no key bound by the event: a cross product, or a HAVING subquery's map per group; cost grows "
+                       "with the number of groups, not with the whole database)")
     if reasons:
         return ("domain-bound", "; ".join(reasons))
     why = "each event updates maps by lookups and loops over the entries it joins with; a row is read by one " \
           "lookup per map"
     return ("first-order", why)
+
+
+def _full_scans(v: ViewDecl, program: Program) -> list[tuple[str, str]]:
+    """``(relation, map)`` for each statement on a map the view reads that loops over a whole map: a map read
+    at loop variables only (no event variable or constant narrows it to a slice)."""
+    found = []
+    for t in program.triggers:
+        for s in t.statements:
+            if s.target.name not in v.maps:
+                continue
+            if any(isinstance(n, MapRef) and n.args and all(isinstance(a, Var) and a.name not in t.vars for a in n.args)
+                   for n in walk(s.expr)):
+                found.append((t.relation, s.target.name))
+    return found
 
 
 def _loop_guarded(v: ViewDecl, program: Program) -> list[str]:

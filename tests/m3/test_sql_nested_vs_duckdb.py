@@ -133,3 +133,10 @@ def test_doctests_of_the_nested_modules():
     for module in (nested, subqueries):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_a_having_subquery_view_is_domain_bound_by_its_per_group_maps():
+    """A HAVING subquery's maps are kept per group: ``boreas compile`` says an event of its relations loops over
+    the groups."""
+    first = compile_to_text(SHAPES["having_scalar_subquery"]).splitlines()[0]
+    assert first.startswith("-- view Q1: domain-bound: an event of S updates Q1_n1_v_sum, Q1_n1_n at every group"), first
