@@ -221,6 +221,33 @@ async def test_send_writes_at_once_on_an_idle_link_and_order_and_window_hold():
     assert link.counters["batches_sent"] == 300
 
 
+async def test_a_frame_that_could_wait_for_the_socket_goes_through_the_pump():
+    """send() writes itself only what cannot make it wait for the receiver's socket to drain: a frame
+    over aiohttp's writer limit (256 KiB) is queued for the pump, so a caller (the box task) never waits
+    on one client's socket."""
+    sink = Sink()
+    await sink.server.start("127.0.0.1", 0)
+    link = OutboundLink(sink.server.endpoint, "tok", "p1", window=4)
+    await link.start()
+    try:
+        for _ in range(500):
+            if link._live is not None:
+                break
+            await asyncio.sleep(0.01)
+        await link.send("S", [(n,) for n in range(100_000)])  # ~400 KB
+        assert link._queued.qsize() == 1 and link.counters["batches_sent"] == 0
+        await link.send("S", [(1,)])  # behind it: queued too, in order
+        assert link._queued.qsize() == 2
+        await link.flush(10)
+        await link.send("S", [(2,)])  # a small frame on the idle link: written at once
+        assert link._queued.empty() and link.counters["batches_sent"] == 3
+        await link.flush(10)
+    finally:
+        await link.close()
+        await sink.server.close()
+    assert [r[0] for r in sink.rows] == [*range(100_000), 1, 2]
+
+
 async def test_a_link_to_an_absent_subscriber_drops_instead_of_stalling(monkeypatch):
     import boreas.wire.links as links
 

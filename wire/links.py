@@ -92,6 +92,23 @@ ON_SLOW = ("block", "drop", "disconnect")
 SLOW_CLOSE = 4008  # WebSocket close code after a Goodbye for slowness
 
 
+#: Bytes of a WebSocket frame's header at most (2, an 8-byte length, a 4-byte mask).
+FRAME_HEADER = 14
+
+
+def _writes_without_waiting(ws: aiohttp.ClientWebSocketResponse, size: int) -> bool:
+    """Whether ``send_bytes`` of ``size`` bytes cannot wait for the transport to drain.
+
+    aiohttp's writer waits only once the bytes written since its last check
+    exceed its limit (256 KiB) and the transport is paused; below the limit it
+    writes and returns without waiting.  Its counters are private: if they
+    are not there (another aiohttp), the answer is no, and the pump writes.
+    """
+    writer = getattr(ws, "_writer", None)
+    written, limit = getattr(writer, "_output_size", None), getattr(writer, "_limit", None)
+    return isinstance(written, int) and isinstance(limit, int) and written + size + FRAME_HEADER <= limit
+
+
 class OutboundLink:
     def __init__(self, endpoint: str, token: str | None, sender: str, *, window: int = 16,
                  capacity: int = 64, drop_when_down: bool = False, on_reply: ReplyCallback | None = None,
@@ -202,13 +219,20 @@ class OutboundLink:
         queue, and an uncompressed frame reaches the transport before
         ``send_bytes`` first awaits).  The window holds too: the last slot is
         left to the pump, which may have looked at the window before these
-        writes and be waiting for its next batch.
+        writes and be waiting for its next batch.  And the caller never waits
+        for the receiver's socket: a frame after which ``send_bytes`` could
+        wait for the transport to drain goes through the pump, so a client
+        that stops reading still stalls only its own link (the box task
+        writing here must go on until that link's buffer fills and its
+        ``on_slow`` policy applies).
         """
         ws = self._live
         if ws is None or ws.closed or not self._queued.empty() or len(self._unacked) >= self.window - 1:
             return False
-        self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
         frame = encode(batch)
+        if not _writes_without_waiting(ws, len(frame)):
+            return False
+        self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
         try:
             await ws.send_bytes(frame)
         except (ConnectionError, aiohttp.ClientError) as exc:  # kept unacknowledged: re-sent after reconnecting
