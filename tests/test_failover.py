@@ -19,7 +19,7 @@ from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
 from support.cluster import TOKEN, get_json, http, wait_until
 from support.streams import collect
-from test_recovery import deploy_chain, without_failures
+from test_recovery import deploy_chain, with_outputs_waiting_at_a_snapshot, without_failures
 
 pytestmark = pytest.mark.faults
 
@@ -147,32 +147,11 @@ async def test_outputs_not_acknowledged_at_the_last_snapshot_reach_their_receive
     """The adopter sends what the failed node's snapshot lists as not acknowledged, before its replay's
     outputs: the middle node's outputs that the next node had not acknowledged when the snapshot was
     taken are produced by no replay (the replay starts after the snapshot)."""
-    import signal
-
     cluster = cluster_factory(failover_after=2.0)  # no scheduled snapshots: one is taken at the chosen moment
     nodes, dirs = await asyncio.to_thread(deploy_chain, cluster, 3, True)
-    rows = [(float(n % 13), n) for n in range(3_000)]
-    expected = without_failures(rows, 50)
-    last = cluster.procs[nodes[2]]
-    async with Subscriber(cluster.head, "Sums", TOKEN) as subscriber:
-        reading = asyncio.create_task(collect(subscriber, len(expected), timeout=120))
-        async with Publisher(cluster.head, "Packet", TOKEN, producer="unacked-failover", batch_size=50) as publisher:
-            await publisher.send(rows[:1_000])
-            await publisher.flush()
-            await asyncio.sleep(0.5)  # through the chain
-            last.send_signal(signal.SIGSTOP)  # briefly (well under --failover-after): the middle's outputs wait
-            try:
-                await publisher.send(rows[1_000:2_000])
-                await publisher.flush()
-                await asyncio.sleep(0.2)  # the middle node took them and sent its outputs on
-                status, body = await asyncio.to_thread(http, "POST", f"http://{nodes[1]}/snapshot",
-                                                       json.dumps({"id": 1_000}).encode(), TOKEN,
-                                                       "application/json")
-                assert status == 200, body
-                await asyncio.to_thread(cluster.stop, nodes[1], True)
-            finally:
-                last.send_signal(signal.SIGCONT)
-            await publisher.send(rows[2_000:])
-        got = await reading
+    # the last node is stopped briefly (well under --failover-after); the middle one is killed for good
+    got, expected = await with_outputs_waiting_at_a_snapshot(
+        cluster, nodes, stopped=2, snapshotted=1, crash=lambda: cluster.stop(nodes[1], True),
+        producer="unacked-failover")
     assert got == expected
     assert get_json(f"{cluster.head}/status")["failover"]["nodes"][nodes[1]]["state"] == "failed over"

@@ -15,13 +15,12 @@ DuckDB.
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 
 import pytest
 from boreas.client.publisher import Publisher
 from boreas.client.query import QueryClient
-from support.cluster import TOKEN, http
+from support.cluster import TOKEN, take_snapshot
 from test_cumulus_groupby import APP, BATCH, deployment, expected_view, producers_for_each_member, workload
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
@@ -48,9 +47,7 @@ async def test_member_messages_not_acknowledged_at_a_snapshot_survive_a_kill(clu
             for publisher, producer in ((first, producers[0]), (second, producers[1])):
                 await publisher.send(data[producer][400:440])  # one batch each: admitted, Work for member 2
             await asyncio.sleep(0.5)  # epochs end meanwhile: Advance and Close for member 2 wait too
-            status, body = await asyncio.to_thread(http, "POST", f"http://{nodes[1]}/snapshot",
-                                                   json.dumps({"id": 1_000}).encode(), TOKEN, "application/json")
-            assert status == 200, body
+            await asyncio.to_thread(take_snapshot, nodes[1], 1_000)
             # both killed (a rack's power, say): what member 2's kernel had buffered from member 1 is gone too
             await asyncio.to_thread(cluster.stop, nodes[1], True)
             await asyncio.to_thread(cluster.stop, nodes[2], True)

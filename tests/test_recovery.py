@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import random
+import signal
 
 import pytest
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
-from support.cluster import EXAMPLES, TOKEN, free_port, get_json, http, wait_until
+from support.cluster import EXAMPLES, TOKEN, free_port, get_json, http, take_snapshot, wait_until
 from support.streams import collect
 
 pytestmark = pytest.mark.faults
@@ -317,34 +318,40 @@ async def test_snapshots_taken_while_a_box_keeps_moving(cluster_factory):
     assert attempts["last_complete"] is not None
 
 
+async def with_outputs_waiting_at_a_snapshot(cluster, nodes: list[str], stopped: int, snapshotted: int, crash,
+                                             producer: str) -> tuple[list[tuple], list[tuple]]:
+    """Publish 3,000 rows through the chain; for the second thousand node ``stopped`` is stopped (SIGSTOP), so
+    node ``snapshotted``'s outputs wait unacknowledged when it takes a snapshot; then ``crash()`` runs (in a
+    thread) and node ``stopped`` goes on.  Returns what the subscriber got and what it should have got."""
+    rows = [(float(n % 13), n) for n in range(3_000)]
+    expected = without_failures(rows, 50)
+    process = cluster.procs[nodes[stopped]]
+    async with Subscriber(cluster.head, "Sums", TOKEN) as subscriber:
+        reading = asyncio.create_task(collect(subscriber, len(expected), timeout=120))
+        async with Publisher(cluster.head, "Packet", TOKEN, producer=producer, batch_size=50) as publisher:
+            await publisher.send(rows[:1_000])
+            await publisher.flush()
+            await asyncio.sleep(0.5)  # through the chain
+            process.send_signal(signal.SIGSTOP)
+            try:
+                await publisher.send(rows[1_000:2_000])
+                await publisher.flush()  # acknowledged by the entry node: logged there
+                await asyncio.sleep(0.2)  # on through the nodes before the stopped one
+                await asyncio.to_thread(take_snapshot, nodes[snapshotted], 1_000)
+                await asyncio.to_thread(crash)
+            finally:
+                process.send_signal(signal.SIGCONT)
+            await publisher.send(rows[2_000:])
+        return await reading, expected
+
+
 async def test_outputs_not_acknowledged_when_a_snapshot_is_taken_survive_a_kill(cluster_factory):
     """A node's outputs that its downstream had not acknowledged when the node took a snapshot must not be
     lost when the node is killed after it: recovery restores the snapshot and replays only the log after it,
     so those outputs would otherwise never be produced again (the receiver would skip the gap)."""
-    import json
-    import signal
-
     cluster = cluster_factory()  # no scheduled snapshots: the test takes one at the chosen moment
     nodes, dirs = await asyncio.to_thread(deploy_chain, cluster)
-    rows = [(float(n % 13), n) for n in range(3_000)]
-    expected = without_failures(rows, 50)
-    middle = cluster.procs[nodes[1]]
-    async with Subscriber(cluster.head, "Sums", TOKEN) as subscriber:
-        reading = asyncio.create_task(collect(subscriber, len(expected), timeout=120))
-        async with Publisher(cluster.head, "Packet", TOKEN, producer="unacked-test", batch_size=50) as publisher:
-            await publisher.send(rows[:1_000])
-            await publisher.flush()
-            middle.send_signal(signal.SIGSTOP)  # the entry node's outputs now wait for acknowledgements
-            try:
-                await publisher.send(rows[1_000:2_000])
-                await publisher.flush()  # acknowledged by the entry node: logged there, outputs unacknowledged
-                status, body = await asyncio.to_thread(http, "POST", f"http://{nodes[0]}/snapshot",
-                                                       json.dumps({"id": 1_000}).encode(), TOKEN,
-                                                       "application/json")
-                assert status == 200, body
-                await asyncio.to_thread(kill_and_restart, cluster, nodes[0], dirs[0])
-            finally:
-                middle.send_signal(signal.SIGCONT)
-            await publisher.send(rows[2_000:])
-        got = await reading
+    got, expected = await with_outputs_waiting_at_a_snapshot(
+        cluster, nodes, stopped=1, snapshotted=0, crash=lambda: kill_and_restart(cluster, nodes[0], dirs[0]),
+        producer="unacked-test")
     assert got == expected

@@ -81,6 +81,14 @@ def http(method: str, url: str, body: bytes | None = None, token: str | None = T
         return exc.code, exc.read()
 
 
+def take_snapshot(endpoint: str, snapshot_id: int) -> dict:
+    """Have durable node ``endpoint`` take snapshot ``snapshot_id`` now, as the Head asks it to; its answer."""
+    status, body = http("POST", f"http://{endpoint}/snapshot", json.dumps({"id": snapshot_id}).encode(),
+                        content_type="application/json")
+    assert status == 200, (endpoint, status, body[:300])
+    return json.loads(body)
+
+
 def get_json(url: str) -> Any:
     status, body = http("GET", url, token=None)
     assert status == 200, (url, status, body[:300])
