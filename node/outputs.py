@@ -294,8 +294,10 @@ class Outputs:
         anything produced from now on; returns how many batches.
 
         A batch goes to the link of the endpoint it was meant for, or, when
-        the local catalog no longer sends its stream there, to the stream's
-        destinations now.  Receivers drop what they already have.
+        the local catalog no longer sends its stream there, to the nodes the
+        stream goes to now (a box that moved takes its positions along, so
+        it drops what it had; a client that subscribed since never asked for
+        these).  Receivers drop what they already have.
         """
         queued = 0
         for endpoint, data in unacknowledged:
@@ -303,8 +305,9 @@ class Outputs:
             if not isinstance(batch, Batch):
                 continue
             link = self.links.get(endpoint)
-            targets = [link] if link is not None else [self.links[e] for e in self.destinations.get(batch.stream, ())
-                                                       if e in self.links]
+            targets = [link] if link is not None else [
+                self.links[e] for e in self.destinations.get(batch.stream, ())
+                if e in self.links and not self.links[e].drop_when_down]
             if not targets:
                 log.warning("node %s: %s/%s#%d, not acknowledged by %s before the snapshot, has nowhere to go now",
                             self.endpoint, batch.stream, batch.producer, batch.seq, endpoint)
