@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 
 from boreas.catalog.endpoints import split_endpoint
@@ -36,6 +37,8 @@ from boreas.wire.server import HttpServer
 from boreas.wire.tuples import RowType
 
 from .head_api import deploy_and_wait, stream_route
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SubscribeFailed", "SubscribeTimeout", "Subscriber", "SubscriberTooSlow"]
 
@@ -123,6 +126,8 @@ class Subscriber:
             try:
                 async with PeerClient(self.token) as peers:
                     await deploy_and_wait(peers, self.head, xml, f"unsubscribe {self.stream}", 10.0)
+            except RuntimeError as exc:  # committed, not yet delivered (the producing node is down or restarting)
+                log.warning("%s; the Head delivers it when the node is back", exc)
             finally:
                 await self.server.close()
                 self.endpoint = None
