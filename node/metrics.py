@@ -138,6 +138,8 @@ class NodeMetrics:
                  ) -> Callable[[Batch], Awaitable[Ack | Refused | Deferred]]:
         """``accept`` counting each batch's tuples under its stream (a stream not here: ``(unknown)``)."""
 
+        per_stream: dict[str, tuple[Any, Any]] = {}
+
         async def counted(batch: Batch) -> Ack | Refused | Deferred:
             reply = await accept(batch)
             ack = reply.reply if isinstance(reply, Deferred) else reply
@@ -145,8 +147,12 @@ class NodeMetrics:
                 known = self.node.dataflow.row_type(batch.stream) is not None
                 self.stream_refused_batches.labels(batch.stream if known else UNKNOWN_STREAM).inc()
             else:
-                self.stream_batches.labels(batch.stream).inc()
-                self.stream_tuples.labels(batch.stream).inc(ack.accepted)
+                counters = per_stream.get(batch.stream)
+                if counters is None:  # the labelled children, looked up once per stream (the hot path)
+                    counters = per_stream[batch.stream] = (self.stream_batches.labels(batch.stream),
+                                                           self.stream_tuples.labels(batch.stream))
+                counters[0].inc()
+                counters[1].inc(ack.accepted)
                 if ack.errors:
                     self.stream_refused.labels(batch.stream).inc(len(ack.errors))
             return reply
