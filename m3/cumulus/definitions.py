@@ -44,6 +44,7 @@ import datetime
 import math
 
 from ..ast import (
+    LIKE_OPS,
     Cmp,
     Const,
     Expr,
@@ -245,7 +246,24 @@ class _Writer:
         return self.value(e, bound)
 
     def condition(self, c: Cmp, bound: dict) -> str:
+        if c.op in LIKE_OPS:
+            return self.like(c, bound)
         return f"{self.operand(c.left, bound)} {_PLAIN_SQL_OPS[c.op]} {self.operand(c.right, bound)}"
+
+    def like(self, c: Cmp, bound: dict) -> str:
+        """``X [NOT] LIKE 'p'`` with M3's (DuckDB's) meaning: no escape character, a backslash is itself.
+
+        Spark SQL escapes with a backslash by default, so a pattern holding
+        one names an escape character the pattern does not use.
+        """
+        if not (isinstance(c.right, Const) and isinstance(c.right.value, str)):
+            raise DefinitionError(f"map {self.map.name!r}: {c.op} against something else than a string constant")
+        pattern = c.right.value
+        sql = f"{self.operand(c.left, bound)} {c.op} {self.string(pattern)}"
+        if "\\" in pattern:
+            escape = next(ch for ch in "!#$&~^|" + "".join(map(chr, range(0x2000, 0x2100))) if ch not in pattern)
+            sql += f" ESCAPE {self.string(escape)}"
+        return sql
 
     def value(self, e: Expr, bound: dict) -> str:
         """A factor of the summed value, computed in the runtime's types (BIGINT, DOUBLE)."""

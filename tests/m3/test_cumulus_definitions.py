@@ -130,3 +130,22 @@ def test_what_cannot_be_written_is_refused():
 def test_doctests():
     module = importlib.import_module("boreas.m3.cumulus.definitions")
     assert doctest.testmod(module).failed == 0
+
+
+@pytest.mark.parametrize("pattern", ["%BR_SS", "%a\\%", "a\\_%", "%!%"])
+def test_like_conditions_as_sql_equal_evaluate_definition(pattern):
+    """LIKE and NOT LIKE with M3's meaning (a backslash is an ordinary character) in both dialects."""
+    quoted = pattern.replace("'", "''")
+    p = compile_sql(f"""CREATE STREAM R(a INT, s VARCHAR);
+        SELECT a, SUM(1) AS n, SUM(CASE WHEN s NOT LIKE '{quoted}' THEN 1 ELSE 0 END) AS other
+        FROM R WHERE s LIKE '%' GROUP BY a""")
+    rng = random.Random(pattern)
+    words = ["BRASS", "BRISS", "xBRASS", "a\\%", "ba\\x", "a\\_z", "a_z", "!x!", "x!", "%"]
+    tables = {"R": [(rng.randrange(3), rng.choice(words)) for _ in range(40)]}
+    con = duckdb_with(p, tables)
+    for m in p.maps:
+        sql = definition_sql(p, m)
+        got = {tuple(row[:-1]): row[-1] for row in con.execute(sql).fetchall()}
+        same_entries(got, evaluate_definition(p, m, tables), f"{m.name}\n{sql}")
+        spark = definition_sql(p, m, dialect="spark")
+        assert ("LIKE" in spark) == ("LIKE" in sql) and ("ESCAPE" in spark) == ("LIKE" in sql and "\\" in pattern)
