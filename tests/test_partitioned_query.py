@@ -19,6 +19,7 @@ real query API on a loopback port; a stand-in Head answers ``GET /boxes``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import doctest
 import importlib
 import json
@@ -468,6 +469,41 @@ def test_boreas_segments_says_what_is_wrong_in_one_line(servers, full, capsys):
 # -- the real PartOperator (node/cumulus/part.py) behind the same API ---------------------
 
 
+class _Members:
+    """Real ``PartOperator``s, one per member, with their member-to-member messages carried in order and their
+    timers (the leader's epoch) run on a clock of their own, as node processes would."""
+
+    def __init__(self, ops: list, n_in: int, n_out: int):
+        self.ops, self.n_in, self.n_out = ops, n_in, n_out
+        self.now = 0.0
+        self.queue: collections.deque = collections.deque()
+
+    def _collect(self, src: int, emitted) -> None:
+        for port, rows in emitted:
+            if port >= self.n_out:
+                stream, _ = self.ops[src].internal_streams().outputs[port - self.n_out]
+                self.queue.append((int(stream.rsplit("@", 1)[1]), rows))
+
+    def publish(self, member: int, rows: list) -> None:
+        self._collect(member, self.ops[member].process(0, rows, self.now))
+
+    def settle(self, limit: int = 100_000) -> None:
+        for _ in range(limit):
+            if self.queue:
+                dst, rows = self.queue.popleft()
+                self._collect(dst, self.ops[dst].process(self.n_in, rows, self.now))  # its own member's in port
+                continue
+            deadlines = [d for d in (op.next_deadline() for op in self.ops) if d is not None]
+            if not deadlines:
+                return
+            self.now = max(self.now, min(deadlines))
+            for i, op in enumerate(self.ops):
+                deadline = op.next_deadline()
+                if deadline is not None and deadline <= self.now:
+                    self._collect(i, op.poll(self.now))
+        raise AssertionError("the members did not settle")
+
+
 async def test_real_members_fed_through_their_coordinators_answer_as_one_node(servers, full):
     from boreas.catalog.model import Partition, SegmentPlacement
     from boreas.node.cumulus.part import PartOperator
@@ -490,14 +526,10 @@ async def test_real_members_fed_through_their_coordinators_answer_as_one_node(se
     ops = [PartOperator(template.box, template.inputs, template.outputs, partition, e) for e in endpoints]
     for flow, op in zip(flows, ops):
         flow.operators[BOX] = op
-    n_in = len(template.box.inputs)
+    members = _Members(ops, len(template.box.inputs), len(template.box.outputs))
     for i in range(0, len(ROWS), 50):  # each batch enters a member by turns, which sends the others their share
-        coordinator = ops[(i // 50) % 3]
-        for port, rows in coordinator.process(0, ROWS[i:i + 50], 0.0):
-            if port >= len(template.box.outputs):
-                stream, _ = coordinator.internal_streams().outputs[port - len(template.box.outputs)]
-                member = int(stream.split("@")[1].split("/")[0])
-                ops[member].process(n_in + 0, rows, 0.0)
+        members.publish((i // 50) % 3, ROWS[i:i + 50])
+    members.settle()  # coordinators hold Work until the epoch ends: the leader's timer ends it
 
     head = servers.head([head_answer(layout)])
     async with QueryClient(head, moved_wait=2) as client:
