@@ -57,7 +57,18 @@ class Var:
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
-Val = Var | Const
+@dataclass(frozen=True)
+class Call:
+    """``YEAR(D)``, ``SUBSTRING(P, 1, 2)``: a scalar function of a variable and integer constants
+    (:mod:`.functions`).  In a map definition it stands in a *lift* ``{K = YEAR(D)}`` (``K`` is the year of
+    ``D``); in a trigger it is a value computed from the event's row (a map key, a side of a guard)."""
+
+    fn: str
+    args: tuple[Var | Const, ...]
+    pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
+
+
+Val = Var | Const | Call
 
 
 @dataclass(frozen=True)
@@ -176,7 +187,7 @@ class Total:
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
-Expr = Const | Var | MapRef | RelAtom | Cmp | IfThen | Prod | Sum | Arith | Fold | BoolOp | Total
+Expr = Const | Var | Call | MapRef | RelAtom | Cmp | IfThen | Prod | Sum | Arith | Fold | BoolOp | Total
 
 
 @dataclass(frozen=True)
@@ -375,7 +386,7 @@ def walk(expr: Expr):
     elif isinstance(expr, IfThen):
         yield from walk(expr.cond)
         yield from walk(expr.then)
-    elif isinstance(expr, (MapRef, RelAtom)):
+    elif isinstance(expr, (MapRef, RelAtom, Call)):
         for a in expr.args:
             yield from walk(a)
 
@@ -391,3 +402,14 @@ def variables(expr: Expr) -> list[str]:
         if isinstance(node, Var) and node.name not in out:
             out.append(node.name)
     return out
+
+
+def lift(c: Expr) -> tuple[str, Call] | None:
+    """``(K, call)`` when ``c`` is a lift ``{K = call}`` of a map definition (:class:`Call`), else None.
+
+    >>> lift(Cmp("=", Var("K"), Call("YEAR", (Var("D"),)))), lift(Cmp("=", Var("K"), Var("D")))
+    (('K', Call(fn='YEAR', args=(Var(name='D'),))), None)
+    """
+    if isinstance(c, Cmp) and c.op == "=" and isinstance(c.left, Var) and isinstance(c.right, Call):
+        return c.left.name, c.right
+    return None

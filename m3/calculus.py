@@ -52,19 +52,45 @@ class Lit:
         return format_const(self.value)
 
 
-Value = V | Lit
+@dataclass(frozen=True)
+class Fn:
+    """A scalar function of a variable (and integer constants): ``YEAR(D)``, ``SUBSTRING(P, 1, 2)``
+    (:mod:`.functions`).  It stands in a *lift* ``{K = YEAR(D)}`` (:func:`lifted`); once the event binds
+    ``D``, the compiler puts the call where ``K`` was (a value computed from the event's row)."""
+
+    name: str
+    args: tuple[V | Lit, ...]
+    type: str  # the value's M3 type
+
+    def vars(self) -> tuple[V, ...]:
+        return tuple(x for x in self.args if isinstance(x, V))
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(map(str, self.args))})"
+
+
+Value = V | Lit | Fn
+
+
+def value_vars(x: Value) -> tuple[V, ...]:
+    """The variables of a value: itself, or a call's.
+
+    >>> value_vars(Fn("YEAR", (V("D", "DATE"),), "INT")), value_vars(Lit(3))
+    ((V(name='D', type='DATE'),), ())
+    """
+    return (x,) if isinstance(x, V) else x.vars() if isinstance(x, Fn) else ()
 
 
 @dataclass(frozen=True)
 class Cond:
-    """An atomic comparison ``left op right``, op in ``= <> < <=``."""
+    """An atomic comparison ``left op right``, op in ``= <> < <=`` (or a lift ``{K = f(X)}``: :func:`lifted`)."""
 
     op: str
     left: Value
     right: Value
 
     def vars(self) -> tuple[V, ...]:
-        return tuple(x for x in (self.left, self.right) if isinstance(x, V))
+        return tuple(dict.fromkeys(value_vars(self.left) + value_vars(self.right)))
 
     def __str__(self) -> str:
         return f"{{{self.left} {self.op} {self.right}}}"
@@ -180,12 +206,26 @@ class Agg:
         return max((len(t.atoms) for t in self.terms), default=0)
 
 
+def lifted(c: Cond) -> V | None:
+    """``K`` when ``c`` is a lift ``{K = f(X)}`` (``K`` is the value of a function of ``X``), else None.
+
+    >>> k, d = V("K", "INT"), V("D", "DATE")
+    >>> lifted(Cond("=", k, Fn("YEAR", (d,), "INT"))), lifted(Cond("=", k, d))
+    (V(name='K', type='INT'), None)
+    """
+    if c.op == "=" and isinstance(c.left, V) and isinstance(c.right, Fn):
+        return c.left
+    return None
+
+
 def substitute(x, mapping: dict[V, Value]):
-    """Rename variables (or bind them to constants) in a value, cond, atom, poly, term or Agg."""
+    """Rename variables (or bind them to constants or calls) in a value, cond, atom, poly, term or Agg."""
     if isinstance(x, V):
         return mapping.get(x, x)
     if isinstance(x, Lit):
         return x
+    if isinstance(x, Fn):
+        return Fn(x.name, tuple(substitute(a, mapping) for a in x.args), x.type)
     if isinstance(x, Cond):
         return Cond(x.op, substitute(x.left, mapping), substitute(x.right, mapping))
     if isinstance(x, Atom):
@@ -215,7 +255,9 @@ def _subst_poly(p: Poly, mapping: dict[V, Value]) -> Poly:
 
 # -- conversion to the M3 AST (map definitions in program text) ----------------
 
-def value_to_ast(x: Value) -> ast.Var | ast.Const:
+def value_to_ast(x: Value) -> ast.Var | ast.Const | ast.Call:
+    if isinstance(x, Fn):
+        return ast.Call(x.name, tuple(value_to_ast(a) for a in x.args))
     return ast.Var(x.name) if isinstance(x, V) else ast.Const(x.value)
 
 

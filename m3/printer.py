@@ -18,6 +18,7 @@ from .ast import (
     Arith,
     BoolOp,
     Cmp,
+    Call,
     Const,
     Expr,
     Fold,
@@ -56,6 +57,8 @@ def format_expr(e: Expr) -> str:
         return format_const(e.value)
     if isinstance(e, Var):
         return e.name
+    if isinstance(e, Call):
+        return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
     if isinstance(e, MapRef):
         return f"{e.name}[{', '.join(format_expr(a) for a in e.args)}]"
     if isinstance(e, RelAtom):

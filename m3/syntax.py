@@ -23,7 +23,9 @@ Grammar (Figure 1 of seed 001, plus declarations)::
     prod      := factor ('*' factor)*
     factor    := NAME '[' vals ']' | NAME '(' vals ')' | val | '(' sum ')'
                | IF prod CMP prod THEN sum ELSE 0 | '{' prod CMP prod '}'
-    val       := NAME | ['-'] NUMBER | STRING | DATE STRING
+    val       := NAME | ['-'] NUMBER | STRING | DATE STRING | FN '(' val (',' val)* ')'
+    FN        := YEAR | QUARTER | MONTH | DAY | SUBSTRING  -- :mod:`.functions`; NAME '(' is an atom of a
+                                                          -- relation declared by that name
     CMP       := '=' | '<>' | '<' | '<=' | LIKE | NOT LIKE     -- LIKE: a string var against a string constant
 
 Keywords are case-insensitive, names case-sensitive, ``--`` starts a comment.
@@ -43,6 +45,7 @@ import datetime
 import re
 
 from .ast import (
+    Call,
     CMP_OPS,
     TYPES,
     Cmp,
@@ -63,6 +66,7 @@ from .ast import (
     Var,
 )
 from .errors import ParseError, Pos
+from .functions import FUNCTIONS
 from .viewsyntax import ViewParser
 
 KEYWORDS = {"ON", "DO", "IF", "THEN", "ELSE", "CREATE", "STREAM", "TABLE", "DECLARE", "MAP", "VIEW", "DATE"}
@@ -119,6 +123,7 @@ def tokenize(text: str) -> list[_Tok]:
 
 class _Parser(ViewParser):
     def __init__(self, text: str):
+        self.relations: set[str] = set()  # declared so far: ``NAME(...)`` is their atom, not a function call
         self.toks = tokenize(text)
         self.i = 0
 
@@ -196,6 +201,7 @@ class _Parser(ViewParser):
 
         cols = self.comma_list(")", column)
         self.expect(";")
+        self.relations.add(name.text)
         return RelationDecl(name.text, kind.text, cols, pos=start.pos)
 
     def map_decl(self) -> MapDecl:
@@ -268,7 +274,7 @@ class _Parser(ViewParser):
             self.take()
             self.take()
             return MapRef(t.text, self.comma_list("]", self.val), pos=t.pos)
-        if t.kind == "name" and self.peek(1).text == "(":
+        if t.kind == "name" and self.peek(1).text == "(" and (t.text in self.relations or t.text not in FUNCTIONS):
             self.take()
             self.take()
             return RelAtom(t.text, self.comma_list(")", self.val), pos=t.pos)
@@ -326,6 +332,10 @@ class _Parser(ViewParser):
 
     def val(self) -> Val:
         t = self.peek()
+        if t.kind == "name" and t.text in FUNCTIONS and self.peek(1).text == "(":
+            self.take()
+            self.take()
+            return Call(t.text, self.comma_list(")", self.val), pos=t.pos)
         if t.kind == "name":
             self.take()
             return Var(t.text, pos=t.pos)

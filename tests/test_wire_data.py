@@ -191,6 +191,15 @@ class _Watched(dict):
         self.most = max(self.most, len(self))
 
 
+async def _connected(link: OutboundLink) -> None:
+    """Until the link's connection is up (a send before it would be queued for the pump)."""
+    for _ in range(500):
+        if link._live is not None:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the link to {link.endpoint} did not connect")
+
+
 async def test_send_writes_at_once_on_an_idle_link_and_order_and_window_hold():
     """send() writes the frame itself when nothing waits before it (no turn of the pump task); sends racing
     the pump, a slow receiver and a full window still arrive in order, never more than ``window`` in flight."""
@@ -200,10 +209,7 @@ async def test_send_writes_at_once_on_an_idle_link_and_order_and_window_hold():
     link._unacked = watched = _Watched()
     await link.start()
     try:
-        for _ in range(500):
-            if link._live is not None:
-                break
-            await asyncio.sleep(0.01)
+        await _connected(link)
         await link.send("S", [(0,)])
         assert link.counters["batches_sent"] == 1 and link._queued.empty()  # written, not queued
         for n in range(1, 300):
@@ -230,10 +236,7 @@ async def test_a_frame_that_could_wait_for_the_socket_goes_through_the_pump():
     link = OutboundLink(sink.server.endpoint, "tok", "p1", window=4)
     await link.start()
     try:
-        for _ in range(500):
-            if link._live is not None:
-                break
-            await asyncio.sleep(0.01)
+        await _connected(link)
         await link.send("S", [(n,) for n in range(100_000)])  # ~400 KB
         assert link._queued.qsize() == 1 and link.counters["batches_sent"] == 0
         await link.send("S", [(1,)])  # behind it: queued too, in order

@@ -44,17 +44,38 @@ from __future__ import annotations
 
 import datetime
 import operator
+from dataclasses import dataclass
 from typing import Protocol
 
 from sqlglot import exp
 
 from ..ast import RelationDecl
 from ..errors import CompileError
+from ..functions import check_call, result_type
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
 from .predicates import FALSE, TRUE, in_list, like, negate
 
 ColRef = tuple[str, str]  # (alias, column)
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A scalar function of one column (``EXTRACT(YEAR FROM d)``, ``SUBSTRING(p, 1, 2)``): a GROUP BY key or a
+    compared value computed from the row.  The normaliser lifts it into a variable (:mod:`..functions`)."""
+
+    fn: str  # a name of :data:`..functions.FUNCTIONS`
+    ref: ColRef
+    args: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.fn}({', '.join([self.ref[1], *map(str, self.args)])})"
+
+
+Operand = ColRef | Computed
+_PARTS = {"YEAR": "YEAR", "YEARS": "YEAR", "QUARTER": "QUARTER", "MONTH": "MONTH", "MONTHS": "MONTH",
+          "DAY": "DAY", "DAYS": "DAY"}
+_PART_FUNCTIONS = {exp.Year: "YEAR", exp.Quarter: "QUARTER", exp.Month: "MONTH", exp.Day: "DAY"}
 
 _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _PY_CMP = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
@@ -116,9 +137,52 @@ class Resolver:
             tables = self.tables
         return [(a, c.name) for a, r in tables for c in self.relations[r].columns]
 
-    def col_type(self, ref: ColRef) -> str:
+    def col_type(self, ref: Operand) -> str:
+        if isinstance(ref, Computed):
+            return result_type(ref.fn)
         rel = dict(self.tables)[ref[0]]
         return next(c.type for c in self.relations[rel].columns if c.name == ref[1])
+
+    def computed(self, e: exp.Expression) -> Computed | None:
+        """A scalar function of a column (``EXTRACT(YEAR FROM d)``, ``YEAR(d)``, ``SUBSTRING(p, 1, 2)``), or
+        None when ``e`` is not one of those functions; refused when it is one of them of something else."""
+        e = unparen(e)
+        kind = type(e)
+        if kind is exp.Extract:
+            unit = e.this.name.upper() if isinstance(e.this, exp.Expression) else str(e.this).upper()
+            fn, arg, args = _PARTS.get(unit), e.expression, ()
+            if fn is None and not is_constant(e):
+                raise self.ctx.error(f"unsupported EXTRACT({unit} FROM a column) ({sql_of(e)}): of a column, only "
+                                     "YEAR, QUARTER, MONTH and DAY", e)
+        elif kind in _PART_FUNCTIONS:
+            fn, arg, args = _PART_FUNCTIONS[kind], e.this, ()
+        elif kind is exp.Substring:
+            fn, arg = "SUBSTRING", e.this
+            if e.args.get("zero_start"):
+                raise self.ctx.error(f"unsupported zero-based SUBSTRING ({sql_of(e)})", e)
+            bounds = [e.args.get("start")] + ([e.args["length"]] if e.args.get("length") is not None else [])
+            if bounds[0] is None or not all(is_constant(b) for b in bounds):
+                raise self.ctx.error(f"unsupported SUBSTRING ({sql_of(e)}): its start and length are constants", e)
+            args = tuple(self.constant(b) for b in bounds)
+        else:
+            return None
+        if fn is None or is_constant(e):
+            return None
+        if type(unparen(arg)) is not exp.Column:
+            raise self.ctx.error(f"unsupported {sql_of(e)}: a function of a column, not of {sql_of(arg)}", e)
+        ref = self.column(unparen(arg))
+        problem = check_call(fn, [self.col_type(ref), *args])
+        if problem is not None:
+            raise self.ctx.error(f"{problem} ({sql_of(e)})", e)
+        return Computed(fn, ref, args)
+
+    def operand(self, e: exp.Expression) -> Operand:
+        """A column, or a scalar function of one (:meth:`computed`)."""
+        return self.computed(e) or self.column(e)
+
+    def is_operand(self, e: exp.Expression) -> bool:
+        """Whether ``e`` is a column or a scalar function of one (the side of a comparison with a constant)."""
+        return type(e) is exp.Column or self.computed(e) is not None
 
     def constant(self, e: exp.Expression):
         """A constant's value, folded (:func:`.constants.fold`)."""
@@ -127,9 +191,9 @@ class Resolver:
         except NotConstant as nc:
             raise self.ctx.error(nc.message, nc.node) from None
 
-    def _against(self, col: exp.Column, e: exp.Expression):
-        """``(column, value)`` for a column compared with a constant that fits its type."""
-        ref = self.column(col)
+    def _against(self, col: exp.Expression, e: exp.Expression):
+        """``(column, value)`` for a column (or a function of one) compared with a constant that fits its type."""
+        ref = self.operand(col)
         t = self.col_type(ref)
         if not is_constant(e):
             raise self.ctx.error(f"unsupported comparison of column {sql_of(col)} with {sql_of(e)} "
@@ -139,7 +203,8 @@ class Resolver:
         except NotConstant as nc:
             raise self.ctx.error(nc.message, nc.node) from None
         if not _fits(t, v):
-            raise self.ctx.error(f"cannot compare {t} column {ref[1]} with {_what(v)}", e)
+            what = f"{t} value {ref}" if isinstance(ref, Computed) else f"{t} column {ref[1]}"
+            raise self.ctx.error(f"cannot compare {what} with {_what(v)}", e)
         return ref, v
 
     # -- selections -----------------------------------------------------------
@@ -162,8 +227,8 @@ class Resolver:
             return self._in(e)
         if kind is exp.Like:
             col = self._subject(e, "LIKE")
-            if self.col_type(self.column(col)) != "STRING":
-                raise self.ctx.error(f"LIKE on {self.col_type(self.column(col))} column {sql_of(col)} "
+            if self.col_type(self.operand(col)) != "STRING":
+                raise self.ctx.error(f"LIKE on {self.col_type(self.operand(col))} column {sql_of(col)} "
                                      "(LIKE matches strings)", e)
             ref, pattern = self._against(col, e.expression)
             p = like(ref, pattern)
@@ -180,10 +245,13 @@ class Resolver:
             if ({ta, tb} - {"INT", "FLOAT"}) and ta != tb:
                 raise self.ctx.error(f"cannot compare {ta} column {sql_of(left)} with {tb} column {sql_of(right)}", e)
             return (op, a, b)
+        if self.is_operand(left) and is_constant(right):
+            ref, v = self._against(left, right)
+            return (op, ref, v)
         if type(left) is exp.Column:
             ref, v = self._against(left, right)
             return (op, ref, v)
-        if type(right) is exp.Column:
+        if self.is_operand(right):
             ref, v = self._against(right, left)
             return (op, v, ref)
         if is_constant(left) and is_constant(right):
@@ -193,9 +261,9 @@ class Resolver:
             return TRUE if _PY_CMP[op](a, b) else FALSE
         raise self.ctx.error(f"unsupported condition {sql_of(e)} (compare a column with a constant or another column)", e)
 
-    def _subject(self, e: exp.Expression, what: str) -> exp.Column:
+    def _subject(self, e: exp.Expression, what: str) -> exp.Expression:
         col = unparen(e.this)
-        if type(col) is not exp.Column:
+        if not self.is_operand(col):
             raise self.ctx.error(f"unsupported {what} on {sql_of(col)} (only on a column)", e)
         return col
 
@@ -213,7 +281,7 @@ class Resolver:
         if not items:
             raise self.ctx.error(f"IN with an empty list ({sql_of(e)})", e)
         col = self._subject(e, "IN")
-        return in_list(self.column(col), [self._against(col, item)[1] for item in items])
+        return in_list(self.operand(col), [self._against(col, item)[1] for item in items])
 
     # -- aggregates -----------------------------------------------------------
     def aggregate(self, node: exp.Expression) -> tuple[str, object]:
