@@ -33,6 +33,7 @@ in map definitions.
 from __future__ import annotations
 
 from .ast import (
+    Call,
     FOLDS,
     TYPES,
     Arith,
@@ -55,9 +56,11 @@ from .ast import (
     Var,
     ViewDecl,
     variables,
+    lift,
     walk,
 )
 from .errors import CheckError, Pos
+from .functions import check_call
 
 Problems = list[tuple[str, Pos | None]]
 
@@ -256,9 +259,16 @@ def _check_map(out: Problems, m: MapDecl, rels) -> None:
     for node in walk(m.definition):
         if isinstance(node, Cmp):
             _check_like(out, node, types, f"definition of map {m.name}")
+        if isinstance(node, Cmp) and any(isinstance(x, Call) for x in walk(node)) and lift(node) is None:
+            out.append((f"definition of map {m.name}: a function call stands only in a lift {{K = f(X)}}", node.pos or m.pos))
+        if isinstance(node, Call):
+            _check_call(out, node, types, f"definition of map {m.name}")
     keys = [k.name for k in m.keys]
     for term in _terms(m.definition):
         bound = {a.name for node in walk(term) if isinstance(node, RelAtom) for a in node.args if isinstance(a, Var)}
+        lifts = [x for node in walk(term) if (x := lift(node)) is not None]
+        for _ in lifts:  # a lifted variable is bound where its call's variables are
+            bound |= {k for k, call in lifts if set(variables(call)) <= bound}
         for name in variables(term):
             if name not in bound:
                 what = "key" if name in keys else "variable"
@@ -266,6 +276,17 @@ def _check_map(out: Problems, m: MapDecl, rels) -> None:
         for k in keys:
             if k not in bound and k not in variables(term):
                 out.append((f"key {k} of map {m.name} does not appear in every term of its definition", term.pos or m.pos))
+
+
+def _check_call(out: Problems, c: Call, types: dict[str, str], where: str) -> None:
+    """``YEAR(D)``, ``SUBSTRING(P, 1, 2)``: a known function of a variable of its type and integer constants."""
+    first = c.args[0] if c.args else None
+    args = [types.get(first.name) if isinstance(first, Var) else "a constant"] + \
+        [a.value if isinstance(a, Const) else None for a in c.args[1:]]
+    problem = check_call(c.fn, args) if isinstance(first, Var) or not c.args else \
+        f"{c.fn} of something else than a variable"
+    if problem is not None:
+        out.append((f"{where}: {problem}", c.pos))
 
 
 def _check_like(out: Problems, c: Cmp, types: dict[str, str], where: str) -> None:
@@ -306,9 +327,14 @@ def _check_trigger(out: Problems, t: Trigger, rels, maps) -> None:
     types = dict(zip(t.vars, (c.type for c in rels[t.relation].columns))) if t.relation in rels else {}
     for s in t.statements:
         _check_statement(out, t, s, maps)
-        for node in walk(s.expr):
+        for node in [*walk(s.expr), *walk(s.target)]:
             if isinstance(node, Cmp):
                 _check_like(out, node, types, f"trigger on {t.relation}")
+            if isinstance(node, Call):
+                _check_call(out, node, types, f"trigger on {t.relation}")
+                if not set(variables(node)) <= set(t.vars):
+                    out.append((f"trigger on {t.relation}: {node.fn}(...) is computed from the event's row: its "
+                                "variable must be an event variable", node.pos or s.pos))
 
 
 def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
@@ -327,8 +353,8 @@ def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
             if node.name == s.target.name:
                 out.append((f"statement on {node.name} reads the map it updates", node.pos))
             for a in node.args:
-                if not isinstance(a, (Var, Const)):
-                    out.append((f"argument of {node.name} must be a variable or constant", node.pos))
+                if not isinstance(a, (Var, Const, Call)):
+                    out.append((f"argument of {node.name} must be a variable, constant or function call", node.pos))
     _, loop = classify(t, s)
     lhs = set(variables(s.target))
     guarded = {v for node in walk(s.expr) if isinstance(node, Cmp) for v in variables(node)}

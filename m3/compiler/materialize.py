@@ -48,14 +48,17 @@ from ..calculus import (
     Agg,
     Atom,
     Cond,
+    Fn,
     Lit,
     Poly,
     Term,
     V,
     Value,
+    lifted,
     poly_const,
     poly_mul,
     poly_vars,
+    value_to_ast,
 )
 from ..errors import CompileError
 from .delta import DeltaTerm
@@ -121,6 +124,8 @@ def _canon_term(t: Term, keymap: dict) -> str:
         def name(x, names=names):
             if isinstance(x, Lit):
                 return f"{type(x.value).__name__}:{x.value!r}"
+            if isinstance(x, Fn):
+                return f"{x.name}({','.join(name(a) for a in x.args)})"
             if x not in names:
                 names[x] = f"v{len(names) - len(keymap)}"
             return names[x]
@@ -154,8 +159,13 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
             i = parent[i]
         return i
 
+    lift_args = {k: [v for v in c.right.vars() if v not in event] for c in t.conds if (k := lifted(c)) is not None}
+
+    def binders(v):  # a lifted variable is bound where its call's variables are (:mod:`.lifts`)
+        return lift_args.get(v, [v])
+
     def atoms_with(vs):
-        return [i for i, a in enumerate(t.atoms) if any(v in a.vars() for v in vs if v not in event)]
+        return [i for i, a in enumerate(t.atoms) if any(b in a.vars() for v in vs if v not in event for b in binders(v))]
 
     for i, j in itertools.combinations(range(len(t.atoms)), 2):
         if set(t.atoms[i].vars()) & set(t.atoms[j].vars()) - event:
@@ -173,7 +183,7 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
             exposed.update(free)
             continue
         where = atoms_with(free)
-        if not where or any(not any(v in t.atoms[i].vars() for i in where) for v in free):
+        if not where or any(not any(b in t.atoms[i].vars() for i in where for b in binders(v)) for v in free):
             raise CompileError(f"internal: variable {free[0]} is not bound by a relation")
         for i in where[1:]:
             parent[find(i)] = find(where[0])
@@ -245,8 +255,8 @@ def s_keys(s: _Split) -> tuple[Value, ...]:
     return s.keys
 
 
-def _val(x: Value) -> ast.Var | ast.Const:
-    return ast.Var(x.name) if isinstance(x, V) else ast.Const(x.value)
+def _val(x: Value) -> ast.Var | ast.Const | ast.Call:
+    return value_to_ast(x)
 
 
 def _statements(target: MapDef, s: _Split, coef, refs: list[ast.MapRef]) -> list[ast.Statement]:

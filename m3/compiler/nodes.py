@@ -75,6 +75,9 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.Interval: frozenset({"this", "unit"}),
     exp.Var: frozenset({"this"}),
     exp.Extract: frozenset({"this", "expression"}),
+    exp.Substring: frozenset({"this", "start", "length", "zero_start"}),  # of a column: a computed key
+    exp.Year: frozenset({"this"}), exp.Quarter: frozenset({"this"}), exp.Month: frozenset({"this"}),
+    exp.Day: frozenset({"this"}),
     exp.Case: frozenset({"this", "ifs", "default"}),
     exp.If: frozenset({"this", "true", "false"}),
     # aggregates (COUNT_BIG counts the same rows)

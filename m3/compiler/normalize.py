@@ -41,6 +41,7 @@ from ..calculus import (
     Agg,
     Atom,
     Cond,
+    Fn,
     Lit,
     Poly,
     Term,
@@ -53,10 +54,12 @@ from ..calculus import (
     poly_vars,
 )
 from ..errors import CompileError
+from ..functions import result_type
 from .columns import Aggregate, view_columns
 from .frontend import SqlQuery
 from .nested import has_subquery, having_subqueries, nested_condition, nested_vars
 from .predicates import FALSE, TRUE, conj, negate
+from .resolve import Computed
 from .union import merged
 
 
@@ -117,6 +120,7 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
     roots = [c for c in cols if find(c) == c]
     names = dict(zip(roots, variable_names([c[1] for c in roots])))
     var = {c: V(names[find(c)], ctype[find(c)]) for c in cols}
+    lifts = lift_computed(q, var)  # EXTRACT, SUBSTRING of a column: a variable each, and the lifts defining them
     atoms = tuple(Atom(rel, tuple(var[(alias, c.name)] for c in rels[rel].columns)) for alias, rel in q.tables)
 
     key_vars = tuple(var[ref] for _, ref in q.group_by)
@@ -129,7 +133,8 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
         value = _value_terms(nonnull(expr) if count else expr, var, atoms)
         for (pc, conds), (vc, vconds, polys) in itertools.product(selection, value):
             if pc * vc:
-                terms.append(Term(pc * vc, atoms, conds + tuple(c for c in vconds if c not in conds), polys))
+                both = conds + tuple(c for c in vconds if c not in conds)
+                terms.append(Term(pc * vc, atoms, both + tuple(c for c in lifts if c not in both), polys))
         if not terms:  # a map without a definition has nothing to maintain: say why, not what the checker sees
             raise CompileError(f"query {q.name} has an aggregate that is always 0 (a WHERE or CASE condition "
                                "that never holds, or a zero value)")
@@ -184,9 +189,46 @@ def _has_case(e) -> bool:
     return isinstance(e, tuple) and not _is_ref(e) and any(_has_case(x) for x in e[1:])
 
 
+def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
+    """Give each function of a column the query computes (:class:`.resolve.Computed`: a GROUP BY key, a side of a
+    comparison) a variable of its own in ``var``, and return the lifts ``{K = f(X)}`` that define them.
+
+    A lift is 1 where ``K`` is ``f(X)``, so it may multiply every term: summed over ``K`` it is 1.  Maps are
+    then keyed by ``K`` where the query needs it; a trigger computes ``f`` of the event's column (:mod:`.lifts`).
+
+    >>> from .resolve import Computed
+    >>> var = {("R", "d"): V("D", "DATE")}
+    >>> q = SqlQuery("Q1", (("R", "R"),), (), None, (("y", Computed("YEAR", ("R", "d"))),), ())
+    >>> lift_computed(q, var), var[Computed("YEAR", ("R", "d"))]
+    ((Cond(op='=', left=V(name='YEAR_D', type='INT'), right=Fn(name='YEAR', args=(V(name='D', type='DATE'),), type='INT')),), V(name='YEAR_D', type='INT'))
+    """
+    found: list[Computed] = []
+
+    def collect(x):
+        if isinstance(x, Computed):
+            if x not in found:
+                found.append(x)
+        elif isinstance(x, tuple):
+            for y in x:
+                collect(y)
+
+    collect(tuple(ref for _, ref in q.group_by))
+    collect(q.predicate)
+    collect(q.nested)
+    taken = {v.name for v in var.values()}
+    out = []
+    for c in found:
+        x = var[c.ref]
+        name = variable_names([f"{c.fn}_{x.name}"], taken)[0]
+        taken.add(name)
+        k = var[c] = V(name, result_type(c.fn))
+        out.append(Cond("=", k, Fn(c.fn, (x,) + tuple(Lit(a) for a in c.args), k.type)))
+    return tuple(out)
+
+
 def _cond(op: str, left, right, var) -> Cond:
-    lv = var[left] if _is_ref(left) else Lit(left)
-    rv = var[right] if _is_ref(right) else Lit(right)
+    lv = var[left] if _is_ref(left) or isinstance(left, Computed) else Lit(left)
+    rv = var[right] if _is_ref(right) or isinstance(right, Computed) else Lit(right)
     if op in (">", ">="):
         return Cond("<" if op == ">" else "<=", rv, lv)
     return Cond(op, lv, rv)

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from .nodes import sql_of
-from .resolve import ColRef, Positions, Resolver, unparen
+from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import columns_of, has_aggregate, view_expr
 
 
@@ -53,7 +53,7 @@ class Item:
 
     name: str  # as written (alias, column name, or a generated name)
     node: exp.Expression  # the expression, alias removed
-    ref: ColRef | None = None
+    ref: ColRef | Computed | None = None  # a column, or a function of one (:meth:`.resolve.Resolver.computed`)
     value: object = None
 
 
@@ -89,11 +89,19 @@ def select_items(sel: exp.Select, res: Resolver, ctx: Positions) -> list[Item]:
         elif type(node) is exp.Column:
             ref = res.column(node)
             items.append(Item(alias or ref[1], node, ref=ref))
+        elif (key := res.computed(node)) is not None:  # EXTRACT(YEAR FROM d), SUBSTRING(p, 1, 2): a computed key
+            computed += 1
+            items.append(Item(alias or _function_name(node, computed), node, ref=key))
         else:
             computed += 1
             name = f"{type(node).__name__.lower()}_{computed}" if isinstance(node, exp.AggFunc) else f"expr_{computed}"
             items.append(Item(alias or name, node, value=view_expr(res, node)))
     return items
+
+
+def _function_name(node: exp.Expression, n: int) -> str:
+    """DuckDB's name for an unaliased function column would be its SQL text; a view column gets a plain name."""
+    return f"{type(node).__name__.lower()}_{n}"
 
 
 def grouped(sel: exp.Select, items: list[Item], having_pred) -> bool:
@@ -127,8 +135,11 @@ def group_columns(sel: exp.Select, items: list[Item], res: Resolver, ctx: Positi
             if not 1 <= k <= len(items):
                 raise ctx.error(f"GROUP BY {k}: the SELECT list has {len(items)} items", g)
             refs.append(_grouped_item(items[k - 1], g, ctx))
+        elif (key := res.computed(g)) is not None:
+            refs.append(key)
         else:
-            raise ctx.error(f"unsupported GROUP BY expression {sql_of(g)} (group by columns only)", g)
+            raise ctx.error(f"unsupported GROUP BY expression {sql_of(g)} (group by columns, or EXTRACT or "
+                            "SUBSTRING of a column)", g)
     out: list[ColRef] = []
     for r in refs:
         if r not in out:
@@ -213,7 +224,8 @@ def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view:
     keys = [(n, i.ref) for i, n in zip(items, names) if i.ref is not None]
     selected = {r for _, r in keys}
     hidden = [r for r in groups if r not in selected]
-    keys += list(zip(unique_names([r[1] for r in hidden], set(names)), hidden))
+    keys += list(zip(unique_names([r.fn.lower() if isinstance(r, Computed) else r[1] for r in hidden], set(names)),
+                     hidden))
     values = [(n, i.value) for i, n in zip(items, names) if i.ref is None]
     if count is not None:
         values.append((unique_names(["count"], {n for n, _ in keys} | set(names))[0], count))

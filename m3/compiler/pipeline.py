@@ -9,7 +9,8 @@
    (which maps, and the view's columns and condition over them: :mod:`.columns`)
 3. for every map, for every relation it reads and both event signs (recursively, for the maps this creates):
 
-   a. :func:`delta.delta` — the change of its definition for one event
+   a. :func:`delta.delta` — the change of its definition for one event; :func:`lifts.bind_lifts` — a
+      computed key the event determines (``EXTRACT(YEAR FROM d)``) becomes the function of its column
    b. :func:`simplify.simplify` — fold, decide, merge
    c. :func:`materialize.materialize` — statements, and the maps they read
 
@@ -67,6 +68,7 @@ from ..check import check_program
 from ..printer import format_program
 from .delta import delta, event_vars
 from .frontend import parse_sql
+from .lifts import bind_lifts
 from .materialize import MapDef, make_mapdef, materialize
 from .normalize import normalize
 from .simplify import simplify
@@ -79,6 +81,7 @@ PASSES = (
     ("frontend", parse_sql),
     ("normalize", normalize),
     ("delta", delta),
+    ("lifts", bind_lifts),
     ("simplify", simplify),
     ("materialize", materialize),
     ("views", view_decl),
@@ -143,7 +146,7 @@ def compile_with_notes(text: str, streams: tuple[RelationDecl, ...] = ()) -> tup
         used = md.definition.relations()
         for rel in (r.name for r in relations if r.name in used):
             for sign in (1, -1):
-                terms = simplify(delta(md.definition, rel, sign, events[rel]))
+                terms = simplify(bind_lifts(delta(md.definition, rel, sign, events[rel]), events[rel]))
                 stmts, new = materialize(md, terms, events[rel], maps, next_id)
                 next_id += len(new)
                 for nm in new:

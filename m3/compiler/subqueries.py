@@ -57,7 +57,7 @@ from sqlglot import exp
 
 from ..ast import RelationDecl
 from .nodes import sql_of, unknown_nodes, unread_args
-from .resolve import ColRef, Positions, Resolver, unparen
+from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import aggregates_of, columns_of, has_aggregate, having, view_expr
 
 _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -104,10 +104,10 @@ class ScopedResolver(Resolver):
                 for c in self.relations[r].columns if c.name.lower() == name]
         return hits or self.outer._hits(col)
 
-    def is_inner(self, ref: ColRef) -> bool:
-        return ref[0] in self.display
+    def is_inner(self, ref: ColRef | Computed) -> bool:
+        return (ref.ref if isinstance(ref, Computed) else ref)[0] in self.display
 
-    def col_type(self, ref: ColRef) -> str:
+    def col_type(self, ref: ColRef | Computed) -> str:
         return super().col_type(ref) if self.is_inner(ref) else self.outer.col_type(ref)
 
     def star(self, node: exp.Expression) -> list[ColRef]:

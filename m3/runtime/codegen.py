@@ -68,6 +68,7 @@ from collections.abc import Callable
 
 from ..ast import (
     LIKE_OPS,
+    Call,
     Cmp,
     Const,
     Expr,
@@ -80,6 +81,7 @@ from ..ast import (
     Var,
     variables,
 )
+from ..functions import PYTHON
 from ..like import like_matcher
 from .maps import primary_index
 
@@ -120,6 +122,8 @@ class _Gen:
             return repr(e.value)
         if isinstance(e, Prod):
             return "(" + " * ".join(self.val(f) for f in e.factors) + ")"
+        if isinstance(e, Call):  # YEAR(D), SUBSTRING(P, 1, 2) of the event's row, inlined (:mod:`..functions`)
+            return PYTHON[e.fn](self.val(e.args[0]), *(a.value for a in e.args[1:]))
         raise TypeError(f"cannot generate code for {e!r}")
 
     def cond(self, c: Cmp) -> str:

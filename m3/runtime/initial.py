@@ -10,11 +10,17 @@ as soon as their variables are bound; the product is summed per key.
 ... DECLARE MAP m[A: INT] : INT := R(A, B) * S(B, C) * C * {C < 10};''')
 >>> evaluate_definition(p, p.maps[0], {"R": [(1, 2), (1, 3)], "S": [(2, 5), (2, 20), (3, 1)]})
 {(1,): 6}
+>>> p = parse_program('''CREATE TABLE R(A INT, D DATE);
+... DECLARE MAP m[Y: INT] : INT := R(A, D) * A * {Y = YEAR(D)};''')
+>>> import datetime
+>>> evaluate_definition(p, p.maps[0], {"R": [(1, datetime.date(1995, 1, 2)), (2, datetime.date(1995, 5, 1))]})
+{(1995,): 3}
 """
 
 from __future__ import annotations
 
 from ..ast import (
+    Call,
     Cmp,
     Const,
     Expr,
@@ -25,9 +31,11 @@ from ..ast import (
     RelAtom,
     Sum,
     Var,
+    lift,
     variables,
     walk,
 )
+from ..functions import apply
 from ..like import COMPARE
 
 _OPS = COMPARE
@@ -64,6 +72,8 @@ def _value(e: Expr, env: dict):
         return 1 if _OPS[e.op](_value(e.left, env), _value(e.right, env)) else 0  # LIKE too: :mod:`..like`
     if isinstance(e, IfThen):
         return _value(e.then, env) if _value(e.cond, env) else 0
+    if isinstance(e, Call):
+        return apply(e.fn, tuple(_value(a, env) for a in e.args))
     raise TypeError(f"cannot evaluate {e!r}")
 
 
@@ -98,6 +108,12 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
                     if ok:
                         new_envs.append(e2)
             bound |= {a.name for a in atom.args if isinstance(a, Var)}
+            for f in list(pending):  # a lift {K = YEAR(D)} binds K once D is bound (:mod:`..functions`)
+                if (x := lift(f)) is not None and x[0] not in bound and set(variables(x[1])) <= bound:
+                    pending.remove(f)
+                    bound.add(x[0])
+                    for env in new_envs:
+                        env[x[0]] = _value(x[1], env)
             ready = [f for f in pending if isinstance(f, Cmp) and set(variables(f)) <= bound]
             pending = [f for f in pending if f not in ready]
             envs = [env for env in new_envs if all(_value(f, env) for f in ready)]

@@ -1,0 +1,99 @@
+"""Scalar functions of a column that M3 computes from an event's row: ``YEAR(D)``, ``SUBSTRING(P, 1, 2)``, ...
+
+Why: SQL groups by values computed from a column (TPC-H Q7-Q9 group by
+``EXTRACT(YEAR FROM l_shipdate)``, Q22 by ``SUBSTRING(c_phone, 1, 2)``).
+As DBToaster does, the compiler *lifts* such a value into a variable: a map
+definition holds the factor ``{K = YEAR(D)}`` (1 where ``K`` is the year of
+``D``: the sum over ``K`` is 1), so maps are keyed by the computed value, and
+a trigger computes it from the event's row (``Q[YEAR(D)] += ...``, ``IF
+SUBSTRING(P, 1, 2) = '13' THEN``).  Deltas stay first-order: the value is a
+function of the event alone.
+
+A call is ``NAME(X, c, ...)``: one variable (a column's value) then integer
+constants.  Semantics are DuckDB's:
+
+* ``YEAR``, ``QUARTER``, ``MONTH``, ``DAY`` of a DATE: INT;
+* ``SUBSTRING(S, start, length)`` (``length`` optional) of a STRING: the
+  characters (code points) from position ``start`` (1-based, ``start >=
+  1``), at most ``length`` of them (``length >= 0``).
+
+The Python backend and the evaluation of map definitions call :func:`apply`
+(the generated code inlines the same expressions, :data:`PYTHON`); the C
+backend computes the date parts from the day number in C (``date_part``,
+:mod:`.runtime.native.crt`) and takes a SUBSTRING's interned id from a
+column the runtime computes with the batch's other columns (C strings are
+interned ids; a substring is a string the intern table must hold).
+
+>>> import datetime
+>>> apply("YEAR", (datetime.date(1995, 3, 15),)), apply("QUARTER", (datetime.date(1995, 8, 1),))
+(1995, 3)
+>>> apply("SUBSTRING", ("13-555", 1, 2)), apply("SUBSTRING", ("é€x", 2)), apply("SUBSTRING", ("ab", 5, 1))
+('13', '€x', '')
+>>> check_call("SUBSTRING", ["STRING", 1, 2]), check_call("YEAR", ["DATE"])
+(None, None)
+>>> check_call("SUBSTRING", ["STRING", 0, 2])
+'SUBSTRING starts at a position >= 1, not 0'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def _substring(s: str, start: int, length: int | None = None) -> str:
+    return s[start - 1:] if length is None else s[start - 1:start - 1 + length]
+
+
+#: name -> (argument type of the variable, result type, number of integer constants allowed, implementation)
+FUNCTIONS: dict[str, tuple[str, str, tuple[int, ...], Callable]] = {
+    "YEAR": ("DATE", "INT", (0,), lambda d: d.year),
+    "QUARTER": ("DATE", "INT", (0,), lambda d: (d.month - 1) // 3 + 1),
+    "MONTH": ("DATE", "INT", (0,), lambda d: d.month),
+    "DAY": ("DATE", "INT", (0,), lambda d: d.day),
+    "SUBSTRING": ("STRING", "STRING", (1, 2), _substring),
+}
+
+#: name -> a Python expression template (``{0}`` the variable, ``{1}``, ``{2}`` the constants) for generated code
+PYTHON: dict[str, Callable[..., str]] = {
+    "YEAR": lambda x: f"{x}.year",
+    "QUARTER": lambda x: f"(({x}.month + 2) // 3)",
+    "MONTH": lambda x: f"{x}.month",
+    "DAY": lambda x: f"{x}.day",
+    "SUBSTRING": lambda x, start, length=None: f"{x}[{start - 1}:]" if length is None
+    else f"{x}[{start - 1}:{start - 1 + length}]",
+}
+
+
+def result_type(name: str) -> str:
+    """The M3 type a function's value has.
+
+    >>> result_type("MONTH"), result_type("SUBSTRING")
+    ('INT', 'STRING')
+    """
+    return FUNCTIONS[name][1]
+
+
+def apply(name: str, args: tuple) -> object:
+    """The function's value at ``args`` (the column's value, then the constants)."""
+    return FUNCTIONS[name][3](*args)
+
+
+def check_call(name: str, args: list) -> str | None:
+    """What is wrong with a call (``args``: the variable's M3 type, or None if unknown, then the constants), or
+    None when it is well formed."""
+    if name not in FUNCTIONS:
+        return f"unknown function {name} (one of {', '.join(FUNCTIONS)})"
+    want, _, counts, _ = FUNCTIONS[name]
+    if not args or len(args) - 1 not in counts:
+        return f"{name} takes a variable and {' or '.join(map(str, counts))} integer constant(s)"
+    if args[0] is not None and args[0] != want:
+        return f"{name} of a {args[0]} (it takes a {want})"
+    consts = args[1:]
+    if any(isinstance(c, bool) or not isinstance(c, int) for c in consts):
+        return f"{name} takes integer constants after its variable"
+    if name == "SUBSTRING" and consts[0] < 1:
+        return f"SUBSTRING starts at a position >= 1, not {consts[0]}"
+    if name == "SUBSTRING" and len(consts) == 2 and consts[1] < 0:
+        return f"SUBSTRING takes a length >= 0, not {consts[1]}"
+    return None
+
