@@ -114,3 +114,35 @@ def test_state_moves_between_backends():
         rt.apply_batch([("R", -1, rows[0]), ("R", 1, (4, 4, datetime.date(1994, 1, 1), "BUS"))])
     assert native.view("Q1") == python.view("Q1")
     assert python.view("Q1") == {("AS",): (1, 1), ("BU",): (2, 7)}
+
+
+def test_native_date_parts_are_pythons():
+    """C's date_part (civil-from-days over the day number) gives Python's year, quarter, month and day."""
+    import datetime
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    sql = "CREATE STREAM R(d DATE);\n" + ";\n".join(
+        f"SELECT {f}(d) AS k, COUNT(*) AS n FROM R GROUP BY k" for f in ("YEAR", "QUARTER", "MONTH", "DAY")) + ";"
+    program = compile_sql(sql)
+    native = Runtime(program, backend="auto")
+    if native.backend != "native":
+        pytest.skip(f"no native backend: {native.backend_reason}")
+    python = Runtime(program, backend="python")
+    edges = [datetime.date(1, 1, 1), datetime.date(9999, 12, 31), datetime.date(2000, 2, 29),
+             datetime.date(1900, 3, 1), datetime.date(1970, 1, 1), datetime.date(1600, 12, 31)]
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.dates(), min_size=1, max_size=30))
+    def check(dates):
+        events = [("R", 1, (d,)) for d in dates + edges]
+        for rt in (native, python):
+            rt.apply_batch(events)
+        for view in program.views:
+            assert native.view(view.name) == python.view(view.name)
+        for rt in (native, python):
+            rt.apply_batch([("R", -1, row) for _, _, row in events])
+            assert rt.entries() == 0
+
+    check()

@@ -55,7 +55,7 @@ DOMAINS: dict[str, st.SearchStrategy] = {
     "n_name": st.sampled_from(["FRANCE", "GERMANY", "BRAZIL", "CANADA", "SAUDI ARABIA"]),
     "r_name": st.sampled_from(["EUROPE", "ASIA", "AMERICA"]),
     "c_mktsegment": st.sampled_from(["BUILDING", "AUTOMOBILE", "MACHINERY"]),
-    "c_phone": st.sampled_from(["13-1", "31-2", "23-3"]),
+    "c_phone": st.sampled_from(["13-1", "31-2", "23-3", "11-4"]),  # Q22: country codes in and out of its list
     "o_orderstatus": st.sampled_from(["F", "O"]),
     "o_orderpriority": st.sampled_from(["1-URGENT", "2-HIGH", "3-MEDIUM"]),
     "l_quantity": st.sampled_from([1.0, 10.0, 24.0, 30.0, 150.0, 200.0]),

@@ -20,6 +20,7 @@ from cffi import FFI
 
 from ...ast import Program
 from ...errors import RuntimeStateError
+from ...functions import apply
 from . import IntOverflow
 from .build import Built, build
 from .cgen import Module, generate
@@ -149,7 +150,7 @@ class NativeMaps:
         types = self.column_types[relation]
         if len(columns) != len(types):
             raise ValueError(f"relation {relation} has {len(types)} columns, not {len(columns)}")
-        ptrs = ffi.new("void *[]", max(1, len(types)))
+        ptrs = ffi.new("void *[]", max(1, len(types) + len(self.module.computed.get((relation, sign), ()))))
         keep = []
         for i in used:
             try:
@@ -162,6 +163,14 @@ class NativeMaps:
                 raise ValueError(f"column {i} of {relation} has {len(col)} values, not {n}")
             keep.append(col)
             ptrs[i] = ffi.from_buffer(col)  # void *: any buffer
+        for j, (i, call) in enumerate(self.module.computed.get((relation, sign), ())):  # SUBSTRING: interned ids
+            values = columns[i]
+            if isinstance(values, array):
+                values = [self.ids.strings[x] for x in values]
+            consts = tuple(a.value for a in call.args[1:])
+            col = array("q", [self.ids[apply(call.fn, (v, *consts))] for v in values])
+            keep.append(col)
+            ptrs[len(types) + j] = ffi.from_buffer(col)
         if len(self.ids.strings) > self._sent:
             self.send_strings()
         return self.trigger_no[(relation, sign)], n, ptrs, keep

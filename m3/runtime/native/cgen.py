@@ -70,6 +70,7 @@ from dataclasses import dataclass, field
 
 from ...ast import (
     LIKE_OPS,
+    Call,
     Cmp,
     Const,
     Expr,
@@ -80,12 +81,15 @@ from ...ast import (
     Trigger,
     Var,
     variables,
+    walk,
 )
+from ...functions import result_type
 from ..codegen import statement_groups
 from ..maps import index_specs
 from .crt import SOURCE
 
 _COPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
+DATE_PARTS = {"YEAR": 0, "QUARTER": 1, "MONTH": 2, "DAY": 3}  # crt's date_part(day, part)
 MAX_KEYS = 16
 MAX_INDEXES = 8
 
@@ -105,6 +109,8 @@ class Module:
     used: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)  # relation columns each reads
     strings: tuple[str, ...] = ()               # string constants, interned first (ids 0, 1, ...)
     string_order: bool = False                  # C compares strings: every interned string must be sent to it
+    computed: dict = field(default_factory=dict)  # (relation, sign) -> ((column, Call), ...): columns the runtime
+                                                  # computes per batch, passed after the relation's (SUBSTRING ids)
 
     @property
     def digest(self) -> str:
@@ -159,6 +165,8 @@ class _Gen:
         self.lines: list[str] = []
         self.counter = 0
         self.target = -1  # the map the statement being generated updates: named when its arithmetic overflows
+        self.computed: dict[Call, str] = {}  # the trigger's computed columns: call -> its C variable
+        self.computed_columns: dict[tuple[str, int], tuple] = {}  # per trigger: ((column, call), ...)
 
     def product(self, parts: list[tuple[str, str]]) -> tuple[str, str]:
         """Factors multiplied left to right (as Python does): INT by INT checked, else in doubles."""
@@ -215,6 +223,13 @@ class _Gen:
                 return "INT64_C(1)", "INT"
             expr, t = self.product([self.value(f, types) for f in e.factors])
             return f"({expr})", t
+        if isinstance(e, Call) and e.fn in DATE_PARTS:  # computed in C from the day number (crt's date_part)
+            x, t = self.value(e.args[0], types)
+            if t != "DATE":
+                raise Unsupported(f"{e.fn} of a {t}")
+            return f"date_part({x}, {DATE_PARTS[e.fn]})", "INT"
+        if isinstance(e, Call) and e in self.computed:  # a string: interned by the runtime with the batch
+            return self.computed[e], result_type(e.fn)
         raise Unsupported(f"expression {type(e).__name__} in a trigger")
 
     def cond(self, c: Cmp, types: dict[str, str]) -> str:
@@ -300,8 +315,19 @@ def trigger_c(gen: _Gen, t: Trigger, tno: int) -> tuple[int, ...]:
     for i in used:
         gen.emit(1, f"const {ctype(col_types[i])} *c{i} = (const {ctype(col_types[i])} *)cols[{i}];")
     gen.emit(1, "for (int64_t row = 0; row < n_rows; row++) {")
+    calls = list(dict.fromkeys(n for s in t.statements for n in [*walk(s.target), *walk(s.expr)]
+                               if isinstance(n, Call) and n.fn not in DATE_PARTS))
+    gen.computed = {c: f"fval{j}" for j, c in enumerate(calls)}
+    for j in range(len(calls)):
+        gen.emit(1, f"const int64_t *fcol{j} = (const int64_t *)cols[{len(col_types) + j}];")
     for i in used:
         gen.emit(2, f"{ctype(col_types[i])} v_{t.vars[i]} = c{i}[row];")
+    for j in range(len(calls)):
+        gen.emit(2, f"int64_t fval{j} = fcol{j}[row];")
+    for c in calls:
+        if not (isinstance(c.args[0], Var) and c.args[0].name in t.vars):
+            raise Unsupported(f"{c.fn} of something else than an event variable")
+    gen.computed_columns[(t.relation, t.sign)] = tuple((t.vars.index(c.args[0].name), c) for c in calls)
     event_types = {v: col_types[i] for i, v in enumerate(t.vars)}
     for (target, all_guards, refs), scalar_lists in groups(t.statements):
         _statement(gen, t, dict(event_types), target, all_guards, refs, scalar_lists)
@@ -452,4 +478,4 @@ def generate(program: Program) -> Module:
     source = "\n".join([f"#define NMAPS {max(1, len(program.maps))}", SOURCE, triggers_c, "\n".join(setup),
                         "\n".join(run), ""])
     return Module(source, triggers_c, tuple(m.name for m in program.maps), tuple(order), used, tuple(gen.strings),
-                  gen.string_order)
+                  gen.string_order, gen.computed_columns)

@@ -123,6 +123,16 @@ static inline int str_like(const rt_t *rt, int64_t id, const char *pattern, int6
     return j == pn;
 }
 
+/* EXTRACT(YEAR|QUARTER|MONTH|DAY) (part 0-3) of a DATE held as its day number (Python's date.toordinal(), 0001-01-01
+   is 1): the proleptic Gregorian calendar's civil-from-days (H. Hinnant), days counted from 0000-03-01. */
+static inline int64_t date_part(int64_t ordinal, int part) {
+    int64_t z = ordinal + 305, era = (z >= 0 ? z : z - 146096) / 146097, doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+    int64_t y = yoe + era * 400 + (m <= 2);
+    return part == 0 ? y : part == 1 ? (m - 1) / 3 + 1 : part == 2 ? m : d;
+}
+
 static inline uint32_t hkey(const int64_t *k, const index_t *t) {
     if (t->ident) { uint64_t x = (uint64_t)k[t->pos[0]]; return (uint32_t)((x ^ (x >> 32)) * 3u); }
     uint64_t h = 0x9E3779B97F4A7C15ULL;
