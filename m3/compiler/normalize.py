@@ -16,6 +16,9 @@
 * ``COUNT`` sums 1 where its argument is not NULL (:func:`nonnull`); ``AVG``
   is a SUM map divided by such a COUNT map.  Which maps a query's columns,
   HAVING, MIN/MAX and DISTINCT need, and how the view reads them: :mod:`.columns`.
+* A function of a column (``EXTRACT(YEAR FROM d)``, ``SUBSTRING(p, 1, 2)``:
+  a computed group key or compared value) is a variable of its own, defined
+  by a lift ``{K = YEAR(D)}`` in every term (:func:`lift_computed`).
 * Output key columns name variables; two may name one (``SELECT *`` over an
   equi-join shows both joined columns), the maps are keyed by each once.
 

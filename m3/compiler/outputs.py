@@ -90,18 +90,12 @@ def select_items(sel: exp.Select, res: Resolver, ctx: Positions) -> list[Item]:
             ref = res.column(node)
             items.append(Item(alias or ref[1], node, ref=ref))
         elif (key := res.computed(node)) is not None:  # EXTRACT(YEAR FROM d), SUBSTRING(p, 1, 2): a computed key
-            computed += 1
-            items.append(Item(alias or _function_name(node, computed), node, ref=key))
+            items.append(Item(alias or type(node).__name__.lower(), node, ref=key))  # unaliased: "extract"
         else:
             computed += 1
             name = f"{type(node).__name__.lower()}_{computed}" if isinstance(node, exp.AggFunc) else f"expr_{computed}"
             items.append(Item(alias or name, node, value=view_expr(res, node)))
     return items
-
-
-def _function_name(node: exp.Expression, n: int) -> str:
-    """DuckDB's name for an unaliased function column would be its SQL text; a view column gets a plain name."""
-    return f"{type(node).__name__.lower()}_{n}"
 
 
 def grouped(sel: exp.Select, items: list[Item], having_pred) -> bool:

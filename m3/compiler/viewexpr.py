@@ -77,9 +77,9 @@ def view_expr(res: Resolver, e: exp.Expression, aliases: dict | None = None):
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and op != "/":
             return a + b if op == "+" else a - b if op == "-" else a * b
         return (op, a, b)
-    if kind is exp.Extract:  # of a column (of a constant it folded above): TPC-H Q7-Q9 group by a year
-        raise res.ctx.error(f"unsupported EXTRACT of a column ({sql_of(e)}): a view's keys and values are columns "
-                            "and aggregates (grouping by a value computed from a column is not supported)", e)
+    if res.computed(e) is not None:  # EXTRACT, SUBSTRING of a column: a key (SELECT it, GROUP BY it), not a value
+        raise res.ctx.error(f"unsupported {sql_of(e)} in an expression over aggregates or in HAVING: a function of a "
+                            "column is a group key (select it, group by it, or compare it in WHERE)", e)
     raise res.ctx.error(f"unsupported expression {kind.__name__.upper()} ({sql_of(e)}) over aggregates "
                         "(aggregates, group columns and numbers with + - * /)", e)
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ..ast import Cmp, Const, MapRef, Program, Statement, Trigger, Var, walk
+from ..ast import Call, Cmp, Const, MapRef, Program, Statement, Trigger, Var, walk
 from ..printer import format_const, format_expr
 from .hashing import slot
 from .layout import Layout
@@ -194,6 +194,12 @@ def refuse_computed_views(program: Program, box: str = "") -> None:
                 raise PlanError(f"box {box!r}: statement {i} of ON {'+' if t.sign > 0 else '-'}{t.relation} "
                                 f"compares a loop variable ({format_expr(loop[0])}: a comparison between columns); "
                                 "a partitioned m3 box runs restricted M3 only: deploy this box unpartitioned")
+            call = next((n for n in [*walk(st.target), *walk(st.expr)] if isinstance(n, Call)), None)
+            if call is not None:
+                raise PlanError(f"box {box!r}: statement {i} of ON {'+' if t.sign > 0 else '-'}{t.relation} "
+                                f"computes a key from the event's row ({format_expr(call)}: GROUP BY EXTRACT or "
+                                "SUBSTRING of a column); the dispatch tables route by columns, not computed "
+                                "values: deploy this box unpartitioned")
 
 
 def classify(program: Program, columns: Mapping[str, int | None], box: str = "") -> Plan:

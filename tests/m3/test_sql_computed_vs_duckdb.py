@@ -49,6 +49,12 @@ SHAPES: dict[str, str] = {
     "distinct": GENERIC + "SELECT DISTINCT SUBSTRING(g, 1, 1) AS p, a FROM R",
     "not_exists_subquery": GENERIC + """SELECT SUBSTRING(g, 1, 1) AS p, COUNT(*) AS n, SUM(a) AS s FROM R
         WHERE NOT EXISTS (SELECT * FROM S WHERE S.b = R.b) GROUP BY p""",
+    "three_keys": GENERIC + """SELECT EXTRACT(YEAR FROM d) AS y, SUBSTRING(g, 1, 1) AS p, MONTH(d) AS m,
+        COUNT(*) AS n FROM R GROUP BY y, p, m""",
+    "union_all_branches": GENERIC + """SELECT y, SUM(v) AS s FROM (SELECT EXTRACT(YEAR FROM d) AS y, a AS v FROM R
+        UNION ALL SELECT EXTRACT(YEAR FROM e), c FROM S) AS u GROUP BY y""",
+    "exists_with_a_year_inside": GENERIC + """SELECT a, COUNT(*) AS n FROM R
+        WHERE EXISTS (SELECT * FROM S WHERE S.b = R.b AND YEAR(S.e) = 1995) GROUP BY a""",
     "scalar_subquery_with_substring": GENERIC + """SELECT SUBSTRING(g, 1, 1) AS p, COUNT(*) AS n FROM R
         WHERE SUBSTRING(g, 1, 1) IN ('A', 'B')
           AND a > (SELECT AVG(c) FROM S WHERE SUBSTRING(h, 1, 1) IN ('A', 'B')) GROUP BY p""",
@@ -77,6 +83,9 @@ def test_triggers_compute_the_key_from_the_row_and_maps_are_keyed_by_it():
     ("SELECT EXTRACT(YEAR FROM g) AS y, COUNT(*) AS n FROM R GROUP BY y", "YEAR of a STRING"),
     ("SELECT SUM(EXTRACT(YEAR FROM d)) AS s FROM R", "unsupported expression EXTRACT"),
     ("SELECT a, COUNT(*) AS n FROM R GROUP BY a + 1", "unsupported GROUP BY expression"),
+    ("SELECT YEAR(d) AS y, COUNT(*) AS n FROM R GROUP BY y HAVING YEAR(d) > 1994", "a function of a column is a group key"),
+    ("WITH t AS (SELECT YEAR(d) AS y, SUM(b) AS s FROM R GROUP BY y) SELECT y, SUM(s) AS s FROM t GROUP BY y",
+     "unsupported column YEAR(d) AS y of a grouped derived table"),
     ("SELECT COUNT(*) AS n FROM R, S WHERE EXTRACT(YEAR FROM d) = EXTRACT(YEAR FROM e)", "unsupported"),
 ])
 def test_refused_with_the_reason(sql, message):
@@ -146,3 +155,10 @@ def test_native_date_parts_are_pythons():
             assert rt.entries() == 0
 
     check()
+
+
+def test_a_partitioned_box_refuses_computed_keys():
+    from boreas.m3.cumulus.plan import PlanError, refuse_computed_views
+
+    with pytest.raises(PlanError, match=r"computes a key from the event's row \(YEAR\(D\)"):
+        refuse_computed_views(compile_sql(SHAPES["year"]), "b")
