@@ -195,6 +195,8 @@ CORPUS = [
     "WHERE t.g > 1 GROUP BY t.g",
     "SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING COUNT(*) > 1 AND SUM(b) > (SELECT SUM(c) FROM S WHERE c < 2) - 1",
     "SELECT u.k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT r.b, s.b FROM R r, S s WHERE r.a = s.b) u GROUP BY u.k",
+    "SELECT SUBSTRING(g, 1, 2) AS p, YEAR(d) AS y, QUARTER(d) AS q, MONTH(d) AS m, DAY(d) AS dd, COUNT(*) AS n "
+    "FROM R WHERE SUBSTRING(g, 2) IN ('A') GROUP BY p, y, q, m, dd",
 ]
 
 # read fields whose content does not change the result, by design
