@@ -33,7 +33,7 @@ from boreas.m3.cumulus import Layout
 from support.cluster import TOKEN, get_json
 from test_cumulus_groupby import (
     APP,
-    BATCH,
+    PrefixViews,
     expected_view,
     producers_for_each_member,
     publish,
@@ -103,10 +103,9 @@ async def test_a_group_by_keeps_exact_while_its_segments_move_split_and_rebalanc
             await asyncio.sleep(0.2)
     assert [d["changed"] for d in done] == [True] * 4 + [done[-1]["changed"]]
     assert all(d["moves"] for d in done[2:4]) and not done[1]["moves"]  # a split moves no data
+    prefixes = PrefixViews(data)
     for result in stable_reads:
-        upto = {producer: seq for _, producer, seq in result.positions}
-        prefix = [r for p, rows in data.items() for r in rows[:BATCH * (upto.get(p, -1) + 1)]]
-        assert result.as_dict() == expected_view(prefix), f"stable epoch {result.epoch}"
+        assert result.as_dict() == prefixes.at(result.positions), f"stable epoch {result.epoch}"
     version = await asyncio.to_thread(catalogs_agree, cluster, nodes, "v")
     assert version == done[-1]["layout"]["layout"]
     counted = [get_json(f"http://{n}/segments/v") for n in nodes]
@@ -163,16 +162,6 @@ def many_keys(seed: str, count: int, keys: int, deletes: float) -> list[tuple[in
     return rows
 
 
-def summed(rows: list[tuple[int, int, int]]) -> dict[tuple, tuple]:
-    """:func:`expected_view` without DuckDB."""
-    groups: dict[tuple, list] = {}
-    for a, b, sign in rows:
-        g = groups.setdefault((a,), [0, 0])
-        g[0] += b * sign
-        g[1] += sign
-    return {k: (total, n) for k, (total, n) in groups.items() if n}
-
-
 @pytest.mark.faults
 async def test_a_move_survives_its_source_killed_mid_copy_while_the_segment_is_written(cluster_factory):
     cluster = cluster_factory(snapshot_interval=1.0)
@@ -227,10 +216,9 @@ async def test_a_move_survives_its_source_killed_mid_copy_while_the_segment_is_w
             assert asyncio.get_running_loop().time() < deadline, "the view never equalled DuckDB"
             await asyncio.sleep(0.2)
     assert len(stable_reads) > 10
-    for result in stable_reads:  # the same sums as expected_view (DuckDB) gives, in Python: hundreds of prefixes
-        upto = {producer: seq for _, producer, seq in result.positions}
-        prefix = [r for p, rows in data.items() for r in rows[:BATCH * (upto.get(p, -1) + 1)]]
-        assert result.as_dict() == summed(prefix), f"stable epoch {result.epoch}"
+    prefixes = PrefixViews(data)
+    for result in stable_reads:
+        assert result.as_dict() == prefixes.at(result.positions), f"stable epoch {result.epoch}"
     version = await asyncio.to_thread(catalogs_agree, cluster, nodes, "v")
     assert version == back["layout"]["layout"]
     counted = [get_json(f"http://{n}/segments/v") for n in nodes]
@@ -347,7 +335,7 @@ async def test_a_move_cancelled_through_the_api_while_its_segment_copies(cluster
         assert get_json(f"http://{n}/segments/v")["layout"]["layout"] == layout.version
     done = await move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[2])  # the next change goes
     assert done["moves"] == [[seg.id, 1, 2]] and done["layout"]["layout"] == layout.version + 1
-    expected = summed([r for rows in {**first, **later}.values() for r in rows])
+    expected = expected_view([r for rows in {**first, **later}.values() for r in rows])
     async with QueryClient(cluster.head, TOKEN) as client:
         deadline = asyncio.get_running_loop().time() + 60
         while (await client.query("v")).as_dict() != expected:
