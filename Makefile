@@ -38,23 +38,20 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 venv: $(STAMP)
 
-# Tests that run wholly in the pytest process (the M3 compiler and runtime against DuckDB, the Cumulus and
-# catalog simulations, property tests, doctests: no servers, no timeouts) use both cores (pytest-xdist);
-# the rest, which start real Head and node processes and wait on them, run one at a time after them.
-IN_PROCESS := tests/m3 tests/test_cumulus_sim.py tests/test_cumulus_failover_sim.py tests/test_cumulus_holding.py \
-              tests/test_replicate.py tests/test_properties.py tests/test_fastpath.py tests/test_doctests.py
-NOT_IN_PROCESS := $(foreach t,$(IN_PROCESS),--ignore=$(t))
+# One pytest on both cores (pytest-xdist, --dist loadgroup): the tests that start real Head and node
+# processes and wait on them form one group (tests/conftest.py, IN_PROCESS names the others) that runs
+# one test at a time on one worker, while the other worker takes the in-process tests (the M3 compiler and
+# runtime against DuckDB, the Cumulus and catalog simulations, property tests, doctests).
+PYTEST := $(BIN)/pytest -q -n 2 --dist loadgroup
 
 test: setup
-	$(BIN)/pytest -q -n 2 $(IN_PROCESS)
-	$(BIN)/pytest -q $(NOT_IN_PROCESS)
+	$(PYTEST)
 
 # The inner loop: everything but the fault tests (-m faults: kill -9, restarts) and the slow tests
 # (-m slow: Spark, ZooKeeper-backed clusters, multi-process moves and data-plane runs, the README
-# walk-through); one quick test of each area stays in.  About 3.5 minutes on 2 cores; `make test` runs everything.
+# walk-through); one quick test of each area stays in.  `make test` runs everything.
 test-fast: setup
-	$(BIN)/pytest -q -n 2 -m "not faults and not slow" $(IN_PROCESS)
-	$(BIN)/pytest -q -m "not faults and not slow" $(NOT_IN_PROCESS)
+	$(PYTEST) -m "not faults and not slow"
 
 demo: setup
 	@bash examples/demo.sh

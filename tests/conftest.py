@@ -29,6 +29,25 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests/support: helpers shared 
 ZOOKEEPER_PURGE = {"autopurge.snapRetainCount": "3", "autopurge.purgeInterval": "1"}
 
 
+#: Test paths (under tests/) that run wholly in the pytest process: no servers, no node processes, no timeouts.
+IN_PROCESS = ("m3/", "test_cumulus_sim.py", "test_cumulus_failover_sim.py", "test_cumulus_holding.py",
+              "test_replicate.py", "test_properties.py", "test_fastpath.py", "test_doctests.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test outside :data:`IN_PROCESS` joins the xdist group "processes".
+
+    ``make test`` runs ``pytest -n 2 --dist loadgroup``: the group goes whole to one worker, so tests that
+    start real Head and node processes and wait on them run one at a time (two clusters at once on 2 cores
+    would race each other's failure detectors and timeouts), while the other worker takes the CPU-bound
+    in-process tests one by one.  Without xdist the mark does nothing.
+    """
+    root = Path(__file__).parent
+    for item in items:
+        if not item.path.relative_to(root).as_posix().startswith(IN_PROCESS):
+            item.add_marker(pytest.mark.xdist_group("processes"))
+
+
 @contextmanager
 def running_zookeeper(maxbuffer: int | None) -> Iterator[str]:
     """Run a standalone ZooKeeper on 127.0.0.1; fail (never skip) when it cannot run."""
