@@ -45,7 +45,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..ast import RelationDecl
-from .nodes import describe, present, sql_of, unread_args
+from .nodes import ancestors, describe, present, sql_of, unread_args
 from .resolve import Positions
 
 _BODY_ARGS = frozenset({"expressions", "from", "from_", "joins", "where"})  # what a flattened body may hold
@@ -192,7 +192,7 @@ def _check_body(item: exp.Subquery, body: exp.Select, ctx: Positions) -> None:
     if alias is not None and (type(alias) is not exp.TableAlias or type(alias.this) is not exp.Identifier):
         raise ctx.error(f"malformed derived table alias ({sql_of(item)})", item)
     if any(isinstance(n, exp.AggFunc) for e in body.expressions for n in e.walk()
-           if not any(isinstance(a, exp.Select) and a is not body for a in _ancestors(n, body))):
+           if not any(isinstance(a, exp.Select) and a is not body for a in ancestors(n, body))):
         raise ctx.error("unsupported derived table with aggregates (an aggregate of aggregates; only a SELECT of "
                         f"expressions over joins and WHERE is flattened) ({sql_of(body)})", item)
     for arg, word in _REFUSED_BODY.items():
@@ -211,13 +211,6 @@ def _check_body(item: exp.Subquery, body: exp.Select, ctx: Positions) -> None:
         raise ctx.error(f"malformed derived table ({sql_of(body)})", item)
     if not isinstance(body.expressions, list) or not body.expressions:
         raise ctx.error(f"malformed SELECT list of a derived table ({sql_of(body)})", item)
-
-
-def _ancestors(node: exp.Expression, stop: exp.Expression):
-    node = node.parent
-    while node is not None and node is not stop:
-        yield node
-        node = node.parent
 
 
 def _body_tables(body: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) -> list[tuple[str, str]]:
@@ -356,7 +349,7 @@ def _substitute(scope: exp.Select, item: exp.Subquery, d_alias: str, outputs: di
     """Every read of a derived column in ``scope`` (outside the derived tables of its FROM) becomes a copy of its
     expression."""
     for c in [c for c in scope.walk() if type(c) is exp.Column and not isinstance(c.this, exp.Star)]:
-        if any(type(a) is exp.Subquery and _is_from_item(a) and a.parent.parent is scope for a in _ancestors(c, scope)):
+        if any(type(a) is exp.Subquery and _is_from_item(a) and a.parent.parent is scope for a in ancestors(c, scope)):
             continue
         name, qual = c.name.lower(), c.table.lower()
         if any(present(v) for k, v in c.args.items() if k not in ("this", "table")):

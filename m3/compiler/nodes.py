@@ -136,6 +136,20 @@ def _walk(tree: exp.Expression, skip: tuple[exp.Expression, ...]) -> Iterator[ex
         stack.extend(reversed(children))
 
 
+def ancestors(node: exp.Expression, stop: exp.Expression) -> Iterator[exp.Expression]:
+    """The nodes above ``node`` up to ``stop`` (neither included): what a subquery or derived table is inside.
+
+    >>> import sqlglot
+    >>> tree = sqlglot.parse_one("SELECT SUM(b) FROM R WHERE a > (SELECT MAX(c) FROM S)")
+    >>> [type(n).__name__ for n in ancestors(tree.find(exp.Max), tree)]
+    ['Select', 'Subquery', 'GT', 'Where']
+    """
+    node = node.parent
+    while node is not None and node is not stop:
+        yield node
+        node = node.parent
+
+
 def describe(node: exp.Expression, arg: str) -> str:
     """An unread arg in words: ``SYMMETRIC of BETWEEN``, ``SAMPLE clause`` (of a SELECT).
 

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..ast import RelationDecl
-from .nodes import sql_of, unknown_nodes, unread_args
+from .nodes import ancestors, sql_of, unknown_nodes, unread_args
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import aggregates_of, columns_of, has_aggregate, having, view_expr
 
@@ -177,16 +177,9 @@ def having_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, Relat
 def _refuse_unread_around(e: exp.Expression, ctx: Positions) -> None:
     """An unread field of a node around the subqueries of a conjunct (each subquery checks its own)."""
     inner = tuple(n for n in e.walk() if isinstance(n, SUBQUERY_NODES) and not any(
-        isinstance(a, SUBQUERY_NODES) for a in _ancestors(n, e)))
+        isinstance(a, SUBQUERY_NODES) for a in ancestors(n, e)))
     for node, arg in unread_args(e, inner):
         raise ctx.error(f"unsupported {arg.upper()} of {type(node).__name__.upper()} ({sql_of(node)})", node)
-
-
-def _ancestors(node: exp.Expression, stop: exp.Expression):
-    node = node.parent
-    while node is not None and node is not stop:
-        yield node
-        node = node.parent
 
 
 def _subqueries_of(x) -> list[SubQuery]:
