@@ -186,7 +186,8 @@ def test_a_construct_the_generator_does_not_know_is_named(monkeypatch):
 
     from boreas.m3.ast import Const, Statement, Sum
     from boreas.m3.runtime.native import backend
-    from boreas.m3.runtime.native.cgen import Unsupported, generate
+    from boreas.m3.runtime.native.cexpr import Unsupported
+    from boreas.m3.runtime.native.cgen import generate
     p = compile_sql(SUMS)
     t = p.triggers[0]
     odd = replace(t, statements=(Statement(t.statements[0].target, Sum((Const(1), Const(2)))),))
@@ -292,7 +293,7 @@ def test_load_and_restore_fill_the_c_maps():
     assert moved.backend == "native" and norm(moved.state()) == norm(py.state()) and moved.entries() == py.entries()
 
 
-@pytest.mark.parametrize("name", ["cgen", "build", "backend", "mirror"])
+@pytest.mark.parametrize("name", ["cgen", "cexpr", "ctrigger", "crt_api", "crt_values", "build", "backend", "mirror"])
 def test_doctests(name):
     import importlib
     module = importlib.import_module(f"boreas.m3.runtime.native.{name}")

@@ -14,7 +14,7 @@ import logging
 
 from ...errors import RuntimeStateError
 from .build import NoCompiler
-from .cgen import Unsupported
+from .cexpr import Unsupported
 
 log = logging.getLogger("boreas.m3.runtime.program")
 

@@ -24,7 +24,7 @@ from ...functions import apply
 from . import IntOverflow
 from .build import Built, build
 from .cgen import Module, generate
-from .crt import CDEF
+from .crt_api import CDEF
 
 RT_OVERFLOW = -3  # rt_trigger's result when an INT sum or product outgrew 64 bits (crt)
 ffi = FFI()
@@ -309,7 +309,7 @@ class NativeMaps:
 def open_native(program: Program, epsilon: float) -> NativeMaps:
     """Generate, build (or find in the cache) and load ``program``'s C module.
 
-    Raises :class:`.cgen.Unsupported` or :class:`.build.NoCompiler` with the reason it cannot.
+    Raises :class:`.cexpr.Unsupported` or :class:`.build.NoCompiler` with the reason it cannot.
     """
     module = generate(program)
     built = build(module.source)

@@ -3,7 +3,10 @@
 Why a fixed part: the per-program code (:mod:`.cgen`) only emits trigger
 loops and the maps' shapes; everything that is the same for every program
 lives here once, so a generated module is small and the API the Python side
-calls (:data:`CDEF`) is identical for all programs (one ``cffi`` declaration).
+calls (:data:`.crt_api.CDEF`) is identical for all programs (one ``cffi``
+declaration).  :data:`SOURCE` is this module's types and maps with the value
+helpers of :mod:`.crt_values` between them (they read the types, the maps'
+code does not read them) and the exported API of :mod:`.crt_api` after them.
 
 Layout of a map: an entry *pool* (keys as ``arity`` int64 each — INT, DATE
 as a day number, STRING as an interned id, FLOAT as its bits — a value
@@ -32,28 +35,10 @@ adds its keys to the *pending* list that the Python mirror reads when it
 syncs (capped: past the cap the map is marked for a full reload instead).
 """
 
-CDEF = """
-typedef struct rt rt_t;
-rt_t *rt_new(double eps);
-void rt_free(rt_t *rt);
-int rt_trigger(rt_t *rt, int t, int64_t n, void **cols);
-void rt_commit(rt_t *rt);
-void rt_rollback(rt_t *rt);
-void rt_clear(rt_t *rt);
-int64_t rt_count(rt_t *rt, int m);
-int64_t rt_dump(rt_t *rt, int m, int64_t *keys, int64_t *vals);
-int rt_load(rt_t *rt, int m, int64_t n, const int64_t *keys, const int64_t *vals);
-int64_t rt_pending(rt_t *rt, int m, int64_t *out);
-void rt_pending_clear(rt_t *rt);
-void rt_get_many(rt_t *rt, int m, int64_t n, const int64_t *keys, int64_t *vals);
-int64_t rt_last(rt_t *rt, int m, int64_t *out);
-void rt_fail_after(rt_t *rt, int64_t n);
-int64_t rt_entries(rt_t *rt);
-int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n);
-int rt_overflow_map(rt_t *rt);
-"""
+from .crt_api import API
+from .crt_values import VALUES
 
-SOURCE = r"""
+_TYPES = r"""
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,51 +73,9 @@ typedef struct {
 typedef struct { char *p; int64_t n; } str_t;
 struct rt { int nmaps; int ovf_map; int64_t fail_after; int failed; str_t *strs; int64_t nstrs; map_t maps[NMAPS]; };
 typedef struct rt rt_t;
+"""
 
-static inline int64_t f2k(double d) { int64_t k; if (d == 0.0) d = 0.0; memcpy(&k, &d, 8); return k; }
-static inline double k2f(int64_t k) { double d; memcpy(&d, &k, 8); return d; }
-
-/* Python's order of two interned strings: UTF-8 bytes compare as code points do */
-static inline int str_cmp(const rt_t *rt, int64_t a, int64_t b) {
-    if (a == b) return 0;
-    const str_t *x = &rt->strs[a], *y = &rt->strs[b];
-    int64_t n = x->n < y->n ? x->n : y->n;
-    int c = memcmp(x->p, y->p, n);
-    return c ? c : (x->n > y->n) - (x->n < y->n);
-}
-
-/* SQL LIKE of interned string ``id`` against a constant pattern (UTF-8, ``pn`` bytes), as boreas.m3.like: '%' any
-   sequence, '_' one code point, every other byte itself.  One pass with backtracking to the last '%' (the classic
-   wildcard match); '%' resumes only at code point starts, so '_' always consumes a whole character. */
-static inline int64_t cp_next(const unsigned char *s, int64_t i, int64_t n) {
-    i++;
-    while (i < n && (s[i] & 0xC0) == 0x80) i++;
-    return i;
-}
-static inline int str_like(const rt_t *rt, int64_t id, const char *pattern, int64_t pn) {
-    const unsigned char *s = (const unsigned char *)rt->strs[id].p, *p = (const unsigned char *)pattern;
-    int64_t sn = rt->strs[id].n, i = 0, j = 0, star = -1, mark = 0;
-    while (i < sn) {
-        if (j < pn && p[j] == '%') { star = j++; mark = i; }
-        else if (j < pn && p[j] == '_') { i = cp_next(s, i, sn); j++; }
-        else if (j < pn && p[j] == s[i]) { i++; j++; }
-        else if (star >= 0) { j = star + 1; mark = cp_next(s, mark, sn); i = mark; }
-        else return 0;
-    }
-    while (j < pn && p[j] == '%') j++;
-    return j == pn;
-}
-
-/* EXTRACT(YEAR|QUARTER|MONTH|DAY) (part 0-3) of a DATE held as its day number (Python's date.toordinal(), 0001-01-01
-   is 1): the proleptic Gregorian calendar's civil-from-days (H. Hinnant), days counted from 0000-03-01. */
-static inline int64_t date_part(int64_t ordinal, int part) {
-    int64_t z = ordinal + 305, era = (z >= 0 ? z : z - 146096) / 146097, doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
-    int64_t y = yoe + era * 400 + (m <= 2);
-    return part == 0 ? y : part == 1 ? (m - 1) / 3 + 1 : part == 2 ? m : d;
-}
-
+_MAPS = r"""
 static inline uint32_t hkey(const int64_t *k, const index_t *t) {
     if (t->ident) { uint64_t x = (uint64_t)k[t->pos[0]]; return (uint32_t)((x ^ (x >> 32)) * 3u); }
     uint64_t h = 0x9E3779B97F4A7C15ULL;
@@ -359,116 +302,6 @@ static void map_empty(map_t *m) {
     }
     m->jwn = m->jln = m->pendn = 0; m->overflow = 0;
 }
-
-static void rt_setup(rt_t *rt, double eps);  /* generated: the maps and their indexes */
-static int run_trigger(rt_t *rt, int t, int64_t n, void **cols);  /* generated */
-
-rt_t *rt_new(double eps) {
-    rt_t *rt = calloc(1, sizeof(rt_t));
-    if (rt) rt_setup(rt, eps);
-    return rt;
-}
-
-void rt_free(rt_t *rt) {
-    if (!rt) return;
-    for (int i = 0; i < rt->nmaps; i++) map_release(&rt->maps[i]);
-    for (int64_t i = 0; i < rt->nstrs; i++) free(rt->strs[i].p);
-    free(rt->strs); free(rt);
-}
-
-/* the intern table's string ``id`` (UTF-8), for ordering comparisons between strings */
-int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n) {
-    if (id >= rt->nstrs) {
-        int64_t cap = rt->nstrs ? rt->nstrs : 64;
-        while (cap <= id) cap *= 2;
-        str_t *s = realloc(rt->strs, sizeof(str_t) * cap); if (!s) return -1;
-        memset(s + rt->nstrs, 0, sizeof(str_t) * (cap - rt->nstrs));
-        rt->strs = s; rt->nstrs = cap;
-    }
-    char *c = malloc(n ? n : 1); if (!c) return -1;
-    memcpy(c, p, n); free(rt->strs[id].p);
-    rt->strs[id].p = c; rt->strs[id].n = n;
-    return 0;
-}
-
-int rt_trigger(rt_t *rt, int t, int64_t n, void **cols) { return run_trigger(rt, t, n, cols); }
-
-void rt_rollback(rt_t *rt) {
-    for (int i = 0; i < rt->nmaps; i++) {
-        map_t *m = &rt->maps[i];
-        int64_t rec = m->arity + 1;
-        for (int64_t p = m->jwn - rec; p >= 0; p -= rec) { val_t v; v.i = m->jw[p + m->arity]; map_setv(m, m->jw + p, v); }
-        m->jwn = 0;
-    }
-    rt->failed = 0;
-}
-
-void rt_commit(rt_t *rt) {
-    for (int i = 0; i < rt->nmaps; i++) {
-        map_t *m = &rt->maps[i];
-        int64_t rec = m->arity + 1, nk = m->jwn / rec;
-        if (!m->overflow) {
-            if (m->pendn + nk * m->arity > 4 * (m->n + 16384) * (m->arity ? m->arity : 1)) { m->overflow = 1; m->pendn = 0; }
-            else {
-                if (m->pendn + nk * m->arity + 1 > m->pendcap) {
-                    int64_t cap = m->pendcap ? m->pendcap * 2 : 4096;
-                    while (cap < m->pendn + nk * m->arity + 1) cap *= 2;
-                    int64_t *p = realloc(m->pend, sizeof(int64_t) * cap);
-                    if (!p) { m->overflow = 1; m->pendn = 0; goto swap; }
-                    m->pend = p; m->pendcap = cap;
-                }
-                for (int64_t r = 0; r < nk; r++) { memcpy(m->pend + m->pendn, m->jw + r * rec, sizeof(int64_t) * m->arity); m->pendn += m->arity; }
-                if (!m->arity && nk) { m->pend[0] = 1; m->pendn = 1; }  /* arity 0: one flag, "written" */
-            }
-        }
-    swap:;
-        int64_t *j = m->jl; int64_t jc = m->jlcap;
-        m->jl = m->jw; m->jlcap = m->jwcap; m->jln = m->jwn;
-        m->jw = j; m->jwcap = jc; m->jwn = 0;
-    }
-}
-
-void rt_clear(rt_t *rt) { for (int i = 0; i < rt->nmaps; i++) map_empty(&rt->maps[i]); }
-int64_t rt_count(rt_t *rt, int m) { return rt->maps[m].n; }
-int64_t rt_entries(rt_t *rt) { int64_t n = 0; for (int i = 0; i < rt->nmaps; i++) n += rt->maps[i].n; return n; }
-
-int64_t rt_dump(rt_t *rt, int mi, int64_t *keys, int64_t *vals) {
-    map_t *m = &rt->maps[mi]; int64_t j = 0;
-    for (int64_t e = 0; e < m->ptop; e++) {
-        if (!m->live[e]) continue;
-        memcpy(keys + j * m->arity, m->keys + e * m->stride, sizeof(int64_t) * m->arity);
-        vals[j++] = m->vals[e].i;
-    }
-    return j;
-}
-
-int rt_load(rt_t *rt, int mi, int64_t n, const int64_t *keys, const int64_t *vals) {
-    map_t *m = &rt->maps[mi];
-    for (int64_t j = 0; j < n; j++) { val_t v; v.i = vals[j]; if (map_setv(m, keys + j * m->arity, v)) return -1; }
-    return 0;
-}
-
-/* keys written since the last rt_pending_clear (arity int64 each, repeats possible); -1: reload the whole map */
-int64_t rt_pending(rt_t *rt, int mi, int64_t *out) {
-    map_t *m = &rt->maps[mi];
-    if (m->overflow) return -1;
-    if (out) memcpy(out, m->pend, sizeof(int64_t) * m->pendn);
-    return m->pendn;
-}
-
-void rt_pending_clear(rt_t *rt) { for (int i = 0; i < rt->nmaps; i++) { rt->maps[i].pendn = 0; rt->maps[i].overflow = 0; } }
-
-void rt_get_many(rt_t *rt, int mi, int64_t n, const int64_t *keys, int64_t *vals) {
-    map_t *m = &rt->maps[mi];
-    for (int64_t j = 0; j < n; j++) { int32_t e = map_find(m, keys + j * m->arity); vals[j] = e < 0 ? 0 : m->vals[e].i; }
-}
-
-int64_t rt_last(rt_t *rt, int mi, int64_t *out) {
-    map_t *m = &rt->maps[mi];
-    if (out) memcpy(out, m->jl, sizeof(int64_t) * m->jln);
-    return m->jln;
-}
-
-void rt_fail_after(rt_t *rt, int64_t n) { rt->fail_after = n; }
-int rt_overflow_map(rt_t *rt) { return rt->ovf_map; }
 """
+
+SOURCE = _TYPES + VALUES + _MAPS + API

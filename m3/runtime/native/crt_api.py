@@ -1,0 +1,150 @@
+r"""The exported C API of every generated module (``rt_*``) and its ``cffi`` declaration.
+
+Why apart from :mod:`.crt` (the maps, indexes and journals): this is the
+boundary the Python side (:mod:`.backend`) calls, the same for every
+program, so :data:`CDEF` (what ``cffi`` is told) and :data:`API` (what C
+defines) are kept side by side and change together.  A runtime is created
+with its maps by the generated ``rt_setup`` (:mod:`.cgen`); batches run
+through ``rt_trigger`` and end in ``rt_commit`` or ``rt_rollback``; the
+mirror reads ``rt_pending`` and ``rt_last``; state moves with ``rt_dump``
+and ``rt_load``.
+
+>>> import re
+>>> sorted(set(re.findall(r"\b(rt_[a-z_]+)\(", CDEF)) - set(re.findall(r"\n[a-z_0-9 *]+?\b(rt_[a-z_]+)\(", API)))
+[]
+"""
+
+CDEF = """
+typedef struct rt rt_t;
+rt_t *rt_new(double eps);
+void rt_free(rt_t *rt);
+int rt_trigger(rt_t *rt, int t, int64_t n, void **cols);
+void rt_commit(rt_t *rt);
+void rt_rollback(rt_t *rt);
+void rt_clear(rt_t *rt);
+int64_t rt_count(rt_t *rt, int m);
+int64_t rt_dump(rt_t *rt, int m, int64_t *keys, int64_t *vals);
+int rt_load(rt_t *rt, int m, int64_t n, const int64_t *keys, const int64_t *vals);
+int64_t rt_pending(rt_t *rt, int m, int64_t *out);
+void rt_pending_clear(rt_t *rt);
+void rt_get_many(rt_t *rt, int m, int64_t n, const int64_t *keys, int64_t *vals);
+int64_t rt_last(rt_t *rt, int m, int64_t *out);
+void rt_fail_after(rt_t *rt, int64_t n);
+int64_t rt_entries(rt_t *rt);
+int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n);
+int rt_overflow_map(rt_t *rt);
+"""
+
+API = r"""
+static void rt_setup(rt_t *rt, double eps);  /* generated: the maps and their indexes */
+static int run_trigger(rt_t *rt, int t, int64_t n, void **cols);  /* generated */
+
+rt_t *rt_new(double eps) {
+    rt_t *rt = calloc(1, sizeof(rt_t));
+    if (rt) rt_setup(rt, eps);
+    return rt;
+}
+
+void rt_free(rt_t *rt) {
+    if (!rt) return;
+    for (int i = 0; i < rt->nmaps; i++) map_release(&rt->maps[i]);
+    for (int64_t i = 0; i < rt->nstrs; i++) free(rt->strs[i].p);
+    free(rt->strs); free(rt);
+}
+
+/* the intern table's string ``id`` (UTF-8), for ordering comparisons between strings */
+int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n) {
+    if (id >= rt->nstrs) {
+        int64_t cap = rt->nstrs ? rt->nstrs : 64;
+        while (cap <= id) cap *= 2;
+        str_t *s = realloc(rt->strs, sizeof(str_t) * cap); if (!s) return -1;
+        memset(s + rt->nstrs, 0, sizeof(str_t) * (cap - rt->nstrs));
+        rt->strs = s; rt->nstrs = cap;
+    }
+    char *c = malloc(n ? n : 1); if (!c) return -1;
+    memcpy(c, p, n); free(rt->strs[id].p);
+    rt->strs[id].p = c; rt->strs[id].n = n;
+    return 0;
+}
+
+int rt_trigger(rt_t *rt, int t, int64_t n, void **cols) { return run_trigger(rt, t, n, cols); }
+
+void rt_rollback(rt_t *rt) {
+    for (int i = 0; i < rt->nmaps; i++) {
+        map_t *m = &rt->maps[i];
+        int64_t rec = m->arity + 1;
+        for (int64_t p = m->jwn - rec; p >= 0; p -= rec) { val_t v; v.i = m->jw[p + m->arity]; map_setv(m, m->jw + p, v); }
+        m->jwn = 0;
+    }
+    rt->failed = 0;
+}
+
+void rt_commit(rt_t *rt) {
+    for (int i = 0; i < rt->nmaps; i++) {
+        map_t *m = &rt->maps[i];
+        int64_t rec = m->arity + 1, nk = m->jwn / rec;
+        if (!m->overflow) {
+            if (m->pendn + nk * m->arity > 4 * (m->n + 16384) * (m->arity ? m->arity : 1)) { m->overflow = 1; m->pendn = 0; }
+            else {
+                if (m->pendn + nk * m->arity + 1 > m->pendcap) {
+                    int64_t cap = m->pendcap ? m->pendcap * 2 : 4096;
+                    while (cap < m->pendn + nk * m->arity + 1) cap *= 2;
+                    int64_t *p = realloc(m->pend, sizeof(int64_t) * cap);
+                    if (!p) { m->overflow = 1; m->pendn = 0; goto swap; }
+                    m->pend = p; m->pendcap = cap;
+                }
+                for (int64_t r = 0; r < nk; r++) { memcpy(m->pend + m->pendn, m->jw + r * rec, sizeof(int64_t) * m->arity); m->pendn += m->arity; }
+                if (!m->arity && nk) { m->pend[0] = 1; m->pendn = 1; }  /* arity 0: one flag, "written" */
+            }
+        }
+    swap:;
+        int64_t *j = m->jl; int64_t jc = m->jlcap;
+        m->jl = m->jw; m->jlcap = m->jwcap; m->jln = m->jwn;
+        m->jw = j; m->jwcap = jc; m->jwn = 0;
+    }
+}
+
+void rt_clear(rt_t *rt) { for (int i = 0; i < rt->nmaps; i++) map_empty(&rt->maps[i]); }
+int64_t rt_count(rt_t *rt, int m) { return rt->maps[m].n; }
+int64_t rt_entries(rt_t *rt) { int64_t n = 0; for (int i = 0; i < rt->nmaps; i++) n += rt->maps[i].n; return n; }
+
+int64_t rt_dump(rt_t *rt, int mi, int64_t *keys, int64_t *vals) {
+    map_t *m = &rt->maps[mi]; int64_t j = 0;
+    for (int64_t e = 0; e < m->ptop; e++) {
+        if (!m->live[e]) continue;
+        memcpy(keys + j * m->arity, m->keys + e * m->stride, sizeof(int64_t) * m->arity);
+        vals[j++] = m->vals[e].i;
+    }
+    return j;
+}
+
+int rt_load(rt_t *rt, int mi, int64_t n, const int64_t *keys, const int64_t *vals) {
+    map_t *m = &rt->maps[mi];
+    for (int64_t j = 0; j < n; j++) { val_t v; v.i = vals[j]; if (map_setv(m, keys + j * m->arity, v)) return -1; }
+    return 0;
+}
+
+/* keys written since the last rt_pending_clear (arity int64 each, repeats possible); -1: reload the whole map */
+int64_t rt_pending(rt_t *rt, int mi, int64_t *out) {
+    map_t *m = &rt->maps[mi];
+    if (m->overflow) return -1;
+    if (out) memcpy(out, m->pend, sizeof(int64_t) * m->pendn);
+    return m->pendn;
+}
+
+void rt_pending_clear(rt_t *rt) { for (int i = 0; i < rt->nmaps; i++) { rt->maps[i].pendn = 0; rt->maps[i].overflow = 0; } }
+
+void rt_get_many(rt_t *rt, int mi, int64_t n, const int64_t *keys, int64_t *vals) {
+    map_t *m = &rt->maps[mi];
+    for (int64_t j = 0; j < n; j++) { int32_t e = map_find(m, keys + j * m->arity); vals[j] = e < 0 ? 0 : m->vals[e].i; }
+}
+
+int64_t rt_last(rt_t *rt, int mi, int64_t *out) {
+    map_t *m = &rt->maps[mi];
+    if (out) memcpy(out, m->jl, sizeof(int64_t) * m->jln);
+    return m->jln;
+}
+
+void rt_fail_after(rt_t *rt, int64_t n) { rt->fail_after = n; }
+int rt_overflow_map(rt_t *rt) { return rt->ovf_map; }
+"""

@@ -1,0 +1,204 @@
+"""C for one trigger of the native backend: the loop over a columnar batch and its statements.
+
+Why apart from :mod:`.cgen` (which assembles the module) and :mod:`.cexpr`
+(the C of values and conditions): this is the part that follows
+:mod:`..codegen` (the Python backend) statement by statement, so both
+backends have the same semantics.  A trigger runs per event over a columnar
+batch; guards over event variables are ``if``\\s; statements that differ
+only in their scalar factor are fused (:func:`groups`); a full map reference
+is a lookup; a *slice* walks the linked list of a secondary index; a loop
+guard is tested inside the loop that binds its variable; an update journals
+the old value and removes entries that become zero (FLOAT maps: within
+epsilon).  A function of an event variable is computed in C (a date part) or
+read from one more column the runtime computes with the batch (a
+SUBSTRING's interned id: :attr:`.cgen.Module.computed`).
+
+>>> from ...syntax import parse_program
+>>> p = parse_program('''CREATE STREAM R(A INT, B FLOAT);
+... DECLARE MAP m[A: INT] : FLOAT;
+... ON +R(A, B) DO { m[A] += IF A < 3 THEN B ELSE 0 }''')
+>>> gen = Gen(p, {})
+>>> trigger_c(gen, p.triggers[0], 0)
+(0, 1)
+>>> print("\\n".join(gen.lines[7:]))
+        {
+            if ((v_A < INT64_C(3))) {
+                double s = v_B;
+                if (s != 0) {
+                    int64_t KT[1] = {v_A};
+                    if ((rc = map_add_d(rt, &rt->maps[0], KT, s)) != 0) return rc;
+                }
+            }
+        }
+    }
+    return 0;
+}
+"""
+
+from __future__ import annotations
+
+from ...ast import Call, Const, Expr, MapRef, Statement, Trigger, Var, variables, walk
+from ..codegen import statement_groups
+from .cexpr import DATE_PARTS, Gen, Unsupported, ctype, from_key, product_type, to_key
+
+
+def groups(statements: tuple[Statement, ...]) -> list[tuple[tuple, list[list]]]:
+    """Statements as ((target, guards, refs), [scalar factor lists]), split and fused as the Python generator
+    does (:func:`..codegen.statement_groups`); a scalar factor other than a variable or constant is refused."""
+    out = statement_groups(statements)
+    for _, scalar_lists in out:
+        for scalars in scalar_lists:
+            for e in scalars:
+                if not isinstance(e, (Var, Const)):
+                    raise Unsupported(f"expression {type(e).__name__} in a trigger statement")
+    return out
+
+
+def _key_item(gen: Gen, a: Expr, want: str, types: dict[str, str], where: str) -> str:
+    """One key column of a map reference: the value, typed as the map's key column."""
+    expr, t = gen.value(a, types)
+    if t != want:
+        raise Unsupported(f"{where}: a {t} value as a {want} key column")
+    return to_key(expr, want)
+
+
+def trigger_c(gen: Gen, t: Trigger, tno: int) -> tuple[int, ...]:
+    """Emit ``trig_<tno>``; return the relation columns it reads."""
+    rel = gen.program.relation(t.relation)
+    col_types = [c.type for c in rel.columns]
+    if len(t.vars) != len(col_types):
+        raise Unsupported(f"trigger {t.relation} binds {len(t.vars)} of {len(col_types)} columns")
+    mentioned = set()
+    for s in t.statements:
+        mentioned |= set(variables(s.expr)) | set(variables(s.target))
+    used = tuple(i for i, v in enumerate(t.vars) if v in mentioned)
+    gen.emit(0, f"static int trig_{tno}(rt_t *rt, int64_t n_rows, void **cols) {{")
+    gen.emit(1, "int rc;")
+    for i in used:
+        gen.emit(1, f"const {ctype(col_types[i])} *c{i} = (const {ctype(col_types[i])} *)cols[{i}];")
+    gen.emit(1, "for (int64_t row = 0; row < n_rows; row++) {")
+    calls = list(dict.fromkeys(n for s in t.statements for n in [*walk(s.target), *walk(s.expr)]
+                               if isinstance(n, Call) and n.fn not in DATE_PARTS))
+    gen.computed = {c: f"fval{j}" for j, c in enumerate(calls)}
+    for j in range(len(calls)):
+        gen.emit(1, f"const int64_t *fcol{j} = (const int64_t *)cols[{len(col_types) + j}];")
+    for i in used:
+        gen.emit(2, f"{ctype(col_types[i])} v_{t.vars[i]} = c{i}[row];")
+    for j in range(len(calls)):
+        gen.emit(2, f"int64_t fval{j} = fcol{j}[row];")
+    for c in calls:
+        if not (isinstance(c.args[0], Var) and c.args[0].name in t.vars):
+            raise Unsupported(f"{c.fn} of something else than an event variable")
+    gen.computed_columns[(t.relation, t.sign)] = tuple((t.vars.index(c.args[0].name), c) for c in calls)
+    event_types = {v: col_types[i] for i, v in enumerate(t.vars)}
+    for (target, all_guards, refs), scalar_lists in groups(t.statements):
+        _statement(gen, t, dict(event_types), target, all_guards, refs, scalar_lists)
+    gen.emit(1, "}")
+    gen.emit(1, "return 0;")
+    gen.emit(0, "}")
+    return used
+
+
+def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_guards, refs, scalar_lists) -> None:
+    gen.target = gen.map_no[target.name]
+    depth = 2
+    gen.emit(depth, "{")
+    opened = 1
+    depth += 1
+    event = set(t.vars)
+    guards = [c for c in all_guards if set(variables(c)) <= event]
+    pending = [c for c in all_guards if c not in guards]
+    if guards:
+        gen.emit(depth, f"if ({' && '.join(gen.cond(c, types) for c in guards)}) {{")
+        depth, opened = depth + 1, opened + 1
+    parts = []
+    for scalars in scalar_lists:
+        vals = [gen.value(f, types) for f in scalars]
+        parts.append(gen.product(vals) if vals else ("INT64_C(1)", "INT"))
+    factors: list[tuple[str, str]] = []
+    if parts != [("INT64_C(1)", "INT")]:
+        if len(parts) > 1:
+            parts = [(f"({e})", ty) for e, ty in parts]
+        total, st = gen.total(parts)
+        gen.emit(depth, f"{ctype(st)} s = {total};")
+        gen.emit(depth, "if (s != 0) {")
+        depth, opened = depth + 1, opened + 1
+        factors.append(("s", st))
+    bound = set(t.vars)
+    full = [r for r in refs if all(not (isinstance(a, Var) and a.name not in bound) for a in r.args)]
+    sliced = [r for r in refs if r not in full]
+    for r in full:
+        gen.counter += 1
+        c = gen.counter
+        m = gen.decl[r.name]
+        items = [_key_item(gen, a, k.type, types, f"map {r.name}") for a, k in zip(r.args, m.keys)]
+        gen.emit(depth, f"int64_t K{c}[{max(1, len(items))}] = {{{', '.join(items) or '0'}}};")
+        vt = m.value_type
+        gen.emit(depth, f"{ctype(vt)} w{c} = map_get_{'d' if vt == 'FLOAT' else 'i'}({gen.mref(r.name)}, K{c});")
+        gen.emit(depth, f"if (w{c} != 0) {{")
+        depth, opened = depth + 1, opened + 1
+        factors.append((f"w{c}", vt))
+    for r in sliced:
+        if r.name == target.name:
+            raise Unsupported(f"statement updates map {r.name} while looping over a slice of it")
+        gen.counter += 1
+        c = gen.counter
+        m = gen.decl[r.name]
+        no = gen.map_no[r.name]
+        stride = max(1, len(m.keys))
+        pos = tuple(i for i, a in enumerate(r.args) if not (isinstance(a, Var) and a.name not in bound))
+        if pos:
+            ino = gen.specs[r.name].index(pos)
+            gen.emit(depth, f"int64_t K{c}[{stride}];")
+            for i in pos:
+                gen.emit(depth, f"K{c}[{i}] = {_key_item(gen, r.args[i], m.keys[i].type, types, f'map {r.name}')};")
+            gen.emit(depth, f"for (int32_t e{c} = idx_head({gen.mref(r.name)}, {ino}, K{c}); e{c} >= 0; "
+                            f"e{c} = rt->maps[{no}].idx[{ino}].next[e{c}]) {{")
+        else:
+            gen.emit(depth, f"for (int32_t e{c} = 0; e{c} < rt->maps[{no}].ptop; e{c}++) {{")
+            gen.emit(depth + 1, f"if (!rt->maps[{no}].live[e{c}]) continue;")
+        depth, opened = depth + 1, opened + 1
+        checks, bound_here = [], []
+        for i, a in enumerate(r.args):
+            if i in pos:
+                continue
+            kt = m.keys[i].type
+            col = from_key(f"rt->maps[{no}].keys[(int64_t)e{c} * {stride} + {i}]", kt)
+            if a.name in bound_here:  # the same loop variable twice in one map: a diagonal
+                checks.append(f"(v_{a.name} == {col})")
+                continue
+            bound_here.append(a.name)
+            gen.emit(depth, f"{ctype(kt)} v_{a.name} = {col};")
+            types[a.name] = kt
+        vt = m.value_type
+        gen.emit(depth, f"{ctype(vt)} w{c} = rt->maps[{no}].vals[e{c}].{'d' if vt == 'FLOAT' else 'i'};")
+        event |= set(bound_here)
+        ready = [g for g in pending if set(variables(g)) <= event]
+        pending = [g for g in pending if g not in ready]
+        checks += [gen.cond(g, types) for g in ready]
+        if checks:
+            gen.emit(depth, f"if ({' && '.join(checks)}) {{")
+            depth, opened = depth + 1, opened + 1
+        factors.append((f"w{c}", vt))
+    if pending:
+        raise Unsupported(f"a condition over variables no loop binds: {pending[0]}")
+    tm = gen.decl[target.name]
+    dt = product_type([ty for _, ty in factors])
+    if dt == "FLOAT" and tm.value_type != "FLOAT":
+        raise Unsupported(f"a FLOAT value added to INT map {target.name}")
+    if len(factors) > 1:
+        gen.emit(depth, f"{ctype(dt)} d = {gen.product(factors)[0]};")
+        delta = "d"
+    else:
+        delta = factors[0][0] if factors else "INT64_C(1)"
+    items = [_key_item(gen, a, k.type, types, f"map {target.name}") for a, k in zip(target.args, tm.keys)]
+    gen.emit(depth, f"int64_t KT[{max(1, len(items))}] = {{{', '.join(items) or '0'}}};")
+    add = "map_add_d" if tm.value_type == "FLOAT" else "map_add_i"
+    cast = "(double)" if tm.value_type == "FLOAT" and dt != "FLOAT" and delta != "INT64_C(1)" else ""
+    if tm.value_type == "FLOAT" and delta == "INT64_C(1)":
+        delta = "1.0"
+    gen.emit(depth, f"if ((rc = {add}(rt, {gen.mref(target.name)}, KT, {cast}{delta})) != 0) return rc;")
+    for _ in range(opened):
+        depth -= 1
+        gen.emit(depth, "}")
+
