@@ -1,19 +1,15 @@
-"""Expressions of one SELECT, names resolved against its FROM clause: columns, selections, aggregates.
+"""Names of one SELECT resolved against its FROM clause: columns, functions of a column, constants, selections.
 
 The front end (:mod:`.frontend`) handles statements and clauses; this module
-translates the expressions inside them into the forms the normaliser reads:
+translates the names and conditions inside them into the forms the
+normaliser reads (aggregates and the arithmetic they take are
+:mod:`.aggregates`, which resolves its names here):
 
-* a column is ``(alias, column)``;
+* a column is ``(alias, column)``; a function of one (``YEAR(d)``,
+  ``SUBSTRING(s, 1, 2)``) is a :class:`Computed`;
 * a selection is a predicate of :mod:`.predicates` (comparisons of a column
   with a constant or with another column of a comparable type, AND, OR,
-  TRUE, FALSE; NOT, IN, BETWEEN and LIKE are rewritten into those);
-* an aggregated expression is arithmetic: a column, a number, ``(op, a,
-  b)`` with op in ``+ - *``, ``("neg", a)``, or ``("case", ((predicate,
-  value), ...), default)`` for CASE (and ``IF``), whose values may be
-  ``None`` (SQL NULL) only where an aggregate skips them: as the whole
-  argument of SUM, COUNT or AVG, or a branch of such a CASE.  Inside
-  arithmetic a NULL would make the whole value NULL, which the runtime
-  (no NULLs) cannot represent, so it is refused there.
+  TRUE, FALSE; NOT, IN, BETWEEN and LIKE are rewritten into those).
 
 Constants are folded by :mod:`.constants` and must fit the column they are
 compared with (a number for INT/FLOAT, a string for STRING, a date for
@@ -32,8 +28,8 @@ is a :class:`CompileError` naming the construct.
 >>> res = Resolver([("R", "R")], {"R": r}, Ctx())
 >>> res.predicate(sqlglot.parse_one("NOT (a BETWEEN 1 AND 2) AND s LIKE 'B%' AND a IN LIST (3)"))
 ('and', ('and', ('or', ('<', ('R', 'a'), 1), ('>', ('R', 'a'), 2)), ('and', ('>=', ('R', 's'), 'B'), ('<', ('R', 's'), 'C'))), ('=', ('R', 'a'), 3))
->>> res.aggregate(sqlglot.parse_one("SUM(CASE WHEN s = 'A' THEN a * 2 END)"))
-('SUM', ('case', ((('=', ('R', 's'), 'A'), ('*', ('R', 'a'), 2)),), None))
+>>> res.operand(sqlglot.parse_one("SUBSTRING(s, 1, 2)")), res.column(sqlglot.parse_one("R.a"))
+(Computed(fn='SUBSTRING', ref=('R', 's'), args=(1, 2)), ('R', 'a'))
 >>> res.predicate(sqlglot.parse_one("a < 'x'"))
 Traceback (most recent call last):
 ...
@@ -80,8 +76,6 @@ _PART_FUNCTIONS = {exp.Year: "YEAR", exp.Quarter: "QUARTER", exp.Month: "MONTH",
 _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _PY_CMP = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
            ">=": operator.ge}
-_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
-_AGGREGATES = {exp.Sum: "SUM", exp.Count: "COUNT", exp.Avg: "AVG", exp.Min: "MIN", exp.Max: "MAX"}
 
 
 class Positions(Protocol):
@@ -97,7 +91,7 @@ def unparen(e: exp.Expression) -> exp.Expression:
 
 
 class Resolver:
-    """Resolves column names against the FROM clause and translates expressions (see module doc)."""
+    """Resolves column names against the FROM clause and translates conditions (see module doc)."""
 
     def __init__(self, tables: list[tuple[str, str]], relations: dict[str, RelationDecl], ctx: Positions):
         self.tables, self.relations, self.ctx = tables, relations, ctx
@@ -191,7 +185,7 @@ class Resolver:
         except NotConstant as nc:
             raise self.ctx.error(nc.message, nc.node) from None
 
-    def _against(self, col: exp.Expression, e: exp.Expression):
+    def against(self, col: exp.Expression, e: exp.Expression):
         """``(column, value)`` for a column (or a function of one) compared with a constant that fits its type."""
         ref = self.operand(col)
         t = self.col_type(ref)
@@ -204,7 +198,7 @@ class Resolver:
             raise self.ctx.error(nc.message, nc.node) from None
         if not _fits(t, v):
             what = f"{t} value {ref}" if isinstance(ref, Computed) else f"{t} column {ref[1]}"
-            raise self.ctx.error(f"cannot compare {what} with {_what(v)}", e)
+            raise self.ctx.error(f"cannot compare {what} with {value_phrase(v)}", e)
         return ref, v
 
     # -- selections -----------------------------------------------------------
@@ -221,7 +215,7 @@ class Resolver:
             return TRUE if e.this else FALSE
         if kind is exp.Between:
             col = self._subject(e, "BETWEEN")
-            (ref, low), (_, high) = self._against(col, e.args["low"]), self._against(col, e.args["high"])
+            (ref, low), (_, high) = self.against(col, e.args["low"]), self.against(col, e.args["high"])
             return ("and", (">=", ref, low), ("<=", ref, high))
         if kind is exp.In:
             return self._in(e)
@@ -230,7 +224,7 @@ class Resolver:
             if self.col_type(self.operand(col)) != "STRING":
                 raise self.ctx.error(f"LIKE on {self.col_type(self.operand(col))} column {sql_of(col)} "
                                      "(LIKE matches strings)", e)
-            ref, pattern = self._against(col, e.expression)
+            ref, pattern = self.against(col, e.expression)
             p = like(ref, pattern)
             return negate(p) if e.args.get("negate") else p
         if kind is exp.Is:
@@ -246,18 +240,18 @@ class Resolver:
                 raise self.ctx.error(f"cannot compare {ta} column {sql_of(left)} with {tb} column {sql_of(right)}", e)
             return (op, a, b)
         if self.is_operand(left) and is_constant(right):
-            ref, v = self._against(left, right)
+            ref, v = self.against(left, right)
             return (op, ref, v)
         if type(left) is exp.Column:
-            ref, v = self._against(left, right)
+            ref, v = self.against(left, right)
             return (op, ref, v)
         if self.is_operand(right):
-            ref, v = self._against(right, left)
+            ref, v = self.against(right, left)
             return (op, v, ref)
         if is_constant(left) and is_constant(right):
             a, b = self.constant(left), self.constant(right)
             if _kind(a) != _kind(b):
-                raise self.ctx.error(f"cannot compare {_what(a)} with {_what(b)} ({sql_of(e)})", e)
+                raise self.ctx.error(f"cannot compare {value_phrase(a)} with {value_phrase(b)} ({sql_of(e)})", e)
             return TRUE if _PY_CMP[op](a, b) else FALSE
         raise self.ctx.error(f"unsupported condition {sql_of(e)} (compare a column with a constant or another column)", e)
 
@@ -281,119 +275,7 @@ class Resolver:
         if not items:
             raise self.ctx.error(f"IN with an empty list ({sql_of(e)})", e)
         col = self._subject(e, "IN")
-        return in_list(self.operand(col), [self._against(col, item)[1] for item in items])
-
-    # -- aggregates -----------------------------------------------------------
-    def aggregate(self, node: exp.Expression) -> tuple[str, object]:
-        """``(kind, argument)``: SUM, COUNT, AVG of arithmetic (COUNT: the rows where it is not NULL), or MIN,
-        MAX, COUNT DISTINCT, SUM DISTINCT, AVG DISTINCT of a column (a multiplicity map is keyed by its value)."""
-        kind = _AGGREGATES.get(type(node))
-        if kind is None:
-            raise self.ctx.error(f"unsupported aggregate {type(node).__name__.upper()} "
-                                 "(only SUM, COUNT, AVG, MIN and MAX)", node)
-        arg = node.this
-        if node.args.get("expressions"):
-            raise self.ctx.error(f"unsupported {kind} of several expressions ({sql_of(node)})", node)
-        if type(arg) is exp.Distinct:
-            if arg.args.get("on") is not None:
-                raise self.ctx.error(f"unsupported DISTINCT ON in {kind} ({sql_of(node)})", node)
-            if len(arg.expressions) != 1:
-                raise self.ctx.error(f"unsupported {kind}(DISTINCT ...) of {len(arg.expressions)} expressions "
-                                     "(only of one column)", node)
-            ref = self._folded(kind, arg.expressions[0], "DISTINCT ")
-            return (kind, ref) if kind in ("MIN", "MAX") else (f"{kind} DISTINCT", ref)
-        if kind in ("MIN", "MAX"):
-            return (kind, self._folded(kind, arg, ""))
-        if kind == "COUNT":
-            if arg is None or type(arg) is exp.Star:
-                return ("COUNT", 1)
-            if type(unparen(arg)) is exp.Column:
-                self.column(unparen(arg))  # any type; never NULL, so COUNT(x) = COUNT(*)
-                return ("COUNT", 1)
-        return (kind, self.arith(arg, nullable=True))
-
-    def _folded(self, kind: str, arg: exp.Expression | None, distinct: str) -> ColRef:
-        """The column MIN, MAX or an aggregate of DISTINCT values reads (its values become map keys)."""
-        col = unparen(arg) if isinstance(arg, exp.Expression) else arg
-        if type(col) is not exp.Column or isinstance(col.this, exp.Star):
-            what = sql_of(col) if isinstance(col, exp.Expression) else "nothing"
-            raise self.ctx.error(f"unsupported {kind}({distinct}{what}): only of a column (its values are the keys "
-                                 "of a multiplicity map)", col if isinstance(col, exp.Expression) else arg)
-        ref = self.column(col)
-        if kind in ("SUM", "AVG") and self.col_type(ref) not in ("INT", "FLOAT"):
-            raise self.ctx.error(f"cannot aggregate non-numeric column {sql_of(col)}", col)
-        return ref
-
-    def arith(self, e: exp.Expression, nullable: bool = False):
-        """An aggregated expression (module doc); ``nullable``: whether NULL may stand here."""
-        e = unparen(e)
-        kind = type(e)
-        if kind is exp.Column:
-            ref = self.column(e)
-            if self.col_type(ref) not in ("INT", "FLOAT"):
-                raise self.ctx.error(f"cannot aggregate non-numeric column {sql_of(e)}", e)
-            return ref
-        if kind is exp.Null:
-            if nullable:
-                return None
-            raise self.ctx.error("unsupported NULL inside arithmetic (the M3 runtime has no NULLs; "
-                                 "write ELSE 0 in a CASE that is added or multiplied)", e)
-        if kind in (exp.Case, exp.If):
-            return self._case(e, nullable)
-        if _constant_tree(e):
-            v = self.constant(e)
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise self.ctx.error(f"cannot aggregate {_what(v)} ({sql_of(e)})", e)
-            return v
-        if kind is exp.Neg:
-            return ("neg", self.arith(e.this))
-        if kind is exp.Div:
-            try:
-                divisor = fold(e.expression)
-            except NotConstant:
-                divisor = None
-            if isinstance(divisor, bool) or not isinstance(divisor, (int, float)) or divisor == 0:
-                raise self.ctx.error(f"unsupported division by {sql_of(e.expression)} (only by a non-zero constant)", e)
-            return ("*", self.arith(e.this), 1 / divisor)
-        op = _ARITH.get(kind)
-        if op is not None:
-            return (op, self.arith(e.this), self.arith(e.expression))
-        if isinstance(e, exp.AggFunc):
-            raise self.ctx.error(f"unsupported aggregate of an aggregate ({sql_of(e)})", e)
-        raise self.ctx.error(f"unsupported expression {kind.__name__.upper()} ({sql_of(e)}) in an aggregate", e)
-
-    def _case(self, e: exp.Expression, nullable: bool):
-        """``CASE [x] WHEN c THEN v ... [ELSE d] END`` (or ``IF(c, v, d)``): the first branch whose condition holds."""
-        if type(e) is exp.If:
-            pairs, default = [(e.this, e.args.get("true"))], e.args.get("false")
-        else:
-            ifs = e.args.get("ifs")
-            for i in ifs if isinstance(ifs, list) else [ifs]:
-                if type(i) is not exp.If or i.args.get("false") is not None:
-                    raise self.ctx.error(f"unsupported CASE branch {sql_of(i) if i is not None else '(none)'}", e)
-            pairs, default = [(i.this, i.args.get("true")) for i in ifs], e.args.get("default")
-        if not pairs or any(v is None for _, v in pairs):
-            raise self.ctx.error(f"CASE without a WHEN ... THEN ({sql_of(e)})", e)
-        subject = e.this if type(e) is exp.Case else None
-        if subject is not None and type(unparen(subject)) is not exp.Column:
-            raise self.ctx.error(f"unsupported CASE {sql_of(subject)} WHEN ... (only CASE column WHEN constant)", e)
-        branches = []
-        for cond, value in pairs:
-            if subject is not None:
-                ref, v = self._against(unparen(subject), cond)
-                p = ("=", ref, v)
-            else:
-                p = self.predicate(cond)
-            branches.append((p, self.arith(value, nullable)))
-        if default is None and not nullable:
-            raise self.ctx.error("unsupported CASE without ELSE inside arithmetic (its NULL would make the whole "
-                                 "value NULL; the M3 runtime has no NULLs: write ELSE 0)", e)
-        return ("case", tuple(branches), None if default is None else self.arith(default, nullable))
-
-
-def _constant_tree(e: exp.Expression) -> bool:
-    """Arithmetic on constants only (folded as a whole, so DATE - INTERVAL and 0.06 - 0.01 fold as DuckDB would)."""
-    return is_constant(e) and not any(type(n) in (exp.Null, exp.Case, exp.If) for n in e.walk())
+        return in_list(self.operand(col), [self.against(col, item)[1] for item in items])
 
 
 def _fits(ctype: str, v) -> bool:
@@ -408,7 +290,8 @@ def _kind(v) -> str:
     return "STRING" if isinstance(v, str) else "DATE" if isinstance(v, datetime.date) else "NUMBER"
 
 
-def _what(v) -> str:
+def value_phrase(v) -> str:
+    """How an error message names a constant (``the string 'x'``, ``a DATE``, ``a number``)."""
     if isinstance(v, str):
         return f"the string {v!r}"
     if isinstance(v, datetime.date):

@@ -39,6 +39,7 @@ import datetime
 
 from sqlglot import exp
 
+from .aggregates import aggregate
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
 from .predicates import FALSE, TRUE, disj, negate
@@ -54,7 +55,7 @@ def view_expr(res: Resolver, e: exp.Expression, aliases: dict | None = None):
     e = unparen(e)
     kind = type(e)
     if isinstance(e, exp.AggFunc):
-        return ("agg",) + res.aggregate(e)
+        return ("agg",) + aggregate(res, e)
     if kind is exp.Column:
         if aliases and not e.table and not res.has_column(e) and e.name.lower() in aliases:
             return aliases[e.name.lower()]
