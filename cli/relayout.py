@@ -84,17 +84,21 @@ async def move_partitioned(head: str, token: str | None, name: str, target: str,
 
 
 async def rebalance_box(head: str, token: str | None, box: str, timeout: float = 60.0) -> dict[str, Any]:
-    """Even out the box's entries over its members (counts from every member's ``GET /segments``)."""
+    """Even out the box's entries over its nodes (counts from every node's ``GET /segments``); a member a
+    node hosts as a guest after a failover (every hosted member but its own) is emptied."""
     async with QueryClient(head, token) as client:
         try:
             _, answers = await client.segments(box)
         except Exception as exc:
             raise CommandFailed(str(exc)) from None
     counts: dict[str, int] = {}
+    guests: set[int] = set()
     for answer in answers:
         for sid, per_map in answer.get("segments", {}).items():
             counts[sid] = counts.get(sid, 0) + sum(per_map.values())
-    return await relayout_box(head, token, box, {"rebalance": counts}, timeout)
+        if answer.get("own", answer.get("member")) != answer.get("member"):
+            guests.add(int(answer["member"]))
+    return await relayout_box(head, token, box, {"rebalance": counts, "guests": sorted(guests)}, timeout)
 
 
 def describe(box: str, reply: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ guest through ``/segments/v/members/2/query``) equals DuckDB, every stable
 read taken before and after the failover equals DuckDB over the input
 prefixes its positions name, ``boreas segments v`` names the adopter for
 member 2's segments, and moving those segments to live members' own
-operators (``boreas move``) leaves the view exact, read by ``QueryClient``.
+operators (``boreas rebalance``, which empties the guest; ``boreas move`` in the Q3 test) leaves the view exact, read by ``QueryClient``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from support.cluster import TOKEN, get_json, wait_until
 from test_cumulus_groupby import (
     APP,
     BATCH,
+    PrefixViews,
     deployment,
     expected_view,
     producers_for_each_member,
@@ -71,16 +72,6 @@ def stable_read(leader: str) -> tuple[int, list, dict[tuple, tuple]] | None:
     except (urllib.error.URLError, OSError, json.JSONDecodeError):  # a member down (the box stalls) or 410
         return None
     return info["epoch"], info["positions"], view
-
-
-def summed(rows: list[tuple[int, int, int]]) -> dict[tuple, tuple]:
-    """:func:`expected_view` in Python (hundreds of prefixes)."""
-    groups: dict[tuple, list] = {}
-    for a, b, sign in rows:
-        g = groups.setdefault((a,), [0, 0])
-        g[0] += b * sign
-        g[1] += sign
-    return {k: (total, n) for k, (total, n) in groups.items() if n}
 
 
 async def publish(head: str, producer: str, rows: list[tuple]) -> list[str]:
@@ -148,10 +139,9 @@ async def test_a_member_whose_node_stays_down_fails_over_as_a_guest_and_the_view
 
     after = [r for r in stable_reads if r[0] > failed_over_at[0]]
     assert len(stable_reads) > 10 and after, (len(stable_reads), len(after))
+    prefixes = PrefixViews(data)
     for _, epoch, positions, view in stable_reads:
-        upto = {producer: seq for _, producer, seq in positions}
-        prefix = [r for p, rows in data.items() for r in rows[:BATCH * (upto.get(p, -1) + 1)]]
-        assert view == summed(prefix), f"stable epoch {epoch}"
+        assert view == prefixes.at(positions), f"stable epoch {epoch}"
     assert after[-1][3] == expected  # the last stable read covers everything
 
     shown = await asyncio.to_thread(cluster.boreas, "segments", "v", "--head", cluster.head)
@@ -166,10 +156,13 @@ async def test_a_member_whose_node_stays_down_fails_over_as_a_guest_and_the_view
         assert (await client.query("v")).as_dict() == expected
         assert (await client.query("v", stable=True)).as_dict() == expected
 
-    # The guest's segments move to the live members' own operators: then QueryClient reads as usual.
-    own = nodes.index(target)
-    for sid in guest_segments:
-        await move_partitioned(cluster.head, TOKEN, f"v/{sid}", nodes[own])
+    # `boreas rebalance` balances the two live nodes and empties the guest (its segments go to the live
+    # members' own operators): then QueryClient reads as usual.
+    balanced = await asyncio.to_thread(cluster.boreas, "rebalance", "v", "--head", cluster.head)
+    assert balanced.returncode == 0 and balanced.stdout.startswith("box v: layout "), balanced.stderr
+    after_layout = Layout.from_dict(get_json(f"{cluster.head}/boxes/v")["partition"])
+    assert not after_layout.segments_of(2), "the guest still holds segments after a rebalance"
+    assert after_layout.segments_of(0) and after_layout.segments_of(1)
     async with QueryClient(cluster.head, TOKEN) as client:
         deadline = time.monotonic() + 60
         while (await client.query("v")).as_dict() != expected:

@@ -75,3 +75,52 @@ def test_a_member_taken_over_as_a_guest_keeps_the_view_exact(shape):
         assert check_stable(sim)
 
     check()
+
+
+@pytest.mark.parametrize("shape", ["tpch_q3", "group_by_join_key"])
+def test_rebalancing_after_a_failover_empties_the_guest_and_keeps_the_view_exact(shape):
+    """``boreas rebalance`` after a failover (m3/cumulus/relayout.py): the node that took a member over
+    hands the guest's segments to its own member or to other nodes, so the guest ends with none and the
+    nodes even out; publishing goes on across the change, and the view stays exact."""
+    from boreas.m3.cumulus import relayout as changes
+
+    program = compile_sql(SHAPES[shape])
+    placement = place(program, box="v")
+    relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
+                 if any(t.relation == r.name for t in program.triggers)}
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(layouts([(m.map, m.column) for m in placement.maps]), workloads(relations), workloads(relations),
+           st.randoms(use_true_random=False))
+    def check(layout, before, after, rng):
+        n = len(layout.members)
+        if n < 2:
+            return
+        sim = Sim(SHAPES[shape], layout, random.Random(rng.random()))
+        for rel, events, member, deliveries in before:
+            sim.publish(member % n, rel, events)
+            for _ in range(deliveries):
+                sim.deliver_one()
+        failed, host = rng.sample(range(n), 2)
+        sim.fail_over(failed, host)
+        counts: dict[int, int] = {}
+        for op in sim.operators().values():
+            for m in op.hosted.values():
+                for sid, per_map in m.segment_entries().items():
+                    counts[sid] = counts.get(sid, 0) + sum(per_map.values())
+        leader = sim.members[0].hosted[0]
+        new = changes.rebalance(leader.latest_layout, counts, guests=[failed])
+        assert new is not leader.latest_layout or not leader.latest_layout.segments_of(failed)
+        if new is not leader.latest_layout:
+            assert not new.segments_of(failed), "a guest keeps segments after a rebalance"
+            sim.request("rebalance", new)
+        for rel, events, member, deliveries in after:
+            sim.publish(member % n, rel, events)
+            for _ in range(deliveries):
+                sim.deliver_one()
+        sim.settle()
+        assert not sim.members[0].hosted[0].layout.segments_of(failed)
+        check_members(sim)
+        assert check_stable(sim)
+
+    check()

@@ -19,7 +19,7 @@ applies them at an epoch boundary; these functions only decide.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from .layout import Layout, LayoutError, Segment
@@ -66,12 +66,28 @@ def split(layout: Layout, segment: int) -> Layout:
     return replace(layout, segments=tuple(segments), version=layout.version + 1)
 
 
-def rebalance(layout: Layout, entries: Mapping[int, int]) -> Layout:
-    """Even out entries over the members: split segments holding over 1.5x the mean segment, then move
-    segments from the fullest member to the emptiest while that lowers the fullest member's entries.
+def rebalance(layout: Layout, entries: Mapping[int, int], guests: Collection[int] = ()) -> Layout:
+    """Even out entries over the box's nodes: split segments holding over 1.5x the mean segment, then move
+    segments from the fullest node to the emptiest while that lowers the fullest node's entries.
 
     ``entries`` maps segment id to its entries (``GET /segments``); a split
-    halves its count.  Returns ``layout`` itself when nothing would improve.
+    halves its count.  Members that share a node count as that node: after
+    a failover the node that took a member over hosts it as a *guest*
+    (docs/cumulus.md §6.3; the layout names the host's endpoint for both;
+    ``guests`` names them, from each node's ``GET /segments``: its hosted
+    members but its own), and rebalancing hands the guests' segments to
+    their node's own member (a copy inside the process) or to another node,
+    so a guest ends empty and reads need it no more, and evens out the
+    nodes.  Returns ``layout`` itself when nothing would improve.
+
+    >>> from .layout import even_layout
+    >>> lay = replace(even_layout("v", ["a", "b", "c"], 6), members=("a", "b", "a"))  # c failed over to a
+    >>> even = rebalance(lay, {0: 10, 1: 10, 2: 10, 3: 10, 4: 10, 5: 10}, guests=[2])
+    >>> [s.member for s in even.segments], moves(lay, even)
+    ([0, 1, 1, 0, 1, 0], [(2, 2, 1), (5, 2, 0)])
+    >>> lay = replace(lay, members=("b", "b", "c"))  # the leader's node failed over to member 1's
+    >>> [s.member for s in rebalance(lay, {0: 10, 1: 10, 2: 10, 3: 10, 4: 10, 5: 10}, guests=[0]).segments]
+    [2, 1, 2, 1, 1, 2]
     """
     lay = layout
     counts = {s.id: int(entries.get(s.id, 0)) for s in lay.segments}
@@ -82,16 +98,21 @@ def rebalance(layout: Layout, entries: Mapping[int, int]) -> Layout:
             lay = split(lay, sid)
             new_id = max(s.id for s in lay.segments)
             counts[sid], counts[new_id] = counts[sid] - counts[sid] // 2, counts[sid] // 2
-    owner = {s.id: s.member for s in lay.segments}
-    members = range(len(lay.members))
+    first: dict[str, int] = {}  # a node's endpoint -> its own member (the others there are guests)
+    for m, node in sorted(enumerate(lay.members), key=lambda item: item[0] in guests):
+        first.setdefault(node, m)
+    now = {s.id: s.member for s in lay.segments}
+    owner = {sid: first[lay.members[m]] for sid, m in now.items()}
+    members = sorted(first.values())
     for _ in range(4 * len(owner)):
         load = {m: sum(n for s, n in counts.items() if owner[s] == m) for m in members}
         full, empty = max(members, key=lambda m: load[m]), min(members, key=lambda m: load[m])
         best = None
         for sid in (s for s in owner if owner[s] == full):
-            after = max(load[full] - counts[sid], load[empty] + counts[sid])
-            if after < load[full] and (best is None or after < best[0]):
-                best = (after, sid)
+            # fullest node's entries after; a tie goes to a guest's segment, which moves anyway
+            key = (max(load[full] - counts[sid], load[empty] + counts[sid]), now[sid] == full)
+            if key[0] < load[full] and (best is None or key < best[0]):
+                best = (key, sid)
         if best is None:
             break
         owner[best[1]] = empty

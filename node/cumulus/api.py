@@ -2,8 +2,9 @@
 
 ``GET /segments/{box}[?member=M]``
     the entries of each segment this member holds, per map: ``{"box",
-    "node", "member", "members" (hosted here), "version", "layout": {...},
-    "segments": {id: {map: entries}}}`` (``boreas segments``).  A node that
+    "node", "member", "own" (the node's own member), "members" (hosted here),
+    "version", "layout": {...}, "segments": {id: {map: entries}}}``
+    (``boreas segments``, ``boreas rebalance``).  A node that
     hosts a guest member after a failover (docs/cumulus.md §6.3) answers for
     every member it hosts, or for member ``M``.
 ``GET /segments/{box}/members/{member}/query?...``
@@ -106,7 +107,8 @@ class SegmentsApi:
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 raise SegmentsFailed(422, f"a layout change is {{\"move\": [segment, node]}}, {{\"split\": "
                                           f"segment}}, {{\"move_all\": node}}, {{\"rebalance\": {{segment: "
-                                          f"entries}}}} or {{\"cancel\": true}}: {exc}") from None
+                                          f"entries}}[, \"guests\": [member, ...]]}} or {{\"cancel\": true}}: "
+                                          f"{exc}") from None
         except SegmentsFailed as exc:
             return json_error(exc.status, str(exc), box=box)
         if new is base:
@@ -192,7 +194,8 @@ class SegmentsApi:
         several = len(getattr(op, "hosted", ())) > 1
         counted = op.runtime.segment_entries() if one and several else op.segment_entries()
         return web.json_response({
-            "box": box, "node": self.endpoint, "member": op.member, "version": op.runtime.version,
+            "box": box, "node": self.endpoint, "member": op.member, "own": self._part(box).member,
+            "version": op.runtime.version,
             "members": [op.member] if one else sorted(getattr(op, "hosted", {op.member: op})),
             "layout": op.layout.to_dict(),
             "segments": {str(seg): {name: int(n) for name, n in maps.items()} for seg, maps in counted.items()},
@@ -300,7 +303,8 @@ def _decide(layout: Layout, body: dict) -> Layout:
         if "move_all" in body:
             return relayout.move_all(layout, _member(layout, body["move_all"]))
         if "rebalance" in body:
-            return relayout.rebalance(layout, {int(k): int(v) for k, v in dict(body["rebalance"]).items()})
+            return relayout.rebalance(layout, {int(k): int(v) for k, v in dict(body["rebalance"]).items()},
+                                      [int(m) for m in body.get("guests", ())])
     except LayoutError as exc:
         raise ValueError(str(exc)) from None
     raise KeyError("no move, split, move_all or rebalance")
