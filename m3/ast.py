@@ -144,11 +144,19 @@ FOLDS = ("MIN", "MAX", "SUM", "COUNT")
 @dataclass(frozen=True)
 class Fold:
     """``MIN(X : m[A, X])`` in a view: over the entries of ``m`` whose other keys are the row's, MIN, MAX or
-    SUM of ``X``, or their COUNT (a multiplicity map keyed by value: MIN/MAX, COUNT(DISTINCT x), DISTINCT)."""
+    SUM of ``X``, or their COUNT (a multiplicity map keyed by value: MIN/MAX, COUNT(DISTINCT x), DISTINCT).
+
+    ``cond`` and ``track`` as :class:`Total`'s (``COUNT(X : m[A, X] WHERE n[X] = 0 TRACK t[A, X])``): only the
+    entries whose ``X`` meets a nested subquery's condition are folded, so a COUNT DISTINCT (MIN, MAX) of the
+    column a nested condition reads is the fold of the values that pass it (TPC-H Q16: the suppliers not in
+    the complaints subquery), and the tracking maps name the rows a change of the nested maps affects.
+    """
 
     kind: str
     var: str
     ref: MapRef
+    cond: Expr | None = None
+    track: tuple[MapRef, ...] = ()
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
@@ -365,6 +373,10 @@ def walk(expr: Expr):
         yield from walk(expr.right)
     elif isinstance(expr, Fold):
         yield from walk(expr.ref)
+        if expr.cond is not None:
+            yield from walk(expr.cond)
+        for t in expr.track:
+            yield from walk(t)
     elif isinstance(expr, Total):
         yield from walk(expr.ref)
         if expr.cond is not None:

@@ -168,20 +168,13 @@ def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, 
         if e.var in row:
             out.append((f"{where}: {e.kind} folds {e.var}, a key variable of the view", e.pos))
         _check_view_ref(out, v, e.ref, row + [e.var], maps, types)
+        _check_conditional(out, v, e, row, [e.var], maps, types)
     elif isinstance(e, Total):
         if len(set(e.vars)) != len(e.vars) or set(e.vars) & set(row):
             out.append((f"{where}: TOTAL sums over ({', '.join(e.vars)}): each once, none a key variable of the view",
                         e.pos or v.pos))
         _check_view_ref(out, v, e.ref, row + list(e.vars), maps, types)
-        if e.cond is not None:
-            _check_nested(out, v, e.cond, row + list(e.vars), maps, types)
-        for t in e.track:
-            names = [a.name for a in t.args if isinstance(a, Var)]
-            if len(names) != len(t.args) or len(set(names)) != len(names) or not set(row) <= set(names) \
-                    or not set(names) <= set(row) | set(e.vars):
-                out.append((f"view {v.name}: TOTAL tracks {t.name} at ({', '.join(names)}): it must be read at the "
-                            "view's key variables and some of the summed ones, each once", t.pos or v.pos))
-            _check_arity(out, t, maps, "map")
+        _check_conditional(out, v, e, row, list(e.vars), maps, types)
     elif isinstance(e, MapRef):
         _check_view_ref(out, v, e, row, maps, types)
     elif isinstance(e, Var):
@@ -189,6 +182,21 @@ def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, 
             out.append((f"{where}: variable {e.name} is not a key variable of the view", e.pos or v.pos))
     elif not isinstance(e, Const):
         out.append((f"{where}: a view column is arithmetic over map entries, folds, key variables and constants", e.pos or v.pos))
+
+
+def _check_conditional(out: Problems, v: ViewDecl, e: Fold | Total, row: list[str], over: list[str], maps,
+                       types: dict[str, str]) -> None:
+    """A TOTAL's or a fold's condition and tracking maps; ``over``: the variables it sums or folds over."""
+    what = "TOTAL" if isinstance(e, Total) else e.kind
+    if e.cond is not None:
+        _check_nested(out, v, e.cond, row + over, maps, types)
+    for t in e.track:
+        names = [a.name for a in t.args if isinstance(a, Var)]
+        if len(names) != len(t.args) or len(set(names)) != len(names) or not set(row) <= set(names) \
+                or not set(names) <= set(row) | set(over):
+            out.append((f"view {v.name}: {what} tracks {t.name} at ({', '.join(names)}): it must be read at the "
+                        "view's key variables and some of the summed ones, each once", t.pos or v.pos))
+        _check_arity(out, t, maps, "map")
 
 
 def _check_nested(out: Problems, v: ViewDecl, e: Expr, scope: list[str], maps, types: dict[str, str]) -> None:

@@ -129,12 +129,11 @@ def format_view_expr(e: Expr, level: int = 0) -> str:
         mine = _LEVEL[e.op]
         text = f"{format_view_expr(e.left, mine)} {e.op} {format_view_expr(e.right, mine + 1)}"
         return f"({text})" if mine < level else text
-    if isinstance(e, Fold):
-        return f"{e.kind}({e.var} : {format_expr(e.ref)})"
-    if isinstance(e, Total):
+    if isinstance(e, (Fold, Total)):
         cond = "" if e.cond is None else f" WHERE {format_view_expr(e.cond)}"
         track = "".join(f" TRACK {format_expr(t)}" for t in e.track)
-        return f"TOTAL({', '.join(e.vars)} : {format_expr(e.ref)}{cond}{track})"
+        what = f"{e.kind}({e.var}" if isinstance(e, Fold) else f"TOTAL({', '.join(e.vars)}"
+        return f"{what} : {format_expr(e.ref)}{cond}{track})"
     if isinstance(e, BoolOp):
         if e.op == "NOT":
             return "NOT " + format_view_expr(e.args[0], 3)

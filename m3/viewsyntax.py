@@ -133,8 +133,9 @@ class ViewParser:
             var = self.name("the folded variable").text
             self.expect(":")
             ref = self.map_ref()
+            cond, track = self.condition_and_track()
             self.expect(")")
-            return Fold(t.text.upper(), var, ref, pos=t.pos)
+            return Fold(t.text.upper(), var, ref, cond, track, pos=t.pos)
         if self.at("("):
             self.take()
             inner = self.vexpr()
@@ -156,6 +157,12 @@ class ViewParser:
                 self.expect(",")
         self.expect(":")
         ref = self.map_ref()
+        cond, track = self.condition_and_track()
+        self.expect(")")
+        return Total(tuple(names), ref, cond, track, pos=t.pos)
+
+    def condition_and_track(self) -> tuple[Expr | None, tuple[MapRef, ...]]:
+        """A TOTAL's or a fold's ``[WHERE cond] (TRACK m[...])*``."""
         cond = None
         if self._word("WHERE"):
             self.take()
@@ -164,8 +171,7 @@ class ViewParser:
         while self._word("TRACK"):
             self.take()
             track.append(self.map_ref())
-        self.expect(")")
-        return Total(tuple(names), ref, cond, tuple(track), pos=t.pos)
+        return cond, tuple(track)
 
     def map_ref(self) -> MapRef:
         t = self.name("a map name")

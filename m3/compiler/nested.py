@@ -21,7 +21,9 @@ that domain.  Here:
   NULL and the comparison is not true; a COUNT is 0).
 
 The view (:mod:`.views`) reads each outer aggregate as ``TOTAL(vars :
-m[keys, vars] WHERE condition)``, computed when read.
+m[keys, vars] WHERE condition)``, computed when read; a MIN, MAX or DISTINCT
+aggregate of the one column the condition reads as a fold over the values
+that meet it (``COUNT(B : m[A, B] WHERE ...)``, TPC-H Q16; :func:`nested_vars`).
 
 >>> from .frontend import parse_sql
 >>> from .normalize import normalize
@@ -32,6 +34,13 @@ m[keys, vars] WHERE condition)``, computed when read.
 [('s', 'AggSum([A], R(A, B) * B)'), ('rows', 'AggSum([A], R(A, B))'), ('n1_n', 'AggSum([A], S(A, C_1) * {1 < C_1})')]
 >>> nq.extra_keys, nq.nested
 ((V(name='A', type='INT'),), ('>', ('map', 2), 0))
+>>> rels, (q,) = parse_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(d INT);
+...     SELECT a, COUNT(DISTINCT b) AS n FROM R WHERE b NOT IN (SELECT d FROM S) GROUP BY a''')
+>>> nq = normalize(rels, q)
+>>> [(a.name, str(a.agg)) for a in nq.aggregates][::2], nq.columns
+([('n_values', 'AggSum([A, B], R(A, B))'), ('n1_n', 'AggSum([B], S(B))')], (('n', ('fold', 'COUNT', 0)),))
+>>> nq.nested, [nq.aggregates[i].name for i in nq.tracks]
+(('<=', ('map', 2), 0), ['n1_track'])
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from .subqueries import SubQuery
 from .viewexpr import aggregates_of
 
 _OUTER_KINDS = ("SUM", "COUNT", "AVG")
+_FOLDED_KINDS = ("MIN", "MAX", "COUNT DISTINCT", "SUM DISTINCT", "AVG DISTINCT")
 
 
 def _operand_refs(x) -> list:
@@ -71,12 +81,20 @@ def has_subquery(x) -> bool:
 
 
 def nested_vars(q, var: dict, keys: tuple[V, ...]) -> tuple[V, ...]:
-    """The outer variables the nested conditions read that are not group variables (the outer maps' extra keys)."""
+    """The outer variables the nested conditions read that are not group variables (the outer maps' extra keys).
+
+    A MIN, MAX or DISTINCT aggregate of a column ``x`` (a multiplicity map keyed by ``x``) is read as a fold
+    over the values of ``x`` that meet the nested condition (:class:`..ast.Fold` with ``WHERE``), so the
+    condition may read only ``x`` besides the group columns: a fold counts values, not the rows of other
+    columns (TPC-H Q16: ``COUNT(DISTINCT ps_suppkey)`` beside ``ps_suppkey NOT IN (SELECT ...)``)."""
+    folded = []
     for name, value in q.columns:
-        kinds = [a[1] for a in aggregates_of(value)] + [a[1] for a in aggregates_of(q.having)]
-        bad = [k for k in kinds if k not in _OUTER_KINDS]
+        found = aggregates_of(value) + aggregates_of(q.having)
+        bad = [a[1] for a in found if a[1] not in _OUTER_KINDS + _FOLDED_KINDS]
         if bad:
-            raise CompileError(f"unsupported {bad[0]} in a query with a nested subquery (only SUM, COUNT and AVG)")
+            raise CompileError(f"unsupported {bad[0]} in a query with a nested subquery (only SUM, COUNT, AVG, MIN, "
+                               "MAX and DISTINCT aggregates)")
+        folded += [(a[1], a[2]) for a in found if a[1] in _FOLDED_KINDS and var[a[2]] not in keys]
     out: list[V] = []
     for c in q.nested:
         refs = ([outer for _, outer in c[1].correlation] + [outer for _, _, outer in c[1].ranges]
@@ -85,6 +103,12 @@ def nested_vars(q, var: dict, keys: tuple[V, ...]) -> tuple[V, ...]:
             v = var[ref]
             if v not in keys and v not in out:
                 out.append(v)
+    for kind, ref in folded:
+        if set(out) - {var[ref]}:
+            raise CompileError(f"unsupported {kind} of {ref[1]} in a query whose nested subquery reads "
+                               f"{', '.join(v.name for v in out if v != var[ref])}: a fold over the values that "
+                               "meet a nested condition needs the condition to read only the folded column and the "
+                               "group columns")
     return tuple(out)
 
 

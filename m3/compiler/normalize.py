@@ -141,7 +141,7 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
         if not terms:  # a map without a definition has nothing to maintain: say why, not what the checker sees
             raise CompileError(f"query {q.name} has an aggregate that is always 0 (a WHERE or CASE condition "
                                "that never holds, or a zero value)")
-        return Agg(keys + extra + ((folded,) if folded is not None else ()), tuple(terms))
+        return Agg(keys + extra + ((folded,) if folded is not None and folded not in extra else ()), tuple(terms))
 
     aggregates, columns, where = view_columns(q, var, keys, agg, rows=bool(q.nested))
     if q.having is not None and has_subquery(where):  # HAVING compares with scalar subqueries (:mod:`.nested`)

@@ -106,6 +106,8 @@ def _expr(c, nq: NormalQuery, refs: list[Ref], total: Expr | None = None) -> Exp
     if kind == "fold":
         folded = nq.aggregates[c[2]].folded
         assert folded is not None
+        if total is not None and c[2] < nq.outer_count:  # the values that meet the nested condition
+            return Fold(c[1], folded.name, _ref(c[2], refs), total, tuple(_ref(i, refs) for i in nq.tracks))
         return Fold(c[1], folded.name, _ref(c[2], refs))
     if kind == "var":
         return Var(c[1].name)

@@ -25,7 +25,9 @@ and MIN/MAX cost nothing per event.
   nested subqueries' maps at ``K``): its cost is the number of distinct
   ``K`` in the row's group.  A nested map keyed by ``K`` alone names no
   row; its ``TRACK`` maps (keyed by the row and ``K``) change with it and
-  name the rows a batch affects.
+  name the rows a batch affects.  A fold takes ``WHERE`` and ``TRACK`` too
+  (``COUNT(K : m[A, K] WHERE n[K] = 0 TRACK t[A, K])``): it folds the values
+  that meet the condition.
 * **Cost.**  A map entry is one lookup; a fold reads one index slice (the
   runtime keeps an index on the row's positions of every folded map,
   :func:`view_index_specs`): its cost is the number of distinct values in the
@@ -160,7 +162,7 @@ def view_form(program: Program, v: ViewDecl) -> ViewForm:
     exprs = [x for _, x in columns] + ([v.where] if v.where is not None else [])
     for e in exprs:
         for node in walk(e):
-            if isinstance(node, Total):  # a condition's maps and tracking maps: not what makes a row present
+            if isinstance(node, (Total, Fold)):  # a condition's maps and tracking maps: not what makes a row present
                 inner.update(id(n) for x in ((node.cond,) if node.cond is not None else ()) + node.track
                              for n in walk(x) if isinstance(n, MapRef))
     outer: dict[Ref, None] = {}
@@ -293,6 +295,8 @@ def _value(e: Expr, env: dict, form: ViewForm, reader: Reader):
                         else a.value for a in e.ref.args)
         at = next(i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == e.var)
         values = [k[at] for k, n in _items(reader.entries(e.ref.name, pattern)) if n]
+        if e.cond is not None:  # only the values that meet a nested condition (COUNT DISTINCT beside NOT IN)
+            values = [x for x in values if _holds(e.cond, {**env, e.var: x}, form, reader)]
         if not values:
             return 0
         if e.kind == "MIN":

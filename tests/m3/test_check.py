@@ -138,6 +138,10 @@ def test_check_error_lists_every_problem_with_positions():
         ("DECLARE VIEW v[a := A](x := TOTAL(B : n[A, B] WHERE 0 < m[B] TRACK k[B, C]));",
          "TOTAL tracks k at (B, C): it must be read at the view's key variables"),
         ("DECLARE VIEW v[a := A](x := TOTAL(B : n[A, B] WHERE 0 < TOTAL(C : k[B, C] WHERE A < C)));", None),
+        ("DECLARE VIEW v[a := A](x := COUNT(B : n[A, B] WHERE m[B] <= 0 TRACK n[A, B]));", None),
+        ("DECLARE VIEW v[a := A](x := MAX(B : n[A, B] WHERE C < 1));", "variable C of a TOTAL's condition is not in scope"),
+        ("DECLARE VIEW v[a := A](x := COUNT(B : n[A, B] WHERE 0 < m[B] TRACK k[B, C]));",
+         "COUNT tracks k at (B, C): it must be read at the view's key variables"),
     ],
 )
 def test_total_views_are_checked(body, fragment):

@@ -175,3 +175,14 @@ def test_total_views_print_parse_round_trip():
     again = parse_program(format_program(p))
     assert again == p
     assert "TOTAL(K, Q : o[G, K, Q] WHERE" in format_program(p) and "TRACK t[G, K]" in format_program(p)
+
+
+def test_a_fold_with_a_condition_prints_and_parses_back_equal():
+    """A fold over the values that meet a nested condition (COUNT DISTINCT beside NOT IN: TPC-H Q16)."""
+    text = ("DECLARE MAP o[G: INT, K: INT] : INT; DECLARE MAP n[K: INT] : INT; DECLARE MAP t[G: INT, K: INT] : INT;\n"
+            "DECLARE VIEW v[g := G](x := COUNT(K : o[G, K] WHERE n[K] <= 0 TRACK t[G, K]), y := MAX(K : o[G, K]));")
+    p = parse_program(text)
+    assert parse_program(format_program(p)) == p
+    fold = p.views[0].columns[0].expr
+    assert fold.cond is not None and [t.name for t in fold.track] == ["t"]
+    assert "COUNT(K : o[G, K] WHERE n[K] <= 0 TRACK t[G, K])" in format_program(p)

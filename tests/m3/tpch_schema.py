@@ -66,6 +66,7 @@ DOMAINS: dict[str, st.SearchStrategy] = {
     "l_shipinstruct": st.sampled_from(["DELIVER IN PERSON", "NONE"]),
     "l_shipmode": st.sampled_from(["MAIL", "SHIP", "AIR", "AIR REG", "TRUCK"]),
     "ps_availqty": st.sampled_from([1, 100, 5000]),
+    "s_comment": st.sampled_from(["Customer Complaints", "x Customer y Complaints", "Complaints Customer", "x"]),
 }
 
 
