@@ -34,6 +34,7 @@ IN_PROCESS = ("m3/", "test_cumulus_sim.py", "test_cumulus_failover_sim.py", "tes
               "test_replicate.py", "test_properties.py", "test_fastpath.py", "test_doctests.py")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the marks into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test outside :data:`IN_PROCESS` joins the xdist group "processes".
 
