@@ -25,6 +25,17 @@ m[keys, vars] WHERE condition)``, computed when read; a MIN, MAX or DISTINCT
 aggregate of the one column the condition reads as a fold over the values
 that meet it (``COUNT(B : m[A, B] WHERE ...)``, TPC-H Q16; :func:`nested_vars`).
 
+A subquery with subqueries of its own (TPC-H Q20: ``s_suppkey IN (SELECT
+ps_suppkey FROM partsupp WHERE ps_partkey IN (...) AND ps_availqty > (SELECT
+0.5 * SUM(l_quantity) ...))``) is normalised the same way, one level down:
+its maps are keyed by its correlation columns and the columns its own
+conditions read, and its row count is read as a ``TOTAL`` over those inside
+the outer condition (``0 < TOTAL(P, A : n1_n[S, P, A] WHERE 0 < n1_n1_n[P]
+AND ...)``), still first-order maps.  A change two levels down reaches the
+outer rows through one more tracking map per inner subquery: the outer rows
+joined with the middle subquery's rows and the inner one's
+(:meth:`_Inner.subquery`).
+
 >>> from .frontend import parse_sql
 >>> from .normalize import normalize
 >>> rels, (q,) = parse_sql('''CREATE STREAM R(a INT, b INT); CREATE STREAM S(a INT, c INT);
@@ -113,13 +124,14 @@ def nested_vars(q, var: dict, keys: tuple[V, ...]) -> tuple[V, ...]:
 
 
 def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, keys: tuple[V, ...],
-                     rows: Agg) -> tuple[list[Aggregate], object, list[int]]:
+                     rows: Agg) -> tuple[list[Aggregate], object, list[int], list[int]]:
     """``(inner aggregates, condition, tracking maps)``: the subqueries' maps (numbered from ``base`` in the
     query's list of aggregates), the conjunction of the nested conditions over them (module doc), and the
     indices of the *tracking* maps: for a subquery whose correlation keys ``K`` do not include every group
     variable ``G``, the count of its rows joined with the outer rows (``rows``, keyed by ``G`` and the outer
     variables), keyed by ``G`` and ``K``.  Its entries change whenever the subquery's maps change at ``K``, at
-    exactly the groups that read them, so the view's changed rows are found from the maps' journals."""
+    exactly the groups that read them, so the view's changed rows are found from the maps' journals.  Last, the
+    indices of the subqueries' row-count maps (a subquery one level up tracks them, :meth:`_Inner.subquery`)."""
     inner = _Inner(relations, q, var, base, keys, rows)
     parts = []
     for c in q.nested:
@@ -130,7 +142,7 @@ def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, key
             guards: list = []
             left, right = inner.operand(c[1], guards), inner.operand(c[2], guards)
             parts.append(conj(guards + [(c[0], left, right)]))
-    return inner.aggregates, conj(parts), inner.tracks
+    return inner.aggregates, conj(parts), inner.tracks, inner.counts
 
 
 def having_subqueries(relations: list[RelationDecl], q, var: dict, base: int, keys: tuple[V, ...], rows: Agg,
@@ -203,6 +215,7 @@ class _Inner:
         self.relations, self.q, self.var, self.base, self.keys, self.rows = relations, q, var, base, keys, rows
         self.aggregates: list[Aggregate] = []
         self.tracks: list[int] = []
+        self.counts: list[int] = []  # each subquery's row-count map (not read as a range)
         self.counter = 0
         self.taken = {v.name for v in var.values()}
         self.names: dict[tuple[V, int], V] = {}
@@ -228,8 +241,10 @@ class _Inner:
         columns = ((("v", sub.value),) if scalar else ()) + (("n", ("agg", "COUNT", 1)),)
         group = tuple((f"c{i}", inner_ref) for i, (inner_ref, _) in enumerate(sub.correlation))
         group += tuple((f"r{i}", inner_ref) for i, (_, inner_ref, _) in enumerate(sub.ranges))
-        sq = SqlQuery(f"{q.name}_n{k}", sub.tables, sub.joins, sub.predicate, group, columns, sub.having)
+        sq = SqlQuery(f"{q.name}_n{k}", sub.tables, sub.joins, sub.predicate, group, columns, sub.having,
+                      nested=sub.nested)
         inq = normalize(self.relations, sq)
+        deep = inq.nested is not None  # the subquery has subqueries of its own (TPC-H Q20)
         rename: dict[V, V] = {}
         equal = []
         for v_in, (_, outer_ref) in zip(inq.key_vars, sub.correlation):
@@ -249,9 +264,13 @@ class _Inner:
             folded = fresh.get(a.folded) if a.folded is not None else None
             inner.append(Aggregate(f"n{k}_{a.name}", agg, folded))
 
+        extra = tuple(dict.fromkeys(self.fresh_var(v, k) for v in inq.extra_keys))
+
         def shift(c):
             if not isinstance(c, tuple) or not c:
                 return c
+            if c[0] == "map" and deep and c[1] < inq.outer_count:  # summed where its own subqueries' hold
+                return ("range", c[1] + offset, extra, shift(inq.nested))
             if c[0] == "map" and sub.ranges:  # summed over the range of the range-correlated columns
                 return ("range", c[1] + offset, range_vars, range_cond)
             if c[0] == "map":
@@ -263,16 +282,25 @@ class _Inner:
             if c[0] == "fold":
                 return ("fold", c[1], c[2] + offset)
             if c[0] == "var":
-                return ("var", rename.get(c[1], c[1]))
+                return ("var", rename[c[1]] if c[1] in rename else self.fresh_var(c[1], k))
             return (c[0],) + tuple(shift(x) for x in c[1:])
 
         count = shift(inq.columns[-1][1])
+        if count[0] == "map":
+            self.counts.append(count[1])
         targets = tuple(dict.fromkeys(rename[v] for v in inq.keys if v in rename))
+        tracked_keys = keys + tuple(v for v in targets if v not in keys)
+        counted = inner[count[1] - base].agg
         if keys and not set(keys) <= set(targets):
-            counted = inner[count[1] - base].agg
-            tracked = Agg(keys + tuple(v for v in targets if v not in keys), _product(self.rows.terms, counted.terms))
+            tracked = Agg(tracked_keys, _product(self.rows.terms, counted.terms))
             self.tracks.append(base + len(inner))
             inner.append(Aggregate(f"n{k}_track", tracked))
+        if keys and deep:  # a change two levels down reaches the outer rows through the rows of this subquery
+            for j in inq.counts:
+                deeper = inner[offset - base + j].agg
+                tracked = Agg(tracked_keys, _product(_product(self.rows.terms, counted.terms), deeper.terms))
+                self.tracks.append(base + len(inner))
+                inner.append(Aggregate(f"n{k}_track{j}", tracked))
         guard = conj([(">", count, 0)] + equal + ([shift(inq.where)] if sub.having is not None else []))
         value = shift(inq.columns[0][1]) if scalar else None
         counts_only = scalar and all(a[1] in ("COUNT", "COUNT DISTINCT") for a in aggregates_of(sub.value))

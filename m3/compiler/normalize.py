@@ -81,6 +81,7 @@ class NormalQuery:
     nested: object = None  # the nested subqueries' condition over column expressions (:mod:`.nested`), or None
     outer_count: int = 0  # with `nested`: aggregates [0, outer_count) are the outer query's, the rest inner maps
     tracks: tuple[int, ...] = ()  # with `nested`: the tracking maps (:func:`.nested.nested_condition`)
+    counts: tuple[int, ...] = ()  # with `nested`: the subqueries' row-count maps
 
 
 def variable_names(columns: list[str], taken: set[str] | None = None) -> list[str]:
@@ -150,9 +151,10 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
                            key_vars)
     if not q.nested:
         return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates, columns, where, key_vars)
-    inner, condition, tracks = nested_condition(relations, q, var, len(aggregates), keys, agg(1, None, True))
+    inner, condition, tracks, counts = nested_condition(relations, q, var, len(aggregates), keys,
+                                                        agg(1, None, True))
     return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates + tuple(inner), columns, where,
-                       key_vars, extra, condition, len(aggregates), tuple(tracks))
+                       key_vars, extra, condition, len(aggregates), tuple(tracks), tuple(counts))
 
 
 def nonnull(expr):

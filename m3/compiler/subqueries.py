@@ -15,9 +15,12 @@ SUM, COUNT, AVG and EXISTS, other comparisons (``b2.price > b1.price``, its
 *range correlation*: VWAP).  Its aggregates are then maintained as maps
 keyed by the correlation columns (and the range-correlated ones), which is
 what keeps the nested query first-order (DBToaster's nested-aggregate maps,
-seed 002).  Any other use of an outer column inside a subquery, a subquery inside a
-subquery, in OR, under NOT (other than NOT EXISTS / NOT IN), in SELECT,
-FROM or HAVING, is refused with the construct named.
+seed 002).  An EXISTS or IN subquery without HAVING may hold such
+conditions of its own (:attr:`SubQuery.nested`, TPC-H Q20), one level deep,
+whose subqueries read only its columns.  Any other use of an outer column
+inside a subquery, a subquery inside a scalar subquery or deeper, in OR,
+under NOT (other than NOT EXISTS / NOT IN), in SELECT, FROM or HAVING, is
+refused with the construct named.
 
 Inner relation occurrences get aliases of their own (``lineitem@1``), so the
 same relation may appear inside and outside (TPC-H Q17) without a clash; a
@@ -46,6 +49,12 @@ column name resolves against the subquery's FROM first, then the outer one.
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: unsupported correlated condition R.b < 2 in a subquery (a subquery may compare outer columns only with its own columns: inner.col = outer.col, or <, <=, <>, >, >= under SUM, COUNT, AVG or EXISTS)
+>>> w = sqlglot.parse_one('''SELECT 1 FROM R WHERE a IN (SELECT b FROM R s WHERE s.a NOT IN (SELECT t.b FROM R t)
+...                          AND s.b > (SELECT SUM(u.a) FROM R u WHERE u.b = s.a))''').args["where"].this
+>>> own = lambda sel: [(t.alias_or_name, t.name) for t in [sel.find(sqlglot.exp.From).this]]  # FROM one table
+>>> [(c[0], c[1].correlation if c[0] == "exists" else c[2][1].correlation)
+...  for c in nested_conjunct(w, outer, rels, Ctx(), own, [0])[1].nested]
+[('exists', ((('t@2', 'b'), ('s@1', 'a')),)), ('>', ((('u@3', 'b'), ('s@1', 'a')),))]
 """
 
 from __future__ import annotations
@@ -83,6 +92,7 @@ class SubQuery:
     value: object = None
     having: object = None
     ranges: tuple[tuple[str, ColRef, ColRef], ...] = ()  # (op, inner column, outer column): inner op outer
+    nested: tuple = ()  # its own WHERE conjuncts holding subqueries (one level down, correlated with its columns)
 
 
 def contains_subquery(e: exp.Expression) -> bool:
@@ -225,15 +235,20 @@ def _operand(e: exp.Expression, res: Resolver, relations, ctx: Positions, tables
 
 def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDecl], ctx: Positions,
               tables_of: TablesOf, counter: list[int], kind: str, in_column: ColRef | None = None) -> SubQuery:
-    for node in sel.walk():
-        if node is not sel and isinstance(node, SUBQUERY_NODES):
+    where = sel.args.get("where")
+    conjuncts = _conjuncts(where.this) if isinstance(where, exp.Where) and isinstance(where.this, exp.Expression) \
+        else []
+    deeper = [c for c in conjuncts if isinstance(c, exp.Expression) and contains_subquery(c)]
+    inside = {id(n) for c in deeper for n in c.walk()} if kind != "scalar" else set()
+    for node in sel.walk():  # a subquery of a WHERE conjunct of an EXISTS or IN subquery is read below
+        if node is not sel and isinstance(node, SUBQUERY_NODES) and id(node) not in inside:
             raise ctx.error("unsupported subquery nested in a subquery", node)
     for key in ("limit", "offset", "with", "with_", "qualify", "windows", "order"):
         if sel.args.get(key):
             raise ctx.error(f"unsupported {key.rstrip('_').upper()} in a subquery", sel)
-    for node, arg in unread_args(sel):
+    for node, arg in unread_args(sel, tuple(deeper)):  # each deeper conjunct is checked where it is read
         raise ctx.error(f"unsupported {arg.upper()} in a subquery ({sql_of(node)})", node)
-    for node in unknown_nodes(sel):
+    for node in unknown_nodes(sel, tuple(deeper)):
         raise ctx.error(f"unsupported {type(node).__name__.upper()} ({sql_of(node)})", node)
     counter[0] += 1
     written = tables_of(sel)
@@ -241,8 +256,7 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
     display = {internal: alias for (internal, _), (alias, _) in zip(tables, written)}
     res = ScopedResolver(tables, display, relations, ctx, outer)
     joins, correlation, preds, ranges = [], [], [], []
-    where = sel.args.get("where")
-    conjuncts = _conjuncts(where.this) if where is not None else []
+    conjuncts = [c for c in (_conjuncts(where.this) if where is not None else []) if all(c is not d for d in deeper)]
     for j in sel.args.get("joins") or []:
         if j.args.get("on") is not None:
             conjuncts += _conjuncts(j.args["on"])
@@ -317,8 +331,27 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
                                                          for a in aggregates_of(value))):
         raise ctx.error(f"unsupported subquery correlated by a comparison ({sql_of(sel)}) with other than SUM, "
                         "COUNT or AVG (a range of the correlated column is summed)", sel)
+    nested = tuple(nested_conjunct(c, res, relations, ctx, tables_of, counter) for c in deeper)
+    for c in nested:  # a subquery two levels down reads the columns of the one around it only
+        inner_subs = [c[1]] if c[0] == "exists" else _subqueries_of(c[1]) + _subqueries_of(c[2])
+        reads = [o for s in inner_subs for _, o in s.correlation] + [o for s in inner_subs for _, _, o in s.ranges]
+        reads += [] if c[0] == "exists" else _column_refs(c[1]) + _column_refs(c[2])
+        outer_reads = [r for r in reads if not res.is_inner(r)]
+        if outer_reads or any(s.ranges or s.nested for s in inner_subs) or hav is not None or value is not None \
+                or ranges:
+            raise ctx.error("unsupported subquery nested in a subquery: only in an EXISTS or IN subquery without "
+                            "HAVING, correlated with that subquery's own columns by equalities, one level deep", sel)
     return SubQuery(tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(correlation), value, hav,
-                    tuple(ranges))
+                    tuple(ranges), nested)
+
+
+def _column_refs(x) -> list[ColRef]:
+    """The outer columns an operand of :func:`nested_conjunct` reads directly (``("col", ref)``)."""
+    if isinstance(x, tuple) and x and x[0] == "col":
+        return [x[1]]
+    if isinstance(x, tuple) and x[:1] != ("sub",):
+        return [r for y in x[1:] for r in _column_refs(y)]
+    return []
 
 
 def _all_refs(x) -> list[ColRef]:

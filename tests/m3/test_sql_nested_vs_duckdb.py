@@ -33,6 +33,8 @@ CREATE STREAM lineitem(l_orderkey INT, l_partkey INT, l_quantity INT, l_extended
 CREATE STREAM orders(o_orderkey INT, o_custkey INT, o_orderpriority VARCHAR);
 """
 
+THREE = GENERIC + "CREATE STREAM T(d INT, b INT, f INT);\n"
+
 SHAPES: dict[str, str] = {
     "uncorrelated_scalar": GENERIC + "SELECT a, SUM(c) AS s FROM R WHERE b > (SELECT SUM(d) FROM S) GROUP BY a",
     "uncorrelated_scalar_no_group": GENERIC + "SELECT COUNT(*) AS n FROM R WHERE c < (SELECT AVG(e) FROM S)",
@@ -80,6 +82,12 @@ SHAPES: dict[str, str] = {
         WHERE EXISTS (SELECT * FROM S s WHERE s.b = r.b AND s.d > 1) GROUP BY r.a HAVING MIN(r.b) < 3""",
     "max_beside_uncorrelated_exists": GENERIC + """SELECT a, MAX(c) AS m, COUNT(*) AS n FROM R
         WHERE EXISTS (SELECT * FROM S WHERE d = 2) GROUP BY a""",
+    # subqueries inside an IN or EXISTS subquery, correlated with its columns (TPC-H Q20's shape)
+    "in_with_its_own_subqueries": THREE + """SELECT a, COUNT(*) AS n, SUM(c) AS s FROM R
+        WHERE b IN (SELECT S.b FROM S WHERE S.d IN (SELECT T.d FROM T WHERE T.f > 0)
+                      AND S.e > (SELECT 0.5 * SUM(T.f) FROM T WHERE T.d = S.d AND T.b = S.b)) GROUP BY a""",
+    "rows_view_exists_with_not_exists": THREE + """SELECT a, c FROM R
+        WHERE EXISTS (SELECT * FROM S WHERE S.b = R.b AND NOT EXISTS (SELECT * FROM T WHERE T.d = S.d))""",
 }
 
 
@@ -90,6 +98,7 @@ def test_view_matches_duckdb(shape):
 
 @pytest.mark.parametrize("shape", ["tpch_q4_exists", "correlated_scalar_grouped", "having_scalar_subquery",
                                    "count_distinct_not_in", "max_beside_uncorrelated_exists",
+                                   "in_with_its_own_subqueries", "rows_view_exists_with_not_exists",
                                    pytest.param("uncorrelated_scalar", marks=pytest.mark.slow),
                                    pytest.param("tpch_q18_in_having", marks=pytest.mark.slow),
                                    pytest.param("rows_view_with_exists", marks=pytest.mark.slow)])
@@ -115,7 +124,13 @@ def test_a_nested_view_is_domain_bound_and_its_maps_first_order():
      "unsupported subquery inside OR"),
     (GENERIC + "SELECT a, COUNT(*) FROM R WHERE b IN (SELECT d FROM S WHERE R.c < 2) GROUP BY a",
      "unsupported correlated condition"),
-    (GENERIC + "SELECT a, COUNT(*) FROM R WHERE EXISTS (SELECT * FROM S WHERE b IN (SELECT a FROM R)) GROUP BY a",
+    (THREE + """SELECT a, COUNT(*) FROM R WHERE EXISTS (SELECT * FROM S WHERE S.b = R.b
+        AND EXISTS (SELECT * FROM T WHERE T.d = S.d AND T.b IN (SELECT b FROM S))) GROUP BY a""",
+     "unsupported subquery nested in a subquery"),
+    (THREE + """SELECT a, COUNT(*) FROM R WHERE EXISTS (SELECT * FROM S WHERE S.b = R.b
+        AND EXISTS (SELECT * FROM T WHERE T.d = R.a)) GROUP BY a""",
+     "unsupported subquery nested in a subquery: only in an EXISTS or IN subquery without HAVING"),
+    (THREE + "SELECT a, COUNT(*) FROM R WHERE c > (SELECT SUM(e) FROM S WHERE d IN (SELECT f FROM T)) GROUP BY a",
      "unsupported subquery nested in a subquery"),
     (GENERIC + "SELECT a, (SELECT SUM(d) FROM S) AS x FROM R", "unsupported subquery (nested SELECT) here"),
     (GENERIC + "SELECT a, MAX(c) FROM R WHERE b IN (SELECT d FROM S) GROUP BY a",
