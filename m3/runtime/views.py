@@ -6,7 +6,8 @@ variables and constants), and a general view keeps only the rows meeting its
 ``WHERE`` (HAVING, DISTINCT).  Nothing of this is maintained by triggers:
 the triggers maintain the maps (each aggregate is its own map), and the view
 is evaluated at the rows being read, so arithmetic over aggregates, HAVING
-and MIN/MAX cost nothing per event.
+and MIN/MAX cost nothing per event.  This module finds a view's rows (and
+the rows a batch changed); :mod:`.evaluate` computes an expression at a row.
 
 * **Rows.**  A view's *row variables* are its distinct key variables (a
   view without named variables: one per key column, positionally).  Its rows
@@ -52,15 +53,11 @@ pattern = any value), e.g. a stable snapshot.
 
 from __future__ import annotations
 
-import bisect
 import math
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..ast import (
     Arith,
-    BoolOp,
-    Cmp,
     Const,
     Expr,
     Fold,
@@ -71,8 +68,7 @@ from ..ast import (
     ViewDecl,
     walk,
 )
-
-Entries = Callable[[str, tuple], "dict | Iterable[tuple[tuple, object]]"]
+from .evaluate import Entries, Reader, holds, items, value
 
 
 @dataclass(frozen=True)
@@ -204,19 +200,11 @@ def view_index_specs(program: Program) -> dict[str, list[tuple[int, ...]]]:
     return {k: pos for k, pos in out.items() if pos}
 
 
-class Reader:
-    """Map entries for evaluating rows: ``get(map, key)`` (0 when absent) and ``entries(map, pattern)``."""
-
-    def __init__(self, get: Callable[[str, tuple], object], entries: Entries):
-        self.get = get
-        self.entries = entries
-
-
 def present(form: ViewForm, row: tuple, reader: Reader) -> bool:
     """Whether some map the view reads has an entry at the row (its condition aside; not a TOTAL's condition)."""
     for ref in form.outer or form.refs:
         if None in ref.slots:
-            if _items(reader.entries(ref.map, ref.pattern(row))):
+            if items(reader.entries(ref.map, ref.pattern(row))):
                 return True
         elif reader.get(ref.map, ref.pattern(row)):
             return True
@@ -229,9 +217,9 @@ def row_value(form: ViewForm, row: tuple, reader: Reader) -> tuple[bool, object]
     if None in row or not present(form, row, reader):
         return False, form.zero
     env = dict(zip(form.vars, row))
-    if form.where is not None and not _holds(form.where, env, form, reader):
+    if form.where is not None and not holds(form.where, env, reader):
         return False, form.zero
-    values = [_value(e, env, form, reader) for _, e in form.columns]
+    values = [value(e, env, reader) for _, e in form.columns]
     return True, values[0] if len(values) == 1 else tuple(values)
 
 
@@ -243,7 +231,7 @@ def candidate_rows(form: ViewForm, entries: Entries, pattern: tuple = ()) -> lis
     rows: dict[tuple, None] = {}
     for ref in form.outer or form.refs:
         map_pat = tuple(None if s is None else row_pat[s] for s in ref.slots)
-        for key, _ in _items(entries(ref.map, map_pat)):
+        for key, _ in items(entries(ref.map, map_pat)):
             rows[ref.row_of(key)] = None
     return list(rows)
 
@@ -253,15 +241,15 @@ def read_view(program: Program, v: ViewDecl, entries: Entries, pattern: tuple = 
     form = view_form(program, v)
 
     def get(name: str, key: tuple):
-        found = _items(entries(name, key))
+        found = items(entries(name, key))
         return found[0][1] if found else 0
 
     reader = Reader(get, entries)
     out = {}
     for row in candidate_rows(form, entries, pattern):
-        inside, value = row_value(form, row, reader)
+        inside, found = row_value(form, row, reader)
         if inside:
-            out[form.key_of(row)] = value
+            out[form.key_of(row)] = found
     return out
 
 
@@ -274,144 +262,6 @@ def same(a, b) -> bool:
     if isinstance(a, tuple):
         return isinstance(b, tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
-
-
-def _items(found) -> list:
-    return list(found.items()) if isinstance(found, dict) else list(found)
-
-
-def _value(e: Expr, env: dict, form: ViewForm, reader: Reader):
-    if isinstance(e, Const):
-        return e.value
-    if isinstance(e, Var):
-        return env[e.name]
-    if isinstance(e, MapRef):
-        return reader.get(e.name, tuple(env[a.name] if isinstance(a, Var) else a.value for a in e.args))
-    if isinstance(e, Arith):
-        a, b = _value(e.left, env, form, reader), _value(e.right, env, form, reader)
-        if e.op == "+":
-            return a + b
-        if e.op == "-":
-            return a - b
-        if e.op == "*":
-            return a * b
-        return divide(a, b)
-    if isinstance(e, Fold):
-        pattern = tuple(None if isinstance(a, Var) and a.name == e.var else env[a.name] if isinstance(a, Var)
-                        else a.value for a in e.ref.args)
-        at = next(i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == e.var)
-        values = [k[at] for k, n in _items(reader.entries(e.ref.name, pattern)) if n]
-        if e.cond is not None:  # only the values that meet a nested condition (COUNT DISTINCT beside NOT IN)
-            values = [x for x in values if _holds(e.cond, {**env, e.var: x}, form, reader)]
-        if not values:
-            return 0
-        if e.kind == "MIN":
-            return min(values)
-        if e.kind == "MAX":
-            return max(values)
-        return len(values) if e.kind == "COUNT" else sum(values)
-    if isinstance(e, Total):
-        ranged = _range_total(e, env, form, reader)
-        if ranged is not None:
-            return ranged
-        free = set(e.vars)
-        pattern = tuple(None if isinstance(a, Var) and a.name in free else env[a.name] if isinstance(a, Var)
-                        else a.value for a in e.ref.args)
-        slots = [(i, a.name) for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name in free]
-        total = 0
-        for k, n in _items(reader.entries(e.ref.name, pattern)):
-            if not n:
-                continue
-            if e.cond is not None:
-                inner = dict(env)
-                inner.update((name, k[i]) for i, name in slots)
-                if not _holds(e.cond, inner, form, reader):
-                    continue
-            total += n
-        return total
-    raise TypeError(f"not a view expression: {e!r}")
-
-
-_FLIPPED = {"<": ">", "<=": ">=", "=": "=", "<>": "<>"}
-
-
-def _range_total(e: Total, env: dict, form: ViewForm, reader: Reader):
-    """A TOTAL over one variable ``X`` whose condition compares ``X`` with a value of the row (a subquery
-    correlated by a comparison: VWAP's volume at higher prices), from sorted prefix sums: the entries at the
-    row's pattern are sorted once per reader (one read, or one batch's changed rows), then each row costs a
-    binary search instead of a scan.  None when the TOTAL is not of that form."""
-    cond = e.cond
-    if len(e.vars) != 1 or not isinstance(cond, Cmp):
-        return None
-    x = e.vars[0]
-    if isinstance(cond.left, Var) and cond.left.name == x and x not in _var_names(cond.right):
-        op, bound = _FLIPPED[cond.op], cond.right  # X op' t  ==  t op X
-    elif isinstance(cond.right, Var) and cond.right.name == x and x not in _var_names(cond.left):
-        op, bound = cond.op, cond.left  # t op X
-    else:
-        return None
-    pattern = tuple(None if isinstance(a, Var) and a.name == x else env[a.name] if isinstance(a, Var) else a.value
-                    for a in e.ref.args)
-    cache = reader.__dict__.setdefault("_ranges", {})
-    key = (id(e), pattern)
-    found = cache.get(key)
-    if found is None:
-        at = next(i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == x)
-        pairs = sorted((k[at], n) for k, n in _items(reader.entries(e.ref.name, pattern)) if n)
-        keys = [k for k, _ in pairs]
-        sums = [0]
-        for _, n in pairs:
-            sums.append(sums[-1] + n)
-        found = cache[key] = (keys, sums, dict(pairs))
-    keys, sums, by_key = found
-    t = _value(bound, env, form, reader)
-    total = sums[-1]
-    if op == "<":  # t < X
-        return total - sums[bisect.bisect_right(keys, t)]
-    if op == "<=":
-        return total - sums[bisect.bisect_left(keys, t)]
-    if op == ">":  # t > X
-        return sums[bisect.bisect_left(keys, t)]
-    if op == ">=":
-        return sums[bisect.bisect_right(keys, t)]
-    if op == "=":
-        return by_key.get(t, 0)
-    return total - by_key.get(t, 0)
-
-
-def _var_names(e: Expr) -> set[str]:
-    return {n.name for n in walk(e) if isinstance(n, Var)}
-
-
-def divide(a, b) -> float:
-    """``a / b`` as floats; by zero ``inf`` or ``-inf`` (as DuckDB divides), and ``0 / 0`` is 0.
-
-    0 / 0 is what an AVG of no rows reads (SQL: NULL; M3 has no NULL, and an
-    absent entry is 0); DuckDB's ``SUM(a) / SUM(b)`` with both 0 is NaN.
-
-    >>> divide(3, 2), divide(1, 0), divide(-1, 0.0), divide(0, 0)
-    (1.5, inf, -inf, 0)
-    """
-    if b:
-        return a / b
-    if not a:
-        return 0
-    return math.inf if a > 0 else -math.inf
-
-
-_CMP = {"=": lambda a, b: a == b, "<>": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b}
-
-
-def _holds(e: Expr, env: dict, form: ViewForm, reader: Reader) -> bool:
-    if isinstance(e, BoolOp):
-        if e.op == "NOT":
-            return not _holds(e.args[0], env, form, reader)
-        if e.op == "AND":
-            return all(_holds(a, env, form, reader) for a in e.args)
-        return any(_holds(a, env, form, reader) for a in e.args)
-    if isinstance(e, Cmp):
-        return bool(_CMP[e.op](_value(e.left, env, form, reader), _value(e.right, env, form, reader)))
-    raise TypeError(f"not a view condition: {e!r}")
 
 
 def value_type(program: Program, v: ViewDecl, column: int) -> str:

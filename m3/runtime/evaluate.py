@@ -1,0 +1,181 @@
+"""The value of a view expression at a row, read from map entries: what a view computes when it is read.
+
+Why apart from :mod:`.views` (which finds a view's rows and which of them a
+batch changed): evaluating one expression at one row is a concern of its
+own, the semantics of the view language (docs/m3.md): a map entry absent is
+0; a fold (MIN, MAX, SUM, COUNT of a folded key, only the values meeting its
+``WHERE``); a ``TOTAL`` (the entries at the row whose summed variables meet
+its condition; over one variable compared with a value of the row, from
+sorted prefix sums: one binary search per row); arithmetic, ``/`` as
+:func:`divide`; conditions.  Values come through a :class:`Reader`, so the
+runtime's store and a stable snapshot read alike.
+
+>>> from ..syntax import parse_program
+>>> p = parse_program('''DECLARE MAP m[A: INT, B: INT] : INT; DECLARE MAP n[B: INT] : INT;
+... DECLARE VIEW v[a := A](x := COUNT(B : m[A, B] WHERE n[B] <= 0), t := TOTAL(B : m[A, B] WHERE B < 3));''')
+>>> maps = {"m": {(1, 1): 2, (1, 2): 1, (1, 5): 4}, "n": {(2,): 1}}
+>>> def entries(name, pattern):
+...     return {k: v for k, v in maps[name].items() if all(p is None or p == x for p, x in zip(pattern, k))}
+>>> reader = Reader(lambda name, key: maps[name].get(key, 0), entries)
+>>> [value(c.expr, {"A": 1}, reader) for c in p.views[0].columns]
+[2, 3]
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Iterable
+
+from ..ast import Arith, BoolOp, Cmp, Const, Expr, Fold, MapRef, Total, Var, walk
+
+Entries = Callable[[str, tuple], "dict | Iterable[tuple[tuple, object]]"]
+
+
+class Reader:
+    """Map entries for evaluating rows: ``get(map, key)`` (0 when absent) and ``entries(map, pattern)``."""
+
+    def __init__(self, get: Callable[[str, tuple], object], entries: Entries):
+        self.get = get
+        self.entries = entries
+
+
+def items(found) -> list:
+    """An ``entries`` answer (a dict or pairs) as a list of ``(key, value)``."""
+    return list(found.items()) if isinstance(found, dict) else list(found)
+
+
+def value(e: Expr, env: dict, reader: Reader):
+    """The value of a view expression where the variables are ``env``."""
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Var):
+        return env[e.name]
+    if isinstance(e, MapRef):
+        return reader.get(e.name, tuple(env[a.name] if isinstance(a, Var) else a.value for a in e.args))
+    if isinstance(e, Arith):
+        a, b = value(e.left, env, reader), value(e.right, env, reader)
+        if e.op == "+":
+            return a + b
+        if e.op == "-":
+            return a - b
+        if e.op == "*":
+            return a * b
+        return divide(a, b)
+    if isinstance(e, Fold):
+        pattern = tuple(None if isinstance(a, Var) and a.name == e.var else env[a.name] if isinstance(a, Var)
+                        else a.value for a in e.ref.args)
+        at = next(i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == e.var)
+        values = [k[at] for k, n in items(reader.entries(e.ref.name, pattern)) if n]
+        if e.cond is not None:  # only the values that meet a nested condition (COUNT DISTINCT beside NOT IN)
+            values = [x for x in values if holds(e.cond, {**env, e.var: x}, reader)]
+        if not values:
+            return 0
+        if e.kind == "MIN":
+            return min(values)
+        if e.kind == "MAX":
+            return max(values)
+        return len(values) if e.kind == "COUNT" else sum(values)
+    if isinstance(e, Total):
+        ranged = _range_total(e, env, reader)
+        if ranged is not None:
+            return ranged
+        free = set(e.vars)
+        pattern = tuple(None if isinstance(a, Var) and a.name in free else env[a.name] if isinstance(a, Var)
+                        else a.value for a in e.ref.args)
+        slots = [(i, a.name) for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name in free]
+        total = 0
+        for k, n in items(reader.entries(e.ref.name, pattern)):
+            if not n:
+                continue
+            if e.cond is not None:
+                inner = dict(env)
+                inner.update((name, k[i]) for i, name in slots)
+                if not holds(e.cond, inner, reader):
+                    continue
+            total += n
+        return total
+    raise TypeError(f"not a view expression: {e!r}")
+
+
+_FLIPPED = {"<": ">", "<=": ">=", "=": "=", "<>": "<>"}
+
+
+def _range_total(e: Total, env: dict, reader: Reader):
+    """A TOTAL over one variable ``X`` whose condition compares ``X`` with a value of the row (a subquery
+    correlated by a comparison: VWAP's volume at higher prices), from sorted prefix sums: the entries at the
+    row's pattern are sorted once per reader (one read, or one batch's changed rows), then each row costs a
+    binary search instead of a scan.  None when the TOTAL is not of that form."""
+    cond = e.cond
+    if len(e.vars) != 1 or not isinstance(cond, Cmp):
+        return None
+    x = e.vars[0]
+    if isinstance(cond.left, Var) and cond.left.name == x and x not in _var_names(cond.right):
+        op, bound = _FLIPPED[cond.op], cond.right  # X op' t  ==  t op X
+    elif isinstance(cond.right, Var) and cond.right.name == x and x not in _var_names(cond.left):
+        op, bound = cond.op, cond.left  # t op X
+    else:
+        return None
+    pattern = tuple(None if isinstance(a, Var) and a.name == x else env[a.name] if isinstance(a, Var) else a.value
+                    for a in e.ref.args)
+    cache = reader.__dict__.setdefault("_ranges", {})
+    key = (id(e), pattern)
+    found = cache.get(key)
+    if found is None:
+        at = next(i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == x)
+        pairs = sorted((k[at], n) for k, n in items(reader.entries(e.ref.name, pattern)) if n)
+        keys = [k for k, _ in pairs]
+        sums = [0]
+        for _, n in pairs:
+            sums.append(sums[-1] + n)
+        found = cache[key] = (keys, sums, dict(pairs))
+    keys, sums, by_key = found
+    t = value(bound, env, reader)
+    total = sums[-1]
+    if op == "<":  # t < X
+        return total - sums[bisect.bisect_right(keys, t)]
+    if op == "<=":
+        return total - sums[bisect.bisect_left(keys, t)]
+    if op == ">":  # t > X
+        return sums[bisect.bisect_left(keys, t)]
+    if op == ">=":
+        return sums[bisect.bisect_right(keys, t)]
+    if op == "=":
+        return by_key.get(t, 0)
+    return total - by_key.get(t, 0)
+
+
+def _var_names(e: Expr) -> set[str]:
+    return {n.name for n in walk(e) if isinstance(n, Var)}
+
+
+def divide(a, b) -> float:
+    """``a / b`` as floats; by zero ``inf`` or ``-inf`` (as DuckDB divides), and ``0 / 0`` is 0.
+
+    0 / 0 is what an AVG of no rows reads (SQL: NULL; M3 has no NULL, and an
+    absent entry is 0); DuckDB's ``SUM(a) / SUM(b)`` with both 0 is NaN.
+
+    >>> divide(3, 2), divide(1, 0), divide(-1, 0.0), divide(0, 0)
+    (1.5, inf, -inf, 0)
+    """
+    if b:
+        return a / b
+    if not a:
+        return 0
+    return math.inf if a > 0 else -math.inf
+
+
+_CMP = {"=": lambda a, b: a == b, "<>": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b}
+
+
+def holds(e: Expr, env: dict, reader: Reader) -> bool:
+    """Whether a view condition holds where the variables are ``env``."""
+    if isinstance(e, BoolOp):
+        if e.op == "NOT":
+            return not holds(e.args[0], env, reader)
+        if e.op == "AND":
+            return all(holds(a, env, reader) for a in e.args)
+        return any(holds(a, env, reader) for a in e.args)
+    if isinstance(e, Cmp):
+        return bool(_CMP[e.op](value(e.left, env, reader), value(e.right, env, reader)))
+    raise TypeError(f"not a view condition: {e!r}")
