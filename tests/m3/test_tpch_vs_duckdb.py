@@ -49,10 +49,15 @@ def _relations(program) -> dict:
 
 @pytest.mark.parametrize("n", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in COMPILED])
 def test_query_matches_duckdb(n):
+    _matches_duckdb(n, examples=20)
+
+
+def _matches_duckdb(n: int, examples: int) -> None:
+    """Query ``n``'s view equals DuckDB after every batch of random insert/delete streams."""
     h = shared_harness(sql(n))
 
-    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                     HealthCheck.data_too_large])
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                           HealthCheck.data_too_large])
     @given(tpch_workloads(_relations(h.program)))
     def check(batches):
         h.run(batches)
@@ -76,12 +81,4 @@ def test_query_matches_duckdb_on_the_native_backend(n):
     import m3_harness
 
     m3_harness.BACKEND = "native"  # the autouse m3_backend fixture sets it back
-    h = shared_harness(sql(n))
-
-    @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                     HealthCheck.data_too_large])
-    @given(tpch_workloads(_relations(h.program)))
-    def check(batches):
-        h.run(batches)
-
-    check()
+    _matches_duckdb(n, examples=10)
