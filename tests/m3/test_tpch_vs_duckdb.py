@@ -66,13 +66,14 @@ def _matches_duckdb(n: int, examples: int) -> None:
 
 
 @pytest.mark.parametrize("n", [4, pytest.param(11, marks=pytest.mark.slow), 16, pytest.param(18, marks=pytest.mark.slow),
-                               20, pytest.param(21, marks=pytest.mark.slow)])
+                               pytest.param(20, marks=pytest.mark.slow), pytest.param(21, marks=pytest.mark.slow)])
 def test_nested_query_changes_rebuild_the_view(n):
     changes_rebuild_view(sql(n), "auto", lambda rels: tpch_workloads(rels), examples=15)
 
 
 @pytest.mark.parametrize("n", [7, pytest.param(8, marks=pytest.mark.slow), pytest.param(9, marks=pytest.mark.slow),
-                               16, 20, 22])
+                               pytest.param(16, marks=pytest.mark.slow), pytest.param(20, marks=pytest.mark.slow),
+                               pytest.param(22, marks=pytest.mark.slow)])
 def test_query_matches_duckdb_on_the_native_backend(n):
     """Q7-Q9 group by EXTRACT(year ...), Q22 by SUBSTRING(c_phone, 1, 2): the C backend computes them too
     (``date_part`` in C; SUBSTRING's interned ids computed with the batch's columns).  Q16's triggers match
