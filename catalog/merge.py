@@ -200,7 +200,7 @@ class Merger:
         self.catalog.partitions[part.box] = part
 
     def _resubmitted(self, before: Partition, part: Partition) -> Partition | None:
-        """A committed partition submitted again: the same layout, members added or removed (None: refused)."""
+        """A committed partition submitted again: the same layout, nodes appended (None: refused)."""
         box = part.box
         changed = (part.key != before.key or dict(part.pins) != dict(before.pins)
                    or part.count not in (None, before.count, len(before.segments)))
@@ -226,18 +226,23 @@ class Merger:
                                        f"{', '.join(held)} of box {box!r}; move them first")
         if not ok:
             return None
-        if part.nodes != before.nodes:
-            # Running members number themselves by their place in this list and do not follow a changed
-            # member set yet (docs/cumulus.md §9 stage 7): accepted, the box would stall.
+        grown = part.nodes[:len(before.nodes)] == before.nodes and len(part.nodes) > len(before.nodes)
+        if part.nodes != before.nodes and not grown:
+            # Running members number themselves by their place in this list: appending is all a running
+            # partition follows (the new nodes join at its next layout change, docs/cumulus.md §6.4).
             self.fail(part.origin, f"box {box!r} runs on {len(before.nodes)} members "
-                                   f"({', '.join(before.nodes)}); adding, removing or reordering the members of "
-                                   f"a partitioned box is not supported yet: keep its <node> list as it is")
+                                   f"({', '.join(before.nodes)}); a running partition grows by <node>s added "
+                                   f"after these, in this order; removing or reordering its members is not "
+                                   f"supported")
             return None
         segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, moved[s.member]) for s in before.segments)
         if part.planned and part.segments != segments:
             self.fail(part.origin, f"box {box!r} is partitioned into {len(before.segments)} segments; change the "
                                    f"layout with boreas split/move/rebalance")
             return None
+        if grown:
+            return replace(before, nodes=part.nodes, epoch_ms=part.epoch_ms, origin=part.origin,
+                           members=len(before.layout_nodes), coordinators=len(before.entry_nodes))
         return replace(before, nodes=part.nodes, segments=segments, epoch_ms=part.epoch_ms, origin=part.origin)
 
     def _members(self, name: str, origin: Origin) -> list[str]:

@@ -327,6 +327,17 @@ class Partition:
     ``(map, key column name, key position)``, both None for a map kept whole
     on the box's home segment), a fresh incarnation ``id`` and ``layout`` 1.
     A partitioned box's own ``Box.node`` stays None: the partition places it.
+
+    A partition grows by a resubmission that appends ``<node>`` elements: those are
+    *joining* until a layout change (``boreas rebalance``, ``move``) makes
+    them members.  ``members`` counts the nodes that are members of layout
+    ``layout`` (None: all), ``coordinators`` those that coordinate published
+    input (None: all; fixed when the partition first grows, so a producer's
+    publisher keeps picking the same member, docs/cumulus.md §6.4).
+
+    >>> p = Partition("v", ("a", "b", "c"), members=2, coordinators=2)
+    >>> p.layout_nodes, p.entry_nodes, p.joining
+    (('a', 'b'), ('a', 'b'), ('c',))
     """
 
     box: str
@@ -340,6 +351,23 @@ class Partition:
     epoch_ms: int = 100
     id: str = ""
     origin: Origin = _origin()
+    members: int | None = None
+    coordinators: int | None = None
+
+    @property
+    def layout_nodes(self) -> tuple[str, ...]:
+        """The endpoints of the members of layout ``layout``, by member number."""
+        return self.nodes if self.members is None else self.nodes[:self.members]
+
+    @property
+    def entry_nodes(self) -> tuple[str, ...]:
+        """The members a publisher picks from (``crc32(producer) % len``), by member number."""
+        return self.nodes if self.coordinators is None else self.nodes[:self.coordinators]
+
+    @property
+    def joining(self) -> tuple[str, ...]:
+        """Nodes declared in the partition that no layout has made members yet."""
+        return self.nodes[len(self.layout_nodes):]
 
     @property
     def planned(self) -> bool:

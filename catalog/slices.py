@@ -78,8 +78,8 @@ class SliceMaker:
             box = catalog.boxes.get(name)
             if box is None or not partition.nodes:
                 continue
-            nodes = partition.nodes
-            self.members.update(nodes)
+            nodes = partition.entry_nodes  # (nodes joined later coordinate no input: docs/cumulus.md §6.4)
+            self.members.update(partition.nodes)
             for stream in box.outputs:
                 self.producer_node[stream] = nodes[0]
             for port in box.inputs:

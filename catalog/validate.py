@@ -259,6 +259,11 @@ def partition_problems(part: Partition) -> list[str]:
         problems.append(f"{where}: epoch-ms={part.epoch_ms}: between {low} and {high}")
     if part.layout < 0:
         problems.append(f"{where}: layout={part.layout}, a layout version is 0 or more")
+    if part.members is not None and not 1 <= part.members <= len(part.nodes):
+        problems.append(f"{where}: members={part.members}: between 1 and its {len(part.nodes)} <node>s")
+    if part.coordinators is not None and not 1 <= part.coordinators <= len(part.layout_nodes):
+        problems.append(f"{where}: coordinators={part.coordinators}: between 1 and its {len(part.layout_nodes)} "
+                        f"members")
     if part.segments:
         problems += segment_problems(part)
     return problems
@@ -277,9 +282,9 @@ def segment_problems(part: Partition) -> list[str]:
         if not 0 <= seg.lo < seg.hi <= PARTITION_SLOTS:
             problems.append(f"segment {seg.id} of box {box!r} has slots {seg.lo}-{seg.hi - 1}; a segment is a "
                             f"non-empty range within 0-{PARTITION_SLOTS - 1}")
-        if not 0 <= seg.member < len(part.nodes):
+        if not 0 <= seg.member < len(part.layout_nodes):
             problems.append(f"segment {seg.id} of box {box!r} is on member {seg.member}; the partition has "
-                            f"{len(part.nodes)}")
+                            f"{len(part.layout_nodes)}")
     if problems:
         return problems
     end = 0  # sorted by first slot: a gap or an overlap shows at the first slot concerned

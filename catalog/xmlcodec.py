@@ -242,7 +242,8 @@ def _partition(el: etree._Element, origin: Origin) -> Partition:
     return Partition(
         box, tuple(n.get("endpoint") for n in nodes), tuple(segments), _int(el, "segments"), el.get("key"),
         tuple(pins.items()), tuple(maps.values()), (1 if segments else 0) if layout is None else layout,
-        100 if epoch_ms is None else epoch_ms, el.get("id") or "", origin)
+        100 if epoch_ms is None else epoch_ms, el.get("id") or "", origin, _int(el, "members"),
+        _int(el, "coordinators"))
 
 
 _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
@@ -363,7 +364,8 @@ def encode(obj: Any, with_node: bool = True) -> etree._Element:
             el = _set(etree.Element("global"), endpoint=obj.endpoint)
         case Partition():
             el = _set(etree.Element("partition"), box=obj.box, layout=obj.layout or None,
-                      **{"epoch-ms": obj.epoch_ms}, id=obj.id or None, key=obj.key, segments=obj.count)
+                      **{"epoch-ms": obj.epoch_ms}, id=obj.id or None, key=obj.key, segments=obj.count,
+                      members=obj.members, coordinators=obj.coordinators)
             for member, endpoint in enumerate(obj.nodes):
                 _sub(el, "node", endpoint=endpoint, member=member)
             for name, key in obj.pins:

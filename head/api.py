@@ -381,7 +381,7 @@ def partition_json(part: Partition) -> dict[str, Any]:
     """
     return {
         "box": part.box,
-        "members": list(part.nodes),
+        "members": list(part.layout_nodes),
         "segments": [[s.id, s.lo, s.hi, s.member] for s in sorted(part.segments, key=lambda s: (s.lo, s.id))],
         "maps": {name: position for name, _, position in part.maps},
         "layout": part.layout,
@@ -389,4 +389,5 @@ def partition_json(part: Partition) -> dict[str, Any]:
         "epoch_ms": part.epoch_ms,
         "id": part.id,
         "key": part.key,
+        "joining": list(part.joining),
     }

@@ -108,11 +108,13 @@ class Learner:
                     log.info("layout %d of box %r reported: not newer than the catalog's; ignored",
                              reported.layout, reported.box)
                     return None
-                if current.nodes != reported.nodes:
+                members = reported.layout_nodes  # a layout may make joining nodes members (docs/cumulus.md §6.4)
+                if current.nodes[:len(members)] != members or len(members) < len(current.layout_nodes):
                     log.warning("layout %d of box %r reported with other members than the catalog's; ignored",
                                 reported.layout, reported.box)
                     return None
-                updated = replace(current, segments=reported.segments, layout=reported.layout)
+                updated = replace(current, segments=reported.segments, layout=reported.layout,
+                                  members=None if len(members) == len(current.nodes) else len(members))
                 return [Change("partition", reported.box, to_text(updated))]
 
             return await self._learn(involved, build)

@@ -124,3 +124,56 @@ def test_rebalancing_after_a_failover_empties_the_guest_and_keeps_the_view_exact
         assert check_stable(sim)
 
     check()
+
+
+@pytest.mark.parametrize("shape", ["tpch_q3", "group_by_join_key", "self_join"])
+def test_a_partition_grown_while_events_flow_keeps_the_view_exact(shape):
+    """Nodes appended to a running partition (docs/cumulus.md §6.4) join at the first epoch of a rebalance
+    that moves segments onto them: every stable read before, across and after it is exact, the new
+    members end with segments, and a member restarting from its state (the new one too) carries on."""
+    from boreas.m3.cumulus import relayout as changes
+
+    program = compile_sql(SHAPES[shape])
+    placement = place(program, box="v")
+    relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
+                 if any(t.relation == r.name for t in program.triggers)}
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(layouts([(m.map, m.column) for m in placement.maps]), workloads(relations), workloads(relations),
+           st.randoms(use_true_random=False), st.integers(1, 2))
+    def check(layout, before, after, rng, added):
+        n = len(layout.members)
+        sim = Sim(SHAPES[shape], layout, random.Random(rng.random()))
+        for rel, events, member, deliveries in before:
+            sim.publish(member % n, rel, events)
+            for _ in range(deliveries):
+                sim.deliver_one()
+            if rng.random() < 0.3:
+                sim.tick(0.1)
+            check_stable(sim)
+        new_members = [sim.grow(f"new{k}:16000") for k in range(added)]
+        leader = sim.members[0].hosted[0]
+        base = leader.joinable_layout()
+        assert len(base.members) == n + added and base.version == leader.latest_layout.version
+        new = changes.rebalance(base, {s.id: 1 for s in base.segments})  # one entry each: spread the segments
+        if new is base or not any(new.segments_of(m) for m in new_members):
+            new = changes.move(base, base.segments[0].id, new_members[0])
+        sim.request("grow", new)
+        for step, (rel, events, member, deliveries) in enumerate(after):
+            sim.publish(member % n, rel, events)
+            for _ in range(deliveries):
+                sim.deliver_one()
+            if rng.random() < 0.3:
+                sim.tick(0.1)
+            if rng.random() < 0.15:
+                sim.restart(rng.choice([0, *new_members]))
+            check_stable(sim)
+        sim.settle()
+        final = sim.members[0].hosted[0].layout
+        assert final.version == new.version and len(final.members) == n + added
+        assert any(final.segments_of(m) for m in new_members)
+        assert all(sim.members[m].joined is not None for m in new_members)
+        check_members(sim)
+        assert check_stable(sim)
+
+    check()

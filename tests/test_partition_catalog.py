@@ -18,8 +18,10 @@ from boreas.catalog import (
 from boreas.catalog.boxtypes import BoxType, builtin_registry, infer_filter
 from boreas.catalog.documents import Delete
 from boreas.catalog.elements import catalog_from_elements, to_elements
-from boreas.catalog.export import export_application, export_deployment, summary
+from boreas.catalog.export import describe_partition, export_application, export_deployment, summary
 from boreas.catalog.model import Partition, SegmentPlacement
+from boreas.catalog.slices import SliceMaker, stream_route
+from boreas.catalog.validate import partition_problems
 from boreas.catalog.replicate import apply_update, catalog_items, update_items
 from boreas.catalog.updates import describe_item, update_document
 from boreas.catalog.xmlcodec import decode, to_text
@@ -307,22 +309,49 @@ def test_a_resubmission_cannot_change_the_layout(partition):
         "box 'v' is partitioned into 8 segments; change the layout with boreas split/move/rebalance"]
 
 
-def test_a_resubmission_changes_the_epoch_but_not_the_members_yet():
+def test_a_resubmission_changes_the_epoch_and_appends_members_but_keeps_the_layout():
     _, base = committed(app(), deploy(PARTITION))
     slower = PARTITION.replace('key="a"', 'key="a" epoch-ms="50"')
     result = plan(deploy(slower, ""), base=base)
     assert result.ok, result.problems
     part, was = result.catalog.partitions["v"], base.partitions["v"]
-    assert part.nodes == NODES and part.epoch_ms == 50
+    assert part.nodes == NODES and part.epoch_ms == 50 and part.joining == ()
     assert (part.segments, part.maps, part.layout, part.id) == (was.segments, was.maps, was.layout, was.id)
-    # Running members do not follow a changed member set yet: refused, not accepted to stall the box.
-    members = f"box 'v' runs on 3 members ({', '.join(NODES)}); adding, removing or reordering the members of " \
-              "a partitioned box is not supported yet: keep its <node> list as it is"
+    # Appended nodes join at the next layout change; publishers keep picking among the first three.
     more = PARTITION.replace("</partition>", '<node endpoint="localhost:15004"/></partition>')
-    assert refused(deploy(more, ""), base=base, file="app.xml") == [members]
+    grown = plan(deploy(more, ""), base=base)
+    assert grown.ok, grown.problems
+    part = grown.catalog.partitions["v"]
+    assert part.nodes == (*NODES, "localhost:15004") and part.joining == ("localhost:15004",)
+    assert part.layout_nodes == part.entry_nodes == NODES and part.segments == was.segments
+    assert "localhost:15004" in grown.catalog.nodes
+    assert describe_partition(part) == "partition v: 3 members, 8 segments, layout 1, key a, joining localhost:15004"
+    # Removing or reordering running members is refused, naming them.
+    members = f"box 'v' runs on 3 members ({', '.join(NODES)}); a running partition grows by <node>s added " \
+              "after these, in this order; removing or reordering its members is not supported"
     reordered = PARTITION.replace('<node endpoint="localhost:15001"/>', "").replace(
         "</partition>", '<node endpoint="localhost:15001"/></partition>')
     assert refused(deploy(reordered, ""), base=base, file="app.xml") == [members]
+
+
+def test_a_grown_partition_round_trips_and_routes_publishers_to_its_first_members():
+    _, base = committed(app(), deploy(PARTITION))
+    more = PARTITION.replace("</partition>", '<node endpoint="localhost:15004"/></partition>')
+    catalog = plan(deploy(more, ""), base=base).catalog
+    text = to_text(catalog.partitions["v"])
+    assert 'members="3"' in text and 'coordinators="3"' in text and not _xsd(f"<deploy>{text}</deploy>")
+    exported = [read_document(export_application(catalog), "app.xml"),
+                read_document(export_deployment(catalog), "dep.xml")]
+    rebuilt = apply_submission(open_store("memory://"), exported, registry=box_types()).after
+    assert rebuilt.partitions["v"] == catalog.partitions["v"]
+    route = stream_route(catalog, "R")
+    assert route["entries"] == list(NODES) and route["pick"] == "member"
+    assert "localhost:15004" in SliceMaker(catalog).slice("localhost:15004").partitions["v"].nodes
+    # members beyond the nodes, or coordinators beyond the members, are named
+    bad = text.replace('members="3"', 'members="5"').replace('coordinators="3"', 'coordinators="6"')
+    assert partition_problems(decode(etree.fromstring(bad))) == [
+        "partition of box 'v': members=5: between 1 and its 4 <node>s",
+        "partition of box 'v': coordinators=6: between 1 and its 4 members"]
 
 
 def test_a_removed_member_must_hold_no_segment():

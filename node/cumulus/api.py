@@ -46,6 +46,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -102,7 +103,7 @@ class SegmentsApi:
             if op.leader is None:
                 raise SegmentsFailed(409, op.relayout_busy() or f"member {op.member} is not the leader")
             try:
-                base = op.latest_layout  # a change asked while others are under way queues after them
+                base = op.joinable_layout()  # a change asked while others are under way queues after them
                 new = _decide(base, body)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 raise SegmentsFailed(422, f"a layout change is {{\"move\": [segment, node]}}, {{\"split\": "
@@ -111,13 +112,13 @@ class SegmentsApi:
                                           f"{exc}") from None
         except SegmentsFailed as exc:
             return json_error(exc.status, str(exc), box=box)
-        if new is base:
-            return web.json_response({"box": box, "layout": base.to_dict(), "moves": [], "seconds": 0.0,
+        if new is base:  # nothing to do (joining nodes stay joining)
+            return web.json_response({"box": box, "layout": op.latest_layout.to_dict(), "moves": [], "seconds": 0.0,
                                       "changed": False})
         moves = relayout.moves(base, new)
         change = uuid.uuid4().hex[:12]
         async with self._deciding:  # decided from the newest layout, one request at a time
-            if op.latest_layout is not base:
+            if op.latest_layout.version != base.version:
                 return json_error(409, f"box {box!r}: another layout change was asked at the same moment; "
                                        "ask again", box=box)
             await self.dataflow.deliver([(internal_stream(box, op.member), [msg.request(change, new.to_dict())],
@@ -311,9 +312,10 @@ def _decide(layout: Layout, body: dict) -> Layout:
 
 
 def partition_of_layout(partition: Partition | None, layout: Layout) -> Partition:
-    """The catalog's ``<partition>`` with ``layout``'s segments and version (what the Head commits)."""
+    """The catalog's ``<partition>`` with ``layout``'s segments, version and members (what the Head commits)."""
     segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member) for s in layout.segments)
     if partition is None:
         return Partition(layout.box, layout.members, segments, layout=layout.version)
-    return Partition(partition.box, partition.nodes, segments, partition.count, partition.key, partition.pins,
-                     partition.maps, layout.version, partition.epoch_ms, partition.id, partition.origin)
+    n = len(layout.members)
+    return replace(partition, segments=segments, layout=layout.version,
+                   members=None if n >= len(partition.nodes) else n)

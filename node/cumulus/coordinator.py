@@ -54,6 +54,7 @@ class Coordinating:
         self.woke = -1  # the last epoch it asked the leader to end
         self.stamped: dict[tuple[str, str], int] = {}  # (stream, producer) -> last seq taken in this epoch
         self.holding: dict[int, list] = {}  # in port -> rows taken in this epoch, not stamped yet (in arrival order)
+        self._closing = len(self.layout.members)  # members of the epoch it stamps with (its Close goes to each)
 
     def _involvement(self, plan, port: int, layout: Layout):
         """``row -> members`` for rows of in port ``port`` in the in stream's form (sign field and all)."""
@@ -77,12 +78,14 @@ class Coordinating:
 
     def _coordinate(self, port: int, rows: list) -> None:
         """Take an input batch of in port ``port``: stamp it now, or hold it (see the module docstring)."""
-        if self.n > 1 and not (self.ordered and self.plan.ports[port].relation in self.roles.sequential):
+        joining = self.joined is None or self.epoch < self.joined
+        if joining or self._closing > 1 and not (self.ordered and self.plan.ports[port].relation in
+                                                 self.roles.sequential):
             held = self.holding.get(port)
             if held is None:
                 held = self.holding[port] = []
             held += rows
-            if len(held) >= HOLD:
+            if len(held) >= HOLD and not joining:  # (a joining member stamps from its first epoch on)
                 self._stamp(port, self.holding.pop(port))
         else:
             self._stamp(port, rows)
@@ -109,12 +112,16 @@ class Coordinating:
             self._stamp(port, rows)
 
     def _next_epoch(self, epoch: int) -> None:
-        """``Advance(epoch)``: close the epoch stamped with so far, stamp with ``epoch`` from now on."""
-        self._release_holding()
-        positions = [[s, p, q] for (s, p), q in self.stamped.items()]
-        self.stamped = {}
-        for member in range(self.n):
-            self._send(member, msg.close(self.epoch, self.member, positions if member == 0 else None))
+        """``Advance(epoch)``: close the epoch stamped with so far, stamp with ``epoch`` from now on.
+
+        A joining member closes nothing before its first epoch: no member
+        expects a Close of it for an epoch it took no part in."""
+        if self.joined is not None and self.epoch >= self.joined:
+            self._release_holding()
+            positions = [[s, p, q] for (s, p), q in self.stamped.items()]
+            self.stamped = {}
+            for member in range(self._closing):  # the members of the epoch closed
+                self._send(member, msg.close(self.epoch, self.member, positions if member == 0 else None))
         self.epoch = epoch
         self._stamp_layout()
 

@@ -83,15 +83,17 @@ class Hosting:
     def coordinator_of(self, producer: str) -> Any:
         """The hosted member that stamps ``producer``'s batches: the one its publisher picks, if hosted here.
 
+        >>> from boreas.catalog.model import Partition
         >>> class P(Hosting):
-        ...     n = 3
+        ...     partition = Partition("v", ("n1", "n2", "n3"))
         >>> p = P(); p.hosted = {1: "own", 2: "guest"}
         >>> [(x, zlib.crc32(x.encode()) % 3, p.coordinator_of(x)) for x in ("a", "b", "c")]
         [('a', 0, 'own'), ('b', 2, 'guest'), ('c', 0, 'own')]
         """
         if len(self.hosted) == 1:
             return self
-        return self.hosted.get(zlib.crc32(producer.encode()) % self.n, next(iter(self.hosted.values())))
+        picks = len(self.partition.entry_nodes)  # (what publishers pick from: catalog/slices.py)
+        return self.hosted.get(zlib.crc32(producer.encode()) % picks, next(iter(self.hosted.values())))
 
     def poll(self, now: float) -> Emitted:
         for op in list(self.hosted.values()):
@@ -181,8 +183,9 @@ class Hosting:
         """
         nodes = tuple(self.partition.nodes)
 
-        def fix(lay: Any) -> Any:
-            return lay if lay.members == nodes or len(lay.members) != len(nodes) else replace(lay, members=nodes)
+        def fix(lay: Any) -> Any:  # (a layout before a partition grew has fewer members)
+            now = nodes[:len(lay.members)]
+            return lay if lay.members == now or len(now) < len(lay.members) else replace(lay, members=now)
 
         self.layout = fix(self.layout)
         self.history = [(first, fix(lay)) for first, lay in self.history]

@@ -12,6 +12,11 @@ it has announced two stable epochs at or past the last one with work: a
 member drops the deltas of epochs up to the stable epoch it knew before the
 latest, so every member then holds none.
 
+A partition that grows (docs/cumulus.md §6.4) has more members from the
+first epoch of the layout change that makes its joining nodes members:
+:meth:`resize` records it, and an epoch is stable once every member *of that
+epoch* is done with it.
+
 No I/O: :meth:`tick` and :meth:`receive` return the messages to send.
 
 >>> lead = Leader(members=2, epoch_s=0.1)
@@ -22,6 +27,8 @@ No I/O: :meth:`tick` and :meth:`receive` return the messages to send.
 >>> lead.closed(0, 0, [["R", "p", 3]]); lead.closed(0, 1, [])
 >>> lead.done(0, 0); lead.done(0, 1); lead.stable, lead.positions
 (0, {('R', 'p'): 3})
+>>> lead.resize(2, 3); lead.members_at(1), lead.members_at(2)
+(2, 3)
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from . import messages as msg
 
 class Leader:
     def __init__(self, members: int, epoch_s: float):
-        self.members = members
+        self.sizes: list[tuple[int, int]] = [(0, members)]  # (first epoch, members from then on), ascending
         self.epoch_s = epoch_s
         self.epoch = 0  # the epoch coordinators stamp with now
         self.last_work = -1  # the last epoch some coordinator stamped work in
@@ -76,15 +83,25 @@ class Leader:
     def closed(self, epoch: int, coord: int, positions: list) -> None:
         self.closes.setdefault(epoch, []).extend(positions)
 
+    def resize(self, first: int, members: int) -> None:
+        """From epoch ``first`` on the partition has ``members`` members (a layout change made them so)."""
+        self.sizes = [(f, n) for f, n in self.sizes if f < first] + [(first, members)]
+
+    def members_at(self, epoch: int) -> int:
+        """How many members take part in ``epoch`` (each sends a Done for it)."""
+        return next(n for f, n in reversed(self.sizes) if f <= epoch or f == self.sizes[0][0])
+
     def done(self, epoch: int, member: int) -> None:
         self.dones.setdefault(epoch, set()).add(member)
-        while len(self.dones.get(self.stable + 1, ())) == self.members:
+        while len(self.dones.get(self.stable + 1, ())) == self.members_at(self.stable + 1):
             self.stable += 1
             del self.dones[self.stable]
             for stream, producer, seq in self.closes.pop(self.stable, []):
                 key = (stream, producer)
                 self.positions[key] = max(seq, self.positions.get(key, -1))
             self.stable_at = self.ended_at.pop(self.stable, self.stable_at)
+        while len(self.sizes) > 1 and self.sizes[1][0] <= self.stable:  # older sizes are no longer asked for
+            self.sizes.pop(0)
 
     def info(self, wall: float) -> dict:
         """The stable epoch, its age in seconds, and the input positions it covers (``GET .../stable``)."""
@@ -99,7 +116,7 @@ class Leader:
                 "dones": [[e, sorted(ms)] for e, ms in self.dones.items()],
                 "closes": [[e, p] for e, p in self.closes.items()],
                 "positions": [[s, p, q] for (s, p), q in self.positions.items()], "deadline": self._deadline,
-                "announced": list(self.announced)}
+                "announced": list(self.announced), "sizes": [list(x) for x in self.sizes]}
 
     def restore(self, state: dict) -> None:
         self.epoch, self.last_work = int(state["epoch"]), int(state["last_work"])
@@ -109,5 +126,7 @@ class Leader:
         self.closes = {int(e): [list(x) for x in p] for e, p in state["closes"]}
         self.positions = {(s, p): int(q) for s, p, q in state["positions"]}
         self.announced = [int(x) for x in state.get("announced", [-1, -1])]
+        if state.get("sizes"):
+            self.sizes = [(int(f), int(n)) for f, n in state["sizes"]]
         # the timer keeps its flow-clock time: replaying the log after a restart fires it where it fired
         self._deadline = state.get("deadline")

@@ -88,8 +88,9 @@ def internal_stream(box: str, member: int) -> str:
 
 
 def layout_of(partition: Partition) -> Layout:
-    """The :class:`~boreas.m3.cumulus.Layout` a committed ``<partition>`` describes."""
-    return Layout(partition.box, partition.nodes,
+    """The :class:`~boreas.m3.cumulus.Layout` a committed ``<partition>`` describes (its joining nodes are not
+    members of it yet)."""
+    return Layout(partition.box, partition.layout_nodes,
                   tuple(Segment(s.id, s.lo, s.hi, s.member) for s in partition.segments),
                   tuple((name, position) for name, _, position in partition.maps),
                   version=partition.layout)
@@ -109,7 +110,6 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
             raise self.error("is partitioned, but its partition has no segments yet (the Head plans them)")
         self.partition = partition
         self.member = me = members[0] if member is None else member
-        self.n = len(partition.nodes)
         try:
             self.layout = layout_of(partition).check_program(self.plan.program)
         except LayoutError as exc:
@@ -133,7 +133,9 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
         self.served: set[tuple[int, int, int]] = set()
         self.known_stable = -1  # the last stable epoch the leader announced
         self.horizon = -1  # deltas of epochs up to here are dropped: no stable read before its end
-        self.leader = Leader(self.n, partition.epoch_ms / 1000.0) if me == 0 else None
+        self.leader = Leader(len(self.layout.members), partition.epoch_ms / 1000.0) if me == 0 else None
+        # the first epoch this member takes part in; None while it is joining (docs/cumulus.md §6.4)
+        self.joined: int | None = 0 if me < len(self.layout.members) else None
         self.loaded: set[tuple[str, int]] = set()  # (job, part) of bulk loads applied: a retried task adds nothing
         self._init_changes()  # layout changes (docs/cumulus.md §6): relayouts.py owns their state
         # per call
@@ -147,8 +149,9 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
         return self._internal
 
     def _wire(self, partition: Partition, members: list[int]) -> None:
-        """In ports for the members hosted here, out ports to the members on other nodes."""
+        """In ports for the members hosted here, out ports to the members (and joining nodes) on other nodes."""
         box = self.box
+        self.n = len(partition.nodes)
         others = [m for m in range(self.n) if m not in members]  # members on other nodes
         self._port_to = {m: len(box.outputs) + i for i, m in enumerate(others)}
         self._inport = {len(box.inputs) + i: m for i, m in enumerate(members)}
@@ -205,7 +208,8 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
             self._out.setdefault(member, []).append(message)
 
     def _to_all(self, message: list) -> None:
-        for m in range(self.n):
+        """Leader: to every member, and to the nodes a layout change announced makes members."""
+        for m in range(self._reach()):
             self._send(m, message)
 
     # -- messages ------------------------------------------------------------------------
@@ -266,7 +270,7 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
             if (e, c) in self.closes:
                 self.closes.discard((e, c))
                 self.works.pop((e, c), None)
-                if c + 1 < self.n:
+                if c + 1 < len(self.layout.members):  # (the layout of epoch e: a flip comes first)
                     self.at = [e, c + 1]
                 else:
                     self._send(0, msg.done(e, self.member))
@@ -380,7 +384,7 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
             "closes": [list(x) for x in self.closes],
             "pushes": [[*v, [[src, entries] for src, entries in by.items()]] for v, by in self.pushes.items()],
             "served": [list(v) for v in self.served],
-            "known_stable": self.known_stable, "horizon": self.horizon,
+            "known_stable": self.known_stable, "horizon": self.horizon, "joined": self.joined,
             "deltas": self.runtime.deltas.state(lambda name, k: enc(name, self.runtime.store.unpack(name, k))),
             "leader": None if self.leader is None else self.leader.state(),
             "loaded": [list(x) for x in self.loaded],
@@ -398,6 +402,7 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
         self.pushes = {(e, c, s): {src: entries for src, entries in by} for e, c, s, by in state.get("pushes", [])}
         self.served = {tuple(v) for v in state.get("served", [])}
         self.known_stable, self.horizon = int(state.get("known_stable", -1)), int(state.get("horizon", -1))
+        self.joined = state["joined"] if "joined" in state else 0
         dec, pack = self._decode_key, self.runtime.store.pack
         self.runtime.deltas.restore(state.get("deltas", []), lambda name, k: pack(name, dec(name, k)))
         self.loaded = {(j, int(p)) for j, p in state.get("loaded", [])}

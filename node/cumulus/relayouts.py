@@ -39,6 +39,7 @@ there (it copies from the layout they left).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from boreas.catalog.model import Partition
 from boreas.m3.cumulus import Layout, relayout
@@ -89,6 +90,20 @@ class LayoutChanges:
         r = self.requested
         return r if r is not None and r.version > self.layout.version else self.layout
 
+    def joinable_layout(self) -> Layout:
+        """:attr:`latest_layout` with the partition's joining nodes as members (docs/cumulus.md §6.4): a change
+        decided from it makes them members at its first epoch (a move or rebalance onto them)."""
+        lay, nodes = self.latest_layout, tuple(self.partition.nodes)
+        if len(nodes) <= len(lay.members):
+            return lay
+        return replace(lay, members=lay.members + nodes[len(lay.members):])
+
+    def _reach(self) -> int:
+        """Leader: how many members its messages go to: the current layout's, and those of every change
+        announced (the nodes a change makes members hear of it, its flip, and each Advance from then on)."""
+        return max(len(self.layout.members), len(self.latest_layout.members),
+                   *(len(r["layout"].members) for r in self.relayouts))
+
     @staticmethod
     def _waiting(p: dict) -> bool:
         """Whether a flipped change still waits for a source's final chunk."""
@@ -137,6 +152,10 @@ class LayoutChanges:
                 log.error("m3 box %r member %d: Flip of unknown change %s ignored", self.box.name, self.member, m[1])
             else:
                 p["first"] = int(m[2])
+                if self.joined is None and self.member < len(p["layout"].members):  # (docs/cumulus.md §6.4)
+                    self.joined, self.at = p["first"], [p["first"], 0]
+                    log.info("m3 box %r member %d joins the partition at epoch %d", self.box.name, self.member,
+                             p["first"])
 
     def _change(self, change: str) -> dict | None:
         return next((r for r in self.relayouts if r["change"] == change), None)
@@ -211,6 +230,7 @@ class LayoutChanges:
                 # no coordinator stamps with it yet: only the leader's Advance starts it
                 p["first"] = max(self.leader.epoch + 1, prev + 1)
                 self.leader.woken(p["first"])  # advance through it even if no input flows
+                self.leader.resize(p["first"], len(p["layout"].members))  # (a change may add members)
                 self._to_all(msg.flip(p["change"], p["first"]))
             prev = p["first"]
 
@@ -312,6 +332,7 @@ class LayoutChanges:
         due = [r["layout"] for r in self.relayouts if r["first"] is not None and r["first"] <= self.epoch]
         if due and due[-1].version > self.routing:
             self.routing = due[-1].version
+            self._closing = len(due[-1].members)
             self._involved = [self._involvement(self._plan, port, due[-1]) for port in range(len(self.box.inputs))]
 
     # -- plain data ------------------------------------------------------------------------
@@ -356,6 +377,7 @@ class LayoutChanges:
         self.settling = None if s is None else {**s, "layout": Layout.from_dict(s["layout"])}
         self.routing = int(state.get("routing", self.layout.version))
         routing = next((r["layout"] for r in self.relayouts if r["layout"].version == self.routing), self.layout)
+        self._closing = len(routing.members)
         self._involved = [self._involvement(self._plan, port, routing) for port in range(len(self.box.inputs))]
 
     def _entry_of(self, r: dict) -> dict:
@@ -379,7 +401,7 @@ class LayoutChanges:
         everything waiting on it (a publisher held by admission) carry on.
         """
         mine = self.partition
-        if not (partition.id == mine.id and len(partition.nodes) == len(mine.nodes)
+        if not (partition.id == mine.id and len(partition.nodes) >= len(mine.nodes)
                 and partition.epoch_ms == mine.epoch_ms and partition.maps == mine.maps
                 and partition.layout <= self.layout.version):
             return False

@@ -66,6 +66,7 @@ class Sim:
         self.box = box
         self.members = [PartOperator(box, inputs, outputs, partition, node) for node in layout.members]
         self.nodes = layout.members  # member -> the node hosting it (two members on one after a failover)
+        self.coordinators = len(layout.members)  # publishers pick among these (nodes added later coordinate none)
         self.links: dict[tuple[int, int], deque] = {}
         self.rng = rng
         self.now = 0.0
@@ -95,7 +96,7 @@ class Sim:
         self.single.apply_grouped([(relation, s, [r]) for s, r in events])
         rows = [tuple(micros_of(v) if isinstance(v, dt.date) else v for v in row) + (sign,) for sign, row in events]
         op = self.members[member]
-        producer = _producer_for(relation, member, len(self.members))  # a publisher would pick ``member`` for it
+        producer = _producer_for(relation, member, self.coordinators)  # a publisher would pick ``member`` for it
         seq = self._seq.get((relation, producer), 0)
         self._seq[(relation, producer)] = seq + 1
         self.batches[(relation, producer, seq)] = (relation, events)
@@ -109,7 +110,7 @@ class Sim:
             return None
         epoch = info["epoch"]
         maps = {m.name: {} for m in self.program.maps}
-        for m, op in enumerate(self.members):
+        for m, op in enumerate(self.members[:len(info["layout_at"]["members"])]):  # the members of that epoch
             view = op.hosted[m].at_epoch(epoch)  # (a guest member after a failover: hosted by another's operator)
             for name in maps:
                 maps[name].update(view.read_slice(name))
@@ -205,6 +206,20 @@ class Sim:
         leader = self.members[0]
         self._collect(0, leader.process(leader.internal_streams().inputs[f"{self.box.name}@0"],
                                         [msg.cancel(change, True)], self.now))
+
+    def grow(self, node: str) -> int:
+        """A node appended to the partition, as a resubmitted ``<partition>`` does (docs/cumulus.md §6.4): every
+        member follows the catalog in place; the new one joins at the first layout change that names it."""
+        old = self.members[0].partition
+        self.nodes = (*self.nodes, node)
+        partition = replace(old, nodes=self.nodes, members=len(old.layout_nodes),
+                            coordinators=len(old.entry_nodes))
+        for op in self.operators().values():
+            assert op.follows(partition)
+            op.partition = partition  # (as the dataflow does once an operator follows)
+        self.members.append(PartOperator(self.box, self.members[0].inputs, self.members[0].outputs,
+                                         partition, node))
+        return len(self.members) - 1
 
     def restart(self, member: int) -> None:
         """Member ``member`` continues from its own state() (a snapshot restored on a restarted node)."""

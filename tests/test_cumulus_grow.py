@@ -1,0 +1,104 @@
+"""A partition grown onto a new node while publishers stream, with real processes (docs/cumulus.md §6.4).
+
+A box partitioned over two node processes gets a third: the deployment is
+submitted again with the new ``<node>`` appended, which the Head commits as
+*joining* (``boreas catalog show`` says so) and the running members follow in
+place; ``boreas rebalance`` then moves segments onto it, and the new member
+takes part from the first epoch of that change.  Meanwhile publishers keep
+streaming to the first two members (the ones publishers pick from).
+Afterwards the view equals DuckDB, every stable read taken during the run
+equals DuckDB over the input prefixes it names, the new node holds entries,
+and the Head's catalog and every member's agree on the layout, with no node
+joining any more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from boreas.cli.relayout import rebalance_box
+from boreas.client.query import QueryClient
+from support.cluster import TOKEN, get_json
+from test_cumulus_groupby import APP, PrefixViews, deployment, expected_view, producers_for_each_member, publish, workload
+from test_cumulus_q3 import deploy, insert_then_delete, publish_all, view_equals, with_deletes
+from test_cumulus_relayout import catalogs_agree
+from test_m3_box import duckdb_q3, q3_app, q3_rows
+
+pytestmark = pytest.mark.slow
+
+
+async def grow(cluster, nodes: list[str], document: str, box: str) -> dict:
+    """Submit ``document`` (the partition over every node in ``nodes``), then rebalance onto the new one."""
+    await asyncio.to_thread(cluster.submit, cluster.write("grow.xml", document))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    shown = await asyncio.to_thread(cluster.boreas, "catalog", "show", "--head", cluster.head)
+    assert f"joining {nodes[-1]}" in shown.stdout, shown.stdout + shown.stderr
+    return await rebalance_box(cluster.head, TOKEN, box)
+
+
+def holds_entries(node: str, box: str) -> int:
+    counted = get_json(f"http://{node}/segments/{box}")
+    return sum(n for per_map in counted["segments"].values() for n in per_map.values())
+
+
+async def test_a_group_by_grows_onto_a_third_node_while_publishers_stream(cluster_factory):
+    cluster = cluster_factory()
+    await asyncio.to_thread(cluster.start_head)
+    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes[:2])))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
+    data = {p: workload(p, 2500) for p in producers_for_each_member(2)}
+    stable_reads: list = []
+
+    async def read_stable(client: QueryClient) -> None:
+        while True:
+            stable_reads.append(await client.query("v", stable=True))
+            await asyncio.sleep(0.05)
+
+    async with QueryClient(cluster.head, TOKEN) as reader:
+        sampling = asyncio.create_task(read_stable(reader))
+        publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
+        await asyncio.sleep(0.5)
+        done = await grow(cluster, nodes, deployment(nodes), "v")
+        await publishing
+        await asyncio.sleep(0.5)
+        sampling.cancel()
+    assert done["changed"] and any(to == 2 for _, _, to in done["moves"]), done
+    expected = expected_view([r for rows in data.values() for r in rows])
+    async with QueryClient(cluster.head, TOKEN) as client:
+        deadline = asyncio.get_running_loop().time() + 60
+        while (await client.query("v")).as_dict() != expected:
+            assert asyncio.get_running_loop().time() < deadline, "the view never equalled DuckDB"
+            await asyncio.sleep(0.2)
+    prefixes = PrefixViews(data)
+    assert stable_reads
+    for result in stable_reads:
+        assert result.as_dict() == prefixes.at(result.positions), f"stable epoch {result.epoch}"
+    version = await asyncio.to_thread(catalogs_agree, cluster, nodes, "v")
+    part = cluster.head_catalog().partitions["v"]
+    assert version == done["layout"]["layout"] and part.layout_nodes == tuple(nodes) and not part.joining
+    assert holds_entries(nodes[2], "v") > 0
+    shown = await asyncio.to_thread(cluster.boreas, "segments", "v", "--head", cluster.head)
+    assert shown.returncode == 0 and nodes[2] in shown.stdout, shown.stderr
+
+
+async def test_q3_grows_onto_a_third_node_while_publishers_stream(cluster_factory):
+    cluster = cluster_factory()
+    await asyncio.to_thread(cluster.start_head)
+    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)), cluster.write("deploy.xml", deploy(nodes[:2])))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
+    data = q3_rows(11, customers=60, orders=400, items=2500)
+    signed, remaining = with_deletes(data, "q3-grow")
+    done: list = []
+
+    async def grow_midway(chunk: int) -> None:
+        if chunk == 3:
+            done.append(await grow(cluster, nodes, deploy(nodes), "q3"))
+
+    await publish_all(cluster.head, nodes[:2], insert_then_delete(signed), between=grow_midway)
+    await view_equals(cluster.head, duckdb_q3(remaining))
+    assert len(done) == 1 and done[0]["changed"], done
+    await asyncio.to_thread(catalogs_agree, cluster, nodes, "q3")
+    assert holds_entries(nodes[2], "q3") > 0
