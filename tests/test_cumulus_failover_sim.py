@@ -13,6 +13,7 @@ runtime over the batches its positions name.
 
 from __future__ import annotations
 
+import datetime
 import math
 import random
 import sys
@@ -177,3 +178,45 @@ def test_a_partition_grown_while_events_flow_keeps_the_view_exact(shape):
         assert check_stable(sim)
 
     check()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_growing_change_cancelled_leaves_the_node_joining_until_the_next_one(seed):
+    """A change that would make a joining node a member, cancelled before its first epoch, leaves it
+    joining (no epoch, no state, not counted for stable epochs); the next change makes it a member."""
+    from boreas.m3.cumulus import relayout as changes
+    from boreas.m3.cumulus.layout import even_layout
+
+    program = compile_sql(SHAPES["tpch_q3"])
+    placement = place(program, box="v")
+    layout = even_layout("v", ["node0:15000", "node1:15001"], 4, tuple((m.map, m.column) for m in placement.maps))
+    relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
+                 if any(t.relation == r.name for t in program.triggers)}
+    rng = random.Random(seed)
+    sim = Sim(SHAPES["tpch_q3"], layout, rng)
+    values = {"INT": lambda: rng.randrange(5), "FLOAT": lambda: rng.randrange(8) / 4,
+              "STRING": lambda: rng.choice(["BUILDING", "A"]),
+              "DATE": lambda: rng.choice([datetime.date(1995, 3, 1), datetime.date(1995, 3, 16)])}
+    rows = {rel: [(1, tuple(values[t]() for _, t in columns)) for _ in range(20)]
+            for rel, columns in relations.items()}
+    for rel, events in rows.items():
+        sim.publish(rng.randrange(2), rel, events)
+    sim.settle()
+    new_member = sim.grow("node2:15002")
+    leader = sim.members[0]
+    first = changes.move(leader.joinable_layout(), 1, new_member)
+    sim.request("grow", first)
+    sim.cancel(f"grow/{sim.changes}")
+    sim.settle()
+    joining = sim.members[new_member]
+    assert "grow/1" in leader.cancelled and "grow/1" in joining.cancelled
+    assert joining.joined is None and not joining.relayouts and leader.layout.version == layout.version
+    assert leader._reach() == 2 and check_stable(sim)
+    second = changes.move(leader.joinable_layout(), 2, new_member)
+    sim.request("grow-again", second)
+    for rel, events in rows.items():
+        sim.publish(rng.randrange(2), rel, [(-1, row) for _, row in events[: len(events) // 2]])
+    sim.settle()
+    assert joining.joined is not None and leader.layout.segments_of(new_member)
+    check_members(sim)
+    assert check_stable(sim)
