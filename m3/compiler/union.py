@@ -22,8 +22,12 @@ Two places are accepted:
   key twice (a row per branch), which a view keyed by its group cannot.
 
 Branches pair their columns by position (names from the first, as SQL),
-which must have the same types.  ``UNION`` without ALL, ``INTERSECT`` and
-``EXCEPT`` are refused, and so is a nested subquery in a branch's WHERE.
+which must have the same types.  ``UNION`` without ALL is accepted as the
+statement, of views of rows: every branch becomes ``SELECT DISTINCT``, their
+row counts still summed into one map, and the view holds each row whose
+count is above 0 once (:func:`statement_branches`); in FROM it is refused
+(a set's rows are not a sum), and so are ``INTERSECT``, ``EXCEPT`` and a
+nested subquery in a branch's WHERE.
 
 >>> import sqlglot
 >>> from ..errors import CompileError
@@ -56,21 +60,23 @@ from .resolve import Positions
 _UNION_ARGS = frozenset({"this", "expression", "distinct", "with_", "with"})
 
 
-def _branches(u: exp.Expression, ctx: Positions) -> list[exp.Expression]:
-    """The branches of a chain of UNION ALLs, in order (a set operation of another kind is refused by name)."""
+def _branches(u: exp.Expression, ctx: Positions, distinct: bool = False) -> list[exp.Expression]:
+    """The branches of a chain of UNION ALLs, in order (a set operation of another kind is refused by name);
+    ``distinct``: the chain is under a UNION statement, whose set semantics make every union in it one."""
     if not isinstance(u, exp.SetOperation):
         return [u]
     if type(u) is not exp.Union:
-        raise ctx.error(f"unsupported {type(u).__name__.upper()} ({sql_of(u)}): only UNION ALL", u)
-    if u.args.get("distinct") is not False:
-        raise ctx.error(f"unsupported statement UNION ({sql_of(u)}): a set union removes duplicate rows, which no sum "
-                        "undoes under deletes; UNION ALL is supported", u)
+        raise ctx.error(f"unsupported {type(u).__name__.upper()} ({sql_of(u)}): only UNION and UNION ALL", u)
+    if u.args.get("distinct") is not False and not distinct:
+        raise ctx.error(f"unsupported UNION ({sql_of(u)}) here: a set union removes duplicate rows, which no sum "
+                        "undoes under deletes; UNION ALL is supported, and UNION as the statement (of views of rows)",
+                        u)
     for arg, value in u.args.items():
         if arg not in _UNION_ARGS and value not in (None, False, [], ""):
             raise ctx.error(f"unsupported {arg.rstrip('_').upper()} of UNION ALL ({sql_of(u)})", u)
     if u.args.get("with_") or u.args.get("with"):
         raise ctx.error(f"unsupported WITH inside a UNION ALL branch ({sql_of(u)}): put it before the statement", u)
-    return _branches(u.this, ctx) + _branches(u.expression, ctx)
+    return _branches(u.this, ctx, distinct) + _branches(u.expression, ctx, distinct)
 
 
 def split(sel: exp.Select, ctx: Positions) -> list[exp.Select]:
@@ -105,22 +111,33 @@ def split(sel: exp.Select, ctx: Positions) -> list[exp.Select]:
 
 
 def statement_branches(u: exp.Expression, ctx: Positions) -> list[exp.Select]:
-    """The branches of a UNION ALL statement: views of rows only (module doc)."""
+    """The branches of a UNION ALL or UNION statement: views of rows only (module doc).
+
+    A UNION (without ALL) at the top is a set: every branch becomes ``SELECT
+    DISTINCT``, so the branches' row counts are still summed into one map and
+    the view holds each row whose count is above 0, once.  Unions inside it
+    are sets too (a set union of anything is a set), so any mix is accepted
+    under a UNION; under a UNION ALL, a UNION is refused.
+    """
     w = u.args.get("with_") or u.args.get("with")
     body = u.copy()
     body.set("with_" if "with_" in body.args else "with", None)
-    branches = _branches(body, ctx)
+    distinct = isinstance(body, exp.Union) and body.args.get("distinct") is not False
+    kind = "UNION" if distinct else "UNION ALL"
+    branches = _branches(body, ctx, distinct)
     for b in branches:
         if type(b) is not exp.Select:
-            raise ctx.error(f"unsupported UNION ALL branch {sql_of(b)} (a SELECT)", b)
+            raise ctx.error(f"unsupported {kind} branch {sql_of(b)} (a SELECT)", b)
         aggregated = b.args.get("group") is not None or b.args.get("having") is not None or \
             any(isinstance(n, exp.AggFunc) for e in b.expressions for n in e.walk())
         if aggregated:
-            raise ctx.error(f"unsupported UNION ALL of aggregated queries ({sql_of(b)}): a key may occur once per "
-                            "branch, a view holds one row per key (aggregate over the UNION ALL in FROM instead)", b)
-        if b.args.get("distinct") is not None:
+            raise ctx.error(f"unsupported {kind} of aggregated queries ({sql_of(b)}): a key may occur once per "
+                            f"branch, a view holds one row per key (aggregate over a UNION ALL in FROM instead)", b)
+        if b.args.get("distinct") is not None and not distinct:
             raise ctx.error(f"unsupported DISTINCT in a UNION ALL branch ({sql_of(b)}): the view counts rows over "
                             "all branches", b)
+        if distinct:
+            b.set("distinct", exp.Distinct())
         if w is not None:
             b.set("with_" if "with_" in b.args else "with", w.copy())
     return branches

@@ -215,7 +215,7 @@ SCHEMA = "CREATE STREAM R(a INT, b INT);\nCREATE STREAM S(b INT, c INT);\n"
         ("SELECT SUM(b) FROM R, S", "ambiguous column b", (3, 12)),
         ("SELECT a AS x, a + 1 AS y FROM R GROUP BY y", "GROUP BY y names the expression a + 1", (3, 43)),
         ("SELECT SUM(b) OVER () FROM R", "unsupported window function", (3, 8)),
-        ("SELECT SUM(b) FROM R UNION SELECT SUM(b) FROM R", "unsupported statement UNION", (3, 1)),
+        ("SELECT SUM(b) FROM R UNION SELECT SUM(b) FROM R", "unsupported UNION of aggregated queries", (3, 1)),
         ("INSERT INTO R VALUES (1, 2)", "unsupported statement INSERT", (3, 1)),
         ("SELECT SUM(b) FROM R WHERE a < DATE 'nope'", "invalid DATE literal", (3, 32)),
         ("SELECT SUM(b FROM R", "SQL syntax error", (3, 14)),

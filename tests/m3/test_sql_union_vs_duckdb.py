@@ -1,11 +1,12 @@
-"""UNION ALL (issue 14, item 3) agrees with DuckDB after every batch of inserts and deletes, on both backends.
+"""UNION ALL and UNION (issue 14, item 3) agree with DuckDB after every batch of inserts and deletes, on both backends.
 
 A query over ``A UNION ALL B`` is compiled as the query over ``A`` and over
 ``B``, each map's definition the sum of the two (:mod:`boreas.m3.compiler.union`):
 aggregates over a UNION ALL in FROM (SUM, COUNT, AVG, MIN/MAX and COUNT
 DISTINCT read the summed maps; HAVING; through a CTE; a branch joining two
 relations; a branch over the same relation as another; three branches), and
-a UNION ALL of views of rows (a count per distinct row over all branches).
+a UNION ALL of views of rows (a count per distinct row over all branches),
+and a UNION of views of rows (each row once while any branch has it).
 Every view equals DuckDB's, every map its definition, and deleting every
 row empties every map.
 """
@@ -50,6 +51,13 @@ SHAPES: dict[str, str] = {
     "rows_union": GENERIC + "SELECT a, b FROM R WHERE c > 0 UNION ALL SELECT b, d FROM S",
     "rows_union_of_joins": GENERIC + """SELECT R.a, T.g FROM R, T WHERE R.b = T.d
         UNION ALL SELECT S.b, T.g FROM S, T WHERE S.d = T.d""",
+    # UNION (a set): each row once while any branch has it
+    "rows_set_union": GENERIC + "SELECT a, b FROM R WHERE c > 0 UNION SELECT b, d FROM S",
+    "set_union_over_a_union_all": GENERIC + "SELECT a FROM R UNION ALL SELECT b FROM S UNION SELECT d FROM T",
+    "set_union_of_joins_with_distinct_branch": GENERIC + """SELECT DISTINCT R.a, T.g FROM R, T WHERE R.b = T.d
+        UNION SELECT S.b, T.g FROM S, T WHERE S.d = T.d""",
+    "set_union_same_relation_in_cte": STRINGS + """WITH v AS (SELECT a, g FROM R WHERE c > 0)
+        SELECT a, g FROM v UNION SELECT b, g FROM R WHERE g LIKE '%A%'""",
     # combinations with the other new constructs: LIKE, a CTE, a HAVING subquery over a derived table
     "like_in_union_branches": STRINGS + """SELECT k, COUNT(*) AS n
         FROM (SELECT a AS k FROM R WHERE g LIKE '%U%' UNION ALL SELECT d FROM S WHERE h NOT LIKE '_S%') u GROUP BY k""",
@@ -76,7 +84,9 @@ def test_a_union_adds_terms_to_one_map_per_aggregate():
 
 
 @pytest.mark.parametrize("sql, message", [
-    (GENERIC + "SELECT a, b FROM R UNION SELECT b, d FROM S", "unsupported statement UNION"),
+    (GENERIC + "SELECT a FROM R UNION SELECT b FROM S UNION ALL SELECT d FROM T", "unsupported UNION (SELECT a"),
+    (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a UNION SELECT b, COUNT(*) FROM S GROUP BY b",
+     "unsupported UNION of aggregated queries"),
     (GENERIC + "SELECT a FROM R INTERSECT SELECT b FROM S", "unsupported INTERSECT"),
     (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a UNION ALL SELECT b, COUNT(*) FROM S GROUP BY b",
      "unsupported UNION ALL of aggregated queries"),
@@ -84,7 +94,7 @@ def test_a_union_adds_terms_to_one_map_per_aggregate():
     (GENERIC + "SELECT a, b FROM R UNION ALL SELECT b FROM S", "select 2 and 1 columns"),
     (GENERIC + "SELECT a FROM R UNION ALL SELECT g FROM T", "a INT column beside a STRING one"),
     (GENERIC + "SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION SELECT b, d FROM S) u GROUP BY k",
-     "unsupported statement UNION"),
+     "unsupported UNION (SELECT a AS k, b AS v FROM R UNION SELECT b, d FROM S) here"),
     (GENERIC + "SELECT a FROM R WHERE EXISTS (SELECT * FROM S WHERE S.b = R.b) UNION ALL SELECT b FROM S",
      "unsupported subquery in WHERE of a UNION ALL branch"),
 ])
@@ -93,7 +103,8 @@ def test_unsupported_unions_are_refused_by_name(sql, message):
         compile_sql(sql)
 
 
-@pytest.mark.parametrize("shape", ["rows_union", pytest.param("avg_max_distinct_over_union", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("shape", ["rows_union", "rows_set_union",
+                                   pytest.param("avg_max_distinct_over_union", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("backend", ["python", "auto"])
 def test_changes_rebuild_the_view(shape, backend):
     """The rows ``changes()`` reports after each batch, applied in order, rebuild the view (both backends)."""
