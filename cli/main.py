@@ -286,7 +286,7 @@ def _report(exc: Exception) -> int | None:
     from boreas.catalog import StoreError, ValidationFailed
     from boreas.catalog.store import ConflictError
     from boreas.wire.client import PeerError, PeerRefused
-    from boreas.wire.links import LinkRefused
+    from boreas.wire.link_connection import LinkRefused
 
     if isinstance(exc, ValidationFailed):
         print_problems(exc.diagnostics)

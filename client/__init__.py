@@ -42,7 +42,7 @@ unknown box or map, a bad key: the message says which);
 refuses.
 """
 
-from boreas.wire.links import LinkRefused
+from boreas.wire.link_connection import LinkRefused
 
 from .head_api import UnknownStream
 from .publisher import PublishRefused, Publisher

@@ -20,7 +20,7 @@ acknowledgement from a durable node means the batch is on its disk.
 A node that refuses the connection (a missing or wrong ``token``, or a node
 of another cluster: 401 at the WebSocket handshake) fails the publisher at
 once: ``send``, ``flush`` and ``close`` raise
-:class:`~boreas.wire.links.LinkRefused` saying so, instead of waiting.
+:class:`~boreas.wire.link_connection.LinkRefused` saying so, instead of waiting.
 
 Usage::
 
@@ -42,7 +42,8 @@ from typing import Any
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.wire.client import PeerClient
 from boreas.wire.frames import Ack, Batch, Frame, Refused
-from boreas.wire.links import LinkRefused, OutboundLink
+from boreas.wire.link_connection import LinkRefused
+from boreas.wire.links import OutboundLink
 from boreas.wire.tuples import RowError
 
 from .head_api import UnknownStream, stream_route
@@ -202,7 +203,7 @@ class Publisher:
     async def send(self, rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> None:
         """Queue rows in batches of ``batch_size``; waits while the nodes are behind.
 
-        Raises :class:`~boreas.wire.links.LinkRefused` once a node has refused the connection.
+        Raises :class:`~boreas.wire.link_connection.LinkRefused` once a node has refused the connection.
         """
         batch: list[Any] = []
         for row in rows:

@@ -2,7 +2,7 @@
 
 The paths come from the routes the node registers (:mod:`boreas.wire.openapi`
 reads them from the router); what each one takes and answers is kept here,
-next to :mod:`.service`, :mod:`.query` and :mod:`.cumulus.api` that serve
+next to :mod:`.api`, :mod:`.query` and :mod:`.cumulus.api` that serve
 them, and the handlers' docstrings.  ``tests/test_openapi.py`` fails when a
 route has no entry here or an entry names no route.
 """

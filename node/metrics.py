@@ -7,7 +7,7 @@ state, the durability's status).  :class:`NodeMetrics` reads them when
 What nothing counted before is only in the registry: the tuples and
 batches that enter per stream (counted where the receiver hands a batch to
 the dataflow), how long moves and filter insertions take (timed around the
-calls in :mod:`boreas.node.service`), and each snapshot's pause and
+calls in :mod:`boreas.node.api`), and each snapshot's pause and
 duration (from the answer the node sends the Head).
 
 Labels are box, stream, region and peer endpoints: all bounded by the

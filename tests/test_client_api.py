@@ -30,7 +30,8 @@ from boreas.catalog.validate import stream_schemas
 from boreas.node.operators import build_operator
 from boreas.node.query import QueryApi
 from boreas.wire.frames import Ack, Batch
-from boreas.wire.links import LinkRefused, OutboundLink
+from boreas.wire.link_connection import LinkRefused
+from boreas.wire.links import OutboundLink
 from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer
 

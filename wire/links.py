@@ -23,6 +23,13 @@ it while it waits) instead fails for good: :attr:`OutboundLink.failure` is
 a :class:`LinkRefused` saying why, and pending and later ``send()`` and
 ``flush()`` raise it.
 
+The connection itself (connecting, re-sending after a reconnect, the
+window, acknowledgements, refusals at the handshake) is in
+:mod:`.link_connection`, a mixin of :class:`OutboundLink`.  This module is
+what the link does for its senders: numbering batches, the capacity (waiting
+for room, borrowing while the receiver is down, dropping, slow clients), and
+handing a stream's batches to another link.
+
 Usage::
 
     link = OutboundLink("localhost:15001", token, sender="localhost:15000#ab12")
@@ -44,42 +51,13 @@ from typing import Any
 
 import aiohttp
 
-from .addressing import endpoint_url
 from .auth import auth_headers
-from .backoff import Backoff
-from .frames import (
-    Ack,
-    Batch,
-    Frame,
-    Goodbye,
-    Hello,
-    Refused,
-    Replies,
-    decode,
-    encode,
-    make_batch,
-)
+from .frames import Batch, Frame, Goodbye, encode, make_batch
+from .link_connection import LinkConnection, LinkRefused
 
 log = logging.getLogger(__name__)
 
 ReplyCallback = Callable[[Batch, Frame], None]
-
-#: Handshake statuses that mean "not with these credentials": retrying the same request cannot help.
-REFUSED_STATUSES = {401: "missing or wrong cluster token", 403: "forbidden"}
-
-
-class LinkRefused(Exception):
-    """The receiver refused the data connection at the handshake (401/403); ``status`` says which."""
-
-    def __init__(self, endpoint: str, status: int, token_given: bool):
-        if status == 401:
-            reason = "wrong cluster token (another cluster's?)" if token_given else "no cluster token was sent"
-        else:
-            reason = REFUSED_STATUSES.get(status, f"HTTP {status}")
-        super().__init__(f"{endpoint} refused the data connection ({status}): {reason}")
-        self.endpoint = endpoint
-        self.status = status
-
 
 #: A drop-when-down link drops only after connecting has failed for this long, so a new link
 #: (a subscriber just registered, a box just moved) gets time to connect first.
@@ -92,24 +70,7 @@ ON_SLOW = ("block", "drop", "disconnect")
 SLOW_CLOSE = 4008  # WebSocket close code after a Goodbye for slowness
 
 
-#: Bytes of a WebSocket frame's header at most (2, an 8-byte length, a 4-byte mask).
-FRAME_HEADER = 14
-
-
-def _writes_without_waiting(ws: aiohttp.ClientWebSocketResponse, size: int) -> bool:
-    """Whether ``send_bytes`` of ``size`` bytes cannot wait for the transport to drain.
-
-    aiohttp's writer waits only once the bytes written since its last check
-    exceed its limit (256 KiB) and the transport is paused; below the limit it
-    writes and returns without waiting.  Its counters are private: if they
-    are not there (another aiohttp), the answer is no, and the pump writes.
-    """
-    writer = getattr(ws, "_writer", None)
-    written, limit = getattr(writer, "_output_size", None), getattr(writer, "_limit", None)
-    return isinstance(written, int) and isinstance(limit, int) and written + size + FRAME_HEADER <= limit
-
-
-class OutboundLink:
+class OutboundLink(LinkConnection):
     def __init__(self, endpoint: str, token: str | None, sender: str, *, window: int = 16,
                  capacity: int = 64, drop_when_down: bool = False, on_reply: ReplyCallback | None = None,
                  down_capacity: int = 0, on_slow: str = "block", refusal_is_final: bool = False):
@@ -207,41 +168,6 @@ class OutboundLink:
         if not await self._write_now(batch):
             self._queued.put_nowait(batch)
         return seq
-
-    async def _write_now(self, batch: Batch) -> bool:
-        """Write ``batch`` on the connection from the caller's task if nothing is ahead of it; False: queue it.
-
-        The pump task would write it one turn of the event loop later: on a
-        busy machine that turn is a chance for the process to lose its core
-        before the batch leaves (latency), and a task wake-up per batch.
-        Order holds: nothing is queued, so the pump has written everything
-        before it (it writes a batch in the step that takes it from the
-        queue, and an uncompressed frame reaches the transport before
-        ``send_bytes`` first awaits).  The window holds too: the last slot is
-        left to the pump, which may have looked at the window before these
-        writes and be waiting for its next batch.  And the caller never waits
-        for the receiver's socket: a frame after which ``send_bytes`` could
-        wait for the transport to drain goes through the pump, so a client
-        that stops reading still stalls only its own link (the box task
-        writing here must go on until that link's buffer fills and its
-        ``on_slow`` policy applies).
-        """
-        ws = self._live
-        if ws is None or ws.closed or not self._queued.empty() or len(self._unacked) >= self.window - 1:
-            return False
-        frame = encode(batch)
-        if not _writes_without_waiting(ws, len(frame)):
-            return False
-        self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
-        try:
-            await ws.send_bytes(frame)
-        except (ConnectionError, aiohttp.ClientError) as exc:  # kept unacknowledged: re-sent after reconnecting
-            log.debug("link %s -> %s: write failed (%s); the batch waits for the reconnect", self.sender,
-                      self.endpoint, exc)
-            return True
-        self.counters["batches_sent"] += 1
-        self.counters["bytes_sent"] += len(frame)
-        return True
 
     async def flush(self, timeout: float | None = None) -> None:
         """Wait until every queued batch is acknowledged; raises :attr:`failure` if the link failed for good."""
@@ -391,119 +317,6 @@ class OutboundLink:
         for batch in queued:
             self._queued.put_nowait(batch)
         return [*self._unacked.values(), *queued]
-
-    # -- the connection ----------------------------------------------------------
-
-    async def _run(self) -> None:
-        backoff = Backoff(first=0.05, cap=2.0)
-        while True:
-            try:
-                assert self._session is not None
-                async with self._session.ws_connect(endpoint_url(self.endpoint, "/data").replace("http", "ws", 1),
-                                                    heartbeat=10.0, max_msg_size=64 * 1024 * 1024) as ws:
-                    self.connected, self._ws = True, ws
-                    self._down_since = None
-                    self.last_error = None
-                    backoff.reset()
-                    self.counters["connects"] += 1
-                    await ws.send_bytes(encode(Hello(self.sender)))
-                    await self._converse(ws)
-            except asyncio.CancelledError:
-                raise
-            except aiohttp.WSServerHandshakeError as exc:
-                if exc.status not in REFUSED_STATUSES:
-                    self._connect_failed(exc)
-                else:
-                    refused = LinkRefused(self.endpoint, exc.status, token_given=bool(self._token))
-                    if self.refusal_is_final:
-                        self._fail(refused)
-                        return
-                    if self.last_error != str(refused):
-                        log.warning("link %s -> %s: %s; retrying", self.sender, self.endpoint, refused)
-                    self._connect_failed(refused)
-            except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ConnectionError) as exc:
-                self._connect_failed(exc)
-            finally:
-                self.connected, self._ws = False, None
-            self.counters["disconnects"] += 1
-            log.debug("link %s -> %s down (%s); reconnecting", self.sender, self.endpoint, self.last_error)
-            await backoff.sleep()
-
-    def _connect_failed(self, exc: BaseException) -> None:
-        self.last_error = str(exc) or type(exc).__name__
-        if self._down_since is None:
-            self._down_since = time.monotonic()
-
-    def _fail(self, failure: LinkRefused) -> None:
-        """Fail for good: wake every ``flush()`` and every ``send()`` waiting for room; they raise ``failure``."""
-        self.failure = failure
-        self._connect_failed(failure)
-        log.info("link %s -> %s failed for good: %s", self.sender, self.endpoint, failure)
-        self._idle.set()
-        for _ in range(self.in_flight + 1024):  # more than any number of senders that can be waiting
-            self._capacity.release()
-
-    async def _converse(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        for batch in list(self._unacked.values()):  # not acknowledged before the last disconnect
-            await ws.send_bytes(encode(batch))
-            self.counters["resent_batches"] += 1
-        window_open = self._window_open = asyncio.Event()
-        window_open.set()
-
-        async def pump() -> None:
-            while True:
-                await window_open.wait()
-                batch = await self._queued.get()
-                self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
-                if len(self._unacked) >= self.window:
-                    window_open.clear()
-                frame = encode(batch)
-                await ws.send_bytes(frame)
-                self.counters["batches_sent"] += 1
-                self.counters["bytes_sent"] += len(frame)
-
-        sender = asyncio.create_task(pump())
-        self._live = ws
-        try:
-            async for msg in ws:
-                if msg.type != aiohttp.WSMsgType.BINARY:
-                    continue
-                frame = decode(msg.data)
-                if isinstance(frame, Replies):  # answers that were ready together, in order
-                    for reply in frame.replies:
-                        self._acknowledged(reply)
-                else:
-                    self._acknowledged(frame)
-                if len(self._unacked) < self.window:
-                    window_open.set()
-                if sender.done():
-                    sender.result()
-            if ws.exception() is not None:
-                raise ConnectionError(str(ws.exception()))
-            raise ConnectionError(f"closed by {self.endpoint} ({ws.close_code})")
-        finally:
-            self._live = None
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, ConnectionError, aiohttp.ClientError):
-                await sender
-
-    def _acknowledged(self, frame: Frame) -> None:
-        if not isinstance(frame, (Ack, Refused)):
-            return
-        batch = self._unacked.pop((frame.stream, frame.producer, frame.seq), None)
-        if batch is None:
-            return  # an ack for a batch re-sent after a reconnect, or handed to another link
-        self._pay_back()
-        self.counters["acks"] += 1
-        if isinstance(frame, Refused):
-            self.counters["refused_batches"] += 1
-            log.warning("%s refused batch %s/%d: %s", self.endpoint, frame.stream, frame.seq, frame.reason)
-        elif frame.errors:
-            self.counters["refused_rows"] += len(frame.errors)
-        if self.on_reply is not None:
-            self.on_reply(batch, frame)
-        if not self._unacked and self._queued.empty():
-            self._idle.set()
 
 
 class _Sink:
