@@ -41,7 +41,7 @@ nested subquery in a branch's WHERE.
 >>> statement_branches(sqlglot.parse_one("SELECT a, COUNT(*) FROM R GROUP BY a UNION ALL SELECT b, 1 FROM S"), Ctx())
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported UNION ALL of aggregated queries (SELECT a, COUNT(*) FROM R GROUP BY a): a key may occur once per branch, a view holds one row per key (aggregate over the UNION ALL in FROM instead)
+boreas.m3.errors.CompileError: unsupported UNION ALL of aggregated queries (SELECT a, COUNT(*) FROM R GROUP BY a): a key may occur once per branch, a view holds one row per key (aggregate over a UNION ALL in FROM instead)
 """
 
 from __future__ import annotations
