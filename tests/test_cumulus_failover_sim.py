@@ -31,6 +31,14 @@ from test_cumulus_sim import check_stable, layouts, workloads  # noqa: E402
 from test_views_vs_duckdb import SHAPES  # noqa: E402
 
 
+def _shape(sql: str):
+    """A shape's program, its placement and the relations its triggers read (name -> (column, type)...)."""
+    program = compile_sql(sql)
+    relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
+                 if any(t.relation == r.name for t in program.triggers)}
+    return program, place(program, box="v"), relations
+
+
 def check_members(sim: Sim) -> None:
     """Every member's maps (a guest's too) hold only what it owns, and together the single runtime's."""
     layout = sim.members[0].hosted[0].layout
@@ -49,10 +57,7 @@ def check_members(sim: Sim) -> None:
 
 @pytest.mark.parametrize("shape", ["tpch_q3", "group_by_join_key", "self_join", "two_way", "single_group"])
 def test_a_member_taken_over_as_a_guest_keeps_the_view_exact(shape):
-    program = compile_sql(SHAPES[shape])
-    placement = place(program, box="v")
-    relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
-                 if any(t.relation == r.name for t in program.triggers)}
+    _, placement, relations = _shape(SHAPES[shape])
 
     @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(layouts([(m.map, m.column) for m in placement.maps]), workloads(relations), st.randoms(use_true_random=False),
@@ -85,10 +90,7 @@ def test_rebalancing_after_a_failover_empties_the_guest_and_keeps_the_view_exact
     nodes even out; publishing goes on across the change, and the view stays exact."""
     from boreas.m3.cumulus import relayout as changes
 
-    program = compile_sql(SHAPES[shape])
-    placement = place(program, box="v")
-    relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
-                 if any(t.relation == r.name for t in program.triggers)}
+    _, placement, relations = _shape(SHAPES[shape])
 
     @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(layouts([(m.map, m.column) for m in placement.maps]), workloads(relations), workloads(relations),
@@ -134,10 +136,7 @@ def test_a_partition_grown_while_events_flow_keeps_the_view_exact(shape):
     members end with segments, and a member restarting from its state (the new one too) carries on."""
     from boreas.m3.cumulus import relayout as changes
 
-    program = compile_sql(SHAPES[shape])
-    placement = place(program, box="v")
-    relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
-                 if any(t.relation == r.name for t in program.triggers)}
+    _, placement, relations = _shape(SHAPES[shape])
 
     @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(layouts([(m.map, m.column) for m in placement.maps]), workloads(relations), workloads(relations),
@@ -187,11 +186,8 @@ def test_a_growing_change_cancelled_leaves_the_node_joining_until_the_next_one(s
     from boreas.m3.cumulus import relayout as changes
     from boreas.m3.cumulus.layout import even_layout
 
-    program = compile_sql(SHAPES["tpch_q3"])
-    placement = place(program, box="v")
+    _, placement, relations = _shape(SHAPES["tpch_q3"])
     layout = even_layout("v", ["node0:15000", "node1:15001"], 4, tuple((m.map, m.column) for m in placement.maps))
-    relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
-                 if any(t.relation == r.name for t in program.triggers)}
     rng = random.Random(seed)
     sim = Sim(SHAPES["tpch_q3"], layout, rng)
     values = {"INT": lambda: rng.randrange(5), "FLOAT": lambda: rng.randrange(8) / 4,

@@ -130,6 +130,13 @@ class PrefixViews:
 BATCH = 40  # rows per publisher batch: batch seq k holds rows [40k, 40k + 40)
 
 
+async def sample_stable(client: QueryClient, box: str, into: list, every: float = 0.05) -> None:
+    """A READ_STABLE of ``box`` every ``every`` seconds, appended to ``into``, until cancelled."""
+    while True:
+        into.append(await client.query(box, stable=True))
+        await asyncio.sleep(every)
+
+
 async def publish(head: str, producer: str, rows: list[tuple]) -> None:
     async with Publisher(head, "R", TOKEN, producer=producer, batch_size=BATCH) as publisher:
         for start in range(0, len(rows), 200):
@@ -161,14 +168,9 @@ async def test_a_partitioned_group_by_over_three_nodes_equals_duckdb(cluster_fac
 
     stable_reads: list = []
 
-    async def read_stable(client: QueryClient) -> None:
-        while True:
-            stable_reads.append(await client.query("v", stable=True))
-            await asyncio.sleep(0.05)
-
     async with Subscriber(cluster.head, "V", TOKEN) as subscriber, QueryClient(cluster.head, TOKEN) as reader:
         reading = asyncio.create_task(follow(subscriber))
-        sampling = asyncio.create_task(read_stable(reader))
+        sampling = asyncio.create_task(sample_stable(reader, "v", stable_reads))
         await asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
         await asyncio.sleep(0.5)
         sampling.cancel()

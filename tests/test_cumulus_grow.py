@@ -20,7 +20,16 @@ import pytest
 from boreas.cli.relayout import rebalance_box
 from boreas.client.query import QueryClient
 from support.cluster import TOKEN, get_json
-from test_cumulus_groupby import APP, PrefixViews, deployment, expected_view, producers_for_each_member, publish, workload
+from test_cumulus_groupby import (
+    APP,
+    PrefixViews,
+    deployment,
+    expected_view,
+    producers_for_each_member,
+    publish,
+    sample_stable,
+    workload,
+)
 from test_cumulus_q3 import deploy, insert_then_delete, publish_all, view_equals, with_deletes
 from test_cumulus_relayout import catalogs_agree
 from test_m3_box import duckdb_q3, q3_app, q3_rows
@@ -51,13 +60,8 @@ async def test_a_group_by_grows_onto_a_third_node_while_publishers_stream(cluste
     data = {p: workload(p, 2500) for p in producers_for_each_member(2)}
     stable_reads: list = []
 
-    async def read_stable(client: QueryClient) -> None:
-        while True:
-            stable_reads.append(await client.query("v", stable=True))
-            await asyncio.sleep(0.05)
-
     async with QueryClient(cluster.head, TOKEN) as reader:
-        sampling = asyncio.create_task(read_stable(reader))
+        sampling = asyncio.create_task(sample_stable(reader, "v", stable_reads))
         publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
         await asyncio.sleep(0.5)
         done = await grow(cluster, nodes, deployment(nodes), "v")

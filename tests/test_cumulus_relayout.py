@@ -37,6 +37,7 @@ from test_cumulus_groupby import (
     expected_view,
     producers_for_each_member,
     publish,
+    sample_stable,
     workload,
 )
 from test_cumulus_q3 import (
@@ -81,13 +82,8 @@ async def test_a_group_by_keeps_exact_while_its_segments_move_split_and_rebalanc
     data = {p: workload(p, 2500) for p in producers_for_each_member(3)}
     stable_reads: list = []
 
-    async def read_stable(client: QueryClient) -> None:
-        while True:
-            stable_reads.append(await client.query("v", stable=True))
-            await asyncio.sleep(0.05)
-
     async with QueryClient(cluster.head, TOKEN) as reader:
-        sampling = asyncio.create_task(read_stable(reader))
+        sampling = asyncio.create_task(sample_stable(reader, "v", stable_reads))
         publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
         await asyncio.sleep(0.3)
         done = await changes(cluster, nodes, "v")
@@ -190,7 +186,7 @@ async def test_a_move_survives_its_source_killed_mid_copy_while_the_segment_is_w
             await asyncio.sleep(0.05)
 
     async with QueryClient(cluster.head, TOKEN) as reader:
-        sampling = asyncio.create_task(read_stable(reader))
+        sampling = asyncio.create_task(sample_stable(reader, "v", stable_reads))
         publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in later.items()))
         await asyncio.sleep(0.3)
         moving = asyncio.create_task(move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[2]))
