@@ -13,8 +13,9 @@ pattern, AND, OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position
 or ALL) and ``ORDER BY`` (ignored: a view is a set; the query's ``notes`` say so).
 Constants may be expressions (:mod:`.constants`).  Subqueries in FROM and
 WITH without aggregates are flattened first (:mod:`.derived`); a UNION ALL
-(in FROM, or a statement of views of rows) becomes one query per branch
-(:mod:`.union`, ``SqlQuery.union``); subqueries in WHERE and HAVING:
+(in FROM, or a statement of views of rows) and a UNION statement become one
+query per branch (:mod:`.union`, ``SqlQuery.union``), and so do INTERSECT
+and EXCEPT statements (:mod:`.setops`, ``SqlQuery.setop``); subqueries in WHERE and HAVING:
 :mod:`.subqueries`.
 
 Everything else is rejected with a :class:`CompileError` naming the
@@ -61,6 +62,8 @@ from ..ast import Column, RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
 from .derived import flatten
 from .regroup import regroup
+from .setops import branches as setop_branches
+from .setops import is_setop
 from .union import split, statement_branches
 from .nodes import describe, sql_of, unknown_nodes, unread_args
 from .outputs import (
@@ -96,6 +99,7 @@ class SqlQuery:
     notes: tuple[str, ...] = ()  # what was accepted but has no effect on the view (ORDER BY)
     nested: tuple = ()  # WHERE conjuncts holding subqueries (:func:`.subqueries.nested_conjunct`)
     union: tuple = ()  # the other UNION ALL branches (SqlQuery each), whose maps add to this one's (:mod:`.union`)
+    setop: str = ""  # "INTERSECT" or "EXCEPT": `union` holds the other branches, whose maps stay apart (:mod:`.setops`)
 
 
 _TYPES = {
@@ -255,6 +259,10 @@ _CLAUSES = (("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are
 
 
 def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx, rename: list[str]) -> SqlQuery:
+    if is_setop(sel):  # INTERSECT, EXCEPT: a query per branch, each with its own row counts (:mod:`.setops`)
+        kind, sides = setop_branches(sel, ctx)
+        queries = [_query(name, b, relations, ctx, rename) for b in sides]
+        return replace(queries[0], union=tuple(queries[1:]), setop=kind)
     branches = statement_branches(sel, ctx) if isinstance(sel, exp.SetOperation) else split(sel, ctx)
     if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
         queries = [_query(name, b, relations, ctx, rename) for b in branches]

@@ -92,6 +92,8 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.With: frozenset({"expressions", "recursive", "search", "cycle", "udfs"}),
     exp.CTE: frozenset({"this", "alias", "scalar", "materialized", "key_expressions"}),
     exp.Union: frozenset({"this", "expression", "distinct", "with", "with_"}),  # UNION ALL (:mod:`.union`)
+    exp.Intersect: frozenset({"this", "expression", "distinct", "with", "with_"}),  # (:mod:`.setops`)
+    exp.Except: frozenset({"this", "expression", "distinct", "with", "with_"}),
 }
 
 

@@ -63,6 +63,7 @@ from .frontend import SqlQuery
 from .nested import has_subquery, having_subqueries, nested_condition, nested_vars
 from .predicates import FALSE, TRUE, conj, negate
 from .resolve import Computed
+from .setops import combine
 from .union import merged
 
 
@@ -104,8 +105,10 @@ def variable_names(columns: list[str], taken: set[str] | None = None) -> list[st
 
 def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
     """The calculus form of a query (pure; see module doc)."""
-    if q.union:  # UNION ALL: each branch's maps, added (:mod:`.union`)
-        return merged(normalize(relations, replace(q, union=())), [normalize(relations, b) for b in q.union])
+    if q.union:  # UNION ALL: each branch's maps, added (:mod:`.union`); INTERSECT, EXCEPT: apart (:mod:`.setops`)
+        base = normalize(relations, replace(q, union=(), setop=""))
+        others = [normalize(relations, b) for b in q.union]
+        return combine(q.setop, base, others) if q.setop else merged(base, others)
     rels = {r.name: r for r in relations}
     cols = [(alias, c.name) for alias, rel in q.tables for c in rels[rel].columns]
     ctype = {(alias, c.name): c.type for alias, rel in q.tables for c in rels[rel].columns}

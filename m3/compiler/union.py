@@ -66,7 +66,8 @@ def _branches(u: exp.Expression, ctx: Positions, distinct: bool = False) -> list
     if not isinstance(u, exp.SetOperation):
         return [u]
     if type(u) is not exp.Union:
-        raise ctx.error(f"unsupported {type(u).__name__.upper()} ({sql_of(u)}): only UNION and UNION ALL", u)
+        raise ctx.error(f"unsupported {type(u).__name__.upper()} ({sql_of(u)}) here: INTERSECT and EXCEPT only as the "
+                        "statement, of views of rows, and not mixed with UNION", u)
     if u.args.get("distinct") is not False and not distinct:
         raise ctx.error(f"unsupported UNION ({sql_of(u)}) here: a set union removes duplicate rows, which no sum "
                         "undoes under deletes; UNION ALL is supported, and UNION as the statement (of views of rows)",

@@ -191,6 +191,8 @@ CORPUS = [
     "SELECT t.x, SUM(y) AS s FROM (SELECT r.a AS x, r.b * s.c AS y FROM R r, S s WHERE r.b = s.b) AS t GROUP BY t.x",
     "WITH v(k, w) AS (SELECT a, b FROM R WHERE a > 1) SELECT k, SUM(w) AS n FROM v GROUP BY k",
     "SELECT a, b FROM R WHERE a > 1 UNION ALL SELECT b, a FROM R WHERE b < 2",
+    "SELECT a, b FROM R WHERE a > 1 INTERSECT SELECT b, a FROM R WHERE b < 2",
+    "SELECT a FROM R EXCEPT SELECT b FROM S",
     "SELECT t.g, SUM(t.s) AS total, COUNT(*) AS n FROM (SELECT a AS g, b, SUM(b) AS s FROM R GROUP BY a, b) AS t "
     "WHERE t.g > 1 GROUP BY t.g",
     "SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING COUNT(*) > 1 AND SUM(b) > (SELECT SUM(c) FROM S WHERE c < 2) - 1",

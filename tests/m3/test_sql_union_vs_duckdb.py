@@ -1,4 +1,4 @@
-"""UNION ALL and UNION (issue 14, item 3) agree with DuckDB after every batch of inserts and deletes, on both backends.
+"""UNION ALL, UNION, INTERSECT and EXCEPT (issue 14, item 3) agree with DuckDB after every batch of inserts and deletes, on both backends.
 
 A query over ``A UNION ALL B`` is compiled as the query over ``A`` and over
 ``B``, each map's definition the sum of the two (:mod:`boreas.m3.compiler.union`):
@@ -6,7 +6,9 @@ aggregates over a UNION ALL in FROM (SUM, COUNT, AVG, MIN/MAX and COUNT
 DISTINCT read the summed maps; HAVING; through a CTE; a branch joining two
 relations; a branch over the same relation as another; three branches), and
 a UNION ALL of views of rows (a count per distinct row over all branches),
-and a UNION of views of rows (each row once while any branch has it).
+a UNION of views of rows (each row once while any branch has it), and
+INTERSECT and EXCEPT of views of rows (a row-count map per branch, the
+view's condition over them: :mod:`boreas.m3.compiler.setops`).
 Every view equals DuckDB's, every map its definition, and deleting every
 row empties every map.
 """
@@ -58,6 +60,13 @@ SHAPES: dict[str, str] = {
         UNION SELECT S.b, T.g FROM S, T WHERE S.d = T.d""",
     "set_union_same_relation_in_cte": STRINGS + """WITH v AS (SELECT a, g FROM R WHERE c > 0)
         SELECT a, g FROM v UNION SELECT b, g FROM R WHERE g LIKE '%A%'""",
+    # INTERSECT and EXCEPT (sets): a row-count map per branch, the view's condition over them
+    "intersect_rows": GENERIC + "SELECT a, b FROM R WHERE c > 0 INTERSECT SELECT b, d FROM S",
+    "except_chain": GENERIC + "SELECT a FROM R EXCEPT SELECT b FROM S EXCEPT SELECT d FROM T",
+    "intersect_of_joins_three_branches": GENERIC + """SELECT R.a, T.g FROM R, T WHERE R.b = T.d
+        INTERSECT SELECT S.b, T.g FROM S, T WHERE S.d = T.d INTERSECT SELECT d, g FROM T WHERE f <> 1""",
+    "except_cte_and_like": STRINGS + """WITH v AS (SELECT a, g FROM R WHERE c > 0)
+        SELECT a, g FROM v EXCEPT SELECT b, h FROM S WHERE h LIKE '%A%'""",
     # combinations with the other new constructs: LIKE, a CTE, a HAVING subquery over a derived table
     "like_in_union_branches": STRINGS + """SELECT k, COUNT(*) AS n
         FROM (SELECT a AS k FROM R WHERE g LIKE '%U%' UNION ALL SELECT d FROM S WHERE h NOT LIKE '_S%') u GROUP BY k""",
@@ -71,6 +80,15 @@ SHAPES: dict[str, str] = {
 @pytest.mark.parametrize("shape", shape_params(SHAPES))
 def test_view_matches_duckdb(shape):
     check_against_duckdb(SHAPES[shape])
+
+
+def test_an_except_keeps_one_first_order_count_map_per_branch():
+    program = compile_sql(SHAPES["except_chain"])
+    text = compile_to_text(SHAPES["except_chain"])
+    assert text.splitlines()[0].startswith("-- view Q1: first-order"), text.splitlines()[0]
+    counts = {m.name: {a.name for a in walk(m.definition) if isinstance(a, RelAtom)} for m in program.maps}
+    assert counts == {"Q1_rows": {"R"}, "Q1_rows_2": {"S"}, "Q1_rows_3": {"T"}}
+    assert "WHERE 0 < Q1_rows[A] AND Q1_rows_2[A] <= 0 AND Q1_rows_3[A] <= 0" in text
 
 
 def test_a_union_adds_terms_to_one_map_per_aggregate():
@@ -87,7 +105,15 @@ def test_a_union_adds_terms_to_one_map_per_aggregate():
     (GENERIC + "SELECT a FROM R UNION SELECT b FROM S UNION ALL SELECT d FROM T", "unsupported UNION (SELECT a"),
     (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a UNION SELECT b, COUNT(*) FROM S GROUP BY b",
      "unsupported UNION of aggregated queries"),
-    (GENERIC + "SELECT a FROM R INTERSECT SELECT b FROM S", "unsupported INTERSECT"),
+    (GENERIC + "SELECT a FROM R INTERSECT ALL SELECT b FROM S", "unsupported INTERSECT ALL"),
+    (GENERIC + "SELECT a FROM R EXCEPT ALL SELECT b FROM S", "unsupported EXCEPT ALL"),
+    (GENERIC + "SELECT a FROM R EXCEPT SELECT b FROM S UNION SELECT d FROM T",
+     "unsupported EXCEPT (SELECT a FROM R EXCEPT SELECT b FROM S) here"),
+    (GENERIC + "SELECT a FROM R UNION SELECT b FROM S EXCEPT SELECT d FROM T", "unsupported UNION inside an EXCEPT"),
+    (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a INTERSECT SELECT b, COUNT(*) FROM S GROUP BY b",
+     "unsupported INTERSECT of aggregated queries"),
+    (GENERIC + "SELECT a, b FROM R EXCEPT SELECT b FROM S", "EXCEPT branches of view Q1 select 2 and 1 columns"),
+    (GENERIC + "SELECT a FROM R INTERSECT SELECT g FROM T", "a INT column beside a STRING one"),
     (GENERIC + "SELECT a, COUNT(*) AS n FROM R GROUP BY a UNION ALL SELECT b, COUNT(*) FROM S GROUP BY b",
      "unsupported UNION ALL of aggregated queries"),
     (GENERIC + "SELECT DISTINCT a FROM R UNION ALL SELECT b FROM S", "unsupported DISTINCT in a UNION ALL branch"),
@@ -103,7 +129,7 @@ def test_unsupported_unions_are_refused_by_name(sql, message):
         compile_sql(sql)
 
 
-@pytest.mark.parametrize("shape", ["rows_union", "rows_set_union",
+@pytest.mark.parametrize("shape", ["rows_union", "rows_set_union", "except_chain",
                                    pytest.param("avg_max_distinct_over_union", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("backend", ["python", "auto"])
 def test_changes_rebuild_the_view(shape, backend):
