@@ -41,7 +41,8 @@ venv: $(STAMP)
 # One pytest on both cores (pytest-xdist, --dist loadgroup): the tests that start real Head and node
 # processes and wait on them form one group (tests/conftest.py, IN_PROCESS names the others) that runs
 # one test at a time on one worker, while the other worker takes the in-process tests (the M3 compiler and
-# runtime against DuckDB, the Cumulus and catalog simulations, property tests, doctests).
+# runtime against DuckDB, the Cumulus and catalog simulations, property tests, doctests); the group's worker
+# takes in-process tests too once the group is done.
 PYTEST := $(BIN)/pytest -q -n 2 --dist loadgroup
 
 test: setup
@@ -49,7 +50,8 @@ test: setup
 
 # The inner loop: everything but the fault tests (-m faults: kill -9, restarts) and the slow tests
 # (-m slow: Spark, ZooKeeper-backed clusters, multi-process moves and data-plane runs, the README
-# walk-through); one quick test of each area stays in.  `make test` runs everything.
+# walk-through, most M3 shapes against DuckDB and the second backend of the others: tests/m3/conftest.py);
+# one quick test of each area stays in.  `make test` runs everything.
 test-fast: setup
 	$(PYTEST) -m "not faults and not slow"
 

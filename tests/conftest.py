@@ -29,23 +29,46 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests/support: helpers shared 
 ZOOKEEPER_PURGE = {"autopurge.snapRetainCount": "3", "autopurge.purgeInterval": "1"}
 
 
-#: Test paths (under tests/) that run wholly in the pytest process: no servers, no node processes, no timeouts.
-IN_PROCESS = ("m3/", "test_cumulus_sim.py", "test_cumulus_failover_sim.py", "test_cumulus_holding.py",
-              "test_replicate.py", "test_properties.py", "test_fastpath.py", "test_doctests.py")
+#: Test paths (under tests/) that run wholly in the pytest process: no Head or node processes, no ZooKeeper,
+#: no Head, node or link servers and no test that waits on a timer or a failure detector.  Listed by name, so a
+#: new module joins the "processes" group until someone checks it and adds it here.
+IN_PROCESS = (
+    "m3/",                                   # the M3 compiler and runtimes against DuckDB
+    "test_cumulus_sim.py", "test_cumulus_failover_sim.py", "test_cumulus_holding.py",
+    "test_cumulus_precopy.py",               # Cumulus members simulated in one process (support/cumulus_sim.py)
+    "test_replicate.py", "test_properties.py", "test_fastpath.py", "test_doctests.py",
+    # catalog reading, validation, XML and XSD, update XML, regions, on memory:// or SQLite catalogs
+    "test_borealis_forms.py", "test_validation.py", "test_regional_catalog.py", "test_updates.py",
+    "test_xsd.py", "test_xsd_engines.py", "test_hardening_xml.py", "test_hardening_store_urls.py",
+    # test_hardening.py's only server is its own in-thread canary that must receive no request
+    "test_hardening.py",
+    "test_hardening_csv.py",                 # the CLI's CSV reading; publishing to a port nothing listens on
+    "test_operators.py", "test_operator_order.py", "test_m3_stream_names.py",  # operators fed by hand
+    "test_outputs_snapshot.py", "test_recovery_storage.py", "test_packaging.py",
+    "test_m3_box.py",                        # the m3 operator fed by hand (its cluster and Spark tests: below)
+)
+
+#: A test using one of these fixtures, or marked ``zookeeper``, joins the group even in an IN_PROCESS module:
+#: real Head and node processes, the session's ZooKeeper server or SparkSession (one per worker otherwise).
+PROCESS_FIXTURES = ("cluster_factory", "zookeeper_server", "zookeeper_server_default_limits", "spark")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the marks into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test outside :data:`IN_PROCESS` joins the xdist group "processes".
+    """Every test outside :data:`IN_PROCESS`, and every test using :data:`PROCESS_FIXTURES` or marked
+    ``zookeeper``, joins the xdist group "processes".
 
     ``make test`` runs ``pytest -n 2 --dist loadgroup``: the group goes whole to one worker, so tests that
-    start real Head and node processes and wait on them run one at a time (two clusters at once on 2 cores
-    would race each other's failure detectors and timeouts), while the other worker takes the CPU-bound
-    in-process tests one by one.  Without xdist the mark does nothing.
+    start real Head and node processes (or ZooKeeper, in-process Head and node services, or links with
+    timeouts) and wait on them run one at a time (two clusters at once on 2 cores would race each other's
+    failure detectors and timeouts); the in-process tests go one by one to whichever worker is free, the
+    group's worker too once the group is done.  Without xdist the mark does nothing.
     """
     root = Path(__file__).parent
     for item in items:
-        if not item.path.relative_to(root).as_posix().startswith(IN_PROCESS):
+        if (not item.path.relative_to(root).as_posix().startswith(IN_PROCESS)
+                or item.get_closest_marker("zookeeper") is not None
+                or any(name in PROCESS_FIXTURES for name in getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.xdist_group("processes"))
 
 

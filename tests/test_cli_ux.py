@@ -102,6 +102,7 @@ def test_an_unknown_command_lists_the_commands():
 # -- input files: exit 2, one line, before anything is contacted ----------------------
 
 
+@pytest.mark.slow  # seven CLI processes; make test-fast keeps test_cli.py's test_missing_file
 def test_an_input_file_that_cannot_be_read_exits_2_with_one_line_everywhere(tmp_path):
     missing = tmp_path / "missing"
     for args in [("publish", "Reading", "--file", f"{missing}.csv"),

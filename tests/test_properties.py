@@ -434,6 +434,7 @@ def _problems(plan) -> str:
     return "\n".join(str(p) for p in plan.problems)
 
 
+@pytest.mark.slow  # make test-fast: the three properties below plan generated topologies too
 @settings(max_examples=examples(80), **SETTINGS)
 @given(topologies())
 def test_generated_topology_plans_without_problems(topo: Topology):

@@ -243,6 +243,7 @@ def test_update_items_turn_a_into_b_through_update_xml(pair):
     assert after.version == 9
 
 
+@pytest.mark.slow  # make test-fast: test_update_items_turn_a_into_b checks the items name exactly what differs
 @settings(max_examples=examples(20), **SETTINGS)
 @given(catalogs())
 def test_update_items_of_equal_catalogs_is_empty(c):
@@ -331,6 +332,7 @@ def test_apply_update_is_atomic_and_lists_every_bad_item(pair, data):
     assert to_elements(a) == before
 
 
+@pytest.mark.slow  # make test-fast: test_apply_update_is_atomic_... checks a refused update's input
 @settings(max_examples=examples(20), **SETTINGS)
 @given(catalog_pairs())
 def test_successful_apply_does_not_touch_its_input(pair):
@@ -383,6 +385,7 @@ def test_each_placed_box_is_in_exactly_its_nodes_slice(c):
         assert node_slice(c, endpoint) == part
 
 
+@pytest.mark.slow  # make test-fast keeps two slice properties (each placed box, replicate like catalogs)
 @settings(max_examples=examples(30), **SETTINGS)
 @given(catalogs())
 def test_crossing_streams_are_wired_at_both_ends(c):
@@ -409,6 +412,7 @@ def test_crossing_streams_are_wired_at_both_ends(c):
                 assert slices[sub.endpoint].publications[f"{sub.stream}|{sub.endpoint}"].client == up
 
 
+@pytest.mark.slow  # make test-fast keeps two slice properties (as above)
 @settings(max_examples=examples(30), **SETTINGS)
 @given(catalogs())
 def test_published_input_streams_reach_every_consumer_node(c):
@@ -425,6 +429,7 @@ def test_published_input_streams_reach_every_consumer_node(c):
                     assert f"{port.stream}|{box.node}" in slices[pub.client].subscriptions
 
 
+@pytest.mark.slow  # make test-fast keeps two slice properties (as above)
 @settings(max_examples=examples(30), **SETTINGS)
 @given(catalogs())
 def test_slices_carry_the_schemas_they_name(c):
@@ -529,6 +534,7 @@ def test_schema_and_node_are_removed_after_what_named_them_is_redeclared():
     assert current == new
 
 
+@pytest.mark.slow  # make test-fast: test_catalog_items_rebuild_the_catalog applies full copies
 @settings(max_examples=examples(20), **SETTINGS)
 @given(catalogs())
 def test_full_copy_declares_in_dependency_order(c):

@@ -240,11 +240,12 @@ def check_against_duckdb(sql: str, max_batches: int = 5, max_ops: int | None = N
     check()
 
 
-def shape_params(shapes: dict[str, str], fast: int = 4) -> list:
+def shape_params(shapes: dict[str, str], fast: int = 2) -> list:
     """``shapes`` as pytest params: every ``len // fast``-th in the quick tier, the rest marked ``slow``.
 
     ``make test`` runs them all; ``make test-fast`` keeps a spread of them so
-    a front-end or runtime change still meets DuckDB in the inner loop.
+    a front-end or runtime change still meets DuckDB in the inner loop (two or
+    three a module, each on one backend, alternating: conftest.py).
     """
     import pytest
 

@@ -52,6 +52,7 @@ ALPHABET = ["a", "b", "%", "_", "\\", "é", "€", "😀", "A"]
 TEXT = st.lists(st.sampled_from(ALPHABET), max_size=6).map("".join)
 
 
+@pytest.mark.slow  # make test-fast: the LIKE shapes against DuckDB and test_native_like_is_pythons stay
 @settings(max_examples=300, deadline=None)
 @given(TEXT, TEXT)
 def test_python_like_is_duckdbs(value, pattern):

@@ -158,6 +158,7 @@ def test_general_views_print_parse_round_trip(v):
     assert parse_program(text) == Program(views=(v,)), text
 
 
+@pytest.mark.slow  # make test-fast: test_seed_program_round_trips and the views' round trips stay
 @settings(max_examples=200, deadline=None)
 @given(programs)
 def test_print_parse_round_trip(p):
