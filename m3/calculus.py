@@ -119,6 +119,12 @@ def poly_const(c: Number) -> Poly:
     return ((c, ()),) if c else ()
 
 
+def _order(v) -> tuple:
+    """A monomial's factors in order: variables by name and type (as ever), then calls a bound lift left there
+    (``C * MONTH(D)``, :mod:`boreas.m3.compiler.lifts`)."""
+    return (0, v.name, v.type) if isinstance(v, V) else (1, v.name, str(v))
+
+
 def poly_var(v: V) -> Poly:
     return ((1, (v,)),)
 
@@ -133,13 +139,13 @@ def poly_add(a: Poly, b: Poly) -> Poly:
     acc: dict[tuple[V, ...], Number] = {}
     for c, vs in a + b:
         acc[vs] = acc.get(vs, 0) + c
-    return tuple(sorted(((c, vs) for vs, c in acc.items() if c), key=lambda m: (len(m[1]), m[1])))
+    return tuple(sorted(((c, vs) for vs, c in acc.items() if c), key=lambda m: (len(m[1]), [_order(v) for v in m[1]])))
 
 
 def poly_mul(a: Poly, b: Poly) -> Poly:
     out: Poly = ()
     for (ca, va), (cb, vb) in itertools.product(a, b):
-        out = poly_add(out, ((ca * cb, tuple(sorted(va + vb))),))
+        out = poly_add(out, ((ca * cb, tuple(sorted(va + vb, key=_order))),))
     return out
 
 

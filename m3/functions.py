@@ -12,7 +12,10 @@ function of the event alone.
 A call is ``NAME(X, c, ...)``: one variable (a column's value) then integer
 constants.  Semantics are DuckDB's:
 
-* ``YEAR``, ``QUARTER``, ``MONTH``, ``DAY`` of a DATE: INT;
+* ``YEAR``, ``QUARTER``, ``MONTH``, ``DAY`` of a DATE: INT; ``DOW`` (0 is
+  Sunday), ``ISODOW`` (1 is Monday, 7 Sunday), ``DOY`` (1 to 366) and
+  ``WEEK`` (the ISO 8601 week, 1 to 53: the week of the year's first
+  Thursday is week 1);
 * ``SUBSTRING(S, start, length)`` (``length`` optional) of a STRING: the
   characters (code points) from position ``start`` (1-based, ``start >=
   1``), at most ``length`` of them (``length >= 0``).
@@ -27,6 +30,8 @@ interned ids; a substring is a string the intern table must hold).
 >>> import datetime
 >>> apply("YEAR", (datetime.date(1995, 3, 15),)), apply("QUARTER", (datetime.date(1995, 8, 1),))
 (1995, 3)
+>>> [apply(f, (datetime.date(2021, 1, 3),)) for f in ("DOW", "ISODOW", "DOY", "WEEK")]  # a Sunday, ISO week 53 of 2020
+[0, 7, 3, 53]
 >>> apply("SUBSTRING", ("13-555", 1, 2)), apply("SUBSTRING", ("é€x", 2)), apply("SUBSTRING", ("ab", 5, 1))
 ('13', '€x', '')
 >>> check_call("SUBSTRING", ["STRING", 1, 2]), check_call("YEAR", ["DATE"])
@@ -50,6 +55,10 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[int, ...], Callable]] = {
     "QUARTER": ("DATE", "INT", (0,), lambda d: (d.month - 1) // 3 + 1),
     "MONTH": ("DATE", "INT", (0,), lambda d: d.month),
     "DAY": ("DATE", "INT", (0,), lambda d: d.day),
+    "DOW": ("DATE", "INT", (0,), lambda d: d.isoweekday() % 7),
+    "ISODOW": ("DATE", "INT", (0,), lambda d: d.isoweekday()),
+    "DOY": ("DATE", "INT", (0,), lambda d: d.timetuple().tm_yday),
+    "WEEK": ("DATE", "INT", (0,), lambda d: d.isocalendar()[1]),
     "SUBSTRING": ("STRING", "STRING", (1, 2), _substring),
 }
 
@@ -59,6 +68,10 @@ PYTHON: dict[str, Callable[..., str]] = {
     "QUARTER": lambda x: f"(({x}.month + 2) // 3)",
     "MONTH": lambda x: f"{x}.month",
     "DAY": lambda x: f"{x}.day",
+    "DOW": lambda x: f"({x}.isoweekday() % 7)",
+    "ISODOW": lambda x: f"{x}.isoweekday()",
+    "DOY": lambda x: f"{x}.timetuple().tm_yday",
+    "WEEK": lambda x: f"{x}.isocalendar()[1]",
     "SUBSTRING": lambda x, start, length=None: f"{x}[{start - 1}:]" if length is None
     else f"{x}[{start - 1}:{start - 1 + length}]",
 }

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..functions import result_type
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
 from .resolve import ColRef, Resolver, unparen, value_phrase
@@ -124,6 +125,11 @@ def arith(res: Resolver, e: exp.Expression, nullable: bool = False):
         return (op, arith(res, e.this), arith(res, e.expression))
     if isinstance(e, exp.AggFunc):
         raise res.ctx.error(f"unsupported aggregate of an aggregate ({sql_of(e)})", e)
+    computed = res.computed(e)  # EXTRACT(MONTH FROM d): a variable its lift defines (:func:`.normalize.lift_computed`)
+    if computed is not None:
+        if result_type(computed.fn) not in ("INT", "FLOAT"):
+            raise res.ctx.error(f"cannot aggregate {computed.fn} ({sql_of(e)}): its values are strings", e)
+        return computed
     raise res.ctx.error(f"unsupported expression {kind.__name__.upper()} ({sql_of(e)}) in an aggregate", e)
 
 

@@ -148,6 +148,11 @@ class _Split:
     comps: tuple[tuple[tuple[V, ...], Term], ...]  # (map keys, body with coefficient 1)
 
 
+def _poly_vars(p: Poly) -> list[V]:
+    """The variables of a polynomial, through a call a bound lift left in it (``c * MONTH(D)``, :mod:`.lifts`)."""
+    return [x for v in poly_vars(p) for x in (v.vars() if isinstance(v, Fn) else (v,))]
+
+
 def split_term(d: DeltaTerm, event: set[V]) -> _Split:
     """Separate a delta term into its scalar part and its connected components."""
     t = d.term
@@ -173,7 +178,7 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
     guards, attached = [], []
     exposed: set[V] = set()  # variables a loop guard reads: keys of their maps, so the statement loops over them
     for item in list(t.conds) + list(t.polys):
-        vs = item.vars() if isinstance(item, Cond) else poly_vars(item)
+        vs = item.vars() if isinstance(item, Cond) else _poly_vars(item)
         free = [v for v in vs if v not in event]
         if not free:
             guards.append(item)
@@ -268,7 +273,7 @@ def _statements(target: MapDef, s: _Split, coef, refs: list[ast.MapRef]) -> list
     for c, vs in scalar:
         if isinstance(c, float) and c.is_integer() and not any(isinstance(x, float) for x in (coef,)):
             c = int(c)
-        factors: list[ast.Expr] = ([] if c == 1 else [ast.Const(c)]) + [ast.Var(v.name) for v in vs] + list(refs)
+        factors: list[ast.Expr] = ([] if c == 1 else [ast.Const(c)]) + [_val(v) for v in vs] + list(refs)
         expr: ast.Expr = ast.Const(1) if not factors else factors[0] if len(factors) == 1 else ast.Prod(tuple(factors))
         for g in reversed(s.guards):
             expr = ast.IfThen(ast.Cmp(g.op, _val(g.left), _val(g.right)), expr)

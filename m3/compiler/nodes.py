@@ -77,6 +77,8 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.Extract: frozenset({"this", "expression"}),
     exp.Substring: frozenset({"this", "start", "length", "zero_start"}),  # of a column: a computed key
     exp.Year: frozenset({"this"}), exp.Quarter: frozenset({"this"}), exp.Month: frozenset({"this"}),
+    exp.DayOfWeek: frozenset({"this"}), exp.DayOfWeekIso: frozenset({"this"}), exp.DayOfYear: frozenset({"this"}),
+    exp.WeekOfYear: frozenset({"this"}),
     exp.Day: frozenset({"this"}),
     exp.Case: frozenset({"this", "ifs", "default"}),
     exp.If: frozenset({"this", "true", "false"}),

@@ -223,6 +223,7 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
     collect(tuple(ref for _, ref in q.group_by))
     collect(q.predicate)
     collect(q.nested)
+    collect(q.columns)  # a computed value inside an aggregate: SUM(c * EXTRACT(MONTH FROM d))
     taken = {v.name for v in var.values()}
     out = []
     for c in found:
@@ -289,7 +290,7 @@ def _merge(terms):
 
 
 def _poly(e, var) -> Poly:
-    if _is_ref(e):
+    if _is_ref(e) or isinstance(e, Computed):  # (a computed value is the variable its lift defines)
         return poly_var(var[e])
     if isinstance(e, (int, float)):
         return poly_const(e)

@@ -70,8 +70,10 @@ class Computed:
 
 Operand = ColRef | Computed
 _PARTS = {"YEAR": "YEAR", "YEARS": "YEAR", "QUARTER": "QUARTER", "MONTH": "MONTH", "MONTHS": "MONTH",
-          "DAY": "DAY", "DAYS": "DAY"}
-_PART_FUNCTIONS = {exp.Year: "YEAR", exp.Quarter: "QUARTER", exp.Month: "MONTH", exp.Day: "DAY"}
+          "DAY": "DAY", "DAYS": "DAY", "DOW": "DOW", "DAYOFWEEK": "DOW", "WEEKDAY": "DOW", "ISODOW": "ISODOW",
+          "DOY": "DOY", "DAYOFYEAR": "DOY", "WEEK": "WEEK", "WEEKS": "WEEK", "WEEKOFYEAR": "WEEK"}
+_PART_FUNCTIONS = {exp.Year: "YEAR", exp.Quarter: "QUARTER", exp.Month: "MONTH", exp.Day: "DAY",
+                   exp.DayOfWeek: "DOW", exp.DayOfWeekIso: "ISODOW", exp.DayOfYear: "DOY", exp.WeekOfYear: "WEEK"}
 
 _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _PY_CMP = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
@@ -147,7 +149,7 @@ class Resolver:
             fn, arg, args = _PARTS.get(unit), e.expression, ()
             if fn is None and not is_constant(e):
                 raise self.ctx.error(f"unsupported EXTRACT({unit} FROM a column) ({sql_of(e)}): of a column, only "
-                                     "YEAR, QUARTER, MONTH and DAY", e)
+                                     "YEAR, QUARTER, MONTH, DAY, DOW, ISODOW, DOY and WEEK", e)
         elif kind in _PART_FUNCTIONS:
             fn, arg, args = _PART_FUNCTIONS[kind], e.this, ()
         elif kind is exp.Substring:

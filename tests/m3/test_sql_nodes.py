@@ -199,6 +199,8 @@ CORPUS = [
     "SELECT u.k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT r.b, s.b FROM R r, S s WHERE r.a = s.b) u GROUP BY u.k",
     "SELECT SUBSTRING(g, 1, 2) AS p, YEAR(d) AS y, QUARTER(d) AS q, MONTH(d) AS m, DAY(d) AS dd, COUNT(*) AS n "
     "FROM R WHERE SUBSTRING(g, 2) IN ('A') GROUP BY p, y, q, m, dd",
+    "SELECT DAYOFWEEK(d) AS w, ISODOW(d) AS i, DAYOFYEAR(d) AS y, WEEKOFYEAR(d) AS k, SUM(b * MONTH(d)) AS n "
+    "FROM R GROUP BY w, i, y, k",
 ]
 
 # read fields whose content does not change the result, by design

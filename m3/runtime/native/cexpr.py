@@ -39,7 +39,8 @@ from ...ast import LIKE_OPS, Call, Cmp, Const, Expr, Prod, Program, Var
 from ...functions import result_type
 
 _COPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
-DATE_PARTS = {"YEAR": 0, "QUARTER": 1, "MONTH": 2, "DAY": 3}  # crt's date_part(day, part)
+DATE_PARTS = {"YEAR": 0, "QUARTER": 1, "MONTH": 2, "DAY": 3, "DOW": 4, "ISODOW": 5, "DOY": 6,
+              "WEEK": 7}  # crt's date_part(day, part)
 
 
 class Unsupported(Exception):

@@ -4,7 +4,7 @@ Why apart from :mod:`.crt` (the maps): these are small pure functions of
 values, each the C twin of a Python-side definition the backends must agree
 on, and tested against it: ``str_cmp`` orders interned strings as Python
 orders ``str`` (UTF-8 bytes compare as code points do), ``str_like`` is
-:mod:`boreas.m3.like`, ``date_part`` is ``date.year`` / ``.month`` / ... of
+:mod:`boreas.m3.like`, ``date_part`` is ``date.year`` / ``.month`` / ... / ``.isocalendar()[1]`` of
 :mod:`boreas.m3.functions` over a day number (``date.toordinal()``), and
 ``f2k``/``k2f`` hold a FLOAT key column as the double's bits (``-0.0`` as
 ``0.0``, so equal keys have equal bits).  They read the runtime's intern
@@ -52,11 +52,25 @@ static inline int str_like(const rt_t *rt, int64_t id, const char *pattern, int6
 
 /* EXTRACT(YEAR|QUARTER|MONTH|DAY) (part 0-3) of a DATE held as its day number (Python's date.toordinal(), 0001-01-01
    is 1): the proleptic Gregorian calendar's civil-from-days (H. Hinnant), days counted from 0000-03-01. */
+/* date.toordinal() of January 1 of year y (y >= 1): the days of the years before it */
+static inline int64_t jan1(int64_t y) { int64_t p = y - 1; return 365 * p + p / 4 - p / 100 + p / 400 + 1; }
+static inline int64_t isodow(int64_t ordinal) { int64_t r = (ordinal - 1) % 7; return (r < 0 ? r + 7 : r) + 1; }
+/* ISO weeks in year y: 53 when January 1 is a Thursday, or a Wednesday in a leap year */
+static inline int64_t iso_weeks(int64_t y) {
+    int64_t w = isodow(jan1(y)), leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return w == 4 || (leap && w == 3) ? 53 : 52;
+}
 static inline int64_t date_part(int64_t ordinal, int part) {
     int64_t z = ordinal + 305, era = (z >= 0 ? z : z - 146096) / 146097, doe = z - era * 146097;
     int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
     int64_t y = yoe + era * 400 + (m <= 2);
-    return part == 0 ? y : part == 1 ? (m - 1) / 3 + 1 : part == 2 ? m : d;
+    if (part <= 3) return part == 0 ? y : part == 1 ? (m - 1) / 3 + 1 : part == 2 ? m : d;
+    int64_t wd = isodow(ordinal), yd = ordinal - jan1(y) + 1;
+    if (part == 4) return wd % 7;   /* DOW: 0 is Sunday */
+    if (part == 5) return wd;       /* ISODOW: 1 is Monday */
+    if (part == 6) return yd;       /* DOY */
+    int64_t w = (yd - wd + 10) / 7; /* WEEK (ISO 8601) */
+    return w < 1 ? iso_weeks(y - 1) : w > iso_weeks(y) ? 1 : w;
 }
 """

@@ -44,12 +44,13 @@ from .cexpr import DATE_PARTS, Gen, Unsupported, ctype, from_key, product_type, 
 
 def groups(statements: tuple[Statement, ...]) -> list[tuple[tuple, list[list]]]:
     """Statements as ((target, guards, refs), [scalar factor lists]), split and fused as the Python generator
-    does (:func:`..codegen.statement_groups`); a scalar factor other than a variable or constant is refused."""
+    does (:func:`..codegen.statement_groups`); a scalar factor other than a variable, a constant or a date part
+    of one (``C * MONTH(D)``: a computed value inside an aggregate) is refused."""
     out = statement_groups(statements)
     for _, scalar_lists in out:
         for scalars in scalar_lists:
             for e in scalars:
-                if not isinstance(e, (Var, Const)):
+                if not isinstance(e, (Var, Const)) and not (isinstance(e, Call) and e.fn in DATE_PARTS):
                     raise Unsupported(f"expression {type(e).__name__} in a trigger statement")
     return out
 
