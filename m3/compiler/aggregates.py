@@ -41,7 +41,7 @@ from sqlglot import exp
 from ..functions import result_type
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
-from .resolve import ColRef, Resolver, unparen, value_phrase
+from .resolve import ColRef, Computed, Resolver, unparen, value_phrase
 
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
 _AGGREGATES = {exp.Sum: "SUM", exp.Count: "COUNT", exp.Avg: "AVG", exp.Min: "MIN", exp.Max: "MAX"}
@@ -76,9 +76,15 @@ def aggregate(res: Resolver, node: exp.Expression) -> tuple[str, object]:
     return (kind, arith(res, arg, nullable=True))
 
 
-def _folded(res: Resolver, kind: str, arg: exp.Expression | None, distinct: str) -> ColRef:
-    """The column MIN, MAX or an aggregate of DISTINCT values reads (its values become map keys)."""
+def _folded(res: Resolver, kind: str, arg: exp.Expression | None, distinct: str) -> ColRef | Computed:
+    """The column (or function of one) MIN, MAX or an aggregate of DISTINCT values reads (its values become map
+    keys)."""
     col = unparen(arg) if isinstance(arg, exp.Expression) else arg
+    computed = res.computed(col) if isinstance(col, exp.Expression) else None
+    if computed is not None:  # MAX(YEAR(d)): the multiplicity map is keyed by the lifted value
+        if kind in ("SUM", "AVG") and result_type(computed.fn) not in ("INT", "FLOAT"):
+            raise res.ctx.error(f"cannot aggregate {computed.fn} ({sql_of(col)}): its values are strings", col)
+        return computed
     if type(col) is not exp.Column or isinstance(col.this, exp.Star):
         what = sql_of(col) if isinstance(col, exp.Expression) else "nothing"
         raise res.ctx.error(f"unsupported {kind}({distinct}{what}): only of a column (its values are the keys "

@@ -7,9 +7,10 @@ computed value and a trigger computes it from the event's row
 it, select it under an alias or by position, compare it with constants in
 WHERE (``IN``, ``>=``), read it through a derived table (TPC-H Q7-Q9's
 shape) and in a subquery (Q22's), on either side of a join and of a
-self-join, with HAVING and MAX, in views of rows, and inside aggregates
+self-join, with HAVING and MAX, in views of rows, inside aggregates
 (``SUM(b * MONTH(d))``: the sum multiplies by the lifted variable, which a
-trigger computes from the row, or a map sums per row); every shape runs on
+trigger computes from the row, or a map sums per row), and under MIN, MAX and
+DISTINCT (a multiplicity map keyed by the value); every shape runs on
 both backends (the C backend computes date parts from the day number and
 takes a SUBSTRING's interned id from a column computed with the batch), and
 deleting every row empties every map.
@@ -71,6 +72,11 @@ SHAPES: dict[str, str] = {
         FROM R r, S s WHERE r.b = s.b GROUP BY r.a""",
     "inside_case_beside_a_computed_key": GENERIC + """SELECT EXTRACT(YEAR FROM d) AS y,
         SUM(CASE WHEN b > 0 THEN QUARTER(d) ELSE 0 END) AS q, COUNT(*) AS n FROM R GROUP BY y""",
+    # MIN, MAX and DISTINCT of a computed value: the multiplicity map is keyed by it
+    "min_max_distinct_of_computed": GENERIC + """SELECT a, MAX(EXTRACT(YEAR FROM d)) AS y, MIN(MONTH(d)) AS m,
+        COUNT(DISTINCT SUBSTRING(g, 1, 1)) AS p, SUM(DISTINCT DAY(d)) AS sd FROM R GROUP BY a""",
+    "max_of_computed_across_a_join": GENERIC + """SELECT r.a, MAX(YEAR(s.e)) AS y, COUNT(*) AS n
+        FROM R r, S s WHERE r.b = s.b GROUP BY r.a""",
 }
 
 
