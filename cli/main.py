@@ -67,6 +67,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "split": ("relayout", "split a segment of a partitioned m3 box in two (on the same node)"),
     "rebalance": ("relayout", "even out a partitioned m3 box's entries over its nodes"),
     "cancel": ("relayout", "cancel a partitioned m3 box's last move, split or rebalance while its segments still copy"),
+    "retire": ("relayout", "take the last member (added later, holding no segment) out of a partitioned m3 box"),
 }
 
 DESCRIPTION = ("Boreas: a catalog-driven control plane and data plane for distributed stream processing "

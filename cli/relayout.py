@@ -1,5 +1,6 @@
-"""Layout commands of a partitioned ``m3`` box: ``boreas split BOX/SEG``, ``boreas rebalance BOX`` (and
-``boreas move BOX/SEG NODE``, ``boreas move BOX NODE`` of a partitioned box, through :func:`relayout_box`).
+"""Layout commands of a partitioned ``m3`` box: ``boreas split BOX/SEG``, ``boreas rebalance BOX``, ``boreas
+retire BOX NODE`` (and ``boreas move BOX/SEG NODE``, ``boreas move BOX NODE`` of a partitioned box, through
+:func:`relayout_box`).
 
 They ask the Head for the box's layout, send the change to its leader (member
 0, ``POST /segments/{box}/relayout``), which switches every member at an
@@ -49,8 +50,9 @@ async def layout_of(head: str, token: str | None, box: str) -> Layout:
 
 async def relayout_box(head: str, token: str | None, box: str, change: dict[str, Any],
                        timeout: float = 60.0) -> dict[str, Any]:
-    """Send ``change`` (``{"move": [seg, node]}``, ``{"split": seg}``, ``{"move_all": node}``, or
-    ``{"rebalance": {seg: entries}}``) to the box's leader; its answer once the Head shows the new layout."""
+    """Send ``change`` (``{"move": [seg, node]}``, ``{"split": seg}``, ``{"move_all": node}``,
+    ``{"rebalance": {seg: entries}}`` or ``{"retire": node}``) to the box's leader; its answer once the Head
+    shows the new layout."""
     layout = await layout_of(head, token, box)
     async with PeerClient(token) as peers:
         try:
@@ -129,6 +131,17 @@ def cmd_rebalance(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_retire(args: argparse.Namespace) -> int:
+    """``boreas retire BOX NODE``: the box's last member, added to it later and holding no segment, leaves the
+    partition at an epoch (docs/cumulus.md §6.4); the Head's catalog then lists the box without NODE."""
+    reply = asyncio.run(relayout_box(the_head(args), resolve_token(args.token, required=False), args.box,
+                                     {"retire": args.node}, args.timeout))
+    lay = Layout.from_dict(reply["layout"])
+    print(f"box {args.box}: layout {lay.version}, {len(lay.members)} members; {args.node} retired "
+          f"({reply['seconds']:.2f} s)")
+    return EXIT_OK
+
+
 def cmd_cancel(args: argparse.Namespace) -> int:
     """``boreas cancel BOX``: the leader drops the box's last announced move, split or rebalance (409 -> exit 1
     with the leader's reason when none is under way or its segments have already copied)."""
@@ -153,6 +166,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_rebalance)
+
+    p = sub.add_parser("retire", help="take the last member (added later, holding no segment) out of a "
+                                      "partitioned m3 box")
+    p.add_argument("box")
+    p.add_argument("node", help="the member's node (host:port)")
+    p.add_argument("--timeout", type=float, default=60.0)
+    add_head_option(p)
+    add_token_option(p)
+    p.set_defaults(func=cmd_retire)
 
     p = sub.add_parser("cancel", help="cancel a partitioned m3 box's last move, split or rebalance while its "
                                       "segments still copy")

@@ -108,13 +108,14 @@ class Learner:
                     log.info("layout %d of box %r reported: not newer than the catalog's; ignored",
                              reported.layout, reported.box)
                     return None
-                members = reported.layout_nodes  # a layout may make joining nodes members (docs/cumulus.md §6.4)
-                if current.nodes[:len(members)] != members or len(members) < len(current.layout_nodes):
+                members = reported.layout_nodes  # joining nodes made members, or the last retired (§6.4)
+                if current.nodes[:len(members)] != members or not _retires(current, reported):
                     log.warning("layout %d of box %r reported with other members than the catalog's; ignored",
                                 reported.layout, reported.box)
                     return None
-                updated = replace(current, segments=reported.segments, layout=reported.layout,
-                                  members=None if len(members) == len(current.nodes) else len(members))
+                nodes = current.nodes if len(members) >= len(current.layout_nodes) else members
+                updated = replace(current, nodes=nodes, segments=reported.segments, layout=reported.layout,
+                                  members=None if len(members) == len(nodes) else len(members))
                 return [Change("partition", reported.box, to_text(updated))]
 
             return await self._learn(involved, build)
@@ -208,3 +209,13 @@ class Learner:
                 self.head.sync_for(endpoint).resume(resync=True)
         self.head.notify()
         return version
+
+
+def _retires(current: Partition, reported: Partition) -> bool:
+    """Whether a reported layout with fewer members than the catalog's only retires its last members: none
+    joining, none of them one publishers pick from, none holding a segment (docs/cumulus.md §6.4)."""
+    n, before = len(reported.layout_nodes), len(current.layout_nodes)
+    if n >= before:
+        return True
+    return (not current.joining and n >= len(current.entry_nodes)
+            and all(s.member < n for s in reported.segments))

@@ -13,6 +13,7 @@ runtime over the batches its positions name.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import random
@@ -216,3 +217,55 @@ def test_a_growing_change_cancelled_leaves_the_node_joining_until_the_next_one(s
     assert joining.joined is not None and leader.layout.segments_of(new_member)
     check_members(sim)
     assert check_stable(sim)
+
+
+@pytest.mark.parametrize("shape", ["tpch_q3", "group_by_join_key"])
+def test_a_grown_member_emptied_and_retired_keeps_the_view_exact(shape):
+    """A node grown into the partition takes segments, gives them back, and retires (docs/cumulus.md §6.4):
+    from the retiring change's first epoch it takes no part (no Close, no Done), and every stable read before,
+    across and after it is exact."""
+    from boreas.m3.cumulus import relayout as changes
+
+    _, placement, relations = _shape(SHAPES[shape])
+
+    @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(layouts([(m.map, m.column) for m in placement.maps]), workloads(relations), workloads(relations),
+           st.randoms(use_true_random=False))
+    def check(layout, before, after, rng):
+        n = len(layout.members)
+        sim = Sim(SHAPES[shape], layout, random.Random(rng.random()))
+        new = sim.grow("new:16000")
+        leader = sim.members[0]
+        sim.request("grow", changes.move(leader.joinable_layout(), layout.segments[0].id, new))
+        for step, (rel, events, member, deliveries) in enumerate(before):
+            sim.publish(member % n, rel, events)
+            for _ in range(deliveries):
+                sim.deliver_one()
+            if rng.random() < 0.3:
+                sim.tick(0.1)
+            check_stable(sim)
+        sim.settle()
+        assert leader.layout.segments_of(new)
+        base = leader.latest_layout  # every segment of the new member back to the first ones
+        back = dataclasses.replace(base, version=base.version + 1, segments=tuple(
+            dataclasses.replace(seg, member=rng.randrange(n)) if seg.member == new else seg for seg in base.segments))
+        sim.request("empty", back)
+        with pytest.raises(ValueError, match="coordinates published input"):
+            changes.retire(layout, n - 1, keep=n)  # (the last of the first members)
+        sim.request("retire", changes.retire(back, new, keep=n))
+        for rel, events, member, deliveries in after:
+            sim.publish(member % n, rel, events)
+            for _ in range(deliveries):
+                sim.deliver_one()
+            if rng.random() < 0.3:
+                sim.tick(0.1)
+            check_stable(sim)
+        sim.settle()
+        assert len(leader.layout.members) == n and not sim.members[new].runtime.entries()
+        retired, last = sim.members[new], leader.history[-1][0]
+        assert retired.at == [last, 0]  # it applied every epoch before it retired, and none since
+        assert not any(c == new for op in sim.members[:n] for _, c in op.closes)  # it closed none of them
+        check_members(sim)
+        assert check_stable(sim)
+
+    check()

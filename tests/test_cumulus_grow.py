@@ -9,7 +9,9 @@ streaming to the first two members (the ones publishers pick from).
 Afterwards the view equals DuckDB, every stable read taken during the run
 equals DuckDB over the input prefixes it names, the new node holds entries,
 and the Head's catalog and every member's agree on the layout, with no node
-joining any more.
+joining any more.  The last test shrinks the partition back: the grown
+node's segments move away and ``boreas retire`` takes it out, while
+publishers stream; the view stays exact and the node no longer runs the box.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from boreas.cli.relayout import rebalance_box
+from boreas.cli.relayout import layout_of, move_partitioned, rebalance_box
 from boreas.client.query import QueryClient
 from support.cluster import TOKEN, get_json
 from test_cumulus_groupby import (
@@ -106,3 +108,45 @@ async def test_q3_grows_onto_a_third_node_while_publishers_stream(cluster_factor
     assert len(done) == 1 and done[0]["changed"], done
     await asyncio.to_thread(catalogs_agree, cluster, nodes, "q3")
     assert holds_entries(nodes[2], "q3") > 0
+
+
+async def test_a_grown_node_is_emptied_and_retired_while_publishers_stream(cluster_factory):
+    cluster = cluster_factory()
+    await asyncio.to_thread(cluster.start_head)
+    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes[:2])))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
+    await asyncio.to_thread(cluster.submit, cluster.write("grow.xml", deployment(nodes)))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    for seg in (0, 3):  # an empty box: a move (not a rebalance, which has nothing to even out) makes it a member
+        await move_partitioned(cluster.head, TOKEN, f"v/{seg}", nodes[2])
+    data = {p: workload(p, 2500) for p in producers_for_each_member(2)}
+    stable_reads: list = []
+    async with QueryClient(cluster.head, TOKEN) as reader:
+        sampling = asyncio.create_task(sample_stable(reader, "v", stable_reads))
+        publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
+        await asyncio.sleep(0.5)
+        layout = await layout_of(cluster.head, TOKEN, "v")
+        assert [s.id for s in layout.segments_of(2)] == [0, 3]
+        for k, seg in enumerate(layout.segments_of(2)):
+            await move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[k % 2])
+        retired = await asyncio.to_thread(cluster.boreas, "retire", "v", nodes[2], "--head", cluster.head)
+        assert retired.returncode == 0 and f"{nodes[2]} retired" in retired.stdout, retired.stderr
+        await publishing
+        await asyncio.sleep(0.5)
+        sampling.cancel()
+    expected = expected_view([r for rows in data.values() for r in rows])
+    async with QueryClient(cluster.head, TOKEN) as client:
+        deadline = asyncio.get_running_loop().time() + 60
+        while (await client.query("v")).as_dict() != expected:
+            assert asyncio.get_running_loop().time() < deadline, "the view never equalled DuckDB"
+            await asyncio.sleep(0.2)
+    prefixes = PrefixViews(data)
+    for result in stable_reads:
+        assert result.as_dict() == prefixes.at(result.positions), f"stable epoch {result.epoch}"
+    await asyncio.to_thread(catalogs_agree, cluster, nodes[:2], "v")
+    assert cluster.head_catalog().partitions["v"].nodes == tuple(nodes[:2])
+    assert "v" not in cluster.node_catalog(nodes[2]).partitions
+    # a member publishers pick from does not retire, and says why
+    refused = await asyncio.to_thread(cluster.boreas, "retire", "v", nodes[1], "--head", cluster.head)
+    assert refused.returncode != 0 and "coordinates published input" in refused.stderr, refused.stderr

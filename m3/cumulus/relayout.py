@@ -122,6 +122,36 @@ def rebalance(layout: Layout, entries: Mapping[int, int], guests: Collection[int
     return replace(lay, segments=segments, version=layout.version + 1)
 
 
+def retire(layout: Layout, member: int, keep: int = 1) -> Layout:
+    """The layout without ``member``: the last member, holding no segment, and not one of the first ``keep``
+    (the members publishers pick from, which coordinate their producers' batches; docs/cumulus.md §6.4).
+
+    >>> from .layout import even_layout
+    >>> lay = move(even_layout("v", ["a", "b", "c"], 3), 2, 0)
+    >>> retire(lay, 2, keep=2).members, retire(lay, 2, keep=2).version
+    (('a', 'b'), 3)
+    >>> retire(lay, 1, keep=1)
+    Traceback (most recent call last):
+    ...
+    boreas.m3.cumulus.layout.LayoutError: member 1 (b) of box 'v' is not the last member; members retire from the end (the last is 2, c)
+    """
+    n, box = len(layout.members), layout.box
+    if not 0 <= member < n:
+        raise LayoutError(f"box {box!r} has no member {member} (members 0-{n - 1})")
+    who = f"member {member} ({layout.members[member]}) of box {box!r}"
+    if member != n - 1:
+        raise LayoutError(f"{who} is not the last member; members retire from the end (the last is {n - 1}, "
+                          f"{layout.members[-1]})")
+    if member < keep:
+        raise LayoutError(f"{who} coordinates published input (publishers pick among the first {keep} members); "
+                          "only a member added to the partition later retires")
+    held = sorted(s.id for s in layout.segments_of(member))
+    if held:
+        raise LayoutError(f"{who} still holds segment{'s' if len(held) > 1 else ''} "
+                          f"{', '.join(f'{box}/{i}' for i in held)}; move them to other members first")
+    return replace(layout, members=layout.members[:-1], version=layout.version + 1)
+
+
 def moves(old: Layout, new: Layout) -> list[tuple[int, int, int]]:
     """``(segment, from member, to member)`` for each segment of ``new`` whose slots another member held in ``old``.
 

@@ -102,14 +102,17 @@ class SegmentsApi:
                 return await self._cancel(box, op)
             if op.leader is None:
                 raise SegmentsFailed(409, op.relayout_busy() or f"member {op.member} is not the leader")
+            if isinstance(body, dict) and "retire" in body and op.partition.joining:
+                raise SegmentsFailed(409, f"box {box!r} has nodes joining ({', '.join(op.partition.joining)}); a "
+                                          "member retires once no node is joining")
             try:
                 base = op.joinable_layout()  # a change asked while others are under way queues after them
-                new = _decide(base, body)
+                new = _decide(base, body, len(op.partition.entry_nodes))
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 raise SegmentsFailed(422, f"a layout change is {{\"move\": [segment, node]}}, {{\"split\": "
                                           f"segment}}, {{\"move_all\": node}}, {{\"rebalance\": {{segment: "
-                                          f"entries}}[, \"guests\": [member, ...]]}} or {{\"cancel\": true}}: "
-                                          f"{exc}") from None
+                                          f"entries}}[, \"guests\": [member, ...]]}}, {{\"retire\": node}} or "
+                                          f"{{\"cancel\": true}}: {exc}") from None
         except SegmentsFailed as exc:
             return json_error(exc.status, str(exc), box=box)
         if new is base:  # nothing to do (joining nodes stay joining)
@@ -293,9 +296,12 @@ def _member(layout: Layout, who: Any) -> int:
                      "add it to the box's <partition> first")
 
 
-def _decide(layout: Layout, body: dict) -> Layout:
-    """The layout a change asks for (LayoutError/ValueError say why it does not fit)."""
+def _decide(layout: Layout, body: dict, coordinators: int = 1) -> Layout:
+    """The layout a change asks for (LayoutError/ValueError say why it does not fit); ``coordinators``: the
+    members publishers pick from, which never retire."""
     try:
+        if "retire" in body:
+            return relayout.retire(layout, _member(layout, body["retire"]), coordinators)
         if "move" in body:
             segment, who = body["move"]
             return relayout.move(layout, int(segment), _member(layout, who))
@@ -308,7 +314,7 @@ def _decide(layout: Layout, body: dict) -> Layout:
                                       [int(m) for m in body.get("guests", ())])
     except LayoutError as exc:
         raise ValueError(str(exc)) from None
-    raise KeyError("no move, split, move_all or rebalance")
+    raise KeyError("no move, split, move_all, rebalance or retire")
 
 
 def partition_of_layout(partition: Partition | None, layout: Layout) -> Partition:

@@ -114,9 +114,10 @@ class Coordinating:
     def _next_epoch(self, epoch: int) -> None:
         """``Advance(epoch)``: close the epoch stamped with so far, stamp with ``epoch`` from now on.
 
-        A joining member closes nothing before its first epoch: no member
-        expects a Close of it for an epoch it took no part in."""
-        if self.joined is not None and self.epoch >= self.joined:
+        A joining member closes nothing before its first epoch, and a retired
+        one nothing from the first epoch it is not a member of: no member
+        expects a Close of it for an epoch it takes no part in."""
+        if self.joined is not None and self.epoch >= self.joined and self.member < self._closing:
             self._release_holding()
             positions = [[s, p, q] for (s, p), q in self.stamped.items()]
             self.stamped = {}

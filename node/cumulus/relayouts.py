@@ -101,8 +101,9 @@ class LayoutChanges:
     def _reach(self) -> int:
         """Leader: how many members its messages go to: the current layout's, and those of every change
         announced (the nodes a change makes members hear of it, its flip, and each Advance from then on)."""
-        return max(len(self.layout.members), len(self.latest_layout.members),
-                   *(len(r["layout"].members) for r in self.relayouts))
+        reach = max(len(self.layout.members), len(self.latest_layout.members),
+                    *(len(r["layout"].members) for r in self.relayouts))
+        return min(reach, self.n)  # (a member retired, and gone from the catalog, has no link any more)
 
     @staticmethod
     def _waiting(p: dict) -> bool:
@@ -392,8 +393,9 @@ class LayoutChanges:
     # -- what others ask -------------------------------------------------------------------
 
     def follows(self, partition: Partition) -> bool:
-        """Whether ``partition`` is this box's as it runs here: the same incarnation and members, a layout
-        it already switched to (the catalog learns a relayout after the members made it).
+        """Whether ``partition`` is this box's as it runs here: the same incarnation, its members (and any
+        nodes joining, or fewer once a member retired), a layout it already switched to (the catalog learns
+        a relayout after the members made it).
 
         A member that failed over to another node is still the same member:
         the operator follows its new endpoint in place (``_rehost``,
@@ -401,7 +403,7 @@ class LayoutChanges:
         everything waiting on it (a publisher held by admission) carry on.
         """
         mine = self.partition
-        if not (partition.id == mine.id and len(partition.nodes) >= len(mine.nodes)
+        if not (partition.id == mine.id and len(partition.nodes) >= len(self.layout.members)
                 and partition.epoch_ms == mine.epoch_ms and partition.maps == mine.maps
                 and partition.layout <= self.layout.version):
             return False
