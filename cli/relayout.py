@@ -167,6 +167,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_token_option(p)
     p.set_defaults(func=cmd_rebalance)
 
+    p = sub.add_parser("cancel", help="cancel a partitioned m3 box's last move, split or rebalance while its "
+                                      "segments still copy")
+    p.add_argument("box")
+    p.add_argument("--timeout", type=float, default=60.0)
+    add_head_option(p)
+    add_token_option(p)
+    p.set_defaults(func=cmd_cancel)
+
     p = sub.add_parser("retire", help="take the last member (added later, holding no segment) out of a "
                                       "partitioned m3 box")
     p.add_argument("box")
@@ -175,11 +183,3 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_retire)
-
-    p = sub.add_parser("cancel", help="cancel a partitioned m3 box's last move, split or rebalance while its "
-                                      "segments still copy")
-    p.add_argument("box")
-    p.add_argument("--timeout", type=float, default=60.0)
-    add_head_option(p)
-    add_token_option(p)
-    p.set_defaults(func=cmd_cancel)

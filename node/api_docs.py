@@ -148,11 +148,12 @@ NODE_DOCS: RouteDocs = {
                       422: _error("entries of other members, or unknown maps")},
     },
     ("POST", "/segments/{box}/relayout"): {
-        "summary": "On the leader: move, split or rebalance segments while events flow",
+        "summary": "On the leader: move, split or rebalance segments, or retire the last member, while events flow",
         "parameters": [_BOX],
         "body": {"content": "application/json",
-                 "description": '{"move": [segment, member]}, {"split": segment}, {"move_all": member} or '
-                                '{"rebalance": {segment: entries}}', "schema": _OBJECT},
+                 "description": '{"move": [segment, member]}, {"split": segment}, {"move_all": member}, '
+                                '{"rebalance": {segment: entries}, "guests": [member, ...]}, {"retire": member} or '
+                                '{"cancel": true}', "schema": _OBJECT},
         "responses": {200: {"description": "{layout, moves, seconds} once switched"},
                       409: _error("another change is under way, or this is not the leader"),
                       422: _error("a change that does not fit the layout")},
