@@ -130,7 +130,8 @@ def test_rebalancing_after_a_failover_empties_the_guest_and_keeps_the_view_exact
     check()
 
 
-@pytest.mark.parametrize("shape", ["tpch_q3", "group_by_join_key", "self_join"])
+@pytest.mark.parametrize("shape", ["tpch_q3", pytest.param("group_by_join_key", marks=pytest.mark.slow),
+                                   pytest.param("self_join", marks=pytest.mark.slow)])  # (make test-fast: Q3)
 def test_a_partition_grown_while_events_flow_keeps_the_view_exact(shape):
     """Nodes appended to a running partition (docs/cumulus.md §6.4) join at the first epoch of a rebalance
     that moves segments onto them: every stable read before, across and after it is exact, the new
@@ -180,7 +181,7 @@ def test_a_partition_grown_while_events_flow_keeps_the_view_exact(shape):
     check()
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in range(1, 4))])
 def test_a_growing_change_cancelled_leaves_the_node_joining_until_the_next_one(seed):
     """A change that would make a joining node a member, cancelled before its first epoch, leaves it
     joining (no epoch, no state, not counted for stable epochs); the next change makes it a member."""
@@ -219,7 +220,7 @@ def test_a_growing_change_cancelled_leaves_the_node_joining_until_the_next_one(s
     assert check_stable(sim)
 
 
-@pytest.mark.parametrize("shape", ["tpch_q3", "group_by_join_key"])
+@pytest.mark.parametrize("shape", ["tpch_q3", pytest.param("group_by_join_key", marks=pytest.mark.slow)])
 def test_a_grown_member_emptied_and_retired_keeps_the_view_exact(shape):
     """A node grown into the partition takes segments, gives them back, and retires (docs/cumulus.md §6.4):
     from the retiring change's first epoch it takes no part (no Close, no Done), and every stable read before,
