@@ -43,6 +43,7 @@ from .columns import Aggregate
 from .nodes import sql_of
 from .predicates import conj, negate
 from .resolve import Positions
+from .union import branch_renaming
 
 _ARGS = frozenset({"this", "expression", "distinct", "with_", "with"})
 KINDS = {exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}
@@ -125,17 +126,7 @@ def combine(kind: str, base, others: list):
             if mapping.setdefault(v, w) != w or len(set(mapping.values())) != len(mapping):
                 raise CompileError(f"{kind} branches of view {name} equate different columns (one selects a "
                                    "column twice)")
-        fresh: dict[V, V] = {}
-        for a in nq.aggregates:
-            for t in a.agg.terms:
-                for v in t.vars():
-                    if v not in mapping and v not in fresh:
-                        k, candidate = 2, v.name
-                        while candidate in used:
-                            candidate, k = f"{v.name}_{k}", k + 1
-                        used.add(candidate)
-                        fresh[v] = V(candidate, v.type)
-        rename = {**fresh, **mapping}
+        rename = branch_renaming(nq.aggregates, mapping, used)
         offset = len(aggregates)
         for a in nq.aggregates:
             label, k = f"{a.name}_{n}", n

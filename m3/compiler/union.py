@@ -179,21 +179,34 @@ def merge(name: str, branches: list) -> tuple:
                                "joined column twice)")
         if _renamed(nq.columns, mapping) != base.columns or _renamed(nq.where, mapping) != base.where:
             raise CompileError(f"UNION ALL branches of view {name} differ in their columns")
-        fresh: dict[V, V] = {}
-        for a in nq.aggregates:
-            for t in a.agg.terms:
-                for v in t.vars():
-                    if v not in mapping and v not in fresh:
-                        n, candidate = 2, v.name
-                        while candidate in taken:
-                            candidate, n = f"{v.name}_{n}", n + 1
-                        taken.add(candidate)
-                        fresh[v] = V(candidate, v.type)
-        rename = {**fresh, **mapping}
+        rename = branch_renaming(nq.aggregates, mapping, taken)
         aggregates = [Aggregate(theirs.name, Agg(theirs.agg.keys, theirs.agg.terms +
                                                  tuple(substitute(t, rename) for t in mine.agg.terms)), theirs.folded)
                       for mine, theirs in zip(nq.aggregates, aggregates)]
     return tuple(aggregates)
+
+
+def branch_renaming(aggregates, mapping: dict[V, V], taken: set[str]) -> dict[V, V]:
+    """``mapping`` (a branch's key variables to the first branch's) plus a fresh name, not in ``taken``, for
+    each other variable of the branch's ``aggregates``, so its terms range over their own rows.
+
+    >>> from ..calculus import Atom, Term
+    >>> a, b, c = V("A", "INT"), V("B", "INT"), V("C", "INT")
+    >>> agg = Aggregate("rows", Agg((b,), (Term(1, (Atom("S", (b, c)),), (), ()),)))
+    >>> sorted((k.name, v.name) for k, v in branch_renaming([agg], {b: a}, {"A", "C"}).items())
+    [('B', 'A'), ('C', 'C_2')]
+    """
+    fresh: dict[V, V] = {}
+    for a in aggregates:
+        for t in a.agg.terms:
+            for v in t.vars():
+                if v not in mapping and v not in fresh:
+                    n, candidate = 2, v.name
+                    while candidate in taken:
+                        candidate, n = f"{v.name}_{n}", n + 1
+                    taken.add(candidate)
+                    fresh[v] = V(candidate, v.type)
+    return {**fresh, **mapping}
 
 
 def merged(base, branches: list):
