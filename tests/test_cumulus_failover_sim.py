@@ -146,13 +146,7 @@ def test_a_partition_grown_while_events_flow_keeps_the_view_exact(shape):
     def check(layout, before, after, rng, added):
         n = len(layout.members)
         sim = Sim(SHAPES[shape], layout, random.Random(rng.random()))
-        for rel, events, member, deliveries in before:
-            sim.publish(member % n, rel, events)
-            for _ in range(deliveries):
-                sim.deliver_one()
-            if rng.random() < 0.3:
-                sim.tick(0.1)
-            check_stable(sim)
+        sim.feed(before, rng, lambda _: check_stable(sim))
         new_members = [sim.grow(f"new{k}:16000") for k in range(added)]
         leader = sim.members[0].hosted[0]
         base = leader.joinable_layout()
@@ -161,15 +155,13 @@ def test_a_partition_grown_while_events_flow_keeps_the_view_exact(shape):
         if new is base or not any(new.segments_of(m) for m in new_members):
             new = changes.move(base, base.segments[0].id, new_members[0])
         sim.request("grow", new)
-        for step, (rel, events, member, deliveries) in enumerate(after):
-            sim.publish(member % n, rel, events)
-            for _ in range(deliveries):
-                sim.deliver_one()
-            if rng.random() < 0.3:
-                sim.tick(0.1)
+
+        def restart_now_and_then(_: int) -> None:
             if rng.random() < 0.15:
                 sim.restart(rng.choice([0, *new_members]))
             check_stable(sim)
+
+        sim.feed(after, rng, restart_now_and_then)
         sim.settle()
         final = sim.members[0].hosted[0].layout
         assert final.version == new.version and len(final.members) == n + added
@@ -238,13 +230,7 @@ def test_a_grown_member_emptied_and_retired_keeps_the_view_exact(shape):
         new = sim.grow("new:16000")
         leader = sim.members[0]
         sim.request("grow", changes.move(leader.joinable_layout(), layout.segments[0].id, new))
-        for step, (rel, events, member, deliveries) in enumerate(before):
-            sim.publish(member % n, rel, events)
-            for _ in range(deliveries):
-                sim.deliver_one()
-            if rng.random() < 0.3:
-                sim.tick(0.1)
-            check_stable(sim)
+        sim.feed(before, rng, lambda _: check_stable(sim))
         sim.settle()
         assert leader.layout.segments_of(new)
         base = leader.latest_layout  # every segment of the new member back to the first ones
@@ -254,13 +240,7 @@ def test_a_grown_member_emptied_and_retired_keeps_the_view_exact(shape):
         with pytest.raises(ValueError, match="coordinates published input"):
             changes.retire(layout, n - 1, keep=n)  # (the last of the first members)
         sim.request("retire", changes.retire(back, new, keep=n))
-        for rel, events, member, deliveries in after:
-            sim.publish(member % n, rel, events)
-            for _ in range(deliveries):
-                sim.deliver_one()
-            if rng.random() < 0.3:
-                sim.tick(0.1)
-            check_stable(sim)
+        sim.feed(after, rng, lambda _: check_stable(sim))
         sim.settle()
         assert len(leader.layout.members) == n and not sim.members[new].runtime.entries()
         retired, last = sim.members[new], leader.history[-1][0]

@@ -137,6 +137,15 @@ async def sample_stable(client: QueryClient, box: str, into: list, every: float 
         await asyncio.sleep(every)
 
 
+async def view_becomes(head: str, box: str, expected: dict, timeout: float = 60.0) -> None:
+    """Read ``box`` until it equals ``expected`` (members catch up after the input stops), at most ``timeout`` s."""
+    async with QueryClient(head, TOKEN) as client:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while (await client.query(box)).as_dict() != expected:
+            assert asyncio.get_running_loop().time() < deadline, f"view {box} never equalled DuckDB"
+            await asyncio.sleep(0.2)
+
+
 async def publish(head: str, producer: str, rows: list[tuple]) -> None:
     async with Publisher(head, "R", TOKEN, producer=producer, batch_size=BATCH) as publisher:
         for start in range(0, len(rows), 200):

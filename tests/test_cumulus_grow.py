@@ -30,6 +30,7 @@ from test_cumulus_groupby import (
     producers_for_each_member,
     publish,
     sample_stable,
+    view_becomes,
     workload,
 )
 from test_cumulus_q3 import deploy, insert_then_delete, publish_all, view_equals, with_deletes
@@ -72,11 +73,7 @@ async def test_a_group_by_grows_onto_a_third_node_while_publishers_stream(cluste
         sampling.cancel()
     assert done["changed"] and any(to == 2 for _, _, to in done["moves"]), done
     expected = expected_view([r for rows in data.values() for r in rows])
-    async with QueryClient(cluster.head, TOKEN) as client:
-        deadline = asyncio.get_running_loop().time() + 60
-        while (await client.query("v")).as_dict() != expected:
-            assert asyncio.get_running_loop().time() < deadline, "the view never equalled DuckDB"
-            await asyncio.sleep(0.2)
+    await view_becomes(cluster.head, "v", expected)
     prefixes = PrefixViews(data)
     assert stable_reads
     for result in stable_reads:
@@ -136,11 +133,7 @@ async def test_a_grown_node_is_emptied_and_retired_while_publishers_stream(clust
         await asyncio.sleep(0.5)
         sampling.cancel()
     expected = expected_view([r for rows in data.values() for r in rows])
-    async with QueryClient(cluster.head, TOKEN) as client:
-        deadline = asyncio.get_running_loop().time() + 60
-        while (await client.query("v")).as_dict() != expected:
-            assert asyncio.get_running_loop().time() < deadline, "the view never equalled DuckDB"
-            await asyncio.sleep(0.2)
+    await view_becomes(cluster.head, "v", expected)
     prefixes = PrefixViews(data)
     for result in stable_reads:
         assert result.as_dict() == prefixes.at(result.positions), f"stable epoch {result.epoch}"

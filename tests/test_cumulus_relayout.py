@@ -38,6 +38,7 @@ from test_cumulus_groupby import (
     producers_for_each_member,
     publish,
     sample_stable,
+    view_becomes,
     workload,
 )
 from test_cumulus_q3 import (
@@ -92,11 +93,7 @@ async def test_a_group_by_keeps_exact_while_its_segments_move_split_and_rebalanc
         sampling.cancel()
     everything = [r for rows in data.values() for r in rows]
     expected = expected_view(everything)
-    async with QueryClient(cluster.head, TOKEN) as client:
-        deadline = asyncio.get_running_loop().time() + 60
-        while (await client.query("v")).as_dict() != expected:
-            assert asyncio.get_running_loop().time() < deadline, "the view never equalled DuckDB"
-            await asyncio.sleep(0.2)
+    await view_becomes(cluster.head, "v", expected)
     assert [d["changed"] for d in done] == [True] * 4 + [done[-1]["changed"]]
     assert all(d["moves"] for d in done[2:4]) and not done[1]["moves"]  # a split moves no data
     prefixes = PrefixViews(data)
@@ -206,11 +203,7 @@ async def test_a_move_survives_its_source_killed_mid_copy_while_the_segment_is_w
     assert split["changed"] and split["moves"] == [] and split["layout"]["layout"] == done["layout"]["layout"] + 1
     assert "copied" in cluster.log(nodes[1])
     expected = expected_view([r for rows in data.values() for r in rows])
-    async with QueryClient(cluster.head, TOKEN) as client:
-        deadline = asyncio.get_running_loop().time() + 60
-        while (await client.query("v")).as_dict() != expected:
-            assert asyncio.get_running_loop().time() < deadline, "the view never equalled DuckDB"
-            await asyncio.sleep(0.2)
+    await view_becomes(cluster.head, "v", expected)
     assert len(stable_reads) > 10
     prefixes = PrefixViews(data)
     for result in stable_reads:

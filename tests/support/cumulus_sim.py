@@ -102,6 +102,19 @@ class Sim:
         self.batches[(relation, producer, seq)] = (relation, events)
         self._collect(member, op.process_from(self.port_of[relation], rows, self.now, (relation, producer, seq)))
 
+    def feed(self, workload, rng: random.Random, each=None, tick: float = 0.3) -> None:
+        """Publish a workload's steps ``(relation, events, member, deliveries)``: each into member ``member``
+        (modulo the members publishers pick from), then ``deliveries`` messages delivered, and with chance
+        ``tick`` 0.1 s passing; ``each(step)`` runs after every step (a check, a restart, a failover)."""
+        for step, (rel, events, member, deliveries) in enumerate(workload):
+            self.publish(member % self.coordinators, rel, events)
+            for _ in range(deliveries):
+                self.deliver_one()
+            if rng.random() < tick:
+                self.tick(0.1)
+            if each is not None:
+                each(step)
+
     def stable_read(self) -> tuple[int, dict[str, dict], Runtime] | None:
         """The leader's stable epoch, every map read at it across the members, and a runtime fed the batches
         its positions cover; None before the first stable epoch."""
