@@ -23,9 +23,11 @@ stream random inserts and deletes.  After quiescence:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import zlib
+from collections.abc import AsyncIterator
 
 import duckdb
 import pytest
@@ -135,6 +137,26 @@ async def sample_stable(client: QueryClient, box: str, into: list, every: float 
     while True:
         into.append(await client.query(box, stable=True))
         await asyncio.sleep(every)
+
+
+@contextlib.asynccontextmanager
+async def streaming(head: str, data: dict[str, list[tuple]], stable_reads: list, box: str = "v",
+                    lead: float = 0.5) -> AsyncIterator[None]:
+    """Publish ``data`` (producer -> rows) into ``box`` and take a READ_STABLE every 50 ms into ``stable_reads``;
+    the body runs ``lead`` seconds in (layout changes while events flow); on leaving, the publishers finish
+    and the sampling stops half a second later (on an error, both stop at once)."""
+    async with QueryClient(head, TOKEN) as reader:
+        sampling = asyncio.create_task(sample_stable(reader, box, stable_reads))
+        publishing = asyncio.gather(*(publish(head, p, rows) for p, rows in data.items()))
+        try:
+            await asyncio.sleep(lead)
+            yield
+            await publishing
+            await asyncio.sleep(0.5)
+        finally:
+            publishing.cancel()
+            sampling.cancel()
+            await asyncio.gather(publishing, sampling, return_exceptions=True)
 
 
 async def view_becomes(head: str, box: str, expected: dict, timeout: float = 60.0) -> None:

@@ -28,8 +28,7 @@ from test_cumulus_groupby import (
     deployment,
     expected_view,
     producers_for_each_member,
-    publish,
-    sample_stable,
+    streaming,
     view_becomes,
     workload,
 )
@@ -63,14 +62,8 @@ async def test_a_group_by_grows_onto_a_third_node_while_publishers_stream(cluste
     data = {p: workload(p, 2500) for p in producers_for_each_member(2)}
     stable_reads: list = []
 
-    async with QueryClient(cluster.head, TOKEN) as reader:
-        sampling = asyncio.create_task(sample_stable(reader, "v", stable_reads))
-        publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
-        await asyncio.sleep(0.5)
+    async with streaming(cluster.head, data, stable_reads):
         done = await grow(cluster, nodes, deployment(nodes), "v")
-        await publishing
-        await asyncio.sleep(0.5)
-        sampling.cancel()
     assert done["changed"] and any(to == 2 for _, _, to in done["moves"]), done
     expected = expected_view([r for rows in data.values() for r in rows])
     await view_becomes(cluster.head, "v", expected)
@@ -119,19 +112,13 @@ async def test_a_grown_node_is_emptied_and_retired_while_publishers_stream(clust
         await move_partitioned(cluster.head, TOKEN, f"v/{seg}", nodes[2])
     data = {p: workload(p, 2500) for p in producers_for_each_member(2)}
     stable_reads: list = []
-    async with QueryClient(cluster.head, TOKEN) as reader:
-        sampling = asyncio.create_task(sample_stable(reader, "v", stable_reads))
-        publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
-        await asyncio.sleep(0.5)
+    async with streaming(cluster.head, data, stable_reads):
         layout = await layout_of(cluster.head, TOKEN, "v")
         assert [s.id for s in layout.segments_of(2)] == [0, 3]
         for k, seg in enumerate(layout.segments_of(2)):
             await move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[k % 2])
         retired = await asyncio.to_thread(cluster.boreas, "retire", "v", nodes[2], "--head", cluster.head)
         assert retired.returncode == 0 and f"{nodes[2]} retired" in retired.stdout, retired.stderr
-        await publishing
-        await asyncio.sleep(0.5)
-        sampling.cancel()
     expected = expected_view([r for rows in data.values() for r in rows])
     await view_becomes(cluster.head, "v", expected)
     prefixes = PrefixViews(data)

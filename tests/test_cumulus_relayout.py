@@ -37,7 +37,7 @@ from test_cumulus_groupby import (
     expected_view,
     producers_for_each_member,
     publish,
-    sample_stable,
+    streaming,
     view_becomes,
     workload,
 )
@@ -83,14 +83,8 @@ async def test_a_group_by_keeps_exact_while_its_segments_move_split_and_rebalanc
     data = {p: workload(p, 2500) for p in producers_for_each_member(3)}
     stable_reads: list = []
 
-    async with QueryClient(cluster.head, TOKEN) as reader:
-        sampling = asyncio.create_task(sample_stable(reader, "v", stable_reads))
-        publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in data.items()))
-        await asyncio.sleep(0.3)
+    async with streaming(cluster.head, data, stable_reads, lead=0.3):
         done = await changes(cluster, nodes, "v")
-        await publishing
-        await asyncio.sleep(0.5)
-        sampling.cancel()
     everything = [r for rows in data.values() for r in rows]
     expected = expected_view(everything)
     await view_becomes(cluster.head, "v", expected)
@@ -183,7 +177,7 @@ async def test_a_move_survives_its_source_killed_mid_copy_while_the_segment_is_w
             await asyncio.sleep(0.05)
 
     async with QueryClient(cluster.head, TOKEN) as reader:
-        sampling = asyncio.create_task(sample_stable(reader, "v", stable_reads))
+        sampling = asyncio.create_task(read_stable(reader))  # (it tolerates the source being down)
         publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in later.items()))
         await asyncio.sleep(0.3)
         moving = asyncio.create_task(move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[2]))
