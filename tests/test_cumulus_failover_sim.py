@@ -56,7 +56,8 @@ def check_members(sim: Sim) -> None:
             assert math.isclose(union[key], value, rel_tol=1e-9, abs_tol=1e-9), (mp.name, key, union[key], value)
 
 
-@pytest.mark.parametrize("shape", ["tpch_q3", "group_by_join_key", "self_join", "two_way", "single_group"])
+@pytest.mark.parametrize("shape", ["tpch_q3", "self_join", *(pytest.param(s, marks=pytest.mark.slow)
+                                                         for s in ("group_by_join_key", "two_way", "single_group"))])
 def test_a_member_taken_over_as_a_guest_keeps_the_view_exact(shape):
     _, placement, relations = _shape(SHAPES[shape])
 
@@ -84,7 +85,7 @@ def test_a_member_taken_over_as_a_guest_keeps_the_view_exact(shape):
     check()
 
 
-@pytest.mark.parametrize("shape", ["tpch_q3", "group_by_join_key"])
+@pytest.mark.parametrize("shape", [pytest.param("tpch_q3", marks=pytest.mark.slow), "group_by_join_key"])
 def test_rebalancing_after_a_failover_empties_the_guest_and_keeps_the_view_exact(shape):
     """``boreas rebalance`` after a failover (m3/cumulus/relayout.py): the node that took a member over
     hands the guest's segments to its own member or to other nodes, so the guest ends with none and the

@@ -81,7 +81,7 @@ def deliver(sim: Sim, n: int) -> None:
             return
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in range(1, 4))])  # (make test-fast: 0)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_segment_moves_exactly_while_written_restarted_and_followed_by_a_queued_change(case, seed, monkeypatch):
     monkeypatch.setattr(precopy, "COPY_STEP", 1)  # a copy of many steps

@@ -99,8 +99,11 @@ def check_stable(sim: Sim) -> bool:
 SIM_SHAPES = ["two_way", "two_way_join_on", "three_way", "three_way_count_no_group", "self_join",
               "self_join_same_column", "group_by_join_key", "arithmetic_across_join", "selection_or_across_join",
               "two_queries", "tpch_q3", "tpch_q5", "tpch_q10", "seed_example_2_1", "single_group", "avg"]
-#: The shapes whose examples take seconds each: make test runs them, make test-fast keeps tpch_q3 for the kind.
-HEAVY_SHAPES = {"tpch_q5", "tpch_q10"}
+#: The shapes make test-fast leaves to make test: the TPC-H shapes whose examples take seconds each (tpch_q3
+#: stays for the kind), and joins of the kinds the quick shapes already cover (three-way, a second view,
+#: arithmetic or OR across a join, a self-join on one column).
+HEAVY_SHAPES = {"tpch_q5", "tpch_q10", "three_way", "three_way_count_no_group", "self_join_same_column",
+                "arithmetic_across_join", "selection_or_across_join", "two_queries", "seed_example_2_1"}
 
 
 @pytest.mark.parametrize("relayouts", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["fixed", "relayouts"])
