@@ -66,10 +66,24 @@ class StableAges:
                 "max_under_target": max(per_epoch) < AGE_TARGET}
 
 
-async def paced_ages(args: argparse.Namespace, token: str, head: str, rows: list[list], key: list[Any]) -> dict:
-    """Lineitems (``rows`` again) into q3 at ``--age-rate`` rows/s, by one producer per member, for
+def paced_rate(age_rate: float, saturated: float) -> int:
+    """Rows/s of the paced phase: ``--age-rate`` itself, or that fraction of the saturating phase's rows/s.
+
+    "Under load" is a box kept busy below what it can take: a fixed rate is a
+    different share of the box on every machine (and on a busy one may be
+    overload again), a fraction of the rows/s just measured is not.
+
+    >>> paced_rate(20_000, 150_000), paced_rate(0.6, 150_000)
+    (20000, 90000)
+    """
+    return int(age_rate if age_rate > 1 else age_rate * saturated)
+
+
+async def paced_ages(args: argparse.Namespace, token: str, head: str, saturated: float, rows: list[list],
+                     key: list[Any]) -> dict:
+    """Lineitems (``rows`` again) into q3 at :func:`paced_rate` rows/s, by one producer per member, for
     ``--age-seconds``; the stable reads' ages meanwhile (from half a second in: an idle box's stable
-    epoch is old)."""
+    epoch is old).  ``saturated``: the rows/s the same box took from the saturating publishers."""
     from boreas.client.publisher import Publisher
 
     ages = StableAges(token, "q3", key, args.age_every, delay=0.5)
@@ -77,7 +91,8 @@ async def paced_ages(args: argparse.Namespace, token: str, head: str, rows: list
             for p in producers("Lineitem-paced", 2, 2)]
     for p in pubs:
         await p.start()
-    interval = args.batch / (args.age_rate / len(pubs))
+    rate = paced_rate(args.age_rate, saturated)
+    interval = args.batch / (rate / len(pubs))
     behind = [0.0]
 
     async def stream(publisher: Publisher, offset: int) -> None:
@@ -100,5 +115,6 @@ async def paced_ages(args: argparse.Namespace, token: str, head: str, rows: list
         await sampling
     for p in pubs:
         await p.close()
-    return {**ages.summary(args.epoch_ms), "rate_rows_per_s": args.age_rate, "seconds": args.age_seconds,
+    return {**ages.summary(args.epoch_ms), "rate_rows_per_s": rate, "saturated_rows_per_s": saturated,
+            "share_of_saturated": rate / saturated, "seconds": args.age_seconds,
             "publisher_behind_s": behind[0]}

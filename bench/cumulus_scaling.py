@@ -162,11 +162,11 @@ async def start_cluster(args: argparse.Namespace, run: Run, label: str, members:
 async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[str, list[list]],
                   expected: dict[tuple, float], events: int, partitioned: bool = True, label: str | None = None,
                   during: Callable[[str], Awaitable[Any]] | None = None,
-                  after: Callable[[str], Awaitable[Any]] | None = None) -> dict[str, Any]:
+                  after: Callable[[str, float], Awaitable[Any]] | None = None) -> dict[str, Any]:
     """One member count: publish ``wire`` into a fresh cluster until the merged view equals ``expected``.
 
     ``during(head)``, if given, runs while the publishers publish and is cancelled once every batch is
-    acknowledged (the stable-age reads); ``after(head)`` runs once the view is exact, before the processes
+    acknowledged (the stable-age reads); ``after(head, rows_per_s)`` runs once the view is exact, before the processes
     stop (its answer is the result's ``after``)."""
     from boreas.client.publisher import Publisher
     from boreas.client.query import QueryClient
@@ -273,7 +273,7 @@ async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[s
         raise BenchError(f"{members} node(s): the members accepted {accepted:,} of {events:,} events")
     sent = [tuple(a - b for a, b in zip(between_members(s1, nodes), between_members(s0, nodes), strict=True))
             for s0, s1 in zip(before, after_status, strict=True)]
-    later = await after(head) if after is not None else None
+    later = await after(head, events / seconds) if after is not None else None
     run.procs.stop([*node_procs, head_proc])
     return {
         "members": members, "partitioned": partitioned, "events": events, "seconds": seconds, "acked_seconds": acked, "reads": reads,
