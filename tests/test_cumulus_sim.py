@@ -141,3 +141,27 @@ def test_partitioned_members_equal_the_single_runtime(shape, relayouts, monkeypa
         assert all(op.runtime.deltas.entries() == 0 for op in sim.members), "deltas left after quiescence"
 
     check()
+
+
+@pytest.mark.parametrize("backend", ["auto", "python", "native"])
+def test_a_member_says_which_backend_runs_and_refuses_native(backend):
+    """A partition member runs the Python backend (its runtime builds on the Python maps); the box's
+    ``backend`` parameter is read as for any m3 box: auto says why it is Python, native is the box's error."""
+    from dataclasses import replace
+
+    from boreas.node.cumulus.part import PartOperator
+    from boreas.node.operators.base import OperatorError
+
+    sql = "CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS s FROM R GROUP BY a"
+    maps = tuple((m.map, m.column) for m in place(compile_sql(sql), box="v").maps)
+    layout = Layout("v", ("n0:15000", "n1:15001"), (Segment(0, 0, SLOTS // 2, 0), Segment(1, SLOTS // 2, SLOTS, 1)), maps)
+    sim = Sim(sql, layout, random.Random(0))
+    inputs, outputs, partition = sim.built_from
+    box = replace(sim.box, params=(*sim.box.params, ("backend", backend)))
+    if backend == "native":
+        with pytest.raises(OperatorError, match=r"box 'v'.*native backend cannot run this program: partition member"):
+            PartOperator(box, inputs, outputs, partition, partition.nodes[0])
+        return
+    member = PartOperator(box, inputs, outputs, partition, partition.nodes[0])
+    assert member.backend == "python"
+    assert (member.backend_reason is None) == (backend == "python")

@@ -66,7 +66,7 @@ from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.cumulus.roles import Roles
 
 from ..operators.base import Emitted, InternalStreams
-from ..operators.m3box import M3Operator
+from ..operators.m3box import M3Operator, runtime_for
 from . import messages as msg
 from .cancelling import Cancelling
 from .coordinator import Coordinating
@@ -102,7 +102,7 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
 
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition, endpoint: str,
                  member: int | None = None, host: PartOperator | None = None):
-        M3Operator.__init__(self, box, inputs, outputs)
+        M3Operator.__init__(self, box, inputs, outputs, runtime=False)
         members = partition.member_of(endpoint)
         if not members:
             raise self.error(f"is partitioned over {', '.join(partition.nodes)}, not {endpoint}")
@@ -116,7 +116,8 @@ class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M
             raise self.error(f"has a partition that does not fit its program: {exc}") from None
         plan = classify(self.plan.program, dict(self.layout.maps), box.name)
         self.ordered = any(s.refs for _, s in plan.statements())  # (see the module docstring)
-        self.runtime = MemberRuntime(self.plan.program, self.layout, me, plan)
+        self.runtime = runtime_for(box, self.plan.program, self.error,
+                                   lambda program, backend: MemberRuntime(program, self.layout, me, plan, backend=backend))
         self._plan = plan
         self.roles = Roles(plan, self.layout)
         self._involved = [self._involvement(plan, port, self.layout) for port in range(len(box.inputs))]

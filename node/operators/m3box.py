@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 
 from boreas.catalog.boxtypes import BoxError
 from boreas.catalog.model import Box, FieldType, Schema
@@ -49,7 +50,9 @@ def micros_of(day: dt.date) -> int:
 class M3Operator(Operator):
     """One ``m3`` box: a :class:`~boreas.m3.Runtime` fed by the box's in ports."""
 
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], runtime: bool = True):
+        """``runtime`` False: the subclass builds ``self.runtime`` itself (a partition member's, with
+        :func:`runtime_for`), so the program is not turned into code, or C, twice."""
         super().__init__(box, inputs, outputs)
         try:
             self.plan: BoxPlan = plan_box(box, self.inputs)
@@ -58,7 +61,8 @@ class M3Operator(Operator):
         for port, (want, got) in enumerate(zip(self.plan.outputs, self.outputs)):
             if not want.same_shape(got):
                 raise self.error(f"out port {port} would carry {want.describe()} but its schema is {got.describe()}")
-        self.runtime = _runtime(box, self.plan.program, self.error)
+        if runtime:
+            self.runtime = runtime_for(box, self.plan.program, self.error)
         self.ignored = 0  # rows whose sign field was neither +1 nor -1
         self.failed_batches = 0
         self._split = [_splitter(p.columns, p.sign_index) for p in self.plan.ports]
@@ -133,8 +137,9 @@ class M3Operator(Operator):
 BACKENDS = ("auto", "native", "python")
 
 
-def _runtime(box: Box, program, error) -> Runtime:
-    """The box's runtime on the backend its ``backend`` parameter asks for (default auto); a fallback is logged.
+def runtime_for(box: Box, program, error, build: Callable[..., Runtime] = Runtime) -> Runtime:
+    """The box's runtime (``build(program, backend=...)``) on the backend its ``backend`` parameter asks for
+    (default auto); a fallback is logged, and ``native`` where it cannot run is the box's error.
 
     The choice is per node: a box moved to a node without a C compiler runs
     the Python backend there (the state format is the same) and says so.
@@ -143,7 +148,7 @@ def _runtime(box: Box, program, error) -> Runtime:
     if wanted not in BACKENDS:
         raise error(f"parameter 'backend'={wanted!r} must be one of {', '.join(BACKENDS)}")
     try:
-        runtime = Runtime(program, backend=wanted)
+        runtime = build(program, backend=wanted)
     except M3Error as exc:
         raise error(str(exc)) from None
     if runtime.backend_reason:

@@ -64,6 +64,7 @@ class Sim:
         partition = Partition("v", layout.members, tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member) for s in layout.segments),
                               maps=maps, layout=layout.version, epoch_ms=epoch_ms, id="sim")
         self.box = box
+        self.built_from = (inputs, outputs, partition)  # what each member's PartOperator is built from
         self.members = [PartOperator(box, inputs, outputs, partition, node) for node in layout.members]
         self.nodes = layout.members  # member -> the node hosting it (two members on one after a failover)
         self.coordinators = len(layout.members)  # publishers pick among these (nodes added later coordinate none)
