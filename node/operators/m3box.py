@@ -37,9 +37,24 @@ _EPOCH = dt.date(1970, 1, 1).toordinal()
 _DAY_US = 86_400_000_000
 
 
+#: timestamp -> date, shared by every m3 box of the process: a stream's DATE columns repeat few values (days),
+#: and a lookup is several times cheaper than the arithmetic and ``fromordinal`` per row; emptied when full.
+_DATES: dict[int, dt.date] = {}
+_DATES_MAX = 1 << 16
+
+
 def date_of(micros: int) -> dt.date:
-    """A timestamp (microseconds since the epoch, UTC) as the date it falls on."""
-    return dt.date.fromordinal(_EPOCH + micros // _DAY_US)
+    """A timestamp (microseconds since the epoch, UTC) as the date it falls on.
+
+    >>> date_of(micros_of(dt.date(1995, 3, 15))), date_of(micros_of(dt.date(1995, 3, 15)) + 3_600_000_000)
+    (datetime.date(1995, 3, 15), datetime.date(1995, 3, 15))
+    """
+    day = _DATES.get(micros)
+    if day is None:
+        if len(_DATES) >= _DATES_MAX:
+            _DATES.clear()
+        day = _DATES[micros] = dt.date.fromordinal(_EPOCH + micros // _DAY_US)
+    return day
 
 
 def micros_of(day: dt.date) -> int:
@@ -162,7 +177,8 @@ def _splitter(columns: tuple[tuple[str, str], ...], sign_index: int | None):
     """``rows -> (inserts, deletes, ignored)``, rows converted to the relation's column order and types."""
     arity = len(columns) + (sign_index is not None)
     picks = [i for i in range(arity) if i != sign_index]
-    parts = [f"_date(r[{i}])" if kind == "DATE" else f"r[{i}]" for i, (_, kind) in zip(picks, columns)]
+    # a DATE column: the memo's lookup inline (a date is never false), a call only for a new timestamp
+    parts = [f"(_known(r[{i}]) or _date(r[{i}]))" if kind == "DATE" else f"r[{i}]" for i, (_, kind) in zip(picks, columns)]
     row = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
     as_is = sign_index is None and all(kind != "DATE" for _, kind in columns)
     if as_is:
@@ -175,7 +191,7 @@ def _splitter(columns: tuple[tuple[str, str], ...], sign_index: int | None):
                   f"    ins = [{row} for r in rows if r[{s}] == 1]\n"
                   f"    dels = [{row} for r in rows if r[{s}] == -1]\n"
                   f"    return ins, dels, len(rows) - len(ins) - len(dels)\n")
-    scope: dict = {"_date": date_of}
+    scope: dict = {"_date": date_of, "_known": _DATES.get}
     exec(compile(source, "<m3 box in port>", "exec"), scope)  # noqa: S102 - indexes only, no user text
     return scope["split"]
 
