@@ -103,7 +103,9 @@ def zookeeper_server_default_limits() -> Iterator[str]:
         yield server
 
 
-STORE_KINDS = ["memory", "sqlite", pytest.param("zookeeper", marks=pytest.mark.zookeeper)]
+#: Every store-contract test on each store; on ZooKeeper in make test only (make test-fast keeps the tests
+#: written for ZooKeeper itself: its transactions, request limit, log pruning, the CLI on zk://).
+STORE_KINDS = ["memory", "sqlite", pytest.param("zookeeper", marks=[pytest.mark.zookeeper, pytest.mark.slow])]
 
 
 @pytest.fixture(params=STORE_KINDS)
