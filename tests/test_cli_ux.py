@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from boreas.catalog.documents import Delete, Modify, Move, Unsubscribe
+from boreas.catalog.document_model import Delete, Modify, Move, Unsubscribe
 from boreas.catalog.model import Box, Catalog, GlobalComponent, InPort, Node, Region, Subscription
 from boreas.cli import clients, data, m3
 from boreas.cli.main import COMMANDS, build_parser, main
