@@ -23,7 +23,7 @@ import pytest
 
 from boreas.catalog.document_model import Delete, Modify, Move, Unsubscribe
 from boreas.catalog.model import Box, Catalog, GlobalComponent, InPort, Node, Region, Subscription
-from boreas.cli import clients, data, m3
+from boreas.cli import clients, data, m3, progress
 from boreas.cli.main import COMMANDS, build_parser, main
 from boreas.client.query import QueryFailed
 
@@ -214,7 +214,7 @@ def test_publish_progress_only_when_asked_or_on_a_terminal(tmp_path, monkeypatch
 
 
 def test_the_progress_line():
-    line = data.Progress("Reading", 100_000, tty=False).line(12_000, 4.0)
+    line = progress.Progress("Reading", 100_000, tty=False).line(12_000, 4.0)
     assert line == "publishing to Reading: 12,000/100,000 rows (12%), 3,000 rows/s, ETA 29 s"
 
 
