@@ -44,7 +44,8 @@ IN_PROCESS = (
     # test_hardening.py's only server is its own in-thread canary that must receive no request
     "test_hardening.py",
     "test_hardening_csv.py",                 # the CLI's CSV reading; publishing to a port nothing listens on
-    "test_operators.py", "test_operator_order.py", "test_m3_stream_names.py",  # operators fed by hand
+    "test_operators.py", "test_compiled_expressions.py", "test_operator_moves.py",  # operators fed by hand
+    "test_operator_order.py", "test_m3_stream_names.py",
     "test_outputs_snapshot.py", "test_recovery_storage.py", "test_packaging.py",
     "test_m3_box.py",                        # the m3 operator fed by hand (its cluster and Spark tests: below)
 )

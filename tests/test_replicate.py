@@ -19,26 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from boreas.catalog.documents import (
-    Delete,
-    Disconnect,
-    Modify,
-    Move,
-    NodeAssignment,
-    Unsubscribe,
-)
+from boreas.catalog.documents import Delete, Disconnect, Modify, Move, NodeAssignment, Unsubscribe
 from boreas.catalog.elements import KIND_TO_DICT, is_element, to_elements
-from boreas.catalog.model import (
-    Catalog,
-    Node,
-    Schema,
-)
-from boreas.catalog.replicate import (
-    UpdateRejected,
-    apply_update,
-    catalog_items,
-    update_items,
-)
+from boreas.catalog.model import Catalog, Node, Schema
+from boreas.catalog.replicate import UpdateRejected, apply_update, catalog_items, update_items
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.catalog_pairs import DELETE_KIND, catalog_pairs, catalogs, item_key, via_xml

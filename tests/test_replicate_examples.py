@@ -12,21 +12,9 @@ from pathlib import Path
 
 import pytest
 from boreas.catalog import plan_submission, read_file
-from boreas.catalog.documents import (
-    Delete,
-    Modify,
-    Unsubscribe,
-    read_document,
-)
-from boreas.catalog.model import (
-    Catalog,
-)
-from boreas.catalog.replicate import (
-    UpdateRejected,
-    apply_update,
-    catalog_items,
-    update_items,
-)
+from boreas.catalog.documents import Delete, Modify, Unsubscribe, read_document
+from boreas.catalog.model import Catalog
+from boreas.catalog.replicate import UpdateRejected, apply_update, catalog_items, update_items
 from boreas.catalog.slices import node_slice, node_slices
 from boreas.catalog.updates import update_document
 from support.catalog_pairs import item_key, via_xml

@@ -19,28 +19,10 @@ from dataclasses import replace
 
 import pytest
 from boreas.catalog import plan_submission
-from boreas.catalog.documents import (
-    Delete,
-    read_document,
-)
+from boreas.catalog.documents import Delete, read_document
 from boreas.catalog.elements import element_key
-from boreas.catalog.model import (
-    Box,
-    Catalog,
-    Field,
-    FieldType,
-    InPort,
-    Input,
-    Node,
-    Schema,
-    Subscription,
-)
-from boreas.catalog.replicate import (
-    DECLARE_ORDER,
-    apply_update,
-    catalog_items,
-    update_items,
-)
+from boreas.catalog.model import Box, Catalog, Field, FieldType, InPort, Input, Node, Schema, Subscription
+from boreas.catalog.replicate import DECLARE_ORDER, apply_update, catalog_items, update_items
 from boreas.catalog.slices import node_slice, node_slices
 from boreas.catalog.validate import stream_schemas
 from hypothesis import given, settings

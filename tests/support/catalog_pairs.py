@@ -11,19 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from boreas.catalog.documents import (
-    Delete,
-    Modify,
-    Unsubscribe,
-    read_document,
-)
+from boreas.catalog.documents import Delete, Modify, Unsubscribe, read_document
 from boreas.catalog.elements import KIND_TO_DICT, element_key, is_element
-from boreas.catalog.model import (
-    Catalog,
-    Field,
-    FieldType,
-    Schema,
-)
+from boreas.catalog.model import Catalog, Field, FieldType, Schema
 from boreas.catalog.updates import update_document
 from hypothesis import strategies as st
 
