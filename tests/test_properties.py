@@ -90,7 +90,7 @@ def test_generated_topology_commits_and_reloads(topo: Topology):
 
 
 # =============================================================================
-# Library bugs found by the properties above (minimal reproducers)
+# Library bugs found by the properties (above and in test_properties_broken_input.py): minimal reproducers
 # =============================================================================
 #
 # The regression tests below were bugs when these properties were first run
