@@ -41,7 +41,7 @@ from typing import Any
 
 import aiohttp
 from boreas.catalog import Catalog, plan_submission, read_document
-from boreas.catalog.documents import Update
+from boreas.catalog.document_model import Update
 from boreas.catalog.replicate import apply_update, catalog_items
 from boreas.catalog.slices import node_slices
 from boreas.catalog.store import StoreError

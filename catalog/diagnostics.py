@@ -12,7 +12,7 @@ at once, each with the file, line and element path it is about.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +30,12 @@ class Origin:
 
 #: Origin of elements that come from the stored global catalog, not a file.
 CATALOG = Origin("<catalog>")
+
+
+def origin_field() -> Origin:
+    """A model element's ``origin`` field: :data:`CATALOG` by default, and not part of the element's
+    value (not compared, not in its repr), so the same element read from two files is equal."""
+    return field(default=CATALOG, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from .diagnostics import CATALOG, Diagnostic, Origin
-from .documents import Application, Delete, Deployment, Modify, Move, NodeAssignment
+from .document_model import Application, Delete, Deployment, Modify, Move, NodeAssignment
 from .model import (
     Box,
     Catalog,

@@ -9,6 +9,12 @@ files is the same box.
 Streams are not declared on their own in Borealis XML; a stream exists
 because an ``<input>`` or a box ``<out>`` produces it.  :meth:`Catalog.producers`
 and :meth:`Catalog.consumers` derive them.
+
+This module holds the topology (schemas, streams, boxes, tables, queries,
+views) and the :class:`Catalog` that gathers everything; where things run and
+who talks to the network is in :mod:`.deployment_model`, and how a partitioned
+box is spread over nodes in :mod:`.partition_model`.  Every name of the three is
+importable from here.
 """
 
 from __future__ import annotations
@@ -16,7 +22,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from .diagnostics import CATALOG, Origin
+from .deployment_model import (  # re-exported: the model is imported from here
+    Client,
+    GlobalComponent,
+    Node,
+    Publication,
+    Region,
+    ReplicaSet,
+    Subscription,
+)
+from .diagnostics import Origin, origin_field
+from .partition_model import PARTITION_SLOTS, Partition, SegmentPlacement  # re-exported, as above
+
+__all__ = [
+    "PARTITION_SLOTS", "Attrs", "Box", "Catalog", "Client", "ConnectionPointView", "Consumer", "Field", "FieldType",
+    "GlobalComponent", "InPort", "Input", "Node", "Output", "Partition", "Producer", "Publication", "Query",
+    "Region", "ReplicaSet", "Schema", "SegmentPlacement", "Subscription", "Table", "TypeAlias",
+]
 
 
 class FieldType(StrEnum):
@@ -36,10 +58,6 @@ Attrs = tuple[tuple[str, str], ...]
 """Pass-through attributes (``update_queue``, ``queue_type``, ``key``) kept for round trips."""
 
 
-def _origin() -> Origin:
-    return field(default=CATALOG, compare=False, repr=False)
-
-
 @dataclass(frozen=True, slots=True)
 class Field:
     """One field of a schema.
@@ -56,7 +74,7 @@ class Field:
     type: FieldType | None
     size: int | None = None
     array: str | None = None
-    origin: Origin = _origin()
+    origin: Origin = origin_field()
 
     @property
     def declared_type(self) -> str:
@@ -76,7 +94,7 @@ class Schema:
 
     name: str
     fields: tuple[Field, ...]
-    origin: Origin = _origin()
+    origin: Origin = origin_field()
 
     def field(self, name: str) -> Field | None:
         for f in self.fields:
@@ -100,7 +118,7 @@ class TypeAlias:
     name: str
     array: str
     size: int | None = None
-    origin: Origin = _origin()
+    origin: Origin = origin_field()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +128,7 @@ class Input:
     stream: str
     schema: str
     node: str | None = None
-    origin: Origin = _origin()
+    origin: Origin = origin_field()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +138,7 @@ class Output:
     stream: str
     schema: str | None = None
     node: str | None = None
-    origin: Origin = _origin()
+    origin: Origin = origin_field()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +160,7 @@ class Box:
     access: tuple[str, ...] = ()
     node: str | None = None
     attrs: Attrs = ()
-    origin: Origin = _origin()
+    origin: Origin = origin_field()
 
     @property
     def parameters(self) -> dict[str, str]:
@@ -188,7 +206,7 @@ class Table:
     indexes: tuple[str, ...] = ()
     params: tuple[tuple[str, str], ...] = ()
     node: str | None = None
-    origin: Origin = _origin()
+    origin: Origin = origin_field()
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +217,7 @@ class Query:
     boxes: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()
     attrs: Attrs = ()
-    origin: Origin = _origin()
+    origin: Origin = origin_field()
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,172 +229,7 @@ class ConnectionPointView:
     order_field: str | None = None
     params: tuple[tuple[str, str], ...] = ()
     radius: int | None = None  # Borealis's <radius value=...>, kept for round trips
-    origin: Origin = _origin()
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A Borealis node, known by its (normalised) listening endpoint."""
-
-    endpoint: str
-    origin: Origin = _origin()
-
-
-@dataclass(frozen=True, slots=True)
-class Region:
-    """Membership of one node in one region, or where a region's component listens.
-
-    ``region`` names the region: its name, or its regional component's
-    endpoint, or ``"default"`` when the XML gives neither (real Borealis
-    deployments write ``<region node=":15000"/>`` for the one regional
-    component of a test).  A region named without an endpoint learns it
-    from a *registration*: ``<region name=... endpoint=...>`` with no node
-    (``node == ""``), which a regional component sends the Head when it
-    starts.
-    """
-
-    region: str
-    node: str
-    endpoint: str | None = None
-    name: str | None = None
-    origin: Origin = _origin()
-
-    @property
-    def key(self) -> str:
-        return f"{self.region}|{self.node}"
-
-    @property
-    def is_registration(self) -> bool:
-        return not self.node
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaSet:
-    name: str
-    queries: tuple[str, ...] = ()
-    nodes: tuple[str, ...] = ()
-    origin: Origin = _origin()
-
-
-@dataclass(frozen=True, slots=True)
-class Publication:
-    """A client publishes into an input stream at the node where it enters."""
-
-    stream: str
-    node: str | None = None
-    client: str | None = None  # the <client> it was declared in, if any
-    origin: Origin = _origin()
-
-    @property
-    def key(self) -> str:
-        return f"{self.stream}|{self.node or ''}"
-
-
-@dataclass(frozen=True, slots=True)
-class Subscription:
-    """A client listener at ``endpoint`` receives a stream."""
-
-    stream: str
-    endpoint: str
-    gap: str | None = None
-    origin: Origin = _origin()
-    on_slow: str | None = None  # block | drop | disconnect (None: the node's default, disconnect)
-
-    @property
-    def key(self) -> str:
-        return f"{self.stream}|{self.endpoint}"
-
-
-@dataclass(frozen=True, slots=True)
-class Client:
-    endpoint: str
-    prefix: str | None = None
-    origin: Origin = _origin()
-
-
-@dataclass(frozen=True, slots=True)
-class GlobalComponent:
-    """A monitoring tool that receives the whole catalog and every change."""
-
-    endpoint: str
-    origin: Origin = _origin()
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentPlacement:
-    """Segment ``id`` of a partitioned box: hash slots ``lo <= s < hi`` of every partitioned map, on ``member``."""
-
-    id: int
-    lo: int
-    hi: int
-    member: int
-
-
-#: Hash slots a partitioned box's keys are spread over (``boreas.m3.cumulus.hashing.SLOTS``).
-PARTITION_SLOTS = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class Partition:
-    """An ``m3`` box's maps spread over several nodes in segments (docs/cumulus.md §2).
-
-    ``nodes[i]`` is member *i*'s endpoint.  ``count``, ``key`` and ``pins``
-    (``<map name key>`` without a position: map -> key column) are what the
-    user wrote; planning on commit fills in ``segments`` (equal slot ranges
-    dealt over the members), every map's partition key column (``maps``:
-    ``(map, key column name, key position)``, both None for a map kept whole
-    on the box's home segment), a fresh incarnation ``id`` and ``layout`` 1.
-    A partitioned box's own ``Box.node`` stays None: the partition places it.
-
-    A partition grows by a resubmission that appends ``<node>`` elements: those are
-    *joining* until a layout change (``boreas rebalance``, ``move``) makes
-    them members.  ``members`` counts the nodes that are members of layout
-    ``layout`` (None: all), ``coordinators`` those that coordinate published
-    input (None: all; fixed when the partition first grows, so a producer's
-    publisher keeps picking the same member, docs/cumulus.md §6.4).
-
-    >>> p = Partition("v", ("a", "b", "c"), members=2, coordinators=2)
-    >>> p.layout_nodes, p.entry_nodes, p.joining
-    (('a', 'b'), ('a', 'b'), ('c',))
-    """
-
-    box: str
-    nodes: tuple[str, ...]
-    segments: tuple[SegmentPlacement, ...] = ()
-    count: int | None = None
-    key: str | None = None
-    pins: tuple[tuple[str, str], ...] = ()
-    maps: tuple[tuple[str, str | None, int | None], ...] = ()
-    layout: int = 0
-    epoch_ms: int = 100
-    id: str = ""
-    origin: Origin = _origin()
-    members: int | None = None
-    coordinators: int | None = None
-
-    @property
-    def layout_nodes(self) -> tuple[str, ...]:
-        """The endpoints of the members of layout ``layout``, by member number."""
-        return self.nodes if self.members is None else self.nodes[:self.members]
-
-    @property
-    def entry_nodes(self) -> tuple[str, ...]:
-        """The members a publisher picks from (``crc32(producer) % len``), by member number."""
-        return self.nodes if self.coordinators is None else self.nodes[:self.coordinators]
-
-    @property
-    def joining(self) -> tuple[str, ...]:
-        """Nodes declared in the partition that no layout has made members yet."""
-        return self.nodes[len(self.layout_nodes):]
-
-    @property
-    def planned(self) -> bool:
-        """Whether planning filled in segments and map columns (a committed partition always is)."""
-        return bool(self.segments) and self.layout > 0
-
-    def member_of(self, endpoint: str) -> list[int]:
-        """The member numbers ``endpoint`` hosts (two only after a failover)."""
-        return [i for i, node in enumerate(self.nodes) if node == endpoint]
+    origin: Origin = origin_field()
 
 
 @dataclass(frozen=True, slots=True)

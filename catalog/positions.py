@@ -35,7 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from .diagnostics import Diagnostic, Origin
-from .documents import Application, Deployment, Document
+from .document_model import Application, Deployment, Document
 from .endpoints import DEFAULT_NODE_PORT, parse_position
 
 __all__ = ["default_layout", "has_positions", "named_nodes", "parse_position", "resolve_by_default_layout",

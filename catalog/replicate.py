@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .documents import (
+from .document_model import (
     DELETE_NAMES,
     Connect,
     Delete,

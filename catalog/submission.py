@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, ValidationFailed
-from .documents import Application, Deployment, Document, Update
+from .document_model import Application, Deployment, Document, Update
 from .elements import apply_commit, catalog_from_snapshot, diff
 from .merge import merge
 from .model import Catalog, Schema

@@ -20,7 +20,7 @@ from typing import Any
 
 from lxml import etree
 
-from .documents import (
+from .document_model import (
     DELETE_NAMES,
     Connect,
     Delete,

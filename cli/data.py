@@ -6,25 +6,24 @@ terminal (or with ``--progress``), and on Ctrl-C says how far it got and
 exits 130: the same command run again continues (the node skips the
 batches it already took).  ``subscribe`` ends quietly when its reader goes
 away (``boreas subscribe S | head -3``).
+
+Reading the input file's rows is :mod:`.input_rows`, the progress display
+:mod:`.progress`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
 import importlib.util
 import json
 import os
 import socket
 import sys
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
 from boreas.client.head_api import UnknownStream
 from boreas.client.publisher import Publisher, PublishRefused
 from boreas.client.subscriber import SubscribeFailed, Subscriber
@@ -44,207 +43,11 @@ from .common import (
     run_until_stopped,
     the_head,
 )
+from .input_rows import RowProblems, count_rows, is_json_lines, read_rows
+from .progress import Progress, acknowledged
 
 #: Refused rows printed one per line; the rest are counted.
 SHOWN_PROBLEMS = 20
-
-
-@dataclass
-class RowProblems:
-    """Rows of an input file that cannot be published: (row, reason), numbered by line in the file."""
-
-    path: str
-    found: list[tuple[int, str]] = field(default_factory=list)
-
-    def add(self, row: int, reason: str) -> None:
-        self.found.append((row, reason))
-
-    def __len__(self) -> int:
-        return len(self.found)
-
-
-def read_rows(path: str, fields: list[str], *, header: bool = True, ignore_unknown: bool = False,
-              problems: RowProblems | None = None) -> Iterator[tuple[int, list[Any]]]:
-    """``(row, values in field order)`` for each row of a CSV or JSON-lines file.
-
-    Rows are numbered by their line in the file (a CSV header is line 1).
-
-    * CSV: the first row must be a header naming the columns; they are mapped
-      to the stream's fields by name, in any order.  A header naming an
-      unknown column (unless ``ignore_unknown``: such columns are skipped),
-      naming a column twice or missing a field is refused with
-      ``ValidationFailed`` naming it, before any row is read.  With
-      ``header=False`` there is no header and columns are mapped by position.
-    * JSON lines (``.jsonl``, ``.json``, ``.ndjson``): one object per line
-      mapping field names to values (an unknown key is a problem unless
-      ``ignore_unknown``; a missing field always is), or one array of values
-      in field order.
-
-    A row that cannot be mapped (wrong number of values, a missing field, not
-    JSON) is not yielded but added to ``problems`` with its reason.
-    """
-    problems = problems if problems is not None else RowProblems(path)
-    if _is_json_lines(path):
-        yield from _json_rows(path, fields, ignore_unknown, problems)
-    else:
-        yield from _csv_rows(path, fields, header, ignore_unknown, problems)
-
-
-def _fields_text(fields: list[str]) -> str:
-    return ", ".join(fields)
-
-
-def _csv_rows(path: str, fields: list[str], header: bool, ignore_unknown: bool,
-              problems: RowProblems) -> Iterator[tuple[int, list[Any]]]:
-    # utf-8-sig: a byte-order mark (as spreadsheets write) is not part of the first column's name.
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh)
-        positions: list[int] | None = None
-        width = len(fields)
-        if header:
-            first = next(reader, None)
-            if first is None:
-                raise ValidationFailed([Diagnostic(path, None, "", "file is empty: expected a header row "
-                                                   f"naming the columns ({_fields_text(fields)})")])
-            positions = _column_positions(path, [c.strip() for c in first], fields, ignore_unknown)
-            width = len(first)
-        line = reader.line_num
-        for row in reader:
-            number, line = line + 1, reader.line_num  # a quoted value may span lines
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue  # blank line
-            if len(row) != width:
-                what = "the header has" if header else f"the stream's {width} fields are"
-                problems.add(number, f"row has {len(row)} values; {what} "
-                                     + (f"{width} columns" if header else _fields_text(fields)))
-                continue
-            yield number, [row[i] for i in positions] if positions is not None else row
-
-
-def _column_positions(path: str, names: list[str], fields: list[str], ignore_unknown: bool) -> list[int]:
-    """Where each field is among the header's columns; refuses a header that does not fit."""
-    known = set(fields)
-    if not known.intersection(names):
-        raise ValidationFailed([Diagnostic(
-            path, 1, "", f"the first row is not a header: expected column names ({_fields_text(fields)}) "
-                         "in any order; add a header row, or pass --no-header to map columns by position")])
-    reasons = []
-    seen: set[str] = set()
-    for name in names:
-        if name in seen and name in known:
-            reasons.append(f"column {name!r} appears more than once")
-        seen.add(name)
-        if name not in known and not ignore_unknown:
-            reasons.append(f"unknown column {name!r}: the stream's fields are {_fields_text(fields)} "
-                           "(--ignore-unknown skips other columns)")
-    reasons += [f"missing column {f!r}: the stream's fields are {_fields_text(fields)}"
-                for f in fields if f not in seen]
-    if reasons:
-        raise ValidationFailed([Diagnostic(path, 1, "", r) for r in reasons])
-    return [names.index(f) for f in fields]
-
-
-def _json_rows(path: str, fields: list[str], ignore_unknown: bool,
-               problems: RowProblems) -> Iterator[tuple[int, list[Any]]]:
-    known = set(fields)
-    with open(path, encoding="utf-8-sig") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError as exc:
-                problems.add(number, f"not JSON: {exc}")
-                continue
-            if isinstance(value, dict):
-                missing = [f for f in fields if f not in value]
-                unknown = [] if ignore_unknown else [k for k in value if k not in known]
-                if missing or unknown:
-                    reasons = [f"missing field {f!r}" for f in missing]
-                    reasons += [f"unknown field {k!r}" for k in unknown]
-                    problems.add(number, "; ".join(reasons) + f" (the stream's fields are {_fields_text(fields)}"
-                                         + (")" if ignore_unknown or not unknown
-                                            else "; --ignore-unknown skips other keys)"))
-                    continue
-                yield number, [value[f] for f in fields]
-            elif isinstance(value, list):
-                if len(value) != len(fields):
-                    problems.add(number, f"array has {len(value)} values; the stream's fields are "
-                                         f"{_fields_text(fields)}")
-                    continue
-                yield number, value
-            else:
-                problems.add(number, f"expected an object (field: value) or an array, not {type(value).__name__}")
-
-
-class Progress:
-    """``publish``'s progress on stderr: rows the node has answered for, rows/s, and the ETA.
-
-    On a terminal one line is redrawn in place every half second; otherwise
-    (``--progress`` into a file or pipe) a line is added every five seconds.
-    """
-
-    def __init__(self, stream: str, total: int | None, tty: bool):
-        self.stream = stream
-        self.total = total
-        self.tty = tty
-        self.started = time.monotonic()
-
-    def line(self, done: int, elapsed: float) -> str:
-        """
-        >>> Progress("Reading", 1000, tty=False).line(250, 5.0)
-        'publishing to Reading: 250/1,000 rows (25%), 50 rows/s, ETA 15 s'
-        >>> Progress("Reading", None, tty=False).line(250, 5.0)
-        'publishing to Reading: 250 rows, 50 rows/s'
-        """
-        rate = done / max(elapsed, 1e-9)
-        text = f"publishing to {self.stream}: {done:,}"
-        text += f"/{self.total:,} rows ({100 * done // self.total}%)" if self.total else " rows"
-        text += f", {rate:,.0f} rows/s"
-        if self.total and done < self.total:
-            text += f", ETA {_duration((self.total - done) / rate) if rate > 0 else '?'}"
-        return text
-
-    def show(self, done: int) -> None:
-        text = self.line(done, time.monotonic() - self.started)
-        sys.stderr.write(f"\r{text}\x1b[K" if self.tty else text + "\n")
-        sys.stderr.flush()
-
-    async def follow(self, publisher: Any) -> None:
-        while True:
-            await asyncio.sleep(0.5 if self.tty else 5.0)
-            self.show(_acknowledged(publisher))
-
-    def finish(self, publisher: Any) -> None:
-        """The last count; on a terminal, end the redrawn line."""
-        self.show(_acknowledged(publisher))
-        if self.tty:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-def _acknowledged(publisher: Any) -> int:
-    """Rows the entry node has answered for (taken or refused)."""
-    return getattr(publisher, "acknowledged_rows", publisher.accepted)
-
-
-def _duration(seconds: float) -> str:
-    """
-    >>> _duration(5.2), _duration(75), _duration(3720)
-    ('5 s', '1 min 15 s', '1 h 2 min')
-    """
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-
-
-def _count_rows(path: str) -> int:
-    """Non-blank lines of a JSON-lines file (for the progress display's ETA)."""
-    with open(path, "rb") as fh:
-        return sum(1 for line in fh if line.strip())
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -278,7 +81,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
                 await publisher.abort()
             if progress is not None:
                 progress.finish(publisher)
-            print(f"interrupted: {args.stream} took {_acknowledged(publisher):,} rows of {args.file} so far; "
+            print(f"interrupted: {args.stream} took {acknowledged(publisher):,} rows of {args.file} so far; "
                   "run the same command again to publish the rest (what was taken is skipped)", file=sys.stderr)
             return EXIT_INTERRUPTED
         except BaseException:
@@ -302,12 +105,12 @@ async def _publish_file(args: argparse.Namespace, publisher: Any,
     rows = read_rows(args.file, publisher.fields, header=not getattr(args, "no_header", False),
                      ignore_unknown=getattr(args, "ignore_unknown", False), problems=problems)
     numbers: list[int] = []  # the file row of each row sent, for the node's refusals
-    if _is_json_lines(args.file):
+    if is_json_lines(args.file):
         def sent() -> Iterator[list[Any]]:
             for number, values in rows:
                 numbers.append(number)
                 yield values
-        begin(_count_rows(args.file))
+        begin(count_rows(args.file))
     else:
         # CSV values are text: type them by the schema here; the node checks them again.
         # Reading them all first also refuses a bad header before anything is sent.
@@ -369,10 +172,6 @@ def _publish_with_spark(args: argparse.Namespace, head: str, token: str | None) 
         return EXIT_FAILED
     print(f"published {count} rows from {args.spark} to {args.stream} with Spark")
     return EXIT_OK
-
-
-def _is_json_lines(path: str) -> bool:
-    return path.endswith((".jsonl", ".json", ".ndjson"))
 
 
 def cmd_subscribe(args: argparse.Namespace) -> int:

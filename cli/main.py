@@ -131,12 +131,8 @@ def cmd_catalog_show(args: argparse.Namespace) -> int:
 
     from boreas.catalog import catalog_from_snapshot, open_store
 
-    from .clients import (
-        catalog_as_json,
-        describe_catalog,
-        fetch_catalog,
-        fetch_live_nodes,
-    )
+    from .catalog_text import catalog_as_json, describe_catalog
+    from .clients import fetch_catalog, fetch_live_nodes
 
     live = None
     if args.head:

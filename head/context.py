@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
-from boreas.catalog.documents import Connect, Document
+from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.model import Catalog, GlobalComponent, Region
 from boreas.wire.client import PeerClient
 from boreas.wire.server import HttpServer

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from boreas.catalog.documents import Connect
+from boreas.catalog.document_model import Connect
 from boreas.catalog.elements import KIND_TO_DICT
 from boreas.catalog.model import Catalog, Node, Partition
 from boreas.catalog.store import Change

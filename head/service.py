@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
-from boreas.catalog.documents import Connect, Document
+from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.elements import apply_commit
 from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
 from boreas.catalog.replicate import update_items

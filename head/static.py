@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Sequence
 
 from boreas.catalog.diagnostics import ValidationFailed
-from boreas.catalog.documents import Document
+from boreas.catalog.document_model import Document
 from boreas.catalog.model import Catalog
 from boreas.catalog.slices import node_slices
 from boreas.catalog.submission import plan_submission

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
-from boreas.catalog.documents import Document
+from boreas.catalog.document_model import Document
 from boreas.catalog.model import Catalog
 from boreas.catalog.positions import (
     named_nodes,

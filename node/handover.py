@@ -25,7 +25,7 @@ import logging
 import time
 from typing import Any
 
-from boreas.catalog.documents import Delete, Unsubscribe
+from boreas.catalog.document_model import Delete, Unsubscribe
 from boreas.catalog.model import (
     Box,
     Catalog,

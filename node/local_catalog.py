@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from boreas.catalog.documents import Update
+from boreas.catalog.document_model import Update
 from boreas.catalog.model import Catalog, Subscription
 from boreas.catalog.replicate import (
     Rejection,

@@ -38,7 +38,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from boreas.catalog.documents import Delete, Move
+from boreas.catalog.document_model import Delete, Move
 from boreas.catalog.export import export_application, export_deployment
 from boreas.catalog.model import (
     Box,

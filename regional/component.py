@@ -36,9 +36,9 @@ import logging
 import time
 
 from aiohttp import web
+from boreas.catalog.deployment_model import Region
 from boreas.catalog.diagnostics import ValidationFailed
 from boreas.catalog.documents import Move, Update, read_document
-from boreas.catalog.model import Region
 from boreas.catalog.updates import update_document
 from boreas.wire.client import PeerClient, PeerError, PeerRefused
 from boreas.wire.health import Health

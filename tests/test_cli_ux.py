@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from boreas.catalog.documents import Delete, Modify, Move, Unsubscribe
+from boreas.catalog.document_model import Delete, Modify, Move, Unsubscribe
 from boreas.catalog.model import Box, Catalog, GlobalComponent, InPort, Node, Region, Subscription
-from boreas.cli import clients, data, m3
+from boreas.cli import catalog_text, data, m3, progress
 from boreas.cli.main import COMMANDS, build_parser, main
 from boreas.client.query import QueryFailed
 
@@ -167,7 +167,7 @@ def test_catalog_show_json(tmp_path):
 
 def test_the_catalog_summary_says_which_nodes_are_up():
     live = [{"endpoint": f"localhost:1500{i}", "alive": i < 3, "registered": True} for i in range(4)]
-    text = clients.describe_catalog(Catalog(version=3), live)
+    text = catalog_text.describe_catalog(Catalog(version=3), live)
     first, second = text.splitlines()[:2]
     assert first == "catalog version 3: 0 boxes, 0 streams, 0 schemas, 0 queries, 0 nodes in the deployment"
     assert second == "nodes up: 3 (localhost:15000, localhost:15001, localhost:15002); down: 1 (localhost:15003)"
@@ -214,7 +214,7 @@ def test_publish_progress_only_when_asked_or_on_a_terminal(tmp_path, monkeypatch
 
 
 def test_the_progress_line():
-    line = data.Progress("Reading", 100_000, tty=False).line(12_000, 4.0)
+    line = progress.Progress("Reading", 100_000, tty=False).line(12_000, 4.0)
     assert line == "publishing to Reading: 12,000/100,000 rows (12%), 3,000 rows/s, ETA 29 s"
 
 
@@ -326,7 +326,7 @@ def test_watch_lines_say_what_changed_in_the_same_words_both_ways():
                                                                         "localhost:30000")},
                      globals={"localhost:40000": GlobalComponent("localhost:40000")},
                      nodes={"localhost:15000": Node("localhost:15000")})
-    say = lambda item: clients.describe_change(item, before)  # noqa: E731
+    say = lambda item: catalog_text.describe_change(item, before)  # noqa: E731
     # a box moved or modified is a change (~), not a box added (+)
     assert say(_box("localhost:15001", **{"expression.0": "celsius > 0"})) == \
         "~ box valid (filter): moved from localhost:15000 to localhost:15001"

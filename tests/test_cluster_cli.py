@@ -30,7 +30,7 @@ from boreas.catalog import (
     read_document,
     read_file,
 )
-from boreas.catalog.model import Node
+from boreas.catalog.deployment_model import Node
 from boreas.catalog.positions import resolve_positions
 from boreas.head.submissions import NodeOrder, check_submission
 from support.cluster import (

@@ -14,7 +14,7 @@ import pytest
 from boreas.catalog.diagnostics import ValidationFailed
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.cli import data
-from boreas.cli.data import RowProblems, read_rows
+from boreas.cli.input_rows import RowProblems, read_rows
 from boreas.cli.main import main
 
 FIELDS = ["sensor", "time", "celsius"]

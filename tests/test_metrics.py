@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from boreas.catalog.documents import Move
+from boreas.catalog.document_model import Move
 from boreas.catalog.updates import update_document
 from boreas.client.publisher import Publisher
 from boreas.regional.component import RegionalComponent

@@ -1,168 +1,23 @@
-"""Data-plane operators and the expression compiler, against hand-computed expectations.
+"""Data-plane operators against hand-computed expectations.
 
-Every stateful operator is also checked for the move property: run part of
-a stream, ``state()`` through msgpack, ``restore()`` into a new operator,
-run the rest -- the output must equal one uninterrupted run.
+Filter, map, union, aggregate, join, delay, random_drop and window_drop, and
+the errors and registry that build them.  The expression compiler they use is
+``test_compiled_expressions.py``; the move property of every stateful operator
+(``state()`` through msgpack, ``restore()``, run on) is ``test_operator_moves.py``.
 """
 
 from __future__ import annotations
 
-import doctest
-import importlib
 from pathlib import Path
 
 import msgspec
 import pytest
 from boreas.catalog import Catalog, plan_submission, read_document, stream_schemas
-from boreas.catalog.boxtypes import BoxError, builtin_registry
-from boreas.catalog.expressions import ExpressionError, Scope
-from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
-from boreas.node import compile as compiler
-from boreas.node.compile import (
-    CompileError,
-    compile_expression,
-    compile_join_expression,
-)
-from boreas.node.operators import (
-    Operator,
-    OperatorError,
-    OperatorRegistry,
-    build_operator,
-    builtin_operators,
-)
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-EXAMPLES = Path(__file__).parents[1] / "examples" / "xml"
-CATALOG_TYPES = builtin_registry()
-
-I, D, S, TS = FieldType.INT, FieldType.DOUBLE, FieldType.STRING, FieldType.TIMESTAMP
-
-
-def schema(name: str, *fields: tuple[str, FieldType]) -> Schema:
-    return Schema(name, tuple(Field(n, t, 8 if t == S else None) for n, t in fields))
-
-
-T = schema("T", ("value", D), ("time", I))
-PACKET = schema("Packet", ("time", I), ("protocol", S))
-READING = schema("Reading", ("sensor", I), ("time", I), ("celsius", D))
-TRADE = schema("Trade", ("time", I), ("symbol", S), ("price", D))
-QUOTE = schema("Quote", ("time", I), ("symbol", S), ("bid", D))
-
-
-def make(type_: str, params: dict[str, str], *inputs: Schema, outs: int = 1) -> Operator:
-    """A box of ``type_`` with the output schemas the catalog infers for it."""
-    box = Box("b", type_, tuple(InPort(f"in{i}") for i in range(len(inputs))),
-              tuple(f"out{i}" for i in range(outs)), tuple(params.items()))
-    return build_operator(box, list(inputs), CATALOG_TYPES.infer(box, list(inputs)))
-
-
-def rows_of(emitted: list[tuple[int, list[tuple]]], port: int = 0) -> list[tuple]:
-    return [r for p, rows in emitted if p == port for r in rows]
-
-
-def msgpack_trip(state: dict) -> dict:
-    return msgspec.msgpack.decode(msgspec.msgpack.encode(state))
-
-
-# -- the expression compiler ----------------------------------------------------------
-
-
-def ev(text: str, row: tuple = (2.5, 4), s: Schema = T):
-    return compile_expression(text, Scope.single(s))(row)
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("time * 2 + 1", 9), ("value / 2", 1.25), ("time / 8", 0.5), ("-time", -4), ("-(time - 10)", 6),
-    ("(time + 1) * 2", 10), ("7 % 3", 1), ("-7 % 3", -1), ("7.5 % 2", 1.5), ("time - value", 1.5),
-    ("time = 4", 1), ("time == 4", 1), ("time <> 4", 0), ("time != 4", 0), ("time < 5", 1),
-    ("time <= 4", 1), ("time > 4", 0), ("time >= 5", 0), ("1=1", 1), ("true", 1), ("false", 0),
-    ("time > 1 and value < 2", 0), ("time > 1 or value < 2", 1), ("not time > 1", 0),
-    ("min(time, value)", 2.5), ("max(time, 10)", 10), ("abs(-time)", 4), ("greatest(1, time, 3)", 4),
-    ("least(value, 1.5)", 1.5), ("sqrt(time)", 2.0), ("pow(time, 2)", 16.0), ("power(2, 3)", 8.0),
-    ("ln(exp(2))", 2.0), ("log(100)", 2.0), ("log(2, 8)", 3.0), ("floor(value)", 2), ("ceil(value)", 3),
-    ("round(value)", 3), ("round(-value)", -3), ("round(0.49999999999999994)", 0), ("round(1.5)", 2), ("round(time)", 4), ("cast(value as int)", 2),
-    ("cast(time as double)", 4.0), ("cast(time as varchar)", "4"), ("cast('12' as int)", 12),
-    ("concat('t', time)", "t4"), ("concat('a', 'b', 'c')", "abc"), ("'x'", "x"), ("1.5e1", 15.0),
-    ("time between 1 and 4", 1), ("time in (1, 2, 3)", 0), ("time is null", 0), ("time is not null", 1),
-    ("'abc' like 'a%'", 1), ("'abc' like 'a_'", 0),
-])
-def test_compiled_values(text, expected):
-    got = ev(text)
-    assert got == pytest.approx(expected) if isinstance(expected, float) else got == expected
-    assert type(got) is type(expected), f"{text}: {got!r} is {type(got).__name__}"
-
-
-@pytest.mark.parametrize("text", ["value / (time - 4)", "time % 0", "sqrt(-time)", "ln(0)",
-                                  "cast('abc' as int)", "exp(100000)", "(value / 0) > 1",
-                                  "concat('a', cast('x' as int))"])
-def test_failing_expressions_yield_none(text):
-    assert ev(text) is None
-
-
-def test_none_inputs_yield_none_not_crash():
-    assert ev("time + 1", (2.5, None)) is None
-    assert ev("time > 1", (2.5, None)) is None
-    assert ev("time is null", (2.5, None)) == 1
-
-
-def test_compiled_types_follow_the_catalog():
-    # The catalog types a predicate int and min(int, double) double; values follow.
-    assert ev("time > 1") == 1 and type(ev("time > 1")) is int
-    assert type(ev("min(time, 10.0)")) is float
-
-
-def test_join_expression():
-    f = compile_join_expression("max(left.time, right.time)", TRADE, QUOTE)
-    assert f((5, "IBM", 10.0), (7, "IBM", 9.5)) == 7
-    g = compile_join_expression("left.symbol = right.symbol and left.price > right.bid", TRADE, QUOTE)
-    assert g((5, "IBM", 10.0), (7, "IBM", 9.5)) and not g((5, "IBM", 10.0), (7, "HP", 9.5))
-    assert compile_join_expression("left.price / (right.bid - 9.5)", TRADE, QUOTE)(
-        (5, "IBM", 10.0), (7, "IBM", 9.5)) is None
-
-
-def test_code_is_generated_once_and_never_walks_the_tree(monkeypatch):
-    f = compile_expression("value * 2 > time and time % 2 = 0", Scope.single(T))
-    source = f.__boreas_source__
-    assert "row[0]" in source and "row[1]" in source and "sqlglot" not in source
-
-    def boom(*args, **kwargs):
-        raise AssertionError("sqlglot used per tuple")
-
-    monkeypatch.setattr(compiler, "parse_expression", boom)
-    monkeypatch.setattr(compiler, "infer_type", boom)
-    monkeypatch.setattr("sqlglot.parse_one", boom)
-    monkeypatch.setattr("sqlglot.expressions.Expression.find_all", boom)
-    assert [f((v, t)) for v, t in [(3.0, 4), (1.0, 4), (9.0, 3)]] == [True, False, False]
-    assert type(f.__code__).__name__ == "code" and "row" in f.__code__.co_varnames
-
-
-def test_operators_compile_once(monkeypatch):
-    op = make("filter", {"expression.0": "value > 1.0"}, T)
-
-    def boom(*args, **kwargs):
-        raise AssertionError("compiled per batch")
-
-    monkeypatch.setattr("builtins.compile", boom)
-    monkeypatch.setattr(compiler, "parse_expression", boom)
-    for _ in range(100):
-        assert rows_of(op.process(0, [(2.0, 1), (0.5, 2)], 0.0)) == [(2.0, 1)]
-
-
-@pytest.mark.parametrize("text, error", [
-    ("bogus > 1", ExpressionError), ("count(time)", CompileError), ("round(value, 2)", CompileError),
-    ("sum(time)", CompileError), ("time >", ExpressionError), ("a.b.c", ExpressionError),
-])
-def test_compile_errors(text, error):
-    with pytest.raises(error):
-        compile_expression(text, Scope.single(T))
-
-
-@pytest.mark.parametrize("name", ["boreas.node.compile", "boreas.node.operators"])
-def test_doctests(name):
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
-
+from boreas.catalog.boxtypes import BoxError
+from boreas.catalog.expressions import ExpressionError
+from boreas.catalog.model import Box, InPort, Schema
+from boreas.node.operators import Operator, OperatorError, OperatorRegistry, build_operator, builtin_operators
+from support.operators import AVG, CATALOG_TYPES, EXAMPLES, PACKET, D, I, S, T, make, rows_of, schema
 
 # -- filter, map, union ----------------------------------------------------------------
 
@@ -225,10 +80,6 @@ def test_paper_figure_1_counts_packets_per_time_unit():
     out = [r for t in packets for r in rows_of(op.process(0, [t], 0.0))]
     # [0,1) closes when time 1 arrives; time 4 closes [1,2) and the empty [2,3), [3,4); 5 closes [4,5).
     assert out == [(0, 3), (1, 2), (2, 0), (3, 0), (4, 2)]
-
-
-AVG = {"aggregate-function.0": "avg(value)", "aggregate-function-output-name.0": "avg",
-       "aggregate-function.1": "count()", "aggregate-function-output-name.1": "n"}
 
 
 def test_sliding_value_windows():
@@ -421,95 +272,6 @@ def test_window_drop_keeps_or_drops_whole_windows():
         positions = [i // 4 for v, i in kept if v == g]
         assert all(positions.count(w) == 4 for w in set(positions))
     assert rows_of(make("window_drop", {"drop_rate": "0", "window-size": "5"}, T).process(0, rows, 0.0)) == rows
-
-
-# -- moving a box: state() -> msgpack -> restore() ------------------------------------
-
-
-def run(op: Operator, events: list, end: float) -> list:
-    """Feed ``(now, port, rows)`` events, polling when due, then at ``end``; everything emitted."""
-    return run_head(op, events) + op.poll(end)
-
-
-def run_head(op: Operator, events: list) -> list:
-    out = []
-    for now, port, rows in events:
-        deadline = op.next_deadline()
-        if deadline is not None and deadline <= now:
-            out += op.poll(now)
-        out += op.process(port, rows, now)
-    return out
-
-
-def stream(n: int, ports: int = 1) -> list:
-    return [(float(i) * 0.7, i % ports, [(float(i % 3), i * 2 + (i % 4)), (float(i % 2), i * 2 + 1)])
-            for i in range(n)]
-
-
-STATEFUL = {
-    "aggregate sliding values, groups, timeout": lambda: make("aggregate", {
-        **AVG, "window-size-by": "VALUES", "window-size": "6", "advance": "2", "order-by": "FIELD",
-        "order-on-field": "time", "group-by": "value", "timeout": "3"}, T),
-    "aggregate tuples": lambda: make("aggregate", {
-        "aggregate-function.0": "max(time)", "aggregate-function.1": "firstval(value)",
-        "window-size-by": "TUPLES", "window-size": "5", "advance": "2", "group-by": "value"}, T),
-    "join values + tuples with timeout": lambda: make("join", {
-        "predicate": "left.value = right.value", "left-buffer-size": "9", "left-order-by": "VALUES",
-        "left-order-on-field": "time", "right-buffer-size": "3", "timeout": "4"}, T, T),
-    "delay": lambda: make("delay", {"delay-ms": "2000"}, T),
-    "random_drop": lambda: make("random_drop", {"drop_rate": "0.4", "seed": "11"}, T),
-    "window_drop": lambda: make("window_drop", {"drop_rate": "0.5", "window-size": "7",
-                                                "order-on-field": "time", "group-by": "value", "seed": "5"}, T),
-    "filter": lambda: make("filter", {"expression.0": "time % 3 = 0"}, T),
-}
-
-
-@pytest.mark.parametrize("name", sorted(STATEFUL))
-@pytest.mark.parametrize("split", [0, 1, 7, 20])
-def test_state_round_trip_continues_exactly(name, split):
-    ports = 2 if name.startswith("join") else 1
-    events = stream(30, ports)
-    end = events[-1][0] + 1000.0
-    whole = run(STATEFUL[name](), events, end)
-    assert whole, "the stream must produce output for the test to mean anything"
-    first = STATEFUL[name]()
-    head = run_head(first, events[:split])
-    second = STATEFUL[name]()
-    second.restore(msgpack_trip(first.state()))
-    assert head + run(second, events[split:], end) == whole
-
-
-@settings(max_examples=40, deadline=None)
-@given(times=st.lists(st.integers(0, 40), min_size=1, max_size=40), split=st.integers(0, 40),
-       size=st.integers(1, 6), advance=st.integers(1, 6))
-def test_aggregate_moves_exactly_on_any_stream(times, split, size, advance):
-    def factory():
-        return make("aggregate", {"aggregate-function.0": "count()", "aggregate-function.1": "sum(time)",
-                                  "window-size-by": "VALUES", "window-size": str(size),
-                                  "advance": str(advance), "order-by": "FIELD",
-                                  "order-on-field": "time", "group-by": "value", "timeout": "5"}, T)
-    events = [(i * 1.5, 0, [(float(t % 2), t)]) for i, t in enumerate(times)]
-    split = min(split, len(events))
-    end = events[-1][0] + 1000.0
-    whole = run(factory(), events, end)
-    first = factory()
-    head = run_head(first, events[:split])
-    second = factory()
-    second.restore(msgpack_trip(first.state()))
-    assert head + run(second, events[split:], end) == whole
-
-
-def test_restore_on_another_clock_keeps_the_time_left():
-    op = make("delay", {"delay-ms": "1000"}, T)
-    op.process(0, [(1.0, 1)], now=5000.0)
-    saved = msgpack_trip(op.state())
-    explicit = make("delay", {"delay-ms": "1000"}, T)
-    explicit.restore(saved, now=10.25)  # the new node says what time it is; 1 s was left
-    assert explicit.next_deadline() == pytest.approx(11.25)
-    implicit = make("delay", {"delay-ms": "1000"}, T)
-    implicit.restore(saved)  # same clock assumed until the clock is seen to go backwards
-    assert implicit.poll(3.0) == [] and implicit.next_deadline() == pytest.approx(4.0)
-    assert implicit.poll(4.0) == [(0, [(1.0, 1)])]
 
 
 # -- errors and the registry ------------------------------------------------------------

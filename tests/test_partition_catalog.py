@@ -16,10 +16,10 @@ from boreas.catalog import (
     read_document,
 )
 from boreas.catalog.boxtypes import BoxType, builtin_registry, infer_filter
-from boreas.catalog.documents import Delete
+from boreas.catalog.document_model import Delete
 from boreas.catalog.elements import catalog_from_elements, to_elements
 from boreas.catalog.export import describe_partition, export_application, export_deployment, summary
-from boreas.catalog.model import Partition, SegmentPlacement
+from boreas.catalog.partition_model import Partition, SegmentPlacement
 from boreas.catalog.slices import SliceMaker, stream_route
 from boreas.catalog.validate import partition_problems
 from boreas.catalog.replicate import apply_update, catalog_items, update_items

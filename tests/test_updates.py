@@ -5,7 +5,7 @@ from pathlib import Path
 from lxml import etree
 
 from boreas.catalog import Catalog, plan_submission, read_document
-from boreas.catalog.documents import Connect, Delete, Disconnect, Modify, Move, NodeAssignment, Unsubscribe
+from boreas.catalog.document_model import Connect, Delete, Disconnect, Modify, Move, NodeAssignment, Unsubscribe
 from boreas.catalog.model import Box, GlobalComponent, InPort
 from boreas.catalog.updates import update_document
 from boreas.schemas import xsd_errors

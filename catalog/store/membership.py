@@ -26,7 +26,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch
 
 from .base import StoreError
-from .zookeeper import CONNECT_TIMEOUT, _parse_url, escape_key, unescape_key
+from .znodes import CONNECT_TIMEOUT, escape_key, parse_url, unescape_key
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class ZooKeeperMembers:
     """Join (as a node) or watch (as the Head) the set of live nodes."""
 
     def __init__(self, url: str, session_timeout: float = 6.0, connect_timeout: float = CONNECT_TIMEOUT):
-        hosts, chroot = _parse_url(url)
+        hosts, chroot = parse_url(url)
         self.path = chroot + "/nodes"
         self._joined: dict[str, bytes] = {}
         self._lock = threading.Lock()

@@ -22,18 +22,17 @@ have been read mid-change, and replaying them makes the copy exact.
 A multi-op is one request, and ZooKeeper refuses requests larger than its
 ``jute.maxbuffer`` (about 1 MB by default) by dropping the connection; a
 big catalog commit needs the limit raised on every server and Java client.
+
+URLs, znode names and the log entry encoding are in :mod:`.znodes` (node
+membership shares them); delivering commits to watchers is :mod:`.zk_watch`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
-import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
-from urllib.parse import quote, unquote
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -43,7 +42,6 @@ from kazoo.exceptions import (
     NoNodeError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.recipe.watchers import DataWatch
 from kazoo.retry import KazooRetry
 
 from .base import (
@@ -53,66 +51,33 @@ from .base import (
     Commit,
     ConflictError,
     MissingCatalog,
-    PollingWatch,
     Snapshot,
     StoreError,
     Watch,
     WatchCallback,
     check_batch,
 )
+from .zk_watch import ZooKeeperWatch
+from .znodes import (  # CONNECT_TIMEOUT, REQUEST_TIMEOUT, escape_key, unescape_key: re-exported
+    CONNECT_TIMEOUT,
+    REQUEST_TIMEOUT,
+    ElementNames,
+    decode_log,
+    encode_log,
+    escape_key,
+    parse_url,
+    unescape_key,
+    wait_reply,
+)
 
 log = logging.getLogger(__name__)
 
-CONNECT_TIMEOUT = 5.0  # seconds to reach a server before open fails
-REQUEST_TIMEOUT = 30.0  # seconds to wait for a reply (or for a lost connection to return)
 DEFAULT_MAXBUFFER = 0xFFFFF  # ZooKeeper's default jute.maxbuffer (bytes)
 _PIPELINE = 2000  # outstanding async requests per batch: bounds memory, keeps the pipe full
 _ATTEMPTS = 5
 
-
-def escape_key(key: str) -> str:
-    """A znode name for ``key``: percent-encoding makes '/', control and
-    non-ASCII characters safe and stays reversible; '.' and '..' are reserved."""
-    name = quote(key, safe="")
-    return name.replace(".", "%2E") if name in (".", "..") else name
-
-
-def unescape_key(name: str) -> str:
-    return unquote(name)
-
-
-def _encode_log(changes: Sequence[Change]) -> bytes:
-    data = json.dumps([[c.kind, c.key, c.text] for c in changes], separators=(",", ":"))
-    return zlib.compress(data.encode("utf-8"))
-
-
-def _decode_log(data: bytes) -> tuple[Change, ...]:
-    return tuple(Change(k, key, t) for k, key, t in json.loads(zlib.decompress(data)))
-
-
-def _rename(names: dict[str, set[str]], changes: Iterable[Change]) -> None:
-    """Apply ``changes`` to per-kind sets of escaped element names."""
-    for c in changes:
-        (names[c.kind].discard if c.text is None else names[c.kind].add)(escape_key(c.key))
-
-
-def _wait(result: Any) -> Any:
-    """A kazoo reply, bounded in time: while the connection is down kazoo
-    queues requests until it is back, which would otherwise hang forever."""
-    return result.get(timeout=REQUEST_TIMEOUT)
-
-
-def _parse_url(url: str) -> tuple[str, str]:
-    """Split ``zk://hosts/chroot``; a chroot is required so catalogs can share a cluster."""
-    if not url.startswith("zk://"):
-        raise StoreError(f"not a ZooKeeper store URL: {url!r}")
-    hosts, slash, chroot = url[len("zk://"):].partition("/")
-    chroot = "/" + chroot.strip("/")
-    if not hosts or not slash or chroot == "/" or "//" in chroot:
-        raise StoreError(
-            f"bad ZooKeeper store URL {url!r}: expected zk://HOST:PORT[,HOST:PORT...]/CHROOT"
-        )
-    return hosts, chroot
+__all__ = ["CONNECT_TIMEOUT", "DEFAULT_MAXBUFFER", "REQUEST_TIMEOUT", "ZooKeeperStore", "ZooKeeperWatch",
+           "escape_key", "unescape_key"]
 
 
 class ZooKeeperStore(CatalogStore):
@@ -124,16 +89,13 @@ class ZooKeeperStore(CatalogStore):
 
     def __init__(self, url: str, connect_timeout: float = CONNECT_TIMEOUT, create: bool = True):
         self.url = url
-        hosts, chroot = _parse_url(url)
+        hosts, chroot = parse_url(url)
         self._root = chroot + "/catalog"
         self._version_path = self._root + "/version"
         self._closed = False
         self._lock = threading.Lock()
         self._watches: list[ZooKeeperWatch] = []
-        # Element names per kind, valid at catalog version _children_at; saves
-        # an exists() per element when a commit must choose create or set.
-        self._children: dict[str, set[str]] = {}
-        self._children_at: int | None = None
+        self._names = ElementNames()  # which element znodes exist, as of one catalog version
         # Reconnect forever in the background once connected; the first
         # connect is bounded by start(timeout) instead.
         self._client = KazooClient(
@@ -152,7 +114,7 @@ class ZooKeeperStore(CatalogStore):
         try:
             if create:
                 self._ensure_layout()
-            elif _wait(self._client.exists_async(self._version_path)) is None:
+            elif wait_reply(self._client.exists_async(self._version_path)) is None:
                 raise MissingCatalog(f"catalog store {url} does not exist: nothing was ever committed there")
         except BaseException:
             self._shutdown_client()
@@ -196,22 +158,22 @@ class ZooKeeperStore(CatalogStore):
     def _ensure_layout(self) -> None:
         with self._ops("creating the catalog layout"):
             kinds = [self._path(kind) for kind in KINDS]
-            if _wait(self._client.exists_async(self._version_path)):
+            if wait_reply(self._client.exists_async(self._version_path)):
                 # Complete, but maybe made before a kind existed (partition): that kind gets its folder.
-                missing = [p for p, res in [(p, self._client.exists_async(p)) for p in kinds] if not _wait(res)]
+                missing = [p for p, res in [(p, self._client.exists_async(p)) for p in kinds] if not wait_reply(res)]
                 for path in missing:
-                    _wait(self._client.ensure_path_async(path))
+                    wait_reply(self._client.ensure_path_async(path))
                 return
             for path in kinds + [self._root + "/log"]:
-                _wait(self._client.ensure_path_async(path))
+                wait_reply(self._client.ensure_path_async(path))
             try:  # last, so an existing version znode means the layout is complete
-                _wait(self._client.create_async(self._version_path, b"0"))
+                wait_reply(self._client.create_async(self._version_path, b"0"))
             except NodeExistsError:
                 pass  # another client initialised it concurrently
 
     def _read_version(self) -> tuple[int, int]:
         """(catalog version, stat version of the version znode)."""
-        data, stat = _wait(self._client.get_async(self._version_path))
+        data, stat = wait_reply(self._client.get_async(self._version_path))
         return int(data), stat.version
 
     def _get_many(self, paths: Sequence[str], children: bool = False) -> list:
@@ -225,7 +187,7 @@ class ZooKeeperStore(CatalogStore):
             pending = [call(p) for p in paths[start:start + _PIPELINE]]
             for res in pending:
                 try:
-                    value = _wait(res)
+                    value = wait_reply(res)
                 except NoNodeError:
                     value = None
                 out.append(value if children or value is None else value[0])
@@ -267,20 +229,18 @@ class ZooKeeperStore(CatalogStore):
             names: dict[str, set[str]] = {k: set() for k in KINDS}
             for kind, key in elements:
                 names[kind].add(escape_key(key))
-            with self._lock:
-                self._children, self._children_at = names, version
+            self._names.set(names, version)
             return Snapshot(version, elements)
 
     def commit(self, base_version: int, changes: Sequence[Change]) -> Commit:
         changes = tuple(check_batch(changes))
-        payload = _encode_log(changes)
+        payload = encode_log(changes)
         with self._ops("commit"):
             for _ in range(_ATTEMPTS):
                 current, stat_version = self._read_version()
                 if current != base_version:
                     raise ConflictError(base_version, current)
-                with self._lock:
-                    existing = self._children if self._children_at == current else None
+                existing = self._names.at(current)
                 if existing is None:
                     existing = self._read_children()
                 txn = self._client.transaction()
@@ -300,19 +260,19 @@ class ZooKeeperStore(CatalogStore):
                 txn.create(self._log_path(current + 1), payload)
                 size += len(payload) + 64
                 try:
-                    results = _wait(txn.commit_async())
+                    results = wait_reply(txn.commit_async())
                 except ConnectionLoss:
                     # The request may or may not have been applied.
-                    self._children_at = None
+                    self._names.forget()
                     outcome = self._after_lost_commit(base_version, payload, size)
                     if outcome is None:
                         continue
                     return Commit(outcome, changes)
                 if not any(isinstance(r, Exception) for r in results):
-                    self._note_commit(current, existing, changes)
+                    self._names.note_commit(current, existing, changes)
                     self._prune_log(current + 1)
                     return Commit(current + 1, changes)
-                self._children_at = None
+                self._names.forget()
                 actual = self._read_version()[0]
                 if actual != base_version:
                     raise ConflictError(base_version, actual)
@@ -326,7 +286,7 @@ class ZooKeeperStore(CatalogStore):
         actual = retry(self._read_version)[0]
         if actual != base_version:
             try:
-                mine = _wait(self._client.get_async(self._log_path(base_version + 1)))[0] == payload
+                mine = wait_reply(self._client.get_async(self._log_path(base_version + 1)))[0] == payload
             except NoNodeError:
                 mine = False
             if mine:
@@ -344,30 +304,6 @@ class ZooKeeperStore(CatalogStore):
         log.warning("catalog %s: connection lost during commit; retrying", self.url)
         return None
 
-    def _note_commit(self, base: int, existing: dict[str, set[str]], changes: Iterable[Change]) -> None:
-        """The element names were right at ``base`` (the commit proved it); roll them forward."""
-        names = {k: set(v) for k, v in existing.items()}
-        _rename(names, changes)
-        with self._lock:
-            if self._children_at in (None, base):
-                self._children, self._children_at = names, base + 1
-
-    def _note_log(self, commits: Sequence[Commit]) -> None:
-        """Roll the element names forward over commits read from the log (others' commits).
-
-        A writer that lost a race reads the log to catch up; then its next
-        commit needs no get_children of every kind to know what exists.
-        """
-        with self._lock:
-            at = self._children_at
-            run = [c for c in commits if at is not None and c.version > at]
-            if not run or run[0].version != at + 1:
-                return
-            names = {k: set(v) for k, v in self._children.items()}
-            for commit in run:
-                _rename(names, commit.changes)
-            self._children, self._children_at = names, run[-1].version
-
     def _prune_log(self, version: int) -> None:
         """Every ``prune_every`` commits, delete the log entries older than the last ``keep_log``.
 
@@ -384,7 +320,7 @@ class ZooKeeperStore(CatalogStore):
         pending = [self._client.delete_async(path) for path in doomed]
         for result in pending:
             try:
-                _wait(result)
+                wait_reply(result)
             except NoNodeError:
                 pass
             except Exception as exc:  # never fail the commit that succeeded for this
@@ -401,8 +337,8 @@ class ZooKeeperStore(CatalogStore):
             if data is None:
                 raise StoreError(f"catalog store {self.url}: log entry {v} is missing (the log keeps the "
                                  f"last {self.keep_log} commits; read the catalog whole)")
-            commits.append(Commit(v, _decode_log(data)))
-        self._note_log(commits)
+            commits.append(Commit(v, decode_log(data)))
+        self._names.note_log(commits)
         return commits
 
     def log(self, since: int) -> list[Commit]:
@@ -411,7 +347,7 @@ class ZooKeeperStore(CatalogStore):
 
     def watch(self, since: int, callback: WatchCallback) -> Watch:
         with self._ops("starting a watch"):
-            watch = ZooKeeperWatch(self, since, callback)
+            watch = ZooKeeperWatch(self, self._client, self._version_path, since, callback)
         with self._lock:
             self._watches.append(watch)
         return watch
@@ -419,7 +355,7 @@ class ZooKeeperStore(CatalogStore):
     def get_meta(self, key: str) -> str | None:
         with self._ops("read metadata"):
             try:
-                data, _ = _wait(self._client.get_async(self._meta_path(key)))
+                data, _ = wait_reply(self._client.get_async(self._meta_path(key)))
             except NoNodeError:
                 return None
         return data.decode()
@@ -427,14 +363,14 @@ class ZooKeeperStore(CatalogStore):
     def put_meta(self, key: str, value: str) -> None:
         path = self._meta_path(key)
         with self._ops("write metadata"):
-            if _wait(self._client.exists_async(path)) is None:
+            if wait_reply(self._client.exists_async(path)) is None:
                 self._client.ensure_path(path.rsplit("/", 1)[0])
                 try:
-                    _wait(self._client.create_async(path, value.encode()))
+                    wait_reply(self._client.create_async(path, value.encode()))
                     return
                 except NodeExistsError:
                     pass
-            _wait(self._client.set_async(path, value.encode()))
+            wait_reply(self._client.set_async(path, value.encode()))
 
     def _meta_path(self, key: str) -> str:
         return self._root.rsplit("/", 1)[0] + "/meta/" + escape_key(key)
@@ -448,34 +384,3 @@ class ZooKeeperStore(CatalogStore):
         for watch in watches:
             watch.close()
         self._shutdown_client()
-
-
-class ZooKeeperWatch(PollingWatch):
-    """Pushes commits to a callback on its own thread.
-
-    A kazoo DataWatch on the version znode only *wakes* the delivery thread:
-    kazoo runs watch callbacks on its single event thread, and a slow user
-    callback there would stall every other reply of the client.  Polling
-    every ``RECHECK`` seconds is only a backstop for notifications missed
-    across a reconnect.
-    """
-
-    RECHECK = 5.0
-
-    def __init__(self, store: ZooKeeperStore, since: int, callback: WatchCallback):
-        self._zk_store = store
-        super().__init__(store, since, callback, interval=self.RECHECK)
-
-    def _on_version(self, data: bytes | None, stat: object, event: object = None) -> bool:
-        if self._stop.is_set():
-            return False  # tells kazoo to drop this watch
-        self.wakeup()
-        return True
-
-    def _prepare(self) -> None:
-        # Registered here, not in __init__: DataWatch retries its first read
-        # until the connection is back, and watch() must not block on that.
-        try:
-            DataWatch(self._zk_store._client, self._zk_store._version_path, self._on_version)
-        except Exception:  # closed meanwhile, or similar: fall back to re-checking
-            log.warning("catalog watch could not set a ZooKeeper watch", exc_info=True)

@@ -38,7 +38,7 @@ import asyncio
 from typing import Any
 
 from aiohttp import web
-from boreas.catalog.documents import Disconnect, Move
+from boreas.catalog.document_model import Disconnect, Move
 from boreas.catalog.endpoints import normalize_endpoint
 from boreas.catalog.updates import update_document
 from boreas.client.query import QueryClient, QueryFailed

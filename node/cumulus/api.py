@@ -51,7 +51,7 @@ from typing import Any
 
 import msgspec
 from aiohttp import web
-from boreas.catalog.model import Partition, SegmentPlacement
+from boreas.catalog.partition_model import Partition, SegmentPlacement
 from boreas.m3.cumulus import Layout, LayoutError, relayout
 from boreas.wire.server import json_error
 

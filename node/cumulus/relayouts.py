@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from boreas.catalog.model import Partition
+from boreas.catalog.partition_model import Partition
 from boreas.m3.cumulus import Layout, relayout
 from boreas.m3.cumulus.roles import Roles
 

@@ -12,7 +12,8 @@ Positions are record indexes, from 0 over the log's whole life: they survive
 restarts and truncation (a ``start`` file keeps the first retained position,
 so they never go backwards even when every segment has been deleted).
 Segment files are ``<position of their first record, 20 digits>.log``; a
-record is its payload length (4 bytes, big-endian), CRC32 (4 bytes), payload.
+record is its payload length (4 bytes, big-endian), CRC32 (4 bytes), payload
+(the format is :mod:`.log_format`).
 
 >>> import asyncio, tempfile
 >>> async def demo(directory):
@@ -36,24 +37,25 @@ import heapq
 import itertools
 import logging
 import os
-import re
-import struct
 import time
 import zlib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from .log_format import (  # MAX_PAYLOAD: re-exported
+    MAX_PAYLOAD,
+    RECORD,
+    SEGMENT_NAME,
+    START_FILE,
+    BadRecord,
+    Segment,
+    read_records,
+)
 from .snapshots import fsync_directory, write_atomic
 
 logger = logging.getLogger(__name__)
-
-_RECORD = struct.Struct(">II")  # payload length, CRC32 of the payload
-MAX_PAYLOAD = 1 << 30  # a larger length field is garbage, not a record
-_SEGMENT = re.compile(r"^(\d{20})\.log$")
-_START = "start"
 
 
 class LogFailed(RuntimeError):
@@ -62,43 +64,6 @@ class LogFailed(RuntimeError):
 
 class CorruptLog(ValueError):
     """Records that were durable no longer read back intact, or the ``start`` file is unreadable."""
-
-
-class _BadRecord(Exception):
-    def __init__(self, offset: int, reason: str) -> None:
-        super().__init__(reason)
-        self.offset, self.reason = offset, reason
-
-
-@dataclass
-class _Segment:
-    first: int  # position of its first record (also its file name)
-    path: Path
-    count: int = 0  # durable records in it
-    size: int = 0  # durable bytes in it
-
-    @property
-    def end(self) -> int:
-        return self.first + self.count
-
-
-def _records(f: BinaryIO, size: int) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(offset after the record, payload)`` within ``size`` bytes; _BadRecord at the first bad one."""
-    offset = 0
-    while offset < size:
-        header = f.read(_RECORD.size)
-        if len(header) < _RECORD.size:
-            raise _BadRecord(offset, "short header")
-        length, crc = _RECORD.unpack(header)
-        if length > MAX_PAYLOAD:
-            raise _BadRecord(offset, f"absurd length {length}")
-        if length > size - offset - _RECORD.size:
-            raise _BadRecord(offset, "short payload")
-        payload = f.read(length)
-        if zlib.crc32(payload) != crc:
-            raise _BadRecord(offset, "CRC mismatch")
-        offset += _RECORD.size + length
-        yield offset, payload
 
 
 class InputLog:
@@ -118,8 +83,8 @@ class InputLog:
         self.counters: Counter[str] = Counter()
         self._flush_every, self._flush_s = flush_every, flush_ms / 1000
         self._segment_bytes, self._fsync = segment_bytes, fsync
-        self._segments: list[_Segment] = []
-        self._current: _Segment | None = None  # where the next group goes; None: a new segment
+        self._segments: list[Segment] = []
+        self._current: Segment | None = None  # where the next group goes; None: a new segment
         self._roll_requested = False  # close the segment after the next group (a snapshot marker)
         self._file: BinaryIO | None = None  # the current segment, opened by the first write to it
         self._first = self._durable = self._next = 0
@@ -157,18 +122,18 @@ class InputLog:
         if self._opened:
             raise RuntimeError(f"input log {self.directory} is already open")
         self.directory.mkdir(parents=True, exist_ok=True)
-        for stale in self.directory.glob(f".{_START}.*.tmp"):
+        for stale in self.directory.glob(f".{START_FILE}.*.tmp"):
             stale.unlink(missing_ok=True)
         start = self._read_start()
-        named = sorted((int(m[1]), p) for p in self.directory.iterdir() if (m := _SEGMENT.match(p.name)))
-        kept: list[_Segment] = []
+        named = sorted((int(m[1]), p) for p in self.directory.iterdir() if (m := SEGMENT_NAME.match(p.name)))
+        kept: list[Segment] = []
         ended = False  # past a bad record or a gap in positions: everything from there on goes
         for first, path in named:
             if not ended and kept and first != kept[-1].end:
                 logger.warning("%s: the log ends at %d, before this segment", path, kept[-1].end)
                 ended = True
             size = path.stat().st_size
-            segment = _Segment(first, path) if ended else self._repair(first, path)
+            segment = Segment(first, path) if ended else self._repair(first, path)
             if segment.size < size:
                 self._cut(path, segment.size, size)
                 ended = True
@@ -183,14 +148,14 @@ class InputLog:
         self._segments = kept
         self._first = kept[0].first if kept else start
         self._durable = self._next = kept[-1].end if kept else start
-        if self._first != start or not (self.directory / _START).exists():
-            write_atomic(self.directory / _START, b"%d\n" % self._first)
+        if self._first != start or not (self.directory / START_FILE).exists():
+            write_atomic(self.directory / START_FILE, b"%d\n" % self._first)
         self._opened = True
         logger.info("opened input log %s: positions %d..%d in %d segments",
                     self.directory, self._first, self._next, len(kept))
 
     def _read_start(self) -> int:
-        path = self.directory / _START
+        path = self.directory / START_FILE
         try:
             text = path.read_text()
         except FileNotFoundError:
@@ -200,14 +165,14 @@ class InputLog:
         return int(text)
 
     @staticmethod
-    def _repair(first: int, path: Path) -> _Segment:
+    def _repair(first: int, path: Path) -> Segment:
         """The segment's valid prefix (the file is left as it is)."""
-        segment = _Segment(first, path)
+        segment = Segment(first, path)
         with path.open("rb") as f:
             try:
-                for segment.size, _ in _records(f, path.stat().st_size):
+                for segment.size, _ in read_records(f, path.stat().st_size):
                     segment.count += 1
-            except _BadRecord as bad:
+            except BadRecord as bad:
                 logger.warning("%s: %s at byte %d (position %d)", path, bad.reason, bad.offset, segment.end)
         return segment
 
@@ -232,7 +197,7 @@ class InputLog:
             raise ValueError(f"a log record holds at most {MAX_PAYLOAD} bytes, not {len(payload)}")
         if not self._pending_count:
             self._pending_since = time.monotonic()
-        self._pending += _RECORD.pack(len(payload), zlib.crc32(payload))
+        self._pending += RECORD.pack(len(payload), zlib.crc32(payload))
         self._pending += payload
         self._pending_count += 1
         self.counters["appends"] += 1
@@ -333,7 +298,7 @@ class InputLog:
         self._pending, self._pending_count, self._force = bytearray(), 0, False  # later appends: next group
         segment = self._current
         if segment is None:
-            segment = self._current = _Segment(self._durable, self.directory / f"{self._durable:020d}.log")
+            segment = self._current = Segment(self._durable, self.directory / f"{self._durable:020d}.log")
             self._segments.append(segment)
         await asyncio.to_thread(self._write_group, segment.path, data)
         segment.count += count
@@ -387,13 +352,13 @@ class InputLog:
             if segment.first + count <= start:
                 continue
             with segment.path.open("rb") as f:
-                records = _records(f, size)
+                records = read_records(f, size)
                 try:
                     for position, (_, payload) in zip(range(segment.first, segment.first + count), records):
                         if position >= start:
                             self.counters["records_replayed"] += 1
                             yield position, payload
-                except _BadRecord as bad:
+                except BadRecord as bad:
                     raise CorruptLog(f"{segment.path}: {bad.reason} at durable byte {bad.offset}") from None
 
     def truncate_before(self, position: int) -> int:
@@ -403,7 +368,7 @@ class InputLog:
         persisted first, so a crash midway leaves segments that :meth:`open`
         recognises as already truncated.  Blocking I/O: call it now and then.
         """
-        doomed: list[_Segment] = []
+        doomed: list[Segment] = []
         for segment in self._segments:
             if segment is self._current or segment.end > position:
                 break
@@ -412,7 +377,7 @@ class InputLog:
             return 0
         rest = self._segments[len(doomed):]
         first = rest[0].first if rest else self._durable
-        write_atomic(self.directory / _START, b"%d\n" % first)
+        write_atomic(self.directory / START_FILE, b"%d\n" % first)
         for segment in doomed:
             segment.path.unlink(missing_ok=True)
         if self._fsync:
