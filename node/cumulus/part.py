@@ -73,6 +73,7 @@ from .coordinator import Coordinating
 from .hosting import Hosting
 from .leader import Leader
 from .loading import BulkLoad
+from .membership import Membership
 from .messages import MessageRows, key_codecs
 from .relayouts import LayoutChanges
 
@@ -96,7 +97,7 @@ def layout_of(partition: Partition) -> Layout:
                   version=partition.layout)
 
 
-class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, BulkLoad, M3Operator):
+class PartOperator(Hosting, Coordinating, Cancelling, LayoutChanges, Membership, BulkLoad, M3Operator):
     """The member(s) of a partitioned ``m3`` box that ``endpoint`` hosts (two or more only after a failover:
     :mod:`~boreas.node.cumulus.hosting`); ``member`` and ``host`` build a guest member inside its host."""
 
