@@ -20,7 +20,6 @@ import asyncio
 
 import pytest
 from boreas.cli.relayout import layout_of, move_partitioned, rebalance_box
-from boreas.client.query import QueryClient
 from support.cluster import TOKEN, get_json
 from test_cumulus_groupby import (
     APP,
