@@ -1,11 +1,9 @@
-"""``<partition>`` in the catalog (issue 13 stage 1, docs/cumulus.md §2): XSD, codec and store, update XML,
-validation with file, line and element, planning on commit, export → apply, and the Head's ``/boxes``."""
+"""``<partition>`` in the catalog (issue 13 stage 1, docs/cumulus.md §2): XSD, codec, validation with file,
+line and element, planning on commit, growth by resubmission, export → apply (update XML, the Head's
+``/boxes`` and the stores: :mod:`test_partition_updates`)."""
 
 from __future__ import annotations
 
-import uuid
-
-import aiohttp
 import pytest
 from boreas.catalog import (
     Catalog,
@@ -16,66 +14,16 @@ from boreas.catalog import (
     read_document,
 )
 from boreas.catalog.boxtypes import BoxType, builtin_registry, infer_filter
-from boreas.catalog.document_model import Delete
 from boreas.catalog.elements import catalog_from_elements, to_elements
 from boreas.catalog.export import describe_partition, export_application, export_deployment, summary
 from boreas.catalog.partition_model import Partition, SegmentPlacement
 from boreas.catalog.slices import SliceMaker, stream_route
 from boreas.catalog.validate import partition_problems
-from boreas.catalog.replicate import apply_update, catalog_items, update_items
-from boreas.catalog.updates import describe_item, update_document
 from boreas.catalog.xmlcodec import decode, to_text
 from boreas.m3.boxtype import box_types
 from boreas.schemas import xsd_errors
 from lxml import etree
-
-NODES = ("localhost:15001", "localhost:15002", "localhost:15003")
-GROUP_BY = "SELECT a, SUM(b) AS total, COUNT(*) AS n FROM R GROUP BY a"
-JOIN = "SELECT R.a, SUM(S.c) FROM R, S WHERE R.b = S.b GROUP BY R.a"
-
-
-def app(sql: str = GROUP_BY, extra: str = "") -> str:
-    return f"""<?xml version="1.0"?>
-<borealis>
-  <schema name="RS"><field name="a" type="int"/><field name="b" type="int"/></schema>
-  <schema name="SS"><field name="b" type="int"/><field name="c" type="int"/></schema>
-  <input stream="R" schema="RS"/>
-  <input stream="S" schema="SS"/>
-  <box name="v" type="m3"><in stream="R"/>{'<in stream="S"/>' if "S." in sql else ""}<out stream="V"/>
-    <parameter name="sql" value="{sql}"/></box>
-  <box name="f" type="filter"><in stream="R"/><out stream="F"/><parameter name="expression.0" value="a &gt; 1"/></box>
-{extra}</borealis>
-"""
-
-
-def deploy(partition: str, extra: str = '<node endpoint="localhost:15001" query="f"/>') -> str:
-    """Line 3 holds the <partition> element."""
-    return f'<?xml version="1.0"?>\n<deploy>\n{partition}\n{extra}\n</deploy>\n'
-
-
-MEMBERS = "".join(f'<node endpoint="{n}"/>' for n in NODES)
-PARTITION = f'<partition box="v" segments="8" key="a">{MEMBERS}<map name="Q1_total" key="A"/></partition>'
-
-
-def plan(*texts: str, base: Catalog | None = None):
-    docs = [read_document(t, name) for t, name in zip(texts, ("app.xml", "dep.xml", "more.xml"))]
-    return plan_submission(base or Catalog(), docs, box_types())
-
-
-def committed(*texts: str):
-    store = open_store("memory://")
-    docs = [read_document(t, name) for t, name in zip(texts, ("app.xml", "dep.xml"))]
-    return store, apply_submission(store, docs, registry=box_types()).after
-
-
-def refused(*texts: str, base: Catalog | None = None, file: str = "dep.xml", line: int | None = 3,
-            element: str = "partition") -> list[str]:
-    """The reasons, each checked to name the file, line and element it is about."""
-    result = plan(*texts, base=base)
-    assert not result.ok, "expected the submission to be refused"
-    for p in result.problems:
-        assert p.file == file and (line is None or p.line == line) and p.path.split("/")[-1].startswith(element), p
-    return [p.reason for p in result.problems]
+from support.partition_docs import GROUP_BY, JOIN, MEMBERS, NODES, PARTITION, app, committed, deploy, plan, refused
 
 
 # -- XSD ------------------------------------------------------------------------------
@@ -389,98 +337,3 @@ def test_the_summary_names_the_partition_and_each_nodes_segments():
     assert "partition v: 3 members, 8 segments, layout 1, key a" in lines
     assert "node localhost:15001: f, v/0, v/3, v/6" in lines and "node localhost:15003: v/2, v/5" in lines
     assert not any(line.startswith("not yet deployed") for line in lines)
-
-
-def test_update_items_declare_a_partition_after_its_box_and_nodes_and_delete_it_before_the_box():
-    _, catalog = committed(app(), deploy(PARTITION))
-    items = catalog_items(catalog)
-    kinds = [type(i).__name__ for i in items]
-    assert kinds.index("Partition") > max(i for i, k in enumerate(kinds) if k in ("Box", "Node"))
-    read_back = read_document(update_document(items, version=5), "u.xml").items
-    assert read_back == items and apply_update(Catalog(), read_back) == catalog
-    empty = Catalog(nodes=dict(catalog.nodes))
-    removal = update_items(catalog, empty)
-    deletes = [(i.partition, i.box) for i in removal if isinstance(i, Delete)]
-    assert deletes.index(("v", None)) < deletes.index((None, "v"))
-    assert apply_update(catalog, removal) == empty
-
-
-def test_delete_partition_in_update_xml():
-    _, catalog = committed(app(), deploy(PARTITION))
-    (item,) = read_document('<update><delete partition="v"/></update>', "u.xml").items
-    assert item == Delete(partition="v") and describe_item(item) == "- partition v"
-    assert "v" not in apply_update(catalog, [item]).partitions
-    assert describe_item(catalog.partitions["v"]) == "+ partition v (3 members, 8 segments)"
-
-
-# -- the Head -----------------------------------------------------------------------------
-
-
-async def test_the_head_answers_a_partitioned_boxs_layout():
-    from boreas.head.service import HeadService
-    from boreas.m3.cumulus import Layout
-
-    head = HeadService("memory://", token=None, snapshot_interval=0, nodes=NODES)
-    await head.start("127.0.0.1", 0)
-    try:
-        docs = [read_document(app(), "app.xml"), read_document(deploy(PARTITION), "dep.xml")]
-        submission = await head.submit(docs)
-        await head.caught_up(submission.version)
-        async with aiohttp.ClientSession() as session:
-            async with session.get(f"http://{head.server.endpoint}/boxes/v") as resp:
-                assert resp.status == 200
-                answer = await resp.json()
-            async with session.get(f"http://{head.server.endpoint}/boxes/f") as resp:
-                plain = await resp.json()
-    finally:
-        await head.close()
-    part = answer["partition"]
-    assert answer["node"] is None and answer["type"] == "m3"
-    assert list(part)[:6] == ["box", "members", "segments", "maps", "layout", "first_epoch"]
-    assert part["members"] == list(NODES) and part["maps"] == {"Q1_total": 0, "Q1_n": 0}
-    assert part["segments"][:2] == [[0, 0, 512, 0], [1, 512, 1024, 1]] and len(part["segments"]) == 8
-    assert (part["layout"], part["first_epoch"], part["epoch_ms"], part["key"]) == (1, 0, 100, "a")
-    assert len(part["id"]) == 12
-    layout = Layout.from_dict(part)
-    assert layout.owner_of_slot(600) == 1 and layout.column("Q1_n") == 0
-    assert plain["node"] == "localhost:15001" and plain["partition"] is None
-
-
-async def test_the_head_refuses_members_it_does_not_know():
-    from boreas.head.service import HeadService
-
-    head = HeadService("memory://", token=None, snapshot_interval=0, nodes=NODES[:1])
-    await head.start("127.0.0.1", 0)
-    try:
-        docs = [read_document(app(), "app.xml"), read_document(deploy(PARTITION), "dep.xml")]
-        with pytest.raises(ValidationFailed) as info:
-            await head.submit(docs)
-    finally:
-        await head.close()
-    unknown = [d for d in info.value.diagnostics if "has not registered with the Head" in d.reason]
-    assert {d.reason.split("'")[1] for d in unknown} == set(NODES[1:])
-    assert all(d.file == "dep.xml" and d.line == 3 for d in unknown)
-
-
-# -- every store ------------------------------------------------------------------------------
-
-
-def test_every_store_commits_and_reads_back_a_partition(store):
-    from boreas.catalog.elements import catalog_from_snapshot
-
-    docs = [read_document(app(), "app.xml"), read_document(deploy(PARTITION), "dep.xml")]
-    after = apply_submission(store, docs, registry=box_types()).after
-    assert catalog_from_snapshot(store.snapshot()) == after and "v" in after.partitions
-
-
-@pytest.mark.zookeeper
-def test_a_zookeeper_catalog_made_before_partitions_existed_takes_them(zookeeper_server):
-    url = f"zk://{zookeeper_server}/boreas-test/old-layout-{uuid.uuid4().hex[:8]}"
-    old = open_store(url)
-    old._client.delete(old._path("partition"))  # as a catalog laid out before the kind existed
-    old.close()
-    store = open_store(url)
-    try:
-        test_every_store_commits_and_reads_back_a_partition(store)
-    finally:
-        store.close()
