@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from boreas.catalog.diagnostics import ValidationFailed
 from boreas.catalog.documents import Disconnect, Move, read_document
 from boreas.catalog.endpoints import normalize_endpoint
-from boreas.catalog.model import Catalog
-from boreas.catalog.replicate import apply_update
 from boreas.catalog.updates import update_document
 from boreas.catalog.xmlsafe import parse_xml
 from boreas.wire.auth import resolve_token
@@ -34,11 +30,7 @@ from boreas.wire.client import PeerClient, PeerError, PeerRefused
 from lxml import etree
 
 from .common import EXIT_OK, CommandFailed, add_head_option, add_token_option, the_head
-
-
-async def _head_catalog(peers: PeerClient, head: str) -> Catalog:
-    doc = read_document((await peers.text(f"{head}/catalog")).encode(), "the Head's catalog")
-    return apply_update(Catalog(), doc.items, doc.version or 0)
+from .settled import head_catalog, settled
 
 
 async def _send(peers: PeerClient, node: str, text: str) -> dict:
@@ -48,22 +40,6 @@ async def _send(peers: PeerClient, node: str, text: str) -> dict:
         raise CommandFailed(f"node {node}: {exc.payload.get('error') or exc}") from None
     except PeerError as exc:
         raise CommandFailed(str(exc)) from None
-
-
-async def _settled(peers: PeerClient, head: str, done: Callable[[Catalog], bool], what: str,
-                   timeout: float) -> None:
-    """Wait until the Head's catalog satisfies ``done`` and every live node is in sync with it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        catalog = await _head_catalog(peers, head)
-        nodes = (await peers.call("GET", f"{head}/nodes"))["nodes"]
-        lagging = [n["endpoint"] for n in nodes if n["alive"] and not n["in_sync"]]
-        if done(catalog) and not lagging:
-            return
-        if time.monotonic() > deadline:
-            raise CommandFailed(f"{what}, but after {timeout:g}s the Head does not show it everywhere"
-                                + (f" ({', '.join(lagging)} not in sync)" if lagging else ""))
-        await asyncio.sleep(0.05)
 
 
 async def move_box(head: str, token: str | None, box: str, target: str, timeout: float = 30.0) -> str:
@@ -79,7 +55,7 @@ async def move_box(head: str, token: str | None, box: str, target: str, timeout:
         if source == target:
             raise CommandFailed(f"box {box!r} is already on {target}")
         await _send(peers, source, update_document([Move(target, box=box)], origin="optimizer"))
-        await _settled(peers, head, lambda c: box in c.boxes and c.boxes[box].node == target,
+        await settled(peers, head, lambda c: box in c.boxes and c.boxes[box].node == target,
                        f"box {box!r} moved", timeout)
         return source
 
@@ -117,14 +93,14 @@ async def connect_filter(head: str, token: str | None, sink: str, port: int, box
         if where["node"] is None:
             raise CommandFailed(f"box {sink!r} is not deployed on any node")
         reply = await _send(peers, where["node"], text)
-        await _settled(peers, head, lambda c: name in c.boxes, f"box {name!r} inserted", timeout)
+        await settled(peers, head, lambda c: name in c.boxes, f"box {name!r} inserted", timeout)
         return reply
 
 
 async def disconnect_filter(head: str, token: str | None, stream: str, timeout: float = 30.0) -> dict:
     """Remove the box a connect inserted, named by the stream the connect added."""
     async with PeerClient(token) as peers:
-        catalog = await _head_catalog(peers, head)
+        catalog = await head_catalog(peers, head)
         sinks = [b for b in catalog.boxes.values() if any(p.stream == stream for p in b.inputs)]
         producer = next((b for b in catalog.boxes.values() if stream in b.outputs), None)
         if len(sinks) != 1 or producer is None or not sinks[0].node:
@@ -132,7 +108,7 @@ async def disconnect_filter(head: str, token: str | None, stream: str, timeout: 
                                 f"one box reads it)")
         text = update_document([Disconnect(stream)], origin="optimizer")
         reply = await _send(peers, sinks[0].node, text)
-        await _settled(peers, head, lambda c: producer.name not in c.boxes, f"box {producer.name!r} removed",
+        await settled(peers, head, lambda c: producer.name not in c.boxes, f"box {producer.name!r} removed",
                        timeout)
         return reply
 

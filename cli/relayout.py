@@ -26,7 +26,7 @@ from boreas.wire.auth import resolve_token
 from boreas.wire.client import PeerClient, PeerError, PeerRefused
 
 from .common import EXIT_OK, CommandFailed, add_head_option, add_token_option, the_head
-from .optimize import _settled
+from .settled import settled
 
 
 def segment_name(text: str) -> tuple[str, int]:
@@ -64,7 +64,7 @@ async def relayout_box(head: str, token: str | None, box: str, change: dict[str,
             raise CommandFailed(str(exc)) from None
         if reply.get("changed"):
             version = reply["layout"]["layout"]
-            await _settled(peers, head, lambda c: box in c.partitions and c.partitions[box].layout >= version,
+            await settled(peers, head, lambda c: box in c.partitions and c.partitions[box].layout >= version,
                            f"box {box!r} switched to layout {version}", timeout)
         return reply
 

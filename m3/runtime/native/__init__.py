@@ -15,29 +15,11 @@ import logging
 from ...errors import RuntimeStateError
 from .build import NoCompiler
 from .cexpr import Unsupported
+from .overflow import BEYOND_64_BITS, IntOverflow
 
 log = logging.getLogger("boreas.m3.runtime.program")
 
 BACKENDS = ("auto", "native", "python")
-#: :attr:`Runtime.backend_reason` once an INT value outgrew 64 bits (the start of the WARNING logged then)
-BEYOND_64_BITS = "INT value beyond 64 bits: continuing on the Python backend"
-
-
-class IntOverflow(RuntimeStateError):
-    """An INT value of a batch does not fit 64 bits; nothing of the batch stays in the C maps.
-
-    ``where``: the map whose update (or the statement computing it) overflowed
-    and the trigger that ran it (``"map Q1_t, trigger +R"``: the C side rolled
-    the batch back), or an input column holding such a value (``"column b of
-    R"``: nothing ran).  The runtime catches it and re-runs the batch on the
-    Python backend.
-    """
-
-    def __init__(self, where: str):
-        self.where = where
-        super().__init__(f"INT value beyond 64 bits ({where}); the batch was not applied")
-
-
 def open_native(program, epsilon: float):
     """The loaded :class:`.backend.NativeMaps` of ``program`` (generated, built or found in the cache)."""
     try:

@@ -21,10 +21,10 @@ from cffi import FFI
 from ...ast import Program
 from ...errors import RuntimeStateError
 from ...functions import apply
-from . import IntOverflow
 from .build import Built, build
 from .cgen import Module, generate
 from .crt_api import CDEF
+from .overflow import IntOverflow
 
 RT_OVERFLOW = -3  # rt_trigger's result when an INT sum or product outgrew 64 bits (crt)
 ffi = FFI()
