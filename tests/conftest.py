@@ -47,7 +47,8 @@ IN_PROCESS = (
     "test_operators.py", "test_compiled_expressions.py", "test_operator_moves.py",  # operators fed by hand
     "test_operator_order.py", "test_m3_stream_names.py",
     "test_outputs_snapshot.py", "test_recovery_storage.py", "test_packaging.py",
-    "test_m3_box.py",                        # the m3 operator fed by hand (its cluster and Spark tests: below)
+    "test_m3_box.py",                        # the m3 operator fed by hand (its Spark test: below)
+    "test_m3_box_cluster.py",                # split from test_m3_box.py; its cluster tests join the group (below)
 )
 
 #: A test using one of these fixtures, or marked ``zookeeper``, joins the group even in an IN_PROCESS module:

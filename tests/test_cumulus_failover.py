@@ -30,6 +30,7 @@ from boreas.client.publisher import Publisher
 from boreas.client.query import QueryClient
 from boreas.m3.cumulus import Layout
 from support.cluster import TOKEN, get_json, wait_until
+from support.m3_q3 import duckdb_q3, q3_rows
 from test_cumulus_groupby import (
     APP,
     BATCH,
@@ -46,7 +47,6 @@ from test_cumulus_q3 import (
     view_equals,
     with_deletes,
 )
-from test_m3_box import duckdb_q3, q3_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 

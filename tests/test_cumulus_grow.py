@@ -21,6 +21,7 @@ import asyncio
 import pytest
 from boreas.cli.relayout import layout_of, move_partitioned, rebalance_box
 from support.cluster import TOKEN, get_json
+from support.m3_q3 import duckdb_q3, q3_app, q3_rows
 from test_cumulus_groupby import (
     APP,
     PrefixViews,
@@ -33,7 +34,6 @@ from test_cumulus_groupby import (
 )
 from test_cumulus_q3 import deploy, insert_then_delete, publish_all, view_equals, with_deletes
 from test_cumulus_relayout import catalogs_agree
-from test_m3_box import duckdb_q3, q3_app, q3_rows
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ import pytest
 from boreas.client.publisher import Publisher
 from boreas.client.query import QueryClient
 from support.cluster import TOKEN, get_json
-from test_m3_box import duckdb_q3, q3_app, q3_rows, wire
+from support.m3_q3 import duckdb_q3, q3_app, q3_rows, wire
 
 STREAMS = (("Customer", "customer"), ("Orders", "orders"), ("Lineitem", "lineitem"))
 

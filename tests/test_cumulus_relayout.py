@@ -31,6 +31,7 @@ from boreas.cli.relayout import move_partitioned, rebalance_box, relayout_box
 from boreas.client.query import QueryClient
 from boreas.m3.cumulus import Layout
 from support.cluster import TOKEN, get_json
+from support.m3_q3 import duckdb_q3, q3_rows
 from test_cumulus_groupby import (
     APP,
     PrefixViews,
@@ -48,7 +49,6 @@ from test_cumulus_q3 import (
     view_equals,
     with_deletes,
 )
-from test_m3_box import duckdb_q3, q3_rows
 
 pytestmark = pytest.mark.slow
 

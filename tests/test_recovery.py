@@ -140,7 +140,7 @@ async def test_snapshots_complete_are_recorded_and_truncate_the_log(cluster_fact
 
 def q3_durable(cluster) -> tuple[list[str], object]:
     """TPC-H Q3 as an m3 box on a durable node; its inputs enter at another (durable) node."""
-    from test_m3_box import APP
+    from support.m3_q3 import APP
 
     cluster.start_head()
     dirs = [cluster.workdir / f"m3node{n}" for n in range(2)]
@@ -154,7 +154,7 @@ def q3_durable(cluster) -> tuple[list[str], object]:
 
 async def test_a_node_holding_an_m3_box_killed_at_ten_points_keeps_its_view_equal_to_duckdb(cluster_factory):
     from boreas.client.query import QueryClient
-    from test_m3_box import STREAMS, duckdb_q3, q3_rows, view_becomes, wire
+    from support.m3_q3 import STREAMS, duckdb_q3, q3_rows, view_becomes, wire
 
     cluster = cluster_factory(snapshot_interval=1.0)
     nodes, data_dir = await asyncio.to_thread(q3_durable, cluster)

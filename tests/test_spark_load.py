@@ -41,8 +41,8 @@ from boreas.spark import (
     verify_view,
 )
 from support.cluster import TOKEN, free_port, get_json
+from support.m3_q3 import Q3, duckdb_q3, q3_app, q3_rows, wire
 from test_cumulus_q3 import deploy
-from test_m3_box import Q3, duckdb_q3, q3_app, q3_rows, wire
 
 pytestmark = pytest.mark.slow
 
