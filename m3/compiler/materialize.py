@@ -51,6 +51,7 @@ from ..calculus import (
     Fn,
     Lit,
     Poly,
+    PolyVal,
     Term,
     V,
     Value,
@@ -126,6 +127,8 @@ def _canon_term(t: Term, keymap: dict) -> str:
                 return f"{type(x.value).__name__}:{x.value!r}"
             if isinstance(x, Fn):
                 return f"{x.name}({','.join(name(a) for a in x.args)})"
+            if isinstance(x, PolyVal):  # a comparison's arithmetic side (:mod:`.arithcmp`)
+                return "(" + "+".join(sorted(f"{c!r}*{'*'.join(sorted(name(v) for v in vs))}" for c, vs in x.poly)) + ")"
             if x not in names:
                 names[x] = f"v{len(names) - len(keymap)}"
             return names[x]
@@ -260,7 +263,7 @@ def s_keys(s: _Split) -> tuple[Value, ...]:
     return s.keys
 
 
-def _val(x: Value) -> ast.Var | ast.Const | ast.Call:
+def _val(x: Value) -> ast.Expr:
     return value_to_ast(x)
 
 
