@@ -167,7 +167,8 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
             i = parent[i]
         return i
 
-    lift_args = {k: [v for v in c.right.vars() if v not in event] for c in t.conds if (k := lifted(c)) is not None}
+    lift_args = {k: free for c in t.conds if (k := lifted(c)) is not None  # (a lift the event binds is a guard)
+                 and (free := [v for v in c.right.vars() if v not in event])}
 
     def binders(v):  # a lifted variable is bound where its call's variables are (:mod:`.lifts`)
         return lift_args.get(v, [v])

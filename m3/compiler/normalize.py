@@ -226,6 +226,7 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
     collect(q.predicate)
     collect(q.nested)
     collect(q.columns)  # a computed value inside an aggregate: SUM(c * EXTRACT(MONTH FROM d))
+    collect(q.having)  # ... also when only HAVING reads that aggregate
     taken = {v.name for v in var.values()}
     out = []
     for c in found:
