@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from .ast import (
     Call,
+    EXTREMES,
     FOLDS,
     TYPES,
     Arith,
@@ -158,7 +159,7 @@ def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, 
     elif condition:
         out.append((f"{where}: its WHERE is a condition (comparisons, AND, OR, NOT)", e.pos or v.pos))
     elif isinstance(e, Arith):
-        if e.op not in ("+", "-", "*", "/"):
+        if e.op not in ("+", "-", "*", "/") + EXTREMES:
             out.append((f"{where}: unknown operator {e.op}", e.pos))
         for side in (e.left, e.right):
             _check_view_expr(out, v, side, row, maps, types, False)
