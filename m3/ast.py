@@ -126,7 +126,9 @@ class Sum:
 
 @dataclass(frozen=True)
 class Arith:
-    """``a op b`` in a view column, op in ``+ - * /``: arithmetic over map values, computed when the view is read.
+    """``a op b`` in a view column, op in ``+ - * /``: arithmetic over map values, computed when the view is read;
+    or ``LEAST(a, b)``, ``GREATEST(a, b)`` (op ``LEAST``, ``GREATEST``: a bag intersection's or difference's
+    count, min(count1, count2) and max(count1 - count2, 0), :mod:`.compiler.setops`).
 
     ``/`` is float division; by zero it gives ``inf`` or ``-inf`` (as DuckDB does), and 0 / 0 is 0 (an AVG
     of no rows: SQL's NULL).
@@ -139,6 +141,7 @@ class Arith:
 
 
 FOLDS = ("MIN", "MAX", "SUM", "COUNT")
+EXTREMES = ("LEAST", "GREATEST")  # :class:`Arith`'s two-argument functions
 
 
 @dataclass(frozen=True)

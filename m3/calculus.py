@@ -69,16 +69,50 @@ class Fn:
         return f"{self.name}({', '.join(map(str, self.args))})"
 
 
-Value = V | Lit | Fn
+@dataclass(frozen=True)
+class PolyVal:
+    """Arithmetic over variables as one side of a comparison (``{1000 < A_PRICE + -1 * B_PRICE}``: the axis
+    finder's ``a.price - b.price > 1000``).  A comparison is 0/1, not a product, so its side cannot be split
+    into polynomial factors as an aggregated value is: it stays a whole polynomial, built by :func:`poly_value`
+    (which keeps a constant or a lone variable in its own form)."""
+
+    poly: tuple  # a Poly (defined below): ((coefficient, (variable, ...)), ...)
+
+    def vars(self) -> tuple[V, ...]:
+        return tuple(dict.fromkeys(x for _, vs in self.poly for v in vs for x in value_vars(v)))
+
+    def __str__(self) -> str:
+        return poly_str(self.poly)
+
+
+Value = V | Lit | Fn | PolyVal
 
 
 def value_vars(x: Value) -> tuple[V, ...]:
-    """The variables of a value: itself, or a call's.
+    """The variables of a value: itself, or a call's, or those of a polynomial.
 
     >>> value_vars(Fn("YEAR", (V("D", "DATE"),), "INT")), value_vars(Lit(3))
     ((V(name='D', type='DATE'),), ())
     """
-    return (x,) if isinstance(x, V) else x.vars() if isinstance(x, Fn) else ()
+    return (x,) if isinstance(x, V) else x.vars() if isinstance(x, (Fn, PolyVal)) else ()
+
+
+def poly_value(p: Poly) -> Value:
+    """A polynomial as a comparison side: a constant as a :class:`Lit`, a lone variable (or call) as itself,
+    anything else as a :class:`PolyVal` (so a comparison the event makes constant is decided by
+    :mod:`.compiler.simplify`, and one it reduces to a variable reads as before).
+
+    >>> a, b = V("A", "INT"), V("B", "INT")
+    >>> poly_value(poly_const(3)), poly_value(poly_var(a)), str(poly_value(poly_add(poly_var(a), poly_scale(poly_var(b), -1))))
+    (Lit(value=3), V(name='A', type='INT'), '(A + -1 * B)')
+    """
+    if not p:
+        return Lit(0)
+    if len(p) == 1 and not p[0][1]:
+        return Lit(p[0][0])
+    if len(p) == 1 and p[0][0] == 1 and len(p[0][1]) == 1:
+        return p[0][1][0]
+    return PolyVal(p)
 
 
 @dataclass(frozen=True)
@@ -232,6 +266,8 @@ def substitute(x, mapping: dict[V, Value]):
         return x
     if isinstance(x, Fn):
         return Fn(x.name, tuple(substitute(a, mapping) for a in x.args), x.type)
+    if isinstance(x, PolyVal):
+        return poly_value(_subst_poly(x.poly, mapping))
     if isinstance(x, Cond):
         return Cond(x.op, substitute(x.left, mapping), substitute(x.right, mapping))
     if isinstance(x, Atom):
@@ -261,16 +297,19 @@ def _subst_poly(p: Poly, mapping: dict[V, Value]) -> Poly:
 
 # -- conversion to the M3 AST (map definitions in program text) ----------------
 
-def value_to_ast(x: Value) -> ast.Var | ast.Const | ast.Call:
+def value_to_ast(x: Value) -> ast.Expr:
+    """A value in M3: a variable, constant, call, or (a comparison side) a sum of products."""
     if isinstance(x, Fn):
         return ast.Call(x.name, tuple(value_to_ast(a) for a in x.args))
+    if isinstance(x, PolyVal):
+        return poly_to_ast(x.poly)
     return ast.Var(x.name) if isinstance(x, V) else ast.Const(x.value)
 
 
 def poly_to_ast(p: Poly) -> ast.Expr:
     terms = []
     for c, vs in p:
-        factors = ([] if c == 1 and vs else [ast.Const(c)]) + [ast.Var(v.name) for v in vs]
+        factors = ([] if c == 1 and vs else [ast.Const(c)]) + [value_to_ast(v) for v in vs]
         terms.append(factors[0] if len(factors) == 1 else ast.Prod(tuple(factors)))
     if not terms:
         return ast.Const(0)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from .ast import (
     Call,
+    EXTREMES,
     FOLDS,
     TYPES,
     Arith,
@@ -158,7 +159,7 @@ def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, 
     elif condition:
         out.append((f"{where}: its WHERE is a condition (comparisons, AND, OR, NOT)", e.pos or v.pos))
     elif isinstance(e, Arith):
-        if e.op not in ("+", "-", "*", "/"):
+        if e.op not in ("+", "-", "*", "/") + EXTREMES:
             out.append((f"{where}: unknown operator {e.op}", e.pos))
         for side in (e.left, e.right):
             _check_view_expr(out, v, side, row, maps, types, False)
@@ -348,8 +349,9 @@ def _check_trigger(out: Problems, t: Trigger, rels, maps) -> None:
 def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
     _check_arity(out, s.target, maps, "map")
     rhs_maps: list[MapRef] = []
+    sides = {id(n) for c in walk(s.expr) if isinstance(c, Cmp) for n in walk(c)}  # arithmetic may stand there
     for node in walk(s.expr):
-        if isinstance(node, Sum):
+        if isinstance(node, Sum) and id(node) not in sides:
             out.append(("a trigger term is a product (monomial); sums belong in map definitions", node.pos or s.pos))
         elif isinstance(node, RelAtom):
             out.append((f"relation atom {node.name}(...) in a trigger; statements read maps, not relations", node.pos))
@@ -380,6 +382,7 @@ def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
         if cond is None:
             continue
         for side in (cond.left, cond.right):
-            if any(isinstance(n, (MapRef, IfThen, Sum)) for n in walk(side)):
-                out.append(("a condition compares variables and constants only", cond.pos or s.pos))
+            if any(isinstance(n, (MapRef, IfThen)) for n in walk(side)):
+                out.append(("a condition compares variables, constants and arithmetic over them only",
+                            cond.pos or s.pos))
                 break

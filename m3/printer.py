@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 
 from .ast import (
+    EXTREMES,
     Arith,
     BoolOp,
     Cmp,
@@ -125,6 +126,8 @@ _LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2}
 
 def format_view_expr(e: Expr, level: int = 0) -> str:
     """A view expression or condition; parentheses where precedence (or left association) needs them."""
+    if isinstance(e, Arith) and e.op in EXTREMES:
+        return f"{e.op}({format_view_expr(e.left)}, {format_view_expr(e.right)})"
     if isinstance(e, Arith):
         mine = _LEVEL[e.op]
         text = f"{format_view_expr(e.left, mine)} {e.op} {format_view_expr(e.right, mine + 1)}"

@@ -19,6 +19,8 @@ program parser (:class:`.syntax._Parser`), which provides the token helpers.
 Arith(op='/', left=Arith(op='*', left=Const(value=-1), right=Arith(op='-', left=MapRef(name='m', args=(Var(name='K'),)), right=Const(value=1))), right=Const(value=2))
 >>> v.where
 BoolOp(op='NOT', args=(BoolOp(op='OR', args=(Cmp(op='<', left=Const(value=0), right=MapRef(name='m', args=(Var(name='K'),))), Cmp(op='=', left=Var(name='K'), right=Const(value='a')))),))
+>>> parse_program("DECLARE VIEW v[k := K](n := GREATEST(m[K] - n[K], 0));").views[0].columns[0].expr.op
+'GREATEST'
 >>> t = parse_program("DECLARE VIEW v[g := G](s := TOTAL(K : o[G, K] WHERE 0 < n[K] TRACK t[G, K]));").views[0].columns[0].expr
 >>> t.vars, t.cond, t.track
 (('K',), Cmp(op='<', left=Const(value=0), right=MapRef(name='n', args=(Var(name='K'),))), (MapRef(name='t', args=(Var(name='G'), Var(name='K'))),))
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 from .ast import (
     CMP_OPS,
+    EXTREMES,
     FOLDS,
     Arith,
     BoolOp,
@@ -127,6 +130,14 @@ class ViewParser:
             return self.map_ref()
         if t.kind == "name" and t.text.upper() == "TOTAL" and self.peek(1).text == "(":
             return self.total()
+        if t.kind == "name" and t.text.upper() in EXTREMES and self.peek(1).text == "(":  # LEAST(a, b)
+            self.take()
+            self.take()
+            left = self.vexpr()
+            self.expect(",")
+            right = self.vexpr()
+            self.expect(")")
+            return Arith(t.text.upper(), left, right, pos=t.pos)
         if t.kind == "name" and t.text.upper() in FOLDS and self.peek(1).text == "(":
             self.take()
             self.take()

@@ -10,7 +10,12 @@ it from the row and the lift, now ``{YEAR(D) = YEAR(D)}``, is decided true
 by :mod:`.simplify`.  Where ``D`` is not bound by the event, the lift stays:
 :mod:`.materialize` puts it in the map of the atoms that bind ``D``, and that
 map is keyed by ``K`` (by the year, not the date) where the target needs it.
-A call of constants only (an atom's constant argument) is folded.
+A call of constants only (an atom's constant argument) is folded.  A
+variable that a lift over loop variables defines stays a loop variable even
+where the event gives it a value too (``YEAR(r.d) = YEAR(s.e)``: on an S
+event ``{K = YEAR(E)}`` is a loop guard over R's map keyed by ``K``, not a
+lift: putting ``YEAR(E)`` there would compare it with ``YEAR(D)`` of a loop
+variable, which a trigger cannot compute).
 
 >>> from ..calculus import Atom, Cond, Fn, Lit, Term, V
 >>> from .delta import DeltaTerm
@@ -46,8 +51,9 @@ def fold_call(f: Fn) -> Value:
 def bind_lift(d: DeltaTerm, event: set[V]) -> DeltaTerm:
     """``d`` with every lifted variable the event determines replaced by its call (module doc)."""
     while True:
+        loops = {k for c in d.term.conds if (k := lifted(c)) is not None and not set(c.right.vars()) <= event}
         found = next(((k, c.right) for c in d.term.conds if (k := lifted(c)) is not None and k not in event
-                      and set(c.right.vars()) <= event), None)
+                      and k not in loops and set(c.right.vars()) <= event), None)
         if found is None:
             return d
         k, call = found

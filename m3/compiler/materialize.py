@@ -51,6 +51,7 @@ from ..calculus import (
     Fn,
     Lit,
     Poly,
+    PolyVal,
     Term,
     V,
     Value,
@@ -126,6 +127,8 @@ def _canon_term(t: Term, keymap: dict) -> str:
                 return f"{type(x.value).__name__}:{x.value!r}"
             if isinstance(x, Fn):
                 return f"{x.name}({','.join(name(a) for a in x.args)})"
+            if isinstance(x, PolyVal):  # a comparison's arithmetic side (:mod:`.arithcmp`)
+                return "(" + "+".join(sorted(f"{c!r}*{'*'.join(sorted(name(v) for v in vs))}" for c, vs in x.poly)) + ")"
             if x not in names:
                 names[x] = f"v{len(names) - len(keymap)}"
             return names[x]
@@ -164,7 +167,8 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
             i = parent[i]
         return i
 
-    lift_args = {k: [v for v in c.right.vars() if v not in event] for c in t.conds if (k := lifted(c)) is not None}
+    lift_args = {k: free for c in t.conds if (k := lifted(c)) is not None  # (a lift the event binds is a guard)
+                 and (free := [v for v in c.right.vars() if v not in event])}
 
     def binders(v):  # a lifted variable is bound where its call's variables are (:mod:`.lifts`)
         return lift_args.get(v, [v])
@@ -260,7 +264,7 @@ def s_keys(s: _Split) -> tuple[Value, ...]:
     return s.keys
 
 
-def _val(x: Value) -> ast.Var | ast.Const | ast.Call:
+def _val(x: Value) -> ast.Expr:
     return value_to_ast(x)
 
 

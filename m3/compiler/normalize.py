@@ -53,11 +53,13 @@ from ..calculus import (
     poly_const,
     poly_mul,
     poly_scale,
+    poly_value,
     poly_var,
     poly_vars,
 )
 from ..errors import CompileError
 from ..functions import result_type
+from .arithcmp import is_arith
 from .columns import Aggregate, view_columns
 from .frontend import SqlQuery
 from .nested import has_subquery, having_subqueries, nested_condition, nested_vars
@@ -224,6 +226,7 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
     collect(q.predicate)
     collect(q.nested)
     collect(q.columns)  # a computed value inside an aggregate: SUM(c * EXTRACT(MONTH FROM d))
+    collect(q.having)  # ... also when only HAVING reads that aggregate
     taken = {v.name for v in var.values()}
     out = []
     for c in found:
@@ -236,8 +239,8 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
 
 
 def _cond(op: str, left, right, var) -> Cond:
-    lv = var[left] if _is_ref(left) or isinstance(left, Computed) else Lit(left)
-    rv = var[right] if _is_ref(right) or isinstance(right, Computed) else Lit(right)
+    lv, rv = (poly_value(_poly(x[1], var)) if is_arith(x) else var[x] if _is_ref(x) or isinstance(x, Computed)
+              else Lit(x) for x in (left, right))
     if op in (">", ">="):
         return Cond("<" if op == ">" else "<=", rv, lv)
     return Cond(op, lv, rv)

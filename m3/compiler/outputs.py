@@ -157,12 +157,23 @@ def check_grouped(items: list[Item], groups: list[ColRef], having_pred, ctx: Pos
     for i in items:
         for ref in columns_of(i.value):
             if ref not in groups:
-                raise ctx.error(f"column {ref[0]}.{ref[1]} in {sql_of(i.node)} is neither grouped nor inside an "
-                                "aggregate", i.node)
+                raise ctx.error(f"{_named(ref)} in {sql_of(i.node)} is neither grouped nor inside an aggregate"
+                                f"{_hint(ref)}", i.node)
     for ref in columns_of(having_pred):
         if ref not in groups:
-            raise ctx.error(f"column {ref[0]}.{ref[1]} in HAVING is neither grouped nor inside an aggregate",
+            raise ctx.error(f"{_named(ref)} in HAVING is neither grouped nor inside an aggregate{_hint(ref)}",
                             having_node.this if having_node is not None else None)
+
+
+def _named(ref) -> str:
+    """How an error names a group column or a computed value (``column R.b``, ``value YEAR(d)``)."""
+    return f"value {ref}" if isinstance(ref, Computed) else f"column {ref[0]}.{ref[1]}"
+
+
+def _hint(ref) -> str:
+    """A computed value outside aggregates is read as a group key: say how to make it one."""
+    return " (a function of a column read outside aggregates must be a group key: GROUP BY it, or compare it " \
+           "in WHERE)" if isinstance(ref, Computed) else ""
 
 
 def check_rows(items: list[Item], ctx: Positions) -> None:

@@ -8,8 +8,9 @@ normaliser reads (aggregates and the arithmetic they take are
 * a column is ``(alias, column)``; a function of one (``YEAR(d)``,
   ``SUBSTRING(s, 1, 2)``) is a :class:`Computed`;
 * a selection is a predicate of :mod:`.predicates` (comparisons of a column
-  with a constant or with another column of a comparable type, AND, OR,
-  TRUE, FALSE; NOT, IN, BETWEEN and LIKE are rewritten into those).
+  with a constant or with another column of a comparable type, or of
+  arithmetic over columns: :mod:`.arithcmp`; AND, OR, TRUE, FALSE; NOT, IN,
+  BETWEEN and LIKE are rewritten into those).
 
 Constants are folded by :mod:`.constants` and must fit the column they are
 compared with (a number for INT/FLOAT, a string for STRING, a date for
@@ -48,6 +49,8 @@ from sqlglot import exp
 from ..ast import RelationDecl
 from ..errors import CompileError
 from ..functions import check_call, result_type
+from .arithcmp import comparison as arith_comparison
+from .arithcmp import is_arithmetic
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
 from .predicates import FALSE, TRUE, in_list, like, negate
@@ -235,11 +238,15 @@ class Resolver:
         if op is None:
             raise self.ctx.error(f"unsupported condition {kind.__name__.upper()} ({sql_of(e)})", e)
         left, right = unparen(e.this), unparen(e.expression)
-        if type(left) is exp.Column and type(right) is exp.Column:  # a theta condition (an equi-join conjunct
-            a, b = self.column(left), self.column(right)           # is taken by the front end before this)
-            ta, tb = self.col_type(a), self.col_type(b)
+        if is_arithmetic(left) or is_arithmetic(right):  # a.price - b.price > 1000 (:mod:`.arithcmp`)
+            return arith_comparison(self, op, left, right, e)
+        if self.is_operand(left) and self.is_operand(right):  # a theta condition (an equi-join conjunct is
+            a, b = self.operand(left), self.operand(right)     # taken by the front end before this), or a
+            ta, tb = self.col_type(a), self.col_type(b)        # function of a column against a column
             if ({ta, tb} - {"INT", "FLOAT"}) and ta != tb:
-                raise self.ctx.error(f"cannot compare {ta} column {sql_of(left)} with {tb} column {sql_of(right)}", e)
+                what = ["column" if type(x) is exp.Column else "value" for x in (left, right)]
+                raise self.ctx.error(f"cannot compare {ta} {what[0]} {sql_of(left)} with {tb} {what[1]} "
+                                     f"{sql_of(right)}", e)
             return (op, a, b)
         if self.is_operand(left) and is_constant(right):
             ref, v = self.against(left, right)

@@ -65,6 +65,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..ast import RelationDecl
+from .arithcmp import arith_refs, is_arith
 from .nodes import ancestors, sql_of, unknown_nodes, unread_args
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import aggregates_of, columns_of, has_aggregate, having, view_expr
@@ -273,7 +274,8 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
             continue
         p = res.predicate(c)
         refs = _refs(p)
-        if p[0] in _FLIP and len(refs) == 2 and len(p) == 3 and res.is_inner(refs[0]) != res.is_inner(refs[1]):
+        if p[0] in _FLIP and len(refs) == 2 and len(p) == 3 and res.is_inner(refs[0]) != res.is_inner(refs[1]) \
+                and not any(is_arith(x) for x in p[1:]):
             ranges.append((p[0], p[1], p[2]) if res.is_inner(p[1]) else (_FLIP[p[0]], p[2], p[1]))
             continue
         if any(not res.is_inner(r) for r in refs):
@@ -369,7 +371,8 @@ def _refs(p) -> list[ColRef]:
         return []
     if p[0] in ("and", "or"):
         return _refs(p[1]) + _refs(p[2])
-    return [x for x in p[1:] if isinstance(x, tuple) and len(x) == 2 and all(isinstance(y, str) for y in x)]
+    return [r for x in p[1:] for r in (arith_refs(x) if is_arith(x) else [x] if isinstance(x, tuple) and len(x) == 2
+                                       and all(isinstance(y, str) for y in x) else [])]
 
 
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:

@@ -8,7 +8,9 @@ aggregates rather than columns of a row:
 * ``("agg", kind, arg)``: an aggregate; kind ``SUM``, ``COUNT``, ``AVG``
   with an arithmetic argument (:mod:`.resolve`), ``MIN``, ``MAX`` or
   ``COUNT DISTINCT``, ``SUM DISTINCT``, ``AVG DISTINCT`` of a column;
-* ``("col", (alias, column))``: a GROUP BY column (its value in the row);
+* ``("col", (alias, column))``: a GROUP BY column (its value in the row), or
+  ``("col", Computed(...))``: a computed group key (``HAVING EXTRACT(YEAR FROM
+  d) > 1994`` grouped by that year);
 * a number; ``(op, a, b)`` with op in ``+ - * /``; ``("neg", a)``.
 
 A HAVING condition is a predicate of :mod:`.predicates` whose comparisons
@@ -78,9 +80,9 @@ def view_expr(res: Resolver, e: exp.Expression, aliases: dict | None = None):
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and op != "/":
             return a + b if op == "+" else a - b if op == "-" else a * b
         return (op, a, b)
-    if res.computed(e) is not None:  # EXTRACT, SUBSTRING of a column: a key (SELECT it, GROUP BY it), not a value
-        raise res.ctx.error(f"unsupported {sql_of(e)} in an expression over aggregates or in HAVING: a function of a "
-                            "column is a group key (select it, group by it, or compare it in WHERE)", e)
+    computed = res.computed(e)
+    if computed is not None:  # EXTRACT, SUBSTRING of a column: read as a group column (it must be a group key)
+        return ("col", computed)
     raise res.ctx.error(f"unsupported expression {kind.__name__.upper()} ({sql_of(e)}) over aggregates "
                         "(aggregates, group columns and numbers with + - * /)", e)
 

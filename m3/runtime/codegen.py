@@ -77,6 +77,7 @@ from ..ast import (
     Prod,
     Program,
     Statement,
+    Sum,
     Trigger,
     Var,
     variables,
@@ -122,6 +123,8 @@ class _Gen:
             return repr(e.value)
         if isinstance(e, Prod):
             return "(" + " * ".join(self.val(f) for f in e.factors) + ")"
+        if isinstance(e, Sum):  # arithmetic as a side of a comparison (``IF 1000 < (P + -1 * P_2) THEN ...``)
+            return "(" + " + ".join(self.val(t) for t in e.terms) + ")"
         if isinstance(e, Call):  # YEAR(D), SUBSTRING(P, 1, 2) of the event's row, inlined (:mod:`..functions`)
             return PYTHON[e.fn](self.val(e.args[0]), *(a.value for a in e.args[1:]))
         raise TypeError(f"cannot generate code for {e!r}")

@@ -61,6 +61,10 @@ def value(e: Expr, env: dict, reader: Reader):
             return a - b
         if e.op == "*":
             return a * b
+        if e.op == "LEAST":
+            return min(a, b)
+        if e.op == "GREATEST":
+            return max(a, b)
         return divide(a, b)
     if isinstance(e, Fold):
         pattern = tuple(None if isinstance(a, Var) and a.name == e.var else env[a.name] if isinstance(a, Var)

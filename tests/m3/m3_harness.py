@@ -217,10 +217,12 @@ def shared_harness(sql: str) -> Harness:
     return found
 
 
-def check_against_duckdb(sql: str, max_batches: int = 5, max_ops: int | None = None, examples: int = 25) -> None:
+def check_against_duckdb(sql: str, max_batches: int = 5, max_ops: int | None = None, examples: int = 25,
+                         value=None) -> None:
     """Random insert/delete batches into the relations the view reads; after each, the runtime equals DuckDB.
 
-    ``max_ops``: events per batch at most (default 12, 20 for views over four relations or more).
+    ``max_ops``: events per batch at most (default 12, 20 for views over four relations or more); ``value``:
+    as :func:`workloads`' (a column whose constants lie outside the default domain).
     """
     from boreas.m3.ast import RelAtom, walk
     from hypothesis import HealthCheck, given, settings
@@ -233,7 +235,7 @@ def check_against_duckdb(sql: str, max_batches: int = 5, max_ops: int | None = N
 
     @settings(max_examples=examples, deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(workloads(relations, max_batches=max_batches, max_ops=ops))
+    @given(workloads(relations, max_batches=max_batches, max_ops=ops, value=value))
     def check(batches):
         h.run(batches)
 

@@ -27,6 +27,15 @@ def errors(body: str) -> list[str]:
     return [msg for msg, _ in check_errors(parse_program(DECLS + body))]
 
 
+def test_arithmetic_may_stand_in_a_condition_only():
+    """A comparison side may be a sum (``a.price - b.price > 1000``, a loop guard over k's entries); a trigger
+    term may not."""
+    p = parse_program(DECLS + "ON +R(A, B) DO { m[A] += IF 3 < (A + -1 * C) THEN k[B, C] ELSE 0 }")
+    assert check_program(p) is p
+    assert any("sums belong in map definitions" in m
+               for m in errors("ON +R(A, B) DO { m[A] += IF 3 < (A + B) THEN (A + B) ELSE 0 }"))
+
+
 def test_valid_program_passes_and_classifies():
     p = parse_program(DECLS + "ON +R(A, B) DO { m[C] += 2 * A * k[B, C]; n[A, B] += IF A < B THEN 1 ELSE 0 }")
     assert check_program(p) is p
@@ -43,7 +52,8 @@ def test_valid_program_passes_and_classifies():
         ("ON +S(B, C) DO { n[A, D] += m[A] * n[A, D] }", "loop variable A parametrises 2 maps"),
         ("ON +R(A, B) DO { m[A] += IF C < 3 THEN 1 ELSE 0 }",
          "variable C of the statement on m is neither an event variable nor bound by a right-hand-side map"),
-        ("ON +R(A, B) DO { m[A] += IF k[B, B] < 3 THEN 1 ELSE 0 }", "a condition compares variables and constants"),
+        ("ON +R(A, B) DO { m[A] += IF k[B, B] < 3 THEN 1 ELSE 0 }", "a condition compares variables, constants and arithmetic"),
+        ("ON +R(A, B) DO { m[A] += IF (A + k[B, B]) < 3 THEN 1 ELSE 0 }", "a condition compares variables, constants"),
         ("ON +R(A, B) DO { m[A] += m[A] }", "reads the map it updates"),
         ("ON +R(A, B) DO { m[A] += A + B }", "sums belong in map definitions"),
         ("ON +R(A, B) DO { m[A] += R(A, B) }", "relation atom R(...) in a trigger"),

@@ -10,7 +10,10 @@ shape) and in a subquery (Q22's), on either side of a join and of a
 self-join, with HAVING and MAX, in views of rows, inside aggregates
 (``SUM(b * MONTH(d))``: the sum multiplies by the lifted variable, which a
 trigger computes from the row, or a map sums per row), and under MIN, MAX and
-DISTINCT (a multiplicity map keyed by the value); every shape runs on
+DISTINCT (a multiplicity map keyed by the value), in HAVING (a computed
+group key, or inside an aggregate only HAVING reads), and compared with a
+column, another computed value or arithmetic (a loop guard across
+relations); every shape runs on
 both backends (the C backend computes date parts from the day number and
 takes a SUBSTRING's interned id from a column computed with the batch), and
 deleting every row empties every map.
@@ -77,6 +80,20 @@ SHAPES: dict[str, str] = {
         COUNT(DISTINCT SUBSTRING(g, 1, 1)) AS p, SUM(DISTINCT DAY(d)) AS sd FROM R GROUP BY a""",
     "max_of_computed_across_a_join": GENERIC + """SELECT r.a, MAX(YEAR(s.e)) AS y, COUNT(*) AS n
         FROM R r, S s WHERE r.b = s.b GROUP BY r.a""",
+    # a computed value in HAVING (a group key, or inside an aggregate HAVING alone reads) or against a column
+    "computed_key_in_having": GENERIC + """SELECT EXTRACT(YEAR FROM d) AS y, COUNT(*) AS n FROM R
+        GROUP BY y HAVING EXTRACT(YEAR FROM d) > 1994 AND COUNT(*) >= 1""",
+    "computed_key_against_aggregates": GENERIC + """SELECT YEAR(d) AS y, a, SUM(b) AS s, SUM(b) / YEAR(d) AS per
+        FROM R GROUP BY y, a HAVING SUM(b) > YEAR(d) - 1995 OR a = YEAR(d) - 1994""",
+    "substring_key_in_having": GENERIC + """SELECT SUBSTRING(g, 1, 1) AS p, COUNT(*) AS n FROM R
+        GROUP BY p HAVING SUBSTRING(g, 1, 1) <> 'A'""",
+    "computed_aggregates_in_having_only": GENERIC + """SELECT a, COUNT(*) AS n FROM R GROUP BY a
+        HAVING SUM(EXTRACT(MONTH FROM d)) > 3 AND MAX(DAY(d)) >= 14""",
+    "computed_against_a_column": GENERIC + "SELECT a, COUNT(*) AS n FROM R WHERE EXTRACT(MONTH FROM d) > a GROUP BY a",
+    "computed_against_computed_across": GENERIC + """SELECT r.a, COUNT(*) AS n FROM R r, S s
+        WHERE EXTRACT(YEAR FROM r.d) = EXTRACT(YEAR FROM s.e) GROUP BY r.a""",
+    "computed_against_arithmetic_across": GENERIC + """SELECT s.c, SUM(r.a) AS t FROM R r, S s
+        WHERE MONTH(s.e) <= r.b + s.c AND r.g = s.h GROUP BY s.c""",
 }
 
 
@@ -102,10 +119,14 @@ def test_triggers_compute_the_key_from_the_row_and_maps_are_keyed_by_it():
     ("SELECT EXTRACT(YEAR FROM g) AS y, COUNT(*) AS n FROM R GROUP BY y", "YEAR of a STRING"),
     ("SELECT SUM(SUBSTRING(g, 1, 2)) AS s FROM R", "cannot aggregate SUBSTRING"),
     ("SELECT a, COUNT(*) AS n FROM R GROUP BY a + 1", "unsupported GROUP BY expression"),
-    ("SELECT YEAR(d) AS y, COUNT(*) AS n FROM R GROUP BY y HAVING YEAR(d) > 1994", "a function of a column is a group key"),
+    ("SELECT d, COUNT(*) AS n FROM R GROUP BY d HAVING YEAR(d) > 1994",
+     "value YEAR(d) in HAVING is neither grouped nor inside an aggregate (a function of a column read outside "
+     "aggregates must be a group key"),
+    ("SELECT a, YEAR(d) + COUNT(*) AS x FROM R GROUP BY a", "value YEAR(d) in YEAR(d) + COUNT(*) is neither grouped"),
     ("WITH t AS (SELECT YEAR(d) AS y, SUM(b) AS s FROM R GROUP BY y) SELECT y, SUM(s) AS s FROM t GROUP BY y",
      "unsupported column YEAR(d) AS y of a grouped derived table"),
-    ("SELECT COUNT(*) AS n FROM R, S WHERE EXTRACT(YEAR FROM d) = EXTRACT(YEAR FROM e)", "unsupported"),
+    ("SELECT COUNT(*) AS n FROM R, S WHERE EXTRACT(YEAR FROM d) = SUBSTRING(h, 1, 2)",
+     "cannot compare INT value EXTRACT(YEAR FROM d) with STRING value SUBSTRING(h, 1, 2)"),
 ])
 def test_refused_with_the_reason(sql, message):
     with pytest.raises(CompileError) as err:

@@ -56,6 +56,8 @@ SHAPES: dict[str, str] = {
                                           HAVING NOT (SUM(c) > 1 OR COUNT(*) BETWEEN 2 AND 3) OR a = 0""",
     "having_over_join": GENERIC + """SELECT r.a, SUM(s.e) AS t FROM R r JOIN S s ON r.b = s.b GROUP BY r.a
                                      HAVING SUM(s.e) > AVG(r.c) AND COUNT(*) IN (1, 2, 3)""",
+    "having_product_against_sums": GENERIC + """SELECT a, SUM(b * c) AS p FROM R GROUP BY a
+                                                HAVING SUM(b * c) > SUM(c) + 1 OR SUM(b) > SUM(c) * 2""",
     "having_without_keys": GENERIC + "SELECT COUNT(*) AS n, SUM(c) AS s FROM R HAVING SUM(c) >= 0",
     "having_on_aliases": GENERIC + """SELECT a, SUM(c) AS total, COUNT(*) AS n FROM R GROUP BY a
                                       HAVING total > 0 OR n >= 2""",

@@ -136,7 +136,8 @@ view_vals = st.one_of(view_names.map(Var), consts)
 view_refs = st.builds(MapRef, names, st.lists(view_vals, max_size=3).map(tuple))
 view_values = st.recursive(
     st.one_of(view_vals, view_refs, st.builds(Fold, st.sampled_from(FOLDS), view_names, view_refs)),
-    lambda inner: st.builds(Arith, st.sampled_from(["+", "-", "*", "/"]), inner, inner), max_leaves=5)
+    lambda inner: st.builds(Arith, st.sampled_from(["+", "-", "*", "/", "LEAST", "GREATEST"]), inner, inner),
+    max_leaves=5)
 view_conds = st.recursive(
     st.builds(Cmp, st.sampled_from(["=", "<>", "<", "<="]), view_values, view_values),
     lambda inner: st.one_of(st.builds(BoolOp, st.sampled_from(["AND", "OR"]), st.lists(inner, min_size=2, max_size=3)

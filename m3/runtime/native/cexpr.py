@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import datetime
 
-from ...ast import LIKE_OPS, Call, Cmp, Const, Expr, Prod, Program, Var
+from ...ast import LIKE_OPS, Call, Cmp, Const, Expr, Prod, Program, Sum, Var
 from ...functions import result_type
 
 _COPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
@@ -162,6 +162,9 @@ class Gen:
                 return "INT64_C(1)", "INT"
             expr, t = self.product([self.value(f, types) for f in e.factors])
             return f"({expr})", t
+        if isinstance(e, Sum):  # arithmetic as a side of a comparison: INT terms added with a check
+            expr, t = self.total([_number(*self.value(x, types)) for x in e.terms])
+            return f"({expr})", t
         if isinstance(e, Call) and e.fn in DATE_PARTS:  # computed in C from the day number (crt's date_part)
             x, t = self.value(e.args[0], types)
             if t != "DATE":
@@ -197,6 +200,11 @@ class Gen:
         pattern = c.right.value.encode("utf-8", "surrogatepass")
         call = f'str_like(rt, {left}, "{"".join(f"{chr(92)}x{b:02x}" for b in pattern)}", {len(pattern)})'
         return f"({call})" if c.op == "LIKE" else f"(!{call})"
+
+
+def _number(expr: str, m3_type: str) -> tuple[str, str]:
+    """A term of a sum: ``(expr, type)`` once checked to be a number."""
+    return numeric(expr, m3_type), m3_type
 
 
 def numeric(expr: str, m3_type: str) -> str:
