@@ -3,7 +3,8 @@
 Why a module of its own: the resolver (:mod:`.resolve`) compares a column
 (or a function of one) with a constant or with another column; a side that
 is arithmetic over columns has rules of its own — only numbers (arithmetic on
-strings and dates is refused), a division only by a non-zero constant — and
+strings and dates is refused), a division only by a non-zero integer constant,
+which is cleared exactly (both sides multiplied by the divisors) — and
 a form of its own that the rest of the front end must see through.
 
 A side is ``("arith", tree)``; ``tree`` is what an aggregated expression is
@@ -29,24 +30,33 @@ map's definition where it binds none.
 >>> res.predicate(sqlglot.parse_one("a + (-1) * c > 1000"))
 ('>', ('arith', ('+', ('R', 'a'), ('*', -1, ('R', 'c')))), 1000)
 >>> res.predicate(sqlglot.parse_one("a / 4 <= c - 1"))
-('<=', ('arith', ('*', ('R', 'a'), 0.25)), ('arith', ('-', ('R', 'c'), 1)))
+('<=', ('R', 'a'), ('arith', ('-', ('*', ('R', 'c'), 4), 4)))
 >>> res.predicate(sqlglot.parse_one("s || 'x' = a + 1"))
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported DPIPE (s || 'x') in a comparison with arithmetic (only + - * and division by a constant, over numeric columns and constants)
+boreas.m3.errors.CompileError: unsupported DPIPE (s || 'x') in a comparison with arithmetic (only + - * and division by an integer constant, over numeric columns and constants)
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import Any, Protocol
 
 from sqlglot import exp
 
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
 
-if TYPE_CHECKING:
-    from .resolve import Resolver
+
+class Resolver(Protocol):
+    """What this module asks of :class:`.resolve.Resolver` (which imports this module: no import back)."""
+
+    ctx: Any
+
+    def constant(self, e: exp.Expression) -> Any: ...
+    def computed(self, e: exp.Expression) -> Any: ...
+    def column(self, e: exp.Expression) -> tuple[str, str]: ...
+    def col_type(self, ref: Any) -> str: ...
 
 ARITH = "arith"
 _OPS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
@@ -90,19 +100,82 @@ def _tree_refs(t) -> list:
 
 
 def comparison(res: Resolver, op: str, left: exp.Expression, right: exp.Expression, e: exp.Expression) -> tuple:
-    """``(op, left, right)`` with an arithmetic side (or two); a side that is a column or a constant stays one."""
-    return (op, _side(res, left, e), _side(res, right, e))
+    """``(op, left, right)`` with an arithmetic side (or two); a side that is a column or a constant stays one.
+
+    Divisions (by integer constants) are cleared: both sides are multiplied
+    by the least common multiple of the divisors, so ``a / 10 > c`` is
+    compared as ``a > c * 10`` and ``a / 49 = c`` holds at ``a = 49, c = 1``,
+    as in SQL, where multiplying by a rounded ``1 / 49`` would miss it.
+    """
+    lt, rt = _operand(res, left, e), _operand(res, right, e)
+    k = math.lcm(_denominator(lt), _denominator(rt))
+    return (op, _side(_scaled(lt, k)), _side(_scaled(rt, k)))
 
 
-def _side(res: Resolver, side: exp.Expression, e: exp.Expression):
+def _operand(res: Resolver, side: exp.Expression, e: exp.Expression):
     if is_constant(side):
         v = res.constant(side)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise res.ctx.error(f"cannot compare arithmetic with a non-number ({sql_of(e)})", e)
         return v
-    tree = _tree(res, side)
-    return tree if isinstance(tree, tuple) and len(tree) == 2 and isinstance(tree[0], str) \
-        and isinstance(tree[1], str) else (ARITH, tree)
+    return _tree(res, side)
+
+
+def _side(tree):
+    """A comparison side: a number or a column as itself, arithmetic as ``("arith", tree)``."""
+    if isinstance(tree, (int, float)) or _is_ref(tree):
+        return tree
+    return (ARITH, tree)
+
+
+def _is_ref(t) -> bool:
+    """A column ``(alias, column)`` (an alias may be spelt like an operator: ``FROM R neg``)."""
+    return isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) and isinstance(t[1], str)
+
+
+def _op(t) -> str | None:
+    return t[0] if isinstance(t, tuple) and t and not _is_ref(t) else None
+
+
+def _denominator(t) -> int:
+    """The least common multiple of what divides ``t``'s value: multiplying ``t`` by it leaves no division.
+
+    >>> _denominator(("+", ("/", ("R", "a"), 10), ("*", ("/", ("R", "b"), 2), ("/", ("R", "c"), 3))))
+    30
+    """
+    op = _op(t)
+    if op == "/":
+        return t[2] * _denominator(t[1])
+    if op == "*":
+        return _denominator(t[1]) * _denominator(t[2])
+    if op in ("+", "-"):
+        return math.lcm(_denominator(t[1]), _denominator(t[2]))
+    if op == "neg":
+        return _denominator(t[1])
+    return 1
+
+
+def _scaled(t, k: int):
+    """``t * k`` with every division gone (``k`` a multiple of :func:`_denominator` of ``t``): exact.
+
+    >>> _scaled(("+", ("/", ("R", "a"), 10), 1), 10)
+    ('+', ('R', 'a'), 10)
+    >>> _scaled(("*", ("/", ("R", "b"), 2), ("/", ("R", "c"), 3)), 6), _scaled(("neg", "x"), 1)
+    (('*', ('R', 'b'), ('R', 'c')), ('neg', 'x'))
+    """
+    op = _op(t)
+    if op == "/":
+        return _scaled(t[1], k // t[2])
+    if op == "*":
+        ka = _denominator(t[1])
+        return ("*", _scaled(t[1], ka), _scaled(t[2], k // ka))
+    if op in ("+", "-"):
+        return (op, _scaled(t[1], k), _scaled(t[2], k))
+    if op == "neg":
+        return ("neg", _scaled(t[1], k))
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        return t * k
+    return t if k == 1 else ("*", t, k)
 
 
 def _tree(res: Resolver, e: exp.Expression):
@@ -128,12 +201,15 @@ def _tree(res: Resolver, e: exp.Expression):
             divisor = fold(e.expression)
         except NotConstant:
             divisor = None
-        if isinstance(divisor, bool) or not isinstance(divisor, (int, float)) or divisor == 0:
+        if isinstance(divisor, float) and divisor.is_integer():
+            divisor = int(divisor)
+        if isinstance(divisor, bool) or not isinstance(divisor, int) or divisor == 0:
             raise res.ctx.error(f"unsupported division by {sql_of(e.expression)} in a comparison (only by a "
-                                "non-zero constant)", e)
-        return ("*", _tree(res, e.this), 1 / divisor)
+                                "non-zero integer constant)", e)
+        inner = ("/", _tree(res, e.this), abs(divisor))  # (cleared by comparison(): exact)
+        return inner if divisor > 0 else ("neg", inner)
     if kind in _OPS:
         return (_OPS[kind], _tree(res, e.this), _tree(res, e.expression))
     raise res.ctx.error(f"unsupported {kind.__name__.upper()} ({sql_of(e)}) in a comparison with arithmetic "
-                        "(only + - * and division by a constant, over numeric columns and constants)", e)
+                        "(only + - * and division by an integer constant, over numeric columns and constants)", e)
 

@@ -129,7 +129,8 @@ def test_an_expression_compared_across_relations_loops_and_is_domain_bound():
 
 
 @pytest.mark.parametrize("where, message", [
-    ("r.a / s.d > 1", r"unsupported division by s\.d in a comparison \(only by a non-zero constant\)"),
+    ("r.a / s.d > 1", r"unsupported division by s\.d in a comparison \(only by a non-zero integer constant\)"),
+    ("r.a / 0.1 > s.d", r"unsupported division by 0\.1 in a comparison \(only by a non-zero integer constant\)"),
     ("t.g || 'x' = r.a + 1", r"unsupported DPIPE \(t\.g \|\| 'x'\) in a comparison with arithmetic"),
     ("t.g + 1 > r.a", r"unsupported arithmetic on STRING t\.g in a comparison \(only on numbers\)"),
     ("r.a + 1 > 'x'", r"cannot compare arithmetic with a non-number"),
@@ -140,3 +141,26 @@ def test_unsupported_expressions_are_refused_by_name(where, message):
 
     with pytest.raises(CompileError, match=message):
         compile_sql(GENERIC + f"SELECT r.a, COUNT(*) AS n FROM R r, T t WHERE r.a = t.d AND {where} GROUP BY r.a")
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_division_in_a_comparison_decides_as_sql_does_at_its_boundary(backend):
+    """``a / 49 = c`` holds at a = 49, c = 1 and ``a / 10 > c`` does not at a = 30, c = 3: the division is
+    cleared (``a = c * 49``), where multiplying by a rounded 1 / 49 (0.999... at 49) or 1 / 10 (3.0000000000000004
+    at 30) would not decide as SQL does."""
+    import duckdb
+    from boreas.m3 import Runtime
+    from support.native import skip_without_native
+
+    if backend == "native":
+        skip_without_native()
+    rows = [(49, 1, 100), (30, 3, 10), (31, 3, 1), (-49, -1, 1000), (98, 2, 7)]
+    db = duckdb.connect()
+    db.execute("CREATE TABLE R(a INT, c INT, b INT)")
+    db.executemany("INSERT INTO R VALUES (?, ?, ?)", rows)
+    for where in ("a / 49 = c", "a / 10 > c", "a / 10 >= c", "c * 7 < a / 7 + 1", "-a / 49 = -c", "(a + 1) / 2 > c * 10"):
+        rt = Runtime(compile_sql(f"CREATE STREAM R(a INT, c INT, b INT); SELECT SUM(b) AS s FROM R WHERE {where}"),
+                     backend=backend)
+        rt.apply_grouped([("R", 1, rows)])
+        (want,), = db.execute(f"SELECT SUM(b) FROM R WHERE {where}").fetchall()
+        assert rt.view("Q1").get((), None) == want, where
