@@ -54,6 +54,7 @@ from dataclasses import dataclass
 
 from ..calculus import Agg, V
 from ..errors import CompileError
+from .nulls import nonnull
 from .predicates import conj
 
 _FOLDED = {"MIN": "MIN", "MAX": "MAX", "COUNT DISTINCT": "COUNT", "SUM DISTINCT": "SUM"}
@@ -81,8 +82,6 @@ class _Builder:
         self.exact = False  # some map counts every row of the group (COUNT(*), a multiplicity map)
 
     def add(self, name: str, expr, folded: V | None = None, count: bool = False) -> int:
-        from .normalize import nonnull
-
         key = (repr(expr), folded, count)
         self.exact = self.exact or folded is not None or (count and nonnull(expr) == 1)
         if key not in self.seen:

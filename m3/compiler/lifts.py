@@ -29,7 +29,6 @@ variable, which a trigger cannot compute).
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import replace
 
 from ..calculus import Cond, Fn, Lit, V, Value, lifted, substitute
@@ -40,6 +39,7 @@ from .delta import DeltaTerm
 def fold_call(f: Fn) -> Value:
     """A call of constants only as its constant, else the call.
 
+    >>> import datetime
     >>> fold_call(Fn("YEAR", (Lit(datetime.date(1995, 3, 15)),), "INT")), fold_call(Fn("DAY", (V("D", "DATE"),), "INT")).name
     (Lit(value=1995), 'DAY')
     """

@@ -56,13 +56,20 @@ joined with the middle subquery's rows and the inner one's
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..ast import RelationDecl
 from ..calculus import Agg, Term, V, substitute
 from ..errors import CompileError
 from .columns import Aggregate
+from .frontend import SqlQuery
 from .predicates import conj, negate
 from .subqueries import SubQuery
 from .viewexpr import aggregates_of
+
+#: :func:`.normalize.normalize` (``(relations, query) -> normalised query``), passed in by its caller
+Normalizer = Callable[[list[RelationDecl], SqlQuery], Any]
 
 _OUTER_KINDS = ("SUM", "COUNT", "AVG")
 _FOLDED_KINDS = ("MIN", "MAX", "COUNT DISTINCT", "SUM DISTINCT", "AVG DISTINCT")
@@ -124,15 +131,17 @@ def nested_vars(q, var: dict, keys: tuple[V, ...]) -> tuple[V, ...]:
 
 
 def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, keys: tuple[V, ...],
-                     rows: Agg) -> tuple[list[Aggregate], object, list[int], list[int]]:
+                     rows: Agg, normalize: Normalizer) -> tuple[list[Aggregate], object, list[int], list[int]]:
     """``(inner aggregates, condition, tracking maps)``: the subqueries' maps (numbered from ``base`` in the
     query's list of aggregates), the conjunction of the nested conditions over them (module doc), and the
     indices of the *tracking* maps: for a subquery whose correlation keys ``K`` do not include every group
     variable ``G``, the count of its rows joined with the outer rows (``rows``, keyed by ``G`` and the outer
     variables), keyed by ``G`` and ``K``.  Its entries change whenever the subquery's maps change at ``K``, at
     exactly the groups that read them, so the view's changed rows are found from the maps' journals.  Last, the
-    indices of the subqueries' row-count maps (a subquery one level up tracks them, :meth:`_Inner.subquery`)."""
-    inner = _Inner(relations, q, var, base, keys, rows)
+    indices of the subqueries' row-count maps (a subquery one level up tracks them, :meth:`_Inner.subquery`).
+    ``normalize``: :func:`.normalize.normalize`, which calls this and which each subquery goes through in turn
+    (passed in, so that the two modules do not import each other)."""
+    inner = _Inner(relations, q, var, base, keys, rows, normalize)
     parts = []
     for c in q.nested:
         if c[0] == "exists":
@@ -146,7 +155,7 @@ def nested_condition(relations: list[RelationDecl], q, var: dict, base: int, key
 
 
 def having_subqueries(relations: list[RelationDecl], q, var: dict, base: int, keys: tuple[V, ...], rows: Agg,
-                      where) -> list[Aggregate] | object:
+                      where, normalize: Normalizer) -> list[Aggregate] | object:
     """``(inner aggregates, condition)`` for a view condition (HAVING) whose top-level conjuncts compare
     expressions over the query's aggregates with uncorrelated scalar subqueries (``("sub", SubQuery)``
     operands, TPC-H Q11).
@@ -169,7 +178,7 @@ def having_subqueries(relations: list[RelationDecl], q, var: dict, base: int, ke
     >>> nq.where[2]
     ('and', ('>', ('/', ('map', 3), ('map', 4)), 0), ('>', ('map', 0), ('/', ('map', 2), ('map', 4))))
     """
-    inner = _Inner(relations, q, var, base, (), rows)
+    inner = _Inner(relations, q, var, base, (), rows, normalize)
 
     def walk(p):
         if isinstance(p, tuple) and p and p[0] == "and":
@@ -211,8 +220,10 @@ def _product(a: tuple[Term, ...], b: tuple[Term, ...]) -> tuple[Term, ...]:
 class _Inner:
     """The subqueries of one query, normalised into maps numbered from ``base`` (see :func:`nested_condition`)."""
 
-    def __init__(self, relations: list[RelationDecl], q, var: dict, base: int, keys: tuple[V, ...], rows: Agg):
+    def __init__(self, relations: list[RelationDecl], q, var: dict, base: int, keys: tuple[V, ...], rows: Agg,
+                 normalize: Normalizer):
         self.relations, self.q, self.var, self.base, self.keys, self.rows = relations, q, var, base, keys, rows
+        self.normalize = normalize
         self.aggregates: list[Aggregate] = []
         self.tracks: list[int] = []
         self.counts: list[int] = []  # each subquery's row-count map (not read as a range)
@@ -232,9 +243,6 @@ class _Inner:
 
     def subquery(self, sub: SubQuery, scalar: bool):
         """``(value, guard, counts_only)`` of one subquery, its maps added to :attr:`aggregates`."""
-        from .frontend import SqlQuery
-        from .normalize import normalize
-
         q, var, base, keys, inner = self.q, self.var, self.base, self.keys, self.aggregates
         self.counter += 1
         k = self.counter
@@ -243,7 +251,7 @@ class _Inner:
         group += tuple((f"r{i}", inner_ref) for i, (_, inner_ref, _) in enumerate(sub.ranges))
         sq = SqlQuery(f"{q.name}_n{k}", sub.tables, sub.joins, sub.predicate, group, columns, sub.having,
                       nested=sub.nested)
-        inq = normalize(self.relations, sq)
+        inq = self.normalize(self.relations, sq)
         deep = inq.nested is not None  # the subquery has subqueries of its own (TPC-H Q20)
         rename: dict[V, V] = {}
         equal = []

@@ -63,6 +63,7 @@ from .arithcmp import is_arith
 from .columns import Aggregate, view_columns
 from .frontend import SqlQuery
 from .nested import has_subquery, having_subqueries, nested_condition, nested_vars
+from .nulls import is_case, is_ref, nonnull
 from .predicates import FALSE, TRUE, conj, negate
 from .resolve import Computed
 from .setops import combine
@@ -151,52 +152,22 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
 
     aggregates, columns, where = view_columns(q, var, keys, agg, rows=bool(q.nested))
     if q.having is not None and has_subquery(where):  # HAVING compares with scalar subqueries (:mod:`.nested`)
-        inner, where = having_subqueries(relations, q, var, len(aggregates), keys, agg(1, None, True), where)
+        inner, where = having_subqueries(relations, q, var, len(aggregates), keys, agg(1, None, True), where,
+                                         normalize)
         return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates + tuple(inner), columns, where,
                            key_vars)
     if not q.nested:
         return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates, columns, where, key_vars)
     inner, condition, tracks, counts = nested_condition(relations, q, var, len(aggregates), keys,
-                                                        agg(1, None, True))
+                                                        agg(1, None, True), normalize)
     return NormalQuery(q.name, tuple(n for n, _ in q.group_by), keys, aggregates + tuple(inner), columns, where,
                        key_vars, extra, condition, len(aggregates), tuple(tracks), tuple(counts))
 
 
-def nonnull(expr):
-    """The 0/1 arithmetic that is 1 where an aggregated expression is not NULL (what COUNT counts).
-
-    The front end allows NULL (``None``) only as the whole argument or as a
-    branch of a CASE that is the whole argument, so only CASE chains need a look.
-
-    >>> nonnull(("case", ((("=", ("R", "a"), 1), ("R", "b")),), None))
-    ('case', ((('=', ('R', 'a'), 1), 1),), 0)
-    >>> nonnull(("+", ("R", "b"), 2)), nonnull(None), nonnull(("case", ((("=", ("R", "a"), 1), 2),), 0))
-    (1, 0, 1)
-    """
-    if expr is None:
-        return 0
-    if _is_case(expr) and _may_be_null(expr):
-        return ("case", tuple((c, nonnull(v)) for c, v in expr[1]), nonnull(expr[2]))
-    return 1
-
-
-def _may_be_null(expr) -> bool:
-    return expr is None or _is_case(expr) and (any(_may_be_null(v) for _, v in expr[1]) or _may_be_null(expr[2]))
-
-
-def _is_ref(e) -> bool:
-    """A column reference ``(alias, column)`` (an alias may be spelt like an operator: ``FROM R neg``)."""
-    return isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], str)
-
-
-def _is_case(e) -> bool:
-    return isinstance(e, tuple) and len(e) == 3 and e[0] == "case" and isinstance(e[1], tuple) and not _is_ref(e)
-
-
 def _has_case(e) -> bool:
-    if _is_case(e):
+    if is_case(e):
         return True
-    return isinstance(e, tuple) and not _is_ref(e) and any(_has_case(x) for x in e[1:])
+    return isinstance(e, tuple) and not is_ref(e) and any(_has_case(x) for x in e[1:])
 
 
 def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
@@ -239,7 +210,7 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
 
 
 def _cond(op: str, left, right, var) -> Cond:
-    lv, rv = (poly_value(_poly(x[1], var)) if is_arith(x) else var[x] if _is_ref(x) or isinstance(x, Computed)
+    lv, rv = (poly_value(_poly(x[1], var)) if is_arith(x) else var[x] if is_ref(x) or isinstance(x, Computed)
               else Lit(x) for x in (left, right))
     if op in (">", ">="):
         return Cond("<" if op == ">" else "<=", rv, lv)
@@ -293,7 +264,7 @@ def _merge(terms):
 
 
 def _poly(e, var) -> Poly:
-    if _is_ref(e) or isinstance(e, Computed):  # (a computed value is the variable its lift defines)
+    if is_ref(e) or isinstance(e, Computed):  # (a computed value is the variable its lift defines)
         return poly_var(var[e])
     if isinstance(e, (int, float)):
         return poly_const(e)
@@ -308,7 +279,7 @@ def _poly(e, var) -> Poly:
 
 
 def _factors(e) -> list:
-    if isinstance(e, tuple) and not _is_ref(e) and len(e) == 3 and e[0] == "*":
+    if isinstance(e, tuple) and not is_ref(e) and len(e) == 3 and e[0] == "*":
         return _factors(e[1]) + _factors(e[2])
     return [e]
 
@@ -354,7 +325,7 @@ def _case_terms(e, var, atoms) -> list[ValueTerm]:
         return []
     if not _has_case(e):
         return _value_terms(e, var, atoms)
-    if _is_case(e):
+    if is_case(e):
         out, previous = [], []
         for cond, value in e[1] + ((TRUE, e[2]),):
             guard = conj([negate(c) for c in previous] + [cond])
