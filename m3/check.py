@@ -59,6 +59,7 @@ from .ast import (
     lift,
     walk,
 )
+from .over import Over, lifts
 from .errors import CheckError, Pos
 from .functions import check_call
 
@@ -137,9 +138,11 @@ def _check_view(out: Problems, v: ViewDecl, maps) -> None:
         _check_view_expr(out, v, v.where, row, maps, types, condition=True)
     if not v.maps:
         out.append((f"view {v.name} reads no map (its rows are where its maps have entries)", v.pos))
+    lifted = lifts(v, set(types))
     for x in row:
-        if x not in types:
-            out.append((f"key variable {x} of view {v.name} is not a key of any map the view reads", v.pos))
+        if x not in types and x not in lifted:
+            out.append((f"key variable {x} of view {v.name} is not a key of any map the view reads (nor bound by "
+                        "an equality in an aggregate's condition: X = e)", v.pos))
 
 
 def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, types: dict[str, str],
@@ -175,6 +178,8 @@ def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, 
                         e.pos or v.pos))
         _check_view_ref(out, v, e.ref, row + list(e.vars), maps, types)
         _check_conditional(out, v, e, row, list(e.vars), maps, types)
+    elif isinstance(e, Over):
+        _check_over(out, v, e, row, maps, types)
     elif isinstance(e, MapRef):
         _check_view_ref(out, v, e, row, maps, types)
     elif isinstance(e, Var):
@@ -199,11 +204,33 @@ def _check_conditional(out: Problems, v: ViewDecl, e: Fold | Total, row: list[st
         _check_arity(out, t, maps, "map")
 
 
+def _check_over(out: Problems, v: ViewDecl, e: Over, row: list[str], maps, types: dict[str, str]) -> None:
+    """An aggregate over a map's entries: its map read at distinct variables, all of its own and some of the
+    row's; its value and condition read those and maps at them, as a TOTAL's condition."""
+    if e.kind not in FOLDS:
+        out.append((f"view {v.name}: unknown aggregate {e.kind} (one of {', '.join(FOLDS)})", e.pos or v.pos))
+    if len(set(e.vars)) != len(e.vars) or set(e.vars) & set(row):
+        out.append((f"view {v.name}: {e.kind} ranges over ({', '.join(e.vars)}): each once, none a key variable of "
+                    "the view", e.pos or v.pos))
+    _check_arity(out, e.ref, maps, "map")
+    names = [a.name if isinstance(a, Var) else None for a in e.ref.args]
+    if None in names or len(set(names)) != len(names) or not set(e.vars) <= set(names) \
+            or not set(names) <= set(row) | set(e.vars):
+        out.append((f"view {v.name}: {e.kind} reads {e.ref.name} at ({', '.join(map(str, names))}): distinct "
+                    f"variables, all of ({', '.join(e.vars)}) and some of the view's", e.ref.pos or v.pos))
+    elif e.ref.name in maps and len(maps[e.ref.name].keys) == len(names):
+        for n, k in zip(names, maps[e.ref.name].keys):
+            if n in row:
+                types.setdefault(n, k.type)
+    for part in (e.expr,) + (() if e.cond is None else (e.cond,)):
+        _check_nested(out, v, part, row + list(e.vars), maps, types)
+
+
 def _check_nested(out: Problems, v: ViewDecl, e: Expr, scope: list[str], maps, types: dict[str, str]) -> None:
     """A TOTAL's condition: comparisons of arithmetic over the variables in scope, constants, and maps read at
     some of those variables (a nested subquery's maps, keyed by its correlation columns), or folds of them."""
     folded = [id(n.ref) for n in walk(e) if isinstance(n, Fold)]
-    scope = scope + [x for n in walk(e) if isinstance(n, Total) for x in n.vars]  # a range summed inside
+    scope = scope + [x for n in walk(e) if isinstance(n, (Total, Over)) for x in n.vars]  # a range summed inside
     for node in walk(e):
         if isinstance(node, MapRef) and id(node) in folded:
             continue
@@ -256,7 +283,7 @@ def _check_map(out: Problems, m: MapDecl, rels) -> None:
     if m.definition is None:
         return
     for node in walk(m.definition):
-        if isinstance(node, (Arith, Fold, BoolOp, Total)):
+        if isinstance(node, (Arith, Fold, BoolOp, Total, Over)):
             out.append((f"definition of map {m.name} holds a view expression", node.pos or m.pos))
         elif isinstance(node, MapRef):
             out.append((f"definition of map {m.name} refers to map {node.name}; definitions range over relations only", node.pos))
@@ -353,7 +380,7 @@ def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
             out.append(("a trigger term is a product (monomial); sums belong in map definitions", node.pos or s.pos))
         elif isinstance(node, RelAtom):
             out.append((f"relation atom {node.name}(...) in a trigger; statements read maps, not relations", node.pos))
-        elif isinstance(node, (Arith, Fold, BoolOp, Total)):
+        elif isinstance(node, (Arith, Fold, BoolOp, Total, Over)):
             out.append(("view expressions (/, -, folds, AND/OR/NOT) belong in views, not triggers", node.pos or s.pos))
         elif isinstance(node, MapRef):
             _check_arity(out, node, maps, "map")

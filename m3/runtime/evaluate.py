@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable, Iterable
 
 from ..ast import Arith, BoolOp, Cmp, Const, Expr, Fold, MapRef, Total, Var, walk
+from ..over import Over
 
 Entries = Callable[[str, tuple], "dict | Iterable[tuple[tuple, object]]"]
 
@@ -76,6 +77,8 @@ def value(e: Expr, env: dict, reader: Reader):
         if e.kind == "MAX":
             return max(values)
         return len(values) if e.kind == "COUNT" else sum(values)
+    if isinstance(e, Over):
+        return _over(e, env, reader)
     if isinstance(e, Total):
         ranged = _range_total(e, env, reader)
         if ranged is not None:
@@ -96,6 +99,32 @@ def value(e: Expr, env: dict, reader: Reader):
             total += n
         return total
     raise TypeError(f"not a view expression: {e!r}")
+
+
+def _over(e: Over, env: dict, reader: Reader):
+    """An aggregate over a map's entries (:mod:`..over`); one that reads no row variable (an uncorrelated
+    scalar subquery over a grouped derived table: Q15's MAX) is computed once per reader."""
+    own = set(e.vars)
+    free = {n.name for n in walk(e) if isinstance(n, Var)} - own - {x for n in walk(e) if isinstance(n, Over)
+                                                                       for x in n.vars}
+    cache = reader.__dict__.setdefault("_overs", {}) if not free else None
+    if cache is not None and id(e) in cache:
+        return cache[id(e)]
+    pattern = tuple(None if isinstance(a, Var) and a.name in own else env[a.name] if isinstance(a, Var)
+                    else a.value for a in e.ref.args)
+    slots = [(i, a.name) for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name in own]
+    found = []
+    for k, n in items(reader.entries(e.ref.name, pattern)):
+        if not n:
+            continue
+        inner = dict(env)
+        inner.update((name, k[i]) for i, name in slots)
+        if e.cond is None or holds(e.cond, inner, reader):
+            found.append(1 if e.kind == "COUNT" else value(e.expr, inner, reader))
+    result = 0 if not found else min(found) if e.kind == "MIN" else max(found) if e.kind == "MAX" else sum(found)
+    if cache is not None:
+        cache[id(e)] = result
+    return result
 
 
 _FLIPPED = {"<": ">", "<=": ">=", "=": "=", "<>": "<>"}
