@@ -68,6 +68,7 @@ from ..check import check_program
 from ..printer import format_program
 from .delta import delta, event_vars
 from .frontend import parse_sql
+from .liftview import lifted_view, part_columns
 from .lifts import bind_lifts
 from .materialize import MapDef, make_mapdef, materialize
 from .normalize import normalize
@@ -134,9 +135,15 @@ def compile_with_notes(text: str, streams: tuple[RelationDecl, ...] = ()) -> tup
         worklist.append(md)
         return md.name, md.keys
 
-    for q in queries:
+    def query_view(q):
         nq = normalize(relations, q)
-        views.append(view_decl(nq, [query_map(f"{nq.name}_{a.name}", a.agg) for a in nq.aggregates]))
+        return nq, view_decl(nq, [query_map(f"{nq.name}_{a.name}", a.agg) for a in nq.aggregates])
+
+    for q in queries:
+        if q.lifted is not None:  # over a grouped derived table read by value: its parts' views combined
+            views.append(lifted_view(q.name, q.lifted, [part_columns(*query_view(p)) for p in q.lifted.parts]))
+        else:
+            views.append(query_view(q)[1])
 
     events = {r.name: event_vars(r) for r in relations}
     statements: dict[tuple[str, int], list[tuple[int, Statement]]] = {}
