@@ -59,7 +59,8 @@ from .ast import (
     lift,
     walk,
 )
-from .over import Over, lifts
+from .checkover import check_lifts, check_over
+from .over import Over
 from .errors import CheckError, Pos
 from .functions import check_call
 
@@ -138,7 +139,7 @@ def _check_view(out: Problems, v: ViewDecl, maps) -> None:
         _check_view_expr(out, v, v.where, row, maps, types, condition=True)
     if not v.maps:
         out.append((f"view {v.name} reads no map (its rows are where its maps have entries)", v.pos))
-    lifted = lifts(v, set(types))
+    lifted = check_lifts(out, v, set(types))
     for x in row:
         if x not in types and x not in lifted:
             out.append((f"key variable {x} of view {v.name} is not a key of any map the view reads (nor bound by "
@@ -179,7 +180,7 @@ def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, 
         _check_view_ref(out, v, e.ref, row + list(e.vars), maps, types)
         _check_conditional(out, v, e, row, list(e.vars), maps, types)
     elif isinstance(e, Over):
-        _check_over(out, v, e, row, maps, types)
+        check_over(out, v, e, row, maps, types)
     elif isinstance(e, MapRef):
         _check_view_ref(out, v, e, row, maps, types)
     elif isinstance(e, Var):
@@ -202,28 +203,6 @@ def _check_conditional(out: Problems, v: ViewDecl, e: Fold | Total, row: list[st
             out.append((f"view {v.name}: {what} tracks {t.name} at ({', '.join(names)}): it must be read at the "
                         "view's key variables and some of the summed ones, each once", t.pos or v.pos))
         _check_arity(out, t, maps, "map")
-
-
-def _check_over(out: Problems, v: ViewDecl, e: Over, row: list[str], maps, types: dict[str, str]) -> None:
-    """An aggregate over a map's entries: its map read at distinct variables, all of its own and some of the
-    row's; its value and condition read those and maps at them, as a TOTAL's condition."""
-    if e.kind not in FOLDS:
-        out.append((f"view {v.name}: unknown aggregate {e.kind} (one of {', '.join(FOLDS)})", e.pos or v.pos))
-    if len(set(e.vars)) != len(e.vars) or set(e.vars) & set(row):
-        out.append((f"view {v.name}: {e.kind} ranges over ({', '.join(e.vars)}): each once, none a key variable of "
-                    "the view", e.pos or v.pos))
-    _check_arity(out, e.ref, maps, "map")
-    names = [a.name if isinstance(a, Var) else None for a in e.ref.args]
-    if None in names or len(set(names)) != len(names) or not set(e.vars) <= set(names) \
-            or not set(names) <= set(row) | set(e.vars):
-        out.append((f"view {v.name}: {e.kind} reads {e.ref.name} at ({', '.join(map(str, names))}): distinct "
-                    f"variables, all of ({', '.join(e.vars)}) and some of the view's", e.ref.pos or v.pos))
-    elif e.ref.name in maps and len(maps[e.ref.name].keys) == len(names):
-        for n, k in zip(names, maps[e.ref.name].keys):
-            if n in row:
-                types.setdefault(n, k.type)
-    for part in (e.expr,) + (() if e.cond is None else (e.cond,)):
-        _check_nested(out, v, part, row + list(e.vars), maps, types)
 
 
 def _check_nested(out: Problems, v: ViewDecl, e: Expr, scope: list[str], maps, types: dict[str, str]) -> None:

@@ -60,8 +60,8 @@ from sqlglot.errors import TokenError
 
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
-from .derived import flatten, inline_ctes
-from .lifted import is_grouped, items_of, plan
+from .derived import flatten
+from .lifted import plan, reads_grouped
 from .regroup import regroup
 from .setops import branches as setop_branches
 from .setops import is_setop
@@ -272,11 +272,12 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     try:
         sel = flatten(regroup(branches[0], ctx), relations, ctx)
     except CompileError:
-        if not any(is_grouped(i) for i in items_of(_inlined(branches[0], ctx))):
-            raise  # an aggregate of a grouped derived table's values instead: its parts are queries of their own
-        p = plan(name, _inlined(branches[0], ctx), relations, ctx)
+        inlined = reads_grouped(branches[0], ctx)
+        if inlined is None:
+            raise  # an aggregate of a grouped derived table's values instead: parts of their own (:mod:`.lifted`)
+        p = plan(name, inlined, relations, ctx)
         parts = tuple(_query(f"{name}_p{i}", s, relations, ctx, []) for i, s in enumerate(p.parts))
-        return SqlQuery(name, (), (), None, (), (), lifted=replace(p, parts=parts))
+        return SqlQuery(name, (), (), None, (), (), notes=p.notes, lifted=replace(p, parts=parts))
     for key, keyword, why in _CLAUSES:
         if keyword and sel.args.get(key):
             word = keyword.strip(chr(92) + "b").replace(chr(92) + "s+", " ")
@@ -342,15 +343,6 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     _refuse_unknown(sel, ctx, nested_nodes)
     return SqlQuery(name, tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(keys),
                     tuple(values), having_pred, (note,) if note else (), nested)
-
-
-def _inlined(sel: exp.Select, ctx: _Ctx) -> exp.Select:
-    """``sel`` with its CTEs inlined (a copy when it has any)."""
-    if (sel.args.get("with_") or sel.args.get("with")) is None:
-        return sel
-    sel = sel.copy()
-    inline_ctes(sel, ctx)
-    return sel
 
 
 _CLAUSE_TYPES = {"where": exp.Where, "group": exp.Group, "order": exp.Order, "from": exp.From, "from_": exp.From,

@@ -44,11 +44,12 @@ view expressions in their place once the parts are compiled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
 from ..ast import BoolOp, Expr, RelationDecl
+from .derived import inline_ctes
 from .nodes import sql_of
 from .resolve import Positions, unparen
 
@@ -66,6 +67,7 @@ class Plan:
     key_vars: tuple[str, ...]
     columns: tuple[tuple[str, Expr], ...]
     where: Expr | None
+    notes: tuple[str, ...] = ()  # what was accepted without effect (ORDER BY)
 
 
 def items_of(sel: exp.Select) -> list[exp.Expression]:
@@ -110,12 +112,17 @@ class _Builder:
     ctx: Positions
     key: str  # "from_" or "from", as this sqlglot spells it
     parts: list[exp.Select] = field(default_factory=list)
-    fresh: int = 0
+    used: set[str] = field(default_factory=set)
 
     def var(self, hint: str) -> str:
-        self.fresh += 1
+        """A new variable named after a column (``c_count`` -> ``C_COUNT``, then ``C_COUNT_2``)."""
         base = "".join(ch for ch in hint.upper() if ch.isalnum() or ch == "_").lstrip("_0123456789") or "V"
-        return base if self.fresh == 1 else f"{base}_{self.fresh}"
+        name, n = base, 1
+        while name in self.used:
+            n += 1
+            name = f"{base}_{n}"
+        self.used.add(name)
+        return name
 
     def select(self, items: list[exp.Expression], from_items: list, where: list, group: list | None) -> exp.Select:
         s = exp.Select(expressions=items)
@@ -205,9 +212,20 @@ class _Builder:
         return right
 
 
+def reads_grouped(sel: exp.Select, ctx: Positions) -> exp.Select | None:
+    """``sel`` (CTEs inlined: a copy) when a FROM item of it is a grouped derived table, else None."""
+    if (sel.args.get("with_") or sel.args.get("with")) is not None:
+        sel = sel.copy()
+        inline_ctes(sel, ctx)
+    return sel if any(is_grouped(i) for i in items_of(sel)) else None
+
+
 def plan(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) -> Plan:
     """The parts and the view of a query over one grouped derived table (joined with relations or not)."""
     from .liftquery import translate  # the outer query's translation (a module of its own)
 
     b = _Builder(name, relations, ctx, "from_" if "from_" in sel.args else "from")
-    return translate(b, sel)
+    p = translate(b, sel)
+    if sel.args.get("order") is not None:
+        p = replace(p, notes=(f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view)",))
+    return p

@@ -179,6 +179,9 @@ def translate(b: _Builder, sel: exp.Select) -> Plan:
     for arg, value in sel.args.items():
         if arg not in _OUTER_ARGS and value not in (None, False, [], ""):
             raise ctx.error(f"unsupported {arg.rstrip('_').upper()} in a query over a grouped derived table", sel)
+    distinct = sel.args.get("distinct")
+    if distinct is not None and (distinct.args.get("on") is not None or distinct.expressions):
+        raise ctx.error(f"unsupported DISTINCT ON ({sql_of(distinct)})", sel)
     items = items_of(sel)
     grouped = [i for i in items if is_grouped(i)]
     if len(grouped) != 1:

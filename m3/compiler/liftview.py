@@ -64,7 +64,14 @@ def fill(view: ViewDecl, parts: list[Part]) -> ViewDecl:
                 if pv in first and _find(same, first[pv]) != mine:
                     same[mine] = _find(same, first[pv])
                 first.setdefault(pv, mine)
-    counter = [0]
+    taken = {x for e in exprs for n in walk(e) for x in ((n.name,) if isinstance(n, Var) else _bound(n))}
+
+    def fresh(x: str) -> str:
+        n = 1
+        while f"{x}_{n}" in taken:
+            n += 1
+        taken.add(f"{x}_{n}")
+        return f"{x}_{n}"
 
     def rebuild(e: Expr) -> Expr:
         def f(node):
@@ -76,9 +83,9 @@ def fill(view: ViewDecl, parts: list[Part]) -> ViewDecl:
                 i, j = _index(node.name)
                 keys, columns = parts[i]
                 rename = {k: a.name for k, a in zip(keys, node.args)}
-                counter[0] += 1
-                for x in {n.name for n in walk(columns[j]) if isinstance(n, Var)} | _bound(columns[j]):
-                    rename.setdefault(x, f"{x}_{counter[0]}")
+                for x in sorted({n.name for n in walk(columns[j]) if isinstance(n, Var)} | _bound(columns[j])):
+                    if x not in rename:
+                        rename[x] = fresh(x)
                 return _transform(columns[j], lambda n: _renamed(n, rename))
             return node
         return _transform(e, f)

@@ -4,7 +4,8 @@
    flattened: :mod:`.derived`; UNION ALL branches: :mod:`.union`; expressions:
    :mod:`.resolve`, folding :mod:`.constants`, selections :mod:`.predicates`; the
    SELECT list :mod:`.outputs`; expressions over aggregates and HAVING :mod:`.viewexpr`;
-   the sqlglot nodes and fields it reads :mod:`.nodes`; error positions :mod:`.positions`)
+   the sqlglot nodes and fields it reads :mod:`.nodes`; error positions :mod:`.positions`; a query over a
+   grouped derived table's values: :mod:`.lifted`, :mod:`.liftquery`, its parts compiled as queries)
 2. :func:`normalize.normalize` — each query → sum-of-products calculus, one map per aggregate
    (which maps, and the view's columns and condition over them: :mod:`.columns`)
 3. for every map, for every relation it reads and both event signs (recursively, for the maps this creates):
@@ -16,7 +17,8 @@
 
    until deltas no longer read the database (a delta has fewer relation
    atoms than its map, so this terminates)
-4. :func:`views.view_decl` — each query's view over its maps (computed when read);
+4. :func:`views.view_decl` — each query's view over its maps (computed when read; over a grouped derived
+   table's values: :func:`liftview.lifted_view` combines its parts' views);
    :func:`triggers.assemble` — the program, statements ordered per trigger
 5. :func:`..check.check_program` — the result is restricted M3 (a safety net)
 
