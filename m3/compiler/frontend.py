@@ -61,7 +61,8 @@ from sqlglot.errors import TokenError
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
 from .derived import flatten
-from .lifted import plan, reads_grouped
+from .lifted import reads_grouped
+from .liftquery import plan
 from .regroup import regroup
 from .setops import branches as setop_branches
 from .setops import is_setop

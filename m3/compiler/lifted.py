@@ -35,6 +35,7 @@ view expressions in their place once the parts are compiled.
 >>> import sqlglot
 >>> rels = {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT")))}
 >>> sel = sqlglot.parse_one("SELECT n, COUNT(*) AS k FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t GROUP BY n")
+>>> from .liftquery import plan
 >>> p = plan("Q1", sel, rels, Ctx())
 >>> [q.sql() for q in p.parts]
 ['SELECT a AS g0, COUNT(*) AS rows FROM R GROUP BY a', 'SELECT a AS g0, COUNT(*) AS n FROM R GROUP BY a']
@@ -44,7 +45,7 @@ view expressions in their place once the parts are compiled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -53,9 +54,9 @@ from .derived import inline_ctes
 from .nodes import sql_of
 from .resolve import Positions, unparen
 
-_AGGS = {exp.Sum: "SUM", exp.Count: "COUNT", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}
-_CMPS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
-_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+AGGS = {exp.Sum: "SUM", exp.Count: "COUNT", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}
+CMPS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
 
 
 @dataclass(frozen=True)
@@ -82,20 +83,20 @@ def is_grouped(item: exp.Expression) -> bool:
     return type(item) is exp.Subquery and type(item.this) is exp.Select and item.this.args.get("group") is not None
 
 
-def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+def sql_conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
     e = unparen(e) if e is not None else None
     if e is None:
         return []
-    return _conjuncts(e.this) + _conjuncts(e.expression) if type(e) is exp.And else [e]
+    return sql_conjuncts(e.this) + sql_conjuncts(e.expression) if type(e) is exp.And else [e]
 
 
-def _and(parts: list[Expr]) -> Expr | None:
+def and_all(parts: list[Expr]) -> Expr | None:
     flat = [x for p in parts if p is not None for x in (p.args if isinstance(p, BoolOp) and p.op == "AND" else (p,))]
     return None if not flat else flat[0] if len(flat) == 1 else BoolOp("AND", tuple(flat))
 
 
 @dataclass
-class _Table:
+class Table:
     """A grouped derived table: its parts' indexes, its columns (name -> ("g", i) or ("a", j)), group vars."""
 
     alias: str
@@ -106,7 +107,7 @@ class _Table:
 
 
 @dataclass
-class _Builder:
+class Builder:
     name: str
     relations: dict[str, RelationDecl]
     ctx: Positions
@@ -135,7 +136,7 @@ class _Builder:
             s.set("group", exp.Group(expressions=[g.copy() for g in group]))
         return s
 
-    def table(self, item: exp.Subquery) -> _Table:
+    def table(self, item: exp.Subquery) -> Table:
         """Parts ``t`` and ``a`` of a grouped derived table (module doc)."""
         body, ctx = item.this, self.ctx
         for arg, value in body.args.items():
@@ -156,7 +157,7 @@ class _Builder:
             at = next((i for i, g in enumerate(groups) if inner == g), None)
             if at is not None:
                 columns[name] = ("g", at)
-            elif type(inner) in _AGGS and not isinstance(inner.this, exp.Distinct):
+            elif type(inner) in AGGS and not isinstance(inner.this, exp.Distinct):
                 columns[name] = ("a", len(aggs))
                 aggs.append(exp.Alias(this=inner.copy(), alias=exp.to_identifier(f"{name}")))
             else:
@@ -165,7 +166,7 @@ class _Builder:
         joins = list(body.args.get("joins") or [])
         left = [i for i in items_of(body)]
         outer = [j for j in joins if j.args.get("side")]
-        where = _conjuncts(body.args["where"].this) if body.args.get("where") is not None else []
+        where = sql_conjuncts(body.args["where"].this) if body.args.get("where") is not None else []
         keyed = [exp.Alias(this=g.copy(), alias=exp.to_identifier(f"g{i}")) for i, g in enumerate(groups)]
         if outer:
             right = self._left_join(body, outer, aggs, groups, where)
@@ -176,7 +177,7 @@ class _Builder:
             rows_from = inner = [left[0]] + joins
         rows = exp.Alias(this=exp.Count(this=exp.Star()), alias=exp.to_identifier("rows"))
         self.parts.append(self.select(keyed + [rows], rows_from, where, groups))
-        t = _Table(item.alias_or_name.lower() if alias is not None else "", len(self.parts) - 1, -1, columns,
+        t = Table(item.alias_or_name.lower() if alias is not None else "", len(self.parts) - 1, -1, columns,
                    len(groups))
         if aggs:
             self.parts.append(self.select([k.copy() for k in keyed] + aggs, inner, where, groups))
@@ -218,14 +219,3 @@ def reads_grouped(sel: exp.Select, ctx: Positions) -> exp.Select | None:
         sel = sel.copy()
         inline_ctes(sel, ctx)
     return sel if any(is_grouped(i) for i in items_of(sel)) else None
-
-
-def plan(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) -> Plan:
-    """The parts and the view of a query over one grouped derived table (joined with relations or not)."""
-    from .liftquery import translate  # the outer query's translation (a module of its own)
-
-    b = _Builder(name, relations, ctx, "from_" if "from_" in sel.args else "from")
-    p = translate(b, sel)
-    if sel.args.get("order") is not None:
-        p = replace(p, notes=(f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view)",))
-    return p

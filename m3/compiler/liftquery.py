@@ -1,4 +1,4 @@
-"""The outer query over a grouped derived table, translated to a view over its parts (:mod:`.lifted`).
+"""The outer query over a grouped derived table, translated to a view over its parts (:mod:`.lifted`): :func:`plan`.
 
 Why apart from :mod:`.lifted` (which builds the parts): this is the SQL →
 view-expression translation of the outer query, the rule of the construct:
@@ -19,19 +19,42 @@ view-expression translation of the outer query, the rule of the construct:
   compared only where it has groups (SQL's aggregate of nothing is NULL).
 
 Anything else is refused by name.
+
+>>> import sqlglot
+>>> from ..ast import Column, RelationDecl
+>>> from ..errors import CompileError
+>>> from ..printer import format_view_expr
+>>> class Ctx:
+...     def error(self, message, node=None, keyword=None): return CompileError(message)
+>>> rels = {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("c", "INT"))),
+...         "S": RelationDecl("S", "STREAM", (Column("b", "INT"), Column("d", "INT")))}
+>>> from .lifted import reads_grouped
+>>> sel = reads_grouped(sqlglot.parse_one('''WITH t AS (SELECT a, SUM(c) AS s FROM R GROUP BY a)
+...     SELECT S.d, s FROM S, t WHERE S.b = t.a AND s = (SELECT MAX(s) FROM t)'''), Ctx())
+>>> p = plan("Q1", sel, rels, Ctx())
+>>> [q.sql() for q in p.parts]  # doctest: +NORMALIZE_WHITESPACE
+['SELECT a AS g0, COUNT(*) AS rows FROM R GROUP BY a', 'SELECT a AS g0, SUM(c) AS s FROM R GROUP BY a',
+ 'SELECT S.b AS o0, S.d AS o1 FROM S', 'SELECT a AS g0, COUNT(*) AS rows FROM R GROUP BY a',
+ 'SELECT a AS g0, SUM(c) AS s FROM R GROUP BY a']
+>>> p.keys, p.key_vars, p.columns[0][0]
+(('d', 's'), ('D', 'S'), 'count')
+>>> print(format_view_expr(p.columns[0][1]))
+SUM(#2.0[B, D] FOR B : #2.0[B, D] WHERE S = #1.0[B] AND 0 < #0.0[B] AND 0 < COUNT(1 FOR G0 : #3.0[G0]) AND #1.0[B] = MAX(#4.0[G0] FOR G0 : #3.0[G0]))
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
-from ..ast import Arith, BoolOp, Cmp, Const, Expr, MapRef, Var
+from ..ast import Arith, BoolOp, Cmp, Const, Expr, MapRef, RelationDecl, Var
 from ..over import Over
 from .constants import NotConstant, fold, is_constant
-from .lifted import _AGGS, _ARITH, _CMPS, Plan, _and, _Builder, _conjuncts, _Table, is_grouped, items_of
+from .lifted import AGGS, ARITH, CMPS, Builder, Plan, Table, and_all, is_grouped, items_of, sql_conjuncts
 from .nodes import sql_of, unread_args
 from .outputs import unique_names
-from .resolve import unparen
+from .resolve import Positions, unparen
 
 _OUTER_ARGS = frozenset({"expressions", "from", "from_", "joins", "where", "group", "having", "order", "distinct"})
 
@@ -39,7 +62,7 @@ _OUTER_ARGS = frozenset({"expressions", "from", "from_", "joins", "where", "grou
 class _Scope:
     """One SELECT over a grouped derived table: its columns, its source and the condition of its aggregates."""
 
-    def __init__(self, b: _Builder, sel: exp.Select, t: _Table, others: dict[str, str]):
+    def __init__(self, b: Builder, sel: exp.Select, t: Table, others: dict[str, str]):
         self.b, self.sel, self.t, self.others = b, sel, t, others
         self.ovars: dict[tuple[str, str], str] = {}  # (alias, column) of part o -> its variable
         self.gvars: list[str] = []  # the derived table's group variables
@@ -91,8 +114,8 @@ class _Scope:
             return scalar(self.b, e)
         if type(e) is exp.Neg:
             return Arith("*", Const(-1), self.row(e.this))
-        if type(e) in _ARITH and not any(v for k, v in e.args.items() if k not in ("this", "expression")):
-            return Arith(_ARITH[type(e)], self.row(e.this), self.row(e.expression))
+        if type(e) in ARITH and not any(v for k, v in e.args.items() if k not in ("this", "expression")):
+            return Arith(ARITH[type(e)], self.row(e.this), self.row(e.expression))
         if is_constant(e):
             try:
                 return Const(fold(e))
@@ -114,27 +137,27 @@ class _Scope:
             return BoolOp("NOT", (self.condition(e.this, side),))
         if type(e) is exp.Between and not e.args.get("symmetric"):
             x = e.this
-            return _and([self.condition(exp.GTE(this=x.copy(), expression=e.args["low"].copy()), side),
+            return and_all([self.condition(exp.GTE(this=x.copy(), expression=e.args["low"].copy()), side),
                          self.condition(exp.LTE(this=x.copy(), expression=e.args["high"].copy()), side)])
-        if type(e) in _CMPS:
+        if type(e) in CMPS:
             left, right = side(e.this), side(e.expression)
             if type(e) in (exp.GT, exp.GTE):
                 c = Cmp("<" if type(e) is exp.GT else "<=", right, left)
             else:
-                c = Cmp(_CMPS[type(e)], left, right)
+                c = Cmp(CMPS[type(e)], left, right)
             exists = [Cmp("<", Const(0), Over("COUNT", Const(1), o.vars, o.ref, o.cond))
                       for o in (left, right) if isinstance(o, Over)]  # an aggregate of no groups is NULL
-            return _and(exists + [c])
+            return and_all(exists + [c])
         raise self.b.ctx.error(f"unsupported condition {sql_of(e)} in a query over a grouped derived table", e)
 
     def aggregate(self, e: exp.Expression, keys: set[str]) -> Expr:
         ctx = self.b.ctx
-        kind = _AGGS[type(e)]
+        kind = AGGS[type(e)]
         arg = e.this
         if isinstance(arg, exp.Distinct) or any(v for k, v in e.args.items() if k not in ("this", "big_int")):
             raise ctx.error(f"unsupported {sql_of(e)} over a grouped derived table (no DISTINCT)", e)
         vars_ = tuple(a.name for a in self.source.args if a.name not in keys)
-        cond = _and(list(self.cond))
+        cond = and_all(list(self.cond))
 
         def over(k: str, value: Expr) -> Over:
             return Over(k, value, vars_, self.source, cond)
@@ -151,7 +174,7 @@ class _Scope:
         return over(kind, value)
 
 
-def scalar(b: _Builder, e: exp.Subquery) -> Over:
+def scalar(b: Builder, e: exp.Subquery) -> Over:
     """``(SELECT AGG(x) FROM <grouped derived table> [WHERE ...])`` as an aggregate over its groups."""
     ctx, sub = b.ctx, e.this
     items = items_of(sub) if type(sub) is exp.Select else []
@@ -166,12 +189,12 @@ def scalar(b: _Builder, e: exp.Subquery) -> Over:
     if sub.args.get("where") is not None:
         s.cond.append(s.condition(sub.args["where"].this, s.row))
     agg = unparen(sub.expressions[0].this if type(sub.expressions[0]) is exp.Alias else sub.expressions[0])
-    if type(agg) not in _AGGS:
+    if type(agg) not in AGGS:
         raise ctx.error(f"unsupported subquery {sql_of(e)}: its value is one aggregate of the derived table", e)
     return s.aggregate(agg, set())
 
 
-def translate(b: _Builder, sel: exp.Select) -> Plan:
+def translate(b: Builder, sel: exp.Select) -> Plan:
     """The view of ``sel`` (one grouped derived table, maybe joined with relations) over the parts it adds."""
     ctx = b.ctx
     for node, arg in unread_args(sel):
@@ -194,11 +217,11 @@ def translate(b: _Builder, sel: exp.Select) -> Plan:
         if rel is None:
             raise ctx.error(f"unsupported FROM item {sql_of(i)} beside a grouped derived table (relations only)", i)
         others[i.alias_or_name.lower()] = rel
-    conjuncts = _conjuncts(sel.args["where"].this) if sel.args.get("where") is not None else []
+    conjuncts = sql_conjuncts(sel.args["where"].this) if sel.args.get("where") is not None else []
     for j in sel.args.get("joins") or []:
         if j.args.get("side") or j.args.get("using") or str(j.args.get("kind") or "").upper() not in ("", "INNER"):
             raise ctx.error(f"unsupported {sql_of(j)} beside a grouped derived table (inner joins only)", j)
-        conjuncts += _conjuncts(j.args.get("on"))
+        conjuncts += sql_conjuncts(j.args.get("on"))
     s = _Scope(b, sel, b.table(grouped[0]), others)
     joined: dict[int, tuple[str, str]] = {}
     rest: list[exp.Expression] = []
@@ -228,7 +251,8 @@ def translate(b: _Builder, sel: exp.Select) -> Plan:
         if c.find_ancestor(exp.Select) is sel and (r := s.resolve(c))[0] == "o":
             s.o_var(r[1], r[2])
     if others:
-        cols = [exp.Alias(this=exp.column(col, table=a), alias=exp.to_identifier(f"o{i}"))
+        spelled = {i.alias_or_name.lower(): i.alias_or_name for i in items if i is not grouped[0]}
+        cols = [exp.Alias(this=exp.column(col, table=spelled[a]), alias=exp.to_identifier(f"o{i}"))
                 for i, (a, col) in enumerate(s.ovars)]
         b.parts.append(b.select(cols, [i for i in items if i is not grouped[0]], local, None))
         s.source = s.weight = MapRef(f"#{len(b.parts) - 1}.0", tuple(Var(v) for v in s.ovars.values()))
@@ -296,7 +320,7 @@ def _view(s: _Scope, sel: exp.Select) -> Plan:
     out_names = unique_names([n for n, _ in key_items])
     value_names = unique_names([n for n, _ in values], set(out_names))
     return Plan(tuple(s.b.parts), tuple(out_names), tuple(key_vars), tuple(zip(value_names, (v for _, v in values))),
-                _and(where))
+                and_all(where))
 
 
 def _key(e: exp.Expression) -> str:
@@ -313,15 +337,24 @@ class _ViewSide:
         e = unparen(e)
         if _key(e) in self.keys:
             return Var(self.keys[_key(e)])
-        if type(e) in _AGGS:
+        if type(e) in AGGS:
             return self.s.aggregate(e, self.key_set)
         if type(e) is exp.Subquery:
             return scalar(self.s.b, e)
         if type(e) is exp.Neg:
             return Arith("*", Const(-1), self.expr(e.this))
-        if type(e) in _ARITH:
-            return Arith(_ARITH[type(e)], self.expr(e.this), self.expr(e.expression))
+        if type(e) in ARITH:
+            return Arith(ARITH[type(e)], self.expr(e.this), self.expr(e.expression))
         if is_constant(e):
             return self.s.row(e)
         raise self.s.b.ctx.error(f"unsupported {sql_of(e)} in the SELECT list or HAVING of a query over a grouped "
                                  "derived table (group keys, aggregates, arithmetic, constants)", e)
+
+
+def plan(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) -> Plan:
+    """The parts and the view of a query over one grouped derived table (joined with relations or not)."""
+    b = Builder(name, relations, ctx, "from_" if "from_" in sel.args else "from")
+    p = translate(b, sel)
+    if sel.args.get("order") is not None:
+        p = replace(p, notes=(f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view)",))
+    return p
