@@ -276,10 +276,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         inlined = reads_grouped(branches[0], ctx)
         if inlined is None:
             raise  # an aggregate of a grouped derived table's values instead: parts of their own (:mod:`.lifted`)
-        try:
-            p = plan(name, inlined, relations, ctx)
-        except (AttributeError, TypeError) as bad:  # a tree built by hand, not as sqlglot parses (test_sql_nodes)
-            raise ctx.error(f"malformed query over a grouped derived table ({bad})", inlined) from None
+        p = plan(name, inlined, relations, ctx)
         parts = tuple(_query(f"{name}_p{i}", s, relations, ctx, []) for i, s in enumerate(p.parts))
         return SqlQuery(name, (), (), None, (), (), notes=p.notes, lifted=replace(p, parts=parts))
     for key, keyword, why in _CLAUSES:

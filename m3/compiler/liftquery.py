@@ -354,7 +354,10 @@ class _ViewSide:
 def plan(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) -> Plan:
     """The parts and the view of a query over one grouped derived table (joined with relations or not)."""
     b = Builder(name, relations, ctx, "from_" if "from_" in sel.args else "from")
-    p = translate(b, sel)
+    try:
+        p = translate(b, sel)
+    except (AttributeError, TypeError) as bad:  # a tree built by hand, not as sqlglot parses (test_sql_nodes)
+        raise ctx.error(f"malformed query over a grouped derived table ({bad})", sel) from None
     if sel.args.get("order") is not None:
         p = replace(p, notes=(f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view)",))
     return p
