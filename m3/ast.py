@@ -404,6 +404,9 @@ def walk(expr: Expr):
     elif isinstance(expr, (MapRef, RelAtom, Call)):
         for a in expr.args:
             yield from walk(a)
+    elif hasattr(expr, "children"):  # nodes defined elsewhere (:class:`.over.Over`)
+        for c in expr.children():
+            yield from walk(c)
 
 
 def _walk_opt(expr: Expr | None):

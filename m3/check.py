@@ -60,6 +60,8 @@ from .ast import (
     lift,
     walk,
 )
+from .checkover import check_lifts, check_over
+from .over import Over
 from .errors import CheckError, Pos
 from .functions import check_call
 
@@ -138,9 +140,11 @@ def _check_view(out: Problems, v: ViewDecl, maps) -> None:
         _check_view_expr(out, v, v.where, row, maps, types, condition=True)
     if not v.maps:
         out.append((f"view {v.name} reads no map (its rows are where its maps have entries)", v.pos))
+    lifted = check_lifts(out, v, set(types))
     for x in row:
-        if x not in types:
-            out.append((f"key variable {x} of view {v.name} is not a key of any map the view reads", v.pos))
+        if x not in types and x not in lifted:
+            out.append((f"key variable {x} of view {v.name} is not a key of any map the view reads (nor bound by "
+                        "an equality in an aggregate's condition: X = e)", v.pos))
 
 
 def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, types: dict[str, str],
@@ -176,6 +180,8 @@ def _check_view_expr(out: Problems, v: ViewDecl, e: Expr, row: list[str], maps, 
                         e.pos or v.pos))
         _check_view_ref(out, v, e.ref, row + list(e.vars), maps, types)
         _check_conditional(out, v, e, row, list(e.vars), maps, types)
+    elif isinstance(e, Over):
+        check_over(out, v, e, row, maps, types, _check_arity, _check_nested)
     elif isinstance(e, MapRef):
         _check_view_ref(out, v, e, row, maps, types)
     elif isinstance(e, Var):
@@ -204,7 +210,7 @@ def _check_nested(out: Problems, v: ViewDecl, e: Expr, scope: list[str], maps, t
     """A TOTAL's condition: comparisons of arithmetic over the variables in scope, constants, and maps read at
     some of those variables (a nested subquery's maps, keyed by its correlation columns), or folds of them."""
     folded = [id(n.ref) for n in walk(e) if isinstance(n, Fold)]
-    scope = scope + [x for n in walk(e) if isinstance(n, Total) for x in n.vars]  # a range summed inside
+    scope = scope + [x for n in walk(e) if isinstance(n, (Total, Over)) for x in n.vars]  # a range summed inside
     for node in walk(e):
         if isinstance(node, MapRef) and id(node) in folded:
             continue
@@ -257,7 +263,7 @@ def _check_map(out: Problems, m: MapDecl, rels) -> None:
     if m.definition is None:
         return
     for node in walk(m.definition):
-        if isinstance(node, (Arith, Fold, BoolOp, Total)):
+        if isinstance(node, (Arith, Fold, BoolOp, Total, Over)):
             out.append((f"definition of map {m.name} holds a view expression", node.pos or m.pos))
         elif isinstance(node, MapRef):
             out.append((f"definition of map {m.name} refers to map {node.name}; definitions range over relations only", node.pos))
@@ -355,7 +361,7 @@ def _check_statement(out: Problems, t: Trigger, s: Statement, maps) -> None:
             out.append(("a trigger term is a product (monomial); sums belong in map definitions", node.pos or s.pos))
         elif isinstance(node, RelAtom):
             out.append((f"relation atom {node.name}(...) in a trigger; statements read maps, not relations", node.pos))
-        elif isinstance(node, (Arith, Fold, BoolOp, Total)):
+        elif isinstance(node, (Arith, Fold, BoolOp, Total, Over)):
             out.append(("view expressions (/, -, folds, AND/OR/NOT) belong in views, not triggers", node.pos or s.pos))
         elif isinstance(node, MapRef):
             _check_arity(out, node, maps, "map")

@@ -37,6 +37,7 @@ from .ast import (
     Var,
     ViewDecl,
 )
+from .over import Over
 
 
 def format_const(value) -> str:
@@ -72,7 +73,7 @@ def format_expr(e: Expr) -> str:
         return " * ".join(_factor(f) for f in e.factors)
     if isinstance(e, Sum):
         return " + ".join(f"({format_expr(t)})" if isinstance(t, Sum) else format_expr(t) for t in e.terms)
-    if isinstance(e, (Arith, Fold, BoolOp, Total)):
+    if isinstance(e, (Arith, Fold, BoolOp, Total, Over)):
         return format_view_expr(e)
     raise TypeError(f"not an M3 expression: {e!r}")
 
@@ -132,6 +133,9 @@ def format_view_expr(e: Expr, level: int = 0) -> str:
         mine = _LEVEL[e.op]
         text = f"{format_view_expr(e.left, mine)} {e.op} {format_view_expr(e.right, mine + 1)}"
         return f"({text})" if mine < level else text
+    if isinstance(e, Over):
+        cond = "" if e.cond is None else f" WHERE {format_view_expr(e.cond)}"
+        return f"{e.kind}({format_view_expr(e.expr)} FOR {', '.join(e.vars)} : {format_expr(e.ref)}{cond})"
     if isinstance(e, (Fold, Total)):
         cond = "" if e.cond is None else f" WHERE {format_view_expr(e.cond)}"
         track = "".join(f" TRACK {format_expr(t)}" for t in e.track)

@@ -44,6 +44,7 @@ from .ast import (
     ViewDecl,
 )
 from .errors import ParseError
+from .over import Over
 
 
 def _describe(t) -> str:
@@ -138,6 +139,9 @@ class ViewParser:
             right = self.vexpr()
             self.expect(")")
             return Arith(t.text.upper(), left, right, pos=t.pos)
+        if t.kind == "name" and t.text.upper() in FOLDS and self.peek(1).text == "(" and \
+                not (self.peek(2).kind == "name" and self.peek(3).text == ":"):
+            return self.over()
         if t.kind == "name" and t.text.upper() in FOLDS and self.peek(1).text == "(":
             self.take()
             self.take()
@@ -156,6 +160,29 @@ class ViewParser:
             self.take()
             return Arith("*", Const(-1, pos=t.pos), self.vfactor(), pos=t.pos)
         return self.val()
+
+    def over(self) -> Over:
+        """``SUM(e FOR K, ... : m[G, K] WHERE cond)``: an aggregate of a value over a map's entries (:mod:`.over`)."""
+        t = self.take()
+        self.expect("(")
+        e = self.vexpr()
+        if not self._word("FOR"):
+            raise ParseError(f"expected FOR (or a variable and ':') in {t.text.upper()}(...) but found "
+                             f"{_describe(self.peek())}", self.peek().pos)
+        self.take()
+        names: list[str] = []
+        while not self.at(":"):
+            names.append(self.name("a variable the aggregate ranges over").text)
+            if not self.at(":"):
+                self.expect(",")
+        self.expect(":")
+        ref = self.map_ref()
+        cond = None
+        if self._word("WHERE"):
+            self.take()
+            cond = self.vcond()
+        self.expect(")")
+        return Over(t.text.upper(), e, tuple(names), ref, cond, pos=t.pos)
 
     def total(self) -> Total:
         """``TOTAL(K, Q : m[G, K, Q] WHERE cond)``: a conditional sum over a map's entries (nested subqueries)."""

@@ -61,6 +61,8 @@ from sqlglot.errors import TokenError
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
 from .derived import flatten
+from .lifted import reads_grouped
+from .liftquery import plan
 from .regroup import regroup
 from .setops import branches as setop_branches
 from .setops import is_setop
@@ -100,6 +102,7 @@ class SqlQuery:
     nested: tuple = ()  # WHERE conjuncts holding subqueries (:func:`.subqueries.nested_conjunct`)
     union: tuple = ()  # the other UNION ALL branches (SqlQuery each), whose maps add to this one's (:mod:`.union`)
     setop: str = ""  # "INTERSECT" or "EXCEPT": `union` holds the other branches, whose maps stay apart (:mod:`.setops`)
+    lifted: object = None  # a query over a grouped derived table read by value: its Plan, parts compiled (:mod:`.lifted`)
 
 
 _TYPES = {
@@ -267,7 +270,15 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
         queries = [_query(name, b, relations, ctx, rename) for b in branches]
         return replace(queries[0], union=tuple(queries[1:]))
-    sel = flatten(regroup(branches[0], ctx), relations, ctx)
+    try:
+        sel = flatten(regroup(branches[0], ctx), relations, ctx)
+    except CompileError:
+        inlined = reads_grouped(branches[0], ctx)
+        if inlined is None:
+            raise  # an aggregate of a grouped derived table's values instead: parts of their own (:mod:`.lifted`)
+        p = plan(name, inlined, relations, ctx)
+        parts = tuple(_query(f"{name}_p{i}", s, relations, ctx, []) for i, s in enumerate(p.parts))
+        return SqlQuery(name, (), (), None, (), (), notes=p.notes, lifted=replace(p, parts=parts))
     for key, keyword, why in _CLAUSES:
         if keyword and sel.args.get(key):
             word = keyword.strip(chr(92) + "b").replace(chr(92) + "s+", " ")

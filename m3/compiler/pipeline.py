@@ -4,7 +4,8 @@
    flattened: :mod:`.derived`; UNION ALL branches: :mod:`.union`; expressions:
    :mod:`.resolve`, folding :mod:`.constants`, selections :mod:`.predicates`; the
    SELECT list :mod:`.outputs`; expressions over aggregates and HAVING :mod:`.viewexpr`;
-   the sqlglot nodes and fields it reads :mod:`.nodes`; error positions :mod:`.positions`)
+   the sqlglot nodes and fields it reads :mod:`.nodes`; error positions :mod:`.positions`; a query over a
+   grouped derived table's values: :mod:`.lifted`, :mod:`.liftquery`, its parts compiled as queries)
 2. :func:`normalize.normalize` — each query → sum-of-products calculus, one map per aggregate
    (which maps, and the view's columns and condition over them: :mod:`.columns`)
 3. for every map, for every relation it reads and both event signs (recursively, for the maps this creates):
@@ -16,7 +17,8 @@
 
    until deltas no longer read the database (a delta has fewer relation
    atoms than its map, so this terminates)
-4. :func:`views.view_decl` — each query's view over its maps (computed when read);
+4. :func:`views.view_decl` — each query's view over its maps (computed when read; over a grouped derived
+   table's values: :func:`liftview.lifted_view` combines its parts' views);
    :func:`triggers.assemble` — the program, statements ordered per trigger
 5. :func:`..check.check_program` — the result is restricted M3 (a safety net)
 
@@ -68,6 +70,7 @@ from ..check import check_program
 from ..printer import format_program
 from .delta import delta, event_vars
 from .frontend import parse_sql
+from .liftview import lifted_view, part_columns
 from .lifts import bind_lifts
 from .materialize import MapDef, make_mapdef, materialize
 from .normalize import normalize
@@ -134,9 +137,15 @@ def compile_with_notes(text: str, streams: tuple[RelationDecl, ...] = ()) -> tup
         worklist.append(md)
         return md.name, md.keys
 
-    for q in queries:
+    def query_view(q):
         nq = normalize(relations, q)
-        views.append(view_decl(nq, [query_map(f"{nq.name}_{a.name}", a.agg) for a in nq.aggregates]))
+        return nq, view_decl(nq, [query_map(f"{nq.name}_{a.name}", a.agg) for a in nq.aggregates])
+
+    for q in queries:
+        if q.lifted is not None:  # over a grouped derived table read by value: its parts' views combined
+            views.append(lifted_view(q.name, q.lifted, [part_columns(*query_view(p)) for p in q.lifted.parts]))
+        else:
+            views.append(query_view(q)[1])
 
     events = {r.name: event_vars(r) for r in relations}
     statements: dict[tuple[str, int], list[tuple[int, Statement]]] = {}

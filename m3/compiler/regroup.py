@@ -21,8 +21,8 @@ the outer grouped by some of ``G`` and filtering (WHERE) on ``G`` only:
 
 Anything else over an aggregate column (``MAX`` of a ``SUM``: TPC-H Q15;
 grouping by an aggregate: Q13) is not an aggregate of the rows and is
-refused by name, as is a grouped derived table joined with other FROM
-items.
+refused by name here, as is a grouped derived table joined with other FROM
+items; the front end then compiles it by value (:mod:`.lifted`).
 
 >>> import sqlglot
 >>> from ..errors import CompileError

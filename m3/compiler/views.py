@@ -47,6 +47,7 @@ from ..ast import (
     variables,
     walk,
 )
+from ..over import Over, lifts
 from ..calculus import V
 from ..printer import format_view_expr
 from .normalize import NormalQuery
@@ -143,6 +144,14 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
         what = ", ".join(dict.fromkeys(f"{f.kind} over {f.ref.name}" for f in folds))
         reasons.append(f"{what}: each changed row reads the distinct values of its group (cost grows with their "
                        "number, not with the database)")
+    overs = [n for e in [c.expr for c in v.columns] + [v.where] if e is not None for n in walk(e) if isinstance(n, Over)]
+    if overs:
+        what = ", ".join(dict.fromkeys(o.ref.name for o in overs))
+        keyed = " (a key that is an inner aggregate's value: a batch that changes them re-reads every row)" \
+            if lifts(v, set()) else ""
+        reasons.append(f"an aggregate of a grouped derived table's values over {what}: reading a changed row "
+                       f"aggregates the derived table's groups{keyed} (cost grows with their number, not with the "
+                       "rows); the maps themselves are first-order")
     guarded = _loop_guarded(v, program) if program is not None else []
     if guarded:
         reasons.append(f"a comparison between columns ({', '.join(guarded)}) loops over a map's entries at each "

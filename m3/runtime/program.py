@@ -332,6 +332,8 @@ class Runtime:
             return []
         now = self._reader()
         before = _OldReader(store, old, now)
+        if form.source is not None:  # rows keyed by values (:mod:`..over`): every row before and after
+            rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
         out = []
         for row in rows:
             was = row_value(form, row, before)

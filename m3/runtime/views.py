@@ -68,6 +68,7 @@ from ..ast import (
     ViewDecl,
     walk,
 )
+from ..over import Over, lifts
 from .evaluate import Entries, Reader, holds, items, value
 
 
@@ -111,6 +112,8 @@ class ViewForm:
     refs: tuple[Ref, ...]  # every map reference, once
     folds: tuple[Ref, ...]  # the refs read by a fold or a TOTAL (an index on their bound positions)
     outer: tuple[Ref, ...] = ()  # the refs whose entries make a row present (not those of a TOTAL's condition)
+    lifted: tuple[tuple[int, Expr], ...] = ()  # row variables bound by values (:mod:`..over`): (slot, expression)
+    source: Over | None = None  # the aggregate whose entries bind them: the view's rows come from its entries
 
     def key_of(self, row: tuple) -> tuple:
         """The output key of a row."""
@@ -174,8 +177,17 @@ def view_form(program: Program, v: ViewDecl) -> ViewForm:
                         types.setdefault(names[s], k.type)
             if isinstance(node, (Fold, Total)):
                 folds[_ref(node.ref, names)] = None
+    bound = {names[s] for ref in outer for s in ref.slots if s is not None}
+    found = lifts(v, bound)
+    source = next(iter(found.values()))[1] if found else None
+    if source is not None:
+        over_types = {a.name: k.type for a, k in zip(source.ref.args, program.map(source.ref.name).keys)
+                      if isinstance(a, Var)}
+        for x, (e, _) in found.items():
+            types[x] = _type(e, program, {**over_types, **types})
     return ViewForm(v.name, names, tuple(types.get(n, "INT") for n in names), out, tuple(columns), v.where,
-                    tuple(refs), tuple(folds), tuple(outer))
+                    tuple(refs), tuple(folds), tuple(outer), tuple((names.index(x), e) for x, (e, _) in found.items()),
+                    source)
 
 
 def _ref(ref: MapRef, names: tuple[str, ...]) -> Ref:
@@ -192,7 +204,7 @@ def view_index_specs(program: Program) -> dict[str, list[tuple[int, ...]]]:
     for v in program.views:
         exprs = [c.expr for c in v.columns if c.expr is not None] + ([v.where] if v.where is not None else [])
         for node in (n for e in exprs for n in walk(e)):
-            if isinstance(node, (Fold, Total)):
+            if isinstance(node, (Fold, Total, Over)):
                 own = {node.var} if isinstance(node, Fold) else set(node.vars)
                 bound = tuple(i for i, a in enumerate(node.ref.args) if not (isinstance(a, Var) and a.name in own))
                 if bound and len(bound) < len(node.ref.args) and bound not in out.setdefault(node.ref.name, []):
@@ -201,7 +213,10 @@ def view_index_specs(program: Program) -> dict[str, list[tuple[int, ...]]]:
 
 
 def present(form: ViewForm, row: tuple, reader: Reader) -> bool:
-    """Whether some map the view reads has an entry at the row (its condition aside; not a TOTAL's condition)."""
+    """Whether some map the view reads has an entry at the row (its condition aside; not a TOTAL's condition);
+    with lifted variables, whether an entry of the source aggregate's map gives the row."""
+    if form.source is not None:
+        return row in _lifted_rows(form, row, reader)
     for ref in form.outer or form.refs:
         if None in ref.slots:
             if items(reader.entries(ref.map, ref.pattern(row))):
@@ -228,12 +243,42 @@ def candidate_rows(form: ViewForm, entries: Entries, pattern: tuple = ()) -> lis
     row_pat = form.row_pattern(tuple(pattern))
     if row_pat is None:
         return []
+    if form.source is not None:
+        return [r for r in _lifted_rows(form, row_pat, _reader_of(entries))
+                if all(p is None or p == x for p, x in zip(row_pat, r))]
     rows: dict[tuple, None] = {}
     for ref in form.outer or form.refs:
         map_pat = tuple(None if s is None else row_pat[s] for s in ref.slots)
         for key, _ in items(entries(ref.map, map_pat)):
             rows[ref.row_of(key)] = None
     return list(rows)
+
+
+def _reader_of(entries: Entries) -> Reader:
+    def get(name: str, key: tuple):
+        found = items(entries(name, key))
+        return found[0][1] if found else 0
+
+    return Reader(get, entries)
+
+
+def _lifted_rows(form: ViewForm, row_pat: tuple, reader: Reader) -> dict[tuple, None]:
+    """The rows the source aggregate's entries give at a row pattern: its map's row variables from each entry,
+    the lifted ones computed there (``C = cnt[K]``: each value the inner groups' counts take)."""
+    o = form.source
+    slots = [(i, a.name) for i, a in enumerate(o.ref.args) if isinstance(a, Var)]
+    env0 = {n: row_pat[form.vars.index(n)] for n in form.vars if row_pat[form.vars.index(n)] is not None}
+    pattern = tuple(env0.get(a.name) if isinstance(a, Var) else a.value for a in o.ref.args)
+    rows: dict[tuple, None] = {}
+    for k, n in items(reader.entries(o.ref.name, pattern)):
+        if not n:
+            continue
+        env = {**env0, **{name: k[i] for i, name in slots}}
+        row = [env.get(x) for x in form.vars]
+        for slot, e in form.lifted:
+            row[slot] = env[form.vars[slot]] = value(e, env, reader)
+        rows[tuple(row)] = None
+    return rows
 
 
 def read_view(program: Program, v: ViewDecl, entries: Entries, pattern: tuple = ()) -> dict[tuple, object]:
@@ -289,6 +334,11 @@ def _type(e: Expr, program: Program, var_types: dict[str, str]) -> str:
         return program.map(e.name).value_type
     if isinstance(e, Total):
         return program.map(e.ref.name).value_type
+    if isinstance(e, Over):
+        if e.kind == "COUNT":
+            return "INT"
+        inner = {a.name: k.type for a, k in zip(e.ref.args, program.map(e.ref.name).keys) if isinstance(a, Var)}
+        return _type(e.expr, program, {**var_types, **inner})
     if isinstance(e, Fold):
         if e.kind == "COUNT":
             return "INT"

@@ -1,0 +1,85 @@
+"""``SUM(e FOR K : m[G, K] WHERE c)``: an aggregate over a map's entries, of a value computed at each entry.
+
+Why a node of its own: an aggregate of aggregates (TPC-H Q13 groups
+customers by their order count, Q15 takes the MAX of per-supplier sums) is
+not an aggregate of the rows, so no map of the rows holds it.  DBToaster
+writes it with a *lifted map value*, ``custdist[C] = Sum_K rows[K] * (C ^=
+cnt[K])``: the inner aggregate's value becomes a variable.  A view reads it
+the same way when it is read: ``COUNT(1 FOR K : rows[K] WHERE cnt[K] = C)``
+counts the inner groups ``K`` (the entries of ``rows`` at the view's row, its
+``vars`` free) whose count is ``C``; the value folded is any view expression
+of the entry's variables (``MAX(rev[K] FOR K : rows[K])``), where
+:class:`~.ast.Fold` folds a key.
+
+A view variable that no map key binds is *lifted*: a conjunct ``C = e`` of an
+``Over``'s condition binds it, the view's rows are the values ``e`` takes over
+the ``Over``'s entries (:func:`lifts`).  This module is the node and that
+rule, shared by the checker and the runtime.
+
+>>> from .syntax import parse_program
+>>> v = parse_program("DECLARE VIEW v[c := C](n := COUNT(1 FOR K : r[K] WHERE c[K] = C));").views[0]
+>>> v.columns[0].expr.vars, lifts(v, set())
+(('K',), {'C': (MapRef(name='c', args=(Var(name='K'),)), Over(kind='COUNT', expr=Const(value=1), vars=('K',), ref=MapRef(name='r', args=(Var(name='K'),)), cond=Cmp(op='=', left=MapRef(name='c', args=(Var(name='K'),)), right=Var(name='C'))))})
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .ast import BoolOp, Cmp, Expr, MapRef, Var, ViewDecl, walk
+from .errors import Pos
+
+
+@dataclass(frozen=True)
+class Over:
+    """``KIND(expr FOR vars : ref WHERE cond)``: over the entries of ``ref`` at the row (``vars`` free, entries
+    of value 0 skipped) where ``cond`` holds, SUM, MIN or MAX of ``expr`` at the entry, or COUNT of the entries
+    (0 over none)."""
+
+    kind: str
+    expr: Expr
+    vars: tuple[str, ...]
+    ref: MapRef
+    cond: Expr | None = None
+    pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
+
+    def children(self) -> tuple[Expr, ...]:
+        """The sub-expressions :func:`.ast.walk` visits."""
+        return (self.expr, self.ref) + (() if self.cond is None else (self.cond,))
+
+
+def conjuncts(e: Expr | None) -> list[Expr]:
+    """The AND-ed parts of a condition.
+
+    >>> conjuncts(BoolOp("AND", (Cmp("=", Var("A"), Var("B")), Cmp("<", Var("A"), Var("C")))))[1]
+    Cmp(op='<', left=Var(name='A'), right=Var(name='C'))
+    """
+    if e is None:
+        return []
+    if isinstance(e, BoolOp) and e.op == "AND":
+        return [x for a in e.args for x in conjuncts(a)]
+    return [e]
+
+
+def names(e: Expr) -> set[str]:
+    """The variables ``e`` reads."""
+    return {n.name for n in walk(e) if isinstance(n, Var)}
+
+
+def lifts(v: ViewDecl, bound: set[str]) -> dict[str, tuple[Expr, Over]]:
+    """The view's lifted variables: each row variable not in ``bound`` (the ones map keys bind) that a conjunct
+    ``X = e`` of an ``Over``'s condition binds, with ``e`` (reading only the ``Over``'s variables, bound row
+    variables and variables lifted before it) and that ``Over``."""
+    row = list(dict.fromkeys(v.key_vars))
+    exprs = [c.expr for c in v.columns if c.expr is not None] + ([v.where] if v.where is not None else [])
+    overs = [n for e in exprs for n in walk(e) if isinstance(n, Over)]
+    out: dict[str, tuple[Expr, Over]] = {}
+    for o in overs:
+        for c in conjuncts(o.cond):
+            if not isinstance(c, Cmp) or c.op != "=":
+                continue
+            for x, e in ((c.left, c.right), (c.right, c.left)):
+                if isinstance(x, Var) and x.name in row and x.name not in bound and x.name not in out \
+                        and names(e) <= set(o.vars) | bound | set(out):
+                    out[x.name] = (e, o)
+    return out
