@@ -112,3 +112,18 @@ def test_changes_find_rows_of_groups_the_row_does_not_bind(sql, batches, backend
     view, replica = _replayed(sql, batches, backend)
     assert replica == view
     assert "re-reads every row" in compile_to_text(sql).splitlines()[0]
+
+
+@pytest.mark.parametrize("sql, kind", [
+    ("SELECT n FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t INTERSECT SELECT d FROM S", "INTERSECT"),
+    ("SELECT n FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t EXCEPT SELECT d FROM S", "EXCEPT"),
+    ("SELECT d FROM S EXCEPT SELECT n FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t", "EXCEPT"),
+    ("SELECT n FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t UNION SELECT d FROM S", "UNION"),
+    ("SELECT d FROM S UNION SELECT n FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t", "UNION"),
+])
+def test_set_operation_with_a_lifted_branch_is_refused(sql, kind):
+    """A branch over a grouped derived table read by value is a view over parts: the other branches were
+    silently dropped (bug); now the set operation is refused by name."""
+    with pytest.raises(CompileError, match=re.escape(f"unsupported {kind} with a branch over a grouped derived "
+                                                     "table read by value")):
+        compile_sql(GENERIC + sql)
