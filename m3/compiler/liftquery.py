@@ -257,8 +257,13 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
         b.parts.append(b.select(cols, [i for i in items if i is not grouped[0]], local, None))
         s.source = s.weight = MapRef(f"#{len(b.parts) - 1}.0", tuple(Var(v) for v in s.ovars.values()))
         s.cond.append(Cmp("<", Const(0), MapRef(f"#{s.t.rows}.0", tuple(Var(g) for g in s.gvars))))
-    else:
+    else:  # no relation's query to put them in: a constant condition holds or not for every row
+        for c in local:
+            if any(isinstance(x, (exp.Select, exp.Subquery, exp.Exists)) for x in c.walk()):
+                raise ctx.error(f"unsupported condition {sql_of(c)} in WHERE of a query over a grouped derived "
+                                "table (a subquery that reads none of its columns)", c)
         s.source = MapRef(f"#{s.t.rows}.0", tuple(Var(g) for g in s.gvars))
+        reads_t += local
     s.cond += [s.condition(c, s.row) for c in reads_t]
     return _view(s, sel)
 

@@ -127,3 +127,20 @@ def test_set_operation_with_a_lifted_branch_is_refused(sql, kind):
     with pytest.raises(CompileError, match=re.escape(f"unsupported {kind} with a branch over a grouped derived "
                                                      "table read by value")):
         compile_sql(GENERIC + sql)
+
+
+@pytest.mark.parametrize("where", ["1 = 0", "1 < 2 AND n > 1", "1 = 0 OR n > 1"])
+def test_constant_where_without_relations_applies(where):
+    """A WHERE conjunct that reads no column of the derived table (and no relation is joined) was dropped (bug):
+    a constant one is now a condition of every row."""
+    check_against_duckdb(GENERIC + f"""SELECT n, COUNT(*) AS g
+        FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t WHERE {where} GROUP BY n""", examples=10)
+
+
+@pytest.mark.parametrize("where", ["EXISTS (SELECT 1 FROM S)", "EXISTS (SELECT 1 FROM S WHERE S.b = t.a)",
+                                   "NOT EXISTS (SELECT 1 FROM R)", "n > 0 AND EXISTS (SELECT 1 FROM S)"])
+def test_subquery_in_where_without_relations_is_refused(where):
+    with pytest.raises(CompileError, match=re.escape("in WHERE of a query over a grouped derived table (a subquery "
+                                                     "that reads none of its columns)")):
+        compile_sql(GENERIC + f"SELECT n, COUNT(*) AS g FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t "
+                              f"WHERE {where} GROUP BY n")
