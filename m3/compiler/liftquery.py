@@ -48,7 +48,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..ast import Arith, BoolOp, Cmp, Const, Expr, MapRef, RelationDecl, Var
+from ..ast import Arith, BoolOp, Cmp, Const, Expr, MapRef, RelationDecl, Var, walk
 from ..over import Over
 from .constants import NotConstant, fold, is_constant
 from .lifted import AGGS, ARITH, CMPS, Builder, Plan, Table, and_all, is_grouped, items_of, sql_conjuncts
@@ -56,6 +56,7 @@ from .nodes import sql_of, unread_args
 from .outputs import unique_names
 from .resolve import Positions, unparen
 
+_NEGATED = {exp.EQ: exp.NEQ, exp.NEQ: exp.EQ, exp.LT: exp.GTE, exp.GTE: exp.LT, exp.LTE: exp.GT, exp.GT: exp.LTE}
 _OUTER_ARGS = frozenset({"expressions", "from", "from_", "joins", "where", "group", "having", "order", "distinct"})
 
 
@@ -127,27 +128,30 @@ class _Scope:
         raise ctx.error(f"unsupported {type(e).__name__.upper()} ({sql_of(e)}) in a query over a grouped derived "
                         "table read by value", e)
 
-    def condition(self, e: exp.Expression, side) -> Expr:
-        """A condition whose operands are translated by ``side`` (:meth:`row` or :meth:`view`)."""
+    def condition(self, e: exp.Expression, side, negated: bool = False) -> Expr:
+        """A condition whose operands are translated by ``side`` (:meth:`row` or :meth:`view`).
+
+        NOT is pushed down to the comparisons (``negated``), which SQL's three-valued logic allows, so that a
+        comparison with an aggregate of no groups (NULL) is false under NOT too (:func:`_not_null`)."""
         e = unparen(e)
         if type(e) in (exp.And, exp.Or):
-            return BoolOp("AND" if type(e) is exp.And else "OR", (self.condition(e.this, side),
-                                                                   self.condition(e.expression, side)))
+            op = "AND" if (type(e) is exp.And) != negated else "OR"
+            return BoolOp(op, (self.condition(e.this, side, negated), self.condition(e.expression, side, negated)))
         if type(e) is exp.Not:
-            return BoolOp("NOT", (self.condition(e.this, side),))
+            return self.condition(e.this, side, not negated)
         if type(e) is exp.Between and not e.args.get("symmetric"):
             x = e.this
-            return and_all([self.condition(exp.GTE(this=x.copy(), expression=e.args["low"].copy()), side),
-                         self.condition(exp.LTE(this=x.copy(), expression=e.args["high"].copy()), side)])
+            return self.condition(exp.And(this=exp.GTE(this=x.copy(), expression=e.args["low"].copy()),
+                                          expression=exp.LTE(this=x.copy(), expression=e.args["high"].copy())),
+                                  side, negated)
         if type(e) in CMPS:
             left, right = side(e.this), side(e.expression)
-            if type(e) in (exp.GT, exp.GTE):
-                c = Cmp("<" if type(e) is exp.GT else "<=", right, left)
+            kind = _NEGATED[type(e)] if negated else type(e)
+            if kind in (exp.GT, exp.GTE):
+                c = Cmp("<" if kind is exp.GT else "<=", right, left)
             else:
-                c = Cmp(CMPS[type(e)], left, right)
-            exists = [Cmp("<", Const(0), Over("COUNT", Const(1), o.vars, o.ref, o.cond))
-                      for o in (left, right) if isinstance(o, Over)]  # an aggregate of no groups is NULL
-            return and_all(exists + [c])
+                c = Cmp(CMPS[kind], left, right)
+            return and_all(_not_null(left) + _not_null(right) + [c])
         raise self.b.ctx.error(f"unsupported condition {sql_of(e)} in a query over a grouped derived table", e)
 
     def aggregate(self, e: exp.Expression, keys: set[str]) -> Expr:
@@ -172,6 +176,15 @@ class _Scope:
         if kind == "AVG":
             return Arith("/", total, count)
         return over(kind, value)
+
+
+def _not_null(e: Expr) -> list[Expr]:
+    """Conditions that ``e`` is not NULL: SQL's SUM, MIN, MAX (and AVG, and arithmetic over them) of no groups
+    is NULL, so a comparison with it is false; COUNT of no groups is 0 (the runtime's value of each over none)."""
+    overs = [n for n in walk(e) if isinstance(n, Over)]
+    inner = {id(x) for o in overs for part in o.children() for x in walk(part) if x is not o}
+    found = dict.fromkeys((o.vars, o.ref, o.cond) for o in overs if id(o) not in inner and o.kind != "COUNT")
+    return [Cmp("<", Const(0), Over("COUNT", Const(1), *k)) for k in found]
 
 
 def scalar(b: Builder, e: exp.Subquery) -> Over:

@@ -144,3 +144,16 @@ def test_subquery_in_where_without_relations_is_refused(where):
                                                      "that reads none of its columns)")):
         compile_sql(GENERIC + f"SELECT n, COUNT(*) AS g FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t "
                               f"WHERE {where} GROUP BY n")
+
+
+@pytest.mark.parametrize("condition", [
+    "n > (SELECT COUNT(*) FROM t WHERE n > 2)",  # COUNT of no groups is 0
+    "n > (SELECT AVG(n) FROM t WHERE a > 2)",  # AVG of no groups is NULL: the comparison is false
+    "n > (SELECT MAX(n) FROM t WHERE a > 2) - 10",  # arithmetic over NULL is NULL
+    "NOT (n > (SELECT SUM(n) FROM t WHERE a > 2) OR a > 2)",  # NOT of NULL is NULL
+])
+def test_scalar_subquery_of_no_groups_is_null_or_zero(condition):
+    """A scalar subquery over a filtered derived table with no group left: the guard was on operands that are an
+    aggregate themselves, so COUNT's 0 was NULL and AVG's or arithmetic's NULL was 0 (bug)."""
+    check_against_duckdb(GENERIC + f"""WITH t AS (SELECT a, COUNT(*) AS n FROM R GROUP BY a)
+        SELECT a, n FROM t WHERE {condition}""", examples=10)
