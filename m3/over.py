@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ast import BoolOp, Cmp, Expr, MapRef, Var, ViewDecl, walk
+from .ast import BoolOp, Cmp, Expr, Fold, MapRef, Total, Var, ViewDecl, walk
 from .errors import Pos
 
 
@@ -62,8 +62,11 @@ def conjuncts(e: Expr | None) -> list[Expr]:
 
 
 def names(e: Expr) -> set[str]:
-    """The variables ``e`` reads."""
-    return {n.name for n in walk(e) if isinstance(n, Var)}
+    """The variables ``e`` reads, less those a fold or an aggregate inside it ranges over (an inner MIN is a
+    ``Fold`` over the values of its group: ``MIN(B FOR ... m[A, B])`` reads ``A``)."""
+    own = {x for n in walk(e) for x in ((n.var,) if isinstance(n, Fold) else n.vars if isinstance(n, (Total, Over))
+                                         else ())}
+    return {n.name for n in walk(e) if isinstance(n, Var)} - own
 
 
 def lifts(v: ViewDecl, bound: set[str]) -> dict[str, tuple[Expr, Over]]:
