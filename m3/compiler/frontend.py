@@ -289,6 +289,10 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
             raise  # an aggregate of a grouped derived table's values instead: parts of their own (:mod:`.lifted`)
         p = plan(name, inlined, relations, ctx)
         parts = tuple(_query(f"{name}_p{i}", s, relations, ctx, []) for i, s in enumerate(p.parts))
+        for s, q in zip(p.parts, parts):
+            if q.lifted is not None:  # a part is compiled to maps, which a lifted query is not
+                raise ctx.error(f"unsupported grouped derived table over another grouped derived table's values "
+                                f"({sql_of(s)}): one level of aggregates of aggregates", inlined)
         return SqlQuery(name, (), (), None, (), (), notes=p.notes, lifted=replace(p, parts=parts))
     for key, keyword, why in _CLAUSES:
         if keyword and sel.args.get(key):

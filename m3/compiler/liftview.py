@@ -25,7 +25,9 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass, replace
 
 from ..ast import Arith, Expr, Fold, MapRef, Total, Var, ViewColumn, ViewDecl, walk
+from ..errors import CompileError
 from ..over import Over
+from ..printer import format_view_expr
 from .lifted import Plan
 
 Part = tuple[tuple[str, ...], list[Expr]]  # a compiled part: its key variables, its columns as view expressions
@@ -78,6 +80,10 @@ def fill(view: ViewDecl, parts: list[Part]) -> ViewDecl:
             if isinstance(node, Var):
                 return Var(_find(same, node.name))
             if isinstance(node, Over):
+                if not isinstance(node.ref, MapRef):  # the entries it ranges over are a map's, not a computed value
+                    raise CompileError(f"unsupported grouped derived table read by value whose groups are not one "
+                                       f"map (they are {format_view_expr(node.ref)}: a subquery in its WHERE, or a "
+                                       f"grouped derived table inside it) in view {view.name}")
                 node = replace(node, vars=tuple(dict.fromkeys(_find(same, v) for v in node.vars)))
             if isinstance(node, MapRef) and node.name.startswith("#"):
                 i, j = _index(node.name)

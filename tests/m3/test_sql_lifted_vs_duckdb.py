@@ -171,3 +171,28 @@ def test_group_by_an_inner_min_or_max(kind):
     the fold's own variable counted as one the key reads)."""
     check_against_duckdb(GENERIC + f"""SELECT m, COUNT(*) AS g, SUM(n) AS rs
         FROM (SELECT a, {kind}(b) AS m, COUNT(*) AS n FROM R GROUP BY a) t GROUP BY m""", examples=15)
+
+
+@BOTH
+def test_scalar_subquery_selected_beside_the_rows():
+    """An uncorrelated MAX of the derived table selected as a column of its rows (it crashed with a CheckError:
+    the MAX's own variable counted as one the lifted column reads)."""
+    check_against_duckdb(GENERIC + """WITH t AS (SELECT a, SUM(c) AS s FROM R GROUP BY a)
+        SELECT a, s, (SELECT MAX(s) FROM t) AS m FROM t""", examples=15)
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT MAX(n) AS m FROM (SELECT a, COUNT(*) AS n FROM R WHERE b IN (SELECT b FROM S) GROUP BY a) t",
+     "unsupported grouped derived table read by value whose groups are not one map"),
+    ("SELECT n, COUNT(*) AS g FROM (SELECT a, SUM(c) AS n FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.b = R.b) "
+     "GROUP BY a) t GROUP BY n", "unsupported grouped derived table read by value whose groups are not one map"),
+    ("SELECT MAX(n) AS m FROM (SELECT a, COUNT(*) AS n FROM (SELECT a, b, COUNT(*) AS m FROM R GROUP BY a, b) x "
+     "GROUP BY a) t", "unsupported grouped derived table read by value whose groups are not one map"),
+    ("SELECT MAX(g) AS m FROM (SELECT n, COUNT(*) AS g FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t "
+     "GROUP BY n) u", "unsupported grouped derived table over another grouped derived table's values"),
+])
+def test_derived_table_not_one_map_is_refused(sql, message):
+    """A derived table whose groups are a computed value (a subquery in its WHERE, a grouped table inside it)
+    crashed with an AttributeError; now refused by name."""
+    with pytest.raises(CompileError, match=re.escape(message)):
+        compile_sql(GENERIC + sql)
