@@ -75,6 +75,8 @@ def fill(view: ViewDecl, parts: list[Part]) -> ViewDecl:
         taken.add(f"{x}_{n}")
         return f"{x}_{n}"
 
+    row = {_find(same, k) for k in view.key_vars}
+
     def rebuild(e: Expr) -> Expr:
         def f(node):
             if isinstance(node, Var):
@@ -84,7 +86,8 @@ def fill(view: ViewDecl, parts: list[Part]) -> ViewDecl:
                     raise CompileError(f"unsupported grouped derived table read by value whose groups are not one "
                                        f"map (they are {format_view_expr(node.ref)}: a subquery in its WHERE, or a "
                                        f"grouped derived table inside it) in view {view.name}")
-                node = replace(node, vars=tuple(dict.fromkeys(_find(same, v) for v in node.vars)))
+                # a variable the parts made one with a row variable is the row's, no longer the aggregate's
+                node = replace(node, vars=tuple(dict.fromkeys(x for v in node.vars if (x := _find(same, v)) not in row)))
             if isinstance(node, MapRef) and node.name.startswith("#"):
                 i, j = _index(node.name)
                 keys, columns = parts[i]

@@ -196,3 +196,16 @@ def test_derived_table_not_one_map_is_refused(sql, message):
     crashed with an AttributeError; now refused by name."""
     with pytest.raises(CompileError, match=re.escape(message)):
         compile_sql(GENERIC + sql)
+
+
+@BOTH
+@pytest.mark.parametrize("sql", [
+    "SELECT S.d, SUM(t.s) AS x FROM (SELECT b, SUM(c) AS s FROM R GROUP BY b) t, S, R r2 "
+    "WHERE t.b = S.b AND r2.a = S.d GROUP BY S.d",
+    "SELECT S.d, r2.b, SUM(t.s) AS x FROM (SELECT b, SUM(c) AS s FROM R GROUP BY b) t, S, R r2 "
+    "WHERE t.b = S.b AND r2.a = S.d GROUP BY S.d, r2.b",
+])
+def test_two_relations_joined_with_the_derived_table(sql):
+    """Two relations joined on a row column: their part's map holds the two columns as one variable, which
+    made the aggregate range over a row variable (a CheckError); the row's variable is now the row's."""
+    check_against_duckdb(GENERIC + sql, examples=15)
