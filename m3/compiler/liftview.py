@@ -22,10 +22,11 @@ DECLARE VIEW Q1[](n := COUNT(1 FOR K : Q1_p0_rows[K]));
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields, is_dataclass, replace
 
 from ..ast import Arith, Expr, Fold, MapRef, Total, Var, ViewColumn, ViewDecl, walk
-from ..errors import CompileError
+from ..errors import CheckError, CompileError
 from ..over import Over
 from ..printer import format_view_expr
 from .lifted import Plan
@@ -51,6 +52,23 @@ def lifted_view(name: str, plan: Plan, parts: list[Part]) -> ViewDecl:
     """The view of a plan whose part ``i`` compiled to ``parts[i]``."""
     view = ViewDecl(name, plan.keys, tuple(ViewColumn(n, expr=e) for n, e in plan.columns), plan.key_vars, plan.where)
     return fill(view, parts)
+
+
+def safely(names: tuple[str, ...], build):
+    """``build()`` (the view of a lifted query, or the check of the program holding them), its crash or a check
+    failure of a view in ``names`` a CompileError naming the construct: a safety net, since a shape the translation
+    missed must be refused, never a crash (the known shapes are refused by name before this)."""
+    try:
+        return build()
+    except CheckError as bad:
+        found = [(n, m) for m, _ in bad.errors for n in names if re.search(rf"\b{re.escape(n)}\b", m)]
+        if not found:
+            raise
+        name, why = found[0]
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as bad:
+        name, why = names[0], f"{type(bad).__name__}: {bad}"
+    raise CompileError(f"unsupported query over a grouped derived table read by value in view {name}: its "
+                       f"parts do not combine into a view ({why})") from None
 
 
 def fill(view: ViewDecl, parts: list[Part]) -> ViewDecl:

@@ -209,3 +209,24 @@ def test_two_relations_joined_with_the_derived_table(sql):
     """Two relations joined on a row column: their part's map holds the two columns as one variable, which
     made the aggregate range over a row variable (a CheckError); the row's variable is now the row's."""
     check_against_duckdb(GENERIC + sql, examples=15)
+
+
+@pytest.mark.parametrize("broken", ["crash", "unchecked"])
+def test_a_lifted_view_that_does_not_combine_is_a_compile_error(monkeypatch, broken):
+    """The safety net: a shape the translation missed, which crashes while its parts are combined or yields a
+    view the checker refuses, is a CompileError naming the construct (never an AttributeError or CheckError)."""
+    from dataclasses import replace
+
+    from boreas.m3.compiler import liftview
+
+    fill = liftview.fill
+
+    def bad_fill(view, parts):
+        if broken == "crash":
+            raise AttributeError("'Total' object has no attribute 'name'")
+        return replace(fill(view, parts), key_vars=("UNBOUND",) * len(view.keys))
+
+    monkeypatch.setattr(liftview, "fill", bad_fill)
+    with pytest.raises(CompileError, match=re.escape("unsupported query over a grouped derived table read by value "
+                                                     "in view Q1: its parts do not combine into a view")):
+        compile_sql(SHAPES["group_by_a_count"])
