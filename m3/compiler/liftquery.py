@@ -236,6 +236,7 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
             raise ctx.error(f"unsupported {sql_of(j)} beside a grouped derived table (inner joins only)", j)
         conjuncts += sql_conjuncts(j.args.get("on"))
     s = _Scope(b, sel, b.table(grouped[0]), others)
+    _read_aliases(s, sel)
     joined: dict[int, tuple[str, str]] = {}
     rest: list[exp.Expression] = []
     for c in conjuncts:
@@ -279,6 +280,24 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
         reads_t += local
     s.cond += [s.condition(c, s.row) for c in reads_t]
     return _view(s, sel)
+
+
+def _read_aliases(s: _Scope, sel: exp.Select) -> None:
+    """GROUP BY and HAVING reading an output alias (``GROUP BY k``, ``HAVING custdist > 1``), rewritten in
+    place to the expression it names; one that is also a column of the FROM items is refused as ambiguous."""
+    named = {e.alias.lower(): e.this for e in sel.expressions if type(e) is exp.Alias}
+    for key in ("group", "having"):
+        clause = sel.args.get(key)
+        for c in list(clause.find_all(exp.Column)) if clause is not None else []:
+            target = named.get(c.name.lower()) if not c.table and isinstance(c.this, exp.Identifier) else None
+            if target is None or c.find_ancestor(exp.Select) is not sel or (
+                    type(target) is exp.Column and target.name.lower() == c.name.lower()):
+                continue
+            if c.name.lower() in s.t.columns or any(s._has(r, c.name.lower()) for r in s.others.values()):
+                where = "GROUP BY" if key == "group" else "HAVING"
+                raise s.b.ctx.error(f"ambiguous column {sql_of(c)} in {where}: an output alias and a column of the "
+                                    "FROM items (rename the alias)", c)
+            c.replace(target.copy())
 
 
 def _view(s: _Scope, sel: exp.Select) -> Plan:
@@ -372,8 +391,10 @@ class _ViewSide:
 def plan(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) -> Plan:
     """The parts and the view of a query over one grouped derived table (joined with relations or not)."""
     b = Builder(name, relations, ctx, "from_" if "from_" in sel.args else "from")
+    body = sel.copy()  # ORDER BY noted below, not applied; aliases rewritten in place (:func:`_read_aliases`)
+    body.set("order", None)
     try:
-        p = translate(b, sel)
+        p = translate(b, body)
     except (AttributeError, TypeError) as bad:  # a tree built by hand, not as sqlglot parses (test_sql_nodes)
         raise ctx.error(f"malformed query over a grouped derived table ({bad})", sel) from None
     if sel.args.get("order") is not None:
