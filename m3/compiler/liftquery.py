@@ -275,7 +275,7 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
         for c in local:
             if any(isinstance(x, (exp.Select, exp.Subquery, exp.Exists)) for x in c.walk()):
                 raise ctx.error(f"unsupported condition {sql_of(c)} in WHERE of a query over a grouped derived "
-                                "table (a subquery that reads none of its columns)", c)
+                                "table with no relation joined (a subquery)", c)
         s.source = MapRef(f"#{s.t.rows}.0", tuple(Var(g) for g in s.gvars))
         reads_t += local
     s.cond += [s.condition(c, s.row) for c in reads_t]
