@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ast import BoolOp, Cmp, Expr, MapRef, Var, ViewDecl, walk
+from .ast import BoolOp, Cmp, Expr, Fold, MapRef, Total, Var, ViewDecl, walk
 from .errors import Pos
 
 
@@ -62,8 +62,11 @@ def conjuncts(e: Expr | None) -> list[Expr]:
 
 
 def names(e: Expr) -> set[str]:
-    """The variables ``e`` reads."""
-    return {n.name for n in walk(e) if isinstance(n, Var)}
+    """The variables ``e`` reads, less those a fold or an aggregate inside it ranges over (an inner MIN is a
+    ``Fold`` over the values of its group: ``MIN(B FOR ... m[A, B])`` reads ``A``)."""
+    own = {x for n in walk(e) for x in ((n.var,) if isinstance(n, Fold) else n.vars if isinstance(n, (Total, Over))
+                                         else ())}
+    return {n.name for n in walk(e) if isinstance(n, Var)} - own
 
 
 def lifts(v: ViewDecl, bound: set[str]) -> dict[str, tuple[Expr, Over]]:
@@ -83,3 +86,22 @@ def lifts(v: ViewDecl, bound: set[str]) -> dict[str, tuple[Expr, Over]]:
                         and names(e) <= set(o.vars) | bound | set(out):
                     out[x.name] = (e, o)
     return out
+
+
+def rereads(v: ViewDecl) -> bool:
+    """Whether ``changes()`` re-reads every row of the view after a batch that changed its maps.
+
+    Why: a changed map entry names the row it belongs to only when the map is
+    read at the row's variables.  A lifted key (:func:`lifts`) is a value, not
+    a key; and a map an ``Over`` reads at its own variables (a derived table's
+    groups joined with a relation, an uncorrelated ``MAX`` of them) belongs to
+    every row that aggregates it.  Either way the affected rows are found by
+    reading the view before and after the batch.
+
+    >>> from .syntax import parse_program
+    >>> v = parse_program("DECLARE VIEW v[d := D](n := SUM(o[K, D] FOR K : o[K, D] WHERE 0 < g[K]));").views[0]
+    >>> rereads(v), rereads(parse_program("DECLARE VIEW w[d := D](n := o[D]);").views[0])
+    (True, False)
+    """
+    exprs = [c.expr for c in v.columns if c.expr is not None] + ([v.where] if v.where is not None else [])
+    return bool(lifts(v, set())) or any(isinstance(n, Over) and n.vars for e in exprs for n in walk(e))

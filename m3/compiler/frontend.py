@@ -256,6 +256,17 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
         raise CompileError(f"{e.message} in view {name}", e.pos) from None
 
 
+def _no_lifted(queries: list[SqlQuery], kind: str, branches: list, ctx: _Ctx) -> list[SqlQuery]:
+    """The branches of a set operation, refused when one reads a grouped derived table by value: such a query
+    is a view over parts (:mod:`.lifted`), not maps a branch's can be added to or counted with, and the
+    pipeline compiles it alone (the other branches would be dropped)."""
+    for q, b in zip(queries, branches):
+        if q.lifted is not None:
+            raise ctx.error(f"unsupported {kind} with a branch over a grouped derived table read by value "
+                            f"({sql_of(b)}): compile the branches as views of their own", b)
+    return queries
+
+
 _CLAUSES = (("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are not supported: limit when reading)"),
             ("offset", r"\bOFFSET\b", ""), ("with", r"\bWITH\b", ""),
             ("with_", r"\bWITH\b", ""), ("qualify", r"\bQUALIFY\b", ""), ("windows", r"\bWINDOW\b", ""))
@@ -264,11 +275,11 @@ _CLAUSES = (("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are
 def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx, rename: list[str]) -> SqlQuery:
     if is_setop(sel):  # INTERSECT, EXCEPT: a query per branch, each with its own row counts (:mod:`.setops`)
         kind, sides = setop_branches(sel, ctx)
-        queries = [_query(name, b, relations, ctx, rename) for b in sides]
+        queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in sides], kind, sides, ctx)
         return replace(queries[0], union=tuple(queries[1:]), setop=kind)
     branches = statement_branches(sel, ctx) if isinstance(sel, exp.SetOperation) else split(sel, ctx)
     if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
-        queries = [_query(name, b, relations, ctx, rename) for b in branches]
+        queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in branches], "UNION", branches, ctx)
         return replace(queries[0], union=tuple(queries[1:]))
     try:
         sel = flatten(regroup(branches[0], ctx), relations, ctx)
@@ -278,6 +289,10 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
             raise  # an aggregate of a grouped derived table's values instead: parts of their own (:mod:`.lifted`)
         p = plan(name, inlined, relations, ctx)
         parts = tuple(_query(f"{name}_p{i}", s, relations, ctx, []) for i, s in enumerate(p.parts))
+        for s, q in zip(p.parts, parts):
+            if q.lifted is not None:  # a part is compiled to maps, which a lifted query is not
+                raise ctx.error(f"unsupported grouped derived table over another grouped derived table's values "
+                                f"({sql_of(s)}): one level of aggregates of aggregates", inlined)
         return SqlQuery(name, (), (), None, (), (), notes=p.notes, lifted=replace(p, parts=parts))
     for key, keyword, why in _CLAUSES:
         if keyword and sel.args.get(key):

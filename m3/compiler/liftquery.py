@@ -48,7 +48,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..ast import Arith, BoolOp, Cmp, Const, Expr, MapRef, RelationDecl, Var
+from ..ast import Arith, BoolOp, Cmp, Const, Expr, MapRef, RelationDecl, Var, walk
 from ..over import Over
 from .constants import NotConstant, fold, is_constant
 from .lifted import AGGS, ARITH, CMPS, Builder, Plan, Table, and_all, is_grouped, items_of, sql_conjuncts
@@ -56,6 +56,7 @@ from .nodes import sql_of, unread_args
 from .outputs import unique_names
 from .resolve import Positions, unparen
 
+_NEGATED = {exp.EQ: exp.NEQ, exp.NEQ: exp.EQ, exp.LT: exp.GTE, exp.GTE: exp.LT, exp.LTE: exp.GT, exp.GT: exp.LTE}
 _OUTER_ARGS = frozenset({"expressions", "from", "from_", "joins", "where", "group", "having", "order", "distinct"})
 
 
@@ -127,27 +128,30 @@ class _Scope:
         raise ctx.error(f"unsupported {type(e).__name__.upper()} ({sql_of(e)}) in a query over a grouped derived "
                         "table read by value", e)
 
-    def condition(self, e: exp.Expression, side) -> Expr:
-        """A condition whose operands are translated by ``side`` (:meth:`row` or :meth:`view`)."""
+    def condition(self, e: exp.Expression, side, negated: bool = False) -> Expr:
+        """A condition whose operands are translated by ``side`` (:meth:`row` or :meth:`view`).
+
+        NOT is pushed down to the comparisons (``negated``), which SQL's three-valued logic allows, so that a
+        comparison with an aggregate of no groups (NULL) is false under NOT too (:func:`_not_null`)."""
         e = unparen(e)
         if type(e) in (exp.And, exp.Or):
-            return BoolOp("AND" if type(e) is exp.And else "OR", (self.condition(e.this, side),
-                                                                   self.condition(e.expression, side)))
+            op = "AND" if (type(e) is exp.And) != negated else "OR"
+            return BoolOp(op, (self.condition(e.this, side, negated), self.condition(e.expression, side, negated)))
         if type(e) is exp.Not:
-            return BoolOp("NOT", (self.condition(e.this, side),))
+            return self.condition(e.this, side, not negated)
         if type(e) is exp.Between and not e.args.get("symmetric"):
             x = e.this
-            return and_all([self.condition(exp.GTE(this=x.copy(), expression=e.args["low"].copy()), side),
-                         self.condition(exp.LTE(this=x.copy(), expression=e.args["high"].copy()), side)])
+            return self.condition(exp.And(this=exp.GTE(this=x.copy(), expression=e.args["low"].copy()),
+                                          expression=exp.LTE(this=x.copy(), expression=e.args["high"].copy())),
+                                  side, negated)
         if type(e) in CMPS:
             left, right = side(e.this), side(e.expression)
-            if type(e) in (exp.GT, exp.GTE):
-                c = Cmp("<" if type(e) is exp.GT else "<=", right, left)
+            kind = _NEGATED[type(e)] if negated else type(e)
+            if kind in (exp.GT, exp.GTE):
+                c = Cmp("<" if kind is exp.GT else "<=", right, left)
             else:
-                c = Cmp(CMPS[type(e)], left, right)
-            exists = [Cmp("<", Const(0), Over("COUNT", Const(1), o.vars, o.ref, o.cond))
-                      for o in (left, right) if isinstance(o, Over)]  # an aggregate of no groups is NULL
-            return and_all(exists + [c])
+                c = Cmp(CMPS[kind], left, right)
+            return and_all(_not_null(left) + _not_null(right) + [c])
         raise self.b.ctx.error(f"unsupported condition {sql_of(e)} in a query over a grouped derived table", e)
 
     def aggregate(self, e: exp.Expression, keys: set[str]) -> Expr:
@@ -172,6 +176,15 @@ class _Scope:
         if kind == "AVG":
             return Arith("/", total, count)
         return over(kind, value)
+
+
+def _not_null(e: Expr) -> list[Expr]:
+    """Conditions that ``e`` is not NULL: SQL's SUM, MIN, MAX (and AVG, and arithmetic over them) of no groups
+    is NULL, so a comparison with it is false; COUNT of no groups is 0 (the runtime's value of each over none)."""
+    overs = [n for n in walk(e) if isinstance(n, Over)]
+    inner = {id(x) for o in overs for part in o.children() for x in walk(part) if x is not o}
+    found = dict.fromkeys((o.vars, o.ref, o.cond) for o in overs if id(o) not in inner and o.kind != "COUNT")
+    return [Cmp("<", Const(0), Over("COUNT", Const(1), *k)) for k in found]
 
 
 def scalar(b: Builder, e: exp.Subquery) -> Over:
@@ -223,6 +236,7 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
             raise ctx.error(f"unsupported {sql_of(j)} beside a grouped derived table (inner joins only)", j)
         conjuncts += sql_conjuncts(j.args.get("on"))
     s = _Scope(b, sel, b.table(grouped[0]), others)
+    _read_aliases(s, sel)
     joined: dict[int, tuple[str, str]] = {}
     rest: list[exp.Expression] = []
     for c in conjuncts:
@@ -257,10 +271,33 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
         b.parts.append(b.select(cols, [i for i in items if i is not grouped[0]], local, None))
         s.source = s.weight = MapRef(f"#{len(b.parts) - 1}.0", tuple(Var(v) for v in s.ovars.values()))
         s.cond.append(Cmp("<", Const(0), MapRef(f"#{s.t.rows}.0", tuple(Var(g) for g in s.gvars))))
-    else:
+    else:  # no relation's query to put them in: a constant condition holds or not for every row
+        for c in local:
+            if any(isinstance(x, (exp.Select, exp.Subquery, exp.Exists)) for x in c.walk()):
+                raise ctx.error(f"unsupported condition {sql_of(c)} in WHERE of a query over a grouped derived "
+                                "table with no relation joined (a subquery)", c)
         s.source = MapRef(f"#{s.t.rows}.0", tuple(Var(g) for g in s.gvars))
+        reads_t += local
     s.cond += [s.condition(c, s.row) for c in reads_t]
     return _view(s, sel)
+
+
+def _read_aliases(s: _Scope, sel: exp.Select) -> None:
+    """GROUP BY and HAVING reading an output alias (``GROUP BY k``, ``HAVING custdist > 1``), rewritten in
+    place to the expression it names; one that is also a column of the FROM items is refused as ambiguous."""
+    named = {e.alias.lower(): e.this for e in sel.expressions if type(e) is exp.Alias}
+    for key in ("group", "having"):
+        clause = sel.args.get(key)
+        for c in list(clause.find_all(exp.Column)) if clause is not None else []:
+            target = named.get(c.name.lower()) if not c.table and isinstance(c.this, exp.Identifier) else None
+            if target is None or c.find_ancestor(exp.Select) is not sel or (
+                    type(target) is exp.Column and target.name.lower() == c.name.lower()):
+                continue
+            if c.name.lower() in s.t.columns or any(s._has(r, c.name.lower()) for r in s.others.values()):
+                where = "GROUP BY" if key == "group" else "HAVING"
+                raise s.b.ctx.error(f"ambiguous column {sql_of(c)} in {where}: an output alias and a column of the "
+                                    "FROM items (rename the alias)", c)
+            c.replace(target.copy())
 
 
 def _view(s: _Scope, sel: exp.Select) -> Plan:
@@ -354,8 +391,10 @@ class _ViewSide:
 def plan(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) -> Plan:
     """The parts and the view of a query over one grouped derived table (joined with relations or not)."""
     b = Builder(name, relations, ctx, "from_" if "from_" in sel.args else "from")
+    body = sel.copy()  # ORDER BY noted below, not applied; aliases rewritten in place (:func:`_read_aliases`)
+    body.set("order", None)
     try:
-        p = translate(b, sel)
+        p = translate(b, body)
     except (AttributeError, TypeError) as bad:  # a tree built by hand, not as sqlglot parses (test_sql_nodes)
         raise ctx.error(f"malformed query over a grouped derived table ({bad})", sel) from None
     if sel.args.get("order") is not None:

@@ -22,10 +22,13 @@ DECLARE VIEW Q1[](n := COUNT(1 FOR K : Q1_p0_rows[K]));
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields, is_dataclass, replace
 
 from ..ast import Arith, Expr, Fold, MapRef, Total, Var, ViewColumn, ViewDecl, walk
+from ..errors import CheckError, CompileError
 from ..over import Over
+from ..printer import format_view_expr
 from .lifted import Plan
 
 Part = tuple[tuple[str, ...], list[Expr]]  # a compiled part: its key variables, its columns as view expressions
@@ -51,6 +54,23 @@ def lifted_view(name: str, plan: Plan, parts: list[Part]) -> ViewDecl:
     return fill(view, parts)
 
 
+def safely(names: tuple[str, ...], build):
+    """``build()`` (the view of a lifted query, or the check of the program holding them), its crash or a check
+    failure of a view in ``names`` a CompileError naming the construct: a safety net, since a shape the translation
+    missed must be refused, never a crash (the known shapes are refused by name before this)."""
+    try:
+        return build()
+    except CheckError as bad:
+        found = [(n, m) for m, _ in bad.errors for n in names if re.search(rf"\b{re.escape(n)}\b", m)]
+        if not found:
+            raise
+        name, why = found[0]
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as bad:
+        name, why = names[0], f"{type(bad).__name__}: {bad}"
+    raise CompileError(f"unsupported query over a grouped derived table read by value in view {name}: its "
+                       f"parts do not combine into a view ({why})") from None
+
+
 def fill(view: ViewDecl, parts: list[Part]) -> ViewDecl:
     """``view`` with its placeholders replaced by the parts' expressions (module doc)."""
     same: dict[str, str] = {}  # a plan variable -> the one it is unified with
@@ -73,12 +93,19 @@ def fill(view: ViewDecl, parts: list[Part]) -> ViewDecl:
         taken.add(f"{x}_{n}")
         return f"{x}_{n}"
 
+    row = {_find(same, k) for k in view.key_vars}
+
     def rebuild(e: Expr) -> Expr:
         def f(node):
             if isinstance(node, Var):
                 return Var(_find(same, node.name))
             if isinstance(node, Over):
-                node = replace(node, vars=tuple(dict.fromkeys(_find(same, v) for v in node.vars)))
+                if not isinstance(node.ref, MapRef):  # the entries it ranges over are a map's, not a computed value
+                    raise CompileError(f"unsupported grouped derived table read by value whose groups are not one "
+                                       f"map (they are {format_view_expr(node.ref)}: a subquery in its WHERE, or a "
+                                       f"grouped derived table inside it) in view {view.name}")
+                # a variable the parts made one with a row variable is the row's, no longer the aggregate's
+                node = replace(node, vars=tuple(dict.fromkeys(x for v in node.vars if (x := _find(same, v)) not in row)))
             if isinstance(node, MapRef) and node.name.startswith("#"):
                 i, j = _index(node.name)
                 keys, columns = parts[i]

@@ -70,7 +70,7 @@ from ..check import check_program
 from ..printer import format_program
 from .delta import delta, event_vars
 from .frontend import parse_sql
-from .liftview import lifted_view, part_columns
+from .liftview import lifted_view, part_columns, safely
 from .lifts import bind_lifts
 from .materialize import MapDef, make_mapdef, materialize
 from .normalize import normalize
@@ -143,7 +143,8 @@ def compile_with_notes(text: str, streams: tuple[RelationDecl, ...] = ()) -> tup
 
     for q in queries:
         if q.lifted is not None:  # over a grouped derived table read by value: its parts' views combined
-            views.append(lifted_view(q.name, q.lifted, [part_columns(*query_view(p)) for p in q.lifted.parts]))
+            views.append(safely((q.name,), lambda q=q: lifted_view(q.name, q.lifted, [part_columns(*query_view(p))
+                                                                               for p in q.lifted.parts])))
         else:
             views.append(query_view(q)[1])
 
@@ -164,7 +165,8 @@ def compile_with_notes(text: str, streams: tuple[RelationDecl, ...] = ()) -> tup
                 statements.setdefault((rel, sign), []).extend((md.definition.degree(), s) for s in stmts)
     program = assemble(relations, list(maps.values()), views, statements)
     log.debug("compiled %d queries into %d maps", len(queries), len(program.maps))
-    return check_program(program), tuple(note for q in queries for note in q.notes)
+    lifted = tuple(q.name for q in queries if q.lifted is not None)  # what the checker refuses there: refused
+    return safely(lifted, lambda: check_program(program)), tuple(note for q in queries for note in q.notes)
 
 
 def compile_to_text(text: str) -> str:

@@ -47,7 +47,7 @@ from ..ast import (
     variables,
     walk,
 )
-from ..over import Over, lifts
+from ..over import Over, rereads
 from ..calculus import V
 from ..printer import format_view_expr
 from .normalize import NormalQuery
@@ -147,8 +147,8 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
     overs = [n for e in [c.expr for c in v.columns] + [v.where] if e is not None for n in walk(e) if isinstance(n, Over)]
     if overs:
         what = ", ".join(dict.fromkeys(o.ref.name for o in overs))
-        keyed = " (a key that is an inner aggregate's value: a batch that changes them re-reads every row)" \
-            if lifts(v, set()) else ""
+        keyed = " (a key that is an inner aggregate's value, or groups read apart from the row: a batch that " \
+            "changes them re-reads every row)" if rereads(v) else ""
         reasons.append(f"an aggregate of a grouped derived table's values over {what}: reading a changed row "
                        f"aggregates the derived table's groups{keyed} (cost grows with their number, not with the "
                        "rows); the maps themselves are first-order")

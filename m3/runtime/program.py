@@ -33,6 +33,7 @@ from .. import query
 from ..ast import Program
 from ..check import check_program
 from ..errors import RuntimeStateError
+from ..over import rereads
 from ..printer import format_program
 from ..syntax import parse_program
 from .codegen import build, program_source
@@ -79,6 +80,7 @@ class Runtime:
         self._store = MapStore(program, specs)
         self._stale = False  # native: the mirror (``store``) lags the C maps until something reads
         self._forms = {v.name: view_form(program, v) for v in program.views if v.general}
+        self._rereads = {v.name for v in program.views if v.general and rereads(v)}
         self._journals: dict[str, list] = {name: [] for name in self.store.data}  # key, old value, key, ...
         float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
         self.source, consts = program_source(program, self.store.specs, float_maps, float_epsilon)
@@ -332,7 +334,7 @@ class Runtime:
             return []
         now = self._reader()
         before = _OldReader(store, old, now)
-        if form.source is not None:  # rows keyed by values (:mod:`..over`): every row before and after
+        if form.name in self._rereads:  # rows the changed keys do not name (:func:`..over.rereads`): every row
             rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
         out = []
         for row in rows:
