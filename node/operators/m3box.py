@@ -166,8 +166,9 @@ def runtime_for(box: Box, program, error, build: Callable[..., Runtime] = Runtim
         runtime = build(program, backend=wanted)
     except M3Error as exc:
         raise error(str(exc)) from None
-    if runtime.backend_reason:
-        log.warning("m3 box %r runs the Python backend: %s", box.name, runtime.backend_reason)
+    if runtime.backend_reason:  # a partition member always runs Python: said, not warned (build is its own)
+        log.log(logging.WARNING if build is Runtime else logging.INFO, "m3 box %r runs the Python backend: %s",
+                box.name, runtime.backend_reason)
     else:
         log.info("m3 box %r runs the %s backend", box.name, runtime.backend)
     return runtime
