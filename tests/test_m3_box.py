@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 
-import duckdb
 import msgspec
 import pytest
 from boreas.catalog import Catalog, read_document, read_file
@@ -213,14 +212,7 @@ def test_a_box_emits_a_view_computed_when_read_through_inserts_and_deletes():
     op = q3_operator(q3_app(sql=sql, sign=True))()
 
     def duck(data):
-        con = duckdb.connect()
-        con.execute("CREATE TABLE customer(c_custkey INT, c_mktsegment VARCHAR)")
-        con.execute("CREATE TABLE orders(o_orderkey INT, o_custkey INT, o_orderdate DATE, o_shippriority INT)")
-        con.execute("CREATE TABLE lineitem(l_orderkey INT, l_extendedprice DOUBLE, l_discount DOUBLE, l_shipdate DATE)")
-        for name, rows in data.items():
-            if rows:
-                con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(rows[0]))})", rows)
-        return {(k, d, p): v for k, d, p, v in con.execute(Q3_HAVING).fetchall()}
+        return duckdb_q3(data, Q3_HAVING)
 
     def follow(data, sign, view):
         """Feed the rows with a sign and apply the emitted changes to ``view`` (value 0: the row left)."""
