@@ -79,9 +79,16 @@ class Sim:
         self._seq: dict[tuple[str, str], int] = {}
 
     # -- moving messages ----------------------------------------------------------
+    def _node_of(self, member: int) -> int:
+        """The link end of ``member``'s operator: its first member.  A node sends on one ordered link per
+        destination, whichever of the members it hosts a message comes from (after a failover: two)."""
+        op = self.members[member]
+        return next(m for m, other in enumerate(self.members) if other is op)
+
     def _collect(self, src: int, emitted) -> None:
         declared = len(self.box.outputs)
         op = self.members[src]
+        src = self._node_of(src)
         for port, rows in emitted:
             if port < declared:
                 self.view_changes[src] = self.view_changes.get(src, 0) + len(rows)
@@ -263,5 +270,11 @@ class Sim:
                 pending.setdefault(dst, []).extend(m for batch in queue for m in batch)
                 queue.clear()
         state = msgspec.msgpack.decode(msgspec.msgpack.encode(failed.state()))  # with any guests it hosted
+        ends = (self._node_of(to), self._node_of(member))  # the host's link end, then the failed node's
         self.members = [fresh if m in hosted else op for m, op in enumerate(self.members)]
+        for dst in range(len(self.members)):
+            if dst not in hosted:  # the failed node's undelivered messages: resent by the adopter (its
+                merged = deque(b for end in ends for b in self.links.pop((end, dst), ()))  # replay) after its own
+                if merged:
+                    self.links[(self._node_of(to), dst)] = merged
         self._collect(to, fresh.take_guests(state, pending, self.now))
