@@ -53,7 +53,7 @@ test: setup
 # walk-through, most M3 shapes against DuckDB and the second backend of the others: tests/m3/conftest.py);
 # one quick test of each area stays in.  `make test` runs everything.
 test-fast: setup
-	$(PYTEST) -m "not faults and not slow"
+	BOREAS_PROPERTY_SCALE=0.25 $(PYTEST) -m "not faults and not slow"
 
 demo: setup
 	@bash examples/demo.sh

@@ -102,7 +102,7 @@ SIM_SHAPES = ["two_way", "two_way_join_on", "three_way", "three_way_count_no_gro
 #: The shapes make test-fast leaves to make test: the TPC-H shapes whose examples take seconds each (tpch_q3
 #: stays for the kind), and joins of the kinds the quick shapes already cover (three-way, a second view,
 #: arithmetic or OR across a join, a self-join on one column).
-HEAVY_SHAPES = {"tpch_q5", "tpch_q10", "three_way", "three_way_count_no_group", "self_join_same_column",
+HEAVY_SHAPES = {"tpch_q3", "tpch_q5", "tpch_q10", "three_way", "three_way_count_no_group", "self_join_same_column",
                 "arithmetic_across_join", "selection_or_across_join", "two_queries", "seed_example_2_1"}
 
 

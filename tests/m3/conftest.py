@@ -24,11 +24,11 @@ def pytest_generate_tests(metafunc):
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by the marks
 def pytest_collection_modifyitems(config, items):
-    """Of a quick-tier shape's two backends, one is marked ``slow``: the Python backend stays for a module's
+    """Of a quick-tier shape's two backends (a DuckDB module's test parametrised on both), one is marked ``slow``: the Python backend stays for a module's
     1st, 3rd, ... quick shape (sorted), the native one for its 2nd, 4th, ...  A shape already marked ``slow``
     keeps both for ``make test``."""
-    both = [item for item in items if getattr(item, "originalname", None) in BOTH_BACKENDS
-            and "m3_backend" in getattr(getattr(item, "callspec", None), "params", {})]
+    both = [item for item in items if "m3_backend" in getattr(getattr(item, "callspec", None), "params", {})
+            and (getattr(item, "originalname", None) in BOTH_BACKENDS or item.path.stem.endswith("_vs_duckdb"))]
     quick: dict = {}  # (module, function) -> the ids of its quick shapes
     for item in both:
         if item.get_closest_marker("slow") is None:

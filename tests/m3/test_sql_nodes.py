@@ -220,6 +220,7 @@ def _nodes(tree: exp.Expression) -> list[exp.Expression]:
     return list(tree.walk())
 
 
+@pytest.mark.slow  # (make test-fast: the class walk over sampled positions stays)
 def test_a_field_the_front_end_does_not_read_is_refused():
     checked = set()
     for sql in CORPUS:
@@ -240,6 +241,7 @@ def test_a_field_the_front_end_does_not_read_is_refused():
     assert not set(READS) - checked, set(READS) - checked
 
 
+@pytest.mark.slow
 def test_a_field_the_front_end_reads_matters():
     for sql in CORPUS:
         tree = sqlglot.parse_one(sql)

@@ -152,6 +152,7 @@ def general_views(draw):
     return ViewDecl(draw(names), tuple(keys), tuple(columns), tuple(key_vars), draw(st.one_of(st.none(), view_conds)))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(general_views())
 def test_general_views_print_parse_round_trip(v):
