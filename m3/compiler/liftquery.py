@@ -48,7 +48,8 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..ast import Arith, BoolOp, Cmp, Const, Expr, MapRef, RelationDecl, Var, walk
+from ..ast import Cmp, Const, Expr, MapRef, RelationDecl, Var, walk
+from ..viewnodes import Arith, BoolOp
 from ..over import Over
 from .constants import NotConstant, fold, is_constant
 from .lifted import AGGS, ARITH, CMPS, Builder, Plan, Table, and_all, is_grouped, items_of, sql_conjuncts

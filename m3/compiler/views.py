@@ -31,22 +31,8 @@ DECLARE VIEW Q1[b := B, x := A, b_1 := B](count := 1) WHERE 0 < Q1_rows[A, B];
 
 from __future__ import annotations
 
-from ..ast import (
-    Arith,
-    BoolOp,
-    Cmp,
-    Const,
-    Expr,
-    Fold,
-    MapRef,
-    Program,
-    Total,
-    Var,
-    ViewColumn,
-    ViewDecl,
-    variables,
-    walk,
-)
+from ..ast import Cmp, Const, Expr, MapRef, Program, Var, ViewColumn, ViewDecl, variables, walk
+from ..viewnodes import Arith, BoolOp, Fold, Total
 from ..over import Over, rereads
 from ..calculus import V
 from ..printer import format_view_expr

@@ -27,7 +27,8 @@ import bisect
 import math
 from collections.abc import Callable, Iterable
 
-from ..ast import Arith, BoolOp, Cmp, Const, Expr, Fold, MapRef, Total, Var, walk
+from ..ast import Cmp, Const, Expr, MapRef, Var, walk
+from ..viewnodes import Arith, BoolOp, Fold, Total
 from ..over import Over, conjuncts
 
 Entries = Callable[[str, tuple], "dict | Iterable[tuple[tuple, object]]"]
