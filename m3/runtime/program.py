@@ -5,7 +5,9 @@ Events are ``(relation, sign, row)`` with ``sign`` +1 (insert) or -1
 FLOAT → float, STRING → str, DATE → ``datetime.date``).  A *batch* is applied
 atomically: every map is either updated for every event or — if anything
 raises — left exactly as before; then ``version`` goes up by one and
-:meth:`Runtime.changes` lists the view rows the batch changed.
+:meth:`Runtime.changes` lists the view rows the batch changed (found from the
+batch's journals: :mod:`.viewchanges`).  Reads (``view()``, the query API)
+are :mod:`.reads`.
 
 >>> rt = Runtime('''CREATE STREAM R(a INT, b INT);
 ...     SELECT a, SUM(b) AS total, COUNT(*) AS n FROM R GROUP BY a''')
@@ -22,14 +24,11 @@ raises — left exactly as before; then ``version`` goes up by one and
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .. import query
 from ..ast import Program
 from ..check import check_program
 from ..errors import RuntimeStateError
@@ -40,15 +39,9 @@ from .codegen import build, program_source
 from .initial import evaluate_definition
 from .maps import MapStore, index_specs
 from .native import BEYOND_64_BITS, IntOverflow, choose, mirror
-from .views import (
-    Reader,
-    ViewForm,
-    candidate_rows,
-    row_value,
-    same,
-    view_form,
-    view_index_specs,
-)
+from .reads import Reads
+from .viewchanges import general_changes, plain_changes
+from .views import view_form, view_index_specs
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +58,7 @@ class ViewInfo:
     values: tuple[str, ...]
 
 
-class Runtime:
+class Runtime(Reads):
     """Maintains every map of an M3 program under batches of insert and delete events."""
 
     def __init__(self, program: Program | str, *, float_epsilon: float = 1e-7, backend: str = "auto"):
@@ -200,21 +193,7 @@ class Runtime:
         return self._apply_native(native, prepared, lambda: self._rows_of_columns(batches))
 
     def _rows_of_columns(self, batches: list) -> list[tuple[str, int, list]]:
-        """Columnar batches as the Python backend's rows: an int64 ``array`` of a DATE column holds day numbers
-        (as the C side takes it), of a STRING column ids of the intern table the C side had."""
-        out = []
-        for rel, sign, cols in batches:
-            cols = list(cols)
-            for i, (col, t) in enumerate(zip(cols, self._column_types[rel])):
-                if isinstance(col, array) and col.typecode == "q":
-                    if t == "DATE":
-                        cols[i] = list(map(datetime.date.fromordinal, col))
-                    elif t == "STRING":
-                        if self._strings is None:
-                            raise TypeError(f"a STRING column of {rel} holds int64 ids, and there is no intern table")
-                        cols[i] = list(map(self._strings.__getitem__, col))
-            out.append((rel, sign, list(zip(*cols))))
-        return out
+        return mirror.rows_of_columns(batches, self._column_types, self._strings)
 
     def _apply_native(self, native, prepared: list, rows) -> int:
         """Run ``prepared`` in C; ``rows()``: the batch as the Python backend takes it, if it must run there."""
@@ -277,8 +256,8 @@ class Runtime:
         changes: dict[str, list] = {}
         for v in self.program.views:
             form = self._forms.get(v.name)
-            rows = (self._general_changes(form, journals) if form is not None
-                    else mirror.plain_changes(self._store, self._native, v, journals))
+            rows = (general_changes(form, journals, self._store, self._reader(), v.name in self._rereads)
+                    if form is not None else mirror.plain_changes(self._store, self._native, v, journals))
             if rows:
                 changes[v.name] = rows
         return changes
@@ -290,63 +269,19 @@ class Runtime:
             journal.clear()
 
     def _finish(self) -> None:
+        """After a batch's triggers ran: its view changes (:mod:`.viewchanges`), then the next version."""
+        store = self.store
         changes: dict[str, list] = {}
         for v in self.program.views:
             form = self._forms.get(v.name)
-            if form is not None:
-                changed = self._general_changes(form, self._journals)
-                if changed:
-                    changes[v.name] = changed
-                continue
-            keys: dict = {}
-            for m in v.maps:
-                j = self._journals[m]
-                if not j:
-                    continue
-                before = dict(zip(j[-2::-2], j[-1::-2]))  # key -> its value before the batch (its first old)
-                get = self.store.getter(m)
-                for k in dict.fromkeys(j[::2]):  # in the order the batch first wrote them
-                    if get(k, 0) != before[k]:
-                        keys[k] = None
-            if keys:
-                unpack = self.store.unpack
-                changes[v.name] = [(unpack(v.maps[0], k), self._view_value(v, k)) for k in keys]
+            rows = (plain_changes(store, v, self._journals) if form is None
+                    else general_changes(form, self._journals, store, self._reader(), v.name in self._rereads))
+            if rows:
+                changes[v.name] = rows
         for journal in self._journals.values():
             journal.clear()
         self._changes = changes
         self._version += 1
-
-    def _general_changes(self, form: ViewForm, journals: dict[str, list]) -> list[tuple[tuple, object]]:
-        """The rows of a general view whose presence or value the batch changed (before: through the journals)."""
-        store = self.store
-        rows: dict[tuple, None] = {}
-        old: dict[str, dict] = {}
-        for ref in form.refs:
-            j = journals[ref.map]
-            if not j:
-                continue
-            if ref.map not in old:
-                old[ref.map] = dict(zip(j[-2::-2], j[-1::-2]))  # stored key -> its value before the batch
-            unpack = store.unpack
-            for k in dict.fromkeys(j[::2]):
-                rows[ref.row_of(unpack(ref.map, k))] = None
-        if not rows:
-            return []
-        now = self._reader()
-        before = _OldReader(store, old, now)
-        if form.name in self._rereads:  # rows the changed keys do not name (:func:`..over.rereads`): every row
-            rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
-        out = []
-        for row in rows:
-            was = row_value(form, row, before)
-            new = row_value(form, row, now)
-            if was[0] != new[0] or not same(was[1], new[1]):
-                out.append((form.key_of(row), new[1]))
-        return out
-
-    def _reader(self) -> Reader:
-        store = self.store
-        return Reader(store.get, lambda name, pattern: store.match(name, pattern))
 
     def changes(self) -> dict[str, list[tuple[tuple, object]]]:
         """The view rows the last batch changed: ``{view: [(key, new value)]}``; 0 (or all-zero tuple) = removed."""
@@ -355,89 +290,6 @@ class Runtime:
                 if self._changes is None:
                     self._changes = self._native_changes()
         return self._changes
-
-    # -- views -------------------------------------------------------------
-    def _view_value(self, v, key):
-        """The view's value at ``key`` (stored form; a view's maps share their keys)."""
-        get = self.store.get_stored
-        vals = []
-        for c in v.columns:
-            num = get(c.numerator, key)
-            if c.denominator is None:
-                vals.append(num)
-            else:
-                den = get(c.denominator, key)
-                vals.append(num / den if den else 0)
-        return vals[0] if len(vals) == 1 else tuple(vals)
-
-    def view(self, name: str, *pattern) -> dict[tuple, object]:
-        """The view's rows matching ``pattern`` (``None`` = any; none given = the whole view).
-
-        Values are tuples when the view has several columns.  A row exists
-        where any of the view's maps has an entry (and, for a view computed
-        when read, where its condition holds: :mod:`.views`).
-        """
-        with self._lock:
-            try:
-                v = self.program.view(name)
-            except KeyError:
-                raise RuntimeStateError(f"no view named {name!r}") from None
-            store = self.store
-            form = self._forms.get(name)
-            if form is not None:
-                if len(pattern) > len(v.keys):
-                    raise RuntimeStateError(f"pattern has {len(pattern)} keys but view {name} has {len(v.keys)}")
-                reader = self._reader()
-                out = {}
-                for row in candidate_rows(form, reader.entries, pattern):
-                    inside, value = row_value(form, row, reader)
-                    if inside:
-                        out[form.key_of(row)] = value
-                return out
-            keys: dict = {}
-            for m in v.maps:
-                if any(k is not None for k in pattern):
-                    keys.update(dict.fromkeys(store.pack(m, k) for k, _ in self._match(m, pattern)))
-                else:
-                    keys.update(dict.fromkeys(store.stored_keys(m)))
-            first = v.maps[0]
-            return {store.unpack(first, k): self._view_value(v, k) for k in keys}
-
-    # -- query API (seed 001, Figure 3) -----------------------------------
-    def _match(self, name: str, keys: tuple) -> list[tuple[tuple, object]]:
-        """Matching entries, through an index when one covers the bound positions (``MapStore.match``)."""
-        if name not in self.store.data:
-            raise RuntimeStateError(f"no map named {name!r}")
-        try:
-            return self.store.match(name, keys)
-        except ValueError as exc:
-            raise RuntimeStateError(str(exc)) from None
-
-    def read_slice(self, name: str, *keys) -> list[tuple[tuple, object]]:
-        with self._lock:
-            return self._match(name, keys)
-
-    def read_sum(self, name: str, *keys):
-        with self._lock:
-            return query.aggregate("sum", self._match(name, keys))
-
-    def read_min(self, name: str, *keys):
-        with self._lock:
-            return query.aggregate("min", self._match(name, keys))
-
-    def read_max(self, name: str, *keys):
-        with self._lock:
-            return query.aggregate("max", self._match(name, keys))
-
-    def read_stable(self, name: str, agg: str = "slice", *keys):
-        """READ_STABLE: reads never see a half-applied batch (batches hold the lock)."""
-        with self._lock:
-            return query.aggregate(agg, self._match(name, keys))
-
-    def snapshot(self) -> query.Snapshot:
-        """An immutable copy of all maps as of the last completed batch."""
-        with self._lock:
-            return query.Snapshot(self._version, {name: dict(self.store.items(name)) for name in self.store.data})
 
     def entries(self) -> int:
         if self._native is not None:
@@ -497,42 +349,6 @@ class Runtime:
         rt = cls(parse_program(state["program"]), **kwargs)
         rt.restore(state)
         return rt
-
-
-class _OldReader(Reader):
-    """The maps as they were before the batch: the current store with the journals' first old values over it."""
-
-    def __init__(self, store: MapStore, old: dict[str, dict], now: Reader):
-        self.store, self.old, self.now = store, old, now
-        self._slices: dict[tuple[str, tuple[int, ...]], dict] = {}
-
-    def get(self, name: str, key: tuple):
-        changed = self.old.get(name)
-        if changed:
-            k = self.store.pack(name, key)
-            if k in changed:
-                return changed[k]
-        return self.store.get(name, key)
-
-    def entries(self, name: str, pattern: tuple):
-        found = dict(self.store.match(name, pattern))
-        changed = self.old.get(name)
-        if not changed:
-            return found
-        bound = tuple(i for i, x in enumerate(pattern) if x is not None)
-        by_bound = self._slices.get((name, bound))
-        if by_bound is None:  # the changed keys of this map, by their values at the bound positions (built once)
-            by_bound = {}
-            for k, v in changed.items():
-                key = self.store.unpack(name, k)
-                by_bound.setdefault(tuple(key[i] for i in bound), []).append((key, v))
-            self._slices[(name, bound)] = by_bound
-        for key, v in by_bound.get(tuple(pattern[i] for i in bound), ()):
-            if v:
-                found[key] = v
-            else:
-                found.pop(key, None)
-        return found
 
 
 def _program_from_text(text: str) -> Program:
