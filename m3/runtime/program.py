@@ -40,7 +40,10 @@ from .initial import evaluate_definition
 from .maps import MapStore, index_specs
 from .native import BEYOND_64_BITS, IntOverflow, choose, mirror
 from .reads import Reads
-from .viewchanges import general_changes, plain_changes
+from .totals import TotalMemo
+from .totals import index_specs as total_index_specs
+from .evaluate import Reader
+from .viewchanges import current_reader, general_changes, plain_changes
 from .views import view_form, view_index_specs
 
 log = logging.getLogger(__name__)
@@ -70,7 +73,10 @@ class Runtime(Reads):
         specs = index_specs(program)
         for name, positions in view_index_specs(program).items():  # the slices a view's folds read
             specs.setdefault(name, []).extend(p for p in positions if p not in specs.get(name, []))
+        for name, positions in total_index_specs(program).items():  # one correlation key's slice (:mod:`.totals`)
+            specs.setdefault(name, []).extend(p for p in positions if p not in specs.get(name, []))
         self._store = MapStore(program, specs)
+        self._totals = TotalMemo(program)
         self._stale = False  # native: the mirror (``store``) lags the C maps until something reads
         self._forms = {v.name: view_form(program, v) for v in program.views if v.general}
         self._rereads = {v.name for v in program.views if v.general and rereads(v)}
@@ -253,14 +259,8 @@ class Runtime(Reads):
         journals = mirror.last_journals(self._store, self._native, names)
         if self._forms:
             self._sync()
-        changes: dict[str, list] = {}
-        for v in self.program.views:
-            form = self._forms.get(v.name)
-            rows = (general_changes(form, journals, self._store, self._reader(), v.name in self._rereads)
-                    if form is not None else mirror.plain_changes(self._store, self._native, v, journals))
-            if rows:
-                changes[v.name] = rows
-        return changes
+        return self._view_changes(journals, self._version,
+                                  lambda v: mirror.plain_changes(self._store, self._native, v, journals))
 
     def _rollback(self) -> None:
         for name, journal in self._journals.items():
@@ -270,18 +270,31 @@ class Runtime(Reads):
 
     def _finish(self) -> None:
         """After a batch's triggers ran: its view changes (:mod:`.viewchanges`), then the next version."""
-        store = self.store
+        journals = self._journals
+        self._changes = self._view_changes(journals, self._version + 1,
+                                           lambda v: plain_changes(self._store, v, journals))
+        for journal in journals.values():
+            journal.clear()
+        self._version += 1
+
+    def _view_changes(self, journals: dict[str, list], version: int, plain) -> dict[str, list]:
+        """The view rows the batch that made ``version`` changed, from its journals (``plain(view)``: a plain
+        view's, as the backend reads them); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first."""
+        store, memo = self._store, self._totals
+        memo.advance(journals, store, version)
+        now = current_reader(store, memo.at(version))
         changes: dict[str, list] = {}
         for v in self.program.views:
             form = self._forms.get(v.name)
-            rows = (plain_changes(store, v, self._journals) if form is None
-                    else general_changes(form, self._journals, store, self._reader(), v.name in self._rereads))
+            rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in self._rereads,
+                                                                 memo.previous if memo.plans else None)
             if rows:
                 changes[v.name] = rows
-        for journal in self._journals.values():
-            journal.clear()
-        self._changes = changes
-        self._version += 1
+        return changes
+
+    def _reader(self) -> Reader:
+        """The maps now, with the TOTAL memo (exact at this version, or cleared to be rebuilt as rows are read)."""
+        return current_reader(self.store, self._totals.at(self._version))
 
     def changes(self) -> dict[str, list[tuple[tuple, object]]]:
         """The view rows the last batch changed: ``{view: [(key, new value)]}``; 0 (or all-zero tuple) = removed."""
@@ -310,6 +323,7 @@ class Runtime(Reads):
                     raise RuntimeStateError(f"map {m.name} has no defining query")
                 values[m.name] = evaluate_definition(self.program, m, rows, self.float_epsilon)
             self._stale = False
+            self._totals.clear()
             self._store.clear()
             for name, entries in values.items():
                 for k, v in entries.items():
@@ -338,6 +352,7 @@ class Runtime(Reads):
             raise RuntimeStateError("state was taken from a different program")
         with self._lock:
             self._stale = False
+            self._totals.clear()
             self._store.decode(state["maps"])
             if self._native is not None:
                 self._push_mirror()

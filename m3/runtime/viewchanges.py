@@ -63,17 +63,31 @@ def plain_changes(store: MapStore, v, journals: dict[str, list]) -> list[tuple[t
     return [(unpack(v.maps[0], k), plain_value(store, v, k)) for k in keys]
 
 
-def current_reader(store: MapStore) -> Reader:
-    """The maps as they are now."""
-    return Reader(store.get, lambda name, pattern: store.match(name, pattern))
+class StoreReader(Reader):
+    """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`)."""
+
+    def __init__(self, store: MapStore, totals=None):
+        super().__init__(store.get, store.match, totals)
+        self.store = store
+
+    def has(self, name: str, pattern: tuple) -> bool:
+        if all(x is None for x in pattern):
+            return self.store.size(name) > 0
+        return bool(self.store.match(name, pattern))
+
+
+def current_reader(store: MapStore, totals=None) -> Reader:
+    """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`)."""
+    return StoreReader(store, totals)
 
 
 def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, now: Reader,
-                    rereads: bool = False) -> list[tuple[tuple, object]]:
+                    rereads: bool = False, old_totals=None) -> list[tuple[tuple, object]]:
     """The rows of a general view whose presence or value the batch changed, each with its value now.
 
     ``rereads``: the changed keys do not name the rows they affect (:func:`..over.rereads`), so every row
-    before and after is evaluated.
+    before and after is evaluated.  ``old_totals``: the hook of a memo of TOTALs read before the batch
+    (:meth:`.totals.TotalMemo.previous`).
     """
     rows: dict[tuple, None] = {}
     old: dict[str, dict] = {}
@@ -88,7 +102,7 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
             rows[ref.row_of(unpack(ref.map, k))] = None
     if not rows:
         return []
-    before = OldReader(store, old)
+    before = OldReader(store, old, old_totals)
     if rereads:
         rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
     out = []
@@ -103,8 +117,8 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
 class OldReader(Reader):
     """The maps as they were before the batch: the current store with the journals' first old values over it."""
 
-    def __init__(self, store: MapStore, old: dict[str, dict]):
-        self.store, self.old = store, old
+    def __init__(self, store: MapStore, old: dict[str, dict], totals=None):
+        self.store, self.old, self.totals = store, old, totals
         self._slices: dict[tuple[str, tuple[int, ...]], dict] = {}
 
     def get(self, name: str, key: tuple):
@@ -114,6 +128,17 @@ class OldReader(Reader):
             if k in changed:
                 return changed[k]
         return self.store.get(name, key)
+
+    def has(self, name: str, pattern: tuple) -> bool:
+        changed = self.old.get(name)
+        if any(x is not None for x in pattern):
+            return bool(self.entries(name, pattern)) if changed else bool(self.store.match(name, pattern))
+        if not changed:
+            return self.store.size(name) > 0
+        if any(changed.values()):  # an entry the batch changed was there before it
+            return True
+        get = self.store.getter(name)  # else: the entries now, less those the batch created
+        return self.store.size(name) > sum(1 for k in changed if get(k, 0))
 
     def entries(self, name: str, pattern: tuple):
         found = dict(self.store.match(name, pattern))

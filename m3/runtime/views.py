@@ -209,7 +209,7 @@ def present(form: ViewForm, row: tuple, reader: Reader) -> bool:
         return row in _lifted_rows(form, row, reader)
     for ref in form.outer or form.refs:
         if None in ref.slots:
-            if items(reader.entries(ref.map, ref.pattern(row))):
+            if reader.has(ref.map, ref.pattern(row)):
                 return True
         elif reader.get(ref.map, ref.pattern(row)):
             return True
