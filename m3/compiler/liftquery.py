@@ -160,7 +160,7 @@ def _view(s: Scope, sel: exp.Select) -> Plan:
     group = sel.args.get("group")
     aggregated = group is not None or sel.args.get("having") is not None or any(
         isinstance(x, exp.AggFunc) and x.find_ancestor(exp.Subquery) is None for e in sel.expressions for x in e.walk())
-    outs = [(e.alias_or_name, unparen(e.this if type(e) is exp.Alias else e)) for e in sel.expressions]
+    outs = _outputs(sel)
     if any(type(x) is exp.Star or type(x) is exp.Column and type(x.this) is exp.Star for _, x in outs):
         raise ctx.error(f"unsupported * over a grouped derived table ({sql_of(sel)}): name its columns", sel)
     if group is not None:
@@ -212,6 +212,28 @@ def _view(s: Scope, sel: exp.Select) -> Plan:
     value_names = unique_names([n for n, _ in values], set(out_names))
     return Plan(tuple(s.b.parts), tuple(out_names), tuple(key_vars), tuple(zip(value_names, (v for _, v in values))),
                 and_all(where))
+
+
+def _outputs(sel: exp.Select) -> list[tuple[str, exp.Expression]]:
+    """The SELECT list as ``(name, expression)``: an alias, a column's name, else named as the front end names an
+    unaliased item of any query (:func:`.outputs.select_items`: ``max_1``, ``expr_2``; DuckDB's ``max(x.n)`` is
+    not an M3 name).
+
+    >>> import sqlglot
+    >>> [n for n, _ in _outputs(sqlglot.parse_one("SELECT t.a, MAX(t.n), t.a + 1, COUNT(*) AS c FROM t"))]
+    ['a', 'max_1', 'expr_2', 'c']
+    """
+    out, computed = [], 0
+    for e in sel.expressions:
+        x = unparen(e.this if type(e) is exp.Alias else e)
+        name = e.alias if type(e) is exp.Alias else ""
+        if not name and type(x) is exp.Column:
+            name = x.name
+        elif not name:
+            computed += 1
+            name = f"{type(x).__name__.lower()}_{computed}" if isinstance(x, exp.AggFunc) else f"expr_{computed}"
+        out.append((name, x))
+    return out
 
 
 def _key(e: exp.Expression) -> str:
