@@ -11,12 +11,12 @@ columns over maps; AVG is the quotient of two maps).
 
 A view column is a map, the quotient of two (AVG), or — for arithmetic over
 aggregates, MIN/MAX, COUNT(DISTINCT), HAVING, DISTINCT and views without
-aggregates — a *view expression* (:class:`Arith`, :class:`Fold`, map entries,
-constants, the row's key variables) read when the view is read; such a view
-names each output key's variable and may have a ``WHERE`` condition
-(:class:`Cmp`, :class:`BoolOp`) that a row must meet to be in the view.
-Nested subqueries are read through :class:`Total`: a conditional sum over a
-map's entries.
+aggregates — a *view expression* (map entries, constants, the row's key
+variables, and the view language's own nodes in :mod:`.viewnodes`:
+arithmetic, folds, conditions, ``TOTAL``) read when the view is read; such a
+view names each output key's variable and may have a ``WHERE`` condition
+(:class:`Cmp`, :class:`~.viewnodes.BoolOp`) that a row must meet to be in
+the view.
 
 Positions (``pos``) are kept for error messages and ignored by equality, so
 ``parse(print(p)) == p``.
@@ -124,81 +124,9 @@ class Sum:
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True)
-class Arith:
-    """``a op b`` in a view column, op in ``+ - * /``: arithmetic over map values, computed when the view is read;
-    or ``LEAST(a, b)``, ``GREATEST(a, b)`` (op ``LEAST``, ``GREATEST``: a bag intersection's or difference's
-    count, min(count1, count2) and max(count1 - count2, 0), :mod:`.compiler.setops`).
-
-    ``/`` is float division; by zero it gives ``inf`` or ``-inf`` (as DuckDB does), and 0 / 0 is 0 (an AVG
-    of no rows: SQL's NULL).
-    """
-
-    op: str
-    left: Expr
-    right: Expr
-    pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
-
-
-FOLDS = ("MIN", "MAX", "SUM", "COUNT")
-EXTREMES = ("LEAST", "GREATEST")  # :class:`Arith`'s two-argument functions
-
-
-@dataclass(frozen=True)
-class Fold:
-    """``MIN(X : m[A, X])`` in a view: over the entries of ``m`` whose other keys are the row's, MIN, MAX or
-    SUM of ``X``, or their COUNT (a multiplicity map keyed by value: MIN/MAX, COUNT(DISTINCT x), DISTINCT).
-
-    ``cond`` and ``track`` as :class:`Total`'s (``COUNT(X : m[A, X] WHERE n[X] = 0 TRACK t[A, X])``): only the
-    entries whose ``X`` meets a nested subquery's condition are folded, so a COUNT DISTINCT (MIN, MAX) of the
-    column a nested condition reads is the fold of the values that pass it (TPC-H Q16: the suppliers not in
-    the complaints subquery), and the tracking maps name the rows a change of the nested maps affects.
-    """
-
-    kind: str
-    var: str
-    ref: MapRef
-    cond: Expr | None = None
-    track: tuple[MapRef, ...] = ()
-    pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
-
-
-@dataclass(frozen=True)
-class BoolOp:
-    """``a AND b``, ``a OR b`` (two or more args) or ``NOT a`` (one) over view conditions."""
-
-    op: str
-    args: tuple[Expr, ...]
-    pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
-
-
-@dataclass(frozen=True)
-class Total:
-    """``TOTAL(K, Q : m[G, K, Q] WHERE cond)`` in a view: the sum of the entries of ``m`` at the row (``vars``
-    free) at which ``cond`` holds, ``cond`` reading the row's variables, the entry's ``vars`` and other maps.
-
-    Why: a nested subquery (``WHERE x < (SELECT AVG(y) FROM S WHERE S.k = R.k)``) is maintained as first-order
-    maps, the outer aggregate keyed additionally by the columns the nested condition reads (``K``, ``Q``) and
-    the inner aggregates keyed by the correlation columns; the view sums the outer entries whose condition
-    holds when it is read, at a cost proportional to the distinct ``(K, Q)`` of the row (a domain), not to
-    the database.
-
-    ``track``: ``TRACK t[G, K]`` names maps keyed by the row's variables and
-    the nested maps' keys whose entries change whenever a nested map's entry
-    at ``K`` does (the nested rows joined with the outer ones).  A nested map
-    keyed by ``K`` alone does not say which rows its change affects; a
-    tracking map's changed entries do, so the batch's changed rows are found
-    from the journals of the maps the view reads, as for every view.
-    """
-
-    vars: tuple[str, ...]
-    ref: MapRef
-    cond: Expr | None = None
-    track: tuple[MapRef, ...] = ()  # maps read only to find the rows a batch changed (see :attr:`ViewDecl.maps`)
-    pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
-
-
-Expr = Const | Var | Call | MapRef | RelAtom | Cmp | IfThen | Prod | Sum | Arith | Fold | BoolOp | Total
+Expr = Const | Var | Call | MapRef | RelAtom | Cmp | IfThen | Prod | Sum
+# View expressions add the nodes of :mod:`.viewnodes` (``Arith``, ``Fold``, ``BoolOp``, ``Total``) and
+# :class:`.over.Over`; :func:`walk` visits them through their ``children()``.
 
 
 @dataclass(frozen=True)
@@ -371,25 +299,7 @@ def const_type(value: ConstValue) -> str:
 def walk(expr: Expr):
     """Yield ``expr`` and every sub-expression, pre-order."""
     yield expr
-    if isinstance(expr, (Arith,)):
-        yield from walk(expr.left)
-        yield from walk(expr.right)
-    elif isinstance(expr, Fold):
-        yield from walk(expr.ref)
-        if expr.cond is not None:
-            yield from walk(expr.cond)
-        for t in expr.track:
-            yield from walk(t)
-    elif isinstance(expr, Total):
-        yield from walk(expr.ref)
-        if expr.cond is not None:
-            yield from walk(expr.cond)
-        for t in expr.track:
-            yield from walk(t)
-    elif isinstance(expr, BoolOp):
-        for a in expr.args:
-            yield from walk(a)
-    elif isinstance(expr, (Prod,)):
+    if isinstance(expr, Prod):
         for f in expr.factors:
             yield from walk(f)
     elif isinstance(expr, Sum):
@@ -404,7 +314,7 @@ def walk(expr: Expr):
     elif isinstance(expr, (MapRef, RelAtom, Call)):
         for a in expr.args:
             yield from walk(a)
-    elif hasattr(expr, "children"):  # nodes defined elsewhere (:class:`.over.Over`)
+    elif hasattr(expr, "children"):  # view expressions (:mod:`.viewnodes`, :class:`.over.Over`)
         for c in expr.children():
             yield from walk(c)
 

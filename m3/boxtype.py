@@ -50,7 +50,7 @@ from boreas.catalog.model import (
 )
 
 from .ast import Column, Program, RelationDecl
-from .compiler.frontend import declares_relations
+from .compiler.declarations import declares_relations
 from .cumulus import LayoutError, PlacementError, PlanError, plan_partition
 from .errors import M3Error
 from .runtime.program import Runtime, ViewInfo, _program_from_text

@@ -34,16 +34,11 @@ from __future__ import annotations
 
 from .ast import (
     Call,
-    EXTREMES,
-    FOLDS,
     TYPES,
-    Arith,
-    BoolOp,
     LIKE_OPS,
     Cmp,
     Const,
     Expr,
-    Fold,
     IfThen,
     MapDecl,
     MapRef,
@@ -52,7 +47,6 @@ from .ast import (
     RelAtom,
     Statement,
     Sum,
-    Total,
     Trigger,
     Var,
     ViewDecl,
@@ -60,6 +54,7 @@ from .ast import (
     lift,
     walk,
 )
+from .viewnodes import EXTREMES, FOLDS, Arith, BoolOp, Fold, Total
 from .checkover import check_lifts, check_over
 from .over import Over
 from .errors import CheckError, Pos

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .ast import FOLDS, Var, ViewDecl
+from .ast import Var, ViewDecl
+from .viewnodes import FOLDS
 from .over import Over, lifts
 
 

@@ -9,7 +9,7 @@ the same way when it is read: ``COUNT(1 FOR K : rows[K] WHERE cnt[K] = C)``
 counts the inner groups ``K`` (the entries of ``rows`` at the view's row, its
 ``vars`` free) whose count is ``C``; the value folded is any view expression
 of the entry's variables (``MAX(rev[K] FOR K : rows[K])``), where
-:class:`~.ast.Fold` folds a key.
+:class:`~.viewnodes.Fold` folds a key.
 
 A view variable that no map key binds is *lifted*: a conjunct ``C = e`` of an
 ``Over``'s condition binds it, the view's rows are the values ``e`` takes over
@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ast import BoolOp, Cmp, Expr, Fold, MapRef, Total, Var, ViewDecl, walk
+from .ast import Cmp, Expr, MapRef, Var, ViewDecl, walk
+from .viewnodes import BoolOp, Fold, Total
 from .errors import Pos
 
 

@@ -15,14 +15,10 @@ from __future__ import annotations
 import datetime
 
 from .ast import (
-    EXTREMES,
-    Arith,
-    BoolOp,
     Cmp,
     Call,
     Const,
     Expr,
-    Fold,
     IfThen,
     MapDecl,
     MapRef,
@@ -32,11 +28,11 @@ from .ast import (
     RelAtom,
     Statement,
     Sum,
-    Total,
     Trigger,
     Var,
     ViewDecl,
 )
+from .viewnodes import EXTREMES, Arith, BoolOp, Fold, Total
 from .over import Over
 
 

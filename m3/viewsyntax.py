@@ -28,21 +28,8 @@ BoolOp(op='NOT', args=(BoolOp(op='OR', args=(Cmp(op='<', left=Const(value=0), ri
 
 from __future__ import annotations
 
-from .ast import (
-    CMP_OPS,
-    EXTREMES,
-    FOLDS,
-    Arith,
-    BoolOp,
-    Cmp,
-    Const,
-    Expr,
-    Fold,
-    MapRef,
-    Total,
-    ViewColumn,
-    ViewDecl,
-)
+from .ast import CMP_OPS, Cmp, Const, Expr, MapRef, ViewColumn, ViewDecl
+from .viewnodes import EXTREMES, FOLDS, Arith, BoolOp, Fold, Total
 from .errors import ParseError
 from .over import Over
 

@@ -58,8 +58,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError as SqlParseError
 from sqlglot.errors import TokenError
 
-from ..ast import Column, RelationDecl
+from ..ast import RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
+from .declarations import declares_relations, relation
 from .derived import flatten
 from .lifted import reads_grouped
 from .liftquery import plan
@@ -103,24 +104,6 @@ class SqlQuery:
     union: tuple = ()  # the other UNION ALL branches (SqlQuery each), whose maps add to this one's (:mod:`.union`)
     setop: str = ""  # "INTERSECT" or "EXCEPT": `union` holds the other branches, whose maps stay apart (:mod:`.setops`)
     lifted: object = None  # a query over a grouped derived table read by value: its Plan, parts compiled (:mod:`.lifted`)
-
-
-_TYPES = {
-    "INT": "INT", "INTEGER": "INT", "BIGINT": "INT", "SMALLINT": "INT", "TINYINT": "INT", "UBIGINT": "INT", "UINT": "INT",
-    "FLOAT": "FLOAT", "DOUBLE": "FLOAT", "DECIMAL": "FLOAT", "REAL": "FLOAT", "NUMERIC": "FLOAT", "BIGDECIMAL": "FLOAT",
-    "VARCHAR": "STRING", "TEXT": "STRING", "CHAR": "STRING", "NCHAR": "STRING", "NVARCHAR": "STRING", "STRING": "STRING",
-    "DATE": "DATE",
-}
-_DECLARATION = re.compile(r"\s*CREATE\s+(STREAM|TABLE)\b", re.IGNORECASE)
-
-
-def declares_relations(text: str) -> bool:
-    """Whether a script declares its own relations (``CREATE STREAM|TABLE``).
-
-    >>> declares_relations("CREATE STREAM R(a INT); SELECT SUM(a) FROM R"), declares_relations("SELECT 1")
-    (True, False)
-    """
-    return any(_DECLARATION.match(stmt) for _, stmt in split_statements(text))
 
 
 def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[RelationDecl], list[SqlQuery]]:
@@ -185,7 +168,7 @@ def _statement(tree: exp.Expression, is_stream: bool, relations: dict[str, Relat
     if kind in ("TABLE", "VIEW"):
         _refuse_unread(tree, ctx)
     if kind == "TABLE":
-        rel = _relation(tree, "STREAM" if is_stream else "TABLE", ctx)
+        rel = relation(tree, "STREAM" if is_stream else "TABLE", ctx)
         if rel.name.lower() in (r.lower() for r in relations):
             raise ctx.error(f"relation {rel.name} declared twice", tree)
         _refuse_unknown(tree, ctx)
@@ -222,29 +205,6 @@ def _refuse_unknown(tree: exp.Expression, ctx: _Ctx, skip: tuple = ()) -> None:
     """The safety net after translating: a node of a type the front end does not translate is refused, not dropped."""
     for node in unknown_nodes(tree, skip):
         raise ctx.error(f"unsupported {type(node).__name__.upper()} ({sql_of(node)})", node)
-
-
-def _relation(tree: exp.Create, kind: str, ctx: _Ctx) -> RelationDecl:
-    schema = tree.this
-    if type(schema) is not exp.Schema or tree.expression is not None:
-        raise ctx.error("CREATE STREAM/TABLE needs a column list (CREATE ... AS SELECT is not supported)", tree)
-    if type(schema.this) is not exp.Table or schema.this.args.get("db") or schema.this.args.get("alias"):
-        raise ctx.error(f"unsupported relation name {sql_of(schema.this)}", schema)
-    cols: list[Column] = []
-    for cd in schema.expressions:
-        if type(cd) is not exp.ColumnDef or cd.args.get("kind") is None:
-            raise ctx.error("expected a column definition: name type", cd)
-        tname = cd.args["kind"].this.name if hasattr(cd.args["kind"].this, "name") else str(cd.args["kind"].this)
-        mtype = _TYPES.get(tname.upper())
-        if mtype is None:
-            raise ctx.error(f"unsupported column type {tname} of column {cd.name}", cd)
-        for c in cd.args.get("constraints") or []:
-            if type(c) is not exp.ColumnConstraint or type(c.args.get("kind")) is not exp.NotNullColumnConstraint:
-                raise ctx.error(f"unsupported column constraint {sql_of(c)} of column {cd.name} (only NOT NULL)", c)
-        if any(c.name == cd.name for c in cols):
-            raise ctx.error(f"duplicate column {cd.name}", cd)
-        cols.append(Column(cd.name, mtype, pos=ctx.pos(cd)))
-    return RelationDecl(schema.this.name, kind, tuple(cols), pos=ctx.pos(tree))
 
 
 def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx,

@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ..ast import BoolOp, Expr, RelationDecl
+from ..ast import Expr, RelationDecl
+from ..viewnodes import BoolOp
 from .derived import inline_ctes
 from .nodes import sql_of
 from .resolve import Positions, unparen

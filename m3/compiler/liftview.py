@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import fields, is_dataclass, replace
 
-from ..ast import Arith, Expr, Fold, MapRef, Total, Var, ViewColumn, ViewDecl, walk
+from ..ast import Expr, MapRef, Var, ViewColumn, ViewDecl, walk
+from ..viewnodes import Arith, Fold, Total
 from ..errors import CheckError, CompileError
 from ..over import Over
 from ..printer import format_view_expr

@@ -102,7 +102,7 @@ def nested_vars(q, var: dict, keys: tuple[V, ...]) -> tuple[V, ...]:
     """The outer variables the nested conditions read that are not group variables (the outer maps' extra keys).
 
     A MIN, MAX or DISTINCT aggregate of a column ``x`` (a multiplicity map keyed by ``x``) is read as a fold
-    over the values of ``x`` that meet the nested condition (:class:`..ast.Fold` with ``WHERE``), so the
+    over the values of ``x`` that meet the nested condition (:class:`..viewnodes.Fold` with ``WHERE``), so the
     condition may read only ``x`` besides the group columns: a fold counts values, not the rows of other
     columns (TPC-H Q16: ``COUNT(DISTINCT ps_suppkey)`` beside ``ps_suppkey NOT IN (SELECT ...)``)."""
     folded = []

@@ -120,6 +120,12 @@ def regroup(sel: exp.Select, ctx: Positions) -> exp.Select:
         out.set("where", body.args["where"])
     outer_where = sel.args.get("where")
     if plain:  # the inner groups are the rows: a condition on them is a HAVING
+        shown = [cols.get(x.name.lower()) for e in sel.expressions
+                 for x in (unparen(e.this if type(e) is exp.Alias else e),) if type(x) is exp.Column]
+        if not all(any(g == c for c in shown) for g in groups):
+            raise ctx.error(f"unsupported rows of a grouped derived table without all of its group columns "
+                            f"({sql_of(sel)}): SQL's rows are its values, one per group, not groups (read by value)",
+                            sel)
         out.set("group", body.args["group"])
         if outer_where is not None:
             out.set("having", exp.Having(this=r.expr(outer_where.this, True)))

@@ -31,22 +31,9 @@ DECLARE VIEW Q1[b := B, x := A, b_1 := B](count := 1) WHERE 0 < Q1_rows[A, B];
 
 from __future__ import annotations
 
-from ..ast import (
-    Arith,
-    BoolOp,
-    Cmp,
-    Const,
-    Expr,
-    Fold,
-    MapRef,
-    Program,
-    Total,
-    Var,
-    ViewColumn,
-    ViewDecl,
-    variables,
-    walk,
-)
+from ..ast import Cmp, Const, Expr, MapRef, Program, Var, ViewColumn, ViewDecl, variables, walk
+from ..viewnodes import Arith, BoolOp, Fold, Total
+from ..correlated import correlations
 from ..over import Over, rereads
 from ..calculus import V
 from ..printer import format_view_expr
@@ -121,7 +108,8 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
     the distinct values of a group, or a comparison between columns loops over a map's entries and tests each:
     the statements of ``program`` that maintain the view's maps, directly or through the maps they read).
     A view of a nested subquery is domain-bound: its ``TOTAL`` reads the distinct values of the columns the
-    nested condition reads.  So is one whose maps an event updates at every group, looping over a whole map
+    nested condition reads; ``domain-bound per correlation key`` when its only such cost is TOTALs correlated by
+    equalities, which the runtime keeps per key (:mod:`..correlated`): a batch reads the keys it wrote.  So is one whose maps an event updates at every group, looping over a whole map
     (a cross product; a HAVING subquery's maps kept per group, :func:`.nested.having_subqueries`).
 
     >>> from ..syntax import parse_program
@@ -134,7 +122,14 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
         folds += [n for n in walk(v.where) if isinstance(n, Fold)]
     totals = [n for c in v.columns if c.expr is not None for n in walk(c.expr) if isinstance(n, Total)]
     totals += [n for n in walk(v.where) if isinstance(n, Total)] if v.where is not None else []
+    split = {id(c.total): c for c in correlations(v)}  # kept per correlation key by the runtime (:mod:`..correlated`)
+    totals = [t for t in totals if id(t) not in split]
     reasons = []
+    if split:
+        what = ", ".join(dict.fromkeys(f"{c.total.ref.name} per ({', '.join(c.keys)})" for c in split.values()))
+        reasons.append(f"nested subquery correlated by equalities: each row's sum of {what} is kept per correlation "
+                       "key, and a batch recomputes only the keys it wrote, each over its own entries (cost grows with "
+                       "the entries of one key, not with the number of keys); the maps themselves are first-order")
     if totals:
         what = ", ".join(dict.fromkeys(f"{t.ref.name} over ({', '.join(t.vars)})" for t in totals))
         reasons.append(f"nested subquery: each changed row sums {what}, testing the nested condition at each "
@@ -163,7 +158,8 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
                        "(no key bound by the event: a cross product, or a HAVING subquery's map per group; cost grows "
                        "with the number of groups, not with the whole database)")
     if reasons:
-        return ("domain-bound", "; ".join(reasons))
+        per_key = split and len(reasons) == 1  # nothing but TOTALs kept per key
+        return ("domain-bound per correlation key" if per_key else "domain-bound", "; ".join(reasons))
     why = "each event updates maps by lookups and loops over the entries it joins with; a row is read by one " \
           "lookup per map"
     return ("first-order", why)

@@ -27,18 +27,30 @@ import bisect
 import math
 from collections.abc import Callable, Iterable
 
-from ..ast import Arith, BoolOp, Cmp, Const, Expr, Fold, MapRef, Total, Var, walk
+from ..ast import Cmp, Const, Expr, MapRef, Var, walk
+from ..viewnodes import Arith, BoolOp, Fold, Total
 from ..over import Over, conjuncts
 
 Entries = Callable[[str, tuple], "dict | Iterable[tuple[tuple, object]]"]
 
 
 class Reader:
-    """Map entries for evaluating rows: ``get(map, key)`` (0 when absent) and ``entries(map, pattern)``."""
+    """Map entries for evaluating rows: ``get(map, key)`` (0 when absent) and ``entries(map, pattern)``.
 
-    def __init__(self, get: Callable[[str, tuple], object], entries: Entries):
+    ``totals(total, env, reader)``: a TOTAL's value where a memo has it (:mod:`.totals`), else None (then
+    it is evaluated here, whole).
+    """
+
+    def __init__(self, get: Callable[[str, tuple], object], entries: Entries,
+                 totals: Callable[[Total, dict, Reader], object] | None = None):
         self.get = get
         self.entries = entries
+        self.totals = totals
+
+    def has(self, name: str, pattern: tuple) -> bool:
+        """Whether the map has an entry matching ``pattern`` (a reader of a store answers an unbound pattern
+        without listing the map)."""
+        return bool(items(self.entries(name, pattern)))
 
 
 def items(found) -> list:
@@ -84,6 +96,10 @@ def value(e: Expr, env: dict, reader: Reader):
     if isinstance(e, Over):
         return _over(e, env, reader)
     if isinstance(e, Total):
+        if reader.totals is not None:
+            kept = reader.totals(e, env, reader)
+            if kept is not None:
+                return kept
         ranged = _range_total(e, env, reader)
         if ranged is not None:
             return ranged

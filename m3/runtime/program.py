@@ -5,7 +5,9 @@ Events are ``(relation, sign, row)`` with ``sign`` +1 (insert) or -1
 FLOAT → float, STRING → str, DATE → ``datetime.date``).  A *batch* is applied
 atomically: every map is either updated for every event or — if anything
 raises — left exactly as before; then ``version`` goes up by one and
-:meth:`Runtime.changes` lists the view rows the batch changed.
+:meth:`Runtime.changes` lists the view rows the batch changed (found from the
+batch's journals: :mod:`.viewchanges`).  Reads (``view()``, the query API)
+are :mod:`.reads`.
 
 >>> rt = Runtime('''CREATE STREAM R(a INT, b INT);
 ...     SELECT a, SUM(b) AS total, COUNT(*) AS n FROM R GROUP BY a''')
@@ -22,14 +24,11 @@ raises — left exactly as before; then ``version`` goes up by one and
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .. import query
 from ..ast import Program
 from ..check import check_program
 from ..errors import RuntimeStateError
@@ -40,15 +39,12 @@ from .codegen import build, program_source
 from .initial import evaluate_definition
 from .maps import MapStore, index_specs
 from .native import BEYOND_64_BITS, IntOverflow, choose, mirror
-from .views import (
-    Reader,
-    ViewForm,
-    candidate_rows,
-    row_value,
-    same,
-    view_form,
-    view_index_specs,
-)
+from .reads import Reads
+from .totals import TotalMemo
+from .totals import index_specs as total_index_specs
+from .evaluate import Reader
+from .viewchanges import current_reader, general_changes, plain_changes
+from .views import view_form, view_index_specs
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +61,7 @@ class ViewInfo:
     values: tuple[str, ...]
 
 
-class Runtime:
+class Runtime(Reads):
     """Maintains every map of an M3 program under batches of insert and delete events."""
 
     def __init__(self, program: Program | str, *, float_epsilon: float = 1e-7, backend: str = "auto"):
@@ -77,7 +73,10 @@ class Runtime:
         specs = index_specs(program)
         for name, positions in view_index_specs(program).items():  # the slices a view's folds read
             specs.setdefault(name, []).extend(p for p in positions if p not in specs.get(name, []))
+        for name, positions in total_index_specs(program).items():  # one correlation key's slice (:mod:`.totals`)
+            specs.setdefault(name, []).extend(p for p in positions if p not in specs.get(name, []))
         self._store = MapStore(program, specs)
+        self._totals = TotalMemo(program)
         self._stale = False  # native: the mirror (``store``) lags the C maps until something reads
         self._forms = {v.name: view_form(program, v) for v in program.views if v.general}
         self._rereads = {v.name for v in program.views if v.general and rereads(v)}
@@ -200,21 +199,7 @@ class Runtime:
         return self._apply_native(native, prepared, lambda: self._rows_of_columns(batches))
 
     def _rows_of_columns(self, batches: list) -> list[tuple[str, int, list]]:
-        """Columnar batches as the Python backend's rows: an int64 ``array`` of a DATE column holds day numbers
-        (as the C side takes it), of a STRING column ids of the intern table the C side had."""
-        out = []
-        for rel, sign, cols in batches:
-            cols = list(cols)
-            for i, (col, t) in enumerate(zip(cols, self._column_types[rel])):
-                if isinstance(col, array) and col.typecode == "q":
-                    if t == "DATE":
-                        cols[i] = list(map(datetime.date.fromordinal, col))
-                    elif t == "STRING":
-                        if self._strings is None:
-                            raise TypeError(f"a STRING column of {rel} holds int64 ids, and there is no intern table")
-                        cols[i] = list(map(self._strings.__getitem__, col))
-            out.append((rel, sign, list(zip(*cols))))
-        return out
+        return mirror.rows_of_columns(batches, self._column_types, self._strings)
 
     def _apply_native(self, native, prepared: list, rows) -> int:
         """Run ``prepared`` in C; ``rows()``: the batch as the Python backend takes it, if it must run there."""
@@ -274,14 +259,8 @@ class Runtime:
         journals = mirror.last_journals(self._store, self._native, names)
         if self._forms:
             self._sync()
-        changes: dict[str, list] = {}
-        for v in self.program.views:
-            form = self._forms.get(v.name)
-            rows = (self._general_changes(form, journals) if form is not None
-                    else mirror.plain_changes(self._store, self._native, v, journals))
-            if rows:
-                changes[v.name] = rows
-        return changes
+        return self._view_changes(journals, self._version,
+                                  lambda v: mirror.plain_changes(self._store, self._native, v, journals))
 
     def _rollback(self) -> None:
         for name, journal in self._journals.items():
@@ -290,63 +269,32 @@ class Runtime:
             journal.clear()
 
     def _finish(self) -> None:
+        """After a batch's triggers ran: its view changes (:mod:`.viewchanges`), then the next version."""
+        journals = self._journals
+        self._changes = self._view_changes(journals, self._version + 1,
+                                           lambda v: plain_changes(self._store, v, journals))
+        for journal in journals.values():
+            journal.clear()
+        self._version += 1
+
+    def _view_changes(self, journals: dict[str, list], version: int, plain) -> dict[str, list]:
+        """The view rows the batch that made ``version`` changed, from its journals (``plain(view)``: a plain
+        view's, as the backend reads them); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first."""
+        store, memo = self._store, self._totals
+        memo.advance(journals, store, version)
+        now = current_reader(store, memo.at(version))
         changes: dict[str, list] = {}
         for v in self.program.views:
             form = self._forms.get(v.name)
-            if form is not None:
-                changed = self._general_changes(form, self._journals)
-                if changed:
-                    changes[v.name] = changed
-                continue
-            keys: dict = {}
-            for m in v.maps:
-                j = self._journals[m]
-                if not j:
-                    continue
-                before = dict(zip(j[-2::-2], j[-1::-2]))  # key -> its value before the batch (its first old)
-                get = self.store.getter(m)
-                for k in dict.fromkeys(j[::2]):  # in the order the batch first wrote them
-                    if get(k, 0) != before[k]:
-                        keys[k] = None
-            if keys:
-                unpack = self.store.unpack
-                changes[v.name] = [(unpack(v.maps[0], k), self._view_value(v, k)) for k in keys]
-        for journal in self._journals.values():
-            journal.clear()
-        self._changes = changes
-        self._version += 1
-
-    def _general_changes(self, form: ViewForm, journals: dict[str, list]) -> list[tuple[tuple, object]]:
-        """The rows of a general view whose presence or value the batch changed (before: through the journals)."""
-        store = self.store
-        rows: dict[tuple, None] = {}
-        old: dict[str, dict] = {}
-        for ref in form.refs:
-            j = journals[ref.map]
-            if not j:
-                continue
-            if ref.map not in old:
-                old[ref.map] = dict(zip(j[-2::-2], j[-1::-2]))  # stored key -> its value before the batch
-            unpack = store.unpack
-            for k in dict.fromkeys(j[::2]):
-                rows[ref.row_of(unpack(ref.map, k))] = None
-        if not rows:
-            return []
-        now = self._reader()
-        before = _OldReader(store, old, now)
-        if form.name in self._rereads:  # rows the changed keys do not name (:func:`..over.rereads`): every row
-            rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
-        out = []
-        for row in rows:
-            was = row_value(form, row, before)
-            new = row_value(form, row, now)
-            if was[0] != new[0] or not same(was[1], new[1]):
-                out.append((form.key_of(row), new[1]))
-        return out
+            rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in self._rereads,
+                                                                 memo.previous if memo.plans else None)
+            if rows:
+                changes[v.name] = rows
+        return changes
 
     def _reader(self) -> Reader:
-        store = self.store
-        return Reader(store.get, lambda name, pattern: store.match(name, pattern))
+        """The maps now, with the TOTAL memo (exact at this version, or cleared to be rebuilt as rows are read)."""
+        return current_reader(self.store, self._totals.at(self._version))
 
     def changes(self) -> dict[str, list[tuple[tuple, object]]]:
         """The view rows the last batch changed: ``{view: [(key, new value)]}``; 0 (or all-zero tuple) = removed."""
@@ -355,89 +303,6 @@ class Runtime:
                 if self._changes is None:
                     self._changes = self._native_changes()
         return self._changes
-
-    # -- views -------------------------------------------------------------
-    def _view_value(self, v, key):
-        """The view's value at ``key`` (stored form; a view's maps share their keys)."""
-        get = self.store.get_stored
-        vals = []
-        for c in v.columns:
-            num = get(c.numerator, key)
-            if c.denominator is None:
-                vals.append(num)
-            else:
-                den = get(c.denominator, key)
-                vals.append(num / den if den else 0)
-        return vals[0] if len(vals) == 1 else tuple(vals)
-
-    def view(self, name: str, *pattern) -> dict[tuple, object]:
-        """The view's rows matching ``pattern`` (``None`` = any; none given = the whole view).
-
-        Values are tuples when the view has several columns.  A row exists
-        where any of the view's maps has an entry (and, for a view computed
-        when read, where its condition holds: :mod:`.views`).
-        """
-        with self._lock:
-            try:
-                v = self.program.view(name)
-            except KeyError:
-                raise RuntimeStateError(f"no view named {name!r}") from None
-            store = self.store
-            form = self._forms.get(name)
-            if form is not None:
-                if len(pattern) > len(v.keys):
-                    raise RuntimeStateError(f"pattern has {len(pattern)} keys but view {name} has {len(v.keys)}")
-                reader = self._reader()
-                out = {}
-                for row in candidate_rows(form, reader.entries, pattern):
-                    inside, value = row_value(form, row, reader)
-                    if inside:
-                        out[form.key_of(row)] = value
-                return out
-            keys: dict = {}
-            for m in v.maps:
-                if any(k is not None for k in pattern):
-                    keys.update(dict.fromkeys(store.pack(m, k) for k, _ in self._match(m, pattern)))
-                else:
-                    keys.update(dict.fromkeys(store.stored_keys(m)))
-            first = v.maps[0]
-            return {store.unpack(first, k): self._view_value(v, k) for k in keys}
-
-    # -- query API (seed 001, Figure 3) -----------------------------------
-    def _match(self, name: str, keys: tuple) -> list[tuple[tuple, object]]:
-        """Matching entries, through an index when one covers the bound positions (``MapStore.match``)."""
-        if name not in self.store.data:
-            raise RuntimeStateError(f"no map named {name!r}")
-        try:
-            return self.store.match(name, keys)
-        except ValueError as exc:
-            raise RuntimeStateError(str(exc)) from None
-
-    def read_slice(self, name: str, *keys) -> list[tuple[tuple, object]]:
-        with self._lock:
-            return self._match(name, keys)
-
-    def read_sum(self, name: str, *keys):
-        with self._lock:
-            return query.aggregate("sum", self._match(name, keys))
-
-    def read_min(self, name: str, *keys):
-        with self._lock:
-            return query.aggregate("min", self._match(name, keys))
-
-    def read_max(self, name: str, *keys):
-        with self._lock:
-            return query.aggregate("max", self._match(name, keys))
-
-    def read_stable(self, name: str, agg: str = "slice", *keys):
-        """READ_STABLE: reads never see a half-applied batch (batches hold the lock)."""
-        with self._lock:
-            return query.aggregate(agg, self._match(name, keys))
-
-    def snapshot(self) -> query.Snapshot:
-        """An immutable copy of all maps as of the last completed batch."""
-        with self._lock:
-            return query.Snapshot(self._version, {name: dict(self.store.items(name)) for name in self.store.data})
 
     def entries(self) -> int:
         if self._native is not None:
@@ -458,6 +323,7 @@ class Runtime:
                     raise RuntimeStateError(f"map {m.name} has no defining query")
                 values[m.name] = evaluate_definition(self.program, m, rows, self.float_epsilon)
             self._stale = False
+            self._totals.clear()
             self._store.clear()
             for name, entries in values.items():
                 for k, v in entries.items():
@@ -486,6 +352,7 @@ class Runtime:
             raise RuntimeStateError("state was taken from a different program")
         with self._lock:
             self._stale = False
+            self._totals.clear()
             self._store.decode(state["maps"])
             if self._native is not None:
                 self._push_mirror()
@@ -497,42 +364,6 @@ class Runtime:
         rt = cls(parse_program(state["program"]), **kwargs)
         rt.restore(state)
         return rt
-
-
-class _OldReader(Reader):
-    """The maps as they were before the batch: the current store with the journals' first old values over it."""
-
-    def __init__(self, store: MapStore, old: dict[str, dict], now: Reader):
-        self.store, self.old, self.now = store, old, now
-        self._slices: dict[tuple[str, tuple[int, ...]], dict] = {}
-
-    def get(self, name: str, key: tuple):
-        changed = self.old.get(name)
-        if changed:
-            k = self.store.pack(name, key)
-            if k in changed:
-                return changed[k]
-        return self.store.get(name, key)
-
-    def entries(self, name: str, pattern: tuple):
-        found = dict(self.store.match(name, pattern))
-        changed = self.old.get(name)
-        if not changed:
-            return found
-        bound = tuple(i for i, x in enumerate(pattern) if x is not None)
-        by_bound = self._slices.get((name, bound))
-        if by_bound is None:  # the changed keys of this map, by their values at the bound positions (built once)
-            by_bound = {}
-            for k, v in changed.items():
-                key = self.store.unpack(name, k)
-                by_bound.setdefault(tuple(key[i] for i in bound), []).append((key, v))
-            self._slices[(name, bound)] = by_bound
-        for key, v in by_bound.get(tuple(pattern[i] for i in bound), ()):
-            if v:
-                found[key] = v
-            else:
-                found.pop(key, None)
-        return found
 
 
 def _program_from_text(text: str) -> Program:

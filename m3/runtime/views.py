@@ -1,7 +1,7 @@
 """Reading a view: its rows and values, computed from its maps when the view is read.
 
 A view's value columns are maps, quotients of maps (AVG) or *view
-expressions* (:class:`~boreas.m3.ast.Arith` over map entries, folds, key
+expressions* (:class:`~boreas.m3.viewnodes.Arith` over map entries, folds, key
 variables and constants), and a general view keeps only the rows meeting its
 ``WHERE`` (HAVING, DISTINCT).  Nothing of this is maintained by triggers:
 the triggers maintain the maps (each aggregate is its own map), and the view
@@ -56,18 +56,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..ast import (
-    Arith,
-    Const,
-    Expr,
-    Fold,
-    MapRef,
-    Program,
-    Total,
-    Var,
-    ViewDecl,
-    walk,
-)
+from ..ast import Const, Expr, MapRef, Program, Var, ViewDecl, walk
+from ..viewnodes import Arith, Fold, Total
 from ..over import Over, lifts
 from .evaluate import Entries, Reader, holds, items, value
 
@@ -219,7 +209,7 @@ def present(form: ViewForm, row: tuple, reader: Reader) -> bool:
         return row in _lifted_rows(form, row, reader)
     for ref in form.outer or form.refs:
         if None in ref.slots:
-            if items(reader.entries(ref.map, ref.pattern(row))):
+            if reader.has(ref.map, ref.pattern(row)):
                 return True
         elif reader.get(ref.map, ref.pattern(row)):
             return True

@@ -7,14 +7,10 @@ import datetime
 import pytest
 from boreas.m3 import ParseError, format_program, parse_expr, parse_program
 from boreas.m3.ast import (
-    FOLDS,
     TYPES,
-    Arith,
-    BoolOp,
     Cmp,
     Column,
     Const,
-    Fold,
     IfThen,
     MapDecl,
     MapRef,
@@ -29,6 +25,7 @@ from boreas.m3.ast import (
     ViewColumn,
     ViewDecl,
 )
+from boreas.m3.viewnodes import FOLDS, Arith, BoolOp, Fold
 from boreas.m3.syntax import KEYWORDS
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -16,7 +16,9 @@ straight from C (:func:`plain_changes`), so emitting changes needs no sync.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import datetime
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 
 from ..maps import MapStore
 
@@ -31,6 +33,30 @@ def columns(rows: Sequence[Sequence], arity: int, relation: str) -> list:
         bad = next(r for r in rows if len(r) != arity)
         raise ValueError(f"relation {relation} has {arity} columns, got a row of {len(bad)}: {tuple(bad)!r}")
     return list(zip(*rows)) if arity else []
+
+
+def rows_of_columns(batches: Iterable, column_types: Mapping[str, tuple[str, ...]],
+                    strings: list[str] | None) -> list[tuple[str, int, list]]:
+    """Columnar batches ``(relation, sign, columns)`` as the Python backend's rows: an int64 ``array`` of a DATE
+    column holds day numbers (as the C side takes it), of a STRING column ids of ``strings``, the intern table
+    the C side had (None: there was none).
+
+    >>> rows_of_columns([("R", 1, [array("q", [730120]), ["x"]])], {"R": ("DATE", "STRING")}, None)
+    [('R', 1, [(datetime.date(2000, 1, 1), 'x')])]
+    """
+    out = []
+    for rel, sign, cols in batches:
+        cols = list(cols)
+        for i, (col, t) in enumerate(zip(cols, column_types[rel])):
+            if isinstance(col, array) and col.typecode == "q":
+                if t == "DATE":
+                    cols[i] = list(map(datetime.date.fromordinal, col))
+                elif t == "STRING":
+                    if strings is None:
+                        raise TypeError(f"a STRING column of {rel} holds int64 ids, and there is no intern table")
+                    cols[i] = list(map(strings.__getitem__, col))
+        out.append((rel, sign, list(zip(*cols))))
+    return out
 
 
 def sync(store: MapStore, native, full: bool = False) -> None:

@@ -1,0 +1,161 @@
+"""The view rows a batch changed, found from the batch's journals: what ``Runtime.changes()`` returns.
+
+Why apart from the runtime: which rows changed, and their values before and
+after, is a question about views and journals alone, answered the same way
+for both backends (the Python backend's journals, or the C side's read back
+by :func:`.native.mirror.last_journals`).  A journal is a flat list
+``stored key, old value, stored key, old value, ...`` per map, newest last,
+so a key's *first* old value (the one read newest first) is its value
+before the batch.
+
+* A *plain* view (maps and AVG quotients read at its keys, positionally)
+  lists every key some map of it changed at, with its current value
+  (:func:`plain_changes`; 0 or a tuple of 0s: the row left).
+* A *general* view (computed when read, :mod:`.views`) evaluates each row a
+  changed key names before the batch (through :class:`OldReader`: the
+  current maps with the journals' first old values over them) and after,
+  and lists the rows whose presence or value differ
+  (:func:`general_changes`).
+
+>>> first_values(["k", 1, "j", 0, "k", 5])
+{'k': 1, 'j': 0}
+"""
+
+from __future__ import annotations
+
+from .evaluate import Reader
+from .maps import MapStore
+from .views import ViewForm, candidate_rows, row_value, same
+
+
+def first_values(journal: list) -> dict:
+    """Stored key -> its value before the batch (its first old value), from one map's journal."""
+    return dict(zip(journal[-2::-2], journal[-1::-2]))
+
+
+def plain_value(store: MapStore, v, key):
+    """A plain view's value at ``key`` (stored form; a plain view's maps share their keys)."""
+    get = store.get_stored
+    vals = []
+    for c in v.columns:
+        num = get(c.numerator, key)
+        if c.denominator is None:
+            vals.append(num)
+        else:
+            den = get(c.denominator, key)
+            vals.append(num / den if den else 0)
+    return vals[0] if len(vals) == 1 else tuple(vals)
+
+
+def plain_changes(store: MapStore, v, journals: dict[str, list]) -> list[tuple[tuple, object]]:
+    """A plain view's rows whose maps the batch changed (a key written back to its old value is not listed)."""
+    keys: dict = {}
+    for m in v.maps:
+        j = journals[m]
+        if not j:
+            continue
+        before = first_values(j)
+        get = store.getter(m)
+        for k in dict.fromkeys(j[::2]):  # in the order the batch first wrote them
+            if get(k, 0) != before[k]:
+                keys[k] = None
+    unpack = store.unpack
+    return [(unpack(v.maps[0], k), plain_value(store, v, k)) for k in keys]
+
+
+class StoreReader(Reader):
+    """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`)."""
+
+    def __init__(self, store: MapStore, totals=None):
+        super().__init__(store.get, store.match, totals)
+        self.store = store
+
+    def has(self, name: str, pattern: tuple) -> bool:
+        if all(x is None for x in pattern):
+            return self.store.size(name) > 0
+        return bool(self.store.match(name, pattern))
+
+
+def current_reader(store: MapStore, totals=None) -> Reader:
+    """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`)."""
+    return StoreReader(store, totals)
+
+
+def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, now: Reader,
+                    rereads: bool = False, old_totals=None) -> list[tuple[tuple, object]]:
+    """The rows of a general view whose presence or value the batch changed, each with its value now.
+
+    ``rereads``: the changed keys do not name the rows they affect (:func:`..over.rereads`), so every row
+    before and after is evaluated.  ``old_totals``: the hook of a memo of TOTALs read before the batch
+    (:meth:`.totals.TotalMemo.previous`).
+    """
+    rows: dict[tuple, None] = {}
+    old: dict[str, dict] = {}
+    for ref in form.refs:
+        j = journals[ref.map]
+        if not j:
+            continue
+        if ref.map not in old:
+            old[ref.map] = first_values(j)
+        unpack = store.unpack
+        for k in dict.fromkeys(j[::2]):
+            rows[ref.row_of(unpack(ref.map, k))] = None
+    if not rows:
+        return []
+    before = OldReader(store, old, old_totals)
+    if rereads:
+        rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
+    out = []
+    for row in rows:
+        was = row_value(form, row, before)
+        new = row_value(form, row, now)
+        if was[0] != new[0] or not same(was[1], new[1]):
+            out.append((form.key_of(row), new[1]))
+    return out
+
+
+class OldReader(Reader):
+    """The maps as they were before the batch: the current store with the journals' first old values over it."""
+
+    def __init__(self, store: MapStore, old: dict[str, dict], totals=None):
+        self.store, self.old, self.totals = store, old, totals
+        self._slices: dict[tuple[str, tuple[int, ...]], dict] = {}
+
+    def get(self, name: str, key: tuple):
+        changed = self.old.get(name)
+        if changed:
+            k = self.store.pack(name, key)
+            if k in changed:
+                return changed[k]
+        return self.store.get(name, key)
+
+    def has(self, name: str, pattern: tuple) -> bool:
+        changed = self.old.get(name)
+        if any(x is not None for x in pattern):
+            return bool(self.entries(name, pattern)) if changed else bool(self.store.match(name, pattern))
+        if not changed:
+            return self.store.size(name) > 0
+        if any(changed.values()):  # an entry the batch changed was there before it
+            return True
+        get = self.store.getter(name)  # else: the entries now, less those the batch created
+        return self.store.size(name) > sum(1 for k in changed if get(k, 0))
+
+    def entries(self, name: str, pattern: tuple):
+        found = dict(self.store.match(name, pattern))
+        changed = self.old.get(name)
+        if not changed:
+            return found
+        bound = tuple(i for i, x in enumerate(pattern) if x is not None)
+        by_bound = self._slices.get((name, bound))
+        if by_bound is None:  # the changed keys of this map, by their values at the bound positions (built once)
+            by_bound = {}
+            for k, v in changed.items():
+                key = self.store.unpack(name, k)
+                by_bound.setdefault(tuple(key[i] for i in bound), []).append((key, v))
+            self._slices[(name, bound)] = by_bound
+        for key, v in by_bound.get(tuple(pattern[i] for i in bound), ()):
+            if v:
+                found[key] = v
+            else:
+                found.pop(key, None)
+        return found
