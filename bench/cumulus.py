@@ -125,7 +125,7 @@ def report(args: argparse.Namespace, results: list[dict], peers: list[dict], sum
         return
     r0 = (results or peers)[0]
     print(f"\nQ3 partitioned over member node processes on loopback ({os.cpu_count()} cores; "
-          f"{'durable' if args.durable else 'memory-only'} nodes; {args.segments} segments; "
+          f"{'durable' if args.durable else 'memory-only'} nodes; {args.segments} segments; {args.sources} sources; "
           f"{r0['events']:,} events, {args.producers * len(STREAMS)} publishers, batches of {args.batch}; "
           f"view {r0['view_rows']:,} rows)\n")
     head = (f"{'nodes':>5} {'seconds':>8} {'events/s':>9} {'msgs/ev':>8} {'bytes/ev':>9} "
@@ -257,6 +257,10 @@ def main() -> int:
     parser.add_argument("--producers", type=int, default=0,
                         help="producers per stream (default: the least common multiple of the member counts, "
                              "at least 4)")
+    parser.add_argument("--sources", choices=("random", "keyed"), default="random",
+                        help="scaling: how rows reach the members. random (default): each producer's rows drawn at "
+                             "random, coordinated by the member its id picks; keyed: each row published to the member "
+                             "owning its key (client/keyed.py: input already partitioned like the view)")
     parser.add_argument("--durable", action="store_true", help="nodes with --data-dir (input log, snapshots)")
     parser.add_argument("--no-peer", dest="peer", action="store_false",
                         help="skip the peer (q3 as an ordinary, unpartitioned m3 box on one node)")
@@ -373,7 +377,7 @@ def main() -> int:
                     "streaming_rows_per_s": more["stream"]["events_per_s"],
                     "ratio": load["rows_per_s"] / more["stream"]["events_per_s"]}
         print(json.dumps({"bench": "cumulus", "cores": os.cpu_count(), "durable": args.durable,
-                          "segments": args.segments, "batch": args.batch, "producers_per_stream": args.producers,
+                          "segments": args.segments, "sources": args.sources, "batch": args.batch, "producers_per_stream": args.producers,
                           "epoch_ms": args.epoch_ms, "parts": sorted(parts),
                           "runs": results, "peer": peers[0] if peers else None, **summarise(results, peers),
                           "move": more["move"], "stable_age": more["stable_age"], "stream": more["stream"],

@@ -16,6 +16,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from boreas.client.keyed import route_rows  # noqa: E402
+
 from cumulus_sampling import Samplers  # noqa: E402
 from cumulus_q3 import (  # noqa: E402
     READ_TIMEOUT,
@@ -36,6 +38,11 @@ from procs import (
     start_node,
     wait_ready,
 )
+
+#: ``--sources keyed``: the column (after the sign) each relation's rows are routed by, the partition column
+#: of the maps its rows write (Q3: order key, customer key)
+KEYS = {"customer": 1, "orders": 1, "lineitem": 1}
+
 
 async def statuses(peers, nodes: list[str]) -> list[dict]:
     return list(await asyncio.gather(*(peers.call("GET", f"http://{n}/status") for n in nodes)))
@@ -179,14 +186,23 @@ async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[s
     what = f"{members} node(s), {args.segments} segments" if partitioned else "the peer, q3 as a plain box on 1 node"
     progress(f"{what}: up and deployed; publishing {events:,} events")
 
+    keyed = partitioned and getattr(args, "sources", "random") == "keyed"
+    if keyed:
+        async with QueryClient(head, run.token) as client:
+            layout = await client.layout_of("q3", fresh=True)
     pubs: list[tuple[Publisher, list[list]]] = []
     for stream, relation in STREAMS:
         names = producers(stream, members, args.producers) if partitioned else \
             [f"cumulus-{stream}-{i}" for i in range(args.producers)]
-        for k, producer in enumerate(names):
+        if keyed:  # each row to a producer of the member owning its key (KEYS), as client.keyed routes it
+            per = len(names) // members
+            owned = route_rows(layout, KEYS[relation], wire[relation], members)
+            shares = [owned.get(k // per, [])[k % per::per] for k in range(len(names))]
+        else:
+            shares = [wire[relation][k::len(names)] for k in range(len(names))]
+        for producer, share in zip(names, shares, strict=True):
             pubs.append((Publisher(head, stream, run.token, producer=producer, batch_size=args.batch,
-                                   capacity=args.window),
-                         wire[relation][k::len(names)]))
+                                   capacity=args.window), share))
     for publisher, _ in pubs:
         await publisher.start()
     entered = {p.entries[0] for p, _ in pubs}

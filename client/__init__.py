@@ -6,6 +6,8 @@ e.g. ``http://localhost:14000``; ``token``: the cluster's shared token, which
 
 * :class:`Publisher` sends rows into an input stream, straight to the nodes
   where it enters; ordered, acknowledged, exactly once per ``producer``.
+* :class:`KeyedPublisher` publishes into a partitioned ``m3`` box with
+  each row sent to the member owning its key (input partitioned by key).
 * :class:`Subscriber` receives a stream's tuples as they are produced (an
   async iterator of tuples in field order).
 * :class:`QueryClient` reads the maps and views of ``m3`` boxes where they
@@ -45,11 +47,13 @@ refuses.
 from boreas.wire.link_connection import LinkRefused
 
 from .head_api import UnknownStream
+from .keyed import KeyedPublisher
 from .publisher import PublishRefused, Publisher
 from .query import QueryClient, QueryFailed, QueryResult, query
 from .subscriber import SubscribeFailed, SubscribeTimeout, Subscriber
 
 __all__ = [
+    "KeyedPublisher",
     "LinkRefused",
     "PublishRefused",
     "Publisher",

@@ -72,21 +72,28 @@ class PublishRefused(RuntimeError):
     """A node refused a whole batch (the stream does not enter there any more)."""
 
 
-def pick_entries(route: dict, producer: str) -> list[str]:
+def pick_entries(route: dict, producer: str, member: int | None = None) -> list[str]:
     """The nodes a producer sends to: every entry node, or one member of a partitioned box.
 
     A stream feeding a partitioned ``m3`` box enters at every member
     (``"pick": "member"``, entries by member number); one producer always
     feeds the same member, which coordinates its batches in their order,
-    and many producers spread over all members.
+    and many producers spread over all members.  ``member`` pins the pick
+    to that member when it is one of the entries (a keyed publisher's
+    sub-producer, :mod:`~boreas.client.keyed`); any member may coordinate
+    any producer, the pick only keeps one producer on one member.
 
     >>> pick_entries({"entries": ["a", "b"]}, "p")
     ['a', 'b']
     >>> pick_entries({"entries": ["a", "b", "c"], "pick": "member"}, "p")
     ['b']
+    >>> pick_entries({"entries": ["a", "b", "c"], "pick": "member"}, "p", member=2)
+    ['c']
     """
     entries = list(route.get("entries") or [])
     if route.get("pick") == "member" and entries:
+        if member is not None and 0 <= member < len(entries):
+            return [entries[member]]
         return [entries[zlib.crc32(producer.encode()) % len(entries)]]
     return entries
 
@@ -97,14 +104,16 @@ class Publisher:
     ``head`` is the Head's URL, ``token`` the cluster token (nodes refuse data
     without it).  ``producer`` names this publisher for exactly-once re-runs
     (default: a fresh random id); rows go in batches of ``batch_size``, at
-    most ``capacity`` batches unacknowledged per node.  After :meth:`start`,
+    most ``capacity`` batches unacknowledged per node; ``member`` pins a
+    publisher into a partitioned box to that member.  After :meth:`start`,
     :attr:`schema` and :attr:`fields` describe the stream; :attr:`accepted`,
     :attr:`refused` and :attr:`duplicates` count the nodes' answers.
     """
 
     def __init__(self, head: str, stream: str, token: str | None, producer: str | None = None,
-                 batch_size: int = 1000, capacity: int = CAPACITY):
+                 batch_size: int = 1000, capacity: int = CAPACITY, member: int | None = None):
         self.head = head
+        self.member = member  # a partitioned box's member to feed (pick_entries), if this publisher is pinned
         self.stream = stream
         self.token = token
         self.producer = producer or f"publisher-{uuid.uuid4().hex[:16]}"
@@ -143,7 +152,7 @@ class Publisher:
         self.schema = Schema(route["schema"]["name"],
                              tuple(Field(n, FieldType(t), size) for n, t, size in route["schema"]["fields"]))
         self.fields = [f.name for f in self.schema.fields]
-        self.entries = pick_entries(route, self.producer)
+        self.entries = pick_entries(route, self.producer, self.member)
         for endpoint in self.entries:
             self.links.append(await self._link(endpoint, first=endpoint == self.entries[0]))
         self._follow = asyncio.create_task(self._follow_entries(), name=f"publisher {self.producer} route")
@@ -175,7 +184,7 @@ class Publisher:
             except Exception as exc:  # the Head may be down too: keep trying
                 log.debug("publisher %s: cannot ask the Head for %s's route: %s", self.producer, self.stream, exc)
                 continue
-            await self._reroute(pick_entries(route, self.producer))
+            await self._reroute(pick_entries(route, self.producer, self.member))
 
     async def _reroute(self, entries: list[str]) -> None:
         current = [link.endpoint for link in self.links]

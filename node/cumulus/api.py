@@ -3,8 +3,10 @@
 ``GET /segments/{box}[?member=M]``
     the entries of each segment this member holds, per map: ``{"box",
     "node", "member", "own" (the node's own member), "members" (hosted here),
-    "version", "layout": {...}, "segments": {id: {map: entries}}}``
-    (``boreas segments``, ``boreas rebalance``).  A node that
+    "version", "layout": {...}, "segments": {id: {map: entries}},
+    "work_rows": {"kept", "sent"}}`` (``boreas segments``, ``boreas
+    rebalance``; ``work_rows``: rows this member coordinated for members on
+    this node and on others, since the node started).  A node that
     hosts a guest member after a failover (docs/cumulus.md §6.3) answers for
     every member it hosts, or for member ``M``.
 ``GET /segments/{box}/members/{member}/query?...``
@@ -203,6 +205,7 @@ class SegmentsApi:
             "members": [op.member] if one else sorted(getattr(op, "hosted", {op.member: op})),
             "layout": op.layout.to_dict(),
             "segments": {str(seg): {name: int(n) for name, n in maps.items()} for seg, maps in counted.items()},
+            "work_rows": {"kept": op.rows_kept, "sent": op.rows_sent},
         })
 
     async def handle_member_query(self, request: web.Request) -> web.Response:

@@ -55,6 +55,8 @@ class Coordinating:
         self.stamped: dict[tuple[str, str], int] = {}  # (stream, producer) -> last seq taken in this epoch
         self.holding: dict[int, list] = {}  # in port -> rows taken in this epoch, not stamped yet (in arrival order)
         self._closing = len(self.layout.members)  # members of the epoch it stamps with (its Close goes to each)
+        # counters (not state): Work rows stamped for members on this node, and for members on other nodes
+        self.rows_kept = self.rows_sent = 0
 
     def _involvement(self, plan, port: int, layout: Layout):
         """``row -> members`` for rows of in port ``port`` in the in stream's form (sign field and all)."""
@@ -103,6 +105,10 @@ class Coordinating:
                 continue
             seq, self.seq = self.seq, self.seq + 1
             for m, share in shares.items():
+                if m in self.hosted:
+                    self.rows_kept += len(share)
+                else:
+                    self.rows_sent += len(share)
                 self._send(m, msg.work(self.epoch, self.member, seq, port, share))
 
     def _release_holding(self) -> None:
