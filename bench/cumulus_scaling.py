@@ -168,10 +168,13 @@ async def start_cluster(args: argparse.Namespace, run: Run, label: str, members:
 
 async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[str, list[list]],
                   expected: dict[tuple, float], events: int, partitioned: bool = True, label: str | None = None,
+                  sources: str = "random",
                   during: Callable[[str], Awaitable[Any]] | None = None,
                   after: Callable[[str, float], Awaitable[Any]] | None = None) -> dict[str, Any]:
     """One member count: publish ``wire`` into a fresh cluster until the merged view equals ``expected``.
 
+    ``sources``: ``random`` (each producer's rows drawn at random; a member coordinates rows others own) or
+    ``keyed`` (each row published by a producer of the member owning its key, as ``client.keyed`` routes).
     ``during(head)``, if given, runs while the publishers publish and is cancelled once every batch is
     acknowledged (the stable-age reads); ``after(head, rows_per_s)`` runs once the view is exact, before the processes
     stop (its answer is the result's ``after``)."""
@@ -179,14 +182,14 @@ async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[s
     from boreas.client.query import QueryClient
     from boreas.wire.client import PeerClient
 
-    label = label or (str(members) if partitioned else "plain")
+    label = label or (f"{members}-{sources}" if partitioned else "plain")
     cluster = await start_cluster(args, run, label, members, signed_app(),
                                   lambda nodes: deployment(nodes, args.segments, partitioned, args.epoch_ms))
     head, nodes, head_proc, node_procs = cluster.head, cluster.nodes, cluster.head_proc, cluster.node_procs
     what = f"{members} node(s), {args.segments} segments" if partitioned else "the peer, q3 as a plain box on 1 node"
     progress(f"{what}: up and deployed; publishing {events:,} events")
 
-    keyed = partitioned and getattr(args, "sources", "random") == "keyed"
+    keyed = partitioned and members > 1 and sources == "keyed"
     if keyed:
         async with QueryClient(head, run.token) as client:
             layout = await client.layout_of("q3", fresh=True)
@@ -292,7 +295,7 @@ async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[s
     later = await after(head, events / seconds) if after is not None else None
     run.procs.stop([*node_procs, head_proc])
     return {
-        "members": members, "partitioned": partitioned, "events": events, "seconds": seconds, "acked_seconds": acked, "reads": reads,
+        "members": members, "partitioned": partitioned, "sources": sources if members > 1 else "-", "events": events, "seconds": seconds, "acked_seconds": acked, "reads": reads,
         "events_per_s": events / seconds,
         "messages_per_event": sum(b for b, _ in sent) / events,
         "bytes_per_event": sum(n for _, n in sent) / events,
