@@ -56,6 +56,7 @@ from .columns import Aggregate
 from .derived import inline_ctes
 from .nodes import sql_of
 from .resolve import Positions
+from .setunion import bagged
 
 _UNION_ARGS = frozenset({"this", "expression", "distinct", "with_", "with"})
 
@@ -86,6 +87,7 @@ def split(sel: exp.Select, ctx: Positions) -> list[exp.Select]:
         return [sel]
     sel = sel.copy()
     inline_ctes(sel, ctx)
+    sel = bagged(sel, ctx)  # a set UNION read by MIN, MAX, DISTINCT: its UNION ALL (:mod:`.setunion`)
     from_ = sel.args.get("from_") or sel.args.get("from")
     items = ([from_.this] if isinstance(from_, exp.From) else []) + \
         [j.this for j in sel.args.get("joins") or [] if isinstance(j, exp.Join)]
@@ -95,6 +97,10 @@ def split(sel: exp.Select, ctx: Positions) -> list[exp.Select]:
         return [sel]
     out = []
     branches = _branches(items[pos].this, ctx)
+    for b in branches:
+        if type(b) is exp.Select and _aggregated(b):
+            raise ctx.error(f"unsupported aggregated UNION ALL branch in FROM ({sql_of(b)}): each branch is "
+                            "flattened into the query that reads the union (aggregate over the union instead)", b)
     first = branches[0]
     names = [e.alias_or_name for e in first.expressions] if type(first) is exp.Select else []
     alias = items[pos].args.get("alias")
@@ -129,9 +135,7 @@ def statement_branches(u: exp.Expression, ctx: Positions) -> list[exp.Select]:
     for b in branches:
         if type(b) is not exp.Select:
             raise ctx.error(f"unsupported {kind} branch {sql_of(b)} (a SELECT)", b)
-        aggregated = b.args.get("group") is not None or b.args.get("having") is not None or \
-            any(isinstance(n, exp.AggFunc) for e in b.expressions for n in e.walk())
-        if aggregated:
+        if _aggregated(b):
             raise ctx.error(f"unsupported {kind} of aggregated queries ({sql_of(b)}): a key may occur once per "
                             f"branch, a view holds one row per key (aggregate over a UNION ALL in FROM instead)", b)
         if b.args.get("distinct") is not None and not distinct:
@@ -142,6 +146,12 @@ def statement_branches(u: exp.Expression, ctx: Positions) -> list[exp.Select]:
         if w is not None:
             b.set("with_" if "with_" in b.args else "with", w.copy())
     return branches
+
+
+def _aggregated(b: exp.Select) -> bool:
+    """Whether a branch groups or aggregates: its rows are then not a sum of its relations' rows."""
+    return b.args.get("group") is not None or b.args.get("having") is not None or \
+        any(isinstance(n, exp.AggFunc) for e in b.expressions for n in e.walk())
 
 
 def merge(name: str, branches: list) -> tuple:
