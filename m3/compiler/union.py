@@ -25,9 +25,11 @@ Branches pair their columns by position (names from the first, as SQL),
 which must have the same types.  ``UNION`` without ALL is accepted as the
 statement, of views of rows: every branch becomes ``SELECT DISTINCT``, their
 row counts still summed into one map, and the view holds each row whose
-count is above 0 once (:func:`statement_branches`); in FROM it is refused
-(a set's rows are not a sum), and so are ``INTERSECT``, ``EXCEPT`` and a
-nested subquery in a branch's WHERE.
+count is above 0 once (:func:`statement_branches`); in FROM it is read as its
+UNION ALL by a query that duplicates do not change (MIN, MAX, DISTINCT:
+:mod:`.setunion`, called by :func:`split`) and refused under anything else
+(a set's rows are not a sum), and so are ``INTERSECT``, ``EXCEPT``, an
+aggregated branch in FROM and a nested subquery in a branch's WHERE.
 
 >>> import sqlglot
 >>> from ..errors import CompileError
