@@ -11,7 +11,9 @@ present while its count is above 0.  So ``A UNION B`` under such a query
 is compiled exactly as ``A UNION ALL B`` (:mod:`.union` then sums the
 branches' maps), and so is a DISTINCT inside a branch.  A view of rows that
 selects every column of a set union and reads nothing else holds each of
-its rows once: it is ``SELECT DISTINCT`` over the UNION ALL.
+its rows once: it is ``SELECT DISTINCT`` over the UNION ALL.  Derived tables
+of rows between the query and the union (a filter, a projection) keep each
+row's multiplicity, so the query decides through them too.
 
 Everything else that reads a set union counts its rows (COUNT(*), SUM,
 AVG, a view of rows over some of its columns or joined with a relation)
@@ -28,6 +30,8 @@ under deletes.  The same holds for a DISTINCT inside a UNION ALL branch.
 'SELECT k, MAX(v) AS m FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT d, e FROM S) AS t GROUP BY k'
 >>> bagged(sqlglot.parse_one(f"SELECT k, v FROM {u} WHERE v > 1"), Ctx()).sql()
 'SELECT DISTINCT k, v FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT d, e FROM S) AS t WHERE v > 1'
+>>> bagged(sqlglot.parse_one(f"SELECT k, MIN(v) AS m FROM (SELECT k, v FROM {u} WHERE k > 0) x GROUP BY k"), Ctx()).sql()
+'SELECT k, MIN(v) AS m FROM (SELECT k, v FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT d, e FROM S) AS t WHERE k > 0) AS x GROUP BY k'
 >>> bagged(sqlglot.parse_one(f"SELECT k, SUM(v) AS s FROM {u} GROUP BY k"), Ctx())
 Traceback (most recent call last):
 ...
@@ -48,7 +52,7 @@ def bagged(sel: exp.Select, ctx: Positions) -> exp.Select:
     """``sel`` (its CTEs inlined) with the set unions and branch DISTINCTs of the UNION in its FROM read as UNION
     ALL where its result does not depend on duplicates (module doc); ``sel`` itself when there are none; a
     :class:`..errors.CompileError` naming what counts the duplicates otherwise."""
-    item = next((t for t in _from_items(sel) if type(t) is exp.Subquery and type(t.this) is exp.Union), None)
+    item, direct = _union_item(sel)
     if item is None:
         return sel
     sets = [n for n in _chain(item.this) if isinstance(n, exp.Union) and n.args.get("distinct") is not False]
@@ -56,7 +60,7 @@ def bagged(sel: exp.Select, ctx: Positions) -> exp.Select:
     if not sets and not distincts:
         return sel
     counter = _counts_duplicates(sel)
-    every_row = counter is sel and item.this in sets and _reads_every_column(sel, item)
+    every_row = counter is sel and direct and item.this in sets and _reads_every_column(sel, item)
     if counter is not None and not every_row:
         if sets:
             why = "a view of rows counts each row" if counter is sel else \
@@ -68,7 +72,7 @@ def bagged(sel: exp.Select, ctx: Positions) -> exp.Select:
                         f"{sql_of(counter)}: it counts the rows the DISTINCT removes; DISTINCT branches only under "
                         f"{_READS_VALUES}", distincts[0])
     out = sel.copy()
-    target = next(t for t in _from_items(out) if type(t) is exp.Subquery and type(t.this) is exp.Union)
+    target, _ = _union_item(out)
     for n in _chain(target.this):
         if isinstance(n, exp.Union):
             n.set("distinct", False)
@@ -83,6 +87,24 @@ def _from_items(sel: exp.Select) -> list[exp.Expression]:
     from_ = sel.args.get("from_") or sel.args.get("from")
     return ([from_.this] if isinstance(from_, exp.From) else []) + \
         [j.this for j in sel.args.get("joins") or [] if isinstance(j, exp.Join)]
+
+
+def _union_item(sel: exp.Select) -> tuple[exp.Subquery | None, bool]:
+    """The UNION in ``sel``'s FROM, and whether it is directly there rather than under derived tables of rows (a
+    filter and a projection keep each row's multiplicity, so what reads them reads the union's duplicates)."""
+    for t in _from_items(sel):
+        if type(t) is exp.Subquery and type(t.this) is exp.Union:
+            return t, True
+        if type(t) is exp.Subquery and type(t.this) is exp.Select and _of_rows(t.this):
+            found, _ = _union_item(t.this)
+            if found is not None:
+                return found, False
+    return None, False
+
+
+def _of_rows(body: exp.Select) -> bool:
+    return body.args.get("distinct") is None and body.args.get("group") is None and \
+        body.args.get("having") is None and not any(e.find(exp.AggFunc) for e in body.expressions)
 
 
 def _chain(u: exp.Expression) -> list[exp.Expression]:

@@ -12,7 +12,9 @@ Two places are accepted:
 
 * **In FROM**: ``SELECT k, SUM(v) FROM (SELECT a AS k, c AS v FROM R UNION ALL
   SELECT d, e FROM S) u GROUP BY k`` (also through a CTE) is the outer query
-  once per branch (:func:`split`), each then flattened (:mod:`.derived`).
+  once per branch (:func:`split`), each then flattened (:mod:`.derived`); a
+  derived table of rows over a union (``FROM (SELECT k, v FROM (... UNION ALL
+  ...) t WHERE ...) x``, a CTE reading a CTE) is split as the union it reads.
   Any aggregate the outer query has works (MIN/MAX and DISTINCT read the
   summed multiplicity maps).
 * **As the statement**: ``SELECT a, b FROM R UNION ALL SELECT d, e FROM S``,
@@ -38,6 +40,10 @@ aggregated branch in FROM and a nested subquery in a branch's WHERE.
 >>> sel = sqlglot.parse_one("SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT b, a FROM S) u GROUP BY k")
 >>> [b.sql() for b in split(sel, Ctx())]
 ['SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R) AS u(k, v) GROUP BY k', 'SELECT k, SUM(v) AS s FROM (SELECT b, a FROM S) AS u(k, v) GROUP BY k']
+>>> sel = sqlglot.parse_one("SELECT k, SUM(v) AS s FROM (SELECT k, v FROM (SELECT a AS k, b AS v FROM R "
+...                        "UNION ALL SELECT b, a FROM S) u WHERE v > 0) x GROUP BY k")
+>>> [b.sql() for b in split(sel, Ctx())]  # a derived table of rows over a union: split as the union
+['SELECT k, SUM(v) AS s FROM (SELECT k, v FROM (SELECT a AS k, b AS v FROM R) AS u(k, v) WHERE v > 0) AS x(k, v) GROUP BY k', 'SELECT k, SUM(v) AS s FROM (SELECT k, v FROM (SELECT b, a FROM S) AS u(k, v) WHERE v > 0) AS x(k, v) GROUP BY k']
 >>> [b.sql() for b in statement_branches(sqlglot.parse_one("SELECT a FROM R UNION ALL SELECT b FROM S UNION ALL SELECT c FROM T"), Ctx())]
 ['SELECT a FROM R', 'SELECT b FROM S', 'SELECT c FROM T']
 >>> statement_branches(sqlglot.parse_one("SELECT a, COUNT(*) FROM R GROUP BY a UNION ALL SELECT b, 1 FROM S"), Ctx())
@@ -95,10 +101,14 @@ def split(sel: exp.Select, ctx: Positions) -> list[exp.Select]:
         [j.this for j in sel.args.get("joins") or [] if isinstance(j, exp.Join)]
     pos = next((i for i, t in enumerate(items) if type(t) is exp.Subquery and isinstance(t.this, exp.SetOperation)),
                None)
-    if pos is None:
-        return [sel]
+    if pos is not None:
+        branches = _branches(items[pos].this, ctx)
+    else:  # a derived table of rows over a UNION ALL is the union of the derived table over each branch
+        pos = next((i for i, t in enumerate(items) if type(t) is exp.Subquery and _over_union(t.this)), None)
+        if pos is None:
+            return [sel]
+        branches = split(items[pos].this, ctx)
     out = []
-    branches = _branches(items[pos].this, ctx)
     for b in branches:
         if type(b) is exp.Select and _aggregated(b):
             raise ctx.error(f"unsupported aggregated UNION ALL branch in FROM ({sql_of(b)}): each branch is "
@@ -148,6 +158,14 @@ def statement_branches(u: exp.Expression, ctx: Positions) -> list[exp.Select]:
         if w is not None:
             b.set("with_" if "with_" in b.args else "with", w.copy())
     return branches
+
+
+def _over_union(body: exp.Expression) -> bool:
+    """Whether a derived table is a SELECT of rows (no aggregates, DISTINCT or LIMIT) over a UNION ALL in its FROM:
+    its rows are then the sum of its rows over each branch, so it is split as the union itself."""
+    return type(body) is exp.Select and not _aggregated(body) and body.args.get("distinct") is None and \
+        not body.args.get("limit") and any(type(t) is exp.Subquery and isinstance(t.this, exp.SetOperation)
+                                           for t in body.find_all(exp.Subquery))
 
 
 def _aggregated(b: exp.Select) -> bool:

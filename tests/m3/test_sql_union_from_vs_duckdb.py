@@ -63,6 +63,13 @@ SHAPES: dict[str, str] = {
         SELECT k FROM t WHERE k > 0""",
     "distinct_branch_under_max": GENERIC + """SELECT k, MAX(v) AS hi, COUNT(DISTINCT v) AS nd
         FROM (SELECT DISTINCT a AS k, b AS v FROM R UNION ALL SELECT d, b FROM S) t GROUP BY k""",
+    # a derived table of rows over the union (also a CTE reading a CTE): the union of it over each branch
+    "derived_rows_over_union": GENERIC + f"""SELECT k, SUM(v) AS s, COUNT(*) AS n
+        FROM (SELECT t.k, t.v FROM {KV} t WHERE t.v > 0) x GROUP BY k""",
+    "cte_chain_over_union": GENERIC + f"""WITH u AS {KV}, w AS (SELECT k, v FROM u WHERE k <> 1)
+        SELECT k, SUM(v) AS s, MAX(v) AS hi FROM w GROUP BY k""",
+    "grouped_cte_over_union": GENERIC + f"""WITH g AS (SELECT k, SUM(v) AS v FROM {KV} t GROUP BY k)
+        SELECT SUM(v) AS s, MAX(v) AS hi FROM g""",
     # a set UNION in FROM where duplicates do not change the result: read as its UNION ALL
     "set_union_min_max_count_distinct": GENERIC + f"""SELECT k, MIN(v) AS lo, MAX(v) AS hi,
         COUNT(DISTINCT v) AS nd FROM {KV_SET} t WHERE v < 3 GROUP BY k HAVING MAX(v) > 0""",
@@ -71,6 +78,8 @@ SHAPES: dict[str, str] = {
     "set_union_rows_of_every_column": GENERIC + f"SELECT v, k FROM {KV_SET} t WHERE v > 0",
     "set_union_over_union_all_in_cte_star": GENERIC + """WITH t AS (SELECT a AS k, b AS v FROM R
             UNION ALL SELECT d, b FROM S UNION SELECT d, f FROM T) SELECT * FROM t""",
+    "set_union_under_derived_rows_max": GENERIC + f"""SELECT k, MAX(v) AS hi
+        FROM (SELECT k, v FROM {KV_SET} t WHERE k <> 1) x GROUP BY k""",
 }
 
 
@@ -153,8 +162,11 @@ def test_deleting_every_row_empties_every_map(shape, backend):
      "the statement"),
     (GENERIC + "WITH t AS (SELECT a AS k FROM R EXCEPT ALL SELECT d FROM S) SELECT k, MAX(k) AS m FROM t GROUP BY k",
      "unsupported EXCEPT (SELECT a AS k FROM R EXCEPT ALL SELECT d FROM S) here"),
-    (GENERIC + f"SELECT k, SUM(v) AS s FROM (SELECT k, v FROM {KV} t WHERE v > 0) x GROUP BY k",
-     "a UNION ALL in FROM is split into branches only directly under the SELECT that reads it"),
+    (GENERIC + f"SELECT k, SUM(v) AS s FROM (SELECT DISTINCT k, v FROM {KV} t) x GROUP BY k",
+     "a UNION ALL in FROM is split into branches only under the SELECT that reads it, or under derived tables "
+     "of rows over it"),
+    (GENERIC + f"SELECT k, SUM(v) AS s FROM (SELECT k, v FROM {KV_SET} t WHERE v > 0) x GROUP BY k",
+     "unsupported UNION (SELECT a AS k, b AS v FROM R UNION SELECT d AS k, b AS v FROM S) here, under SUM(v)"),
     (GENERIC + "SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT g, f FROM T) t GROUP BY k",
      "UNION ALL branches of view Q1: a INT column beside a STRING one"),
 ])
