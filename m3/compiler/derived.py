@@ -148,7 +148,8 @@ def _flatten_one(scope: exp.Select, item: exp.Subquery, relations: dict[str, Rel
     if type(body) is not exp.Select:
         what = "UNION" if isinstance(body, exp.SetOperation) else type(body).__name__.upper()
         raise ctx.error(f"unsupported derived table of {what} ({sql_of(item)}): a UNION ALL in FROM is split "
-                        "into branches only directly under the SELECT that reads it", item)
+                        "into branches only under the SELECT that reads it, or under derived tables of rows over it "
+                        "(no aggregates, DISTINCT or LIMIT)", item)
     _check_body(item, body, ctx)
     d_alias = item.alias_or_name.lower() if item.args.get("alias") is not None else ""
     tables = _body_tables(body, relations, ctx)

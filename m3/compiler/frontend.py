@@ -14,7 +14,8 @@ or ALL) and ``ORDER BY`` (ignored: a view is a set; the query's ``notes`` say so
 Constants may be expressions (:mod:`.constants`).  Subqueries in FROM and
 WITH without aggregates are flattened first (:mod:`.derived`); a UNION ALL
 (in FROM, or a statement of views of rows) and a UNION statement become one
-query per branch (:mod:`.union`, ``SqlQuery.union``), and so do INTERSECT
+query per branch (:mod:`.union`, ``SqlQuery.union``; a UNION in FROM under MIN, MAX or
+DISTINCT is read as its UNION ALL, :mod:`.setunion`), and so do INTERSECT
 and EXCEPT statements (:mod:`.setops`, ``SqlQuery.setop``); subqueries in WHERE and HAVING:
 :mod:`.subqueries`.
 

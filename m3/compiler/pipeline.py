@@ -1,7 +1,7 @@
 """The SQL → M3 compiler: the passes, in order, in one place.
 
 1. :func:`frontend.parse_sql` — SQL text → relations and resolved queries (derived tables and CTEs
-   flattened: :mod:`.derived`; UNION ALL branches: :mod:`.union`; expressions:
+   flattened: :mod:`.derived`; UNION ALL branches: :mod:`.union`, a set UNION in FROM read as one :mod:`.setunion`; expressions:
    :mod:`.resolve`, folding :mod:`.constants`, selections :mod:`.predicates`; the
    SELECT list :mod:`.outputs`; expressions over aggregates and HAVING :mod:`.viewexpr`;
    the sqlglot nodes and fields it reads :mod:`.nodes`; error positions :mod:`.positions`; a query over a

@@ -12,7 +12,9 @@ Two places are accepted:
 
 * **In FROM**: ``SELECT k, SUM(v) FROM (SELECT a AS k, c AS v FROM R UNION ALL
   SELECT d, e FROM S) u GROUP BY k`` (also through a CTE) is the outer query
-  once per branch (:func:`split`), each then flattened (:mod:`.derived`).
+  once per branch (:func:`split`), each then flattened (:mod:`.derived`); a
+  derived table of rows over a union (``FROM (SELECT k, v FROM (... UNION ALL
+  ...) t WHERE ...) x``, a CTE reading a CTE) is split as the union it reads.
   Any aggregate the outer query has works (MIN/MAX and DISTINCT read the
   summed multiplicity maps).
 * **As the statement**: ``SELECT a, b FROM R UNION ALL SELECT d, e FROM S``,
@@ -25,9 +27,11 @@ Branches pair their columns by position (names from the first, as SQL),
 which must have the same types.  ``UNION`` without ALL is accepted as the
 statement, of views of rows: every branch becomes ``SELECT DISTINCT``, their
 row counts still summed into one map, and the view holds each row whose
-count is above 0 once (:func:`statement_branches`); in FROM it is refused
-(a set's rows are not a sum), and so are ``INTERSECT``, ``EXCEPT`` and a
-nested subquery in a branch's WHERE.
+count is above 0 once (:func:`statement_branches`); in FROM it is read as its
+UNION ALL by a query that duplicates do not change (MIN, MAX, DISTINCT:
+:mod:`.setunion`, called by :func:`split`) and refused under anything else
+(a set's rows are not a sum), and so are ``INTERSECT``, ``EXCEPT``, an
+aggregated branch in FROM and a nested subquery in a branch's WHERE.
 
 >>> import sqlglot
 >>> from ..errors import CompileError
@@ -36,6 +40,10 @@ nested subquery in a branch's WHERE.
 >>> sel = sqlglot.parse_one("SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT b, a FROM S) u GROUP BY k")
 >>> [b.sql() for b in split(sel, Ctx())]
 ['SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R) AS u(k, v) GROUP BY k', 'SELECT k, SUM(v) AS s FROM (SELECT b, a FROM S) AS u(k, v) GROUP BY k']
+>>> sel = sqlglot.parse_one("SELECT k, SUM(v) AS s FROM (SELECT k, v FROM (SELECT a AS k, b AS v FROM R "
+...                        "UNION ALL SELECT b, a FROM S) u WHERE v > 0) x GROUP BY k")
+>>> [b.sql() for b in split(sel, Ctx())]  # a derived table of rows over a union: split as the union
+['SELECT k, SUM(v) AS s FROM (SELECT k, v FROM (SELECT a AS k, b AS v FROM R) AS u(k, v) WHERE v > 0) AS x(k, v) GROUP BY k', 'SELECT k, SUM(v) AS s FROM (SELECT k, v FROM (SELECT b, a FROM S) AS u(k, v) WHERE v > 0) AS x(k, v) GROUP BY k']
 >>> [b.sql() for b in statement_branches(sqlglot.parse_one("SELECT a FROM R UNION ALL SELECT b FROM S UNION ALL SELECT c FROM T"), Ctx())]
 ['SELECT a FROM R', 'SELECT b FROM S', 'SELECT c FROM T']
 >>> statement_branches(sqlglot.parse_one("SELECT a, COUNT(*) FROM R GROUP BY a UNION ALL SELECT b, 1 FROM S"), Ctx())
@@ -56,6 +64,7 @@ from .columns import Aggregate
 from .derived import inline_ctes
 from .nodes import sql_of
 from .resolve import Positions
+from .setunion import bagged
 
 _UNION_ARGS = frozenset({"this", "expression", "distinct", "with_", "with"})
 
@@ -86,15 +95,24 @@ def split(sel: exp.Select, ctx: Positions) -> list[exp.Select]:
         return [sel]
     sel = sel.copy()
     inline_ctes(sel, ctx)
+    sel = bagged(sel, ctx)  # a set UNION read by MIN, MAX, DISTINCT: its UNION ALL (:mod:`.setunion`)
     from_ = sel.args.get("from_") or sel.args.get("from")
     items = ([from_.this] if isinstance(from_, exp.From) else []) + \
         [j.this for j in sel.args.get("joins") or [] if isinstance(j, exp.Join)]
     pos = next((i for i, t in enumerate(items) if type(t) is exp.Subquery and isinstance(t.this, exp.SetOperation)),
                None)
-    if pos is None:
-        return [sel]
+    if pos is not None:
+        branches = _branches(items[pos].this, ctx)
+    else:  # a derived table of rows over a UNION ALL is the union of the derived table over each branch
+        pos = next((i for i, t in enumerate(items) if type(t) is exp.Subquery and _over_union(t.this)), None)
+        if pos is None:
+            return [sel]
+        branches = split(items[pos].this, ctx)
     out = []
-    branches = _branches(items[pos].this, ctx)
+    for b in branches:
+        if type(b) is exp.Select and _aggregated(b):
+            raise ctx.error(f"unsupported aggregated UNION ALL branch in FROM ({sql_of(b)}): each branch is "
+                            "flattened into the query that reads the union (aggregate over the union instead)", b)
     first = branches[0]
     names = [e.alias_or_name for e in first.expressions] if type(first) is exp.Select else []
     alias = items[pos].args.get("alias")
@@ -129,9 +147,7 @@ def statement_branches(u: exp.Expression, ctx: Positions) -> list[exp.Select]:
     for b in branches:
         if type(b) is not exp.Select:
             raise ctx.error(f"unsupported {kind} branch {sql_of(b)} (a SELECT)", b)
-        aggregated = b.args.get("group") is not None or b.args.get("having") is not None or \
-            any(isinstance(n, exp.AggFunc) for e in b.expressions for n in e.walk())
-        if aggregated:
+        if _aggregated(b):
             raise ctx.error(f"unsupported {kind} of aggregated queries ({sql_of(b)}): a key may occur once per "
                             f"branch, a view holds one row per key (aggregate over a UNION ALL in FROM instead)", b)
         if b.args.get("distinct") is not None and not distinct:
@@ -142,6 +158,20 @@ def statement_branches(u: exp.Expression, ctx: Positions) -> list[exp.Select]:
         if w is not None:
             b.set("with_" if "with_" in b.args else "with", w.copy())
     return branches
+
+
+def _over_union(body: exp.Expression) -> bool:
+    """Whether a derived table is a SELECT of rows (no aggregates, DISTINCT or LIMIT) over a UNION ALL in its FROM:
+    its rows are then the sum of its rows over each branch, so it is split as the union itself."""
+    return type(body) is exp.Select and not _aggregated(body) and body.args.get("distinct") is None and \
+        not body.args.get("limit") and any(type(t) is exp.Subquery and isinstance(t.this, exp.SetOperation)
+                                           for t in body.find_all(exp.Subquery))
+
+
+def _aggregated(b: exp.Select) -> bool:
+    """Whether a branch groups or aggregates: its rows are then not a sum of its relations' rows."""
+    return b.args.get("group") is not None or b.args.get("having") is not None or \
+        any(isinstance(n, exp.AggFunc) for e in b.expressions for n in e.walk())
 
 
 def merge(name: str, branches: list) -> tuple:

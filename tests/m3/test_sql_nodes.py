@@ -80,6 +80,7 @@ POSITIONS = [
     "WITH v AS (SELECT a, b FROM R WHERE hole) SELECT SUM(b) AS s FROM v",
     "SELECT a, b FROM R UNION ALL SELECT a, hole FROM R",
     "SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT a, hole FROM R) u GROUP BY k",
+    "SELECT k, MAX(v) AS m FROM (SELECT a AS k, b AS v FROM R UNION SELECT a, hole FROM R) u GROUP BY k",
     "SELECT SUM(s) AS x FROM (SELECT a, SUM(hole) AS s FROM R GROUP BY a) t",
     "SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING SUM(b) > (SELECT SUM(c) FROM S) * hole",
     "SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING hole < (SELECT SUM(c) FROM S WHERE c > 0)",
@@ -198,6 +199,7 @@ CORPUS = [
     "WHERE t.g > 1 GROUP BY t.g",
     "SELECT a, SUM(b) AS s FROM R GROUP BY a HAVING COUNT(*) > 1 AND SUM(b) > (SELECT SUM(c) FROM S WHERE c < 2) - 1",
     "SELECT u.k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT r.b, s.b FROM R r, S s WHERE r.a = s.b) u GROUP BY u.k",
+    "SELECT u.k, v FROM (SELECT a AS k, b AS v FROM R WHERE a > 1 UNION SELECT b, a FROM R) u WHERE u.v < 3",
     "SELECT SUBSTRING(g, 1, 2) AS p, YEAR(d) AS y, QUARTER(d) AS q, MONTH(d) AS m, DAY(d) AS dd, COUNT(*) AS n "
     "FROM R WHERE SUBSTRING(g, 2) IN ('A') GROUP BY p, y, q, m, dd",
     "SELECT DAYOFWEEK(d) AS w, ISODOW(d) AS i, DAYOFYEAR(d) AS y, WEEKOFYEAR(d) AS k, SUM(b * MONTH(d)) AS n "
