@@ -154,12 +154,12 @@ def report(args: argparse.Namespace, results: list[dict], peers: list[dict], sum
     if summary.get("ratios"):
         print()
         for m, ratio in summary["ratios"].items():
-            line = f"busiest node's CPU per event, {m.split()[0]} nodes / 1 node ({summary['sources'][m]} sources): {ratio:.2f}x"
+            line = f"busiest node's CPU per event, {m.split()[0]} nodes / 1 node ({summary['sources_of'][m]} sources): {ratio:.2f}x"
             if m == summary.get("judged"):
                 line += f"   target <= {TARGET:.2f}x: {'met' if ratio <= TARGET else 'NOT met'}"
             print(line)
         for m, ratio in summary["speedups"].items():
-            print(f"events/s, {m.split()[0]} nodes / 1 node ({summary['sources'][m]} sources): {ratio:.2f}x")
+            print(f"events/s, {m.split()[0]} nodes / 1 node ({summary['sources_of'][m]} sources): {ratio:.2f}x")
     if "partition_overhead" in summary:
         print(f"one member's CPU per event / the plain box's (the peer): {summary['partition_overhead']:.2f}x; "
               f"events/s {summary['partition_speed']:.2f}x")
@@ -232,7 +232,7 @@ def report_more(args: argparse.Namespace, move: dict | None, stream: dict | None
 
 def summarise(results: list[dict], peers: list[dict]) -> dict:
     one = next((r for r in results if r["members"] == 1), None)
-    out: dict[str, Any] = {"ratios": {}, "speedups": {}, "sources": {}}
+    out: dict[str, Any] = {"ratios": {}, "speedups": {}, "sources_of": {}}
     if peers:
         plain = peers[0]["busiest_cpu_us_per_event"]
         out["ratios_to_plain"] = {str(r["members"]): r["busiest_cpu_us_per_event"] / plain for r in results}
@@ -245,7 +245,7 @@ def summarise(results: list[dict], peers: list[dict]) -> dict:
                 key = f"{r['members']} {r['sources']}"  # e.g. "4 keyed"
                 out["ratios"][key] = r["busiest_cpu_us_per_event"] / one["busiest_cpu_us_per_event"]
                 out["speedups"][key] = r["events_per_s"] / one["events_per_s"]
-                out["sources"][key] = r["sources"]
+                out["sources_of"][key] = r["sources"]
     # judged: 4 nodes fed by keyed sources (input partitioned like the view), else by random ones
     out["judged"] = next((k for k in ("4 keyed", "4 random") if k in out["ratios"]), None)
     four = out["ratios"].get(out["judged"]) if out["judged"] else None
