@@ -205,7 +205,8 @@ class SegmentsApi:
             "members": [op.member] if one else sorted(getattr(op, "hosted", {op.member: op})),
             "layout": op.layout.to_dict(),
             "segments": {str(seg): {name: int(n) for name, n in maps.items()} for seg, maps in counted.items()},
-            "work_rows": {"kept": op.rows_kept, "sent": op.rows_sent},
+            # (a lone member runs as a plain m3 operator: no coordinator, nothing counted)
+            "work_rows": {"kept": getattr(op, "rows_kept", 0), "sent": getattr(op, "rows_sent", 0)},
         })
 
     async def handle_member_query(self, request: web.Request) -> web.Response:
