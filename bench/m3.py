@@ -33,7 +33,10 @@ view is fresh after every batch.  Printed, in one run:
    them) from empty to 1x, its view checked against DuckDB's, per-event cost
    at 1x and 10x, where its time goes, and its ratios against the issue 17
    targets (>= 5M events/s, >= 5x Pathway, flat within 1.2x, >= 200x DuckDB
-   re-evaluation at one million rows).
+   re-evaluation at one million rows);
+7. the nested views of issue 14 (bench/m3_nested.py): per-event cost of TPC-H
+   Q17's shape, VWAP and a first-order control at 1x and 10x data, beside
+   DuckDB re-running each query after every batch (``--no-nested`` skips it).
 
 Targets: >= 50,000 events/s; per-event cost flat within 20% from 1x to 10x
 (the 1,000x-the-naive-strategy target is retired, issue 17: the peers and
@@ -41,7 +44,7 @@ the CPython floor are printed instead).  Without Pathway installed (`make
 bench-setup`) its rows say "not available" and the rest still runs.
 
 Usage: .venv/bin/python bench/m3.py [--events 1000000] [--batch 1000] [--naive-batches 20] [--quick] [--no-pathway]
-       [--no-native]
+       [--no-native] [--no-nested]
 """
 
 from __future__ import annotations
@@ -332,6 +335,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pathway", action="store_true", help="skip the Pathway peer")
     ap.add_argument("--no-native", action="store_true", help="skip the native (C) backend")
     ap.add_argument("--keep-pathway-log", action="store_true", help="keep the Pathway runs' log (its path is printed)")
+    ap.add_argument("--no-nested", action="store_true",
+                    help="skip the nested views (bench/m3_nested.py: Q17, VWAP, a control at 1x and 10x beside DuckDB)")
     args = ap.parse_args(argv)
     if args.quick:
         args.events, args.naive_batches = 50_000, 5
@@ -416,6 +421,11 @@ def main(argv=None) -> int:
     print()
     print(f"naive per batch: {per_batch * 1e3:.1f} ms ({per_query * 1e3:.1f} ms of it the query); "
           f"peak RSS {rss_1x:,.0f} MB (1x), {rss_10x:,.0f} MB (after {args.scale}x)")
+    if not args.no_nested:  # the nested views of issue 14, in the same run
+        import m3_nested
+
+        print()
+        m3_nested.main(["--quick"] if args.quick else ["--rows", "5000", "--rounds", "3", "--batches", "5"])
     if pathway_runs(pathway, args.scale):
         return 1
     return 0
