@@ -209,7 +209,8 @@ def native_phases(program, events: list[tuple], batch: int) -> dict[str, float]:
                 groups.setdefault((rel, sign), []).append(row)
             prepared = [native.prepare(rel, sign, list(zip(*rows)), len(rows)) for (rel, sign), rows in groups.items()]
             t1 = time.perf_counter()
-            rt._apply_native(prepared)
+            batches = [(rel, sign, rows) for (rel, sign), rows in groups.items()]
+            rt._apply_native(native, prepared, lambda: batches)
             t2 = time.perf_counter()
             rt.changes()
             t3 = time.perf_counter()
