@@ -46,7 +46,7 @@ venv: $(STAMP)
 PYTEST := $(BIN)/pytest -q -n 2 --dist loadgroup
 
 test: setup
-	$(PYTEST)
+	$(PYTEST) --durations=30
 
 # The inner loop: everything but the fault tests (-m faults: kill -9, restarts) and the slow tests
 # (-m slow: Spark, ZooKeeper-backed clusters, multi-process moves and data-plane runs, the README
