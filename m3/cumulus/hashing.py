@@ -35,7 +35,8 @@ import datetime
 import math
 import struct
 import zlib
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 SLOTS = 4096
@@ -125,6 +126,28 @@ def placer(read: Callable[[Any], Any], cells: Sequence) -> Callable[[Any], Any]:
         v = read(row)
         return cells[((v * _GOLDEN) & _MASK) >> _SHIFT] if type(v) is int else cells[slot(v)]
     return place
+
+
+def slot_counts(pairs: Iterable[tuple[Any, int]]) -> Counter:
+    """Per slot, the sum of the counts of ``(value, count)`` pairs (``boreas segments`` counts every entry
+    of a member, a group of entries per pair where an index holds them so).
+
+    INTs are hashed inline, in one comprehension: a member holding a
+    million entries counts them without a Python call per entry, so the
+    count stalls its node's event loop for milliseconds, not a second.
+
+    >>> slot_counts([(7, 2), (3, 1), ("O", 1), (2.0, 1), (7, 1)]) == Counter({slot(7): 3, slot(3): 1, slot("O"): 1, slot(2): 1})
+    True
+    """
+    pairs = pairs if isinstance(pairs, list) else list(pairs)
+    slots = [((v * _GOLDEN) & _MASK) >> _SHIFT if type(v) is int else slot(v) for v, _ in pairs]
+    weights = [n for _, n in pairs]
+    if sum(weights) == len(weights):  # one entry each: Counter counts in C
+        return Counter(slots)
+    counts: Counter = Counter()
+    for s, n in zip(slots, weights):
+        counts[s] += n
+    return counts
 
 
 def slots_of(key: Sequence, column: int) -> int:

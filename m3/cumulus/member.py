@@ -38,7 +38,7 @@ from operator import itemgetter
 
 from ..ast import Program
 from ..runtime.program import Runtime
-from .hashing import home_slot, slot
+from .hashing import home_slot, slot, slot_counts
 from .layout import Layout
 from .plan import LOOP, Plan, TriggerPlan, classify
 from .stable import EpochDeltas, StableView
@@ -328,11 +328,10 @@ class MemberRuntime(Runtime):
                     if n:
                         out.setdefault(home_segment, {})[m.name] = n
                     continue
-                single = len(m.keys) == 1
                 counts: dict[int, int] = {}
-                for k in self.store.stored_keys(m.name):
-                    sid = seg_of[slot(k if single else k[col])]
-                    counts[sid] = counts.get(sid, 0) + 1
+                for s, n in slot_counts(self.store.column_counts(m.name, col)).items():
+                    sid = seg_of[s]
+                    counts[sid] = counts.get(sid, 0) + n
                 for sid, n in counts.items():
                     out.setdefault(sid, {})[m.name] = n
         return out

@@ -15,7 +15,7 @@ import math
 
 import pytest
 from boreas.m3 import Runtime
-from boreas.m3.cumulus import classify, even_layout, place
+from boreas.m3.cumulus import classify, even_layout, home_slot, place, slot
 from boreas.m3.cumulus.member import MemberRuntime, Router, mixed
 from hypothesis import HealthCheck, given, settings
 from test_cumulus_plan import LOCAL_PROGRAMS, LOOPS, batches, layouts, program
@@ -105,3 +105,32 @@ def test_segment_entries_counts_each_entry_once():
             for name, n in per_map.items():
                 total[name] += n
     assert total == {m.name: routed.single.store.size(m.name) for m in prog.maps}
+    for m, rt in enumerate(routed.members):  # and each in its segment, counted naively
+        naive: dict = {}
+        for mp in prog.maps:
+            col = lay.column(mp.name)
+            for key, _ in rt.store.items(mp.name):
+                s = lay.segment_of_slot(home_slot("loops") if col is None else slot(key[col])).id
+                naive.setdefault(s, {}).setdefault(mp.name, 0)
+                naive[s][mp.name] += 1
+        assert {s: c for s, c in rt.segment_entries().items() if c} == naive
+
+
+def test_column_counts_read_off_the_indexes_equal_counting_every_key():
+    """``MapStore.column_counts`` (what ``segment_entries`` sums) at every key column of every map, whether
+    the column is the primary index's, in the rest of an indexed key, or in an unindexed one."""
+    from collections import Counter
+
+    prog = program(LOOPS)
+    plan = classify(prog, place(prog, key="r.b").columns)
+    lay = even_layout("loops", ["a", "b"], 5, maps=dict(plan.columns).items())
+    routed = Routed(prog, lay, plan)
+    routed.apply([("R", 1, (a, b)) for a in range(7) for b in range(11)] + [("S", 1, (a, 1)) for a in range(7)])
+    store = routed.single.store
+    assert any(store.primary[m.name] for m in prog.maps)  # an indexed map is among them
+    for mp in prog.maps:
+        for column in range(len(mp.keys)):
+            counted: Counter = Counter()
+            for value, n in store.column_counts(mp.name, column):
+                counted[value] += n
+            assert counted == Counter(key[column] for key, _ in store.items(mp.name)), (mp.name, column)
