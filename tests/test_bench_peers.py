@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.bench import bench_importable
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 BENCH_MODULES = ("procs", "dataplane_data", "m3", "m3_pathway")
@@ -28,12 +29,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def bench_modules(monkeypatch):
     """bench/ importable by its plain module names for this test only."""
-    saved = {name: sys.modules.pop(name) for name in BENCH_MODULES if name in sys.modules}
-    monkeypatch.syspath_prepend(str(BENCH))
-    yield
-    for name in BENCH_MODULES:
-        sys.modules.pop(name, None)
-    sys.modules.update(saved)
+    yield from bench_importable(monkeypatch, BENCH_MODULES)
 
 
 def needs(package: str) -> None:
