@@ -114,17 +114,19 @@ def slot(value: float | str | datetime.date) -> int:
     raise TypeError(f"cannot hash {value!r} ({type(value).__name__}) into a slot: keys are INT, FLOAT, STRING or DATE values")
 
 
-def placer(read: Callable[[Any], Any], cells: Sequence) -> Callable[[Any], Any]:
-    """``row -> cells[slot(read(row))]``, an INT hashed inline: routing places every event, so a call less each.
+def placer(read: Callable[[Any], Any], cells: Sequence) -> Callable[[Sequence], list]:
+    """``rows -> [cells[slot(read(row))] for row in rows]``, INTs hashed inline in one comprehension.
+
+    Routing places every event at least once: per batch, not per row, so a
+    row costs one step of a comprehension instead of a few Python calls.
 
     >>> from operator import itemgetter
     >>> cells = list(range(SLOTS))
-    >>> [placer(itemgetter(0), cells)((v,)) == slot(v) for v in (7, -1, "O", 2.5)]
-    [True, True, True, True]
+    >>> placer(itemgetter(0), cells)([(7,), (-1,), ("O",), (2.5,)]) == [slot(v) for v in (7, -1, "O", 2.5)]
+    True
     """
-    def place(row: Any) -> Any:
-        v = read(row)
-        return cells[((v * _GOLDEN) & _MASK) >> _SHIFT] if type(v) is int else cells[slot(v)]
+    def place(rows: Sequence) -> list:
+        return [cells[((v * _GOLDEN) & _MASK) >> _SHIFT] if type(v) is int else cells[slot(v)] for v in map(read, rows)]
     return place
 
 

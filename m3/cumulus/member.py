@@ -97,14 +97,24 @@ class Router:
 
     def route(self, relation: str, sign: int, rows: Sequence[tuple]) -> dict[int, list[tuple]]:
         """``{member: rows}``: the rows each member applies (in their order); a row may go to several."""
-        return group(self.dispatcher(relation, sign), rows)
+        return group(list(map(self.dispatcher(relation, sign), rows)), rows)
 
 
-def group(dispatch: Callable[[tuple], Members], rows: Iterable[tuple]) -> dict[int, list[tuple]]:
-    """Rows by the member(s) ``dispatch`` sends each to, keeping their order."""
+def group(members: Sequence[Members], rows: Sequence[tuple]) -> dict[int, list[tuple]]:
+    """Rows by the member(s) each goes to (``members[i]`` for ``rows[i]``), keeping their order.
+
+    >>> group([1, (0, 1), 1], ["a", "b", "c"])
+    {1: ['a', 'b', 'c'], 0: ['b']}
+    >>> group([2, 2], ["a", "b"])
+    {2: ['a', 'b']}
+    """
+    if not rows:
+        return {}
+    first = members[0]
+    if type(first) is int and members.count(first) == len(members):  # (input partitioned like the box)
+        return {first: list(rows)}
     out: dict[int, list[tuple]] = {}
-    for r in rows:
-        m = dispatch(r)
+    for r, m in zip(rows, members):
         if type(m) is int:
             bucket = out.get(m)
             if bucket is None:

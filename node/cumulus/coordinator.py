@@ -59,7 +59,10 @@ class Coordinating:
         self.rows_kept = self.rows_sent = 0
 
     def _involvement(self, plan, port: int, layout: Layout):
-        """``row -> members`` for rows of in port ``port`` in the in stream's form (sign field and all)."""
+        """``rows -> [members]`` for rows of in port ``port`` in the in stream's form (sign field and all).
+
+        A batch at a time (:meth:`Roles.involved`); a row with a sign that is
+        neither 1 nor -1 stays here, where the splitter counts it refused."""
         pp = self.plan.ports[port]
         s = pp.sign_index
         picks = [i for i in range(len(pp.columns) + (s is not None)) if i != s]
@@ -71,12 +74,27 @@ class Coordinating:
             return itemgetter(at)
 
         roles = Roles(plan, layout, getter, pp.relation)
-        by_sign = {sign: roles.involved(pp.relation, sign) for sign in (1, -1)}
-        me = self.member
+        inserts, deletes = roles.involved(pp.relation, 1), roles.involved(pp.relation, -1)
         if s is None:
-            return by_sign[1]
-        get, bad = by_sign.get, (lambda row: me)  # a bad sign: counted here
-        return lambda row: get(row[s], bad)(row)
+            return inserts
+        alike, me, sign_of = roles.placed_alike(pp.relation), self.member, itemgetter(s)
+
+        def involved(rows: list) -> list:
+            signs = list(map(sign_of, rows))
+            ins = signs.count(1)
+            if ins == len(signs):
+                return inserts(rows)
+            dels = signs.count(-1)
+            if alike or ins + dels == 0:
+                out = inserts(rows)
+            elif dels == len(signs):
+                return deletes(rows)
+            else:
+                out = [a if g == 1 else b for a, b, g in zip(inserts(rows), deletes(rows), signs)]
+            if ins + dels != len(signs):
+                out = [m if g == 1 or g == -1 else me for m, g in zip(out, signs)]
+            return out
+        return involved
 
     def _coordinate(self, port: int, rows: list) -> None:
         """Take an input batch of in port ``port``: stamp it now, or hold it (see the module docstring)."""
@@ -100,7 +118,7 @@ class Coordinating:
         involved = self._involved[port]
         sequential = self.ordered and self.plan.ports[port].relation in self.roles.sequential
         for version in ([r] for r in rows) if sequential else (rows,):
-            shares = group(involved, version)
+            shares = group(involved(version), version)
             if not shares:
                 continue
             seq, self.seq = self.seq, self.seq + 1
