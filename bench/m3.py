@@ -43,6 +43,10 @@ Targets: >= 50,000 events/s; per-event cost flat within 20% from 1x to 10x
 the CPython floor are printed instead).  Without Pathway installed (`make
 bench-setup`) its rows say "not available" and the rest still runs.
 
+The workload (schema, query, event stream) is bench/m3_workload.py and the
+native backend's part of the run bench/m3_native.py; this file is the driver,
+with the Python runtime against DuckDB.
+
 Usage: .venv/bin/python bench/m3.py [--events 1000000] [--batch 1000] [--naive-batches 20] [--quick] [--no-pathway]
        [--no-native] [--no-nested]
 """
@@ -54,172 +58,41 @@ import csv
 import datetime
 import gc
 import os
-import random
 import resource
 import statistics
 import sys
 import tempfile
 import time
-from array import array
 
 import duckdb
 from boreas.m3 import Runtime, compile_sql
+from m3_native import (  # noqa: F401 - re-exported: the tests call m3.native_phases
+    columnar,
+    native_cost,
+    native_measure,
+    native_phases,
+    native_report,
+    run_columns,
+)
 from m3_pathway import measure as measure_pathway
 from m3_pathway import print_ratios as pathway_ratios
 from m3_pathway import print_rows as pathway_rows
 from m3_pathway import print_runs as pathway_runs
+from m3_workload import (  # noqa: F401 - re-exported: the tests and peers use m3.Stream, m3.SCHEMA, m3.QUERY, ...
+    COLUMN_KINDS,
+    DATES,
+    DAY0,
+    QUERY,
+    SCHEMA,
+    SEGMENTS,
+    Stream,
+    preload,
+    run_incremental,
+)
 
 #: DBToaster's published Q3 figure: a reference, never measured here.
 DBTOASTER_Q3 = ("DBToaster release 2.1, C++ backend, published figure for TPC-H Q3 on a 6-core Xeon E5-2620, "
                 "the view refreshed after each event", 2_300_000)
-
-SCHEMA = """
-CREATE STREAM customer(c_custkey INT, c_mktsegment VARCHAR);
-CREATE STREAM orders(o_orderkey INT, o_custkey INT, o_orderdate DATE, o_shippriority INT);
-CREATE STREAM lineitem(l_orderkey INT, l_extendedprice DECIMAL(15,2), l_discount DECIMAL(15,2), l_shipdate DATE);
-"""
-QUERY = """SELECT l.l_orderkey, o.o_orderdate, o.o_shippriority, SUM(l.l_extendedprice * (1 - l.l_discount)) AS revenue
-FROM customer c, orders o, lineitem l
-WHERE c.c_mktsegment = 'BUILDING' AND c.c_custkey = o.o_custkey AND l.l_orderkey = o.o_orderkey
-  AND o.o_orderdate < DATE '1995-03-15' AND l.l_shipdate > DATE '1995-03-15'
-GROUP BY l.l_orderkey, o.o_orderdate, o.o_shippriority"""
-COLUMN_KINDS = {"customer": ("INT", "STRING"), "orders": ("INT", "INT", "DATE", "INT"),
-                "lineitem": ("INT", "FLOAT", "FLOAT", "DATE")}
-SEGMENTS = ["BUILDING", "AUTOMOBILE", "MACHINERY", "HOUSEHOLD", "FURNITURE"]
-DAY0 = datetime.date(1992, 1, 1)
-DATES = [DAY0 + datetime.timedelta(days=i) for i in range(7 * 365)]
-
-
-class Stream:
-    """Customers, orders (to existing customers) and lineitems (to recent orders); some deletes.
-
-    Shares of events: 2% customers, 18% orders, 75% lineitems, 5% deletes.
-    """
-
-    def __init__(self, seed: int = 42):
-        self.rnd = random.Random(seed)
-        self.customers = 0
-        self.orders = 0
-        self.live_orders: list[tuple] = []
-        self.live_items: list[tuple] = []
-
-    def take(self, n: int) -> list[tuple]:
-        rnd = self.rnd.random
-        randrange = self.rnd.randrange
-        out = []
-        append = out.append
-        for _ in range(n):
-            p = rnd()
-            if p < 0.02 or self.customers == 0:
-                self.customers += 1
-                append(("customer", 1, (self.customers, SEGMENTS[randrange(5)])))
-            elif p < 0.20 or self.orders == 0:
-                self.orders += 1
-                row = (self.orders, 1 + randrange(self.customers), DATES[randrange(len(DATES))], randrange(3))
-                self.live_orders.append(row)
-                append(("orders", 1, row))
-            elif p < 0.95:
-                ok = max(1, self.orders - randrange(min(self.orders, 2000)))
-                row = (ok, randrange(100, 10_000_000) / 100, randrange(11) / 100, DATES[randrange(len(DATES))])
-                self.live_items.append(row)
-                append(("lineitem", 1, row))
-            else:
-                pool, rel = (self.live_items, "lineitem") if rnd() < 0.8 else (self.live_orders, "orders")
-                if not pool:
-                    continue
-                i = len(pool) - 1 - randrange(min(len(pool), 5000))
-                pool[i], pool[-1] = pool[-1], pool[i]
-                append((rel, -1, pool.pop()))
-        return out
-
-
-def run_incremental(rt: Runtime, events: list[tuple], batch: int) -> float:
-    """Seconds to apply ``events`` in batches (the view is fresh after each). GC is off while timing, as in timeit."""
-    apply = rt.apply_batch
-    gc.collect()
-    gc.disable()
-    try:
-        t0 = time.perf_counter()
-        for i in range(0, len(events), batch):
-            apply(events[i:i + batch])
-            rt.changes()
-        return time.perf_counter() - t0
-    finally:
-        gc.enable()
-
-
-def columnar(events: list[tuple], batch: int) -> list[list[tuple]]:
-    """The events as a columnar source delivers them: per batch, per (relation, sign), one array per column
-    (INT and DATE as int64 — dates as day numbers —, FLOAT as double, STRING as the strings).  Untimed: the
-    format the stream arrives in, not work of the runtime."""
-    out = []
-    for i in range(0, len(events), batch):
-        groups: dict[tuple, list] = {}
-        for rel, sign, row in events[i:i + batch]:
-            groups.setdefault((rel, sign), []).append(row)
-        parts = []
-        for (rel, sign), rows in groups.items():
-            cols = []
-            for j, col in enumerate(zip(*rows)):
-                kind = COLUMN_KINDS[rel][j]
-                cols.append(array("q", (d.toordinal() for d in col)) if kind == "DATE" else
-                            array("d", col) if kind == "FLOAT" else array("q", col) if kind == "INT" else list(col))
-            parts.append((rel, sign, cols))
-        out.append(parts)
-    return out
-
-
-def run_columns(rt: Runtime, batches: list[list[tuple]]) -> float:
-    """Seconds to apply columnar ``batches`` (one atomic batch each, the view's changes read after each)."""
-    apply = rt.apply_grouped_columns
-    gc.collect()
-    gc.disable()
-    try:
-        t0 = time.perf_counter()
-        for parts in batches:
-            apply(parts)
-            rt.changes()
-        return time.perf_counter() - t0
-    finally:
-        gc.enable()
-
-
-def native_cost(rt: Runtime, stream: Stream, batch: int, rounds: int, size: int) -> float:
-    """:func:`per_event_cost` for the native backend fed columns."""
-    costs = []
-    for _ in range(rounds):
-        events = stream.take(size)
-        costs.append(run_columns(rt, columnar(events, batch)) / len(events))
-    return statistics.median(costs)
-
-
-def native_phases(program, events: list[tuple], batch: int) -> dict[str, float]:
-    """Where the native backend's time goes, seconds per event: rows grouped and turned into columns
-    (Python), the C triggers (one crossing per relation and sign), and the view changes read back."""
-    rt = Runtime(program, backend="native")
-    native = rt._native
-    t = {"group + columns (Python)": 0.0, "C triggers": 0.0, "changes() (C journal -> Python rows)": 0.0}
-    gc.collect()
-    gc.disable()
-    try:
-        for i in range(0, len(events), batch):
-            t0 = time.perf_counter()
-            groups: dict[tuple, list] = {}
-            for rel, sign, row in events[i:i + batch]:
-                groups.setdefault((rel, sign), []).append(row)
-            prepared = [native.prepare(rel, sign, list(zip(*rows)), len(rows)) for (rel, sign), rows in groups.items()]
-            t1 = time.perf_counter()
-            batches = [(rel, sign, rows) for (rel, sign), rows in groups.items()]
-            rt._apply_native(native, prepared, lambda: batches)
-            t2 = time.perf_counter()
-            rt.changes()
-            t3 = time.perf_counter()
-            t["group + columns (Python)"] += t1 - t0
-            t["C triggers"] += t2 - t1
-            t["changes() (C journal -> Python rows)"] += t3 - t2
-    finally:
-        gc.enable()
-    return {k: v / len(events) for k, v in t.items()}
 
 
 def unpack_only(events: list[tuple], batch: int) -> float:
@@ -243,14 +116,6 @@ def per_event_cost(rt: Runtime, stream: Stream, batch: int, rounds: int, size: i
         events = stream.take(size)
         costs.append(run_incremental(rt, events, batch) / len(events))
     return statistics.median(costs)
-
-
-def preload(rt: Runtime, stream: Stream, events: int) -> None:
-    """Apply ``events`` events of ``stream`` untimed, in large batches."""
-    while events > 0:
-        chunk = stream.take(min(events, 50_000))
-        rt.apply_batch(chunk)
-        events -= len(chunk)
 
 
 def naive(events: list[tuple], batch: int, batches: int) -> tuple[float, float, int, dict]:
@@ -430,84 +295,6 @@ def main(argv=None) -> int:
     if pathway_runs(pathway, args.scale):
         return 1
     return 0
-
-
-def native_measure(program, events, extra, expected, batch, rounds, size, scale, n) -> dict:
-    """The native backend on the stream of the Python measurement: from empty to 1x (rows in, columns in),
-    its view checked against DuckDB's, per-event cost at 1x and at ``scale``x (columns in), and the phases."""
-    probe = Runtime(program)
-    if probe.backend != "native":
-        return {"unavailable": f"the native backend cannot run here: {probe.backend_reason}"}
-    out: dict = {}
-    rt = Runtime(program, backend="native")
-    out["rows_1x"] = len(events) / run_incremental(rt, events, batch)
-    del rt
-    cols = columnar(events, batch)
-    rt = Runtime(program, backend="native")
-    out["cols_1x"] = len(events) / run_columns(rt, cols)
-    del cols
-    view = rt.view("Q1")
-    wrong = [k for k, v in expected.items() if abs(v) > 1e-6 and abs(view.get(k, 0) - v) > 1e-6 * max(1, abs(v))]
-    out["wrong"] = len(wrong) + len([k for k in view if k not in expected])
-    rt.apply_batch(extra)
-    stream = Stream(seed=1)
-    stream.take(len(events) + len(extra))  # the same continuation as the Python runtime's rounds
-    out["cost_1x"] = native_cost(rt, stream, batch, rounds, size)
-    out["entries_1x"] = rt.entries()
-    del rt
-    gc.collect()
-    big = Runtime(program, backend="native")
-    stream10 = Stream(seed=2)
-    preload(big, stream10, scale * n)
-    out["entries_10x"] = big.entries()
-    out["cost_10x"] = native_cost(big, stream10, batch, rounds, size)
-    del big
-    gc.collect()
-    out["phases"] = native_phases(program, events[: min(len(events), 200_000)], batch)
-    out["rounds"], out["size"], out["events"] = rounds, size, len(events)
-    return out
-
-
-def native_report(nat: dict, pathway: dict, eps_naive: float, per_batch: float, rows_loaded: int, eps_dbt: float,
-                  scale: int, batch: int) -> None:
-    """The native backend's rows and ratios against its targets (issue 17 item 4)."""
-    print()
-    if "unavailable" in nat:
-        print(f"native backend: not available ({nat['unavailable']})")
-        return
-    print("| native (C) backend | events/s | us/event |")
-    print("|---|---:|---:|")
-    print(f"| rows in (apply_batch), empty -> 1x | {nat['rows_1x']:,.0f} | {1e6 / nat['rows_1x']:.3f} |")
-    print(f"| columns in (apply_grouped_columns), empty -> 1x | {nat['cols_1x']:,.0f} | {1e6 / nat['cols_1x']:.3f} |")
-    for label, key, entries in (("1x", "cost_1x", nat["entries_1x"]), (f"{scale}x", "cost_10x", nat["entries_10x"])):
-        print(f"| columns in, {label} loaded ({entries:,} map entries): median of {nat['rounds']} rounds of "
-              f"{nat['size']:,} | {1 / nat[key]:,.0f} | {1e6 * nat[key]:.3f} |")
-    wrong = nat["wrong"]
-    print(f"check: the native view equals DuckDB's result at 1x: {'yes' if not wrong else f'NO, {wrong} groups differ'}")
-    print()
-    print("| where the native backend's time goes (rows in, 200,000 events) | ns/event |")
-    print("|---|---:|")
-    for phase, sec in nat["phases"].items():
-        print(f"| {phase} | {1e9 * sec:.0f} |")
-    eps_1x, flat = nat["cols_1x"], nat["cost_10x"] / nat["cost_1x"]
-    eps_at_1m = 1 / nat["cost_1x"]
-    print()
-    print("| native ratio | value | target | met |")
-    print("|---|---:|---:|---|")
-    print(f"| native events/s, columns in (empty -> 1x) | {eps_1x:,.0f} | >= 5,000,000 | {'yes' if eps_1x >= 5e6 else 'NO'} |")
-    print(f"| native events/s, rows in (empty -> 1x) | {nat['rows_1x']:,.0f} | (same API as the Python backend) | |")
-    print(f"| native / DBToaster's published figure (not measured here) | {eps_1x / eps_dbt:.2f}x | >= 2x | "
-          f"{'yes' if eps_1x / eps_dbt >= 2 else 'NO'} |")
-    if "unavailable" not in pathway:
-        pe = pathway["1x"]["from_empty"]["events"] / pathway["1x"]["from_empty"]["seconds"]
-        print(f"| native / Pathway events/s (empty -> 1x, same run) | {eps_1x / pe:,.1f}x | >= 5x | "
-              f"{'yes' if eps_1x / pe >= 5 else 'NO'} |")
-        print(f"| native / Pathway per-event cost at {scale}x | {pathway['cost_10x'] / nat['cost_10x']:,.1f}x | | |")
-    else:
-        print(f"| native / Pathway | not available ({pathway['unavailable']}) | >= 5x | |")
-    print(f"| native per-event cost {scale}x / 1x loaded | {flat:.2f} | within 1.20 | {'yes' if flat <= 1.2 else 'NO'} |")
-    print(f"| native at 1x loaded / naive DuckDB re-evaluation at {rows_loaded:,} rows | {eps_at_1m / eps_naive:,.0f}x | "
-          f">= 200x | {'yes' if eps_at_1m / eps_naive >= 200 else 'NO'} |")
 
 
 if __name__ == "__main__":

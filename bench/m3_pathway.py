@@ -7,8 +7,9 @@ on differential dataflow) keeps the query of bench/m3.py as a live table:
                         |><| lineitem (shipped after 1995-03-15) on orderkey
     GROUP BY orderkey, orderdate, shippriority: SUM(extendedprice * (1 - discount))
 
-The events are bench/m3.py's :class:`Stream`, regenerated here from the same
-seed, so they are the same events in the same order.  They enter through
+The events are bench/m3.py's :class:`Stream` (bench/m3_workload.py),
+regenerated here from the same seed, so they are the same events in the
+same order.  They enter through
 Pathway's Python connector (``pw.io.python.ConnectorSubject``), as a Python
 application hands rows to Pathway: one ``next(...)`` per insert, one
 ``delete(...)`` per delete, a ``commit()`` after every batch of ``--batch``
@@ -245,7 +246,7 @@ def peak_rss_mb() -> float:
 def child(args: argparse.Namespace) -> dict[str, Any]:
     import pathway as pw
 
-    from m3 import Stream
+    from m3_workload import Stream
 
     stream, keys = Stream(seed=args.seed), Keys()
     # Phases: (label, batches of prepared events or None for an untimed preload generated on the fly).

@@ -30,6 +30,7 @@ from .document_model import (
     Unsubscribe,
     Update,
 )
+from .element_paths import ElementPaths
 from .endpoints import DEFAULT_MONITOR_PORT, normalize_endpoint, parse_position
 from .model import (
     Client,
@@ -43,7 +44,7 @@ from .model import (
     Subscription,
 )
 from .xmlcodec import DecodeError, decode
-from .xmlsafe import DEFAULT_LIMITS, TOO_SLOW, DeadlineExceeded, ElementPaths
+from .xmlsafe import DEFAULT_LIMITS, TOO_SLOW, DeadlineExceeded
 
 #: Attributes that name things; names appear in space-separated lists
 #: (``<node query="a b">``), so they must be non-empty and space-free.

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from lxml import etree
 
 from .diagnostics import Diagnostic, ValidationFailed
+from .element_paths import ElementPaths, element_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,73 +210,6 @@ def _check_shape(tree: etree._ElementTree, source: str, limits: XmlLimits) -> No
                     )
                 ]
             )
-
-
-def element_path(element: etree._Element) -> str:
-    """An XPath-like location for error messages: ``/borealis/box[2]``.
-
-    Costs time in the number of the element's siblings (libxml2 counts them);
-    to locate many elements of one document use :class:`ElementPaths`.
-    """
-    return element.getroottree().getpath(element)
-
-
-class ElementPaths:
-    """:func:`element_path` for many elements of one tree, in linear time overall.
-
-    libxml2's ``getpath`` counts an element's same-named siblings each time,
-    so locating every child of a parent with n children costs n squared.
-    This numbers each parent's children once, the first time one of them is
-    asked for, and gives the same answers:
-
-    >>> root = etree.fromstring("<r><a/><b/><a><c/></a><!-- x --></r>")
-    >>> paths = ElementPaths()
-    >>> [paths(e) for e in root.iter("a", "b", "c")] == [element_path(e) for e in root.iter("a", "b", "c")]
-    True
-    >>> paths(root[2][0])
-    '/r/a[2]/c'
-    """
-
-    def __init__(self) -> None:
-        # Holding the elements keeps their lxml proxies alive, so the same
-        # node is always the same (hashable) Python object.
-        self._steps: dict[etree._Element, str] = {}
-
-    def __call__(self, element: etree._Element) -> str:
-        steps = []
-        node: etree._Element | None = element
-        while node is not None:
-            step = self._steps.get(node)
-            if step is None:
-                step = self._number_siblings(node)
-                if step is None:  # something getpath spells its own way
-                    return element_path(element)
-            steps.append(step)
-            node = node.getparent()
-        return "/" + "/".join(reversed(steps))
-
-    def _number_siblings(self, node: etree._Element) -> str | None:
-        if not isinstance(node.tag, str) or node.tag.startswith("{") or node.prefix:
-            return None
-        parent = node.getparent()
-        if parent is None:
-            self._steps[node] = node.tag
-            return node.tag
-        siblings = [c for c in parent if isinstance(c.tag, str)]
-        if any(c.tag.startswith("{") or c.prefix for c in siblings):
-            return None
-        total: dict[str, int] = {}
-        for child in siblings:
-            total[child.tag] = total.get(child.tag, 0) + 1
-        seen: dict[str, int] = {}
-        for child in siblings:
-            tag = child.tag
-            if total[tag] == 1:
-                self._steps[child] = tag
-            else:
-                seen[tag] = seen.get(tag, 0) + 1
-                self._steps[child] = f"{tag}[{seen[tag]}]"
-        return self._steps[node]
 
 
 class _Locator:

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def bench(monkeypatch):
-    yield from bench_importable(monkeypatch, ("m3", "m3_nested"))
+    yield from bench_importable(monkeypatch, ("m3", "m3_workload", "m3_native", "m3_nested"))
 
 
 def test_the_native_phases_of_bench_m3_add_up_per_event(bench):

@@ -21,7 +21,7 @@ import pytest
 from support.bench import bench_importable
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
-BENCH_MODULES = ("procs", "dataplane_data", "m3", "m3_pathway")
+BENCH_MODULES = ("procs", "dataplane_data", "m3", "m3_workload", "m3_native", "m3_pathway")
 
 pytestmark = pytest.mark.slow
 

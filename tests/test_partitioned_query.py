@@ -24,6 +24,7 @@ from boreas.node.query import QueryApi
 from support.partitioned_box import BOX, MAPS, ROWS, Dataflow, call, layout_v1, parts, whole
 
 client_partitioned = importlib.import_module("boreas.client.partitioned")  # its pure parts and their doctests
+client_partitioned_merge = importlib.import_module("boreas.client.partitioned_merge")  # merging the answers
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +114,8 @@ async def test_segments_counts_a_members_entries_per_segment(full, members):
 
 
 def test_the_clients_doctests():
-    result = doctest.testmod(client_partitioned, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted >= 20
+    results = [doctest.testmod(m, optionflags=doctest.ELLIPSIS) for m in (client_partitioned, client_partitioned_merge)]
+    assert all(r.failed == 0 for r in results) and sum(r.attempted for r in results) >= 20
 
 
 def test_members_to_ask_follow_the_partition_column():
