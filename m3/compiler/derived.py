@@ -356,7 +356,7 @@ def _substitute(scope: exp.Select, item: exp.Subquery, d_alias: str, outputs: di
         if any(present(v) for k, v in c.args.items() if k not in ("this", "table")):
             continue  # the front end refuses what it does not read
         if qual:
-            if qual != d_alias:
+            if qual != d_alias or _declared_inside(c, scope, qual):
                 continue
         elif name not in outputs or _shadowed(c, scope, name, relations):
             continue
@@ -373,6 +373,12 @@ def _substitute(scope: exp.Select, item: exp.Subquery, d_alias: str, outputs: di
         if c.parent is scope and c.arg_key == "expressions" and not (type(new) is exp.Column and new.name == c.name):
             new = exp.Alias(this=new, alias=exp.to_identifier(c.name))
         c.replace(new)
+
+
+def _declared_inside(c: exp.Column, scope: exp.Select, alias: str) -> bool:
+    """Whether a subquery of ``scope`` around ``c`` names a FROM item ``alias`` (up to case): ``alias.x`` is its
+    (an inner name hides an outer one: ``FROM T`` in an EXISTS hides the derived table ``t``, as in DuckDB)."""
+    return any(isinstance(a, exp.Select) and alias in _aliases(a) for a in ancestors(c, scope))
 
 
 def _shadowed(c: exp.Column, scope: exp.Select, name: str, relations: dict[str, RelationDecl]) -> bool:

@@ -12,7 +12,8 @@ selections comparing a column with a constant or another column (``= <> < <= > >
 pattern, AND, OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position
 or ALL) and ``ORDER BY`` (ignored: a view is a set; the query's ``notes`` say so).
 Constants may be expressions (:mod:`.constants`).  Subqueries in FROM and
-WITH without aggregates are flattened first (:mod:`.derived`); a UNION ALL
+WITH without aggregates are flattened first (:mod:`.derived`; two FROM items named alike up to case
+are named apart before: :mod:`.clashes`); a UNION ALL
 (in FROM, or a statement of views of rows) and a UNION statement become one
 query per branch (:mod:`.union`, ``SqlQuery.union``; a UNION in FROM under MIN, MAX or
 DISTINCT is read as its UNION ALL, :mod:`.setunion`), and so do INTERSECT
@@ -61,6 +62,7 @@ from sqlglot.errors import TokenError
 
 from ..ast import RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
+from .clashes import separate
 from .declarations import declares_relations, relation
 from .derived import flatten
 from .lifted import reads_grouped
@@ -212,6 +214,7 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
                  rename: list[str]) -> SqlQuery:
     """:func:`_query`, with the view's name added to any error (a script may hold many views)."""
     try:
+        sel = separate(sel, relations, ctx)  # before any pass compares names in lower case
         return _query(name, sel, relations, ctx, rename)
     except CompileError as e:
         raise CompileError(f"{e.message} in view {name}", e.pos) from None
