@@ -114,20 +114,28 @@ def slot(value: float | str | datetime.date) -> int:
     raise TypeError(f"cannot hash {value!r} ({type(value).__name__}) into a slot: keys are INT, FLOAT, STRING or DATE values")
 
 
-def placer(read: Callable[[Any], Any], cells: Sequence) -> Callable[[Sequence], list]:
-    """``rows -> [cells[slot(read(row))] for row in rows]``, INTs hashed inline in one comprehension.
+def placed(values: Iterable, cells: Sequence) -> list:
+    """``[cells[slot(v)] for v in values]``, INTs hashed inline in one comprehension.
 
-    Routing places every event at least once: per batch, not per row, so a
-    row costs one step of a comprehension instead of a few Python calls.
+    Routing places every event at least once, and a member checks every key
+    a mixed trigger wrote: per batch, not per value, so a value costs one
+    step of a comprehension instead of a few Python calls.
 
-    >>> from operator import itemgetter
     >>> cells = list(range(SLOTS))
-    >>> placer(itemgetter(0), cells)([(7,), (-1,), ("O",), (2.5,)]) == [slot(v) for v in (7, -1, "O", 2.5)]
+    >>> placed([7, -1, "O", 2.5], cells) == [slot(v) for v in (7, -1, "O", 2.5)]
     True
     """
-    def place(rows: Sequence) -> list:
-        return [cells[((v * _GOLDEN) & _MASK) >> _SHIFT] if type(v) is int else cells[slot(v)] for v in map(read, rows)]
-    return place
+    return [cells[((v * _GOLDEN) & _MASK) >> _SHIFT] if type(v) is int else cells[slot(v)] for v in values]
+
+
+def placer(read: Callable[[Any], Any], cells: Sequence) -> Callable[[Sequence], list]:
+    """``rows -> [cells[slot(read(row))] for row in rows]`` (:func:`placed`).
+
+    >>> from operator import itemgetter
+    >>> placer(itemgetter(0), list(range(SLOTS)))([(7,), ("O",)]) == [slot(7), slot("O")]
+    True
+    """
+    return lambda rows: placed(map(read, rows), cells)
 
 
 def slot_counts(pairs: Iterable[tuple[Any, int]]) -> Counter:

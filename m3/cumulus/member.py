@@ -38,7 +38,7 @@ from operator import itemgetter
 
 from ..ast import Program
 from ..runtime.program import Runtime
-from .hashing import home_slot, slot, slot_counts
+from .hashing import home_slot, placed, slot, slot_counts
 from .layout import Layout
 from .plan import LOOP, Plan, TriggerPlan, classify
 from .stable import EpochDeltas, StableView
@@ -245,11 +245,21 @@ class MemberRuntime(Runtime):
         value = stored_key if self._width[map_name] == 1 else stored_key[col]
         return self.layout.owners[slot(value)] == self.member
 
+    def _foreign(self, map_name: str, stored_keys: list) -> set:
+        """The keys of ``stored_keys`` (the store's key form) of entries this member does not own: :meth:`owns`
+        for many keys at once."""
+        col = self.columns[map_name]
+        if col is None:
+            return set() if self.layout.home == self.member else set(stored_keys)
+        values = stored_keys if self._width[map_name] == 1 else map(itemgetter(col), stored_keys)
+        me = self.member
+        return {k for k, owner in zip(stored_keys, placed(values, self.layout.owners)) if owner != me}
+
     def _drop_foreign(self) -> None:
         """Drop what the batch wrote outside this member's slots; its changes then name owned keys only."""
         for name, journal in self._journals.items():
             if journal:
-                foreign = {k for k in journal[::2] if not self.owns(name, k)}
+                foreign = self._foreign(name, journal[::2])
                 if foreign:
                     for k in foreign:
                         self.store.set_stored(name, k, 0)

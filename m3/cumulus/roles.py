@@ -235,8 +235,8 @@ class Roles:
         duties = self._duties.setdefault((trigger, member), {})
         need: set[int] = set()
         applying: set[tuple] = set()
-        pushing: dict[tuple, tuple] = {}
-        distinct = set(ats)
+        pushing: dict[tuple, list] = {}  # placement -> the rows placed so that this member pushes for them
+        distinct = dict.fromkeys(ats)  # (in the rows' order: the pushes are the same in every replay)
         for at in distinct:
             duty = duties.get(at)
             if duty is None:
@@ -246,22 +246,23 @@ class Roles:
                 applying.add(at)
             need |= needs
             if pushes:
-                pushing[at] = pushes
+                pushing[at] = []
         mine = rows if len(applying) == len(distinct) else [row for row, at in zip(rows, ats) if at in applying]
         out: dict[int, list] = {}
         if pushing:
             for row, at in zip(rows, ats):
-                pushes = pushing.get(at)
-                if pushes is None:
-                    continue
-                for r, others in pushes:
-                    wanted = (r.map, r.pattern_of(row))
+                placed_so = pushing.get(at)
+                if placed_so is not None:
+                    placed_so.append(row)
+            for at, some in pushing.items():
+                for r, others in duties[at][2]:
+                    wanted = [(r.map, pattern) for pattern in map(r.pattern_of, some)]
                     for w in others:
                         bucket = out.get(w)
                         if bucket is None:
-                            out[w] = [wanted]
+                            out[w] = list(wanted)
                         else:
-                            bucket.append(wanted)
+                            bucket.extend(wanted)
         need.discard(member)
         return Share(mine, need, out)
 
