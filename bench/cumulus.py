@@ -39,7 +39,8 @@ workload into ``q3`` as an ordinary, unpartitioned ``m3`` box on one node,
 which says what the partitioning machinery costs a single member.
 
 Then three more figures of issue 13, each on fresh processes (``--parts``
-selects; the default measures all four parts in about 3-4 minutes on 2 cores):
+selects; the default measures all four parts in about 6-8 minutes on 2 cores, most of it the
+three rounds of scaling):
 
 * **move** -- the pause a segment move of ~1M entries causes (target under
   1 s).  Box ``g`` (``SELECT a, SUM(b) AS s, COUNT(*) AS n FROM R GROUP
