@@ -28,6 +28,8 @@ import pytest
 from aiohttp import web
 from boreas.client.publisher import Publisher
 from boreas.client.query import QueryClient
+from boreas.spark.load_tasks import post_part
+from boreas.wire.client import PeerClient
 from boreas.m3 import compile_sql
 from boreas.m3.cumulus import plan_partition
 from boreas.m3.cumulus.definitions import definition_sql
@@ -161,6 +163,23 @@ def test_a_box_that_holds_data_refuses_a_load_with_the_members_message(cluster_f
         async with QueryClient(cluster.head, TOKEN) as client:
             return (await client.query("q3")).as_dict()
 
+    async def post_wrong_parts() -> list[LoadRefused]:
+        async with QueryClient(cluster.head, TOKEN) as client:
+            layout = await client.layout_of("q3", fresh=True)
+        theirs = next(k for k in range(10_000) if layout.owner("m3", (k,)) == 1)  # m3: keyed by order key
+        refused = []
+        async with PeerClient(TOKEN) as peers:
+            for entries in ([["m3", [theirs], 1.0]], [["nope", [1], 1.0]], [["m3", [1, 2], 1.0]]):
+                with pytest.raises(LoadRefused) as caught:
+                    await post_part(peers, "q3", 0, layout.members[0], "wrong", 0, msgspec.msgpack.encode(entries), 5.0)
+                refused.append(caught.value)
+        return refused
+
+    foreign, unknown, wide = asyncio.run(post_wrong_parts())  # refused before the box's state is looked at
+    assert foreign.status == 422 and "belongs to another member of box 'q3' than 0" in str(foreign)
+    assert "send it to its owner" in str(foreign)
+    assert unknown.status == 422 and "box 'q3' has no map 'nope'" in str(unknown)
+    assert wide.status == 422 and "map 'm3' has 1 key columns; an entry has 2" in str(wide)
     assert asyncio.run(view()) == pytest.approx(expected)  # nothing was loaded
 
 

@@ -245,7 +245,7 @@ class MemberRuntime(Runtime):
         value = stored_key if self._width[map_name] == 1 else stored_key[col]
         return self.layout.owners[slot(value)] == self.member
 
-    def _foreign(self, map_name: str, stored_keys: list) -> set:
+    def foreign_keys(self, map_name: str, stored_keys: list) -> set:
         """The keys of ``stored_keys`` (the store's key form) of entries this member does not own: :meth:`owns`
         for many keys at once."""
         col = self.columns[map_name]
@@ -259,7 +259,7 @@ class MemberRuntime(Runtime):
         """Drop what the batch wrote outside this member's slots; its changes then name owned keys only."""
         for name, journal in self._journals.items():
             if journal:
-                foreign = self._foreign(name, journal[::2])
+                foreign = self.foreign_keys(name, journal[::2])
                 if foreign:
                     for k in foreign:
                         self.store.set_stored(name, k, 0)
@@ -313,23 +313,30 @@ class MemberRuntime(Runtime):
     def install(self, entries: Iterable[tuple[str, tuple, object]], epoch: int) -> int:
         """Add ``entries`` (``(map, key tuple, value)``) to this member's maps as changes of ``epoch``; returns how many.
 
-        Entries this member does not own are skipped (and counted out).
+        Entries this member does not own are skipped (and counted out).  A
+        map at a time (a bulk load's part holds up to a few hundred thousand
+        entries): ownership checked by :meth:`foreign_keys`, the entries added
+        by :meth:`MapStore.add_many`, and the part's deltas kept as one
+        ``dict`` (:meth:`EpochDeltas.bulk`).
         """
-        done = 0
         pack, store = self.store.pack, self.store
-        written: dict[str, dict] = {}
+        by_map: dict[str, list] = {}
+        for name, key, value in entries:
+            by_map.setdefault(name, []).append((pack(name, key), value))
+        done = 0
         with self._lock:
-            for name, key, value in entries:
-                stored = pack(name, key)
-                if not self.owns(name, stored):
-                    continue
-                written.setdefault(name, {})[stored] = None
-                store.set_stored(name, stored, store.get_stored(name, stored) + value)
-                self.deltas.record(epoch, name, stored, value)
-                done += 1
-            if self.on_write is not None:
-                for name, keys in written.items():
-                    self.on_write(name, keys)
+            for name, items in by_map.items():
+                foreign = self.foreign_keys(name, [k for k, _ in items])
+                if foreign:
+                    items = [(k, v) for k, v in items if k not in foreign]
+                store.add_many(name, items)
+                changes: dict = {}
+                for k, v in items:
+                    changes[k] = changes.get(k, 0) + v
+                self.deltas.bulk(epoch, name, changes, 1)
+                if self.on_write is not None:
+                    self.on_write(name, dict.fromkeys(changes))
+                done += len(items)
         return done
 
     def segment_entries(self) -> dict[int, dict[str, int]]:

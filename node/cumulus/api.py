@@ -268,12 +268,17 @@ class SegmentsApi:
         """Why the entries cannot be this member's (unknown map, wrong key width, another member's); None if fine."""
         maps = {m.name: len(m.keys) for m in op.plan.program.maps}
         pack, decode = op.runtime.store.pack, op._decode_key
+        keys: dict[str, list] = {}
         for name, key, _ in entries:
             if name not in maps:
                 return f"box {op.box.name!r} has no map {name!r} (maps: {', '.join(maps)})"
             if len(key) != maps[name]:
                 return f"map {name!r} has {maps[name]} key columns; an entry has {len(key)}"
-            if not op.runtime.owns(name, pack(name, decode(name, key))):
+            keys.setdefault(name, []).append(key)
+        for name, some in keys.items():  # (ownership a map at a time: a part holds many entries)
+            foreign = op.runtime.foreign_keys(name, [pack(name, decode(name, key)) for key in some])
+            if foreign:
+                key = next(key for key in some if pack(name, decode(name, key)) in foreign)
                 return (f"entry {name}{key} belongs to another member of box {op.box.name!r} than "
                         f"{op.member} ({op.layout.members[op.member]}); send it to its owner")
         return None
