@@ -116,13 +116,14 @@ def summary(catalog: Catalog) -> str:
 
 
 def describe_partition(part: Partition) -> str:
-    """``partition q3: 3 members, 8 segments, layout 4, key o_orderkey`` (then ``, joining NODE`` for nodes
-    added that no layout has made members yet)."""
+    """``partition q3: 3 members, 8 segments, layout 4, key o_orderkey`` (then ``, replicated m2`` for maps every
+    member holds whole, and ``, joining NODE`` for nodes added that no layout has made members yet)."""
     members = len(part.layout_nodes)
     line = (f"partition {part.box}: {members} member{'s' if members != 1 else ''}, "
             f"{len(part.segments)} segment{'s' if len(part.segments) != 1 else ''}, layout {part.layout}")
     joining = f", joining {', '.join(part.joining)}" if part.joining else ""
-    return line + (f", key {part.key}" if part.key else "") + joining
+    replicated = f", replicated {' '.join(part.replicate)}" if part.replicate else ""
+    return line + (f", key {part.key}" if part.key else "") + replicated + joining
 
 
 def _placed(catalog: Catalog, box: str, endpoint: str) -> list[str]:

@@ -203,6 +203,7 @@ class Merger:
         """A committed partition submitted again: the same layout, nodes appended (None: refused)."""
         box = part.box
         changed = (part.key != before.key or dict(part.pins) != dict(before.pins)
+                   or sorted(part.replicate) != sorted(before.replicate)
                    or part.count not in (None, before.count, len(before.segments)))
         if part.planned:  # catalog form: its layout must be the committed one
             changed = changed or (part.maps, part.layout, part.id) != (before.maps, before.layout, before.id)
@@ -239,6 +240,13 @@ class Merger:
         if part.planned and part.segments != segments:
             self.fail(part.origin, f"box {box!r} is partitioned into {len(before.segments)} segments; change the "
                                    f"layout with boreas split/move/rebalance")
+            return None
+        if grown and before.replicate:
+            # A joining member would need a whole copy of every replicated map, at the epoch it joins;
+            # relayouts copy segments only (docs/cumulus.md §3.11).
+            self.fail(part.origin, f"box {box!r} replicates {', '.join(before.replicate)} on every member; a "
+                                   f"partition with replicated maps cannot grow yet (a new member would need a "
+                                   f"copy of them): deploy it anew over the larger node list")
             return None
         if grown:
             return replace(before, nodes=part.nodes, epoch_ms=part.epoch_ms, origin=part.origin,

@@ -32,9 +32,9 @@ PARTITION_SLOTS = 4096
 class Partition:
     """An ``m3`` box's maps spread over several nodes in segments (docs/cumulus.md §2).
 
-    ``nodes[i]`` is member *i*'s endpoint.  ``count``, ``key`` and ``pins``
-    (``<map name key>`` without a position: map -> key column) are what the
-    user wrote; planning on commit fills in ``segments`` (equal slot ranges
+    ``nodes[i]`` is member *i*'s endpoint.  ``count``, ``key``, ``pins``
+    (``<map name key>`` without a position: map -> key column) and
+    ``replicate`` (maps every member holds whole) are what the user wrote; planning on commit fills in ``segments`` (equal slot ranges
     dealt over the members), every map's partition key column (``maps``:
     ``(map, key column name, key position)``, both None for a map kept whole
     on the box's home segment), a fresh incarnation ``id`` and ``layout`` 1.
@@ -65,6 +65,7 @@ class Partition:
     origin: Origin = origin_field()
     members: int | None = None
     coordinators: int | None = None
+    replicate: tuple[str, ...] = ()
 
     @property
     def layout_nodes(self) -> tuple[str, ...]:

@@ -194,7 +194,7 @@ def _child_origin(origin: Origin, el: etree._Element, step: str) -> Origin:
 
 
 def _partition(el: etree._Element, origin: Origin) -> Partition:
-    """``<partition>`` as deployment XML writes it (members, segments=, key=, pins) or in catalog form.
+    """``<partition>`` as deployment XML writes it (members, segments=, key=, replicate=, pins) or in catalog form.
 
     Member *i* is the *i*-th ``<node>``, or the one with ``member="i"``.  A
     ``<map>`` with a ``position`` is a planned map's partition column, one
@@ -237,13 +237,21 @@ def _partition(el: etree._Element, origin: Origin) -> Partition:
             raise DecodeError(f"segment {sid} of box {box!r}: slots={seg.get('slots')!r}: give its first slot "
                               f"and one past its last, two whole numbers (slots=\"0 512\")", at) from None
         segments.append(SegmentPlacement(sid, lo, hi, _int(seg, "member")))
+    replicate = (el.get("replicate") or "").split()
+    if len(set(replicate)) != len(replicate):
+        twice = next(name for name in replicate if replicate.count(name) > 1)
+        raise DecodeError(f"{where} replicates map {twice!r} twice (replicate={el.get('replicate')!r})", origin)
+    clash = next((name for name in replicate if name in pins or name in maps), None)
+    if clash is not None:
+        raise DecodeError(f"{where} both replicates map {clash!r} and places it with a <map> element: a "
+                          f"replicated map has no partition key; drop one", origin)
     layout = _int(el, "layout")
     epoch_ms = _int(el, "epoch-ms")
     return Partition(
         box, tuple(n.get("endpoint") for n in nodes), tuple(segments), _int(el, "segments"), el.get("key"),
         tuple(pins.items()), tuple(maps.values()), (1 if segments else 0) if layout is None else layout,
         100 if epoch_ms is None else epoch_ms, el.get("id") or "", origin, _int(el, "members"),
-        _int(el, "coordinators"))
+        _int(el, "coordinators"), tuple(replicate))
 
 
 _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
@@ -365,7 +373,8 @@ def encode(obj: Any, with_node: bool = True) -> etree._Element:
         case Partition():
             el = _set(etree.Element("partition"), box=obj.box, layout=obj.layout or None,
                       **{"epoch-ms": obj.epoch_ms}, id=obj.id or None, key=obj.key, segments=obj.count,
-                      members=obj.members, coordinators=obj.coordinators)
+                      members=obj.members, coordinators=obj.coordinators,
+                      replicate=" ".join(obj.replicate) or None)
             for member, endpoint in enumerate(obj.nodes):
                 _sub(el, "node", endpoint=endpoint, member=member)
             for name, key in obj.pins:

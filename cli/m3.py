@@ -127,6 +127,7 @@ def describe_segments(layout: Layout, answers: list[dict[str, Any]]) -> list[str
     for answer in answers:
         for sid, maps in answer.get("segments", {}).items():
             counts.setdefault(int(sid), {}).update(maps)
+    replicated = counts.pop(-1, {})  # (each member holds all of a replicated map: one member's count)
     table = []
     for seg in layout.segments:
         maps = counts.get(seg.id)
@@ -137,6 +138,9 @@ def describe_segments(layout: Layout, answers: list[dict[str, Any]]) -> list[str
     lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row[:3], widths)), row[3]]).rstrip() for row in table]
     total = sum(n for maps in counts.values() for n in maps.values())
     n_members, n_segments = len(layout.members), len(layout.segments)
+    if layout.replicated:
+        cells = "  ".join(f"{name} {replicated.get(name, 0):,}" for name in sorted(layout.replicated))
+        lines.append(f"replicated on each of the {n_members} members: {cells}")
     lines.append(f"layout {layout.version}, {n_members} member{'s' if n_members != 1 else ''}, "
                  f"{n_segments} segment{'s' if n_segments != 1 else ''}, {total:,} entries")
     return lines

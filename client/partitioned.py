@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from boreas.m3.cumulus import Layout, LayoutError, home_slot, slot
+from boreas.m3.cumulus import EVERYWHERE, Layout, LayoutError, home_slot, slot
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient, PeerError, PeerRefused, PeerUnreachable
 
@@ -113,17 +113,18 @@ def members_to_ask(layout: Layout, map_column: int | None, keys: Sequence[Any]) 
     """The members a read of a map must ask: the owner of a bound partition key, else every one with a segment.
 
     ``map_column`` is the map's partition column (``layout.column(map)``),
-    None for a home map (kept whole on the home member); ``keys`` are the
-    read's typed keys, None for a wildcard.
+    None for a home map (kept whole on the home member), ``"*"`` for a
+    replicated map (every member holds all of it: the home member is asked);
+    ``keys`` are the read's typed keys, None for a wildcard.
 
     >>> from boreas.m3.cumulus import even_layout
     >>> lay = even_layout("g", ["n1:1", "n2:1", "n3:1"], 6, maps=[("Q1_total", 0), ("Q2_s", None)])
     >>> members_to_ask(lay, 0, [7]), members_to_ask(lay, 0, []), members_to_ask(lay, 0, [None])
     ((1,), (0, 1, 2), (0, 1, 2))
-    >>> members_to_ask(lay, None, []) == (lay.home,)
+    >>> members_to_ask(lay, None, []) == members_to_ask(lay, "*", [7]) == (lay.home,)
     True
     """
-    if map_column is None:
+    if map_column is None or map_column == EVERYWHERE:
         return (layout.home,)
     key = keys[map_column] if map_column < len(keys) else None
     if key is not None:
@@ -160,7 +161,7 @@ def segments_needed(layout: Layout, map_column: int | None, keys: Sequence[Any])
     >>> segments_needed(lay, 0, [7]), segments_needed(lay, 0, [None]), segments_needed(lay, None, [])
     (frozenset({1}), None, frozenset({0}))
     """
-    if map_column is None:
+    if map_column is None or map_column == EVERYWHERE:  # (a replicated map is read at the home member)
         return frozenset({layout.segment_of_slot(home_slot(layout.box)).id})
     key = keys[map_column] if map_column < len(keys) else None
     if key is not None:

@@ -51,7 +51,7 @@ from boreas.catalog.model import (
 
 from .ast import Column, Program, RelationDecl
 from .compiler.declarations import declares_relations
-from .cumulus import LayoutError, PlacementError, PlanError, plan_partition
+from .cumulus import EVERYWHERE, LayoutError, PlacementError, PlanError, plan_partition
 from .errors import M3Error
 from .runtime.program import Runtime, ViewInfo, _program_from_text
 from .runtime.views import value_type
@@ -265,11 +265,12 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
     program = plan_box(box, inputs).program
     try:
         pp = plan_partition(program, box.name, partition.nodes, segments=partition.count, key=partition.key,
-                            pins=dict(partition.pins))
+                            pins=dict(partition.pins), replicate=partition.replicate)
     except (PlacementError, LayoutError, PlanError) as exc:
         raise BoxError(str(exc)) from None
     assert pp.layout is not None
-    maps = tuple((name, None if pos is None else program.map(name).keys[pos].name, pos) for name, pos in pp.layout.maps)
+    maps = tuple((name, None if pos is None else program.map(name).keys[pos].name, pos) for name, pos in pp.layout.maps
+                 if pos != EVERYWHERE)  # (replicated maps are the partition's replicate=)
     segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member) for s in pp.layout.segments)
     return replace(partition, segments=segments, maps=maps, layout=1, id=uuid.uuid4().hex[:12])
 

@@ -153,12 +153,15 @@ async def _send(target: LoadTarget, index: int, rows: Iterator[tuple[int, tuple]
                 if any(v is None for v in key):
                     report.null_keys += 1
                     continue
-                member = layout.owner(name, key)
-                buffers.setdefault(member, []).append([name, _wire_key(key, kinds), _value(value, value_type)])
-                per_map = counts.setdefault(member, {})
-                per_map[name] = per_map.get(name, 0) + 1
-                if len(buffers[member]) >= target.chunk:
-                    await flush(member)
+                holders = layout.holders(name, key)  # (a replicated map's entry goes to every member)
+                entry = [name, _wire_key(key, kinds), _value(value, value_type)]
+                for member in holders:
+                    buffers.setdefault(member, []).append(entry)
+                    if member == holders[0]:  # an entry counts once, however many members hold it
+                        per_map = counts.setdefault(member, {})
+                        per_map[name] = per_map.get(name, 0) + 1
+                    if len(buffers[member]) >= target.chunk:
+                        await flush(member)
             for member in sorted(buffers):
                 await flush(member)
         except LoadRefused as exc:

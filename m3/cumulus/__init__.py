@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from ..ast import Program
 from .hashing import SLOTS, home_slot, slot, slots_of
-from .layout import Layout, LayoutError, Segment, even_layout
+from .layout import EVERYWHERE, Layout, LayoutError, Segment, even_layout
 from .placement import (
     KeyClass,
     MapPlacement,
@@ -67,6 +67,7 @@ class PartitionPlan:
     segments: int | None = None  # segments= as submitted (default: one per member)
     key: str | None = None
     pins: tuple[tuple[str, str], ...] = ()  # <map name key> pins
+    replicate: tuple[str, ...] = ()  # maps every member holds whole (replicate="m2")
     layout: Layout | None = None
     placement: Placement | None = None
     plan: Plan | None = None
@@ -81,7 +82,7 @@ def _hash(pp: PartitionPlan) -> PartitionPlan:
 
 def _place(pp: PartitionPlan) -> PartitionPlan:
     """Each map's partition column (§3.2), recorded in the layout."""
-    placement = place(pp.program, pp.key, dict(pp.pins), pp.box)
+    placement = place(pp.program, pp.key, dict(pp.pins), pp.box, pp.replicate)
     layout = pp.layout.with_maps((m.map, m.column) for m in placement.maps).check_program(pp.program)
     return replace(pp, placement=placement, layout=layout)
 
@@ -101,17 +102,17 @@ PIPELINE: tuple[tuple[str, Callable[[PartitionPlan], PartitionPlan]], ...] = (
 
 
 def plan_partition(program: Program, box: str, members: Sequence[str], segments: int | None = None,
-                   key: str | None = None, pins: Mapping[str, str] | None = None,
+                   key: str | None = None, pins: Mapping[str, str] | None = None, replicate: Sequence[str] = (),
                    steps: Sequence[tuple[str, Callable[[PartitionPlan], PartitionPlan]]] = PIPELINE) -> PartitionPlan:
     """Run ``steps`` (default :data:`PIPELINE`) over a box's program and partition settings."""
-    pp = PartitionPlan(program, box, tuple(members), segments, key, tuple((pins or {}).items()))
+    pp = PartitionPlan(program, box, tuple(members), segments, key, tuple((pins or {}).items()), tuple(replicate))
     for _, step in steps:
         pp = step(pp)
     return pp
 
 
 __all__ = [
-    "BCAST_GATHER", "BCAST_PUSH", "GATHER", "LOCAL", "LOOP", "PIPELINE", "POINT", "POINT_PUSH", "REPART", "SLOTS",
+    "BCAST_GATHER", "BCAST_PUSH", "EVERYWHERE", "GATHER", "LOCAL", "LOOP", "PIPELINE", "POINT", "POINT_PUSH", "REPART", "SLOTS",
     "KeyClass", "Layout", "LayoutError", "MapPlacement", "PartitionPlan", "Placement", "PlacementError", "Plan",
     "PlanError", "RefPlan", "Segment", "StatementPlan", "TriggerPlan",
     "all_local", "classify", "even_layout", "home_slot", "key_classes", "place", "plan_partition", "slot", "slots_of",

@@ -3,8 +3,9 @@
 A layout names the box's *members* (member *i* runs on endpoint
 ``members[i]``), its *segments* (contiguous slot ranges ``[lo, hi)``, each
 owned by one member; together they cover every slot exactly once), each
-map's *partition column* (the key position whose slot places an entry, or
-``None`` for a map kept whole on the box's home slot), the layout version
+map's *partition column* (the key position whose slot places an entry,
+``None`` for a map kept whole on the box's home slot, or :data:`EVERYWHERE`
+for a *replicated* map: every member holds all of it), the layout version
 (+1 per relayout) and the first epoch it applies to.  A segment covers the
 same slots of every partitioned map, so co-partitioned entries stay together.
 
@@ -29,6 +30,10 @@ from dataclasses import dataclass, field, replace
 
 from ..ast import Program
 from .hashing import SLOTS, home_slot, slot
+
+
+EVERYWHERE = "*"
+"""The partition column of a replicated map: every member of the layout holds every entry (docs/cumulus.md §3.11)."""
 
 
 class LayoutError(ValueError):
@@ -56,7 +61,7 @@ class Layout:
     box: str
     members: tuple[str, ...]
     segments: tuple[Segment, ...]
-    maps: tuple[tuple[str, int | None], ...] = ()
+    maps: tuple[tuple[str, int | str | None], ...] = ()
     version: int = 1
     first_epoch: int = 0
     _owners: tuple[int, ...] = field(init=False, repr=False, compare=False)
@@ -82,17 +87,34 @@ class Layout:
         """The member holding the box's home maps (those without a partition column)."""
         return self._owners[home_slot(self.box)]
 
-    def column(self, map_name: str) -> int | None:
-        """The map's partition column (key position), or None for a home map."""
+    @property
+    def replicated(self) -> frozenset[str]:
+        """The maps every member holds whole (their column is :data:`EVERYWHERE`)."""
+        return frozenset(m for m, c in self.maps if c == EVERYWHERE)
+
+    def column(self, map_name: str) -> int | str | None:
+        """The map's partition column (key position), None for a home map, :data:`EVERYWHERE` for a replicated one."""
         for name, col in self.maps:
             if name == map_name:
                 return col
         raise LayoutError(f"layout of box {self.box!r} does not place map {map_name!r} (maps: {', '.join(m for m, _ in self.maps) or 'none'})")
 
     def owner(self, map_name: str, key: Sequence) -> int:
-        """The member that holds ``map_name``'s entry at ``key`` (a key tuple, in key-column order)."""
+        """The member that holds ``map_name``'s entry at ``key`` (a key tuple, in key-column order).
+
+        A replicated map has no one owner (:meth:`holders`): asking is a
+        :class:`LayoutError`.
+        """
         col = self.column(map_name)
+        if col == EVERYWHERE:
+            raise LayoutError(f"map {map_name!r} of box {self.box!r} is replicated: every member holds it")
         return self.home if col is None else self._owners[slot(key[col])]
+
+    def holders(self, map_name: str, key: Sequence) -> tuple[int, ...]:
+        """The members holding ``map_name``'s entry at ``key``: its owner, or every member for a replicated map."""
+        if self.column(map_name) == EVERYWHERE:
+            return tuple(range(len(self.members)))
+        return (self.owner(map_name, key),)
 
     def segments_of(self, member: int) -> tuple[Segment, ...]:
         """The member's segments, in slot order (empty for a member that holds none)."""
@@ -105,7 +127,7 @@ class Layout:
                 return seg
         raise LayoutError(f"slot {s} is outside 0-{SLOTS - 1}")
 
-    def with_maps(self, maps: Iterable[tuple[str, int | None]]) -> Layout:
+    def with_maps(self, maps: Iterable[tuple[str, int | str | None]]) -> Layout:
         """The same slots and members with the maps placed as given (the planner's last step)."""
         return replace(self, maps=tuple(maps))
 
@@ -116,7 +138,7 @@ class Layout:
             if m.name not in placed:
                 raise LayoutError(f"layout of box {self.box!r} does not place map {m.name!r}")
             col = placed.pop(m.name)
-            if col is not None and col >= len(m.keys):
+            if col is not None and col != EVERYWHERE and col >= len(m.keys):
                 raise LayoutError(f"map {m.name!r} of box {self.box!r} has {len(m.keys)} key columns; partition column {col} does not exist")
         if placed:
             raise LayoutError(f"layout of box {self.box!r} places unknown maps: {', '.join(sorted(placed))}")
@@ -178,7 +200,7 @@ class Layout:
         for seg, name, rng, node in zip(self.segments, names, ranges, nodes):
             cells = []
             for m, col in self.maps:
-                if col is None and seg.id != home:
+                if col is None and seg.id != home or col == EVERYWHERE:
                     continue
                 if counts is None:
                     cells.append(m)
@@ -188,13 +210,17 @@ class Layout:
                     cells.append(f"{m} {n:,}")
             line = f"{name:<{widths[0]}}  {rng:<{widths[1]}}  {node:<{widths[2]}}  {'  '.join(cells)}"
             lines.append(line.rstrip())
+        replicated = [m for m, col in self.maps if col == EVERYWHERE]
+        if replicated:
+            cells = [m if counts is None else f"{m} {counts.get((-1, m), 0):,}" for m in replicated]
+            lines.append(f"replicated on every member: {'  '.join(cells)}")
         tail = f"layout {self.version}, {len(self.members)} members, {len(self.segments)} segments"
         lines.append(tail + (f", {total:,} entries" if counts is not None else ""))
         return lines
 
 
 def even_layout(box: str, members: Sequence[str], segments: int | None = None,
-                maps: Iterable[tuple[str, int | None]] = (), *, version: int = 1, first_epoch: int = 0) -> Layout:
+                maps: Iterable[tuple[str, int | str | None]] = (), *, version: int = 1, first_epoch: int = 0) -> Layout:
     """``segments`` equal slot ranges (default: one per member), segment *i* on member ``i % len(members)``.
 
     The first ``SLOTS % segments`` segments are one slot wider, so sizes
@@ -252,6 +278,7 @@ def _validate(lay: Layout) -> tuple[int, ...]:
         if m in seen:
             raise LayoutError(f"layout of box {box!r} places map {m!r} twice")
         seen.add(m)
-        if col is not None and (isinstance(col, bool) or not isinstance(col, int) or col < 0):
-            raise LayoutError(f"map {m!r} of box {box!r} has partition column {col!r}; a key position (0, 1, ...) or None (home)")
+        if col is not None and col != EVERYWHERE and (isinstance(col, bool) or not isinstance(col, int) or col < 0):
+            raise LayoutError(f"map {m!r} of box {box!r} has partition column {col!r}; a key position (0, 1, ...), "
+                              f"None (home) or {EVERYWHERE!r} (replicated)")
     return tuple(owners)

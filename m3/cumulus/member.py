@@ -16,6 +16,12 @@ writes at the same argument (a single-relation ``GROUP BY``: all on the
 group key), an event goes to exactly the member that owns all its writes.
 Only *mixed* triggers pay for the ownership check, per written key.
 
+A *replicated* map (:data:`~.layout.EVERYWHERE`) is owned by every member:
+its writes reach every member and none is dropped.  A trigger that writes
+one beside other maps is mixed (its event reaches members that own only
+some of its writes), and so is one whose loop runs over a replicated map
+(every member would loop over all of it, not only its own keys).
+
 >>> from boreas.m3.compiler.pipeline import compile_sql
 >>> from .layout import even_layout
 >>> from .plan import classify
@@ -39,7 +45,7 @@ from operator import itemgetter
 from ..ast import Program
 from ..runtime.program import Runtime
 from .hashing import home_slot, placed, slot, slot_counts
-from .layout import Layout
+from .layout import EVERYWHERE, Layout
 from .plan import LOOP, Plan, TriggerPlan, classify
 from .stable import EpochDeltas, StableView
 
@@ -58,12 +64,13 @@ def _arg_key(stmt) -> tuple:
         return ("event", a.index)
     if a.kind == "const":
         return ("const", a.value)
-    return ("home",)
+    return (a.kind,)  # ("home",) or ("all",): a replicated map
 
 
 def mixed(trigger: TriggerPlan) -> bool:
     """Whether an event of ``trigger`` may reach a member that owns only some of its writes."""
-    return len({_arg_key(s) for s in trigger.statements}) > 1
+    return len({_arg_key(s) for s in trigger.statements}) > 1 or any(
+        s.kind == LOOP and any(r.column == EVERYWHERE for r in s.refs) for s in trigger.statements)
 
 
 class Router:
@@ -72,6 +79,7 @@ class Router:
     def __init__(self, plan: Plan, layout: Layout):
         self.layout = layout
         self._writers = tuple(sorted({s.member for s in layout.segments}))
+        self._all = tuple(range(len(layout.members)))
         self._args = {(t.relation, t.sign): list(dict.fromkeys(_arg_key(s) for s in t.statements))
                       for t in plan.triggers}
 
@@ -81,6 +89,9 @@ class Router:
         lay = self.layout
         if args is None:  # no trigger: the runtime refuses the rows where they are applied
             return lambda row: lay.home
+        if ("all",) in args:  # a replicated map's writers: every member
+            members = self._all
+            return lambda row: members
         if ("loop",) in args:
             everyone = self._writers
             return lambda row: everyone
@@ -242,6 +253,8 @@ class MemberRuntime(Runtime):
         col = self.columns[map_name]
         if col is None:
             return self.layout.home == self.member
+        if col == EVERYWHERE:
+            return True
         value = stored_key if self._width[map_name] == 1 else stored_key[col]
         return self.layout.owners[slot(value)] == self.member
 
@@ -251,6 +264,8 @@ class MemberRuntime(Runtime):
         col = self.columns[map_name]
         if col is None:
             return set() if self.layout.home == self.member else set(stored_keys)
+        if col == EVERYWHERE:
+            return set()
         values = stored_keys if self._width[map_name] == 1 else map(itemgetter(col), stored_keys)
         me = self.member
         return {k for k, owner in zip(stored_keys, placed(values, self.layout.owners)) if owner != me}
@@ -340,7 +355,8 @@ class MemberRuntime(Runtime):
         return done
 
     def segment_entries(self) -> dict[int, dict[str, int]]:
-        """Entries per segment and map, as this member holds them (``boreas segments``)."""
+        """Entries per segment and map, as this member holds them (``boreas segments``); a replicated map's under
+        segment -1 (every member holds all of them)."""
         lay = self.layout
         seg_of = {}
         for s in lay.segments:
@@ -350,10 +366,10 @@ class MemberRuntime(Runtime):
         with self._lock:
             for m in self.program.maps:
                 col = self.columns[m.name]
-                if col is None:
+                if col is None or col == EVERYWHERE:
                     n = self.store.size(m.name)
                     if n:
-                        out.setdefault(home_segment, {})[m.name] = n
+                        out.setdefault(home_segment if col is None else -1, {})[m.name] = n
                     continue
                 counts: dict[int, int] = {}
                 for s, n in slot_counts(self.store.column_counts(m.name, col)).items():

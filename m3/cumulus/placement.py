@@ -10,7 +10,8 @@ equal, so the choice decides which statements read only their own member
    the map's definition; in a statement, one variable at several map
    positions (or an event variable, i.e. a relation column) joins them.
    Positions of one class hold the same values.
-2. **Pins.**  ``<map name key>`` pins win; then ``key="col"`` (``o_orderkey``
+2. **Pins.**  Maps the user replicates (``replicate="m2"``) are held whole by
+   every member (:data:`~.layout.EVERYWHERE`).  ``<map name key>`` pins win; then ``key="col"`` (``o_orderkey``
    or ``orders.o_orderkey``, case ignored) pins every map with a position in
    that column's class (its lowest such position).
 3. **Search.**  The others start on their position in the largest class, then
@@ -36,11 +37,12 @@ m2 on A (key 1): chosen automatically: A is in the class of R.a (the cost search
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
 from ..ast import MapRef, Program, RelAtom, Sum, Var, walk
+from .layout import EVERYWHERE
 from .plan import (
     LOCAL,
     SEQUENTIAL_COST,
@@ -72,7 +74,7 @@ class KeyClass:
 @dataclass(frozen=True, slots=True)
 class MapPlacement:
     map: str
-    column: int | None  # key position, or None: kept whole on the home segment
+    column: int | str | None  # key position; None: kept whole on the home segment; EVERYWHERE: replicated
     key: str | None  # that key column's name
     reason: str
 
@@ -85,7 +87,7 @@ class Placement:
     cost: float
 
     @property
-    def columns(self) -> dict[str, int | None]:
+    def columns(self) -> dict[str, int | str | None]:
         return {m.map: m.column for m in self.maps}
 
     def reason(self, map_name: str) -> str:
@@ -93,7 +95,11 @@ class Placement:
 
     def explain(self) -> list[str]:
         """One line per map: ``m1 on O_ORDERKEY (key 1): reason``."""
-        return [f"{m.map} on {'home' if m.column is None else f'{m.key} (key {m.column})'}: {m.reason}" for m in self.maps]
+        def where(m: MapPlacement) -> str:
+            if m.column == EVERYWHERE:
+                return "every member"
+            return "home" if m.column is None else f"{m.key} (key {m.column})"
+        return [f"{m.map} on {where(m)}: {m.reason}" for m in self.maps]
 
 
 class _UnionFind:
@@ -162,12 +168,23 @@ def _join_scope(uf: _UnionFind, scope, nodes) -> None:
                     uf.union(("var", scope, a.name), (kind, node.name, p))
 
 
-def place(program: Program, key: str | None = None, pins: Mapping[str, str] | None = None, box: str = "") -> Placement:
-    """Each map's partition column: ``pins`` (map → key column name), then ``key``, then the search."""
+def place(program: Program, key: str | None = None, pins: Mapping[str, str] | None = None, box: str = "",
+          replicate: Sequence[str] = ()) -> Placement:
+    """Each map's partition column: ``replicate`` (held whole by every member), ``pins`` (map → key column name),
+    then ``key``, then the search."""
     classes = key_classes(program)
     class_of = {mp: c for c in classes for mp in c.maps}
     maps = {m.name: m for m in program.maps}
-    choice, reasons, free = _start(program, class_of, _pins(program, classes, class_of, key, pins or {}, box))
+    for name in replicate:
+        if name not in maps:
+            raise PlacementError(f"box {box!r} replicates map {name!r}, which it does not have (maps: {', '.join(maps)})")
+        if name in (pins or {}):
+            raise PlacementError(f"box {box!r} both replicates map {name!r} and pins it to key {pins[name]!r}: "
+                                 "a replicated map has no partition key; drop one")
+    fixed = _pins(program, classes, class_of, key, pins or {}, box)
+    for name in replicate:
+        fixed[name] = (EVERYWHERE, "replicated by replicate=: every member holds all of it")
+    choice, reasons, free = _start(program, class_of, fixed)
     start = dict(choice)
     cost = _climb(program, choice, free)
     for group in free:
@@ -178,7 +195,8 @@ def place(program: Program, key: str | None = None, pins: Mapping[str, str] | No
                 how += f" (the cost search moved it from {maps[m].keys[start[m]].name})"
             reasons[m] = how
     plan = classify(program, choice, box)
-    return Placement(tuple(MapPlacement(m.name, choice[m.name], None if choice[m.name] is None else m.keys[choice[m.name]].name,
+    return Placement(tuple(MapPlacement(m.name, choice[m.name], None if choice[m.name] in (None, EVERYWHERE)
+                                        else m.keys[choice[m.name]].name,
                                         f"{reasons[m.name]}; {_locality(plan, m.name)}") for m in program.maps), cost)
 
 
@@ -278,7 +296,7 @@ class _Cost:
                 plans.append(self.memo[k])
             total += sum(p.cost for p in plans) + (SEQUENTIAL_COST if sequential(plans) else 0)
         return total + sum(TYPE_COST.get(m.keys[columns[m.name]].type, 0) for m in self.program.maps
-                           if columns[m.name] is not None)
+                           if columns[m.name] not in (None, EVERYWHERE))
 
 
 def _locality(plan, map_name: str) -> str:

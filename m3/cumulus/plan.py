@@ -4,7 +4,8 @@ Given each map's partition column, a statement ``T[...] += f * R1[...] * ...``
 is classified by its target's *partition argument* (the argument at the
 target's partition column; ``home`` for a map kept whole):
 
-* **POINT** (an event variable or a constant): one writer, the owner of that value;
+* **POINT** (an event variable or a constant): one writer, the owner of that value
+  (every member for a *replicated* map: each holds all of it);
 * **LOOP** (a loop variable ``z``): every member writes the entries it owns.
 
 and each map reference by its own partition argument relative to the target's:
@@ -18,6 +19,11 @@ REPART                    LOOP target, holds ``z`` but partitioned elsewhere
 BCAST_PUSH                LOOP target, no ``z``, bound argument: its owner pushes to every writer
 BCAST_GATHER              LOOP target, no ``z``, loop-variable argument
 ========================  ===============================================================
+
+A reference to a replicated map (:data:`~.layout.EVERYWHERE`) is LOCAL
+whatever its arguments: every member holds the whole map.  A statement that
+writes a replicated map must be LOCAL too (:func:`classify` refuses a plan
+otherwise): every member applies it alone.
 
 A statement takes the class of its costliest reference (LOCAL without any).
 Statements with a remote reference run in *phase 2* of a version, after the
@@ -47,7 +53,7 @@ from dataclasses import dataclass, replace
 from ..ast import Call, Cmp, Const, MapRef, Program, Statement, Trigger, Var, walk
 from ..printer import format_const, format_expr
 from .hashing import slot
-from .layout import Layout
+from .layout import EVERYWHERE, Layout
 
 POINT, LOOP = "POINT", "LOOP"
 LOCAL, POINT_PUSH, GATHER, REPART, BCAST_PUSH, BCAST_GATHER = (
@@ -66,7 +72,8 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Arg:
-    """A partition argument: ``kind`` is ``event`` (``index`` = its row position), ``loop``, ``const`` or ``home``."""
+    """A partition argument: ``kind`` is ``event`` (``index`` = its row position), ``loop``, ``const``, ``home``,
+    or ``all`` (a replicated map's: every member holds the entry)."""
 
     kind: str
     name: str = ""
@@ -76,7 +83,7 @@ class Arg:
     def __str__(self) -> str:
         if self.kind == "const":
             return format_const(self.value)
-        return "home" if self.kind == "home" else self.name
+        return "home" if self.kind == "home" else "every member" if self.kind == "all" else self.name
 
     @property
     def bound(self) -> bool:
@@ -89,7 +96,7 @@ class RefPlan:
     """One map reference on a statement's right-hand side."""
 
     ref: MapRef
-    column: int | None
+    column: int | str | None
     arg: Arg
     cls: str
     id: int | None = None  # remote references with equal map and arguments in one trigger share an id
@@ -101,7 +108,7 @@ class StatementPlan:
 
     index: int  # 1-based, as listed in the trigger (``boreas compile``)
     statement: Statement
-    column: int | None
+    column: int | str | None
     arg: Arg
     kind: str  # POINT or LOOP
     refs: tuple[RefPlan, ...]
@@ -146,7 +153,7 @@ class Plan:
     """Every trigger of a program classified under one placement (``columns``: map → partition column)."""
 
     box: str
-    columns: tuple[tuple[str, int | None], ...]
+    columns: tuple[tuple[str, int | str | None], ...]
     keys: tuple[tuple[str, tuple[str, ...]], ...]  # map → key column names, for messages
     triggers: tuple[TriggerPlan, ...]
 
@@ -166,8 +173,10 @@ class Plan:
         return sum(t.cost for t in self.triggers)
 
     def column_name(self, map_name: str) -> str:
-        """``O_CUSTKEY (key 0)``, or ``home`` for a map kept whole."""
+        """``O_CUSTKEY (key 0)``, ``home`` for a map kept whole, ``every member`` for a replicated one."""
         col = dict(self.columns)[map_name]
+        if col == EVERYWHERE:
+            return "every member"
         return "home" if col is None else f"{dict(self.keys)[map_name][col]} (key {col})"
 
 
@@ -202,7 +211,7 @@ def refuse_computed_views(program: Program, box: str = "") -> None:
                                 "values: deploy this box unpartitioned")
 
 
-def classify(program: Program, columns: Mapping[str, int | None], box: str = "") -> Plan:
+def classify(program: Program, columns: Mapping[str, int | str | None], box: str = "") -> Plan:
     """Classify every statement of ``program`` with each map partitioned on ``columns[map]``."""
     refuse_computed_views(program, box)
     cols = dict(columns)
@@ -210,14 +219,55 @@ def classify(program: Program, columns: Mapping[str, int | None], box: str = "")
         if m.name not in cols:
             raise PlanError(f"no partition column chosen for map {m.name!r}")
         c = cols[m.name]
-        if c is not None and not 0 <= c < len(m.keys):
+        if c is not None and c != EVERYWHERE and not 0 <= c < len(m.keys):
             raise PlanError(f"map {m.name!r} has {len(m.keys)} key columns; partition column {c} does not exist")
     triggers = tuple(classify_trigger(t, cols) for t in program.triggers)
-    return Plan(box, tuple((m.name, cols[m.name]) for m in program.maps),
+    plan = Plan(box, tuple((m.name, cols[m.name]) for m in program.maps),
                 tuple((m.name, tuple(k.name for k in m.keys)) for m in program.maps), triggers)
+    refuse_replicated(program, plan)
+    return plan
 
 
-def _arg(ref: MapRef, column: int | None, trigger: Trigger) -> Arg:
+def refuse_replicated(program: Program, plan: Plan) -> None:
+    """Refuse (PlanError) a replicated map that a view reads, or that a statement writes from another member's map.
+
+    A view's map is merged over the members by summing their answers: a
+    replicated one would count every entry once per member.  A statement
+    writing a replicated map runs on every member alone, so it may read only
+    replicated maps (a dimension table's count, as Q3's ``m2``).
+
+    >>> from ..compiler.pipeline import compile_sql
+    >>> p = compile_sql("CREATE STREAM R(a INT, b INT); CREATE STREAM S(b INT, c INT); "
+    ...                 "SELECT R.a, SUM(S.c) AS total FROM R, S WHERE R.b = S.b GROUP BY R.a")
+    >>> [(m.name, [k.name for k in m.keys]) for m in p.maps]
+    [('Q1_total', ['A']), ('m1', ['B']), ('m2', ['B', 'A'])]
+    >>> classify(p, {"Q1_total": 0, "m1": "*", "m2": 1}, "j").trigger("R", 1).statements[0].cls
+    'LOCAL'
+    >>> classify(p, {"Q1_total": "*", "m1": 0, "m2": 0}, "j")
+    Traceback (most recent call last):
+    ...
+    boreas.m3.cumulus.plan.PlanError: box 'j': map Q1_total is replicated, but view Q1 reads it (members' answers are summed, so every entry would count once per member): replicate maps no view reads
+    """
+    replicated = {m for m, c in plan.columns if c == EVERYWHERE}
+    if not replicated:
+        return
+    for v in program.views:
+        hit = next((m for m in v.maps if m in replicated), None)
+        if hit is not None:
+            raise PlanError(f"box {plan.box!r}: map {hit} is replicated, but view {v.name} reads it (members' answers "
+                            "are summed, so every entry would count once per member): replicate maps no view reads")
+    for t, s in plan.statements():
+        if s.statement.target.name in replicated and s.cls != LOCAL:
+            ref = next(r for r in s.refs if r.cls != LOCAL)
+            raise PlanError(f"box {plan.box!r}: map {s.statement.target.name} is replicated, but statement {s.index} "
+                            f"of {t.name} ({s.text}) writes it from map {ref.ref.name}, partitioned on "
+                            f"{plan.column_name(ref.ref.name)}: every member writes a replicated map alone, so it may "
+                            "read only replicated maps; replicate that map too, or do not replicate this one")
+
+
+def _arg(ref: MapRef, column: int | str | None, trigger: Trigger) -> Arg:
+    if column == EVERYWHERE:
+        return Arg("all")
     if column is None:
         return Arg("home")
     a = ref.args[column]
@@ -230,7 +280,7 @@ def _arg(ref: MapRef, column: int | None, trigger: Trigger) -> Arg:
 
 def _term(arg: Arg) -> tuple:
     """A value's identity for equality guards: ``3`` and ``3.0`` are one value (and one slot)."""
-    return ("c", arg.value) if arg.kind == "const" else ("home",) if arg.kind == "home" else ("v", arg.name)
+    return ("c", arg.value) if arg.kind == "const" else (arg.kind,) if arg.kind in ("home", "all") else ("v", arg.name)
 
 
 def _equalities(stmt: Statement) -> dict[tuple, tuple]:
@@ -250,6 +300,8 @@ def _equalities(stmt: Statement) -> dict[tuple, tuple]:
 
 
 def _ref_class(target: Arg, kind: str, ref: MapRef, arg: Arg, same: dict) -> str:
+    if arg.kind == "all":  # a replicated map: every member holds all of it
+        return LOCAL
     if kind == POINT:
         if same.get(_term(arg), _term(arg)) == same.get(_term(target), _term(target)):
             return LOCAL
@@ -262,7 +314,7 @@ def _ref_class(target: Arg, kind: str, ref: MapRef, arg: Arg, same: dict) -> str
     return BCAST_PUSH if arg.bound else BCAST_GATHER
 
 
-def classify_statement(t: Trigger, index: int, cols: Mapping[str, int | None]) -> StatementPlan:
+def classify_statement(t: Trigger, index: int, cols: Mapping[str, int | str | None]) -> StatementPlan:
     """Statement ``index`` (1-based) of ``t``; its references get no ref id yet (:func:`classify_trigger` numbers them)."""
     stmt = t.statements[index - 1]
     column = cols[stmt.target.name]
@@ -279,7 +331,7 @@ def classify_statement(t: Trigger, index: int, cols: Mapping[str, int | None]) -
     return StatementPlan(index, stmt, column, arg, kind, tuple(refs), cls)
 
 
-def classify_trigger(t: Trigger, cols: Mapping[str, int | None]) -> TriggerPlan:
+def classify_trigger(t: Trigger, cols: Mapping[str, int | str | None]) -> TriggerPlan:
     """One trigger's plan; remote references with equal map and arguments share a ref id (fetched once)."""
     plans: list[StatementPlan] = []
     ref_ids: dict[tuple, int] = {}
@@ -304,7 +356,8 @@ def sequential(plans: Sequence[StatementPlan]) -> bool:
 
 
 def writer(stmt: StatementPlan, row: Sequence, layout: Layout) -> int | None:
-    """The member that runs ``stmt`` for the event ``row``; None for a LOOP statement (every member, on its own entries).
+    """The member that runs ``stmt`` for the event ``row``; None for a LOOP statement (every member, on its own entries)
+    or a replicated target (every member, on all of it).
 
     >>> from ..compiler.pipeline import compile_sql
     >>> from .layout import even_layout
@@ -321,7 +374,7 @@ def writer(stmt: StatementPlan, row: Sequence, layout: Layout) -> int | None:
         return layout.owner_of_slot(slot(a.value))
     if a.kind == "home":
         return layout.home
-    return None
+    return None  # a loop variable, or a replicated map
 
 
 _WHY = {
@@ -338,6 +391,7 @@ def explain(plan: Plan, trigger: TriggerPlan, stmt: StatementPlan) -> str:
     ref = next(r for r in stmt.refs if r.cls == stmt.cls)
     where = "kept whole on the home segment" if ref.column is None else f"partitioned on {plan.column_name(ref.ref.name)}"
     writer_is = ("every member (a loop over " + stmt.arg.name + ")" if stmt.kind == LOOP
+                 else "every member (a replicated map)" if stmt.arg.kind == "all"
                  else "the home member" if stmt.arg.kind == "home" else f"the owner of {stmt.arg}")
     return (f"statement {stmt.index} of trigger {trigger.name} ({stmt.text}) reads map {ref.ref.name} {where} "
             f"at {ref.arg} from another member (its writer is {writer_is}; {ref.cls}: {_WHY[ref.cls]})")

@@ -1,8 +1,9 @@
 """Who does what for an event of a partitioned box: writers, servers, and the pushes between them (§3.3, §3.5).
 
 For every statement of a trigger and every event, the **writers** are the
-members that apply it (the owner of its POINT target, or every member
-holding segments for a LOOP target).  For every reference that is not
+members that apply it (the owner of its POINT target, every member
+holding segments for a LOOP target, or every member of the layout for a
+replicated target).  For every reference that is not
 LOCAL, the **servers** are the members holding the entries it reads (the
 owner of its bound partition argument, or every member holding segments
 when the argument is a loop variable).  Each server *pushes* the entries
@@ -94,7 +95,8 @@ class Roles:
     def __init__(self, plan: Plan, layout: Layout, getter: Getter = itemgetter, relation: str | None = None):
         """``getter`` reads event columns from rows (of ``relation`` only, when given: a stream's rows)."""
         self.layout = layout
-        self.everyone = tuple(sorted({s.member for s in layout.segments}))
+        self.everyone = tuple(sorted({s.member for s in layout.segments}))  # the members holding segments
+        self.all = tuple(range(len(layout.members)))  # every member: the holders of replicated maps
         self._getter = getter
         self._places: dict[tuple[str, int], list] = {}  # trigger -> every writer/server argument, for involved()
         self._place_keys: dict[tuple[str, int], list] = {}  # trigger -> its distinct places ...
@@ -108,7 +110,8 @@ class Roles:
         self._serving = {trigger: tuple(s for s in stmts if s.refs) for trigger, stmts in self._triggers.items()}
         self._plain = {trigger: tuple(s for s in stmts if not s.refs) for trigger, stmts in self._triggers.items()}
         #: one member holds every segment and the home maps: nothing is ever pushed
-        self.alone = len(self.everyone) == 1 and layout.home == self.everyone[0]
+        self.alone = (len(self.everyone) == 1 and layout.home == self.everyone[0]
+                      and (len(self.all) == 1 or not layout.replicated))
         self.sequential = frozenset(_sequential_relations(plan))
         self.keys_read: dict[str, set[int]] = {}
         for t in plan.triggers:
@@ -119,8 +122,12 @@ class Roles:
 
     # -- building ----------------------------------------------------------------
     def _where(self, kind: str, arg) -> Callable[[Sequence[tuple]], list[tuple[int, ...]]]:
-        """``rows -> [members]``: per row, the members owning a partition argument (every one for a loop variable)."""
+        """``rows -> [members]``: per row, the members owning a partition argument (every one holding segments for a
+        loop variable, every member for a replicated map)."""
         lay, owners = self.layout, self.layout.owners
+        if arg.kind == "all":
+            members = self.all
+            return lambda rows: [members] * len(rows)
         if kind == LOOP or arg.kind == "loop":
             everyone = self.everyone
             return lambda rows: [everyone] * len(rows)
@@ -171,9 +178,12 @@ class Roles:
         if self.alone:  # one member holds everything
             one = self.everyone[0]
             return lambda rows: [one] * len(rows)
-        if any(p == "loop" or p.kind == "loop" for p in places):
-            everyone = self.everyone
-            return lambda rows: [everyone] * len(rows)
+        spread = set(self.everyone) if any(p == "loop" or p.kind == "loop" for p in places) else set()
+        if any(p != "loop" and p.kind == "all" for p in places):
+            spread.update(self.all)
+        if spread:  # (every owner of a value holds segments: the loop's or the replicated map's members cover it)
+            members = tuple(sorted(spread))
+            return lambda rows: [members] * len(rows)
         fixed = tuple(sorted({lay.home if p.kind == "home" else owners[slot(p.value)]
                               for p in places if p.kind != "event"}))
         reads = [self._getter(i) for i in sorted({p.index for p in places if p.kind == "event"})]  # one hash each

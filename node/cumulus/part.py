@@ -60,7 +60,7 @@ import time
 from collections import deque
 
 from boreas.catalog.model import Box, Partition, Schema
-from boreas.m3.cumulus import Layout, LayoutError, Segment, classify
+from boreas.m3.cumulus import EVERYWHERE, Layout, LayoutError, Segment, classify
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.cumulus.roles import Roles
 
@@ -90,10 +90,11 @@ def internal_stream(box: str, member: int) -> str:
 
 def layout_of(partition: Partition) -> Layout:
     """The :class:`~boreas.m3.cumulus.Layout` a committed ``<partition>`` describes (its joining nodes are not
-    members of it yet)."""
+    members of it yet; its ``replicate=`` maps are placed :data:`~boreas.m3.cumulus.EVERYWHERE`)."""
     return Layout(partition.box, partition.layout_nodes,
                   tuple(Segment(s.id, s.lo, s.hi, s.member) for s in partition.segments),
-                  tuple((name, position) for name, _, position in partition.maps),
+                  (*((name, position) for name, _, position in partition.maps),
+                   *((name, EVERYWHERE) for name in partition.replicate)),
                   version=partition.layout)
 
 

@@ -65,7 +65,7 @@ import datetime as dt
 import os
 from collections.abc import Callable
 
-from boreas.m3.cumulus import SLOTS, Layout, home_slot, slot
+from boreas.m3.cumulus import EVERYWHERE, SLOTS, Layout, home_slot, slot
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.runtime.maps import MapStore
 
@@ -131,6 +131,8 @@ class SourceCopy:
         self._target_of: dict[str, Callable | None] = {}  # per map copied: stored key -> target (None: all to home)
         self._home = home
         for name, col in runtime.columns.items():
+            if col == EVERYWHERE:  # replicated: every member holds all of it, nothing moves
+                continue
             if col is None:
                 if home >= 0:
                     self._target_of[name] = None

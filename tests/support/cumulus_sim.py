@@ -30,7 +30,7 @@ from boreas.catalog.model import (
 )
 from boreas.m3 import Runtime, compile_sql
 from boreas.m3.boxtype import plan_box
-from boreas.m3.cumulus import Layout
+from boreas.m3.cumulus import EVERYWHERE, Layout
 from boreas.node.cumulus.part import PartOperator
 from boreas.node.operators.m3box import micros_of
 
@@ -60,9 +60,10 @@ class Sim:
                   (("sql", sql), ("sign-field", "sign")))
         outputs = list(plan_box(box, inputs).outputs)
         names = {m.name: m for m in program.maps}
-        maps = tuple((m, None if c is None else names[m].keys[c].name, c) for m, c in layout.maps)
+        maps = tuple((m, None if c is None else names[m].keys[c].name, c) for m, c in layout.maps if c != EVERYWHERE)
         partition = Partition("v", layout.members, tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member) for s in layout.segments),
-                              maps=maps, layout=layout.version, epoch_ms=epoch_ms, id="sim")
+                              maps=maps, layout=layout.version, epoch_ms=epoch_ms, id="sim",
+                              replicate=tuple(sorted(layout.replicated)))
         self.box = box
         self.built_from = (inputs, outputs, partition)  # what each member's PartOperator is built from
         self.members = [PartOperator(box, inputs, outputs, partition, node) for node in layout.members]

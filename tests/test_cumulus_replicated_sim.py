@@ -1,0 +1,168 @@
+"""Replicated maps in process (docs/cumulus.md §3.11): every member holds the whole map, none is pushed.
+
+Shapes of ``tests/m3/test_views_vs_duckdb.py`` with some of their
+replicable maps (no view reads them; their writers read only replicated
+maps) replicated, over 1-4 members with random segments: random inserts and
+deletes published into random members, messages delivered in random order,
+members restarting from their own ``state()``, and (slow tier) moves, splits
+and rebalances while batches flow.  Once everything is
+delivered every member holds exactly the single runtime's replicated maps,
+every other entry is on its owner, and every stable read equals the single
+runtime over the batches its positions name.  Refusals: a replicated map a
+view reads, one written from a partitioned map, a name that is no map.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from boreas.m3 import compile_sql
+from boreas.m3.cumulus import EVERYWHERE, PlacementError, PlanError, classify, place, plan_partition
+from boreas.node.cumulus import precopy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent / "m3"))
+from support.cumulus_sim import Sim  # noqa: E402
+from test_cumulus_sim import check_stable, check_union, layouts, workloads  # noqa: E402
+from test_views_vs_duckdb import SHAPES  # noqa: E402
+
+
+def replicable(program, box: str = "v") -> list[str]:
+    """The maps that may be replicated one at a time (any subset of them may be, together)."""
+    base = place(program, box=box).columns
+    found = []
+    for m in program.maps:
+        try:
+            classify(program, {**base, m.name: EVERYWHERE}, box)
+        except PlanError:
+            continue
+        found.append(m.name)
+    return found
+
+
+def test_q3_with_its_customer_map_replicated_runs_every_statement_locally():
+    """Q3's ``m2`` (customers per key, read by every order) replicated: orders no longer need their customer's
+    member, so no statement reads another member's entries."""
+    program = compile_sql(SHAPES["tpch_q3"])
+    before = plan_partition(program, "v", ["a", "b", "c"], 8)
+    assert not before.local
+    pp = plan_partition(program, "v", ["a", "b", "c"], 8, replicate=["m2"])
+    assert pp.local, pp.reason
+    assert dict(pp.layout.maps)["m2"] == EVERYWHERE and pp.layout.replicated == {"m2"}
+    assert "m2 on every member: replicated" in "\n".join(pp.placement.explain())
+
+
+def test_replicating_what_cannot_be_replicated_is_refused_with_the_reason():
+    program = compile_sql(SHAPES["tpch_q3"])
+    with pytest.raises(PlanError, match="map Q1_revenue is replicated, but view Q1 reads it"):
+        place(program, box="v", replicate=["Q1_revenue"])
+    with pytest.raises(PlacementError, match="replicates map 'nope', which it does not have"):
+        place(program, box="v", replicate=["nope"])
+    with pytest.raises(PlacementError, match="both replicates map 'm2' and pins it"):
+        place(program, box="v", pins={"m2": "O_CUSTKEY"}, replicate=["m2"])
+    # m1 (orders per customer and order) is written by ON +orders from m3, partitioned on the order key
+    with pytest.raises(PlanError, match=r"map m1 is replicated, but statement \d of ON \+orders .* from map m3"):
+        place(program, box="v", replicate=["m1"])
+
+
+SHAPES_WITH_REPLICABLE = [s for s in ("tpch_q3", "two_way", "three_way", "tpch_q5", "tpch_q10", "self_join")
+                          if replicable(compile_sql(SHAPES[s]))]
+QUICK = {"tpch_q3", "two_way"}
+
+
+@pytest.mark.parametrize("relayouts", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["fixed", "relayouts"])
+@pytest.mark.parametrize("shape", [s if s in QUICK else pytest.param(s, marks=pytest.mark.slow)
+                                   for s in SHAPES_WITH_REPLICABLE])
+def test_replicated_maps_equal_the_single_runtime_on_every_member(shape, relayouts, monkeypatch):
+    if relayouts:
+        monkeypatch.setattr(precopy, "COPY_STEP", 2)
+    program = compile_sql(SHAPES[shape])
+    candidates = replicable(program)
+    relations = {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations
+                 if any(t.relation == r.name for t in program.triggers)}
+    placements = {}
+    for k in range(1, len(candidates) + 1):  # the first k candidates replicated
+        placements[k] = place(program, box="v", replicate=candidates[:k])
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(st.data(), workloads(relations), st.randoms(use_true_random=False))
+    def check(data, workload, rng):
+        placement = placements[data.draw(st.integers(1, len(candidates)))]
+        layout = data.draw(layouts([(m.map, m.column) for m in placement.maps]))
+        sim = Sim(SHAPES[shape], layout, random.Random(rng.random()))
+        n = len(layout.members)
+        for rel, events, member, deliveries in workload:
+            sim.publish(member % n, rel, events)
+            for _ in range(deliveries):
+                sim.deliver_one()
+            if rng.random() < 0.3:
+                sim.tick(0.1)
+            if rng.random() < 0.1:
+                sim.restart(rng.randrange(n))
+            if relayouts and rng.random() < 0.3:
+                sim.relayout(f"c{rng.random()}", queue=rng.random() < 0.3)
+            check_stable(sim)
+        sim.settle()
+        final = sim.members[0].layout
+        assert final.replicated == layout.replicated
+        assert all(op.layout == final and op.pending is None for op in sim.members)
+        check_union(sim, final)
+        assert check_stable(sim)
+        assert all(op.runtime.deltas.entries() == 0 for op in sim.members), "deltas left after quiescence"
+
+    check()
+
+
+def _q3_events(rng: random.Random, n: int) -> list[tuple[str, list]]:
+    """Batches of Q3's customers (half in segment BUILDING), orders and lineitems over a few keys."""
+    import datetime
+
+    dates = [datetime.date(1995, 3, 1), datetime.date(1995, 3, 16)]
+    out = []
+    for _ in range(n):
+        custkey, orderkey = rng.randrange(6), rng.randrange(8)
+        out.append(("customer", [(1, (custkey, "c", 1.0, 0, rng.choice(["BUILDING", "ASIA"])))]))
+        out.append(("orders", [(1, (orderkey, custkey, rng.choice(dates), 0))]))
+        out.append(("lineitem", [(1, (orderkey, 1, 10.0, 0.25, rng.choice(dates), "R"))]))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_member_holding_no_segment_still_keeps_the_replicated_maps(seed):
+    """Every member of the layout applies a replicated map's writes, also one whose segments all moved away:
+    it holds a full copy when segments come back to it."""
+    from boreas.m3.cumulus import even_layout
+    from boreas.m3.cumulus import relayout as changes
+
+    program = compile_sql(SHAPES["tpch_q3"])
+    placement = place(program, box="v", replicate=["m2"])
+    layout = even_layout("v", ["n0:1", "n1:1", "n2:1"], 6, maps=[(m.map, m.column) for m in placement.maps])
+    rng = random.Random(seed)
+    sim = Sim(SHAPES["tpch_q3"], layout, random.Random(seed))
+
+    def feed(batches):
+        for rel, events in batches:
+            sim.publish(rng.randrange(3), rel, events)
+            for _ in range(rng.randrange(4)):
+                sim.deliver_one()
+            if rng.random() < 0.3:
+                sim.tick(0.1)
+        sim.settle()
+
+    feed(_q3_events(rng, 10))
+    emptied = changes.move_all(sim.members[0].latest_layout, 0)  # members 1 and 2 hold nothing
+    sim.request("empty", emptied)
+    sim.settle()
+    assert [s.member for s in sim.members[1].layout.segments] == [0] * 6
+    feed(_q3_events(rng, 10))  # customers keep coming while 1 and 2 hold no segment
+    back = changes.rebalance(sim.members[0].latest_layout, {s.id: 1 for s in emptied.segments})
+    sim.request("back", back)
+    sim.settle()
+    assert len({s.member for s in sim.members[0].layout.segments}) == 3
+    assert all(dict(op.runtime.store.items("m2")) for op in sim.members)
+    check_union(sim, sim.members[0].layout)
+    assert check_stable(sim)
