@@ -137,6 +137,9 @@ def main() -> int:
                         help="scaling: rounds of every member count, one after the other; the ratios to one node "
                              "are each round's, the target judged on their median (default 3)")
     parser.add_argument("--segments", type=int, default=16)
+    parser.add_argument("--replicate", default="m2",
+                        help="maps of q3 every member holds whole (default m2, the customers per key that every order "
+                             "reads: docs/cumulus.md §3.11); '' replicates none")
     parser.add_argument("--batch", type=int, default=500, help="rows per published batch (default 500)")
     parser.add_argument("--window", type=int, default=4,
                         help="batches each publisher keeps unacknowledged (default 4)")
@@ -276,7 +279,7 @@ def main() -> int:
                     "streaming_rows_per_s": more["stream"]["events_per_s"],
                     "ratio": load["rows_per_s"] / more["stream"]["events_per_s"]}
         print(json.dumps({"bench": "cumulus", "cores": os.cpu_count(), "durable": args.durable,
-                          "segments": args.segments, "sources": args.sources, "batch": args.batch, "producers_per_stream": args.producers,
+                          "segments": args.segments, "replicate": args.replicate, "sources": args.sources, "batch": args.batch, "producers_per_stream": args.producers,
                           "epoch_ms": args.epoch_ms, "parts": sorted(parts),
                           "runs": results, "peer": peers[0] if peers else None, **summarise(results, peers),
                           "move": more["move"], "stable_age": more["stable_age"], "stream": more["stream"],

@@ -63,8 +63,10 @@ def signed_app() -> str:
     return text
 
 
-def deployment(nodes: list[str], segments: int, partitioned: bool = True, epoch_ms: int | None = None) -> str:
-    """Box ``q3`` partitioned over ``nodes``, or (the peer) an ordinary box on the one node."""
+def deployment(nodes: list[str], segments: int, partitioned: bool = True, epoch_ms: int | None = None,
+               replicate: str = "") -> str:
+    """Box ``q3`` partitioned over ``nodes`` (``replicate``: maps every member holds whole, ``m2``: customers
+    per key), or (the peer) an ordinary box on the one node."""
     if not partitioned:
         (node,) = nodes
         publish = "".join(f'<publish stream="{s}" node="{node}"/>' for s, _ in STREAMS)
@@ -72,6 +74,7 @@ def deployment(nodes: list[str], segments: int, partitioned: bool = True, epoch_
     members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
     publish = "".join(f'<publish stream="{s}"/>' for s, _ in STREAMS)
     epoch = "" if epoch_ms is None else f' epoch-ms="{epoch_ms}"'
+    epoch += f' replicate="{replicate}"' if replicate else ""
     return f'<deploy>{publish}<partition box="q3" segments="{segments}"{epoch}>{members}</partition></deploy>'
 
 

@@ -19,7 +19,8 @@ def report(args: argparse.Namespace, results: list[dict], peers: list[dict], sum
         return
     r0 = (results or peers)[0]
     print(f"\nQ3 partitioned over member node processes on loopback ({os.cpu_count()} cores; "
-          f"{'durable' if args.durable else 'memory-only'} nodes; {args.segments} segments; {args.sources} sources; "
+          f"{'durable' if args.durable else 'memory-only'} nodes; {args.segments} segments; "
+          f"replicated: {args.replicate or 'none'}; {args.sources} sources; "
           f"{r0['events']:,} events, {args.producers * len(STREAMS)} publishers, batches of {args.batch}; "
           f"view {r0['view_rows']:,} rows)\n")
     head = (f"{'round':>5} {'nodes':>5} {'sources':>7} {'seconds':>8} {'events/s':>9} {'msgs/ev':>8} {'bytes/ev':>9} "

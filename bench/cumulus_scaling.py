@@ -184,7 +184,8 @@ async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[s
 
     label = label or (f"{members}-{sources}" if partitioned else "plain")
     cluster = await start_cluster(args, run, label, members, signed_app(),
-                                  lambda nodes: deployment(nodes, args.segments, partitioned, args.epoch_ms))
+                                  lambda nodes: deployment(nodes, args.segments, partitioned, args.epoch_ms,
+                                                                    args.replicate))
     head, nodes, head_proc, node_procs = cluster.head, cluster.nodes, cluster.head_proc, cluster.node_procs
     what = f"{members} node(s), {args.segments} segments" if partitioned else "the peer, q3 as a plain box on 1 node"
     progress(f"{what}: up and deployed; publishing {events:,} events")

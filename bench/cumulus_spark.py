@@ -68,7 +68,8 @@ def spark_load(args: argparse.Namespace, run: Run, paths: dict[str, Path], expec
     run.cleanups.insert(0, spark.stop)
     session_s = time.perf_counter() - began
     cluster = asyncio.run(start_cluster(args, run, "spark", 2, signed_app(),
-                                        lambda nodes: deployment(nodes, args.segments, True, args.epoch_ms)))
+                                        lambda nodes: deployment(nodes, args.segments, True, args.epoch_ms,
+                                                                              args.replicate)))
     # the tables in Spark's memory first, as the publishers' rows are in this process's: neither side is
     # timed reading files
     began = time.perf_counter()

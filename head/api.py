@@ -377,13 +377,14 @@ def partition_json(part: Partition) -> dict[str, Any]:
     """A partitioned box's layout as ``GET /boxes/{name}`` answers it.
 
     The first six keys are ``boreas.m3.cumulus.Layout.to_dict()``'s, so
-    ``Layout.from_dict`` reads the answer; then the partition's epoch, incarnation and key.
+    ``Layout.from_dict`` reads the answer (a replicated map's column is ``"*"``); then the partition's epoch,
+    incarnation and key.
     """
     return {
         "box": part.box,
         "members": list(part.layout_nodes),
         "segments": [[s.id, s.lo, s.hi, s.member] for s in sorted(part.segments, key=lambda s: (s.lo, s.id))],
-        "maps": {name: position for name, _, position in part.maps},
+        "maps": {**{name: position for name, _, position in part.maps}, **dict.fromkeys(part.replicate, "*")},
         "layout": part.layout,
         "first_epoch": 0,
         "epoch_ms": part.epoch_ms,

@@ -254,6 +254,11 @@ class NodeStats:
                 continue
             if "segments" in answer and isinstance(answer["segments"], dict):  # a member of a partitioned box
                 for seg, per_map in answer["segments"].items():
+                    if seg == "-1":  # replicated maps: every member holds all of them, counted once
+                        for map_name, n in per_map.items():
+                            entry["entries"] += n - entry["maps"].get(map_name, 0)
+                            entry["maps"][map_name] = n
+                        continue
                     entry["segments"][seg] = {"node": endpoint, "entries": sum(per_map.values())}
                     for map_name, n in per_map.items():
                         entry["maps"][map_name] = entry["maps"].get(map_name, 0) + n
