@@ -116,3 +116,32 @@ async def test_q3_with_a_replicated_map_stays_exact_while_its_segments_move(clus
         assert same(result.as_dict(), prefix.view(views[0])), f"stable epoch {result.epoch}"
         covered.append(sum(upto.values()))
     assert any(0 < n < max(covered) for n in covered), "some reads during the run saw part of the input"
+
+
+def test_a_bulk_load_into_a_replicated_map_then_streaming_equals_streaming_everything(cluster_factory, spark):
+    """``load_view`` sends a replicated map's entries to every member and counts each entry once."""
+    from boreas.spark import load_view, verify_view
+    from support.m3_q3 import duckdb_q3, q3_app, q3_rows
+    from test_cumulus_q3 import STREAMS
+    from test_spark_load import frames, publish, split
+
+    cluster = cluster_factory()
+    cluster.start_head()
+    nodes = [cluster.start_node() for _ in range(3)]
+    members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
+    publish_all = "".join(f'<publish stream="{s}"/>' for s, _ in STREAMS)
+    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)), cluster.write(
+        "deploy.xml", f'<deploy>{publish_all}<partition box="q3" segments="6" replicate="m2">{members}</partition>'
+                      '</deploy>'))
+    cluster.wait_in_sync(*nodes)
+    data = q3_rows(17, customers=60, orders=400, items=2000)
+    loaded, streamed, remaining = split(data, "spark-load-replicated")
+    counts = load_view("q3", frames(spark, loaded), head=cluster.head, token=TOKEN, spark=spark,
+                       job="q3-replicated", partitions=2)
+    held = [get_json(f"http://{n}/segments/q3")["segments"]["-1"]["m2"] for n in nodes]
+    assert held == [counts["m2"]] * 3 and counts["m2"] > 0, (held, counts)
+    check = verify_view("q3", duckdb_q3(loaded), head=cluster.head, token=TOKEN, stable=False, wait=10)
+    assert check.ok, check
+    asyncio.run(publish(cluster.head, streamed))
+    check = verify_view("q3", duckdb_q3(remaining), head=cluster.head, token=TOKEN, wait=30)
+    assert check.ok and check.epoch is not None, check
