@@ -241,13 +241,6 @@ class Merger:
             self.fail(part.origin, f"box {box!r} is partitioned into {len(before.segments)} segments; change the "
                                    f"layout with boreas split/move/rebalance")
             return None
-        if grown and before.replicate:
-            # A joining member would need a whole copy of every replicated map, at the epoch it joins;
-            # relayouts copy segments only (docs/cumulus.md §3.11).
-            self.fail(part.origin, f"box {box!r} replicates {', '.join(before.replicate)} on every member; a "
-                                   f"partition with replicated maps cannot grow yet (a new member would need a "
-                                   f"copy of them): deploy it anew over the larger node list")
-            return None
         if grown:
             return replace(before, nodes=part.nodes, epoch_ms=part.epoch_ms, origin=part.origin,
                            members=len(before.layout_nodes), coordinators=len(before.entry_nodes))

@@ -166,3 +166,43 @@ def test_a_member_holding_no_segment_still_keeps_the_replicated_maps(seed):
     assert all(dict(op.runtime.store.items("m2")) for op in sim.members)
     check_union(sim, sim.members[0].layout)
     assert check_stable(sim)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_member_joining_gets_a_copy_of_the_replicated_maps(seed):
+    """A node appended to the partition joins at the first epoch of a change that moves segments onto it;
+    member 0 copies it the replicated maps meanwhile (customers keep coming, restarts happen): from then on it
+    holds exactly the single runtime's ``m2``, and every stable read before, across and after is exact."""
+    from boreas.m3.cumulus import even_layout
+    from boreas.m3.cumulus import relayout as changes
+
+    program = compile_sql(SHAPES["tpch_q3"])
+    placement = place(program, box="v", replicate=["m2"])
+    layout = even_layout("v", ["n0:1", "n1:1"], 4, maps=[(m.map, m.column) for m in placement.maps])
+    rng = random.Random(seed)
+    sim = Sim(SHAPES["tpch_q3"], layout, random.Random(seed))
+
+    def feed(batches, restarts=()):
+        for rel, events in batches:
+            sim.publish(rng.randrange(2), rel, events)
+            for _ in range(rng.randrange(4)):
+                sim.deliver_one()
+            if rng.random() < 0.3:
+                sim.tick(0.1)
+            if restarts and rng.random() < 0.15:
+                sim.restart(rng.choice(restarts))
+            check_stable(sim)
+
+    feed(_q3_events(rng, 12))
+    joining = sim.grow("new:16000")
+    base = sim.members[0].joinable_layout()
+    new = changes.move(base, base.segments[0].id, joining)
+    assert (changes.REPLICAS, 0, joining) in changes.moves(sim.members[0].latest_layout, new)
+    sim.request("grow", new)
+    feed(_q3_events(rng, 12), restarts=(0, joining))
+    sim.settle()
+    final = sim.members[0].layout
+    assert final.version == new.version and len(final.members) == 3 and sim.members[joining].joined is not None
+    assert dict(sim.members[joining].runtime.store.items("m2"))
+    check_union(sim, final)
+    assert check_stable(sim)

@@ -1,6 +1,6 @@
 """``<partition replicate="...">`` in the catalog (docs/cumulus.md §3.11): XSD, codec, planning on commit,
 the catalog form and its export, ``boreas catalog show``'s line, and the mistakes named with file, line and
-element."""
+element, growth by resubmission."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from boreas.m3.boxtype import box_types
 from boreas.node.cumulus.part import layout_of
 from boreas.schemas import xsd_errors
 from lxml import etree
-from support.partition_docs import JOIN, MEMBERS, NODES, app, committed, deploy, plan, refused
+from support.partition_docs import JOIN, MEMBERS, app, committed, deploy, plan, refused
 
 REPLICATED = f'<partition box="v" segments="6" replicate="m1">{MEMBERS}</partition>'
 
@@ -54,13 +54,15 @@ def test_replication_mistakes_are_named_at_the_partition():
         assert (d.file, d.line, d.path, d.reason) == ("dep.xml", 3, "/deploy/partition", reason)
 
 
-def test_a_replicated_partition_keeps_its_maps_and_does_not_grow():
+def test_a_replicated_partition_keeps_its_maps_and_grows():
     _, base = committed(app(JOIN), deploy(REPLICATED))
     assert plan(deploy(REPLICATED, ""), base=base).ok  # the same again
     assert refused(deploy(REPLICATED.replace(' replicate="m1"', ""), ""), base=base, file="app.xml") == [
         "box 'v' is partitioned into 6 segments; change the layout with boreas split/move/rebalance"]
     more = REPLICATED.replace("</partition>", '<node endpoint="localhost:15004"/></partition>')
-    assert refused(deploy(more, ""), base=base, file="app.xml") == [
-        "box 'v' replicates m1 on every member; a partition with replicated maps cannot grow yet (a new member "
-        "would need a copy of them): deploy it anew over the larger node list"]
-    assert base.partitions["v"].nodes == NODES
+    grown = plan(deploy(more, ""), base=base)
+    assert grown.ok, grown.problems
+    part = grown.catalog.partitions["v"]
+    assert part.replicate == ("m1",) and part.joining == ("localhost:15004",)
+    assert describe_partition(part) == ("partition v: 3 members, 6 segments, layout 1, replicated m1, "
+                                        "joining localhost:15004")

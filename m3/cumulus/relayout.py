@@ -152,15 +152,29 @@ def retire(layout: Layout, member: int, keep: int = 1) -> Layout:
     return replace(layout, members=layout.members[:-1], version=layout.version + 1)
 
 
+REPLICAS = -1
+"""The segment of a move that copies the replicated maps to a member joining (docs/cumulus.md §3.11)."""
+
+
 def moves(old: Layout, new: Layout) -> list[tuple[int, int, int]]:
     """``(segment, from member, to member)`` for each segment of ``new`` whose slots another member held in ``old``.
 
     A split keeps its halves where they were, so only real moves appear;
     segments are compared by slot range start (ids of split halves are new).
+    A member that ``new`` adds (one joining) is sent the replicated maps by
+    member 0: a move of segment :data:`REPLICAS`.
+
+    >>> from .layout import even_layout
+    >>> lay = even_layout("v", ["a", "b"], 2, maps=[("t", 0), ("d", "*")])
+    >>> grown = move(replace(lay, members=("a", "b", "c")), 1, 2)
+    >>> moves(lay, grown)
+    [(1, 1, 2), (-1, 0, 2)]
     """
     out = []
     for s in new.segments:
         before = old.owner_of_slot(s.lo)
         if before != s.member:
             out.append((s.id, before, s.member))
+    if new.replicated:
+        out += [(REPLICAS, 0, joining) for joining in range(len(old.members), len(new.members))]
     return out

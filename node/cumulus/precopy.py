@@ -33,6 +33,11 @@ are idempotent), and the source holds none of them from ``E`` on.  Chunks
 travel on the ordered source → target link, so a final chunk follows all
 its copy's chunks.
 
+A member joining a box with replicated maps (docs/cumulus.md §3.11) is sent
+them whole by member 0 the same way (a move of segment ``REPLICAS``): every
+key is listed, every written key is dirty, and nothing is taken out (member
+0 keeps its copy).
+
 Everything here is plain data for snapshots (:meth:`SourceCopy.state`,
 :meth:`Staging.state`): a member restored in the middle of a copy continues
 from the same listed keys, dirty set and sent keys, so replay re-sends
@@ -66,6 +71,7 @@ import os
 from collections.abc import Callable
 
 from boreas.m3.cumulus import EVERYWHERE, SLOTS, Layout, home_slot, slot
+from boreas.m3.cumulus.relayout import REPLICAS
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.runtime.maps import MapStore
 
@@ -121,17 +127,21 @@ class SourceCopy:
 
     def __init__(self, runtime: MemberRuntime, new: Layout, moves: list, me: int):
         leaving = [-1] * SLOTS  # slot -> the member it goes to (-1: stays)
+        self.replicas = sorted({t for seg_id, s, t in moves if s == me and seg_id == REPLICAS})  # members joining
         for seg_id, source, target in moves:
-            if source == me:
+            if source == me and seg_id != REPLICAS:
                 seg = next(s for s in new.segments if s.id == seg_id)
                 leaving[seg.lo:seg.hi] = [target] * (seg.hi - seg.lo)
-        self.targets = sorted({t for t in leaving if t >= 0})
+        self.targets = sorted({t for t in leaving if t >= 0} | set(self.replicas))
         home = leaving[home_slot(new.box)]
         store = runtime.store
-        self._target_of: dict[str, Callable | None] = {}  # per map copied: stored key -> target (None: all to home)
+        self._target_of: dict[str, Callable | None | str] = {}  # per map copied: stored key -> target (None: all to
+        # home; EVERYWHERE: a replicated map, all to every member joining)
         self._home = home
         for name, col in runtime.columns.items():
-            if col == EVERYWHERE:  # replicated: every member holds all of it, nothing moves
+            if col == EVERYWHERE:  # replicated: every member holds all of it; a joining one gets a copy
+                if self.replicas:
+                    self._target_of[name] = EVERYWHERE
                 continue
             if col is None:
                 if home >= 0:
@@ -162,7 +172,7 @@ class SourceCopy:
         if dirty is None:
             return
         target_of = self._target_of[name]
-        if target_of is None:
+        if target_of is None or target_of == EVERYWHERE:
             dirty.update(keys)
         else:
             dirty.update(k for k in keys if target_of(k) >= 0)
@@ -195,9 +205,12 @@ class SourceCopy:
                 out.setdefault(t, []).append([name, codecs.keys[name].encode(keys), values])
         return out
 
-    def _flat_groups(self, name: str, batch: list, data: dict, col: int | None, arity: int) -> dict[int, list]:
+    def _flat_groups(self, name: str, batch: list, data: dict, col: int | str | None, arity: int) -> dict[int, list]:
         """The keys of ``batch`` still in ``data`` whose slots leave, by target."""
         leaving = self._leaving
+        if col == EVERYWHERE:
+            keys = [k for k in batch if k in data]
+            return dict.fromkeys(self.replicas, keys)
         if col is None:
             return {self._home: [k for k in batch if k in data]}
         if len(self.targets) == 1:
@@ -226,6 +239,12 @@ class SourceCopy:
             budget -= len(sub)
             for rest, v in sub.items():
                 key = join(name, pos, bound, rest)
+                if col == EVERYWHERE:
+                    for t in self.replicas:
+                        keys, values = picked.setdefault(t, ([], []))
+                        keys.append(key)
+                        values.append(v)
+                    continue
                 t = self._home if col is None else self._leaving[slot(key[col])]
                 if t >= 0:
                     keys, values = picked.setdefault(t, ([], []))
@@ -242,7 +261,11 @@ class SourceCopy:
                 continue
             get, target_of = runtime.store.getter(name), self._target_of[name]
             per: dict[int, tuple[list, list]] = {}
-            for k in dirty:
+            if target_of == EVERYWHERE:
+                keys = list(dirty)
+                values = [get(k, 0) for k in keys]
+                per = dict.fromkeys(self.replicas, (keys, values))
+            for k in dirty if target_of != EVERYWHERE else ():
                 keys, values = per.setdefault(self._home if target_of is None else target_of(k), ([], []))
                 keys.append(k)
                 values.append(get(k, 0))
@@ -254,6 +277,8 @@ class SourceCopy:
         """Remove every leaving entry from the store (as changes of ``epoch``) and stop noting writes."""
         runtime.on_write = None
         for name, sent in self.sent.items():
+            if self._target_of[name] == EVERYWHERE:  # a copy: member 0 keeps its replicated maps
+                continue
             dirty = self.dirty[name]
             if dirty:
                 sent.extend(dirty)
