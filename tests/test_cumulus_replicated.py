@@ -145,3 +145,37 @@ def test_a_bulk_load_into_a_replicated_map_then_streaming_equals_streaming_every
     asyncio.run(publish(cluster.head, streamed))
     check = verify_view("q3", duckdb_q3(remaining), head=cluster.head, token=TOKEN, wait=30)
     assert check.ok and check.epoch is not None, check
+
+
+async def test_q3_with_a_replicated_map_grows_onto_a_third_node_while_publishers_stream(cluster_factory):
+    """The node joining gets member 0's copy of ``m2`` (a move of segment -1) and applies ``m2``'s writes from
+    its first epoch: afterwards it holds what the others hold, and the view equals DuckDB."""
+    from support.m3_q3 import duckdb_q3, q3_app, q3_rows
+    from test_cumulus_grow import grow, holds_entries
+    from test_cumulus_q3 import STREAMS, insert_then_delete, publish_all, view_equals, with_deletes
+
+    def deploy(nodes: list[str]) -> str:
+        members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
+        publish_all = "".join(f'<publish stream="{s}"/>' for s, _ in STREAMS)
+        return f'<deploy>{publish_all}<partition box="q3" segments="8" replicate="m2">{members}</partition></deploy>'
+
+    cluster = cluster_factory()
+    await asyncio.to_thread(cluster.start_head)
+    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)), cluster.write("deploy.xml", deploy(nodes[:2])))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
+    data = q3_rows(23, customers=60, orders=400, items=2500)
+    signed, remaining = with_deletes(data, "q3-grow-replicated")
+    done: list = []
+
+    async def grow_midway(chunk: int) -> None:
+        if chunk == 3:
+            done.append(await grow(cluster, nodes, deploy(nodes), "q3"))
+
+    await publish_all(cluster.head, nodes[:2], insert_then_delete(signed), between=grow_midway)
+    await view_equals(cluster.head, duckdb_q3(remaining))
+    assert len(done) == 1 and done[0]["changed"], done
+    await asyncio.to_thread(catalogs_agree, cluster, nodes, "q3")
+    assert holds_entries(nodes[2], "q3") > 0
+    held = [get_json(f"http://{n}/segments/q3")["segments"]["-1"]["m2"] for n in nodes]
+    assert held[0] > 0 and held == [held[0]] * 3, held
