@@ -131,34 +131,45 @@ def _q3_events(rng: random.Random, n: int) -> list[tuple[str, list]]:
     return out
 
 
+def _q3_sim(seed: int, members: int, segments: int) -> Sim:
+    """Q3 with ``m2`` replicated over ``members`` members in ``segments`` even segments."""
+    from boreas.m3.cumulus import even_layout
+
+    placement = place(compile_sql(SHAPES["tpch_q3"]), box="v", replicate=["m2"])
+    layout = even_layout("v", [f"n{i}:1" for i in range(members)], segments,
+                         maps=[(m.map, m.column) for m in placement.maps])
+    return Sim(SHAPES["tpch_q3"], layout, random.Random(seed))
+
+
+def _feed(sim: Sim, rng: random.Random, batches, publishers: int, restarts=()) -> None:
+    """Publish ``batches`` into random members of the first ``publishers``, delivering some messages after each,
+    with time passing, members of ``restarts`` restarting now and then, and every stable read checked."""
+    for rel, events in batches:
+        sim.publish(rng.randrange(publishers), rel, events)
+        for _ in range(rng.randrange(4)):
+            sim.deliver_one()
+        if rng.random() < 0.3:
+            sim.tick(0.1)
+        if restarts and rng.random() < 0.15:
+            sim.restart(rng.choice(restarts))
+        check_stable(sim)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_a_member_holding_no_segment_still_keeps_the_replicated_maps(seed):
     """Every member of the layout applies a replicated map's writes, also one whose segments all moved away:
     it holds a full copy when segments come back to it."""
-    from boreas.m3.cumulus import even_layout
     from boreas.m3.cumulus import relayout as changes
 
-    program = compile_sql(SHAPES["tpch_q3"])
-    placement = place(program, box="v", replicate=["m2"])
-    layout = even_layout("v", ["n0:1", "n1:1", "n2:1"], 6, maps=[(m.map, m.column) for m in placement.maps])
-    rng = random.Random(seed)
-    sim = Sim(SHAPES["tpch_q3"], layout, random.Random(seed))
-
-    def feed(batches):
-        for rel, events in batches:
-            sim.publish(rng.randrange(3), rel, events)
-            for _ in range(rng.randrange(4)):
-                sim.deliver_one()
-            if rng.random() < 0.3:
-                sim.tick(0.1)
-        sim.settle()
-
-    feed(_q3_events(rng, 10))
+    rng, sim = random.Random(seed), _q3_sim(seed, 3, 6)
+    _feed(sim, rng, _q3_events(rng, 10), 3)
+    sim.settle()
     emptied = changes.move_all(sim.members[0].latest_layout, 0)  # members 1 and 2 hold nothing
     sim.request("empty", emptied)
     sim.settle()
     assert [s.member for s in sim.members[1].layout.segments] == [0] * 6
-    feed(_q3_events(rng, 10))  # customers keep coming while 1 and 2 hold no segment
+    _feed(sim, rng, _q3_events(rng, 10), 3)  # customers keep coming while 1 and 2 hold no segment
+    sim.settle()
     back = changes.rebalance(sim.members[0].latest_layout, {s.id: 1 for s in emptied.segments})
     sim.request("back", back)
     sim.settle()
@@ -173,33 +184,16 @@ def test_a_member_joining_gets_a_copy_of_the_replicated_maps(seed):
     """A node appended to the partition joins at the first epoch of a change that moves segments onto it;
     member 0 copies it the replicated maps meanwhile (customers keep coming, restarts happen): from then on it
     holds exactly the single runtime's ``m2``, and every stable read before, across and after is exact."""
-    from boreas.m3.cumulus import even_layout
     from boreas.m3.cumulus import relayout as changes
 
-    program = compile_sql(SHAPES["tpch_q3"])
-    placement = place(program, box="v", replicate=["m2"])
-    layout = even_layout("v", ["n0:1", "n1:1"], 4, maps=[(m.map, m.column) for m in placement.maps])
-    rng = random.Random(seed)
-    sim = Sim(SHAPES["tpch_q3"], layout, random.Random(seed))
-
-    def feed(batches, restarts=()):
-        for rel, events in batches:
-            sim.publish(rng.randrange(2), rel, events)
-            for _ in range(rng.randrange(4)):
-                sim.deliver_one()
-            if rng.random() < 0.3:
-                sim.tick(0.1)
-            if restarts and rng.random() < 0.15:
-                sim.restart(rng.choice(restarts))
-            check_stable(sim)
-
-    feed(_q3_events(rng, 12))
+    rng, sim = random.Random(seed), _q3_sim(seed, 2, 4)
+    _feed(sim, rng, _q3_events(rng, 12), 2)
     joining = sim.grow("new:16000")
     base = sim.members[0].joinable_layout()
     new = changes.move(base, base.segments[0].id, joining)
     assert (changes.REPLICAS, 0, joining) in changes.moves(sim.members[0].latest_layout, new)
     sim.request("grow", new)
-    feed(_q3_events(rng, 12), restarts=(0, joining))
+    _feed(sim, rng, _q3_events(rng, 12), 2, restarts=(0, joining))
     sim.settle()
     final = sim.members[0].layout
     assert final.version == new.version and len(final.members) == 3 and sim.members[joining].joined is not None
