@@ -202,8 +202,13 @@ class Merger:
     def _resubmitted(self, before: Partition, part: Partition) -> Partition | None:
         """A committed partition submitted again: the same layout, nodes appended (None: refused)."""
         box = part.box
+        if sorted(part.replicate) != sorted(before.replicate):
+            self.fail(part.origin, f"box {box!r} replicates {' '.join(before.replicate) or 'no map'}; a "
+                                   f"resubmission cannot change replicate= (it asks for "
+                                   f"{' '.join(part.replicate) or 'none'}): delete the box and submit it again to "
+                                   f"change what it replicates")
+            return None
         changed = (part.key != before.key or dict(part.pins) != dict(before.pins)
-                   or sorted(part.replicate) != sorted(before.replicate)
                    or part.count not in (None, before.count, len(before.segments)))
         if part.planned:  # catalog form: its layout must be the committed one
             changed = changed or (part.maps, part.layout, part.id) != (before.maps, before.layout, before.id)

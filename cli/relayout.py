@@ -21,6 +21,7 @@ from typing import Any
 
 from boreas.client.query import QueryClient
 from boreas.m3.cumulus import Layout
+from boreas.m3.cumulus.relayout import REPLICAS
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.auth import resolve_token
 from boreas.wire.client import PeerClient, PeerError, PeerRefused
@@ -108,7 +109,8 @@ def describe(box: str, reply: dict[str, Any]) -> str:
     lay = Layout.from_dict(reply["layout"])
     if not reply.get("changed"):
         return f"box {box}: nothing to change (layout {lay.version})"
-    moved = ", ".join(f"{box}/{seg} from {lay.members[src]} to {lay.members[dst]}" for seg, src, dst in reply["moves"])
+    moved = ", ".join(f"{'the replicated maps' if seg == REPLICAS else f'{box}/{seg}'} from {lay.members[src]} "
+                      f"to {lay.members[dst]}" for seg, src, dst in reply["moves"])
     what = f"moved {moved}" if moved else "no data moved"
     return f"box {box}: layout {lay.version}, {len(lay.segments)} segments; {what} ({reply['seconds']:.2f} s)"
 

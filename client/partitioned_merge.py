@@ -93,10 +93,18 @@ def merge(agg: str, answers: Sequence[dict[str, Any]], layout: Layout,
     ([{'key': [None], 'value': 4}], 10, [0, 1], [0, 1], 'n1:1,n2:1')
     >>> merge("slice", [answer(0, [{"key": [1], "value": 2}]), answer(1, [{"key": [2], "value": 3}])], lay)["rows"]
     [{'key': [1], 'value': 2}, {'key': [2], 'value': 3}]
+    >>> both = [{**answer(m, [{"key": [None], "value": 4}]), "replicated": True} for m in (0, 1)]
+    >>> merge("sum", both, lay)["rows"], merge("sum", both, lay)["members"]  # a replicated map: one answer
+    ([{'key': [None], 'value': 4}], [0])
     """
-    problem = cover_problem(layout, answers, needed)
-    if problem:
-        raise QueryFailed(problem, 409)
+    if answers and all(a.get("replicated") for a in answers):
+        # a replicated map (docs/cumulus.md §3.11): every member answered the whole of it, so one answer is the
+        # read, whichever members were asked (a reader that could not tell the map's placement asks them all)
+        answers = answers[:1]
+    else:
+        problem = cover_problem(layout, answers, needed)
+        if problem:
+            raise QueryFailed(problem, 409)
     first = answers[0]
     if agg == "slice":
         rows = [row for answer in answers for row in answer["rows"]]

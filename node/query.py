@@ -294,6 +294,8 @@ class QueryApi:
             if stable:
                 layout = op.layout_at(version)
             answer.update(layout=layout.version, member=member, segments=[s.id for s in layout.segments_of(member)])
+            if target.name in layout.replicated:  # every member holds all of it: one answer is the whole map
+                answer["replicated"] = True
         return web.json_response(answer)
 
     async def handle_maps(self, request: web.Request) -> web.Response:

@@ -58,7 +58,8 @@ def test_a_replicated_partition_keeps_its_maps_and_grows():
     _, base = committed(app(JOIN), deploy(REPLICATED))
     assert plan(deploy(REPLICATED, ""), base=base).ok  # the same again
     assert refused(deploy(REPLICATED.replace(' replicate="m1"', ""), ""), base=base, file="app.xml") == [
-        "box 'v' is partitioned into 6 segments; change the layout with boreas split/move/rebalance"]
+        "box 'v' replicates m1; a resubmission cannot change replicate= (it asks for none): delete the box and "
+        "submit it again to change what it replicates"]
     more = REPLICATED.replace("</partition>", '<node endpoint="localhost:15004"/></partition>')
     grown = plan(deploy(more, ""), base=base)
     assert grown.ok, grown.problems
@@ -66,3 +67,11 @@ def test_a_replicated_partition_keeps_its_maps_and_grows():
     assert part.replicate == ("m1",) and part.joining == ("localhost:15004",)
     assert describe_partition(part) == ("partition v: 3 members, 6 segments, layout 1, replicated m1, "
                                         "joining localhost:15004")
+
+
+def test_replicating_one_map_of_a_view_names_that_map():
+    """A view's maps share their placement: the refusal names the map the user listed, not another of the view."""
+    avg = "SELECT a, AVG(b) AS av FROM R GROUP BY a"
+    reasons = refused(app(avg), deploy(REPLICATED.replace('replicate="m1"', 'replicate="Q1_av_count"')))
+    assert reasons == ["box 'v': map Q1_av_count is replicated, but view Q1 reads it (members' answers are summed, "
+                       "so every entry would count once per member): replicate maps no view reads"]

@@ -49,6 +49,7 @@ from .plan import (
     StatementPlan,
     classify,
     classify_statement,
+    refuse_replicated_views,
     sequential,
 )
 
@@ -181,6 +182,7 @@ def place(program: Program, key: str | None = None, pins: Mapping[str, str] | No
         if name in (pins or {}):
             raise PlacementError(f"box {box!r} both replicates map {name!r} and pins it to key {pins[name]!r}: "
                                  "a replicated map has no partition key; drop one")
+    refuse_replicated_views(program, replicate, box)  # (before a view's maps share the column of one named)
     fixed = _pins(program, classes, class_of, key, pins or {}, box)
     for name in replicate:
         fixed[name] = (EVERYWHERE, "replicated by replicate=: every member holds all of it")

@@ -47,7 +47,7 @@ any order.  Any other plan runs in version order with pushes between members
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..ast import Call, Cmp, Const, MapRef, Program, Statement, Trigger, Var, walk
@@ -251,11 +251,7 @@ def refuse_replicated(program: Program, plan: Plan) -> None:
     replicated = {m for m, c in plan.columns if c == EVERYWHERE}
     if not replicated:
         return
-    for v in program.views:
-        hit = next((m for m in v.maps if m in replicated), None)
-        if hit is not None:
-            raise PlanError(f"box {plan.box!r}: map {hit} is replicated, but view {v.name} reads it (members' answers "
-                            "are summed, so every entry would count once per member): replicate maps no view reads")
+    refuse_replicated_views(program, replicated, plan.box)
     for t, s in plan.statements():
         if s.statement.target.name in replicated and s.cls != LOCAL:
             ref = next(r for r in s.refs if r.cls != LOCAL)
@@ -263,6 +259,15 @@ def refuse_replicated(program: Program, plan: Plan) -> None:
                             f"of {t.name} ({s.text}) writes it from map {ref.ref.name}, partitioned on "
                             f"{plan.column_name(ref.ref.name)}: every member writes a replicated map alone, so it may "
                             "read only replicated maps; replicate that map too, or do not replicate this one")
+
+
+def refuse_replicated_views(program: Program, replicated: Collection[str], box: str) -> None:
+    """Refuse (PlanError) replicating a map a view reads: members' answers are summed (:func:`refuse_replicated`)."""
+    for name in replicated:
+        view = next((v for v in program.views if name in v.maps), None)
+        if view is not None:
+            raise PlanError(f"box {box!r}: map {name} is replicated, but view {view.name} reads it (members' answers "
+                            "are summed, so every entry would count once per member): replicate maps no view reads")
 
 
 def _arg(ref: MapRef, column: int | str | None, trigger: Trigger) -> Arg:

@@ -120,7 +120,7 @@ class SegmentsApi:
         if new is base:  # nothing to do (joining nodes stay joining)
             return web.json_response({"box": box, "layout": op.latest_layout.to_dict(), "moves": [], "seconds": 0.0,
                                       "changed": False})
-        moves = relayout.moves(base, new)
+        moves = relayout.moves(op.latest_layout, new)  # (as the leader sees it: with copies to members joining)
         change = uuid.uuid4().hex[:12]
         async with self._deciding:  # decided from the newest layout, one request at a time
             if op.latest_layout.version != base.version:

@@ -146,7 +146,7 @@ class SourceCopy:
             if col is None:
                 if home >= 0:
                     self._target_of[name] = None
-            elif self.targets:
+            elif any(t >= 0 for t in leaving):  # (a change copying only replicated maps lists no other map)
                 self._target_of[name] = (lambda k, t=leaving: t[slot(k)]) if store.arity[name] == 1 else (
                     lambda k, t=leaving, c=col: t[slot(k[c])])
         self._leaving = leaving
@@ -201,7 +201,8 @@ class SourceCopy:
                 picked, budget = self._indexed_groups(name, todo, budget, store, runtime.columns[name])
             for t, (keys, values) in picked.items():
                 self.dirty[name].difference_update(keys)
-                self.sent[name].extend(keys)
+                if self._target_of[name] != EVERYWHERE:  # (a replicated map's copy takes nothing out)
+                    self.sent[name].extend(keys)
                 out.setdefault(t, []).append([name, codecs.keys[name].encode(keys), values])
         return out
 
