@@ -35,7 +35,8 @@ ZOOKEEPER_PURGE = {"autopurge.snapRetainCount": "3", "autopurge.purgeInterval": 
 IN_PROCESS = (
     "m3/",                                   # the M3 compiler and runtimes against DuckDB
     "test_cumulus_sim.py", "test_cumulus_failover_sim.py", "test_cumulus_holding.py",
-    "test_cumulus_precopy.py",               # Cumulus members simulated in one process (support/cumulus_sim.py)
+    "test_cumulus_precopy.py", "test_cumulus_replicated_sim.py",  # Cumulus members simulated in one process
+    "test_partition_replicated_catalog.py",  # (support/cumulus_sim.py); the replicate= catalog on memory://
     "test_replicate.py", "test_replicate_slices.py", "test_replicate_examples.py",
     "test_properties.py", "test_properties_broken_input.py", "test_fastpath.py", "test_doctests.py",
     "test_layering.py",                      # the import graph of the packages (ast only)
