@@ -200,3 +200,23 @@ def test_a_member_joining_gets_a_copy_of_the_replicated_maps(seed):
     assert dict(sim.members[joining].runtime.store.items("m2"))
     check_union(sim, final)
     assert check_stable(sim)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_member_taken_over_as_a_guest_keeps_its_copy_of_the_replicated_maps(seed):
+    """A member failed over to another member's node (a guest there, docs/cumulus.md §6.3) goes on applying the
+    replicated maps' writes: every member, the guest too, ends with exactly the single runtime's ``m2``."""
+    rng, sim = random.Random(seed), _q3_sim(seed, 3, 6)
+    batches = _q3_events(rng, 16)
+    _feed(sim, rng, batches[:20], 3)
+    failed, host = rng.sample(range(3), 2)
+    sim.fail_over(failed, host)
+    _feed(sim, rng, batches[20:], 3, restarts=(host,))
+    sim.settle()
+    layout = sim.members[0].hosted[0].layout
+    single = dict(sim.single.store.items("m2"))
+    assert single
+    for m, op in enumerate(sim.members):
+        assert dict(op.hosted[m].runtime.store.items("m2")) == single, (m, failed, host)
+    assert check_stable(sim)
+    assert layout.replicated == {"m2"}
