@@ -53,6 +53,12 @@ IN_PROCESS = (
     "test_m3_box_cluster.py",                # split from test_m3_box.py; its cluster tests join the group (below)
 )
 
+#: Test paths whose tests run short ``boreas`` command processes on files only (validate, catalog apply/show/export on
+#: SQLite files in tmp_path, compile, --help, a Head URL nothing listens on): no server, no port, no timer, so they
+#: need not wait for the group and run beside it like :data:`IN_PROCESS`'s (test_cli.py's ZooKeeper test joins the
+#: group: PROCESS_FIXTURES).  The CLI on a real cluster is test_cli_ux_commands.py, in the group.
+CLI_ON_FILES = ("test_cli.py", "test_cli_ux.py")
+
 #: A test using one of these fixtures, or marked ``zookeeper``, joins the group even in an IN_PROCESS module:
 #: real Head and node processes, the session's ZooKeeper server or SparkSession (one per worker otherwise).
 PROCESS_FIXTURES = ("cluster_factory", "zookeeper_server", "zookeeper_server_default_limits", "spark")
@@ -60,7 +66,7 @@ PROCESS_FIXTURES = ("cluster_factory", "zookeeper_server", "zookeeper_server_def
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the marks into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test outside :data:`IN_PROCESS`, and every test using :data:`PROCESS_FIXTURES` or marked
+    """Every test outside :data:`IN_PROCESS` and :data:`CLI_ON_FILES`, and every test using :data:`PROCESS_FIXTURES` or marked
     ``zookeeper``, joins the xdist group "processes".
 
     ``make test`` runs ``pytest -n 2 --dist loadgroup``: the group goes whole to one worker, so tests that
@@ -71,7 +77,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """
     root = Path(__file__).parent
     for item in items:
-        if (not item.path.relative_to(root).as_posix().startswith(IN_PROCESS)
+        if (not item.path.relative_to(root).as_posix().startswith(IN_PROCESS + CLI_ON_FILES)
                 or item.get_closest_marker("zookeeper") is not None
                 or any(name in PROCESS_FIXTURES for name in getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.xdist_group("processes"))

@@ -187,7 +187,7 @@ def test_update_for_a_down_node_is_delivered_when_it_returns(cluster_factory):
 @pytest.mark.slow
 def test_static_deploy_to_listed_nodes(cluster_factory, tmp_path):
     cluster = cluster_factory()
-    nodes = [cluster.start_node(head=False) for _ in range(3)]
+    nodes = cluster.start_nodes(3, head=False)
     ports = dict(zip((15000, 15001, 15002), nodes))
     deploy = cluster.example("sensor_chain_deploy.xml", ports)
     result = cluster.boreas("deploy", EXAMPLES / "sensor_chain.xml", deploy)
@@ -224,7 +224,7 @@ def test_nodes_hold_ephemeral_znodes(cluster_factory):
 
     cluster = cluster_factory("zookeeper")
     cluster.start_head()
-    nodes = [cluster.start_node() for _ in range(2)]
+    nodes = cluster.start_nodes(2)
     hosts, _, chroot = cluster.store_url[len("zk://"):].partition("/")
     zk = KazooClient(hosts=hosts)
     zk.start(timeout=5)

@@ -22,7 +22,7 @@ DROP = """<box name="{name}" type="filter">
 def connect_topology(cluster, nodes_count: int) -> list[str]:
     """connect_Connect.xml: box0 (Packet -> Source) then box1 (Source -> Result), in the default region."""
     cluster.start_head()
-    nodes = [cluster.start_node() for _ in range(nodes_count)]
+    nodes = cluster.start_nodes(nodes_count)
     cluster.region = cluster.start_region()
     app = cluster.write("app.xml", (BOREALIS / "connect_Connect.xml").read_text())
     placement = (f'<node endpoint="{nodes[0]}" query="box0 box1"/>' if nodes_count == 1 else

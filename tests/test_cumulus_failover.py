@@ -87,7 +87,7 @@ async def test_a_member_whose_node_stays_down_fails_over_as_a_guest_and_the_view
     cluster = cluster_factory(snapshot_interval=1.0, failover_after=2.0)
     await asyncio.to_thread(cluster.start_head)
     dirs = [cluster.workdir / f"member{i}" for i in range(3)]
-    nodes = [await asyncio.to_thread(cluster.start_node, None, True, d, True) for d in dirs]
+    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=dirs, shared=True)
     cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes)))
     await asyncio.to_thread(cluster.wait_in_sync, *nodes)
     producers = producers_for_each_member(3)
@@ -193,7 +193,7 @@ async def test_q3_with_a_member_failed_over_equals_duckdb(cluster_factory):
     cluster = cluster_factory(snapshot_interval=1.0, failover_after=2.0)
     await asyncio.to_thread(cluster.start_head)
     dirs = [cluster.workdir / f"member{i}" for i in range(3)]
-    nodes = [await asyncio.to_thread(cluster.start_node, None, True, d, True) for d in dirs]
+    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=dirs, shared=True)
     await asyncio.to_thread(submit, cluster, nodes)
     data = q3_rows(8, customers=50, orders=300, items=1800)
     signed, remaining = with_deletes(data, "q3-failover")

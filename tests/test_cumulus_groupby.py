@@ -179,7 +179,7 @@ async def publish(head: str, producer: str, rows: list[tuple]) -> None:
 async def test_a_partitioned_group_by_over_three_nodes_equals_duckdb(cluster_factory):
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes)))
     head_box = get_json(f"{cluster.head}/boxes/v")
     layout = Layout.from_dict(head_box["partition"])

@@ -55,7 +55,7 @@ def holds_entries(node: str, box: str) -> int:
 async def test_a_group_by_grows_onto_a_third_node_while_publishers_stream(cluster_factory):
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes[:2])))
     await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
     data = {p: workload(p, 2500) for p in producers_for_each_member(2)}
@@ -81,7 +81,7 @@ async def test_a_group_by_grows_onto_a_third_node_while_publishers_stream(cluste
 async def test_q3_grows_onto_a_third_node_while_publishers_stream(cluster_factory):
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     cluster.submit(cluster.write("q3.xml", q3_app(sign=True)), cluster.write("deploy.xml", deploy(nodes[:2])))
     await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
     data = q3_rows(11, customers=60, orders=400, items=2500)
@@ -102,7 +102,7 @@ async def test_q3_grows_onto_a_third_node_while_publishers_stream(cluster_factor
 async def test_a_grown_node_is_emptied_and_retired_while_publishers_stream(cluster_factory):
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes[:2])))
     await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
     await asyncio.to_thread(cluster.submit, cluster.write("grow.xml", deployment(nodes)))

@@ -37,7 +37,7 @@ def rows_moved(nodes: list[str]) -> tuple[int, int]:
 async def test_keyed_rows_stay_on_their_owner_and_the_view_and_stable_reads_are_exact(cluster_factory):
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes)))
     layout = Layout.from_dict(get_json(f"{cluster.head}/boxes/v")["partition"])
     await asyncio.to_thread(cluster.wait_in_sync, *nodes)

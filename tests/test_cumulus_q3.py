@@ -112,7 +112,7 @@ def submit(cluster, nodes: list[str]) -> None:
 async def test_q3_partitioned_over_three_nodes_equals_duckdb(cluster_factory):
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     await asyncio.to_thread(submit, cluster, nodes)
     data = q3_rows(5, customers=60, orders=400, items=2500)
     signed, remaining = with_deletes(data, "q3-partitioned")
@@ -131,7 +131,7 @@ async def test_a_member_killed_mid_stream_restarts_and_q3_stays_exact(cluster_fa
     cluster = cluster_factory(snapshot_interval=1.0)
     await asyncio.to_thread(cluster.start_head)
     dirs = [cluster.workdir / f"member{i}" for i in range(3)]
-    nodes = [await asyncio.to_thread(cluster.start_node, None, True, d) for d in dirs]
+    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=dirs)
     await asyncio.to_thread(submit, cluster, nodes)
     data = q3_rows(8, customers=50, orders=300, items=1800)
     signed, remaining = with_deletes(data, "q3-kill")

@@ -75,7 +75,7 @@ async def changes(cluster, nodes: list[str], box: str) -> list[dict]:
 async def test_a_group_by_keeps_exact_while_its_segments_move_split_and_rebalance(cluster_factory):
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     cluster.submit(cluster.write("app.xml", APP), cluster.write(
         "deploy.xml", '<deploy><partition box="v" segments="6">'
                       + "".join(f'<node endpoint="{n}"/>' for n in nodes) + "</partition></deploy>"))
@@ -103,7 +103,7 @@ async def test_a_group_by_keeps_exact_while_its_segments_move_split_and_rebalanc
 async def test_q3_keeps_exact_while_its_segments_move(cluster_factory):
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     await asyncio.to_thread(submit, cluster, nodes)
     data = q3_rows(9, customers=60, orders=400, items=2500)
     signed, remaining = with_deletes(data, "q3-relayout")
@@ -155,7 +155,7 @@ async def test_a_move_survives_its_source_killed_mid_copy_while_the_segment_is_w
     cluster.env["BOREAS_CUMULUS_COPY_STEP"] = "10"  # a segment of ~800 keys (1,600 entries) copies in seconds
     await asyncio.to_thread(cluster.start_head)
     dirs = [cluster.workdir / f"member{i}" for i in range(3)]
-    nodes = [await asyncio.to_thread(cluster.start_node, None, True, d) for d in dirs]
+    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=dirs)
     cluster.submit(cluster.write("app.xml", APP), cluster.write(
         "deploy.xml", '<deploy><partition box="v" segments="3">'
                       + "".join(f'<node endpoint="{n}"/>' for n in nodes) + "</partition></deploy>"))
@@ -294,7 +294,7 @@ async def test_a_move_cancelled_through_the_api_while_its_segment_copies(cluster
     cluster = cluster_factory()
     cluster.env["BOREAS_CUMULUS_COPY_STEP"] = "10"
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     cluster.submit(cluster.write("app.xml", APP), cluster.write(
         "deploy.xml", '<deploy><partition box="v" segments="3">'
                       + "".join(f'<node endpoint="{n}"/>' for n in nodes) + "</partition></deploy>"))

@@ -126,7 +126,7 @@ async def test_every_map_of_a_partitioned_shape_equals_the_single_runtime(cluste
     app, relations, views = application(sql)
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
     cluster.submit(cluster.write("app.xml", app),
                    cluster.write("deploy.xml", f'<deploy><partition box="v" segments="8">{members}</partition></deploy>'))

@@ -67,7 +67,7 @@ async def test_ten_thousand_tuples_cross_nodes_once_and_in_order(cluster_factory
 
     def deploy() -> list[str]:
         cluster.start_head()
-        nodes = [cluster.start_node() for _ in range(2)]
+        nodes = cluster.start_nodes(2)
         files = []
         for name, node in (("deploy_Deploy.xml", nodes[0]), ("deploy_DeployDeploy.xml", nodes[0]),
                            ("deploy_Add.xml", nodes[1]), ("deploy_AddDeploy.xml", nodes[1])):
@@ -187,7 +187,7 @@ async def test_a_stream_fans_out_to_local_and_remote_boxes_and_a_client(cluster_
 
     def deploy() -> list[str]:
         cluster.start_head()
-        nodes = [cluster.start_node() for _ in range(2)]
+        nodes = cluster.start_nodes(2)
         dep = cluster.write("fan_deploy.xml", f"""<deploy>
   <publish stream="In" node="{nodes[0]}"/>
   <node endpoint="{nodes[0]}" query="pass twice"/> <node endpoint="{nodes[1]}" query="thrice"/>

@@ -107,7 +107,7 @@ def _first_line(proc: subprocess.Popen) -> str:
 def test_pending_request_follows_the_box_to_its_new_node(cluster_factory):
     cluster = cluster_factory()
     cluster.start_head()
-    source, target = cluster.start_node(), cluster.start_node()
+    source, target = cluster.start_nodes(2)
 
     def local(name):
         return cluster.write(name, (BOREALIS / name).read_text().replace('":15000"', f'"{source}"'))

@@ -28,7 +28,7 @@ from support.native import skip_without_native
 def q3_cluster(cluster, pin_inputs: bool = False) -> list[str]:
     """A Head and two nodes; q3 on the first.  ``pin_inputs``: the streams enter at the first node."""
     cluster.start_head()
-    nodes = [cluster.start_node() for _ in range(2)]
+    nodes = cluster.start_nodes(2)
     at = f' node="{nodes[0]}"' if pin_inputs else ""
     publish = "".join(f'<publish stream="{s}"{at}/>' for s in ("Customer", "Orders", "Lineitem"))
     dep = cluster.write("dep.xml", f'<deploy>{publish}<node endpoint="{nodes[0]}" query="q3"/>'

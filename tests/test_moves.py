@@ -22,7 +22,7 @@ def two_nodes_with_a_filter(cluster, region: bool = False) -> list[str]:
     Borealis move test (move_MoveDeploy.xml), and its regional component runs.
     """
     cluster.start_head()
-    nodes = [cluster.start_node() for _ in range(2)]
+    nodes = cluster.start_nodes(2)
     if region:
         cluster.region = cluster.start_region()
     app = cluster.write("app.xml", (BOREALIS / "move_Move.xml").read_text())
@@ -166,7 +166,7 @@ async def test_an_aggregate_moves_back_and_forth_with_its_state(cluster_factory)
 
     def deploy() -> list[str]:
         cluster.start_head()
-        nodes = [cluster.start_node() for _ in range(2)]
+        nodes = cluster.start_nodes(2)
         app = cluster.write("agg.xml", AGGREGATE)
         dep = cluster.write("agg_dep.xml", f"""<deploy> <publish stream="Packet" node="{nodes[0]}"/>
   <node endpoint="{nodes[0]}" query="banded sums"/> <node endpoint="{nodes[1]}" query=""/> </deploy>""")

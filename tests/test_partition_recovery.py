@@ -30,7 +30,7 @@ async def test_member_messages_not_acknowledged_at_a_snapshot_survive_a_kill(clu
     cluster = cluster_factory()  # no scheduled snapshots: one is taken at the chosen moment
     await asyncio.to_thread(cluster.start_head)
     dirs = [tmp_path / f"member{m}" for m in range(3)]
-    nodes = [await asyncio.to_thread(cluster.start_node, None, True, d) for d in dirs]
+    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=dirs)
     cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes)))
     await asyncio.to_thread(cluster.wait_in_sync, *nodes)
     producers = producers_for_each_member(3)

@@ -60,7 +60,7 @@ def deploy_chain(cluster, count: int = 3, shared: bool = False,
     names = sorted(f"localhost:{free_port()}" for _ in range(count))
     if first is not None:
         names.insert(first, names.pop(0))
-    nodes = [cluster.start_node(names[n], data_dir=dirs[n], shared=shared) for n in range(count)]
+    nodes = cluster.start_nodes(endpoints=names, data_dirs=[dirs[n] for n in range(count)], shared=shared)
     app = cluster.write("chain.xml", CHAIN)
     dep = cluster.write("chain_dep.xml", f"""<deploy> <publish stream="Packet" node="{nodes[0]}"/>
   <node endpoint="{nodes[0]}" query="keep"/> <node endpoint="{nodes[1]}" query="banded"/>
@@ -144,7 +144,7 @@ def q3_durable(cluster) -> tuple[list[str], object]:
 
     cluster.start_head()
     dirs = [cluster.workdir / f"m3node{n}" for n in range(2)]
-    nodes = [cluster.start_node(data_dir=d) for d in dirs]
+    nodes = cluster.start_nodes(data_dirs=dirs)
     publish = "".join(f'<publish stream="{s}" node="{nodes[0]}"/>' for s in ("Customer", "Orders", "Lineitem"))
     dep = cluster.write("dep.xml", f'<deploy>{publish}<node endpoint="{nodes[1]}" query="q3"/>'
                                    f'<node endpoint="{nodes[0]}" query=""/></deploy>')

@@ -92,7 +92,7 @@ async def publish(head: str, streamed: dict[str, list[tuple]]) -> None:
 def start(cluster_factory, members: int = 3) -> tuple:
     cluster = cluster_factory()
     cluster.start_head()
-    nodes = [cluster.start_node() for _ in range(members)]
+    nodes = cluster.start_nodes(members)
     cluster.submit(cluster.write("q3.xml", q3_app(sign=True)), cluster.write("deploy.xml", deploy(nodes)))
     cluster.wait_in_sync(*nodes)
     return cluster, nodes

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from boreas.m3 import Runtime, compile_sql
 from hypothesis import HealthCheck, given, settings
-from m3_harness import workloads
+from m3_harness import scaled, workloads
 
 
 def changes_rebuild_view(sql: str, backend: str, strategy=None, examples: int = 25) -> None:
@@ -21,7 +21,7 @@ def changes_rebuild_view(sql: str, backend: str, strategy=None, examples: int = 
     relations = Runtime(program, backend="python").relations
     make = strategy or (lambda rels: workloads(rels, max_batches=5, max_ops=10))
 
-    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=scaled(examples), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(make(relations))
     def check(batches):
         rt = Runtime(program, backend=backend)

@@ -18,6 +18,7 @@ from boreas.m3 import Runtime
 from boreas.m3.cumulus import classify, even_layout, home_slot, place, slot
 from boreas.m3.cumulus.member import MemberRuntime, Router, mixed
 from hypothesis import HealthCheck, given, settings
+from m3_harness import scaled
 from test_cumulus_plan import LOCAL_PROGRAMS, LOOPS, batches, layouts, program
 
 
@@ -67,7 +68,7 @@ def test_routed_members_equal_the_single_runtime(name):
     relations = Runtime(prog).relations
     used = {t.relation for t in prog.triggers if t.statements}
 
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(max_examples=scaled(25), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(layouts(name, [(m.map, m.column) for m in placement.maps]),
            batches({r: c for r, c in relations.items() if r in used}))
     def check(layout, workload):

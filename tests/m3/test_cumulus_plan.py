@@ -51,6 +51,7 @@ from boreas.m3.cumulus import (
 from boreas.m3.runtime.codegen import build, program_source
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from m3_harness import scaled
 from test_views_vs_duckdb import SHAPES
 
 Q3 = (Path(__file__).parents[2] / "examples" / "tpch_q3.sql").read_text()
@@ -442,7 +443,7 @@ def test_local_plans_partition_exactly(name):
     relations = Runtime(prog).relations
     used = {t.relation for t in prog.triggers if t.statements}
 
-    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(max_examples=scaled(30), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(layouts(name, [(m.map, m.column) for m in placement.maps]),
            batches({r: c for r, c in relations.items() if r in used}))
     def check(layout, workload):

@@ -21,7 +21,7 @@ from boreas.m3 import compile_sql
 from boreas.m3.correlated import correlations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from m3_harness import DUCK_TYPES, Harness, new_runtime, value_strategy
+from m3_harness import DUCK_TYPES, Harness, new_runtime, scaled, value_strategy
 
 TPCH = """
 CREATE STREAM part(p_partkey INT, p_brand VARCHAR);
@@ -159,7 +159,7 @@ def test_every_shape_splits_by_its_correlation_keys():
 def test_rows_moving_between_correlation_keys_keep_the_view_exact(shape, backend):
     relations = new_runtime(compile_sql(SHAPES[shape]), "python").relations
 
-    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=scaled(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(moving_workloads(relations))
     def check(batches):
         run = Run(SHAPES[shape], backend)

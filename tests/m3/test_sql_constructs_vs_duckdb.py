@@ -14,7 +14,7 @@ import pytest
 from boreas.m3 import Runtime, compile_sql
 from boreas.m3.compiler import compile_to_text, compile_with_notes
 from hypothesis import HealthCheck, given, settings
-from m3_harness import Harness, selects, shape_params, workloads
+from m3_harness import Harness, scaled, selects, shape_params, workloads
 
 GENERIC = """
 CREATE STREAM R(a INT, b INT, c DOUBLE);
@@ -153,7 +153,7 @@ def test_view_matches_duckdb(shape):
     used = {r for m in h.program.maps if m.definition is not None for r in _relations(m.definition)}
     relations = {k: v for k, v in relations.items() if k in used} or relations
 
-    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(max_examples=scaled(20), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(workloads(relations, max_batches=4, max_ops=12))
     def check(batches):
         h.run(batches)

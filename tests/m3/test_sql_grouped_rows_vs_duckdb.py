@@ -16,7 +16,7 @@ import duckdb
 import pytest
 from boreas.m3 import Runtime, compile_sql
 from hypothesis import HealthCheck, given, settings
-from m3_harness import DUCK_TYPES, check_against_duckdb, workloads
+from m3_harness import DUCK_TYPES, check_against_duckdb, scaled, workloads
 
 R = "CREATE STREAM R(a INT, b INT, c DOUBLE);\n"
 
@@ -50,7 +50,7 @@ def test_unaliased_columns_over_a_grouped_derived_table_are_named_and_match_duck
     assert [c.name for c in program.views[0].columns] == ["max_1", "expr_2"]
     relations = Runtime(program, backend="python").relations
 
-    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=scaled(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(workloads(relations, max_batches=4, max_ops=10))
     def check(batches):
         rt = Runtime(program, backend="python")

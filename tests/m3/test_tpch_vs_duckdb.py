@@ -16,7 +16,7 @@ from boreas.m3 import CompileError, Runtime, compile_sql
 from boreas.m3.ast import RelAtom, walk
 from changes_check import changes_rebuild_view
 from hypothesis import HealthCheck, given, settings
-from m3_harness import shared_harness
+from m3_harness import scaled, shared_harness
 from tpch_schema import QUERIES, SCHEMA, tpch_workloads
 
 COMPILED = tuple(range(1, 23))  # 7-9: EXTRACT(year ...); 13, 15: a grouped derived table's values (lifted)
@@ -55,7 +55,7 @@ def _matches_duckdb(n: int, examples: int) -> None:
     """Query ``n``'s view equals DuckDB after every batch of random insert/delete streams."""
     h = shared_harness(sql(n))
 
-    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+    @settings(max_examples=scaled(examples), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                            HealthCheck.data_too_large])
     @given(tpch_workloads(_relations(h.program)))
     def check(batches):
