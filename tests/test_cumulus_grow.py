@@ -78,11 +78,15 @@ async def test_a_group_by_grows_onto_a_third_node_while_publishers_stream(cluste
     assert shown.returncode == 0 and nodes[2] in shown.stdout, shown.stderr
 
 
-async def test_q3_grows_onto_a_third_node_while_publishers_stream(cluster_factory):
+@pytest.mark.parametrize("replicate", ["", "m2"], ids=["partitioned", "m2-replicated"])
+async def test_q3_grows_onto_a_third_node_while_publishers_stream(cluster_factory, replicate):
+    """With ``m2`` replicated (docs/cumulus.md §3.11) the node joining also gets member 0's copy of it (a move of
+    segment -1) and applies its writes from its first epoch: it ends holding what the others hold."""
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
     nodes = await asyncio.to_thread(cluster.start_nodes, 3)
-    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)), cluster.write("deploy.xml", deploy(nodes[:2])))
+    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)),
+                   cluster.write("deploy.xml", deploy(nodes[:2], replicate=replicate)))
     await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
     data = q3_rows(11, customers=60, orders=400, items=2500)
     signed, remaining = with_deletes(data, "q3-grow")
@@ -90,13 +94,17 @@ async def test_q3_grows_onto_a_third_node_while_publishers_stream(cluster_factor
 
     async def grow_midway(chunk: int) -> None:
         if chunk == 3:
-            done.append(await grow(cluster, nodes, deploy(nodes), "q3"))
+            done.append(await grow(cluster, nodes, deploy(nodes, replicate=replicate), "q3"))
 
     await publish_all(cluster.head, nodes[:2], insert_then_delete(signed), between=grow_midway)
     await view_equals(cluster.head, duckdb_q3(remaining))
     assert len(done) == 1 and done[0]["changed"], done
     await asyncio.to_thread(catalogs_agree, cluster, nodes, "q3")
     assert holds_entries(nodes[2], "q3") > 0
+    if replicate:
+        held = [get_json(f"http://{n}/segments/q3")["segments"]["-1"]["m2"] for n in nodes]
+        assert held[0] > 0 and held == [held[0]] * 3, held
+        assert [-1, 0, 2] in done[0]["moves"], done  # the copy to the joining member, as the reply names it
 
 
 async def test_a_grown_node_is_emptied_and_retired_while_publishers_stream(cluster_factory):

@@ -25,10 +25,12 @@ from support.m3_q3 import duckdb_q3, q3_app, q3_rows, wire
 STREAMS = (("Customer", "customer"), ("Orders", "orders"), ("Lineitem", "lineitem"))
 
 
-def deploy(nodes: list[str], segments: int = 8) -> str:
+def deploy(nodes: list[str], segments: int = 8, replicate: str = "") -> str:
+    """Box q3 partitioned over ``nodes`` (``replicate``: maps every member holds whole, docs/cumulus.md §3.11)."""
     members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
     publish = "".join(f'<publish stream="{s}"/>' for s, _ in STREAMS)
-    return f'<deploy>{publish}<partition box="q3" segments="{segments}">{members}</partition></deploy>'
+    also = f' replicate="{replicate}"' if replicate else ""
+    return f'<deploy>{publish}<partition box="q3" segments="{segments}"{also}>{members}</partition></deploy>'
 
 
 def producers(stream: str, n: int) -> list[str]:

@@ -9,13 +9,13 @@ merged (``m2`` read at one member) equals one in-process runtime fed the
 same events, the view equals DuckDB through that runtime, every READ_STABLE
 taken meanwhile equals the view over the input prefixes it names, every
 member holds the whole of ``m2``, and ``boreas segments`` and ``boreas
-catalog show`` say it is replicated.
+catalog show`` say it is replicated.  A Spark bulk load sends ``m2`` to every member.  (Growing onto a
+new node with ``m2`` replicated: ``test_cumulus_grow.py``.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import sys
 from pathlib import Path
 
@@ -24,7 +24,15 @@ from boreas.client.query import QueryClient
 from boreas.m3 import Runtime, compile_sql
 from support.cluster import TOKEN, get_json
 from test_cumulus_relayout import catalogs_agree, changes
-from test_cumulus_shapes import BATCH, application, events, publish, same, shares
+from test_cumulus_shapes import (
+    application,
+    events,
+    maps_become_the_single_runtimes,
+    publish,
+    same,
+    shares,
+    stable_reads_are_prefixes,
+)
 
 sys.path.insert(0, str(Path(__file__).parent / "m3"))
 from test_views_vs_duckdb import SHAPES  # noqa: E402
@@ -38,7 +46,7 @@ async def test_q3_with_a_replicated_map_stays_exact_while_its_segments_move(clus
     app, relations, views = application(sql)
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
     cluster.submit(cluster.write("app.xml", app), cluster.write(
         "deploy.xml", f'<deploy><partition box="v" segments="8" replicate="m2">{members}</partition></deploy>'))
@@ -72,19 +80,8 @@ async def test_q3_with_a_replicated_map_stays_exact_while_its_segments_move(clus
             single.apply_grouped([(rel, sign, [row])])
     assert dict(single.store.items("m2")), "the workload has customers in segment BUILDING"
 
+    await maps_become_the_single_runtimes(cluster.head, "v", single)
     async with QueryClient(cluster.head, TOKEN) as client:
-        deadline = asyncio.get_running_loop().time() + 90
-        while True:
-            differ = []
-            for m in program.maps:
-                got = (await client.query("v", m.name)).as_dict()
-                want = dict(single.store.items(m.name))
-                if got.keys() != want.keys() or not all(math.isclose(got[k], v, abs_tol=1e-9) for k, v in want.items()):
-                    differ.append(m.name)
-            if not differ:
-                break
-            assert asyncio.get_running_loop().time() < deadline, f"maps {differ} never equalled the single runtime"
-            await asyncio.sleep(0.3)
         assert same((await client.query("v", f"out_{views[0]}")).as_dict(), single.view(views[0]))
         # m2 is read at one member: each entry once, and its sum is the single runtime's
         m2 = dict(single.store.items("m2"))
@@ -103,36 +100,21 @@ async def test_q3_with_a_replicated_map_stays_exact_while_its_segments_move(clus
     segments = len((await asyncio.to_thread(cluster.head_catalog)).partitions["v"].segments)
     assert f"partition v: 3 members, {segments} segments, layout {version}, replicated m2" in catalog.stdout
 
-    # every READ_STABLE equals the view over the input prefixes it names
-    assert len(stable_reads) >= 3
-    covered = []
-    for result in stable_reads:
-        upto = {(stream, producer): seq for stream, producer, seq in result.positions}
-        prefix = Runtime(program)
-        for rel, by in share.items():
-            for producer, rows in by.items():
-                for sign, row in rows[:BATCH * (upto.get((rel, producer), -1) + 1)]:
-                    prefix.apply_grouped([(rel, sign, [row])])
-        assert same(result.as_dict(), prefix.view(views[0])), f"stable epoch {result.epoch}"
-        covered.append(sum(upto.values()))
-    assert any(0 < n < max(covered) for n in covered), "some reads during the run saw part of the input"
+    stable_reads_are_prefixes(stable_reads, share, sql, views[0], "q3 with m2 replicated")
 
 
 def test_a_bulk_load_into_a_replicated_map_then_streaming_equals_streaming_everything(cluster_factory, spark):
     """``load_view`` sends a replicated map's entries to every member and counts each entry once."""
     from boreas.spark import load_view, verify_view
     from support.m3_q3 import duckdb_q3, q3_app, q3_rows
-    from test_cumulus_q3 import STREAMS
+    from test_cumulus_q3 import deploy
     from test_spark_load import frames, publish, split
 
     cluster = cluster_factory()
     cluster.start_head()
-    nodes = [cluster.start_node() for _ in range(3)]
-    members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
-    publish_all = "".join(f'<publish stream="{s}"/>' for s, _ in STREAMS)
-    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)), cluster.write(
-        "deploy.xml", f'<deploy>{publish_all}<partition box="q3" segments="6" replicate="m2">{members}</partition>'
-                      '</deploy>'))
+    nodes = cluster.start_nodes(3)
+    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)),
+                   cluster.write("deploy.xml", deploy(nodes, 6, replicate="m2")))
     cluster.wait_in_sync(*nodes)
     data = q3_rows(17, customers=60, orders=400, items=2000)
     loaded, streamed, remaining = split(data, "spark-load-replicated")
@@ -146,36 +128,3 @@ def test_a_bulk_load_into_a_replicated_map_then_streaming_equals_streaming_every
     check = verify_view("q3", duckdb_q3(remaining), head=cluster.head, token=TOKEN, wait=30)
     assert check.ok and check.epoch is not None, check
 
-
-async def test_q3_with_a_replicated_map_grows_onto_a_third_node_while_publishers_stream(cluster_factory):
-    """The node joining gets member 0's copy of ``m2`` (a move of segment -1) and applies ``m2``'s writes from
-    its first epoch: afterwards it holds what the others hold, and the view equals DuckDB."""
-    from support.m3_q3 import duckdb_q3, q3_app, q3_rows
-    from test_cumulus_grow import grow, holds_entries
-    from test_cumulus_q3 import STREAMS, insert_then_delete, publish_all, view_equals, with_deletes
-
-    def deploy(nodes: list[str]) -> str:
-        members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
-        publish_all = "".join(f'<publish stream="{s}"/>' for s, _ in STREAMS)
-        return f'<deploy>{publish_all}<partition box="q3" segments="8" replicate="m2">{members}</partition></deploy>'
-
-    cluster = cluster_factory()
-    await asyncio.to_thread(cluster.start_head)
-    nodes = [await asyncio.to_thread(cluster.start_node) for _ in range(3)]
-    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)), cluster.write("deploy.xml", deploy(nodes[:2])))
-    await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
-    data = q3_rows(23, customers=60, orders=400, items=2500)
-    signed, remaining = with_deletes(data, "q3-grow-replicated")
-    done: list = []
-
-    async def grow_midway(chunk: int) -> None:
-        if chunk == 3:
-            done.append(await grow(cluster, nodes, deploy(nodes), "q3"))
-
-    await publish_all(cluster.head, nodes[:2], insert_then_delete(signed), between=grow_midway)
-    await view_equals(cluster.head, duckdb_q3(remaining))
-    assert len(done) == 1 and done[0]["changed"], done
-    await asyncio.to_thread(catalogs_agree, cluster, nodes, "q3")
-    assert holds_entries(nodes[2], "q3") > 0
-    held = [get_json(f"http://{n}/segments/q3")["segments"]["-1"]["m2"] for n in nodes]
-    assert held[0] > 0 and held == [held[0]] * 3, held

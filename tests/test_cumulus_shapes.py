@@ -120,6 +120,42 @@ def same(got: dict, want: dict) -> bool:
         for k, v in want.items())
 
 
+async def maps_become_the_single_runtimes(head: str, box: str, single: Runtime, timeout: float = 90) -> None:
+    """Every map of ``box``, read merged as users read it, equals ``single``'s within ``timeout`` seconds."""
+    async with QueryClient(head, TOKEN) as client:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            differ = []
+            for m in single.program.maps:
+                got = (await client.query(box, m.name)).as_dict()
+                want = dict(single.store.items(m.name))
+                if got.keys() != want.keys() or not all(math.isclose(got[k], v, abs_tol=1e-9) for k, v in want.items()):
+                    differ.append(m.name)
+            if not differ:
+                return
+            assert asyncio.get_running_loop().time() < deadline, f"maps {differ} never equalled the single runtime"
+            await asyncio.sleep(0.3)
+
+
+def stable_reads_are_prefixes(stable_reads: list, share: dict, sql: str, view: str, label: str) -> None:
+    """Every READ_STABLE taken while the publishers ran equals ``view`` over the input prefixes it names (a
+    runtime fed those events), in epoch order, and some saw only part of the input."""
+    assert len(stable_reads) >= 3
+    epochs = [r.epoch for r in stable_reads]
+    assert epochs == sorted(epochs)
+    covered = []
+    for result in stable_reads:
+        upto = {(stream, producer): seq for stream, producer, seq in result.positions}
+        prefix = Runtime(compile_sql(sql))
+        for rel, by in share.items():
+            for producer, rows in by.items():
+                for sign, row in rows[:BATCH * (upto.get((rel, producer), -1) + 1)]:
+                    prefix.apply_grouped([(rel, sign, [row])])
+        assert same(result.as_dict(), prefix.view(view)), f"stable epoch {result.epoch} of {label}"
+        covered.append(sum(upto.values()))
+    assert any(0 < n < max(covered) for n in covered), "some reads during the run saw part of the input"
+
+
 @pytest.mark.parametrize("shape", ["tpch_q5", "self_join", "three_way"])
 async def test_every_map_of_a_partitioned_shape_equals_the_single_runtime(cluster_factory, shape):
     sql = SHAPES[shape]
@@ -169,37 +205,12 @@ async def test_every_map_of_a_partitioned_shape_equals_the_single_runtime(cluste
             con.execute(f'INSERT INTO "{name}" VALUES ({", ".join("?" * (len(row) + 1))})', [rid, *row])
     harness.compare(single, con, live, check_maps=True)  # the oracle: DuckDB and the maps' definitions
 
+    await maps_become_the_single_runtimes(cluster.head, "v", single)
     async with QueryClient(cluster.head, TOKEN) as client:
-        deadline = asyncio.get_running_loop().time() + 90
-        while True:
-            differ = []
-            for m in single.program.maps:
-                got = (await client.query("v", m.name)).as_dict()
-                want = dict(single.store.items(m.name))
-                if got.keys() != want.keys() or not all(math.isclose(got[k], v, abs_tol=1e-9) for k, v in want.items()):
-                    differ.append(m.name)
-            if not differ:
-                break
-            assert asyncio.get_running_loop().time() < deadline, f"maps {differ} never equalled the single runtime"
-            await asyncio.sleep(0.3)
         for view in views:  # and the views read merged, as users read them
             got = (await client.query("v", f"out_{view}")).as_dict()
             want = single.view(view)
             assert got.keys() == want.keys()
 
-    # every READ_STABLE taken while the publishers ran equals the view over the input prefixes it names
-    # (a runtime fed those events: DuckDB's, as the oracle above shows for the whole input)
-    assert len(stable_reads) >= 3
-    epochs = [r.epoch for r in stable_reads]
-    assert epochs == sorted(epochs)
-    covered = []
-    for result in stable_reads:
-        upto = {(stream, producer): seq for stream, producer, seq in result.positions}
-        prefix = Runtime(compile_sql(sql))
-        for rel, by in share.items():
-            for producer, rows in by.items():
-                for sign, row in rows[:BATCH * (upto.get((rel, producer), -1) + 1)]:
-                    prefix.apply_grouped([(rel, sign, [row])])
-        assert same(result.as_dict(), prefix.view(views[0])), f"stable epoch {result.epoch} of {shape}"
-        covered.append(sum(upto.values()))
-    assert any(0 < n < max(covered) for n in covered), "some reads during the run saw part of the input"
+    # (a runtime fed the prefixes: DuckDB's, as the oracle above shows for the whole input)
+    stable_reads_are_prefixes(stable_reads, share, sql, views[0], shape)
