@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent / "m3"))
 from support.cumulus_sim import Sim  # noqa: E402
-from test_cumulus_sim import check_stable, check_union, layouts, workloads  # noqa: E402
+from test_cumulus_sim import check_stable, check_union, layouts, run_and_check, workloads  # noqa: E402
 from test_views_vs_duckdb import SHAPES  # noqa: E402
 
 
@@ -94,25 +94,8 @@ def test_replicated_maps_equal_the_single_runtime_on_every_member(shape, relayou
         placement = placements[data.draw(st.integers(1, len(candidates)))]
         layout = data.draw(layouts([(m.map, m.column) for m in placement.maps]))
         sim = Sim(SHAPES[shape], layout, random.Random(rng.random()))
-        n = len(layout.members)
-        for rel, events, member, deliveries in workload:
-            sim.publish(member % n, rel, events)
-            for _ in range(deliveries):
-                sim.deliver_one()
-            if rng.random() < 0.3:
-                sim.tick(0.1)
-            if rng.random() < 0.1:
-                sim.restart(rng.randrange(n))
-            if relayouts and rng.random() < 0.3:
-                sim.relayout(f"c{rng.random()}", queue=rng.random() < 0.3)
-            check_stable(sim)
-        sim.settle()
-        final = sim.members[0].layout
-        assert final.replicated == layout.replicated
-        assert all(op.layout == final and op.pending is None for op in sim.members)
-        check_union(sim, final)
-        assert check_stable(sim)
-        assert all(op.runtime.deltas.entries() == 0 for op in sim.members), "deltas left after quiescence"
+        run_and_check(sim, workload, rng, relayouts)
+        assert sim.members[0].layout.replicated == layout.replicated
 
     check()
 

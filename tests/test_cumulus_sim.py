@@ -127,27 +127,34 @@ def test_partitioned_members_equal_the_single_runtime(shape, relayouts, monkeypa
     @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(layouts([(m.map, m.column) for m in placement.maps]), workloads(relations), st.randoms(use_true_random=False))
     def check(layout, workload, rng):
-        sim = Sim(SHAPES[shape], layout, random.Random(rng.random()))
-        n = len(layout.members)
-        for rel, events, member, deliveries in workload:
-            sim.publish(member % n, rel, events)
-            for _ in range(deliveries):
-                sim.deliver_one()
-            if rng.random() < 0.3:
-                sim.tick(0.1)
-            if rng.random() < 0.1:
-                sim.restart(rng.randrange(n))
-            if relayouts and rng.random() < 0.3:
-                sim.relayout(f"c{rng.random()}", queue=rng.random() < 0.3)
-            check_stable(sim)
-        sim.settle()
-        final = sim.members[0].layout
-        assert all(op.layout == final and op.pending is None for op in sim.members), [(op.member, op.layout.version, final.version, op.pending, op.relayouts, op.settling, op.epoch, op.at, op.leader and op.leader.stable) for op in sim.members]
-        check_union(sim, final)
-        assert check_stable(sim)  # after the input stops, the stable epoch covers everything
-        assert all(op.runtime.deltas.entries() == 0 for op in sim.members), "deltas left after quiescence"
+        run_and_check(Sim(SHAPES[shape], layout, random.Random(rng.random())), workload, rng, relayouts)
 
     check()
+
+
+def run_and_check(sim: Sim, workload, rng: random.Random, relayouts: bool) -> None:
+    """Publish ``workload`` into random members, delivering messages, letting time pass, restarting members and
+    (with ``relayouts``) asking for layout changes now and then, checking every stable read; then, once settled,
+    every member at the final layout, every map exact on its owners, the stable epoch covering everything, and
+    no delta left."""
+    n = len(sim.members)
+    for rel, events, member, deliveries in workload:
+        sim.publish(member % n, rel, events)
+        for _ in range(deliveries):
+            sim.deliver_one()
+        if rng.random() < 0.3:
+            sim.tick(0.1)
+        if rng.random() < 0.1:
+            sim.restart(rng.randrange(n))
+        if relayouts and rng.random() < 0.3:
+            sim.relayout(f"c{rng.random()}", queue=rng.random() < 0.3)
+        check_stable(sim)
+    sim.settle()
+    final = sim.members[0].layout
+    assert all(op.layout == final and op.pending is None for op in sim.members), [(op.member, op.layout.version, final.version, op.pending, op.relayouts, op.settling, op.epoch, op.at, op.leader and op.leader.stable) for op in sim.members]
+    check_union(sim, final)
+    assert check_stable(sim)  # after the input stops, the stable epoch covers everything
+    assert all(op.runtime.deltas.entries() == 0 for op in sim.members), "deltas left after quiescence"
 
 
 @pytest.mark.parametrize("backend", ["auto", "python", "native"])
