@@ -44,8 +44,13 @@ venv: $(STAMP)
 # runtime against DuckDB, the Cumulus and catalog simulations, property tests, doctests); the group's worker
 # takes in-process tests too once the group is done.
 PYTEST := $(BIN)/pytest -q -n 2 --dist loadgroup
+# The tests start hundreds of Head, node and CLI processes; where PYTHONDONTWRITEBYTECODE is set (as in many
+# containers) each would compile Boreas's sources again (~0.5 s a process), so compile them once first (py_compile
+# writes .pyc files whatever that setting says; imports only read them).
+BYTECODE := $(BIN)/python -m compileall -q -j 0 __init__.py catalog cli client head m3 node regional schemas spark wire
 
 test: setup
+	$(BYTECODE)
 	$(PYTEST) --durations=30
 
 # The inner loop: everything but the fault tests (-m faults: kill -9, restarts) and the slow tests
@@ -53,6 +58,7 @@ test: setup
 # walk-through, most M3 shapes against DuckDB and the second backend of the others: tests/m3/conftest.py);
 # one quick test of each area stays in.  `make test` runs everything.
 test-fast: setup
+	$(BYTECODE)
 	BOREAS_PROPERTY_SCALE=0.25 $(PYTEST) -m "not faults and not slow"
 
 demo: setup
