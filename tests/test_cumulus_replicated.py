@@ -9,8 +9,8 @@ merged (``m2`` read at one member) equals one in-process runtime fed the
 same events, the view equals DuckDB through that runtime, every READ_STABLE
 taken meanwhile equals the view over the input prefixes it names, every
 member holds the whole of ``m2``, and ``boreas segments`` and ``boreas
-catalog show`` say it is replicated.  A Spark bulk load sends ``m2`` to every member.  (Growing onto a
-new node with ``m2`` replicated: ``test_cumulus_grow.py``.)
+catalog show`` say it is replicated.  (Growing onto a new node with ``m2`` replicated:
+``test_cumulus_grow.py``; a Spark bulk load's parts: ``test_cumulus_replicated_sim.py``.)
 """
 
 from __future__ import annotations
@@ -101,30 +101,4 @@ async def test_q3_with_a_replicated_map_stays_exact_while_its_segments_move(clus
     assert f"partition v: 3 members, {segments} segments, layout {version}, replicated m2" in catalog.stdout
 
     stable_reads_are_prefixes(stable_reads, share, sql, views[0], "q3 with m2 replicated")
-
-
-def test_a_bulk_load_into_a_replicated_map_then_streaming_equals_streaming_everything(cluster_factory, spark):
-    """``load_view`` sends a replicated map's entries to every member and counts each entry once."""
-    from boreas.spark import load_view, verify_view
-    from support.m3_q3 import duckdb_q3, q3_app, q3_rows
-    from test_cumulus_q3 import deploy
-    from test_spark_load import frames, publish, split
-
-    cluster = cluster_factory()
-    cluster.start_head()
-    nodes = cluster.start_nodes(3)
-    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)),
-                   cluster.write("deploy.xml", deploy(nodes, 6, replicate="m2")))
-    cluster.wait_in_sync(*nodes)
-    data = q3_rows(17, customers=60, orders=400, items=2000)
-    loaded, streamed, remaining = split(data, "spark-load-replicated")
-    counts = load_view("q3", frames(spark, loaded), head=cluster.head, token=TOKEN, spark=spark,
-                       job="q3-replicated", partitions=2)
-    held = [get_json(f"http://{n}/segments/q3")["segments"]["-1"]["m2"] for n in nodes]
-    assert held == [counts["m2"]] * 3 and counts["m2"] > 0, (held, counts)
-    check = verify_view("q3", duckdb_q3(loaded), head=cluster.head, token=TOKEN, stable=False, wait=10)
-    assert check.ok, check
-    asyncio.run(publish(cluster.head, streamed))
-    check = verify_view("q3", duckdb_q3(remaining), head=cluster.head, token=TOKEN, wait=30)
-    assert check.ok and check.epoch is not None, check
 
