@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"catalog", "wire", "m3", "schemas"},
     "head": {"catalog", "wire", "m3", "client", "schemas"},
     "node": {"catalog", "wire", "m3", "schemas"},
-    "regional": {"catalog", "wire", "schemas"},
+    "regional": {"catalog", "wire", "client", "schemas"},
 }
 EVERYTHING = ("cli", "spark")
 PACKAGES = (*ALLOWED, *EVERYTHING)
