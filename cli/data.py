@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import importlib.util
 import json
 import os
@@ -26,7 +27,7 @@ from typing import Any
 
 from boreas.client.head_api import UnknownStream
 from boreas.client.publisher import Publisher, PublishRefused
-from boreas.client.subscriber import SubscribeFailed, Subscriber
+from boreas.client.subscriber import SubscribeFailed, Subscriber, SubscriberTooSlow
 from boreas.wire.auth import resolve_token
 from boreas.wire.tuples import RowType, SchemaMismatch
 
@@ -146,9 +147,10 @@ def _report_publish(args: argparse.Namespace, publisher: Any, problems: RowProbl
         print(f"{args.file}: ... and {refused - SHOWN_PROBLEMS} more refused rows", file=sys.stderr)
     print(f"published {publisher.accepted} rows to {args.stream}" + (f"; {refused} refused" if refused else ""))
     if publisher.duplicates:
-        print(f"{publisher.duplicates} batches were already taken from producer {publisher.producer!r} "
-              f"(an earlier run of this publish) and were skipped; give another --producer to publish "
-              f"them again", file=sys.stderr)
+        n = publisher.duplicates
+        print(f"{n} {'batch was' if n == 1 else 'batches were'} already taken from producer "
+              f"{publisher.producer!r} (an earlier run of this publish of the same file) and skipped; give "
+              f"another --producer to publish {'it' if n == 1 else 'them'} again", file=sys.stderr)
     return EXIT_FAILED if refused else EXIT_OK
 
 
@@ -189,9 +191,10 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
         names = [f.name for f in subscriber.schema.fields]
         seen = 0
         closed = False
+        failure: str | None = None
 
         async def read() -> None:
-            nonlocal seen, closed
+            nonlocal seen, closed, failure
             try:
                 async for rows in subscriber.batches():
                     for row in rows:
@@ -203,6 +206,8 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
                     sys.stdout.flush()
             except BrokenPipeError:  # the reader went away (| head): stop like --count
                 closed = True
+            except SubscriberTooSlow as exc:  # cut off: never go on silently past a gap
+                failure = str(exc)
             finally:
                 stop.set()
 
@@ -219,18 +224,41 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
             await subscriber.close()
         if closed:
             raise StdoutClosed()
+        if failure is not None:
+            raise CommandFailed(f"subscription to {args.stream} ended after {seen} tuples: {failure}")
         return EXIT_OK
 
     return run_until_stopped(main)
 
 
 def default_producer(stream: str, path: str) -> str:
-    """``stream@host:/abs/file``: the same command re-run on the same host continues, not repeats.
+    """``stream@host:/abs/file#identity``: the same command re-run on the same, unchanged file continues,
+    not repeats; an edited file is a new publish (all of its rows are sent, as any console producer would).
 
-    >>> default_producer("Reading", "/data/r.csv").startswith("Reading@")
+    The file's identity is its size, modification time and a digest of its first megabyte
+    (:func:`file_identity`), so replacing or editing the file gives another producer id.
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+    ...     _ = f.write("time,value\\n1,2\\n")
+    >>> first = default_producer("Reading", f.name)
+    >>> first.startswith("Reading@") and first == default_producer("Reading", f.name)
     True
+    >>> with open(f.name, "a") as g:
+    ...     _ = g.write("3,4\\n")
+    >>> default_producer("Reading", f.name) != first
+    True
+    >>> os.unlink(f.name)
     """
-    return f"{stream}@{socket.gethostname()}:{Path(path).resolve()}"
+    return f"{stream}@{socket.gethostname()}:{Path(path).resolve()}#{file_identity(path)}"
+
+
+def file_identity(path: str) -> str:
+    """``size-mtime-digest``: what tells a file apart from an edited or replaced one, without reading it whole."""
+    info = os.stat(path)
+    with open(path, "rb") as f:
+        head = hashlib.blake2b(f.read(1 << 20), digest_size=6).hexdigest()
+    return f"{info.st_size}-{info.st_mtime_ns}-{head}"
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -250,7 +278,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--producer", metavar="NAME",
                    help="this publisher's stable identity: run again after a crash with the same NAME and the "
                         "same file, and the node drops what it already took, so every row counts once "
-                        "(default: derived from the stream, this host and the file's path)")
+                        "(default: derived from the stream, this host, the file's path and its identity: size, "
+                        "modification time and a digest of its first megabyte, so an edited file is published "
+                        "whole again); the same NAME with other rows is refused")
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_publish)

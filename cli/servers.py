@@ -14,6 +14,7 @@ from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.positions import has_positions, resolve_positions, spell
 from boreas.head.service import HeadService
 from boreas.head.static import deploy_static
+from boreas.node.outputs import CLIENT_RETAIN_BYTES, CLIENT_SLOW_AFTER, SubscriberLimits
 from boreas.node.recovery.durability import FLUSH_EVERY, FLUSH_MS
 from boreas.node.service import NodeService
 from boreas.regional.component import RegionalComponent
@@ -68,8 +69,11 @@ def cmd_node(args: argparse.Namespace) -> int:
 
     data_dir = Path(args.data_dir) if args.data_dir else None
     exit_with_parent()
+    limits = SubscriberLimits(retain_bytes=int(args.subscriber_buffer_mb * 1024 * 1024),
+                              slow_after=args.subscriber_slow_after)
     node = NodeService(endpoint, head, token, data_dir=data_dir, snapshot_url=args.snapshot_store,
-                       group_commit=(args.commit_every, args.commit_ms), shared_dir=args.shared_dir)
+                       group_commit=(args.commit_every, args.commit_ms), shared_dir=args.shared_dir,
+                       subscriber_limits=limits)
     return serve_until_stopped(node.start, node.close)
 
 
@@ -146,6 +150,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--commit-ms", type=float, default=FLUSH_MS, metavar="T",
                    help=f"... or T milliseconds after the first unflushed one, whichever comes first "
                         f"(default {FLUSH_MS})")
+    p.add_argument("--subscriber-slow-after", type=float, default=CLIENT_SLOW_AFTER, metavar="SECONDS",
+                   help="a client subscriber that acknowledged nothing for this long while batches waited for it "
+                        f"is cut off and told how much it missed (default {CLIENT_SLOW_AFTER:g}); a burst the node "
+                        "produces (a replay, a move) never cuts off a subscriber that keeps acknowledging")
+    p.add_argument("--subscriber-buffer-mb", type=float, default=CLIENT_RETAIN_BYTES / 1048576, metavar="MB",
+                   help="rows that may wait for one such subscriber before it is cut off "
+                        f"(default {CLIENT_RETAIN_BYTES // 1048576})")
     add_head_option(p)
     add_token_option(p)
     add_log_format_option(p)

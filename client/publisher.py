@@ -163,7 +163,7 @@ class Publisher:
         # on disk, so the window must cover that latency (bandwidth times delay), not just queueing.
         link = OutboundLink(endpoint, self.token, self.producer, capacity=self.capacity,
                             window=self.capacity, on_reply=self._replied if first else None,
-                            refusal_is_final=True)
+                            refusal_is_final=True, digests=True)
         await link.start()
         return link
 

@@ -48,7 +48,10 @@ class SubscribeFailed(RuntimeError):
 
 
 class SubscriberTooSlow(SubscribeFailed):
-    """The producing node disconnected this subscriber: it read too slowly (the message says what it lost)."""
+    """The producing node cut this subscriber off: it read too slowly (the message says how much it missed).
+
+    Raised by the iterators once every row received before the cut has been read, so a reader never
+    goes on silently past a gap."""
 
 
 class SubscribeTimeout(SubscribeFailed, TimeoutError):
@@ -138,6 +141,8 @@ class Subscriber:
             await self.close()
 
     async def _accept(self, batch: Batch) -> Ack | Refused:
+        if self.failure is not None:  # cut off: what comes now would follow a gap
+            return Refused(batch.stream, batch.producer, batch.seq, f"this subscriber was cut off: {self.failure}")
         if batch.stream != self.stream or self._row_type is None:
             return Refused(batch.stream, batch.producer, batch.seq, f"this endpoint subscribes to {self.stream!r}")
         rows, errors = self._row_type.decode(bytes(batch.rows))

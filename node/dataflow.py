@@ -50,7 +50,7 @@ from .cumulus.part import PartOperator
 from .intake import Intake
 from .operators import Operator
 from .operators.base import InternalStreams
-from .outputs import Outputs
+from .outputs import Outputs, SubscriberLimits
 from .recovery import records
 from .recovery.log import InputLog
 from .replaying import Replaying
@@ -65,7 +65,7 @@ DRAIN = 0.02
 
 class Dataflow(Wiring, Intake, Replaying):
     def __init__(self, endpoint: str, token: str | None, sender: str, queue_batches: int = 64,
-                 box_types: BoxTypeRegistry | None = None):
+                 box_types: BoxTypeRegistry | None = None, subscriber_limits: SubscriberLimits = SubscriberLimits()):
         self.endpoint = endpoint
         # The box types this node's slices are checked and inferred with (the node passes its own).
         self.box_types = box_types or standard_box_types()
@@ -86,7 +86,7 @@ class Dataflow(Wiring, Intake, Replaying):
         self.internal: dict[str, InternalStreams] = {}  # box -> streams between its parts on other nodes
         self.coordinators: dict[str, PartOperator] = {}  # input stream -> the partition member it feeds
         # Where what the node produces goes: links, forwards of moved boxes, the outbox.
-        self.out = Outputs(endpoint, token, sender, self.counters)
+        self.out = Outputs(endpoint, token, sender, self.counters, subscriber_limits)
         # The boxes and all their state (operators, producer ids, numbering, input positions):
         # owned there; moves, snapshots, recovery and failover go through it.
         self.state = BoxStates()

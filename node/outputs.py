@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from dataclasses import dataclass
 
 from boreas.catalog.model import Catalog
 from boreas.wire.frames import Batch, decode, encode, make_batch
@@ -41,10 +42,33 @@ log = logging.getLogger(__name__)
 #: Batches a link to a neighbour node may hold beyond its capacity while that node is down
 #: (restarting after a crash), so the rest of this node keeps going meanwhile.
 DOWN_CAPACITY = 4096
-#: Batches a link to a client subscriber holds for it; when that fills, the client reads too slowly
-#: and its subscription's policy (``on-slow``, default: disconnect it) applies -- never the node waits.
+#: Batches a link to a client subscriber with ``on-slow="drop"`` holds for it; past that, batches are dropped.
 CLIENT_BUFFER = 1024
 DEFAULT_ON_SLOW = "disconnect"
+#: A subscriber that is cut off when slow (the default, ``on-slow="disconnect"``) is judged by whether it keeps
+#: acknowledging, never by a burst the node itself produced (a replay after recovery, a move): up to
+#: ``CLIENT_RETAIN_BYTES`` of rows wait for it, and it is cut off (told why and how much it missed) only when it
+#: acknowledged nothing for ``CLIENT_SLOW_AFTER`` seconds while batches waited, or they would pass that bound.
+CLIENT_RETAIN_BYTES = 256 * 1024 * 1024
+CLIENT_SLOW_AFTER = 10.0
+CLIENT_UNBOUNDED = 1 << 30  # batches: the bytes bound is what counts
+
+
+@dataclass(frozen=True)
+class SubscriberLimits:
+    """How long and how much a node waits for a client subscriber that disconnects when slow
+    (``boreas node --subscriber-slow-after``, ``--subscriber-buffer-mb``)."""
+
+    retain_bytes: int = CLIENT_RETAIN_BYTES
+    slow_after: float = CLIENT_SLOW_AFTER
+
+    def link_options(self, policy: str) -> dict:
+        """The :class:`~boreas.wire.links.OutboundLink` bounds for a subscriber with this ``on-slow`` policy."""
+        if policy == "block":  # back-pressure was asked for: no buffer of its own
+            return {}
+        if policy == "drop":
+            return {"capacity": CLIENT_BUFFER}
+        return {"capacity": CLIENT_UNBOUNDED, "retain_bytes": self.retain_bytes, "slow_after": self.slow_after}
 #: Batches a link to another member of a partitioned box may hold: the members' messages must never
 #: make the box task wait (a member waiting to send could not take the message another waits for);
 #: publishers are held back instead, by the coordinators' admission (:meth:`Dataflow.accept`).
@@ -55,8 +79,10 @@ Output = tuple[OutboundLink, str, list[tuple], str, int, bool]  # link, stream, 
 
 
 class Outputs:
-    def __init__(self, endpoint: str, token: str | None, sender: str, counters: Counter[str]):
+    def __init__(self, endpoint: str, token: str | None, sender: str, counters: Counter[str],
+                 limits: SubscriberLimits = SubscriberLimits()):
         self.endpoint = endpoint
+        self.limits = limits
         self.token = token
         self.sender = sender
         self.counters = counters  # the dataflow's: rows_out, batches_unrouted
@@ -128,7 +154,7 @@ class Outputs:
             else:  # a client: a bounded buffer of its own, and a policy for when it reads too slowly
                 policy = policies.get(endpoint, DEFAULT_ON_SLOW)  # "block" asked for back-pressure: no buffer
                 link = OutboundLink(endpoint, self.token, self.sender, drop_when_down=True, on_slow=policy,
-                                    **({} if policy == "block" else {"capacity": CLIENT_BUFFER}))
+                                    **self.limits.link_options(policy))
             self.links[endpoint] = link
             if self._started:
                 self._chore(link.start(), f"start link to {endpoint}")

@@ -52,6 +52,7 @@ from .head_reports import HeadReports
 from .local_catalog import LocalCatalog
 from .metrics import NodeMetrics
 from .mover import BoxMover
+from .outputs import SubscriberLimits
 from .query import QueryApi
 from .recovery.durability import FLUSH_EVERY, FLUSH_MS, Durability
 from .reflect import Reflector
@@ -82,7 +83,7 @@ class NodeService(NodeApi):
     def __init__(self, endpoint: str, head: str | None, token: str | None,
                  heartbeat: float = HEARTBEAT_INTERVAL, data_dir: Path | None = None,
                  snapshot_url: str | None = None, group_commit: tuple[int, float] = (FLUSH_EVERY, FLUSH_MS),
-                 shared_dir: bool = False):
+                 shared_dir: bool = False, subscriber_limits: SubscriberLimits = SubscriberLimits()):
         self.endpoint = endpoint
         self.head = head
         self.incarnation = uuid.uuid4().hex
@@ -96,7 +97,7 @@ class NodeService(NodeApi):
         # The box types this node runs: built once here, passed to everything that checks a slice.
         self.box_types = box_types()
         self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}",
-                                 box_types=self.box_types)
+                                 box_types=self.box_types, subscriber_limits=subscriber_limits)
         self.metrics = NodeMetrics(self)  # views of the counters below, read when /metrics is scraped
         self.receiver = DataReceiver(self.metrics.counting(self.dataflow.accept), token)
         # With a data dir the node is durable: it logs what it takes and comes back after a crash.

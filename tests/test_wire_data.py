@@ -308,3 +308,38 @@ async def test_replies_ready_together_go_as_one_frame_and_each_batch_is_answered
     assert replies == [("S", k, "Ack") for k in range(19)] + [("Other", 0, "Refused")]
     assert link.counters["acks"] == 20 and link.counters["refused_batches"] == 1 and link.in_flight == 0
     assert sink.receiver.counters["coalesced_replies"] >= 10  # not one frame per batch
+
+
+async def test_a_reused_producer_with_other_rows_is_refused_and_a_true_rerun_is_not():
+    """Publishers' batches carry a digest: the same (producer, seq) with other rows is refused, not dropped as a
+    duplicate, and so is the rest of that publish; the same rows again (a re-run) are duplicates as before."""
+    sink = Sink()
+    await sink.server.start("127.0.0.1", 0)
+
+    async def publish(rows_per_batch: list[list[tuple]]) -> list:
+        replies: list = []
+        link = OutboundLink(sink.server.endpoint, "tok", "producer-x", window=4, digests=True,
+                            on_reply=lambda b, r: replies.append(r))
+        await link.start()
+        try:
+            for rows in rows_per_batch:
+                await link.send("S", rows)
+            await link.flush(10)
+        finally:
+            await link.close()
+        return replies
+
+    try:
+        first = [[(1,), (2,)], [(3,)]]
+        assert [r.accepted for r in await publish(first)] == [2, 1]
+        rerun = await publish(first)
+        assert [r.duplicate for r in rerun] == [True, True]
+        other = await publish([[(7,), (8,)], [(9,)], [(10,)]])  # batch 2 is new, but the publish conflicts
+        assert all(isinstance(r, Refused) for r in other)
+        assert "already published batch 0 of S with other rows" in other[0].reason
+        again = await publish(first)  # the original content lifts the refusal
+        assert [r.duplicate for r in again] == [True, True]
+    finally:
+        await sink.server.close()
+    assert sink.rows == [(1,), (2,), (3,)]
+    assert sink.receiver.counters["conflicting_batches"] == 3

@@ -29,6 +29,8 @@ from typing import Any
 
 import msgspec
 
+from .digests import rows_digest
+
 
 class Batch(msgspec.Struct, tag="b", array_like=True):
     stream: str
@@ -40,6 +42,9 @@ class Batch(msgspec.Struct, tag="b", array_like=True):
     # before it on this connection: take it even if sequence numbers were skipped (the
     # stream went elsewhere for a while, e.g. into a filter inserted upstream).
     restart: bool = False
+    # A digest of ``rows`` (wire/digests.py), set by publishers: a re-sent sequence number with
+    # other rows is refused instead of dropped as a duplicate.  0: none (node to node).
+    digest: int = 0
 
 
 class Ack(msgspec.Struct, tag="a", array_like=True):
@@ -97,6 +102,24 @@ def encode_rows(rows: list[Any]) -> bytes:
     return _encoder.encode(rows)
 
 
+def rows_in(batch: Batch) -> int:
+    """How many rows a batch holds, read from its encoding's array header (nothing is decoded).
+
+    >>> rows_in(make_batch("S", "p", 0, [[1]] * 3)), rows_in(make_batch("S", "p", 0, [[1]] * 300))
+    (3, 300)
+    """
+    data = bytes(memoryview(batch.rows)[:5])
+    if 0x90 <= data[0] <= 0x9F:
+        return data[0] & 0x0F
+    if data[0] == 0xDC:
+        return int.from_bytes(data[1:3], "big")
+    if data[0] == 0xDD:
+        return int.from_bytes(data[1:5], "big")
+    return len(msgspec.msgpack.decode(batch.rows))
+
+
 def make_batch(stream: str, producer: str, seq: int, rows: list[Any], box: str = "",
-               restart: bool = False) -> Batch:
-    return Batch(stream, producer, seq, msgspec.Raw(_encoder.encode(rows)), box, restart)
+               restart: bool = False, digest: bool = False) -> Batch:
+    """A batch of ``rows``; with ``digest``, carrying the digest of their encoding (a publisher's)."""
+    data = _encoder.encode(rows)
+    return Batch(stream, producer, seq, msgspec.Raw(data), box, restart, rows_digest(data) if digest else 0)

@@ -90,6 +90,8 @@ class LinkConnection:
         frame = encode(batch)
         if not _writes_without_waiting(ws, len(frame)):
             return False
+        if not self._unacked:
+            self._last_progress = time.monotonic()
         self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
         try:
             await ws.send_bytes(frame)
@@ -133,6 +135,8 @@ class LinkConnection:
             finally:
                 self.connected, self._ws = False, None
             self.counters["disconnects"] += 1
+            if self.cut_off is not None:  # a subscriber cut off for reading too slowly: it was told, not resumed
+                return
             log.debug("link %s -> %s down (%s); reconnecting", self.sender, self.endpoint, self.last_error)
             await backoff.sleep()
 
@@ -151,6 +155,7 @@ class LinkConnection:
             self._capacity.release()
 
     async def _converse(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self._last_progress = time.monotonic()
         for batch in list(self._unacked.values()):  # not acknowledged before the last disconnect
             await ws.send_bytes(encode(batch))
             self.counters["resent_batches"] += 1
@@ -161,6 +166,8 @@ class LinkConnection:
             while True:
                 await window_open.wait()
                 batch = await self._queued.get()
+                if not self._unacked:
+                    self._last_progress = time.monotonic()
                 self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
                 if len(self._unacked) >= self.window:
                     window_open.clear()
@@ -169,7 +176,16 @@ class LinkConnection:
                 self.counters["batches_sent"] += 1
                 self.counters["bytes_sent"] += len(frame)
 
+        async def watch_acknowledgements() -> None:
+            """A subscriber that stops acknowledging is slow, however little waits for it."""
+            while True:
+                await asyncio.sleep(min(1.0, self.slow_after / 4))
+                if self.stalled_for() > self.slow_after:
+                    self._too_slow(f"no acknowledgement for {self.stalled_for():.0f} s while "
+                                   f"{len(self._unacked)} batches waited for one")
+
         sender = asyncio.create_task(pump())
+        watch = asyncio.create_task(watch_acknowledgements()) if self.slow_after else None
         self._live = ws
         try:
             async for msg in ws:
@@ -190,6 +206,8 @@ class LinkConnection:
             raise ConnectionError(f"closed by {self.endpoint} ({ws.close_code})")
         finally:
             self._live = None
+            if watch is not None:
+                watch.cancel()
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, ConnectionError, aiohttp.ClientError):
                 await sender
@@ -201,6 +219,9 @@ class LinkConnection:
         if batch is None:
             return  # an ack for a batch re-sent after a reconnect, or handed to another link
         self._pay_back()
+        self._last_progress = time.monotonic()
+        if self.retain_bytes:
+            self.buffered_bytes -= len(batch.rows)
         self.counters["acks"] += 1
         if isinstance(frame, Refused):
             self.counters["refused_batches"] += 1

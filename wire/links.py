@@ -52,7 +52,7 @@ from typing import Any
 import aiohttp
 
 from .auth import auth_headers
-from .frames import Batch, Frame, Goodbye, encode, make_batch
+from .frames import Batch, Frame, Goodbye, encode, make_batch, rows_in
 from .link_connection import LinkConnection, LinkRefused
 
 log = logging.getLogger(__name__)
@@ -73,8 +73,18 @@ SLOW_CLOSE = 4008  # WebSocket close code after a Goodbye for slowness
 class OutboundLink(LinkConnection):
     def __init__(self, endpoint: str, token: str | None, sender: str, *, window: int = 16,
                  capacity: int = 64, drop_when_down: bool = False, on_reply: ReplyCallback | None = None,
-                 down_capacity: int = 0, on_slow: str = "block", refusal_is_final: bool = False):
+                 down_capacity: int = 0, on_slow: str = "block", refusal_is_final: bool = False,
+                 digests: bool = False, retain_bytes: int = 0, slow_after: float = 0.0):
         self.endpoint = endpoint
+        self.digests = digests  # batches carry a digest of their rows (a publisher's: wire/digests.py)
+        # A subscriber that disconnects when slow is judged by whether it keeps acknowledging, not by a
+        # burst: up to ``retain_bytes`` of batches wait for it, and it is cut off only when they would pass
+        # that, or when it acknowledged nothing for ``slow_after`` seconds while batches waited for it.
+        self.retain_bytes = retain_bytes
+        self.slow_after = slow_after
+        self.buffered_bytes = 0  # rows' bytes queued or in flight (counted when ``retain_bytes`` is set)
+        self.cut_off: str | None = None  # why this subscriber was cut off: nothing more is sent to it
+        self._last_progress = time.monotonic()  # the receiver's last acknowledgement (or the first batch after idle)
         self.sender = sender
         self.window = window
         self.drop_when_down = drop_when_down
@@ -144,6 +154,10 @@ class OutboundLink(LinkConnection):
         """
         if self.failure is not None:
             raise self.failure
+        if self.cut_off is not None:
+            self.counters["dropped_batches"] += 1
+            self.counters["dropped_rows"] += len(rows)
+            return None
         redirect = self._redirects.get(stream)
         if redirect is None:
             if not await self._room():
@@ -164,7 +178,9 @@ class OutboundLink(LinkConnection):
         assert seq is not None, "a named producer needs a sequence number"
         self._idle.clear()
         self.last_sent = time.monotonic()
-        batch = make_batch(stream, producer, seq, rows, box or self.forward_to_box, restart)
+        batch = make_batch(stream, producer, seq, rows, box or self.forward_to_box, restart, self.digests)
+        if self.retain_bytes:
+            self.buffered_bytes += len(batch.rows)
         if not await self._write_now(batch):
             self._queued.put_nowait(batch)
         return seq
@@ -185,7 +201,7 @@ class OutboundLink(LinkConnection):
             await self._capacity.acquire()
             return True
         while self._down_for() <= DOWN_GRACE:
-            if self.connected and self._capacity.locked() and self.on_slow != "block":
+            if self.connected and self.on_slow != "block" and (self._capacity.locked() or self._past_retention()):
                 self._too_slow()  # the client is a whole buffer behind: never make the node wait
                 return False
             if not self._capacity.locked():  # room now: no timer (wait_for makes a task and takes turns of the loop)
@@ -198,21 +214,38 @@ class OutboundLink(LinkConnection):
                 continue
         return False
 
-    def _too_slow(self) -> None:
+    def _past_retention(self) -> bool:
+        return bool(self.retain_bytes) and self.buffered_bytes > self.retain_bytes
+
+    def stalled_for(self) -> float:
+        """Seconds batches have waited for the receiver with no acknowledgement (0 while it keeps up)."""
+        if not self._unacked:
+            return 0.0
+        return time.monotonic() - self._last_progress
+
+    def _too_slow(self, why: str = "") -> None:
         self.counters["slow_drops"] += 1
-        if self.on_slow != "disconnect" or self._ws is None or self._ws.closed:
+        if self.on_slow != "disconnect" or self._ws is None or self._ws.closed or self.cut_off is not None:
             return
-        reason = (f"{self.sender} closed the connection: this subscriber read too slowly ({self.in_flight} "
-                  f"batches waiting, the buffer's limit); what was waiting is dropped")
-        self.counters["slow_disconnects"] += 1
-        log.warning("link %s -> %s: the subscriber reads too slowly; disconnecting it", self.sender, self.endpoint)
         ws = self._ws
         dropped = self.drain_unsent() + list(self._unacked.values())
         for _ in self._unacked:
             self._pay_back()
         self._unacked.clear()
         self._idle.set()
+        self.buffered_bytes = 0
+        rows = sum(rows_in(batch) for batch in dropped)
+        why = why or (f"{len(dropped)} batches waiting, past the buffer's limit of "
+                      f"{self.retain_bytes / 1048576:.0f} MiB" if self.retain_bytes else
+                      f"{len(dropped)} batches waiting, the buffer's limit")
+        reason = (f"{self.sender} cut this subscriber off: it read too slowly ({why}); {len(dropped)} batches "
+                  f"({rows} rows) that waited for it are dropped, and nothing more of the stream is sent here")
+        self.cut_off = reason
+        self.counters["slow_disconnects"] += 1
         self.counters["dropped_batches"] += len(dropped)
+        self.counters["dropped_rows"] += rows
+        log.warning("link %s -> %s: the subscriber reads too slowly (%s); cutting it off, %d batches (%d rows) "
+                    "dropped", self.sender, self.endpoint, why, len(dropped), rows)
 
         async def goodbye() -> None:
             with contextlib.suppress(Exception):

@@ -36,6 +36,7 @@ import msgspec
 from aiohttp import web
 
 from .auth import check_token
+from .digests import DigestBook
 from .frames import Ack, Batch, Goodbye, Hello, Refused, Replies, decode, encode
 from .sequencing import DUPLICATE, HOLD, Sequencer
 from .server import json_error
@@ -64,6 +65,7 @@ class DataReceiver:
         self.token = token
         self.max_frame = max_frame
         self.sequencer = Sequencer()
+        self.digests = DigestBook()  # what publishers' batches held: a re-used sequence with other rows is refused
         self.on_goodbye = on_goodbye
         self.counters: Counter[str] = Counter()
         self.sockets: set[web.WebSocketResponse] = set()  # open connections
@@ -182,6 +184,11 @@ class DataReceiver:
     async def _take(self, batch: Batch) -> Ack | Refused | Deferred:
         if batch.box:  # forwarded to a moved box, which orders and de-duplicates its own inputs
             return await self._deliver(batch)
+        if batch.digest and (conflict := self.digests.screen(batch.stream, batch.producer, batch.seq,
+                                                             batch.digest)) is not None:
+            self.counters["conflicting_batches"] += 1
+            log.warning("stream %s: refused batch %d from %s: %s", batch.stream, batch.seq, batch.producer, conflict)
+            return Refused(batch.stream, batch.producer, batch.seq, conflict)
         if batch.restart:
             for held in self.sequencer.restart(batch.stream, batch.producer, batch.seq):
                 await self._deliver(held)
@@ -221,6 +228,7 @@ class DataReceiver:
         else:
             ack = reply.reply if isinstance(reply, Deferred) else reply
             assert isinstance(ack, Ack)
+            self.digests.record(batch.stream, batch.producer, batch.seq, batch.digest)
             self.counters["batches"] += 1
             self.counters["rows"] += ack.accepted
             self.counters["refused_rows"] += len(ack.errors)

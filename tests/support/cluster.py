@@ -135,15 +135,16 @@ class Cluster:
         wait_until(lambda: self._up(f"{self.head}/status"), what="the Head to listen")
 
     def start_node(self, endpoint: str | None = None, head: bool = True, data_dir: Path | None = None,
-                   shared: bool = False) -> str:
+                   shared: bool = False, extra: tuple[str, ...] = ()) -> str:
         """A node process; with ``data_dir`` it is durable (restart it with the same dir to recover).
 
-        ``shared``: the data dir counts as shared storage (another node may adopt its boxes).
+        ``shared``: the data dir counts as shared storage (another node may adopt its boxes); ``extra``: more
+        ``boreas node`` options.
         """
         endpoint = endpoint or f"localhost:{free_port()}"
         self._spawn(endpoint, "node", "--endpoint", endpoint, *(["--head", self.head] if head else []),
                     *(["--data-dir", str(data_dir)] if data_dir is not None else []),
-                    *(["--shared-dir"] if shared else []))
+                    *(["--shared-dir"] if shared else []), *extra)
         wait_until(lambda: self._up(f"http://{endpoint}/status"), what=f"node {endpoint} to listen")
         if head:
             self.wait_alive(endpoint)
