@@ -145,7 +145,9 @@ class Subscriber:
             return Refused(batch.stream, batch.producer, batch.seq, f"this subscriber was cut off: {self.failure}")
         if batch.stream != self.stream or self._row_type is None:
             return Refused(batch.stream, batch.producer, batch.seq, f"this endpoint subscribes to {self.stream!r}")
-        rows, errors = self._row_type.decode(bytes(batch.rows))
+        rows, errors = self._row_type.decode_payload(bytes(batch.rows), batch.fmt)
+        if not isinstance(rows, list):  # Arrow columns: rows for the row API (one conversion a batch)
+            rows = rows.rows()
         await self._rows.put(rows)
         return Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
 

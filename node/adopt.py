@@ -54,7 +54,8 @@ import msgspec
 from boreas.catalog.documents import Unsubscribe, Update, read_document
 from boreas.catalog.model import Catalog, Node, Partition, Region, Subscription
 from boreas.catalog.replicate import apply_update, catalog_items
-from boreas.wire.frames import Batch, decode
+from boreas.wire.columns import as_rows, read_rows
+from boreas.wire.frames import ARROW, Batch, decode
 
 from .context import NodeContext
 from .cumulus.part import PartOperator
@@ -135,9 +136,12 @@ class _Collected(Outputs):
             batch = decode(bytes(data))
             if not isinstance(batch, Batch):
                 continue
-            rows = msgspec.msgpack.decode(bytes(batch.rows))
-            if batch.stream not in self._internal:  # a stream's rows are tuples; a member's messages stay lists
-                rows = [tuple(r) for r in rows]
+            if batch.fmt == ARROW:  # columns: rows again for the replayed outputs (re-encoded when sent)
+                rows = read_rows(bytes(batch.rows))
+            else:
+                rows = msgspec.msgpack.decode(bytes(batch.rows))
+                if batch.stream not in self._internal:  # a stream's rows are tuples; a member's messages stay lists
+                    rows = [tuple(r) for r in rows]
             self.outputs.append((endpoint, batch.stream, rows, batch.producer, batch.seq, batch.restart))
             kept += 1
         return kept
@@ -317,7 +321,7 @@ class Adopter:
             for stream in consumers:
                 row_type = flow.row_type(stream)
                 for batch in link.take(stream) if link is not None else ():
-                    rows = row_type.decode(bytes(batch.rows))[0] if row_type else []
+                    rows = as_rows(row_type.decode_payload(bytes(batch.rows), batch.fmt)[0]) if row_type else []
                     pending.append((stream, rows, batch.producer, batch.seq))
         return [(stream, rows, producer, seq, box) for stream, rows, producer, seq in pending + withdrawn
                 for box in consumers[stream]]

@@ -42,12 +42,13 @@ from collections import Counter
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.model import Partition, Schema
 from boreas.m3.boxtype import box_types as standard_box_types
+from boreas.wire.columns import as_rows
 from boreas.wire.tuples import RowType
 
 from .box_inputs import Bridge
 from .box_state import BoxStates
 from .cumulus.part import PartOperator
-from .intake import Intake
+from .intake import Intake, payload_format
 from .operators import Operator
 from .operators.base import InternalStreams
 from .outputs import Outputs, SubscriberLimits
@@ -181,7 +182,8 @@ class Dataflow(Wiring, Intake, Replaying):
         async with self.lock:
             self._now = now = self.now()
             if self.journal is not None:
-                position = self.journal.append(records.encode(records.Taken(stream, producer, seq, box, raw, now)))
+                position = self.journal.append(records.encode(records.Taken(stream, producer, seq, box, raw, now,
+                                                                            payload_format(rows))))
                 if logged is not None and not logged.done():
                     logged.set_result(position)
             await self._process(stream, rows, producer, seq, box)
@@ -250,7 +252,8 @@ class Dataflow(Wiring, Intake, Replaying):
                 await self._feed(name, stream, rows, (producer, seq))
             else:
                 started = time.perf_counter()
-                produced = op.process_from(port, rows, self._now, (stream, producer, seq))
+                produced = op.process_from(port, rows if op.takes_columns else as_rows(rows), self._now,
+                                           (stream, producer, seq))
                 self.box_seconds[name] += time.perf_counter() - started
                 self.box_batches[name] += 1
                 await self.emit(name, produced)
@@ -266,7 +269,7 @@ class Dataflow(Wiring, Intake, Replaying):
                             self.endpoint, stream, origin[0], origin[1], box)
             return
         ports = [port for o, name, port in self.consumers.get(stream, ()) if name == box]
-        for ready in self.state.admit(box, stream, origin[0], origin[1], rows):
+        for ready in self.state.admit(box, stream, origin[0], origin[1], as_rows(rows)):
             for port in ports:
                 started = time.perf_counter()
                 produced = op.process(port, ready, self._now)

@@ -26,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from boreas.wire.frames import Ack, Batch, Refused, encode_rows
+from boreas.wire.columns import Columns
+from boreas.wire.frames import ARROW, ROWS, Ack, Batch, Refused, encode_rows
 from boreas.wire.receiver import Deferred
 from boreas.wire.tuples import RowType
 
@@ -39,6 +40,16 @@ ADMIT = 8
 #: Epochs the coordinator's last stamped epoch may be ahead of the stable epoch it knows before it stops
 #: taking publishers' batches too (a member elsewhere is behind: more input would only age stable reads).
 LAG = 2
+
+
+def payload(rows: list[tuple] | Columns) -> bytes:
+    """What the input log keeps of a batch: its Arrow IPC bytes (columns) or its msgpack rows
+    (:func:`payload_format` says which)."""
+    return rows.ipc() if isinstance(rows, Columns) else encode_rows(rows)
+
+
+def payload_format(rows: list[tuple] | Columns) -> int:
+    return ARROW if isinstance(rows, Columns) else ROWS
 
 
 class Intake:
@@ -60,7 +71,7 @@ class Intake:
         if batch.box and batch.box not in self.state.operators:
             relay = self.out.forwards.get(batch.stream)
             if relay is not None and relay.forward_to_box == batch.box and row_type is not None:
-                rows, _ = row_type.decode(bytes(batch.rows))  # it moved on: pass the batch after it
+                rows, _ = row_type.decode_payload(bytes(batch.rows), batch.fmt)  # it moved on: pass it after it
                 await relay.send(batch.stream, rows, batch.producer, batch.seq)
                 return Ack(batch.stream, batch.producer, batch.seq, len(rows))
             self.counters["refused_batches"] += 1
@@ -71,7 +82,7 @@ class Intake:
                            f"stream {batch.stream!r} does not enter node {self.endpoint}")
         if "~" not in batch.producer:  # a publisher's (a box's batches may share a link with member messages:
             await self._admit(batch.stream)  # never held)
-        rows, errors = row_type.decode(bytes(batch.rows))
+        rows, errors = row_type.decode_payload(bytes(batch.rows), batch.fmt)  # rows, or Arrow Columns
         if errors:
             self.counters["refused_rows"] += len(errors)
             log.info("node %s: %d rows of %s/%d refused, first: %s", self.endpoint, len(errors),
@@ -79,7 +90,7 @@ class Intake:
         ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
         if not rows:
             return ack
-        raw = bytes(batch.rows) if not errors else encode_rows(rows)
+        raw = bytes(batch.rows) if not errors else payload(rows)
         if self.journal is None:
             await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None))
             return ack
@@ -110,7 +121,7 @@ class Intake:
         row_type = self.row_type(batch.stream)
         if row_type is None:
             return
-        rows, _ = row_type.decode(bytes(batch.rows))
+        rows, _ = row_type.decode_payload(bytes(batch.rows), batch.fmt)
         await self._take((batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None))
         await self._release()
         self.wake()
@@ -122,6 +133,6 @@ class Intake:
         batch alone (its own positions drop what it already has).
         """
         for stream, rows, producer, seq, box in batches:
-            await self._take((stream, rows, producer, seq, box, encode_rows(rows), None))
+            await self._take((stream, rows, producer, seq, box, payload(rows), None))
         await self._release()
         self.wake()

@@ -68,7 +68,7 @@ class Replaying:
                     await self._fire_timers(record.now, log_it=False)
                 elif (row_type := self.row_type(record.stream)) is not None:  # else: no longer enters here
                     self._now = record.now
-                    rows = row_type.decode(record.rows)[0]
+                    rows = row_type.decode_payload(record.rows, record.fmt)[0]
                     await self._process(record.stream, rows, record.producer, record.seq, record.box)
                     replayed += 1
                 last = max(last, record.now)

@@ -45,6 +45,11 @@ class Batch(msgspec.Struct, tag="b", array_like=True):
     # A digest of ``rows`` (wire/digests.py), set by publishers: a re-sent sequence number with
     # other rows is refused instead of dropped as a duplicate.  0: none (node to node).
     digest: int = 0
+    fmt: int = 0  # how ``rows`` is encoded: ROWS (msgpack rows) or ARROW (an Arrow IPC stream, wire/columns.py)
+
+
+#: ``Batch.fmt``: the rows as a msgpack array of arrays, or the batch as Arrow columns (one IPC stream).
+ROWS, ARROW = 0, 1
 
 
 class Ack(msgspec.Struct, tag="a", array_like=True):
@@ -103,11 +108,15 @@ def encode_rows(rows: list[Any]) -> bytes:
 
 
 def rows_in(batch: Batch) -> int:
-    """How many rows a batch holds, read from its encoding's array header (nothing is decoded).
+    """How many rows a batch holds, read from its encoding's header (no row is decoded).
 
     >>> rows_in(make_batch("S", "p", 0, [[1]] * 3)), rows_in(make_batch("S", "p", 0, [[1]] * 300))
     (3, 300)
     """
+    if batch.fmt == ARROW:
+        from .columns import read_ipc  # (pyarrow: only where batches are columns)
+
+        return read_ipc(bytes(batch.rows)).num_rows
     data = bytes(memoryview(batch.rows)[:5])
     if 0x90 <= data[0] <= 0x9F:
         return data[0] & 0x0F
@@ -118,8 +127,11 @@ def rows_in(batch: Batch) -> int:
     return len(msgspec.msgpack.decode(batch.rows))
 
 
-def make_batch(stream: str, producer: str, seq: int, rows: list[Any], box: str = "",
+def make_batch(stream: str, producer: str, seq: int, rows: Any, box: str = "",
                restart: bool = False, digest: bool = False) -> Batch:
-    """A batch of ``rows``; with ``digest``, carrying the digest of their encoding (a publisher's)."""
-    data = _encoder.encode(rows)
-    return Batch(stream, producer, seq, msgspec.Raw(data), box, restart, rows_digest(data) if digest else 0)
+    """A batch of ``rows`` (a list of rows, or :class:`~boreas.wire.columns.Columns`, sent as Arrow); with
+    ``digest``, carrying the digest of their encoding (a publisher's)."""
+    ipc = getattr(rows, "ipc", None)
+    data = ipc() if ipc is not None else _encoder.encode(rows)
+    return Batch(stream, producer, seq, msgspec.Raw(data), box, restart, rows_digest(data) if digest else 0,
+                 ARROW if ipc is not None else ROWS)

@@ -97,6 +97,18 @@ class RowType:
         except msgspec.DecodeError as exc:
             return [], [RowError(-1, "", f"batch is not a msgpack array of rows: {exc}")]
 
+    def decode_payload(self, raw: bytes, fmt: int = 0) -> tuple[Any, list[RowError]]:
+        """A batch's rows as its format holds them: msgpack rows (:meth:`decode`), or Arrow columns checked
+        against the schema (a :class:`~boreas.wire.columns.Columns`, which stands for a list of rows)."""
+        if not fmt:
+            return self.decode(raw)
+        from .columns import decode  # (pyarrow: only where batches are columns)
+
+        try:
+            return decode(raw, self.schema)
+        except SchemaMismatch as exc:
+            return [], [RowError(-1, exc.field, exc.reason)]
+
     def check(self, rows: Sequence[Any]) -> tuple[list[tuple], list[RowError]]:
         """Good rows as tuples, and one error per bad row."""
         try:

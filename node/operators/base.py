@@ -61,7 +61,14 @@ class OperatorError(ValueError):
 
 
 class Operator(abc.ABC):
-    """One box instance.  Rows are Python tuples in the schema's field order."""
+    """One box instance.  Rows are Python tuples in the schema's field order.
+
+    An operator with ``takes_columns`` is handed a batch that arrived as
+    Arrow columns as it is (a :class:`~boreas.wire.columns.Columns`); every
+    other one gets its rows (the dataflow converts once per batch).
+    """
+
+    takes_columns = False
 
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
         self.box = box

@@ -31,6 +31,7 @@ class Taken(msgspec.Struct, tag="t", array_like=True):
     box: str  # set for a batch marked for a box that arrived by a move
     rows: bytes
     now: float
+    fmt: int = 0  # how ``rows`` is encoded (wire/frames.py: ROWS, ARROW)
 
 
 class Tick(msgspec.Struct, tag="k", array_like=True):

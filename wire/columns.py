@@ -1,0 +1,259 @@
+"""Arrow record batches on the data plane: a stream's schema as Arrow's, and batches that stay columns.
+
+A batch of rows crosses a boundary either as msgpack rows (``Batch.fmt``
+:data:`~boreas.wire.frames.ROWS`) or as one Arrow IPC stream message
+(:data:`~boreas.wire.frames.ARROW`): a publisher that has columns (a pyarrow
+``RecordBatch`` or ``Table``, a pandas or polars frame) sends them as they
+are, the node checks them as columns (:func:`check`) and hands them on as a
+:class:`Columns`, which an operator that works on columns (the ``m3`` box)
+reads in place and every other one reads as rows (:meth:`Columns.rows`, once
+per batch).  What leaves the node again is the same IPC bytes when nothing
+changed them.
+
+Each Borealis type has one Arrow type (:data:`ARROW_TYPES`); a ``string``
+field's size and a ``timestamp``'s meaning (microseconds, as in rows) travel
+in the field's metadata, so the Arrow schema says everything the Borealis one
+does.  Checking a batch means: the columns the schema names, in any order
+(extra ones refused, as for rows); each cast safely to its field's type (a
+value out of an ``int``'s range is refused with its row); nulls refused
+(rows have none); strings no longer than their size.  Bad rows are dropped
+and named, like the row path's.
+
+pyarrow is imported by this module only: commands that make no batches do
+not pay for it.
+
+>>> from boreas.catalog.model import Field, FieldType, Schema
+>>> s = Schema("P", (Field("time", FieldType.INT), Field("name", FieldType.STRING, 3)))
+>>> arrow_schema(s).field("name").metadata[b"size"]
+b'3'
+>>> batch = pa.record_batch({"name": ["tcp", "http"], "time": pa.array([1, 2], pa.int64())})
+>>> cols, errors = check(batch, s)
+>>> cols.rows(), [(e.row, e.field) for e in errors]
+([(1, 'tcp')], [(1, 'name')])
+>>> decode(cols.ipc(), s)[0].rows()
+[(1, 'tcp')]
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc
+
+from boreas.catalog.model import FieldType, Schema
+
+from .tuples import RowError, SchemaMismatch
+
+ARROW_TYPES: dict[FieldType, pa.DataType] = {
+    FieldType.BYTE: pa.int8(),
+    FieldType.SHORT: pa.int16(),
+    FieldType.INT: pa.int32(),
+    FieldType.LONG: pa.int64(),
+    FieldType.SINGLE: pa.float32(),
+    FieldType.DOUBLE: pa.float64(),
+    FieldType.STRING: pa.string(),
+    FieldType.TIMESTAMP: pa.int64(),  # microseconds since the epoch, as rows carry them
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def arrow_schema(schema: Schema) -> pa.Schema:
+    """The Arrow schema of a Borealis schema (once per schema)."""
+    fields = []
+    for f in schema.fields:
+        if f.type is None:
+            raise SchemaMismatch(f.name, "an array field does not flow on the data plane")
+        meta = {"borealis": str(f.type)}
+        if f.type == FieldType.STRING:
+            meta["size"] = str(f.size)
+        fields.append(pa.field(f.name, ARROW_TYPES[f.type], nullable=True, metadata=meta))
+    return pa.schema(fields, metadata={"schema": schema.name})
+
+
+class Columns:
+    """One batch of a stream as Arrow columns; rows and IPC bytes made at most once, when asked for.
+
+    It stands where a list of rows stands in the node (``len()`` is its row
+    count), so the dataflow, the outbox and the links carry it unchanged;
+    :meth:`rows` is the row path's thin adapter.
+    """
+
+    __slots__ = ("batch", "_rows", "_ipc")
+
+    def __init__(self, batch: pa.RecordBatch, ipc: bytes | None = None):
+        self.batch = batch
+        self._rows: list[tuple] | None = None
+        self._ipc = ipc
+
+    def __len__(self) -> int:
+        return self.batch.num_rows
+
+    def __bool__(self) -> bool:
+        return self.batch.num_rows > 0
+
+    def __repr__(self) -> str:
+        return f"Columns({self.batch.num_rows} rows: {', '.join(self.batch.schema.names)})"
+
+    def rows(self) -> list[tuple]:
+        """The batch as rows (tuples in field order), as every row operator takes them."""
+        if self._rows is None:
+            columns = [c.to_pylist() for c in self.batch.columns]
+            self._rows = list(zip(*columns)) if columns else [() for _ in range(self.batch.num_rows)]
+        return self._rows
+
+    def ipc(self) -> bytes:
+        """The batch as one Arrow IPC stream (schema and batch): what a frame or a log record carries."""
+        if self._ipc is None:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, self.batch.schema) as writer:
+                writer.write_batch(self.batch)
+            self._ipc = sink.getvalue().to_pybytes()
+        return self._ipc
+
+
+def as_rows(rows: list[tuple] | Columns) -> list[tuple]:
+    """Rows, whichever form a batch is in (the row path's adapter)."""
+    return rows.rows() if isinstance(rows, Columns) else rows
+
+
+def read_ipc(data: bytes) -> pa.RecordBatch:
+    """The record batch of an IPC stream (zero-copy over ``data`` when it holds one, as frames do)."""
+    reader = pa.ipc.open_stream(pa.py_buffer(data))
+    batches = list(reader)
+    if len(batches) == 1:
+        return batches[0]
+    if not batches:
+        return pa.RecordBatch.from_pylist([], reader.schema)
+    return pa.Table.from_batches(batches, reader.schema).combine_chunks().to_batches()[0]
+
+
+def read_rows(data: bytes) -> list[tuple]:
+    """An IPC stream's rows, unchecked (a batch this cluster produced and checked before)."""
+    return Columns(read_ipc(data)).rows()
+
+
+def decode(data: bytes, schema: Schema) -> tuple[Columns, list[RowError]]:
+    """A received batch's IPC bytes, checked against the stream's schema (see :func:`check`)."""
+    try:
+        batch = read_ipc(data)
+    except (pa.ArrowInvalid, OSError) as exc:
+        return Columns(pa.RecordBatch.from_pylist([], arrow_schema(schema))), [
+            RowError(-1, "", f"batch is not an Arrow IPC stream: {exc}")]
+    if batch.schema.equals(arrow_schema(schema)) and not any(c.null_count for c in batch.columns) and not _too_long(batch, schema):
+        return Columns(batch, data), []  # as sent: the same bytes go on
+    return check(batch, schema)
+
+
+def _too_long(batch: pa.RecordBatch, schema: Schema) -> bool:
+    for i, f in enumerate(schema.fields):
+        if f.type == FieldType.STRING and len(batch.column(i)) and pc.max(pc.utf8_length(batch.column(i))).as_py() > f.size:
+            return True
+    return False
+
+
+def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, list[RowError]]:
+    """The good rows of ``batch`` as columns of the stream's schema, and one error per bad row.
+
+    A column the schema lacks, or a field with no column, refuses the whole
+    batch (:class:`SchemaMismatch`), as a row of the wrong width does.
+    """
+    if isinstance(batch, pa.Table):
+        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist(
+            [], batch.schema)
+    names = set(batch.schema.names)
+    extra = sorted(names - {f.name for f in schema.fields})
+    if extra:
+        raise SchemaMismatch(extra[0], f"not a field of schema {schema.name}")
+    target = arrow_schema(schema)
+    columns, bad = [], pa.array([False] * batch.num_rows, pa.bool_())
+    reasons: dict[int, tuple[str, str]] = {}
+    for f, want in zip(schema.fields, target):
+        if f.name not in names:
+            raise SchemaMismatch(f.name, "missing")
+        column = batch.column(f.name)
+        column, wrong = _cast(column, want.type, f.name)
+        for row in wrong:
+            reasons.setdefault(row, (f.name, f"not a {f.type}: out of its range or of another type"))
+        nulls = column.is_null()
+        if f.type == FieldType.STRING:
+            nulls = pc.or_kleene(nulls, pc.fill_null(pc.greater(pc.utf8_length(column), f.size), False))
+        if pc.any(nulls).as_py():
+            for row in pc.indices_nonzero(nulls).to_pylist():
+                value = column[row].as_py()
+                reasons.setdefault(row, (f.name, "missing" if value is None else f"string longer than {f.size}"))
+            bad = pc.or_(bad, nulls)
+        columns.append(column)
+    good = pa.RecordBatch.from_arrays(columns, schema=target)
+    if not reasons:
+        return Columns(good), []
+    errors = [RowError(row, field, reason) for row, (field, reason) in sorted(reasons.items())]
+    return Columns(good.filter(pc.invert(bad))), errors
+
+
+def _cast(column: pa.Array, want: pa.DataType, name: str) -> tuple[pa.Array, list[int]]:
+    """``column`` as ``want``; rows whose value cannot be (out of range, not a number) become null, listed."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.type == want:
+        return column, []
+    try:
+        return column.cast(want, safe=True), []
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    values, wrong = [], []
+    for i, v in enumerate(column.to_pylist()):  # the slow path names the rows; a good batch never comes here
+        try:
+            values.append(pa.scalar(v).cast(want, safe=True).as_py() if v is not None else None)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            values.append(None)
+            wrong.append(i)
+    return pa.array(values, want), wrong
+
+
+def from_rows(rows: Sequence[Sequence[Any]], schema: Schema) -> Columns:
+    """Rows (sequences in field order) as columns of ``schema``; nothing checked (the receiver checks)."""
+    target = arrow_schema(schema)
+    if not rows:
+        return Columns(pa.RecordBatch.from_pylist([], target))
+    arrays = [pa.array(list(column), type=f.type) for column, f in zip(zip(*rows), target)]
+    return Columns(pa.RecordBatch.from_arrays(arrays, schema=target))
+
+
+def conform(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
+    """``batch`` in the stream's column order and types where that casts safely (a publisher's side: the node
+    then takes it as it is); anything else is left for the node to refuse, naming its rows."""
+    target = arrow_schema(schema)
+    if batch.schema.equals(target):
+        return batch
+    names = set(batch.schema.names)
+    if names != set(target.names):
+        return batch
+    columns = []
+    for want in target:
+        column = batch.column(want.name)
+        try:
+            columns.append(column if column.type == want.type else column.cast(want.type, safe=True))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return batch
+    return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def record_batches(data: Any, size: int) -> list[pa.RecordBatch]:
+    """A pyarrow ``RecordBatch`` or ``Table``, or a pandas or polars ``DataFrame``, cut into batches of at most
+    ``size`` rows, in order (deterministic: the same data gives the same batches)."""
+    if isinstance(data, pa.RecordBatch):
+        table = pa.Table.from_batches([data])
+    elif isinstance(data, pa.Table):
+        table = data
+    elif hasattr(data, "to_arrow"):  # polars
+        table = data.to_arrow()
+    elif type(data).__module__.startswith("pandas"):
+        table = pa.Table.from_pandas(data, preserve_index=False)
+    else:
+        raise TypeError(f"cannot publish a {type(data).__name__}: give rows, a pyarrow RecordBatch or Table, or "
+                        "a pandas or polars DataFrame")
+    return table.combine_chunks().to_batches(max_chunksize=size)
