@@ -164,13 +164,28 @@ def check_alias(alias: TypeAlias) -> str | None:
     return None
 
 
+#: Type names of other languages and what to write instead (the XSD takes any name as an alias).
+_INSTEAD = {
+    "float": "'double' (or 'single', 32 bits)", "real": "'single'", "float32": "'single'", "float64": "'double'",
+    "integer": "'int'", "int32": "'int'", "bigint": "'long'", "int64": "'long'", "smallint": "'short'",
+    "tinyint": "'byte'", "varchar": "'string' (with size=)", "text": "'string' (with size=)",
+    "str": "'string' (with size=)", "date": "'timestamp'", "datetime": "'timestamp'",
+}
+
+
 def unknown_alias(f: Field, types: Mapping[str, TypeAlias]) -> str | None:
-    """Why an array field's type cannot be told (None: it can)."""
+    """Why an array field's type cannot be told (None: it can).
+
+    >>> unknown_alias(Field("x", None, array="float"), {}).split("; ")[-1]
+    "did you mean 'double' (or 'single', 32 bits)?"
+    """
     if f.array is None or is_array_syntax(f.array) or f.array in types:
         return None
     known = ", ".join(sorted(types)) or "none declared"
+    instead = _INSTEAD.get(f.array.lower())
     return (f"field {f.name!r} has type {f.array!r}, which is neither a Borealis type ({SCALARS}), "
-            f"an array such as byte(0...319, 0...239), nor a declared <type> alias (aliases: {known})")
+            f"an array such as byte(0...319, 0...239), nor a declared <type> alias (aliases: {known})"
+            + (f"; did you mean {instead}?" if instead else ""))
 
 
 __all__ = [

@@ -114,7 +114,9 @@ def _infer_schemas(catalog: Catalog, registry: BoxTypeRegistry, report: Topology
     broken: set[str] = set()  # streams whose schema cannot be told; stay quiet downstream
     for inp in catalog.inputs.values():
         schema = catalog.schemas.get(inp.schema)
-        if schema is not None:
+        # A field of an unknown type (type="float") is reported at the field (_check_references);
+        # its stream is not then called an array downstream.
+        if schema is not None and not any(arrays.unknown_alias(f, catalog.types) for f in schema.fields):
             known[inp.stream] = schema
         else:
             broken.add(inp.stream)

@@ -51,6 +51,7 @@ IN_PROCESS = (
     "test_outputs_snapshot.py", "test_recovery_storage.py", "test_packaging.py",
     "test_m3_box.py",                        # the m3 operator fed by hand (its Spark test: below)
     "test_m3_box_cluster.py",                # split from test_m3_box.py; its cluster tests join the group (below)
+    "test_docs_xml.py",                      # docs/xml.md against the XSDs and the reader
 )
 
 #: Test paths whose tests run short ``boreas`` command processes on files only (validate, catalog apply/show/export on

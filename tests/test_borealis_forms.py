@@ -357,6 +357,28 @@ def test_an_unknown_type_name_is_refused_at_its_field():
     assert "aliases: image" in problem.reason
 
 
+def test_float_is_refused_once_at_its_field_naming_the_types_and_double():
+    """``type="float"`` passes the XSD (it could be an alias declared elsewhere); validation says what
+    exists and suggests double, and a box, publish or subscribe on the stream does not call it an array."""
+    doc = """<borealis>
+    <input stream="In" schema="S"/>
+    <schema name="S"><field name="x" type="float"/><field name="y" type="int"/></schema>
+    <box name="f" type="filter"><in stream="In"/><out stream="Out"/>
+        <parameter name="expression.0" value="y &gt; 1"/></box>
+    <output stream="Out"/>
+</borealis>"""
+    deploy = """<deploy>
+    <publish stream="In" node=":15000"/>
+    <subscribe stream="Out" endpoint=":25000"/>
+    <node endpoint=":15000" query="f"/>
+</deploy>"""
+    [problem] = plan(doc, deploy).problems
+    assert (problem.file, problem.line, problem.path) == ("app0.xml", 3, "/borealis/schema/field[1]")
+    assert problem.reason.startswith("schema 'S': field 'x' has type 'float', which is neither a Borealis "
+                                     "type (byte, short, int, long, single, double, string, timestamp)")
+    assert problem.reason.endswith("did you mean 'double' (or 'single', 32 bits)?")
+
+
 @pytest.mark.parametrize("field_type, why", [
     ("byte(0...319", "bad value type='byte(0...319' on <field>: not a Borealis type"),
     ("bool(2)", "an array type such as byte(0...319, 0...239, 0...2)"),
