@@ -27,6 +27,7 @@ import asyncio
 import logging
 
 from boreas.wire.columns import Columns
+from boreas.wire.columns import payload as columns_payload
 from boreas.wire.frames import ARROW, ROWS, Ack, Batch, Refused, encode_rows
 from boreas.wire.receiver import Deferred
 from boreas.wire.tuples import RowType
@@ -45,7 +46,7 @@ LAG = 2
 def payload(rows: list[tuple] | Columns) -> bytes:
     """What the input log keeps of a batch: its Arrow IPC bytes (columns) or its msgpack rows
     (:func:`payload_format` says which)."""
-    return rows.ipc() if isinstance(rows, Columns) else encode_rows(rows)
+    return columns_payload(rows) if isinstance(rows, Columns) else encode_rows(rows)
 
 
 def payload_format(rows: list[tuple] | Columns) -> int:

@@ -30,7 +30,7 @@ b'3'
 >>> cols, errors = check(batch, s)
 >>> cols.rows(), [(e.row, e.field) for e in errors]
 ([(1, 'tcp')], [(1, 'name')])
->>> decode(cols.ipc(), s)[0].rows()
+>>> decode(payload(cols), s)[0].rows()
 [(1, 'tcp')]
 """
 
@@ -40,13 +40,14 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc
 
 from boreas.catalog.model import FieldType, Schema
 
-from .tuples import RowError, SchemaMismatch
+from .row_errors import RowError, SchemaMismatch
 
 ARROW_TYPES: dict[FieldType, pa.DataType] = {
     FieldType.BYTE: pa.int8(),
@@ -106,13 +107,22 @@ class Columns:
         return self._rows
 
     def ipc(self) -> bytes:
-        """The batch as one Arrow IPC stream (schema and batch): what a frame or a log record carries."""
+        """The batch as one Arrow IPC stream (schema and batch); a frame or a log record carries it as one
+        msgpack ``bin`` (:meth:`payload`)."""
         if self._ipc is None:
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, self.batch.schema) as writer:
                 writer.write_batch(self.batch)
             self._ipc = sink.getvalue().to_pybytes()
         return self._ipc
+
+
+def payload(columns: Columns) -> bytes:
+    """What a frame's ``rows`` or a log record holds of a batch of columns: its IPC bytes as a msgpack ``bin``."""
+    return _bin.encode(columns.ipc())
+
+
+_bin = msgspec.msgpack.Encoder()
 
 
 def as_rows(rows: list[tuple] | Columns) -> list[tuple]:
@@ -131,16 +141,25 @@ def read_ipc(data: bytes) -> pa.RecordBatch:
     return pa.Table.from_batches(batches, reader.schema).combine_chunks().to_batches()[0]
 
 
-def read_rows(data: bytes) -> list[tuple]:
-    """An IPC stream's rows, unchecked (a batch this cluster produced and checked before)."""
-    return Columns(read_ipc(data)).rows()
+def unwrap(payload: bytes) -> bytes:
+    """The IPC bytes of a batch's payload: in a frame (and a log record) they are one msgpack ``bin``."""
+    data = msgspec.msgpack.decode(payload)
+    if not isinstance(data, bytes):
+        raise ValueError("an Arrow batch's payload is not a msgpack bin")
+    return data
 
 
-def decode(data: bytes, schema: Schema) -> tuple[Columns, list[RowError]]:
-    """A received batch's IPC bytes, checked against the stream's schema (see :func:`check`)."""
+def read_rows(payload: bytes) -> list[tuple]:
+    """A batch payload's rows, unchecked (a batch this cluster produced and checked before)."""
+    return Columns(read_ipc(unwrap(payload))).rows()
+
+
+def decode(payload: bytes, schema: Schema) -> tuple[Columns, list[RowError]]:
+    """A received batch's payload (its IPC bytes), checked against the stream's schema (see :func:`check`)."""
     try:
+        data = unwrap(payload)
         batch = read_ipc(data)
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowInvalid, OSError, ValueError, msgspec.DecodeError) as exc:
         return Columns(pa.RecordBatch.from_pylist([], arrow_schema(schema))), [
             RowError(-1, "", f"batch is not an Arrow IPC stream: {exc}")]
     if batch.schema.equals(arrow_schema(schema)) and not any(c.null_count for c in batch.columns) and not _too_long(batch, schema):

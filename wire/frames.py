@@ -114,9 +114,9 @@ def rows_in(batch: Batch) -> int:
     (3, 300)
     """
     if batch.fmt == ARROW:
-        from .columns import read_ipc  # (pyarrow: only where batches are columns)
+        from .columns import read_ipc, unwrap  # (pyarrow: only where batches are columns)
 
-        return read_ipc(bytes(batch.rows)).num_rows
+        return read_ipc(unwrap(bytes(batch.rows))).num_rows
     data = bytes(memoryview(batch.rows)[:5])
     if 0x90 <= data[0] <= 0x9F:
         return data[0] & 0x0F
@@ -131,7 +131,7 @@ def make_batch(stream: str, producer: str, seq: int, rows: Any, box: str = "",
                restart: bool = False, digest: bool = False) -> Batch:
     """A batch of ``rows`` (a list of rows, or :class:`~boreas.wire.columns.Columns`, sent as Arrow); with
     ``digest``, carrying the digest of their encoding (a publisher's)."""
-    ipc = getattr(rows, "ipc", None)
-    data = ipc() if ipc is not None else _encoder.encode(rows)
+    ipc = getattr(rows, "ipc", None)  # Arrow columns: their IPC bytes as one msgpack bin (wire/columns.py)
+    data = _encoder.encode(ipc() if ipc is not None else rows)
     return Batch(stream, producer, seq, msgspec.Raw(data), box, restart, rows_digest(data) if digest else 0,
                  ARROW if ipc is not None else ROWS)

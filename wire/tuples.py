@@ -32,12 +32,13 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
 
 from boreas.catalog.model import Field, FieldType, Schema
+
+from .row_errors import RowError, SchemaMismatch
 
 _INT_RANGES = {
     FieldType.BYTE: (-(2**7), 2**7 - 1),
@@ -46,25 +47,6 @@ _INT_RANGES = {
     FieldType.LONG: (-(2**63), 2**63 - 1),
     FieldType.TIMESTAMP: (-(2**63), 2**63 - 1),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class RowError:
-    """Why one row of a batch was refused: which row (0-based), which field, why."""
-
-    row: int
-    field: str
-    reason: str
-
-    def as_list(self) -> list[Any]:
-        return [self.row, self.field, self.reason]
-
-
-class SchemaMismatch(ValueError):
-    def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
 
 
 def _msgspec_type(f: Field) -> Any:

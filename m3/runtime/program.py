@@ -174,6 +174,15 @@ class Runtime(Reads):
             self._finish()
             return self._version
 
+    def string_ids(self, strings: Sequence[str]) -> list[int] | None:
+        """The ids a STRING column of int64 values carries for ``strings`` on the native backend (interned now;
+        a column of ids crosses into C as it is), or None on the Python backend (give it the strings)."""
+        native = self._native
+        if native is None:
+            return None
+        ids = native.ids
+        return [ids[s] for s in strings]
+
     def apply_columns(self, relation: str, sign: int, columns: Sequence[Sequence]) -> int:
         """Apply one relation's events given column by column (one sequence or ``array`` per column); atomic.
 

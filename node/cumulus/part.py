@@ -102,6 +102,8 @@ class PartOperator(Hosting, Coordinating, Applying, Cancelling, LayoutChanges, M
     """The member(s) of a partitioned ``m3`` box that ``endpoint`` hosts (two or more only after a failover:
     :mod:`~boreas.node.cumulus.hosting`); ``member`` and ``host`` build a guest member inside its host."""
 
+    takes_columns = False  # members route and push rows (columnar Work is not built yet: docs/dataplane.md)
+
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition, endpoint: str,
                  member: int | None = None, host: PartOperator | None = None):
         M3Operator.__init__(self, box, inputs, outputs, runtime=False)

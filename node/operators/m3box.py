@@ -29,6 +29,9 @@ from boreas.catalog.model import Box, FieldType, Schema
 from boreas.m3 import M3Error, Runtime
 from boreas.m3.boxtype import BoxPlan, plan_box
 
+from boreas.wire.columns import Columns
+
+from . import m3columns
 from .base import Emitted, Operator, OperatorError
 
 log = logging.getLogger(__name__)
@@ -86,20 +89,31 @@ class M3Operator(Operator):
 
     # -- the data plane ------------------------------------------------------------
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    takes_columns = True  # an Arrow batch goes to the runtime as columns (node/operators/m3columns.py)
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
         relation = self.plan.ports[port].relation
-        inserts, deletes, ignored = self._split[port](rows)
+        apply = self.runtime.apply_grouped
+        if isinstance(rows, Columns):
+            try:
+                parts, ignored = m3columns.split(rows, self.plan.ports[port], self.runtime.string_ids)
+                groups = [(relation, sign, columns) for sign, columns in parts]
+                apply = self.runtime.apply_grouped_columns
+            except ValueError:  # (nulls) the row path says what is wrong with them
+                rows = rows.rows()
+        if not isinstance(rows, Columns):
+            inserts, deletes, ignored = self._split[port](rows)
+            groups = [(relation, 1, inserts)] if inserts else []
+            if deletes:
+                groups.append((relation, -1, deletes))
         if ignored:
             self.ignored += ignored
             log.warning("m3 box %r: %d rows on in port %d have a sign other than +1/-1; ignored",
                         self.box.name, ignored, port)
-        groups = [(relation, 1, inserts)] if inserts else []
-        if deletes:
-            groups.append((relation, -1, deletes))
         if not groups:
             return []
         try:
-            self.runtime.apply_grouped(groups)
+            apply(groups)
         except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
             self.failed_batches += 1
             log.error("m3 box %r: a batch of %d rows on in port %d was not applied: %s",

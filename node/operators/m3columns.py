@@ -1,0 +1,105 @@
+"""An Arrow batch as an M3 relation's columns: what an ``m3`` box hands its runtime without making a row.
+
+The M3 runtime takes a relation's events column by column
+(``Runtime.apply_grouped_columns``): an ``array('q')`` crosses into the
+native backend's C code as it is (INT values, DATE values as day numbers,
+STRING values as the ids of the runtime's intern table), an ``array('d')``
+likewise (FLOAT).  This module makes those arrays from Arrow columns with
+vectorised kernels and one copy of each buffer, so no Python object is made
+per row:
+
+* integers are cast to int64 and doubles to float64 in Arrow;
+* a DATE column (timestamps in microseconds on the wire) becomes day numbers
+  (``date.toordinal()``) by integer arithmetic;
+* a STRING column is dictionary-encoded, its distinct values interned once
+  (``Runtime.string_ids``), and the ids taken by index.  On the Python
+  backend, which keeps strings as strings, the column is handed over as a
+  list of strings instead.
+
+A ``sign-field`` splits the batch into inserts (+1) and deletes (-1) by a
+filter; other signs are counted as ignored, as on the row path.
+
+>>> import pyarrow as pa
+>>> from array import array
+>>> col = pa.array([0, 86_400_000_000 * 2 + 5, -1], pa.int64())
+>>> list(day_numbers(col)) == [719163, 719165, 719162]
+True
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from array import array
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from boreas.m3.boxtype import PortPlan
+from boreas.wire.columns import Columns
+
+_EPOCH = dt.date(1970, 1, 1).toordinal()
+_DAY_US = 86_400_000_000
+#: Days added before the integer division and taken off after it, so it floors for timestamps before 1970
+#: too (Arrow's integer division truncates); about 2,700 years either side, well inside int64.
+_SHIFT_DAYS = 1_000_000
+
+
+def _array(column: pa.Array, typecode: str) -> array:
+    """A null-free int64 or float64 Arrow array as an ``array`` (one copy of its buffer)."""
+    width = 8
+    data = column.buffers()[1]
+    out = array(typecode)
+    out.frombytes(memoryview(data)[column.offset * width:(column.offset + len(column)) * width])
+    return out
+
+
+def day_numbers(column: pa.Array) -> array:
+    """Timestamps (microseconds since the epoch, UTC) as the day numbers of their dates."""
+    shifted = pc.add(column.cast(pa.int64()), _SHIFT_DAYS * _DAY_US)
+    days = pc.add(pc.divide(shifted, _DAY_US), _EPOCH - _SHIFT_DAYS)
+    return _array(days, "q")
+
+
+def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids) -> list[Any]:
+    """The relation's columns of ``batch`` (the port's fields, the sign field left out), as M3 takes them.
+
+    ``string_ids(values) -> list[int] | None``: the runtime's ids for distinct strings (None: pass strings).
+    """
+    picks = [i for i in range(batch.num_columns) if i != port.sign_index]
+    out: list[Any] = []
+    for i, (_, kind) in zip(picks, port.columns):
+        column = batch.column(i)
+        if kind == "DATE":
+            out.append(day_numbers(column))
+        elif kind == "FLOAT":
+            out.append(_array(column.cast(pa.float64()), "d"))
+        elif kind == "STRING":
+            encoded = pc.dictionary_encode(column)
+            ids = string_ids(encoded.dictionary.to_pylist())
+            if ids is None:
+                out.append(column.to_pylist())
+            else:
+                out.append(_array(pc.take(pa.array(ids, pa.int64()), encoded.indices), "q"))
+        else:
+            out.append(_array(column.cast(pa.int64()), "q"))
+    return out
+
+
+def split(columns: Columns, port: PortPlan, string_ids) -> tuple[list[tuple[int, list[Any]]], int]:
+    """``([(sign, relation columns)], ignored)`` of one batch; ValueError when it cannot go as columns (nulls:
+    the row path names what is wrong with them)."""
+    batch = columns.batch
+    if any(c.null_count for c in batch.columns):
+        raise ValueError("null values")
+    if port.sign_index is None:
+        return [(1, relation_columns(batch, port, string_ids))], 0
+    sign = batch.column(port.sign_index)
+    out = []
+    kept = 0
+    for value in (1, -1):
+        part = batch.filter(pc.equal(sign, value))
+        if part.num_rows:
+            kept += part.num_rows
+            out.append((value, relation_columns(part, port, string_ids)))
+    return out, batch.num_rows - kept

@@ -1,0 +1,117 @@
+"""Arrow columns on the data plane (issue 30): a batch checked as columns is what the row path takes, and an
+``m3`` box fed columns keeps exactly the maps, views and changes it keeps when fed the same rows."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from boreas.catalog.model import Field, FieldType, Schema
+from boreas.node.operators.m3box import date_of
+from boreas.wire.columns import Columns, arrow_schema, check, decode, from_rows, payload
+from boreas.wire.frames import ARROW, decode as decode_frame, encode, make_batch
+from boreas.wire.tuples import RowType
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.m3_q3 import duckdb_q3, q3_app, q3_rows, wire
+from support.native import skip_without_native
+from test_m3_box import q3_operator
+
+ALL = Schema("All", (
+    Field("b", FieldType.BYTE), Field("s", FieldType.SHORT), Field("i", FieldType.INT),
+    Field("l", FieldType.LONG), Field("f", FieldType.SINGLE), Field("d", FieldType.DOUBLE),
+    Field("str", FieldType.STRING, 3), Field("t", FieldType.TIMESTAMP),
+))
+
+good_rows = st.lists(st.tuples(
+    st.integers(-128, 127), st.integers(-32768, 32767), st.integers(-2**31, 2**31 - 1),
+    st.integers(-2**63, 2**63 - 1), st.just(1.5), st.floats(allow_nan=False),
+    st.text(max_size=3), st.integers(0, 2**62)), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(good_rows)
+def test_good_rows_cross_as_columns_unchanged(rows):
+    cols = from_rows(rows, ALL)
+    frame = decode_frame(encode(make_batch("S", "p", 0, cols)))
+    assert frame.fmt == ARROW
+    got, errors = RowType(ALL).decode_payload(bytes(frame.rows), frame.fmt)
+    assert errors == [] and isinstance(got, Columns)
+    assert got.rows() == RowType(ALL).check(rows)[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-300, 300), st.sampled_from(["ab", "abcd", None]),
+                          st.one_of(st.none(), st.floats(allow_nan=False))), max_size=30))
+def test_bad_values_are_refused_naming_the_rows_the_row_path_names(rows):
+    schema = Schema("T", (Field("b", FieldType.BYTE), Field("str", FieldType.STRING, 3),
+                          Field("d", FieldType.DOUBLE)))
+    batch = pa.record_batch({"b": pa.array([r[0] for r in rows], pa.int64()),
+                             "str": pa.array([r[1] for r in rows], pa.string()),
+                             "d": pa.array([r[2] for r in rows], pa.float64())})
+    cols, errors = check(batch, schema)
+    good, row_errors = RowType(schema).check(rows)
+    assert cols.rows() == good
+    assert [(e.row, e.field) for e in errors] == [(e.row, e.field) for e in row_errors]
+
+
+def test_a_batch_with_columns_the_schema_lacks_or_misses_is_refused_whole():
+    schema = Schema("T", (Field("a", FieldType.INT), Field("b", FieldType.INT)))
+    rows, errors = RowType(schema).decode_payload(payload(from_rows([(1, 2)], Schema("U", (
+        Field("a", FieldType.INT), Field("c", FieldType.INT))))), ARROW)
+    assert len(rows) == 0 and errors[0].field == "c" and "not a field of schema T" in errors[0].reason
+    rows, errors = RowType(schema).decode_payload(b"\xc4\x03abc", ARROW)
+    assert len(rows) == 0 and "not an Arrow IPC stream" in errors[0].reason
+    cols, _ = decode(payload(from_rows([(2, 1)], schema)), schema)
+    assert cols.rows() == [(2, 1)] and arrow_schema(schema).names == ["a", "b"]
+
+
+def columns_of(schema: Schema, rows: list[tuple]) -> Columns:
+    cols, errors = check(from_rows(rows, schema).batch, schema)
+    assert not errors
+    return cols
+
+
+def feed(op, data: dict[str, list[tuple]], cut: list[int], columns: bool, sign: int | None = None) -> list:
+    """Every relation's rows in batches of the sizes ``cut`` repeats; every change the box emitted, in order."""
+    emitted = []
+    for port, name in enumerate(("customer", "orders", "lineitem")):
+        rows = wire(data[name])
+        if sign is not None:
+            rows = [(sign, *row) for row in rows]
+        i = k = 0
+        while i < len(rows):
+            part = rows[i:i + cut[k % len(cut)]]
+            i, k = i + len(part), k + 1
+            batch = columns_of(op.inputs[port], part) if columns else part
+            emitted += [(out, sorted(changed)) for out, changed in op.process(port, batch, 0.0)]
+    return emitted
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+@settings(max_examples=8, deadline=None)
+@given(st.lists(st.integers(1, 120), min_size=1, max_size=4), st.integers(0, 50))
+def test_an_m3_box_fed_columns_keeps_what_it_keeps_fed_rows(backend, cut, seed):
+    if backend == "native":
+        skip_without_native()
+    data = q3_rows(seed, customers=15, orders=60, items=200)
+    make = q3_operator(q3_app(backend=backend))
+    by_rows, by_columns = make(), make()
+    assert feed(by_columns, data, cut, columns=True) == feed(by_rows, data, cut, columns=False)
+    assert by_columns.runtime.state() == by_rows.runtime.state()
+    assert by_columns.runtime.view("Q1") == pytest.approx(duckdb_q3(data))
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.lists(st.integers(1, 90), min_size=1, max_size=3))
+def test_signs_in_columns_insert_and_delete_as_in_rows(cut):
+    data = q3_rows(3, customers=15, orders=60, items=200)
+    make = q3_operator(q3_app(sign=True))
+    by_rows, by_columns = make(), make()
+    for sign, part in ((1, data), (-1, {name: rows[::3] for name, rows in data.items()})):
+        assert feed(by_columns, part, cut, True, sign) == feed(by_rows, part, cut, False, sign)
+    assert by_columns.runtime.state() == by_rows.runtime.state()
+    left = {name: [r for i, r in enumerate(rows) if i % 3] for name, rows in data.items()}
+    assert by_columns.runtime.view("Q1") == pytest.approx(duckdb_q3(left))
+    odd = columns_of(by_columns.inputs[2], [(0, *wire([data["lineitem"][1]])[0])])
+    assert by_columns.process(2, odd, 0.0) == [] and by_columns.ignored == 1
+    assert date_of(0).year == 1970

@@ -1,0 +1,25 @@
+"""What is wrong with a row: shared by the row path (:mod:`.tuples`) and the column path (:mod:`.columns`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class RowError:
+    """Why one row of a batch was refused: which row (0-based), which field, why."""
+
+    row: int
+    field: str
+    reason: str
+
+    def as_list(self) -> list[Any]:
+        return [self.row, self.field, self.reason]
+
+
+class SchemaMismatch(ValueError):
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
