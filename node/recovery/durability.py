@@ -48,9 +48,9 @@ from .snapshots import SnapshotStore, write_atomic
 
 log = logging.getLogger(__name__)
 
-#: Group commit defaults, chosen with bench/recovery.py (see README, "Durability"): a sender's
-#: window (16 batches) rarely fills a larger group, so the wait is what matters; 64/1 ms and
-#: 256/2 ms measured within noise of each other, 1024/5 ms always worst.
+#: Group commit defaults, chosen with bench/recovery.py (docs/benchmarks.md, "Durability and
+#: recovery"): a sender's window (16 batches) rarely fills a larger group, so the wait is what
+#: matters; 64/1 ms and 256/2 ms measured within noise of each other, 1024/5 ms always worst.
 FLUSH_EVERY = 256
 FLUSH_MS = 2.0
 
