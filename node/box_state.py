@@ -46,6 +46,7 @@ from typing import Any
 
 import msgspec
 from boreas.catalog.model import Box, Schema
+from boreas.wire.digests import DigestBook
 from boreas.wire.sequencing import Sequencer
 
 from .gcpause import gc_paused
@@ -94,6 +95,9 @@ class BoxStates:
         self.out_seq: dict[str, int] = {}
         self.inputs: dict[str, Sequencer] = {}  # boxes that order their own inputs (arrived by a move)
         self.processed: dict[tuple[str, str], int] = {}  # (entering stream, producer) -> last seq here
+        # the digests of the publishers' batches taken (recorded with ``processed``): the receiver refuses a
+        # re-used sequence number with other rows (wire/digests.py); snapshots keep them
+        self.digests = DigestBook()
         self.paused_since: dict[str, float] = {}
         self.move_pauses: dict[str, list[float]] = {}
         #: told ``(box, seconds)`` of every move pause as it ends (the node's metrics histogram)
@@ -231,6 +235,7 @@ class BoxStates:
             "box_ids": dict(self.box_ids),
             "out_seq": dict(self.out_seq),
             "processed": [[s, p, seq] for (s, p), seq in self.processed.items()],
+            "digests": self.digests.state(),
             "box_inputs": {name: {"next": [list(p) for p in inputs.box_positions()],
                                   "held": [list(h) for h in inputs.held_items()]}
                            for name, inputs in self.inputs.items()},
@@ -245,6 +250,7 @@ class BoxStates:
         self.box_ids.update(captured["box_ids"])
         self.out_seq.update({s: int(n) for s, n in captured["out_seq"].items()})
         self.processed.update({(s, p): int(seq) for s, p, seq in captured["processed"]})
+        self.digests.restore(captured.get("digests", []))
         restored = []
         for name, state in captured["boxes"].items():
             op = self.operators.get(name)

@@ -176,24 +176,27 @@ class Dataflow(Wiring, Intake, Replaying):
     async def _take(self, item: tuple) -> None:
         if not item:  # a wake-up (:meth:`wake`): the timers are looked at again
             return
-        stream, rows, producer, seq, box, raw, logged = item
+        stream, rows, producer, seq, box, raw, logged, digest = item
         self.counters["batches_in"] += 1
         self.counters["rows_in"] += len(rows)
         async with self.lock:
             self._now = now = self.now()
             if self.journal is not None:
                 position = self.journal.append(records.encode(records.Taken(stream, producer, seq, box, raw, now,
-                                                                            payload_format(rows))))
+                                                                            payload_format(rows), digest)))
                 if logged is not None and not logged.done():
                     logged.set_result(position)
-            await self._process(stream, rows, producer, seq, box)
+            await self._process(stream, rows, producer, seq, box, digest)
 
-    async def _process(self, stream: str, rows: list[tuple], producer: str, seq: int, box: str) -> None:
+    async def _process(self, stream: str, rows: list[tuple], producer: str, seq: int, box: str,
+                       digest: int = 0) -> None:
         if box:
             await self._feed(box, stream, rows, (producer, seq))
         else:
             await self._route(stream, rows, (producer, seq))
             self.state.processed[(stream, producer)] = seq  # the hot path: a plain store
+            if digest:
+                self.state.digests.record(stream, producer, seq, digest)
 
     async def _release(self) -> None:
         """Send what the group produced, once the inputs it came from are durable (output commit).

@@ -93,10 +93,10 @@ class Intake:
             return ack
         raw = bytes(batch.rows) if not errors else payload(rows)
         if self.journal is None:
-            await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None))
+            await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None, batch.digest))
             return ack
         logged: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, logged))
+        await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, logged, batch.digest))
         return Deferred(ack, self._durable(logged))
 
     async def _admit(self, stream: str) -> None:
@@ -123,7 +123,8 @@ class Intake:
         if row_type is None:
             return
         rows, _ = row_type.decode_payload(bytes(batch.rows), batch.fmt)
-        await self._take((batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None))
+        await self._take((batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None,
+                          batch.digest))
         await self._release()
         self.wake()
 
@@ -134,6 +135,6 @@ class Intake:
         batch alone (its own positions drop what it already has).
         """
         for stream, rows, producer, seq, box in batches:
-            await self._take((stream, rows, producer, seq, box, payload(rows), None))
+            await self._take((stream, rows, producer, seq, box, payload(rows), None, 0))
         await self._release()
         self.wake()

@@ -99,7 +99,8 @@ class NodeService(NodeApi):
         self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}",
                                  box_types=self.box_types, subscriber_limits=subscriber_limits)
         self.metrics = NodeMetrics(self)  # views of the counters below, read when /metrics is scraped
-        self.receiver = DataReceiver(self.metrics.counting(self.dataflow.accept), token)
+        self.receiver = DataReceiver(self.metrics.counting(self.dataflow.accept), token,
+                                     digests=self.dataflow.state.digests)
         # With a data dir the node is durable: it logs what it takes and comes back after a crash.
         self.durability = (Durability(data_dir, snapshot_url, flush_every=group_commit[0], flush_ms=group_commit[1])
                            if data_dir is not None else None)

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from boreas.catalog.model import Field, FieldType, Schema
+from boreas.wire.digests import DigestBook
 from boreas.wire.frames import Ack, Batch, Refused
 from boreas.wire.links import OutboundLink
 from boreas.wire.receiver import DataReceiver
@@ -310,10 +311,23 @@ async def test_replies_ready_together_go_as_one_frame_and_each_batch_is_answered
     assert sink.receiver.counters["coalesced_replies"] >= 10  # not one frame per batch
 
 
+class RecordingSink(Sink):
+    """A receiver's owner that records the digests of what it takes, as a node does (node/box_state.py)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.receiver.digests = DigestBook()
+
+    async def accept(self, batch: Batch):
+        reply = await super().accept(batch)
+        self.receiver.digests.record(batch.stream, batch.producer, batch.seq, batch.digest)
+        return reply
+
+
 async def test_a_reused_producer_with_other_rows_is_refused_and_a_true_rerun_is_not():
     """Publishers' batches carry a digest: the same (producer, seq) with other rows is refused, not dropped as a
     duplicate, and so is the rest of that publish; the same rows again (a re-run) are duplicates as before."""
-    sink = Sink()
+    sink = RecordingSink()
     await sink.server.start("127.0.0.1", 0)
 
     async def publish(rows_per_batch: list[list[tuple]]) -> list:

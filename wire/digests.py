@@ -31,6 +31,8 @@ producer 'p' already published batch 0 of S with other rows (a reused --producer
 True
 >>> book.screen("S", "p", 0, 11) is None
 True
+>>> again = DigestBook(); again.restore(book.state()); again.screen("S", "p", 0, 12) is not None
+True
 """
 
 from __future__ import annotations
@@ -77,6 +79,16 @@ class DigestBook:
         else:
             self._producers.move_to_end(key)
         return entry
+
+    def state(self) -> list[list]:
+        """What :meth:`restore` takes: ``[[stream, producer, [[seq, digest], ...]], ...]`` (plain data)."""
+        return [[s, p, sorted({**entry.first, **entry.recent}.items())] for (s, p), entry in self._producers.items()]
+
+    def restore(self, state: list[list]) -> None:
+        """Remember what a snapshot remembered (a restart; batches replayed after it are recorded again)."""
+        for stream, producer, digests in state:
+            for seq, digest in digests:
+                self.record(stream, producer, int(seq), int(digest))
 
     def record(self, stream: str, producer: str, seq: int, digest: int) -> None:
         """Batch ``seq`` of the producer was taken with ``digest`` (0: none, nothing recorded)."""

@@ -60,12 +60,14 @@ Accept = Callable[[Batch], Awaitable[Ack | Refused | Deferred]]
 
 class DataReceiver:
     def __init__(self, accept: Accept, token: str | None, max_frame: int = 64 * 1024 * 1024,
-                 on_goodbye: Callable[[str], None] | None = None):
+                 on_goodbye: Callable[[str], None] | None = None, digests: DigestBook | None = None):
         self.accept = accept
         self.token = token
         self.max_frame = max_frame
         self.sequencer = Sequencer()
-        self.digests = DigestBook()  # what publishers' batches held: a re-used sequence with other rows is refused
+        # What the owner took of publishers' batches (it records them, in the order it processes them, and keeps
+        # them across restarts): a re-used sequence number with other rows is refused.  None: nothing screened.
+        self.digests = digests
         self.on_goodbye = on_goodbye
         self.counters: Counter[str] = Counter()
         self.sockets: set[web.WebSocketResponse] = set()  # open connections
@@ -184,7 +186,7 @@ class DataReceiver:
     async def _take(self, batch: Batch) -> Ack | Refused | Deferred:
         if batch.box:  # forwarded to a moved box, which orders and de-duplicates its own inputs
             return await self._deliver(batch)
-        if batch.digest and (conflict := self.digests.screen(batch.stream, batch.producer, batch.seq,
+        if batch.digest and self.digests is not None and (conflict := self.digests.screen(batch.stream, batch.producer, batch.seq,
                                                              batch.digest)) is not None:
             self.counters["conflicting_batches"] += 1
             log.warning("stream %s: refused batch %d from %s: %s", batch.stream, batch.seq, batch.producer, conflict)
@@ -228,7 +230,6 @@ class DataReceiver:
         else:
             ack = reply.reply if isinstance(reply, Deferred) else reply
             assert isinstance(ack, Ack)
-            self.digests.record(batch.stream, batch.producer, batch.seq, batch.digest)
             self.counters["batches"] += 1
             self.counters["rows"] += ack.accepted
             self.counters["refused_rows"] += len(ack.errors)
