@@ -56,9 +56,6 @@ class RowError:
     field: str
     reason: str
 
-    def as_list(self) -> list[Any]:
-        return [self.row, self.field, self.reason]
-
 
 class SchemaMismatch(ValueError):
     def __init__(self, field: str, reason: str):

@@ -92,10 +92,6 @@ class Change:
         if not self.key:
             raise ValueError("element key must not be empty")
 
-    @property
-    def is_delete(self) -> bool:
-        return self.text is None
-
 
 @dataclass(frozen=True, slots=True)
 class Commit:
