@@ -16,8 +16,8 @@ None is kept for ``type`` on purpose: code that only knows scalars fails
 loudly on an array field rather than taking it for a byte.
 
 >>> a = parse_array("byte(0...319, 0...239,0...2)")
->>> str(a), a.element.value, [d.extent for d in a.dims]
-('byte(0...319, 0...239, 0...2)', 'byte', [320, 240, 3])
+>>> str(a), a.element.value, [(d.low, d.high) for d in a.dims]
+('byte(0...319, 0...239, 0...2)', 'byte', [(0, 319), (0, 239), (0, 2)])
 >>> parse_array("int(3...1)")
 Traceback (most recent call last):
 ...
@@ -45,11 +45,6 @@ class Dimension:
 
     high: int
     low: int | None = None
-
-    @property
-    def extent(self) -> int:
-        """How many elements the dimension holds (a bare max ``n`` is read as ``0...n``)."""
-        return self.high - (self.low or 0) + 1
 
     def __str__(self) -> str:
         return str(self.high) if self.low is None else f"{self.low}...{self.high}"

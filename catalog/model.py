@@ -313,9 +313,6 @@ class Catalog:
         found = self.boxes.get(box)
         return (found.node,) if found is not None and found.node else ()
 
-    def is_empty(self) -> bool:
-        return not any(getattr(self, n) for n in _DICTS)
-
 
 _DICTS = (
     "schemas",

@@ -120,21 +120,16 @@ def _stop_all(procs: list[subprocess.Popen]) -> None:
 
 def _prepare_catalog(url: str, fresh: bool) -> str:
     """Start from an empty catalog (``--fresh``) or say which version is resumed; the line to print."""
-    from boreas.catalog.store import MissingCatalog, StoreError, open_store
+    from boreas.catalog.store import MissingCatalog, StoreError, erase_embedded, is_private, open_store
 
-    if url.startswith("memory://"):
+    if is_private(url):
         return f"catalog {url}: empty (kept in the Head's memory)"
     if fresh:
-        if not url.startswith("sqlite:"):
+        erased = erase_embedded(url)
+        if erased is None:
             raise CommandFailed(f"--fresh removes an embedded catalog file; {url} is not one (remove its "
                                 "contents yourself, or name a new chroot)")
-        from boreas.catalog.store.sqlite import sqlite_path
-
-        path = sqlite_path(url)
-        removed = [p for p in (path, *(Path(f"{path}{s}") for s in ("-wal", "-shm", "-journal")))
-                   if p.exists()]
-        for p in removed:
-            p.unlink()
+        path, removed = erased
         return (f"fresh catalog: removed {path}" if removed else f"fresh catalog {path}")
     try:
         with open_store(url, create=False) as store:

@@ -305,7 +305,8 @@ class _Api:
         except (ValueError, KeyError, TypeError) as exc:
             return json_error(400, f"bad heartbeat: {exc}")
         self.head.heartbeat(endpoint, incarnation, version, recovery)
-        membership = self.head.store_url if self.head.store_url.startswith("zk://") else None
+        store = self.head.store  # open: the routes serve only after start() opened it
+        membership = store.membership_url if store is not None else None  # joined beside heartbeats
         sync = self.head.syncs.get(endpoint)  # the node's readiness: is it in sync, as the Head sees it
         return web.json_response({"membership": membership, "timeout": self.head.membership.timeout,
                                   "snapshot_complete": self.head.snapshots.complete_id or None,

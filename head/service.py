@@ -129,8 +129,8 @@ class HeadService:
         self.tasks.spawn("failover", self._failover_checks)
         await self.snapshots.load()
         self.snapshots.start()
-        if self.store_url.startswith("zk://"):
-            await self._watch_zookeeper_members(loop)
+        if self.store.membership_url is not None:
+            await self._watch_zookeeper_members(loop, self.store.membership_url)
         endpoint = await self.server.start(host, port)
         log.info("Head serving catalog %s at version %d on %s", self.store_url, catalog.version, endpoint)
         return endpoint
@@ -149,10 +149,10 @@ class HeadService:
         if self.store is not None:
             await asyncio.to_thread(self.store.close)
 
-    async def _watch_zookeeper_members(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _watch_zookeeper_members(self, loop: asyncio.AbstractEventLoop, url: str) -> None:
         from boreas.catalog.store.membership import ZooKeeperMembers
 
-        self._members = await asyncio.to_thread(ZooKeeperMembers, self.store_url)
+        self._members = await asyncio.to_thread(ZooKeeperMembers, url)
         self._members.watch(lambda live: loop.call_soon_threadsafe(self._zookeeper_changed, live))
 
     def _zookeeper_changed(self, live: set[str]) -> None:

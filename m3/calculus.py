@@ -20,7 +20,6 @@ AggSum([A], 2 * R(A, B) * {B < 5} * B)
 
 from __future__ import annotations
 
-import datetime
 import itertools
 from dataclasses import dataclass, replace
 
@@ -331,7 +330,3 @@ def agg_to_ast(a: Agg) -> ast.Expr:
     if not terms:
         return ast.Const(0)
     return terms[0] if len(terms) == 1 else ast.Sum(tuple(terms))
-
-
-def is_date(x: object) -> bool:
-    return isinstance(x, datetime.date)

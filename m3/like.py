@@ -20,8 +20,6 @@ the C backend has its own matcher over the interned strings' UTF-8 bytes
 (True, True, True)
 >>> like("ab", "a_c"), like("a%c", "a\\\\%c"), like("A", "a"), like("", "%")
 (False, False, False, True)
->>> compare("NOT LIKE", "special requests", "%special%requests%"), compare("<", 1, 2)
-(False, True)
 """
 
 from __future__ import annotations
@@ -57,8 +55,3 @@ def like_matcher(pattern: str) -> Callable[[str], re.Match | None]:
 def like(value: str, pattern: str) -> bool:
     """Whether ``value LIKE pattern`` (module doc)."""
     return like_matcher(pattern)(value) is not None
-
-
-def compare(op: str, left, right) -> bool:
-    """``left op right`` for any comparison op (``LIKE``: ``left`` the string, ``right`` the pattern)."""
-    return bool(COMPARE[op](left, right))

@@ -358,11 +358,6 @@ def _open_failed(source: str, directory: Path, snapshot_url: str | None) -> _Fai
     return _Failed(source, catalog, identity, durable.latest_snapshot(), durable)
 
 
-def release_claim(directory: Path) -> None:
-    """Forget a claim (tests, or an operator re-using a directory on purpose)."""
-    (directory / CLAIM).unlink(missing_ok=True)
-
-
 def archive_adopted(directory: Path) -> Path | None:
     """A node starting on a directory whose boxes were adopted: set its old state aside, start empty.
 

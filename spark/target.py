@@ -32,10 +32,6 @@ class StreamTarget:
     entries: tuple[str, ...]
     token: str | None
 
-    @property
-    def field_names(self) -> list[str]:
-        return [name for name, _, _ in self.fields]
-
     def schema(self) -> Schema:
         return Schema(self.schema_name, tuple(Field(n, FieldType(t), s) for n, t, s in self.fields))
 

@@ -1,35 +1,67 @@
 """Dependencies point one way, and no module imports itself back (docs/architecture.md, "Parts and packages").
 
+The allowed dependencies are read from that table, so the doc and this test
+cannot disagree: the first column names the package (``boreas.x``), the last
+the Boreas packages it may import (see the paragraph above the table for the
+wording).  A package may always import itself, and every package may read
+``boreas.schemas`` (data).
+
 Every import in every module of the packages counts: at the top, inside a
 function (a lazy import is still a dependency) and under ``TYPE_CHECKING``
 (a cycle hidden from the interpreter is still a cycle for the reader).
-The allowed dependencies are the table of docs/architecture.md; a package
-may always import itself.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+DATA = "schemas"  # every package may read it
+EVERYTHING = "everything"
+NOTHING = "nothing else in Boreas"
 
+
+def parse_table(text: str) -> dict[str, set[str] | None]:
+    """package -> the other Boreas packages it may import (None: any), from the "Parts and packages" table.
+
+    >>> parse_table('''## Parts and packages
+    ... | package | role | depends on |
+    ... |---|---|---|
+    ... | `boreas.a` (`a/`) | first (of all, here) | nothing else in Boreas (uses lxml) |
+    ... | `boreas.b` (`b/`) | second | a (for x, y) |
+    ... | `boreas.c` (`c/`) | the front end | everything |
+    ... ## Next''')
+    {'a': set(), 'b': {'a'}, 'c': None}
+    """
+    section = text.split("## Parts and packages", 1)[1].split("\n#", 1)[0]
+    rows = [line.strip().strip("|").split("|") for line in section.splitlines() if line.startswith("| `boreas.")]
+    table: dict[str, set[str] | None] = {}
+    for cells in rows:
+        name = re.fullmatch(r"`boreas\.(\w+)`.*", cells[0].strip())
+        assert name, f"the first column should start with `boreas.x`: {cells[0]!r}"
+        depends = cells[-1].strip()
+        while re.search(r"\([^()]*\)", depends):  # notes in parentheses explain; they do not count
+            depends = re.sub(r"\s*\([^()]*\)", "", depends)
+        table[name[1]] = {item.strip() for item in depends.split(",")}
+    for package, items in table.items():
+        unknown = items - set(table) - {EVERYTHING, NOTHING}
+        assert not unknown, f"{package}: cannot read {sorted(unknown)} in the last column of {ARCHITECTURE.name}"
+        assert len(items) == 1 or not items & {EVERYTHING, NOTHING}, f"{package}: ambiguous {sorted(items)}"
+        table[package] = None if EVERYTHING in items else items - {NOTHING}
+    return table
+
+
+TABLE = parse_table(ARCHITECTURE.read_text())
 #: package -> the other Boreas packages it may import (docs/architecture.md)
-ALLOWED: dict[str, set[str]] = {
-    "schemas": set(),
-    "catalog": {"schemas"},
-    "wire": {"catalog", "schemas"},
-    "m3": {"catalog", "schemas"},
-    "client": {"catalog", "wire", "m3", "schemas"},
-    "head": {"catalog", "wire", "m3", "client", "schemas"},
-    "node": {"catalog", "wire", "m3", "schemas"},
-    "regional": {"catalog", "wire", "client", "schemas"},
-}
-EVERYTHING = ("cli", "spark")
-PACKAGES = (*ALLOWED, *EVERYTHING)
+ALLOWED: dict[str, set[str]] = {p: deps | {DATA} for p, deps in TABLE.items() if deps is not None}
+PACKAGES = tuple(TABLE)
 
 
 def modules() -> dict[str, Path]:
@@ -108,6 +140,17 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return sorted(found)
+
+
+def test_the_table_names_every_package_and_reads_as_meant():
+    """The parse is not vacuous: each top-level package of pyproject.toml has its row, read as written."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    top = {name.split(".")[1] for name in setuptools["packages"] if name.count(".") == 1}
+    assert set(TABLE) == top
+    assert TABLE["node"] == {"catalog", "wire", "m3"}
+    assert TABLE["client"] == {"catalog", "wire", "m3"}  # the note in parentheses does not count
+    assert TABLE["catalog"] == TABLE["schemas"] == set()
+    assert {p for p, deps in TABLE.items() if deps is None} == {"cli", "spark"}
 
 
 def test_the_walk_finds_every_package_and_their_imports():

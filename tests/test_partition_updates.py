@@ -99,9 +99,17 @@ def test_every_store_commits_and_reads_back_a_partition(store):
 @pytest.mark.zookeeper
 def test_a_zookeeper_catalog_made_before_partitions_existed_takes_them(zookeeper_server):
     url = f"zk://{zookeeper_server}/boreas-test/old-layout-{uuid.uuid4().hex[:8]}"
-    old = open_store(url)
-    old._client.delete(old._path("partition"))  # as a catalog laid out before the kind existed
-    old.close()
+    from kazoo.client import KazooClient
+
+    with open_store(url) as old:
+        folder = old.element_znode("partition")
+    zk = KazooClient(hosts=zookeeper_server)
+    zk.start()
+    try:
+        zk.delete(folder)  # as a catalog laid out before the kind existed
+    finally:
+        zk.stop()
+        zk.close()
     store = open_store(url)
     try:
         test_every_store_commits_and_reads_back_a_partition(store)

@@ -2,7 +2,7 @@
 
 Each test runs once per store (memory, sqlite, zookeeper) through the
 ``store`` fixture: commits and versions, conflicts on a stale base, the log,
-watches, and content that must round-trip.  Other clients, races and failures
+watches, content that must round-trip, and where nodes join membership.  Other clients, races and failures
 are in test_store_contract_failures.py; the helpers in
 tests/support/store_contract.py.
 """
@@ -16,7 +16,7 @@ from boreas.catalog.store import (
     ConflictError,
     StoreError,
 )
-from support.store_contract import Collector, benchmark_elements, delete, put
+from support.store_contract import Collector, benchmark_elements, delete, put, seen_by_another
 
 
 # -- basics ---------------------------------------------------------------
@@ -202,3 +202,17 @@ def test_benchmark_sized_commit(store):
     store.commit(1, [put(k, key, t + " ") for (k, key), t in elements.items()])
     assert store.snapshot().elements == {ident: t + " " for ident, t in elements.items()}
     assert len(store.log(1)[0].changes) == n
+
+
+# -- membership ---------------------------------------------------------------
+
+
+def test_membership_url_is_where_a_joined_node_is_seen(store, store_kind):
+    """The Head hands ``membership_url`` to its nodes: a node that joins there is listed until it
+    leaves.  Embedded stores have no such place (None): the Head goes by heartbeats alone."""
+    url = store.membership_url
+    if store_kind in ("memory", "sqlite"):
+        assert url is None
+        return
+    assert url is not None
+    assert seen_by_another(url, "localhost:15999") == (True, False)

@@ -39,8 +39,3 @@ def head_url(text: str | None = None) -> str:
     if parts.scheme != "http" or not parts.netloc:
         raise ValueError(f"Head URL {text!r}: expected http://HOST:PORT")
     return f"http://{parts.netloc}"
-
-
-def url_endpoint(url: str) -> str:
-    """The endpoint of a URL (``http://localhost:14000`` -> ``localhost:14000``)."""
-    return normalize_endpoint(urlsplit(url).netloc, default_port=DEFAULT_HEAD_PORT)

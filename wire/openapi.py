@@ -75,16 +75,6 @@ def routes_of(router: web.UrlDispatcher) -> dict[tuple[str, str], Any]:
     return found
 
 
-def undocumented(router: web.UrlDispatcher, docs: RouteDocs) -> list[tuple[str, str]]:
-    """Routes served that have no entry in ``docs``."""
-    return sorted(set(routes_of(router)) - set(docs))
-
-
-def stale(router: web.UrlDispatcher, docs: RouteDocs) -> list[tuple[str, str]]:
-    """Entries of ``docs`` that name no route served."""
-    return sorted(set(docs) - set(routes_of(router)))
-
-
 def openapi_document(router: web.UrlDispatcher, docs: RouteDocs, title: str,
                      description: str = "") -> dict[str, Any]:
     """The OpenAPI 3.0 document of every route ``router`` serves, described by ``docs``."""

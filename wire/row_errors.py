@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -13,9 +12,6 @@ class RowError:
     row: int
     field: str
     reason: str
-
-    def as_list(self) -> list[Any]:
-        return [self.row, self.field, self.reason]
 
 
 class SchemaMismatch(ValueError):

@@ -50,6 +50,32 @@ def absolute_store_url(url: str) -> str:
     return url
 
 
+def is_private(url: str) -> bool:
+    """Whether ``url`` names a catalog private to the one store object that opens it (``memory://``).
+
+    >>> is_private("memory://"), is_private("sqlite:///c.db")
+    (True, False)
+    """
+    return url.startswith("memory://")
+
+
+def erase_embedded(url: str) -> tuple[Path, list[Path]] | None:
+    """Remove an embedded catalog's file and its journals: (the file, those that existed).
+
+    None, and nothing removed, when ``url`` names no embedded file (a shared
+    ZooKeeper catalog is emptied by its operator, not by a command line flag).
+    """
+    if not url.startswith("sqlite:"):
+        return None
+    from .sqlite import catalog_files, sqlite_path
+
+    path = sqlite_path(url)
+    removed = [p for p in catalog_files(path) if p.exists()]
+    for p in removed:
+        p.unlink()
+    return path, removed
+
+
 def open_store(url: str | None = None, create: bool = True) -> CatalogStore:
     """Open the store named by ``url`` (default: the embedded file in the cwd).
 
@@ -83,5 +109,7 @@ __all__ = [
     "Watch",
     "absolute_store_url",
     "default_store_url",
+    "erase_embedded",
+    "is_private",
     "open_store",
 ]

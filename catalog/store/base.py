@@ -92,10 +92,6 @@ class Change:
         if not self.key:
             raise ValueError("element key must not be empty")
 
-    @property
-    def is_delete(self) -> bool:
-        return self.text is None
-
 
 @dataclass(frozen=True, slots=True)
 class Commit:
@@ -170,6 +166,19 @@ class CatalogStore(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Release connections and stop every watch."""
+
+    @property
+    def membership_url(self) -> str | None:
+        """Where live nodes register beside this catalog, or None when the backend has no such place.
+
+        With ZooKeeper, each node holds an ephemeral znode for as long as its
+        session lives (:mod:`.membership`), so the Head learns of a dead node
+        from ZooKeeper, not only from missed heartbeats; the Head hands this
+        URL to the nodes in its heartbeat replies.  An embedded store (SQLite,
+        memory) has none: the Head then judges nodes by heartbeats alone.
+        Callers ask this instead of testing the URL's scheme.
+        """
+        return None
 
     @abc.abstractmethod
     def get_meta(self, key: str) -> str | None:

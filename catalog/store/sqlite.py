@@ -90,6 +90,11 @@ def sqlite_path(url: str) -> Path:
     return Path(os.path.abspath(Path(path).expanduser()))
 
 
+def catalog_files(path: Path) -> list[Path]:
+    """The catalog file and the journals SQLite may keep beside it (WAL mode, or a rollback journal)."""
+    return [path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal"))]
+
+
 def _encode_changes(changes: Sequence[Change]) -> str:
     return json.dumps([[c.kind, c.key, c.text] for c in changes], separators=(",", ":"))
 

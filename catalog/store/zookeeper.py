@@ -149,15 +149,30 @@ class ZooKeeperStore(CatalogStore):
                 f"catalog store {self.url}: {what} failed: {type(exc).__name__} {exc}"
             ) from exc
 
-    def _path(self, kind: str, name: str = "") -> str:
+    @property
+    def membership_url(self) -> str:
+        """Nodes join membership under this same chroot (``<chroot>/nodes``, see :mod:`.membership`)."""
+        return self.url
+
+    def element_znode(self, kind: str, name: str = "") -> str:
+        """The absolute znode path of element ``name`` of ``kind`` (its escaped key), or of the kind's folder.
+
+        For reading the catalog with ZooKeeper's own tools (``zkCli.sh get ...``).
+        """
         return f"{self._root}/elements/{kind}" + (f"/{name}" if name else "")
+
+    def kept_log_versions(self) -> list[int]:
+        """The versions whose commits the log still holds (older ones are pruned, see :meth:`_prune_log`)."""
+        with self._ops("listing the log"):
+            names = wait_reply(self._client.get_children_async(self._root + "/log"))
+        return sorted(int(name) for name in names)
 
     def _log_path(self, version: int) -> str:
         return f"{self._root}/log/{version:012d}"
 
     def _ensure_layout(self) -> None:
         with self._ops("creating the catalog layout"):
-            kinds = [self._path(kind) for kind in KINDS]
+            kinds = [self.element_znode(kind) for kind in KINDS]
             if wait_reply(self._client.exists_async(self._version_path)):
                 # Complete, but maybe made before a kind existed (partition): that kind gets its folder.
                 missing = [p for p, res in [(p, self._client.exists_async(p)) for p in kinds] if not wait_reply(res)]
@@ -194,7 +209,7 @@ class ZooKeeperStore(CatalogStore):
         return out
 
     def _read_children(self) -> dict[str, set[str]]:
-        lists = self._get_many([self._path(k) for k in KINDS], children=True)
+        lists = self._get_many([self.element_znode(k) for k in KINDS], children=True)
         return {k: set(names or ()) for k, names in zip(KINDS, lists)}
 
     # -- the CatalogStore interface ---------------------------------------
@@ -208,7 +223,7 @@ class ZooKeeperStore(CatalogStore):
             version = self._read_version()[0]
             children = self._read_children()
             idents = [(k, n) for k in KINDS for n in children[k]]
-            values = self._get_many([self._path(k, n) for k, n in idents])
+            values = self._get_many([self.element_znode(k, n) for k, n in idents])
             elements = {
                 (k, unescape_key(n)): v.decode("utf-8")
                 for (k, n), v in zip(idents, values)
@@ -248,7 +263,7 @@ class ZooKeeperStore(CatalogStore):
                 size = 0
                 for c in changes:
                     name = escape_key(c.key)
-                    path = self._path(c.kind, name)
+                    path = self.element_znode(c.kind, name)
                     present = name in existing[c.kind]
                     if c.text is None:
                         if present:

@@ -80,19 +80,6 @@ from .views import cost_class, view_decl
 
 log = logging.getLogger(__name__)
 
-PASSES = (
-    ("frontend", parse_sql),
-    ("normalize", normalize),
-    ("delta", delta),
-    ("lifts", bind_lifts),
-    ("simplify", simplify),
-    ("materialize", materialize),
-    ("views", view_decl),
-    ("triggers", assemble),
-    ("check", check_program),
-)
-"""The passes in order, each a pure function in its own module (steps 3a–3c repeat per new map)."""
-
 
 def compile_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> Program:
     """Compile CREATE STREAM/TABLE declarations and SELECT queries into a checked M3 program.

@@ -24,7 +24,6 @@ True
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -169,13 +168,6 @@ class Layout:
             )
         except (KeyError, TypeError) as exc:
             raise LayoutError(f"not a layout: {exc!r}") from None
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, text: str) -> Layout:
-        return cls.from_dict(json.loads(text))
 
     # -- boreas segments ---------------------------------------------------
     def describe(self, counts: Mapping[tuple[int, str], int] | None = None) -> list[str]:

@@ -1,7 +1,7 @@
 """Helpers of the catalog store contract tests: changes, a watch callback that queues, a benchmark-sized catalog.
 
 Shared by :mod:`test_store_contract` (what one client commits, reads and is
-delivered) and :mod:`test_store_contract_failures` (other clients, races,
+delivered, where nodes join membership) and :mod:`test_store_contract_failures` (other clients, races,
 closed or unreachable stores, request limits).
 """
 
@@ -51,3 +51,21 @@ def benchmark_elements(n: int = 3000) -> dict[tuple[str, str], str]:
         + "</box>"
         for i in range(n)
     }
+
+
+def seen_by_another(membership_url: str, endpoint: str) -> tuple[bool, bool]:
+    """Join membership at ``membership_url`` as ``endpoint``; whether a second client (the Head's)
+    lists it while joined, and whether it still lists it once the node closed (its session ended)."""
+    from boreas.catalog.store.membership import ZooKeeperMembers
+
+    head = ZooKeeperMembers(membership_url)
+    try:
+        node = ZooKeeperMembers(membership_url)
+        try:
+            node.join(endpoint, b"{}")
+            while_joined = endpoint in head.members()
+        finally:
+            node.close()
+        return while_joined, endpoint in head.members()
+    finally:
+        head.close()

@@ -55,7 +55,6 @@ static int trig_0(rt_t *rt, int64_t n_rows, void **cols) {
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 from ...ast import Program
@@ -80,10 +79,6 @@ class Module:
     string_order: bool = False                  # C compares strings: every interned string must be sent to it
     computed: dict = field(default_factory=dict)  # (relation, sign) -> ((column, Call), ...): columns the runtime
                                                   # computes per batch, passed after the relation's (SUBSTRING ids)
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(self.source.encode()).hexdigest()[:24]
 
 
 def generate(program: Program) -> Module:

@@ -1,0 +1,42 @@
+"""Names vulture cannot see used, each reviewed: why it is used, or why it stays (tests/test_dead_code.py).
+
+vulture reads this file as code: a name mentioned here counts as used.  Add an
+entry only with a reason a reviewer can check; "only tests call it" is not one
+unless it is public API the docs describe.
+"""
+
+# ruff: noqa
+# fmt: off
+import boreas
+from boreas.catalog import elements, slices
+from boreas.catalog.store.base import Snapshot
+from boreas.catalog.store.zookeeper import ZooKeeperStore
+from boreas.client.publisher import Publisher
+from boreas.m3.compiler import frontend
+from boreas.m3.cumulus import definitions, member
+from boreas.m3.cumulus.stable import EpochDeltas
+from boreas.m3.runtime.native.backend import NativeMaps
+from boreas.m3.runtime import views
+from boreas.m3.runtime.program import Runtime
+from boreas.node import compile
+from boreas.node.recovery.log import InputLog
+
+boreas.__getattr__  # module __getattr__ (PEP 562): Python calls it for boreas.__version__
+elements.to_elements  # bench/catalog.py builds benchmark catalogs with it
+slices.node_slice  # one node's slice alone: the oracle tests compare nodes' local catalogs with
+frontend.translate_statement  # one statement's front end, checked node by node by tests/m3/test_sql_nodes.py
+definitions.definitions_sql  # every map's definition as SQL (docs/cumulus.md §7), checked against DuckDB
+definitions.output_columns  # the columns definition_sql answers, in the same test
+member.Router  # stage 1's event router, documented in docs/cumulus.md §3.3 and §8
+compile.compile_expression  # documented in docs/operators.md (box expressions compiled to Python)
+compile.compile_join_expression  # documented in docs/operators.md (join predicates over left/right)
+Snapshot.of_kind  # the store snapshot's public reading helper (catalog/store/base.py), used by the contract tests
+ZooKeeperStore.kept_log_versions  # what the pruned log holds: the public way tests observe pruning (no reach into _client)
+Publisher.sent_rows  # client/publisher.py is being edited by others: reported, not removed here
+EpochDeltas.epochs  # which epochs a member still keeps deltas for: tests/test_cumulus_precopy.py
+NativeMaps.fail_after  # the documented test hook of the C backend (docs/m3_native.md)
+Runtime.apply_batch  # public API of boreas.m3.Runtime (docs/m3.md, docs/m3_native.md)
+Runtime.apply_columns  # public API of boreas.m3.Runtime (docs/m3_native.md)
+Runtime.from_state  # public API of boreas.m3.Runtime (docs/m3.md)
+InputLog.durable_position  # how far the input log is fsynced: tests/test_recovery_storage.py
+views.read_view  # the module's documented reader over any entries function; its doctest shows what a view means (production reads go through the runtime: candidate for review)
