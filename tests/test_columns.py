@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.node.operators.m3box import date_of
-from boreas.wire.columns import Columns, arrow_schema, check, decode, from_rows, payload
+from boreas.wire.columns import Columns, arrow_schema, check, decode, payload
 from boreas.wire.frames import ARROW, decode as decode_frame, encode, make_batch
 from boreas.wire.tuples import RowType
 from hypothesis import given, settings
@@ -21,6 +21,15 @@ ALL = Schema("All", (
     Field("l", FieldType.LONG), Field("f", FieldType.SINGLE), Field("d", FieldType.DOUBLE),
     Field("str", FieldType.STRING, 3), Field("t", FieldType.TIMESTAMP),
 ))
+
+def from_rows(rows: list[tuple], schema: Schema) -> Columns:
+    """Rows (sequences in field order) as columns of ``schema``; nothing checked (the receiver checks)."""
+    target = arrow_schema(schema)
+    if not rows:
+        return Columns(pa.RecordBatch.from_pylist([], target))
+    arrays = [pa.array(list(column), type=f.type) for column, f in zip(zip(*rows), target)]
+    return Columns(pa.RecordBatch.from_arrays(arrays, schema=target))
+
 
 good_rows = st.lists(st.tuples(
     st.integers(-128, 127), st.integers(-32768, 32767), st.integers(-2**31, 2**31 - 1),

@@ -37,7 +37,6 @@ b'3'
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -231,15 +230,6 @@ def _cast(column: pa.Array, want: pa.DataType, name: str) -> tuple[pa.Array, lis
             values.append(None)
             wrong.append(i)
     return pa.array(values, want), wrong
-
-
-def from_rows(rows: Sequence[Sequence[Any]], schema: Schema) -> Columns:
-    """Rows (sequences in field order) as columns of ``schema``; nothing checked (the receiver checks)."""
-    target = arrow_schema(schema)
-    if not rows:
-        return Columns(pa.RecordBatch.from_pylist([], target))
-    arrays = [pa.array(list(column), type=f.type) for column, f in zip(zip(*rows), target)]
-    return Columns(pa.RecordBatch.from_arrays(arrays, schema=target))
 
 
 def conform(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
