@@ -95,6 +95,10 @@ class Columns:
     def __bool__(self) -> bool:
         return self.batch.num_rows > 0
 
+    def __iter__(self):
+        """Its rows (a reader that iterates a batch of rows reads this one the same way)."""
+        return iter(self.rows())
+
     def __repr__(self) -> str:
         return f"Columns({self.batch.num_rows} rows: {', '.join(self.batch.schema.names)})"
 
