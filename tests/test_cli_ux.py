@@ -109,6 +109,23 @@ def test_catalog_show_into_a_closed_pipe_ends_quietly(tmp_path):
         assert (code, err) == (0, ""), args
 
 
+# -- $BOREAS_HEAD ----------------------------------------------------------------------
+
+
+def test_catalog_show_asks_the_head_boreas_head_names_unless_a_catalog_is_given(tmp_path):
+    url = f"sqlite:///{tmp_path}/c.db"
+    assert boreas("catalog", "apply", EXAMPLES / "trade_join.xml", EXAMPLES / "trade_join_deploy.xml",
+                  "--catalog", url).returncode == 0
+    # $BOREAS_HEAD, as --head says: the Head is asked (here nothing answers), not ./boreas-catalog.db
+    result = boreas("catalog", "show", env={"BOREAS_HEAD": NOWHERE}, cwd=tmp_path)
+    assert result.returncode == 1
+    assert one_error_line(result).startswith(f"error: {NOWHERE}/catalog is unreachable: ")
+    # --catalog says which store to read, whatever $BOREAS_HEAD says
+    result = boreas("catalog", "show", "--catalog", url, env={"BOREAS_HEAD": NOWHERE})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("catalog version 1: ")
+
+
 # -- --json ---------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ from boreas.catalog.model import Box, Catalog, GlobalComponent, InPort, Node, Re
 from boreas.cli import catalog_text, data, m3, progress
 from boreas.cli.main import main
 from boreas.client.query import QueryFailed
-from support.cli_run import NOWHERE, closed_stdout, one_error_line
+from support.cli_run import NOWHERE, boreas, closed_stdout, one_error_line
 
 
 # -- publish: progress, Ctrl-C ------------------------------------------------------------
@@ -165,6 +165,24 @@ def test_query_names_a_misspelt_map_and_lists_the_maps(monkeypatch, capsys):
     assert main(["query", "q3", "Revenue", "7", "--head", NOWHERE]) == 0
     assert main(["query", "q3", "7", "_", "--head", NOWHERE]) == 0
     assert FakeQueryClient.reads == [("Revenue", ["7"]), (None, ["7", None])]
+
+
+# -- a taken port ---------------------------------------------------------------------------
+
+
+def test_a_taken_port_is_one_line_and_exit_1_for_every_server():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("localhost", 0))
+        taken.listen()
+        address = f"localhost:{taken.getsockname()[1]}"
+        for args in [("head", "--listen", address, "--catalog", "memory://"), ("node", "--endpoint", address),
+                     ("region", "--endpoint", address, "--head", NOWHERE)]:
+            result = boreas(*args, "--token", "t")
+            assert result.returncode == 1, (args, result.stderr)
+            assert one_error_line(result) == (f"error: cannot listen on {address}: the port is in use (another "
+                                              "process listens on it: stop it or pick another port)"), args
 
 
 # -- watch: what changed ---------------------------------------------------------------
