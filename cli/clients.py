@@ -6,6 +6,7 @@ changes (``+`` added, ``-`` removed, ``~`` changed) is :mod:`.catalog_text`.
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import argparse
 import asyncio
 import json
@@ -168,10 +169,11 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             raise CommandFailed(f"the Head refused: {result.get('error', status)}")
         for node, reply in sorted(result["nodes"].items()):
             print(f"{node}: " + (f"FAILED: {reply['error']}" if "error" in reply else
-                                 f"{reply['bytes']} bytes at log position {reply['position']}, "
+                                 f"{counted(reply['bytes'], 'byte')} at log position {reply['position']}, "
                                  f"boxes paused {reply['pause_seconds'] * 1000:.1f} ms"))
         if result["complete"]:
-            print(f"snapshot {result['id']} complete on {len(result['nodes'])} nodes in {result['seconds']} s")
+            print(f"snapshot {result['id']} complete on {counted(len(result['nodes']), 'node')} "
+                  f"in {result['seconds']} s")
             return EXIT_OK
         print(f"snapshot {result['id']} not complete: {result.get('reason')}", file=sys.stderr)
         return EXIT_FAILED

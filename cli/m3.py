@@ -23,6 +23,7 @@ members' answers as they came.
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import argparse
 import asyncio
 import datetime as dt
@@ -140,9 +141,10 @@ def describe_segments(layout: Layout, answers: list[dict[str, Any]]) -> list[str
     n_members, n_segments = len(layout.members), len(layout.segments)
     if layout.replicated:
         cells = "  ".join(f"{name} {replicated.get(name, 0):,}" for name in sorted(layout.replicated))
-        lines.append(f"replicated on each of the {n_members} members: {cells}")
+        on = f"each of the {n_members} members" if n_members != 1 else "the one member"
+        lines.append(f"replicated on {on}: {cells}")
     lines.append(f"layout {layout.version}, {n_members} member{'s' if n_members != 1 else ''}, "
-                 f"{n_segments} segment{'s' if n_segments != 1 else ''}, {total:,} entries")
+                 f"{n_segments} segment{'s' if n_segments != 1 else ''}, {counted(total, 'entry', sep=',')}")
     return lines
 
 

@@ -109,7 +109,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     added = len(plan.catalog.boxes) - len(base.boxes)
     print(f"valid: {len(args.files)} file{'s' if len(args.files) != 1 else ''}, "
-          f"{added:+d} boxes against catalog version {base.version}")
+          f"{added:+d} box{'es' if abs(added) != 1 else ''} against catalog version {base.version}")
     return EXIT_OK
 
 

@@ -48,6 +48,7 @@ READ_STABLE: it reads under the runtime's lock and reports the ``version``
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import datetime as dt
 import logging
 from dataclasses import dataclass
@@ -154,8 +155,9 @@ def parse_query_keys(op: M3Operator, target: Target, texts: list[str], map_given
 def parse_keys(texts: list[str], keys: tuple[tuple[str, str], ...], what: str) -> tuple:
     """Key texts as typed values (None for ``_``); QueryFailed(422) names the bad one."""
     if len(texts) > len(keys):
-        raise QueryFailed(422, f"{what} has {len(keys)} key columns "
-                               f"({', '.join(f'{n} {t}' for n, t in keys)}), {len(texts)} keys were given")
+        raise QueryFailed(422, f"{what} has {counted(len(keys), 'key column')} "
+                               f"({', '.join(f'{n} {t}' for n, t in keys)}), {counted(len(texts), 'key')} "
+                               f"{'was' if len(texts) == 1 else 'were'} given")
     return tuple(_key(text, name, kind, i) for i, (text, (name, kind)) in enumerate(zip(texts, keys)))
 
 
