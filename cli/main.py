@@ -62,7 +62,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "connect": ("optimize", "optimizer: insert a filter box before an in port of a running box"),
     "disconnect": ("optimize", "optimizer: remove a box inserted by connect"),
     "compile": ("m3", "print the M3 program a SQL file compiles to"),
-    "query": ("m3", "read an m3 box's maps where it runs (JSON lines)"),
+    "query": ("m3", "read an m3 box's maps where it runs (a table; --json: JSON lines)"),
     "segments": ("m3", "a partitioned m3 box's segments: slots, member, entries per map"),
     "split": ("relayout", "split a segment of a partitioned m3 box in two (on the same node)"),
     "rebalance": ("relayout", "even out a partitioned m3 box's entries over its nodes"),

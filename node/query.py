@@ -48,7 +48,7 @@ READ_STABLE: it reads under the runtime's lock and reports the ``version``
 
 from __future__ import annotations
 
-from boreas.catalog.words import counted
+from boreas.catalog.words import close_matches, counted, did_you_mean
 import datetime as dt
 import logging
 from dataclasses import dataclass
@@ -130,7 +130,9 @@ def resolve(op: M3Operator, name: str | None) -> Target:
     for decl in program.maps:
         if decl.name == name:
             return Target(name, tuple((k.name, k.type) for k in decl.keys), map=name)
-    raise QueryFailed(404, f"m3 box {op.box.name!r} has no map, view or out stream {name!r} ({readable(op)})")
+    names = [*op.box.outputs, *(v.name for v in program.views), *(m.name for m in program.maps)]
+    raise QueryFailed(404, f"m3 box {op.box.name!r} has no map, view or out stream {name!r}"
+                           f"{did_you_mean(close_matches(name, names, n=1))} ({readable(op)})")
 
 
 def readable(op: M3Operator) -> str:
