@@ -8,6 +8,7 @@ it is what the CSV hardening tests drive directly, so it lives apart from the
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import csv
 import json
 from collections.abc import Iterator
@@ -83,8 +84,8 @@ def _csv_rows(path: str, fields: list[str], header: bool, ignore_unknown: bool,
                 continue  # blank line
             if len(row) != width:
                 what = "the header has" if header else f"the stream's {width} fields are"
-                problems.add(number, f"row has {len(row)} values; {what} "
-                                     + (f"{width} columns" if header else _fields_text(fields)))
+                problems.add(number, f"row has {counted(len(row), 'value')}; {what} "
+                                     + (counted(width, "column") if header else _fields_text(fields)))
                 continue
             yield number, [row[i] for i in positions] if positions is not None else row
 
@@ -137,7 +138,7 @@ def _json_rows(path: str, fields: list[str], ignore_unknown: bool,
                 yield number, [value[f] for f in fields]
             elif isinstance(value, list):
                 if len(value) != len(fields):
-                    problems.add(number, f"array has {len(value)} values; the stream's fields are "
+                    problems.add(number, f"array has {counted(len(value), 'value')}; the stream's fields are "
                                          f"{_fields_text(fields)}")
                     continue
                 yield number, value

@@ -7,6 +7,7 @@ is kept out of the ``publish`` command (:mod:`.data`).
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import asyncio
 import sys
 import time
@@ -35,7 +36,8 @@ class Progress:
         """
         rate = done / max(elapsed, 1e-9)
         text = f"publishing to {self.stream}: {done:,}"
-        text += f"/{self.total:,} rows ({100 * done // self.total}%)" if self.total else " rows"
+        text += f"/{counted(self.total, 'row', sep=',')} ({100 * done // self.total}%)" if self.total \
+            else (" row" if done == 1 else " rows")
         text += f", {rate:,.0f} rows/s"
         if self.total and done < self.total:
             text += f", ETA {_duration((self.total - done) / rate) if rate > 0 else '?'}"

@@ -37,6 +37,7 @@ from typing import Annotated, Any
 import msgspec
 
 from boreas.catalog.model import Field, FieldType, Schema
+from boreas.catalog.words import counted
 
 from .row_errors import RowError, SchemaMismatch
 
@@ -114,7 +115,7 @@ class RowType:
         if not isinstance(row, (list, tuple)):
             raise SchemaMismatch("", f"a row is an array of {len(self.fields)} values, not {type(row).__name__}")
         if len(row) != len(self.fields):
-            raise SchemaMismatch("", f"row has {len(row)} values; schema {self.schema.name} has "
+            raise SchemaMismatch("", f"row has {counted(len(row), 'value')}; schema {self.schema.name} has "
                                      f"{len(self.fields)} fields")
         return tuple(_check_value(f, v) for f, v in zip(self.fields, row))
 
@@ -130,7 +131,7 @@ class RowType:
     def from_text(self, values: Sequence[str]) -> tuple:
         """A row from text fields (CSV): numbers parsed, timestamps as ISO 8601 or microseconds."""
         if len(values) != len(self.fields):
-            raise SchemaMismatch("", f"row has {len(values)} values; schema {self.schema.name} has "
+            raise SchemaMismatch("", f"row has {counted(len(values), 'value')}; schema {self.schema.name} has "
                                      f"{len(self.fields)} fields")
         return tuple(_check_value(f, _parse_text(f, v)) for f, v in zip(self.fields, values))
 
@@ -151,8 +152,17 @@ def _parse_text(f: Field, text: str) -> Any:
         if f.type in (FieldType.SINGLE, FieldType.DOUBLE):
             return float(text)
     except ValueError:
-        raise SchemaMismatch(f.name, f"{text!r} is not a {f.type.value}") from None
+        raise SchemaMismatch(f.name, f"{text!r} is not {with_article(f.type.value)}") from None
     return text
+
+
+def with_article(kind: str) -> str:
+    """A type's name with its indefinite article, for messages.
+
+    >>> with_article("int"), with_article("double")
+    ('an int', 'a double')
+    """
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
 
 
 def _check_value(f: Field, value: Any) -> Any:
