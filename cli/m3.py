@@ -103,12 +103,6 @@ def json_lines(result: Any) -> list[dict[str, Any]]:
     return rows
 
 
-async def run_query(head: str, token: str | None, box: str, words: list[str], agg: str,
-                    stable: bool) -> list[dict[str, Any]]:
-    """The lines ``boreas query --json`` prints, as dicts (:func:`json_lines`)."""
-    return json_lines((await read_box(head, token, box, words, agg, stable))[0])
-
-
 def value_columns(result: Any, described: dict[str, Any]) -> list[str]:
     """The names of a read's value columns: its view's, else the map's name (``value`` when unknown)."""
     view = described.get("streams", {}).get(result.map, result.map)

@@ -39,7 +39,7 @@ import msgspec
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.catalog.words import counted
 
-from .row_errors import RowError, SchemaMismatch
+from .row_errors import RowError, SchemaMismatch, with_article
 
 _INT_RANGES = {
     FieldType.BYTE: (-(2**7), 2**7 - 1),
@@ -155,14 +155,6 @@ def _parse_text(f: Field, text: str) -> Any:
         raise SchemaMismatch(f.name, f"{text!r} is not {with_article(f.type.value)}") from None
     return text
 
-
-def with_article(kind: str) -> str:
-    """A type's name with its indefinite article, for messages.
-
-    >>> with_article("int"), with_article("double")
-    ('an int', 'a double')
-    """
-    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
 
 
 def _check_value(f: Field, value: Any) -> Any:
