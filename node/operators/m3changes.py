@@ -54,14 +54,14 @@ def _arange(n: int) -> pa.Array:
 def _interleaved(columns: list[pa.Array]) -> array:
     """Columns of equal length as one int64 ``array``, row after row (``k0 k1 .. k0 k1 ..``): keys for C."""
     if len(columns) == 1:
-        return array("q", memoryview(columns[0].buffers()[1])[columns[0].offset * 8:(columns[0].offset
-                                                                                     + len(columns[0])) * 8])
-    rows, width = len(columns[0]), len(columns)
-    position = _arange(rows * width)
-    row = pc.divide(position, pa.scalar(width, pa.int64()))
-    column = pc.subtract(position, pc.multiply(row, pa.scalar(width, pa.int64())))
-    index = pc.add(pc.multiply(column, pa.scalar(rows, pa.int64())), row)
-    flat = pc.take(pa.concat_arrays([c.cast(pa.int64()) for c in columns]), index)
+        flat = columns[0].cast(pa.int64())
+    else:
+        rows, width = len(columns[0]), len(columns)
+        position = _arange(rows * width)
+        row = pc.divide(position, pa.scalar(width, pa.int64()))
+        column = pc.subtract(position, pc.multiply(row, pa.scalar(width, pa.int64())))
+        index = pc.add(pc.multiply(column, pa.scalar(rows, pa.int64())), row)
+        flat = pc.take(pa.concat_arrays([c.cast(pa.int64()) for c in columns]), index)
     out = array("q")
     out.frombytes(memoryview(flat.buffers()[1])[flat.offset * 8:(flat.offset + len(flat)) * 8])
     return out
@@ -86,9 +86,9 @@ def _changed_keys(native, name: str) -> pa.Table | None:
     keys = [f"k{j}" for j in range(native.arity[name])]
     if not keys:
         first = journal.slice(0, 1)
-    else:
-        first = journal.group_by(keys, use_threads=False).aggregate([("old", "first")]).rename_columns(
-            [*keys, "old"])
+    else:  # (the result's columns are named, not placed: "old_first" and the keys)
+        first = journal.group_by(keys, use_threads=False).aggregate([("old", "first")])
+        first = first.select(keys).append_column("old", first.column("old_first"))
     now = _int64(native.get_many_raw(name, _interleaved([first.column(k).combine_chunks() for k in keys])
                                      if keys else array("q", [0]), len(first)))
     old = first.column("old").combine_chunks()
