@@ -87,7 +87,7 @@ class Optimizer:
     :meth:`close` it.
     """
 
-    def __init__(self, head: str | None, token: str | None = None, timeout: float = 30.0, *,
+    def __init__(self, head: str | None, token: str | None = None, timeout: float = 60.0, *,
                  peers: PeerClient | None = None, view: TopologyView | None = None, origin: str = ORIGIN):
         self.head = head.rstrip("/") if head else None
         self.token = token

@@ -153,9 +153,13 @@ def node_of(catalog: Catalog, name: str) -> str:
 
 
 def check_member(catalog: Catalog, box: str, target: str) -> None:
-    """A partitioned box's segments move only onto its members (joining ones included)."""
+    """A partitioned box's segments move only onto its members (joining ones included).
+
+    A member may also be named by its number (``"1"``: after a failover one
+    node hosts two members) or by ``":PORT"``; the leader resolves those.
+    """
     part = catalog.partitions[box]
-    if target not in part.nodes:
+    if target not in part.nodes and not target.isdigit() and not target.startswith(":"):
         raise OptimizerFailed(f"{target} is not a member of partitioned box {box!r} "
                               f"(members: {', '.join(part.nodes)})")
 
