@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from collections.abc import Callable
 
 from aiohttp import web
 from boreas.catalog.deployment_model import Region
 from boreas.catalog.diagnostics import ValidationFailed
 from boreas.catalog.documents import Update, read_document
 from boreas.catalog.updates import update_document
-from boreas.client.optimizer import CatalogView, Optimizer, OptimizerFailed
+from boreas.client.optimizer import CatalogView, Optimizer
 from boreas.wire.client import PeerClient
 from boreas.wire.health import Health
 from boreas.wire.metrics import View, add_metrics_route
@@ -120,26 +120,20 @@ class RegionalComponent:
             "http": dict(self.server.counters),
         })
 
-    async def wait_until(self, predicate, timeout: float, what: str) -> None:
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
         """Wait until reflections make ``predicate()`` true; ``OptimizerFailed`` (504) after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        async with self.changed:
-            while not predicate():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise OptimizerFailed(f"region {self.name}: {what} not seen after {timeout:g}s", 504)
-                try:
-                    await asyncio.wait_for(self.changed.wait(), remaining)
-                except asyncio.TimeoutError:
-                    pass
+        await self._view().shown(lambda _: predicate(), what, timeout)
+
+    def _view(self) -> CatalogView:
+        """The regional catalog as an optimizer reads it, and waits on its reflections."""
+        return CatalogView(self.catalog.as_catalog, self.changed, f"region {self.name}")
 
     # -- acting as an optimizer for the region ----------------------------------
 
     def optimizer(self, timeout: float = 30.0) -> Optimizer:
         """An :class:`~boreas.client.optimizer.Optimizer` deciding on this region's catalog: it addresses the
         nodes the catalog says hold the boxes, and waits until their reflections show each change."""
-        view = CatalogView(self.catalog.as_catalog, self.changed, f"region {self.name}")
-        return Optimizer(self.head, self.peers.token, timeout, peers=self.peers, view=view,
+        return Optimizer(self.head, self.peers.token, timeout, peers=self.peers, view=self._view(),
                          origin=self.endpoint or "optimizer")
 
     async def move(self, box: str, target: str, timeout: float = 30.0) -> str:
