@@ -69,7 +69,7 @@ async def test_a_program_moves_a_box_and_inserts_and_removes_a_filter_through_th
         assert (await asyncio.to_thread(cluster.head_catalog)).boxes["box1"].node == nodes[0]
 
         inserted = await optimizer.insert_filter("box1", "time % 2 = 0", name="even")
-        assert inserted == {"inserted": "even", "node": nodes[0], "stream": "even"}
+        assert (inserted["inserted"], inserted["node"], inserted["stream"]) == ("even", nodes[0], "even")
         catalog = await asyncio.to_thread(cluster.head_catalog)
         assert catalog.boxes["even"].node == nodes[0] and catalog.boxes["even"].inputs[0].stream == "Source"
         assert catalog.boxes["box1"].inputs[0].stream == "even"
