@@ -6,7 +6,6 @@ changes (``+`` added, ``-`` removed, ``~`` changed) is :mod:`.catalog_text`.
 
 from __future__ import annotations
 
-from boreas.catalog.words import counted
 import argparse
 import asyncio
 import json
@@ -20,6 +19,7 @@ from boreas.catalog.documents import Update, read_document
 from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import UpdateRejected, apply_update, catalog_items
 from boreas.catalog.updates import update_document
+from boreas.catalog.words import counted
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS
 from boreas.client.head_api import submit_documents, wait_submission
 from boreas.regional.global_component import GlobalComponent
@@ -69,37 +69,36 @@ def _print_progress(status: dict, shown: dict[str, str]) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    head = the_head(args)
-    files = _read_files(args.files)
-    token = resolve_token(args.token, required=False)
+    return asyncio.run(submit_and_report(the_head(args), resolve_token(args.token, required=False),
+                                         _read_files(args.files), args.timeout))
 
-    async def main() -> int:
-        async with PeerClient(token, timeout=args.timeout + 35) as peers:
-            try:
-                status = await submit_documents(peers, head, files)
-            except PeerRefused as exc:
-                if exc.status == 422 and "diagnostics" in exc.payload:
-                    print_problems([Diagnostic(**d) for d in exc.payload["diagnostics"]])
-                    return EXIT_INVALID
-                raise CommandFailed(str(exc)) from None
-            print(f"submission {status['id']}: committed as catalog version {status['version']}", flush=True)
-            shown: dict[str, str] = {}
-            status = await wait_submission(peers, head, status, args.timeout,
-                                           progress=lambda st: _print_progress(st, shown))
-        if status["state"] in ("committed", "deploying"):
-            waiting = [n for n, i in status["nodes"].items() if i["state"] != "acknowledged"]
-            print(f"timed out after {args.timeout:g}s waiting for {', '.join(waiting)}", file=sys.stderr)
-            return EXIT_FAILED
-        if status["state"] == "failed":
-            for node, info in sorted(status["nodes"].items()):
-                if info["state"] == "failed":
-                    print(f"deployment failed on node {node}: {info.get('reason')}", file=sys.stderr)
-            return EXIT_FAILED
-        n = len(status["nodes"])
-        print(f"deployed: {n} node{'s' if n != 1 else ''} acknowledged" if n else "committed: no node is affected")
-        return EXIT_OK
 
-    return asyncio.run(main())
+async def submit_and_report(head: str, token: str | None, files: list[tuple[str, bytes]], timeout: float) -> int:
+    """Submit ``(name, XML)`` documents as one submission, print its progress, and the exit code: 0 deployed,
+    2 refused (every problem printed as file:line: element: reason; nothing committed), 1 a node failed."""
+    async with PeerClient(token, timeout=timeout + 35) as peers:
+        try:
+            status = await submit_documents(peers, head, files)
+        except PeerRefused as exc:
+            if exc.status == 422 and "diagnostics" in exc.payload:
+                print_problems([Diagnostic(**d) for d in exc.payload["diagnostics"]])
+                return EXIT_INVALID
+            raise CommandFailed(str(exc)) from None
+        print(f"submission {status['id']}: committed as catalog version {status['version']}", flush=True)
+        shown: dict[str, str] = {}
+        status = await wait_submission(peers, head, status, timeout, progress=lambda st: _print_progress(st, shown))
+    if status["state"] in ("committed", "deploying"):
+        waiting = [n for n, i in status["nodes"].items() if i["state"] != "acknowledged"]
+        print(f"timed out after {timeout:g}s waiting for {', '.join(waiting)}", file=sys.stderr)
+        return EXIT_FAILED
+    if status["state"] == "failed":
+        for node, info in sorted(status["nodes"].items()):
+            if info["state"] == "failed":
+                print(f"deployment failed on node {node}: {info.get('reason')}", file=sys.stderr)
+        return EXIT_FAILED
+    n = len(status["nodes"])
+    print(f"deployed: {counted(n, 'node')} acknowledged" if n else "committed: no node is affected")
+    return EXIT_OK
 
 
 def cmd_nodes(args: argparse.Namespace) -> int:
