@@ -185,16 +185,21 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     cluster = sub.add_parser("cluster", help="a development cluster on this machine")
     actions = cluster.add_subparsers(dest="action", required=True)
     p = actions.add_parser("up", help="start a Head and N nodes on loopback; Ctrl-C stops them",
-                           description="Start a Head and N nodes on this machine and keep them running "
-                                       "until Ctrl-C, SIGTERM, SIGHUP or `boreas cluster down`.  Deployment "
-                                       "XML's node positions #0, #1, ... are these nodes, in port order.  "
-                                       "The catalog is kept: a second run resumes it (and says so) unless "
-                                       "--fresh.")
+                           description="Start a Head and N durable nodes on this machine and keep them "
+                                       "running until Ctrl-C, SIGTERM, SIGHUP or `boreas cluster down`: a "
+                                       "Head or node that dies is restarted (a node recovers its state from "
+                                       "its data directory).  Deployment XML's node positions #0, #1, ... are "
+                                       "these nodes, in port order.  The catalog and the nodes' data are kept: "
+                                       "a second run resumes them (and says so) unless --fresh.")
     p.add_argument("--nodes", type=int, default=3, help="number of nodes (default 3)")
     p.add_argument("--catalog", help=CATALOG_HELP)
     p.add_argument("--fresh", action="store_true",
                    help="start from an empty catalog: remove the embedded catalog file first (default: "
-                        "resume what is in it)")
+                        "resume what is in it); the nodes' data directories are emptied with it")
+    p.add_argument("--data-dir", metavar="DIR",
+                   help="where the nodes keep their data, DIR/HOST-PORT each (default: next to an embedded "
+                        "catalog, NAME.nodes for NAME.db, e.g. ./boreas-catalog.nodes; a temporary directory "
+                        "for a memory:// catalog)")
     p.add_argument("--head-port", type=int, default=DEFAULT_HEAD_PORT,
                    help=f"the Head's port (default {DEFAULT_HEAD_PORT})")
     p.add_argument("--base-port", type=int, default=15000,
