@@ -171,7 +171,7 @@ class CsvFile(InputFile):
             reader = pa_csv.open_csv(
                 source,
                 read_options=pa_csv.ReadOptions(skip_rows=1 if self.header else 0, column_names=names,
-                                                block_size=CSV_BLOCK),
+                                                block_size=CSV_BLOCK, use_threads=False),
                 parse_options=pa_csv.ParseOptions(newlines_in_values=True, invalid_row_handler=self._malformed),
                 convert_options=pa_csv.ConvertOptions(column_types={n: pa.string() for n in wanted},
                                                       include_columns=wanted, strings_can_be_null=False,

@@ -136,6 +136,15 @@ def test_csv_jsonl_and_parquet_published_and_subscribed_as_csv_and_parquet(clust
     assert result.returncode == 0 and result.stdout == f"published {len(expected)} rows to In\n", result.stderr
 
 
+def test_help_does_not_import_pyarrow():
+    for argv in (["--help"], ["publish", "--help"], ["subscribe", "--help"]):
+        code = (f"import sys\nfrom boreas.cli.main import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+                "assert 'pyarrow' not in sys.modules, 'pyarrow imported'")
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert "usage: boreas" in result.stdout
+
+
 def test_a_bad_header_or_parquet_file_is_refused_before_anything_is_sent(cluster_factory):
     cluster = cluster_factory()
     node = deploy(cluster)
@@ -191,12 +200,11 @@ def test_a_large_csv_is_published_in_bounded_memory(cluster_factory, tmp_path):
         f.write("id,name,at,x\n")
         block = 100_000
         n = 0
-        while f.tell() < 300 << 20:
+        while f.tell() < 450 << 20:
             f.write("".join(line.format(i, i % 100, 1_700_000_000_000_000 + i, i) for i in range(n, n + block)))
             n += block
     size = path.stat().st_size
-    proc = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "publish", "In", "--file", str(path),
-                             "--batch-size", "5000"],
+    proc = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "publish", "In", "--file", str(path)],
                             env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = 0
     while proc.poll() is None:
@@ -212,4 +220,6 @@ def test_a_large_csv_is_published_in_bounded_memory(cluster_factory, tmp_path):
     assert proc.returncode == 0, err
     assert out == f"published {n} rows to In\n"
     print(f"{size / 2**20:.0f} MB, {n:,} rows: peak RSS {peak / 2**20:.0f} MB")
-    assert 0 < peak < 300 << 20 and peak < size / 2
+    # Bounded by the reader's block and the batches in flight (256 of 1,000 rows), not by the file: about
+    # 110 MB of it is the interpreter with pyarrow loaded, whatever the file.
+    assert 0 < peak < 300 << 20 and peak < 0.6 * size
