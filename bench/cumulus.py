@@ -49,7 +49,7 @@ three rounds of scaling):
   ``Layout.owner``) until member 1's segment holds ``--move-entries``
   entries; two publishers stream ``--move-rate`` rows/s over every key;
   after ``--move-warmup`` s the segment moves to member 0, the leader
-  (``relayout_box``; the leader's answer, decision to entries in, is
+  (``Optimizer.move``; the leader's answer, decision to entries in, is
   reported -- a leader that gives the segment away answers before the target
   has it).  The pause is the longest gap between consecutive view changes of
   the moving segment's keys on the box's out stream ``G`` (a

@@ -56,7 +56,7 @@ async def move_pause(args: argparse.Namespace, run: Run) -> dict[str, Any]:
     to member 0 (the leader).  Measured: the leader's answer, the longest gap between changes of the moving segment's
     keys on out stream G (what a subscriber sees paused), and the view changes per second."""
     import msgspec
-    from boreas.cli.relayout import relayout_box
+    from boreas.client.optimizer import Optimizer
     from boreas.client.publisher import Publisher
     from boreas.client.query import QueryClient
     from boreas.client.subscriber import Subscriber
@@ -164,7 +164,8 @@ async def move_pause(args: argparse.Namespace, run: Run) -> dict[str, Any]:
     await asyncio.sleep(args.move_warmup)
     behind_before = behind[0]
     t_call = time.perf_counter()
-    reply = await relayout_box(head, run.token, "g", {"move": [seg.id, layout.members[0]]}, timeout=120.0)
+    async with Optimizer(head, run.token, timeout=120.0) as optimizer:
+        reply = (await optimizer.move(f"g/{seg.id}", layout.members[0])).relayout
     t_reply = time.perf_counter()
     await asyncio.sleep(args.move_after)
     stop.set()

@@ -82,14 +82,15 @@ async def node_status(peers, node: str) -> dict:
 async def move_and_measure(head: str, token: str, peers, box: str, a: str, b: str, moves: int,
                            until: asyncio.Event | None = None) -> list[float]:
     """Move ``box`` between ``a`` and ``b`` ``moves`` times (and on until ``until`` is set); the pauses (s)."""
-    from boreas.cli.optimize import move_box
+    from boreas.client.optimizer import Optimizer
 
     pauses = []
     n = 0
     while n < moves or (until is not None and not until.is_set()):
         target = b if n % 2 == 0 else a
         before = len((await node_status(peers, target))["data"]["move_pauses"].get(box, []))
-        await move_box(head, token, box, target)
+        async with Optimizer(head, token, timeout=30.0) as optimizer:
+            await optimizer.move(box, target)
         deadline = time.monotonic() + 30
         while True:
             got = (await node_status(peers, target))["data"]["move_pauses"].get(box, [])

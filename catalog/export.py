@@ -22,6 +22,7 @@ from lxml import etree
 
 from .model import Box, Catalog, Partition, Table
 from .xmlcodec import encode
+from .words import counted
 
 
 def _doc(root: etree._Element) -> str:
@@ -86,8 +87,9 @@ def summary(catalog: Catalog) -> str:
     """A few lines a person reads: counts, nodes and what runs where."""
     producers = catalog.producers()
     lines = [
-        f"catalog version {catalog.version}: {len(catalog.boxes)} boxes, {len(producers)} streams, "
-        f"{len(catalog.schemas)} schemas, {len(catalog.queries)} queries, {len(catalog.nodes)} nodes"
+        f"catalog version {catalog.version}: {counted(len(catalog.boxes), 'box')}, "
+        f"{counted(len(producers), 'stream')}, {counted(len(catalog.schemas), 'schema')}, "
+        f"{counted(len(catalog.queries), 'query')}, {counted(len(catalog.nodes), 'node')}"
     ]
     types = Counter(box.type for box in catalog.boxes.values())
     if types:

@@ -29,6 +29,7 @@ from .model import (
     Table,
     TypeAlias,
 )
+from .words import counted
 
 # model class -> (Catalog dict, key attribute, what to call it in messages)
 _PLACES: dict[type, tuple[str, str, str]] = {
@@ -213,8 +214,8 @@ class Merger:
         if part.planned:  # catalog form: its layout must be the committed one
             changed = changed or (part.maps, part.layout, part.id) != (before.maps, before.layout, before.id)
         if changed:
-            self.fail(part.origin, f"box {box!r} is partitioned into {len(before.segments)} segments; change the "
-                                   f"layout with boreas split/move/rebalance")
+            self.fail(part.origin, f"box {box!r} is partitioned into {counted(len(before.segments), 'segment')}; "
+                                   f"change the layout with boreas split/move/rebalance")
             return None
         # Members keep their segments wherever they now are in the list: old member i -> new index.
         free = list(enumerate(part.nodes))
@@ -236,15 +237,15 @@ class Merger:
         if part.nodes != before.nodes and not grown:
             # Running members number themselves by their place in this list: appending is all a running
             # partition follows (the new nodes join at its next layout change, docs/cumulus.md §6.4).
-            self.fail(part.origin, f"box {box!r} runs on {len(before.nodes)} members "
+            self.fail(part.origin, f"box {box!r} runs on {counted(len(before.nodes), 'member')} "
                                    f"({', '.join(before.nodes)}); a running partition grows by <node>s added "
                                    f"after these, in this order; removing or reordering its members is not "
                                    f"supported")
             return None
         segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, moved[s.member]) for s in before.segments)
         if part.planned and part.segments != segments:
-            self.fail(part.origin, f"box {box!r} is partitioned into {len(before.segments)} segments; change the "
-                                   f"layout with boreas split/move/rebalance")
+            self.fail(part.origin, f"box {box!r} is partitioned into {counted(len(before.segments), 'segment')}; "
+                                   f"change the layout with boreas split/move/rebalance")
             return None
         if grown:
             return replace(before, nodes=part.nodes, epoch_ms=part.epoch_ms, origin=part.origin,

@@ -31,6 +31,7 @@ from .document_model import (
     Unsubscribe,
 )
 from .xmlcodec import encode
+from .words import counted
 
 
 def _element(tag: str, **attrs: object) -> etree._Element:
@@ -119,5 +120,6 @@ def describe_item(item: Any) -> str:
         name = f"{el.get('endpoint') or el.get('name') or 'default'} includes {el.get('node')}"
     elif el.tag == "partition":
         name = el.get("box") or ""
-        extra.append(f"({len(el.findall('node'))} members, {len(el.findall('segment'))} segments)")
+        members, segments = len(el.findall("node")), len(el.findall("segment"))
+        extra.append(f"({counted(members, 'member')}, {counted(segments, 'segment')})")
     return " ".join(p for p in ["+", el.tag, name, *extra] if p)

@@ -6,6 +6,7 @@ changes (``+`` added, ``-`` removed, ``~`` changed) is :mod:`.catalog_text`.
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import argparse
 import asyncio
 import json
@@ -42,7 +43,7 @@ from .common import (
 )
 
 __all__ = ["add_parsers", "catalog_as_json", "cmd_nodes", "cmd_snapshot", "cmd_submit", "cmd_watch",
-           "describe_catalog", "describe_change", "fetch_catalog", "fetch_live_nodes"]
+           "describe_catalog", "describe_change", "describe_nodes", "fetch_catalog", "fetch_live_nodes"]
 
 
 def _read_files(paths: list[str]) -> list[tuple[str, bytes]]:
@@ -110,20 +111,46 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         if args.json:
             print_json(status)
             return EXIT_OK
-        complete = status.get("snapshot_complete")
-        print(f"catalog version {status['version']}; last complete snapshot: "
-              + (f"{complete['id']} ({_ago(complete['time'])})" if complete else "none"))
-        print(f"{'NODE':24} {'STATE':6} {'BOXES':>5}  {'SYNC':12} {'RECOVERY':24} NOTE")
-        for row in status["nodes"]:
-            state = "up" if row["alive"] else ("down" if row["registered"] else "unseen")
-            sync = "in sync" if row["in_sync"] else f"{row['acked_version']}/{row['desired_version']}"
-            note = (_failover(row.get("failover")) or row["failure"] or "; ".join(row["pending"])
-                    or ("" if row["in_catalog"] else "not in catalog"))
-            print(f"{row['endpoint']:24} {state:6} {row['boxes']:>5}  {sync:12} "
-                  f"{_recovery(row.get('recovery') or {}):24} {note}")
+        for line in describe_nodes(status):
+            print(line)
         return EXIT_OK
 
     return asyncio.run(main())
+
+
+def describe_nodes(status: dict[str, Any]) -> list[str]:
+    """``boreas nodes``' lines from the Head's ``GET /nodes`` answer: a heading, then one line per node."""
+    complete = status.get("snapshot_complete")
+    lines = [f"catalog version {status['version']}; last complete snapshot: "
+             + (f"{complete['id']} ({_ago(complete['time'])})" if complete else "none"),
+             f"{'NODE':24} {'STATE':6} {'BOXES':>5}  {'SYNC':12} {'RECOVERY':24} NOTE"]
+    for row in status["nodes"]:
+        state = "up" if row["alive"] else ("down" if row["registered"] else "unseen")
+        sync = "in sync" if row["in_sync"] else f"{row['acked_version']}/{row['desired_version']}"
+        lines.append(f"{row['endpoint']:24} {state:6} {row['boxes']:>5}  {sync:12} "
+                     f"{_recovery(row.get('recovery') or {}):24} {_note(row)}".rstrip())
+    return lines
+
+
+def _note(row: dict[str, Any]) -> str:
+    """What is worth saying about a node: failover, a failure, pending requests, or that it runs nothing.
+
+    A node that runs no box but has registered, or that the deployment
+    names, says "no boxes" (a fresh ``boreas cluster up`` node is not
+    missing from anything); "not in catalog" is left for a node that is
+    neither registered nor in the catalog (known only from the Head's
+    ``--nodes``).
+
+    >>> row = {"failure": None, "pending": [], "boxes": 0, "registered": True, "in_catalog": False}
+    >>> _note(row), _note({**row, "registered": False}), _note({**row, "boxes": 2, "in_catalog": True})
+    ('no boxes', 'not in catalog', '')
+    """
+    note = _failover(row.get("failover")) or row["failure"] or "; ".join(row["pending"])
+    if note:
+        return note
+    if not row["boxes"] and (row["registered"] or row["in_catalog"]):
+        return "no boxes"
+    return "" if row["in_catalog"] else "not in catalog"
 
 
 def _ago(when: float) -> str:
@@ -168,10 +195,11 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             raise CommandFailed(f"the Head refused: {result.get('error', status)}")
         for node, reply in sorted(result["nodes"].items()):
             print(f"{node}: " + (f"FAILED: {reply['error']}" if "error" in reply else
-                                 f"{reply['bytes']} bytes at log position {reply['position']}, "
+                                 f"{counted(reply['bytes'], 'byte')} at log position {reply['position']}, "
                                  f"boxes paused {reply['pause_seconds'] * 1000:.1f} ms"))
         if result["complete"]:
-            print(f"snapshot {result['id']} complete on {len(result['nodes'])} nodes in {result['seconds']} s")
+            print(f"snapshot {result['id']} complete on {counted(len(result['nodes']), 'node')} "
+                  f"in {result['seconds']} s")
             return EXIT_OK
         print(f"snapshot {result['id']} not complete: {result.get('reason')}", file=sys.stderr)
         return EXIT_FAILED

@@ -15,10 +15,14 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import asyncio
+
+    from boreas.client.optimizer import Optimizer
+
+T = TypeVar("T")
 
 #: Exit codes, the same for every command: 0 success; 1 an operation failed (a peer refused or is
 #: unreachable, a node failed, rows were refused); 2 the input was invalid (a file that cannot be
@@ -160,6 +164,26 @@ def the_head(args: argparse.Namespace) -> str:
     try:
         return head_url(args.head)
     except ValueError as exc:
+        raise CommandFailed(str(exc)) from None
+
+
+def run_optimizer(args: argparse.Namespace, action: Callable[[Optimizer], Awaitable[T]]) -> T:
+    """Run ``action`` with an :class:`~boreas.client.optimizer.Optimizer` on the command's Head, token and
+    ``--timeout``; its failure is the command's (exit 1, with the reason)."""
+    import asyncio
+
+    from boreas.client.optimizer import Optimizer, OptimizerFailed
+    from boreas.wire.auth import resolve_token
+
+    head, token = the_head(args), resolve_token(args.token, required=False)
+
+    async def run() -> T:
+        async with Optimizer(head, token, args.timeout) as optimizer:
+            return await action(optimizer)
+
+    try:
+        return asyncio.run(run())
+    except OptimizerFailed as exc:
         raise CommandFailed(str(exc)) from None
 
 

@@ -12,6 +12,7 @@ JSON line gives no row (:func:`json_values`).
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import csv
 import json
 from collections.abc import Iterator
@@ -92,8 +93,8 @@ def _csv_rows(path: str, fields: list[str], header: bool, ignore_unknown: bool,
                 continue  # blank line
             if len(row) != width:
                 what = "the header has" if header else f"the stream's {width} fields are"
-                problems.add(number, f"row has {len(row)} values; {what} "
-                                     + (f"{width} columns" if header else _fields_text(fields)))
+                problems.add(number, f"row has {counted(len(row), 'value')}; {what} "
+                                     + (counted(width, "column") if header else _fields_text(fields)))
                 continue
             yield number, [row[i] for i in positions] if positions is not None else row
 
@@ -177,7 +178,7 @@ def json_values(line: str | bytes, fields: list[str], ignore_unknown: bool) -> l
         return [value[f] for f in fields]
     if isinstance(value, list):
         if len(value) != len(fields):
-            raise BadRow(f"array has {len(value)} values; the stream's fields are {_fields_text(fields)}")
+            raise BadRow(f"array has {counted(len(value), 'value')}; the stream's fields are {_fields_text(fields)}")
         return value
     raise BadRow(f"expected an object (field: value) or an array, not {type(value).__name__}")
 

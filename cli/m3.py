@@ -4,11 +4,13 @@
 with that ``sql`` runs); a problem is printed as ``file:line:col: reason``
 and exits 2 (the input is invalid), as does a file that cannot be read.
 ``query`` reads an ``m3`` box's maps where the box runs (the Head says
-which node) and prints JSON lines, one ``{"key": [...], "value": ...}`` per
-row; ``--stable`` (READ_STABLE) of a partitioned box prints a first line
-``{"epoch": S, "age": seconds, "positions": [...]}`` before the rows: the
-stable epoch read, how long ago it ended, and the last batch of each
-producer it includes.  The first word after the box is the map when the box
+which node) and prints a table whose header names the key columns and the
+value columns, one line per row; ``--json`` prints JSON lines instead, one
+``{"key": [...], "value": ...}`` per row (the form scripts read, kept
+stable); ``--stable`` (READ_STABLE) of a partitioned box first says which
+stable epoch it read (with ``--json``: a first line ``{"epoch": S, "age":
+seconds, "positions": [...]}``: the stable epoch read, how long ago it
+ended, and the last batch of each producer it includes).  The first word after the box is the map when the box
 has a map, view or out stream of that name; otherwise the box's first out
 stream's view is read and every word is a key (``_`` is a wildcard).  A
 first word that is neither (a misspelt map name) is refused, naming the
@@ -23,6 +25,7 @@ members' answers as they came.
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import argparse
 import asyncio
 import datetime as dt
@@ -73,19 +76,25 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-async def run_query(head: str, token: str | None, box: str, words: list[str], agg: str,
-                    stable: bool) -> list[dict[str, Any]]:
-    """The lines ``boreas query`` prints, as dicts: the rows ``{"key": [...], "value": ...}``, after a first
-    ``{"epoch": S, "age": seconds, "positions": [[stream, producer, seq], ...]}`` for a stable read of a
-    partitioned box (the stable epoch read, how long ago it ended, the last batch of each producer in it)."""
+async def read_box(head: str, token: str | None, box: str, words: list[str], agg: str,
+                   stable: bool) -> tuple[Any, dict[str, Any]]:
+    """One read as ``boreas query`` words it: the result, and the box's maps as its node describes them."""
     async with QueryClient(head, token) as client:
         try:
-            map_name, keys = split_words(box, await client.maps(box), words) if words else (None, [])
+            described = await client.maps(box)
+            map_name, keys = split_words(box, described, words) if words else (None, [])
             result = await client.query(box, map_name, [None if k == "_" else k for k in keys], agg, stable)
         except QueryFailed as exc:
             raise CommandFailed(str(exc)) from None
         except PeerError as exc:
             raise CommandFailed(str(exc)) from None
+    return result, described
+
+
+def json_lines(result: Any) -> list[dict[str, Any]]:
+    """``--json``: the rows ``{"key": [...], "value": ...}``, after a first ``{"epoch": S, "age": seconds,
+    "positions": [[stream, producer, seq], ...]}`` for a stable read of a partitioned box (the stable epoch
+    read, how long ago it ended, the last batch of each producer in it)."""
     rows = [{"key": list(key), "value": list(value) if isinstance(value, tuple) else value}
             for key, value in result.rows]
     if getattr(result, "epoch", None) is not None:  # a stable read of a partitioned box
@@ -94,11 +103,67 @@ async def run_query(head: str, token: str | None, box: str, words: list[str], ag
     return rows
 
 
+def value_columns(result: Any, described: dict[str, Any]) -> list[str]:
+    """The names of a read's value columns: its view's, else the map's name (``value`` when unknown)."""
+    view = described.get("streams", {}).get(result.map, result.map)
+    values = described.get("views", {}).get(view, {}).get("values")
+    if not values:
+        values = [result.map or "value"]
+    return [f"{result.agg}({v})" if result.agg != "slice" else v for v in values]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "_"
+    if isinstance(value, float):
+        return str(round(value, 6))  # what a person compares; --json has every digit
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def table_lines(result: Any, described: dict[str, Any]) -> list[str]:
+    """``boreas query``'s human form: a header naming the key and value columns, then one line per row
+    (``_`` for a wildcard key of an aggregate), numbers right-aligned; a stable read of a partitioned box
+    first says which epoch it read."""
+    names = [name for name, _ in result.keys]
+    header = names + value_columns(result, described)
+    table = [[_cell(v) for v in key] + [_cell(v) for v in (value if isinstance(value, tuple) else (value,))]
+             for key, value in result.rows]
+    numeric = [all(_is_number(row[i]) for row in table) if table else False for i in range(len(header))]
+    widths = [max([len(header[i]), *(len(row[i]) for row in table if i < len(row))]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if num else c.ljust(w)
+                         for c, w, num in zip(cells, widths, numeric)).rstrip()
+
+    lines = []
+    if getattr(result, "epoch", None) is not None:
+        age = "" if result.age is None else f", ended {result.age:.3f} s ago"
+        lines.append(f"stable epoch {result.epoch}{age}")
+    lines += [line(header), *(line(row) for row in table)]
+    if not table:
+        lines.append("(no rows)")
+    return lines
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return text == "_"
+    return True
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     token = resolve_token(args.token, required=False)
-    rows = asyncio.run(run_query(the_head(args), token, args.box, args.words, args.agg, args.stable))
-    for row in rows:
-        print(json.dumps(row, default=_json_default))
+    result, described = asyncio.run(read_box(the_head(args), token, args.box, args.words, args.agg, args.stable))
+    if args.json:
+        for row in json_lines(result):
+            print(json.dumps(row, default=_json_default))
+    else:
+        for text in table_lines(result, described):
+            print(text)
     return EXIT_OK
 
 
@@ -140,9 +205,10 @@ def describe_segments(layout: Layout, answers: list[dict[str, Any]]) -> list[str
     n_members, n_segments = len(layout.members), len(layout.segments)
     if layout.replicated:
         cells = "  ".join(f"{name} {replicated.get(name, 0):,}" for name in sorted(layout.replicated))
-        lines.append(f"replicated on each of the {n_members} members: {cells}")
+        on = f"each of the {n_members} members" if n_members != 1 else "the one member"
+        lines.append(f"replicated on {on}: {cells}")
     lines.append(f"layout {layout.version}, {n_members} member{'s' if n_members != 1 else ''}, "
-                 f"{n_segments} segment{'s' if n_segments != 1 else ''}, {total:,} entries")
+                 f"{n_segments} segment{'s' if n_segments != 1 else ''}, {counted(total, 'entry', sep=',')}")
     return lines
 
 
@@ -162,7 +228,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", metavar="QUERY.sql")
     p.set_defaults(func=cmd_compile)
 
-    p = sub.add_parser("query", help="read an m3 box's maps where it runs (JSON lines)")
+    p = sub.add_parser("query", help="read an m3 box's maps where it runs (a table; --json: JSON lines)")
     p.add_argument("box")
     p.add_argument("words", nargs="*", metavar="[MAP] [KEY|_ ...]",
                    help="a map, view or out stream of the box (default: its first out stream's view), "
@@ -172,6 +238,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stable", action="store_true",
                    help="READ_STABLE: the box's last consistent version (of a partitioned box: a first line "
                         '{"epoch": S, "age": seconds, "positions": [...]}, then the rows)')
+    p.add_argument("--json", action="store_true",
+                   help='print JSON lines, one {"key": [...], "value": ...} per row (for scripts), instead of '
+                        "a table whose header names the key and value columns")
     add_head_option(p)
     add_token_option(p)
     p.set_defaults(func=cmd_query)

@@ -62,7 +62,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "connect": ("optimize", "optimizer: insert a filter box before an in port of a running box"),
     "disconnect": ("optimize", "optimizer: remove a box inserted by connect"),
     "compile": ("m3", "print the M3 program a SQL file compiles to"),
-    "query": ("m3", "read an m3 box's maps where it runs (JSON lines)"),
+    "query": ("m3", "read an m3 box's maps where it runs (a table; --json: JSON lines)"),
     "segments": ("m3", "a partitioned m3 box's segments: slots, member, entries per map"),
     "split": ("relayout", "split a segment of a partitioned m3 box in two (on the same node)"),
     "rebalance": ("relayout", "even out a partitioned m3 box's entries over its nodes"),
@@ -109,7 +109,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     added = len(plan.catalog.boxes) - len(base.boxes)
     print(f"valid: {len(args.files)} file{'s' if len(args.files) != 1 else ''}, "
-          f"{added:+d} boxes against catalog version {base.version}")
+          f"{added:+d} box{'es' if abs(added) != 1 else ''} against catalog version {base.version}")
     return EXIT_OK
 
 
@@ -135,7 +135,7 @@ def cmd_catalog_show(args: argparse.Namespace) -> int:
     from .clients import fetch_catalog, fetch_live_nodes
 
     live = None
-    if args.head:
+    if args.head or (os.environ.get("BOREAS_HEAD") and not args.catalog):
         head = the_head(args)
         catalog = asyncio.run(fetch_catalog(head))
         live = asyncio.run(fetch_live_nodes(head))
@@ -183,8 +183,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--catalog", help=catalog_help)
     p.set_defaults(func=cmd_catalog_apply)
-    p = cat.add_parser("show", help="a human summary of the catalog (from the store, or the Head's)")
-    p.add_argument("--catalog", help=catalog_help)
+    p = cat.add_parser("show", help="a human summary of the catalog (from the store, or the Head's)",
+                       description="A human summary of the catalog: the Head's with --head or $BOREAS_HEAD "
+                                   "(unless --catalog is given), else the store's.")
+    p.add_argument("--catalog", help=catalog_help + "; read the store even when $BOREAS_HEAD is set")
     add_head_option(p)
     add_json_option(p)
     p.set_defaults(func=cmd_catalog_show)
@@ -284,6 +286,7 @@ def _report(exc: Exception) -> int | None:
     from boreas.catalog.store import ConflictError
     from boreas.wire.client import PeerError, PeerRefused
     from boreas.wire.link_connection import LinkRefused
+    from boreas.wire.server import ListenFailed
 
     if isinstance(exc, ValidationFailed):
         print_problems(exc.diagnostics)
@@ -294,7 +297,7 @@ def _report(exc: Exception) -> int | None:
     if isinstance(exc, LinkRefused) or isinstance(exc, PeerRefused) and exc.status in (401, 403):
         print(f"error: {exc}; {TOKEN_HINT}", file=sys.stderr)
         return EXIT_FAILED
-    if isinstance(exc, (StoreError, PeerError)):
+    if isinstance(exc, (StoreError, PeerError, ListenFailed)):
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)) \

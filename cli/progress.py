@@ -7,6 +7,7 @@ is kept out of the ``publish`` command (:mod:`.data`).
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import asyncio
 import sys
 import time
@@ -43,11 +44,11 @@ class Progress:
         rate = done / max(elapsed, 1e-9)
         text = f"publishing to {self.stream}: {done:,}"
         if self.total:
-            text += f"/{self.total:,} rows ({100 * done // self.total}%)"
-        elif share is not None:
-            text += f" rows ({100 * share:.0f}% of the file read)"
+            text += f"/{counted(self.total, 'row', sep=',')} ({100 * done // self.total}%)"
         else:
-            text += " rows"
+            text += " row" if done == 1 else " rows"
+            if share is not None:
+                text += f" ({100 * share:.0f}% of the file read)"
         text += f", {rate:,.0f} rows/s"
         if self.total and done < self.total:
             text += f", ETA {_duration((self.total - done) / rate) if rate > 0 else '?'}"

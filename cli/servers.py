@@ -3,6 +3,7 @@ server command (``cluster up`` and ``down`` live in :mod:`.cluster`)."""
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import argparse
 import asyncio
 import logging
@@ -100,7 +101,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         print(f"{node}: {'acknowledged' if failure is None else 'FAILED: ' + failure}")
     failed = [n for n, f in results.items() if f]
     if failed:
-        print(f"deployment failed on {len(failed)} of {len(results)} nodes", file=sys.stderr)
+        print(f"deployment failed on {len(failed)} of {counted(len(results), 'node')}", file=sys.stderr)
         return EXIT_FAILED
     print(f"deployed to {len(results)} node{'s' if len(results) != 1 else ''}")
     return EXIT_OK

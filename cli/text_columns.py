@@ -21,7 +21,7 @@ UTC), as :meth:`~boreas.wire.tuples.RowType.from_text` reads them.
 ([{'n': 7, 'at': 1000000, 's': 'ab'}, {'n': 8, 'at': 2000000, 's': 'c'}], [])
 >>> batch, problems = typed(pa.record_batch({"n": ["1", "x"], "at": ["0", "0"], "s": ["", "abc"]}), s)
 >>> batch.to_pylist(), problems
-([{'n': 1, 'at': 0, 's': ''}], [(1, "n: 'x' is not a int")])
+([{'n': 1, 'at': 0, 's': ''}], [(1, "n: 'x' is not an int")])
 """
 
 from __future__ import annotations

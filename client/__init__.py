@@ -12,6 +12,9 @@ e.g. ``http://localhost:14000``; ``token``: the cluster's shared token, which
   async iterator of tuples in field order).
 * :class:`QueryClient` reads the maps and views of ``m3`` boxes where they
   run (:func:`query` does one read without an event loop).
+* :class:`Optimizer` changes the running topology as an optimizer does:
+  moves boxes, inserts and removes filters, changes a partitioned box's
+  layout (:mod:`.optimizer`; docs/client.md "Optimizers").
 
 Example (a cluster running ``examples/xml/sensor_chain.xml``)::
 
@@ -39,7 +42,8 @@ and reading an ``m3`` box's view (``examples/xml/tpch_q3.xml``)::
 Errors: :class:`UnknownStream` (no such stream, or not an input),
 :class:`LinkRefused` (a node refused the token), :class:`PublishRefused` (a
 node refused a batch), :class:`SubscribeFailed`, :class:`QueryFailed` (an
-unknown box or map, a bad key: the message says which);
+unknown box or map, a bad key: the message says which), :class:`OptimizerFailed`
+(a change refused or not shown in time: the message says why);
 :class:`~boreas.wire.client.PeerError` when the Head cannot be reached or
 refuses.
 """
@@ -48,6 +52,7 @@ from boreas.wire.link_connection import LinkRefused
 
 from .head_api import UnknownStream
 from .keyed import KeyedPublisher
+from .optimizer import Optimizer, OptimizerFailed
 from .publisher import PublishRefused, Publisher
 from .query import QueryClient, QueryFailed, QueryResult, query
 from .subscriber import SubscribeFailed, SubscribeTimeout, Subscriber
@@ -55,6 +60,8 @@ from .subscriber import SubscribeFailed, SubscribeTimeout, Subscriber
 __all__ = [
     "KeyedPublisher",
     "LinkRefused",
+    "Optimizer",
+    "OptimizerFailed",
     "PublishRefused",
     "Publisher",
     "QueryClient",

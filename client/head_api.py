@@ -8,6 +8,7 @@ from typing import Any
 
 import aiohttp
 
+from boreas.catalog.words import close_matches, did_you_mean
 from boreas.wire.client import PeerClient, PeerRefused
 
 ProgressCallback = Callable[[dict[str, Any]], None]
@@ -52,9 +53,35 @@ async def deploy_and_wait(peers: PeerClient, head: str, xml: str, name: str, tim
 
 
 async def stream_route(peers: PeerClient, head: str, stream: str) -> dict[str, Any]:
+    """The Head's ``GET /streams/{stream}``; :class:`UnknownStream` (with the closest names) if it has none."""
     try:
         return await peers.call("GET", f"{head}/streams/{stream}")
     except PeerRefused as exc:
         if exc.status == 404:
-            raise UnknownStream(exc.payload.get("error") or f"no stream {stream!r}") from None
+            message = exc.payload.get("error") or f"no stream {stream!r}"
+            raise UnknownStream(await with_suggestions(peers, head, message, "stream", stream)) from None
         raise
+
+
+async def catalog_names(peers: PeerClient, head: str, kind: str) -> list[str]:
+    """The names of the Head's catalog's streams, boxes or nodes (``kind``); none when it cannot be read."""
+    from boreas.catalog.documents import Update, read_document
+    from boreas.catalog.model import Catalog
+    from boreas.catalog.replicate import apply_update
+
+    try:
+        doc = read_document(await peers.text(f"{head}/catalog"), f"{head}/catalog")
+        assert isinstance(doc, Update)
+        catalog = apply_update(Catalog(), doc.items, doc.version or 0)
+    except Exception:  # only for a suggestion: the error it adds to is what matters
+        return []
+    if kind == "stream":
+        return list(catalog.producers())
+    return list(catalog.boxes if kind == "box" else catalog.nodes)
+
+
+async def with_suggestions(peers: PeerClient, head: str, message: str, kind: str, name: str) -> str:
+    """The Head's "no such ``kind``" message with "did you mean" added (unless it says it already)."""
+    if "did you mean" in message:
+        return message
+    return message + did_you_mean(close_matches(name, await catalog_names(peers, head, kind)))

@@ -36,11 +36,13 @@ from dataclasses import dataclass
 from typing import Any, Self
 from urllib.parse import urlencode
 
+from boreas.catalog.words import close_matches
 from boreas.m3.cumulus import Layout
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient, PeerRefused, PeerUnreachable
 
 from .errors import QueryFailed
+from .head_api import with_suggestions
 from .partitioned import (  # re-exported: they were defined here, and are imported from here
     PartitionedReads,
     combine,
@@ -132,7 +134,7 @@ def unknown_map(box: str, name: str, described: dict[str, Any]) -> QueryFailed:
     box 'v' has no map, view or out stream 'Q1_totl' (did you mean 'Q1_total'?); out streams: G; views: Q1; maps: ...
     """
     names = readable_names(described)
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    close = close_matches(name, names, n=1)
     listing = "; ".join(f"{what}: {', '.join(described.get(key) or {}) or '(none)'}"
                         for what, key in (("out streams", "streams"), ("views", "views"), ("maps", "maps")))
     return QueryFailed(f"box {box!r} has no map, view or out stream {name!r}"
@@ -144,23 +146,42 @@ def split_words(box: str, described: dict[str, Any], words: Sequence[str]) -> tu
 
     The first word is the map when the box has a map, view or out stream of
     that name.  Otherwise it is the first key of the box's default view,
-    unless it cannot be one (not ``_`` and not a value of the first key
-    column's type, like a misspelt map name where an INT goes): then
-    :class:`QueryFailed` names it and lists the box's maps.
+    unless it cannot be one: then :class:`QueryFailed` says the box has no
+    map of that name (with the closest, "did you mean") and lists the box's
+    maps.  It cannot be a key when it is not ``_`` and not a value of the
+    first key column's type (a misspelt map name where an INT goes), when
+    it is a name and there are more words than the view has key columns (so
+    it named a map: ``nosuchmap west`` of a view keyed by region alone), or
+    when it is a close misspelling of one of the box's names.
 
     >>> d = {"default": "G", "streams": {"G": "Q1"}, "views": {"Q1": {"keys": [["a", "INT"]]}},
     ...      "maps": {"Q1_total": {}}}
     >>> split_words("v", d, ["Q1_total", "7"]), split_words("v", d, ["7", "_"]), split_words("v", d, [])
     (('Q1_total', ['7']), (None, ['7', '_']), (None, []))
+    >>> r = {"default": "R", "streams": {"R": "by_region"}, "views": {"by_region": {"keys": [["region", "STRING"]]}},
+    ...      "maps": {"by_region_n": {}}}
+    >>> split_words("v", r, ["west"])
+    (None, ['west'])
+    >>> split_words("v", r, ["nosuchmap", "west"])
+    Traceback (most recent call last):
+    ...
+    boreas.client.errors.QueryFailed: box 'v' has no map, view or out stream 'nosuchmap'; out streams: R; ...
+    >>> split_words("v", r, ["by_regon"])
+    Traceback (most recent call last):
+    ...
+    boreas.client.errors.QueryFailed: box 'v' has no map, view or out stream 'by_regon' (did you mean 'by_region'?); ...
     """
     if not words:
         return None, []
-    if words[0] in readable_names(described):
+    names = readable_names(described)
+    if words[0] in names:
         return words[0], list(words[1:])
     default = described.get("default")
     view = described.get("streams", {}).get(default) if default else None
     keys = described.get("views", {}).get(view, {}).get("keys") or []
-    if keys and not _is_key_of(words[0], keys[0][1]):
+    too_many = len(words) > len(keys) and words[0].isidentifier()  # (too many keys: the node says so)
+    if keys and not _is_key_of(words[0], keys[0][1]) or too_many \
+            or difflib.get_close_matches(words[0], names, n=1, cutoff=0.8):
         raise unknown_map(box, words[0], described)
     return None, list(words)
 
@@ -197,7 +218,10 @@ class QueryClient:
             try:
                 where = await self.peers.call("GET", f"{self.head}/boxes/{box}")
             except PeerRefused as exc:
-                raise QueryFailed(exc.payload.get("error") or str(exc), exc.status) from None
+                message = exc.payload.get("error") or str(exc)
+                if exc.status == 404:
+                    message = await with_suggestions(self.peers, self.head, message, "box", box)
+                raise QueryFailed(message, exc.status) from None
             partition = where.get("partition")
             self._partitions.head_answered(box, partition)
             if not where.get("node") and not partition:

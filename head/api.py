@@ -54,6 +54,7 @@ from aiohttp import web
 from aiohttp.helpers import parse_mimetype
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.multipart import BodyPartReader
+from boreas.catalog.words import unknown
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
 from boreas.catalog.documents import (
     Connect,
@@ -360,14 +361,17 @@ class _Api:
         name = request.match_info["name"]
         found = stream_route(self.head.catalog, name, self.head.box_types)
         if found is None:
-            return json_error(404, f"no stream {name!r} in the catalog (version {self.head.catalog.version})")
+            catalog = self.head.catalog
+            streams = {*catalog.inputs, *catalog.outputs, *(s for b in catalog.boxes.values() for s in b.outputs)}
+            return json_error(404, unknown("stream", name, streams, f"in the catalog (version {catalog.version})"))
         return web.json_response(found)
 
     async def box(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         box = self.head.catalog.boxes.get(name)
         if box is None:
-            return json_error(404, f"no box {name!r} in the catalog (version {self.head.catalog.version})")
+            return json_error(404, unknown("box", name, self.head.catalog.boxes,
+                                           f"in the catalog (version {self.head.catalog.version})"))
         part = self.head.catalog.partitions.get(name)
         return web.json_response({"box": name, "type": box.type, "node": None if part else box.node,
                                   "partition": partition_json(part) if part else None,

@@ -35,6 +35,7 @@ from typing import Any
 
 from boreas.catalog.model import Catalog
 from boreas.catalog.store import CatalogStore
+from boreas.catalog.words import counted
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient, PeerError
 
@@ -126,7 +127,7 @@ class SnapshotCoordinator:
                 assert store is not None
                 await asyncio.to_thread(store.put_meta, META_KEY, json.dumps(record))
                 self.complete = record
-                log.info("snapshot %d complete on %d nodes", snapshot_id, len(nodes))
+                log.info("snapshot %d complete on %s", snapshot_id, counted(len(nodes), "node"))
             self.last_attempt = {k: v for k, v in result.items() if k != "nodes"}
             return result
 

@@ -54,6 +54,7 @@ import msgspec
 from boreas.catalog.documents import Unsubscribe, Update, read_document
 from boreas.catalog.model import Catalog, Node, Partition, Region, Subscription
 from boreas.catalog.replicate import apply_update, catalog_items
+from boreas.catalog.words import counted
 from boreas.wire.columns import as_rows, read_rows
 from boreas.wire.frames import ARROW, Batch, decode
 
@@ -258,8 +259,8 @@ class Adopter:
                   "replayed_batches": replayed, "returned_batches": len(returned),
                   "seconds": round(time.monotonic() - started, 3), "own_snapshot": snapshot["id"]}
         self.adopted[source] = report
-        log.info("node %s adopted %d boxes of failed node %s (%d batches replayed from its log)",
-                 node.endpoint, len(report["boxes"]), source, replayed)
+        log.info("node %s adopted %s of failed node %s (%s replayed from its log)",
+                 node.endpoint, counted(len(report["boxes"]), "box"), source, counted(replayed, "batch"))
         return report
 
     def _guest_messages(self, source: str, parts: dict[str, dict], replayer: Dataflow,

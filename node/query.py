@@ -48,6 +48,7 @@ READ_STABLE: it reads under the runtime's lock and reports the ``version``
 
 from __future__ import annotations
 
+from boreas.catalog.words import close_matches, counted, did_you_mean
 import datetime as dt
 import logging
 from dataclasses import dataclass
@@ -129,7 +130,9 @@ def resolve(op: M3Operator, name: str | None) -> Target:
     for decl in program.maps:
         if decl.name == name:
             return Target(name, tuple((k.name, k.type) for k in decl.keys), map=name)
-    raise QueryFailed(404, f"m3 box {op.box.name!r} has no map, view or out stream {name!r} ({readable(op)})")
+    names = [*op.box.outputs, *(v.name for v in program.views), *(m.name for m in program.maps)]
+    raise QueryFailed(404, f"m3 box {op.box.name!r} has no map, view or out stream {name!r}"
+                           f"{did_you_mean(close_matches(name, names, n=1))} ({readable(op)})")
 
 
 def readable(op: M3Operator) -> str:
@@ -154,8 +157,9 @@ def parse_query_keys(op: M3Operator, target: Target, texts: list[str], map_given
 def parse_keys(texts: list[str], keys: tuple[tuple[str, str], ...], what: str) -> tuple:
     """Key texts as typed values (None for ``_``); QueryFailed(422) names the bad one."""
     if len(texts) > len(keys):
-        raise QueryFailed(422, f"{what} has {len(keys)} key columns "
-                               f"({', '.join(f'{n} {t}' for n, t in keys)}), {len(texts)} keys were given")
+        raise QueryFailed(422, f"{what} has {counted(len(keys), 'key column')} "
+                               f"({', '.join(f'{n} {t}' for n, t in keys)}), {counted(len(texts), 'key')} "
+                               f"{'was' if len(texts) == 1 else 'were'} given")
     return tuple(_key(text, name, kind, i) for i, (text, (name, kind)) in enumerate(zip(texts, keys)))
 
 

@@ -37,6 +37,7 @@ from boreas.catalog.documents import Update, read_document
 from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import update_items
+from boreas.catalog.words import counted
 from boreas.m3.boxtype import box_types
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.receiver import DataReceiver
@@ -166,7 +167,7 @@ class NodeService(NodeApi):
                     restored = flow.restore_capture(captured)
                 start = captured["position"]
                 durable.restored_from = durable.last_snapshot = int(captured["snapshot"])
-                log.info("node %s: restored %d boxes from snapshot %d", self.endpoint, len(restored),
+                log.info("node %s: restored %s from snapshot %d", self.endpoint, counted(len(restored), "box"),
                          captured["snapshot"])
             await flow.start(run=False)  # links up: replayed outputs go out (receivers drop what they have)
             durable.replayed = await flow.replay_log(durable.log.read(start))
@@ -177,8 +178,8 @@ class NodeService(NodeApi):
         durable.state = "ready"
         durable.recovery_seconds = round(time.monotonic() - started, 3)
         self.recovered.set()
-        log.info("node %s recovered in %.2f s: %d batches replayed from log position %d", self.endpoint,
-                 durable.recovery_seconds, durable.replayed, start)
+        log.info("node %s recovered in %.2f s: %s replayed from log position %d", self.endpoint,
+                 durable.recovery_seconds, counted(durable.replayed, "batch"), start)
     async def _watch_claim(self) -> None:
         """Every heartbeat interval, whether or not the Head answers: were our boxes adopted?"""
         while self.fenced is None:

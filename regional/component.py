@@ -6,9 +6,11 @@ no node), and from then on every node the deployment puts in that region
 (``<region node=...>``) reflects its local catalog here: a full copy, then
 every change.  Nothing is read from the Head after registering.
 
-It can also act as an optimizer for its region (paper section 3): it moves
-boxes, inserts and removes filters by addressing the nodes its catalog says
-hold them, and waits until the reflections show the change.
+It can also act as an optimizer for its region (paper section 3), through
+:class:`boreas.client.optimizer.Optimizer` deciding on the regional catalog
+(:meth:`RegionalComponent.optimizer`): it moves boxes, inserts and removes
+filters by addressing the nodes its catalog says hold them, and waits until
+the reflections show the change.
 
 HTTP interface:
 
@@ -26,6 +28,7 @@ Usage::
     await region.start("localhost", 16000)
     region.catalog.location("box1")
     await region.move("box1", "localhost:15001")
+    await region.optimizer().insert_filter("box1", "time % 3 <> 0", name="drop")
     await region.close()
 """
 
@@ -33,14 +36,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from collections.abc import Callable
 
 from aiohttp import web
 from boreas.catalog.deployment_model import Region
 from boreas.catalog.diagnostics import ValidationFailed
-from boreas.catalog.documents import Move, Update, read_document
+from boreas.catalog.documents import Update, read_document
 from boreas.catalog.updates import update_document
-from boreas.wire.client import PeerClient, PeerError, PeerRefused
+from boreas.client.optimizer import CatalogView, Optimizer
+from boreas.wire.client import PeerClient
 from boreas.wire.health import Health
 from boreas.wire.metrics import View, add_metrics_route
 from boreas.wire.server import HttpServer, json_error
@@ -49,10 +53,6 @@ from .catalog import RegionalCatalog
 from .metrics import read_region, region_checks
 
 log = logging.getLogger(__name__)
-
-
-class OptimizerError(RuntimeError):
-    """A topology change a regional optimizer asked for did not happen; the message says why."""
 
 
 class RegionalComponent:
@@ -120,39 +120,22 @@ class RegionalComponent:
             "http": dict(self.server.counters),
         })
 
-    async def wait_until(self, predicate, timeout: float, what: str) -> None:
-        """Wait until reflections make ``predicate()`` true; ``OptimizerError`` after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        async with self.changed:
-            while not predicate():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise OptimizerError(f"region {self.name}: {what} not seen after {timeout:g}s")
-                try:
-                    await asyncio.wait_for(self.changed.wait(), remaining)
-                except asyncio.TimeoutError:
-                    pass
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
+        """Wait until reflections make ``predicate()`` true; ``OptimizerFailed`` (504) after ``timeout``."""
+        await self._view().shown(lambda _: predicate(), what, timeout)
+
+    def _view(self) -> CatalogView:
+        """The regional catalog as an optimizer reads it, and waits on its reflections."""
+        return CatalogView(self.catalog.as_catalog, self.changed, f"region {self.name}")
 
     # -- acting as an optimizer for the region ----------------------------------
 
+    def optimizer(self, timeout: float = 30.0) -> Optimizer:
+        """An :class:`~boreas.client.optimizer.Optimizer` deciding on this region's catalog: it addresses the
+        nodes the catalog says hold the boxes, and waits until their reflections show each change."""
+        return Optimizer(self.head, self.peers.token, timeout, peers=self.peers, view=self._view(),
+                         origin=self.endpoint or "optimizer")
+
     async def move(self, box: str, target: str, timeout: float = 30.0) -> str:
         """Move ``box`` (in this region) to ``target``; returns the node it left."""
-        source = self.catalog.location(box)
-        if source is None:
-            raise OptimizerError(f"box {box!r} is not in region {self.name}")
-        if source == target:
-            raise OptimizerError(f"box {box!r} is already on {target}")
-        await self.send(source, update_document([Move(target, box=box)], origin=self.endpoint))
-        if target in self.catalog.members:
-            await self.wait_until(lambda: self.catalog.location(box) == target, timeout,
-                                  f"box {box!r} on {target}")
-        return source
-
-    async def send(self, node: str, text: str) -> dict:
-        """Update XML to one node of the region; ``OptimizerError`` with the node's reason."""
-        try:
-            return await self.peers.post_update(node, text, timeout=30.0)
-        except PeerRefused as exc:
-            raise OptimizerError(f"node {node}: {exc.payload.get('error') or exc}") from None
-        except PeerError as exc:
-            raise OptimizerError(str(exc)) from None
+        return (await self.optimizer(timeout).move(box, target)).source or ""

@@ -23,6 +23,7 @@ Usage::
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import functools
 import logging
 import uuid
@@ -96,7 +97,7 @@ class RowsRefused(ValueError):
     def __init__(self, result: PublishResult):
         shown = "; ".join(str(r) for r in result.refused[:3])
         more = "" if result.refused_count <= 3 else f"; ... ({result.refused_count - 3} more)"
-        super().__init__(f"{result.refused_count} of {result.rows} rows refused by stream {result.stream!r} "
+        super().__init__(f"{result.refused_count} of {counted(result.rows, 'row')} refused by stream {result.stream!r} "
                          f"({result.published} published): {shown}{more}")
         self.result = result
 
@@ -121,7 +122,7 @@ def run_job(data: DataFrame | RDD, target: StreamTarget, prefix: str, batch_size
     result = PublishResult.from_reports(target.stream, prefix, reports)
     if result.refusals:
         raise PublishRefused(f"stream {target.stream!r}: {result.refusals[0]} "
-                             f"({len(result.refusals)} batches refused)")
+                             f"({counted(len(result.refusals), 'batch')} refused)")
     log.info("published %d of %d rows to %s as %s (%d refused, %d batches already delivered)",
              result.published, result.rows, target.stream, prefix, result.refused_count, result.duplicates)
     return result

@@ -24,6 +24,7 @@ Usage::
 
 from __future__ import annotations
 
+from boreas.catalog.words import counted
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -65,8 +66,10 @@ def stream_sink(stream: str, head: str, token: str | None = None, batch_size: in
                                "or pass sink_id=")
         target = lookup_target(head, stream, token)
         result = run_job(df, target, f"spark:{query}:{batch_id}", batch_size, timeout=timeout)
+        again = (f" ({counted(result.duplicates, 'batch')} {'was' if result.duplicates == 1 else 'were'} already "
+                 "delivered)") if result.duplicates else ""
         log.info("micro-batch %d of query %s: %d rows published to %s%s", batch_id, query, result.published,
-                 stream, f" ({result.duplicates} batches were already delivered)" if result.duplicates else "")
+                 stream, again)
         if result.refused_count:
             report(RowsRefused(result))
 

@@ -109,6 +109,44 @@ def test_catalog_show_into_a_closed_pipe_ends_quietly(tmp_path):
         assert (code, err) == (0, ""), args
 
 
+# -- $BOREAS_HEAD ----------------------------------------------------------------------
+
+
+def test_catalog_show_asks_the_head_boreas_head_names_unless_a_catalog_is_given(tmp_path):
+    url = f"sqlite:///{tmp_path}/c.db"
+    assert boreas("catalog", "apply", EXAMPLES / "trade_join.xml", EXAMPLES / "trade_join_deploy.xml",
+                  "--catalog", url).returncode == 0
+    # $BOREAS_HEAD, as --head says: the Head is asked (here nothing answers), not ./boreas-catalog.db
+    result = boreas("catalog", "show", env={"BOREAS_HEAD": NOWHERE}, cwd=tmp_path)
+    assert result.returncode == 1
+    assert one_error_line(result).startswith(f"error: {NOWHERE}/catalog is unreachable: ")
+    # --catalog says which store to read, whatever $BOREAS_HEAD says
+    result = boreas("catalog", "show", "--catalog", url, env={"BOREAS_HEAD": NOWHERE})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("catalog version 1: ")
+
+
+# -- plurals ---------------------------------------------------------------------------
+
+
+def test_one_of_a_thing_is_said_in_the_singular(tmp_path):
+    from boreas.cli.input_rows import RowProblems, read_rows
+
+    url = f"sqlite:///{tmp_path}/c.db"
+    result = boreas("validate", EXAMPLES / "trade_join.xml")
+    assert result.stdout == "valid: 1 file, +1 box against catalog version 0\n", result.stderr
+    assert boreas("catalog", "apply", EXAMPLES / "trade_join.xml", EXAMPLES / "trade_join_deploy.xml",
+                  "--catalog", url).returncode == 0
+    result = boreas("catalog", "show", "--catalog", url)
+    assert result.stdout.splitlines()[0] == ("catalog version 1: 1 box, 3 streams, 3 schemas, 0 queries, "
+                                             "1 node in the deployment")
+    csv = tmp_path / "r.csv"
+    csv.write_text("sensor,celsius\n7\n")
+    problems = RowProblems(str(csv))
+    assert list(read_rows(str(csv), ["sensor", "celsius"], problems=problems)) == []
+    assert problems.found == [(2, "row has 1 value; the header has 2 columns")]
+
+
 # -- --json ---------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ from boreas.catalog.model import Box, Catalog, GlobalComponent, InPort, Node, Re
 from boreas.cli import catalog_text, data, m3, progress
 from boreas.cli.main import main
 from boreas.client.query import QueryFailed
-from support.cli_run import NOWHERE, closed_stdout, one_error_line
+from support.cli_run import NOWHERE, boreas, closed_stdout, one_error_line
 
 
 # -- publish: progress, Ctrl-C ------------------------------------------------------------
@@ -140,6 +140,10 @@ class FakeQueryClient:
         pass
 
     async def maps(self, box):
+        if box == "by_region":  # a view keyed by a string: any word could be its key
+            return {"box": box, "default": "Totals", "streams": {"Totals": "by_region"},
+                    "views": {"by_region": {"keys": [["region", "VARCHAR"]], "values": ["total"]}},
+                    "maps": {"by_region_total": {}, "by_region_count": {}}}
         int_key = [["l_orderkey", "INT"], ["o_orderdate", "DATE"], ["o_shippriority", "INT"]]
         return {"box": box, "default": "Revenue", "streams": {"Revenue": "Q1"},
                 "views": {"Q1": {"keys": int_key, "values": ["revenue"]}},
@@ -147,12 +151,13 @@ class FakeQueryClient:
 
     async def query(self, box, map_name, keys, agg, stable):
         FakeQueryClient.reads.append((map_name, keys))
-        if keys and keys[0] is not None and not str(keys[0]).isdigit():
+        if box == "q3" and keys and keys[0] is not None and not str(keys[0]).isdigit():
             raise QueryFailed(f"key 0 (l_orderkey INT): {keys[0]!r} is not an INT", 422)
 
-        class Result:
-            rows = [((7, "1995-03-01", 0), 1.5)]
-        return Result()
+        from boreas.client.query import QueryResult
+
+        keys = (("l_orderkey", "INT"), ("o_orderdate", "DATE"), ("o_shippriority", "INT"))
+        return QueryResult(box, "localhost:15000", map_name or "Revenue", 1, agg, keys, [((7, "1995-03-01", 0), 1.5)])
 
 
 def test_query_names_a_misspelt_map_and_lists_the_maps(monkeypatch, capsys):
@@ -165,6 +170,69 @@ def test_query_names_a_misspelt_map_and_lists_the_maps(monkeypatch, capsys):
     assert main(["query", "q3", "Revenue", "7", "--head", NOWHERE]) == 0
     assert main(["query", "q3", "7", "_", "--head", NOWHERE]) == 0
     assert FakeQueryClient.reads == [("Revenue", ["7"]), (None, ["7", None])]
+
+
+def test_query_says_a_first_word_that_is_no_map_is_not_one_when_the_keys_are_strings(monkeypatch, capsys):
+    monkeypatch.setattr(m3, "QueryClient", FakeQueryClient)
+    FakeQueryClient.reads = []
+    listing = "out streams: Totals; views: by_region; maps: by_region_total, by_region_count"
+    # two words for a view with one key column: the first named a map, and the box has none of that name
+    assert main(["query", "by_region", "nosuchmap", "west", "--head", NOWHERE]) == 1
+    assert capsys.readouterr().err == f"error: box 'by_region' has no map, view or out stream 'nosuchmap'; {listing}\n"
+    # a misspelt name is not read as a region
+    assert main(["query", "by_region", "by_regon", "--head", NOWHERE]) == 1
+    assert capsys.readouterr().err == ("error: box 'by_region' has no map, view or out stream 'by_regon' (did you "
+                                       f"mean 'by_region'?); {listing}\n")
+    assert FakeQueryClient.reads == []  # refused before reading
+    assert main(["query", "by_region", "west", "--head", NOWHERE]) == 0  # a region
+    assert main(["query", "by_region", "by_region_total", "west", "--head", NOWHERE]) == 0
+    assert FakeQueryClient.reads == [(None, ["west"]), ("by_region_total", ["west"])]
+
+
+def test_query_prints_a_table_naming_the_key_and_value_columns_and_json_lines_with_json():
+    import datetime as dt
+
+    from boreas.client.query import QueryResult
+
+    described = {"default": "Revenue", "streams": {"Revenue": "Q1"}, "maps": {"Q1_revenue": {}},
+                 "views": {"Q1": {"keys": [["l_orderkey", "INT"], ["o_orderdate", "DATE"],
+                                           ["o_shippriority", "INT"]], "values": ["revenue"]}}}
+    keys = (("l_orderkey", "INT"), ("o_orderdate", "DATE"), ("o_shippriority", "INT"))
+    rows = [((7, dt.date(1995, 3, 1), 0), 1.5), ((1234, dt.date(1995, 3, 2), 0), 20000.25)]
+    read = QueryResult("q3", "localhost:15001", "Revenue", 3, "slice", keys, rows)
+    assert m3.table_lines(read, described) == [
+        "l_orderkey  o_orderdate  o_shippriority   revenue",
+        "         7  1995-03-01                0       1.5",
+        "      1234  1995-03-02                0  20000.25"]
+    assert m3.json_lines(read) == [{"key": [7, dt.date(1995, 3, 1), 0], "value": 1.5},
+                                   {"key": [1234, dt.date(1995, 3, 2), 0], "value": 20000.25}]  # as before
+    total = QueryResult("q3", "localhost:15001", "Revenue", 3, "sum", keys, [((None, None, None), 20001.75)],
+                        epoch=4, age=0.25)
+    assert m3.table_lines(total, described) == [
+        "stable epoch 4, ended 0.250 s ago",
+        "l_orderkey  o_orderdate  o_shippriority  sum(revenue)",
+        "         _            _               _      20001.75"]
+    nothing = QueryResult("q3", "localhost:15001", "Q1_revenue", 3, "slice", keys, [])
+    assert m3.table_lines(nothing, described) == ["l_orderkey  o_orderdate  o_shippriority  Q1_revenue",
+                                                  "(no rows)"]
+
+
+# -- a taken port ---------------------------------------------------------------------------
+
+
+def test_a_taken_port_is_one_line_and_exit_1_for_every_server():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("localhost", 0))
+        taken.listen()
+        address = f"localhost:{taken.getsockname()[1]}"
+        for args in [("head", "--listen", address, "--catalog", "memory://"), ("node", "--endpoint", address),
+                     ("region", "--endpoint", address, "--head", NOWHERE)]:
+            result = boreas(*args, "--token", "t")
+            assert result.returncode == 1, (args, result.stderr)
+            assert one_error_line(result) == (f"error: cannot listen on {address}: the port is in use (another "
+                                              "process listens on it: stop it or pick another port)"), args
 
 
 # -- watch: what changed ---------------------------------------------------------------
@@ -217,6 +285,13 @@ def test_on_a_cluster_refusals_watch_json_and_query_speak_plainly(cluster_factor
 
     cluster = cluster_factory()
     nodes, ports = cluster.three_nodes()
+
+    # nodes that run nothing yet say so, not "not in catalog"
+    listed = cluster.boreas("nodes")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line for line in listed.stdout.splitlines() if line.startswith(tuple(nodes))]
+    assert len(rows) == 3 and all(row.endswith("no boxes") for row in rows), listed.stdout
+    assert "not in catalog" not in listed.stdout
 
     # watch's first screen: the catalog is empty, but three nodes are up
     once = cluster.boreas("watch", "--once")
@@ -281,6 +356,17 @@ def test_on_a_cluster_refusals_watch_json_and_query_speak_plainly(cluster_factor
         if sub.poll() is None:
             sub.kill()
 
+    # a stream or box that is not there: the closest names
+    result = cluster.boreas("publish", "Readng", "--file", csv)
+    assert result.returncode == 1
+    assert one_error_line(result).endswith("(did you mean 'Reading'?)")
+    result = cluster.boreas("subscribe", "Averag")
+    assert result.returncode == 1
+    assert one_error_line(result).endswith("(did you mean 'Average'?)")
+    result = cluster.boreas("query", "vald")
+    assert result.returncode == 1
+    assert one_error_line(result).endswith("(did you mean 'valid'?)")
+
     # a misspelt map name, end to end
     cluster.submit(CLUSTER_EXAMPLES / "tpch_q3.xml", cluster.example("tpch_q3_deploy.xml", ports))
     result = cluster.boreas("query", "q3", "Revnue")
@@ -288,3 +374,7 @@ def test_on_a_cluster_refusals_watch_json_and_query_speak_plainly(cluster_factor
     line = one_error_line(result)
     assert line.startswith("error: box 'q3' has no map, view or out stream 'Revnue' (did you mean 'Revenue'?); "
                            "out streams: Revenue; views: Q1; maps: Q1_revenue"), line
+    # the keys named by their columns
+    result = cluster.boreas("query", "q3")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["l_orderkey", "o_orderdate", "o_shippriority", "revenue", "(no", "rows)"]

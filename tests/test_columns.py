@@ -80,6 +80,9 @@ def columns_of(schema: Schema, rows: list[tuple]) -> Columns:
     return cols
 
 
+KINDS: set[str] = set()  # what the boxes emitted: rows (list) or Columns
+
+
 def feed(op, data: dict[str, list[tuple]], cut: list[int], columns: bool, sign: int | None = None) -> list:
     """Every relation's rows in batches of the sizes ``cut`` repeats; every change the box emitted, in order."""
     emitted = []
@@ -92,7 +95,9 @@ def feed(op, data: dict[str, list[tuple]], cut: list[int], columns: bool, sign: 
             part = rows[i:i + cut[k % len(cut)]]
             i, k = i + len(part), k + 1
             batch = columns_of(op.inputs[port], part) if columns else part
-            emitted += [(out, sorted(changed)) for out, changed in op.process(port, batch, 0.0)]
+            for out, changed in op.process(port, batch, 0.0):
+                KINDS.add(type(changed).__name__)
+                emitted.append((out, sorted(changed)))
     return emitted
 
 
@@ -105,7 +110,11 @@ def test_an_m3_box_fed_columns_keeps_what_it_keeps_fed_rows(backend, cut, seed):
     data = q3_rows(seed, customers=15, orders=60, items=200)
     make = q3_operator(q3_app(backend=backend))
     by_rows, by_columns = make(), make()
-    assert feed(by_columns, data, cut, columns=True) == feed(by_rows, data, cut, columns=False)
+    by_rows.columns_out = False  # its view changes as Runtime.changes() finds them, emitted as rows
+    KINDS.clear()
+    from_columns = feed(by_columns, data, cut, columns=True)
+    assert KINDS == ({"Columns"} if backend == "native" else {"list"})  # native: read from the journals in bulk
+    assert from_columns == feed(by_rows, data, cut, columns=False)
     assert by_columns.runtime.state() == by_rows.runtime.state()
     assert by_columns.runtime.view("Q1") == pytest.approx(duckdb_q3(data))
 
@@ -116,6 +125,7 @@ def test_signs_in_columns_insert_and_delete_as_in_rows(cut):
     data = q3_rows(3, customers=15, orders=60, items=200)
     make = q3_operator(q3_app(sign=True))
     by_rows, by_columns = make(), make()
+    by_rows.columns_out = False
     for sign, part in ((1, data), (-1, {name: rows[::3] for name, rows in data.items()})):
         assert feed(by_columns, part, cut, True, sign) == feed(by_rows, part, cut, False, sign)
     assert by_columns.runtime.state() == by_rows.runtime.state()
@@ -124,3 +134,54 @@ def test_signs_in_columns_insert_and_delete_as_in_rows(cut):
     odd = columns_of(by_columns.inputs[2], [(0, *wire([data["lineitem"][1]])[0])])
     assert by_columns.process(2, odd, 0.0) == [] and by_columns.ignored == 1
     assert date_of(0).year == 1970
+
+
+SHAPES = {
+    "one int key": "SELECT k, SUM(v) AS s FROM t GROUP BY k",
+    "a string key and a date key": "SELECT name, day, SUM(v * 2) AS s FROM t GROUP BY name, day",
+    "an average (numerator over denominator)": "SELECT name, AVG(x) AS a FROM t GROUP BY name",
+    "no key": "SELECT SUM(x) AS total, COUNT(*) AS n FROM t",
+    "a double key": "SELECT x, COUNT(*) AS n FROM t GROUP BY x",
+}
+
+
+def shape_operator(sql: str):
+    from boreas.catalog import Catalog, plan_submission, read_document
+    from boreas.catalog.validate import stream_schemas
+    from boreas.m3.boxtype import box_types
+    from boreas.node.operators import build_operator
+
+    text = f"""<borealis><input stream="T" schema="TT"/><output stream="Out"/>
+      <schema name="TT"><field name="sign" type="int"/><field name="k" type="int"/><field name="name" type="string" size="6"/>
+        <field name="day" type="timestamp"/><field name="v" type="int"/><field name="x" type="double"/></schema>
+      <box name="q" type="m3"><in stream="T"/><out stream="Out"/><parameter name="sign-field" value="sign"/>
+        <parameter name="sql" value="CREATE STREAM t(k INT, name VARCHAR(6), day DATE, v INT, x DOUBLE);&#10;{sql}"/>
+      </box></borealis>"""
+    types = box_types()
+    plan = plan_submission(Catalog(), [read_document(text, "shape.xml")], types)
+    assert plan.ok, plan.problems
+    schemas = stream_schemas(plan.catalog, types)
+    box = plan.catalog.boxes["q"]
+    return lambda: build_operator(box, [schemas["T"]], [schemas["Out"]])
+
+
+events = st.lists(st.tuples(st.sampled_from([1, 1, 1, -1]), st.integers(-3, 3), st.sampled_from(["a", "bb", "ccc"]),
+                            st.sampled_from([0, 86_400_000_000 * 9000, -86_400_000_000 * 3 + 5]),
+                            st.integers(-10, 10), st.sampled_from([0.5, -2.25, 0.0, 3.0])), min_size=1, max_size=60)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@settings(max_examples=15, deadline=None)
+@given(st.lists(events, min_size=1, max_size=4))
+def test_view_changes_read_as_columns_are_the_rows_runtime_changes_finds(shape, batches):
+    skip_without_native()
+    make = shape_operator(SHAPES[shape])
+    by_rows, by_columns = make(), make()
+    by_rows.columns_out = False
+    schema = by_columns.inputs[0]
+    for rows in batches:
+        got = by_columns.process(0, columns_of(schema, rows), 0.0)
+        want = by_rows.process(0, rows, 0.0)
+        assert all(isinstance(changed, Columns) for _, changed in got)
+        assert sorted((port, sorted(changed)) for port, changed in got) == \
+            sorted((port, sorted(changed)) for port, changed in want)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from boreas.cli.common import CommandFailed
-from boreas.cli.optimize import connect_filter, disconnect_filter
+from boreas.client.optimizer import Optimizer, OptimizerFailed
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
 from support.cluster import TOKEN, wait_until
@@ -54,13 +53,14 @@ async def insert_and_remove_while_flowing(cluster, upstream: bool, rounds: int =
                     await asyncio.sleep(0.02)
 
             sending = asyncio.create_task(publish())
-            for n in range(rounds):
-                await asyncio.sleep(0.1)
-                box = cluster.write(f"drop{n}.xml", DROP.format(name=f"drop{n}", out=f"Dropped{n}"))
-                await connect_filter(cluster.head, TOKEN, "box1", 0, box.read_text(), upstream=upstream)
-                if n == rounds // 2:  # while it is in place, it filters
-                    await asyncio.sleep(0.3)
-                await disconnect_filter(cluster.head, TOKEN, f"Dropped{n}")
+            async with Optimizer(cluster.head, TOKEN) as optimizer:
+                for n in range(rounds):
+                    await asyncio.sleep(0.1)
+                    box = cluster.write(f"drop{n}.xml", DROP.format(name=f"drop{n}", out=f"Dropped{n}"))
+                    await optimizer.connect("box1", 0, box.read_text(), upstream=upstream)
+                    if n == rounds // 2:  # while it is in place, it filters
+                        await asyncio.sleep(0.3)
+                    await optimizer.disconnect(f"Dropped{n}")
             await sending
         # Tuples with time % 3 == 0 may be missing (dropped while a filter was in place);
         # every other tuple arrives once, in order.  Collect until the last tuple, which passes.
@@ -101,12 +101,13 @@ async def test_insert_and_remove_a_filter_upstream_across_two_nodes_while_tuples
 async def test_an_inserted_filter_is_in_every_catalog_until_it_is_removed(cluster_factory):
     cluster = cluster_factory()
     nodes = await asyncio.to_thread(connect_topology, cluster, 2)
-    await connect_filter(cluster.head, TOKEN, "box1", 0, DROP.format(name="drop", out="Dropped"), upstream=True)
-    catalog = await asyncio.to_thread(cluster.head_catalog)
-    assert catalog.boxes["drop"].node == nodes[0]  # upstream: on the node that produces Source
-    assert catalog.boxes["box1"].inputs[0].stream == "Dropped"
-    await asyncio.to_thread(assert_everyone_agrees, cluster, "drop", nodes)
-    await disconnect_filter(cluster.head, TOKEN, "Dropped")
+    async with Optimizer(cluster.head, TOKEN) as optimizer:
+        await optimizer.connect("box1", 0, DROP.format(name="drop", out="Dropped"), upstream=True)
+        catalog = await asyncio.to_thread(cluster.head_catalog)
+        assert catalog.boxes["drop"].node == nodes[0]  # upstream: on the node that produces Source
+        assert catalog.boxes["box1"].inputs[0].stream == "Dropped"
+        await asyncio.to_thread(assert_everyone_agrees, cluster, "drop", nodes)
+        await optimizer.disconnect("Dropped")
     await asyncio.to_thread(wait_until, lambda: "drop" not in cluster.region_status(cluster.region)["boxes"],
                             10, "the region to drop the filter")
     assert "drop" not in (await asyncio.to_thread(cluster.head_catalog)).boxes
@@ -125,9 +126,9 @@ async def test_upstream_insertion_on_a_fanned_out_stream_is_refused_and_changes_
     before = await asyncio.to_thread(cluster.node_catalog, nodes[1])
     upstream_before = await asyncio.to_thread(cluster.node_catalog, nodes[0])
     try:
-        await connect_filter(cluster.head, TOKEN, "box1", 0, DROP.format(name="drop", out="Dropped"),
-                             upstream=True)
-    except CommandFailed as exc:
+        async with Optimizer(cluster.head, TOKEN) as optimizer:
+            await optimizer.connect("box1", 0, DROP.format(name="drop", out="Dropped"), upstream=True)
+    except OptimizerFailed as exc:
         assert "fans out" in str(exc) and "box2" in str(exc)
     else:
         raise AssertionError("the upstream insertion was not refused")
@@ -144,10 +145,10 @@ async def test_a_filter_removed_before_any_tuple_passed_it_leaves_no_trace(clust
     """Insert and remove upstream with nothing flowing: afterwards every tuple arrives once."""
     cluster = cluster_factory()
     await asyncio.to_thread(connect_topology, cluster, 2)
-    for n in range(2):
-        await connect_filter(cluster.head, TOKEN, "box1", 0, DROP.format(name=f"idle{n}", out=f"Idle{n}"),
-                             upstream=True)
-        await disconnect_filter(cluster.head, TOKEN, f"Idle{n}")
+    async with Optimizer(cluster.head, TOKEN) as optimizer:
+        for n in range(2):
+            await optimizer.connect("box1", 0, DROP.format(name=f"idle{n}", out=f"Idle{n}"), upstream=True)
+            await optimizer.disconnect(f"Idle{n}")
     rows = [(float(n), n) for n in range(300)]
     async with Subscriber(cluster.head, "Result", TOKEN) as subscriber:
         async with Publisher(cluster.head, "Packet", TOKEN, batch_size=20) as publisher:

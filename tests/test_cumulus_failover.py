@@ -25,7 +25,7 @@ import time
 import urllib.error
 
 import pytest
-from boreas.cli.relayout import move_partitioned
+from boreas.client.optimizer import Optimizer
 from boreas.client.publisher import Publisher
 from boreas.client.query import QueryClient
 from boreas.m3.cumulus import Layout
@@ -216,6 +216,7 @@ async def test_q3_with_a_member_failed_over_equals_duckdb(cluster_factory):
         assert time.monotonic() < deadline, f"Q3 never equalled DuckDB ({len(got)} of {len(expected)} rows)"
         await asyncio.sleep(0.3)
     own = nodes.index(target)  # (the endpoint now names two members: the member's number says which)
-    for sid in [s.id for s in layout.segments_of(1)]:  # the guest's segments to its host's own member
-        await move_partitioned(cluster.head, TOKEN, f"q3/{sid}", str(own))
+    async with Optimizer(cluster.head, TOKEN) as optimizer:
+        for sid in [s.id for s in layout.segments_of(1)]:  # the guest's segments to its host's own member
+            await optimizer.move(f"q3/{sid}", str(own))
     await view_equals(cluster.head, expected)

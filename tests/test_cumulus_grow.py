@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from boreas.cli.relayout import layout_of, move_partitioned, rebalance_box
+from boreas.client.optimizer import Optimizer
+from boreas.client.query import QueryClient
 from support.cluster import TOKEN, get_json
 from support.m3_q3 import duckdb_q3, q3_app, q3_rows
 from test_cumulus_groupby import (
@@ -44,7 +45,8 @@ async def grow(cluster, nodes: list[str], document: str, box: str) -> dict:
     await asyncio.to_thread(cluster.wait_in_sync, *nodes)
     shown = await asyncio.to_thread(cluster.boreas, "catalog", "show", "--head", cluster.head)
     assert f"joining {nodes[-1]}" in shown.stdout, shown.stdout + shown.stderr
-    return await rebalance_box(cluster.head, TOKEN, box)
+    async with Optimizer(cluster.head, TOKEN) as optimizer:
+        return await optimizer.rebalance(box)
 
 
 def holds_entries(node: str, box: str) -> int:
@@ -115,15 +117,17 @@ async def test_a_grown_node_is_emptied_and_retired_while_publishers_stream(clust
     await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
     await asyncio.to_thread(cluster.submit, cluster.write("grow.xml", deployment(nodes)))
     await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    optimizer = Optimizer(cluster.head, TOKEN)
     for seg in (0, 3):  # an empty box: a move (not a rebalance, which has nothing to even out) makes it a member
-        await move_partitioned(cluster.head, TOKEN, f"v/{seg}", nodes[2])
+        await optimizer.move(f"v/{seg}", nodes[2])
     data = {p: workload(p, 2500) for p in producers_for_each_member(2)}
     stable_reads: list = []
-    async with streaming(cluster.head, data, stable_reads):
-        layout = await layout_of(cluster.head, TOKEN, "v")
+    async with streaming(cluster.head, data, stable_reads), optimizer:
+        async with QueryClient(cluster.head, TOKEN) as client:
+            layout = await client.layout_of("v", fresh=True)
         assert [s.id for s in layout.segments_of(2)] == [0, 3]
         for k, seg in enumerate(layout.segments_of(2)):
-            await move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[k % 2])
+            await optimizer.move(f"v/{seg.id}", nodes[k % 2])
         retired = await asyncio.to_thread(cluster.boreas, "retire", "v", nodes[2], "--head", cluster.head)
         assert retired.returncode == 0 and f"{nodes[2]} retired" in retired.stdout, retired.stderr
     expected = expected_view([r for rows in data.values() for r in rows])

@@ -26,8 +26,7 @@ import random
 import zlib
 
 import pytest
-from boreas.cli.common import CommandFailed
-from boreas.cli.relayout import move_partitioned, rebalance_box, relayout_box
+from boreas.client.optimizer import Optimizer, OptimizerFailed
 from boreas.client.query import QueryClient
 from boreas.m3.cumulus import Layout
 from support.cluster import TOKEN, get_json
@@ -63,12 +62,12 @@ def catalogs_agree(cluster, nodes: list[str], box: str) -> int:
 
 async def changes(cluster, nodes: list[str], box: str) -> list[dict]:
     """Move, split, rebalance, move the whole box to one node and spread it again; the leader's answers."""
-    head = cluster.head
-    done = [await move_partitioned(head, TOKEN, f"{box}/1", nodes[0])]
-    done.append(await relayout_box(head, TOKEN, box, {"split": 0}))
-    done.append(await move_partitioned(head, TOKEN, f"{box}/0", nodes[2]))
-    done.append(await move_partitioned(head, TOKEN, box, nodes[1]))  # every segment onto one member
-    done.append(await rebalance_box(head, TOKEN, box))  # and spread out again
+    async with Optimizer(cluster.head, TOKEN) as optimizer:
+        done = [(await optimizer.move(f"{box}/1", nodes[0])).relayout]
+        done.append(await optimizer.split(box, 0))
+        done.append((await optimizer.move(f"{box}/0", nodes[2])).relayout)
+        done.append((await optimizer.move(box, nodes[1])).relayout)  # every segment onto one member
+        done.append(await optimizer.rebalance(box))  # and spread out again
     return done
 
 
@@ -176,21 +175,21 @@ async def test_a_move_survives_its_source_killed_mid_copy_while_the_segment_is_w
                 pass
             await asyncio.sleep(0.05)
 
-    async with QueryClient(cluster.head, TOKEN) as reader:
+    async with QueryClient(cluster.head, TOKEN) as reader, Optimizer(cluster.head, TOKEN) as optimizer:
         sampling = asyncio.create_task(read_stable(reader))  # (it tolerates the source being down)
         publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in later.items()))
         await asyncio.sleep(0.3)
-        moving = asyncio.create_task(move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[2]))
+        moving = asyncio.create_task(optimizer.relayout("v", {"move": [seg.id, nodes[2]]}))
         await asyncio.sleep(0.6)
         # a second change asked meanwhile is decided from the move's layout and queues after it
-        queued = asyncio.create_task(relayout_box(cluster.head, TOKEN, "v", {"split": seg.id}))
+        queued = asyncio.create_task(optimizer.split("v", seg.id))
         assert "copied" not in cluster.log(nodes[1]), "the copy was over before the source was killed"
         await asyncio.to_thread(cluster.stop, nodes[1], True)
         await asyncio.to_thread(cluster.start_node, nodes[1], True, dirs[1])
         done = await moving
         split = await queued
         await publishing
-        back = await move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[1])  # the next change goes
+        back = (await optimizer.move(f"v/{seg.id}", nodes[1])).relayout  # the next change goes
         await asyncio.sleep(0.5)
         sampling.cancel()
     assert done["changed"] and done["moves"] == [[seg.id, 1, 2]] and back["moves"] == [[seg.id, 2, 1]]
@@ -305,18 +304,20 @@ async def test_a_move_cancelled_through_the_api_while_its_segment_copies(cluster
     layout = Layout.from_dict(get_json(f"{cluster.head}/boxes/v")["partition"])
     seg = next(s for s in layout.segments if s.member == 1)
     publishing = asyncio.gather(*(publish(cluster.head, p, rows) for p, rows in later.items()))
-    moving = asyncio.create_task(move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[2]))
+    optimizer = Optimizer(cluster.head, TOKEN)
+    moving = asyncio.create_task(optimizer.move(f"v/{seg.id}", nodes[2]))
     await asyncio.sleep(0.5)
-    cancelled = await relayout_box(cluster.head, TOKEN, "v", {"cancel": True})
+    cancelled = await optimizer.cancel("v")
     assert cancelled["layout"]["layout"] == layout.version and not cancelled["changed"]
-    with pytest.raises(CommandFailed, match="was cancelled"):
+    with pytest.raises(OptimizerFailed, match="was cancelled"):
         await moving
     again = await asyncio.to_thread(cluster.boreas, "cancel", "v", "--head", cluster.head)  # `boreas cancel`
     assert again.returncode == 1 and "no layout change to cancel" in again.stderr, (again.returncode, again.stderr)
     await publishing
     for n in nodes:
         assert get_json(f"http://{n}/segments/v")["layout"]["layout"] == layout.version
-    done = await move_partitioned(cluster.head, TOKEN, f"v/{seg.id}", nodes[2])  # the next change goes
+    done = (await optimizer.move(f"v/{seg.id}", nodes[2])).relayout  # the next change goes
+    await optimizer.close()
     assert done["moves"] == [[seg.id, 1, 2]] and done["layout"]["layout"] == layout.version + 1
     expected = expected_view([r for rows in {**first, **later}.values() for r in rows])
     async with QueryClient(cluster.head, TOKEN) as client:

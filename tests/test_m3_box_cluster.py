@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from boreas.cli.optimize import move_box
+from boreas.client.optimizer import Optimizer
 from boreas.client.query import QueryClient, QueryFailed
 from boreas.client.subscriber import Subscriber
 from boreas.node.operators.m3box import date_of
@@ -88,7 +88,7 @@ async def test_q3_on_a_cluster_subscribe_and_query_over_http_and_the_cli(cluster
     assert status == 422 and b"agg='avg'" in body
 
     def cli(*words: str) -> list[dict]:
-        result = cluster.boreas("query", "q3", *words)
+        result = cluster.boreas("query", "q3", *words, "--json")
         assert result.returncode == 0, result.stderr
         return [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -113,9 +113,10 @@ async def test_an_m3_box_moves_between_nodes_while_rows_flow(cluster_factory):
     expected = duckdb_q3(data)
     publishing = asyncio.create_task(publish_all(cluster.head, data, batch_size=30, pause=0.03))
     moves = 4
-    for i in range(moves):  # while the lineitems flow (about two seconds of them)
-        await asyncio.sleep(0.3)
-        assert await move_box(cluster.head, TOKEN, "q3", nodes[(i + 1) % 2]) == nodes[i % 2]
+    async with Optimizer(cluster.head, TOKEN) as optimizer:
+        for i in range(moves):  # while the lineitems flow (about two seconds of them)
+            await asyncio.sleep(0.3)
+            assert (await optimizer.move("q3", nodes[(i + 1) % 2])).source == nodes[i % 2]
     await publishing
     async with QueryClient(cluster.head, TOKEN) as client:
         await view_becomes(client, expected)
@@ -147,9 +148,10 @@ async def test_a_box_moves_between_a_node_with_a_compiler_and_one_without(cluste
     expected = duckdb_q3(data)
     publishing = asyncio.create_task(publish_all(cluster.head, data, batch_size=30, pause=0.03))
     moves = 3
-    for i in range(moves):
-        await asyncio.sleep(0.3)
-        assert await move_box(cluster.head, TOKEN, "q3", nodes[(i + 1) % 2]) == nodes[i % 2]
+    async with Optimizer(cluster.head, TOKEN) as optimizer:
+        for i in range(moves):
+            await asyncio.sleep(0.3)
+            assert (await optimizer.move("q3", nodes[(i + 1) % 2])).source == nodes[i % 2]
     await publishing
     async with QueryClient(cluster.head, TOKEN) as client:
         await view_becomes(client, expected)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 from boreas.catalog.slices import node_slice
-from boreas.cli.optimize import move_box
+from boreas.client.optimizer import Optimizer
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
 from support.cluster import EXAMPLES, TOKEN, http, wait_until
@@ -43,7 +43,8 @@ async def test_a_box_moves_once_while_tuples_flow(cluster_factory):
         async with Publisher(cluster.head, "Packet", TOKEN, batch_size=50) as publisher:
             sending = asyncio.create_task(publisher.send(rows))
             await asyncio.sleep(0.2)
-            source = await move_box(cluster.head, TOKEN, "box1", nodes[1])
+            async with Optimizer(cluster.head, TOKEN) as optimizer:
+                source = (await optimizer.move("box1", nodes[1])).source
             await sending
         got = await collect(subscriber, len(rows))
     assert source == nodes[0]
@@ -71,10 +72,11 @@ def test_moving_a_box_that_is_not_there_is_refused(cluster_factory):
 async def move_back_and_forth(cluster, box: str, nodes: list[str], publish, every: float = 0.1) -> int:
     """Move ``box`` between the nodes every ``every`` seconds until ``publish`` finishes; the move count."""
     moves = 0
-    while not publish.done():
-        await move_box(cluster.head, TOKEN, box, nodes[(moves + 1) % 2])
-        moves += 1
-        await asyncio.sleep(every)
+    async with Optimizer(cluster.head, TOKEN) as optimizer:
+        while not publish.done():
+            await optimizer.move(box, nodes[(moves + 1) % 2])
+            moves += 1
+            await asyncio.sleep(every)
     await publish
     return moves
 
@@ -190,10 +192,11 @@ async def test_requests_for_a_moving_box_complete_on_its_new_node(cluster_factor
 
     async def keep_moving() -> int:
         moves = 0
-        while not done.is_set():
-            await move_box(cluster.head, TOKEN, "box1", nodes[(moves + 1) % 2])
-            moves += 1
-            await asyncio.sleep(0.05)
+        async with Optimizer(cluster.head, TOKEN) as optimizer:
+            while not done.is_set():
+                await optimizer.move("box1", nodes[(moves + 1) % 2])
+                moves += 1
+                await asyncio.sleep(0.05)
         return moves
 
     moving = asyncio.create_task(keep_moving())
@@ -244,7 +247,8 @@ async def test_a_regional_component_moves_a_box_of_its_region(cluster_factory):
 @pytest.mark.parametrize("target", ["unreachable", "refusing"])
 async def test_a_failed_move_leaves_the_regional_catalog_as_it_was(cluster_factory, target):
     """Regions hear of a move before the handover; when it fails they get the box back."""
-    from boreas.regional.component import OptimizerError, RegionalComponent
+    from boreas.client.optimizer import OptimizerFailed
+    from boreas.regional.component import RegionalComponent
     from support.cluster import free_port
 
     cluster = cluster_factory()
@@ -254,7 +258,7 @@ async def test_a_failed_move_leaves_the_regional_catalog_as_it_was(cluster_facto
     await region.start()
     try:
         await region.wait_until(lambda: region.catalog.location("box1") == nodes[0], 10, "box1 on the source")
-        with pytest.raises(OptimizerError):
+        with pytest.raises(OptimizerFailed):
             await region.move("box1", where, timeout=5)
         await region.wait_until(lambda: region.catalog.location("box1") == nodes[0], 10,
                                 "box1 back on the source in the region")

@@ -289,7 +289,7 @@ async def test_a_corrupt_log_tail_and_a_half_written_snapshot_are_survived(clust
 
 async def test_snapshots_taken_while_a_box_keeps_moving(cluster_factory):
     """Snapshots every 0.3 s while the map moves back and forth; then the node it ended on is killed."""
-    from boreas.cli.optimize import move_box
+    from boreas.client.optimizer import Optimizer
 
     cluster = cluster_factory(snapshot_interval=0.3)
     nodes, dirs = await asyncio.to_thread(deploy_chain, cluster)
@@ -305,11 +305,12 @@ async def test_snapshots_taken_while_a_box_keeps_moving(cluster_factory):
 
             sending = asyncio.create_task(publish())
             where = 1
-            for _ in range(4):
-                await asyncio.sleep(0.25)
-                target = 0 if where == 1 else 1
-                assert await move_box(cluster.head, TOKEN, "banded", nodes[target]) == nodes[where]
-                where = target
+            async with Optimizer(cluster.head, TOKEN) as optimizer:
+                for _ in range(4):
+                    await asyncio.sleep(0.25)
+                    target = 0 if where == 1 else 1
+                    assert (await optimizer.move("banded", nodes[target])).source == nodes[where]
+                    where = target
             await asyncio.to_thread(kill_and_restart, cluster, nodes[where], dirs[where])
             await sending
         got = await reading

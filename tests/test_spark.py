@@ -184,7 +184,7 @@ def test_schema_violations_name_row_and_field_and_the_good_rows_still_arrive(bor
             publish_file(csv, "B", head=boreas.head, token=TOKEN)
         result = refused.value.result
         assert [(r.row, r.field) for r in result.refused] == [(1, "name"), (2, "id")]
-        assert "longer than 5" in result.refused[0].reason and "'three' is not a int" in result.refused[1].reason
+        assert "longer than 5" in result.refused[0].reason and "'three' is not an int" in result.refused[1].reason
         exactly_once(b.wait_for(3), [(1, "ok", 5), (4, "ok", 8), (5, "", 9)])
 
     with pytest.raises(UnknownStream):

@@ -57,8 +57,10 @@ def test_rows_from_text():
     rt = RowType(ALL)
     row = rt.from_text(["1", "2", "3", "4", "5", "6.25", "xyz", "2024-01-01T00:00:00Z"])
     assert row == (1, 2, 3, 4, 5.0, 6.25, "xyz", 1_704_067_200_000_000)
-    with pytest.raises(SchemaMismatch, match="'x' is not a int"):
+    with pytest.raises(SchemaMismatch, match="'x' is not an int"):
         rt.from_text(["1", "2", "x", "4", "5", "6", "z", "0"])
+    with pytest.raises(SchemaMismatch, match="'y' is not a double"):
+        rt.from_text(["1", "2", "3", "4", "5", "y", "z", "0"])
 
 
 def test_a_valid_batch_decodes_on_the_fast_path_and_a_bad_one_row_by_row():

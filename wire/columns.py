@@ -46,7 +46,7 @@ import pyarrow.ipc
 
 from boreas.catalog.model import FieldType, Schema
 
-from .row_errors import RowError, SchemaMismatch
+from .row_errors import RowError, SchemaMismatch, with_article
 
 ARROW_TYPES: dict[FieldType, pa.DataType] = {
     FieldType.BYTE: pa.int8(),
@@ -94,6 +94,10 @@ class Columns:
 
     def __bool__(self) -> bool:
         return self.batch.num_rows > 0
+
+    def __iter__(self):
+        """Its rows (a reader that iterates a batch of rows reads this one the same way)."""
+        return iter(self.rows())
 
     def __repr__(self) -> str:
         return f"Columns({self.batch.num_rows} rows: {', '.join(self.batch.schema.names)})"
@@ -195,7 +199,7 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
         column = batch.column(f.name)
         column, wrong = _cast(column, want.type, f.name)
         for row in wrong:
-            reasons.setdefault(row, (f.name, f"not a {f.type}: out of its range or of another type"))
+            reasons.setdefault(row, (f.name, f"not {with_article(str(f.type))}: out of its range or of another type"))
         nulls = column.is_null()
         if f.type == FieldType.STRING:
             nulls = pc.or_kleene(nulls, pc.fill_null(pc.greater(pc.utf8_length(column), f.size), False))

@@ -19,3 +19,12 @@ class SchemaMismatch(ValueError):
         super().__init__(f"{field}: {reason}")
         self.field = field
         self.reason = reason
+
+
+def with_article(kind: str) -> str:
+    """A type's name with its indefinite article, for messages.
+
+    >>> with_article("int"), with_article("double")
+    ('an int', 'a double')
+    """
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"

@@ -44,6 +44,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import resource
@@ -95,6 +96,27 @@ def _raw_response(status: int, reason: str, message: str) -> bytes:
 
 def json_error(status: int, message: str, **extra: object) -> web.Response:
     return web.json_response({"error": message, **extra}, status=status)
+
+
+class ListenFailed(OSError):
+    """The server cannot listen on its address (the port is taken, the host is not this machine's, ...).
+
+    An ``OSError`` (with the original ``errno``) whose message names the
+    address and says why, in one line: what ``boreas head``/``node``/``region``
+    print instead of the asyncio traceback.
+    """
+
+    def __init__(self, host: str, port: int, cause: OSError):
+        reason = cause.strerror or str(cause)
+        if cause.errno == errno.EADDRINUSE:
+            reason = "the port is in use (another process listens on it: stop it or pick another port)"
+        elif cause.errno == errno.EADDRNOTAVAIL:
+            reason = "the address is not one of this machine's"
+        super().__init__(cause.errno, f"cannot listen on {host}:{port}: {reason}")
+        self.host, self.port = host, port
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 class HttpServer:
@@ -197,7 +219,11 @@ class HttpServer:
                                      keepalive_timeout=self.idle_timeout)
         await self._runner.setup()
         site = _GuardedSite(self._runner, host, port, self._connection, reuse_address=True)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            await self.close()
+            raise ListenFailed(host, port, exc) from None
         self.host = host
         self.port = port or _bound_port(site)
         log.info("%s listening on %s", self.name, self.endpoint)

@@ -37,8 +37,9 @@ from typing import Annotated, Any
 import msgspec
 
 from boreas.catalog.model import Field, FieldType, Schema
+from boreas.catalog.words import counted
 
-from .row_errors import RowError, SchemaMismatch
+from .row_errors import RowError, SchemaMismatch, with_article
 
 _INT_RANGES = {
     FieldType.BYTE: (-(2**7), 2**7 - 1),
@@ -114,7 +115,7 @@ class RowType:
         if not isinstance(row, (list, tuple)):
             raise SchemaMismatch("", f"a row is an array of {len(self.fields)} values, not {type(row).__name__}")
         if len(row) != len(self.fields):
-            raise SchemaMismatch("", f"row has {len(row)} values; schema {self.schema.name} has "
+            raise SchemaMismatch("", f"row has {counted(len(row), 'value')}; schema {self.schema.name} has "
                                      f"{len(self.fields)} fields")
         return tuple(_check_value(f, v) for f, v in zip(self.fields, row))
 
@@ -130,7 +131,7 @@ class RowType:
     def from_text(self, values: Sequence[str]) -> tuple:
         """A row from text fields (CSV): numbers parsed, timestamps as ISO 8601 or microseconds."""
         if len(values) != len(self.fields):
-            raise SchemaMismatch("", f"row has {len(values)} values; schema {self.schema.name} has "
+            raise SchemaMismatch("", f"row has {counted(len(values), 'value')}; schema {self.schema.name} has "
                                      f"{len(self.fields)} fields")
         return tuple(_check_value(f, _parse_text(f, v)) for f, v in zip(self.fields, values))
 
@@ -151,8 +152,9 @@ def _parse_text(f: Field, text: str) -> Any:
         if f.type in (FieldType.SINGLE, FieldType.DOUBLE):
             return float(text)
     except ValueError:
-        raise SchemaMismatch(f.name, f"{text!r} is not a {f.type.value}") from None
+        raise SchemaMismatch(f.name, f"{text!r} is not {with_article(f.type.value)}") from None
     return text
+
 
 
 def _check_value(f: Field, value: Any) -> Any:

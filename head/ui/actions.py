@@ -27,9 +27,13 @@
     as ``boreas disconnect S``: remove the box a connect inserted, named by
     the stream it writes; its sink reads the original stream again.
 
-Errors are JSON ``{"error"}``: 404 for an unknown box, 409 for a move that
-makes no sense (already there, not a member), 422 for a bad request, 502
-when the node refused and 503 when it could not be reached.
+The three changes go through :class:`boreas.client.optimizer.Optimizer`,
+deciding on the Head's own catalog, so they are refused for the same
+reasons as from the command line.  Errors are JSON ``{"error"}`` with the
+optimizer's status: 404 for an unknown box, 409 for a change that makes no
+sense (already there, not a member, a name taken), 422 for a bad request,
+502 when the node refused (with its ``diagnostics``) and 503 when it could
+not be reached.
 """
 
 from __future__ import annotations
@@ -38,14 +42,11 @@ import asyncio
 from typing import Any
 
 from aiohttp import web
-from boreas.catalog.document_model import Disconnect, Move
 from boreas.catalog.endpoints import normalize_endpoint
-from boreas.catalog.updates import update_document
+from boreas.client.optimizer import CatalogView, Optimizer, OptimizerFailed
 from boreas.client.query import QueryClient, QueryFailed
-from boreas.wire.addressing import endpoint_url
-from boreas.wire.client import PeerClient, PeerError, PeerRefused, PeerUnreachable
+from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.server import json_error
-from lxml import etree
 
 from ..context import HeadContext
 
@@ -106,43 +107,26 @@ class Actions:
             "epoch": result.epoch,
         })
 
+    def _optimizer(self) -> Optimizer:
+        """Changes decided on the Head's own catalog; answered once the node did (the feed shows the commit)."""
+        return Optimizer(self._head_url(), self.head.server.token, MOVE_TIMEOUT, peers=self.peers,
+                         view=CatalogView(lambda: self.head.catalog))
+
     async def move(self, request: web.Request) -> web.Response:
         try:
             body = await request.json()
             name, target = str(body["box"]), normalize_endpoint(str(body["node"]))
         except (ValueError, KeyError, TypeError) as exc:
             return json_error(422, f'send JSON {{"box": ..., "node": ...}}: {exc}')
-        catalog = self.head.catalog
-        box_name, _, segment = name.partition("/")
-        if box_name not in catalog.boxes:
-            return json_error(404, f"no box {box_name!r} in the catalog (version {catalog.version})")
-        part = catalog.partitions.get(box_name)
         try:
-            if part is not None:
-                if target not in part.nodes:
-                    return json_error(409, f"{target} is not a member of partitioned box {box_name!r} "
-                                           f"(members: {', '.join(part.nodes)})")
-                if segment and not segment.isdigit():
-                    return json_error(422, f"{name!r} does not name a segment: write BOX/SEGMENT")
-                change = {"move": [int(segment), target]} if segment else {"move_all": target}
-                reply = await self.peers.call("POST", endpoint_url(part.nodes[0], f"/segments/{box_name}/relayout"),
-                                              json_body=change, timeout=MOVE_TIMEOUT)
-                return web.json_response({"box": name, "node": target, "layout": reply.get("layout"),
-                                          "moves": reply.get("moves"), "seconds": reply.get("seconds")})
-            if segment:
-                return json_error(422, f"box {box_name!r} is not partitioned: it has no segments")
-            source = catalog.boxes[box_name].node
-            if not source:
-                return json_error(409, f"box {box_name!r} is not deployed on any node")
-            if source == target:
-                return json_error(409, f"box {box_name!r} is already on {target}")
-            reply = await self.peers.post_update(source, update_document([Move(target, box=box_name)],
-                                                                         origin="optimizer"), timeout=MOVE_TIMEOUT)
-        except PeerRefused as exc:
-            return json_error(502, f"{exc.target}: {exc.payload.get('error') or exc}")
-        except PeerUnreachable as exc:
-            return json_error(503, str(exc))
-        return web.json_response({"box": name, "from": source, "node": target, "reply": reply})
+            moved = await self._optimizer().move(name, target)
+        except OptimizerFailed as exc:
+            return _failed(exc)
+        if moved.relayout is not None:
+            reply = moved.relayout
+            return web.json_response({"box": name, "node": target, "layout": reply.get("layout"),
+                                      "moves": reply.get("moves"), "seconds": reply.get("seconds")})
+        return web.json_response({"box": name, "from": moved.source, "node": target, "reply": moved.reply})
 
     async def connect(self, request: web.Request) -> web.Response:
         try:
@@ -151,32 +135,10 @@ class Actions:
             name, upstream = str(body.get("name") or f"{sink}_filter"), bool(body.get("upstream", False))
         except (ValueError, KeyError, TypeError) as exc:
             return json_error(422, f'send JSON {{"box": ..., "port": N, "expression": ..., "name": ...}}: {exc}')
-        catalog = self.head.catalog
-        box = catalog.boxes.get(sink)
-        if box is None:
-            return json_error(404, f"no box {sink!r} in the catalog (version {catalog.version})")
-        if not box.node:
-            return json_error(409, f"box {sink!r} is not deployed on any node")
-        if not 0 <= port < len(box.inputs):
-            return json_error(422, f"box {sink!r} has in ports 0-{len(box.inputs) - 1}, not {port}")
-        if name in catalog.boxes or name in catalog.inputs or any(name in b.outputs for b in catalog.boxes.values()):
-            return json_error(409, f"{name!r} is taken: name the filter (and the stream it writes) otherwise")
-        update = etree.Element("update", origin="optimizer")
-        connect = etree.SubElement(update, "connect", box=sink, port=str(port))
-        if upstream:
-            connect.set("upstream", "1")
-        inserted = etree.SubElement(connect, "box", name=name, type="filter")
-        etree.SubElement(inserted, "in", stream=box.inputs[port].stream)
-        etree.SubElement(inserted, "out", stream=name)
-        etree.SubElement(inserted, "parameter", name="expression.0", value=expression)
         try:
-            reply = await self.peers.post_update(box.node, etree.tostring(update, encoding="unicode"),
-                                                 timeout=MOVE_TIMEOUT)
-        except PeerRefused as exc:
-            return json_error(502, f"{exc.target}: {exc.payload.get('error') or exc}",
-                              diagnostics=exc.payload.get("diagnostics", []))
-        except PeerUnreachable as exc:
-            return json_error(503, str(exc))
+            reply = await self._optimizer().insert_filter(sink, expression, port, name, upstream)
+        except OptimizerFailed as exc:
+            return _failed(exc)
         return web.json_response({"box": name, "before": sink, "port": port, "stream": name, "reply": reply})
 
     async def disconnect(self, request: web.Request) -> web.Response:
@@ -184,18 +146,14 @@ class Actions:
             stream = str((await request.json())["stream"])
         except (ValueError, KeyError, TypeError) as exc:
             return json_error(422, f'send JSON {{"stream": ...}}: {exc}')
-        catalog = self.head.catalog
-        sinks = [b for b in catalog.boxes.values() if any(p.stream == stream for p in b.inputs)]
-        producer = next((b for b in catalog.boxes.values() if stream in b.outputs), None)
-        if len(sinks) != 1 or producer is None or not sinks[0].node:
-            return json_error(409, f"stream {stream!r} is not a stream a connect added (one box writes it, "
-                                   "one box reads it)")
         try:
-            reply = await self.peers.post_update(sinks[0].node, update_document([Disconnect(stream)],
-                                                                                origin="optimizer"),
-                                                 timeout=MOVE_TIMEOUT)
-        except PeerRefused as exc:
-            return json_error(502, f"{exc.target}: {exc.payload.get('error') or exc}")
-        except PeerUnreachable as exc:
-            return json_error(503, str(exc))
-        return web.json_response({"stream": stream, "removed": producer.name, "reply": reply})
+            reply = await self._optimizer().disconnect(stream)
+        except OptimizerFailed as exc:
+            return _failed(exc)
+        return web.json_response({"stream": stream, "removed": reply.get("removed"), "reply": reply})
+
+
+def _failed(exc: OptimizerFailed) -> web.Response:
+    if exc.diagnostics:
+        return json_error(exc.status, str(exc), diagnostics=exc.diagnostics)
+    return json_error(exc.status, str(exc))

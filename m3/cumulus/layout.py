@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from boreas.catalog.words import counted
+
 from ..ast import Program
 from .hashing import SLOTS, home_slot, slot
 
@@ -206,8 +208,9 @@ class Layout:
         if replicated:
             cells = [m if counts is None else f"{m} {counts.get((-1, m), 0):,}" for m in replicated]
             lines.append(f"replicated on every member: {'  '.join(cells)}")
-        tail = f"layout {self.version}, {len(self.members)} members, {len(self.segments)} segments"
-        lines.append(tail + (f", {total:,} entries" if counts is not None else ""))
+        tail = (f"layout {self.version}, {counted(len(self.members), 'member')}, "
+                f"{counted(len(self.segments), 'segment')}")
+        lines.append(tail + (f", {counted(total, 'entry', sep=',')}" if counts is not None else ""))
         return lines
 
 

@@ -174,6 +174,11 @@ class Runtime(Reads):
             self._finish()
             return self._version
 
+    def native_maps(self):
+        """The native backend's C maps while this runtime runs there (their raw journals and values, for a reader
+        that decodes changes in bulk: node/operators/m3changes.py), else None.  Read between batches only."""
+        return self._native
+
     def string_ids(self, strings: Sequence[str]) -> list[int] | None:
         """The ids a STRING column of int64 values carries for ``strings`` on the native backend (interned now;
         a column of ids crosses into C as it is), or None on the Python backend (give it the strings)."""

@@ -31,7 +31,7 @@ from boreas.m3.boxtype import BoxPlan, plan_box
 
 from boreas.wire.columns import Columns
 
-from . import m3columns
+from . import m3changes, m3columns
 from .base import Emitted, Operator, OperatorError
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,11 @@ class M3Operator(Operator):
         self._split = [_splitter(p.columns, p.sign_index) for p in self.plan.ports]
         self._emit = [_emitter(view.keys, schema) for view, schema in zip(self.plan.views, self.plan.outputs)]
         self._port_of_view = {view.name: port for port, view in enumerate(self.plan.views)}
+        # Views whose changes are read from the native journals as columns (node/operators/m3changes.py): all of
+        # the box's views must be plain for that, so one batch's changes are all read one way.
+        decls = [self.plan.program.view(view.name) for view in self.plan.views]
+        self._plain_views = [None if d.general else d for d in decls]
+        self.columns_out = bool(decls) and all(not d.general for d in decls)
 
     # -- the data plane ------------------------------------------------------------
 
@@ -119,6 +124,11 @@ class M3Operator(Operator):
             log.error("m3 box %r: a batch of %d rows on in port %d was not applied: %s",
                       self.box.name, len(rows), port, exc)
             return []
+        native = self.runtime.native_maps()
+        if native is not None and self.columns_out:  # the changes read in bulk, emitted as Arrow
+            return [(port, changed) for port, view in enumerate(self._plain_views)
+                    if view is not None and (changed := m3changes.view_changes(
+                        native, view, self.plan.views[port].keys, self.plan.outputs[port])) is not None]
         emitted: Emitted = []
         for view, changed in self.runtime.changes().items():
             out = self._port_of_view.get(view)

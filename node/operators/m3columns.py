@@ -54,10 +54,18 @@ def _array(column: pa.Array, typecode: str) -> array:
     return out
 
 
+# Arrow scalars made once: a Python number given to a compute function is converted on every call, and
+# pyarrow then tries to import pandas and dateutil each time (a sys.path search apiece where they are absent).
+_SHIFT = pa.scalar(_SHIFT_DAYS * _DAY_US, pa.int64())
+_DAY = pa.scalar(_DAY_US, pa.int64())
+_BACK = pa.scalar(_EPOCH - _SHIFT_DAYS, pa.int64())
+_SIGNS = {1: pa.scalar(1, pa.int32()), -1: pa.scalar(-1, pa.int32())}
+
+
 def day_numbers(column: pa.Array) -> array:
     """Timestamps (microseconds since the epoch, UTC) as the day numbers of their dates."""
-    shifted = pc.add(column.cast(pa.int64()), _SHIFT_DAYS * _DAY_US)
-    days = pc.add(pc.divide(shifted, _DAY_US), _EPOCH - _SHIFT_DAYS)
+    shifted = pc.add(column.cast(pa.int64()), _SHIFT)
+    days = pc.add(pc.divide(shifted, _DAY), _BACK)
     return _array(days, "q")
 
 
@@ -94,11 +102,11 @@ def split(columns: Columns, port: PortPlan, string_ids) -> tuple[list[tuple[int,
         raise ValueError("null values")
     if port.sign_index is None:
         return [(1, relation_columns(batch, port, string_ids))], 0
-    sign = batch.column(port.sign_index)
+    sign = batch.column(port.sign_index).cast(pa.int32())
     out = []
     kept = 0
     for value in (1, -1):
-        part = batch.filter(pc.equal(sign, value))
+        part = batch.filter(pc.equal(sign, _SIGNS[value]))
         if part.num_rows:
             kept += part.num_rows
             out.append((value, relation_columns(part, port, string_ids)))

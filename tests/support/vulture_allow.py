@@ -17,6 +17,8 @@ from boreas.m3.cumulus import definitions, member
 from boreas.m3.cumulus.stable import EpochDeltas
 from boreas.m3.runtime.native.backend import NativeMaps
 from boreas.m3.runtime import views
+from boreas.regional.catalog import RegionalCatalog
+from boreas.regional.component import RegionalComponent
 from boreas.m3.runtime.program import Runtime
 from boreas.node import compile
 from boreas.node.recovery.log import InputLog
@@ -40,3 +42,5 @@ Runtime.apply_columns  # public API of boreas.m3.Runtime (docs/m3_native.md)
 Runtime.from_state  # public API of boreas.m3.Runtime (docs/m3.md)
 InputLog.durable_position  # how far the input log is fsynced: tests/test_recovery_storage.py
 views.read_view  # the module's documented reader over any entries function; its doctest shows what a view means (production reads go through the runtime: candidate for review)
+RegionalCatalog.location  # where the region's reflections put a box: the regional catalog's doctest and tests/test_moves.py
+RegionalComponent.wait_until  # a region as optimizer waits for its reflections: tests/test_moves.py (docs/client.md)

@@ -280,6 +280,23 @@ class NativeMaps:
         olds = self._decode_values(name, flat[rec - 1::rec])
         return list(zip(keys, olds))
 
+    def last_raw(self, name: str) -> array:
+        """:meth:`last` undecoded: per write, the key's int64 codes (INT as is, DATE as day numbers, STRING as
+        intern ids, FLOAT as its bits) then the old value's int64 bits; for readers that decode in bulk."""
+        m = self.map_no[name]
+        n = self.lib.rt_last(self.rt, m, ffi.NULL)
+        flat = array("q", bytes(8 * n))
+        if n:
+            self.lib.rt_last(self.rt, m, _i64(flat))
+        return flat
+
+    def get_many_raw(self, name: str, keys: array, n: int) -> array:
+        """The current values' int64 bits at ``n`` keys given as int64 codes, one key after another (0: absent)."""
+        out = array("q", bytes(8 * n))
+        if n:
+            self.lib.rt_get_many(self.rt, self.map_no[name], n, _i64(keys), _i64(out))
+        return out
+
     def dump(self, name: str) -> list[tuple[tuple, object]]:
         """Every entry of map ``name``."""
         m = self.map_no[name]
