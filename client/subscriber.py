@@ -4,7 +4,12 @@ As in Borealis, a subscriber is an endpoint: the subscriber listens (on a
 free port unless told otherwise), registers ``<subscribe stream endpoint>``
 with the Head like any deployment change, and the node that produces the
 stream connects and sends batches in order.  Rows are yielded as tuples in
-the schema's field order, in the order they were produced.  The queue
+the schema's field order, in the order they were produced; :meth:`Subscriber.arrow`
+yields each batch as a pyarrow ``RecordBatch`` instead.  A batch is kept in
+the form it arrived in (msgpack rows, or Arrow columns) until the reader
+asks for it, so a batch that came as Arrow and is read with ``arrow()`` never
+becomes rows, and one that came as rows read with ``batches()`` never becomes
+columns (:attr:`Subscriber.conversions` counts the batches that had to).  The queue
 between the listener and the reader is bounded, so a slow reader slows the
 node instead of growing memory.  ``close()`` unsubscribes.
 
@@ -19,6 +24,10 @@ Usage::
     async with Subscriber("http://localhost:14000", "Aggregate", token) as sub:
         async for row in sub:
             print(row)
+
+    async with Subscriber("http://localhost:14000", "Aggregate", token) as sub:
+        async for batch in sub.arrow():   # pyarrow.RecordBatch, the stream's Arrow schema
+            print(batch.num_rows)
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.model import Field, FieldType, Schema
@@ -79,7 +89,9 @@ class Subscriber:
         self.server = HttpServer(f"subscriber {stream}", token)
         self.receiver = DataReceiver(self._accept, token, on_goodbye=self._goodbye)
         self.server.app.router.add_get("/data", self.receiver.handle)
-        self._rows: asyncio.Queue[list[tuple] | None] = asyncio.Queue(queue_batches)
+        # Each batch as it arrived: a list of rows, or a Columns (Arrow); None once the node cut us off.
+        self._rows: asyncio.Queue[Any] = asyncio.Queue(queue_batches)
+        self.conversions = 0  # batches read in the other form than they arrived in (rows <-> Arrow)
         self.failure: str | None = None  # why the producing node disconnected us
         self._ending: asyncio.Task | None = None
         self._row_type: RowType | None = None
@@ -146,9 +158,7 @@ class Subscriber:
         if batch.stream != self.stream or self._row_type is None:
             return Refused(batch.stream, batch.producer, batch.seq, f"this endpoint subscribes to {self.stream!r}")
         rows, errors = self._row_type.decode_payload(bytes(batch.rows), batch.fmt)
-        if not isinstance(rows, list):  # Arrow columns: rows for the row API (one conversion a batch)
-            rows = rows.rows()
-        await self._rows.put(rows)
+        await self._rows.put(rows)  # as it came: the reader's iterator converts it if it must
         return Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
 
     def _goodbye(self, reason: str) -> None:
@@ -157,12 +167,41 @@ class Subscriber:
         if self._ending is None:
             self._ending = asyncio.get_running_loop().create_task(self._rows.put(None))
 
-    async def batches(self) -> AsyncIterator[list[tuple]]:
+    async def _received(self) -> AsyncIterator[Any]:
         while True:
             rows = await self._rows.get()
             if rows is None:
                 raise SubscriberTooSlow(self.failure or "the producing node disconnected")
             yield rows
+
+    async def batches(self) -> AsyncIterator[list[tuple]]:
+        """Each received batch as a list of rows (tuples in field order)."""
+        async for rows in self._received():
+            if not isinstance(rows, list):  # Arrow columns: rows for the row API (once per batch)
+                self.conversions += 1
+                rows = rows.rows()
+            yield rows
+
+    async def arrow(self) -> AsyncIterator[Any]:
+        """Each received batch as a pyarrow ``RecordBatch`` of the stream's Arrow schema
+        (:func:`~boreas.wire.columns.arrow_schema`: a timestamp is microseconds in an ``int64``).
+
+        A batch that came as Arrow is yielded as it was decoded, without making rows; one that came as
+        rows is made columns here.  Use one of :meth:`batches`, :meth:`arrow` or iteration per subscriber:
+        each batch is given once."""
+        import pyarrow as pa  # (only for Arrow readers)
+
+        from boreas.wire.columns import Columns, arrow_schema
+
+        assert self.schema is not None, "start() first"
+        target = arrow_schema(self.schema)
+        async for rows in self._received():
+            if isinstance(rows, Columns):
+                yield rows.batch
+                continue
+            self.conversions += 1
+            columns = [pa.array([row[i] for row in rows], f.type) for i, f in enumerate(target)]
+            yield pa.RecordBatch.from_arrays(columns, schema=target)
 
     async def __aiter__(self) -> AsyncIterator[tuple]:
         async for rows in self.batches():
