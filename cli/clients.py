@@ -35,11 +35,13 @@ from .common import (
     StdoutClosed,
     add_head_option,
     add_json_option,
+    add_retry_option,
     add_token_option,
     print_json,
     print_problems,
     run_until_stopped,
     the_head,
+    until_stopped_or_lost,
 )
 
 __all__ = ["add_parsers", "catalog_as_json", "cmd_nodes", "cmd_snapshot", "cmd_submit", "cmd_watch",
@@ -293,13 +295,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
             await component.close(disconnect=False)
             raise CommandFailed(f"cannot register with the Head: {exc}") from None
         print(f"watching {head} as global component {endpoint}", file=sys.stderr, flush=True)
+        code = EXIT_OK
         try:
-            await stop.wait()
+            code = await until_stopped_or_lost(stop, f"{head}/healthz", args.retry_for, f"the Head at {head}")
         finally:
-            await component.close()
+            await component.close(disconnect=code == EXIT_OK)  # (a Head that is gone is not told)
         if closed:
             raise StdoutClosed()
-        return EXIT_OK
+        return code
 
     return run_until_stopped(main)
 
@@ -328,5 +331,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_token_option(p)
     p.add_argument("--listen", default="localhost:0", help="HOST:PORT to receive updates on (default: a free port)")
     p.add_argument("--xml", action="store_true", help="print update XML instead of a summary")
+    add_retry_option(p)
     p.add_argument("--once", action="store_true", help="exit after printing the catalog")
     p.set_defaults(func=cmd_watch)

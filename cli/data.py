@@ -26,7 +26,7 @@ from typing import Any
 
 from boreas.client.head_api import UnknownStream
 from boreas.client.publisher import Publisher, PublishRefused
-from boreas.client.subscriber import SubscribeFailed, Subscriber, SubscriberTooSlow
+from boreas.client.subscriber import SubscribeFailed, Subscriber
 from boreas.wire.auth import resolve_token
 
 from .common import (
@@ -160,7 +160,8 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
         raise BadInput("--format parquet needs --output FILE (Parquet is not written to a terminal or pipe)")
 
     async def main(stop: asyncio.Event) -> int:
-        subscriber = Subscriber(head, args.stream, token, listen=args.listen, on_slow=args.on_slow)
+        subscriber = Subscriber(head, args.stream, token, listen=args.listen, on_slow=args.on_slow,
+                                retry_for=args.retry_for)
         try:
             await subscriber.start()
         except (UnknownStream, SubscribeFailed) as exc:
@@ -186,7 +187,7 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
                         return
             except BrokenPipeError:  # the reader went away (| head): stop like --count
                 closed = True
-            except SubscriberTooSlow as exc:  # cut off: never go on silently past a gap
+            except SubscribeFailed as exc:  # cut off, or the producing node gone: never go on silently
                 failure = str(exc)
             finally:
                 stop.set()
@@ -278,6 +279,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", metavar="FILE", help="write into FILE instead of stdout (needed for parquet)")
     p.add_argument("--listen", default="localhost:0", help="HOST:PORT to receive on (default: a free port)")
     p.add_argument("--count", type=int, default=0, help="exit after this many tuples")
+    p.add_argument("--retry-for", type=float, default=30.0, metavar="SECONDS",
+                   help="when the node sending the stream goes away, wait this long for it (or the node that "
+                        "takes its boxes over) to come back, then exit 1 (default 30)")
     p.add_argument("--on-slow", choices=("disconnect", "drop", "block"), default=None,
                    help="when this subscriber falls a whole buffer behind, the node disconnects it (default; "
                         "it says why), drops batches, or blocks (and with it everything the node sends)")

@@ -30,15 +30,18 @@ from .common import (
     EXIT_OK,
     add_head_option,
     add_log_format_option,
+    add_retry_option,
     add_token_option,
     catalog_url,
     endpoint_of,
     endpoints_of,
     print_problems,
     read_all,
+    run_until_stopped,
     serve_until_stopped,
     the_head,
     token_of,
+    until_stopped_or_lost,
     use_log_format,
 )
 
@@ -81,9 +84,18 @@ def cmd_node(args: argparse.Namespace) -> int:
 def cmd_region(args: argparse.Namespace) -> int:
     use_log_format(args)
     endpoint = endpoint_of(args.endpoint, 16000)
-    region = RegionalComponent(the_head(args), token_of(args), name=args.name)
+    head = the_head(args)
+    region = RegionalComponent(head, token_of(args), name=args.name)
     host, port = split_endpoint(endpoint)
-    return serve_until_stopped(lambda: region.start(host, port), region.close)
+
+    async def main(stop: asyncio.Event) -> int:
+        try:
+            await region.start(host, port)
+            return await until_stopped_or_lost(stop, f"{head}/healthz", args.retry_for, f"the Head at {head}")
+        finally:
+            await region.close()
+
+    return run_until_stopped(main)
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
@@ -168,6 +180,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", default="default",
                    help="the region's name, as deployment XML's <region name=...> gives it (default: "
                         "'default', the region of <region node=...> without a name or endpoint)")
+    add_retry_option(p)
     add_head_option(p)
     add_token_option(p)
     add_log_format_option(p)
