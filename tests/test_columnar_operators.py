@@ -10,6 +10,9 @@ LIKE's and regexes' special characters, and nulls (what an upstream map
 writes into a failing field) -- for expressions that run on columns and
 ones that fall back to rows.  Separately: the columnar path is really taken
 for the benchmark's boxes, and union passes columns through unchanged.
+
+``BOREAS_PROPERTY_SCALE`` multiplies the example counts as in
+``test_properties.py`` (``make test-fast`` runs a quarter of them).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from boreas.node.operators.union import UnionOperator
 from boreas.wire.columns import Columns, arrow_schema, as_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.topologies import examples
 
 TYPES = builtin_registry()
 R = Schema("R", (
@@ -116,7 +120,7 @@ ON_ROWS = ["sqrt(d) > 1.0", "d % 2.0 > 0.5", "concat(s, d) like '%1%'", "min(i, 
 
 
 @pytest.mark.parametrize("predicate", ON_COLUMNS + ON_ROWS)
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(columns=batches())
 def test_filter_on_columns_emits_what_the_row_path_emits(columns, predicate):
     op = build("filter", {"expression.0": predicate})
@@ -124,7 +128,7 @@ def test_filter_on_columns_emits_what_the_row_path_emits(columns, predicate):
     check(op, columns)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(columns=batches(), predicates=st.lists(st.sampled_from(ON_COLUMNS + ON_ROWS), min_size=1, max_size=3),
        false_port=st.booleans())
 def test_filter_with_several_predicates_and_a_false_port(columns, predicates, false_port):
@@ -160,7 +164,7 @@ VALUES_ON_ROWS = ["sqrt(d)", "d % 2.0", "concat(s, d)", "min(i, d)", "cast(s as 
 
 
 @pytest.mark.parametrize("expression", VALUES_ON_COLUMNS + VALUES_ON_ROWS)
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(columns=batches(), others=st.lists(st.sampled_from(VALUES_ON_COLUMNS + VALUES_ON_ROWS), max_size=1))
 def test_map_on_columns_emits_what_the_row_path_emits(columns, expression, others):
     picked = [expression, *others]
@@ -178,7 +182,7 @@ READING = Schema("Reading", (Field("sensor", FieldType.INT), Field("time", Field
                              Field("celsius", FieldType.DOUBLE)))
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(celsius=st.lists(st.floats(-150, 150), min_size=1, max_size=50))
 def test_the_benchmarks_filter_and_map_run_on_columns(celsius):
     """bench/dataplane.py's boxes on clean readings: the output is columns, equal to the row path's."""
