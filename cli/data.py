@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from boreas.catalog.words import counted
 from boreas.client.head_api import UnknownStream
 from boreas.client.publisher import Publisher, PublishRefused
 from boreas.client.subscriber import SubscribeFailed, Subscriber
@@ -84,6 +85,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
                   "run the same command again to publish the rest (what was taken is skipped)", file=sys.stderr)
             return EXIT_INTERRUPTED
         except BaseException:
+            await publisher.abort()  # (its links' sessions: closed, not left for the loop to complain about)
             if progress is not None and progress.tty:
                 sys.stderr.write("\n")  # the error goes on a line of its own
             raise
@@ -122,7 +124,8 @@ def _report_publish(args: argparse.Namespace, publisher: Any, source: Any) -> in
         print(f"{args.file}: row {row}: {reason}", file=sys.stderr)
     if refused > SHOWN_PROBLEMS:
         print(f"{args.file}: ... and {refused - SHOWN_PROBLEMS} more refused rows", file=sys.stderr)
-    print(f"published {publisher.accepted} rows to {args.stream}" + (f"; {refused} refused" if refused else ""))
+    print(f"published {counted(publisher.accepted, 'row')} to {args.stream}"
+          + (f"; {refused} refused" if refused else ""))
     if publisher.duplicates:
         n = publisher.duplicates
         print(f"{n} {'batch was' if n == 1 else 'batches were'} already taken from producer "

@@ -166,7 +166,7 @@ def test_publish_and_subscribe_from_the_command_line(cluster_factory, tmp_path):
     assert [(r["sensor"], r["time"], r["readings"]) for r in lines] == [(1, 0, 60), (1, 60, 60)]
     result = cluster.boreas("publish", "Reading", "--file", jsonl)
     assert result.returncode == 1 and "row 2: field 'celsius'" in result.stderr
-    assert "published 1 rows" in result.stdout
+    assert "published 1 row to" in result.stdout
     result = cluster.boreas("publish", "Nope", "--file", jsonl)
     assert result.returncode == 1 and "no stream 'Nope'" in result.stderr
     assert get_json(f"{cluster.head}/streams/Reading")["entries"]
