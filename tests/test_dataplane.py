@@ -169,6 +169,10 @@ def test_publish_and_subscribe_from_the_command_line(cluster_factory, tmp_path):
     assert "published 1 row to" in result.stdout
     result = cluster.boreas("publish", "Nope", "--file", jsonl)
     assert result.returncode == 1 and "no stream 'Nope'" in result.stderr
+    bad = cluster.write("bad.csv", "sensor,time,kelvin\n1,1,293.0\n")
+    result = cluster.boreas("publish", "Reading", "--file", str(bad))  # refused before anything is sent
+    assert result.returncode == 2 and "kelvin" in result.stderr
+    assert "Unclosed client session" not in result.stderr and "Traceback" not in result.stderr
     assert get_json(f"{cluster.head}/streams/Reading")["entries"]
 
 
