@@ -114,6 +114,32 @@ class Merger:
                 self._remove_box(d.box)
             else:
                 self.fail(d.origin, f"cannot delete box {d.box!r}: no such box")
+        if d.stream is not None:
+            self._remove_stream(d.stream, d.origin)
+
+    def _remove_stream(self, stream: str, origin: Origin) -> None:
+        """A stream's declaration, publications and subscriptions; refused while a box or table uses it."""
+        catalog = self.catalog
+        users = sorted({b.name for b in catalog.boxes.values()
+                        if stream in b.outputs or any(p.stream == stream for p in b.inputs)}
+                       | {t.name for t in catalog.tables.values() if t.stream == stream})
+        if users:
+            self.fail(origin, f"cannot delete stream {stream!r}: {', '.join(users)} still "
+                              f"{'uses' if len(users) == 1 else 'use'} it (delete {'it' if len(users) == 1 else 'them'}"
+                              " first, or in the same document before the stream)")
+            return
+        known = stream in catalog.inputs or stream in catalog.outputs
+        catalog.inputs.pop(stream, None)
+        catalog.outputs.pop(stream, None)
+        for key in [k for k, p in catalog.publications.items() if p.stream == stream]:
+            known = True
+            del catalog.publications[key]
+        for key in [k for k, s in catalog.subscriptions.items() if s.stream == stream]:
+            known = True
+            del catalog.subscriptions[key]
+        if not known:
+            self.fail(origin, f"cannot delete stream {stream!r}: no such stream")
+        self.deleted_streams.add(stream)
 
     def _remove_box(self, name: str) -> None:
         box = self.catalog.boxes.pop(name, None)

@@ -6,7 +6,6 @@ changes (``+`` added, ``-`` removed, ``~`` changed) is :mod:`.catalog_text`.
 
 from __future__ import annotations
 
-from boreas.catalog.words import counted
 import argparse
 import asyncio
 import json
@@ -20,6 +19,7 @@ from boreas.catalog.documents import Update, read_document
 from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import UpdateRejected, apply_update, catalog_items
 from boreas.catalog.updates import update_document
+from boreas.catalog.words import counted
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS
 from boreas.client.head_api import submit_documents, wait_submission
 from boreas.regional.global_component import GlobalComponent
@@ -35,11 +35,13 @@ from .common import (
     StdoutClosed,
     add_head_option,
     add_json_option,
+    add_retry_option,
     add_token_option,
     print_json,
     print_problems,
     run_until_stopped,
     the_head,
+    until_stopped_or_lost,
 )
 
 __all__ = ["add_parsers", "catalog_as_json", "cmd_nodes", "cmd_snapshot", "cmd_submit", "cmd_watch",
@@ -69,37 +71,36 @@ def _print_progress(status: dict, shown: dict[str, str]) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    head = the_head(args)
-    files = _read_files(args.files)
-    token = resolve_token(args.token, required=False)
+    return asyncio.run(submit_and_report(the_head(args), resolve_token(args.token, required=False),
+                                         _read_files(args.files), args.timeout))
 
-    async def main() -> int:
-        async with PeerClient(token, timeout=args.timeout + 35) as peers:
-            try:
-                status = await submit_documents(peers, head, files)
-            except PeerRefused as exc:
-                if exc.status == 422 and "diagnostics" in exc.payload:
-                    print_problems([Diagnostic(**d) for d in exc.payload["diagnostics"]])
-                    return EXIT_INVALID
-                raise CommandFailed(str(exc)) from None
-            print(f"submission {status['id']}: committed as catalog version {status['version']}", flush=True)
-            shown: dict[str, str] = {}
-            status = await wait_submission(peers, head, status, args.timeout,
-                                           progress=lambda st: _print_progress(st, shown))
-        if status["state"] in ("committed", "deploying"):
-            waiting = [n for n, i in status["nodes"].items() if i["state"] != "acknowledged"]
-            print(f"timed out after {args.timeout:g}s waiting for {', '.join(waiting)}", file=sys.stderr)
-            return EXIT_FAILED
-        if status["state"] == "failed":
-            for node, info in sorted(status["nodes"].items()):
-                if info["state"] == "failed":
-                    print(f"deployment failed on node {node}: {info.get('reason')}", file=sys.stderr)
-            return EXIT_FAILED
-        n = len(status["nodes"])
-        print(f"deployed: {n} node{'s' if n != 1 else ''} acknowledged" if n else "committed: no node is affected")
-        return EXIT_OK
 
-    return asyncio.run(main())
+async def submit_and_report(head: str, token: str | None, files: list[tuple[str, bytes]], timeout: float) -> int:
+    """Submit ``(name, XML)`` documents as one submission, print its progress, and the exit code: 0 deployed,
+    2 refused (every problem printed as file:line: element: reason; nothing committed), 1 a node failed."""
+    async with PeerClient(token, timeout=timeout + 35) as peers:
+        try:
+            status = await submit_documents(peers, head, files)
+        except PeerRefused as exc:
+            if exc.status == 422 and "diagnostics" in exc.payload:
+                print_problems([Diagnostic(**d) for d in exc.payload["diagnostics"]])
+                return EXIT_INVALID
+            raise CommandFailed(str(exc)) from None
+        print(f"submission {status['id']}: committed as catalog version {status['version']}", flush=True)
+        shown: dict[str, str] = {}
+        status = await wait_submission(peers, head, status, timeout, progress=lambda st: _print_progress(st, shown))
+    if status["state"] in ("committed", "deploying"):
+        waiting = [n for n, i in status["nodes"].items() if i["state"] != "acknowledged"]
+        print(f"timed out after {timeout:g}s waiting for {', '.join(waiting)}", file=sys.stderr)
+        return EXIT_FAILED
+    if status["state"] == "failed":
+        for node, info in sorted(status["nodes"].items()):
+            if info["state"] == "failed":
+                print(f"deployment failed on node {node}: {info.get('reason')}", file=sys.stderr)
+        return EXIT_FAILED
+    n = len(status["nodes"])
+    print(f"deployed: {counted(n, 'node')} acknowledged" if n else "committed: no node is affected")
+    return EXIT_OK
 
 
 def cmd_nodes(args: argparse.Namespace) -> int:
@@ -294,13 +295,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
             await component.close(disconnect=False)
             raise CommandFailed(f"cannot register with the Head: {exc}") from None
         print(f"watching {head} as global component {endpoint}", file=sys.stderr, flush=True)
+        code = EXIT_OK
         try:
-            await stop.wait()
+            code = await until_stopped_or_lost(stop, f"{head}/healthz", args.retry_for, f"the Head at {head}")
         finally:
-            await component.close()
+            await component.close(disconnect=code == EXIT_OK)  # (a Head that is gone is not told)
         if closed:
             raise StdoutClosed()
-        return EXIT_OK
+        return code
 
     return run_until_stopped(main)
 
@@ -329,5 +331,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_token_option(p)
     p.add_argument("--listen", default="localhost:0", help="HOST:PORT to receive updates on (default: a free port)")
     p.add_argument("--xml", action="store_true", help="print update XML instead of a summary")
+    add_retry_option(p)
     p.add_argument("--once", action="store_true", help="exit after printing the catalog")
     p.set_defaults(func=cmd_watch)

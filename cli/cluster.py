@@ -1,11 +1,35 @@
 """``boreas cluster up`` and ``down``, and the pipe by which a child stops when ``cluster up`` is gone.
 
-``boreas cluster up`` is a small supervisor: it starts a Head and N nodes as
-children, each in a process group of its own, and stops them when it is
-stopped (Ctrl-C, SIGTERM, SIGHUP, ``boreas cluster down``).  Each child also
-watches a pipe from it (``BOREAS_PARENT_FD``): when ``cluster up`` is gone
-however it ended -- ``kill -9`` included -- the pipe reads end-of-file and
-the child stops itself, so no Head or node is left holding its port.
+``boreas cluster up`` is a development cluster on one machine: it starts a
+Head and N durable nodes as children, each in a process group of its own,
+keeps them running, and stops them when it is stopped (Ctrl-C, SIGTERM,
+SIGHUP, ``boreas cluster down``) -- only then.
+
+* **Durable nodes.**  Each node gets a data directory (its input log, local
+  catalog and snapshots) under the cluster's data directory: next to an
+  embedded catalog file, ``NAME.nodes/HOST-PORT`` for ``NAME.db``
+  (``./boreas-catalog.nodes/localhost-15000`` by default), or ``--data-dir``.
+  It lives as long as the catalog it goes with: kept when the catalog is
+  resumed, emptied when the catalog is new or ``--fresh``; with a
+  ``memory://`` catalog it is a temporary directory removed at the end.
+* **Restarts.**  A child that exits is started again with the same command
+  line (a node on its endpoint with its data directory, so it recovers its
+  boxes' state from its snapshot and log; the Head rebuilds from the catalog
+  store), and ``cluster up`` says so on stderr.  One that keeps dying right
+  away is restarted after growing delays and, after a bounded number of
+  attempts, given up with a message; the rest of the cluster keeps running
+  (:mod:`.cluster_supervisor`).
+* **No failover race.**  The nodes are *not* ``--shared-dir`` nodes: the
+  Head fails over only nodes whose data directory it is told is shared
+  (:mod:`boreas.head.failover`), so no other node ever adopts the boxes of a
+  node ``cluster up`` is restarting, whatever ``--failover-after`` is; the
+  restart always wins.  The Head just shows such a node as down (and, past
+  ``--failover-after``, why it is not failed over) until it is back.
+
+Each child also watches a pipe from it (``BOREAS_PARENT_FD``): when ``cluster
+up`` is gone however it ended -- ``kill -9`` included -- the pipe reads
+end-of-file and the child stops itself, so no Head or node is left holding
+its port.
 """
 
 from __future__ import annotations
@@ -16,6 +40,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +55,7 @@ from boreas.wire.addressing import DEFAULT_HEAD_PORT, endpoint_url
 from boreas.wire.auth import TOKEN_ENV, new_token, resolve_token
 from boreas.wire.client import PeerClient, PeerError
 
+from .cluster_supervisor import Supervisor
 from .common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -82,15 +108,15 @@ def _spawn(argv: list[str], env: dict[str, str], verbose: bool, parent_fd: int) 
                             start_new_session=True, pass_fds=(parent_fd,))
 
 
-async def _wait_ready(head: str, nodes: list[str], token: str, procs: list[subprocess.Popen],
+async def _wait_ready(head: str, nodes: list[str], token: str, supervisor: Supervisor,
                       timeout: float) -> None:
     deadline = time.monotonic() + timeout
     async with PeerClient(token, timeout=2.0) as peers:
         while True:
-            dead = [p for p in procs if p.poll() is not None]
-            if dead:
-                raise CommandFailed(f"a cluster process exited early: {' '.join(dead[0].args[3:])} "
-                                    f"(exit {dead[0].returncode}; is its port taken?)")
+            dead = supervisor.exited_early()
+            if dead is not None:
+                raise CommandFailed(f"a cluster process exited early: {dead.name} "
+                                    f"(exit {dead.proc.returncode}; {dead.hint})")  # type: ignore[union-attr]
             try:
                 status = await peers.call("GET", f"{head}/nodes")
                 alive = {row["endpoint"] for row in status["nodes"] if row.get("alive")}
@@ -103,45 +129,82 @@ async def _wait_ready(head: str, nodes: list[str], token: str, procs: list[subpr
             await asyncio.sleep(0.1)
 
 
-def _stop_all(procs: list[subprocess.Popen]) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    for proc in procs:
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+def _prepare_catalog(url: str, fresh: bool) -> tuple[str, bool]:
+    """Start from an empty catalog (``--fresh``) or say which version is resumed.
 
-
-def _prepare_catalog(url: str, fresh: bool) -> str:
-    """Start from an empty catalog (``--fresh``) or say which version is resumed; the line to print."""
+    Returns the line to print and whether the catalog is empty (new, fresh or version 0).
+    """
     from boreas.catalog.store import MissingCatalog, StoreError, erase_embedded, is_private, open_store
 
     if is_private(url):
-        return f"catalog {url}: empty (kept in the Head's memory)"
+        return f"catalog {url}: empty (kept in the Head's memory)", True
     if fresh:
         erased = erase_embedded(url)
         if erased is None:
             raise CommandFailed(f"--fresh removes an embedded catalog file; {url} is not one (remove its "
                                 "contents yourself, or name a new chroot)")
         path, removed = erased
-        return (f"fresh catalog: removed {path}" if removed else f"fresh catalog {path}")
+        return (f"fresh catalog: removed {path}" if removed else f"fresh catalog {path}"), True
     try:
         with open_store(url, create=False) as store:
             version = store.version()
     except MissingCatalog:
-        return f"new catalog {url}"
+        return f"new catalog {url}", True
     except StoreError as exc:
         raise CommandFailed(str(exc)) from None
     if version == 0:
-        return f"catalog {url}: empty"
+        return f"catalog {url}: empty", True
     return (f"resuming catalog version {version} from {url} (what earlier runs submitted is still "
-            f"there; --fresh starts from an empty one)")
+            f"there; --fresh starts from an empty one)"), False
+
+
+def _data_root(url: str, given: str | None) -> tuple[Path, bool]:
+    """Where the nodes keep their data, one directory each, and whether it is temporary.
+
+    ``--data-dir``; else next to an embedded catalog file (``NAME.nodes`` for
+    ``NAME.db``); a temporary directory for a ``memory://`` catalog, which
+    goes with the Head; ``./boreas-cluster.nodes`` for any other.
+    """
+    if given:
+        return Path(given).resolve(), False
+    from boreas.catalog.store import is_private
+
+    if is_private(url):
+        return Path(tempfile.mkdtemp(prefix="boreas-cluster-")), True
+    if url.startswith("sqlite:"):
+        from boreas.catalog.store.sqlite import sqlite_path
+
+        return sqlite_path(url).with_suffix(".nodes"), False
+    return Path.cwd() / "boreas-cluster.nodes", False
+
+
+def node_dir(root: Path, endpoint: str) -> Path:
+    """A node's data directory under the cluster's.
+
+    >>> str(node_dir(Path("/c/boreas-catalog.nodes"), "localhost:15001"))
+    '/c/boreas-catalog.nodes/localhost-15001'
+    """
+    return root / endpoint.replace(":", "-").replace("/", "-")
+
+
+def _prepare_data(root: Path, empty: bool, temporary: bool) -> str:
+    """Empty the nodes' data directories when their catalog is empty (it no longer has their boxes); the line.
+
+    Every node data directory in ``root`` goes (one a durable node wrote its
+    ``identity.json`` in), whatever the ports of the run that left it.
+    """
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        removed = [d for d in root.iterdir() if empty and (d / "identity.json").exists()]
+        for d in removed:
+            shutil.rmtree(d)
+    except OSError as exc:
+        raise CommandFailed(f"cannot prepare the nodes' data directory {root}: {exc}") from None
+    if temporary:
+        return f"data for the nodes in {root} (temporary, as the catalog is: removed when the cluster stops)"
+    if removed:
+        return f"data for the nodes in {root}: emptied (what it held went with an earlier catalog)"
+    return f"data for the nodes in {root} (kept with the catalog; --fresh empties both)"
 
 
 def _state_dir() -> Path:
@@ -212,39 +275,57 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     url = catalog_url(args)
     head = endpoint_url(f"{args.host}:{args.head_port}")
     nodes = [endpoint_of(f"{args.host}:{args.base_port + i}", 15000) for i in range(args.nodes)]
-    print(_prepare_catalog(url, args.fresh), flush=True)
-
-    # Children read the pipe's end; when this process ends, however it ends, they read end-of-file.
-    parent_r, parent_w = os.pipe()
-    procs: list[subprocess.Popen] = []
-    state = _state_file(args.head_port)
+    line, empty = _prepare_catalog(url, args.fresh)
+    print(line, flush=True)
+    data, temporary = _data_root(url, args.data_dir)
     try:
+        print(_prepare_data(data, empty, temporary), flush=True)
+
+        # Children read the pipe's end; when this process ends, however it ends, they read end-of-file.
+        # Its read end stays open here too: a restarted child is handed it again.
+        parent_r, parent_w = os.pipe()
+        state = _state_file(args.head_port)
+
+        def record(pids: list[int]) -> None:
+            state.write_text(json.dumps({"pid": os.getpid(), "started": _started(os.getpid()),
+                                         "head": head, "head_port": args.head_port, "nodes": nodes,
+                                         "catalog": url, "data": str(data), "children": pids}))
+
+        supervisor = Supervisor(spawn=lambda argv: _spawn(argv, env, args.verbose, parent_r),
+                                say=lambda text: print(text, file=sys.stderr, flush=True), changed=record)
         logs = ["--log-format", args.log_format]  # the children log as cluster up was told to
-        procs.append(_spawn(["head", "--catalog", url, "--listen", f"{args.host}:{args.head_port}",
-                             "--nodes", ",".join(nodes), *logs], env, args.verbose, parent_r))
-        procs += [_spawn(["node", "--endpoint", n, "--head", head, *logs], env, args.verbose, parent_r)
-                  for n in nodes]
-        os.close(parent_r)
-        state.write_text(json.dumps({"pid": os.getpid(), "started": _started(os.getpid()),
-                                     "head": head, "head_port": args.head_port, "nodes": nodes,
-                                     "catalog": url, "children": [p.pid for p in procs]}))
-        code = run_until_stopped(lambda stop: _serve_cluster(stop, args, head, nodes, token, url, procs))
+        supervisor.add(f"head {args.host}:{args.head_port}",
+                       ["head", "--catalog", url, "--listen", f"{args.host}:{args.head_port}",
+                        "--nodes", ",".join(nodes), *logs],
+                       hint=f"is port {args.head_port} taken? its own messages are above")
+        for n in nodes:
+            supervisor.add(f"node {n}", ["node", "--endpoint", n, "--head", head,
+                                         "--data-dir", str(node_dir(data, n)), *logs],
+                           hint=f"is port {split_endpoint(n)[1]} taken? its own messages are above")
+        try:
+            supervisor.start_all()
+            record(supervisor.pids())
+            code = run_until_stopped(lambda stop: _serve_cluster(stop, args, head, nodes, token, url, supervisor))
+        finally:
+            supervisor.stop_all()
+            with contextlib.suppress(OSError):
+                if json.loads(state.read_text()).get("pid") == os.getpid():
+                    state.unlink()
+            os.close(parent_r)
+            os.close(parent_w)
     finally:
-        _stop_all(procs)
-        with contextlib.suppress(OSError):
-            if json.loads(state.read_text()).get("pid") == os.getpid():
-                state.unlink()
-        os.close(parent_w)
+        if temporary:
+            shutil.rmtree(data, ignore_errors=True)
     print("cluster stopped", file=sys.stderr)
     return code
 
 
 async def _serve_cluster(stop: asyncio.Event, args: argparse.Namespace, head: str, nodes: list[str],
-                         token: str, url: str, procs: list[subprocess.Popen]) -> int:
+                         token: str, url: str, supervisor: Supervisor) -> int:
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGHUP, stop.set)  # a closed terminal stops the cluster cleanly
-    ready = asyncio.create_task(_wait_ready(head, nodes, token, procs, args.ready_timeout))
+    ready = asyncio.create_task(_wait_ready(head, nodes, token, supervisor, args.ready_timeout))
     stopped = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait({ready, stopped}, return_when=asyncio.FIRST_COMPLETED)
     if stopped in done:
@@ -259,14 +340,7 @@ async def _serve_cluster(stop: asyncio.Event, args: argparse.Namespace, head: st
     print(f"\nexport BOREAS_HEAD={head} {TOKEN_ENV}={token}")
     print("cluster is up; press Ctrl-C to stop it (or, from another shell: boreas cluster down"
           + (f" --head-port {args.head_port}" if args.head_port != DEFAULT_HEAD_PORT else "") + ")", flush=True)
-    while not stop.is_set():
-        dead = [p for p in procs if p.poll() is not None]
-        if dead:
-            print(f"error: {' '.join(dead[0].args[3:])} exited with {dead[0].returncode}; "
-                  f"stopping the cluster", file=sys.stderr)
-            return EXIT_FAILED
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 0.5)
+    await supervisor.run(stop)  # a Head or node that exits is restarted; only stop ends it
     return EXIT_OK
 
 

@@ -260,3 +260,56 @@ def endpoints_of(text: str | None, default_port: int = 15000) -> list[str]:
     """``HOST:PORT,HOST:PORT ...`` (commas or spaces) as normalised endpoints."""
     return [endpoint_of(item, default_port) for item in (text or "").replace(",", " ").split()]
 
+
+async def until_lost(url: str, retry_for: float, what: str, interval: float = 1.0) -> str:
+    """Return why once ``url`` (a component's ``/healthz``) has answered nothing for ``retry_for`` seconds.
+
+    A client that only receives (``boreas watch``, ``region``) hears nothing from a Head that is gone;
+    this asks it every ``interval`` s, says on stderr when it stops and starts answering again, and
+    gives up after ``retry_for`` s (longer than a Head failover), so the client exits instead of
+    waiting silently for ever.
+    """
+    import asyncio
+
+    from boreas.wire.client import PeerClient, PeerError
+
+    loop = asyncio.get_running_loop()
+    lost_since: float | None = None
+    async with PeerClient(None, timeout=min(interval * 2, 5.0)) as peers:
+        while True:
+            try:
+                await peers.call("GET", url)
+                if lost_since is not None:
+                    print(f"{what} answers again", file=sys.stderr, flush=True)
+                lost_since = None
+            except PeerError as exc:
+                if lost_since is None:
+                    lost_since = loop.time()
+                    print(f"lost {what} ({exc}); retrying for up to {retry_for:g}s", file=sys.stderr, flush=True)
+                elif loop.time() - lost_since > retry_for:
+                    return f"{what} has not answered for {retry_for:g}s"
+            await asyncio.sleep(interval)
+
+
+async def until_stopped_or_lost(stop: "asyncio.Event", url: str, retry_for: float, what: str) -> int:
+    """Wait for Ctrl-C/SIGTERM (``stop``: EXIT_OK) or for ``url`` to stay silent ``retry_for`` s (EXIT_FAILED,
+    said on stderr): the life of a client that only listens."""
+    import asyncio
+
+    lost = asyncio.get_running_loop().create_task(until_lost(url, retry_for, what))
+    stopped = asyncio.get_running_loop().create_task(stop.wait())
+    try:
+        done, _ = await asyncio.wait({lost, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (lost, stopped):
+            task.cancel()
+        await asyncio.gather(lost, stopped, return_exceptions=True)
+    if lost in done and not lost.cancelled() and lost.exception() is None:
+        print(f"error: {lost.result()}; stopping", file=sys.stderr, flush=True)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def add_retry_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--retry-for", type=float, default=30.0, metavar="SECONDS",
+                        help="when the Head stops answering, keep trying this long, then exit 1 (default 30)")

@@ -7,8 +7,8 @@ exits 130: the same command run again continues (the node skips the
 batches it already took).  ``subscribe`` ends quietly when its reader goes
 away (``boreas subscribe S | head -3``).
 
-Reading the input file's rows is :mod:`.input_rows`, the progress display
-:mod:`.progress`.
+Reading the input file in batches is :mod:`.input_batches` (pyarrow's
+readers, in bounded memory), the progress display :mod:`.progress`.
 """
 
 from __future__ import annotations
@@ -17,19 +17,17 @@ import argparse
 import asyncio
 import hashlib
 import importlib.util
-import json
 import os
 import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from boreas.client.head_api import UnknownStream
 from boreas.client.publisher import Publisher, PublishRefused
-from boreas.client.subscriber import SubscribeFailed, Subscriber, SubscriberTooSlow
+from boreas.client.subscriber import SubscribeFailed, Subscriber
 from boreas.wire.auth import resolve_token
-from boreas.wire.tuples import RowType, SchemaMismatch
 
 from .common import (
     EXIT_FAILED,
@@ -44,8 +42,8 @@ from .common import (
     run_until_stopped,
     the_head,
 )
-from .input_rows import RowProblems, count_rows, is_json_lines, read_rows
 from .progress import Progress, acknowledged
+from .subscribe_output import FORMATS, open_output
 
 #: Refused rows printed one per line; the rest are counted.
 SHOWN_PROBLEMS = 20
@@ -69,14 +67,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
         progress: Progress | None = None
         follower: asyncio.Task | None = None
 
-        def begin(total: int | None) -> None:
+        def begin(source: Any) -> None:
             nonlocal progress, follower
             if show_progress:
-                progress = Progress(args.stream, total, sys.stderr.isatty())
+                progress = Progress(args.stream, source.total, sys.stderr.isatty(), source.read_share)
                 follower = asyncio.create_task(progress.follow(publisher))
 
         try:
-            outcome = await _publish_file(args, publisher, begin)
+            source = await _publish_file(args, publisher, begin)
         except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels this task on SIGINT)
             if hasattr(publisher, "abort"):
                 await publisher.abort()
@@ -93,55 +91,34 @@ def cmd_publish(args: argparse.Namespace) -> int:
             if follower is not None:
                 follower.cancel()
         if progress is not None:
-            progress.finish(publisher)
-        return _report_publish(args, publisher, *outcome)
+            progress.finish(publisher, total=source.given)
+        return _report_publish(args, publisher, source)
 
     return asyncio.run(main())
 
 
-async def _publish_file(args: argparse.Namespace, publisher: Any,
-                        begin: Callable[[int | None], None]) -> tuple[RowProblems, list[int]]:
-    """Read, type and send the file's rows; ``begin(total rows or None)`` once they are counted."""
-    problems = RowProblems(args.file)
-    rows = read_rows(args.file, publisher.fields, header=not getattr(args, "no_header", False),
-                     ignore_unknown=getattr(args, "ignore_unknown", False), problems=problems)
-    numbers: list[int] = []  # the file row of each row sent, for the node's refusals
-    if is_json_lines(args.file):
-        def sent() -> Iterator[list[Any]]:
-            for number, values in rows:
-                numbers.append(number)
-                yield values
-        begin(count_rows(args.file))
-    else:
-        # CSV values are text: type them by the schema here; the node checks them again.
-        # Reading them all first also refuses a bad header before anything is sent.
-        assert publisher.schema is not None
-        row_type, typed = RowType(publisher.schema), []
-        for number, values in rows:
-            try:
-                typed.append(row_type.from_text(values))
-                numbers.append(number)
-            except SchemaMismatch as exc:
-                problems.add(number, str(exc))
+async def _publish_file(args: argparse.Namespace, publisher: Any, begin: Callable[[Any], None]) -> Any:
+    """Read the file in batches of the stream's schema and send them (:mod:`.input_batches`); ``begin(the
+    input file)`` once its header (or columns) has been accepted, before anything is sent."""
+    from .input_batches import open_input  # (pyarrow: only when a file is published)
 
-        def sent() -> Iterator[list[Any]]:
-            yield from typed
-        begin(len(typed))
+    assert publisher.schema is not None
+    source = open_input(args.file, publisher.schema, args.batch_size, header=not args.no_header,
+                        ignore_unknown=args.ignore_unknown)
+    begin(source)
     try:
-        await publisher.send(sent())
+        for piece in source.batches():
+            await publisher.send(piece)
         await publisher.close()
     except PublishRefused as exc:
         raise CommandFailed(str(exc)) from None
-    return problems, numbers
+    return source
 
 
-def _report_publish(args: argparse.Namespace, publisher: Any, problems: RowProblems, numbers: list[int]) -> int:
-    for error in publisher.refused:
-        row = numbers[error.row] if 0 <= error.row < len(numbers) else error.row + 1
-        problems.add(row, f"field {error.field!r}: {error.reason}")
-    refused_by_node = publisher.refused_count
-    refused = len(problems) + refused_by_node - len(publisher.refused)
-    for row, reason in sorted(problems.found)[:SHOWN_PROBLEMS]:
+def _report_publish(args: argparse.Namespace, publisher: Any, source: Any) -> int:
+    refused = source.refused_here + publisher.refused_count
+    named = source.refused(publisher.refused)
+    for row, reason in named[:SHOWN_PROBLEMS]:
         print(f"{args.file}: row {row}: {reason}", file=sys.stderr)
     if refused > SHOWN_PROBLEMS:
         print(f"{args.file}: ... and {refused - SHOWN_PROBLEMS} more refused rows", file=sys.stderr)
@@ -179,16 +156,23 @@ def _publish_with_spark(args: argparse.Namespace, head: str, token: str | None) 
 def cmd_subscribe(args: argparse.Namespace) -> int:
     head = the_head(args)
     token = resolve_token(args.token, required=False)
+    if args.format == "parquet" and not args.output:
+        raise BadInput("--format parquet needs --output FILE (Parquet is not written to a terminal or pipe)")
 
     async def main(stop: asyncio.Event) -> int:
-        subscriber = Subscriber(head, args.stream, token, listen=args.listen, on_slow=args.on_slow)
+        subscriber = Subscriber(head, args.stream, token, listen=args.listen, on_slow=args.on_slow,
+                                retry_for=args.retry_for)
         try:
             await subscriber.start()
         except (UnknownStream, SubscribeFailed) as exc:
             raise CommandFailed(str(exc)) from None
-        print(f"subscribed to {args.stream} at {subscriber.endpoint}", file=sys.stderr, flush=True)
         assert subscriber.schema is not None
-        names = [f.name for f in subscriber.schema.fields]
+        try:
+            output = open_output(args.format, args.output, subscriber.schema)
+        except BaseException:
+            await subscriber.close()
+            raise
+        print(f"subscribed to {args.stream} at {subscriber.endpoint}", file=sys.stderr, flush=True)
         seen = 0
         closed = False
         failure: str | None = None
@@ -196,17 +180,14 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
         async def read() -> None:
             nonlocal seen, closed, failure
             try:
-                async for rows in subscriber.batches():
-                    for row in rows:
-                        print(json.dumps(dict(zip(names, row))))
-                        seen += 1
-                        if args.count and seen >= args.count:
-                            sys.stdout.flush()
-                            return
-                    sys.stdout.flush()
+                async for batch in subscriber.arrow() if output.arrow else subscriber.batches():
+                    seen += output.write(batch, args.count - seen if args.count else None)
+                    output.flush()
+                    if args.count and seen >= args.count:
+                        return
             except BrokenPipeError:  # the reader went away (| head): stop like --count
                 closed = True
-            except SubscriberTooSlow as exc:  # cut off: never go on silently past a gap
+            except SubscribeFailed as exc:  # cut off, or the producing node gone: never go on silently
                 failure = str(exc)
             finally:
                 stop.set()
@@ -218,7 +199,7 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
             reader.cancel()
             if not closed:
                 try:
-                    sys.stdout.flush()
+                    output.close()
                 except BrokenPipeError:
                     closed = True
             await subscriber.close()
@@ -265,14 +246,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("publish", help="publish rows into an input stream")
     p.add_argument("stream")
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--file", help="data.csv (a header row names the columns, in any order) or "
-                                       "data.jsonl (objects by field name, or arrays in field order)")
+    source.add_argument("--file", help="data.csv (a header row names the columns, in any order), data.jsonl "
+                                       "(objects by field name, or arrays in field order) or data.parquet "
+                                       "(columns by name); read in batches in bounded memory")
     source.add_argument("--spark", metavar="PATH", help="publish a parquet or CSV file with a Spark job")
     p.add_argument("--no-header", action="store_true",
                    help="the CSV file has no header row: columns are the stream's fields in order")
     p.add_argument("--ignore-unknown", action="store_true",
-                   help="skip CSV columns and JSON keys that are not fields of the stream (default: refuse)")
-    p.add_argument("--batch-size", type=int, default=1000)
+                   help="skip CSV and Parquet columns and JSON keys that are not fields of the stream "
+                        "(default: refuse)")
+    p.add_argument("--batch-size", type=int, default=1000,
+                   help="rows per batch (default 1000); batches are cut by rows, so a re-run with the same "
+                        "--batch-size sends the same batches")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show rows/s and the ETA on stderr (default: when stderr is a terminal)")
     p.add_argument("--producer", metavar="NAME",
@@ -287,8 +272,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("subscribe", help="print a stream's tuples as JSON lines as they arrive")
     p.add_argument("stream")
+    p.add_argument("--format", choices=FORMATS, default="jsonl",
+                   help="jsonl: a JSON object per tuple (default); csv: a header row, then a line per tuple; "
+                        "parquet: a Parquet file written a batch at a time (needs --output). A timestamp is "
+                        "microseconds since the epoch in each, so the output can be published again as it is")
+    p.add_argument("--output", metavar="FILE", help="write into FILE instead of stdout (needed for parquet)")
     p.add_argument("--listen", default="localhost:0", help="HOST:PORT to receive on (default: a free port)")
     p.add_argument("--count", type=int, default=0, help="exit after this many tuples")
+    p.add_argument("--retry-for", type=float, default=30.0, metavar="SECONDS",
+                   help="when the node sending the stream goes away, wait this long for it (or the node that "
+                        "takes its boxes over) to come back, then exit 1 (default 30)")
     p.add_argument("--on-slow", choices=("disconnect", "drop", "block"), default=None,
                    help="when this subscriber falls a whole buffer behind, the node disconnects it (default; "
                         "it says why), drops batches, or blocks (and with it everything the node sends)")

@@ -1,9 +1,13 @@
-"""Reading the rows of an input file (CSV or JSON lines) for ``boreas publish``.
+"""Mapping an input file's rows (CSV or JSON lines) onto a stream's fields, for ``boreas publish``.
 
 Mapping a file's columns or keys onto a stream's fields, and saying which rows
 cannot be mapped and why, is independent of how rows are then typed and sent;
 it is what the CSV hardening tests drive directly, so it lives apart from the
-``publish`` command (:mod:`.data`).
+``publish`` command (:mod:`.data`).  ``publish`` itself reads a file in Arrow
+batches (:mod:`.input_batches`) and uses this module for what Arrow's readers
+do not say: whether a CSV header fits (:func:`csv_header`), which line a
+refused CSV row is on (:func:`read_rows` read again, only then), and why a
+JSON line gives no row (:func:`json_values`).
 """
 
 from __future__ import annotations
@@ -18,18 +22,28 @@ from typing import Any
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
 
 
+#: Problems kept with their reasons; the rest are only counted (a file of bad rows must not fill memory).
+MAX_KEPT = 1000
+
+
 @dataclass
 class RowProblems:
-    """Rows of an input file that cannot be published: (row, reason), numbered by line in the file."""
+    """Rows of an input file that cannot be published: (row, reason), numbered by line in the file.
+
+    The first :data:`MAX_KEPT` are kept in :attr:`found`; ``len()`` counts all of them.
+    """
 
     path: str
     found: list[tuple[int, str]] = field(default_factory=list)
+    count: int = 0
 
     def add(self, row: int, reason: str) -> None:
-        self.found.append((row, reason))
+        self.count += 1
+        if len(self.found) < MAX_KEPT:
+            self.found.append((row, reason))
 
     def __len__(self) -> int:
-        return len(self.found)
+        return self.count
 
 
 def read_rows(path: str, fields: list[str], *, header: bool = True, ignore_unknown: bool = False,
@@ -71,12 +85,7 @@ def _csv_rows(path: str, fields: list[str], header: bool, ignore_unknown: bool,
         positions: list[int] | None = None
         width = len(fields)
         if header:
-            first = next(reader, None)
-            if first is None:
-                raise ValidationFailed([Diagnostic(path, None, "", "file is empty: expected a header row "
-                                                   f"naming the columns ({_fields_text(fields)})")])
-            positions = _column_positions(path, [c.strip() for c in first], fields, ignore_unknown)
-            width = len(first)
+            positions, width = _header(path, next(reader, None), fields, ignore_unknown)
         line = reader.line_num
         for row in reader:
             number, line = line + 1, reader.line_num  # a quoted value may span lines
@@ -88,6 +97,20 @@ def _csv_rows(path: str, fields: list[str], header: bool, ignore_unknown: bool,
                                      + (counted(width, "column") if header else _fields_text(fields)))
                 continue
             yield number, [row[i] for i in positions] if positions is not None else row
+
+
+def csv_header(path: str, fields: list[str], ignore_unknown: bool) -> tuple[list[int], int]:
+    """Where each field is among the CSV header's columns, and how many columns it has; a header that
+    does not fit is refused with ``ValidationFailed`` naming why (read before anything is sent)."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        return _header(path, next(csv.reader(fh), None), fields, ignore_unknown)
+
+
+def _header(path: str, first: list[str] | None, fields: list[str], ignore_unknown: bool) -> tuple[list[int], int]:
+    if first is None:
+        raise ValidationFailed([Diagnostic(path, None, "", "file is empty: expected a header row "
+                                           f"naming the columns ({_fields_text(fields)})")])
+    return _column_positions(path, [c.strip() for c in first], fields, ignore_unknown), len(first)
 
 
 def _column_positions(path: str, names: list[str], fields: list[str], ignore_unknown: bool) -> list[int]:
@@ -115,42 +138,54 @@ def _column_positions(path: str, names: list[str], fields: list[str], ignore_unk
 
 def _json_rows(path: str, fields: list[str], ignore_unknown: bool,
                problems: RowProblems) -> Iterator[tuple[int, list[Any]]]:
-    known = set(fields)
     with open(path, encoding="utf-8-sig") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
-            except ValueError as exc:
-                problems.add(number, f"not JSON: {exc}")
-                continue
-            if isinstance(value, dict):
-                missing = [f for f in fields if f not in value]
-                unknown = [] if ignore_unknown else [k for k in value if k not in known]
-                if missing or unknown:
-                    reasons = [f"missing field {f!r}" for f in missing]
-                    reasons += [f"unknown field {k!r}" for k in unknown]
-                    problems.add(number, "; ".join(reasons) + f" (the stream's fields are {_fields_text(fields)}"
-                                         + (")" if ignore_unknown or not unknown
-                                            else "; --ignore-unknown skips other keys)"))
-                    continue
-                yield number, [value[f] for f in fields]
-            elif isinstance(value, list):
-                if len(value) != len(fields):
-                    problems.add(number, f"array has {counted(len(value), 'value')}; the stream's fields are "
-                                         f"{_fields_text(fields)}")
-                    continue
-                yield number, value
-            else:
-                problems.add(number, f"expected an object (field: value) or an array, not {type(value).__name__}")
+                yield number, json_values(line, fields, ignore_unknown)
+            except BadRow as exc:
+                problems.add(number, str(exc))
 
 
-def count_rows(path: str) -> int:
-    """Non-blank lines of a JSON-lines file (for the progress display's ETA)."""
-    with open(path, "rb") as fh:
-        return sum(1 for line in fh if line.strip())
+class BadRow(ValueError):
+    """A line that gives no row; the message says why."""
+
+
+def json_values(line: str | bytes, fields: list[str], ignore_unknown: bool) -> list[Any]:
+    """The values in field order of one JSON line: an object by field name, or an array in field order.
+
+    >>> json_values('{"b": 2, "a": 1}', ["a", "b"], False), json_values('[1, 2]', ["a", "b"], False)
+    ([1, 2], [1, 2])
+    >>> try:
+    ...     json_values('{"a": 1}', ["a", "b"], False)
+    ... except BadRow as exc:
+    ...     print(exc)
+    missing field 'b' (the stream's fields are a, b)
+    """
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        raise BadRow(f"not JSON: {exc}") from None
+    if isinstance(value, dict):
+        missing = [f for f in fields if f not in value]
+        unknown = [] if ignore_unknown else [k for k in value if k not in fields]
+        if missing or unknown:
+            reasons = [f"missing field {f!r}" for f in missing]
+            reasons += [f"unknown field {k!r}" for k in unknown]
+            raise BadRow("; ".join(reasons) + f" (the stream's fields are {_fields_text(fields)}"
+                         + (")" if ignore_unknown or not unknown else "; --ignore-unknown skips other keys)"))
+        return [value[f] for f in fields]
+    if isinstance(value, list):
+        if len(value) != len(fields):
+            raise BadRow(f"array has {counted(len(value), 'value')}; the stream's fields are {_fields_text(fields)}")
+        return value
+    raise BadRow(f"expected an object (field: value) or an array, not {type(value).__name__}")
 
 
 def is_json_lines(path: str) -> bool:
     return path.endswith((".jsonl", ".json", ".ndjson"))
+
+
+def is_parquet(path: str) -> bool:
+    return path.endswith((".parquet", ".pq"))

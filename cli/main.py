@@ -56,6 +56,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "nodes": ("clients", "the nodes the Head knows, and whether they are up and in sync"),
     "snapshot": ("clients", "take a consistent snapshot of every durable node now"),
     "watch": ("clients", "a global component: print the catalog, then every change"),
+    "drop": ("drop", "take queries, boxes, streams or a whole application (its file) out of the catalog, as one "
+                     "submission"),
     "publish": ("data", "publish rows into an input stream"),
     "subscribe": ("data", "print a stream's tuples as JSON lines as they arrive"),
     "move": ("optimize", "optimizer: move a running box to another node, with its state"),

@@ -11,6 +11,7 @@ from boreas.catalog.words import counted
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -19,32 +20,45 @@ class Progress:
 
     On a terminal one line is redrawn in place every half second; otherwise
     (``--progress`` into a file or pipe) a line is added every five seconds.
+    A streamed file's row count is not known until it has been read: then
+    ``read_share`` (how much of the file has been read, 0 to 1) gives the ETA.
     """
 
-    def __init__(self, stream: str, total: int | None, tty: bool):
+    def __init__(self, stream: str, total: int | None, tty: bool,
+                 read_share: Callable[[], float | None] | None = None):
         self.stream = stream
         self.total = total
         self.tty = tty
+        self.read_share = read_share
         self.started = time.monotonic()
 
-    def line(self, done: int, elapsed: float) -> str:
+    def line(self, done: int, elapsed: float, share: float | None = None) -> str:
         """
         >>> Progress("Reading", 1000, tty=False).line(250, 5.0)
         'publishing to Reading: 250/1,000 rows (25%), 50 rows/s, ETA 15 s'
         >>> Progress("Reading", None, tty=False).line(250, 5.0)
         'publishing to Reading: 250 rows, 50 rows/s'
+        >>> Progress("Reading", None, tty=False).line(250, 5.0, share=0.25)
+        'publishing to Reading: 250 rows (25% of the file read), 50 rows/s, ETA 15 s'
         """
         rate = done / max(elapsed, 1e-9)
         text = f"publishing to {self.stream}: {done:,}"
-        text += f"/{counted(self.total, 'row', sep=',')} ({100 * done // self.total}%)" if self.total \
-            else (" row" if done == 1 else " rows")
+        if self.total:
+            text += f"/{counted(self.total, 'row', sep=',')} ({100 * done // self.total}%)"
+        else:
+            text += " row" if done == 1 else " rows"
+            if share is not None:
+                text += f" ({100 * share:.0f}% of the file read)"
         text += f", {rate:,.0f} rows/s"
         if self.total and done < self.total:
             text += f", ETA {_duration((self.total - done) / rate) if rate > 0 else '?'}"
+        elif not self.total and share:
+            text += f", ETA {_duration(elapsed * (1 - share) / share)}"
         return text
 
     def show(self, done: int) -> None:
-        text = self.line(done, time.monotonic() - self.started)
+        share = self.read_share() if self.read_share is not None and not self.total else None
+        text = self.line(done, time.monotonic() - self.started, share)
         sys.stderr.write(f"\r{text}\x1b[K" if self.tty else text + "\n")
         sys.stderr.flush()
 
@@ -53,8 +67,11 @@ class Progress:
             await asyncio.sleep(0.5 if self.tty else 5.0)
             self.show(acknowledged(publisher))
 
-    def finish(self, publisher: Any) -> None:
-        """The last count; on a terminal, end the redrawn line."""
+    def finish(self, publisher: Any, total: int | None = None) -> None:
+        """The last count (``total``: the rows sent, now that the whole file has been read); on a terminal,
+        end the redrawn line."""
+        if total is not None:
+            self.total = total
         self.show(acknowledged(publisher))
         if self.tty:
             sys.stderr.write("\n")

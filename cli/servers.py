@@ -30,15 +30,18 @@ from .common import (
     EXIT_OK,
     add_head_option,
     add_log_format_option,
+    add_retry_option,
     add_token_option,
     catalog_url,
     endpoint_of,
     endpoints_of,
     print_problems,
     read_all,
+    run_until_stopped,
     serve_until_stopped,
     the_head,
     token_of,
+    until_stopped_or_lost,
     use_log_format,
 )
 
@@ -81,9 +84,18 @@ def cmd_node(args: argparse.Namespace) -> int:
 def cmd_region(args: argparse.Namespace) -> int:
     use_log_format(args)
     endpoint = endpoint_of(args.endpoint, 16000)
-    region = RegionalComponent(the_head(args), token_of(args), name=args.name)
+    head = the_head(args)
+    region = RegionalComponent(head, token_of(args), name=args.name)
     host, port = split_endpoint(endpoint)
-    return serve_until_stopped(lambda: region.start(host, port), region.close)
+
+    async def main(stop: asyncio.Event) -> int:
+        try:
+            await region.start(host, port)
+            return await until_stopped_or_lost(stop, f"{head}/healthz", args.retry_for, f"the Head at {head}")
+        finally:
+            await region.close()
+
+    return run_until_stopped(main)
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
@@ -168,6 +180,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", default="default",
                    help="the region's name, as deployment XML's <region name=...> gives it (default: "
                         "'default', the region of <region node=...> without a name or endpoint)")
+    add_retry_option(p)
     add_head_option(p)
     add_token_option(p)
     add_log_format_option(p)
@@ -185,16 +198,21 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     cluster = sub.add_parser("cluster", help="a development cluster on this machine")
     actions = cluster.add_subparsers(dest="action", required=True)
     p = actions.add_parser("up", help="start a Head and N nodes on loopback; Ctrl-C stops them",
-                           description="Start a Head and N nodes on this machine and keep them running "
-                                       "until Ctrl-C, SIGTERM, SIGHUP or `boreas cluster down`.  Deployment "
-                                       "XML's node positions #0, #1, ... are these nodes, in port order.  "
-                                       "The catalog is kept: a second run resumes it (and says so) unless "
-                                       "--fresh.")
+                           description="Start a Head and N durable nodes on this machine and keep them "
+                                       "running until Ctrl-C, SIGTERM, SIGHUP or `boreas cluster down`: a "
+                                       "Head or node that dies is restarted (a node recovers its state from "
+                                       "its data directory).  Deployment XML's node positions #0, #1, ... are "
+                                       "these nodes, in port order.  The catalog and the nodes' data are kept: "
+                                       "a second run resumes them (and says so) unless --fresh.")
     p.add_argument("--nodes", type=int, default=3, help="number of nodes (default 3)")
     p.add_argument("--catalog", help=CATALOG_HELP)
     p.add_argument("--fresh", action="store_true",
                    help="start from an empty catalog: remove the embedded catalog file first (default: "
-                        "resume what is in it)")
+                        "resume what is in it); the nodes' data directories are emptied with it")
+    p.add_argument("--data-dir", metavar="DIR",
+                   help="where the nodes keep their data, DIR/HOST-PORT each (default: next to an embedded "
+                        "catalog, NAME.nodes for NAME.db, e.g. ./boreas-catalog.nodes; a temporary directory "
+                        "for a memory:// catalog)")
     p.add_argument("--head-port", type=int, default=DEFAULT_HEAD_PORT,
                    help=f"the Head's port (default {DEFAULT_HEAD_PORT})")
     p.add_argument("--base-port", type=int, default=15000,

@@ -4,7 +4,12 @@ As in Borealis, a subscriber is an endpoint: the subscriber listens (on a
 free port unless told otherwise), registers ``<subscribe stream endpoint>``
 with the Head like any deployment change, and the node that produces the
 stream connects and sends batches in order.  Rows are yielded as tuples in
-the schema's field order, in the order they were produced.  The queue
+the schema's field order, in the order they were produced; :meth:`Subscriber.arrow`
+yields each batch as a pyarrow ``RecordBatch`` instead.  A batch is kept in
+the form it arrived in (msgpack rows, or Arrow columns) until the reader
+asks for it, so a batch that came as Arrow and is read with ``arrow()`` never
+becomes rows, and one that came as rows read with ``batches()`` never becomes
+columns (:attr:`Subscriber.conversions` counts the batches that had to).  The queue
 between the listener and the reader is bounded, so a slow reader slows the
 node instead of growing memory.  ``close()`` unsubscribes.
 
@@ -19,6 +24,10 @@ Usage::
     async with Subscriber("http://localhost:14000", "Aggregate", token) as sub:
         async for row in sub:
             print(row)
+
+    async with Subscriber("http://localhost:14000", "Aggregate", token) as sub:
+        async for batch in sub.arrow():   # pyarrow.RecordBatch, the stream's Arrow schema
+            print(batch.num_rows)
 """
 
 from __future__ import annotations
@@ -27,10 +36,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.model import Field, FieldType, Schema
-from boreas.wire.client import PeerClient
+from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.frames import Ack, Batch, Refused
 from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer
@@ -40,7 +50,14 @@ from .head_api import deploy_and_wait, stream_route
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SubscribeFailed", "SubscribeTimeout", "Subscriber", "SubscriberTooSlow"]
+__all__ = ["SubscribeFailed", "SubscribeTimeout", "Subscriber", "SubscriberLost", "SubscriberTooSlow"]
+
+#: Seconds between the subscriber's WebSocket pings to the node sending to it: a node that died without
+#: closing (a host down, a partition) is noticed within two of them.
+HEARTBEAT = 2.0
+#: How long a subscriber waits for the producing node to come back before it gives up (a restart, a Head
+#: failover and the adoption of the node's boxes elsewhere take less).
+RETRY_FOR = 30.0
 
 
 class SubscribeFailed(RuntimeError):
@@ -52,6 +69,11 @@ class SubscriberTooSlow(SubscribeFailed):
 
     Raised by the iterators once every row received before the cut has been read, so a reader never
     goes on silently past a gap."""
+
+
+class SubscriberLost(SubscribeFailed):
+    """No node sent to this subscriber for ``retry_for`` seconds: the producing node, and the cluster with it, is
+    gone (the message says since when).  Raised by the iterators once what came before has been read."""
 
 
 class SubscribeTimeout(SubscribeFailed, TimeoutError):
@@ -68,7 +90,7 @@ class Subscriber:
     """
 
     def __init__(self, head: str, stream: str, token: str | None, listen: str = "localhost:0",
-                 queue_batches: int = 64, on_slow: str | None = None):
+                 queue_batches: int = 64, on_slow: str | None = None, retry_for: float = RETRY_FOR):
         self.head = head
         self.stream = stream
         self.token = token
@@ -77,9 +99,14 @@ class Subscriber:
         self.endpoint: str | None = None
         self.schema: Schema | None = None
         self.server = HttpServer(f"subscriber {stream}", token)
-        self.receiver = DataReceiver(self._accept, token, on_goodbye=self._goodbye)
+        self.receiver = DataReceiver(self._accept, token, on_goodbye=self._goodbye, heartbeat=HEARTBEAT)
+        self.retry_for = retry_for
+        self._end: type[SubscribeFailed] = SubscriberTooSlow  # what the iterators raise once the queue ends
+        self._watch: asyncio.Task | None = None  # notices a producing node that went away (owned: close() ends it)
         self.server.app.router.add_get("/data", self.receiver.handle)
-        self._rows: asyncio.Queue[list[tuple] | None] = asyncio.Queue(queue_batches)
+        # Each batch as it arrived: a list of rows, or a Columns (Arrow); None once the node cut us off.
+        self._rows: asyncio.Queue[Any] = asyncio.Queue(queue_batches)
+        self.conversions = 0  # batches read in the other form than they arrived in (rows <-> Arrow)
         self.failure: str | None = None  # why the producing node disconnected us
         self._ending: asyncio.Task | None = None
         self._row_type: RowType | None = None
@@ -121,9 +148,41 @@ class Subscriber:
                 await self._close_quietly()
                 raise SubscribeTimeout(f"no node connected to subscriber {endpoint} within {timeout:g}s")
             await asyncio.sleep(0.01)
+        self._watch = asyncio.get_running_loop().create_task(self._watch_sender(), name=f"subscriber {self.stream}")
+
+    async def _watch_sender(self) -> None:
+        """Say when the producing node's connection goes, and give up after ``retry_for`` s without one.
+
+        A node that restarts, or whose boxes fail over to another node,
+        connects again on its own; until then this subscriber hears nothing,
+        which must never look like a quiet stream for ever.
+        """
+        lost_since: float | None = None
+        loop = asyncio.get_running_loop()
+        while self.failure is None:
+            await asyncio.sleep(0.5)
+            if self.receiver.sockets:
+                if lost_since is not None:
+                    log.warning("subscriber %s: the node producing %s is connected again", self.endpoint, self.stream)
+                lost_since = None
+                continue
+            if lost_since is None:
+                lost_since = loop.time()
+                log.warning("subscriber %s: lost the connection from the node producing %s; waiting up to %gs for "
+                            "it to come back", self.endpoint, self.stream, self.retry_for)
+            elif loop.time() - lost_since > self.retry_for:
+                self._stop(SubscriberLost, f"no node has sent {self.stream} to {self.endpoint} for "
+                                           f"{self.retry_for:g}s: its producing node (or the cluster) is gone")
 
     async def close(self) -> None:
         """Unsubscribe (the Head stops the node sending here) and stop listening."""
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+            self._watch = None
+        if self._ending is not None and not self._ending.done():
+            self._ending.cancel()
         if self.endpoint is not None:
             xml = f'<deploy><unsubscribe stream="{self.stream}" endpoint="{self.endpoint}"/></deploy>'
             try:
@@ -131,6 +190,8 @@ class Subscriber:
                     await deploy_and_wait(peers, self.head, xml, f"unsubscribe {self.stream}", 10.0)
             except RuntimeError as exc:  # committed, not yet delivered (the producing node is down or restarting)
                 log.warning("%s; the Head delivers it when the node is back", exc)
+            except PeerError as exc:  # the Head is gone too (the cluster is down): nothing to undo there
+                log.warning("cannot unsubscribe %s from %s: %s", self.endpoint, self.stream, exc)
             finally:
                 await self.server.close()
                 self.endpoint = None
@@ -146,23 +207,56 @@ class Subscriber:
         if batch.stream != self.stream or self._row_type is None:
             return Refused(batch.stream, batch.producer, batch.seq, f"this endpoint subscribes to {self.stream!r}")
         rows, errors = self._row_type.decode_payload(bytes(batch.rows), batch.fmt)
-        if not isinstance(rows, list):  # Arrow columns: rows for the row API (one conversion a batch)
-            rows = rows.rows()
-        await self._rows.put(rows)
+        await self._rows.put(rows)  # as it came: the reader's iterator converts it if it must
         return Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
 
     def _goodbye(self, reason: str) -> None:
         """The node disconnected us: what is queued is still read, then the reader learns why."""
-        self.failure = reason
-        if self._ending is None:
+        self._stop(SubscriberTooSlow, reason)
+
+    def _stop(self, end: type[SubscribeFailed], reason: str) -> None:
+        """No more batches are taken; the reader gets what came before, then ``end(reason)``."""
+        if self.failure is not None:
+            return
+        self.failure, self._end = reason, end
+        if self._ending is None:  # (the queue may be full: the reader makes room)
             self._ending = asyncio.get_running_loop().create_task(self._rows.put(None))
 
-    async def batches(self) -> AsyncIterator[list[tuple]]:
+    async def _received(self) -> AsyncIterator[Any]:
         while True:
             rows = await self._rows.get()
             if rows is None:
-                raise SubscriberTooSlow(self.failure or "the producing node disconnected")
+                raise self._end(self.failure or "the producing node disconnected")
             yield rows
+
+    async def batches(self) -> AsyncIterator[list[tuple]]:
+        """Each received batch as a list of rows (tuples in field order)."""
+        async for rows in self._received():
+            if not isinstance(rows, list):  # Arrow columns: rows for the row API (once per batch)
+                self.conversions += 1
+                rows = rows.rows()
+            yield rows
+
+    async def arrow(self) -> AsyncIterator[Any]:
+        """Each received batch as a pyarrow ``RecordBatch`` of the stream's Arrow schema
+        (:func:`~boreas.wire.columns.arrow_schema`: a timestamp is microseconds in an ``int64``).
+
+        A batch that came as Arrow is yielded as it was decoded, without making rows; one that came as
+        rows is made columns here.  Use one of :meth:`batches`, :meth:`arrow` or iteration per subscriber:
+        each batch is given once."""
+        import pyarrow as pa  # (only for Arrow readers)
+
+        from boreas.wire.columns import Columns, arrow_schema
+
+        assert self.schema is not None, "start() first"
+        target = arrow_schema(self.schema)
+        async for rows in self._received():
+            if isinstance(rows, Columns):
+                yield rows.batch
+                continue
+            self.conversions += 1
+            columns = [pa.array([row[i] for row in rows], f.type) for i, f in enumerate(target)]
+            yield pa.RecordBatch.from_arrays(columns, schema=target)
 
     async def __aiter__(self) -> AsyncIterator[tuple]:
         async for rows in self.batches():

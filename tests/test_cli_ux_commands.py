@@ -45,7 +45,7 @@ class FakePublisher:
         pass
 
     async def send(self, rows):
-        self.accepted += len(list(rows))
+        self.accepted += len(rows)  # a list of rows, or a pyarrow batch
 
     async def close(self):
         pass

@@ -12,13 +12,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import importlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -179,10 +182,16 @@ class ClusterUp:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
             start_new_session=True)
         self.lines: list[str] = []
+        # its stderr (and its children's logs) is read all along: a full pipe would stall them
+        self.err_lines: list[str] = []
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
         try:
             while not any("press Ctrl-C" in line for line in self.lines):
                 line = self.proc.stdout.readline()
-                assert line, "".join(self.lines) + self.proc.stderr.read()
+                if not line:
+                    self._reader.join(timeout=10)
+                assert line, "".join(self.lines) + self.err
                 self.lines.append(line)
             self.token = next(line.split()[1] for line in self.lines if line.startswith("token"))
             self.children = children_of(self.proc.pid)
@@ -193,6 +202,17 @@ class ClusterUp:
     @property
     def out(self) -> str:
         return "".join(self.lines)
+
+    def _read_stderr(self) -> None:
+        for line in self.proc.stderr:
+            self.err_lines.append(line)
+
+    @property
+    def err(self) -> str:
+        """What it (and its Head and nodes) wrote to stderr so far; all of it once it has exited."""
+        if self.proc.poll() is not None:
+            self._reader.join(timeout=10)
+        return "".join(self.err_lines)
 
     def boreas(self, *args, **kw):
         return boreas(*args, env={"BOREAS_HEAD": self.head, "BOREAS_TOKEN": self.token}, **kw)
@@ -328,6 +348,8 @@ def test_cluster_up_resumes_its_catalog_and_says_so_or_starts_fresh(tmp_path):
     try:
         assert again.lines[0].startswith("resuming catalog version 1 from sqlite:///")
         assert "--fresh starts from an empty one" in again.lines[0]
+        assert again.lines[1] == (f"data for the nodes in {tmp_path / 'boreas-catalog.nodes'} (kept with the "
+                                  "catalog; --fresh empties both)\n")
         assert get_json(f"{again.head}/nodes")["version"] == 1
         r = again.boreas("submit", EXAMPLES / "trade_join.xml", EXAMPLES / "trade_join_deploy.xml")
         assert r.returncode == 2 and "duplicate" in r.stderr  # what the README warns of
@@ -336,6 +358,7 @@ def test_cluster_up_resumes_its_catalog_and_says_so_or_starts_fresh(tmp_path):
     fresh = ClusterUp(tmp_path, 3, "--fresh")
     try:
         assert fresh.lines[0].startswith("fresh catalog: removed ")
+        assert fresh.lines[1].endswith(": emptied (what it held went with an earlier catalog)\n")
         assert get_json(f"{fresh.head}/nodes")["version"] == 0
         r = fresh.boreas("submit", EXAMPLES / "trade_join.xml", EXAMPLES / "trade_join_deploy.xml")
         assert r.returncode == 0, r.stderr
@@ -366,7 +389,7 @@ def test_a_hangup_stops_cluster_up_cleanly(tmp_path):
     try:
         cluster.proc.send_signal(signal.SIGHUP)
         assert cluster.proc.wait(timeout=30) == 0
-        assert "cluster stopped" in cluster.proc.stderr.read()
+        assert "cluster stopped" in cluster.err
         assert all(gone(pid) for pid in cluster.children)
         assert all(port_free(p) for p in cluster.ports())
     finally:
@@ -378,3 +401,88 @@ def test_static_deploy_resolves_positions_with_nodes(tmp_path):
                "--nodes", "localhost:1,localhost:2", env={"BOREAS_TOKEN": "t"})
     assert r.returncode == 2
     assert "trade_join_deploy.xml:11: /deploy/node: no node at position #2: --nodes lists 2" in r.stderr
+
+
+# -- issue 31, item 3: cluster up keeps its cluster running --------------------------------------------------
+
+
+def child_serving(cluster: ClusterUp, word: str) -> int:
+    """The pid of cluster up's child whose command line has ``word`` (an endpoint, or "head")."""
+    for pid in children_of(cluster.proc.pid):
+        with contextlib.suppress(OSError):
+            if word.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[3:]:  # after python -m ...
+                return pid
+    raise AssertionError(f"no child of cluster up runs {word}: {children_of(cluster.proc.pid)}")
+
+
+def member(cluster: ClusterUp, node: str) -> dict:
+    """The Head's view of ``node`` ({} while it has not heard of it)."""
+    return next((row for row in get_json(f"{cluster.head}/nodes")["nodes"] if row["endpoint"] == node), {})
+
+
+def query_q3(cluster: ClusterUp) -> dict:
+    r = cluster.boreas("query", "q3", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    return {tuple(row["key"]): row["value"] for row in map(json.loads, r.stdout.splitlines())}
+
+
+def head_answers(cluster: ClusterUp) -> bool:
+    with contextlib.suppress(OSError, AssertionError):
+        return bool(get_json(f"{cluster.head}/nodes"))
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.faults
+def test_cluster_up_restarts_a_killed_node_and_head_and_nothing_is_lost(tmp_path):
+    """kill -9 of a node: cluster up restarts it on its endpoint with its data directory, says so, and
+    the q3 view it holds is all there (from its snapshot and its log); likewise the Head; cluster down
+    then still stops everything, the restarted processes included."""
+    cluster = ClusterUp(tmp_path, 2)
+    try:
+        data = tmp_path / "boreas-catalog.nodes"
+        assert cluster.lines[1].startswith(f"data for the nodes in {data} ")
+        holder = cluster.nodes[1]  # tpch_q3_deploy.xml: q3 on #1
+        r = cluster.boreas("submit", EXAMPLES / "tpch_q3.xml", EXAMPLES / "tpch_q3_deploy.xml")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert (data / holder.replace(":", "-") / "catalog.xml").exists()
+        for stream in ("Customer", "Orders"):
+            r = cluster.boreas("publish", stream, "--file", EXAMPLES.parent / "data" / f"{stream.lower()}.csv")
+            assert r.returncode == 0, r.stderr
+        # a snapshot with customers and orders in it; the line items only in the log after it
+        wait_until(lambda: member(cluster, holder)["recovery"]["last_snapshot"], timeout=60,
+                   what="a complete snapshot of the node holding q3")
+        r = cluster.boreas("publish", "Lineitem", "--file", EXAMPLES.parent / "data" / "lineitem.csv")
+        assert r.returncode == 0, r.stderr
+        before = query_q3(cluster)
+        assert len(before) == 30  # README: "the same 30 rows"
+        incarnation = member(cluster, holder)["incarnation"]
+
+        os.kill(child_serving(cluster, holder), signal.SIGKILL)
+        wait_until(lambda: f"node {holder} exited with -9; restarting it (1st restart)" in cluster.err,
+                   timeout=30, what="cluster up to say it restarts the node")
+        wait_until(lambda: (lambda m: m.get("alive") and m["incarnation"] != incarnation
+                            and m["recovery"]["state"] == "ready")(member(cluster, holder)),
+                   timeout=60, what="the node to be back on its endpoint, recovered")
+        recovery = member(cluster, holder)["recovery"]
+        assert recovery["restored_from"]  # from its snapshot (and the log after it, when a later one did not complete)
+        assert query_q3(cluster) == before
+        assert cluster.proc.poll() is None
+
+        os.kill(child_serving(cluster, "head"), signal.SIGKILL)
+        wait_until(lambda: f"head localhost:{cluster.head_port} exited with -9; restarting it (1st restart)"
+                   in cluster.err, timeout=30, what="cluster up to say it restarts the Head")
+        wait_until(lambda: head_answers(cluster) and all(member(cluster, n).get("alive") for n in cluster.nodes),
+                   timeout=60, what="the restarted Head to hear from both nodes")
+        assert get_json(f"{cluster.head}/nodes")["version"] == 1  # rebuilt from the catalog store
+        assert query_q3(cluster) == before
+
+        children = children_of(cluster.proc.pid)
+        r = boreas("cluster", "down", "--head-port", cluster.head_port)
+        assert r.returncode == 0, r.stderr
+        assert cluster.proc.wait(timeout=30) == 0
+        assert "cluster stopped" in cluster.err
+        assert all(gone(pid) for pid in children)
+        assert all(port_free(p) for p in cluster.ports())
+    finally:
+        cluster.stop()

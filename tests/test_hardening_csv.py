@@ -102,6 +102,13 @@ def test_json_lines_name_missing_and_unknown_fields(tmp_path):
     assert [n for n, _ in got] == [1, 3, 4]
 
 
+def as_rows(rows):
+    """Rows, or a pyarrow batch's rows (``publish`` sends Arrow batches, as :class:`Publisher` takes them)."""
+    if hasattr(rows, "columns") and hasattr(rows, "num_rows"):
+        return list(zip(*(c.to_pylist() for c in rows.columns)))
+    return rows
+
+
 class FakePublisher:
     """Stands in for the network: records what would have been sent."""
 
@@ -115,7 +122,7 @@ class FakePublisher:
         pass
 
     async def send(self, rows):
-        for row in rows:
+        for row in as_rows(rows):
             FakePublisher.sent.append(tuple(row))
             self.accepted += 1
 

@@ -88,7 +88,7 @@ async def test_q3_on_a_cluster_subscribe_and_query_over_http_and_the_cli(cluster
     assert status == 422 and b"agg='avg'" in body
 
     def cli(*words: str) -> list[dict]:
-        result = cluster.boreas("query", "q3", "--json", *words)
+        result = cluster.boreas("query", "q3", *words, "--json")
         assert result.returncode == 0, result.stderr
         return [json.loads(line) for line in result.stdout.splitlines()]
 

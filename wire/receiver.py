@@ -60,7 +60,8 @@ Accept = Callable[[Batch], Awaitable[Ack | Refused | Deferred]]
 
 class DataReceiver:
     def __init__(self, accept: Accept, token: str | None, max_frame: int = 64 * 1024 * 1024,
-                 on_goodbye: Callable[[str], None] | None = None, digests: DigestBook | None = None):
+                 on_goodbye: Callable[[str], None] | None = None, digests: DigestBook | None = None,
+                 heartbeat: float = 10.0):
         self.accept = accept
         self.token = token
         self.max_frame = max_frame
@@ -69,6 +70,7 @@ class DataReceiver:
         # them across restarts): a re-used sequence number with other rows is refused.  None: nothing screened.
         self.digests = digests
         self.on_goodbye = on_goodbye
+        self.heartbeat = heartbeat  # seconds between WebSocket pings: a sender gone silent is dropped after two
         self.counters: Counter[str] = Counter()
         self.sockets: set[web.WebSocketResponse] = set()  # open connections
         self._gap_watch: asyncio.Task | None = None
@@ -92,7 +94,7 @@ class DataReceiver:
         if self.token is not None and not check_token(request.headers.get("Authorization"), self.token):
             self.counters["unauthenticated"] += 1
             return json_error(401, "missing or wrong cluster token (Authorization: Bearer ...)")
-        ws = web.WebSocketResponse(max_msg_size=self.max_frame, heartbeat=10.0)
+        ws = web.WebSocketResponse(max_msg_size=self.max_frame, heartbeat=self.heartbeat)
         await ws.prepare(request)
         sender = request.remote or "?"
         self.counters["connections"] += 1

@@ -124,6 +124,12 @@ class MessageRows:
     def decode(self, raw: bytes) -> tuple[list, list]:
         return self._decoder.decode(raw), []
 
+    def decode_payload(self, raw: bytes, fmt: int = 0) -> tuple[list, list]:
+        """As a stream's ``RowType.decode_payload``: members' messages always travel as msgpack rows."""
+        if fmt:
+            raise ValueError("a partitioned box's messages travel as msgpack rows, not Arrow")
+        return self.decode(raw)
+
 
 _EPOCH = dt.date(1970, 1, 1).toordinal()
 

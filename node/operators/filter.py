@@ -14,19 +14,36 @@ comprehension (~25% less per tuple than the loop's ``append``); a predicate
 that fails anywhere in the batch sends the whole batch through the loop
 instead, which gives the same result because predicates have no side
 effects (expressions are pure: no clock, no randomness).
+
+A batch that arrives as Arrow columns is filtered as columns: each predicate
+is translated once (:mod:`.arrow_exprs`) into a mask of the batch, and each
+port gets ``batch.filter(mask)``, a :class:`~boreas.wire.columns.Columns`
+of its out stream (a batch that passes whole is passed on as it came, with
+its IPC bytes).  When a predicate has no columnar translation, or the batch
+holds a value the translation cannot treat exactly (a zero divisor, a null,
+an int64 overflow: :class:`~.arrow_exprs.Fallback`), the batch goes through
+the row code above, which is the definition of the semantics.
 """
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from boreas.catalog.expressions import ExpressionError, Scope
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import CodeBuilder
+from boreas.wire.columns import Columns, arrow_schema
 
+from . import arrow_exprs
 from .base import Emitted, Operator, OperatorError
 
 
 class FilterOperator(Operator):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # Columns are filtered as columns (or read as rows when that is not exact)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two)."""
         super().__init__(box, inputs, outputs)
         predicates = self.indexed("expression")
         if not predicates:
@@ -43,9 +60,55 @@ class FilterOperator(Operator):
         if len(sources) == 1 and not self.false_port:
             builder.namespace["_loop"] = self._batch
             self._batch = builder.define(_comprehension_source(sources[0]), "_filter_fast")
+        self._masks = _column_masks(inputs[0], predicates) if columnar else None
+        self._targets = [arrow_schema(s) for s in outputs]
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    @property
+    def columnar(self) -> bool:
+        """Whether Arrow batches are filtered as columns (every predicate translates)."""
+        return self._masks is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        if isinstance(rows, Columns):
+            if self._masks is not None:
+                try:
+                    return self._columns(rows)
+                except arrow_exprs.Fallback:
+                    pass
+            rows = rows.rows()
         return [(i, out) for i, out in enumerate(self._batch(rows)) if out]
+
+    def _columns(self, columns: Columns) -> Emitted:
+        """Each port's part of the batch: the rows of its first true predicate (and the false port's rest)."""
+        batch = columns.batch
+        if not batch.num_rows:
+            return []
+        taken = None
+        masks = []
+        for mask_of in self._masks:
+            mask = mask_of(batch)
+            masks.append(mask if taken is None else pc.and_not(mask, taken))
+            taken = mask if taken is None else pc.or_(taken, mask)
+        if self.false_port:
+            masks.append(pc.invert(taken))
+        out = []
+        for port, mask in enumerate(masks):
+            count = mask.true_count
+            if count == batch.num_rows and batch.schema.equals(self._targets[port]):
+                out.append((port, columns))  # the whole batch, as it came (its IPC bytes kept)
+            elif count:
+                part = batch.filter(mask)
+                out.append((port, Columns(pa.RecordBatch.from_arrays(part.columns, schema=self._targets[port]))))
+        return out
+
+
+def _column_masks(schema: Schema, predicates: list[str]) -> list | None:
+    """Each predicate as ``batch -> mask`` (:mod:`.arrow_exprs`); None when one has no columnar translation."""
+    translator = arrow_exprs.Translator(schema)
+    try:
+        return [translator.predicate(p) for p in predicates]
+    except arrow_exprs.Unsupported:
+        return None
 
 
 def _batch_source(predicates: list[str], false_port: bool) -> str:

@@ -10,19 +10,37 @@ expression inlined into one tuple display; if some expression fails on some
 tuple, the batch is mapped again by a loop in which that tuple takes a
 slower path that evaluates the fields one by one.  (Expressions are pure, so
 doing the batch again gives what the loop alone would have.)
+
+A batch that arrives as Arrow columns is mapped as columns: each expression
+is translated once (:mod:`.arrow_exprs`) into a function of the batch, its
+column converted as the row path converts the value (``coerce``) and cast
+to the out field's Arrow type, and the box emits a
+:class:`~boreas.wire.columns.Columns` of the out stream.  When an
+expression has no columnar translation, or the batch holds a value on which
+some row would fail or compute differently (a zero divisor, a null, an
+int64 overflow, a value out of the out field's range:
+:class:`~.arrow_exprs.Fallback`), the batch is mapped by the row code above
+-- failing fields become None there, tuple by tuple.
 """
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from boreas.catalog.expressions import ExpressionError, Scope
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import CodeBuilder
+from boreas.wire.columns import Columns, arrow_schema
 
+from . import arrow_exprs
 from .base import Emitted, Operator, OperatorError
 
 
 class MapOperator(Operator):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # Columns are mapped as columns (or read as rows when that is not exact)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two)."""
         super().__init__(box, inputs, outputs)
         expressions = self.indexed("expression")
         names = self.indexed("output-field-name")
@@ -40,12 +58,44 @@ class MapOperator(Operator):
         builder.namespace["_loop"] = builder.define(_batch_source(sources), "_map")
         self._batch = builder.define(_comprehension_source(sources), "_map_fast")
         self._ports = range(len(outputs))
+        self._target = arrow_schema(outputs[0]) if outputs else None
+        self._fields = _column_fields(inputs[0], expressions, outputs[0] if outputs else None) if columnar else None
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    @property
+    def columnar(self) -> bool:
+        """Whether Arrow batches are mapped as columns (every expression translates)."""
+        return self._fields is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
         if not rows:
             return []
-        out = self._batch(rows)
+        out: list[tuple] | Columns | None = None
+        if isinstance(rows, Columns):
+            if self._fields is not None:
+                try:
+                    out = self._columns(rows.batch)
+                except arrow_exprs.Fallback:
+                    pass
+            if out is None:
+                out = self._batch(rows.rows())
+        else:
+            out = self._batch(rows)
         return [(p, out) for p in self._ports]
+
+    def _columns(self, batch: pa.RecordBatch) -> Columns:
+        assert self._fields is not None and self._target is not None
+        return Columns(pa.RecordBatch.from_arrays([f(batch) for f in self._fields], schema=self._target))
+
+
+def _column_fields(schema: Schema, expressions: list[str], out: Schema | None) -> list | None:
+    """Each out field as ``batch -> column`` (:mod:`.arrow_exprs`); None when one has no columnar translation."""
+    if out is None:
+        return None
+    translator = arrow_exprs.Translator(schema)
+    try:
+        return [translator.value(e, f.type) for e, f in zip(expressions, out.fields)]
+    except arrow_exprs.Unsupported:
+        return None
 
 
 def _batch_source(sources: list[str]) -> str:

@@ -1,0 +1,99 @@
+"""Micro-benchmark: bench/dataplane.py's filter and map on Arrow columns against their row paths, in process.
+
+The boxes of ``examples/xml/sensor_chain.xml`` (filter ``valid``:
+``celsius > -90.0 and celsius < 60.0``; map ``to_fahrenheit``: ``sensor``,
+``time``, ``celsius * 9.0 / 5.0 + 32.0``) are fed the benchmark's readings
+(bench/dataplane_data.py) cut into batches, three ways:
+
+* **columns**: the batch as a ``Columns`` (how an Arrow batch reaches them);
+  the operator evaluates with pyarrow.compute and emits columns;
+* **rows from columns**: the same batch with the columnar translation
+  switched off: the operator reads ``Columns.rows()`` (what it cost before
+  issue 30's item 2, and what a batch that falls back costs);
+* **rows**: a list of tuples, the row path alone (a batch that arrived as
+  msgpack rows; decoding is not counted).
+
+Printed: tuples/s per box, batch size and way (best of ``--repeat`` rounds;
+each round makes fresh ``Columns`` so no cached rows are reused).  No
+sockets, no node: the operators only.
+
+Usage: ``python bench/columnar_operators.py [--tuples 400000] [--batch 100 2000 20000] [--repeat 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dataplane_data import SENSORS, celsius  # noqa: E402
+
+from boreas.catalog.boxtypes import builtin_registry  # noqa: E402
+from boreas.catalog.model import Box, Field, FieldType, InPort, Schema  # noqa: E402
+from boreas.node.operators.filter import FilterOperator  # noqa: E402
+from boreas.node.operators.map import MapOperator  # noqa: E402
+from boreas.wire.columns import Columns, arrow_schema  # noqa: E402
+
+READING = Schema("ReadingTuple", (Field("sensor", FieldType.INT), Field("time", FieldType.INT),
+                                  Field("celsius", FieldType.DOUBLE)))
+FILTER = {"expression.0": "celsius > -90.0 and celsius < 60.0"}
+MAP = {"expression.0": "sensor", "output-field-name.0": "sensor", "expression.1": "time",
+       "output-field-name.1": "time", "expression.2": "celsius * 9.0 / 5.0 + 32.0",
+       "output-field-name.2": "fahrenheit"}
+
+
+def operator(kind: str, params: dict[str, str], columnar: bool):
+    box = Box(kind, kind, (InPort("in"),), ("out",), tuple(params.items()))
+    outputs = builtin_registry().infer(box, [READING])
+    # columnar=False: Columns are read as rows, as before issue 30's item 2
+    return (FilterOperator if kind == "filter" else MapOperator)(box, [READING], outputs, columnar=columnar)
+
+
+def batches(tuples: int, size: int) -> list[pa.RecordBatch]:
+    target = arrow_schema(READING)
+    out = []
+    for start in range(0, tuples, size):
+        ids = range(start, min(start + size, tuples))
+        out.append(pa.RecordBatch.from_arrays(
+            [pa.array([i % SENSORS for i in ids], pa.int32()), pa.array([i // SENSORS for i in ids], pa.int32()),
+             pa.array([celsius(i) for i in ids], pa.float64())], schema=target))
+    return out
+
+
+def rate(op, feed: list, tuples: int, repeat: int, fresh: bool) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        data = [Columns(b) for b in feed] if fresh else feed
+        started = time.perf_counter()
+        for batch in data:
+            op.process(0, batch, 0.0)
+        best = min(best, time.perf_counter() - started)
+    return tuples / best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tuples", type=int, default=400_000)
+    parser.add_argument("--batch", type=int, nargs="+", default=[100, 2_000, 20_000])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    print(f"{args.tuples:,} readings, best of {args.repeat}; tuples/s")
+    print(f"{'box':8} {'batch':>7} {'columns':>13} {'rows from columns':>18} {'rows':>13} {'columns/rows':>13}")
+    for kind, params in (("filter", FILTER), ("map", MAP)):
+        for size in args.batch:
+            feed = batches(args.tuples, size)
+            rows = [Columns(b).rows() for b in feed]
+            on_columns = rate(operator(kind, params, True), feed, args.tuples, args.repeat, fresh=True)
+            via_rows = rate(operator(kind, params, False), feed, args.tuples, args.repeat, fresh=True)
+            plain = rate(operator(kind, params, False), rows, args.tuples, args.repeat, fresh=False)
+            print(f"{kind:8} {size:>7,} {on_columns:>13,.0f} {via_rows:>18,.0f} {plain:>13,.0f} "
+                  f"{on_columns / plain:>12.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Where ``boreas subscribe`` writes a stream's tuples: JSON lines, CSV or Parquet, on stdout or into a file.
+
+How tuples are written has nothing to do with subscribing (:mod:`.data`).
+JSON lines and CSV are written row by row from the rows a subscriber gives
+(:meth:`~boreas.client.subscriber.Subscriber.batches`); Parquet is written a
+batch at a time from its Arrow batches
+(:meth:`~boreas.client.subscriber.Subscriber.arrow`) with pyarrow's
+``ParquetWriter``, so a batch that came as Arrow never becomes rows.  Every
+format writes what ``boreas publish`` reads back (a timestamp as
+microseconds since the epoch), so a subscription's file can be published
+again as it is.
+
+pyarrow is imported only for Parquet.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from abc import ABC, abstractmethod
+from typing import IO, Any
+
+from boreas.catalog.model import Schema
+
+from .common import BadInput
+
+FORMATS = ("jsonl", "csv", "parquet")
+
+
+def open_output(fmt: str, path: str | None, schema: Schema) -> "Output":
+    """The writer for ``fmt``, into ``path`` (stdout if None: Parquet needs a file).  ``BadInput`` (exit 2,
+    before subscribing) when it cannot be."""
+    if fmt == "parquet":
+        if path is None:
+            raise BadInput("--format parquet needs --output FILE (Parquet is not written to a terminal or pipe)")
+        return ParquetOutput(path, schema)
+    file = sys.stdout if path is None else _open(path)
+    return JsonLinesOutput(file, schema) if fmt == "jsonl" else CsvOutput(file, schema)
+
+
+def _open(path: str) -> IO[str]:
+    try:
+        return open(path, "w", newline="", encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot write file: {exc.strerror or exc}") from None
+
+
+class Output(ABC):
+    """Writes a stream's batches; :attr:`arrow` says which form it takes (Arrow batches, else lists of rows)."""
+
+    arrow = False
+
+    def __init__(self, schema: Schema):
+        self.names = [f.name for f in schema.fields]
+
+    @abstractmethod
+    def write(self, batch: Any, limit: int | None = None) -> int:
+        """Write ``batch`` (at most ``limit`` of its rows); how many rows were written."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Make what was written visible now (stdout is read while the subscription runs)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Finish the output (a Parquet file is readable only once closed)."""
+
+
+class _TextOutput(Output):
+    def __init__(self, file: IO[str], schema: Schema):
+        super().__init__(schema)
+        self.file = file
+
+    def write(self, batch: Any, limit: int | None = None) -> int:
+        rows = batch if limit is None else batch[:limit]
+        for row in rows:
+            self._row(row)
+        return len(rows)
+
+    @abstractmethod
+    def _row(self, row: tuple) -> None: ...
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def close(self) -> None:
+        if self.file is not sys.stdout:
+            self.file.close()
+        else:
+            self.file.flush()
+
+
+class JsonLinesOutput(_TextOutput):
+    """One JSON object per tuple, by field name (what ``boreas subscribe`` always printed)."""
+
+    def _row(self, row: tuple) -> None:
+        self.file.write(json.dumps(dict(zip(self.names, row))) + "\n")
+
+
+class CsvOutput(_TextOutput):
+    """A header naming the fields, then one line per tuple."""
+
+    def __init__(self, file: IO[str], schema: Schema):
+        super().__init__(file, schema)
+        self.writer = csv.writer(file, lineterminator="\n")
+        self.writer.writerow(self.names)
+
+    def _row(self, row: tuple) -> None:
+        self.writer.writerow(row)
+
+
+class ParquetOutput(Output):
+    """A Parquet file of the stream's Arrow schema, written a batch at a time (a row group every so often)."""
+
+    arrow = True
+
+    def __init__(self, path: str, schema: Schema):
+        super().__init__(schema)
+        import pyarrow.parquet as pq
+
+        from boreas.wire.columns import arrow_schema
+
+        self.schema = arrow_schema(schema)
+        try:
+            self.writer = pq.ParquetWriter(path, self.schema)
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot write file: {exc}") from None
+
+    def write(self, batch: Any, limit: int | None = None) -> int:
+        if limit is not None and limit < batch.num_rows:
+            batch = batch.slice(0, limit)
+        # The same columns and types; the writer wants its own schema, metadata and all (no copy is made).
+        batch = type(batch).from_arrays(batch.columns, schema=self.schema)
+        self.writer.write_batch(batch)
+        return batch.num_rows
+
+    def flush(self) -> None:
+        pass  # a Parquet file is written whole at close
+
+    def close(self) -> None:
+        self.writer.close()
