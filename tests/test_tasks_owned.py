@@ -22,7 +22,8 @@ in one of these ways:
    cancelled and never awaited may have failed before, unseen;
 4. the task is a local awaited in the function that started it (or, for a
    ``nonlocal`` name, in an enclosing one): ``await t``, or ``t`` among the
-   arguments of an awaited ``asyncio.wait``/``gather``/``wait_for``/``shield``.
+   arguments of an awaited ``asyncio.wait``/``gather``/``wait_for``/``shield``
+   (a list of tasks, ``ts = [create_task(...) for ...]``, counts as ``ts``).
 
 Anything else fails: a task whose result is dropped, only given a done
 callback, returned or passed on.  What cannot be fixed yet is in
@@ -52,9 +53,9 @@ ALLOWED: dict[tuple[str, str], str] = {
         "awaited)",
     ("cli/data.py", "cmd_subscribe.main"):
         "owned by another change in progress: fix after it lands (the reader is cancelled, never awaited)",
-    ("client/subscriber.py", "Subscriber._goodbye"):
-        "owned by another change in progress: fix after it lands (the end-of-rows put is never awaited; "
-        "close() should)",
+    ("client/subscriber.py", "Subscriber._stop"):
+        "owned by another change in progress: fix after it lands (the end-of-rows put is cancelled by close(), "
+        "never awaited)",
     ("wire/links.py", "OutboundLink._too_slow"):
         "owned by another change in progress: fix after it lands (_goodbyes is referenced until done, but "
         "abort() should cancel and await it)",
@@ -153,7 +154,9 @@ def unowned(path: Path, source: str | None = None, relative: str = "") -> list[t
     ... async def main():
     ...     done = asyncio.create_task(f())
     ...     lost = asyncio.ensure_future(f())
+    ...     many = [asyncio.create_task(g(x)) for x in xs]
     ...     await done
+    ...     await asyncio.gather(*many)
     ...     async with asyncio.TaskGroup() as tg:
     ...         tg.create_task(f())
     ... ''')
@@ -192,7 +195,10 @@ def unowned(path: Path, source: str | None = None, relative: str = "") -> list[t
             continue  # 2.
         kept = closed_attrs(cls) if cls is not None else set()
         parent = parents[call]
-        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is call:
+        while isinstance(parent, (ast.List, ast.Set, ast.Tuple, ast.Starred, ast.ListComp, ast.SetComp,
+                                  ast.comprehension)):
+            parent = parents[parent]  # a collection of tasks: its name is the owner's handle
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is not None:
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
             if any(self_attr(t) in kept for t in targets if self_attr(t) is not None):
                 continue  # 3.
