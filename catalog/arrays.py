@@ -110,7 +110,7 @@ def field_type(text: str) -> tuple[FieldType | None, str | None]:
     >>> field_type("int"), field_type("short(1...4)"), field_type("image")
     ((<FieldType.INT: 'int'>, None), (None, 'short(1...4)'), (None, 'image'))
     """
-    if text in FieldType._value2member_map_:
+    if FieldType.is_name(text):
         return FieldType(text), None
     if is_array_syntax(text):
         return None, str(parse_array(text))
@@ -149,7 +149,7 @@ def first_array_field(schema: Schema) -> Field | None:
 
 def check_alias(alias: TypeAlias) -> str | None:
     """Why a ``<type>`` declaration is wrong (None: it is fine)."""
-    if alias.name in FieldType._value2member_map_:
+    if FieldType.is_name(alias.name):
         return (f"<type name={alias.name!r}> would hide the Borealis type {alias.name!r}; "
                 f"give the alias another name")
     try:

@@ -77,9 +77,9 @@ def _schema_problems(data: bytes | str, tree: etree._ElementTree, source: str,
     if root.tag not in LANGUAGES or _is_small(root):
         problems = [Diagnostic(source, p.line, p.path, p.reason) for p in xsd_errors(root)]
         return capped(problems, source, limits.max_problems)
-    from boreas.schemas import _fast_schema  # libxml2's compiled XSD, cached
+    from boreas.schemas import fast_schema  # libxml2's compiled XSD, cached
 
-    return streaming_schema_problems(data, tree, _fast_schema(LANGUAGES[root.tag]), source,
+    return streaming_schema_problems(data, tree, fast_schema(LANGUAGES[root.tag]), source,
                                      limits, deadline)
 
 

@@ -53,6 +53,20 @@ class FieldType(StrEnum):
     STRING = "string"
     TIMESTAMP = "timestamp"
 
+    @classmethod
+    def is_name(cls, text: str) -> bool:
+        """Whether ``text`` names a Borealis type (and not a ``<type>`` alias).
+
+        ``text in FieldType`` only answers this from Python 3.12 on, and the enum's
+        value table is its own private; readers ask here instead.
+
+        >>> FieldType.is_name("int"), FieldType.is_name("image")
+        (True, False)
+        """
+        return text in _FIELD_TYPE_NAMES
+
+
+_FIELD_TYPE_NAMES = frozenset(t.value for t in FieldType)
 
 Attrs = tuple[tuple[str, str], ...]
 """Pass-through attributes (``update_queue``, ``queue_type``, ``key``) kept for round trips."""

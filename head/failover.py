@@ -21,15 +21,14 @@ they resume when the node comes back.
 Usage::
 
     failover = Failover(lambda: head.catalog, lambda: head.store, head.membership, head.peers,
-                        learn=head.learn_adoption, after=30.0)
-    failover.heard("localhost:15001", recovery_report)   # from each heartbeat
+                        learn=head.learn_adoption, after=30.0, tasks=head.tasks)
+    failover.heard("localhost:15001", recovery_report)   # from each heartbeat; records it in head.tasks
     await failover.check()                              # the Head's supervisor calls this every second
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import time
@@ -40,6 +39,7 @@ from boreas.catalog.model import Catalog
 from boreas.catalog.store import CatalogStore
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient, PeerError
+from boreas.wire.supervisor import Supervisor
 
 from .membership import Membership
 
@@ -54,18 +54,23 @@ RETRY_AFTER = 5.0
 class Failover:
     def __init__(self, catalog: Callable[[], Catalog], store: Callable[[], CatalogStore | None],
                  membership: Membership, peers: PeerClient,
-                 learn: Callable[[str, str], Awaitable[int]], after: float = 30.0):
+                 learn: Callable[[str, str], Awaitable[int]], after: float = 30.0, *, tasks: Supervisor):
         self.catalog = catalog
         self.store = store
         self.membership = membership
         self.peers = peers
         self.learn = learn
         self.after = after
+        # The Head's supervisor runs the writes that record where a node keeps its data: a task
+        # nobody holds can be collected before it ends, and its failure would go unseen.
+        self.tasks = tasks
         self.started = time.monotonic()
         self.places: dict[str, dict[str, Any]] = {}  # endpoint -> {"data_dir", "snapshots"}
         self.state: dict[str, dict[str, Any]] = {}  # endpoint -> what failover did or why it could not
         self._retry_at: dict[str, float] = {}
         self._lock = asyncio.Lock()
+        self._recording = asyncio.Lock()  # one record write at a time (heard())
+        self._records = 0  # record writes started (names their tasks)
 
     def heard(self, endpoint: str, recovery: dict[str, Any] | None) -> None:
         """A heartbeat's recovery report: remember (and persist) where a shared node's data lives."""
@@ -75,10 +80,21 @@ class Failover:
         if self.places.get(endpoint) != place:
             self.places[endpoint] = place
             store = self.store()
-            if store is not None:  # off the event loop: a ZooKeeper write must not stall heartbeats
-                task = asyncio.get_running_loop().create_task(
-                    asyncio.to_thread(store.put_meta, META_PREFIX + endpoint, json.dumps(place)))
-                task.add_done_callback(functools.partial(_recorded, endpoint))
+            if store is not None and not self.tasks.closed:  # (closed: the Head is stopping)
+                # Off the event loop: a ZooKeeper write must not stall heartbeats.  One write at a
+                # time, in the order heard, so a newer place is never overwritten by an older one.
+                self._records += 1
+                self.tasks.spawn(f"failover record #{self._records} ({endpoint})",
+                                 lambda: self._record(store, endpoint, place), restart=False)
+
+    async def _record(self, store: CatalogStore, endpoint: str, place: dict[str, Any]) -> None:
+        """Persist ``place`` so a restarted Head knows it; a failure is a warning: the heartbeat's copy serves."""
+        async with self._recording:
+            try:
+                await asyncio.to_thread(store.put_meta, META_PREFIX + endpoint, json.dumps(place))
+            except Exception as exc:
+                log.warning("could not record where node %s keeps its data: %r (failover uses the heartbeat's "
+                            "copy)", endpoint, exc)
 
     def place(self, endpoint: str) -> dict[str, Any] | None:
         found = self.places.get(endpoint)
@@ -160,11 +176,13 @@ class Failover:
         ...     _ = m.heartbeat(e, "i", recovery={"durable": True})
         >>> catalog = Catalog(nodes={e: Node(e) for e in ("a:1", "b:2", "c:3")},
         ...                   boxes={"x": Box("x", "filter", (), ("O",), node="a:1")})
-        >>> Failover(lambda: catalog, lambda: None, m, None, None).choose(catalog, "b:2")
+        >>> from boreas.wire.supervisor import Supervisor
+        >>> failover = Failover(lambda: catalog, lambda: None, m, None, None, tasks=Supervisor("head"))
+        >>> failover.choose(catalog, "b:2")
         'c:3'
         >>> from boreas.catalog.model import Partition
         >>> catalog.partitions["v"] = Partition("v", ("a:1", "b:2"))
-        >>> Failover(lambda: catalog, lambda: None, m, None, None).choose(catalog, "b:2")
+        >>> failover.choose(catalog, "b:2")
         'a:1'
         """
         known = set(catalog.nodes) | set(self.membership.known())  # a registered spare node counts
@@ -183,8 +201,3 @@ class Failover:
     def status(self) -> dict[str, Any]:
         return {"after": self.after, "nodes": self.state}
 
-
-def _recorded(endpoint: str, task: asyncio.Task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("could not record where node %s keeps its data: %r (failover uses the heartbeat's copy)",
-                    endpoint, task.exception())

@@ -19,7 +19,7 @@ level-triggered, so the same loop covers every case the paper's Head meets:
 Usage::
 
     sync = NodeSync("localhost:15000", peers, pending, on_change=notify)
-    task = asyncio.create_task(sync.run())
+    head.tasks.spawn("node localhost:15000", sync.run)   # the Head's supervisor owns the loop
     sync.set_desired(slice_catalog, version=7)   # wakes the loop
 """
 

@@ -88,13 +88,13 @@ class HeadService:
         # The box types submissions are validated against and slices inferred with (given, or the
         # standard set: Borealis's and m3), passed explicitly wherever a catalog is checked.
         self.box_types = box_types or standard_box_types()
+        # Every background task (commit follower, expiry, one per node sync and global feed, failover's
+        # records) is owned here: a task that crashes is logged with its traceback and restarted.
+        self.tasks = Supervisor("head")
         self.failover = Failover(lambda: self.catalog, lambda: self.store, self.membership, self.peers,
-                                 self.learn_adoption, after=failover_after)
+                                 self.learn_adoption, after=failover_after, tasks=self.tasks)
         self.revision = 0  # bumped on every status change; long polls wait on it
         self._changed = asyncio.Event()
-        # Every background task (commit follower, expiry, one per node sync and global feed) is
-        # owned here: a task that crashes is logged with its traceback and restarted.
-        self.tasks = Supervisor("head")
         self._commits: asyncio.Queue[Commit] = asyncio.Queue()
         # Whole-catalog reads from the store: one at start, then only when the log cannot fill
         # a gap.  Every commit (ours, or another writer's) is applied to the catalog held here.

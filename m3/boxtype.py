@@ -53,7 +53,7 @@ from .ast import Column, Program, RelationDecl
 from .compiler.declarations import declares_relations
 from .cumulus import EVERYWHERE, LayoutError, PlacementError, PlanError, plan_partition
 from .errors import M3Error
-from .runtime.program import Runtime, ViewInfo, _program_from_text
+from .runtime.program import Runtime, ViewInfo, program_from_text
 from .runtime.views import value_type
 from .syntax import KEYWORDS
 
@@ -107,7 +107,7 @@ def _compiled(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[Progra
 
         runtime = Runtime(compile_sql(text, streams))
     else:
-        runtime = Runtime(_program_from_text(text))
+        runtime = Runtime(program_from_text(text))
     return runtime.program, runtime.relations, runtime.views
 
 

@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from typing import Any
@@ -36,6 +37,7 @@ from boreas.catalog.model import (
     Subscription,
 )
 from boreas.wire.links import OutboundLink
+from boreas.wire.supervisor import Supervisor
 from boreas.wire.tuples import RowType
 
 from .box_state import BoxHandover
@@ -65,16 +67,21 @@ async def detach(flow: Dataflow, name: str, target: str) -> BoxHandover:
     return handover
 
 
-async def start_forwarding(flow: Dataflow, handover: BoxHandover) -> None:
+async def start_forwarding(flow: Dataflow, handover: BoxHandover, tasks: Supervisor, name: str) -> None:
     """The target has the box: deliver what was queued for it, and keep forwarding while it is used.
 
     Upstream nodes are re-pointed by the Head within moments, but a
     publisher keeps sending where the stream entered when it started; its
     batches go on being forwarded until none came for ``FORWARD_FOR`` s.
+    The task that retires the links then is task ``name`` of the node's
+    supervisor ``tasks``: held there, it is not collected while it sleeps,
+    and a failure is logged; a stopping node (its supervisor closed) does not
+    start it, since closing its dataflow closes the links.
     """
     for link in handover.links:
         await link.start()
-    asyncio.get_running_loop().create_task(_retire_when_idle(flow, handover.links))
+    if not tasks.closed:
+        tasks.spawn(name, functools.partial(_retire_when_idle, flow, handover.links), restart=False)
 
 
 async def _retire_when_idle(flow: Dataflow, links: list[OutboundLink]) -> None:

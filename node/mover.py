@@ -55,6 +55,7 @@ class BoxMover:
         self.node = node
         self.moved_away: dict[str, tuple[str, float]] = {}  # box -> (where it went, when)
         self._retired = 0  # forwarding links retired so far (names their closing tasks)
+        self._forwarded = 0  # boxes moved out so far (names the tasks that retire their forwards)
 
     def recently_moved(self, items: list) -> list[Rejection]:
         """Declarations of boxes that just left this node: the sender's catalog is behind the move."""
@@ -92,7 +93,8 @@ class BoxMover:
             node.reflector.reflect(node.local.catalog, [Move(node.endpoint, box=box)])
             node.reflector.refresh(node.local.catalog)
             raise MoveFailed(f"node {target} did not take box {box!r}: {exc}") from None
-        await start_forwarding(flow, handover)
+        self._forwarded += 1
+        await start_forwarding(flow, handover, node.tasks, f"forward {box} to {target} #{self._forwarded}")
         version = node.apply_local(source_items(local, flow, definition, node.endpoint, target), reflect=[])
         node.local.counters["boxes_moved_out"] += 1
         self.moved_away[box] = (target, time.monotonic())

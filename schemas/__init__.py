@@ -83,8 +83,11 @@ def _load(language: str) -> xmlschema.XMLSchema:
 
 
 @functools.lru_cache(maxsize=None)
-def _fast_schema(language: str) -> etree.XMLSchema:
-    """The same XSD compiled by libxml2 (our own files: no network, no entities)."""
+def fast_schema(language: str) -> etree.XMLSchema:
+    """The same XSD compiled by libxml2 (our own files: no network, no entities).
+
+    Public: the catalog's streaming reader validates with it too (catalog/documents.py).
+    """
     parser = etree.XMLParser(resolve_entities=False, no_network=True)
     with _COMPILING:
         return etree.XMLSchema(etree.parse(str(_SCHEMA_DIR / f"{language}.xsd"), parser))
@@ -114,7 +117,7 @@ def xsd_errors(tree_or_root_element) -> list[XsdProblem]:
         ]
     # libxml2 checks the same XSD a hundred times faster; xmlschema runs only
     # to explain a document libxml2 refused (its messages are the better ones).
-    if _fast_schema(LANGUAGES[root.tag]).validate(tree):
+    if fast_schema(LANGUAGES[root.tag]).validate(tree):
         return []
     problems = [
         _problem(tree, error) for error in schema_for(root.tag).iter_errors(root)

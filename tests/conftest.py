@@ -40,6 +40,7 @@ IN_PROCESS = (
     "test_replicate.py", "test_replicate_slices.py", "test_replicate_examples.py",
     "test_properties.py", "test_properties_broken_input.py", "test_fastpath.py", "test_doctests.py",
     "test_layering.py",                      # the import graph of the packages (ast only)
+    "test_private_access.py", "test_tasks_owned.py",  # no private reached into, every task owned (ast only)
     "test_optimizer.py",                     # the optimizer API's checks (its cluster tests join the group)
     # catalog reading, validation, XML and XSD, update XML, regions, on memory:// or SQLite catalogs
     "test_borealis_forms.py", "test_validation.py", "test_regional_catalog.py", "test_updates.py",

@@ -10,6 +10,7 @@ from boreas.catalog.store import open_store
 from boreas.head.failover import Failover
 from boreas.head.membership import Membership
 from boreas.wire.client import PeerUnreachable
+from boreas.wire.supervisor import Supervisor
 
 
 class Peers:
@@ -56,7 +57,8 @@ async def test_a_node_down_past_the_limit_is_adopted_by_the_least_loaded_live_no
         return 9
 
     peers = Peers()
-    failover = Failover(lambda: catalog, lambda: store, members(1000.0, "b:2", True), peers, learn, after=30.0)
+    failover = Failover(lambda: catalog, lambda: store, members(1000.0, "b:2", True), peers, learn, after=30.0,
+                        tasks=Supervisor("head"))
     failover.started = 0.0
     failover.heard("b:2", {"durable": True, "shared": True, "data_dir": "/shared/b:2", "snapshots": None})
     await failover.check(now=1000.0)
@@ -70,7 +72,7 @@ async def test_not_yet_down_long_enough_nothing_happens(store):
     catalog = cluster("a:1", "b:2")
     peers = Peers()
     m = members(1000.0, "b:2", True)
-    failover = Failover(lambda: catalog, lambda: store, m, peers, None, after=200.0)
+    failover = Failover(lambda: catalog, lambda: store, m, peers, None, after=200.0, tasks=Supervisor("head"))
     failover.started = 0.0
     await failover.check(now=1000.0)
     assert peers.calls == [] and failover.status()["nodes"] == {}
@@ -79,7 +81,8 @@ async def test_not_yet_down_long_enough_nothing_happens(store):
 async def test_state_not_on_shared_storage_is_reported_and_the_boxes_stay(store):
     catalog = cluster("a:1", "b:2")
     peers = Peers()
-    failover = Failover(lambda: catalog, lambda: store, members(1000.0, "b:2", False), peers, None, after=30.0)
+    failover = Failover(lambda: catalog, lambda: store, members(1000.0, "b:2", False), peers, None, after=30.0,
+                        tasks=Supervisor("head"))
     failover.started = 0.0
     await failover.check(now=1000.0)
     state = failover.status()["nodes"]["b:2"]
@@ -91,7 +94,8 @@ async def test_state_not_on_shared_storage_is_reported_and_the_boxes_stay(store)
 async def test_an_adopter_that_cannot_be_reached_is_reported_and_retried_later(store):
     catalog = cluster("b:2", "c:3")
     peers = Peers(unreachable={"a:1"})
-    failover = Failover(lambda: catalog, lambda: store, members(1000.0, "b:2", True), peers, None, after=30.0)
+    failover = Failover(lambda: catalog, lambda: store, members(1000.0, "b:2", True), peers, None, after=30.0,
+                        tasks=Supervisor("head"))
     failover.started = 0.0
     failover.heard("b:2", {"shared": True, "data_dir": "/shared/b:2"})
     await failover.check(now=1000.0)
@@ -102,16 +106,17 @@ async def test_an_adopter_that_cannot_be_reached_is_reported_and_retried_later(s
 
 async def test_where_a_node_keeps_its_data_survives_a_head_restart(store):
     catalog = cluster("b:2")
-    first = Failover(lambda: catalog, lambda: store, Membership(), Peers(), None)
+    first = Failover(lambda: catalog, lambda: store, Membership(), Peers(), None, tasks=Supervisor("head"))
     first.heard("b:2", {"shared": True, "data_dir": "/shared/b:2", "snapshots": "file:///shared/snaps"})
     await asyncio.sleep(0.2)  # recorded off the event loop
-    restarted = Failover(lambda: catalog, lambda: store, Membership(), Peers(), None)
+    restarted = Failover(lambda: catalog, lambda: store, Membership(), Peers(), None, tasks=Supervisor("head"))
     assert restarted.place("b:2") == {"data_dir": "/shared/b:2", "snapshots": "file:///shared/snaps"}
 
 
 def test_failover_after_zero_disables_it(store):
     catalog = cluster("b:2")
     peers = Peers()
-    failover = Failover(lambda: catalog, lambda: store, members(1000.0, "b:2", True), peers, None, after=0)
+    failover = Failover(lambda: catalog, lambda: store, members(1000.0, "b:2", True), peers, None, after=0,
+                        tasks=Supervisor("head"))
     asyncio.run(failover.check(now=1000.0))
     assert peers.calls == [] and failover.status()["nodes"] == {}

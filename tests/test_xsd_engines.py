@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from boreas.schemas import LANGUAGES, _fast_schema, schema_for
+from boreas.schemas import LANGUAGES, fast_schema, schema_for
 
 ROOT = Path(__file__).parents[1]
 FILES = sorted((ROOT / "tests" / "data" / "borealis").glob("*.xml")) + sorted((ROOT / "examples" / "xml").glob("*.xml"))
@@ -41,6 +41,6 @@ def _parse(data: bytes) -> etree._ElementTree:
 def test_engines_agree(data):
     tree = _parse(data)
     root = tree.getroot()
-    fast = _fast_schema(LANGUAGES[root.tag]).validate(tree)
+    fast = fast_schema(LANGUAGES[root.tag]).validate(tree)
     slow = not list(schema_for(root.tag).iter_errors(root))
     assert fast == slow

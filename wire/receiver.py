@@ -76,9 +76,19 @@ class DataReceiver:
         self._gap_watch: asyncio.Task | None = None
 
     async def close_all(self) -> None:
-        """Close every open data connection (senders reconnect and re-send what was not acknowledged)."""
+        """Close every open data connection (senders reconnect and re-send what was not acknowledged).
+
+        The gap watch is stopped too, and awaited: it belongs to this receiver, and a
+        watch left running would deliver held batches to an owner that is shutting down.
+        The next connection starts it again.
+        """
         for ws in list(self.sockets):
             await ws.close()
+        if self._gap_watch is not None:
+            self._gap_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._gap_watch
+            self._gap_watch = None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if self.token is not None and not check_token(request.headers.get("Authorization"), self.token):

@@ -147,7 +147,7 @@ def _read_aliases(s: Scope, sel: exp.Select) -> None:
             if target is None or c.find_ancestor(exp.Select) is not sel or (
                     type(target) is exp.Column and target.name.lower() == c.name.lower()):
                 continue
-            if c.name.lower() in s.t.columns or any(s._has(r, c.name.lower()) for r in s.others.values()):
+            if c.name.lower() in s.t.columns or any(s.has_column(r, c.name.lower()) for r in s.others.values()):
                 where = "GROUP BY" if key == "group" else "HAVING"
                 raise s.b.ctx.error(f"ambiguous column {sql_of(c)} in {where}: an output alias and a column of the "
                                     "FROM items (rename the alias)", c)

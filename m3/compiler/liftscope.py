@@ -49,19 +49,21 @@ class Scope:
             raise ctx.error(f"unsupported column {sql_of(c)}", c)
         if table and table == self.t.alias or not table and name in self.t.columns:
             found = self.t.columns.get(name)
-            hits = [a for a, r in self.others.items() if not table and self._has(r, name)]
+            hits = [a for a, r in self.others.items() if not table and self.has_column(r, name)]
             if found is None:
                 raise ctx.error(f"unknown column {sql_of(c)} (the derived table has {', '.join(self.t.columns)})", c)
             if hits:
                 raise ctx.error(f"ambiguous column {sql_of(c)}: of the derived table and of {hits[0]} (qualify it)", c)
             return found
-        hits = [a for a, r in self.others.items() if (not table or a == table) and self._has(r, name)]
+        hits = [a for a, r in self.others.items() if (not table or a == table) and self.has_column(r, name)]
         if len(hits) != 1:
             raise ctx.error(f"{'ambiguous' if hits else 'unknown'} column {sql_of(c)}", c)
         col = next(x.name for x in self.b.relations[self.others[hits[0]]].columns if x.name.lower() == name)
         return ("o", hits[0], col)
 
-    def _has(self, relation: str, name: str) -> bool:
+    def has_column(self, relation: str, name: str) -> bool:
+        """Whether FROM item ``relation`` has column ``name`` (lower case); public because GROUP BY and HAVING
+        aliases are checked against the FROM items' columns too (liftquery.py)."""
         return any(x.name.lower() == name for x in self.b.relations[relation].columns)
 
     def o_var(self, alias: str, column: str) -> str:

@@ -132,7 +132,7 @@ class StableView:
     def _entries(self, name: str, keys: tuple) -> dict[tuple, object]:
         store = self.runtime.store
         pattern = tuple(keys)
-        found = dict(self.runtime._match(name, pattern))
+        found = dict(self.runtime.read_slice(name, *pattern))
         fixed = [(i, k) for i, k in enumerate(pattern) if k is not None]
         for stored, delta in self.deltas.after(self.version, name):
             key = store.unpack(name, stored)

@@ -66,7 +66,7 @@ class Runtime(Reads):
 
     def __init__(self, program: Program | str, *, float_epsilon: float = 1e-7, backend: str = "auto"):
         if isinstance(program, str):
-            program = _program_from_text(program)
+            program = program_from_text(program)
         self.program = check_program(program)
         self.float_epsilon = float_epsilon
         self._lock = threading.RLock()
@@ -380,8 +380,11 @@ class Runtime(Reads):
         return rt
 
 
-def _program_from_text(text: str) -> Program:
-    """M3 text, or SQL (CREATE STREAM ... SELECT ...) compiled to M3."""
+def program_from_text(text: str) -> Program:
+    """M3 text, or SQL (CREATE STREAM ... SELECT ...) compiled to M3.
+
+    Public: the m3 box type compiles a box's text with it too (boxtype.py).
+    """
     import re
 
     if re.search(r"^\s*(ON\s+[+-]|DECLARE\s+MAP)", text, re.IGNORECASE | re.MULTILINE):

@@ -161,7 +161,7 @@ class SegmentsApi:
         await self.dataflow.deliver([(internal_stream(box, op.member), [msg.cancel(change, True)],
                                       f"cancel-{change}", 0, "")])
         deadline = time.monotonic() + self.relayout_timeout
-        while op._change(change) is not None and change not in op.cancelled:
+        while op.layout_change(change) is not None and change not in op.cancelled:
             if op.cancellable() != change or time.monotonic() > deadline:  # its first epoch was fixed meanwhile
                 return json_error(409, f"box {box!r}: layout change {change} could not be cancelled any more; "
                                        "it completes", box=box)
@@ -267,7 +267,7 @@ class SegmentsApi:
     def _check(op: PartOperator, entries: list) -> str | None:
         """Why the entries cannot be this member's (unknown map, wrong key width, another member's); None if fine."""
         maps = {m.name: len(m.keys) for m in op.plan.program.maps}
-        pack, decode = op.runtime.store.pack, op._decode_key
+        pack, decode = op.runtime.store.pack, op.decode_key
         keys: dict[str, list] = {}
         for name, key, _ in entries:
             if name not in maps:

@@ -46,7 +46,7 @@ class Cancelling:
             else:
                 self._to_all(msg.cancel(change, False))
             return
-        p = self._change(change)
+        p = self.layout_change(change)
         self.cancelled = [*self.cancelled, change][-CANCELLED_KEPT:]
         self.early = [c for c in self.early if c[1] != change]
         if p is None:

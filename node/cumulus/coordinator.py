@@ -96,8 +96,11 @@ class Coordinating:
             return out
         return involved
 
-    def _coordinate(self, port: int, rows: list) -> None:
-        """Take an input batch of in port ``port``: stamp it now, or hold it (see the module docstring)."""
+    def coordinate(self, port: int, rows: list) -> None:
+        """Take an input batch of in port ``port``: stamp it now, or hold it (see the module docstring).
+
+        Public: the host hands a batch to the hosted member its producer's publisher picked (hosting.py).
+        """
         joining = self.joined is None or self.epoch < self.joined
         if joining or self._closing > 1 and not (self.ordered and self.plan.ports[port].relation in
                                                  self.roles.sequential):

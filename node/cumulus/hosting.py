@@ -10,7 +10,7 @@ failed member as a **guest**, a second ``PartOperator`` with the failed
 member's number, state and leader role, if it had it.
 
 * Messages between members hosted here never leave the process: ``_send``
-  puts them on the hosted member's queue, and :meth:`Hosting._run_hosted`
+  puts them on the hosted member's queue (``deliver_local``), and :meth:`Hosting._run_hosted`
   runs every hosted member until none has anything queued (so the order of
   each member's messages to another is the order they were sent in, as on
   a link).
@@ -67,9 +67,9 @@ class Hosting:
 
     def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
         if port < len(self.box.inputs):
-            self._coordinate(port, rows)
+            self.coordinate(port, rows)
         else:
-            self.hosted[self._inport[port]]._local.extend(rows)
+            self.hosted[self._inport[port]].deliver_local(rows)
         return self._run_hosted(now)
 
     def process_from(self, port: int, rows: list[tuple], now: float, origin: tuple[str, str, int]) -> Emitted:
@@ -77,7 +77,7 @@ class Hosting:
             return self.process(port, rows, now)
         coordinator = self.coordinator_of(origin[1])
         coordinator.stamped[(origin[0], origin[1])] = origin[2]  # where its input got to (stable reads)
-        coordinator._coordinate(port, rows)
+        coordinator.coordinate(port, rows)
         return self._run_hosted(now)
 
     def coordinator_of(self, producer: str) -> Any:
@@ -97,22 +97,22 @@ class Hosting:
 
     def poll(self, now: float) -> Emitted:
         for op in list(self.hosted.values()):
-            op._tick(now)
+            op.member_tick(now)
         return self._run_hosted(now)
 
     def next_deadline(self) -> float | None:
-        found = [d for op in self.hosted.values() if (d := op._deadline()) is not None]
+        found = [d for op in self.hosted.values() if (d := op.member_deadline()) is not None]
         return min(found) if found else None
 
     def _run_hosted(self, now: float) -> Emitted:
         """Run every hosted member until none has a message from another hosted member left to take."""
         if len(self.hosted) == 1:
-            return self._run(now)
+            return self.member_run(now)
         emitted: Emitted = []
         while True:
             for op in list(self.hosted.values()):
-                emitted += op._run(now)
-            if not any(op._local for op in self.hosted.values()):
+                emitted += op.member_run(now)
+            if not any(op.has_local for op in self.hosted.values()):
                 return emitted
 
     #: seconds the entry count /status and the metrics show may be old
@@ -134,13 +134,13 @@ class Hosting:
 
     def backlog(self) -> int:
         """Versions and messages waiting at the members hosted here (the coordinators' admission)."""
-        return sum(op._member_backlog() for op in self.hosted.values())
+        return sum(op.member_backlog() for op in self.hosted.values())
 
     # -- state ---------------------------------------------------------------------------
 
     def state(self) -> dict:
-        state = self._member_state()
-        guests = {str(m): op._member_state() for m, op in self.hosted.items() if op is not self}
+        state = self.member_state()
+        guests = {str(m): op.member_state() for m, op in self.hosted.items() if op is not self}
         if guests:
             state["guests"] = guests
         return state
@@ -153,7 +153,7 @@ class Hosting:
                 raise self.error(f"cannot take the state of member {m}: this node hosts members "
                                  f"{', '.join(map(str, sorted(self.hosted)))}")
         for m, s in states.items():
-            self.hosted[m]._restore_member(s, now)
+            self.hosted[m].restore_member(s, now)
 
     def _rehost(self, partition: Any) -> bool:
         """Follow a partition whose members' endpoints changed (a failover); False if a member hosted here left.
@@ -171,7 +171,7 @@ class Hosting:
             if m not in self.hosted:
                 type(self)(self.box, self.inputs, self.outputs, partition, self.endpoint, member=m, host=self)
         for op in self.hosted.values():
-            op._wire(partition, members)
+            op.rewire(partition, members)
             op._rehome()
         return True
 
@@ -217,14 +217,14 @@ class Hosting:
                              f"{', '.join(map(str, sorted(self.hosted)))} (the partition names it elsewhere)")
         for one in states:
             guest = self.hosted[int(one["member"])]
-            guest._restore_member(one, now)
+            guest.restore_member(one, now)
             if guest.leader is not None:
-                guest.leader._deadline = None  # set again from this clock by the next run, if an epoch is wanted
+                guest.leader.restart_clock()  # the failed node's flow clock set its deadline
             if guest.copy_at:
                 guest.copy_at = now
         for m, messages in pending.items():
             if m in self.hosted:
-                self.hosted[m]._local.extend(messages)
+                self.hosted[m].deliver_local(messages)
             elif messages:
                 log.warning("m3 box %r: %d messages for member %d, not hosted here, dropped", self.box.name,
                             len(messages), m)

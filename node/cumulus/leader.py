@@ -69,6 +69,14 @@ class Leader:
     def next_deadline(self) -> float | None:
         return self._deadline
 
+    def restart_clock(self) -> None:
+        """Forget when the current epoch ends: the next :meth:`deadline` sets it again from this clock.
+
+        A guest leader taken over in a failover (hosting.py) restored a deadline
+        on the failed node's flow clock, which this node's clock does not share.
+        """
+        self._deadline = None
+
     def tick(self, now: float, wall: float) -> list | None:
         """The Advance to send every member at ``now``, if it is time."""
         if self._deadline is None or now < self._deadline:

@@ -58,6 +58,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Iterable
 
 from boreas.catalog.model import Box, Partition, Schema
 from boreas.m3.cumulus import EVERYWHERE, Layout, LayoutError, Segment, classify
@@ -128,7 +129,7 @@ class PartOperator(Hosting, Coordinating, Applying, Cancelling, LayoutChanges, M
         self._encode_key, self._decode_key = key_codecs(self.plan.program)
         self.epoch_s = partition.epoch_ms / 1000.0
         self.endpoint = endpoint
-        self._wire(partition, members)
+        self.rewire(partition, members)
         self._init_coordinator()  # (coordinator.py)
         # member: where it is in the order, and what waits
         self.at = [0, 0]  # epoch, coordinator whose versions it applies now (or whose Close it awaits)
@@ -153,8 +154,11 @@ class PartOperator(Hosting, Coordinating, Applying, Cancelling, LayoutChanges, M
     def internal_streams(self) -> InternalStreams:
         return self._internal
 
-    def _wire(self, partition: Partition, members: list[int]) -> None:
-        """In ports for the members hosted here, out ports to the members (and joining nodes) on other nodes."""
+    def rewire(self, partition: Partition, members: list[int]) -> None:
+        """In ports for the members hosted here, out ports to the members (and joining nodes) on other nodes.
+
+        Public: the host rewires every member it hosts when a failover moves one (:meth:`Hosting._rehost`).
+        """
         box = self.box
         self.n = len(partition.nodes)
         others = [m for m in range(self.n) if m not in members]  # members on other nodes
@@ -167,19 +171,24 @@ class PartOperator(Hosting, Coordinating, Applying, Cancelling, LayoutChanges, M
             schemas={}, decoders={stream: MessageRows() for stream in streams})
 
     # -- the data plane (one member; hosting.py runs every member hosted here) ------------
+    # The member_* methods are this one member's step; they are public because the operator the
+    # dataflow holds calls them on every member it hosts (hosting.py), guests included.
 
-    def _tick(self, now: float) -> None:
+    def member_tick(self, now: float) -> None:
+        """The leader's clock: send the Advance that ends the epoch, if it is time."""
         if self.leader is not None:
             advance = self.leader.tick(now, time.time())
             if advance is not None:
                 self._to_all(advance)
 
-    def _deadline(self) -> float | None:
+    def member_deadline(self) -> float | None:
+        """When this member next needs :meth:`member_tick` or a copy step without a message (flow clock)."""
         copy = self.copy_deadline()  # a segment being copied away: a step if no message comes (relayouts.py)
         lead = None if self.leader is None else self.leader.next_deadline()
         return lead if copy is None else copy if lead is None else min(copy, lead)
 
-    def _run(self, now: float) -> Emitted:
+    def member_run(self, now: float) -> Emitted:
+        """Take every message queued for this member; what it sends to members on other nodes."""
         self._sent_final = False
         if self.relayouts:  # a source that sent its final chunks switches now (relayouts.py)
             self._progress()
@@ -200,6 +209,19 @@ class PartOperator(Hosting, Coordinating, Applying, Cancelling, LayoutChanges, M
                 emitted.append((self._port_to[m], [message]))
         self._alone = []
         return emitted
+
+    def deliver_local(self, messages: Iterable[list]) -> None:
+        """Queue messages for this member from a member hosted on the same node (they never leave the process).
+
+        The host (hosting.py) hands guests their internal stream's rows and the
+        messages a failover kept for them; the next :meth:`member_run` takes them.
+        """
+        self._local.extend(messages)
+
+    @property
+    def has_local(self) -> bool:
+        """Messages wait for this member: the host runs its members until none has any (hosting.py)."""
+        return bool(self._local)
 
     def _drain(self) -> None:
         while self._local:
@@ -280,7 +302,8 @@ class PartOperator(Hosting, Coordinating, Applying, Cancelling, LayoutChanges, M
 
     # -- state ------------------------------------------------------------------------
 
-    def _member_state(self) -> dict:
+    def member_state(self) -> dict:
+        """This member's state alone; public because the host adds each guest's under ``"guests"``."""
         enc = self._encode_key
         return {
             **M3Operator.state(self), "member": self.member, "layout": self.layout.version,
@@ -296,7 +319,8 @@ class PartOperator(Hosting, Coordinating, Applying, Cancelling, LayoutChanges, M
             **self._changes_state(),
         }
 
-    def _restore_member(self, state: dict, now: float | None = None) -> None:
+    def restore_member(self, state: dict, now: float | None = None) -> None:
+        """Take this member's state alone; public because the host restores each member it hosts."""
         if state.get("member", self.member) != self.member:
             raise self.error(f"cannot take the state of member {state['member']} as member {self.member}")
         M3Operator.restore(self, state, now)
@@ -315,6 +339,14 @@ class PartOperator(Hosting, Coordinating, Applying, Cancelling, LayoutChanges, M
         if self.leader is not None and state.get("leader"):
             self.leader.restore(state["leader"])
         self._rehome()  # (hosting.py: after a failover, a member's node is another than in the state)
+
+    def decode_key(self, name: str, key: list) -> tuple:
+        """Map ``name``'s key as encoded in states and the segments API (JSON) in the runtime's types.
+
+        The API checks a bulk load's entries with it before they are sent to the
+        member (:mod:`~boreas.node.cumulus.api`).
+        """
+        return self._decode_key(name, key)
 
     # -- boreas segments ---------------------------------------------------------------
 

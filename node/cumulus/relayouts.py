@@ -117,7 +117,7 @@ class LayoutChanges:
         elif tag == msg.CANCEL:
             self._cancel(m)  # (cancelling.py)
         elif tag == msg.COPIED:
-            p = self._change(m[1])
+            p = self.layout_change(m[1])
             if p is None and m[1] in self.cancelled:
                 return
             if p is None or self.leader is None:
@@ -125,7 +125,7 @@ class LayoutChanges:
             elif m[2] not in p["copied"]:
                 p["copied"].append(m[2])
         elif tag == msg.FLIP:
-            p = self._change(m[1])
+            p = self.layout_change(m[1])
             if p is None:
                 log.error("m3 box %r member %d: Flip of unknown change %s ignored", self.box.name, self.member, m[1])
             else:
@@ -135,7 +135,9 @@ class LayoutChanges:
                     log.info("m3 box %r member %d joins the partition at epoch %d", self.box.name, self.member,
                              p["first"])
 
-    def _change(self, change: str) -> dict | None:
+    def layout_change(self, change: str) -> dict | None:
+        """The record of layout change ``change`` while it is under way here (None once it completed, was
+        cancelled, or not yet heard of); public because the API waits on it to answer a cancel."""
         return next((r for r in self.relayouts if r["change"] == change), None)
 
     def _request(self, m: list) -> None:
@@ -166,7 +168,7 @@ class LayoutChanges:
 
     def _chunk(self, m: list) -> None:
         """Entries of a segment moving here: staged apart from the store until the flip (any time before)."""
-        p = self._change(m[1])
+        p = self.layout_change(m[1])
         if p is None and m[1] in self.cancelled:  # sent before the source heard of the cancel
             return
         if p is None:  # the source heard of the change before this member did
@@ -369,8 +371,11 @@ class LayoutChanges:
 
     # -- what others ask -------------------------------------------------------------------
 
-    def _member_backlog(self) -> int:
-        """Versions and messages waiting at this member: while many wait, the coordinator takes no more input."""
+    def member_backlog(self) -> int:
+        """Versions and messages waiting at this member: while many wait, the coordinator takes no more input.
+
+        Public: the host sums it over every member it hosts (hosting.py).
+        """
         return sum(len(q) for q in self.works.values()) + len(self.held) + len(self.pushes)
 
     def relayout_busy(self) -> str | None:
