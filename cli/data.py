@@ -92,6 +92,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         finally:
             if follower is not None:
                 follower.cancel()
+                await asyncio.gather(follower, return_exceptions=True)
         if progress is not None:
             progress.finish(publisher, total=source.given)
         return _report_publish(args, publisher, source)
@@ -200,6 +201,7 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
             await stop.wait()
         finally:
             reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
             if not closed:
                 try:
                     output.close()

@@ -181,8 +181,9 @@ class Subscriber:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watch
             self._watch = None
-        if self._ending is not None and not self._ending.done():
+        if self._ending is not None:
             self._ending.cancel()
+            await asyncio.gather(self._ending, return_exceptions=True)
         if self.endpoint is not None:
             xml = f'<deploy><unsubscribe stream="{self.stream}" endpoint="{self.endpoint}"/></deploy>'
             try:

@@ -47,22 +47,7 @@ WAITERS = ("wait", "gather", "wait_for", "shield")
 SUPERVISOR = ("wire/supervisor.py", "Supervisor")
 
 #: (path under the repository, qualified name of the function that starts the task) -> why it is allowed for now.
-ALLOWED: dict[tuple[str, str], str] = {
-    ("cli/data.py", "cmd_publish.main.begin"):
-        "owned by another change in progress: fix after it lands (the progress follower is cancelled, never "
-        "awaited)",
-    ("cli/data.py", "cmd_subscribe.main"):
-        "owned by another change in progress: fix after it lands (the reader is cancelled, never awaited)",
-    ("client/subscriber.py", "Subscriber._stop"):
-        "owned by another change in progress: fix after it lands (the end-of-rows put is cancelled by close(), "
-        "never awaited)",
-    ("wire/links.py", "OutboundLink._too_slow"):
-        "owned by another change in progress: fix after it lands (_goodbyes is referenced until done, but "
-        "abort() should cancel and await it)",
-    ("wire/link_connection.py", "LinkConnection._converse"):
-        "owned by another change in progress: fix after it lands (the acknowledgement watch is cancelled, "
-        "never awaited)",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def is_start(call: ast.Call) -> bool:

@@ -185,7 +185,9 @@ class LinkConnection:
                                    f"{len(self._unacked)} batches waited for one")
 
         sender = asyncio.create_task(pump())
-        watch = asyncio.create_task(watch_acknowledgements()) if self.slow_after else None
+        watch = None
+        if self.slow_after:
+            watch = asyncio.create_task(watch_acknowledgements())
         self._live = ws
         try:
             async for msg in ws:
@@ -208,6 +210,7 @@ class LinkConnection:
             self._live = None
             if watch is not None:
                 watch.cancel()
+                await asyncio.gather(watch, return_exceptions=True)
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, ConnectionError, aiohttp.ClientError):
                 await sender

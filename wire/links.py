@@ -132,6 +132,9 @@ class OutboundLink(LinkConnection):
         await self.abort()
 
     async def abort(self) -> None:
+        for goodbye in list(self._goodbyes):  # a subscriber being told why it was cut off
+            goodbye.cancel()
+        await asyncio.gather(*self._goodbyes, return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
