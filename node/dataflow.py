@@ -96,6 +96,9 @@ class Dataflow(Wiring, Intake, Replaying):
         # Boxes run under this lock, so a move or a snapshot happens between batches.  What
         # leaves the node is sent after the lock is released (Outputs' outbox).
         self.lock = asyncio.Lock()
+        # Notified after every group of batches (and timer firing) the box task finished: what a publisher held
+        # at admission (node/intake.py) waits for, instead of polling.
+        self.progress = asyncio.Condition()
         # A filter inserted or removed across two nodes switches a box's in port from one stream
         # to another that comes over the same ordered link; batches of the old stream still on
         # their way go to the port until the first batch of the new one arrives.
@@ -208,6 +211,8 @@ class Dataflow(Wiring, Intake, Replaying):
         if self.journal is not None and self.out.queued:
             await self.journal.durable(self.journal.next_position - 1)
         await self.out.flush()
+        async with self.progress:
+            self.progress.notify_all()
 
     @property
     def queued(self) -> int:

@@ -106,12 +106,15 @@ class Intake:
         again meanwhile (a layout or endpoint change) has a new one, and
         waiting on the old one would hold the publisher for ever.
         """
-        while True:
+        def admitted() -> bool:
             coordinator = self.coordinators.get(stream)
-            if coordinator is None or (coordinator.backlog() <= ADMIT
-                                       and coordinator.woke - coordinator.known_stable <= LAG):
-                return
-            await asyncio.sleep(0.005)
+            return coordinator is None or (coordinator.backlog() <= ADMIT
+                                           and coordinator.woke - coordinator.known_stable <= LAG)
+
+        if admitted():
+            return
+        async with self.progress:  # what lifts the hold is the box task's work: look again after each group
+            await self.progress.wait_for(admitted)
 
     async def _durable(self, logged: "asyncio.Future[int]") -> None:
         assert self.journal is not None
