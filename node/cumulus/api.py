@@ -44,6 +44,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -131,18 +132,21 @@ class SegmentsApi:
         # Done once every member is done with the change's first epoch: it applied nothing of that epoch
         # before its moving segments were in, so the leader's stable epoch reaching it means switched everywhere.
         first = next((r["first"] for r in op.relayouts if r["layout"].version == new.version), None)
-        deadline = time.monotonic() + self.relayout_timeout
         primary = self.dataflow.operators.get(box)
-        while primary is not None and primary.hosted.get(op.member) is op and (op.pending is not None or op.layout.version < new.version
-                                                          or (first is not None and op.leader.stable < first)):
+
+        def in_place() -> bool:
+            return not (primary is not None and primary.hosted.get(op.member) is op
+                        and (op.pending is not None or op.layout.version < new.version
+                             or (first is not None and op.leader.stable < first)))
+
+        await self._until(lambda: in_place() or change in op.cancelled, time.monotonic() + self.relayout_timeout)
+        if not in_place():
             if change in op.cancelled:
                 return json_error(409, f"box {box!r}: layout change {change} (layout {new.version}) was cancelled; "
                                        f"the layout stays {op.layout.version}", box=box, layout=op.layout.to_dict())
-            if time.monotonic() > deadline:
-                return json_error(504, f"box {box!r}: layout {new.version} decided but not in place after "
-                                       f"{self.relayout_timeout:.0f} s (a member may be down); it completes when "
-                                       "the members are back", box=box)
-            await asyncio.sleep(0.02)
+            return json_error(504, f"box {box!r}: layout {new.version} decided but not in place after "
+                                   f"{self.relayout_timeout:.0f} s (a member may be down); it completes when "
+                                   "the members are back", box=box)
         if self.report is not None:
             self.report(partition_of_layout(self.dataflow.partitions.get(box), new))
         return web.json_response({"box": box, "layout": new.to_dict(), "moves": [list(m) for m in moves],
@@ -160,14 +164,23 @@ class SegmentsApi:
                                    "first epoch is fixed (its segments have copied; it completes)", box=box)
         await self.dataflow.deliver([(internal_stream(box, op.member), [msg.cancel(change, True)],
                                       f"cancel-{change}", 0, "")])
-        deadline = time.monotonic() + self.relayout_timeout
-        while op.layout_change(change) is not None and change not in op.cancelled:
-            if op.cancellable() != change or time.monotonic() > deadline:  # its first epoch was fixed meanwhile
-                return json_error(409, f"box {box!r}: layout change {change} could not be cancelled any more; "
-                                       "it completes", box=box)
-            await asyncio.sleep(0.02)
+        def gone() -> bool:
+            return op.layout_change(change) is None or change in op.cancelled
+
+        await self._until(lambda: gone() or op.cancellable() != change, time.monotonic() + self.relayout_timeout)
+        if not gone():  # its first epoch was fixed meanwhile, or the time is up
+            return json_error(409, f"box {box!r}: layout change {change} could not be cancelled any more; "
+                                   "it completes", box=box)
         return web.json_response({"box": box, "cancelled": change, "layout": op.layout.to_dict(),
                                   "changed": False})
+
+    async def _until(self, done: Callable[[], bool], deadline: float) -> None:
+        """Until ``done()`` or ``deadline``: looked at again after each group of batches (and timer firing) the box
+        task finishes, which is what changes a partitioned box's layout state."""
+        progress = self.dataflow.progress
+        async with progress:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(progress.wait_for(done), max(0.0, deadline - time.monotonic()))
 
     def _part(self, box: str) -> Any:
         op = self.dataflow.operators.get(box)
