@@ -368,24 +368,15 @@ def merge_params(
     return tuple(merged.items())
 
 
-def _positions_resolved(applications: list[Application], deployments: list[Deployment]
-                        ) -> tuple[list[Application], list[Deployment]]:
-    from .positions import resolve_by_default_layout
-
-    docs = resolve_by_default_layout([*applications, *deployments])
-    return docs[:len(applications)], docs[len(applications):]  # type: ignore[return-value]
-
-
 def merge(
     base: Catalog, applications: list[Application], deployments: list[Deployment]
 ) -> tuple[Catalog, list[Diagnostic]]:
     """The catalog with the submission applied, and what was wrong with it.
 
-    Node positions (``#1``) still in the documents -- nobody resolved them
-    against a cluster's nodes -- are read as the default ``boreas cluster
-    up`` layout (:func:`boreas.catalog.positions.default_layout`).
+    Node positions (``#1``) have been resolved by whoever took the
+    submission (the Head against its nodes, :func:`~.submission.plan_submission`
+    by the default layout otherwise): merging knows endpoints only.
     """
-    applications, deployments = _positions_resolved(applications, deployments)
     merger = Merger(base)
     for app in applications:
         merger.application(app)

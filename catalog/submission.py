@@ -30,7 +30,7 @@ from .document_model import Application, Deployment, Document, Update
 from .elements import apply_commit, catalog_from_snapshot, diff
 from .merge import merge
 from .model import Catalog, Schema
-from .positions import default_layout, has_positions
+from .positions import default_layout, has_positions, resolve_by_default_layout
 from .store.base import CatalogStore, Change, Commit, ConflictError, StoreError
 from .validate import check_topology
 
@@ -74,7 +74,7 @@ def plan_submission(
     catalog: Catalog, documents: Sequence[Document], registry: BoxTypeRegistry | None = None
 ) -> Plan:
     """Merge and check without touching any store."""
-    apps, deps = split_documents(documents)
+    apps, deps = split_documents(resolve_by_default_layout(documents))  # (what the Head did not resolve)
     registry = registry or builtin_registry()
     merged, problems = merge(catalog, apps, deps)
     report = check_topology(merged, registry)
@@ -256,10 +256,11 @@ def apply_submission(
     """
     registry = registry or builtin_registry()
     planned: list[Catalog] = []
-    if has_positions(documents):
+    if has_positions(documents):  # resolved once here, not again on each optimistic retry
         log.warning("node positions (#0, #1, ...) read as the default `boreas cluster up` layout, "
                     "#n = %s+n: nothing here knows the cluster's nodes (`boreas submit` has the Head "
                     "resolve them against its nodes)", default_layout(0))
+        documents = resolve_by_default_layout(documents)
 
     def build(before: Catalog) -> list[Change]:
         plan = plan_submission(before, documents, registry)

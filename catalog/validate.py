@@ -10,13 +10,14 @@ message.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 from . import arrays
 from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, Origin
 from .model import PARTITION_SLOTS, Box, Catalog, Partition, Schema
+from .schemas_of import SCALARS_ONLY as _SCALARS_ONLY
+from .schemas_of import array_field, infer, schemas_of
 
 
 @dataclass
@@ -43,8 +44,9 @@ def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None) ->
 
 
 def stream_schemas(catalog: Catalog, registry: BoxTypeRegistry | None = None) -> dict[str, Schema]:
-    """The schema of every stream whose schema can be told (for update XML to nodes)."""
-    return check_topology(catalog, registry).stream_schemas
+    """The schema of every stream whose schema can be told (for update XML to nodes): :func:`.schemas_of.
+    schemas_of`, the inference alone, not the whole validation."""
+    return schemas_of(catalog, registry or builtin_registry())
 
 
 def _check_producers(catalog: Catalog, report: TopologyReport) -> None:
@@ -109,60 +111,9 @@ def _check_references(catalog: Catalog, report: TopologyReport) -> None:
 
 
 def _infer_schemas(catalog: Catalog, registry: BoxTypeRegistry, report: TopologyReport) -> None:
-    """Propagate schemas from inputs through boxes in dataflow order."""
-    known = report.stream_schemas
-    broken: set[str] = set()  # streams whose schema cannot be told; stay quiet downstream
-    for inp in catalog.inputs.values():
-        schema = catalog.schemas.get(inp.schema)
-        # A field of an unknown type (type="float") is reported at the field (_check_references);
-        # its stream is not then called an array downstream.
-        if schema is not None and not any(arrays.unknown_alias(f, catalog.types) for f in schema.fields):
-            known[inp.stream] = schema
-        else:
-            broken.add(inp.stream)
-    consumers: dict[str, set[str]] = {}
-    for stream, found in catalog.consumers().items():
-        consumers[stream] = {c.box for c in found}
-    waiting = {name: {p.stream for p in box.inputs} for name, box in catalog.boxes.items()}
-    ready: deque[str] = deque()
-
-    def arrived(stream: str) -> None:
-        for name in sorted(consumers.get(stream, ())):
-            if stream in waiting[name]:
-                waiting[name].discard(stream)
-                if not waiting[name]:
-                    ready.append(name)
-
-    for stream in sorted(set(known) | broken):
-        arrived(stream)
-    done: set[str] = set()
-    while ready:
-        name = ready.popleft()
-        done.add(name)
-        box = catalog.boxes[name]
-        shape = registry.check_shape(box)
-        for reason in shape:
-            report.fail(box.origin, reason)
-        in_streams = [p.stream for p in box.inputs]
-        outs: list[Schema] | None = None
-        if not shape and not any(s in broken for s in in_streams):
-            reads_array = _reads_array(catalog, box, [known[s] for s in in_streams])
-            try:
-                if reads_array:
-                    raise BoxError(reads_array)
-                outs = registry.infer(box, [known[s] for s in in_streams])
-            except BoxError as exc:
-                report.fail(box.origin, str(exc))
-        for port, stream in enumerate(box.outputs):
-            if outs is not None:
-                known.setdefault(stream, outs[port])
-            else:
-                broken.add(stream)
-            arrived(stream)
-    produced = catalog.producers()
-    for name, box in catalog.boxes.items():
-        if name not in done and all(p.stream in produced for p in box.inputs):
-            report.fail(box.origin, f"box {name!r} is on a cycle: its in streams depend on its own output")
+    """Propagate schemas from inputs through boxes in dataflow order (:func:`.schemas_of.infer`), reporting
+    what cannot be told."""
+    report.stream_schemas.update(infer(catalog, registry, report.fail))
 
 
 def _check_outputs(catalog: Catalog, report: TopologyReport) -> None:
@@ -180,38 +131,16 @@ def _check_outputs(catalog: Catalog, report: TopologyReport) -> None:
             report.stream_schemas[out.stream] = declared
 
 
-#: Why array fields stop at the data plane's edge, said once for every refusal.
-_SCALARS_ONLY = "Boreas's data plane carries scalar fields only (see docs/borealis_compat.md)"
-
-
-def _array_field(catalog: Catalog, schema: Schema) -> str | None:
-    """``field 'f' is an array (byte(0...9))`` for the schema's first array field, or None."""
-    f = arrays.first_array_field(schema)
-    if f is None:
-        return None
-    return f"field {f.name!r} is an array ({arrays.describe(f, catalog.types)})"
-
-
-def _reads_array(catalog: Catalog, box: Box, inputs: list[Schema]) -> str | None:
-    """Why the box cannot run because an in stream carries an array field (None: it can)."""
-    for port, schema in enumerate(inputs):
-        found = _array_field(catalog, schema)
-        if found:
-            return (f"{box.type} box {box.name!r} in port {port} reads stream {box.inputs[port].stream!r} "
-                    f"(schema {schema.name!r}), whose {found}: {_SCALARS_ONLY}")
-    return None
-
-
 def _check_array_streams(catalog: Catalog, report: TopologyReport) -> None:
     """Publishing into, or subscribing to, a stream with array fields would carry array values."""
     for pub in catalog.publications.values():
         schema = report.stream_schemas.get(pub.stream)
-        found = _array_field(catalog, schema) if schema is not None else None
+        found = array_field(catalog, schema) if schema is not None else None
         if found:
             report.fail(pub.origin, f"publish to stream {pub.stream!r}: its {found}; {_SCALARS_ONLY}")
     for sub in catalog.subscriptions.values():
         schema = report.stream_schemas.get(sub.stream)
-        found = _array_field(catalog, schema) if schema is not None else None
+        found = array_field(catalog, schema) if schema is not None else None
         if found:
             report.fail(sub.origin, f"subscribe to stream {sub.stream!r}: its {found}; {_SCALARS_ONLY}")
 
