@@ -8,23 +8,14 @@ import sys
 
 import pytest
 from support.cluster import free_port, wait_until
+from test_slow_subscriber import one_node
 
 pytestmark = pytest.mark.slow
-
-APP = """<borealis>
-  <input stream="Packet" schema="P"/> <output stream="Result" schema="P"/>
-  <schema name="P"> <field name="value" type="double"/> <field name="time" type="int"/> </schema>
-  <box name="pass" type="filter"> <in stream="Packet"/> <out stream="Result"/>
-    <parameter name="expression.0" value="time &gt;= 0"/> </box>
-</borealis>"""
 
 
 def test_subscribe_watch_and_region_exit_1_after_the_cluster_goes(cluster_factory):
     cluster = cluster_factory()
-    cluster.start_head()
-    node = cluster.start_node()
-    cluster.submit(cluster.write("app.xml", APP), cluster.write(
-        "dep.xml", f'<deploy><publish stream="Packet" node="{node}"/><node endpoint="{node}" query="pass"/></deploy>'))
+    node = one_node(cluster)  # Packet -> pass (a filter) -> Result
     region = f"localhost:{free_port()}"
     argvs = {"subscribe": ["subscribe", "Result", "--retry-for", "3"],
              "watch": ["watch", "--retry-for", "3"],
