@@ -232,7 +232,8 @@ async def test_the_node_names_a_misspelt_map_and_lists_the_boxs_maps(q3_box):
     assert body["error"].startswith("key 0 (l_orderkey INT): 'Revnue' is not an INT, nor a map, view or out "
                                     "stream of m3 box 'q3' (out streams: Revenue; views: Q1; maps: Q1_revenue")
     status, body = await _get(api, "map=Revnue")
-    assert status == 404 and "no map, view or out stream 'Revnue' (out streams: Revenue;" in body["error"]
+    assert status == 404 and "no map, view or out stream 'Revnue' (did you mean 'Revenue'?) (out streams: " \
+        "Revenue;" in body["error"]
     status, body = await _get(api, "key=_&key=soon")  # a bad key that is not the first stays as it was
     assert status == 422 and body["error"] == "key 1 (o_orderdate DATE): 'soon' is not a date (YYYY-MM-DD)"
 
