@@ -150,17 +150,18 @@ def test_a_retried_task_resends_the_same_batches_and_the_node_drops_them(boreas,
 @pytest.mark.slow
 def test_a_dataframe_whose_input_fails_upstream_is_published_once_by_the_retry(boreas, spark):
     def fail_first_attempt_midway(batches):
-        """Partition 0's first attempt fails after 8,000 of its 10,000 rows: the publishing function downstream
-        sees its input end normally after the record batches the JVM completed, and the task fails after it."""
+        """Partition 0's first attempt fails after 40,000 of its 50,000 rows: the publishing function downstream
+        sees its input end normally after the record batches the JVM wrote to it (all but its last ~64 KiB
+        buffer of them), and the task fails after it."""
         seen = 0
         for batch in batches:
             seen += batch.num_rows
             context = TaskContext.get()
-            if seen > 8000 and context.partitionId() == 0 and context.attemptNumber() == 0:
+            if seen > 40_000 and context.partitionId() == 0 and context.attemptNumber() == 0:
                 raise RuntimeError("injected failure of the first attempt")
             yield batch
 
-    n = 20_000
+    n = 100_000
     df = frame(spark, n, partitions=2)
     # Record batches of 100 rows cut into batches of 64: a batch spanning two record batches would differ
     # between the cut-short attempt and the retry (and be refused by its digest).
@@ -171,11 +172,12 @@ def test_a_dataframe_whose_input_fails_upstream_is_published_once_by_the_retry(b
             before = duplicates_dropped(boreas)
             result = run_job(flaky, lookup_target(boreas.head, "A", TOKEN), "spark:flaky", batch_size=64)
             assert (result.published, result.refused_count) == (n, 0)
-            assert result.arrow_batches == result.batches == 2 * 100 * 2  # the retry's: 2 per record batch
+            assert result.arrow_batches == result.batches == 1000 * 2  # 1,000 record batches of 100: 64 + 36 rows
             exactly_once(sub.wait_for(n), [(i, i * 0.5) for i in range(n)])
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
-    assert duplicates_dropped(boreas) > before  # the first attempt's batches, sent again by the retry
+    # The first attempt's batches, sent again by the retry (tens of thousands of rows reach it before the failure).
+    assert duplicates_dropped(boreas) > before, result
 
 
 @pytest.mark.slow
