@@ -2,8 +2,10 @@
 
 The driver looks the stream up once (:func:`~boreas.spark.target.lookup_target`),
 then one Spark task per partition sends its rows straight to the stream's
-entry nodes (:mod:`boreas.spark.sender`); nothing but a small report per
-partition comes back to the driver.  Each partition sends as producer
+entry nodes; nothing but a small report per partition comes back to the
+driver.  A DataFrame's partitions go as Arrow record batches
+(``mapInArrow``, :mod:`boreas.spark.columnar`), with no row made in the
+executors; an RDD's go as rows (:mod:`boreas.spark.sender`).  Each partition sends as producer
 ``spark:JOB:PARTITION`` with deterministic batches, so retried and
 speculative tasks deliver every row exactly once.
 
@@ -74,6 +76,8 @@ class PublishResult:
     published: int = 0
     refused_count: int = 0
     refused: list[RefusedRow] = field(default_factory=list)
+    batches: int = 0
+    arrow_batches: int = 0  # of them, sent as Arrow columns (the others as rows)
     duplicates: int = 0  # batches the nodes already had: retried or speculative tasks, replays
     refusals: list[str] = field(default_factory=list)  # whole batches a node refused
 
@@ -86,6 +90,8 @@ class PublishResult:
             result.rows += report.rows
             result.published += report.sent
             result.refused_count += report.refused_count
+            result.batches += report.batches
+            result.arrow_batches += report.arrow_batches
             result.duplicates += report.duplicates
             result.refusals += report.refusals
         return result
@@ -113,18 +119,30 @@ def _partition_job(target: StreamTarget, prefix: str, batch_size: int, text_fiel
 
 def run_job(data: DataFrame | RDD, target: StreamTarget, prefix: str, batch_size: int = 1000,
             coerce: bool = False, timeout: float = 60.0) -> PublishResult:
-    """Send ``data`` to ``target`` with producers ``prefix:PARTITION``; the collected result."""
+    """Send ``data`` to ``target`` with producers ``prefix:PARTITION``; the collected result.
+
+    A DataFrame goes through ``mapInArrow`` (:mod:`boreas.spark.columnar`:
+    sent as Arrow batches, no row made in the executors, unless its columns
+    need checking as rows); an RDD has no columns and takes the row path
+    (:mod:`boreas.spark.sender`).
+    """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    rdd, text_fields = _as_rdd(data, target, coerce)
-    job = functools.partial(_partition_job, target, prefix, batch_size, text_fields, timeout)
-    reports = rdd.mapPartitionsWithIndex(job).collect()
+    df, rdd, text_fields = _prepared(data, target, coerce)
+    if df is not None:
+        from .columnar import send_dataframe
+
+        reports = send_dataframe(df, target, prefix, batch_size, timeout, text_fields)
+    else:
+        job = functools.partial(_partition_job, target, prefix, batch_size, text_fields, timeout)
+        reports = rdd.mapPartitionsWithIndex(job).collect()
     result = PublishResult.from_reports(target.stream, prefix, reports)
     if result.refusals:
         raise PublishRefused(f"stream {target.stream!r}: {result.refusals[0]} "
                              f"({counted(len(result.refusals), 'batch')} refused)")
-    log.info("published %d of %d rows to %s as %s (%d refused, %d batches already delivered)",
-             result.published, result.rows, target.stream, prefix, result.refused_count, result.duplicates)
+    log.info("published %d of %d rows to %s as %s in %d batches (%d as Arrow; %d refused rows, %d batches "
+             "already delivered)", result.published, result.rows, target.stream, prefix, result.batches,
+             result.arrow_batches, result.refused_count, result.duplicates)
     return result
 
 
@@ -143,7 +161,10 @@ def publish(data: DataFrame | RDD, stream: str, head: str, token: str | None = N
     published), :class:`~boreas.client.head_api.UnknownStream`, or
     :class:`~boreas.client.publisher.PublishRefused`.  Passing the
     ``job_id`` of an earlier publish of the same data re-runs it without
-    duplicates (while the nodes remember it).
+    duplicates (while the nodes remember it).  A DataFrame's batches are at
+    most ``batch_size`` rows and never span two of Spark's Arrow record
+    batches (``spark.sql.execution.arrow.maxRecordsPerBatch``, default
+    10,000): see :mod:`boreas.spark.columnar`.
     """
     target = lookup_target(head, stream, token)
     result = run_job(data, target, f"spark:{job_id or uuid.uuid4().hex[:16]}", batch_size, timeout=timeout)
@@ -207,17 +228,17 @@ def _file_format(path: Path) -> str:
 # -- DataFrame columns to schema fields ------------------------------------------------
 
 
-def _as_rdd(data: Any, target: StreamTarget, coerce: bool) -> tuple[RDD, frozenset[int]]:
-    """The rows to send and which fields hold text to parse; DataFrame columns picked and converted."""
+def _prepared(data: Any, target: StreamTarget, coerce: bool) -> tuple[DataFrame | None, RDD | None, frozenset[int]]:
+    """A DataFrame's columns picked and converted (and which fields hold text to parse), or an RDD as it is."""
     from pyspark import RDD
     from pyspark.sql import DataFrame
 
     if isinstance(data, RDD):
-        return data, frozenset()
+        return None, data, frozenset()
     if not isinstance(data, DataFrame):
         raise TypeError(f"publish takes a pyspark DataFrame or RDD, not {type(data).__name__}")
     columns, text_fields = _columns(data, target, coerce)
-    return data.select(*columns).rdd, text_fields
+    return data.select(*columns), None, text_fields
 
 
 def _column(name: str) -> Column:

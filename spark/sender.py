@@ -11,7 +11,15 @@ Exactly-once across task retries rests on three things:
   numbers from 0 per link), so an attempt re-sends identical
   ``(producer, seq)`` batches;
 * the node drops a batch whose ``(stream, producer, seq)`` it has already
-  taken (``wire/receiver.py``) and acknowledges it again.
+  taken (``wire/receiver.py``) and acknowledges it again.  Batches carry the
+  digest of their payload (``wire/digests.py``), as every publisher's do, so
+  an attempt whose batch ``k`` holds other rows (a partition that is not
+  deterministic, or a ``job_id`` reused for other data) is refused rather
+  than silently dropped.
+
+A partition arrives either as rows (:func:`send_partition`, the row path) or
+as Arrow record batches (:mod:`boreas.spark.columnar`); both are cut into
+:class:`Checked` chunks that :func:`send_chunks` sends, one batch each.
 
 Rows are checked here, on the executor, with the node's own checker
 (:class:`~boreas.wire.tuples.RowType`), and bad rows are not sent.  Checking
@@ -33,7 +41,7 @@ import contextlib
 import datetime as dt
 import itertools
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +69,7 @@ class PartitionReport:
     rows: int = 0  # rows read from the partition
     sent: int = 0  # rows sent (they passed the check)
     batches: int = 0
+    arrow_batches: int = 0  # of them, sent as Arrow columns (spark/columnar.py) rather than rows
     duplicates: int = 0  # batches the node already had (a retried or speculative attempt)
     refused: list[tuple[int, str, str, str]] = field(default_factory=list)  # (row, field, reason, values)
     refused_count: int = 0
@@ -152,33 +161,60 @@ def _chunks(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
+@dataclass
+class Checked:
+    """One chunk of a partition, checked: what to send (rows, or Arrow columns), and what was refused.
+
+    ``numbers`` are the partition's row numbers of the good rows (to name a
+    row the node refuses); ``read`` counts the chunk's input rows.
+    """
+
+    read: int
+    good: Any  # list[tuple] | boreas.wire.columns.Columns
+    numbers: Sequence[int]
+    bad: list[tuple[int, str, str, Any]]
+
+
+def checked_rows(rows: Iterable[Any], batch_size: int, shaper: RowShaper) -> Iterator[Checked]:
+    """The row path: rows cut into chunks of ``batch_size`` in iteration order, each checked by ``shaper``."""
+    first = 0
+    for chunk in _chunks(rows, batch_size):
+        good, numbers, bad = shaper.check(chunk, first)
+        yield Checked(len(chunk), good, numbers, bad)
+        first += len(chunk)
+
+
 def send_partition(target: StreamTarget, producer: str, index: int, rows: Iterable[Any], batch_size: int,
                    text_fields: frozenset[int] = frozenset(), timeout: float = 60.0) -> PartitionReport:
     """Send one partition's rows; blocks until every batch is acknowledged (or raises)."""
-    return asyncio.run(_PartitionSender(target, producer, index, batch_size, text_fields, timeout).run(rows))
+    chunks = checked_rows(rows, batch_size, RowShaper(target.schema(), text_fields))
+    return send_chunks(target, producer, index, chunks, timeout)
+
+
+def send_chunks(target: StreamTarget, producer: str, index: int, chunks: Iterable[Checked],
+                timeout: float = 60.0) -> PartitionReport:
+    """Send one partition's checked chunks, one batch each (the row path's or the Arrow path's,
+    :mod:`boreas.spark.columnar`); blocks until every batch is acknowledged (or raises)."""
+    return asyncio.run(_PartitionSender(target, producer, index, timeout).run(chunks))
 
 
 class _PartitionSender:
-    def __init__(self, target: StreamTarget, producer: str, index: int, batch_size: int,
-                 text_fields: frozenset[int], timeout: float):
+    def __init__(self, target: StreamTarget, producer: str, index: int, timeout: float):
         self.target = target
-        self.batch_size = batch_size
         self.timeout = timeout
-        self.shaper = RowShaper(target.schema(), text_fields)
         self.report = PartitionReport(index, producer)
         self.links: list[OutboundLink] = []
-        self._numbers: dict[int, list[int]] = {}  # seq -> row numbers of the batch's rows (first link)
+        self._numbers: dict[int, Sequence[int]] = {}  # seq -> row numbers of the batch's rows (first link)
 
-    async def run(self, rows: Iterable[Any]) -> PartitionReport:
+    async def run(self, chunks: Iterable[Checked]) -> PartitionReport:
         report = self.report
         try:
-            for chunk in _chunks(rows, self.batch_size):
-                good, numbers, bad = self.shaper.check(chunk, report.rows)
-                report.rows += len(chunk)
-                for number, field_name, reason, values in bad:
+            for chunk in chunks:
+                report.rows += chunk.read
+                for number, field_name, reason, values in chunk.bad:
                     report.refuse(number, field_name, reason, values)
-                if good:
-                    await self._send(good, numbers)
+                if len(chunk.good):
+                    await self._send(chunk.good, chunk.numbers)
                 await asyncio.sleep(0)  # let the links' pumps run between chunks
             await self._flush(self.timeout)
         except Exception:
@@ -194,10 +230,10 @@ class _PartitionSender:
                  report.duplicates, report.refused_count)
         return report
 
-    async def _send(self, rows: list[tuple], numbers: list[int]) -> None:
+    async def _send(self, rows: Any, numbers: Sequence[int]) -> None:
         if not self.links:
             for endpoint in self.target.entries:
-                link = OutboundLink(endpoint, self.target.token, self.report.producer,
+                link = OutboundLink(endpoint, self.target.token, self.report.producer, digests=True,
                                     on_reply=self._replied if not self.links else None)
                 await link.start()
                 self.links.append(link)
@@ -210,6 +246,7 @@ class _PartitionSender:
                 self._numbers[seq] = numbers
         self.report.sent += len(rows)
         self.report.batches += 1
+        self.report.arrow_batches += not isinstance(rows, list)
 
     def _replied(self, batch: Batch, reply: Frame) -> None:
         numbers = self._numbers.pop(batch.seq, [])

@@ -3,7 +3,8 @@
 Each test publishes with Spark into an input stream that a subscriber (on
 its own event-loop thread) follows, and checks that every row arrives
 exactly once -- also when a task fails after sending part of its partition
-and is retried, and when a streaming micro-batch is replayed.
+and is retried (an RDD's rows, and a DataFrame's Arrow batches whose input
+fails upstream), and when a streaming micro-batch is replayed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Self
 import pytest
 from boreas.client.head_api import UnknownStream
 from boreas.client.subscriber import Subscriber
-from boreas.spark import RowsRefused, publish, publish_file, stream_sink
+from boreas.spark import RowsRefused, lookup_target, publish, publish_file, run_job, stream_sink
 from boreas.spark.sender import RowShaper
 from boreas.spark.target import StreamTarget, run_sync
 from pyspark import TaskContext
@@ -144,6 +145,70 @@ def test_a_retried_task_resends_the_same_batches_and_the_node_drops_them(boreas,
         assert publish(flaky, "A", head=boreas.head, token=TOKEN, batch_size=100) == n
         exactly_once(sub.wait_for(n), rows)
     assert duplicates_dropped(boreas) - before == 2  # the retry re-sent batches 0 and 1
+
+
+@pytest.mark.slow
+def test_a_dataframe_whose_input_fails_upstream_is_published_once_by_the_retry(boreas, spark):
+    def fail_first_attempt_midway(batches):
+        """Partition 0's first attempt fails after 40,000 of its 50,000 rows: the publishing function downstream
+        sees its input end normally after the record batches the JVM wrote to it (all but its last ~64 KiB
+        buffer of them), and the task fails after it."""
+        seen = 0
+        for batch in batches:
+            seen += batch.num_rows
+            context = TaskContext.get()
+            if seen > 40_000 and context.partitionId() == 0 and context.attemptNumber() == 0:
+                raise RuntimeError("injected failure of the first attempt")
+            yield batch
+
+    n = 100_000
+    df = frame(spark, n, partitions=2)
+    # Record batches of 100 rows cut into batches of 64: a batch spanning two record batches would differ
+    # between the cut-short attempt and the retry (and be refused by its digest).
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
+    try:
+        flaky = df.mapInArrow(fail_first_attempt_midway, df.schema)
+        with Collector(boreas.head, "A") as sub:
+            before = duplicates_dropped(boreas)
+            result = run_job(flaky, lookup_target(boreas.head, "A", TOKEN), "spark:flaky", batch_size=64)
+            assert (result.published, result.refused_count) == (n, 0)
+            assert result.arrow_batches == result.batches == 1000 * 2  # 1,000 record batches of 100: 64 + 36 rows
+            exactly_once(sub.wait_for(n), [(i, i * 0.5) for i in range(n)])
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    # The first attempt's batches, sent again by the retry (tens of thousands of rows reach it before the failure).
+    assert duplicates_dropped(boreas) > before, result
+
+
+@pytest.mark.slow
+def test_the_arrow_path_delivers_the_dataframe_rows_with_strings_timestamps_and_dates(boreas, spark):
+    """What the subscriber sees equals the DataFrame's rows: strings as they are (non-ASCII, empty, at the
+    size), timestamps and dates as microseconds since the epoch (a date: its midnight in the session's time
+    zone, here the local one, as the row path made it), as the row path (an RDD of the same rows) sends them."""
+    names = ["", "a", "ünï", "12345", "x y", "€"]
+    start = dt.datetime(2024, 2, 29, 23, 59, 58, tzinfo=dt.UTC)
+    stamps = [(i, names[i % len(names)], start + dt.timedelta(microseconds=1001 * i)) for i in range(300)]
+    days = [(1000 + i, names[i % len(names)], dt.date(1969, 12, 1) + dt.timedelta(days=i)) for i in range(90)]
+
+    def micros(value: dt.datetime | dt.date) -> int:
+        if not isinstance(value, dt.datetime):
+            value = dt.datetime.combine(value, dt.time())  # local midnight
+        return int(value.replace(microsecond=0).timestamp()) * 1_000_000 + value.microsecond
+
+    expected = [(i, name, micros(at)) for i, name, at in stamps + days]
+    with Collector(boreas.head, "B") as sub:
+        timestamps = spark.createDataFrame(stamps, "id int, name string, at timestamp")
+        dates = spark.createDataFrame(days, "id long, name string, at date").select("at", "name", "id")  # by name
+        target = lookup_target(boreas.head, "B", TOKEN)
+        for df, prefix in ((timestamps, "spark:stamps"), (dates, "spark:dates")):
+            result = run_job(df, target, prefix, batch_size=50)
+            assert (result.published, result.refused_count) == (df.count(), 0)
+            assert result.arrow_batches == result.batches > 0  # as Arrow batches
+        exactly_once(sub.wait_for(len(expected)), expected)
+    with Collector(boreas.head, "B") as rows:  # the row path: the same rows as Spark Rows
+        result = run_job(timestamps.rdd, target, "spark:stamps-as-rows")
+        assert (result.published, result.arrow_batches) == (300, 0)
+        exactly_once(rows.wait_for(300), expected[:300])
 
 
 @pytest.mark.slow
