@@ -183,8 +183,8 @@ def run_optimizer(args: argparse.Namespace, action: Callable[[Optimizer], Awaita
 
     try:
         return asyncio.run(run())
-    except OptimizerFailed as exc:
-        raise CommandFailed(str(exc)) from None
+    except OptimizerFailed as exc:  # 422: what was asked is invalid (exit 2, nothing changed); else exit 1
+        raise CommandFailed(str(exc), EXIT_INVALID if exc.status == 422 else EXIT_FAILED) from None
 
 
 def print_json(value: Any) -> None:

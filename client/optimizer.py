@@ -118,13 +118,13 @@ class Optimizer:
         ``BOX/SEG`` or every segment of ``BOX`` (its leader moves the data)."""
         box = name.rpartition("/")[0] if "/" in name else name
         catalog = await self.view.catalog()
-        the_box(catalog, box)
+        the_box(catalog, box, self.view.where)
         if box in catalog.partitions:
             check_member(catalog, box, target)
             return Moved(name, target, relayout=await self._relayout(catalog, box, move_change(name, target)))
         if box != name:
             raise OptimizerFailed(f"box {box!r} is not partitioned: it has no segments", 422)
-        source = node_of(catalog, box)
+        source = node_of(catalog, box, self.view.where)
         if source == target:
             raise OptimizerFailed(f"box {box!r} is already on {target}")
         reply = await self._send(source, move_document(box, target, self.origin))
@@ -141,7 +141,7 @@ class Optimizer:
         text = connect_document(sink, port, box_xml, upstream, origin=self.origin)
         inserted = inserted_box(text)
         catalog = await self.view.catalog()
-        node = node_of(catalog, sink)
+        node = node_of(catalog, sink, self.view.where)
         check_insertion(catalog, sink, port, inserted)
         reply = await self._send(node, text)
         await self.view.shown(lambda c: inserted.name in c.boxes, f"box {inserted.name!r} inserted", self.timeout)
@@ -151,7 +151,7 @@ class Optimizer:
                             upstream: bool = False) -> dict[str, Any]:
         """:meth:`connect` a filter box ``name`` (default ``SINK_filter``) keeping the tuples for which
         ``expression`` holds; it writes a stream also called ``name``, which ``sink`` then reads."""
-        stream = in_stream(await self.view.catalog(), sink, port)
+        stream = in_stream(await self.view.catalog(), sink, port, self.view.where)
         return await self.connect(sink, port, filter_box(name or f"{sink}_filter", stream, expression), upstream)
 
     async def disconnect(self, stream: str) -> dict[str, Any]:
@@ -199,7 +199,7 @@ class Optimizer:
         return await self.relayout(box, rebalance_change(answers))
 
     async def _relayout(self, catalog: Catalog, box: str, change: dict[str, Any]) -> dict[str, Any]:
-        the_box(catalog, box)
+        the_box(catalog, box, self.view.where)
         part = catalog.partitions.get(box)
         if part is None:
             raise OptimizerFailed(f"box {box!r} is not partitioned")

@@ -136,17 +136,17 @@ def rebalance_change(answers: list[dict[str, Any]]) -> dict[str, Any]:
 # -- checks against the catalog the optimizer reads -----------------------------------
 
 
-def the_box(catalog: Catalog, name: str) -> Box:
-    """The box ``name``; 404 when the catalog has none."""
+def the_box(catalog: Catalog, name: str, where: str = "the catalog") -> Box:
+    """The box ``name``; 404 when the catalog (``where``: which one, e.g. a region's) has none."""
     box = catalog.boxes.get(name)
     if box is None:
-        raise OptimizerFailed(f"no box {name!r} in the catalog (version {catalog.version})", 404)
+        raise OptimizerFailed(f"no box {name!r} in {where} (version {catalog.version})", 404)
     return box
 
 
-def node_of(catalog: Catalog, name: str) -> str:
+def node_of(catalog: Catalog, name: str, where: str = "the catalog") -> str:
     """The node running box ``name`` (not a partitioned one); 404 unknown, 409 not deployed."""
-    node = the_box(catalog, name).node
+    node = the_box(catalog, name, where).node
     if not node:
         raise OptimizerFailed(f"box {name!r} is not deployed on any node")
     return node
@@ -164,9 +164,9 @@ def check_member(catalog: Catalog, box: str, target: str) -> None:
                               f"(members: {', '.join(part.nodes)})")
 
 
-def in_stream(catalog: Catalog, sink: str, port: int) -> str:
+def in_stream(catalog: Catalog, sink: str, port: int, where: str = "the catalog") -> str:
     """The stream in port ``port`` of box ``sink`` reads; 422 when it has no such port."""
-    box = the_box(catalog, sink)
+    box = the_box(catalog, sink, where)
     if not 0 <= port < len(box.inputs):
         raise OptimizerFailed(f"box {sink!r} has in ports 0-{len(box.inputs) - 1}, not {port}", 422)
     return box.inputs[port].stream

@@ -33,6 +33,8 @@ Done = Callable[[Catalog], bool]
 
 
 class TopologyView(Protocol):
+    where: str  # what errors call this topology ("the catalog", "region west")
+
     async def catalog(self) -> Catalog:
         """The topology as it is now."""
         ...
@@ -46,6 +48,7 @@ class HeadView:
     """The Head's catalog, read over HTTP (``GET /catalog``, ``GET /nodes``)."""
 
     def __init__(self, peers: PeerClient, head: str):
+        self.where = "the catalog"  # what errors call it
         self.peers = peers
         self.head = head
 
@@ -90,6 +93,7 @@ class CatalogView:
         self.read = read
         self.changed = changed
         self.name = name
+        self.where = name or "the catalog"  # what errors call it ("no box 'x' in region west")
 
     async def catalog(self) -> Catalog:
         return self.read()
