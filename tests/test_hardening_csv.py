@@ -129,6 +129,9 @@ class FakePublisher:
     async def close(self):
         pass
 
+    async def abort(self):  # (a publish that fails before sending closes its links)
+        self.aborted = True
+
 
 @pytest.fixture
 def fake_publisher(monkeypatch):
