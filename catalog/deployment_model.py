@@ -81,6 +81,9 @@ class Subscription:
     gap: str | None = None
     origin: Origin = origin_field()
     on_slow: str | None = None  # block | drop | disconnect (None: the node's default, disconnect)
+    # A named subscriber resumes: its batches are kept for it until acknowledged, and a subscription with
+    # the same stream and name replaces it (the subscriber restarted, listening elsewhere).
+    name: str | None = None
 
     @property
     def key(self) -> str:

@@ -211,7 +211,7 @@ class DocumentReader:
             endpoint = self.endpoint(el, el.get("endpoint"), DEFAULT_MONITOR_PORT)
             endpoint = endpoint or client or f"localhost:{DEFAULT_MONITOR_PORT}"
             dep.subscriptions.append(Subscription(el.get("stream"), endpoint, el.get("gap"),
-                                                  self.origin(el), el.get("on-slow")))
+                                                  self.origin(el), el.get("on-slow"), el.get("name")))
         elif tag == "unsubscribe":
             dep.unsubscriptions.append(Unsubscribe(
                 el.get("stream"), self.endpoint(el, el.get("endpoint"), DEFAULT_MONITOR_PORT),

@@ -187,7 +187,15 @@ class Merger:
             self.catalog.replica_sets[rs.name] = rs
         for pub in dep.publications:
             self.catalog.publications[pub.key] = pub
+        named: dict[tuple[str, str], object] = {}
         for sub in dep.subscriptions:
+            if sub.name:  # unique per stream: one with the name of an existing one replaces it
+                if (sub.stream, sub.name) in named:
+                    self.fail(sub.origin, f"two subscriptions to {sub.stream!r} named {sub.name!r} in one change")
+                named[(sub.stream, sub.name)] = sub
+                for key in [k for k, s in self.catalog.subscriptions.items()
+                            if s.stream == sub.stream and s.name == sub.name and k != sub.key]:
+                    del self.catalog.subscriptions[key]
             self.catalog.subscriptions[sub.key] = sub
         for unsub in dep.unsubscriptions:
             keys = [k for k, s in self.catalog.subscriptions.items()

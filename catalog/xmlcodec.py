@@ -272,7 +272,7 @@ _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
     "publish": lambda el, o: Publication(el.get("stream"), el.get("node") or el.get("endpoint"),
                                          el.get("client"), o),
     "subscribe": lambda el, o: Subscription(el.get("stream"), el.get("endpoint") or "", el.get("gap"), o,
-                                            el.get("on-slow")),
+                                            el.get("on-slow"), el.get("name")),
     "client": lambda el, o: Client(el.get("endpoint") or "", el.get("prefix"), o),
     "global": lambda el, o: GlobalComponent(el.get("endpoint"), o),
     "partition": _partition,
@@ -365,7 +365,7 @@ def encode(obj: Any, with_node: bool = True) -> etree._Element:
             el = _set(etree.Element("publish"), stream=obj.stream, node=obj.node, client=obj.client)
         case Subscription():
             el = _set(etree.Element("subscribe"), stream=obj.stream, endpoint=obj.endpoint, gap=obj.gap,
-                      **{"on-slow": obj.on_slow})
+                      **{"on-slow": obj.on_slow}, name=obj.name)
         case Client():
             el = _set(etree.Element("client"), endpoint=obj.endpoint, prefix=obj.prefix)
         case GlobalComponent():

@@ -52,15 +52,25 @@ DEFAULT_ON_SLOW = "disconnect"
 CLIENT_RETAIN_BYTES = 256 * 1024 * 1024
 CLIENT_SLOW_AFTER = 10.0
 CLIENT_UNBOUNDED = 1 << 30  # batches: the bytes bound is what counts
+#: A named subscriber (``<subscribe name=>``) resumes where it stopped: its batches are kept for it, while it is down
+#: too, up to ``CLIENT_RETAIN_BYTES`` and for ``NAMED_RETAIN_FOR`` seconds without an acknowledgement.
+NAMED_RETAIN_FOR = 3600.0
 
 
 @dataclass(frozen=True)
 class SubscriberLimits:
     """How long and how much a node waits for a client subscriber that disconnects when slow
-    (``boreas node --subscriber-slow-after``, ``--subscriber-buffer-mb``)."""
+    (``boreas node --subscriber-slow-after``, ``--subscriber-buffer-mb``), and keeps a named one's batches
+    (``--subscriber-buffer-mb``, ``--subscriber-retain-for``)."""
 
     retain_bytes: int = CLIENT_RETAIN_BYTES
     slow_after: float = CLIENT_SLOW_AFTER
+    retain_for: float = NAMED_RETAIN_FOR
+
+    def named_options(self) -> dict:
+        """The :class:`~boreas.wire.links.OutboundLink` bounds for a named subscriber: it is never cut off for
+        being slow or down, only once what waits for it passes these bounds (and it is told so)."""
+        return {"capacity": CLIENT_UNBOUNDED, "retain_bytes": self.retain_bytes, "retain_for": self.retain_for}
 
     def link_options(self, policy: str) -> dict:
         """The :class:`~boreas.wire.links.OutboundLink` bounds for a subscriber with this ``on-slow`` policy."""
@@ -76,6 +86,11 @@ MEMBER_CAPACITY = 1 << 20
 MEMBER_WINDOW = 64
 
 Output = tuple[OutboundLink, str, list[tuple], str, int, bool]  # link, stream, rows, producer, seq, restart
+
+
+def _node_link(link: OutboundLink) -> bool:
+    """A link whose receiver takes a stream's batches over from another's when its consumer moves (not a client's)."""
+    return not link.drop_when_down and link.name is None
 
 
 class Outputs:
@@ -144,6 +159,7 @@ class Outputs:
         wanted = {e for targets in self.destinations.values() for e in targets}
         policies = {sub.endpoint: sub.on_slow or DEFAULT_ON_SLOW
                     for sub in catalog.subscriptions.values()}
+        names = {sub.endpoint: sub.name for sub in catalog.subscriptions.values() if sub.name}
         members = set((internal or {}).values())
         for endpoint in wanted - set(self.links):
             if endpoint in members:  # another member of a partitioned box: never wait on it
@@ -151,6 +167,9 @@ class Outputs:
                                     window=MEMBER_WINDOW, down_capacity=DOWN_CAPACITY)
             elif endpoint in catalog.nodes:  # a neighbour node: back-pressure, and room while it restarts
                 link = OutboundLink(endpoint, self.token, self.sender, down_capacity=DOWN_CAPACITY)
+            elif endpoint in names:  # a named subscriber: its batches wait for it while it is down, and it resumes
+                link = OutboundLink(endpoint, self.token, self.sender, name=names[endpoint],
+                                    **self.limits.named_options())
             else:  # a client: a bounded buffer of its own, and a policy for when it reads too slowly
                 policy = policies.get(endpoint, DEFAULT_ON_SLOW)  # "block" asked for back-pressure: no buffer
                 link = OutboundLink(endpoint, self.token, self.sender, drop_when_down=True, on_slow=policy,
@@ -159,6 +178,7 @@ class Outputs:
             if self._started:
                 self._chore(link.start(), f"start link to {endpoint}")
         self._redirect(before)
+        self._resume(before, catalog)
         for endpoint in set(self.links) - wanted - set(catalog.nodes):
             link = self.links.pop(endpoint)
             self._chore(link.close(), f"close link to {endpoint}")
@@ -175,13 +195,32 @@ class Outputs:
                 self.links[endpoint].unredirect(stream)
         for stream, old in before.items():
             new = self.destinations.get(stream, [])
-            gone = [self.links[e] for e in old if e not in new and e in self.links and not self.links[e].drop_when_down]
-            came = [self.links[e] for e in new if e not in old and not self.links[e].drop_when_down]
+            gone = [self.links[e] for e in old if e not in new and e in self.links and _node_link(self.links[e])]
+            came = [self.links[e] for e in new if e not in old and _node_link(self.links[e])]
             if gone and len(came) == 1:
                 moved = sum(link.redirect(stream, came[0]) for link in gone)
                 if moved:
                     log.info("node %s: %d unacknowledged batches of %s handed from %s to %s", self.endpoint,
                              moved, stream, ", ".join(link.endpoint for link in gone), came[0].endpoint)
+
+    def _resume(self, before: dict[str, list[str]], catalog: Catalog) -> None:
+        """A named subscriber that subscribed again elsewhere (it restarted): what waited for it goes there.
+
+        Its new subscription replaced the old one in the same commit
+        (paired by stream and name); what it had not acknowledged is handed
+        to the new link, and its receiver drops what it already has.
+        """
+        heirs = {(sub.stream, sub.name): self.links[sub.endpoint] for sub in catalog.subscriptions.values()
+                 if sub.name and sub.endpoint in self.links}
+        for stream, old in before.items():
+            for endpoint in old:
+                link = self.links.get(endpoint)
+                heir = heirs.get((stream, link.name)) if link is not None and link.name else None
+                if heir is None or heir is link or endpoint in self.destinations.get(stream, ()):
+                    continue
+                moved = link.redirect(stream, heir)
+                log.info("node %s: subscriber %r of %s resumes at %s (was %s): %d batches it had not acknowledged "
+                         "handed over", self.endpoint, link.name, stream, heir.endpoint, endpoint, moved)
 
     def forward_to(self, stream: str, target: str, box: str, row_type: RowType) -> OutboundLink | None:
         """Box ``box`` moved to ``target``: forward its input ``stream`` there; the new link, if one was made.
@@ -309,10 +348,10 @@ class Outputs:
         out: list[list] = []
         links = {id(link): link for link in [*self.links.values(), *self.forwards.values()]}
         for link in links.values():
-            out += [[link.endpoint, encode(batch)] for batch in link.pending()]
+            out += [[link.endpoint, encode(batch), *_named(link)] for batch in link.pending()]
         for link, stream, rows, producer, seq, restart in [*self._handing[self._handed:], *self._outbox]:
             batch = make_batch(stream, producer, seq, rows, link.forward_to_box, restart)
-            out.append([link.endpoint, encode(batch)])
+            out.append([link.endpoint, encode(batch), *_named(link)])
         return out
 
     def resend(self, unacknowledged: list[list]) -> int:
@@ -326,14 +365,15 @@ class Outputs:
         these).  Receivers drop what they already have.
         """
         queued = 0
-        for endpoint, data in unacknowledged:
+        for endpoint, data, *name in unacknowledged:
             batch = decode(bytes(data))
             if not isinstance(batch, Batch):
                 continue
             link = self.links.get(endpoint)
+            # (a named subscriber that subscribed again elsewhere meanwhile gets what it had not acknowledged)
             targets = [link] if link is not None else [
                 self.links[e] for e in self.destinations.get(batch.stream, ())
-                if e in self.links and not self.links[e].drop_when_down]
+                if e in self.links and not self.links[e].drop_when_down and self.links[e].name == (name or [None])[0]]
             if not targets:
                 log.warning("node %s: %s/%s#%d, not acknowledged by %s before the snapshot, has nowhere to go now",
                             self.endpoint, batch.stream, batch.producer, batch.seq, endpoint)
@@ -343,3 +383,8 @@ class Outputs:
                 queued += 1
         self.counters["batches_resent_from_snapshot"] += queued
         return queued
+
+
+def _named(link: OutboundLink) -> list[str]:
+    """A named subscriber's batches in a snapshot carry its name: it may resume at another endpoint."""
+    return [link.name] if link.name else []

@@ -116,6 +116,9 @@ class LinkConnection:
                     backoff.reset()
                     self.counters["connects"] += 1
                     await ws.send_bytes(encode(Hello(self.sender)))
+                    if self.cut_off is not None:  # a named subscriber that fell behind while it was down
+                        await self._tell_cut_off(ws)
+                        return
                     await self._converse(ws)
             except asyncio.CancelledError:
                 raise
@@ -135,7 +138,7 @@ class LinkConnection:
             finally:
                 self.connected, self._ws = False, None
             self.counters["disconnects"] += 1
-            if self.cut_off is not None:  # a subscriber cut off for reading too slowly: it was told, not resumed
+            if self.cut_off is not None and self.told:  # a subscriber cut off: it was told, not resumed
                 return
             log.debug("link %s -> %s down (%s); reconnecting", self.sender, self.endpoint, self.last_error)
             await backoff.sleep()

@@ -74,8 +74,14 @@ class OutboundLink(LinkConnection):
     def __init__(self, endpoint: str, token: str | None, sender: str, *, window: int = 16,
                  capacity: int = 64, drop_when_down: bool = False, on_reply: ReplyCallback | None = None,
                  down_capacity: int = 0, on_slow: str = "block", refusal_is_final: bool = False,
-                 digests: bool = False, retain_bytes: int = 0, slow_after: float = 0.0):
+                 digests: bool = False, retain_bytes: int = 0, slow_after: float = 0.0,
+                 name: str | None = None, retain_for: float = 0.0):
         self.endpoint = endpoint
+        # A named subscriber's link (:class:`Retention`): its batches wait for it while it is down (it resumes,
+        # perhaps at another endpoint: :meth:`redirect`), up to ``retain_bytes`` and for ``retain_for`` seconds
+        # without an acknowledgement; past that they are dropped and it is told so when it comes back.
+        self.name = name
+        self.retain_for = retain_for
         self.digests = digests  # batches carry a digest of their rows (a publisher's: wire/digests.py)
         # A subscriber that disconnects when slow is judged by whether it keeps acknowledging, not by a
         # burst: up to ``retain_bytes`` of batches wait for it, and it is cut off only when they would pass
@@ -84,6 +90,7 @@ class OutboundLink(LinkConnection):
         self.slow_after = slow_after
         self.buffered_bytes = 0  # rows' bytes queued or in flight (counted when ``retain_bytes`` is set)
         self.cut_off: str | None = None  # why this subscriber was cut off: nothing more is sent to it
+        self.told = False  # the subscriber was sent ``cut_off`` (a named one is told when it comes back)
         self._last_progress = time.monotonic()  # the receiver's last acknowledgement (or the first batch after idle)
         self.sender = sender
         self.window = window
@@ -179,11 +186,17 @@ class OutboundLink(LinkConnection):
             producer, seq = self.sender, self._seq[stream]
             self._seq[stream] = seq + 1
         assert seq is not None, "a named producer needs a sequence number"
+        if self.name is not None and self._idle.is_set():  # waiting starts now, not at the last acknowledgement
+            self._last_progress = time.monotonic()
         self._idle.clear()
         self.last_sent = time.monotonic()
         batch = make_batch(stream, producer, seq, rows, box or self.forward_to_box, restart, self.digests)
         if self.retain_bytes:
             self.buffered_bytes += len(batch.rows)
+        if self.name is not None and (why := self._past_keeping()):
+            self._queued.put_nowait(batch)
+            self._fall_behind(why)
+            return None
         if not await self._write_now(batch):
             self._queued.put_nowait(batch)
         return seq
@@ -226,11 +239,17 @@ class OutboundLink(LinkConnection):
             return 0.0
         return time.monotonic() - self._last_progress
 
-    def _too_slow(self, why: str = "") -> None:
-        self.counters["slow_drops"] += 1
-        if self.on_slow != "disconnect" or self._ws is None or self._ws.closed or self.cut_off is not None:
-            return
-        ws = self._ws
+    def _past_keeping(self) -> str:
+        """Why a named subscriber's batches can no longer be kept for it ("" while they can)."""
+        if self._past_retention():
+            return f"more than {self.retain_bytes / 1048576:g} MiB waited for it"
+        waited = 0.0 if self._idle.is_set() else time.monotonic() - self._last_progress
+        if self.retain_for and waited > self.retain_for:
+            return f"batches waited {waited:.0f} s for an acknowledgement, more than {self.retain_for:g} s"
+        return ""
+
+    def _drop_pending(self) -> tuple[int, int]:
+        """Drop every batch not acknowledged, sent or not: (batches, rows) dropped."""
         dropped = self.drain_unsent() + list(self._unacked.values())
         for _ in self._unacked:
             self._pay_back()
@@ -238,26 +257,50 @@ class OutboundLink(LinkConnection):
         self._idle.set()
         self.buffered_bytes = 0
         rows = sum(rows_in(batch) for batch in dropped)
-        why = why or (f"{len(dropped)} batches waiting, past the buffer's limit of "
+        self.counters["dropped_batches"] += len(dropped)
+        self.counters["dropped_rows"] += rows
+        return len(dropped), rows
+
+    def _fall_behind(self, why: str) -> None:
+        """A named subscriber fell past what is kept for it: drop it all, and tell it (now, or when it is back)."""
+        batches, rows = self._drop_pending()
+        self.cut_off = (f"subscriber {self.name!r} fell past what {self.sender} keeps for it ({why}): {batches} "
+                        f"batches ({rows} rows) it had not acknowledged were dropped")
+        self.counters["retention_drops"] += 1
+        log.warning("link %s -> %s: %s", self.sender, self.endpoint, self.cut_off)
+        if self._ws is not None and not self._ws.closed:
+            self._say_goodbye(self._ws)
+
+    async def _tell_cut_off(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        """Tell the subscriber why it was cut off (:attr:`cut_off`), and close the connection."""
+        self.told = True
+        with contextlib.suppress(Exception):
+            await ws.send_bytes(encode(Goodbye(self.cut_off or "")))
+            await ws.close(code=SLOW_CLOSE, message=b"cut off")
+
+    def _say_goodbye(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        """:meth:`_tell_cut_off` from a task of its own (the caller may not wait)."""
+        self.told = True
+        task = asyncio.get_running_loop().create_task(self._tell_cut_off(ws))
+        self._goodbyes.add(task)
+        task.add_done_callback(self._goodbyes.discard)
+
+    def _too_slow(self, why: str = "") -> None:
+        self.counters["slow_drops"] += 1
+        if self.on_slow != "disconnect" or self._ws is None or self._ws.closed or self.cut_off is not None:
+            return
+        ws = self._ws
+        count, rows = self._drop_pending()
+        why = why or (f"{count} batches waiting, past the buffer's limit of "
                       f"{self.retain_bytes / 1048576:.0f} MiB" if self.retain_bytes else
-                      f"{len(dropped)} batches waiting, the buffer's limit")
-        reason = (f"{self.sender} cut this subscriber off: it read too slowly ({why}); {len(dropped)} batches "
+                      f"{count} batches waiting, the buffer's limit")
+        reason = (f"{self.sender} cut this subscriber off: it read too slowly ({why}); {count} batches "
                   f"({rows} rows) that waited for it are dropped, and nothing more of the stream is sent here")
         self.cut_off = reason
         self.counters["slow_disconnects"] += 1
-        self.counters["dropped_batches"] += len(dropped)
-        self.counters["dropped_rows"] += rows
         log.warning("link %s -> %s: the subscriber reads too slowly (%s); cutting it off, %d batches (%d rows) "
-                    "dropped", self.sender, self.endpoint, why, len(dropped), rows)
-
-        async def goodbye() -> None:
-            with contextlib.suppress(Exception):
-                await ws.send_bytes(encode(Goodbye(reason)))
-                await ws.close(code=SLOW_CLOSE, message=b"too slow")
-
-        task = asyncio.get_running_loop().create_task(goodbye())
-        self._goodbyes.add(task)
-        task.add_done_callback(self._goodbyes.discard)
+                    "dropped", self.sender, self.endpoint, why, count, rows)
+        self._say_goodbye(ws)
 
     @property
     def down_for(self) -> float:
@@ -290,6 +333,9 @@ class OutboundLink(LinkConnection):
         """
         if other is self:
             return 0
+        if self.name is not None and getattr(other, "name", None) is not None and self.cut_off is not None and not self.told:
+            other.cut_off = self.cut_off  # a named subscriber that fell behind while down hears it where it is now
+            self.told = True
         self._redirects[stream] = other
         if getattr(other, "sender", None) == self.sender:  # the same producer: its numbering continues there
             other._seq[stream] = max(other._seq[stream], self._seq[stream])
