@@ -44,7 +44,7 @@ from .common import (
     the_head,
 )
 from .progress import Progress, acknowledged
-from .subscribe_output import FORMATS, open_output
+from .subscribe_output import FORMATS, open_output, recorded_positions
 
 #: Refused rows printed one per line; the rest are counted.
 SHOWN_PROBLEMS = 20
@@ -162,21 +162,27 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
     token = resolve_token(args.token, required=False)
     if args.format == "parquet" and not args.output:
         raise BadInput("--format parquet needs --output FILE (Parquet is not written to a terminal or pipe)")
+    if args.name and args.on_slow:
+        raise BadInput("--on-slow does not apply to a named subscriber (--name): the node keeps its batches "
+                       "until it acknowledges them, up to its --subscriber-buffer-mb and --subscriber-retain-for")
+    resume = (args.stream, args.name) if args.name else None
+    resume_from = recorded_positions(args.output, args.stream, args.name)
 
     async def main(stop: asyncio.Event) -> int:
         subscriber = Subscriber(head, args.stream, token, listen=args.listen, on_slow=args.on_slow,
-                                retry_for=args.retry_for)
+                                retry_for=args.retry_for, name=args.name, resume_from=resume_from)
         try:
             await subscriber.start()
         except (UnknownStream, SubscribeFailed) as exc:
             raise CommandFailed(str(exc)) from None
         assert subscriber.schema is not None
         try:
-            output = open_output(args.format, args.output, subscriber.schema)
+            output = open_output(args.format, args.output, subscriber.schema, resume)
         except BaseException:
             await subscriber.close()
             raise
-        print(f"subscribed to {args.stream} at {subscriber.endpoint}", file=sys.stderr, flush=True)
+        resumed = f" as {args.name!r}" + (", resuming " + args.output if resume_from else "") if args.name else ""
+        print(f"subscribed to {args.stream}{resumed} at {subscriber.endpoint}", file=sys.stderr, flush=True)
         seen = 0
         closed = False
         failure: str | None = None
@@ -186,7 +192,7 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
             try:
                 async for batch in subscriber.arrow() if output.arrow else subscriber.batches():
                     seen += output.write(batch, args.count - seen if args.count else None)
-                    output.flush()
+                    output.checkpoint(subscriber.positions())  # before the next is asked for: the ack
                     if args.count and seen >= args.count:
                         return
             except BrokenPipeError:  # the reader went away (| head): stop like --count
@@ -212,6 +218,9 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
             raise StdoutClosed()
         if failure is not None:
             raise CommandFailed(f"subscription to {args.stream} ended after {seen} tuples: {failure}")
+        if args.name:
+            print(f"subscription {args.name!r} to {args.stream} stays: the node keeps its batches until "
+                  f"`boreas subscribe {args.stream} --name {args.name}` resumes it", file=sys.stderr)
         return EXIT_OK
 
     return run_until_stopped(main)
@@ -287,6 +296,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retry-for", type=float, default=30.0, metavar="SECONDS",
                    help="when the node sending the stream goes away, wait this long for it (or the node that "
                         "takes its boxes over) to come back, then exit 1 (default 30)")
+    p.add_argument("--name", metavar="NAME",
+                   help="a named subscription resumes: the node keeps its batches until they are acknowledged, "
+                        "and `subscribe --name NAME` started again (after Ctrl-C, a crash, a restart) gets what "
+                        "the last one had not; with --output FILE exactly once (FILE.position records how far "
+                        "it got), on stdout at least once. One that fell past what the node keeps is told how "
+                        "much it missed and exits 1")
     p.add_argument("--on-slow", choices=("disconnect", "drop", "block"), default=None,
                    help="when this subscriber falls a whole buffer behind, the node disconnects it (default; "
                         "it says why), drops batches, or blocks (and with it everything the node sends)")

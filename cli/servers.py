@@ -15,7 +15,7 @@ from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.positions import has_positions, resolve_positions, spell
 from boreas.head.service import HeadService
 from boreas.head.static import deploy_static
-from boreas.node.outputs import CLIENT_RETAIN_BYTES, CLIENT_SLOW_AFTER, SubscriberLimits
+from boreas.node.outputs import CLIENT_RETAIN_BYTES, CLIENT_SLOW_AFTER, NAMED_RETAIN_FOR, SubscriberLimits
 from boreas.node.recovery.durability import FLUSH_EVERY, FLUSH_MS
 from boreas.node.service import NodeService
 from boreas.regional.component import RegionalComponent
@@ -74,7 +74,7 @@ def cmd_node(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir) if args.data_dir else None
     exit_with_parent()
     limits = SubscriberLimits(retain_bytes=int(args.subscriber_buffer_mb * 1024 * 1024),
-                              slow_after=args.subscriber_slow_after)
+                              slow_after=args.subscriber_slow_after, retain_for=args.subscriber_retain_for)
     node = NodeService(endpoint, head, token, data_dir=data_dir, snapshot_url=args.snapshot_store,
                        group_commit=(args.commit_every, args.commit_ms), shared_dir=args.shared_dir,
                        subscriber_limits=limits)
@@ -168,8 +168,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         f"is cut off and told how much it missed (default {CLIENT_SLOW_AFTER:g}); a burst the node "
                         "produces (a replay, a move) never cuts off a subscriber that keeps acknowledging")
     p.add_argument("--subscriber-buffer-mb", type=float, default=CLIENT_RETAIN_BYTES / 1048576, metavar="MB",
-                   help="rows that may wait for one such subscriber before it is cut off "
-                        f"(default {CLIENT_RETAIN_BYTES // 1048576})")
+                   help="rows that may wait for one such subscriber before it is cut off, or that are kept for a "
+                        f"named one (--name) while it is down (default {CLIENT_RETAIN_BYTES // 1048576})")
+    p.add_argument("--subscriber-retain-for", type=float, default=NAMED_RETAIN_FOR, metavar="SECONDS",
+                   help="how long a named subscriber's batches are kept without an acknowledgement (it is down, "
+                        "or stopped reading); past this or --subscriber-buffer-mb they are dropped, and it is "
+                        f"told how much it missed when it is back (default {NAMED_RETAIN_FOR:g})")
     add_head_option(p)
     add_token_option(p)
     add_log_format_option(p)

@@ -10,6 +10,14 @@ format writes what ``boreas publish`` reads back (a timestamp as
 microseconds since the epoch), so a subscription's file can be published
 again as it is.
 
+A named subscription (``--name``) written into a file resumes exactly
+once: with each flush the output records, atomically (a file beside it,
+``FILE.position``, replaced whole), the file's length and the subscriber's
+positions (:meth:`~boreas.client.subscriber.Subscriber.positions`); started
+again with the same stream and name, it cuts the file back to that length and
+hands the positions to the subscriber, which drops what the file already has.
+Written to stdout, nothing is recorded: a restart is at-least-once.
+
 pyarrow is imported only for Parquet.
 """
 
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 from abc import ABC, abstractmethod
 from typing import IO, Any
@@ -28,22 +37,88 @@ from .common import BadInput
 FORMATS = ("jsonl", "csv", "parquet")
 
 
-def open_output(fmt: str, path: str | None, schema: Schema) -> "Output":
+def open_output(fmt: str, path: str | None, schema: Schema, resume: tuple[str, str] | None = None) -> "Output":
     """The writer for ``fmt``, into ``path`` (stdout if None: Parquet needs a file).  ``BadInput`` (exit 2,
-    before subscribing) when it cannot be."""
+    before subscribing) when it cannot be.
+
+    ``resume`` (stream, name): a named subscription, continued in ``path`` where the last one with that name
+    recorded it stopped (:attr:`Output.resume_from`), and recorded at each :meth:`Output.checkpoint`.
+    """
     if fmt == "parquet":
         if path is None:
             raise BadInput("--format parquet needs --output FILE (Parquet is not written to a terminal or pipe)")
+        if resume is not None:
+            raise BadInput("--name cannot resume into a Parquet file (it is readable only once closed): "
+                           "use --format jsonl or csv")
         return ParquetOutput(path, schema)
-    file = sys.stdout if path is None else _open(path)
-    return JsonLinesOutput(file, schema) if fmt == "jsonl" else CsvOutput(file, schema)
+    if path is None:
+        file, position = sys.stdout, None
+    elif resume is not None:
+        file, position = _reopen(path, resume)
+    else:
+        file, position = _open(path, "w"), None
+    output: _TextOutput = (JsonLinesOutput(file, schema) if fmt == "jsonl"
+                           else CsvOutput(file, schema, header=position is None))
+    if resume is not None and path is not None:
+        output.position = Position(f"{path}.position", *resume)
+        output.resume_from = dict(position or {})
+    return output
 
 
-def _open(path: str) -> IO[str]:
+def _open(path: str, mode: str) -> IO[str]:
     try:
-        return open(path, "w", newline="", encoding="utf-8")
+        return open(path, mode, newline="", encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"{path}: cannot write file: {exc.strerror or exc}") from None
+
+
+def _reopen(path: str, resume: tuple[str, str]) -> tuple[IO[str], dict[str, int] | None]:
+    """``path`` cut back to what its position file records for (stream, name), and the positions; a new file
+    (and None) when there is none for them."""
+    recorded = Position(f"{path}.position", *resume).read()
+    if recorded is None or not os.path.exists(path):
+        return _open(path, "w"), None
+    length, positions = recorded
+    file = _open(path, "r+")
+    file.truncate(length)  # what was written after the last record comes again
+    file.seek(0, os.SEEK_END)
+    return file, positions
+
+
+def recorded_positions(path: str | None, stream: str, name: str | None) -> dict[str, int]:
+    """The positions a named subscription into ``path`` recorded last time (none: it starts afresh)."""
+    if path is None or name is None or not os.path.exists(path):
+        return {}
+    recorded = Position(f"{path}.position", stream, name).read()
+    return recorded[1] if recorded else {}
+
+
+class Position:
+    """``FILE.position``: the output's length and the subscriber's positions, recorded together at each flush."""
+
+    def __init__(self, path: str, stream: str, name: str):
+        self.path, self.stream, self.name = path, stream, name
+
+    def read(self) -> tuple[int, dict[str, int]] | None:
+        """(length, positions) recorded for this stream and name, or None."""
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"{self.path}: cannot read the recorded position: {exc}") from None
+        if data.get("stream") != self.stream or data.get("name") != self.name:
+            return None
+        return int(data["length"]), {str(k): int(v) for k, v in data["positions"].items()}
+
+    def write(self, length: int, positions: dict[str, int]) -> None:
+        """Replace the record whole (a crash leaves the old one or the new one, never half)."""
+        data = {"stream": self.stream, "name": self.name, "length": length, "positions": positions}
+        temporary = f"{self.path}.tmp"
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(temporary, self.path)
 
 
 class Output(ABC):
@@ -53,6 +128,12 @@ class Output(ABC):
 
     def __init__(self, schema: Schema):
         self.names = [f.name for f in schema.fields]
+        self.resume_from: dict[str, int] = {}  # the subscriber's positions where the output stopped last time
+        self.position: Position | None = None  # where :meth:`checkpoint` records them (None: not resumable)
+
+    def checkpoint(self, positions: dict[str, int]) -> None:
+        """:meth:`flush`, and record how far the output got with the subscriber's ``positions`` (if resumable)."""
+        self.flush()
 
     @abstractmethod
     def write(self, batch: Any, limit: int | None = None) -> int:
@@ -84,6 +165,11 @@ class _TextOutput(Output):
     def flush(self) -> None:
         self.file.flush()
 
+    def checkpoint(self, positions: dict[str, int]) -> None:
+        self.file.flush()
+        if self.position is not None:
+            self.position.write(os.fstat(self.file.fileno()).st_size, positions)
+
     def close(self) -> None:
         if self.file is not sys.stdout:
             self.file.close()
@@ -101,10 +187,11 @@ class JsonLinesOutput(_TextOutput):
 class CsvOutput(_TextOutput):
     """A header naming the fields, then one line per tuple."""
 
-    def __init__(self, file: IO[str], schema: Schema):
+    def __init__(self, file: IO[str], schema: Schema, header: bool = True):
         super().__init__(file, schema)
         self.writer = csv.writer(file, lineterminator="\n")
-        self.writer.writerow(self.names)
+        if header:  # (not when continuing a file that has one)
+            self.writer.writerow(self.names)
 
     def _row(self, row: tuple) -> None:
         self.writer.writerow(row)

@@ -13,6 +13,21 @@ columns (:attr:`Subscriber.conversions` counts the batches that had to).  The qu
 between the listener and the reader is bounded, so a slow reader slows the
 node instead of growing memory.  ``close()`` unsubscribes.
 
+A **named** subscriber (``Subscriber(name="audit")``, ``<subscribe name=>``)
+resumes: the node keeps its batches until it acknowledges them, while it is
+down too, and one started again with the same name (in this process or
+another, on any port) gets what the last one had not acknowledged.  It
+acknowledges a batch only once its reader asks for the next one, so an
+acknowledged batch was consumed; for exactly once, the reader keeps
+:meth:`Subscriber.positions` with what it wrote (atomically) and hands
+them back as ``resume_from``: the batches it already has are then dropped
+(``boreas subscribe --name N --output FILE`` does so).  Without them a
+restart is at-least-once: the batch being read when it stopped comes again.
+``close()`` leaves a named subscription in place (the node keeps its
+batches, up to its bounds); :meth:`Subscriber.unsubscribe` ends it.  One that
+fell past what the node keeps is told when it is back: the iterators raise
+:class:`SubscriberTooSlow` naming how much it missed.
+
 The Head refuses to register a subscriber without the cluster token
 (:class:`~boreas.wire.client.PeerRefused`, status 401); when the node that
 produces the stream cannot connect (it presents another cluster's token, or
@@ -28,6 +43,10 @@ Usage::
     async with Subscriber("http://localhost:14000", "Aggregate", token) as sub:
         async for batch in sub.arrow():   # pyarrow.RecordBatch, the stream's Arrow schema
             print(batch.num_rows)
+
+    async with Subscriber(head, "Aggregate", token, name="audit", resume_from=saved) as sub:
+        async for rows in sub.batches():
+            saved = sub.positions()       # store with what was written, in one step
 """
 
 from __future__ import annotations
@@ -36,13 +55,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from xml.sax.saxutils import escape as xml_escape
 from typing import Any
 
 from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.frames import Ack, Batch, Refused
-from boreas.wire.receiver import DataReceiver
+from boreas.wire.receiver import DataReceiver, Deferred
 from boreas.wire.server import HttpServer
 from boreas.wire.tuples import RowType
 
@@ -65,7 +85,8 @@ class SubscribeFailed(RuntimeError):
 
 
 class SubscriberTooSlow(SubscribeFailed):
-    """The producing node cut this subscriber off: it read too slowly (the message says how much it missed).
+    """The producing node cut this subscriber off: it read too slowly, or (a named one) fell past what the node
+    keeps for it (the message says how much it missed).
 
     Raised by the iterators once every row received before the cut has been read, so a reader never
     goes on silently past a gap."""
@@ -90,9 +111,14 @@ class Subscriber:
     """
 
     def __init__(self, head: str, stream: str, token: str | None, listen: str = "localhost:0",
-                 queue_batches: int = 64, on_slow: str | None = None, retry_for: float = RETRY_FOR):
+                 queue_batches: int = 64, on_slow: str | None = None, retry_for: float = RETRY_FOR,
+                 name: str | None = None, resume_from: dict[str, int] | None = None):
         self.head = head
         self.stream = stream
+        self.name = name  # resumes where the last subscriber of this name stopped (None: from now on)
+        # producer -> next sequence the reader has not consumed (what resume_from gave, and what it read since)
+        self._positions: dict[str, int] = dict(resume_from or {})
+        self._consumed: set[asyncio.Future] = set()  # a named subscriber's acknowledgements, waiting for its reader
         self.token = token
         self.listen = listen
         self.on_slow = on_slow  # what the node does when we fall a buffer behind (None: disconnect us)
@@ -128,6 +154,10 @@ class Subscriber:
             host, port = split_endpoint(self.listen)
             self.endpoint = await self.server.start(host, port)
             policy = f' on-slow="{self.on_slow}"' if self.on_slow else ""
+            if self.name:
+                policy += f' name="{xml_escape(self.name, {chr(34): "&quot;"})}"'
+                for producer, seq in self._positions.items():  # what the reader already has is dropped
+                    self.receiver.sequencer.expect(self.stream, producer, seq)
             xml = f'<deploy><subscribe stream="{self.stream}" endpoint="{self.endpoint}"{policy}/></deploy>'
             try:
                 await deploy_and_wait(peers, self.head, xml, f"subscribe {self.stream}", timeout)
@@ -174,8 +204,21 @@ class Subscriber:
                 self._stop(SubscriberLost, f"no node has sent {self.stream} to {self.endpoint} for "
                                            f"{self.retry_for:g}s: its producing node (or the cluster) is gone")
 
+    def positions(self) -> dict[str, int]:
+        """producer -> the next sequence number not yet given to the reader: for ``resume_from`` (exactly once)."""
+        return dict(self._positions)
+
+    async def unsubscribe(self) -> None:
+        """End the subscription (a named one's too: the node drops what it kept for it) and stop listening."""
+        await self._close(unsubscribe=True)
+
     async def close(self) -> None:
-        """Unsubscribe (the Head stops the node sending here) and stop listening."""
+        """Stop listening; unsubscribe, unless named (the node keeps its batches until it resumes)."""
+        await self._close(unsubscribe=not self.name)
+
+    async def _close(self, unsubscribe: bool) -> None:
+        for consumed in self._consumed:  # never acknowledged: the node keeps them for the next subscriber
+            consumed.cancel()
         if self._watch is not None:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -184,6 +227,11 @@ class Subscriber:
         if self._ending is not None:
             self._ending.cancel()
             await asyncio.gather(self._ending, return_exceptions=True)
+        if self.endpoint is not None and not unsubscribe:
+            log.info("subscriber %r of %s stops; its subscription stays (start it again to resume)", self.name,
+                     self.stream)
+            await self.server.close()
+            self.endpoint = None
         if self.endpoint is not None:
             xml = f'<deploy><unsubscribe stream="{self.stream}" endpoint="{self.endpoint}"/></deploy>'
             try:
@@ -202,14 +250,21 @@ class Subscriber:
         with contextlib.suppress(Exception):
             await self.close()
 
-    async def _accept(self, batch: Batch) -> Ack | Refused:
+    async def _accept(self, batch: Batch) -> Ack | Refused | Deferred:
         if self.failure is not None:  # cut off: what comes now would follow a gap
             return Refused(batch.stream, batch.producer, batch.seq, f"this subscriber was cut off: {self.failure}")
         if batch.stream != self.stream or self._row_type is None:
             return Refused(batch.stream, batch.producer, batch.seq, f"this endpoint subscribes to {self.stream!r}")
         rows, errors = self._row_type.decode_payload(bytes(batch.rows), batch.fmt)
-        await self._rows.put(rows)  # as it came: the reader's iterator converts it if it must
-        return Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
+        ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
+        if not self.name:
+            await self._rows.put((rows, batch.producer, batch.seq, None))  # as it came: the reader converts it
+            return ack
+        consumed = asyncio.get_running_loop().create_future()  # done once the reader asks for the next batch
+        self._consumed.add(consumed)
+        consumed.add_done_callback(self._consumed.discard)
+        await self._rows.put((rows, batch.producer, batch.seq, consumed))
+        return Deferred(ack, consumed)
 
     def _goodbye(self, reason: str) -> None:
         """The node disconnected us: what is queued is still read, then the reader learns why."""
@@ -224,10 +279,15 @@ class Subscriber:
             self._ending = asyncio.get_running_loop().create_task(self._rows.put(None))
 
     async def _received(self) -> AsyncIterator[Any]:
+        consumed: asyncio.Future | None = None
         while True:
-            rows = await self._rows.get()
-            if rows is None:
+            if consumed is not None and not consumed.done():  # the reader asks for the next: it has this one
+                consumed.set_result(None)
+            item = await self._rows.get()
+            if item is None:
                 raise self._end(self.failure or "the producing node disconnected")
+            rows, producer, seq, consumed = item
+            self._positions[producer] = seq + 1
             yield rows
 
     async def batches(self) -> AsyncIterator[list[tuple]]:

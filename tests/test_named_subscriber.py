@@ -1,0 +1,157 @@
+"""Named subscribers that resume (issue 31 item 1): ``boreas subscribe --name N`` / ``Subscriber(name=)``.
+
+The node keeps a named subscriber's batches until it acknowledges them, while
+it is down too; one started again with the same name (a new process, a new
+port) replaces the old subscription and gets what it had not acknowledged.
+Into a file (``--output``) that is exactly once: the file records how far it
+got, and a restart cuts it back there and drops what it already has.  One that
+falls past what the node keeps is told how much it missed and exits 1.  An
+unnamed subscriber is as it was: it unsubscribes when it stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from boreas.client.publisher import Publisher
+from boreas.client.subscriber import Subscriber, SubscriberTooSlow
+from support.cluster import TOKEN, get_json, wait_until
+from support.streams import collect
+
+APP = """<borealis>
+  <input stream="Packet" schema="P"/> <output stream="Result" schema="P"/>
+  <schema name="P"> <field name="value" type="double"/> <field name="time" type="int"/> </schema>
+  <box name="pass" type="filter"> <in stream="Packet"/> <out stream="Result"/>
+    <parameter name="expression.0" value="time &gt;= 0"/> </box>
+</borealis>"""
+
+
+def one_node(cluster, *extra: str) -> str:
+    cluster.start_head()
+    node = cluster.start_node(extra=extra)
+    app = cluster.write("app.xml", APP)
+    dep = cluster.write("dep.xml", f'<deploy> <publish stream="Packet" node="{node}"/>'
+                                   f' <node endpoint="{node}" query="pass"/> </deploy>')
+    cluster.submit(app, dep)
+    return node
+
+
+def subscribe_cli(cluster, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "Result", *args], env=cluster.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def named_endpoint(cluster, name: str, other_than: str | None = None) -> str:
+    """The endpoint of the subscription named ``name`` once it is committed (and is not ``other_than``)."""
+    def found() -> str | None:
+        return next((s.endpoint for s in cluster.head_catalog().subscriptions.values()
+                     if s.name == name and s.endpoint != other_than), None)
+    return wait_until(found, 30, f"subscription {name!r} to be committed")
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+async def paced(publisher: Publisher, rows: list[tuple], chunk: int = 200, pause: float = 0.05) -> None:
+    for i in range(0, len(rows), chunk):
+        await publisher.send(rows[i:i + chunk])
+        await asyncio.sleep(pause)
+
+
+@pytest.mark.slow
+async def test_a_named_subscriber_killed_and_restarted_writes_every_row_once(cluster_factory, tmp_path):
+    cluster = cluster_factory()
+    await asyncio.to_thread(one_node, cluster)
+    out = tmp_path / "out.jsonl"
+    total = 20_000
+    rows = [(1.0, n) for n in range(total)]
+    first = subscribe_cli(cluster, "--name", "audit", "--output", str(out))
+    second = None
+    try:
+        old = await asyncio.to_thread(named_endpoint, cluster, "audit")
+        async with Subscriber(cluster.head, "Result", TOKEN) as unnamed, \
+                Publisher(cluster.head, "Packet", TOKEN, producer="resume-test", batch_size=10) as publisher:
+            reading = asyncio.create_task(collect(unnamed, total, timeout=120))
+            publishing = asyncio.create_task(paced(publisher, rows))
+            await asyncio.to_thread(wait_until, lambda: len(lines(out)) >= 2_000, 60, "the first rows written")
+            first.send_signal(signal.SIGKILL)  # mid-stream, perhaps mid-line
+            first.wait()
+            written = len(lines(out))
+            assert written < total
+            second = subscribe_cli(cluster, "--name", "audit", "--output", str(out))
+            new = await asyncio.to_thread(named_endpoint, cluster, "audit", old)
+            await publishing
+            assert await reading == rows  # an unnamed subscriber beside it: as before
+            await asyncio.to_thread(wait_until, lambda: len(lines(out)) >= total, 90, "every row written")
+            await asyncio.sleep(1.0)  # anything more would come now
+        second.send_signal(signal.SIGINT)
+        _, err = await asyncio.to_thread(second.communicate, timeout=30)
+        assert "resuming" in err and "stays" in err, err
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+    got = [tuple(json.loads(line).values()) for line in lines(out)]
+    assert got == rows  # every row once, in order, across the kill
+    catalog = cluster.head_catalog()
+    subs = {s.endpoint: s.name for s in catalog.subscriptions.values()}
+    assert subs == {new: "audit"}  # the restart replaced the old subscription; the unnamed one unsubscribed
+    assert old not in subs
+
+
+@pytest.mark.slow
+async def test_a_named_subscriber_past_retention_is_told_what_it_missed_and_exits_non_zero(cluster_factory, tmp_path):
+    cluster = cluster_factory()
+    node = await asyncio.to_thread(one_node, cluster, "--subscriber-buffer-mb", "0.05")
+    out = tmp_path / "out.csv"
+    first = subscribe_cli(cluster, "--name", "late", "--output", str(out), "--format", "csv")
+    second = None
+    try:
+        old = await asyncio.to_thread(named_endpoint, cluster, "late")
+        async with Publisher(cluster.head, "Packet", TOKEN, producer="late-test", batch_size=10) as publisher:
+            await publisher.send([(1.0, n) for n in range(100)])
+            await asyncio.to_thread(wait_until, lambda: len(lines(out)) == 101, 60, "the first rows written")
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+            await paced(publisher, [(1.0, n) for n in range(100, 20_100)], chunk=1000)
+        await asyncio.to_thread(wait_until, lambda: get_json(f"http://{node}/status")["data"]["links"][old].get(
+            "retention_drops"), 30, "the node to drop what it kept")
+        second = subscribe_cli(cluster, "--name", "late", "--output", str(out), "--format", "csv")
+        _, err = await asyncio.to_thread(second.communicate, timeout=60)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+    assert second.returncode == 1, err
+    assert "fell past what" in err and "rows) it had not acknowledged were dropped" in err, err
+    assert "Traceback" not in err
+    assert len(lines(out)) == 101  # what it had, nothing after the gap
+
+
+@pytest.mark.slow
+async def test_the_api_resumes_from_the_positions_it_kept(cluster_factory):
+    """``Subscriber(name=, resume_from=)``: the batches read before close() are not given again, the rest are,
+    including those produced while no subscriber of that name ran; close() leaves the subscription in place."""
+    cluster = cluster_factory()
+    await asyncio.to_thread(one_node, cluster)
+    rows = [(1.0, n) for n in range(3_000)]
+    async with Publisher(cluster.head, "Packet", TOKEN, producer="api-test", batch_size=100) as publisher:
+        async with Subscriber(cluster.head, "Result", TOKEN, name="api") as first:
+            await publisher.send(rows[:1_000])
+            got = await collect(first, 1_000, timeout=60)
+            kept = first.positions()
+        assert any(s.name == "api" for s in cluster.head_catalog().subscriptions.values())
+        await publisher.send(rows[1_000:])
+    async with Subscriber(cluster.head, "Result", TOKEN, name="api", resume_from=kept) as second:
+        got += await collect(second, 2_000, timeout=60)
+        await second.unsubscribe()
+    assert got == rows
+    assert not cluster.head_catalog().subscriptions
