@@ -255,6 +255,11 @@ class Subscriber:
             return Refused(batch.stream, batch.producer, batch.seq, f"this subscriber was cut off: {self.failure}")
         if batch.stream != self.stream or self._row_type is None:
             return Refused(batch.stream, batch.producer, batch.seq, f"this endpoint subscribes to {self.stream!r}")
+        if self.name and self.receiver.sequencer.skipped:  # exactly once, or said why not: never past a gap silently
+            self._stop(SubscriberTooSlow, f"{self.receiver.sequencer.skipped} batches of {self.stream} never reached "
+                                          f"subscriber {self.name!r} (lost on the way: its producer moved or failed "
+                                          "while it was down); it stops before the gap")
+            return Refused(batch.stream, batch.producer, batch.seq, f"this subscriber was cut off: {self.failure}")
         rows, errors = self._row_type.decode_payload(bytes(batch.rows), batch.fmt)
         ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
         if not self.name:

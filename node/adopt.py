@@ -133,7 +133,7 @@ class _Collected(Outputs):
     def resend(self, unacknowledged: list[list]) -> int:
         """Outputs the failed node's snapshot lists as not acknowledged: kept first, like the replay's."""
         kept = 0
-        for endpoint, data in unacknowledged:
+        for endpoint, data, *_ in unacknowledged:  # (a named subscriber's carry its name)
             batch = decode(bytes(data))
             if not isinstance(batch, Batch):
                 continue

@@ -155,3 +155,34 @@ async def test_the_api_resumes_from_the_positions_it_kept(cluster_factory):
         await second.unsubscribe()
     assert got == rows
     assert not cluster.head_catalog().subscriptions
+
+
+@pytest.mark.slow
+async def test_what_a_durable_node_keeps_for_a_named_subscriber_survives_its_kill(cluster_factory, tmp_path):
+    """The batches kept for a named subscriber that is down are in the node's snapshot or its input log: the
+    node killed with ``kill -9`` and restarted from its data directory still has them for it."""
+    cluster = cluster_factory(snapshot_interval=1.0)
+    cluster.start_head()
+    data = tmp_path / "node"
+    node = await asyncio.to_thread(cluster.start_node, data_dir=data)
+    app = cluster.write("app.xml", APP)
+    dep = cluster.write("dep.xml", f'<deploy> <publish stream="Packet" node="{node}"/>'
+                                   f' <node endpoint="{node}" query="pass"/> </deploy>')
+    await asyncio.to_thread(cluster.submit, app, dep)
+    rows = [(1.0, n) for n in range(4_000)]
+    async with Publisher(cluster.head, "Packet", TOKEN, producer="durable-test", batch_size=100) as publisher:
+        async with Subscriber(cluster.head, "Result", TOKEN, name="keep") as first:
+            await publisher.send(rows[:1_000])
+            got = await collect(first, 1_000, timeout=60)
+            kept = first.positions()
+        await paced(publisher, rows[1_000:3_000], chunk=500, pause=0.5)  # snapshots are taken meanwhile
+    await asyncio.sleep(1.5)
+    await asyncio.to_thread(cluster.stop, node, True)
+    await asyncio.to_thread(cluster.start_node, node, data_dir=data)
+    async with Publisher(cluster.head, "Packet", TOKEN, producer="durable-test-2", batch_size=100) as publisher:
+        await publisher.send(rows[3_000:])
+    async with Subscriber(cluster.head, "Result", TOKEN, name="keep", resume_from=kept) as second:
+        got += await collect(second, 3_000, timeout=90)
+        await asyncio.sleep(1.0)
+        assert second.receiver.counters["batches"] == 30  # nothing more: each batch once
+    assert got == rows
