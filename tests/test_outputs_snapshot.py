@@ -57,3 +57,30 @@ async def test_a_stream_now_sent_elsewhere_goes_to_its_nodes_not_to_a_new_client
     assert pending(after, NEXT) == [("S", "box~1", 0, [[1, "a"]])]
     assert pending(after, LATER) == []  # a client that subscribed since never asked for it
 
+
+
+async def test_a_named_subscriber_that_subscribes_again_elsewhere_gets_what_waited_for_it():
+    """Paired by stream and name: what waited at the old endpoint goes to the new one, not to another subscriber."""
+    out = outputs(catalog(Subscription("S", CLIENT, name="audit"), Subscription("S", NEXT)))
+    for seq in range(3):
+        out.route("S", [(seq, "a")], "box~1", seq, resumable=True)
+    await out.flush()
+    out.follow(catalog(Subscription("S", LATER, name="audit"), Subscription("S", NEXT)))
+    assert [b.seq for b in out.links[LATER].pending()] == [0, 1, 2]
+    out.route("S", [(3, "a")], "box~1", 3, resumable=True)
+    await out.flush()
+    assert [b.seq for b in out.links[LATER].pending()] == [0, 1, 2, 3]
+    assert [b.seq for b in out.links[NEXT].pending()] == [0, 1, 2, 3]  # the node consumer is not disturbed
+    assert CLIENT not in out.links
+
+
+async def test_a_snapshot_keeps_a_named_subscribers_batches_for_it_wherever_it_resumes():
+    before = outputs(catalog(Subscription("S", CLIENT, name="audit")))
+    before.route("S", [(1, "a")], "box~1", 0, resumable=True)
+    kept = msgspec.msgpack.decode(msgspec.msgpack.encode(before.unacknowledged()))
+
+    other = "localhost:17002"
+    after = outputs(catalog(Subscription("S", LATER, name="audit"), Subscription("S", other, name="other")))
+    assert after.resend(kept) == 1
+    assert pending(after, LATER) == [("S", "box~1", 0, [[1, "a"]])]
+    assert pending(after, other) == []  # another named subscriber never asked for it
