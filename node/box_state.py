@@ -71,15 +71,19 @@ class BoxHandover:
     detached_at: float = 0.0  # wall clock at the source: the box's pause starts here
     held: list[tuple[str, str, int, list]] = field(default_factory=list, compare=False)  # early batches
     links: list[Any] = field(default_factory=list, compare=False, repr=False)  # the source's forwards
+    # What the source kept of the box's outputs for named subscribers ([name, encoded Batch]): they resume from it
+    retained: list[list] = field(default_factory=list, compare=False, repr=False)
 
     def encode(self) -> bytes:
         return msgspec.msgpack.encode([self.box, self.producer, self.out_seq,
-                                       [list(p) for p in self.positions], self.state, self.detached_at])
+                                       [list(p) for p in self.positions], self.state, self.detached_at,
+                                       self.retained])
 
     @classmethod
     def decode(cls, data: bytes) -> "BoxHandover":
-        box, producer, out_seq, positions, state, detached_at = msgspec.msgpack.decode(data)
-        return cls(box, producer, out_seq, [tuple(p) for p in positions], state, detached_at)
+        box, producer, out_seq, positions, state, detached_at, *retained = msgspec.msgpack.decode(data)
+        return cls(box, producer, out_seq, [tuple(p) for p in positions], state, detached_at,
+                   retained=retained[0] if retained else [])
 
 
 class BoxStates:

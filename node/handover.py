@@ -54,6 +54,7 @@ async def detach(flow: Dataflow, name: str, target: str) -> BoxHandover:
     async with flow.lock:
         box = flow.state.boxes[name]
         handover = flow.state.take(name, flow.input_positions(name))
+        handover.retained = flow.out.take_retained(box.outputs)  # named subscribers resume from the box's new node
         flow.remove_box(name)
         for port in box.inputs:
             row_type = flow.row_types.get(port.stream) or RowType(flow.schemas[port.stream])
@@ -102,6 +103,7 @@ def attach(flow: Dataflow, handover: BoxHandover) -> list[OutboundLink]:
     passes back).
     """
     flow.state.put(handover, flow.now())
+    flow.out.keep_retained(handover.retained)
     return flow.out.forwards_of(handover.box)
 
 
@@ -120,11 +122,12 @@ def target_items(local: Catalog, flow: Dataflow, box: Box, source: str, target: 
     for stream in box.outputs:
         declared = local.outputs.get(stream)
         items.append(Output(stream, declared.schema if declared else flow.schemas[stream].name, target))
-        endpoints = {sub.endpoint for sub in local.subscriptions.values() if sub.stream == stream}
+        kept = {sub.endpoint: sub for sub in local.subscriptions.values() if sub.stream == stream}  # (their names)
+        endpoints = set(kept)
         if stream in consumed_here:
             endpoints.add(source)
         items += [Node(e) for e in endpoints if e in local.nodes]
-        items += [Subscription(stream, e) for e in sorted(endpoints)]
+        items += [kept.get(e, Subscription(stream, e)) for e in sorted(endpoints)]
     return items
 
 

@@ -222,6 +222,32 @@ class Outputs:
                 log.info("node %s: subscriber %r of %s resumes at %s (was %s): %d batches it had not acknowledged "
                          "handed over", self.endpoint, link.name, stream, heir.endpoint, endpoint, moved)
 
+    def take_retained(self, streams: list[str]) -> list[list]:
+        """``[[name, encoded Batch], ...]``: what waits for named subscribers of ``streams``, taken off their links
+        (sent or queued, not acknowledged) to travel with the box that produces them (a move)."""
+        taken: list[list] = []
+        for link in [link for link in self.links.values() if link.name]:
+            withdrawn = self.withdraw(link.endpoint, set(streams))
+            for stream in streams:
+                batches = link.take(stream)
+                batches += [make_batch(s, producer, seq, rows, "", False) for s, rows, producer, seq in withdrawn
+                            if s == stream]
+                taken += [[link.name, encode(batch)] for batch in batches]
+        return taken
+
+    def keep_retained(self, retained: list[list]) -> None:
+        """Queue what :meth:`take_retained` took (the box arrived here, or came back) for its named subscribers."""
+        for name, data in retained:
+            batch = decode(bytes(data))
+            assert isinstance(batch, Batch)
+            links = [link for e, link in self.links.items()
+                     if link.name == name and e in self.destinations.get(batch.stream, ())]
+            if not links:
+                log.warning("node %s: %s/%s#%d, kept for subscriber %r, has nowhere to go here", self.endpoint,
+                            batch.stream, batch.producer, batch.seq, name)
+            for link in links:
+                link.requeue([batch])
+
     def forward_to(self, stream: str, target: str, box: str, row_type: RowType) -> OutboundLink | None:
         """Box ``box`` moved to ``target``: forward its input ``stream`` there; the new link, if one was made.
 

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from boreas.client.optimizer import Optimizer
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber, SubscriberTooSlow
 from support.cluster import TOKEN, get_json, wait_until
@@ -185,4 +186,30 @@ async def test_what_a_durable_node_keeps_for_a_named_subscriber_survives_its_kil
         got += await collect(second, 3_000, timeout=90)
         await asyncio.sleep(1.0)
         assert second.receiver.counters["batches"] == 30  # nothing more: each batch once
+    assert got == rows
+
+
+@pytest.mark.slow
+async def test_what_waits_for_a_named_subscriber_moves_with_the_box_that_produces_it(cluster_factory):
+    """The producing box moves to another node while its named subscriber is down: what the old node kept for
+    it goes along, and the subscriber resumes from the new node with nothing lost or repeated."""
+    from test_moves import two_nodes_with_a_filter
+
+    cluster = cluster_factory()
+    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster)
+    rows = [(float(n), n) for n in range(3_000)]
+    async with Publisher(cluster.head, "Packet", TOKEN, producer="move-test", batch_size=100) as publisher:
+        async with Subscriber(cluster.head, "Result", TOKEN, name="mover") as first:
+            await publisher.send(rows[:1_000])
+            got = await collect(first, 1_000, timeout=60)
+            kept = first.positions()
+        await publisher.send(rows[1_000:2_000])  # kept for it on the first node
+        await publisher.flush()
+        async with Optimizer(cluster.head, TOKEN) as optimizer:
+            assert (await optimizer.move("box1", nodes[1])).source == nodes[0]
+        await publisher.send(rows[2_000:])
+    async with Subscriber(cluster.head, "Result", TOKEN, name="mover", resume_from=kept) as second:
+        got += await collect(second, 2_000, timeout=90)
+        await asyncio.sleep(1.0)
+        assert second.receiver.counters["batches"] == 20 and second.failure is None
     assert got == rows

@@ -84,3 +84,21 @@ async def test_a_snapshot_keeps_a_named_subscribers_batches_for_it_wherever_it_r
     assert after.resend(kept) == 1
     assert pending(after, LATER) == [("S", "box~1", 0, [[1, "a"]])]
     assert pending(after, other) == []  # another named subscriber never asked for it
+
+
+async def test_what_waits_for_a_named_subscriber_travels_with_the_box_that_produces_it():
+    """A move: the source takes what its named subscribers had not acknowledged (sent, queued, or still in the
+    outbox); the target queues it for them, and a subscriber of another name gets none of it."""
+    source = outputs(catalog(Subscription("S", CLIENT, name="audit"), Subscription("S", NEXT)))
+    for seq in range(3):
+        source.route("S", [(seq, "a")], "box~1", seq, resumable=True)
+    await source.flush()
+    source.route("S", [(3, "a")], "box~1", 3, resumable=True)  # not yet handed to the link
+    retained = msgspec.msgpack.decode(msgspec.msgpack.encode(source.take_retained(["S"])))
+    assert source.links[CLIENT].pending() == [] and [b.seq for b in source.links[NEXT].pending()] == [0, 1, 2]
+
+    other = "localhost:17002"
+    target = outputs(catalog(Subscription("S", CLIENT, name="audit"), Subscription("S", other, name="other")))
+    target.keep_retained(retained)
+    assert pending(target, CLIENT) == [("S", "box~1", seq, [[seq, "a"]]) for seq in range(4)]
+    assert pending(target, other) == []

@@ -350,6 +350,8 @@ class OutboundLink(LinkConnection):
             self._queued.put_nowait(batch)
         for _ in moved:
             self._pay_back()
+        if self.retain_bytes:
+            self.buffered_bytes -= sum(len(batch.rows) for batch in moved)
         if self._window_open is not None and len(self._unacked) < self.window:
             self._window_open.set()
         moved.sort(key=lambda b: (b.producer, b.seq))
@@ -369,6 +371,8 @@ class OutboundLink(LinkConnection):
             self._borrowed += 1
             self._idle.clear()
             self._queued.put_nowait(batch)
+            if self.retain_bytes:
+                self.buffered_bytes += len(batch.rows)
 
     def take(self, stream: str) -> list[Batch]:
         """Take back every batch of ``stream`` not yet acknowledged (its consumer is now local)."""
