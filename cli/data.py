@@ -162,6 +162,9 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
     token = resolve_token(args.token, required=False)
     if args.format == "parquet" and not args.output:
         raise BadInput("--format parquet needs --output FILE (Parquet is not written to a terminal or pipe)")
+    if args.name and args.format == "parquet":
+        raise BadInput("--name cannot resume into a Parquet file (it is readable only once closed): "
+                       "use --format jsonl or csv")
     if args.name and args.on_slow:
         raise BadInput("--on-slow does not apply to a named subscriber (--name): the node keeps its batches "
                        "until it acknowledges them, up to its --subscriber-buffer-mb and --subscriber-retain-for")

@@ -42,7 +42,8 @@ def open_output(fmt: str, path: str | None, schema: Schema, resume: tuple[str, s
     before subscribing) when it cannot be.
 
     ``resume`` (stream, name): a named subscription, continued in ``path`` where the last one with that name
-    recorded it stopped (:attr:`Output.resume_from`), and recorded at each :meth:`Output.checkpoint`.
+    recorded it stopped (:func:`recorded_positions` are its positions), and recorded at each
+    :meth:`Output.checkpoint`.
     """
     if fmt == "parquet":
         if path is None:
@@ -52,16 +53,15 @@ def open_output(fmt: str, path: str | None, schema: Schema, resume: tuple[str, s
                            "use --format jsonl or csv")
         return ParquetOutput(path, schema)
     if path is None:
-        file, position = sys.stdout, None
+        file, continued = sys.stdout, False
     elif resume is not None:
-        file, position = _reopen(path, resume)
+        file, continued = _reopen(path, resume)
     else:
-        file, position = _open(path, "w"), None
+        file, continued = _open(path, "w"), False
     output: _TextOutput = (JsonLinesOutput(file, schema) if fmt == "jsonl"
-                           else CsvOutput(file, schema, header=position is None))
+                           else CsvOutput(file, schema, header=not continued))
     if resume is not None and path is not None:
         output.position = Position(f"{path}.position", *resume)
-        output.resume_from = dict(position or {})
     return output
 
 
@@ -72,17 +72,16 @@ def _open(path: str, mode: str) -> IO[str]:
         raise BadInput(f"{path}: cannot write file: {exc.strerror or exc}") from None
 
 
-def _reopen(path: str, resume: tuple[str, str]) -> tuple[IO[str], dict[str, int] | None]:
-    """``path`` cut back to what its position file records for (stream, name), and the positions; a new file
-    (and None) when there is none for them."""
+def _reopen(path: str, resume: tuple[str, str]) -> tuple[IO[str], bool]:
+    """``path`` cut back to what its position file records for (stream, name), and True; a new file (and False)
+    when there is no record for them."""
     recorded = Position(f"{path}.position", *resume).read()
     if recorded is None or not os.path.exists(path):
-        return _open(path, "w"), None
-    length, positions = recorded
+        return _open(path, "w"), False
     file = _open(path, "r+")
-    file.truncate(length)  # what was written after the last record comes again
+    file.truncate(recorded[0])  # what was written after the last record comes again
     file.seek(0, os.SEEK_END)
-    return file, positions
+    return file, True
 
 
 def recorded_positions(path: str | None, stream: str, name: str | None) -> dict[str, int]:
@@ -128,7 +127,6 @@ class Output(ABC):
 
     def __init__(self, schema: Schema):
         self.names = [f.name for f in schema.fields]
-        self.resume_from: dict[str, int] = {}  # the subscriber's positions where the output stopped last time
         self.position: Position | None = None  # where :meth:`checkpoint` records them (None: not resumable)
 
     def checkpoint(self, positions: dict[str, int]) -> None:
