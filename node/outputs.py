@@ -37,6 +37,8 @@ from boreas.wire.frames import Batch, decode, encode, make_batch
 from boreas.wire.links import OutboundLink
 from boreas.wire.tuples import RowType
 
+from .named_subscribers import keep_retained, named_entry, resume_elsewhere
+
 log = logging.getLogger(__name__)
 
 #: Batches a link to a neighbour node may hold beyond its capacity while that node is down
@@ -178,7 +180,7 @@ class Outputs:
             if self._started:
                 self._chore(link.start(), f"start link to {endpoint}")
         self._redirect(before)
-        self._resume(before, catalog)
+        resume_elsewhere(self.links, before, self.destinations, catalog, self.endpoint)
         for endpoint in set(self.links) - wanted - set(catalog.nodes):
             link = self.links.pop(endpoint)
             self._chore(link.close(), f"close link to {endpoint}")
@@ -203,25 +205,6 @@ class Outputs:
                     log.info("node %s: %d unacknowledged batches of %s handed from %s to %s", self.endpoint,
                              moved, stream, ", ".join(link.endpoint for link in gone), came[0].endpoint)
 
-    def _resume(self, before: dict[str, list[str]], catalog: Catalog) -> None:
-        """A named subscriber that subscribed again elsewhere (it restarted): what waited for it goes there.
-
-        Its new subscription replaced the old one in the same commit
-        (paired by stream and name); what it had not acknowledged is handed
-        to the new link, and its receiver drops what it already has.
-        """
-        heirs = {(sub.stream, sub.name): self.links[sub.endpoint] for sub in catalog.subscriptions.values()
-                 if sub.name and sub.endpoint in self.links}
-        for stream, old in before.items():
-            for endpoint in old:
-                link = self.links.get(endpoint)
-                heir = heirs.get((stream, link.name)) if link is not None and link.name else None
-                if heir is None or heir is link or endpoint in self.destinations.get(stream, ()):
-                    continue
-                moved = link.redirect(stream, heir)
-                log.info("node %s: subscriber %r of %s resumes at %s (was %s): %d batches it had not acknowledged "
-                         "handed over", self.endpoint, link.name, stream, heir.endpoint, endpoint, moved)
-
     def take_retained(self, streams: list[str]) -> list[list]:
         """``[[name, encoded Batch], ...]``: what waits for named subscribers of ``streams``, taken off their links
         (sent or queued, not acknowledged) to travel with the box that produces them (a move)."""
@@ -237,16 +220,7 @@ class Outputs:
 
     def keep_retained(self, retained: list[list]) -> None:
         """Queue what :meth:`take_retained` took (the box arrived here, or came back) for its named subscribers."""
-        for name, data in retained:
-            batch = decode(bytes(data))
-            assert isinstance(batch, Batch)
-            links = [link for e, link in self.links.items()
-                     if link.name == name and e in self.destinations.get(batch.stream, ())]
-            if not links:
-                log.warning("node %s: %s/%s#%d, kept for subscriber %r, has nowhere to go here", self.endpoint,
-                            batch.stream, batch.producer, batch.seq, name)
-            for link in links:
-                link.requeue([batch])
+        keep_retained(self.links, self.destinations, retained, self.endpoint)
 
     def forward_to(self, stream: str, target: str, box: str, row_type: RowType) -> OutboundLink | None:
         """Box ``box`` moved to ``target``: forward its input ``stream`` there; the new link, if one was made.
@@ -374,10 +348,10 @@ class Outputs:
         out: list[list] = []
         links = {id(link): link for link in [*self.links.values(), *self.forwards.values()]}
         for link in links.values():
-            out += [[link.endpoint, encode(batch), *_named(link)] for batch in link.pending()]
+            out += [[link.endpoint, encode(batch), *named_entry(link)] for batch in link.pending()]
         for link, stream, rows, producer, seq, restart in [*self._handing[self._handed:], *self._outbox]:
             batch = make_batch(stream, producer, seq, rows, link.forward_to_box, restart)
-            out.append([link.endpoint, encode(batch), *_named(link)])
+            out.append([link.endpoint, encode(batch), *named_entry(link)])
         return out
 
     def resend(self, unacknowledged: list[list]) -> int:
@@ -410,7 +384,3 @@ class Outputs:
         self.counters["batches_resent_from_snapshot"] += queued
         return queued
 
-
-def _named(link: OutboundLink) -> list[str]:
-    """A named subscriber's batches in a snapshot carry its name: it may resume at another endpoint."""
-    return [link.name] if link.name else []
