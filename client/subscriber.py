@@ -217,7 +217,7 @@ class Subscriber:
         await self._close(unsubscribe=not self.name)
 
     async def _close(self, unsubscribe: bool) -> None:
-        for consumed in self._consumed:  # never acknowledged: the node keeps them for the next subscriber
+        for consumed in list(self._consumed):  # never acknowledged: the node keeps them for the next subscriber
             consumed.cancel()
         if self._watch is not None:
             self._watch.cancel()
@@ -257,8 +257,8 @@ class Subscriber:
             return Refused(batch.stream, batch.producer, batch.seq, f"this endpoint subscribes to {self.stream!r}")
         if self.name and self.receiver.sequencer.skipped:  # exactly once, or said why not: never past a gap silently
             self._stop(SubscriberTooSlow, f"{self.receiver.sequencer.skipped} batches of {self.stream} never reached "
-                                          f"subscriber {self.name!r} (lost on the way: its producer moved or failed "
-                                          "while it was down); it stops before the gap")
+                                          f"subscriber {self.name!r} (lost on the way: a node that produced it "
+                                          "failed without a durable copy, say); it stops before the gap")
             return Refused(batch.stream, batch.producer, batch.seq, f"this subscriber was cut off: {self.failure}")
         rows, errors = self._row_type.decode_payload(bytes(batch.rows), batch.fmt)
         ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])

@@ -14,6 +14,13 @@ instead of growing memory.  A link to a client subscriber may instead
 ``drop_when_down``: once connecting there has failed for ``DOWN_GRACE``
 seconds, batches are counted and dropped rather than stalling the node.
 
+A link to a **named** subscriber (``name=``) never drops for being down or
+slow: its batches wait until they are acknowledged, up to ``retain_bytes``
+and ``retain_for`` seconds without an acknowledgement; past either, they
+are dropped and the subscriber is told how much it missed (a ``Goodbye``)
+as soon as it is connected, here or, handed over by :meth:`OutboundLink.redirect`,
+at its new endpoint.
+
 A receiver that refuses the link at the WebSocket handshake with 401 or 403
 (a missing or wrong cluster token: a publisher without ``--token``, a node
 of another cluster) is named in :attr:`OutboundLink.last_error`, and the
@@ -77,7 +84,7 @@ class OutboundLink(LinkConnection):
                  digests: bool = False, retain_bytes: int = 0, slow_after: float = 0.0,
                  name: str | None = None, retain_for: float = 0.0):
         self.endpoint = endpoint
-        # A named subscriber's link (:class:`Retention`): its batches wait for it while it is down (it resumes,
+        # A named subscriber's link: its batches wait for it while it is down (it resumes,
         # perhaps at another endpoint: :meth:`redirect`), up to ``retain_bytes`` and for ``retain_for`` seconds
         # without an acknowledgement; past that they are dropped and it is told so when it comes back.
         self.name = name
