@@ -194,7 +194,8 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
             nonlocal seen, closed, failure
             try:
                 async for batch in subscriber.arrow() if output.arrow else subscriber.batches():
-                    seen += output.write(batch, args.count - seen if args.count else None)
+                    # (named: whole batches, so what it records of them is what it wrote)
+                    seen += output.write(batch, args.count - seen if args.count and not args.name else None)
                     output.checkpoint(subscriber.positions())  # before the next is asked for: the ack
                     if args.count and seen >= args.count:
                         return
@@ -295,7 +296,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "microseconds since the epoch in each, so the output can be published again as it is")
     p.add_argument("--output", metavar="FILE", help="write into FILE instead of stdout (needed for parquet)")
     p.add_argument("--listen", default="localhost:0", help="HOST:PORT to receive on (default: a free port)")
-    p.add_argument("--count", type=int, default=0, help="exit after this many tuples")
+    p.add_argument("--count", type=int, default=0,
+                   help="exit after this many tuples (with --name, after the batch that reaches them)")
     p.add_argument("--retry-for", type=float, default=30.0, metavar="SECONDS",
                    help="when the node sending the stream goes away, wait this long for it (or the node that "
                         "takes its boxes over) to come back, then exit 1 (default 30)")
