@@ -54,7 +54,7 @@ def named_endpoint(cluster, name: str, other_than: str | None = None) -> str:
     def found() -> str | None:
         return next((s.endpoint for s in cluster.head_catalog().subscriptions.values()
                      if s.name == name and s.endpoint != other_than), None)
-    return wait_until(found, 30, f"subscription {name!r} to be committed")
+    return wait_until(found, 60, f"subscription {name!r} to be committed")
 
 
 def lines(path: Path) -> list[str]:
@@ -124,9 +124,9 @@ async def test_a_named_subscriber_past_retention_is_told_what_it_missed_and_exit
             first.wait()
             await paced(publisher, [(1.0, n) for n in range(100, 20_100)], chunk=1000)
         await asyncio.to_thread(wait_until, lambda: get_json(f"http://{node}/status")["data"]["links"][old].get(
-            "retention_drops"), 30, "the node to drop what it kept")
+            "retention_drops"), 60, "the node to drop what it kept")
         second = subscribe_cli(cluster, "--name", "late", "--output", str(out), "--format", "csv")
-        _, err = await asyncio.to_thread(second.communicate, timeout=60)
+        _, err = await asyncio.to_thread(second.communicate, timeout=120)
     finally:
         for proc in (first, second):
             if proc is not None and proc.poll() is None:
