@@ -44,6 +44,19 @@ def one_node(cluster, *extra: str) -> str:
     return node
 
 
+def two_nodes(cluster) -> list[str]:
+    """The filter on the first of two nodes (started one after the other: a loaded machine starts them slowly)."""
+    cluster.start_head()
+    nodes = [cluster.start_node(), cluster.start_node()]
+    app = cluster.write("app.xml", APP.replace('<box name="pass"', '<query name="box1"> <box name="box1"')
+                        .replace("</box>", "</box> </query>"))
+    dep = cluster.write("dep.xml", f'<deploy> <publish stream="Packet" node="{nodes[0]}"/>'
+                                   f' <node endpoint="{nodes[0]}" query="box1"/> <node endpoint="{nodes[1]}" query=""/>'
+                                   ' </deploy>')
+    cluster.submit(app, dep)
+    return nodes
+
+
 def subscribe_cli(cluster, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "Result", *args], env=cluster.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -193,10 +206,8 @@ async def test_what_a_durable_node_keeps_for_a_named_subscriber_survives_its_kil
 async def test_what_waits_for_a_named_subscriber_moves_with_the_box_that_produces_it(cluster_factory):
     """The producing box moves to another node while its named subscriber is down: what the old node kept for
     it goes along, and the subscriber resumes from the new node with nothing lost or repeated."""
-    from test_moves import two_nodes_with_a_filter
-
     cluster = cluster_factory()
-    nodes = await asyncio.to_thread(two_nodes_with_a_filter, cluster)
+    nodes = await asyncio.to_thread(two_nodes, cluster)
     rows = [(float(n), n) for n in range(3_000)]
     async with Publisher(cluster.head, "Packet", TOKEN, producer="move-test", batch_size=100) as publisher:
         async with Subscriber(cluster.head, "Result", TOKEN, name="mover") as first:
