@@ -215,3 +215,15 @@ def test_cluster_up_tls_makes_certificates_that_its_clients_use(tmp_path, proces
     assert [n["endpoint"] for n in json.loads(result.stdout)["nodes"]] == [f"localhost:{base}"]
     result = boreas("nodes", env={**plain, "BOREAS_HEAD": f"http://localhost:{port}"}, timeout=30)
     assert result.returncode == 1 and "if it serves TLS" in result.stderr, result.stderr
+
+
+@pytest.mark.slow
+def test_a_head_with_a_token_on_all_addresses_without_tls_warns_that_tokens_reach_it_in_clear(tmp_path, processes):
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("BOREAS_")}
+    port = free_port()
+    head = spawn(tmp_path, "head", "head", "--catalog", "memory://", "--listen", f"0.0.0.0:{port}",
+                 env={**plain, "BOREAS_TOKEN": TOKEN})
+    processes.append(head)
+    log = tmp_path / "head.log"
+    wait_until(lambda: "listening on" in log.read_text(), timeout=30, what="the Head to listen")
+    assert "without TLS: the cluster token reaches it in clear" in log.read_text()

@@ -230,8 +230,8 @@ class HttpServer:
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=2.0,
                                      keepalive_timeout=self.idle_timeout)
         await self._runner.setup()
-        site = _GuardedSite(self._runner, host, port, self._connection, reuse_address=True,
-                            ssl_context=ssl_context)
+        site = _GuardedSite(self._runner, host, port, self._connection, self.header_timeout,
+                            reuse_address=True, ssl_context=ssl_context)
         try:
             await site.start()
         except OSError as exc:
@@ -408,12 +408,14 @@ class _Connection(asyncio.Protocol):
 class _GuardedSite(web.TCPSite):
     """A TCPSite whose connections are wrapped in :class:`_Connection`."""
 
-    __slots__ = ("_wrap",)
+    __slots__ = ("_wrap", "_handshake_timeout")
 
     def __init__(self, runner: web.AppRunner, host: str, port: int,
-                 wrap: Callable[[asyncio.Protocol], asyncio.Protocol], **kwargs: object):
+                 wrap: Callable[[asyncio.Protocol], asyncio.Protocol], handshake_timeout: float,
+                 **kwargs: object):
         super().__init__(runner, host, port, **kwargs)  # type: ignore[arg-type]
         self._wrap = wrap
+        self._handshake_timeout = handshake_timeout
 
     async def start(self) -> None:
         await web.BaseSite.start(self)  # registers the site with its runner
@@ -421,7 +423,9 @@ class _GuardedSite(web.TCPSite):
         assert factory is not None
         self._server = await asyncio.get_running_loop().create_server(
             lambda: self._wrap(factory()), self._host, self._port, backlog=self._backlog,
-            reuse_address=self._reuse_address, ssl=self._ssl_context)
+            reuse_address=self._reuse_address, ssl=self._ssl_context,
+            # a TLS handshake is part of a request's header: as slow a client is as unwelcome
+            ssl_handshake_timeout=self._handshake_timeout if self._ssl_context else None)
 
 
 def _bound_port(site: web.TCPSite) -> int:
