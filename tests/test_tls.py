@@ -227,3 +227,11 @@ def test_a_head_with_a_token_on_all_addresses_without_tls_warns_that_tokens_reac
     log = tmp_path / "head.log"
     wait_until(lambda: "listening on" in log.read_text(), timeout=30, what="the Head to listen")
     assert "without TLS: the cluster token reaches it in clear" in log.read_text()
+
+
+def test_a_zookeeper_url_with_an_unknown_option_is_refused_naming_it():
+    """The zk:// URL's query sets kazoo's TLS and SASL (catalog/store/znodes.py); a misspelt key is not ignored."""
+    from boreas.catalog.store import StoreError, open_store
+
+    with pytest.raises(StoreError, match="unknown query key 'cafile'.*known: tls, ca, cert"):
+        open_store("zk://127.0.0.1:1/boreas?cafile=/etc/zk/ca.pem")
