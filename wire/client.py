@@ -166,8 +166,9 @@ def describe_tls_failure(exc: BaseException) -> str | None:
     server that wants our certificate each get their own sentence.
     """
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return (f"its TLS certificate is not trusted ({exc.certificate_error.verify_message or exc.certificate_error}): "
-                f"is --tls-ca ($BOREAS_TLS_CA) this cluster's CA, and does the certificate name the host dialled?")
+        why = getattr(exc.certificate_error, "verify_message", None) or exc.certificate_error
+        return (f"its TLS certificate is not trusted ({why}): is --tls-ca ($BOREAS_TLS_CA) this cluster's CA, "
+                "and does the certificate name the host dialled?")
     if isinstance(exc, aiohttp.ClientConnectorSSLError):
         reason = str(exc.os_error)
         if "WRONG_VERSION_NUMBER" in reason.upper() or "wrong version number" in reason:

@@ -28,11 +28,11 @@ import time
 import aiohttp
 
 from .addressing import endpoint_url
-from .tls import current as current_tls
-from .tls import warn_clear_token
 from .backoff import Backoff
 from .client import describe_tls_failure
 from .frames import Ack, Batch, Frame, Hello, Refused, Replies, decode, encode
+from .tls import current as current_tls
+from .tls import warn_clear_token
 
 log = logging.getLogger("boreas.wire.links")  # the link's records keep their logger
 
