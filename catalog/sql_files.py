@@ -1,7 +1,7 @@
 """``<parameter name="sql-file" value="views/q3.sql"/>``: an m3 box's SQL kept in a file of its own.
 
 The file is read on the client's machine, before a document leaves it: the
-CLI (``boreas submit``, ``deploy``, ``validate``, ``catalog apply``) and
+CLI (``boreas submit``, ``deploy``, ``validate``, ``catalog apply``, ``drop``) and
 :func:`boreas.catalog.documents.read_file` replace each such parameter by
 ``<parameter name="sql" value="...">`` holding the file's text.  The Head and
 the nodes never read files named in XML (a document they are sent is
