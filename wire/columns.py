@@ -173,12 +173,27 @@ _bin = msgspec.msgpack.Encoder()
 
 def weighted(rows: list[tuple], weights: list[int] | None, schema: Schema) -> list[tuple] | Columns:
     """Rows an operator computed, as the batch it emits: the rows themselves when plain (``weights`` None),
-    else a changelog :class:`Columns` of ``schema`` with those weights."""
+    else a changelog :class:`Columns` of ``schema`` with those weights.  A value its field cannot hold (a map's
+    huge int) becomes null, as a failing map field is None."""
     if weights is None:
         return rows
     target = arrow_schema(schema)
-    columns = [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(target)]
+    columns = [_column([r[i] for r in rows], f.type) for i, f in enumerate(target)]
     return Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=pa.array(weights, pa.int64()))
+
+
+def _column(values: list, kind: pa.DataType) -> pa.Array:
+    try:
+        return pa.array(values, kind)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    out = []
+    for v in values:
+        try:
+            out.append(pa.scalar(v, kind).as_py())
+        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+            out.append(None)
+    return pa.array(out, kind)
 
 
 def as_rows(rows: list[tuple] | Columns) -> list[tuple]:
