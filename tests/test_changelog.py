@@ -9,6 +9,8 @@ weights of either sign and multiplicities) and compares.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pyarrow as pa
 import pytest
 from boreas.catalog import Catalog, plan_submission, read_document
@@ -18,7 +20,7 @@ from boreas.node.operators.union import UnionOperator
 from boreas.wire.columns import Columns, WEIGHT, arrow_schema, check, decode, payload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.changelog import changes
+from support.changelog import changes, multiset
 from support.topologies import examples
 from test_columnar_operators import ON_COLUMNS, ON_ROWS, VALUES_ON_COLUMNS, VALUES_ON_ROWS, R, batches, build, same
 
@@ -174,3 +176,91 @@ def test_a_chain_of_boxes_that_apply_or_pass_weights_is_accepted():
 def test_a_box_that_cannot_apply_weights_is_refused_naming_box_and_stream(box, reason):
     found = problems(box)
     assert len(found) == 1 and reason in found[0], found
+
+
+# -- aggregate over a changelog --------------------------------------------------------------
+
+G = Schema("G", (Field("g", FieldType.INT), Field("v", FieldType.INT), Field("name", FieldType.STRING, 2)))
+FUNCTIONS = ["count(*)", "sum(v)", "avg(v)", "min(v)", "max(name)", "count_distinct(name)", "count(v)"]
+
+
+def aggregate(size: int, advance: int, order_by_field: bool):
+    params = {"window-size-by": "VALUES", "order-on-field": "v", "window-size": str(size), "advance": str(advance),
+              "group-by": "g", "order-by": "FIELD" if order_by_field else "TUPLENUM",
+              **{f"aggregate-function.{i}": f for i, f in enumerate(FUNCTIONS)}}
+    box = Box("a", "aggregate", (InPort("in"),), ("out",), tuple(params.items()))
+    from boreas.node.operators.aggregate import AggregateOperator
+
+    return AggregateOperator(box, [G], build_types().infer(box, [G]))
+
+
+def build_types():
+    from boreas.catalog.boxtypes import builtin_registry
+
+    return builtin_registry()
+
+
+def expected(rows: list[tuple], size: int, advance: int, order_by_field: bool) -> Counter:
+    """The aggregate of the rows present now, computed from scratch: the rows a changelog's reader holds."""
+    windows: dict[tuple, list[tuple]] = {}
+    for row in rows:
+        g, v, _ = row
+        for k in range((v - size) // advance + 1, v // advance + 1):
+            windows.setdefault((g, k * advance), []).append(row)
+    out: Counter = Counter()
+    for (g, start), held in windows.items():
+        vs, names = [r[1] for r in held], [r[2] for r in held]
+        prefix = (g, start) if order_by_field else (g,)
+        out[prefix + (len(held), sum(vs), sum(vs) / len(vs), min(vs), max(names), len(set(names)), len(vs))] += 1
+    return out
+
+
+def signed(rows: list[tuple], weights: list[int]) -> Columns:
+    target = arrow_schema(G)
+    arrays = [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(target)]
+    return Columns(pa.RecordBatch.from_arrays(arrays, schema=target), weights=pa.array(weights, pa.int64()))
+
+
+@st.composite
+def changelogs(draw) -> list[tuple[tuple, int]]:
+    """Rows entering and later leaving (only rows that are there leave), some several times."""
+    present: list[tuple] = []
+    log: list[tuple[tuple, int]] = []
+    for _ in range(draw(st.integers(1, 60))):
+        if present and draw(st.integers(0, 2)) == 0:
+            row = present.pop(draw(st.integers(0, len(present) - 1)))
+            log.append((row, -1))
+        else:
+            row = (draw(st.integers(0, 2)), draw(st.integers(-20, 40)), draw(st.sampled_from(["a", "b", "cc"])))
+            present.append(row)
+            log.append((row, 1))
+    return log
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=changelogs(), cuts=st.lists(st.integers(1, 12), min_size=1, max_size=5),
+       shape=st.sampled_from([(10, 10, True), (10, 5, True), (7, 7, False), (1000, 1000, False)]),
+       moved=st.booleans())
+def test_an_aggregate_over_a_changelog_retracts_to_the_aggregate_of_the_rows_left(log, cuts, shape, moved):
+    import msgspec
+
+    size, advance, by_field = shape
+    op = aggregate(size, advance, by_field)
+    out: list = []
+    i = k = 0
+    while i < len(log):
+        part = log[i:i + cuts[k % len(cuts)]]  # batch boundaries fall inside groups and windows
+        i, k = i + len(part), k + 1
+        for port, batch in op.process(0, signed([r for r, _ in part], [w for _, w in part]), 0.0):
+            assert port == 0 and batch.weights is not None
+            out.append(batch)
+        if moved and k == 2:  # the box moves: its accumulators go with it
+            state = msgspec.msgpack.decode(msgspec.msgpack.encode(op.state()))
+            op = aggregate(size, advance, by_field)
+            op.restore(state)
+    left = Counter()
+    for row, w in log:
+        left[row] += w
+    rows = [r for r, n in left.items() for _ in range(n)]
+    assert multiset(out) == expected(rows, size, advance, by_field)
+    assert op.counters()["late_tuples"] == 0
