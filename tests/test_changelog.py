@@ -264,3 +264,64 @@ def test_an_aggregate_over_a_changelog_retracts_to_the_aggregate_of_the_rows_lef
     rows = [r for r, n in left.items() for _ in range(n)]
     assert multiset(out) == expected(rows, size, advance, by_field)
     assert op.counters()["late_tuples"] == 0
+
+
+# -- a chain: m3 -> filter -> map -> aggregate, against DuckDB --------------------------------
+
+CHAIN = """<borealis>
+  <schema name="E"><field name="sign" type="int"/><field name="k" type="int"/><field name="v" type="int"/></schema>
+  <input stream="Events" schema="E"/>
+  <box name="totals" type="m3"><in stream="Events"/><out stream="Totals"/><parameter name="sign-field" value="sign"/>
+    <parameter name="sql" value="CREATE STREAM e(k INT, v INT);&#10;SELECT k, SUM(v) AS s FROM e GROUP BY k"/></box>
+  <box name="positive" type="filter"><in stream="Totals"/><out stream="Positive"/>
+    <parameter name="expression.0" value="s &gt; 0"/></box>
+  <box name="bucket" type="map"><in stream="Positive"/><out stream="Buckets"/>
+    <parameter name="expression.0" value="k % 3"/><parameter name="output-field-name.0" value="g"/>
+    <parameter name="expression.1" value="s"/><parameter name="output-field-name.1" value="s"/></box>
+  <box name="per" type="aggregate"><in stream="Buckets"/><out stream="Per"/><parameter name="group-by" value="g"/>
+    <parameter name="window-size-by" value="VALUES"/><parameter name="order-on-field" value="s"/>
+    <parameter name="window-size" value="1000000000"/>
+    <parameter name="aggregate-function.0" value="count(*)"/><parameter name="aggregate-function.1" value="sum(s)"/>
+    <parameter name="aggregate-function.2" value="max(s)"/><parameter name="aggregate-function.3" value="min(s)"/></box>
+  <output stream="Per"/>
+</borealis>"""
+
+CHAIN_SQL = """SELECT k % 3 AS g, COUNT(*), SUM(s), MAX(s), MIN(s)
+FROM (SELECT k, SUM(sign * v) AS s FROM events GROUP BY k) WHERE s > 0 GROUP BY g"""
+
+
+@pytest.mark.parametrize("columns", [True, False], ids=["arrow", "rows"])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=st.lists(st.tuples(st.sampled_from([1, 1, -1]), st.integers(0, 12), st.integers(-5, 20)),
+                       min_size=1, max_size=80),
+       cut=st.integers(1, 15))
+def test_a_changelog_through_m3_filter_map_and_aggregate_is_what_duckdb_computes(columns, events, cut):
+    import duckdb
+    from boreas.catalog.validate import stream_schemas
+    from boreas.node.operators import build_operator
+
+    types = box_types()
+    plan = plan_submission(Catalog(), [read_document(CHAIN, "chain.xml")], types)
+    assert plan.ok, plan.problems
+    schemas = stream_schemas(plan.catalog, types)
+    ops = {name: build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
+           for name, box in plan.catalog.boxes.items()}
+    out: list = []
+    for i in range(0, len(events), cut):
+        rows = events[i:i + cut]
+        batch = signed_events(rows, schemas["Events"]) if columns else rows
+        for _, totals in ops["totals"].process(0, batch, 0.0):
+            for _, positive in ops["positive"].process(0, totals, 0.0):
+                for _, buckets in ops["bucket"].process(0, positive, 0.0):
+                    out += [b for _, b in ops["per"].process(0, buckets, 0.0)]
+    db = duckdb.connect()
+    db.execute("CREATE TABLE events(sign INT, k INT, v INT)")
+    db.executemany("INSERT INTO events VALUES (?, ?, ?)", events)
+    want = Counter(tuple(r) for r in db.execute(CHAIN_SQL).fetchall())
+    assert multiset(out) == want
+
+
+def signed_events(rows: list[tuple], schema: Schema) -> Columns:
+    target = arrow_schema(schema)
+    return Columns(pa.RecordBatch.from_arrays([pa.array([r[i] for r in rows], f.type) for i, f in enumerate(target)],
+                                              schema=target))
