@@ -325,3 +325,52 @@ def signed_events(rows: list[tuple], schema: Schema) -> Columns:
     target = arrow_schema(schema)
     return Columns(pa.RecordBatch.from_arrays([pa.array([r[i] for r in rows], f.type) for i, f in enumerate(target)],
                                               schema=target))
+
+
+# -- what a subscriber shows ------------------------------------------------------------------
+
+V = Schema("V", (Field("k", FieldType.INT), Field("total", FieldType.LONG)))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_boreas_subscribe_writes_a_weight_field_for_a_changelog_only(tmp_path, fmt):
+    from boreas.cli.subscribe_output import open_output
+    from boreas.client.subscriber import WeightedRows
+
+    plain, changelog = tmp_path / f"plain.{fmt}", tmp_path / f"changes.{fmt}"
+    out = open_output(fmt, str(plain), V)
+    out.write([(1, 15), (2, 7)])
+    out.close()
+    out = open_output(fmt, str(changelog), V)
+    out.write(WeightedRows([(1, 15), (2, 7)], [1, 1]))
+    out.write(WeightedRows([(1, 15), (1, 18)], [-1, 1]), limit=1)
+    out.close()
+    if fmt == "jsonl":
+        assert plain.read_text() == '{"k": 1, "total": 15}\n{"k": 2, "total": 7}\n'  # as it always was
+        assert changelog.read_text().splitlines() == [
+            '{"k": 1, "total": 15, "_weight": 1}', '{"k": 2, "total": 7, "_weight": 1}',
+            '{"k": 1, "total": 15, "_weight": -1}']
+    else:
+        assert plain.read_text() == "k,total\n1,15\n2,7\n"
+        assert changelog.read_text() == "k,total,_weight\n1,15,1\n2,7,1\n1,15,-1\n"
+    empty = tmp_path / f"empty.{fmt}"
+    out = open_output(fmt, str(empty), V)
+    out.close()
+    assert empty.read_text() == ("k,total\n" if fmt == "csv" else "")
+
+
+def test_a_parquet_subscription_of_a_changelog_has_a_weight_column(tmp_path):
+    import pyarrow.parquet as pq
+    from boreas.cli.subscribe_output import open_output
+
+    batch = pa.RecordBatch.from_arrays([pa.array([1, 1], pa.int32()), pa.array([15, 18], pa.int64())],
+                                       schema=arrow_schema(V))
+    out = open_output("parquet", str(tmp_path / "c.parquet"), V)
+    out.write(batch.append_column(pa.field(WEIGHT, pa.int64(), nullable=False), pa.array([-1, 1], pa.int64())))
+    out.close()
+    table = pq.read_table(tmp_path / "c.parquet")
+    assert table.column_names == ["k", "total", WEIGHT] and table.column(WEIGHT).to_pylist() == [-1, 1]
+    out = open_output("parquet", str(tmp_path / "p.parquet"), V)
+    out.write(batch)
+    out.close()
+    assert pq.read_table(tmp_path / "p.parquet").column_names == ["k", "total"]
