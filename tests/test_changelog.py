@@ -20,7 +20,7 @@ from boreas.node.operators.union import UnionOperator
 from boreas.wire.columns import Columns, WEIGHT, arrow_schema, check, decode, payload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.changelog import changes, multiset
+from support.changelog import changes, follow, multiset
 from support.topologies import examples
 from test_columnar_operators import ON_COLUMNS, ON_ROWS, VALUES_ON_COLUMNS, VALUES_ON_ROWS, R, batches, build, same
 
@@ -374,3 +374,39 @@ def test_a_parquet_subscription_of_a_changelog_has_a_weight_column(tmp_path):
     out.write(batch)
     out.close()
     assert pq.read_table(tmp_path / "p.parquet").column_names == ["k", "total"]
+
+
+def test_an_m3_box_reads_another_m3_boxs_changelog_as_inserts_and_deletes():
+    """A view of a view: the second box applies the first's -old/+new as deletes and inserts (weights, no
+    sign field), so it holds what DuckDB computes over the first view."""
+    import duckdb
+    from boreas.catalog.validate import stream_schemas
+    from boreas.node.operators import build_operator
+
+    text = CHAIN.replace('<output stream="Per"/>', """<output stream="Counts"/>
+      <box name="narrow" type="map"><in stream="Totals"/><out stream="Narrow"/>
+        <parameter name="expression.0" value="k % 3"/><parameter name="output-field-name.0" value="g"/>
+        <parameter name="expression.1" value="cast(s as int)"/><parameter name="output-field-name.1" value="s"/></box>
+      <box name="counts" type="m3"><in stream="Narrow"/><out stream="Counts"/>
+        <parameter name="sql" value="CREATE STREAM n(g INT, s INT);&#10;SELECT g, COUNT(*) AS c, SUM(s) AS t FROM n GROUP BY g"/>
+      </box>""")
+    types = box_types()
+    plan = plan_submission(Catalog(), [read_document(text, "views.xml")], types)
+    assert plan.ok, plan.problems
+    schemas = stream_schemas(plan.catalog, types)
+    ops = {name: build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
+           for name, box in plan.catalog.boxes.items()}
+    events = [(1, k % 7, v) for k, v in zip(range(40), range(-3, 37))] + [(-1, 2, 1), (-1, 3, 5), (1, 3, -5)]
+    view: dict = {}
+    for i in range(0, len(events), 9):
+        for _, totals in ops["totals"].process(0, signed_events(events[i:i + 9], schemas["Events"]), 0.0):
+            for _, narrow in ops["narrow"].process(0, totals, 0.0):
+                for _, counts in ops["counts"].process(0, narrow, 0.0):
+                    follow(view, counts, tuple, 1)
+    db = duckdb.connect()
+    db.execute("CREATE TABLE events(sign INT, k INT, v INT)")
+    db.executemany("INSERT INTO events VALUES (?, ?, ?)", events)
+    want = {(g,): (c, t) for g, c, t in db.execute(
+        "SELECT k % 3, COUNT(*), SUM(s) FROM (SELECT k, SUM(sign * v) AS s FROM events GROUP BY k HAVING s <> 0) "
+        "GROUP BY k % 3").fetchall()}
+    assert view == want and view
