@@ -410,3 +410,21 @@ def test_an_m3_box_reads_another_m3_boxs_changelog_as_inserts_and_deletes():
         "SELECT k % 3, COUNT(*), SUM(s) FROM (SELECT k, SUM(sign * v) AS s FROM events GROUP BY k HAVING s <> 0) "
         "GROUP BY k % 3").fetchall()}
     assert view == want and view
+
+
+def test_a_partitioned_m3_box_writes_a_plain_stream_and_is_refused_a_changelog():
+    from boreas.catalog.changelog import changelog_streams
+    from support.partition_docs import PARTITION, app, deploy, plan
+
+    below = """<box name="d" type="delay"><in stream="V"/><out stream="D"/><parameter name="delay-ms" value="1"/></box>
+      <box name="w" type="m3"><in stream="R"/><out stream="W"/>
+        <parameter name="sql" value="SELECT a, SUM(b) AS b FROM R GROUP BY a"/></box>"""
+    result = plan(app(extra=below), deploy(PARTITION, '<node endpoint="localhost:15001" query="f d w"/>'))
+    assert result.ok, result.problems  # a delay reads the partitioned box's stream: plain rows, as before
+    assert sorted(changelog_streams(result.catalog)) == ["W"]
+    fed = app(extra="""<box name="w" type="m3"><in stream="R"/><out stream="W"/>
+        <parameter name="sql" value="SELECT a, SUM(b) AS b FROM R GROUP BY a"/></box>""").replace(
+        '<box name="v" type="m3"><in stream="R"/>', '<box name="v" type="m3"><in stream="W"/>')
+    reasons = [p.reason for p in plan(fed, deploy(PARTITION, '<node endpoint="localhost:15001" query="f w"/>')).problems]
+    assert any("m3 box 'v' cannot read stream 'W'" in r and "partitioned m3 box's members take rows" in r
+               for r in reasons), reasons
