@@ -40,6 +40,10 @@ from collections.abc import Callable
 from .diagnostics import Origin
 from .model import Box, Catalog
 
+#: The column a changelog batch's weights travel in, after its schema's fields (wire/columns.py), and the field
+#: ``boreas subscribe`` writes them in: no schema may name a field so.
+WEIGHT = "_weight"
+
 #: Box types whose out streams are changelogs whatever they read.
 SOURCES = frozenset({"m3"})
 #: Box types that pass each row's weight on: a changelog in, a changelog out.
@@ -116,6 +120,12 @@ def _why_not(box: Box, streams: list[str], changelogs: dict[str, str], partition
 
 
 def check(catalog: Catalog, fail: Callable[[Origin, str], None]) -> None:
-    """Validation's hook: each refusal, at its box."""
+    """Validation's hook: each refusal, at its box; a schema field named :data:`WEIGHT`, at the field."""
+    for schema in catalog.schemas.values():
+        for f in schema.fields:
+            if f.name == WEIGHT:
+                fail(f.origin if f.origin.line is not None else schema.origin,
+                     f"schema {schema.name!r}: field name {WEIGHT!r} is reserved for a changelog's weights "
+                     "(docs/dataplane.md, \"Changelog streams\")")
     for box, reason in refusals(catalog):
         fail(box.origin, reason)

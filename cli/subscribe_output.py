@@ -28,14 +28,12 @@ import sys
 from abc import ABC, abstractmethod
 from typing import IO, Any
 
+from boreas.catalog.changelog import WEIGHT
 from boreas.catalog.model import Schema
 
 from .common import BadInput
 
 FORMATS = ("jsonl", "csv", "parquet")
-
-#: The field a changelog row's weight is written in (``wire.columns.WEIGHT``, without importing pyarrow).
-WEIGHT = "_weight"
 
 
 def open_output(fmt: str, path: str | None, schema: Schema) -> "Output":

@@ -143,6 +143,14 @@ def problems(more: str) -> list[str]:
     return [p.reason for p in plan.problems]
 
 
+def test_a_schema_cannot_name_a_field_as_the_weights_column():
+    text = APP.format(more="").replace('<field name="v" type="int"/></schema>',
+                                       '<field name="v" type="int"/><field name="_weight" type="int"/></schema>', 1)
+    plan = plan_submission(Catalog(), [read_document(text, "app.xml")], box_types())
+    assert any("schema 'S': field name '_weight' is reserved for a changelog's weights" in p.reason and p.line == 2
+               for p in plan.problems), plan.problems
+
+
 def test_a_chain_of_boxes_that_apply_or_pass_weights_is_accepted():
     assert problems("""<box name="m" type="map"><in stream="F"/><out stream="M"/>
         <parameter name="expression.0" value="v * 2"/><parameter name="output-field-name.0" value="w"/></box>

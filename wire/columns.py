@@ -54,6 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc
 
+from boreas.catalog.changelog import WEIGHT  # the weights' column (validation refuses a field of that name)
 from boreas.catalog.model import FieldType, Schema
 
 from .row_errors import RowError, SchemaMismatch, with_article
@@ -68,11 +69,6 @@ ARROW_TYPES: dict[FieldType, pa.DataType] = {
     FieldType.STRING: pa.string(),
     FieldType.TIMESTAMP: pa.int64(),  # microseconds since the epoch, as rows carry them
 }
-
-
-#: The column a changelog batch's weights travel in, after the schema's fields (a schema cannot name a field so:
-#: a field name starts with a letter).
-WEIGHT = "_weight"
 
 
 @functools.lru_cache(maxsize=4096)
