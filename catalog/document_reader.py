@@ -43,6 +43,7 @@ from .model import (
     ReplicaSet,
     Subscription,
 )
+from .sql_files import SQL_FILE
 from .xmlcodec import DecodeError, decode
 from .xmlsafe import DEFAULT_LIMITS, TOO_SLOW, DeadlineExceeded
 
@@ -117,6 +118,28 @@ class DocumentReader:
             else:
                 self.fail(el, str(exc))
             return None
+
+    def parameter_texts(self, root: etree._Element) -> None:
+        """Give every ``<parameter>`` its value as ``value=``: Boreas also takes it as the element's
+        text (an m3 box's SQL, unescaped in ``<![CDATA[...]]>``), stripped of the white space around
+        it.  Exactly one of the two; a ``sql-file`` must have been inlined by the client
+        (:mod:`.sql_files`): the Head reads no file a document names."""
+        for el in root.iter("parameter"):
+            text = (el.text or "").strip()
+            if el.get("value") is None and not text:
+                self.fail(el, f"<parameter name=\"{el.get('name')}\"> has no value: give value= "
+                              f"or the value as the element's text")
+            elif el.get("value") is not None and text:
+                self.fail(el, f"<parameter name=\"{el.get('name')}\"> has both value= and text; "
+                              f"give one of them")
+            elif text:
+                el.set("value", text)
+                el.text = None
+            if el.get("name") == SQL_FILE:
+                self.fail(el, f"<parameter name=\"{SQL_FILE}\"> names a file, which only the "
+                              f"client reads (boreas submit, deploy, validate, catalog apply; "
+                              f"boreas.client.read_documents): it sends the SQL as "
+                              f"<parameter name=\"sql\">; here no file is read")
 
     # -- application ------------------------------------------------------
 

@@ -46,6 +46,7 @@ from .document_model import (  # the values read; re-exported: callers import th
     Update,
 )
 from .document_reader import DocumentReader, check_deadline
+from .sql_files import inline_sql_files
 from .xmlsafe import DEFAULT_LIMITS, XmlLimits, capped, parse_xml, streaming_schema_problems
 
 __all__ = [
@@ -102,6 +103,7 @@ def read_document(
         raise ValidationFailed(problems)
     reader = DocumentReader(source, limits.max_problems, deadline)
     reader.positions = root.tag in ("borealis", "deploy")
+    reader.parameter_texts(root)
     if root.tag == "borealis":
         doc: Document = reader.application(root)
     elif root.tag == "deploy":
@@ -115,11 +117,13 @@ def read_document(
 
 
 def read_file(path: str | Path, limits: XmlLimits = DEFAULT_LIMITS) -> Document:
-    """Read one XML file (at most ``limits.max_bytes`` are read from disk)."""
+    """Read one XML file (at most ``limits.max_bytes`` are read from disk), its ``sql-file``
+    parameters inlined from files beside it (:mod:`.sql_files`): the caller named the file, so
+    it is trusted to name others; :func:`read_document` of bytes received never reads a file."""
     path = Path(path)
     try:
         with path.open("rb") as fh:
             data = fh.read(limits.max_bytes + 1)
     except OSError as exc:
         raise ValidationFailed([Diagnostic(str(path), None, "", f"cannot read file: {exc.strerror}")]) from None
-    return read_document(data, str(path), limits)
+    return read_document(inline_sql_files(data, path, limits), str(path), limits)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import arrays
+from . import arrays, changelog
 from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, Origin
 from .model import PARTITION_SLOTS, Box, Catalog, Partition, Schema
@@ -40,6 +40,7 @@ def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None) ->
     _check_outputs(catalog, report)
     _check_array_streams(catalog, report)
     _check_partitions(catalog, registry, report)
+    changelog.check(catalog, report.fail)  # boxes that cannot read the changelog they are fed
     return report
 
 

@@ -14,14 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from boreas.catalog.diagnostics import Diagnostic
+from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
 from boreas.catalog.documents import Update, read_document
 from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import UpdateRejected, apply_update, catalog_items
 from boreas.catalog.updates import update_document
 from boreas.catalog.words import counted
-from boreas.catalog.xmlsafe import DEFAULT_LIMITS
-from boreas.client.head_api import submit_documents, wait_submission
+from boreas.client.head_api import read_documents, submit_documents, wait_submission
 from boreas.regional.global_component import GlobalComponent
 from boreas.wire.auth import resolve_token
 from boreas.wire.client import PeerClient, PeerError, PeerRefused
@@ -49,17 +48,11 @@ __all__ = ["add_parsers", "catalog_as_json", "cmd_nodes", "cmd_snapshot", "cmd_s
 
 
 def _read_files(paths: list[str]) -> list[tuple[str, bytes]]:
-    files, problems = [], []
-    for path in paths:
-        try:
-            with open(path, "rb") as fh:
-                files.append((path, fh.read(DEFAULT_LIMITS.max_bytes + 1)))
-        except OSError as exc:
-            problems.append(Diagnostic(path, None, "", f"cannot read file: {exc.strerror}"))
-    if problems:
-        print_problems(problems)
-        raise SystemExit(EXIT_INVALID)
-    return files
+    try:
+        return read_documents(paths)  # sql-file parameters inlined: the Head reads no files
+    except ValidationFailed as exc:
+        print_problems(exc.diagnostics)
+        raise SystemExit(EXIT_INVALID) from None
 
 
 def _print_progress(status: dict, shown: dict[str, str]) -> None:

@@ -26,6 +26,14 @@ SIGHUP, ``boreas cluster down``) -- only then.
   restart always wins.  The Head just shows such a node as down (and, past
   ``--failover-after``, why it is not failed over) until it is back.
 
+* **TLS** (``--tls``).  A throwaway CA and one certificate for the cluster
+  are made in ``DATA/tls`` (:mod:`.cluster_certs`; kept and reused while the
+  directory is), every child is started with them (``$BOREAS_TLS_*``), and
+  what ``cluster up`` prints says how a client trusts them.  With
+  ``--tls-client-auth`` too, every server requires the cluster's certificate
+  of its clients (mutual TLS).  Certificates given with ``--tls-cert``,
+  ``--tls-key`` and ``--tls-ca`` are passed on instead of made.
+
 Each child also watches a pipe from it (``BOREAS_PARENT_FD``): when ``cluster
 up`` is gone however it ended -- ``kill -9`` included -- the pipe reads
 end-of-file and the child stops itself, so no Head or node is left holding
@@ -54,6 +62,9 @@ from boreas.catalog.positions import spell
 from boreas.wire.addressing import DEFAULT_HEAD_PORT, endpoint_url
 from boreas.wire.auth import TOKEN_ENV, new_token, resolve_token
 from boreas.wire.client import PeerClient, PeerError
+from boreas.wire.tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV, TlsConfig
+from boreas.wire.tls import configure as configure_tls
+from boreas.wire.tls import current as current_tls
 
 from .cluster_supervisor import Supervisor
 from .common import (
@@ -273,13 +284,14 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     token = resolve_token(args.token, required=False) or new_token()
     env = {**os.environ, TOKEN_ENV: token}
     url = catalog_url(args)
-    head = endpoint_url(f"{args.host}:{args.head_port}")
     nodes = [endpoint_of(f"{args.host}:{args.base_port + i}", 15000) for i in range(args.nodes)]
     line, empty = _prepare_catalog(url, args.fresh)
     print(line, flush=True)
     data, temporary = _data_root(url, args.data_dir)
     try:
         print(_prepare_data(data, empty, temporary), flush=True)
+        env.update(_cluster_tls(args, data))
+        head = endpoint_url(f"{args.host}:{args.head_port}")  # https once TLS is on
 
         # Children read the pipe's end; when this process ends, however it ends, they read end-of-file.
         # Its read end stays open here too: a restarted child is handed it again.
@@ -337,11 +349,52 @@ async def _serve_cluster(stop: asyncio.Event, args: argparse.Namespace, head: st
     for i, n in enumerate(nodes):
         print(f"node   {n}   {spell(i)}")
     print(f"token  {token}")
-    print(f"\nexport BOREAS_HEAD={head} {TOKEN_ENV}={token}")
+    tls = current_tls()
+    if tls.enabled:
+        print(f"tls    CA {tls.ca}" + (f"   client certificate required: {tls.cert} {tls.key}" if tls.client_auth
+                                       else ""))
+    exports = " ".join(f"{name}={value}" for name, value in _tls_env(tls, clients=True).items())
+    print(f"\nexport BOREAS_HEAD={head} {TOKEN_ENV}={token}" + (f" {exports}" if exports else ""))
     print("cluster is up; press Ctrl-C to stop it (or, from another shell: boreas cluster down"
           + (f" --head-port {args.head_port}" if args.head_port != DEFAULT_HEAD_PORT else "") + ")", flush=True)
     await supervisor.run(stop)  # a Head or node that exits is restarted; only stop ends it
     return EXIT_OK
+
+
+def _cluster_tls(args: argparse.Namespace, data: Path) -> dict[str, str]:
+    """With ``--tls``: make (or reuse) the cluster's CA and certificate and turn TLS on here; the children's env."""
+    if args.tls:
+        from .cluster_certs import CertificatesFailed, make_certificates
+
+        if args.tls_cert or args.tls_key or args.tls_ca:
+            raise CommandFailed("--tls makes the cluster's certificates: give either it or --tls-cert, --tls-key "
+                                "and --tls-ca, not both")
+        try:
+            made = make_certificates(data / "tls", args.host)
+        except CertificatesFailed as exc:
+            raise CommandFailed(str(exc)) from None
+        configure_tls(TlsConfig(cert=str(made.cert), key=str(made.key), ca=str(made.ca),
+                                client_auth=bool(args.tls_client_auth or TlsConfig.from_env().client_auth)))
+        print(f"TLS: a throwaway CA and the cluster's certificate in {data / 'tls'}", flush=True)
+    tls = current_tls()
+    if tls.enabled and not tls.cert:
+        raise CommandFailed("cluster up with TLS needs a certificate to serve with: pass --tls (a throwaway CA "
+                            "and certificate are made) or --tls-cert and --tls-key")
+    return _tls_env(tls, clients=False)
+
+
+def _tls_env(tls: TlsConfig, clients: bool) -> dict[str, str]:
+    """The ``$BOREAS_TLS_*`` of a child (``clients=False``) or of a client of the cluster (only what it needs)."""
+    if not tls.enabled:
+        return {}
+    env = {CA_ENV: str(tls.ca)} if tls.ca else {}
+    if tls.cert and (not clients or tls.client_auth):
+        env[CERT_ENV] = str(tls.cert)
+        if tls.key:
+            env[KEY_ENV] = str(tls.key)
+    if tls.client_auth and not clients:
+        env[CLIENT_AUTH_ENV] = "1"
+    return env
 
 
 def cmd_cluster_down(args: argparse.Namespace) -> int:

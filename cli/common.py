@@ -89,11 +89,53 @@ def check_readable(path: str) -> None:
 
 
 def add_head_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--head", help="the Head's URL, e.g. http://localhost:14000 (default: $BOREAS_HEAD)")
+    parser.add_argument("--head", help="the Head's URL, e.g. http://localhost:14000, https://... with TLS "
+                                       "(default: $BOREAS_HEAD)")
+    add_tls_options(parser)
 
 
 def add_token_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token", help="the cluster's shared token (default: $BOREAS_TOKEN)")
+    add_tls_options(parser)
+
+
+def add_tls_options(parser: argparse.ArgumentParser) -> None:
+    """``--tls-cert``, ``--tls-key``, ``--tls-ca``, ``--tls-client-auth``: every command that connects or serves.
+
+    Added with the Head and token options (once, whichever comes first);
+    :func:`use_tls` installs them for the process (``boreas.wire.tls``).
+    """
+    group = parser.add_argument_group("TLS (docs/security.md; default: $BOREAS_TLS_CERT, $BOREAS_TLS_KEY, "
+                                      "$BOREAS_TLS_CA, $BOREAS_TLS_CLIENT_AUTH=1)")
+    try:
+        group.add_argument("--tls-ca", metavar="PEM",
+                           help="turn TLS on: trust certificates signed by this CA (https:// and wss:// on every "
+                                "link; certificates are verified)")
+    except argparse.ArgumentError:  # already added by the other option
+        return
+    group.add_argument("--tls-cert", metavar="PEM",
+                       help="this process's certificate: what it serves with, and shows to servers that ask")
+    group.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
+    group.add_argument("--tls-client-auth", action="store_true", default=None,
+                       help="as a server, require a client certificate signed by --tls-ca (mutual TLS)")
+
+
+def use_tls(args: argparse.Namespace) -> None:
+    """Install the command's TLS options (else ``$BOREAS_TLS_*``) for the process; unusable files exit 2."""
+    if getattr(args, "tls", False):
+        return  # cluster up --tls makes its certificates and installs them itself
+    from boreas.wire import tls  # light: ssl itself is imported only when a context is made
+
+    env = tls.TlsConfig.from_env()
+    config = tls.TlsConfig(cert=getattr(args, "tls_cert", None) or env.cert, key=getattr(args, "tls_key", None)
+                           or env.key, ca=getattr(args, "tls_ca", None) or env.ca,
+                           client_auth=bool(getattr(args, "tls_client_auth", None) or env.client_auth))
+    if config == tls.TlsConfig():
+        return
+    try:
+        tls.configure(config)
+    except tls.TlsError as exc:
+        raise BadInput(str(exc)) from None
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ import asyncio
 import html
 from pathlib import Path
 
-from boreas.catalog.documents import Application, read_document
+from boreas.catalog.documents import Application, read_file
 from boreas.catalog.model import Box, Input, Output, Query
 from boreas.catalog.words import unknown
 from boreas.wire.auth import resolve_token
@@ -74,7 +74,7 @@ def cmd_drop(args: argparse.Namespace) -> int:
         deletes: list[str] = []
         for target in args.targets:
             if Path(target).is_file():
-                document = read_document(Path(target).read_bytes(), target)
+                document = read_file(target)  # its sql-file parameters read as boreas submit reads them
                 if not isinstance(document, Application):
                     raise BadInput(f"{target}: not application XML (<borealis>): only an application can be dropped")
                 deletes += deletes_for_application(document, queries, boxes, streams)

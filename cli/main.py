@@ -39,6 +39,7 @@ from .common import (
     quiet_stdout,
     read_all,
     the_head,
+    use_tls,
 )
 
 #: Every command: the module of ``boreas.cli`` that defines its parser and runs it, and its help
@@ -265,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if serving and not args.verbose:
         logging.getLogger("kazoo").setLevel(logging.WARNING)
     try:
+        use_tls(args)
         return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -289,7 +291,11 @@ def _report(exc: Exception) -> int | None:
     from boreas.wire.client import PeerError, PeerRefused
     from boreas.wire.link_connection import LinkRefused
     from boreas.wire.server import ListenFailed
+    from boreas.wire.tls import TlsError
 
+    if isinstance(exc, TlsError):
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     if isinstance(exc, ValidationFailed):
         print_problems(exc.diagnostics)
         return EXIT_INVALID

@@ -223,6 +223,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="the first node's port (#0); the rest follow (default 15000)")
     p.add_argument("--host", default="localhost")
     p.add_argument("--ready-timeout", type=float, default=30.0)
+    p.add_argument("--tls", action="store_true",
+                   help="TLS on every link: make a throwaway CA and a certificate for the cluster in its data "
+                        "directory (DIR/tls; reused while it is there) and print how clients trust it "
+                        "(with --tls-client-auth: mutual TLS)")
     add_token_option(p)
     add_log_format_option(p)
     p.set_defaults(func=cmd_cluster_up)

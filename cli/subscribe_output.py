@@ -10,6 +10,13 @@ format writes what ``boreas publish`` reads back (a timestamp as
 microseconds since the epoch), so a subscription's file can be published
 again as it is.
 
+A changelog stream's rows carry weights (+1 a row enters, -1 it leaves:
+docs/dataplane.md); every format shows them as one more, last field,
+``_weight`` (a JSON key, a CSV column, a Parquet column).  A plain stream's
+output is as it always was.  Which one a stream is shows in its first
+batch, so CSV's header and Parquet's schema are written with it (or, with
+no batch at all, at the end).
+
 A named subscription (``--name``) written into a file resumes exactly
 once: with each flush the output records, atomically (a file beside it,
 ``FILE.position``, replaced whole), the file's length and the subscriber's
@@ -30,6 +37,7 @@ import sys
 from abc import ABC, abstractmethod
 from typing import IO, Any
 
+from boreas.catalog.changelog import WEIGHT
 from boreas.catalog.model import Schema
 
 from .common import BadInput
@@ -153,9 +161,20 @@ class _TextOutput(Output):
 
     def write(self, batch: Any, limit: int | None = None) -> int:
         rows = batch if limit is None else batch[:limit]
-        for row in rows:
-            self._row(row)
+        weights = getattr(batch, "weights", None)  # a changelog's (client.subscriber.WeightedRows)
+        self._start(weights is not None)
+        if weights is None:
+            for row in rows:
+                self._row(row)
+        else:
+            for row, weight in zip(rows, weights):
+                self._row((*row, weight))
         return len(rows)
+
+    def _start(self, weighted: bool) -> None:
+        """Before the first row: a changelog's rows get the ``_weight`` field."""
+        if weighted and WEIGHT not in self.names:
+            self.names = [*self.names, WEIGHT]
 
     @abstractmethod
     def _row(self, row: tuple) -> None: ...
@@ -188,11 +207,22 @@ class CsvOutput(_TextOutput):
     def __init__(self, file: IO[str], schema: Schema, header: bool = True):
         super().__init__(file, schema)
         self.writer = csv.writer(file, lineterminator="\n")
-        if header:  # (not when continuing a file that has one)
-            self.writer.writerow(self.names)
+        self.header = False
+        self.has_header = not header  # a file a named subscription continues has one already
+
+    def _start(self, weighted: bool) -> None:
+        if not self.header:  # (once: a stream is a changelog or not from its first batch)
+            super()._start(weighted)
+            if not self.has_header:
+                self.writer.writerow(self.names)
+            self.header = True
 
     def _row(self, row: tuple) -> None:
         self.writer.writerow(row)
+
+    def close(self) -> None:
+        self._start(False)  # no batch came: the header alone, as before
+        super().close()
 
 
 class ParquetOutput(Output):
@@ -206,13 +236,28 @@ class ParquetOutput(Output):
 
         from boreas.wire.columns import arrow_schema
 
+        self.path = path
         self.schema = arrow_schema(schema)
-        try:
-            self.writer = pq.ParquetWriter(path, self.schema)
+        self.writer: Any = None
+        try:  # refused now, before subscribing, if it cannot be written; written once the first batch says how
+            open(path, "wb").close()
         except OSError as exc:
-            raise BadInput(f"{path}: cannot write file: {exc}") from None
+            raise BadInput(f"{path}: cannot write file: {exc.strerror or exc}") from None
+
+    def _open(self, weighted: bool) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if weighted:
+            self.schema = self.schema.append(pa.field(WEIGHT, pa.int64(), nullable=False))
+        try:
+            self.writer = pq.ParquetWriter(self.path, self.schema)
+        except OSError as exc:
+            raise BadInput(f"{self.path}: cannot write file: {exc}") from None
 
     def write(self, batch: Any, limit: int | None = None) -> int:
+        if self.writer is None:
+            self._open(WEIGHT in batch.schema.names)
         if limit is not None and limit < batch.num_rows:
             batch = batch.slice(0, limit)
         # The same columns and types; the writer wants its own schema, metadata and all (no copy is made).
@@ -224,4 +269,6 @@ class ParquetOutput(Output):
         pass  # a Parquet file is written whole at close
 
     def close(self) -> None:
+        if self.writer is None:
+            self._open(False)
         self.writer.close()

@@ -39,6 +39,16 @@ and reading an ``m3`` box's view (``examples/xml/tpch_q3.xml``)::
     async with QueryClient("http://localhost:14000") as client:
         total = (await client.query("q3", agg="sum")).value
 
+TLS: a cluster that runs with TLS is reached at ``https://``; the client
+classes use the process's TLS settings, from ``$BOREAS_TLS_CA`` (and
+``$BOREAS_TLS_CERT``/``$BOREAS_TLS_KEY``, which a :class:`Subscriber` needs
+to serve the node's connection, and every client needs where the cluster
+requires client certificates), or set once before the first client::
+
+    from boreas.client import TlsConfig, configure_tls
+
+    configure_tls(TlsConfig(ca="ca.pem", cert="me.pem", key="me.key"))
+
 Errors: :class:`UnknownStream` (no such stream, or not an input),
 :class:`LinkRefused` (a node refused the token), :class:`PublishRefused` (a
 node refused a batch), :class:`SubscribeFailed`, :class:`QueryFailed` (an
@@ -49,6 +59,8 @@ refuses.
 """
 
 from boreas.wire.link_connection import LinkRefused
+from boreas.wire.tls import TlsConfig
+from boreas.wire.tls import configure as configure_tls
 
 from .head_api import UnknownStream
 from .keyed import KeyedPublisher
@@ -70,6 +82,8 @@ __all__ = [
     "SubscribeFailed",
     "SubscribeTimeout",
     "Subscriber",
+    "TlsConfig",
     "UnknownStream",
+    "configure_tls",
     "query",
 ]

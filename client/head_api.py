@@ -1,14 +1,18 @@
-"""Calls to the Head that clients make: submit documents, follow a submission, look up a stream."""
+"""Calls to the Head that clients make: read and submit documents, follow a submission, look up a stream."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
+from boreas.catalog.sql_files import inline_sql_files
 from boreas.catalog.words import close_matches, did_you_mean
+from boreas.catalog.xmlsafe import DEFAULT_LIMITS
 from boreas.wire.client import PeerClient, PeerRefused
 
 ProgressCallback = Callable[[dict[str, Any]], None]
@@ -16,6 +20,25 @@ ProgressCallback = Callable[[dict[str, Any]], None]
 
 class UnknownStream(LookupError):
     """The Head's catalog has no such stream (or it is not the kind asked for)."""
+
+
+def read_documents(paths: Sequence[str | Path]) -> list[tuple[str, bytes]]:
+    """Read XML files for :func:`submit_documents`, each ``<parameter name="sql-file">`` replaced by
+    the SQL of the file it names (relative to the XML file): the Head never reads files, so they
+    are read here, where the XML file is trusted.  ``ValidationFailed`` with every file's problems
+    (an unreadable file, a missing SQL file: file, line and element)."""
+    files, problems = [], []
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                files.append((str(path), inline_sql_files(fh.read(DEFAULT_LIMITS.max_bytes + 1), path)))
+        except OSError as exc:
+            problems.append(Diagnostic(str(path), None, "", f"cannot read file: {exc.strerror}"))
+        except ValidationFailed as exc:
+            problems += exc.diagnostics
+    if problems:
+        raise ValidationFailed(problems)
+    return files
 
 
 async def submit_documents(peers: PeerClient, head: str, files: Sequence[tuple[str, bytes]]) -> dict[str, Any]:

@@ -47,6 +47,20 @@ Usage::
     async with Subscriber(head, "Aggregate", token, name="audit", resume_from=saved) as sub:
         async for rows in sub.batches():
             saved = sub.positions()       # store with what was written, in one step
+
+A *changelog* stream (an ``m3`` box's view, and what filter, map, union and
+aggregate make of one: docs/dataplane.md) revises rows: each row has a
+weight, +1 it enters, -1 it leaves, so a changed row comes as its old row
+at -1 and its new row at +1.  :meth:`Subscriber.changes` yields
+``(row, weight)`` for every row (a plain stream's weigh 1);
+:meth:`Subscriber.arrow` adds the weights as a last ``_weight`` column; a
+changelog batch from :meth:`Subscriber.batches` is a :class:`WeightedRows`,
+the rows with their weights beside them (``.weights``)::
+
+    async with Subscriber("http://localhost:14000", "Revenue", token) as sub:
+        view = {}
+        async for row, weight in sub.changes():   # the view, kept up to date
+            view.pop(row[:3]) if weight < 0 else view.__setitem__(row[:3], row[3:])
 """
 
 from __future__ import annotations
@@ -78,6 +92,19 @@ HEARTBEAT = 2.0
 #: How long a subscriber waits for the producing node to come back before it gives up (a restart, a Head
 #: failover and the adoption of the node's boxes elsewhere take less).
 RETRY_FOR = 30.0
+
+
+class WeightedRows(list):
+    """A changelog batch's rows (a list, as a plain batch's), with each row's weight in ``weights``.
+
+    >>> batch = WeightedRows([(1, 15), (1, 18)], [-1, 1])
+    >>> batch, batch.weights
+    ([(1, 15), (1, 18)], [-1, 1])
+    """
+
+    def __init__(self, rows: list[tuple], weights: list[int]):
+        super().__init__(rows)
+        self.weights = weights
 
 
 class SubscribeFailed(RuntimeError):
@@ -296,29 +323,45 @@ class Subscriber:
             yield rows
 
     async def batches(self) -> AsyncIterator[list[tuple]]:
-        """Each received batch as a list of rows (tuples in field order)."""
+        """Each received batch as a list of rows (tuples in field order); a changelog's as :class:`WeightedRows`."""
         async for rows in self._received():
             if not isinstance(rows, list):  # Arrow columns: rows for the row API (once per batch)
                 self.conversions += 1
-                rows = rows.rows()
+                rows = rows.rows() if rows.weights is None else WeightedRows(rows.rows(), rows.weight_list())
             yield rows
+
+    async def changes(self) -> AsyncIterator[tuple[tuple, int]]:
+        """Each received row with its weight: ``(row, -1)`` a row that left, ``(row, 1)`` one that entered (every
+        row of a plain stream)."""
+        async for rows in self.batches():
+            weights = getattr(rows, "weights", None)
+            if weights is None:
+                for row in rows:
+                    yield row, 1
+            else:
+                for row, weight in zip(rows, weights):
+                    yield row, weight
 
     async def arrow(self) -> AsyncIterator[Any]:
         """Each received batch as a pyarrow ``RecordBatch`` of the stream's Arrow schema
-        (:func:`~boreas.wire.columns.arrow_schema`: a timestamp is microseconds in an ``int64``).
+        (:func:`~boreas.wire.columns.arrow_schema`: a timestamp is microseconds in an ``int64``); a changelog's
+        with its weights as one more, last, int64 column ``_weight``.
 
         A batch that came as Arrow is yielded as it was decoded, without making rows; one that came as
         rows is made columns here.  Use one of :meth:`batches`, :meth:`arrow` or iteration per subscriber:
         each batch is given once."""
         import pyarrow as pa  # (only for Arrow readers)
 
-        from boreas.wire.columns import Columns, arrow_schema
+        from boreas.wire.columns import WEIGHT, Columns, arrow_schema
 
         assert self.schema is not None, "start() first"
         target = arrow_schema(self.schema)
         async for rows in self._received():
             if isinstance(rows, Columns):
-                yield rows.batch
+                if rows.weights is None:
+                    yield rows.batch
+                else:
+                    yield rows.batch.append_column(pa.field(WEIGHT, pa.int64(), nullable=False), rows.weights)
                 continue
             self.conversions += 1
             columns = [pa.array([row[i] for row in rows], f.type) for i, f in enumerate(target)]

@@ -30,13 +30,14 @@ def readings():
 
 
 def expected_averages(rows):
-    """Borealis VALUES windows: a group's first window starts at its first value (time 1 here)."""
+    """The example's VALUES windows: aligned (``independent-window-alignment``), each sensor's minutes
+    start at multiples of 60, although its first valid reading is at time 1."""
     valid = [(s, t, c * 9.0 / 5.0 + 32.0) for s, t, c in rows if -90.0 < c < 60.0 and t <= 300]
     first = {s: min(t for vs, t, _ in valid if vs == s) for s in (1, 2, 3)}
     assert set(first.values()) == {1}
     groups = defaultdict(list)
     for sensor, time, fahrenheit in valid:
-        start = first[sensor] + (time - first[sensor]) // 60 * 60
+        start = time // 60 * 60
         groups[(sensor, start)].append(fahrenheit)
     return {key: (sum(v) / len(v), len(v)) for key, v in groups.items()}
 

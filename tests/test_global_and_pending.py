@@ -74,7 +74,7 @@ def test_watch_prints_the_catalog_then_each_change(cluster_factory):
         wait_until(lambda: len(get_json(f"{cluster.head}/status")["globals"]) == 1, what="watch to register")
         cluster.submit(EXAMPLES / "packet_aggregate.xml", cluster.example("packet_aggregate_deploy.xml", ports))
         lines = []
-        while not any("+ subscribe Aggregate" in line for line in lines):
+        while not any("+ box mybox" in line for line in lines):
             line = watch.stdout.readline()
             assert line, watch.stderr.read()
             lines.append(line)

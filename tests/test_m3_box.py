@@ -20,6 +20,7 @@ from boreas.node.operators import OperatorError, build_operator
 from boreas.node.operators.m3box import date_of
 from support.cluster import EXAMPLES
 from support.m3_q3 import APP, duckdb_q3, q3_app, q3_rows, wire
+from support.changelog import follow as follow_changes
 from support.native import skip_without_native
 
 BOX_TYPES = box_types()  # the registry the Head and the nodes pass: Borealis's types and m3
@@ -84,9 +85,11 @@ def q3_operator(app_text: str):
     return lambda: build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
 
 
-def feed(op, data: dict[str, list[tuple]], batch: int = 50, sign: int | None = None) -> dict[tuple, float]:
-    """Send every relation's rows in batches; the view as followed through the emitted changes."""
-    view: dict[tuple, float] = {}
+def feed(op, data: dict[str, list[tuple]], batch: int = 50, sign: int | None = None,
+         view: dict[tuple, float] | None = None) -> dict[tuple, float]:
+    """Send every relation's rows in batches; the view (``view`` as the box emitted it so far) followed through
+    the emitted changelog."""
+    view = {} if view is None else view
     for port, name in enumerate(("customer", "orders", "lineitem")):
         rows = wire(data[name])
         if sign is not None:
@@ -94,10 +97,12 @@ def feed(op, data: dict[str, list[tuple]], batch: int = 50, sign: int | None = N
         for i in range(0, len(rows), batch):
             for out, changed in op.process(port, rows[i:i + batch], 0.0):
                 assert out == 0
-                for *key, value in changed:
-                    key = (key[0], date_of(key[1]), key[2])
-                    view.pop(key, None) if value == 0 else view.__setitem__(key, value)
+                follow_changes(view, changed, q3_key, 3)
     return view
+
+
+def q3_key(key: tuple) -> tuple:
+    return (key[0], date_of(key[1]), key[2])
 
 
 def test_the_operator_emits_the_views_changes_and_matches_duckdb():
@@ -115,14 +120,14 @@ def test_state_and_restore_continue_exactly_through_msgpack():
     rest = {name: rows[len(rows) // 2:] for name, rows in data.items()}
     make = q3_operator(q3_app())
     whole = make()
-    feed(whole, first), feed(whole, rest)
+    feed(whole, rest, view=feed(whole, first))
     moved = make()
-    feed(moved, first)
+    view = feed(moved, first)
     saved = msgspec.msgpack.decode(msgspec.msgpack.encode(moved.state()))
     again = make()
     again.restore(saved)
     assert again.runtime.version == moved.runtime.version
-    feed(again, rest)
+    assert feed(again, rest, view=view) == pytest.approx(duckdb_q3(data))  # retracting what the moved box emitted
     assert again.runtime.view("Q1") == whole.runtime.view("Q1") == pytest.approx(duckdb_q3(data))
     with pytest.raises(OperatorError, match="cannot restore its maps"):
         q3_operator(q3_app(sql="CREATE STREAM customer(c_custkey INT, c_mktsegment VARCHAR(10));&#10;"
@@ -140,14 +145,15 @@ def test_the_backend_parameter_picks_the_runtime_and_state_moves_between_backend
     rest = {name: rows[len(rows) // 2:] for name, rows in data.items()}
     native, python = q3_operator(q3_app(backend="native"))(), q3_operator(q3_app(backend="python"))()
     assert (native.backend, python.backend) == ("native", "python")
-    assert feed(native, first) == pytest.approx(feed(python, first))
+    view = feed(native, first)
+    assert view == pytest.approx(feed(python, first))
     monkeypatch.setenv("BOREAS_CC", "/nonexistent/cc")  # the node it moves to has no compiler
     with caplog.at_level(logging.WARNING, logger="boreas.node.operators.m3box"):
         there = q3_operator(q3_app())()
     assert there.backend == "python" and "no C compiler" in there.backend_reason
     assert any("runs the Python backend" in r.getMessage() for r in caplog.records)
     there.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(native.state())))
-    feed(there, rest)
+    assert feed(there, rest, view=view) == pytest.approx(duckdb_q3(data))  # the Python backend's -old: the memo
     assert there.runtime.view("Q1") == pytest.approx(duckdb_q3(data))
     with pytest.raises(OperatorError, match="no C compiler"):
         q3_operator(q3_app(backend="native"))()
@@ -158,17 +164,17 @@ def test_the_backend_parameter_picks_the_runtime_and_state_moves_between_backend
 def test_a_sign_field_makes_rows_deletes():
     data = q3_rows(3)
     op = q3_operator(q3_app(sign=True))()
-    assert feed(op, data, sign=1) == pytest.approx(duckdb_q3(data))
+    view = feed(op, data, sign=1)
+    assert view == pytest.approx(duckdb_q3(data))
     gone = {name: rows[::3] for name, rows in data.items()}
-    view = feed(op, gone, sign=-1)  # the changes of the deletes: rows that changed or left the view
+    feed(op, gone, sign=-1, view=view)  # the changes of the deletes: rows that changed or left the view
     left = {name: [r for i, r in enumerate(rows) if i % 3] for name, rows in data.items()}
-    assert op.runtime.view("Q1") == pytest.approx(duckdb_q3(left))
-    assert view  # the deletes changed the view, and the box said so
+    assert op.runtime.view("Q1") == pytest.approx(duckdb_q3(left)) == view  # the box said so, row by row
     before = op.runtime.version
     assert op.process(2, [(0, *wire([data["lineitem"][1]])[0])], 0.0) == [] and op.ignored == 1
     assert op.runtime.version == before
-    feed(op, gone, sign=1)
-    assert op.runtime.view("Q1") == pytest.approx(duckdb_q3(data))
+    feed(op, gone, sign=1, view=view)
+    assert op.runtime.view("Q1") == pytest.approx(duckdb_q3(data)) == view
 
 
 # -- Spark cross-check (unit, with the session's Spark) ---------------------------------
@@ -215,14 +221,12 @@ def test_a_box_emits_a_view_computed_when_read_through_inserts_and_deletes():
         return duckdb_q3(data, Q3_HAVING)
 
     def follow(data, sign, view):
-        """Feed the rows with a sign and apply the emitted changes to ``view`` (value 0: the row left)."""
+        """Feed the rows with a sign and apply the emitted changelog (-old/+new) to ``view``."""
         for port, name in enumerate(("customer", "orders", "lineitem")):
             rows = [(sign, *row) for row in wire(data[name])]
             for i in range(0, len(rows), 50):
                 for _, changed in op.process(port, rows[i:i + 50], 0.0):
-                    for *key, value in changed:
-                        key = (key[0], date_of(key[1]), key[2])
-                        view.pop(key, None) if value == 0 else view.__setitem__(key, value)
+                    follow_changes(view, changed, q3_key, 3)
         return view
 
     data = q3_rows(4)

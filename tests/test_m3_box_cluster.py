@@ -38,13 +38,16 @@ def q3_cluster(cluster, pin_inputs: bool = False) -> list[str]:
 
 
 async def follow(subscriber: Subscriber, expected: dict, timeout: float = 30.0) -> dict:
-    """Apply the view changes the subscriber receives until they add up to ``expected``."""
+    """Apply the view's changelog the subscriber receives (-old/+new) until it adds up to ``expected``."""
     view: dict[tuple, float] = {}
 
     async def read() -> None:
-        async for key_order, day, priority, revenue in subscriber:
+        async for (key_order, day, priority, revenue), weight in subscriber.changes():
             key = (key_order, date_of(day), priority)
-            view.pop(key, None) if revenue == 0 else view.__setitem__(key, revenue)
+            if weight < 0:
+                assert view.pop(key) == revenue  # a retraction names the row it retracts
+            else:
+                view[key] = revenue
             if view == pytest.approx(expected):
                 return
 

@@ -22,6 +22,7 @@ BOX_TYPES = box_types()  # the registry the Head and the nodes pass: Borealis's 
 def stream_schemas(catalog):
     return catalog_stream_schemas(catalog, BOX_TYPES)
 from boreas.node.operators import build_operator
+from support.changelog import changes, follow
 
 ITEM_21 = "SELECT R.B, SUM(R.A * S.C) FROM R, S WHERE R.B = S.B GROUP BY R.B"
 
@@ -72,9 +73,7 @@ def test_the_node_runs_it_and_matches_duckdb():
     view: dict[tuple, int] = {}
     for port, rows in ((0, r_rows[:5]), (1, s_rows), (0, r_rows[5:])):
         for _, out in op.process(port, rows, 0.0):
-            for b, total in out:
-                view[(b,)] = total
-    view = {k: v for k, v in view.items() if v != 0}
+            follow(view, out, tuple, 1)  # the view's changelog: -old/+new
     con = duckdb.connect()
     con.execute("CREATE TABLE R(A BIGINT, B BIGINT)")
     con.execute("CREATE TABLE S(B BIGINT, C BIGINT)")
@@ -88,9 +87,9 @@ def test_a_sign_field_is_not_a_column_and_deletes():
     op = operator(app(sign=True))
     op.process(1, [(1, 5, 1)], 0.0)
     [(_, rows)] = op.process(0, [(2, 1, 1), (3, 1, 1)], 0.0)
-    assert list(rows) == [(1, 25)]
+    assert changes(rows) == [((1, 25), 1)]
     [(_, rows)] = op.process(0, [(2, 1, -1)], 0.0)
-    assert list(rows) == [(1, 15)]
+    assert changes(rows) == [((1, 25), -1), ((1, 15), 1)]  # the row revised: -old, +new
 
 
 def test_create_stream_still_renames_by_port():
@@ -140,7 +139,7 @@ def test_a_filter_connected_before_a_port_keeps_the_relation_name_and_the_state(
     moved = build_operator(rewired, [schemas["R"], schemas["S"]], [schemas["Out"]])
     moved.restore(op.state())  # the same program: the relations kept their names
     [(_, rows)] = moved.process(1, [(1, 7)], 0.0)
-    assert list(rows) == [(1, 14)]
+    assert changes(rows) == [((1, 14), 1)]
     assert rewired.rewired(1, "S") == box  # the disconnect gives the declared box back
 
 

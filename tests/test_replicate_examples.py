@@ -22,7 +22,6 @@ from support.catalog_pairs import item_key, via_xml
 ROOT = Path(__file__).parents[1]
 EXAMPLES = ROOT / "examples" / "xml"
 N0, N1, N2 = "localhost:15000", "localhost:15001", "localhost:15002"  # the examples' nodes
-CLIENT = "localhost:25000"
 
 
 # =============================================================================
@@ -32,7 +31,8 @@ CLIENT = "localhost:25000"
 
 @pytest.fixture(scope="module")
 def chain() -> Catalog:
-    docs = [read_file(EXAMPLES / "sensor_chain.xml"), read_file(EXAMPLES / "sensor_chain_deploy.xml")]
+    docs = [read_file(EXAMPLES / "sensor_chain.xml"), read_file(EXAMPLES / "sensor_chain_deploy.xml"),
+            read_file(EXAMPLES / "sensor_chain_region_deploy.xml")]
     plan = plan_submission(Catalog(), docs)
     assert plan.ok
     return plan.catalog
@@ -46,14 +46,14 @@ def test_sensor_chain_slices(chain):
            for n, p in slices.items()}
     assert got == {
         N0: (["valid"], ["Reading"], ["Valid"], ["cleanup"],
-             [f"Reading|{N0}"], [f"Valid|{N1}"], [CLIENT], [f"localhost:30000|{N0}"]),
+             [f"Reading|{N0}"], [f"Valid|{N1}"], [], [f"localhost:30000|{N0}"]),
         N1: (["to_fahrenheit"], ["Valid"], ["Converted"], ["convert"],
              [f"Valid|{N1}"], [f"Converted|{N2}"], [], [f"localhost:30000|{N1}"]),
         N2: (["per_sensor"], ["Converted"], ["Average"], ["summarise"],
-             [f"Converted|{N2}"], [f"Average|{CLIENT}"], [CLIENT], []),
+             [f"Converted|{N2}"], [], [], []),
     }
-    # The client publishes Reading into the first node; nodes forward to each other.
-    assert slices[N0].publications[f"Reading|{N0}"].client == CLIENT
+    # Publishers send Reading into the first node; nodes forward to each other.
+    assert slices[N0].publications[f"Reading|{N0}"].client is None
     assert slices[N1].publications[f"Valid|{N1}"].client == N0
     assert slices[N2].publications[f"Converted|{N2}"].client == N1
     assert sorted(slices[N0].schemas) == ["ReadingTuple"]
@@ -118,6 +118,10 @@ def test_sensor_chain_update_to_a_moved_box_is_rejected(chain):
 
 
 def test_sensor_chain_removal_order(chain):
+    subscriber = read_document('<deploy><subscribe stream="Average" endpoint=":25000"/></deploy>', "sub.xml")
+    plan = plan_submission(chain, [subscriber])  # the examples name no subscriber: one listening here
+    assert plan.ok, plan.problems
+    chain = plan.catalog
     items = update_items(chain, Catalog())
     assert apply_update(chain, items) == Catalog()
     kinds = [item_key(i)[0] for i in items]

@@ -14,7 +14,9 @@ EXAMPLES = Path(__file__).parents[1] / "examples" / "xml"
 
 
 def test_every_catalog_element_and_operation_round_trips():
-    docs = [read_document((EXAMPLES / f).read_bytes(), f) for f in ("sensor_chain.xml", "sensor_chain_deploy.xml")]
+    docs = [read_document((EXAMPLES / f).read_bytes(), f)
+            for f in ("sensor_chain.xml", "sensor_chain_deploy.xml", "sensor_chain_region_deploy.xml")]
+    docs.append(read_document('<deploy><client endpoint=":25000"><subscribe stream="Average"/></client></deploy>'))
     catalog = plan_submission(Catalog(), docs).catalog
     declarations = [obj for name in ("schemas", "inputs", "outputs", "boxes", "queries", "nodes", "regions",
                                      "publications", "subscriptions", "clients")

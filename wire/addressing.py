@@ -2,7 +2,8 @@
 
 Borealis names every receiver by an endpoint, ``host:port``.  Every Boreas
 component listens on HTTP at its endpoint, so a URL is the endpoint with a
-scheme; the Head is the one component users name by URL.
+scheme; the Head is the one component users name by URL.  The scheme is
+``https`` when the process has TLS on (:mod:`boreas.wire.tls`), else ``http``.
 
 >>> endpoint_url("localhost:15000", "/update")
 'http://localhost:15000/update'
@@ -19,13 +20,15 @@ from urllib.parse import urlsplit
 
 from boreas.catalog.endpoints import normalize_endpoint
 
+from .tls import current as current_tls
+
 #: The Head's default port (nodes default to 15000, client listeners to 25000).
 DEFAULT_HEAD_PORT = 14000
 HEAD_ENV = "BOREAS_HEAD"
 
 
 def endpoint_url(endpoint: str, path: str = "") -> str:
-    return f"http://{endpoint}{path}"
+    return f"{current_tls().scheme}://{endpoint}{path}"
 
 
 def head_url(text: str | None = None) -> str:
@@ -36,6 +39,11 @@ def head_url(text: str | None = None) -> str:
     if "://" not in text:
         return endpoint_url(normalize_endpoint(text, default_port=DEFAULT_HEAD_PORT))
     parts = urlsplit(text)
-    if parts.scheme != "http" or not parts.netloc:
-        raise ValueError(f"Head URL {text!r}: expected http://HOST:PORT")
-    return f"http://{parts.netloc}"
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"Head URL {text!r}: expected http://HOST:PORT (https://HOST:PORT with TLS)")
+    scheme = current_tls().scheme
+    if parts.scheme != scheme:
+        raise ValueError(f"Head URL {text!r} is {parts.scheme}, but TLS is "
+                         + ("on in this process: use https://" if scheme == "https" else
+                            "off: pass --tls-ca (or $BOREAS_TLS_CA) to reach an https:// Head"))
+    return f"{scheme}://{parts.netloc}"

@@ -5,7 +5,9 @@ cluster token on every request, bounds every call by a timeout, and counts
 what it sent.  Failures come in two kinds a caller must tell apart:
 :class:`PeerUnreachable` (nothing answered: the peer is down or the network
 is) and :class:`PeerRefused` (the peer answered with an error status, and
-its JSON body says why).
+its JSON body says why).  With TLS on (:mod:`.tls`) the pool connects with
+the process's client context, and a request that would carry the token over
+plain HTTP is refused (:class:`PeerUnreachable`, naming why) before it is sent.
 
 Usage::
 
@@ -24,6 +26,8 @@ import aiohttp
 
 from .addressing import endpoint_url
 from .auth import auth_headers
+from .tls import clear_token_refusal, warn_clear_token
+from .tls import current as current_tls
 
 XML = "application/xml"
 
@@ -65,7 +69,7 @@ class PeerClient:
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=self.timeout, headers=auth_headers(self.token))
+            self._session = open_session(self.token, self.timeout)
         return self._session
 
     async def close(self) -> None:
@@ -78,6 +82,11 @@ class PeerClient:
                       timeout: float | None = None) -> tuple[int, bytes]:
         """One call; raises :class:`PeerUnreachable` when nothing answered."""
         headers = {"Content-Type": content_type} if content_type else None
+        tls = current_tls()
+        refusal = clear_token_refusal(url, self.token, tls)
+        if refusal is not None:
+            raise PeerUnreachable(url, refusal)
+        warn_clear_token(url, self.token, tls)
         if isinstance(data, str):
             data = data.encode()
         self.counters["requests"] += 1
@@ -115,6 +124,14 @@ class PeerClient:
                                content_type=XML, timeout=timeout)
 
 
+def open_session(token: str | None, timeout: aiohttp.ClientTimeout | None = None) -> aiohttp.ClientSession:
+    """A connection pool that sends ``token`` and, with TLS on, connects with the process's client context."""
+    tls = current_tls()
+    connector = aiohttp.TCPConnector(ssl=tls.client_context()) if tls.enabled else None
+    kwargs: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+    return aiohttp.ClientSession(headers=auth_headers(token), connector=connector, **kwargs)
+
+
 def _json(body: bytes) -> Any:
     try:
         return json.loads(body) if body else {}
@@ -125,6 +142,39 @@ def _json(body: bytes) -> Any:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, asyncio.TimeoutError):
         return "timed out"
+    tls = describe_tls_failure(exc)
+    if tls is not None:
+        return tls
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        tls = current_tls()
+        if not tls.enabled:
+            return ("it closed the connection without answering: if it serves TLS, use https:// and "
+                    "--tls-ca (or $BOREAS_TLS_CA)")
+        if not tls.cert:  # TLS 1.3: a server that wants our certificate hangs up after the handshake
+            return ("it closed the connection without answering: if it requires a client certificate "
+                    "(--tls-client-auth), pass --tls-cert and --tls-key signed by its CA")
     if isinstance(exc, aiohttp.ClientConnectorError):
         return f"cannot connect ({exc.os_error.strerror or exc.os_error})"
     return str(exc) or type(exc).__name__
+
+
+def describe_tls_failure(exc: BaseException) -> str | None:
+    """What a failed TLS connection means, in words that say what to do; None: not a TLS failure.
+
+    A certificate that does not chain to our CA (another cluster's, or a CA
+    not given), a handshake with a server that speaks plain HTTP, and a
+    server that wants our certificate each get their own sentence.
+    """
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        why = getattr(exc.certificate_error, "verify_message", None) or exc.certificate_error
+        return (f"its TLS certificate is not trusted ({why}): is --tls-ca ($BOREAS_TLS_CA) this cluster's CA, "
+                "and does the certificate name the host dialled?")
+    if isinstance(exc, aiohttp.ClientConnectorSSLError):
+        reason = str(exc.os_error)
+        if "WRONG_VERSION_NUMBER" in reason.upper() or "wrong version number" in reason:
+            return "TLS handshake failed: it answers plain HTTP, not TLS (turn TLS off here, or on there)"
+        if "CERTIFICATE_REQUIRED" in reason.upper() or "certificate required" in reason:
+            return ("it requires a client certificate (--tls-client-auth): pass --tls-cert and --tls-key "
+                    "signed by its CA")
+        return f"TLS handshake failed ({reason})"
+    return None

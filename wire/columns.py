@@ -19,6 +19,12 @@ value out of an ``int``'s range is refused with its row); nulls refused
 (rows have none); strings no longer than their size.  Bad rows are dropped
 and named, like the row path's.
 
+A batch of a *changelog* stream also carries a weight per row
+(:attr:`Columns.weights`, int64: +1 a row enters, -1 it leaves, -n n copies
+leave); in IPC bytes (frames, the input log, snapshots) the weights are one
+more column, :data:`WEIGHT`, after the schema's fields, so every carrier
+moves them unchanged.  A plain stream's batch has none (every row +1).
+
 pyarrow is imported by this module only: commands that make no batches do
 not pay for it.
 
@@ -32,6 +38,10 @@ b'3'
 ([(1, 'tcp')], [(1, 'name')])
 >>> decode(payload(cols), s)[0].rows()
 [(1, 'tcp')]
+>>> signed = Columns(cols.batch, weights=pa.array([-1], pa.int64()))
+>>> back = decode(payload(signed), s)[0]
+>>> back.rows(), back.weight_list()
+([(1, 'tcp')], [-1])
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc
 
+from boreas.catalog.changelog import WEIGHT  # the weights' column (validation refuses a field of that name)
 from boreas.catalog.model import FieldType, Schema
 
 from .row_errors import RowError, SchemaMismatch, with_article
@@ -80,12 +91,21 @@ class Columns:
     It stands where a list of rows stands in the node (``len()`` is its row
     count), so the dataflow, the outbox and the links carry it unchanged;
     :meth:`rows` is the row path's thin adapter.
+
+    ``weights`` (an int64 array as long as the batch, or None) makes it a
+    changelog batch: row i counts ``weights[i]`` times (-1: it leaves).  The
+    weights are beside the schema's columns, never among them, so an operator
+    reads ``batch`` as before and carries the weights on (:meth:`with_batch`,
+    :meth:`filter`).
     """
 
-    __slots__ = ("batch", "_rows", "_ipc")
+    __slots__ = ("batch", "weights", "_rows", "_ipc")
 
-    def __init__(self, batch: pa.RecordBatch, ipc: bytes | None = None):
+    def __init__(self, batch: pa.RecordBatch, ipc: bytes | None = None, weights: pa.Array | None = None):
         self.batch = batch
+        if weights is not None and len(weights) != batch.num_rows:
+            raise ValueError(f"{len(weights)} weights for {batch.num_rows} rows")
+        self.weights = weights
         self._rows: list[tuple] | None = None
         self._ipc = ipc
 
@@ -102,8 +122,23 @@ class Columns:
     def __repr__(self) -> str:
         return f"Columns({self.batch.num_rows} rows: {', '.join(self.batch.schema.names)})"
 
+    def weight_list(self) -> list[int]:
+        """Each row's weight (1 for every row of a plain batch)."""
+        return [1] * self.batch.num_rows if self.weights is None else self.weights.to_pylist()
+
+    def with_batch(self, batch: pa.RecordBatch) -> "Columns":
+        """Other columns for the same rows (a map's out fields, a union's relabelling), the weights kept."""
+        return Columns(batch, weights=self.weights)
+
+    def filter(self, mask: pa.Array, schema: pa.Schema | None = None) -> "Columns":
+        """The rows where ``mask`` holds, with their weights (under ``schema``'s names when given)."""
+        part = self.batch.filter(mask)
+        if schema is not None:
+            part = pa.RecordBatch.from_arrays(part.columns, schema=schema)
+        return Columns(part, weights=None if self.weights is None else self.weights.filter(mask))
+
     def rows(self) -> list[tuple]:
-        """The batch as rows (tuples in field order), as every row operator takes them."""
+        """The batch as rows (tuples in field order), as every row operator takes them (without weights)."""
         if self._rows is None:
             columns = [c.to_pylist() for c in self.batch.columns]
             self._rows = list(zip(*columns)) if columns else [() for _ in range(self.batch.num_rows)]
@@ -113,9 +148,13 @@ class Columns:
         """The batch as one Arrow IPC stream (schema and batch); a frame or a log record carries it as one
         msgpack ``bin`` (:meth:`payload`)."""
         if self._ipc is None:
+            batch = self.batch
+            if self.weights is not None:
+                batch = pa.RecordBatch.from_arrays([*batch.columns, self.weights.cast(pa.int64())],
+                                                   schema=batch.schema.append(pa.field(WEIGHT, pa.int64())))
             sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, self.batch.schema) as writer:
-                writer.write_batch(self.batch)
+            with pa.ipc.new_stream(sink, batch.schema) as writer:
+                writer.write_batch(batch)
             self._ipc = sink.getvalue().to_pybytes()
         return self._ipc
 
@@ -126,6 +165,31 @@ def payload(columns: Columns) -> bytes:
 
 
 _bin = msgspec.msgpack.Encoder()
+
+
+def weighted(rows: list[tuple], weights: list[int] | None, schema: Schema) -> list[tuple] | Columns:
+    """Rows an operator computed, as the batch it emits: the rows themselves when plain (``weights`` None),
+    else a changelog :class:`Columns` of ``schema`` with those weights.  A value its field cannot hold (a map's
+    huge int) becomes null, as a failing map field is None."""
+    if weights is None:
+        return rows
+    target = arrow_schema(schema)
+    columns = [_column([r[i] for r in rows], f.type) for i, f in enumerate(target)]
+    return Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=pa.array(weights, pa.int64()))
+
+
+def _column(values: list, kind: pa.DataType) -> pa.Array:
+    try:
+        return pa.array(values, kind)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    out = []
+    for v in values:
+        try:
+            out.append(pa.scalar(v, kind).as_py())
+        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+            out.append(None)
+    return pa.array(out, kind)
 
 
 def as_rows(rows: list[tuple] | Columns) -> list[tuple]:
@@ -153,8 +217,19 @@ def unwrap(payload: bytes) -> bytes:
 
 
 def read_rows(payload: bytes) -> list[tuple]:
-    """A batch payload's rows, unchecked (a batch this cluster produced and checked before)."""
-    return Columns(read_ipc(unwrap(payload))).rows()
+    """A batch payload's rows, unchecked (a batch this cluster produced and checked before; weights left out)."""
+    return _split_weights(read_ipc(unwrap(payload)))[0].rows()
+
+
+def _split_weights(batch: pa.RecordBatch, data: bytes | None = None) -> tuple[Columns, bool]:
+    """The batch as :class:`Columns`, its :data:`WEIGHT` column (if any) taken out as the weights; whether
+    the weights are exact (int64 without nulls: else the batch must be checked)."""
+    at = batch.schema.get_field_index(WEIGHT)
+    if at < 0:
+        return Columns(batch, data), True
+    weights = batch.column(at)
+    exact = weights.type == pa.int64() and not weights.null_count
+    return Columns(batch.remove_column(at), data, weights if exact else None), exact
 
 
 def decode(payload: bytes, schema: Schema) -> tuple[Columns, list[RowError]]:
@@ -165,8 +240,10 @@ def decode(payload: bytes, schema: Schema) -> tuple[Columns, list[RowError]]:
     except (pa.ArrowInvalid, OSError, ValueError, msgspec.DecodeError) as exc:
         return Columns(pa.RecordBatch.from_pylist([], arrow_schema(schema))), [
             RowError(-1, "", f"batch is not an Arrow IPC stream: {exc}")]
-    if batch.schema.equals(arrow_schema(schema)) and not any(c.null_count for c in batch.columns) and not _too_long(batch, schema):
-        return Columns(batch, data), []  # as sent: the same bytes go on
+    columns, exact = _split_weights(batch, data)
+    if (exact and columns.batch.schema.equals(arrow_schema(schema)) and not any(c.null_count for c in columns.batch.columns)
+            and not _too_long(columns.batch, schema)):
+        return columns, []  # as sent: the same bytes go on
     return check(batch, schema)
 
 
@@ -187,12 +264,21 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
         batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist(
             [], batch.schema)
     names = set(batch.schema.names)
-    extra = sorted(names - {f.name for f in schema.fields})
+    extra = sorted(names - {f.name for f in schema.fields} - {WEIGHT})
     if extra:
         raise SchemaMismatch(extra[0], f"not a field of schema {schema.name}")
     target = arrow_schema(schema)
     columns, bad = [], pa.array([False] * batch.num_rows, pa.bool_())
     reasons: dict[int, tuple[str, str]] = {}
+    weights = None
+    if WEIGHT in names:
+        weights, wrong = _cast(batch.column(WEIGHT), pa.int64(), WEIGHT)
+        for row in wrong:
+            reasons.setdefault(row, (WEIGHT, "not a whole number (a weight)"))
+        if weights.null_count:
+            for row in pc.indices_nonzero(weights.is_null()).to_pylist():
+                reasons.setdefault(row, (WEIGHT, "missing"))
+            bad = pc.or_(bad, weights.is_null())
     for f, want in zip(schema.fields, target):
         if f.name not in names:
             raise SchemaMismatch(f.name, "missing")
@@ -209,11 +295,11 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
                 reasons.setdefault(row, (f.name, "missing" if value is None else f"string longer than {f.size}"))
             bad = pc.or_(bad, nulls)
         columns.append(column)
-    good = pa.RecordBatch.from_arrays(columns, schema=target)
+    good = Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=weights)
     if not reasons:
-        return Columns(good), []
+        return good, []
     errors = [RowError(row, field, reason) for row, (field, reason) in sorted(reasons.items())]
-    return Columns(good.filter(pc.invert(bad))), errors
+    return good.filter(pc.invert(bad)), errors
 
 
 def _cast(column: pa.Array, want: pa.DataType, name: str) -> tuple[pa.Array, list[int]]:

@@ -12,7 +12,10 @@ waits before it (:meth:`LinkConnection._write_now`).
 
 A handshake refused with 401 or 403 is a :class:`LinkRefused`: named in
 ``last_error`` while the link keeps trying, or the link's failure for good
-when it was made with ``refusal_is_final``.
+when it was made with ``refusal_is_final``.  With TLS on the link dials
+``wss://``; a certificate it cannot trust (or a handshake the receiver
+refuses) is named in ``last_error`` and logged once, and the link keeps
+trying: the receiver may be restarted with the right certificate.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ import aiohttp
 
 from .addressing import endpoint_url
 from .backoff import Backoff
+from .client import describe_tls_failure
 from .frames import Ack, Batch, Frame, Hello, Refused, Replies, decode, encode
+from .tls import current as current_tls
+from .tls import warn_clear_token
 
 log = logging.getLogger("boreas.wire.links")  # the link's records keep their logger
 
@@ -105,11 +111,12 @@ class LinkConnection:
 
     async def _run(self) -> None:
         backoff = Backoff(first=0.05, cap=2.0)
+        url = endpoint_url(self.endpoint, "/data").replace("http", "ws", 1)  # ws:// or, with TLS, wss://
+        warn_clear_token(url, self._token, current_tls())
         while True:
             try:
                 assert self._session is not None
-                async with self._session.ws_connect(endpoint_url(self.endpoint, "/data").replace("http", "ws", 1),
-                                                    heartbeat=10.0, max_msg_size=64 * 1024 * 1024) as ws:
+                async with self._session.ws_connect(url, heartbeat=10.0, max_msg_size=64 * 1024 * 1024) as ws:
                     self.connected, self._ws = True, ws
                     self._down_since = None
                     self.last_error = None
@@ -144,7 +151,10 @@ class LinkConnection:
             await backoff.sleep()
 
     def _connect_failed(self, exc: BaseException) -> None:
-        self.last_error = str(exc) or type(exc).__name__
+        tls = describe_tls_failure(exc)
+        if tls is not None and self.last_error != tls:
+            log.warning("link %s -> %s: %s; retrying", self.sender, self.endpoint, tls)
+        self.last_error = tls or str(exc) or type(exc).__name__
         if self._down_since is None:
             self._down_since = time.monotonic()
 

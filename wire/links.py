@@ -58,7 +58,7 @@ from typing import Any
 
 import aiohttp
 
-from .auth import auth_headers
+from .client import open_session
 from .frames import Batch, Frame, Goodbye, encode, make_batch, rows_in
 from .link_connection import LinkConnection, LinkRefused
 
@@ -136,7 +136,7 @@ class OutboundLink(LinkConnection):
     # -- lifecycle -------------------------------------------------------------
 
     async def start(self) -> None:
-        self._session = aiohttp.ClientSession(headers=auth_headers(self._token))
+        self._session = open_session(self._token)
         self._task = asyncio.create_task(self._run(), name=f"link to {self.endpoint}")
 
     async def close(self, flush_timeout: float = 5.0) -> None:

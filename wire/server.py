@@ -27,6 +27,11 @@ constructor argument, and ``counters`` counts each refusal.
   closed; counted as ``refused_connections``.  ``connections`` tells how
   many are open.
 
+With TLS on in the process (:mod:`boreas.wire.tls`) the server listens with
+its certificate (and, with ``--tls-client-auth``, requires the client's);
+a token-checking server on an address other than loopback without TLS
+warns at start that tokens reach it in clear.
+
 Each server also owns its component's Prometheus registry (``registry``,
 :mod:`boreas.wire.metrics`): every request's duration is timed into it by
 route and status, and the counters above are read into it when
@@ -56,6 +61,8 @@ from aiohttp import web
 
 from .auth import SAFE_METHODS, check_token
 from .metrics import Families, View, new_registry, request_timer
+from .tls import current as current_tls
+from .tls import is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -215,10 +222,16 @@ class HttpServer:
 
     async def start(self, host: str, port: int) -> str:
         """Bind and serve; returns the endpoint actually bound."""
+        tls = current_tls()
+        ssl_context = tls.server_context() if tls.enabled else None  # no certificate: TlsError, nothing bound
+        if not tls.enabled and self.token is not None and not is_loopback(host):
+            log.warning("%s: listening on %s without TLS: the cluster token reaches it in clear (turn TLS on: "
+                        "docs/security.md)", self.name, host)
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=2.0,
                                      keepalive_timeout=self.idle_timeout)
         await self._runner.setup()
-        site = _GuardedSite(self._runner, host, port, self._connection, reuse_address=True)
+        site = _GuardedSite(self._runner, host, port, self._connection, self.header_timeout,
+                            reuse_address=True, ssl_context=ssl_context)
         try:
             await site.start()
         except OSError as exc:
@@ -226,7 +239,7 @@ class HttpServer:
             raise ListenFailed(host, port, exc) from None
         self.host = host
         self.port = port or _bound_port(site)
-        log.info("%s listening on %s", self.name, self.endpoint)
+        log.info("%s listening on %s%s", self.name, self.endpoint, " (TLS)" if tls.enabled else "")
         return self.endpoint
 
     async def close(self) -> None:
@@ -395,12 +408,14 @@ class _Connection(asyncio.Protocol):
 class _GuardedSite(web.TCPSite):
     """A TCPSite whose connections are wrapped in :class:`_Connection`."""
 
-    __slots__ = ("_wrap",)
+    __slots__ = ("_wrap", "_handshake_timeout")
 
     def __init__(self, runner: web.AppRunner, host: str, port: int,
-                 wrap: Callable[[asyncio.Protocol], asyncio.Protocol], **kwargs: object):
+                 wrap: Callable[[asyncio.Protocol], asyncio.Protocol], handshake_timeout: float,
+                 **kwargs: object):
         super().__init__(runner, host, port, **kwargs)  # type: ignore[arg-type]
         self._wrap = wrap
+        self._handshake_timeout = handshake_timeout
 
     async def start(self) -> None:
         await web.BaseSite.start(self)  # registers the site with its runner
@@ -408,7 +423,9 @@ class _GuardedSite(web.TCPSite):
         assert factory is not None
         self._server = await asyncio.get_running_loop().create_server(
             lambda: self._wrap(factory()), self._host, self._port, backlog=self._backlog,
-            reuse_address=self._reuse_address)
+            reuse_address=self._reuse_address, ssl=self._ssl_context,
+            # a TLS handshake is part of a request's header: as slow a client is as unwelcome
+            ssl_handshake_timeout=self._handshake_timeout if self._ssl_context else None)
 
 
 def _bound_port(site: web.TCPSite) -> int:

@@ -26,7 +26,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch
 
 from .base import StoreError
-from .znodes import CONNECT_TIMEOUT, escape_key, parse_url, unescape_key
+from .znodes import CONNECT_TIMEOUT, escape_key, kazoo_options, parse_url, unescape_key
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class ZooKeeperMembers:
         self.path = chroot + "/nodes"
         self._joined: dict[str, bytes] = {}
         self._lock = threading.Lock()
-        self._client = KazooClient(hosts=hosts, timeout=session_timeout)
+        self._client = KazooClient(hosts=hosts, timeout=session_timeout, **kazoo_options(url))
         try:
             self._client.start(timeout=connect_timeout)
         except (KazooTimeoutError, KazooException, OSError) as exc:

@@ -12,11 +12,12 @@ element znodes exist, so the store's commits need not ask.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from .base import Change, Commit, StoreError
 
@@ -60,13 +61,59 @@ def parse_url(url: str) -> tuple[str, str]:
     """Split ``zk://hosts/chroot``; a chroot is required so catalogs can share a cluster."""
     if not url.startswith("zk://"):
         raise StoreError(f"not a ZooKeeper store URL: {url!r}")
-    hosts, slash, chroot = url[len("zk://"):].partition("/")
+    hosts, slash, chroot = url[len("zk://"):].split("?", 1)[0].partition("/")  # the query: kazoo_options
     chroot = "/" + chroot.strip("/")
     if not hosts or not slash or chroot == "/" or "//" in chroot:
         raise StoreError(
             f"bad ZooKeeper store URL {url!r}: expected zk://HOST:PORT[,HOST:PORT...]/CHROOT"
         )
     return hosts, chroot
+
+
+#: The ``zk://`` URL's query keys and the KazooClient arguments they set (see :func:`kazoo_options`).
+ZK_QUERY = {"tls": "use_ssl", "ca": "ca", "cert": "certfile", "key": "keyfile", "check_hostname": "check_hostname",
+            "sasl": "mechanism", "user": "username", "password": "password", "service": "service",
+            "principal": "principal"}
+
+#: Where a SASL password comes from when the URL does not give one (so it stays out of logs and ``ps``).
+ZK_PASSWORD_ENV = "BOREAS_ZK_PASSWORD"
+
+
+def kazoo_options(url: str) -> dict[str, Any]:
+    """TLS and SASL for ZooKeeper from the ``zk://`` URL's query: keyword arguments for ``KazooClient``.
+
+    ``tls=1`` (implied by ``ca``/``cert``), ``ca=PEM``, ``cert=PEM``,
+    ``key=PEM``, ``check_hostname=1``; ``sasl=DIGEST-MD5`` (or ``GSSAPI``)
+    with ``user=``, ``password=`` (better: ``$BOREAS_ZK_PASSWORD``),
+    ``service=``, ``principal=``.  An unknown key is an error naming it.
+
+    >>> kazoo_options("zk://zk1:2281/boreas?ca=/etc/zk/ca.pem&sasl=DIGEST-MD5&user=boreas&password=pw")
+    {'ca': '/etc/zk/ca.pem', 'use_ssl': True, 'sasl_options': {'mechanism': 'DIGEST-MD5', 'username': 'boreas', \
+'password': 'pw'}}
+    >>> kazoo_options("zk://localhost:2181/boreas"), parse_url("zk://zk1:2281/boreas?tls=1")
+    ({}, ('zk1:2281', '/boreas'))
+    """
+    query = urlsplit(url).query
+    options: dict[str, Any] = {}
+    sasl: dict[str, str] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key not in ZK_QUERY:
+            raise StoreError(f"ZooKeeper store URL {url.split('?', 1)[0]}: unknown query key {key!r} (known: "
+                             f"{', '.join(ZK_QUERY)})")
+        if key in ("tls", "check_hostname"):
+            options[ZK_QUERY[key]] = value.lower() in ("1", "true", "yes")
+        elif key in ("ca", "cert", "key"):
+            options[ZK_QUERY[key]] = value
+            options["use_ssl"] = True
+        else:
+            sasl[ZK_QUERY[key]] = value
+    if sasl:
+        if "mechanism" not in sasl:
+            raise StoreError(f"ZooKeeper store URL {url.split('?', 1)[0]}: user/password without sasl=MECHANISM")
+        if "password" not in sasl and os.environ.get(ZK_PASSWORD_ENV):
+            sasl["password"] = os.environ[ZK_PASSWORD_ENV]
+        options["sasl_options"] = sasl
+    return options
 
 
 class ElementNames:

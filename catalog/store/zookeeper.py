@@ -65,6 +65,7 @@ from .znodes import (  # CONNECT_TIMEOUT, REQUEST_TIMEOUT, escape_key, unescape_
     decode_log,
     encode_log,
     escape_key,
+    kazoo_options,
     parse_url,
     unescape_key,
     wait_reply,
@@ -102,6 +103,7 @@ class ZooKeeperStore(CatalogStore):
             hosts=hosts,
             timeout=10.0,
             connection_retry=KazooRetry(max_tries=-1, max_delay=2.0),
+            **kazoo_options(url),  # TLS and SASL from the URL's query
         )
         try:
             self._client.start(timeout=connect_timeout)

@@ -45,6 +45,7 @@ from aiohttp import web
 from boreas.catalog.endpoints import normalize_endpoint
 from boreas.client.optimizer import CatalogView, Optimizer, OptimizerFailed
 from boreas.client.query import QueryClient, QueryFailed
+from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.server import json_error
 
@@ -74,7 +75,7 @@ class Actions:
     def _head_url(self) -> str:
         server = self.head.server
         host = server.host if server.host not in (None, "", "0.0.0.0", "::") else "127.0.0.1"
-        return f"http://{host}:{server.port}"
+        return endpoint_url(f"{host}:{server.port}")  # https with TLS on
 
     async def maps(self, request: web.Request) -> web.Response:
         box = request.match_info["box"]

@@ -54,6 +54,18 @@ class Accumulators:
     namespace: dict | None = None  # the globals ``add_body`` needs (helpers, constants)
 
 
+def parse_call(text: str) -> tuple[str, str] | None:
+    """``aggregate-function.N``'s text as (function, argument), or None when it is not one of :data:`FUNCTIONS`.
+
+    >>> parse_call(" SUM( x * 2 ) "), parse_call("count(*)"), parse_call("median(x)")
+    (('sum', 'x * 2'), ('count', '*'), None)
+    """
+    m = _CALL.match(text)
+    if not m or m.group(1).lower() not in FUNCTIONS:
+        return None
+    return m.group(1).lower(), m.group(2).strip()
+
+
 def compile_accumulators(functions: list[str], schema: Schema, label: str = "") -> Accumulators:
     """``add``/``result`` for ``aggregate-function.N`` texts over rows of ``schema``."""
     builder = CodeBuilder(Scope.single(schema), ["row"], label=label)

@@ -42,6 +42,10 @@ cannot make another sensor's readings late.
     as it is (Borealis measures the age of the window, not idleness), from
     :meth:`poll` at :meth:`next_deadline` or from the next :meth:`process`.
     This also bounds how long slack keeps a window waiting.
+
+Over a changelog (a batch with weights) the aggregate retracts instead: see
+:mod:`.aggregate_changes`.  A stream is one or the other (the catalog sees
+to that: catalog/changelog.py), so one box only ever uses one of the two.
 """
 
 from __future__ import annotations
@@ -63,8 +67,11 @@ from .accumulators import (
     AggregateSpecError,
     compile_accumulators,
 )
+from boreas.wire.columns import Columns, weighted
+
+from .aggregate_changes import Retracting
 from .aggregate_loop import CLOSED, BatchLoop, compile_loop, hot_window
-from .base import Emitted, field_caster, group_key_from, group_key_parts
+from .base import Emitted, OperatorError, field_caster, group_key_from, group_key_parts
 from .timers import Timed
 
 log = logging.getLogger(__name__)
@@ -74,6 +81,8 @@ MAX_GAP_WINDOWS = 10_000
 
 
 class AggregateOperator(Timed):
+    takes_columns = True  # a changelog's weights come with its columns; a plain batch is read as rows
+
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], fast: bool = True):
         super().__init__(box, inputs, outputs)
         schema = inputs[0]
@@ -111,6 +120,10 @@ class AggregateOperator(Timed):
         except AggregateSpecError as exc:
             raise self.error(str(exc)) from None
         self._add, self._result, self._initial = acc.add, acc.result, list(acc.initial)
+        self._retracting: Retracting | None = None  # made for the first changelog batch
+        self._retract_args = dict(functions=functions, schema=schema, out=outputs[0], groups=groups,
+                                  size=self.size, advance=self.advance, order=self.order if self.by_values else None,
+                                  emit_start=self.emit_start)
         # A value window ends with one more slot, after the functions' slots: how many closing
         # tuples it has seen, or CLOSED.
         self._beyond = FIRST_SLOT + len(self._initial)
@@ -134,11 +147,16 @@ class AggregateOperator(Timed):
     def counters(self) -> dict[str, int]:
         """``late_tuples``: dropped for arriving after their window closed; ``ignored_tuples``: every
         tuple in no window (the late ones, a None order value, a value between hopping windows)."""
-        return {"late_tuples": self.late, "ignored_tuples": self.ignored}
+        ignored = self.ignored + (self._retracting.ignored if self._retracting is not None else 0)
+        return {"late_tuples": self.late, "ignored_tuples": ignored}
 
     # -- the data path --------------------------------------------------------------
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        if isinstance(rows, Columns):
+            if rows.weights is not None:
+                return self._changes(rows)
+            rows = rows.rows()
         self.tick(now)
         out: list[tuple] = []
         if self._timeouts:
@@ -267,6 +285,19 @@ class AggregateOperator(Timed):
             prefix = prefix + ((self._start_cast(start) if start is not None else None),)
         out.append(prefix + self._result(w))
 
+    def _changes(self, columns: Columns) -> Emitted:
+        """A changelog batch: retracted and re-emitted per changed group (:mod:`.aggregate_changes`)."""
+        if self._retracting is None:
+            self._retracting = self._retractor()
+        out, weights = self._retracting.apply(columns.rows(), columns.weight_list())
+        return [(0, weighted(out, weights, self.outputs[0]))] if out else []
+
+    def _retractor(self) -> Retracting:
+        try:
+            return Retracting(**self._retract_args)
+        except ValueError as exc:
+            raise OperatorError(f"aggregate box {self.box.name!r}: {exc}") from None
+
     # -- timeouts ---------------------------------------------------------------------
 
     def _expire(self, now: float, out: list[tuple]) -> None:
@@ -312,8 +343,8 @@ class AggregateOperator(Timed):
                 w[T0] += delta
 
     def state_entries(self) -> int:
-        """Open groups (each with its window's accumulators)."""
-        return len(self._groups)
+        """Open groups (each with its window's accumulators), and a changelog's (group, window) entries."""
+        return len(self._groups) + (len(self._retracting.entries) if self._retracting is not None else 0)
 
     def state(self) -> dict:
         return {
@@ -323,6 +354,7 @@ class AggregateOperator(Timed):
             "late": self.late,
             "groups": [[group_key_parts(k, self._width), g[0], [list(w) for w in g[1]], g[2]]
                        for k, g in self._groups.items()],
+            **({"changelog": self._retracting.state()} if self._retracting is not None else {}),
         }
 
     def restore(self, state: dict, now: float | None = None) -> None:
@@ -345,6 +377,10 @@ class AggregateOperator(Timed):
             raise self.error(f"cannot restore state: {exc!r}") from None
         self._groups = groups
         self._hot = {}
+        self._retracting = None
+        if "changelog" in state:
+            self._retracting = self._retractor()
+            self._retracting.restore(state["changelog"])
         if self._timeouts is not None:
             opened = sorted(((w[SEQ], key, w) for key, g in groups.items() for w in g[1]),
                             key=operator.itemgetter(0))

@@ -23,6 +23,11 @@ its IPC bytes).  When a predicate has no columnar translation, or the batch
 holds a value the translation cannot treat exactly (a zero divisor, a null,
 an int64 overflow: :class:`~.arrow_exprs.Fallback`), the batch goes through
 the row code above, which is the definition of the semantics.
+
+A changelog batch (one with weights) is filtered the same way and each row
+keeps its weight: the mask filters the weights too, and on the row path
+the weight rides along as one more element of the tuple, which no predicate
+reads (they read their fields by index).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import pyarrow.compute as pc
 from boreas.catalog.expressions import ExpressionError, Scope
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import CodeBuilder
-from boreas.wire.columns import Columns, arrow_schema
+from boreas.wire.columns import Columns, arrow_schema, weighted
 
 from . import arrow_exprs
 from .base import Emitted, Operator, OperatorError
@@ -75,8 +80,16 @@ class FilterOperator(Operator):
                     return self._columns(rows)
                 except arrow_exprs.Fallback:
                     pass
+            if rows.weights is not None:
+                return self._weighted(rows)
             rows = rows.rows()
         return [(i, out) for i, out in enumerate(self._batch(rows)) if out]
+
+    def _weighted(self, columns: Columns) -> Emitted:
+        """A changelog batch on the row path: each row with its weight as a last element, split off again."""
+        rows = [(*row, w) for row, w in zip(columns.rows(), columns.weight_list())]
+        return [(i, weighted([r[:-1] for r in out], [r[-1] for r in out], self.outputs[i]))
+                for i, out in enumerate(self._batch(rows)) if out]
 
     def _columns(self, columns: Columns) -> Emitted:
         """Each port's part of the batch: the rows of its first true predicate (and the false port's rest)."""
@@ -97,8 +110,7 @@ class FilterOperator(Operator):
             if count == batch.num_rows and batch.schema.equals(self._targets[port]):
                 out.append((port, columns))  # the whole batch, as it came (its IPC bytes kept)
             elif count:
-                part = batch.filter(mask)
-                out.append((port, Columns(pa.RecordBatch.from_arrays(part.columns, schema=self._targets[port]))))
+                out.append((port, columns.filter(mask, self._targets[port])))  # (with their weights)
         return out
 
 

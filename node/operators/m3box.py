@@ -1,9 +1,14 @@
 """The ``m3`` box: an M3 runtime whose maps are maintained by the batches arriving on its in ports.
 
 Each in-port batch becomes one atomic M3 batch (one ``apply_grouped`` call:
-inserts, and deletes when the box has a ``sign-field``), after which the box
-emits the view rows the batch changed on the view's out port: key columns,
-then the new value(s); a value of 0 means the row left the view.  Rows are
+inserts, and deletes), after which the box emits the view rows the batch
+changed on the view's out port as a changelog (docs/dataplane.md): key
+columns, then the value(s), with a weight per row -- the row as it was with
+-1 (when it was in the view), the row as it is with +1 (when it still is).
+A row leaves the view when every value becomes 0.  An in batch with weights
+(a changelog: another ``m3`` box's view, say) inserts its +1 rows and
+deletes its -1 rows (a weight of n, n times); a ``sign-field`` does the same
+for rows that carry their sign in a field, and multiplies a weight.  Rows are
 converted at the border only where the types differ (DATE columns are
 timestamps on the wire, ``datetime.date`` inside M3), with generated
 list comprehensions, so a batch without dates is handed to M3 as it came.
@@ -31,8 +36,11 @@ from boreas.m3.boxtype import BoxPlan, plan_box
 
 from boreas.wire.columns import Columns
 
+from boreas.wire.columns import weighted
+
 from . import m3changes, m3columns
 from .base import Emitted, Operator, OperatorError
+from .m3memo import ViewMemo
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +99,8 @@ class M3Operator(Operator):
         decls = [self.plan.program.view(view.name) for view in self.plan.views]
         self._plain_views = [None if d.general else d for d in decls]
         self.columns_out = bool(decls) and all(not d.general for d in decls)
+        # The views as last emitted, for the -old of a changelog where the journals are not read as columns
+        self._memo = ViewMemo(lambda view: self.runtime.view(view))
 
     # -- the data plane ------------------------------------------------------------
 
@@ -99,33 +109,35 @@ class M3Operator(Operator):
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
         relation = self.plan.ports[port].relation
         apply = self.runtime.apply_grouped
+        count = len(rows)
+        retracted: list[tuple] = []
         if isinstance(rows, Columns):
             try:
                 parts, ignored = m3columns.split(rows, self.plan.ports[port], self.runtime.string_ids)
                 groups = [(relation, sign, columns) for sign, columns in parts]
                 apply = self.runtime.apply_grouped_columns
             except ValueError:  # (nulls) the row path says what is wrong with them
-                rows = rows.rows()
+                rows, retracted = m3columns.by_sign(rows)
         if not isinstance(rows, Columns):
-            inserts, deletes, ignored = self._split[port](rows)
-            groups = [(relation, 1, inserts)] if inserts else []
-            if deletes:
-                groups.append((relation, -1, deletes))
+            groups, ignored = self._row_groups(port, relation, rows, retracted)
         if ignored:
             self.ignored += ignored
             log.warning("m3 box %r: %d rows on in port %d have a sign other than +1/-1; ignored",
                         self.box.name, ignored, port)
         if not groups:
             return []
+        native = self.runtime.native_maps()
+        columns_out = native is not None and self.columns_out
+        if not columns_out:
+            self._memo.load([view.name for view in self.plan.views])
         try:
             apply(groups)
         except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
             self.failed_batches += 1
             log.error("m3 box %r: a batch of %d rows on in port %d was not applied: %s",
-                      self.box.name, len(rows), port, exc)
+                      self.box.name, count, port, exc)
             return []
-        native = self.runtime.native_maps()
-        if native is not None and self.columns_out:  # the changes read in bulk, emitted as Arrow
+        if columns_out:  # the changes read in bulk, emitted as Arrow
             return [(port, changed) for port, view in enumerate(self._plain_views)
                     if view is not None and (changed := m3changes.view_changes(
                         native, view, self.plan.views[port].keys, self.plan.outputs[port])) is not None]
@@ -133,8 +145,22 @@ class M3Operator(Operator):
         for view, changed in self.runtime.changes().items():
             out = self._port_of_view.get(view)
             if out is not None and changed:
-                emitted.append((out, self._emit[out](changed)))
+                pairs, weights = self._memo.revise(view, changed)
+                if pairs:
+                    emitted.append((out, weighted(self._emit[out](pairs), weights, self.outputs[out])))
         return emitted
+
+    def _row_groups(self, port: int, relation: str, rows: list, retracted: list = ()) -> tuple[list, int]:
+        """``([(relation, sign, rows)], ignored)`` of rows that enter and rows that leave (a changelog's -1
+        rows, :func:`.m3columns.by_sign`); a sign field's -1 on a row that leaves makes it enter (they multiply)."""
+        inserts, deletes, ignored = self._split[port](rows)
+        if retracted:
+            more, fewer, also = self._split[port](list(retracted))
+            inserts, deletes, ignored = inserts + fewer, deletes + more, ignored + also
+        groups = [(relation, 1, inserts)] if inserts else []
+        if deletes:
+            groups.append((relation, -1, deletes))
+        return groups, ignored
 
     # -- moving ----------------------------------------------------------------------
 
@@ -162,6 +188,7 @@ class M3Operator(Operator):
             raise self.error(f"cannot restore its maps: {exc}") from None
         self.ignored = int(state.get("ignored", 0))
         self.failed_batches = int(state.get("failed", 0))
+        self._memo.forget()
 
     # -- the query API ---------------------------------------------------------------
 

@@ -17,7 +17,10 @@ per row:
   list of strings instead.
 
 A ``sign-field`` splits the batch into inserts (+1) and deletes (-1) by a
-filter; other signs are counted as ignored, as on the row path.
+filter; other signs are counted as ignored, as on the row path.  A
+changelog batch's weights (:attr:`Columns.weights`) split it the same way
+and multiply the sign field's sign; a weight of n (or -n) enters (leaves)
+n times, so its row is repeated.
 
 >>> import pyarrow as pa
 >>> from array import array
@@ -59,7 +62,7 @@ def _array(column: pa.Array, typecode: str) -> array:
 _SHIFT = pa.scalar(_SHIFT_DAYS * _DAY_US, pa.int64())
 _DAY = pa.scalar(_DAY_US, pa.int64())
 _BACK = pa.scalar(_EPOCH - _SHIFT_DAYS, pa.int64())
-_SIGNS = {1: pa.scalar(1, pa.int32()), -1: pa.scalar(-1, pa.int32())}
+_ONE, _MINUS_ONE, _NOUGHT = (pa.scalar(v, pa.int64()) for v in (1, -1, 0))
 
 
 def day_numbers(column: pa.Array) -> array:
@@ -100,14 +103,36 @@ def split(columns: Columns, port: PortPlan, string_ids) -> tuple[list[tuple[int,
     batch = columns.batch
     if any(c.null_count for c in batch.columns):
         raise ValueError("null values")
-    if port.sign_index is None:
+    if port.sign_index is None and columns.weights is None:
         return [(1, relation_columns(batch, port, string_ids))], 0
-    sign = batch.column(port.sign_index).cast(pa.int32())
+    ignored = 0
+    if port.sign_index is not None:
+        sign = batch.column(port.sign_index).cast(pa.int64())
+        unsigned = pc.and_(pc.not_equal(sign, _ONE), pc.not_equal(sign, _MINUS_ONE))
+        ignored = unsigned.true_count
+        sign = pc.if_else(unsigned, _NOUGHT, sign)
+        signs = sign if columns.weights is None else pc.multiply(sign, columns.weights)
+    else:
+        signs = columns.weights
     out = []
-    kept = 0
-    for value in (1, -1):
-        part = batch.filter(pc.equal(sign, _SIGNS[value]))
-        if part.num_rows:
-            kept += part.num_rows
-            out.append((value, relation_columns(part, port, string_ids)))
-    return out, batch.num_rows - kept
+    for value, mask in ((1, pc.greater(signs, _NOUGHT)), (-1, pc.less(signs, _NOUGHT))):
+        if not mask.true_count:
+            continue
+        part, times = batch.filter(mask), pc.abs(signs.filter(mask))
+        if pc.max(times).as_py() > 1:  # a multiplicity: the row as often as it counts
+            part = part.take(pa.array([i for i, n in enumerate(times.to_pylist()) for _ in range(n)], pa.int64()))
+        out.append((value, relation_columns(part, port, string_ids)))
+    return out, ignored
+
+
+def by_sign(columns: Columns) -> tuple[list[tuple], list[tuple]]:
+    """The rows a batch adds and the rows it takes away (a changelog's -1 rows), each repeated as often as its
+    weight says; a plain batch takes nothing away."""
+    rows = columns.rows()
+    if columns.weights is None:
+        return rows, []
+    adds: list[tuple] = []
+    takes: list[tuple] = []
+    for row, weight in zip(rows, columns.weights.to_pylist()):
+        (adds if weight > 0 else takes).extend([row] * abs(weight))
+    return adds, takes

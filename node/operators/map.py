@@ -21,6 +21,9 @@ some row would fail or compute differently (a zero divisor, a null, an
 int64 overflow, a value out of the out field's range:
 :class:`~.arrow_exprs.Fallback`), the batch is mapped by the row code above
 -- failing fields become None there, tuple by tuple.
+
+A changelog batch keeps its weights: out row i is in row i's image, so it
+weighs what row i weighed, on either path.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import pyarrow as pa
 from boreas.catalog.expressions import ExpressionError, Scope
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import CodeBuilder
-from boreas.wire.columns import Columns, arrow_schema
+from boreas.wire.columns import Columns, arrow_schema, weighted
 
 from . import arrow_exprs
 from .base import Emitted, Operator, OperatorError
@@ -73,18 +76,20 @@ class MapOperator(Operator):
         if isinstance(rows, Columns):
             if self._fields is not None:
                 try:
-                    out = self._columns(rows.batch)
+                    out = rows.with_batch(self._columns(rows.batch))
                 except arrow_exprs.Fallback:
                     pass
             if out is None:
                 out = self._batch(rows.rows())
+                if rows.weights is not None:
+                    out = weighted(out, rows.weight_list(), self.outputs[0])
         else:
             out = self._batch(rows)
         return [(p, out) for p in self._ports]
 
-    def _columns(self, batch: pa.RecordBatch) -> Columns:
+    def _columns(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         assert self._fields is not None and self._target is not None
-        return Columns(pa.RecordBatch.from_arrays([f(batch) for f in self._fields], schema=self._target))
+        return pa.RecordBatch.from_arrays([f(batch) for f in self._fields], schema=self._target)
 
 
 def _column_fields(schema: Schema, expressions: list[str], out: Schema | None) -> list | None:

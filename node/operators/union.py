@@ -8,7 +8,8 @@ A batch of Arrow columns (:class:`~boreas.wire.columns.Columns`) is passed
 on as columns, never turned into rows: the same object, with its IPC bytes,
 when its Arrow schema is the out stream's; relabelled (the same arrays under
 the out stream's field names, no copy) when the out schema names its fields
-otherwise.
+otherwise.  A changelog batch keeps its weights either way (the catalog
+refuses a union of a changelog with a plain stream: catalog/changelog.py).
 """
 
 from __future__ import annotations
@@ -43,4 +44,4 @@ class UnionOperator(Operator):
 def _labelled(columns: Columns, target: pa.Schema) -> Columns:
     if columns.batch.schema.equals(target):
         return columns
-    return Columns(pa.RecordBatch.from_arrays(columns.batch.columns, schema=target))
+    return columns.with_batch(pa.RecordBatch.from_arrays(columns.batch.columns, schema=target))

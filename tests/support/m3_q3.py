@@ -71,7 +71,8 @@ def q3_app(sql: str | None = None, orders_date: str = "timestamp", sign: bool = 
     """The example application, with its SQL, the orders date type, a sign field or the M3 backend changed."""
     text = APP.read_text()
     if sql is not None:
-        text = re.sub(r'name="sql" value="[^"]*"', f'name="sql" value="{sql}"', text)
+        text = re.sub(r'<parameter name="sql">.*?</parameter>', f'<parameter name="sql" value="{sql}"/>', text,
+                      flags=re.DOTALL)
     text = text.replace('<field name="o_orderdate"    type="timestamp" />',
                         f'<field name="o_orderdate"    type="{orders_date}" />')
     if sign:

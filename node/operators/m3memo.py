@@ -1,0 +1,73 @@
+"""What an ``m3`` box last emitted of each view row, so the row path can retract it: the ``-old`` of ``-old/+new``.
+
+``Runtime.changes()`` tells a view's changed keys with their values *now*
+(a value of 0, or all zeros, when the row left).  A changelog needs the
+value the row had before too, so the retraction names the row it
+retracts.  The native, plain-view path reads old values from the journals
+(:mod:`.m3changes`); every other view (a general view, the Python backend)
+asks this memo, which holds the view's rows as the box last emitted them.
+
+It owns nothing a move must carry: the rows are the views' contents, so
+the memo is filled from the runtime before the first batch after the box
+is built or restored (:meth:`ViewMemo.load`, :meth:`ViewMemo.forget`).
+
+>>> memo = ViewMemo(lambda view: {})
+>>> memo.load(["V"])
+>>> memo.revise("V", [((1,), 5)])
+([((1,), 5)], [1])
+>>> memo.revise("V", [((1,), 7)])
+([((1,), 5), ((1,), 7)], [-1, 1])
+>>> memo.revise("V", [((1,), 0)])
+([((1,), 7)], [-1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def present(value: Any) -> bool:
+    """Whether a view value is a row of the view (the runtime's 0, or all zeros, is a row that left)."""
+    if isinstance(value, tuple):
+        return any(v != 0 for v in value)
+    return value != 0
+
+
+class ViewMemo:
+    """Owns each view's rows as last emitted: ``{view: {key: value}}``, first read by ``read(view)``."""
+
+    def __init__(self, read: Callable[[str], dict[tuple, Any]]):
+        self._read = read
+        self._rows: dict[str, dict[tuple, Any]] = {}
+
+    def forget(self) -> None:
+        """The maps were replaced (a restore): read every view again when it next changes."""
+        self._rows.clear()
+
+    def load(self, views: list[str]) -> None:
+        """Read the views not held yet (before a batch is applied: their rows are then the old ones)."""
+        for view in views:
+            if view not in self._rows:
+                self._rows[view] = {k: v for k, v in self._read(view).items() if present(v)}
+
+    def revise(self, view: str, changed: list[tuple[tuple, Any]]) -> tuple[list[tuple[tuple, Any]], list[int]]:
+        """``(key, value)`` pairs and their weights for the changes of one batch: ``-old`` for a row that was
+        there, ``+new`` for one that is; a key whose value did not change gives nothing."""
+        rows = self._rows[view]
+        pairs: list[tuple[tuple, Any]] = []
+        weights: list[int] = []
+        for key, value in changed:
+            old = rows.get(key)
+            if old is not None and old == value:
+                continue
+            if old is not None:
+                pairs.append((key, old))
+                weights.append(-1)
+            if present(value):
+                pairs.append((key, value))
+                weights.append(1)
+                rows[key] = value
+            else:
+                rows.pop(key, None)
+        return pairs, weights

@@ -1,0 +1,438 @@
+"""Changelog streams (issue 30 item 2): weights on batches, passed by filter, map and union, applied by
+aggregate and m3, refused by the boxes that cannot apply them.
+
+The oracle for filter, map and union is each row on its own: a weighted row
+goes where the row path sends the row and keeps its weight, so Hypothesis
+draws weighted batches (the edgy values of test_columnar_operators.py,
+weights of either sign and multiplicities) and compares.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+from boreas.catalog import Catalog, plan_submission, read_document
+from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+from boreas.m3.boxtype import box_types
+from boreas.node.operators.union import UnionOperator
+from boreas.wire.columns import Columns, WEIGHT, arrow_schema, check, decode, payload
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.changelog import changes, follow, multiset
+from support.topologies import examples
+from test_columnar_operators import ON_COLUMNS, ON_ROWS, VALUES_ON_COLUMNS, VALUES_ON_ROWS, R, batches, build, same
+
+weights = st.sampled_from([1, 1, -1, -1, 2, -3])
+
+
+@st.composite
+def weighted_batches(draw) -> Columns:
+    columns = draw(batches())
+    n = columns.batch.num_rows
+    return Columns(columns.batch, weights=pa.array(draw(st.lists(weights, min_size=n, max_size=n)), pa.int64()))
+
+
+def normal(pairs: list) -> list:
+    return [(tuple(same(v) for v in row), w) for row, w in pairs]
+
+
+def each_row(op, columns: Columns) -> dict[int, list]:
+    """What the row path makes of each row alone, with the row's weight: the changelog's semantics (each value
+    as its out field holds it in Arrow; one it cannot hold, a map's int beyond int64, is null)."""
+    want: dict[int, list] = {}
+    for row, weight in changes(columns):
+        for port, out in op.process(0, [row], 0.0):
+            types = arrow_schema(op.outputs[port]).types
+            want.setdefault(port, []).extend((tuple(held(v, t) for v, t in zip(r, types)), weight) for r in out)
+    return want
+
+
+def held(value, kind: pa.DataType):
+    try:
+        return pa.scalar(value, kind).as_py()
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+
+
+def emitted(op, columns: Columns) -> dict[int, list]:
+    got: dict[int, list] = {}
+    for port, out in op.process(0, columns, 0.0):
+        assert isinstance(out, Columns) and out.weights is not None  # a changelog stays one
+        assert out.batch.schema.equals(arrow_schema(op.outputs[port]))
+        got.setdefault(port, []).extend(changes(out))
+    return got
+
+
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(columns=weighted_batches(), predicates=st.lists(st.sampled_from(ON_COLUMNS + ON_ROWS), min_size=1, max_size=3),
+       false_port=st.booleans())
+def test_filter_passes_each_rows_weight_to_where_the_row_goes(columns, predicates, false_port):
+    params = {f"expression.{i}": p for i, p in enumerate(predicates)}
+    params["pass-on-false-port"] = "1" if false_port else "0"
+    op = build("filter", params, outs=len(predicates) + false_port)
+    got, want = emitted(op, columns), each_row(op, columns)
+    assert {p: normal(v) for p, v in got.items()} == {p: normal(v) for p, v in want.items()}
+
+
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(columns=weighted_batches(), picked=st.lists(st.sampled_from(VALUES_ON_COLUMNS + VALUES_ON_ROWS),
+                                                   min_size=1, max_size=3))
+def test_map_keeps_each_rows_weight(columns, picked):
+    params = {}
+    for i, e in enumerate(picked):
+        params[f"expression.{i}"], params[f"output-field-name.{i}"] = e, f"f{i}"
+    op = build("map", params)
+    if not columns.batch.num_rows:
+        assert op.process(0, columns, 0.0) == []
+        return
+    got, want = emitted(op, columns), each_row(op, columns)
+    assert {p: normal(v) for p, v in got.items()} == {p: normal(v) for p, v in want.items()}
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(columns=weighted_batches())
+def test_union_passes_weights_under_its_out_names(columns):
+    out = Schema("Out", tuple(Field(f"o{i}", f.type, f.size) for i, f in enumerate(R.fields)))
+    op = UnionOperator(Box("u", "union", (InPort("x"), InPort("y")), ("out",), ()), [R, R], [out])
+    got = op.process(1, columns, 0.0)
+    if not columns.batch.num_rows:
+        assert got == []
+        return
+    assert normal(changes(got[0][1])) == normal(changes(columns)) and got[0][1].batch.schema.names[0] == "o0"
+
+
+# -- the representation --------------------------------------------------------------------
+
+S = Schema("S", (Field("k", FieldType.INT), Field("name", FieldType.STRING, 4)))
+
+
+def test_weights_travel_as_a_column_after_the_fields_and_come_back_as_weights():
+    batch = pa.RecordBatch.from_arrays([pa.array([1, 2], pa.int32()), pa.array(["a", "b"])], schema=arrow_schema(S))
+    signed = Columns(batch, weights=pa.array([-1, 1], pa.int64()))
+    back, errors = decode(payload(signed), S)
+    assert not errors and back.rows() == [(1, "a"), (2, "b")] and back.weight_list() == [-1, 1]
+    assert back.ipc() == signed.ipc()  # the same bytes go on
+    plain, _ = decode(payload(Columns(batch)), S)
+    assert plain.weights is None and plain.weight_list() == [1, 1]
+
+
+def test_a_publishers_weight_column_is_checked_like_a_field():
+    table = pa.table({"name": ["a", "b", "c"], "k": [1, 2, 3], WEIGHT: pa.array([1.0, None, -1.0])})
+    got, errors = check(table, S)
+    assert got.rows() == [(1, "a"), (3, "c")] and got.weight_list() == [1, -1]
+    assert [(e.row, e.field, e.reason) for e in errors] == [(1, WEIGHT, "missing")]
+
+
+# -- refusals at submission ----------------------------------------------------------------
+
+APP = """<borealis>
+  <schema name="S"><field name="k" type="int"/><field name="v" type="int"/></schema>
+  <schema name="L"><field name="k" type="int"/><field name="v" type="long"/></schema>
+  <input stream="R" schema="S"/><input stream="P" schema="S"/><input stream="PL" schema="L"/>
+  <box name="view" type="m3"><in stream="R"/><out stream="V"/>
+    <parameter name="sql" value="CREATE STREAM r(k INT, v INT);&#10;SELECT k, SUM(v) AS v FROM r GROUP BY k"/></box>
+  <box name="big" type="filter"><in stream="V"/><out stream="F"/><parameter name="expression.0" value="v &gt; 1"/></box>
+  {more}
+</borealis>"""
+
+
+def problems(more: str) -> list[str]:
+    plan = plan_submission(Catalog(), [read_document(APP.format(more=more), "app.xml")], box_types())
+    return [p.reason for p in plan.problems]
+
+
+def test_a_schema_cannot_name_a_field_as_the_weights_column():
+    text = APP.format(more="").replace('<field name="v" type="int"/></schema>',
+                                       '<field name="v" type="int"/><field name="_weight" type="int"/></schema>', 1)
+    plan = plan_submission(Catalog(), [read_document(text, "app.xml")], box_types())
+    assert any("schema 'S': field name '_weight' is reserved for a changelog's weights" in p.reason and p.line == 2
+               for p in plan.problems), plan.problems
+
+
+def test_a_chain_of_boxes_that_apply_or_pass_weights_is_accepted():
+    assert problems("""<box name="m" type="map"><in stream="F"/><out stream="M"/>
+        <parameter name="expression.0" value="v * 2"/><parameter name="output-field-name.0" value="w"/></box>
+      <box name="a" type="aggregate"><in stream="M"/><out stream="A"/><parameter name="window-size-by" value="VALUES"/>
+        <parameter name="order-on-field" value="w"/><parameter name="window-size" value="100"/>
+        <parameter name="aggregate-function.0" value="sum(w)"/><parameter name="aggregate-function.1" value="max(w)"/></box>
+      <box name="u" type="union"><in stream="A"/><out stream="T"/></box>""") == []
+
+
+@pytest.mark.parametrize("box, reason", [
+    ("""<box name="d" type="delay"><in stream="F"/><out stream="D"/><parameter name="delay-ms" value="5"/></box>""",
+     "delay box 'd' cannot read stream 'F': it is a changelog (rows with weights: m3 box 'view' revises its view's "
+     "rows as -old/+new), and a delay box cannot apply weights"),
+    ("""<box name="j" type="join"><in stream="F"/><in stream="P"/><out stream="J"/>
+        <parameter name="predicate" value="left.k = right.k"/><parameter name="left-buffer-size" value="5"/>
+        <parameter name="right-buffer-size" value="5"/></box>""",
+     "join box 'j' cannot read stream 'F'"),
+    ("""<box name="r" type="random_drop"><in stream="V"/><out stream="D"/><parameter name="drop_rate" value="0.5"/></box>""",
+     "random_drop box 'r' cannot read stream 'V'"),
+    ("""<box name="u" type="union"><in stream="F"/><in stream="PL"/><out stream="U"/></box>""",
+     "union box 'u' cannot read stream 'F': it is a changelog (rows with weights: m3 box 'view' revises its view's "
+     "rows as -old/+new), and it also reads plain stream 'PL', whose rows carry no weights"),
+    ("""<box name="a" type="aggregate"><in stream="F"/><out stream="A"/><parameter name="window-size-by" value="TUPLES"/>
+        <parameter name="window-size" value="2"/><parameter name="aggregate-function.0" value="sum(v)"/></box>""",
+     "windows by TUPLES count rows as they arrive, which a retraction cannot undo (use VALUES)"),
+    ("""<box name="a" type="aggregate"><in stream="F"/><out stream="A"/><parameter name="window-size-by" value="VALUES"/>
+        <parameter name="order-on-field" value="k"/><parameter name="window-size" value="2"/>
+        <parameter name="aggregate-function.0" value="lastval(v)"/></box>""",
+     "aggregate-function.0='lastval(v)' depends on the order rows arrived in"),
+])
+def test_a_box_that_cannot_apply_weights_is_refused_naming_box_and_stream(box, reason):
+    found = problems(box)
+    assert len(found) == 1 and reason in found[0], found
+
+
+# -- aggregate over a changelog --------------------------------------------------------------
+
+G = Schema("G", (Field("g", FieldType.INT), Field("v", FieldType.INT), Field("name", FieldType.STRING, 2)))
+FUNCTIONS = ["count(*)", "sum(v)", "avg(v)", "min(v)", "max(name)", "count_distinct(name)", "count(v)"]
+
+
+def aggregate(size: int, advance: int, order_by_field: bool):
+    params = {"window-size-by": "VALUES", "order-on-field": "v", "window-size": str(size), "advance": str(advance),
+              "group-by": "g", "order-by": "FIELD" if order_by_field else "TUPLENUM",
+              **{f"aggregate-function.{i}": f for i, f in enumerate(FUNCTIONS)}}
+    box = Box("a", "aggregate", (InPort("in"),), ("out",), tuple(params.items()))
+    from boreas.node.operators.aggregate import AggregateOperator
+
+    return AggregateOperator(box, [G], build_types().infer(box, [G]))
+
+
+def build_types():
+    from boreas.catalog.boxtypes import builtin_registry
+
+    return builtin_registry()
+
+
+def expected(rows: list[tuple], size: int, advance: int, order_by_field: bool) -> Counter:
+    """The aggregate of the rows present now, computed from scratch: the rows a changelog's reader holds."""
+    windows: dict[tuple, list[tuple]] = {}
+    for row in rows:
+        g, v, _ = row
+        for k in range((v - size) // advance + 1, v // advance + 1):
+            windows.setdefault((g, k * advance), []).append(row)
+    out: Counter = Counter()
+    for (g, start), held in windows.items():
+        vs, names = [r[1] for r in held], [r[2] for r in held]
+        prefix = (g, start) if order_by_field else (g,)
+        out[prefix + (len(held), sum(vs), sum(vs) / len(vs), min(vs), max(names), len(set(names)), len(vs))] += 1
+    return out
+
+
+def signed(rows: list[tuple], weights: list[int]) -> Columns:
+    target = arrow_schema(G)
+    arrays = [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(target)]
+    return Columns(pa.RecordBatch.from_arrays(arrays, schema=target), weights=pa.array(weights, pa.int64()))
+
+
+@st.composite
+def changelogs(draw) -> list[tuple[tuple, int]]:
+    """Rows entering and later leaving (only rows that are there leave), some several times."""
+    present: list[tuple] = []
+    log: list[tuple[tuple, int]] = []
+    for _ in range(draw(st.integers(1, 60))):
+        if present and draw(st.integers(0, 2)) == 0:
+            row = present.pop(draw(st.integers(0, len(present) - 1)))
+            log.append((row, -1))
+        else:
+            row = (draw(st.integers(0, 2)), draw(st.integers(-20, 40)), draw(st.sampled_from(["a", "b", "cc"])))
+            present.append(row)
+            log.append((row, 1))
+    return log
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=changelogs(), cuts=st.lists(st.integers(1, 12), min_size=1, max_size=5),
+       shape=st.sampled_from([(10, 10, True), (10, 5, True), (7, 7, False), (1000, 1000, False)]),
+       moved=st.booleans())
+def test_an_aggregate_over_a_changelog_retracts_to_the_aggregate_of_the_rows_left(log, cuts, shape, moved):
+    import msgspec
+
+    size, advance, by_field = shape
+    op = aggregate(size, advance, by_field)
+    out: list = []
+    i = k = 0
+    while i < len(log):
+        part = log[i:i + cuts[k % len(cuts)]]  # batch boundaries fall inside groups and windows
+        i, k = i + len(part), k + 1
+        for port, batch in op.process(0, signed([r for r, _ in part], [w for _, w in part]), 0.0):
+            assert port == 0 and batch.weights is not None
+            out.append(batch)
+        if moved and k == 2:  # the box moves: its accumulators go with it
+            state = msgspec.msgpack.decode(msgspec.msgpack.encode(op.state()))
+            op = aggregate(size, advance, by_field)
+            op.restore(state)
+    left = Counter()
+    for row, w in log:
+        left[row] += w
+    rows = [r for r, n in left.items() for _ in range(n)]
+    assert multiset(out) == expected(rows, size, advance, by_field)
+    assert op.counters()["late_tuples"] == 0
+
+
+# -- a chain: m3 -> filter -> map -> aggregate, against DuckDB --------------------------------
+
+CHAIN = """<borealis>
+  <schema name="E"><field name="sign" type="int"/><field name="k" type="int"/><field name="v" type="int"/></schema>
+  <input stream="Events" schema="E"/>
+  <box name="totals" type="m3"><in stream="Events"/><out stream="Totals"/><parameter name="sign-field" value="sign"/>
+    <parameter name="sql" value="CREATE STREAM e(k INT, v INT);&#10;SELECT k, SUM(v) AS s FROM e GROUP BY k"/></box>
+  <box name="positive" type="filter"><in stream="Totals"/><out stream="Positive"/>
+    <parameter name="expression.0" value="s &gt; 0"/></box>
+  <box name="bucket" type="map"><in stream="Positive"/><out stream="Buckets"/>
+    <parameter name="expression.0" value="k % 3"/><parameter name="output-field-name.0" value="g"/>
+    <parameter name="expression.1" value="s"/><parameter name="output-field-name.1" value="s"/></box>
+  <box name="per" type="aggregate"><in stream="Buckets"/><out stream="Per"/><parameter name="group-by" value="g"/>
+    <parameter name="window-size-by" value="VALUES"/><parameter name="order-on-field" value="s"/>
+    <parameter name="window-size" value="1000000000"/>
+    <parameter name="aggregate-function.0" value="count(*)"/><parameter name="aggregate-function.1" value="sum(s)"/>
+    <parameter name="aggregate-function.2" value="max(s)"/><parameter name="aggregate-function.3" value="min(s)"/></box>
+  <output stream="Per"/>
+</borealis>"""
+
+CHAIN_SQL = """SELECT k % 3 AS g, COUNT(*), SUM(s), MAX(s), MIN(s)
+FROM (SELECT k, SUM(sign * v) AS s FROM events GROUP BY k) WHERE s > 0 GROUP BY g"""
+
+
+@pytest.mark.parametrize("columns", [True, False], ids=["arrow", "rows"])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=st.lists(st.tuples(st.sampled_from([1, 1, -1]), st.integers(0, 12), st.integers(-5, 20)),
+                       min_size=1, max_size=80),
+       cut=st.integers(1, 15))
+def test_a_changelog_through_m3_filter_map_and_aggregate_is_what_duckdb_computes(columns, events, cut):
+    import duckdb
+    from boreas.catalog.validate import stream_schemas
+    from boreas.node.operators import build_operator
+
+    types = box_types()
+    plan = plan_submission(Catalog(), [read_document(CHAIN, "chain.xml")], types)
+    assert plan.ok, plan.problems
+    schemas = stream_schemas(plan.catalog, types)
+    ops = {name: build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
+           for name, box in plan.catalog.boxes.items()}
+    out: list = []
+    for i in range(0, len(events), cut):
+        rows = events[i:i + cut]
+        batch = signed_events(rows, schemas["Events"]) if columns else rows
+        for _, totals in ops["totals"].process(0, batch, 0.0):
+            for _, positive in ops["positive"].process(0, totals, 0.0):
+                for _, buckets in ops["bucket"].process(0, positive, 0.0):
+                    out += [b for _, b in ops["per"].process(0, buckets, 0.0)]
+    db = duckdb.connect()
+    db.execute("CREATE TABLE events(sign INT, k INT, v INT)")
+    db.executemany("INSERT INTO events VALUES (?, ?, ?)", events)
+    want = Counter(tuple(r) for r in db.execute(CHAIN_SQL).fetchall())
+    assert multiset(out) == want
+
+
+def signed_events(rows: list[tuple], schema: Schema) -> Columns:
+    target = arrow_schema(schema)
+    return Columns(pa.RecordBatch.from_arrays([pa.array([r[i] for r in rows], f.type) for i, f in enumerate(target)],
+                                              schema=target))
+
+
+# -- what a subscriber shows ------------------------------------------------------------------
+
+V = Schema("V", (Field("k", FieldType.INT), Field("total", FieldType.LONG)))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_boreas_subscribe_writes_a_weight_field_for_a_changelog_only(tmp_path, fmt):
+    from boreas.cli.subscribe_output import open_output
+    from boreas.client.subscriber import WeightedRows
+
+    plain, changelog = tmp_path / f"plain.{fmt}", tmp_path / f"changes.{fmt}"
+    out = open_output(fmt, str(plain), V)
+    out.write([(1, 15), (2, 7)])
+    out.close()
+    out = open_output(fmt, str(changelog), V)
+    out.write(WeightedRows([(1, 15), (2, 7)], [1, 1]))
+    out.write(WeightedRows([(1, 15), (1, 18)], [-1, 1]), limit=1)
+    out.close()
+    if fmt == "jsonl":
+        assert plain.read_text() == '{"k": 1, "total": 15}\n{"k": 2, "total": 7}\n'  # as it always was
+        assert changelog.read_text().splitlines() == [
+            '{"k": 1, "total": 15, "_weight": 1}', '{"k": 2, "total": 7, "_weight": 1}',
+            '{"k": 1, "total": 15, "_weight": -1}']
+    else:
+        assert plain.read_text() == "k,total\n1,15\n2,7\n"
+        assert changelog.read_text() == "k,total,_weight\n1,15,1\n2,7,1\n1,15,-1\n"
+    empty = tmp_path / f"empty.{fmt}"
+    out = open_output(fmt, str(empty), V)
+    out.close()
+    assert empty.read_text() == ("k,total\n" if fmt == "csv" else "")
+
+
+def test_a_parquet_subscription_of_a_changelog_has_a_weight_column(tmp_path):
+    import pyarrow.parquet as pq
+    from boreas.cli.subscribe_output import open_output
+
+    batch = pa.RecordBatch.from_arrays([pa.array([1, 1], pa.int32()), pa.array([15, 18], pa.int64())],
+                                       schema=arrow_schema(V))
+    out = open_output("parquet", str(tmp_path / "c.parquet"), V)
+    out.write(batch.append_column(pa.field(WEIGHT, pa.int64(), nullable=False), pa.array([-1, 1], pa.int64())))
+    out.close()
+    table = pq.read_table(tmp_path / "c.parquet")
+    assert table.column_names == ["k", "total", WEIGHT] and table.column(WEIGHT).to_pylist() == [-1, 1]
+    out = open_output("parquet", str(tmp_path / "p.parquet"), V)
+    out.write(batch)
+    out.close()
+    assert pq.read_table(tmp_path / "p.parquet").column_names == ["k", "total"]
+
+
+def test_an_m3_box_reads_another_m3_boxs_changelog_as_inserts_and_deletes():
+    """A view of a view: the second box applies the first's -old/+new as deletes and inserts (weights, no
+    sign field), so it holds what DuckDB computes over the first view."""
+    import duckdb
+    from boreas.catalog.validate import stream_schemas
+    from boreas.node.operators import build_operator
+
+    text = CHAIN.replace('<output stream="Per"/>', """<output stream="Counts"/>
+      <box name="narrow" type="map"><in stream="Totals"/><out stream="Narrow"/>
+        <parameter name="expression.0" value="k % 3"/><parameter name="output-field-name.0" value="g"/>
+        <parameter name="expression.1" value="cast(s as int)"/><parameter name="output-field-name.1" value="s"/></box>
+      <box name="counts" type="m3"><in stream="Narrow"/><out stream="Counts"/>
+        <parameter name="sql" value="CREATE STREAM n(g INT, s INT);&#10;SELECT g, COUNT(*) AS c, SUM(s) AS t FROM n GROUP BY g"/>
+      </box>""")
+    types = box_types()
+    plan = plan_submission(Catalog(), [read_document(text, "views.xml")], types)
+    assert plan.ok, plan.problems
+    schemas = stream_schemas(plan.catalog, types)
+    ops = {name: build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
+           for name, box in plan.catalog.boxes.items()}
+    events = [(1, k % 7, v) for k, v in zip(range(40), range(-3, 37))] + [(-1, 2, 1), (-1, 3, 5), (1, 3, -5)]
+    view: dict = {}
+    for i in range(0, len(events), 9):
+        for _, totals in ops["totals"].process(0, signed_events(events[i:i + 9], schemas["Events"]), 0.0):
+            for _, narrow in ops["narrow"].process(0, totals, 0.0):
+                for _, counts in ops["counts"].process(0, narrow, 0.0):
+                    follow(view, counts, tuple, 1)
+    db = duckdb.connect()
+    db.execute("CREATE TABLE events(sign INT, k INT, v INT)")
+    db.executemany("INSERT INTO events VALUES (?, ?, ?)", events)
+    want = {(g,): (c, t) for g, c, t in db.execute(
+        "SELECT k % 3, COUNT(*), SUM(s) FROM (SELECT k, SUM(sign * v) AS s FROM events GROUP BY k HAVING s <> 0) "
+        "GROUP BY k % 3").fetchall()}
+    assert view == want and view
+
+
+def test_a_partitioned_m3_box_writes_a_plain_stream_and_is_refused_a_changelog():
+    from boreas.catalog.changelog import changelog_streams
+    from support.partition_docs import PARTITION, app, deploy, plan
+
+    below = """<box name="d" type="delay"><in stream="V"/><out stream="D"/><parameter name="delay-ms" value="1"/></box>
+      <box name="w" type="m3"><in stream="R"/><out stream="W"/>
+        <parameter name="sql" value="SELECT a, SUM(b) AS b FROM R GROUP BY a"/></box>"""
+    result = plan(app(extra=below), deploy(PARTITION, '<node endpoint="localhost:15001" query="f d w"/>'))
+    assert result.ok, result.problems  # a delay reads the partitioned box's stream: plain rows, as before
+    assert sorted(changelog_streams(result.catalog)) == ["W"]
+    fed = app(extra="""<box name="w" type="m3"><in stream="R"/><out stream="W"/>
+        <parameter name="sql" value="SELECT a, SUM(b) AS b FROM R GROUP BY a"/></box>""").replace(
+        '<box name="v" type="m3"><in stream="R"/>', '<box name="v" type="m3"><in stream="W"/>')
+    reasons = [p.reason for p in plan(fed, deploy(PARTITION, '<node endpoint="localhost:15001" query="f w"/>')).problems]
+    assert any("m3 box 'v' cannot read stream 'W'" in r and "partitioned m3 box's members take rows" in r
+               for r in reasons), reasons
