@@ -47,6 +47,7 @@ from typing import Any
 
 from boreas.catalog.store import StoreError
 from boreas.wire.client import PeerClient, PeerError
+import procs
 from deploy import generate, time_get_catalog, time_global_copy, time_submission
 from procs import BenchError, Run, loopback_endpoints, run_bench, sqlite_catalog, start_node, wait_ready
 
@@ -126,6 +127,22 @@ class Cluster:
         return {"serving": serving, "in_sync": time.perf_counter() - start}
 
 
+async def deploy_catalog(cluster: Cluster, token: str, app: str, dep: str, timeout: float) -> dict[str, Any]:
+    """Submit the catalog and wait until every node holds it.  A node the Head could not reach in time
+    (on a loaded machine: the Head busy validating) is retried by the Head: then the figure runs
+    until every node is in sync, and says so."""
+    start = time.perf_counter()
+    try:
+        status = await time_submission(cluster.head, token, app, dep, timeout)
+        return {"total": status["total"], "note": f" (committed after {status['committed']:.2f} s)"}
+    except BenchError as exc:
+        if "node unreachable" not in str(exc):
+            raise
+    await wait_ready(cluster.run.procs, cluster.head, cluster.nodes, in_sync=True)
+    return {"total": time.perf_counter() - start,
+            "note": " (some nodes timed out on the first push and were brought in sync by the Head's retry)"}
+
+
 def measure_size(run: Run, args: argparse.Namespace, boxes: int, catalog_url: str) -> dict[str, Any]:
     cluster = Cluster(run, catalog_url, args.nodes)
     app, dep = generate(boxes, cluster.nodes)
@@ -133,8 +150,8 @@ def measure_size(run: Run, args: argparse.Namespace, boxes: int, catalog_url: st
     asyncio.run(wait_ready(run.procs, cluster.head, cluster.nodes, in_sync=True))
     print(f"\n== {boxes:,} boxes over {args.nodes} nodes ({len(app) + len(dep):,} bytes of XML); "
           f"cluster up in {time.perf_counter() - started:.1f} s", flush=True)
-    deploy = asyncio.run(time_submission(cluster.head, run.token, app, dep, args.timeout))
-    print(f"deployed in {deploy['total']:.2f} s (committed after {deploy['committed']:.2f} s)", flush=True)
+    deploy = asyncio.run(deploy_catalog(cluster, run.token, app, dep, args.timeout))
+    print(f"deployed in {deploy['total']:.2f} s{deploy['note']}", flush=True)
     figures: dict[str, list[float]] = {name: [] for name in (*SINGLE, "copy", "get", "restart", "in_sync")}
 
     chains = args.nodes
@@ -216,6 +233,7 @@ def main() -> int:
                         help="seconds before a deployment or copy that never completes is an error")
     parser.add_argument("--keep-logs", action="store_true", help="keep the temporary directory and its logs")
     args = parser.parse_args()
+    procs.READY_TIMEOUT = args.timeout  # a 10,000-box catalog on a loaded machine syncs slower than procs' 60 s
     sizes = sorted({int(s) for s in args.sizes.split(",") if s} | ({COPY_BOXES} if args.huge else set()))
     if args.nodes < 2 or not sizes or sizes[0] < args.nodes or args.repeat < 1:
         parser.error("need --nodes >= 2, every size >= --nodes, --repeat >= 1")
