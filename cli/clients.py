@@ -15,17 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
-from boreas.catalog.documents import Update, read_document
 from boreas.catalog.model import Catalog
-from boreas.catalog.replicate import UpdateRejected, apply_update, catalog_items
-from boreas.catalog.updates import update_document
 from boreas.catalog.words import counted
-from boreas.client.head_api import read_documents, submit_documents, wait_submission
-from boreas.regional.global_component import GlobalComponent
 from boreas.wire.auth import resolve_token
-from boreas.wire.client import PeerClient, PeerError, PeerRefused
 
-from .catalog_text import catalog_as_json, describe_catalog, describe_change  # catalog_as_json: re-exported
+# aiohttp, lxml and xmlschema (the client, XML documents, the global component) are imported in the
+# commands that use them: building the parser, and `boreas nodes`, must not wait for them.
 from .common import (
     EXIT_FAILED,
     EXIT_INVALID,
@@ -43,11 +38,13 @@ from .common import (
     until_stopped_or_lost,
 )
 
-__all__ = ["add_parsers", "catalog_as_json", "cmd_nodes", "cmd_snapshot", "cmd_submit", "cmd_watch",
-           "describe_catalog", "describe_change", "describe_nodes", "fetch_catalog", "fetch_live_nodes"]
+__all__ = ["add_parsers", "cmd_nodes", "cmd_snapshot", "cmd_submit", "cmd_watch",
+           "describe_nodes", "fetch_catalog", "fetch_live_nodes"]
 
 
 def _read_files(paths: list[str]) -> list[tuple[str, bytes]]:
+    from boreas.client.head_api import read_documents
+
     try:
         return read_documents(paths)  # sql-file parameters inlined: the Head reads no files
     except ValidationFailed as exc:
@@ -71,6 +68,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
 async def submit_and_report(head: str, token: str | None, files: list[tuple[str, bytes]], timeout: float) -> int:
     """Submit ``(name, XML)`` documents as one submission, print its progress, and the exit code: 0 deployed,
     2 refused (every problem printed as file:line: element: reason; nothing committed), 1 a node failed."""
+    from boreas.client.head_api import submit_documents, wait_submission
+    from boreas.wire.client import PeerClient, PeerRefused
+
     async with PeerClient(token, timeout=timeout + 35) as peers:
         try:
             status = await submit_documents(peers, head, files)
@@ -97,6 +97,8 @@ async def submit_and_report(head: str, token: str | None, files: list[tuple[str,
 
 
 def cmd_nodes(args: argparse.Namespace) -> int:
+    from boreas.wire.client import PeerClient
+
     head = the_head(args)
 
     async def main() -> int:
@@ -178,6 +180,8 @@ def _recovery(report: dict) -> str:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     """``boreas snapshot``: take a consistent snapshot of every durable node now."""
+    from boreas.wire.client import PeerClient
+
     head = the_head(args)
     token = resolve_token(args.token, required=True)
 
@@ -202,6 +206,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 async def fetch_catalog(head: str) -> Catalog:
+    from boreas.catalog.documents import Update, read_document
+    from boreas.catalog.replicate import apply_update
+    from boreas.wire.client import PeerClient
+
     async with PeerClient(None) as peers:
         text = await peers.text(f"{head}/catalog")
     doc = read_document(text, f"{head}/catalog")
@@ -211,6 +219,8 @@ async def fetch_catalog(head: str) -> Catalog:
 
 async def fetch_live_nodes(head: str) -> list[dict[str, Any]]:
     """The Head's rows of ``GET /nodes``: every node it knows, and whether it is up."""
+    from boreas.wire.client import PeerClient
+
     async with PeerClient(None) as peers:
         return list((await peers.call("GET", f"{head}/nodes"))["nodes"])
 
@@ -226,6 +236,13 @@ def _out(*lines: str) -> None:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    from boreas.catalog.replicate import UpdateRejected, apply_update, catalog_items
+    from boreas.catalog.updates import update_document
+    from boreas.regional.global_component import GlobalComponent
+    from boreas.wire.client import PeerError
+
+    from .catalog_text import describe_catalog, describe_change
+
     head = the_head(args)
     token = resolve_token(args.token, required=False)
     host, _, port = args.listen.rpartition(":")

@@ -25,9 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from boreas.catalog.words import counted
-from boreas.client.head_api import UnknownStream
-from boreas.client.publisher import Publisher, PublishRefused
-from boreas.client.subscriber import SubscribeFailed, Subscriber
 from boreas.wire.auth import resolve_token
 
 from .common import (
@@ -51,6 +48,9 @@ SHOWN_PROBLEMS = 20
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    from boreas.client.head_api import UnknownStream  # (aiohttp: imported when a command runs, not for --help)
+    from boreas.client.publisher import Publisher
+
     head = the_head(args)
     token = resolve_token(args.token, required=False)
     if args.spark:
@@ -103,6 +103,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
 async def _publish_file(args: argparse.Namespace, publisher: Any, begin: Callable[[Any], None]) -> Any:
     """Read the file in batches of the stream's schema and send them (:mod:`.input_batches`); ``begin(the
     input file)`` once its header (or columns) has been accepted, before anything is sent."""
+    from boreas.client.publisher import PublishRefused
+
     from .input_batches import open_input  # (pyarrow: only when a file is published)
 
     assert publisher.schema is not None
@@ -136,6 +138,9 @@ def _report_publish(args: argparse.Namespace, publisher: Any, source: Any) -> in
 
 
 def _publish_with_spark(args: argparse.Namespace, head: str, token: str | None) -> int:
+    from boreas.client.head_api import UnknownStream
+    from boreas.client.publisher import PublishRefused
+
     if importlib.util.find_spec("pyspark") is None:
         raise CommandFailed("--spark needs pyspark, which is not installed: pip install 'boreas[spark]' "
                             "(or publish the file with --file)")
@@ -158,6 +163,9 @@ def _publish_with_spark(args: argparse.Namespace, head: str, token: str | None) 
 
 
 def cmd_subscribe(args: argparse.Namespace) -> int:
+    from boreas.client.head_api import UnknownStream  # (aiohttp: imported when a command runs, not for --help)
+    from boreas.client.subscriber import SubscribeFailed, Subscriber
+
     head = the_head(args)
     token = resolve_token(args.token, required=False)
     if args.format == "parquet" and not args.output:

@@ -23,7 +23,7 @@ import asyncio
 import html
 from pathlib import Path
 
-from boreas.catalog.documents import Application, read_file
+from boreas.catalog.document_model import Application
 from boreas.catalog.model import Box, Input, Output, Query
 from boreas.catalog.words import unknown
 from boreas.wire.auth import resolve_token
@@ -62,6 +62,8 @@ def deletes_for_application(app: Application, queries: set[str], boxes: set[str]
 
 
 def cmd_drop(args: argparse.Namespace) -> int:
+    from boreas.catalog.documents import read_file  # (xmlschema: only when the command runs)
+
     from .clients import fetch_catalog, submit_and_report
 
     head = the_head(args)

@@ -19,11 +19,11 @@ from .common import EXIT_OK, CommandFailed, add_head_option, add_token_option, r
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    from .relayout import describe
-
     target = normalize_endpoint(args.node)
     moved = run_optimizer(args, lambda optimizer: optimizer.move(args.box, target))
     if moved.relayout is not None:  # a segment, or a partitioned box: its leader moved the data
+        from .relayout import describe  # (M3's layouts: only for a partitioned box)
+
         print(describe(args.box.rpartition("/")[0] or args.box, moved.relayout))
     else:
         print(f"moved box {args.box} from {moved.source} to {target}")

@@ -58,16 +58,33 @@ unknown box or map, a bad key: the message says which), :class:`OptimizerFailed`
 refuses.
 """
 
-from boreas.wire.link_connection import LinkRefused
-from boreas.wire.tls import TlsConfig
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from boreas.wire.tls import TlsConfig  # (light: the process's TLS settings)
 from boreas.wire.tls import configure as configure_tls
 
-from .head_api import UnknownStream
-from .keyed import KeyedPublisher
-from .optimizer import Optimizer, OptimizerFailed
-from .publisher import PublishRefused, Publisher
-from .query import QueryClient, QueryFailed, QueryResult, query
-from .subscriber import SubscribeFailed, SubscribeTimeout, Subscriber
+# ``boreas.client.optimizer`` (``boreas move``) must not import the publisher, the subscriber and M3:
+# the names below are imported when first used, not with the package.
+#: Each exported name -> the module that defines it (imported on first use, PEP 562).
+_EXPORTS = {
+    "LinkRefused": "boreas.wire.link_connection",
+    "UnknownStream": ".head_api",
+    "KeyedPublisher": ".keyed",
+    "Optimizer": ".optimizer",
+    "OptimizerFailed": ".optimizer",
+    "PublishRefused": ".publisher",
+    "Publisher": ".publisher",
+    "QueryClient": ".query",
+    "QueryFailed": ".query",
+    "QueryResult": ".query",
+    "query": ".query",
+    "SubscribeFailed": ".subscriber",
+    "SubscribeTimeout": ".subscriber",
+    "Subscriber": ".subscriber",
+}
 
 __all__ = [
     "KeyedPublisher",
@@ -87,3 +104,21 @@ __all__ = [
     "configure_tls",
     "query",
 ]
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on use
+    from boreas.wire.link_connection import LinkRefused
+    from .head_api import UnknownStream
+    from .keyed import KeyedPublisher
+    from .optimizer import Optimizer, OptimizerFailed
+    from .publisher import PublishRefused, Publisher
+    from .query import QueryClient, QueryFailed, QueryResult, query
+    from .subscriber import SubscribeFailed, SubscribeTimeout, Subscriber
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value

@@ -67,10 +67,8 @@ from boreas.catalog.documents import (
 )
 from boreas.catalog.endpoints import normalize_endpoint
 from boreas.catalog.model import GlobalComponent, Partition, Region
-from boreas.catalog.replicate import catalog_items
 from boreas.catalog.slices import stream_route
 from boreas.catalog.store import StoreError
-from boreas.catalog.updates import update_document
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS, DeadlineExceeded, capped
 from boreas.wire.health import Health
 from boreas.wire.metrics import add_metrics_route
@@ -320,9 +318,8 @@ class _Api:
         return web.json_response(result, status=200 if result["complete"] else 503)
 
     async def catalog(self, request: web.Request) -> web.Response:
-        catalog = self.head.catalog
-        text = update_document(catalog_items(catalog), version=catalog.version, origin=self.head.origin)
-        return web.Response(text=text, content_type="application/xml")
+        # Serialized once per catalog version (head/catalog_copy.py), not per request.
+        return web.Response(body=self.head.copies.document(), content_type="application/xml", charset="utf-8")
 
     async def nodes(self, request: web.Request) -> web.Response:
         head = self.head

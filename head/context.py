@@ -15,6 +15,7 @@ from boreas.catalog.model import Catalog, GlobalComponent, Region
 from boreas.wire.client import PeerClient
 from boreas.wire.server import HttpServer
 
+from .catalog_copy import CatalogCopies
 from .failover import Failover
 from .global_feed import GlobalFeed
 from .membership import Membership
@@ -37,6 +38,7 @@ class HeadContext(Protocol):
     failover: Failover
     syncs: dict[str, NodeSync]
     feeds: dict[str, GlobalFeed]
+    copies: CatalogCopies
     catalog_full_reads: int
     box_types: BoxTypeRegistry
 

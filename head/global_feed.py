@@ -17,7 +17,7 @@ component that then misses a version asks for a copy itself.
 
 Usage::
 
-    feed = GlobalFeed("localhost:25000", peers, current=lambda: follower.catalog)
+    feed = GlobalFeed("localhost:25000", peers, copies.full_copy)   # copies: a CatalogCopies
     feed.start(supervisor)       # queues the first full copy
     feed.changed(8, items)       # after each commit
     feed.abort()                 # the component left
@@ -30,28 +30,26 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from boreas.catalog.model import Catalog
-from boreas.catalog.replicate import catalog_items
 from boreas.catalog.updates import update_document
 from boreas.wire.backoff import Backoff
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.sender import QueueFull, ReliableSender
 from boreas.wire.supervisor import Supervisor
 
+from .catalog_copy import FullCopy
+
 log = logging.getLogger(__name__)
 
-#: Items per document of a full copy: big enough to load fast, small enough to stream.
-COPY_CHUNK = 2000
 MAX_BACKOFF = 5.0
 #: A component this many documents behind gets one full copy instead.
 MAX_BACKLOG = 1000
 
 
 class GlobalFeed:
-    def __init__(self, endpoint: str, peers: PeerClient, current: Callable[[], Catalog],
+    def __init__(self, endpoint: str, peers: PeerClient, full_copy: Callable[[], FullCopy],
                  origin: str = "head"):
         self.endpoint = endpoint
-        self.current = current
+        self.copy_of_current = full_copy  # the current catalog's full copy, built once per version and shared
         self.origin = origin
         self.queued_version = -1  # the newest version queued: changes up to it are in the queue
         self.counters: Counter[str] = Counter()
@@ -84,13 +82,9 @@ class GlobalFeed:
         """Replace whatever is queued with a copy of the current catalog (consistent: taken on the loop)."""
         if self.sender.closed:
             return
-        catalog = self.current()
-        items = catalog_items(catalog)
-        chunks = [items[i:i + COPY_CHUNK] for i in range(0, len(items), COPY_CHUNK)] or [[]]
-        self.sender.reset([update_document(chunk, version=catalog.version, origin=self.origin,
-                                           copy=f"v{catalog.version}", part=index, parts=len(chunks))
-                           for index, chunk in enumerate(chunks, start=1)])
-        self.queued_version = catalog.version
+        copy = self.copy_of_current()
+        self.sender.reset(list(copy.documents))
+        self.queued_version = copy.version
         self.counters["full_copies"] += 1
 
     def abort(self) -> None:

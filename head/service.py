@@ -50,6 +50,7 @@ from boreas.wire.client import PeerClient
 from boreas.wire.server import HttpServer
 from boreas.wire.supervisor import Supervisor
 
+from .catalog_copy import CatalogCopies
 from .failover import Failover
 from .global_feed import GlobalFeed
 from .learning import Learner
@@ -75,6 +76,8 @@ class HeadService:
         self.catalog = Catalog()
         self.syncs: dict[str, NodeSync] = {}
         self.feeds: dict[str, GlobalFeed] = {}
+        # The catalog serialized once per version, for GET /catalog and global components' full copies.
+        self.copies = CatalogCopies(lambda: self.catalog, self.origin)
         self.submissions = SubmissionLog()
         self.pending = PendingRequests(pending_timeout)
         self.membership = Membership(heartbeat_timeout)
@@ -241,7 +244,7 @@ class HeadService:
             log.info("catalog version %d: updating %s", affected_version, ", ".join(affected) or "no node")
         for endpoint in catalog.globals:
             if endpoint not in self.feeds:
-                feed = GlobalFeed(endpoint, self.peers, lambda: self.catalog, self.origin)
+                feed = GlobalFeed(endpoint, self.peers, self.copies.full_copy, self.origin)
                 self.feeds[endpoint] = feed
                 feed.start(self.tasks)  # its sender's task is ours: named "global ENDPOINT"
         for endpoint in set(self.feeds) - set(catalog.globals):

@@ -26,21 +26,35 @@ Errors: :class:`ParseError`, :class:`CheckError`, :class:`CompileError`,
 construct and its line:col.
 """
 
-from .ast import Program
-from .check import check_errors, check_program, classify
-from .compiler.pipeline import compile_sql, compile_to_text
-from .errors import (
-    CheckError,
-    CompileError,
-    M3Error,
-    ParseError,
-    Pos,
-    RuntimeStateError,
-)
-from .printer import format_expr, format_program
-from .query import Snapshot
-from .runtime.program import Runtime, ViewInfo
-from .syntax import parse_expr, parse_program
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+# Importing boreas.m3.cumulus (layouts, which clients and the CLI need) must not import the SQL
+# compiler and sqlglot: the names below are imported when first used, not with the package.
+#: Each exported name -> the module that defines it (imported on first use, PEP 562).
+_EXPORTS = {
+    "Program": ".ast",
+    "check_errors": ".check",
+    "check_program": ".check",
+    "classify": ".check",
+    "compile_sql": ".compiler.pipeline",
+    "compile_to_text": ".compiler.pipeline",
+    "CheckError": ".errors",
+    "CompileError": ".errors",
+    "M3Error": ".errors",
+    "ParseError": ".errors",
+    "Pos": ".errors",
+    "RuntimeStateError": ".errors",
+    "format_expr": ".printer",
+    "format_program": ".printer",
+    "Snapshot": ".query",
+    "Runtime": ".runtime.program",
+    "ViewInfo": ".runtime.program",
+    "parse_expr": ".syntax",
+    "parse_program": ".syntax",
+}
 
 __all__ = [
     "CheckError",
@@ -63,3 +77,29 @@ __all__ = [
     "parse_expr",
     "parse_program",
 ]
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on use
+    from .ast import Program
+    from .check import check_errors, check_program, classify
+    from .compiler.pipeline import compile_sql, compile_to_text
+    from .errors import (
+        CheckError,
+        CompileError,
+        M3Error,
+        ParseError,
+        Pos,
+        RuntimeStateError,
+    )
+    from .printer import format_expr, format_program
+    from .query import Snapshot
+    from .runtime.program import Runtime, ViewInfo
+    from .syntax import parse_expr, parse_program
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value

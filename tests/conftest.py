@@ -67,7 +67,7 @@ IN_PROCESS = (
 #: SQLite files in tmp_path, compile, --help, a Head URL nothing listens on): no server, no port, no timer, so they
 #: need not wait for the group and run beside it like :data:`IN_PROCESS`'s (test_cli.py's ZooKeeper test joins the
 #: group: PROCESS_FIXTURES).  The CLI on a real cluster is test_cli_ux_commands.py, in the group.
-CLI_ON_FILES = ("test_cli.py", "test_cli_ux.py")
+CLI_ON_FILES = ("test_cli.py", "test_cli_ux.py", "test_cli_imports.py")
 
 #: A test using one of these fixtures, or marked ``zookeeper``, joins the group even in an IN_PROCESS module:
 #: real Head and node processes, the session's ZooKeeper server or SparkSession (one per worker otherwise).

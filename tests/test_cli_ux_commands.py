@@ -22,7 +22,7 @@ import pytest
 
 from boreas.catalog.document_model import Delete, Modify, Move, Unsubscribe
 from boreas.catalog.model import Box, Catalog, GlobalComponent, InPort, Node, Region, Subscription
-from boreas.cli import catalog_text, data, m3, progress
+from boreas.cli import catalog_text, m3, progress
 from boreas.cli.main import main
 from boreas.client.query import QueryFailed
 from support.cli_run import NOWHERE, boreas, closed_stdout, one_error_line
@@ -52,7 +52,7 @@ class FakePublisher:
 
 
 def test_publish_progress_only_when_asked_or_on_a_terminal(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(data, "Publisher", FakePublisher)
+    monkeypatch.setattr("boreas.client.publisher.Publisher", FakePublisher)  # (cmd_publish imports it when it runs)
     csv = tmp_path / "r.csv"
     csv.write_text("sensor,celsius\n" + "".join(f"{n},{n}.5\n" for n in range(40)))
     assert main(["publish", "Reading", "--file", str(csv), "--head", NOWHERE]) == 0

@@ -13,7 +13,6 @@ import pytest
 
 from boreas.catalog.diagnostics import ValidationFailed
 from boreas.catalog.model import Field, FieldType, Schema
-from boreas.cli import data
 from boreas.cli.input_rows import RowProblems, read_rows
 from boreas.cli.main import main
 
@@ -136,7 +135,7 @@ class FakePublisher:
 @pytest.fixture
 def fake_publisher(monkeypatch):
     FakePublisher.sent = []
-    monkeypatch.setattr(data, "Publisher", FakePublisher)
+    monkeypatch.setattr("boreas.client.publisher.Publisher", FakePublisher)  # (cmd_publish imports it when it runs)
     return FakePublisher
 
 
