@@ -72,6 +72,7 @@ from boreas.wire.columns import Columns, weighted
 from .aggregate_changes import Retracting
 from .aggregate_loop import CLOSED, BatchLoop, compile_loop, hot_window
 from .base import Emitted, OperatorError, field_caster, group_key_from, group_key_parts
+from .late import LateLog
 from .timers import Timed
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,7 @@ class AggregateOperator(Timed):
         self._seq = 0
         self.ignored = 0  # tuples in no window (late, a None order value, between hopping windows)
         self.late = 0     # of those, the ones whose window had already closed
+        self._late_log = LateLog(box.name)
 
     def counters(self) -> dict[str, int]:
         """``late_tuples``: dropped for arriving after their window closed; ``ignored_tuples``: every
@@ -165,6 +167,7 @@ class AggregateOperator(Timed):
             self._by_values(rows, now, out)
         else:
             self._by_tuples(rows, now, out)
+        self._late_log.note(self.late, now)
         return [(0, out)] if out else []
 
     def _by_values(self, rows: list[tuple], now: float, out: list[tuple]) -> None:
@@ -362,6 +365,7 @@ class AggregateOperator(Timed):
             self._seq = int(state["seq"])
             self.ignored = int(state.get("ignored", 0))
             self.late = int(state.get("late", 0))
+            self._late_log.restored(self.late)
             groups: dict[Any, list] = {}
             for entry in state["groups"]:
                 parts, nxt, wins = entry[0], entry[1], [list(w) for w in entry[2]]
