@@ -114,7 +114,7 @@ async def _publish_file(args: argparse.Namespace, publisher: Any, begin: Callabl
     try:
         for piece in source.batches():
             await publisher.send(piece)
-        await publisher.close()
+        await publisher.close(final=args.final)
     except PublishRefused as exc:
         raise CommandFailed(str(exc)) from None
     return source
@@ -286,6 +286,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "--batch-size sends the same batches")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show rows/s and the ETA on stderr (default: when stderr is a terminal)")
+    p.add_argument("--final", action="store_true",
+                   help="this is all the producer publishes: once every producer of the stream has ended, "
+                        "its aggregates emit their open windows (the last window, at the end of a file)")
     p.add_argument("--producer", metavar="NAME",
                    help="this publisher's stable identity: run again after a crash with the same NAME and the "
                         "same file, and the node drops what it already took, so every row counts once "

@@ -289,13 +289,22 @@ class Publisher:
         for link in self.links:
             await link.abort()
 
-    async def close(self) -> None:
+    async def close(self, final: bool = False) -> None:
         """Wait (up to 30 s) until every batch is acknowledged, then disconnect.
 
         The stream's route is still followed meanwhile: if its entry node
         fails over while we wait, what it never acknowledged goes to the new one.
+
+        ``final``: this producer has published all it ever will.  A last,
+        empty batch marked final goes after the rest, numbered like them (so
+        a re-run sends it again and it is dropped as a duplicate); once every
+        producer that published to the stream has ended, the stream ends and
+        the aggregates it feeds emit their open windows.
         """
         try:
+            if final:
+                for link in self.links:
+                    await link.send(self.stream, [], final=True)
             await self.flush(timeout=30)
         finally:
             if self._follow is not None:

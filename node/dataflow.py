@@ -55,6 +55,7 @@ from .outputs import Outputs, SubscriberLimits
 from .recovery import records
 from .recovery.log import InputLog
 from .replaying import Replaying
+from .stream_ends import StreamEnds
 from .wiring import Wiring
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ class Dataflow(Wiring, Intake, Replaying):
         self.journal: InputLog | None = None
         self.clock_offset = 0.0  # flow clock = monotonic + offset; a restart continues the old clock
         self._now = 0.0  # the flow clock of the batch or timer being processed
+        self.ends = StreamEnds()  # input streams whose producers have all ended (Publisher.close(final=True))
 
     @property
     def operators(self) -> dict[str, Operator]:
@@ -179,27 +181,31 @@ class Dataflow(Wiring, Intake, Replaying):
     async def _take(self, item: tuple) -> None:
         if not item:  # a wake-up (:meth:`wake`): the timers are looked at again
             return
-        stream, rows, producer, seq, box, raw, logged, digest = item
+        stream, rows, producer, seq, box, raw, logged, digest, final = item
         self.counters["batches_in"] += 1
         self.counters["rows_in"] += len(rows)
         async with self.lock:
             self._now = now = self.now()
             if self.journal is not None:
                 position = self.journal.append(records.encode(records.Taken(stream, producer, seq, box, raw, now,
-                                                                            payload_format(rows), digest)))
+                                                                            payload_format(rows), digest, final)))
                 if logged is not None and not logged.done():
                     logged.set_result(position)
-            await self._process(stream, rows, producer, seq, box, digest)
+            await self._process(stream, rows, producer, seq, box, digest, final)
 
     async def _process(self, stream: str, rows: list[tuple], producer: str, seq: int, box: str,
-                       digest: int = 0) -> None:
+                       digest: int = 0, final: bool = False) -> None:
         if box:
             await self._feed(box, stream, rows, (producer, seq))
         else:
-            await self._route(stream, rows, (producer, seq))
+            if rows:  # (a final mark alone carries none)
+                await self._route(stream, rows, (producer, seq))
             self.state.processed[(stream, producer)] = seq  # the hot path: a plain store
             if digest:
                 self.state.digests.record(stream, producer, seq, digest)
+            if final and self.ends.end(stream, producer, [p for s, p in self.state.processed if s == stream]):
+                for op, name, _ in self.consumers.get(stream, ()):  # node/stream_ends.py
+                    await self.emit(name, op.end_of_input(self._now))
 
     async def _release(self) -> None:
         """Send what the group produced, once the inputs it came from are durable (output commit).

@@ -89,14 +89,16 @@ class Intake:
             log.info("node %s: %d rows of %s/%d refused, first: %s", self.endpoint, len(errors),
                      batch.stream, batch.seq, errors[0])
         ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
-        if not rows:
+        if not rows and not batch.final:
             return ack
         raw = bytes(batch.rows) if not errors else payload(rows)
         if self.journal is None:
-            await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None, batch.digest))
+            await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None, batch.digest,
+                                   batch.final))
             return ack
         logged: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, logged, batch.digest))
+        await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, logged, batch.digest,
+                               batch.final))
         return Deferred(ack, self._durable(logged))
 
     async def _admit(self, stream: str) -> None:
@@ -127,7 +129,7 @@ class Intake:
             return
         rows, _ = row_type.decode_payload(bytes(batch.rows), batch.fmt)
         await self._take((batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None,
-                          batch.digest))
+                          batch.digest, batch.final))
         await self._release()
         self.wake()
 
@@ -138,6 +140,6 @@ class Intake:
         batch alone (its own positions drop what it already has).
         """
         for stream, rows, producer, seq, box in batches:
-            await self._take((stream, rows, producer, seq, box, payload(rows), None, 0))
+            await self._take((stream, rows, producer, seq, box, payload(rows), None, 0, False))
         await self._release()
         self.wake()

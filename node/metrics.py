@@ -232,9 +232,13 @@ class NodeMetrics:
             if entries is not None:
                 f.gauge("boreas_box_state_entries", "Entries a box's state holds (groups, buffered tuples, map "
                         "entries).", entries, box=name)
-            for reason, n in sorted(op.counters().items()):
+            dropped = op.counters()
+            for reason, n in sorted(dropped.items()):
                 f.counter("boreas_box_dropped_tuples_total", "Tuples a box dropped, by reason.", n, box=name,
                           reason=reason)
+            if "late_tuples" in dropped:  # the one figure to watch for out-of-order input (node/operators/late.py)
+                f.counter("boreas_late_tuples_total", "Tuples a box dropped because their window had already "
+                          "closed (beyond its slack).", dropped["late_tuples"], box=name)
             runtime = getattr(op, "runtime", None)
             if isinstance(runtime, Runtime):
                 f.counter("boreas_m3_batches_total", "Batches an m3 box applied to its maps (over its life).",

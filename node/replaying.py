@@ -69,7 +69,8 @@ class Replaying:
                 elif (row_type := self.row_type(record.stream)) is not None:  # else: no longer enters here
                     self._now = record.now
                     rows = row_type.decode_payload(record.rows, record.fmt)[0]
-                    await self._process(record.stream, rows, record.producer, record.seq, record.box, record.digest)
+                    await self._process(record.stream, rows, record.producer, record.seq, record.box, record.digest,
+                                        record.final)
                     replayed += 1
                 last = max(last, record.now)
             if self.out.queued >= 64:

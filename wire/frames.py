@@ -46,6 +46,9 @@ class Batch(msgspec.Struct, tag="b", array_like=True):
     # other rows is refused instead of dropped as a duplicate.  0: none (node to node).
     digest: int = 0
     fmt: int = 0  # how ``rows`` is encoded: ROWS (msgpack rows) or ARROW (an Arrow IPC stream, wire/columns.py)
+    # The producer's last batch on this stream (``Publisher.close(final=True)``): numbered like data, so it
+    # is logged, replayed and deduplicated like data; the stream ends once every producer's has been taken.
+    final: bool = False
 
 
 #: ``Batch.fmt``: the rows as a msgpack array of arrays, or the batch as Arrow columns (one IPC stream).
@@ -128,10 +131,10 @@ def rows_in(batch: Batch) -> int:
 
 
 def make_batch(stream: str, producer: str, seq: int, rows: Any, box: str = "",
-               restart: bool = False, digest: bool = False) -> Batch:
+               restart: bool = False, digest: bool = False, final: bool = False) -> Batch:
     """A batch of ``rows`` (a list of rows, or :class:`~boreas.wire.columns.Columns`, sent as Arrow); with
-    ``digest``, carrying the digest of their encoding (a publisher's)."""
+    ``digest``, carrying the digest of their encoding (a publisher's); ``final``: the producer's last."""
     ipc = getattr(rows, "ipc", None)  # Arrow columns: their IPC bytes as one msgpack bin (wire/columns.py)
     data = _encoder.encode(ipc() if ipc is not None else rows)
     return Batch(stream, producer, seq, msgspec.Raw(data), box, restart, rows_digest(data) if digest else 0,
-                 ARROW if ipc is not None else ROWS)
+                 ARROW if ipc is not None else ROWS, final)

@@ -161,7 +161,7 @@ class OutboundLink(LinkConnection):
     # -- sending ---------------------------------------------------------------
 
     async def send(self, stream: str, rows: list[Any], producer: str | None = None,
-                   seq: int | None = None, box: str = "", restart: bool = False) -> int | None:
+                   seq: int | None = None, box: str = "", restart: bool = False, final: bool = False) -> int | None:
         """Queue one batch (waits while the link is full); its sequence number, or None if dropped.
 
         The link numbers the batches of each stream itself, as producer
@@ -188,7 +188,7 @@ class OutboundLink(LinkConnection):
             if producer is None and redirect.sender != self.sender:  # else it continues our numbering
                 producer, seq = self.sender, self._seq[stream]
                 self._seq[stream] = seq + 1
-            return await redirect.send(stream, rows, producer, seq, box, restart)
+            return await redirect.send(stream, rows, producer, seq, box, restart, final)
         if producer is None:
             producer, seq = self.sender, self._seq[stream]
             self._seq[stream] = seq + 1
@@ -197,7 +197,7 @@ class OutboundLink(LinkConnection):
             self._last_progress = time.monotonic()
         self._idle.clear()
         self.last_sent = time.monotonic()
-        batch = make_batch(stream, producer, seq, rows, box or self.forward_to_box, restart, self.digests)
+        batch = make_batch(stream, producer, seq, rows, box or self.forward_to_box, restart, self.digests, final)
         if self.retain_bytes:
             self.buffered_bytes += len(batch.rows)
         if self.name is not None and (why := self._past_keeping()):

@@ -24,6 +24,9 @@ The answer::
      "boxes": {box: {"entries", "maps": {map: entries}, "segments": {seg: entries}, "node"}},
      "errors": [{"time", "node", "box", "message"}, ...]}   # newest last, at most MAX_ERRORS
 
+Errors are what the nodes report as broken (boxes, tasks, a node that does not answer) and, one
+entry per box whose count grows, the late tuples a box dropped (``late_tuples`` of its counters).
+
 Rates are differences of the nodes' counters over the last :data:`RATE_WINDOW` seconds.  Per
 stream they come from each node's ``GET /metrics`` (read alongside
 ``/status``, parsed on a thread of the poller's own): ``streams_in`` -- tuples per second
@@ -111,6 +114,7 @@ class NodeStats:
         self.polls = 0
         self._raw: dict[str, deque[tuple[float, dict[str, Any]]]] = {}  # endpoint -> (monotonic, /status) samples
         self._active: set[tuple[str, str, str]] = set()  # errors seen in the last poll: (node, box, message)
+        self._late: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}  # (node, box) -> (count, its entry)
         self._wanted = 0.0
         self._task: asyncio.Task | None = None
         # parsing /metrics runs on a thread of its own, not the default executor the store's calls use
@@ -205,6 +209,7 @@ class NodeStats:
                        if isinstance(t, dict) and t.get("last_error")}
         for name, why in task_errors.items():
             seen.add((endpoint, "", f"task {name}: {why}"))
+        self._late_tuples(endpoint, data.get("box_counters") or {})
         return {
             "ok": True, "error": None, "incarnation": status.get("incarnation"),
             "version": status.get("version"), "boxes": status.get("boxes", []),
@@ -230,6 +235,26 @@ class NodeStats:
             "move_pauses": data.get("move_pauses") or {}, "recovery": status.get("recovery"),
             "regions": status.get("regions"),
         }
+
+    def _late_tuples(self, endpoint: str, box_counters: dict[str, dict[str, int]]) -> None:
+        """One problem per box that drops late tuples, moved to the newest place whenever its count grows.
+
+        Late tuples keep coming while the input is out of order: one entry per
+        box with the count so far says it without crowding out every other
+        problem (an entry per poll would).
+        """
+        for box, counts in sorted(box_counters.items()):
+            late = counts.get("late_tuples", 0) if isinstance(counts, dict) else 0
+            known = self._late.get((endpoint, box))
+            if not late or (known is not None and known[0] == late):
+                continue
+            if known is not None and known[1] in self.errors:
+                self.errors.remove(known[1])
+            entry = {"time": time.time(), "node": endpoint, "box": box,
+                     "message": f"{late} late tuples dropped so far (their window had already closed; "
+                                f"see the box's slack)"}
+            self.errors.append(entry)
+            self._late[(endpoint, box)] = (late, entry)
 
     async def _box_sizes(self) -> dict[str, dict[str, Any]]:
         """Map entries of every ``m3`` box (the state size the UI shows), read where the boxes run."""

@@ -16,21 +16,15 @@ cannot make another sensor's readings late.
     a new one starts every ``advance`` (default: ``window-size``, i.e.
     tumbling; smaller gives sliding windows).  A tuple opens every window
     that starts at or before its value, then enters each open window that
-    contains it.  A tuple at or past a window's end is a *closing* tuple
-    for it; the window closes on its ``slack + 1``-th closing tuple
-    (Borealis's per-window ``slack``: the window still takes tuples that are
-    out of order by up to ``slack`` tuples).  A window no tuple entered
-    closes on at least its second closing tuple: an empty window is only
-    emitted once two tuples agree the gap is real, so one out-of-order
-    tuple never emits a run of empty windows (Boreas's one addition to
-    Borealis, which emits the gap on the word of a single tuple when slack
-    is 0).  A group emits its windows in start order, so a closed window
-    waits for those before it.  ``drop-empty-outputs`` suppresses empty
-    windows; a gap of more than :data:`MAX_GAP_WINDOWS` windows is skipped
-    with a warning instead of opened.
-    A tuple that enters no window is dropped; it is *late* when a window it
-    belonged to has already closed (or it precedes its group's first
-    window), and counted in :meth:`counters`.
+    contains it.  A window closes on its ``slack + 1``-th tuple at or past
+    its end (an empty one on at least its second: one out-of-order tuple
+    never emits a run of empty windows, Boreas's one addition to Borealis);
+    a group emits its windows in start order.  ``drop-empty-outputs``
+    suppresses empty windows; a gap of more than :data:`MAX_GAP_WINDOWS`
+    windows is skipped with a warning instead of opened.  A tuple that
+    enters no window is dropped; it is *late* when a window it belonged to
+    has already closed, counted in :meth:`counters` and logged (.late).
+    docs/operators.md ("Order, slack and late tuples") says it for users.
 ``window-size-by`` TUPLES
     A group opens a window on its first tuple and whenever its newest window
     holds ``advance`` tuples; a window is emitted as soon as it holds
@@ -41,7 +35,8 @@ cannot make another sensor's readings late.
     A window still open ``timeout`` seconds after it was opened is emitted
     as it is (Borealis measures the age of the window, not idleness), from
     :meth:`poll` at :meth:`next_deadline` or from the next :meth:`process`.
-    This also bounds how long slack keeps a window waiting.
+    This also bounds how long slack keeps a window waiting.  At the end of
+    the input (:meth:`end_of_input`) every open window is emitted so.
 
 Over a changelog (a batch with weights) the aggregate retracts instead: see
 :mod:`.aggregate_changes`.  A stream is one or the other (the catalog sees
@@ -72,6 +67,7 @@ from boreas.wire.columns import Columns, weighted
 from .aggregate_changes import Retracting
 from .aggregate_loop import CLOSED, BatchLoop, compile_loop, hot_window
 from .base import Emitted, OperatorError, field_caster, group_key_from, group_key_parts
+from .late import LateLog
 from .timers import Timed
 
 log = logging.getLogger(__name__)
@@ -143,6 +139,7 @@ class AggregateOperator(Timed):
         self._seq = 0
         self.ignored = 0  # tuples in no window (late, a None order value, between hopping windows)
         self.late = 0     # of those, the ones whose window had already closed
+        self._late_log = LateLog(box.name)
 
     def counters(self) -> dict[str, int]:
         """``late_tuples``: dropped for arriving after their window closed; ``ignored_tuples``: every
@@ -165,6 +162,7 @@ class AggregateOperator(Timed):
             self._by_values(rows, now, out)
         else:
             self._by_tuples(rows, now, out)
+        self._late_log.note(self.late, now)
         return [(0, out)] if out else []
 
     def _by_values(self, rows: list[tuple], now: float, out: list[tuple]) -> None:
@@ -335,6 +333,18 @@ class AggregateOperator(Timed):
         _, w = next(iter(self._timeouts.values()))
         return w[T0] + self.timeout  # type: ignore[operator]
 
+    def end_of_input(self, now: float) -> Emitted:
+        """Every producer of the input ended (``Publisher.close(final=True)``): emit every open window,
+        in start order per group, as a timeout would; a tuple arriving after that opens new ones."""
+        self.tick(now)
+        out: list[tuple] = []
+        for key, g in self._groups.items():
+            for w in g[1]:
+                self._emit(key, w, out)
+            g[1], g[2] = [], (max(g[2], g[0]) if self.by_values else None)  # below the next start: late
+        self._hot, self._timeouts = {}, ({} if self._timeouts is not None else None)
+        return [(0, out)] if out else []
+
     # -- state --------------------------------------------------------------------------
 
     def shift_times(self, delta: float) -> None:
@@ -362,6 +372,7 @@ class AggregateOperator(Timed):
             self._seq = int(state["seq"])
             self.ignored = int(state.get("ignored", 0))
             self.late = int(state.get("late", 0))
+            self._late_log.restored(self.late)
             groups: dict[Any, list] = {}
             for entry in state["groups"]:
                 parts, nxt, wins = entry[0], entry[1], [list(w) for w in entry[2]]

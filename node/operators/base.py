@@ -100,6 +100,11 @@ class Operator(abc.ABC):
         """When :meth:`poll` next has something to release (``time.monotonic()`` seconds), or None."""
         return None
 
+    def end_of_input(self, now: float) -> list[tuple[int, list[tuple]]]:
+        """Every producer of an input stream has ended (node/stream_ends.py): emit what only more input
+        would have released (an aggregate's open windows)."""
+        return []
+
     def counters(self) -> dict[str, int]:
         """Tuples this box dropped, by reason (``{"late_tuples": n, ...}``), for the node's ``/status``.
 

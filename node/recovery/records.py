@@ -33,6 +33,7 @@ class Taken(msgspec.Struct, tag="t", array_like=True):
     now: float
     fmt: int = 0  # how ``rows`` is encoded (wire/frames.py: ROWS, ARROW)
     digest: int = 0  # the publisher's digest of the batch as sent (wire/digests.py), 0: none
+    final: bool = False  # the producer's last batch (node/stream_ends.py)
 
 
 class Tick(msgspec.Struct, tag="k", array_like=True):
