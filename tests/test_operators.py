@@ -174,8 +174,10 @@ def test_sensor_chain_example_through_three_operators():
         for _, a in valid.process(0, [r], 0.0):
             for _, b in convert.process(0, a, 0.0):
                 out += rows_of(summarise.process(0, b, 0.0))
-    # -100 C is filtered out, so sensor 2's first window starts at its first value, 50.
-    assert out == [(1, 0, 77.0, 2), (2, 50, 41.0, 2)]
+    # -100 C is filtered out; per_sensor aligns every sensor's windows to multiples of 60
+    # (independent-window-alignment), so sensor 2's first minute [0, 60) holds only its value at 50
+    # and closes when 61 arrives.
+    assert out == [(1, 0, 77.0, 2), (2, 0, 50.0, 1)]
 
 
 # -- join ------------------------------------------------------------------------------------
