@@ -63,38 +63,56 @@ class NetCluster:
         wait_until(lambda: all(self.nodes().get(e, {}).get("alive") for e in endpoints), START_TIMEOUT,
                    f"{endpoints} alive at the Head")
 
-    def submit(self, name: str, *documents: str, timeout: float = 120.0) -> None:
-        """``boreas submit`` of XML ``documents`` (written as ``NAME-i.xml``) from the test's namespace; it
-        returns once every node involved acknowledged."""
+    def start_submit(self, name: str, *documents: str, timeout: float = 120.0) -> subprocess.Popen:
+        """``boreas submit`` of XML ``documents`` (written as ``NAME-i.xml``) from the test's namespace, left
+        running: it exits once every node involved acknowledged (:meth:`finish_submit`)."""
         paths = []
         for i, text in enumerate(documents):
             paths.append(self.workdir / f"{name}-{i}.xml")
             paths[-1].write_text(text)
         env = {**self.net.env, "BOREAS_HEAD": self.head, "BOREAS_TOKEN": TOKEN}
-        result = subprocess.run([sys.executable, "-m", "boreas.cli.main", "submit", *map(str, paths),
-                                 "--timeout", str(timeout)], env=env, capture_output=True, text=True,
-                                timeout=timeout + 60)
-        assert result.returncode == 0, (result.returncode, result.stdout, result.stderr)
+        return subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "submit", *map(str, paths),
+                                 "--timeout", str(timeout)], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
 
-    def head_version(self) -> int:
-        return catalog_at(f"{self.head}/catalog").version
+    @staticmethod
+    def finish_submit(proc: subprocess.Popen, timeout: float = 180.0) -> None:
+        """Wait for a :meth:`start_submit`; it must have succeeded."""
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 0, (proc.returncode, out, err)
 
-    def node_version(self, endpoint: str) -> int:
-        return catalog_at(f"http://{endpoint}/catalog").version
+    def submit(self, name: str, *documents: str) -> None:
+        self.finish_submit(self.start_submit(name, *documents))
 
     @staticmethod
     def node_catalog(endpoint: str) -> Catalog:
         return catalog_at(f"http://{endpoint}/catalog")
 
-    def wait_versions_equal(self, endpoints: Iterable[str], timeout: float = 60.0) -> int:
-        """Wait until every node holds the Head's catalog version (the catch-up after a heal); that version."""
+    def wait_in_sync(self, endpoints: Iterable[str], timeout: float = 90.0) -> None:
+        """Wait until no node's catalog diverges from the Head's: each node holds (by its own ``/status``) the
+        version of its slice the Head wants it to hold, and the Head has its acknowledgement of it.
+
+        A node's slice is the catalog's boxes, streams and subscriptions on that node; the Head bumps a node's
+        desired version only when its slice changed, so the versions compared are per node, not the Head's
+        catalog version."""
         endpoints = list(endpoints)
 
-        def equal() -> int | None:
-            version = self.head_version()
-            return version if all(self.node_version(e) == version for e in endpoints) else None
+        def diverging() -> list[str]:
+            rows = self.nodes()
+            problems = []
+            for endpoint in endpoints:
+                row = rows.get(endpoint, {})
+                held = get_json(f"http://{endpoint}/status")["version"]
+                if not (row.get("in_sync") and row.get("desired_version") == row.get("acked_version") == held):
+                    problems.append(f"{endpoint}: holds {held}, Head wants {row.get('desired_version')}, "
+                                    f"acknowledged {row.get('acked_version')}")
+            return problems
 
-        return wait_until(equal, timeout, f"the catalog versions of {endpoints} to equal the Head's")
+        wait_until(lambda: not diverging(), timeout, f"the nodes' catalogs to match the Head's ({endpoints})", 0.5)
 
 
 def _up(url: str) -> bool:
