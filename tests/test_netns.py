@@ -47,6 +47,7 @@ EXTRA = """<borealis>
 PRODUCERS = 2
 BATCH = 50
 CUT_SECONDS = 5.0
+ZOOKEEPER_CUT_SECONDS = 10.0
 
 
 def deployment(a: str, b: str, extra: bool = False) -> str:
@@ -119,6 +120,7 @@ async def publish_through(cluster: NetCluster, fault: Callable[[list], None]) ->
         for publisher in publishers:
             await publisher.flush(timeout=120)
         acknowledged = {f"p{i}": p.accepted for i, p in enumerate(publishers)}
+        assert all(acknowledged.values()), f"a producer got nothing acknowledged: {acknowledged}"
         assert all(not p.refused_count for p in publishers), [p.refused[:3] for p in publishers]
         deadline = time.monotonic() + 120
         while len(received) < sum(acknowledged.values()) and time.monotonic() < deadline:
@@ -186,6 +188,31 @@ async def test_node_link_down(chain) -> None:
 
     acknowledged, received = await publish_through(cluster, fault)
     assert check_delivery(acknowledged, received) == []
+    cluster.wait_in_sync(nodes.values())
+
+
+@pytest.mark.zookeeper
+async def test_zookeeper_unreachable(net: HostNet, tmp_path: Path) -> None:
+    """The Head on a ``zk://`` catalog, ZooKeeper on its own host; its link goes down for 10 s (the Head and
+    the nodes lose it): the chain keeps running, stays exact, and after the heal the Head accepts a
+    submission and no node's catalog diverges."""
+    cluster = NetCluster(net, tmp_path)
+    zookeeper = cluster.start_zookeeper()
+    cluster.start_head(f"zk://{zookeeper}/boreas-netns")
+    nodes = cluster.start_nodes("a", "b")
+    cluster.submit("chain", CHAIN, deployment(nodes["a"], nodes["b"]))
+
+    def fault(received: list) -> None:
+        time.sleep(1.0)
+        with cluster.net.link_down("zk"):
+            cut_at = time.monotonic()
+            keeps_flowing(received, "ZooKeeper is unreachable")
+            time.sleep(max(0.0, ZOOKEEPER_CUT_SECONDS - (time.monotonic() - cut_at)))
+
+    acknowledged, received = await publish_through(cluster, fault)
+    assert check_delivery(acknowledged, received) == []
+    cluster.submit("extra", EXTRA, deployment(nodes["a"], nodes["b"], extra=True))
+    assert "evens" in cluster.node_catalog(nodes["a"]).boxes
     cluster.wait_in_sync(nodes.values())
 
 

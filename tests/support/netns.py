@@ -187,9 +187,12 @@ class HostNet:
 
     def spawn(self, host: Host, label: str, *boreas_argv: str) -> subprocess.Popen:
         """``boreas ARGV`` (this interpreter's) running in ``host``'s namespace, logging to ``LABEL.log``."""
+        return self.spawn_argv(host, label, sys.executable, "-m", "boreas.cli.main", *boreas_argv)
+
+    def spawn_argv(self, host: Host, label: str, *argv: str) -> subprocess.Popen:
+        """Any program running in ``host``'s namespace, logging to ``LABEL.log``; stopped by :meth:`close`."""
         with open(self.workdir / f"{label}.log", "ab") as out:
-            proc = subprocess.Popen(["ip", "netns", "exec", host.namespace, sys.executable, "-m",
-                                     "boreas.cli.main", *boreas_argv], env=self.env, stdout=out,
+            proc = subprocess.Popen(["ip", "netns", "exec", host.namespace, *argv], env=self.env, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         host.procs.append(proc)
         return proc

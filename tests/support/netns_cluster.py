@@ -8,6 +8,9 @@ from the Head must keep its boxes and catch up, never have them adopted elsewher
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
 import subprocess
 import sys
 from collections import defaultdict
@@ -16,11 +19,13 @@ from pathlib import Path
 from typing import Iterable
 
 from boreas.catalog.model import Catalog
+from boreas.catalog.store.zkserver import ZOOKEEPER_CONF, ZOOKEEPER_JAR, ZOOKEEPER_MAIN
 from support.cluster import TOKEN, catalog_at, get_json, http, wait_until
 from support.netns import Host, HostNet
 
 HEAD_PORT = 14000
 NODE_PORT = 15000
+ZK_PORT = 2181
 #: Generous: the machine the tests run on may be heavily loaded.
 START_TIMEOUT = 90.0
 
@@ -35,6 +40,25 @@ class NetCluster:
     @property
     def head(self) -> str:
         return f"http://{self.net.hosts['head'].address}:{HEAD_PORT}"
+
+    def start_zookeeper(self) -> str:
+        """A standalone ZooKeeper on host ``zk`` (the Debian package's, as tests/conftest.py's), listening on
+        its own address only; its ``host:port``.  Fails, never skips, when ZooKeeper is not installed."""
+        host = self.net.add_host("zk")
+        if shutil.which("java") is None or not ZOOKEEPER_JAR.exists():
+            raise AssertionError(f"ZooKeeper is not installed (need java and {ZOOKEEPER_JAR})")
+        data = self.workdir / "zk-data"
+        data.mkdir()
+        config = self.workdir / "zoo.cfg"
+        config.write_text(f"tickTime=500\ndataDir={data}\nclientPort={ZK_PORT}\nclientPortAddress={host.address}\n"
+                          "maxClientCnxns=0\nforceSync=no\nadmin.enableServer=false\n"
+                          "4lw.commands.whitelist=ruok\n")
+        classpath = os.pathsep.join(str(p) for p in (ZOOKEEPER_CONF, ZOOKEEPER_JAR) if p.exists())
+        self.net.spawn_argv(host, "zookeeper", shutil.which("java") or "java", "-Xmx128m",
+                            "-Dzookeeper.admin.enableServer=false", f"-Dzookeeper.log.dir={self.workdir}",
+                            "-cp", classpath, ZOOKEEPER_MAIN, str(config))
+        wait_until(lambda: _zookeeper_ok(host.address), START_TIMEOUT, "ZooKeeper to serve", 0.5)
+        return f"{host.address}:{ZK_PORT}"
 
     def start_head(self, catalog: str | None = None) -> None:
         host = self.net.add_host("head")
@@ -113,6 +137,15 @@ class NetCluster:
             return problems
 
         wait_until(lambda: not diverging(), timeout, f"the nodes' catalogs to match the Head's ({endpoints})", 0.5)
+
+
+def _zookeeper_ok(address: str) -> bool:
+    try:
+        with socket.create_connection((address, ZK_PORT), timeout=2.0) as s:
+            s.sendall(b"ruok")
+            return s.recv(16) == b"imok"
+    except OSError:
+        return False
 
 
 def _up(url: str) -> bool:
