@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -64,19 +65,31 @@ def netns_allowed() -> None:
         pytest.skip(reason)
 
 
-@pytest.fixture
-def net(netns_allowed: None, tmp_path: Path) -> Iterator[HostNet]:
-    network = HostNet(tmp_path, env={"BOREAS_TOKEN": TOKEN})
+def own_network(workdir: Path) -> Iterator[HostNet]:
+    network = HostNet(workdir, env={"BOREAS_TOKEN": TOKEN})
     try:
         yield network
     finally:
         network.close()
 
 
+@pytest.fixture(scope="module")
+def net(netns_allowed: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostNet]:
+    """The module's network, shared by the cases on :func:`chain` (each heals its fault and waits until the
+    nodes are in sync again before it ends)."""
+    yield from own_network(tmp_path_factory.mktemp("netns"))
+
+
 @pytest.fixture
-def chain(net: HostNet, tmp_path: Path) -> tuple[NetCluster, dict[str, str]]:
-    """The Head and nodes ``a``, ``b`` each on its own host, running the chain."""
-    cluster = NetCluster(net, tmp_path)
+def fresh_net(netns_allowed: None, tmp_path: Path) -> Iterator[HostNet]:
+    """A network of the test's own."""
+    yield from own_network(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def chain(net: HostNet) -> tuple[NetCluster, dict[str, str]]:
+    """The Head and nodes ``a``, ``b`` each on its own host, running the chain (started once per module)."""
+    cluster = NetCluster(net, net.workdir)
     cluster.start_head()
     nodes = cluster.start_nodes("a", "b")
     cluster.submit("chain", CHAIN, deployment(nodes["a"], nodes["b"]))
@@ -96,7 +109,8 @@ async def publish_through(cluster: NetCluster, fault: Callable[[list], None]) ->
             received.append((f"p{producer}", seq))
 
     collector = asyncio.get_running_loop().create_task(collect(), name="netns subscriber")
-    publishers = [Publisher(cluster.head, "Event", TOKEN, producer=f"netns-p{i}", batch_size=BATCH)
+    run = uuid.uuid4().hex[:8]  # a fresh producer id each case: a reused one would be taken for a re-run
+    publishers = [Publisher(cluster.head, "Event", TOKEN, producer=f"netns-{run}-p{i}", batch_size=BATCH)
                   for i in range(PRODUCERS)]
     done = threading.Event()
 
@@ -192,11 +206,11 @@ async def test_node_link_down(chain) -> None:
 
 
 @pytest.mark.zookeeper
-async def test_zookeeper_unreachable(net: HostNet, tmp_path: Path) -> None:
+async def test_zookeeper_unreachable(fresh_net: HostNet, tmp_path: Path) -> None:
     """The Head on a ``zk://`` catalog, ZooKeeper on its own host; its link goes down for 10 s (the Head and
     the nodes lose it): the chain keeps running, stays exact, and after the heal the Head accepts a
     submission and no node's catalog diverges."""
-    cluster = NetCluster(net, tmp_path)
+    cluster = NetCluster(fresh_net, tmp_path)
     zookeeper = cluster.start_zookeeper()
     cluster.start_head(f"zk://{zookeeper}/boreas-netns")
     nodes = cluster.start_nodes("a", "b")
