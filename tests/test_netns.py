@@ -140,6 +140,8 @@ async def publish_through(cluster: NetCluster, fault: Callable[[list], None]) ->
         while len(received) < sum(acknowledged.values()) and time.monotonic() < deadline:
             await asyncio.sleep(0.5)
         await asyncio.sleep(1.0)  # a duplicate would arrive right behind the last row
+        if collector.done() and not collector.cancelled() and collector.exception() is not None:
+            raise AssertionError(f"the subscriber stopped after {len(received)} rows") from collector.exception()
         return acknowledged, list(received)
     finally:
         for publisher in publishers:
