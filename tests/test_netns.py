@@ -15,6 +15,8 @@ with ``tc netem`` (:func:`test_netem_loss` says whether this kernel has it).
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import threading
 import time
 import uuid
@@ -25,7 +27,7 @@ import pytest
 
 from boreas.client import Publisher, Subscriber
 from support.cluster import TOKEN, wait_until
-from support.netns import HostNet, netem_missing, netns_missing
+from support.netns import PREFIX, HostNet, ip, netem_missing, netns_missing, sweep_stale
 from support.netns_cluster import NetCluster, check_delivery
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
@@ -249,3 +251,23 @@ def test_loss_and_delay(net: HostNet, request: pytest.FixtureRequest) -> None:
     acknowledged, received = asyncio.run(publish_through(cluster, fault))
     assert check_delivery(acknowledged, received) == []
     cluster.wait_in_sync(nodes.values())
+
+
+def test_stale_networks_are_swept(netns_allowed: None) -> None:
+    """What a killed run left (its pid is gone) is removed by the next run's sweep; a live run's is kept."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale_ns, stale_bridge = f"{PREFIX}{gone.pid}-0-head", f"btb{gone.pid}x0"
+    live_ns = f"{PREFIX}{os.getpid()}-99-head"
+    for args in (("netns", "add", stale_ns), ("link", "add", stale_bridge, "type", "bridge"),
+                 ("netns", "add", live_ns)):
+        ip(*args)
+    try:
+        swept = sweep_stale()
+        assert {stale_ns, stale_bridge} <= set(swept) and live_ns not in swept
+        assert stale_ns not in ip("netns", "list").stdout
+        assert live_ns in ip("netns", "list").stdout
+    finally:
+        ip("netns", "delete", live_ns, check=False)
+        ip("netns", "delete", stale_ns, check=False)
+        ip("link", "delete", stale_bridge, check=False)
