@@ -11,7 +11,8 @@ STAMP  := $(VENV)/.installed
 # chromium and chromium-driver: tests/test_ui.py drives the web UI in a real headless browser.
 # gcc: the M3 runtime's native backend compiles each program's triggers (docs/m3_native.md); without it
 # the runtime falls back to the Python backend and says why.
-APT_PACKAGES := zookeeper default-jre-headless chromium chromium-driver gcc
+# iproute2: tests/test_netns.py runs Heads, nodes and ZooKeeper each in its own network namespace (`ip netns`).
+APT_PACKAGES := zookeeper default-jre-headless chromium chromium-driver gcc iproute2
 
 .PHONY: demo test test-fast setup system-deps venv clean bench bench-setup
 
