@@ -11,6 +11,9 @@ unaware of them (the SQL front end translates, it does not special-case):
   where two relations hold ``b`` or that is a derived table, a comma join before it (``R, S NATURAL JOIN T``
   joins ``S`` and ``T`` only: write ``JOIN ... ON``), and any outer ``USING``/``NATURAL`` join.
 * ``DATE_PART('year', d)`` → ``EXTRACT(YEAR FROM d)``.
+* ``GREATEST(x, y, ...)`` (DBToaster's ``LISTMAX``) and ``LEAST`` (``LISTMIN``) inside an aggregate →
+  ``CASE WHEN x >= y AND ... THEN x WHEN ... ELSE z END`` (a CASE of comparisons, which the calculus sums);
+  elsewhere ``LISTMAX``/``LISTMIN`` are read as ``GREATEST``/``LEAST`` (refused there by name).
 
 >>> import sqlglot
 >>> from ..ast import Column, RelationDecl
@@ -23,6 +26,8 @@ unaware of them (the SQL front end translates, it does not special-case):
 'SELECT R.a, R.b, S.c FROM R JOIN S ON R.b = S.b WHERE R.b > 1'
 >>> desugar(sqlglot.parse_one("SELECT DATE_PART('month', d) AS m FROM R"), rels, Ctx()).sql()
 'SELECT EXTRACT(MONTH FROM d) AS m FROM R'
+>>> desugar(sqlglot.parse_one("SELECT SUM(LISTMAX(a, b, 0)) FROM R"), rels, Ctx()).sql()
+'SELECT SUM(CASE WHEN a >= b AND a >= 0 THEN a WHEN b >= 0 THEN b ELSE 0 END) FROM R'
 >>> desugar(sqlglot.parse_one("SELECT * FROM R JOIN S USING (c)"), rels, Ctx())
 Traceback (most recent call last):
 ...
@@ -47,6 +52,11 @@ def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
     for node in list(tree.walk()):
         if type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART":
             node.replace(_extract(node, ctx))
+    for node in reversed(list(tree.walk())):  # innermost first: GREATEST(GREATEST(a, b), c)
+        if _extremum(node) is not None:
+            node.replace(_extremum_case(node) if node.find_ancestor(exp.AggFunc) is not None else
+                         _extremum(node)(this=node.this.copy() if not _listed(node) else node.expressions[0].copy(),
+                                         expressions=[e.copy() for e in _args(node)[1:]]))
     for sel in reversed([s for s in tree.walk() if isinstance(s, exp.Select)]):  # innermost first
         if any(_joined_by_name(j) for j in sel.args.get("joins") or []):
             _to_on(sel, relations, ctx)
@@ -55,7 +65,35 @@ def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
 
 def _sugared(node: exp.Expression) -> bool:
     return (type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART") or \
-        (type(node) is exp.Join and _joined_by_name(node))
+        (type(node) is exp.Join and _joined_by_name(node)) or _extremum(node) is not None
+
+
+_LISTED = {"LISTMAX": exp.Greatest, "LISTMIN": exp.Least}
+
+
+def _listed(node: exp.Expression) -> bool:
+    return type(node) is exp.Anonymous and str(node.this).upper() in _LISTED
+
+
+def _extremum(node: exp.Expression) -> type | None:
+    """``exp.Greatest`` or ``exp.Least`` for a GREATEST/LISTMAX or LEAST/LISTMIN call, else None."""
+    if type(node) in (exp.Greatest, exp.Least):
+        return type(node)
+    return _LISTED[str(node.this).upper()] if _listed(node) else None
+
+
+def _args(node: exp.Expression) -> list[exp.Expression]:
+    return list(node.expressions) if _listed(node) else [node.this, *node.expressions]
+
+
+def _extremum_case(node: exp.Expression) -> exp.Expression:
+    """GREATEST/LEAST as a CASE: the first argument at least (at most) every later one, else the next."""
+    args, op = _args(node), exp.GTE if _extremum(node) is exp.Greatest else exp.LTE
+    if len(args) == 1:
+        return args[0].copy()
+    ifs = [exp.If(this=exp.and_(*[op(this=x.copy(), expression=y.copy()) for y in args[i + 1:]]), true=x.copy())
+           for i, x in enumerate(args[:-1])]
+    return exp.Case(ifs=ifs, default=args[-1].copy())
 
 
 def _joined_by_name(j: exp.Join) -> bool:

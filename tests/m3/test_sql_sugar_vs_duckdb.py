@@ -4,7 +4,8 @@ The joins are rewritten into the inner equi-joins the compiler maintains
 (:mod:`boreas.m3.compiler.sugar`): an unqualified joined column reads the
 left relation's and ``*`` lists it once, as DuckDB does, so a view's columns
 and rows are DuckDB's under random inserts and deletes on both backends.
-``DATE_PART('year', d)`` is ``EXTRACT(YEAR FROM d)``: a computed key.
+``DATE_PART('year', d)`` is ``EXTRACT(YEAR FROM d)``: a computed key.  ``GREATEST``/``LEAST``
+(DBToaster's ``LISTMAX``/``LISTMIN``) inside an aggregate are a CASE of comparisons.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ SHAPES: dict[str, str] = {
     "date_part_group": GENERIC + """SELECT DATE_PART('year', d) AS y, SUM(a) AS s FROM R
         GROUP BY DATE_PART('year', d)""",
     "date_part_rows_and_where": GENERIC + "SELECT DATE_PART('month', d) AS m, a FROM R WHERE DATE_PART('year', d) >= 1995",
+    "greatest_in_a_sum": GENERIC + "SELECT a, SUM(GREATEST(b, 2)) AS g, SUM(LEAST(a, b, 1)) AS l FROM R GROUP BY a",
+    "greatest_across_a_join": GENERIC + "SELECT SUM(GREATEST(R.a, S.c)) AS g FROM R JOIN S USING (b)",
     "order_by_a_column_not_selected": GENERIC + "SELECT a, SUM(b) AS s FROM R GROUP BY a ORDER BY a, s DESC",
 }
 
@@ -42,6 +45,11 @@ def test_view_matches_duckdb(shape):
 def test_star_over_using_lists_the_joined_column_once_in_duckdbs_order():
     program = compile_sql(GENERIC + "CREATE VIEW v AS SELECT * FROM R NATURAL JOIN S")
     assert list(program.views[0].keys) == ["a", "b", "d", "c"]
+
+
+def test_listmax_and_listmin_are_greatest_and_least():
+    listed = compile_sql(GENERIC + "SELECT a, SUM(LISTMAX(b, 2)) AS g, SUM(LISTMIN(a, b, 1)) AS l FROM R GROUP BY a")
+    assert listed == compile_sql(SHAPES["greatest_in_a_sum"])
 
 
 def test_order_by_a_column_not_selected_is_accepted_with_a_note_naming_it():
@@ -68,8 +76,16 @@ def test_compile_shows_the_cost_class_of_each_new_construct():
     ("SELECT DATE_PART(a, d) AS y, COUNT(*) AS n FROM R GROUP BY y", "write DATE_PART('part', column)"),
     ("SELECT DATE_PART('epoch', d) AS y, COUNT(*) AS n FROM R GROUP BY y", "unsupported EXTRACT(EPOCH FROM a column)"),
     ("SELECT a FROM R ORDER BY zz", "ORDER BY zz is not an output of the view"),
+    ("SELECT LISTMAX(a, b) AS g FROM R", "unsupported expression GREATEST (GREATEST(a, b))"),
 ])
 def test_refused_with_the_construct_named(sql, message):
     with pytest.raises(CompileError, match=None) as e:
         compile_sql(GENERIC + sql)
     assert message in str(e.value)
+
+
+def test_compile_shows_greatest_across_relations_as_domain_bound_and_within_one_as_first_order():
+    across = compile_to_text(SHAPES["greatest_across_a_join"]).splitlines()[0]
+    within = compile_to_text(SHAPES["greatest_in_a_sum"]).splitlines()[0]
+    assert across.startswith("-- view Q1: domain-bound: a comparison between columns")
+    assert within.startswith("-- view Q1: first-order")
