@@ -6,7 +6,8 @@ AS SELECT ...``) that aggregate with SUM, COUNT or AVG (of arithmetic, CASE
 and constants), MIN, MAX, COUNT/SUM/AVG(DISTINCT column), with arithmetic over
 aggregates and HAVING (:mod:`.viewexpr`), or select columns (``*``,
 ``alias.*``; ``DISTINCT``: a view of rows, :mod:`.outputs`), over inner
-equi-joins (comma joins or ``JOIN ... ON``), with
+equi-joins (comma joins, ``JOIN ... ON``, and ``JOIN ... USING`` and ``NATURAL JOIN``
+rewritten into them first, with ``DATE_PART``: :mod:`.sugar`), with
 selections comparing a column with a constant or another column (``= <> < <= > >=``,
 ``BETWEEN``, ``IN (...)``, ``IN LIST (...)``, ``LIKE``/``NOT LIKE`` a constant
 pattern, AND, OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position
@@ -85,6 +86,7 @@ from .positions import Ctx as _Ctx
 from .positions import split_statements
 from .predicates import conj
 from .resolve import ColRef, Resolver, unparen
+from .sugar import desugar
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
 from .viewexpr import having
 
@@ -168,6 +170,8 @@ def translate_statement(tree: exp.Expression, relations: dict[str, RelationDecl]
 def _statement(tree: exp.Expression, is_stream: bool, relations: dict[str, RelationDecl], done: int,
                ctx: _Ctx) -> RelationDecl | SqlQuery:
     kind = str(tree.args.get("kind") or "").upper() if type(tree) is exp.Create else ""
+    if kind == "VIEW":
+        tree = desugar(tree, relations, ctx)  # USING, NATURAL, DATE_PART: before the fields read are checked
     if kind in ("TABLE", "VIEW"):
         _refuse_unread(tree, ctx)
     if kind == "TABLE":
@@ -214,7 +218,7 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
                  rename: list[str]) -> SqlQuery:
     """:func:`_query`, with the view's name added to any error (a script may hold many views)."""
     try:
-        sel = separate(sel, relations, ctx)  # before any pass compares names in lower case
+        sel = separate(desugar(sel, relations, ctx), relations, ctx)  # before any pass compares names in lower case
         return _query(name, sel, relations, ctx, rename)
     except CompileError as e:
         raise CompileError(f"{e.message} in view {name}", e.pos) from None

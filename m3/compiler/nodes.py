@@ -75,6 +75,9 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.Interval: frozenset({"this", "unit"}),
     exp.Var: frozenset({"this"}),
     exp.Extract: frozenset({"this", "expression"}),
+    # inside an aggregate a CASE (:mod:`.sugar`); ignore_nulls is moot: the runtime has no NULLs
+    exp.Greatest: frozenset({"this", "expressions", "ignore_nulls"}),
+    exp.Least: frozenset({"this", "expressions", "ignore_nulls"}),
     exp.Substring: frozenset({"this", "start", "length", "zero_start"}),  # of a column: a computed key
     exp.Year: frozenset({"this"}), exp.Quarter: frozenset({"this"}), exp.Month: frozenset({"this"}),
     exp.DayOfWeek: frozenset({"this"}), exp.DayOfWeekIso: frozenset({"this"}), exp.DayOfYear: frozenset({"this"}),

@@ -13,7 +13,7 @@ names DuckDB would give — live in one place:
   column;
 * ``ORDER BY`` is accepted and ignored: a view is a set of rows (a map has
   no order), and the query's notes say so.  Its items must still name
-  outputs, so a typo is not silently accepted.
+  outputs or FROM columns (the note names those not selected), so a typo is not silently accepted.
 
 Selected columns are the view's keys (``*`` and ``alias.*`` expand to the
 FROM columns, a column may be selected twice); every other item is a view
@@ -193,6 +193,7 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
     written = {sql_of(i.node).lower() for i in items}
     outputs = {n.lower() for n in names} | {i.name.lower() for i in items}
     refs = {i.ref for i in items}
+    unselected: list[str] = []
     for o in order.expressions:
         x = unparen(o.this if type(o) is exp.Ordered else o)
         if type(x) is exp.Literal and not x.is_string and str(x.this).isdigit() and 1 <= int(x.this) <= len(items):
@@ -203,9 +204,14 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
             continue
         if sql_of(x).lower() in written:
             continue
+        if type(x) is exp.Column and res.has_column(x):  # a FROM column not selected: SQL sorts by it
+            res.column(x)  # ambiguous: refused
+            unselected.append(sql_of(x))
+            continue
         raise ctx.error(f"ORDER BY {sql_of(x)} is not an output of the view (order by an output's name or position)",
                         x)
-    return f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view)"
+    why = f"; {', '.join(unselected)} not selected: select it to sort by it" if unselected else ""
+    return f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view{why})"
 
 
 def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view: str, count,

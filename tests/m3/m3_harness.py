@@ -135,7 +135,8 @@ class Harness:
         con = duckdb.connect()
         rels = rt.relations
         for name, cols in rels.items():
-            con.execute(f'CREATE TABLE "{name}" (_id BIGINT, ' + ", ".join(f'"{c}" {DUCK_TYPES[t]}' for c, t in cols) + ")")
+            # no id column of our own: NATURAL JOIN would join on it (a row is deleted by DuckDB's rowid)
+            con.execute(f'CREATE TABLE "{name}" (' + ", ".join(f'"{c}" {DUCK_TYPES[t]}' for c, t in cols) + ")")
         live: dict[str, list[tuple[int, tuple]]] = {name: [] for name in rels}
         next_id = 0
         moves_done: list = []  # one per batch applied
@@ -146,12 +147,14 @@ class Harness:
                     _, rel, row = op
                     next_id += 1
                     live[rel].append((next_id, row))
-                    con.execute(f'INSERT INTO "{rel}" VALUES ({", ".join("?" * (len(row) + 1))})', [next_id, *row])
+                    con.execute(f'INSERT INTO "{rel}" VALUES ({", ".join("?" * len(row))})', list(row))
                     events.append((rel, 1, row))
                 elif live[op[1]]:
                     _, rel, i = op
-                    rid, row = live[rel].pop(i % len(live[rel]))
-                    con.execute(f'DELETE FROM "{rel}" WHERE _id = ?', [rid])
+                    _, row = live[rel].pop(i % len(live[rel]))
+                    match = " AND ".join(f'"{c}" = ?' for c, _ in rels[rel])  # one of the equal rows
+                    con.execute(f'DELETE FROM "{rel}" WHERE rowid = (SELECT MIN(rowid) FROM "{rel}" WHERE {match})',
+                                list(row))
                     events.append((rel, -1, row))
             rt.apply_batch(events)
             self.compare(rt, con, live, check_maps)
