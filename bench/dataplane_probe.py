@@ -181,9 +181,10 @@ def install(role: str, directory: Path | None = None) -> Recorder | None:
     receiver.DataReceiver._send_replies = send_replies_probe  # type: ignore[method-assign]
 
     if side == "node":
-        from boreas.node.dataflow import Dataflow
+        from boreas.node.box_task import BoxTask
+        from boreas.node.intake import Intake
 
-        accept, take = Dataflow.accept, Dataflow._take
+        accept, take = Intake.accept, BoxTask.take
 
         async def accept_probe(self: Any, batch: Any) -> Any:
             reply = await accept(self, batch)
@@ -201,8 +202,8 @@ def install(role: str, directory: Path | None = None) -> Recorder | None:
             if sent is not None:
                 rec.mark("node.run", item[0], sent)
 
-        Dataflow.accept = accept_probe  # type: ignore[method-assign]
-        Dataflow._take = take_probe  # type: ignore[method-assign]
+        Intake.accept = accept_probe  # type: ignore[method-assign]
+        BoxTask.take = take_probe  # type: ignore[method-assign]
     return rec
 
 

@@ -159,9 +159,8 @@ def _replayer(endpoint: str, sender: str, like: Dataflow) -> tuple[Dataflow, _Co
     It runs as the failed node ``endpoint`` (a partitioned box's operator
     there is the failed node's member, found by its endpoint).
     """
-    flow = Dataflow(endpoint, None, sender, box_types=like.box_types)
-    flow.out = collected = _Collected(endpoint, sender, flow.counters)
-    return flow, collected
+    collected = _Collected(endpoint, sender, Counter())
+    return Dataflow(endpoint, None, sender, box_types=like.box_types, outputs=collected), collected
 
 
 @dataclass(frozen=True)
@@ -223,7 +222,7 @@ class Adopter:
         finally:
             await failed.durable.log.close()
         parts = {name: op.state() for name, op in replayer.state.operators.items() if isinstance(op, PartOperator)}
-        handovers = [replayer.state.handover(name, replayer.producer_of) for name in replayer.state.operators
+        handovers = [replayer.state.handover(name, replayer.router.producer_of) for name in replayer.state.operators
                      if name not in parts]  # a partition member becomes a guest instead (docs/cumulus.md §6.3)
         items = adoption_items(failed.catalog, source, node.endpoint, node.local.catalog)
         flow = node.dataflow
@@ -241,7 +240,7 @@ class Adopter:
                 consumers, withdrawn = self._withdraw(source, handovers)
                 for (stream, producer), seq in replayer.state.processed.items():
                     node.receiver.sequencer.expect(stream, producer, seq + 1)
-                    if stream in internal or stream in flow.coordinators:  # positions of the guests' inputs
+                    if stream in internal or stream in flow.host.coordinators:  # positions of the guests' inputs
                         flow.state.processed[(stream, producer)] = max(seq, flow.state.processed.get(
                             (stream, producer), -1))
                 await self._take_guests(parts, guests)
@@ -287,7 +286,7 @@ class Adopter:
             if not isinstance(op, PartOperator):
                 why = flow.state.broken.get(name, "it is not a partition member here")
                 raise AdoptionRefused(f"node {self.node.endpoint} cannot host the members of box {name!r}: {why}")
-            await flow.emit(name, op.take_guests(state, pending[name], flow.now()))
+            await flow.router.emit(name, op.take_guests(state, pending[name], flow.clock.now()))
 
     async def _replay(self, failed: _Failed) -> tuple[Dataflow, _Collected, int]:
         replayer, collected = _replayer(failed.endpoint, failed.identity["sender"], self.node.dataflow)
@@ -295,9 +294,9 @@ class Adopter:
         replayer.reconfigure(failed.catalog)
         start = failed.durable.log.first_position
         if failed.captured is not None:
-            replayer.restore_capture(failed.captured)
+            replayer.replayer.restore_capture(failed.captured)
             start = failed.captured["position"]
-        replayed = await replayer.replay_log(failed.durable.log.read(start))
+        replayed = await replayer.replayer.replay_log(failed.durable.log.read(start))
         return replayer, collected, replayed
 
     def _withdraw(self, source: str, handovers: list) -> tuple[dict[str, list[str]], list]:

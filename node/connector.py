@@ -14,7 +14,7 @@ forwarding the disconnect to the node that runs the filter.
 Exactness across two nodes comes from the link between them being ordered:
 U switches between two batches, so every batch of the old stream reaches
 this node before the first batch of the new one.  This node rewires the
-port *before* asking U and keeps a :class:`~boreas.node.dataflow.Bridge`
+port *before* asking U and keeps a :class:`~boreas.node.box_inputs.Bridge`
 from the old stream to the port until the new stream's first batch, so no
 batch of either stream finds nowhere to go.  If U refuses, this node puts
 the port back.  The node that was asked reports the change to the Head,
@@ -246,7 +246,7 @@ class FilterConnector:
             if bridge:
                 flow.bridge(*bridge)
             if unbridge:
-                flow.unbridge(unbridge)
+                flow.router.unbridge(unbridge)
 
     async def _send(self, node: str, item: Connect | Disconnect) -> dict[str, Any]:
         text = update_document([item], origin=self.node.endpoint)

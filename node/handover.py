@@ -38,7 +38,6 @@ from boreas.catalog.model import (
 )
 from boreas.wire.links import OutboundLink
 from boreas.wire.supervisor import Supervisor
-from boreas.wire.tuples import RowType
 
 from .box_state import BoxHandover
 from .dataflow import Dataflow
@@ -53,11 +52,11 @@ async def detach(flow: Dataflow, name: str, target: str) -> BoxHandover:
     """Take ``name`` out of the source's dataflow between batches; its inputs now go to ``target``."""
     async with flow.lock:
         box = flow.state.boxes[name]
-        handover = flow.state.take(name, flow.input_positions(name))
+        handover = flow.state.take(name, flow.router.input_positions(name))
         handover.retained = flow.out.take_retained(box.outputs)  # named subscribers resume from the box's new node
-        flow.remove_box(name)
+        flow.router.remove_box(name)
         for port in box.inputs:
-            row_type = flow.row_types.get(port.stream) or RowType(flow.schemas[port.stream])
+            row_type = flow.host.row_type(port.stream)
             link = flow.out.forward_to(port.stream, target, name, row_type)
             if link is not None:
                 handover.links.append(link)
@@ -102,7 +101,7 @@ def attach(flow: Dataflow, handover: BoxHandover) -> list[OutboundLink]:
     batches are the box's again; what they already sent, the other node
     passes back).
     """
-    flow.state.put(handover, flow.now())
+    flow.state.put(handover, flow.clock.now())
     flow.out.keep_retained(handover.retained)
     return flow.out.forwards_of(handover.box)
 

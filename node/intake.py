@@ -1,36 +1,37 @@
 """How batches get into a node's dataflow: checked, admitted, queued.
 
-A mixin of :class:`~boreas.node.dataflow.Dataflow`, which owns the state
-these methods use (the input queue, the row types of the streams that enter,
-the partition coordinators, the journal) and runs what they queue.  Three
-ways in:
+:class:`Intake` is the node's ``/data`` side: :meth:`Intake.accept` takes a
+batch for a stream that enters here, checks its rows, and puts the good ones
+in the :class:`~boreas.node.inbox.Inbox` for the box task; the answer names
+the bad ones.  A batch for a box that moved on is passed after it; anything
+else is refused.  A publisher's batch waits first while the partitioned box
+it enters is too far ahead (``ADMIT``, ``LAG``): the bounded inbox and this
+wait are what push back on publishers.  With an input log the
+acknowledgement waits until the batch's record is durable (the
+:class:`~boreas.node.journal.Journal` says when).
 
-* :meth:`Intake.accept`, from the ``/data`` receiver: a batch for a stream
-  that enters here has its rows checked; the good ones are queued for the box
-  task, and the answer names the bad ones.  A batch for a box that moved on
-  is passed after it; anything else is refused.  A publisher's batch waits
-  first while the partitioned box it enters is too far ahead (``ADMIT``,
-  ``LAG``): the bounded queue and this wait are what push back on
-  publishers.  With an input log the acknowledgement waits until the batch's
-  record is durable.
-* :meth:`Intake.replay`, a batch that was queued for forwarding after all (a
-  move that failed);
-* :meth:`Intake.deliver`, batches handed over by a failover.
-
-The last two are processed at once, not queued: each batch is logged like
-any taken here, and what it produced is sent before they return.
+It owns no routes and no boxes: it asks the
+:class:`~boreas.node.operator_host.OperatorHost` how a stream decodes and
+which member coordinates it, the :class:`~boreas.node.router.Router` about
+bridged streams, and :class:`~boreas.node.outputs.Outputs` about forwards.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 
-from boreas.wire.columns import Columns
-from boreas.wire.columns import payload as columns_payload
-from boreas.wire.frames import ARROW, ROWS, Ack, Batch, Refused, encode_rows
+from boreas.wire.frames import Ack, Batch, Refused
 from boreas.wire.receiver import Deferred
 from boreas.wire.tuples import RowType
+
+from .box_state import BoxStates
+from .inbox import Arrival, Inbox
+from .journal import Journal, payload
+from .operator_host import OperatorHost
+from .outputs import Outputs
+from .router import Router
 
 log = logging.getLogger("boreas.node.dataflow")  # the dataflow's records keep their logger
 
@@ -43,23 +44,27 @@ ADMIT = 8
 LAG = 2
 
 
-def payload(rows: list[tuple] | Columns) -> bytes:
-    """What the input log keeps of a batch: its Arrow IPC bytes (columns) or its msgpack rows
-    (:func:`payload_format` says which)."""
-    return columns_payload(rows) if isinstance(rows, Columns) else encode_rows(rows)
-
-
-def payload_format(rows: list[tuple] | Columns) -> int:
-    return ARROW if isinstance(rows, Columns) else ROWS
-
-
 class Intake:
+    """Owns the way in: checking, admission and the durable acknowledgement (the inbox it fills is its own)."""
+
+    def __init__(self, endpoint: str, inbox: Inbox, host: OperatorHost, router: Router, states: BoxStates,
+                 out: Outputs, journal: Journal, progress: asyncio.Condition, counters: Counter[str]):
+        self.endpoint = endpoint
+        self.inbox = inbox
+        self.host = host
+        self.router = router
+        self.states = states
+        self.out = out
+        self.journal = journal
+        # notified by the box task after every group of batches it finished: what a held publisher waits for
+        self.progress = progress
+        self.counters = counters
 
     def row_type(self, stream: str) -> RowType | None:
         """How batches of ``stream`` arriving here decode; None if it does not enter this node."""
-        found = self.row_types.get(stream) or self.out.forward_types.get(stream)
-        if found is None and stream in self.bridges:
-            found = self.bridges[stream].row_type
+        found = self.host.row_types.get(stream) or self.out.forward_types.get(stream)
+        if found is None:
+            found = self.router.bridged_row_type(stream)
         return found
 
     async def accept(self, batch: Batch) -> Ack | Refused | Deferred:
@@ -69,7 +74,7 @@ class Intake:
         batch's record is durable: an acknowledged batch is never lost.
         """
         row_type = self.row_type(batch.stream)
-        if batch.box and batch.box not in self.state.operators:
+        if batch.box and batch.box not in self.states.operators:
             relay = self.out.forwards.get(batch.stream)
             if relay is not None and relay.forward_to_box == batch.box and row_type is not None:
                 rows, _ = row_type.decode_payload(bytes(batch.rows), batch.fmt)  # it moved on: pass it after it
@@ -89,16 +94,16 @@ class Intake:
             log.info("node %s: %d rows of %s/%d refused, first: %s", self.endpoint, len(errors),
                      batch.stream, batch.seq, errors[0])
         ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
-        if not rows and not batch.final:
+        if not rows and not batch.final:  # (a final mark alone carries none)
             return ack
         raw = bytes(batch.rows) if not errors else payload(rows)
-        if self.journal is None:
-            await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None, batch.digest,
-                                   batch.final))
+        if not self.journal.attached:
+            await self.inbox.put(Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None,
+                                         batch.digest, batch.final))
             return ack
         logged: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        await self._inbox.put((batch.stream, rows, batch.producer, batch.seq, batch.box, raw, logged, batch.digest,
-                               batch.final))
+        await self.inbox.put(Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, raw, logged,
+                                     batch.digest, batch.final))
         return Deferred(ack, self._durable(logged))
 
     async def _admit(self, stream: str) -> None:
@@ -109,7 +114,7 @@ class Intake:
         waiting on the old one would hold the publisher for ever.
         """
         def admitted() -> bool:
-            coordinator = self.coordinators.get(stream)
+            coordinator = self.host.coordinators.get(stream)
             return coordinator is None or (coordinator.backlog() <= ADMIT
                                            and coordinator.woke - coordinator.known_stable <= LAG)
 
@@ -119,27 +124,14 @@ class Intake:
             await self.progress.wait_for(admitted)
 
     async def _durable(self, logged: "asyncio.Future[int]") -> None:
-        assert self.journal is not None
         await self.journal.durable(await logged)
 
-    async def replay(self, batch: Batch) -> None:
-        """Process a batch that was queued for forwarding after all (a move that failed)."""
+    def arrival(self, batch: Batch) -> Arrival | None:
+        """A batch queued for forwarding that is processed here after all (a move that failed), as the box
+        task takes it; None if its stream no longer enters here."""
         row_type = self.row_type(batch.stream)
         if row_type is None:
-            return
+            return None
         rows, _ = row_type.decode_payload(bytes(batch.rows), batch.fmt)
-        await self._take((batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None,
-                          batch.digest, batch.final))
-        await self._release()
-        self.wake()
-
-    async def deliver(self, batches: list[tuple[str, list[tuple], str, int, str]]) -> None:
-        """Process batches handed over by a failover: (stream, rows, producer, seq, box or "").
-
-        They are logged like any batch taken here; a named box gets the
-        batch alone (its own positions drop what it already has).
-        """
-        for stream, rows, producer, seq, box in batches:
-            await self._take((stream, rows, producer, seq, box, payload(rows), None, 0, False))
-        await self._release()
-        self.wake()
+        return Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None,
+                       batch.digest, batch.final)

@@ -100,7 +100,7 @@ class NodeService(NodeApi):
         self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}",
                                  box_types=self.box_types, subscriber_limits=subscriber_limits)
         self.metrics = NodeMetrics(self)  # views of the counters below, read when /metrics is scraped
-        self.receiver = DataReceiver(self.metrics.counting(self.dataflow.accept), token,
+        self.receiver = DataReceiver(self.metrics.counting(self.dataflow.intake.accept), token,
                                      digests=self.dataflow.state.digests)
         # With a data dir the node is durable: it logs what it takes and comes back after a crash.
         self.durability = (Durability(data_dir, snapshot_url, flush_every=group_commit[0], flush_ms=group_commit[1])
@@ -164,16 +164,16 @@ class NodeService(NodeApi):
             start = durable.log.first_position
             if captured is not None:
                 with gc_paused():
-                    restored = flow.restore_capture(captured)
+                    restored = flow.replayer.restore_capture(captured)
                 start = captured["position"]
                 durable.restored_from = durable.last_snapshot = int(captured["snapshot"])
                 log.info("node %s: restored %s from snapshot %d", self.endpoint, counted(len(restored), "box"),
                          captured["snapshot"])
             await flow.start(run=False)  # links up: replayed outputs go out (receivers drop what they have)
-            durable.replayed = await flow.replay_log(durable.log.read(start))
+            durable.replayed = await flow.replayer.replay_log(durable.log.read(start))
             for (stream, producer), seq in flow.state.processed.items():
                 self.receiver.sequencer.expect(stream, producer, seq + 1)
-            flow.journal = durable.log
+            flow.journal.attach(durable.log)
             flow.run()
         durable.state = "ready"
         durable.recovery_seconds = round(time.monotonic() - started, 3)

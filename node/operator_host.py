@@ -1,0 +1,122 @@
+"""The operators a node runs, from its local catalog: which boxes, their schemas, their partitions.
+
+:class:`OperatorHost` follows each new local catalog
+(:meth:`OperatorHost.reconfigure`): the schemas of the streams between boxes
+are inferred with the same rules the Head validated them with, unchanged
+boxes keep their operators and state (:class:`~boreas.node.box_state.BoxStates`
+keeps them), new ones are built -- a partitioned box's member as a
+:class:`~boreas.node.cumulus.part.PartOperator` -- and then the
+:class:`~boreas.node.router.Router` and the
+:class:`~boreas.node.outputs.Outputs` are told the new routes.
+:meth:`OperatorHost.refusals` tells, before anything changes, why an
+update's boxes could not run here.
+
+It owns what the catalog says about the streams here: their schemas, the
+row types of those that enter (how their batches decode), the partitions,
+the streams between a partitioned box's members, and which member
+coordinates each input stream (the intake's admission asks it).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from boreas.catalog.boxtypes import BoxTypeRegistry
+from boreas.catalog.model import Box, Catalog, Partition, Schema
+from boreas.catalog.validate import check_topology, stream_schemas
+from boreas.wire.tuples import RowType
+
+from .box_state import BoxStates
+from .cumulus.part import PartOperator
+from .operators import Operator, build_operator
+from .operators.base import InternalStreams
+from .outputs import Outputs
+from .router import Router
+
+log = logging.getLogger("boreas.node.dataflow")  # the dataflow's records keep their logger
+
+
+class OperatorHost:
+    """Owns the local catalog's view of a node's streams and builds its operators (into :class:`BoxStates`)."""
+
+    def __init__(self, endpoint: str, box_types: BoxTypeRegistry, states: BoxStates, router: Router,
+                 out: Outputs):
+        self.endpoint = endpoint
+        self.box_types = box_types  # the box types this node's slices are checked and inferred with
+        self.states = states
+        self.router = router
+        self.out = out
+        self.schemas: dict[str, Schema] = {}
+        self.row_types: dict[str, RowType] = {}  # streams that enter this node
+        self.partitions: dict[str, Partition] = {}  # partitioned boxes, from the local catalog
+        self.internal: dict[str, InternalStreams] = {}  # box -> streams between its parts on other nodes
+        self.coordinators: dict[str, PartOperator] = {}  # input stream -> the partition member it feeds
+
+    def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = ()) -> None:
+        """Follow a new local catalog: keep unchanged boxes (and their state), build new ones.
+
+        Boxes named in ``keep_state`` carry their state over even though their
+        declaration changed (a box whose in port was rewired to a filter).
+        """
+        self.schemas = stream_schemas(catalog, self.box_types)
+        changed = [name for name, part in catalog.partitions.items()
+                   if self.partitions.get(name) != part and not self._runs(name, part)]
+        self.partitions = dict(catalog.partitions)
+        for name, why in self.states.follow(catalog.boxes, self.schemas, keep_state, self.build, changed).items():
+            log.error("node %s cannot run box %r: %s", self.endpoint, name, why)
+        self.internal = {name: found for name, op in self.states.operators.items()
+                         if (found := op.internal_streams()) is not None}
+        for streams in self.internal.values():
+            self.schemas.update(streams.schemas)
+        entering = [*catalog.inputs, *(s for streams in self.internal.values() for s in streams.inputs)]
+        self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s]) for s in entering if s in self.schemas}
+        for streams in self.internal.values():
+            self.row_types.update(streams.decoders)
+        self.coordinators = {p.stream: op for name, op in self.states.operators.items()
+                             if isinstance(op, PartOperator) for p in self.states.boxes[name].inputs}
+        self.router.rewire(self.internal)
+        self.out.follow(catalog, {s: e for streams in self.internal.values() for s, e in streams.outputs})
+
+    def _runs(self, box: str, partition: Partition) -> bool:
+        """Whether box's member here already runs ``partition`` (a layout its members switched to themselves)."""
+        op = self.states.operators.get(box)
+        if not isinstance(op, PartOperator) or not op.follows(partition):
+            return False
+        op.partition = partition
+        return True
+
+    def build(self, box: Box, inputs: list[Schema], outputs: list[Schema]) -> Operator:
+        """An operator for ``box``: a member of its partition if it is partitioned, else the usual one."""
+        partition = self.partitions.get(box.name)
+        if partition is not None:
+            return PartOperator(box, inputs, outputs, partition, self.endpoint)
+        return build_operator(box, inputs, outputs)
+
+    def refusals(self, candidate: Catalog, source: str, rules: bool = True) -> list[dict[str, object]]:
+        """Why the boxes of an update (``source``: its document name) could not run here; [] if they can.
+
+        The same topology checks the Head runs, on this node's slice (unless
+        ``rules`` is False: a box moving in, whose slice is briefly both the
+        stream's input and its producer until the Head re-syncs), then a
+        trial build of every new or changed box: a problem found in the
+        update refuses it whole, before anything changes.
+        """
+        report = check_topology(candidate, self.box_types)
+        found: list[dict[str, object]] = [d.as_dict() for d in report.problems if d.file == source] if rules else []
+        if not found:  # the rules passed; can each box really be built here?
+            partitions, self.partitions = self.partitions, dict(candidate.partitions)
+            try:
+                reasons = self.states.check(candidate.boxes, report.stream_schemas, self.build)
+            finally:
+                self.partitions = partitions
+            found = [{"file": source, "line": None, "path": f"box {name}", "reason": f"box {name!r}: {why}"}
+                     for name, why in sorted(reasons.items())]
+        return found
+
+    def row_type(self, stream: str) -> RowType:
+        """How rows of ``stream`` decode here (a stream that enters, or any this node knows the schema of)."""
+        return self.row_types.get(stream) or RowType(self.schemas[stream])
+
+
+def _same_or_new(row_type: RowType | None, schema: Schema) -> RowType:
+    return row_type if row_type is not None and row_type.schema == schema else RowType(schema)

@@ -1,0 +1,233 @@
+"""Where a batch goes on a node: through every local box it reaches, depth first, then out.
+
+:class:`Router` is the one owner of a node's routes: which (operator, box,
+in port) consume each stream, which local box writes each stream, the
+:class:`~boreas.node.box_inputs.Bridge`\\ s that keep an old stream feeding a
+rewired port, and the per-stream and per-box counts ``/metrics`` shows.  The
+:class:`~boreas.node.operator_host.OperatorHost` tells it the routes after
+every local catalog (:meth:`Router.rewire`); the box task, the timers and
+the replayer hand it batches (:meth:`Router.enter`, :meth:`Router.emit`);
+what leaves the node goes to :class:`~boreas.node.outputs.Outputs`.
+
+A batch that entered the node is passed on under its own (producer, seq); a
+box's output is numbered as the box's (:meth:`BoxStates.number
+<boreas.node.box_state.BoxStates.number>`), so the numbering moves with the
+box.  The clock every box sees is the :class:`~boreas.node.flow_clock.FlowClock`'s
+current value.
+
+>>> from collections import Counter
+>>> from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+>>> from boreas.node.box_state import BoxStates
+>>> from boreas.node.flow_clock import FlowClock
+>>> schema = Schema("T", (Field("x", FieldType.INT),))
+>>> states = BoxStates()
+>>> states.follow({"f": Box("f", "filter", (InPort("S"),), ("O",), (("expression.0", "x > 1"),))},
+...               {"S": schema, "O": schema})
+{}
+>>> router = Router("n:1", "n:1#a", states, None, FlowClock(), Counter())
+>>> router.rewire({})
+>>> [(name, port) for _, name, port in router.consumers["S"]], router.producer_of
+([('f', 0)], {'O': 'f'})
+>>> router.remove_box("f")
+>>> router.consumers["S"], router.producer_of
+([], {})
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+
+from boreas.wire.columns import Columns, as_rows
+from boreas.wire.tuples import RowType
+
+from .box_inputs import Bridge
+from .box_state import BoxStates
+from .flow_clock import FlowClock
+from .operators import Operator
+from .operators.base import InternalStreams
+from .outputs import Outputs
+from .stream_ends import StreamEnds
+
+log = logging.getLogger("boreas.node.dataflow")  # the dataflow's records keep their logger
+
+Rows = list[tuple] | Columns
+
+
+class Router:
+    """Owns a node's routes (consumers, producers, bridges) and pushes batches along them."""
+
+    def __init__(self, endpoint: str, sender: str, states: BoxStates, out: Outputs, clock: FlowClock,
+                 counters: Counter[str]):
+        self.endpoint = endpoint
+        self.sender = sender  # the node's producer id, for batches no box wrote (identity.json keeps it)
+        self.states = states
+        self.out = out
+        self.clock = clock
+        self.counters = counters
+        self.consumers: dict[str, list[tuple[Operator, str, int]]] = {}  # stream -> (op, box, port)
+        self.producer_of: dict[str, str] = {}  # stream -> the local box that writes it
+        # A filter inserted or removed across two nodes switches a box's in port from one stream
+        # to another that comes over the same ordered link; batches of the old stream still on
+        # their way go to the port until the first batch of the new one arrives.
+        self.bridges: dict[str, Bridge] = {}  # old stream -> where it still goes
+        self._internal: dict[str, InternalStreams] = {}  # box -> streams between its parts (the host's)
+        #: per stream, batches and tuples routed here (entered, or produced by a box here): ``/metrics``
+        self.stream_batches: Counter[str] = Counter()
+        self.stream_rows: Counter[str] = Counter()
+        #: per box, batches it processed and the seconds its operator took over them
+        self.box_batches: Counter[str] = Counter()
+        self.box_seconds: Counter[str] = Counter()
+        self.ends = StreamEnds()  # input streams whose producers have all ended (Publisher.close(final=True))
+
+    # -- the routes ---------------------------------------------------------------------
+
+    def rewire(self, internal: dict[str, InternalStreams]) -> None:
+        """Route to the boxes :class:`BoxStates` now holds, and ``internal`` streams (box -> streams between
+        its parts on other nodes); after every local catalog."""
+        self._internal = internal
+        self.producer_of = {s: name for name, box in self.states.boxes.items() for s in box.outputs}
+        self.producer_of.update((s, name) for name, streams in internal.items() for s, _ in streams.outputs)
+        self._wire_consumers()
+
+    def _wire_consumers(self) -> None:
+        for old, bridge in list(self.bridges.items()):
+            box = self.states.boxes.get(bridge.box)
+            if box is None or bridge.port >= len(box.inputs) or box.inputs[bridge.port].stream == old:
+                # The box is gone, or its port reads the old stream again (a filter removed before
+                # any batch came through it): a bridge now would feed the port twice.
+                del self.bridges[old]
+        operators = self.states.operators
+        self.consumers = {}
+        for name, box in self.states.boxes.items():
+            for port, inport in enumerate(box.inputs):
+                self.consumers.setdefault(inport.stream, []).append((operators[name], name, port))
+        for name, streams in self._internal.items():
+            for stream, port in streams.inputs.items():
+                self.consumers.setdefault(stream, []).append((operators[name], name, port))
+        for stream, bridge in self.bridges.items():
+            if bridge.box in operators:
+                self.consumers.setdefault(stream, []).append((operators[bridge.box], bridge.box, bridge.port))
+
+    def bridge(self, old: str, box: str, port: int, new: str, row_type: RowType) -> None:
+        """Until ``new`` first arrives, ``old`` (rows of ``row_type``) still feeds ``box``'s ``port``
+        (the caller holds the dataflow lock)."""
+        self.bridges[old] = Bridge(box, port, new, row_type)
+        self._wire_consumers()
+
+    def unbridge(self, old: str) -> None:
+        if self.bridges.pop(old, None) is not None:
+            self._wire_consumers()
+
+    def bridged_row_type(self, stream: str) -> RowType | None:
+        """How batches of ``stream`` decode while it still feeds a rewired port (None: it does not)."""
+        bridge = self.bridges.get(stream)
+        return bridge.row_type if bridge is not None else None
+
+    def remove_box(self, name: str) -> None:
+        """Stop routing to a box taken out (:meth:`BoxStates.take`); the caller holds the lock."""
+        for stream, consumers in list(self.consumers.items()):
+            self.consumers[stream] = [c for c in consumers if c[1] != name]
+        self.producer_of = {s: b for s, b in self.producer_of.items() if b != name}
+
+    def _cross_bridges(self, stream: str) -> None:
+        """The first batch of a stream that replaced another: nothing more of the old one can come."""
+        done = [old for old, bridge in self.bridges.items() if bridge.successor == stream]
+        for old in done:
+            log.info("node %s: %s replaced %s at %s port %d", self.endpoint, stream, old,
+                     self.bridges[old].box, self.bridges[old].port)
+            self.unbridge(old)
+
+    def input_positions(self, box: str) -> list[tuple[str, str, int]]:
+        """(stream, producer, next sequence) of every input batch ``box`` has yet to process."""
+        return self.states.positions(box, self.producer_of)
+
+    # -- batches along the routes ---------------------------------------------------------
+
+    async def enter(self, stream: str, rows: Rows, producer: str, seq: int, box: str, digest: int = 0,
+                    final: bool = False) -> None:
+        """A batch taken into the node (from the input queue, a replay or a failover): for the one box it
+        names, else along its stream's routes; its position (and a publisher's digest) is recorded.  A
+        producer's final mark that ends its stream (every producer of it ended) closes what the stream's
+        consumers hold open (``end_of_input``: an aggregate's windows)."""
+        if box:
+            await self._feed(box, stream, rows, (producer, seq))
+        else:
+            if rows:  # (a final mark alone carries none)
+                await self._route(stream, rows, (producer, seq))
+            self.states.processed[(stream, producer)] = seq  # the hot path: a plain store
+            if digest:
+                self.states.digests.record(stream, producer, seq, digest)
+            if final and self.ends.end(stream, producer, [p for s, p in self.states.processed if s == stream]):
+                for op, name, _ in self.consumers.get(stream, ()):  # node/stream_ends.py
+                    await self.emit(name, op.end_of_input(self.clock.current))
+
+    async def emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
+        """Route what ``box`` produced, ``(port, rows)`` pairs, onto its out streams (the adopter's way in too)."""
+        definition = self.states.boxes.get(box)
+        if definition is None:
+            return
+        declared = len(definition.outputs)
+        for port, rows in produced:
+            if rows:
+                stream = definition.outputs[port] if port < declared else self._internal[box].outputs[port - declared][0]
+                await self._route(stream, rows)
+
+    async def _route(self, stream: str, rows: Rows, origin: tuple[str, int] | None = None) -> None:
+        """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes.
+
+        A batch that entered the node is passed on under its own (producer,
+        seq); a box's output is numbered as the box's.
+        """
+        producer, seq = origin if origin is not None else self._number(stream)
+        resumable = self._resumable(stream, producer, origin is None)
+        if self.bridges:
+            self._cross_bridges(stream)
+        self.stream_batches[stream] += 1
+        self.stream_rows[stream] += len(rows)
+        now = self.clock.current
+        for op, name, port in self.consumers.get(stream, ()):
+            if name in self.states.inputs:
+                await self._feed(name, stream, rows, (producer, seq))
+            else:
+                started = time.perf_counter()
+                produced = op.process_from(port, rows if op.takes_columns else as_rows(rows), now,
+                                           (stream, producer, seq))
+                self.box_seconds[name] += time.perf_counter() - started
+                self.box_batches[name] += 1
+                await self.emit(name, produced)
+        self.out.route(stream, rows, producer, seq, resumable, consumed_here=stream in self.consumers)
+
+    async def _feed(self, box: str, stream: str, rows: Rows, origin: tuple[str, int]) -> None:
+        """A batch for one box that orders its own inputs (it arrived by a move)."""
+        op = self.states.operators.get(box)
+        if op is None or box not in self.states.inputs:
+            if not self.out.relay(box, stream, rows, *origin):  # it left while this batch queued here
+                self.counters["batches_for_absent_box"] += 1
+                log.warning("node %s: %s/%s#%d for box %r, which is not here and not forwarded",
+                            self.endpoint, stream, origin[0], origin[1], box)
+            return
+        ports = [port for o, name, port in self.consumers.get(stream, ()) if name == box]
+        for ready in self.states.admit(box, stream, origin[0], origin[1], as_rows(rows)):
+            for port in ports:
+                started = time.perf_counter()
+                produced = op.process(port, ready, self.clock.current)
+                self.box_seconds[box] += time.perf_counter() - started
+                self.box_batches[box] += 1
+                await self.emit(box, produced)
+
+    def _resumable(self, stream: str, producer: str, own: bool) -> bool:
+        """Whether every earlier batch of ``producer`` on ``stream`` went out from this node.
+
+        Then a route that starts again may tell its receiver to skip the
+        sequence numbers that went elsewhere.  Not so for a box that moved
+        here (its earlier batches left from another node, perhaps still on
+        their way) or for a box's batches passing through.
+        """
+        if own:
+            return self.producer_of.get(stream) not in self.states.inputs
+        return "~" not in producer
+
+    def _number(self, stream: str) -> tuple[str, int]:
+        return self.states.number(stream, self.producer_of.get(stream), self.sender)
