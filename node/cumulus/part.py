@@ -259,6 +259,17 @@ class PartOperator(M3Operator):
         """The last epoch this member applied completely."""
         return self.parts.applier.completed
 
+    @property
+    def woke(self) -> int:
+        """The last epoch this member's coordinator asked the leader to end (node/intake.py's admission: a
+        publisher waits while it is more than ``LAG`` epochs past the last stable one)."""
+        return self.parts.coordinator.woke
+
+    @property
+    def known_stable(self) -> int:
+        """The last stable epoch the leader announced to this member (node/intake.py's admission)."""
+        return self.parts.applier.known_stable
+
     def at_epoch(self, epoch: int) -> StableView:
         """The member's maps at the end of ``epoch``; ``LookupError`` if that is no longer (or not yet) readable."""
         if not self.parts.applier.readable(epoch):
