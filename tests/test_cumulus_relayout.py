@@ -257,7 +257,7 @@ def test_a_move_cancelled_before_its_first_epoch_leaves_the_layout_and_the_maps_
         for _ in range(rng.randrange(0, 6)):  # some chunks on their way, some copy steps done
             publish(1)
             sim.deliver_one()
-        cancellable = leader.cancellable() == change
+        cancellable = leader.parts.changes.cancellable() == change
         sim.cancel(change)
         publish(10)
         sim.settle()
