@@ -167,7 +167,7 @@ def test_a_partition_grown_while_events_flow_keeps_the_view_exact(shape):
         final = sim.members[0].hosted[0].layout
         assert final.version == new.version and len(final.members) == n + added
         assert any(final.segments_of(m) for m in new_members)
-        assert all(sim.members[m].joined is not None for m in new_members)
+        assert all(sim.members[m].place.joined is not None for m in new_members)
         check_members(sim)
         assert check_stable(sim)
 
@@ -200,15 +200,15 @@ def test_a_growing_change_cancelled_leaves_the_node_joining_until_the_next_one(s
     sim.cancel(f"grow/{sim.changes}")
     sim.settle()
     joining = sim.members[new_member]
-    assert "grow/1" in leader.cancelled and "grow/1" in joining.cancelled
-    assert joining.joined is None and not joining.relayouts and leader.layout.version == layout.version
-    assert leader._reach() == 2 and check_stable(sim)
+    assert "grow/1" in leader.parts.changes.cancelled and "grow/1" in joining.parts.changes.cancelled
+    assert joining.place.joined is None and not joining.parts.changes.relayouts and leader.layout.version == layout.version
+    assert leader.parts.changes.reach() == 2 and check_stable(sim)
     second = changes.move(leader.joinable_layout(), 2, new_member)
     sim.request("grow-again", second)
     for rel, events in rows.items():
         sim.publish(rng.randrange(2), rel, [(-1, row) for _, row in events[: len(events) // 2]])
     sim.settle()
-    assert joining.joined is not None and leader.layout.segments_of(new_member)
+    assert joining.place.joined is not None and leader.layout.segments_of(new_member)
     check_members(sim)
     assert check_stable(sim)
 
@@ -244,9 +244,9 @@ def test_a_grown_member_emptied_and_retired_keeps_the_view_exact(shape):
         sim.feed(after, rng, lambda _: check_stable(sim))
         sim.settle()
         assert len(leader.layout.members) == n and not sim.members[new].runtime.entries()
-        retired, last = sim.members[new], leader.history[-1][0]
-        assert retired.at == [last, 0]  # it applied every epoch before it retired, and none since
-        assert not any(c == new for op in sim.members[:n] for _, c in op.closes)  # it closed none of them
+        retired, last = sim.members[new], leader.place.history[-1][0]
+        assert retired.parts.applier.at == [last, 0]  # it applied every epoch before it retired, and none since
+        assert not any(c == new for op in sim.members[:n] for _, c in op.parts.applier.closes)  # it closed none of them
         check_members(sim)
         assert check_stable(sim)
 

@@ -44,7 +44,7 @@ def test_held_batches_leave_with_the_epoch_and_a_restored_member_sends_the_same(
         sim.publish(1, relation, _events(rng, 20))
     assert sim.sent[msg.WORK] == 0 and sim.sent[msg.WAKE] == 1  # held; the leader is asked to end the epoch
     op = sim.members[1]
-    assert [(port, len(rows)) for port, rows in op.holding.items()] == [(0, 40), (1, 20)]
+    assert [(port, len(rows)) for port, rows in op.parts.coordinator.holding.items()] == [(0, 40), (1, 20)]
     twin = _twin(op)
     inport = next(iter(op.internal_streams().inputs.values()))
     advance = [msg.advance(1)]
@@ -52,7 +52,7 @@ def test_held_batches_leave_with_the_epoch_and_a_restored_member_sends_the_same(
     assert first == second and op.state() == twin.state()
     work = [m for _, rows in first for m in rows if m[0] == msg.WORK]
     assert work and {tuple(m[1:4]) for m in work} <= {(0, 1, 0), (0, 1, 1)}  # R's 40 rows one version, S's another
-    assert not op.holding
+    assert not op.parts.coordinator.holding
     sim._collect(1, first)
     sim.settle()
     for name in (m.name for m in sim.program.maps):  # the members' maps union to the single runtime's
@@ -70,10 +70,10 @@ def test_a_port_past_hold_rows_is_stamped_at_once(monkeypatch):
     sim.publish(0, "R", _events(rng, 30))
     assert sim.sent[msg.WORK] == 0
     sim.publish(0, "R", _events(rng, 30))
-    assert sim.sent[msg.WORK] >= 1 and not sim.members[0].holding
+    assert sim.sent[msg.WORK] >= 1 and not sim.members[0].parts.coordinator.holding
 
 
 def test_a_lone_member_holds_nothing():
     sim, rng = _sim(1), random.Random(9)
     sim.publish(0, "R", _events(rng, 10))
-    assert not sim.members[0].holding and sim.members[0].seq == 1
+    assert not sim.members[0].parts.coordinator.holding and sim.members[0].parts.coordinator.seq == 1

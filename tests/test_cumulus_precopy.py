@@ -99,13 +99,13 @@ def test_a_segment_moves_exactly_while_written_restarted_and_followed_by_a_queue
     sim.request("there", relayout.move(lay, 1, 0))  # segment 1: member 1 -> member 0 (the leader)
     deliver(sim, 1000)  # the Relayout reaches the source; its copy goes one step per poll
     steps, dirty_seen, queued = 0, False, False
-    while sim.members[1].copy_due():
+    while sim.members[1].parts.changes.copier.due(sim.members[1].parts.changes.first):
         sim.tick(0.02)  # polls the source (its timer is due at once while it copies); epochs go on
         steps += 1
         relation, rows = events.batch(4)  # writes land in the moving segment as well as elsewhere
         sim.publish(rng.randrange(2), relation, rows)
         deliver(sim, rng.randrange(8))
-        copy = sim.members[1].relayouts[0]["copy"]
+        copy = sim.members[1].parts.changes.relayouts[0].copy
         dirty_seen |= copy is not None and any(copy.dirty.values())
         if steps in (2, 5):
             sim.restart(1)  # the source, in the middle of its copy
@@ -116,11 +116,11 @@ def test_a_segment_moves_exactly_while_written_restarted_and_followed_by_a_queue
             queued = True
         check_stable(sim)
     assert steps > 4 and queued
-    assert sim.members[0].pending is not None and sim.members[0].relayouts[-1]["first"] is None
+    assert sim.members[0].parts.changes.pending is not None and sim.members[0].parts.changes.relayouts[-1].first is None
     sim.settle()
     final = sim.members[0].layout
     assert final.version == 3 and [s.member for s in final.segments] == [0, 1]
-    assert all(op.layout == final and op.pending is None and not op.early for op in sim.members)
+    assert all(op.layout == final and op.parts.changes.pending is None and not op.parts.changes.early for op in sim.members)
     check_union(sim, final)
     assert check_stable(sim)
     assert all(op.runtime.deltas.entries() == 0 for op in sim.members), "deltas left after quiescence"
@@ -143,7 +143,7 @@ def test_a_restored_source_sends_the_chunks_the_original_sends(monkeypatch):
     source = sim.members[1]
     for _ in range(3):
         sim.tick(0.01)
-    assert source.copy_due()
+    assert source.parts.changes.copier.due(source.parts.changes.first)
     saved = msgspec.msgpack.decode(msgspec.msgpack.encode(source.state()))
     twin = PartOperator(source.box, source.inputs, source.outputs, source.partition, source.partition.nodes[1])
     twin.restore(saved, sim.now)
@@ -156,9 +156,9 @@ def test_a_restored_source_sends_the_chunks_the_original_sends(monkeypatch):
         assert got[0] == got[1]
         got = [op.process_from(0, rows, now, ("R", "p", seq)) for op in (source, twin)]
         assert got[0] == got[1]
-        if not source.copy_due():
+        if not source.parts.changes.copier.due(source.parts.changes.first):
             break
-    assert not source.copy_due() and not twin.copy_due() and seq > 10
+    assert not source.parts.changes.copier.due(source.parts.changes.first) and not twin.parts.changes.copier.due(twin.parts.changes.first) and seq > 10
 
 
 def test_the_move_pause_work_is_bulk(monkeypatch):

@@ -253,20 +253,20 @@ def test_a_move_cancelled_before_its_first_epoch_leaves_the_layout_and_the_maps_
         before = leader.layout
         seg = next(s for s in before.segments if s.member == 1)
         sim.request("cancel-me", changes.move(before, seg.id, 2))
-        change = leader.relayouts[-1]["change"]
+        change = leader.parts.changes.relayouts[-1].change
         for _ in range(rng.randrange(0, 6)):  # some chunks on their way, some copy steps done
             publish(1)
             sim.deliver_one()
-        cancellable = leader.cancellable() == change
+        cancellable = leader.parts.changes.cancellable() == change
         sim.cancel(change)
         publish(10)
         sim.settle()
         final = leader.layout
         if cancellable:
-            assert final.version == before.version and leader.requested is None, seed
+            assert final.version == before.version and leader.parts.changes.requested is None, seed
         else:  # its first epoch was fixed already: the move completes
             assert final.version == before.version + 1, seed
-        assert all(op.layout == final and not op.relayouts and not op.early for op in sim.members), seed
+        assert all(op.layout == final and not op.parts.changes.relayouts and not op.parts.changes.early for op in sim.members), seed
         later = changes.move(final, seg.id, 0)
         sim.request("later", later)
         publish(10)

@@ -179,7 +179,7 @@ def test_a_member_joining_gets_a_copy_of_the_replicated_maps(seed):
     _feed(sim, rng, _q3_events(rng, 12), 2, restarts=(0, joining))
     sim.settle()
     final = sim.members[0].layout
-    assert final.version == new.version and len(final.members) == 3 and sim.members[joining].joined is not None
+    assert final.version == new.version and len(final.members) == 3 and sim.members[joining].place.joined is not None
     assert dict(sim.members[joining].runtime.store.items("m2"))
     check_union(sim, final)
     assert check_stable(sim)

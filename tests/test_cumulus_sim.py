@@ -151,7 +151,7 @@ def run_and_check(sim: Sim, workload, rng: random.Random, relayouts: bool) -> No
         check_stable(sim)
     sim.settle()
     final = sim.members[0].layout
-    assert all(op.layout == final and op.pending is None for op in sim.members), [(op.member, op.layout.version, final.version, op.pending, op.relayouts, op.settling, op.epoch, op.at, op.leader and op.leader.stable) for op in sim.members]
+    assert all(op.layout == final and op.parts.changes.pending is None for op in sim.members), [(op.member, op.layout.version, final.version, op.parts.changes.pending, op.parts.changes.relayouts, op.parts.changes.settling, op.parts.coordinator.epoch, op.parts.applier.at, op.leader and op.leader.stable) for op in sim.members]
     check_union(sim, final)
     assert check_stable(sim)  # after the input stops, the stable epoch covers everything
     assert all(op.runtime.deltas.entries() == 0 for op in sim.members), "deltas left after quiescence"

@@ -131,17 +131,18 @@ class SegmentsApi:
                                           f"relayout-{change}", 0, "")])
         # Done once every member is done with the change's first epoch: it applied nothing of that epoch
         # before its moving segments were in, so the leader's stable epoch reaching it means switched everywhere.
-        first = next((r["first"] for r in op.relayouts if r["layout"].version == new.version), None)
+        first = next((r.first for r in op.parts.changes.relayouts if r.layout.version == new.version), None)
         primary = self.dataflow.operators.get(box)
 
         def in_place() -> bool:
             return not (primary is not None and primary.hosted.get(op.member) is op
-                        and (op.pending is not None or op.layout.version < new.version
+                        and (op.parts.changes.pending is not None or op.layout.version < new.version
                              or (first is not None and op.leader.stable < first)))
 
-        await self._until(lambda: in_place() or change in op.cancelled, time.monotonic() + self.relayout_timeout)
+        await self._until(lambda: in_place() or change in op.parts.changes.cancelled,
+                          time.monotonic() + self.relayout_timeout)
         if not in_place():
-            if change in op.cancelled:
+            if change in op.parts.changes.cancelled:
                 return json_error(409, f"box {box!r}: layout change {change} (layout {new.version}) was cancelled; "
                                        f"the layout stays {op.layout.version}", box=box, layout=op.layout.to_dict())
             return json_error(504, f"box {box!r}: layout {new.version} decided but not in place after "
@@ -158,16 +159,17 @@ class SegmentsApi:
         if not isinstance(op, PartOperator) or op.leader is None:
             return json_error(409, f"box {box!r}: member {op.member} is not its leader; ask member 0 "
                                    f"({op.layout.members[0]})", box=box)
-        change = op.cancellable()
+        change = op.parts.changes.cancellable()
         if change is None:
             return json_error(409, f"box {box!r} has no layout change to cancel: none is under way, or its "
                                    "first epoch is fixed (its segments have copied; it completes)", box=box)
         await self.dataflow.deliver([(internal_stream(box, op.member), [msg.cancel(change, True)],
                                       f"cancel-{change}", 0, "")])
         def gone() -> bool:
-            return op.layout_change(change) is None or change in op.cancelled
+            return op.parts.changes.layout_change(change) is None or change in op.parts.changes.cancelled
 
-        await self._until(lambda: gone() or op.cancellable() != change, time.monotonic() + self.relayout_timeout)
+        await self._until(lambda: gone() or op.parts.changes.cancellable() != change,
+                          time.monotonic() + self.relayout_timeout)
         if not gone():  # its first epoch was fixed meanwhile, or the time is up
             return json_error(409, f"box {box!r}: layout change {change} could not be cancelled any more; "
                                    "it completes", box=box)
@@ -218,8 +220,7 @@ class SegmentsApi:
             "members": [op.member] if one else sorted(getattr(op, "hosted", {op.member: op})),
             "layout": op.layout.to_dict(),
             "segments": {str(seg): {name: int(n) for name, n in maps.items()} for seg, maps in counted.items()},
-            # (a lone member runs as a plain m3 operator: no coordinator, nothing counted)
-            "work_rows": {"kept": getattr(op, "rows_kept", 0), "sent": getattr(op, "rows_sent", 0)},
+            "work_rows": _work_rows(op),
         })
 
     async def handle_member_query(self, request: web.Request) -> web.Response:
@@ -266,7 +267,7 @@ class SegmentsApi:
             problem = self._check(op, entries)
             if problem:
                 raise SegmentsFailed(422, problem)
-            if (job, int(part)) not in op.loaded and (why := op.loadable(job)) is not None:
+            if not op.parts.loads.taken(job, int(part)) and (why := op.loadable(job)) is not None:
                 raise SegmentsFailed(409, why)
         except SegmentsFailed as exc:
             return json_error(exc.status, str(exc), box=box)
@@ -295,6 +296,14 @@ class SegmentsApi:
                 return (f"entry {name}{key} belongs to another member of box {op.box.name!r} than "
                         f"{op.member} ({op.layout.members[op.member]}); send it to its owner")
         return None
+
+
+def _work_rows(op: Any) -> dict[str, int]:
+    """Rows a member coordinated for members on this node and on others (a lone member runs as a plain m3
+    operator: no coordinator, nothing counted)."""
+    if not isinstance(op, PartOperator):
+        return {"kept": 0, "sent": 0}
+    return {"kept": op.parts.coordinator.rows_kept, "sent": op.parts.coordinator.rows_sent}
 
 
 class _OneBox:

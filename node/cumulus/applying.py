@@ -1,71 +1,151 @@
-"""The member role of a partitioned box's member: versions applied in one total order (docs/cumulus.md §3.5).
+"""The member's applier: versions applied in one total order (docs/cumulus.md §3.5, §4.2).
 
-A mixin of :class:`~boreas.node.cumulus.part.PartOperator`; the state it
-steps through (``at``, ``works``, ``closes``, ``pushes``, ``served``, the
-waiting ``_plans``) is the operator's, created in its ``__init__`` and kept
-in its ``state()``; this module holds the steps.  Every member applies
-versions ``(epoch, coordinator, seq)`` in the same order: for a version it
-first *serves* (pushes the entries its writers read from it, as of the
-version's start), then, once every push it waits for is in, *writes*
-(installs the pushed entries, runs the generated triggers, keeps what it
-owns).  Coordinator ``c``'s versions of epoch ``e`` end with its
-``Close(e)``; after the last coordinator's the member tells the leader
-``Done(e)``.  A push for version ``v`` depends only on versions before
-``v``, so the order cannot deadlock.
+:class:`Applier` owns where the member is in the version order (``at``),
+what waits there (``works``, ``closes``, ``pushes``, ``served``, Work
+``held`` until its epoch begins here) and which epochs stable reads can
+still ask for (``known_stable``, ``horizon``), with their part of the
+member's ``state()``.  Every member applies versions ``(epoch,
+coordinator, seq)`` in the same order: for a version it first *serves*
+(pushes the entries its writers read from it, as of the version's start),
+then, once every push it waits for is in, *writes* (installs the pushed
+entries, runs the generated triggers, keeps what it owns).  Coordinator
+``c``'s versions of epoch ``e`` end with its ``Close(e)``; after the last
+coordinator's the member tells the leader ``Done(e)``.  A push for version
+``v`` depends only on versions before ``v``, so the order cannot deadlock.
+
+What a version's rows are and how they are written is the box's
+(:class:`Writer`: the partition member's operator splits rows by sign and
+emits view changes); the layout change says which epochs wait for segments
+moving in (:meth:`LayoutChanges.moving_in
+<boreas.node.cumulus.relayouts.LayoutChanges.moving_in>`).
 """
 
 from __future__ import annotations
 
-import logging
-
-from boreas.m3 import M3Error
+from collections import deque
+from typing import Protocol
 
 from . import messages as msg
+from .coordinator import Coordinator
+from .mailbox import Mailbox
+from .membership import MemberState
+from .messages import KeyCodecs
+from .relayouts import LayoutChanges
 
-log = logging.getLogger(__name__)
+Groups = list[tuple[str, int, list]]  # (relation, sign, rows)
+Version = tuple[int, int, int]  # (epoch, coordinator, seq)
 
 
-class Applying:
+class Writer(Protocol):
+    """How the box splits a Work's rows and writes a version (the partition member's operator)."""
 
-    def _progress(self) -> None:
+    def work_groups(self, port: int, rows: list) -> Groups:
+        """The rows of in port ``port`` as ``(relation, sign, rows)`` in the runtime's form."""
+
+    def write(self, version: Version, mine: Groups, pushed: dict) -> None:
+        """Apply ``mine`` (with the entries ``pushed`` by other members) as version ``version``; emit its changes."""
+
+
+class Applier:
+    """Member ``place.member``'s place in the version order; ``ordered``: the plan reads maps (else Work applies
+    as it arrives, within its epoch)."""
+
+    def __init__(self, place: MemberState, ordered: bool, mailbox: Mailbox, coordinator: Coordinator,
+                 changes: LayoutChanges, writer: Writer, codecs: KeyCodecs):
+        self.place, self.ordered, self.mailbox = place, ordered, mailbox
+        self.coordinator, self.changes, self.writer = coordinator, changes, writer
+        self.encode_key, self.decode_key = codecs  # map keys as messages and states carry them, and back
+        self.at = [0, 0]  # epoch, coordinator whose versions it applies now (or whose Close it awaits)
+        self.works: dict[tuple[int, int], deque] = {}
+        self.closes: set[tuple[int, int]] = set()
+        self.pushes: dict[Version, dict[int, list]] = {}
+        self.served: set[Version] = set()
+        self.held: list[list] = []  # Work this member may not apply yet (its epoch has not begun here)
+        self.known_stable = -1  # the last stable epoch the leader announced
+        self.horizon = -1  # deltas of epochs up to here are dropped: no stable read before its end
+        self._plans: dict[Version, tuple[Groups, set[int]]] = {}  # waiting versions: groups, pushers (not state)
+
+    # -- what arrives -------------------------------------------------------------------
+
+    def work(self, m: list) -> None:
+        if self.ordered:
+            self.works.setdefault((m[1], m[2]), deque()).append(m)
+        elif self.gated(m[1]):  # (a plan reading no map applies Work in any order, but within its epoch)
+            self.held.append(m)
+        else:
+            self._write(m, {})
+
+    def push(self, m: list) -> None:
+        self.pushes.setdefault(msg.version(m), {})[m[4]] = m[5]
+
+    def close(self, epoch: int, coordinator: int) -> None:
+        self.closes.add((epoch, coordinator))
+
+    def start_at(self, epoch: int) -> None:
+        """Begin the order at ``epoch`` (a joining member, at the first epoch of the change that adds it)."""
+        self.at = [epoch, 0]
+
+    def stable(self, epoch: int) -> int | None:
+        """The leader announced stable epoch ``epoch``; the new horizon if it moved (reads of the stable epoch
+        before it still work)."""
+        if epoch <= self.known_stable:
+            return None
+        self.horizon = self.known_stable
+        self.place.runtime.deltas.forget_through(self.horizon)
+        self.known_stable = epoch
+        return self.horizon
+
+    # -- the order ----------------------------------------------------------------------
+
+    def gated(self, epoch: int) -> bool:
+        """Whether Work of ``epoch`` must wait: its epoch has not begun here (the Advance that starts it,
+        and every layout change decided before it, has not arrived), or segments are still moving in."""
+        return epoch > self.coordinator.epoch or self.changes.moving_in(epoch)
+
+    def progress(self) -> None:
+        """Apply what can be, in order (after every message)."""
         while True:
-            self._relayouts_step()
+            self.changes.step(self.at[0], self.coordinator.epoch)
             e, c = self.at
             if not self.ordered:
                 self._release_held()
-            if self._gated(e):  # not begun here, or segments still moving in: not done either
+            if self.gated(e):  # not begun here, or segments still moving in: not done either
                 return
             queue = self.works.get((e, c))
             if queue:
-                work = queue[0]
-                if not self._step(work):
+                if not self._step(queue[0]):
                     return
                 queue.popleft()
                 continue
             if (e, c) in self.closes:
                 self.closes.discard((e, c))
                 self.works.pop((e, c), None)
-                if c + 1 < len(self.layout.members):  # (the layout of epoch e: a flip comes first)
+                if c + 1 < self.place.members:  # (the layout of epoch e: a flip comes first)
                     self.at = [e, c + 1]
                 else:
-                    self._send(0, msg.done(e, self.member))
+                    self.mailbox.send(0, msg.done(e, self.place.member))
                     self.at = [e + 1, 0]
                 continue
             return
 
-    def _groups(self, work: list) -> list[tuple[str, int, list]]:
-        port, rows = work[4], work[5]
-        inserts, deletes, _ = self._split[port](rows)
-        relation = self.plan.ports[port].relation
-        return [g for g in ((relation, 1, inserts), (relation, -1, deletes)) if g[2]]
+    def _release_held(self) -> None:
+        if self.held:
+            ready = [w for w in self.held if not self.gated(w[1])]
+            if ready:
+                self.held = [w for w in self.held if self.gated(w[1])]
+                for work in ready:
+                    self._write(work, {})
+
+    def _groups(self, work: list) -> Groups:
+        return self.writer.work_groups(work[4], work[5])
 
     def _step(self, work: list) -> bool:
         """Serve, then write one version; False while pushes it needs are missing."""
         v = msg.version(work)
         cached = self._plans.get(v)
+        roles, me = self.place.roles, self.place.member
         if cached is None:  # what this version needs is worked out once, however often it waits
-            shares = [(relation, sign, self.roles.share(self.member, relation, sign, rows))
-                      for relation, sign, rows in self._groups(work)]
+            shares = [(relation, sign, roles.share(me, relation, sign, rows)) for relation, sign, rows in self._groups(work)]
             need: set[int] = set()
             for _, _, share in shares:
                 need |= share.need
@@ -78,16 +158,17 @@ class Applying:
         if not need <= got.keys():
             return False
         del self._plans[v]
-        dec = self._decode_key
+        dec = self.decode_key
         pushed = {(name, dec(name, key)): value for src in need for name, key, value in got[src]}
         self.pushes.pop(v, None)
         self.served.discard(v)
-        self._apply(work, mine, pushed)
+        if mine:
+            self.writer.write(v, mine, pushed)
         return True
 
-    def _serve(self, v: tuple[int, int, int], asked: list[dict[int, list]]) -> None:
+    def _serve(self, v: Version, asked: list[dict[int, list]]) -> None:
         """Push each writer the entries it reads from this member for version ``v`` (as of now: its start)."""
-        read, enc = self.runtime.read, self._encode_key
+        read, enc = self.place.runtime.read, self.encode_key
         found: dict[tuple[str, tuple], list] = {}
         tables: dict[int, dict] = {}
         for serve in asked:
@@ -101,26 +182,52 @@ class Applying:
                         table[(ask[0], key)] = value
         for w in sorted(tables):
             entries = [[name, enc(name, key), value] for (name, key), value in tables[w].items()]
-            self._send(w, msg.push(*v, self.member, entries))
+            self.mailbox.send(w, msg.push(*v, self.place.member, entries))
 
-    def _write(self, work: list, pushed: dict, groups: list | None = None) -> None:
+    def _write(self, work: list, pushed: dict) -> None:
         """Apply the rows of ``work`` this member writes (Work of a plan that reads no map, as it arrives)."""
-        groups = self._groups(work) if groups is None else groups
-        self._apply(work, [(rel, sign, mine) for rel, sign, rows in groups
-                           if (mine := self.roles.writes(self.member, rel, sign, rows))], pushed)
+        roles, me = self.place.roles, self.place.member
+        mine = [(rel, sign, rows) for rel, sign, all_rows in self._groups(work)
+                if (rows := roles.writes(me, rel, sign, all_rows))]
+        if mine:
+            self.writer.write(msg.version(work), mine, pushed)
 
-    def _apply(self, work: list, mine: list, pushed: dict) -> None:
-        if not mine:
-            return
-        self.runtime.epoch = work[1]
-        try:
-            self.runtime.apply_with(mine, pushed)
-        except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
-            self.failed_batches += 1
-            log.error("m3 box %r member %d: version %s was not applied: %s", self.box.name, self.member,
-                      msg.version(work), exc)
-            return
-        for view, changed in self.runtime.changes().items():
-            out = self._port_of_view.get(view)
-            if out is not None and changed:
-                self._emitted.append((out, self._emit[out](changed)))
+    # -- what others ask ----------------------------------------------------------------
+
+    @property
+    def completed(self) -> int:
+        """The last epoch this member applied completely."""
+        return self.at[0] - 1
+
+    def readable(self, epoch: int) -> bool:
+        """Whether a stable read of ``epoch`` can be answered here (after the horizon, applied completely)."""
+        return self.horizon < epoch <= self.completed
+
+    def backlog(self) -> int:
+        """Versions and messages waiting here: while many wait, the coordinator takes no more input."""
+        return sum(len(q) for q in self.works.values()) + len(self.held) + len(self.pushes)
+
+    # -- state ------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        enc, runtime = self.encode_key, self.place.runtime
+        return {
+            "at": list(self.at), "works": [[e, c, list(q)] for (e, c), q in self.works.items()],
+            "closes": [list(x) for x in self.closes],
+            "pushes": [[*v, [[src, entries] for src, entries in by.items()]] for v, by in self.pushes.items()],
+            "served": [list(v) for v in self.served], "held": list(self.held),
+            "known_stable": self.known_stable, "horizon": self.horizon,
+            "deltas": runtime.deltas.state(lambda name, k: enc(name, runtime.store.unpack(name, k))),
+        }
+
+    def restore(self, state: dict) -> None:
+        self.at = list(state.get("at", [0, 0]))
+        self.works = {(e, c): deque(q) for e, c, q in state.get("works", [])}
+        self.closes = {tuple(x) for x in state.get("closes", [])}
+        self.pushes = {(e, c, s): {src: entries for src, entries in by} for e, c, s, by in state.get("pushes", [])}
+        self.served = {tuple(v) for v in state.get("served", [])}
+        self.held = [list(w) for w in state.get("held", [])]
+        self.known_stable, self.horizon = int(state.get("known_stable", -1)), int(state.get("horizon", -1))
+        self._plans = {}
+        dec, pack = self.decode_key, self.place.runtime.store.pack
+        self.place.runtime.deltas.restore(state.get("deltas", []), lambda name, k: pack(name, dec(name, k)))

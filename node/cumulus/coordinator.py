@@ -1,14 +1,14 @@
-"""The coordinator role of a member of a partitioned box: stamping input batches as versions (docs/cumulus.md §3.5).
+"""The coordinator of a member of a partitioned box: stamping input batches as versions (docs/cumulus.md §3.5).
 
-A mixin of :class:`~boreas.node.cumulus.part.PartOperator`; this module
-holds the steps and the state they keep (``epoch``, ``seq``, ``woke``,
-``stamped``, ``holding``; the ``_involved`` dispatchers per in port are the
-operator's).  Input batches of a publisher that picked this member become
-*versions* ``(epoch, member, seq)`` and go, as ``Work``, to the members that
-write or serve their rows, each getting only its rows.  On ``Advance(e +
-1)`` the coordinator closes ``e`` (``Close`` to every member, with the input
+:class:`Coordinator` owns what the coordinator keeps (``epoch``, ``seq``,
+``woke``, ``stamped``, ``holding``, the layout version it stamps with and
+the dispatchers of that layout) and its part of the member's ``state()``.
+Input batches of a publisher that picked this member become *versions*
+``(epoch, member, seq)`` and go, as ``Work``, to the members that write or
+serve their rows, each getting only its rows.  On ``Advance(e + 1)`` the
+coordinator closes ``e`` (``Close`` to every member, with the input
 positions it stamped to the leader) and stamps with ``e + 1``, under the
-layout of a change whose first epoch it is (relayouts.py).
+layout of a change whose first epoch it is (:meth:`Coordinator.route`).
 
 **Holding.**  Every message between members costs each end a frame, a
 system call, an acknowledgement and a pass of the dataflow, whatever its
@@ -33,37 +33,60 @@ nothing (its Work never leaves the process).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import itemgetter
 
+from boreas.m3.boxtype import BoxPlan
 from boreas.m3.cumulus import Layout
 from boreas.m3.cumulus.member import group
 from boreas.m3.cumulus.roles import Roles
 
 from ..operators.m3box import date_of
 from . import messages as msg
+from .mailbox import Mailbox
+from .membership import MemberState
 
 #: rows of one in port a coordinator holds at most before stamping them as one version (docs/cumulus.md §3.5)
 HOLD = 4096
 
 
-class Coordinating:
+class Coordinator:
+    """The coordinator of member ``place.member``: its input batches as versions, sent as ``Work``.
 
-    def _init_coordinator(self) -> None:
+    ``box`` is the box's plan (its in ports' columns and sign fields);
+    ``ordered``: the plan reads maps, so versions apply in one order
+    (sequential relations then go one event per version).
+    """
+
+    def __init__(self, place: MemberState, box: BoxPlan, ordered: bool, mailbox: Mailbox):
+        self.place = place
+        self.box = box
+        self.ordered = ordered
+        self.mailbox = mailbox
         self.epoch = 0  # the epoch it stamps Work with (the last Advance)
         self.seq = 0
         self.woke = -1  # the last epoch it asked the leader to end
         self.stamped: dict[tuple[str, str], int] = {}  # (stream, producer) -> last seq taken in this epoch
         self.holding: dict[int, list] = {}  # in port -> rows taken in this epoch, not stamped yet (in arrival order)
-        self._closing = len(self.layout.members)  # members of the epoch it stamps with (its Close goes to each)
         # counters (not state): Work rows stamped for members on this node, and for members on other nodes
         self.rows_kept = self.rows_sent = 0
+        self.routing = place.layout.version  # the layout version it stamps Work with
+        self._closing = 0  # members of the epoch it stamps with (its Close goes to each)
+        self._involved: list[Callable[[list], list]] = []  # per in port: rows -> the members each goes to
+        self.route(place.layout)
 
-    def _involvement(self, plan, port: int, layout: Layout):
+    def route(self, layout: Layout) -> None:
+        """Stamp with ``layout`` from now on (the first epoch of a layout change, or a restored state)."""
+        self.routing = layout.version
+        self._closing = len(layout.members)
+        self._involved = [self._involvement(port, layout) for port in range(len(self.box.ports))]
+
+    def _involvement(self, port: int, layout: Layout) -> Callable[[list], list]:
         """``rows -> [members]`` for rows of in port ``port`` in the in stream's form (sign field and all).
 
         A batch at a time (:meth:`Roles.involved`); a row with a sign that is
         neither 1 nor -1 stays here, where the splitter counts it refused."""
-        pp = self.plan.ports[port]
+        pp = self.box.ports[port]
         s = pp.sign_index
         picks = [i for i in range(len(pp.columns) + (s is not None)) if i != s]
 
@@ -73,11 +96,11 @@ class Coordinating:
                 return lambda row: date_of(row[at])
             return itemgetter(at)
 
-        roles = Roles(plan, layout, getter, pp.relation)
+        roles = Roles(self.place.plan, layout, getter, pp.relation)
         inserts, deletes = roles.involved(pp.relation, 1), roles.involved(pp.relation, -1)
         if s is None:
             return inserts
-        alike, me, sign_of = roles.placed_alike(pp.relation), self.member, itemgetter(s)
+        alike, me, sign_of = roles.placed_alike(pp.relation), self.place.member, itemgetter(s)
 
         def involved(rows: list) -> list:
             signs = list(map(sign_of, rows))
@@ -96,14 +119,14 @@ class Coordinating:
             return out
         return involved
 
-    def coordinate(self, port: int, rows: list) -> None:
-        """Take an input batch of in port ``port``: stamp it now, or hold it (see the module docstring).
+    def _sequential(self, port: int) -> bool:
+        return self.ordered and self.box.ports[port].relation in self.place.roles.sequential
 
-        Public: the host hands a batch to the hosted member its producer's publisher picked (hosting.py).
-        """
-        joining = self.joined is None or self.epoch < self.joined
-        if joining or self._closing > 1 and not (self.ordered and self.plan.ports[port].relation in
-                                                 self.roles.sequential):
+    def coordinate(self, port: int, rows: list) -> None:
+        """Take an input batch of in port ``port``: stamp it now, or hold it (see the module docstring)."""
+        joined = self.place.joined
+        joining = joined is None or self.epoch < joined
+        if joining or self._closing > 1 and not self._sequential(port):
             held = self.holding.get(port)
             if held is None:
                 held = self.holding[port] = []
@@ -114,23 +137,26 @@ class Coordinating:
             self._stamp(port, rows)
         if self.woke != self.epoch:
             self.woke = self.epoch
-            self._send(0, msg.wake(self.epoch))
+            self.mailbox.send(0, msg.wake(self.epoch))
+
+    def took(self, stream: str, producer: str, seq: int) -> None:
+        """Batch ``seq`` of ``producer`` on ``stream`` is the last one taken (its Close names it: stable reads)."""
+        self.stamped[(stream, producer)] = seq
 
     def _stamp(self, port: int, rows: list) -> None:
         """Rows of in port ``port`` as versions: one, or one per event for a sequential relation."""
-        involved = self._involved[port]
-        sequential = self.ordered and self.plan.ports[port].relation in self.roles.sequential
-        for version in ([r] for r in rows) if sequential else (rows,):
+        involved, me, mailbox = self._involved[port], self.place.member, self.mailbox
+        for version in ([r] for r in rows) if self._sequential(port) else (rows,):
             shares = group(involved(version), version)
             if not shares:
                 continue
             seq, self.seq = self.seq, self.seq + 1
             for m, share in shares.items():
-                if m in self.hosted:
+                if mailbox.is_local(m):
                     self.rows_kept += len(share)
                 else:
                     self.rows_sent += len(share)
-                self._send(m, msg.work(self.epoch, self.member, seq, port, share))
+                mailbox.send(m, msg.work(self.epoch, me, seq, port, share))
 
     def _release_holding(self) -> None:
         """Stamp every port's held rows (the epoch ends), ports in the order they were first held."""
@@ -138,29 +164,37 @@ class Coordinating:
         for port, rows in holding.items():
             self._stamp(port, rows)
 
-    def _next_epoch(self, epoch: int) -> None:
+    def advance(self, epoch: int) -> None:
         """``Advance(epoch)``: close the epoch stamped with so far, stamp with ``epoch`` from now on.
 
         A joining member closes nothing before its first epoch, and a retired
         one nothing from the first epoch it is not a member of: no member
         expects a Close of it for an epoch it takes no part in."""
-        if self.joined is not None and self.epoch >= self.joined and self.member < self._closing:
+        me, joined = self.place.member, self.place.joined
+        if joined is not None and self.epoch >= joined and me < self._closing:
             self._release_holding()
             positions = [[s, p, q] for (s, p), q in self.stamped.items()]
             self.stamped = {}
             for member in range(self._closing):  # the members of the epoch closed
-                self._send(member, msg.close(self.epoch, self.member, positions if member == 0 else None))
+                self.mailbox.send(member, msg.close(self.epoch, me, positions if member == 0 else None))
         self.epoch = epoch
-        self._stamp_layout()
+
+    @property
+    def idle(self) -> bool:
+        """Whether it never stamped nor holds anything (a bulk load goes only into such a member)."""
+        return not self.seq and not self.holding
 
     # -- state -------------------------------------------------------------------------
 
-    def _coordinator_state(self) -> dict:
-        return {"epoch": self.epoch, "seq": self.seq, "woke": self.woke,
+    def state(self) -> dict:
+        return {"epoch": self.epoch, "seq": self.seq, "woke": self.woke, "routing": self.routing,
                 "stamped": [[s, p, q] for (s, p), q in self.stamped.items()],
                 "holding": [[port, list(rows)] for port, rows in self.holding.items()]}
 
-    def _restore_coordinator(self, state: dict) -> None:
+    def restore(self, state: dict, layouts: list[Layout]) -> None:
+        """Continue from :meth:`state`; ``layouts``: those it may stamp with (the member's, the changes')."""
         self.epoch, self.seq, self.woke = int(state.get("epoch", 0)), int(state.get("seq", 0)), int(state.get("woke", -1))
         self.stamped = {(s, p): int(q) for s, p, q in state.get("stamped", [])}
         self.holding = {int(port): list(rows) for port, rows in state.get("holding", [])}
+        version = int(state.get("routing", self.place.layout.version))
+        self.route(next((lay for lay in layouts if lay.version == version), self.place.layout))

@@ -10,7 +10,7 @@ failed member as a **guest**, a second ``PartOperator`` with the failed
 member's number, state and leader role, if it had it.
 
 * Messages between members hosted here never leave the process: ``_send``
-  puts them on the hosted member's queue (``deliver_local``), and :meth:`Hosting._run_hosted`
+  puts them on the hosted member's inbox (:mod:`~.mailbox`), and :meth:`Host.run`
   runs every hosted member until none has anything queued (so the order of
   each member's messages to another is the order they were sent in, as on
   a link).
@@ -21,8 +21,8 @@ member's number, state and leader role, if it had it.
   when that member is hosted here, else by this node's own member: a
   producer's batches keep one coordinator, so stable reads stay per-producer
   prefixes.
-* :meth:`Hosting.state` is the node's own member's state with the guests'
-  under ``"guests"``; :meth:`Hosting.restore` gives each hosted member its
+* :meth:`Host.state` is the node's own member's state with the guests'
+  under ``"guests"``; :meth:`Host.restore` gives each hosted member its
   own, whichever member the operator was built as first.
 
 A guest keeps its member number, its segments, its place in the version
@@ -34,171 +34,132 @@ treat as one more producer on the same ordered link.
 from __future__ import annotations
 
 import logging
-import time
 import zlib
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable
+from typing import Protocol
+
+from boreas.catalog.model import Partition
 
 from ..operators.base import Emitted
+from .mailbox import Mailbox
+from .member import Member
 
 log = logging.getLogger(__name__)
 
 
-class Hosting:
-    """A mixin of :class:`~boreas.node.cumulus.part.PartOperator`: ``hosted`` maps member -> its operator.
+class Hosted(Protocol):
+    """What the host needs of a member it hosts (:class:`~boreas.node.cumulus.part.PartOperator`)."""
 
-    The operator the dataflow holds is the first member hosted here; the
-    others (guests) share its ``hosted`` dict and are reached through it.
+    member: int
+    parts: Member  # its composed parts: mailbox, coordinator, steps
+
+    def member_state(self) -> dict: ...
+
+    def restore_member(self, state: dict, now: float | None = None) -> None: ...
+
+    def follow(self, partition: Partition, members: list[int]) -> None: ...
+
+
+class Host:
+    """The members of one partitioned box hosted on this node, by member number (the first: the node's own).
+
+    >>> host = Host(lambda why: ValueError(why))
+    >>> host.coordinator_of("a", 3) is None  # (no member hosted yet)
+    True
     """
 
-    hosted: dict[int, Any]
+    def __init__(self, error: Callable[[str], Exception]):
+        self.members: dict[int, Hosted] = {}
+        self._error = error  # the box's error (it names the box)
 
-    def _init_hosting(self, members: list[int], host: Any, inputs: list, outputs: list, endpoint: str) -> None:
-        if host is not None:  # a guest built by its host
-            self.hosted = host.hosted
-            self.hosted[self.member] = self
-            return
-        self.hosted = {self.member: self}
-        for m in members:
-            if m != self.member:
-                type(self)(self.box, inputs, outputs, self.partition, endpoint, member=m, host=self)
+    def add(self, member: Hosted) -> None:
+        self.members[member.member] = member
 
-    # -- the data plane ------------------------------------------------------------------
+    def mailbox_of(self, member: int) -> Mailbox | None:
+        """Member ``member``'s mailbox if it is hosted here (its messages never leave the process)."""
+        op = self.members.get(member)
+        return None if op is None else op.parts.mailbox
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
-        if port < len(self.box.inputs):
-            self.coordinate(port, rows)
-        else:
-            self.hosted[self._inport[port]].deliver_local(rows)
-        return self._run_hosted(now)
+    def coordinator_of(self, producer: str, picks: int) -> Hosted | None:
+        """The hosted member that stamps ``producer``'s batches: the one its publisher picks (``crc32 % picks``,
+        ``picks`` the members publishers pick from), if hosted here, else the node's own member.
 
-    def process_from(self, port: int, rows: list[tuple], now: float, origin: tuple[str, str, int]) -> Emitted:
-        if port >= len(self.box.inputs):
-            return self.process(port, rows, now)
-        coordinator = self.coordinator_of(origin[1])
-        coordinator.stamped[(origin[0], origin[1])] = origin[2]  # where its input got to (stable reads)
-        coordinator.coordinate(port, rows)
-        return self._run_hosted(now)
-
-    def coordinator_of(self, producer: str) -> Any:
-        """The hosted member that stamps ``producer``'s batches: the one its publisher picks, if hosted here.
-
-        >>> from boreas.catalog.model import Partition
-        >>> class P(Hosting):
-        ...     partition = Partition("v", ("n1", "n2", "n3"))
-        >>> p = P(); p.hosted = {1: "own", 2: "guest"}
-        >>> [(x, zlib.crc32(x.encode()) % 3, p.coordinator_of(x)) for x in ("a", "b", "c")]
+        >>> host = Host(ValueError); host.members = {1: "own", 2: "guest"}
+        >>> [(x, zlib.crc32(x.encode()) % 3, host.coordinator_of(x, 3)) for x in ("a", "b", "c")]
         [('a', 0, 'own'), ('b', 2, 'guest'), ('c', 0, 'own')]
         """
-        if len(self.hosted) == 1:
-            return self
-        picks = len(self.partition.entry_nodes)  # (what publishers pick from: catalog/slices.py)
-        return self.hosted.get(zlib.crc32(producer.encode()) % picks, next(iter(self.hosted.values())))
+        if len(self.members) <= 1:
+            return next(iter(self.members.values()), None)
+        return self.members.get(zlib.crc32(producer.encode()) % picks, next(iter(self.members.values())))
 
-    def poll(self, now: float) -> Emitted:
-        for op in list(self.hosted.values()):
-            op.member_tick(now)
-        return self._run_hosted(now)
+    # -- running -------------------------------------------------------------------------
 
-    def next_deadline(self) -> float | None:
-        found = [d for op in self.hosted.values() if (d := op.member_deadline()) is not None]
-        return min(found) if found else None
-
-    def _run_hosted(self, now: float) -> Emitted:
+    def run(self, now: float) -> Emitted:
         """Run every hosted member until none has a message from another hosted member left to take."""
-        if len(self.hosted) == 1:
-            return self.member_run(now)
+        if len(self.members) == 1:
+            return next(iter(self.members.values())).parts.run(now)
         emitted: Emitted = []
         while True:
-            for op in list(self.hosted.values()):
-                emitted += op.member_run(now)
-            if not any(op.has_local for op in self.hosted.values()):
+            for op in list(self.members.values()):
+                emitted += op.parts.run(now)
+            if not any(op.parts.mailbox.inbox for op in self.members.values()):
                 return emitted
 
-    #: seconds the entry count /status and the metrics show may be old
-    ENTRIES_TTL = 1.0
+    def poll(self, now: float) -> Emitted:
+        for op in list(self.members.values()):
+            op.parts.tick(now)
+        return self.run(now)
 
-    def state_entries(self) -> int:
-        """Entries of the member's maps, counted at most once a second.
-
-        Counting walks every group of an indexed map (Q3's ``m1`` by
-        customer): about 3 ms for 350k entries, which a bench polling
-        ``/status`` 50 times a second paid as 15% of a node's CPU.  A gauge
-        a second old says as much; the maps themselves are never stale.
-        """
-        now = time.monotonic()
-        counted = getattr(self, "_entries_counted", None)
-        if counted is None or now - counted[0] >= self.ENTRIES_TTL:
-            counted = self._entries_counted = (now, self.runtime.entries())
-        return counted[1]
+    def next_deadline(self) -> float | None:
+        found = [d for op in self.members.values() if (d := op.parts.deadline()) is not None]
+        return min(found) if found else None
 
     def backlog(self) -> int:
         """Versions and messages waiting at the members hosted here (the coordinators' admission)."""
-        return sum(op.member_backlog() for op in self.hosted.values())
+        return sum(op.parts.applier.backlog() for op in self.members.values())
 
     # -- state ---------------------------------------------------------------------------
 
-    def state(self) -> dict:
-        state = self.member_state()
-        guests = {str(m): op.member_state() for m, op in self.hosted.items() if op is not self}
+    def state(self, own: int) -> dict:
+        """Member ``own``'s state with every guest's under ``"guests"``."""
+        state = self.members[own].member_state()
+        guests = {str(m): op.member_state() for m, op in self.members.items() if m != own}
         if guests:
             state["guests"] = guests
         return state
 
-    def restore(self, state: dict, now: float | None = None) -> None:
-        states = {int(state.get("member", self.member)): state}
-        states.update({int(m): s for m, s in (state.get("guests") or {}).items()})
-        for m in states:
-            if m not in self.hosted:
-                raise self.error(f"cannot take the state of member {m}: this node hosts members "
-                                 f"{', '.join(map(str, sorted(self.hosted)))}")
-        for m, s in states.items():
-            self.hosted[m].restore_member(s, now)
+    def _check(self, members: list[int], what: str) -> None:
+        missing = [m for m in members if m not in self.members]
+        if missing:
+            raise self._error(f"cannot take {what} {missing[0]}: this node hosts members "
+                              f"{', '.join(map(str, sorted(self.members)))}")
 
-    def _rehost(self, partition: Any) -> bool:
+    def restore(self, state: dict, own: int, now: float | None = None) -> None:
+        states = {int(state.get("member", own)): state}
+        states.update({int(m): s for m, s in (state.get("guests") or {}).items()})
+        self._check(list(states), "the state of member")
+        for m, s in states.items():
+            self.members[m].restore_member(s, now)
+
+    def follow(self, partition: Partition, members: list[int], build: Callable[[int], Hosted]) -> bool:
         """Follow a partition whose members' endpoints changed (a failover); False if a member hosted here left.
 
-        Members newly placed here are built as guests (their state comes
-        with :meth:`take_guests`); every hosted member's ports and layouts
-        follow the new endpoints.
+        Members newly placed here are built as guests (``build``; their state
+        comes with :meth:`take_guests`); every hosted member's ports and
+        layouts follow the new endpoints.
         """
-        members = partition.member_of(self.endpoint)
-        if not set(self.hosted) <= set(members):
+        if not set(self.members) <= set(members):
             return False
-        for op in self.hosted.values():
-            op.partition = partition
         for m in members:
-            if m not in self.hosted:
-                type(self)(self.box, self.inputs, self.outputs, partition, self.endpoint, member=m, host=self)
-        for op in self.hosted.values():
-            op.rewire(partition, members)
-            op._rehome()
+            if m not in self.members:
+                self.add(build(m))
+        for op in self.members.values():
+            op.follow(partition, members)
         return True
-
-    def _rehome(self) -> None:
-        """Layouts restored from a state name the nodes members were on then; a failover since moved one.
-
-        The members (and so the slot owners) are the same; only the endpoint
-        of a member that failed over differs: the partition's is current.
-        """
-        nodes = tuple(self.partition.nodes)
-
-        def fix(lay: Any) -> Any:  # (a layout before a partition grew has fewer members)
-            now = nodes[:len(lay.members)]
-            return lay if lay.members == now or len(now) < len(lay.members) else replace(lay, members=now)
-
-        self.layout = fix(self.layout)
-        self.history = [(first, fix(lay)) for first, lay in self.history]
-        if self.requested is not None:
-            self.requested = fix(self.requested)
-        for r in self.relayouts:
-            r["layout"] = fix(r["layout"])
-        if self.settling is not None:
-            self.settling["layout"] = fix(self.settling["layout"])
 
     # -- failover -----------------------------------------------------------------------
 
-    def take_guests(self, state: dict, pending: dict[int, list[list]], now: float) -> Emitted:
+    def take_guests(self, box: str, state: dict, pending: dict[int, list[list]], now: float) -> Emitted:
         """Continue the member(s) of a failed node here, from its replayed operator's ``state()``.
 
         ``state`` is one member's, with any guests the failed node hosted
@@ -211,24 +172,20 @@ class Hosting:
         flow clock differs).
         """
         states = [{k: v for k, v in state.items() if k != "guests"}, *(state.get("guests") or {}).values()]
-        missing = [int(s["member"]) for s in states if int(s["member"]) not in self.hosted]
+        missing = [int(s["member"]) for s in states if int(s["member"]) not in self.members]
         if missing:
-            raise self.error(f"cannot take member {missing[0]} over: this node hosts members "
-                             f"{', '.join(map(str, sorted(self.hosted)))} (the partition names it elsewhere)")
+            raise self._error(f"cannot take member {missing[0]} over: this node hosts members "
+                              f"{', '.join(map(str, sorted(self.members)))} (the partition names it elsewhere)")
         for one in states:
-            guest = self.hosted[int(one["member"])]
+            guest = self.members[int(one["member"])]
             guest.restore_member(one, now)
-            if guest.leader is not None:
-                guest.leader.restart_clock()  # the failed node's flow clock set its deadline
-            if guest.copy_at:
-                guest.copy_at = now
+            guest.parts.restart_clocks(now)
         for m, messages in pending.items():
-            if m in self.hosted:
-                self.hosted[m].deliver_local(messages)
+            if m in self.members:
+                self.members[m].parts.mailbox.inbox.extend(messages)
             elif messages:
-                log.warning("m3 box %r: %d messages for member %d, not hosted here, dropped", self.box.name,
-                            len(messages), m)
-        log.info("m3 box %r: members %s now run here with member %d%s", self.box.name,
-                 ", ".join(str(s["member"]) for s in states), self.member,
+                log.warning("m3 box %r: %d messages for member %d, not hosted here, dropped", box, len(messages), m)
+        log.info("m3 box %r: members %s now run here with member %d%s", box,
+                 ", ".join(str(s["member"]) for s in states), next(iter(self.members)),
                  "".join(f"; {len(v)} messages first for member {m}" for m, v in pending.items() if v))
-        return self._run_hosted(now)
+        return self.run(now)

@@ -1,61 +1,89 @@
-"""Which layout and which members a member of a partitioned box works with (docs/cumulus.md §6.4).
+"""Who one member of a partitioned box is, and the layouts it runs under (docs/cumulus.md §3.5, §6.4).
 
-A mixin of :class:`~boreas.node.cumulus.part.PartOperator`, beside
-:mod:`~boreas.node.cumulus.relayouts`, which owns the state these read
-(``layout``, ``requested``, ``relayouts``, ``history``, the catalog's
-``partition``): the newest layout decided, the one a growing change starts
-from, how far the leader's messages reach while members join or retire,
-the layout of a past epoch, and whether a catalog's partition is still the
-one running here.  Kept apart because growth and retirement reason about
-these, while the relayout protocol only changes them.
+:class:`MemberState` is the one owner of a member's place in its
+partition: its number, the layout it runs now (and the :class:`Roles` that
+layout gives its statements), the layouts of the recent epochs stable reads
+may still ask about, and the epoch it joined at (None while it is joining).  The layout change switches the
+layout (:meth:`MemberState.switch`, at a flip), a failover renames the nodes
+(:meth:`MemberState.rehome`); every other part of the member reads them.
+
+>>> from boreas.m3 import compile_sql
+>>> from boreas.m3.cumulus import classify, even_layout, relayout
+>>> from boreas.m3.cumulus.member import MemberRuntime
+>>> p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS s FROM R GROUP BY a")
+>>> lay = even_layout("g", ["n0", "n1"], 2, maps=[("Q1_s", 0)])
+>>> plan = classify(p, dict(lay.maps), "g")
+>>> place = MemberState(1, lay, plan, MemberRuntime(p, lay, 1, plan))
+>>> place.joined, [s.id for s in place.layout.segments_of(1)]
+(0, [1])
+>>> place.switch(4, relayout.move(lay, 1, 0))
+>>> place.layout_at(3).version, place.layout_at(4).version, place.layout.segments_of(1)
+(1, 2, ())
+>>> place.forget_layouts(3); [first for first, _ in place.history]
+[4]
+>>> again = MemberState(1, lay, plan, MemberRuntime(p, lay, 1, plan)); again.restore(place.state())
+>>> again.layout == place.layout, again.history == place.history
+(True, True)
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from boreas.catalog.partition_model import Partition
 from boreas.m3.cumulus import Layout
+from boreas.m3.cumulus.member import MemberRuntime
+from boreas.m3.cumulus.plan import Plan
+from boreas.m3.cumulus.roles import Roles
 
 
-class Membership:
+def rehomed(layout: Layout, nodes: tuple[str, ...]) -> Layout:
+    """``layout`` with its members' endpoints as ``nodes`` names them now (a member failed over since).
+
+    A layout from before a partition grew has fewer members: those keep theirs.
+
+    >>> from boreas.m3.cumulus import even_layout
+    >>> rehomed(even_layout("g", ["a", "b"]), ("a", "c", "d")).members
+    ('a', 'c')
+    """
+    now = nodes[:len(layout.members)]
+    return layout if layout.members == now or len(now) < len(layout.members) else replace(layout, members=now)
+
+
+class MemberState:
+    """Member ``member``'s number, layout, roles, layout history and first epoch; the only code that changes them."""
+
+    def __init__(self, member: int, layout: Layout, plan: Plan, runtime: MemberRuntime):
+        self.member = member
+        self.plan = plan  # the program's statements classified under the partition's map columns
+        self.runtime = runtime
+        self.layout = layout
+        self.roles = Roles(plan, layout)
+        self.history: list[tuple[int, Layout]] = [(0, layout)]  # (first epoch, layout), ascending
+        # the first epoch this member takes part in; None while it is joining (docs/cumulus.md §6.4)
+        self.joined: int | None = 0 if member < len(layout.members) else None
+
     @property
-    def latest_layout(self) -> Layout:
-        """The newest layout decided: the one the next change starts from."""
-        r = self.requested
-        return r if r is not None and r.version > self.layout.version else self.layout
+    def members(self) -> int:
+        """Members of the layout it runs now."""
+        return len(self.layout.members)
 
-    def joinable_layout(self) -> Layout:
-        """:attr:`latest_layout` with the partition's joining nodes as members (docs/cumulus.md §6.4): a change
-        decided from it makes them members at its first epoch (a move or rebalance onto them)."""
-        lay, nodes = self.latest_layout, tuple(self.partition.nodes)
-        if len(nodes) <= len(lay.members):
-            return lay
-        return replace(lay, members=lay.members + nodes[len(lay.members):])
+    def switch(self, first: int, layout: Layout) -> None:
+        """Run under ``layout`` from epoch ``first`` on (a layout change flips here)."""
+        self._set(layout)
+        self.history.append((first, layout))
 
-    def _reach(self) -> int:
-        """Leader: how many members its messages go to: the current layout's, and those of every change
-        announced (the nodes a change makes members hear of it, its flip, and each Advance from then on)."""
-        reach = max(len(self.layout.members), len(self.latest_layout.members),
-                    *(len(r["layout"].members) for r in self.relayouts))
-        return min(reach, self.n)  # (a member retired, and gone from the catalog, has no link any more)
+    def _set(self, layout: Layout) -> None:
+        self.layout = layout
+        self.runtime.set_layout(layout, self.plan)
+        self.roles = Roles(self.plan, layout)
 
-    def follows(self, partition: Partition) -> bool:
-        """Whether ``partition`` is this box's as it runs here: the same incarnation, its members (and any
-        nodes joining, or fewer once a member retired), a layout it already switched to (the catalog learns
-        a relayout after the members made it).
-
-        A member that failed over to another node is still the same member:
-        the operator follows its new endpoint in place (``_rehost``,
-        hosting.py), taking a guest if it is now here, so its state and
-        everything waiting on it (a publisher held by admission) carry on.
-        """
-        mine = self.partition
-        if not (partition.id == mine.id and len(partition.nodes) >= len(self.layout.members)
-                and partition.epoch_ms == mine.epoch_ms and partition.maps == mine.maps
-                and partition.layout <= self.layout.version):
+    def join(self, first: int) -> bool:
+        """Take part from epoch ``first`` on, if this member is joining and ``first`` is its change's; whether it
+        joined now."""
+        if self.joined is not None:
             return False
-        return partition.nodes == mine.nodes or self._rehost(partition)
+        self.joined = first
+        return True
 
     def layout_at(self, epoch: int) -> Layout:
         """The layout versions of ``epoch`` ran under."""
@@ -63,3 +91,26 @@ class Membership:
             if first <= epoch:
                 return lay
         return self.history[0][1]
+
+    def forget_layouts(self, horizon: int) -> None:
+        """No stable read of an epoch up to ``horizon`` any more: drop the layouts only those ran under."""
+        while len(self.history) > 1 and self.history[1][0] <= horizon + 1:
+            self.history.pop(0)
+
+    def rehome(self, nodes: tuple[str, ...]) -> None:
+        """Layouts restored from a state name the nodes members were on then; a failover since moved one."""
+        self.layout = rehomed(self.layout, nodes)
+        self.history = [(first, rehomed(lay, nodes)) for first, lay in self.history]
+
+    # -- plain data ------------------------------------------------------------------
+    def state(self) -> dict:
+        return {"member": self.member, "layout": self.layout.version, "joined": self.joined,
+                "layout_now": self.layout.to_dict(),
+                "history": [[first, lay.to_dict()] for first, lay in self.history]}
+
+    def restore(self, state: dict) -> None:
+        self.joined = state["joined"] if "joined" in state else 0
+        if not state.get("layout_now"):
+            return
+        self._set(Layout.from_dict(state["layout_now"]))
+        self.history = [(int(f), Layout.from_dict(d)) for f, d in state.get("history", [])] or [(0, self.layout)]

@@ -133,8 +133,11 @@ class MessageRows:
 
 _EPOCH = dt.date(1970, 1, 1).toordinal()
 
+#: ``(encode, decode)`` of map keys as messages and states carry them (:func:`key_codecs`).
+KeyCodecs = tuple[Callable[[str, tuple], list], Callable[[str, list], tuple]]
 
-def key_codecs(program: Program) -> tuple[Callable[[str, tuple], list], Callable[[str, list], tuple]]:
+
+def key_codecs(program: Program) -> KeyCodecs:
     """``(encode, decode)`` of map keys for Push messages: DATE key columns travel as day numbers.
 
     >>> from boreas.m3 import compile_sql
