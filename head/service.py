@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.elements import apply_commit
+from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slices import node_slices
@@ -88,6 +89,9 @@ class HeadService:
         # The box types submissions are validated against and slices inferred with (given, or the
         # standard set: Borealis's and m3), passed explicitly wherever a catalog is checked.
         self.box_types = box_types or standard_box_types()
+        # The catalog held here, checked, with what the check learned (catalog/index.py): a submission is
+        # checked, and the nodes' slices recomputed, by what it touches.
+        self.index = CatalogIndex.build(self.catalog, self.box_types)
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
         self.tasks = Supervisor("head")
@@ -228,7 +232,8 @@ class HeadService:
     def _install(self, catalog: Catalog, affected_version: int | None) -> None:
         """Make ``catalog`` current: hand every node its slice, start or stop global feeds."""
         self.catalog = catalog
-        slices = node_slices(catalog, registry=self.box_types)
+        self.index = self.index.derive(catalog)
+        slices = node_slices(catalog, self.index.stream_schemas, registry=self.box_types)
         affected = []
         for endpoint in sorted(set(slices) | set(self.syncs)):
             desired = slices.get(endpoint, Catalog())
@@ -266,7 +271,7 @@ class HeadService:
         documents = await asyncio.to_thread(check_submission, documents, self.node_order, self.catalog, plan)
         # Planned on the catalog held here; a lost race catches up from the log and re-plans.
         applied = await asyncio.to_thread(apply_submission, self.store, documents, registry=self.box_types,
-                                          base=self.catalog, read_full=self._read_full)
+                                          base=self.catalog, read_full=self._read_full, index=self.index)
         self._commits.put_nowait(applied.commit)  # no need to wait for the watch thread
         return self.submissions.add(applied.commit.version, [d.source for d in documents])
 
