@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .boxtypes import BoxTypeRegistry, builtin_registry
@@ -85,10 +85,15 @@ def element_refs(kind: str, obj: Any) -> Iterator[Name]:
         schema = getattr(obj, "schema", None)
         if schema is not None:
             yield ("schema", schema)
+        node = getattr(obj, "node", None) if kind in ("tables", "publications") else None
+        if node:
+            yield ("node", node)
     elif kind == "queries":
         yield from (("box", b) for b in obj.boxes)
+        yield from (("table", t) for t in obj.tables)
     elif kind == "partitions":
         yield ("box", obj.box)
+        yield from (("member", n) for n in obj.nodes)
 
 
 #: The Catalog dicts whose elements refer to something (the others are only referred to).
@@ -125,6 +130,11 @@ class CatalogIndex:
     typings: dict[str, BoxTyping]
     stream_schemas: dict[str, Schema]  # what slices need: outputs under their declared names
     problems: list[Diagnostic]
+    # The change from the index this one was derived from (what incremental slicing starts from):
+    parent: Catalog | None = None
+    changed: dict[str, set[str]] = field(default_factory=dict)  # Catalog dict -> keys changed
+    moved: set[str] = field(default_factory=set)  # streams whose schema changed (or that came or went)
+    whole: bool = True  # everything counted as changed
 
     @classmethod
     def build(cls, catalog: Catalog, registry: BoxTypeRegistry | None = None) -> CatalogIndex:
@@ -186,7 +196,7 @@ class _Derivation:
     """One :meth:`CatalogIndex.derive`: its working state, then the new index."""
 
     def __init__(self, base: CatalogIndex, after: Catalog, changed: dict[str, set[str]], whole: bool):
-        self.base, self.after, self.changed = base, after, changed
+        self.base, self.after, self.changed, self.whole = base, after, changed, whole
         self.registry = base.registry
         self.refs = dict(base.refs)
         self.states = dict(base.states)
@@ -199,7 +209,7 @@ class _Derivation:
         touched = self._update_refs()
         dirty = self._dirty(touched)
         index = CatalogIndex(self.after, self.registry, self.refs, self.states, self.typings, self.schemas,
-                             self.problems)
+                             self.problems, self.base.catalog, self.changed, set(), self.whole)
         for stream in sorted(touched):
             self.problems += producer_problems(self.after, stream, index.producers(stream))
         for kind, check in REFERENCE_CHECKS:
@@ -207,6 +217,7 @@ class _Derivation:
             for key in sorted(dirty.get(kind, ())):
                 self.problems += check(self.after, items[key], self.produced)
         moved = self._infer(touched, dirty)
+        index.moved.update(moved)
         self._outputs_and_arrays(moved, dirty)
         for name in sorted(dirty.get("partitions", ())):
             self.problems += partition_check(self.after, self.registry, name, self.after.partitions[name])

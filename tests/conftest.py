@@ -58,6 +58,7 @@ IN_PROCESS = (
     "test_m3_box_cluster.py",                # split from test_m3_box.py; its cluster tests join the group (below)
     "test_docs_xml.py",                      # docs/xml.md against the XSDs and the reader
     "test_incremental_validation.py",        # catalog/index.py against the whole check, on random edits
+    "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
 )
 
 #: Test paths whose tests run short ``boreas`` command processes on files only (validate, catalog apply/show/export on

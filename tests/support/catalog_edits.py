@@ -18,6 +18,7 @@ from boreas.catalog.diagnostics import Origin
 from boreas.catalog.model import (
     Box,
     Catalog,
+    Client,
     ConnectionPointView,
     Field,
     FieldType,
@@ -28,6 +29,8 @@ from boreas.catalog.model import (
     Partition,
     Publication,
     Query,
+    Region,
+    ReplicaSet,
     Schema,
     Subscription,
     Table,
@@ -152,19 +155,18 @@ def _put_sub(stream: str) -> Edit:
 
 streams, boxes, nodes, schemas = (st.sampled_from(x) for x in (STREAMS, BOXES, NODES, SCHEMAS))
 
-EDITS = st.one_of(
-    put_box(), put_box(), put_box(), move(), connect(), disconnect(),
+#: Submissions of boxes, and what nodes do to them (moves, connects, disconnects).
+BOX_EDITS = st.one_of(
+    put_box(), move(), connect(), disconnect(),
     boxes.map(lambda b: _pop("boxes", b)),
+)
+#: Streams, schemas, views, tables, queries and partitions declared and deleted.
+STREAM_EDITS = st.one_of(
     st.builds(lambda s, sc: _put("inputs", s, Input(s, sc, origin=_origin())), streams, schemas),
     streams.map(lambda s: _pop("inputs", s)),
     st.builds(lambda s, sc: _put("outputs", s, Output(s, sc, origin=_origin())), streams,
               st.sampled_from([None, "S", "T", "V"])),
     streams.map(lambda s: _pop("outputs", s)),
-    st.builds(_put_pub, streams, nodes),
-    st.builds(_put_sub, streams),
-    streams.map(lambda s: _pop("subscriptions", Subscription(s, "client:9000").key)),
-    nodes.map(lambda n: _put("nodes", n, Node(n, _origin()))),
-    nodes.map(lambda n: _pop("nodes", n)),
     schemas.map(lambda s: _put("schemas", s, _schema(s))),
     schemas.map(lambda s: _pop("schemas", s)),
     st.just(_put("types", "image", TypeAlias("image", "byte(0...3)", origin=_origin()))),
@@ -179,3 +181,19 @@ EDITS = st.one_of(
               st.lists(nodes, max_size=2)),
     boxes.map(lambda b: _pop("partitions", b)),
 )
+#: Deployment: nodes, publications, subscriptions, regions, replica sets, clients.
+DEPLOY_EDITS = st.one_of(
+    st.builds(_put_pub, streams, nodes),
+    st.builds(_put_sub, streams),
+    streams.map(lambda s: _pop("subscriptions", Subscription(s, "client:9000").key)),
+    nodes.map(lambda n: _put("nodes", n, Node(n, _origin()))),
+    nodes.map(lambda n: _pop("nodes", n)),
+    nodes.map(lambda n: _put("regions", f"r|{n}", Region("r", n, origin=_origin()))),
+    nodes.map(lambda n: _pop("regions", f"r|{n}")),
+    st.sampled_from(["reg:1", "reg:2"]).map(lambda e: _put("regions", "r|", Region("r", "", e, origin=_origin()))),
+    st.builds(lambda ns: _put("replica_sets", "rs", ReplicaSet("rs", ("q",), tuple(ns), origin=_origin())),
+              st.lists(nodes, max_size=2)),
+    st.just(_put("clients", "client:9000", Client("client:9000", origin=_origin()))),
+    st.just(_pop("clients", "client:9000")),
+)
+EDITS = st.one_of(BOX_EDITS, STREAM_EDITS, DEPLOY_EDITS)
