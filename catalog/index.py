@@ -262,14 +262,15 @@ class _Derivation:
     def _infer(self, touched: set[str], dirty: dict[str, set[str]]) -> set[str]:
         """Infer again what the change can reach; the streams whose state changed."""
         after, states = self.after, self.states
-        old = dict.fromkeys(touched)  # stream -> state before (filled below)
+        old: dict[str, tuple] = {}  # stream -> (state, told) before
         # Streams whose producer is an input: told from its schema and its producer count.
         entries = touched | {after.inputs[k].stream for k in dirty.get("inputs", ())}
         for stream in entries:
-            old[stream] = states.get(stream, "absent")
+            old[stream] = (states.get(stream, "absent"), self.base.stream_schemas.get(stream))
             states.pop(stream, None)
             if stream in after.inputs:
-                states[stream] = input_schema(after, after.inputs[stream].schema, self._count(stream))
+                schema = input_schema(after, after.inputs[stream].schema)
+                states[stream] = schema if self._count(stream) == 1 else BROKEN
             elif stream in self.produced:  # by a box: told again below if the box is reached
                 states[stream] = self.base.states.get(stream, BROKEN) if self._count(stream) == 1 else BROKEN
         before = self.base.catalog.boxes
@@ -280,7 +281,7 @@ class _Derivation:
         region = self._downstream(seeds)
         for name in region:
             for stream in after.boxes[name].outputs:
-                old.setdefault(stream, states.get(stream, "absent"))
+                old.setdefault(stream, (states.get(stream, "absent"), self.base.stream_schemas.get(stream)))
         for name in self.changed["boxes"] - set(after.boxes):
             self.typings.pop(name, None)
         # Streams told inside the region: those all of whose producers are in it (an input stream, or one
@@ -294,10 +295,23 @@ class _Derivation:
         self._kahn(region, internal)
         moved = set()
         for stream, was in old.items():
-            now = states.get(stream, "absent")
-            if now is not was and now != was:
+            told = self._told(stream)
+            now = (states.get(stream, "absent"), told)
+            if now[0] != was[0] or now[1] != was[1]:
                 moved.add(stream)
+                if told is None:
+                    self.schemas.pop(stream, None)
+                else:
+                    self.schemas[stream] = told  # (an output's is renamed below)
         return moved
+
+    def _told(self, stream: str) -> Schema | None:
+        """The schema a stream is told to have (before outputs' renaming): an input's, even with another
+        producer; else its one producer's."""
+        inp = self.after.inputs.get(stream)
+        if inp is not None:
+            return input_schema(self.after, inp.schema)
+        return self.states.get(stream)
 
     def _count(self, stream: str) -> int:
         """How many producers ``stream`` has (a box writing it on two ports counts twice, as in the full check)."""
@@ -357,11 +371,11 @@ class _Derivation:
     def _outputs_and_arrays(self, moved: set[str], dirty: dict[str, set[str]]) -> None:
         after, schemas = self.after, self.schemas
         outputs = set(dirty.get("outputs", ())) | {s for s in moved if s in after.outputs}
-        for stream in moved | outputs:
+        for stream in outputs:
             schemas.pop(stream, None)
-            state = self.states.get(stream)
-            if state is not None:
-                schemas[stream] = state
+            told = self._told(stream)
+            if told is not None:
+                schemas[stream] = told
         for stream in sorted(outputs):
             renamed = declared_output_schema(after, after.outputs[stream], schemas)
             if renamed is not None:

@@ -59,10 +59,10 @@ def infer(catalog: Catalog, registry: BoxTypeRegistry, fail: Fail | None = None)
     broken: set[str] = set()  # streams whose schema cannot be told; stay quiet downstream
     producers = catalog.producers()
     for inp in catalog.inputs.values():
-        schema = input_schema(catalog, inp.schema, len(producers[inp.stream]))
+        schema = input_schema(catalog, inp.schema)
         if schema is not None:
             known[inp.stream] = schema
-        else:
+        if schema is None or len(producers[inp.stream]) > 1:
             broken.add(inp.stream)
     consumers = {stream: {c.box for c in found} for stream, found in catalog.consumers().items()}
     waiting = {name: {p.stream for p in box.inputs} for name, box in catalog.boxes.items()}
@@ -103,13 +103,18 @@ def cycle_reason(box: str) -> str:
     return f"box {box!r} is on a cycle: its in streams depend on its own output"
 
 
-def input_schema(catalog: Catalog, name: str, producers: int) -> Schema | None:
-    """An input stream's schema, or None when it cannot be told (unknown schema, a field of an unknown
-    type, or a stream with more than one producer, which is reported once and has no one schema)."""
+def input_schema(catalog: Catalog, name: str) -> Schema | None:
+    """An input stream's schema (``name``: the one it declares), or None when it cannot be told.
+
+    A stream with more than one producer is reported once (validation) and
+    its readers stay quiet (it has no one schema for them); an input
+    stream's schema is still told for it, which a node taking a box that
+    produces one of its input streams needs (node/wiring.py's refusals).
+    """
     schema = catalog.schemas.get(name)
     # A field of an unknown type (type="float") is reported at the field (validate.REFERENCE_CHECKS);
     # its stream is not then called an array downstream.
-    if schema is None or producers != 1 or any(arrays.unknown_alias(f, catalog.types) for f in schema.fields):
+    if schema is None or any(arrays.unknown_alias(f, catalog.types) for f in schema.fields):
         return None
     return schema
 
