@@ -53,6 +53,9 @@ from .tracked import CATALOG_DICTS as _DICTS
 from .schemas_of import BoxTyping, cycle_reason, input_schema, type_box
 from .validate import (
     REFERENCE_CHECKS,
+    Checks,
+    plugged_problems,
+    producer_origin,
     array_stream_problems,
     declared_output_schema,
     output_schema_problems,
@@ -130,6 +133,7 @@ class CatalogIndex:
     typings: dict[str, BoxTyping]
     stream_schemas: dict[str, Schema]  # what slices need: outputs under their declared names
     problems: list[Diagnostic]
+    checks: Checks  # plugged in (validate.Checks), run again where a change reaches
     # The change from the index this one was derived from (what incremental slicing starts from):
     parent: Catalog | None = None
     changed: dict[str, set[str]] = field(default_factory=dict)  # Catalog dict -> keys changed
@@ -137,9 +141,10 @@ class CatalogIndex:
     whole: bool = True  # everything counted as changed
 
     @classmethod
-    def build(cls, catalog: Catalog, registry: BoxTypeRegistry | None = None) -> CatalogIndex:
+    def build(cls, catalog: Catalog, registry: BoxTypeRegistry | None = None,
+              checks: Checks | None = None) -> CatalogIndex:
         """The index of ``catalog``, checked whole (everything is new to the empty catalog's index)."""
-        empty = cls(Catalog(), registry or builtin_registry(), {}, {}, {}, {}, [])
+        empty = cls(Catalog(), registry or builtin_registry(), {}, {}, {}, {}, [], checks or Checks())
         return empty.derive(catalog)
 
     @property
@@ -209,7 +214,7 @@ class _Derivation:
         touched = self._update_refs()
         dirty = self._dirty(touched)
         index = CatalogIndex(self.after, self.registry, self.refs, self.states, self.typings, self.schemas,
-                             self.problems, self.base.catalog, self.changed, set(), self.whole)
+                             self.problems, self.base.checks, self.base.catalog, self.changed, set(), self.whole)
         for stream in sorted(touched):
             self.problems += producer_problems(self.after, stream, index.producers(stream))
         for kind, check in REFERENCE_CHECKS:
@@ -221,6 +226,13 @@ class _Derivation:
         self._outputs_and_arrays(moved, dirty)
         for name in sorted(dirty.get("partitions", ())):
             self.problems += partition_check(self.after, self.registry, name, self.after.partitions[name])
+        checks = self.base.checks
+        if checks.boxes or checks.streams:
+            streams = {s for s in moved | touched | set(dirty.get("outputs", ())) if s in self.produced}
+            boxes = {k for k in self.changed["boxes"] if k in self.after.boxes}
+            boxes.update(k for s in streams for k, _ in self._readers(s))
+            self.problems += plugged_problems(self.after, checks, self.schemas, sorted(boxes), sorted(streams),
+                                              lambda s: producer_origin(self.after, index.producers(s)))
         return index
 
     def _update_refs(self) -> set[str]:

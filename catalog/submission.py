@@ -33,7 +33,7 @@ from .merge import merge_touched
 from .model import Catalog, Schema
 from .positions import default_layout, has_positions, resolve_by_default_layout
 from .store.base import CatalogStore, Change, Commit, ConflictError, StoreError
-from .validate import check_topology
+from .validate import Checks, check_topology
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +73,15 @@ def split_documents(documents: Sequence[Document]) -> tuple[list[Application], l
 
 def plan_submission(
     catalog: Catalog, documents: Sequence[Document], registry: BoxTypeRegistry | None = None,
-    index: CatalogIndex | None = None,
+    index: CatalogIndex | None = None, checks: Checks | None = None,
 ) -> Plan:
     """Merge and check without touching any store.
 
     With ``index`` (the :class:`~.index.CatalogIndex` of ``catalog``; a Head
     keeps one) only what the submission adds, changes or connects to is
     checked, with the same result as checking the whole merged topology,
-    which is done without one.
+    which is done without one.  ``checks`` are plugged-in checks
+    (:class:`~.validate.Checks`; an index carries its own).
     """
     apps, deps = split_documents(resolve_by_default_layout(documents))  # (what the Head did not resolve)
     registry = registry or (index.registry if index is not None else builtin_registry())
@@ -91,7 +92,7 @@ def plan_submission(
     else:
         # The whole merged topology is checked: the stored catalog was valid when
         # committed, so whatever is wrong now was caused by this submission.
-        report = check_topology(merged, registry)
+        report = check_topology(merged, registry, checks)
         found, schemas = report.problems, report.stream_schemas
     problems += found
     if not problems:

@@ -10,7 +10,7 @@ message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,8 +47,47 @@ class TopologyReport:
         self.problems.append(Diagnostic.at(origin, reason))
 
 
-def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None) -> TopologyReport:
-    """Check everything (the oracle :mod:`.index`'s incremental check is tested against)."""
+BoxCheck = Callable[[Catalog, Box, list[Schema | None]], list[str]]
+"""A check of one box given its in streams' schemas (None: not told); reasons reported at the box."""
+StreamCheck = Callable[[Catalog, str, Schema], list[str]]
+"""A check of one stream given its schema; reasons reported at what produces it."""
+
+
+@dataclass(frozen=True)
+class Checks:
+    """Checks other parts of Boreas plug into validation, passed in like box types (nothing registers itself).
+
+    Each must be a function of what it is given (a box and its in schemas,
+    a stream and its schema, and the catalog's other elements only through
+    those), so that :mod:`.index` can run it again only where a change
+    reaches: a box check for the boxes changed or whose in schemas moved,
+    a stream check for the streams whose producers or schema changed.
+    """
+
+    boxes: tuple[BoxCheck, ...] = ()
+    streams: tuple[StreamCheck, ...] = ()
+
+
+def plugged_problems(catalog: Catalog, checks: Checks, schemas: Mapping[str, Schema], boxes: Iterable[str],
+                     streams: Iterable[str], producer_origin: Callable[[str], Origin]) -> list[Diagnostic]:
+    """What the plugged-in ``checks`` find about these boxes and streams (``schemas``: every stream's)."""
+    found = []
+    for name in boxes:
+        box = catalog.boxes[name]
+        ins = [schemas.get(p.stream) for p in box.inputs]
+        found += [Diagnostic.at(box.origin, reason) for check in checks.boxes for reason in check(catalog, box, ins)]
+    for stream in streams:
+        schema = schemas.get(stream)
+        if schema is not None:
+            found += [Diagnostic.at(producer_origin(stream), reason)
+                      for check in checks.streams for reason in check(catalog, stream, schema)]
+    return found
+
+
+def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None,
+                   checks: Checks | None = None) -> TopologyReport:
+    """Check everything (the oracle :mod:`.index`'s incremental check is tested against); ``checks``: more,
+    plugged in."""
     registry = registry or builtin_registry()
     report = TopologyReport()
     produced = catalog.producers()
@@ -65,7 +104,16 @@ def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None) ->
             report.problems += array_stream_problems(catalog, obj, report.stream_schemas)
     for name, part in catalog.partitions.items():
         report.problems += partition_check(catalog, registry, name, part)
+    if checks is not None:
+        report.problems += plugged_problems(catalog, checks, report.stream_schemas, catalog.boxes, produced,
+                                            lambda s: producer_origin(catalog, produced[s]))
     return report
+
+
+def producer_origin(catalog: Catalog, producers: list[Producer]) -> Origin:
+    """Where a stream's (first) producer was declared: its box, or its ``<input>``."""
+    first = producers[0]
+    return catalog.boxes[first.box].origin if first.box else catalog.inputs[first.stream].origin
 
 
 def stream_schemas(catalog: Catalog, registry: BoxTypeRegistry | None = None) -> dict[str, Schema]:

@@ -11,11 +11,13 @@ index); one that is not is refused, as a submission would be.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.index import CatalogIndex
+from boreas.catalog.model import Field, FieldType, Schema
 from boreas.catalog.schemas_of import schemas_of
-from boreas.catalog.validate import check_topology
+from boreas.catalog.validate import Checks, check_topology
 from support.catalog_edits import EDITS, Edit, chain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -34,6 +36,34 @@ def test_incremental_check_equals_the_whole_check(from_chain: bool, edits: list[
         assert Counter(map(str, derived.problems)) == Counter(map(str, check_topology(after).problems))
         if derived.ok:
             assert derived.stream_schemas == schemas_of(after)
+            index = derived
+
+
+def _reads_t(catalog, box, schemas) -> list[str]:
+    """A plugged-in box check: a box reading a stream of schema T (it depends on its in schemas)."""
+    return [f"box {box.name!r} reads T"] if any(s is not None and s.name == "T" for s in schemas) else []
+
+
+def _narrow(catalog, stream, schema) -> list[str]:
+    """A plugged-in stream check: a stream of one field."""
+    return [f"stream {stream!r} has one field"] if len(schema.fields) == 1 else []
+
+
+PLUGGED = Checks(boxes=(_reads_t,), streams=(_narrow,))
+
+
+@SETTINGS
+@given(st.lists(EDITS, min_size=1, max_size=14))
+def test_plugged_in_checks_run_again_where_a_change_reaches(edits: list[Edit]) -> None:
+    """Checks other parts plug in (validate.Checks) give the same both ways too."""
+    index = CatalogIndex.build(chain(), checks=PLUGGED)
+    assert index.ok
+    for edit in edits:
+        after = index.catalog.copy()
+        edit(after)
+        derived = index.derive(after)
+        assert Counter(map(str, derived.problems)) == Counter(map(str, check_topology(after, checks=PLUGGED).problems))
+        if derived.ok:
             index = derived
 
 
@@ -75,3 +105,14 @@ def test_a_submission_planned_on_an_index_is_refused_for_the_same_reasons() -> N
     assert whole.problems and Counter(map(str, indexed.problems)) == Counter(map(str, whole.problems))
     assert any("unknown field 'b'" in p.reason for p in indexed.problems)
     assert any("2 producers" in p.reason for p in indexed.problems)
+
+
+def test_a_plugged_in_box_check_runs_again_for_the_boxes_whose_in_schema_moved() -> None:
+    """Declaring the chain's input with another schema reaches every box downstream, unchanged as they are."""
+    index = CatalogIndex.build(chain(), checks=PLUGGED)
+    after = index.catalog.copy()
+    after.schemas["T"] = Schema("T", (Field("a", FieldType.INT), Field("b", FieldType.DOUBLE)))
+    after.inputs["s0"] = replace(after.inputs["s0"], schema="T")
+    derived = index.derive(after)
+    assert Counter(map(str, derived.problems)) == Counter(map(str, check_topology(after, checks=PLUGGED).problems))
+    assert sorted(p.reason for p in derived.problems) == ["box 'b0' reads T", "box 'b1' reads T", "box 'b2' reads T"]
