@@ -321,9 +321,15 @@ class _Derivation:
         """The schema a stream is told to have (before outputs' renaming): an input's, even with another
         producer; else its one producer's."""
         inp = self.after.inputs.get(stream)
-        if inp is not None:
-            return input_schema(self.after, inp.schema)
-        return self.states.get(stream)
+        schema = input_schema(self.after, inp.schema) if inp is not None else None
+        if inp is None or schema is not None:
+            return schema if inp is not None else self.states.get(stream)
+        ports = [(key, port) for kind, key in self.refs.get(("produces", stream), ()) if kind == "boxes"
+                 for port, s in enumerate(self.after.boxes[key].outputs) if s == stream]
+        if len(ports) != 1:
+            return None
+        typing = self.typings.get(ports[0][0])  # (none for a box on a cycle: never typed)
+        return typing.outs[ports[0][1]] if typing is not None and typing.outs is not None else None
 
     def _count(self, stream: str) -> int:
         """How many producers ``stream`` has (a box writing it on two ports counts twice, as in the full check)."""

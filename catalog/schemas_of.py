@@ -87,9 +87,10 @@ def infer(catalog: Catalog, registry: BoxTypeRegistry, fail: Fail | None = None)
         for reason in typed.problems:
             report(box.origin, reason)
         for port, stream in enumerate(box.outputs):
-            if typed.outs is not None and len(producers[stream]) == 1:
-                known[stream] = typed.outs[port]
-            else:
+            found = producers[stream]
+            if typed.outs is not None and sum(1 for p in found if p.box) == 1:
+                known.setdefault(stream, typed.outs[port])  # (an input stream's own schema comes first)
+            if typed.outs is None or len(found) > 1:
                 broken.add(stream)
             arrived(stream)
     if fail is not None:
