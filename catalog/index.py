@@ -53,6 +53,7 @@ from .tracked import CATALOG_DICTS as _DICTS
 from .schemas_of import BoxTyping, cycle_reason, input_schema, type_box
 from .validate import (
     REFERENCE_CHECKS,
+    check_topology,
     Checks,
     plugged_problems,
     producer_origin,
@@ -227,6 +228,15 @@ class _Derivation:
         for name in sorted(dirty.get("partitions", ())):
             self.problems += partition_check(self.after, self.registry, name, self.after.partitions[name])
         checks = self.base.checks
+        if any(self._count(s) > 1 for s in touched):
+            # Two producers: which one's schema a reader sees depends on the order the whole check types
+            # them in, so it alone says; the catalog is refused anyway (and an index of it is not derived
+            # from: the next change is checked whole).
+            report = check_topology(self.after, self.registry, checks)
+            index.problems[:] = report.problems
+            index.stream_schemas = report.stream_schemas
+            index.whole = True
+            return index
         if checks.boxes or checks.streams:
             streams = {s for s in moved | touched | set(dirty.get("outputs", ())) if s in self.produced}
             boxes = {k for k in self.changed["boxes"] if k in self.after.boxes}
@@ -251,8 +261,9 @@ class _Derivation:
                         del refs[name]
                 for name in new_refs - old_refs:
                     refs[name] = refs.get(name, frozenset()) | {(kind, key)}
-                if kind in ("boxes", "inputs"):  # (a new reader changes nothing for the stream's other readers)
-                    touched.update(s for k, s in old_refs ^ new_refs if k == "produces")
+                if kind == "inputs" or (kind == "boxes" and getattr(old, "outputs", None) != getattr(new, "outputs", None)):
+                    # (a new reader, or a move, changes nothing for the stream's other readers)
+                    touched.update(s for k, s in old_refs | new_refs if k == "produces")
         return touched
 
     def _dirty(self, touched: set[str]) -> dict[str, set[str]]:
@@ -321,15 +332,9 @@ class _Derivation:
         """The schema a stream is told to have (before outputs' renaming): an input's, even with another
         producer; else its one producer's."""
         inp = self.after.inputs.get(stream)
-        schema = input_schema(self.after, inp.schema) if inp is not None else None
-        if inp is None or schema is not None:
-            return schema if inp is not None else self.states.get(stream)
-        ports = [(key, port) for kind, key in self.refs.get(("produces", stream), ()) if kind == "boxes"
-                 for port, s in enumerate(self.after.boxes[key].outputs) if s == stream]
-        if len(ports) != 1:
-            return None
-        typing = self.typings.get(ports[0][0])  # (none for a box on a cycle: never typed)
-        return typing.outs[ports[0][1]] if typing is not None and typing.outs is not None else None
+        if inp is not None:
+            return input_schema(self.after, inp.schema)
+        return self.states.get(stream)
 
     def _count(self, stream: str) -> int:
         """How many producers ``stream`` has (a box writing it on two ports counts twice, as in the full check)."""

@@ -62,7 +62,7 @@ def infer(catalog: Catalog, registry: BoxTypeRegistry, fail: Fail | None = None)
         schema = input_schema(catalog, inp.schema)
         if schema is not None:
             known[inp.stream] = schema
-        if schema is None or len(producers[inp.stream]) > 1:
+        else:
             broken.add(inp.stream)
     consumers = {stream: {c.box for c in found} for stream, found in catalog.consumers().items()}
     waiting = {name: {p.stream for p in box.inputs} for name, box in catalog.boxes.items()}
@@ -87,10 +87,9 @@ def infer(catalog: Catalog, registry: BoxTypeRegistry, fail: Fail | None = None)
         for reason in typed.problems:
             report(box.origin, reason)
         for port, stream in enumerate(box.outputs):
-            found = producers[stream]
-            if typed.outs is not None and sum(1 for p in found if p.box) == 1:
-                known.setdefault(stream, typed.outs[port])  # (an input stream's own schema comes first)
-            if typed.outs is None or len(found) > 1:
+            if typed.outs is not None:
+                known.setdefault(stream, typed.outs[port])  # (a stream's first producer gives its schema)
+            else:
                 broken.add(stream)
             arrived(stream)
     if fail is not None:
@@ -107,10 +106,10 @@ def cycle_reason(box: str) -> str:
 def input_schema(catalog: Catalog, name: str) -> Schema | None:
     """An input stream's schema (``name``: the one it declares), or None when it cannot be told.
 
-    A stream with more than one producer is reported once (validation) and
-    its readers stay quiet (it has no one schema for them); an input
-    stream's schema is still told for it, which a node taking a box that
-    produces one of its input streams needs (node/wiring.py's refusals).
+    A stream with more than one producer (reported by validation) gets the
+    schema of the first told: an input's before a box's, which a node
+    taking a box that produces one of its input streams needs
+    (node/wiring.py's refusals).
     """
     schema = catalog.schemas.get(name)
     # A field of an unknown type (type="float") is reported at the field (validate.REFERENCE_CHECKS);
