@@ -9,6 +9,7 @@ update XML goes to the same nodes; and no other node is sent anything.
 
 from __future__ import annotations
 
+import pytest
 from boreas.catalog import Catalog
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.replicate import update_items
@@ -25,6 +26,7 @@ def _xml(old: Catalog | None, new: Catalog | None) -> str:
     return update_document(update_items(old or Catalog(), new or Catalog()), version=1)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.booleans(), st.lists(EDITS, min_size=1, max_size=14))
 def test_the_nodes_updated_and_their_update_xml_equal_full_slicing(from_chain: bool, edits: list[Edit]) -> None:

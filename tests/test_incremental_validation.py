@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+import pytest
 from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Field, FieldType, Schema
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.booleans(), st.lists(EDITS, min_size=1, max_size=14))
 def test_incremental_check_equals_the_whole_check(from_chain: bool, edits: list[Edit]) -> None:
@@ -52,6 +54,7 @@ def _narrow(catalog, stream, schema) -> list[str]:
 PLUGGED = Checks(boxes=(_reads_t,), streams=(_narrow,))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(EDITS, min_size=1, max_size=14))
 def test_plugged_in_checks_run_again_where_a_change_reaches(edits: list[Edit]) -> None:
@@ -67,6 +70,7 @@ def test_plugged_in_checks_run_again_where_a_change_reaches(edits: list[Edit]) -
             index = derived
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(EDITS, min_size=1, max_size=10), st.lists(EDITS, min_size=1, max_size=4))
 def test_an_index_built_whole_equals_one_derived_edit_by_edit(first: list[Edit], then: list[Edit]) -> None:
