@@ -243,6 +243,8 @@ class _Derivation:
             boxes.update(k for s in streams for k, _ in self._readers(s))
             self.problems += plugged_problems(self.after, checks, self.schemas, sorted(boxes), sorted(streams),
                                               lambda s: producer_origin(self.after, index.producers(s)))
+        for check in checks.whole:
+            check(self.after, lambda origin, reason: self.problems.append(Diagnostic.at(origin, reason)))
         return index
 
     def _update_refs(self) -> set[str]:

@@ -66,6 +66,9 @@ class Checks:
 
     boxes: tuple[BoxCheck, ...] = ()
     streams: tuple[StreamCheck, ...] = ()
+    #: Checks that read the whole catalog (a property that flows along the dataflow, say): run whole
+    #: on every change, both ways, so each must be cheap (dict walks, no expression parsing).
+    whole: tuple[Callable[[Catalog, Callable[[Origin, str], None]], None], ...] = ()
 
 
 def plugged_problems(catalog: Catalog, checks: Checks, schemas: Mapping[str, Schema], boxes: Iterable[str],
@@ -107,6 +110,8 @@ def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None,
     if checks is not None:
         report.problems += plugged_problems(catalog, checks, report.stream_schemas, catalog.boxes, produced,
                                             lambda s: producer_origin(catalog, produced[s]))
+        for check in checks.whole:
+            check(catalog, report.fail)
     return report
 
 

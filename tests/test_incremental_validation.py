@@ -51,7 +51,16 @@ def _narrow(catalog, stream, schema) -> list[str]:
     return [f"stream {stream!r} has one field"] if len(schema.fields) == 1 else []
 
 
-PLUGGED = Checks(boxes=(_reads_t,), streams=(_narrow,))
+def _unplaced_sinks(catalog, fail) -> None:
+    """A plugged-in whole-catalog check: a box whose out streams nothing reads nor subscribes to, unplaced."""
+    read = {p.stream for b in catalog.boxes.values() for p in b.inputs} | {s.stream for s in
+                                                                         catalog.subscriptions.values()}
+    for box in catalog.boxes.values():
+        if box.node is None and not read & set(box.outputs):
+            fail(box.origin, f"box {box.name!r} is an unplaced sink")
+
+
+PLUGGED = Checks(boxes=(_reads_t,), streams=(_narrow,), whole=(_unplaced_sinks,))
 
 
 @pytest.mark.slow
