@@ -139,6 +139,14 @@ def apply_commit(catalog: Catalog, commit: Commit) -> Catalog:
     return apply_changes(catalog, commit.changes, commit.version)
 
 
+def commit_touched(commit: Commit) -> dict[str, set[str]]:
+    """The keys a commit changes, by Catalog dict (where :meth:`.index.CatalogIndex.derive` need look)."""
+    touched: dict[str, set[str]] = {}
+    for change in commit.changes:
+        touched.setdefault(KIND_TO_DICT[change.kind][0], set()).add(change.key)
+    return touched
+
+
 def apply_changes(catalog: Catalog, changes: Iterable[Change], version: int) -> Catalog:
     new = catalog.copy()
     new.version = version

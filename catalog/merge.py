@@ -29,6 +29,7 @@ from .model import (
     Table,
     TypeAlias,
 )
+from .tracked import tracked_copy, untracked
 from .words import counted
 
 # model class -> (Catalog dict, key attribute, what to call it in messages)
@@ -52,7 +53,7 @@ class Merger:
     """Applies documents in order to a copy of ``base``; see :func:`merge`."""
 
     def __init__(self, base: Catalog):
-        self.catalog = base.copy()
+        self.catalog = tracked_copy(base)  # notes what it changes, for the incremental check (.index)
         self.base = base
         self.problems: list[Diagnostic] = []
         # box or table -> [(endpoint, origin, the element that claims it)] from <node query=...> or a
@@ -354,6 +355,8 @@ class Merger:
 
     def drop_orphans(self) -> None:
         """Outputs and subscriptions of streams whose producer was deleted go with it."""
+        if not self.deleted_streams:
+            return  # (the scan below costs the size of the catalog: only a delete pays it)
         produced = set(self.catalog.producers())
         gone = self.deleted_streams - produced
         for stream in gone:
@@ -385,6 +388,14 @@ def merge(
     submission (the Head against its nodes, :func:`~.submission.plan_submission`
     by the default layout otherwise): merging knows endpoints only.
     """
+    catalog, problems, _ = merge_touched(base, applications, deployments)
+    return catalog, problems
+
+
+def merge_touched(
+    base: Catalog, applications: list[Application], deployments: list[Deployment]
+) -> tuple[Catalog, list[Diagnostic], dict[str, set[str]]]:
+    """:func:`merge`, and the keys it wrote or removed in each Catalog dict (what the change may touch)."""
     merger = Merger(base)
     for app in applications:
         merger.application(app)
@@ -392,4 +403,5 @@ def merge(
         merger.deployment(dep)
     merger.resolve_placements(deploying=bool(deployments))
     merger.drop_orphans()
-    return merger.catalog, merger.problems
+    catalog, touched = untracked(merger.catalog)
+    return catalog, merger.problems, touched

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from . import arrays
 from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
@@ -56,11 +57,10 @@ def infer(catalog: Catalog, registry: BoxTypeRegistry, fail: Fail | None = None)
 
     known: dict[str, Schema] = {}
     broken: set[str] = set()  # streams whose schema cannot be told; stay quiet downstream
+    producers = catalog.producers()
     for inp in catalog.inputs.values():
-        schema = catalog.schemas.get(inp.schema)
-        # A field of an unknown type (type="float") is reported at the field (validate._check_references);
-        # its stream is not then called an array downstream.
-        if schema is not None and not any(arrays.unknown_alias(f, catalog.types) for f in schema.fields):
+        schema = input_schema(catalog, inp.schema)
+        if schema is not None:
             known[inp.stream] = schema
         else:
             broken.add(inp.stream)
@@ -82,31 +82,71 @@ def infer(catalog: Catalog, registry: BoxTypeRegistry, fail: Fail | None = None)
         name = ready.popleft()
         done.add(name)
         box = catalog.boxes[name]
-        shape = registry.check_shape(box)
-        for reason in shape:
+        typed = type_box(catalog, registry, box, [None if s in broken else known[s] for s in
+                                                  (p.stream for p in box.inputs)])
+        for reason in typed.problems:
             report(box.origin, reason)
-        in_streams = [p.stream for p in box.inputs]
-        outs: list[Schema] | None = None
-        if not shape and not any(s in broken for s in in_streams):
-            reads_array = _reads_array(catalog, box, [known[s] for s in in_streams])
-            try:
-                if reads_array:
-                    raise BoxError(reads_array)
-                outs = registry.infer(box, [known[s] for s in in_streams])
-            except BoxError as exc:
-                report(box.origin, str(exc))
         for port, stream in enumerate(box.outputs):
-            if outs is not None:
-                known.setdefault(stream, outs[port])
+            if typed.outs is not None:
+                known.setdefault(stream, typed.outs[port])  # (a stream's first producer gives its schema)
             else:
                 broken.add(stream)
             arrived(stream)
     if fail is not None:
-        produced = catalog.producers()
         for name, box in catalog.boxes.items():
-            if name not in done and all(p.stream in produced for p in box.inputs):
-                fail(box.origin, f"box {name!r} is on a cycle: its in streams depend on its own output")
+            if name not in done and all(p.stream in producers for p in box.inputs):
+                fail(box.origin, cycle_reason(name))
     return known
+
+
+def cycle_reason(box: str) -> str:
+    return f"box {box!r} is on a cycle: its in streams depend on its own output"
+
+
+def input_schema(catalog: Catalog, name: str) -> Schema | None:
+    """An input stream's schema (``name``: the one it declares), or None when it cannot be told.
+
+    A stream with more than one producer (reported by validation) gets the
+    schema of the first told: an input's before a box's, which a node
+    taking a box that produces one of its input streams needs
+    (node/wiring.py's refusals).
+    """
+    schema = catalog.schemas.get(name)
+    # A field of an unknown type (type="float") is reported at the field (validate.REFERENCE_CHECKS);
+    # its stream is not then called an array downstream.
+    if schema is None or any(arrays.unknown_alias(f, catalog.types) for f in schema.fields):
+        return None
+    return schema
+
+
+@dataclass(frozen=True, slots=True)
+class BoxTyping:
+    """What inference learned of one box: its out streams' schemas (None: not told) and its problems.
+
+    A pure function of the box, its in streams' schemas (None for a broken one) and the catalog's
+    aliases, so an index keeps one per box and reuses it while none of those changed."""
+
+    box: Box
+    inputs: tuple[Schema | None, ...]
+    outs: tuple[Schema, ...] | None
+    problems: tuple[str, ...]
+
+
+def type_box(catalog: Catalog, registry: BoxTypeRegistry, box: Box, inputs: list[Schema | None]) -> BoxTyping:
+    """Check one box's shape and infer its out schemas from its in streams' (None: that stream is broken,
+    and the box is checked for its shape only: one mistake gives one message)."""
+    problems = registry.check_shape(box)
+    outs: list[Schema] | None = None
+    if not problems and None not in inputs:
+        schemas: list[Schema] = inputs  # type: ignore[assignment]
+        try:
+            reads_array = _reads_array(catalog, box, schemas)
+            if reads_array:
+                raise BoxError(reads_array)
+            outs = registry.infer(box, schemas)
+        except BoxError as exc:
+            problems = [*problems, str(exc)]
+    return BoxTyping(box, tuple(inputs), None if outs is None else tuple(outs), tuple(problems))
 
 
 def array_field(catalog: Catalog, schema: Schema) -> str | None:

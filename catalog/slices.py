@@ -28,7 +28,6 @@ back to exactly what it should hold: compare and send the difference.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -44,87 +43,53 @@ from .model import (
     Schema,
     Subscription,
 )
+from .slice_topology import ScannedTopology, Topology, entries
 from .validate import stream_schemas
 
 
 class SliceMaker:
-    """Slices of one catalog version; derived structure is computed once for all nodes."""
+    """Slices of one catalog version, asking a :class:`~.slice_topology.Topology` where things are.
+
+    Without one, the whole catalog is scanned once for all nodes
+    (:class:`~.slice_topology.ScannedTopology`); the Head passes an
+    :class:`~.slice_index.IndexedTopology` and slices only the nodes a
+    change reaches.
+    """
 
     def __init__(self, catalog: Catalog, schemas: Mapping[str, Schema] | None = None,
-                 registry: BoxTypeRegistry | None = None):
+                 registry: BoxTypeRegistry | None = None, topology: Topology | None = None):
         self.catalog = catalog
-        self.schemas = dict(schemas) if schemas is not None else stream_schemas(catalog, registry)
-        self.producer_node: dict[str, str | None] = {}
-        for stream in catalog.inputs:
-            self.producer_node[stream] = None
-        for box in catalog.boxes.values():
-            for stream in box.outputs:
-                self.producer_node[stream] = box.node
-        self.consumer_nodes: dict[str, set[str]] = {}
-        for box in catalog.boxes.values():
-            if box.node is None:
-                continue
-            for port in box.inputs:
-                self.consumer_nodes.setdefault(port.stream, set()).add(box.node)
-        self.entry_nodes: dict[str, set[str]] = {}  # input stream -> nodes it is published into
-        for pub in catalog.publications.values():
-            if pub.node:
-                self.entry_nodes.setdefault(pub.stream, set()).add(pub.node)
-        # Partitioned boxes (docs/cumulus.md §2.6): an input stream enters at every member (a
-        # publisher picks one); a stream produced elsewhere goes to one member, by its name.
-        self.member_entries: dict[str, tuple[str, ...]] = {}  # input stream -> members, by member number
-        self.members: set[str] = set()
-        for name, partition in catalog.partitions.items():
-            box = catalog.boxes.get(name)
-            if box is None or not partition.nodes:
-                continue
-            nodes = partition.entry_nodes  # (nodes joined later coordinate no input: docs/cumulus.md §6.4)
-            self.members.update(partition.nodes)
-            for stream in box.outputs:
-                self.producer_node[stream] = nodes[0]
-            for port in box.inputs:
-                if port.stream in catalog.inputs:
-                    self.member_entries[port.stream] = nodes
-                    self.consumer_nodes.setdefault(port.stream, set()).update(nodes)
-                else:
-                    chosen = nodes[zlib.crc32(port.stream.encode()) % len(nodes)]
-                    self.consumer_nodes.setdefault(port.stream, set()).add(chosen)
+        self.schemas = schemas if schemas is not None else stream_schemas(catalog, registry)
+        self.topology = topology if topology is not None else ScannedTopology(catalog)
 
     def nodes(self) -> set[str]:
         """Every node that holds something: declared, or placed on, or published into."""
-        found = set(self.catalog.nodes)
-        found.update(b.node for b in self.catalog.boxes.values() if b.node)
-        found.update(t.node for t in self.catalog.tables.values() if t.node)
-        for entries in self.entry_nodes.values():
-            found.update(entries)
-        return found | self.members
+        return self.topology.holders()
 
     def entries(self, stream: str) -> set[str]:
         """Where an input stream enters the network: a partition's members, its publish nodes, else its consumers."""
-        if stream in self.member_entries:
-            return set(self.member_entries[stream])
-        return self.entry_nodes.get(stream) or self.consumer_nodes.get(stream, set())
+        return entries(self.topology, stream)
 
     def slice(self, node: str) -> Catalog:
         cat = self.catalog
         part = Catalog(version=cat.version)
+        topology = self.topology
         part.nodes[node] = cat.nodes.get(node) or Node(node)
-        for box in cat.boxes.values():
-            if box.node == node:
-                part.boxes[box.name] = box
-        for name, partition in cat.partitions.items():
-            if node in partition.nodes and name in cat.boxes:  # a member: the box runs here too
-                part.boxes[name] = replace(cat.boxes[name], node=node)
-                part.partitions[name] = partition
-                for member in partition.nodes:
-                    part.nodes.setdefault(member, cat.nodes.get(member) or Node(member))
-        for table in cat.tables.values():
-            if table.node == node:
-                part.tables[table.name] = table
-                self._schema(part, table.schema)
+        for name in topology.boxes_on(node):
+            part.boxes[name] = cat.boxes[name]
+        for name in topology.partitions_with(node):  # a member: the box runs here too
+            partition = cat.partitions[name]
+            part.boxes[name] = replace(cat.boxes[name], node=node)
+            part.partitions[name] = partition
+            for member in partition.nodes:
+                part.nodes.setdefault(member, cat.nodes.get(member) or Node(member))
+        for name in topology.tables_on(node):
+            table = cat.tables[name]
+            part.tables[table.name] = table
+            self._schema(part, table.schema)
         produced = {s for b in part.boxes.values() for s in b.outputs}
         consumed = {p.stream for b in part.boxes.values() for p in b.inputs}
-        entering = {s for s in cat.inputs if node in self.entries(s)}
+        entering = topology.inputs_entering(node)
 
         for stream in sorted((consumed - produced) | entering):
             self._arrive(part, node, stream)
@@ -144,7 +109,8 @@ class SliceMaker:
             for port in box.inputs:
                 if port.view and port.view in cat.views:
                     part.views[port.view] = cat.views[port.view]
-        for query in cat.queries.values():
+        for name in topology.queries_naming(set(part.boxes), set(part.tables)):
+            query = cat.queries[name]
             boxes = tuple(b for b in query.boxes if b in part.boxes)
             tables = tuple(t for t in query.tables if t in part.tables)
             if boxes or tables:
@@ -174,12 +140,12 @@ class SliceMaker:
         if schema_name is None:
             return  # unknowable schema: the topology would not have validated
         part.inputs[stream] = Input(stream, schema_name, node)
-        upstream = self.producer_node.get(stream)
+        upstream = self.topology.producer_node(stream)
         if upstream is None and stream in self.catalog.inputs:  # a published input stream
-            entries = self.entry_nodes.get(stream, set())
+            entries = self.topology.entry_nodes(stream)
             if node in entries:
-                for pub in self.catalog.publications.values():
-                    if pub.stream == stream and pub.node == node:
+                for pub in self.topology.publications_of(stream):
+                    if pub.node == node:
                         part.publications[pub.key] = pub
                 return
             upstream = min(entries) if entries else None  # forwarded by the node it enters at
@@ -190,17 +156,20 @@ class SliceMaker:
 
     def _leave(self, part: Catalog, node: str, stream: str) -> None:
         """``stream`` is produced (or enters) here: send it to remote consumers and subscribers."""
-        targets = sorted(self.consumer_nodes.get(stream, set()) - {node})
-        if stream in self.catalog.inputs and node not in self.entry_nodes.get(stream, set()):
+        topology = self.topology
+        targets = sorted(topology.consumer_nodes(stream) - {node})
+        entry_nodes = topology.entry_nodes(stream)
+        if stream in self.catalog.inputs and node not in entry_nodes:
             targets = []  # entered here only because it is consumed here
-        subs = [s for s in self.catalog.subscriptions.values() if s.stream == stream]
-        if stream in self.member_entries:
+        subs = topology.subscriptions_of(stream)
+        members = topology.member_entries(stream)
+        if members is not None:
             # it enters at every member, each getting its publishers' share: each member forwards
             # its share to consumers that are not members
-            targets = [t for t in targets if t not in self.member_entries[stream]]
-        elif stream in self.catalog.inputs and self.entry_nodes.get(stream):
+            targets = [t for t in targets if t not in members]
+        elif stream in self.catalog.inputs and entry_nodes:
             # several entry nodes: the first one forwards to consumers elsewhere
-            if node != min(self.entry_nodes[stream]):
+            if node != min(entry_nodes):
                 targets = []
         if not targets and not subs and stream not in self.catalog.outputs:
             return
@@ -254,13 +223,13 @@ def stream_route(catalog: Catalog, stream: str, registry: BoxTypeRegistry | None
     member number) and ``"pick": "member"`` says a producer sends to one.
     """
     maker = SliceMaker(catalog, registry=registry)
-    if stream not in maker.producer_node:
+    if not maker.topology.produced(stream):
         return None
     schema = maker.schemas.get(stream)
     is_input = stream in catalog.inputs
     entries = sorted(maker.entries(stream)) if is_input else []
-    members = maker.member_entries.get(stream) if is_input else None
-    producer = maker.producer_node.get(stream)
+    members = maker.topology.member_entries(stream) if is_input else None
+    producer = maker.topology.producer_node(stream)
     return {
         "stream": stream,
         "input": is_input,

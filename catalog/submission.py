@@ -27,12 +27,13 @@ from dataclasses import dataclass, replace
 from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, ValidationFailed
 from .document_model import Application, Deployment, Document, Update
+from .index import CatalogIndex
 from .elements import apply_commit, catalog_from_snapshot, diff
-from .merge import merge
+from .merge import merge_touched
 from .model import Catalog, Schema
 from .positions import default_layout, has_positions, resolve_by_default_layout
 from .store.base import CatalogStore, Change, Commit, ConflictError, StoreError
-from .validate import check_topology
+from .validate import Checks, check_topology
 
 log = logging.getLogger(__name__)
 
@@ -71,18 +72,31 @@ def split_documents(documents: Sequence[Document]) -> tuple[list[Application], l
 
 
 def plan_submission(
-    catalog: Catalog, documents: Sequence[Document], registry: BoxTypeRegistry | None = None
+    catalog: Catalog, documents: Sequence[Document], registry: BoxTypeRegistry | None = None,
+    index: CatalogIndex | None = None, checks: Checks | None = None,
 ) -> Plan:
-    """Merge and check without touching any store."""
+    """Merge and check without touching any store.
+
+    With ``index`` (the :class:`~.index.CatalogIndex` of ``catalog``; a Head
+    keeps one) only what the submission adds, changes or connects to is
+    checked, with the same result as checking the whole merged topology,
+    which is done without one.  ``checks`` are plugged-in checks
+    (:class:`~.validate.Checks`; an index carries its own).
+    """
     apps, deps = split_documents(resolve_by_default_layout(documents))  # (what the Head did not resolve)
-    registry = registry or builtin_registry()
-    merged, problems = merge(catalog, apps, deps)
-    report = check_topology(merged, registry)
-    # The whole merged topology is checked: the stored catalog was valid when
-    # committed, so whatever is wrong now was caused by this submission.
-    problems += report.problems
+    registry = registry or (index.registry if index is not None else builtin_registry())
+    merged, problems, touched = merge_touched(catalog, apps, deps)
+    if index is not None and index.catalog is catalog:
+        derived = index.derive(merged, touched)
+        found, schemas = derived.problems, derived.stream_schemas
+    else:
+        # The whole merged topology is checked: the stored catalog was valid when
+        # committed, so whatever is wrong now was caused by this submission.
+        report = check_topology(merged, registry, checks)
+        found, schemas = report.problems, report.stream_schemas
+    problems += found
     if not problems:
-        problems += plan_partitions(merged, report.stream_schemas, registry)
+        problems += plan_partitions(merged, schemas, registry)  # (planning changes nothing the index holds)
     return Plan(merged, _dedupe(problems))
 
 
@@ -248,14 +262,18 @@ def apply_submission(
     retry: CommitRetry = DEFAULT_RETRY,
     base: Catalog | None = None,
     read_full: Callable[[], Catalog] | None = None,
+    index: CatalogIndex | None = None,
 ) -> Applied:
     """Validate against the current catalog and commit; raises ``ValidationFailed``.
 
     ``base`` and ``read_full`` are as for :func:`optimistic_commit`: a Head
-    passes the catalog it holds, so a submission costs no full read.
+    passes the catalog it holds, so a submission costs no full read, and
+    its ``index`` (of ``base``), so the check costs what the submission
+    touches (:mod:`.index`).
     """
-    registry = registry or builtin_registry()
+    registry = registry or (index.registry if index is not None else builtin_registry())
     planned: list[Catalog] = []
+    indexes = [index] if index is not None else []
     if has_positions(documents):  # resolved once here, not again on each optimistic retry
         log.warning("node positions (#0, #1, ...) read as the default `boreas cluster up` layout, "
                     "#n = %s+n: nothing here knows the cluster's nodes (`boreas submit` has the Head "
@@ -263,7 +281,9 @@ def apply_submission(
         documents = resolve_by_default_layout(documents)
 
     def build(before: Catalog) -> list[Change]:
-        plan = plan_submission(before, documents, registry)
+        if indexes and indexes[-1].catalog is not before:  # caught up after a lost race: so does the index
+            indexes.append(indexes[-1].derive(before))
+        plan = plan_submission(before, documents, registry, index=indexes[-1] if indexes else None)
         if not plan.ok:
             raise ValidationFailed(plan.problems)
         planned.append(plan.catalog)

@@ -10,12 +10,28 @@ message.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import arrays, changelog
-from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
+from .boxtypes import BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, Origin
-from .model import PARTITION_SLOTS, Box, Catalog, Partition, Schema
+from .model import (
+    PARTITION_SLOTS,
+    Box,
+    Catalog,
+    ConnectionPointView,
+    Input,
+    Output,
+    Partition,
+    Producer,
+    Publication,
+    Query,
+    Schema,
+    Subscription,
+    Table,
+)
 from .schemas_of import SCALARS_ONLY as _SCALARS_ONLY
 from .schemas_of import array_field, infer, schemas_of
 
@@ -31,17 +47,90 @@ class TopologyReport:
         self.problems.append(Diagnostic.at(origin, reason))
 
 
-def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None) -> TopologyReport:
+BoxCheck = Callable[[Catalog, Box, list[Schema | None]], list[str]]
+"""A check of one box given its in streams' schemas (None: not told); reasons reported at the box."""
+StreamCheck = Callable[[Catalog, str, Schema], list[str]]
+"""A check of one stream given its schema; reasons reported at what produces it."""
+
+
+@dataclass(frozen=True)
+class Checks:
+    """Checks other parts of Boreas plug into validation, passed in like box types (nothing registers itself).
+
+    Each must be a function of what it is given (a box and its in schemas,
+    a stream and its schema, and the catalog's other elements only through
+    those), so that :mod:`.index` can run it again only where a change
+    reaches: a box check for the boxes changed or whose in schemas moved,
+    a stream check for the streams whose producers or schema changed.
+    """
+
+    boxes: tuple[BoxCheck, ...] = ()
+    streams: tuple[StreamCheck, ...] = ()
+    #: Checks that read the whole catalog (a property that flows along the dataflow, say): run whole
+    #: on every change, both ways, so each must be cheap (dict walks, no expression parsing).
+    whole: tuple[Callable[[Catalog, Callable[[Origin, str], None]], None], ...] = ()
+
+
+def plugged_problems(catalog: Catalog, checks: Checks, schemas: Mapping[str, Schema], boxes: Iterable[str],
+                     streams: Iterable[str], producer_origin: Callable[[str], Origin]) -> list[Diagnostic]:
+    """What the plugged-in ``checks`` find about these boxes and streams (``schemas``: every stream's)."""
+    found = []
+    for name in boxes:
+        box = catalog.boxes[name]
+        ins = [schemas.get(p.stream) for p in box.inputs]
+        found += [Diagnostic.at(box.origin, reason) for check in checks.boxes for reason in check(catalog, box, ins)]
+    for stream in streams:
+        schema = schemas.get(stream)
+        if schema is not None:
+            found += [Diagnostic.at(producer_origin(stream), reason)
+                      for check in checks.streams for reason in check(catalog, stream, schema)]
+    return found
+
+
+def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None,
+                   checks: Checks | None = None) -> TopologyReport:
+    """Check everything (the oracle :mod:`.index`'s incremental check is tested against); ``checks``: more,
+    plugged in."""
     registry = registry or builtin_registry()
     report = TopologyReport()
-    _check_producers(catalog, report)
-    _check_references(catalog, report)
+    produced = catalog.producers()
+    for stream, producers in produced.items():
+        report.problems += producer_problems(catalog, stream, producers)
+    for kind, check in REFERENCE_CHECKS:
+        for obj in getattr(catalog, kind).values():
+            report.problems += check(catalog, obj, produced)
     _infer_schemas(catalog, registry, report)
-    _check_outputs(catalog, report)
-    _check_array_streams(catalog, report)
-    _check_partitions(catalog, registry, report)
-    changelog.check(catalog, report.fail)  # boxes that cannot read the changelog they are fed
+    for out in catalog.outputs.values():
+        report.problems += output_schema_problems(catalog, out, report.stream_schemas)
+    for kind in ("publications", "subscriptions"):
+        for obj in getattr(catalog, kind).values():
+            report.problems += array_stream_problems(catalog, obj, report.stream_schemas)
+    for name, part in catalog.partitions.items():
+        report.problems += partition_check(catalog, registry, name, part)
+    if checks is not None:
+        report.problems += plugged_problems(catalog, checks, report.stream_schemas, catalog.boxes, produced,
+                                            lambda s: producer_origin(catalog, produced[s]))
+    for check in whole_checks(checks):
+        check(catalog, report.fail)
     return report
+
+
+WholeCheck = Callable[[Catalog, Callable[[Origin, str], None]], None]
+
+#: Whole-catalog checks every validation runs, both ways: boxes that cannot read the changelog they are fed
+#: (changelog-ness flows downstream, so it is a property of the whole dataflow; catalog/changelog.py).
+BUILTIN_WHOLE: tuple[WholeCheck, ...] = (changelog.check,)
+
+
+def whole_checks(checks: Checks | None) -> tuple[WholeCheck, ...]:
+    """The built-in whole-catalog checks, then those plugged in."""
+    return BUILTIN_WHOLE + (checks.whole if checks is not None else ())
+
+
+def producer_origin(catalog: Catalog, producers: list[Producer]) -> Origin:
+    """Where a stream's (first) producer was declared: its box, or its ``<input>``."""
+    first = producers[0]
+    return catalog.boxes[first.box].origin if first.box else catalog.inputs[first.stream].origin
 
 
 def stream_schemas(catalog: Catalog, registry: BoxTypeRegistry | None = None) -> dict[str, Schema]:
@@ -50,120 +139,170 @@ def stream_schemas(catalog: Catalog, registry: BoxTypeRegistry | None = None) ->
     return schemas_of(catalog, registry or builtin_registry())
 
 
-def _check_producers(catalog: Catalog, report: TopologyReport) -> None:
-    for stream, producers in catalog.producers().items():
-        if len(producers) > 1:
-            later = producers[1]
-            origin = catalog.boxes[later.box].origin if later.box else catalog.inputs[stream].origin
-            report.fail(origin, f"stream {stream!r} has {len(producers)} producers: "
-                                f"{' and '.join(p.describe() for p in producers)}")
+# -- per-element checks: the full check runs each on every element, :mod:`.index` on what a change touches --
 
 
-def _check_references(catalog: Catalog, report: TopologyReport) -> None:
-    produced = catalog.producers()
-    for schema in catalog.schemas.values():
-        for f in schema.fields:
-            reason = arrays.unknown_alias(f, catalog.types)
-            if reason:
-                report.fail(f.origin if f.origin.line is not None else schema.origin,
-                            f"schema {schema.name!r}: {reason}")
-    for inp in catalog.inputs.values():
-        if inp.schema not in catalog.schemas:
-            report.fail(inp.origin, f"input stream {inp.stream!r} names unknown schema {inp.schema!r}")
-    for out in catalog.outputs.values():
-        if out.schema is not None and out.schema not in catalog.schemas:
-            report.fail(out.origin, f"output stream {out.stream!r} names unknown schema {out.schema!r}")
-        if out.stream not in produced:
-            report.fail(out.origin, f"output stream {out.stream!r} has no producer "
-                                    f"(no <input> and no box <out> writes it)")
-    for box in catalog.boxes.values():
-        for port, inport in enumerate(box.inputs):
-            if inport.stream not in produced:
-                report.fail(box.origin, f"box {box.name!r} in port {port} reads stream "
-                                        f"{inport.stream!r}, which nothing produces")
-            if inport.view is not None and inport.view not in catalog.views:
-                report.fail(box.origin, f"box {box.name!r} in port {port} names unknown "
-                                        f"connection point view {inport.view!r}")
-        for table in box.access:
-            if table not in catalog.tables:
-                report.fail(box.origin, f"box {box.name!r} accesses unknown table {table!r}")
-        if box.node is not None and box.node not in catalog.nodes:
-            report.fail(box.origin, f"box {box.name!r} is placed on unknown node {box.node!r}")
-    for table in catalog.tables.values():
-        if table.schema not in catalog.schemas:
-            report.fail(table.origin, f"table {table.name!r} names unknown schema {table.schema!r}")
-        if table.stream is not None and table.stream not in produced:
-            report.fail(table.origin, f"table {table.name!r} reads stream {table.stream!r}, "
-                                      f"which nothing produces")
-    for view in catalog.views.values():
-        if view.stream not in produced:
-            report.fail(view.origin, f"connection point view {view.name!r} is on stream "
-                                     f"{view.stream!r}, which nothing produces")
-    for query in catalog.queries.values():
-        for name in query.boxes:
-            if name not in catalog.boxes:
-                report.fail(query.origin, f"query {query.name!r} lists unknown box {name!r}")
-    for pub in catalog.publications.values():
-        if pub.stream not in catalog.inputs:
-            report.fail(pub.origin, f"publish to stream {pub.stream!r}, which is not an <input> stream")
-    for sub in catalog.subscriptions.values():
-        if sub.stream not in produced:
-            report.fail(sub.origin, f"subscribe to stream {sub.stream!r}, which nothing produces")
+def producer_problems(catalog: Catalog, stream: str, producers: list[Producer]) -> list[Diagnostic]:
+    """A stream has one producer."""
+    if len(producers) <= 1:
+        return []
+    later = producers[1]
+    origin = catalog.boxes[later.box].origin if later.box else catalog.inputs[stream].origin
+    return [Diagnostic.at(origin, f"stream {stream!r} has {len(producers)} producers: "
+                                  f"{' and '.join(p.describe() for p in producers)}")]
+
+
+def _schema_refs(catalog: Catalog, schema: Schema, produced: Container[str]) -> list[Diagnostic]:
+    found = []
+    for f in schema.fields:
+        reason = arrays.unknown_alias(f, catalog.types)
+        if reason:
+            found.append(Diagnostic.at(f.origin if f.origin.line is not None else schema.origin,
+                                       f"schema {schema.name!r}: {reason}"))
+    return found
+
+
+def _input_refs(catalog: Catalog, inp: Input, produced: Container[str]) -> list[Diagnostic]:
+    if inp.schema not in catalog.schemas:
+        return [Diagnostic.at(inp.origin, f"input stream {inp.stream!r} names unknown schema {inp.schema!r}")]
+    return []
+
+
+def _output_refs(catalog: Catalog, out: Output, produced: Container[str]) -> list[Diagnostic]:
+    found = []
+    if out.schema is not None and out.schema not in catalog.schemas:
+        found.append(Diagnostic.at(out.origin, f"output stream {out.stream!r} names unknown schema {out.schema!r}"))
+    if out.stream not in produced:
+        found.append(Diagnostic.at(out.origin, f"output stream {out.stream!r} has no producer "
+                                               f"(no <input> and no box <out> writes it)"))
+    return found
+
+
+def _box_refs(catalog: Catalog, box: Box, produced: Container[str]) -> list[Diagnostic]:
+    found = []
+    for port, inport in enumerate(box.inputs):
+        if inport.stream not in produced:
+            found.append(Diagnostic.at(box.origin, f"box {box.name!r} in port {port} reads stream "
+                                                   f"{inport.stream!r}, which nothing produces"))
+        if inport.view is not None and inport.view not in catalog.views:
+            found.append(Diagnostic.at(box.origin, f"box {box.name!r} in port {port} names unknown "
+                                                   f"connection point view {inport.view!r}"))
+    for table in box.access:
+        if table not in catalog.tables:
+            found.append(Diagnostic.at(box.origin, f"box {box.name!r} accesses unknown table {table!r}"))
+    if box.node is not None and box.node not in catalog.nodes:
+        found.append(Diagnostic.at(box.origin, f"box {box.name!r} is placed on unknown node {box.node!r}"))
+    return found
+
+
+def _table_refs(catalog: Catalog, table: Table, produced: Container[str]) -> list[Diagnostic]:
+    found = []
+    if table.schema not in catalog.schemas:
+        found.append(Diagnostic.at(table.origin, f"table {table.name!r} names unknown schema {table.schema!r}"))
+    if table.stream is not None and table.stream not in produced:
+        found.append(Diagnostic.at(table.origin, f"table {table.name!r} reads stream {table.stream!r}, "
+                                                 f"which nothing produces"))
+    return found
+
+
+def _view_refs(catalog: Catalog, view: ConnectionPointView, produced: Container[str]) -> list[Diagnostic]:
+    if view.stream not in produced:
+        return [Diagnostic.at(view.origin, f"connection point view {view.name!r} is on stream "
+                                           f"{view.stream!r}, which nothing produces")]
+    return []
+
+
+def _query_refs(catalog: Catalog, query: Query, produced: Container[str]) -> list[Diagnostic]:
+    return [Diagnostic.at(query.origin, f"query {query.name!r} lists unknown box {name!r}")
+            for name in query.boxes if name not in catalog.boxes]
+
+
+def _publication_refs(catalog: Catalog, pub: Publication, produced: Container[str]) -> list[Diagnostic]:
+    if pub.stream not in catalog.inputs:
+        return [Diagnostic.at(pub.origin, f"publish to stream {pub.stream!r}, which is not an <input> stream")]
+    return []
+
+
+def _subscription_refs(catalog: Catalog, sub: Subscription, produced: Container[str]) -> list[Diagnostic]:
+    if sub.stream not in produced:
+        return [Diagnostic.at(sub.origin, f"subscribe to stream {sub.stream!r}, which nothing produces")]
+    return []
+
+
+ReferenceCheck = Callable[[Catalog, Any, Container[str]], list[Diagnostic]]
+
+#: Each element's references (to schemas, streams, boxes, nodes, ...), by the Catalog dict it lives in,
+#: in the order they are reported; ``produced`` holds every stream something produces.
+REFERENCE_CHECKS: tuple[tuple[str, ReferenceCheck], ...] = (
+    ("schemas", _schema_refs),
+    ("inputs", _input_refs),
+    ("outputs", _output_refs),
+    ("boxes", _box_refs),
+    ("tables", _table_refs),
+    ("views", _view_refs),
+    ("queries", _query_refs),
+    ("publications", _publication_refs),
+    ("subscriptions", _subscription_refs),
+)
 
 
 def _infer_schemas(catalog: Catalog, registry: BoxTypeRegistry, report: TopologyReport) -> None:
     """Propagate schemas from inputs through boxes in dataflow order (:func:`.schemas_of.infer`), reporting
     what cannot be told."""
     report.stream_schemas.update(infer(catalog, registry, report.fail))
-
-
-def _check_outputs(catalog: Catalog, report: TopologyReport) -> None:
     for out in catalog.outputs.values():
-        declared = catalog.schemas.get(out.schema) if out.schema else None
-        inferred = report.stream_schemas.get(out.stream)
-        if declared is None or inferred is None:
-            continue
-        if inferred.name == declared.name:
-            continue
-        if not declared.same_shape(inferred):
-            report.fail(out.origin, f"output stream {out.stream!r} declares schema {declared.name!r} "
-                                    f"{declared.describe()}, but its producer yields {inferred.describe()}")
-        else:  # same layout: the declared names are the ones users see
-            report.stream_schemas[out.stream] = declared
+        renamed = declared_output_schema(catalog, out, report.stream_schemas)
+        if renamed is not None:
+            report.stream_schemas[out.stream] = renamed
 
 
-def _check_array_streams(catalog: Catalog, report: TopologyReport) -> None:
+def declared_output_schema(catalog: Catalog, out: Output, schemas: Mapping[str, Schema]) -> Schema | None:
+    """The output's declared schema when its stream carries that layout under another name (the declared
+    names are the ones users see), else None."""
+    declared = catalog.schemas.get(out.schema) if out.schema else None
+    inferred = schemas.get(out.stream)
+    if declared is None or inferred is None or inferred.name == declared.name:
+        return None
+    return declared if declared.same_shape(inferred) else None
+
+
+def output_schema_problems(catalog: Catalog, out: Output, schemas: Mapping[str, Schema]) -> list[Diagnostic]:
+    """An output's declared schema is the layout its producer yields (``schemas``: every stream's)."""
+    declared = catalog.schemas.get(out.schema) if out.schema else None
+    inferred = schemas.get(out.stream)
+    if declared is None or inferred is None or declared.same_shape(inferred):
+        return []
+    return [Diagnostic.at(out.origin, f"output stream {out.stream!r} declares schema {declared.name!r} "
+                                      f"{declared.describe()}, but its producer yields {inferred.describe()}")]
+
+
+def array_stream_problems(catalog: Catalog, obj: Publication | Subscription,
+                          schemas: Mapping[str, Schema]) -> list[Diagnostic]:
     """Publishing into, or subscribing to, a stream with array fields would carry array values."""
-    for pub in catalog.publications.values():
-        schema = report.stream_schemas.get(pub.stream)
-        found = array_field(catalog, schema) if schema is not None else None
-        if found:
-            report.fail(pub.origin, f"publish to stream {pub.stream!r}: its {found}; {_SCALARS_ONLY}")
-    for sub in catalog.subscriptions.values():
-        schema = report.stream_schemas.get(sub.stream)
-        found = array_field(catalog, schema) if schema is not None else None
-        if found:
-            report.fail(sub.origin, f"subscribe to stream {sub.stream!r}: its {found}; {_SCALARS_ONLY}")
+    schema = schemas.get(obj.stream)
+    found = array_field(catalog, schema) if schema is not None else None
+    if not found:
+        return []
+    verb = "publish to" if isinstance(obj, Publication) else "subscribe to"
+    return [Diagnostic.at(obj.origin, f"{verb} stream {obj.stream!r}: its {found}; {_SCALARS_ONLY}")]
 
 
 #: ``epoch-ms`` of a partition: the shortest and longest epoch (docs/cumulus.md §10, question 5).
 EPOCH_MS = (10, 60_000)
 
 
-def _check_partitions(catalog: Catalog, registry: BoxTypeRegistry, report: TopologyReport) -> None:
-    """Each ``<partition>``: an existing box of a type that plans partitions, members, segments, epoch."""
-    for name, part in catalog.partitions.items():
-        for reason in partition_problems(part):
-            report.fail(part.origin, reason)
-        box = catalog.boxes.get(name)
-        if box is None:
-            report.fail(part.origin, f"partition names unknown box {name!r}")
-            continue
-        box_type = registry.get(box.type)
-        if box_type is not None and box_type.plan_partition is None:
-            types = " or ".join(registry.partitionable()) or "m3"
-            report.fail(part.origin, f"box {name!r} is {_a(box.type)} {box.type} box; only {types} boxes can be "
-                                     f"partitioned")
+def partition_check(catalog: Catalog, registry: BoxTypeRegistry, name: str, part: Partition) -> list[Diagnostic]:
+    """A ``<partition>``: an existing box of a type that plans partitions, members, segments, epoch."""
+    found = [Diagnostic.at(part.origin, reason) for reason in partition_problems(part)]
+    box = catalog.boxes.get(name)
+    if box is None:
+        return [*found, Diagnostic.at(part.origin, f"partition names unknown box {name!r}")]
+    box_type = registry.get(box.type)
+    if box_type is not None and box_type.plan_partition is None:
+        types = " or ".join(registry.partitionable()) or "m3"
+        found.append(Diagnostic.at(part.origin, f"box {name!r} is {_a(box.type)} {box.type} box; only {types} "
+                                                f"boxes can be partitioned"))
+    return found
 
 
 def _a(word: str) -> str:

@@ -32,10 +32,11 @@ from collections.abc import Callable, Sequence
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.document_model import Connect, Document
-from boreas.catalog.elements import apply_commit
+from boreas.catalog.elements import apply_commit, commit_touched
+from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
 from boreas.catalog.replicate import update_items
-from boreas.catalog.slices import node_slices
+from boreas.catalog.slice_index import NodeSlices
 from boreas.catalog.store import CatalogStore, Change, Commit, open_store
 from boreas.catalog.submission import (
     apply_submission,
@@ -91,6 +92,10 @@ class HeadService:
         # The box types submissions are validated against and slices inferred with (given, or the
         # standard set: Borealis's and m3), passed explicitly wherever a catalog is checked.
         self.box_types = box_types or standard_box_types()
+        # The catalog held here, checked, with what the check learned (catalog/index.py): a submission is
+        # checked, and the nodes' slices recomputed, by what it touches.
+        self.index = CatalogIndex.build(self.catalog, self.box_types)
+        self.slices = NodeSlices()  # every node's slice of self.catalog, sliced again where a commit reaches
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
         self.tasks = Supervisor("head")
@@ -213,32 +218,33 @@ class HeadService:
 
     def _process(self, commit: Commit) -> None:
         before = self.catalog
-        self._advance(before, apply_commit(before, commit))
+        self._advance(before, apply_commit(before, commit), commit_touched(commit))
 
     def _process_full(self, after: Catalog) -> None:
         """The fallback: a catalog read whole, skipping the versions the log lacked."""
         if after.version > self.catalog.version:
             self._advance(self.catalog, after)
 
-    def _advance(self, before: Catalog, after: Catalog) -> None:
-        self._install(after, affected_version=after.version)
+    def _advance(self, before: Catalog, after: Catalog, touched: dict[str, set[str]] | None = None) -> None:
+        self._install(after, affected_version=after.version, touched=touched)
         if self.feeds:
             items = update_items(before, after)
             for feed in self.feeds.values():
                 feed.changed(after.version, items)
         self.ui.changed(before, after)
 
-    def _install(self, catalog: Catalog, affected_version: int | None) -> None:
-        """Make ``catalog`` current: hand every node its slice, start or stop global feeds."""
+    def _install(self, catalog: Catalog, affected_version: int | None,
+                 touched: dict[str, set[str]] | None = None) -> None:
+        """Make ``catalog`` current: hand the nodes whose slice changed their new slice, start or stop global
+        feeds.  Checked and sliced by what changed (``touched``: where, when the commit says)."""
         self.catalog = catalog
-        slices = node_slices(catalog, registry=self.box_types)
+        self.index = self.index.derive(catalog, touched)
         affected = []
-        for endpoint in sorted(set(slices) | set(self.syncs)):
-            desired = slices.get(endpoint, Catalog())
+        for endpoint, desired in self.slices.advance(self.index).items():
             sync = self.sync_for(endpoint)
-            if desired != sync.desired:
+            if (desired or Catalog()) != sync.desired:
                 affected.append(endpoint)
-            sync.set_desired(desired, catalog.version)
+            sync.set_desired(desired or Catalog(), catalog.version)
         if affected_version is not None:
             self.submissions.processed(affected_version, affected)
             log.info("catalog version %d: updating %s", affected_version, ", ".join(affected) or "no node")
@@ -269,7 +275,7 @@ class HeadService:
         documents = await asyncio.to_thread(check_submission, documents, self.node_order, self.catalog, plan)
         # Planned on the catalog held here; a lost race catches up from the log and re-plans.
         applied = await asyncio.to_thread(apply_submission, self.store, documents, registry=self.box_types,
-                                          base=self.catalog, read_full=self._read_full)
+                                          base=self.catalog, read_full=self._read_full, index=self.index)
         self._commits.put_nowait(applied.commit)  # no need to wait for the watch thread
         return self.submissions.add(applied.commit.version, [d.source for d in documents])
 

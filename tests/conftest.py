@@ -62,6 +62,8 @@ IN_PROCESS = (
     "test_sql_text.py",                      # an m3 box's SQL as text or a file: reader, CLI validate, in-process Head
     "test_examples_endpoints.py",            # the examples name no dead endpoint (its cluster test joins the group)
     "test_named_subscription_catalog.py",    # <subscribe name=> replacing by name, in process
+    "test_incremental_validation.py",        # catalog/index.py against the whole check, on random edits
+    "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
 )
 
 #: Test paths whose tests run short ``boreas`` command processes on files only (validate, catalog apply/show/export on

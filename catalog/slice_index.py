@@ -1,0 +1,223 @@
+"""Nodes' slices kept current change by change: only the nodes a change reaches are sliced again.
+
+The Head used to slice the whole catalog for every node on every commit,
+inferring every stream's schema again to do it.  :class:`NodeSlices`
+keeps every node's slice of the current version; given the next version's
+:class:`~.index.CatalogIndex` (which records what changed since the
+previous one, and which streams' schemas moved) it works out which nodes
+the change can reach (:func:`affected_nodes`), slices those again with an
+:class:`IndexedTopology` (each question answered from the index's
+references, so a slice costs what its node holds) and reports the ones
+whose slice really changed.  The rest are not looked at.
+
+What reaches a node: an element placed on it (a box, a table, a partition
+member, a publish), before or after the change; any stream the change
+touches (written or read by a changed box, input, output, publish,
+subscribe, table or view, or whose schema moved), for every node that
+produces, consumes, or is an entry of that stream, before or after; a
+changed query, view or schema, for the nodes of what names it; a region
+or replica set, for its nodes.  A changed ``<type>`` or ``<client>`` (rare)
+re-slices every node.  ``tests/test_incremental_slices.py`` checks the
+result against slicing everything (:func:`.slices.node_slices`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .index import CatalogIndex, element_refs
+from .model import Catalog, Publication, Subscription
+from .slice_topology import entries, partition_consumers
+from .slices import SliceMaker
+
+
+class IndexedTopology:
+    """:class:`~.slice_topology.Topology` answered from a (valid) catalog's index, per question."""
+
+    def __init__(self, index: CatalogIndex):
+        self.index = index
+        self.catalog = index.catalog
+
+    def refs_of(self, kind: str, name: str, of: str) -> list[str]:
+        return [key for attr, key in self.index.refs.get((kind, name), ()) if attr == of]
+
+    def _partition(self, box: str):  # the box's partition, when it is placed by one
+        part = self.catalog.partitions.get(box)
+        return part if part is not None and part.nodes and box in self.catalog.boxes else None
+
+    def producer_node(self, stream: str) -> str | None:
+        for name in self.refs_of("produces", stream, "boxes"):
+            part = self._partition(name)
+            return part.entry_nodes[0] if part is not None else self.catalog.boxes[name].node
+        return None
+
+    def produced(self, stream: str) -> bool:
+        return bool(self.index.refs.get(("produces", stream)))
+
+    def consumer_nodes(self, stream: str) -> set[str]:
+        found: set[str] = set()
+        for name in self.refs_of("reads", stream, "boxes"):
+            box = self.catalog.boxes[name]
+            if box.node is not None:
+                found.add(box.node)
+            part = self._partition(name)
+            if part is not None:
+                found.update(partition_consumers(self.catalog, stream, part))
+        return found
+
+    def entry_nodes(self, stream: str) -> set[str]:
+        return {p.node for p in self.publications_of(stream) if p.node}
+
+    def member_entries(self, stream: str) -> tuple[str, ...] | None:
+        if stream not in self.catalog.inputs:
+            return None
+        readers = [name for name in self.refs_of("reads", stream, "boxes") if self._partition(name) is not None]
+        if len(readers) > 1:  # the last in the catalog's order, as a scan finds it
+            readers = [name for name in self.catalog.partitions if name in set(readers)]
+        return self._partition(readers[-1]).entry_nodes if readers else None  # type: ignore[union-attr]
+
+    def holders(self) -> set[str]:
+        found = set(self.catalog.nodes)
+        found.update(name for kind, name in self.index.refs if kind in ("node", "member") and self.holds(name))
+        return found
+
+    def holds(self, node: str) -> bool:
+        """Whether ``node`` holds anything (:meth:`holders` for one node)."""
+        if node in self.catalog.nodes or self.index.refs.get(("node", node)):
+            return True
+        return any(self._partition(name) is not None for name in self.refs_of("member", node, "partitions"))
+
+    def inputs_entering(self, node: str) -> set[str]:
+        cat = self.catalog
+        candidates = {cat.publications[key].stream for key in self.refs_of("node", node, "publications")}
+        for name in [*self.boxes_on(node), *self.partitions_with(node)]:
+            candidates.update(p.stream for p in cat.boxes[name].inputs)
+        return {s for s in candidates if s in cat.inputs and node in entries(self, s)}
+
+    def boxes_on(self, node: str) -> list[str]:
+        return self.refs_of("node", node, "boxes")
+
+    def partitions_with(self, node: str) -> list[str]:
+        return [name for name in self.refs_of("member", node, "partitions") if name in self.catalog.boxes]
+
+    def tables_on(self, node: str) -> list[str]:
+        return self.refs_of("node", node, "tables")
+
+    def queries_naming(self, boxes: set[str], tables: set[str]) -> list[str]:
+        found = {q for b in boxes for q in self.refs_of("box", b, "queries")}
+        found.update(q for t in tables for q in self.refs_of("table", t, "queries"))
+        return sorted(found)
+
+    def publications_of(self, stream: str) -> list[Publication]:
+        return [self.catalog.publications[key] for key in self.refs_of("reads", stream, "publications")]
+
+    def subscriptions_of(self, stream: str) -> list[Subscription]:
+        return [self.catalog.subscriptions[key] for key in self.refs_of("reads", stream, "subscriptions")]
+
+    # -- what a stream or an element involves, for affected_nodes ---------------------------------------
+
+    def placement(self, box: str) -> set[str]:
+        return set(self.catalog.placement(box))
+
+    def involved(self, stream: str) -> set[str]:
+        """Every node whose slice mentions ``stream``: its producers', readers' and entries' nodes."""
+        found = self.consumer_nodes(stream) | self.entry_nodes(stream)
+        for kind in ("produces", "reads"):
+            for name in self.refs_of(kind, stream, "boxes"):
+                found |= self.placement(name)
+        found |= set(self.member_entries(stream) or ())
+        producer = self.producer_node(stream)
+        return found | {producer} if producer else found
+
+
+#: Catalog dicts whose change re-slices every node (they are rare, and reach every slice that names them).
+_EVERYWHERE = ("types", "clients")
+
+
+def affected_nodes(before: IndexedTopology, after: IndexedTopology, changed: dict[str, set[str]],
+                   moved: Iterable[str]) -> set[str]:
+    """The nodes whose slice a change (``changed`` keys per Catalog dict; ``moved`` streams) may change."""
+    if any(changed.get(kind) for kind in _EVERYWHERE):
+        return before.holders() | after.holders()
+    streams, nodes = set(moved), set()
+    for kind, keys in changed.items():
+        for key in keys:
+            for side in (before, after):
+                obj = getattr(side.catalog, kind).get(key)
+                if obj is None:
+                    continue
+                for ref, name in element_refs(kind, obj):
+                    if ref in ("produces", "reads"):
+                        streams.add(name)
+                    elif ref in ("node", "member"):
+                        nodes.add(name)
+                nodes |= _element_nodes(side, kind, key, obj, streams)
+    for stream in streams:
+        nodes |= before.involved(stream) | after.involved(stream)
+    return nodes
+
+
+def _element_nodes(side: IndexedTopology, kind: str, key: str, obj: object, streams: set[str]) -> set[str]:
+    """Nodes an element reaches beyond its references (adding to ``streams`` those it reaches)."""
+    cat = side.catalog
+    if kind == "boxes":
+        return side.placement(key)
+    if kind == "partitions":
+        box = cat.boxes.get(key)
+        if box is not None:
+            streams.update(box.outputs)
+            streams.update(p.stream for p in box.inputs)
+        return set(obj.nodes)  # type: ignore[attr-defined]
+    if kind == "queries":
+        found = {n for b in obj.boxes for n in side.placement(b)}  # type: ignore[attr-defined]
+        return found | {cat.tables[t].node for t in obj.tables if t in cat.tables and cat.tables[t].node}  # type: ignore[attr-defined]
+    if kind == "views":
+        return {n for b in side.refs_of("view", key, "boxes") for n in side.placement(b)}
+    if kind == "schemas":
+        for of in ("inputs", "outputs"):
+            streams.update(side.refs_of("schema", key, of))
+        return {cat.tables[t].node for t in side.refs_of("schema", key, "tables") if cat.tables[t].node}  # type: ignore[misc]
+    if kind == "regions":
+        if obj.node:  # type: ignore[attr-defined]
+            return {obj.node}  # type: ignore[attr-defined]
+        return {r.node for r in cat.regions.values() if r.region == obj.region and r.node}  # type: ignore[attr-defined]
+    if kind == "replica_sets":
+        return set(obj.nodes)  # type: ignore[attr-defined]
+    if kind == "nodes":
+        return {key}
+    return set()
+
+
+class NodeSlices:
+    """Every node's slice of the catalog version last given; the one owner of the Head's slices.
+
+    Usage::
+
+        slices = NodeSlices()
+        changed = slices.advance(index)   # node -> its new slice (None: it holds nothing now)
+    """
+
+    def __init__(self) -> None:
+        self.index: CatalogIndex | None = None
+        self.slices: dict[str, Catalog] = {}
+
+    def advance(self, index: CatalogIndex) -> dict[str, Catalog | None]:
+        """Move to ``index``'s catalog; the nodes whose slice changed, with the new slice."""
+        after = IndexedTopology(index)
+        previous = self.index
+        if previous is None or index.parent is not previous.catalog or index.whole:
+            nodes = set(self.slices) | after.holders()
+        else:
+            nodes = affected_nodes(IndexedTopology(previous), after, index.changed, index.moved)
+        self.index = index
+        maker = SliceMaker(index.catalog, index.stream_schemas, index.registry, after)
+        changed: dict[str, Catalog | None] = {}
+        for node in sorted(nodes):
+            new = maker.slice(node) if after.holds(node) else None
+            if new != self.slices.get(node):
+                changed[node] = new
+                if new is None:
+                    self.slices.pop(node, None)
+                else:
+                    self.slices[node] = new
+        return changed

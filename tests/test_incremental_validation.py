@@ -1,0 +1,131 @@
+"""Incremental validation (catalog/index.py) gives exactly what checking the whole catalog gives.
+
+Random sequences of submissions, moves, connects, disconnects and deletes
+(tests/support/catalog_edits.py) are checked both ways after every edit:
+the index derived from the previous committed version, and
+``check_topology`` over the whole catalog (the oracle).  An edit whose
+catalog is valid is committed (the next edit is checked against its
+index); one that is not is refused, as a submission would be.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+from boreas.catalog import Catalog, plan_submission, read_document
+from boreas.catalog.index import CatalogIndex
+from boreas.catalog.model import Field, FieldType, Schema
+from boreas.catalog.schemas_of import schemas_of
+from boreas.catalog.validate import Checks, check_topology
+from support.catalog_edits import EDITS, Edit, chain
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(st.booleans(), st.lists(EDITS, min_size=1, max_size=14))
+def test_incremental_check_equals_the_whole_check(from_chain: bool, edits: list[Edit]) -> None:
+    index = CatalogIndex.build(chain() if from_chain else Catalog())
+    for edit in edits:
+        after = index.catalog.copy()
+        edit(after)
+        derived = index.derive(after)
+        assert Counter(map(str, derived.problems)) == Counter(map(str, check_topology(after).problems))
+        if derived.ok:
+            assert derived.stream_schemas == schemas_of(after)
+            index = derived
+
+
+def _reads_t(catalog, box, schemas) -> list[str]:
+    """A plugged-in box check: a box reading a stream of schema T (it depends on its in schemas)."""
+    return [f"box {box.name!r} reads T"] if any(s is not None and s.name == "T" for s in schemas) else []
+
+
+def _narrow(catalog, stream, schema) -> list[str]:
+    """A plugged-in stream check: a stream of one field."""
+    return [f"stream {stream!r} has one field"] if len(schema.fields) == 1 else []
+
+
+def _unplaced_sinks(catalog, fail) -> None:
+    """A plugged-in whole-catalog check: a box whose out streams nothing reads nor subscribes to, unplaced."""
+    read = {p.stream for b in catalog.boxes.values() for p in b.inputs} | {s.stream for s in
+                                                                         catalog.subscriptions.values()}
+    for box in catalog.boxes.values():
+        if box.node is None and not read & set(box.outputs):
+            fail(box.origin, f"box {box.name!r} is an unplaced sink")
+
+
+PLUGGED = Checks(boxes=(_reads_t,), streams=(_narrow,), whole=(_unplaced_sinks,))
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(st.lists(EDITS, min_size=1, max_size=14))
+def test_plugged_in_checks_run_again_where_a_change_reaches(edits: list[Edit]) -> None:
+    """Checks other parts plug in (validate.Checks) give the same both ways too."""
+    index = CatalogIndex.build(chain(), checks=PLUGGED)
+    assert index.ok
+    for edit in edits:
+        after = index.catalog.copy()
+        edit(after)
+        derived = index.derive(after)
+        assert Counter(map(str, derived.problems)) == Counter(map(str, check_topology(after, checks=PLUGGED).problems))
+        if derived.ok:
+            index = derived
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(st.lists(EDITS, min_size=1, max_size=10), st.lists(EDITS, min_size=1, max_size=4))
+def test_an_index_built_whole_equals_one_derived_edit_by_edit(first: list[Edit], then: list[Edit]) -> None:
+    """Whatever path led to a catalog, its index checks the next change the same."""
+    index = CatalogIndex.build(chain())
+    for edit in first:
+        after = index.catalog.copy()
+        edit(after)
+        derived = index.derive(after)
+        if derived.ok:
+            index = derived
+    rebuilt = CatalogIndex.build(index.catalog)
+    assert (rebuilt.states, rebuilt.stream_schemas, rebuilt.refs) == (index.states, index.stream_schemas, index.refs)
+    after = index.catalog.copy()
+    for edit in then:
+        edit(after)
+    assert Counter(map(str, index.derive(after).problems)) == Counter(map(str, rebuilt.derive(after).problems))
+
+
+APP = """<borealis><input stream="R" schema="S"/><schema name="S"><field name="a" type="int"/></schema>
+  <box name="f" type="filter"><in stream="R"/><out stream="F"/><parameter name="expression.0" value="a &gt; 1"/>
+  </box><output stream="F"/></borealis>"""
+DEP = '<deploy><node endpoint="localhost:15000" query="f"/></deploy>'
+
+
+def test_a_submission_planned_on_an_index_is_refused_for_the_same_reasons() -> None:
+    base = plan_submission(Catalog(), [read_document(APP, "app.xml"), read_document(DEP, "dep.xml")]).catalog
+    index = CatalogIndex.build(base)
+    bad = read_document("""<borealis><box name="g" type="map"><in stream="R"/><out stream="G"/>
+      <parameter name="expression.0" value="b + 1"/><parameter name="output-field-name.0" value="m"/></box>
+      <box name="h" type="filter"><in stream="Nowhere"/><out stream="F"/>
+      <parameter name="expression.0" value="a &gt;"/></box></borealis>""", "bad.xml")
+    whole = plan_submission(base, [bad, read_document(DEP.replace("query=\"f\"", "query=\"g h\""), "d.xml")])
+    indexed = plan_submission(base, [bad, read_document(DEP.replace("query=\"f\"", "query=\"g h\""), "d.xml")],
+                              index=index)
+    assert whole.problems and Counter(map(str, indexed.problems)) == Counter(map(str, whole.problems))
+    assert any("unknown field 'b'" in p.reason for p in indexed.problems)
+    assert any("2 producers" in p.reason for p in indexed.problems)
+
+
+def test_a_plugged_in_box_check_runs_again_for_the_boxes_whose_in_schema_moved() -> None:
+    """Declaring the chain's input with another schema reaches every box downstream, unchanged as they are."""
+    index = CatalogIndex.build(chain(), checks=PLUGGED)
+    after = index.catalog.copy()
+    after.schemas["T"] = Schema("T", (Field("a", FieldType.INT), Field("b", FieldType.DOUBLE)))
+    after.inputs["s0"] = replace(after.inputs["s0"], schema="T")
+    derived = index.derive(after)
+    assert Counter(map(str, derived.problems)) == Counter(map(str, check_topology(after, checks=PLUGGED).problems))
+    assert sorted(p.reason for p in derived.problems) == ["box 'b0' reads T", "box 'b1' reads T", "box 'b2' reads T"]
