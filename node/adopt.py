@@ -55,7 +55,7 @@ from boreas.catalog.documents import Unsubscribe, Update, read_document
 from boreas.catalog.model import Catalog, Node, Partition, Region, Subscription
 from boreas.catalog.replicate import apply_update, catalog_items
 from boreas.catalog.words import counted
-from boreas.wire.columns import as_rows, read_rows
+from boreas.wire.columns import read_columns, unwrap
 from boreas.wire.frames import ARROW, Batch, decode
 
 from .context import NodeContext
@@ -137,8 +137,9 @@ class _Collected(Outputs):
             batch = decode(bytes(data))
             if not isinstance(batch, Batch):
                 continue
-            if batch.fmt == ARROW:  # columns: rows again for the replayed outputs (re-encoded when sent)
-                rows = read_rows(bytes(batch.rows))
+            if batch.fmt == ARROW:  # columns: rows again for the replayed outputs (re-encoded when sent),
+                columns = read_columns(unwrap(bytes(batch.rows)))  # a changelog's kept as columns, with weights
+                rows = columns if columns.weights is not None else columns.rows()
             else:
                 rows = msgspec.msgpack.decode(bytes(batch.rows))
                 if batch.stream not in self._internal:  # a stream's rows are tuples; a member's messages stay lists
@@ -321,7 +322,8 @@ class Adopter:
             for stream in consumers:
                 row_type = flow.row_type(stream)
                 for batch in link.take(stream) if link is not None else ():
-                    rows = as_rows(row_type.decode_payload(bytes(batch.rows), batch.fmt)[0]) if row_type else []
+                    # as decoded: a changelog's Columns keep their weights (the box's operator reads rows if it must)
+                    rows = row_type.decode_payload(bytes(batch.rows), batch.fmt)[0] if row_type else []
                     pending.append((stream, rows, batch.producer, batch.seq))
         return [(stream, rows, producer, seq, box) for stream, rows, producer, seq in pending + withdrawn
                 for box in consumers[stream]]

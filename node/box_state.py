@@ -46,6 +46,7 @@ from typing import Any
 
 import msgspec
 from boreas.catalog.model import Box, Schema
+from boreas.wire.columns import Columns, read_columns
 from boreas.wire.digests import DigestBook
 from boreas.wire.sequencing import Sequencer
 
@@ -54,6 +55,9 @@ from .operators import Operator, OperatorError, build_operator
 
 #: How an operator is made from a box and its in and out schemas (default: :func:`build_operator`).
 Builder = Callable[[Box, list[Schema], list[Schema]], Operator]
+
+#: A batch as a box takes it: rows, or Arrow columns (a changelog's with their weights).
+Rows = list[tuple] | Columns
 
 #: Pauses kept per moved box (``/status``).
 PAUSES_KEPT = 20
@@ -69,7 +73,7 @@ class BoxHandover:
     positions: list[tuple[str, str, int]]  # (input stream, producer, next sequence to take)
     state: dict[str, Any]
     detached_at: float = 0.0  # wall clock at the source: the box's pause starts here
-    held: list[tuple[str, str, int, list]] = field(default_factory=list, compare=False)  # early batches
+    held: list[tuple[str, str, int, Rows]] = field(default_factory=list, compare=False)  # early batches
     links: list[Any] = field(default_factory=list, compare=False, repr=False)  # the source's forwards
     # What the source kept of the box's outputs for named subscribers ([name, encoded Batch]): they resume from it
     retained: list[list] = field(default_factory=list, compare=False, repr=False)
@@ -195,8 +199,12 @@ class BoxStates:
                 positions += [(s, p, seq + 1) for (s, p), seq in self.processed.items() if s == port.stream]
         return positions
 
-    def admit(self, name: str, stream: str, producer: str, seq: int, rows: list[tuple]) -> list[list[tuple]]:
-        """A batch for a box that orders its own inputs: the batches now next for it, in order."""
+    def admit(self, name: str, stream: str, producer: str, seq: int, rows: Rows) -> list[Rows]:
+        """A batch for a box that orders its own inputs: the batches now next for it, in order.
+
+        Each is held as it came: :class:`~boreas.wire.columns.Columns` keep a
+        changelog's weights (a snapshot keeps them too: :meth:`capture`).
+        """
         ready = self.inputs[name].ordered(stream, producer, seq, rows)
         if ready and name in self.paused_since:
             pauses = self.move_pauses.setdefault(name, [])
@@ -241,7 +249,7 @@ class BoxStates:
             "processed": [[s, p, seq] for (s, p), seq in self.processed.items()],
             "digests": self.digests.state(),
             "box_inputs": {name: {"next": [list(p) for p in inputs.box_positions()],
-                                  "held": [list(h) for h in inputs.held_items()]}
+                                  "held": [[s, p, n, _kept(rows)] for s, p, n, rows in inputs.held_items()]}
                            for name, inputs in self.inputs.items()},
         }
 
@@ -266,7 +274,7 @@ class BoxStates:
             if name in self.operators:
                 sequencer = self.inputs[name] = Sequencer.for_box([tuple(p) for p in inputs["next"]])
                 for s, p, n, rows in inputs["held"]:
-                    sequencer.hold(s, p, n, [tuple(r) for r in rows])
+                    sequencer.hold(s, p, n, _taken(rows))
         return restored
 
     def handover(self, name: str, producer_of: dict[str, str]) -> BoxHandover:
@@ -276,3 +284,13 @@ class BoxStates:
         return BoxHandover(name, self.box_ids[name], {s: self.out_seq.get(s, 0) for s in box.outputs},
                            self.positions(name, producer_of), self.operators[name].state(), time.time(),
                            held=inputs.held_items() if inputs is not None else [])
+
+
+def _kept(rows: Rows) -> list | bytes:
+    """A held batch as a snapshot keeps it: rows as they are, columns as IPC bytes (their weights a column)."""
+    return rows.ipc() if isinstance(rows, Columns) else rows
+
+
+def _taken(kept: list | bytes) -> Rows:
+    """A held batch from a snapshot, as it was held (see :func:`_kept`)."""
+    return read_columns(kept) if isinstance(kept, bytes) else [tuple(r) for r in kept]

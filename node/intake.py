@@ -3,7 +3,9 @@
 :class:`Intake` is the node's ``/data`` side: :meth:`Intake.accept` takes a
 batch for a stream that enters here, checks its rows, and puts the good ones
 in the :class:`~boreas.node.inbox.Inbox` for the box task; the answer names
-the bad ones.  A batch for a box that moved on is passed after it; anything
+the bad ones.  A publisher's batch with weights (a ``_weight`` column) is
+refused whole: every stream a publisher writes is plain to the catalog
+(catalog/changelog.py), so its rows would be read without them.  A batch for a box that moved on is passed after it; anything
 else is refused.  A publisher's batch waits first while the partitioned box
 it enters is too far ahead (``ADMIT``, ``LAG``): the bounded inbox and this
 wait are what push back on publishers.  With an input log the
@@ -22,6 +24,8 @@ import asyncio
 import logging
 from collections import Counter
 
+from boreas.catalog.changelog import WEIGHT
+from boreas.wire.columns import Columns
 from boreas.wire.frames import Ack, Batch, Refused
 from boreas.wire.receiver import Deferred
 from boreas.wire.tuples import RowType
@@ -89,6 +93,12 @@ class Intake:
         if "~" not in batch.producer:  # a publisher's (a box's batches may share a link with member messages:
             await self._admit(batch.stream)  # never held)
         rows, errors = row_type.decode_payload(bytes(batch.rows), batch.fmt)  # rows, or Arrow Columns
+        if "~" not in batch.producer and isinstance(rows, Columns) and rows.weights is not None:
+            self.counters["refused_batches"] += 1  # nothing of it is taken: the catalog reads the stream as plain
+            return Refused(batch.stream, batch.producer, batch.seq,
+                           f"stream {batch.stream!r} is a plain input stream: a publisher's batch cannot carry "
+                           f"a {WEIGHT!r} column (weights belong to a changelog, which only boxes write: "
+                           "docs/dataplane.md, \"Changelog streams\")")
         if errors:
             self.counters["refused_rows"] += len(errors)
             log.info("node %s: %d rows of %s/%d refused, first: %s", self.endpoint, len(errors),

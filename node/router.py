@@ -200,7 +200,8 @@ class Router:
         self.out.route(stream, rows, producer, seq, resumable, consumed_here=stream in self.consumers)
 
     async def _feed(self, box: str, stream: str, rows: Rows, origin: tuple[str, int]) -> None:
-        """A batch for one box that orders its own inputs (it arrived by a move)."""
+        """A batch for one box that orders its own inputs (it arrived by a move), in the form it came in
+        (``Columns`` keep their weights while held: :meth:`BoxStates.admit`)."""
         op = self.states.operators.get(box)
         if op is None or box not in self.states.inputs:
             if not self.out.relay(box, stream, rows, *origin):  # it left while this batch queued here
@@ -209,10 +210,12 @@ class Router:
                             self.endpoint, stream, origin[0], origin[1], box)
             return
         ports = [port for o, name, port in self.consumers.get(stream, ()) if name == box]
-        for ready in self.states.admit(box, stream, origin[0], origin[1], as_rows(rows)):
+        # held and ordered as it came: a changelog's weights stay with its columns (a row operator reads rows,
+        # and is never fed a changelog: catalog/changelog.py refuses that)
+        for ready in self.states.admit(box, stream, origin[0], origin[1], rows):
             for port in ports:
                 started = time.perf_counter()
-                produced = op.process(port, ready, self.clock.current)
+                produced = op.process(port, ready if op.takes_columns else as_rows(ready), self.clock.current)
                 self.box_seconds[box] += time.perf_counter() - started
                 self.box_batches[box] += 1
                 await self.emit(box, produced)

@@ -216,6 +216,12 @@ def unwrap(payload: bytes) -> bytes:
     return data
 
 
+def read_columns(data: bytes) -> Columns:
+    """A batch's IPC bytes (:meth:`Columns.ipc`) as :class:`Columns` again, unchecked, its weights split off
+    (a batch this cluster produced and kept: a snapshot's held batch, an output not yet acknowledged)."""
+    return _split_weights(read_ipc(data), data)[0]
+
+
 def read_rows(payload: bytes) -> list[tuple]:
     """A batch payload's rows, unchecked (a batch this cluster produced and checked before; weights left out)."""
     return _split_weights(read_ipc(unwrap(payload)))[0].rows()
