@@ -5,8 +5,7 @@ streams"): +1 a row enters, -1 it leaves, so a revision is -old/+new.  No
 stream is declared one; it follows from the boxes:
 
 * an ``m3`` box's out streams are changelogs (a view's rows are revised),
-  unless the box is partitioned: its members still emit each changed row's
-  new value (0: the row left) without weights, so those streams are plain;
+  partitioned or not (each member emits the rows it owns as -old/+new);
 * a ``filter``, ``map`` or ``union`` of a changelog is a changelog (they pass
   each row's weight on; a union must not mix a changelog with a plain
   stream, whose rows carry no weights to pass);
@@ -61,7 +60,7 @@ def changelog_streams(catalog: Catalog) -> dict[str, str]:
     while changed:  # to a fixpoint: the boxes need not be in dataflow order
         changed = False
         for box in catalog.boxes.values():
-            if box.type in SOURCES and box.name not in catalog.partitions:
+            if box.type in SOURCES:
                 why = f"{box.type} box {box.name!r} revises its view's rows as -old/+new"
             elif box.type in PASSING or box.type == "aggregate":
                 fed = [found[p.stream] for p in box.inputs if p.stream in found]

@@ -420,16 +420,21 @@ def test_an_m3_box_reads_another_m3_boxs_changelog_as_inserts_and_deletes():
     assert view == want and view
 
 
-def test_a_partitioned_m3_box_writes_a_plain_stream_and_is_refused_a_changelog():
+def test_a_partitioned_m3_box_writes_a_changelog_and_is_refused_one():
     from boreas.catalog.changelog import changelog_streams
     from support.partition_docs import PARTITION, app, deploy, plan
 
-    below = """<box name="d" type="delay"><in stream="V"/><out stream="D"/><parameter name="delay-ms" value="1"/></box>
+    below = """<box name="g" type="filter"><in stream="V"/><out stream="G"/><parameter name="expression.0" value="1 = 1"/></box>
       <box name="w" type="m3"><in stream="R"/><out stream="W"/>
         <parameter name="sql" value="SELECT a, SUM(b) AS b FROM R GROUP BY a"/></box>"""
-    result = plan(app(extra=below), deploy(PARTITION, '<node endpoint="localhost:15001" query="f d w"/>'))
-    assert result.ok, result.problems  # a delay reads the partitioned box's stream: plain rows, as before
-    assert sorted(changelog_streams(result.catalog)) == ["W"]
+    result = plan(app(extra=below), deploy(PARTITION, '<node endpoint="localhost:15001" query="f g w"/>'))
+    assert result.ok, result.problems  # a filter passes the partitioned box's weights on
+    assert sorted(changelog_streams(result.catalog)) == ["G", "V", "W"]
+    delayed = app(extra="""<box name="d" type="delay"><in stream="V"/><out stream="D"/>
+        <parameter name="delay-ms" value="1"/></box>""")
+    reasons = [p.reason for p in plan(delayed, deploy(PARTITION, '<node endpoint="localhost:15001" query="f d"/>')).problems]
+    assert any("delay box 'd' cannot read stream 'V'" in r and "m3 box 'v' revises its view's rows" in r
+               for r in reasons), reasons
     fed = app(extra="""<box name="w" type="m3"><in stream="R"/><out stream="W"/>
         <parameter name="sql" value="SELECT a, SUM(b) AS b FROM R GROUP BY a"/></box>""").replace(
         '<box name="v" type="m3"><in stream="R"/>', '<box name="v" type="m3"><in stream="W"/>')

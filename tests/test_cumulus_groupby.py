@@ -194,8 +194,11 @@ async def test_a_partitioned_group_by_over_three_nodes_equals_duckdb(cluster_fac
     changes: dict[tuple, tuple] = {}  # the view as its change stream tells it: each member's changes
 
     async def follow(subscriber: Subscriber) -> None:
-        async for a, total, n in subscriber:
-            changes[(a,)] = (total, n)
+        async for (a, total, n), weight in subscriber.changes():  # a changelog: -old, then +new
+            if weight > 0:
+                changes[(a,)] = (total, n)
+            elif changes.get((a,)) == (total, n):
+                del changes[(a,)]
 
     stable_reads: list = []
 

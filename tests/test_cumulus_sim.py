@@ -7,7 +7,9 @@ published into random members; messages between members are delivered in
 random order (each link keeping its own order), the leader's epoch timer
 fires as simulated time passes, and members restart from their own
 ``state()`` at random points.  Once everything is delivered, the members'
-maps union to exactly the single-node runtime's, each entry on its owner.
+maps union to exactly the single-node runtime's, each entry on its owner,
+and the members' out streams, changelogs (-old/+new with weights), add up
+to the single runtime's views.
 With ``relayouts``, moves, splits and rebalances are asked for at random,
 also while others are under way (they queue), and segments are pre-copied
 two entries per step, so copies span many steps with writes, restarts and
@@ -20,12 +22,14 @@ import datetime
 import math
 import random
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from boreas.m3 import compile_sql
 from boreas.m3.cumulus import SLOTS, Layout, Segment, place
 from boreas.node.cumulus import precopy
+from boreas.node.operators.m3box import micros_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,6 +91,23 @@ def check_union(sim: Sim, layout: Layout) -> None:
         assert union.keys() == single.keys(), (mp.name, sorted(union.items()), sorted(single.items()))
         for key, value in single.items():
             assert math.isclose(union[key], value, rel_tol=1e-9, abs_tol=1e-9), (mp.name, key, union[key], value)
+
+
+def check_changelog(sim: Sim) -> None:
+    """The members' out streams, a changelog each (-old/+new with weights), add up to the single runtime's views:
+    every row once, none left over (a retraction names exactly a row a member emitted, across relayouts too)."""
+    for port, view in enumerate(sim.program.views):
+        folded = sim.folded.get(port, Counter())
+        assert all(n in (0, 1) for n in folded.values()), (view.name, {r: n for r, n in folded.items() if n not in (0, 1)})
+        got = {row[:len(view.keys)]: row[len(view.keys):] for row, n in folded.items() if n == 1}
+        want = {}
+        for key, value in sim.single.view(view.name).items():
+            values = value if isinstance(value, tuple) else (value,)
+            if any(v != 0 for v in values):
+                want[tuple(micros_of(k) if isinstance(k, datetime.date) else k for k in key)] = values
+        assert got.keys() == want.keys(), (view.name, sorted(got.items()), sorted(want.items()))
+        for key, values in want.items():
+            assert all(math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-9) for g, w in zip(got[key], values)), (view.name, key)
 
 
 def check_stable(sim: Sim) -> bool:
@@ -153,6 +174,7 @@ def run_and_check(sim: Sim, workload, rng: random.Random, relayouts: bool) -> No
     final = sim.members[0].layout
     assert all(op.layout == final and op.parts.changes.pending is None for op in sim.members), [(op.member, op.layout.version, final.version, op.parts.changes.pending, op.parts.changes.relayouts, op.parts.changes.settling, op.parts.coordinator.epoch, op.parts.applier.at, op.leader and op.leader.stable) for op in sim.members]
     check_union(sim, final)
+    check_changelog(sim)
     assert check_stable(sim)  # after the input stops, the stable epoch covers everything
     assert all(op.runtime.deltas.entries() == 0 for op in sim.members), "deltas left after quiescence"
 

@@ -71,6 +71,7 @@ from boreas.m3 import M3Error
 from boreas.m3.cumulus import EVERYWHERE, Layout, LayoutError, Segment, classify
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.cumulus.stable import StableView
+from boreas.wire.columns import weighted
 
 from ..operators.base import Emitted, InternalStreams
 from ..operators.m3box import M3Operator, runtime_for
@@ -134,6 +135,9 @@ class PartOperator(M3Operator):
         self.parts = Member(box.name, self.place, self.plan, ordered, self.leader, self.host.mailbox_of, self,
                             key_codecs(self.plan.program))
         self._entries_counted: tuple[float, int] | None = None
+        # The layout the memo of emitted view rows (M3Operator's) was read under: a layout change moves
+        # segments in and out, so the memo is read again from the maps (the keys this member now owns).
+        self._memo_layout: Layout | None = None
         self.host.add(self)
         self.rewire(partition, members)
         if host is None:  # the node's own member builds the guests it hosts (after a failover)
@@ -239,7 +243,17 @@ class PartOperator(M3Operator):
         return [g for g in ((relation, 1, inserts), (relation, -1, deletes)) if g[2]]
 
     def write(self, version: Version, mine: Groups, pushed: dict) -> None:
-        """Apply this member's share of a version, then emit the view changes it made."""
+        """Apply this member's share of a version, then emit the view changes it made as a changelog.
+
+        Each changed row it owns goes out as -old/+new with weights, as the
+        one-node box's (docs/dataplane.md, "Changelog streams"): the old rows
+        come from the memo of what this member last emitted of its own keys,
+        read from its maps before the first write and after every layout change.
+        """
+        if self._memo_layout is not self.place.layout:
+            self._memo.forget()
+            self._memo_layout = self.place.layout
+        self._memo.load([view.name for view in self.plan.views])  # (before applying: the old rows)
         self.runtime.epoch = version[0]
         try:
             self.runtime.apply_with(mine, pushed)
@@ -250,7 +264,9 @@ class PartOperator(M3Operator):
         for view, changed in self.runtime.changes().items():
             out = self._port_of_view.get(view)
             if out is not None and changed:
-                self.parts.mailbox.emit(out, self._emit[out](changed))
+                pairs, weights = self._memo.revise(view, changed)
+                if pairs:
+                    self.parts.mailbox.emit(out, weighted(self._emit[out](pairs), weights, self.outputs[out]))
 
     # -- what the API and the metrics ask -------------------------------------------------
 

@@ -73,6 +73,7 @@ class Sim:
         self.rng = rng
         self.now = 0.0
         self.view_changes: dict[int, int] = {}
+        self.folded: dict[int, Counter] = {}  # out port -> each view row's weights added up (the changelog folded)
         self.batches: dict[tuple[str, str, int], tuple[str, list]] = {}  # (stream, producer, seq) -> events
         self.changes = 0  # layout changes asked for
         self.chunks: list[list] = []  # every Chunk message sent
@@ -93,6 +94,9 @@ class Sim:
         for port, rows in emitted:
             if port < declared:
                 self.view_changes[src] = self.view_changes.get(src, 0) + len(rows)
+                self.folded.setdefault(port, Counter()).update(dict.fromkeys(rows.rows(), 0))
+                for row, weight in zip(rows.rows(), rows.weight_list()):  # a changelog: -old/+new with weights
+                    self.folded[port][row] += weight
                 continue
             stream = op.internal_streams().outputs[port - declared][0]
             dst = int(stream.rsplit("@", 1)[1])
