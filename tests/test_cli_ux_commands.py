@@ -47,7 +47,10 @@ class FakePublisher:
     async def send(self, rows):
         self.accepted += len(rows)  # a list of rows, or a pyarrow batch
 
-    async def close(self):
+    async def close(self, final=False):  # (final: boreas publish --final)
+        self.final = final
+
+    async def abort(self):  # (a publish that fails before sending closes its links)
         pass
 
 

@@ -125,8 +125,8 @@ class FakePublisher:
             FakePublisher.sent.append(tuple(row))
             self.accepted += 1
 
-    async def close(self):
-        pass
+    async def close(self, final=False):  # (final: boreas publish --final)
+        self.final = final
 
     async def abort(self):  # (a publish that fails before sending closes its links)
         self.aborted = True
