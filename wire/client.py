@@ -18,6 +18,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 from collections import Counter
 from typing import Any
@@ -145,7 +146,7 @@ def _describe(exc: BaseException) -> str:
     tls = describe_tls_failure(exc)
     if tls is not None:
         return tls
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
+    if isinstance(exc, aiohttp.ServerDisconnectedError) or (_reset(exc) and current_tls().enabled):
         tls = current_tls()
         if not tls.enabled:
             return ("it closed the connection without answering: if it serves TLS, use https:// and "
@@ -156,6 +157,12 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, aiohttp.ClientConnectorError):
         return f"cannot connect ({exc.os_error.strerror or exc.os_error})"
     return str(exc) or type(exc).__name__
+
+
+def _reset(exc: BaseException) -> bool:
+    """The peer reset the connection: with TLS 1.3, how a server that wants our certificate may also hang
+    up (an alert or a reset, whichever the timing gives)."""
+    return isinstance(exc, aiohttp.ClientOSError) and exc.errno == errno.ECONNRESET
 
 
 def describe_tls_failure(exc: BaseException) -> str | None:
