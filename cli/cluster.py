@@ -66,6 +66,7 @@ from boreas.wire.tls import CA_ENV, CERT_ENV, CLIENT_AUTH_ENV, KEY_ENV, TlsConfi
 from boreas.wire.tls import configure as configure_tls
 from boreas.wire.tls import current as current_tls
 
+from .cluster_registry import clusters_running, started_at, state_file
 from .cluster_supervisor import Supervisor
 from .common import (
     EXIT_FAILED,
@@ -218,66 +219,11 @@ def _prepare_data(root: Path, empty: bool, temporary: bool) -> str:
     return f"data for the nodes in {root} (kept with the catalog; --fresh empties both)"
 
 
-def _state_dir() -> Path:
-    """Where ``cluster up`` records the clusters it runs, for ``cluster down`` (this user's only)."""
-    for base in (os.environ.get("XDG_RUNTIME_DIR"), tempfile.gettempdir()):
-        if not base:
-            continue
-        path = Path(base) / f"boreas-{os.getuid()}"
-        try:
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(path, os.W_OK):
-            return path
-    raise CommandFailed("no directory to record the cluster in ($XDG_RUNTIME_DIR and the temporary "
-                        "directory are not writable)")
-
-
-def _state_file(head_port: int) -> Path:
-    return _state_dir() / f"cluster-{head_port}.json"
-
-
-def _started(pid: int) -> str | None:
-    """The process's start time (Linux: /proc), to tell it from a later process with its pid."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _running(pid: int, started: str | None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False  # not ours
-    return started is None or _started(pid) in (None, started)
-
-
-def _clusters() -> list[dict]:
-    """The clusters ``cluster up`` runs for this user now (stale records are removed)."""
-    found = []
-    for path in sorted(_state_dir().glob("cluster-*.json")):
-        try:
-            state = json.loads(path.read_text())
-            pid = int(state["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if _running(pid, state.get("started")):
-            found.append({**state, "file": str(path)})
-        else:
-            with contextlib.suppress(OSError):
-                path.unlink()
-    return found
-
-
 def cmd_cluster_up(args: argparse.Namespace) -> int:
     use_log_format(args)
     if args.nodes < 1:
         raise CommandFailed("--nodes must be at least 1")
-    running = [c for c in _clusters() if c["head_port"] == args.head_port]
+    running = [c for c in clusters_running() if c["head_port"] == args.head_port]
     if running:
         raise CommandFailed(f"a cluster is already running with its Head on port {args.head_port} (pid "
                             f"{running[0]['pid']}); stop it with: boreas cluster down --head-port {args.head_port}")
@@ -296,10 +242,10 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         # Children read the pipe's end; when this process ends, however it ends, they read end-of-file.
         # Its read end stays open here too: a restarted child is handed it again.
         parent_r, parent_w = os.pipe()
-        state = _state_file(args.head_port)
+        state = state_file(args.head_port)
 
         def record(pids: list[int]) -> None:
-            state.write_text(json.dumps({"pid": os.getpid(), "started": _started(os.getpid()),
+            state.write_text(json.dumps({"pid": os.getpid(), "started": started_at(os.getpid()),
                                          "head": head, "head_port": args.head_port, "nodes": nodes,
                                          "catalog": url, "data": str(data), "children": pids}))
 
@@ -395,51 +341,3 @@ def _tls_env(tls: TlsConfig, clients: bool) -> dict[str, str]:
     if tls.client_auth and not clients:
         env[CLIENT_AUTH_ENV] = "1"
     return env
-
-
-def cmd_cluster_down(args: argparse.Namespace) -> int:
-    clusters = _clusters()
-    port, why = args.head_port, "--head-port"
-    if port is None and os.environ.get("BOREAS_HEAD"):
-        with contextlib.suppress(ValueError):
-            port = split_endpoint(os.environ["BOREAS_HEAD"].split("://", 1)[-1].split("/")[0])[1]
-            why = f"$BOREAS_HEAD={os.environ['BOREAS_HEAD']}"
-    chosen = clusters if port is None else [c for c in clusters if c["head_port"] == port]
-    if not chosen:
-        where = f" with its Head on port {port} ({why})" if port is not None else ""
-        running = (f"; running: {', '.join(str(c['head_port']) for c in clusters)} (say which with --head-port)"
-                   if clusters else "")
-        raise CommandFailed(f"no cluster started by `boreas cluster up`{where} is running{running}")
-    if len(chosen) > 1:
-        raise CommandFailed("several clusters are running; say which with --head-port: "
-                            + ", ".join(f"{c['head_port']} ({c['head']})" for c in chosen))
-    cluster = chosen[0]
-    pid = int(cluster["pid"])
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + args.timeout
-    children = [c for c in cluster.get("children", []) if isinstance(c, int)]
-    while time.monotonic() < deadline and (_running(pid, cluster.get("started"))
-                                           or any(_alive(c) for c in children)):
-        time.sleep(0.1)
-    if _running(pid, cluster.get("started")) or any(_alive(c) for c in children):
-        for target in (pid, *children):
-            with contextlib.suppress(OSError):
-                os.killpg(target, signal.SIGKILL) if target != pid else os.kill(pid, signal.SIGKILL)
-        print(f"killed the cluster on {cluster['head']}: it did not stop within {args.timeout:g} s",
-              file=sys.stderr)
-    with contextlib.suppress(OSError):
-        Path(cluster["file"]).unlink()
-    print(f"stopped the cluster: Head {cluster['head']}, {len(cluster['nodes'])} "
-          f"node{'s' if len(cluster['nodes']) != 1 else ''} ({', '.join(cluster['nodes'])})")
-    return EXIT_OK
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    with contextlib.suppress(OSError):  # a zombie (exited, not yet reaped by its parent) is gone
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True

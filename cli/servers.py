@@ -22,7 +22,8 @@ from boreas.regional.component import RegionalComponent
 from boreas.wire.addressing import DEFAULT_HEAD_PORT
 from boreas.wire.auth import TOKEN_ENV, new_token, resolve_token
 
-from .cluster import cmd_cluster_down, cmd_cluster_up, exit_with_parent
+from .cluster import cmd_cluster_up, exit_with_parent
+from .cluster_registry import cmd_cluster_down
 from .common import (
     CATALOG_HELP,
     EXIT_FAILED,
