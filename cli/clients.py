@@ -300,7 +300,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             live = None  # the registration below says what is wrong with the Head
         component = GlobalComponent(head, token, on_copy=on_copy, on_change=on_change)
         try:
-            endpoint = await component.start(host or "localhost", int(port or 0))
+            endpoint = await component.start(host or "localhost", int(port or 0), advertise=args.advertise)
         except PeerError as exc:
             await component.close(disconnect=False)
             raise CommandFailed(f"cannot register with the Head: {exc}") from None
@@ -340,6 +340,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_head_option(p)
     add_token_option(p)
     p.add_argument("--listen", default="localhost:0", help="HOST:PORT to receive updates on (default: a free port)")
+    p.add_argument("--advertise", metavar="HOST:PORT",
+                   help="HOST:PORT the Head sends updates to, when --listen is not reachable as it is (a wildcard "
+                        "address, NAT); default: the address bound")
     p.add_argument("--xml", action="store_true", help="print update XML instead of a summary")
     add_retry_option(p)
     p.add_argument("--once", action="store_true", help="exit after printing the catalog")

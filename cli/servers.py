@@ -22,6 +22,7 @@ from boreas.regional.component import RegionalComponent
 from boreas.wire.addressing import DEFAULT_HEAD_PORT
 from boreas.wire.auth import TOKEN_ENV, new_token, resolve_token
 
+from .addresses import add_address_options, addresses_of
 from .cluster import cmd_cluster_up, exit_with_parent
 from .cluster_registry import cmd_cluster_down
 from .common import (
@@ -68,7 +69,7 @@ def cmd_head(args: argparse.Namespace) -> int:
 
 def cmd_node(args: argparse.Namespace) -> int:
     use_log_format(args)
-    endpoint = endpoint_of(args.endpoint, 15000)
+    addresses = addresses_of(args, 15000)
     token = token_of(args)
     head = the_head(args) if (args.head or os.environ.get("BOREAS_HEAD")) else None
 
@@ -76,22 +77,22 @@ def cmd_node(args: argparse.Namespace) -> int:
     exit_with_parent()
     limits = SubscriberLimits(retain_bytes=int(args.subscriber_buffer_mb * 1024 * 1024),
                               slow_after=args.subscriber_slow_after, retain_for=args.subscriber_retain_for)
-    node = NodeService(endpoint, head, token, data_dir=data_dir, snapshot_url=args.snapshot_store,
+    node = NodeService(addresses.advertise, head, token, data_dir=data_dir, snapshot_url=args.snapshot_store,
                        group_commit=(args.commit_every, args.commit_ms), shared_dir=args.shared_dir,
-                       subscriber_limits=limits)
+                       subscriber_limits=limits, listen=addresses.listen)
     return serve_until_stopped(node.start, node.close)
 
 
 def cmd_region(args: argparse.Namespace) -> int:
     use_log_format(args)
-    endpoint = endpoint_of(args.endpoint, 16000)
+    addresses = addresses_of(args, 16000)
     head = the_head(args)
     region = RegionalComponent(head, token_of(args), name=args.name)
-    host, port = split_endpoint(endpoint)
+    host, port = split_endpoint(addresses.listen)
 
     async def main(stop: asyncio.Event) -> int:
         try:
-            await region.start(host, port)
+            await region.start(host, port, advertise=addresses.advertise)
             return await until_stopped_or_lost(stop, f"{head}/healthz", args.retry_for, f"the Head at {head}")
         finally:
             await region.close()
@@ -120,11 +121,6 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# -- a child that stops when cluster up is gone ---------------------------------------
-
-#: The read end of a pipe whose write end only ``boreas cluster up`` holds.
-
-
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("head", help="run the persistent Head")
     p.add_argument("--catalog", help=CATALOG_HELP)
@@ -149,7 +145,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_head)
 
     p = sub.add_parser("node", help="run a node")
-    p.add_argument("--endpoint", required=True, help="HOST:PORT this node listens on")
+    add_address_options(p, "this node")
     p.add_argument("--data-dir", metavar="DIR",
                    help="make the node durable: its input log, local catalog and snapshots live here, and a "
                         "node restarted with the same DIR comes back with its state (default: memory only)")
@@ -181,7 +177,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_node)
 
     p = sub.add_parser("region", help="run a regional component: a regional catalog fed by its nodes")
-    p.add_argument("--endpoint", required=True, help="HOST:PORT this component listens on")
+    add_address_options(p, "this component")
     p.add_argument("--name", default="default",
                    help="the region's name, as deployment XML's <region name=...> gives it (default: "
                         "'default', the region of <region node=...> without a name or endpoint)")

@@ -84,8 +84,10 @@ class NodeService(NodeApi):
     def __init__(self, endpoint: str, head: str | None, token: str | None,
                  heartbeat: float = HEARTBEAT_INTERVAL, data_dir: Path | None = None,
                  snapshot_url: str | None = None, group_commit: tuple[int, float] = (FLUSH_EVERY, FLUSH_MS),
-                 shared_dir: bool = False, subscriber_limits: SubscriberLimits = SubscriberLimits()):
-        self.endpoint = endpoint
+                 shared_dir: bool = False, subscriber_limits: SubscriberLimits = SubscriberLimits(),
+                 listen: str | None = None):
+        self.endpoint = endpoint  # what others reach us at: our name in the catalog (--advertise)
+        self.listen = listen or endpoint  # what the server binds (--listen: 0.0.0.0:PORT in a container)
         self.head = head
         self.incarnation = uuid.uuid4().hex
         self.local = LocalCatalog(endpoint)
@@ -122,7 +124,7 @@ class NodeService(NodeApi):
         self._add_routes()  # the HTTP interface (.api)
 
     async def start(self) -> None:
-        host, port = split_endpoint(self.endpoint)
+        host, port = split_endpoint(self.listen)
         if self.durability is None:
             await self.dataflow.start()
             self.recovered.set()

@@ -74,8 +74,10 @@ class RegionalComponent:
         self.server.registry.register(View(lambda f: read_region(self, f)))
         add_metrics_route(self.server.app, self.server.registry)
 
-    async def start(self, host: str = "localhost", port: int = 0) -> str:
-        self.endpoint = await self.server.start(host, port)
+    async def start(self, host: str = "localhost", port: int = 0, advertise: str | None = None) -> str:
+        """Listen on ``host:port`` and register as ``advertise`` (default: the address bound)."""
+        bound = await self.server.start(host, port)
+        self.endpoint = advertise or bound
         self.catalog.names.add(self.endpoint)
         if self.head:
             await self.register()

@@ -74,8 +74,10 @@ class GlobalComponent:
         self.endpoint: str | None = None
         self.registered = False  # the Head took our registration (readiness)
 
-    async def start(self, host: str = "localhost", port: int = 0) -> str:
-        self.endpoint = await self.server.start(host, port)
+    async def start(self, host: str = "localhost", port: int = 0, advertise: str | None = None) -> str:
+        """Listen on ``host:port`` and register as ``advertise`` (default: the address bound)."""
+        bound = await self.server.start(host, port)
+        self.endpoint = advertise or bound
         await self.register()
         self.asks.start()
         return self.endpoint

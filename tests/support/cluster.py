@@ -135,14 +135,15 @@ class Cluster:
         wait_until(lambda: self._up(f"{self.head}/status"), what="the Head to listen")
 
     def start_node(self, endpoint: str | None = None, head: bool = True, data_dir: Path | None = None,
-                   shared: bool = False, extra: tuple[str, ...] = ()) -> str:
+                   shared: bool = False, extra: tuple[str, ...] = (), listen: str | None = None) -> str:
         """A node process; with ``data_dir`` it is durable (restart it with the same dir to recover).
 
         ``shared``: the data dir counts as shared storage (another node may adopt its boxes); ``extra``: more
-        ``boreas node`` options.
+        ``boreas node`` options; ``listen``: bind this instead, advertising ``endpoint``.
         """
         endpoint = endpoint or f"localhost:{free_port()}"
-        self._spawn(endpoint, "node", "--endpoint", endpoint, *(["--head", self.head] if head else []),
+        where = ("--listen", listen, "--advertise", endpoint) if listen else ("--endpoint", endpoint)
+        self._spawn(endpoint, "node", *where, *(["--head", self.head] if head else []),
                     *(["--data-dir", str(data_dir)] if data_dir is not None else []),
                     *(["--shared-dir"] if shared else []), *extra)
         wait_until(lambda: self._up(f"http://{endpoint}/status"), what=f"node {endpoint} to listen")
