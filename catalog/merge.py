@@ -6,6 +6,13 @@ of things that exist, and where each box is placed.  It works on a copy and
 returns it with the problems found; the caller commits nothing unless the
 list is empty.  Whole-topology checks (producers, schemas of streams, box
 parameters) follow in :mod:`boreas.catalog.validate`.
+
+A submission *replaces* (``boreas submit --replace``, docs/xml.md "The edit
+loop") when its declarations are the new version of what they name: an
+element declared again as it is stays untouched, one declared differently
+takes the new declaration, and the boxes and tables a query declared again no
+longer holds go.  Without ``replace`` declaring an existing name is a
+duplicate.  What may not change in place is :mod:`.app_diff`'s to say.
 """
 
 from __future__ import annotations
@@ -52,7 +59,8 @@ def _where(origin: Origin) -> str:
 class Merger:
     """Applies documents in order to a copy of ``base``; see :func:`merge`."""
 
-    def __init__(self, base: Catalog):
+    def __init__(self, base: Catalog, replacing: bool = False):
+        self.replacing = replacing
         self.catalog = tracked_copy(base)  # notes what it changes, for the incremental check (.index)
         self.base = base
         self.problems: list[Diagnostic] = []
@@ -61,6 +69,8 @@ class Merger:
         self.claims: dict[str, list[tuple[str, Origin, str]]] = {}
         self.deleted_streams: set[str] = set()
         self.partitioned: set[str] = set()  # boxes a <partition> of this submission names
+        self.declared: dict[str, set[str]] = {}  # Catalog dict -> keys this submission declares
+        self.requeried: dict[str, Query] = {}  # (replacing) a query declared again -> what it was
 
     def fail(self, origin: Origin, reason: str) -> None:
         self.problems.append(Diagnostic.at(origin, reason))
@@ -70,6 +80,7 @@ class Merger:
     def application(self, app: Application) -> None:
         for obj in app.declarations:
             self.declare(obj)
+        self.prune_queries()
         for delete in app.deletes:
             self.delete(delete)
         for modify in app.modifies:
@@ -80,6 +91,10 @@ class Merger:
         target: dict[str, Any] = getattr(self.catalog, attr)
         key = getattr(obj, key_attr)
         existing = target.get(key)
+        self.declared.setdefault(attr, set()).add(key)
+        if existing is not None and self.replacing and not isinstance(obj, (Schema, TypeAlias)):
+            self.redeclare(target, existing, obj)
+            return
         if existing is None:
             target[key] = obj
             if isinstance(obj, (Box, Table)) and obj.node:
@@ -93,9 +108,36 @@ class Merger:
             detail = (f": {existing.describe()} {_where(existing.origin)}, now {obj.describe()}"
                       if isinstance(obj, Schema) else f" {_where(existing.origin)}")
             self.fail(obj.origin, f"{noun} {key!r} is already defined differently{detail}; "
-                                  f"{noun}s can never be redefined")
+                                  f"{noun}s can never be redefined (give the new one another name)")
             return
         self.fail(obj.origin, f"duplicate {noun} {key!r}: already declared {_where(existing.origin)}")
+
+    def redeclare(self, target: dict[str, Any], existing: Any, obj: Any) -> None:
+        """(replacing) ``obj`` is the new version of ``existing``: it takes its place, where it runs kept."""
+        attr, key_attr, _ = _PLACES[type(obj)]
+        key = getattr(obj, key_attr)
+        if getattr(obj, "node", "") is None and getattr(existing, "node", None) is not None:
+            obj = replace(obj, node=existing.node)  # placed by the deployment, not the application
+        if isinstance(obj, Query):
+            self.requeried.setdefault(key, existing)
+        if isinstance(obj, (Box, Table)) and obj.node and obj.node != existing.node:
+            self.claims.setdefault(key, []).append(
+                (obj.node, obj.origin, f"<{'box' if isinstance(obj, Box) else 'table'} name='{key}' node='{obj.node}'>"))
+            obj = replace(obj, node=existing.node)  # (resolve_placements refuses the change of node)
+        if obj != existing:
+            target[key] = obj
+
+    def prune_queries(self) -> None:
+        """(replacing) The boxes and tables a query declared again no longer holds go with their streams."""
+        declared_boxes, declared_tables = self.declared.get("boxes", set()), self.declared.get("tables", set())
+        for name, before in self.requeried.items():
+            for box in before.boxes:
+                if box not in declared_boxes:
+                    self._remove_box(box)
+            for table in before.tables:
+                if table not in declared_tables:
+                    self.catalog.tables.pop(table, None)
+        self.requeried.clear()
 
     def delete(self, d: Delete) -> None:
         if d.query is not None:
@@ -393,10 +435,11 @@ def merge(
 
 
 def merge_touched(
-    base: Catalog, applications: list[Application], deployments: list[Deployment]
+    base: Catalog, applications: list[Application], deployments: list[Deployment], replacing: bool = False
 ) -> tuple[Catalog, list[Diagnostic], dict[str, set[str]]]:
-    """:func:`merge`, and the keys it wrote or removed in each Catalog dict (what the change may touch)."""
-    merger = Merger(base)
+    """:func:`merge`, and the keys it wrote or removed in each Catalog dict (what the change may touch);
+    ``replacing``: the application's declarations replace what they name (the edit loop)."""
+    merger = Merger(base, replacing)
     for app in applications:
         merger.application(app)
     for dep in deployments:

@@ -26,12 +26,14 @@ from dataclasses import dataclass, replace
 
 from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, ValidationFailed
+from .app_diff import ApplicationChanges, application_changes, in_place_problems
 from .document_model import Application, Deployment, Document, Update
 from .index import CatalogIndex
 from .elements import apply_commit, catalog_from_snapshot, diff
 from .merge import merge_touched
 from .model import Catalog, Schema
 from .positions import default_layout, has_positions, resolve_by_default_layout
+from .schemas_of import schemas_of
 from .store.base import CatalogStore, Change, Commit, ConflictError, StoreError
 from .validate import Checks, check_topology
 
@@ -44,6 +46,7 @@ class Plan:
 
     catalog: Catalog
     problems: list[Diagnostic]
+    changes: ApplicationChanges | None = None  # (replacing) what it keeps, changes, adds and removes
 
     @property
     def ok(self) -> bool:
@@ -55,6 +58,7 @@ class Applied:
     before: Catalog
     after: Catalog
     commit: Commit
+    changes: ApplicationChanges | None = None
 
 
 def split_documents(documents: Sequence[Document]) -> tuple[list[Application], list[Deployment]]:
@@ -73,9 +77,14 @@ def split_documents(documents: Sequence[Document]) -> tuple[list[Application], l
 
 def plan_submission(
     catalog: Catalog, documents: Sequence[Document], registry: BoxTypeRegistry | None = None,
-    index: CatalogIndex | None = None, checks: Checks | None = None,
+    index: CatalogIndex | None = None, checks: Checks | None = None, replacing: bool = False,
 ) -> Plan:
     """Merge and check without touching any store.
+
+    ``replacing``: the documents are the new version of what they declare
+    (:mod:`.app_diff`, docs/xml.md "The edit loop"); the plan then says what
+    it keeps, changes, adds and removes, and refuses what cannot change in
+    place.
 
     With ``index`` (the :class:`~.index.CatalogIndex` of ``catalog``; a Head
     keeps one) only what the submission adds, changes or connects to is
@@ -85,8 +94,9 @@ def plan_submission(
     """
     apps, deps = split_documents(resolve_by_default_layout(documents))  # (what the Head did not resolve)
     registry = registry or (index.registry if index is not None else builtin_registry())
-    merged, problems, touched = merge_touched(catalog, apps, deps)
-    if index is not None and index.catalog is catalog:
+    merged, problems, touched = merge_touched(catalog, apps, deps, replacing)
+    indexed = index is not None and index.catalog is catalog
+    if index is not None and indexed:
         derived = index.derive(merged, touched)
         found, schemas = derived.problems, derived.stream_schemas
     else:
@@ -95,9 +105,14 @@ def plan_submission(
         report = check_topology(merged, registry, checks)
         found, schemas = report.problems, report.stream_schemas
     problems += found
+    changes = None
+    if replacing:
+        before_schemas = index.stream_schemas if index is not None and indexed else schemas_of(catalog, registry)
+        problems += in_place_problems(catalog, merged, before_schemas, schemas)
+        changes = application_changes(catalog, merged, apps, before_schemas, schemas)
     if not problems:
         problems += plan_partitions(merged, schemas, registry)  # (planning changes nothing the index holds)
-    return Plan(merged, _dedupe(problems))
+    return Plan(merged, _dedupe(problems), changes)
 
 
 def plan_partitions(catalog: Catalog, schemas: dict[str, Schema], registry: BoxTypeRegistry) -> list[Diagnostic]:
@@ -263,16 +278,17 @@ def apply_submission(
     base: Catalog | None = None,
     read_full: Callable[[], Catalog] | None = None,
     index: CatalogIndex | None = None,
+    replacing: bool = False,
 ) -> Applied:
     """Validate against the current catalog and commit; raises ``ValidationFailed``.
 
     ``base`` and ``read_full`` are as for :func:`optimistic_commit`: a Head
     passes the catalog it holds, so a submission costs no full read, and
     its ``index`` (of ``base``), so the check costs what the submission
-    touches (:mod:`.index`).
+    touches (:mod:`.index`).  ``replacing``: as for :func:`plan_submission`.
     """
     registry = registry or (index.registry if index is not None else builtin_registry())
-    planned: list[Catalog] = []
+    planned: list[Plan] = []
     indexes = [index] if index is not None else []
     if has_positions(documents):  # resolved once here, not again on each optimistic retry
         log.warning("node positions (#0, #1, ...) read as the default `boreas cluster up` layout, "
@@ -283,15 +299,16 @@ def apply_submission(
     def build(before: Catalog) -> list[Change]:
         if indexes and indexes[-1].catalog is not before:  # caught up after a lost race: so does the index
             indexes.append(indexes[-1].derive(before))
-        plan = plan_submission(before, documents, registry, index=indexes[-1] if indexes else None)
+        plan = plan_submission(before, documents, registry, index=indexes[-1] if indexes else None,
+                               replacing=replacing)
         if not plan.ok:
             raise ValidationFailed(plan.problems)
-        planned.append(plan.catalog)
+        planned.append(plan)
         return diff(before, plan.catalog)
 
     result = optimistic_commit(store, build, retry, base, read_full)
     assert result is not None
     before, commit = result
-    after = planned[-1]
+    after = planned[-1].catalog
     after.version = commit.version
-    return Applied(before, after, commit)
+    return Applied(before, after, commit, planned[-1].changes)

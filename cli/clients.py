@@ -62,24 +62,30 @@ def _print_progress(status: dict, shown: dict[str, str]) -> None:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     return asyncio.run(submit_and_report(the_head(args), resolve_token(args.token, required=False),
-                                         _read_files(args.files), args.timeout))
+                                         _read_files(args.files), args.timeout, replace=args.replace))
 
 
-async def submit_and_report(head: str, token: str | None, files: list[tuple[str, bytes]], timeout: float) -> int:
+async def submit_and_report(head: str, token: str | None, files: list[tuple[str, bytes]], timeout: float,
+                            replace: bool = False) -> int:
     """Submit ``(name, XML)`` documents as one submission, print its progress, and the exit code: 0 deployed,
-    2 refused (every problem printed as file:line: element: reason; nothing committed), 1 a node failed."""
+    2 refused (every problem printed as file:line: element: reason; nothing committed), 1 a node failed.
+    ``replace``: the new version of an application; what it kept, changed, added and removed is printed."""
+    from boreas.catalog.app_diff import ApplicationChanges
     from boreas.client.head_api import submit_documents, wait_submission
     from boreas.wire.client import PeerClient, PeerRefused
 
     async with PeerClient(token, timeout=timeout + 35) as peers:
         try:
-            status = await submit_documents(peers, head, files)
+            status = await submit_documents(peers, head, files, replace=replace)
         except PeerRefused as exc:
             if exc.status == 422 and "diagnostics" in exc.payload:
                 print_problems([Diagnostic(**d) for d in exc.payload["diagnostics"]])
                 return EXIT_INVALID
             raise CommandFailed(str(exc)) from None
         print(f"submission {status['id']}: committed as catalog version {status['version']}", flush=True)
+        if status.get("changes") is not None:
+            for line in ApplicationChanges.from_dict(status["changes"]).lines():
+                print(f"  {line}", flush=True)
         shown: dict[str, str] = {}
         status = await wait_submission(peers, head, status, timeout, progress=lambda st: _print_progress(st, shown))
     if status["state"] in ("committed", "deploying"):
@@ -320,6 +326,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="submit application (and deployment) XML to the Head")
     p.add_argument("files", nargs="+", metavar="FILE", type=lambda s: str(Path(s)))
+    p.add_argument("--replace", action="store_true",
+                   help="the files are the new version of an application that is running: what is declared "
+                        "as it is keeps running, state and all; what changed is replaced, and boxes its queries "
+                        "no longer hold go, all in one commit; what cannot change in place is refused "
+                        "(docs/xml.md, \"The edit loop\")")
     p.add_argument("--timeout", type=float, default=30.0,
                    help="seconds to wait for every node to acknowledge (default 30)")
     add_head_option(p)

@@ -41,12 +41,16 @@ def read_documents(paths: Sequence[str | Path]) -> list[tuple[str, bytes]]:
     return files
 
 
-async def submit_documents(peers: PeerClient, head: str, files: Sequence[tuple[str, bytes]]) -> dict[str, Any]:
-    """POST application/deployment XML; the first status, or ``PeerRefused`` (422 carries diagnostics)."""
+async def submit_documents(peers: PeerClient, head: str, files: Sequence[tuple[str, bytes]],
+                           replace: bool = False) -> dict[str, Any]:
+    """POST application/deployment XML; the first status, or ``PeerRefused`` (422 carries diagnostics).
+
+    ``replace``: the documents are the new version of an application (docs/xml.md, "The edit loop"):
+    the status then carries ``changes``, what was kept, changed, added and removed."""
     form = aiohttp.FormData()
     for name, data in files:
         form.add_field("document", data, filename=name, content_type="application/xml")
-    return await peers.call("POST", f"{head}/submissions", data=form())
+    return await peers.call("POST", f"{head}/submissions" + ("?replace=1" if replace else ""), data=form())
 
 
 async def wait_submission(peers: PeerClient, head: str, status: dict[str, Any], timeout: float,

@@ -215,8 +215,9 @@ class _Api:
             docs = await self._read(files)
             if isinstance(docs, web.Response):
                 return docs
+            replacing = request.query.get("replace", "") in ("1", "true", "yes")
             try:
-                sub = await self.head.submit(docs)
+                sub = await self.head.submit(docs, replacing=replacing)
             except ValidationFailed as exc:
                 return _invalid(exc.diagnostics)
             except StoreError as exc:

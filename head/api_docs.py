@@ -26,6 +26,8 @@ _SUBMISSION = {"type": "object", "properties": {
     "id": {"type": "string"}, "version": {"type": "integer"},
     "state": {"type": "string", "enum": ["committed", "deploying", "deployed", "failed"]},
     "nodes": {"type": "object", "description": "per affected node: its state and reason"},
+    "changes": {"type": "object", "description": "a replacing submission only: kept, changed, added and "
+                "removed, each {boxes: [...], streams: [...]}"},
     "revision": {"type": "integer"}}}
 
 
@@ -39,6 +41,10 @@ HEAD_DOCS: RouteDocs = {
         "body": {"content": "multipart/form-data", "description": "one part per XML file; the part's filename "
                  "names the file in diagnostics", "schema": {"type": "object", "additionalProperties": {
                      "type": "string", "format": "binary"}}},
+        "parameters": [{"name": "replace", "description": "1: the documents are the new version of an "
+                        "application: what they declare differently replaces what is there, and the status "
+                        "says what was kept, changed, added and removed (docs/xml.md, \"The edit loop\")",
+                        "schema": {"type": "integer", "enum": [0, 1]}}],
         "responses": {202: {"description": "committed; nodes are being brought up to date", "schema": _SUBMISSION},
                       400: _error("not well-formed multipart"),
                       413: _error("too many files, too large, or over the validation budget"),

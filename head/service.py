@@ -268,16 +268,21 @@ class HeadService:
 
     # -- operations ----------------------------------------------------------
 
-    async def submit(self, documents: Sequence[Document]) -> Submission:
-        """Validate and commit; raises ``ValidationFailed`` (nothing committed) or ``StoreError``."""
+    async def submit(self, documents: Sequence[Document], replacing: bool = False) -> Submission:
+        """Validate and commit; raises ``ValidationFailed`` (nothing committed) or ``StoreError``.
+
+        ``replacing``: the documents are the new version of an application (docs/xml.md "The edit
+        loop"); the submission then says what it kept, changed, added and removed."""
         assert self.store is not None
-        plan = functools.partial(plan_submission, registry=self.box_types)
+        plan = functools.partial(plan_submission, registry=self.box_types, replacing=replacing)
         documents = await asyncio.to_thread(check_submission, documents, self.node_order, self.catalog, plan)
         # Planned on the catalog held here; a lost race catches up from the log and re-plans.
         applied = await asyncio.to_thread(apply_submission, self.store, documents, registry=self.box_types,
-                                          base=self.catalog, read_full=self._read_full, index=self.index)
+                                          base=self.catalog, read_full=self._read_full, index=self.index,
+                                          replacing=replacing)
         self._commits.put_nowait(applied.commit)  # no need to wait for the watch thread
-        return self.submissions.add(applied.commit.version, [d.source for d in documents])
+        changes = applied.changes.as_dict() if applied.changes is not None else None
+        return self.submissions.add(applied.commit.version, [d.source for d in documents], changes)
 
     async def commit(self, build: Callable[[Catalog], list[Change] | None]) -> int | None:
         """Commit what ``build`` makes of the current catalog; the new version, or None.

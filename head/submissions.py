@@ -58,6 +58,7 @@ class Submission:
     created: float = field(default_factory=time.time)
     affected: list[str] | None = None
     failures: dict[str, str] = field(default_factory=dict)  # sticky per-node failures
+    changes: dict[str, Any] | None = None  # a replacing submission: kept/changed/added/removed (catalog.app_diff)
 
 
 class SubmissionLog:
@@ -65,8 +66,9 @@ class SubmissionLog:
         self._by_id: OrderedDict[str, Submission] = OrderedDict()
         self._affected: OrderedDict[int, list[str]] = OrderedDict()
 
-    def add(self, version: int, sources: list[str]) -> Submission:
-        sub = Submission(uuid.uuid4().hex[:12], version, sources, affected=self._affected.get(version))
+    def add(self, version: int, sources: list[str], changes: dict[str, Any] | None = None) -> Submission:
+        sub = Submission(uuid.uuid4().hex[:12], version, sources, affected=self._affected.get(version),
+                         changes=changes)
         self._by_id[sub.id] = sub
         while len(self._by_id) > KEEP:
             self._by_id.popitem(last=False)
@@ -104,8 +106,10 @@ class SubmissionLog:
             state = "failed"
         else:
             state = "deploying"
-        return {"id": sub.id, "version": sub.version, "sources": sub.sources, "state": state,
-                "nodes": nodes}
+        status = {"id": sub.id, "version": sub.version, "sources": sub.sources, "state": state, "nodes": nodes}
+        if sub.changes is not None:
+            status["changes"] = sub.changes
+        return status
 
 
 def _node_status(sub: Submission, node: str, sync: NodeSync | None,
