@@ -128,15 +128,23 @@ class Merger:
             target[key] = obj
 
     def prune_queries(self) -> None:
-        """(replacing) The boxes and tables a query declared again no longer holds go with their streams."""
+        """(replacing) The boxes and tables a query declared again no longer holds go with their streams;
+        a box added to it runs where the query ran (when on one node; a deployment may say otherwise)."""
         declared_boxes, declared_tables = self.declared.get("boxes", set()), self.declared.get("tables", set())
         for name, before in self.requeried.items():
+            ran = {self.base.boxes[b].node for b in before.boxes if b in self.base.boxes}
             for box in before.boxes:
                 if box not in declared_boxes:
                     self._remove_box(box)
             for table in before.tables:
                 if table not in declared_tables:
                     self.catalog.tables.pop(table, None)
+            query = self.catalog.queries.get(name)
+            if len(ran) == 1 and None not in ran and query is not None:
+                for box in query.boxes:
+                    item = self.catalog.boxes.get(box)
+                    if item is not None and item.node is None:
+                        self.catalog.boxes[box] = replace(item, node=next(iter(ran)))
         self.requeried.clear()
 
     def delete(self, d: Delete) -> None:

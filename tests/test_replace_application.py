@@ -98,6 +98,10 @@ def test_boxes_added_to_a_query_and_taken_out_again():
     assert grown.ok, grown.problems
     assert grown.changes.boxes["added"] == ["hot"] and grown.changes.streams["added"] == ["Hot"]
     assert grown.catalog.queries["cleanup"].boxes == ("valid", "hot")
+    deployed = plan_submission(before, [read_document(
+        '<deploy><node endpoint="localhost:1" query="cleanup"/><node endpoint="localhost:2" query="summarise"/>'
+        '</deploy>', "d.xml")], TYPES).catalog
+    assert replaced(deployed, HOT).catalog.boxes["hot"].node == "localhost:1"  # where the rest of its query runs
     shrunk = replaced(grown.catalog, APP)
     assert shrunk.ok, shrunk.problems
     assert shrunk.changes.boxes["removed"] == ["hot"] and shrunk.changes.streams["removed"] == ["Hot"]
