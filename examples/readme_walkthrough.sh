@@ -286,10 +286,15 @@ while IFS=$'\t' read -r -d '' kind cmd <&3; do
           grep -Eq '^box q3: layout [0-9]+, [0-9]+ segments; ' "$out" || fail "no new layout of q3"
           wait_for 30 "the view to stay equal to the one-node box's" q3_same
           echo "(the view still equals the one-node box's)" ;;
+        "boreas submit --replace chain.xml")  # the edited filter replaced, the aggregate kept
+          grep -q "changed: box valid" "$out" && grep -Eq "kept: boxes .*per_sensor" "$out" ||
+            fail "the replace did not say valid changed and per_sensor was kept" ;;
         "boreas publish Reading"*)  # the example data must come out of the chain as averages
           log=""
-          for i in "${!bg_cmds[@]}"; do
+          for i in "${!bg_cmds[@]}"; do  # what it prints, or the file it writes (--output)
             [[ ${bg_cmds[$i]} == "boreas subscribe Average"* ]] && log=${bg_logs[$i]}
+            [[ ${bg_cmds[$i]} == "boreas subscribe Average"*"--output "* ]] &&
+              log=$(sed -E 's/.*--output ([^ ]+).*/\1/' <<< "${bg_cmds[$i]}")
           done
           [ -n "$log" ] || fail "no subscriber of Average runs"
           wait_for 30 "averages at the subscriber" grep -q '"fahrenheit"' "$log"
