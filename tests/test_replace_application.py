@@ -149,7 +149,7 @@ def test_a_box_moved_by_the_document_is_refused_as_a_move():
 
 def two_node_app(cluster):
     cluster.start_head()
-    nodes = cluster.start_nodes(2)
+    nodes = [cluster.start_node(), cluster.start_node()]  # one after the other: a loaded machine starts them slowly
     app = cluster.write("app.xml", APP)
     dep = cluster.write("dep.xml", f'<deploy> <publish stream="Reading" node="{nodes[0]}"/>'
                                    f' <node endpoint="{nodes[0]}" query="cleanup"/>'
