@@ -9,8 +9,9 @@ tables), the boxes outside a query, then its streams (deletes apply in
 order, so the streams are free by then).  Schemas stay: they are immutable
 and harmless, and the same application submitted again reuses them.
 
-So the edit loop is: ``boreas drop app.xml``, edit, ``boreas submit app.xml
-deploy.xml``.
+The edit loop itself is edit, ``boreas submit --replace app.xml`` (unchanged
+boxes keep their state: docs/xml.md); dropping is for starting over, and for
+what a replacing file merely leaves out.
 
 >>> print(deletes_for_names(["cleanup", "Reading"], queries={"cleanup"}, boxes=set(), streams={"Reading"}))
 ['<delete query="cleanup"/>', '<delete stream="Reading"/>']
