@@ -71,7 +71,7 @@ def stream_fields() -> dict[str, list[str]]:
 def test_the_walkthrough_names_only_files_in_the_repository():
     """Every file a command reads is in the repository, or written by an earlier command."""
     cmds = commands(WALKTHROUGH)
-    written = {m for c in cmds for m in re.findall(r">\s*([\w./-]+)", c)}
+    written = {m for c in cmds for m in re.findall(r"(?:>|--output)\s*([\w./-]+)", c)}
     named = [w for c in cmds for w in words(c) if re.search(r"\.(csv|parquet|jsonl?|xml|sql)$", w)]
     assert len(named) >= 10, named
     missing = [w for w in named if w not in written and not (ROOT / w).exists()]
