@@ -144,6 +144,18 @@ def test_a_box_moved_by_the_document_is_refused_as_a_move():
     assert not plan.ok and "already on node 'localhost:1'; use <move>" in plan.problems[0].reason
 
 
+def test_the_deployment_may_come_along_unchanged():
+    chain, deploy = (EXAMPLES / "sensor_chain.xml").read_text(), (EXAMPLES / "sensor_chain_deploy.xml").read_text()
+    first = plan_submission(Catalog(), [read_document(chain, "a.xml"), read_document(deploy, "d.xml")], TYPES)
+    assert first.ok, first.problems
+    edited = chain.replace("celsius &lt; 60.0", "celsius &lt; 45.0")
+    plan = plan_submission(first.catalog, [read_document(edited, "a.xml"), read_document(deploy, "d.xml")], TYPES,
+                           replacing=True)
+    assert plan.ok, plan.problems
+    assert [c.key for c in diff(first.catalog, plan.catalog)] == ["valid"]
+    assert plan.catalog.boxes["valid"].node == first.catalog.boxes["valid"].node
+
+
 # -- on a cluster ------------------------------------------------------------------------------------------
 
 
