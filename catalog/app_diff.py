@@ -131,18 +131,25 @@ def application_changes(before: Catalog, after: Catalog, applications: Sequence[
     return changes
 
 
-def _where(after: Catalog, stream: str) -> Origin:
-    """The element of the new documents that gives ``stream`` its schema: its declaration, or its producer."""
-    declared = _stream_declaration(after, stream)
-    if declared is not None and declared.origin != CATALOG:  # type: ignore[attr-defined]
-        return declared.origin  # type: ignore[attr-defined,no-any-return]
-    producers = [b for b in after.boxes.values() if stream in b.outputs]
-    return producers[0].origin if producers else CATALOG
+def _declared_at(applications: Sequence[Application]) -> dict[str, Origin]:
+    """Where the documents declare each stream (its ``<input>``/``<output>``, else its producing box)."""
+    found: dict[str, Origin] = {}
+    for app in applications:
+        for obj in app.declarations:
+            if isinstance(obj, (Input, Output)):
+                found[obj.stream] = obj.origin
+    for app in applications:
+        for obj in app.declarations:
+            if isinstance(obj, Box):
+                for stream in obj.outputs:
+                    found.setdefault(stream, obj.origin)
+    return found
 
 
 def in_place_problems(before: Catalog, after: Catalog, schemas_before: dict[str, Schema],
-                      schemas_after: dict[str, Schema]) -> list[Diagnostic]:
-    """Each change a running application cannot take, with where it is asked for and why."""
+                      schemas_after: dict[str, Schema], applications: Sequence[Application] = ()) -> list[Diagnostic]:
+    """Each change a running application cannot take, with where the documents ask for it and why."""
+    declared_at = _declared_at(applications)
     problems = []
     kept = {name for name, box in after.boxes.items() if before.boxes.get(name) == box}
     for stream in sorted(schemas_before.keys() & schemas_after.keys()):
@@ -155,7 +162,7 @@ def in_place_problems(before: Catalog, after: Catalog, schemas_before: dict[str,
         readers += sorted(f"subscriber {s.name or s.endpoint}" for s in after.subscriptions.values()
                           if s.stream == stream)
         if readers:
-            problems.append(Diagnostic.at(_where(after, stream), (
+            problems.append(Diagnostic.at(declared_at.get(stream, CATALOG), (
                 f"stream {stream!r} would change its schema from {old.describe()} to {new.describe()} while "
                 f"{', '.join(readers)} still {'reads' if len(readers) == 1 else 'read'} it: change "
                 f"{'it' if len(readers) == 1 else 'them'} in the same submission, or give the stream a new name")))

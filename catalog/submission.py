@@ -108,7 +108,7 @@ def plan_submission(
     changes = None
     if replacing:
         before_schemas = index.stream_schemas if index is not None and indexed else schemas_of(catalog, registry)
-        problems += in_place_problems(catalog, merged, before_schemas, schemas)
+        problems += in_place_problems(catalog, merged, before_schemas, schemas, apps)
         changes = application_changes(catalog, merged, apps, before_schemas, schemas)
     if not problems:
         problems += plan_partitions(merged, schemas, registry)  # (planning changes nothing the index holds)

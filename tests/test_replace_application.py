@@ -111,9 +111,11 @@ def test_boxes_added_to_a_query_and_taken_out_again():
 def test_a_schema_change_under_a_reader_that_stays_is_refused_where_it_is_asked_for():
     plan = replaced(committed(APP), RESHAPED, "edited.xml")
     assert not plan.ok
-    problem = plan.problems[0]  # (and Valid, which valid passes it on to, under per_sensor)
+    problem, passed_on = plan.problems
     assert (problem.file, problem.line) == ("edited.xml", 2)
     assert "stream 'Reading' would change its schema" in problem.reason and "box valid still reads it" in problem.reason
+    assert (passed_on.file, passed_on.line) == ("edited.xml", 8)  # valid's <box>, whose out stream changes too
+    assert "stream 'Valid' would change its schema" in passed_on.reason and "box per_sensor" in passed_on.reason
 
 
 def test_a_schema_is_never_redefined_under_its_name():
