@@ -26,12 +26,15 @@ async function start() {
   });
   document.getElementById("scope-close").addEventListener("click", () => setScope(null));
   document.getElementById("show-all").addEventListener("click", () => setScope({kind: "all"}));
-  try {
-    state.overview = await getJson("ui/overview");
-  } catch (err) {
-    state.overview = null;  // the Head is restarting: the feed's reconnects keep trying, and so do we
+  while (!state.overview) {  // how big the catalog is decides how the page follows it
+    try {
+      state.overview = await getJson("ui/overview");
+    } catch (err) {  // the Head is starting or restarting: try again
+      setConnected(false);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
   }
-  state.full = !state.overview || state.overview.boxes <= FULL_LIMIT;
+  state.full = state.overview.boxes <= FULL_LIMIT;
   state.scope = state.full ? {kind: "all"} : null;
   renderOverview();
   connect();
