@@ -43,6 +43,8 @@ __all__ = ["MAX_MATCHES", "ScopeError", "UiIndex"]
 
 #: Search results at most (the page shows them as a list; more means "type more").
 MAX_MATCHES = 50
+#: A query's streams named in the overview at most, each way (its rates are summed over these).
+MAX_QUERY_STREAMS = 16
 #: Kinds a graph carries whole (few elements, and every graph needs them: move targets, regions).
 _WHOLE_KINDS = {"node": "nodes", "region": "regions"}
 #: Kinds a graph carries for the streams its boxes touch.
@@ -142,7 +144,7 @@ class UiIndex:
     # -- answers -------------------------------------------------------------------------------
 
     def overview(self) -> dict[str, Any]:
-        """Counts: boxes and streams in all, per node, per query (with the streams it reads and writes)."""
+        """Counts: boxes and streams in all, per node, per query (with the first of the streams it reads and writes)."""
         cat = self.catalog
         endpoints = sorted(set(cat.nodes) | set(self.node_boxes))
         queries = []
@@ -150,7 +152,8 @@ class UiIndex:
             ins, outs = self.query_streams(name)
             boxes = [b for b in cat.queries[name].boxes if b in cat.boxes]
             nodes = sorted({n for b in boxes for n in self.box_nodes.get(b, ())})
-            queries.append({"name": name, "boxes": len(boxes), "nodes": nodes, "inputs": ins, "outputs": outs})
+            queries.append({"name": name, "boxes": len(boxes), "nodes": nodes, "inputs": ins[:MAX_QUERY_STREAMS],
+                            "outputs": outs[:MAX_QUERY_STREAMS], "streams_in": len(ins), "streams_out": len(outs)})
         in_queries = sum(1 for b in cat.boxes if self.box_queries.get(b))
         return {"version": cat.version, "boxes": len(cat.boxes), "streams": len(self.producers.keys() | cat.inputs.keys()),
                 "nodes": [{"endpoint": e, "boxes": len(self.node_boxes.get(e, ())), "registered": e in cat.nodes}
