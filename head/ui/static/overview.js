@@ -81,13 +81,33 @@ function renderOverview() {
     summary.textContent = "reading the catalog…";
     return;
   }
-  const lists = JSON.stringify([o, state.scope, state.full, state.stats && Object.entries(state.stats.nodes).map(
-    ([e, ns]) => [e, ns.ok, ns.rows_in, ns.rows_out, ns.streams_in, ns.streams_routed]), state.nodes]);
-  if (lists !== shownOverview) {  // rebuilt only when what it shows changed (a click is not lost mid-way)
+  const rows = new Map(state.nodes.map((n) => [n.endpoint, n]));
+  const lists = JSON.stringify([o, state.scope, state.full, o.nodes.map((n) => nodeStatus(n.endpoint, rows.get(n.endpoint)))]);
+  if (lists !== shownOverview) {  // rebuilt only when what it lists changed (a click is not lost mid-way)
     shownOverview = lists;
     renderLists(o);
   }
+  renderCounts(o);  // the rates change every second: written into the rows in place
   renderScopeTitle();
+}
+
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+
+function renderCounts(o) {
+  const queries = new Map(o.queries.map((q) => [q.name, q]));
+  for (const li of document.querySelectorAll("#query-list li[data-query]")) {
+    const q = queries.get(li.dataset.query);
+    const rin = sumRates(q.inputs), rout = sumRates(q.outputs);
+    const rates = rin === null && rout === null ? "" : ` · in ${fmt(rin)} · out ${fmt(rout)} tuples/s`;
+    li.querySelector(".counts").textContent = `${plural(q.boxes, "box", "boxes")} · ` +
+      `${plural(q.nodes.length, "node", "nodes")}${rates}`;
+  }
+  const boxes = new Map(o.nodes.map((n) => [n.endpoint, n.boxes]));
+  for (const li of document.querySelectorAll("#node-list li[data-node]")) {
+    const ns = state.stats && state.stats.nodes[li.dataset.node];
+    const rates = ns && ns.ok ? ` · in ${fmt(ns.rows_in)} · out ${fmt(ns.rows_out)} rows/s` : "";
+    li.querySelector(".counts").textContent = `${plural(boxes.get(li.dataset.node), "box", "boxes")}${rates}`;
+  }
 }
 
 let shownOverview = null;
@@ -101,27 +121,22 @@ function renderLists(o) {
   all.classList.toggle("active", !!state.scope && state.scope.kind === "all");
   const active = (kind, name) => state.scope && state.scope.kind === kind && state.scope.name === name;
 
-  const plural = (n, one) => `${n} ${one}${n === 1 ? "" : "s"}`;
   const byName = (a, b) => a.localeCompare(b, undefined, {numeric: true});
   const sorted = [...o.queries].sort((a, b) => byName(a.name, b.name));
   const queries = sorted.slice(0, LIST_LIMIT).map((q) => {
-    const rin = sumRates(q.inputs), rout = sumRates(q.outputs);
-    const rates = rin === null && rout === null ? "" : ` · in ${fmt(rin)} · out ${fmt(rout)} tuples/s`;
     return el("li", {"data-query": q.name, "data-boxes": q.boxes, class: active("query", q.name) ? "active" : null,
                      onclick: () => setScope({kind: "query", name: q.name})},
       el("span", {class: "name", text: q.name}),
-      el("span", {class: "counts", text: `${plural(q.boxes, "box")} · ${plural(q.nodes.length, "node")}${rates}`}));
+      el("span", {class: "counts"}));
   });
   const rows = new Map(state.nodes.map((n) => [n.endpoint, n]));
   const nodes = o.nodes.slice(0, LIST_LIMIT).map((n) => {
     const st = nodeStatus(n.endpoint, rows.get(n.endpoint));
-    const ns = state.stats && state.stats.nodes[n.endpoint];
-    const rates = ns && ns.ok ? ` · in ${fmt(ns.rows_in)} · out ${fmt(ns.rows_out)} rows/s` : "";
     return el("li", {"data-node": n.endpoint, "data-boxes": n.boxes, class: active("node", n.endpoint) ? "active" : null,
                      onclick: () => setScope({kind: "node", name: n.endpoint})},
       el("span", {class: "dot " + st.cls, title: st.text}),
       el("span", {class: "name mono", text: n.endpoint}),
-      el("span", {class: "counts", text: `${plural(n.boxes, "box")}${rates}`}));
+      el("span", {class: "counts"}));
   });
   const more = (list, what) => list.length > LIST_LIMIT
     ? [el("li", {class: "muted", text: `… ${list.length - LIST_LIMIT} more ${what}: search for them`})] : [];
@@ -140,7 +155,7 @@ function renderScopeTitle() {
   if (scope && scope.kind !== "all") {
     const drawn = drawnBoxes().size;
     const what = scope.kind === "box" ? `box ${scope.name} and its neighbours` : `${scope.kind} ${scope.name}`;
-    title.textContent = state.scopeLoading ? `${what} · reading…` : `${what} · ${drawn} ${drawn === 1 ? "box" : "boxes"}`;
+    title.textContent = state.scopeLoading ? `${what} · reading…` : `${what} · ${plural(drawn, "box", "boxes")}`;
   }
   document.getElementById("canvas-hint").hidden = !!scope;
 }
@@ -165,8 +180,8 @@ async function runSearch(text) {
   if (seq !== searchSeq) return;  // the user typed on: a newer search answers
   const detail = (m) => m.kind === "box" ? `${m.type} · ${m.nodes.join(", ") || "not placed"}` +
                                            (m.queries.length ? ` · ${m.queries.join(", ")}` : "")
-    : m.kind === "stream" ? `from ${m.producers.join(", ") || "a publisher"} · ${m.consumers} readers`
-      : `${m.boxes} boxes`;
+    : m.kind === "stream" ? `from ${m.producers.join(", ") || "a publisher"} · ${plural(m.consumers, "reader", "readers")}`
+      : plural(m.boxes, "box", "boxes");
   list.replaceChildren(...answer.matches.map((m) => el("li", {"data-kind": m.kind, "data-name": m.name,
     onclick: () => {
       setScope({kind: m.kind, name: m.name});
