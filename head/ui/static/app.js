@@ -410,7 +410,7 @@ function render() {
   const lay = layout(m);
   const graph = document.getElementById("graph");
   graph.replaceChildren();
-  graph.hidden = !state.scope;
+  graph.style.display = state.scope ? "" : "none";  // the overview alone: no empty canvas
   graph.setAttribute("width", Math.max(lay.width, 400));
   graph.setAttribute("height", Math.max(lay.height, 300));
   graph.append(svg("defs", {}, svg("marker", {id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5,
