@@ -235,7 +235,7 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
 
     browser.get(f"{cluster.head}/")
     wait(lambda: browser.execute_script("return document.body.dataset.version") == str(catalog.version),
-          15, f"the page to show catalog version {catalog.version}")
+         15, f"the page to show catalog version {catalog.version}")
     expected = {name: [box.node] for name, box in catalog.boxes.items()}
     wait(lambda: placement(browser) == expected, 5, f"every box on its node: {expected}")
     assert {e for e in nodes} <= set(browser.execute_script(
@@ -251,7 +251,7 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
     move = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "move", "valid", nodes[1]], env=cluster.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait(lambda: get_json(f"{cluster.head}/boxes/valid")["node"] == nodes[1], 30, "the Head to commit the move",
-          interval=0.02)
+         interval=0.02)
     committed = time.monotonic()  # the clock starts when the Head has the move, before boreas move returns
     wait(lambda: placement(browser).get("valid") == [nodes[1]], 2.0, "valid on its new node within 2 s")
     shown_after = time.monotonic() - committed
@@ -280,7 +280,7 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
     # and inserts a filter before a box's in port, then removes it again
     version = cluster.head_catalog().version  # (the move's last commit shown: the details stay as they are)
     wait(lambda: browser.execute_script("return document.body.dataset.version") == str(version), 10,
-          f"the page at catalog version {version}")
+         f"the page at catalog version {version}")
     browser.execute_script("document.querySelector('g.box[data-box=\"to_fahrenheit\"]')"
                            ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
     wait(lambda: browser.find_elements("id", "filter-form"), 5, "the filter form")
@@ -319,7 +319,7 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
     # a node dies: its column turns red, its boxes stay where the catalog has them
     cluster.stop(nodes[2], kill=True)
     wait(lambda: browser.find_elements("css selector", f"g.node.down[data-node='{nodes[2]}']"), 15,
-          "the dead node shown down")
+         "the dead node shown down")
     assert placement(browser)["per_sensor"] == [nodes[2]]
     time.sleep(1.5)  # a few more polls with the node gone
 

@@ -171,67 +171,69 @@ def _click(driver, selector: str) -> None:
 def test_the_page_at_10000_boxes_opens_on_the_overview_finds_a_box_and_draws_one_query(cluster_factory, browser,
                                                                                        tmp_path: Path):
     cluster = cluster_factory("sqlite")
-    _patiently(f"{cluster.head}/status", cluster.start_head)
-    nodes = []
-    for _ in range(4):  # one at a time, each given time to start on a busy machine
-        endpoint = f"localhost:{free_port()}"
-        _patiently(f"http://{endpoint}/status", cluster.start_node, endpoint)
-        wait_until(lambda: endpoint in cluster.nodes() and cluster.nodes()[endpoint]["alive"], 120,
-                   f"{endpoint} up at the Head")
-        nodes.append(endpoint)
-    app, dep, node_of = generate(10_000, 100, nodes)
-    assert len(app) + len(dep) < 16 << 20  # one request (the Head's limit is 16 MiB)
-    _submit(cluster, app, dep, "big")
+    try:
+        _patiently(f"{cluster.head}/status", cluster.start_head)
+        nodes = []
+        for _ in range(4):  # one at a time, each given time to start on a busy machine
+            endpoint = f"localhost:{free_port()}"
+            _patiently(f"http://{endpoint}/status", cluster.start_node, endpoint)
+            wait_until(lambda: endpoint in cluster.nodes() and cluster.nodes()[endpoint]["alive"], 120,
+                       f"{endpoint} up at the Head")
+            nodes.append(endpoint)
+        app, dep, node_of = generate(10_000, 100, nodes)
+        assert len(app) + len(dep) < 16 << 20  # one request (the Head's limit is 16 MiB)
+        _submit(cluster, app, dep, "big")
 
-    started = time.monotonic()
-    browser.get(f"{cluster.head}/")
-    wait(lambda: browser.execute_script("return document.getElementById('overview-summary').dataset.boxes"),
-          60, "the overview")
-    first_overview = time.monotonic() - started
-    summary = browser.find_element("id", "overview-summary").text
-    assert summary == "10,000 boxes · 20,100 streams · 4 nodes · 100 queries", summary
-    assert _list(browser, "query") == {f"q{q}": 100 for q in range(100)}
-    per_node = {n: sum(1 for b in node_of.values() if b == n) for n in nodes}
-    assert _list(browser, "node") == per_node and set(per_node.values()) == {2500}
-    assert placement(browser) == {} and browser.find_element("id", "canvas-hint").is_displayed()
+        started = time.monotonic()
+        browser.get(f"{cluster.head}/")
+        wait(lambda: browser.execute_script("return document.getElementById('overview-summary').dataset.boxes"),
+             60, "the overview")
+        first_overview = time.monotonic() - started
+        summary = browser.find_element("id", "overview-summary").text
+        assert summary == "10,000 boxes · 20,100 streams · 4 nodes · 100 queries", summary
+        assert _list(browser, "query") == {f"q{q}": 100 for q in range(100)}
+        per_node = {n: sum(1 for b in node_of.values() if b == n) for n in nodes}
+        assert _list(browser, "node") == per_node and set(per_node.values()) == {2500}
+        assert placement(browser) == {} and browser.find_element("id", "canvas-hint").is_displayed()
 
-    # find a box by name: results as the user types, from the Head
-    browser.find_element("id", "search").send_keys("b4242")
-    wait(lambda: browser.find_elements("css selector", "#search-results li[data-kind]"), 15, "search results")
-    first = browser.find_element("css selector", "#search-results li[data-kind]")
-    assert (first.get_attribute("data-kind"), first.get_attribute("data-name")) == ("box", "b4242")
-    assert node_of["b4242"] in first.text and "q42" in first.text
-    first.click()
-    near = {b: [node_of[b]] for b in ("b4241", "b4242", "b4243")}
-    wait(lambda: placement(browser) == near, 15, f"b4242 and its neighbours: {near}")
-    wait(lambda: "b4242" in browser.find_element("id", "details").text, 5, "b4242's details")
+        # find a box by name: results as the user types, from the Head
+        browser.find_element("id", "search").send_keys("b4242")
+        wait(lambda: browser.find_elements("css selector", "#search-results li[data-kind]"), 15, "search results")
+        first = browser.find_element("css selector", "#search-results li[data-kind]")
+        assert (first.get_attribute("data-kind"), first.get_attribute("data-name")) == ("box", "b4242")
+        assert node_of["b4242"] in first.text and "q42" in first.text
+        first.click()
+        near = {b: [node_of[b]] for b in ("b4241", "b4242", "b4243")}
+        wait(lambda: placement(browser) == near, 15, f"b4242 and its neighbours: {near}")
+        wait(lambda: "b4242" in browser.find_element("id", "details").text, 5, "b4242's details")
 
-    # open one query: exactly its boxes, each on its node
-    _click(browser, "#query-list li[data-query='q7']")
-    q7 = {f"b{i}": [node_of[f"b{i}"]] for i in range(700, 800)}
-    wait(lambda: placement(browser) == q7, 20, "query q7's 100 boxes")
-    assert browser.find_element("id", "scope-title").text == "query q7 · 100 boxes"
+        # open one query: exactly its boxes, each on its node
+        _click(browser, "#query-list li[data-query='q7']")
+        q7 = {f"b{i}": [node_of[f"b{i}"]] for i in range(700, 800)}
+        wait(lambda: placement(browser) == q7, 20, "query q7's 100 boxes")
+        assert browser.find_element("id", "scope-title").text == "query q7 · 100 boxes"
 
-    # a box and its neighbours; a box added beside it is drawn from the commit's change alone
-    search = browser.find_element("id", "search")
-    search.clear()
-    search.send_keys("b749")
-    wait(lambda: browser.find_elements("css selector", "#search-results li[data-name='b749']"), 15, "b749 found")
-    _click(browser, "#search-results li[data-name='b749']")
-    near = {b: [node_of[b]] for b in ("b748", "b749", "b750")}
-    wait(lambda: placement(browser) == near, 15, f"b749 and its neighbours: {near}")
-    extra = ('<borealis><query name="extra"><box name="zz_extra" type="filter"><in stream="b749_t"/>'
-             '<out stream="zz_t"/><parameter name="expression.0" value="value &gt; 1.5"/></box></query></borealis>')
-    _submit(cluster, extra, f'<deploy><node endpoint="{nodes[0]}" query="extra"/></deploy>', "extra")
-    wait(lambda: placement(browser) == {**near, "zz_extra": [nodes[0]]}, 30, "the new box beside b749")
-    wait(lambda: _list(browser, "query").get("extra") == 1, 15, "the new query in the overview")
-    assert _list(browser, "node")[nodes[0]] == per_node[nodes[0]] + 1
-    assert browser.find_element("id", "overview-summary").text.startswith("10,001 boxes")
+        # a box and its neighbours; a box added beside it is drawn from the commit's change alone
+        search = browser.find_element("id", "search")
+        search.clear()
+        search.send_keys("b749")
+        wait(lambda: browser.find_elements("css selector", "#search-results li[data-name='b749']"), 15, "b749 found")
+        _click(browser, "#search-results li[data-name='b749']")
+        near = {b: [node_of[b]] for b in ("b748", "b749", "b750")}
+        wait(lambda: placement(browser) == near, 15, f"b749 and its neighbours: {near}")
+        extra = ('<borealis><query name="extra"><box name="zz_extra" type="filter"><in stream="b749_t"/>'
+                 '<out stream="zz_t"/><parameter name="expression.0" value="value &gt; 1.5"/></box></query></borealis>')
+        _submit(cluster, extra, f'<deploy><node endpoint="{nodes[0]}" query="extra"/></deploy>', "extra")
+        wait(lambda: placement(browser) == {**near, "zz_extra": [nodes[0]]}, 30, "the new box beside b749")
+        wait(lambda: _list(browser, "query").get("extra") == 1, 15, "the new query in the overview")
+        assert _list(browser, "node")[nodes[0]] == per_node[nodes[0]] + 1
+        assert browser.find_element("id", "overview-summary").text.startswith("10,001 boxes")
 
-    _click(browser, "#scope-close")
-    wait(lambda: placement(browser) == {}, 5, "back to the overview")
-    assert console_errors(browser) == []
-    browser.save_screenshot(str(tmp_path / "ui_10000.png"))
-    print(f"10,000 boxes: the first overview {first_overview:.2f} s after the page was asked for")
-    for name in [*nodes, "head"]:  # a Head still pushing 2,500-box slices may not stop within the harness's wait
-        cluster.stop(name, kill=True)
+        _click(browser, "#scope-close")
+        wait(lambda: placement(browser) == {}, 5, "back to the overview")
+        assert console_errors(browser) == []
+        browser.save_screenshot(str(tmp_path / "ui_10000.png"))
+        print(f"10,000 boxes: the first overview {first_overview:.2f} s after the page was asked for")
+    finally:  # a Head pushing 2,500-box slices, and nodes applying them, may not stop within the harness's wait
+        for name in list(cluster.procs):
+            cluster.stop(name, kill=True)
