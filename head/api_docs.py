@@ -139,16 +139,32 @@ UI_DOCS: RouteDocs = {
     },
     ("GET", "/ui/static/{name}"): {
         "summary": "One of the page's static files (script, style sheet)",
-        "parameters": [{"in": "path", "name": "name", "description": "index.html, app.js or style.css"}],
+        "parameters": [{"in": "path", "name": "name", "description": "index.html, app.js, overview.js or style.css"}],
         "responses": {200: {"description": "the file", "content": "text/plain"}, 404: _error("no such file")},
     },
     ("GET", "/ui/feed"): {
-        "summary": "WebSocket: the catalog's elements, then every commit's changes, in order",
+        "summary": "WebSocket: the catalog's elements (none with summary=1), then every commit's changes, in order",
         "responses": {101: {"description": "switching to the WebSocket protocol", "content": "text/plain"}},
     },
     ("GET", "/ui/stats"): {
         "summary": "Rates, counters, state sizes and recent errors of the nodes, from the last poll",
         "responses": {200: {"description": "the figures"}},
+    },
+    ("GET", "/ui/overview"): {
+        "summary": "The catalog in counts: boxes and streams, boxes per node and per query (the UI's overview)",
+        "responses": {200: {"description": "the counts"}},
+    },
+    ("GET", "/ui/search"): {
+        "summary": "Boxes, streams, queries and nodes whose name holds a text, exact and prefix matches first",
+        "parameters": [{"name": "q", "description": "the text (any case)"}],
+        "responses": {200: {"description": "at most 50 matches, and whether there are more"}},
+    },
+    ("GET", "/ui/graph"): {
+        "summary": "The elements of one graph: a query's, a node's, a stream's boxes, or a box and its neighbours",
+        "parameters": [{"name": "query", "description": "a query's name"}, {"name": "node", "description": "an endpoint"},
+                       {"name": "stream", "description": "a stream"}, {"name": "box", "description": "a box"}],
+        "responses": {200: {"description": "the elements, as the feed sends them"},
+                      400: _error("not exactly one of query, node, stream, box"), 404: _error("no such name")},
     },
     ("GET", "/ui/query/{box}"): {
         "summary": "Read an m3 box's map or view through the Head (the UI's query form)",

@@ -18,7 +18,6 @@ import asyncio
 import doctest
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ import pytest
 from boreas.head.ui import feed as ui_feed
 from boreas.head.ui import stats as ui_stats
 from boreas.head.ui.feed import catalog_json
+from support.browser import browser, console_errors, placement, wait  # noqa: F401  (browser: a fixture)
 from support.cluster import EXAMPLES, TOKEN, free_port, get_json
 from support.inprocess import in_process
 
@@ -225,58 +225,6 @@ async def test_views_of_an_m3_box_are_read_through_the_head_and_streams_have_rat
 
 # -- a real browser ---------------------------------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-
-
-@pytest.fixture
-def browser():
-    """Headless chromium driven by chromedriver; its console is kept (goog:loggingPrefs)."""
-    webdriver = pytest.importorskip("selenium.webdriver")
-    if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("needs Debian's chromium and chromium-driver (make test installs them)")
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1500,820"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-def _placement(driver) -> dict[str, list[str]]:
-    """Per box drawn: the nodes whose column holds it (a box is a child of its node's group)."""
-    return driver.execute_script("""
-        const found = {};
-        for (const g of document.querySelectorAll("g.node g.box[data-box]")) {
-          (found[g.dataset.box] = found[g.dataset.box] || []).push(g.closest("g.node").dataset.node);
-        }
-        return found;""")
-
-
-def _wait(predicate, timeout: float, what: str, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-
-
-def _console_errors(driver) -> list[dict]:
-    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
-
-
 @pytest.mark.slow
 def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser, tmp_path: Path):
     cluster = cluster_factory("sqlite")
@@ -286,15 +234,15 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
     assert {"valid", "to_fahrenheit", "per_sensor", "q3"} <= set(catalog.boxes)
 
     browser.get(f"{cluster.head}/")
-    _wait(lambda: browser.execute_script("return document.body.dataset.version") == str(catalog.version),
-          15, f"the page to show catalog version {catalog.version}")
+    wait(lambda: browser.execute_script("return document.body.dataset.version") == str(catalog.version),
+         15, f"the page to show catalog version {catalog.version}")
     expected = {name: [box.node] for name, box in catalog.boxes.items()}
-    _wait(lambda: _placement(browser) == expected, 5, f"every box on its node: {expected}")
+    wait(lambda: placement(browser) == expected, 5, f"every box on its node: {expected}")
     assert {e for e in nodes} <= set(browser.execute_script(
         "return [...document.querySelectorAll('g.node')].map(g => g.dataset.node)"))
     published = cluster.boreas("publish", "Reading", "--file", EXAMPLES.parent / "data" / "readings.csv")
     assert published.returncode == 0, published.stderr
-    _wait(lambda: browser.execute_script(
+    wait(lambda: browser.execute_script(
         "return [...document.querySelectorAll('.edge[data-stream=Valid] .rate')].some(t => /tuples\\/s/.test(t.textContent))"),
         10, "the rate of stream Valid")
 
@@ -302,10 +250,10 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
     browser.execute_script("window.notReloaded = true")
     move = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "move", "valid", nodes[1]], env=cluster.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait(lambda: get_json(f"{cluster.head}/boxes/valid")["node"] == nodes[1], 30, "the Head to commit the move",
-          interval=0.02)
+    wait(lambda: get_json(f"{cluster.head}/boxes/valid")["node"] == nodes[1], 30, "the Head to commit the move",
+         interval=0.02)
     committed = time.monotonic()  # the clock starts when the Head has the move, before boreas move returns
-    _wait(lambda: _placement(browser).get("valid") == [nodes[1]], 2.0, "valid on its new node within 2 s")
+    wait(lambda: placement(browser).get("valid") == [nodes[1]], 2.0, "valid on its new node within 2 s")
     shown_after = time.monotonic() - committed
     out, err = move.communicate(timeout=60)
     assert move.returncode == 0, (out, err)
@@ -314,28 +262,28 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
     # the box's details; read-only without the token
     browser.execute_script("document.querySelector('g.box[data-box=\"valid\"]')"
                            ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
-    details = _wait(lambda: browser.find_element("id", "details").text, 5, "the box's details")
+    details = wait(lambda: browser.find_element("id", "details").text, 5, "the box's details")
     assert "filter box" in details and "celsius" in details and "Enter the cluster token" in details
     assert not browser.find_elements("id", "move-form")
 
     # with the token, the page moves the box back itself
     browser.find_element("id", "token").send_keys(TOKEN)
     browser.find_element("css selector", "#auth button").click()
-    form = _wait(lambda: browser.find_elements("id", "move-form"), 5, "the move form")[0]
+    form = wait(lambda: browser.find_elements("id", "move-form"), 5, "the move form")[0]
     from selenium.webdriver.support.select import Select
 
     Select(form.find_element("name", "node")).select_by_value(nodes[0])
     form.find_element("css selector", "button").click()
-    _wait(lambda: _placement(browser).get("valid") == [nodes[0]], 15, "valid back on its first node")
+    wait(lambda: placement(browser).get("valid") == [nodes[0]], 15, "valid back on its first node")
     assert cluster.head_catalog().boxes["valid"].node == nodes[0]
 
     # and inserts a filter before a box's in port, then removes it again
     version = cluster.head_catalog().version  # (the move's last commit shown: the details stay as they are)
-    _wait(lambda: browser.execute_script("return document.body.dataset.version") == str(version), 10,
-          f"the page at catalog version {version}")
+    wait(lambda: browser.execute_script("return document.body.dataset.version") == str(version), 10,
+         f"the page at catalog version {version}")
     browser.execute_script("document.querySelector('g.box[data-box=\"to_fahrenheit\"]')"
                            ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
-    _wait(lambda: browser.find_elements("id", "filter-form"), 5, "the filter form")
+    wait(lambda: browser.find_elements("id", "filter-form"), 5, "the filter form")
     from selenium.common.exceptions import StaleElementReferenceException
 
     for _ in range(5):  # the panel is built again when its box or the nodes change: look the fields up afresh
@@ -348,34 +296,34 @@ def test_the_page_shows_the_topology_live_in_a_browser(cluster_factory, browser,
             break
         except StaleElementReferenceException:
             time.sleep(0.2)
-    _wait(lambda: "warm" in _placement(browser), 15, "the inserted filter on the page")
+    wait(lambda: "warm" in placement(browser), 15, "the inserted filter on the page")
     assert cluster.head_catalog().boxes["to_fahrenheit"].inputs[0].stream == "warm"
     browser.execute_script("document.querySelector('g.box[data-box=\"warm\"]')"
                            ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
-    _wait(lambda: browser.find_elements("id", "disconnect"), 5, "the remove button")[0].click()
-    _wait(lambda: "warm" not in _placement(browser), 15, "the filter gone from the page")
+    wait(lambda: browser.find_elements("id", "disconnect"), 5, "the remove button")[0].click()
+    wait(lambda: "warm" not in placement(browser), 15, "the filter gone from the page")
     assert cluster.head_catalog().boxes["to_fahrenheit"].inputs[0].stream == "Valid"
 
     # an m3 box: its views and a read through the query form
     browser.execute_script("document.querySelector('g.box[data-box=\"q3\"]')"
                            ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
-    query = _wait(lambda: browser.find_elements("id", "query-form"), 10, "the query form")[0]
+    query = wait(lambda: browser.find_elements("id", "query-form"), 10, "the query form")[0]
     query.find_element("css selector", "button").click()
-    _wait(lambda: "row(s) from" in browser.find_element("id", "m3-views").text, 10, "the query's answer")
+    wait(lambda: "row(s) from" in browser.find_element("id", "m3-views").text, 10, "the query's answer")
 
     browser.find_element("css selector", "header nav button[data-view='nodes']").click()
-    table = _wait(lambda: browser.find_element("id", "nodes-table").text, 5, "the node view")
+    table = wait(lambda: browser.find_element("id", "nodes-table").text, 5, "the node view")
     assert all(e in table for e in nodes) and "in sync" in table
     browser.find_element("css selector", "header nav button[data-view='topology']").click()
 
     # a node dies: its column turns red, its boxes stay where the catalog has them
     cluster.stop(nodes[2], kill=True)
-    _wait(lambda: browser.find_elements("css selector", f"g.node.down[data-node='{nodes[2]}']"), 15,
-          "the dead node shown down")
-    assert _placement(browser)["per_sensor"] == [nodes[2]]
+    wait(lambda: browser.find_elements("css selector", f"g.node.down[data-node='{nodes[2]}']"), 15,
+         "the dead node shown down")
+    assert placement(browser)["per_sensor"] == [nodes[2]]
     time.sleep(1.5)  # a few more polls with the node gone
 
-    assert _console_errors(browser) == []
+    assert console_errors(browser) == []
     shot = tmp_path / "ui.png"
     browser.save_screenshot(str(shot))
     if os.environ.get("BOREAS_UI_SCREENSHOT"):

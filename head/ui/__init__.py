@@ -12,6 +12,11 @@ Routes:
 
 * ``GET /`` -- the page; ``GET /ui/static/{file}`` -- its script and style sheet;
 * ``GET /ui/feed`` -- WebSocket: the catalog, then every change in commit order;
+* ``GET /ui/feed?summary=1`` -- the same, but the first message carries no elements: a page showing a
+  large catalog draws one graph at a time and asks for it (:mod:`.index`);
+* ``GET /ui/overview`` -- nodes and queries with their box counts; ``GET /ui/search?q=TEXT`` -- boxes,
+  streams, queries and nodes by name; ``GET /ui/graph?query=Q`` (or ``node=``, ``box=``, ``stream=``)
+  -- the elements of one graph, as the feed sends them;
 * ``GET /ui/stats`` -- rates, counters, state sizes and recent errors, from the last poll;
 * ``GET /ui/query/{box}``, ``GET /ui/query/{box}/maps`` -- reads of an ``m3`` box's maps and views;
 * ``POST /ui/move`` -- move a box or a segment; ``POST /ui/connect``, ``POST /ui/disconnect`` --
@@ -25,6 +30,7 @@ Usage (in ``HeadService``)::
 
 from __future__ import annotations
 
+import logging
 from importlib import resources
 
 from aiohttp import web
@@ -35,14 +41,18 @@ from boreas.wire.server import json_error
 from ..context import HeadContext
 from .actions import Actions
 from .feed import UiFeed
+from .index import ScopeError, UiIndex
 from .stats import NodeStats
 
 __all__ = ["WebUi", "install_ui"]
+
+log = logging.getLogger(__name__)
 
 #: The static files the page is made of, and their content types.
 STATIC = {
     "index.html": "text/html",
     "app.js": "text/javascript",
+    "overview.js": "text/javascript",
     "style.css": "text/css",
 }
 
@@ -56,10 +66,40 @@ class WebUi:
         self.feed = UiFeed(lambda: head.catalog)
         self.stats = NodeStats(head, self.peers)
         self.actions = Actions(head, self.peers)
+        self._index: UiIndex | None = None  # built on the first overview, search or graph asked for
 
     def changed(self, before: Catalog, after: Catalog) -> None:
-        """The Head processed commit ``after.version``: tell the browsers."""
+        """The Head processed commit ``after.version``: tell the browsers, follow it in the index."""
         self.feed.changed(before, after)
+        if self._index is not None:
+            if self._index.version == before.version:
+                self._index.changed(before, after)
+            else:  # a commit it did not see: build it afresh when next asked
+                self._index = None
+
+    def index(self) -> UiIndex:
+        """The index of the Head's current catalog."""
+        if self._index is None or self._index.catalog is not self.head.catalog:
+            if self._index is not None:
+                log.info("ui index: rebuilt at version %s (it was at %s)", self.head.catalog.version,
+                         self._index.version)
+            self._index = UiIndex(self.head.catalog)
+        return self._index
+
+    async def overview(self, request: web.Request) -> web.Response:
+        return web.json_response(self.index().overview())
+
+    async def search(self, request: web.Request) -> web.Response:
+        return web.json_response(self.index().search(request.query.get("q", "")))
+
+    async def graph(self, request: web.Request) -> web.Response:
+        scope = {k: request.query[k] for k in ("query", "node", "box", "stream") if k in request.query}
+        if len(scope) != 1:
+            return json_error(400, "name one of query, node, box or stream")
+        try:
+            return web.json_response(self.index().graph(**scope))
+        except ScopeError as exc:
+            return json_error(404, str(exc))
 
     async def page(self, request: web.Request) -> web.Response:
         return self._file("index.html")
@@ -96,6 +136,9 @@ def install_ui(head: HeadContext) -> WebUi:
     router.add_get("/ui/static/{name}", ui.static)
     router.add_get("/ui/feed", ui.feed.handle)
     router.add_get("/ui/stats", ui.stats_view)
+    router.add_get("/ui/overview", ui.overview)
+    router.add_get("/ui/search", ui.search)
+    router.add_get("/ui/graph", ui.graph)
     router.add_get("/ui/query/{box}/maps", ui.actions.maps)
     router.add_get("/ui/query/{box}", ui.actions.query)
     router.add_post("/ui/move", ui.actions.move)

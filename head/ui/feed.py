@@ -11,6 +11,9 @@ XML POSTed to a component.  Items are the catalog's store elements
 * ``{"type": "copy", "version": V, "items": [...]}`` -- the catalog at
   version ``V``; start afresh.  Sent first, and again whenever the client
   fell :data:`MAX_BACKLOG` messages behind.
+  With ``?summary=1`` its ``items`` is empty and ``summary`` true: the page
+  holds only what it draws, asks the Head for it (:mod:`.index`) and again
+  after any copy message.
 * ``{"type": "change", "version": V, "items": [...]}`` -- what commit ``V``
   changed; applying it to the catalog at ``V - 1`` gives the catalog at
   ``V``.  A commit the client would see twice (its version is not above the
@@ -93,8 +96,9 @@ def changes_json(before: Catalog, after: Catalog) -> list[dict[str, Any]]:
 class _Browser:
     """One connected WebSocket: its queue of messages (text), in order."""
 
-    def __init__(self, ws: web.WebSocketResponse):
+    def __init__(self, ws: web.WebSocketResponse, summary: bool = False):
         self.ws = ws
+        self.summary = summary  # its copies carry no elements (a large catalog: it asks for what it draws)
         self.queue: asyncio.Queue[str] = asyncio.Queue()
         self.version = -1  # the newest catalog version queued for it
 
@@ -128,8 +132,11 @@ class UiFeed:
         while not browser.queue.empty():
             browser.queue.get_nowait()
         catalog = self.current()  # taken on the loop: consistent with the changes queued after it
-        browser.queue.put_nowait(json.dumps({"type": "copy", "version": catalog.version,
-                                             "items": catalog_json(catalog)}))
+        if browser.summary:
+            message = {"type": "copy", "version": catalog.version, "summary": True, "items": []}
+        else:
+            message = {"type": "copy", "version": catalog.version, "items": catalog_json(catalog)}
+        browser.queue.put_nowait(json.dumps(message))
         browser.version = catalog.version
         self.counters["copies_sent"] += 1
 
@@ -139,7 +146,7 @@ class UiFeed:
         """``GET /ui/feed``: the catalog, then its changes, until the browser goes."""
         ws = web.WebSocketResponse(heartbeat=HEARTBEAT, max_msg_size=1 << 16)
         await ws.prepare(request)
-        browser = _Browser(ws)
+        browser = _Browser(ws, summary=request.query.get("summary") == "1")
         self._copy(browser)
         self.browsers.add(browser)
         self.counters["connections"] += 1

@@ -17,6 +17,11 @@ const state = {
   nodes: [],            // the last /nodes answer's rows
   head: null,           // the last /status answer
   selected: null,       // the box whose details are shown
+  full: true,           // the page holds the whole catalog (a small one); else only what it draws
+  scope: null,          // what is drawn: {kind: "all"}, {kind: "query"|"node"|"box"|"stream", name}; null: the overview
+  scopeLoading: false,  // a scope's graph is being read from the Head
+  recent: [],           // the last change messages (large catalogs: replayed over a scope read at an older version)
+  overview: null,       // the last /ui/overview answer
   shownDetails: null,   // what the details panel was built from (rebuilt only when it changes)
   token: sessionStorage.getItem("boreas-token") || "",
   connected: false,
@@ -98,17 +103,30 @@ function apply(items) {
   }
 }
 
+// The whole catalog (state.full: a small one), or, for a large one, only its version and changes: the page
+// then holds what it draws, asks the Head for it (overview.js: loadScope) and applies the changes to it.
 function connect() {
   const url = new URL("ui/feed", location.href);
   url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+  if (!state.full) url.searchParams.set("summary", "1");
   const ws = new WebSocket(url);
   ws.onopen = () => setConnected(true);
   ws.onmessage = (event) => {
     const message = JSON.parse(event.data);
-    if (message.type === "copy") state.catalog = new Map();
-    else if (state.version !== null && message.version <= state.version) return;
-    apply(message.items);
+    if (message.type === "copy") {
+      state.catalog = new Map();
+      state.recent = [];
+      if (message.summary) {
+        state.version = message.version;
+        loadScope();
+        scheduleOverview();
+        return;
+      }
+    } else if (state.version !== null && message.version <= state.version) return;
+    if (state.full) apply(message.items);
+    else followChange(message);
     state.version = message.version;
+    scheduleOverview();
     scheduleRender();
   };
   ws.onclose = () => {
@@ -150,10 +168,13 @@ function scheduleRender() {
 
 // -- the topology model: box instances on nodes, streams between them --------------------------
 
+// The graph drawn: the boxes in scope (overview.js: all of them, or one query's, node's, stream's, or a box
+// and its neighbours), the clients on the streams they touch, and the nodes they run on.
 function model() {
-  const boxes = kind("box"), partitions = kind("partition");
+  const boxes = drawnBoxes(), partitions = kind("partition");
   const nodeRows = new Map(state.nodes.map((n) => [n.endpoint, n]));
-  const endpoints = new Set([...kind("node").keys(), ...nodeRows.keys()]);
+  const known = new Set([...kind("node").keys(), ...nodeRows.keys()]);  // every node: where a box may move
+  const endpoints = new Set(state.scope && state.scope.kind === "all" ? known : []);
   const instances = [];
   const byBox = new Map();
   for (const [name, box] of [...boxes].sort((a, b) => a[0].localeCompare(b[0]))) {
@@ -193,7 +214,13 @@ function model() {
 
   const clients = [];   // publishers and subscribers, drawn in their own columns
   const pubOf = new Map();
-  for (const pub of kind("publish").values()) {
+  const touched = new Set();  // the streams the drawn boxes read or write
+  for (const box of boxes.values()) {
+    for (const port of box.inputs) touched.add(port.stream);
+    for (const s of box.outputs) touched.add(s);
+  }
+  const shown = (c) => state.scope && (state.scope.kind === "all" || touched.has(c.stream) || c.stream === state.scope.name);
+  for (const pub of [...kind("publish").values()].filter(shown)) {
     const id = `publish:${pub.stream}:${pub.node || ""}`;
     const c = {id, client: "publisher", stream: pub.stream, title: pub.client || "publisher",
                detail: pub.node ? `into ${pub.node}` : "", node: pub.node};
@@ -201,7 +228,7 @@ function model() {
     if (!pubOf.has(pub.stream)) pubOf.set(pub.stream, []);
     pubOf.get(pub.stream).push(c);
   }
-  for (const input of kind("input").values()) {
+  for (const input of [...kind("input").values()].filter(shown)) {
     if (!pubOf.has(input.stream)) {  // an input with no declared publisher: whoever publishes to it
       const c = {id: `input:${input.stream}`, client: "publisher", stream: input.stream, title: "input",
                  detail: "", node: input.node};
@@ -210,7 +237,7 @@ function model() {
     }
   }
   const subs = [];
-  for (const sub of kind("subscribe").values()) {
+  for (const sub of [...kind("subscribe").values()].filter(shown)) {
     const c = {id: `subscribe:${sub.stream}:${sub.endpoint}`, client: "subscriber", stream: sub.stream,
                title: sub.endpoint, detail: "subscriber"};
     clients.push(c);
@@ -259,7 +286,8 @@ function model() {
     regionsOf.get(r.node).push(r.region);
     if (r.endpoint) regionEndpoint.set(r.region, r.endpoint);
   }
-  return {instances, byBox, clients, edges, depth, endpoints: [...endpoints], nodeRows, regionsOf, regionEndpoint};
+  return {instances, byBox, clients, edges, depth, endpoints: [...endpoints], known: [...known], nodeRows, regionsOf,
+          regionEndpoint};
 }
 
 // -- layout and drawing -------------------------------------------------------------------------
@@ -377,10 +405,12 @@ function render() {
   const versionText = state.version === null ? "" : `catalog version ${state.version}`;
   document.getElementById("version").textContent = versionText;
   document.body.dataset.version = state.version === null ? "" : String(state.version);
+  renderOverview();
   const m = model();
   const lay = layout(m);
   const graph = document.getElementById("graph");
   graph.replaceChildren();
+  graph.style.display = state.scope ? "" : "none";  // the overview alone: no empty canvas
   graph.setAttribute("width", Math.max(lay.width, 400));
   graph.setAttribute("height", Math.max(lay.height, 300));
   graph.append(svg("defs", {}, svg("marker", {id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5,
@@ -514,7 +544,7 @@ function renderDetails(m) {
   }
   aside.hidden = false;
   const part = kind("partition").get(state.selected) || null;
-  const signature = JSON.stringify([state.selected, box, part, state.token !== "", [...m.endpoints].sort()]);
+  const signature = JSON.stringify([state.selected, box, part, state.token !== "", [...m.known].sort()]);
   if (signature !== state.shownDetails) {  // the box changed (or another was picked): build the panel again
     const typed = {};  // what the user was typing in its forms survives the rebuild
     for (const input of aside.querySelectorAll("form [name]")) {
@@ -617,7 +647,7 @@ function moveForm(name, box, part, m) {
     wrap.append(el("div", {class: "muted", text: "Enter the cluster token (top right) to move boxes."}));
     return wrap;
   }
-  const targets = part ? [...new Set(part.nodes)] : m.endpoints.filter((e) => e !== box.node && !e.startsWith("("));
+  const targets = part ? [...new Set(part.nodes)] : m.known.filter((e) => e !== box.node && !e.startsWith("("));
   const what = el("select", {name: "what"}, el("option", {value: name, text: part ? "the whole box" : name}),
     part ? part.segments.map((s) => el("option", {value: `${name}/${s.id}`, text: `segment ${name}/${s.id}`})) : []);
   const to = el("select", {name: "node"}, targets.map((e) => el("option", {value: e, text: e})));
@@ -814,5 +844,4 @@ document.getElementById("auth").addEventListener("submit", (event) => {
 });
 showAuth();
 showView(location.hash === "#nodes" ? "nodes" : "topology");
-connect();
-poll();
+start();
