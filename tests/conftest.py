@@ -55,6 +55,7 @@ IN_PROCESS = (
     "test_columns.py",                       # Arrow batches checked, and an m3 box fed columns, in process
     "test_drop.py",                          # <delete stream> and what boreas drop sends (its cluster test: slow)
     "test_columnar_operators.py",            # filter, map and union fed Arrow columns by hand
+    "test_aggregate_columns.py",             # the aggregate fed Arrow columns by hand, against its row path
     "test_changelog.py",                     # weighted batches through operators by hand; refusals at submission
     "test_changelog_node.py",                # a node refuses a publisher's weights; a moved box keeps them, in process
     "test_m3_box_cluster.py",                # split from test_m3_box.py; its cluster tests join the group (below)

@@ -105,7 +105,7 @@ def as_params(drawn: dict) -> dict[str, str]:
     return p
 
 
-@settings(max_examples=max(10, int(200 * SCALE)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=max(10, int(120 * SCALE)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(drawn=params_strategy, data=streams(), cuts=st.lists(st.integers(0, 150), max_size=8),
        gaps=st.lists(st.sampled_from([0.0, 0.3, 1.0, 2.5]), min_size=8, max_size=8), move_at=st.integers(-1, 8))
 def test_columns_give_what_rows_give(drawn, data, cuts, gaps, move_at):

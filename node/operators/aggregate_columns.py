@@ -137,35 +137,36 @@ class ColumnRuns:
 
     def _walk(self, batch: pa.RecordBatch, runs: "_Runs", now: float, out: list[tuple]) -> None:
         """Take the runs (and any row the per-tuple code must see) in the order of their rows in the batch."""
-        windows, columns = self._windows, batch.columns
-        keys, firsts, lengths = runs.keys, runs.first_rows, runs.lengths
-        events: list[tuple[int, int, int]] = [(firsts[r], r, 0) for r in range(len(lengths))]
+        windows, columns, order = self._windows, batch.columns, self._order
+        keys, lengths, valid, lo, hi = runs.keys, runs.lengths, runs.valid, runs.lo, runs.hi
+        events = [(first, r, 0) for r, first in enumerate(runs.first_rows)]
         heapq.heapify(events)
         while events:
             row_index, r, at = heapq.heappop(events)
             key = keys[r]
-            if at == 0 and runs.valid[r]:
+            if at == 0 and valid[r]:
                 w = windows.hot(key)
-                if w is not None and w[START] <= runs.lo[r] and runs.hi[r] < w[END]:
-                    self._add(w, runs.whole(r))
+                if w is not None and w[START] <= lo[r] and hi[r] < w[END]:
+                    self._add(w, runs.whole[r])
                     continue
-            if at > 0:  # a later row of a run that did not fit: the generated loop's own test first
-                w = windows.hot(key)
-                row = _row(columns, row_index)
-                v = row[self._order]
-                if w is not None and v is not None and w[START] <= v < w[END]:
-                    self._add(w, _Part.of_row(row, self._functions))
-                else:
-                    windows.place_hot(row, key, v, now, out)
+                w = windows.roll(key, lo[r], hi[r], now, out)
+                if w is not None:
+                    self._add(w, runs.whole[r])
+                    continue
+            row = _row(columns, row_index)
+            v = row[order]
+            w = windows.hot(key) if at > 0 else None  # a later row: the generated loop's own test first
+            if w is not None and v is not None and w[START] <= v < w[END]:
+                self._add(w, _Part.of_row(row, self._functions))
             else:
-                row = _row(columns, row_index)
-                windows.place_hot(row, key, row[self._order], now, out)
+                windows.place_hot(row, key, v, now, out)
             if at + 1 >= lengths[r]:
                 continue
-            if at == 0 and runs.valid[r]:
-                w = windows.hot(key)
-                if w is not None and w[START] <= runs.rest_lo[r] and runs.rest_hi[r] < w[END]:
-                    self._add(w, runs.rest(r))
+            w = windows.hot(key)
+            if w is not None:
+                rest = runs.part(r, at + 1)
+                if rest is not None and w[START] <= rest[0] and rest[1] < w[END]:
+                    self._add(w, rest[2])
                     continue
             heapq.heappush(events, (runs.row_at(r, at + 1), r, at + 1))
 
@@ -223,125 +224,157 @@ class _Part:
 
 
 class _Runs:
-    """One batch cut into runs, with each run's partials (whole, and without its first row) as Python values."""
+    """One batch cut into runs: per run its key, first row, length, order values' range and whole partials."""
 
-    def __init__(self, **fields: Any):
-        self.__dict__.update(fields)
-
-    def whole(self, r: int) -> _Part:
-        return _Part(self.lengths[r], tuple(p[r] for p in self.whole_parts))
-
-    def rest(self, r: int) -> _Part:
-        return _Part(self.lengths[r] - 1, tuple(p[r] for p in self.rest_parts))
+    def __init__(self, batch: pa.RecordBatch, functions: list[Function], perm: np.ndarray, sv: np.ndarray,
+                 sok: np.ndarray, starts: np.ndarray, keys: list):
+        n = batch.num_rows
+        self._batch, self._functions, self._perm, self._sv, self._sok = batch, functions, perm, sv, sok
+        self.keys = keys
+        self._starts = starts.tolist()
+        ends = np.concatenate((starts[1:], [n]))
+        self.lengths = (ends - starts).tolist()
+        self.first_rows = perm[starts].tolist()
+        self.valid = sok[starts].tolist()
+        self.lo = np.minimum.reduceat(sv, starts).tolist()
+        self.hi = np.maximum.reduceat(sv, starts).tolist()
+        self._sorted: list[tuple[np.ndarray, np.ndarray] | None] = []
+        parts = []
+        for f in functions:
+            prepared = _prepare(batch.column(f.field), perm) if f.field is not None and f.func not in (
+                "firstval", "lastval") else None
+            self._sorted.append(prepared)
+            parts.append(_whole(batch, f, prepared, perm, starts, ends))
+        self.whole = [_Part(length, values) for length, values in zip(self.lengths, zip(*parts))] if parts else [
+            _Part(length, ()) for length in self.lengths]
 
     def row_at(self, r: int, at: int) -> int:
         """The batch position of the ``at``-th row of run ``r``."""
-        return int(self.perm[self.starts[r] + at])
+        return int(self._perm[self._starts[r] + at])
+
+    def part(self, r: int, at: int) -> tuple[Any, Any, _Part] | None:
+        """Run ``r`` from its ``at``-th row on: (lowest, highest order value, partials); None if a value is None."""
+        a, b = self._starts[r] + at, self._starts[r] + self.lengths[r]
+        if not self._sok[a:b].all():
+            return None
+        values: list[Any] = []
+        for f, prepared in zip(self._functions, self._sorted):
+            values.append(_slice_part(self._batch, f, prepared, self._perm, a, b))
+        v = self._sv[a:b]
+        return v.min().item(), v.max().item(), _Part(b - a, tuple(values))
 
     @classmethod
     def cut(cls, batch: pa.RecordBatch, groups: list[int], order: int, functions: list[Function],
             spec: WindowSpec, windows: GroupWindows) -> "_Runs | None":
         """The batch's runs, or None when it is to be read as rows (a NaN, a possible overflow, too many runs)."""
         n = batch.num_rows
-        codes, keys_of = _group_codes(batch, groups)
+        codes, keys_of, distinct = _group_codes(batch, groups)
         if codes is None:
             return None
         column = batch.column(order)
-        valid = ~np.asarray(column.is_null(), dtype=bool) if column.null_count else np.ones(n, bool)
+        valid = ~np.asarray(column.is_null(), dtype=bool) if column.null_count else None
         v = _numbers(column)
-        if v.dtype.kind == "f" and np.isnan(v[valid]).any():
+        if v.dtype.kind == "f" and np.isnan(v if valid is None else v[valid]).any():
             return None
-        perm = np.argsort(codes, kind="stable")
-        sc, sv, sok = codes[perm], v[perm], valid[perm]
-        # each group's window grid: its next start, or (new group) where its first window will start
-        bounds = np.flatnonzero(np.diff(sc)) + 1
-        gstarts = np.concatenate(([0], bounds))
-        glens = np.diff(np.concatenate((gstarts, [n])))
+        if groups:
+            small = codes.astype(np.int16) if distinct < 2 ** 15 else codes
+            perm = np.argsort(small, kind="stable")  # int16: numpy's stable sort is a radix sort
+            sc, sv = codes[perm], v[perm]
+        else:
+            perm, sc, sv = np.arange(n), codes, v
+        sok = np.ones(n, bool) if valid is None else valid[perm]
+        # each group's window grid: its next start, or (a new group) where its first window will start
+        gstarts = np.flatnonzero(sc[1:] != sc[:-1]) + 1 if groups else np.zeros(0, np.int64)
+        gstarts = np.concatenate(([0], gstarts)).astype(np.int64)
         bases = []
-        for gs in gstarts.tolist():
+        for i, gs in enumerate(gstarts.tolist()):
             g = windows.groups.get(keys_of(int(sc[gs])))
             if g is not None:
                 bases.append(g[0])
-            else:
-                first = sv[gs:gs + int(glens[len(bases)])][sok[gs:gs + int(glens[len(bases)])]]
-                b = first[0].item() if len(first) else 0
-                bases.append(b - b % spec.advance if spec.aligned else b)
-        base = np.repeat(np.asarray(bases, dtype=np.float64), glens)
-        cell = np.floor((sv.astype(np.float64) - base) / float(spec.advance))
-        cell[~sok] = np.nan
-        cut = np.ones(n, bool)
-        cut[1:] = (sc[1:] != sc[:-1]) | (cell[1:] != cell[:-1]) | ~sok[1:] | ~sok[:-1]
+                continue
+            end = int(gstarts[i + 1]) if i + 1 < len(gstarts) else n
+            first = sv[gs:end][sok[gs:end]]
+            b = first[0].item() if len(first) else 0
+            bases.append(b - b % spec.advance if spec.aligned else b)
+        bounds = np.concatenate((gstarts, [n]))
+        glens = bounds[1:] - bounds[:-1]
+        if v.dtype.kind in "iu" and all(isinstance(b, int) for b in bases) and isinstance(spec.advance, int):
+            cell = (sv - np.repeat(np.asarray(bases, dtype=np.int64), glens)) // spec.advance
+        else:
+            cell = np.floor((sv - np.repeat(np.asarray(bases, dtype=np.float64), glens)) / float(spec.advance))
+        cut = np.empty(n, bool)
+        cut[0] = True
+        np.not_equal(cell[1:], cell[:-1], out=cut[1:])
+        if groups:
+            cut[1:] |= sc[1:] != sc[:-1]
+        if valid is not None:
+            cut[1:] |= ~sok[1:] | ~sok[:-1]
         starts = np.flatnonzero(cut)
         if len(starts) > max(1.0, MAX_RUNS_PER_ROW * n):
             return None
-        lengths = np.diff(np.concatenate((starts, [n])))
-        # segments: each run's first row alone, then (runs longer than one) the rest
-        long = lengths > 1
-        seg = np.sort(np.concatenate((starts, starts[long] + 1)))
-        first_seg = np.searchsorted(seg, starts)
-        rest_seg = np.minimum(first_seg + 1, len(seg) - 1)
-        fill = sv.copy()
-        fill[~sok] = 0
-        lo_seg = np.minimum.reduceat(fill, seg)
-        hi_seg = np.maximum.reduceat(fill, seg)
-        lo = np.minimum(lo_seg[first_seg], np.where(long, lo_seg[rest_seg], lo_seg[first_seg]))
-        hi = np.maximum(hi_seg[first_seg], np.where(long, hi_seg[rest_seg], hi_seg[first_seg]))
-        whole_parts, rest_parts = [], []
         for f in functions:
-            parts = _partials(batch, f, perm, seg, first_seg, rest_seg, long, starts, lengths)
-            if parts is None:
+            if f.field is not None and f.func not in ("firstval", "lastval") and not _fits(batch.column(f.field)):
                 return None
-            whole_parts.append(parts[0])
-            rest_parts.append(parts[1])
-        return cls(keys=[keys_of(c) for c in sc[starts].tolist()], first_rows=perm[starts].tolist(),
-                   lengths=lengths.tolist(), valid=sok[starts].tolist(), lo=lo.tolist(), hi=hi.tolist(),
-                   rest_lo=lo_seg[rest_seg].tolist(), rest_hi=hi_seg[rest_seg].tolist(),
-                   whole_parts=whole_parts, rest_parts=rest_parts, perm=perm, starts=starts.tolist())
+        return cls(batch, functions, perm, sv, sok, starts, [keys_of(c) for c in sc[starts].tolist()])
 
 
-def _partials(batch: pa.RecordBatch, f: Function, perm: np.ndarray, seg: np.ndarray, first_seg: np.ndarray,
-              rest_seg: np.ndarray, long: np.ndarray, starts: np.ndarray,
-              lengths: np.ndarray) -> tuple[list, list] | None:
-    """One function's partial per run, whole and without the first row (see :class:`_Part`), or None (rows)."""
-    nruns = len(starts)
-    if f.field is None:
-        return [None] * nruns, [None] * nruns
-    column = batch.column(f.field)
-    if f.func in ("firstval", "lastval"):
-        at = starts if f.func == "firstval" else starts + lengths - 1
-        whole = column.take(pa.array(perm[at])).to_pylist()
-        if f.func == "lastval":
-            return whole, whole
-        second = column.take(pa.array(perm[np.minimum(starts + 1, len(perm) - 1)])).to_pylist()
-        return whole, second
+def _fits(column: pa.Array) -> bool:
+    """Whether a column's sums are exact in numpy: no NaN, and int64 sums that cannot overflow."""
+    kind = column.type
+    if pa.types.is_floating(kind):
+        return not pc.any(pc.is_nan(column)).as_py()
+    if kind == pa.int64() and len(column):
+        big = pc.max(pc.abs(column)).as_py() or 0
+        return big * len(column) < 2 ** 62  # Python's ints never overflow; int64 sums might
+    return True
+
+
+def _prepare(column: pa.Array, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A numeric column in run order, as float64 or int64 with None as 0, and where it is not None."""
     ok = ~np.asarray(column.is_null(), dtype=bool)[perm] if column.null_count else np.ones(len(perm), bool)
-    count_seg = np.add.reduceat(ok.astype(np.int64), seg)
-    counts_first, counts_rest = count_seg[first_seg], np.where(long, count_seg[rest_seg], 0)
-    if f.func == "count":
-        return (counts_first + counts_rest).tolist(), counts_rest.tolist()
     x = _numbers(column)[perm]
-    if x.dtype.kind == "f":
-        if np.isnan(x[ok]).any():
-            return None
-        x = x.astype(np.float64)
-    else:
-        x = x.astype(np.int64)
-        big = int(np.abs(x[ok]).max()) if ok.any() else 0
-        if big and big * len(x) >= 2 ** 62:
-            return None  # Python's ints never overflow; int64 sums might
+    return (x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)), ok
+
+
+def _whole(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray] | None, perm: np.ndarray,
+           starts: np.ndarray, ends: np.ndarray) -> list:
+    """One function's partial of every whole run (as :class:`_Part` holds them)."""
+    if f.field is None:
+        return [None] * len(starts)
+    if f.func in ("firstval", "lastval"):
+        at = starts if f.func == "firstval" else ends - 1
+        return batch.column(f.field).take(pa.array(perm[at])).to_pylist()
+    x, ok = prepared  # type: ignore[misc]
+    counts = np.add.reduceat(ok.astype(np.int64), starts) if not ok.all() else ends - starts
+    if f.func == "count":
+        return counts.tolist()
     if f.func in ("sum", "avg"):
-        sums = np.add.reduceat(np.where(ok, x, 0), seg)
-        first, rest = sums[first_seg], np.where(long, sums[rest_seg], 0)
-        whole = list(zip((first + rest).tolist(), (counts_first + counts_rest).tolist()))
-        return whole, list(zip(rest.tolist(), counts_rest.tolist()))
+        sums = np.add.reduceat(x if ok.all() else np.where(ok, x, 0), starts)
+        return list(zip(sums.tolist(), counts.tolist()))
     take_min = f.func == "min"
     edge = (np.inf if take_min else -np.inf) if x.dtype.kind == "f" else (
         np.iinfo(np.int64).max if take_min else np.iinfo(np.int64).min)
-    ext = (np.minimum if take_min else np.maximum).reduceat(np.where(ok, x, edge), seg)
-    first, rest = ext[first_seg], np.where(long, ext[rest_seg], edge)
-    both = (np.minimum if take_min else np.maximum)(first, rest)
-    whole = [e if c else None for e, c in zip(both.tolist(), (counts_first + counts_rest).tolist())]
-    return whole, [e if c else None for e, c in zip(rest.tolist(), counts_rest.tolist())]
+    ext = (np.minimum if take_min else np.maximum).reduceat(x if ok.all() else np.where(ok, x, edge), starts)
+    return [e if c else None for e, c in zip(ext.tolist(), counts.tolist())]
+
+
+def _slice_part(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray] | None,
+                perm: np.ndarray, a: int, b: int) -> Any:
+    """One function's partial of the rows ``a:b`` (in run order) of one run."""
+    if f.field is None:
+        return None
+    if f.func in ("firstval", "lastval"):
+        return batch.column(f.field)[int(perm[a if f.func == "firstval" else b - 1])].as_py()
+    x, ok = prepared  # type: ignore[misc]
+    x, ok = x[a:b], ok[a:b]
+    count = int(ok.sum())
+    if f.func == "count":
+        return count
+    if f.func in ("sum", "avg"):
+        return np.where(ok, x, 0).sum().item(), count
+    if not count:
+        return None
+    return (x[ok].min() if f.func == "min" else x[ok].max()).item()
 
 
 def _numbers(column: pa.Array) -> np.ndarray:
@@ -351,11 +384,12 @@ def _numbers(column: pa.Array) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
-def _group_codes(batch: pa.RecordBatch, groups: list[int]) -> tuple[np.ndarray | None, Callable[[int], Any]]:
-    """One int64 code per row for its group, and the group key (as the row path makes it) of a code."""
+def _group_codes(batch: pa.RecordBatch, groups: list[int]) -> tuple[np.ndarray | None, Callable[[int], Any], int]:
+    """One int64 code per row for its group, the group key (as the row path makes it) of a code, and how many
+    codes there can be."""
     n = batch.num_rows
     if not groups:
-        return np.zeros(n, np.int64), lambda code: None
+        return np.zeros(n, np.int64), lambda code: None, 1
     digits, dictionaries = [], []
     for i in groups:
         encoded = pc.dictionary_encode(batch.column(i), null_encoding="encode")
@@ -363,10 +397,11 @@ def _group_codes(batch: pa.RecordBatch, groups: list[int]) -> tuple[np.ndarray |
         dictionaries.append(encoded.dictionary.to_pylist())
     if len(groups) == 1:
         values = dictionaries[0]
-        return digits[0], values.__getitem__
+        return digits[0], values.__getitem__, len(values)
     radix = [len(d) for d in dictionaries]
-    if float(np.prod(np.asarray(radix, dtype=np.float64))) >= 2 ** 62:
-        return None, lambda code: None
+    distinct = float(np.prod(np.asarray(radix, dtype=np.float64)))
+    if distinct >= 2 ** 62:
+        return None, lambda code: None, 0
     codes = np.zeros(n, np.int64)
     for d, r in zip(digits, radix):
         codes = codes * r + d
@@ -377,7 +412,7 @@ def _group_codes(batch: pa.RecordBatch, groups: list[int]) -> tuple[np.ndarray |
             code, d = divmod(code, r)
             parts.append(values[d])
         return tuple(reversed(parts))
-    return codes, key
+    return codes, key, int(distinct)
 
 
 def _row(columns: list[pa.Array], i: int) -> tuple:

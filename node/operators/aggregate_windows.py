@@ -101,6 +101,32 @@ class GroupWindows:
         else:
             self._hot.pop(key, None)
 
+    def roll(self, key: Any, lo: Any, hi: Any, now: float, out: list[tuple]) -> list | None:
+        """:meth:`place` for the first of a run of tuples (order values ``lo`` to ``hi``) past their group's hot
+        window, in the case an in-order stream meets at every window's end, done once for the run: the first
+        tuple closes the hot window (slack 0, not empty) and opens exactly the next one, which holds the whole
+        run.  Returns that window (now hot: the run goes into it), or None when this is not the case.
+
+        The steps are :meth:`place`'s for that tuple: ``_open`` opens one window, since ``lo < next + size <=
+        next + advance``; the hot window takes a closing tuple and closes, its end becomes the horizon; it
+        is emitted; the tuple enters the new window (the caller adds the run).
+        """
+        w = self._hot.get(key)
+        spec = self.spec
+        if w is None or spec.slack or spec.advance < spec.size or not w[COUNT] or w[self._beyond] != 0:
+            return None
+        g = self.groups[key]
+        nxt = g[0]
+        if not (w[END] <= lo and nxt <= lo and hi < nxt + spec.size):
+            return None
+        self._open(key, g, lo, now)
+        w[self._beyond] = CLOSED
+        g[2] = max(g[2], w[END])
+        self._emit_closed(key, g[1], out)
+        new = g[1][0]
+        self._hot[key] = new
+        return new
+
     def place(self, row: tuple, key: Any, v: Any, now: float, out: list[tuple]) -> None:
         """One tuple of a value-window aggregate, any case: the reference semantics of the data path."""
         if v is None:
