@@ -52,7 +52,6 @@ to that: catalog/changelog.py), so one box only ever uses one of the two.
 
 from __future__ import annotations
 
-import logging
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,9 +69,6 @@ from .aggregate_windows import GroupWindows, WindowSpec
 from .base import Emitted, OperatorError, field_caster, group_key_from, group_key_parts
 from .late import LateLog
 from .timers import Timed
-
-log = logging.getLogger(__name__)
-
 
 @dataclass(frozen=True)
 class Emitter:
