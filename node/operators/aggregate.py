@@ -65,6 +65,7 @@ from .accumulators import COUNT, START, AggregateSpecError, compile_accumulators
 from .aggregate_changes import Retracting
 from .aggregate_columns import ColumnRuns
 from .aggregate_loop import BatchLoop, compile_loop
+from .aggregate_retract import ColumnRetract
 from .aggregate_windows import GroupWindows, WindowSpec
 from .base import Emitted, OperatorError, field_caster, group_key_from, group_key_parts
 from .late import LateLog
@@ -138,6 +139,8 @@ class AggregateOperator(Timed):
         self._retract_args = dict(functions=functions, schema=schema, out=outputs[0], groups=groups,
                                   size=self.size, advance=self.advance, order=self.order if self.by_values else None,
                                   emit_start=self.emit_start)
+        self._retract_columns = ColumnRetract.make(functions, schema, groups, self.order if self.by_values else None,
+                                                   self.size, self.advance) if fast else None  # type: ignore[arg-type]
         # The batch loop with the in-order tuple inlined; None runs every tuple through GroupWindows.place
         # (tests compare the two with ``fast=False``).
         self.fast = fast
@@ -190,7 +193,13 @@ class AggregateOperator(Timed):
         """A changelog batch: retracted and re-emitted per changed group (:mod:`.aggregate_changes`)."""
         if self._retracting is None:
             self._retracting = self._retractor()
-        out, weights = self._retracting.apply(columns.rows(), columns.weight_list())
+        sums = None
+        if self._retract_columns is not None:  # count/sum/avg of fields: summed per (group, window) on columns
+            sums = self._retract_columns.sums(columns.batch, columns.weights, self._retracting.window_of)
+        if sums is not None:
+            out, weights = self._retracting.add_partials(*sums)
+        else:
+            out, weights = self._retracting.apply(columns.rows(), columns.weight_list())
         return [(0, weighted(out, weights, self.outputs[0]))] if out else []
 
     def _retractor(self) -> Retracting:

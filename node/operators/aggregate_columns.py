@@ -38,8 +38,8 @@ bits (integer sums, counts, min, max, firstval and lastval are exact).
 The shapes taken (:meth:`ColumnRuns.make` says None otherwise and the box
 reads rows): windows by VALUES that do not overlap (``advance >=
 window-size``), group-by fields that are not floating point, and functions
-``count``, ``sum``, ``avg``, ``min``, ``max``, ``firstval`` and ``lastval``
-of a field (not an expression) -- docs/operators.md ("aggregate on
+``count``, ``sum``, ``avg``, ``min``, ``max`` (of a numeric field),
+``firstval`` and ``lastval`` of a field (not an expression) -- docs/operators.md ("aggregate on
 columns").  A batch with a NaN, an int64 sum that could overflow, or more
 runs than a quarter of its rows is read as rows, whole, before anything
 changes.
@@ -61,7 +61,7 @@ from .aggregate_loop import BatchLoop
 from .aggregate_runs import Function, Part, Runs
 from .aggregate_windows import GroupWindows, WindowSpec
 
-#: Functions this path computes, and what each reduces: the field's values ("x") or nothing.
+#: The functions this path computes (of a field; min and max of a numeric one).
 TAKEN = ("count", "sum", "avg", "min", "max", "firstval", "lastval")
 
 

@@ -103,12 +103,12 @@ class Runs:
             spec: WindowSpec, windows: GroupWindows) -> "Runs | None":
         """The batch's runs, or None when it is to be read as rows (a NaN, a possible overflow, too many runs)."""
         n = batch.num_rows
-        codes, keys_of, distinct = _group_codes(batch, groups)
+        codes, keys_of, distinct = group_codes(batch, groups)
         if codes is None:
             return None
         column = batch.column(order)
         valid = ~np.asarray(column.is_null(), dtype=bool) if column.null_count else None
-        v = _numbers(column)
+        v = numbers(column)
         if v.dtype.kind == "f" and np.isnan(v if valid is None else v[valid]).any():
             return None
         if groups:
@@ -167,7 +167,7 @@ def _fits(column: pa.Array) -> bool:
 def _prepare(column: pa.Array, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A numeric column in run order, as float64 or int64 with None as 0, and where it is not None."""
     ok = ~np.asarray(column.is_null(), dtype=bool)[perm] if column.null_count else np.ones(len(perm), bool)
-    x = _numbers(column)[perm]
+    x = numbers(column)[perm]
     return (x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)), ok
 
 
@@ -212,14 +212,14 @@ def _slice_part(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, 
     return (x[ok].min() if f.func == "min" else x[ok].max()).item()
 
 
-def _numbers(column: pa.Array) -> np.ndarray:
+def numbers(column: pa.Array) -> np.ndarray:
     """A numeric column as numpy, nulls as 0 (callers mask them)."""
     if column.null_count:
         column = pc.fill_null(column, 0)
     return column.to_numpy(zero_copy_only=False)
 
 
-def _group_codes(batch: pa.RecordBatch, groups: list[int]) -> tuple[np.ndarray | None, Callable[[int], Any], int]:
+def group_codes(batch: pa.RecordBatch, groups: list[int]) -> tuple[np.ndarray | None, Callable[[int], Any], int]:
     """One int64 code per row for its group, the group key (as the row path makes it) of a code, and how many
     codes there can be."""
     n = batch.num_rows
