@@ -143,7 +143,6 @@ class AggregateOperator(Timed):
                                                    self.size, self.advance) if fast else None  # type: ignore[arg-type]
         # The batch loop with the in-order tuple inlined; None runs every tuple through GroupWindows.place
         # (tests compare the two with ``fast=False``).
-        self.fast = fast
         self._loop: BatchLoop | None = None
         self._runs: ColumnRuns | None = None  # the columnar path, for the shapes it takes
         if self.by_values and fast:
