@@ -108,8 +108,10 @@ def as_params(drawn: dict) -> dict[str, str]:
 
 @settings(max_examples=max(10, int(120 * SCALE)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(drawn=params_strategy, data=streams(), cuts=st.lists(st.integers(0, 150), max_size=8),
-       gaps=st.lists(st.sampled_from([0.0, 0.3, 1.0, 2.5]), min_size=8, max_size=8), move_at=st.integers(-1, 8))
-def test_columns_give_what_rows_give(drawn, data, cuts, gaps, move_at):
+       gaps=st.lists(st.sampled_from([0.0, 0.3, 1.0, 2.5]), min_size=8, max_size=8), move_at=st.integers(-1, 8),
+       as_rows=st.lists(st.booleans(), min_size=9, max_size=9).map(lambda f: [x and i % 3 == 2 for i, x in enumerate(f)]))
+def test_columns_give_what_rows_give(drawn, data, cuts, gaps, move_at, as_rows):
+    """Columns (now and then a batch of rows: a batch that came as msgpack rows) against rows only."""
     params = as_params(drawn)
     by_columns, by_rows = aggregate(params), aggregate(params)
     bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
@@ -120,7 +122,7 @@ def test_columns_give_what_rows_give(drawn, data, cuts, gaps, move_at):
             by_columns, by_rows = moved(by_columns, params, now), moved(by_rows, params, now)
         if k % 2:
             assert close(by_columns.poll(now), by_rows.poll(now))
-        got = by_columns.process(0, columns(data[a:b]), now)
+        got = by_columns.process(0, data[a:b] if as_rows[k] else columns(data[a:b]), now)
         want = by_rows.process(0, data[a:b], now)
         assert close(got, want), (a, b)
         assert by_columns.counters() == by_rows.counters()
