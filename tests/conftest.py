@@ -57,6 +57,7 @@ IN_PROCESS = (
     "test_drop.py",                          # <delete stream> and what boreas drop sends (its cluster test: slow)
     "test_replace_application.py",           # submit --replace planned in process (its cluster tests: slow)
     "test_columnar_operators.py",            # filter, map and union fed Arrow columns by hand
+    "test_aggregate_columns.py",             # the aggregate fed Arrow columns by hand, against its row path
     "test_changelog.py",                     # weighted batches through operators by hand; refusals at submission
     "test_changelog_node.py",                # a node refuses a publisher's weights; a moved box keeps them, in process
     "test_m3_box_cluster.py",                # split from test_m3_box.py; its cluster tests join the group (below)

@@ -123,8 +123,8 @@ def test_the_hot_path_is_taken_for_in_order_tuples():
     params = as_params({"window-size": "10", "group-by": "g", "functions": ["avg(x)", "count()"]})
     op = aggregate(params, fast=True)
     calls = []
-    general = op._place
-    op._place = lambda *a: (calls.append(a[0]), general(*a))[1]  # type: ignore[method-assign]
+    general = op._windows.place
+    op._windows.place = lambda *a: (calls.append(a[0]), general(*a))[1]  # type: ignore[method-assign]
     data = [(t % 2, 0, t, float(t)) for t in range(100)]
     op.process(0, data, 0.0)
     assert 0 < len(calls) <= 2 * 10 + 2  # a group's first tuple and each window's closing tuple

@@ -38,6 +38,13 @@ cannot make another sensor's readings late.
     This also bounds how long slack keeps a window waiting.  At the end of
     the input (:meth:`end_of_input`) every open window is emitted so.
 
+The parts, each owning its state: this box reads the parameters and
+dispatches; :class:`~.aggregate_windows.GroupWindows` owns the groups'
+windows, timeouts and counts; :class:`Emitter` makes a closed window's out
+row; :mod:`.aggregate_columns` runs a batch of Arrow columns a run at a time
+(the shapes it takes: docs/operators.md, "aggregate on columns");
+:mod:`.aggregate_changes` owns a changelog's retracting accumulators.
+
 Over a changelog (a batch with weights) the aggregate retracts instead: see
 :mod:`.aggregate_changes`.  A stream is one or the other (the catalog sees
 to that: catalog/changelog.py), so one box only ever uses one of the two.
@@ -45,39 +52,46 @@ to that: catalog/changelog.py), so one box only ever uses one of the two.
 
 from __future__ import annotations
 
-import logging
 import operator
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import STR, kind_of
-
-from .accumulators import (
-    COUNT,
-    END,
-    FIRST_SLOT,
-    SEQ,
-    START,
-    T0,
-    AggregateSpecError,
-    compile_accumulators,
-)
 from boreas.wire.columns import Columns, weighted
 
+from .accumulators import COUNT, START, AggregateSpecError, compile_accumulators
 from .aggregate_changes import Retracting
-from .aggregate_loop import CLOSED, BatchLoop, compile_loop, hot_window
+from .aggregate_columns import ColumnRuns
+from .aggregate_loop import BatchLoop, compile_loop
+from .aggregate_retract import ColumnRetract
+from .aggregate_windows import GroupWindows, WindowSpec
 from .base import Emitted, OperatorError, field_caster, group_key_from, group_key_parts
 from .late import LateLog
 from .timers import Timed
 
-log = logging.getLogger(__name__)
+@dataclass(frozen=True)
+class Emitter:
+    """A closed window's out row: the group fields, the window start (``order-by`` FIELD), the functions."""
 
-#: More empty windows than this for one gap are skipped rather than opened.
-MAX_GAP_WINDOWS = 10_000
+    width: int
+    start_cast: Callable[[Any], Any] | None  # None: no start field
+    result: Callable[[list], tuple]
+    drop_empty: bool
+
+    def __call__(self, key: Any, w: list, out: list[tuple]) -> None:
+        if self.drop_empty and not w[COUNT]:
+            return
+        prefix = () if self.width == 0 else (key,) if self.width == 1 else key
+        if self.start_cast is not None:
+            start = w[START]
+            prefix = prefix + ((self.start_cast(start) if start is not None else None),)
+        out.append(prefix + self.result(w))
 
 
 class AggregateOperator(Timed):
-    takes_columns = True  # a changelog's weights come with its columns; a plain batch is read as rows
+    takes_columns = True  # a plain batch of columns runs on columns where its shape allows (.aggregate_columns)
 
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], fast: bool = True):
         super().__init__(box, inputs, outputs)
@@ -95,6 +109,7 @@ class AggregateOperator(Timed):
         self.aligned = self.flag("independent-window-alignment")
         self.drop_empty = self.flag("drop-empty-outputs")
         self.order: int | None = None
+        start_cast: Callable[[Any], Any] | None = None
         if self.by_values or self.emit_start:
             on = box.param("order-on-field")
             if not on:
@@ -103,7 +118,7 @@ class AggregateOperator(Timed):
             order_field = schema.fields[self.order]
             if self.by_values and kind_of(order_field.type) == STR:
                 raise self.param_error("order-on-field", "windows by VALUES need a numeric field")
-            self._start_cast = field_caster(order_field) if kind_of(order_field.type) != STR else str
+            start_cast = field_caster(order_field) if kind_of(order_field.type) != STR else str
         self.check_outputs()
         groups = self.group_indexes(schema)
         self._width = len(groups)
@@ -115,31 +130,35 @@ class AggregateOperator(Timed):
             acc = compile_accumulators(functions, schema, label=box.name)
         except AggregateSpecError as exc:
             raise self.error(str(exc)) from None
-        self._add, self._result, self._initial = acc.add, acc.result, list(acc.initial)
+        spec = WindowSpec(self.by_values, self.size, self.advance, self.slack, self.timeout,  # type: ignore[arg-type]
+                          self.aligned, tuple(acc.initial), box.name)
+        self._windows = GroupWindows(spec, acc.add,
+                                     Emitter(self._width, start_cast if self.emit_start else None, acc.result,
+                                             self.drop_empty))
         self._retracting: Retracting | None = None  # made for the first changelog batch
         self._retract_args = dict(functions=functions, schema=schema, out=outputs[0], groups=groups,
                                   size=self.size, advance=self.advance, order=self.order if self.by_values else None,
                                   emit_start=self.emit_start)
-        # A value window ends with one more slot, after the functions' slots: how many closing
-        # tuples it has seen, or CLOSED.
-        self._beyond = FIRST_SLOT + len(self._initial)
-        # The batch loop with the in-order tuple inlined; None runs every tuple through _place (tests
-        # compare the two with ``fast=False``).
+        self._retract_columns = ColumnRetract.make(functions, schema, groups, self.order if self.by_values else None,
+                                                   self.size, self.advance) if fast else None  # type: ignore[arg-type]
+        # The batch loop with the in-order tuple inlined; None runs every tuple through GroupWindows.place
+        # (tests compare the two with ``fast=False``).
         self._loop: BatchLoop | None = None
+        self._runs: ColumnRuns | None = None  # the columnar path, for the shapes it takes
         if self.by_values and fast:
             self._loop = compile_loop(acc.add_body, acc.namespace, groups, self.order,  # type: ignore[arg-type]
                                       box.name)
-        # key -> the group's hot window (aggregate_loop.hot_window); only ever a subset of the truth:
-        # a missing key sends its next tuple through _place, which puts it back.
-        self._hot: dict[Any, list] = {}
-        # key -> [next window start (VALUES), [windows], horizon (VALUES: the end of the newest
-        # closed window; a tuple below it that enters no window is late)]
-        self._groups: dict[Any, list] = {}
-        self._timeouts: dict[int, tuple[Any, list]] | None = {} if self.timeout is not None else None
-        self._seq = 0
-        self.ignored = 0  # tuples in no window (late, a None order value, between hopping windows)
-        self.late = 0     # of those, the ones whose window had already closed
+            self._runs = ColumnRuns.make(functions, schema, groups, self.order, spec,  # type: ignore[arg-type]
+                                         self._windows, self._loop)
         self._late_log = LateLog(box.name)
+
+    @property
+    def ignored(self) -> int:
+        return self._windows.ignored
+
+    @property
+    def late(self) -> int:
+        return self._windows.late
 
     def counters(self) -> dict[str, int]:
         """``late_tuples``: dropped for arriving after their window closed; ``ignored_tuples``: every
@@ -150,144 +169,36 @@ class AggregateOperator(Timed):
     # -- the data path --------------------------------------------------------------
 
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        self.tick(now)
+        out: list[tuple] = []
         if isinstance(rows, Columns):
             if rows.weights is not None:
                 return self._changes(rows)
+            if self._runs is not None:
+                self._windows.expire(now, out)
+                self._runs.process(rows.batch, now, out)
+                self._late_log.note(self.late, now)
+                return [(0, out)] if out else []
             rows = rows.rows()
-        self.tick(now)
-        out: list[tuple] = []
-        if self._timeouts:
-            self._expire(now, out)
+        self._windows.expire(now, out)
         if self.by_values:
-            self._by_values(rows, now, out)
+            self._windows.by_values(rows, self._key, self.order, now, out, self._loop)  # type: ignore[arg-type]
         else:
-            self._by_tuples(rows, now, out)
+            self._windows.by_tuples(rows, self._key, self.order if self.emit_start else None, now, out)
         self._late_log.note(self.late, now)
         return [(0, out)] if out else []
-
-    def _by_values(self, rows: list[tuple], now: float, out: list[tuple]) -> None:
-        """The generated loop (:mod:`.aggregate_loop`): the common tuple inline, the rest via :meth:`_place`."""
-        if self._loop is not None:
-            self._loop(rows, now, out, self._hot, self._place_hot)
-            return
-        keyf, oi, place = self._key, self.order, self._place
-        for row in rows:
-            place(row, keyf(row) if keyf is not None else None, row[oi], now, out)  # type: ignore[index]
-
-    def _place_hot(self, row: tuple, key: Any, v: Any, now: float, out: list[tuple]) -> None:
-        """:meth:`_place`, then the group's hot window as it is now."""
-        self._place(row, key, v, now, out)
-        g = self._groups.get(key)
-        w = hot_window(g, self._beyond) if g is not None else None
-        if w is not None:
-            self._hot[key] = w
-        else:
-            self._hot.pop(key, None)
-
-    def _place(self, row: tuple, key: Any, v: Any, now: float, out: list[tuple]) -> None:
-        """One tuple of a value-window aggregate, any case: the reference semantics of the data path."""
-        if v is None:
-            self.ignored += 1
-            return
-        groups, slack, beyond = self._groups, self.slack, self._beyond
-        g = groups.get(key)
-        if g is None:
-            start = v - v % self.advance if self.aligned else v
-            g = groups[key] = [start, [], start]
-        if v >= g[0]:
-            self._open(key, g, v, now)
-        placed = closed = False
-        for w in g[1]:
-            if v < w[START]:
-                break  # windows are in start order: none further holds v
-            seen = w[beyond]
-            if seen == CLOSED:
-                continue
-            if v >= w[END]:  # a closing tuple for w
-                seen += 1
-                if seen > slack and (seen > 1 or w[COUNT]):
-                    w[beyond] = CLOSED
-                    closed = True
-                    g[2] = max(g[2], w[END])
-                else:
-                    w[beyond] = seen
-            else:
-                self._add(w, row)
-                placed = True
-        if closed:
-            self._emit_closed(key, g[1], out)
-        if not placed:
-            self.ignored += 1
-            if v < g[2]:
-                self.late += 1
-
-    def _open(self, key: Any, g: list, v: Any, now: float) -> None:
-        """Open every window that starts at or before ``v`` (Borealis: ``while value >= next``)."""
-        nxt, adv = g[0], self.advance
-        n = int((v - nxt) // adv) + 1
-        if n > MAX_GAP_WINDOWS:
-            keep = int(self.size // adv) + 2  # enough to still hold every window containing v
-            log.warning("aggregate box %r: skipping %d empty windows before %r in group %r",
-                        self.box.name, n - keep, v, key)
-            nxt += (n - keep) * adv
-            g[2] = max(g[2], nxt)  # the skipped windows count as closed: tuples in them are late
-        wins, timeouts, size = g[1], self._timeouts, self.size
-        while v >= nxt:
-            w = [nxt, nxt + size, now, self._seq, 0, *self._initial, 0]
-            self._seq += 1
-            wins.append(w)
-            if timeouts is not None:
-                timeouts[w[SEQ]] = (key, w)
-            nxt += adv
-        g[0] = nxt
-
-    def _emit_closed(self, key: Any, wins: list, out: list[tuple]) -> None:
-        """Emit the closed windows at the front of a group's list, in start order."""
-        timeouts, beyond = self._timeouts, self._beyond
-        while wins and wins[0][beyond] == CLOSED:
-            w = wins.pop(0)
-            if timeouts is not None:
-                timeouts.pop(w[SEQ], None)
-            self._emit(key, w, out)
-
-    def _by_tuples(self, rows: list[tuple], now: float, out: list[tuple]) -> None:
-        groups, keyf, add = self._groups, self._key, self._add
-        size, adv, timeouts = self.size, self.advance, self._timeouts
-        oi = self.order if self.emit_start else None
-        for row in rows:
-            key = keyf(row) if keyf is not None else None
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = [None, [], None]
-            wins = g[1]
-            if not wins or wins[-1][COUNT] >= adv:
-                w = [row[oi] if oi is not None else None, None, now, self._seq, 0, *self._initial]
-                self._seq += 1
-                wins.append(w)
-                if timeouts is not None:
-                    timeouts[w[SEQ]] = (key, w)
-            for w in wins:
-                add(w, row)
-            while wins and wins[0][COUNT] >= size:
-                w = wins.pop(0)
-                if timeouts is not None:
-                    timeouts.pop(w[SEQ], None)
-                self._emit(key, w, out)
-
-    def _emit(self, key: Any, w: list, out: list[tuple]) -> None:
-        if self.drop_empty and not w[COUNT]:
-            return
-        prefix = () if self._width == 0 else (key,) if self._width == 1 else key
-        if self.emit_start:
-            start = w[START]
-            prefix = prefix + ((self._start_cast(start) if start is not None else None),)
-        out.append(prefix + self._result(w))
 
     def _changes(self, columns: Columns) -> Emitted:
         """A changelog batch: retracted and re-emitted per changed group (:mod:`.aggregate_changes`)."""
         if self._retracting is None:
             self._retracting = self._retractor()
-        out, weights = self._retracting.apply(columns.rows(), columns.weight_list())
+        sums = None
+        if self._retract_columns is not None:  # count/sum/avg of fields: summed per (group, window) on columns
+            sums = self._retract_columns.sums(columns.batch, columns.weights, self._retracting.window_of)
+        if sums is not None:
+            out, weights = self._retracting.add_partials(*sums)
+        else:
+            out, weights = self._retracting.apply(columns.rows(), columns.weight_list())
         return [(0, weighted(out, weights, self.outputs[0]))] if out else []
 
     def _retractor(self) -> Retracting:
@@ -298,87 +209,58 @@ class AggregateOperator(Timed):
 
     # -- timeouts ---------------------------------------------------------------------
 
-    def _expire(self, now: float, out: list[tuple]) -> None:
-        timeouts, timeout = self._timeouts, self.timeout
-        assert timeouts is not None and timeout is not None
-        while timeouts:
-            seq = next(iter(timeouts))
-            key, w = timeouts[seq]
-            if w[T0] + timeout > now:
-                break
-            del timeouts[seq]
-            self._hot.pop(key, None)  # its windows change here, not in _place
-            g = self._groups[key]
-            wins = g[1]
-            for i, other in enumerate(wins):
-                if other is w:
-                    del wins[i]
-                    break
-            self._emit(key, w, out)
-            if self.by_values:
-                g[2] = max(g[2], w[END])
-                self._emit_closed(key, wins, out)  # windows that closed and only waited for w
-
     def poll(self, now: float) -> Emitted:
         self.tick(now)
-        if not self._timeouts:
+        if not self._windows.pending():
             return []
         out: list[tuple] = []
-        self._expire(now, out)
+        self._windows.expire(now, out)
         return [(0, out)] if out else []
 
     def next_deadline(self) -> float | None:
-        if not self._timeouts:
-            return None
-        _, w = next(iter(self._timeouts.values()))
-        return w[T0] + self.timeout  # type: ignore[operator]
+        return self._windows.next_deadline()
 
     def end_of_input(self, now: float) -> Emitted:
         """Every producer of the input ended (``Publisher.close(final=True)``): emit every open window,
         in start order per group, as a timeout would; a tuple arriving after that opens new ones."""
         self.tick(now)
         out: list[tuple] = []
-        for key, g in self._groups.items():
-            for w in g[1]:
-                self._emit(key, w, out)
-            g[1], g[2] = [], (max(g[2], g[0]) if self.by_values else None)  # below the next start: late
-        self._hot, self._timeouts = {}, ({} if self._timeouts is not None else None)
+        self._windows.close_all(out)
         return [(0, out)] if out else []
 
     # -- state --------------------------------------------------------------------------
 
     def shift_times(self, delta: float) -> None:
-        for g in self._groups.values():
-            for w in g[1]:
-                w[T0] += delta
+        self._windows.shift_times(delta)
 
     def state_entries(self) -> int:
         """Open groups (each with its window's accumulators), and a changelog's (group, window) entries."""
-        return len(self._groups) + (len(self._retracting.entries) if self._retracting is not None else 0)
+        return len(self._windows.groups) + (len(self._retracting.entries) if self._retracting is not None else 0)
 
     def state(self) -> dict:
+        book = self._windows
         return {
             "clock": self.clock_state(),
-            "seq": self._seq,
-            "ignored": self.ignored,
-            "late": self.late,
+            "seq": book.seq,
+            "ignored": book.ignored,
+            "late": book.late,
             "groups": [[group_key_parts(k, self._width), g[0], [list(w) for w in g[1]], g[2]]
-                       for k, g in self._groups.items()],
+                       for k, g in book.groups.items()],
             **({"changelog": self._retracting.state()} if self._retracting is not None else {}),
         }
 
     def restore(self, state: dict, now: float | None = None) -> None:
+        beyond = self._windows.spec.beyond
         try:
-            self._seq = int(state["seq"])
-            self.ignored = int(state.get("ignored", 0))
-            self.late = int(state.get("late", 0))
-            self._late_log.restored(self.late)
+            seq = int(state["seq"])
+            ignored = int(state.get("ignored", 0))
+            late = int(state.get("late", 0))
             groups: dict[Any, list] = {}
             for entry in state["groups"]:
                 parts, nxt, wins = entry[0], entry[1], [list(w) for w in entry[2]]
                 if self.by_values:
                     for w in wins:  # state saved before windows counted their closing tuples
-                        if len(w) == self._beyond:
+                        if len(w) == beyond:
                             w.append(0)
                     horizon = entry[3] if len(entry) > 3 else (wins[0][START] if wins else nxt)
                 else:
@@ -386,14 +268,10 @@ class AggregateOperator(Timed):
                 groups[group_key_from(list(parts), self._width)] = [nxt, wins, horizon]
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise self.error(f"cannot restore state: {exc!r}") from None
-        self._groups = groups
-        self._hot = {}
+        self._windows.restore(groups, seq, ignored, late)
+        self._late_log.restored(late)
         self._retracting = None
         if "changelog" in state:
             self._retracting = self._retractor()
             self._retracting.restore(state["changelog"])
-        if self._timeouts is not None:
-            opened = sorted(((w[SEQ], key, w) for key, g in groups.items() for w in g[1]),
-                            key=operator.itemgetter(0))
-            self._timeouts = {seq: (key, w) for seq, key, w in opened}
         self.restore_clock(state.get("clock"), now)

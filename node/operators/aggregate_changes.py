@@ -112,6 +112,11 @@ class Retracting:
                 if entry is None:
                     entry = entries[at] = self._empty()
                 self._add(entry, row, weight)
+        return self._changed(before)
+
+    def _changed(self, before: dict[tuple, tuple | None]) -> tuple[list[tuple], list[int]]:
+        """The touched entries' old rows (-1) and new rows (+1), retractions first; entries left empty go."""
+        entries = self.entries
         old_rows, new_rows = [], []
         for at, old in before.items():
             entry = entries.get(at)
@@ -126,6 +131,33 @@ class Retracting:
             if new is not None:
                 new_rows.append(new)
         return old_rows + new_rows, [-1] * len(old_rows) + [1] * len(new_rows)
+
+    def add_partials(self, touched: list[tuple[tuple, int, list]], ignored: int = 0) -> tuple[list[tuple], list[int]]:
+        """:meth:`apply` from partials already summed per (group, window start), in first-touch order: each
+        ``(at, n, deltas)`` adds ``n`` rows and one delta per function (a count or sum, or ``(sum, count)``
+        for avg, or None: nothing to add).  Only for functions without a multiset (:mod:`.aggregate_retract`)."""
+        self.ignored += ignored
+        before: dict[tuple, tuple | None] = {}
+        entries = self.entries
+        for at, n, deltas in touched:
+            entry = entries.get(at)
+            before[at] = self._result(at, entry)
+            if entry is None:
+                entry = entries[at] = self._empty()
+            entry[0] += n
+            for i, delta in enumerate(deltas, start=1):
+                if delta is None:
+                    continue
+                if isinstance(delta, tuple):
+                    entry[i][0] += delta[0]
+                    entry[i][1] += delta[1]
+                else:
+                    entry[i] += delta
+        return self._changed(before)
+
+    def window_of(self, k: int) -> Any:
+        """The start of aligned window number ``k`` (as :meth:`windows` computes it)."""
+        return k * self._advance
 
     # -- one entry -------------------------------------------------------------------------
 

@@ -1,0 +1,200 @@
+"""The value-window aggregate on Arrow columns: a batch a *run* at a time, not a tuple at a time.
+
+A stream in order mostly does one thing per tuple: it adds to its group's
+one open window (the *hot* window of :mod:`.aggregate_loop`).  This module
+finds those tuples for a whole batch with numpy and adds them with one
+reduction per run instead of one Python step per tuple:
+
+1. each row's group is a code from the key columns' dictionary encoding;
+   the rows are sorted by code, stably, so each group's rows stay in
+   arrival order;
+2. a group's rows are cut into *runs* where their window cell
+   (``(v - next start) // advance`` from the group's state) changes, and
+   around every row whose order value is None;
+3. per run, one ``reduceat`` gives its order values' min and max and every
+   function's partial (count, sum, min, max; firstval and lastval are the
+   values at the run's ends);
+4. the runs are taken in the order of their first row in the batch.  A
+   run inside its group's hot window (``start <= min`` and ``max < end``)
+   is added at once.  A run that starts the group's next window, where an
+   in-order stream with slack 0 meets every window's end, rolls the window
+   over once (:meth:`~.aggregate_windows.GroupWindows.roll`: the hot window
+   closes and is emitted, the next opens) and is added at once.  Otherwise
+   its first row goes through the general per-tuple code
+   (:meth:`~.aggregate_windows.GroupWindows.place_hot`, which opens, closes
+   and emits windows and counts late tuples), and the rest of the run is
+   added at once if it lies in the hot window that leaves (its partials
+   computed then); if not, each further row goes through the per-tuple
+   code, taking turns with the other groups' rows by batch position.
+
+Groups are independent, a run's rows all go to one window in arrival order
+and every row that can open, close or emit a window is taken in batch order
+by the reference code, so outputs, their order, the window counter and
+every counter are the row path's.  One difference: a float sum or average
+adds a run's values pairwise (numpy) before adding them to the window,
+where the row path adds them one by one, so the two can differ in the last
+bits (integer sums, counts, min, max, firstval and lastval are exact).
+
+The shapes taken (:meth:`ColumnRuns.make` says None otherwise and the box
+reads rows): windows by VALUES that do not overlap (``advance >=
+window-size``), group-by fields that are not floating point, and functions
+``count``, ``sum``, ``avg``, ``min``, ``max`` (of a numeric field),
+``firstval`` and ``lastval`` of a field (not an expression) -- docs/operators.md ("aggregate on
+columns").  A batch with a NaN, an int64 sum that could overflow, or more
+runs than a quarter of its rows is read as rows, whole, before anything
+changes.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from boreas.catalog.model import Schema
+from boreas.node.compile import FLOAT, STR, kind_of
+
+from .accumulators import COUNT, END, FIRST_SLOT, START, parse_call
+from .aggregate_loop import BatchLoop
+from .aggregate_runs import Function, Part, Runs
+from .aggregate_windows import GroupWindows, WindowSpec
+
+#: The functions this path computes (of a field; min and max of a numeric one).
+TAKEN = ("count", "sum", "avg", "min", "max", "firstval", "lastval")
+
+
+class ColumnRuns:
+    """Runs a plain batch of columns through an aggregate's :class:`GroupWindows` (see the module doc).
+
+    It holds no state of its own between batches: the windows are the
+    book's, so a batch read as columns and the next one read as rows
+    continue each other exactly.
+    """
+
+    def __init__(self, functions: list[Function], groups: list[int], order: int, spec: WindowSpec,
+                 windows: GroupWindows, loop: BatchLoop):
+        self._functions = functions
+        self._groups, self._order, self._spec = groups, order, spec
+        self._windows, self._loop = windows, loop
+        self._keyf: Callable[[tuple], Any] | None = None
+        if groups:
+            self._keyf = (lambda row, i=groups[0]: row[i]) if len(groups) == 1 else (
+                lambda row, ix=tuple(groups): tuple(row[i] for i in ix))
+
+    @classmethod
+    def make(cls, functions: list[str], schema: Schema, groups: list[int], order: int, spec: WindowSpec,
+             windows: GroupWindows, loop: BatchLoop) -> "ColumnRuns | None":
+        """The columnar path for a box of this shape, or None when the box reads rows (module doc)."""
+        if not spec.by_values or spec.advance < spec.size:
+            return None  # sliding windows: a tuple enters several windows, never a hot one
+        if any(kind_of(schema.fields[i].type) == FLOAT for i in groups):
+            return None  # -0.0 and nan group as one in Python and as two in Arrow
+        names = {f.name: i for i, f in enumerate(schema.fields)}
+        taken: list[Function] = []
+        slot = FIRST_SLOT
+        for text in functions:
+            call = parse_call(text)
+            if call is None or call[0] not in TAKEN:
+                return None
+            func, arg = call
+            if func == "count" and arg in ("", "*"):
+                taken.append(Function(func, None, -1))
+                continue
+            field = names.get(arg)
+            if field is None:
+                return None  # an expression: the row path's generated code evaluates it
+            if func in ("sum", "avg", "min", "max") and kind_of(schema.fields[field].type) == STR:
+                return None
+            taken.append(Function(func, field, slot))
+            slot += 2 if func == "avg" else 1
+        return cls(taken, groups, order, spec, windows, loop)
+
+    # -- one batch ---------------------------------------------------------------------
+
+    def process(self, batch: pa.RecordBatch, now: float, out: list[tuple]) -> None:
+        """Add a plain batch to the windows, emitting what closes, exactly as the row path would."""
+        if not batch.num_rows:
+            return
+        runs = Runs.cut(batch, self._groups, self._order, self._functions, self._spec, self._windows)
+        if runs is None:
+            rows = _rows(batch)
+            self._windows.by_values(rows, self._keyf, self._order, now, out, self._loop)
+            return
+        self._walk(batch, runs, now, out)
+
+    def _walk(self, batch: pa.RecordBatch, runs: "Runs", now: float, out: list[tuple]) -> None:
+        """Take the runs (and any row the per-tuple code must see) in the order of their rows in the batch."""
+        windows, columns, order = self._windows, batch.columns, self._order
+        keys, lengths, valid, lo, hi = runs.keys, runs.lengths, runs.valid, runs.lo, runs.hi
+        events = [(first, r, 0) for r, first in enumerate(runs.first_rows)]
+        heapq.heapify(events)
+        while events:
+            row_index, r, at = heapq.heappop(events)
+            key = keys[r]
+            if at == 0 and valid[r]:
+                w = windows.hot(key)
+                if w is not None and w[START] <= lo[r] and hi[r] < w[END]:
+                    self._add(w, runs.whole[r])
+                    continue
+                w = windows.roll(key, lo[r], hi[r], now, out)
+                if w is not None:
+                    self._add(w, runs.whole[r])
+                    continue
+            row = _row(columns, row_index)
+            v = row[order]
+            w = windows.hot(key) if at > 0 else None  # a later row: the generated loop's own test first
+            if w is not None and v is not None and w[START] <= v < w[END]:
+                self._add(w, Part.of_row(row, self._functions))
+            else:
+                windows.place_hot(row, key, v, now, out)
+            if at + 1 >= lengths[r]:
+                continue
+            w = windows.hot(key)
+            if w is not None:
+                rest = runs.part(r, at + 1)
+                if rest is not None and w[START] <= rest[0] and rest[1] < w[END]:
+                    self._add(w, rest[2])
+                    continue
+            heapq.heappush(events, (runs.row_at(r, at + 1), r, at + 1))
+
+    def _add(self, w: list, part: "Part") -> None:
+        """A run's rows added to window ``w``: what ``add`` would make of them one by one."""
+        first = not w[COUNT]
+        w[COUNT] += part.n
+        for f, value in zip(self._functions, part.values):
+            if f.field is None:
+                continue
+            s = f.slot
+            func = f.func
+            if func == "count":
+                w[s] += value
+            elif func == "sum":
+                if value[1]:
+                    w[s] += value[0]
+            elif func == "avg":
+                if value[1]:
+                    w[s] += value[0]
+                    w[s + 1] += value[1]
+            elif func == "min":
+                if value is not None and (w[s] is None or value < w[s]):
+                    w[s] = value
+            elif func == "max":
+                if value is not None and (w[s] is None or value > w[s]):
+                    w[s] = value
+            elif func == "firstval":
+                if first:
+                    w[s] = value
+            else:  # lastval
+                w[s] = value
+
+
+def _row(columns: list[pa.Array], i: int) -> tuple:
+    """Row ``i`` of the batch as the row path has it (one per row that the per-tuple code must see)."""
+    return tuple(c[i].as_py() for c in columns)
+
+
+def _rows(batch: pa.RecordBatch) -> list[tuple]:
+    columns = [c.to_pylist() for c in batch.columns]
+    return list(zip(*columns)) if columns else [() for _ in range(batch.num_rows)]

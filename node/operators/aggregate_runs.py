@@ -1,0 +1,250 @@
+"""A batch of Arrow columns cut into runs for the columnar aggregate (:mod:`.aggregate_columns`).
+
+A run is a stretch of one group's rows, in arrival order, that lies in one
+window cell (``(v - next start) // advance``), or a single row whose order
+value is None.  :meth:`Runs.cut` makes them with numpy (dictionary codes of
+the group-by values, a stable sort by code, the cells) and computes, per
+run, the order values' range and one partial per function with one
+``reduceat`` each; :meth:`Runs.part` computes the partials of a run's tail
+when the walk needs them.  A batch this cannot take exactly (a NaN, an int64
+sum that could overflow, more runs than :data:`MAX_RUNS_PER_ROW` of its
+rows) gives None before anything changes, and the box reads its rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .aggregate_windows import GroupWindows, WindowSpec
+
+#: Above this many runs per row the batch is read as rows (few tuples per run: numpy would not pay).
+MAX_RUNS_PER_ROW = 0.25
+
+
+@dataclass(frozen=True)
+class Function:
+    """One ``aggregate-function.N`` as the columnar path computes it."""
+
+    func: str
+    field: int | None  # None: count(*)
+    slot: int          # its first slot in a window list
+
+
+@dataclass(frozen=True)
+class Part:
+    """What a stretch of one run adds: its row count and one partial per function (as :meth:`ColumnRuns._add`
+    reads them: count, (sum, non-None count), min or max or None, a value)."""
+
+    n: int
+    values: tuple
+
+    @staticmethod
+    def of_row(row: tuple, functions: list[Function]) -> "Part":
+        values: list[Any] = []
+        for f in functions:
+            x = row[f.field] if f.field is not None else None
+            if f.func == "count":
+                values.append(int(x is not None))
+            elif f.func in ("sum", "avg"):
+                values.append((x if x is not None else 0, int(x is not None)))
+            else:
+                values.append(x)
+        return Part(1, tuple(values))
+
+
+class Runs:
+    """One batch cut into runs: per run its key, first row, length, order values' range and whole partials."""
+
+    def __init__(self, batch: pa.RecordBatch, functions: list[Function], perm: np.ndarray, sv: np.ndarray,
+                 sok: np.ndarray, starts: np.ndarray, keys: list):
+        n = batch.num_rows
+        self._batch, self._functions, self._perm, self._sv, self._sok = batch, functions, perm, sv, sok
+        self.keys = keys
+        self._starts = starts.tolist()
+        ends = np.concatenate((starts[1:], [n]))
+        self.lengths = (ends - starts).tolist()
+        self.first_rows = perm[starts].tolist()
+        self.valid = sok[starts].tolist()
+        self.lo = np.minimum.reduceat(sv, starts).tolist()
+        self.hi = np.maximum.reduceat(sv, starts).tolist()
+        self._sorted: list[tuple[np.ndarray, np.ndarray] | None] = []
+        parts = []
+        for f in functions:
+            prepared = _prepare(batch.column(f.field), perm) if f.field is not None and f.func not in (
+                "firstval", "lastval") else None
+            self._sorted.append(prepared)
+            parts.append(_whole(batch, f, prepared, perm, starts, ends))
+        self.whole = [Part(length, values) for length, values in zip(self.lengths, zip(*parts))] if parts else [
+            Part(length, ()) for length in self.lengths]
+
+    def row_at(self, r: int, at: int) -> int:
+        """The batch position of the ``at``-th row of run ``r``."""
+        return int(self._perm[self._starts[r] + at])
+
+    def part(self, r: int, at: int) -> tuple[Any, Any, Part] | None:
+        """Run ``r`` from its ``at``-th row on: (lowest, highest order value, partials); None if a value is None."""
+        a, b = self._starts[r] + at, self._starts[r] + self.lengths[r]
+        if not self._sok[a:b].all():
+            return None
+        values: list[Any] = []
+        for f, prepared in zip(self._functions, self._sorted):
+            values.append(_slice_part(self._batch, f, prepared, self._perm, a, b))
+        v = self._sv[a:b]
+        return v.min().item(), v.max().item(), Part(b - a, tuple(values))
+
+    @classmethod
+    def cut(cls, batch: pa.RecordBatch, groups: list[int], order: int, functions: list[Function],
+            spec: WindowSpec, windows: GroupWindows) -> "Runs | None":
+        """The batch's runs, or None when it is to be read as rows (a NaN, a possible overflow, too many runs)."""
+        n = batch.num_rows
+        codes, keys_of, distinct = group_codes(batch, groups)
+        if codes is None:
+            return None
+        column = batch.column(order)
+        valid = ~np.asarray(column.is_null(), dtype=bool) if column.null_count else None
+        v = numbers(column)
+        if v.dtype.kind == "f" and np.isnan(v if valid is None else v[valid]).any():
+            return None
+        if groups:
+            small = codes.astype(np.int16) if distinct < 2 ** 15 else codes
+            perm = np.argsort(small, kind="stable")  # int16: numpy's stable sort is a radix sort
+            sc, sv = codes[perm], v[perm]
+        else:
+            perm, sc, sv = np.arange(n), codes, v
+        sok = np.ones(n, bool) if valid is None else valid[perm]
+        # each group's window grid: its next start, or (a new group) where its first window will start
+        gstarts = np.flatnonzero(sc[1:] != sc[:-1]) + 1 if groups else np.zeros(0, np.int64)
+        gstarts = np.concatenate(([0], gstarts)).astype(np.int64)
+        bases = []
+        for i, gs in enumerate(gstarts.tolist()):
+            g = windows.groups.get(keys_of(int(sc[gs])))
+            if g is not None:
+                bases.append(g[0])
+                continue
+            end = int(gstarts[i + 1]) if i + 1 < len(gstarts) else n
+            first = sv[gs:end][sok[gs:end]]
+            b = first[0].item() if len(first) else 0
+            bases.append(b - b % spec.advance if spec.aligned else b)
+        bounds = np.concatenate((gstarts, [n]))
+        glens = bounds[1:] - bounds[:-1]
+        if v.dtype.kind in "iu" and all(isinstance(b, int) for b in bases) and isinstance(spec.advance, int):
+            cell = (sv - np.repeat(np.asarray(bases, dtype=np.int64), glens)) // spec.advance
+        else:
+            cell = np.floor((sv - np.repeat(np.asarray(bases, dtype=np.float64), glens)) / float(spec.advance))
+        cut = np.empty(n, bool)
+        cut[0] = True
+        np.not_equal(cell[1:], cell[:-1], out=cut[1:])
+        if groups:
+            cut[1:] |= sc[1:] != sc[:-1]
+        if valid is not None:
+            cut[1:] |= ~sok[1:] | ~sok[:-1]
+        starts = np.flatnonzero(cut)
+        if len(starts) > max(1.0, MAX_RUNS_PER_ROW * n):
+            return None
+        for f in functions:
+            if f.field is not None and f.func not in ("firstval", "lastval") and not _fits(batch.column(f.field)):
+                return None
+        return cls(batch, functions, perm, sv, sok, starts, [keys_of(c) for c in sc[starts].tolist()])
+
+
+def _fits(column: pa.Array) -> bool:
+    """Whether a column's sums are exact in numpy: no NaN, and int64 sums that cannot overflow."""
+    kind = column.type
+    if pa.types.is_floating(kind):
+        return not pc.any(pc.is_nan(column)).as_py()
+    if kind == pa.int64() and len(column):
+        big = pc.max(pc.abs(column)).as_py() or 0
+        return big * len(column) < 2 ** 62  # Python's ints never overflow; int64 sums might
+    return True
+
+
+def _prepare(column: pa.Array, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A numeric column in run order, as float64 or int64 with None as 0, and where it is not None."""
+    ok = ~np.asarray(column.is_null(), dtype=bool)[perm] if column.null_count else np.ones(len(perm), bool)
+    x = numbers(column)[perm]
+    return (x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)), ok
+
+
+def _whole(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray] | None, perm: np.ndarray,
+           starts: np.ndarray, ends: np.ndarray) -> list:
+    """One function's partial of every whole run (as :class:`Part` holds them)."""
+    if f.field is None:
+        return [None] * len(starts)
+    if f.func in ("firstval", "lastval"):
+        at = starts if f.func == "firstval" else ends - 1
+        return batch.column(f.field).take(pa.array(perm[at])).to_pylist()
+    x, ok = prepared  # type: ignore[misc]
+    counts = np.add.reduceat(ok.astype(np.int64), starts) if not ok.all() else ends - starts
+    if f.func == "count":
+        return counts.tolist()
+    if f.func in ("sum", "avg"):
+        sums = np.add.reduceat(x if ok.all() else np.where(ok, x, 0), starts)
+        return list(zip(sums.tolist(), counts.tolist()))
+    take_min = f.func == "min"
+    edge = (np.inf if take_min else -np.inf) if x.dtype.kind == "f" else (
+        np.iinfo(np.int64).max if take_min else np.iinfo(np.int64).min)
+    ext = (np.minimum if take_min else np.maximum).reduceat(x if ok.all() else np.where(ok, x, edge), starts)
+    return [e if c else None for e, c in zip(ext.tolist(), counts.tolist())]
+
+
+def _slice_part(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray] | None,
+                perm: np.ndarray, a: int, b: int) -> Any:
+    """One function's partial of the rows ``a:b`` (in run order) of one run."""
+    if f.field is None:
+        return None
+    if f.func in ("firstval", "lastval"):
+        return batch.column(f.field)[int(perm[a if f.func == "firstval" else b - 1])].as_py()
+    x, ok = prepared  # type: ignore[misc]
+    x, ok = x[a:b], ok[a:b]
+    count = int(ok.sum())
+    if f.func == "count":
+        return count
+    if f.func in ("sum", "avg"):
+        return np.where(ok, x, 0).sum().item(), count
+    if not count:
+        return None
+    return (x[ok].min() if f.func == "min" else x[ok].max()).item()
+
+
+def numbers(column: pa.Array) -> np.ndarray:
+    """A numeric column as numpy, nulls as 0 (callers mask them)."""
+    if column.null_count:
+        column = pc.fill_null(column, 0)
+    return column.to_numpy(zero_copy_only=False)
+
+
+def group_codes(batch: pa.RecordBatch, groups: list[int]) -> tuple[np.ndarray | None, Callable[[int], Any], int]:
+    """One int64 code per row for its group, the group key (as the row path makes it) of a code, and how many
+    codes there can be."""
+    n = batch.num_rows
+    if not groups:
+        return np.zeros(n, np.int64), lambda code: None, 1
+    digits, dictionaries = [], []
+    for i in groups:
+        encoded = pc.dictionary_encode(batch.column(i), null_encoding="encode")
+        digits.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
+        dictionaries.append(encoded.dictionary.to_pylist())
+    if len(groups) == 1:
+        values = dictionaries[0]
+        return digits[0], values.__getitem__, len(values)
+    radix = [len(d) for d in dictionaries]
+    distinct = float(np.prod(np.asarray(radix, dtype=np.float64)))
+    if distinct >= 2 ** 62:
+        return None, lambda code: None, 0
+    codes = np.zeros(n, np.int64)
+    for d, r in zip(digits, radix):
+        codes = codes * r + d
+
+    def key(code: int) -> tuple:
+        parts = []
+        for values, r in zip(reversed(dictionaries), reversed(radix)):
+            code, d = divmod(code, r)
+            parts.append(values[d])
+        return tuple(reversed(parts))
+    return codes, key, int(distinct)

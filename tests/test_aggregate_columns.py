@@ -1,0 +1,219 @@
+"""The aggregate on Arrow columns (node/operators/aggregate_columns.py) gives what its row path gives.
+
+The oracle is the same box fed each batch's rows (``Columns.rows()``), the
+definition of the semantics.  Hypothesis draws streams that are mostly in
+order per group with some tuples going back, None order values and
+arguments (what a failing map writes), several groups (ints and strings),
+tumbling and hopping windows, slack, alignment, timeouts fired between
+batches, ``order-by`` FIELD or TUPLENUM, empty windows dropped or not; the
+stream is cut into batches at random places, so batch boundaries fall
+inside windows and groups.  After every batch the outputs (rows and their
+order), the counters and ``state()`` must be equal, and once the columnar
+box moves mid-stream (``state()`` through msgpack into a new box).  Float
+sums and averages may differ in the last bits (numpy adds a run pairwise),
+so floats compare to 1e-9 relative; everything else exactly.
+
+Changelog batches (with weights): count/sum/avg summed per (group, window)
+on columns against the retracting row path (``fast=False``), and a batch
+against its rows one batch each.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import msgspec
+import pyarrow as pa
+import pytest
+from boreas.catalog.boxtypes import builtin_registry
+from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+from boreas.node.operators.aggregate import AggregateOperator
+from boreas.wire.columns import Columns, arrow_schema
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+TYPES = builtin_registry()
+ROW = Schema("R", (Field("g", FieldType.INT), Field("s", FieldType.STRING, 4), Field("time", FieldType.INT),
+                   Field("x", FieldType.DOUBLE), Field("n", FieldType.LONG)))
+SCALE = float(os.environ.get("BOREAS_PROPERTY_SCALE", "1"))
+
+
+def aggregate(params: dict[str, str]) -> AggregateOperator:
+    b = Box("b", "aggregate", (InPort("in"),), ("out",), tuple(params.items()))
+    return AggregateOperator(b, [ROW], TYPES.infer(b, [ROW]))
+
+
+def columns(rows: list[tuple], weights: list[int] | None = None) -> Columns:
+    schema = arrow_schema(ROW)
+    arrays = [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)]
+    return Columns(pa.RecordBatch.from_arrays(arrays, schema=schema),
+                   weights=None if weights is None else pa.array(weights, pa.int64()))
+
+
+def moved(op: AggregateOperator, params: dict[str, str], now: float) -> AggregateOperator:
+    new = aggregate(params)
+    new.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), now=now)
+    return new
+
+
+def close(a, b) -> bool:
+    """Equal, floats to 1e-9 relative (a run's float sum is added pairwise)."""
+    if isinstance(a, float) and isinstance(b, (int, float)) or isinstance(b, float) and isinstance(a, int):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    return a == b and type(a) is type(b)
+
+
+@st.composite
+def streams(draw) -> list[tuple]:
+    """Rows whose time mostly rises per group (so runs form), some going back or None."""
+    out, t = [], 0
+    n = draw(st.integers(0, 150))
+    for _ in range(n):
+        t += draw(st.sampled_from([0, 0, 1, 1, 2, 3, 40]))
+        g = draw(st.integers(0, 3))
+        odd = draw(st.integers(0, 19))
+        time = None if odd == 0 else t - 9 if odd == 1 else t
+        x = None if odd == 2 else draw(st.floats(-1e6, 1e6, allow_nan=False))
+        out.append((g, draw(st.sampled_from(["a", "bb", ""])), time, x, draw(st.integers(-2**40, 2**40))))
+    return out
+
+
+params_strategy = st.fixed_dictionaries({
+    "window-size": st.sampled_from(["3", "5", "10"]),
+    "advance": st.sampled_from([None, "10", "12"]),
+    "slack": st.sampled_from([None, "0", "1", "2"]),
+    "group-by": st.sampled_from(["", "g", "g, s", "s"]),
+    "independent-window-alignment": st.sampled_from([None, "1"]),
+    "drop-empty-outputs": st.sampled_from([None, "1"]),
+    "timeout": st.sampled_from([None, None, "0.5", "2"]),
+    "order-by": st.sampled_from(["FIELD", "TUPLENUM"]),
+    "functions": st.sampled_from([["avg(x)", "count()"], ["sum(x)", "min(x)", "max(n)", "count(x)", "sum(n)"],
+                                  ["firstval(x)", "lastval(time)", "firstval(s)", "min(s)", "avg(n)"],
+                                  ["lastval(x)", "max(x)", "count(*)", "min(n)"]]),
+})
+
+
+def as_params(drawn: dict) -> dict[str, str]:
+    p = {"window-size-by": "VALUES", "order-on-field": "time"}
+    for i, f in enumerate(drawn["functions"]):
+        p[f"aggregate-function.{i}"] = f
+    p.update({k: v for k, v in drawn.items() if k != "functions" and v})
+    return p
+
+
+@settings(max_examples=max(10, int(120 * SCALE)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawn=params_strategy, data=streams(), cuts=st.lists(st.integers(0, 150), max_size=8),
+       gaps=st.lists(st.sampled_from([0.0, 0.3, 1.0, 2.5]), min_size=8, max_size=8), move_at=st.integers(-1, 8),
+       as_rows=st.lists(st.booleans(), min_size=9, max_size=9).map(lambda f: [x and i % 3 == 2 for i, x in enumerate(f)]))
+def test_columns_give_what_rows_give(drawn, data, cuts, gaps, move_at, as_rows):
+    """Columns (now and then a batch of rows: a batch that came as msgpack rows) against rows only."""
+    params = as_params(drawn)
+    by_columns, by_rows = aggregate(params), aggregate(params)
+    bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    now = 0.0
+    for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        now += gaps[k % len(gaps)]
+        if k == move_at:
+            by_columns, by_rows = moved(by_columns, params, now), moved(by_rows, params, now)
+        if k % 2:
+            assert close(by_columns.poll(now), by_rows.poll(now))
+        got = by_columns.process(0, data[a:b] if as_rows[k] else columns(data[a:b]), now)
+        want = by_rows.process(0, data[a:b], now)
+        assert close(got, want), (a, b)
+        assert by_columns.counters() == by_rows.counters()
+        assert close(by_columns.state(), by_rows.state())
+    assert close(by_columns.end_of_input(now + 1), by_rows.end_of_input(now + 1))
+    assert close(by_columns.state(), by_rows.state())
+
+
+def test_in_order_runs_stay_off_the_per_tuple_code():
+    """Not only equal: a batch in order goes to its windows a run at a time; the per-tuple code sees only
+    each group's first tuple (a window's end is rolled over once per run: GroupWindows.roll)."""
+    params = as_params({"window-size": "60", "group-by": "g", "order-by": "FIELD", "functions": ["avg(x)", "count()"],
+                        "independent-window-alignment": "1"})
+    op = aggregate(params)
+    book = op._windows
+    calls = []
+    general = book.place
+    book.place = lambda *a: (calls.append(a[2]), general(*a))[1]  # type: ignore[method-assign]
+    data = [(t % 10, "a", t // 10, float(t), t) for t in range(6000)]
+    out = op.process(0, columns(data), 0.0)
+    assert calls == [0] * 10  # per sensor its first tuple (time 0); 9 more windows each opened by a run
+    assert out[0][1][:2] == [(0, 0, sum(range(0, 600, 10)) / 60.0, 60), (1, 0, sum(range(1, 600, 10)) / 60.0, 60)]
+    assert len(out[0][1]) == 90
+
+
+def test_shapes_not_taken_read_rows():
+    """Sliding windows, expressions and count_distinct read rows, with the same results."""
+    for extra in ({"advance": "5"}, {"aggregate-function.1": "sum(x * 2.0)"},
+                  {"aggregate-function.1": "count_distinct(g)"}):
+        params = {**as_params({"window-size": "10", "group-by": "g", "order-by": "FIELD",
+                               "functions": ["count()", "sum(x)"]}), **extra}
+        a, b = aggregate(params), aggregate(params)
+        data = [(t % 3, "a", t, float(t), t) for t in range(100)]
+        assert a.process(0, columns(data), 0.0) == b.process(0, data, 0.0)
+        assert a.state() == b.state()
+
+
+@pytest.mark.parametrize("functions", [["sum(x)", "count()"], ["max(n)", "avg(x)"]])
+@settings(max_examples=max(5, int(50 * SCALE)), deadline=None)
+@given(data=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(-5, 5), st.sampled_from([1, -1])),
+                     max_size=40), cut=st.integers(0, 40))
+def test_changelog_batches_retract_as_row_by_row(functions, data, cut):
+    """Weights take the retracting path: a batch gives what its rows give one batch each, summed."""
+    params = {"window-size-by": "VALUES", "window-size": "10", "order-on-field": "time", "group-by": "g",
+              "independent-window-alignment": "1",
+              **{f"aggregate-function.{i}": f for i, f in enumerate(functions)}}
+    rows, weights, present = [], [], []
+    for g, t, x, w in data:  # a valid changelog: a row leaves only after it came
+        if w < 0 and present:
+            rows.append(present.pop(x % len(present)))
+            weights.append(-1)
+        else:
+            present.append((g, "a", t, float(x), x))
+            rows.append(present[-1])
+            weights.append(1)
+    whole, single = aggregate(params), aggregate(params)
+    for a, b in ((0, cut), (cut, len(rows))):
+        if a < b:
+            whole.process(0, columns(rows[a:b], weights[a:b]), 0.0)
+    for i in range(len(rows)):
+        single.process(0, columns(rows[i:i + 1], weights[i:i + 1]), 0.0)
+    if rows:
+        entries = [{(repr(k), s): e for k, s, e in op.state()["changelog"]["entries"]} for op in (whole, single)]
+        assert close(entries[0], entries[1])
+
+
+@settings(max_examples=max(10, int(100 * SCALE)), deadline=None)
+@given(data=st.lists(st.tuples(st.integers(0, 2), st.one_of(st.integers(-30, 30), st.none()),
+                               st.one_of(st.floats(-1e3, 1e3, allow_nan=False), st.none()),
+                               st.integers(-2**40, 2**40), st.sampled_from([1, 1, -1, 2, 0])), max_size=60),
+       cuts=st.lists(st.integers(0, 60), max_size=4), size=st.sampled_from(["5", "10", "2.5"]),
+       advance=st.sampled_from([None, "5", "2", "10"]), group_by=st.sampled_from(["", "g", "g, s"]),
+       functions=st.sampled_from([["count()", "sum(x)", "avg(n)"], ["count(x)", "sum(n)", "avg(x)"]]))
+def test_changelog_on_columns_gives_what_rows_give(data, cuts, size, advance, group_by, functions):
+    """count/sum/avg over a changelog, summed per (group, window) on columns, against the retracting row
+    path (``fast=False`` reads rows): the same -old/+new rows in the same order, and the same state."""
+    params = {"window-size-by": "VALUES", "window-size": size, "order-on-field": "time", "group-by": group_by,
+              "order-by": "FIELD", "independent-window-alignment": "1",
+              **({"advance": advance} if advance else {}),
+              **{f"aggregate-function.{i}": f for i, f in enumerate(functions)}}
+    box = Box("b", "aggregate", (InPort("in"),), ("out",), tuple(params.items()))
+    outs = TYPES.infer(box, [ROW])
+    on_columns, on_rows = AggregateOperator(box, [ROW], outs), AggregateOperator(box, [ROW], outs, fast=False)
+    rows = [(g, "a", t, x, n) for g, t, x, n, _ in data]
+    weights = [w for *_, w in data]
+    bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
+    for a, b in zip(bounds, bounds[1:]):
+        got = on_columns.process(0, columns(rows[a:b], weights[a:b]), 0.0)
+        want = on_rows.process(0, columns(rows[a:b], weights[a:b]), 0.0)
+        got_rows = [(r, w) for _, c in got for r, w in zip(c.rows(), c.weight_list())]
+        want_rows = [(r, w) for _, c in want for r, w in zip(c.rows(), c.weight_list())]
+        assert close(got_rows, want_rows)
+        assert close(on_columns.state(), on_rows.state())
+        assert on_columns.counters() == on_rows.counters()
