@@ -225,12 +225,18 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
                     output.close()
                 except BrokenPipeError:
                     closed = True
-            await subscriber.close()
+            if subscriber.ended:  # nothing more will come: a named subscription has nothing left to keep either
+                await subscriber.unsubscribe()
+            else:
+                await subscriber.close()
         if closed:
             raise StdoutClosed()
         if failure is not None:
             raise CommandFailed(f"subscription to {args.stream} ended after {seen} tuples: {failure}")
-        if args.name:
+        if subscriber.ended:
+            print(f"{args.stream} ended (every producer of it has ended): {counted(seen, 'tuple')} written",
+                  file=sys.stderr)
+        elif args.name:
             print(f"subscription {args.name!r} to {args.stream} stays: the node keeps its batches until "
                   f"`boreas subscribe {args.stream} --name {args.name}` resumes it", file=sys.stderr)
         return EXIT_OK
@@ -299,7 +305,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_token_option(p)
     p.set_defaults(func=cmd_publish)
 
-    p = sub.add_parser("subscribe", help="print a stream's tuples as JSON lines as they arrive")
+    p = sub.add_parser("subscribe", help="print a stream's tuples as JSON lines as they arrive",
+                       description="Print (or write) a stream's tuples as they arrive, until Ctrl-C, --count, or "
+                                   "the end of the stream: once every producer upstream has ended (boreas publish "
+                                   "--final), it writes everything, ends its subscription and exits 0.")
     p.add_argument("stream")
     p.add_argument("--format", choices=FORMATS, default="jsonl",
                    help="jsonl: a JSON object per tuple (default); csv: a header row, then a line per tuple; "

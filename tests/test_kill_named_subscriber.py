@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from boreas.client.publisher import Publisher
-from support.cluster import TOKEN, wait_until
+from support.cluster import TOKEN, free_port, get_json, wait_until
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
@@ -43,10 +43,28 @@ ROWS = int(os.environ.get("BOREAS_KILL_ROWS", "1000000"))
 KILLS = 6
 
 
+def start_durable(cluster, data_dir: Path, endpoint: str | None = None) -> str:
+    """A durable node (again); a loaded machine may take longer than ``start_node`` waits to start one."""
+    endpoint = endpoint or f"localhost:{free_port()}"
+    try:
+        return cluster.start_node(endpoint, data_dir=data_dir)
+    except AssertionError:
+        wait_until(lambda: up(endpoint), 120, f"node {endpoint} to listen", 0.2)
+        wait_until(lambda: cluster.nodes().get(endpoint, {}).get("alive"), 60, f"{endpoint} alive at the Head", 0.2)
+        return endpoint
+
+
+def up(endpoint: str) -> bool:
+    try:
+        return bool(get_json(f"http://{endpoint}/status"))
+    except (OSError, AssertionError):
+        return False
+
+
 def chain(cluster) -> tuple[list[str], list[Path]]:
     cluster.start_head()
     dirs = [cluster.workdir / f"node{n}-data" for n in range(3)]
-    nodes = [cluster.start_node(data_dir=d) for d in dirs]  # one after the other: a loaded machine starts them slowly
+    nodes = [start_durable(cluster, d) for d in dirs]  # one after the other: a loaded machine starts them slowly
     app = cluster.write("app.xml", APP)
     placed = "".join(f'<node endpoint="{node}" query="q{n}"/>' for n, node in enumerate(nodes))
     dep = cluster.write("dep.xml", f'<deploy> <publish stream="Packet" node="{nodes[0]}"/> {placed} </deploy>')
@@ -88,7 +106,7 @@ async def test_nodes_killed_during_a_two_million_row_publish_lose_and_repeat_not
                 break
             victim = kill % 3
             await asyncio.to_thread(cluster.stop, nodes[victim], True)
-            await asyncio.to_thread(cluster.start_node, nodes[victim], data_dir=dirs[victim])
+            await asyncio.to_thread(start_durable, cluster, dirs[victim], nodes[victim])
         await asyncio.wait_for(publishing, 300)
         await asyncio.to_thread(wait_until, lambda: line_count(out) >= 2 * ROWS or subscriber.poll() is not None,
                                 240, "every row written", 0.5)
