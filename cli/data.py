@@ -41,6 +41,7 @@ from .common import (
     the_head,
 )
 from .progress import Progress, acknowledged
+from .publish_end import publish_end
 from .subscribe_output import FORMATS, open_output, recorded_positions
 
 #: Refused rows printed one per line; the rest are counted.
@@ -55,6 +56,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     token = resolve_token(args.token, required=False)
     if args.spark:
         return _publish_with_spark(args, head, token)
+    if args.end:
+        return publish_end(args, head, token)
     check_readable(args.file)  # before contacting anyone: exit 2, nothing is sent
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
 
@@ -282,6 +285,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                        "(objects by field name, or arrays in field order) or data.parquet "
                                        "(columns by name); read in batches in bounded memory")
     source.add_argument("--spark", metavar="PATH", help="publish a parquet or CSV file with a Spark job")
+    source.add_argument("--end", action="store_true",
+                        help="publish no rows: end the producer named by --producer, which published in an earlier "
+                             "run without --final (the stream ends once every producer of it has ended)")
     p.add_argument("--no-header", action="store_true",
                    help="the CSV file has no header row: columns are the stream's fields in order")
     p.add_argument("--ignore-unknown", action="store_true",

@@ -154,6 +154,9 @@ class Router:
         else:
             if rows:  # (a final mark alone carries none)
                 await self._route(stream, rows, (producer, seq))
+            elif final:  # passed on where the stream goes from here, after the producer's rows
+                self.out.route(stream, [], producer, seq, self._resumable(stream, producer, False),
+                               consumed_here=True, final=True)
             self.states.processed[(stream, producer)] = seq  # the hot path: a plain store
             if digest:
                 self.states.digests.record(stream, producer, seq, digest)

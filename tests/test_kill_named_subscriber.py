@@ -100,6 +100,7 @@ async def test_nodes_killed_during_a_two_million_row_publish_lose_and_repeat_not
                                                         cluster.head_catalog().subscriptions.values()),
                                 60, "the named subscription to be committed")
         publishing = asyncio.gather(publish(cluster, 0), publish(cluster, 1))
+        killed = 0
         for kill in range(KILLS):
             await asyncio.sleep(4.0)
             if publishing.done():
@@ -107,7 +108,9 @@ async def test_nodes_killed_during_a_two_million_row_publish_lose_and_repeat_not
             victim = kill % 3
             await asyncio.to_thread(cluster.stop, nodes[victim], True)
             await asyncio.to_thread(start_durable, cluster, dirs[victim], nodes[victim])
+            killed += 1
         await asyncio.wait_for(publishing, 300)
+        assert killed >= 3, "the publish ended before the nodes were killed"
         await asyncio.to_thread(wait_until, lambda: line_count(out) >= 2 * ROWS or subscriber.poll() is not None,
                                 240, "every row written", 0.5)
         await asyncio.sleep(2.0)  # anything more (a duplicate) would come now
