@@ -12,7 +12,9 @@ A box's whole state is more than its operator's ``state()``:
   :meth:`Sequencer.for_box <boreas.wire.sequencing.Sequencer.for_box>` that
   also holds early batches; for the others, the last batch of each entering
   stream the node processed;
-* the **pause** a moved box took (``/status``).
+* the **pause** a moved box took (``/status``);
+* which streams have **ended** and which boxes ended their out streams
+  (:class:`~boreas.node.stream_ends.StreamEnds`, ``BoxStates.ends``).
 
 :class:`BoxStates` holds all of it for one node, and is the only code that
 changes it.  The dataflow runs the operators; a move takes one box out

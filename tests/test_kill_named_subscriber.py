@@ -56,13 +56,16 @@ def start_durable(cluster, data_dir: Path, endpoint: str | None = None) -> str:
 
 def up(endpoint: str) -> bool:
     try:
-        return bool(get_json(f"http://{endpoint}/status"))
+        return bool(get_json(f"{endpoint}/status" if "://" in endpoint else f"http://{endpoint}/status"))
     except (OSError, AssertionError):
         return False
 
 
 def chain(cluster) -> tuple[list[str], list[Path]]:
-    cluster.start_head()
+    try:
+        cluster.start_head()
+    except AssertionError:  # slow to start on a loaded machine: give it longer
+        wait_until(lambda: up(cluster.head), 120, "the Head to listen", 0.2)
     dirs = [cluster.workdir / f"node{n}-data" for n in range(3)]
     nodes = [start_durable(cluster, d) for d in dirs]  # one after the other: a loaded machine starts them slowly
     app = cluster.write("app.xml", APP)
