@@ -280,8 +280,8 @@ class Outputs:
             restart = resumable and (endpoint, stream) not in self._routed
             self._routed.add((endpoint, stream))
             self._outbox.append((link, stream, rows, producer, seq, restart, final))
-        if stream in self.forwards:
-            self._outbox.append((self.forwards[stream], stream, rows, producer, seq, False, final))
+        if stream in self.forwards and not final:  # (a moving box orders its own inputs: it takes no end yet)
+            self._outbox.append((self.forwards[stream], stream, rows, producer, seq, False, False))
 
     def relay(self, box: str, stream: str, rows: list[tuple], producer: str, seq: int) -> bool:
         """A batch for ``box``, which left while it queued here: pass it after the box (False: no forward)."""
