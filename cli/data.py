@@ -41,6 +41,7 @@ from .common import (
     the_head,
 )
 from .progress import Progress, acknowledged
+from .publish_end import publish_end
 from .subscribe_output import FORMATS, open_output, recorded_positions
 
 #: Refused rows printed one per line; the rest are counted.
@@ -55,6 +56,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     token = resolve_token(args.token, required=False)
     if args.spark:
         return _publish_with_spark(args, head, token)
+    if args.end:
+        return publish_end(args, head, token)
     check_readable(args.file)  # before contacting anyone: exit 2, nothing is sent
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
 
@@ -225,12 +228,18 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
                     output.close()
                 except BrokenPipeError:
                     closed = True
-            await subscriber.close()
+            if subscriber.ended:  # nothing more will come: a named subscription has nothing left to keep either
+                await subscriber.unsubscribe()
+            else:
+                await subscriber.close()
         if closed:
             raise StdoutClosed()
         if failure is not None:
             raise CommandFailed(f"subscription to {args.stream} ended after {seen} tuples: {failure}")
-        if args.name:
+        if subscriber.ended:
+            print(f"{args.stream} ended (every producer of it has ended): {counted(seen, 'tuple')} written",
+                  file=sys.stderr)
+        elif args.name:
             print(f"subscription {args.name!r} to {args.stream} stays: the node keeps its batches until "
                   f"`boreas subscribe {args.stream} --name {args.name}` resumes it", file=sys.stderr)
         return EXIT_OK
@@ -276,6 +285,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                        "(objects by field name, or arrays in field order) or data.parquet "
                                        "(columns by name); read in batches in bounded memory")
     source.add_argument("--spark", metavar="PATH", help="publish a parquet or CSV file with a Spark job")
+    source.add_argument("--end", action="store_true",
+                        help="publish no rows: end the producer named by --producer, which published in an earlier "
+                             "run without --final (the stream ends once every producer of it has ended)")
     p.add_argument("--no-header", action="store_true",
                    help="the CSV file has no header row: columns are the stream's fields in order")
     p.add_argument("--ignore-unknown", action="store_true",
@@ -299,7 +311,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_token_option(p)
     p.set_defaults(func=cmd_publish)
 
-    p = sub.add_parser("subscribe", help="print a stream's tuples as JSON lines as they arrive")
+    p = sub.add_parser("subscribe", help="print a stream's tuples as JSON lines as they arrive",
+                       description="Print (or write) a stream's tuples as they arrive, until Ctrl-C, --count, or "
+                                   "the end of the stream: once every producer upstream has ended (boreas publish "
+                                   "--final), it writes everything, ends its subscription and exits 0.")
     p.add_argument("stream")
     p.add_argument("--format", choices=FORMATS, default="jsonl",
                    help="jsonl: a JSON object per tuple (default); csv: a header row, then a line per tuple; "

@@ -60,6 +60,10 @@ REROUTE_AFTER = 2.0
 #: measured durable ingest at 0.67x of memory-only with 16, 0.78x with 64, 0.87x with 256.
 CAPACITY = 256
 
+#: The sequence number of a producer's end sent on its own, in a later run (:meth:`Publisher.end`): after any
+#: batch it can have sent.
+END_SEQ = 1 << 62
+
 #: Refused rows kept with their reasons (the rest are only counted): a long publish of bad data
 #: must not grow the publisher's memory without bound.
 MAX_REFUSED_KEPT = 1000
@@ -288,6 +292,24 @@ class Publisher:
             self._follow = None
         for link in self.links:
             await link.abort()
+
+    async def end(self) -> None:
+        """End this producer of the stream in a later run than the one that published its rows (``boreas publish
+        STREAM --end --producer X``), then disconnect.
+
+        That run's sequence numbers are not known here, so the final mark
+        is numbered :data:`END_SEQ`, past any of them, and marked
+        ``restart`` (wire/frames.py): the entry node takes it at once, after
+        whatever it took of this producer, and drops anything later sent
+        under this producer id as already taken.  Sent again, it is a
+        duplicate.
+        """
+        try:
+            for link in self.links:
+                await link.send(self.stream, [], self.producer, END_SEQ, restart=True, final=True)
+            await self.flush(timeout=30)
+        finally:
+            await self.abort()
 
     async def close(self, final: bool = False) -> None:
         """Wait (up to 30 s) until every batch is acknowledged, then disconnect.

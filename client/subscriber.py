@@ -28,6 +28,13 @@ batches, up to its bounds); :meth:`Subscriber.unsubscribe` ends it.  One that
 fell past what the node keeps is told when it is back: the iterators raise
 :class:`SubscriberTooSlow` naming how much it missed.
 
+When the stream **ends** (its producing box's inputs all ended:
+``Publisher.close(final=True)`` upstream, node/stream_ends.py), the node sends
+a final mark after everything else; once every producer that sent to this
+subscriber has sent its own and the reader has had all before them, the
+iterators stop and :attr:`Subscriber.ended` is True.  (A producer that had
+sent nothing here yet by then is not waited for.)
+
 The Head refuses to register a subscriber without the cluster token
 (:class:`~boreas.wire.client.PeerRefused`, status 401); when the node that
 produces the stream cannot connect (it presents another cluster's token, or
@@ -146,6 +153,10 @@ class Subscriber:
         # producer -> next sequence the reader has not consumed (what resume_from gave, and what it read since)
         self._positions: dict[str, int] = dict(resume_from or {})
         self._consumed: set[asyncio.Future] = set()  # a named subscriber's acknowledgements, waiting for its reader
+        self._finished: set[str] = set()  # producers whose final mark the reader has reached
+        #: the stream ended: every producer that sent it here sent its final mark, and the reader has had all
+        #: before it (the iterators then stop)
+        self.ended = False
         self.token = token
         self.listen = listen
         self.on_slow = on_slow  # what the node does when we fall a buffer behind (None: disconnect us)
@@ -290,12 +301,12 @@ class Subscriber:
         rows, errors = self._row_type.decode_payload(bytes(batch.rows), batch.fmt)
         ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
         if not self.name:
-            await self._rows.put((rows, batch.producer, batch.seq, None))  # as it came: the reader converts it
+            await self._rows.put((rows, batch.producer, batch.seq, None, batch.final))  # as it came: the reader converts it
             return ack
         consumed = asyncio.get_running_loop().create_future()  # done once the reader asks for the next batch
         self._consumed.add(consumed)
         consumed.add_done_callback(self._consumed.discard)
-        await self._rows.put((rows, batch.producer, batch.seq, consumed))
+        await self._rows.put((rows, batch.producer, batch.seq, consumed, batch.final))
         return Deferred(ack, consumed)
 
     def _goodbye(self, reason: str) -> None:
@@ -318,9 +329,17 @@ class Subscriber:
             item = await self._rows.get()
             if item is None:
                 raise self._end(self.failure or "the producing node disconnected")
-            rows, producer, seq, consumed = item
+            rows, producer, seq, consumed, final = item
             self._positions[producer] = seq + 1
-            yield rows
+            if not final:
+                yield rows
+                continue
+            self._finished.add(producer)
+            if self._finished.issuperset(self._positions):  # every producer that sent to us has ended
+                self.ended = True
+                if consumed is not None:
+                    consumed.set_result(None)
+                return
 
     async def batches(self) -> AsyncIterator[list[tuple]]:
         """Each received batch as a list of rows (tuples in field order); a changelog's as :class:`WeightedRows`."""

@@ -12,7 +12,9 @@ A box's whole state is more than its operator's ``state()``:
   :meth:`Sequencer.for_box <boreas.wire.sequencing.Sequencer.for_box>` that
   also holds early batches; for the others, the last batch of each entering
   stream the node processed;
-* the **pause** a moved box took (``/status``).
+* the **pause** a moved box took (``/status``);
+* which streams have **ended** and which boxes ended their out streams
+  (:class:`~boreas.node.stream_ends.StreamEnds`, ``BoxStates.ends``).
 
 :class:`BoxStates` holds all of it for one node, and is the only code that
 changes it.  The dataflow runs the operators; a move takes one box out
@@ -52,6 +54,7 @@ from boreas.wire.sequencing import Sequencer
 
 from .gcpause import gc_paused
 from .operators import Operator, OperatorError, build_operator
+from .stream_ends import StreamEnds
 
 #: How an operator is made from a box and its in and out schemas (default: :func:`build_operator`).
 Builder = Callable[[Box, list[Schema], list[Schema]], Operator]
@@ -77,17 +80,19 @@ class BoxHandover:
     links: list[Any] = field(default_factory=list, compare=False, repr=False)  # the source's forwards
     # What the source kept of the box's outputs for named subscribers ([name, encoded Batch]): they resume from it
     retained: list[list] = field(default_factory=list, compare=False, repr=False)
+    # Which of its input streams have ended, and whether it ended its out streams (StreamEnds.of_box)
+    ends: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def encode(self) -> bytes:
         return msgspec.msgpack.encode([self.box, self.producer, self.out_seq,
                                        [list(p) for p in self.positions], self.state, self.detached_at,
-                                       self.retained])
+                                       self.retained, self.ends])
 
     @classmethod
     def decode(cls, data: bytes) -> "BoxHandover":
-        box, producer, out_seq, positions, state, detached_at, *retained = msgspec.msgpack.decode(data)
+        box, producer, out_seq, positions, state, detached_at, *rest = msgspec.msgpack.decode(data)
         return cls(box, producer, out_seq, [tuple(p) for p in positions], state, detached_at,
-                   retained=retained[0] if retained else [])
+                   retained=rest[0] if rest else [], ends=rest[1] if len(rest) > 1 else {})
 
 
 class BoxStates:
@@ -106,6 +111,7 @@ class BoxStates:
         # the digests of the publishers' batches taken (recorded with ``processed``): the receiver refuses a
         # re-used sequence number with other rows (wire/digests.py); snapshots keep them
         self.digests = DigestBook()
+        self.ends = StreamEnds()  # the streams that ended (every producer's final mark came) and the boxes they ended
         self.paused_since: dict[str, float] = {}
         self.move_pauses: dict[str, list[float]] = {}
         #: told ``(box, seconds)`` of every move pause as it ends (the node's metrics histogram)
@@ -224,7 +230,8 @@ class BoxStates:
         inputs = self.inputs.pop(name, None)
         return BoxHandover(name, self.box_ids.pop(name), {s: self.out_seq.pop(s, 0) for s in box.outputs},
                            positions, state, time.time(),
-                           held=inputs.held_items() if inputs is not None else [])
+                           held=inputs.held_items() if inputs is not None else [],
+                           ends=self.ends.of_box(name, [port.stream for port in box.inputs]))
 
     def put(self, handover: BoxHandover, now: float) -> None:
         """Continue a box where another node left it (its declaration was applied here first)."""
@@ -237,6 +244,7 @@ class BoxStates:
         self.paused_since[handover.box] = handover.detached_at
         for stream, seq in handover.out_seq.items():
             self.out_seq[stream] = max(seq, self.out_seq.get(stream, 0))
+        self.ends.merge(handover.ends)
 
     # -- snapshots and recovery ------------------------------------------------------------
 
@@ -248,6 +256,7 @@ class BoxStates:
             "out_seq": dict(self.out_seq),
             "processed": [[s, p, seq] for (s, p), seq in self.processed.items()],
             "digests": self.digests.state(),
+            "ends": self.ends.state(),
             "box_inputs": {name: {"next": [list(p) for p in inputs.box_positions()],
                                   "held": [[s, p, n, _kept(rows)] for s, p, n, rows in inputs.held_items()]}
                            for name, inputs in self.inputs.items()},
@@ -263,6 +272,7 @@ class BoxStates:
         self.out_seq.update({s: int(n) for s, n in captured["out_seq"].items()})
         self.processed.update({(s, p): int(seq) for s, p, seq in captured["processed"]})
         self.digests.restore(captured.get("digests", []))
+        self.ends.restore(captured.get("ends"))
         restored = []
         for name, state in captured["boxes"].items():
             op = self.operators.get(name)
@@ -283,7 +293,8 @@ class BoxStates:
         inputs = self.inputs.get(name)
         return BoxHandover(name, self.box_ids[name], {s: self.out_seq.get(s, 0) for s in box.outputs},
                            self.positions(name, producer_of), self.operators[name].state(), time.time(),
-                           held=inputs.held_items() if inputs is not None else [])
+                           held=inputs.held_items() if inputs is not None else [],
+                           ends=self.ends.of_box(name, [port.stream for port in box.inputs]))
 
 
 def _kept(rows: Rows) -> list | bytes:

@@ -87,7 +87,8 @@ class SubscriberLimits:
 MEMBER_CAPACITY = 1 << 20
 MEMBER_WINDOW = 64
 
-Output = tuple[OutboundLink, str, list[tuple], str, int, bool]  # link, stream, rows, producer, seq, restart
+#: link, stream, rows, producer, seq, restart, final (the producer's end of the stream: node/stream_ends.py)
+Output = tuple[OutboundLink, str, list[tuple], str, int, bool, bool]
 
 
 def _node_link(link: OutboundLink) -> bool:
@@ -210,11 +211,11 @@ class Outputs:
         (sent or queued, not acknowledged) to travel with the box that produces them (a move)."""
         taken: list[list] = []
         for link in [link for link in self.links.values() if link.name]:
-            withdrawn = self.withdraw(link.endpoint, set(streams))
+            withdrawn = self._unqueue(link.endpoint, set(streams))
             for stream in streams:
                 batches = link.take(stream)
-                batches += [make_batch(s, producer, seq, rows, "", False) for s, rows, producer, seq in withdrawn
-                            if s == stream]
+                batches += [make_batch(s, producer, seq, rows, "", False, final=final)
+                            for _, s, rows, producer, seq, _, final in withdrawn if s == stream]
                 taken += [[link.name, encode(batch)] for batch in batches]
         return taken
 
@@ -268,8 +269,9 @@ class Outputs:
     # -- the outbox -----------------------------------------------------------------
 
     def route(self, stream: str, rows: list[tuple], producer: str, seq: int, resumable: bool,
-              consumed_here: bool = False) -> None:
-        """Queue a batch of ``stream`` for every destination (and the forward of a moved box)."""
+              consumed_here: bool = False, final: bool = False) -> None:
+        """Queue a batch of ``stream`` for every destination (and the forward of a moved box); ``final``: the
+        producer's last, empty batch of it (its box's inputs have all ended: node/stream_ends.py)."""
         routes = [(e, self.links[e]) for e in self.destinations.get(stream, ()) if e in self.links]
         if not routes and stream not in self.forwards and not consumed_here:
             self.counters["batches_unrouted"] += 1
@@ -277,16 +279,16 @@ class Outputs:
         for endpoint, link in routes:
             restart = resumable and (endpoint, stream) not in self._routed
             self._routed.add((endpoint, stream))
-            self._outbox.append((link, stream, rows, producer, seq, restart))
-        if stream in self.forwards:
-            self._outbox.append((self.forwards[stream], stream, rows, producer, seq, False))
+            self._outbox.append((link, stream, rows, producer, seq, restart, final))
+        if stream in self.forwards and not final:  # (a moving box orders its own inputs: it takes no end yet)
+            self._outbox.append((self.forwards[stream], stream, rows, producer, seq, False, False))
 
     def relay(self, box: str, stream: str, rows: list[tuple], producer: str, seq: int) -> bool:
         """A batch for ``box``, which left while it queued here: pass it after the box (False: no forward)."""
         relay = self.forwards.get(stream)
         if relay is None or relay.forward_to_box != box:
             return False
-        self._outbox.append((relay, stream, rows, producer, seq, False))
+        self._outbox.append((relay, stream, rows, producer, seq, False, False))
         return True
 
     def send_later(self, outputs: list[tuple[str, str, list[tuple], str, int, bool]]) -> list[str]:
@@ -300,18 +302,17 @@ class Outputs:
             if link is None:
                 missing.append(endpoint)
                 continue
-            self._outbox.append((link, stream, rows, producer, seq, restart))
+            self._outbox.append((link, stream, rows, producer, seq, restart, False))
         return missing
 
     def withdraw(self, endpoint: str, streams: set[str]) -> list[tuple[str, list[tuple], str, int]]:
         """Take back outputs of ``streams`` queued for ``endpoint`` and not yet handed to its link."""
+        return [(stream, rows, producer, seq) for _, stream, rows, producer, seq, _, _ in self._unqueue(endpoint, streams)]
+
+    def _unqueue(self, endpoint: str, streams: set[str]) -> list[Output]:
         kept, taken = [], []
         for item in self._outbox:
-            link, stream, rows, producer, seq, _ = item
-            if link.endpoint == endpoint and stream in streams:
-                taken.append((stream, rows, producer, seq))
-            else:
-                kept.append(item)
+            (taken if item[0].endpoint == endpoint and item[1] in streams else kept).append(item)
         self._outbox = kept
         return taken
 
@@ -325,8 +326,8 @@ class Outputs:
             outbox, self._outbox = self._outbox, []
             self._handing = outbox
             try:
-                for i, (link, stream, rows, producer, seq, restart) in enumerate(outbox):
-                    await link.send(stream, rows, producer, seq, restart=restart)
+                for i, (link, stream, rows, producer, seq, restart, final) in enumerate(outbox):
+                    await link.send(stream, rows, producer, seq, restart=restart, final=final)
                     self._handed = i + 1
                     self.counters["rows_out"] += len(rows)
             finally:
@@ -349,8 +350,8 @@ class Outputs:
         links = {id(link): link for link in [*self.links.values(), *self.forwards.values()]}
         for link in links.values():
             out += [[link.endpoint, encode(batch), *named_entry(link)] for batch in link.pending()]
-        for link, stream, rows, producer, seq, restart in [*self._handing[self._handed:], *self._outbox]:
-            batch = make_batch(stream, producer, seq, rows, link.forward_to_box, restart)
+        for link, stream, rows, producer, seq, restart, final in [*self._handing[self._handed:], *self._outbox]:
+            batch = make_batch(stream, producer, seq, rows, link.forward_to_box, restart, final=final)
             out.append([link.endpoint, encode(batch), *named_entry(link)])
         return out
 

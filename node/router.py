@@ -48,7 +48,6 @@ from .flow_clock import FlowClock
 from .operators import Operator
 from .operators.base import InternalStreams
 from .outputs import Outputs
-from .stream_ends import StreamEnds
 
 log = logging.getLogger("boreas.node.dataflow")  # the dataflow's records keep their logger
 
@@ -79,7 +78,6 @@ class Router:
         #: per box, batches it processed and the seconds its operator took over them
         self.box_batches: Counter[str] = Counter()
         self.box_seconds: Counter[str] = Counter()
-        self.ends = StreamEnds()  # input streams whose producers have all ended (Publisher.close(final=True))
 
     # -- the routes ---------------------------------------------------------------------
 
@@ -156,12 +154,29 @@ class Router:
         else:
             if rows:  # (a final mark alone carries none)
                 await self._route(stream, rows, (producer, seq))
+            elif final:  # passed on where the stream goes from here, after the producer's rows
+                self.out.route(stream, [], producer, seq, self._resumable(stream, producer, False),
+                               consumed_here=True, final=True)
             self.states.processed[(stream, producer)] = seq  # the hot path: a plain store
             if digest:
                 self.states.digests.record(stream, producer, seq, digest)
-            if final and self.ends.end(stream, producer, [p for s, p in self.states.processed if s == stream]):
-                for op, name, _ in self.consumers.get(stream, ()):  # node/stream_ends.py
-                    await self.emit(name, op.end_of_input(self.clock.current))
+            if final and self.states.ends.end(stream, producer, [p for s, p in self.states.processed if s == stream]):
+                await self._ended(stream)
+
+    async def _ended(self, stream: str) -> None:
+        """``stream`` ended (node/stream_ends.py): its consumers emit what the end closes; a box whose inputs
+        have all ended ends its out streams, with a final mark after all it produced, here and downstream."""
+        for op, name, _ in self.consumers.get(stream, ()):
+            await self.emit(name, op.end_of_input(self.clock.current))
+        inputs = {name: [port.stream for port in self.states.boxes[name].inputs]
+                  for _, name, _ in self.consumers.get(stream, ()) if name in self.states.boxes}
+        for name in self.states.ends.boxes_done(stream, inputs):
+            for out in self.states.boxes[name].outputs:
+                producer, seq = self._number(out)
+                self.out.route(out, [], producer, seq, self._resumable(out, producer, True),
+                               consumed_here=out in self.consumers, final=True)
+                if self.states.ends.end(out, producer, [producer]):  # its local consumers: as from a producer
+                    await self._ended(out)
 
     async def emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
         """Route what ``box`` produced, ``(port, rows)`` pairs, onto its out streams (the adopter's way in too)."""

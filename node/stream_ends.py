@@ -1,32 +1,56 @@
-"""The end of an input stream: when every producer that published to it has said it is done.
+"""The end of a stream: when every producer that published to it has said it is done.
 
 A publisher closed with ``final=True`` sends a last, empty batch marked
 ``final`` (wire/frames.py), numbered after its data, so the receiver orders
 and deduplicates it, and the input log keeps and replays it, like any
 batch.  :class:`StreamEnds` remembers which producers of each stream have
-ended; the dataflow asks it after each final batch whether the stream has
+ended; the router asks it after each final batch whether the stream has
 ended now, and if so tells the boxes the stream feeds (``end_of_input``:
 an aggregate emits its open windows).
+
+The end goes on downstream.  Once every input stream of a box has ended
+(and the box has emitted what the end closes), the box has produced all it
+ever will: each of its out streams ends too.  The router sends a final
+mark on each, numbered as the box's next batch, after everything the box
+produced, to wherever the stream goes: a local box reads it as a producer's
+end, another node takes it as from any producer (its box's producer id),
+and a subscriber is told the stream ended (``boreas subscribe`` then exits 0
+once it has written everything).  :meth:`StreamEnds.boxes_done` says which
+boxes have just ended, each once.
+
+What has ended is box state: a snapshot keeps :meth:`StreamEnds.state`
+(:meth:`BoxStates.capture <boreas.node.box_state.BoxStates.capture>`), so a
+durable node killed and restarted still knows, and never ends a stream
+twice; a box that moves takes the ends of its inputs along
+(:meth:`StreamEnds.of_box`, :meth:`StreamEnds.merge`).
 
 >>> ends = StreamEnds()
 >>> ends.end("S", "a", published=["a", "b"]), ends.end("S", "b", published=["a", "b"])
 (False, True)
 >>> ends.end("S", "b", published=["a", "b"])  # a replayed or repeated mark: the stream ended once
 False
+>>> ends.boxes_done("S", {"f": ["S"], "j": ["S", "T"]}), ends.boxes_done("S", {"f": ["S"]})
+(['f'], [])
+>>> again = StreamEnds()
+>>> again.restore(ends.state())
+>>> again == ends
+True
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
 class StreamEnds:
-    """Per input stream, the producers that have ended it and whether it has ended."""
+    """Per stream, the producers that have ended it and whether it has ended; the boxes whose inputs all ended."""
 
     producers: dict[str, set[str]] = field(default_factory=dict)  # stream -> producers whose final mark came
     ended: set[str] = field(default_factory=set)
+    boxes: set[str] = field(default_factory=set)  # boxes that have ended their out streams
 
     def end(self, stream: str, producer: str, published: Iterable[str]) -> bool:
         """``producer`` ended ``stream``; True the first time every producer in ``published`` (those that
@@ -37,3 +61,39 @@ class StreamEnds:
             return False
         self.ended.add(stream)
         return True
+
+    def boxes_done(self, stream: str, inputs: Mapping[str, Iterable[str]]) -> list[str]:
+        """The boxes among ``inputs`` (box -> its input streams) that read ``stream``, which just ended, and all
+        of whose inputs have now ended: each is named once, ever (it ends its out streams then)."""
+        done = []
+        for box, streams in inputs.items():
+            streams = list(streams)
+            if box not in self.boxes and stream in streams and self.ended.issuperset(streams):
+                self.boxes.add(box)
+                done.append(box)
+        return done
+
+    # -- snapshots and moves ---------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """What a snapshot keeps (plain containers)."""
+        return {"producers": {s: sorted(p) for s, p in self.producers.items()}, "ended": sorted(self.ended),
+                "boxes": sorted(self.boxes)}
+
+    def restore(self, state: Mapping[str, Any] | None) -> None:
+        """Continue from :meth:`state` (a snapshot from before ends were kept has none: nothing ended)."""
+        if not state:
+            return
+        for stream, producers in state.get("producers", {}).items():
+            self.producers.setdefault(stream, set()).update(producers)
+        self.ended.update(state.get("ended", ()))
+        self.boxes.update(state.get("boxes", ()))
+
+    def of_box(self, box: str, streams: Iterable[str]) -> dict[str, Any]:
+        """The part of :meth:`state` a box that moves takes along: the ends of its input ``streams``, and
+        whether it ended its own."""
+        streams = set(streams)
+        return {"producers": {s: sorted(p) for s, p in self.producers.items() if s in streams},
+                "ended": sorted(self.ended & streams), "boxes": [box] if box in self.boxes else []}
+
+    merge = restore  # a moved box's ends (:meth:`of_box`) join those here

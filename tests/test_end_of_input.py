@@ -107,3 +107,68 @@ def test_the_last_window_closes_once_every_producer_of_the_stream_published_with
             sub.kill()
     assert [json.loads(line) for line in out.read_text().splitlines()] == [{"time": 0, "n": 2},
                                                                            {"time": 10, "n": 4}]
+
+
+CHAIN = APP.replace("<output stream=\"PerTen\"", "<output stream=\"Kept\"").replace("</borealis>", """  <query name="after">
+    <box name="keep" type="filter"> <in stream="PerTen" /><out stream="Kept" />
+      <parameter name="expression.0" value="n &gt; 0" /> </box>
+  </query>
+</borealis>""")
+
+
+@pytest.mark.slow
+def test_the_end_goes_downstream_across_nodes_and_a_named_subscriber_writes_everything_and_exits_0(cluster_factory):
+    """The aggregate's node ends PerTen once Reading ended; the filter on the other node takes that end as from a
+    producer and ends Kept; the subscriber, told, writes the last window and exits 0, its subscription ended."""
+    cluster = cluster_factory()
+    cluster.start_head()
+    nodes = [cluster.start_node(), cluster.start_node()]
+    dep = (f'<deploy><publish stream="Reading" node="{nodes[0]}" /><node endpoint="{nodes[0]}" query="windows" />'
+           f'<node endpoint="{nodes[1]}" query="after" /></deploy>')
+    cluster.submit(cluster.write("app.xml", CHAIN), cluster.write("deploy.xml", dep))
+    out = cluster.workdir / "kept.jsonl"
+    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "Kept", "--name", "w",
+                            "--output", str(out)], env=cluster.env, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: any(s.stream == "Kept" for s in cluster.head_catalog().subscriptions.values()),
+                   what="the subscription")
+        publish(cluster, "readings.csv", [1, 5, 12, 14, 21], "--final")
+        _, err = sub.communicate(timeout=60)
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+    assert sub.returncode == 0, err
+    assert "Kept ended" in err and "3 tuples written" in err, err
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [
+        {"time": 0, "n": 2}, {"time": 10, "n": 2}, {"time": 20, "n": 1}]  # [20, 30) closed by the end
+    assert not cluster.head_catalog().subscriptions  # nothing more will come: the named subscription ended
+
+
+@pytest.mark.slow
+def test_producers_that_published_in_earlier_runs_end_later_by_end_or_by_the_same_file_again_with_final(
+        cluster_factory):
+    """``boreas publish --end --producer x`` ends x with no rows; y's file published again with ``--final`` under the
+    same id is taken as a re-run (nothing twice) and ends y: then, and only then, the last window closes."""
+    cluster = cluster_factory()
+    one_node_app(cluster)
+    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "PerTen"], env=cluster.env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: any(s.stream == "PerTen" for s in cluster.head_catalog().subscriptions.values()),
+                   what="the subscription")
+        publish(cluster, "x.csv", [1, 5], "--producer", "x")
+        publish(cluster, "y.csv", [3, 12, 14], "--producer", "y")
+        ended = cluster.boreas("publish", "Reading", "--end", "--producer", "x")
+        assert ended.returncode == 0 and "ended producer 'x' of Reading" in ended.stderr, ended.stderr
+        again = cluster.boreas("publish", "Reading", "--end", "--producer", "x")  # a repeated end changes nothing
+        assert again.returncode == 0, again.stderr
+        assert sub.poll() is None  # y has not ended: [10, 20) stays open
+        publish(cluster, "y.csv", [3, 12, 14], "--producer", "y", "--final")
+        out, err = sub.communicate(timeout=60)
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+    assert sub.returncode == 0, err
+    assert [json.loads(line) for line in out.splitlines()] == [{"time": 0, "n": 3}, {"time": 10, "n": 2}]
+    refused = cluster.boreas("publish", "Reading", "--end")
+    assert refused.returncode == 2 and "--end needs --producer" in refused.stderr, refused.stderr

@@ -22,3 +22,76 @@ def test_tuple_windows_emit_what_they_hold_at_the_end():
     op = make("aggregate", {"aggregate-function.0": "count()", "window-size-by": "TUPLES", "window-size": "3"}, T)
     assert op.process(0, [(1.0, 1), (1.0, 2)], now=0.0) == []
     assert rows_of(op.end_of_input(1.0)) == [(2,)]
+
+
+# -- the end goes on: a box whose inputs all ended ends its out streams (node/router.py, node/stream_ends.py) --
+
+NEXT, CLIENT = "localhost:15001", "localhost:17000"
+COUNT = {"aggregate-function.0": "count()", "aggregate-function-output-name.0": "n", "window-size-by": "VALUES",
+         "window-size": "10", "order-by": "FIELD", "order-on-field": "time", "independent-window-alignment": "1"}
+
+
+def chain():
+    """Where Packet enters: an aggregate (Packet -> Counts) then a filter (Counts -> Kept) on this node; Kept goes to
+    another node and Counts to a client."""
+    from collections import Counter
+
+    from boreas.catalog.model import Box, Catalog, Field, FieldType, InPort, Node, Schema, Subscription
+    from boreas.node.box_state import BoxStates
+    from boreas.node.flow_clock import FlowClock
+    from boreas.node.outputs import Outputs
+    from boreas.node.router import Router
+
+    counts = Schema("C", (Field("time", FieldType.INT), Field("n", FieldType.INT)))
+    states = BoxStates()
+    states.follow({"agg": Box("agg", "aggregate", (InPort("Packet"),), ("Counts",), tuple(COUNT.items())),
+                   "keep": Box("keep", "filter", (InPort("Counts"),), ("Kept",), (("expression.0", "n > 0"),))},
+                  {"Packet": T, "Counts": counts, "Kept": counts})
+    out = Outputs("localhost:15000", None, "n0", Counter())
+    out.follow(Catalog(nodes={NEXT: Node(NEXT)}, subscriptions={
+        "Kept|n": Subscription("Kept", NEXT), "Counts|c": Subscription("Counts", CLIENT)}))
+    router = Router("localhost:15000", "n0", states, out, FlowClock(), Counter())
+    router.rewire({})
+    return states, out, router
+
+
+def sent(out, endpoint: str) -> list[tuple[int, list, bool]]:
+    import msgspec
+    from boreas.wire.frames import decode
+
+    return [(b.seq, msgspec.msgpack.decode(bytes(b.rows)), b.final)
+            for b in (decode(bytes(data)) for e, data, *_ in out.unacknowledged() if e == endpoint)]
+
+
+async def test_a_box_whose_inputs_all_ended_ends_its_out_streams_after_what_it_emitted_here_and_downstream():
+    states, out, router = chain()
+    await router.enter("Packet", [(1.0, 1), (1.0, 12)], "a", 0, "")
+    await router.enter("Packet", [(1.0, 15)], "b", 0, "")
+    await router.enter("Packet", [], "a", 1, "", final=True)
+    assert sent(out, CLIENT) == [(0, [[0, 1]], False)]  # b has not ended: [10, 20) stays open
+    await router.enter("Packet", [], "b", 1, "", final=True)
+    # the aggregate emits [10, 20) and ends Counts; the filter, its only input ended, ends Kept
+    assert sent(out, CLIENT) == [(0, [[0, 1]], False), (1, [[10, 2]], False), (2, [], True)]
+    assert sent(out, NEXT) == [(0, [[0, 1]], False), (1, [[10, 2]], False), (2, [], True)]
+    assert states.ends.ended == {"Packet", "Counts", "Kept"}
+    await router.enter("Packet", [], "b", 1, "", final=True)  # a replayed mark: nothing ends twice
+    assert len(sent(out, NEXT)) == 3
+
+
+async def test_what_ended_is_in_the_snapshot_and_travels_with_a_moved_box():
+    from boreas.node.box_state import BoxHandover
+
+    states, out, router = chain()
+    await router.enter("Packet", [(1.0, 1)], "a", 0, "")
+    await router.enter("Packet", [], "a", 1, "", final=True)
+    restarted, again, router_again = chain()
+    restarted.restore(states.capture())
+    assert restarted.ends == states.ends
+    await router_again.enter("Packet", [], "a", 1, "", final=True)  # replayed after the snapshot: ended already
+    assert sent(again, NEXT) == []
+    handover = BoxHandover.decode(states.take("keep", positions=[]).encode())
+    assert handover.ends == {"producers": {"Counts": [states.box_ids["agg"]]},
+                             "ended": ["Counts"], "boxes": ["keep"]}
+    target, _, _ = chain()
+    target.put(handover, 0.0)
+    assert "keep" in target.ends.boxes and "Counts" in target.ends.ended
