@@ -99,6 +99,7 @@ class M3Operator(Operator):
         decls = [self.plan.program.view(view.name) for view in self.plan.views]
         self._plain_views = [None if d.general else d for d in decls]
         self.columns_out = bool(decls) and all(not d.general for d in decls)
+        self._strings = m3changes.StringTable()  # the intern table as Arrow, for STRING keys of the changes
         # The views as last emitted, for the -old of a changelog where the journals are not read as columns
         self._memo = ViewMemo(lambda view: self.runtime.view(view))
 
@@ -140,7 +141,7 @@ class M3Operator(Operator):
         if columns_out:  # the changes read in bulk, emitted as Arrow
             return [(port, changed) for port, view in enumerate(self._plain_views)
                     if view is not None and (changed := m3changes.view_changes(
-                        native, view, self.plan.views[port].keys, self.plan.outputs[port])) is not None]
+                        native, view, self.plan.views[port].keys, self.plan.outputs[port], self._strings)) is not None]
         emitted: Emitted = []
         for view, changed in self.runtime.changes().items():
             out = self._port_of_view.get(view)

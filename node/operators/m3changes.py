@@ -1,19 +1,20 @@
-"""The rows a batch changed in a plain view, read from the native backend's journals as Arrow columns.
+"""The rows a batch changed in a plain view, read from the native backend as Arrow columns: a changelog.
 
-``Runtime.changes()`` finds a view's changed rows key by key in Python: it
-decodes every write of the batch's journal into a tuple, keeps each key's
-value before the batch, reads the values after it and compares.  That is
-per *write*, so for a view written by most events (Q3's revenue per order)
-it cost about as much as the C triggers themselves.  This module does the
-same in bulk over the raw int64 journal (``NativeMaps.last_raw``): the
-journal as columns, each key's first old value by a group-by, the values
-now by one ``get_many_raw`` call, the changed keys by one comparison, and
-the view's out rows decoded column by column (day numbers to timestamps,
-intern ids to strings, bits to doubles) into a :class:`Columns` of the out
-stream's schema.  The values before the batch come from the same journals
-(a key's first old value), so each changed row is emitted as a changelog:
-its old row with weight -1, its new row with weight +1.  The box then emits
-Arrow, which the links carry as it is.
+``Runtime.changes()`` finds a view's changed rows key by key in Python
+(a tuple per journal write), which for a view written by most events
+(Q3's revenue per order) cost about as much as the C triggers.  Here one C
+call (``NativeMaps.changed``, ``rt_changes`` in :mod:`boreas.m3.runtime.native.crt_api`)
+walks the last batch's journals of the view's maps and returns each changed
+key once with every map's value before the batch (its first journal record
+there) and now, as int64 buffers laid out column by column.  This module
+wraps those buffers as Arrow arrays without copying them and makes the
+view's out rows with a fixed handful of vectorised kernels per batch: the
+value columns (bits as doubles, a quotient for an average), which rows were
+in the view and are now, key codes decoded (day numbers to timestamps,
+intern ids to strings through a cached Arrow array of the intern table).
+Each changed row is emitted as its old row with weight -1 (if it was in the
+view), then its new row with weight +1 (if it is), as one
+:class:`Columns` of the out stream's schema, which the links carry as it is.
 
 Only a *plain* view (each value one map, or a numerator over a denominator
 at the same keys) on the native backend is read so; anything else (a
@@ -39,137 +40,85 @@ _EPOCH = dt.date(1970, 1, 1).toordinal()
 _DAY_US = 86_400_000_000
 _EPOCH_DAYS = pa.scalar(_EPOCH, pa.int64())
 _DAY = pa.scalar(_DAY_US, pa.int64())
+_ZERO_F = pa.scalar(0.0, pa.float64())
 
 
-def _int64(data: array) -> pa.Array:
-    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+class StringTable:
+    """The runtime's intern table as an Arrow string array, extended as it grows (ids to strings by ``take``).
+
+    The table only grows, so the array is rebuilt only for a new table (a
+    restored runtime) and extended by the strings interned since last asked.
+
+    >>> table = StringTable()
+    >>> table.array(["a", "b"]).to_pylist(), table.array(["a", "b", "c"]).to_pylist()
+    (['a', 'b'], ['a', 'b', 'c'])
+    """
+
+    def __init__(self):
+        self._of: list[str] | None = None
+        self._array = pa.array([], pa.string())
+
+    def array(self, strings: list[str]) -> pa.Array:
+        if strings is not self._of:
+            self._of, self._array = strings, pa.array(strings, pa.string())
+        elif len(strings) > len(self._array):
+            more = pa.array(strings[len(self._array):], pa.string())
+            self._array = pa.concat_arrays([self._array, more])
+        return self._array
 
 
-def _doubles(bits: pa.Array) -> pa.Array:
-    """int64 bits as the doubles they are (a view of the same buffer)."""
-    return pa.Array.from_buffers(pa.float64(), len(bits), [None, bits.buffers()[1]], offset=bits.offset)
+def _column(data: array, n: int, at: int, kind: pa.DataType = pa.int64()) -> pa.Array:
+    """``n`` int64 slots of ``data`` from slot ``at`` as an Arrow array of ``kind`` (int64 or float64), no copy."""
+    return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)], offset=at)
 
 
-def _arange(n: int) -> pa.Array:
-    return pc.indices_nonzero(pa.nulls(n, pa.bool_()).is_null()).cast(pa.int64())
-
-
-def _interleaved(columns: list[pa.Array]) -> array:
-    """Columns of equal length as one int64 ``array``, row after row (``k0 k1 .. k0 k1 ..``): keys for C."""
-    if len(columns) == 1:
-        flat = columns[0].cast(pa.int64())
-    else:
-        rows, width = len(columns[0]), len(columns)
-        position = _arange(rows * width)
-        row = pc.divide(position, pa.scalar(width, pa.int64()))
-        column = pc.subtract(position, pc.multiply(row, pa.scalar(width, pa.int64())))
-        index = pc.add(pc.multiply(column, pa.scalar(rows, pa.int64())), row)
-        flat = pc.take(pa.concat_arrays([c.cast(pa.int64()) for c in columns]), index)
-    out = array("q")
-    out.frombytes(memoryview(flat.buffers()[1])[flat.offset * 8:(flat.offset + len(flat)) * 8])
-    return out
-
-
-def _journal(native, name: str) -> pa.Table | None:
-    """The batch's writes of map ``name``: key code columns ``k0..``, then ``old`` (bits), in write order."""
-    flat = native.last_raw(name)
-    if not flat:
-        return None
-    arity = native.arity[name]
-    rows = pa.FixedSizeListArray.from_arrays(_int64(flat), arity + 1)
-    return pa.table({**{f"k{j}": pc.list_element(rows, j) for j in range(arity)},
-                     "old": pc.list_element(rows, arity)})
-
-
-def _first_old(native, name: str) -> pa.Table | None:
-    """Each key map ``name``'s batch wrote, with its value before the batch (its first write's old value)."""
-    journal = _journal(native, name)
-    if journal is None:
-        return None
-    keys = [f"k{j}" for j in range(native.arity[name])]
-    if not keys:
-        return journal.slice(0, 1)
-    first = journal.group_by(keys, use_threads=False).aggregate([("old", "first")])  # (named, not placed)
-    return first.select(keys).append_column("old", first.column("old_first"))
-
-
-def _changed_keys(native, name: str, first: pa.Table | None) -> pa.Table | None:
-    """The keys of map ``name`` whose value the batch changed (its first old value against the value now)."""
-    if first is None:
-        return None
-    keys = [f"k{j}" for j in range(native.arity[name])]
-    now = _int64(native.get_many_raw(name, _interleaved([first.column(k).combine_chunks() for k in keys])
-                                     if keys else array("q", [0]), len(first)))
-    old = first.column("old").combine_chunks()
-    if name in native.float_maps:
-        differs = pc.not_equal(_doubles(old), _doubles(now))
-    else:
-        differs = pc.not_equal(old, now)
-    return first.select(keys).filter(differs)
-
-
-def view_changes(native, view, keys: tuple[tuple[str, str], ...], schema: Schema) -> Columns | None:
+def view_changes(native, view, keys: tuple[tuple[str, str], ...], schema: Schema,
+                 strings: StringTable | None = None) -> Columns | None:
     """The changes the last batch made to plain ``view`` (an ``m3.ast.ViewDecl``) as a changelog
     :class:`Columns` of ``schema``: the old row of each changed key with weight -1 (if it was in the view),
     then its new row with weight +1 (if it is); None: nothing changed.  A row is in the view unless every
     value is 0 (the runtime's word for a row that left)."""
     maps = list(dict.fromkeys(m for c in view.columns for m in (c.numerator, c.denominator) if m))
-    firsts = {m: _first_old(native, m) for m in maps}
-    found = [t for t in (_changed_keys(native, m, firsts[m]) for m in maps) if t is not None and t.num_rows]
-    if not found:
-        return None
-    changed = found[0] if len(found) == 1 else pa.concat_tables(found).group_by(
-        found[0].column_names, use_threads=False).aggregate([])
-    n = changed.num_rows
+    changed = native.changed(maps)
+    n = changed.n
     if not n:
         return None
-    codes = [changed.column(k).combine_chunks() for k in changed.column_names]
-    flat = _interleaved(codes) if codes else array("q", [0] * n)
+    stride = changed.stride
     target = arrow_schema(schema)
-    key_columns = [_key_column(native, code, kind).cast(field.type) for code, (_, kind), field in zip(codes, keys, target)]
-    now_bits = {m: _int64(native.get_many_raw(m, flat, n)) for m in maps}
-    old_bits = {m: _old_bits(changed, firsts[m], now_bits[m]) for m in maps}
+    now, before = {}, {}
+    for j, m in enumerate(maps):
+        kind = pa.float64() if m in native.float_maps else pa.int64()
+        now[m] = _column(changed.news, n, j * stride, kind)
+        before[m] = _column(changed.olds, n, j * stride, kind)
     value_fields = list(target)[len(keys):]
-    new = _view_values(native, view, now_bits, value_fields)
-    old = _view_values(native, view, old_bits, value_fields)
-    new_in, old_in = _present(new), _present(old)
+    new = _view_values(view, now, value_fields)
+    old = _view_values(view, before, value_fields)
+    old_in, new_in = _present(old), _present(new)
     same = pc.and_(pc.and_(new_in, old_in), _all_equal(old, new))
-    leave, enter = pc.and_not(old_in, same), pc.and_not(new_in, same)
-    parts = [pa.RecordBatch.from_arrays([c.filter(mask) for c in key_columns + values], schema=target)
-             for mask, values in ((leave, old), (enter, new))]
-    weights = pa.concat_arrays([pa.repeat(pa.scalar(-1, pa.int64()), parts[0].num_rows),
-                                pa.repeat(pa.scalar(1, pa.int64()), parts[1].num_rows)])
-    if not len(weights):
+    leave = pc.indices_nonzero(pc.and_not(old_in, same))
+    enter = pc.indices_nonzero(pc.and_not(new_in, same))
+    out_n = len(leave) + len(enter)
+    if not out_n:
         return None
-    batch = pa.Table.from_batches(parts, target).combine_chunks().to_batches()[0]
-    return Columns(batch, weights=weights)
+    rows = pa.concat_arrays([leave, enter])
+    table = strings if strings is not None else StringTable()
+    columns = [_key_column(native, _column(changed.keys, n, i * stride).take(rows), kind, table).cast(field.type)
+               for i, ((_, kind), field) in enumerate(zip(keys, target))]
+    columns += [pa.concat_arrays([o.take(leave), v.take(enter)]) for o, v in zip(old, new)]
+    weights = pa.concat_arrays([pa.repeat(pa.scalar(-1, pa.int64()), len(leave)),
+                                pa.repeat(pa.scalar(1, pa.int64()), len(enter))])
+    return Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=weights)
 
 
-def _old_bits(changed: pa.Table, first: pa.Table | None, now: pa.Array) -> pa.Array:
-    """A map's values before the batch at the ``changed`` keys (its journal's first old value where the batch
-    wrote the key, else the value now), in ``changed``'s order."""
-    if first is None:
-        return now
-    keys = changed.column_names
-    if not keys:
-        return first.column("old").combine_chunks()
-    numbered = changed.append_column("__row", _arange(changed.num_rows))
-    joined = numbered.join(first, keys, join_type="left outer", use_threads=False).sort_by("__row")
-    old = joined.column("old").combine_chunks()
-    return pc.if_else(pc.is_null(old), now, old) if old.null_count else old
-
-
-def _view_values(native, view, bits: dict[str, pa.Array], fields: list[pa.Field]) -> list[pa.Array]:
-    """The view's value columns from its maps' values (raw bits), cast to the out fields' types."""
-    values = {m: _doubles(b) if m in native.float_maps else b for m, b in bits.items()}
+def _view_values(view, values: dict[str, pa.Array], fields: list[pa.Field]) -> list[pa.Array]:
+    """The view's value columns from its maps' values, cast to the out fields' types."""
     out = []
     for column, field in zip(view.columns, fields):
         value = values[column.numerator]
         if column.denominator is not None:
             den = values[column.denominator].cast(pa.float64())
-            value = pc.if_else(pc.equal(den, pa.scalar(0.0)), pa.scalar(0.0),
-                               pc.divide(value.cast(pa.float64()), den))
-        out.append(value.cast(field.type, safe=False) if field.type != pa.float64() else value.cast(pa.float64()))
+            value = pc.if_else(pc.equal(den, _ZERO_F), _ZERO_F, pc.divide(value.cast(pa.float64()), den))
+        out.append(value if value.type == field.type else value.cast(field.type, safe=False))
     return out
 
 
@@ -188,11 +137,12 @@ def _all_equal(a: list[pa.Array], b: list[pa.Array]) -> pa.Array:
     return mask
 
 
-def _key_column(native, code: pa.Array, kind: str) -> pa.Array:
+def _key_column(native, code: pa.Array, kind: str, strings: StringTable) -> pa.Array:
+    """Key codes as the out stream's values: day numbers as timestamps, ids as strings, bits as doubles."""
     if kind == "DATE":
         return pc.multiply(pc.subtract(code, _EPOCH_DAYS), _DAY)
     if kind == "STRING":
-        return pc.take(pa.array(native.ids.strings, pa.string()), code)
+        return pc.take(strings.array(native.ids.strings), code)
     if kind == "FLOAT":
-        return _doubles(code)
+        return pa.Array.from_buffers(pa.float64(), len(code), [None, code.buffers()[1]], offset=code.offset)
     return code

@@ -105,6 +105,9 @@ def split(columns: Columns, port: PortPlan, string_ids) -> tuple[list[tuple[int,
         raise ValueError("null values")
     if port.sign_index is None and columns.weights is None:
         return [(1, relation_columns(batch, port, string_ids))], 0
+    whole = _one_sign(batch.column(port.sign_index) if port.sign_index is not None else None, columns.weights)
+    if whole is not None:  # every row enters (or every row leaves) once: the batch as it is, no filter
+        return [(whole, relation_columns(batch, port, string_ids))], 0
     ignored = 0
     if port.sign_index is not None:
         sign = batch.column(port.sign_index).cast(pa.int64())
@@ -123,6 +126,26 @@ def split(columns: Columns, port: PortPlan, string_ids) -> tuple[list[tuple[int,
             part = part.take(pa.array([i for i, n in enumerate(times.to_pylist()) for _ in range(n)], pa.int64()))
         out.append((value, relation_columns(part, port, string_ids)))
     return out, ignored
+
+
+def _one_sign(sign: pa.Array | None, weights: pa.Array | None) -> int | None:
+    """+1 or -1 when every row of a batch has one sign field value (or none) and one weight (or none), each +1
+    or -1: their product (the common case, a publisher's batch of inserts or of deletes), found by one
+    min/max per column; else None.
+
+    >>> _one_sign(pa.array([-1, -1]), pa.array([-1, -1])), _one_sign(pa.array([1, -1]), None)
+    (1, None)
+    """
+    product = None
+    for column in (sign, weights):
+        if column is None:
+            continue
+        bounds = pc.min_max(column)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if low != high or low not in (1, -1):
+            return None
+        product = low if product is None else product * low
+    return product
 
 
 def by_sign(columns: Columns) -> tuple[list[tuple], list[tuple]]:

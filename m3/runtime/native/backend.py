@@ -15,6 +15,7 @@ import datetime
 import threading
 from array import array
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from cffi import FFI
 
@@ -95,6 +96,22 @@ class Dates(dict):
             self.clear()
         d = self[n] = datetime.date.fromordinal(n)
         return d
+
+
+@dataclass(frozen=True)
+class Changed:
+    """What :meth:`NativeMaps.changed` read: ``n`` changed keys, column-major in int64 ``array`` objects of stride
+    ``stride``: key column i at ``keys[i*stride:i*stride+n]`` (codes: INT as is, DATE a day number, STRING an
+    intern id, FLOAT its bits), map j's value bits before the batch at ``olds[j*stride:...]`` and now at
+    ``news[j*stride:...]``.  Buffers, not lists: a reader wraps each column without a copy
+    (``pyarrow.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(keys)], offset=i * stride)``)."""
+
+    n: int
+    stride: int
+    arity: int
+    keys: array
+    olds: array
+    news: array
 
 
 class NativeMaps:
@@ -280,22 +297,20 @@ class NativeMaps:
         olds = self._decode_values(name, flat[rec - 1::rec])
         return list(zip(keys, olds))
 
-    def last_raw(self, name: str) -> array:
-        """:meth:`last` undecoded: per write, the key's int64 codes (INT as is, DATE as day numbers, STRING as
-        intern ids, FLOAT as its bits) then the old value's int64 bits; for readers that decode in bulk."""
-        m = self.map_no[name]
-        n = self.lib.rt_last(self.rt, m, ffi.NULL)
-        flat = array("q", bytes(8 * n))
-        if n:
-            self.lib.rt_last(self.rt, m, _i64(flat))
-        return flat
-
-    def get_many_raw(self, name: str, keys: array, n: int) -> array:
-        """The current values' int64 bits at ``n`` keys given as int64 codes, one key after another (0: absent)."""
-        out = array("q", bytes(8 * n))
-        if n:
-            self.lib.rt_get_many(self.rt, self.map_no[name], n, _i64(keys), _i64(out))
-        return out
+    def changed(self, names: Sequence[str]) -> Changed:
+        """The keys the last committed batch changed in maps ``names`` (a plain view's maps: one key arity),
+        each once, with every map's value bits before the batch and now (a key whose values all stayed is left
+        out): one C call over the journals, no Python object per key (:class:`Changed`)."""
+        nos = ffi.new("int[]", [self.map_no[name] for name in names])
+        cap = self.lib.rt_changes_cap(self.rt, len(names), nos)
+        arity = self.arity[names[0]] if names else 0
+        if any(self.arity[name] != arity for name in names):
+            raise ValueError(f"maps {', '.join(names)} differ in key arity")
+        keys, olds, news = (array("q", bytes(8 * max(1, cap * w))) for w in (arity, len(names), len(names)))
+        n = self.lib.rt_changes(self.rt, len(names), nos, cap, _i64(keys), _i64(olds), _i64(news)) if cap else 0
+        if n < 0:
+            raise MemoryError("rt_changes")
+        return Changed(n, cap, arity, keys, olds, news)
 
     def dump(self, name: str) -> list[tuple[tuple, object]]:
         """Every entry of map ``name``."""

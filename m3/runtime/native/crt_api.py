@@ -29,6 +29,8 @@ int64_t rt_pending(rt_t *rt, int m, int64_t *out);
 void rt_pending_clear(rt_t *rt);
 void rt_get_many(rt_t *rt, int m, int64_t n, const int64_t *keys, int64_t *vals);
 int64_t rt_last(rt_t *rt, int m, int64_t *out);
+int64_t rt_changes_cap(rt_t *rt, int nm, const int *ms);
+int64_t rt_changes(rt_t *rt, int nm, const int *ms, int64_t cap, int64_t *keys, int64_t *olds, int64_t *news);
 void rt_fail_after(rt_t *rt, int64_t n);
 int64_t rt_entries(rt_t *rt);
 int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n);
@@ -143,6 +145,71 @@ int64_t rt_last(rt_t *rt, int mi, int64_t *out) {
     map_t *m = &rt->maps[mi];
     if (out) memcpy(out, m->jl, sizeof(int64_t) * m->jln);
     return m->jln;
+}
+
+/* rows rt_changes may write for maps ms (the records of their last journals) */
+int64_t rt_changes_cap(rt_t *rt, int nm, const int *ms) {
+    int64_t cap = 0;
+    for (int j = 0; j < nm; j++) { map_t *m = &rt->maps[ms[j]]; cap += m->jln / (m->arity + 1); }
+    return cap;
+}
+
+static inline uint64_t chg_hash(const int64_t *k, int a) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < a; i++) { h ^= (uint64_t)k[i] + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2); h ^= h >> 31; h *= 0xBF58476D1CE4E5B9ULL; h ^= h >> 29; }
+    return h ^ (h >> 32);
+}
+
+/* The keys the last batch changed in maps ms[0..nm) (one arity, the same key columns: a view's maps), each once,
+   with every map's value before the batch (its first journal record's old value there, else its value now) and
+   its value now; a key none of whose values changed is left out.  Column-major with stride cap (at least
+   rt_changes_cap): key column i at keys + i*cap, map j's values at olds/news + j*cap, as value bits (doubles
+   compared as doubles).  Returns the rows written, or -1: out of memory. */
+int64_t rt_changes(rt_t *rt, int nm, const int *ms, int64_t cap, int64_t *keys, int64_t *olds, int64_t *news) {
+    if (nm <= 0) return 0;
+    int a = rt->maps[ms[0]].arity;
+    int64_t tcap = 16;
+    while (tcap < cap * 2) tcap <<= 1;
+    int64_t *slots = malloc(sizeof(int64_t) * tcap);
+    uint8_t *seen = calloc(cap * nm + 1, 1);
+    int64_t *row = malloc(sizeof(int64_t) * (a ? a : 1));
+    if (!slots || !seen || !row) { free(slots); free(seen); free(row); return -1; }
+    for (int64_t s = 0; s < tcap; s++) slots[s] = -1;
+    int64_t n = 0;
+    for (int j = 0; j < nm; j++) {
+        map_t *m = &rt->maps[ms[j]];
+        int64_t rec = m->arity + 1;
+        for (int64_t p = 0; p + rec <= m->jln; p += rec) {
+            const int64_t *k = m->jl + p;
+            int64_t s = chg_hash(k, a) & (tcap - 1), r;
+            for (;;) {
+                r = slots[s];
+                if (r < 0) break;
+                int same = 1;
+                for (int i = 0; i < a; i++) if (keys[i * cap + r] != k[i]) { same = 0; break; }
+                if (same) break;
+                s = (s + 1) & (tcap - 1);
+            }
+            if (r < 0) { r = slots[s] = n++; for (int i = 0; i < a; i++) keys[i * cap + r] = k[i]; }
+            if (!seen[j * cap + r]) { seen[j * cap + r] = 1; olds[j * cap + r] = k[a]; }
+        }
+    }
+    int64_t out = 0;
+    for (int64_t r = 0; r < n; r++) {
+        for (int i = 0; i < a; i++) row[i] = keys[i * cap + r];
+        int changed = 0;
+        for (int j = 0; j < nm; j++) {
+            map_t *m = &rt->maps[ms[j]];
+            int32_t e = map_find(m, row);
+            val_t now; now.i = e < 0 ? 0 : m->vals[e].i;
+            val_t old; old.i = seen[j * cap + r] ? olds[j * cap + r] : now.i;
+            if (m->isfloat ? old.d != now.d : old.i != now.i) changed = 1;
+            olds[j * cap + out] = old.i; news[j * cap + out] = now.i;
+        }
+        if (changed) { for (int i = 0; i < a; i++) keys[i * cap + out] = row[i]; out++; }
+    }
+    free(slots); free(seen); free(row);
+    return out;
 }
 
 void rt_fail_after(rt_t *rt, int64_t n) { rt->fail_after = n; }
