@@ -56,6 +56,11 @@ def free_consecutive_ports(count: int, avoid: tuple[int, ...] = ()) -> int:
     raise RuntimeError(f"no {count} consecutive free ports")
 
 
+#: Seconds a Head, node or region may take to listen (mostly imports): generous, as on a loaded machine (CI's two
+#: cores, or several test workers) a start-up takes many times its quiet 1-2 s; a wait, not a timing assertion.
+STARTUP = 60.0
+
+
 def wait_until(predicate, timeout: float = 15.0, what: str = "condition", interval: float = 0.05) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -132,7 +137,7 @@ class Cluster:
                     "--pending-timeout", str(self.pending_timeout),
                     "--snapshot-interval", str(self.snapshot_interval),
                     "--failover-after", str(self.failover_after), *extra)
-        wait_until(lambda: self._up(f"{self.head}/status"), what="the Head to listen")
+        wait_until(lambda: self._up(f"{self.head}/status"), timeout=STARTUP, what="the Head to listen")
 
     def start_node(self, endpoint: str | None = None, head: bool = True, data_dir: Path | None = None,
                    shared: bool = False, extra: tuple[str, ...] = (), listen: str | None = None) -> str:
@@ -146,7 +151,7 @@ class Cluster:
         self._spawn(endpoint, "node", *where, *(["--head", self.head] if head else []),
                     *(["--data-dir", str(data_dir)] if data_dir is not None else []),
                     *(["--shared-dir"] if shared else []), *extra)
-        wait_until(lambda: self._up(f"http://{endpoint}/status"), what=f"node {endpoint} to listen")
+        wait_until(lambda: self._up(f"http://{endpoint}/status"), timeout=STARTUP, what=f"node {endpoint} to listen")
         if head:
             self.wait_alive(endpoint)
         return endpoint
@@ -172,7 +177,8 @@ class Cluster:
                         *(["--data-dir", str(data_dir)] if data_dir is not None else []),
                         *(["--shared-dir"] if shared else []))
         for endpoint in endpoints:
-            wait_until(lambda e=endpoint: self._up(f"http://{e}/status"), what=f"node {endpoint} to listen")
+            wait_until(lambda e=endpoint: self._up(f"http://{e}/status"), timeout=STARTUP,
+                       what=f"node {endpoint} to listen")
         if head:
             self.wait_alive(*endpoints)
         return list(endpoints)
@@ -181,7 +187,7 @@ class Cluster:
         """A regional component registered with the Head under ``name``; its endpoint."""
         endpoint = f"localhost:{free_port()}"
         self._spawn(f"region-{endpoint}", "region", "--endpoint", endpoint, "--name", name)
-        wait_until(lambda: self._up(f"http://{endpoint}/status"), what=f"region {endpoint} to listen")
+        wait_until(lambda: self._up(f"http://{endpoint}/status"), timeout=STARTUP, what=f"region {endpoint} to listen")
         wait_until(lambda: any(r.endpoint == endpoint for r in self.head_catalog().regions.values()),
                    what=f"region {endpoint} registered at the Head")
         return endpoint
@@ -222,7 +228,8 @@ class Cluster:
             rows = self.nodes()
             return all(rows.get(e, {}).get("alive", False) == alive for e in endpoints)
 
-        wait_until(check, what=f"{endpoints} to be {'up' if alive else 'down'} at the Head")
+        wait_until(check, timeout=STARTUP if alive else 15.0,
+                   what=f"{endpoints} to be {'up' if alive else 'down'} at the Head")
 
     def wait_in_sync(self, *endpoints: str) -> None:
         wait_until(lambda: all(self.nodes()[e]["in_sync"] for e in endpoints),
