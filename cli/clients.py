@@ -351,9 +351,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_head_option(p)
     add_token_option(p)
     p.add_argument("--listen", default="localhost:0", help="HOST:PORT to receive updates on (default: a free port)")
-    p.add_argument("--advertise", metavar="HOST:PORT",
-                   help="HOST:PORT the Head sends updates to, when --listen is not reachable as it is (a wildcard "
-                        "address, NAT); default: the address bound")
+    p.add_argument("--advertise", metavar="HOST[:PORT]",
+                   help="where the Head sends updates to, when --listen is not reachable as it is (0.0.0.0, NAT); a "
+                        "HOST alone gets the port bound (default: the address bound)")
     p.add_argument("--xml", action="store_true", help="print update XML instead of a summary")
     add_retry_option(p)
     p.add_argument("--once", action="store_true", help="exit after printing the catalog")

@@ -183,8 +183,8 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
     resume_from = recorded_positions(args.output, args.stream, args.name)
 
     async def main(stop: asyncio.Event) -> int:
-        subscriber = Subscriber(head, args.stream, token, listen=args.listen, on_slow=args.on_slow,
-                                retry_for=args.retry_for, name=args.name, resume_from=resume_from)
+        subscriber = Subscriber(head, args.stream, token, listen=args.listen, advertise=args.advertise,
+                                on_slow=args.on_slow, retry_for=args.retry_for, name=args.name, resume_from=resume_from)
         try:
             await subscriber.start()
         except (UnknownStream, SubscribeFailed) as exc:
@@ -322,6 +322,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "microseconds since the epoch in each, so the output can be published again as it is")
     p.add_argument("--output", metavar="FILE", help="write into FILE instead of stdout (needed for parquet)")
     p.add_argument("--listen", default="localhost:0", help="HOST:PORT to receive on (default: a free port)")
+    p.add_argument("--advertise", metavar="HOST[:PORT]",
+                   help="where the node sends to, when --listen is not reachable as it is (0.0.0.0, NAT); a HOST "
+                        "alone gets the port bound (default: the address bound)")
     p.add_argument("--count", type=int, default=0,
                    help="exit after this many tuples (with --name, after the batch that reaches them)")
     p.add_argument("--retry-for", type=float, default=30.0, metavar="SECONDS",

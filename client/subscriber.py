@@ -80,6 +80,7 @@ from xml.sax.saxutils import escape as xml_escape
 from typing import Any
 
 from boreas.catalog.endpoints import split_endpoint
+from boreas.wire.addressing import advertised
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.frames import Ack, Batch, Refused
@@ -139,14 +140,15 @@ class Subscriber:
     """Receives one stream: an async iterator of rows (tuples in field order), in production order.
 
     ``head`` is the Head's URL, ``token`` the cluster token; the subscriber
-    listens at ``listen`` (``host:port``, port 0 for a free one) and buffers
+    listens at ``listen`` (``host:port``, port 0 for a free one), registers as
+    ``advertise`` when given (``host:port``, or a host given the port bound) and buffers
     at most ``queue_batches`` batches.  After :meth:`start`, :attr:`schema`
     describes the rows and :attr:`endpoint` is where the node sends them.
     """
 
     def __init__(self, head: str, stream: str, token: str | None, listen: str = "localhost:0",
                  queue_batches: int = 64, on_slow: str | None = None, retry_for: float = RETRY_FOR,
-                 name: str | None = None, resume_from: dict[str, int] | None = None):
+                 name: str | None = None, resume_from: dict[str, int] | None = None, advertise: str | None = None):
         self.head = head
         self.stream = stream
         self.name = name  # resumes where the last subscriber of this name stopped (None: from now on)
@@ -159,6 +161,9 @@ class Subscriber:
         self.ended = False
         self.token = token
         self.listen = listen
+        # where the node sends to, when ``listen`` is not reachable as it is (a wildcard, NAT): HOST:PORT, or a HOST
+        # that gets the port bound
+        self.advertise = advertise
         self.on_slow = on_slow  # what the node does when we fall a buffer behind (None: disconnect us)
         self.endpoint: str | None = None
         self.schema: Schema | None = None
@@ -190,7 +195,8 @@ class Subscriber:
             self.schema = Schema(route["schema"]["name"], fields)
             self._row_type = RowType(self.schema)
             host, port = split_endpoint(self.listen)
-            self.endpoint = await self.server.start(host, port)
+            bound = await self.server.start(host, port)
+            self.endpoint = advertised(self.advertise, bound)
             policy = f' on-slow="{self.on_slow}"' if self.on_slow else ""
             if self.name:
                 policy += f' name="{xml_escape(self.name, {chr(34): "&quot;"})}"'

@@ -44,6 +44,7 @@ from boreas.catalog.diagnostics import ValidationFailed
 from boreas.catalog.documents import Update, read_document
 from boreas.catalog.updates import update_document
 from boreas.client.optimizer import CatalogView, Optimizer
+from boreas.wire.addressing import advertised
 from boreas.wire.client import PeerClient
 from boreas.wire.health import Health
 from boreas.wire.metrics import View, add_metrics_route
@@ -75,9 +76,9 @@ class RegionalComponent:
         add_metrics_route(self.server.app, self.server.registry)
 
     async def start(self, host: str = "localhost", port: int = 0, advertise: str | None = None) -> str:
-        """Listen on ``host:port`` and register as ``advertise`` (default: the address bound)."""
-        bound = await self.server.start(host, port)
-        self.endpoint = advertise or bound
+        """Listen on ``host:port`` and register as ``advertise`` (default: the address bound; a host alone gets the
+        port bound)."""
+        self.endpoint = advertised(advertise, await self.server.start(host, port))
         self.catalog.names.add(self.endpoint)
         if self.head:
             await self.register()

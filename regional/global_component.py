@@ -37,6 +37,7 @@ from boreas.catalog.model import Catalog
 from boreas.catalog.model import GlobalComponent as GlobalElement
 from boreas.catalog.replicate import UpdateRejected, apply_update
 from boreas.catalog.updates import update_document
+from boreas.wire.addressing import advertised
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.health import Health
 from boreas.wire.metrics import View, add_metrics_route
@@ -75,9 +76,9 @@ class GlobalComponent:
         self.registered = False  # the Head took our registration (readiness)
 
     async def start(self, host: str = "localhost", port: int = 0, advertise: str | None = None) -> str:
-        """Listen on ``host:port`` and register as ``advertise`` (default: the address bound)."""
-        bound = await self.server.start(host, port)
-        self.endpoint = advertise or bound
+        """Listen on ``host:port`` and register as ``advertise`` (default: the address bound; a host alone gets the
+        port bound)."""
+        self.endpoint = advertised(advertise, await self.server.start(host, port))
         await self.register()
         self.asks.start()
         return self.endpoint

@@ -77,7 +77,9 @@ async def test_nodes_listening_on_every_interface_run_a_chain_by_their_advertise
     assert set(cluster.nodes()) == set(nodes)  # the Head knows each node by what it advertises
     assert {box.node for box in catalog.boxes.values()} == set(nodes)
     rows = [(sensor, time, 20.0 + sensor) for time in range(0, 181) for sensor in (1, 2)]
-    async with Subscriber(cluster.head, "Average", TOKEN) as subscriber:
+    # the subscriber too binds every interface and is reached at an address of its own (its port the one bound)
+    async with Subscriber(cluster.head, "Average", TOKEN, listen="0.0.0.0:0", advertise="127.0.0.5") as subscriber:
+        assert subscriber.endpoint.startswith("127.0.0.5:")
         async with Publisher(cluster.head, "Reading", TOKEN) as publisher:
             await publisher.send(rows)
         got = await collect(subscriber, 6)  # two sensors' minutes 0, 60 and 120 (180 closes the last)

@@ -47,3 +47,16 @@ def head_url(text: str | None = None) -> str:
                          + ("on in this process: use https://" if scheme == "https" else
                             "off: pass --tls-ca (or $BOREAS_TLS_CA) to reach an https:// Head"))
     return f"{scheme}://{parts.netloc}"
+
+
+def advertised(advertise: str | None, bound: str) -> str:
+    """The endpoint a server that bound ``bound`` registers (a subscriber, a global component): ``advertise``, completed with the bound port when it names a host only.
+
+    >>> advertised(None, "0.0.0.0:41234"), advertised("client-7", "0.0.0.0:41234"), advertised("nat:9000", "x:1")
+    ('0.0.0.0:41234', 'client-7:41234', 'nat:9000')
+    """
+    if not advertise:
+        return bound
+    if advertise.startswith("[") and advertise.endswith("]") or ":" not in advertise:
+        return f"{advertise}:{bound.rsplit(':', 1)[1]}"
+    return advertise
