@@ -31,7 +31,8 @@ from typing import Any, Self
 
 from boreas.catalog.model import Catalog
 from boreas.wire.addressing import endpoint_url
-from boreas.wire.client import PeerClient, PeerError, PeerRefused
+from boreas.wire.one_shot import Peers
+from boreas.wire.peer_errors import PeerError, PeerRefused
 
 from .errors import OptimizerFailed, QueryFailed
 from .optimizer_updates import (
@@ -51,7 +52,6 @@ from .optimizer_updates import (
     the_box,
 )
 from .optimizer_views import CatalogView, HeadView, TopologyView
-from .query import QueryClient
 
 __all__ = ["CatalogView", "HeadView", "Moved", "Optimizer", "OptimizerFailed", "TopologyView"]
 
@@ -83,18 +83,23 @@ class Optimizer:
     the seconds a change may take to show.  By default it reads the Head's
     catalog (:class:`HeadView`); a component holding a catalog passes its
     own ``view`` and ``peers`` (which it keeps open) and may name itself as
-    the ``origin`` of its updates.  Use it with ``async with``, or
-    :meth:`close` it.
+    the ``origin`` of its updates; a CLI command passes a
+    :class:`~boreas.wire.one_shot.OneShotPeers`, which needs no aiohttp.  Use
+    it with ``async with``, or :meth:`close` it.
     """
 
     def __init__(self, head: str | None, token: str | None = None, timeout: float = 60.0, *,
-                 peers: PeerClient | None = None, view: TopologyView | None = None, origin: str = ORIGIN):
+                 peers: Peers | None = None, view: TopologyView | None = None, origin: str = ORIGIN):
         self.head = head.rstrip("/") if head else None
         self.token = token
         self.timeout = timeout
         self.origin = origin
         self._own_peers = peers is None
-        self.peers = peers if peers is not None else PeerClient(token)
+        if peers is None:
+            from boreas.wire.client import PeerClient  # (aiohttp: only for a caller that brought no peers)
+
+            peers = PeerClient(token)
+        self.peers = peers
         if view is None:
             if self.head is None:
                 raise ValueError("an Optimizer needs the Head's URL or a view of the topology")
@@ -189,6 +194,8 @@ class Optimizer:
         member a node hosts as a guest after a failover is emptied."""
         if self.head is None:
             raise OptimizerFailed("a rebalance counts entries through the Head: give the Optimizer its URL", 422)
+        from .query import QueryClient  # (M3's layouts and aiohttp: only a rebalance reads the members)
+
         async with QueryClient(self.head, self.token) as client:
             try:
                 _, answers = await client.segments(box)
