@@ -365,9 +365,16 @@ class HeadService:
         if endpoint not in self.membership.known():
             self.node_order.registered(endpoint)
             log.info("node %s registered: position #%d", endpoint, self.node_order.nodes().index(endpoint))
+        restarted = self.membership.describe(endpoint).get("incarnation") != incarnation
         if self.membership.heartbeat(endpoint, incarnation, version, recovery=recovery):
-            log.info("node %s is up (incarnation %s): synchronising its local catalog", endpoint, incarnation[:8])
-            self.sync_for(endpoint).resync()
+            sync = self.sync_for(endpoint)
+            if restarted or not sync.pushing:
+                log.info("node %s is up (incarnation %s): synchronising its local catalog", endpoint,
+                         incarnation[:8])
+                sync.resync()
+            else:  # the same process, late because it is applying our push: its answer says what it holds
+                log.info("node %s answers again while it applies an update (incarnation %s, as before)",
+                         endpoint, incarnation[:8])
             self.notify()
 
     async def _expire_pending(self) -> None:
