@@ -368,12 +368,12 @@ class HeadService:
         restarted = self.membership.describe(endpoint).get("incarnation") != incarnation
         if self.membership.heartbeat(endpoint, incarnation, version, recovery=recovery):
             sync = self.sync_for(endpoint)
-            if restarted or not sync.pushing:
+            if restarted or sync.failure is not None or (sync.held is None and not sync.pushing):
                 log.info("node %s is up (incarnation %s): synchronising its local catalog", endpoint,
                          incarnation[:8])
                 sync.resync()
-            else:  # the same process, late because it is applying our push: its answer says what it holds
-                log.info("node %s answers again while it applies an update (incarnation %s, as before)",
+            else:  # the same process, late (busy, or the Head was): what it acknowledged is what it holds
+                log.info("node %s answers again (incarnation %s, as before): nothing to read again",
                          endpoint, incarnation[:8])
             self.notify()
 
