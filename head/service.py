@@ -368,7 +368,8 @@ class HeadService:
         restarted = self.membership.describe(endpoint).get("incarnation") != incarnation
         if self.membership.heartbeat(endpoint, incarnation, version, recovery=recovery):
             sync = self.sync_for(endpoint)
-            if restarted or sync.failure is not None or (sync.held is None and not sync.pushing):
+            failed_over = self.failover.state.get(endpoint, {}).get("state") in ("adopting", "failed over")
+            if restarted or failed_over or sync.failure is not None or (sync.held is None and not sync.pushing):
                 log.info("node %s is up (incarnation %s): synchronising its local catalog", endpoint,
                          incarnation[:8])
                 sync.resync()
