@@ -181,7 +181,7 @@ def test_move_and_nodes_work_over_tls_without_loading_aiohttp_or_xmlschema(tls_c
         assert heavy == []
     result, heavy = boreas_imports("nodes", env=c.env)
     assert result.returncode == 0, result.stderr
-    assert [line.split()[:2] for line in result.stdout.splitlines()[2:]] == [[n, "up"] for n in c.nodes]
+    assert [line.split()[:2] for line in result.stdout.splitlines()[2:]] == [[n, "up"] for n in sorted(c.nodes)]
     assert heavy == []
     result, _ = boreas_imports("move", "box1", c.nodes[1], env={**c.env, "BOREAS_TOKEN": "wrong"})
     assert result.returncode == 1 and "wrong cluster token" in result.stderr, result.stderr
