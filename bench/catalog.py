@@ -27,32 +27,51 @@ from boreas.catalog.submission import plan_submission
 
 def generate(boxes: int, nodes: int) -> tuple[str, str]:
     """Chains of filters, one chain per node; each filter has a true and a false out stream."""
+    return generate_parts(boxes, nodes, 1)[0]
+
+
+def generate_parts(boxes: int, nodes: int, parts: int) -> list[tuple[str, str]]:
+    """:func:`generate`'s catalog as ``parts`` submissions of about equal size, to be submitted in order.
+
+    Part ``k`` holds boxes with consecutive numbers (each reads a stream of an earlier box, in this part or
+    an earlier one) and places them; the first also declares the schema and the inputs, the last the
+    outputs.  A catalog over the Head's request cap (16 MiB: about 70,000 boxes) is deployed this way.
+
+    >>> [len(app.split("<box ")) - 1 for app, _ in generate_parts(10, 2, 3)]
+    [3, 3, 4]
+    """
     chains = nodes
-    app = ['<?xml version="1.0"?>', "<borealis>",
-           '<schema name="Reading"><field name="sensor" type="int"/><field name="time" type="long"/>'
-           '<field name="value" type="double"/><field name="tag" type="string" size="16"/></schema>']
-    placement: dict[int, list[str]] = {c: [] for c in range(chains)}
-    for c in range(chains):
-        app.append(f'<input stream="in{c}" schema="Reading"/>')
-    for i in range(boxes):
-        c = i % chains
-        upstream = f"in{c}" if i < chains else f"b{i - chains}_t"
-        app.append(
-            f'<box name="b{i}" type="filter"><in stream="{upstream}"/>'
-            f'<out stream="b{i}_t"/><out stream="b{i}_f"/>'
-            f'<parameter name="expression.0" value="value &gt; {i % 97}.5 and sensor &lt;&gt; {i}"/>'
-            f'<parameter name="pass-on-false-port" value="1"/></box>'
-        )
-        placement[c].append(f"b{i}")
-    for i in range(boxes - chains, boxes):
-        app.append(f'<output stream="b{i}_t" schema="Reading"/>')
-    app.append("</borealis>")
-    dep = ['<?xml version="1.0"?>', "<deploy>"]
-    for c in range(chains):
-        dep.append(f'<node endpoint="node{c}:15000" query="{" ".join(placement[c])}"/>')
-        dep.append(f'<publish stream="in{c}" node="node{c}:15000"/>')
-    dep.append("</deploy>")
-    return "\n".join(app), "\n".join(dep)
+    bounds = [boxes * k // parts for k in range(parts + 1)]
+    result = []
+    for k in range(parts):
+        app = ['<?xml version="1.0"?>', "<borealis>"]
+        if k == 0:
+            app.append('<schema name="Reading"><field name="sensor" type="int"/><field name="time" type="long"/>'
+                       '<field name="value" type="double"/><field name="tag" type="string" size="16"/></schema>')
+            app += [f'<input stream="in{c}" schema="Reading"/>' for c in range(chains)]
+        placement: dict[int, list[str]] = {c: [] for c in range(chains)}
+        for i in range(bounds[k], bounds[k + 1]):
+            c = i % chains
+            upstream = f"in{c}" if i < chains else f"b{i - chains}_t"
+            app.append(
+                f'<box name="b{i}" type="filter"><in stream="{upstream}"/>'
+                f'<out stream="b{i}_t"/><out stream="b{i}_f"/>'
+                f'<parameter name="expression.0" value="value &gt; {i % 97}.5 and sensor &lt;&gt; {i}"/>'
+                f'<parameter name="pass-on-false-port" value="1"/></box>'
+            )
+            placement[c].append(f"b{i}")
+        if k == parts - 1:
+            app += [f'<output stream="b{i}_t" schema="Reading"/>' for i in range(boxes - chains, boxes)]
+        app.append("</borealis>")
+        dep = ['<?xml version="1.0"?>', "<deploy>"]
+        for c in range(chains):
+            if placement[c]:
+                dep.append(f'<node endpoint="node{c}:15000" query="{" ".join(placement[c])}"/>')
+            if k == 0:
+                dep.append(f'<publish stream="in{c}" node="node{c}:15000"/>')
+        dep.append("</deploy>")
+        result.append(("\n".join(app), "\n".join(dep)))
+    return result
 
 
 def timed(fn):

@@ -71,15 +71,23 @@ def _generator():
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.generate
+    return module.generate_parts
 
 
 def generate(boxes: int, endpoints: list[str]) -> tuple[str, str]:
     """Application and deployment XML, with the generator's placeholder nodes moved to ``endpoints``."""
-    app, dep = _generator()(boxes, len(endpoints))
-    dep, n = re.subn(r'"node(\d+):15000"', lambda m: f'"{endpoints[int(m[1])]}"', dep)
-    assert n == 2 * len(endpoints), "bench/catalog.py's deployment XML changed shape"
-    return app, dep
+    return generate_parts(boxes, endpoints, 1)[0]
+
+
+def generate_parts(boxes: int, endpoints: list[str], parts: int) -> list[tuple[str, str]]:
+    """:func:`generate`'s catalog as ``parts`` submissions to make in order (bench/catalog.py's
+    ``generate_parts``): a catalog over the Head's request cap goes in that way."""
+    result = []
+    for app, dep in _generator()(boxes, len(endpoints), parts):
+        dep, n = re.subn(r'"node(\d+):15000"', lambda m: f'"{endpoints[int(m[1])]}"', dep)
+        assert parts > 1 or n == 2 * len(endpoints), "bench/catalog.py's deployment XML changed shape"
+        result.append((app, dep))
+    return result
 
 
 # -- the figures -----------------------------------------------------------------

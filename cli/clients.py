@@ -103,12 +103,12 @@ async def submit_and_report(head: str, token: str | None, files: list[tuple[str,
 
 
 def cmd_nodes(args: argparse.Namespace) -> int:
-    from boreas.wire.client import PeerClient
+    from boreas.wire.one_shot import OneShotPeers  # (one request: the standard library's HTTP, no aiohttp)
 
     head = the_head(args)
 
     async def main() -> int:
-        async with PeerClient(None) as peers:
+        async with OneShotPeers(None) as peers:
             status = await peers.call("GET", f"{head}/nodes")
         if args.json:
             print_json(status)

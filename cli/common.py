@@ -216,11 +216,12 @@ def run_optimizer(args: argparse.Namespace, action: Callable[[Optimizer], Awaita
 
     from boreas.client.optimizer import Optimizer, OptimizerFailed
     from boreas.wire.auth import resolve_token
+    from boreas.wire.one_shot import OneShotPeers
 
     head, token = the_head(args), resolve_token(args.token, required=False)
 
-    async def run() -> T:
-        async with Optimizer(head, token, args.timeout) as optimizer:
+    async def run() -> T:  # (the standard library's HTTP: a command makes a few calls, aiohttp costs 0.3 s)
+        async with OneShotPeers(token) as peers, Optimizer(head, token, args.timeout, peers=peers) as optimizer:
             return await action(optimizer)
 
     try:

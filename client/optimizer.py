@@ -31,7 +31,8 @@ from typing import Any, Self
 
 from boreas.catalog.model import Catalog
 from boreas.wire.addressing import endpoint_url
-from boreas.wire.client import PeerClient, PeerError, PeerRefused
+from boreas.wire.one_shot import Peers
+from boreas.wire.peer_errors import PeerError, PeerRefused
 
 from .errors import OptimizerFailed, QueryFailed
 from .optimizer_updates import (
@@ -51,7 +52,6 @@ from .optimizer_updates import (
     the_box,
 )
 from .optimizer_views import CatalogView, HeadView, TopologyView
-from .query import QueryClient
 
 __all__ = ["CatalogView", "HeadView", "Moved", "Optimizer", "OptimizerFailed", "TopologyView"]
 
@@ -83,18 +83,23 @@ class Optimizer:
     the seconds a change may take to show.  By default it reads the Head's
     catalog (:class:`HeadView`); a component holding a catalog passes its
     own ``view`` and ``peers`` (which it keeps open) and may name itself as
-    the ``origin`` of its updates.  Use it with ``async with``, or
-    :meth:`close` it.
+    the ``origin`` of its updates; a CLI command passes a
+    :class:`~boreas.wire.one_shot.OneShotPeers`, which needs no aiohttp.  Use
+    it with ``async with``, or :meth:`close` it.
     """
 
     def __init__(self, head: str | None, token: str | None = None, timeout: float = 60.0, *,
-                 peers: PeerClient | None = None, view: TopologyView | None = None, origin: str = ORIGIN):
+                 peers: Peers | None = None, view: TopologyView | None = None, origin: str = ORIGIN):
         self.head = head.rstrip("/") if head else None
         self.token = token
         self.timeout = timeout
         self.origin = origin
         self._own_peers = peers is None
-        self.peers = peers if peers is not None else PeerClient(token)
+        if peers is None:
+            from boreas.wire.client import PeerClient  # (aiohttp: only for a caller that brought no peers)
+
+            peers = PeerClient(token)
+        self.peers = peers
         if view is None:
             if self.head is None:
                 raise ValueError("an Optimizer needs the Head's URL or a view of the topology")
@@ -117,7 +122,7 @@ class Optimizer:
         """Move box ``name`` to node ``target``, with its state; or, of a partitioned box, segment
         ``BOX/SEG`` or every segment of ``BOX`` (its leader moves the data)."""
         box = name.rpartition("/")[0] if "/" in name else name
-        catalog = await self.view.catalog()
+        catalog = await self.view.catalog(boxes=[box])
         the_box(catalog, box, self.view.where)
         if box in catalog.partitions:
             check_member(catalog, box, target)
@@ -132,7 +137,7 @@ class Optimizer:
         def moved(c: Catalog) -> bool:  # (a box moved out of a region leaves the region's catalog)
             return c.boxes[box].node == target if box in c.boxes else target not in c.nodes
 
-        await self.view.shown(moved, f"box {box!r} moved to {target}", self.timeout)
+        await self.view.shown(moved, f"box {box!r} moved to {target}", self.timeout, boxes=[box])
         return Moved(name, target, source=source, reply=reply)
 
     async def connect(self, sink: str, port: int, box_xml: str, upstream: bool = False) -> dict[str, Any]:
@@ -140,28 +145,30 @@ class Optimizer:
         on the node the stream comes from); the node's answer (``inserted``, ``node``, ``stream``)."""
         text = connect_document(sink, port, box_xml, upstream, origin=self.origin)
         inserted = inserted_box(text)
-        catalog = await self.view.catalog()
+        taken = [inserted.name, *inserted.outputs]  # (as box names, inputs, or streams some box writes)
+        catalog = await self.view.catalog(boxes=[sink, *taken], streams=taken)
         node = node_of(catalog, sink, self.view.where)
         check_insertion(catalog, sink, port, inserted)
         reply = await self._send(node, text)
-        await self.view.shown(lambda c: inserted.name in c.boxes, f"box {inserted.name!r} inserted", self.timeout)
+        await self.view.shown(lambda c: inserted.name in c.boxes, f"box {inserted.name!r} inserted", self.timeout,
+                              boxes=[inserted.name])
         return reply
 
     async def insert_filter(self, sink: str, expression: str, port: int = 0, name: str | None = None,
                             upstream: bool = False) -> dict[str, Any]:
         """:meth:`connect` a filter box ``name`` (default ``SINK_filter``) keeping the tuples for which
         ``expression`` holds; it writes a stream also called ``name``, which ``sink`` then reads."""
-        stream = in_stream(await self.view.catalog(), sink, port, self.view.where)
+        stream = in_stream(await self.view.catalog(boxes=[sink]), sink, port, self.view.where)
         return await self.connect(sink, port, filter_box(name or f"{sink}_filter", stream, expression), upstream)
 
     async def disconnect(self, stream: str) -> dict[str, Any]:
         """Remove the box a connect inserted, named by the stream it writes; its sink reads the original
         stream again.  The node's answer (``removed``, ``node``, ``stream``)."""
-        catalog = await self.view.catalog()
+        catalog = await self.view.catalog(streams=[stream])
         sink, producer = connect_added(catalog, stream)
         reply = await self._send(sink.node or "", disconnect_document(stream, self.origin))
         await self.view.shown(lambda c: producer.name not in c.boxes, f"box {producer.name!r} removed",
-                              self.timeout)
+                              self.timeout, boxes=[producer.name])
         return reply
 
     # -- a partitioned box's layout ----------------------------------------------------
@@ -170,7 +177,7 @@ class Optimizer:
         """Send ``change`` (``{"move": [seg, node]}``, ``{"split": seg}``, ``{"move_all": node}``,
         ``{"rebalance": {seg: entries}}``, ``{"retire": node}`` or ``{"cancel": True}``) to the box's leader
         (``POST /segments/{box}/relayout``); its answer once the new layout shows."""
-        return await self._relayout(await self.view.catalog(), box, change)
+        return await self._relayout(await self.view.catalog(boxes=[box]), box, change)
 
     async def split(self, box: str, segment: int) -> dict[str, Any]:
         """Split a segment in two, on the same node."""
@@ -189,6 +196,8 @@ class Optimizer:
         member a node hosts as a guest after a failover is emptied."""
         if self.head is None:
             raise OptimizerFailed("a rebalance counts entries through the Head: give the Optimizer its URL", 422)
+        from .query import QueryClient  # (M3's layouts and aiohttp: only a rebalance reads the members)
+
         async with QueryClient(self.head, self.token) as client:
             try:
                 _, answers = await client.segments(box)
@@ -214,7 +223,7 @@ class Optimizer:
         if reply.get("changed"):
             version = reply["layout"]["layout"]
             await self.view.shown(lambda c: box in c.partitions and c.partitions[box].layout >= version,
-                                  f"box {box!r} switched to layout {version}", self.timeout)
+                                  f"box {box!r} switched to layout {version}", self.timeout, boxes=[box])
         return reply
 
     async def _send(self, node: str, text: str) -> dict[str, Any]:

@@ -67,8 +67,10 @@ from boreas.catalog.documents import (
 )
 from boreas.catalog.endpoints import normalize_endpoint
 from boreas.catalog.model import GlobalComponent, Partition, Region
+from boreas.catalog.replicate import catalog_items
 from boreas.catalog.slices import stream_route
 from boreas.catalog.store import StoreError
+from boreas.catalog.updates import update_document
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS, DeadlineExceeded, capped
 from boreas.wire.health import Health
 from boreas.wire.metrics import add_metrics_route
@@ -76,6 +78,7 @@ from boreas.wire.openapi import add_openapi_route, describe_routes
 from boreas.wire.server import json_error
 
 from .api_docs import HEAD_DOCS, UI_DOCS
+from .catalog_part import catalog_part
 from .context import HeadContext
 from .metrics import HeadMetrics, head_checks
 
@@ -319,6 +322,11 @@ class _Api:
         return web.json_response(result, status=200 if result["complete"] else 503)
 
     async def catalog(self, request: web.Request) -> web.Response:
+        boxes, streams = request.query.getall("box", []), request.query.getall("stream", [])
+        if boxes or streams:  # the part a change is about (head/catalog_part.py): its size, not the catalog's
+            part = catalog_part(self.head.index, boxes, streams)
+            text = update_document(catalog_items(part), version=part.version, origin=self.head.origin)
+            return web.Response(text=text, content_type="application/xml", charset="utf-8")
         # Serialized once per catalog version (head/catalog_copy.py), not per request.
         return web.Response(body=self.head.copies.document(), content_type="application/xml", charset="utf-8")
 

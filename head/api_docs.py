@@ -88,7 +88,8 @@ HEAD_DOCS: RouteDocs = {
                       400: _error("bad heartbeat")},
     },
     ("GET", "/catalog"): {
-        "summary": "The global catalog as one update document",
+        "summary": "The global catalog as one update document; with ?box=B&stream=S (repeatable) only the "
+                   "named boxes, the boxes writing or reading the named streams, and their nodes",
         "responses": {200: {"description": "update XML", "content": XML}},
     },
     ("GET", "/nodes"): {

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.document_model import Connect, Document
+from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Catalog, GlobalComponent, Region
 from boreas.wire.client import PeerClient
 from boreas.wire.server import HttpServer
@@ -28,6 +29,7 @@ from .submissions import Submission, SubmissionLog
 class HeadContext(Protocol):
     store_url: str
     catalog: Catalog
+    index: CatalogIndex  # the current catalog's (index.catalog is the catalog the slices reflect)
     revision: int
     server: HttpServer
     peers: PeerClient

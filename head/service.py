@@ -370,9 +370,17 @@ class HeadService:
         if endpoint not in self.membership.known():
             self.node_order.registered(endpoint)
             log.info("node %s registered: position #%d", endpoint, self.node_order.nodes().index(endpoint))
+        restarted = self.membership.describe(endpoint).get("incarnation") != incarnation
         if self.membership.heartbeat(endpoint, incarnation, version, recovery=recovery):
-            log.info("node %s is up (incarnation %s): synchronising its local catalog", endpoint, incarnation[:8])
-            self.sync_for(endpoint).resync()
+            sync = self.sync_for(endpoint)
+            failed_over = self.failover.state.get(endpoint, {}).get("state") in ("adopting", "failed over")
+            if restarted or failed_over or sync.failure is not None or (sync.held is None and not sync.pushing):
+                log.info("node %s is up (incarnation %s): synchronising its local catalog", endpoint,
+                         incarnation[:8])
+                sync.resync()
+            else:  # the same process, late (busy, or the Head was): what it acknowledged is what it holds
+                log.info("node %s answers again (incarnation %s, as before): nothing to read again",
+                         endpoint, incarnation[:8])
             self.notify()
 
     async def _expire_pending(self) -> None:

@@ -121,3 +121,57 @@ async def test_the_head_reads_and_copies_each_version_once():
     finally:
         await component.close()
         await head.close()
+
+
+def _outcome(check, *args) -> str:
+    """What an optimizer's check says: its answer, or the reason it refuses."""
+    from boreas.client.errors import OptimizerFailed
+
+    try:
+        return repr(check(*args))
+    except OptimizerFailed as exc:
+        return f"refused: {exc}"
+
+
+def test_an_optimizer_decides_the_same_on_the_part_of_the_catalog_a_change_is_about():
+    """``GET /catalog?box=&stream=`` (head/catalog_part.py): every check a move, connect or disconnect makes gives
+    the answer it gives on the whole catalog, read back the same way (update XML, the schema gate skipped)."""
+    from boreas.catalog.index import CatalogIndex
+    from boreas.client.optimizer_updates import (
+        check_insertion,
+        connect_added,
+        connect_document,
+        filter_box,
+        in_stream,
+        inserted_box,
+        node_of,
+        the_box,
+    )
+    from boreas.head.catalog_part import catalog_part
+
+    whole = planned(40)
+    index = CatalogIndex.build(whole)
+
+    def read(catalog: Catalog) -> Catalog:  # as HeadView.catalog reads the Head's answer
+        doc = read_document(update_document(catalog_items(catalog), version=catalog.version, origin="head"),
+                            "the Head's catalog", check_schema=False)
+        return apply_update(Catalog(), doc.items, doc.version or 0)
+
+    full = read(whole)
+    for box in ("b0", "b39", "nosuch"):  # move
+        part = read(catalog_part(index, [box], []))
+        assert _outcome(the_box, part, box) == _outcome(the_box, full, box)
+        assert _outcome(node_of, part, box) == _outcome(node_of, full, box)
+        assert part.version == full.version
+    for sink, port, name in (("b5", 0, "f"), ("b5", 1, "f"), ("b5", 0, "b7"), ("b5", 0, "b3_t"),
+                             ("b5", 0, "in1"), ("nosuch", 0, "f")):  # connect: the ports, and names taken
+        inserted = inserted_box(connect_document(sink, port, filter_box(name, "x", "value > 1.0")))
+        taken = [inserted.name, *inserted.outputs]
+        part = read(catalog_part(index, [sink, *taken], taken))
+        assert _outcome(check_insertion, part, sink, port, inserted) == \
+            _outcome(check_insertion, full, sink, port, inserted), (sink, port, name)
+        assert _outcome(in_stream, part, sink, port) == _outcome(in_stream, full, sink, port)
+    for stream in ("b3_t", "b39_t", "in0", "nosuch"):  # disconnect
+        part = read(catalog_part(index, [], [stream]))
+        assert _outcome(connect_added, part, stream) == _outcome(connect_added, full, stream), stream
+    assert len(read(catalog_part(index, ["b0"], [])).boxes) == 1  # the part is the part

@@ -21,6 +21,7 @@ from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import apply_update
 from boreas.cli.cluster_certs import ClusterCertificates, make_certificates
 from boreas.client import Publisher, QueryClient, QueryFailed, Subscriber, TlsConfig, configure_tls
+from support.cli_run import boreas_imports
 from support.cluster import TOKEN, free_port, wait_until
 from support.streams import collect
 
@@ -166,6 +167,24 @@ async def test_the_python_client_publishes_and_subscribes_with_tls(tls_cluster):
                 await client.query("nope")
     finally:
         configure_tls(TlsConfig())  # the rest of this test process runs without TLS
+
+
+@pytest.mark.slow
+def test_move_and_nodes_work_over_tls_without_loading_aiohttp_or_xmlschema(tls_cluster):
+    """``boreas move`` and ``boreas nodes`` make their few calls with the standard library's HTTP client: over
+    TLS with client certificates, with the token, and without importing the heavy libraries."""
+    c = tls_cluster
+    for target in (c.nodes[1], c.nodes[0]):  # there and back: the other tests find box1 where it was
+        result, heavy = boreas_imports("move", "box1", target, env=c.env)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == f"moved box box1 from {c.nodes[1 - c.nodes.index(target)]} to {target}"
+        assert heavy == []
+    result, heavy = boreas_imports("nodes", env=c.env)
+    assert result.returncode == 0, result.stderr
+    assert [line.split()[:2] for line in result.stdout.splitlines()[2:]] == [[n, "up"] for n in sorted(c.nodes)]
+    assert heavy == []
+    result, _ = boreas_imports("move", "box1", c.nodes[1], env={**c.env, "BOREAS_TOKEN": "wrong"})
+    assert result.returncode == 1 and "wrong cluster token" in result.stderr, result.stderr
 
 
 @pytest.mark.slow

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import json
 from collections import Counter
 from typing import Any
 
@@ -27,30 +26,22 @@ import aiohttp
 
 from .addressing import endpoint_url
 from .auth import auth_headers
+from .peer_errors import (  # defined apart so that light commands name them without aiohttp
+    CLOSED_NO_CERT,
+    CLOSED_PLAIN,
+    XML,
+    PeerError,
+    PeerRefused,
+    PeerUnreachable,
+    handshake_failed,
+    untrusted_certificate,
+)
+from .peer_errors import json_body as _json
 from .tls import clear_token_refusal, warn_clear_token
 from .tls import current as current_tls
 
-XML = "application/xml"
-
-
-class PeerError(Exception):
-    """A call to another component failed."""
-
-
-class PeerUnreachable(PeerError):
-    def __init__(self, target: str, reason: str):
-        super().__init__(f"{target} is unreachable: {reason}")
-        self.target = target
-        self.reason = reason
-
-
-class PeerRefused(PeerError):
-    def __init__(self, target: str, status: int, payload: dict[str, Any]):
-        message = payload.get("error") or f"HTTP {status}"
-        super().__init__(f"{target} refused the request ({status}): {message}")
-        self.target = target
-        self.status = status
-        self.payload = payload
+__all__ = ["XML", "PeerClient", "PeerError", "PeerRefused", "PeerUnreachable", "describe_tls_failure",
+           "open_session"]
 
 
 class PeerClient:
@@ -133,13 +124,6 @@ def open_session(token: str | None, timeout: aiohttp.ClientTimeout | None = None
     return aiohttp.ClientSession(headers=auth_headers(token), connector=connector, **kwargs)
 
 
-def _json(body: bytes) -> Any:
-    try:
-        return json.loads(body) if body else {}
-    except ValueError:
-        return {"error": body[:200].decode(errors="replace")}
-
-
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, asyncio.TimeoutError):
         return "timed out"
@@ -149,11 +133,9 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, aiohttp.ServerDisconnectedError) or (_reset(exc) and current_tls().enabled):
         tls = current_tls()
         if not tls.enabled:
-            return ("it closed the connection without answering: if it serves TLS, use https:// and "
-                    "--tls-ca (or $BOREAS_TLS_CA)")
+            return CLOSED_PLAIN
         if not tls.cert:  # TLS 1.3: a server that wants our certificate hangs up after the handshake
-            return ("it closed the connection without answering: if it requires a client certificate "
-                    "(--tls-client-auth), pass --tls-cert and --tls-key signed by its CA")
+            return CLOSED_NO_CERT
     if isinstance(exc, aiohttp.ClientConnectorError):
         return f"cannot connect ({exc.os_error.strerror or exc.os_error})"
     return str(exc) or type(exc).__name__
@@ -173,15 +155,8 @@ def describe_tls_failure(exc: BaseException) -> str | None:
     server that wants our certificate each get their own sentence.
     """
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        why = getattr(exc.certificate_error, "verify_message", None) or exc.certificate_error
-        return (f"its TLS certificate is not trusted ({why}): is --tls-ca ($BOREAS_TLS_CA) this cluster's CA, "
-                "and does the certificate name the host dialled?")
+        return untrusted_certificate(getattr(exc.certificate_error, "verify_message", None)
+                                     or exc.certificate_error)
     if isinstance(exc, aiohttp.ClientConnectorSSLError):
-        reason = str(exc.os_error)
-        if "WRONG_VERSION_NUMBER" in reason.upper() or "wrong version number" in reason:
-            return "TLS handshake failed: it answers plain HTTP, not TLS (turn TLS off here, or on there)"
-        if "CERTIFICATE_REQUIRED" in reason.upper() or "certificate required" in reason:
-            return ("it requires a client certificate (--tls-client-auth): pass --tls-cert and --tls-key "
-                    "signed by its CA")
-        return f"TLS handshake failed ({reason})"
+        return handshake_failed(str(exc.os_error))
     return None

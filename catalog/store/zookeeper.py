@@ -10,14 +10,20 @@ chroot (created if missing)::
     /catalog/log/<version:012d>      the commit's changes: zlib-compressed JSON (the last
                                      ``keep_log`` commits; older ones are pruned)
                                      [[kind, key, text-or-null], ...]
+    /catalog/snapshot, /catalog/snapshots/<version>/<chunk>
+                                     the whole catalog now and then, in a few
+                                     znodes (:mod:`.zk_snapshot`): a reader
+                                     takes it plus the log since
 
 A commit is ONE ZooKeeper multi-op: set the version znode conditionally on
 its stat version, create/set/delete the element znodes, create the log
 znode.  Either all of it happens or none of it, so the version, the elements
 and the log can never disagree, and two writers racing on one base version
-cannot both win.  A snapshot reads the version, the elements, and the version
-again; if it moved, the log entries in between name every element that may
-have been read mid-change, and replaying them makes the copy exact.
+cannot both win.  A snapshot reads the last whole copy and replays the log
+since (:mod:`.zk_snapshot`: seconds at 100,000 boxes); without a usable
+copy it reads the version, the elements, and the version again; if it
+moved, the log entries in between name every element that may have been
+read mid-change, and replaying them makes the copy exact.
 
 A multi-op is one request, and ZooKeeper refuses requests larger than its
 ``jute.maxbuffer`` (about 1 MB by default) by dropping the connection; a
@@ -57,6 +63,7 @@ from .base import (
     WatchCallback,
     check_batch,
 )
+from .zk_snapshot import WholeCopies, replay
 from .zk_watch import ZooKeeperWatch
 from .znodes import (  # CONNECT_TIMEOUT, REQUEST_TIMEOUT, escape_key, unescape_key: re-exported
     CONNECT_TIMEOUT,
@@ -113,6 +120,7 @@ class ZooKeeperStore(CatalogStore):
                 f"cannot connect to ZooKeeper for catalog store {url}: no server at {hosts} "
                 f"answered within {connect_timeout:g}s ({exc or type(exc).__name__})"
             ) from exc
+        self._copies = WholeCopies(self._client, self._root)  # the catalog in a few znodes, for readers
         try:
             if create:
                 self._ensure_layout()
@@ -222,6 +230,9 @@ class ZooKeeperStore(CatalogStore):
 
     def snapshot(self) -> Snapshot:
         with self._ops("reading a snapshot"):
+            copied = self._from_copy()
+            if copied is not None:
+                return copied
             version = self._read_version()[0]
             children = self._read_children()
             idents = [(k, n) for k in KINDS for n in children[k]]
@@ -236,18 +247,25 @@ class ZooKeeperStore(CatalogStore):
                 # Every element they touched is in their log entries: replaying
                 # those makes it exact at the last one's version.  (Retrying
                 # instead can starve while writers keep committing.)
-                for commit in self._read_log(version):
-                    for c in commit.changes:
-                        if c.text is None:
-                            elements.pop((c.kind, c.key), None)
-                        else:
-                            elements[(c.kind, c.key)] = c.text
-                    version = commit.version
-            names: dict[str, set[str]] = {k: set() for k in KINDS}
-            for kind, key in elements:
-                names[kind].add(escape_key(key))
-            self._names.set(names, version)
+                version = replay(elements, self._read_log(version), version)
+            self._names.set(_names_of(elements), version)
+            self._copies.kept(version, elements, None)
             return Snapshot(version, elements)
+
+    def _from_copy(self) -> Snapshot | None:
+        """The last whole copy and the log since; None when there is no copy or the log since is pruned."""
+        read = self._copies.read()
+        if read is None:
+            return None
+        version, elements = read
+        try:
+            commits = self._read_log(version)
+        except StoreError:
+            return None
+        copy, version = version, replay(elements, commits, version)
+        self._names.set(_names_of(elements), version)
+        self._copies.kept(version, elements, copy, sum(len(c.changes) for c in commits), len(commits))
+        return Snapshot(version, elements)
 
     def commit(self, base_version: int, changes: Sequence[Change]) -> Commit:
         changes = tuple(check_batch(changes))
@@ -281,6 +299,7 @@ class ZooKeeperStore(CatalogStore):
                 except ConnectionLoss:
                     # The request may or may not have been applied.
                     self._names.forget()
+                    self._copies.forget()
                     outcome = self._after_lost_commit(base_version, payload, size)
                     if outcome is None:
                         continue
@@ -288,6 +307,7 @@ class ZooKeeperStore(CatalogStore):
                 if not any(isinstance(r, Exception) for r in results):
                     self._names.note_commit(current, existing, changes)
                     self._prune_log(current + 1)
+                    self._copies.committed(current, changes)
                     return Commit(current + 1, changes)
                 self._names.forget()
                 actual = self._read_version()[0]
@@ -401,3 +421,11 @@ class ZooKeeperStore(CatalogStore):
         for watch in watches:
             watch.close()
         self._shutdown_client()
+
+
+def _names_of(elements: dict[tuple[str, str], str]) -> dict[str, set[str]]:
+    """The element znodes' names, per kind, of a copy of the catalog."""
+    names: dict[str, set[str]] = {k: set() for k in KINDS}
+    for kind, key in elements:
+        names[kind].add(escape_key(key))
+    return names

@@ -8,6 +8,7 @@ by :mod:`test_cli_ux` and :mod:`test_cli_ux_commands`.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -46,3 +47,25 @@ def closed_stdout(*args, env=None, cwd=None) -> tuple[int, str]:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+#: Libraries that cost a command tenths of a second to import: a light command loads none of them while it runs.
+HEAVY = ("aiohttp", "xmlschema", "sqlglot", "pyarrow", "pandas", "boreas.m3.compiler", "boreas.m3.cumulus")
+
+_IMPORTS_PROBE = """
+import atexit, json, runpy, sys
+heavy = json.loads(sys.argv.pop(1))
+atexit.register(lambda: print("IMPORTED " + json.dumps(sorted(m for m in heavy if m in sys.modules)), file=sys.stderr))
+runpy.run_module("boreas.cli.main", run_name="__main__", alter_sys=True)
+"""
+
+
+def boreas_imports(*args, env, cwd=None, timeout=60) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run ``boreas args...`` to the end, as a user does; its result and which of :data:`HEAVY` it had
+    imported when it exited (its last line on stderr, taken off ``stderr``)."""
+    result = subprocess.run([sys.executable, "-c", _IMPORTS_PROBE, json.dumps(HEAVY), *map(str, args)],
+                            capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+    head, _, last = result.stderr.rstrip("\n").rpartition("\n")
+    assert last.startswith("IMPORTED "), result.stderr
+    result.stderr = head
+    return result, json.loads(last[len("IMPORTED "):])

@@ -1,0 +1,189 @@
+"""Calls to peers over the standard library's ``http.client``: for a command that makes a few and exits.
+
+:class:`~boreas.wire.client.PeerClient` keeps an aiohttp pool, which a
+component that runs for hours wants; importing aiohttp alone takes about a
+quarter of a second, which a ``boreas move`` or ``boreas nodes`` would pay on
+every call for three or four requests.  :class:`OneShotPeers` makes the same
+calls (``request``, ``call``, ``text``, ``post_update``) with the same
+token, the same TLS settings (:mod:`.tls`: the process's client context, the
+token never sent in clear while TLS is on) and the same two failures
+(:mod:`.peer_errors`), on one kept-alive connection per peer.
+
+Its coroutines block while they wait for the answer: it is for a process
+that does nothing else meanwhile (a CLI command in ``asyncio.run``), never
+for a component's event loop.  ``timeout`` bounds each socket operation
+(connecting, and each read), not a whole call.
+
+Usage::
+
+    peers = OneShotPeers(token="s3cret")
+    nodes = (await peers.call("GET", "http://localhost:14000/nodes"))["nodes"]
+    await peers.close()
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+from collections import Counter
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from .addressing import endpoint_url
+from .auth import auth_headers
+from .peer_errors import (
+    CLOSED_NO_CERT,
+    CLOSED_PLAIN,
+    XML,
+    PeerRefused,
+    PeerUnreachable,
+    handshake_failed,
+    json_body,
+    untrusted_certificate,
+)
+from .tls import clear_token_refusal, warn_clear_token
+from .tls import current as current_tls
+
+#: A kept-alive connection the peer closed meanwhile fails with these before any answer: sent again once.
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+
+
+class OneShotPeers:
+    """:class:`~boreas.wire.client.PeerClient`'s calls, blocking, without aiohttp (see the module's doc)."""
+
+    def __init__(self, token: str | None, timeout: float = 10.0):
+        self.token = token
+        self.timeout = timeout
+        self.counters: Counter[str] = Counter()
+        self._connections: dict[tuple[str, str], http.client.HTTPConnection] = {}  # (scheme, host:port)
+
+    async def __aenter__(self) -> OneShotPeers:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        connections, self._connections = self._connections, {}
+        for connection in connections.values():
+            connection.close()
+
+    async def request(self, method: str, url: str, *, data: Any = None, json_body: Any = None,
+                      content_type: str | None = None, timeout: float | None = None) -> tuple[int, bytes]:
+        """One call; raises :class:`PeerUnreachable` when nothing answered."""
+        tls = current_tls()
+        refusal = clear_token_refusal(url, self.token, tls)
+        if refusal is not None:
+            raise PeerUnreachable(url, refusal)
+        warn_clear_token(url, self.token, tls)
+        headers = auth_headers(self.token)
+        if json_body is not None:
+            import json
+
+            data, content_type = json.dumps(json_body), "application/json"
+        if isinstance(data, str):
+            data = data.encode()
+        if content_type:
+            headers["Content-Type"] = content_type
+        self.counters["requests"] += 1
+        if isinstance(data, bytes):
+            self.counters["bytes_sent"] += len(data)
+        parts = urlsplit(url)
+        target = parts.path + (f"?{parts.query}" if parts.query else "") or "/"
+        key = (parts.scheme, parts.netloc)
+        for attempt in (0, 1):
+            reused = key in self._connections
+            connection = self._connection(key, timeout)
+            try:
+                connection.request(method, target, body=data, headers=headers)
+                response = connection.getresponse()
+                body = response.read()
+            except _STALE as exc:
+                self._drop(key)
+                if reused and attempt == 0:
+                    continue
+                raise self._unreachable(url, exc) from None
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop(key)
+                raise self._unreachable(url, exc) from None
+            if response.will_close:
+                self._drop(key)
+            return response.status, body
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    async def call(self, method: str, url: str, **kwargs: Any) -> Any:
+        """A call whose answer is JSON; error statuses raise :class:`PeerRefused`."""
+        status, body = await self.request(method, url, **kwargs)
+        payload = json_body(body)
+        if status >= 400:
+            self.counters["refused"] += 1
+            raise PeerRefused(url, status, payload if isinstance(payload, dict) else {})
+        return payload
+
+    async def text(self, url: str, timeout: float | None = None) -> str:
+        status, body = await self.request("GET", url, timeout=timeout)
+        if status >= 400:
+            raise PeerRefused(url, status, json_body(body) or {})
+        return body.decode()
+
+    async def post_update(self, endpoint: str, text: str, timeout: float | None = None) -> Any:
+        """Send update XML to a component's ``/update``; its JSON answer is returned."""
+        return await self.call("POST", endpoint_url(endpoint, "/update"), data=text, content_type=XML,
+                               timeout=timeout)
+
+    def _connection(self, key: tuple[str, str], timeout: float | None) -> http.client.HTTPConnection:
+        connection = self._connections.get(key)
+        if connection is None:
+            scheme, netloc = key
+            if scheme == "https":
+                connection = http.client.HTTPSConnection(netloc, timeout=self.timeout,
+                                                         context=current_tls().client_context())
+            else:
+                connection = http.client.HTTPConnection(netloc, timeout=self.timeout)
+            self._connections[key] = connection
+        connection.timeout = timeout or self.timeout
+        if connection.sock is not None:
+            connection.sock.settimeout(connection.timeout)
+        return connection
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        connection = self._connections.pop(key, None)
+        if connection is not None:
+            connection.close()
+
+    def _unreachable(self, url: str, exc: BaseException) -> PeerUnreachable:
+        self.counters["unreachable"] += 1
+        return PeerUnreachable(url, describe(exc))
+
+
+def describe(exc: BaseException) -> str:
+    """Why a call over ``http.client`` failed, in the words :class:`~boreas.wire.client.PeerClient` uses."""
+    if isinstance(exc, (TimeoutError, socket.timeout)):
+        return "timed out"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return untrusted_certificate(exc.verify_message or exc)
+    if isinstance(exc, (*_STALE, ssl.SSLEOFError)):
+        tls = current_tls()
+        if not tls.enabled:
+            return CLOSED_PLAIN
+        if not tls.cert:  # TLS 1.3: a server that wants our certificate hangs up after the handshake
+            return CLOSED_NO_CERT
+    if isinstance(exc, ssl.SSLError):
+        return handshake_failed(str(exc))
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot connect ({exc.strerror})"
+    return str(exc) or type(exc).__name__
+
+
+class Peers(Protocol):
+    """The calls a client makes to peers, whichever HTTP library carries them (:class:`OneShotPeers`, or
+    :class:`~boreas.wire.client.PeerClient`)."""
+
+    async def call(self, method: str, url: str, **kwargs: Any) -> Any: ...
+
+    async def text(self, url: str, timeout: float | None = None) -> str: ...
+
+    async def post_update(self, endpoint: str, text: str, timeout: float | None = None) -> Any: ...
+
+    async def close(self) -> None: ...
