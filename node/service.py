@@ -46,6 +46,7 @@ from boreas.wire.supervisor import Supervisor
 
 from .adopt import Adopter, archive_adopted, claimed_by
 from .api import NodeApi
+from .coalescer import DEFAULT_LIMITS, BatchLimits
 from .connector import FilterConnector
 from .dataflow import Dataflow
 from .gcpause import gc_paused
@@ -84,7 +85,8 @@ class NodeService(NodeApi):
     def __init__(self, endpoint: str, head: str | None, token: str | None,
                  heartbeat: float = HEARTBEAT_INTERVAL, data_dir: Path | None = None,
                  snapshot_url: str | None = None, group_commit: tuple[int, float] = (FLUSH_EVERY, FLUSH_MS),
-                 shared_dir: bool = False, subscriber_limits: SubscriberLimits = SubscriberLimits()):
+                 shared_dir: bool = False, subscriber_limits: SubscriberLimits = SubscriberLimits(),
+                 batch_limits: BatchLimits = DEFAULT_LIMITS):
         self.endpoint = endpoint
         self.head = head
         self.incarnation = uuid.uuid4().hex
@@ -98,7 +100,8 @@ class NodeService(NodeApi):
         # The box types this node runs: built once here, passed to everything that checks a slice.
         self.box_types = box_types()
         self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}",
-                                 box_types=self.box_types, subscriber_limits=subscriber_limits)
+                                 box_types=self.box_types, subscriber_limits=subscriber_limits,
+                                 batch_limits=batch_limits)
         self.metrics = NodeMetrics(self)  # views of the counters below, read when /metrics is scraped
         self.receiver = DataReceiver(self.metrics.counting(self.dataflow.intake.accept), token,
                                      digests=self.dataflow.state.digests)
