@@ -3,7 +3,7 @@ clock, and every close is a point of the input log, so a replay produces the sam
 numbers.
 
 In process: a :class:`~boreas.node.dataflow.Dataflow` driven by hand as its box task drives it (batches taken,
-timers fired, snapshots captured), its input log on disk; what it would send downstream is read from its outbox
+timers fired, its input queue found empty, snapshots captured), its input log on disk; what it would send downstream is read from its outbox
 (:meth:`Outputs.withdraw`).  The "crash" is the dataflow abandoned with its log: a fresh one replays the log.
 """
 
@@ -72,8 +72,9 @@ def sent(dataflow: Dataflow) -> list[tuple[str, list[tuple], str, int]]:
     return out
 
 
-# one step of the box task: ("take", ms the clock moves on, rows), ("tick", ms, 0), ("snapshot", ms, 0)
-steps = st.lists(st.tuples(st.sampled_from(["take", "take", "take", "tick", "snapshot"]),
+# one step of the box task: ("take", ms the clock moves on, rows), ("tick", ms, 0), ("idle", ms, 0): its input
+# queue found empty, ("snapshot", ms, 0)
+steps = st.lists(st.tuples(st.sampled_from(["take", "take", "take", "take", "tick", "idle", "snapshot"]),
                            st.floats(0.0, 4.0), st.integers(0, 7)), min_size=1, max_size=30)
 
 
@@ -95,6 +96,8 @@ async def run_live(log_dir: Path, limits: BatchLimits, plan: list[tuple[str, flo
         elif kind == "tick":
             async with dataflow.lock:
                 await dataflow.timers.fire(dataflow.clock.now(), record=True)
+        elif kind == "idle":
+            await dataflow.task.close_idle()
         else:
             async with dataflow.lock:
                 captures.append(await dataflow.replayer.capture(len(captures) + 1))
@@ -157,6 +160,14 @@ def test_a_batch_closes_at_its_row_limit_or_after_its_time_at_a_logged_tick(tmp_
     assert sum(sizes) == total and all(n >= 4 for n in sizes[:-1]) and len(sizes) < 4  # fewer, larger batches
     ticks = [r for _, p in log_records(tmp_path) if isinstance(r := records.decode(p), records.Tick)]
     assert len(ticks) == 1
+
+
+def test_an_idle_node_closes_what_its_boxes_hold_and_logs_it(tmp_path):
+    plan = [("take", 0.0, 3), ("take", 0.0, 3), ("idle", 0.0, 0), ("take", 0.0, 3)]
+    live, rows_in = check_replays(tmp_path, BatchLimits(1000, 1000.0), plan)
+    assert [len(rows) for stream, rows, _, _ in live if stream == "F"] == [kept(rows_in[:6])]  # the last is held
+    closing = [r.close for _, p in log_records(tmp_path) if isinstance(r := records.decode(p), records.Tick)]
+    assert closing == [["F"], ["G"]]  # the filter's batch, then the map's it produced (the aggregate emits none)
 
 
 def log_records(directory: Path) -> list[tuple[int, bytes]]:
