@@ -118,7 +118,7 @@ class BoxTask:
             position = self.journal.taken(stream, rows, producer, seq, box, raw, now, digest, final)
             if position is not None and logged is not None and not logged.done():
                 logged.set_result(position)
-            await self.router.enter(stream, rows, producer, seq, box, digest, final)
+            self.router.enter_now(stream, rows, producer, seq, box, digest, final)
 
     async def close_idle(self) -> None:
         """Nothing waits to be taken: close every open output batch now (each round logged as a ``Tick``
@@ -128,8 +128,7 @@ class BoxTask:
         boxes produced at once, a busy one waits for ``N`` rows or ``T`` ms.
         """
         async with self.lock:
-            while held := self.router.coalescer.held():
-                await self.timers.close(held, self.clock.now(), record=True)
+            self.timers.close_all(self.clock.now(), record=True)
 
     async def take_now(self, arrivals: list[Arrival]) -> None:
         """Process ``arrivals`` at once, not queued (a failed move's batches, a failover's), and send what

@@ -168,7 +168,15 @@ class Dataflow:
     # -- the entry points other parts of the node call ------------------------------------
 
     def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = ()) -> None:
-        """Follow a new local catalog (:meth:`OperatorHost.reconfigure`); the caller holds the lock."""
+        """Follow a new local catalog (:meth:`OperatorHost.reconfigure`); the caller holds the lock.
+
+        The boxes' open output batches close first (logged), numbered by the
+        boxes that wrote them, before the update removes or rewires any; the
+        box task sends them.
+        """
+        if self.router.coalescer.held():
+            self.timers.close_all(self.clock.now(), record=True)
+            self.task.inbox.wake()
         self.host.reconfigure(catalog, keep_state)
 
     def refusals(self, candidate: Catalog, source: str, rules: bool = True) -> list[dict[str, object]]:

@@ -57,7 +57,7 @@ async def detach(flow: Dataflow, name: str, target: str) -> BoxHandover:
     """
     async with flow.lock:
         box = flow.state.boxes[name]
-        await flow.timers.close(flow.router.open_streams(box.outputs), flow.clock.now(), record=True)
+        flow.timers.close(flow.router.open_streams(box.outputs), flow.clock.now(), record=True)
         handover = flow.state.take(name, flow.router.input_positions(name))
         handover.retained = flow.out.take_retained(box.outputs)  # named subscribers resume from the box's new node
         flow.router.remove_box(name)

@@ -52,7 +52,7 @@ class Replayer:
         self.row_type = row_type  # how a logged stream decodes (None: it no longer enters here)
         self.wake = wake  # the box task's: it sends what a snapshot's closing produced
 
-    async def capture(self, snapshot: int) -> dict:
+    def capture(self, snapshot: int) -> dict:
         """Everything the node's boxes remember, at the log position where a marker now goes.
 
         The caller holds the lock, so this falls between two batches: the
@@ -66,7 +66,7 @@ class Replayer:
         now = self.clock.now()
         if self.router.coalescer.held():
             self.clock.set_current(now)
-            await self.router.close_all()
+            self.router.close_all()
             self.wake()
         position = self.journal.marker(snapshot, now) or 0
         return {"snapshot": snapshot, "position": position, "clock": now,
@@ -103,16 +103,16 @@ class Replayer:
             async with self.lock:
                 if isinstance(record, records.Marker):
                     self.clock.set_current(record.now)
-                    await self.router.close_all()
+                    self.router.close_all()
                 elif isinstance(record, records.Tick) and record.close:
-                    await self.timers.close(record.close, record.now, record=False)
+                    self.timers.close(record.close, record.now, record=False)
                 elif isinstance(record, records.Tick):
                     await self.timers.fire(record.now, record=False)
                 elif (row_type := self.row_type(record.stream)) is not None:  # else: no longer enters here
                     self.clock.set_current(record.now)
                     rows = row_type.decode_payload(record.rows, record.fmt)[0]
-                    await self.router.enter(record.stream, rows, record.producer, record.seq, record.box,
-                                            record.digest, record.final)
+                    self.router.enter_now(record.stream, rows, record.producer, record.seq, record.box,
+                                          record.digest, record.final)
                     replayed += 1
                 last = max(last, record.now)
             if self.out.queued >= REPLAY_FLUSH:

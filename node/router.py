@@ -155,58 +155,70 @@ class Router:
 
     async def enter(self, stream: str, rows: Rows, producer: str, seq: int, box: str, digest: int = 0,
                     final: bool = False) -> None:
+        """:meth:`enter_now`, for callers that await it."""
+        self.enter_now(stream, rows, producer, seq, box, digest, final)
+
+    def enter_now(self, stream: str, rows: Rows, producer: str, seq: int, box: str, digest: int = 0,
+                  final: bool = False) -> None:
         """A batch taken into the node (from the input queue, a replay or a failover): for the one box it
         names, else along its stream's routes; its position (and a publisher's digest) is recorded.  A
         producer's final mark that ends its stream (every producer of it ended) closes what the stream's
         consumers hold open (``end_of_input``: an aggregate's windows)."""
         if box:
-            await self._feed(box, stream, rows, (producer, seq))
+            self._feed(box, stream, rows, (producer, seq))
         else:
             if rows:  # (a final mark alone carries none)
-                await self._route(stream, rows, (producer, seq))
+                self._route(stream, rows, (producer, seq))
             self.states.processed[(stream, producer)] = seq  # the hot path: a plain store
             if digest:
                 self.states.digests.record(stream, producer, seq, digest)
             if final and self.ends.end(stream, producer, [p for s, p in self.states.processed if s == stream]):
                 for op, name, _ in self.consumers.get(stream, ()):  # node/stream_ends.py
-                    await self.emit(name, op.end_of_input(self.clock.current))
-        await self.close_due(self.clock.current)
+                    self.emit_now(name, op.end_of_input(self.clock.current))
+        self.close_due(self.clock.current)
 
     async def emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
+        """:meth:`emit_now`, for callers that await it (the adopter)."""
+        self.emit_now(box, produced)
+
+    def emit_now(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
         """Route what ``box`` produced, ``(port, rows)`` pairs, onto its out streams, and close them: sent at
         once (an end of input, the adopter's way in; a record in the log must lead to it, or a replay would
         batch otherwise)."""
-        streams = await self.produce(box, produced)
-        await self.close_streams(streams)
+        self.close_streams(self.produce(box, produced))
 
-    async def produce(self, box: str, produced: list[tuple[int, list[tuple]]]) -> list[str]:
+    def produce(self, box: str, produced: list[tuple[int, list[tuple]]]) -> list[str]:
         """Hold what ``box`` produced, ``(port, rows)`` pairs, in its out streams' open batches (one that
         reaches its row limit closes); the streams it went to."""
         definition = self.states.boxes.get(box)
         if definition is None:
             return []
         declared = len(definition.outputs)
+        member = box in self._internal  # a partition member's batches carry Cumulus's protocol: never held
         streams = []
         for port, rows in produced:
             if rows:
                 stream = definition.outputs[port] if port < declared else self._internal[box].outputs[port - declared][0]
-                await self._hold(stream, rows)
-                streams.append(stream)
+                if member:
+                    self._route(stream, rows)
+                else:
+                    self._hold(stream, rows)
+                    streams.append(stream)
         return streams
 
-    async def _hold(self, stream: str, rows: Rows) -> None:
+    def _hold(self, stream: str, rows: Rows) -> None:
         coalescer = self.coalescer
         if not coalescer.fits(stream, rows):
-            await self._close(stream)
+            self._close(stream)
         if self._cascade is not None:
             self._cascade.append(stream)
         if coalescer.add(stream, rows, self.clock.current):
-            await self._close(stream)
+            self._close(stream)
 
-    async def _close(self, stream: str) -> None:
+    def _close(self, stream: str) -> None:
         rows = self.coalescer.take(stream)
         if rows:
-            await self._route(stream, rows)
+            self._route(stream, rows)
 
     # -- closing batches: each at a point of the log, so a replay closes them alike --------------------
 
@@ -218,7 +230,7 @@ class Router:
         """The flow clock value the oldest open batch is due at (None: none is open)."""
         return self.coalescer.next_deadline()
 
-    async def close_due(self, now: float) -> None:
+    def close_due(self, now: float) -> None:
         """Close every batch open ``T`` ms or longer at ``now``, and in turn what closing them produced
         (a chain of boxes on this node does not wait ``T`` at every hop)."""
         due = self.coalescer.due(now)
@@ -226,7 +238,7 @@ class Router:
             self._cascade = cascade = []
             try:
                 for stream in due:
-                    await self._close(stream)
+                    self._close(stream)
             finally:
                 self._cascade = None
             held = self.coalescer.held()
@@ -237,20 +249,20 @@ class Router:
         wanted = set(streams)
         return [s for s in self.coalescer.held() if s in wanted]
 
-    async def close_streams(self, streams: list[str]) -> None:
+    def close_streams(self, streams: list[str]) -> None:
         """Close the batches open on ``streams`` now (a move's detach, an end of input: the caller makes sure
         a record of the log leads to this point, so a replay closes them at the same one)."""
         for stream in streams:
-            await self._close(stream)
+            self._close(stream)
 
-    async def close_all(self) -> None:
+    def close_all(self) -> None:
         """Close every open batch and what closing them produces (a snapshot's marker: no state captured
         holds half a batch)."""
         while held := self.coalescer.held():
             for stream in held:
-                await self._close(stream)
+                self._close(stream)
 
-    async def _route(self, stream: str, rows: Rows, origin: tuple[str, int] | None = None) -> None:
+    def _route(self, stream: str, rows: Rows, origin: tuple[str, int] | None = None) -> None:
         """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes.
 
         A batch that entered the node is passed on under its own (producer,
@@ -265,17 +277,17 @@ class Router:
         now = self.clock.current
         for op, name, port in self.consumers.get(stream, ()):
             if name in self.states.inputs:
-                await self._feed(name, stream, rows, (producer, seq))
+                self._feed(name, stream, rows, (producer, seq))
             else:
                 started = time.perf_counter()
                 produced = op.process_from(port, rows if op.takes_columns else as_rows(rows), now,
                                            (stream, producer, seq))
                 self.box_seconds[name] += time.perf_counter() - started
                 self.box_batches[name] += 1
-                await self.produce(name, produced)
+                self.produce(name, produced)
         self.out.route(stream, rows, producer, seq, resumable, consumed_here=stream in self.consumers)
 
-    async def _feed(self, box: str, stream: str, rows: Rows, origin: tuple[str, int]) -> None:
+    def _feed(self, box: str, stream: str, rows: Rows, origin: tuple[str, int]) -> None:
         """A batch for one box that orders its own inputs (it arrived by a move), in the form it came in
         (``Columns`` keep their weights while held: :meth:`BoxStates.admit`)."""
         op = self.states.operators.get(box)
@@ -294,7 +306,7 @@ class Router:
                 produced = op.process(port, ready if op.takes_columns else as_rows(ready), self.clock.current)
                 self.box_seconds[box] += time.perf_counter() - started
                 self.box_batches[box] += 1
-                await self.produce(box, produced)
+                self.produce(box, produced)
 
     def _resumable(self, stream: str, producer: str, own: bool) -> bool:
         """Whether every earlier batch of ``producer`` on ``stream`` went out from this node.

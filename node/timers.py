@@ -48,10 +48,10 @@ class Timers:
             self.journal.tick(now)
         self.clock.set_current(now)
         for name, op in due:
-            await self.router.produce(name, op.poll(now))
-        await self.router.close_due(now)
+            self.router.produce(name, op.poll(now))
+        self.router.close_due(now)
 
-    async def close(self, streams: list[str], now: float, record: bool) -> None:
+    def close(self, streams: list[str], now: float, record: bool) -> None:
         """Close the batches open on ``streams`` at ``now`` whatever their age (the caller holds the lock),
         logged (with ``record``) as a ``Tick`` naming them, so a replay closes them at the same record."""
         if not streams:
@@ -59,4 +59,10 @@ class Timers:
         if record:
             self.journal.tick(now, streams)
         self.clock.set_current(now)
-        await self.router.close_streams(streams)
+        self.router.close_streams(streams)
+
+    def close_all(self, now: float, record: bool) -> None:
+        """Close every open batch at ``now``, and what closing them produces, one logged round at a time
+        (an idle box task, an update about to change the boxes)."""
+        while held := self.router.coalescer.held():
+            self.close(held, now, record)

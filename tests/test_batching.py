@@ -100,7 +100,7 @@ async def run_live(log_dir: Path, limits: BatchLimits, plan: list[tuple[str, flo
             await dataflow.task.close_idle()
         else:
             async with dataflow.lock:
-                captures.append(await dataflow.replayer.capture(len(captures) + 1))
+                captures.append(dataflow.replayer.capture(len(captures) + 1))
     await log.close()  # (what was appended is on disk: the process dies now)
     return dict(dataflow.state.box_ids), sent(dataflow), captures, rows_in
 
@@ -186,7 +186,7 @@ def test_a_log_written_before_batching_replays_every_emit_as_a_batch(tmp_path):
             rows = [(seq, 1), (seq, 2)]
             log.append(records.encode(records.Taken("V", "pub", seq, "", payload(rows), 1.0 + seq)))
             old.clock.set_current(1.0 + seq)
-            await old.router.enter("V", rows, "pub", seq, "")
+            old.router.enter_now("V", rows, "pub", seq, "")
         await log.close()
         assert await replay(tmp_path, BatchLimits(100, 1000.0), dict(old.state.box_ids)) == sent(old)
     asyncio.run(main())

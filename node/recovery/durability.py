@@ -124,7 +124,7 @@ class Durability:
             started = time.monotonic()
             async with flow.lock:
                 with gc_paused():
-                    captured = await flow.replayer.capture(snapshot_id)
+                    captured = flow.replayer.capture(snapshot_id)
             paused = time.monotonic() - started
             data = await asyncio.to_thread(msgspec.msgpack.encode, captured)
             await self.log.durable(captured["position"] - 1)
