@@ -95,8 +95,9 @@ class BoxTask:
             # What is already queued goes with it (one group commit of the log for all of them), for up
             # to DRAIN seconds and never past a timer: an epoch's end, a window's close, a stable read or
             # a peer's acknowledgement must not wait behind a long queue.
-            until = time.monotonic() + DRAIN
-            while not inbox.empty() and time.monotonic() < until and (deadline is None or self.clock.now() < deadline):
+            # (An open batch's deadline does not cut the group short: each batch taken closes what is due.)
+            until, timer = time.monotonic() + DRAIN, self.timers.next_deadline(batches=False)
+            while not inbox.empty() and time.monotonic() < until and (timer is None or self.clock.now() < timer):
                 await self.take(inbox.get_nowait())
             if inbox.empty():
                 await self.close_idle()

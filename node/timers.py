@@ -28,11 +28,11 @@ class Timers:
         self.journal = journal
         self.clock = clock
 
-    def next_deadline(self) -> float | None:
-        """The flow clock value the earliest timer of any box, or its oldest open batch, is due at (None: no
-        timer is set and no batch is open)."""
+    def next_deadline(self, batches: bool = True) -> float | None:
+        """The flow clock value the earliest timer of any box, or (with ``batches``) its oldest open batch, is
+        due at (None: no timer is set and no batch is open)."""
         deadlines = [d for op in self.states.operators.values() if (d := op.next_deadline()) is not None]
-        batch = self.router.batch_deadline()
+        batch = self.router.batch_deadline() if batches else None
         if batch is not None:
             deadlines.append(batch)
         return min(deadlines) if deadlines else None
