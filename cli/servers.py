@@ -183,8 +183,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="a box's output batch closes at N rows ... (1: every batch a box produces leaves as it is; "
                         f"default {DEFAULT_LIMITS.rows})")
     p.add_argument("--batch-ms", type=_at_least(0.0), default=DEFAULT_LIMITS.ms, metavar="T",
-                   help="... or T milliseconds after its first row, whichever comes first; publishers' batches "
-                        f"pass unchanged (default {DEFAULT_LIMITS.ms:g})")
+                   help="... or T milliseconds after its first row, whichever comes first, or at once when the "
+                        "node's input queue is empty; publishers' batches pass unchanged "
+                        f"(default {DEFAULT_LIMITS.ms:g})")
     p.add_argument("--subscriber-slow-after", type=float, default=CLIENT_SLOW_AFTER, metavar="SECONDS",
                    help="a client subscriber that acknowledged nothing for this long while batches waited for it "
                         f"is cut off and told how much it missed (default {CLIENT_SLOW_AFTER:g}); a burst the node "
