@@ -187,7 +187,9 @@ def test_a_log_written_before_batching_replays_every_emit_as_a_batch(tmp_path):
             log.append(records.encode(records.Taken("V", "pub", seq, "", payload(rows), 1.0 + seq)))
             old.clock.set_current(1.0 + seq)
             old.router.enter_now("V", rows, "pub", seq, "")
+        log.append(msgspec.msgpack.encode(["k", 4.5]))  # a Tick as old nodes wrote it: no ``close``
         await log.close()
+        assert records.decode(log_records(tmp_path)[-1][1]) == records.Tick(4.5, [])
         assert await replay(tmp_path, BatchLimits(100, 1000.0), dict(old.state.box_ids)) == sent(old)
     asyncio.run(main())
 
