@@ -289,6 +289,9 @@ def main() -> int:
                         help="record when each stamped batch of the latency runs passes each hop (publisher, "
                              "node, subscriber), the processes' GC passes and slow event-loop callbacks, and print "
                              "the per-hop profile (bench/dataplane_probe.py; the throughput figures are slower)")
+    parser.add_argument("--node-args", default="", metavar="'OPTIONS'",
+                        help="more `boreas node` options for Boreas's nodes, e.g. '--batch-rows 1' (every batch a box "
+                             "produces leaves as it is: no batching inside the cluster) to compare with the defaults")
     parser.add_argument("--keep-logs", action="store_true", help="keep the temporary directory and its logs")
     args = parser.parse_args()
     if args.only == "boreas":

@@ -118,7 +118,8 @@ class Cluster:
     token: str
 
 
-async def start_cluster(procs: Processes, tmp: Path, token: str, profile: bool, probe: bool = False) -> Cluster:
+async def start_cluster(procs: Processes, tmp: Path, token: str, profile: bool, probe: bool = False,
+                        node_args: tuple[str, ...] = ()) -> Cluster:
     from boreas.client.head_api import submit_documents, wait_submission
     from boreas.wire.addressing import endpoint_url
     from boreas.wire.client import PeerClient, PeerError
@@ -127,10 +128,12 @@ async def start_cluster(procs: Processes, tmp: Path, token: str, profile: bool, 
     head = start_head(procs, sqlite_catalog(tmp / "catalog.db"), head_endpoint)
     # cProfile writes its file when the node exits on SIGTERM
     if probe or os.environ.get("BOREAS_BENCH_LOOP"):  # ``boreas node`` with the probes / loop of dataplane_probe.py
-        pids = {n: procs.spawn(f"node {n}", [str(PROBE), "node", "--endpoint", n, "--head", head], daemon=True).pid
+        pids = {n: procs.spawn(f"node {n}", [str(PROBE), "node", "--endpoint", n, "--head", head, *node_args],
+                               daemon=True).pid
                 for n in nodes}
     else:
-        pids = {n: start_node(procs, n, head, profile=tmp / f"node-{'abc'[k]}.prof" if profile else None).pid
+        pids = {n: start_node(procs, n, head, profile=tmp / f"node-{'abc'[k]}.prof" if profile else None,
+                              extra=list(node_args)).pid
                 for k, n in enumerate(nodes)}
     await wait_ready(procs, head, nodes)
     app, dep = application(), deployment(*nodes)
@@ -339,7 +342,8 @@ async def boreas_latency(procs: Processes, cluster: Cluster, args: argparse.Name
 async def measure_boreas(procs: Processes, tmp: Path, token: str, args: argparse.Namespace,
                          expected: Windows) -> dict[str, Any]:
     start = time.perf_counter()
-    cluster = await start_cluster(procs, tmp, token, args.profile, probe=args.probe is not None)
+    cluster = await start_cluster(procs, tmp, token, args.profile, probe=args.probe is not None,
+                                  node_args=tuple(args.node_args.split()))
     a, b, c = cluster.nodes
     print(f"cluster up and deployed in {time.perf_counter() - start:.1f} s: Head {cluster.head}, "
           f"nodes {a} (filter->map->aggregate), {b} (filter->map) -> {c} (aggregate)", flush=True)

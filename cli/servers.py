@@ -15,6 +15,7 @@ from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.positions import has_positions, resolve_positions, spell
 from boreas.head.service import HeadService
 from boreas.head.static import deploy_static
+from boreas.node.coalescer import DEFAULT_LIMITS, BatchLimits
 from boreas.node.outputs import CLIENT_RETAIN_BYTES, CLIENT_SLOW_AFTER, NAMED_RETAIN_FOR, SubscriberLimits
 from boreas.node.recovery.durability import FLUSH_EVERY, FLUSH_MS
 from boreas.node.service import NodeService
@@ -79,8 +80,24 @@ def cmd_node(args: argparse.Namespace) -> int:
                               slow_after=args.subscriber_slow_after, retain_for=args.subscriber_retain_for)
     node = NodeService(addresses.advertise, head, token, data_dir=data_dir, snapshot_url=args.snapshot_store,
                        group_commit=(args.commit_every, args.commit_ms), shared_dir=args.shared_dir,
-                       subscriber_limits=limits, listen=addresses.listen)
+                       subscriber_limits=limits, listen=addresses.listen,
+                       batch_limits=BatchLimits(args.batch_rows, args.batch_ms))
     return serve_until_stopped(node.start, node.close)
+
+
+def _at_least(least: float):
+    """An argparse type: a number (int when ``least`` is) no smaller than ``least``."""
+    kind = int if isinstance(least, int) else float
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text} is below {least}")
+        return value
+    return parse
 
 
 def cmd_region(args: argparse.Namespace) -> int:
@@ -160,6 +177,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--commit-ms", type=float, default=FLUSH_MS, metavar="T",
                    help=f"... or T milliseconds after the first unflushed one, whichever comes first "
                         f"(default {FLUSH_MS})")
+    p.add_argument("--batch-rows", type=_at_least(1), default=DEFAULT_LIMITS.rows, metavar="N",
+                   help="a box's output batch closes at N rows ... (1: every batch a box produces leaves as it is; "
+                        f"default {DEFAULT_LIMITS.rows})")
+    p.add_argument("--batch-ms", type=_at_least(0.0), default=DEFAULT_LIMITS.ms, metavar="T",
+                   help="... or T milliseconds after its first row, whichever comes first, or at once when the "
+                        "node's input queue is empty; publishers' batches pass unchanged "
+                        f"(default {DEFAULT_LIMITS.ms:g})")
     p.add_argument("--subscriber-slow-after", type=float, default=CLIENT_SLOW_AFTER, metavar="SECONDS",
                    help="a client subscriber that acknowledged nothing for this long while batches waited for it "
                         f"is cut off and told how much it missed (default {CLIENT_SLOW_AFTER:g}); a burst the node "

@@ -6,7 +6,9 @@ each batch in the input log (:class:`~boreas.node.journal.Journal`) and
 hands it to the :class:`~boreas.node.router.Router`, which pushes it through
 every local box it reaches; then it waits once for the group's records to
 be durable and sends what the group produced (output commit), and fires
-the timers that are due (:class:`~boreas.node.timers.Timers`).
+the timers that are due (:class:`~boreas.node.timers.Timers`).  A group
+that leaves the inbox empty closes the boxes' open output batches first
+(:meth:`BoxTask.close_idle`): batching waits only while input waits.
 
 :class:`BoxTask` owns that task (started by :meth:`BoxTask.start`, ended by
 :meth:`BoxTask.close`; one that dies is logged critical and the node stops
@@ -93,9 +95,12 @@ class BoxTask:
             # What is already queued goes with it (one group commit of the log for all of them), for up
             # to DRAIN seconds and never past a timer: an epoch's end, a window's close, a stable read or
             # a peer's acknowledgement must not wait behind a long queue.
-            until = time.monotonic() + DRAIN
-            while not inbox.empty() and time.monotonic() < until and (deadline is None or self.clock.now() < deadline):
+            # (An open batch's deadline does not cut the group short: each batch taken closes what is due.)
+            until, timer = time.monotonic() + DRAIN, self.timers.next_deadline(batches=False)
+            while not inbox.empty() and time.monotonic() < until and (timer is None or self.clock.now() < timer):
                 await self.take(inbox.get_nowait())
+            if inbox.empty():
+                await self.close_idle()
             await self.release()
             await asyncio.sleep(0)  # let control calls (updates, /status, moves) in between batches
             if deadline is not None and self.clock.now() >= deadline:
@@ -114,7 +119,17 @@ class BoxTask:
             position = self.journal.taken(stream, rows, producer, seq, box, raw, now, digest, final)
             if position is not None and logged is not None and not logged.done():
                 logged.set_result(position)
-            await self.router.enter(stream, rows, producer, seq, box, digest, final)
+            self.router.enter_now(stream, rows, producer, seq, box, digest, final)
+
+    async def close_idle(self) -> None:
+        """Nothing waits to be taken: close every open output batch now (each round logged as a ``Tick``
+        naming its streams, so a replay closes them at the same record).
+
+        Batches grow only while input queues up: an idle node sends what its
+        boxes produced at once, a busy one waits for ``N`` rows or ``T`` ms.
+        """
+        async with self.lock:
+            self.timers.close_all(self.clock.now(), record=True)
 
     async def take_now(self, arrivals: list[Arrival]) -> None:
         """Process ``arrivals`` at once, not queued (a failed move's batches, a failover's), and send what

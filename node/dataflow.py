@@ -52,6 +52,7 @@ from boreas.wire.tuples import RowType
 
 from .box_state import BoxStates
 from .box_task import BoxTask
+from .coalescer import UNBATCHED, BatchLimits
 from .flow_clock import FlowClock
 from .inbox import Arrival, Inbox
 from .intake import Intake
@@ -69,7 +70,7 @@ class Dataflow:
 
     def __init__(self, endpoint: str, token: str | None, sender: str, queue_batches: int = 64,
                  box_types: BoxTypeRegistry | None = None, subscriber_limits: SubscriberLimits = SubscriberLimits(),
-                 outputs: Outputs | None = None):
+                 outputs: Outputs | None = None, batch_limits: BatchLimits = UNBATCHED):
         self.endpoint = endpoint
         # The box types this node's slices are checked and inferred with (the node passes its own).
         self.box_types = box_types or standard_box_types()
@@ -78,9 +79,10 @@ class Dataflow:
         self.out = outputs if outputs is not None else Outputs(endpoint, token, sender, Counter(), subscriber_limits)
         self.counters: Counter[str] = self.out.counters  # the node's data counters (/status, /metrics)
         self.clock = FlowClock()
-        self.journal = Journal()
+        self.journal = Journal(batch_limits)
         self.state = BoxStates()
-        self.router = Router(endpoint, sender, self.state, self.out, self.clock, self.counters)
+        # boxes' output batches close at batch_limits (boreas node --batch-rows, --batch-ms)
+        self.router = Router(endpoint, sender, self.state, self.out, self.clock, self.counters, batch_limits)
         self.host = OperatorHost(endpoint, self.box_types, self.state, self.router, self.out)
         self.timers = Timers(self.state, self.router, self.journal, self.clock)
         inbox = Inbox(queue_batches)
@@ -89,7 +91,7 @@ class Dataflow:
         self.intake = Intake(endpoint, inbox, self.host, self.router, self.state, self.out, self.journal,
                              self.task.progress, self.counters)
         self.replayer = Replayer(self.state, self.out, self.journal, self.clock, self.task.lock, self.timers,
-                                 self.router, self.intake.row_type)
+                                 self.router, self.intake.row_type, inbox.wake)
 
     # -- what the rest of the node reads --------------------------------------------------
 
@@ -166,7 +168,15 @@ class Dataflow:
     # -- the entry points other parts of the node call ------------------------------------
 
     def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = ()) -> None:
-        """Follow a new local catalog (:meth:`OperatorHost.reconfigure`); the caller holds the lock."""
+        """Follow a new local catalog (:meth:`OperatorHost.reconfigure`); the caller holds the lock.
+
+        The boxes' open output batches close first (logged), numbered by the
+        boxes that wrote them, before the update removes or rewires any; the
+        box task sends them.
+        """
+        if self.router.coalescer.held():
+            self.timers.close_all(self.clock.now(), record=True)
+            self.task.inbox.wake()
         self.host.reconfigure(catalog, keep_state)
 
     def refusals(self, candidate: Catalog, source: str, rules: bool = True) -> list[dict[str, object]]:

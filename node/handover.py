@@ -49,9 +49,15 @@ FORWARD_FOR = 60.0
 
 
 async def detach(flow: Dataflow, name: str, target: str) -> BoxHandover:
-    """Take ``name`` out of the source's dataflow between batches; its inputs now go to ``target``."""
+    """Take ``name`` out of the source's dataflow between batches; its inputs now go to ``target``.
+
+    Its open output batches close first (logged, so a replay closes them at
+    the same record): the numbers it takes along then follow every batch it
+    wrote here, and the rows it had produced leave from here.
+    """
     async with flow.lock:
         box = flow.state.boxes[name]
+        flow.timers.close(flow.router.open_streams(box.outputs), flow.clock.now(), record=True)
         handover = flow.state.take(name, flow.router.input_positions(name))
         handover.retained = flow.out.take_retained(box.outputs)  # named subscribers resume from the box's new node
         flow.router.remove_box(name)
@@ -64,6 +70,7 @@ async def detach(flow: Dataflow, name: str, target: str) -> BoxHandover:
         held, handover.held = handover.held, []
         for stream, producer, seq, rows in held:
             await flow.out.forwards[stream].send(stream, rows, producer, seq, name)
+    await flow.release()  # what closing its batches produced
     return handover
 
 

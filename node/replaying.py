@@ -9,7 +9,11 @@ taken between two batches.  A restart (or a failover's adopter) is
 :meth:`Replayer.restore_capture` then :meth:`Replayer.replay_log`: the
 records after the marker are processed again, with the clock values they
 had, so the boxes end exactly as they were and produce the same outputs
-(receivers drop those they already have).
+(receivers drop those they already have).  Output batches close at the
+same records too: a snapshot closes every open batch before its marker, the
+replay closes them when it meets one, and the log's ``Batching`` records say
+the limits the node ran with (a log without one was written before batching:
+every emit a batch).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable, Iterable
 from boreas.wire.tuples import RowType
 
 from .box_state import BoxStates
+from .coalescer import UNBATCHED, BatchLimits
 from .flow_clock import FlowClock
 from .journal import Journal
 from .outputs import Outputs
@@ -35,7 +40,8 @@ class Replayer:
     """Captures a node's dataflow for a snapshot, and brings it back from one and the log since."""
 
     def __init__(self, states: BoxStates, out: Outputs, journal: Journal, clock: FlowClock, lock: asyncio.Lock,
-                 timers: Timers, router: Router, row_type: Callable[[str], RowType | None]):
+                 timers: Timers, router: Router, row_type: Callable[[str], RowType | None],
+                 wake: Callable[[], None] = lambda: None):
         self.states = states
         self.out = out
         self.journal = journal
@@ -44,16 +50,24 @@ class Replayer:
         self.timers = timers
         self.router = router
         self.row_type = row_type  # how a logged stream decodes (None: it no longer enters here)
+        self.wake = wake  # the box task's: it sends what a snapshot's closing produced
 
     def capture(self, snapshot: int) -> dict:
         """Everything the node's boxes remember, at the log position where a marker now goes.
 
         The caller holds the lock, so this falls between two batches: the
-        state covers exactly the log records before the marker.  Operator
-        ``state()`` returns fresh containers, so the caller may encode and
-        write the result off the event loop while the boxes go on.
+        state covers exactly the log records before the marker.  Every open
+        output batch closes first (at the marker's clock value, as the replay
+        closes them), so no state captured holds half a batch; the box task
+        sends them.  Operator ``state()`` returns fresh containers, so the
+        caller may encode and write the result off the event loop while the
+        boxes go on.
         """
         now = self.clock.now()
+        if self.router.coalescer.held():
+            self.clock.set_current(now)
+            self.router.close_all()
+            self.wake()
         position = self.journal.marker(snapshot, now) or 0
         return {"snapshot": snapshot, "position": position, "clock": now,
                 **self.states.capture(), "unacknowledged": self.out.unacknowledged()}
@@ -79,23 +93,31 @@ class Replayer:
         """
         replayed = 0
         last = self.clock.now()
+        live = self.router.coalescer.limits
+        self.router.coalescer.limits = UNBATCHED  # until the log says otherwise (a log from before batching)
         for _, payload in entries:
             record = records.decode(payload)
-            if isinstance(record, records.Marker):
-                last = max(last, record.now)
+            if isinstance(record, records.Batching):
+                self.router.coalescer.limits = BatchLimits(record.rows, record.ms)
                 continue
             async with self.lock:
-                if isinstance(record, records.Tick):
+                if isinstance(record, records.Marker):
+                    self.clock.set_current(record.now)
+                    self.router.close_all()
+                elif isinstance(record, records.Tick) and record.close:
+                    self.timers.close(record.close, record.now, record=False)
+                elif isinstance(record, records.Tick):
                     await self.timers.fire(record.now, record=False)
                 elif (row_type := self.row_type(record.stream)) is not None:  # else: no longer enters here
                     self.clock.set_current(record.now)
                     rows = row_type.decode_payload(record.rows, record.fmt)[0]
-                    await self.router.enter(record.stream, rows, record.producer, record.seq, record.box,
-                                            record.digest, record.final)
+                    self.router.enter_now(record.stream, rows, record.producer, record.seq, record.box,
+                                          record.digest, record.final)
                     replayed += 1
                 last = max(last, record.now)
             if self.out.queued >= REPLAY_FLUSH:
                 await self.out.flush()
         await self.out.flush()
         self.clock.catch_up(last)
+        self.router.coalescer.limits = live  # (the journal records them as it is attached)
         return replayed

@@ -9,10 +9,13 @@ every local catalog (:meth:`Router.rewire`); the box task, the timers and
 the replayer hand it batches (:meth:`Router.enter`, :meth:`Router.emit`);
 what leaves the node goes to :class:`~boreas.node.outputs.Outputs`.
 
-A batch that entered the node is passed on under its own (producer, seq); a
-box's output is numbered as the box's (:meth:`BoxStates.number
-<boreas.node.box_state.BoxStates.number>`), so the numbering moves with the
-box.  The clock every box sees is the :class:`~boreas.node.flow_clock.FlowClock`'s
+A batch that entered the node is passed on under its own (producer, seq),
+never joined with another; a box's output is held by the
+:class:`~boreas.node.coalescer.Coalescer` until its batch closes (N rows, or
+T ms of flow clock: a record taken or a timer firing past its deadline, a
+snapshot, a move, an end of input), then numbered as the box's
+(:meth:`BoxStates.number <boreas.node.box_state.BoxStates.number>`, so the
+numbering moves with the box) and pushed to local consumers and out.  The clock every box sees is the :class:`~boreas.node.flow_clock.FlowClock`'s
 current value.
 
 >>> from collections import Counter
@@ -38,12 +41,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterable
 
 from boreas.wire.columns import Columns, as_rows
 from boreas.wire.tuples import RowType
 
 from .box_inputs import Bridge
 from .box_state import BoxStates
+from .coalescer import BatchLimits, Coalescer
 from .flow_clock import FlowClock
 from .operators import Operator
 from .operators.base import InternalStreams
@@ -58,7 +63,7 @@ class Router:
     """Owns a node's routes (consumers, producers, bridges) and pushes batches along them."""
 
     def __init__(self, endpoint: str, sender: str, states: BoxStates, out: Outputs, clock: FlowClock,
-                 counters: Counter[str]):
+                 counters: Counter[str], limits: BatchLimits | None = None):
         self.endpoint = endpoint
         self.sender = sender  # the node's producer id, for batches no box wrote (identity.json keeps it)
         self.states = states
@@ -72,12 +77,15 @@ class Router:
         # their way go to the port until the first batch of the new one arrives.
         self.bridges: dict[str, Bridge] = {}  # old stream -> where it still goes
         self._internal: dict[str, InternalStreams] = {}  # box -> streams between its parts (the host's)
+        self._cascade: list[str] | None = None  # while :meth:`close_due` runs: streams given rows meanwhile
         #: per stream, batches and tuples routed here (entered, or produced by a box here): ``/metrics``
         self.stream_batches: Counter[str] = Counter()
         self.stream_rows: Counter[str] = Counter()
         #: per box, batches it processed and the seconds its operator took over them
         self.box_batches: Counter[str] = Counter()
         self.box_seconds: Counter[str] = Counter()
+        #: the boxes' output batches not yet closed (no limits given: every emit is a batch)
+        self.coalescer = Coalescer(limits) if limits is not None else Coalescer()
 
     # -- the routes ---------------------------------------------------------------------
 
@@ -145,15 +153,20 @@ class Router:
 
     async def enter(self, stream: str, rows: Rows, producer: str, seq: int, box: str, digest: int = 0,
                     final: bool = False) -> None:
+        """:meth:`enter_now`, for callers that await it."""
+        self.enter_now(stream, rows, producer, seq, box, digest, final)
+
+    def enter_now(self, stream: str, rows: Rows, producer: str, seq: int, box: str, digest: int = 0,
+                  final: bool = False) -> None:
         """A batch taken into the node (from the input queue, a replay or a failover): for the one box it
         names, else along its stream's routes; its position (and a publisher's digest) is recorded.  A
         producer's final mark that ends its stream (every producer of it ended) closes what the stream's
         consumers hold open (``end_of_input``: an aggregate's windows)."""
         if box:
-            await self._feed(box, stream, rows, (producer, seq))
+            self._feed(box, stream, rows, (producer, seq))
         else:
             if rows:  # (a final mark alone carries none)
-                await self._route(stream, rows, (producer, seq))
+                self._route(stream, rows, (producer, seq))
             elif final:  # passed on where the stream goes from here, after the producer's rows
                 self.out.route(stream, [], producer, seq, self._resumable(stream, producer, False),
                                consumed_here=True, final=True)
@@ -161,35 +174,113 @@ class Router:
             if digest:
                 self.states.digests.record(stream, producer, seq, digest)
             if final and self.states.ends.end(stream, producer, [p for s, p in self.states.processed if s == stream]):
-                await self._ended(stream)
+                self._ended(stream)
+        self.close_due(self.clock.current)
 
-    async def _ended(self, stream: str) -> None:
+    def _ended(self, stream: str) -> None:
         """``stream`` ended (node/stream_ends.py): its consumers emit what the end closes; a box whose inputs
-        have all ended ends its out streams, with a final mark after all it produced, here and downstream."""
+        have all ended closes its open batches and ends its out streams, with a final mark after all it
+        produced, here and downstream (all within the record that ended ``stream``: a replay does the same)."""
         for op, name, _ in self.consumers.get(stream, ()):
-            await self.emit(name, op.end_of_input(self.clock.current))
+            self.emit_now(name, op.end_of_input(self.clock.current))
         inputs = {name: [port.stream for port in self.states.boxes[name].inputs]
                   for _, name, _ in self.consumers.get(stream, ()) if name in self.states.boxes}
         for name in self.states.ends.boxes_done(stream, inputs):
-            for out in self.states.boxes[name].outputs:
+            outs = list(self.states.boxes[name].outputs)
+            self.close_streams(outs)  # what the box holds open leaves before its final mark
+            for out in outs:
                 producer, seq = self._number(out)
                 self.out.route(out, [], producer, seq, self._resumable(out, producer, True),
                                consumed_here=out in self.consumers, final=True)
                 if self.states.ends.end(out, producer, [producer]):  # its local consumers: as from a producer
-                    await self._ended(out)
+                    self._ended(out)
 
     async def emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
-        """Route what ``box`` produced, ``(port, rows)`` pairs, onto its out streams (the adopter's way in too)."""
+        """:meth:`emit_now`, for callers that await it (the adopter)."""
+        self.emit_now(box, produced)
+
+    def emit_now(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
+        """Route what ``box`` produced, ``(port, rows)`` pairs, onto its out streams, and close them: sent at
+        once (an end of input, the adopter's way in; a record in the log must lead to it, or a replay would
+        batch otherwise)."""
+        self.close_streams(self.produce(box, produced))
+
+    def produce(self, box: str, produced: list[tuple[int, list[tuple]]]) -> list[str]:
+        """Hold what ``box`` produced, ``(port, rows)`` pairs, in its out streams' open batches (one that
+        reaches its row limit closes); the streams it went to."""
         definition = self.states.boxes.get(box)
         if definition is None:
-            return
+            return []
         declared = len(definition.outputs)
+        member = box in self._internal  # a partition member's batches carry Cumulus's protocol: never held
+        streams = []
         for port, rows in produced:
             if rows:
                 stream = definition.outputs[port] if port < declared else self._internal[box].outputs[port - declared][0]
-                await self._route(stream, rows)
+                if member:
+                    self._route(stream, rows)
+                else:
+                    self._hold(stream, rows)
+                    streams.append(stream)
+        return streams
 
-    async def _route(self, stream: str, rows: Rows, origin: tuple[str, int] | None = None) -> None:
+    def _hold(self, stream: str, rows: Rows) -> None:
+        coalescer = self.coalescer
+        if not coalescer.fits(stream, rows):
+            self._close(stream)
+        if self._cascade is not None:
+            self._cascade.append(stream)
+        if coalescer.add(stream, rows, self.clock.current):
+            self._close(stream)
+
+    def _close(self, stream: str) -> None:
+        rows = self.coalescer.take(stream)
+        if rows:
+            self._route(stream, rows)
+
+    # -- closing batches: each at a point of the log, so a replay closes them alike --------------------
+
+    def batches_due(self, now: float) -> bool:
+        """Whether an open batch is due at flow clock ``now`` (:meth:`close_due` would close one)."""
+        return bool(self.coalescer.due(now))
+
+    def batch_deadline(self) -> float | None:
+        """The flow clock value the oldest open batch is due at (None: none is open)."""
+        return self.coalescer.next_deadline()
+
+    def close_due(self, now: float) -> None:
+        """Close every batch open ``T`` ms or longer at ``now``, and in turn what closing them produced
+        (a chain of boxes on this node does not wait ``T`` at every hop)."""
+        due = self.coalescer.due(now)
+        while due:
+            self._cascade = cascade = []
+            try:
+                for stream in due:
+                    self._close(stream)
+            finally:
+                self._cascade = None
+            held = self.coalescer.held()
+            due = [s for s in dict.fromkeys(cascade) if s in held]
+
+    def open_streams(self, streams: Iterable[str]) -> list[str]:
+        """Those of ``streams`` that have a batch open, oldest first."""
+        wanted = set(streams)
+        return [s for s in self.coalescer.held() if s in wanted]
+
+    def close_streams(self, streams: list[str]) -> None:
+        """Close the batches open on ``streams`` now (a move's detach, an end of input: the caller makes sure
+        a record of the log leads to this point, so a replay closes them at the same one)."""
+        for stream in streams:
+            self._close(stream)
+
+    def close_all(self) -> None:
+        """Close every open batch and what closing them produces (a snapshot's marker: no state captured
+        holds half a batch)."""
+        while held := self.coalescer.held():
+            for stream in held:
+                self._close(stream)
+
+    def _route(self, stream: str, rows: Rows, origin: tuple[str, int] | None = None) -> None:
         """Push ``rows`` of ``stream`` through every local consumer, then send it where it goes.
 
         A batch that entered the node is passed on under its own (producer,
@@ -204,17 +295,17 @@ class Router:
         now = self.clock.current
         for op, name, port in self.consumers.get(stream, ()):
             if name in self.states.inputs:
-                await self._feed(name, stream, rows, (producer, seq))
+                self._feed(name, stream, rows, (producer, seq))
             else:
                 started = time.perf_counter()
                 produced = op.process_from(port, rows if op.takes_columns else as_rows(rows), now,
                                            (stream, producer, seq))
                 self.box_seconds[name] += time.perf_counter() - started
                 self.box_batches[name] += 1
-                await self.emit(name, produced)
+                self.produce(name, produced)
         self.out.route(stream, rows, producer, seq, resumable, consumed_here=stream in self.consumers)
 
-    async def _feed(self, box: str, stream: str, rows: Rows, origin: tuple[str, int]) -> None:
+    def _feed(self, box: str, stream: str, rows: Rows, origin: tuple[str, int]) -> None:
         """A batch for one box that orders its own inputs (it arrived by a move), in the form it came in
         (``Columns`` keep their weights while held: :meth:`BoxStates.admit`)."""
         op = self.states.operators.get(box)
@@ -233,7 +324,7 @@ class Router:
                 produced = op.process(port, ready if op.takes_columns else as_rows(ready), self.clock.current)
                 self.box_seconds[box] += time.perf_counter() - started
                 self.box_batches[box] += 1
-                await self.emit(box, produced)
+                self.produce(box, produced)
 
     def _resumable(self, stream: str, producer: str, own: bool) -> bool:
         """Whether every earlier batch of ``producer`` on ``stream`` went out from this node.

@@ -46,6 +46,7 @@ from boreas.wire.supervisor import Supervisor
 
 from .adopt import Adopter, archive_adopted, claimed_by
 from .api import NodeApi
+from .coalescer import DEFAULT_LIMITS, BatchLimits
 from .connector import FilterConnector
 from .dataflow import Dataflow
 from .gcpause import gc_paused
@@ -85,7 +86,7 @@ class NodeService(NodeApi):
                  heartbeat: float = HEARTBEAT_INTERVAL, data_dir: Path | None = None,
                  snapshot_url: str | None = None, group_commit: tuple[int, float] = (FLUSH_EVERY, FLUSH_MS),
                  shared_dir: bool = False, subscriber_limits: SubscriberLimits = SubscriberLimits(),
-                 listen: str | None = None):
+                 listen: str | None = None, batch_limits: BatchLimits = DEFAULT_LIMITS):
         self.endpoint = endpoint  # what others reach us at: our name in the catalog (--advertise)
         self.listen = listen or endpoint  # what the server binds (--listen: 0.0.0.0:PORT in a container)
         self.head = head
@@ -100,7 +101,8 @@ class NodeService(NodeApi):
         # The box types this node runs: built once here, passed to everything that checks a slice.
         self.box_types = box_types()
         self.dataflow = Dataflow(endpoint, token, sender=f"{endpoint}#{self.incarnation[:12]}",
-                                 box_types=self.box_types, subscriber_limits=subscriber_limits)
+                                 box_types=self.box_types, subscriber_limits=subscriber_limits,
+                                 batch_limits=batch_limits)
         self.metrics = NodeMetrics(self)  # views of the counters below, read when /metrics is scraped
         self.receiver = DataReceiver(self.metrics.counting(self.dataflow.intake.accept), token,
                                      digests=self.dataflow.state.digests)

@@ -14,7 +14,9 @@ replay, applied per node, with upstream backup for what was not yet logged).
 >>> record.stream, record.seq, record.now
 ('Packet', 4, 12.5)
 >>> decode(encode(Tick(3.0)))
-Tick(now=3.0)
+Tick(now=3.0, close=[])
+>>> decode(encode(Tick(3.0, ["Out"]))).close, decode(encode(Batching(1024, 1.0)))
+(['Out'], Batching(rows=1024, ms=1.0))
 """
 
 from __future__ import annotations
@@ -37,9 +39,23 @@ class Taken(msgspec.Struct, tag="t", array_like=True):
 
 
 class Tick(msgspec.Struct, tag="k", array_like=True):
-    """Timers fired at flow-clock time ``now`` (aggregate timeouts, delay boxes)."""
+    """Timers fired at flow-clock time ``now`` (aggregate timeouts, delay boxes, output batches due); with
+    ``close``, instead: the output batches of those streams closed then (a move's detach), nothing fired.
+    A log written before ``close`` existed has none: it reads as before."""
 
     now: float
+    close: list[str] = []
+
+
+class Batching(msgspec.Struct, tag="b", array_like=True):
+    """From here on, boxes' output batches closed at ``rows`` rows or ``ms`` ms (node/coalescer.py).
+
+    Written when the log is attached and at the head of every segment, so a
+    replay from any start batches as the node did; a log without one was
+    written before batching existed (every emit a batch)."""
+
+    rows: int
+    ms: float
 
 
 class Marker(msgspec.Struct, tag="m", array_like=True):
@@ -49,7 +65,7 @@ class Marker(msgspec.Struct, tag="m", array_like=True):
     now: float
 
 
-Record = Taken | Tick | Marker
+Record = Taken | Tick | Marker | Batching
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Record)
