@@ -143,6 +143,7 @@ class Input:
     schema: str
     node: str | None = None
     origin: Origin = origin_field()
+    app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +154,7 @@ class Output:
     schema: str | None = None
     node: str | None = None
     origin: Origin = origin_field()
+    app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,7 @@ class Box:
     node: str | None = None
     attrs: Attrs = ()
     origin: Origin = origin_field()
+    app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
 
     @property
     def parameters(self) -> dict[str, str]:
@@ -221,6 +224,7 @@ class Table:
     params: tuple[tuple[str, str], ...] = ()
     node: str | None = None
     origin: Origin = origin_field()
+    app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +236,7 @@ class Query:
     tables: tuple[str, ...] = ()
     attrs: Attrs = ()
     origin: Origin = origin_field()
+    app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,7 +109,7 @@ def test_boxes_added_to_a_query_and_taken_out_again():
 
 
 def test_a_schema_change_under_a_reader_that_stays_is_refused_where_it_is_asked_for():
-    plan = replaced(committed(APP), RESHAPED, "edited.xml")
+    plan = replaced(committed(APP, "edited.xml"), RESHAPED, "edited.xml")
     assert not plan.ok
     problem, passed_on = plan.problems
     assert (problem.file, problem.line) == ("edited.xml", 2)
