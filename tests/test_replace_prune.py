@@ -140,3 +140,15 @@ def test_an_old_catalog_replaces_as_before_saying_so_and_the_next_replace_prunes
     again = submitted(plan.catalog, NO_COLD, "app.xml", replacing=True)
     assert again.ok and not again.changes.boxes["removed"]  # cold was never recorded as app's
     assert not again.changes.notes
+
+
+def test_the_heads_incremental_check_prunes_and_refuses_alike():
+    """The Head plans with its CatalogIndex (only what a change touches is checked): same outcome."""
+    from boreas.catalog.index import CatalogIndex
+
+    for before, ok in ((committed((APP, "app.xml")), True), (committed((APP, "app.xml"), (OTHER, "other.xml")), False)):
+        index = CatalogIndex.build(before, registry=TYPES)
+        plan = plan_submission(before, [read_document(NO_COLD, "app.xml")], TYPES, index=index, replacing=True)
+        whole = submitted(before, NO_COLD, "app.xml", replacing=True)
+        assert plan.ok is ok and sorted(map(str, plan.problems)) == sorted(map(str, whole.problems))
+        assert plan.catalog == whole.catalog and plan.changes.as_dict() == whole.changes.as_dict()
