@@ -148,10 +148,11 @@ def adopted(before: Catalog, applications: Sequence[Application]) -> list[str]:
                       for obj in app.declarations for attr, key in [_key(obj)]
                       if attr and (item := getattr(before, attr).get(key)) is not None and not item.app})
         if old:
-            notes.append(f"{len(old)} element{'s' if len(old) > 1 else ''} of {app.source} ({', '.join(old[:3])}"
-                         f"{', ...' if len(old) > 3 else ''}) were submitted before Boreas recorded applications: "
-                         f"they now belong to application {app.app_name!r}, but whatever the earlier version "
-                         f"declared and this file leaves out is not removed this time (boreas drop NAME)")
+            shown = ", ".join(old[:3]) + (", ..." if len(old) > 3 else "")
+            notes.append(f"{len(old)} element{'s' if len(old) > 1 else ''} of {app.source} ({shown}) were "
+                         f"submitted before Boreas recorded applications: they now belong to application "
+                         f"{app.app_name!r}, but whatever the earlier version declared and this file leaves out "
+                         f"is not removed this time (boreas drop NAME)")
     return notes
 
 

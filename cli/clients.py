@@ -329,9 +329,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", type=lambda s: str(Path(s)))
     p.add_argument("--replace", action="store_true",
                    help="the files are the new version of an application that is running: what is declared "
-                        "as it is keeps running, state and all; what changed is replaced, and boxes its queries "
-                        "no longer hold and what the file leaves out of the application go, all in one commit; what cannot change in place is refused "
-                        "(docs/xml.md, \"The edit loop\")")
+                        "as it is keeps running, state and all; what changed is replaced, and what the "
+                        "application declared before and the files leave out goes, all in one commit; what "
+                        "cannot change in place is refused (docs/xml.md, \"The edit loop\")")
     p.add_argument("--app", metavar="NAME", default=None,
                    help="the application the files declare (default: each application file's base name, "
                         "app.xml -> app); --replace removes what the same application no longer declares")
