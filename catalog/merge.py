@@ -24,6 +24,7 @@ from .app_prune import prune_left_out
 from .diagnostics import CATALOG, Diagnostic, Origin
 from .document_model import Application, Delete, Deployment, Modify, Move, NodeAssignment
 from .model import (
+    NAMED_BY_APP,
     Box,
     Catalog,
     ConnectionPointView,
@@ -38,9 +39,6 @@ from .model import (
 )
 from .partition_resubmit import resubmitted
 from .tracked import tracked_copy, untracked
-
-#: What records the application that declared it (docs/xml.md "The edit loop").
-_NAMED_BY_APP = (Input, Output, Box, Table, Query)
 
 # model class -> (Catalog dict, key attribute, what to call it in messages)
 _PLACES: dict[type, tuple[str, str, str]] = {
@@ -85,7 +83,7 @@ class Merger:
         name = app.app_name
         self.apps.setdefault(name, app.source)
         for obj in app.declarations:
-            self.declare(replace(obj, app=name) if isinstance(obj, _NAMED_BY_APP) else obj)
+            self.declare(replace(obj, app=name) if isinstance(obj, NAMED_BY_APP) else obj)
         self.prune_queries()
         for delete in app.deletes:
             self.delete(delete)

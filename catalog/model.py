@@ -35,7 +35,7 @@ from .diagnostics import Origin, origin_field
 from .partition_model import PARTITION_SLOTS, Partition, SegmentPlacement  # re-exported, as above
 
 __all__ = [
-    "PARTITION_SLOTS", "Attrs", "Box", "Catalog", "Client", "ConnectionPointView", "Consumer", "Field", "FieldType",
+    "NAMED_BY_APP", "PARTITION_SLOTS", "Attrs", "Box", "Catalog", "Client", "ConnectionPointView", "Consumer", "Field", "FieldType",
     "GlobalComponent", "InPort", "Input", "Node", "Output", "Partition", "Producer", "Publication", "Query",
     "Region", "ReplicaSet", "Schema", "SegmentPlacement", "Subscription", "Table", "TypeAlias",
 ]
@@ -332,6 +332,9 @@ class Catalog:
         found = self.boxes.get(box)
         return (found.node,) if found is not None and found.node else ()
 
+
+#: The elements that record the application that declared them (``app``; docs/xml.md "The edit loop").
+NAMED_BY_APP = (Input, Output, Box, Table, Query)
 
 _DICTS = (
     "schemas",

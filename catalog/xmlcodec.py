@@ -26,6 +26,7 @@ from lxml import etree
 from .arrays import check_alias, field_type
 from .diagnostics import CATALOG, Origin
 from .model import (
+    NAMED_BY_APP,
     Box,
     Client,
     ConnectionPointView,
@@ -282,7 +283,6 @@ _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
 
 #: The catalog-form attribute naming the application that declared an element (docs/xml.md "The edit loop").
 APP_ATTR = "application"
-_NAMED_BY_APP = (Input, Output, Box, Table, Query)
 
 
 def decode(el: etree._Element, origin: Origin = CATALOG) -> Any:
@@ -293,7 +293,7 @@ def decode(el: etree._Element, origin: Origin = CATALOG) -> Any:
         raise DecodeError(f"<{el.tag}> is not a catalog declaration") from None
     obj = decoder(el, origin)
     app = el.get(APP_ATTR)  # catalog form only (:func:`to_text`); absent in what older Boreas stored
-    return replace(obj, app=app) if app and isinstance(obj, _NAMED_BY_APP) else obj
+    return replace(obj, app=app) if app and isinstance(obj, NAMED_BY_APP) else obj
 
 
 # -- encoding ---------------------------------------------------------------
