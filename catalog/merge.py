@@ -134,8 +134,9 @@ class Merger:
                                   f"not {obj.app!r}: replace that application (boreas submit --replace "
                                   f"--app {owner} ...), or give this one another name")
             return
-        if obj != existing or owner == "":  # (an element stored before applications were recorded
-            target[key] = obj                     # now records this one; app_diff.adopted says so)
+        # An element stored before applications were recorded takes this one's name (app_diff.adopted says so).
+        if obj != existing or owner == "":
+            target[key] = obj
 
     def prune_queries(self) -> None:
         """(replacing) The boxes and tables a query declared again no longer holds go with their streams;
