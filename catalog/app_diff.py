@@ -34,10 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .diagnostics import CATALOG, Diagnostic, Origin
 from .document_model import Application
-from .model import Box, Catalog, Input, Output, Schema
+from .model import Box, Catalog, Input, Output, Query, Schema, Table
 
 #: The order a person reads the four lists in.
 KINDS = ("kept", "changed", "added", "removed")
@@ -49,17 +50,20 @@ class ApplicationChanges:
 
     boxes: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
     streams: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    notes: list[str] = field(default_factory=list)  # what a person should know besides (see adopted)
 
-    def as_dict(self) -> dict[str, dict[str, list[str]]]:
+    def as_dict(self) -> dict[str, Any]:
         """The JSON the Head returns with the submission (``changes``)."""
-        return {kind: {"boxes": self.boxes[kind], "streams": self.streams[kind]} for kind in KINDS}
+        return {**{kind: {"boxes": self.boxes[kind], "streams": self.streams[kind]} for kind in KINDS},
+                "notes": self.notes}
 
     @classmethod
-    def from_dict(cls, data: dict[str, dict[str, list[str]]]) -> ApplicationChanges:
+    def from_dict(cls, data: dict[str, Any]) -> ApplicationChanges:
         changes = cls()
         for kind in KINDS:
             changes.boxes[kind] = list(data.get(kind, {}).get("boxes", []))
             changes.streams[kind] = list(data.get(kind, {}).get("streams", []))
+        changes.notes = list(data.get("notes", []))
         return changes
 
     def lines(self) -> list[str]:
@@ -70,7 +74,8 @@ class ApplicationChanges:
                                                                 ("stream", self.streams[kind])) if names]
             if parts:
                 out.append(f"{kind}: {'; '.join(parts)}")
-        return out or ["nothing changed: every box and stream is as submitted before"]
+        return (out or ["nothing changed: every box and stream is as submitted before"]) + [
+            f"note: {note}" for note in self.notes]
 
 
 def _listed(noun: str, names: list[str]) -> str:
@@ -128,7 +133,41 @@ def application_changes(before: Catalog, after: Catalog, applications: Sequence[
                     and _stream_declaration(before, stream) == _stream_declaration(after, stream)
                     and producers_before.get(stream) == producers_after.get(stream))
             changes.streams["kept" if same else "changed"].append(stream)
+    changes.notes = adopted(before, applications)
     return changes
+
+
+def adopted(before: Catalog, applications: Sequence[Application]) -> list[str]:
+    """A note per application that declares elements stored before applications were recorded.
+
+    Those elements now record it, but what this version leaves out of the old one cannot be known
+    this time: it is not removed (the next replacing submission removes what it leaves out)."""
+    notes = []
+    for app in applications:
+        old = sorted({f"{_NOUNS[attr]} {key}"
+                      for obj in app.declarations for attr, key in [_key(obj)]
+                      if attr and (item := getattr(before, attr).get(key)) is not None and not item.app})
+        if old:
+            shown = ", ".join(old[:3]) + (", ..." if len(old) > 3 else "")
+            notes.append(f"{len(old)} element{'s' if len(old) > 1 else ''} of {app.source} ({shown}) were "
+                         f"submitted before Boreas recorded applications: they now belong to application "
+                         f"{app.app_name!r}, but whatever the earlier version declared and this file leaves out "
+                         f"is not removed this time (boreas drop NAME)")
+    return notes
+
+
+_NOUNS = {"boxes": "box", "inputs": "input", "outputs": "output", "tables": "table", "queries": "query"}
+
+
+def _key(obj: object) -> tuple[str, str]:
+    """The Catalog dict and key of an element that records its application (``("", "")`` otherwise)."""
+    if isinstance(obj, Box):
+        return "boxes", obj.name
+    if isinstance(obj, (Input, Output)):
+        return ("inputs" if isinstance(obj, Input) else "outputs"), obj.stream
+    if isinstance(obj, (Table, Query)):
+        return ("tables" if isinstance(obj, Table) else "queries"), obj.name
+    return "", ""
 
 
 def _declared_at(applications: Sequence[Application]) -> dict[str, Origin]:

@@ -112,6 +112,21 @@ class Application:
     declarations: list[Any] = field(default_factory=list)
     deletes: list[Delete] = field(default_factory=list)
     modifies: list[Modify] = field(default_factory=list)
+    name: str = ""  # ``boreas submit --app NAME``; else the file's base name (:attr:`app_name`)
+
+    @property
+    def app_name(self) -> str:
+        """The application this document declares (docs/xml.md "The edit loop"): what a replacing
+        submission of the same application prunes by.  ``<borealis>`` has no name attribute, so the
+        file's base name without ``.xml`` stands for it unless the submitter names it.
+
+        >>> Application("apps/sensors.xml").app_name, Application("a.xml", name="prod").app_name
+        ('sensors', 'prod')
+        """
+        if self.name:
+            return self.name
+        base = self.source.replace("\\", "/").rsplit("/", 1)[-1]
+        return base[:-4] if base.lower().endswith(".xml") else base
 
 
 @dataclass

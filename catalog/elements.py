@@ -127,7 +127,9 @@ def diff(old: Catalog, new: Catalog) -> list[Change]:
     for kind, (attr, _) in KIND_TO_DICT.items():
         before, after = getattr(old, attr), getattr(new, attr)
         for key, obj in after.items():
-            if before.get(key) != obj:
+            old_obj = before.get(key)
+            # (an element's application is not part of its value, but the store keeps it)
+            if old_obj != obj or getattr(old_obj, "app", "") != getattr(obj, "app", ""):
                 changes.append(Change(kind, key, to_text(obj)))
         for key in before.keys() - after.keys():
             changes.append(Change(kind, key, None))

@@ -20,9 +20,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from .app_prune import prune_left_out
 from .diagnostics import CATALOG, Diagnostic, Origin
 from .document_model import Application, Delete, Deployment, Modify, Move, NodeAssignment
 from .model import (
+    NAMED_BY_APP,
     Box,
     Catalog,
     ConnectionPointView,
@@ -70,6 +72,7 @@ class Merger:
         self.partitioned: set[str] = set()  # boxes a <partition> of this submission names
         self.declared: dict[str, set[str]] = {}  # Catalog dict -> keys this submission declares
         self.requeried: dict[str, Query] = {}  # (replacing) a query declared again -> what it was
+        self.apps: dict[str, str] = {}  # application name -> the file that declares it (its first)
 
     def fail(self, origin: Origin, reason: str) -> None:
         self.problems.append(Diagnostic.at(origin, reason))
@@ -77,8 +80,10 @@ class Merger:
     # -- application ------------------------------------------------------
 
     def application(self, app: Application) -> None:
+        name = app.app_name
+        self.apps.setdefault(name, app.source)
         for obj in app.declarations:
-            self.declare(obj)
+            self.declare(replace(obj, app=name) if isinstance(obj, NAMED_BY_APP) else obj)
         self.prune_queries()
         for delete in app.deletes:
             self.delete(delete)
@@ -123,7 +128,14 @@ class Merger:
             self.claims.setdefault(key, []).append(
                 (obj.node, obj.origin, f"<{'box' if isinstance(obj, Box) else 'table'} name='{key}' node='{obj.node}'>"))
             obj = replace(obj, node=existing.node)  # (resolve_placements refuses the change of node)
-        if obj != existing:
+        owner = getattr(existing, "app", None)
+        if owner and owner != obj.app:
+            self.fail(obj.origin, f"{_PLACES[type(obj)][2]} {key!r} belongs to application {owner!r}, "
+                                  f"not {obj.app!r}: replace that application (boreas submit --replace "
+                                  f"--app {owner} ...), or give this one another name")
+            return
+        # An element stored before applications were recorded takes this one's name (app_diff.adopted says so).
+        if obj != existing or owner == "":
             target[key] = obj
 
     def prune_queries(self) -> None:
@@ -145,6 +157,10 @@ class Merger:
                     if item is not None and item.node is None:
                         self.catalog.boxes[box] = replace(item, node=next(iter(ran)))
         self.requeried.clear()
+
+    def prune_left_out(self) -> None:
+        """(replacing) What these applications declared before and no longer declare goes (:mod:`.app_prune`)."""
+        self.problems += prune_left_out(self.catalog, self.declared, self.apps, self._remove_box)
 
     def delete(self, d: Delete) -> None:
         if d.query is not None:
@@ -397,6 +413,8 @@ def merge_touched(
     merger = Merger(base, replacing)
     for app in applications:
         merger.application(app)
+    if replacing:
+        merger.prune_left_out()
     for dep in deployments:
         merger.deployment(dep)
     merger.resolve_placements(deploying=bool(deployments))

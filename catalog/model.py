@@ -35,7 +35,7 @@ from .diagnostics import Origin, origin_field
 from .partition_model import PARTITION_SLOTS, Partition, SegmentPlacement  # re-exported, as above
 
 __all__ = [
-    "PARTITION_SLOTS", "Attrs", "Box", "Catalog", "Client", "ConnectionPointView", "Consumer", "Field", "FieldType",
+    "NAMED_BY_APP", "PARTITION_SLOTS", "Attrs", "Box", "Catalog", "Client", "ConnectionPointView", "Consumer", "Field", "FieldType",
     "GlobalComponent", "InPort", "Input", "Node", "Output", "Partition", "Producer", "Publication", "Query",
     "Region", "ReplicaSet", "Schema", "SegmentPlacement", "Subscription", "Table", "TypeAlias",
 ]
@@ -143,6 +143,7 @@ class Input:
     schema: str
     node: str | None = None
     origin: Origin = origin_field()
+    app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +154,7 @@ class Output:
     schema: str | None = None
     node: str | None = None
     origin: Origin = origin_field()
+    app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,7 @@ class Box:
     node: str | None = None
     attrs: Attrs = ()
     origin: Origin = origin_field()
+    app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
 
     @property
     def parameters(self) -> dict[str, str]:
@@ -221,6 +224,7 @@ class Table:
     params: tuple[tuple[str, str], ...] = ()
     node: str | None = None
     origin: Origin = origin_field()
+    app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +236,7 @@ class Query:
     tables: tuple[str, ...] = ()
     attrs: Attrs = ()
     origin: Origin = origin_field()
+    app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +332,9 @@ class Catalog:
         found = self.boxes.get(box)
         return (found.node,) if found is not None and found.node else ()
 
+
+#: The elements that record the application that declared them (``app``; docs/xml.md "The edit loop").
+NAMED_BY_APP = (Input, Output, Box, Table, Query)
 
 _DICTS = (
     "schemas",

@@ -18,6 +18,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from lxml import etree
@@ -25,6 +26,7 @@ from lxml import etree
 from .arrays import check_alias, field_type
 from .diagnostics import CATALOG, Origin
 from .model import (
+    NAMED_BY_APP,
     Box,
     Client,
     ConnectionPointView,
@@ -279,13 +281,19 @@ _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
 }
 
 
+#: The catalog-form attribute naming the application that declared an element (docs/xml.md "The edit loop").
+APP_ATTR = "application"
+
+
 def decode(el: etree._Element, origin: Origin = CATALOG) -> Any:
     """The model object for one declaration element."""
     try:
         decoder = _DECODERS[el.tag]
     except KeyError:
         raise DecodeError(f"<{el.tag}> is not a catalog declaration") from None
-    return decoder(el, origin)
+    obj = decoder(el, origin)
+    app = el.get(APP_ATTR)  # catalog form only (:func:`to_text`); absent in what older Boreas stored
+    return replace(obj, app=app) if app and isinstance(obj, NAMED_BY_APP) else obj
 
 
 # -- encoding ---------------------------------------------------------------
@@ -307,9 +315,18 @@ def _add_params(el: etree._Element, params: tuple[tuple[str, str], ...]) -> None
         _sub(el, "parameter", name=name, value=value)
 
 
-def encode(obj: Any, with_node: bool = True) -> etree._Element:
-    """The XML element for one model object (``with_node=False`` drops placement)."""
-    node = getattr(obj, "node", None) if with_node else None
+def encode(obj: Any, with_node: bool = True, with_app: bool = False) -> etree._Element:
+    """The XML element for one model object (``with_node=False`` drops placement).
+
+    ``with_app``: write the application that declared it (catalog form, for the stores).  Nodes
+    are sent no such attribute: they need not know it, and update XML has none."""
+    el = _encode(obj, getattr(obj, "node", None) if with_node else None)
+    if with_app and getattr(obj, "app", ""):
+        el.set(APP_ATTR, obj.app)
+    return el
+
+
+def _encode(obj: Any, node: str | None) -> etree._Element:
     match obj:
         case Schema():
             el = _set(etree.Element("schema"), name=obj.name)
@@ -389,4 +406,5 @@ def encode(obj: Any, with_node: bool = True) -> etree._Element:
 
 
 def to_text(obj: Any) -> str:
-    return etree.tostring(encode(obj), encoding="unicode")
+    """Catalog form (what the stores keep): with placement and the declaring application."""
+    return etree.tostring(encode(obj, with_app=True), encoding="unicode")

@@ -62,11 +62,12 @@ def _print_progress(status: dict, shown: dict[str, str]) -> None:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     return asyncio.run(submit_and_report(the_head(args), resolve_token(args.token, required=False),
-                                         _read_files(args.files), args.timeout, replace=args.replace))
+                                         _read_files(args.files), args.timeout, replace=args.replace,
+                                         app=args.app))
 
 
 async def submit_and_report(head: str, token: str | None, files: list[tuple[str, bytes]], timeout: float,
-                            replace: bool = False) -> int:
+                            replace: bool = False, app: str | None = None) -> int:
     """Submit ``(name, XML)`` documents as one submission, print its progress, and the exit code: 0 deployed,
     2 refused (every problem printed as file:line: element: reason; nothing committed), 1 a node failed.
     ``replace``: the new version of an application; what it kept, changed, added and removed is printed."""
@@ -76,7 +77,7 @@ async def submit_and_report(head: str, token: str | None, files: list[tuple[str,
 
     async with PeerClient(token, timeout=timeout + 35) as peers:
         try:
-            status = await submit_documents(peers, head, files, replace=replace)
+            status = await submit_documents(peers, head, files, replace=replace, app=app)
         except PeerRefused as exc:
             if exc.status == 422 and "diagnostics" in exc.payload:
                 print_problems([Diagnostic(**d) for d in exc.payload["diagnostics"]])
@@ -328,9 +329,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", type=lambda s: str(Path(s)))
     p.add_argument("--replace", action="store_true",
                    help="the files are the new version of an application that is running: what is declared "
-                        "as it is keeps running, state and all; what changed is replaced, and boxes its queries "
-                        "no longer hold go, all in one commit; what cannot change in place is refused "
-                        "(docs/xml.md, \"The edit loop\")")
+                        "as it is keeps running, state and all; what changed is replaced, and what the "
+                        "application declared before and the files leave out goes, all in one commit; what "
+                        "cannot change in place is refused (docs/xml.md, \"The edit loop\")")
+    p.add_argument("--app", metavar="NAME", default=None,
+                   help="the application the files declare (default: each application file's base name, "
+                        "app.xml -> app); --replace removes what the same application no longer declares")
     p.add_argument("--timeout", type=float, default=30.0,
                    help="seconds to wait for every node to acknowledge (default 30)")
     add_head_option(p)

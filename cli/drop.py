@@ -10,8 +10,8 @@ order, so the streams are free by then).  Schemas stay: they are immutable
 and harmless, and the same application submitted again reuses them.
 
 The edit loop itself is edit, ``boreas submit --replace app.xml`` (unchanged
-boxes keep their state: docs/xml.md); dropping is for starting over, and for
-what a replacing file merely leaves out.
+boxes keep their state, and what the file leaves out of the application goes:
+docs/xml.md); dropping is for starting over, and for what another file declared.
 
 >>> print(deletes_for_names(["cleanup", "Reading"], queries={"cleanup"}, boxes=set(), streams={"Reading"}))
 ['<delete query="cleanup"/>', '<delete stream="Reading"/>']

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 
@@ -42,15 +43,17 @@ def read_documents(paths: Sequence[str | Path]) -> list[tuple[str, bytes]]:
 
 
 async def submit_documents(peers: PeerClient, head: str, files: Sequence[tuple[str, bytes]],
-                           replace: bool = False) -> dict[str, Any]:
+                           replace: bool = False, app: str | None = None) -> dict[str, Any]:
     """POST application/deployment XML; the first status, or ``PeerRefused`` (422 carries diagnostics).
 
     ``replace``: the documents are the new version of an application (docs/xml.md, "The edit loop"):
-    the status then carries ``changes``, what was kept, changed, added and removed."""
+    the status then carries ``changes``, what was kept, changed, added and removed.  ``app``: the
+    application the documents declare (default: each application file's base name)."""
     form = aiohttp.FormData()
     for name, data in files:
         form.add_field("document", data, filename=name, content_type="application/xml")
-    return await peers.call("POST", f"{head}/submissions" + ("?replace=1" if replace else ""), data=form())
+    query = {**({"replace": "1"} if replace else {}), **({"app": app} if app else {})}
+    return await peers.call("POST", f"{head}/submissions" + (f"?{urlencode(query)}" if query else ""), data=form())
 
 
 async def wait_submission(peers: PeerClient, head: str, status: dict[str, Any], timeout: float,

@@ -286,7 +286,7 @@ while IFS=$'\t' read -r -d '' kind cmd <&3; do
           grep -Eq '^box q3: layout [0-9]+, [0-9]+ segments; ' "$out" || fail "no new layout of q3"
           wait_for 30 "the view to stay equal to the one-node box's" q3_same
           echo "(the view still equals the one-node box's)" ;;
-        "boreas submit --replace chain.xml")  # the edited filter replaced, the aggregate kept
+        "boreas submit --replace sensor_chain.xml")  # the edited filter replaced, the aggregate kept
           grep -q "changed: box valid" "$out" && grep -Eq "kept: boxes .*per_sensor" "$out" ||
             fail "the replace did not say valid changed and per_sensor was kept" ;;
         "boreas publish Reading"*)  # the example data must come out of the chain as averages

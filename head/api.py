@@ -57,6 +57,7 @@ from aiohttp.multipart import BodyPartReader
 from boreas.catalog.words import unknown
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
 from boreas.catalog.documents import (
+    Application,
     Connect,
     Delete,
     Disconnect,
@@ -219,6 +220,9 @@ class _Api:
             if isinstance(docs, web.Response):
                 return docs
             replacing = request.query.get("replace", "") in ("1", "true", "yes")
+            for doc in docs:  # ?app=NAME (boreas submit --app): the application they declare
+                if isinstance(doc, Application) and request.query.get("app"):
+                    doc.name = request.query["app"]
             try:
                 sub = await self.head.submit(docs, replacing=replacing)
             except ValidationFailed as exc:

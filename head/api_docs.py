@@ -27,7 +27,7 @@ _SUBMISSION = {"type": "object", "properties": {
     "state": {"type": "string", "enum": ["committed", "deploying", "deployed", "failed"]},
     "nodes": {"type": "object", "description": "per affected node: its state and reason"},
     "changes": {"type": "object", "description": "a replacing submission only: kept, changed, added and "
-                "removed, each {boxes: [...], streams: [...]}"},
+                "removed, each {boxes: [...], streams: [...]}, and notes: [...] (lines to show)"},
     "revision": {"type": "integer"}}}
 
 
@@ -42,9 +42,12 @@ HEAD_DOCS: RouteDocs = {
                  "names the file in diagnostics", "schema": {"type": "object", "additionalProperties": {
                      "type": "string", "format": "binary"}}},
         "parameters": [{"name": "replace", "description": "1: the documents are the new version of an "
-                        "application: what they declare differently replaces what is there, and the status "
-                        "says what was kept, changed, added and removed (docs/xml.md, \"The edit loop\")",
-                        "schema": {"type": "integer", "enum": [0, 1]}}],
+                        "application: what they declare differently replaces what is there, what the same "
+                        "application no longer declares goes, and the status says what was kept, changed, "
+                        "added and removed (docs/xml.md, \"The edit loop\")",
+                        "schema": {"type": "integer", "enum": [0, 1]}},
+                       {"name": "app", "description": "the application the documents declare (default: each "
+                        "application file's base name without .xml)", "schema": {"type": "string"}}],
         "responses": {202: {"description": "committed; nodes are being brought up to date", "schema": _SUBMISSION},
                       400: _error("not well-formed multipart"),
                       413: _error("too many files, too large, or over the validation budget"),

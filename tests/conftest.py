@@ -58,6 +58,7 @@ IN_PROCESS = (
     "test_columns.py",                       # Arrow batches checked, and an m3 box fed columns, in process
     "test_drop.py",                          # <delete stream> and what boreas drop sends (its cluster test: slow)
     "test_replace_application.py",           # submit --replace planned in process (its cluster tests: slow)
+    "test_replace_prune.py",                 # submit --replace removing what the file leaves out, in process
     "test_columnar_operators.py",            # filter, map and union fed Arrow columns by hand
     "test_aggregate_columns.py",             # the aggregate fed Arrow columns by hand, against its row path
     "test_changelog.py",                     # weighted batches through operators by hand; refusals at submission

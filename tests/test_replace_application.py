@@ -109,7 +109,7 @@ def test_boxes_added_to_a_query_and_taken_out_again():
 
 
 def test_a_schema_change_under_a_reader_that_stays_is_refused_where_it_is_asked_for():
-    plan = replaced(committed(APP), RESHAPED, "edited.xml")
+    plan = replaced(committed(APP, "edited.xml"), RESHAPED, "edited.xml")
     assert not plan.ok
     problem, passed_on = plan.problems
     assert (problem.file, problem.line) == ("edited.xml", 2)
@@ -215,13 +215,13 @@ def test_a_refused_replace_changes_nothing_and_the_cli_says_what_a_replace_did(c
     nodes, app = two_node_app(cluster)
     before = cluster.head_catalog()
     edited = cluster.write("edited.xml", RESHAPED)
-    refused = cluster.boreas("submit", "--replace", str(edited))
+    refused = cluster.boreas("submit", "--replace", "--app", "app", str(edited))  # app.xml's new version
     assert refused.returncode == 2
     assert re.search(r"edited\.xml:2: .*stream 'Reading' would change its schema .* box valid still reads it",
                      refused.stderr), refused.stderr
     after = cluster.head_catalog()
     assert after.version == before.version and after == before
-    grown = cluster.submit("--replace", cluster.write("hot.xml", HOT))
+    grown = cluster.submit("--replace", "--app", "app", cluster.write("hot.xml", HOT))
     assert "added: box hot; stream Hot" in grown.stdout and "kept: boxes per_sensor, valid" in grown.stdout
     cluster.wait_in_sync(*nodes)
     assert "hot" in cluster.node_catalog(nodes[0]).boxes
@@ -229,3 +229,9 @@ def test_a_refused_replace_changes_nothing_and_the_cli_says_what_a_replace_did(c
     assert "removed: box hot; stream Hot" in shrunk.stdout
     cluster.wait_in_sync(*nodes)
     assert set(cluster.node_catalog(nodes[0]).boxes) == {"valid"}
+    # Query summarise deleted from the file: it goes, with its box and its stream, on its node too.
+    no_summary = APP[:APP.index('  <query name="summarise">')].replace('<output stream="Average" schema="A"/>', "")
+    pruned = cluster.submit("--replace", cluster.write("app.xml", no_summary + "</borealis>"))
+    assert "removed: box per_sensor; stream Average" in pruned.stdout, pruned.stdout
+    cluster.wait_in_sync(*nodes)
+    assert not cluster.node_catalog(nodes[1]).boxes and "summarise" not in cluster.head_catalog().queries
