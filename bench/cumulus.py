@@ -154,6 +154,9 @@ def main() -> int:
                              "each producer's rows drawn at random, coordinated by the member its id picks; keyed: "
                              "each row published to the member owning its key (client/keyed.py: input partitioned "
                              "like the view); the target is judged on keyed")
+    parser.add_argument("--arrow", action="store_true",
+                        help="publishers send pyarrow RecordBatches made before the clock starts (issue 30: a "
+                             "partition routes columns and ships Work as Arrow IPC); default: rows")
     parser.add_argument("--durable", action="store_true", help="nodes with --data-dir (input log, snapshots)")
     parser.add_argument("--no-peer", dest="peer", action="store_false",
                         help="skip the peer (q3 as an ordinary, unpartitioned m3 box on one node)")

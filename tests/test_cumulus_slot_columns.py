@@ -1,4 +1,4 @@
-"""The vectorised slot hash (m3/cumulus/slot_columns.py) gives exactly the per-value slot of every key value.
+"""The vectorised slot hash (node/cumulus/slot_columns.py) gives exactly the per-value slot of every key value.
 
 A coordinator routes an Arrow batch by :func:`column_slots`; a query client, a
 Spark task or a member holding rows places the same keys one value at a time
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from boreas.m3.cumulus.hashing import slot
-from boreas.m3.cumulus.slot_columns import column_slots
+from boreas.node.cumulus.slot_columns import column_slots
 from boreas.node.operators.m3box import date_of
 
 INT64 = st.integers(-(2**63), 2**63 - 1)

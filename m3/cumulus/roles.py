@@ -201,7 +201,7 @@ class Roles:
     def placement(self, relation: str, sign: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """:meth:`involved` as data, for a batch of columns: ``(members, columns)``, every row goes to each of
         ``members`` and to the owner of its value at each relation column in ``columns`` (whose slots a
-        coordinator hashes a column at a time: :mod:`.slot_columns`).
+        coordinator hashes a column at a time: node/cumulus/slot_columns.py).
 
         >>> from boreas.m3.compiler.pipeline import compile_sql
         >>> from .layout import even_layout

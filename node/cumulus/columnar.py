@@ -3,7 +3,7 @@
 A coordinator that takes a batch as :class:`~boreas.wire.columns.Columns`
 (a publisher sent Arrow, or an upstream box emitted a changelog) does not
 make a row of it: the slots of the key columns are hashed by numpy
-(:mod:`~boreas.m3.cumulus.slot_columns`, the same slots the per-row hash
+(:mod:`~boreas.node.cumulus.slot_columns`, the same slots the per-row hash
 gives), each slot's owner taken from the layout as an array, and each member
 gets the rows it needs as one filtered batch, which travels as Arrow IPC in
 its ``Work`` (the weights column and all).  Where a row goes is
@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from boreas.m3.boxtype import PortPlan
 from boreas.m3.cumulus import Layout
 from boreas.m3.cumulus.roles import Roles
-from boreas.m3.cumulus.slot_columns import column_slots
+from .slot_columns import column_slots
 from boreas.wire.columns import Columns
 
 Placement = tuple[tuple[int, ...], tuple[int, ...]]  # (members every row goes to, relation columns placing it)

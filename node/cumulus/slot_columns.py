@@ -1,11 +1,11 @@
-"""The slot hash over a whole column at once: what :func:`~.hashing.slot` gives each value, without a Python call
+"""The slot hash over a whole column at once: what :func:`~boreas.m3.cumulus.hashing.slot` gives each value, without a Python call
 per value (docs/cumulus.md §3.1).
 
 A coordinator that takes a batch as Arrow columns routes it by the slots of
-its key columns.  The hash is :mod:`.hashing`'s, computed with numpy's
+its key columns.  The hash is :mod:`~boreas.m3.cumulus.hashing`'s, computed with numpy's
 wrapping 64-bit arithmetic: INT values are multiplied by the golden ratio
 constant as unsigned 64-bit integers (the low 64 bits of the product, as
-:func:`~.hashing.slot_int` masks them) and shifted right by 52; an integral
+:func:`~boreas.m3.cumulus.hashing.slot_int` masks them) and shifted right by 52; an integral
 FLOAT hashes as the INT of its value, any other as the INT of its IEEE bits
 (every NaN as the quiet NaN); a DATE, which Arrow carries as microseconds
 since 1970 as rows do, as the INT of its day's proleptic ordinal (floored, as
