@@ -186,7 +186,8 @@ class Coordinator:
             self._send_work(port, route.shares(columns))
 
     def _send_work(self, port: int, shares: dict[int, list | Columns]) -> None:
-        """One version: each member's share as its Work (rows as they are, columns as IPC bytes)."""
+        """One version: each member's share as its Work (rows as they are; columns as IPC bytes to a member on
+        another node, as they are to one hosted here, whose applier keeps them as IPC bytes in its state)."""
         if not shares:
             return
         me, mailbox = self.place.member, self.mailbox
@@ -196,7 +197,8 @@ class Coordinator:
                 self.rows_kept += len(share)
             else:
                 self.rows_sent += len(share)
-            mailbox.send(m, msg.work(self.epoch, me, seq, port, share.ipc() if isinstance(share, Columns) else share))
+                share = share.ipc() if isinstance(share, Columns) else share
+            mailbox.send(m, msg.work(self.epoch, me, seq, port, share))
 
     def _stamp_held(self, port: int, held: list[list | Columns]) -> None:
         """Held runs of one port: each run of rows as one version, the batches of columns between them as one."""

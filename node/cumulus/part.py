@@ -239,12 +239,15 @@ class PartOperator(M3Operator):
 
     # -- writing (the applier's Writer) ---------------------------------------------------
 
-    def work_groups(self, port: int, rows: list | bytes) -> Groups:
+    def work_groups(self, port: int, rows: list | bytes | Columns) -> Groups:
         """A Work's rows of in port ``port`` as ``(relation, sign, rows)`` (the box's sign field, DATEs); a Work
-        of columns (IPC bytes) adds its rows of positive weight and takes away those of negative weight."""
+        of columns (IPC bytes, or Columns from a coordinator on this node) adds its rows of positive weight and
+        takes away those of negative weight."""
         relation = self.plan.ports[port].relation
         if isinstance(rows, bytes):
-            adds, takes = m3columns.by_sign(read_columns(rows))
+            rows = read_columns(rows)
+        if isinstance(rows, Columns):
+            adds, takes = m3columns.by_sign(rows)
             return self._row_groups(port, relation, adds, takes)[0]
         inserts, deletes, _ = self._split[port](rows)
         return [g for g in ((relation, 1, inserts), (relation, -1, deletes)) if g[2]]
