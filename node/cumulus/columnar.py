@@ -81,14 +81,20 @@ class ColumnRoute:
             other = ~(up | down)
             if other.any():
                 masks[self.me] = masks.get(self.me, np.zeros(n, dtype=bool)) | other
+        members = sorted(masks)
+        hits = [int(masks[m].sum()) for m in members]
+        if len(members) > 1 and sum(hits) == n:  # each row to one member: one take, then slices (no copy)
+            dest = np.full(n, -1, dtype=np.int64)
+            for m in members:
+                dest[masks[m]] = m
+            if (dest >= 0).all():
+                return _split(columns, dest, members, hits)
         out: dict[int, Columns] = {}
-        for m in sorted(masks):
-            mask = masks[m]
-            hits = int(mask.sum())
-            if hits == n:
+        for m, count in zip(members, hits):
+            if count == n:
                 out[m] = columns
-            elif hits:
-                out[m] = columns.filter(pa.array(mask))
+            elif count:
+                out[m] = columns.filter(pa.array(masks[m]))
         return out
 
     def _slots(self, batch: pa.RecordBatch, i: int) -> np.ndarray:
@@ -105,8 +111,11 @@ class ColumnRoute:
         """Each row's sign (+1 insert, -1 delete, 0 refused), or None when every row inserts."""
         signs = None
         s = self.port.sign_index
-        if s is not None:
-            raw = pc.fill_null(columns.batch.column(s).cast(pa.int64()), 0).to_numpy()
+        if s is not None:  # (numpy, not pyarrow.compute: a compute call costs a millisecond of Python here)
+            column = columns.batch.column(s)
+            if column.null_count:
+                column = pc.fill_null(column, pa.scalar(0, column.type))
+            raw = column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
             signs = np.where((raw == 1) | (raw == -1), raw, 0)
         if columns.weights is not None:
             weights = np.sign(columns.weights.to_numpy(zero_copy_only=False))
@@ -124,6 +133,21 @@ class ColumnRoute:
                     hit = at == m
                     masks[m] = masks[m] | hit if m in masks else hit
         return masks
+
+
+def _split(columns: Columns, dest: np.ndarray, members: list[int], counts: list[int]) -> dict[int, Columns]:
+    """``columns`` cut by ``dest`` (each row's one member; ``members`` sorted, ``counts`` rows each), rows in
+    their order within each member."""
+    order = pa.array(np.argsort(dest, kind="stable"))
+    batch = columns.batch.take(order)
+    weights = None if columns.weights is None else columns.weights.take(order)
+    out: dict[int, Columns] = {}
+    at = 0
+    for m, count in zip(members, counts):
+        if count:
+            out[m] = Columns(batch.slice(at, count), weights=None if weights is None else weights.slice(at, count))
+        at += count
+    return out
 
 
 def concat(pieces: list[Columns]) -> Columns:
