@@ -92,11 +92,13 @@ node/dataflow.py: publishers wait once 256 versions wait in the box).  The gate 
 node's ``/status`` about 10-50 times a second (~0.1 ms of node CPU each).
 ``--profile DIR`` runs the nodes under cProfile; ``--sample DIR`` samples them with py-spy over each
 measured window only (bench/cumulus_sampling.py: where a node's CPU per event goes, at little cost).
+``--arrow``: the scaling publishers send pyarrow RecordBatches, made from the same rows before the clock
+starts, so a partition's coordinators route columns and send Work as Arrow IPC (docs/cumulus.md §3.12).
 
 Usage::
 
     .venv/bin/python bench/cumulus.py [--parts scaling,move,age,load] [--members 1,2,4] [--events 1500000] [--repeat 3]
-        [--segments 16] [--batch 500] [--window 4] [--max-queue 16] [--producers N] [--durable] [--no-peer]
+        [--segments 16] [--batch 500] [--window 4] [--max-queue 16] [--producers N] [--arrow] [--durable] [--no-peer]
         [--epoch-ms 100] [--move-entries 1000000] [--move-rate 20000] [--move-batch 200] [--move-warmup 3]
         [--move-after 2] [--load-rows 1000000] [--age-every 0.05] [--age-rate 0.6] [--age-seconds 4]
         [--profile DIR] [--sample DIR] [--json-only] [--keep-logs]
@@ -154,6 +156,9 @@ def main() -> int:
                              "each producer's rows drawn at random, coordinated by the member its id picks; keyed: "
                              "each row published to the member owning its key (client/keyed.py: input partitioned "
                              "like the view); the target is judged on keyed")
+    parser.add_argument("--arrow", action="store_true",
+                        help="publishers send pyarrow RecordBatches made before the clock starts (issue 30: a "
+                             "partition routes columns and ships Work as Arrow IPC); default: rows")
     parser.add_argument("--durable", action="store_true", help="nodes with --data-dir (input log, snapshots)")
     parser.add_argument("--no-peer", dest="peer", action="store_false",
                         help="skip the peer (q3 as an ordinary, unpartitioned m3 box on one node)")

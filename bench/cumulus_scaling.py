@@ -166,6 +166,21 @@ async def start_cluster(args: argparse.Namespace, run: Run, label: str, members:
     return Cluster(head, nodes, head_proc, node_procs)
 
 
+def arrow_batches(schema, rows: list[list], size: int) -> list:
+    """``rows`` of ``schema`` as pyarrow RecordBatches of ``size`` rows (``--arrow``: publishers that send columns)."""
+    import pyarrow as pa
+
+    from boreas.wire.columns import arrow_schema
+
+    target = arrow_schema(schema)
+    out = []
+    for i in range(0, len(rows), size):
+        part = rows[i:i + size]
+        out.append(pa.RecordBatch.from_arrays([pa.array([r[j] for r in part], f.type) for j, f in enumerate(target)],
+                                              schema=target))
+    return out
+
+
 async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[str, list[list]],
                   expected: dict[tuple, float], events: int, partitioned: bool = True, label: str | None = None,
                   sources: str = "random",
@@ -209,15 +224,18 @@ async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[s
                                    capacity=args.window), share))
     for publisher, _ in pubs:
         await publisher.start()
+    if getattr(args, "arrow", False):  # each batch made into Arrow columns now, before the clock starts
+        pubs = [(p, arrow_batches(p.schema, rows, args.batch)) for p, rows in pubs]
     entered = {p.entries[0] for p, _ in pubs}
     if entered != set(nodes):
         raise BenchError(f"publishers reach {sorted(entered)}, not every member of {nodes}")
 
-    async def publish(publisher: Publisher, rows: list[list], gate: Gate) -> None:
+    async def publish(publisher: Publisher, rows: list, gate: Gate) -> None:
         node = publisher.entries[0]
-        for i in range(0, len(rows), args.batch):
+        batches = rows if getattr(args, "arrow", False) else [rows[i:i + args.batch] for i in range(0, len(rows), args.batch)]
+        for batch in batches:
             await gate.take(node)
-            await publisher.send(rows[i:i + args.batch])
+            await publisher.send(batch)
         while True:  # flush, but notice a stopped box instead of waiting for good
             try:
                 await publisher.flush(timeout=1.0)

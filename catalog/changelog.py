@@ -13,8 +13,8 @@ stream is declared one; it follows from the boxes:
   group's result leaves as -old and comes back as +new), when its windows
   are by VALUES and its functions can be retracted (``firstval``/``lastval``
   depend on arrival order, which a retraction does not have);
-* a partitioned box fed a changelog is refused: its members take rows
-  without weights (not built yet);
+* a partitioned ``m3`` box takes a changelog as an unpartitioned one does
+  (its coordinators route the weighted batches to the members as columns);
 * every other box type (``join``, ``delay``, ``random_drop``,
   ``window_drop``, a type registered elsewhere) cannot apply weights: one fed
   a changelog is refused, naming the box, the stream and where it comes from.
@@ -87,18 +87,16 @@ def refusals(catalog: Catalog) -> list[tuple[Box, str]]:
         stream = fed[0]
         what = f"{box.type} box {box.name!r}"
         source = f"it is a changelog (rows with weights: {changelogs[stream]})"
-        why = _why_not(box, [p.stream for p in box.inputs], changelogs, box.name in catalog.partitions)
+        why = _why_not(box, [p.stream for p in box.inputs], changelogs)
         if why:
             out.append((box, f"{what} cannot read stream {stream!r}: {source}, and {why} "
                              f"(docs/operators.md, \"Changelog streams\")"))
     return out
 
 
-def _why_not(box: Box, streams: list[str], changelogs: dict[str, str], partitioned: bool) -> str | None:
-    """Why ``box`` cannot take the changelog among ``streams``; None when it can."""
-    if partitioned:
-        return (f"a partitioned {box.type} box's members take rows without their weights "
-                "(not built yet: docs/dataplane.md, \"Changelog streams\")")
+def _why_not(box: Box, streams: list[str], changelogs: dict[str, str]) -> str | None:
+    """Why ``box`` cannot take the changelog among ``streams``; None when it can (a partitioned ``m3`` box too:
+    its coordinators route the weighted columns to the members, node/cumulus/columnar.py)."""
     if box.type in PASSING:
         plain = [s for s in streams if s not in changelogs]
         if plain:

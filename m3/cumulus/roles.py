@@ -198,6 +198,34 @@ class Roles:
         each = [placer(read, owners) for read in reads]
         return lambda rows: [tuple({*fixed, *at}) for at in zip(*(place(rows) for place in each))]
 
+    def placement(self, relation: str, sign: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """:meth:`involved` as data, for a batch of columns: ``(members, columns)``, every row goes to each of
+        ``members`` and to the owner of its value at each relation column in ``columns`` (whose slots a
+        coordinator hashes a column at a time: node/cumulus/slot_columns.py).
+
+        >>> from boreas.m3.compiler.pipeline import compile_sql
+        >>> from .layout import even_layout
+        >>> from .plan import classify
+        >>> p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS t FROM R GROUP BY a")
+        >>> lay = even_layout("g", ["n0", "n1"], 2, maps=[("Q1_t", 0)])
+        >>> Roles(classify(p, dict(lay.maps), "g"), lay).placement("R", 1)
+        ((), (0,))
+        """
+        places = self._places.get((relation, sign))
+        lay, owners = self.layout, self.layout.owners
+        if places is None:
+            return (lay.home,), ()
+        if self.alone:
+            return (self.everyone[0],), ()
+        spread = set(self.everyone) if any(p == "loop" or p.kind == "loop" for p in places) else set()
+        if any(p != "loop" and p.kind == "all" for p in places):
+            spread.update(self.all)
+        if spread:
+            return tuple(sorted(spread)), ()
+        fixed = tuple(sorted({lay.home if p.kind == "home" else owners[slot(p.value)]
+                              for p in places if p.kind != "event"}))
+        return fixed, tuple(sorted({p.index for p in places if p.kind == "event"}))
+
     def placed_alike(self, relation: str) -> bool:
         """Whether ``relation``'s insert and delete events go to the same members (so one pass places both)."""
         def key(places):

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Protocol
 
+from boreas.wire.columns import Columns
+
 from . import messages as msg
 from .coordinator import Coordinator
 from .mailbox import Mailbox
@@ -33,6 +35,13 @@ from .messages import KeyCodecs
 from .relayouts import LayoutChanges
 
 Groups = list[tuple[str, int, list]]  # (relation, sign, rows)
+
+
+def _portable(work: list) -> list:
+    """A Work as a state keeps it: columns a coordinator on this node handed over as they are become IPC bytes,
+    as they would have come from another node."""
+    rows = work[5]
+    return [*work[:5], rows.ipc()] if isinstance(rows, Columns) else work
 Version = tuple[int, int, int]  # (epoch, coordinator, seq)
 
 
@@ -212,10 +221,10 @@ class Applier:
     def state(self) -> dict:
         enc, runtime = self.encode_key, self.place.runtime
         return {
-            "at": list(self.at), "works": [[e, c, list(q)] for (e, c), q in self.works.items()],
+            "at": list(self.at), "works": [[e, c, [_portable(w) for w in q]] for (e, c), q in self.works.items()],
             "closes": [list(x) for x in self.closes],
             "pushes": [[*v, [[src, entries] for src, entries in by.items()]] for v, by in self.pushes.items()],
-            "served": [list(v) for v in self.served], "held": list(self.held),
+            "served": [list(v) for v in self.served], "held": [_portable(w) for w in self.held],
             "known_stable": self.known_stable, "horizon": self.horizon,
             "deltas": runtime.deltas.state(lambda name, k: enc(name, runtime.store.unpack(name, k))),
         }

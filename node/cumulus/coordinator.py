@@ -29,6 +29,13 @@ its rows arrived in (held rows go before the epoch's ``Close``), so the
 positions a ``Close`` names are exactly what its epoch holds.  Sequential
 relations (one event per version) are not held, and a lone member holds
 nothing (its Work never leaves the process).
+
+**Columns.**  A batch that came as Arrow columns (a publisher's Arrow, an
+upstream box's changelog with its weights) is routed a column at a time
+(:mod:`~boreas.node.cumulus.columnar`) and each member's share travels in its
+``Work`` as Arrow IPC bytes instead of rows; held, such batches are stamped
+as one batch of columns (rows and columns held on one port go as a version
+each, in the order they came).
 """
 
 from __future__ import annotations
@@ -40,9 +47,11 @@ from boreas.m3.boxtype import BoxPlan
 from boreas.m3.cumulus import Layout
 from boreas.m3.cumulus.member import group
 from boreas.m3.cumulus.roles import Roles
+from boreas.wire.columns import Columns, read_columns
 
 from ..operators.m3box import date_of
 from . import messages as msg
+from .columnar import ColumnRoute, concat
 from .mailbox import Mailbox
 from .membership import MemberState
 
@@ -67,21 +76,27 @@ class Coordinator:
         self.seq = 0
         self.woke = -1  # the last epoch it asked the leader to end
         self.stamped: dict[tuple[str, str], int] = {}  # (stream, producer) -> last seq taken in this epoch
-        self.holding: dict[int, list] = {}  # in port -> rows taken in this epoch, not stamped yet (in arrival order)
+        # in port -> what it took in this epoch, not stamped yet (in arrival order): runs of rows (lists) and Columns
+        self.holding: dict[int, list[list | Columns]] = {}
         # counters (not state): Work rows stamped for members on this node, and for members on other nodes
         self.rows_kept = self.rows_sent = 0
         self.routing = place.layout.version  # the layout version it stamps Work with
         self._closing = 0  # members of the epoch it stamps with (its Close goes to each)
         self._involved: list[Callable[[list], list]] = []  # per in port: rows -> the members each goes to
+        self._columnar: list[ColumnRoute] = []  # per in port: where a batch of columns goes
         self.route(place.layout)
 
     def route(self, layout: Layout) -> None:
         """Stamp with ``layout`` from now on (the first epoch of a layout change, or a restored state)."""
         self.routing = layout.version
         self._closing = len(layout.members)
-        self._involved = [self._involvement(port, layout) for port in range(len(self.box.ports))]
+        self._involved, self._columnar = [], []
+        for port in range(len(self.box.ports)):
+            rows, columns = self._involvement(port, layout)
+            self._involved.append(rows)
+            self._columnar.append(columns)
 
-    def _involvement(self, port: int, layout: Layout) -> Callable[[list], list]:
+    def _involvement(self, port: int, layout: Layout) -> tuple[Callable[[list], list], ColumnRoute]:
         """``rows -> [members]`` for rows of in port ``port`` in the in stream's form (sign field and all).
 
         A batch at a time (:meth:`Roles.involved`); a row with a sign that is
@@ -97,9 +112,10 @@ class Coordinator:
             return itemgetter(at)
 
         roles = Roles(self.place.plan, layout, getter, pp.relation)
+        columnar = ColumnRoute.of(roles, pp, layout, self.place.member)
         inserts, deletes = roles.involved(pp.relation, 1), roles.involved(pp.relation, -1)
         if s is None:
-            return inserts
+            return inserts, columnar
         alike, me, sign_of = roles.placed_alike(pp.relation), self.place.member, itemgetter(s)
 
         def involved(rows: list) -> list:
@@ -117,22 +133,28 @@ class Coordinator:
             if ins + dels != len(signs):
                 out = [m if g == 1 or g == -1 else me for m, g in zip(out, signs)]
             return out
-        return involved
+        return involved, columnar
 
     def _sequential(self, port: int) -> bool:
         return self.ordered and self.box.ports[port].relation in self.place.roles.sequential
 
-    def coordinate(self, port: int, rows: list) -> None:
-        """Take an input batch of in port ``port``: stamp it now, or hold it (see the module docstring)."""
+    def coordinate(self, port: int, rows: list | Columns) -> None:
+        """Take an input batch of in port ``port`` (rows, or columns): stamp it now, or hold it (see the module
+        docstring)."""
         joined = self.place.joined
         joining = joined is None or self.epoch < joined
         if joining or self._closing > 1 and not self._sequential(port):
             held = self.holding.get(port)
             if held is None:
                 held = self.holding[port] = []
-            held += rows
-            if len(held) >= HOLD and not joining:  # (a joining member stamps from its first epoch on)
-                self._stamp(port, self.holding.pop(port))
+            if isinstance(rows, Columns):
+                held.append(rows)
+            elif held and isinstance(held[-1], list):
+                held[-1] += rows
+            else:
+                held.append(list(rows))
+            if sum(map(len, held)) >= HOLD and not joining:  # (a joining member stamps from its first epoch on)
+                self._stamp_held(port, self.holding.pop(port))
         else:
             self._stamp(port, rows)
         if self.woke != self.epoch:
@@ -143,26 +165,60 @@ class Coordinator:
         """Batch ``seq`` of ``producer`` on ``stream`` is the last one taken (its Close names it: stable reads)."""
         self.stamped[(stream, producer)] = seq
 
-    def _stamp(self, port: int, rows: list) -> None:
+    def _stamp(self, port: int, rows: list | Columns) -> None:
         """Rows of in port ``port`` as versions: one, or one per event for a sequential relation."""
-        involved, me, mailbox = self._involved[port], self.place.member, self.mailbox
+        if isinstance(rows, Columns):
+            self._stamp_columns(port, rows)
+            return
+        involved = self._involved[port]
         for version in ([r] for r in rows) if self._sequential(port) else (rows,):
-            shares = group(involved(version), version)
-            if not shares:
+            self._send_work(port, group(involved(version), version))
+
+    def _stamp_columns(self, port: int, columns: Columns) -> None:
+        """A batch of columns as versions, each member's rows sent as Arrow IPC."""
+        route = self._columnar[port]
+        if self._sequential(port):
+            for i in range(len(columns)):
+                one = Columns(columns.batch.slice(i, 1), weights=None if columns.weights is None
+                              else columns.weights.slice(i, 1))
+                self._send_work(port, route.shares(one))
+        else:
+            self._send_work(port, route.shares(columns))
+
+    def _send_work(self, port: int, shares: dict[int, list | Columns]) -> None:
+        """One version: each member's share as its Work (rows as they are; columns as IPC bytes to a member on
+        another node, as they are to one hosted here, whose applier keeps them as IPC bytes in its state)."""
+        if not shares:
+            return
+        me, mailbox = self.place.member, self.mailbox
+        seq, self.seq = self.seq, self.seq + 1
+        for m, share in shares.items():
+            if mailbox.is_local(m):
+                self.rows_kept += len(share)
+            else:
+                self.rows_sent += len(share)
+                share = share.ipc() if isinstance(share, Columns) else share
+            mailbox.send(m, msg.work(self.epoch, me, seq, port, share))
+
+    def _stamp_held(self, port: int, held: list[list | Columns]) -> None:
+        """Held runs of one port: each run of rows as one version, the batches of columns between them as one."""
+        columns: list[Columns] = []
+        for piece in held:
+            if isinstance(piece, Columns):
+                columns.append(piece)
                 continue
-            seq, self.seq = self.seq, self.seq + 1
-            for m, share in shares.items():
-                if mailbox.is_local(m):
-                    self.rows_kept += len(share)
-                else:
-                    self.rows_sent += len(share)
-                mailbox.send(m, msg.work(self.epoch, me, seq, port, share))
+            if columns:
+                self._stamp(port, concat(columns))
+                columns = []
+            self._stamp(port, piece)
+        if columns:
+            self._stamp(port, concat(columns))
 
     def _release_holding(self) -> None:
         """Stamp every port's held rows (the epoch ends), ports in the order they were first held."""
         holding, self.holding = self.holding, {}
-        for port, rows in holding.items():
-            self._stamp(port, rows)
+        for port, held in holding.items():
+            self._stamp_held(port, held)
 
     def advance(self, epoch: int) -> None:
         """``Advance(epoch)``: close the epoch stamped with so far, stamp with ``epoch`` from now on.
@@ -189,12 +245,16 @@ class Coordinator:
     def state(self) -> dict:
         return {"epoch": self.epoch, "seq": self.seq, "woke": self.woke, "routing": self.routing,
                 "stamped": [[s, p, q] for (s, p), q in self.stamped.items()],
-                "holding": [[port, list(rows)] for port, rows in self.holding.items()]}
+                "holding_runs": [[port, [p.ipc() if isinstance(p, Columns) else list(p) for p in held]]
+                         for port, held in self.holding.items()]}
 
     def restore(self, state: dict, layouts: list[Layout]) -> None:
         """Continue from :meth:`state`; ``layouts``: those it may stamp with (the member's, the changes')."""
         self.epoch, self.seq, self.woke = int(state.get("epoch", 0)), int(state.get("seq", 0)), int(state.get("woke", -1))
         self.stamped = {(s, p): int(q) for s, p, q in state.get("stamped", [])}
-        self.holding = {int(port): list(rows) for port, rows in state.get("holding", [])}
+        self.holding = {int(port): [read_columns(p) if isinstance(p, bytes) else list(p) for p in held]
+                        for port, held in state.get("holding_runs", [])}
+        for port, rows in state.get("holding", []):  # (a state from before columns were held: rows)
+            self.holding[int(port)] = [list(rows)]
         version = int(state.get("routing", self.place.layout.version))
         self.route(next((lay for lay in layouts if lay.version == version), self.place.layout))

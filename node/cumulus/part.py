@@ -71,8 +71,9 @@ from boreas.m3 import M3Error
 from boreas.m3.cumulus import EVERYWHERE, Layout, LayoutError, Segment, classify
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.cumulus.stable import StableView
-from boreas.wire.columns import weighted
+from boreas.wire.columns import Columns, read_columns, weighted
 
+from ..operators import m3columns
 from ..operators.base import Emitted, InternalStreams
 from ..operators.m3box import M3Operator, runtime_for
 from .applying import Groups, Version
@@ -104,7 +105,9 @@ class PartOperator(M3Operator):
     """The member(s) of a partitioned ``m3`` box that ``endpoint`` hosts (two or more only after a failover:
     :mod:`~boreas.node.cumulus.hosting`); ``member`` and ``host`` build a guest member inside its host."""
 
-    takes_columns = False  # members route and push rows (columnar Work is not built yet: docs/dataplane.md)
+    # A batch that came as Arrow columns (a changelog's with its weights) is routed as columns and travels to the
+    # members as Arrow IPC (node/cumulus/columnar.py); the member runtime, on the Python backend, takes rows.
+    takes_columns = True
 
     #: seconds the entry count /status and the metrics show may be old
     ENTRIES_TTL = 1.0
@@ -205,14 +208,14 @@ class PartOperator(M3Operator):
 
     # -- the data plane (every member hosted here) -----------------------------------------
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    def process(self, port: int, rows: list | Columns, now: float) -> Emitted:
         if port < len(self.box.inputs):
             self.parts.coordinator.coordinate(port, rows)
         else:
             self.hosted[self._inport[port]].parts.mailbox.inbox.extend(rows)
         return self.host.run(now)
 
-    def process_from(self, port: int, rows: list[tuple], now: float, origin: tuple[str, str, int]) -> Emitted:
+    def process_from(self, port: int, rows: list | Columns, now: float, origin: tuple[str, str, int]) -> Emitted:
         if port >= len(self.box.inputs):
             return self.process(port, rows, now)
         coordinator = self.host.coordinator_of(origin[1], len(self.partition.entry_nodes)).parts.coordinator
@@ -236,10 +239,17 @@ class PartOperator(M3Operator):
 
     # -- writing (the applier's Writer) ---------------------------------------------------
 
-    def work_groups(self, port: int, rows: list) -> Groups:
-        """A Work's rows of in port ``port`` as ``(relation, sign, rows)`` (the box's sign field, DATEs)."""
-        inserts, deletes, _ = self._split[port](rows)
+    def work_groups(self, port: int, rows: list | bytes | Columns) -> Groups:
+        """A Work's rows of in port ``port`` as ``(relation, sign, rows)`` (the box's sign field, DATEs); a Work
+        of columns (IPC bytes, or Columns from a coordinator on this node) adds its rows of positive weight and
+        takes away those of negative weight."""
         relation = self.plan.ports[port].relation
+        if isinstance(rows, bytes):
+            rows = read_columns(rows)
+        if isinstance(rows, Columns):
+            adds, takes = m3columns.by_sign(rows)
+            return self._row_groups(port, relation, adds, takes)[0]
+        inserts, deletes, _ = self._split[port](rows)
         return [g for g in ((relation, 1, inserts), (relation, -1, deletes)) if g[2]]
 
     def write(self, version: Version, mine: Groups, pushed: dict) -> None:

@@ -104,10 +104,12 @@ class Sim:
             self.chunks.extend(m for m in rows if m[0] == "k")
             self.links.setdefault((src, dst), deque()).append([list(m) for m in rows])  # as msgpack would
 
-    def publish(self, member: int, relation: str, events: list[tuple[int, tuple]]) -> None:
-        """Events ``(sign, row)`` of ``relation`` (rows with ``datetime.date``s) as one batch into ``member``."""
+    def publish(self, member: int, relation: str, events: list[tuple[int, tuple]], batch=None) -> None:
+        """Events ``(sign, row)`` of ``relation`` (rows with ``datetime.date``s) as one batch into ``member``;
+        ``batch``: what is sent for them instead of their rows (the same events as Arrow ``Columns``)."""
         self.single.apply_grouped([(relation, s, [r]) for s, r in events])
         rows = [tuple(micros_of(v) if isinstance(v, dt.date) else v for v in row) + (sign,) for sign, row in events]
+        rows = rows if batch is None else batch
         op = self.members[member]
         producer = _producer_for(relation, member, self.coordinators)  # a publisher would pick ``member`` for it
         seq = self._seq.get((relation, producer), 0)
