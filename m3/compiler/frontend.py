@@ -319,7 +319,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
                             "(select them, or drop DISTINCT)", keyword=r"\bDISTINCT\b")
         count = 1 if all(i.ref is not None for i in items) else None  # one row per group
     else:
-        check_rows(items, ctx)
+        items = check_rows(items, res, ctx)
         groups = []
         count = 1 if distinct is not None else ("agg", "COUNT", 1)
     keys, values = view_names(items, groups, rename, name, count, ctx)
