@@ -40,6 +40,14 @@ SHAPES: dict[str, str] = {
     "group_by_with_having": GENERIC + "SELECT a - b AS k, SUM(b) AS s FROM R GROUP BY a - b HAVING SUM(b) > 1",
     "group_by_year_arithmetic": GENERIC + """SELECT EXTRACT(YEAR FROM d) * 10 + a AS k, SUM(b) AS s FROM R
         GROUP BY EXTRACT(YEAR FROM d) * 10 + a""",
+    "rows_the_same_expression_twice": GENERIC + "SELECT a + b AS s, a + b AS t FROM R",
+    "rows_in_a_union_all": GENERIC + "SELECT a + b AS s FROM R UNION ALL SELECT c AS s FROM S",
+    "group_by_a_derived_tables_expression": GENERIC + """SELECT x.s, COUNT(*) AS n FROM (SELECT a + b AS s FROM R) x
+        GROUP BY x.s""",
+    "group_by_beside_exists": GENERIC + """SELECT a * 2 AS k, COUNT(*) AS n FROM R
+        WHERE EXISTS (SELECT 1 FROM S WHERE S.b = R.b) GROUP BY a * 2""",
+    "group_by_with_max_and_count_distinct": GENERIC + """SELECT a + b AS k, MAX(b) AS m, COUNT(DISTINCT a) AS n
+        FROM R GROUP BY a + b""",
 }
 
 
