@@ -81,6 +81,43 @@ def _text(t) -> str:
     return f"({_text(t[1])} {t[0]} {_text(t[2])})"
 
 
+def keyed(x, keys: list):
+    """A view expression or HAVING predicate (:mod:`.viewexpr`) with every arithmetic over group columns that is
+    a group key (``GROUP BY a * 2``) read as that key, ``("col", key)``: ``HAVING a * 2 > 2``, ``SELECT a * 2 + 1``.
+
+    >>> k = ArithKey(("*", ("R", "a"), 2), "INT")
+    >>> keyed((">", ("+", ("*", ("col", ("R", "a")), 2), 1), ("agg", "SUM", ("*", ("R", "a"), 2))), [k])
+    ('>', ('+', ('col', ArithKey(tree=('*', ('R', 'a'), 2), type='INT')), 1), ('agg', 'SUM', ('*', ('R', 'a'), 2)))
+    """
+    trees = {k.tree: k for k in keys if isinstance(k, ArithKey)}
+    if not trees:
+        return x
+    return _keyed(x, trees)
+
+
+def _keyed(x, trees: dict):
+    p = _plain(x)
+    if p is not None and isinstance(p, tuple) and p in trees:
+        return ("col", trees[p])
+    if isinstance(x, tuple) and x and x[0] not in ("agg", "col"):
+        return (x[0],) + tuple(_keyed(y, trees) for y in x[1:])
+    return x
+
+
+def _plain(x):
+    """A view expression over group columns in :class:`ArithKey`'s form (columns unwrapped), else None."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return x
+    if not isinstance(x, tuple) or not x:
+        return None
+    if x[0] == "col":
+        return x[1]
+    if x[0] in ("+", "-", "*", "neg"):
+        parts = [_plain(y) for y in x[1:]]
+        return None if any(p is None for p in parts) else (x[0], *parts)
+    return None
+
+
 def is_key_arithmetic(e: exp.Expression) -> bool:
     """Whether ``e`` is arithmetic that reads a column and no aggregate (a candidate key)."""
     e = unparen(e)

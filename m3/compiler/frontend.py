@@ -79,6 +79,7 @@ from .outputs import (
     group_columns,
     grouped,
     order_note,
+    read_keys,
     select_items,
     view_names,
 )
@@ -313,6 +314,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         raise ctx.error(f"unsupported DISTINCT ON ({sql_of(distinct)})", keyword=r"\bDISTINCT\b")
     if grouped(sel, items, having_pred):
         groups = group_columns(sel, items, res, ctx)
+        items, having_pred = read_keys(items, groups, having_pred)
         check_grouped(items, groups, having_pred, ctx, having_node)
         if distinct is not None and any(all(i.ref != g for i in items) for g in groups):
             raise ctx.error("unsupported SELECT DISTINCT over groups whose GROUP BY columns are not all selected "

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from .arithkey import ArithKey, arith_key, is_key_arithmetic
+from .arithkey import ArithKey, arith_key, is_key_arithmetic, keyed
 from .nodes import sql_of
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import columns_of, has_aggregate, view_expr
@@ -159,6 +159,12 @@ def _grouped_item(item: Item, g: exp.Expression, ctx: Positions, res: Resolver |
         what = "the aggregate" if has_aggregate(item.value) else "the expression"
         raise ctx.error(f"GROUP BY {sql_of(g)} names {what} {sql_of(item.node)} (group by columns only)", g)
     return item.ref
+
+
+def read_keys(items: list[Item], groups: list, having_pred) -> tuple[list[Item], object]:
+    """SELECT expressions and HAVING with arithmetic that is a group key read as that key (``GROUP BY a * 2
+    HAVING a * 2 > 2``: :func:`.arithkey.keyed`)."""
+    return ([Item(i.name, i.node, i.ref, keyed(i.value, groups)) for i in items], keyed(having_pred, groups))
 
 
 def check_grouped(items: list[Item], groups: list[ColRef], having_pred, ctx: Positions,

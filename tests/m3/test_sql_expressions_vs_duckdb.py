@@ -48,6 +48,10 @@ SHAPES: dict[str, str] = {
         WHERE EXISTS (SELECT 1 FROM S WHERE S.b = R.b) GROUP BY a * 2""",
     "group_by_with_max_and_count_distinct": GENERIC + """SELECT a + b AS k, MAX(b) AS m, COUNT(DISTINCT a) AS n
         FROM R GROUP BY a + b""",
+    "having_and_select_over_the_key": GENERIC + """SELECT a * 2 AS k, a * 2 + 1 AS k2, SUM(b) AS s FROM R
+        GROUP BY a * 2 HAVING a * 2 > 2""",
+    "having_and_select_over_a_join_key": GENERIC + """SELECT r.a + s.c AS k, (r.a + s.c) * 3 AS k3, COUNT(*) AS n
+        FROM R r JOIN S s ON r.b = s.b GROUP BY r.a + s.c HAVING r.a + s.c < 5 AND COUNT(*) > 0""",
 }
 
 
