@@ -152,8 +152,8 @@ def group_columns(sel: exp.Select, items: list[Item], res: Resolver, ctx: Positi
     return out
 
 
-def _grouped_item(item: Item, g: exp.Expression, ctx: Positions, res: Resolver | None = None) -> ColRef:
-    if item.ref is None and res is not None and is_key_arithmetic(item.node):  # GROUP BY 1 or an alias of A * 2
+def _grouped_item(item: Item, g: exp.Expression, ctx: Positions, res: Resolver) -> ColRef:
+    if item.ref is None and is_key_arithmetic(item.node):  # GROUP BY 1 or an alias of A * 2
         return arith_key(res, item.node)
     if item.ref is None:
         what = "the aggregate" if has_aggregate(item.value) else "the expression"
