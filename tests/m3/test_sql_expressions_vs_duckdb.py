@@ -88,6 +88,16 @@ def test_compile_shows_the_cost_class_and_the_lift():
     assert any("[A + C] +=" in line for line in lines)  # computed per entry of the S map the R event loops over
 
 
+def test_the_printed_program_reads_back_as_the_same_program():
+    """``boreas compile`` prints computed keys (``Q[A + B] += 1``); the M3 parser reads them back."""
+    from boreas.m3.printer import format_program
+    from boreas.m3.syntax import parse_program
+
+    for shape in ("rows_sum", "group_by_both_sides_of_a_join", "having_and_select_over_a_join_key"):
+        program = compile_sql(SHAPES[shape])
+        assert parse_program(format_program(program)) == program
+
+
 def test_a_selected_expression_over_a_group_column_stays_a_value():
     """``SELECT a * 2, SUM(b) ... GROUP BY a`` groups by ``a``: ``a * 2`` is computed when the view is read."""
     program = compile_sql(GENERIC + "SELECT a * 2 AS k, SUM(b) AS s FROM R GROUP BY a")
