@@ -332,12 +332,16 @@ def variables(expr: Expr) -> list[str]:
     return out
 
 
-def lift(c: Expr) -> tuple[str, Call] | None:
-    """``(K, call)`` when ``c`` is a lift ``{K = call}`` of a map definition (:class:`Call`), else None.
+def lift(c: Expr) -> tuple[str, Call | Sum | Prod] | None:
+    """``(K, call)`` when ``c`` is a lift ``{K = call}`` of a map definition (:class:`Call`), or of arithmetic
+    ``{K = A + B}`` (a computed key; where ``K`` is bound already, the lift is the comparison it also reads as),
+    else None.
 
     >>> lift(Cmp("=", Var("K"), Call("YEAR", (Var("D"),)))), lift(Cmp("=", Var("K"), Var("D")))
     (('K', Call(fn='YEAR', args=(Var(name='D'),))), None)
+    >>> lift(Cmp("=", Var("K"), Prod((Const(2), Var("A")))))[0]
+    'K'
     """
-    if isinstance(c, Cmp) and c.op == "=" and isinstance(c.left, Var) and isinstance(c.right, Call):
+    if isinstance(c, Cmp) and c.op == "=" and isinstance(c.left, Var) and isinstance(c.right, (Call, Sum, Prod)):
         return c.left.name, c.right
     return None

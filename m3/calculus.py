@@ -257,6 +257,25 @@ def lifted(c: Cond) -> V | None:
     return None
 
 
+def lift_in(c: Cond, atoms: tuple[Atom, ...]) -> V | None:
+    """``K`` when ``c`` is a lift in a term with these atoms: of a call (:func:`lifted`), or of arithmetic
+    ``{K = A + B}`` (DBToaster's ``(K ^= A + B)``: a computed key, :mod:`.compiler.arithkey`) whose ``K`` no atom
+    binds; else None.  (An equality of a column with arithmetic, ``WHERE x = a + b``, has ``X`` in an atom: it
+    is a comparison, not a lift.)
+
+    >>> k, a, b = V("K", "INT"), V("A", "INT"), V("B", "INT")
+    >>> s = PolyVal(poly_add(poly_var(a), poly_var(b)))
+    >>> lift_in(Cond("=", k, s), (Atom("R", (a, b)),)), lift_in(Cond("=", a, s), (Atom("R", (a, b)),))
+    (V(name='K', type='INT'), None)
+    """
+    if (k := lifted(c)) is not None:
+        return k
+    if c.op == "=" and isinstance(c.left, V) and isinstance(c.right, PolyVal) and \
+            not any(c.left in a.vars() for a in atoms):
+        return c.left
+    return None
+
+
 def substitute(x, mapping: dict[V, Value]):
     """Rename variables (or bind them to constants or calls) in a value, cond, atom, poly, term or Agg."""
     if isinstance(x, V):

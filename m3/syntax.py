@@ -247,7 +247,7 @@ class _Parser(ViewParser):
     def statement(self) -> Statement:
         name = self.name("a map name")
         self.expect("[")
-        args = self.comma_list("]", self.val)
+        args = self.comma_list("]", self.key)
         self.expect("+=")
         return Statement(MapRef(name.text, args, pos=name.pos), self.sum(), pos=name.pos)
 
@@ -273,7 +273,7 @@ class _Parser(ViewParser):
         if t.kind == "name" and self.peek(1).text == "[":
             self.take()
             self.take()
-            return MapRef(t.text, self.comma_list("]", self.val), pos=t.pos)
+            return MapRef(t.text, self.comma_list("]", self.key), pos=t.pos)
         if t.kind == "name" and self.peek(1).text == "(" and (t.text in self.relations or t.text not in FUNCTIONS):
             self.take()
             self.take()
@@ -329,6 +329,11 @@ class _Parser(ViewParser):
             self.take()
             return "NOT LIKE"
         return None
+
+    def key(self) -> Expr:
+        """A map's argument: a value, or arithmetic over values (``Q[A + B]``: a computed key, which the checker
+        allows where it is computed from the event's row or a loop's entry)."""
+        return self.sum()
 
     def val(self) -> Val:
         t = self.peek()

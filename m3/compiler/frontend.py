@@ -79,6 +79,7 @@ from .outputs import (
     group_columns,
     grouped,
     order_note,
+    read_keys,
     select_items,
     view_names,
 )
@@ -313,13 +314,14 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         raise ctx.error(f"unsupported DISTINCT ON ({sql_of(distinct)})", keyword=r"\bDISTINCT\b")
     if grouped(sel, items, having_pred):
         groups = group_columns(sel, items, res, ctx)
+        items, having_pred = read_keys(items, groups, having_pred)
         check_grouped(items, groups, having_pred, ctx, having_node)
         if distinct is not None and any(all(i.ref != g for i in items) for g in groups):
             raise ctx.error("unsupported SELECT DISTINCT over groups whose GROUP BY columns are not all selected "
                             "(select them, or drop DISTINCT)", keyword=r"\bDISTINCT\b")
         count = 1 if all(i.ref is not None for i in items) else None  # one row per group
     else:
-        check_rows(items, ctx)
+        items = check_rows(items, res, ctx)
         groups = []
         count = 1 if distinct is not None else ("agg", "COUNT", 1)
     keys, values = view_names(items, groups, rename, name, count, ctx)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..calculus import Cond, Fn, Lit, V, Value, lifted, substitute
+from ..calculus import Cond, Fn, Lit, PolyVal, V, Value, lift_in, substitute
 from ..functions import apply
 from .delta import DeltaTerm
 
@@ -51,16 +51,25 @@ def fold_call(f: Fn) -> Value:
 def bind_lift(d: DeltaTerm, event: set[V]) -> DeltaTerm:
     """``d`` with every lifted variable the event determines replaced by its call (module doc)."""
     while True:
-        loops = {k for c in d.term.conds if (k := lifted(c)) is not None and not set(c.right.vars()) <= event}
-        found = next(((k, c.right) for c in d.term.conds if (k := lifted(c)) is not None and k not in event
-                      and k not in loops and set(c.right.vars()) <= event), None)
+        atoms = d.term.atoms
+        loops = {k for c in d.term.conds if (k := lift_in(c, atoms)) is not None and not _bindable(c, event)}
+        found = next(((k, c.right) for c in d.term.conds if (k := lift_in(c, atoms)) is not None and k not in event
+                      and k not in loops and _bindable(c, event)), None)
         if found is None:
             return d
         k, call = found
-        mapping = {k: fold_call(call)}
+        mapping = {k: _fold(call)}
         term = substitute(d.term, mapping)
         conds = tuple(Cond(c.op, _fold(c.left), _fold(c.right)) for c in term.conds)
         d = DeltaTerm(tuple(substitute(x, mapping) for x in d.keys), replace(term, conds=conds))
+
+
+def _bindable(c: Cond, event: set[V]) -> bool:
+    """Whether the trigger computes the lift's value: a call of event variables, or arithmetic that reads the
+    event (``{K = A + C}``, ``A`` the event's, ``C`` a loop variable: the statement computes ``A + C`` per
+    entry of the map that binds ``C``, :mod:`.materialize`)."""
+    vs = set(c.right.vars())
+    return vs <= event or (isinstance(c.right, PolyVal) and bool(vs & event))
 
 
 def _fold(x: Value) -> Value:

@@ -55,7 +55,7 @@ from ..calculus import (
     Term,
     V,
     Value,
-    lifted,
+    lift_in,
     poly_const,
     poly_mul,
     poly_vars,
@@ -156,10 +156,15 @@ def _poly_vars(p: Poly) -> list[V]:
     return [x for v in poly_vars(p) for x in (v.vars() if isinstance(v, Fn) else (v,))]
 
 
+def _key_vars(k: Value) -> tuple[V, ...]:
+    """The variables of a target key: itself, or those of arithmetic a bound lift left there (``A + C``)."""
+    return k.vars() if isinstance(k, PolyVal) else (k,) if isinstance(k, V) else ()
+
+
 def split_term(d: DeltaTerm, event: set[V]) -> _Split:
     """Separate a delta term into its scalar part and its connected components."""
     t = d.term
-    lhs_loop = {k for k in d.keys if isinstance(k, V) and k not in event}
+    lhs_loop = {v for k in d.keys for v in _key_vars(k) if v not in event}  # (A + C: C, :mod:`.lifts`)
     parent = list(range(len(t.atoms)))
 
     def find(i):
@@ -167,7 +172,7 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
             i = parent[i]
         return i
 
-    lift_args = {k: free for c in t.conds if (k := lifted(c)) is not None  # (a lift the event binds is a guard)
+    lift_args = {k: free for c in t.conds if (k := lift_in(c, t.atoms)) is not None  # (a lift the event binds is a guard)
                  and (free := [v for v in c.right.vars() if v not in event])}
 
     def binders(v):  # a lifted variable is bound where its call's variables are (:mod:`.lifts`)

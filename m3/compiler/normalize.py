@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 from ..ast import RelationDecl
 from ..calculus import (
     Agg,
+    PolyVal,
     Atom,
     Cond,
     Fn,
@@ -60,6 +61,7 @@ from ..calculus import (
 from ..errors import CompileError
 from ..functions import result_type
 from .arithcmp import is_arith
+from .arithkey import ArithKey
 from .columns import Aggregate, view_columns
 from .frontend import SqlQuery
 from .nested import has_subquery, having_subqueries, nested_condition, nested_vars
@@ -183,10 +185,12 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
     >>> lift_computed(q, var), var[Computed("YEAR", ("R", "d"))]
     ((Cond(op='=', left=V(name='YEAR_D', type='INT'), right=Fn(name='YEAR', args=(V(name='D', type='DATE'),), type='INT')),), V(name='YEAR_D', type='INT'))
     """
-    found: list[Computed] = []
+    found: list[Computed | ArithKey] = []
 
     def collect(x):
-        if isinstance(x, Computed):
+        if isinstance(x, (Computed, ArithKey)):
+            if isinstance(x, ArithKey):
+                collect(x.tree)  # YEAR(d) * 100: the call's variable first
             if x not in found:
                 found.append(x)
         elif isinstance(x, tuple):
@@ -201,11 +205,26 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
     taken = {v.name for v in var.values()}
     out = []
     for c in found:
+        if isinstance(c, ArithKey):
+            continue
         x = var[c.ref]
         name = variable_names([f"{c.fn}_{x.name}"], taken)[0]
         taken.add(name)
         k = var[c] = V(name, result_type(c.fn))
         out.append(Cond("=", k, Fn(c.fn, (x,) + tuple(Lit(a) for a in c.args), k.type)))
+    names = {ref: n for n, ref in q.group_by}
+    for c in (c for c in found if isinstance(c, ArithKey)):  # A + B: {K = A + B} (:mod:`.arithkey`)
+        p = _poly(c.tree, var)
+        if len(p) == 1 and p[0][0] == 1 and len(p[0][1]) == 1:  # A * 1: the column's own variable
+            var[c] = p[0][1][0]
+            continue
+        if not poly_vars(p):
+            raise CompileError(f"query {q.name}: the key {c} is a constant (select or group by a constant "
+                               "elsewhere)")
+        name = variable_names([names.get(c, "expr")], taken)[0]
+        taken.add(name)
+        k = var[c] = V(name, c.type)
+        out.append(Cond("=", k, PolyVal(p)))
     return tuple(out)
 
 

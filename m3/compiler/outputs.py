@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from .arithkey import ArithKey, arith_key, is_key_arithmetic, keyed
 from .nodes import sql_of
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import columns_of, has_aggregate, view_expr
@@ -53,7 +54,8 @@ class Item:
 
     name: str  # as written (alias, column name, or a generated name)
     node: exp.Expression  # the expression, alias removed
-    ref: ColRef | Computed | None = None  # a column, or a function of one (:meth:`.resolve.Resolver.computed`)
+    ref: ColRef | Computed | ArithKey | None = None  # a column, a function of one (:meth:`.resolve.Resolver.computed`)
+    # or arithmetic over columns (:mod:`.arithkey`)
     value: object = None
 
 
@@ -105,7 +107,8 @@ def grouped(sel: exp.Select, items: list[Item], having_pred) -> bool:
 
 
 def group_columns(sel: exp.Select, items: list[Item], res: Resolver, ctx: Positions) -> list[ColRef]:
-    """The GROUP BY columns, in order, each once (see module doc for how names are looked up)."""
+    """The GROUP BY columns, in order, each once (see module doc for how names are looked up); an arithmetic
+    key (``GROUP BY A * 2``, :mod:`.arithkey`) selected too makes its SELECT item a key (``items`` is updated)."""
     group = sel.args.get("group")
     if group is None:
         bad = next((i for i in items if i.ref is not None), None)
@@ -121,19 +124,24 @@ def group_columns(sel: exp.Select, items: list[Item], res: Resolver, ctx: Positi
             item = next((i for i in items if i.name.lower() == g.name.lower()), None)
             if item is None:
                 res.column(g)  # the unknown-column error
-            refs.append(_grouped_item(item, g, ctx))
+            refs.append(_grouped_item(item, g, ctx, res))
         elif type(g) is exp.Column:
             refs.append(res.column(g))
         elif type(g) is exp.Literal and not g.is_string and str(g.this).isdigit():
             k = int(g.this)
             if not 1 <= k <= len(items):
                 raise ctx.error(f"GROUP BY {k}: the SELECT list has {len(items)} items", g)
-            refs.append(_grouped_item(items[k - 1], g, ctx))
+            refs.append(_grouped_item(items[k - 1], g, ctx, res))
         elif (key := res.computed(g)) is not None:
             refs.append(key)
+        elif is_key_arithmetic(g):
+            refs.append(arith_key(res, g))
         else:
-            raise ctx.error(f"unsupported GROUP BY expression {sql_of(g)} (group by columns, or EXTRACT or "
-                            "SUBSTRING of a column)", g)
+            raise ctx.error(f"unsupported GROUP BY expression {sql_of(g)} (group by columns, EXTRACT or "
+                            "SUBSTRING of a column, or arithmetic over columns)", g)
+    for n, i in enumerate(items):  # SELECT A * 2 ... GROUP BY A * 2: the item is the key
+        if i.ref is None and is_key_arithmetic(i.node) and (key := arith_key(res, i.node)) in refs:
+            items[n] = Item(i.name, i.node, ref=key)
     out: list[ColRef] = []
     for r in refs:
         if r not in out:
@@ -144,11 +152,19 @@ def group_columns(sel: exp.Select, items: list[Item], res: Resolver, ctx: Positi
     return out
 
 
-def _grouped_item(item: Item, g: exp.Expression, ctx: Positions) -> ColRef:
+def _grouped_item(item: Item, g: exp.Expression, ctx: Positions, res: Resolver) -> ColRef:
+    if item.ref is None and is_key_arithmetic(item.node):  # GROUP BY 1 or an alias of A * 2
+        return arith_key(res, item.node)
     if item.ref is None:
         what = "the aggregate" if has_aggregate(item.value) else "the expression"
         raise ctx.error(f"GROUP BY {sql_of(g)} names {what} {sql_of(item.node)} (group by columns only)", g)
     return item.ref
+
+
+def read_keys(items: list[Item], groups: list, having_pred) -> tuple[list[Item], object]:
+    """SELECT expressions and HAVING with arithmetic that is a group key read as that key (``GROUP BY a * 2
+    HAVING a * 2 > 2``: :func:`.arithkey.keyed`)."""
+    return ([Item(i.name, i.node, i.ref, keyed(i.value, groups)) for i in items], keyed(having_pred, groups))
 
 
 def check_grouped(items: list[Item], groups: list[ColRef], having_pred, ctx: Positions,
@@ -176,12 +192,19 @@ def _hint(ref) -> str:
            "in WHERE)" if isinstance(ref, Computed) else ""
 
 
-def check_rows(items: list[Item], ctx: Positions) -> None:
-    """A query without aggregates selects columns only: its view holds each distinct row with its count."""
+def check_rows(items: list[Item], res: Resolver, ctx: Positions) -> list[Item]:
+    """A query without aggregates selects columns and arithmetic over them (keys, :mod:`.arithkey`): its view
+    holds each distinct row with its count.  Returns the items, arithmetic ones made keys."""
+    out = []
     for i in items:
+        if i.ref is None and is_key_arithmetic(i.node):
+            i = Item(i.name, i.node, ref=arith_key(res, i.node))
         if i.ref is None:
-            raise ctx.error(f"unsupported expression {sql_of(i.node)} in a query without aggregates (select columns: "
-                            "the view holds each distinct combination of their values with its count)", i.node)
+            raise ctx.error(f"unsupported expression {sql_of(i.node)} in a query without aggregates (select columns "
+                            "or arithmetic over them: the view holds each distinct combination of their values with "
+                            "its count)", i.node)
+        out.append(i)
+    return out
 
 
 def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], res: Resolver,
@@ -235,7 +258,8 @@ def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view:
     keys = [(n, i.ref) for i, n in zip(items, names) if i.ref is not None]
     selected = {r for _, r in keys}
     hidden = [r for r in groups if r not in selected]
-    keys += list(zip(unique_names([r.fn.lower() if isinstance(r, Computed) else r[1] for r in hidden], set(names)),
+    keys += list(zip(unique_names([r.fn.lower() if isinstance(r, Computed) else "expr" if isinstance(r, ArithKey)
+                                   else r[1] for r in hidden], set(names)),
                      hidden))
     values = [(n, i.value) for i, n in zip(items, names) if i.ref is None]
     if count is not None:

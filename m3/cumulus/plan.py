@@ -203,11 +203,13 @@ def refuse_computed_views(program: Program, box: str = "") -> None:
                 raise PlanError(f"box {box!r}: statement {i} of ON {'+' if t.sign > 0 else '-'}{t.relation} "
                                 f"compares a loop variable ({format_expr(loop[0])}: a comparison between columns); "
                                 "a partitioned m3 box runs restricted M3 only: deploy this box unpartitioned")
-            call = next((n for n in [*walk(st.target), *walk(st.expr)] if isinstance(n, Call)), None)
+            call = next((n for n in [*walk(st.target), *walk(st.expr)] if isinstance(n, Call)), None) or next(
+                (a for n in [st.target, *walk(st.expr)] if isinstance(n, MapRef) for a in n.args
+                 if not isinstance(a, (Var, Const))), None)  # arithmetic as a key: GROUP BY a * 2
             if call is not None:
                 raise PlanError(f"box {box!r}: statement {i} of ON {'+' if t.sign > 0 else '-'}{t.relation} "
                                 f"computes a key from the event's row ({format_expr(call)}: GROUP BY EXTRACT or "
-                                "SUBSTRING of a column); the dispatch tables route by columns, not computed "
+                                "SUBSTRING of a column, or arithmetic over columns); the dispatch tables route by columns, not computed "
                                 "values: deploy this box unpartitioned")
 
 

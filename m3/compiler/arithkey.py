@@ -1,0 +1,160 @@
+"""Arithmetic over columns as a key of a view: ``SELECT A + B AS s FROM R``, ``GROUP BY A * 2``.
+
+Why: SQL groups by (and a view without aggregates selects) values computed
+from a row.  As for a function of one column (:class:`.resolve.Computed`),
+the compiler does what DBToaster does with ``(K ^= A + B)``: the value is a
+variable of its own, ``K``, defined by a *lift* ``{K = A + B}`` in every term
+(:func:`.normalize.lift_computed`).  Maps are keyed by ``K``; a trigger whose
+event binds ``A`` and ``B`` computes ``A + B`` from the row
+(``Q[A + B] += 1``, :mod:`.lifts`); where the expression reads columns of
+several joined relations, the lift stays a loop guard until an event binds
+them all.
+
+Only ``+``, ``-``, ``*``, unary minus and numeric constants over INT and
+FLOAT columns (and numeric functions of a column, ``YEAR(d) * 100``).  A
+division is refused: in SQL (DuckDB) ``A / 2`` of integers is a DOUBLE,
+which M3's arithmetic does not compute the same way bit for bit, and a key
+is compared for equality, so an inexact value would split or merge groups.
+
+The key is INT when every column and constant is an integer, else FLOAT.
+
+>>> import sqlglot
+>>> from ..ast import Column, RelationDecl
+>>> from ..errors import CompileError
+>>> from .resolve import Resolver
+>>> class Ctx:
+...     def error(self, message, node=None): return CompileError(message)
+>>> r = RelationDecl("R", "STREAM", (Column("a", "INT"), Column("c", "FLOAT"), Column("s", "STRING")))
+>>> res = Resolver([("R", "R")], {"R": r}, Ctx())
+>>> arith_key(res, sqlglot.parse_one("a * 12 - (a + 1)"))
+ArithKey(tree=('-', ('*', ('R', 'a'), 12), ('+', ('R', 'a'), 1)), type='INT')
+>>> arith_key(res, sqlglot.parse_one("-a + c")).type
+'FLOAT'
+>>> arith_key(res, sqlglot.parse_one("a / 2"))
+Traceback (most recent call last):
+...
+boreas.m3.errors.CompileError: unsupported division in a key (a / 2): SQL divides to a DOUBLE, which M3 does not compute exactly (group by the dividend, or divide an aggregate)
+>>> arith_key(res, sqlglot.parse_one("s + 1"))
+Traceback (most recent call last):
+...
+boreas.m3.errors.CompileError: unsupported arithmetic on STRING s in a key (only on numbers)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from .constants import is_constant
+from .nodes import sql_of
+from .resolve import Computed, Resolver, unparen
+
+_OPS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
+KEY_NODES = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg)
+"""The sqlglot nodes that make an expression arithmetic (:func:`is_key_arithmetic`)."""
+
+
+@dataclass(frozen=True)
+class ArithKey:
+    """Arithmetic over columns used as a key (module doc): lifted into a variable by the normaliser.
+
+    ``tree`` is the form an aggregated expression has (:mod:`.aggregates`): a column, a
+    :class:`.resolve.Computed`, a number, ``(op, a, b)`` with op in ``+ - *``, or ``("neg", a)``.
+    Two keys written alike (``GROUP BY A * 2`` and ``SELECT A * 2``) are equal.
+    """
+
+    tree: object
+    type: str = field(compare=False)
+
+    def __str__(self) -> str:
+        return _text(self.tree)
+
+
+def _text(t) -> str:
+    if isinstance(t, tuple) and len(t) == 2 and all(isinstance(x, str) for x in t):
+        return t[1]
+    if isinstance(t, Computed) or not isinstance(t, tuple):
+        return str(t)
+    if t[0] == "neg":
+        return f"-{_text(t[1])}"
+    return f"({_text(t[1])} {t[0]} {_text(t[2])})"
+
+
+def keyed(x, keys: list):
+    """A view expression or HAVING predicate (:mod:`.viewexpr`) with every arithmetic over group columns that is
+    a group key (``GROUP BY a * 2``) read as that key, ``("col", key)``: ``HAVING a * 2 > 2``, ``SELECT a * 2 + 1``.
+
+    >>> k = ArithKey(("*", ("R", "a"), 2), "INT")
+    >>> keyed((">", ("+", ("*", ("col", ("R", "a")), 2), 1), ("agg", "SUM", ("*", ("R", "a"), 2))), [k])
+    ('>', ('+', ('col', ArithKey(tree=('*', ('R', 'a'), 2), type='INT')), 1), ('agg', 'SUM', ('*', ('R', 'a'), 2)))
+    """
+    trees = {k.tree: k for k in keys if isinstance(k, ArithKey)}
+    if not trees:
+        return x
+    return _keyed(x, trees)
+
+
+def _keyed(x, trees: dict):
+    p = _plain(x)
+    if p is not None and isinstance(p, tuple) and p in trees:
+        return ("col", trees[p])
+    if isinstance(x, tuple) and x and x[0] not in ("agg", "col"):
+        return (x[0],) + tuple(_keyed(y, trees) for y in x[1:])
+    return x
+
+
+def _plain(x):
+    """A view expression over group columns in :class:`ArithKey`'s form (columns unwrapped), else None."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return x
+    if not isinstance(x, tuple) or not x:
+        return None
+    if x[0] == "col":
+        return x[1]
+    if x[0] in ("+", "-", "*", "neg"):
+        parts = [_plain(y) for y in x[1:]]
+        return None if any(p is None for p in parts) else (x[0], *parts)
+    return None
+
+
+def is_key_arithmetic(e: exp.Expression) -> bool:
+    """Whether ``e`` is arithmetic that reads a column and no aggregate (a candidate key)."""
+    e = unparen(e)
+    return isinstance(e, KEY_NODES) and not is_constant(e) and e.find(exp.AggFunc) is None \
+        and e.find(exp.Column) is not None
+
+
+def arith_key(res: Resolver, e: exp.Expression) -> ArithKey:
+    """The key ``e`` computes (module doc), or a :class:`..errors.CompileError` saying why it cannot be one."""
+    floats: list[bool] = []
+    tree = _tree(res, e, floats)
+    return ArithKey(tree, "FLOAT" if any(floats) else "INT")
+
+
+def _tree(res: Resolver, e: exp.Expression, floats: list[bool]):
+    e = unparen(e)
+    kind = type(e)
+    if is_constant(e):
+        v = res.constant(e)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise res.ctx.error(f"unsupported arithmetic on {sql_of(e)} in a key (only on numbers)", e)
+        floats.append(isinstance(v, float))
+        return v
+    computed = res.computed(e)
+    if computed is not None or kind is exp.Column:
+        ref = computed or res.column(e)
+        t = res.col_type(ref)
+        if t not in ("INT", "FLOAT"):
+            raise res.ctx.error(f"unsupported arithmetic on {t} {sql_of(e)} in a key (only on numbers)", e)
+        floats.append(t == "FLOAT")
+        return ref
+    if kind is exp.Neg:
+        return ("neg", _tree(res, e.this, floats))
+    if kind is exp.Div:
+        raise res.ctx.error(f"unsupported division in a key ({sql_of(e)}): SQL divides to a DOUBLE, which M3 does "
+                            "not compute exactly (group by the dividend, or divide an aggregate)", e)
+    if kind in _OPS:
+        return (_OPS[kind], _tree(res, e.this, floats), _tree(res, e.expression, floats))
+    raise res.ctx.error(f"unsupported {kind.__name__.upper()} ({sql_of(e)}) in a key computed from columns "
+                        "(only + - * over numeric columns and constants)", e)
