@@ -74,6 +74,7 @@ IN_PROCESS = (
     "test_incremental_validation.py",        # catalog/index.py against the whole check, on random edits
     "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh
+    "test_head_resync.py",                   # the resync rule on an in-process Head and node (its cluster test: slow)
 )
 
 #: Test paths whose tests run short ``boreas`` command processes on files only (validate, catalog apply/show/export on
