@@ -89,7 +89,10 @@ async def test_every_component_exports_its_own_metrics_and_counters_move_when_tu
             assert grew("boreas_stream_refused_tuples_total", stream="Reading") == 1
             assert grew("boreas_dataflow_tuples_in_total") == 26
             assert grew("boreas_dataflow_refused_tuples_total") == 1
-            assert grew("boreas_box_batches_out_total", box="valid", stream="Valid") == 3
+            # the filter's three outputs leave as one to three batches (adaptive batching joins what it produced
+            # while input waited: docs/dataplane.md), each counted once out and once on the link
+            out_batches = grew("boreas_box_batches_out_total", box="valid", stream="Valid")
+            assert 1 <= out_batches <= 3
             assert grew("boreas_stream_tuples_routed_total", stream="Reading") == 26
             assert grew("boreas_stream_tuples_routed_total", stream="Valid") == 25  # the filter's output
             assert grew("boreas_box_batches_processed_total", box="valid") == 3
@@ -97,16 +100,16 @@ async def test_every_component_exports_its_own_metrics_and_counters_move_when_tu
             assert value(after, "boreas_dataflow_input_queue_batches") == 0
             assert grew("boreas_dataflow_tuples_out_total") == 25
             peer = cluster.nodes[1].endpoint
-            assert grew("boreas_link_batches_sent_total", peer=peer) == 3
+            assert grew("boreas_link_batches_sent_total", peer=peer) == out_batches
             assert value(after, "boreas_link_connected", peer=peer) == 1
             assert value(after, "boreas_link_connects_total", peer=peer) >= 1
 
             # The second node: the map and the m3 box, its batches and map entries.
             assert value(after_second, "boreas_dataflow_tuples_in_total") - \
                 value(before_second, "boreas_dataflow_tuples_in_total") == 25
-            assert value(after_second, "boreas_box_batches_out_total", box="to_fahrenheit", stream="Converted") >= 3
-            assert value(after_second, "boreas_m3_batches_total", box="totals") >= 3
-            assert value(after_second, "boreas_box_batches_processed_total", box="totals") >= 3  # its latency's count
+            assert value(after_second, "boreas_box_batches_out_total", box="to_fahrenheit", stream="Converted") >= 1
+            assert value(after_second, "boreas_m3_batches_total", box="totals") >= 1
+            assert value(after_second, "boreas_box_batches_processed_total", box="totals") >= 1  # its latency's count
             entries = {labels: v for (name, labels), v in after_second.items() if name == "boreas_m3_map_entries"}
             assert entries and max(entries.values()) == 3  # three sensors
             assert value(after_second, "boreas_box_state_entries", box="totals") == sum(entries.values())
