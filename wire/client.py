@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import errno
-from collections import Counter
 from typing import Any
 
 import aiohttp
 
-from .addressing import endpoint_url
 from .auth import auth_headers
+from .peer_calls import PeerCalls
 from .peer_errors import (  # defined apart so that light commands name them without aiohttp
     CLOSED_NO_CERT,
     CLOSED_PLAIN,
@@ -36,7 +35,6 @@ from .peer_errors import (  # defined apart so that light commands name them wit
     handshake_failed,
     untrusted_certificate,
 )
-from .peer_errors import json_body as _json
 from .tls import clear_token_refusal, warn_clear_token
 from .tls import current as current_tls
 
@@ -44,20 +42,13 @@ __all__ = ["XML", "PeerClient", "PeerError", "PeerRefused", "PeerUnreachable", "
            "open_session"]
 
 
-class PeerClient:
-    """HTTP calls to peers with the cluster token; ``counters`` for observability."""
+class PeerClient(PeerCalls):
+    """:class:`PeerCalls` over a pool of aiohttp connections (the long-lived components')."""
 
     def __init__(self, token: str | None, timeout: float = 10.0):
-        self.token = token
+        super().__init__(token)
         self.timeout = aiohttp.ClientTimeout(total=timeout, connect=min(timeout, 3.0))
-        self.counters: Counter[str] = Counter()
         self._session: aiohttp.ClientSession | None = None
-
-    async def __aenter__(self) -> PeerClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -94,26 +85,6 @@ class PeerClient:
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             self.counters["unreachable"] += 1
             raise PeerUnreachable(url, _describe(exc)) from None
-
-    async def call(self, method: str, url: str, **kwargs: Any) -> Any:
-        """A call whose answer is JSON; error statuses raise :class:`PeerRefused`."""
-        status, body = await self.request(method, url, **kwargs)
-        payload = _json(body)
-        if status >= 400:
-            self.counters["refused"] += 1
-            raise PeerRefused(url, status, payload if isinstance(payload, dict) else {})
-        return payload
-
-    async def text(self, url: str, timeout: float | None = None) -> str:
-        status, body = await self.request("GET", url, timeout=timeout)
-        if status >= 400:
-            raise PeerRefused(url, status, _json(body) or {})
-        return body.decode()
-
-    async def post_update(self, endpoint: str, text: str, timeout: float | None = None) -> Any:
-        """Send update XML to a component's ``/update``; its JSON answer is returned."""
-        return await self.call("POST", endpoint_url(endpoint, "/update"), data=text,
-                               content_type=XML, timeout=timeout)
 
 
 def open_session(token: str | None, timeout: aiohttp.ClientTimeout | None = None) -> aiohttp.ClientSession:

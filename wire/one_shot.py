@@ -26,20 +26,16 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
-from collections import Counter
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
-from .addressing import endpoint_url
 from .auth import auth_headers
+from .peer_calls import PeerCalls
 from .peer_errors import (
     CLOSED_NO_CERT,
     CLOSED_PLAIN,
-    XML,
-    PeerRefused,
     PeerUnreachable,
     handshake_failed,
-    json_body,
     untrusted_certificate,
 )
 from .tls import clear_token_refusal, warn_clear_token
@@ -49,20 +45,13 @@ from .tls import current as current_tls
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
-class OneShotPeers:
-    """:class:`~boreas.wire.client.PeerClient`'s calls, blocking, without aiohttp (see the module's doc)."""
+class OneShotPeers(PeerCalls):
+    """:class:`PeerCalls` over the standard library's ``http.client``, blocking, without aiohttp (module doc)."""
 
     def __init__(self, token: str | None, timeout: float = 10.0):
-        self.token = token
+        super().__init__(token)
         self.timeout = timeout
-        self.counters: Counter[str] = Counter()
         self._connections: dict[tuple[str, str], http.client.HTTPConnection] = {}  # (scheme, host:port)
-
-    async def __aenter__(self) -> OneShotPeers:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def close(self) -> None:
         connections, self._connections = self._connections, {}
@@ -112,26 +101,6 @@ class OneShotPeers:
             return response.status, body
         raise AssertionError("unreachable: the second attempt returns or raises")
 
-    async def call(self, method: str, url: str, **kwargs: Any) -> Any:
-        """A call whose answer is JSON; error statuses raise :class:`PeerRefused`."""
-        status, body = await self.request(method, url, **kwargs)
-        payload = json_body(body)
-        if status >= 400:
-            self.counters["refused"] += 1
-            raise PeerRefused(url, status, payload if isinstance(payload, dict) else {})
-        return payload
-
-    async def text(self, url: str, timeout: float | None = None) -> str:
-        status, body = await self.request("GET", url, timeout=timeout)
-        if status >= 400:
-            raise PeerRefused(url, status, json_body(body) or {})
-        return body.decode()
-
-    async def post_update(self, endpoint: str, text: str, timeout: float | None = None) -> Any:
-        """Send update XML to a component's ``/update``; its JSON answer is returned."""
-        return await self.call("POST", endpoint_url(endpoint, "/update"), data=text, content_type=XML,
-                               timeout=timeout)
-
     def _connection(self, key: tuple[str, str], timeout: float | None) -> http.client.HTTPConnection:
         connection = self._connections.get(key)
         if connection is None:
@@ -176,14 +145,5 @@ def describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-class Peers(Protocol):
-    """The calls a client makes to peers, whichever HTTP library carries them (:class:`OneShotPeers`, or
-    :class:`~boreas.wire.client.PeerClient`)."""
-
-    async def call(self, method: str, url: str, **kwargs: Any) -> Any: ...
-
-    async def text(self, url: str, timeout: float | None = None) -> str: ...
-
-    async def post_update(self, endpoint: str, text: str, timeout: float | None = None) -> Any: ...
-
-    async def close(self) -> None: ...
+#: what the optimizer and its views are given: either transport
+Peers = PeerCalls
