@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 import shutil
-import time
 
 import pytest
+from support.cluster import wait_until
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -48,14 +48,8 @@ def placement(driver) -> dict[str, list[str]]:
 
 
 def wait(predicate, timeout: float, what: str, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
+    """:func:`support.cluster.wait_until`, the browser tests' way round."""
+    return wait_until(predicate, timeout, what, interval)
 
 
 def console_errors(driver) -> list[dict]:
