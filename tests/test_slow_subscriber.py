@@ -92,7 +92,8 @@ async def test_a_subscription_may_choose_to_have_batches_dropped_instead(cluster
     """``on-slow="drop"`` (``boreas subscribe --on-slow drop``): the laggard stays connected and misses
     batches, counted; the subscription carries its policy through the catalog."""
     cluster = cluster_factory()
-    node = await asyncio.to_thread(one_node, cluster)
+    # every batch the box writes leaves as its own (no adaptive batching), so the laggard meets thousands
+    node = await asyncio.to_thread(one_node, cluster, "--batch-rows", "1")
     rows = [(1.0, n) for n in range(30_000)]
     async with Subscriber(cluster.head, "Result", TOKEN) as reader, \
             Subscriber(cluster.head, "Result", TOKEN, queue_batches=1, on_slow="drop") as lagging:
