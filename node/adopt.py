@@ -150,8 +150,10 @@ class _Collected(Outputs):
 
     async def flush(self) -> None:
         outbox, self._outbox = self._outbox, []
+        # A final mark replayed here goes on as an empty batch: its number is kept (no gap for the receiver's
+        # sequencer), its end is not (an end of input across a failover: docs/dataplane.md)
         self.outputs += [(link.endpoint, stream, rows, producer, seq, restart)
-                         for link, stream, rows, producer, seq, restart in outbox]
+                         for link, stream, rows, producer, seq, restart, _final in outbox]
 
 
 def _replayer(endpoint: str, sender: str, like: Dataflow) -> tuple[Dataflow, _Collected]:
