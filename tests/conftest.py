@@ -57,6 +57,7 @@ IN_PROCESS = (
     "test_outputs_snapshot.py", "test_recovery_storage.py", "test_packaging.py",
     "test_m3_box.py",                        # the m3 operator fed by hand (its Spark test: below)
     "test_columns.py",                       # Arrow batches checked, and an m3 box fed columns, in process
+    "test_join_columns.py",                  # the join on columns against its row path, fed by hand
     "test_drop.py",                          # <delete stream> and what boreas drop sends (its cluster test: slow)
     "test_replace_application.py",           # submit --replace planned in process (its cluster tests: slow)
     "test_replace_prune.py",                 # submit --replace removing what the file leaves out, in process

@@ -21,6 +21,7 @@ import struct
 
 import msgspec
 import pyarrow as pa
+import pytest
 from boreas.catalog.boxtypes import builtin_registry
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
 from boreas.node.operators.join import JoinOperator
@@ -112,7 +113,8 @@ def moved(op: JoinOperator, params: dict[str, str]) -> JoinOperator:
     return fresh
 
 
-@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow  # a minute or more: hundreds of streams, each through both paths
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(predicate=st.sampled_from(PREDICATES + ON_ROWS), outs=st.sampled_from(OUTS),
        sides=st.lists(st.tuples(st.sampled_from(["TUPLES", "VALUES"]), st.integers(0, 6)), min_size=2, max_size=2),
        timeout=st.booleans(), events=streams())

@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import logging
 
+import pyarrow as pa
+
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import STR, kind_of
-from boreas.wire.columns import Columns
+from boreas.wire.columns import Columns, as_rows
 
 from .base import Emitted
 from .join_buffer import Unfit, rows_batch
@@ -108,13 +110,14 @@ class JoinOperator(Timed):
             raise self.error("cannot read a changelog: a windowed join cannot apply a retraction")
         columns = self.columns
         if columns is not None:
-            if isinstance(rows, Columns):
-                out = columns.process(port, rows.batch, now)
+            batch = _conformed(rows.batch, columns.schemas[port]) if isinstance(rows, Columns) else None
+            if batch is not None:
+                out = columns.process(port, batch, now)
                 if isinstance(out, list):
                     return [(0, out)] if out else []
                 return [(0, Columns(out))] if out.num_rows else []
             try:
-                batch = rows_batch(rows, columns.schemas[port])
+                batch = rows_batch(as_rows(rows), columns.schemas[port])
             except Unfit as exc:
                 self._to_rows(str(exc))
             else:
@@ -161,3 +164,13 @@ class JoinOperator(Timed):
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise self.error(f"cannot restore state: {exc!r}") from None
         self.restore_clock(state.get("clock"), now)
+
+
+def _conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch | None:
+    """``batch`` under its side's Arrow schema (names and metadata aside, the types must be the same);
+    None if they are not (it is read as rows)."""
+    if batch.schema.equals(schema):
+        return batch
+    if [f.type for f in batch.schema] != [f.type for f in schema]:
+        return None
+    return pa.RecordBatch.from_arrays(batch.columns, schema=schema)
