@@ -10,7 +10,8 @@ time passing for ``timeout``; and predicates with an equality to narrow
 pairs by, without one, and ones that fall back to rows.  After every batch
 both emit the same tuples in the same order; at random points the columnar
 box's state goes through msgpack into a fresh box, which goes on exactly
-as the original would.  Separately: the columnar path is really taken.  (A
+as the original would.  Separately: the columnar path is really taken, and
+a node's dataflow joins Arrow batches and sends the pairs downstream.  (A
 join fed a changelog is refused at submission: tests/test_changelog.py.)
 """
 
@@ -22,10 +23,15 @@ import struct
 import msgspec
 import pyarrow as pa
 import pytest
+from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.boxtypes import builtin_registry
-from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+from boreas.catalog.model import Box, Field, FieldType, InPort, Schema, Subscription
+from boreas.node.dataflow import Dataflow
+from boreas.node.inbox import Arrival
+from boreas.node.journal import payload
 from boreas.node.operators.join import JoinOperator
-from boreas.wire.columns import Columns, arrow_schema, as_rows
+from boreas.wire.columns import Columns, arrow_schema, as_rows, read_rows
+from boreas.wire.frames import ARROW, Batch, decode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.topologies import examples
@@ -171,3 +177,49 @@ def test_rows_the_columns_cannot_hold_move_the_box_to_its_row_path_with_its_buff
     assert not op.columnar
     assert op.process(0, [(1, 3, 4.0, "c")], 0.0) == [(0, [(1, 3, 4.0, "c", 1, 2, 3, "b")])]
 
+
+
+JOIN_APP = """<borealis>
+  <schema name="Trade"><field name="time" type="int"/><field name="symbol" type="string" size="4"/>
+    <field name="price" type="double"/></schema>
+  <schema name="Quote"><field name="time" type="int"/><field name="symbol" type="string" size="4"/>
+    <field name="bid" type="double"/></schema>
+  <input stream="Trades" schema="Trade"/><input stream="Quotes" schema="Quote"/>
+  <box name="match" type="join"><in stream="Trades"/><in stream="Quotes"/><out stream="Spread"/>
+    <parameter name="predicate" value="left.symbol = right.symbol"/>
+    <parameter name="left-buffer-size" value="3"/><parameter name="right-buffer-size" value="3"/>
+    <parameter name="out-field.0" value="left.time"/><parameter name="out-field-name.0" value="t"/>
+    <parameter name="out-field.1" value="right.time"/><parameter name="out-field-name.1" value="q"/>
+    <parameter name="out-field.2" value="left.price - right.bid"/><parameter name="out-field-name.2" value="d"/>
+  </box>
+</borealis>"""
+
+
+async def test_a_node_joins_arrow_batches_and_sends_the_pairs_downstream():
+    """In a node's dataflow: Arrow batches on both in streams are joined on columns and leave as the row path's
+    pairs, in order."""
+    catalog = plan_submission(Catalog(), [read_document(JOIN_APP, "app.xml")]).catalog
+    catalog.subscriptions["Spread|c:9"] = Subscription("Spread", "c:9")
+    flow = Dataflow("n:1", None, "n:1#a")
+    flow.reconfigure(catalog)
+    assert flow.state.operators["match"].columnar
+    trades, quotes = catalog.schemas["Trade"], catalog.schemas["Quote"]
+    feed = [("Trades", trades, [(1, "A", 10.0), (2, "B", 20.0), (3, "A", 11.0)]),
+            ("Quotes", quotes, [(4, "A", 9.5), (5, "C", 1.0)]),
+            ("Trades", trades, [(6, "A", 12.0), (7, "A", 13.0), (8, "A", 14.0), (9, "A", 15.0)]),
+            ("Quotes", quotes, [(10, "A", 10.0), (11, "B", 19.0)])]
+    seq = {"Trades": 0, "Quotes": 0}
+    for stream, schema, rows in feed:
+        columns = Columns(pa.RecordBatch.from_pylist(
+            [dict(zip([f.name for f in schema.fields], r)) for r in rows], schema=arrow_schema(schema)))
+        await flow.task.take(Arrival(stream, columns, "pub", seq[stream], "", payload(columns), None, 0))
+        seq[stream] += 1
+    out = []
+    for endpoint, data, *_ in flow.out.unacknowledged():
+        batch = decode(bytes(data))
+        assert isinstance(batch, Batch) and endpoint == "c:9" and batch.stream == "Spread"
+        rows = read_rows(bytes(batch.rows)) if batch.fmt == ARROW else msgspec.msgpack.decode(bytes(batch.rows))
+        out += [tuple(r) for r in rows]
+    # quote 4 meets trades 1 and 3; trades 6-9 meet quote 4; quote 10 meets the newest 3 trades (7, 8, 9)
+    assert out == [(1, 4, 0.5), (3, 4, 1.5), (6, 4, 2.5), (7, 4, 3.5), (8, 4, 4.5), (9, 4, 5.5),
+                   (7, 10, 3.0), (8, 10, 4.0), (9, 10, 5.0)]
