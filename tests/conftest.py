@@ -41,6 +41,7 @@ IN_PROCESS = (
     "test_partition_replicated_catalog.py",  # (support/cumulus_sim.py); the replicate= catalog on memory://
     "test_replicate.py", "test_replicate_slices.py", "test_replicate_examples.py",
     "test_addresses.py",                     # --listen/--advertise rules (its cluster test joins the group)
+    "test_node_positions.py",                # deployment positions resolved against a node order
     "test_zk_copies.py",  # (the session's ZooKeeper server only: PROCESS_FIXTURES puts it in the group)
     "test_properties.py", "test_properties_broken_input.py", "test_fastpath.py", "test_doctests.py",
     "test_layering.py",                      # the import graph of the packages (ast only)
