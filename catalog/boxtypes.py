@@ -32,6 +32,7 @@ from .expressions import (
     parse_expression,
 )
 from .model import Box, Field, FieldType, Partition, Schema
+from .unsupported_boxes import why_unsupported
 from .revision_params import RevisionParamError, check_revision_params, plain_box, revised_value
 
 
@@ -87,6 +88,9 @@ class BoxTypeRegistry:
         """Problems with the box's type, arity and required parameters."""
         box_type = self._types.get(box.type)
         if box_type is None:
+            why = why_unsupported(box.type)
+            if why is not None:
+                return [f"box type {box.type!r} is not supported: {why}"]
             return [f"unknown box type {box.type!r} (known: {', '.join(self.names())})"]
         problems = []
         n = len(box.inputs)
