@@ -322,7 +322,10 @@ def infer_revision(box: Box, inputs: list[Schema]) -> list[Schema]:
     except RevisionParamError as exc:
         raise BoxError(str(exc)) from None
     plain = plain_box(box)
-    schemas = _INFER_PLAIN[plain.type](plain, inputs)
+    try:
+        schemas = _INFER_PLAIN[plain.type](plain, inputs)
+    except BoxError as exc:  # the counterpart's messages, about this box
+        raise BoxError(str(exc).replace(f"{plain.type} box ", f"{box.type} box ", 1)) from None
     if box.type == "revisionfilter":
         return schemas
     out = _derived(box, 0, [*schemas[0].fields, revised_value()])
