@@ -110,6 +110,7 @@ class SqlQuery:
     union: tuple = ()  # the other UNION ALL branches (SqlQuery each), whose maps add to this one's (:mod:`.union`)
     setop: str = ""  # "INTERSECT" or "EXCEPT": `union` holds the other branches, whose maps stay apart (:mod:`.setops`)
     lifted: object = None  # a query over a grouped derived table read by value: its Plan, parts compiled (:mod:`.lifted`)
+    internal: tuple[str, ...] = ()  # the group_by names no output row holds (GROUP BY columns not selected)
 
 
 def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[RelationDecl], list[SqlQuery]]:
@@ -236,6 +237,17 @@ def _no_lifted(queries: list[SqlQuery], kind: str, branches: list, ctx: _Ctx) ->
     return queries
 
 
+def _all_selected(queries: list[SqlQuery], kind: str, branches: list, ctx: _Ctx) -> str:
+    """``kind``, after refusing a branch with GROUP BY columns it does not select: a set operation compares and
+    counts output rows, and such a branch's groups would be told apart by columns no row holds."""
+    for q, b in zip(queries, branches):
+        if q.internal:
+            raise ctx.error(f"unsupported {kind} of a query grouped by columns it does not select "
+                            f"({', '.join(q.internal)}): select them, or compile the branches as views of their own",
+                            b)
+    return kind
+
+
 _CLAUSES = (("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are not supported: limit when reading)"),
             ("offset", r"\bOFFSET\b", ""), ("with", r"\bWITH\b", ""),
             ("with_", r"\bWITH\b", ""), ("qualify", r"\bQUALIFY\b", ""), ("windows", r"\bWINDOW\b", ""))
@@ -245,10 +257,12 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if is_setop(sel):  # INTERSECT, EXCEPT: a query per branch, each with its own row counts (:mod:`.setops`)
         kind, sides = setop_branches(sel, ctx)
         queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in sides], kind, sides, ctx)
-        return replace(queries[0], union=tuple(queries[1:]), setop=kind)
+        return replace(queries[0], union=tuple(queries[1:]), setop=_all_selected(queries, kind, sides, ctx))
     branches = statement_branches(sel, ctx) if isinstance(sel, exp.SetOperation) else split(sel, ctx)
     if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
         queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in branches], "UNION", branches, ctx)
+        if isinstance(sel, exp.SetOperation):
+            _all_selected(queries, "UNION", branches, ctx)
         return replace(queries[0], union=tuple(queries[1:]))
     try:
         sel = flatten(regroup(branches[0], ctx), relations, ctx)
@@ -324,11 +338,11 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         items = check_rows(items, res, ctx)
         groups = []
         count = 1 if distinct is not None else ("agg", "COUNT", 1)
-    keys, values = view_names(items, groups, rename, name, count, ctx)
+    keys, values, internal = view_names(items, groups, rename, name, count, ctx)
     note = order_note(name, sel, items, [n for n, _ in keys] + [n for n, _ in values], res, ctx)
     _refuse_unknown(sel, ctx, nested_nodes)
     return SqlQuery(name, tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(keys),
-                    tuple(values), having_pred, (note,) if note else (), nested)
+                    tuple(values), having_pred, (note,) if note else (), nested, internal=internal)
 
 
 _CLAUSE_TYPES = {"where": exp.Where, "group": exp.Group, "order": exp.Order, "from": exp.From, "from_": exp.From,
