@@ -237,17 +237,6 @@ def _no_lifted(queries: list[SqlQuery], kind: str, branches: list, ctx: _Ctx) ->
     return queries
 
 
-def _all_selected(queries: list[SqlQuery], kind: str, branches: list, ctx: _Ctx) -> str:
-    """``kind``, after refusing a branch with GROUP BY columns it does not select: a set operation compares and
-    counts output rows, and such a branch's groups would be told apart by columns no row holds."""
-    for q, b in zip(queries, branches):
-        if q.internal:
-            raise ctx.error(f"unsupported {kind} of a query grouped by columns it does not select "
-                            f"({', '.join(q.internal)}): select them, or compile the branches as views of their own",
-                            b)
-    return kind
-
-
 _CLAUSES = (("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are not supported: limit when reading)"),
             ("offset", r"\bOFFSET\b", ""), ("with", r"\bWITH\b", ""),
             ("with_", r"\bWITH\b", ""), ("qualify", r"\bQUALIFY\b", ""), ("windows", r"\bWINDOW\b", ""))
@@ -257,12 +246,10 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if is_setop(sel):  # INTERSECT, EXCEPT: a query per branch, each with its own row counts (:mod:`.setops`)
         kind, sides = setop_branches(sel, ctx)
         queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in sides], kind, sides, ctx)
-        return replace(queries[0], union=tuple(queries[1:]), setop=_all_selected(queries, kind, sides, ctx))
+        return replace(queries[0], union=tuple(queries[1:]), setop=kind)
     branches = statement_branches(sel, ctx) if isinstance(sel, exp.SetOperation) else split(sel, ctx)
     if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
         queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in branches], "UNION", branches, ctx)
-        if isinstance(sel, exp.SetOperation):
-            _all_selected(queries, "UNION", branches, ctx)
         return replace(queries[0], union=tuple(queries[1:]))
     try:
         sel = flatten(regroup(branches[0], ctx), relations, ctx)
