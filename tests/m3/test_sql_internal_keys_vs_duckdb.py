@@ -86,3 +86,13 @@ def test_a_set_operation_over_groups_told_apart_by_unselected_columns_is_refused
     row holds could not take part)."""
     with pytest.raises(CompileError, match="of aggregated queries"):
         compile_sql(GENERIC + sql)
+
+
+def test_cumulus_places_a_view_by_its_internal_key():
+    """An internal key partitions a box as a selected one does (``key="b"``: each group's maps on one member)."""
+    from boreas.m3.cumulus.placement import place
+
+    program = compile_sql(GENERIC + "SELECT SUM(r.a * s.e) AS t FROM R r JOIN S s ON r.b = s.b GROUP BY r.b")
+    placed = place(program, key="b")
+    assert placed.columns and all(column == 0 for column in placed.columns.values())
+    assert all("key='b'" in placed.reason(m) for m in placed.columns)
