@@ -5,7 +5,9 @@ infers, and every changelog row the box emits, on both backends (the native
 one emits its changes as Arrow columns read from the C journals, the Python
 one as rows), with the emitted rows followed as a bag and compared with
 DuckDB's answer.  The internal key stays readable by name through the query
-API, and an output whose declared schema still holds the column is told why.
+API, and an output whose declared schema still holds the column, or a
+replaced application whose query stops selecting it under a reader, is told
+why.
 """
 
 from __future__ import annotations
@@ -107,3 +109,26 @@ def test_an_output_declaring_the_unselected_column_is_told_why():
     assert "output stream 'V' declares schema 'WithB' (b int, s double, n long), but its producer yields " \
            "(s double, n long)" in reason
     assert "GROUP BY columns the SELECT does not name (b)" in reason
+
+
+def test_a_replaced_query_that_stops_selecting_a_group_column_is_told_why():
+    """``boreas submit --replace`` of an application whose m3 box no longer selects ``b`` while a box that stays
+    reads the out stream: the refusal says the column became an internal key."""
+    def document(select: str) -> str:
+        return f"""<borealis>
+          <input stream="R" schema="RT"/>
+          <schema name="RT"><field name="a" type="int"/><field name="b" type="int"/><field name="c" type="double"/></schema>
+          <box name="q" type="m3"><in stream="R"/><out stream="V"/>
+            <parameter name="sql" value="SELECT {select} FROM R GROUP BY b"/></box>
+          <box name="f" type="filter"><in stream="V"/><out stream="F"/><parameter name="expression.0" value="s &gt; 0"/>
+          </box>
+        </borealis>"""
+
+    before = plan_submission(Catalog(), [read_document(document("b, SUM(c) AS s"), "app.xml")], BOX_TYPES)
+    assert before.ok, before.problems
+    after = plan_submission(before.catalog, [read_document(document("SUM(c) AS s"), "app.xml")], BOX_TYPES,
+                            replacing=True)
+    reasons = [p.reason for p in after.problems]
+    assert any("stream 'V' would change its schema from (b int, s double) to (s double) (an m3 view outputs the "
+               "columns its SELECT names: GROUP BY columns the SELECT does not name (b) are the view's internal "
+               "keys" in r and "while box f still reads it" in r for r in reasons), reasons
