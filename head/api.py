@@ -364,6 +364,7 @@ class _Api:
             "http": dict(head.server.counters), "peers": dict(head.peers.counters),
             "snapshots": head.snapshots.status(),
             "failover": head.failover.status(),
+            "leadership": head.leadership.status(),
             "catalog_full_reads": head.catalog_full_reads,
         })
 

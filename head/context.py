@@ -19,6 +19,7 @@ from boreas.wire.server import HttpServer
 from .catalog_copy import CatalogCopies
 from .failover import Failover
 from .global_feed import GlobalFeed
+from .leadership import Leadership
 from .membership import Membership
 from .node_sync import NodeSync
 from .pending import PendingRequests
@@ -38,6 +39,7 @@ class HeadContext(Protocol):
     submissions: SubmissionLog
     snapshots: SnapshotCoordinator
     failover: Failover
+    leadership: Leadership
     syncs: dict[str, NodeSync]
     feeds: dict[str, GlobalFeed]
     copies: CatalogCopies

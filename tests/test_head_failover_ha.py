@@ -1,0 +1,139 @@
+"""Several Heads on one ZooKeeper catalog, as real processes: one leads, the others redirect; kill -9 the
+leader and another takes over, while a node and the CLI given every Head (``--head a,b``) carry on.
+
+docs/architecture.md, "Leadership and fencing".
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import signal
+import uuid
+from pathlib import Path
+
+import pytest
+from support.cluster import EXAMPLES, STARTUP, TOKEN, Cluster, catalog_at, free_port, get_json, wait_until
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.slow]
+
+
+class Heads(Cluster):
+    """A :class:`Cluster` with several Heads on one ``zk://`` catalog; ``self.head`` names them all."""
+
+    def __init__(self, workdir: Path, store_url: str, count: int, failover_after: float = 0.0):
+        super().__init__(workdir, store_url, failover_after=failover_after)
+        self.urls = [self.head] + [f"http://localhost:{free_port()}" for _ in range(count - 1)]
+        self.head = "http://" + ",".join(url.split("://")[1] for url in self.urls)
+        self.env["BOREAS_HEAD"] = self.head  # nodes and commands get every Head
+
+    def start_heads(self) -> None:
+        for url in self.urls:
+            self.start_one(url)
+
+    def start_one(self, url: str) -> None:
+        port = url.rsplit(":", 1)[1]
+        self._spawn(f"head-{port}", "head", "--catalog", self.store_url, "--listen", f"localhost:{port}",
+                    "--session-timeout", "2", "--failover-after", str(self.failover_after))
+        wait_until(lambda: self._up(f"{url}/status"), timeout=STARTUP, what=f"the Head at {url} to listen")
+
+    def leader(self) -> str:
+        """The URL of the Head that says it leads (waiting for one)."""
+        def leading() -> str | None:
+            for url in self.urls:
+                if self._up(f"{url}/status") and get_json(f"{url}/status")["leadership"]["leading"]:
+                    return url
+            return None
+        return wait_until(leading, timeout=30, what="a Head to lead")
+
+    def kill(self, url: str) -> int:
+        proc = self.procs.pop(f"head-{url.rsplit(':', 1)[1]}")
+        proc.send_signal(signal.SIGKILL)
+        return proc.wait(timeout=15)
+
+    def nodes(self) -> dict[str, dict]:
+        return {row["endpoint"]: row for row in get_json(f"{self.leader()}/nodes")["nodes"]}
+
+
+def post(url: str, path: str, body: bytes) -> tuple[int, dict, dict]:
+    """One POST, redirects not followed: status, headers, JSON body."""
+    host = url.split("://")[1]
+    connection = http.client.HTTPConnection(host, timeout=10)
+    try:
+        connection.request("POST", path, body=body, headers={"Authorization": f"Bearer {TOKEN}",
+                                                             "Content-Type": "application/xml"})
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def heads(tmp_path, zookeeper_server):
+    made: list[Heads] = []
+
+    def make(count: int = 2, failover_after: float = 0.0) -> Heads:
+        cluster = Heads(tmp_path, f"zk://{zookeeper_server}/boreas-ha/{uuid.uuid4().hex[:12]}", count,
+                        failover_after)
+        made.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.close()
+
+
+def test_a_follower_redirects_and_a_new_leader_takes_over_after_kill_9(heads):
+    cluster = heads(2)
+    cluster.start_heads()
+    leader = cluster.leader()
+    follower = next(url for url in cluster.urls if url != leader)
+    node = cluster.start_node()  # --head a,b (from $BOREAS_HEAD): heartbeats reach the leader
+    ports = dict.fromkeys((15000, 15001, 15002), node)
+
+    # The follower answers a change with 307 and the leader's URL, and serves reads itself.
+    status, headers, body = post(follower, "/update", b"<update/>")
+    assert status == 307
+    assert headers["Location"] == f"{leader}/update"
+    assert body["leader"] == leader
+    assert get_json(f"{follower}/status")["leadership"] == {
+        "url": follower, "leading": False, "leader": leader, "epoch": 0}
+
+    # A submission sent to the follower alone is redirected, committed by the leader, deployed.
+    result = cluster.boreas("submit", "--head", follower, EXAMPLES / "sensor_chain.xml",
+                            cluster.example("sensor_chain_deploy.xml", ports), "--timeout", "60")
+    assert result.returncode == 0, result.stderr
+    assert "deployed" in result.stdout
+    assert "valid" in cluster.node_catalog(node).boxes
+    wait_until(lambda: "valid" in catalog_at(f"{follower}/catalog").boxes, what="the follower to read the commit")
+
+    # kill -9 the leader: the follower leads, the node carries on with it, and a submission given
+    # both Heads reaches the new leader.
+    assert cluster.kill(leader) == -signal.SIGKILL
+    assert cluster.leader() == follower
+    result = cluster.boreas("submit", EXAMPLES / "packet_aggregate.xml",
+                            cluster.example("packet_aggregate_deploy.xml", {15000: node}), "--timeout", "60")
+    assert result.returncode == 0, result.stderr
+    wait_until(lambda: "mybox" in cluster.node_catalog(node).boxes, timeout=30,
+               what="the new leader to deploy to the node")
+    assert cluster.nodes()[node]["alive"]
+    wait_until(lambda: cluster.nodes()[node]["in_sync"], timeout=30, what="the node in sync with the new leader")
+    status = get_json(f"{follower}/status")["leadership"]
+    assert status["leading"] and status["epoch"] == 2
+
+    # The killed Head comes back as a follower, redirecting to the new leader.
+    cluster.start_one(leader)
+    assert get_json(f"{leader}/status")["leadership"]["leader"] == follower
+    assert post(leader, "/update", b"<update/>")[0] == 307
+
+
+def test_a_second_head_on_an_embedded_catalog_is_refused(tmp_path):
+    cluster = Cluster(tmp_path, "sqlite:///" + str(tmp_path / "catalog.db"))
+    try:
+        cluster.start_head()
+        second = cluster.boreas("head", "--catalog", cluster.store_url, "--listen", f"localhost:{free_port()}")
+    finally:
+        cluster.close()
+    assert second.returncode != 0
+    assert "already has a Head" in second.stderr
+    assert "zk://" in second.stderr
