@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 import signal
 import uuid
 from pathlib import Path
@@ -137,3 +138,42 @@ def test_a_second_head_on_an_embedded_catalog_is_refused(tmp_path):
     assert second.returncode != 0
     assert "already has a Head" in second.stderr
     assert "zk://" in second.stderr
+
+
+def test_an_old_leader_whose_election_znode_is_gone_cannot_commit(zookeeper_server):
+    """Fencing: ZooKeeper removes the leader's election znode (its session expired while it was paused or
+    cut off), the next Head leads; the old one still believes it leads, and its commit fails whole."""
+    from boreas.catalog.store import Change, open_store
+    from boreas.catalog.store.zk_leader import NotLeader
+    from kazoo.client import KazooClient
+
+    url = f"zk://{zookeeper_server}/boreas-ha/{uuid.uuid4().hex[:12]}"
+    first, second = open_store(url), open_store(url)
+    leases = [first.head_lease("http://a:1", 2.0), second.head_lease("http://b:2", 2.0)]
+    elected = [threading.Event(), threading.Event()]
+    lost: list[str] = []
+    try:
+        leases[0].start(elected[0].set, lambda: lost.append("a"))
+        assert elected[0].wait(10)
+        leases[1].start(elected[1].set, lambda: lost.append("b"))
+        wait_until(lambda: leases[1].leader() == "http://a:1", what="the follower to see the leader")
+        assert first.commit(first.version(), [Change("schema", "A", "<schema name='A'/>")]).version == 1
+        with pytest.raises(NotLeader):
+            second.commit(1, [Change("schema", "B", "<schema name='B'/>")])
+
+        admin = KazooClient(hosts=zookeeper_server)
+        admin.start()
+        admin.delete(first.fence.path)  # what ZooKeeper does when the session expires
+        admin.stop()
+        assert elected[1].wait(10)
+        assert leases[0].leading  # it has not noticed (its session is fine): only the fence stops it
+        with pytest.raises(NotLeader):
+            first.commit(1, [Change("schema", "C", "<schema name='C'/>")])
+        assert second.commit(1, [Change("schema", "B", "<schema name='B'/>")]).version == 2
+        assert sorted(second.snapshot().of_kind("schema")) == ["A", "B"]
+        assert leases[1].epoch > leases[0].epoch
+    finally:
+        for lease in leases:
+            lease.close()
+        first.close()
+        second.close()
