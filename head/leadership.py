@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -56,7 +57,7 @@ class Leadership:
         self.lease: HeadLease | None = None
         self.elected = asyncio.Event()  # set once this Head leads: the service then takes up its duties
         self.lost = asyncio.Event()  # set when this Head led and no longer does: it must stop
-        self.elected_at: float | None = None  # loop time of the election (bench/ha.py reads it in /status)
+        self.elected_at: float | None = None  # wall-clock time this Head was elected (bench/ha.py reads it)
 
     @property
     def leading(self) -> bool:
@@ -77,7 +78,7 @@ class Leadership:
 
     def _elected(self) -> None:
         log.info("Head %s leads (epoch %d)", self.url, self.lease.epoch if self.lease else 0)
-        self.elected_at = asyncio.get_running_loop().time()
+        self.elected_at = time.time()
         self.elected.set()
 
     def _lost(self) -> None:
@@ -87,7 +88,7 @@ class Leadership:
     def status(self) -> dict[str, Any]:
         """For ``GET /status``: who leads, since when (epoch), and this Head's part."""
         return {"url": self.url, "leading": self.leading, "leader": self.leader(),
-                "epoch": self.lease.epoch if self.lease else 0}
+                "epoch": self.lease.epoch if self.lease else 0, "elected_at": self.elected_at}
 
     @web.middleware
     async def redirect(self, request: web.Request,

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, RolledBackError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch
 from kazoo.retry import KazooRetry
@@ -74,7 +74,8 @@ class Fence:
 
     def refused(self, fenced: bool, results: list) -> None:
         """Raise :class:`NotLeader` when the fence check (the first op) is what failed."""
-        if fenced and results and isinstance(results[0], Exception):
+        # When any op fails every other one answers RolledBackError: only another error is the fence's.
+        if fenced and results and isinstance(results[0], Exception) and not isinstance(results[0], RolledBackError):
             raise NotLeader("this Head lost the lead (its election znode is gone: its ZooKeeper session "
                             "expired and another Head may lead); nothing was committed")
 
