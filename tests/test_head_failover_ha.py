@@ -177,3 +177,35 @@ def test_an_old_leader_whose_election_znode_is_gone_cannot_commit(zookeeper_serv
             lease.close()
         first.close()
         second.close()
+
+
+APP = """<borealis>
+  <schema name="P"> <field name="value" type="double"/> </schema>
+  <input stream="In" schema="P"/> <output stream="Out" schema="P"/>
+  <box name="keep" type="filter"> <in stream="In"/> <out stream="Out"/>
+    <parameter name="expression.0" value="value &gt; 0"/> </box>
+</borealis>"""
+
+
+def test_a_node_that_died_with_the_leader_is_failed_over_by_the_next(heads, tmp_path):
+    """The leader and the node running a box are killed together; the next leader, which never heard
+    that node, counts it down from its election and has the live node adopt its box."""
+    cluster = heads(2, failover_after=2.0)
+    cluster.start_heads()
+    leader = cluster.leader()
+    live, doomed = (cluster.start_node(data_dir=tmp_path / f"data{n}", shared=True) for n in range(2))
+    deploy = cluster.write("deploy.xml", f'<deploy> <publish stream="In" node="{doomed}"/> '
+                                         f'<node endpoint="{doomed}" query="keep"/> </deploy>')
+    result = cluster.boreas("submit", cluster.write("app.xml", APP), deploy, "--timeout", "60")
+    assert result.returncode == 0, result.stderr
+
+    cluster.kill(leader)
+    proc = cluster.procs.pop(doomed)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=15)
+    successor = cluster.leader()
+    wait_until(lambda: get_json(f"{successor}/boxes/keep")["node"] == live, timeout=60,
+               what="the next leader to fail the dead node over")
+    assert "keep" in get_json(f"http://{live}/status")["boxes"]
+    failover = get_json(f"{successor}/status")["failover"]["nodes"][doomed]
+    assert (failover["state"], failover["to"]) == ("failed over", live)
