@@ -9,7 +9,7 @@ data lives in, and the Head records that place in the global catalog store
 its own.  The Head then picks the least loaded live durable node (fewest
 boxes; ties by name), asks it to adopt the failed node's boxes
 (``POST /adopt``, :mod:`boreas.node.adopt`), and commits the new location
-the way it commits a move (``learn_adoption``): every slice is recomputed,
+the way it commits a move (``head.learner.adoption``): every slice is recomputed,
 upstream nodes are re-pointed and hand their unacknowledged batches to the
 new node, and the failed node, if it returns, finds its boxes gone.
 
@@ -21,7 +21,7 @@ they resume when the node comes back.
 Usage::
 
     failover = Failover(lambda: head.catalog, lambda: head.store, head.membership, head.peers,
-                        learn=head.learn_adoption, after=30.0, tasks=head.tasks)
+                        learn=head.learner.adoption, after=30.0, tasks=head.tasks)
     failover.heard("localhost:15001", recovery_report)   # from each heartbeat; records it in head.tasks
     await failover.check()                              # the Head's supervisor calls this every second
 """

@@ -10,7 +10,7 @@ as update XML (:mod:`boreas.head.global_feed`).  Everything the Head holds
 in memory can be rebuilt from the store, so a restarted Head just reads the
 catalog and re-synchronises the nodes.  What the nodes change themselves
 (moves, filter boxes, a partitioned box's layout) and report is committed
-by :mod:`boreas.head.learning`.
+by :mod:`boreas.head.learning` (``head.learner``).
 
 All state is owned by the asyncio loop; store calls run in threads.
 
@@ -104,17 +104,17 @@ class HeadService:
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
         self.tasks = Supervisor("head")
+        # What the nodes report they changed themselves (moves, connects, layouts; failover's
+        # adoptions) is committed by the learner, one report at a time.
+        self.learner = Learner(self)
         self.failover = Failover(lambda: self.catalog, lambda: self.store, self.membership, self.peers,
-                                 self.learn_adoption, after=failover_after, tasks=self.tasks)
+                                 self.learner.adoption, after=failover_after, tasks=self.tasks)
         self.revision = 0  # bumped on every status change; long polls wait on it
         self._changed = asyncio.Event()
         self._commits: asyncio.Queue[Commit] = asyncio.Queue()
         # Whole-catalog reads from the store: one at start, then only when the log cannot fill
         # a gap.  Every commit (ours, or another writer's) is applied to the catalog held here.
         self.catalog_full_reads = 0
-        # What the nodes report they changed themselves (moves, connects, layouts; failover's
-        # adoptions) is committed by the learner, one report at a time.
-        self.learner = Learner(self)
         # Whether this Head leads (several Heads on a ZooKeeper catalog: one does); a follower serves
         # reads and redirects the rest (head/leadership.py).  Only the leader drives nodes and globals.
         self.leadership = Leadership("")
@@ -375,28 +375,6 @@ class HeadService:
             return [Change("global", endpoint, None)] if endpoint in catalog.globals else None
 
         return await self.commit(build) is not None
-
-    # -- learning what the nodes changed themselves (:mod:`.learning`) ------
-
-    async def learn_move(self, box: str, target: str) -> int:
-        """A node reports that ``box`` now runs on ``target``: :meth:`.Learner.move`."""
-        return await self.learner.move(box, target)
-
-    async def learn_layout(self, reported: Partition) -> int:
-        """A partitioned box's leader reports its members' new layout: :meth:`.Learner.layout`."""
-        return await self.learner.layout(reported)
-
-    async def learn_adoption(self, source: str, target: str) -> int:
-        """``target`` adopted every box of failed node ``source``: :meth:`.Learner.adoption`."""
-        return await self.learner.adoption(source, target)
-
-    async def learn_connect(self, connect: Connect) -> int:
-        """A node reports a filter box it inserted: :meth:`.Learner.connect`."""
-        return await self.learner.connect(connect)
-
-    async def learn_disconnect(self, stream: str) -> int:
-        """A node reports a filter box it removed: :meth:`.Learner.disconnect`."""
-        return await self.learner.disconnect(stream)
 
     async def _failover_checks(self) -> None:
         while True:
