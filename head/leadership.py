@@ -22,7 +22,9 @@ Usage::
 
     leadership = Leadership(advertised_url)
     await leadership.start(store, session_timeout=10.0)
-    await leadership.elected.wait()          # then take up the leader's duties
+    if await leadership.settle():            # leads: take up the leader's duties
+        ...
+    await leadership.elected.wait()          # else, when it does
     leadership.leading, leadership.leader()
     server.app.middlewares.append(leadership.redirect)
 """
@@ -30,6 +32,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -75,6 +78,15 @@ class Leadership:
         self.lease = await asyncio.to_thread(store.head_lease, self.url, session_timeout)
         self.lease.start(lambda: loop.call_soon_threadsafe(self._elected),
                          lambda: loop.call_soon_threadsafe(self._lost))
+
+    async def settle(self, timeout: float = 5.0) -> bool:
+        """Whether this Head leads once it started contending: when no other Head leads, it is the first
+        contender and is elected in a moment, so wait for that (up to ``timeout``) before serving."""
+        if self.leader() not in (None, self.url):
+            return False
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.elected.wait(), timeout)
+        return self.elected.is_set()
 
     def _elected(self) -> None:
         log.info("Head %s leads (epoch %d)", self.url, self.lease.epoch if self.lease else 0)

@@ -149,8 +149,7 @@ class HeadService:
         endpoint = await self.server.start(host, port)
         self.leadership.url = endpoint_url(self.advertise or endpoint)
         await self.leadership.start(self.store, self.session_timeout)
-        if self.leadership.leading:  # the catalog's one Head, or the first of several: it leads at once
-            await self.leadership.elected.wait()
+        if await self.leadership.settle():  # the catalog's one Head, or the first of several: it leads at once
             await self._take_lead()
         else:
             self.tasks.spawn("leadership", self._await_lead, restart=False)
