@@ -29,14 +29,16 @@ class Heads(Cluster):
         self.env["BOREAS_HEAD"] = self.head  # nodes and commands get every Head
 
     def start_heads(self) -> None:
-        for url in self.urls:
-            self.start_one(url)
+        """Every Head, started side by side (a start is mostly imports)."""
+        self.start_one(*self.urls)
 
-    def start_one(self, url: str) -> None:
-        port = url.rsplit(":", 1)[1]
-        self._spawn(f"head-{port}", "head", "--catalog", self.store_url, "--listen", f"localhost:{port}",
-                    "--session-timeout", "2", "--failover-after", str(self.failover_after))
-        wait_until(lambda: self._up(f"{url}/status"), timeout=STARTUP, what=f"the Head at {url} to listen")
+    def start_one(self, *urls: str) -> None:
+        for url in urls:
+            port = url.rsplit(":", 1)[1]
+            self._spawn(f"head-{port}", "head", "--catalog", self.store_url, "--listen", f"localhost:{port}",
+                        "--session-timeout", "2", "--failover-after", str(self.failover_after))
+        for url in urls:
+            wait_until(lambda u=url: self._up(f"{u}/status"), timeout=STARTUP, what=f"the Head at {url} to listen")
 
     def leader(self) -> str:
         """The URL of the Head that says it leads (waiting for one)."""
@@ -209,3 +211,25 @@ def test_a_node_that_died_with_the_leader_is_failed_over_by_the_next(heads, tmp_
     assert "keep" in get_json(f"http://{live}/status")["boxes"]
     failover = get_json(f"{successor}/status")["failover"]["nodes"][doomed]
     assert (failover["state"], failover["to"]) == ("failed over", live)
+
+
+def test_a_leader_paused_past_its_session_stops_when_it_resumes(heads):
+    """SIGSTOP the leader past its ZooKeeper session: the other Head leads and takes submissions; the old
+    one, resumed, finds its session expired and exits with status 3 (restarted, it would follow)."""
+    cluster = heads(2)
+    cluster.start_heads()
+    leader = cluster.leader()
+    follower = next(url for url in cluster.urls if url != leader)
+    paused = cluster.procs[f"head-{leader.rsplit(':', 1)[1]}"]
+    paused.send_signal(signal.SIGSTOP)
+    try:
+        wait_until(lambda: get_json(f"{follower}/status")["leadership"]["leading"], timeout=30,
+                   what="the follower to lead while the leader is paused")
+        # (Given the paused Head too, a client would wait its timeout on it: it accepts connections.)
+        result = cluster.boreas("submit", "--head", follower, EXAMPLES / "packet_aggregate.xml", "--timeout", "5")
+        assert result.returncode == 0, result.stderr
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    assert paused.wait(timeout=30) == 3
+    assert "lost the lead" in cluster.log(f"head-{leader.rsplit(':', 1)[1]}")
+    assert catalog_at(f"{follower}/catalog").version == 1

@@ -158,9 +158,9 @@ class ZooKeeperLease(HeadLease):
             return False  # stops the watch
         try:
             contenders = self._election.contenders()
-        except KazooException:
-            log.warning("cannot read the Head election's contenders at %s", self.path, exc_info=True)
-            return
+        except KazooException as exc:  # the session went: the watch fires again on the next one
+            log.warning("cannot read the Head election's contenders at %s: %r", self.path, exc)
+            return None
         leader = contenders[0] if contenders else None
         if leader != self._leader:
             log.info("the leading Head is now %s", leader or "none (an election is under way)")
