@@ -126,7 +126,8 @@ def test_a_follower_redirects_and_a_new_leader_takes_over_after_kill_9(heads):
 
     # The killed Head comes back as a follower, redirecting to the new leader.
     cluster.start_one(leader)
-    assert get_json(f"{leader}/status")["leadership"]["leader"] == follower
+    wait_until(lambda: get_json(f"{leader}/status")["leadership"]["leader"] == follower,
+               what="the restarted Head to see the leader")
     assert post(leader, "/update", b"<update/>")[0] == 307
 
 
