@@ -177,6 +177,7 @@ class HeadService:
         self._feed_globals(self.catalog)
         self.tasks.spawn("expiry", self._expire_pending)
         self.tasks.spawn("failover", self._failover_checks)
+        await self.snapshots.load()  # the last leader's last complete snapshot: ids go on from it
         self.snapshots.start()
         self.notify()
 
