@@ -57,6 +57,9 @@ class Heads(Cluster):
     def nodes(self) -> dict[str, dict]:
         return {row["endpoint"]: row for row in get_json(f"{self.leader()}/nodes")["nodes"]}
 
+    def head_catalog(self):
+        return catalog_at(f"{self.leader()}/catalog")
+
 
 def post(url: str, path: str, body: bytes) -> tuple[int, dict, dict]:
     """One POST, redirects not followed: status, headers, JSON body."""
@@ -110,8 +113,10 @@ def test_a_follower_redirects_and_a_new_leader_takes_over_after_kill_9(heads):
     assert "valid" in cluster.node_catalog(node).boxes
     wait_until(lambda: "valid" in catalog_at(f"{follower}/catalog").boxes, what="the follower to read the commit")
 
-    # kill -9 the leader: the follower leads, the node carries on with it, and a submission given
-    # both Heads reaches the new leader.
+    region = cluster.start_region("east")  # a regional component given both Heads registers with the leader
+
+    # kill -9 the leader: the follower leads, the node and the region carry on with it, and a submission
+    # given both Heads reaches the new leader.
     assert cluster.kill(leader) == -signal.SIGKILL
     assert cluster.leader() == follower
     result = cluster.boreas("submit", EXAMPLES / "packet_aggregate.xml",
@@ -123,6 +128,8 @@ def test_a_follower_redirects_and_a_new_leader_takes_over_after_kill_9(heads):
     wait_until(lambda: cluster.nodes()[node]["in_sync"], timeout=30, what="the node in sync with the new leader")
     status = get_json(f"{follower}/status")["leadership"]
     assert status["leading"] and status["epoch"] == 2
+    assert cluster.procs[f"region-{region}"].poll() is None
+    assert any(r.endpoint == region for r in cluster.head_catalog().regions.values())
 
     # The killed Head comes back as a follower, redirecting to the new leader.
     cluster.start_one(leader)
