@@ -2,7 +2,7 @@
 
 Each query becomes an application (``app_xml``): one ``<input>`` stream per
 event kind it reads (``Person``, ``Auction``, ``Bid``; ``dateTime`` and
-``expires`` as ``long`` milliseconds) and one ``m3`` box whose ``sql`` is the
+``expires`` as ``double`` milliseconds, ids and prices ``int``) and one ``m3`` box whose ``sql`` is the
 query's Boreas form (``bench/nexmark_queries.py``).  The application is
 planned as ``boreas submit`` plans it (``plan_submission`` with the full
 box-type registry): a query Boreas cannot run is refused there, and
@@ -29,7 +29,9 @@ import pyarrow as pa
 from nexmark_queries import COLUMNS, Query
 
 STREAMS = {"person": "Person", "auction": "Auction", "bid": "Bid"}
-_TYPES = {"BIGINT": "long", "VARCHAR": "string"}
+_TYPES = {"INT": "int", "DOUBLE": "double", "VARCHAR": "string"}
+_ARROW = {"INT": pa.int32(), "DOUBLE": pa.float64(), "VARCHAR": pa.string()}
+_SIZE = ' size="200"'  # a string field's declared size (the generated strings are shorter)
 
 
 def columns(kind: str) -> list[tuple[str, str]]:
@@ -41,7 +43,7 @@ def app_xml(q: Query) -> str:
     """The query as a Boreas application: its kinds as input streams, an ``m3`` box writing ``Result``."""
     schemas, inputs, ins = [], [], []
     for kind in q.reads:
-        fields = "".join(f'<field name="{n}" type="{_TYPES[t]}"{" size=\"200\"" if t == "VARCHAR" else ""}/>'
+        fields = "".join(f'<field name="{n}" type="{_TYPES[t]}"{_SIZE if t == "VARCHAR" else ""}/>'
                          for n, t in columns(kind))
         schemas.append(f'<schema name="{STREAMS[kind]}Tuple">{fields}</schema>')
         inputs.append(f'<input stream="{STREAMS[kind]}" schema="{STREAMS[kind]}Tuple"/>')
@@ -80,11 +82,13 @@ def plan(q: Query) -> Planned | str:
 
 
 def boreas_batch(kind: str, batch: pa.RecordBatch) -> pa.RecordBatch:
-    """A generated batch as the box's stream carries it: the declared columns, timestamps as int64 ms."""
+    """A generated batch as the box's stream carries it: the declared columns, timestamps as ms since the epoch."""
     cols = []
-    for name, _ in columns(kind):
+    for name, sql_type in columns(kind):
         col = batch.column(batch.schema.names.index({"datetime": "dateTime"}.get(name, name)))
-        cols.append(col.cast(pa.int64()) if pa.types.is_timestamp(col.type) else col)
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.int64())
+        cols.append(col.cast(_ARROW[sql_type]))
     return pa.record_batch(cols, names=[n for n, _ in columns(kind)])
 
 
@@ -121,7 +125,7 @@ def duckdb_rows(planned: Planned, tables: dict[str, pa.Table]) -> list[tuple]:
     con = duckdb.connect()
     for kind in q.reads:
         con.register(kind, pa.Table.from_batches([boreas_batch(kind, b) for b in tables[kind].to_batches()]))
-    sql = q.text.format(t="datetime")
+    sql = q.select()
     described = [d[0] for d in con.execute(f"SELECT * FROM ({sql}) LIMIT 0").description]
     if planned.out_fields and planned.out_fields[-1] == "count" and len(planned.out_fields) == len(described) + 1:
         sql = f"SELECT *, count(*) FROM ({sql}) GROUP BY ALL"

@@ -3,9 +3,12 @@
 The Flink text is the ``SELECT`` of the suite's ``qN.sql`` (nexmark-flink's
 ``queries/``), over the views ``person``, ``auction`` and ``bid`` with the
 standard columns.  Boreas is given the same query as an ``m3`` box's SQL
-with the one change its types need: ``dateTime`` and ``expires`` are BIGINT
-milliseconds since the epoch (an ``m3`` box has no TIMESTAMP type; DATE is a
-day), written ``datetime`` unquoted.  Nothing else is rewritten: what Boreas
+with the changes its types and dialect need: ``dateTime`` and ``expires``
+are DOUBLE milliseconds since the epoch, written ``datetime`` (an ``m3``
+box has no TIMESTAMP type, its DATE is a day and its INT travels as a 32-bit
+``int``, too small for milliseconds; a double holds them exactly); ids and
+prices are INT (they fit); a quoted name is in double quotes, not Flink's
+backticks.  Nothing else is rewritten: what Boreas
 cannot run yet it refuses, and the benchmark prints the refusal.  DuckDB
 checks the non-windowed queries Boreas runs by running the Boreas form over
 the same events.
@@ -18,13 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: Each kind's columns as an ``m3`` box declares them (the generator's columns, timestamps as BIGINT ms).
+#: Each kind's columns as an ``m3`` box declares them (the generator's columns, timestamps as DOUBLE ms).
 COLUMNS = {
-    "person": "id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, "
-              "datetime BIGINT, extra VARCHAR",
-    "auction": "id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, "
-               "datetime BIGINT, expires BIGINT, seller BIGINT, category BIGINT, extra VARCHAR",
-    "bid": "auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, datetime BIGINT, extra VARCHAR",
+    "person": "id INT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, "
+              "datetime DOUBLE, extra VARCHAR",
+    "auction": "id INT, itemName VARCHAR, description VARCHAR, initialBid INT, reserve INT, "
+               "datetime DOUBLE, expires DOUBLE, seller INT, category INT, extra VARCHAR",
+    "bid": "auction INT, bidder INT, price INT, channel VARCHAR, url VARCHAR, datetime DOUBLE, extra VARCHAR",
 }
 
 _RANKS = """count(*) AS total_bids,
@@ -56,10 +59,14 @@ class Query:
     def flink(self) -> str:
         return self.text.format(t="`dateTime`")
 
+    def select(self) -> str:
+        """The query as Boreas (and DuckDB) reads it."""
+        return self.text.format(t="datetime").replace("`", '"')
+
     def boreas(self) -> str:
         """The ``m3`` box's SQL: a ``CREATE STREAM`` per kind read (in port order), then the query."""
         streams = "".join(f"CREATE STREAM {k}({COLUMNS[k]});\n" for k in self.reads)
-        return streams + self.text.format(t="datetime")
+        return streams + self.select()
 
 
 QUERIES = [
