@@ -70,7 +70,7 @@ def run_boreas(q: Query, blocks: list[dict], tables: dict) -> Row:
         return row
     seconds, fed = feed(planned, blocks)
     row.boreas_rate = fed / seconds
-    row.boreas = f"{row.boreas_rate:,.0f} ev/s"
+    row.boreas = f"{row.boreas_rate:,.0f} ev/s ({planned.operator.backend})"
     if q.windowed:
         row.check = "windowed: Flink's to check (not yet)"
     else:
