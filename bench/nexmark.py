@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,27 +95,41 @@ def run_flink(rows: list[Row], cfg: nexmark_gen.GeneratorConfig) -> None:
         print(f"CSV files for Flink written in {time.perf_counter() - began:.1f} s", flush=True)
         by_name = {r.query.name: r for r in todo}
         cmd = [sys.executable, str(Path(__file__).with_name("nexmark_flink.py")), "--dir", tmp, *by_name]
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=FLINK_BUDGET, check=False)
-        except subprocess.TimeoutExpired:
-            for r in todo:
-                r.flink = r.flink or f"unavailable: the PyFlink run exceeded {FLINK_BUDGET:.0f} s"
-            return
-        for line in out.stdout.splitlines():
-            if not line.startswith("{"):
-                continue
-            got = json.loads(line)
-            if "version" in got:
-                print(f"PyFlink {got['version']}, parallelism 1", flush=True)
-            elif "error" in got:
-                by_name[got["query"]].flink = f"failed: {got['error']}"
-            else:
-                r = by_name[got["query"]]
-                r.flink = f"{r.events / got['seconds']:,.0f} ev/s"
+        with open(Path(tmp) / "flink.log", "w+") as log:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+            watchdog = threading.Timer(FLINK_BUDGET, proc.kill)  # what finished by then is kept
+            watchdog.start()
+            try:
+                for line in proc.stdout:
+                    _flink_line(line, by_name)
+                proc.wait()
+            finally:
+                watchdog.cancel()
+                if proc.poll() is None:  # the bench itself failed: its child goes with it
+                    proc.kill()
+                    proc.wait()
+            log.seek(0)
+            tail = (log.read().strip().splitlines() or ["no output"])[-1][:200]
         for r in todo:
             if not r.flink:
-                tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:200]
-                r.flink = f"unavailable: the PyFlink run ended (exit {out.returncode}): {tail}"
+                r.flink = (f"unavailable: the PyFlink run exceeded {FLINK_BUDGET:.0f} s" if proc.returncode == -9
+                           else f"unavailable: the PyFlink run ended (exit {proc.returncode}): {tail}")
+
+
+def _flink_line(line: str, by_name: dict[str, Row]) -> None:
+    """One JSON line of the Flink child into its query's row."""
+    if not line.startswith("{"):
+        return
+    got = json.loads(line)
+    if "version" in got:
+        print(f"PyFlink {got['version']}, parallelism 1", flush=True)
+    elif "error" in got:
+        by_name[got["query"]].flink = f"failed: {got['error']}"
+    else:
+        r = by_name[got["query"]]
+        r.flink = f"{r.events / got['seconds']:,.0f} ev/s"
+        print(f"{r.query.name:<4} Flink: {r.flink} (net run time {got['seconds']:.1f} s, {got['wall']:.1f} s "
+              "with submission)", flush=True)
 
 
 def table(rows: list[Row], markdown: bool) -> str:
