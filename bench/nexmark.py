@@ -37,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import nexmark_gen  # noqa: E402
+import pyarrow as pa  # noqa: E402
 from nexmark_boreas import Planned, compare, duckdb_rows, feed, plan, view_rows  # noqa: E402
 from nexmark_flink import available  # noqa: E402
 from nexmark_queries import FLINK_SKIPS, QUERIES, Query  # noqa: E402
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     blocks = list(nexmark_gen.blocks(cfg))
     seconds = time.perf_counter() - began
-    tables = {k: nexmark_gen.pa.Table.from_batches([b[k] for b in blocks], schema=nexmark_gen.SCHEMAS[k])
+    tables = {k: pa.Table.from_batches([b[k] for b in blocks], schema=nexmark_gen.SCHEMAS[k])
               for k in nexmark_gen.KINDS}
     print(f"{args.events:,} events generated in {seconds:.2f} s ({args.events / seconds:,.0f} events/s): "
           + ", ".join(f"{t.num_rows:,} {k}s" for k, t in tables.items()), flush=True)

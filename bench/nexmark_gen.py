@@ -41,7 +41,9 @@ once (Flink's port adds it twice, a known bug there).
 Deterministic by seed: events are made in blocks of ``BLOCK`` ids, each block
 from its own generator seeded by ``(seed, block number)``, so the events do
 not depend on how a caller batches them.  Columnar: each block is a few
-numpy operations per column, no Python per event (millions of events/s).
+numpy operations per column, no Python per event (about 450,000 events/s
+on the shared 2-core machine at load 12-18, where everything runs several
+times slower than alone; the URLs and strings are most of the cost).
 
 Usage: ``python bench/nexmark_gen.py --events 10000000 [--seed 0] [--out DIR --format csv|parquet]``
 """

@@ -27,9 +27,10 @@ def bench(monkeypatch):
 @pytest.fixture
 def events(bench):
     import nexmark_gen
+    import pyarrow as pa
 
     blocks = list(nexmark_gen.blocks(nexmark_gen.GeneratorConfig(20_000, seed=4)))
-    tables = {k: nexmark_gen.pa.Table.from_batches([b[k] for b in blocks]) for k in nexmark_gen.KINDS}
+    tables = {k: pa.Table.from_batches([b[k] for b in blocks]) for k in nexmark_gen.KINDS}
     return blocks, tables
 
 
