@@ -77,6 +77,7 @@ IN_PROCESS = (
     "test_incremental_validation.py",        # catalog/index.py against the whole check, on random edits
     "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh
+    "test_nexmark_gen.py", "test_nexmark.py",  # the Nexmark bench's generator and queries (m3 boxes fed by hand)
     "test_head_resync.py",                   # the resync rule on an in-process Head and node (its cluster test: slow)
 )
 
