@@ -32,6 +32,8 @@ from .expressions import (
     parse_expression,
 )
 from .model import Box, Field, FieldType, Partition, Schema
+from .unsupported_boxes import why_unsupported
+from .revision_params import RevisionParamError, check_revision_params, plain_box, revised_value
 
 
 class BoxError(ValueError):
@@ -86,6 +88,9 @@ class BoxTypeRegistry:
         """Problems with the box's type, arity and required parameters."""
         box_type = self._types.get(box.type)
         if box_type is None:
+            why = why_unsupported(box.type)
+            if why is not None:
+                return [f"box type {box.type!r} is not supported: {why}"]
             return [f"unknown box type {box.type!r} (known: {', '.join(self.names())})"]
         problems = []
         n = len(box.inputs)
@@ -309,6 +314,32 @@ def infer_join(box: Box, inputs: list[Schema]) -> list[Schema]:
                               for e, n in zip(expressions, names)])]
 
 
+def infer_revision(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """A revision box: its plain counterpart's out schemas over a changelog (catalog/revision_params.py),
+    a map's and an aggregate's with Borealis's ``revised_value`` string field appended."""
+    try:
+        check_revision_params(box)
+    except RevisionParamError as exc:
+        raise BoxError(str(exc)) from None
+    plain = plain_box(box)
+    try:
+        schemas = _INFER_PLAIN[plain.type](plain, inputs)
+    except BoxError as exc:  # the counterpart's messages, about this box
+        raise BoxError(str(exc).replace(f"{plain.type} box ", f"{box.type} box ", 1)) from None
+    if box.type == "revisionfilter":
+        return schemas
+    out = _derived(box, 0, [*schemas[0].fields, revised_value()])
+    for i, text in enumerate(indexed(box, "inverse")):  # over the out fields (Borealis's UPSTREAM mode)
+        try:
+            check_fields(parse_expression(text), Scope.single(out))
+        except ExpressionError as exc:
+            raise BoxError(f"{box.type} box {box.name!r}: parameter 'inverse.{i}': {exc}") from None
+    return [out]
+
+
+_INFER_PLAIN: dict[str, InferFn] = {"filter": infer_filter, "map": infer_map, "aggregate": infer_aggregate}
+
+
 def _pass_through(check: Callable[[Box, list[Schema]], None]) -> InferFn:
     def infer(box: Box, inputs: list[Schema]) -> list[Schema]:
         check(box, inputs)
@@ -360,6 +391,13 @@ def builtin_registry(extra: Iterable[BoxType] = ()) -> BoxTypeRegistry:
                     summary="load shedding by tuple"),
             BoxType("window_drop", _pass_through(_check_window_drop),
                     required=("drop_rate", "window-size"), summary="load shedding by window"),
+            BoxType("revisionfilter", infer_revision, required=("expression.0",),
+                    summary="filter over a changelog (Borealis revision processing)"),
+            BoxType("revisionmap", infer_revision, required=("expression.0", "output-field-name.0"),
+                    summary="map over a changelog (Borealis revision processing)"),
+            BoxType("revisionaggregate", infer_revision,
+                    required=("aggregate-function.0", "window-size-by", "window-size"),
+                    summary="retracting aggregate (Borealis revision processing)"),
             *extra,
         ]
     )

@@ -13,6 +13,10 @@ stream is declared one; it follows from the boxes:
   group's result leaves as -old and comes back as +new), when its windows
   are by VALUES and its functions can be retracted (``firstval``/``lastval``
   depend on arrival order, which a retraction does not have);
+* a revision box (``revisionfilter``, ``revisionmap``,
+  ``revisionaggregate``: catalog/revision_params.py) reads a changelog or a
+  plain stream (its rows all +1) and always writes a changelog: it emits
+  revisions of what it emitted before;
 * a partitioned ``m3`` box takes a changelog as an unpartitioned one does
   (its coordinators route the weighted batches to the members as columns);
 * every other box type (``join``, ``delay``, ``random_drop``,
@@ -38,17 +42,18 @@ from collections.abc import Callable
 
 from .diagnostics import Origin
 from .model import Box, Catalog
+from .revision_params import REVISION_TYPES
 
 #: The column a changelog batch's weights travel in, after its schema's fields (wire/columns.py), and the field
 #: ``boreas subscribe`` writes them in: no schema may name a field so.
 WEIGHT = "_weight"
 
 #: Box types whose out streams are changelogs whatever they read.
-SOURCES = frozenset({"m3"})
+SOURCES = frozenset({"m3", *REVISION_TYPES})
 #: Box types that pass each row's weight on: a changelog in, a changelog out.
 PASSING = frozenset({"filter", "map", "union"})
 #: Box types that apply weights: they read a changelog (and ``aggregate`` writes one).
-APPLYING = frozenset({"aggregate", "m3"})
+APPLYING = frozenset({"aggregate", "m3", *REVISION_TYPES})
 #: Aggregate functions that cannot be retracted (they depend on the order rows arrived in).
 ORDERED_FUNCTIONS = ("firstval", "lastval")
 
@@ -61,7 +66,8 @@ def changelog_streams(catalog: Catalog) -> dict[str, str]:
         changed = False
         for box in catalog.boxes.values():
             if box.type in SOURCES:
-                why = f"{box.type} box {box.name!r} revises its view's rows as -old/+new"
+                what = "view's rows" if box.type == "m3" else "out rows"
+                why = f"{box.type} box {box.name!r} revises its {what} as -old/+new"
             elif box.type in PASSING or box.type == "aggregate":
                 fed = [found[p.stream] for p in box.inputs if p.stream in found]
                 if not fed:

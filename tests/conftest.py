@@ -41,6 +41,7 @@ IN_PROCESS = (
     "test_partition_replicated_catalog.py",  # (support/cumulus_sim.py); the replicate= catalog on memory://
     "test_replicate.py", "test_replicate_slices.py", "test_replicate_examples.py",
     "test_addresses.py",                     # --listen/--advertise rules (its cluster test joins the group)
+    "test_node_positions.py",                # deployment positions resolved against a node order
     "test_zk_copies.py",  # (the session's ZooKeeper server only: PROCESS_FIXTURES puts it in the group)
     "test_properties.py", "test_properties_broken_input.py", "test_fastpath.py", "test_doctests.py",
     "test_layering.py",                      # the import graph of the packages (ast only)
@@ -65,6 +66,8 @@ IN_PROCESS = (
     "test_aggregate_columns.py",             # the aggregate fed Arrow columns by hand, against its row path
     "test_changelog.py",                     # weighted batches through operators by hand; refusals at submission
     "test_changelog_applied.py",             # aggregate and m3 applying weights by hand, against DuckDB
+    "test_revision_operators.py", "test_revision_catalog.py",  # revision boxes fed by hand; their validation
+    "test_revision_node.py",                 # revision boxes in a Dataflow fed by hand, a snapshot restored
     "test_changelog_node.py",                # a node refuses a publisher's weights; a moved box keeps them, in process
     "test_m3_box_cluster.py",                # split from test_m3_box.py; its cluster tests join the group (below)
     "test_late_tuples.py", "test_stream_ends.py",  # aggregates fed late tuples, ended by hand (its cluster test: test_end_of_input.py)
@@ -75,6 +78,7 @@ IN_PROCESS = (
     "test_incremental_validation.py",        # catalog/index.py against the whole check, on random edits
     "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh
+    "test_nexmark_gen.py", "test_nexmark.py",  # the Nexmark bench's generator and queries (m3 boxes fed by hand)
     "test_head_resync.py",                   # the resync rule on an in-process Head and node (its cluster test: slow)
 )
 

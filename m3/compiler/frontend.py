@@ -110,6 +110,7 @@ class SqlQuery:
     union: tuple = ()  # the other UNION ALL branches (SqlQuery each), whose maps add to this one's (:mod:`.union`)
     setop: str = ""  # "INTERSECT" or "EXCEPT": `union` holds the other branches, whose maps stay apart (:mod:`.setops`)
     lifted: object = None  # a query over a grouped derived table read by value: its Plan, parts compiled (:mod:`.lifted`)
+    internal: tuple[str, ...] = ()  # the group_by names no output row holds (GROUP BY columns not selected)
 
 
 def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[RelationDecl], list[SqlQuery]]:
@@ -324,11 +325,11 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         items = check_rows(items, res, ctx)
         groups = []
         count = 1 if distinct is not None else ("agg", "COUNT", 1)
-    keys, values = view_names(items, groups, rename, name, count, ctx)
+    keys, values, internal = view_names(items, groups, rename, name, count, ctx)
     note = order_note(name, sel, items, [n for n, _ in keys] + [n for n, _ in values], res, ctx)
     _refuse_unknown(sel, ctx, nested_nodes)
     return SqlQuery(name, tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(keys),
-                    tuple(values), having_pred, (note,) if note else (), nested)
+                    tuple(values), having_pred, (note,) if note else (), nested, internal=internal)
 
 
 _CLAUSE_TYPES = {"where": exp.Where, "group": exp.Group, "order": exp.Order, "from": exp.From, "from_": exp.From,

@@ -23,6 +23,8 @@ from .filter import FilterOperator
 from .join import JoinOperator
 from .m3box import M3Operator
 from .map import MapOperator
+from .revision import RevisionFilterOperator, RevisionMapOperator
+from .revision_aggregate import RevisionAggregateOperator
 from .shedding import RandomDropOperator, WindowDropOperator
 from .timers import DelayOperator
 from .union import UnionOperator
@@ -68,6 +70,9 @@ BUILTIN_OPERATORS: tuple[tuple[str, OperatorFactory], ...] = (
     ("random_drop", RandomDropOperator),
     ("window_drop", WindowDropOperator),
     ("m3", M3Operator),
+    ("revisionfilter", RevisionFilterOperator),
+    ("revisionmap", RevisionMapOperator),
+    ("revisionaggregate", RevisionAggregateOperator),
 )
 
 
