@@ -85,7 +85,9 @@ class _Shape:
     trusted: bool | None = None  # None: not compared with sqlglot's own tree of a text yet
 
     def fill(self, numbers: list[str]) -> exp.Expression:
-        return _build(self.tree, dict(zip(self.sentinels, numbers, strict=True)))
+        tree = _build(self.tree, dict(zip(self.sentinels, numbers, strict=True)))
+        tree.meta[_REFS] = tuple(field_references(self.tree))  # (numbers are no fields)
+        return tree
 
 
 def _build(node: exp.Expression, numbers: dict[str, str]) -> exp.Expression:
@@ -172,8 +174,15 @@ class Scope:
 
 
 def field_references(tree: exp.Expression) -> list[tuple[str | None, str]]:
-    """Every ``(qualifier, field)`` the expression reads."""
-    return [(col.table or None, col.name) for col in tree.find_all(exp.Column)]
+    """Every ``(qualifier, field)`` the expression reads (kept in the tree's ``meta``: the same cached tree
+    is checked against every box using its text, and a shape's trees share their shape's)."""
+    refs = tree.meta.get(_REFS)
+    if refs is None:
+        refs = tree.meta[_REFS] = tuple((col.table or None, col.name) for col in tree.find_all(exp.Column))
+    return list(refs)
+
+
+_REFS = "boreas.field_references"
 
 
 def check_fields(tree: exp.Expression, scope: Scope) -> None:
