@@ -205,12 +205,13 @@ def measure_size(run: Run, args: argparse.Namespace, boxes: int, catalog_url: st
         one_app = cluster.write(f"{name}.xml", f'<borealis>{FILTER.format(name=name, stream="in0")}</borealis>')
         one_dep = cluster.write(f"{name}_deploy.xml", f'<deploy><node endpoint="{cluster.nodes[0]}" '
                                                       f'query="{name}"/></deploy>')
-        figures["submit"].append(cluster.boreas("submit", one_app, one_dep))
-        figures["move"].append(cluster.boreas("move", box, cluster.nodes[1 if r % 2 == 0 else 0]))
         filter_xml = cluster.write(f"f{r}.xml", FILTER.format(name=f"f{r}", stream=stream))
-        figures["connect"].append(cluster.boreas("connect", box, "--box", filter_xml))
-        figures["disconnect"].append(cluster.boreas("disconnect", f"f{r}_out"))
-        figures["nodes"].append(cluster.boreas("nodes"))
+        for key, argv in (("submit", ("submit", one_app, one_dep)),
+                          ("move", ("move", box, cluster.nodes[1 if r % 2 == 0 else 0])),
+                          ("connect", ("connect", box, "--box", filter_xml)),
+                          ("disconnect", ("disconnect", f"f{r}_out")), ("nodes", ("nodes",))):
+            figures[key].append(cluster.boreas(*argv))
+            print(f"    {key} {figures[key][-1]:.3f} s", flush=True)  # (said at once: a later step may fail)
         copy = asyncio.run(time_global_copy(cluster.head, run.token, args.timeout))
         if copy["boxes"] < boxes:
             raise BenchError(f"the global component's copy has {copy['boxes']} boxes, not {boxes} or more")
