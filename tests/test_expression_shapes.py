@@ -37,7 +37,7 @@ def _sqlglot(text: str):
         return None
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(expressions(), min_size=1, max_size=6))
 def test_every_text_gets_sqlglots_own_tree(texts: list[str]) -> None:
     for text in texts:
