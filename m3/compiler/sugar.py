@@ -10,6 +10,7 @@ unaware of them (the SQL front end translates, it does not special-case):
   does: the left side's columns, then the right side's but the joined ones.  Refused: a left side
   where two relations hold ``b`` or that is a derived table, a comma join before it (``R, S NATURAL JOIN T``
   joins ``S`` and ``T`` only: write ``JOIN ... ON``), and any outer ``USING``/``NATURAL`` join.
+* ``x op ANY|SOME|ALL (SELECT ...)`` → ``EXISTS``/``NOT EXISTS`` (:mod:`.quantified`).
 * ``DATE_PART('year', d)`` → ``EXTRACT(YEAR FROM d)``.
 * ``GREATEST(x, y, ...)`` (DBToaster's ``LISTMAX``) and ``LEAST`` (``LISTMIN``) inside an aggregate →
   ``CASE WHEN x >= y AND ... THEN x WHEN ... ELSE z END`` (a CASE of comparisons, which the calculus sums);
@@ -40,6 +41,7 @@ from sqlglot import exp
 
 from ..ast import RelationDecl
 from .nodes import sql_of
+from .quantified import is_quantified, quantify
 from .resolve import Positions
 
 
@@ -48,7 +50,7 @@ def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
     (module doc)."""
     if not any(_sugared(n) for n in tree.walk()):
         return tree
-    tree = tree.copy()
+    tree = quantify(tree.copy(), relations, ctx)  # ANY/SOME/ALL: EXISTS, NOT EXISTS (:mod:`.quantified`)
     for node in list(tree.walk()):
         if type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART":
             node.replace(_extract(node, ctx))
@@ -65,7 +67,7 @@ def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
 
 def _sugared(node: exp.Expression) -> bool:
     return (type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART") or \
-        (type(node) is exp.Join and _joined_by_name(node)) or _extremum(node) is not None
+        (type(node) is exp.Join and _joined_by_name(node)) or _extremum(node) is not None or is_quantified(node)
 
 
 _LISTED = {"LISTMAX": exp.Greatest, "LISTMIN": exp.Least}
