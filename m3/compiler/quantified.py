@@ -5,6 +5,8 @@ compiler already maintains (:mod:`.subqueries`, :mod:`.nested`), correlated by e
 the compared column; rewriting keeps the later passes unaware of it (the SQL front end translates):
 
 * ``x op ANY (SELECT b FROM S WHERE w)`` → ``EXISTS (SELECT 1 FROM S WHERE w AND x op b)`` (``SOME`` is ``ANY``);
+* ``x op ANY|ALL (SELECT AGG(b) FROM S WHERE w)`` (no GROUP BY: exactly one row, NULL or not) → ``x op (SELECT
+  AGG(b) ...)``, a scalar subquery;
 * ``x op ALL (SELECT b FROM S WHERE w)`` → ``NOT EXISTS (SELECT 1 FROM S WHERE w AND x op' b)``, ``op'`` the
   complement of ``op`` (``>`` → ``<=``, ``=`` → ``<>``).  Exact because Boreas has no NULLs: with NULLs,
   ``NOT (x op b)`` is not ``x op' b`` and an ALL over a NULL ``b`` is unknown, not true.
@@ -30,10 +32,12 @@ general rules refuse it.
 'SELECT a FROM R WHERE EXISTS(SELECT 1 FROM S WHERE R.b = b)'
 >>> q("SELECT a FROM R WHERE NOT a < ALL (SELECT c FROM S WHERE c > 1 OR b = 2)")
 'SELECT a FROM R WHERE EXISTS(SELECT 1 FROM S WHERE (c > 1 OR b = 2) AND a >= c)'
->>> q("SELECT a FROM R WHERE a > ANY (SELECT SUM(c) FROM S)")
+>>> q("SELECT a FROM R WHERE a > ALL (SELECT SUM(c) FROM S WHERE S.b = R.b)")
+'SELECT a FROM R WHERE a > (SELECT SUM(c) FROM S WHERE S.b = R.b)'
+>>> q("SELECT a FROM R WHERE a > ANY (SELECT SUM(c) FROM S GROUP BY b)")
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported ANY over an aggregate (SELECT SUM(c) FROM S): one row, compare with the scalar subquery itself
+boreas.m3.errors.CompileError: unsupported ANY over a grouped subquery (SELECT SUM(c) FROM S GROUP BY b)
 """
 
 from __future__ import annotations
@@ -62,10 +66,25 @@ def quantify(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posi
         if type(cmp) not in _FLIP:
             raise ctx.error(f"unsupported {_word(node)} ({sql_of(cmp or node)}): only in a comparison "
                             "(x = ANY (SELECT ...), x > ALL (SELECT ...))", node)
+        one = _one_row(node, ctx)
+        if one is not None:  # an aggregate without GROUP BY: exactly one row, so ANY and ALL are that row
+            node.replace(exp.Subquery(this=one))
+            continue
         op = type(cmp) if cmp.expression is node else _FLIP[type(cmp)]
         x = cmp.this if cmp.expression is node else cmp.expression
         _replace(cmp, _exists(op, x, node, relations, ctx))
     return tree
+
+
+def _one_row(node: exp.Expression, ctx: Positions) -> exp.Select | None:
+    """The subquery of ``node`` (a copy) when it is an aggregate without GROUP BY (one row), else None."""
+    sel = unparen(node.this)
+    if type(sel) is exp.Subquery and not any(v for k, v in sel.args.items() if k != "this"):
+        sel = unparen(sel.this)
+    if type(sel) is not exp.Select or len(sel.expressions) != 1 or sel.args.get("group") is not None \
+            or sel.args.get("having") is not None or sel.expressions[0].find(exp.AggFunc) is None:
+        return None
+    return sel.copy()
 
 
 def _word(node: exp.Expression) -> str:
@@ -85,11 +104,10 @@ def _exists(op: type, x: exp.Expression, node: exp.Expression, relations: dict[s
     item = unparen(items[0].this if type(items[0]) is exp.Alias else items[0]) if len(items) == 1 else None
     if item is None or isinstance(item, exp.Star) or (type(item) is exp.Column and isinstance(item.this, exp.Star)):
         raise ctx.error(f"{word} (SELECT ...) must select one column ({sql_of(sel)})", sel)
-    if item.find(exp.AggFunc) is not None:
-        raise ctx.error(f"unsupported {word} over an aggregate ({sql_of(sel)}): one row, compare with the scalar "
-                        "subquery itself", sel)
     if sel.args.get("group") is not None or sel.args.get("having") is not None:
         raise ctx.error(f"unsupported {word} over a grouped subquery ({sql_of(sel)})", sel)
+    if item.find(exp.AggFunc) is not None:
+        raise ctx.error(f"unsupported {word} over an aggregate without GROUP BY beside others ({sql_of(sel)})", sel)
     if x.find(exp.AggFunc) is not None:
         raise ctx.error(f"unsupported {word} comparing an aggregate ({sql_of(x.parent)}): only a row's columns", x)
     outer = _qualified(x.copy(), node, sel, relations, ctx)
