@@ -1,6 +1,7 @@
 """Queries without FROM (issue 33): scalar subqueries combined by arithmetic agree with DuckDB after every batch.
 
-Each scalar subquery is an aggregate query of its own, compiled from the general rules as a part
+Subqueries of one constant inside a query (``(SELECT 3)``, ``IN (SELECT 1)``, ``EXISTS (SELECT 2)``) are that
+constant (``m3/compiler/constsub.py``).  Each scalar subquery of a query without FROM is an aggregate query of its own, compiled from the general rules as a part
 (``m3/compiler/fromless.py``); the view has no keys and computes its columns from the parts' maps when read.
 SQL's aggregate of no rows is NULL and makes its expression NULL: the view shows 0 there (the harness reads
 DuckDB's NULL as 0), COUNT's 0 stays a value.  Random workloads over small domains (``m3_harness``), both
@@ -31,6 +32,11 @@ SHAPES: dict[str, str] = {
         (SELECT MIN(d) FROM S) AS spread""",
     "nested_inside_part": GENERIC + """SELECT (SELECT COUNT(*) FROM R WHERE R.b IN (SELECT b FROM S)) AS n,
         (SELECT SUM(e) FROM S WHERE EXISTS (SELECT * FROM R WHERE R.a = S.d)) AS s""",
+    # subqueries of one constant, without FROM, inside a query: the constant (m3/compiler/constsub.py)
+    "constant_scalar_subquery": GENERIC + "SELECT a, SUM(c) AS s FROM R WHERE b = (SELECT 2) GROUP BY a",
+    "in_constant_subquery": GENERIC + "SELECT a, b FROM R WHERE b IN (SELECT 1)",
+    "exists_constant_subquery": GENERIC + """SELECT a, COUNT(*) AS n FROM R
+        WHERE EXISTS (SELECT 3) AND (NOT EXISTS (SELECT 1) OR a > (SELECT 1)) GROUP BY a""",
 }
 
 
