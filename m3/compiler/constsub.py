@@ -14,6 +14,8 @@ refuse or translate.
 >>> def r(sql): return inline_constants(sqlglot.parse_one(sql)).sql()
 >>> r("SELECT a FROM R WHERE a = (SELECT 3) AND b IN (SELECT 1) AND EXISTS (SELECT 2)")
 'SELECT a FROM R WHERE a = (3) AND b IN (1) AND 1 = 1'
+>>> r("SELECT t.x FROM (SELECT 1) AS t, (SELECT 2) WHERE (SELECT 2) > 1")
+'SELECT t.x FROM (SELECT 1) AS t, (SELECT 2) WHERE (2) > 1'
 >>> r("SELECT a FROM R WHERE a IN (SELECT b FROM S)")
 'SELECT a FROM R WHERE a IN (SELECT b FROM S)'
 """
@@ -57,6 +59,6 @@ def inline_constants(tree: exp.Expression) -> exp.Expression:
             holder.set("expressions", [value.copy()])
         elif type(holder) is exp.Exists:
             holder.replace(exp.EQ(this=exp.Literal.number(1), expression=exp.Literal.number(1)))
-        elif type(top) is exp.Subquery:
+        elif type(top) is exp.Subquery and not isinstance(holder, (exp.From, exp.Join)):  # a value, not a FROM item
             top.replace(exp.Paren(this=value.copy()))
     return tree
