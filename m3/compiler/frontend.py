@@ -19,7 +19,8 @@ are named apart before: :mod:`.clashes`); a UNION ALL
 query per branch (:mod:`.union`, ``SqlQuery.union``; a UNION in FROM under MIN, MAX or
 DISTINCT is read as its UNION ALL, :mod:`.setunion`), and so do INTERSECT
 and EXCEPT statements (:mod:`.setops`, ``SqlQuery.setop``); subqueries in WHERE and HAVING:
-:mod:`.subqueries`.
+:mod:`.subqueries` (``ANY``/``ALL`` rewritten into EXISTS first: :mod:`.quantified`); a query without FROM
+over scalar subqueries: :mod:`.fromless`.
 
 Everything else is rejected with a :class:`CompileError` naming the
 construct, the view and its line:col — checking here, once, keeps later
