@@ -17,20 +17,31 @@ import pytest
 from boreas.m3 import Runtime
 from boreas.m3.cumulus import classify, even_layout, home_slot, place, slot
 from boreas.m3.cumulus.member import MemberRuntime, Router, mixed
+from boreas.m3.cumulus.native_member import NativeMemberRuntime
 from hypothesis import HealthCheck, given, settings
 from m3_harness import scaled
 from test_cumulus_plan import LOCAL_PROGRAMS, LOOPS, batches, layouts, program
 
 
+#: The member runtimes: on the Python backend's journals, and on the native backend's C maps
+MEMBER_RUNTIMES = {"python": MemberRuntime, "native": NativeMemberRuntime}
+
+
 class Routed:
-    def __init__(self, prog, layout, plan):
+    def __init__(self, prog, layout, plan, runtime=MemberRuntime):
         self.prog, self.layout = prog, layout
         self.single = Runtime(prog)
-        self.members = [MemberRuntime(prog, layout, m, plan) for m in range(len(layout.members))]
+        self.members = [runtime(prog, layout, m, plan) for m in range(len(layout.members))]
+        if runtime is NativeMemberRuntime:
+            assert all(rt.backend == "native" for rt in self.members)
         self.router = Router(plan, layout)
+        self.epochs: list[dict] = []  # the single runtime's maps after each batch (an epoch each)
 
     def apply(self, events) -> None:
         self.single.apply_batch(events)
+        self.epochs.append({mp.name: dict(self.single.store.items(mp.name)) for mp in self.prog.maps})
+        for rt in self.members:
+            rt.epoch = len(self.epochs) - 1
         groups: dict = {}
         for rel, sign, row in events:
             groups.setdefault((rel, sign), []).append(row)
@@ -58,9 +69,21 @@ class Routed:
             for key, value in single.items():
                 assert math.isclose(union[key], value, rel_tol=1e-9, abs_tol=1e-9), (mp.name, key)
 
+    def check_stable(self) -> None:
+        """Every member's maps at the end of every epoch (through its deltas) union to the single runtime's."""
+        for epoch, maps in enumerate(self.epochs):
+            for name, single in maps.items():
+                union: dict = {}
+                for rt in self.members:
+                    union.update(rt.at_epoch(epoch).read_slice(name, *[None] * len(self.prog.map(name).keys)))
+                assert union.keys() == single.keys(), (epoch, name)
+                for key, value in single.items():
+                    assert math.isclose(union[key], value, rel_tol=1e-9, abs_tol=1e-9), (epoch, name, key)
 
+
+@pytest.mark.parametrize("backend", sorted(MEMBER_RUNTIMES))
 @pytest.mark.parametrize("name", sorted(LOCAL_PROGRAMS))
-def test_routed_members_equal_the_single_runtime(name):
+def test_routed_members_equal_the_single_runtime(name, backend):
     text, key = LOCAL_PROGRAMS[name]
     prog = program(text)
     placement = place(prog, key=key, box=name)
@@ -72,23 +95,28 @@ def test_routed_members_equal_the_single_runtime(name):
     @given(layouts(name, [(m.map, m.column) for m in placement.maps]),
            batches({r: c for r, c in relations.items() if r in used}))
     def check(layout, workload):
-        routed = Routed(prog, layout, plan)
+        routed = Routed(prog, layout, plan, MEMBER_RUNTIMES[backend])
         for events in workload:
             routed.apply(events)
             routed.check()
+        routed.check_stable()
 
     check()
 
 
-def test_mixed_triggers_are_the_ones_that_drop():
+@pytest.mark.parametrize("backend", sorted(MEMBER_RUNTIMES))
+def test_mixed_triggers_are_the_ones_that_drop(backend):
     """LOOPS' +S writes q (loop over B), w and v (at A) and home maps: mixed; a member drops foreign writes."""
     prog = program(LOOPS)
     plan = classify(prog, place(prog, key="r.b").columns)
     assert {(t.relation, t.sign) for t in plan.triggers if mixed(t)} == {("S", 1), ("S", -1)}
     lay = even_layout("loops", ["a", "b", "c"], 6, maps=dict(plan.columns).items())
-    routed = Routed(prog, lay, plan)
+    routed = Routed(prog, lay, plan, MEMBER_RUNTIMES[backend])
     routed.apply([("R", 1, (a, b)) for a in range(5) for b in range(9)] + [("S", 1, (a, 2)) for a in range(5)])
     routed.check()
+    routed.apply([("S", -1, (a, 2)) for a in range(3)] + [("R", -1, (1, b)) for b in range(4)])
+    routed.check()
+    routed.check_stable()
     assert sum(rt.store.size("t") for rt in routed.members) == 1  # the home map lives on one member only
 
 
