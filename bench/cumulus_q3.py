@@ -52,9 +52,13 @@ def tree_cpu_seconds(pid: int) -> float:
     return sum(cpu_seconds(p) for p in tree)
 
 
-def signed_app() -> str:
-    """The Q3 example with an int ``sign`` field first in each in schema and the box told about it."""
+def signed_app(backend: str | None = None) -> str:
+    """The Q3 example with an int ``sign`` field first in each in schema and the box told about it; ``backend``:
+    the box's M3 backend parameter (None: its default, auto)."""
     text = APP.read_text()
+    if backend is not None:
+        text = text.replace('<out stream="Revenue" />',
+                            f'<out stream="Revenue" />\n    <parameter name="backend" value="{backend}" />')
     for schema in ("CustomerTuple", "OrdersTuple", "LineitemTuple"):
         text = text.replace(f'<schema name="{schema}">', f'<schema name="{schema}">\n    <field name="sign" type="int" />')
     text = text.replace('<out stream="Revenue" />', '<out stream="Revenue" />\n    <parameter name="sign-field" value="sign" />')
