@@ -165,6 +165,8 @@ class NativeMemberRuntime(MemberRuntime):
     def _settle(self, native, guard: bool) -> None:
         """After a batch: drop what it wrote outside this member's slots (``guard``), record its changes."""
         for name in self._store.data:
+            if not native.written(name):
+                continue
             changed = native.changed([name])
             n = changed.n
             if not n:

@@ -307,6 +307,10 @@ class NativeMaps:
         olds = self._decode_values(name, flat[rec - 1::rec])
         return list(zip(keys, olds))
 
+    def written(self, name: str) -> bool:
+        """Whether the last committed batch wrote map ``name`` (one C call: a reader skips the maps it did not)."""
+        return bool(self.lib.rt_last(self.rt, self.map_no[name], ffi.NULL))
+
     def changed(self, names: Sequence[str]) -> Changed:
         """The keys the last committed batch changed in maps ``names`` (a plain view's maps: one key arity),
         each once, with every map's value bits before the batch and now (a key whose values all stayed is left
