@@ -29,7 +29,8 @@ WHERE c_mktsegment = 'BUILDING' AND c_custkey = o_custkey AND l_orderkey = o_ord
 GROUP BY l_orderkey, o_orderdate, o_shippriority"""
 MARKET = ["BUILDING", "AUTOMOBILE", "MACHINERY", "HOUSEHOLD", "FURNITURE"]
 DAY0 = dt.date(1995, 1, 15)  # dates over 120 days around the query's 1995-03-15
-TARGET = 0.35  # the busiest node's CPU per event at 4 nodes / at 1 node
+TARGET = 0.35  # the busiest node's CPU per event at 4 nodes / at 1 node (issue 13, judged on keyed sources)
+RANDOM_TARGET = 0.30  # the same with random sources (issue 30: columns between members, native members)
 READ_TIMEOUT = 120.0  # seconds after the last acknowledgement for the view to be exact
 MOVE_TARGET = 1.0  # seconds: the pause a segment move of 1M entries causes (issue 13)
 AGE_TARGET = 2.0  # epochs: the age of stable reads under load (issue 13)
