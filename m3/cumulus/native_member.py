@@ -49,6 +49,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -59,6 +60,12 @@ from .layout import EVERYWHERE, Layout
 from .member import MemberRuntime
 from .plan import Plan
 from .slot_arrays import float_slots, int_slots
+
+
+def _stored(native, store, name: str, keys: np.ndarray) -> list:
+    """Key codes of map ``name`` (one row per key) as ``store``'s stored keys."""
+    tuples = native.decode_keys(name, array("q", keys.tobytes()), len(keys))
+    return [store.pack(name, k) for k in tuples]
 
 
 @dataclass(frozen=True)
@@ -189,15 +196,10 @@ class NativeMemberRuntime(MemberRuntime):
                     if not len(keys):
                         continue
             keys = np.ascontiguousarray(keys)
+            decode = partial(_stored, native, self._store)  # (the C side's intern table, even after leaving C)
             if self.on_write is not None:
-                self.on_write(name, dict(zip(self._stored(name, keys), old.tolist())))
-            self.deltas.coded(self.epoch, name, keys, new - old, self._stored)
-
-    def _stored(self, name: str, keys: np.ndarray) -> list:
-        """Key codes (one row per key) as the mirror's stored keys."""
-        native, pack = self.native_maps(), self._store.pack
-        tuples = native.decode_keys(name, array("q", keys.tobytes()), len(keys))
-        return [pack(name, k) for k in tuples]
+                self.on_write(name, dict(zip(decode(name, keys), old.tolist())))
+            self.deltas.coded(self.epoch, name, keys, new - old, decode)
 
     def _owned(self, native, name: str, keys: np.ndarray) -> np.ndarray:
         """Per key (codes), whether this member owns it."""

@@ -18,6 +18,7 @@ from boreas.m3 import Runtime
 from boreas.m3.cumulus import classify, even_layout, home_slot, place, slot
 from boreas.m3.cumulus.member import MemberRuntime, Router, mixed
 from boreas.m3.cumulus.native_member import NativeMemberRuntime
+from boreas.m3.cumulus.stable import EpochDeltas
 from hypothesis import HealthCheck, given, settings
 from m3_harness import scaled
 from test_cumulus_plan import LOCAL_PROGRAMS, LOOPS, batches, layouts, program
@@ -192,3 +193,31 @@ def test_members_drop_what_they_do_not_own_at_every_key_kind(backend):
     routed.apply([("R", -1, row) for row in rows[::3]])
     routed.check()
     routed.check_stable()
+
+
+def test_a_native_member_whose_sum_outgrows_64_bits_carries_on_in_python():
+    """A sum beyond int64 moves a native member to the Python backend for good; its maps, and its stable reads of
+    the epochs it applied in C, stay exact."""
+    prog = program("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS total FROM R GROUP BY a")
+    plan = classify(prog, place(prog).columns)
+    lay = even_layout("big", ["a", "b"], 4, maps=dict(plan.columns).items())
+    routed = Routed(prog, lay, plan, NativeMemberRuntime)
+    routed.apply([("R", 1, (a, a * 10)) for a in range(20)])
+    routed.apply([("R", 1, (a, 2 ** 62)) for a in range(3)] * 2)
+    assert {rt.backend for rt in routed.members} == {"native", "python"}  # (keys 0-2 are on one member)
+    routed.apply([("R", -1, (a, a * 10)) for a in range(0, 20, 2)])
+    routed.check()
+    routed.check_stable()
+    for rt in routed.members:  # a snapshot's deltas (those of the C epochs too) restore to the same stable reads
+        again = EpochDeltas()
+        again.restore(rt.deltas.state(lambda name, k: k), lambda name, k: k)
+        for epoch in range(-1, 3):
+            assert _summed(again.after(epoch, "Q1_total")) == _summed(rt.deltas.after(epoch, "Q1_total"))
+
+
+def _summed(pairs) -> dict:
+    """``(key, delta)`` pairs added up per key (the ones that sum to 0 left out)."""
+    out: dict = {}
+    for k, v in pairs:
+        out[k] = out.get(k, 0) + v
+    return {k: v for k, v in out.items() if v}
