@@ -159,6 +159,9 @@ def main() -> int:
     parser.add_argument("--arrow", action="store_true",
                         help="publishers send pyarrow RecordBatches made before the clock starts (issue 30: a "
                              "partition routes columns and ships Work as Arrow IPC); default: rows")
+    parser.add_argument("--backend", choices=("auto", "native", "python"), default=None,
+                        help="the q3 box's M3 backend parameter (default: not set, auto: a member runs native where "
+                             "a C compiler is found; python: the member runtime before issue 30's native one)")
     parser.add_argument("--durable", action="store_true", help="nodes with --data-dir (input log, snapshots)")
     parser.add_argument("--no-peer", dest="peer", action="store_false",
                         help="skip the peer (q3 as an ordinary, unpartitioned m3 box on one node)")

@@ -198,7 +198,7 @@ async def measure(args: argparse.Namespace, run: Run, members: int, wire: dict[s
     from boreas.wire.client import PeerClient
 
     label = label or (f"{members}-{sources}" if partitioned else "plain")
-    cluster = await start_cluster(args, run, label, members, signed_app(),
+    cluster = await start_cluster(args, run, label, members, signed_app(getattr(args, "backend", None)),
                                   lambda nodes: deployment(nodes, args.segments, partitioned, args.epoch_ms,
                                                                     args.replicate))
     head, nodes, head_proc, node_procs = cluster.head, cluster.nodes, cluster.head_proc, cluster.node_procs

@@ -233,6 +233,12 @@ class Roles:
                 "loop" if p == "loop" else (p.kind, p.index, p.value) for p in places)
         return key(self._places.get((relation, 1))) == key(self._places.get((relation, -1)))
 
+    def serves(self, relation: str, sign: int) -> bool:
+        """Whether events of this trigger may make a member push entries to another (then :meth:`share` reads
+        their rows); when not, :meth:`share` and :meth:`writes` take a member's rows as they are, in any form
+        (a native member's columns, node/cumulus/part.py)."""
+        return not self.alone and bool(self._serving.get((relation, sign)))
+
     def writes(self, member: int, relation: str, sign: int, rows: list[tuple]) -> list[tuple]:
         """The rows ``member`` applies (it writes at least one of their statements).
 

@@ -26,7 +26,7 @@ once the input stops and two more epochs pass.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .. import query
 
@@ -41,6 +41,10 @@ class EpochDeltas:
         # epoch -> [(map, {stored key: value}, sign)]: whole segments moved in (+1) or out (-1) at an epoch's
         # start, kept as the dicts the move built (no per-entry copy on the flip's critical path)
         self._bulk: dict[int, list[tuple[str, dict, int]]] = {}
+        # epoch -> [(map, keys, deltas, decode)]: what a native member's batches changed, as the C side's key codes
+        # and value changes (numpy arrays, no Python object per key); ``decode(map, keys)`` gives their stored
+        # keys, asked only when a stable read, a snapshot or a count wants them
+        self._coded: dict[int, list[tuple[str, object, object, Callable]]] = {}
 
     def record(self, epoch: int, name: str, stored_key, delta) -> None:
         maps = self._by_epoch.setdefault(epoch, {})
@@ -62,6 +66,12 @@ class EpochDeltas:
         if entries:
             self._bulk.setdefault(epoch, []).append((name, entries, sign))
 
+    def coded(self, epoch: int, name: str, keys, deltas, decode: Callable) -> None:
+        """Record the changes ``deltas`` (a numpy array) at ``keys`` (the native maps' codes, one row per key, each
+        key once) as changes of ``epoch``; decoded by ``decode(name, keys) -> [stored key]`` when read."""
+        if len(deltas):
+            self._coded.setdefault(epoch, []).append((name, keys, deltas, decode))
+
     def epoch_maps(self, epoch: int) -> dict[str, dict]:
         """``{map: {stored key: delta}}`` of ``epoch``, to add to in place (a delta that sums to 0 is removed)."""
         return self._by_epoch.setdefault(epoch, {})
@@ -72,6 +82,8 @@ class EpochDeltas:
             del self._by_epoch[e]
         for e in [e for e in self._bulk if e <= epoch]:
             del self._bulk[e]
+        for e in [e for e in self._coded if e <= epoch]:
+            del self._coded[e]
 
     def after(self, epoch: int, name: str) -> Iterator[tuple[object, object]]:
         """``(stored key, delta)`` of ``name`` made by versions of epochs after ``epoch``."""
@@ -83,20 +95,28 @@ class EpochDeltas:
                 for n, entries, sign in moved:
                     if n == name:
                         yield from entries.items() if sign > 0 else ((k, -v) for k, v in entries.items())
+        for e, chunks in self._coded.items():
+            if e > epoch:
+                for n, keys, deltas, decode in chunks:
+                    if n == name:
+                        yield from zip(decode(n, keys), deltas.tolist())
 
     def epochs(self) -> list[int]:
-        return sorted({*self._by_epoch, *self._bulk})
+        return sorted({*self._by_epoch, *self._bulk, *self._coded})
 
     def entries(self) -> int:
         """How many (epoch, map, key) deltas are kept: the memory READ_STABLE costs."""
         return (sum(len(entries) for maps in self._by_epoch.values() for entries in maps.values())
-                + sum(len(entries) for moved in self._bulk.values() for _, entries, _ in moved))
+                + sum(len(entries) for moved in self._bulk.values() for _, entries, _ in moved)
+                + sum(len(deltas) for chunks in self._coded.values() for _, _, deltas, _ in chunks))
 
     # -- plain data (snapshots) ---------------------------------------------------
     def _summed(self) -> dict[int, dict[str, dict]]:
         """Every epoch's deltas per map, moved segments added in (what a snapshot holds)."""
         out = {e: {name: dict(entries) for name, entries in maps.items()} for e, maps in self._by_epoch.items()}
-        for e, moved in self._bulk.items():
+        coded = {e: [(name, dict(zip(decode(name, keys), deltas.tolist())), 1) for name, keys, deltas, decode in chunks]
+                 for e, chunks in self._coded.items()}
+        for e, moved in [*self._bulk.items(), *coded.items()]:
             maps = out.setdefault(e, {})
             for name, entries, sign in moved:
                 into = maps.setdefault(name, {})
@@ -109,7 +129,7 @@ class EpochDeltas:
         return out
 
     def state(self, encode) -> list:
-        by_epoch = self._summed() if self._bulk else self._by_epoch
+        by_epoch = self._summed() if self._bulk or self._coded else self._by_epoch
         return [[e, [[name, [[encode(name, k), v] for k, v in entries.items()]] for name, entries in maps.items()]]
                 for e, maps in by_epoch.items()]
 
@@ -117,6 +137,7 @@ class EpochDeltas:
         self._by_epoch = {int(e): {name: {decode(name, k): v for k, v in entries} for name, entries in maps}
                           for e, maps in data}
         self._bulk = {}
+        self._coded = {}
 
 
 class StableView:

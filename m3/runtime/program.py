@@ -74,6 +74,10 @@ class ViewInfo:
 class Runtime(Reads):
     """Maintains every map of an M3 program under batches of insert and delete events."""
 
+    #: Whether a subclass keeps its own bookkeeping in step with the native backend's C maps (a subclass that
+    #: builds on the Python backend's journals and store does not, and runs there).
+    keeps_native = False
+
     def __init__(self, program: Program | str, *, float_epsilon: float = 1e-7, backend: str = "auto"):
         if isinstance(program, str):
             program = program_from_text(program)
@@ -99,7 +103,7 @@ class Runtime(Reads):
         self._arity = {r.name: len(r.columns) for r in program.relations}
         self._column_types = {r.name: tuple(c.type for c in r.columns) for r in program.relations}
         self._strings: list[str] | None = None  # after leaving C: its intern table (STRING ids in int64 columns)
-        member = None if type(self) is Runtime else type(self).__name__
+        member = None if type(self) is Runtime or self.keeps_native else type(self).__name__
         self.backend, self.backend_reason, self._native = choose(program, float_epsilon, backend, member)
 
     @property
@@ -280,11 +284,16 @@ class Runtime(Reads):
         names = {m for v in self.program.views for m in v.maps}
         for form in self._forms.values():
             names |= {ref.map for ref in form.refs}
-        journals = mirror.last_journals(self._store, self._native, names)
+        journals = self.journals_kept(mirror.last_journals(self._store, self._native, names))
         if self._forms:
             self._sync()
         return self._view_changes(journals, self._version,
                                   lambda v: mirror.plain_changes(self._store, self._native, v, journals))
+
+    def journals_kept(self, journals: dict[str, list]) -> dict[str, list]:
+        """The last batch's journals read from C as its view changes count them (a partition member's native
+        runtime leaves out the keys it dropped: m3/cumulus/native_member.py)."""
+        return journals
 
     def _rollback(self) -> None:
         for name, journal in self._journals.items():

@@ -69,11 +69,12 @@ import time
 from boreas.catalog.model import Box, Partition, Schema
 from boreas.m3 import M3Error
 from boreas.m3.cumulus import EVERYWHERE, Layout, LayoutError, Segment, classify
-from boreas.m3.cumulus.member import MemberRuntime
+from boreas.m3.cumulus.native_member import ColumnRows, NativeMemberRuntime
+from boreas.m3.cumulus.plan import LOCAL
 from boreas.m3.cumulus.stable import StableView
 from boreas.wire.columns import Columns, read_columns, weighted
 
-from ..operators import m3columns
+from ..operators import m3changes, m3columns
 from ..operators.base import Emitted, InternalStreams
 from ..operators.m3box import M3Operator, runtime_for
 from .applying import Groups, Version
@@ -106,7 +107,8 @@ class PartOperator(M3Operator):
     :mod:`~boreas.node.cumulus.hosting`); ``member`` and ``host`` build a guest member inside its host."""
 
     # A batch that came as Arrow columns (a changelog's with its weights) is routed as columns and travels to the
-    # members as Arrow IPC (node/cumulus/columnar.py); the member runtime, on the Python backend, takes rows.
+    # members as Arrow IPC (node/cumulus/columnar.py); a member on the native backend applies the columns of a
+    # trigger that serves no other member as they are (m3/cumulus/native_member.py), others as rows.
     takes_columns = True
 
     #: seconds the entry count /status and the metrics show may be old
@@ -129,9 +131,14 @@ class PartOperator(M3Operator):
             raise self.error(f"has a partition that does not fit its program: {exc}") from None
         plan = classify(self.plan.program, dict(layout.maps), box.name)
         ordered = any(s.refs for _, s in plan.statements())  # (see the module docstring)
-        self.runtime: MemberRuntime = runtime_for(
+        self.runtime: NativeMemberRuntime = runtime_for(
             box, self.plan.program, self.error,
-            lambda program, backend: MemberRuntime(program, layout, me, plan, backend=backend))
+            lambda program, backend: NativeMemberRuntime(program, layout, me, plan, backend=backend))
+        # View changes read from the C journal as Arrow (as the one-node box's): every view plain, and no view's
+        # map read from another member (a pushed entry of it would count as a change when it is taken out again)
+        remote = {r.ref.name for _, s in plan.statements() for r in s.refs if r.cls != LOCAL}
+        self._columns_out = self.columns_out and not any(
+            set(self.plan.program.view(v.name).maps) & remote for v in self.plan.views)
         self.place = MemberState(me, layout, plan, self.runtime)
         self.host = Host(self.error) if host is None else host
         self.leader = Leader(len(layout.members), partition.epoch_ms / 1000.0) if me == 0 else None
@@ -247,6 +254,13 @@ class PartOperator(M3Operator):
         if isinstance(rows, bytes):
             rows = read_columns(rows)
         if isinstance(rows, Columns):
+            if self.runtime.native_maps() is not None and not any(
+                    self.place.roles.serves(relation, sign) for sign in (1, -1)):
+                try:  # (the Roles take these as they are: the member writes every row it was sent)
+                    parts, _ = m3columns.split(rows, self.plan.ports[port], self.runtime.string_ids)
+                    return [(relation, sign, ColumnRows(cols)) for sign, cols in parts if cols and len(cols[0])]
+                except ValueError:  # (nulls) the row path says what is wrong with them
+                    pass
             adds, takes = m3columns.by_sign(rows)
             return self._row_groups(port, relation, adds, takes)[0]
         inserts, deletes, _ = self._split[port](rows)
@@ -260,16 +274,26 @@ class PartOperator(M3Operator):
         come from the memo of what this member last emitted of its own keys,
         read from its maps before the first write and after every layout change.
         """
-        if self._memo_layout is not self.place.layout:
-            self._memo.forget()
-            self._memo_layout = self.place.layout
-        self._memo.load([view.name for view in self.plan.views])  # (before applying: the old rows)
+        native = self.runtime.native_maps()
+        columns_out = native is not None and self._columns_out
+        if not columns_out:
+            if self._memo_layout is not self.place.layout:
+                self._memo.forget()
+                self._memo_layout = self.place.layout
+            self._memo.load([view.name for view in self.plan.views])  # (before applying: the old rows)
         self.runtime.epoch = version[0]
         try:
             self.runtime.apply_with(mine, pushed)
         except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
             self.failed_batches += 1
             log.error("m3 box %r member %d: version %s was not applied: %s", self.box.name, self.member, version, exc)
+            return
+        if columns_out and self.runtime.native_maps() is native:  # the changes read in bulk, emitted as Arrow
+            for out, view in enumerate(self._plain_views):
+                changed = m3changes.view_changes(native, view, self.plan.views[out].keys, self.plan.outputs[out],
+                                                 self._strings)
+                if changed is not None:
+                    self.parts.mailbox.emit(out, changed)
             return
         for view, changed in self.runtime.changes().items():
             out = self._port_of_view.get(view)

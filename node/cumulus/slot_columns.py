@@ -3,7 +3,7 @@ per value (docs/cumulus.md §3.1).
 
 A coordinator that takes a batch as Arrow columns routes it by the slots of
 its key columns.  The hash is :mod:`~boreas.m3.cumulus.hashing`'s, computed with numpy's
-wrapping 64-bit arithmetic: INT values are multiplied by the golden ratio
+wrapping 64-bit arithmetic (:mod:`~boreas.m3.cumulus.slot_arrays`, shared with the native member runtime): INT values are multiplied by the golden ratio
 constant as unsigned 64-bit integers (the low 64 bits of the product, as
 :func:`~boreas.m3.cumulus.hashing.slot_int` masks them) and shifted right by 52; an integral
 FLOAT hashes as the INT of its value, any other as the INT of its IEEE bits
@@ -35,38 +35,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_SHIFT = np.uint64(64 - 12)
-_QUIET_NAN = np.int64(0x7FF8000000000000)
+from boreas.m3.cumulus.slot_arrays import float_slots, int_slots
+
 _EPOCH = dt.date(1970, 1, 1).toordinal()
 _DAY_US = 86_400_000_000
-_LOW, _HIGH = -(2.0 ** 63), 2.0 ** 63
-
-
-def int_slots(values: np.ndarray) -> np.ndarray:
-    """The slots of INT values (any numpy integer array), as int64.
-
-    >>> int_slots(np.array([0, 1, 2, 7, -1])).tolist()
-    [0, 2531, 966, 1336, 1564]
-    """
-    with np.errstate(over="ignore"):
-        product = values.astype(np.int64, copy=False).view(np.uint64) * _GOLDEN
-    return (product >> _SHIFT).astype(np.int64)
-
-
-def float_slots(values: np.ndarray) -> np.ndarray:
-    """The slots of FLOAT values: integral ones as the INT of their value, others by their IEEE-754 bits.
-
-    >>> float_slots(np.array([2.0, float("nan"), float("inf")])).tolist()[:2]
-    [966, 2549]
-    """
-    values = values.astype(np.float64, copy=False)
-    with np.errstate(invalid="ignore"):
-        integral = np.isfinite(values) & (np.floor(values) == values) & (values >= _LOW) & (values < _HIGH)
-    keys = np.where(np.isnan(values), _QUIET_NAN, values.view(np.int64))
-    if integral.any():
-        keys = np.where(integral, np.where(integral, values, 0.0).astype(np.int64), keys)
-    return int_slots(keys)
 
 
 def string_slots(column: pa.Array) -> np.ndarray:

@@ -217,6 +217,16 @@ class NativeMaps:
         self.lib.rt_fail_after(self.rt, updates)
 
     # -- entries out -----------------------------------------------------------
+    def decode_keys(self, name: str, flat: array, n: int) -> list[tuple]:
+        """``n`` keys of map ``name`` given as codes, row-major (``arity`` int64 each), as Python key tuples."""
+        return self._decode_keys(name, flat, n)
+
+    def set_codes(self, name: str, flat: array, values: array) -> None:
+        """Set entries of map ``name`` at keys given as codes (row-major), value bits ``values`` (0 removes one);
+        no journal, as :meth:`load`: the member runtime drops what it does not own this way."""
+        if len(values) and self.lib.rt_load(self.rt, self.map_no[name], len(values), _i64(flat), _i64(values)):
+            raise MemoryError(f"setting entries of map {name}")
+
     def _decode_keys(self, name: str, flat: array, n: int) -> list[tuple]:
         arity = self.arity[name]
         if arity == 0:
@@ -296,6 +306,10 @@ class NativeMaps:
         keys = self._decode_keys(name, keys_flat, n // rec)
         olds = self._decode_values(name, flat[rec - 1::rec])
         return list(zip(keys, olds))
+
+    def written(self, name: str) -> bool:
+        """Whether the last committed batch wrote map ``name`` (one C call: a reader skips the maps it did not)."""
+        return bool(self.lib.rt_last(self.rt, self.map_no[name], ffi.NULL))
 
     def changed(self, names: Sequence[str]) -> Changed:
         """The keys the last committed batch changed in maps ``names`` (a plain view's maps: one key arity),

@@ -1,0 +1,274 @@
+"""A partition member's runtime on the native backend: the C maps are the truth, kept to what the member owns.
+
+:class:`~.member.MemberRuntime` builds on the Python backend's journals: it
+drops what a batch wrote outside the member's slots and records the batch's
+changes for stable reads (:class:`~.stable.EpochDeltas`) from them, a key at
+a time.  :class:`NativeMemberRuntime` runs the same generated triggers in C
+(``m3/runtime/native``) and does that bookkeeping a map at a time over the
+C journal's *changes* (``rt_changes``: each key the batch changed once, with
+its value before and after, as int64 codes), with numpy:
+
+* **ownership**: the slot of each changed key's partition column is hashed
+  as a column (:mod:`.slot_arrays`; a STRING once per distinct value); keys
+  whose slot another member owns are set to 0 in C (only after a *mixed*
+  trigger's batch, or one with pushed entries installed: otherwise every key
+  written is owned);
+* **stable reads**: the owned keys' changes are kept as the codes and a
+  value array per map and batch (:meth:`EpochDeltas.coded
+  <.stable.EpochDeltas.coded>`), turned into keys only when a stable read or a
+  snapshot asks;
+* **pushed entries** (what other members serve for the version) are set in
+  C before the triggers run and taken out after, as the Python runtime does
+  in its store.
+
+A version's rows come as rows, or, for a trigger that serves no other
+member, as the relation's columns (:class:`ColumnRows`, made from the Work's
+Arrow batch without a row: ``node/operators/m3columns.py``), handed to C as
+they are.  Everything else (``read``, ``owns``, ``segment_entries``,
+``state``) reads the Python mirror of the C maps, brought up to date when
+read; moving segments in and out (``take_out``, ``put_in``, ``install``)
+changes the mirror and writes the same entries through to C.  A batch with
+an INT beyond 64 bits moves the runtime to the Python backend for good, as
+for any runtime, where :class:`~.member.MemberRuntime` carries on.
+
+>>> from boreas.m3.compiler.pipeline import compile_sql
+>>> from array import array
+>>> from .layout import even_layout
+>>> from .hashing import slot
+>>> p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS total FROM R GROUP BY a")
+>>> lay = even_layout("g", ["n1", "n2"], 4, maps=[("Q1_total", 0)])
+>>> rt = NativeMemberRuntime(p, lay, lay.owner_of_slot(slot(7)))
+>>> rt.backend
+'native'
+>>> rt.apply_grouped([("R", 1, ColumnRows([array("q", [7, 7]), array("q", [10, 5])]))]) and rt.view("Q1")
+{(7,): 15}
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from ..errors import RuntimeStateError
+from ..runtime.native import BEYOND_64_BITS, IntOverflow, mirror
+from .hashing import slot
+from .layout import EVERYWHERE, Layout
+from .member import MemberRuntime
+from .plan import Plan
+from .slot_arrays import float_slots, int_slots
+
+
+def _stored(native, store, name: str, keys: np.ndarray) -> list:
+    """Key codes of map ``name`` (one row per key) as ``store``'s stored keys."""
+    tuples = native.decode_keys(name, array("q", keys.tobytes()), len(keys))
+    return [store.pack(name, k) for k in tuples]
+
+
+@dataclass(frozen=True)
+class ColumnRows:
+    """One relation's rows of a version as columns (``array('q')``/``array('d')`` or lists, as
+    ``Runtime.apply_grouped_columns`` takes them): where rows stand in ``(relation, sign, rows)``."""
+
+    columns: list
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+
+class NativeMemberRuntime(MemberRuntime):
+    """A :class:`MemberRuntime` whose maps are the native backend's C maps (the Python backend's where C cannot
+    run the program, or after a value outgrew 64 bits)."""
+
+    keeps_native = True
+
+    def set_layout(self, layout: Layout, plan: Plan | None = None) -> None:
+        super().set_layout(layout, plan)
+        self._owners = np.asarray(layout.owners, dtype=np.int64)
+
+    # -- batches -------------------------------------------------------------------------
+    def apply_grouped(self, batches: Iterable[tuple[str, int, Sequence]]) -> int:
+        if self.native_maps() is None:
+            return super().apply_grouped(self._as_rows(list(batches)))
+        return self.apply_with(batches, {})
+
+    def apply_with(self, batches: Iterable[tuple[str, int, Sequence]], pushed: dict[tuple[str, tuple], object]) -> int:
+        batches = list(batches)
+        native = self.native_maps()
+        if native is None:
+            return super().apply_with(self._as_rows(batches), pushed)
+        for rel, sign, _ in batches:
+            if (rel, sign) not in self._triggers:
+                raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{rel}"
+                                        if rel in self._arity else f"unknown relation {rel!r}")
+        guard = bool(pushed) or any((rel, sign) in self.foreign for rel, sign, _ in batches)
+        try:
+            prepared = [native.prepare(rel, sign, *self._columns(rel, rows)) for rel, sign, rows in batches if len(rows)]
+        except IntOverflow as exc:
+            return self._overflowed(exc, batches, pushed)
+        with self._lock:
+            installed = self._install(native, pushed)
+            try:
+                native.run(prepared)
+            except IntOverflow as exc:
+                self._uninstall(native, installed)
+                return self._overflowed(exc, batches, pushed)
+            except BaseException:
+                self._uninstall(native, installed)
+                raise
+            self._version += 1
+            self._changes = None  # computed from the C journal when asked for
+            self._stale = True
+            self._settle(native, guard)
+            self._uninstall(native, installed)
+            return self._version
+
+    def _overflowed(self, exc: IntOverflow, batches: list, pushed: dict) -> int:
+        """An INT of the batch outgrew int64 (nothing of it stayed in C): on the Python backend for good."""
+        with self._lock:
+            if self.native_maps() is not None:
+                self._leave_native(f"{BEYOND_64_BITS} ({exc.where})")
+        return super().apply_with(self._as_rows(batches), pushed)
+
+    def _columns(self, relation: str, rows) -> tuple[list, int]:
+        if isinstance(rows, ColumnRows):
+            return rows.columns, len(rows)
+        return mirror.columns(rows, self._arity[relation], relation), len(rows)
+
+    def _as_rows(self, batches: list) -> list:
+        """The batches as the Python backend takes them (columns made rows)."""
+        out = []
+        for rel, sign, rows in batches:
+            if isinstance(rows, ColumnRows):
+                rows = self._rows_of_columns([(rel, sign, rows.columns)])[0][2]
+            out.append((rel, sign, rows))
+        return out
+
+    def _install(self, native, pushed: dict) -> dict[str, list[tuple]]:
+        """Set the pushed entries in C (never over an entry of our own); the keys set, by map."""
+        by_map: dict[str, list] = {}
+        for (name, key), value in pushed.items():
+            by_map.setdefault(name, []).append((key, value))
+        installed: dict[str, list[tuple]] = {}
+        for name, entries in by_map.items():
+            foreign = self.foreign_keys(name, [self._store.pack(name, k) for k, _ in entries])
+            if self._store.arity[name] == 1:
+                entries = [(k, v) for k, v in entries if k[0] in foreign]
+            else:
+                entries = [(k, v) for k, v in entries if k in foreign]
+            if entries:
+                native.load(name, entries)
+                installed[name] = [k for k, _ in entries]
+        return installed
+
+    @staticmethod
+    def _uninstall(native, installed: dict[str, list[tuple]]) -> None:
+        for name, keys in installed.items():
+            native.load(name, [(k, 0) for k in keys])
+
+    def _settle(self, native, guard: bool) -> None:
+        """After a batch: drop what it wrote outside this member's slots (``guard``), record its changes."""
+        for name in self._store.data:
+            if not native.written(name):
+                continue
+            changed = native.changed([name])
+            n = changed.n
+            if not n:
+                continue
+            arity, stride = changed.arity, changed.stride
+            codes = np.frombuffer(changed.keys, dtype=np.int64)
+            keys = (codes[:n].reshape(n, 1) if arity == 1 else
+                    np.stack([codes[i * stride:i * stride + n] for i in range(arity)], axis=1)) if arity else \
+                np.zeros((n, 0), dtype=np.int64)
+            float_map = name in native.float_maps
+            kind = np.float64 if float_map else np.int64
+            old = np.frombuffer(changed.olds, dtype=kind)[:n]
+            new = np.frombuffer(changed.news, dtype=kind)[:n]
+            if guard:
+                own = self._owned(native, name, keys)
+                if not own.all():
+                    theirs = np.ascontiguousarray(keys[~own])
+                    native.set_codes(name, array("q", theirs.tobytes()), array("q", bytes(8 * len(theirs))))
+                    keys, old, new = keys[own], old[own], new[own]
+                    if not len(keys):
+                        continue
+            keys = np.ascontiguousarray(keys)
+            decode = partial(_stored, native, self._store)  # (the C side's intern table, even after leaving C)
+            if self.on_write is not None:
+                self.on_write(name, dict(zip(decode(name, keys), old.tolist())))
+            self.deltas.coded(self.epoch, name, keys, new - old, decode)
+
+    def _owned(self, native, name: str, keys: np.ndarray) -> np.ndarray:
+        """Per key (codes), whether this member owns it."""
+        col = self.columns[name]
+        n = len(keys)
+        if col is None:
+            return np.full(n, self.layout.home == self.member)
+        if col == EVERYWHERE:
+            return np.ones(n, dtype=bool)
+        codes = keys[:, col]
+        kind = native.key_types[name][col]
+        if kind == "FLOAT":
+            slots = float_slots(codes.view(np.float64))
+        elif kind == "STRING":
+            distinct, back = np.unique(codes, return_inverse=True)
+            strings = native.ids.strings
+            slots = np.array([slot(strings[i]) for i in distinct.tolist()], dtype=np.int64)[back]
+        else:  # INT, and DATE as its day's ordinal (the code), as hashing.slot hashes a date
+            slots = int_slots(codes)
+        return self._owners[slots] == self.member
+
+    def read(self, map_name: str, pattern: tuple) -> list[tuple[tuple, object]]:
+        """:meth:`MemberRuntime.read`; a fully bound pattern (what a member serves per row) is read from C, so
+        serving does not bring the whole mirror up to date first."""
+        native = self.native_maps()
+        if native is None or len(pattern) != self._store.arity[map_name] or None in pattern:
+            return super().read(map_name, pattern)
+        key = tuple(pattern)
+        with self._lock:
+            value = native.get_many(map_name, [key])[0]
+        return [(key, value)] if value else []
+
+    # -- view changes (the Python backend's form, read from the C journal) ---------------------
+    def journals_kept(self, journals: dict[str, list]) -> dict[str, list]:
+        """The last batch's journals with the keys this member does not own left out (it dropped them)."""
+        for name, journal in journals.items():
+            if journal:
+                foreign = self.foreign_keys(name, journal[::2])
+                if foreign:
+                    journal[:] = [x for k, old in zip(journal[::2], journal[1::2]) if k not in foreign for x in (k, old)]
+        return journals
+
+    # -- moving segments: the mirror changes, the same entries are written through to C ---------------
+    def take_out(self, map_name: str, keys: Iterable, epoch: int) -> int:
+        keys = list(keys)
+        gone = super().take_out(map_name, keys, epoch)
+        self._through(map_name, keys)
+        return gone
+
+    def put_in(self, map_name: str, entries: dict, epoch: int) -> None:
+        super().put_in(map_name, entries, epoch)
+        self._through(map_name, list(entries))
+
+    def install(self, entries: Iterable[tuple[str, tuple, object]], epoch: int) -> int:
+        entries = list(entries)
+        done = super().install(entries, epoch)
+        pack = self.store.pack
+        by_map: dict[str, list] = {}
+        for name, key, _ in entries:
+            by_map.setdefault(name, []).append(pack(name, key))
+        for name, keys in by_map.items():
+            self._through(name, keys)
+        return done
+
+    def _through(self, name: str, stored_keys: list) -> None:
+        """Make the C map ``name`` hold the mirror's values at ``stored_keys``."""
+        native = self.native_maps()
+        if native is None or not stored_keys:
+            return
+        store = self.store
+        with self._lock:
+            native.load(name, [(store.unpack(name, k), store.get_stored(name, k, 0)) for k in dict.fromkeys(stored_keys)])
