@@ -52,7 +52,8 @@ TABLE_TYPES = ("select", "insert", "update", "delete")
 _FLAGS = {"select": ("pass-on-no-results",), "insert": ("pass-input",), "update": ("pass-input",),
           "delete": ("pass-deletions", "pass-input")}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
-_NUMERIC = (FieldType.BYTE, FieldType.SHORT, FieldType.INT, FieldType.LONG, FieldType.SINGLE, FieldType.DOUBLE)
+#: The numeric field types (a value of one may be stored in a field of another).
+NUMERIC = (FieldType.BYTE, FieldType.SHORT, FieldType.INT, FieldType.LONG, FieldType.SINGLE, FieldType.DOUBLE)
 
 _STATEMENTS = {
     "select": re.compile(r"^select\s+(?P<columns>.+?)\s+from\s+(?P<table>\w+)(?:\s+where\s+(?P<where>.+))?$",
@@ -280,7 +281,7 @@ def selected(box: Box, sql: TableSql, table: BoundTable) -> tuple[Field, ...]:
 
 def _assignable(what: str, target: Field, text: str, scope: Scope) -> None:
     got = infer_type(parse_expression(text), scope)
-    if got == target.type or (got in _NUMERIC and target.type in _NUMERIC):
+    if got == target.type or (got in NUMERIC and target.type in NUMERIC):
         return
     raise TableParamError(f"{what}: parameter 'sql': {text.strip()!r} is {got.value}, table field "
                           f"{target.name!r} is {target.type.value if target.type else target.declared_type}")

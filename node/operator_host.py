@@ -23,6 +23,7 @@ import logging
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.model import Box, Catalog, Partition, Schema
+from boreas.catalog.table_params import bound_boxes
 from boreas.catalog.validate import check_topology, stream_schemas
 from boreas.wire.tuples import RowType
 
@@ -30,6 +31,8 @@ from .box_state import BoxStates
 from .cumulus.part import PartOperator
 from .operators import Operator, build_operator
 from .operators.base import InternalStreams
+from .operators.table import TableOperator
+from .operators.table_rows import TableStore
 from .outputs import Outputs
 from .router import Router
 
@@ -51,6 +54,7 @@ class OperatorHost:
         self.partitions: dict[str, Partition] = {}  # partitioned boxes, from the local catalog
         self.internal: dict[str, InternalStreams] = {}  # box -> streams between its parts on other nodes
         self.coordinators: dict[str, PartOperator] = {}  # input stream -> the partition member it feeds
+        self.tables = TableStore()  # the rows of the <table>s this node's table boxes access
 
     def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = ()) -> None:
         """Follow a new local catalog: keep unchanged boxes (and their state), build new ones.
@@ -62,8 +66,10 @@ class OperatorHost:
         changed = [name for name, part in catalog.partitions.items()
                    if self.partitions.get(name) != part and not self._runs(name, part)]
         self.partitions = dict(catalog.partitions)
-        for name, why in self.states.follow(catalog.boxes, self.schemas, keep_state, self.build, changed).items():
+        boxes = bound_boxes(catalog)  # a table box is built with its table's declaration
+        for name, why in self.states.follow(boxes, self.schemas, keep_state, self.build, changed).items():
             log.error("node %s cannot run box %r: %s", self.endpoint, name, why)
+        self._share_tables()
         self.internal = {name: found for name, op in self.states.operators.items()
                          if (found := op.internal_streams()) is not None}
         for streams in self.internal.values():
@@ -76,6 +82,15 @@ class OperatorHost:
                              if isinstance(op, PartOperator) for p in self.states.boxes[name].inputs}
         self.router.rewire(self.internal)
         self.out.follow(catalog, {s: e for streams in self.internal.values() for s, e in streams.outputs})
+
+    def _share_tables(self) -> None:
+        """Give the boxes that access a table the same rows (node/operators/table_rows.py), made here."""
+        used = []
+        for op in self.states.operators.values():
+            if isinstance(op, TableOperator):
+                op.attach(self.tables.table(op.table_name, op.key_indexes))
+                used.append(op.table_name)
+        self.tables.keep(used)
 
     def _runs(self, box: str, partition: Partition) -> bool:
         """Whether box's member here already runs ``partition`` (a layout its members switched to themselves)."""
@@ -106,7 +121,7 @@ class OperatorHost:
         if not found:  # the rules passed; can each box really be built here?
             partitions, self.partitions = self.partitions, dict(candidate.partitions)
             try:
-                reasons = self.states.check(candidate.boxes, report.stream_schemas, self.build)
+                reasons = self.states.check(bound_boxes(candidate), report.stream_schemas, self.build)
             finally:
                 self.partitions = partitions
             found = [{"file": source, "line": None, "path": f"box {name}", "reason": f"box {name!r}: {why}"}
