@@ -1,8 +1,7 @@
 """Borealis's table boxes (``select``, ``insert``, ``update``, ``delete``): their SQL, parameters and schemas.
 
-A ``<table>`` is keyed rows of one schema (its keys: ``<key field>``
-elements, or a ``key`` parameter ``f1,f2``), kept by the node its boxes
-run on.  A table box names it with ``<access table>`` and says what it
+A ``<table>`` is keyed rows of one schema (its keys: its ``<key field>``
+elements), kept by the node its boxes run on.  A table box names it with ``<access table>`` and says what it
 does in its ``sql`` parameter, Borealis's small SQL (src/external/bdb):
 
 * ``insert into T values (e0, e1, ...)``: one row per input tuple, one
@@ -150,9 +149,8 @@ def bind(box: Box, catalog: Catalog) -> Box:
     schema = catalog.schemas.get(table.schema) if table is not None else None
     if table is None or schema is None:
         return box
-    keys = list(table.keys) or [k.strip() for k in (dict(table.params).get("key") or "").split(",") if k.strip()]
     params = tuple(p for p in box.params if not p[0].startswith("table."))
-    params += (("table.name", table.name), ("table.key", ",".join(keys)))
+    params += (("table.name", table.name), ("table.key", ",".join(table.keys)))
     params += tuple((f"table.field.{i}", f"{f.name}:{f.declared_type}:{f.size or ''}")
                     for i, f in enumerate(schema.fields))
     return dataclasses.replace(box, params=params)
@@ -195,8 +193,8 @@ def bound_table(box: Box) -> BoundTable:
     schema = Schema(name, tuple(fields))
     keys = tuple(k for k in (box.param("table.key") or "").split(",") if k)
     if not keys:
-        raise TableParamError(f"{what}: table {name!r} has no key (<key field> or parameter 'key'): its rows are "
-                              f"kept by key, an insert of a present key replacing the row")
+        raise TableParamError(f"{what}: table {name!r} has no key (<key field>): its rows are kept by key, an "
+                              f"insert of a present key replacing the row")
     for key in keys:
         if schema.field(key) is None:
             raise TableParamError(f"{what}: table {name!r}'s key {key!r} is not one of its fields "
