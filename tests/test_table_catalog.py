@@ -131,3 +131,4 @@ def test_a_table_box_fed_a_changelog_is_refused():
     [problem] = plan(body).problems
     assert problem.line == line_of(body, "b")
     assert "a select box cannot apply weights" in problem.reason
+
