@@ -409,6 +409,8 @@ def builtin_registry(extra: Iterable[BoxType] = ()) -> BoxTypeRegistry:
                     summary="retracting aggregate (Borealis revision processing)"),
             *(BoxType(name, infer_table, required=("sql",), summary=f"{name} rows of a <table>")
               for name in TABLE_TYPES),
+            BoxType("joinstatic", infer_table, max_inputs=2, required=("predicate",),
+                    summary="join a stream with a <table>'s rows"),
             *extra,
         ]
     )

@@ -42,11 +42,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .diagnostics import Origin
-from .expressions import ExpressionError, Scope, check_fields, infer_type, parse_expression
+from .expressions import ExpressionError, Scope, check_fields, infer_field, infer_type, parse_expression
 from .model import Box, Catalog, Field, FieldType, Schema
 
 #: The table box types, each with the SQL statement it runs.
 TABLE_TYPES = ("select", "insert", "update", "delete")
+#: The box types that access a table: the table boxes, and ``joinstatic`` (a stream joined with a table's rows).
+ACCESSING = (*TABLE_TYPES, "joinstatic")
 
 _FLAGS = {"select": ("pass-on-no-results",), "insert": ("pass-input",), "update": ("pass-input",),
           "delete": ("pass-deletions", "pass-input")}
@@ -143,7 +145,7 @@ def split_top(text: str) -> list[str]:
 def bind(box: Box, catalog: Catalog) -> Box:
     """``box`` with its table's declaration as ``table.*`` parameters (unchanged: not a table box, or the table
     or its schema is not in ``catalog``; validation says so at the box)."""
-    if box.type not in TABLE_TYPES or len(box.access) != 1:
+    if box.type not in ACCESSING or len(box.access) != 1:
         return box
     table = catalog.tables.get(box.access[0])
     schema = catalog.schemas.get(table.schema) if table is not None else None
@@ -222,9 +224,36 @@ def scope_of(sql: TableSql, inputs: Schema, table: Schema) -> Scope:
     return Scope((("input", inputs), (sql.table, table)))
 
 
+def infer_joinstatic(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """A bound ``joinstatic``: ``out-field.N`` over ``left.`` (the input) and ``right.`` (a table row), or the
+    input's fields then the table's (TableParamError)."""
+    what = f"joinstatic box {box.name!r}"
+    if len(inputs) != 1:
+        raise TableParamError(f"{what} has {len(inputs)} in streams: Borealis's JoinStatic joined its first with "
+                              f"rows its code reads from a file it names (fac2.txt), the second giving only their "
+                              f"schema; Boreas's joins its one in stream with the <table> it accesses")
+    table = bound_table(box)
+    scope = Scope.join(inputs[0], table.schema)
+    expressions = [v for n, v in sorted(((n, v) for n, v in box.params if re.match(r"^out-field\.\d+$", n)),
+                                        key=lambda p: int(p[0].rsplit(".", 1)[1]))]
+    names = [box.param(f"out-field-name.{i}") for i in range(len(expressions))]
+    try:
+        check_fields(parse_expression(box.param("predicate") or ""), scope)
+        if not expressions:
+            return [Schema(f"{box.name}.out0", inputs[0].fields + table.schema.fields)]
+        if None in names:
+            raise TableParamError(f"{what} has {len(expressions)} out-field.N but not as many out-field-name.N")
+        return [Schema(f"{box.name}.out0", tuple(infer_field(str(n), parse_expression(e), scope)
+                                                 for e, n in zip(expressions, names)))]
+    except ExpressionError as exc:
+        raise TableParamError(f"{what}: {exc}") from None
+
+
 def infer_table_box(box: Box, inputs: list[Schema]) -> list[Schema]:
     """The out schemas of a bound table box, once its SQL and parameters are checked (TableParamError)."""
     what = f"{box.type} box {box.name!r}"
+    if box.type == "joinstatic":
+        return infer_joinstatic(box, inputs)
     for refused, why in (("pass-result-sizes", "not supported yet (Boreas's select emits the matching rows, "
                           "and with pass-on-no-results the inputs nothing matched)"),
                          ("output-expression.0", "not supported: Borealis's UpdateQBox marks its output "

@@ -132,3 +132,25 @@ def test_a_table_box_fed_a_changelog_is_refused():
     assert problem.line == line_of(body, "b")
     assert "a select box cannot apply weights" in problem.reason
 
+
+
+def test_joinstatic_joins_its_stream_with_a_tables_rows():
+    body = PUT + """<box name="j" type="joinstatic"><in stream="Read"/><access table="T"/><out stream="J"/>
+      <parameter name="predicate" value="left.k = right.k"/></box>
+    <box name="f" type="joinstatic"><in stream="Read"/><access table="T"/><out stream="F"/>
+      <parameter name="predicate" value="left.s = right.s"/>
+      <parameter name="out-field.0" value="right.v + 1"/><parameter name="out-field-name.0" value="n"/></box>"""
+    planned = plan(body)
+    assert planned.problems == []
+    schemas = stream_schemas(planned.catalog, box_types())
+    assert [f.name for f in schemas["J"].fields] == ["k", "s", "k", "v", "s"]  # the input's, then the row's
+    assert [(f.name, f.type.value) for f in schemas["F"].fields] == [("n", "int")]
+
+
+def test_joinstatic_with_two_in_streams_as_borealis_wrote_it_is_refused_with_the_reason():
+    body = PUT + """<box name="b" type="joinstatic"><in stream="Read"/><in stream="Put"/><out stream="J"/>
+      <parameter name="predicate" value="left.k = right.k"/></box>"""
+    [problem] = plan(body).problems
+    assert problem.line == line_of(body, "b")
+    assert "joinstatic box 'b' has 2 in streams: Borealis's JoinStatic joined its first with rows its code reads " \
+           "from a file it names" in problem.reason

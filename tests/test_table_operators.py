@@ -1,8 +1,9 @@
-"""Borealis's table boxes (issue 35 item 3): insert, update, delete and select over one table, fed by hand.
+"""Borealis's table boxes (issue 35 item 3): insert, update, delete, select and joinstatic over one table, by hand.
 
 A random interleaving of tuples for the four boxes is applied one tuple at
 a time by a reference written from the documented semantics
-(docs/operators.md, "Table boxes"), and by the operators sharing one table
+(docs/operators.md, "Table boxes"), and by the operators sharing one table (the five boxes of
+the same table)
 with the tuples cut into batches anywhere; each box's output and the
 table's rows must agree.  A table's boxes moved mid-stream (``state()``
 through msgpack into fresh operators) must end where unmoved ones end.
@@ -41,9 +42,13 @@ APP = """<borealis>
   <box name="read" type="select"><in stream="Read"/><access table="T"/><out stream="Found"/><out stream="Missed"/>
     <parameter name="sql" value="select v, T.k from T where T.k == input.k or T.v == input.v"/>
     <parameter name="pass-on-no-results" value="1"/></box>
+  <box name="pair" type="joinstatic"><in stream="Read"/><access table="T"/><out stream="Paired"/>
+    <parameter name="predicate" value="right.k = left.k or right.v &gt; left.v"/>
+    <parameter name="out-field.0" value="left.k * 10 + right.w"/><parameter name="out-field-name.0" value="kw"/>
+    <parameter name="out-field.1" value="right.v"/><parameter name="out-field-name.1" value="v"/></box>
 </borealis>"""
 
-BOXES = ("put", "bump", "drop", "read")
+BOXES = ("put", "bump", "drop", "read", "pair")
 
 
 @functools.cache
@@ -66,13 +71,16 @@ def operators() -> dict:
     return ops
 
 
+OUTS = ("put", "drop.0", "drop.1", "read.0", "read.1", "pair")
+
+
 # -- the reference: one tuple at a time, from the documented semantics ------------------------------
 
 
 class Reference:
     def __init__(self) -> None:
         self.table: dict[int, tuple] = {}  # key k -> (k, v, w), in the order keys entered
-        self.out: dict[str, list] = {name: [] for name in ("put", "drop.0", "drop.1", "read.0", "read.1")}
+        self.out: dict[str, list] = {name: [] for name in OUTS}
 
     def apply(self, box: str, t: tuple) -> None:
         if box == "put":
@@ -93,6 +101,9 @@ class Reference:
                 del self.table[row[0]]
             self.out["drop.0"] += gone
             self.out["drop.1"].append(t)
+        elif box == "pair":
+            k, v = t
+            self.out["pair"] += [(k * 10 + r[2], r[1]) for r in self.table.values() if r[0] == k or r[1] > v]
         else:
             k, v = t
             found = [(r[1], r[0]) for r in self.table.values() if r[0] == k or r[1] == v]
@@ -104,19 +115,19 @@ class Reference:
 small = st.integers(-3, 3)
 events = st.lists(st.one_of(
     st.tuples(st.just("put"), st.tuples(small, small, small)),
-    st.tuples(st.sampled_from(("bump", "drop", "read")), st.tuples(small, small))), max_size=40)
+    st.tuples(st.sampled_from(("bump", "drop", "read", "pair")), st.tuples(small, small))), max_size=40)
 
 
 def run(ops: dict, history: list, cuts: list[bool]) -> dict[str, list]:
     """Feed ``history`` in batches: a batch ends where the box changes or a cut says so."""
-    out: dict[str, list] = {name: [] for name in ("put", "drop.0", "drop.1", "read.0", "read.1")}
+    out: dict[str, list] = {name: [] for name in OUTS}
     batch: list[tuple] = []
     for i, (box, t) in enumerate(history):
         batch.append(t)
         last = i + 1 == len(history) or history[i + 1][0] != box or cuts[i % len(cuts)]
         if last:
             for port, rows in ops[box].process(0, batch, 0.0):
-                out[box if box in ("put", "bump") else f"{box}.{port}"] += rows
+                out[box if box in ("put", "bump", "pair") else f"{box}.{port}"] += rows
             batch = []
     return out
 
@@ -141,7 +152,7 @@ def test_a_tables_boxes_moved_mid_stream_end_where_unmoved_ones_end(before, afte
     run(moving, before, [False])
     states = {name: msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())) for name, op in moving.items()}
     moved = operators()
-    for name in ("read", "put", "bump", "drop"):  # restored in any order: the table is restored once
+    for name in ("read", "put", "bump", "drop", "pair"):  # restored in any order: the table is restored once
         moved[name].restore(states[name])
     moved_out = run(moved, after, [False])
     assert moved["drop"].rows.rows() == stay["drop"].rows.rows()

@@ -32,7 +32,16 @@ from typing import Any
 
 from boreas.catalog.expressions import ExpressionError, Scope
 from boreas.catalog.model import Box, Field, Schema
-from boreas.catalog.table_params import NUMERIC, TableParamError, bound_table, flag, parse_sql, scope_of, selected
+from boreas.catalog.table_params import (
+    NUMERIC,
+    TableParamError,
+    TableSql,
+    bound_table,
+    flag,
+    parse_sql,
+    scope_of,
+    selected,
+)
 from boreas.node.compile import CodeBuilder
 
 from .base import Emitted, Operator, OperatorError, field_caster
@@ -58,12 +67,16 @@ class TableOperator(Operator):
         self.check_outputs()
         try:
             self.table = bound_table(box)
-            self.sql = parse_sql(box)
             self.flags = {name: flag(box, name) for name in ("pass-input", "pass-deletions", "pass-on-no-results")}
+            if box.type == "joinstatic":  # a predicate over left. (the input) and right. (a row), no SQL
+                self.sql = TableSql("select", self.table.name, ("*",), where=box.param("predicate"))
+                self.scope = Scope.join(inputs[0], self.table.schema)
+            else:
+                self.sql = parse_sql(box)
+                self.scope = scope_of(self.sql, inputs[0], self.table.schema)
         except TableParamError as exc:
             raise OperatorError(str(exc)) from None
         schema = self.table.schema
-        self.scope = scope_of(self.sql, inputs[0], schema)
         keys = tuple(i for i, f in enumerate(schema.fields) if f.name in self.table.keys)
         self.rows = KeyedRows(keys)  # its own until the node gives it the table's (attach)
         try:
@@ -188,6 +201,28 @@ class SelectOperator(TableOperator):
         return out
 
 
+class JoinStaticOperator(TableOperator):
+    """``joinstatic``: each input tuple joined with every table row its ``predicate`` holds for (in table order),
+    as ``out-field.N`` over ``left.``/``right.``, or the input's fields then the row's."""
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+        super().__init__(box, inputs, outputs)
+        texts = [box.param(f"out-field.{i}") for i in range(len(outputs[0].fields))]
+        try:
+            self._fields = ([compiled(str(t), self.scope, box.name) for t in texts]
+                            if box.param("out-field.0") is not None else None)
+        except ExpressionError as exc:
+            raise self.error(str(exc)) from None
+
+    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+        out: list[tuple] = []
+        fields = self._fields
+        for tuple_in in rows:
+            for row in self.matches(tuple_in):
+                out.append(tuple(f(tuple_in, row) for f in fields) if fields is not None else tuple_in + row)
+        return [(0, out)] if out else []
+
+
 #: The operator of each table box type (node/operators/registry.py).
 TABLE_OPERATORS = (("insert", InsertOperator), ("update", UpdateOperator), ("delete", DeleteOperator),
-                   ("select", SelectOperator))
+                   ("select", SelectOperator), ("joinstatic", JoinStaticOperator))
