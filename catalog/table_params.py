@@ -318,7 +318,7 @@ def check(catalog: Catalog, fail: Callable[[Origin, str], None]) -> None:
     """Validation's hook: a table's rows live on one node, so every box that accesses it must run there."""
     users: dict[str, list[Box]] = {}
     for box in catalog.boxes.values():
-        for name in box.access:
+        for name in box.access if box.type in ACCESSING else ():  # (other boxes' <access> is only kept)
             users.setdefault(name, []).append(box)
     for name, boxes in users.items():
         table = catalog.tables.get(name)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import msgspec
 from boreas.catalog import Catalog, plan_submission, read_document
-from boreas.catalog.model import Subscription
+from boreas.catalog.model import Node, Subscription
+from boreas.catalog.slices import SliceMaker
 from boreas.m3.boxtype import box_types
 from boreas.node.box_state import BoxHandover
 from boreas.node.dataflow import Dataflow
@@ -74,3 +75,14 @@ async def test_a_table_moves_with_its_boxes():
         target.state.put(BoxHandover.decode(encoded), now=0.0)
     await target.router.enter("Asks", [("SUN",), ("IBM",), ("HP",)], "pub", 0, "")
     assert sent(target) == {"Held": [("SUN", 2), ("IBM", 10)], "None": [("HP",)]}
+
+
+def test_a_nodes_slice_carries_the_table_its_boxes_access():
+    """A table placed nowhere itself lives where its boxes run: the node builds them with its declaration."""
+    catalog = Catalog()
+    catalog.nodes["n:1"] = Node("n:1")
+    placed = APP.replace('type="insert"', 'type="insert" node="n:1"').replace('type="select"', 'type="select" node="n:1"')
+    placed = placed.replace('type="update"', 'type="update" node="n:1"')
+    catalog = plan_submission(catalog, [read_document(placed, "app.xml")], box_types()).catalog
+    part = SliceMaker(catalog, registry=box_types()).slice("n:1")
+    assert list(part.tables) == ["Stocks"] and "Stock" in part.schemas
