@@ -13,11 +13,19 @@ The boxes of ``examples/xml/sensor_chain.xml`` (filter ``valid``:
 * **rows**: a list of tuples, the row path alone (a batch that arrived as
   msgpack rows; decoding is not counted).
 
+And a **join** (``examples/xml/trade_join.xml``'s shape: trades and quotes
+of 200 symbols, ``left.symbol = right.symbol``, out ``max(left.time,
+right.time)``, ``left.symbol``, ``left.price - right.bid``, 1,000 tuples
+buffered per side), batches alternating between the sides, the same three
+ways (``--join-tuples`` in all, ``--join-batch`` a batch; each in tuple
+meets about 5 buffered ones), and rows fed to the columnar join.
+
 Printed: tuples/s per box, batch size and way (best of ``--repeat`` rounds;
 each round makes fresh ``Columns`` so no cached rows are reused).  No
 sockets, no node: the operators only.
 
-Usage: ``python bench/columnar_operators.py [--tuples 400000] [--batch 100 2000 20000] [--repeat 5]``
+Usage: ``python bench/columnar_operators.py [--tuples 400000] [--batch 100 2000 20000] [--repeat 5]
+[--join-tuples 20000] [--join-batch 100 1000 5000]``
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from dataplane_data import SENSORS, celsius  # noqa: E402
 from boreas.catalog.boxtypes import builtin_registry  # noqa: E402
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema  # noqa: E402
 from boreas.node.operators.filter import FilterOperator  # noqa: E402
+from boreas.node.operators.join import JoinOperator  # noqa: E402
 from boreas.node.operators.map import MapOperator  # noqa: E402
 from boreas.wire.columns import Columns, arrow_schema  # noqa: E402
 
@@ -45,6 +54,16 @@ FILTER = {"expression.0": "celsius > -90.0 and celsius < 60.0"}
 MAP = {"expression.0": "sensor", "output-field-name.0": "sensor", "expression.1": "time",
        "output-field-name.1": "time", "expression.2": "celsius * 9.0 / 5.0 + 32.0",
        "output-field-name.2": "fahrenheit"}
+
+TRADE = Schema("Trade", (Field("time", FieldType.INT), Field("symbol", FieldType.STRING, 8),
+                         Field("price", FieldType.DOUBLE)))
+QUOTE = Schema("Quote", (Field("time", FieldType.INT), Field("symbol", FieldType.STRING, 8),
+                         Field("bid", FieldType.DOUBLE)))
+JOIN = {"predicate": "left.symbol = right.symbol", "left-buffer-size": "1000", "right-buffer-size": "1000",
+        "out-field.0": "max(left.time, right.time)", "out-field-name.0": "time",
+        "out-field.1": "left.symbol", "out-field-name.1": "symbol",
+        "out-field.2": "left.price - right.bid", "out-field-name.2": "spread"}
+SYMBOLS = 200
 
 
 def operator(kind: str, params: dict[str, str], columnar: bool):
@@ -76,11 +95,38 @@ def rate(op, feed: list, tuples: int, repeat: int, fresh: bool) -> float:
     return tuples / best
 
 
+def join_batches(tuples: int, size: int) -> list[tuple[int, pa.RecordBatch]]:
+    """(side, batch) alternating: trades on the left, quotes on the right."""
+    out = []
+    for n, start in enumerate(range(0, tuples, size)):
+        ids = range(start, min(start + size, tuples))
+        side = n % 2
+        out.append((side, pa.RecordBatch.from_arrays(
+            [pa.array(list(ids), pa.int32()), pa.array([f"S{i * 7919 % SYMBOLS}" for i in ids]),
+             pa.array([100.0 + i % 50 - side for i in ids])], schema=arrow_schema(TRADE if side == 0 else QUOTE))))
+    return out
+
+
+def join_rate(columnar: bool, feed: list, tuples: int, repeat: int, fresh: bool) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        box = Box("match", "join", (InPort("t"), InPort("q")), ("out",), tuple(JOIN.items()))
+        op = JoinOperator(box, [TRADE, QUOTE], builtin_registry().infer(box, [TRADE, QUOTE]), columnar=columnar)
+        data = [(side, Columns(b)) for side, b in feed] if fresh else feed
+        started = time.perf_counter()
+        for side, batch in data:
+            op.process(side, batch, 0.0)
+        best = min(best, time.perf_counter() - started)
+    return tuples / best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tuples", type=int, default=400_000)
     parser.add_argument("--batch", type=int, nargs="+", default=[100, 2_000, 20_000])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--join-tuples", type=int, default=20_000)
+    parser.add_argument("--join-batch", type=int, nargs="+", default=[100, 1_000, 5_000])
     args = parser.parse_args()
     print(f"{args.tuples:,} readings, best of {args.repeat}; tuples/s")
     print(f"{'box':8} {'batch':>7} {'columns':>13} {'rows from columns':>18} {'rows':>13} {'columns/rows':>13}")
@@ -93,6 +139,15 @@ def main() -> None:
             plain = rate(operator(kind, params, False), rows, args.tuples, args.repeat, fresh=False)
             print(f"{kind:8} {size:>7,} {on_columns:>13,.0f} {via_rows:>18,.0f} {plain:>13,.0f} "
                   f"{on_columns / plain:>12.1f}x")
+    for size in args.join_batch:
+        feed = join_batches(args.join_tuples, size)
+        rows = [(side, Columns(b).rows()) for side, b in feed]
+        on_columns = join_rate(True, feed, args.join_tuples, args.repeat, fresh=True)
+        via_rows = join_rate(False, feed, args.join_tuples, args.repeat, fresh=True)
+        plain = join_rate(False, rows, args.join_tuples, args.repeat, fresh=False)
+        rows_in = join_rate(True, rows, args.join_tuples, args.repeat, fresh=False)
+        print(f"{'join':8} {size:>7,} {on_columns:>13,.0f} {via_rows:>18,.0f} {plain:>13,.0f} "
+              f"{on_columns / plain:>12.1f}x   (rows into the columnar join: {rows_in:,.0f})")
 
 
 if __name__ == "__main__":

@@ -202,7 +202,8 @@ def in_place_problems(before: Catalog, after: Catalog, schemas_before: dict[str,
                           if s.stream == stream)
         if readers:
             problems.append(Diagnostic.at(declared_at.get(stream, CATALOG), (
-                f"stream {stream!r} would change its schema from {old.describe()} to {new.describe()} while "
+                f"stream {stream!r} would change its schema from {old.describe()} to {new.describe()}"
+                f"{unselected_columns_note(after, stream, old, new)} while "
                 f"{', '.join(readers)} still {'reads' if len(readers) == 1 else 'read'} it: change "
                 f"{'it' if len(readers) == 1 else 'them'} in the same submission, or give the stream a new name")))
     for name, new_box in sorted(after.boxes.items()):
@@ -219,3 +220,30 @@ def in_place_problems(before: Catalog, after: Catalog, schemas_before: dict[str,
                 f"box {name!r} is partitioned: its declaration cannot change in place (its segments are "
                 f"laid out for it); drop it (boreas drop {name}) and submit it again")))
     return problems
+
+
+def unselected_columns_note(catalog: Catalog, stream: str, old: Schema, new: Schema) -> str:
+    """Why an ``m3`` box's out stream has fewer fields than ``old`` (its schema before, or as declared): an
+    SQL view outputs only the columns its SELECT names (docs/m3.md), so GROUP BY columns it does not select
+    left the stream; "" when the producer is no ``m3`` box or ``new`` is not ``old`` less some fields.
+
+    >>> from .model import Field, FieldType
+    >>> box = Box("q", "m3", (), ("V",))
+    >>> old = Schema("o", (Field("b", FieldType.INT), Field("s", FieldType.DOUBLE)))
+    >>> unselected_columns_note(Catalog(boxes={"q": box}), "V", old, Schema("n", old.fields[1:]))[:50]
+    ' (an m3 view outputs the columns its SELECT names:'
+    """
+    box = next((catalog.boxes.get(p.box) for p in catalog.producers().get(stream, []) if p.box), None)
+    if box is None or box.type != "m3":
+        return ""
+    kept, dropped = 0, []
+    for f in old.fields:
+        if kept < len(new.fields) and new.fields[kept].name.lower() == f.name.lower() and f.same_shape(new.fields[kept]):
+            kept += 1
+        else:
+            dropped.append(f.name)
+    if kept != len(new.fields) or not dropped:
+        return ""
+    return (f" (an m3 view outputs the columns its SELECT names: GROUP BY columns the SELECT does not name "
+            f"({', '.join(dropped)}) are the view's internal keys, read by name with boreas query but in no row; "
+            f"select them to keep them in the stream)")

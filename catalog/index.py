@@ -42,14 +42,15 @@ of changes both ways and compares the diagnostics.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .boxtypes import BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic
 from .model import Catalog, Producer, Schema
 from .tracked import CATALOG_DICTS as _DICTS
+from .references import NAMED_AS as _NAMED_AS, Element, Name, Produced, move_references
 from .schemas_of import BoxTyping, cycle_reason, input_schema, type_box
 from .validate import (
     REFERENCE_CHECKS,
@@ -65,57 +66,8 @@ from .validate import (
     whole_checks,
 )
 
-Name = tuple[str, str]  # (what kind of name, the name): ("reads", stream), ("node", endpoint), ...
-Element = tuple[str, str]  # (Catalog dict, key)
-
 #: A stream's state: its schema, or BROKEN (cannot be told); absent: nothing produces it.
 BROKEN = None
-
-
-def element_refs(kind: str, obj: Any) -> Iterator[Name]:
-    """The names an element of Catalog dict ``kind`` refers to (what makes it need checking again)."""
-    if kind == "boxes":
-        yield from (("produces", s) for s in obj.outputs)
-        yield from (("reads", p.stream) for p in obj.inputs)
-        yield from (("view", p.view) for p in obj.inputs if p.view is not None)
-        yield from (("table", t) for t in obj.access)
-        if obj.node is not None:
-            yield ("node", obj.node)
-    elif kind == "inputs":
-        yield from (("produces", obj.stream), ("schema", obj.schema))
-    elif kind in ("outputs", "tables", "views", "publications", "subscriptions"):
-        stream = obj.stream
-        if stream is not None:
-            yield ("reads", stream)
-        schema = getattr(obj, "schema", None)
-        if schema is not None:
-            yield ("schema", schema)
-        node = getattr(obj, "node", None) if kind in ("tables", "publications") else None
-        if node:
-            yield ("node", node)
-    elif kind == "queries":
-        yield from (("box", b) for b in obj.boxes)
-        yield from (("table", t) for t in obj.tables)
-    elif kind == "partitions":
-        yield ("box", obj.box)
-        yield from (("member", n) for n in obj.nodes)
-
-
-#: The Catalog dicts whose elements refer to something (the others are only referred to).
-_REFERRING = ("boxes", "inputs", "outputs", "tables", "views", "publications", "subscriptions", "queries",
-              "partitions")
-#: What a changed element of these dicts is named as, for those that refer to it.
-_NAMED_AS = {"views": "view", "tables": "table", "nodes": "node", "boxes": "box", "schemas": "schema"}
-
-
-class _Produced:
-    """``stream in produced``: whether anything produces it, answered from the references."""
-
-    def __init__(self, refs: dict[Name, frozenset[Element]]):
-        self.refs = refs
-
-    def __contains__(self, stream: object) -> bool:
-        return bool(self.refs.get(("produces", stream)))  # type: ignore[arg-type]
 
 
 @dataclass
@@ -141,6 +93,8 @@ class CatalogIndex:
     changed: dict[str, set[str]] = field(default_factory=dict)  # Catalog dict -> keys changed
     moved: set[str] = field(default_factory=set)  # streams whose schema changed (or that came or went)
     whole: bool = True  # everything counted as changed
+    # The last index derived from this one: asked again for the same catalog, it is not checked twice.
+    _last: CatalogIndex | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def build(cls, catalog: Catalog, registry: BoxTypeRegistry | None = None,
@@ -187,7 +141,27 @@ class CatalogIndex:
         whole = bool(self.problems) or bool(changed("types"))
         keys = {kind: _all_keys(getattr(before, kind), getattr(after, kind)) if whole else changed(kind)
                 for kind in _DICTS}
-        return _Derivation(self, after, keys, whole).run()
+        derived = self._again(after, keys)
+        if derived is None:
+            derived = _Derivation(self, after, keys, whole).run()
+            self._last = derived
+        return derived
+
+    def _again(self, after: Catalog, keys: dict[str, set[str]]) -> CatalogIndex | None:
+        """The last index derived from this one, now for ``after``, when ``after`` holds what that index's
+        catalog holds: a Head checks a submission against its index, commits it, then derives its index for
+        the committed catalog (decoded from the commit, an equal catalog): one check, not two, each of which
+        parsed every new box's expressions.  Only for a catalog without problems (theirs name origins, which
+        element equality ignores), and not after partitions changed (planning them edits the checked catalog
+        in place after its check)."""
+        last = self._last
+        if last is None or last.problems or last.changed != keys or keys.get("partitions"):
+            return None
+        for kind, changed in keys.items():
+            new, old = getattr(after, kind), getattr(last.catalog, kind)
+            if len(new) != len(old) or any(new.get(k) != old.get(k) for k in changed):
+                return None
+        return replace(last, catalog=after)
 
 
 def _all_keys(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
@@ -210,7 +184,7 @@ class _Derivation:
         self.typings = {} if whole else dict(base.typings)
         self.schemas = dict(base.stream_schemas)
         self.problems: list[Diagnostic] = []
-        self.produced = _Produced(self.refs)
+        self.produced = Produced(self.refs)
 
     def run(self) -> CatalogIndex:
         touched = self._update_refs()
@@ -250,24 +224,7 @@ class _Derivation:
 
     def _update_refs(self) -> set[str]:
         """Move the changed elements' references; the streams that gained or lost a producer."""
-        before, after, refs = self.base.catalog, self.after, self.refs
-        touched: set[str] = set()
-        for kind in _REFERRING:
-            old_items, new_items = getattr(before, kind), getattr(after, kind)
-            for key in self.changed[kind]:
-                old, new = old_items.get(key), new_items.get(key)
-                old_refs = set(element_refs(kind, old)) if old is not None else set()
-                new_refs = set(element_refs(kind, new)) if new is not None else set()
-                for name in old_refs - new_refs:
-                    refs[name] = refs.get(name, frozenset()) - {(kind, key)}
-                    if not refs[name]:
-                        del refs[name]
-                for name in new_refs - old_refs:
-                    refs[name] = refs.get(name, frozenset()) | {(kind, key)}
-                if kind == "inputs" or (kind == "boxes" and getattr(old, "outputs", None) != getattr(new, "outputs", None)):
-                    # (a new reader, or a move, changes nothing for the stream's other readers)
-                    touched.update(s for k, s in old_refs | new_refs if k == "produces")
-        return touched
+        return move_references(self.refs, self.base.catalog, self.after, self.changed)
 
     def _dirty(self, touched: set[str]) -> dict[str, set[str]]:
         """Elements to check again: the changed ones, and those that refer to a changed one or a touched stream."""

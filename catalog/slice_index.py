@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .index import CatalogIndex, element_refs
+from .index import CatalogIndex
+from .references import element_refs
 from .model import Catalog, Publication, Subscription
 from .slice_topology import entries, partition_consumers
 from .slices import SliceMaker

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import arrays, changelog, table_params
+from .app_diff import unselected_columns_note
 from .boxtypes import BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, Origin
 from .model import (
@@ -274,7 +275,8 @@ def output_schema_problems(catalog: Catalog, out: Output, schemas: Mapping[str, 
     if declared is None or inferred is None or declared.same_shape(inferred):
         return []
     return [Diagnostic.at(out.origin, f"output stream {out.stream!r} declares schema {declared.name!r} "
-                                      f"{declared.describe()}, but its producer yields {inferred.describe()}")]
+                                      f"{declared.describe()}, but its producer yields {inferred.describe()}"
+                                      f"{unselected_columns_note(catalog, out.stream, declared, inferred)}")]
 
 
 def array_stream_problems(catalog: Catalog, obj: Publication | Subscription,

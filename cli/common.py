@@ -89,7 +89,8 @@ def check_readable(path: str) -> None:
 
 
 def add_head_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--head", help="the Head's URL, e.g. http://localhost:14000, https://... with TLS "
+    parser.add_argument("--head", help="the Head's URL, e.g. http://localhost:14000, https://... with TLS; "
+                                       "several Heads comma-separated (a,b,c: the leader is followed) "
                                        "(default: $BOREAS_HEAD)")
     add_tls_options(parser)
 

@@ -50,6 +50,9 @@ from .common import (
 
 log = logging.getLogger("boreas.cli")
 
+#: ``boreas head`` lost the lead of a zk:// catalog to another Head: start it again and it follows.
+EXIT_LOST_LEAD = 3
+
 
 
 def cmd_head(args: argparse.Namespace) -> int:
@@ -61,11 +64,25 @@ def cmd_head(args: argparse.Namespace) -> int:
         print(f"no token given: generated one; start nodes with {TOKEN_ENV}={token}", file=sys.stderr)
     exit_with_parent()
 
+    advertise = endpoint_of(args.advertise, DEFAULT_HEAD_PORT) if args.advertise else None
     head = HeadService(catalog_url(args), token, pending_timeout=args.pending_timeout,
-                          snapshot_interval=args.snapshot_interval, failover_after=args.failover_after,
-                          nodes=endpoints_of(args.nodes))
+                       snapshot_interval=args.snapshot_interval, failover_after=args.failover_after,
+                       nodes=endpoints_of(args.nodes), advertise=advertise, session_timeout=args.session_timeout)
     host, port = split_endpoint(listen)
-    return serve_until_stopped(lambda: head.start(host, port), head.close)
+
+    async def main(stop: asyncio.Event) -> int:
+        try:
+            await head.start(host, port)
+            lost = asyncio.ensure_future(head.leadership.lost.wait())
+            stopped = asyncio.ensure_future(stop.wait())
+            await asyncio.wait([lost, stopped], return_when=asyncio.FIRST_COMPLETED)
+            lost.cancel()
+            stopped.cancel()
+        finally:
+            await head.close()
+        return EXIT_LOST_LEAD if head.leadership.lost.is_set() else EXIT_OK
+
+    return run_until_stopped(main)
 
 
 def cmd_node(args: argparse.Namespace) -> int:
@@ -143,6 +160,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--catalog", help=CATALOG_HELP)
     p.add_argument("--listen", default=f"localhost:{DEFAULT_HEAD_PORT}",
                    help=f"HOST:PORT to serve on (default localhost:{DEFAULT_HEAD_PORT})")
+    p.add_argument("--advertise", metavar="HOST:PORT",
+                   help="the address other Heads redirect clients to while this one leads (default: --listen)")
+    p.add_argument("--session-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="with several Heads on a zk:// catalog: the ZooKeeper session of the Head election; a "
+                        "leader that dies is replaced about this long after (ZooKeeper bounds it to 2..20 "
+                        "tickTimes; default 10).  A Head that loses the lead exits with status 3")
     p.add_argument("--pending-timeout", type=float, default=30.0,
                    help="seconds a request for a box that moved waits for its new location (default 30)")
     p.add_argument("--failover-after", type=float, default=30.0, metavar="SECONDS",

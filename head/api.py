@@ -288,16 +288,16 @@ class _Api:
             await self.head.register_region(item)
             done.append({"region": item.region, "endpoint": item.endpoint})
         elif isinstance(item, Connect) and item.box.node:
-            version = await self.head.learn_connect(item)
+            version = await self.head.learner.connect(item)
             done.append({"connect": item.box.name, "node": item.box.node, "version": version})
         elif isinstance(item, Disconnect) and item.stream:
-            version = await self.head.learn_disconnect(item.stream)
+            version = await self.head.learner.disconnect(item.stream)
             done.append({"disconnect": item.stream, "version": version})
         elif isinstance(item, Move) and item.box:
-            version = await self.head.learn_move(item.box, item.node)
+            version = await self.head.learner.move(item.box, item.node)
             done.append({"move": item.box, "node": item.node, "version": version})
         elif isinstance(item, Partition):
-            version = await self.head.learn_layout(item)
+            version = await self.head.learner.layout(item)
             done.append({"partition": item.box, "layout": item.layout, "version": version})
 
     async def members(self, request: web.Request) -> web.Response:
@@ -364,6 +364,7 @@ class _Api:
             "http": dict(head.server.counters), "peers": dict(head.peers.counters),
             "snapshots": head.snapshots.status(),
             "failover": head.failover.status(),
+            "leadership": head.leadership.status(),
             "catalog_full_reads": head.catalog_full_reads,
         })
 

@@ -107,6 +107,10 @@ HEAD_DOCS: RouteDocs = {
             "catalog": {"type": "string"}, "version": {"type": "integer"}, "revision": {"type": "integer"},
             "nodes": {"type": "integer"}, "globals": _STRINGS, "pending_requests": {"type": "integer"},
             "http": _OBJECT, "peers": _OBJECT, "snapshots": _OBJECT, "failover": _OBJECT,
+            "leadership": {"type": "object", "properties": {  # head/leadership.py: several Heads, one leads
+                "url": {"type": "string"}, "leading": {"type": "boolean"},
+                "leader": {"type": "string", "nullable": True}, "epoch": {"type": "integer"},
+                "elected_at": {"type": "number", "nullable": True}}},
             "catalog_full_reads": {"type": "integer"}}}}},
     },
     ("POST", "/snapshots"): {

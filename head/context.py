@@ -19,6 +19,8 @@ from boreas.wire.server import HttpServer
 from .catalog_copy import CatalogCopies
 from .failover import Failover
 from .global_feed import GlobalFeed
+from .leadership import Leadership
+from .learning import Learner
 from .membership import Membership
 from .node_sync import NodeSync
 from .pending import PendingRequests
@@ -38,6 +40,8 @@ class HeadContext(Protocol):
     submissions: SubmissionLog
     snapshots: SnapshotCoordinator
     failover: Failover
+    leadership: Leadership
+    learner: Learner  # commits what the nodes report they changed (moves, connects, layouts)
     syncs: dict[str, NodeSync]
     feeds: dict[str, GlobalFeed]
     copies: CatalogCopies
@@ -56,11 +60,5 @@ class HeadContext(Protocol):
     async def register_region(self, registration: Region) -> int | None: ...
 
     async def unregister_global(self, endpoint: str) -> bool: ...
-
-    async def learn_move(self, box: str, target: str) -> int: ...
-
-    async def learn_connect(self, connect: Connect) -> int: ...
-
-    async def learn_disconnect(self, stream: str) -> int: ...
 
     def heartbeat(self, endpoint: str, incarnation: str, version: int, recovery: dict | None = None) -> None: ...

@@ -9,7 +9,7 @@ data lives in, and the Head records that place in the global catalog store
 its own.  The Head then picks the least loaded live durable node (fewest
 boxes; ties by name), asks it to adopt the failed node's boxes
 (``POST /adopt``, :mod:`boreas.node.adopt`), and commits the new location
-the way it commits a move (``learn_adoption``): every slice is recomputed,
+the way it commits a move (``head.learner.adoption``): every slice is recomputed,
 upstream nodes are re-pointed and hand their unacknowledged batches to the
 new node, and the failed node, if it returns, finds its boxes gone.
 
@@ -21,7 +21,7 @@ they resume when the node comes back.
 Usage::
 
     failover = Failover(lambda: head.catalog, lambda: head.store, head.membership, head.peers,
-                        learn=head.learn_adoption, after=30.0, tasks=head.tasks)
+                        learn=head.learner.adoption, after=30.0, tasks=head.tasks)
     failover.heard("localhost:15001", recovery_report)   # from each heartbeat; records it in head.tasks
     await failover.check()                              # the Head's supervisor calls this every second
 """
@@ -71,6 +71,15 @@ class Failover:
         self._lock = asyncio.Lock()
         self._recording = asyncio.Lock()  # one record write at a time (heard())
         self._records = 0  # record writes started (names their tasks)
+
+    def taking_over(self) -> None:
+        """This Head now leads: a node it never heard counts as down from now, not from its start.
+
+        What the last leader knew of where nodes keep their data, and which node it chose for a
+        failover it may not have finished, is in the store's metadata (:meth:`place`, :meth:`_target`).
+        """
+        self.started = time.monotonic()
+        self._retry_at.clear()
 
     def heard(self, endpoint: str, recovery: dict[str, Any] | None) -> None:
         """A heartbeat's recovery report: remember (and persist) where a shared node's data lives."""
@@ -137,7 +146,7 @@ class Failover:
             self._cannot(endpoint, boxes, now, "its state is unreachable: it runs without a data directory on "
                          "shared storage (boreas node --data-dir DIR --shared-dir); its boxes stay until it is back")
             return
-        target = self.choose(catalog, endpoint, now)
+        target = await asyncio.to_thread(self._target, catalog, endpoint, now)
         if target is None:
             self._cannot(endpoint, boxes, now, "no live durable node can adopt its boxes")
             return
@@ -155,6 +164,20 @@ class Failover:
                                 "time": time.time(), "replayed_batches": report.get("replayed_batches"),
                                 "from_snapshot": report.get("snapshot")}
         log.warning("node %s failed over to %s (catalog version %d)", endpoint, target, version)
+
+    def _target(self, catalog: Catalog, endpoint: str, now: float) -> str | None:
+        """The node to adopt ``endpoint``'s boxes: the one an earlier leader chose, if it is still live (it
+        may have adopted them already, and adopting is idempotent there, not across two nodes), else
+        :meth:`choose`'s, recorded before it is asked (``failover/<endpoint>/to``, on a worker thread)."""
+        store = self.store()
+        key = f"{META_PREFIX}{endpoint}/to"
+        chosen = store.get_meta(key) if store is not None else None
+        if chosen and chosen != endpoint and self.membership.alive(chosen, now):
+            return chosen
+        target = self.choose(catalog, endpoint, now)
+        if target is not None and store is not None:
+            store.put_meta(key, target)
+        return target
 
     def _cannot(self, endpoint: str, boxes: list[str], now: float, reason: str) -> None:
         if self.state.get(endpoint, {}).get("reason") != reason:

@@ -52,7 +52,7 @@ class LearnerHead(Protocol):
 
 
 class Learner:
-    """Commits what the nodes (and failover) report they changed; the Head delegates its ``learn_*`` to it."""
+    """Commits what the nodes (and failover) report they changed; the Head keeps one (``head.learner``)."""
 
     def __init__(self, head: LearnerHead):
         self.head = head

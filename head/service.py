@@ -10,7 +10,7 @@ as update XML (:mod:`boreas.head.global_feed`).  Everything the Head holds
 in memory can be rebuilt from the store, so a restarted Head just reads the
 catalog and re-synchronises the nodes.  What the nodes change themselves
 (moves, filter boxes, a partitioned box's layout) and report is committed
-by :mod:`boreas.head.learning`.
+by :mod:`boreas.head.learning` (``head.learner``).
 
 All state is owned by the asyncio loop; store calls run in threads.
 
@@ -47,6 +47,7 @@ from boreas.catalog.submission import (
 )
 from boreas.catalog.xmlcodec import to_text
 from boreas.m3.boxtype import box_types as standard_box_types
+from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient
 from boreas.wire.server import HttpServer
 from boreas.wire.supervisor import Supervisor
@@ -54,6 +55,7 @@ from boreas.wire.supervisor import Supervisor
 from .catalog_copy import CatalogCopies
 from .failover import Failover
 from .global_feed import GlobalFeed
+from .leadership import Leadership
 from .learning import Learner
 from .membership import Membership
 from .node_sync import NodeSync
@@ -70,8 +72,11 @@ class HeadService:
     def __init__(self, store_url: str, token: str | None, pending_timeout: float = 30.0,
                  heartbeat_timeout: float = 3.0, snapshot_interval: float = 5.0,
                  failover_after: float = 30.0, nodes: Sequence[str] = (),
-                 box_types: BoxTypeRegistry | None = None):
+                 box_types: BoxTypeRegistry | None = None, advertise: str | None = None,
+                 session_timeout: float = 10.0):
         self.store_url = store_url
+        self.advertise = advertise  # the endpoint other Heads redirect to (default: the one bound)
+        self.session_timeout = session_timeout  # the ZooKeeper session of the Head election
         self.token = token
         self.store: CatalogStore | None = None
         self.catalog = Catalog()
@@ -99,17 +104,22 @@ class HeadService:
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
         self.tasks = Supervisor("head")
+        # What the nodes report they changed themselves (moves, connects, layouts; failover's
+        # adoptions) is committed by the learner, one report at a time.
+        self.learner = Learner(self)
         self.failover = Failover(lambda: self.catalog, lambda: self.store, self.membership, self.peers,
-                                 self.learn_adoption, after=failover_after, tasks=self.tasks)
+                                 self.learner.adoption, after=failover_after, tasks=self.tasks)
         self.revision = 0  # bumped on every status change; long polls wait on it
         self._changed = asyncio.Event()
         self._commits: asyncio.Queue[Commit] = asyncio.Queue()
         # Whole-catalog reads from the store: one at start, then only when the log cannot fill
         # a gap.  Every commit (ours, or another writer's) is applied to the catalog held here.
         self.catalog_full_reads = 0
-        # What the nodes report they changed themselves (moves, connects, layouts; failover's
-        # adoptions) is committed by the learner, one report at a time.
-        self.learner = Learner(self)
+        # Whether this Head leads (several Heads on a ZooKeeper catalog: one does); a follower serves
+        # reads and redirects the rest (head/leadership.py).  Only the leader drives nodes and globals.
+        self.leadership = Leadership("")
+        self.leading = False  # True once this Head took up the leader's duties (_take_lead)
+        self.server.app.middlewares.append(self.leadership.redirect)
         self._watch = None
         self._members = None
         from .api import install_routes
@@ -133,17 +143,46 @@ class HeadService:
             self.store.watch, catalog.version,
             lambda commit: loop.call_soon_threadsafe(self._commits.put_nowait, commit))
         self.tasks.spawn("commits", self._follow_commits)
-        self.tasks.spawn("expiry", self._expire_pending)
-        self.tasks.spawn("failover", self._failover_checks)
         await self.snapshots.load()
-        self.snapshots.start()
         if self.store.membership_url is not None:
             await self._watch_zookeeper_members(loop, self.store.membership_url)
         endpoint = await self.server.start(host, port)
-        log.info("Head serving catalog %s at version %d on %s", self.store_url, catalog.version, endpoint)
+        self.leadership.url = endpoint_url(self.advertise or endpoint)
+        await self.leadership.start(self.store, self.session_timeout)
+        if await self.leadership.settle():  # the catalog's one Head, or the first of several: it leads at once
+            await self._take_lead()
+        else:
+            self.tasks.spawn("leadership", self._await_lead, restart=False)
+        log.info("Head serving catalog %s at version %d on %s (%s)", self.store_url, catalog.version, endpoint,
+                 "leading" if self.leading else f"following {self.leadership.leader() or 'an election'}")
         return endpoint
 
+    async def _await_lead(self) -> None:
+        await self.leadership.elected.wait()
+        await self._take_lead()
+
+    async def _take_lead(self) -> None:
+        """Take up the leader's duties: drive every node (each read first), feed globals, expire, fail over.
+
+        What the last leader left unfinished is in the store: the catalog (every node is brought to
+        its slice), where shared nodes keep their data and which node a failover chose (failover
+        metadata).  A node that never heartbeats to this leader counts as down from now on."""
+        if self.leading:
+            return
+        self.leading = True
+        self.failover.taking_over()
+        for endpoint, sync in self.syncs.items():
+            sync.resync()
+            self.tasks.spawn(f"node {endpoint}", sync.run)
+        self._feed_globals(self.catalog)
+        self.tasks.spawn("expiry", self._expire_pending)
+        self.tasks.spawn("failover", self._failover_checks)
+        await self.snapshots.load()  # the last leader's last complete snapshot: ids go on from it
+        self.snapshots.start()
+        self.notify()
+
     async def close(self) -> None:
+        await self.leadership.close()  # first: another Head takes over at once
         await self.snapshots.close()
         for feed in self.feeds.values():
             feed.abort()
@@ -248,6 +287,12 @@ class HeadService:
         if affected_version is not None:
             self.submissions.processed(affected_version, affected)
             log.info("catalog version %d: updating %s", affected_version, ", ".join(affected) or "no node")
+        if self.leading:
+            self._feed_globals(catalog)
+        self.notify()
+
+    def _feed_globals(self, catalog: Catalog) -> None:
+        """Start or stop global feeds to match ``catalog`` (the leader feeds them)."""
         for endpoint in catalog.globals:
             if endpoint not in self.feeds:
                 feed = GlobalFeed(endpoint, self.peers, self.copies.full_copy, self.origin)
@@ -256,14 +301,14 @@ class HeadService:
         for endpoint in set(self.feeds) - set(catalog.globals):
             self.feeds.pop(endpoint).abort()
             log.info("global component %s disconnected", endpoint)
-        self.notify()
 
     def sync_for(self, endpoint: str) -> NodeSync:
         sync = self.syncs.get(endpoint)
         if sync is None:
             sync = NodeSync(endpoint, self.peers, self.pending, self.notify, self.origin)
             self.syncs[endpoint] = sync
-            self.tasks.spawn(f"node {endpoint}", sync.run)
+            if self.leading:  # a follower keeps what each node should hold, and drives it once it leads
+                self.tasks.spawn(f"node {endpoint}", sync.run)
         return sync
 
     # -- operations ----------------------------------------------------------
@@ -330,28 +375,6 @@ class HeadService:
             return [Change("global", endpoint, None)] if endpoint in catalog.globals else None
 
         return await self.commit(build) is not None
-
-    # -- learning what the nodes changed themselves (:mod:`.learning`) ------
-
-    async def learn_move(self, box: str, target: str) -> int:
-        """A node reports that ``box`` now runs on ``target``: :meth:`.Learner.move`."""
-        return await self.learner.move(box, target)
-
-    async def learn_layout(self, reported: Partition) -> int:
-        """A partitioned box's leader reports its members' new layout: :meth:`.Learner.layout`."""
-        return await self.learner.layout(reported)
-
-    async def learn_adoption(self, source: str, target: str) -> int:
-        """``target`` adopted every box of failed node ``source``: :meth:`.Learner.adoption`."""
-        return await self.learner.adoption(source, target)
-
-    async def learn_connect(self, connect: Connect) -> int:
-        """A node reports a filter box it inserted: :meth:`.Learner.connect`."""
-        return await self.learner.connect(connect)
-
-    async def learn_disconnect(self, stream: str) -> int:
-        """A node reports a filter box it removed: :meth:`.Learner.disconnect`."""
-        return await self.learner.disconnect(stream)
 
     async def _failover_checks(self) -> None:
         while True:

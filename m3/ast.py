@@ -188,6 +188,12 @@ class ViewDecl:
     through view expressions (``col := m[K] * 2``) and may keep only the rows
     meeting ``where``: its rows are the values of its variables at which some
     map it reads has an entry, and where ``where`` holds.
+
+    ``internal`` names the key columns that are not output columns (``GROUP
+    BY b`` with ``b`` not selected, written ``v[s, b INTERNAL]``): they keep
+    the view's rows apart and can be read by name (the query API), but an
+    output row leaves them out -- SQL returns only the selected columns, so two
+    groups may give equal output rows.
     """
 
     name: str
@@ -195,12 +201,18 @@ class ViewDecl:
     columns: tuple[ViewColumn, ...]
     key_vars: tuple[str, ...] = ()
     where: Expr | None = None
+    internal: tuple[str, ...] = ()
     pos: Pos | None = field(default=None, compare=False, repr=False, kw_only=True)
 
     @property
     def general(self) -> bool:
         """Whether the view uses more than plain maps and quotients read positionally."""
         return bool(self.key_vars) or self.where is not None or any(c.expr is not None for c in self.columns)
+
+    @property
+    def output_keys(self) -> tuple[int, ...]:
+        """The positions of the key columns an output row holds (every key but the internal ones)."""
+        return tuple(i for i, k in enumerate(self.keys) if k not in self.internal)
 
     @property
     def plain_map(self) -> str | None:

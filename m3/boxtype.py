@@ -24,7 +24,9 @@ The box (docs/m3.md, "The m3 box"):
 * optional ``sign-field``: an in stream field of that name (an integer type)
   says +1 insert / -1 delete and is not a relation column;
 * out port *i* carries the changes of the *i*-th view: its key columns, then
-  its value column(s).
+  its value column(s) -- the selected columns: a GROUP BY column the SELECT
+  does not name is an internal key of the view (``boreas query`` reads it by
+  name), not a field of the stream.
 
 Types: INT ↔ int (short and byte accepted in), FLOAT/DECIMAL ↔ double
 (single accepted in), STRING/VARCHAR ↔ string, DATE ↔ timestamp
@@ -230,14 +232,15 @@ STRING_SIZE = 256
 
 
 def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, int | None]) -> tuple[Field, ...]:
-    """Key columns, then value columns; a string key takes the size of the in stream field it comes from.
+    """Key columns (internal ones left out), then value columns; a string key takes the size of the in stream
+    field it comes from.
 
     Value columns are numbers (long for INT, double for FLOAT): the box emits 0 for a row that left the view.
     A MIN or MAX of a STRING or DATE column is refused: its value could not say that.
     """
     widest = max((s for s in sizes.values() if s), default=STRING_SIZE)
     keys = [Field(name, WRITES[kind], (sizes.get(name.lower()) or widest) if kind == "STRING" else None)
-            for name, kind in view.keys]
+            for name, kind in (view.keys[i] for i in view.output_keys)]
     decl = program.view(view.name)
     values = []
     for i, column in enumerate(decl.columns):
@@ -251,7 +254,7 @@ def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, in
 
 
 def infer_m3(box: Box, inputs: list[Schema]) -> list[Schema]:
-    """Out port i: the i-th view's key columns, then its value columns (long for INT maps, else double)."""
+    """Out port i: the i-th view's output key columns, then its value columns (long for INT maps, else double)."""
     return list(plan_box(box, inputs).outputs)
 
 

@@ -110,6 +110,9 @@ def _check_view(out: Problems, v: ViewDecl, maps) -> None:
         out.append((f"view {v.name} repeats a key column", v.pos))
     if not v.columns:
         out.append((f"view {v.name} has no column", v.pos))
+    for k in v.internal:
+        if k not in v.keys:
+            out.append((f"view {v.name} marks {k} INTERNAL but has no key column {k}", v.pos))
     for c in v.columns:
         if (c.numerator is None) == (c.expr is None) or (c.denominator is not None and c.numerator is None):
             out.append((f"view {v.name} column {c.name} needs a map (or two, m / n) or an expression", c.pos))

@@ -7,7 +7,8 @@ Grammar (Figure 1 of seed 001, plus declarations)::
     relation  := CREATE (STREAM|TABLE) NAME '(' NAME TYPE (',' NAME TYPE)* ')' ';'
     map       := DECLARE MAP NAME '[' [NAME ':' TYPE (',' ...)*] ']' ':' TYPE [':=' sum] ';'
     view      := DECLARE VIEW NAME '[' [vkey (',' vkey)*] ']' '(' [vcol (',' vcol)*] ')' [WHERE vcond] ';'
-    vkey      := NAME [':=' NAME]                 -- output column [:= its variable] (all or none)
+    vkey      := NAME [':=' NAME] [INTERNAL]      -- key column [:= its variable] (all or none); INTERNAL:
+                                                  -- a key no output row holds (a group column not selected)
     vcol      := NAME ':=' NAME ['/' NAME]        -- maps read positionally (views without variables)
                | NAME ':=' vexpr                  -- views that name their variables, or have no keys
     vexpr     := vterm (('+'|'-') vterm)*

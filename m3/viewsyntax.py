@@ -9,7 +9,9 @@ cond)`` sums the entries of ``m`` at the row whose ``K`` meets ``cond``
 
     DECLARE VIEW Q1[a := A](r := s[A] / n[A], lo := MIN(X : t[A, X])) WHERE 1 < n[A] AND NOT s[A] = 0;
 
-``WHERE``, ``AND``, ``OR``, ``NOT`` and the fold names are words only where
+A key column marked ``INTERNAL`` (``v[s, b INTERNAL]``) is a key of the
+view's rows that no output row holds (:attr:`.ast.ViewDecl.internal`).
+``INTERNAL``, ``WHERE``, ``AND``, ``OR``, ``NOT`` and the fold names are words only where
 a view expects them, so a variable may be called ``MIN``.  A mixin of the
 program parser (:class:`.syntax._Parser`), which provides the token helpers.
 
@@ -21,6 +23,8 @@ Arith(op='/', left=Arith(op='*', left=Const(value=-1), right=Arith(op='-', left=
 BoolOp(op='NOT', args=(BoolOp(op='OR', args=(Cmp(op='<', left=Const(value=0), right=MapRef(name='m', args=(Var(name='K'),))), Cmp(op='=', left=Var(name='K'), right=Const(value='a')))),))
 >>> parse_program("DECLARE VIEW v[k := K](n := GREATEST(m[K] - n[K], 0));").views[0].columns[0].expr.op
 'GREATEST'
+>>> parse_program("DECLARE VIEW v[a, internal INTERNAL](s := m);").views[0].internal
+('internal',)
 >>> t = parse_program("DECLARE VIEW v[g := G](s := TOTAL(K : o[G, K] WHERE 0 < n[K] TRACK t[G, K]));").views[0].columns[0].expr
 >>> t.vars, t.cond, t.track
 (('K',), Cmp(op='<', left=Const(value=0), right=MapRef(name='n', args=(Var(name='K'),))), (MapRef(name='t', args=(Var(name='G'), Var(name='K'))),))
@@ -50,12 +54,18 @@ class ViewParser:
 
         def key():
             n = self.name("a key column name")
-            if not self.at(":="):
-                return n.text, None
-            self.take()
-            return n.text, self.name("a variable").text
+            var = None
+            if self.at(":="):
+                self.take()
+                var = self.name("a variable").text
+            hidden = self.peek().kind == "name" and self.peek().text.upper() == "INTERNAL"
+            if hidden:
+                self.take()
+            return n.text, var, hidden
 
-        keys = self.comma_list("]", key)
+        marked = self.comma_list("]", key)
+        internal = tuple(k for k, _, hidden in marked if hidden)
+        keys = [(k, v) for k, v, _ in marked]
         named = [v for _, v in keys if v is not None]
         if named and len(named) != len(keys):
             raise ParseError("name the variable of every key column of the view or of none", start.pos)
@@ -86,7 +96,7 @@ class ViewParser:
             self.take()
             where = self.vcond()
         self.expect(";")
-        return ViewDecl(name.text, tuple(k for k, _ in keys), cols, tuple(named), where, pos=start.pos)
+        return ViewDecl(name.text, tuple(k for k, _ in keys), cols, tuple(named), where, internal, pos=start.pos)
 
     def _plain_column(self) -> bool:
         """Whether a view column is ``m`` or ``m / n`` (maps read positionally), by looking ahead."""

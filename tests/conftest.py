@@ -58,6 +58,7 @@ IN_PROCESS = (
     "test_outputs_snapshot.py", "test_recovery_storage.py", "test_packaging.py",
     "test_m3_box.py",                        # the m3 operator fed by hand (its Spark test: below)
     "test_columns.py",                       # Arrow batches checked, and an m3 box fed columns, in process
+    "test_join_columns.py",                  # the join on columns against its row path, fed by hand
     "test_drop.py",                          # <delete stream> and what boreas drop sends (its cluster test: slow)
     "test_replace_application.py",           # submit --replace planned in process (its cluster tests: slow)
     "test_replace_prune.py",                 # submit --replace removing what the file leaves out, in process
@@ -77,8 +78,10 @@ IN_PROCESS = (
     "test_examples_endpoints.py",            # the examples name no dead endpoint (its cluster test joins the group)
     "test_named_subscription_catalog.py",    # <subscribe name=> replacing by name, in process
     "test_incremental_validation.py",        # catalog/index.py against the whole check, on random edits
+    "test_expression_shapes.py",             # expressions parsed by shape against sqlglot, in process
     "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh
+    "test_nexmark_gen.py", "test_nexmark.py",  # the Nexmark bench's generator and queries (m3 boxes fed by hand)
     "test_head_resync.py",                   # the resync rule on an in-process Head and node (its cluster test: slow)
 )
 

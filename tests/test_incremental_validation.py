@@ -129,3 +129,25 @@ def test_a_plugged_in_box_check_runs_again_for_the_boxes_whose_in_schema_moved()
     derived = index.derive(after)
     assert Counter(map(str, derived.problems)) == Counter(map(str, check_topology(after, checks=PLUGGED).problems))
     assert sorted(p.reason for p in derived.problems) == ["box 'b0' reads T", "box 'b1' reads T", "box 'b2' reads T"]
+
+
+def test_a_committed_submission_read_back_is_checked_once_with_the_same_result(tmp_path) -> None:
+    """A Head checks a submission on its index, commits it, then derives its index for the catalog decoded
+    from its own commit: the same index as checking that catalog afresh, without typing its boxes again."""
+    from boreas.catalog import open_store
+    from boreas.catalog.elements import apply_commit, commit_touched
+    from boreas.catalog.submission import apply_submission
+
+    base = chain()
+    index = CatalogIndex.build(base)
+    app = read_document('<borealis><box name="g" type="filter"><in stream="s0"/><out stream="g_out"/>'
+                        '<parameter name="expression.0" value="a &gt; 2"/></box></borealis>', "g.xml")
+    with open_store(f"sqlite:///{tmp_path}/c.db") as store:
+        applied = apply_submission(store, [app], base=base, index=index)
+    committed = apply_commit(base, applied.commit)
+    again = index.derive(committed, commit_touched(applied.commit))
+    fresh = CatalogIndex.build(base).derive(committed, commit_touched(applied.commit))
+    assert again.catalog is committed and again.ok and fresh.ok
+    assert again.stream_schemas == fresh.stream_schemas == schemas_of(committed)
+    assert again.refs == fresh.refs and again.states == fresh.states
+    assert again.typings["g"] is index.derive(applied.after).typings["g"]  # typed once, when planned

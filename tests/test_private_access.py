@@ -18,8 +18,7 @@ property, whose docstring says who needs it and why (``PartOperator.member_run``
 
 Dunder names (``__init__``) are not private.  Reads of ``self._name`` are not
 checked even where ``_name`` comes from another module: that is a mixin
-reading its partner's state (``PartOperator``'s bases, ``OutboundLink`` and
-``link_connection.py``), which goes when the class is composed of objects
+reading its partner's state (``PartOperator``'s bases), which goes when the class is composed of objects
 that own their state, not by renaming attributes.
 
 Well-known library privates that are in fact public (documented, or the only

@@ -197,7 +197,7 @@ class _Watched(dict):
 async def _connected(link: OutboundLink) -> None:
     """Until the link's connection is up (a send before it would be queued for the pump)."""
     for _ in range(500):
-        if link._live is not None:
+        if link.connection.live is not None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"the link to {link.endpoint} did not connect")
@@ -209,12 +209,12 @@ async def test_send_writes_at_once_on_an_idle_link_and_order_and_window_hold():
     sink = Sink(delay=0.003)
     await sink.server.start("127.0.0.1", 0)
     link = OutboundLink(sink.server.endpoint, "tok", "p1", window=3, capacity=64)
-    link._unacked = watched = _Watched()
+    link.queue.unacked = watched = _Watched()
     await link.start()
     try:
         await _connected(link)
         await link.send("S", [(0,)])
-        assert link.counters["batches_sent"] == 1 and link._queued.empty()  # written, not queued
+        assert link.counters["batches_sent"] == 1 and link.queue.queued.empty()  # written, not queued
         for n in range(1, 300):
             await link.send("S", [(n,)])
             if n % 7 == 0:
@@ -241,12 +241,12 @@ async def test_a_frame_that_could_wait_for_the_socket_goes_through_the_pump():
     try:
         await _connected(link)
         await link.send("S", [(n,) for n in range(100_000)])  # ~400 KB
-        assert link._queued.qsize() == 1 and link.counters["batches_sent"] == 0
+        assert link.queue.queued.qsize() == 1 and link.counters["batches_sent"] == 0
         await link.send("S", [(1,)])  # behind it: queued too, in order
-        assert link._queued.qsize() == 2
+        assert link.queue.queued.qsize() == 2
         await link.flush(10)
         await link.send("S", [(2,)])  # a small frame on the idle link: written at once
-        assert link._queued.empty() and link.counters["batches_sent"] == 3
+        assert link.queue.queued.empty() and link.counters["batches_sent"] == 3
         await link.flush(10)
     finally:
         await link.close()

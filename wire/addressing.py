@@ -32,10 +32,24 @@ def endpoint_url(endpoint: str, path: str = "") -> str:
 
 
 def head_url(text: str | None = None) -> str:
-    """The Head's base URL from ``--head``, else ``$BOREAS_HEAD``; a bare endpoint is accepted."""
+    """The Head's base URL from ``--head``, else ``$BOREAS_HEAD``; a bare endpoint is accepted.
+
+    Several Heads (one leads, :mod:`.heads`) are given comma-separated, each a URL or an endpoint:
+    they become one URL naming them all, ``http://a:14000,b:14000``, which every call follows.
+
+    >>> head_url("a,b:14001")
+    'http://a:14000,b:14001'
+    """
     text = text or os.environ.get(HEAD_ENV)
     if not text:
         raise ValueError(f"no Head given: pass --head URL or set {HEAD_ENV}")
+    urls = [_one_head_url(part.strip()) for part in text.split(",") if part.strip()]
+    if not urls:
+        raise ValueError(f"no Head in {text!r}: expected URL[,URL...]")
+    return urls[0].split("://")[0] + "://" + ",".join(url.split("://", 1)[1] for url in urls)
+
+
+def _one_head_url(text: str) -> str:
     if "://" not in text:
         return endpoint_url(normalize_endpoint(text, default_port=DEFAULT_HEAD_PORT))
     parts = urlsplit(text)

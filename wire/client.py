@@ -60,9 +60,9 @@ class PeerClient(PeerCalls):
             session, self._session = self._session, None
             await session.close()
 
-    async def request(self, method: str, url: str, *, data: Any = None,
-                      json_body: Any = None, content_type: str | None = None,
-                      timeout: float | None = None) -> tuple[int, bytes]:
+    async def send(self, method: str, url: str, *, data: Any = None,
+                   json_body: Any = None, content_type: str | None = None,
+                   timeout: float | None = None) -> tuple[int, bytes]:
         """One call; raises :class:`PeerUnreachable` when nothing answered."""
         headers = {"Content-Type": content_type} if content_type else None
         tls = current_tls()
@@ -75,7 +75,7 @@ class PeerClient(PeerCalls):
         self.counters["requests"] += 1
         if isinstance(data, bytes):
             self.counters["bytes_sent"] += len(data)
-        kwargs: dict[str, Any] = {"data": data, "json": json_body, "headers": headers}
+        kwargs: dict[str, Any] = {"data": data, "json": json_body, "headers": headers, "allow_redirects": False}
         if timeout is not None:
             kwargs["timeout"] = aiohttp.ClientTimeout(total=timeout)
         try:

@@ -1,9 +1,12 @@
 """The connection under an :class:`~boreas.wire.links.OutboundLink`: connecting, sending, acknowledgements.
 
-A mixin of :class:`~boreas.wire.links.OutboundLink`, which owns the state
-(the queue of batches to send, those not yet acknowledged, the capacity, the
-counters) and decides what is queued; this is how the queue reaches the
-receiver.  One task connects to the receiver's ``/data`` (again and again,
+A :class:`LinkConnection` is the part of a link that owns the WebSocket:
+whether it is up, why not (``last_error``), since when it is down, whether
+the link failed for good (``failure``), and the send window.  The link owns
+one; the batches are the link's :class:`~boreas.wire.link_queue.LinkQueue`,
+which this reads from and reports acknowledgements to, and a subscriber cut
+off (:class:`~boreas.wire.link_cutoff.CutOff`) is told why here when it
+connects.  One task connects to the receiver's ``/data`` (again and again,
 with backoff), says ``Hello``, re-sends every batch not acknowledged before
 the last disconnect, then a pump writes queued batches while fewer than
 ``window`` are unacknowledged; each acknowledgement frees a slot of the
@@ -24,13 +27,17 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import Counter
+from collections.abc import Callable
 
 import aiohttp
 
 from .addressing import endpoint_url
 from .backoff import Backoff
-from .client import describe_tls_failure
+from .client import describe_tls_failure, open_session
 from .frames import Ack, Batch, Frame, Hello, Refused, Replies, decode, encode
+from .link_cutoff import CutOff
+from .link_queue import LinkQueue
 from .tls import current as current_tls
 from .tls import warn_clear_token
 
@@ -53,6 +60,8 @@ class LinkRefused(Exception):
         self.status = status
 
 
+ReplyCallback = Callable[[Batch, Frame], None]
+
 #: Bytes of a WebSocket frame's header at most (2, an 8-byte length, a 4-byte mask).
 FRAME_HEADER = 14
 
@@ -70,9 +79,57 @@ def _writes_without_waiting(ws: aiohttp.ClientWebSocketResponse, size: int) -> b
     return isinstance(written, int) and isinstance(limit, int) and written + size + FRAME_HEADER <= limit
 
 
-class LinkConnection:
 
-    async def _write_now(self, batch: Batch) -> bool:
+class LinkConnection:
+    """A link's WebSocket to its receiver, reconnected until stopped (the module docstring says what it owns)."""
+
+    def __init__(self, endpoint: str, token: str | None, sender: str, queue: LinkQueue, cutoff: CutOff,
+                 counters: Counter[str], *, window: int = 16, refusal_is_final: bool = False,
+                 on_reply: ReplyCallback | None = None) -> None:
+        self.endpoint = endpoint
+        self.sender = sender
+        self.queue = queue
+        self.cutoff = cutoff
+        self.counters = counters
+        self.window = window
+        self.refusal_is_final = refusal_is_final
+        self.on_reply = on_reply
+        self.connected = False
+        self.last_error: str | None = None
+        self.failure: LinkRefused | None = None  # set once the link has failed for good
+        self.ws: aiohttp.ClientWebSocketResponse | None = None  # the current connection
+        self.live: aiohttp.ClientWebSocketResponse | None = None  # connected, re-sends done: send() may write
+        self._token = token
+        self._down_since: float | None = None  # a connect attempt failed then, none succeeded since
+        self._window_open: asyncio.Event | None = None  # the current connection's send window
+        self._task: asyncio.Task | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    def start(self) -> None:
+        self._session = open_session(self._token)
+        self._task = asyncio.create_task(self._run(), name=f"link to {self.endpoint}")
+
+    async def abort(self) -> None:
+        """Disconnect and stop reconnecting."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def down_for(self) -> float:
+        """Seconds since connecting started failing (0 while connected or still first connecting)."""
+        return 0.0 if self._down_since is None or self.connected else time.monotonic() - self._down_since
+
+    def reopen_window(self) -> None:
+        """Batches left the window without an acknowledgement (handed to another link): the pump may go on."""
+        if self._window_open is not None and len(self.queue.unacked) < self.window:
+            self._window_open.set()
+
+    async def write_now(self, batch: Batch) -> bool:
         """Write ``batch`` on the connection from the caller's task if nothing is ahead of it; False: queue it.
 
         The pump task would write it one turn of the event loop later: on a
@@ -90,15 +147,13 @@ class LinkConnection:
         writing here must go on until that link's buffer fills and its
         ``on_slow`` policy applies).
         """
-        ws = self._live
-        if ws is None or ws.closed or not self._queued.empty() or len(self._unacked) >= self.window - 1:
+        ws = self.live
+        if ws is None or ws.closed or not self.queue.queued.empty() or len(self.queue.unacked) >= self.window - 1:
             return False
         frame = encode(batch)
         if not _writes_without_waiting(ws, len(frame)):
             return False
-        if not self._unacked:
-            self._last_progress = time.monotonic()
-        self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
+        self.queue.sent(batch)
         try:
             await ws.send_bytes(frame)
         except (ConnectionError, aiohttp.ClientError) as exc:  # kept unacknowledged: re-sent after reconnecting
@@ -117,14 +172,14 @@ class LinkConnection:
             try:
                 assert self._session is not None
                 async with self._session.ws_connect(url, heartbeat=10.0, max_msg_size=64 * 1024 * 1024) as ws:
-                    self.connected, self._ws = True, ws
+                    self.connected, self.ws = True, ws
                     self._down_since = None
                     self.last_error = None
                     backoff.reset()
                     self.counters["connects"] += 1
                     await ws.send_bytes(encode(Hello(self.sender)))
-                    if self.cut_off is not None:  # a named subscriber that fell behind while it was down
-                        await self._tell_cut_off(ws)
+                    if self.cutoff.reason is not None:  # a named subscriber that fell behind while it was down
+                        await self.cutoff.tell(ws)
                         return
                     await self._converse(ws)
             except asyncio.CancelledError:
@@ -143,9 +198,9 @@ class LinkConnection:
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ConnectionError) as exc:
                 self._connect_failed(exc)
             finally:
-                self.connected, self._ws = False, None
+                self.connected, self.ws = False, None
             self.counters["disconnects"] += 1
-            if self.cut_off is not None and self.told:  # a subscriber cut off: it was told, not resumed
+            if self.cutoff.reason is not None and self.cutoff.told:  # a subscriber cut off: told, not resumed
                 return
             log.debug("link %s -> %s down (%s); reconnecting", self.sender, self.endpoint, self.last_error)
             await backoff.sleep()
@@ -163,13 +218,12 @@ class LinkConnection:
         self.failure = failure
         self._connect_failed(failure)
         log.info("link %s -> %s failed for good: %s", self.sender, self.endpoint, failure)
-        self._idle.set()
-        for _ in range(self.in_flight + 1024):  # more than any number of senders that can be waiting
-            self._capacity.release()
+        self.queue.open_up()
 
     async def _converse(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        self._last_progress = time.monotonic()
-        for batch in list(self._unacked.values()):  # not acknowledged before the last disconnect
+        queue = self.queue
+        queue.progressed()
+        for batch in list(queue.unacked.values()):  # not acknowledged before the last disconnect
             await ws.send_bytes(encode(batch))
             self.counters["resent_batches"] += 1
         window_open = self._window_open = asyncio.Event()
@@ -178,11 +232,9 @@ class LinkConnection:
         async def pump() -> None:
             while True:
                 await window_open.wait()
-                batch = await self._queued.get()
-                if not self._unacked:
-                    self._last_progress = time.monotonic()
-                self._unacked[(batch.stream, batch.producer, batch.seq)] = batch
-                if len(self._unacked) >= self.window:
+                batch = await queue.queued.get()
+                queue.sent(batch)
+                if len(queue.unacked) >= self.window:
                     window_open.clear()
                 frame = encode(batch)
                 await ws.send_bytes(frame)
@@ -192,16 +244,16 @@ class LinkConnection:
         async def watch_acknowledgements() -> None:
             """A subscriber that stops acknowledging is slow, however little waits for it."""
             while True:
-                await asyncio.sleep(min(1.0, self.slow_after / 4))
-                if self.stalled_for() > self.slow_after:
-                    self._too_slow(f"no acknowledgement for {self.stalled_for():.0f} s while "
-                                   f"{len(self._unacked)} batches waited for one")
+                await asyncio.sleep(min(1.0, self.cutoff.slow_after / 4))
+                if queue.stalled_for() > self.cutoff.slow_after:
+                    self.cutoff.too_slow(self.sender, self.ws, f"no acknowledgement for {queue.stalled_for():.0f} s "
+                                         f"while {len(queue.unacked)} batches waited for one")
 
         sender = asyncio.create_task(pump())
         watch = None
-        if self.slow_after:
+        if self.cutoff.slow_after:
             watch = asyncio.create_task(watch_acknowledgements())
-        self._live = ws
+        self.live = ws
         try:
             async for msg in ws:
                 if msg.type != aiohttp.WSMsgType.BINARY:
@@ -212,7 +264,7 @@ class LinkConnection:
                         self._acknowledged(reply)
                 else:
                     self._acknowledged(frame)
-                if len(self._unacked) < self.window:
+                if len(queue.unacked) < self.window:
                     window_open.set()
                 if sender.done():
                     sender.result()
@@ -220,7 +272,7 @@ class LinkConnection:
                 raise ConnectionError(str(ws.exception()))
             raise ConnectionError(f"closed by {self.endpoint} ({ws.close_code})")
         finally:
-            self._live = None
+            self.live = None
             if watch is not None:
                 watch.cancel()
                 await asyncio.gather(watch, return_exceptions=True)
@@ -231,13 +283,9 @@ class LinkConnection:
     def _acknowledged(self, frame: Frame) -> None:
         if not isinstance(frame, (Ack, Refused)):
             return
-        batch = self._unacked.pop((frame.stream, frame.producer, frame.seq), None)
+        batch = self.queue.acknowledged((frame.stream, frame.producer, frame.seq))
         if batch is None:
             return  # an ack for a batch re-sent after a reconnect, or handed to another link
-        self._pay_back()
-        self._last_progress = time.monotonic()
-        if self.retain_bytes:
-            self.buffered_bytes -= len(batch.rows)
         self.counters["acks"] += 1
         if isinstance(frame, Refused):
             self.counters["refused_batches"] += 1
@@ -246,5 +294,4 @@ class LinkConnection:
             self.counters["refused_rows"] += len(frame.errors)
         if self.on_reply is not None:
             self.on_reply(batch, frame)
-        if not self._unacked and self._queued.empty():
-            self._idle.set()
+        self.queue.settle()

@@ -58,9 +58,9 @@ class OneShotPeers(PeerCalls):
         for connection in connections.values():
             connection.close()
 
-    async def request(self, method: str, url: str, *, data: Any = None, json_body: Any = None,
-                      content_type: str | None = None, timeout: float | None = None) -> tuple[int, bytes]:
-        """One call; raises :class:`PeerUnreachable` when nothing answered."""
+    async def send(self, method: str, url: str, *, data: Any = None, json_body: Any = None,
+                   content_type: str | None = None, timeout: float | None = None) -> tuple[int, bytes]:
+        """One exchange; raises :class:`PeerUnreachable` when nothing answered."""
         tls = current_tls()
         refusal = clear_token_refusal(url, self.token, tls)
         if refusal is not None:

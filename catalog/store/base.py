@@ -30,6 +30,8 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .lease import HeadLease, SoleHead
+
 log = logging.getLogger(__name__)
 
 #: Kinds of catalog element a store may hold.  Keys are element names, or
@@ -179,6 +181,14 @@ class CatalogStore(abc.ABC):
         Callers ask this instead of testing the URL's scheme.
         """
         return None
+
+    def head_lease(self, identifier: str, session_timeout: float = 10.0) -> HeadLease:
+        """The lease a Head serving this catalog at URL ``identifier`` holds (:mod:`.lease`).
+
+        By default the Head is the catalog's only one (a private ``memory://``
+        catalog); SQLite refuses a second Head, ZooKeeper elects one of several.
+        """
+        return SoleHead(identifier)
 
     @abc.abstractmethod
     def get_meta(self, key: str) -> str | None:

@@ -47,6 +47,8 @@ from .base import (
     WatchCallback,
     check_batch,
 )
+from .file_lease import FileLease
+from .lease import HeadLease
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +261,12 @@ class SqliteStore(CatalogStore):
         watch = PollingWatch(self, since, callback, self._poll_interval)
         self._watches.add(watch)
         return watch
+
+    def head_lease(self, identifier: str, session_timeout: float = 10.0) -> HeadLease:
+        """One Head per catalog file (:class:`~.file_lease.FileLease`); ``memory://`` is its one Head's."""
+        if self.url.startswith("memory://"):
+            return super().head_lease(identifier, session_timeout)
+        return FileLease(identifier, sqlite_path(self.url))
 
     def close(self) -> None:
         for watch in list(self._watches):

@@ -10,6 +10,8 @@ chroot (created if missing)::
     /catalog/log/<version:012d>      the commit's changes: zlib-compressed JSON (the last
                                      ``keep_log`` commits; older ones are pruned)
                                      [[kind, key, text-or-null], ...]
+    /heads/<uuid>__lock__<seq>       one ephemeral znode per Head, data = its URL; the
+                                     lowest leads and fences its commits (:mod:`.zk_leader`)
     /catalog/snapshot, /catalog/snapshots/<version>/<chunk>
                                      the whole catalog now and then, in a few
                                      znodes (:mod:`.zk_snapshot`): a reader
@@ -63,6 +65,9 @@ from .base import (
     WatchCallback,
     check_batch,
 )
+from .lease import HeadLease
+from .zk_leader import Fence, ZooKeeperLease
+from .zk_meta import MetaZnodes
 from .zk_snapshot import WholeCopies, replay
 from .zk_watch import ZooKeeperWatch
 from .znodes import (  # CONNECT_TIMEOUT, REQUEST_TIMEOUT, escape_key, unescape_key: re-exported
@@ -104,6 +109,7 @@ class ZooKeeperStore(CatalogStore):
         self._lock = threading.Lock()
         self._watches: list[ZooKeeperWatch] = []
         self._names = ElementNames()  # which element znodes exist, as of one catalog version
+        self.fence = Fence()  # once a Head contends: its election znode, checked by every commit
         # Reconnect forever in the background once connected; the first
         # connect is bounded by start(timeout) instead.
         self._client = KazooClient(
@@ -121,6 +127,7 @@ class ZooKeeperStore(CatalogStore):
                 f"answered within {connect_timeout:g}s ({exc or type(exc).__name__})"
             ) from exc
         self._copies = WholeCopies(self._client, self._root)  # the catalog in a few znodes, for readers
+        self._meta = MetaZnodes(self._client, chroot + "/meta")
         try:
             if create:
                 self._ensure_layout()
@@ -163,6 +170,12 @@ class ZooKeeperStore(CatalogStore):
     def membership_url(self) -> str:
         """Nodes join membership under this same chroot (``<chroot>/nodes``, see :mod:`.membership`)."""
         return self.url
+
+    def head_lease(self, identifier: str, session_timeout: float = 10.0) -> HeadLease:
+        """Contend with the other Heads (:mod:`.zk_leader`); from now on every commit here is fenced."""
+        self.fence.required = True
+        return ZooKeeperLease(self.url, self._root.rsplit("/", 1)[0] + "/heads", identifier, self.fence,
+                              session_timeout)
 
     def element_znode(self, kind: str, name: str = "") -> str:
         """The absolute znode path of element ``name`` of ``kind`` (its escaped key), or of the kind's folder.
@@ -279,6 +292,7 @@ class ZooKeeperStore(CatalogStore):
                 if existing is None:
                     existing = self._read_children()
                 txn = self._client.transaction()
+                fenced = self.fence.add(txn)
                 txn.set_data(self._version_path, str(current + 1).encode(), version=stat_version)
                 size = 0
                 for c in changes:
@@ -310,6 +324,7 @@ class ZooKeeperStore(CatalogStore):
                     self._copies.committed(current, changes)
                     return Commit(current + 1, changes)
                 self._names.forget()
+                self.fence.refused(fenced, results)
                 actual = self._read_version()[0]
                 if actual != base_version:
                     raise ConflictError(base_version, actual)
@@ -391,26 +406,11 @@ class ZooKeeperStore(CatalogStore):
 
     def get_meta(self, key: str) -> str | None:
         with self._ops("read metadata"):
-            try:
-                data, _ = wait_reply(self._client.get_async(self._meta_path(key)))
-            except NoNodeError:
-                return None
-        return data.decode()
+            return self._meta.get(key)
 
     def put_meta(self, key: str, value: str) -> None:
-        path = self._meta_path(key)
         with self._ops("write metadata"):
-            if wait_reply(self._client.exists_async(path)) is None:
-                self._client.ensure_path(path.rsplit("/", 1)[0])
-                try:
-                    wait_reply(self._client.create_async(path, value.encode()))
-                    return
-                except NodeExistsError:
-                    pass
-            wait_reply(self._client.set_async(path, value.encode()))
-
-    def _meta_path(self, key: str) -> str:
-        return self._root.rsplit("/", 1)[0] + "/meta/" + escape_key(key)
+            self._meta.put(key, value)
 
     def close(self) -> None:
         with self._lock:

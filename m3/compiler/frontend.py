@@ -19,7 +19,8 @@ are named apart before: :mod:`.clashes`); a UNION ALL
 query per branch (:mod:`.union`, ``SqlQuery.union``; a UNION in FROM under MIN, MAX or
 DISTINCT is read as its UNION ALL, :mod:`.setunion`), and so do INTERSECT
 and EXCEPT statements (:mod:`.setops`, ``SqlQuery.setop``); subqueries in WHERE and HAVING:
-:mod:`.subqueries`.
+:mod:`.subqueries` (``ANY``/``ALL`` rewritten into EXISTS first: :mod:`.quantified`); a query without FROM
+over scalar subqueries: :mod:`.fromless`.
 
 Everything else is rejected with a :class:`CompileError` naming the
 construct, the view and its line:col — checking here, once, keeps later
@@ -66,6 +67,8 @@ from ..errors import CompileError, Pos, pos_of_offset
 from .clashes import separate
 from .declarations import declares_relations, relation
 from .derived import flatten
+from .fromless import is_fromless
+from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
 from .liftquery import plan
 from .regroup import regroup
@@ -110,6 +113,7 @@ class SqlQuery:
     union: tuple = ()  # the other UNION ALL branches (SqlQuery each), whose maps add to this one's (:mod:`.union`)
     setop: str = ""  # "INTERSECT" or "EXCEPT": `union` holds the other branches, whose maps stay apart (:mod:`.setops`)
     lifted: object = None  # a query over a grouped derived table read by value: its Plan, parts compiled (:mod:`.lifted`)
+    internal: tuple[str, ...] = ()  # the group_by names no output row holds (GROUP BY columns not selected)
 
 
 def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[RelationDecl], list[SqlQuery]]:
@@ -236,6 +240,16 @@ def _no_lifted(queries: list[SqlQuery], kind: str, branches: list, ctx: _Ctx) ->
     return queries
 
 
+def _over_parts(name: str, p, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx) -> SqlQuery:
+    """A query that is a view over parts (:class:`.lifted.Plan`), each part compiled as a query of its own."""
+    parts = tuple(_query(f"{name}_p{i}", s, relations, ctx, []) for i, s in enumerate(p.parts))
+    for s, q in zip(p.parts, parts):
+        if q.lifted is not None:  # a part is compiled to maps, which a lifted query is not
+            raise ctx.error(f"unsupported grouped derived table over another grouped derived table's values "
+                            f"({sql_of(s)}): one level of aggregates of aggregates", sel)
+    return SqlQuery(name, (), (), None, (), (), notes=p.notes, lifted=replace(p, parts=parts))
+
+
 _CLAUSES = (("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are not supported: limit when reading)"),
             ("offset", r"\bOFFSET\b", ""), ("with", r"\bWITH\b", ""),
             ("with_", r"\bWITH\b", ""), ("qualify", r"\bQUALIFY\b", ""), ("windows", r"\bWINDOW\b", ""))
@@ -250,19 +264,15 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
         queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in branches], "UNION", branches, ctx)
         return replace(queries[0], union=tuple(queries[1:]))
+    if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
+        return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     try:
         sel = flatten(regroup(branches[0], ctx), relations, ctx)
     except CompileError:
         inlined = reads_grouped(branches[0], ctx)
         if inlined is None:
             raise  # an aggregate of a grouped derived table's values instead: parts of their own (:mod:`.lifted`)
-        p = plan(name, inlined, relations, ctx)
-        parts = tuple(_query(f"{name}_p{i}", s, relations, ctx, []) for i, s in enumerate(p.parts))
-        for s, q in zip(p.parts, parts):
-            if q.lifted is not None:  # a part is compiled to maps, which a lifted query is not
-                raise ctx.error(f"unsupported grouped derived table over another grouped derived table's values "
-                                f"({sql_of(s)}): one level of aggregates of aggregates", inlined)
-        return SqlQuery(name, (), (), None, (), (), notes=p.notes, lifted=replace(p, parts=parts))
+        return _over_parts(name, plan(name, inlined, relations, ctx), inlined, relations, ctx)
     for key, keyword, why in _CLAUSES:
         if keyword and sel.args.get(key):
             word = keyword.strip(chr(92) + "b").replace(chr(92) + "s+", " ")
@@ -324,11 +334,11 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         items = check_rows(items, res, ctx)
         groups = []
         count = 1 if distinct is not None else ("agg", "COUNT", 1)
-    keys, values = view_names(items, groups, rename, name, count, ctx)
+    keys, values, internal = view_names(items, groups, rename, name, count, ctx)
     note = order_note(name, sel, items, [n for n, _ in keys] + [n for n, _ in values], res, ctx)
     _refuse_unknown(sel, ctx, nested_nodes)
     return SqlQuery(name, tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(keys),
-                    tuple(values), having_pred, (note,) if note else (), nested)
+                    tuple(values), having_pred, (note,) if note else (), nested, internal=internal)
 
 
 _CLAUSE_TYPES = {"where": exp.Where, "group": exp.Group, "order": exp.Order, "from": exp.From, "from_": exp.From,

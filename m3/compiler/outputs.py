@@ -16,7 +16,9 @@ names DuckDB would give — live in one place:
   outputs or FROM columns (the note names those not selected), so a typo is not silently accepted.
 
 Selected columns are the view's keys (``*`` and ``alias.*`` expand to the
-FROM columns, a column may be selected twice); every other item is a view
+FROM columns, a column may be selected twice); GROUP BY columns not selected
+are its *internal* keys: they keep the groups apart, but SQL returns only
+the selected columns, so no output row holds them; every other item is a view
 expression over aggregates and group columns (:mod:`.viewexpr`).  A query
 that aggregates nowhere and has no GROUP BY or HAVING is a view of rows:
 its keys are the selected columns and one more column, ``count``, holds how
@@ -33,7 +35,10 @@ selects no value gets the same ``count`` (1: one row per group).
 >>> [(i.name, i.ref, i.value) for i in items]
 [('a', ('R', 'a'), None), ('b', ('R', 'b'), None), ('a', ('R', 'a'), None), ('expr_1', None, ('*', ('agg', 'SUM', ('R', 'b')), 2))]
 >>> view_names(items[:3], [], [], "Q1", ("agg", "COUNT", 1), Ctx())
-([('a', ('R', 'a')), ('b', ('R', 'b')), ('a_1', ('R', 'a'))], [('count', ('agg', 'COUNT', 1))])
+([('a', ('R', 'a')), ('b', ('R', 'b')), ('a_1', ('R', 'a'))], [('count', ('agg', 'COUNT', 1))], ())
+>>> items = select_items(sqlglot.parse_one("SELECT SUM(a) AS s FROM R GROUP BY b"), res, Ctx())
+>>> view_names(items, [("R", "b")], [], "Q1", None, Ctx())
+([('b', ('R', 'b'))], [('s', ('agg', 'SUM', ('R', 'a')))], ('b',))
 """
 
 from __future__ import annotations
@@ -238,12 +243,14 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
 
 
 def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view: str, count,
-               ctx: Positions) -> tuple[list[tuple[str, ColRef]], list[tuple[str, object]]]:
-    """``(keys, values)`` with their final names: DuckDB-unique, then renamed by ``CREATE VIEW v(names)``.
+               ctx: Positions) -> tuple[list[tuple[str, ColRef]], list[tuple[str, object]], tuple[str, ...]]:
+    """``(keys, values, internal)`` with their final names: DuckDB-unique, then renamed by ``CREATE VIEW
+    v(names)``.
 
     Selected columns are the view's keys (a column selected twice is two key
     columns); group columns not selected are keys too (named after their
-    column, after the others).  ``count`` (a view expression or None) is one
+    column, after the others), and ``internal`` names them: no output row
+    holds them (SQL returns the selected columns only).  ``count`` (a view expression or None) is one
     more value column, named ``count``: the number of times a row occurs in
     the result (1 after DISTINCT or GROUP BY), for views that select no value.
     """
@@ -258,10 +265,10 @@ def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view:
     keys = [(n, i.ref) for i, n in zip(items, names) if i.ref is not None]
     selected = {r for _, r in keys}
     hidden = [r for r in groups if r not in selected]
-    keys += list(zip(unique_names([r.fn.lower() if isinstance(r, Computed) else "expr" if isinstance(r, ArithKey)
-                                   else r[1] for r in hidden], set(names)),
-                     hidden))
+    internal = unique_names([r.fn.lower() if isinstance(r, Computed) else "expr" if isinstance(r, ArithKey)
+                             else r[1] for r in hidden], set(names))
+    keys += list(zip(internal, hidden))
     values = [(n, i.value) for i, n in zip(items, names) if i.ref is None]
     if count is not None:
         values.append((unique_names(["count"], {n for n, _ in keys} | set(names))[0], count))
-    return keys, values
+    return keys, values, tuple(internal)

@@ -161,8 +161,8 @@ def views(c: Compilation) -> Compilation:
         if q.lifted is not None:  # over a grouped derived table read by value: its parts' views combined
             out.append(safely((q.name,), lambda q=q: lifted_view(q.name, q.lifted, [part_columns(*query_view(p))
                                                                              for p in q.lifted.parts])))
-        else:
-            out.append(query_view(q)[1])
+        else:  # GROUP BY columns not selected: keys no output row holds
+            out.append(replace(query_view(q)[1], internal=q.internal))
     return replace(c, maps=maps, pending=tuple(pending), views=c.views + tuple(out))
 
 

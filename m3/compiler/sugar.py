@@ -10,6 +10,8 @@ unaware of them (the SQL front end translates, it does not special-case):
   does: the left side's columns, then the right side's but the joined ones.  Refused: a left side
   where two relations hold ``b`` or that is a derived table, a comma join before it (``R, S NATURAL JOIN T``
   joins ``S`` and ``T`` only: write ``JOIN ... ON``), and any outer ``USING``/``NATURAL`` join.
+* ``(SELECT 3)``, ``IN (SELECT 1)``, ``EXISTS (SELECT 3)`` → the constant (:mod:`.constsub`).
+* ``x op ANY|SOME|ALL (SELECT ...)`` → ``EXISTS``/``NOT EXISTS`` (:mod:`.quantified`).
 * ``DATE_PART('year', d)`` → ``EXTRACT(YEAR FROM d)``.
 * ``GREATEST(x, y, ...)`` (DBToaster's ``LISTMAX``) and ``LEAST`` (``LISTMIN``) inside an aggregate →
   ``CASE WHEN x >= y AND ... THEN x WHEN ... ELSE z END`` (a CASE of comparisons, which the calculus sums);
@@ -40,15 +42,17 @@ from sqlglot import exp
 
 from ..ast import RelationDecl
 from .nodes import sql_of
+from .constsub import has_constant_subquery, inline_constants
+from .quantified import is_quantified, quantify
 from .resolve import Positions
 
 
 def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Positions) -> exp.Expression:
     """``tree`` (a copy when changed) with every SELECT's USING and NATURAL joins and every DATE_PART rewritten
     (module doc)."""
-    if not any(_sugared(n) for n in tree.walk()):
+    if not any(_sugared(n) for n in tree.walk()) and not has_constant_subquery(tree):
         return tree
-    tree = tree.copy()
+    tree = quantify(inline_constants(tree.copy()), relations, ctx)  # ANY/SOME/ALL: EXISTS, NOT EXISTS (:mod:`.quantified`)
     for node in list(tree.walk()):
         if type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART":
             node.replace(_extract(node, ctx))
@@ -65,7 +69,7 @@ def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
 
 def _sugared(node: exp.Expression) -> bool:
     return (type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART") or \
-        (type(node) is exp.Join and _joined_by_name(node)) or _extremum(node) is not None
+        (type(node) is exp.Join and _joined_by_name(node)) or _extremum(node) is not None or is_quantified(node)
 
 
 _LISTED = {"LISTMAX": exp.Greatest, "LISTMIN": exp.Least}

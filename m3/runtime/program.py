@@ -54,11 +54,21 @@ _SIGNS = {1: 1, -1: -1, "+": 1, "-": -1, "insert": 1, "delete": -1}
 
 @dataclass(frozen=True)
 class ViewInfo:
-    """A view's output: key columns (name, type), then value columns (names)."""
+    """A view's columns: key columns (name, type), then value columns (names).
+
+    ``internal`` names the key columns that are no output row's (a GROUP BY
+    column the SELECT does not name): readable by name, left out of rows.
+    """
 
     name: str
     keys: tuple[tuple[str, str], ...]
     values: tuple[str, ...]
+    internal: tuple[str, ...] = ()
+
+    @property
+    def output_keys(self) -> tuple[int, ...]:
+        """Positions of the key columns an output row holds."""
+        return tuple(i for i, (name, _) in enumerate(self.keys) if name not in self.internal)
 
 
 class Runtime(Reads):
@@ -116,7 +126,7 @@ class Runtime(Reads):
                 keys = tuple((name, k.type) for name, k in zip(v.keys, first.keys))
             else:
                 keys = tuple((name, form.types[i]) for name, i in zip(v.keys, form.out))
-            out[v.name] = ViewInfo(v.name, keys, tuple(c.name for c in v.columns))
+            out[v.name] = ViewInfo(v.name, keys, tuple(c.name for c in v.columns), v.internal)
         return out
 
     @property

@@ -14,8 +14,8 @@ trimmed:
 A size of 0 keeps nothing on that side.  ``timeout`` (seconds, optional)
 also drops buffered tuples that arrived that long ago.
 
-Order: Borealis's JoinQBox has no ``slack`` and drops no tuple for being out
-of order -- every tuple is joined, then buffered -- so this operator does the
+Order: Borealis's JoinQBox has no ``slack`` and drops no tuple for order of
+arrival -- every tuple is joined, then buffered -- so this operator does the
 same, and the Head refuses a ``slack`` on a join instead of ignoring it (an
 aggregate is where slack applies; docs/operators.md).
 
@@ -23,25 +23,44 @@ Out tuples are ``out-field.N`` expressions over ``left.x``/``right.y``,
 named ``out-field-name.N``; with none, the left tuple's fields followed by
 the right's.  A predicate that fails on a pair is false; an out field that
 fails is None.
+
+Two paths, one semantics: a batch at a time on Arrow columns
+(:mod:`.join_columns`, buffers in :mod:`.join_buffer`) where the predicate
+and out fields translate exactly, else a tuple at a time (:mod:`.join_rows`,
+the reference).  Rows arriving at a columnar join are made columns, and its
+out tuples are rows again; a batch of rows whose values the columns cannot
+hold as they are (an int in a double field) hands the buffers to the row
+path for good, through the same ``state()`` a move carries.  A changelog is
+refused at submission (catalog/changelog.py): a windowed join of arrivals
+cannot apply a retraction.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Any
+import logging
 
-from boreas.catalog.expressions import ExpressionError, Scope
+import pyarrow as pa
+
 from boreas.catalog.model import Box, Schema
-from boreas.node.compile import STR, CodeBuilder, kind_of
+from boreas.node.compile import STR, kind_of
+from boreas.wire.columns import Columns, as_rows
 
-from .base import Emitted, OperatorError
+from .base import Emitted
+from .join_buffer import Unfit, rows_batch
+from .join_columns import ColumnJoin
+from .join_rows import JoinSpec, RowJoin, compile_probes
 from .timers import Timed
+
+log = logging.getLogger(__name__)
 
 SIDES = ("left", "right")
 
 
 class JoinOperator(Timed):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # Arrow batches are joined as columns where the box's shape allows (.join_columns)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference; bench/columnar_operators.py)."""
         super().__init__(box, inputs, outputs)
         if len(inputs) != 2:
             raise self.error(f"needs 2 in streams, has {len(inputs)}")
@@ -49,8 +68,14 @@ class JoinOperator(Timed):
         if not predicate:
             raise self.error("needs parameter 'predicate'")
         self.check_outputs()
-        self._sizes: list[float] = []
-        self._orders: list[int | None] = []
+        self.spec = self._spec(box, inputs, predicate)
+        probes = compile_probes(box, inputs, self.spec)
+        self.rows = RowJoin(self.spec, probes)
+        self.columns = ColumnJoin.make(self.spec, inputs, outputs[0], probes) if columnar else None
+
+    def _spec(self, box: Box, inputs: list[Schema], predicate: str) -> JoinSpec:
+        sizes: list[float] = []
+        orders: list[int | None] = []
         for side, schema in zip(SIDES, inputs):
             by_values = self.choice(f"{side}-order-by", ("VALUES", "TUPLES"), "TUPLES") == "VALUES"
             size = self.number(f"{side}-buffer-size", low=0, required=True)
@@ -61,129 +86,91 @@ class JoinOperator(Timed):
                 index = self.field_index(schema, on, f"{side}-order-on-field")
                 if kind_of(schema.fields[index].type) == STR:
                     raise self.param_error(f"{side}-order-on-field", "order-by VALUES needs a numeric field")
-                self._orders.append(index)
-                self._sizes.append(size)  # type: ignore[arg-type]
+                orders.append(index)
+                sizes.append(size)  # type: ignore[arg-type]
             else:
-                self._orders.append(None)
-                self._sizes.append(int(size))  # type: ignore[arg-type]  # Borealis truncates
+                orders.append(None)
+                sizes.append(int(size))  # type: ignore[arg-type]  # Borealis truncates
         timeout = self.number("timeout", None, low=0)
-        self.timeout: float | None = float(timeout) if timeout is not None else None
-        self._probes = self._compile(box, inputs, predicate)
-        self._buffers: list[deque[tuple]] = [self._new_buffer(i) for i in range(2)]
-        self._times: list[deque[float]] | None = (
-            [self._new_buffer(i) for i in range(2)] if self.timeout is not None else None)
+        return JoinSpec(predicate, tuple(self.indexed("out-field")), (sizes[0], sizes[1]), (orders[0], orders[1]),
+                        float(timeout) if timeout is not None else None)
 
-    def _new_buffer(self, side: int, items: Any = ()) -> deque:
-        maxlen = self._sizes[side] if self._orders[side] is None else None
-        return deque(items, maxlen=maxlen)  # type: ignore[arg-type]
-
-    def _compile(self, box: Box, inputs: list[Schema], predicate: str) -> list[Any]:
-        builder = CodeBuilder(Scope.join(inputs[0], inputs[1]), ["left", "right"], label=box.name)
-        try:
-            pred = builder.translate(predicate).source
-            expressions = self.indexed("out-field")
-            fields = [builder.value(e).source for e in expressions]
-        except ExpressionError as exc:
-            raise OperatorError(f"join box {box.name!r}: {exc}") from None
-        if fields:
-            display = "(" + "".join(f + ", " for f in fields) + ")"
-            slow = ["def _slow(left, right):"]
-            for i, f in enumerate(fields):
-                slow += ["    try:", f"        v{i} = {f}", "    except _ERRORS:", f"        v{i} = None"]
-            slow.append("    return (" + "".join(f"v{i}, " for i in range(len(fields))) + ")")
-            builder.namespace["_slow"] = builder.define("\n".join(slow) + "\n", "_slow")
-        else:
-            display = "(left + right)"
-            builder.namespace["_slow"] = None
-        probes = []
-        for new, other in (("left", "right"), ("right", "left")):
-            source = (
-                f"def _probe({new}, buffer, append):\n"
-                f"    for {other} in buffer:\n"
-                f"        try:\n"
-                f"            ok = {pred}\n"
-                f"        except _ERRORS:\n"
-                f"            continue\n"
-                f"        if ok:\n"
-                f"            try:\n"
-                f"                append({display})\n"
-                f"            except _ERRORS:\n"
-                f"                append(_slow(left, right))\n"
-            )
-            probes.append(builder.define(source, "_probe"))
-        return probes
+    @property
+    def columnar(self) -> bool:
+        """Whether batches are joined on columns (the predicate and out fields translate, no row batch misfit)."""
+        return self.columns is not None
 
     # -- the data path ---------------------------------------------------------------
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
         self.tick(now)
         if port not in (0, 1):
             raise self.error(f"has no in port {port}")
-        if self._times is not None:
-            self._expire(now)
-        out: list[tuple] = []
-        append = out.append
-        probe = self._probes[port]
-        other, own = self._buffers[1 - port], self._buffers[port]
-        times = self._times[port] if self._times is not None else None
-        oi, size = self._orders[port], self._sizes[port]
-        for row in rows:
-            if other:
-                probe(row, other, append)
-            own.append(row)
-            if times is not None:
-                times.append(now)
-            if oi is not None:
-                self._trim(own, times, row[oi], oi, size)
+        if isinstance(rows, Columns) and rows.weights is not None:  # the catalog refuses this (changelog.py)
+            raise self.error("cannot read a changelog: a windowed join cannot apply a retraction")
+        columns = self.columns
+        if columns is not None:
+            batch = _conformed(rows.batch, columns.schemas[port]) if isinstance(rows, Columns) else None
+            if batch is not None:
+                out = columns.process(port, batch, now)
+                if isinstance(out, list):
+                    return [(0, out)] if out else []
+                return [(0, Columns(out))] if out.num_rows else []
+            try:
+                batch = rows_batch(as_rows(rows), columns.schemas[port])
+            except Unfit as exc:
+                self._to_rows(str(exc))
+            else:
+                out = columns.process(port, batch, now)
+                if not isinstance(out, list):
+                    out = Columns(out).rows()
+                return [(0, out)] if out else []
+        out = self.rows.process(port, rows.rows() if isinstance(rows, Columns) else rows, now)
         return [(0, out)] if out else []
 
-    @staticmethod
-    def _trim(own: deque, times: deque | None, new: Any, oi: int, size: float) -> None:
-        """Borealis FieldJoinBuffer: drop the oldest while ``new - oldest >= size``."""
-        while own:
-            try:
-                too_old = new - own[0][oi] >= size
-            except TypeError:  # a None order value: it cannot be placed, so it goes
-                too_old = True
-            if not too_old:
-                return
-            own.popleft()
-            if times is not None:
-                times.popleft()
-
-    def _expire(self, now: float) -> None:
-        limit = now - self.timeout  # type: ignore[operator]
-        for buffer, times in zip(self._buffers, self._times):  # type: ignore[arg-type]
-            while times and times[0] <= limit:
-                times.popleft()
-                buffer.popleft()
+    def _to_rows(self, why: str) -> None:
+        """Rows the columns cannot hold came: the buffers go to the row path, for good."""
+        assert self.columns is not None
+        log.info("join box %r: %s; joining on rows from now on", self.box.name, why)
+        self.rows.restore(self.columns.state())
+        self.columns = None
 
     # -- state ----------------------------------------------------------------------------
 
+    def _engine(self) -> ColumnJoin | RowJoin:
+        return self.columns if self.columns is not None else self.rows
+
     def shift_times(self, delta: float) -> None:
-        if self._times is not None:
-            self._times = [deque((t + delta for t in times), maxlen=times.maxlen) for times in self._times]
+        self._engine().shift_times(delta)
 
     def state_entries(self) -> int:
         """Tuples buffered on both sides."""
-        return sum(map(len, self._buffers))
+        return self._engine().entries()
 
     def state(self) -> dict:
-        return {
-            "clock": self.clock_state(),
-            "buffers": [[list(r) for r in b] for b in self._buffers],
-            "times": [list(t) for t in self._times] if self._times is not None else None,
-        }
+        return {"clock": self.clock_state(), **self._engine().state()}
 
     def restore(self, state: dict, now: float | None = None) -> None:
         try:
-            self._buffers = [self._new_buffer(i, (tuple(r) for r in state["buffers"][i])) for i in range(2)]
-            if self._times is not None:
-                saved = state.get("times") or [[], []]
-                self._times = [self._new_buffer(i, (float(t) for t in saved[i])) for i in range(2)]
-                for buffer, times in zip(self._buffers, self._times):
-                    if len(buffer) != len(times):
-                        raise ValueError("buffer and arrival times differ in length")
+            if self.columns is not None:
+                try:
+                    self.columns.restore(state)
+                except Unfit as exc:
+                    self.columns = None
+                    log.info("join box %r: restored rows do not fit its columns (%s); joining on rows", self.box.name,
+                             exc)
+            if self.columns is None:
+                self.rows.restore(state)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise self.error(f"cannot restore state: {exc!r}") from None
         self.restore_clock(state.get("clock"), now)
+
+
+def _conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch | None:
+    """``batch`` under its side's Arrow schema (names and metadata aside, the types must be the same);
+    None if they are not (it is read as rows)."""
+    if batch.schema.equals(schema):
+        return batch
+    if [f.type for f in batch.schema] != [f.type for f in schema]:
+        return None
+    return pa.RecordBatch.from_arrays(batch.columns, schema=schema)

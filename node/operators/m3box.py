@@ -92,7 +92,8 @@ class M3Operator(Operator):
         self.ignored = 0  # rows whose sign field was neither +1 nor -1
         self.failed_batches = 0
         self._split = [_splitter(p.columns, p.sign_index) for p in self.plan.ports]
-        self._emit = [_emitter(view.keys, schema) for view, schema in zip(self.plan.views, self.plan.outputs)]
+        self._emit = [_emitter(tuple(view.keys[i] for i in view.output_keys), schema, view.output_keys)
+                      for view, schema in zip(self.plan.views, self.plan.outputs)]
         self._port_of_view = {view.name: port for port, view in enumerate(self.plan.views)}
         # Views whose changes are read from the native journals as columns (node/operators/m3changes.py): all of
         # the box's views must be plain for that, so one batch's changes are all read one way.
@@ -249,11 +250,12 @@ def _splitter(columns: tuple[tuple[str, str], ...], sign_index: int | None):
     return scope["split"]
 
 
-def _emitter(keys: tuple[tuple[str, str], ...], schema: Schema):
-    """``[(key, value)] -> out rows``: dates as timestamps, values cast to the out fields' types."""
+def _emitter(keys: tuple[tuple[str, str], ...], schema: Schema, positions: tuple[int, ...]):
+    """``[(key, value)] -> out rows``: the output ``keys`` (at ``positions`` of the view's key: an internal key
+    is no out field), dates as timestamps, values cast to the out fields' types."""
     width = len(keys)
     casts = ["float" if f.type == FieldType.DOUBLE else "int" for f in schema.fields[width:]]
-    key_parts = [f"_micros(k[{i}])" if kind == "DATE" else f"k[{i}]" for i, (_, kind) in enumerate(keys)]
+    key_parts = [f"_micros(k[{i}])" if kind == "DATE" else f"k[{i}]" for i, (_, kind) in zip(positions, keys)]
     if len(casts) == 1:
         value_parts = [f"{casts[0]}(v)"]
     else:

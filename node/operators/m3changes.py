@@ -90,7 +90,8 @@ def view_changes(native, view, keys: tuple[tuple[str, str], ...], schema: Schema
         kind = pa.float64() if m in native.float_maps else pa.int64()
         now[m] = _column(changed.news, n, j * stride, kind)
         before[m] = _column(changed.olds, n, j * stride, kind)
-    value_fields = list(target)[len(keys):]
+    shown = view.output_keys  # an internal key (a GROUP BY column not selected) is no out field
+    value_fields = list(target)[len(shown):]
     new = _view_values(view, now, value_fields)
     old = _view_values(view, before, value_fields)
     old_in, new_in = _present(old), _present(new)
@@ -102,8 +103,8 @@ def view_changes(native, view, keys: tuple[tuple[str, str], ...], schema: Schema
         return None
     rows = pa.concat_arrays([leave, enter])
     table = strings if strings is not None else StringTable()
-    columns = [_key_column(native, _column(changed.keys, n, i * stride).take(rows), kind, table).cast(field.type)
-               for i, ((_, kind), field) in enumerate(zip(keys, target))]
+    columns = [_key_column(native, _column(changed.keys, n, i * stride).take(rows), keys[i][1], table).cast(field.type)
+               for i, field in zip(shown, target)]
     columns += [pa.concat_arrays([o.take(leave), v.take(enter)]) for o, v in zip(old, new)]
     weights = pa.concat_arrays([pa.repeat(pa.scalar(-1, pa.int64()), len(leave)),
                                 pa.repeat(pa.scalar(1, pa.int64()), len(enter))])

@@ -146,7 +146,9 @@ def general_views(draw):
     keys = draw(st.lists(names, min_size=1, max_size=3, unique=True))
     key_vars = draw(st.lists(view_names, min_size=len(keys), max_size=len(keys)))
     columns = draw(st.lists(st.builds(lambda n, e: ViewColumn(n, expr=e), names, view_values), min_size=1, max_size=3))
-    return ViewDecl(draw(names), tuple(keys), tuple(columns), tuple(key_vars), draw(st.one_of(st.none(), view_conds)))
+    internal = tuple(k for k in keys if draw(st.booleans()))  # keys no output row holds (``k INTERNAL``)
+    return ViewDecl(draw(names), tuple(keys), tuple(columns), tuple(key_vars), draw(st.one_of(st.none(), view_conds)),
+                    internal)
 
 
 @pytest.mark.slow

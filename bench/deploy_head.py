@@ -1,0 +1,81 @@
+"""Benchmark: the Head's part of a deployment, in process, in CPU seconds per phase (issue 37).
+
+bench/control_plane.py times a deployment end to end over 20 node processes;
+on a shared machine its wall time is mostly the load.  This runs the Head's
+own path for bench/catalog.py's application, submitted in ``--parts``
+consecutive submissions, in one process with no network, and prints the
+CPU time (``time.process_time``, which the machine's other work inflates
+least) of each phase per part:
+
+* **read**: hardened parse, XSD and decode of the application and deployment XML;
+* **plan+commit**: ``apply_submission`` on the Head's index (merge, incremental
+  check, diff, SQLite commit);
+* **follow**: what the Head does with its commit: decode it, derive its index;
+* **slice**: ``NodeSlices.advance`` (the nodes whose slice changed);
+* **encode**: each changed node's update XML against what it held.
+
+A phase whose time grows from part to part costs the size of the catalog,
+not of the part.
+
+Usage: .venv/bin/python bench/deploy_head.py [--boxes 10000] [--parts 1] [--nodes 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+from boreas.catalog import Catalog, open_store, read_document
+from boreas.catalog.elements import apply_commit, commit_touched
+from boreas.catalog.index import CatalogIndex
+from boreas.catalog.replicate import update_items
+from boreas.catalog.slice_index import NodeSlices
+from boreas.catalog.submission import apply_submission
+from boreas.catalog.updates import update_document
+from catalog import generate_parts
+
+PHASES = ("read", "plan+commit", "follow", "slice", "encode")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boxes", type=int, default=10_000)
+    parser.add_argument("--parts", type=int, default=1)
+    parser.add_argument("--nodes", type=int, default=20)
+    args = parser.parse_args()
+    held: dict[str, Catalog] = {}
+    totals = dict.fromkeys(PHASES, 0.0)
+    with tempfile.TemporaryDirectory() as tmp, open_store(f"sqlite:///{tmp}/c.db") as store:
+        catalog = Catalog()
+        index, slices = CatalogIndex.build(catalog), NodeSlices()
+        for k, (app, dep) in enumerate(generate_parts(args.boxes, args.nodes, args.parts)):
+            marks = [time.process_time()]
+            docs = [read_document(app, "bench.xml"), read_document(dep, "bench_deploy.xml")]
+            marks.append(time.process_time())
+            applied = apply_submission(store, docs, base=catalog, index=index)
+            marks.append(time.process_time())
+            after = apply_commit(catalog, applied.commit)
+            index = index.derive(after, commit_touched(applied.commit))
+            marks.append(time.process_time())
+            changed = slices.advance(index)
+            marks.append(time.process_time())
+            for node, new in changed.items():
+                new = new or Catalog()
+                update_document(update_items(held.get(node, Catalog()), new), version=after.version,
+                                origin="head", id=f"v{after.version}")
+                held[node] = new
+            marks.append(time.process_time())
+            catalog = after
+            took = dict(zip(PHASES, (b - a for a, b in zip(marks, marks[1:])), strict=True))
+            for phase, t in took.items():
+                totals[phase] += t
+            print(f"part {k + 1}/{args.parts}: " + ", ".join(f"{p} {t:.2f}" for p, t in took.items()), flush=True)
+    total = sum(totals.values())
+    phases = ", ".join(f"{p} {t:.2f}" for p, t in totals.items())
+    print(f"{args.boxes:,} boxes in {args.parts} part(s), CPU s: {phases}; total {total:.2f} "
+          f"({total / args.boxes * 1000:.3f} ms a box)")
+
+
+if __name__ == "__main__":
+    main()

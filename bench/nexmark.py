@@ -1,0 +1,182 @@
+"""Benchmark: Nexmark q0-q22 on Boreas (an ``m3`` box per query on one node's operator), DuckDB's check, Flink beside.
+
+The events come from ``bench/nexmark_gen.py`` (the Nexmark model,
+deterministic by seed).  Per query (``bench/nexmark_queries.py``):
+
+* **Boreas**: the query is planned as ``boreas submit`` plans it; a query
+  Boreas refuses prints the refusal it gives (windowed queries need
+  ``TUMBLE``/``HOP``/``SESSION``, issue 34 item 1, and are refused today).
+  An accepted one runs as an ``m3`` box fed the events' Arrow batches in
+  event order (``bench/nexmark_boreas.py``): events/s of the kinds it reads.
+* **DuckDB check** of every non-windowed query Boreas runs: the same SQL
+  over the same events, compared row by row with the box's view.
+* **Flink** (``bench/nexmark_flink.py``, a child process: PyFlink,
+  parallelism 1, the suite's Flink SQL over the same events as CSV files):
+  events/s of the kinds the query reads, job deployment included; or
+  "unavailable: why".
+
+The machine's load (``/proc/loadavg``) is printed before and after: on a
+shared machine the numbers are only comparable within one run.
+
+Usage: ``python bench/nexmark.py [--events 1000000] [--seed 0] [--queries q0,q3] [--no-flink] [--markdown]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import nexmark_gen  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from nexmark_boreas import Planned, compare, duckdb_rows, feed, plan, view_rows  # noqa: E402
+from nexmark_flink import available  # noqa: E402
+from nexmark_queries import FLINK_SKIPS, QUERIES, Query  # noqa: E402
+
+FLINK_BUDGET = 1800.0  # seconds for all the Flink jobs
+
+
+@dataclass
+class Row:
+    """One query's line of the table."""
+
+    query: Query
+    events: int = 0
+    boreas: str = ""
+    check: str = ""
+    flink: str = ""
+    boreas_rate: float | None = None
+    refusal: str | None = None
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def run_boreas(q: Query, blocks: list[dict], tables: dict) -> Row:
+    """Plan, feed and check one query on Boreas."""
+    row = Row(q, events=sum(tables[k].num_rows for k in q.reads))
+    planned = plan(q)
+    if not isinstance(planned, Planned):
+        row.refusal = " ".join(planned.split())
+        row.boreas, row.check = f"refused: {row.refusal}", "-"
+        return row
+    seconds, fed = feed(planned, blocks)
+    row.boreas_rate = fed / seconds
+    row.boreas = f"{row.boreas_rate:,.0f} ev/s ({planned.operator.backend})"
+    if q.windowed:
+        row.check = "windowed: Flink's to check (not yet)"
+    else:
+        differs = compare(view_rows(planned), duckdb_rows(planned, tables))
+        row.check = "matches" if differs is None else f"DIFFERS: {differs}"
+    return row
+
+
+def run_flink(rows: list[Row], cfg: nexmark_gen.GeneratorConfig) -> None:
+    """Every query Flink runs, in one child process over CSV files of the same events."""
+    why = available()
+    for row in rows:
+        skip = FLINK_SKIPS.get(row.query.name)
+        row.flink = f"not run: {skip}" if skip else (f"unavailable: {why}" if why else "")
+    todo = [r for r in rows if not r.flink]
+    if not todo:
+        return
+    with tempfile.TemporaryDirectory(prefix="nexmark-") as tmp:
+        began = time.perf_counter()
+        nexmark_gen.write(cfg, Path(tmp), "csv")
+        print(f"CSV files for Flink written in {time.perf_counter() - began:.1f} s", flush=True)
+        by_name = {r.query.name: r for r in todo}
+        cmd = [sys.executable, str(Path(__file__).with_name("nexmark_flink.py")), "--dir", tmp, *by_name]
+        with open(Path(tmp) / "flink.log", "w+") as log:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+            watchdog = threading.Timer(FLINK_BUDGET, proc.kill)  # what finished by then is kept
+            watchdog.start()
+            try:
+                for line in proc.stdout:
+                    _flink_line(line, by_name)
+                proc.wait()
+            finally:
+                watchdog.cancel()
+                if proc.poll() is None:  # the bench itself failed: its child goes with it
+                    proc.kill()
+                    proc.wait()
+            log.seek(0)
+            tail = (log.read().strip().splitlines() or ["no output"])[-1][:200]
+        for r in todo:
+            if not r.flink:
+                r.flink = (f"unavailable: the PyFlink run exceeded {FLINK_BUDGET:.0f} s" if proc.returncode == -9
+                           else f"unavailable: the PyFlink run ended (exit {proc.returncode}): {tail}")
+
+
+def _flink_line(line: str, by_name: dict[str, Row]) -> None:
+    """One JSON line of the Flink child into its query's row."""
+    if not line.startswith("{"):
+        return
+    got = json.loads(line)
+    if "version" in got:
+        print(f"PyFlink {got['version']}, parallelism 1", flush=True)
+    elif "error" in got:
+        by_name[got["query"]].flink = f"failed: {got['error']}"
+    else:
+        r = by_name[got["query"]]
+        r.flink = f"{r.events / got['seconds']:,.0f} ev/s"
+        print(f"{r.query.name:<4} Flink: {r.flink} (net run time {got['seconds']:.1f} s, {got['wall']:.1f} s "
+              "with submission)", flush=True)
+
+
+def table(rows: list[Row], markdown: bool) -> str:
+    head = ("query", "events read", "Boreas", "DuckDB check", "Flink")
+    lines = []
+    for r in rows:
+        cells = (f"{r.query.name} {r.query.title}", f"{r.events:,}", r.boreas, r.check, r.flink)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" if markdown
+                     else "  ".join(cells))
+    if markdown:
+        return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + lines)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--queries", default="", help="comma-separated names (default: q0-q22)")
+    parser.add_argument("--no-flink", action="store_true")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    args = parser.parse_args(argv)
+    wanted = [q for q in QUERIES if not args.queries or q.name in args.queries.split(",")]
+    print(f"load average before: {load()} ({os.cpu_count()} cores, shared)", flush=True)
+    cfg = nexmark_gen.GeneratorConfig(args.events, seed=args.seed)
+    began = time.perf_counter()
+    blocks = list(nexmark_gen.blocks(cfg))
+    seconds = time.perf_counter() - began
+    tables = {k: pa.Table.from_batches([b[k] for b in blocks], schema=nexmark_gen.SCHEMAS[k])
+              for k in nexmark_gen.KINDS}
+    print(f"{args.events:,} events generated in {seconds:.2f} s ({args.events / seconds:,.0f} events/s): "
+          + ", ".join(f"{t.num_rows:,} {k}s" for k, t in tables.items()), flush=True)
+    rows = []
+    for q in wanted:
+        row = run_boreas(q, blocks, tables)
+        print(f"{q.name:<4} Boreas: {row.boreas}; check: {row.check}", flush=True)
+        rows.append(row)
+    if args.no_flink:
+        for r in rows:
+            r.flink = "not run (--no-flink)"
+    else:
+        run_flink(rows, cfg)
+    print(f"load average after: {load()}")
+    print(table(rows, args.markdown))
+    return 1 if any(r.check.startswith("DIFFERS") for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

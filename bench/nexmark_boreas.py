@@ -1,0 +1,149 @@
+"""Nexmark on Boreas: one query as an ``m3`` box on one node's operator, fed the generated events; DuckDB checks it.
+
+Each query becomes an application (``app_xml``): one ``<input>`` stream per
+event kind it reads (``Person``, ``Auction``, ``Bid``; ``dateTime`` and
+``expires`` as ``double`` milliseconds, ids and prices ``int``) and one ``m3`` box whose ``sql`` is the
+query's Boreas form (``bench/nexmark_queries.py``).  The application is
+planned as ``boreas submit`` plans it (``plan_submission`` with the full
+box-type registry): a query Boreas cannot run is refused there, and
+:func:`plan` returns the refusal as the user would read it.
+
+A query Boreas accepts runs in process, as ``bench/m3box.py`` runs TPC-H Q3:
+the box's operator (``node/operators``' ``build_operator``, what a node
+runs) is fed each block's Arrow batches (``Columns``) port by port in event
+order; the clock covers the feeding alone (the batches are made first).
+Throughput is the events of the kinds the query reads per second.  Then the
+box's view is compared with DuckDB running the same SQL over the same events
+(a view of rows against ``GROUP BY ALL`` with ``count(*)``: M3 keeps a row's
+multiplicity in ``count``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from nexmark_queries import COLUMNS, Query
+
+STREAMS = {"person": "Person", "auction": "Auction", "bid": "Bid"}
+_TYPES = {"INT": "int", "DOUBLE": "double", "VARCHAR": "string"}
+_ARROW = {"INT": pa.int32(), "DOUBLE": pa.float64(), "VARCHAR": pa.string()}
+_SIZE = ' size="200"'  # a string field's declared size (the generated strings are shorter)
+
+
+def columns(kind: str) -> list[tuple[str, str]]:
+    """(name, SQL type) of a kind's columns as the box declares them."""
+    return [tuple(c.split()) for c in COLUMNS[kind].split(", ")]
+
+
+def app_xml(q: Query) -> str:
+    """The query as a Boreas application: its kinds as input streams, an ``m3`` box writing ``Result``."""
+    schemas, inputs, ins = [], [], []
+    for kind in q.reads:
+        fields = "".join(f'<field name="{n}" type="{_TYPES[t]}"{_SIZE if t == "VARCHAR" else ""}/>'
+                         for n, t in columns(kind))
+        schemas.append(f'<schema name="{STREAMS[kind]}Tuple">{fields}</schema>')
+        inputs.append(f'<input stream="{STREAMS[kind]}" schema="{STREAMS[kind]}Tuple"/>')
+        ins.append(f'<in stream="{STREAMS[kind]}"/>')
+    return (f'<borealis>{"".join(inputs)}{"".join(schemas)}<box name="{q.name}" type="m3">{"".join(ins)}'
+            f'<out stream="Result"/><parameter name="sql"><![CDATA[{q.boreas()}]]></parameter></box></borealis>')
+
+
+@dataclass
+class Planned:
+    """An accepted query: its operator, ready to be fed (one per run: the box's state is the view)."""
+
+    query: Query
+    operator: Any
+    out_fields: list[str]
+
+
+def plan(q: Query) -> Planned | str:
+    """The query's box operator, or Boreas's refusal (the plan's problems, as ``boreas submit`` prints them)."""
+    from boreas.catalog import Catalog, plan_submission, read_document
+    from boreas.catalog.validate import stream_schemas
+    from boreas.m3.boxtype import box_types
+    from boreas.node.operators import build_operator
+
+    types = box_types()
+    try:
+        made = plan_submission(Catalog(), [read_document(app_xml(q), f"nexmark_{q.name}.xml")], types)
+    except Exception as exc:  # noqa: BLE001 - a refusal raised while reading is still the refusal to print
+        return f"{type(exc).__name__}: {exc}"
+    if not made.ok:
+        return "; ".join(str(p) for p in made.problems)
+    schemas = stream_schemas(made.catalog, types)
+    box = made.catalog.boxes[q.name]
+    op = build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
+    return Planned(q, op, [f.name for f in schemas[box.outputs[0]].fields])
+
+
+def boreas_batch(kind: str, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A generated batch as the box's stream carries it: the declared columns, timestamps as ms since the epoch."""
+    cols = []
+    for name, sql_type in columns(kind):
+        col = batch.column(batch.schema.names.index({"datetime": "dateTime"}.get(name, name)))
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.int64())
+        cols.append(col.cast(_ARROW[sql_type]))
+    return pa.record_batch(cols, names=[n for n, _ in columns(kind)])
+
+
+def feed(planned: Planned, blocks: list[dict[str, pa.RecordBatch]]) -> tuple[float, int]:
+    """(seconds, events fed): every block's batches of the kinds read, port by port, into the operator."""
+    from boreas.wire.columns import Columns
+
+    q, op = planned.query, planned.operator
+    fed = [(port, Columns(boreas_batch(kind, b[kind]))) for b in blocks for port, kind in enumerate(q.reads)
+           if b[kind].num_rows]
+    events = sum(len(c) for _, c in fed)
+    began = time.perf_counter()
+    for port, cols in fed:
+        for _ in op.process(port, cols, 0.0):
+            pass
+    return time.perf_counter() - began, events
+
+
+def view_rows(planned: Planned) -> list[tuple]:
+    """The box's view as rows: key columns, then the value(s) (a view of rows: its ``count``)."""
+    rows = []
+    for key, value in planned.operator.runtime.view("Q1").items():
+        values = value if isinstance(value, tuple) else (value,)
+        if any(v for v in values):
+            rows.append(tuple(key) + tuple(values))
+    return rows
+
+
+def duckdb_rows(planned: Planned, tables: dict[str, pa.Table]) -> list[tuple]:
+    """The same SQL in DuckDB over the same events (a view of rows: each distinct row and its count)."""
+    import duckdb
+
+    q = planned.query
+    con = duckdb.connect()
+    for kind in q.reads:
+        con.register(kind, pa.Table.from_batches([boreas_batch(kind, b) for b in tables[kind].to_batches()]))
+    sql = q.select()
+    described = [d[0] for d in con.execute(f"SELECT * FROM ({sql}) LIMIT 0").description]
+    if planned.out_fields and planned.out_fields[-1] == "count" and len(planned.out_fields) == len(described) + 1:
+        sql = f"SELECT *, count(*) FROM ({sql}) GROUP BY ALL"
+    return [tuple(r) for r in con.execute(sql).fetchall()]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+    return a == b
+
+
+def compare(got: list[tuple], want: list[tuple]) -> str | None:
+    """None when the two results hold the same rows (floats to 1e-9), else what differs first."""
+    if len(got) != len(want):
+        return f"{len(got):,} rows, DuckDB {len(want):,}"
+    key = lambda r: tuple((x is None, x if not isinstance(x, float) else round(x, 6)) for x in r)  # noqa: E731
+    for g, w in zip(sorted(got, key=key), sorted(want, key=key)):
+        if len(g) != len(w) or not all(_same(x, y) for x, y in zip(g, w)):
+            return f"row {g} where DuckDB has {w}"
+    return None

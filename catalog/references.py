@@ -1,0 +1,105 @@
+"""Which catalog elements name which things: the reference part of a :class:`~.index.CatalogIndex`.
+
+A name is ``(kind, name)``: ``("reads", stream)``, ``("produces", stream)``,
+``("node", endpoint)``, ``("schema", name)``, ...; the references map each
+name to the elements (``(Catalog dict, key)``) that name it, so a changed
+element finds what depends on it without a scan of the catalog.
+
+The map is moved by a change in one batch per name: a deployment of 500
+boxes onto a node holding 5,000 changes ``("node", endpoint)``'s set once,
+not 500 times (each a copy of the whole set: that was quadratic in the
+boxes per node, minutes at 100,000 boxes).
+
+>>> from boreas.catalog.model import Catalog, Input
+>>> refs = {}
+>>> after = Catalog(inputs={"R": Input("R", "S")})
+>>> sorted(move_references(refs, Catalog(), after, {"inputs": {"R"}}))
+['R']
+>>> sorted(refs)
+[('produces', 'R'), ('schema', 'S')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .model import Catalog
+
+Name = tuple[str, str]  # (what kind of name, the name): ("reads", stream), ("node", endpoint), ...
+Element = tuple[str, str]  # (Catalog dict, key)
+
+#: The Catalog dicts whose elements refer to something (the others are only referred to).
+REFERRING = ("boxes", "inputs", "outputs", "tables", "views", "publications", "subscriptions", "queries",
+             "partitions")
+#: What a changed element of these dicts is named as, for those that refer to it.
+NAMED_AS = {"views": "view", "tables": "table", "nodes": "node", "boxes": "box", "schemas": "schema"}
+
+
+def element_refs(kind: str, obj: Any) -> Iterator[Name]:
+    """The names an element of Catalog dict ``kind`` refers to (what makes it need checking again)."""
+    if kind == "boxes":
+        yield from (("produces", s) for s in obj.outputs)
+        yield from (("reads", p.stream) for p in obj.inputs)
+        yield from (("view", p.view) for p in obj.inputs if p.view is not None)
+        yield from (("table", t) for t in obj.access)
+        if obj.node is not None:
+            yield ("node", obj.node)
+    elif kind == "inputs":
+        yield from (("produces", obj.stream), ("schema", obj.schema))
+    elif kind in ("outputs", "tables", "views", "publications", "subscriptions"):
+        stream = obj.stream
+        if stream is not None:
+            yield ("reads", stream)
+        schema = getattr(obj, "schema", None)
+        if schema is not None:
+            yield ("schema", schema)
+        node = getattr(obj, "node", None) if kind in ("tables", "publications") else None
+        if node:
+            yield ("node", node)
+    elif kind == "queries":
+        yield from (("box", b) for b in obj.boxes)
+        yield from (("table", t) for t in obj.tables)
+    elif kind == "partitions":
+        yield ("box", obj.box)
+        yield from (("member", n) for n in obj.nodes)
+
+
+class Produced:
+    """``stream in produced``: whether anything produces it, answered from the references."""
+
+    def __init__(self, refs: dict[Name, frozenset[Element]]):
+        self.refs = refs
+
+    def __contains__(self, stream: object) -> bool:
+        return bool(self.refs.get(("produces", stream)))  # type: ignore[arg-type]
+
+
+def move_references(refs: dict[Name, frozenset[Element]], before: Catalog, after: Catalog,
+                    changed: Mapping[str, set[str]]) -> set[str]:
+    """Move the changed elements' references in ``refs`` (in place); the streams that gained or lost a
+    producer.  The sets in ``refs`` are frozen (an index shares them with the one it came from), so each
+    name that changes gets one new set, built from all of its additions and removals at once."""
+    added: dict[Name, set[Element]] = {}
+    removed: dict[Name, set[Element]] = {}
+    touched: set[str] = set()
+    for kind in REFERRING:
+        old_items, new_items = getattr(before, kind), getattr(after, kind)
+        for key in changed.get(kind, ()):
+            old, new = old_items.get(key), new_items.get(key)
+            old_refs = set(element_refs(kind, old)) if old is not None else set()
+            new_refs = set(element_refs(kind, new)) if new is not None else set()
+            for name in old_refs - new_refs:
+                removed.setdefault(name, set()).add((kind, key))
+            for name in new_refs - old_refs:
+                added.setdefault(name, set()).add((kind, key))
+            if kind == "inputs" or (kind == "boxes" and getattr(old, "outputs", None) != getattr(new, "outputs", None)):
+                # (a new reader, or a move, changes nothing for the stream's other readers)
+                touched.update(s for k, s in old_refs | new_refs if k == "produces")
+    for name in added.keys() | removed.keys():
+        now = (refs.get(name, frozenset()) - removed.get(name, set())) | added.get(name, set())
+        if now:
+            refs[name] = now
+        else:
+            refs.pop(name, None)
+    return touched

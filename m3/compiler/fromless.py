@@ -1,0 +1,125 @@
+"""A query without FROM (``SELECT (SELECT SUM(a) FROM R) AS x, (SELECT COUNT(*) FROM S) + 1 AS y``) as a plan.
+
+Why a plan (:class:`.lifted.Plan`) and not a construct of its own: each scalar subquery is an ordinary
+aggregate query without GROUP BY, compiled from the general rules as a *part* (``SELECT <its value> AS v,
+COUNT(*) AS n FROM ...``); the view has no keys, and each column is its expression over the parts' values
+(placeholders ``#i.0``, filled by :func:`.liftview.lifted_view` with the parts' maps), computed when read.
+
+SQL's aggregate of no rows is NULL (but COUNT's, 0), and NULL makes the whole expression NULL.  Boreas has no
+NULLs yet and shows an absent aggregate as 0, so a column reading a subquery with another aggregate than COUNT
+is multiplied by ``LEAST(n, 1)`` (1 while that subquery reads rows, else 0) for each such subquery, and a
+divisor reading one has ``1 - LEAST(n, 1)`` added (no division by zero where the value is NULL anyway).
+
+Refused by name: a subquery that is not an aggregate without GROUP BY (it has rows, not one value), anything
+but arithmetic (``+ - * /``, unary minus) over scalar subqueries and constants, and a query with no subquery.
+
+>>> import sqlglot
+>>> from ..errors import CompileError
+>>> from ..printer import format_view_expr
+>>> class Ctx:
+...     def error(self, message, node=None, keyword=None): return CompileError(message)
+>>> p = plan(sqlglot.parse_one("SELECT (SELECT SUM(a) FROM R) * 2 AS x, (SELECT COUNT(*) FROM S) AS y"), Ctx())
+>>> [q.sql() for q in p.parts]
+['SELECT SUM(a) AS v, COUNT(*) AS n FROM R', 'SELECT COUNT(*) AS v, COUNT(*) AS n FROM S']
+>>> [(n, format_view_expr(e)) for n, e in p.columns]
+[('x', '#0.0[] * 2 * LEAST(#0.1[], 1)'), ('y', '#1.0[]')]
+>>> plan(sqlglot.parse_one("SELECT (SELECT a FROM R) AS x"), Ctx())
+Traceback (most recent call last):
+...
+boreas.m3.errors.CompileError: unsupported scalar subquery (SELECT a FROM R) in a query without FROM (one aggregate without GROUP BY: one value)
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..ast import Const, Expr, MapRef
+from ..viewnodes import Arith
+from .constants import NotConstant, fold, is_constant
+from .lifted import ARITH, Plan, items_of
+from .nodes import sql_of
+from .outputs import unique_names
+from .resolve import Positions, unparen
+
+_CLAUSES = ("where", "group", "having", "joins", "distinct", "limit", "offset", "with", "with_", "qualify",
+            "windows", "order")
+
+
+def is_fromless(sel: exp.Expression) -> bool:
+    """Whether ``sel`` is a SELECT without FROM (that :func:`plan` translates)."""
+    return type(sel) is exp.Select and not items_of(sel)
+
+
+def plan(sel: exp.Select, ctx: Positions) -> Plan:
+    """The parts (one per scalar subquery) and the keyless view over them."""
+    for key in _CLAUSES:
+        if sel.args.get(key):
+            raise ctx.error(f"unsupported {key.rstrip('_').upper()} in a query without FROM", sel)
+    b = _Builder(ctx)
+    names, exprs = [], []
+    for i, item in enumerate(sel.expressions):
+        node = unparen(item.this if type(item) is exp.Alias else item)
+        names.append(item.alias if type(item) is exp.Alias else f"col{i + 1}")
+        exprs.append(b.column(node))
+    if not b.parts:
+        raise ctx.error(f"unsupported query without FROM and without a scalar subquery ({sql_of(sel)}): a view "
+                        "reads relations", sel)
+    return Plan(tuple(b.parts), (), (), tuple(zip(unique_names(names), exprs)), None)
+
+
+class _Builder:
+    """The parts a query without FROM reads, one per scalar subquery, and its columns over them."""
+
+    def __init__(self, ctx: Positions) -> None:
+        self.ctx = ctx
+        self.parts: list[exp.Select] = []
+        self.nullable: list[bool] = []  # part i's value is SQL's NULL while it reads no rows
+
+    def column(self, e: exp.Expression) -> Expr:
+        value, reads = self.expr(e)
+        for i in sorted(reads):
+            value = Arith("*", value, _some(i))
+        return value
+
+    def expr(self, e: exp.Expression) -> tuple[Expr, set[int]]:
+        """A view expression and the nullable parts it reads."""
+        e = unparen(e)
+        if type(e) is exp.Subquery:
+            i = self.part(e)
+            return MapRef(f"#{i}.0", ()), ({i} if self.nullable[i] else set())
+        if type(e) is exp.Neg:
+            x, reads = self.expr(e.this)
+            return Arith("-", Const(0), x), reads
+        if type(e) in ARITH:
+            (a, ra), (d, rd) = self.expr(e.this), self.expr(e.expression)
+            if type(e) is exp.Div:
+                for i in sorted(rd):  # NULL where the divisor's subquery reads no rows: divide by 1 instead of 0
+                    d = Arith("-", Arith("+", d, Const(1)), Arith("LEAST", MapRef(f"#{i}.1", ()), Const(1)))
+            return Arith(ARITH[type(e)], a, d), ra | rd
+        if is_constant(e):
+            try:
+                return Const(fold(e)), set()
+            except NotConstant as bad:
+                raise self.ctx.error(f"unsupported {sql_of(e)} in a query without FROM ({bad})", e) from None
+        raise self.ctx.error(f"unsupported {sql_of(e)} in a query without FROM (arithmetic over scalar subqueries "
+                             "and constants)", e)
+
+    def part(self, e: exp.Subquery) -> int:
+        sub = unparen(e.this)
+        if type(sub) is not exp.Select or any(v for k, v in e.args.items() if k != "this") or \
+                len(sub.expressions) != 1 or sub.args.get("group") is not None or \
+                unparen(sub.expressions[0]).find(exp.AggFunc) is None or not items_of(sub):
+            raise self.ctx.error(f"unsupported scalar subquery {sql_of(e)} in a query without FROM (one aggregate "
+                                 "without GROUP BY: one value)", e)
+        item = sub.expressions[0]
+        value = (item.this if type(item) is exp.Alias else item).copy()
+        part = sub.copy()
+        part.set("expressions", [exp.alias_(value, "v"), exp.alias_(exp.Count(this=exp.Star()), "n")])
+        self.parts.append(part)
+        self.nullable.append(any(type(a) is not exp.Count for a in value.find_all(exp.AggFunc)))
+        return len(self.parts) - 1
+
+
+def _some(i: int) -> Expr:
+    """1 while part ``i`` reads rows, else 0."""
+    return Arith("LEAST", MapRef(f"#{i}.1", ()), Const(1))

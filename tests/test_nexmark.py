@@ -1,0 +1,83 @@
+"""bench/nexmark.py on a few thousand events: the queries Boreas runs match DuckDB, the others say why not.
+
+The benchmark's claims rest on these: that an accepted query's box (an
+``m3`` operator fed the generated Arrow batches) ends with DuckDB's answer
+over the same events, that a refused query prints the refusal ``boreas
+submit`` would give (not a crash of the bench), and that the table has a
+line per query.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.bench import bench_importable
+
+pytestmark = pytest.mark.slow  # benchmark code, as tests/test_bench_m3.py
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    for _ in bench_importable(monkeypatch, ("nexmark", "nexmark_gen", "nexmark_boreas", "nexmark_queries",
+                                            "nexmark_flink")):
+        import nexmark
+
+        yield nexmark
+
+
+@pytest.fixture
+def events(bench):
+    import nexmark_gen
+    import pyarrow as pa
+
+    blocks = list(nexmark_gen.blocks(nexmark_gen.GeneratorConfig(20_000, seed=4)))
+    tables = {k: pa.Table.from_batches([b[k] for b in blocks]) for k in nexmark_gen.KINDS}
+    return blocks, tables
+
+
+@pytest.mark.parametrize("name", ["q0", "q3", "q20"])
+def test_an_accepted_query_ends_with_duckdbs_answer(bench, events, name):
+    from nexmark_queries import BY_NAME
+
+    row = bench.run_boreas(BY_NAME[name], *events)
+    assert row.refusal is None
+    assert row.check == "matches"
+    assert row.boreas_rate > 0 and row.events == sum(events[1][k].num_rows for k in BY_NAME[name].reads)
+
+
+def test_the_check_finds_a_view_that_differs(bench, events):
+    from nexmark_boreas import compare, duckdb_rows, feed, plan, view_rows
+    from nexmark_queries import BY_NAME
+
+    blocks, tables = events
+    planned = plan(BY_NAME["q3"])
+    feed(planned, blocks[:-1])  # the last block's auctions and persons never reach the box
+    assert compare(view_rows(planned), duckdb_rows(planned, tables)) is not None
+    assert compare([(1, 2.0)], [(1, 2.0 + 1e-12)]) is None
+    assert compare([(1, "a", 1)], [(1, "b", 1)]) == "row (1, 'a', 1) where DuckDB has (1, 'b', 1)"
+
+
+def test_a_query_boreas_cannot_run_is_refused_with_the_reason_boreas_gives(bench, events):
+    """q6 (an OVER ROWS window: Flink does not run it either) and q12 (processing time) stay refused."""
+    from nexmark_queries import BY_NAME
+
+    row = bench.run_boreas(BY_NAME["q6"], *events)
+    assert row.refusal is not None and "m3 box 'q6'" in row.refusal and "parameter 'sql'" in row.refusal
+    assert "window function" in row.refusal
+    assert row.boreas == f"refused: {row.refusal}" and row.boreas_rate is None
+    row = bench.run_boreas(BY_NAME["q12"], *events)
+    assert row.refusal is not None and "m3 box 'q12'" in row.refusal
+
+
+def test_the_table_has_a_line_per_query_and_flink_says_why_it_did_not_run(bench, events):
+    import nexmark_gen
+    from nexmark_queries import BY_NAME
+
+    rows = [bench.run_boreas(BY_NAME[n], *events) for n in ("q0", "q6")]
+    bench.run_flink(rows, nexmark_gen.GeneratorConfig(1_000))
+    assert rows[1].flink.startswith("not run: Flink does not run it")
+    if bench.available() is not None:
+        assert rows[0].flink == f"unavailable: {bench.available()}"
+    else:  # PyFlink here (`make bench-setup`): the query ran in Flink over the CSV files
+        assert rows[0].flink.endswith(" ev/s"), rows[0].flink
+    text = bench.table(rows, markdown=True)
+    assert text.count("\n") == 3 and "| q0 pass through |" in text and "refused: " in text
