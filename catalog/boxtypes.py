@@ -34,6 +34,7 @@ from .expressions import (
 from .model import Box, Field, FieldType, Partition, Schema
 from .unsupported_boxes import why_unsupported
 from .revision_params import RevisionParamError, check_revision_params, plain_box, revised_value
+from .table_params import TABLE_TYPES, TableParamError, infer_table_box
 
 
 class BoxError(ValueError):
@@ -337,6 +338,14 @@ def infer_revision(box: Box, inputs: list[Schema]) -> list[Schema]:
     return [out]
 
 
+def infer_table(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """A table box (catalog/table_params.py), bound to its table's declaration."""
+    try:
+        return infer_table_box(box, inputs)
+    except TableParamError as exc:
+        raise BoxError(str(exc)) from None
+
+
 _INFER_PLAIN: dict[str, InferFn] = {"filter": infer_filter, "map": infer_map, "aggregate": infer_aggregate}
 
 
@@ -398,6 +407,10 @@ def builtin_registry(extra: Iterable[BoxType] = ()) -> BoxTypeRegistry:
             BoxType("revisionaggregate", infer_revision,
                     required=("aggregate-function.0", "window-size-by", "window-size"),
                     summary="retracting aggregate (Borealis revision processing)"),
+            *(BoxType(name, infer_table, required=("sql",), summary=f"{name} rows of a <table>")
+              for name in TABLE_TYPES),
+            BoxType("joinstatic", infer_table, max_inputs=2, required=("predicate",),
+                    summary="join a stream with a <table>'s rows"),
             *extra,
         ]
     )

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import arrays
+from . import arrays, table_params
 from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
 from .diagnostics import Origin
 from .model import Box, Catalog, Schema
@@ -135,6 +135,7 @@ class BoxTyping:
 def type_box(catalog: Catalog, registry: BoxTypeRegistry, box: Box, inputs: list[Schema | None]) -> BoxTyping:
     """Check one box's shape and infer its out schemas from its in streams' (None: that stream is broken,
     and the box is checked for its shape only: one mistake gives one message)."""
+    box = table_params.bind(box, catalog)  # a table box reads its table's declaration (catalog/table_params.py)
     problems = registry.check_shape(box)
     outs: list[Schema] | None = None
     if not problems and None not in inputs:

@@ -44,6 +44,7 @@ from .model import (
     Subscription,
 )
 from .slice_topology import ScannedTopology, Topology, entries
+from .table_params import ACCESSING
 from .validate import stream_schemas
 
 
@@ -87,6 +88,10 @@ class SliceMaker:
             table = cat.tables[name]
             part.tables[table.name] = table
             self._schema(part, table.schema)
+        accessed = {t for b in part.boxes.values() if b.type in ACCESSING for t in b.access if t in cat.tables}
+        for name in sorted(accessed - set(part.tables)):
+            part.tables[name] = cat.tables[name]  # a table's rows live where its boxes run (catalog/table_params.py)
+            self._schema(part, cat.tables[name].schema)
         produced = {s for b in part.boxes.values() for s in b.outputs}
         consumed = {p.stream for b in part.boxes.values() for p in b.inputs}
         entering = topology.inputs_entering(node)

@@ -11,7 +11,7 @@ says why (validation reports it at the box, with file and line):
   array fields besides, which Boreas's data plane does not carry;
 * the application-specific boxes of Borealis's demonstrations (video face
   detection, astronomy frames, ship tracks, rendering) are not operators;
-* the fault-tolerance operators, the table boxes, ``joinstatic`` and
+* the fault-tolerance operators and
   ``aurorajoin`` are not built yet.
 
 >>> print(why_unsupported("face_detect_chunk"))
@@ -35,10 +35,6 @@ _REASONS = {
     "concatenate": _ARRAY_BOXES_WITHOUT_SOURCE,
     **{name: "one of Borealis's fault-tolerance operators (serializing union, delay-process-correct), not "
              "supported yet" for name in ("sunion", "soutput", "sjoin", "scontrol")},
-    **{name: "one of Borealis's table boxes (over a <table>), not supported yet"
-       for name in ("select", "insert", "update", "delete")},
-    "joinstatic": "Borealis's join of a stream with a static table (JoinStatic, a user-defined box), not "
-                  "supported yet",
     "aurorajoin": "Borealis's second join (AuroraJoinQBox, the one its sjoin builds on), not supported yet: a "
                   "join box joins two streams over windows",
 }

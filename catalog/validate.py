@@ -14,7 +14,7 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import arrays, changelog
+from . import arrays, changelog, table_params
 from .app_diff import unselected_columns_note
 from .boxtypes import BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic, Origin
@@ -119,8 +119,9 @@ def check_topology(catalog: Catalog, registry: BoxTypeRegistry | None = None,
 WholeCheck = Callable[[Catalog, Callable[[Origin, str], None]], None]
 
 #: Whole-catalog checks every validation runs, both ways: boxes that cannot read the changelog they are fed
-#: (changelog-ness flows downstream, so it is a property of the whole dataflow; catalog/changelog.py).
-BUILTIN_WHOLE: tuple[WholeCheck, ...] = (changelog.check,)
+#: (changelog-ness flows downstream, so it is a property of the whole dataflow; catalog/changelog.py), and
+#: tables accessed from several nodes (catalog/table_params.py).
+BUILTIN_WHOLE: tuple[WholeCheck, ...] = (changelog.check, table_params.check)
 
 
 def whole_checks(checks: Checks | None) -> tuple[WholeCheck, ...]:

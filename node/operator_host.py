@@ -24,6 +24,7 @@ import logging
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.model import Box, Catalog, Partition, Schema
 from boreas.catalog.index import CatalogIndex
+from boreas.catalog.table_params import bound_boxes
 from boreas.catalog.validate import stream_schemas
 from boreas.wire.tuples import RowType
 
@@ -31,6 +32,8 @@ from .box_state import BoxStates
 from .cumulus.part import PartOperator
 from .operators import Operator, build_operator
 from .operators.base import InternalStreams
+from .operators.table import TableOperator
+from .operators.table_rows import TableStore
 from .outputs import Outputs
 from .router import Router
 
@@ -58,6 +61,7 @@ class OperatorHost:
         self.index = CatalogIndex.build(Catalog(), box_types)
         # Operators built by the last refusals' trial, handed to the reconfigure that follows (built once).
         self.trial: dict[str, tuple[Box, list[Schema], list[Schema], Operator]] = {}
+        self.tables = TableStore()  # the rows of the <table>s this node's table boxes access
 
     def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = ()) -> None:
         """Follow a new local catalog: keep unchanged boxes (and their state), build new ones.
@@ -71,8 +75,10 @@ class OperatorHost:
         changed = [name for name, part in catalog.partitions.items()
                    if self.partitions.get(name) != part and not self._runs(name, part)]
         self.partitions = dict(catalog.partitions)
-        for name, why in self.states.follow(catalog.boxes, self.schemas, keep_state, self.build, changed).items():
+        boxes = bound_boxes(catalog)  # a table box is built with its table's declaration
+        for name, why in self.states.follow(boxes, self.schemas, keep_state, self.build, changed).items():
             log.error("node %s cannot run box %r: %s", self.endpoint, name, why)
+        self._share_tables()
         self.internal = {name: found for name, op in self.states.operators.items()
                          if (found := op.internal_streams()) is not None}
         for streams in self.internal.values():
@@ -86,6 +92,15 @@ class OperatorHost:
         self.trial = {}
         self.router.rewire(self.internal)
         self.out.follow(catalog, {s: e for streams in self.internal.values() for s, e in streams.outputs})
+
+    def _share_tables(self) -> None:
+        """Give the boxes that access a table the same rows (node/operators/table_rows.py), made here."""
+        used = []
+        for op in self.states.operators.values():
+            if isinstance(op, TableOperator):
+                op.attach(self.tables.table(op.table_name, op.key_indexes))
+                used.append(op.table_name)
+        self.tables.keep(used)
 
     def _runs(self, box: str, partition: Partition) -> bool:
         """Whether box's member here already runs ``partition`` (a layout its members switched to themselves)."""
@@ -127,7 +142,7 @@ class OperatorHost:
             partitions, self.partitions = self.partitions, dict(candidate.partitions)
             try:
                 self.trial = {}
-                reasons = self.states.check(candidate.boxes, report.stream_schemas, self._try)
+                reasons = self.states.check(bound_boxes(candidate), report.stream_schemas, self._try)
             finally:
                 self.partitions = partitions
             found = [{"file": source, "line": None, "path": f"box {name}", "reason": f"box {name!r}: {why}"}

@@ -26,6 +26,7 @@ from .map import MapOperator
 from .revision import RevisionFilterOperator, RevisionMapOperator
 from .revision_aggregate import RevisionAggregateOperator
 from .shedding import RandomDropOperator, WindowDropOperator
+from .table import TABLE_OPERATORS
 from .timers import DelayOperator
 from .union import UnionOperator
 
@@ -73,6 +74,7 @@ BUILTIN_OPERATORS: tuple[tuple[str, OperatorFactory], ...] = (
     ("revisionfilter", RevisionFilterOperator),
     ("revisionmap", RevisionMapOperator),
     ("revisionaggregate", RevisionAggregateOperator),
+    *TABLE_OPERATORS,
 )
 
 
