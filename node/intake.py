@@ -25,7 +25,7 @@ import logging
 from collections import Counter
 
 from boreas.catalog.changelog import WEIGHT
-from boreas.wire.columns import Columns
+from boreas.wire.columns import Columns, from_rows
 from boreas.wire.frames import Ack, Batch, Refused
 from boreas.wire.receiver import Deferred
 from boreas.wire.tuples import RowType
@@ -106,7 +106,12 @@ class Intake:
         ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
         if not rows and not batch.final:  # (a final mark alone carries none)
             return ack
-        raw = bytes(batch.rows) if not errors else payload(rows)
+        came = rows
+        if not isinstance(rows, Columns):  # rows become columns here, once: the rest of the node is columnar
+            rows = from_rows(rows, row_type.schema) or rows
+        # the log keeps what the box task takes (the bytes as they came, unless rows were refused or became
+        # columns); made even with no log yet, which a replay's end may attach before the box task takes it
+        raw = bytes(batch.rows) if not errors and came is rows else payload(rows)
         if not self.journal.attached:
             await self.inbox.put(Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None,
                                          batch.digest, batch.final))
