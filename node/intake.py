@@ -92,7 +92,8 @@ class Intake:
                            f"stream {batch.stream!r} does not enter node {self.endpoint}")
         if "~" not in batch.producer:  # a publisher's (a box's batches may share a link with member messages:
             await self._admit(batch.stream)  # never held)
-        rows, errors = row_type.decode_payload(bytes(batch.rows), batch.fmt)  # rows, or Arrow Columns
+        data = bytes(batch.rows)  # (one copy of the payload: decoded, and kept by the log as it came)
+        rows, errors = row_type.decode_payload(data, batch.fmt)  # rows, or Arrow Columns
         if "~" not in batch.producer and isinstance(rows, Columns) and rows.weights is not None:
             self.counters["refused_batches"] += 1  # nothing of it is taken: the catalog reads the stream as plain
             return Refused(batch.stream, batch.producer, batch.seq,
@@ -111,7 +112,7 @@ class Intake:
             rows = from_rows(rows, row_type.schema) or rows
         # the log keeps what the box task takes (the bytes as they came, unless rows were refused or became
         # columns); made even with no log yet, which a replay's end may attach before the box task takes it
-        raw = bytes(batch.rows) if not errors and came is rows else payload(rows)
+        raw = data if not errors and came is rows else payload(rows)
         if not self.journal.attached:
             await self.inbox.put(Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None,
                                          batch.digest, batch.final))
@@ -147,6 +148,7 @@ class Intake:
         row_type = self.row_type(batch.stream)
         if row_type is None:
             return None
-        rows, _ = row_type.decode_payload(bytes(batch.rows), batch.fmt)
-        return Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None,
+        data = bytes(batch.rows)
+        rows, _ = row_type.decode_payload(data, batch.fmt)
+        return Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, data, None,
                        batch.digest, batch.final)
