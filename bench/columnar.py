@@ -20,7 +20,11 @@ Printed: events/s of each, the node's CPU microseconds per event, and the
 issue's targets: Arrow end to end at least 3M events/s and at least 50% of
 the in-process native rate of the same run.
 
-Usage: ``python bench/columnar.py [--events 2000000] [--batch 20000] [--duckdb]``
+``--profile FILE`` profiles the Arrow run's node by CPU time while the
+events flow (bench/cpu_profile.py; read it with ``pstats``), and
+``--arrow-only`` skips the rows run.
+
+Usage: ``python bench/columnar.py [--events 2000000] [--batch 20000] [--duckdb] [--profile FILE] [--arrow-only]``
 """
 
 from __future__ import annotations
@@ -101,8 +105,8 @@ def in_process_native(data: dict[str, list[tuple]], batch: int) -> tuple[float, 
 
 async def end_to_end(run: Run, label: str, data: dict[str, list[tuple]], batch: int, arrow: bool,
                      want: dict, profile: Path | None = None) -> tuple[float, float]:
-    """(events/s, node CPU microseconds per event) of one fresh Head and node (``profile``: the node runs
-    under cProfile, writing there when it stops)."""
+    """(events/s, node CPU microseconds per event) of one fresh Head and node (``profile``: the node's CPU
+    time profile while the events flow is written there, bench/cpu_profile.py, and the view is not read)."""
     from boreas.client.publisher import Publisher
     from boreas.client.query import QueryClient
     from boreas.wire.client import PeerClient
@@ -173,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--batch", type=int, default=20_000)
     parser.add_argument("--duckdb", action="store_true", help="check the expected view against DuckDB too")
-    parser.add_argument("--profile", type=Path, help="profile the Arrow run's node by CPU time while the events flow, writing the stats to this file")
+    parser.add_argument("--profile", type=Path,
+                        help="profile the Arrow run's node by CPU time while the events flow, stats to this file")
     parser.add_argument("--arrow-only", action="store_true", help="skip the rows run (a profile, a quick look)")
     args = parser.parse_args(argv)
 

@@ -3,7 +3,8 @@
 :class:`Intake` is the node's ``/data`` side: :meth:`Intake.accept` takes a
 batch for a stream that enters here, checks its rows, and puts the good ones
 in the :class:`~boreas.node.inbox.Inbox` for the box task; the answer names
-the bad ones.  A publisher's batch with weights (a ``_weight`` column) is
+the bad ones.  A batch of rows becomes columns here, once (``wire/columns.from_rows``), so what comes after
+is columnar whatever the sender sent.  A publisher's batch with weights (a ``_weight`` column) is
 refused whole: every stream a publisher writes is plain to the catalog
 (catalog/changelog.py), so its rows would be read without them.  A batch for a box that moved on is passed after it; anything
 else is refused.  A publisher's batch waits first while the partitioned box
