@@ -20,13 +20,18 @@ Printed: events/s of each, the node's CPU microseconds per event, and the
 issue's targets: Arrow end to end at least 3M events/s and at least 50% of
 the in-process native rate of the same run.
 
-Usage: ``python bench/columnar.py [--events 2000000] [--batch 20000] [--duckdb]``
+``--profile FILE`` profiles the Arrow run's node by CPU time while the
+events flow (bench/cpu_profile.py; read it with ``pstats``), and
+``--arrow-only`` skips the rows run.
+
+Usage: ``python bench/columnar.py [--events 2000000] [--batch 20000] [--duckdb] [--profile FILE] [--arrow-only]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 import time
 from pathlib import Path
@@ -99,8 +104,9 @@ def in_process_native(data: dict[str, list[tuple]], batch: int) -> tuple[float, 
 
 
 async def end_to_end(run: Run, label: str, data: dict[str, list[tuple]], batch: int, arrow: bool,
-                     want: dict) -> tuple[float, float]:
-    """(events/s, node CPU microseconds per event) of one fresh Head and node."""
+                     want: dict, profile: Path | None = None) -> tuple[float, float]:
+    """(events/s, node CPU microseconds per event) of one fresh Head and node (``profile``: the node's CPU
+    time profile while the events flow is written there, bench/cpu_profile.py, and the view is not read)."""
     from boreas.client.publisher import Publisher
     from boreas.client.query import QueryClient
     from boreas.wire.client import PeerClient
@@ -108,7 +114,11 @@ async def end_to_end(run: Run, label: str, data: dict[str, list[tuple]], batch: 
     head_ep, node_ep = loopback_endpoints(2)
     head = start_head(run.procs, sqlite_catalog(run.tmp / f"{label}.db"), head_ep, name=f"head-{label}",
                       extra=["--snapshot-interval", "0"])
-    node = start_node(run.procs, node_ep, head, name=f"node-{label}")
+    if profile is None:
+        node = start_node(run.procs, node_ep, head, name=f"node-{label}")
+    else:  # profiled by CPU time while the events flow (bench/cpu_profile.py)
+        node = run.procs.spawn(f"node-{label}", [str(Path(__file__).with_name("cpu_profile.py")), str(profile),
+                                                 "node", "--endpoint", node_ep, "--head", head], daemon=True)
     await wait_ready(run.procs, head, [node_ep])
     from boreas.client.head_api import deploy_and_wait
 
@@ -129,6 +139,8 @@ async def end_to_end(run: Run, label: str, data: dict[str, list[tuple]], batch: 
         payload = {stream: on_the_wire(data[name]) for stream, name in STREAMS}
     async with PeerClient(run.token) as peers:
         before = (await peers.call("GET", f"http://{node_ep}/status"))["data"]["flow"].get("rows_in", 0)
+        if profile is not None:
+            node.send_signal(signal.SIGUSR1)
         cpu0 = cpu_seconds(node.pid)
         began = time.perf_counter()
         for stream, _ in STREAMS:
@@ -139,8 +151,14 @@ async def end_to_end(run: Run, label: str, data: dict[str, list[tuple]], batch: 
             await asyncio.sleep(0.005)
         seconds = time.perf_counter() - began
         cpu = cpu_seconds(node.pid) - cpu0
+        if profile is not None:
+            node.send_signal(signal.SIGUSR2)
+            await asyncio.sleep(2.0)  # it writes the stats
     for p in publishers.values():
         await p.close()
+    if profile is not None:  # the profile is of the events' way through (the view is read with no profile)
+        run.procs.stop()
+        return total / seconds, cpu / total * 1e6
     import aiohttp
 
     reader = QueryClient(head, run.token)
@@ -159,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--batch", type=int, default=20_000)
     parser.add_argument("--duckdb", action="store_true", help="check the expected view against DuckDB too")
+    parser.add_argument("--profile", type=Path,
+                        help="profile the Arrow run's node by CPU time while the events flow, stats to this file")
+    parser.add_argument("--arrow-only", action="store_true", help="skip the rows run (a profile, a quick look)")
     args = parser.parse_args(argv)
 
     def body(run: Run) -> None:
@@ -169,9 +190,10 @@ def main(argv: list[str] | None = None) -> int:
             check_with_duckdb(data, want)
         native, native_cpu = in_process_native(data, args.batch)
         progress(f"in process, native core: {native:,.0f} events/s")
-        arrow_rate, arrow_cpu = asyncio.run(end_to_end(run, "arrow", data, args.batch, True, want))
+        arrow_rate, arrow_cpu = asyncio.run(end_to_end(run, "arrow", data, args.batch, True, want, args.profile))
         progress(f"end to end, Arrow: {arrow_rate:,.0f} events/s")
-        rows_rate, rows_cpu = asyncio.run(end_to_end(run, "rows", data, args.batch, False, want))
+        rows_rate, rows_cpu = (float("nan"), float("nan")) if args.arrow_only else \
+            asyncio.run(end_to_end(run, "rows", data, args.batch, False, want))
         share = arrow_rate / native
         print(f"\nQ3 as an m3 box on one node, {args.events:,} events, batches of {args.batch:,}")
         print(f"{'path':<34}{'events/s':>14}{'CPU us/event':>15}")

@@ -3,7 +3,8 @@
 :class:`Intake` is the node's ``/data`` side: :meth:`Intake.accept` takes a
 batch for a stream that enters here, checks its rows, and puts the good ones
 in the :class:`~boreas.node.inbox.Inbox` for the box task; the answer names
-the bad ones.  A publisher's batch with weights (a ``_weight`` column) is
+the bad ones.  A batch of rows becomes columns here, once (``wire/columns.from_rows``), so what comes after
+is columnar whatever the sender sent.  A publisher's batch with weights (a ``_weight`` column) is
 refused whole: every stream a publisher writes is plain to the catalog
 (catalog/changelog.py), so its rows would be read without them.  A batch for a box that moved on is passed after it; anything
 else is refused.  A publisher's batch waits first while the partitioned box
@@ -25,7 +26,7 @@ import logging
 from collections import Counter
 
 from boreas.catalog.changelog import WEIGHT
-from boreas.wire.columns import Columns
+from boreas.wire.columns import Columns, from_rows
 from boreas.wire.frames import Ack, Batch, Refused
 from boreas.wire.receiver import Deferred
 from boreas.wire.tuples import RowType
@@ -92,7 +93,8 @@ class Intake:
                            f"stream {batch.stream!r} does not enter node {self.endpoint}")
         if "~" not in batch.producer:  # a publisher's (a box's batches may share a link with member messages:
             await self._admit(batch.stream)  # never held)
-        rows, errors = row_type.decode_payload(bytes(batch.rows), batch.fmt)  # rows, or Arrow Columns
+        data = bytes(batch.rows)  # (one copy of the payload: decoded, and kept by the log as it came)
+        rows, errors = row_type.decode_payload(data, batch.fmt)  # rows, or Arrow Columns
         if "~" not in batch.producer and isinstance(rows, Columns) and rows.weights is not None:
             self.counters["refused_batches"] += 1  # nothing of it is taken: the catalog reads the stream as plain
             return Refused(batch.stream, batch.producer, batch.seq,
@@ -106,7 +108,12 @@ class Intake:
         ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
         if not rows and not batch.final:  # (a final mark alone carries none)
             return ack
-        raw = bytes(batch.rows) if not errors else payload(rows)
+        came = rows
+        if not isinstance(rows, Columns):  # rows become columns here, once: the rest of the node is columnar
+            rows = from_rows(rows, row_type.schema) or rows
+        # the log keeps what the box task takes (the bytes as they came, unless rows were refused or became
+        # columns); made even with no log yet, which a replay's end may attach before the box task takes it
+        raw = data if not errors and came is rows else payload(rows)
         if not self.journal.attached:
             await self.inbox.put(Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, raw, None,
                                          batch.digest, batch.final))
@@ -142,6 +149,7 @@ class Intake:
         row_type = self.row_type(batch.stream)
         if row_type is None:
             return None
-        rows, _ = row_type.decode_payload(bytes(batch.rows), batch.fmt)
-        return Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, bytes(batch.rows), None,
+        data = bytes(batch.rows)
+        rows, _ = row_type.decode_payload(data, batch.fmt)
+        return Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, data, None,
                        batch.digest, batch.final)

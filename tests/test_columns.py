@@ -8,6 +8,7 @@ import pytest
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.node.operators.m3box import date_of
 from boreas.wire.columns import Columns, arrow_schema, check, decode, payload
+from boreas.wire.columns import from_rows as at_the_edge
 from boreas.wire.frames import ARROW, decode as decode_frame, encode, make_batch
 from boreas.wire.tuples import RowType
 from hypothesis import given, settings
@@ -47,6 +48,25 @@ def test_good_rows_cross_as_columns_unchanged(rows):
     got, errors = RowType(ALL).decode_payload(bytes(frame.rows), frame.fmt)
     assert errors == [] and isinstance(got, Columns)
     assert got.rows() == RowType(ALL).check(rows)[0]
+
+
+NO_SINGLE = Schema("NoSingle", tuple(f for f in ALL.fields if f.type != FieldType.SINGLE))
+
+
+@settings(max_examples=60, deadline=None)
+@given(good_rows)
+def test_rows_a_publisher_sent_become_the_same_rows_as_columns_at_the_edge(rows):
+    """What a node's intake does with a batch of rows: the checked rows as columns, read back (here, after a
+    frame, from the input log's bytes) as the same rows; a ``single`` field keeps the rows as they are."""
+    checked = RowType(NO_SINGLE).check([r[:4] + r[5:] for r in rows])[0]
+    cols = at_the_edge(checked, NO_SINGLE)
+    if not checked:
+        assert cols is None
+        return
+    assert cols.rows() is checked and cols.batch.to_pylist() == [dict(zip(cols.batch.schema.names, r)) for r in checked]
+    again, errors = decode(payload(cols), NO_SINGLE)
+    assert errors == [] and again.rows() == checked
+    assert at_the_edge(RowType(ALL).check(rows)[0], ALL) is None
 
 
 @settings(max_examples=60, deadline=None)

@@ -101,12 +101,14 @@ class Columns:
 
     __slots__ = ("batch", "weights", "_rows", "_ipc")
 
-    def __init__(self, batch: pa.RecordBatch, ipc: bytes | None = None, weights: pa.Array | None = None):
+    def __init__(self, batch: pa.RecordBatch, ipc: bytes | None = None, weights: pa.Array | None = None,
+                 rows: list[tuple] | None = None):
+        """``ipc``, ``rows``: the batch's IPC bytes and rows where they are at hand already (the same rows)."""
         self.batch = batch
         if weights is not None and len(weights) != batch.num_rows:
             raise ValueError(f"{len(weights)} weights for {batch.num_rows} rows")
         self.weights = weights
-        self._rows: list[tuple] | None = None
+        self._rows = rows
         self._ipc = ipc
 
     def __len__(self) -> int:
@@ -190,6 +192,31 @@ def _column(values: list, kind: pa.DataType) -> pa.Array:
         except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
             out.append(None)
     return pa.array(out, kind)
+
+
+def from_rows(rows: list[tuple], schema: Schema) -> Columns | None:
+    """Checked rows (tuples a :class:`~boreas.wire.tuples.RowType` made) as columns of the stream's schema,
+    the tuples kept as :meth:`Columns.rows` (a row operator reads them as they came, none made again); None
+    where the columns would not hold exactly what the rows do (a ``single`` field: float32 would round the
+    double a row keeps) or a value does not convert.
+
+    One conversion at the node's edge, in C (the rows read as one Arrow struct array), so what comes after
+    is columnar whatever the publisher sent.
+
+    >>> from boreas.catalog.model import Field, FieldType, Schema
+    >>> s = Schema("P", (Field("time", FieldType.INT), Field("name", FieldType.STRING, 3)))
+    >>> cols = from_rows([(1, "tcp"), (2, "udp")], s)
+    >>> cols.batch.column(0).to_pylist(), cols.rows()
+    ([1, 2], [(1, 'tcp'), (2, 'udp')])
+    """
+    if not rows or any(f.type == FieldType.SINGLE for f in schema.fields):
+        return None
+    target = arrow_schema(schema)
+    try:
+        whole = pa.array(rows, pa.struct(list(target)))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return None
+    return Columns(pa.RecordBatch.from_arrays(whole.flatten(), schema=target), rows=rows)
 
 
 def as_rows(rows: list[tuple] | Columns) -> list[tuple]:
