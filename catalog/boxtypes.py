@@ -31,14 +31,19 @@ from .expressions import (
     infer_field,
     parse_expression,
 )
+from .box_params import (
+    BoxError,
+    check_slack,
+    choice_param,
+    derived_schema,
+    field_of,
+    indexed,
+    number_param,
+)
 from .model import Box, Field, FieldType, Partition, Schema
 from .unsupported_boxes import why_unsupported
 from .revision_params import RevisionParamError, check_revision_params, plain_box, revised_value
 from .table_params import TABLE_TYPES, TableParamError, infer_table_box
-
-
-class BoxError(ValueError):
-    """A box is wrong for its type; the message is one line."""
 
 
 #: Parameters whose values are expressions, in every built-in box type.
@@ -134,71 +139,6 @@ class BoxTypeRegistry:
 # -- helpers ------------------------------------------------------------------
 
 
-def indexed(box: Box, prefix: str) -> list[str]:
-    """Values of ``prefix.0``, ``prefix.1``, ... in order; a gap is an error."""
-    found: dict[int, str] = {}
-    pattern = re.compile(re.escape(prefix) + r"\.(\d+)$")
-    for name, value in box.params:
-        m = pattern.match(name)
-        if m:
-            found[int(m.group(1))] = value
-    if sorted(found) != list(range(len(found))):
-        raise BoxError(f"box {box.name!r}: parameters {prefix}.N must be numbered 0, 1, 2, ...")
-    return [found[i] for i in range(len(found))]
-
-
-def _derived(box: Box, port: int, fields: list[Field]) -> Schema:
-    return Schema(f"{box.name}.out{port}", tuple(fields))
-
-
-def _number(box: Box, name: str, *, low: float | None = None, high: float | None = None,
-            whole: bool = False) -> float | None:
-    text = box.param(name)
-    if text is None:
-        return None
-    try:
-        value = int(text) if whole else float(text)
-    except ValueError:
-        kind = "a whole number" if whole else "a number"
-        raise BoxError(f"box {box.name!r}: parameter {name!r}={text!r} is not {kind}") from None
-    if (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"{low if low is not None else '-inf'}..{high if high is not None else 'inf'}"
-        raise BoxError(f"box {box.name!r}: parameter {name!r}={text!r} is outside {bounds}")
-    return value
-
-
-def _slack(box: Box) -> None:
-    """``slack``: how many tuples at or past a window's end the window still waits for (0 by default)."""
-    text = box.param("slack")
-    if text is None:
-        return
-    try:
-        value = int(text.strip().lstrip("+"))
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise BoxError(f"{box.type} box {box.name!r}: parameter 'slack'={text!r} must be a whole number "
-                       f"of tuples, 0 or more (how many tuples at or past a window's end the window "
-                       f"still waits for out-of-order tuples)")
-
-
-def _choice(box: Box, name: str, allowed: tuple[str, ...]) -> str | None:
-    value = box.param(name)
-    if value is not None and value.upper() not in allowed:
-        raise BoxError(f"box {box.name!r}: parameter {name!r}={value!r} must be one of {', '.join(allowed)}")
-    return value.upper() if value is not None else None
-
-
-def _field_of(box: Box, schema: Schema, name: str, param: str) -> Field:
-    found = schema.field(name.strip())
-    if found is None:
-        raise BoxError(
-            f"box {box.name!r}: parameter {param!r} names unknown field {name.strip()!r} "
-            f"(fields: {', '.join(f.name for f in schema.fields)})"
-        )
-    return found
-
-
 # -- the built-in types ---------------------------------------------------------
 
 
@@ -226,7 +166,7 @@ def infer_map(box: Box, inputs: list[Schema]) -> list[Schema]:
             f"map box {box.name!r} has {len(expressions)} expression.N but {len(names)} output-field-name.N"
         )
     fields = [infer_field(n, parse_expression(e), scope) for e, n in zip(expressions, names)]
-    return [_derived(box, 0, fields)]
+    return [derived_schema(box, 0, fields)]
 
 
 def infer_union(box: Box, inputs: list[Schema]) -> list[Schema]:
@@ -248,21 +188,21 @@ def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
     """Out: the group-by fields, the window's order-on field (when ordered by FIELD), the aggregates."""
     schema = inputs[0]
     scope = Scope.single(schema)
-    _choice(box, "window-size-by", ("VALUES", "TUPLES"))
-    order_by = _choice(box, "order-by", ("FIELD", "TUPLENUM")) or "TUPLENUM"
-    _number(box, "window-size", low=0)
-    _number(box, "advance", low=0)
-    _number(box, "timeout", low=0)
-    _slack(box)
+    choice_param(box, "window-size-by", ("VALUES", "TUPLES"))
+    order_by = choice_param(box, "order-by", ("FIELD", "TUPLENUM")) or "TUPLENUM"
+    number_param(box, "window-size", low=0)
+    number_param(box, "advance", low=0)
+    number_param(box, "timeout", low=0)
+    check_slack(box)
     fields: list[Field] = []
     group_by = box.param("group-by")
     if group_by:
-        fields += [_field_of(box, schema, g, "group-by") for g in group_by.split(",") if g.strip()]
+        fields += [field_of(box, schema, g, "group-by") for g in group_by.split(",") if g.strip()]
     if order_by == "FIELD":
         on = box.param("order-on-field")
         if not on:
             raise BoxError(f"aggregate box {box.name!r}: order-by FIELD needs parameter 'order-on-field'")
-        fields.append(_field_of(box, schema, on, "order-on-field"))
+        fields.append(field_of(box, schema, on, "order-on-field"))
     functions = indexed(box, "aggregate-function")
     names = indexed(box, "aggregate-function-output-name")
     if not functions:
@@ -288,7 +228,7 @@ def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
             fields.append(Field(name, FieldType.DOUBLE))
         else:
             fields.append(infer_field(name, parse_expression(arg), scope))
-    return [_derived(box, 0, fields)]
+    return [derived_schema(box, 0, fields)]
 
 
 def infer_join(box: Box, inputs: list[Schema]) -> list[Schema]:
@@ -300,18 +240,18 @@ def infer_join(box: Box, inputs: list[Schema]) -> list[Schema]:
                        f"JoinQBox drops no tuple for order and has no slack; slack belongs to aggregate "
                        f"boxes)")
     for side in ("left", "right"):
-        _number(box, f"{side}-buffer-size", low=0)
-        _choice(box, f"{side}-order-by", ("VALUES", "TUPLES"))
+        number_param(box, f"{side}-buffer-size", low=0)
+        choice_param(box, f"{side}-order-by", ("VALUES", "TUPLES"))
         on = box.param(f"{side}-order-on-field")
         if on:
-            _field_of(box, inputs[0 if side == "left" else 1], on, f"{side}-order-on-field")
+            field_of(box, inputs[0 if side == "left" else 1], on, f"{side}-order-on-field")
     expressions = indexed(box, "out-field")
     names = indexed(box, "out-field-name")
     if not expressions:
-        return [_derived(box, 0, list(inputs[0].fields) + list(inputs[1].fields))]
+        return [derived_schema(box, 0, list(inputs[0].fields) + list(inputs[1].fields))]
     if len(names) != len(expressions):
         raise BoxError(f"join box {box.name!r} has {len(expressions)} out-field.N but {len(names)} out-field-name.N")
-    return [_derived(box, 0, [infer_field(n, parse_expression(e), scope)
+    return [derived_schema(box, 0, [infer_field(n, parse_expression(e), scope)
                               for e, n in zip(expressions, names)])]
 
 
@@ -329,7 +269,7 @@ def infer_revision(box: Box, inputs: list[Schema]) -> list[Schema]:
         raise BoxError(str(exc).replace(f"{plain.type} box ", f"{box.type} box ", 1)) from None
     if box.type == "revisionfilter":
         return schemas
-    out = _derived(box, 0, [*schemas[0].fields, revised_value()])
+    out = derived_schema(box, 0, [*schemas[0].fields, revised_value()])
     for i, text in enumerate(indexed(box, "inverse")):  # over the out fields (Borealis's UPSTREAM mode)
         try:
             check_fields(parse_expression(text), Scope.single(out))
@@ -360,22 +300,22 @@ def _pass_through(check: Callable[[Box, list[Schema]], None]) -> InferFn:
 
 def _check_delay(box: Box, inputs: list[Schema]) -> None:
     """Holds each tuple for ``delay-ms`` milliseconds."""
-    _number(box, "delay-ms", low=0, whole=True)
+    number_param(box, "delay-ms", low=0, whole=True)
 
 
 def _check_random_drop(box: Box, inputs: list[Schema]) -> None:
     """Drops each tuple with probability ``drop_rate``."""
-    _number(box, "drop_rate", low=0, high=1)
+    number_param(box, "drop_rate", low=0, high=1)
 
 
 def _check_window_drop(box: Box, inputs: list[Schema]) -> None:
     """Drops whole windows with probability ``drop_rate``, keeping windows intact."""
-    _number(box, "drop_rate", low=0, high=1)
-    _number(box, "window-size", low=0)
-    _choice(box, "window-size-by", ("VALUES", "TUPLES"))
+    number_param(box, "drop_rate", low=0, high=1)
+    number_param(box, "window-size", low=0)
+    choice_param(box, "window-size-by", ("VALUES", "TUPLES"))
     on = box.param("order-on-field")
     if on:
-        _field_of(box, inputs[0], on, "order-on-field")
+        field_of(box, inputs[0], on, "order-on-field")
 
 
 def builtin_registry(extra: Iterable[BoxType] = ()) -> BoxTypeRegistry:
