@@ -67,21 +67,12 @@ from dataplane_sockets import (
     readings_csv,
 )
 from dataplane_workers import sync_line
-from procs import HOST, BenchError, Processes
+from procs import HOST, BenchError, Processes, pyflink_missing
 
 VARIANTS = {"sql": "Flink SQL built-ins (the JVM path)", "udf": "Flink with Python UDFs"}
 
 
-def available() -> str | None:
-    """None if PyFlink and a Java runtime are here, else why not."""
-    import importlib.util
-    import shutil
-
-    if importlib.util.find_spec("pyflink") is None:
-        return "apache-flink (PyFlink) is not installed; `make bench-setup` installs it"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "no Java runtime (PyFlink needs java on PATH or JAVA_HOME)"
-    return None
+available = pyflink_missing  # (bench/procs.py: shared by the Flink peers)
 
 
 # -- the benchmark's side ------------------------------------------------------------------

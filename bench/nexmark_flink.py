@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nexmark_queries import BY_NAME  # noqa: E402
+from procs import pyflink_missing  # noqa: E402
 
 DDL = {
     "person": "id BIGINT, name STRING, emailAddress STRING, creditCard STRING, city STRING, state STRING, "
@@ -38,17 +39,7 @@ DDL = {
 }
 
 
-def available() -> str | None:
-    """None if PyFlink and a Java runtime are here, else why not (as bench/dataplane_flink.py checks)."""
-    import importlib.util
-    import os
-    import shutil
-
-    if importlib.util.find_spec("pyflink") is None:
-        return "apache-flink (PyFlink) is not installed; `make bench-setup` installs it"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "no Java runtime (PyFlink needs java on PATH or JAVA_HOME)"
-    return None
+available = pyflink_missing  # (bench/procs.py: shared by the Flink peers)
 
 
 def table_env(directory: Path):

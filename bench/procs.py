@@ -70,6 +70,17 @@ def free_ports(n: int) -> list[int]:
         return [s.getsockname()[1] for s in socks]
 
 
+def pyflink_missing() -> str | None:
+    """None if PyFlink and a Java runtime are here, else why not: the Flink peers (data plane, Nexmark) say it."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyflink") is None:
+        return "apache-flink (PyFlink) is not installed; `make bench-setup` installs it"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no Java runtime (PyFlink needs java on PATH or JAVA_HOME)"
+    return None
+
+
 def loopback_endpoints(n: int) -> list[str]:
     """``n`` distinct ``host:port`` endpoints on HOST that are free now."""
     return [f"{HOST}:{p}" for p in free_ports(n)]
