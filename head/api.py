@@ -235,7 +235,10 @@ class _Api:
         return web.json_response({**status, "revision": self.head.revision}, status=202)
 
     async def submission(self, request: web.Request) -> web.Response:
-        sub = self.head.submissions.get(request.match_info["id"])
+        try:  # one this Head took, or (after a failover) one whose record the store keeps
+            sub = await self.head.submissions.find(request.match_info["id"], self.head.catalog.nodes)
+        except StoreError as exc:
+            return json_error(503, f"catalog store: {exc}")
         if sub is None:
             return json_error(404, f"no submission {request.match_info['id']!r}")
         try:

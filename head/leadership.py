@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 
 #: Methods a follower answers itself (reads); everything else goes to the leader.
 READS = ("GET", "HEAD", "OPTIONS")
-#: Reads that only the leader can answer: the submissions it accepted are in its memory.
+#: Reads that only the leader can answer: a submission's status needs what each node acknowledged, which
+#: only the leader hears (its record it reads from the store when another Head took the submission).
 LEADER_READS = ("/submissions",)
 
 

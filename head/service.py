@@ -84,7 +84,7 @@ class HeadService:
         self.feeds: dict[str, GlobalFeed] = {}
         # The catalog serialized once per version, for GET /catalog and global components' full copies.
         self.copies = CatalogCopies(lambda: self.catalog, self.origin)
-        self.submissions = SubmissionLog()
+        self.submissions = SubmissionLog(lambda: self.store)  # records in the store: the next leader answers
         self.pending = PendingRequests(pending_timeout)
         self.membership = Membership(heartbeat_timeout)
         self.peers = PeerClient(token, timeout=10.0)
@@ -327,7 +327,9 @@ class HeadService:
                                           replacing=replacing)
         self._commits.put_nowait(applied.commit)  # no need to wait for the watch thread
         changes = applied.changes.as_dict() if applied.changes is not None else None
-        return self.submissions.add(applied.commit.version, [d.source for d in documents], changes)
+        sub = self.submissions.add(applied.commit.version, [d.source for d in documents], changes)
+        await self.submissions.keep(sub)  # before the client hears of it: any later leader can answer
+        return sub
 
     async def commit(self, build: Callable[[Catalog], list[Change] | None]) -> int | None:
         """Commit what ``build`` makes of the current catalog; the new version, or None.

@@ -16,6 +16,15 @@ Usage::
     log.processed(7, ["localhost:15000"])
     log.status(sub, syncs, pending)["state"]   # 'deploying', 'deployed' or 'failed'
 
+Every submission's record (id, catalog version, sources, changes) is also
+kept in the catalog store's metadata (``submission/<version mod STORED>``,
+a znode under ``<chroot>/meta`` with ZooKeeper), written before ``POST
+/submissions`` answers, so that the next leader can answer ``GET
+/submissions/{id}`` after a failover (docs/architecture.md, "Leadership and
+fencing").  The id starts with the catalog version, which names the slot;
+a slot is reused ``STORED`` catalog versions later, so the store holds the
+submissions of the last ``STORED`` versions and no more.
+
 Before a submission is planned, :func:`check_submission` resolves its node
 positions (``#0``: :mod:`boreas.catalog.positions`) against the Head's
 :class:`NodeOrder` and refuses it when it names a node the Head does not
@@ -26,16 +35,20 @@ committed and then wait for that node forever.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
 from boreas.catalog.document_model import Document
 from boreas.catalog.model import Catalog
+from boreas.catalog.store import CatalogStore, StoreError
 from boreas.catalog.positions import (
     named_nodes,
     parse_position,
@@ -46,8 +59,12 @@ from boreas.catalog.positions import (
 from .node_sync import NodeSync
 from .pending import PendingRequests
 
+log = logging.getLogger(__name__)
+
 #: Submissions (and per-version affected-node lists) kept for status queries.
 KEEP = 10_000
+#: Catalog versions whose submission records the store keeps (one metadata slot per version, reused).
+STORED = 1_000
 
 
 @dataclass
@@ -61,14 +78,24 @@ class Submission:
     changes: dict[str, Any] | None = None  # a replacing submission: kept/changed/added/removed (catalog.app_diff)
 
 
+def _record_key(submission_id: str) -> str | None:
+    """The store metadata key of a submission's record: its id starts with its catalog version."""
+    version, dash, _ = submission_id.partition("-")
+    return f"submission/{int(version) % STORED}" if dash and version.isdigit() else None
+
+
 class SubmissionLog:
-    def __init__(self) -> None:
+    """Submissions by id, in memory and (their records) in the store that ``store()`` returns, if any."""
+
+    def __init__(self, store: Callable[[], CatalogStore | None] = lambda: None) -> None:
+        self._store = store
         self._by_id: OrderedDict[str, Submission] = OrderedDict()
         self._affected: OrderedDict[int, list[str]] = OrderedDict()
 
-    def add(self, version: int, sources: list[str], changes: dict[str, Any] | None = None) -> Submission:
-        sub = Submission(uuid.uuid4().hex[:12], version, sources, affected=self._affected.get(version),
-                         changes=changes)
+    def add(self, version: int, sources: list[str], changes: dict[str, Any] | None = None,
+            submission_id: str | None = None) -> Submission:
+        sub = Submission(submission_id or f"{version}-{uuid.uuid4().hex[:10]}", version, sources,
+                         affected=self._affected.get(version), changes=changes)
         self._by_id[sub.id] = sub
         while len(self._by_id) > KEEP:
             self._by_id.popitem(last=False)
@@ -76,6 +103,43 @@ class SubmissionLog:
 
     def get(self, submission_id: str) -> Submission | None:
         return self._by_id.get(submission_id)
+
+    async def keep(self, sub: Submission) -> None:
+        """Write ``sub``'s record to the store, so another Head can answer for it once it leads.
+
+        A store that cannot take it costs only that: the submission is committed, and this Head
+        still answers for it."""
+        store, key = self._store(), _record_key(sub.id)
+        if store is None or key is None:
+            return
+        record = json.dumps({"id": sub.id, "version": sub.version, "sources": sub.sources,
+                             "changes": sub.changes, "created": sub.created})
+        try:
+            await asyncio.to_thread(store.put_meta, key, record)
+        except StoreError as exc:
+            log.warning("submission %s (catalog version %d) is committed, but its record could not be "
+                        "stored; only this Head can answer for it: %s", sub.id, sub.version, exc)
+
+    async def find(self, submission_id: str, nodes: Iterable[str]) -> Submission | None:
+        """The submission, from memory or else from its record in the store (another Head took it).
+
+        A record read back does not say which nodes its commit changed unless this Head saw the
+        commit come in (a follower does); otherwise ``nodes`` (those the catalog places anything
+        on) stand for them: deployed then means every one of them holds that version or later."""
+        sub = self._by_id.get(submission_id)
+        store, key = self._store(), _record_key(submission_id)
+        if sub is not None or store is None or key is None:
+            return sub
+        text = await asyncio.to_thread(store.get_meta, key)
+        record = json.loads(text) if text else None
+        if record is None or record.get("id") != submission_id:  # never stored, or its slot was reused
+            return None
+        version = int(record["version"])
+        sub = self.add(version, list(record["sources"]), record.get("changes"), submission_id=submission_id)
+        sub.created = float(record.get("created", sub.created))
+        if sub.affected is None:
+            sub.affected = sorted(nodes)
+        return sub
 
     def processed(self, version: int, affected: list[str]) -> None:
         """The Head has handed commit ``version`` to the nodes in ``affected``."""
