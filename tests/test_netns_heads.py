@@ -1,0 +1,98 @@
+"""Several Heads on real hosts: two Heads on one ZooKeeper, each Head, ZooKeeper and each node in its own
+network namespace on a bridge (tests/support/netns.py, tests/support/netns_heads.py); the leader cut off
+with ``ip``, and Jepsen-style checks afterwards.
+
+The chain of tests/test_netns.py runs across nodes ``a`` and ``b``, given both Heads; producers publish
+while the leader's link is down (it loses ZooKeeper, the nodes, the clients).  The other Head must lead
+and deploy a submission made through the Head list; the old leader must stop (exit 3) or answer as a
+follower, and never commit.  Checked afterwards: the leadership history (:func:`check_leaders`: one
+leader per epoch, versions never going back, no two leaders committing), every acknowledged row
+delivered once and in order per producer (:func:`check_delivery`), the Heads' and ZooKeeper's catalog
+versions equal and the nodes' catalogs what the leader wants them to hold.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from support.cluster import TOKEN, get_json, wait_until
+from support.netns import HostNet, netns_missing
+from support.netns_cluster import check_delivery
+from support.netns_heads import History, NetHeads, check_leaders
+from test_netns import CHAIN, EXTRA, deployment, keeps_flowing, publish_through
+
+pytestmark = [pytest.mark.slow, pytest.mark.faults, pytest.mark.zookeeper]
+
+CHROOT = "/boreas-netns-heads"
+#: Long enough for the leader to give up and the other Head to be elected (a few session timeouts).
+CUT_SECONDS = 12.0
+
+
+@pytest.fixture
+def net(tmp_path: Path) -> Iterator[HostNet]:
+    reason = netns_missing()
+    if reason:
+        pytest.skip(reason)
+    network = HostNet(tmp_path, env={"BOREAS_TOKEN": TOKEN})
+    try:
+        yield network
+    finally:
+        network.close()
+
+
+def zookeeper_version(zookeeper: str) -> int:
+    """The catalog version ZooKeeper holds, read from the test's namespace."""
+    client = KazooClient(hosts=zookeeper)
+    client.start(timeout=30)
+    try:
+        return int(client.get(f"{CHROOT}/catalog/version")[0])
+    finally:
+        client.stop()
+        client.close()
+
+
+async def test_leader_cut_off_from_zookeeper_and_nodes(net: HostNet, tmp_path: Path) -> None:
+    cluster = NetHeads(net, tmp_path)
+    zookeeper = cluster.start_zookeeper()
+    cluster.start_heads(f"zk://{zookeeper}{CHROOT}")
+    nodes = cluster.start_nodes("a", "b")
+    with History(cluster) as history:
+        cluster.submit("chain", CHAIN, deployment(nodes["a"], nodes["b"]))
+        old = cluster.leader()
+        old_epoch = cluster.status(old)["leadership"]["epoch"]
+        old_proc = net.hosts[old].procs[0]
+        successor: list[str] = []
+
+        def fault(received: list) -> None:
+            time.sleep(1.0)
+            with net.link_down(old):
+                cut_at = time.monotonic()
+                successor.append(cluster.leader(besides=old))
+                cluster.submit("extra", EXTRA, deployment(nodes["a"], nodes["b"], extra=True))
+                keeps_flowing(received, "the leader Head is cut off")
+                time.sleep(max(0.0, CUT_SECONDS - (time.monotonic() - cut_at)))
+
+        acknowledged, received = await publish_through(cluster, fault)
+        new = successor[0]
+        # The old leader stopped leading: it exited with status 3, or (still up) answers as a follower.
+        wait_until(lambda: old_proc.poll() is not None or (cluster.status(old) or {}).get("leadership", {})
+                   .get("leader") == cluster.url(new), 60, "the old leader to stop or follow", 0.5)
+        assert old_proc.poll() in (None, 3), net.log(old)[-2000:]
+        cluster.wait_in_sync(nodes.values())
+
+    assert check_leaders(history.samples) == []
+    assert check_delivery(acknowledged, received) == []
+    new_lead = get_json(f"{cluster.url(new)}/status")["leadership"]
+    assert new_lead["leading"] and new_lead["epoch"] > old_epoch
+    assert {s.head for s in history.samples if s.leading and s.epoch > old_epoch} == {new}
+    assert "evens" in cluster.node_catalog(nodes["a"]).boxes
+    # No catalog diverges: ZooKeeper, every Head still up and the nodes (wait_in_sync above) agree.
+    version = zookeeper_version(zookeeper)
+    up = [name for name in cluster.names if cluster.status(name) is not None]
+    wait_until(lambda: all(cluster.status(n)["version"] == version for n in up), 30,
+               "every Head to hold ZooKeeper's catalog version", 0.5)
