@@ -31,6 +31,8 @@ class Sample:
     leading: bool
     epoch: int
     version: int
+    sent: float = 0.0  #: monotonic time the request went out: the Head answered between ``sent`` and ``got``
+    got: float = 0.0
 
 
 @dataclass
@@ -103,10 +105,12 @@ class History:
     def _run(self) -> None:
         while not self._stop.is_set():
             for name in self.cluster.names:
+                sent = time.monotonic()
                 status = self.cluster.status(name)
                 if status is not None:
                     lead = status["leadership"]
-                    self.samples.append(Sample(name, lead["leading"], lead["epoch"], status["version"]))
+                    self.samples.append(Sample(name, lead["leading"], lead["epoch"], status["version"], sent,
+                                               time.monotonic()))
             time.sleep(POLL)
 
 
@@ -117,7 +121,9 @@ def check_leaders(samples: list[Sample]) -> list[str]:
     * no Head's catalog version ever goes back, nor its epoch while it leads;
     * no two leaders commit: the versions a leader of epoch ``e`` held all come at or before those any
       later leader held (an old leader that committed after its successor took over would hold a version
-      above the successor's first).
+      above the successor's first);
+    * no two leaders at once: no Head says it leads at an epoch after (in real time: its request was sent
+      after the other's answer came back) a Head said it leads at a later epoch.
 
     >>> ok = [Sample("h1", True, 1, 3), Sample("h2", False, 0, 3), Sample("h2", True, 2, 3), Sample("h2", True, 2, 4)]
     >>> check_leaders(ok)
@@ -126,6 +132,8 @@ def check_leaders(samples: list[Sample]) -> list[str]:
     ['epoch 1 claimed by h1, h2']
     >>> check_leaders([Sample("h1", True, 1, 5), Sample("h2", True, 2, 4), Sample("h1", False, 1, 4)])
     ['h1: version 5 then 4', 'epoch 1 held version 5 after epoch 2 held 4 (two leaders committed)']
+    >>> check_leaders([Sample("h2", True, 2, 4, 1.0, 1.1), Sample("h1", True, 1, 4, 1.2, 1.3)])
+    ['h1 led at epoch 1 after h2 led at epoch 2 (two leaders at once)']
     """
     problems = []
     claims: dict[int, set[str]] = defaultdict(set)
@@ -147,6 +155,12 @@ def check_leaders(samples: list[Sample]) -> list[str]:
         if len(heads) > 1:
             problems.append(f"epoch {epoch} claimed by {', '.join(sorted(heads))}")
     epochs = sorted(versions)
+    leads = [s for s in samples if s.leading]
+    for earlier in leads:
+        later = next((s for s in leads if s.epoch > earlier.epoch and s.got < earlier.sent), None)
+        if later is not None:
+            problems.append(f"{earlier.head} led at epoch {earlier.epoch} after {later.head} led at epoch "
+                            f"{later.epoch} (two leaders at once)")
     for i, earlier in enumerate(epochs):
         for later in epochs[i + 1:]:
             if max(versions[earlier]) > min(versions[later]):
