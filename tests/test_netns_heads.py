@@ -24,10 +24,9 @@ from kazoo.client import KazooClient
 from support.cluster import TOKEN, get_json, wait_until
 from support.netns import HostNet, netns_missing
 from support.netns_cluster import check_delivery
-from support.netns_heads import History, NetHeads, check_leaders
+from support.netns_heads import History, NetHeads, Sample, check_leaders
 from test_netns import CHAIN, EXTRA, deployment, keeps_flowing, publish_through
 
-pytestmark = [pytest.mark.slow, pytest.mark.faults, pytest.mark.zookeeper]
 
 CHROOT = "/boreas-netns-heads"
 #: Long enough for the leader to give up and the other Head to be elected (a few session timeouts).
@@ -69,6 +68,9 @@ def cut_off(net: HostNet, leader: str, how: str) -> ExitStack:
     return stack
 
 
+@pytest.mark.slow
+@pytest.mark.faults
+@pytest.mark.zookeeper
 @pytest.mark.parametrize("how", ["link down", "blackhole"])
 async def test_leader_cut_off_from_zookeeper_and_nodes(net: HostNet, tmp_path: Path, how: str) -> None:
     """The leader Head loses ZooKeeper and the nodes for a while, rows being published: the other Head leads
@@ -116,3 +118,19 @@ async def test_leader_cut_off_from_zookeeper_and_nodes(net: HostNet, tmp_path: P
     up = [name for name in cluster.names if cluster.status(name) is not None]
     wait_until(lambda: all(cluster.status(n)["version"] == version for n in up), 30,
                "every Head to hold ZooKeeper's catalog version", 0.5)
+
+
+def test_the_leadership_checker_finds_each_violation() -> None:
+    """The checker passes a clean failover and names each kind of violation (it runs in the fast tier: the
+    cases above pass only if it can fail)."""
+    clean = [Sample("h1", True, 1, 3, 0.0, 0.1), Sample("h2", False, 1, 3, 0.0, 0.1),
+             Sample("h1", False, 1, 3, 1.0, 1.1), Sample("h2", True, 2, 3, 2.0, 2.1),
+             Sample("h2", True, 2, 4, 3.0, 3.1)]
+    assert check_leaders(clean) == []
+    assert check_leaders([Sample("h1", True, 1, 3), Sample("h2", True, 1, 3)]) == ["epoch 1 claimed by h1, h2"]
+    assert check_leaders([Sample("h1", False, 0, 4), Sample("h1", False, 0, 3)]) == ["h1: version 4 then 3"]
+    assert check_leaders([Sample("h1", True, 2, 3), Sample("h1", True, 1, 3)]) == ["h1: led at epoch 2 then 1"]
+    late_commit = [Sample("h2", True, 2, 4, 1.0, 1.1), Sample("h1", True, 1, 5, 0.0, 1.5)]
+    assert check_leaders(late_commit) == ["epoch 1 held version 5 after epoch 2 held 4 (two leaders committed)"]
+    overlap = [Sample("h2", True, 2, 4, 1.0, 1.1), Sample("h1", True, 1, 4, 1.2, 1.3)]
+    assert check_leaders(overlap) == ["h1 led at epoch 1 after h2 led at epoch 2 (two leaders at once)"]

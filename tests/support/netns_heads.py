@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from support.cluster import get_json, http, wait_until
-from support.netns_cluster import HEAD_PORT, START_TIMEOUT, NetCluster, _up
+from support.netns_cluster import HEAD_PORT, START_TIMEOUT, NetCluster
 
 SESSION_TIMEOUT = 2.0
 #: Seconds between two rounds of :class:`History` over the Heads.
@@ -59,7 +59,7 @@ class NetHeads(NetCluster):
                            "--advertise", f"{host.address}:{HEAD_PORT}", "--session-timeout",
                            str(SESSION_TIMEOUT), "--failover-after", "0", "--snapshot-interval", "0")
         for name in self.names:
-            wait_until(lambda n=name: _up(f"{self.url(n)}/status"), START_TIMEOUT, f"Head {name} to listen")
+            wait_until(lambda n=name: self.status(n) is not None, START_TIMEOUT, f"Head {name} to listen")
         self.leader()
 
     def status(self, name: str) -> dict | None:
