@@ -31,6 +31,7 @@ from test_netns import CHAIN, EXTRA, deployment, keeps_flowing, publish_through
 CHROOT = "/boreas-netns-heads"
 #: Long enough for the leader to give up and the other Head to be elected (a few session timeouts).
 CUT_SECONDS = 12.0
+ZOOKEEPER_CUT_SECONDS = 10.0
 
 
 @pytest.fixture
@@ -66,6 +67,18 @@ def cut_off(net: HostNet, leader: str, how: str) -> ExitStack:
         for peer in ("zk", "a", "b"):
             stack.enter_context(net.blackhole(leader, peer))
     return stack
+
+
+def heads_agree_with_zookeeper(cluster: NetHeads, zookeeper: str, timeout: float = 30.0) -> None:
+    """Every Head comes to hold the catalog version ZooKeeper holds (followers within a watch's delay)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        version = zookeeper_version(zookeeper)
+        held = {n: (cluster.status(n) or {}).get("version") for n in cluster.names}
+        if all(v == version for v in held.values()):
+            return
+        assert time.monotonic() < deadline, f"ZooKeeper holds version {version}, the Heads {held}"
+        time.sleep(0.5)
 
 
 @pytest.mark.slow
@@ -112,12 +125,52 @@ async def test_leader_cut_off_from_zookeeper_and_nodes(net: HostNet, tmp_path: P
     assert {(s.head, s.epoch) for s in history.samples if s.leading} >= {(old, old_epoch), (new, new_lead["epoch"])}
     if old_proc.poll() is not None:
         assert "lost the lead" in net.log(old)
+        cluster.restart(old)  # as its supervisor would: it follows the new leader
+        wait_until(lambda: (cluster.status(old) or {}).get("leadership", {}).get("leader") == cluster.url(new),
+                   30, "the restarted Head to follow the new leader", 0.5)
     assert "evens" in cluster.node_catalog(nodes["a"]).boxes
-    # No catalog diverges: ZooKeeper, every Head still up and the nodes (wait_in_sync above) agree.
-    version = zookeeper_version(zookeeper)
-    up = [name for name in cluster.names if cluster.status(name) is not None]
-    wait_until(lambda: all(cluster.status(n)["version"] == version for n in up), 30,
-               "every Head to hold ZooKeeper's catalog version", 0.5)
+    # No catalog diverges: ZooKeeper, every Head and the nodes (wait_in_sync above) agree.
+    heads_agree_with_zookeeper(cluster, zookeeper)
+
+
+@pytest.mark.slow
+@pytest.mark.faults
+@pytest.mark.zookeeper
+async def test_zookeeper_unreachable_with_two_heads(net: HostNet, tmp_path: Path) -> None:
+    """ZooKeeper's link goes down for 10 s under both Heads: the chain keeps running and stays exact; after
+    the heal (a Head that exited with status 3 restarted, as its supervisor would) one Head leads, a
+    submission through the Head list is deployed, and the leadership history holds."""
+    cluster = NetHeads(net, tmp_path)
+    zookeeper = cluster.start_zookeeper()
+    cluster.start_heads(f"zk://{zookeeper}{CHROOT}")
+    nodes = cluster.start_nodes("a", "b")
+    with History(cluster) as history:
+        cluster.submit("chain", CHAIN, deployment(nodes["a"], nodes["b"]))
+
+        def fault(received: list) -> None:
+            time.sleep(1.0)
+            with net.link_down("zk"):
+                cut_at = time.monotonic()
+                keeps_flowing(received, "ZooKeeper is unreachable")
+                time.sleep(max(0.0, ZOOKEEPER_CUT_SECONDS - (time.monotonic() - cut_at)))
+
+        acknowledged, received = await publish_through(cluster, fault)
+        for name in cluster.names:
+            proc = net.hosts[name].procs[-1]
+            wait_until(lambda p=proc, n=name: p.poll() is not None or cluster.status(n) is not None, 60,
+                       f"Head {name} to answer or exit", 0.5)
+            if proc.poll() is not None:
+                assert proc.returncode == 3, net.log(name)[-2000:]
+                cluster.restart(name)
+        leader = cluster.leader()
+        cluster.submit("extra", EXTRA, deployment(nodes["a"], nodes["b"], extra=True))
+        cluster.wait_in_sync(nodes.values())
+
+    assert check_leaders(history.samples) == []
+    assert check_delivery(acknowledged, received) == []
+    assert "evens" in cluster.node_catalog(nodes["a"]).boxes
+    heads_agree_with_zookeeper(cluster, zookeeper)
+    assert all(cluster.status(n)["leadership"]["leader"] == cluster.url(leader) for n in cluster.names)
 
 
 def test_the_leadership_checker_finds_each_violation() -> None:

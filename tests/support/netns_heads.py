@@ -10,6 +10,7 @@ leader cut off is replaced within seconds (ZooKeeper here ticks every 500 ms).
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from collections import defaultdict
@@ -40,6 +41,7 @@ class NetHeads(NetCluster):
     """Heads on hosts ``head1``, ``head2``, ... (one ``zk://`` catalog), nodes given all of them."""
 
     names: list[str] = field(default_factory=list)
+    catalog: str = ""  #: the zk:// URL every Head serves
 
     @property
     def head(self) -> str:
@@ -51,16 +53,25 @@ class NetHeads(NetCluster):
 
     def start_heads(self, catalog: str, count: int = 2) -> None:
         """``count`` Heads on ``catalog``, each on a host of its own, started side by side; failover off."""
+        self.catalog = catalog
         for i in range(1, count + 1):
-            name = f"head{i}"
-            host = self.net.add_host(name)
-            self.names.append(name)
-            self.net.spawn(host, name, "head", "--catalog", catalog, "--listen", f"0.0.0.0:{HEAD_PORT}",
-                           "--advertise", f"{host.address}:{HEAD_PORT}", "--session-timeout",
-                           str(SESSION_TIMEOUT), "--failover-after", "0", "--snapshot-interval", "0")
+            self.names.append(f"head{i}")
+            self.net.add_host(self.names[-1])
+        for name in self.names:
+            self.restart(name, wait=False)
         for name in self.names:
             wait_until(lambda n=name: self.status(n) is not None, START_TIMEOUT, f"Head {name} to listen")
         self.leader()
+
+    def restart(self, name: str, wait: bool = True) -> subprocess.Popen:
+        """(Re)start the Head on host ``name``, as the supervisor of a Head that exited with status 3 would."""
+        host = self.net.hosts[name]
+        proc = self.net.spawn(host, name, "head", "--catalog", self.catalog, "--listen", f"0.0.0.0:{HEAD_PORT}",
+                              "--advertise", f"{host.address}:{HEAD_PORT}", "--session-timeout",
+                              str(SESSION_TIMEOUT), "--failover-after", "0", "--snapshot-interval", "0")
+        if wait:
+            wait_until(lambda: self.status(name) is not None, START_TIMEOUT, f"Head {name} to listen")
+        return proc
 
     def status(self, name: str) -> dict | None:
         """``name``'s ``/status``, or None when it does not answer."""
