@@ -73,6 +73,16 @@ class NetHeads(NetCluster):
             wait_until(lambda: self.status(name) is not None, START_TIMEOUT, f"Head {name} to listen")
         return proc
 
+    def supervise(self) -> None:
+        """Start again each Head that stopped, as its supervisor would; it must have stopped with status 3
+        (it lost the lead), nothing else."""
+        for name in self.names:
+            proc = self.net.hosts[name].procs[-1]
+            if proc.poll() is not None:
+                assert proc.returncode == 3, (name, proc.returncode, self.net.log(name)[-2000:])
+                assert "lost the lead" in self.net.log(name)
+                self.restart(name, wait=False)
+
     def status(self, name: str) -> dict | None:
         """``name``'s ``/status``, or None when it does not answer."""
         try:
