@@ -13,7 +13,7 @@ do not read headers).  While no Head leads (an election is under way) they
 answer 503 with ``"leader": null``; clients retry (:mod:`boreas.wire.heads`).
 
 A Head that loses the lead (its ZooKeeper session expired, or it was cut
-off from ZooKeeper for half its session timeout) stops: ``lost`` is set and
+off from ZooKeeper for 5/6 of its session timeout) stops: ``lost`` is set and
 ``boreas head`` exits with status 3, so that what supervises it starts it
 again as a follower.  Stopping is the one sure way to drop every task the
 leader ran; its commits are fenced in the store anyway.

@@ -16,8 +16,10 @@ contender, so no second leader exists before the first is fenced.  A commit
 an old leader sends afterwards (it was paused, or cut off, and does not know
 yet) fails as a whole, with :class:`NotLeader`, whatever its process
 believes.  A leader that loses its connection to ZooKeeper gives up the
-lead itself after half its session timeout without reconnecting (the others
-need the whole timeout to elect a new one), so it also stops telling the
+lead itself a sixth of its session timeout after kazoo reports the
+connection suspended (:data:`GIVE_UP_AFTER`; kazoo reports it at most 2/3
+of the timeout after the last answer, and the others need the whole timeout
+to elect a new one), and it is told at once, so it also stops telling the
 nodes what to do before anyone else starts.
 
 Usage::
@@ -44,6 +46,12 @@ from .lease import HeadLease
 from .znodes import CONNECT_TIMEOUT, kazoo_options, parse_url
 
 log = logging.getLogger(__name__)
+
+#: How long (a share of the session timeout) a leader stays suspended from ZooKeeper before it gives up the
+#: lead.  kazoo notices a silent connection up to 2/3 of the timeout after the last answer (its read
+#: timeout) and the server expires the session at the timeout, so 2/3 + 1/6 leaves 1/6 of the timeout
+#: between this Head stopping and another being elected; half (2/3 + 1/2 > 1) left no margin at all.
+GIVE_UP_AFTER = 1 / 6
 
 
 class NotLeader(StoreError):
@@ -103,6 +111,7 @@ class ZooKeeperLease(HeadLease):
         self._closed = False
         self._suspended: threading.Timer | None = None
         self._thread: threading.Thread | None = None
+        self._told_lost = False  # on_lost ran (from _lead): _contend must not run it again
 
     def start(self, on_elected: Callable[[], None], on_lost: Callable[[], None]) -> None:
         self._client.add_listener(self._state)
@@ -116,13 +125,13 @@ class ZooKeeperLease(HeadLease):
 
     def _contend(self, on_elected: Callable[[], None], on_lost: Callable[[], None]) -> None:
         try:
-            self._election.run(self._lead, on_elected)
+            self._election.run(self._lead, on_elected, on_lost)
         except Exception:  # the session went while contending: nothing was led, nothing to undo
             log.exception("Head election at %s failed", self.path)
-        if not self._closed:
+        if not self._closed and not self._told_lost:
             on_lost()
 
-    def _lead(self, on_elected: Callable[[], None]) -> None:
+    def _lead(self, on_elected: Callable[[], None], on_lost: Callable[[], None]) -> None:
         node = self._election.lock.node
         self.fence.path = f"{self.path}/{node}"
         self.epoch = int(node[-10:]) + 1
@@ -134,6 +143,11 @@ class ZooKeeperLease(HeadLease):
         finally:
             self.leading = False
             self.fence.path = None
+            # Told here, not once election.run returns: returning releases the lock, which waits for
+            # ZooKeeper, and a Head cut off from it must stop driving the nodes now, not when it is back.
+            if not self._closed:
+                self._told_lost = True
+                on_lost()
 
     def _state(self, state: str) -> None:
         """kazoo's session listener (its thread: never block).  LOST ends the lead; SUSPENDED, if long."""
@@ -141,7 +155,7 @@ class ZooKeeperLease(HeadLease):
             log.error("this Head's ZooKeeper session expired: it no longer leads")
             self._done.set()
         elif state == KazooState.SUSPENDED and self.leading and self._suspended is None:
-            self._suspended = threading.Timer(self.session_timeout / 2, self._give_up)
+            self._suspended = threading.Timer(self.session_timeout * GIVE_UP_AFTER, self._give_up)
             self._suspended.daemon = True
             self._suspended.start()
         elif state == KazooState.CONNECTED and self._suspended is not None:
@@ -150,7 +164,7 @@ class ZooKeeperLease(HeadLease):
 
     def _give_up(self) -> None:
         log.error("this Head lost ZooKeeper for %.1f s: it gives up the lead before its session can expire",
-                  self.session_timeout / 2)
+                  self.session_timeout * GIVE_UP_AFTER)
         self._done.set()
 
     def _contenders_changed(self, children: list[str]) -> bool | None:
