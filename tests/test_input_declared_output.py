@@ -127,3 +127,13 @@ def test_slice_store_and_export_carry_the_stream_as_the_box_output():
     again = plan(export_application(result.catalog))
     assert again.ok, again.problems
     assert again.catalog.outputs["Cut"] == result.catalog.outputs["Cut"]
+
+
+def test_the_edit_loop_keeps_the_declaration_and_follows_a_new_schema():
+    before = plan(app(BOTH)).catalog
+    same = plan_submission(before, [read_document(app(BOTH), "app0.xml")], replacing=True)
+    assert same.ok, same.problems
+    assert same.catalog == before and "Cut" in same.changes.streams["kept"]
+    narrowed = app(BOTH.replace('"Cut" schema="packet"', '"Cut" schema="narrow"'))
+    refused = plan_submission(before, [read_document(narrowed, "app0.xml")], replacing=True)
+    assert any("'Cut' declares schema 'narrow'" in str(p) for p in refused.problems), refused.problems
