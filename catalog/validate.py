@@ -275,10 +275,10 @@ def output_schema_problems(catalog: Catalog, out: Output, schemas: Mapping[str, 
     inferred = schemas.get(out.stream)
     if declared is None or inferred is None or declared.same_shape(inferred):
         return []
-    noun = "output stream"
+    what = f"output stream {out.stream!r}"
     if out.origin.path.rsplit("/", 1)[-1].startswith("input"):  # an <input> of a box's stream (declared_inputs.py)
-        noun = "input stream (written by a box, so its <input> declares its schema)"
-    return [Diagnostic.at(out.origin, f"{noun} {out.stream!r} declares schema {declared.name!r} "
+        what = f"input stream {out.stream!r} (a box writes it: its <input> declares its schema)"
+    return [Diagnostic.at(out.origin, f"{what} declares schema {declared.name!r} "
                                       f"{declared.describe()}, but its producer yields {inferred.describe()}"
                                       f"{unselected_columns_note(catalog, out.stream, declared, inferred)}")]
 

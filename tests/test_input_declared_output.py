@@ -18,7 +18,7 @@ from boreas.catalog.slices import node_slice
 NODE = "localhost:15100"
 
 
-def app(inputs: str, *, publish: str = "", extra: str = "") -> str:
+def app(inputs: str, *, extra: str = "") -> str:
     """Packet -> filter ``cut`` -> Cut -> filter ``keep`` -> Result, with ``inputs`` declared."""
     return f"""<borealis>
   <schema name="packet"><field name="id" type="int"/><field name="value" type="double"/></schema>
@@ -66,7 +66,7 @@ def test_declared_schema_is_checked_against_the_box_out_schema():
     [problem] = [str(p) for p in result.problems]
     assert problem.startswith("app0.xml:5:"), problem  # the <input stream="Cut"> line
     assert "'Cut'" in problem and "'narrow'" in problem and "its producer yields" in problem
-    assert "input stream" in problem
+    assert "input stream 'Cut' (a box writes it: its <input> declares its schema)" in problem
 
 
 def test_declaration_in_either_order_and_with_an_output_of_the_same_schema():
@@ -136,4 +136,5 @@ def test_the_edit_loop_keeps_the_declaration_and_follows_a_new_schema():
     assert same.catalog == before and "Cut" in same.changes.streams["kept"]
     narrowed = app(BOTH.replace('"Cut" schema="packet"', '"Cut" schema="narrow"'))
     refused = plan_submission(before, [read_document(narrowed, "app0.xml")], replacing=True)
-    assert any("'Cut' declares schema 'narrow'" in str(p) for p in refused.problems), refused.problems
+    assert any("input stream 'Cut'" in str(p) and "declares schema 'narrow'" in str(p)
+               for p in refused.problems), refused.problems
