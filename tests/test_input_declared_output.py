@@ -13,6 +13,7 @@ from __future__ import annotations
 from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.elements import catalog_from_elements, to_elements
 from boreas.catalog.export import export_application
+from boreas.catalog.index import CatalogIndex
 from boreas.catalog.slices import node_slice
 
 NODE = "localhost:15100"
@@ -138,3 +139,16 @@ def test_the_edit_loop_keeps_the_declaration_and_follows_a_new_schema():
     refused = plan_submission(before, [read_document(narrowed, "app0.xml")], replacing=True)
     assert any("input stream 'Cut'" in str(p) and "declares schema 'narrow'" in str(p)
                for p in refused.problems), refused.problems
+
+
+def test_the_incremental_check_agrees_with_the_whole_one():
+    """The Head plans on its catalog's index: the declaration, a mismatch and a publish are judged alike."""
+    first = plan('<borealis><schema name="packet"><field name="id" type="int"/><field name="value" '
+                 'type="double"/></schema><schema name="narrow"><field name="id" type="int"/></schema>'
+                 '<input stream="Cut" schema="narrow"/></borealis>').catalog
+    index = CatalogIndex.build(first)
+    for texts in ([app('  <input stream="Packet" schema="packet"/>')],
+                  [with_query(app(BOTH)), deployment(f'<publish stream="Cut" node="{NODE}"/>')]):
+        docs = [read_document(t, f"app{i}.xml") for i, t in enumerate(texts)]
+        whole, indexed = plan_submission(first, docs), plan_submission(first, docs, index=index)
+        assert whole.problems and list(map(str, indexed.problems)) == list(map(str, whole.problems))
