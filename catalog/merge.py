@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from .app_prune import prune_left_out
+from .declared_inputs import as_declarations
 from .diagnostics import CATALOG, Diagnostic, Origin
 from .document_model import Application, Delete, Deployment, Modify, Move, NodeAssignment
 from .model import (
@@ -84,6 +85,10 @@ class Merger:
         self.apps.setdefault(name, app.source)
         for obj in app.declarations:
             self.declare(replace(obj, app=name) if isinstance(obj, NAMED_BY_APP) else obj)
+        streams = {*self.declared.get("inputs", ()), *(s for b in self.declared.get("boxes", ())
+                                                       if b in self.catalog.boxes for s in self.catalog.boxes[b].outputs)}
+        outputs = self.declared.setdefault("outputs", set())
+        outputs |= as_declarations(self.catalog, streams, outputs, self.fail)  # (declared_inputs.py)
         self.prune_queries()
         for delete in app.deletes:
             self.delete(delete)

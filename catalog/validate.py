@@ -17,6 +17,7 @@ from typing import Any
 from . import arrays, changelog, table_params
 from .app_diff import unselected_columns_note
 from .boxtypes import BoxTypeRegistry, builtin_registry
+from .declared_inputs import publish_reason
 from .diagnostics import Diagnostic, Origin
 from .model import (
     PARTITION_SLOTS,
@@ -221,7 +222,7 @@ def _query_refs(catalog: Catalog, query: Query, produced: Container[str]) -> lis
 
 def _publication_refs(catalog: Catalog, pub: Publication, produced: Container[str]) -> list[Diagnostic]:
     if pub.stream not in catalog.inputs:
-        return [Diagnostic.at(pub.origin, f"publish to stream {pub.stream!r}, which is not an <input> stream")]
+        return [Diagnostic.at(pub.origin, publish_reason(catalog, pub.stream))]
     return []
 
 
@@ -274,7 +275,10 @@ def output_schema_problems(catalog: Catalog, out: Output, schemas: Mapping[str, 
     inferred = schemas.get(out.stream)
     if declared is None or inferred is None or declared.same_shape(inferred):
         return []
-    return [Diagnostic.at(out.origin, f"output stream {out.stream!r} declares schema {declared.name!r} "
+    what = f"output stream {out.stream!r}"
+    if out.origin.path.rsplit("/", 1)[-1].startswith("input"):  # an <input> of a box's stream (declared_inputs.py)
+        what = f"input stream {out.stream!r} (a box writes it: its <input> declares its schema)"
+    return [Diagnostic.at(out.origin, f"{what} declares schema {declared.name!r} "
                                       f"{declared.describe()}, but its producer yields {inferred.describe()}"
                                       f"{unselected_columns_note(catalog, out.stream, declared, inferred)}")]
 

@@ -83,6 +83,7 @@ IN_PROCESS = (
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh
     "test_nexmark_gen.py", "test_nexmark.py",  # the Nexmark bench's generator and queries (m3 boxes fed by hand)
     "test_head_resync.py",                   # the resync rule on an in-process Head and node (its cluster test: slow)
+    "test_input_declared_output.py",         # an <input> of a box's stream as its schema's declaration, in process
 )
 
 #: Test paths whose tests run short ``boreas`` command processes on files only (validate, catalog apply/show/export on

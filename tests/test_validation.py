@@ -130,12 +130,6 @@ def test_stream_with_two_producers():
     assert "stream 'B' has 2 producers" in reason and "b1" in reason and "b2" in reason
 
 
-def test_input_stream_also_produced_by_a_box():
-    body = SCHEMA + '<input stream="A" schema="T"/><input stream="B" schema="T"/>' + filter_box("b1", "A", "B")
-    (reason,) = reasons(app(body))
-    assert "stream 'B' has 2 producers" in reason
-
-
 def test_duplicate_box_in_one_submission_and_against_catalog():
     body = SCHEMA + '<input stream="A" schema="T"/>' + filter_box("b", "A", "B") + filter_box("b", "A", "C")
     result = plan(app(body))
