@@ -7,9 +7,9 @@ subscriber in the test's namespace receives ``b``'s output.  After the heal: eve
 acknowledged arrived exactly once and in order per producer (:func:`support.netns_cluster.check_delivery`),
 and every node holds the catalog version the Head wants it to hold (none diverges).
 
-Not here yet (issue 32): several Heads (leader cut off from ZooKeeper and the nodes, no two leaders
-committing) wait for Head failover; ZooKeeper in its own namespace unreachable for 10 s; loss and delay
-with ``tc netem`` (:func:`test_netem_loss` says whether this kernel has it).
+Here with one Head: a node cut off from the Head, nodes cut off from each other, a link down, ZooKeeper
+unreachable, loss and delay with ``tc netem`` where the kernel has it.  Several Heads on one ZooKeeper
+(the leader cut off, no two leaders committing) are tests/test_netns_heads.py.
 """
 
 from __future__ import annotations
