@@ -16,6 +16,9 @@ constants.  Semantics are DuckDB's:
   Sunday), ``ISODOW`` (1 is Monday, 7 Sunday), ``DOY`` (1 to 366) and
   ``WEEK`` (the ISO 8601 week, 1 to 53: the week of the year's first
   Thursday is week 1);
+* ``MOD(X, m)`` of an INT by a nonzero integer constant (SQL's ``a % m``):
+  INT, with the sign of the dividend, as SQL and C truncate (``MOD(-7, 3)``
+  is -1);
 * ``SUBSTRING(S, start, length)`` (``length`` optional) of a STRING: the
   characters (code points) from position ``start`` (1-based, ``start >=
   1``), at most ``length`` of them (``length >= 0``).
@@ -34,6 +37,10 @@ interned ids; a substring is a string the intern table must hold).
 [0, 7, 3, 53]
 >>> apply("SUBSTRING", ("13-555", 1, 2)), apply("SUBSTRING", ("é€x", 2)), apply("SUBSTRING", ("ab", 5, 1))
 ('13', '€x', '')
+>>> [apply("MOD", (x, m)) for x, m in ((7, 3), (-7, 3), (7, -3), (-7, -3), (6, 3))]
+[1, -1, 1, -1, 0]
+>>> check_call("MOD", ["INT", 0])
+'MOD by 0 (it takes a nonzero integer constant)'
 >>> check_call("SUBSTRING", ["STRING", 1, 2]), check_call("YEAR", ["DATE"])
 (None, None)
 >>> check_call("SUBSTRING", ["STRING", 0, 2])
@@ -43,6 +50,12 @@ interned ids; a substring is a string the intern table must hold).
 from __future__ import annotations
 
 from collections.abc import Callable
+
+
+def _mod(x: int, m: int) -> int:
+    """SQL's remainder: the sign of the dividend (``MOD(-7, 3)`` is -1), as C's ``%`` (truncating division)."""
+    r = abs(x) % abs(m)
+    return -r if x < 0 else r
 
 
 def _substring(s: str, start: int, length: int | None = None) -> str:
@@ -60,6 +73,7 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[int, ...], Callable]] = {
     "DOY": ("DATE", "INT", (0,), lambda d: d.timetuple().tm_yday),
     "WEEK": ("DATE", "INT", (0,), lambda d: d.isocalendar()[1]),
     "SUBSTRING": ("STRING", "STRING", (1, 2), _substring),
+    "MOD": ("INT", "INT", (1,), _mod),
 }
 
 #: name -> a Python expression template (``{0}`` the variable, ``{1}``, ``{2}`` the constants) for generated code
@@ -74,6 +88,7 @@ PYTHON: dict[str, Callable[..., str]] = {
     "WEEK": lambda x: f"{x}.isocalendar()[1]",
     "SUBSTRING": lambda x, start, length=None: f"{x}[{start - 1}:]" if length is None
     else f"{x}[{start - 1}:{start - 1 + length}]",
+    "MOD": lambda x, m: f"({x} % {abs(m)} if {x} >= 0 else -(-{x} % {abs(m)}))",
 }
 
 
@@ -106,6 +121,8 @@ def check_call(name: str, args: list) -> str | None:
         return f"{name} takes integer constants after its variable"
     if name == "SUBSTRING" and consts[0] < 1:
         return f"SUBSTRING starts at a position >= 1, not {consts[0]}"
+    if name == "MOD" and consts[0] == 0:
+        return "MOD by 0 (it takes a nonzero integer constant)"
     if name == "SUBSTRING" and len(consts) == 2 and consts[1] < 0:
         return f"SUBSTRING takes a length >= 0, not {consts[1]}"
     return None

@@ -93,6 +93,7 @@ from .resolve import ColRef, Resolver, unparen
 from .sugar import desugar
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
 from .viewexpr import having
+from .windows import refuse_windows
 
 # Arithmetic and predicates: see :mod:`.resolve` and :mod:`.predicates`.
 
@@ -137,6 +138,7 @@ def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[R
         ctx = _Ctx(text, start, stmt)
         is_stream = bool(re.match(r"\s*CREATE\s+STREAM\b", stmt, re.IGNORECASE))
         sql = re.sub(r"STREAM", "TABLE ", stmt, count=1, flags=re.IGNORECASE) if is_stream else stmt
+        refuse_windows(text, stmt, start)
         try:
             tree = sqlglot.parse_one(sql)
         except (SqlParseError, TokenError) as e:

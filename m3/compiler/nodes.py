@@ -79,6 +79,7 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.Greatest: frozenset({"this", "expressions", "ignore_nulls"}),
     exp.Least: frozenset({"this", "expressions", "ignore_nulls"}),
     exp.Substring: frozenset({"this", "start", "length", "zero_start"}),  # of a column: a computed key
+    exp.Mod: _BINARY,  # MOD(a, m), a % m of a column by a constant: a computed key (..functions)
     exp.Year: frozenset({"this"}), exp.Quarter: frozenset({"this"}), exp.Month: frozenset({"this"}),
     exp.DayOfWeek: frozenset({"this"}), exp.DayOfWeekIso: frozenset({"this"}), exp.DayOfYear: frozenset({"this"}),
     exp.WeekOfYear: frozenset({"this"}),

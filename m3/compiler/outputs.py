@@ -142,8 +142,8 @@ def group_columns(sel: exp.Select, items: list[Item], res: Resolver, ctx: Positi
         elif is_key_arithmetic(g):
             refs.append(arith_key(res, g))
         else:
-            raise ctx.error(f"unsupported GROUP BY expression {sql_of(g)} (group by columns, EXTRACT or "
-                            "SUBSTRING of a column, or arithmetic over columns)", g)
+            raise ctx.error(f"unsupported GROUP BY expression {sql_of(g)} (group by columns, EXTRACT, "
+                            "SUBSTRING or MOD of a column, or arithmetic over columns)", g)
     for n, i in enumerate(items):  # SELECT A * 2 ... GROUP BY A * 2: the item is the key
         if i.ref is None and is_key_arithmetic(i.node) and (key := arith_key(res, i.node)) in refs:
             items[n] = Item(i.name, i.node, ref=key)

@@ -163,6 +163,11 @@ class Resolver:
             if bounds[0] is None or not all(is_constant(b) for b in bounds):
                 raise self.ctx.error(f"unsupported SUBSTRING ({sql_of(e)}): its start and length are constants", e)
             args = tuple(self.constant(b) for b in bounds)
+        elif kind is exp.Mod:  # MOD(a, m), a % m
+            fn, arg = "MOD", e.this
+            if not is_constant(e.expression):
+                raise self.ctx.error(f"unsupported MOD ({sql_of(e)}): its divisor is a nonzero integer constant", e)
+            args = (self.constant(e.expression),)
         else:
             return None
         if fn is None or is_constant(e):

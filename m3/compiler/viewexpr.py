@@ -83,8 +83,20 @@ def view_expr(res: Resolver, e: exp.Expression, aliases: dict | None = None):
     computed = res.computed(e)
     if computed is not None:  # EXTRACT, SUBSTRING of a column: read as a group column (it must be a group key)
         return ("col", computed)
-    raise res.ctx.error(f"unsupported expression {kind.__name__.upper()} ({sql_of(e)}) over aggregates "
-                        "(aggregates, group columns and numbers with + - * /)", e)
+    raise res.ctx.error(_unsupported(e), e)
+
+
+def _unsupported(e: exp.Expression) -> str:
+    """Why ``e`` cannot be computed where it stands: over aggregates, or in a view without aggregates, where the
+    message would otherwise send the user looking for an aggregate that is not there (issue 33/34)."""
+    kind = e.key.upper() if type(e) is not exp.Anonymous else str(e.this).upper()
+    sel = e.find_ancestor(exp.Select)
+    grouped = sel is not None and (sel.args.get("group") is not None or sel.find(exp.AggFunc) is not None)
+    if grouped:
+        return (f"unsupported expression {kind} ({sql_of(e)}) over aggregates "
+                "(aggregates, group columns and numbers with + - * /)")
+    return (f"unsupported expression {kind} ({sql_of(e)}) in a view without aggregates: its SELECT items are "
+            "columns, functions of one column (EXTRACT, SUBSTRING, MOD by a constant) and + - * over them")
 
 
 def value_kind(res: Resolver, x) -> str:

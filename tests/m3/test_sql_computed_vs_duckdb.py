@@ -118,7 +118,7 @@ def test_triggers_compute_the_key_from_the_row_and_maps_are_keyed_by_it():
     ("SELECT SUBSTRING(g, 0, 2) AS p, COUNT(*) AS n FROM R GROUP BY p", "SUBSTRING starts at a position >= 1"),
     ("SELECT EXTRACT(YEAR FROM g) AS y, COUNT(*) AS n FROM R GROUP BY y", "YEAR of a STRING"),
     ("SELECT SUM(SUBSTRING(g, 1, 2)) AS s FROM R", "cannot aggregate SUBSTRING"),
-    ("SELECT a, COUNT(*) AS n FROM R GROUP BY a % 2", "unsupported GROUP BY expression"),
+    ("SELECT a, COUNT(*) AS n FROM R GROUP BY ABS(a)", "unsupported GROUP BY expression"),
     ("SELECT d, COUNT(*) AS n FROM R GROUP BY d HAVING YEAR(d) > 1994",
      "value YEAR(d) in HAVING is neither grouped nor inside an aggregate (a function of a column read outside "
      "aggregates must be a group key"),

@@ -205,6 +205,7 @@ CORPUS = [
     "FROM R WHERE SUBSTRING(g, 2) IN ('A') GROUP BY p, y, q, m, dd",
     "SELECT DAYOFWEEK(d) AS w, ISODOW(d) AS i, DAYOFYEAR(d) AS y, WEEKOFYEAR(d) AS k, SUM(b * MONTH(d)) AS n "
     "FROM R GROUP BY w, i, y, k",
+    "SELECT MOD(a, 3) AS m, SUM(b % 2) AS n FROM R WHERE a % 4 = 1 GROUP BY m",
 ]
 
 # read fields whose content does not change the result, by design

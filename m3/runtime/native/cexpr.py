@@ -41,6 +41,8 @@ from ...functions import result_type
 _COPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
 DATE_PARTS = {"YEAR": 0, "QUARTER": 1, "MONTH": 2, "DAY": 3, "DOW": 4, "ISODOW": 5, "DOY": 6,
               "WEEK": 7}  # crt's date_part(day, part)
+INLINE_CALLS = frozenset(DATE_PARTS) | {"MOD"}
+"""The calls C computes inline from the event's value (the others, SUBSTRING, are columns the runtime computes)."""
 
 
 class Unsupported(Exception):
@@ -170,6 +172,12 @@ class Gen:
             if t != "DATE":
                 raise Unsupported(f"{e.fn} of a {t}")
             return f"date_part({x}, {DATE_PARTS[e.fn]})", "INT"
+        if isinstance(e, Call) and e.fn == "MOD":  # C's % truncates, as SQL: the sign of the dividend
+            x, t = self.value(e.args[0], types)
+            m = abs(e.args[1].value)
+            if t != "INT":
+                raise Unsupported(f"MOD of a {t}")
+            return ("INT64_C(0)" if m == 1 else f"({x} % INT64_C({m}))"), "INT"
         if isinstance(e, Call) and e in self.computed:  # a string: interned by the runtime with the batch
             return self.computed[e], result_type(e.fn)
         raise Unsupported(f"expression {type(e).__name__} in a trigger")

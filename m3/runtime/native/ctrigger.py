@@ -39,18 +39,18 @@ from __future__ import annotations
 
 from ...ast import Call, Const, Expr, MapRef, Statement, Trigger, Var, variables, walk
 from ..codegen import statement_groups
-from .cexpr import DATE_PARTS, Gen, Unsupported, ctype, from_key, product_type, to_key
+from .cexpr import INLINE_CALLS, Gen, Unsupported, ctype, from_key, product_type, to_key
 
 
 def groups(statements: tuple[Statement, ...]) -> list[tuple[tuple, list[list]]]:
     """Statements as ((target, guards, refs), [scalar factor lists]), split and fused as the Python generator
     does (:func:`..codegen.statement_groups`); a scalar factor other than a variable, a constant or a date part
-    of one (``C * MONTH(D)``: a computed value inside an aggregate) is refused."""
+    or MOD of one (``C * MONTH(D)``: a computed value inside an aggregate) is refused."""
     out = statement_groups(statements)
     for _, scalar_lists in out:
         for scalars in scalar_lists:
             for e in scalars:
-                if not isinstance(e, (Var, Const)) and not (isinstance(e, Call) and e.fn in DATE_PARTS):
+                if not isinstance(e, (Var, Const)) and not (isinstance(e, Call) and e.fn in INLINE_CALLS):
                     raise Unsupported(f"expression {type(e).__name__} in a trigger statement")
     return out
 
@@ -79,7 +79,7 @@ def trigger_c(gen: Gen, t: Trigger, tno: int) -> tuple[int, ...]:
         gen.emit(1, f"const {ctype(col_types[i])} *c{i} = (const {ctype(col_types[i])} *)cols[{i}];")
     gen.emit(1, "for (int64_t row = 0; row < n_rows; row++) {")
     calls = list(dict.fromkeys(n for s in t.statements for n in [*walk(s.target), *walk(s.expr)]
-                               if isinstance(n, Call) and n.fn not in DATE_PARTS))
+                               if isinstance(n, Call) and n.fn not in INLINE_CALLS))
     gen.computed = {c: f"fval{j}" for j, c in enumerate(calls)}
     for j in range(len(calls)):
         gen.emit(1, f"const int64_t *fcol{j} = (const int64_t *)cols[{len(col_types) + j}];")
