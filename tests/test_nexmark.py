@@ -34,7 +34,7 @@ def events(bench):
     return blocks, tables
 
 
-@pytest.mark.parametrize("name", ["q0", "q3", "q20"])
+@pytest.mark.parametrize("name", ["q0", "q2", "q3", "q20"])
 def test_an_accepted_query_ends_with_duckdbs_answer(bench, events, name):
     from nexmark_queries import BY_NAME
 

@@ -208,8 +208,8 @@ def refuse_computed_views(program: Program, box: str = "") -> None:
                  if not isinstance(a, (Var, Const))), None)  # arithmetic as a key: GROUP BY a * 2
             if call is not None:
                 raise PlanError(f"box {box!r}: statement {i} of ON {'+' if t.sign > 0 else '-'}{t.relation} "
-                                f"computes a key from the event's row ({format_expr(call)}: GROUP BY EXTRACT or "
-                                "SUBSTRING of a column, or arithmetic over columns); the dispatch tables route by columns, not computed "
+                                f"computes a key from the event's row ({format_expr(call)}: GROUP BY EXTRACT, "
+                                "SUBSTRING or MOD of a column, or arithmetic over columns); the dispatch tables route by columns, not computed "
                                 "values: deploy this box unpartitioned")
 
 
