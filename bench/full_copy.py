@@ -21,6 +21,7 @@ import time
 from boreas.catalog import Catalog, read_document
 from boreas.catalog.replicate import apply_update
 from boreas.catalog.submission import plan_submission
+from boreas.catalog.xmlsafe import XmlLimits
 from boreas.head.catalog_copy import CatalogCopies
 from boreas.regional.full_copy import SOURCE, CopyAssembly, read_head_update
 from catalog import generate
@@ -59,7 +60,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     app, dep = generate(args.boxes, args.nodes)
-    head = plan_submission(Catalog(), [read_document(app, "app.xml"), read_document(dep, "dep.xml")]).catalog
+    big = XmlLimits(max_bytes=1 << 30, max_elements=10_000_000, max_attributes=10_000_000)  # built here, not sent
+    head = plan_submission(Catalog(), [read_document(app, "app.xml", big), read_document(dep, "dep.xml", big)]).catalog
     head.version = 1
     start = time.perf_counter()
     documents = [d.encode() for d in CatalogCopies(lambda: head, origin="head").full_copy().documents]

@@ -68,3 +68,21 @@ def test_a_broken_part_is_refused_with_its_line():
         read_head_update(text)
     assert failed.value.diagnostics[0].line is not None
     assert "malformed XML" in failed.value.diagnostics[0].reason
+
+
+def test_a_part_that_does_not_decode_is_refused_naming_the_box():
+    box = ('<box name="f" type="filter" node=":15001"><in stream="a"/><out stream="b"/>'
+           '<parameter name="expression.0" value="true"/><parameter name="expression.0" value="false"/></box>')
+    text = f'<update version="3" copy="v3" part="1" parts="1">\n{box}\n</update>'
+    with pytest.raises(ValidationFailed) as failed:
+        read_head_update(text)
+    problem = failed.value.diagnostics[0]
+    assert problem.line == 2
+    assert "box 'f' sets parameter 'expression.0' twice" in problem.reason
+
+
+def test_node_endpoints_are_normalised_in_every_box():
+    boxes = "".join(f'<box name="f{i}" type="filter" node=":15001"><in stream="s{i}"/><out stream="t{i}"/>'
+                    f'<parameter name="expression.0" value="true"/></box>' for i in range(3))
+    doc = read_head_update(f'<update version="3" copy="v3" part="1" parts="1">{boxes}</update>')
+    assert [box.node for box in doc.items] == ["localhost:15001"] * 3
