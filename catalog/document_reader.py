@@ -65,6 +65,7 @@ class DocumentReader:
         self.deadline = deadline
         self.paths = ElementPaths()
         self._ticks = 0
+        self._endpoints: dict[str, str] = {}  # node endpoints as written -> normalised (a copy repeats them)
         self.positions = False  # node positions (#0) are allowed: application and deployment XML
 
     def origin(self, el: etree._Element) -> Origin:
@@ -91,17 +92,22 @@ class DocumentReader:
     def node(self, el: etree._Element, text: str | None) -> str | None:
         """A node's endpoint, or in application and deployment XML a position (``#1``), kept as written
         until the submission is planned (:mod:`.positions`)."""
+        if text is not None and text in self._endpoints:
+            return self._endpoints[text]
         position = parse_position(text)
         if position is not None:
             if self.positions:
                 return f"#{position}"
             self.fail(el, f"node position {text.strip()!r}: update XML names nodes by endpoint")
             return None
+        if text is None:
+            return None
         try:
-            return normalize_endpoint(text) if text is not None else None
+            spelled = self._endpoints[text] = normalize_endpoint(text)
         except ValueError as exc:
             self.fail(el, str(exc))
             return None
+        return spelled
 
     def decode(self, el: etree._Element) -> Any:
         for attr in _NAME_ATTRS:
@@ -163,7 +169,9 @@ class DocumentReader:
         obj = self.decode(el)
         node = getattr(obj, "node", None)
         if node is not None:
-            obj = replace(obj, node=self.node(el, node))
+            spelled = self.node(el, node)
+            if spelled != node:  # most are already host:port (all of a catalog the Head wrote)
+                obj = replace(obj, node=spelled)
         return obj
 
     def query(self, el: etree._Element) -> list[Any]:

@@ -7,7 +7,9 @@ applies an update twice or out of order: an update for a version it already
 has is ignored, and a gap (a version missing) makes it ask the Head for a
 fresh full copy.  ``close()`` disconnects (``<delete global=...>``).  ``GET /metrics``,
 ``GET /healthz`` and ``GET /readyz`` (registered, a full copy at the Head's
-version) are served beside ``POST /update`` (:mod:`.metrics`).
+version) are served beside ``POST /update`` (:mod:`.metrics`).  The Head's update XML is
+trusted and decoded without the XSD gate, and a full copy's parts are applied
+once, when the last is in (:mod:`.full_copy`).
 
 Asking for a copy goes through a :class:`~boreas.wire.sender.ReliableSender`
 to the Head with room for one request: it is retried while the Head is
@@ -32,7 +34,7 @@ from typing import Any
 
 from aiohttp import web
 from boreas.catalog.diagnostics import ValidationFailed
-from boreas.catalog.documents import Delete, Update, read_document
+from boreas.catalog.documents import Delete, Update
 from boreas.catalog.model import Catalog
 from boreas.catalog.model import GlobalComponent as GlobalElement
 from boreas.catalog.replicate import UpdateRejected, apply_update
@@ -44,6 +46,7 @@ from boreas.wire.metrics import View, add_metrics_route
 from boreas.wire.sender import QueueFull, ReliableSender
 from boreas.wire.server import HttpServer, json_error
 
+from .full_copy import CopyAssembly, read_head_update
 from .metrics import global_checks, read_global
 
 log = logging.getLogger(__name__)
@@ -69,9 +72,7 @@ class GlobalComponent:
         add_metrics_route(self.server.app, self.server.registry)
         self.peers = PeerClient(token)
         self.asks = ReliableSender(head, self.peers, name="global component: copy requests", capacity=1)
-        self._staging: Catalog | None = None
-        self._copy_id: str | None = None
-        self._next_part = 1
+        self.copy_parts = CopyAssembly()
         self.endpoint: str | None = None
         self.registered = False  # the Head took our registration (readiness)
 
@@ -104,7 +105,7 @@ class GlobalComponent:
 
     async def _handle_update(self, request: web.Request) -> web.Response:
         try:
-            doc = read_document(await request.read(), "update XML from the Head")
+            doc = read_head_update(await request.read())
         except ValidationFailed as exc:
             return json_error(422, "invalid update XML", diagnostics=[d.as_dict() for d in exc.diagnostics])
         if not isinstance(doc, Update) or doc.version is None:
@@ -122,14 +123,9 @@ class GlobalComponent:
         return web.json_response({"version": self.catalog.version})
 
     def _copy_part(self, doc: Update) -> None:
-        if doc.part == 1:
-            self._staging, self._copy_id, self._next_part = Catalog(), doc.copy, 1
-        if self._staging is None or doc.copy != self._copy_id or doc.part != self._next_part:
-            return  # a part of an abandoned copy
-        self._staging = apply_update(self._staging, doc.items, doc.version)
-        self._next_part += 1
-        if doc.part == doc.parts:
-            self.catalog, self._staging = self._staging, None
+        copy = self.copy_parts.take(doc)
+        if copy is not None:
+            self.catalog = copy
             self.counters["full_copies"] += 1
             self.ready.set()
             if self.on_copy:

@@ -40,6 +40,7 @@ IN_PROCESS = (
     "test_cumulus_precopy.py", "test_cumulus_replicated_sim.py",  # Cumulus members simulated in one process
     "test_partition_replicated_catalog.py",  # (support/cumulus_sim.py); the replicate= catalog on memory://
     "test_replicate.py", "test_replicate_slices.py", "test_replicate_examples.py",
+    "test_full_copy.py",                     # a full copy assembled from the Head's parts, in process
     "test_addresses.py",                     # --listen/--advertise rules (its cluster test joins the group)
     "test_node_positions.py",                # deployment positions resolved against a node order
     "test_zk_copies.py",  # (the session's ZooKeeper server only: PROCESS_FIXTURES puts it in the group)

@@ -1,0 +1,83 @@
+"""Benchmark: a global component's first full copy of the Head's catalog, decoded and applied in process.
+
+Builds bench/catalog.py's catalog of ``--boxes`` boxes, serialises it as the
+Head does for a full copy (:class:`~boreas.head.catalog_copy.CatalogCopies`),
+then times the global component's side: the parts decoded and assembled by
+:mod:`boreas.regional.full_copy`.  The peer, measured in the same run on the
+same documents, is the way a component loaded a copy before (every part
+checked against the update XSD, then applied to a fresh copy of the catalog
+so far); the HTTP transfer is not included (``GET /catalog`` is timed by
+bench/deploy.py).  Target (issue 37): a full copy of 100,000 boxes under 3 s.
+
+Usage: .venv/bin/python bench/full_copy.py [--boxes 10000] [--nodes 20] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import time
+
+from boreas.catalog import Catalog, read_document
+from boreas.catalog.replicate import apply_update
+from boreas.catalog.submission import plan_submission
+from boreas.catalog.xmlsafe import XmlLimits
+from boreas.head.catalog_copy import CatalogCopies
+from boreas.regional.full_copy import SOURCE, CopyAssembly, read_head_update
+from catalog import generate
+
+
+def assembled(documents: list[bytes]) -> Catalog | None:
+    """What a global component does now."""
+    assembly, result = CopyAssembly(), None
+    for data in documents:
+        result = assembly.take(read_head_update(data))
+    return result
+
+
+def per_part(documents: list[bytes]) -> Catalog:
+    """The peer: each part schema-checked, then applied to a copy of the catalog so far."""
+    staging = Catalog()
+    for data in documents:
+        doc = read_document(data, SOURCE)
+        staging = apply_update(staging, doc.items, doc.version)
+    return staging
+
+
+def best_of(repeat: int, fn, documents: list[bytes]) -> tuple[float, Catalog | None]:
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn(documents)
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boxes", type=int, default=10_000)
+    parser.add_argument("--nodes", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    app, dep = generate(args.boxes, args.nodes)
+    big = XmlLimits(max_bytes=1 << 30, max_elements=10_000_000, max_attributes=10_000_000)  # built here, not sent
+    head = plan_submission(Catalog(), [read_document(app, "app.xml", big), read_document(dep, "dep.xml", big)]).catalog
+    head.version = 1
+    start = time.perf_counter()
+    documents = [d.encode() for d in CatalogCopies(lambda: head, origin="head").full_copy().documents]
+    t_write = time.perf_counter() - start
+    gc.freeze()  # the Head's catalog lives in another process: no collection here need walk it
+    t_new, got = best_of(args.repeat, assembled, documents)
+    t_old, peer = best_of(args.repeat, per_part, documents)
+    assert got == head and peer == head, "a copy differs from the Head's catalog"
+    target = 3.0 * args.boxes / 100_000  # 3 s at 100,000 boxes, scaled linearly
+    verdict = "meets" if t_new < target else "MISSES"
+    print(f"{args.boxes} boxes, {len(documents)} parts, {sum(map(len, documents)):,} bytes "
+          f"(Head writes them in {t_write:.2f} s); load average {os.getloadavg()[0]:.1f}")
+    print(f"full copy decode+apply {t_new:.2f} s ({verdict} target {target:.2f} s: 3 s per 100,000 boxes)  "
+          f"peer: per part XSD + apply {t_old:.2f} s -> {t_old / t_new:.1f}x faster")
+
+
+if __name__ == "__main__":
+    main()
