@@ -45,15 +45,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from typing import Any
-from urllib.parse import unquote
 
 from aiohttp import web
-from aiohttp.helpers import parse_mimetype
-from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.multipart import BodyPartReader
 from boreas.catalog.words import unknown
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
 from boreas.catalog.documents import (
@@ -82,6 +77,7 @@ from .api_docs import HEAD_DOCS, UI_DOCS
 from .catalog_part import catalog_part
 from .context import HeadContext
 from .metrics import HeadMetrics, head_checks
+from .request_files import submitted_files
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +85,6 @@ MAX_WAIT = 30.0
 
 #: Seconds the documents of one request may take to parse and validate.
 VALIDATION_BUDGET = 10.0
-
-#: Files in one submission.
-MAX_PARTS = 1000
-_UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\uffff]")
 
 
 def install_routes(head: HeadContext) -> None:
@@ -130,55 +122,10 @@ def _invalid(problems: list[Diagnostic]) -> web.Response:
                       diagnostics=[p.as_dict() for p in problems])
 
 
-def _boundary(request: web.Request) -> str | None:
-    """The multipart boundary the Content-Type names, if it names a usable one."""
-    boundary = parse_mimetype(request.headers.get("Content-Type", "")).parameters.get("boundary")
-    return boundary or None
-
-
 class _Api:
     def __init__(self, head: HeadContext, metrics: HeadMetrics):
         self.head = head
         self.metrics = metrics
-
-    async def _documents(self, request: web.Request) -> list[tuple[str, bytes]] | web.Response:
-        if not request.content_type.startswith("multipart/"):
-            return json_error(415, "send the XML files as multipart/form-data, one part per file")
-        try:
-            return await self._parts(request)
-        except web.HTTPException:
-            raise
-        except (ValueError, LookupError, TypeError, AttributeError, AssertionError,
-                UnicodeError, HttpProcessingError) as exc:
-            # aiohttp's multipart reader says "bad input" with all of these.
-            reason = " ".join(str(getattr(exc, "message", "") or exc).split())[:300] or type(exc).__name__
-            return json_error(400, f"malformed multipart body: {reason}; send the XML files as "
-                                   "multipart/form-data, one part per file")
-
-    async def _parts(self, request: web.Request) -> list[tuple[str, bytes]] | web.Response:
-        if not _boundary(request):
-            return json_error(400, f"malformed multipart body: Content-Type {request.content_type} "
-                                   "names no boundary")
-        limit = DEFAULT_LIMITS.max_bytes
-        total, found = 0, []
-        async for part in await request.multipart():
-            if not isinstance(part, BodyPartReader):
-                return json_error(400, "malformed multipart body: a part is itself multipart; send "
-                                       "each XML file as one plain part")
-            if len(found) >= MAX_PARTS:
-                return json_error(413, f"submission has more than {MAX_PARTS} files")
-            name = unquote(part.filename or part.name or f"document{len(found) + 1}")
-            name = _UNPRINTABLE.sub("?", name)[:300]  # it is echoed in error messages
-            chunks = []
-            while chunk := await part.read_chunk(1 << 16):
-                total += len(chunk)
-                if total > 2 * limit:
-                    return json_error(413, f"submission is larger than {2 * limit} bytes")
-                chunks.append(chunk)
-            found.append((name, b"".join(chunks)))
-        if not found:
-            return json_error(400, "no documents in the submission")
-        return found
 
     async def _read(self, files: list[tuple[str, bytes]]) -> list[Document] | web.Response:
         """Parse and validate ``files`` on a worker thread, within the time budget."""
@@ -212,7 +159,7 @@ class _Api:
     async def submit(self, request: web.Request) -> web.Response:
         """Validate application and deployment XML and commit it as one catalog version."""
         with self.metrics.timed_submission() as outcome:
-            files = await self._documents(request)
+            files = await submitted_files(request)
             if isinstance(files, web.Response):
                 return files
             outcome["outcome"] = "invalid"
