@@ -17,8 +17,6 @@ for the benchmark's boxes, and union passes columns through unchanged.
 
 from __future__ import annotations
 
-import math
-import struct
 
 import pyarrow as pa
 import pytest
@@ -30,6 +28,7 @@ from boreas.node.operators.union import UnionOperator
 from boreas.wire.columns import Columns, arrow_schema, as_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.operators import normal, same
 from support.topologies import examples
 
 TYPES = builtin_registry()
@@ -72,17 +71,6 @@ def batches(draw, schema: Schema = R, max_rows: int = 25) -> Columns:
             values = st.one_of(st.none(), edgy) if draw(st.booleans()) else edgy
         arrays.append(pa.array(draw(st.lists(values, min_size=n, max_size=n)), type=field.type))
     return Columns(pa.RecordBatch.from_arrays(arrays, schema=target))
-
-
-def same(value):
-    """A value as the comparison sees it: its type and bits (nan equal to nan, -0.0 not 0.0)."""
-    if isinstance(value, float):
-        return ("float", struct.pack("<d", value)) if not math.isnan(value) else ("nan",)
-    return (type(value).__name__, value)
-
-
-def normal(emitted: list) -> list:
-    return [(port, [tuple(same(v) for v in row) for row in as_rows(rows)]) for port, rows in emitted]
 
 
 def build(type_: str, params: dict[str, str], schema: Schema = R, outs: int = 1):

@@ -17,8 +17,6 @@ join fed a changelog is refused at submission: tests/test_changelog.py.)
 
 from __future__ import annotations
 
-import math
-import struct
 
 import msgspec
 import pyarrow as pa
@@ -34,6 +32,7 @@ from boreas.wire.columns import Columns, arrow_schema, as_rows, read_rows
 from boreas.wire.frames import ARROW, Batch, decode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.operators import normal, same
 from support.topologies import examples
 
 TYPES = builtin_registry()
@@ -102,17 +101,6 @@ def streams(draw) -> list[tuple[int, Columns, float, bool, bool]]:
     return events
 
 
-def same(value):
-    """A value as the comparison sees it: its type and bits (nan equal to nan, -0.0 not 0.0)."""
-    if isinstance(value, float):
-        return ("float", struct.pack("<d", value)) if not math.isnan(value) else ("nan",)
-    return (type(value).__name__, value)
-
-
-def normal(emitted: list) -> list:
-    return [(port, [tuple(same(v) for v in row) for row in as_rows(rows)]) for port, rows in emitted]
-
-
 def moved(op: JoinOperator, params: dict[str, str]) -> JoinOperator:
     fresh = build(params)
     fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())))
@@ -176,7 +164,6 @@ def test_rows_the_columns_cannot_hold_move_the_box_to_its_row_path_with_its_buff
     assert op.process(1, [(1, 2, 3, "b")], 0.0) == [(0, [(1, 1, 2.0, "a", 1, 2, 3, "b")])]
     assert not op.columnar
     assert op.process(0, [(1, 3, 4.0, "c")], 0.0) == [(0, [(1, 3, 4.0, "c", 1, 2, 3, "b")])]
-
 
 
 JOIN_APP = """<borealis>

@@ -7,12 +7,15 @@ the catalog infers, as a node would), so the builders live here.
 
 from __future__ import annotations
 
+import math
+import struct
 from pathlib import Path
 
 import msgspec
 from boreas.catalog.boxtypes import builtin_registry
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
 from boreas.node.operators import Operator, build_operator
+from boreas.wire.columns import as_rows
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "xml"
 CATALOG_TYPES = builtin_registry()
@@ -50,3 +53,15 @@ def msgpack_trip(state: dict) -> dict:
 #: An aggregate's functions: the average of ``value`` as ``avg`` and the count as ``n``.
 AVG = {"aggregate-function.0": "avg(value)", "aggregate-function-output-name.0": "avg",
        "aggregate-function.1": "count()", "aggregate-function-output-name.1": "n"}
+
+
+def same(value):
+    """A value as the comparison sees it: its type and bits (nan equal to nan, -0.0 not 0.0)."""
+    if isinstance(value, float):
+        return ("float", struct.pack("<d", value)) if not math.isnan(value) else ("nan",)
+    return (type(value).__name__, value)
+
+
+def normal(emitted: list) -> list:
+    """What an operator emitted, port by port, rows of :func:`same` values (rows or columns alike)."""
+    return [(port, [tuple(same(v) for v in row) for row in as_rows(rows)]) for port, rows in emitted]
