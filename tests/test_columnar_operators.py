@@ -28,7 +28,7 @@ from boreas.node.operators.union import UnionOperator
 from boreas.wire.columns import Columns, arrow_schema, as_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.operators import normal, same
+from support.operators import normal
 from support.topologies import examples
 
 TYPES = builtin_registry()

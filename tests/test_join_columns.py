@@ -32,7 +32,7 @@ from boreas.wire.columns import Columns, arrow_schema, as_rows, read_rows
 from boreas.wire.frames import ARROW, Batch, decode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.operators import normal, same
+from support.operators import normal
 from support.topologies import examples
 
 TYPES = builtin_registry()
