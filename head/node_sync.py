@@ -14,7 +14,12 @@ level-triggered, so the same loop covers every case the paper's Head meets:
   empty gets its whole slice);
 * the node refuses items because a box is not there (it moved): those
   items are held back as pending requests (:mod:`boreas.head.pending`) and
-  the rest is delivered.
+  the rest is delivered;
+* the node, read afresh, holds a box the catalog places on another node: it
+  took the box in a move whose report this Head has not received yet (a new
+  leader, or a Head restarted, while the report waits in the node's queue).
+  Removing it would lose the box's state, so its items are held back the same
+  way until the report is committed (or the pending request expires).
 
 Usage::
 
@@ -58,8 +63,11 @@ class NodeSync:
     """The Head's view of one node, and the loop that brings the node up to date."""
 
     def __init__(self, endpoint: str, peers: PeerClient, pending: PendingRequests,
-                 on_change: Callable[[], None], origin: str = "head"):
+                 on_change: Callable[[], None], origin: str = "head",
+                 placed: Callable[[str], str | None] | None = None):
         self.endpoint = endpoint
+        self.placed = placed  # the node the global catalog puts a box on (None: no such box)
+        self.unreported: set[str] = set()  # boxes moved here whose move the Head has not learnt yet
         self.peers = peers
         self.pending = pending
         self.on_change = on_change
@@ -138,9 +146,14 @@ class NodeSync:
         """One round: read what the node holds if unknown, send the difference."""
         if self.held is None:
             self.held = await self._read_held()
+            self._hold_unreported_moves(self.held, self.desired_version)
         held, desired, version = self.held, self.desired, self.desired_version
         blocked = self.pending.blocked_boxes(self.endpoint)
-        items = [i for i in update_items(held, desired) if _box_of(i, held, desired) not in blocked]
+        self.unreported &= blocked
+        # A box moved here, not yet reported, needs its inputs and subscriptions too: remove nothing.
+        keep = bool(self.unreported)
+        items = [i for i in update_items(held, desired) if _box_of(i, held, desired) not in blocked
+                 and not (keep and isinstance(i, (Delete, Unsubscribe)))]
         if items:
             text = await _off_loop_if_large(len(items), update_document, items, version=version,
                                             origin=self.origin, id=f"v{version}")
@@ -163,6 +176,20 @@ class NodeSync:
         self.resyncing = self.held is None
         self.pending.delivered(self.endpoint, self.acked_version)
         self.on_change()
+
+    def _hold_unreported_moves(self, held: Catalog, version: int) -> None:
+        """Boxes the node holds that the catalog places elsewhere: moved here, the move not yet learnt."""
+        if self.placed is None:
+            return
+        for box in sorted(held.boxes.keys() - self.desired.boxes.keys()):
+            where = self.placed(box)
+            if where is not None and where != self.endpoint:
+                reason = f"the node holds it, the catalog puts it on {where}: a move not reported yet"
+                self.pending.add(self.endpoint, box, version, reason, self.acked_version)
+                self.unreported.add(box)
+                self.counters["pending_requests"] += 1
+                log.info("node %s: box %r is here, not on %s; holding its removal until the move is reported",
+                         self.endpoint, box, where)
 
     def _hold_back(self, rejections: list[dict[str, Any]], items: list, version: int) -> bool:
         """Queue a pending request per missing box; False if a refusal is not about a box."""

@@ -302,10 +302,15 @@ class HeadService:
             self.feeds.pop(endpoint).abort()
             log.info("global component %s disconnected", endpoint)
 
+    def _placed(self, box: str) -> str | None:
+        """The node the catalog puts ``box`` on (None: no such box, or it is partitioned and unplaced)."""
+        found = self.catalog.boxes.get(box)
+        return found.node if found is not None else None
+
     def sync_for(self, endpoint: str) -> NodeSync:
         sync = self.syncs.get(endpoint)
         if sync is None:
-            sync = NodeSync(endpoint, self.peers, self.pending, self.notify, self.origin)
+            sync = NodeSync(endpoint, self.peers, self.pending, self.notify, self.origin, placed=self._placed)
             self.syncs[endpoint] = sync
             if self.leading:  # a follower keeps what each node should hold, and drives it once it leads
                 self.tasks.spawn(f"node {endpoint}", sync.run)
