@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.changelog import changes
 from support.topologies import examples
-from test_columnar_operators import ON_COLUMNS, ON_ROWS, VALUES_ON_COLUMNS, VALUES_ON_ROWS, R, batches, build, same
+from support.operators import same
+from test_columnar_operators import ON_COLUMNS, ON_ROWS, VALUES_ON_COLUMNS, VALUES_ON_ROWS, R, batches, build
 
 weights = st.sampled_from([1, 1, -1, -1, 2, -3])
 
