@@ -194,7 +194,7 @@ def _column(values: list, kind: pa.DataType) -> pa.Array:
     return pa.array(out, kind)
 
 
-def from_rows(rows: list[tuple], schema: Schema) -> Columns | None:
+def from_rows(rows: list[tuple], schema: Schema | None) -> Columns | None:
     """Checked rows (tuples a :class:`~boreas.wire.tuples.RowType` made) as columns of the stream's schema,
     the tuples kept as :meth:`Columns.rows` (a row operator reads them as they came, none made again); None
     where the columns would not hold exactly what the rows do (a ``single`` field: float32 would round the
@@ -209,8 +209,8 @@ def from_rows(rows: list[tuple], schema: Schema) -> Columns | None:
     >>> cols.batch.column(0).to_pylist(), cols.rows()
     ([1, 2], [(1, 'tcp'), (2, 'udp')])
     """
-    if not rows or any(f.type == FieldType.SINGLE for f in schema.fields):
-        return None
+    if not rows or schema is None or any(f.type == FieldType.SINGLE for f in schema.fields):
+        return None  # (None: a stream without a catalog schema, as a partition's member messages)
     target = arrow_schema(schema)
     try:
         whole = pa.array(rows, pa.struct(list(target)))
