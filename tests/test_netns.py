@@ -229,6 +229,7 @@ async def test_zookeeper_unreachable(fresh_net: HostNet, tmp_path: Path) -> None
 
     acknowledged, received = await publish_through(cluster, fault)
     assert check_delivery(acknowledged, received) == []
+    cluster.supervise_head()  # (it may have given up the lead while ZooKeeper was away)
     cluster.submit("extra", EXTRA, deployment(nodes["a"], nodes["b"], extra=True))
     assert "evens" in cluster.node_catalog(nodes["a"]).boxes
     cluster.wait_in_sync(nodes.values())

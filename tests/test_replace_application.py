@@ -205,7 +205,7 @@ def test_a_replace_keeps_the_aggregate_state_and_loses_no_row_in_flight(cluster_
     sensor, start, _, readings = rows[0]
     assert (sensor, start, readings) == (1, 0, 700)  # 600 before and during the replace, 100 only it lets in
     assert "kept: box per_sensor" in printed and "changed: box valid" in printed
-    submission = re.search(r"submission (\w+): committed", printed).group(1)
+    submission = re.search(r"submission ([\w-]+): committed", printed).group(1)
     assert list(cluster.submission(submission)["nodes"]) == [nodes[0]]  # the aggregate's node was sent nothing
 
 

@@ -61,11 +61,20 @@ class NetCluster:
         return f"{host.address}:{ZK_PORT}"
 
     def start_head(self, catalog: str | None = None) -> None:
-        host = self.net.add_host("head")
+        host = self.net.hosts.get("head") or self.net.add_host("head")
         url = catalog or "sqlite:///" + str(self.workdir / "catalog.db")
+        self.catalog = url
         self.net.spawn(host, "head", "head", "--catalog", url, "--listen", f"{host.address}:{HEAD_PORT}",
                        "--failover-after", "0", "--snapshot-interval", "0")
         wait_until(lambda: _up(f"{self.head}/status"), START_TIMEOUT, "the Head to listen")
+
+    def supervise_head(self) -> None:
+        """Start the Head again if it stopped, as its supervisor would: on ``zk://`` a Head cut off from
+        ZooKeeper past most of its session timeout gives up the lead and exits with status 3 (docs/deploy.md)."""
+        proc = self.net.hosts["head"].procs[-1]
+        if proc.poll() is not None:
+            assert proc.returncode == 3, (proc.returncode, self.net.log("head")[-2000:])
+            self.start_head(self.catalog)
 
     def start_nodes(self, *names: str) -> dict[str, str]:
         """Durable nodes on hosts ``names``, started side by side; host name -> node endpoint."""
