@@ -69,12 +69,20 @@ class NetCluster:
         wait_until(lambda: _up(f"{self.head}/status"), START_TIMEOUT, "the Head to listen")
 
     def supervise_head(self) -> None:
-        """Start the Head again if it stopped, as its supervisor would: on ``zk://`` a Head cut off from
-        ZooKeeper past most of its session timeout gives up the lead and exits with status 3 (docs/deploy.md)."""
-        proc = self.net.hosts["head"].procs[-1]
-        if proc.poll() is not None:
-            assert proc.returncode == 3, (proc.returncode, self.net.log("head")[-2000:])
-            self.start_head(self.catalog)
+        """Until the Head leads: start it again if it stopped, as its supervisor would (on ``zk://`` a Head
+        cut off from ZooKeeper past most of its session timeout gives up the lead and exits with status 3,
+        docs/deploy.md), or wait while it is still giving up or being elected."""
+        def leading() -> bool:
+            proc = self.net.hosts["head"].procs[-1]
+            if proc.poll() is not None:
+                assert proc.returncode == 3, (proc.returncode, self.net.log("head")[-2000:])
+                self.start_head(self.catalog)
+            try:
+                return bool(get_json(f"{self.head}/status").get("leadership", {}).get("leading", True))
+            except (OSError, AssertionError):  # not answering yet, or 503 while no Head leads
+                return False
+
+        wait_until(leading, START_TIMEOUT, "the Head to lead again")
 
     def start_nodes(self, *names: str) -> dict[str, str]:
         """Durable nodes on hosts ``names``, started side by side; host name -> node endpoint."""
