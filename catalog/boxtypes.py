@@ -165,7 +165,7 @@ def infer_map(box: Box, inputs: list[Schema]) -> list[Schema]:
         raise BoxError(
             f"map box {box.name!r} has {len(expressions)} expression.N but {len(names)} output-field-name.N"
         )
-    fields = [infer_field(n, parse_expression(e), scope) for e, n in zip(expressions, names)]
+    fields = [infer_field(n, parse_expression(e), scope, whole_arrays=True) for e, n in zip(expressions, names)]
     return [derived_schema(box, 0, fields)]
 
 
@@ -251,7 +251,7 @@ def infer_join(box: Box, inputs: list[Schema]) -> list[Schema]:
         return [derived_schema(box, 0, list(inputs[0].fields) + list(inputs[1].fields))]
     if len(names) != len(expressions):
         raise BoxError(f"join box {box.name!r} has {len(expressions)} out-field.N but {len(names)} out-field-name.N")
-    return [derived_schema(box, 0, [infer_field(n, parse_expression(e), scope)
+    return [derived_schema(box, 0, [infer_field(n, parse_expression(e), scope, whole_arrays=True)
                               for e, n in zip(expressions, names)])]
 
 

@@ -57,18 +57,10 @@ import pyarrow.ipc
 from boreas.catalog.changelog import WEIGHT  # the weights' column (validation refuses a field of that name)
 from boreas.catalog.model import FieldType, Schema
 
-from .row_errors import RowError, SchemaMismatch, with_article
+from . import array_columns
+from .array_columns import ARROW_TYPES, arrow_type, holding_null, holds_single, not_a
+from .row_errors import RowError, SchemaMismatch
 
-ARROW_TYPES: dict[FieldType, pa.DataType] = {
-    FieldType.BYTE: pa.int8(),
-    FieldType.SHORT: pa.int16(),
-    FieldType.INT: pa.int32(),
-    FieldType.LONG: pa.int64(),
-    FieldType.SINGLE: pa.float32(),
-    FieldType.DOUBLE: pa.float64(),
-    FieldType.STRING: pa.string(),
-    FieldType.TIMESTAMP: pa.int64(),  # microseconds since the epoch, as rows carry them
-}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -76,12 +68,10 @@ def arrow_schema(schema: Schema) -> pa.Schema:
     """The Arrow schema of a Borealis schema (once per schema)."""
     fields = []
     for f in schema.fields:
-        if f.type is None:
-            raise SchemaMismatch(f.name, "an array field does not flow on the data plane")
-        meta = {"borealis": str(f.type)}
+        meta = {"borealis": f.declared_type}
         if f.type == FieldType.STRING:
             meta["size"] = str(f.size)
-        fields.append(pa.field(f.name, ARROW_TYPES[f.type], nullable=True, metadata=meta))
+        fields.append(pa.field(f.name, arrow_type(f), nullable=True, metadata=meta))
     return pa.schema(fields, metadata={"schema": schema.name})
 
 
@@ -209,7 +199,7 @@ def from_rows(rows: list[tuple], schema: Schema | None) -> Columns | None:
     >>> cols.batch.column(0).to_pylist(), cols.rows()
     ([1, 2], [(1, 'tcp'), (2, 'udp')])
     """
-    if not rows or schema is None or any(f.type == FieldType.SINGLE for f in schema.fields):
+    if not rows or schema is None or any(holds_single(f) for f in schema.fields):
         return None  # (None: a stream without a catalog schema, as a partition's member messages)
     target = arrow_schema(schema)
     try:
@@ -274,7 +264,7 @@ def decode(payload: bytes, schema: Schema) -> tuple[Columns, list[RowError]]:
         return Columns(pa.RecordBatch.from_pylist([], arrow_schema(schema))), [
             RowError(-1, "", f"batch is not an Arrow IPC stream: {exc}")]
     columns, exact = _split_weights(batch, data)
-    if (exact and columns.batch.schema.equals(arrow_schema(schema)) and not any(c.null_count for c in columns.batch.columns)
+    if (exact and columns.batch.schema.equals(arrow_schema(schema)) and not any(array_columns.nulls(c) for c in columns.batch.columns)
             and not _too_long(columns.batch, schema)):
         return columns, []  # as sent: the same bytes go on
     return check(batch, schema)
@@ -318,14 +308,15 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
         column = batch.column(f.name)
         column, wrong = _cast(column, want.type, f.name)
         for row in wrong:
-            reasons.setdefault(row, (f.name, f"not {with_article(str(f.type))}: out of its range or of another type"))
-        nulls = column.is_null()
+            reasons.setdefault(row, (f.name, not_a(f)))
+        nulls = column.is_null() if not array_columns.nulls(column) else holding_null(column)
         if f.type == FieldType.STRING:
             nulls = pc.or_kleene(nulls, pc.fill_null(pc.greater(pc.utf8_length(column), f.size), False))
         if pc.any(nulls).as_py():
             for row in pc.indices_nonzero(nulls).to_pylist():
                 value = column[row].as_py()
-                reasons.setdefault(row, (f.name, "missing" if value is None else f"string longer than {f.size}"))
+                reasons.setdefault(row, (f.name, "missing" if value is None else "an array holding a null"
+                                         if f.array is not None else f"string longer than {f.size}"))
             bad = pc.or_(bad, nulls)
         columns.append(column)
     good = Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=weights)
