@@ -2,10 +2,11 @@
 
 An array field (``byte(0...319, 0...239)``, ``double(0...*)``; see
 :mod:`boreas.catalog.arrays`) is one list column: one list level per
-dimension, outermost first, fixed-size where the dimension is bounded and
-variable for ``0...*``.  Rows carry the same values as nested Python lists.
+dimension, outermost first, the innermost fixed-size where the dimension is
+bounded (:func:`arrow_type` says why only that one).  Rows carry the same values as nested Python lists.
 A checked batch holds no null anywhere (rows have none), so checking a list
-column also looks inside it (:func:`nulls`).
+column also looks inside it (:func:`nulls`), and at the lengths of the
+levels Arrow does not fix (:func:`wrong_lengths`).
 
 >>> import pyarrow as pa
 >>> nulls(pa.array([[1, None], [2, 3]])), holding_null(pa.array([[1, None], [2, 3]])).to_pylist()
@@ -17,8 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from boreas.catalog.arrays import parse_array
+from boreas.catalog.arrays import ArrayType, parse_array
 from boreas.catalog.model import Field, FieldType
 
 from .row_errors import SchemaMismatch, with_article
@@ -37,21 +39,51 @@ ARROW_TYPES: dict[FieldType, pa.DataType] = {
 
 
 def arrow_type(f: Field) -> pa.DataType:
-    """A field's Arrow type: its scalar's, or for an array field (written inline) a list per dimension,
-    outermost first: fixed-size where the dimension is bounded, variable for ``0...*``.
+    """A field's Arrow type: its scalar's, or for an array field (written inline) one list level per
+    dimension, outermost first: the innermost a fixed-size list when bounded, the others variable lists
+    whose lengths :func:`wrong_lengths` checks where batches enter.
+
+    Only the innermost level is fixed-size because pyarrow (26) reads the wrong rows when it takes or
+    filters a slice of a fixed-size list of fixed-size lists, which every operator does.
 
     >>> arrow_type(Field("frame", None, array="byte(0...*, 0...1)"))
     ListType(list<item: fixed_size_list<item: int8>[2]>)
+    >>> arrow_type(Field("frame", None, array="byte(0...1, 0...2)"))
+    ListType(list<item: fixed_size_list<item: int8>[3]>)
     """
     if f.array is None:
         return ARROW_TYPES[f.type]  # type: ignore[index]
-    if "(" not in f.array:  # (validation refuses a <type> alias where values flow: catalog/arrays.flow_problem)
-        raise SchemaMismatch(f.name, f"its type {f.array!r} is a <type> alias, which the data plane does not carry")
-    array = parse_array(f.array)
+    array = _array(f)
     kind = ARROW_TYPES[array.element]
-    for dim in reversed(array.dims):
-        kind = pa.list_(kind) if dim.length is None else pa.list_(kind, dim.length)
+    innermost = array.dims[-1].length
+    kind = pa.list_(kind) if innermost is None else pa.list_(kind, innermost)
+    for _ in array.dims[:-1]:
+        kind = pa.list_(kind)
     return kind
+
+
+def _array(f: Field) -> ArrayType:
+    if f.array is None or "(" not in f.array:  # (validation resolves aliases: catalog/arrays.resolved)
+        raise SchemaMismatch(f.name, f"its type {f.array!r} is a <type> alias, which the data plane does not carry")
+    return parse_array(f.array)
+
+
+def wrong_lengths(column: pa.Array, f: Field) -> list[int]:
+    """The rows of an array field's column whose outer lists (variable in Arrow) have another length than
+    their dimension says (the innermost is fixed-size: a cast checks it)."""
+    if f.array is None:
+        return []
+    dims = _array(f).dims
+    rows = pa.array(range(len(column)), pa.int64())
+    bad: set[int] = set()
+    level = column
+    for dim in dims[:-1]:
+        if dim.length is not None:
+            wrong = pc.fill_null(pc.not_equal(pc.list_value_length(level), dim.length), False)
+            bad.update(rows.filter(wrong).to_pylist())
+        rows = rows.take(pc.list_parent_indices(level))
+        level = pc.list_flatten(level)
+    return sorted(bad)
 
 
 def holds_single(f: Field) -> bool:

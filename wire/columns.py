@@ -58,7 +58,7 @@ from boreas.catalog.changelog import WEIGHT  # the weights' column (validation r
 from boreas.catalog.model import FieldType, Schema
 
 from . import array_columns
-from .array_columns import ARROW_TYPES, arrow_type, holding_null, holds_single, not_a
+from .array_columns import ARROW_TYPES, arrow_type, holding_null, holds_single, not_a, wrong_lengths
 from .row_errors import RowError, SchemaMismatch
 
 
@@ -271,7 +271,10 @@ def decode(payload: bytes, schema: Schema) -> tuple[Columns, list[RowError]]:
 
 
 def _too_long(batch: pa.RecordBatch, schema: Schema) -> bool:
+    """Whether a string is longer than its size, or an array's list longer or shorter than its dimension."""
     for i, f in enumerate(schema.fields):
+        if f.array is not None and wrong_lengths(batch.column(i), f):
+            return True
         if f.type == FieldType.STRING and len(batch.column(i)) and pc.max(pc.utf8_length(batch.column(i))).as_py() > f.size:
             return True
     return False
@@ -307,9 +310,12 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
             raise SchemaMismatch(f.name, "missing")
         column = batch.column(f.name)
         column, wrong = _cast(column, want.type, f.name)
-        for row in wrong:
+        misfit = wrong_lengths(column, f) if f.array is not None else []
+        for row in sorted({*wrong, *misfit}):
             reasons.setdefault(row, (f.name, not_a(f)))
         nulls = column.is_null() if not array_columns.nulls(column) else holding_null(column)
+        if misfit:
+            nulls = pc.or_(nulls, pc.is_in(pa.array(range(batch.num_rows), pa.int64()), pa.array(misfit, pa.int64())))
         if f.type == FieldType.STRING:
             nulls = pc.or_kleene(nulls, pc.fill_null(pc.greater(pc.utf8_length(column), f.size), False))
         if pc.any(nulls).as_py():
