@@ -144,6 +144,16 @@ def field_type(text: str) -> tuple[FieldType | None, str | None]:
     return None, text
 
 
+def declared_field(name: str, text: str, size: int | None = None) -> Field:
+    """A field from its declared type's text (a stream route's ``[name, type, size]``), scalar or array.
+
+    >>> declared_field("px", "byte(0...1, 0...2)").array, declared_field("n", "int").type.value
+    ('byte(0...1, 0...2)', 'int')
+    """
+    scalar, array = field_type(text)
+    return Field(name, scalar, size, array)
+
+
 def resolve(f: Field, types: Mapping[str, TypeAlias]) -> ArrayType | None:
     """The array type of an array field (None: a scalar field, or an alias the catalog lacks)."""
     if f.array is None:
@@ -263,6 +273,7 @@ __all__ = [
     "ArrayType",
     "Dimension",
     "check_alias",
+    "declared_field",
     "describe",
     "field_type",
     "first_array_field",
