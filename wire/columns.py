@@ -10,7 +10,8 @@ reads in place and every other one reads as rows (:meth:`Columns.rows`, once
 per batch).  What leaves the node again is the same IPC bytes when nothing
 changed them.
 
-Each Borealis type has one Arrow type (:data:`ARROW_TYPES`); a ``string``
+Each Borealis type has one Arrow type (:data:`ARROW_TYPES`; an array field
+a list column, :mod:`.array_columns`); a ``string``
 field's size and a ``timestamp``'s meaning (microseconds, as in rows) travel
 in the field's metadata, so the Arrow schema says everything the Borealis one
 does.  Checking a batch means: the columns the schema names, in any order

@@ -22,8 +22,7 @@ valid batch is decoded and checked in one call); only a batch with a bad row
 falls back to row-by-row checking, to name every bad row's field and reason
 while the good rows go on.
 
->>> from boreas.catalog.arrays import ArrayType, parse_array
-from boreas.catalog.model import Field, FieldType, Schema
+>>> from boreas.catalog.model import Field, FieldType, Schema
 >>> rt = RowType(Schema("T", (Field("id", FieldType.INT), Field("name", FieldType.STRING, 3))))
 >>> rt.check([[1, "abc"], [2, "toolong"], [3, "x"]])
 ([(1, 'abc'), (3, 'x')], [RowError(row=1, field='name', reason='string longer than 3 characters')])
