@@ -184,6 +184,8 @@ class Scope:
         return None
 
 
+_ELEMENT = "boreas.element_reference"
+
 #: Why ``a->byte`` is refused: what Borealis's expression language means by it.
 ELEMENT_REFERENCE = ("is Borealis's array element reference, which reads the element under the cursor of its "
                      "array-processing boxes (delta_detect, face_detect, ...; ExprUtil.h's FieldExpression), "
@@ -192,8 +194,10 @@ ELEMENT_REFERENCE = ("is Borealis's array element reference, which reads the ele
 
 
 def _refuse_element_reference(tree: exp.Expression) -> None:
-    found = tree.find(exp.JSONExtract)
-    if found is not None:
+    found = tree.meta.get(_ELEMENT)  # (looked for once per tree: cached trees are shared, as for _REFS)
+    if found is None:
+        found = tree.meta[_ELEMENT] = tree.find(exp.JSONExtract) or False
+    if found:
         raise ExpressionError(f"'{found.this.sql()}->{found.expression.sql()}' {ELEMENT_REFERENCE}")
 
 
