@@ -154,6 +154,19 @@ def declared_field(name: str, text: str, size: int | None = None) -> Field:
     return Field(name, scalar, size, array)
 
 
+def flowing(f: Field) -> ArrayType:
+    """The array type of a field on the data plane, written inline there (:func:`resolved`); ValueError for
+    a ``<type>`` alias, which validation resolves before any value flows.
+
+    >>> flowing(Field("px", None, array="byte(0...1, 0...2)")).element.value
+    'byte'
+    """
+    if f.array is None or not is_array_syntax(f.array):
+        raise ValueError(f"field {f.name!r}: its type {f.array!r} is not an array written inline (the data "
+                         f"plane reads stream schemas with their <type> aliases resolved)")
+    return parse_array(f.array)
+
+
 def resolve(f: Field, types: Mapping[str, TypeAlias]) -> ArrayType | None:
     """The array type of an array field (None: a scalar field, or an alias the catalog lacks)."""
     if f.array is None:
@@ -278,6 +291,7 @@ __all__ = [
     "field_type",
     "first_array_field",
     "flow_problem",
+    "flowing",
     "is_array_syntax",
     "parse_array",
     "resolved",

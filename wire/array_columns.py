@@ -20,10 +20,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from boreas.catalog.arrays import ArrayType, parse_array
+from boreas.catalog.arrays import flowing
 from boreas.catalog.model import Field, FieldType
 
-from .row_errors import SchemaMismatch, with_article
+from .row_errors import with_article
 
 #: Each Borealis type's Arrow type.
 ARROW_TYPES: dict[FieldType, pa.DataType] = {
@@ -53,7 +53,7 @@ def arrow_type(f: Field) -> pa.DataType:
     """
     if f.array is None:
         return ARROW_TYPES[f.type]  # type: ignore[index]
-    array = _array(f)
+    array = flowing(f)
     kind = ARROW_TYPES[array.element]
     innermost = array.dims[-1].length
     kind = pa.list_(kind) if innermost is None else pa.list_(kind, innermost)
@@ -62,18 +62,12 @@ def arrow_type(f: Field) -> pa.DataType:
     return kind
 
 
-def _array(f: Field) -> ArrayType:
-    if f.array is None or "(" not in f.array:  # (validation resolves aliases: catalog/arrays.resolved)
-        raise SchemaMismatch(f.name, f"its type {f.array!r} is a <type> alias, which the data plane does not carry")
-    return parse_array(f.array)
-
-
 def wrong_lengths(column: pa.Array, f: Field) -> list[int]:
     """The rows of an array field's column whose outer lists (variable in Arrow) have another length than
     their dimension says (the innermost is fixed-size: a cast checks it)."""
     if f.array is None:
         return []
-    dims = _array(f).dims
+    dims = flowing(f).dims
     rows = pa.array(range(len(column)), pa.int64())
     bad: set[int] = set()
     level = column
@@ -88,8 +82,7 @@ def wrong_lengths(column: pa.Array, f: Field) -> list[int]:
 
 def holds_single(f: Field) -> bool:
     """Whether the field holds ``single`` values (float32 columns would round what rows keep as doubles)."""
-    return f.type == FieldType.SINGLE or (f.array is not None and "(" in f.array
-                                          and parse_array(f.array).element == FieldType.SINGLE)
+    return f.type == FieldType.SINGLE or (f.array is not None and flowing(f).element == FieldType.SINGLE)
 
 
 def not_a(f: Field) -> str:

@@ -26,8 +26,8 @@ leave); in IPC bytes (frames, the input log, snapshots) the weights are one
 more column, :data:`WEIGHT`, after the schema's fields, so every carrier
 moves them unchanged.  A plain stream's batch has none (every row +1).
 
-pyarrow is imported by this module only: commands that make no batches do
-not pay for it.
+pyarrow is imported by this module (and :mod:`.array_columns`, which only it
+imports): commands that make no batches do not pay for it.
 
 >>> from boreas.catalog.model import Field, FieldType, Schema
 >>> s = Schema("P", (Field("time", FieldType.INT), Field("name", FieldType.STRING, 3)))

@@ -40,7 +40,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from boreas.catalog.arrays import ArrayType, parse_array
+from boreas.catalog.arrays import flowing
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.catalog.words import counted
 
@@ -57,7 +57,7 @@ _INT_RANGES = {
 
 def _msgspec_type(f: Field) -> Any:
     if f.array is not None:
-        array = _array(f)
+        array = flowing(f)
         kind = _msgspec_type(Field(f.name, array.element, f.size))
         for dim in reversed(array.dims):
             length = dim.length
@@ -152,13 +152,6 @@ class RowType:
         return {f.name: v for f, v in zip(self.fields, row)}
 
 
-def _array(f: Field) -> ArrayType:
-    """An array field's type (validation lets only inline array types flow: catalog/arrays.flow_problem)."""
-    if f.array is None or "(" not in f.array:
-        raise SchemaMismatch(f.name, f"its type {f.array!r} is a <type> alias, which the data plane does not carry")
-    return parse_array(f.array)
-
-
 def _parse_text(f: Field, text: str) -> Any:
     if f.array is not None:
         try:
@@ -185,7 +178,7 @@ def _parse_text(f: Field, text: str) -> Any:
 
 def _check_array(f: Field, value: Any) -> list:
     """An array field's value as nested lists of checked elements (their lengths as its dimensions say)."""
-    array = _array(f)
+    array = flowing(f)
     element = Field(f.name, array.element, f.size)
 
     def level(value: Any, depth: int) -> Any:
