@@ -26,6 +26,9 @@ from .map import MapOperator
 from .revision import RevisionFilterOperator, RevisionMapOperator
 from .revision_aggregate import RevisionAggregateOperator
 from .shedding import RandomDropOperator, WindowDropOperator
+from .sjoin import SJoinOperator
+from .soutput import SOutputOperator
+from .sunion import SUnionOperator
 from .table import TABLE_OPERATORS
 from .timers import DelayOperator
 from .union import UnionOperator
@@ -75,6 +78,9 @@ BUILTIN_OPERATORS: tuple[tuple[str, OperatorFactory], ...] = (
     ("revisionmap", RevisionMapOperator),
     ("revisionaggregate", RevisionAggregateOperator),
     *TABLE_OPERATORS,
+    ("sunion", SUnionOperator),
+    ("soutput", SOutputOperator),
+    ("sjoin", SJoinOperator),
 )
 
 
