@@ -122,7 +122,7 @@ def run_reference(ref: SUnionReference, events):
     return out + ref.end()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(histories(), st.sets(st.integers(0, 120)))
 def test_sunion_matches_the_row_at_a_time_reference(history, cuts):
     ports, merged, stagger, delays, events = history
@@ -132,6 +132,7 @@ def test_sunion_matches_the_row_at_a_time_reference(history, cuts):
     assert got == want
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(histories(), st.sets(st.integers(0, 120)))
 def test_only_tentative_rows_are_retracted_and_all_rows_end_stable(history, cuts):
@@ -157,6 +158,7 @@ def test_only_tentative_rows_are_retracted_and_all_rows_end_stable(history, cuts
     assert sum(held.values()) == len(sent) - op.counters()["late_tuples"]
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(histories(), st.data())
 def test_a_moved_sunion_goes_on_as_if_it_had_not_moved(history, data):
