@@ -116,20 +116,23 @@ class Buckets:
 
     def release(self, now: float) -> list[Out]:
         """What goes out at ``now``: buckets every port is past (stable), then buckets past their deadline."""
-        out: list[Out] = []
+        stable: list[Out] = []
         was = self.tentative
         if None not in self.progress:
             frontier = min(p for p in self.progress if p is not None)
             if self.stable is None or frontier > self.stable:
-                out += self._stabilise(frontier)
+                stable = self._stabilise(frontier)
+        tentative: list[Out] = []
         while True:
             due = self._due()
             if due is None or now < due[1]:
                 break
-            out += self._release_tentative(due[0])
-        if self.tentative != was:
-            out.insert(0 if self.tentative else len(out), Out(CONTROL, (), 1 if self.tentative else -1, True))
-        return out
+            tentative += self._release_tentative(due[0])
+        if self.tentative == was:
+            return stable + tentative
+        if self.tentative:  # the control row goes just before the first tentative row
+            return [*stable, Out(CONTROL, (), 1, True), *tentative]
+        return [*stable, *tentative, Out(CONTROL, (), -1, True)]
 
     def finish(self) -> list[Out]:
         """Every in stream ended: whatever is held goes out stable."""

@@ -94,6 +94,9 @@ class SUnionReference:
             frontier = min(self.progress)
             if self.stable is None or frontier > self.stable:
                 out += self._stabilise(frontier)
+        if not was and self.tentative():  # turned tentative by the stable frontier alone: cannot happen
+            raise AssertionError("a stable frontier never makes the box tentative")
+        stable_part = len(out)
         while True:
             due = self.deadline()
             if due is None or now < due[1]:
@@ -105,8 +108,10 @@ class SUnionReference:
             out += self._out(newly, 1)
             self.released = first + 1
         if self.tentative() != was:
-            control = (0, (), 1 if self.tentative() else -1)
-            out = [control, *out] if self.tentative() else [*out, control]
+            if self.tentative():  # just before the first tentative row
+                out = [*out[:stable_part], (0, (), 1), *out[stable_part:]]
+            else:
+                out = [*out, (0, (), -1)]
         return out
 
     def deadline(self) -> tuple[int, float] | None:
