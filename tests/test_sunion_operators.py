@@ -107,8 +107,10 @@ def run_box(op, events, cuts: set[int], moved_at: int | None = None, box=None, s
     return op, out + flat(op.end_of_input((events[-1][-1] if events else 0.0) + shift))
 
 
-def run_reference(ref: SUnionReference, events):
+def run_reference(ref: SUnionReference, events, order: bool = True):
+    """The reference fed a row at a time; without an order field a row's time is ms since the first row's instant."""
     out = []
+    origin = next((e[-1] for e in events if e[0] == "rows"), 0.0)
     for event in events:
         now = event[-1]
         while (due := ref.deadline()) is not None and due[1] <= now:
@@ -118,17 +120,18 @@ def run_reference(ref: SUnionReference, events):
             continue
         _, port, rows, _ = event
         for t, value in rows:
-            out += ref.row(port, t, (t, value), 1, now)
+            out += ref.row(port, t if order else (now - origin) * 1000.0, (t, value), 1, now)
     return out + ref.end()
 
 
 @settings(max_examples=40, deadline=None)
-@given(histories(), st.sets(st.integers(0, 120)))
-def test_sunion_matches_the_row_at_a_time_reference(history, cuts):
+@given(histories(), st.sets(st.integers(0, 120)), st.booleans())
+def test_sunion_matches_the_row_at_a_time_reference(history, cuts, order):
+    """With the rows' own times (order-on-field) or their arrival on the box's clock."""
     ports, merged, stagger, delays, events = history
-    box, schemas = sunion(ports, merged, stagger, delays)
+    box, schemas = sunion(ports, merged, stagger, delays, order=order)
     _, got = run_box(build_operator(box, [TRIVIAL] * ports, schemas), events, cuts)
-    want = run_reference(SUnionReference(INTERVAL, [d / 1000 for d in delays], stagger, merged), events)
+    want = run_reference(SUnionReference(INTERVAL, [d / 1000 for d in delays], stagger, merged), events, order)
     assert got == want
 
 
