@@ -43,7 +43,7 @@ from .box_params import (
 from .model import Box, Field, FieldType, Partition, Schema
 from .unsupported_boxes import why_unsupported
 from .revision_params import RevisionParamError, check_revision_params, plain_box, revised_value
-from .fault_params import FaultParamError, check_sjoin_params, sunion_params
+from .fault_params import FaultParamError, check_sjoin_params, infer_soutput, infer_sunion
 from .table_params import TABLE_TYPES, TableParamError, infer_table_box
 
 
@@ -285,42 +285,6 @@ def infer_table(box: Box, inputs: list[Schema]) -> list[Schema]:
         return infer_table_box(box, inputs)
     except TableParamError as exc:
         raise BoxError(str(exc)) from None
-
-
-def infer_sunion(box: Box, inputs: list[Schema]) -> list[Schema]:
-    """Out port 0: control (no fields); then one data stream (in streams of one layout) or one per in stream,
-    each with ``tentative-field`` appended when named (catalog/fault_params.py)."""
-    try:
-        params = sunion_params(box)
-    except FaultParamError as exc:
-        raise BoxError(str(exc)) from None
-    data = len(box.outputs) - 1
-    if data not in (1, len(inputs)):
-        raise BoxError(f"sunion box {box.name!r} has {data} data out streams (after the control stream, port 0): "
-                       f"it needs 1 (its in streams merged) or {len(inputs)} (one per in stream)")
-    if params.order_field is not None:
-        for port, schema in enumerate(inputs):
-            f = field_of(box, schema, params.order_field, "order-on-field")
-            if f.type not in (FieldType.BYTE, FieldType.SHORT, FieldType.INT, FieldType.LONG, FieldType.DOUBLE,
-                              FieldType.SINGLE, FieldType.TIMESTAMP):
-                raise BoxError(f"sunion box {box.name!r}: parameter 'order-on-field' names {f.name!r}, a "
-                               f"{f.declared_type} field of in port {port}: a row's time is a number")
-    if data == 1 and len(inputs) > 1:
-        infer_union(box, inputs)
-    outs = [inputs[0]] if data == 1 else list(inputs)
-    if params.tentative_field is not None:
-        for schema in outs:
-            if schema.field(params.tentative_field) is not None:
-                raise BoxError(f"sunion box {box.name!r}: parameter 'tentative-field' names "
-                               f"{params.tentative_field!r}, which its in stream has already")
-        outs = [derived_schema(box, i + 1, [*s.fields, Field(params.tentative_field, FieldType.INT)])
-                for i, s in enumerate(outs)]
-    return [derived_schema(box, 0, []), *outs]
-
-
-def infer_soutput(box: Box, inputs: list[Schema]) -> list[Schema]:
-    """Out port 0: control (no fields); port 1: the in stream's rows, as a changelog."""
-    return [derived_schema(box, 0, []), inputs[0]]
 
 
 def infer_sjoin(box: Box, inputs: list[Schema]) -> list[Schema]:

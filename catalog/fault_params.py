@@ -48,7 +48,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Box
+from .box_params import BoxError, derived_schema, field_of
+from .model import Box, Field, FieldType, Schema
 
 #: The fault-tolerance box types (their out streams are changelogs: catalog/changelog.py).
 FAULT_TYPES = ("sunion", "soutput", "sjoin")
@@ -144,3 +145,41 @@ def check_sjoin_params(box: Box) -> None:
     if box.param("timeout") is not None:
         raise FaultParamError(f"sjoin box {box.name!r}: parameter 'timeout' drops rows by when they arrived, "
                               "which the retraction of a tentative row cannot undo")
+
+
+def infer_sunion(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """Out port 0: control (no fields); then one data stream (in streams of one layout) or one per in stream,
+    each with ``tentative-field`` appended when named."""
+    try:
+        params = sunion_params(box)
+    except FaultParamError as exc:
+        raise BoxError(str(exc)) from None
+    data = len(box.outputs) - 1
+    if data not in (1, len(inputs)):
+        raise BoxError(f"sunion box {box.name!r} has {data} data out streams (after the control stream, port 0): "
+                       f"it needs 1 (its in streams merged) or {len(inputs)} (one per in stream)")
+    if params.order_field is not None:
+        for port, schema in enumerate(inputs):
+            f = field_of(box, schema, params.order_field, "order-on-field")
+            if f.type not in (FieldType.BYTE, FieldType.SHORT, FieldType.INT, FieldType.LONG, FieldType.DOUBLE,
+                              FieldType.SINGLE, FieldType.TIMESTAMP):
+                raise BoxError(f"sunion box {box.name!r}: parameter 'order-on-field' names {f.name!r}, a "
+                               f"{f.declared_type} field of in port {port}: a row's time is a number")
+    for port, schema in enumerate(inputs[1:] if data == 1 else (), start=1):
+        if not schema.same_shape(inputs[0]):
+            raise BoxError(f"sunion box {box.name!r}: in port {port} carries {schema.describe()}, in port 0 "
+                           f"carries {inputs[0].describe()} (one data out stream merges them)")
+    outs = [inputs[0]] if data == 1 else list(inputs)
+    if params.tentative_field is not None:
+        for schema in outs:
+            if schema.field(params.tentative_field) is not None:
+                raise BoxError(f"sunion box {box.name!r}: parameter 'tentative-field' names "
+                               f"{params.tentative_field!r}, which its in stream has already")
+        outs = [derived_schema(box, i + 1, [*s.fields, Field(params.tentative_field, FieldType.INT)])
+                for i, s in enumerate(outs)]
+    return [derived_schema(box, 0, []), *outs]
+
+
+def infer_soutput(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """Out port 0: control (no fields); port 1: the in stream's rows, as a changelog."""
+    return [derived_schema(box, 0, []), inputs[0]]
