@@ -59,7 +59,7 @@ class SJoinOperator(Operator):
         spec = JoinSpec(box.param("predicate") or "", tuple(self.indexed("out-field")), sizes,
                         (self._orders[0], self._orders[1]), None)
         self._probes = compile_probes(box, inputs, spec)
-        self._sides: list[dict[tuple, int]] = [{}, {}]
+        self._sides: list[dict[Any, list]] = [{}, {}]  # per side: the row's key -> [row, net weight]
 
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
         values, weights = rows_and_weights(rows)
@@ -69,18 +69,18 @@ class SJoinOperator(Operator):
         probe = self._probes[port]
         for row, weight in zip(values, weights):
             row = tuple(row)
-            for partner, partner_weight in other.items():
+            for partner, partner_weight in other.values():
                 if not self._in_window(row, partner, port):
                     continue
                 found: list[tuple] = []
                 probe(row, (partner,), found.append)
                 out_rows += found
                 out_weights += [weight * partner_weight] * len(found)
-            total = own.get(row, 0) + weight
-            if total:
-                own[row] = total
-            else:
-                own.pop(row, None)
+            key = _key(row)
+            held = own.setdefault(key, [row, 0])
+            held[1] += weight
+            if not held[1]:
+                del own[key]
         if not out_rows:
             return []
         return [(0, changelog(out_rows, out_weights, self.outputs[0]))]
@@ -96,7 +96,14 @@ class SJoinOperator(Operator):
         return len(self._sides[0]) + len(self._sides[1])
 
     def state(self) -> dict[str, Any]:
-        return {"sides": [[[list(r), w] for r, w in side.items()] for side in self._sides]}
+        return {"sides": [[[list(r), w] for r, w in side.values()] for side in self._sides]}
 
     def restore(self, state: dict[str, Any], now: float | None = None) -> None:
-        self._sides = [{tuple(r): int(w) for r, w in side} for side in state["sides"]]
+        self._sides = [{_key(tuple(r)): [tuple(r), int(w)] for r, w in side} for side in state["sides"]]
+
+
+def _key(value: Any) -> Any:
+    """A row as a dict key: an array value (a list) as a tuple, nested ones too."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_key(v) for v in value)
+    return value
