@@ -299,6 +299,26 @@ def infer_sjoin(box: Box, inputs: list[Schema]) -> list[Schema]:
         raise BoxError(str(exc).replace("join box ", "sjoin box ", 1)) from None
 
 
+def infer_aurorajoin(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """Borealis's older join (``AuroraJoinQBox``): ``down-size`` and ``up-size`` size the left and right buffers;
+    a VALUES buffer is trimmed by the arriving tuple's own order field, so both sides name one."""
+    for name in ("down-size", "up-size"):
+        number_param(box, name, low=0)
+    if box.param("timeout") is not None:
+        raise BoxError(f"aurorajoin box {box.name!r}: parameter 'timeout' is not supported for an aurorajoin yet")
+    if any(choice_param(box, f"{side}-order-by", ("VALUES", "TUPLES")) == "VALUES" for side in ("left", "right")):
+        for side, schema in zip(("left", "right"), inputs):
+            on = box.param(f"{side}-order-on-field")
+            if not on:
+                raise BoxError(f"aurorajoin box {box.name!r} needs parameter '{side}-order-on-field': a VALUES buffer "
+                               "is trimmed by the arriving tuple's order value, on either side")
+            field_of(box, schema, on, f"{side}-order-on-field")
+    try:
+        return infer_join(box, inputs)
+    except BoxError as exc:
+        raise BoxError(str(exc).replace("join box ", "aurorajoin box ", 1)) from None
+
+
 _INFER_PLAIN: dict[str, InferFn] = {"filter": infer_filter, "map": infer_map, "aggregate": infer_aggregate}
 
 
@@ -370,6 +390,9 @@ def builtin_registry(extra: Iterable[BoxType] = ()) -> BoxTypeRegistry:
             BoxType("sjoin", infer_sjoin, min_inputs=2, max_inputs=2,
                     required=("predicate", "left-buffer-size", "right-buffer-size"),
                     summary="join over changelogs (tentative rows retracted with their pairs)"),
+            BoxType("aurorajoin", infer_aurorajoin, min_inputs=2, max_inputs=2,
+                    required=("predicate", "down-size", "up-size"),
+                    summary="Borealis's older join: the other side's buffer trimmed by each arriving tuple"),
             *extra,
         ]
     )

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from boreas.catalog.model import Box, Schema
 
 from .aggregate import AggregateOperator
+from .aurorajoin import AuroraJoinOperator
 from .base import Operator, OperatorError
 from .filter import FilterOperator
 from .join import JoinOperator
@@ -81,6 +82,7 @@ BUILTIN_OPERATORS: tuple[tuple[str, OperatorFactory], ...] = (
     ("sunion", SUnionOperator),
     ("soutput", SOutputOperator),
     ("sjoin", SJoinOperator),
+    ("aurorajoin", AuroraJoinOperator),
 )
 
 
