@@ -222,8 +222,9 @@ def test_a_node_that_died_with_the_leader_is_failed_over_by_the_next(heads, tmp_
 
 
 def test_a_leader_paused_past_its_session_stops_when_it_resumes(heads):
-    """SIGSTOP the leader past its ZooKeeper session: the other Head leads and takes submissions; the old
-    one, resumed, finds its session expired and exits with status 3 (restarted, it would follow)."""
+    """SIGSTOP the leader: a submission given both Heads, the paused one first, is taken by the other once
+    it leads (the client gives up on a Head that does not answer and that no Head names the leader, not
+    its whole timeout); the old leader, resumed, finds its session expired and exits with status 3."""
     cluster = heads(2)
     cluster.start_heads()
     leader = cluster.leader()
@@ -231,11 +232,14 @@ def test_a_leader_paused_past_its_session_stops_when_it_resumes(heads):
     paused = cluster.procs[f"head-{leader.rsplit(':', 1)[1]}"]
     paused.send_signal(signal.SIGSTOP)
     try:
-        wait_until(lambda: get_json(f"{follower}/status")["leadership"]["leading"], timeout=30,
-                   what="the follower to lead while the leader is paused")
-        # (Given the paused Head too, a client would wait its timeout on it: it accepts connections.)
-        result = cluster.boreas("submit", "--head", follower, EXAMPLES / "packet_aggregate.xml", "--timeout", "5")
+        # The paused Head's kernel still accepts the connection; nothing answers on it.  --timeout 60 would
+        # keep a client that only waited its timeout on it past the command's own 60 s.
+        both = ",".join(url.split("://")[1] for url in (leader, follower))
+        result = cluster.boreas("submit", "--head", both, EXAMPLES / "packet_aggregate.xml", "--timeout", "60")
         assert result.returncode == 0, result.stderr
+        assert f"by the Head at {follower.split('://')[1]}" in result.stdout
+        assert "trying the next Head" in result.stderr
+        assert get_json(f"{follower}/status")["leadership"]["leading"]
     finally:
         paused.send_signal(signal.SIGCONT)
     assert paused.wait(timeout=30) == 3
