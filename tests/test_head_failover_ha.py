@@ -155,6 +155,7 @@ def test_an_old_leader_whose_election_znode_is_gone_cannot_commit(zookeeper_serv
     cut off), the next Head leads; the old one still believes it leads, and its commit fails whole."""
     from boreas.catalog.store import Change, open_store
     from boreas.catalog.store.zk_leader import NotLeader
+    from boreas.head.submissions import SubmissionLog, SubmissionRecord
     from kazoo.client import KazooClient
 
     url = f"zk://{zookeeper_server}/boreas-ha/{uuid.uuid4().hex[:12]}"
@@ -177,8 +178,10 @@ def test_an_old_leader_whose_election_znode_is_gone_cannot_commit(zookeeper_serv
         admin.stop()
         assert elected[1].wait(10)
         assert leases[0].leading  # it has not noticed (its session is fine): only the fence stops it
-        with pytest.raises(NotLeader):
+        fenced = SubmissionRecord(["c.xml"])
+        with SubmissionLog(lambda: first).recording(fenced), pytest.raises(NotLeader):
             first.commit(1, [Change("schema", "C", "<schema name='C'/>")])
+        assert second.get_meta("submission/2") is None  # the submission's record fails with its commit
         assert second.commit(1, [Change("schema", "B", "<schema name='B'/>")]).version == 2
         assert sorted(second.snapshot().of_kind("schema")) == ["A", "B"]
         assert leases[1].epoch > leases[0].epoch
@@ -187,6 +190,31 @@ def test_an_old_leader_whose_election_znode_is_gone_cannot_commit(zookeeper_serv
             lease.close()
         first.close()
         second.close()
+
+
+async def test_a_submissions_record_is_written_by_its_commit_and_read_by_another_head(zookeeper_server):
+    """The record the next leader answers ``GET /submissions/{id}`` from is in the commit's own multi-op:
+    there is no moment when the version is committed and the record missing; a commit refused (a lost
+    race) writes none."""
+    from boreas.catalog.store import Change, ConflictError, open_store
+    from boreas.head.submissions import SubmissionLog, SubmissionRecord
+
+    url = f"zk://{zookeeper_server}/boreas-ha/{uuid.uuid4().hex[:12]}"
+    with open_store(url) as leader, open_store(url) as successor:
+        submissions = SubmissionLog(lambda: leader)
+        record = SubmissionRecord(["app.xml"])
+        with submissions.recording(record):
+            version = leader.commit(0, [Change("schema", "A", "<schema name='A'/>")]).version
+        assert json.loads(leader.get_meta(f"submission/{version}"))["id"] == record.id(version)
+        assert leader.commit(1, []).version == 2  # outside the block: no record
+
+        late = SubmissionRecord(["late.xml"])
+        with submissions.recording(late), pytest.raises(ConflictError):
+            leader.commit(1, [Change("schema", "B", "<schema name='B'/>")])
+        assert leader.get_meta("submission/2") is None
+
+        found = await SubmissionLog(lambda: successor).find(record.id(version), ["localhost:15000"])
+        assert found is not None and (found.version, found.sources) == (1, ["app.xml"])
 
 
 APP = """<borealis>
