@@ -22,7 +22,7 @@ client library, regional and global components):
   the call is left running while the Head answers a ``GET /status`` of its
   own or another Head names it the leader (a long submission, a status
   long-poll, a leader busy committing), and given up for the next Head
-  otherwise.  A frozen Head (``SIGSTOP``: its kernel still accepts
+  otherwise (at once when another Head names a different leader).  A frozen Head (``SIGSTOP``: its kernel still accepts
   connections, nothing answers) therefore costs a client this deadline once
   the other Heads have elected a new leader, not the client's whole timeout;
   before that election the other Heads would only redirect back to it.  The
@@ -166,10 +166,12 @@ class HeadFollower:
 
     async def _alive(self, send: Send, url: str, heads: list[str]) -> bool:
         """Whether the Head at ``url`` is worth waiting for: it answers ``GET /status`` within
-        :attr:`answer_within`, or another Head names it the leader."""
+        :attr:`answer_within`, or another Head names it the leader.  Decided at the first answer that
+        settles it: another Head naming a different leader settles it at once (that leader takes the call)."""
         netloc = _netloc(url)
-        base = urlunsplit(urlsplit(url)._replace(path="/status", query="", fragment=""))
-        probes = [urlunsplit(urlsplit(base)._replace(netloc=_netloc(h))) for h in heads if _netloc(h) != netloc]
+        own_url = urlunsplit(urlsplit(url)._replace(path="/status", query="", fragment=""))
+        other_urls = [urlunsplit(urlsplit(own_url)._replace(netloc=_netloc(h))) for h in heads
+                      if _netloc(h) != netloc]
 
         async def asked(target: str) -> dict[str, Any] | None:
             try:
@@ -180,11 +182,26 @@ class HeadFollower:
             payload = json_body(body)
             return payload if status == 200 and isinstance(payload, dict) else None
 
-        own, *others = await asyncio.gather(asked(base), *map(asked, probes))
-        if own is not None:
-            return True
-        leaders = {(o.get("leadership") or {}).get("leader") for o in others if o is not None}
-        return any(isinstance(leader, str) and _netloc(leader) == netloc for leader in leaders)
+        own = asyncio.ensure_future(asked(own_url))
+        others = [asyncio.ensure_future(asked(target)) for target in other_urls]
+        pending: set[asyncio.Future[dict[str, Any] | None]] = {own, *others}
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for answer in done:
+                    payload = answer.result()
+                    if answer is own:
+                        if payload is not None:
+                            return True
+                        continue
+                    leader = (payload or {}).get("leadership", {}).get("leader")
+                    if isinstance(leader, str):
+                        return _netloc(leader) == netloc
+            return False
+        finally:
+            for answer in pending:
+                answer.cancel()
+            await asyncio.gather(own, *others, return_exceptions=True)
 
 
 def answer_within_from_env() -> float:
