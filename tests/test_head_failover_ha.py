@@ -268,6 +268,11 @@ def test_a_leader_paused_past_its_session_stops_when_it_resumes(heads):
         assert f"by the Head at {follower.split('://')[1]}" in result.stdout
         assert "trying the next Head" in result.stderr
         assert get_json(f"{follower}/status")["leadership"]["leading"]
+        # The same with the standard library's HTTP (the commands that make a call or two): the paused Head
+        # is given up, not waited on, and the other answers.
+        listed = cluster.boreas("nodes", "--head", both, "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert "trying the next Head" in listed.stderr and json.loads(listed.stdout)["nodes"] == []
     finally:
         paused.send_signal(signal.SIGCONT)
     assert paused.wait(timeout=30) == 3
