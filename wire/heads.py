@@ -22,12 +22,12 @@ client library, regional and global components):
   the call is left running while the Head answers a ``GET /status`` of its
   own or another Head names it the leader (a long submission, a status
   long-poll, a leader busy committing), and given up for the next Head
-  otherwise (at once when another Head names a different leader).  A frozen Head (``SIGSTOP``: its kernel still accepts
-  connections, nothing answers) therefore costs a client this deadline once
-  the other Heads have elected a new leader, not the client's whole timeout;
-  before that election the other Heads would only redirect back to it.  The
-  check repeats every :data:`ANSWER_WITHIN` seconds for as long as the call
-  runs.  A call given up may still be carried out by the frozen Head if it
+  otherwise (at once when another Head names a different leader).  A
+  frozen Head (``SIGSTOP``: its kernel still accepts connections, nothing
+  answers) therefore costs a client this deadline once the other Heads have
+  elected a new leader, not the client's whole timeout; before that
+  election the other Heads would only redirect back to it.  The check
+  repeats every :data:`ANSWER_WITHIN` seconds for as long as the call runs.  A call given up may still be carried out by the frozen Head if it
   resumes before its session expires (as with any call whose answer was
   lost); once its session expired its commits are fenced.
 
@@ -140,7 +140,6 @@ class HeadFollower:
             url = location
         return status, body, url
 
-
     async def _watched(self, send: Send, method: str, url: str, kwargs: dict[str, Any],
                        heads: list[str]) -> tuple[int, bytes]:
         """One exchange with the Head at ``url``, given up (:class:`PeerUnreachable`) when it has not
@@ -152,12 +151,12 @@ class HeadFollower:
                 done, _ = await asyncio.wait({call}, timeout=self.answer_within)
                 if done:
                     return call.result()
-                if not await self._alive(send, url, heads):
-                    log.warning("the Head at %s has not answered %s %s within %g s, does not answer its "
-                                "status, and no other Head says it leads: trying the next Head",
+                if not await self._alive(send, url, heads) and not call.done():
+                    log.warning("the Head at %s has not answered %s %s within %g s, nor its status, and no "
+                                "other Head names it the leader: trying the next Head",
                                 _netloc(url), method, urlsplit(url).path, self.answer_within)
                     raise PeerUnreachable(url, f"no answer within {self.answer_within:g} s, and no Head "
-                                               f"says it leads (is it frozen?)")
+                                               f"names it the leader (is it frozen?)")
         finally:
             if not call.done():
                 call.cancel()
@@ -194,7 +193,7 @@ class HeadFollower:
                         if payload is not None:
                             return True
                         continue
-                    leader = (payload or {}).get("leadership", {}).get("leader")
+                    leader = ((payload or {}).get("leadership") or {}).get("leader")
                     if isinstance(leader, str):
                         return _netloc(leader) == netloc
             return False
