@@ -52,6 +52,32 @@ def parse_expression(text: str) -> exp.Expression:
     return shaped if shaped is not None else _parse(sql, text)
 
 
+def expression_fields(text: str) -> list[tuple[str | None, str]]:
+    """The ``(qualifier, field)`` pairs ``text`` reads; raises :class:`ExpressionError` as
+    :func:`parse_expression` does.
+
+    What checking a box needs (its syntax, the fields it names), without a tree: a text whose shape
+    is already known good (:func:`_by_shape`) reads its shape's fields, so a Head checking a catalog of
+    100,000 filters whole (at start) builds no tree for them (the tree cache holds 4,096 texts).
+
+    >>> expression_fields("value > 3.5 and left.time < 7")
+    [(None, 'value'), ('left', 'time')]
+    """
+    if text and text.strip():
+        sql = text.replace("==", "=")
+        if not _UNSHAPED.search(sql) and _NUMBER.search(sql):
+            shape = _shape(_NUMBER.sub("\0", sql))
+            if shape is not None and shape.trusted:
+                return field_references(shape.tree)
+    return field_references(parse_expression(text))
+
+
+def check_expression(text: str, scope: Scope) -> None:
+    """``text`` parses and names only fields in ``scope`` (raises :class:`ExpressionError`)."""
+    for qualifier, name in expression_fields(text):
+        scope.lookup(qualifier, name)
+
+
 def _parse(sql: str, text: str) -> exp.Expression:
     """sqlglot's tree of ``sql``; the errors name ``text``, the expression as written."""
     try:
