@@ -31,6 +31,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
+from boreas.catalog.collector import collector_paused
 from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.elements import apply_commit, commit_touched
 from boreas.catalog.index import CatalogIndex
@@ -136,8 +137,9 @@ class HeadService:
 
     async def start(self, host: str, port: int) -> str:
         self.store = await asyncio.to_thread(open_store, self.store_url)
-        catalog = await asyncio.to_thread(self._read_full)
-        self._install(catalog, affected_version=None)
+        with collector_paused(keep=True):  # read, checked, sliced: all of it live and kept (catalog/collector.py)
+            catalog = await asyncio.to_thread(self._read_full)
+            self._install(catalog, affected_version=None)
         loop = asyncio.get_running_loop()
         self._watch = await asyncio.to_thread(
             self.store.watch, catalog.version,
