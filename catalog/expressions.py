@@ -63,18 +63,25 @@ def expression_fields(text: str) -> list[tuple[str | None, str]]:
     >>> expression_fields("value > 3.5 and left.time < 7")
     [(None, 'value'), ('left', 'time')]
     """
+    return list(_fields_of(text))
+
+
+@lru_cache(maxsize=4096)
+def _fields_of(text: str) -> tuple[tuple[str | None, str], ...]:
+    """(:func:`expression_fields`, cached: a box's check asks for its texts' fields twice, shape then
+    inference; a text that does not parse raises each time, as exceptions are not cached.)"""
     if text and text.strip():
         sql = text.replace("==", "=")
         if not _UNSHAPED.search(sql) and _NUMBER.search(sql):
             shape = _shape(_NUMBER.sub("\0", sql))
             if shape is not None and shape.trusted:
-                return field_references(shape.tree)
-    return field_references(parse_expression(text))
+                return tuple(field_references(shape.tree))
+    return tuple(field_references(parse_expression(text)))
 
 
 def check_expression(text: str, scope: Scope) -> None:
     """``text`` parses and names only fields in ``scope`` (raises :class:`ExpressionError`)."""
-    for qualifier, name in expression_fields(text):
+    for qualifier, name in _fields_of(text):
         scope.lookup(qualifier, name)
 
 
