@@ -148,29 +148,7 @@ def parse_xml(
     return tree
 
 
-def _within(tree: etree._ElementTree, limits: XmlLimits) -> bool:
-    """True when :func:`_walk` would find nothing, asked of libxml2's XPath (a C walk per question, about
-    a tenth of the Python walk's cost: a global component's full copy of 100,000 boxes is 2 million
-    nodes); False when it might, and the walk then says what and where.  Each question bounds what
-    the walk counts from above: every node of the document for its elements, any node one level
-    below the deepest allowed for its depth."""
-    nodes = tree.xpath("count(//node())")
-    if nodes > limits.max_elements or tree.xpath("count(//@*)") > limits.max_attributes:
-        return False
-    if tree.xpath(f"count(//*[count(@*) > {limits.max_attributes_per_element}])"):
-        return False
-    if tree.xpath("count(/" + "*/" * limits.max_depth + "node())"):
-        return False
-    return next(tree.iter(etree.Entity), None) is None
-
-
 def _check_shape(tree: etree._ElementTree, source: str, limits: XmlLimits) -> None:
-    if not _within(tree, limits):
-        _walk(tree, source, limits)
-
-
-def _walk(tree: etree._ElementTree, source: str, limits: XmlLimits) -> None:
-    """The first element over a limit, in document order, as a diagnostic naming it."""
     depth = 0
     count = 0
     attributes = 0

@@ -136,8 +136,7 @@ def test_element_paths_match_libxml2():
     (XmlLimits(max_attributes_per_element=2), b'<a x="1" y="2"><b z="1"/></a>', "limit of 2 per element"),
 ])
 def test_each_limit_is_met_exactly_and_refused_one_past_it(limit, doc, reason) -> None:
-    """The parse checks its limits from libxml2's counts and walks the tree only to name what is over one:
-    a document at a limit parses, one element, attribute or level more is refused naming where."""
+    """A document at a limit parses; one element, attribute or level more is refused, naming where."""
     from boreas.catalog.xmlsafe import parse_xml
     assert parse_xml(doc, "doc.xml", limit).getroot().tag == "a"
     over = doc.replace(b"<a", b'<a extra="1"', 1) if "attributes" in reason or "per element" in reason \
