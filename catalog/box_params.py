@@ -8,6 +8,8 @@ read ``prefix.N`` lists with the same rule (:func:`indexed`) when they are built
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import lru_cache
 
 from .model import Box, Field, Schema
 
@@ -19,14 +21,20 @@ class BoxError(ValueError):
 def indexed(box: Box, prefix: str) -> list[str]:
     """Values of ``prefix.0``, ``prefix.1``, ... in order; a gap is an error."""
     found: dict[int, str] = {}
-    pattern = re.compile(re.escape(prefix) + r"\.(\d+)$")
+    match = _numbered(prefix)
     for name, value in box.params:
-        m = pattern.match(name)
+        m = match(name)
         if m:
             found[int(m.group(1))] = value
     if sorted(found) != list(range(len(found))):
         raise BoxError(f"box {box.name!r}: parameters {prefix}.N must be numbered 0, 1, 2, ...")
     return [found[i] for i in range(len(found))]
+
+
+@lru_cache(maxsize=256)
+def _numbered(prefix: str) -> Callable[[str], re.Match | None]:
+    """The matcher of ``prefix.N`` names (built once per prefix: every box's check asks)."""
+    return re.compile(re.escape(prefix) + r"\.(\d+)$").match
 
 
 def derived_schema(box: Box, port: int, fields: list[Field]) -> Schema:

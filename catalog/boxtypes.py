@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from .expressions import (
     ExpressionError,
     Scope,
-    check_fields,
+    check_expression,
+    expression_fields,
     infer_field,
     parse_expression,
 )
@@ -117,7 +118,7 @@ class BoxTypeRegistry:
         for name, value in box.params:
             if _EXPRESSION_PARAM.match(name):
                 try:
-                    parse_expression(value)
+                    expression_fields(value)  # (no tree: the fields are checked where the schemas are known)
                 except ExpressionError as exc:
                     problems.append(f"{box.type} box {box.name!r}: parameter {name!r}: {exc}")
         return problems
@@ -150,7 +151,7 @@ def infer_filter(box: Box, inputs: list[Schema]) -> list[Schema]:
     if not predicates:
         raise BoxError(f"filter box {box.name!r} needs parameter 'expression.0'")
     for text in predicates:
-        check_fields(parse_expression(text), scope)
+        check_expression(text, scope)
     false_port = (box.param("pass-on-false-port") or "0").strip() not in ("0", "false", "")
     return [inputs[0]] * (len(predicates) + (1 if false_port else 0))
 
@@ -222,10 +223,10 @@ def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
         elif not arg:
             raise BoxError(f"aggregate box {box.name!r}: {func}() needs a field or expression")
         elif func == "count_distinct":
-            check_fields(parse_expression(arg), scope)
+            check_expression(arg, scope)
             fields.append(Field(name, FieldType.INT))
         elif func == "avg":
-            check_fields(parse_expression(arg), scope)
+            check_expression(arg, scope)
             fields.append(Field(name, FieldType.DOUBLE))
         else:
             fields.append(infer_field(name, parse_expression(arg), scope))
@@ -235,7 +236,7 @@ def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
 def infer_join(box: Box, inputs: list[Schema]) -> list[Schema]:
     """Out: ``out-field.N`` expressions over ``left.``/``right.`` fields, or all left then right fields."""
     scope = Scope.join(inputs[0], inputs[1])
-    check_fields(parse_expression(box.param("predicate") or ""), scope)
+    check_expression(box.param("predicate") or "", scope)
     if box.param("slack") is not None:
         raise BoxError(f"join box {box.name!r}: parameter 'slack' is not a join parameter (Borealis's "
                        f"JoinQBox drops no tuple for order and has no slack; slack belongs to aggregate "
@@ -273,7 +274,7 @@ def infer_revision(box: Box, inputs: list[Schema]) -> list[Schema]:
     out = derived_schema(box, 0, [*schemas[0].fields, revised_value()])
     for i, text in enumerate(indexed(box, "inverse")):  # over the out fields (Borealis's UPSTREAM mode)
         try:
-            check_fields(parse_expression(text), Scope.single(out))
+            check_expression(text, Scope.single(out))
         except ExpressionError as exc:
             raise BoxError(f"{box.type} box {box.name!r}: parameter 'inverse.{i}': {exc}") from None
     return [out]

@@ -42,8 +42,23 @@ class ElementPaths:
         # Holding the elements keeps their lxml proxies alive, so the same
         # node is always the same (hashable) Python object.
         self._steps: dict[etree._Element, str] = {}
+        self._parents: dict[etree._Element, str] = {}  # an element -> its path, once a child's was walked
 
     def __call__(self, element: etree._Element) -> str:
+        parent = element.getparent()
+        above = self._parents.get(parent) if parent is not None else None
+        if above is None:
+            return self._walk(element)
+        step = self._steps.get(element)
+        if step is None:
+            step = self._number_siblings(element)
+            if step is None:  # something getpath spells its own way
+                return element_path(element)
+        return above + "/" + step
+
+    def _walk(self, element: etree._Element) -> str:
+        """The path by walking up; remembered for the parent, which the next sibling asks about
+        (a full copy's 100,000 boxes are all children of one element)."""
         steps = []
         node: etree._Element | None = element
         while node is not None:
@@ -54,7 +69,11 @@ class ElementPaths:
                     return element_path(element)
             steps.append(step)
             node = node.getparent()
-        return "/" + "/".join(reversed(steps))
+        path = "/" + "/".join(reversed(steps))
+        parent = element.getparent()
+        if parent is not None:
+            self._parents[parent] = path[:path.rindex("/")]
+        return path
 
     def _number_siblings(self, node: etree._Element) -> str | None:
         if not isinstance(node.tag, str) or node.tag.startswith("{") or node.prefix:

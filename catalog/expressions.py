@@ -52,6 +52,39 @@ def parse_expression(text: str) -> exp.Expression:
     return shaped if shaped is not None else _parse(sql, text)
 
 
+def expression_fields(text: str) -> list[tuple[str | None, str]]:
+    """The ``(qualifier, field)`` pairs ``text`` reads; raises :class:`ExpressionError` as
+    :func:`parse_expression` does.
+
+    What checking a box needs (its syntax, the fields it names), without a tree: a text whose shape
+    is already known good (:func:`_by_shape`) reads its shape's fields, so a Head checking a catalog of
+    100,000 filters whole (at start) builds no tree for them (the tree cache holds 4,096 texts).
+
+    >>> expression_fields("value > 3.5 and left.time < 7")
+    [(None, 'value'), ('left', 'time')]
+    """
+    return list(_fields_of(text))
+
+
+@lru_cache(maxsize=4096)
+def _fields_of(text: str) -> tuple[tuple[str | None, str], ...]:
+    """(:func:`expression_fields`, cached: a box's check asks for its texts' fields twice, shape then
+    inference; a text that does not parse raises each time, as exceptions are not cached.)"""
+    if text and text.strip():
+        sql = text.replace("==", "=")
+        if not _UNSHAPED.search(sql) and _NUMBER.search(sql):
+            shape = _shape(_NUMBER.sub("\0", sql))
+            if shape is not None and shape.trusted:
+                return tuple(field_references(shape.tree))
+    return tuple(field_references(parse_expression(text)))
+
+
+def check_expression(text: str, scope: Scope) -> None:
+    """``text`` parses and names only fields in ``scope`` (raises :class:`ExpressionError`)."""
+    for qualifier, name in _fields_of(text):
+        scope.lookup(qualifier, name)
+
+
 def _parse(sql: str, text: str) -> exp.Expression:
     """sqlglot's tree of ``sql``; the errors name ``text``, the expression as written."""
     try:

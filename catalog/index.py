@@ -185,6 +185,7 @@ class _Derivation:
         self.schemas = dict(base.stream_schemas)
         self.problems: list[Diagnostic] = []
         self.produced = Produced(self.refs)
+        self.counts: dict[str, int] = {}  # stream -> producers, once the references are moved (_count)
 
     def run(self) -> CatalogIndex:
         touched = self._update_refs()
@@ -298,9 +299,12 @@ class _Derivation:
 
     def _count(self, stream: str) -> int:
         """How many producers ``stream`` has (a box writing it on two ports counts twice, as in the full check)."""
-        count = 0
-        for kind, key in self.refs.get(("produces", stream), ()):
-            count += 1 if kind == "inputs" else self.after.boxes[key].outputs.count(stream)
+        count = self.counts.get(stream)
+        if count is None:  # (asked up to three times a stream; the references are final by then)
+            count = 0
+            for kind, key in self.refs.get(("produces", stream), ()):
+                count += 1 if kind == "inputs" else self.after.boxes[key].outputs.count(stream)
+            self.counts[stream] = count
         return count
 
     def _readers(self, stream: str) -> Iterable[tuple[str, str]]:

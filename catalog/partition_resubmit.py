@@ -4,7 +4,7 @@ Resubmitting a deployment with a ``<partition>`` that is already committed
 keeps its layout and lets its member list grow by nodes appended after the
 running ones; anything else is refused with the way to do it instead
 (``boreas split/move/rebalance``, or delete and submit again).  Used by
-:class:`~.merge.Merger` for each ``<partition>`` of a submission.
+:class:`~.placement.Placement` for each ``<partition>`` of a submission.
 """
 
 from __future__ import annotations

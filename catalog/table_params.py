@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .diagnostics import Origin
-from .expressions import ExpressionError, Scope, check_fields, infer_field, infer_type, parse_expression
+from .expressions import ExpressionError, Scope, check_expression, infer_field, infer_type, parse_expression
 from .model import Box, Catalog, Field, FieldType, Schema
 
 #: The table box types, each with the SQL statement it runs.
@@ -238,7 +238,7 @@ def infer_joinstatic(box: Box, inputs: list[Schema]) -> list[Schema]:
                                         key=lambda p: int(p[0].rsplit(".", 1)[1]))]
     names = [box.param(f"out-field-name.{i}") for i in range(len(expressions))]
     try:
-        check_fields(parse_expression(box.param("predicate") or ""), scope)
+        check_expression(box.param("predicate") or "", scope)
         if not expressions:
             return [Schema(f"{box.name}.out0", inputs[0].fields + table.schema.fields)]
         if None in names:
@@ -269,7 +269,7 @@ def infer_table_box(box: Box, inputs: list[Schema]) -> list[Schema]:
     scope = scope_of(sql, inputs[0], table.schema)
     try:
         if sql.where is not None:
-            check_fields(parse_expression(sql.where), scope)
+            check_expression(sql.where, scope)
         if sql.kind == "insert":
             if len(sql.values) != len(table.schema.fields):
                 raise TableParamError(f"{what}: parameter 'sql' gives {len(sql.values)} values, table "

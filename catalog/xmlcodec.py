@@ -108,7 +108,7 @@ def _box(el: etree._Element, origin: Origin) -> Box:
         elif tag == "access":
             access.append(child.get("table"))
     return Box(el.get("name"), el.get("type"), tuple(inputs), tuple(outputs), tuple(params), tuple(access),
-               el.get("node"), _attrs(el), origin)
+               el.get("node"), _attrs(el), origin, el.get(APP_ATTR) or "")  # (built once: see decode)
 
 
 def _table(el: etree._Element, origin: Origin) -> Table:
@@ -208,7 +208,8 @@ def decode(el: etree._Element, origin: Origin = CATALOG) -> Any:
         raise DecodeError(f"<{el.tag}> is not a catalog declaration") from None
     obj = decoder(el, origin)
     app = el.get(APP_ATTR)  # catalog form only (:func:`to_text`); absent in what older Boreas stored
-    return replace(obj, app=app) if app and isinstance(obj, NAMED_BY_APP) else obj
+    # (A box reads its own: a catalog of 100,000 boxes is not built twice, replace() each.)
+    return replace(obj, app=app) if app and isinstance(obj, NAMED_BY_APP) and obj.app != app else obj
 
 
 # -- encoding ---------------------------------------------------------------

@@ -31,6 +31,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
+from boreas.catalog.collector import collector_paused
 from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
@@ -132,8 +133,9 @@ class HeadService:
 
     async def start(self, host: str, port: int) -> str:
         self.store = await asyncio.to_thread(open_store, self.store_url)
-        catalog = await self.commits.start(self.store)
-        self._install(catalog, affected_version=None)
+        with collector_paused(keep=True):  # read, checked, sliced: all of it live and kept (catalog/collector.py)
+            catalog = await self.commits.start(self.store)
+            self._install(catalog, affected_version=None)
         self.tasks.spawn("commits", self.commits.run)
         await self.snapshots.load()
         if self.store.membership_url is not None:

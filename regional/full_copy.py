@@ -15,7 +15,7 @@ reasons this module removes:
   and again while the parts were decoded: about half of the time at 30,000
   boxes.  Decoding makes no reference cycles (lxml's trees are freed by
   reference counting), so the collector is paused while one document is
-  decoded or a copy applied (:func:`collector_paused`);
+  decoded or a copy applied (:func:`~boreas.catalog.collector.collector_paused`);
 * every part was applied to a fresh copy of the catalog built so far
   (:func:`~boreas.catalog.replicate.apply_update` copies its input), which
   costs time in the square of the number of parts.  Parts are kept as items
@@ -37,34 +37,15 @@ True
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
+from boreas.catalog.collector import collector_paused
 from boreas.catalog.documents import Update, read_document
 from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import apply_update
 
 #: Where the Head's update XML comes from, in diagnostics.
 SOURCE = "update XML from the Head"
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for one synchronous bulk step, then as it was.
-
-    >>> with collector_paused():
-    ...     gc.isenabled()
-    False
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def read_head_update(data: bytes | str) -> Any:

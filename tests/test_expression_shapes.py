@@ -9,7 +9,7 @@ cannot serve (numbers in strings, names, comments, indexes).
 from __future__ import annotations
 
 import sqlglot
-from boreas.catalog.expressions import ExpressionError, parse_expression
+from boreas.catalog.expressions import ExpressionError, expression_fields, field_references, parse_expression
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,3 +55,21 @@ def test_a_catalog_of_filters_gets_each_its_own_numbers() -> None:
     trees = [parse_expression(t) for t in texts]
     assert [t.sql() for t in trees] == [sqlglot.parse_one(t).sql() for t in texts]
     assert len({id(t) for t in trees}) == len(texts)  # no two texts share one tree
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(expressions(), min_size=1, max_size=6))
+def test_checking_without_a_tree_reads_the_trees_fields(texts: list[str]) -> None:
+    """``expression_fields`` (what checking a box uses: no tree for a known shape) says what the tree says,
+    and refuses what ``parse_expression`` refuses, with the same message."""
+    for text in texts * 2:  # the second time, the texts' shapes are known
+        try:
+            expected = field_references(parse_expression(text))
+        except ExpressionError as exc:
+            try:
+                expression_fields(text)
+            except ExpressionError as again:
+                assert str(again) == str(exc), text
+                continue
+            raise AssertionError(f"{text!r} was read, but does not parse") from None
+        assert expression_fields(text) == expected, text

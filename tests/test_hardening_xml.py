@@ -127,3 +127,21 @@ def test_element_paths_match_libxml2():
     paths = ElementPaths()
     rng.shuffle(elements)
     assert [paths(e) for e in elements] == [element_path(e) for e in elements]
+
+
+@pytest.mark.parametrize("limit, doc, reason", [
+    (XmlLimits(max_depth=5), b"<a><b><c><d><e/></d></c></b></a>", "deeper than the limit of 5"),
+    (XmlLimits(max_elements=5), b"<a><b/><c/><!-- d --><e/><g/></a>", "more than the limit of 5 elements"),
+    (XmlLimits(max_attributes=4), b'<a x="1"><b y="1" z="1"/><c w="1"/></a>', "limit of 4 attributes"),
+    (XmlLimits(max_attributes_per_element=2), b'<a x="1" y="2"><b z="1"/></a>', "limit of 2 per element"),
+])
+def test_each_limit_is_met_exactly_and_refused_one_past_it(limit, doc, reason) -> None:
+    """A document at a limit parses; one element, attribute or level more is refused, naming where."""
+    from boreas.catalog.xmlsafe import parse_xml
+    assert parse_xml(doc, "doc.xml", limit).getroot().tag == "a"
+    over = doc.replace(b"<a", b'<a extra="1"', 1) if "attributes" in reason or "per element" in reason \
+        else doc.replace(b"<a>", b"<a><f/>", 1) if "elements" in reason else doc.replace(b"<e/>", b"<e><f/></e>")
+    with pytest.raises(ValidationFailed) as info:
+        parse_xml(over, "doc.xml", limit)
+    (p,) = info.value.diagnostics
+    assert reason in p.reason and p.file == "doc.xml" and p.line == 1

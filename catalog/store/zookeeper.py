@@ -32,7 +32,8 @@ A multi-op is one request, and ZooKeeper refuses requests larger than its
 big catalog commit needs the limit raised on every server and Java client.
 
 URLs, znode names and the log entry encoding are in :mod:`.znodes` (node
-membership shares them); delivering commits to watchers is :mod:`.zk_watch`.
+membership shares them); the log's entries are read and pruned by :mod:`.zk_log`;
+delivering commits to watchers is :mod:`.zk_watch`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from .base import (
 from .lease import HeadLease
 from .zk_leader import Fence, ZooKeeperLease
 from .commit_meta import CommitMeta
+from .zk_log import ZooKeeperLog, get_many
 from .zk_meta import MetaZnodes
 from .zk_snapshot import WholeCopies, replay
 from .zk_watch import ZooKeeperWatch
@@ -75,7 +77,6 @@ from .znodes import (  # CONNECT_TIMEOUT, REQUEST_TIMEOUT, escape_key, unescape_
     CONNECT_TIMEOUT,
     REQUEST_TIMEOUT,
     ElementNames,
-    decode_log,
     encode_log,
     escape_key,
     kazoo_options,
@@ -87,7 +88,6 @@ from .znodes import (  # CONNECT_TIMEOUT, REQUEST_TIMEOUT, escape_key, unescape_
 log = logging.getLogger(__name__)
 
 DEFAULT_MAXBUFFER = 0xFFFFF  # ZooKeeper's default jute.maxbuffer (bytes)
-_PIPELINE = 2000  # outstanding async requests per batch: bounds memory, keeps the pipe full
 _ATTEMPTS = 5
 
 __all__ = ["CONNECT_TIMEOUT", "DEFAULT_MAXBUFFER", "REQUEST_TIMEOUT", "ZooKeeperStore", "ZooKeeperWatch",
@@ -97,7 +97,7 @@ __all__ = ["CONNECT_TIMEOUT", "DEFAULT_MAXBUFFER", "REQUEST_TIMEOUT", "ZooKeeper
 class ZooKeeperStore(CatalogStore):
     """Global catalog in ZooKeeper; see the module docstring for the layout."""
 
-    #: The log keeps the last ``keep_log`` commits, pruned every ``prune_every`` (see _prune_log).
+    #: The log keeps the last ``keep_log`` commits, pruned every ``prune_every`` (:meth:`.ZooKeeperLog.prune`).
     keep_log = 10_000
     prune_every = 1_000
 
@@ -127,6 +127,7 @@ class ZooKeeperStore(CatalogStore):
                 f"cannot connect to ZooKeeper for catalog store {url}: no server at {hosts} "
                 f"answered within {connect_timeout:g}s ({exc or type(exc).__name__})"
             ) from exc
+        self._log = ZooKeeperLog(self._client, self._root, url)
         self._copies = WholeCopies(self._client, self._root)  # the catalog in a few znodes, for readers
         self._meta = MetaZnodes(self._client, chroot + "/meta")
         self.alongside = CommitMeta()  # metadata a commit writes in its multi-op (a submission's record)
@@ -187,13 +188,9 @@ class ZooKeeperStore(CatalogStore):
         return f"{self._root}/elements/{kind}" + (f"/{name}" if name else "")
 
     def kept_log_versions(self) -> list[int]:
-        """The versions whose commits the log still holds (older ones are pruned, see :meth:`_prune_log`)."""
+        """The versions whose commits the log still holds (older ones are pruned, :meth:`.ZooKeeperLog.prune`)."""
         with self._ops("listing the log"):
-            names = wait_reply(self._client.get_children_async(self._root + "/log"))
-        return sorted(int(name) for name in names)
-
-    def _log_path(self, version: int) -> str:
-        return f"{self._root}/log/{version:012d}"
+            return self._log.versions()
 
     def _ensure_layout(self) -> None:
         with self._ops("creating the catalog layout"):
@@ -216,25 +213,8 @@ class ZooKeeperStore(CatalogStore):
         data, stat = wait_reply(self._client.get_async(self._version_path))
         return int(data), stat.version
 
-    def _get_many(self, paths: Sequence[str], children: bool = False) -> list:
-        """Pipeline gets (or get_children): one round trip per batch, not per znode.
-
-        A missing znode yields None (a concurrent commit deleted it).
-        """
-        out: list = []
-        call = self._client.get_children_async if children else self._client.get_async
-        for start in range(0, len(paths), _PIPELINE):
-            pending = [call(p) for p in paths[start:start + _PIPELINE]]
-            for res in pending:
-                try:
-                    value = wait_reply(res)
-                except NoNodeError:
-                    value = None
-                out.append(value if children or value is None else value[0])
-        return out
-
     def _read_children(self) -> dict[str, set[str]]:
-        lists = self._get_many([self.element_znode(k) for k in KINDS], children=True)
+        lists = get_many(self._client, [self.element_znode(k) for k in KINDS], children=True)
         return {k: set(names or ()) for k, names in zip(KINDS, lists)}
 
     # -- the CatalogStore interface ---------------------------------------
@@ -251,7 +231,7 @@ class ZooKeeperStore(CatalogStore):
             version = self._read_version()[0]
             children = self._read_children()
             idents = [(k, n) for k in KINDS for n in children[k]]
-            values = self._get_many([self.element_znode(k, n) for k, n in idents])
+            values = get_many(self._client, [self.element_znode(k, n) for k, n in idents])
             elements = {
                 (k, unescape_key(n)): v.decode("utf-8")
                 for (k, n), v in zip(idents, values)
@@ -308,7 +288,7 @@ class ZooKeeperStore(CatalogStore):
                         data = c.text.encode("utf-8")
                         size += len(path) + len(data) + 48
                         (txn.set_data if present else txn.create)(path, data)
-                txn.create(self._log_path(current + 1), payload)
+                txn.create(self._log.path(current + 1), payload)
                 self._meta.add_to(txn, self.alongside.for_version(current + 1))
                 size += len(payload) + 64
                 try:
@@ -323,7 +303,7 @@ class ZooKeeperStore(CatalogStore):
                     return Commit(outcome, changes)
                 if not any(isinstance(r, Exception) for r in results):
                     self._names.note_commit(current, existing, changes)
-                    self._prune_log(current + 1)
+                    self._log.prune(current + 1, self.keep_log, self.prune_every)
                     self._copies.committed(current, changes)
                     return Commit(current + 1, changes)
                 self._names.forget()
@@ -341,7 +321,7 @@ class ZooKeeperStore(CatalogStore):
         actual = retry(self._read_version)[0]
         if actual != base_version:
             try:
-                mine = wait_reply(self._client.get_async(self._log_path(base_version + 1)))[0] == payload
+                mine = wait_reply(self._client.get_async(self._log.path(base_version + 1)))[0] == payload
             except NoNodeError:
                 mine = False
             if mine:
@@ -359,40 +339,9 @@ class ZooKeeperStore(CatalogStore):
         log.warning("catalog %s: connection lost during commit; retrying", self.url)
         return None
 
-    def _prune_log(self, version: int) -> None:
-        """Every ``prune_every`` commits, delete the log entries older than the last ``keep_log``.
-
-        The log is the catalog's history: kept whole, ZooKeeper's snapshots
-        would grow with every commit however often its own files are purged.
-        Readers that need older entries (a Head far behind) find them gone
-        and read the catalog whole instead (``StoreError`` from :meth:`log`).
-        Best effort: an entry left by a pruning that failed is harmless.
-        """
-        if version % self.prune_every:
-            return
-        cutoff = version - self.keep_log  # entries at or below it go
-        doomed = [self._log_path(v) for v in range(max(1, cutoff - self.prune_every + 1), cutoff + 1)]
-        pending = [self._client.delete_async(path) for path in doomed]
-        for result in pending:
-            try:
-                wait_reply(result)
-            except NoNodeError:
-                pass
-            except Exception as exc:  # never fail the commit that succeeded for this
-                log.warning("catalog %s: pruning the log before %d: %r", self.url, cutoff, exc)
-                return
-
     def _read_log(self, since: int) -> list[Commit]:
-        """Commits after ``since``: the log znodes since+1 .. current version, pipelined."""
-        current = self._read_version()[0]
-        versions = list(range(since + 1, current + 1))
-        values = self._get_many([self._log_path(v) for v in versions])
-        commits = []
-        for v, data in zip(versions, values):
-            if data is None:
-                raise StoreError(f"catalog store {self.url}: log entry {v} is missing (the log keeps the "
-                                 f"last {self.keep_log} commits; read the catalog whole)")
-            commits.append(Commit(v, decode_log(data)))
+        """Commits after ``since`` (the log's entries up to the current version), noted by the element names."""
+        commits = self._log.read(since, self._read_version()[0], self.keep_log)
         self._names.note_log(commits)
         return commits
 
