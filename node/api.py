@@ -132,7 +132,7 @@ class NodeApi:
     async def _moves(self, update: Update, moves: list[Move]) -> web.Response:
         """``<move box node>``: an optimizer (or the Head) asks this node to move a box it holds."""
         if len(moves) != len(update.items) or any(m.box is None for m in moves):
-            return json_error(422, "send <move box=... node=...> on its own (tables do not move yet)")
+            return json_error(422, "send <move box=... node=...> on its own (a table moves with its boxes: move one of them)")
         missing = [m.box for m in moves if m.box not in self.local.catalog.boxes]
         if missing:
             rejections = [Rejection(i, "box", m.box or "", f"box {m.box!r} is not here")

@@ -150,6 +150,8 @@ class BoxMover:
         with gc_paused():
             text, raw = msgspec.msgpack.decode(body)
             handovers = [BoxHandover.decode(h) for h in raw]
+        if not handovers:
+            raise TypeError("a handover carries the state of at least one box")
         update = read_document(text, "handover update XML")
         assert isinstance(update, Update)
         async with node.update_lock:

@@ -12,7 +12,7 @@ import pytest
 from boreas.catalog.slices import node_slice
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
-from support.cluster import TOKEN, wait_until
+from support.cluster import TOKEN, free_port, wait_until
 from support.streams import collect
 
 pytestmark = pytest.mark.slow
@@ -21,8 +21,8 @@ APP = """<borealis>
   <schema name="Stock"><field name="sym" type="string" size="4"/><field name="qty" type="int"/></schema>
   <schema name="Ask"><field name="sym" type="string" size="4"/></schema>
   <input stream="Trades" schema="Stock"/><input stream="Asks" schema="Ask"/>
-  <table name="Stocks" schema="Stock"><key field="sym"/></table>
   <query name="q">
+  <table name="Stocks" schema="Stock"><key field="sym"/></table>
   <box name="add" type="insert"><in stream="Trades"/><access table="Stocks"/>
     <parameter name="sql" value="insert into Stocks values (sym, qty)"/></box>
   <box name="ask" type="select"><in stream="Asks"/><access table="Stocks"/><out stream="Held"/><out stream="Missing"/>
@@ -56,6 +56,7 @@ async def test_moving_one_box_of_a_table_moves_all_its_boxes_with_its_rows(clust
                 for start in range(0, len(trades), 40):
                     await publisher.send(trades[start:start + 40])
                     await asyncio.sleep(0.02)
+            assert (await asyncio.to_thread(cluster.head_catalog)).tables["Stocks"].node == nodes[0]
             sending = asyncio.create_task(publish())
             await asyncio.sleep(0.2)
             result = await asyncio.to_thread(cluster.boreas, "move", "add", nodes[1])
@@ -64,6 +65,7 @@ async def test_moving_one_box_of_a_table_moves_all_its_boxes_with_its_rows(clust
         assert f"moved box add from {nodes[0]} to {nodes[1]}, with the boxes sharing its table: ask" in result.stdout
         catalog = await asyncio.to_thread(cluster.head_catalog)
         assert {b.name: b.node for b in catalog.boxes.values()} == {"add": nodes[1], "ask": nodes[1]}
+        assert catalog.tables["Stocks"].node == nodes[1]  # placed with its query, it moved with its boxes
         for node in nodes:
             await asyncio.to_thread(wait_until, lambda: cluster.node_catalog(node) == node_slice(catalog, node),
                                     10, f"{node} in its slice")
@@ -73,3 +75,24 @@ async def test_moving_one_box_of_a_table_moves_all_its_boxes_with_its_rows(clust
             await asks.send([(sym,) for sym, _ in trades] + [("NONE",)])
         assert await collect(held, len(trades)) == trades
         assert await collect(missing, 1) == [("NONE",)]
+
+
+async def test_a_failed_move_of_a_tables_box_leaves_all_its_boxes_and_rows_on_the_source(cluster_factory):
+    """The target cannot be reached: both boxes run on the source again, with every row, and no catalog moved."""
+    cluster = cluster_factory()
+    nodes = await asyncio.to_thread(table_on_first_node, cluster)
+    trades = [(f"S{n}", n) for n in range(50)]
+    async with Subscriber(cluster.head, "Held", TOKEN) as held:
+        async with Publisher(cluster.head, "Trades", TOKEN) as publisher:
+            await publisher.send(trades[:25])
+            result = await asyncio.to_thread(cluster.boreas, "move", "add", f"localhost:{free_port()}")
+            assert result.returncode == 1 and "did not take box 'add'" in result.stderr
+            await publisher.send(trades[25:])
+        catalog = await asyncio.to_thread(cluster.head_catalog)
+        assert {b.name: b.node for b in catalog.boxes.values()} == {"add": nodes[0], "ask": nodes[0]}
+        for node in nodes:
+            await asyncio.to_thread(wait_until, lambda: cluster.node_catalog(node) == node_slice(catalog, node),
+                                    10, f"{node} in its slice")
+        async with Publisher(cluster.head, "Asks", TOKEN) as asks:
+            await asks.send([(sym,) for sym, _ in trades])
+        assert await collect(held, len(trades)) == trades
