@@ -12,7 +12,7 @@ import pytest
 from boreas.catalog.slices import node_slice
 from boreas.client.publisher import Publisher
 from boreas.client.subscriber import Subscriber
-from support.cluster import TOKEN, free_port, wait_until
+from support.cluster import TOKEN, free_port, http, wait_until
 from support.streams import collect
 
 pytestmark = pytest.mark.slow
@@ -75,6 +75,21 @@ async def test_moving_one_box_of_a_table_moves_all_its_boxes_with_its_rows(clust
             await asks.send([(sym,) for sym, _ in trades] + [("NONE",)])
         assert await collect(held, len(trades)) == trades
         assert await collect(missing, 1) == [("NONE",)]
+
+        # An update naming both boxes moves them back at once; the second is done with the first.
+        status, body = await asyncio.to_thread(http, "POST", f"http://{nodes[1]}/update", (
+            f'<update><move box="ask" node="{nodes[0]}"/><move box="add" node="{nodes[0]}"/></update>').encode())
+        assert status == 200, body
+        await asyncio.to_thread(wait_until, lambda: {b.node for b in cluster.head_catalog().boxes.values()}
+                                == {nodes[0]}, 10, "both boxes back on the first node at the Head")
+        catalog = await asyncio.to_thread(cluster.head_catalog)
+        assert catalog.tables["Stocks"].node == nodes[0]
+        for node in nodes:
+            await asyncio.to_thread(wait_until, lambda: cluster.node_catalog(node) == node_slice(catalog, node),
+                                    10, f"{node} in its slice")
+        async with Publisher(cluster.head, "Asks", TOKEN) as asks:
+            await asks.send([(sym,) for sym, _ in trades[::50]])
+        assert await collect(held, len(trades[::50])) == trades[::50]
 
 
 async def test_a_failed_move_of_a_tables_box_leaves_all_its_boxes_and_rows_on_the_source(cluster_factory):
