@@ -198,6 +198,8 @@ def companions(local: Catalog, box: str) -> list[str]:
     >>> companions(c, "s"), companions(c, "f")
     (['a', 's'], ['f'])
     """
+    if box not in local.boxes or local.boxes[box].type not in ACCESSING:
+        return [box]  # (no scan of a large catalog for the usual move)
     tables: set[str] = set()
     group = {box}
     grew = True
