@@ -26,7 +26,9 @@ def cmd_move(args: argparse.Namespace) -> int:
 
         print(describe(args.box.rpartition("/")[0] or args.box, moved.relayout))
     else:
-        print(f"moved box {args.box} from {moved.source} to {target}")
+        others = [name for name, _ in (moved.reply or {}).get("moved", []) if name != args.box]
+        print(f"moved box {args.box} from {moved.source} to {target}"
+              + (f", with the boxes sharing its table: {', '.join(others)}" if others else ""))
     return EXIT_OK
 
 

@@ -76,6 +76,7 @@ from boreas.wire.server import json_error
 from .api_docs import HEAD_DOCS, UI_DOCS
 from .catalog_part import catalog_part
 from .context import HeadContext
+from .learning import moves_as_one
 from .metrics import HeadMetrics, head_checks
 from .request_files import submitted_files
 
@@ -219,8 +220,8 @@ class _Api:
                                    "or deployment XML")
         done: list[dict[str, Any]] = []
         try:
-            for item in doc.items:
-                with self.metrics.timed_learning(_kind(item)):
+            for item in moves_as_one(doc.items):
+                with self.metrics.timed_learning(_kind(item[0] if isinstance(item, list) else item)):
                     await self._learn(item, done)
         except StoreError as exc:
             return json_error(503, f"catalog store: {exc}", done=done)
@@ -243,9 +244,9 @@ class _Api:
         elif isinstance(item, Disconnect) and item.stream:
             version = await self.head.learner.disconnect(item.stream)
             done.append({"disconnect": item.stream, "version": version})
-        elif isinstance(item, Move) and item.box:
-            version = await self.head.learner.move(item.box, item.node)
-            done.append({"move": item.box, "node": item.node, "version": version})
+        elif isinstance(item, list):  # moves a node made as one (moves_as_one)
+            version = await self.head.learner.move([m.box for m in item], item[0].node)
+            done += [{"move": m.box, "node": m.node, "version": version} for m in item]
         elif isinstance(item, Partition):
             version = await self.head.learner.layout(item)
             done.append({"partition": item.box, "layout": item.layout, "version": version})

@@ -12,7 +12,7 @@ brought to their slices.  Reports are learned one at a time.
 Usage::
 
     learner = Learner(head)                 # the HeadService: see LearnerHead
-    version = await learner.move("box1", "localhost:15002")
+    version = await learner.move(["box1"], "localhost:15002")
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from boreas.catalog.document_model import Connect
+from boreas.catalog.document_model import Connect, Move
 from boreas.catalog.elements import KIND_TO_DICT
 from boreas.catalog.model import Catalog, Node, Partition
 from boreas.catalog.store import Change
@@ -58,37 +58,45 @@ class Learner:
         self.head = head
         self._one_at_a_time = asyncio.Lock()  # reports are learned one at a time
 
-    async def move(self, box: str, target: str) -> int:
-        """A node reports that ``box`` now runs on ``target`` (paper section 3.1.2).
+    async def move(self, boxes: list[str], target: str) -> int:
+        """A node reports that ``boxes`` now run on ``target`` (paper section 3.1.2), moved as one (a
+        ``<table>``'s boxes, docs/operators.md "Table boxes"): committed as one change, with the table.
 
-        The nodes moved the box themselves, so what the Head believed they hold
-        is stale: once the new location is committed and their slices are
+        The nodes moved the boxes themselves, so what the Head believed they hold
+        is stale: once the new locations are committed and their slices are
         recomputed, both nodes are read again and brought to their slices,
-        which also delivers any pending request for the box on its new node.
+        which also delivers any pending request for the boxes on their new node.
         """
         async with self._one_at_a_time:
-            return await self._move(box, target)
+            return await self._move(boxes, target)
 
-    async def _move(self, box: str, target: str) -> int:
+    async def _move(self, boxes: list[str], target: str) -> int:
         involved = {target} | {s.endpoint for s in self.head.syncs.values()
-                               if s.held is None or box in s.held.boxes}
+                               if s.held is None or any(box in s.held.boxes for box in boxes)}
 
         def build(catalog: Catalog) -> list[Change] | None:
-            current = catalog.boxes.get(box)
-            if current is None or current.node == target:
-                return None
-            if box in catalog.partitions:  # placed by its partition: its segments move, never the box
-                log.warning("node reported box %r moved to %s, but the box is partitioned: ignored", box, target)
-                return None
-            involved.add(current.node or target)
-            changes = [Change("box", box, to_text(replace(current, node=target)))]
-            if target not in catalog.nodes:
+            changes = []
+            for box in boxes:
+                current = catalog.boxes.get(box)
+                if current is None or current.node == target:
+                    continue
+                if box in catalog.partitions:  # placed by its partition: its segments move, never the box
+                    log.warning("node reported box %r moved to %s, but the box is partitioned: ignored", box, target)
+                    continue
+                involved.add(current.node or target)
+                changes.append(Change("box", box, to_text(replace(current, node=target))))
+                for name in current.access:  # a table placed on the box's node goes with its boxes
+                    table = catalog.tables.get(name)
+                    if table is not None and table.node not in (None, target):
+                        changes.append(Change("table", name, to_text(replace(table, node=target))))
+            if changes and target not in catalog.nodes:
                 changes.append(Change("node", target, to_text(Node(target))))
-            return changes
+            return list({(c.kind, c.key): c for c in changes}.values()) or None
 
         def moved(version: int) -> None:
-            for request in self.head.pending.moved(box, target, version):
-                log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
+            for box in boxes:
+                for request in self.head.pending.moved(box, target, version):
+                    log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
 
         return await self._learn(involved, build, moved)
 
@@ -209,6 +217,27 @@ class Learner:
                 self.head.sync_for(endpoint).resume(resync=True)
         self.head.notify()
         return version
+
+
+def moves_as_one(items: list[object]) -> list[object]:
+    """A node's report with its ``<move box>`` items to one node gathered into one list (learnt as one commit:
+    a table's boxes move together); other items as they are, in their order.
+
+    >>> done = moves_as_one([Move("n:2", box="a"), Move("n:3", table="T"), Move("n:2", box="s")])
+    >>> [[m.box for m in x] if isinstance(x, list) else x.table for x in done]
+    [['a', 's'], 'T']
+    """
+    out: list[object] = []
+    groups: dict[str, list[Move]] = {}
+    for item in items:
+        if isinstance(item, Move) and item.box:
+            if item.node not in groups:
+                groups[item.node] = []
+                out.append(groups[item.node])
+            groups[item.node].append(item)
+        else:
+            out.append(item)
+    return out
 
 
 def _retires(current: Partition, reported: Partition) -> bool:

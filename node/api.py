@@ -52,7 +52,7 @@ from .adopt import AdoptionRefused
 from .api_docs import NODE_DOCS
 from .connector import ConnectRefused
 from .cumulus.api import SegmentsApi
-from .mover import MoveFailed
+from .mover import MoveFailed, companions
 from .readiness import node_checks
 
 log = logging.getLogger("boreas.node.service")  # the node's records keep their logger
@@ -132,7 +132,7 @@ class NodeApi:
     async def _moves(self, update: Update, moves: list[Move]) -> web.Response:
         """``<move box node>``: an optimizer (or the Head) asks this node to move a box it holds."""
         if len(moves) != len(update.items) or any(m.box is None for m in moves):
-            return json_error(422, "send <move box=... node=...> on its own (tables do not move yet)")
+            return json_error(422, "send <move box=... node=...> on its own (a table moves with its boxes: move one of them)")
         missing = [m.box for m in moves if m.box not in self.local.catalog.boxes]
         if missing:
             rejections = [Rejection(i, "box", m.box or "", f"box {m.box!r} is not here")
@@ -140,6 +140,7 @@ class NodeApi:
             return json_error(409, f"box {missing[0]!r} is not on node {self.endpoint}",
                               rejections=[r.as_dict() for r in rejections])
         version = self.local.version
+        moved = [[name, m.node] for m in moves for name in companions(self.local.catalog, m.box or "")]
         async with self.update_lock:
             for move in moves:
                 with self.metrics.timed("move") as outcome:
@@ -149,7 +150,7 @@ class NodeApi:
                         return json_error(502, str(exc))
                     outcome["outcome"] = "done"
         return web.json_response({"endpoint": self.endpoint, "version": version,
-                                  "moved": [[m.box, m.node] for m in moves]})
+                                  "moved": list({name: [name, node] for name, node in moved}.values())})
 
     async def _connects(self, update: Update, changes: list) -> web.Response:
         """``<connect>`` / ``<disconnect>``: insert or remove a filter box (paper 3.2)."""

@@ -69,8 +69,9 @@ NODE_DOCS: RouteDocs = {
                       401: _error("missing or wrong cluster token")},
     },
     ("POST", "/handover"): {
-        "summary": "Take a box moving in, with its state",
-        "body": {"content": MSGPACK, "description": "[update XML, box state and sequence positions, detach time]"},
+        "summary": "Take boxes moving in (one, or a table's boxes together), with their state",
+        "body": {"content": MSGPACK, "description": "[update XML, [each box's state, sequence positions, "
+                                                    "detach time]]"},
         "responses": {200: {"description": "the box runs here now"},
                       400: _error("not a handover"), 422: _error("the box cannot be taken")},
     },

@@ -24,6 +24,7 @@ import asyncio
 import functools
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 from boreas.catalog.document_model import Delete, Unsubscribe
@@ -48,30 +49,38 @@ log = logging.getLogger(__name__)
 FORWARD_FOR = 60.0
 
 
-async def detach(flow: Dataflow, name: str, target: str) -> BoxHandover:
-    """Take ``name`` out of the source's dataflow between batches; its inputs now go to ``target``.
+async def detach(flow: Dataflow, names: list[str], target: str) -> list[BoxHandover]:
+    """Take boxes ``names`` out of the source's dataflow between two batches; their inputs now go to ``target``.
 
-    Its open output batches close first (logged, so a replay closes them at
-    the same record): the numbers it takes along then follow every batch it
-    wrote here, and the rows it had produced leave from here.
+    All of them under one hold of the dataflow lock: boxes that share a
+    ``<table>`` (one copy of its rows on a node) then hand over the same
+    version of it, with no batch applied to it between two of them.  Their
+    open output batches close first (logged, so a replay closes them at the
+    same record): the numbers they take along then follow every batch they
+    wrote here, and the rows they had produced leave from here.
     """
+    handovers = []
     async with flow.lock:
-        box = flow.state.boxes[name]
-        flow.timers.close(flow.router.open_streams(box.outputs), flow.clock.now(), record=True)
-        handover = flow.state.take(name, flow.router.input_positions(name))
-        handover.retained = flow.out.take_retained(box.outputs)  # named subscribers resume from the box's new node
-        flow.router.remove_box(name)
-        for port in box.inputs:
-            row_type = flow.host.row_type(port.stream)
-            link = flow.out.forward_to(port.stream, target, name, row_type)
-            if link is not None:
-                handover.links.append(link)
-        # Batches it held for a gap travel with it, ahead of the rest.
-        held, handover.held = handover.held, []
-        for stream, producer, seq, rows in held:
-            await flow.out.forwards[stream].send(stream, rows, producer, seq, name)
-    await flow.release()  # what closing its batches produced
-    return handover
+        for name in names:
+            box = flow.state.boxes[name]
+            flow.timers.close(flow.router.open_streams(box.outputs), flow.clock.now(), record=True)
+        for name in names:
+            box = flow.state.boxes[name]
+            handover = flow.state.take(name, flow.router.input_positions(name))
+            handover.retained = flow.out.take_retained(box.outputs)  # named subscribers resume from its new node
+            flow.router.remove_box(name)
+            for port in box.inputs:
+                row_type = flow.host.row_type(port.stream)
+                link = flow.out.forward_to(port.stream, target, name, row_type)
+                if link is not None:
+                    handover.links.append(link)
+            # Batches it held for a gap travel with it, ahead of the rest.
+            held, handover.held = handover.held, []
+            for stream, producer, seq, rows in held:
+                await flow.out.forwards[stream].send(stream, rows, producer, seq, name)
+            handovers.append(handover)
+    await flow.release()  # what closing their batches produced
+    return handovers
 
 
 async def start_forwarding(flow: Dataflow, handover: BoxHandover, tasks: Supervisor, name: str) -> None:
@@ -113,40 +122,54 @@ def attach(flow: Dataflow, handover: BoxHandover) -> list[OutboundLink]:
     return flow.out.forwards_of(handover.box)
 
 
-def target_items(local: Catalog, flow: Dataflow, box: Box, source: str, target: str) -> list[Any]:
-    """Update XML for the target: the box, the schemas of its streams, where they come from and go."""
+def target_items(local: Catalog, flow: Dataflow, boxes: list[Box], source: str, target: str) -> list[Any]:
+    """Update XML for the target: the boxes, the schemas of their streams, the tables they access, where
+    their streams come from and go."""
     items: list[Any] = []
-    streams = [p.stream for p in box.inputs] + list(box.outputs)
+    moving = {b.name for b in boxes}
+    made_by_moving = {s for b in boxes for s in b.outputs}
+    streams = [p.stream for b in boxes for p in b.inputs] + [s for b in boxes for s in b.outputs]
+    tables = [local.tables[t] for t in dict.fromkeys(t for b in boxes for t in b.access) if t in local.tables]
     schemas = {flow.schemas[s].name: flow.schemas[s] for s in streams if s in flow.schemas}
+    schemas.update({t.schema: local.schemas[t.schema] for t in tables if t.schema in local.schemas})
     items += list(schemas.values())
     items += [Node(source), Node(target)]
-    for port in box.inputs:
-        items.append(Input(port.stream, flow.schemas[port.stream].name, target))
-        items.append(Publication(port.stream, target, source))
-    items.append(Box(box.name, box.type, box.inputs, box.outputs, box.params, box.access, target, box.attrs))
-    consumed_here = {p.stream for b in local.boxes.values() if b.name != box.name for p in b.inputs}
-    for stream in box.outputs:
-        declared = local.outputs.get(stream)
-        items.append(Output(stream, declared.schema if declared else flow.schemas[stream].name, target))
-        kept = {sub.endpoint: sub for sub in local.subscriptions.values() if sub.stream == stream}  # (their names)
-        endpoints = set(kept)
-        if stream in consumed_here:
-            endpoints.add(source)
-        items += [Node(e) for e in endpoints if e in local.nodes]
-        items += [kept.get(e, Subscription(stream, e)) for e in sorted(endpoints)]
+    items += [replace(t, node=target) if t.node else t for t in tables]
+    consumed_here = {p.stream for b in local.boxes.values() if b.name not in moving for p in b.inputs}
+    for box in boxes:
+        for port in box.inputs:
+            if port.stream not in made_by_moving:
+                items.append(Input(port.stream, flow.schemas[port.stream].name, target))
+                items.append(Publication(port.stream, target, source))
+        items.append(Box(box.name, box.type, box.inputs, box.outputs, box.params, box.access, target, box.attrs))
+        for stream in box.outputs:
+            declared = local.outputs.get(stream)
+            items.append(Output(stream, declared.schema if declared else flow.schemas[stream].name, target))
+            kept = {sub.endpoint: sub for sub in local.subscriptions.values() if sub.stream == stream}  # (names)
+            endpoints = set(kept)
+            if stream in consumed_here:
+                endpoints.add(source)
+            items += [Node(e) for e in endpoints if e in local.nodes]
+            items += [kept.get(e, Subscription(stream, e)) for e in sorted(endpoints)]
     return items
 
 
-def source_items(local: Catalog, flow: Dataflow, box: Box, source: str, target: str) -> list[Any]:
-    """The source's own change: the box goes; its outputs still used here now come from the target."""
-    items: list[Any] = [Delete(box=box.name), Node(target)]
-    consumed_here = {p.stream for b in local.boxes.values() if b.name != box.name for p in b.inputs}
-    for stream in box.outputs:
-        items += [Unsubscribe(stream, sub.endpoint) for sub in local.subscriptions.values()
-                  if sub.stream == stream]
-        if stream in local.outputs:
-            items.append(Delete(output=stream))
-        if stream in consumed_here:
-            items.append(Input(stream, flow.schemas[stream].name, source))
-            items.append(Publication(stream, source, target))
+def source_items(local: Catalog, flow: Dataflow, boxes: list[Box], source: str, target: str) -> list[Any]:
+    """The source's own change: the boxes go, and the tables only they accessed; their outputs still used
+    here now come from the target."""
+    moving = {b.name for b in boxes}
+    items: list[Any] = [Delete(box=b.name) for b in boxes] + [Node(target)]
+    used_here = {t for b in local.boxes.values() if b.name not in moving for t in b.access}
+    items += [Delete(table=t) for t in dict.fromkeys(t for b in boxes for t in b.access)
+              if t in local.tables and t not in used_here]
+    consumed_here = {p.stream for b in local.boxes.values() if b.name not in moving for p in b.inputs}
+    for box in boxes:
+        for stream in box.outputs:
+            items += [Unsubscribe(stream, sub.endpoint) for sub in local.subscriptions.values()
+                      if sub.stream == stream]
+            if stream in local.outputs:
+                items.append(Delete(output=stream))
+            if stream in consumed_here:
+                items.append(Input(stream, flow.schemas[stream].name, source))
+                items.append(Publication(stream, source, target))
     return items

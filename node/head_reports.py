@@ -48,13 +48,15 @@ class HeadReports:
                                      on_refused=self._refused)
         self.sender.start()
 
-    def report(self, item: Any) -> bool:
-        """Queue one change (``Move``, ``Connect``, ``Disconnect``) for the Head; False if dropped."""
+    def report(self, *items: Any) -> bool:
+        """Queue one change (``Move``, ``Connect``, ``Disconnect``) for the Head, or several made as one (the
+        moves of a table's boxes), in one update; False if dropped."""
         try:
-            self.sender.send(update_document([item], origin=self.endpoint))
+            self.sender.send(update_document(list(items), origin=self.endpoint))
             return True
         except (QueueFull, SenderClosed) as exc:
-            log.error("node %s cannot report %s to the Head: %s", self.endpoint, describe_item(item), exc)
+            log.error("node %s cannot report %s to the Head: %s", self.endpoint,
+                      "; ".join(describe_item(item) for item in items), exc)
             return False
 
     async def flush(self, timeout: float) -> bool:

@@ -1,7 +1,8 @@
 """A node's side of moving boxes (paper section 3.1): moving one out, taking one in.
 
 ``<move box=B node=TARGET>`` sent to the node that holds B (by an optimizer,
-or by the Head) moves it: the source detaches B between two batches
+or by the Head) moves it, together with every box sharing a ``<table>`` with
+it (:func:`companions`; a table's rows live on one node): the source detaches B between two batches
 (:mod:`boreas.node.handover`), sends the target B's declarations as update
 XML together with B's state (``POST /handover``), then starts forwarding B's
 queued and later input batches to the target, drops B from its own local
@@ -24,8 +25,9 @@ import time
 
 import msgspec
 from boreas.catalog.documents import Move, Update, read_document
-from boreas.catalog.model import Box
+from boreas.catalog.model import Box, Catalog
 from boreas.catalog.replicate import Rejection
+from boreas.catalog.table_params import ACCESSING
 from boreas.catalog.updates import update_document
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerError
@@ -67,71 +69,89 @@ class BoxMover:
                 for i, item in enumerate(items) if isinstance(item, Box) and item.name in self.moved_away]
 
     async def move_out(self, box: str, target: str) -> int:
-        """Move ``box`` to ``target``; returns the local catalog version after it left."""
+        """Move ``box`` to ``target``, and with it every box sharing a ``<table>`` with it (:func:`companions`);
+        returns the local catalog version after they left.
+
+        A box already gone to ``target`` with an earlier box of its table (an
+        update naming several of them) is done: nothing more moves.
+        """
         node, flow = self.node, self.node.dataflow
         local = node.local.catalog
+        if box not in local.boxes and self.moved_away.get(box, ("",))[0] == target:
+            return node.local.version
         if box not in local.boxes or box not in flow.state.operators:
             raise MoveFailed(f"box {box!r} is not on node {node.endpoint}")
         if target == node.endpoint:
             raise MoveFailed(f"box {box!r} is already on node {target}")
-        definition = local.boxes[box]
-        items = target_items(local, flow, definition, node.endpoint, target)
+        names = companions(local, box)
+        missing = [n for n in names if n not in flow.state.operators]
+        if missing:
+            raise MoveFailed(f"box {box!r} shares a table with box {missing[0]!r}, which is not running on node "
+                             f"{node.endpoint}: a table's boxes move together")
+        definitions = [local.boxes[n] for n in names]
+        items = target_items(local, flow, definitions, node.endpoint, target)
         # Regions hear of the move before the target can reflect the box's declaration, so a
         # box moved on again is never seen moving backwards (paper 3.1.1 allows either order).
-        node.reflector.reflect(local, [Move(target, box=box)])
+        node.reflector.reflect(local, [Move(target, box=n) for n in names])
         await node.reflector.flush(timeout=1.0)
-        handover = await detach(flow, box, target)
+        handovers = await detach(flow, names, target)
         with gc_paused():
-            body = msgspec.msgpack.encode([update_document(items, origin=node.endpoint), handover.encode()])
+            body = msgspec.msgpack.encode([update_document(items, origin=node.endpoint),
+                                           [h.encode() for h in handovers]])
         try:
             await node.peers.call("POST", endpoint_url(target, "/handover"), data=body,
                                   content_type="application/msgpack")
         except PeerError as exc:
-            await self._take_back(handover)
+            await self._take_back(handovers)
             # The regions heard of the move first: undo it, and send them a full copy, which
             # declares the box here again where a region had dropped it (an unknown target).
-            node.reflector.reflect(node.local.catalog, [Move(node.endpoint, box=box)])
+            node.reflector.reflect(node.local.catalog, [Move(node.endpoint, box=n) for n in names])
             node.reflector.refresh(node.local.catalog)
             raise MoveFailed(f"node {target} did not take box {box!r}: {exc}") from None
-        self._forwarded += 1
-        await start_forwarding(flow, handover, node.tasks, f"forward {box} to {target} #{self._forwarded}")
-        version = node.apply_local(source_items(local, flow, definition, node.endpoint, target), reflect=[])
-        node.local.counters["boxes_moved_out"] += 1
-        self.moved_away[box] = (target, time.monotonic())
-        log.info("node %s moved box %r to %s", node.endpoint, box, target)
-        self._report(box, target)
+        for handover in handovers:
+            self._forwarded += 1
+            await start_forwarding(flow, handover, node.tasks, f"forward {handover.box} to {target} #{self._forwarded}")
+        version = node.apply_local(source_items(local, flow, definitions, node.endpoint, target), reflect=[])
+        node.local.counters["boxes_moved_out"] += len(names)
+        for name in names:
+            self.moved_away[name] = (target, time.monotonic())
+        log.info("node %s moved box(es) %s to %s", node.endpoint, ", ".join(names), target)
+        self._report(names, target)
         return version
 
-    async def _take_back(self, handover: BoxHandover) -> None:
-        """The target refused: run the box here again, and feed it what queued up for it."""
+    async def _take_back(self, handovers: list[BoxHandover]) -> None:
+        """The target refused: run the boxes here again, and feed them what queued up for them."""
         flow = self.node.dataflow
         queued = []
-        for link in handover.links:
+        for link in (link for handover in handovers for link in handover.links):
             queued += link.drain_unsent()
             flow.out.unforward(link)
             await link.abort()
         async with flow.lock:
             flow.reconfigure(self.node.local.catalog)
-            attach(flow, handover)
+            for handover in handovers:
+                attach(flow, handover)
         for batch in queued:
             await flow.replay(batch)
 
-    def _report(self, box: str, target: str) -> None:
-        """Tell the Head (section 3.1.2); it commits the location and re-points the neighbours.
+    def _report(self, names: list[str], target: str) -> None:
+        """Tell the Head (section 3.1.2), in one update; it commits the locations and re-points the neighbours.
 
         Queued on the node's one ordered channel to the Head, which retries
         while the Head is down; the move does not wait for it.
         """
         reports = head_reports(self.node)
         if reports is not None:
-            reports.report(Move(target, box=box))
+            reports.report(*[Move(target, box=name) for name in names])
 
     async def move_in(self, body: bytes) -> int:
         """``POST /handover`` on the target: declare the box, restore it; it orders its own inputs."""
         node = self.node
         with gc_paused():
             text, raw = msgspec.msgpack.decode(body)
-            handover = BoxHandover.decode(raw)
+            handovers = [BoxHandover.decode(h) for h in raw]
+        if not handovers:
+            raise TypeError("a handover carries the state of at least one box")
         update = read_document(text, "handover update XML")
         assert isinstance(update, Update)
         async with node.update_lock:
@@ -139,11 +159,12 @@ class BoxMover:
             problems = node.dataflow.refusals(candidate, "handover update XML", rules=False)
             if problems:  # the source takes the box back
                 node.local.refused()
-                raise ValueError(f"node {node.endpoint} cannot run box {handover.box!r}: {problems[0]['reason']}")
+                raise ValueError(f"node {node.endpoint} cannot run box {handovers[0].box!r}: "
+                                 f"{problems[0]['reason']}")
             catalog = node.local.apply(update, candidate)
             async with node.dataflow.lock:
                 node.dataflow.reconfigure(catalog)
-                stale = attach(node.dataflow, handover)
+                stale = [link for handover in handovers for link in attach(node.dataflow, handover)]
                 unsent = [batch for link in stale for batch in link.drain_unsent()]
             node.catalog_changed()
             node.reflector.reflect(catalog, update.items)
@@ -154,11 +175,37 @@ class BoxMover:
             node.dataflow.counters["forwards_retired"] += 1
             self._retired += 1
             if not tasks.closed:  # else the node is stopping, and closing its dataflow closes the link
-                tasks.spawn(f"retire forward of {handover.box} #{self._retired}",
+                tasks.spawn(f"retire forward to {node.endpoint} #{self._retired}",
                             functools.partial(link.close, flush_timeout=5.0), restart=False)
         for batch in unsent:
             await node.dataflow.replay(batch)
-        node.local.counters["boxes_moved_in"] += 1
-        self.moved_away.pop(handover.box, None)
-        log.info("node %s took box %r", node.endpoint, handover.box)
+        node.local.counters["boxes_moved_in"] += len(handovers)
+        for handover in handovers:
+            self.moved_away.pop(handover.box, None)
+        log.info("node %s took box(es) %s", node.endpoint, ", ".join(h.box for h in handovers))
         return catalog.version
+
+
+def companions(local: Catalog, box: str) -> list[str]:
+    """``box`` and every box here sharing a ``<table>`` with it, directly or through another (in catalog order).
+
+    A table's rows live on one node, with one copy shared by its boxes
+    (docs/operators.md, "Table boxes"), so they move as one.
+
+    >>> c = Catalog()
+    >>> c.boxes.update({"a": Box("a", "insert", (), (), access=("T",)), "f": Box("f", "filter", (), ()),
+    ...                 "s": Box("s", "select", (), ("Out",), access=("T",))})
+    >>> companions(c, "s"), companions(c, "f")
+    (['a', 's'], ['f'])
+    """
+    if box not in local.boxes or local.boxes[box].type not in ACCESSING:
+        return [box]  # (no scan of a large catalog for the usual move)
+    tables: set[str] = set()
+    group = {box}
+    grew = True
+    while grew:
+        tables |= {t for name in group for t in local.boxes[name].access if local.boxes[name].type in ACCESSING}
+        more = {b.name for b in local.boxes.values() if b.type in ACCESSING and tables & set(b.access)}
+        grew = not more <= group
+        group |= more
+    return [name for name in local.boxes if name in group]

@@ -19,7 +19,7 @@ async def node():
 
 @pytest.mark.parametrize("body", [b"", b"garbage", msgspec.msgpack.encode([1]),
                                   msgspec.msgpack.encode(["<update/>", b"\x00"]),
-                                  msgspec.msgpack.encode([7, 8])])
+                                  msgspec.msgpack.encode([7, 8]), msgspec.msgpack.encode(["<update/>", []])])
 async def test_a_garbage_handover_is_a_400_and_the_node_keeps_running(node, body):
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/msgpack"}
     async with aiohttp.ClientSession(headers=headers) as session:
