@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..ast import Program
@@ -341,6 +341,23 @@ class Runtime(Reads):
         if self._native is not None:
             return self._native.entries()
         return self.store.entries()
+
+    def drop(self, doomed: Mapping[str, Callable[[tuple], bool]]) -> int:
+        """Delete every entry of each map ``name`` of ``doomed`` whose key tuple ``doomed[name](key)`` holds,
+        recording no view change: the state of closed event-time windows, which no row will change again
+        (node/operators/m3windows.py).  The number of entries deleted."""
+        with self._lock:
+            store, gone = self.store, 0
+            for name, test in doomed.items():
+                keys = [key for key, _ in store.items(name) if test(key)]
+                for key in keys:
+                    store.set(name, key, 0)
+                gone += len(keys)
+            if gone:
+                self._totals.clear()
+                if self._native is not None:
+                    self._push_mirror()
+            return gone
 
     # -- initial values and state transfer ----------------------------------
     def load(self, tables: Mapping[str, Iterable[Sequence]]) -> int:

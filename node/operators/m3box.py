@@ -164,6 +164,11 @@ class M3Operator(Operator):
             groups.append((relation, -1, deletes))
         return groups, ignored
 
+    def forget_emitted(self) -> None:
+        """Entries were deleted from the maps outside a batch (closed windows: :mod:`.m3windows`): the views
+        as last emitted are read again before the next batch."""
+        self._memo.forget()
+
     # -- moving ----------------------------------------------------------------------
 
     def state_entries(self) -> int:
