@@ -191,7 +191,8 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
     accepts = _STREAM_ACCEPTS if by_name else ACCEPTS
     windows, marks = box_windows(box)
     windowed = {w.relation.lower() for w in windows}
-    ports = tuple(_port(box, port, name, relations[name], schema, sign, accepts,
+    ports = tuple(_port(box, port, name, relations[name], schema, sign,  # event times in ms: a long is an INT
+                        _STREAM_ACCEPTS if name.lower() in windowed else accepts,
                         len(WINDOW_COLUMNS) if name.lower() in windowed else 0)
                   for port, (name, schema) in enumerate(zip(names, inputs)))
     ordered = tuple(views[v.name] for v in program.views)
