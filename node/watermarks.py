@@ -60,6 +60,10 @@ class WatermarkTracker:
     all_ended: bool = False
     current: float = -math.inf  # the watermark last read: it never goes back
 
+    def declare(self, delay: float, idle: float | None) -> None:
+        """The stream's declared delay and idle timeout (its ``<input>``'s, which may change with the catalog)."""
+        self.delay, self.idle = delay, idle
+
     def observe(self, producer: str, newest: float, now: float) -> None:
         """``producer`` sent a batch whose newest event time is ``newest`` at flow clock ``now``."""
         old = self.newest.get(producer)

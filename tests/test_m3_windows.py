@@ -180,3 +180,47 @@ def test_session_and_a_view_without_its_window_are_refused_saying_why():
                                                               "TABLE Bid, DESCRIPTOR(ts), 10)) GROUP BY auction"),))
     with pytest.raises(OperatorError, match="does not GROUP BY window_start or window_end"):
         DEFAULT_REGISTRY.build(box, [BID], infer_m3(box, [BID]))
+
+
+APP = """<borealis>
+  <input stream="Bid" schema="BidTuple" {attrs}/>
+  <output stream="PerWindow"/>
+  <schema name="BidTuple"><field name="auction" type="int"/><field name="price" type="int"/>
+    <field name="ts" type="long"/></schema>
+  <query name="q"><box name="w" type="m3"><in stream="Bid"/><out stream="PerWindow"/>
+    <parameter name="sql"><![CDATA[SELECT auction, window_start, window_end, COUNT(*) AS n
+      FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY auction, window_start, window_end]]>
+    </parameter></box></query>
+</borealis>"""
+NODE = "localhost:15100"
+
+
+def plan_app(attrs: str):
+    from boreas.catalog import Catalog, plan_submission, read_document
+    from boreas.m3.boxtype import box_types
+    deploy = f'<deploy><node endpoint="{NODE}" query="q"/><publish stream="Bid" node="{NODE}"/></deploy>'
+    return plan_submission(Catalog(), [read_document(APP.format(attrs=attrs), "app.xml"),
+                                       read_document(deploy, "deploy.xml")], box_types())
+
+
+def test_an_inputs_watermark_reaches_the_box_through_the_nodes_slice_and_export():
+    from boreas.catalog.export import export_application
+    from boreas.catalog.slices import node_slice
+    from boreas.node.operators.m3windows import follow_watermarks
+    result = plan_app('watermark="ts - INTERVAL \'2\' SECOND" idle-timeout="1.5"')
+    assert result.ok, result.problems
+    part = node_slice(result.catalog, NODE)
+    assert (part.inputs["Bid"].watermark, part.inputs["Bid"].idle_timeout) == ("ts - INTERVAL '2' SECOND", "1.5")
+    assert 'watermark="ts - INTERVAL' in export_application(result.catalog)
+    box = part.boxes["w"]
+    op = DEFAULT_REGISTRY.build(box, [BID], infer_m3(box, [BID]))
+    follow_watermarks([op], part.inputs)
+    assert op.process_from(0, [(1, 1, 1000), (1, 1, 11000)], 0.0, ("Bid", "p", 1)) == []  # 11000 - 2000 < 10000
+    assert emitted_rows(op.process_from(0, [(2, 1, 12000)], 0.5, ("Bid", "p", 2))) == [(1, 0, 10000, 1)]
+    assert op.next_deadline() == 2.0  # idle 1.5s after its last batch
+
+
+def test_a_bad_watermark_attribute_is_refused_naming_the_file_line_and_input():
+    from boreas.catalog.diagnostics import ValidationFailed
+    with pytest.raises(ValidationFailed, match="app.xml:2: /borealis/input: input 'Bid': watermark 'ts [+] 5' is not"):
+        plan_app('watermark="ts + 5"')

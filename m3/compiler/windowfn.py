@@ -39,6 +39,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from boreas.catalog.watermarks import interval_ms
+
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, pos_of_offset
 
@@ -47,8 +49,6 @@ WINDOW_COLUMNS = ("window_start", "window_end")
 
 _CALL = re.compile(r"\bTABLE\s*\(\s*(TUMBLE|HOP)\s*\(", re.IGNORECASE)
 _STRING = re.compile(r"'(?:[^']|'')*'")
-_UNITS = {"MILLISECOND": 1, "SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
-_INTERVAL = re.compile(r"^\s*(?:INTERVAL\s*'\s*(\d+)\s*'\s*([A-Za-z]+)|(\d+))\s*$", re.IGNORECASE)
 _TABLE_ARG = re.compile(r"^\s*TABLE\s+([A-Za-z_][A-Za-z0-9_]*)\s*$", re.IGNORECASE)
 _DESCRIPTOR = re.compile(r"^\s*DESCRIPTOR\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$", re.IGNORECASE)
 _WATERMARK = re.compile(r",\s*WATERMARK\s+FOR\s+([A-Za-z_][A-Za-z0-9_]*)\s+AS\s+([A-Za-z_][A-Za-z0-9_]*)"
@@ -84,23 +84,6 @@ class Watermark:
     relation: str
     column: str
     delay: int
-
-
-def interval_ms(text: str, where: str = "interval") -> int:
-    """``INTERVAL '10' SECOND`` (or a plain number of milliseconds) as milliseconds.
-
-    >>> interval_ms("INTERVAL '2' MINUTE"), interval_ms("250")
-    (120000, 250)
-    """
-    m = _INTERVAL.match(text)
-    if m is None:
-        raise ValueError(f"{where} {text.strip()!r} is not INTERVAL 'n' UNIT or a number of milliseconds")
-    if m.group(3) is not None:
-        return int(m.group(3))
-    unit = m.group(2).upper().rstrip("S")
-    if unit not in _UNITS:
-        raise ValueError(f"{where} unit {m.group(2)!r} is not one of {', '.join(_UNITS)}")
-    return int(m.group(1)) * _UNITS[unit]
 
 
 def _close_paren(bare: str, start: int) -> int:

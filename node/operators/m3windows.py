@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from boreas.catalog.boxtypes import BoxError
-from boreas.catalog.model import Box, Field, FieldType, Schema
+from boreas.catalog.model import Box, Field, FieldType, Input, Schema
+from boreas.catalog.watermarks import read_idle_timeout, read_watermark
 from boreas.m3.boxtype import box_windows
 from boreas.m3.compiler.windowfn import WINDOW_COLUMNS, Window
 from boreas.node.watermarks import WatermarkTracker
@@ -147,7 +149,7 @@ class WindowedM3Operator(M3Operator):
 
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
         super().__init__(box, inputs, outputs)
-        idle = self.number("idle-timeout", None, positive=True)
+        self._idle = idle = self.number("idle-timeout", None, positive=True)
         delays = {m.relation.lower(): m.delay for m in self.plan.watermarks}
         ports = {}
         for port, plan in enumerate(self.plan.ports):
@@ -229,6 +231,21 @@ class WindowedM3Operator(M3Operator):
         self.forget_emitted()
         return emitted
 
+    def follow_inputs(self, inputs: Mapping[str, Input]) -> None:
+        """The node's ``<input>`` declarations: a windowed stream's ``watermark`` (and ``idle-timeout``) is the
+        stream's, and wins over the box's own ``WATERMARK FOR`` (docs/m3.md, "Event time")."""
+        for port, wp in self.windows.ports.items():
+            declared = inputs.get(self.box.in_name(port))
+            if declared is None or declared.watermark is None:
+                continue
+            column, delay = read_watermark(declared.watermark)
+            if column.lower() != wp.window.time.lower():
+                log.warning("m3 box %r: stream %r's watermark is on %s but its window reads %s; the box's own "
+                            "watermark applies", self.box.name, declared.stream, column, wp.window.time)
+                continue
+            idle = read_idle_timeout(declared.idle_timeout) if declared.idle_timeout else self._idle
+            wp.marks.declare(delay, idle)
+
     # -- what it knows -----------------------------------------------------------------
 
     def counters(self) -> dict[str, int]:
@@ -253,3 +270,11 @@ def m3_operator(box: Box, inputs: list[Schema], outputs: list[Schema]) -> M3Oper
     except BoxError as exc:
         raise OperatorError(str(exc)) from None
     return (WindowedM3Operator if windows else M3Operator)(box, inputs, outputs)
+
+
+def follow_watermarks(operators: Iterable[object], inputs: Mapping[str, Input]) -> None:
+    """Tell every windowed ``m3`` box among ``operators`` the node's ``<input>`` declarations (a new local
+    catalog: node/operator_host.py)."""
+    for op in operators:
+        if isinstance(op, WindowedM3Operator):
+            op.follow_inputs(inputs)
