@@ -287,7 +287,12 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
     Any plan runs: one whose statements read entries of other members runs
     in version order with pushes between them (docs/cumulus.md §3.5).
     """
-    program = plan_box(box, inputs).program
+    planned = plan_box(box, inputs)
+    if planned.windows:
+        raise BoxError(f"m3 box {box.name!r} reads {planned.windows[0].relation} through a window, which a "
+                       "partitioned box does not close yet (its members would emit open windows' changes); run it "
+                       "on one node, or partition the stream over several boxes")
+    program = planned.program
     try:
         pp = plan_partition(program, box.name, partition.nodes, segments=partition.count, key=partition.key,
                             pins=dict(partition.pins), replicate=partition.replicate)

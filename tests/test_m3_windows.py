@@ -224,3 +224,11 @@ def test_a_bad_watermark_attribute_is_refused_naming_the_file_line_and_input():
     from boreas.catalog.diagnostics import ValidationFailed
     with pytest.raises(ValidationFailed, match="app.xml:2: /borealis/input: input 'Bid': watermark 'ts [+] 5' is not"):
         plan_app('watermark="ts + 5"')
+
+
+def test_a_partitioned_windowed_view_is_refused_saying_why():
+    from boreas.catalog.model import Partition
+    from boreas.m3.boxtype import BoxError, plan_m3_partition
+    box = Box("w", "m3", (InPort("Bid"),), ("Out",), (("sql", sql("TUMBLE", 0)),))
+    with pytest.raises(BoxError, match="through a window, which a partitioned box does not close yet"):
+        plan_m3_partition(box, [BID], Partition("w", ("a:1", "b:1")))
