@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..ast import Program
@@ -342,21 +342,50 @@ class Runtime(Reads):
             return self._native.entries()
         return self.store.entries()
 
-    def drop(self, doomed: Mapping[str, Callable[[tuple], bool]]) -> int:
-        """Delete every entry of each map ``name`` of ``doomed`` whose key tuple ``doomed[name](key)`` holds,
-        recording no view change: the state of closed event-time windows, which no row will change again
-        (node/operators/m3windows.py).  The number of entries deleted."""
+    # -- closed event-time windows (node/operators/m3windows.py) -------------
+    def keys_at_most(self, name: str, position: int, bound: float) -> list[tuple]:
+        """The keys of map ``name`` whose INT key column ``position`` is at most ``bound``: a closed window's
+        entries (on the native backend read from C with one dump, not through the mirror)."""
         with self._lock:
-            store, gone = self.store, 0
-            for name, test in doomed.items():
-                keys = [key for key, _ in store.items(name) if test(key)]
-                for key in keys:
-                    store.set(name, key, 0)
+            if self._native is not None:
+                return self._native.keys_at_most(name, position, bound)
+            return [key for key, _ in self.store.items(name) if key[position] <= bound]
+
+    def rows_at(self, view: str, keys: Sequence[tuple]) -> list[tuple[tuple, object]]:
+        """A plain view's rows at ``keys`` (key tuples; its maps share them), as :meth:`view` gives them."""
+        with self._lock:
+            v = self.program.view(view)
+            names = {c.numerator for c in v.columns} | {c.denominator for c in v.columns if c.denominator}
+            if self._native is not None:
+                values = {name: self._native.get_many(name, keys) for name in names}
+            else:
+                store = self.store
+                values = {name: [store.get(name, key) for key in keys] for name in names}
+            out = []
+            for i, key in enumerate(keys):
+                vals = []
+                for c in v.columns:
+                    num = values[c.numerator][i]
+                    den = None if c.denominator is None else values[c.denominator][i]
+                    vals.append(num if den is None else (num / den if den else 0))
+                out.append((key, vals[0] if len(vals) == 1 else tuple(vals)))
+            return out
+
+    def remove(self, entries: Mapping[str, Sequence[tuple]]) -> int:
+        """Delete the entries of each map at the given keys, recording no view change (the state of closed
+        windows, which no row changes again); the number deleted."""
+        with self._lock:
+            gone = 0
+            for name, keys in entries.items():
+                if not keys:
+                    continue
+                for key in keys:  # the mirror: a key it lags on is pending and reads 0 when it catches up
+                    self._store.set(name, key, 0)
+                if self._native is not None:
+                    self._native.remove(name, keys)
                 gone += len(keys)
             if gone:
                 self._totals.clear()
-                if self._native is not None:
-                    self._push_mirror()
             return gone
 
     # -- initial values and state transfer ----------------------------------

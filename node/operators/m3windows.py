@@ -216,16 +216,21 @@ class WindowedM3Operator(M3Operator):
         if frontier <= self.windows.closed:
             return []
         size = self._size
+        closed = {name: self.runtime.keys_at_most(name, position, frontier if is_end else frontier - size)
+                  for name, (position, is_end) in self._doomed.items()}
         emitted: Emitted = []
         for out, view, position, is_end in self._closing:
-            pairs = [(key, value) for key, value in self.runtime.view(view.name).items()
-                     if present(value) and (key[position] if is_end else key[position] + size) <= frontier]
+            decl = self.plan.program.view(view.name)
+            if decl.general:  # computed when read: read whole, the closed rows kept
+                pairs = [(key, value) for key, value in self.runtime.view(view.name).items()
+                         if (key[position] if is_end else key[position] + size) <= frontier]
+            else:  # a plain view's keys are its maps' keys: the closed ones, read where they are
+                keys = list(dict.fromkeys(key for name in decl.maps for key in closed.get(name, ())))
+                pairs = self.runtime.rows_at(view.name, keys)
+            pairs = sorted((kv for kv in pairs if present(kv[1])), key=lambda kv: kv[0][position])
             if pairs:
-                pairs.sort(key=lambda kv: kv[0][position])
                 emitted.append((out, self._emit[out](pairs)))
-        doomed = {name: (lambda key, p=p, e=e: (key[p] if e else key[p] + size) <= frontier)
-                  for name, (p, e) in self._doomed.items()}
-        dropped = self.runtime.drop(doomed)
+        dropped = self.runtime.remove(closed)
         log.debug("m3 box %r: windows up to %s closed, %d map entries dropped", self.box.name, frontier, dropped)
         self.windows.closed = frontier
         self.forget_emitted()
