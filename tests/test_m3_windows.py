@@ -109,7 +109,8 @@ def emitted_rows(out) -> list[tuple]:
 
 row = st.tuples(st.integers(1, 3), st.integers(0, 50), st.integers(0, 120))
 step = st.one_of(
-    st.tuples(st.just("batch"), st.sampled_from(["p", "q"]), st.lists(row, max_size=6), st.floats(0, 2)),
+    st.tuples(st.sampled_from(["batch", "columns"]), st.sampled_from(["p", "q"]), st.lists(row, max_size=6),
+              st.floats(0, 2)),
     st.tuples(st.just("poll"), st.just(""), st.just([]), st.floats(0, 4)),
     st.tuples(st.just("move"), st.just(""), st.just([]), st.just(0.0)),
 )
@@ -121,8 +122,9 @@ def test_windows_match_a_row_at_a_time_reference(kind, delay, steps):
     op, ref, now = build(kind, delay), Reference(kind, delay), 0.0
     for what, producer, rows, gap in steps:
         now += gap
-        if what == "batch":
-            got, want = op.process_from(0, list(rows), now, ("Bid", producer, 1)), ref.batch(producer, rows, now)
+        if what in ("batch", "columns"):  # as rows, or as Arrow columns (a publisher's batch)
+            batch = (from_rows(rows, BID) or []) if what == "columns" else list(rows)
+            got, want = op.process_from(0, batch, now, ("Bid", producer, 1)), ref.batch(producer, rows, now)
         elif what == "poll":
             got, want = op.poll(now), ref.close(now)
         else:  # the box moves: its state, through msgpack, into a new operator

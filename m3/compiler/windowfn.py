@@ -36,6 +36,7 @@ GROUP BY a, window_start, window_end
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -68,7 +69,8 @@ class Window:
 
     def assign(self, t: int | float) -> list[int]:
         """The starts of the windows an event time falls in, latest first."""
-        last = int(t) - int(t) % self.slide
+        whole = math.floor(t)
+        last = whole - whole % self.slide
         out = []
         start = last
         while start > t - self.size:

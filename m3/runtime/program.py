@@ -379,8 +379,9 @@ class Runtime(Reads):
             for name, keys in entries.items():
                 if not keys:
                     continue
-                for key in keys:  # the mirror: a key it lags on is pending and reads 0 when it catches up
-                    self._store.set(name, key, 0)
+                if self._store.data[name]:  # the mirror: a key it lags on is pending and reads 0 when it catches up
+                    for key in keys:
+                        self._store.set(name, key, 0)
                 if self._native is not None:
                     self._native.remove(name, keys)
                 gone += len(keys)

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import logging
 import math
+
+import numpy as np
+import pyarrow as pa
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -93,6 +96,52 @@ class Windows:
             wp.marks.heard_from(producer, now)
         self.logged.note(self.late, now)
         return out, out_weights
+
+    def admit_columns(self, port: int, producer: str, columns: Columns, now: float) -> Columns | None:
+        """:meth:`admit` for an Arrow batch, with numpy over whole columns (one filtered copy of the batch per
+        window a row may fall in: TUMBLE one, HOP ``size / slide``); None when its event times hold a null
+        (the row path counts those)."""
+        wp, closed, self.at = self.ports[port], self.closed, now
+        batch = columns.batch
+        column = batch.column(wp.time)
+        if column.null_count:
+            return None
+        times = column.to_numpy(zero_copy_only=False)
+        whole = np.floor(times).astype(np.int64) if times.dtype.kind == "f" else times.astype(np.int64)
+        size, slide = wp.window.size, wp.window.slide
+        last = whole - whole % slide
+        kept = np.zeros(len(times), dtype=bool)
+        parts = []
+        names = [*batch.schema.names, *WINDOW_COLUMNS]
+        for j in range(-(-size // slide)):
+            starts = last - j * slide
+            mask = (starts > times - size) & (starts + size > closed)
+            if not mask.any():
+                continue
+            kept |= mask
+            arrow_mask = pa.array(mask)
+            part = columns.filter(arrow_mask) if columns.weights is not None else Columns(batch.filter(arrow_mask))
+            picked = starts[mask]
+            part_batch = pa.RecordBatch.from_arrays([*part.batch.columns, pa.array(picked), pa.array(picked + size)],
+                                                    names=names)
+            parts.append((part_batch, part.weights))
+        late = ~kept
+        if late.any():
+            self.late += int(late.sum()) if columns.weights is None else \
+                int(np.abs(columns.weights.to_numpy(zero_copy_only=False)[late]).sum())
+        if len(times):
+            wp.marks.observe(producer, times.max().item(), now)
+        else:
+            wp.marks.heard_from(producer, now)
+        self.logged.note(self.late, now)
+        if not parts:
+            return Columns(pa.RecordBatch.from_arrays(
+                [*batch.slice(0, 0).columns, pa.array([], pa.int64()), pa.array([], pa.int64())], names=names))
+        if len(parts) == 1:
+            return Columns(parts[0][0], weights=parts[0][1])
+        table = pa.Table.from_batches([b for b, _ in parts]).combine_chunks()
+        weights = None if columns.weights is None else pa.concat_arrays([w for _, w in parts])
+        return Columns(table.to_batches()[0], weights=weights)
 
     def frontier(self, now: float) -> float:
         """The least watermark of the windowed streams at flow clock ``now``: windows ending by it are closed."""
@@ -185,7 +234,12 @@ class WindowedM3Operator(M3Operator):
 
     def process_from(self, port: int, rows, now: float, origin: tuple[str, str, int]) -> Emitted:
         """Fold the batch's on-time rows into their open windows, then emit the windows its watermark closes."""
-        if port in self.windows.ports:
+        admitted = None
+        if port in self.windows.ports and isinstance(rows, Columns):
+            admitted = self.windows.admit_columns(port, origin[1], rows, now)
+        if admitted is not None:
+            rows = admitted
+        elif port in self.windows.ports:
             weights = None
             if isinstance(rows, Columns):
                 plain = rows.weights is None
