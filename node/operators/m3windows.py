@@ -211,7 +211,7 @@ class WindowedM3Operator(M3Operator):
                 Field(name, FieldType.LONG) for name in WINDOW_COLUMNS))
             ports[port] = WindowedPort(window, time, WatermarkTracker(delays.get(plan.relation.lower(), 0), idle),
                                        extended)
-        self.windows = Windows(ports, logged=LateLog(box.name))
+        self.windows = Windows(ports, logged=LateLog(box.name, kind="m3", allowance="its stream's watermark delay"))
         self._size = max(w.size for w in self.plan.windows)
         self._closing = []  # (view port, view, window key position, whether it is the end)
         for out, view in enumerate(self.plan.views):
