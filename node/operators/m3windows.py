@@ -196,6 +196,8 @@ class WindowedM3Operator(M3Operator):
     """An ``m3`` box whose SQL reads a stream through TUMBLE or HOP: its views' rows leave when their window
     closes, once, and the window's state goes (module docstring)."""
 
+    emits_changes = False  # an open window's changes are not emitted: its final rows are, when it closes
+
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
         super().__init__(box, inputs, outputs)
         self._idle = idle = self.number("idle-timeout", None, positive=True)
@@ -250,7 +252,7 @@ class WindowedM3Operator(M3Operator):
             if weights is not None:
                 rows = weighted(rows, weights, self.windows.ports[port].schema)
         if rows:
-            super().process(port, rows, now)  # an open window's changes are not emitted: its final rows are
+            super().process(port, rows, now)  # (emits nothing: emits_changes)
         return self._close(now)
 
     def poll(self, now: float) -> Emitted:
@@ -287,7 +289,6 @@ class WindowedM3Operator(M3Operator):
         dropped = self.runtime.remove(closed)
         log.debug("m3 box %r: windows up to %s closed, %d map entries dropped", self.box.name, frontier, dropped)
         self.windows.closed = frontier
-        self.forget_emitted()
         return emitted
 
     def follow_inputs(self, inputs: Mapping[str, Input]) -> None:
