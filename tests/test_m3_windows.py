@@ -206,6 +206,7 @@ def plan_app(attrs: str):
 
 
 def test_an_inputs_watermark_reaches_the_box_through_the_nodes_slice_and_export():
+    from boreas.catalog.elements import catalog_from_elements, to_elements
     from boreas.catalog.export import export_application
     from boreas.catalog.slices import node_slice
     from boreas.node.operators.m3windows import follow_watermarks
@@ -214,6 +215,7 @@ def test_an_inputs_watermark_reaches_the_box_through_the_nodes_slice_and_export(
     part = node_slice(result.catalog, NODE)
     assert (part.inputs["Bid"].watermark, part.inputs["Bid"].idle_timeout) == ("ts - INTERVAL '2' SECOND", "1.5")
     assert 'watermark="ts - INTERVAL' in export_application(result.catalog)
+    assert catalog_from_elements(to_elements(result.catalog)) == result.catalog  # as the catalog store keeps it
     box = part.boxes["w"]
     op = DEFAULT_REGISTRY.build(box, [BID], infer_m3(box, [BID]))
     follow_watermarks([op], part.inputs)
