@@ -116,7 +116,7 @@ step = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(["TUMBLE", "HOP"]), delay=st.integers(0, 15), steps=st.lists(step, max_size=25))
 def test_windows_match_a_row_at_a_time_reference(kind, delay, steps):
     op, ref, now = build(kind, delay), Reference(kind, delay), 0.0
@@ -156,6 +156,15 @@ def test_an_idle_producer_stops_holding_the_watermark_back():
     assert op.process_from(0, [(2, 1, 25)], 1.0, ("Bid", "fast", 1)) == []  # slow holds [0, 10) open
     assert op.next_deadline() == IDLE
     assert emitted_rows(op.poll(IDLE)) == [(1, 0, 10, 1, 1, 1)]  # slow idle: fast's 25 closes [0, 10)
+
+
+def test_a_producers_end_stops_it_holding_the_watermark_back():
+    op = build("TUMBLE", 0)
+    op.process_from(0, [(1, 1, 2)], 0.0, ("Bid", "slow", 1))
+    assert op.process_from(0, [(2, 1, 25)], 0.1, ("Bid", "fast", 1)) == []  # slow holds [0, 10) open
+    assert emitted_rows(op.producer_ended(0, "slow", 0.2)) == [(1, 0, 10, 1, 1, 1)]  # fast's 25 closes [0, 10)
+    assert emitted_rows(op.producer_ended(0, "fast", 0.3)) == [(2, 20, 30, 1, 1, 1)]  # both ended: all closed
+    assert op.end_of_input(0.4) == []
 
 
 def test_columns_in_and_the_native_backend_agree_with_rows():

@@ -262,6 +262,14 @@ class WindowedM3Operator(M3Operator):
     def next_deadline(self) -> float | None:
         return self.windows.next_deadline()
 
+    def producer_ended(self, port: int, producer: str, now: float) -> Emitted:
+        """A producer of a windowed stream ended: it holds the watermark back no more (+infinity)."""
+        wp = self.windows.ports.get(port)
+        if wp is None:
+            return []
+        wp.marks.end(producer)
+        return self._close(now)
+
     def end_of_input(self, now: float) -> Emitted:
         self.windows.end()
         return self._close(now)
