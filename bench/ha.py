@@ -17,6 +17,14 @@ directories, started with every Head (``--head a,b,c``), the Heads with
    next leader's election (its ``/status`` ``elected_at``) until the node's
    box runs on another node (the Head's ``/boxes`` says so and that node's
    ``/status`` lists it).
+3. *A frozen leader is passed over.*  The leader is stopped with SIGSTOP (its
+   kernel still accepts connections; nothing answers) and a submission is
+   made at once, given every Head, the stopped one asked first (it answered
+   last); timed from the stop until the submission is accepted: the stopped
+   leader's session expiring, the election, and the client's answer deadline
+   (``$BOREAS_HEAD_ANSWER_WITHIN``, set to 1 s here as for fast failover; 3 s
+   by default: :mod:`boreas.wire.heads`).  The stopped Head, resumed, must
+   exit with status 3 (it lost the lead); it is started again as a follower.
 
 Each figure is printed against the 5 s target.  Run: ``.venv/bin/python bench/ha.py [--keep-logs]``.
 """
@@ -25,9 +33,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import signal
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,6 +50,7 @@ TARGET = 5.0  # seconds, each figure (issue 32)
 SESSION_TIMEOUT = "1"  # the Heads' ZooKeeper session (ZooKeeper allows 2..20 tickTimes: 1..10 s here)
 FAILOVER_AFTER = "2"
 WAIT = 60.0  # seconds any one step may take before the run fails
+ANSWER_WITHIN = "1"  # the client's deadline before it checks a silent Head (wire/heads.py; 3 s by default)
 
 
 async def poll(what: str, probe: Any, timeout: float = WAIT, interval: float = 0.05) -> Any:
@@ -146,6 +158,39 @@ async def boxes_run_elsewhere(cluster: Cluster, victim: str) -> tuple[float, str
     return time.time() - elected, target
 
 
+async def frozen_leader_passed(cluster: Cluster, restart: Callable[[str], Any]) -> float:
+    """Part 3: seconds from SIGSTOP of the leader until a submission given every Head, the stopped one
+    asked first, is accepted; the stopped Head, resumed, must exit with status 3, and is started again."""
+    node = next(iter(cluster.nodes))
+    await cluster.submit("warm", node)  # answered by the leader: the client asks it first next time
+    leader, _ = await cluster.leader()
+    proc = cluster.heads[leader]
+    progress(f"stopping the leader {leader} (SIGSTOP) and submitting, given every Head")
+    proc.send_signal(signal.SIGSTOP)
+    began = time.monotonic()
+    try:
+        await cluster.submit("frozen", node)
+        took = time.monotonic() - began
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    code = await asyncio.to_thread(proc.wait, 30)
+    if code != 3:
+        raise BenchError(f"the stopped leader {leader}, resumed, exited with {code}, not 3 (it lost the lead)")
+    cluster.heads[leader] = restart(leader)
+    await poll(f"the restarted Head {leader} to answer", lambda: _answers(cluster, leader))
+    return took
+
+
+async def _answers(cluster: Cluster, url: str) -> bool:
+    from boreas.wire.client import PeerError
+
+    try:
+        await cluster.peers.call("GET", f"{url}/status", timeout=1.0)
+    except PeerError:
+        return False
+    return True
+
+
 def verdict(seconds: float) -> str:
     return f"{seconds:.2f} s (target {TARGET:g} s: {'met' if seconds <= TARGET else 'MISSED'}; " \
            f"{seconds / TARGET:.2f}x the target)"
@@ -163,18 +208,23 @@ def body(run: Run) -> None:
     head_urls = [f"http://{e}" for e in endpoints[:3]]
     all_heads = "http://" + ",".join(endpoints[:3])
     heads = {}
-    for n, endpoint in enumerate(endpoints[:3]):
-        start_head(run.procs, catalog, endpoint, ["--session-timeout", SESSION_TIMEOUT, "--failover-after",
-                                                  FAILOVER_AFTER, "--snapshot-interval", "1"], name=f"head{n}")
-        heads[head_urls[n]] = run.procs.children[-1].proc
+
+    def head(n: int) -> Any:
+        start_head(run.procs, catalog, endpoints[n], ["--session-timeout", SESSION_TIMEOUT, "--failover-after",
+                                                      FAILOVER_AFTER, "--snapshot-interval", "1"], name=f"head{n}")
+        return run.procs.children[-1].proc
+
+    for n in range(3):
+        heads[head_urls[n]] = head(n)
     nodes = {}
     for endpoint in endpoints[3:]:
         data = run.tmp / f"data-{endpoint.replace(':', '_')}"
         nodes[endpoint] = start_node(run.procs, endpoint, all_heads, extra=["--data-dir", str(data), "--shared-dir"])
-    asyncio.run(measure(run, heads, nodes))
+    os.environ["BOREAS_HEAD_ANSWER_WITHIN"] = ANSWER_WITHIN  # read when the client is made (measure)
+    asyncio.run(measure(run, heads, nodes, lambda url: head(head_urls.index(url))))
 
 
-async def measure(run: Run, heads: dict[str, Any], nodes: dict[str, Any]) -> None:
+async def measure(run: Run, heads: dict[str, Any], nodes: dict[str, Any], restart: Callable[[str], Any]) -> None:
     from boreas.client.head_api import submit_documents
     from boreas.wire.client import PeerClient
 
@@ -192,6 +242,9 @@ async def measure(run: Run, heads: dict[str, Any], nodes: dict[str, Any]) -> Non
         took, acked, lost = await new_leader_accepts(cluster)
         print(f"new leader accepting a submission, from kill -9 of the leader: {verdict(took)}")
         print(f"acknowledged submissions lost: {lost} of {acked}")
+        took = await frozen_leader_passed(cluster, restart)
+        print(f"new leader accepting a submission, from SIGSTOP of the leader (asked first, {ANSWER_WITHIN} s "
+              f"answer deadline): {verdict(took)}")
         await asyncio.sleep(2.0)  # the durable nodes take a snapshot with the new leader
         victim = list(nodes)[1]
         took, target = await boxes_run_elsewhere(cluster, victim)

@@ -82,4 +82,10 @@ def field_of(box: Box, schema: Schema, name: str, param: str) -> Field:
             f"box {box.name!r}: parameter {param!r} names unknown field {name.strip()!r} "
             f"(fields: {', '.join(f.name for f in schema.fields)})"
         )
+    if found.array is not None:  # a group key, an order: compared and hashed, which an array is not
+        raise BoxError(
+            f"{box.type} box {box.name!r}: parameter {param!r} names field {found.name!r}, an array "
+            f"({found.array}): a {param} field is compared (grouped, ordered) as one value, so it must be a "
+            f"scalar; arrays pass through (docs/operators.md, \"Array fields\")"
+        )
     return found

@@ -43,6 +43,7 @@ from .box_params import (
 from .model import Box, Field, FieldType, Partition, Schema
 from .unsupported_boxes import why_unsupported
 from .revision_params import RevisionParamError, check_revision_params, plain_box, revised_value
+from .fault_params import FaultParamError, check_sjoin_params, infer_soutput, infer_sunion
 from .table_params import TABLE_TYPES, TableParamError, infer_table_box
 
 
@@ -165,7 +166,7 @@ def infer_map(box: Box, inputs: list[Schema]) -> list[Schema]:
         raise BoxError(
             f"map box {box.name!r} has {len(expressions)} expression.N but {len(names)} output-field-name.N"
         )
-    fields = [infer_field(n, parse_expression(e), scope) for e, n in zip(expressions, names)]
+    fields = [infer_field(n, parse_expression(e), scope, whole_arrays=True) for e, n in zip(expressions, names)]
     return [derived_schema(box, 0, fields)]
 
 
@@ -251,7 +252,7 @@ def infer_join(box: Box, inputs: list[Schema]) -> list[Schema]:
         return [derived_schema(box, 0, list(inputs[0].fields) + list(inputs[1].fields))]
     if len(names) != len(expressions):
         raise BoxError(f"join box {box.name!r} has {len(expressions)} out-field.N but {len(names)} out-field-name.N")
-    return [derived_schema(box, 0, [infer_field(n, parse_expression(e), scope)
+    return [derived_schema(box, 0, [infer_field(n, parse_expression(e), scope, whole_arrays=True)
                               for e, n in zip(expressions, names)])]
 
 
@@ -284,6 +285,38 @@ def infer_table(box: Box, inputs: list[Schema]) -> list[Schema]:
         return infer_table_box(box, inputs)
     except TableParamError as exc:
         raise BoxError(str(exc)) from None
+
+
+def infer_sjoin(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """A join's out schema; its buffers by VALUES, no timeout (catalog/fault_params.py)."""
+    try:
+        check_sjoin_params(box)
+    except FaultParamError as exc:
+        raise BoxError(str(exc)) from None
+    try:
+        return infer_join(box, inputs)
+    except BoxError as exc:
+        raise BoxError(str(exc).replace("join box ", "sjoin box ", 1)) from None
+
+
+def infer_aurorajoin(box: Box, inputs: list[Schema]) -> list[Schema]:
+    """Borealis's older join (``AuroraJoinQBox``): ``down-size`` and ``up-size`` size the left and right buffers;
+    a VALUES buffer is trimmed by the arriving tuple's own order field, so both sides name one."""
+    for name in ("down-size", "up-size"):
+        number_param(box, name, low=0)
+    if box.param("timeout") is not None:
+        raise BoxError(f"aurorajoin box {box.name!r}: parameter 'timeout' is not supported for an aurorajoin yet")
+    if any(choice_param(box, f"{side}-order-by", ("VALUES", "TUPLES")) == "VALUES" for side in ("left", "right")):
+        for side, schema in zip(("left", "right"), inputs):
+            on = box.param(f"{side}-order-on-field")
+            if not on:
+                raise BoxError(f"aurorajoin box {box.name!r} needs parameter '{side}-order-on-field': a VALUES buffer "
+                               "is trimmed by the arriving tuple's order value, on either side")
+            field_of(box, schema, on, f"{side}-order-on-field")
+    try:
+        return infer_join(box, inputs)
+    except BoxError as exc:
+        raise BoxError(str(exc).replace("join box ", "aurorajoin box ", 1)) from None
 
 
 _INFER_PLAIN: dict[str, InferFn] = {"filter": infer_filter, "map": infer_map, "aggregate": infer_aggregate}
@@ -351,6 +384,15 @@ def builtin_registry(extra: Iterable[BoxType] = ()) -> BoxTypeRegistry:
               for name in TABLE_TYPES),
             BoxType("joinstatic", infer_table, max_inputs=2, required=("predicate",),
                     summary="join a stream with a <table>'s rows"),
+            BoxType("sunion", infer_sunion, min_inputs=1, max_inputs=None, required=("interval",),
+                    summary="serializing union: tentative rows while an input is away, corrected after"),
+            BoxType("soutput", infer_soutput, summary="a fault-tolerant diagram's output (sunion's companion)"),
+            BoxType("sjoin", infer_sjoin, min_inputs=2, max_inputs=2,
+                    required=("predicate", "left-buffer-size", "right-buffer-size"),
+                    summary="join over changelogs (tentative rows retracted with their pairs)"),
+            BoxType("aurorajoin", infer_aurorajoin, min_inputs=2, max_inputs=2,
+                    required=("predicate", "down-size", "up-size"),
+                    summary="Borealis's older join: the other side's buffer trimmed by each arriving tuple"),
             *extra,
         ]
     )

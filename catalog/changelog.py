@@ -17,6 +17,9 @@ stream is declared one; it follows from the boxes:
   ``revisionaggregate``: catalog/revision_params.py) reads a changelog or a
   plain stream (its rows all +1) and always writes a changelog: it emits
   revisions of what it emitted before;
+* the fault-tolerance boxes (``sunion``, ``soutput``, ``sjoin``:
+  catalog/fault_params.py) read a changelog or a plain stream and always
+  write a changelog: a tentative row is retracted once it is corrected;
 * a partitioned ``m3`` box takes a changelog as an unpartitioned one does
   (its coordinators route the weighted batches to the members as columns);
 * every other box type (``join``, ``delay``, ``random_drop``,
@@ -42,6 +45,7 @@ from collections.abc import Callable
 
 from .diagnostics import Origin
 from .model import Box, Catalog
+from .fault_params import FAULT_TYPES
 from .revision_params import REVISION_TYPES
 
 #: The column a changelog batch's weights travel in, after its schema's fields (wire/columns.py), and the field
@@ -49,11 +53,11 @@ from .revision_params import REVISION_TYPES
 WEIGHT = "_weight"
 
 #: Box types whose out streams are changelogs whatever they read.
-SOURCES = frozenset({"m3", *REVISION_TYPES})
+SOURCES = frozenset({"m3", *REVISION_TYPES, *FAULT_TYPES})
 #: Box types that pass each row's weight on: a changelog in, a changelog out.
 PASSING = frozenset({"filter", "map", "union"})
 #: Box types that apply weights: they read a changelog (and ``aggregate`` writes one).
-APPLYING = frozenset({"aggregate", "m3", *REVISION_TYPES})
+APPLYING = frozenset({"aggregate", "m3", *REVISION_TYPES, *FAULT_TYPES})
 #: Aggregate functions that cannot be retracted (they depend on the order rows arrived in).
 ORDERED_FUNCTIONS = ("firstval", "lastval")
 

@@ -157,6 +157,7 @@ class Scope:
         return cls((("left", left), ("right", right)))
 
     def lookup(self, qualifier: str | None, name: str) -> Field:
+        """The scalar field ``name`` (of ``qualifier``'s schema); an array field is refused (:meth:`whole`)."""
         candidates = [s for q, s in self.schemas if q == qualifier or qualifier is None]
         if qualifier is not None and not candidates:
             known = ", ".join(q for q, _ in self.schemas if q)
@@ -164,13 +165,40 @@ class Scope:
         for schema in candidates:
             found = schema.field(name)
             if found is not None and found.array is not None:
-                raise ExpressionError(f"field {name!r} is an array ({found.array}); "
-                                      f"expressions read scalar fields only")
+                raise ExpressionError(f"field {name!r} is an array ({found.array}): expressions compare and "
+                                      f"compute on scalar fields only (an array passes through whole: a "
+                                      f"map's or join's out field that is just {name!r})")
             if found is not None:
                 return found
         names = ", ".join(f.name for s in candidates for f in s.fields)
         label = f"{qualifier}.{name}" if qualifier else name
         raise ExpressionError(f"unknown field {label!r} (fields: {names})")
+
+
+    def whole(self, qualifier: str | None, name: str) -> Field | None:
+        """The field ``name`` when it is an array (read whole, passed on as it is), else None."""
+        for q, schema in self.schemas:
+            found = schema.field(name) if q == qualifier or qualifier is None else None
+            if found is not None:
+                return found if found.array is not None else None
+        return None
+
+
+_ELEMENT = "boreas.element_reference"
+
+#: Why ``a->byte`` is refused: what Borealis's expression language means by it.
+ELEMENT_REFERENCE = ("is Borealis's array element reference, which reads the element under the cursor of its "
+                     "array-processing boxes (delta_detect, face_detect, ...; ExprUtil.h's FieldExpression), "
+                     "not an element by index; Boreas runs none of those boxes and its expressions do not read "
+                     "array elements")
+
+
+def _refuse_element_reference(tree: exp.Expression) -> None:
+    found = tree.meta.get(_ELEMENT)  # (looked for once per tree: cached trees are shared, as for _REFS)
+    if found is None:
+        found = tree.meta[_ELEMENT] = tree.find(exp.JSONExtract) or False
+    if found:
+        raise ExpressionError(f"'{found.this.sql()}->{found.expression.sql()}' {ELEMENT_REFERENCE}")
 
 
 def field_references(tree: exp.Expression) -> list[tuple[str | None, str]]:
@@ -186,6 +214,7 @@ _REFS = "boreas.field_references"
 
 
 def check_fields(tree: exp.Expression, scope: Scope) -> None:
+    _refuse_element_reference(tree)
     for qualifier, name in field_references(tree):
         scope.lookup(qualifier, name)
 
@@ -207,8 +236,11 @@ def _widest(types: list[FieldType]) -> FieldType:
 DEFAULT_STRING_SIZE = 256
 
 
-def infer_field(name: str, tree: exp.Expression, scope: Scope) -> Field:
+def infer_field(name: str, tree: exp.Expression, scope: Scope, *, whole_arrays: bool = False) -> Field:
     """The output field an expression makes; strings keep a size, as Borealis strings are fixed-size.
+
+    ``whole_arrays``: an expression that is just an array field passes it on whole (a map's or a
+    join's out field), keeping its array type; anywhere else an array is refused (:meth:`Scope.lookup`).
 
     >>> s = Schema("T", (Field("proto", FieldType.STRING, 4), Field("n", FieldType.INT)))
     >>> infer_field("p", parse_expression("proto"), Scope.single(s))
@@ -216,6 +248,11 @@ def infer_field(name: str, tree: exp.Expression, scope: Scope) -> Field:
     >>> infer_field("m", parse_expression("n + 1"), Scope.single(s)).size is None
     True
     """
+    bare = tree.this if isinstance(tree, exp.Paren) else tree
+    if whole_arrays and isinstance(bare, exp.Column):
+        array = scope.whole(bare.table or None, bare.name)
+        if array is not None:
+            return Field(name, None, array.size, array.array)
     ftype = infer_type(tree, scope)
     if ftype != FieldType.STRING:
         return Field(name, ftype)
@@ -238,6 +275,7 @@ def _string_size(tree: exp.Expression, scope: Scope) -> int | None:
 
 def infer_type(tree: exp.Expression, scope: Scope) -> FieldType:
     """The Borealis type an expression yields (predicates yield int, as Borealis has no bool)."""
+    _refuse_element_reference(tree)
     if isinstance(tree, exp.Paren):
         return infer_type(tree.this, scope)
     if isinstance(tree, exp.Column):

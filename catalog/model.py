@@ -79,8 +79,8 @@ class Field:
     ``type`` is the field's scalar type.  A Borealis array field (see
     :mod:`boreas.catalog.arrays`) has ``type`` None and keeps its declared
     type in ``array``: inline array syntax (``byte(0...319, 0...239)``) or
-    the name of a ``<type>`` alias.  The catalog carries array fields; the
-    data plane never sees one (validation refuses what would make one flow).
+    the name of a ``<type>`` alias.  The data plane carries array values as
+    nested lists and list columns (docs/operators.md, "Array fields").
     ``origin`` (the ``<field>`` element) only locates messages.
     """
 

@@ -29,8 +29,10 @@ from .boxtypes import BoxError, BoxTypeRegistry, builtin_registry
 from .diagnostics import Origin
 from .model import Box, Catalog, Schema
 
-#: Why array fields stop at the data plane's edge, said once for every refusal.
-SCALARS_ONLY = "Boreas's data plane carries scalar fields only (see docs/borealis_compat.md)"
+#: Box types whose operators carry array fields (docs/operators.md, "Array fields"); the catalog checks
+#: each one's expressions and keys: an array is never compared, computed on, grouped by or aggregated.
+ARRAY_CARRIERS = frozenset({"filter", "map", "union", "join", "aggregate", "delay", "random_drop",
+                            "window_drop", "revisionfilter", "revisionmap", "revisionaggregate"})
 
 Fail = Callable[[Origin, str], None]
 
@@ -41,6 +43,7 @@ def schemas_of(catalog: Catalog, registry: BoxTypeRegistry | None = None) -> dic
     known = infer(catalog, registry or builtin_registry())
     for out in catalog.outputs.values():
         declared = catalog.schemas.get(out.schema) if out.schema else None
+        declared = arrays.resolved(declared, catalog.types) if declared is not None else None
         inferred = known.get(out.stream)
         if declared is not None and inferred is not None and inferred.name != declared.name \
                 and declared.same_shape(inferred):
@@ -116,7 +119,7 @@ def input_schema(catalog: Catalog, name: str) -> Schema | None:
     # its stream is not then called an array downstream.
     if schema is None or any(arrays.unknown_alias(f, catalog.types) for f in schema.fields):
         return None
-    return schema
+    return arrays.resolved(schema, catalog.types)  # (the data plane reads no <type> alias)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +162,17 @@ def array_field(catalog: Catalog, schema: Schema) -> str | None:
 
 
 def _reads_array(catalog: Catalog, box: Box, inputs: list[Schema]) -> str | None:
-    """Why the box cannot run because an in stream carries an array field (None: it can)."""
+    """Why the box cannot run because an in stream carries an array field it cannot (None: it can)."""
     for port, schema in enumerate(inputs):
         found = array_field(catalog, schema)
-        if found:
-            return (f"{box.type} box {box.name!r} in port {port} reads stream {box.inputs[port].stream!r} "
-                    f"(schema {schema.name!r}), whose {found}: {SCALARS_ONLY}")
+        if not found:
+            continue
+        where = (f"{box.type} box {box.name!r} in port {port} reads stream {box.inputs[port].stream!r} "
+                 f"(schema {schema.name!r})")
+        problem = arrays.flow_problem(schema, catalog.types)
+        if problem:
+            return f"{where}, whose {problem}"
+        if box.type not in ARRAY_CARRIERS:
+            return (f"{where}, whose {found}: {box.type} boxes do not carry array fields (the boxes that do: "
+                    f"{', '.join(sorted(ARRAY_CARRIERS))}; docs/operators.md, \"Array fields\")")
     return None

@@ -11,8 +11,8 @@ says why (validation reports it at the box, with file and line):
   array fields besides, which Boreas's data plane does not carry;
 * the application-specific boxes of Borealis's demonstrations (video face
   detection, astronomy frames, ship tracks, rendering) are not operators;
-* the fault-tolerance operators and
-  ``aurorajoin`` are not built yet.
+* ``scontrol`` is the base of Borealis's fault-tolerance boxes, never a box
+  of a diagram.
 
 >>> print(why_unsupported("face_detect_chunk"))
 an application-specific box of Borealis's array demonstrations (video, astronomy frames, ship tracks, rendering), not an operator: Boreas does not run it
@@ -33,10 +33,7 @@ _APPLICATION = ("an application-specific box of Borealis's array demonstrations 
 _REASONS = {
     "merge": _ARRAY_BOXES_WITHOUT_SOURCE,
     "concatenate": _ARRAY_BOXES_WITHOUT_SOURCE,
-    **{name: "one of Borealis's fault-tolerance operators (serializing union, delay-process-correct), not "
-             "supported yet" for name in ("sunion", "soutput", "sjoin", "scontrol")},
-    "aurorajoin": "Borealis's second join (AuroraJoinQBox, the one its sjoin builds on), not supported yet: a "
-                  "join box joins two streams over windows",
+    "scontrol": "the base class of Borealis's fault-tolerance boxes (sunion, soutput), not a box of its own",
 }
 
 _APPLICATION_PREFIXES = ("face_detect", "delta_detect", "join_fits", "regrid", "render", "delta_ais",

@@ -34,8 +34,7 @@ from .model import (
     Subscription,
     Table,
 )
-from .schemas_of import SCALARS_ONLY as _SCALARS_ONLY
-from .schemas_of import array_field, infer, schemas_of
+from .schemas_of import infer, schemas_of
 
 
 @dataclass
@@ -263,6 +262,7 @@ def declared_output_schema(catalog: Catalog, out: Output, schemas: Mapping[str, 
     """The output's declared schema when its stream carries that layout under another name (the declared
     names are the ones users see), else None."""
     declared = catalog.schemas.get(out.schema) if out.schema else None
+    declared = arrays.resolved(declared, catalog.types) if declared is not None else None
     inferred = schemas.get(out.stream)
     if declared is None or inferred is None or inferred.name == declared.name:
         return None
@@ -272,6 +272,7 @@ def declared_output_schema(catalog: Catalog, out: Output, schemas: Mapping[str, 
 def output_schema_problems(catalog: Catalog, out: Output, schemas: Mapping[str, Schema]) -> list[Diagnostic]:
     """An output's declared schema is the layout its producer yields (``schemas``: every stream's)."""
     declared = catalog.schemas.get(out.schema) if out.schema else None
+    declared = arrays.resolved(declared, catalog.types) if declared is not None else None
     inferred = schemas.get(out.stream)
     if declared is None or inferred is None or declared.same_shape(inferred):
         return []
@@ -285,13 +286,14 @@ def output_schema_problems(catalog: Catalog, out: Output, schemas: Mapping[str, 
 
 def array_stream_problems(catalog: Catalog, obj: Publication | Subscription,
                           schemas: Mapping[str, Schema]) -> list[Diagnostic]:
-    """Publishing into, or subscribing to, a stream with array fields would carry array values."""
+    """Publishing into, or subscribing to, a stream with array fields the data plane does not carry
+    (:func:`.arrays.flow_problem`: an alias's, an array of strings)."""
     schema = schemas.get(obj.stream)
-    found = array_field(catalog, schema) if schema is not None else None
+    found = arrays.flow_problem(schema, catalog.types) if schema is not None else None
     if not found:
         return []
     verb = "publish to" if isinstance(obj, Publication) else "subscribe to"
-    return [Diagnostic.at(obj.origin, f"{verb} stream {obj.stream!r}: its {found}; {_SCALARS_ONLY}")]
+    return [Diagnostic.at(obj.origin, f"{verb} stream {obj.stream!r}: its {found}")]
 
 
 #: ``epoch-ms`` of a partition: the shortest and longest epoch (docs/cumulus.md §10, question 5).

@@ -83,7 +83,9 @@ async def submit_and_report(head: str, token: str | None, files: list[tuple[str,
                 print_problems([Diagnostic(**d) for d in exc.payload["diagnostics"]])
                 return EXIT_INVALID
             raise CommandFailed(str(exc)) from None
-        print(f"submission {status['id']}: committed as catalog version {status['version']}", flush=True)
+        leader = peers.heads.answered(head)  # with several Heads: the one that took it (it led)
+        print(f"submission {status['id']}: committed as catalog version {status['version']}"
+              + (f" by the Head at {leader}" if leader else ""), flush=True)
         if status.get("changes") is not None:
             for line in ApplicationChanges.from_dict(status["changes"]).lines():
                 print(f"  {line}", flush=True)

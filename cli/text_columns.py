@@ -11,7 +11,8 @@ type whole (a bad value, or text Arrow reads otherwise than Python does:
 messages, so the two paths accept exactly the same values.
 
 Timestamps may be microseconds since the epoch or ISO 8601 (naive means
-UTC), as :meth:`~boreas.wire.tuples.RowType.from_text` reads them.
+UTC), as :meth:`~boreas.wire.tuples.RowType.from_text` reads them.  An
+array field's value is JSON (``[[1, 2, 3], [4, 5, 6]]``), read row by row.
 
 >>> from boreas.catalog.model import Field, FieldType, Schema
 >>> s = Schema("T", (Field("n", FieldType.INT), Field("at", FieldType.TIMESTAMP), Field("s", FieldType.STRING, 2)))
@@ -53,7 +54,9 @@ def typed(text: pa.RecordBatch, schema: Schema) -> tuple[pa.RecordBatch, list[tu
     return pa.RecordBatch.from_arrays(columns, schema=target), []
 
 
-def _column(column: pa.Array, kind: FieldType, size: int | None, want: pa.DataType) -> pa.Array:
+def _column(column: pa.Array, kind: FieldType | None, size: int | None, want: pa.DataType) -> pa.Array:
+    if kind is None:  # an array field's JSON text: row by row (RowType.from_text checks every dimension)
+        raise Untyped()
     if kind == FieldType.STRING:
         if size and len(column) and pc.max(pc.utf8_length(column)).as_py() > size:
             raise Untyped()

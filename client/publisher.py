@@ -39,7 +39,8 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from boreas.catalog.model import Field, FieldType, Schema
+from boreas.catalog.arrays import declared_field
+from boreas.catalog.model import Schema
 from boreas.wire.client import PeerClient
 from boreas.wire.frames import Ack, Batch, Frame, Refused
 from boreas.wire.link_connection import LinkRefused
@@ -154,7 +155,7 @@ class Publisher:
         if not route["entries"]:
             raise UnknownStream(f"input stream {self.stream!r} is not deployed: no node takes it yet")
         self.schema = Schema(route["schema"]["name"],
-                             tuple(Field(n, FieldType(t), size) for n, t, size in route["schema"]["fields"]))
+                             tuple(declared_field(n, t, size) for n, t, size in route["schema"]["fields"]))
         self.fields = [f.name for f in self.schema.fields]
         self.entries = pick_entries(route, self.producer, self.member)
         for endpoint in self.entries:

@@ -32,19 +32,12 @@ from collections.abc import Callable, Sequence
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.document_model import Connect, Document
-from boreas.catalog.elements import apply_commit, commit_touched
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slice_index import NodeSlices
-from boreas.catalog.store import CatalogStore, Change, Commit, open_store
-from boreas.catalog.submission import (
-    apply_submission,
-    commits_after,
-    optimistic_commit,
-    plan_submission,
-    read_catalog,
-)
+from boreas.catalog.store import CatalogStore, Change, open_store
+from boreas.catalog.submission import Applied, apply_submission, optimistic_commit, plan_submission
 from boreas.catalog.xmlcodec import to_text
 from boreas.m3.boxtype import box_types as standard_box_types
 from boreas.wire.addressing import endpoint_url
@@ -53,6 +46,7 @@ from boreas.wire.server import HttpServer
 from boreas.wire.supervisor import Supervisor
 
 from .catalog_copy import CatalogCopies
+from .commit_follower import CommitFollower
 from .failover import Failover
 from .global_feed import GlobalFeed
 from .leadership import Leadership
@@ -61,7 +55,7 @@ from .membership import Membership
 from .node_sync import NodeSync
 from .pending import PendingRequests
 from .snapshots import SnapshotCoordinator
-from .submissions import NodeOrder, Submission, SubmissionLog, check_submission
+from .submissions import NodeOrder, Submission, SubmissionLog, SubmissionRecord, check_submission
 
 log = logging.getLogger(__name__)
 
@@ -111,16 +105,13 @@ class HeadService:
                                  self.learner.adoption, after=failover_after, tasks=self.tasks)
         self.revision = 0  # bumped on every status change; long polls wait on it
         self._changed = asyncio.Event()
-        self._commits: asyncio.Queue[Commit] = asyncio.Queue()
-        # Whole-catalog reads from the store: one at start, then only when the log cannot fill
-        # a gap.  Every commit (ours, or another writer's) is applied to the catalog held here.
-        self.catalog_full_reads = 0
+        # Every commit (ours, or another writer's) is applied to the catalog held here, in order.
+        self.commits = CommitFollower(lambda: self.catalog, self._advance)
         # Whether this Head leads (several Heads on a ZooKeeper catalog: one does); a follower serves
         # reads and redirects the rest (head/leadership.py).  Only the leader drives nodes and globals.
         self.leadership = Leadership("")
         self.leading = False  # True once this Head took up the leader's duties (_take_lead)
         self.server.app.middlewares.append(self.leadership.redirect)
-        self._watch = None
         self._members = None
         from .api import install_routes
         from .ui import install_ui
@@ -134,18 +125,19 @@ class HeadService:
     def origin(self) -> str:
         return "head"
 
+    @property
+    def catalog_full_reads(self) -> int:
+        """Whole-catalog reads from the store: one at start, then only when the log cannot fill a gap."""
+        return self.commits.full_reads
+
     async def start(self, host: str, port: int) -> str:
         self.store = await asyncio.to_thread(open_store, self.store_url)
-        catalog = await asyncio.to_thread(self._read_full)
+        catalog = await self.commits.start(self.store)
         self._install(catalog, affected_version=None)
-        loop = asyncio.get_running_loop()
-        self._watch = await asyncio.to_thread(
-            self.store.watch, catalog.version,
-            lambda commit: loop.call_soon_threadsafe(self._commits.put_nowait, commit))
-        self.tasks.spawn("commits", self._follow_commits)
+        self.tasks.spawn("commits", self.commits.run)
         await self.snapshots.load()
         if self.store.membership_url is not None:
-            await self._watch_zookeeper_members(loop, self.store.membership_url)
+            await self._watch_zookeeper_members(asyncio.get_running_loop(), self.store.membership_url)
         endpoint = await self.server.start(host, port)
         self.leadership.url = endpoint_url(self.advertise or endpoint)
         await self.leadership.start(self.store, self.session_timeout)
@@ -189,8 +181,7 @@ class HeadService:
         await self.tasks.close()
         await self.server.close()
         await self.peers.close()
-        if self._watch is not None:
-            await asyncio.to_thread(self._watch.close)
+        await self.commits.close()
         if self._members is not None:
             await asyncio.to_thread(self._members.close)
         if self.store is not None:
@@ -224,45 +215,6 @@ class HeadService:
                 await asyncio.wait_for(self._changed.wait(), deadline - loop.time())
 
     # -- following the catalog ---------------------------------------------
-
-    def _read_full(self) -> Catalog:
-        """Read the whole catalog from the store (on a worker thread); counted, since it should be rare."""
-        assert self.store is not None
-        self.catalog_full_reads += 1
-        return read_catalog(self.store)
-
-    async def _follow_commits(self) -> None:
-        """Apply each commit's changes to the catalog held here, in version order.
-
-        A commit that arrives ahead of its predecessors (ours overtook
-        someone else's on the watch) has the gap filled from the log; only
-        if the log cannot fill it is the whole catalog read again.
-        """
-        assert self.store is not None
-        while True:
-            commit = await self._commits.get()
-            if commit.version <= self.catalog.version:
-                continue  # already processed (our own commits arrive twice)
-            commits: list[Commit] | None = [commit]
-            if commit.version > self.catalog.version + 1:
-                commits = await asyncio.to_thread(commits_after, self.store, self.catalog.version, commit.version)
-            if commits is None:
-                log.warning("catalog versions %d..%d missing from the log; reading the whole catalog",
-                            self.catalog.version + 1, commit.version - 1)
-                self._process_full(await asyncio.to_thread(self._read_full))
-                continue
-            for c in commits:
-                if c.version == self.catalog.version + 1:
-                    self._process(c)
-
-    def _process(self, commit: Commit) -> None:
-        before = self.catalog
-        self._advance(before, apply_commit(before, commit), commit_touched(commit))
-
-    def _process_full(self, after: Catalog) -> None:
-        """The fallback: a catalog read whole, skipping the versions the log lacked."""
-        if after.version > self.catalog.version:
-            self._advance(self.catalog, after)
 
     def _advance(self, before: Catalog, after: Catalog, touched: dict[str, set[str]] | None = None) -> None:
         self._install(after, affected_version=after.version, touched=touched)
@@ -327,14 +279,18 @@ class HeadService:
         plan = functools.partial(plan_submission, registry=self.box_types, replacing=replacing)
         documents = await asyncio.to_thread(check_submission, documents, self.node_order, self.catalog, plan)
         # Planned on the catalog held here; a lost race catches up from the log and re-plans.
-        applied = await asyncio.to_thread(apply_submission, self.store, documents, registry=self.box_types,
-                                          base=self.catalog, read_full=self._read_full, index=self.index,
-                                          replacing=replacing)
-        self._commits.put_nowait(applied.commit)  # no need to wait for the watch thread
+        record = SubmissionRecord([d.source for d in documents])
+
+        def apply() -> Applied:  # the record goes in the commit's own transaction where the store can
+            with self.submissions.recording(record):
+                return apply_submission(self.store, documents, registry=self.box_types, base=self.catalog,
+                                        read_full=self.commits.read_full, index=self.index, replacing=replacing)
+
+        applied = await asyncio.to_thread(apply)
+        self.commits.committed(applied.commit)  # no need to wait for the watch thread
         changes = applied.changes.as_dict() if applied.changes is not None else None
-        sub = self.submissions.add(applied.commit.version, [d.source for d in documents], changes)
-        await self.submissions.keep(sub)  # before the client hears of it: any later leader can answer
-        return sub
+        # Stored before the client hears of it: any later leader can answer for it.
+        return await self.submissions.committed(record, applied.commit.version, changes)
 
     async def commit(self, build: Callable[[Catalog], list[Change] | None]) -> int | None:
         """Commit what ``build`` makes of the current catalog; the new version, or None.
@@ -344,10 +300,10 @@ class HeadService:
         """
         assert self.store is not None
         result = await asyncio.to_thread(optimistic_commit, self.store, build, base=self.catalog,
-                                         read_full=self._read_full)
+                                         read_full=self.commits.read_full)
         if result is None:
             return None
-        self._commits.put_nowait(result[1])
+        self.commits.committed(result[1])
         return result[1].version
 
     async def register_global(self, component: GlobalComponent) -> None:

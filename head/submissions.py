@@ -18,10 +18,16 @@ Usage::
 
 Every submission's record (id, catalog version, sources, changes) is also
 kept in the catalog store's metadata (``submission/<version mod STORED>``,
-a znode under ``<chroot>/meta`` with ZooKeeper), written before ``POST
-/submissions`` answers, so that the next leader can answer ``GET
-/submissions/{id}`` after a failover (docs/architecture.md, "Leadership and
-fencing").  The id starts with the catalog version, which names the slot;
+a znode under ``<chroot>/meta`` with ZooKeeper), so that the next leader can
+answer ``GET /submissions/{id}`` after a failover (docs/architecture.md,
+"Leadership and fencing").  With ZooKeeper the record is written in the
+commit's own multi-op (:meth:`SubmissionLog.recording`,
+:mod:`boreas.catalog.store.commit_meta`): a leader dying mid-way cannot
+leave a committed version without its record, or a record without its
+commit.  A replacing submission's summary of what it changed is known only
+once it is planned, so it is added to the record just after the commit,
+before ``POST /submissions`` answers; stores that cannot write metadata in a
+commit (SQLite, memory: one Head) get the whole record then.  The id starts with the catalog version, which names the slot;
 a slot is reused ``STORED`` catalog versions later, so the store holds the
 submissions of the last ``STORED`` versions and no more.
 
@@ -36,6 +42,7 @@ committed and then wait for that node forever.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -78,6 +85,29 @@ class Submission:
     changes: dict[str, Any] | None = None  # a replacing submission: kept/changed/added/removed (catalog.app_diff)
 
 
+@dataclass
+class SubmissionRecord:
+    """A submission's record before its commit: the id's random part is fixed now, its version by the commit."""
+
+    sources: list[str]
+    nonce: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
+    created: float = field(default_factory=time.time)
+
+    def id(self, version: int) -> str:
+        return f"{version}-{self.nonce}"
+
+    def entries(self, version: int) -> dict[str, str]:
+        """The metadata a commit of ``version`` writes for this submission (key -> JSON)."""
+        return {f"submission/{version % STORED}": _encode(self.id(version), version, self.sources, None,
+                                                         self.created)}
+
+
+def _encode(submission_id: str, version: int, sources: list[str], changes: dict[str, Any] | None,
+            created: float) -> str:
+    return json.dumps({"id": submission_id, "version": version, "sources": sources, "changes": changes,
+                       "created": created})
+
+
 def _record_key(submission_id: str) -> str | None:
     """The store metadata key of a submission's record: its id starts with its catalog version."""
     version, dash, _ = submission_id.partition("-")
@@ -104,6 +134,24 @@ class SubmissionLog:
     def get(self, submission_id: str) -> Submission | None:
         return self._by_id.get(submission_id)
 
+    def recording(self, record: SubmissionRecord) -> contextlib.AbstractContextManager[Any]:
+        """Within this block, commits made on this thread write ``record`` in their own transaction, when the
+        store can (:mod:`boreas.catalog.store.commit_meta`); else :meth:`committed` writes it after."""
+        store = self._store()
+        alongside = store.alongside if store is not None else None
+        return alongside.writing(record.entries) if alongside is not None else contextlib.nullcontext()
+
+    async def committed(self, record: SubmissionRecord, version: int,
+                        changes: dict[str, Any] | None = None) -> Submission:
+        """The submission ``record`` became, committed as ``version``: its record is in the store (written by
+        the commit, or now), with ``changes`` (a replacing submission's) added now."""
+        sub = self.add(version, record.sources, changes, submission_id=record.id(version))
+        sub.created = record.created
+        store = self._store()
+        if store is None or store.alongside is None or changes is not None:
+            await self.keep(sub)
+        return sub
+
     async def keep(self, sub: Submission) -> None:
         """Write ``sub``'s record to the store, so another Head can answer for it once it leads.
 
@@ -112,8 +160,7 @@ class SubmissionLog:
         store, key = self._store(), _record_key(sub.id)
         if store is None or key is None:
             return
-        record = json.dumps({"id": sub.id, "version": sub.version, "sources": sub.sources,
-                             "changes": sub.changes, "created": sub.created})
+        record = _encode(sub.id, sub.version, sub.sources, sub.changes, sub.created)
         try:
             await asyncio.to_thread(store.put_meta, key, record)
         except StoreError as exc:

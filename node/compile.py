@@ -119,8 +119,15 @@ class CodeBuilder:
         return Translation(source, kind, ftype)
 
     def value(self, text: str | exp.Expression) -> Translation:
-        """Like :meth:`translate`, converted to the inferred field type (``1=1`` is int 1)."""
-        t = self.translate(text)
+        """Like :meth:`translate`, converted to the inferred field type (``1=1`` is int 1); an expression
+        that is just an array field is that field's value, passed on whole (type None)."""
+        tree = parse_expression(text) if isinstance(text, str) else text
+        bare = tree.this if isinstance(tree, exp.Paren) else tree
+        if isinstance(bare, exp.Column) and self.scope.whole(bare.table or None, bare.name) is not None:
+            for q, var, index in self._entries:
+                if (bare.table in ("", None) or q == bare.table) and bare.name in index:
+                    return Translation(f"{var}[{index[bare.name]}]", None, None)  # type: ignore[arg-type]
+        t = self.translate(tree)
         return Translation(coerce(t.source, t.kind, kind_of(t.type)), kind_of(t.type), t.type)
 
     def constant(self, value: Any) -> str:

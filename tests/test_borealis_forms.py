@@ -24,6 +24,7 @@ from boreas.catalog.elements import catalog_from_elements, to_elements
 from boreas.catalog.export import export_application
 from boreas.catalog.replicate import apply_update, update_items
 from boreas.catalog.slices import node_slice, stream_route
+from boreas.catalog.schemas_of import schemas_of
 from boreas.catalog.submission import apply_submission, read_catalog
 from boreas.catalog.updates import update_document
 
@@ -303,21 +304,50 @@ def reading_box(extra: str = "") -> str:
     </box>{extra}""")
 
 
-def test_a_box_reading_an_array_field_is_refused_naming_file_line_element_and_field():
-    doc = reading_box()
-    result = plan(doc)
-    assert not result.ok
-    [problem] = result.problems
-    assert (problem.file, problem.line, problem.path) == ("app0.xml", line_of(doc, "<box"), "/borealis/box")
-    assert problem.reason.startswith("filter box 'late' in port 0 reads stream 'Video' (schema 'Frame'), "
-                                     "whose field 'pixels' is an array (byte(0...319, 0...239, 0...2))")
-    assert "scalar fields only" in problem.reason
+def test_a_box_reading_an_array_stream_carries_it_with_aliases_resolved():
+    """The data plane carries arrays (docs/operators.md, "Array fields"): the filter reads only time and
+    passes every field on; a field typed by a <type> alias flows as the alias's array type."""
+    catalog = accepted(reading_box())
+    late = {f.name: f for f in schemas_of(catalog)["Late"].fields}
+    assert late["pixels"].array == "byte(0...319, 0...239, 0...2)"
+    assert late["thumb"].array == "byte(0...319, 0...239, 0...2)"  # (image, resolved)
+    assert catalog.schemas["Frame"].field("thumb").array == "image"  # (the catalog keeps what was written)
 
 
-def test_a_box_reading_an_aliased_array_names_the_alias():
-    doc = reading_box().replace('<field name="pixels" type="byte(0...319, 0...239, 0...2)"/>', "")
+def test_a_predicate_reading_an_array_is_refused_naming_the_field_and_why():
+    doc = reading_box().replace("time &gt; 10", "pixels &gt; 10")
     [problem] = plan(doc).problems
-    assert "field 'thumb' is an array (image (a <type> alias for byte(0...319, 0...239, 0...2)))" in problem.reason
+    assert (problem.file, problem.line, problem.path) == ("app0.xml", line_of(doc, "<box"), "/borealis/box")
+    assert "field 'pixels' is an array (byte(0...319, 0...239, 0...2)): expressions compare and compute on " \
+           "scalar fields only" in problem.reason
+
+
+def test_borealis_element_references_are_refused_with_what_they_meant():
+    doc = reading_box().replace("time &gt; 10", "pixels-&gt;byte &gt; 10")
+    [problem] = plan(doc).problems
+    assert "'pixels->byte' is Borealis's array element reference" in problem.reason
+    assert "Boreas runs none of those boxes" in problem.reason
+
+
+def test_an_array_as_a_group_key_is_refused():
+    doc = VIDEO.replace('<output stream="Video"/>', """<output stream="N"/>
+    <box name="count" type="aggregate"><in stream="Video"/><out stream="N"/>
+        <parameter name="aggregate-function.0" value="count()"/>
+        <parameter name="window-size-by" value="TUPLES"/><parameter name="window-size" value="2"/>
+        <parameter name="group-by" value="grid"/></box>""")
+    [problem] = plan(doc).problems
+    assert (problem.file, problem.line) == ("app0.xml", line_of(doc, "<box"))
+    assert problem.reason.startswith("aggregate box 'count': parameter 'group-by' names field 'grid', an array "
+                                     "(short(4, 1...8))")
+
+
+def test_aggregating_an_array_is_refused():
+    doc = VIDEO.replace('<output stream="Video"/>', """<output stream="N"/>
+    <box name="top" type="aggregate"><in stream="Video"/><out stream="N"/>
+        <parameter name="aggregate-function.0" value="max(grid)"/>
+        <parameter name="window-size-by" value="TUPLES"/><parameter name="window-size" value="2"/></box>""")
+    [problem] = plan(doc).problems
+    assert "field 'grid' is an array (short(4, 1...8))" in problem.reason
 
 
 def test_an_m3_box_reading_an_array_field_is_refused():
@@ -328,20 +358,21 @@ def test_an_m3_box_reading_an_array_field_is_refused():
         <parameter name="sql" value="SELECT COUNT(*) FROM Video"/></box>""")
     [problem] = plan(doc, registry=box_types()).problems
     assert problem.reason.startswith("m3 box 'count' in port 0 reads stream 'Video'")
-    assert "field 'pixels' is an array" in problem.reason
+    assert "field 'pixels' is an array" in problem.reason and "m3 boxes do not carry array fields" in problem.reason
 
 
-def test_publishing_and_subscribing_array_streams_is_refused():
+def test_publishing_and_subscribing_array_streams_is_accepted_but_not_arrays_of_strings():
     deploy = """<deploy>
         <publish stream="Video" node=":15000"/>
         <subscribe stream="Video" endpoint=":25000"/>
         <node endpoint=":15000" query=""/>
     </deploy>"""
-    result = plan(VIDEO, deploy)
+    assert plan(VIDEO, deploy).ok
+    result = plan(VIDEO.replace("short(4, 1...8)", "string(4)"), deploy)
     reasons = sorted(p.reason for p in result.problems)
     assert len(reasons) == 2, result.problems
-    assert reasons[0].startswith("publish to stream 'Video': its field 'pixels' is an array")
-    assert reasons[1].startswith("subscribe to stream 'Video': its field 'pixels' is an array")
+    assert reasons[0].startswith("publish to stream 'Video': its field 'grid' is an array of strings")
+    assert reasons[1].startswith("subscribe to stream 'Video': its field 'grid' is an array of strings")
     assert {(p.file, p.line) for p in result.problems} == {("app1.xml", 2), ("app1.xml", 3)}
 
 
@@ -379,8 +410,11 @@ def test_float_is_refused_once_at_its_field_naming_the_types_and_double():
 
 @pytest.mark.parametrize("field_type, why", [
     ("byte(0...319", "bad value type='byte(0...319' on <field>: not a Borealis type"),
-    ("bool(2)", "an array type such as byte(0...319, 0...239, 0...2)"),
+    ("bool(2)", "element type 'bool' is not one of"),
     ("byte(9...1)", "dimension 1 runs from 9 down to 1"),
+    ("byte(int, 0...2)", "dimension 1 'int' is sparse"),
+    ("byte(2, 0...*)", "only the leftmost dimension may be"),
+    ("aShip(0...*)", "an array of tuples, whose element type names a <schema>, is not carried"),
 ])
 def test_malformed_array_types_are_refused(field_type, why):
     doc = VIDEO.replace('type="short(4, 1...8)"', f'type="{field_type}"')

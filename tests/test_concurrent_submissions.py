@@ -159,7 +159,7 @@ async def test_a_gap_the_log_cannot_fill_is_read_in_full(head, head_store_url):
     with open_store(head_store_url) as other:
         apply_submission(other, [read_document(app("g3"), "g3.xml")])
         applied = apply_submission(other, [read_document(app("g4"), "g4.xml")])
-    head._commits.put_nowait(applied.commit)  # version 4 arrives; 3 is a gap the log cannot fill
+    head.commits.committed(applied.commit)  # version 4 arrives; 3 is a gap the log cannot fill
     await head.caught_up(4)
     assert head.catalog.version == 4 and {"bg3", "bg4"} <= set(head.catalog.boxes)
     assert head.catalog_full_reads == 2

@@ -155,6 +155,7 @@ def test_an_old_leader_whose_election_znode_is_gone_cannot_commit(zookeeper_serv
     cut off), the next Head leads; the old one still believes it leads, and its commit fails whole."""
     from boreas.catalog.store import Change, open_store
     from boreas.catalog.store.zk_leader import NotLeader
+    from boreas.head.submissions import SubmissionLog, SubmissionRecord
     from kazoo.client import KazooClient
 
     url = f"zk://{zookeeper_server}/boreas-ha/{uuid.uuid4().hex[:12]}"
@@ -177,8 +178,10 @@ def test_an_old_leader_whose_election_znode_is_gone_cannot_commit(zookeeper_serv
         admin.stop()
         assert elected[1].wait(10)
         assert leases[0].leading  # it has not noticed (its session is fine): only the fence stops it
-        with pytest.raises(NotLeader):
+        fenced = SubmissionRecord(["c.xml"])
+        with SubmissionLog(lambda: first).recording(fenced), pytest.raises(NotLeader):
             first.commit(1, [Change("schema", "C", "<schema name='C'/>")])
+        assert second.get_meta("submission/2") is None  # the submission's record fails with its commit
         assert second.commit(1, [Change("schema", "B", "<schema name='B'/>")]).version == 2
         assert sorted(second.snapshot().of_kind("schema")) == ["A", "B"]
         assert leases[1].epoch > leases[0].epoch
@@ -187,6 +190,31 @@ def test_an_old_leader_whose_election_znode_is_gone_cannot_commit(zookeeper_serv
             lease.close()
         first.close()
         second.close()
+
+
+async def test_a_submissions_record_is_written_by_its_commit_and_read_by_another_head(zookeeper_server):
+    """The record the next leader answers ``GET /submissions/{id}`` from is in the commit's own multi-op:
+    there is no moment when the version is committed and the record missing; a commit refused (a lost
+    race) writes none."""
+    from boreas.catalog.store import Change, ConflictError, open_store
+    from boreas.head.submissions import SubmissionLog, SubmissionRecord
+
+    url = f"zk://{zookeeper_server}/boreas-ha/{uuid.uuid4().hex[:12]}"
+    with open_store(url) as leader, open_store(url) as successor:
+        submissions = SubmissionLog(lambda: leader)
+        record = SubmissionRecord(["app.xml"])
+        with submissions.recording(record):
+            version = leader.commit(0, [Change("schema", "A", "<schema name='A'/>")]).version
+        assert json.loads(leader.get_meta(f"submission/{version}"))["id"] == record.id(version)
+        assert leader.commit(1, []).version == 2  # outside the block: no record
+
+        late = SubmissionRecord(["late.xml"])
+        with submissions.recording(late), pytest.raises(ConflictError):
+            leader.commit(1, [Change("schema", "B", "<schema name='B'/>")])
+        assert leader.get_meta("submission/2") is None
+
+        found = await SubmissionLog(lambda: successor).find(record.id(version), ["localhost:15000"])
+        assert found is not None and (found.version, found.sources) == (1, ["app.xml"])
 
 
 APP = """<borealis>
@@ -222,8 +250,9 @@ def test_a_node_that_died_with_the_leader_is_failed_over_by_the_next(heads, tmp_
 
 
 def test_a_leader_paused_past_its_session_stops_when_it_resumes(heads):
-    """SIGSTOP the leader past its ZooKeeper session: the other Head leads and takes submissions; the old
-    one, resumed, finds its session expired and exits with status 3 (restarted, it would follow)."""
+    """SIGSTOP the leader: a submission given both Heads, the paused one first, is taken by the other once
+    it leads (the client gives up on a Head that does not answer and that no Head names the leader, not
+    its whole timeout); the old leader, resumed, finds its session expired and exits with status 3."""
     cluster = heads(2)
     cluster.start_heads()
     leader = cluster.leader()
@@ -231,11 +260,19 @@ def test_a_leader_paused_past_its_session_stops_when_it_resumes(heads):
     paused = cluster.procs[f"head-{leader.rsplit(':', 1)[1]}"]
     paused.send_signal(signal.SIGSTOP)
     try:
-        wait_until(lambda: get_json(f"{follower}/status")["leadership"]["leading"], timeout=30,
-                   what="the follower to lead while the leader is paused")
-        # (Given the paused Head too, a client would wait its timeout on it: it accepts connections.)
-        result = cluster.boreas("submit", "--head", follower, EXAMPLES / "packet_aggregate.xml", "--timeout", "5")
+        # The paused Head's kernel still accepts the connection; nothing answers on it.  --timeout 60 would
+        # keep a client that only waited its timeout on it past the command's own 60 s.
+        both = ",".join(url.split("://")[1] for url in (leader, follower))
+        result = cluster.boreas("submit", "--head", both, EXAMPLES / "packet_aggregate.xml", "--timeout", "60")
         assert result.returncode == 0, result.stderr
+        assert f"by the Head at {follower.split('://')[1]}" in result.stdout
+        assert "trying the next Head" in result.stderr
+        assert get_json(f"{follower}/status")["leadership"]["leading"]
+        # The same with the standard library's HTTP (the commands that make a call or two): the paused Head
+        # is given up, not waited on, and the other answers.
+        listed = cluster.boreas("nodes", "--head", both, "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert "trying the next Head" in listed.stderr and json.loads(listed.stdout)["nodes"] == []
     finally:
         paused.send_signal(signal.SIGCONT)
     assert paused.wait(timeout=30) == 3

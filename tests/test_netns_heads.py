@@ -1,6 +1,7 @@
 """Several Heads on real hosts: two Heads on one ZooKeeper, each Head, ZooKeeper and each node in its own
 network namespace on a bridge (tests/support/netns.py, tests/support/netns_heads.py); the leader cut off
-with ``ip``, and Jepsen-style checks afterwards.
+with ``ip``, and Jepsen-style checks afterwards; and loss and delay with ``tc netem`` on the leader's link or
+ZooKeeper's, where the kernel has netem (skipped, saying why, where it does not).
 
 The chain of tests/test_netns.py runs across nodes ``a`` and ``b``, given both Heads; producers publish
 while the leader's link is down (it loses ZooKeeper, the nodes, the clients).  The other Head must lead
@@ -22,7 +23,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from support.cluster import TOKEN, get_json, wait_until
-from support.netns import HostNet, netns_missing
+from support.netns import HostNet, netem_missing, netns_missing
 from support.netns_cluster import check_delivery
 from support.netns_heads import History, NetHeads, Sample, check_leaders
 from test_netns import CHAIN, EXTRA, deployment, keeps_flowing, publish_through
@@ -32,6 +33,8 @@ CHROOT = "/boreas-netns-heads"
 #: Long enough for the leader to give up and the other Head to be elected (a few session timeouts).
 CUT_SECONDS = 12.0
 ZOOKEEPER_CUT_SECONDS = 10.0
+#: How long ``tc netem`` loss and delay last on one link.
+NETEM_SECONDS = 8.0
 
 
 @pytest.fixture
@@ -166,6 +169,46 @@ async def test_zookeeper_unreachable_with_two_heads(net: HostNet, tmp_path: Path
     assert "evens" in cluster.node_catalog(nodes["a"]).boxes
     heads_agree_with_zookeeper(cluster, zookeeper)
     assert all(cluster.status(n)["leadership"]["leader"] == cluster.url(leader) for n in cluster.names)
+
+
+@pytest.mark.slow
+@pytest.mark.faults
+@pytest.mark.zookeeper
+@pytest.mark.parametrize("where", ["leader", "zk"])
+async def test_loss_and_delay_with_two_heads(net: HostNet, tmp_path: Path, where: str) -> None:
+    """``tc netem`` (where the kernel has it): 10% loss and 50 ms delay on the leader Head's link, or on
+    ZooKeeper's, for a few seconds while rows are published and a submission is made through the Head list.
+    The leader may keep the lead or give it up (a Head that stops does so with status 3, and is restarted,
+    as its supervisor would); either way the submission is deployed, the chain stays exact, and the
+    leadership history holds.  Skipped, saying why, where the kernel lacks netem."""
+    reason = netem_missing(net.add_host("probe").namespace)
+    if reason:
+        pytest.skip(reason)
+    cluster = NetHeads(net, tmp_path)
+    zookeeper = cluster.start_zookeeper()
+    cluster.start_heads(f"zk://{zookeeper}{CHROOT}")
+    nodes = cluster.start_nodes("a", "b")
+    with History(cluster) as history:
+        cluster.submit("chain", CHAIN, deployment(nodes["a"], nodes["b"]))
+        target = cluster.leader() if where == "leader" else "zk"
+
+        def fault(received: list) -> None:
+            time.sleep(1.0)
+            with net.netem(target, "loss", "10%", "delay", "50ms"):
+                began = time.monotonic()
+                cluster.submit("extra", EXTRA, deployment(nodes["a"], nodes["b"], extra=True))
+                keeps_flowing(received, f"{where}'s link loses and delays packets")
+                time.sleep(max(0.0, NETEM_SECONDS - (time.monotonic() - began)))
+
+        acknowledged, received = await publish_through(cluster, fault)
+        cluster.supervise()
+        cluster.leader()
+        cluster.wait_in_sync(nodes.values())
+
+    assert check_leaders(history.samples) == []
+    assert check_delivery(acknowledged, received) == []
+    assert "evens" in cluster.node_catalog(nodes["a"]).boxes
+    heads_agree_with_zookeeper(cluster, zookeeper)
 
 
 def test_the_leadership_checker_finds_each_violation() -> None:

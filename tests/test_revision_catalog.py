@@ -112,8 +112,8 @@ def test_a_wrong_revision_parameter_is_refused_at_its_box(change, message):
     ("merge", "whose code is not in the public Borealis sources"),
     ("concatenate", "it also reads array fields"),
     ("face_detect", "an application-specific box of Borealis's array demonstrations"),
-    ("sunion", "fault-tolerance operators"),
-    ("sjoin", "fault-tolerance operators"),
+    ("scontrol", "not a box of its own"),
+    ("regrid", "an application-specific box of Borealis's array demonstrations"),
 ])
 def test_a_borealis_box_type_boreas_does_not_run_is_refused_by_name_with_file_and_line(box_type, reason):
     text = HEAD + f"""<box name="b" type="{box_type}">

@@ -10,7 +10,8 @@ reads in place and every other one reads as rows (:meth:`Columns.rows`, once
 per batch).  What leaves the node again is the same IPC bytes when nothing
 changed them.
 
-Each Borealis type has one Arrow type (:data:`ARROW_TYPES`); a ``string``
+Each Borealis type has one Arrow type (:data:`ARROW_TYPES`; an array field
+a list column, :mod:`.array_columns`); a ``string``
 field's size and a ``timestamp``'s meaning (microseconds, as in rows) travel
 in the field's metadata, so the Arrow schema says everything the Borealis one
 does.  Checking a batch means: the columns the schema names, in any order
@@ -25,8 +26,8 @@ leave); in IPC bytes (frames, the input log, snapshots) the weights are one
 more column, :data:`WEIGHT`, after the schema's fields, so every carrier
 moves them unchanged.  A plain stream's batch has none (every row +1).
 
-pyarrow is imported by this module only: commands that make no batches do
-not pay for it.
+pyarrow is imported by this module (and :mod:`.array_columns`, which only it
+imports): commands that make no batches do not pay for it.
 
 >>> from boreas.catalog.model import Field, FieldType, Schema
 >>> s = Schema("P", (Field("time", FieldType.INT), Field("name", FieldType.STRING, 3)))
@@ -57,18 +58,10 @@ import pyarrow.ipc
 from boreas.catalog.changelog import WEIGHT  # the weights' column (validation refuses a field of that name)
 from boreas.catalog.model import FieldType, Schema
 
-from .row_errors import RowError, SchemaMismatch, with_article
+from . import array_columns
+from .array_columns import ARROW_TYPES, arrow_type, holding_null, holds_single, not_a, wrong_lengths
+from .row_errors import RowError, SchemaMismatch
 
-ARROW_TYPES: dict[FieldType, pa.DataType] = {
-    FieldType.BYTE: pa.int8(),
-    FieldType.SHORT: pa.int16(),
-    FieldType.INT: pa.int32(),
-    FieldType.LONG: pa.int64(),
-    FieldType.SINGLE: pa.float32(),
-    FieldType.DOUBLE: pa.float64(),
-    FieldType.STRING: pa.string(),
-    FieldType.TIMESTAMP: pa.int64(),  # microseconds since the epoch, as rows carry them
-}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -76,12 +69,10 @@ def arrow_schema(schema: Schema) -> pa.Schema:
     """The Arrow schema of a Borealis schema (once per schema)."""
     fields = []
     for f in schema.fields:
-        if f.type is None:
-            raise SchemaMismatch(f.name, "an array field does not flow on the data plane")
-        meta = {"borealis": str(f.type)}
+        meta = {"borealis": f.declared_type}
         if f.type == FieldType.STRING:
             meta["size"] = str(f.size)
-        fields.append(pa.field(f.name, ARROW_TYPES[f.type], nullable=True, metadata=meta))
+        fields.append(pa.field(f.name, arrow_type(f), nullable=True, metadata=meta))
     return pa.schema(fields, metadata={"schema": schema.name})
 
 
@@ -209,7 +200,7 @@ def from_rows(rows: list[tuple], schema: Schema | None) -> Columns | None:
     >>> cols.batch.column(0).to_pylist(), cols.rows()
     ([1, 2], [(1, 'tcp'), (2, 'udp')])
     """
-    if not rows or schema is None or any(f.type == FieldType.SINGLE for f in schema.fields):
+    if not rows or schema is None or any(holds_single(f) for f in schema.fields):
         return None  # (None: a stream without a catalog schema, as a partition's member messages)
     target = arrow_schema(schema)
     try:
@@ -274,14 +265,17 @@ def decode(payload: bytes, schema: Schema) -> tuple[Columns, list[RowError]]:
         return Columns(pa.RecordBatch.from_pylist([], arrow_schema(schema))), [
             RowError(-1, "", f"batch is not an Arrow IPC stream: {exc}")]
     columns, exact = _split_weights(batch, data)
-    if (exact and columns.batch.schema.equals(arrow_schema(schema)) and not any(c.null_count for c in columns.batch.columns)
+    if (exact and columns.batch.schema.equals(arrow_schema(schema)) and not any(array_columns.nulls(c) for c in columns.batch.columns)
             and not _too_long(columns.batch, schema)):
         return columns, []  # as sent: the same bytes go on
     return check(batch, schema)
 
 
 def _too_long(batch: pa.RecordBatch, schema: Schema) -> bool:
+    """Whether a string is longer than its size, or an array's list longer or shorter than its dimension."""
     for i, f in enumerate(schema.fields):
+        if f.array is not None and wrong_lengths(batch.column(i), f):
+            return True
         if f.type == FieldType.STRING and len(batch.column(i)) and pc.max(pc.utf8_length(batch.column(i))).as_py() > f.size:
             return True
     return False
@@ -317,15 +311,19 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
             raise SchemaMismatch(f.name, "missing")
         column = batch.column(f.name)
         column, wrong = _cast(column, want.type, f.name)
-        for row in wrong:
-            reasons.setdefault(row, (f.name, f"not {with_article(str(f.type))}: out of its range or of another type"))
-        nulls = column.is_null()
+        misfit = wrong_lengths(column, f) if f.array is not None else []
+        for row in sorted({*wrong, *misfit}):
+            reasons.setdefault(row, (f.name, not_a(f)))
+        nulls = column.is_null() if not array_columns.nulls(column) else holding_null(column)
+        if misfit:
+            nulls = pc.or_(nulls, pc.is_in(pa.array(range(batch.num_rows), pa.int64()), pa.array(misfit, pa.int64())))
         if f.type == FieldType.STRING:
             nulls = pc.or_kleene(nulls, pc.fill_null(pc.greater(pc.utf8_length(column), f.size), False))
         if pc.any(nulls).as_py():
             for row in pc.indices_nonzero(nulls).to_pylist():
                 value = column[row].as_py()
-                reasons.setdefault(row, (f.name, "missing" if value is None else f"string longer than {f.size}"))
+                reasons.setdefault(row, (f.name, "missing" if value is None else "an array holding a null"
+                                         if f.array is not None else f"string longer than {f.size}"))
             bad = pc.or_(bad, nulls)
         columns.append(column)
     good = Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=weights)

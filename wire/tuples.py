@@ -12,6 +12,9 @@ single     float (ints are accepted and converted)
 double     float (ints are accepted and converted)
 string     str of at most ``size`` characters
 timestamp  int, microseconds since the epoch
+array      nested lists, one level per dimension (``byte(0...1, 0...2)``: two
+           lists of three bytes; ``double(0...*)``: any number of doubles);
+           from text, JSON (``[[1, 2, 3], [4, 5, 6]]``)
 ========== ===================================================
 
 :class:`RowType` checks a whole batch in C with msgspec (the fast path: a
@@ -30,12 +33,14 @@ while the good rows go on.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from collections.abc import Sequence
 from typing import Annotated, Any
 
 import msgspec
 
+from boreas.catalog.arrays import flowing
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.catalog.words import counted
 
@@ -51,6 +56,14 @@ _INT_RANGES = {
 
 
 def _msgspec_type(f: Field) -> Any:
+    if f.array is not None:
+        array = flowing(f)
+        kind = _msgspec_type(Field(f.name, array.element, f.size))
+        for dim in reversed(array.dims):
+            length = dim.length
+            kind = list[kind] if length is None else Annotated[list[kind], msgspec.Meta(min_length=length,
+                                                                                        max_length=length)]
+        return kind
     if f.type in _INT_RANGES:
         low, high = _INT_RANGES[f.type]
         return Annotated[int, msgspec.Meta(ge=low, le=high)]
@@ -140,6 +153,12 @@ class RowType:
 
 
 def _parse_text(f: Field, text: str) -> Any:
+    if f.array is not None:
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise SchemaMismatch(f.name, f"{text[:40]!r} is not a JSON array (an array field's text, e.g. "
+                                         f"[[1, 2], [3, 4]])") from None
     text = text.strip() if f.type != FieldType.STRING else text
     try:
         if f.type == FieldType.TIMESTAMP and not text.lstrip("-").isdigit():
@@ -157,7 +176,28 @@ def _parse_text(f: Field, text: str) -> Any:
 
 
 
+def _check_array(f: Field, value: Any) -> list:
+    """An array field's value as nested lists of checked elements (their lengths as its dimensions say)."""
+    array = flowing(f)
+    element = Field(f.name, array.element, f.size)
+
+    def level(value: Any, depth: int) -> Any:
+        if depth == len(array.dims):
+            return _check_value(element, value)
+        if not isinstance(value, (list, tuple)):
+            raise SchemaMismatch(f.name, f"expected {f.array} (nested lists), got {_describe(value)}")
+        length = array.dims[depth].length
+        if length is not None and len(value) != length:
+            raise SchemaMismatch(f.name, f"dimension {depth + 1} of {f.array} holds {length} values, "
+                                         f"got {len(value)}")
+        return [level(v, depth + 1) for v in value]
+
+    return level(value, 0)
+
+
 def _check_value(f: Field, value: Any) -> Any:
+    if f.array is not None:
+        return _check_array(f, value)
     if f.type in _INT_RANGES:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .commit_meta import CommitMeta
 from .lease import HeadLease, SoleHead
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,8 @@ class CatalogStore(abc.ABC):
     """Versioned, atomic, watchable storage for the global catalog."""
 
     url: str
+    #: Metadata written in a commit's own transaction (:mod:`.commit_meta`); None: write it after the commit.
+    alongside: CommitMeta | None = None
 
     @abc.abstractmethod
     def version(self) -> int:

@@ -8,6 +8,7 @@ reads what the last one decided.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
@@ -39,6 +40,15 @@ class MetaZnodes:
             except NodeExistsError:
                 pass
         wait_reply(self.client.set_async(path, value.encode()))
+
+    def add_to(self, txn: Any, entries: Mapping[str, str]) -> None:
+        """Put ``entries`` in the transaction ``txn`` (a commit's multi-op: written with it or not at all)."""
+        if entries:
+            self.client.ensure_path(self.path)
+        for key, value in entries.items():
+            path = self._znode(key)
+            present = wait_reply(self.client.exists_async(path)) is not None
+            (txn.set_data if present else txn.create)(path, value.encode())
 
     def _znode(self, key: str) -> str:
         return f"{self.path}/{escape_key(key)}"

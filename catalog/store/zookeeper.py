@@ -67,6 +67,7 @@ from .base import (
 )
 from .lease import HeadLease
 from .zk_leader import Fence, ZooKeeperLease
+from .commit_meta import CommitMeta
 from .zk_meta import MetaZnodes
 from .zk_snapshot import WholeCopies, replay
 from .zk_watch import ZooKeeperWatch
@@ -128,6 +129,7 @@ class ZooKeeperStore(CatalogStore):
             ) from exc
         self._copies = WholeCopies(self._client, self._root)  # the catalog in a few znodes, for readers
         self._meta = MetaZnodes(self._client, chroot + "/meta")
+        self.alongside = CommitMeta()  # metadata a commit writes in its multi-op (a submission's record)
         try:
             if create:
                 self._ensure_layout()
@@ -307,6 +309,7 @@ class ZooKeeperStore(CatalogStore):
                         size += len(path) + len(data) + 48
                         (txn.set_data if present else txn.create)(path, data)
                 txn.create(self._log_path(current + 1), payload)
+                self._meta.add_to(txn, self.alongside.for_version(current + 1))
                 size += len(payload) + 64
                 try:
                     results = wait_reply(txn.commit_async())

@@ -97,6 +97,9 @@ class Translator:
         """``batch -> column`` of a map field of type ``ftype``, converted as the row path's ``coerce``
         converts, in the field's Arrow type."""
         tree = parse_expression(text)
+        if ftype is None:  # an array out field: the array field itself, passed on whole
+            at = self.position(tree.this if isinstance(tree, exp.Paren) else tree)
+            return lambda batch: batch.column(at)
         infer_type(tree, self.scope)
         node = _coerced(self._node(tree), kind_of(ftype))
         arrow_type = ARROW_TYPES[ftype]
@@ -182,6 +185,12 @@ class Translator:
         if t is exp.Like:
             return arrow_ops.like(self._node(tree.this), tree.expression)
         raise Unsupported(f"{tree.sql()!r} ({t.__name__}) has no columnar translation")
+
+    def position(self, tree: exp.Expression) -> int:
+        """The batch's column index of a field reference (Unsupported: not one)."""
+        if not isinstance(tree, exp.Column) or tree.table or tree.name not in self._index:
+            raise Unsupported(f"{tree.sql()!r} is not a field of the in stream")
+        return self._index[tree.name][0]
 
     def _column(self, tree: exp.Column) -> Node:
         if tree.table or tree.name not in self._index:

@@ -60,16 +60,22 @@ class PairTranslator(arrow_exprs.Translator):
         super().__init__(left)
         self.scope = Scope.join(left, right)
         self.sides = {"left": (0, left), "right": (len(left.fields), right)}
+        self.fields = [*left.fields, *right.fields]
 
     def locate(self, tree: exp.Column) -> tuple[int, str]:
         """The pair batch's column index of a field reference, and its kind; as the row path resolves it
         (unqualified: the left's field if it has one, else the right's)."""
-        sides = [tree.table] if tree.table else ["left", "right"]
-        for side in sides:
+        at = self.position(tree)
+        return at, kind_of(self.fields[at].type)
+
+    def position(self, tree: exp.Expression) -> int:
+        """The pair batch's column index of a field reference (an array field's too)."""
+        sides = [tree.table] if isinstance(tree, exp.Column) and tree.table else ["left", "right"]
+        for side in sides if isinstance(tree, exp.Column) else ():
             offset, schema = self.sides[side]
             for i, f in enumerate(schema.fields):
                 if f.name == tree.name:
-                    return offset + i, kind_of(f.type)
+                    return offset + i
         raise arrow_exprs.Unsupported(f"field reference {tree.sql()!r}")
 
     def _column(self, tree: exp.Column) -> Node:

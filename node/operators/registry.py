@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from boreas.catalog.model import Box, Schema
 
 from .aggregate import AggregateOperator
+from .aurorajoin import AuroraJoinOperator
 from .base import Operator, OperatorError
 from .filter import FilterOperator
 from .join import JoinOperator
@@ -26,6 +27,9 @@ from .map import MapOperator
 from .revision import RevisionFilterOperator, RevisionMapOperator
 from .revision_aggregate import RevisionAggregateOperator
 from .shedding import RandomDropOperator, WindowDropOperator
+from .sjoin import SJoinOperator
+from .soutput import SOutputOperator
+from .sunion import SUnionOperator
 from .table import TABLE_OPERATORS
 from .timers import DelayOperator
 from .union import UnionOperator
@@ -75,6 +79,10 @@ BUILTIN_OPERATORS: tuple[tuple[str, OperatorFactory], ...] = (
     ("revisionmap", RevisionMapOperator),
     ("revisionaggregate", RevisionAggregateOperator),
     *TABLE_OPERATORS,
+    ("sunion", SUnionOperator),
+    ("soutput", SOutputOperator),
+    ("sjoin", SJoinOperator),
+    ("aurorajoin", AuroraJoinOperator),
 )
 
 

@@ -1,0 +1,97 @@
+"""The catalog store's commits, applied to the catalog the Head holds, one version after another.
+
+Every commit reaches the Head through the store's watch (its own commits it
+also hands over at once, :meth:`CommitFollower.committed`, so as not to wait
+for the watch thread); each is applied in version order, and what the Head
+makes of the new catalog (slices, node syncs, global feeds, the UI) is the
+``advance`` callback's business.  A commit that arrives ahead of its
+predecessors (ours overtook someone else's on the watch) has the gap filled
+from the store's log; only if the log cannot fill it is the whole catalog
+read again, which is counted (``full_reads``: it should be rare).
+
+One :class:`CommitFollower` per Head owns the queue of commits, the store's
+watch and that count; the Head's supervisor runs :meth:`~CommitFollower.run`.
+
+Usage::
+
+    follower = CommitFollower(lambda: head.catalog, head.advance)
+    catalog = await follower.start(store)            # read whole once, then watched from its version
+    tasks.spawn("commits", follower.run)
+    follower.committed(commit)                       # a commit this Head just made
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from boreas.catalog.elements import apply_commit, commit_touched
+from boreas.catalog.model import Catalog
+from boreas.catalog.store import CatalogStore, Commit
+from boreas.catalog.submission import commits_after, read_catalog
+
+log = logging.getLogger(__name__)
+
+#: What the Head does with a new catalog: ``advance(before, after, touched)`` (touched: None when read whole).
+Advance = Callable[[Catalog, Catalog, "dict[str, set[str]] | None"], None]
+
+
+class CommitFollower:
+    """Applies the store's commits to the catalog ``current()`` returns, in order, handing each to ``advance``."""
+
+    def __init__(self, current: Callable[[], Catalog], advance: Advance):
+        self._current = current
+        self._advance = advance
+        self.store: CatalogStore | None = None
+        self.full_reads = 0  # whole-catalog reads from the store: one at start, then only for a gap
+        self._queue: asyncio.Queue[Commit] = asyncio.Queue()
+        self._watch: Any = None
+
+    def read_full(self) -> Catalog:
+        """Read the whole catalog from the store (on a worker thread); counted, since it should be rare."""
+        assert self.store is not None
+        self.full_reads += 1
+        return read_catalog(self.store)
+
+    async def start(self, store: CatalogStore) -> Catalog:
+        """Read the catalog from ``store`` and watch it from that version on; the catalog read."""
+        self.store = store
+        catalog = await asyncio.to_thread(self.read_full)
+        loop = asyncio.get_running_loop()
+        self._watch = await asyncio.to_thread(
+            store.watch, catalog.version, lambda commit: loop.call_soon_threadsafe(self._queue.put_nowait, commit))
+        return catalog
+
+    def committed(self, commit: Commit) -> None:
+        """A commit this Head made: applied without waiting for the watch (it comes again, and is skipped)."""
+        self._queue.put_nowait(commit)
+
+    async def run(self) -> None:
+        """Apply each commit, in version order (the supervised task's body)."""
+        assert self.store is not None
+        while True:
+            commit = await self._queue.get()
+            version = self._current().version
+            if commit.version <= version:
+                continue  # already processed (our own commits arrive twice)
+            commits: list[Commit] | None = [commit]
+            if commit.version > version + 1:
+                commits = await asyncio.to_thread(commits_after, self.store, version, commit.version)
+            if commits is None:
+                log.warning("catalog versions %d..%d missing from the log; reading the whole catalog",
+                            version + 1, commit.version - 1)
+                after = await asyncio.to_thread(self.read_full)
+                if after.version > self._current().version:
+                    self._advance(self._current(), after, None)
+                continue
+            for c in commits:
+                before = self._current()
+                if c.version == before.version + 1:
+                    self._advance(before, apply_commit(before, c), commit_touched(c))
+
+    async def close(self) -> None:
+        if self._watch is not None:
+            watch, self._watch = self._watch, None
+            await asyncio.to_thread(watch.close)
