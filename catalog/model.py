@@ -144,6 +144,8 @@ class Input:
     node: str | None = None
     origin: Origin = origin_field()
     app: str = field(default="", compare=False)  # the application that declared it (docs/xml.md)
+    watermark: str | None = None  # "ts - 5000": its event time and delay (catalog/watermarks.py)
+    idle_timeout: str | None = None  # seconds after which a silent producer stops holding the watermark
 
 
 @dataclass(frozen=True, slots=True)

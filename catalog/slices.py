@@ -144,7 +144,8 @@ class SliceMaker:
         schema_name = schema.name if schema else (declared.schema if declared else None)
         if schema_name is None:
             return  # unknowable schema: the topology would not have validated
-        part.inputs[stream] = Input(stream, schema_name, node)
+        part.inputs[stream] = Input(stream, schema_name, node, watermark=declared.watermark if declared else None,
+                                    idle_timeout=declared.idle_timeout if declared else None)
         upstream = self.topology.producer_node(stream)
         if upstream is None and stream in self.catalog.inputs:  # a published input stream
             entries = self.topology.entry_nodes(stream)

@@ -48,6 +48,7 @@ from .model import (
     TypeAlias,
 )
 from .partition_codec import decode_partition, encode_partition
+from .watermarks import read_idle_timeout, read_watermark
 from .xml_attrs import DecodeError, child_origin, children, int_attr, set_attrs, sub_element
 
 QUEUE_ATTRS = ("update_queue", "queue_type", "key")
@@ -171,10 +172,25 @@ def _region(el: etree._Element, origin: Origin) -> Region:
     return Region(name or endpoint or "default", node, endpoint, name, origin)
 
 
+def _input(el: etree._Element, origin: Origin) -> Input:
+    """An ``<input>``; its ``watermark`` and ``idle-timeout`` are checked here (catalog/watermarks.py)."""
+    watermark, idle = el.get("watermark"), el.get("idle-timeout")
+    try:
+        if watermark is not None:
+            read_watermark(watermark)
+        if idle is not None:
+            read_idle_timeout(idle)
+    except ValueError as exc:
+        raise DecodeError(f"input {el.get('stream')!r}: {exc}") from None
+    if idle is not None and watermark is None:
+        raise DecodeError(f"input {el.get('stream')!r}: idle-timeout without a watermark has no effect")
+    return Input(el.get("stream"), el.get("schema"), el.get("node"), origin, watermark=watermark, idle_timeout=idle)
+
+
 _DECODERS: dict[str, Callable[[etree._Element, Origin], Any]] = {
     "schema": _schema,
     "type": _type,
-    "input": lambda el, o: Input(el.get("stream"), el.get("schema"), el.get("node"), o),
+    "input": _input,
     "output": lambda el, o: Output(el.get("stream"), el.get("schema"), el.get("node"), o),
     "box": _box,
     "table": _table,
@@ -240,7 +256,8 @@ def _encode(obj: Any, node: str | None) -> etree._Element:
         case TypeAlias():
             el = set_attrs(etree.Element("type"), name=obj.name, array=obj.array, size=obj.size)
         case Input():
-            el = set_attrs(etree.Element("input"), stream=obj.stream, schema=obj.schema, node=node)
+            el = set_attrs(etree.Element("input"), stream=obj.stream, schema=obj.schema, node=node,
+                           watermark=obj.watermark, **{"idle-timeout": obj.idle_timeout})
         case Output():
             el = set_attrs(etree.Element("output"), stream=obj.stream, schema=obj.schema, node=node)
         case Box():

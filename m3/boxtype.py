@@ -53,6 +53,7 @@ from boreas.catalog.model import (
 
 from .ast import Column, Program, RelationDecl
 from .compiler.declarations import declares_relations
+from .compiler.windowfn import WINDOW_COLUMNS, Watermark, Window, rewrite
 from .cumulus import EVERYWHERE, LayoutError, PlacementError, PlanError, plan_partition
 from .errors import M3Error
 from .runtime.program import Runtime, ViewInfo, program_from_text
@@ -99,6 +100,8 @@ class BoxPlan:
     ports: tuple[PortPlan, ...]
     views: tuple[ViewInfo, ...]
     outputs: tuple[Schema, ...]
+    windows: tuple[Window, ...] = ()  # event-time windows of its in streams (docs/m3.md, "Event time")
+    watermarks: tuple[Watermark, ...] = ()  # their CREATE STREAM's WATERMARK FOR items
 
 
 @functools.lru_cache(maxsize=64)
@@ -186,7 +189,11 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
                        f"{len(names)} relations ({', '.join(names)}); in port i feeds the i-th relation")
     sign = box.param("sign-field")
     accepts = _STREAM_ACCEPTS if by_name else ACCEPTS
-    ports = tuple(_port(box, port, name, relations[name], schema, sign, accepts)
+    windows, marks = box_windows(box)
+    windowed = {w.relation.lower() for w in windows}
+    ports = tuple(_port(box, port, name, relations[name], schema, sign,  # event times in ms: a long is an INT
+                        _STREAM_ACCEPTS if name.lower() in windowed else accepts,
+                        len(WINDOW_COLUMNS) if name.lower() in windowed else 0)
                   for port, (name, schema) in enumerate(zip(names, inputs)))
     ordered = tuple(views[v.name] for v in program.views)
     if len(box.outputs) != len(ordered):
@@ -196,12 +203,26 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
     sizes = {f.name.lower(): f.size for schema in inputs for f in schema.fields if f.type == FieldType.STRING}
     outputs = tuple(Schema(f"{box.name}.out{i}", _view_fields(box, program, view, sizes))
                     for i, view in enumerate(ordered))
-    return BoxPlan(program_text(box), program, ports, ordered, outputs)
+    return BoxPlan(program_text(box), program, ports, ordered, outputs, windows, marks)
+
+
+def box_windows(box: Box) -> tuple[tuple[Window, ...], tuple[Watermark, ...]]:
+    """The event-time windows and watermarks the box's SQL declares (none for an ``m3`` program)."""
+    sql = box.param("sql")
+    if sql is None or box.param("m3") is not None:
+        return (), ()
+    try:
+        _, windows, marks = rewrite(sql)
+    except M3Error as exc:
+        raise BoxError(f"m3 box {box.name!r}: parameter 'sql': {exc}") from None
+    return windows, marks
 
 
 def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, sign: str | None,
-          accepts: dict[str, tuple[FieldType, ...]] = ACCEPTS) -> PortPlan:
+          accepts: dict[str, tuple[FieldType, ...]] = ACCEPTS, added: int = 0) -> PortPlan:
+    """``added``: columns the box adds to what the port carries (a window's, last)."""
     fields = list(schema.fields)
+    full, columns = columns, columns[:len(columns) - added]
     sign_index = None
     if sign:
         for i, f in enumerate(fields):
@@ -224,7 +245,7 @@ def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, si
         if f.type not in accepts[kind]:
             allowed = " or ".join(t.value for t in accepts[kind])
             raise BoxError(f"{head}: field {f.name!r} is {f.declared_type}, column {column} {kind} needs {allowed}")
-    return PortPlan(relation, columns, sign_index)
+    return PortPlan(relation, full, sign_index)
 
 
 #: The size of a string key column no in stream field of the same name tells (Borealis strings have one).
@@ -239,8 +260,9 @@ def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, in
     A MIN or MAX of a STRING or DATE column is refused: its value could not say that.
     """
     widest = max((s for s in sizes.values() if s), default=STRING_SIZE)
-    keys = [Field(name, WRITES[kind], (sizes.get(name.lower()) or widest) if kind == "STRING" else None)
-            for name, kind in (view.keys[i] for i in view.output_keys)]
+    keys = [Field(name, FieldType.LONG if name.lower() in WINDOW_COLUMNS else WRITES[kind],
+                  (sizes.get(name.lower()) or widest) if kind == "STRING" else None)
+            for name, kind in (view.keys[i] for i in view.output_keys)]  # a window's bounds: event times, long
     decl = program.view(view.name)
     values = []
     for i, column in enumerate(decl.columns):
@@ -265,7 +287,12 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
     Any plan runs: one whose statements read entries of other members runs
     in version order with pushes between them (docs/cumulus.md §3.5).
     """
-    program = plan_box(box, inputs).program
+    planned = plan_box(box, inputs)
+    if planned.windows:
+        raise BoxError(f"m3 box {box.name!r} reads {planned.windows[0].relation} through a window, which a "
+                       "partitioned box does not close yet (its members would emit open windows' changes); run it "
+                       "on one node, or partition the stream over several boxes")
+    program = planned.program
     try:
         pp = plan_partition(program, box.name, partition.nodes, segments=partition.count, key=partition.key,
                             pins=dict(partition.pins), replicate=partition.replicate)

@@ -32,6 +32,7 @@ from .box_state import BoxStates
 from .cumulus.part import PartOperator
 from .operators import Operator, build_operator
 from .operators.base import InternalStreams
+from .operators.m3windows import follow_watermarks
 from .operators.table import TableOperator
 from .operators.table_rows import TableStore
 from .outputs import Outputs
@@ -79,6 +80,7 @@ class OperatorHost:
         for name, why in self.states.follow(boxes, self.schemas, keep_state, self.build, changed).items():
             log.error("node %s cannot run box %r: %s", self.endpoint, name, why)
         self._share_tables()
+        follow_watermarks(self.states.operators.values(), catalog.inputs)  # a windowed view's <input watermark>
         self.internal = {name: found for name, op in self.states.operators.items()
                          if (found := op.internal_streams()) is not None}
         for streams in self.internal.values():

@@ -170,6 +170,9 @@ class Router:
             elif final:  # passed on where the stream goes from here, after the producer's rows
                 self.out.route(stream, [], producer, seq, self._resumable(stream, producer, False),
                                consumed_here=True, final=True)
+                for op, name, port in self.consumers.get(stream, ()):  # (a box ordering its inputs waits for the end)
+                    if name not in self.states.inputs:
+                        self.emit_now(name, op.producer_ended(port, producer, self.clock.current))
             self.states.processed[(stream, producer)] = seq  # the hot path: a plain store
             if digest:
                 self.states.digests.record(stream, producer, seq, digest)

@@ -39,3 +39,20 @@ def test_bench_m3_nested_measures_each_view_beside_duckdb(bench, view):
     assert klass == {"tpch_q17": "domain-bound per correlation key", "vwap": "domain-bound",
                      "first_order_control": "first-order"}[view]
     assert m3_nested.measure_duckdb(view, 500, 50, 1, 2) > 0
+
+
+@pytest.fixture
+def windows_bench(monkeypatch):
+    yield from bench_importable(monkeypatch, ("m3_windows",))
+
+
+def test_bench_m3_windows_peers_agree_on_the_windows_and_the_windowed_state_stays_flat(windows_bench):
+    import m3_windows
+
+    fed = m3_windows.batches(300_000, 10_000, 10, 300)  # 30 s of event time: 3 windows
+    slack = 300 * m3_windows.EVENTS_PER_MS // 10
+    _, aggregate_rows, _ = m3_windows.run(m3_windows.PEER, fed, 300, slack)
+    _, tumble_rows, tumble_state = m3_windows.run("m3 TUMBLE 10s", fed, 300, slack)
+    _, _, open_state = m3_windows.run("m3 never closed", fed, 300, slack)
+    assert tumble_rows == aggregate_rows > 0  # each closed window's groups, once, from both
+    assert max(tumble_state) < open_state[-1] and open_state == sorted(open_state)

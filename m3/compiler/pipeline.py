@@ -72,6 +72,7 @@ from dataclasses import dataclass, field, replace
 
 from ..ast import Program, RelationDecl, Statement, ViewDecl
 from ..check import check_program
+from ..errors import CompileError
 from ..printer import format_program
 from .delta import delta, event_vars
 from .frontend import SqlQuery, parse_sql
@@ -82,6 +83,7 @@ from .normalize import normalize
 from .simplify import simplify
 from .triggers import assemble
 from .views import cost_class, view_decl
+from .windowfn import Watermark, Window, check_window, rewrite, windowed_relations
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,8 @@ class Compilation:
     views: tuple[ViewDecl, ...] = ()
     statements: dict[tuple[str, int], tuple[tuple[int, Statement], ...]] = field(default_factory=dict)
     program: Program | None = None
+    windows: tuple[Window, ...] = ()  # the window table functions read (:mod:`.windowfn`)
+    watermarks: tuple[Watermark, ...] = ()  # the WATERMARK FOR items of its CREATE STREAMs
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -118,8 +122,17 @@ def parse(c: Compilation) -> Compilation:
     >>> [r.name for r in c.relations], [q.name for q in c.queries]
     (['R'], ['Q1'])
     """
-    relations, queries = parse_sql(c.text, c.streams)
-    return replace(c, relations=tuple(relations), queries=tuple(queries))
+    text, windows, marks = rewrite(c.text)
+    relations, queries = parse_sql(text, windowed_relations(c.streams, windows))
+    for window in windows:
+        rel = next((r for r in relations if r.name.lower() == window.relation.lower()), None)
+        if rel is None:
+            raise CompileError(f"a window reads {window.relation}, which is not a declared relation or in stream")
+        try:
+            check_window(window, tuple((col.name, col.type) for col in rel.columns))
+        except ValueError as exc:
+            raise CompileError(str(exc)) from None
+    return replace(c, relations=tuple(relations), queries=tuple(queries), windows=windows, watermarks=marks)
 
 
 def _query_map(maps: dict[str, MapDef], pending: list[MapDef], name: str, agg) -> tuple[str, tuple]:

@@ -342,6 +342,53 @@ class Runtime(Reads):
             return self._native.entries()
         return self.store.entries()
 
+    # -- closed event-time windows (node/operators/m3windows.py) -------------
+    def keys_at_most(self, name: str, position: int, bound: float) -> list[tuple]:
+        """The keys of map ``name`` whose INT key column ``position`` is at most ``bound``: a closed window's
+        entries (on the native backend read from C with one dump, not through the mirror)."""
+        with self._lock:
+            if self._native is not None:
+                return self._native.keys_at_most(name, position, bound)
+            return [key for key, _ in self.store.items(name) if key[position] <= bound]
+
+    def rows_at(self, view: str, keys: Sequence[tuple]) -> list[tuple[tuple, object]]:
+        """A plain view's rows at ``keys`` (key tuples; its maps share them), as :meth:`view` gives them."""
+        with self._lock:
+            v = self.program.view(view)
+            names = {c.numerator for c in v.columns} | {c.denominator for c in v.columns if c.denominator}
+            if self._native is not None:
+                values = {name: self._native.get_many(name, keys) for name in names}
+            else:
+                store = self.store
+                values = {name: [store.get(name, key) for key in keys] for name in names}
+            out = []
+            for i, key in enumerate(keys):
+                vals = []
+                for c in v.columns:
+                    num = values[c.numerator][i]
+                    den = None if c.denominator is None else values[c.denominator][i]
+                    vals.append(num if den is None else (num / den if den else 0))
+                out.append((key, vals[0] if len(vals) == 1 else tuple(vals)))
+            return out
+
+    def remove(self, entries: Mapping[str, Sequence[tuple]]) -> int:
+        """Delete the entries of each map at the given keys, recording no view change (the state of closed
+        windows, which no row changes again); the number deleted."""
+        with self._lock:
+            gone = 0
+            for name, keys in entries.items():
+                if not keys:
+                    continue
+                if self._store.data[name]:  # the mirror: a key it lags on is pending and reads 0 when it catches up
+                    for key in keys:
+                        self._store.set(name, key, 0)
+                if self._native is not None:
+                    self._native.remove(name, keys)
+                gone += len(keys)
+            if gone:
+                self._totals.clear()
+            return gone
+
     # -- initial values and state transfer ----------------------------------
     def load(self, tables: Mapping[str, Iterable[Sequence]]) -> int:
         """Replace every map by its defining query evaluated over ``tables`` (existing data); one batch."""

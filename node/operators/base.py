@@ -105,6 +105,11 @@ class Operator(abc.ABC):
         would have released (an aggregate's open windows)."""
         return []
 
+    def producer_ended(self, port: int, producer: str, now: float) -> list[tuple[int, list[tuple]]]:
+        """One producer of the stream on in port ``port`` sent its final mark, the stream may go on from others:
+        emit what waited for that producer alone (a windowed ``m3`` view's watermark: node/watermarks.py)."""
+        return []
+
     def counters(self) -> dict[str, int]:
         """Tuples this box dropped, by reason (``{"late_tuples": n, ...}``), for the node's ``/status``.
 

@@ -27,13 +27,15 @@ class LateLog:
     box: str
     logged: int = 0              # the box's late count at the last line
     at: float | None = None      # the clock of the last line
+    kind: str = "aggregate"      # the box's type, and what sets how late a tuple may be
+    allowance: str = "its slack"
 
     def note(self, late: int, now: float) -> None:
         """Called after each batch with the box's late count so far and the flow clock."""
         if late <= self.logged or (self.at is not None and now - self.at < INTERVAL):
             return
-        log.warning("aggregate box %r dropped %d late tuples (their window had already closed; see its slack) "
-                    "since %s", self.box, late - self.logged,
+        log.warning("%s box %r dropped %d late tuples (their window had already closed; see %s) "
+                    "since %s", self.kind, self.box, late - self.logged, self.allowance,
                     "it started" if self.at is None else f"{now - self.at:.0f}s ago")
         self.logged, self.at = late, now
 

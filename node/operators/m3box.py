@@ -107,6 +107,9 @@ class M3Operator(Operator):
     # -- the data plane ------------------------------------------------------------
 
     takes_columns = True  # an Arrow batch goes to the runtime as columns (node/operators/m3columns.py)
+    #: False: a batch only changes the maps, no view change is read or emitted (a windowed view emits a window's
+    #: rows when it closes instead: :mod:`.m3windows`)
+    emits_changes = True
 
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
         relation = self.plan.ports[port].relation
@@ -130,7 +133,7 @@ class M3Operator(Operator):
             return []
         native = self.runtime.native_maps()
         columns_out = native is not None and self.columns_out
-        if not columns_out:
+        if not columns_out and self.emits_changes:
             self._memo.load([view.name for view in self.plan.views])
         try:
             apply(groups)
@@ -138,6 +141,8 @@ class M3Operator(Operator):
             self.failed_batches += 1
             log.error("m3 box %r: a batch of %d rows on in port %d was not applied: %s",
                       self.box.name, count, port, exc)
+            return []
+        if not self.emits_changes:
             return []
         if columns_out:  # the changes read in bulk, emitted as Arrow
             return [(port, changed) for port, view in enumerate(self._plain_views)

@@ -22,7 +22,7 @@ from .aurorajoin import AuroraJoinOperator
 from .base import Operator, OperatorError
 from .filter import FilterOperator
 from .join import JoinOperator
-from .m3box import M3Operator
+from .m3windows import m3_operator
 from .map import MapOperator
 from .revision import RevisionFilterOperator, RevisionMapOperator
 from .revision_aggregate import RevisionAggregateOperator
@@ -74,7 +74,7 @@ BUILTIN_OPERATORS: tuple[tuple[str, OperatorFactory], ...] = (
     ("delay", DelayOperator),
     ("random_drop", RandomDropOperator),
     ("window_drop", WindowDropOperator),
-    ("m3", M3Operator),
+    ("m3", m3_operator),
     ("revisionfilter", RevisionFilterOperator),
     ("revisionmap", RevisionMapOperator),
     ("revisionaggregate", RevisionAggregateOperator),

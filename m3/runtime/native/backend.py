@@ -17,6 +17,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from cffi import FFI
 
 from ...ast import Program
@@ -334,6 +335,24 @@ class NativeMaps:
         vals = array("q", bytes(8 * n))
         got = self.lib.rt_dump(self.rt, m, _i64(keys), _i64(vals))
         return list(zip(self._decode_keys(name, keys, got), self._decode_values(name, vals)))
+
+    def keys_at_most(self, name: str, position: int, bound: float) -> list[tuple]:
+        """The keys of map ``name`` whose INT key column ``position`` is at most ``bound`` (the entries of closed
+        event-time windows: node/operators/m3windows.py): one dump and one numpy mask, only those keys decoded."""
+        m, arity = self.map_no[name], self.arity[name]
+        n = self.lib.rt_count(self.rt, m)
+        if not n:
+            return []
+        keys, vals = array("q", bytes(8 * n * arity)), array("q", bytes(8 * n))
+        got = self.lib.rt_dump(self.rt, m, _i64(keys), _i64(vals))
+        table = np.frombuffer(keys, dtype=np.int64, count=got * arity).reshape(got, arity)
+        picked = table[table[:, position] <= bound]
+        return self._decode_keys(name, array("q", picked.tobytes()), len(picked))
+
+    def remove(self, name: str, keys: Sequence[tuple]) -> None:
+        """Remove the entries of map ``name`` at ``keys`` (no journal, as :meth:`load`)."""
+        if keys:
+            self.set_codes(name, self._encode_keys(name, keys), array("q", bytes(8 * len(keys))))
 
     def load(self, name: str, entries: Sequence[tuple[tuple, object]]) -> None:
         """Set entries of map ``name`` (no journal: loading state, not a batch)."""

@@ -1,0 +1,348 @@
+"""Event-time windows in an ``m3`` box: rows assigned their windows, late rows dropped, closed windows emitted
+once and their state dropped.
+
+A view over ``TABLE(TUMBLE(...))`` or ``TABLE(HOP(...))`` (m3/compiler/windowfn.py) reads its stream with two
+more columns, ``window_start`` and ``window_end``.  :class:`WindowedM3Operator` is the ``m3`` box of such a
+view; :class:`Windows` owns what it knows of time:
+
+* each arriving row gets one copy per window it falls in (TUMBLE one, HOP ``size / slide``), the window
+  columns appended, before the maps see it;
+* a row every window of which has already closed is *late*: never folded in, counted in the box's
+  ``late_tuples`` (the Borealis aggregate's metric, node/operators/late.py) and logged, rate-limited; a HOP
+  row some of whose windows closed is folded into the open ones only;
+* the watermark of each windowed stream (node/watermarks.py) moves with every batch, an idle producer's
+  timeout, and the end of input; the box's *frontier* is the least of its windowed streams' watermarks, and
+  a window whose end is at or before it is closed: its view rows are emitted then, once, as plain
+  insertions (final rows, no -old/+new while it is open), and every map entry keyed by a closed window is
+  deleted (``Runtime.drop``), so the maps hold the open windows only, however long the stream.
+
+Everything here is box state: :meth:`Windows.state` rides in the box's, so it moves and is snapshotted with
+its maps.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pyarrow as pa
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from boreas.catalog.boxtypes import BoxError
+from boreas.catalog.model import Box, Field, FieldType, Input, Schema
+from boreas.catalog.watermarks import read_idle_timeout, read_watermark
+from boreas.m3.boxtype import box_windows
+from boreas.m3.compiler.windowfn import WINDOW_COLUMNS, Window
+from boreas.node.watermarks import WatermarkTracker
+from boreas.wire.columns import Columns, weighted
+
+from . import m3columns
+from .base import Emitted, OperatorError
+from .late import LateLog
+from .m3box import M3Operator
+from .m3memo import present
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WindowedPort:
+    """One in port read through a window: the window, where the event time is in its rows, its watermark."""
+
+    window: Window
+    time: int  # the event time's position in the port's rows
+    marks: WatermarkTracker
+    schema: Schema  # the port's rows with the window columns appended
+
+
+@dataclass
+class Windows:
+    """Owns a box's event time: its windowed ports' watermarks, the frontier it has closed up to, late rows."""
+
+    ports: dict[int, WindowedPort]
+    closed: float = -math.inf  # windows ending at or before this have been emitted and dropped
+    late: int = 0
+    at: float = 0.0  # the flow clock last seen (to shift idle timers when the box moves)
+    polled: float = -math.inf  # the flow clock of the last idle timer fired
+    logged: LateLog = field(default_factory=lambda: LateLog(""))
+
+    def admit(self, port: int, producer: str, rows: list[tuple], weights: list[int] | None,
+              now: float) -> tuple[list[tuple], list[int] | None]:
+        """The rows of a batch on ``port`` with their windows' columns, one copy per open window (the late rows
+        left out and counted), and their weights; the producer's watermark moved by the batch after."""
+        wp, closed, self.at = self.ports[port], self.closed, now
+        size, assign, t = wp.window.size, wp.window.assign, wp.time
+        out: list[tuple] = []
+        out_weights: list[int] | None = None if weights is None else []
+        newest = -math.inf
+        for i, row in enumerate(rows):
+            when = row[t]
+            if when is None:
+                self.late += 1 if weights is None else abs(weights[i])
+                continue
+            newest = max(newest, when)
+            starts = [s for s in assign(when) if s + size > closed]
+            if not starts:
+                self.late += 1 if weights is None else abs(weights[i])
+                continue
+            out.extend(row + (s, s + size) for s in starts)
+            if out_weights is not None:
+                out_weights.extend([weights[i]] * len(starts))
+        if newest > -math.inf:
+            wp.marks.observe(producer, newest, now)
+        else:
+            wp.marks.heard_from(producer, now)
+        self.logged.note(self.late, now)
+        return out, out_weights
+
+    def admit_columns(self, port: int, producer: str, columns: Columns, now: float) -> Columns | None:
+        """:meth:`admit` for an Arrow batch, with numpy over whole columns (one filtered copy of the batch per
+        window a row may fall in: TUMBLE one, HOP ``size / slide``); None when its event times hold a null
+        (the row path counts those)."""
+        wp, closed, self.at = self.ports[port], self.closed, now
+        batch = columns.batch
+        column = batch.column(wp.time)
+        if column.null_count:
+            return None
+        times = column.to_numpy(zero_copy_only=False)
+        whole = np.floor(times).astype(np.int64) if times.dtype.kind == "f" else times.astype(np.int64)
+        size, slide = wp.window.size, wp.window.slide
+        last = whole - whole % slide
+        kept = np.zeros(len(times), dtype=bool)
+        parts = []
+        names = [*batch.schema.names, *WINDOW_COLUMNS]
+        for j in range(-(-size // slide)):
+            starts = last - j * slide
+            mask = (starts > times - size) & (starts + size > closed)
+            if not mask.any():
+                continue
+            kept |= mask
+            arrow_mask = pa.array(mask)
+            part = columns.filter(arrow_mask) if columns.weights is not None else Columns(batch.filter(arrow_mask))
+            picked = starts[mask]
+            part_batch = pa.RecordBatch.from_arrays([*part.batch.columns, pa.array(picked), pa.array(picked + size)],
+                                                    names=names)
+            parts.append((part_batch, part.weights))
+        late = ~kept
+        if late.any():
+            self.late += int(late.sum()) if columns.weights is None else \
+                int(np.abs(columns.weights.to_numpy(zero_copy_only=False)[late]).sum())
+        if len(times):
+            wp.marks.observe(producer, times.max().item(), now)
+        else:
+            wp.marks.heard_from(producer, now)
+        self.logged.note(self.late, now)
+        if not parts:
+            return Columns(pa.RecordBatch.from_arrays(
+                [*batch.slice(0, 0).columns, pa.array([], pa.int64()), pa.array([], pa.int64())], names=names))
+        if len(parts) == 1:
+            return Columns(parts[0][0], weights=parts[0][1])
+        table = pa.Table.from_batches([b for b, _ in parts]).combine_chunks()
+        weights = None if columns.weights is None else pa.concat_arrays([w for _, w in parts])
+        return Columns(table.to_batches()[0], weights=weights)
+
+    def frontier(self, now: float) -> float:
+        """The least watermark of the windowed streams at flow clock ``now``: windows ending by it are closed."""
+        self.at = max(self.at, now)
+        return min(wp.marks.watermark(now) for wp in self.ports.values())
+
+    def end(self) -> None:
+        """Every producer of the box's input ended (the router's end of input): every window closes."""
+        for wp in self.ports.values():
+            wp.marks.end()
+
+    def next_deadline(self) -> float | None:
+        """When a producer of a windowed stream next turns idle (after the last timer fired)."""
+        times = [d for wp in self.ports.values() if (d := wp.marks.next_deadline(self.polled)) is not None]
+        return min(times) if times else None
+
+    def state(self) -> dict:
+        return {"closed": None if self.closed == -math.inf else self.closed, "late": self.late, "at": self.at,
+                "polled": None if self.polled == -math.inf else self.polled,
+                "marks": {str(port): wp.marks.state() for port, wp in self.ports.items()}}
+
+    def restore(self, state: dict, now: float | None) -> None:
+        """Continue from :meth:`state`; ``now`` (the restoring node's clock) shifts the idle timers."""
+        shift = 0.0 if now is None else now - float(state.get("at", 0.0))
+        closed, polled = state.get("closed"), state.get("polled")
+        self.closed = -math.inf if closed is None else closed
+        self.polled = -math.inf if polled is None else polled + shift
+        self.late = int(state.get("late", 0))
+        self.at = float(state.get("at", 0.0)) + shift
+        for port, marks in state.get("marks", {}).items():
+            self.ports[int(port)].marks.restore(marks, shift)
+        self.logged.restored(self.late)
+
+
+def _key_vars(program, decl) -> tuple[str, ...]:
+    """The variable of each key column of a view (a plain view's: its first map's keys)."""
+    if decl.key_vars:
+        return tuple(decl.key_vars)
+    return tuple(k.name for k in program.map(decl.columns[0].numerator or "").keys)
+
+
+def _window_position(names: tuple[str, ...]) -> tuple[int, bool] | None:
+    """The key position holding a window's end (``(i, True)``) or else its start (``(i, False)``)."""
+    for suffix, is_end in (("WINDOW_END", True), ("WINDOW_START", False)):
+        for i, name in enumerate(names):
+            if name.upper().endswith(suffix):
+                return i, is_end
+    return None
+
+
+class WindowedM3Operator(M3Operator):
+    """An ``m3`` box whose SQL reads a stream through TUMBLE or HOP: its views' rows leave when their window
+    closes, once, and the window's state goes (module docstring)."""
+
+    emits_changes = False  # an open window's changes are not emitted: its final rows are, when it closes
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+        super().__init__(box, inputs, outputs)
+        self._idle = idle = self.number("idle-timeout", None, positive=True)
+        delays = {m.relation.lower(): m.delay for m in self.plan.watermarks}
+        ports = {}
+        for port, plan in enumerate(self.plan.ports):
+            window = next((w for w in self.plan.windows if w.relation.lower() == plan.relation.lower()), None)
+            if window is None:
+                continue
+            schema = self.inputs[port]
+            time = next(i for i, f in enumerate(schema.fields) if f.name.lower() == window.time.lower())
+            extended = Schema(f"{schema.name}.windows", schema.fields + tuple(
+                Field(name, FieldType.LONG) for name in WINDOW_COLUMNS))
+            ports[port] = WindowedPort(window, time, WatermarkTracker(delays.get(plan.relation.lower(), 0), idle),
+                                       extended)
+        self.windows = Windows(ports, logged=LateLog(box.name, kind="m3", allowance="its stream's watermark delay"))
+        self._size = max(w.size for w in self.plan.windows)
+        self._closing = []  # (view port, view, window key position, whether it is the end)
+        for out, view in enumerate(self.plan.views):
+            decl = self.plan.program.view(view.name)
+            where = _window_position(_key_vars(self.plan.program, decl))
+            if where is None:
+                raise self.error(f"view {view.name} reads a windowed stream but does not GROUP BY window_start or "
+                                 "window_end: its rows would never close")
+            self._closing.append((out, view, *where))
+        self._doomed = {}
+        for m in self.plan.program.maps:
+            where = _window_position(tuple(k.name for k in m.keys))
+            if where is not None:
+                self._doomed[m.name] = where
+
+    # -- the data plane ----------------------------------------------------------------
+
+    def process(self, port: int, rows, now: float) -> Emitted:
+        return self.process_from(port, rows, now, ("", "", 0))
+
+    def process_from(self, port: int, rows, now: float, origin: tuple[str, str, int]) -> Emitted:
+        """Fold the batch's on-time rows into their open windows, then emit the windows its watermark closes."""
+        admitted = None
+        if port in self.windows.ports and isinstance(rows, Columns):
+            admitted = self.windows.admit_columns(port, origin[1], rows, now)
+        if admitted is not None:
+            rows = admitted
+        elif port in self.windows.ports:
+            weights = None
+            if isinstance(rows, Columns):
+                plain = rows.weights is None
+                adds, takes = m3columns.by_sign(rows)
+                rows = adds + takes
+                weights = None if plain else [1] * len(adds) + [-1] * len(takes)
+            rows, weights = self.windows.admit(port, origin[1], rows, weights, now)
+            if weights is not None:
+                rows = weighted(rows, weights, self.windows.ports[port].schema)
+        if rows:
+            super().process(port, rows, now)  # (emits nothing: emits_changes)
+        return self._close(now)
+
+    def poll(self, now: float) -> Emitted:
+        self.windows.polled = now
+        return self._close(now)
+
+    def next_deadline(self) -> float | None:
+        return self.windows.next_deadline()
+
+    def producer_ended(self, port: int, producer: str, now: float) -> Emitted:
+        """A producer of a windowed stream ended: it holds the watermark back no more (+infinity)."""
+        wp = self.windows.ports.get(port)
+        if wp is None:
+            return []
+        wp.marks.end(producer)
+        return self._close(now)
+
+    def end_of_input(self, now: float) -> Emitted:
+        self.windows.end()
+        return self._close(now)
+
+    def _close(self, now: float) -> Emitted:
+        """Emit the rows of every window the frontier has passed, then delete every map entry of one."""
+        frontier = self.windows.frontier(now)
+        if frontier <= self.windows.closed:
+            return []
+        size = self._size
+        closed = {name: self.runtime.keys_at_most(name, position, frontier if is_end else frontier - size)
+                  for name, (position, is_end) in self._doomed.items()}
+        emitted: Emitted = []
+        for out, view, position, is_end in self._closing:
+            decl = self.plan.program.view(view.name)
+            if decl.general:  # computed when read: read whole, the closed rows kept
+                pairs = [(key, value) for key, value in self.runtime.view(view.name).items()
+                         if (key[position] if is_end else key[position] + size) <= frontier]
+            else:  # a plain view's keys are its maps' keys: the closed ones, read where they are
+                keys = list(dict.fromkeys(key for name in decl.maps for key in closed.get(name, ())))
+                pairs = self.runtime.rows_at(view.name, keys)
+            pairs = sorted((kv for kv in pairs if present(kv[1])), key=lambda kv: kv[0][position])
+            if pairs:
+                emitted.append((out, self._emit[out](pairs)))
+        dropped = self.runtime.remove(closed)
+        log.debug("m3 box %r: windows up to %s closed, %d map entries dropped", self.box.name, frontier, dropped)
+        self.windows.closed = frontier
+        return emitted
+
+    def follow_inputs(self, inputs: Mapping[str, Input]) -> None:
+        """The node's ``<input>`` declarations: a windowed stream's ``watermark`` (and ``idle-timeout``) is the
+        stream's, and wins over the box's own ``WATERMARK FOR`` (docs/m3.md, "Event time")."""
+        for port, wp in self.windows.ports.items():
+            declared = inputs.get(self.box.in_name(port))
+            if declared is None or declared.watermark is None:
+                continue
+            column, delay = read_watermark(declared.watermark)
+            if column.lower() != wp.window.time.lower():
+                log.warning("m3 box %r: stream %r's watermark is on %s but its window reads %s; the box's own "
+                            "watermark applies", self.box.name, declared.stream, column, wp.window.time)
+                continue
+            idle = read_idle_timeout(declared.idle_timeout) if declared.idle_timeout else self._idle
+            wp.marks.declare(delay, idle)
+
+    # -- what it knows -----------------------------------------------------------------
+
+    def counters(self) -> dict[str, int]:
+        return {**super().counters(), "late_tuples": self.windows.late}
+
+    def state(self) -> dict:
+        return {**super().state(), "windows": self.windows.state()}
+
+    def restore(self, state: dict, now: float | None = None) -> None:
+        super().restore(state, now)
+        try:
+            self.windows.restore(state.get("windows", {}), now)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self.error(f"cannot restore its windows: {exc}") from None
+
+
+def m3_operator(box: Box, inputs: list[Schema], outputs: list[Schema]) -> M3Operator:
+    """The operator of an ``m3`` box: :class:`WindowedM3Operator` when its SQL reads a window, else
+    :class:`.m3box.M3Operator`."""
+    try:
+        windows, _ = box_windows(box)
+    except BoxError as exc:
+        raise OperatorError(str(exc)) from None
+    return (WindowedM3Operator if windows else M3Operator)(box, inputs, outputs)
+
+
+def follow_watermarks(operators: Iterable[object], inputs: Mapping[str, Input]) -> None:
+    """Tell every windowed ``m3`` box among ``operators`` the node's ``<input>`` declarations (a new local
+    catalog: node/operator_host.py)."""
+    for op in operators:
+        if isinstance(op, WindowedM3Operator):
+            op.follow_inputs(inputs)
