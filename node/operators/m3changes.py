@@ -67,7 +67,7 @@ class StringTable:
         return self._array
 
 
-def _column(data: array, n: int, at: int, kind: pa.DataType = pa.int64()) -> pa.Array:
+def _column(data: array | bytearray, n: int, at: int, kind: pa.DataType = pa.int64()) -> pa.Array:
     """``n`` int64 slots of ``data`` from slot ``at`` as an Arrow array of ``kind`` (int64 or float64), no copy."""
     return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)], offset=at)
 

@@ -117,16 +117,17 @@ class Changed:
 @dataclass(frozen=True)
 class Changelog:
     """What :meth:`NativeMaps.changelog` read: ``n`` rows, the first ``leaving`` of them the old rows of changed
-    keys (weight -1), then the new ones (+1); column-major int64 ``array`` objects of stride ``stride``: key
-    column i at ``keys[i*stride:i*stride+n]`` (codes as in :class:`Changed`), map j's value bits at
-    ``vals[j*stride:...]``, and ``weights[:n]``, each wrapped by a reader without a copy."""
+    keys (weight -1), then the new ones (+1); column-major int64 buffers (``bytearray``, made without the copy
+    an ``array`` from bytes costs) of stride ``stride`` slots: key column i from slot ``i*stride``, ``n`` of
+    them (codes as in :class:`Changed`), map j's value bits from slot ``j*stride``, and ``n`` weights from
+    slot 0, each wrapped by a reader without a copy."""
 
     n: int
     leaving: int
     stride: int
-    keys: array
-    vals: array
-    weights: array
+    keys: bytearray
+    vals: bytearray
+    weights: bytearray
 
 
 class NativeMaps:
@@ -351,7 +352,7 @@ class NativeMaps:
         if any(self.arity[name] != arity for name in names):
             raise ValueError(f"maps {', '.join(names)} differ in key arity")
         stride = 2 * cap
-        keys, vals, weights = (array("q", bytes(8 * max(1, stride * w))) for w in (arity, len(names), 1))
+        keys, vals, weights = (bytearray(8 * max(1, stride * w)) for w in (arity, len(names), 1))
         leaving = ffi.new("int64_t *")
         n = self.lib.rt_changelog(self.rt, len(names), nos, cap, _i64(keys), _i64(vals), _i64(weights),
                                   leaving) if cap else 0
