@@ -15,6 +15,11 @@ intern ids to strings through a cached Arrow array of the intern table).
 Each changed row is emitted as its old row with weight -1 (if it was in the
 view), then its new row with weight +1 (if it is), as one
 :class:`Columns` of the out stream's schema, which the links carry as it is.
+Where every value of the view is one map's value of its out field's type
+(any SUM or COUNT: no quotient, no narrowing cast), the maps' values alone
+say which row leaves and which enters, so C lays the changelog out
+(``NativeMaps.changelog``, ``rt_changelog``) and its buffers become the out
+columns as they are: no kernel but the keys' decoding.
 
 Only a *plain* view (each value one map, or a numerator over a denominator
 at the same keys) on the native backend is read so; anything else (a
