@@ -15,6 +15,11 @@ intern ids to strings through a cached Arrow array of the intern table).
 Each changed row is emitted as its old row with weight -1 (if it was in the
 view), then its new row with weight +1 (if it is), as one
 :class:`Columns` of the out stream's schema, which the links carry as it is.
+Where every value of the view is one map's value of its out field's type
+(any SUM or COUNT: no quotient, no narrowing cast), the maps' values alone
+say which row leaves and which enters, so C lays the changelog out
+(``NativeMaps.changelog``, ``rt_changelog``) and its buffers become the out
+columns as they are: no kernel but the keys' decoding.
 
 Only a *plain* view (each value one map, or a numerator over a denominator
 at the same keys) on the native backend is read so; anything else (a
@@ -67,7 +72,7 @@ class StringTable:
         return self._array
 
 
-def _column(data: array, n: int, at: int, kind: pa.DataType = pa.int64()) -> pa.Array:
+def _column(data: array | bytearray, n: int, at: int, kind: pa.DataType = pa.int64()) -> pa.Array:
     """``n`` int64 slots of ``data`` from slot ``at`` as an Arrow array of ``kind`` (int64 or float64), no copy."""
     return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)], offset=at)
 
@@ -79,19 +84,31 @@ def view_changes(native, view, keys: tuple[tuple[str, str], ...], schema: Schema
     then its new row with weight +1 (if it is); None: nothing changed.  A row is in the view unless every
     value is 0 (the runtime's word for a row that left)."""
     maps = list(dict.fromkeys(m for c in view.columns for m in (c.numerator, c.denominator) if m))
+    target = arrow_schema(schema)
+    shown = view.output_keys  # an internal key (a GROUP BY column not selected) is no out field
+    value_fields = list(target)[len(shown):]
+    kinds = {m: pa.float64() if m in native.float_maps else pa.int64() for m in maps}
+    if all(c.denominator is None and kinds[c.numerator] == f.type for c, f in zip(view.columns, value_fields)):
+        return _as_laid_out(native, view, maps, kinds, keys, target, strings)
+    return _from_changes(native, view, maps, kinds, keys, target, strings)
+
+
+def _from_changes(native, view, maps: list[str], kinds: dict, keys: tuple[tuple[str, str], ...],
+                  target: pa.Schema, strings: StringTable | None) -> Columns | None:
+    """:func:`view_changes` of any plain view (a quotient, a value cast to its out field): the changed keys
+    with their maps' values before and now (``NativeMaps.changed``), the view's values, and which rows left
+    and entered, by kernels."""
+    shown = view.output_keys
+    value_fields = list(target)[len(shown):]
     changed = native.changed(maps)
     n = changed.n
     if not n:
         return None
     stride = changed.stride
-    target = arrow_schema(schema)
     now, before = {}, {}
     for j, m in enumerate(maps):
-        kind = pa.float64() if m in native.float_maps else pa.int64()
-        now[m] = _column(changed.news, n, j * stride, kind)
-        before[m] = _column(changed.olds, n, j * stride, kind)
-    shown = view.output_keys  # an internal key (a GROUP BY column not selected) is no out field
-    value_fields = list(target)[len(shown):]
+        now[m] = _column(changed.news, n, j * stride, kinds[m])
+        before[m] = _column(changed.olds, n, j * stride, kinds[m])
     new = _view_values(view, now, value_fields)
     old = _view_values(view, before, value_fields)
     old_in, new_in = _present(old), _present(new)
@@ -109,6 +126,23 @@ def view_changes(native, view, keys: tuple[tuple[str, str], ...], schema: Schema
     weights = pa.concat_arrays([pa.repeat(pa.scalar(-1, pa.int64()), len(leave)),
                                 pa.repeat(pa.scalar(1, pa.int64()), len(enter))])
     return Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=weights)
+
+
+def _as_laid_out(native, view, maps: list[str], kinds: dict, keys: tuple[tuple[str, str], ...],
+                 target: pa.Schema, strings: StringTable | None) -> Columns | None:
+    """:func:`view_changes` of a view whose values are its maps' values, of its out fields' types: the C side
+    lays the changelog out (``NativeMaps.changelog``), and its buffers become the columns as they are (keys
+    decoded: a DATE or STRING key is one kernel, an INT key a cast where the out field is narrower)."""
+    log = native.changelog(maps)
+    n, stride = log.n, log.stride
+    if not n:
+        return None
+    table = strings if strings is not None else StringTable()
+    columns = [_key_column(native, _column(log.keys, n, i * stride), keys[i][1], table).cast(field.type)
+               for i, field in zip(view.output_keys, target)]
+    values = {m: _column(log.vals, n, j * stride, kinds[m]) for j, m in enumerate(maps)}
+    columns += [values[c.numerator] for c in view.columns]
+    return Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=_column(log.weights, n, 0))
 
 
 def _view_values(view, values: dict[str, pa.Array], fields: list[pa.Field]) -> list[pa.Array]:

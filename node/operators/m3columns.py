@@ -84,7 +84,7 @@ def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids) -> list[
         if kind == "DATE":
             out.append(day_numbers(column))
         elif kind == "FLOAT":
-            out.append(_array(column.cast(pa.float64()), "d"))
+            out.append(_array(column if column.type == pa.float64() else column.cast(pa.float64()), "d"))
         elif kind == "STRING":
             encoded = pc.dictionary_encode(column)
             ids = string_ids(encoded.dictionary.to_pylist())
@@ -93,7 +93,7 @@ def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids) -> list[
             else:
                 out.append(_array(pc.take(pa.array(ids, pa.int64()), encoded.indices), "q"))
         else:
-            out.append(_array(column.cast(pa.int64()), "q"))
+            out.append(_array(column if column.type == pa.int64() else column.cast(pa.int64()), "q"))
     return out
 
 

@@ -71,3 +71,20 @@ def test_maps_of_different_key_arity_are_refused():
     names = sorted({m for v in rt.program.views for m in v.maps}, key=lambda m: rt.native_maps().arity[m])
     with pytest.raises(ValueError, match="differ in key arity"):
         rt.native_maps().changed(names)
+
+
+def test_a_changelog_lists_the_rows_that_leave_then_the_rows_that_enter():
+    rt = runtime("CREATE STREAM t(k INT, v INT); SELECT k, SUM(v) AS s FROM t GROUP BY k")
+    (name,) = {m for v in rt.program.views for m in v.maps}
+    native = rt.native_maps()
+    rt.apply_grouped_columns([("t", 1, [array("q", [1, 2, 4]), array("q", [5, 7, 3])])])
+    # key 1 changes (5 -> 9), key 2 leaves (7 -> 0), key 3 enters (9), key 4 is written and put back
+    rt.apply_grouped_columns([("t", 1, [array("q", [1, 3, 4]), array("q", [4, 9, 2])]),
+                              ("t", -1, [array("q", [2, 4]), array("q", [7, 2])])])
+    log = native.changelog([name])
+    keys = array("q", log.keys)[:log.n]
+    values = array("q", log.vals)[:log.n]
+    weights = array("q", log.weights)[:log.n]
+    rows = list(zip(keys, values, weights))
+    assert sorted(rows[:log.leaving]) == [(1, 5, -1), (2, 7, -1)]
+    assert sorted(rows[log.leaving:]) == [(1, 9, 1), (3, 9, 1)]

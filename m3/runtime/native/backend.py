@@ -115,6 +115,22 @@ class Changed:
     news: array
 
 
+@dataclass(frozen=True)
+class Changelog:
+    """What :meth:`NativeMaps.changelog` read: ``n`` rows, the first ``leaving`` of them the old rows of changed
+    keys (weight -1), then the new ones (+1); column-major int64 buffers (``bytearray``, made without the copy
+    an ``array`` from bytes costs) of stride ``stride`` slots: key column i from slot ``i*stride``, ``n`` of
+    them (codes as in :class:`Changed`), map j's value bits from slot ``j*stride``, and ``n`` weights from
+    slot 0, each wrapped by a reader without a copy."""
+
+    n: int
+    leaving: int
+    stride: int
+    keys: bytearray
+    vals: bytearray
+    weights: bytearray
+
+
 class NativeMaps:
     """One runtime's C maps (the truth in native mode) behind the fixed API of :mod:`.crt`."""
 
@@ -326,6 +342,24 @@ class NativeMaps:
         if n < 0:
             raise MemoryError("rt_changes")
         return Changed(n, cap, arity, keys, olds, news)
+
+    def changelog(self, names: Sequence[str]) -> Changelog:
+        """:meth:`changed` as the changelog of a view whose values are the values of maps ``names`` (no
+        quotient): a row is in the view unless each of them is 0, the rows that leave come first (one C call,
+        ``rt_changelog``, so a reader makes the view's out columns without a kernel per row)."""
+        nos = ffi.new("int[]", [self.map_no[name] for name in names])
+        cap = self.lib.rt_changes_cap(self.rt, len(names), nos)
+        arity = self.arity[names[0]] if names else 0
+        if any(self.arity[name] != arity for name in names):
+            raise ValueError(f"maps {', '.join(names)} differ in key arity")
+        stride = 2 * cap
+        keys, vals, weights = (bytearray(8 * max(1, stride * w)) for w in (arity, len(names), 1))
+        leaving = ffi.new("int64_t *")
+        n = self.lib.rt_changelog(self.rt, len(names), nos, cap, _i64(keys), _i64(vals), _i64(weights),
+                                  leaving) if cap else 0
+        if n < 0:
+            raise MemoryError("rt_changelog")
+        return Changelog(n, leaving[0], stride, keys, vals, weights)
 
     def dump(self, name: str) -> list[tuple[tuple, object]]:
         """Every entry of map ``name``."""
