@@ -22,10 +22,9 @@ from collections.abc import Callable
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch
 
-from .base import StoreError
+from .zk_session import start_session
 from .znodes import CONNECT_TIMEOUT, escape_key, kazoo_options, parse_url, unescape_key
 
 log = logging.getLogger(__name__)
@@ -40,11 +39,7 @@ class ZooKeeperMembers:
         self._joined: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self._client = KazooClient(hosts=hosts, timeout=session_timeout, **kazoo_options(url))
-        try:
-            self._client.start(timeout=connect_timeout)
-        except (KazooTimeoutError, KazooException, OSError) as exc:
-            self._client.close()
-            raise StoreError(f"cannot reach ZooKeeper at {hosts} for membership: {exc}") from exc
+        start_session(self._client, url, "membership", connect_timeout)
         self._client.ensure_path(self.path)
         self._client.add_listener(self._on_state)
 

@@ -43,6 +43,7 @@ from kazoo.retry import KazooRetry
 
 from .base import StoreError
 from .lease import HeadLease
+from .zk_session import start_session
 from .znodes import CONNECT_TIMEOUT, kazoo_options, parse_url
 
 log = logging.getLogger(__name__)
@@ -99,8 +100,8 @@ class ZooKeeperLease(HeadLease):
         self.session_timeout = session_timeout
         self._client = KazooClient(hosts=hosts, timeout=session_timeout,
                                    connection_retry=KazooRetry(max_tries=-1, max_delay=1.0), **kazoo_options(url))
+        start_session(self._client, url, "the Head election", CONNECT_TIMEOUT)
         try:
-            self._client.start(timeout=CONNECT_TIMEOUT)
             self._client.ensure_path(path)
         except (KazooTimeoutError, KazooException, OSError) as exc:
             self._client.close()

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -27,6 +27,9 @@ from .base import StoreError
 ZOOKEEPER_JAR = Path(os.environ.get("BOREAS_ZOOKEEPER_JAR", "/usr/share/java/zookeeper.jar"))
 ZOOKEEPER_CONF = Path("/etc/zookeeper/conf")  # log4j.properties, when present
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
+#: Netty's codec jar: the Netty connection factory (which ZooKeeper's TLS port needs) uses it, but the Debian
+#: jar's manifest Class-Path leaves it out, so a TLS port fails every handshake with NoClassDefFoundError.
+NETTY_CODEC_JAR = Path("/usr/share/java/netty-codec.jar")
 #: The test server accepts requests up to 16 MB, so the benchmark-sized commit
 #: (~3,000 elements in one multi-op) fits; ZooKeeper's default is ~1 MB.
 JUTE_MAXBUFFER = 16 * 1024 * 1024
@@ -53,8 +56,8 @@ def _four_letter(port: int, word: bytes) -> bytes:
         return b"".join(chunks)
 
 
-def _start_zookeeper(java: str, workdir: Path, maxbuffer: int | None,
-                     settings: Mapping[str, str]) -> tuple[subprocess.Popen, int]:
+def _start_zookeeper(java: str, workdir: Path, maxbuffer: int | None, settings: Mapping[str, str],
+                     jvm_flags: Sequence[str]) -> tuple[subprocess.Popen, int]:
     port = _free_port()
     data = workdir / f"data-{port}"
     data.mkdir()
@@ -70,7 +73,7 @@ def _start_zookeeper(java: str, workdir: Path, maxbuffer: int | None,
         "4lw.commands.whitelist=ruok,srvr\n"
         + "".join(f"{key}={value}\n" for key, value in settings.items())
     )
-    classpath = os.pathsep.join(p for p in (str(ZOOKEEPER_CONF), str(ZOOKEEPER_JAR)) if Path(p).exists())
+    classpath = os.pathsep.join(str(p) for p in (ZOOKEEPER_CONF, ZOOKEEPER_JAR, NETTY_CODEC_JAR) if p.exists())
     cmd = [
         java,
         "-Xmx512m",
@@ -78,6 +81,7 @@ def _start_zookeeper(java: str, workdir: Path, maxbuffer: int | None,
         "-Dzookeeper.admin.enableServer=false",
         "-Dzookeeper.jmx.log4j.disable=true",
         f"-Dzookeeper.log.dir={workdir}",
+        *jvm_flags,
         "-cp",
         classpath,
         ZOOKEEPER_MAIN,
@@ -120,13 +124,18 @@ class LocalZooKeeper:
     """A ZooKeeper server process; ``address`` is ``"127.0.0.1:PORT"`` once started.
 
     ``maxbuffer`` is its ``jute.maxbuffer`` (None: ZooKeeper's ~1 MB default);
-    ``settings`` are further ``zoo.cfg`` lines (default: :data:`AUTOPURGE`).
+    ``settings`` are further ``zoo.cfg`` lines (default: :data:`AUTOPURGE`);
+    ``jvm_flags`` further arguments to ``java`` (a JAAS file for SASL:
+    ``-Djava.security.auth.login.config=...``, which zoo.cfg cannot set).
+    The plain ``clientPort`` is always served, so readiness is asked there
+    even when ``settings`` add a ``secureClientPort``.
     """
 
     def __init__(self, workdir: Path | None = None, maxbuffer: int | None = JUTE_MAXBUFFER,
-                 settings: Mapping[str, str] | None = None):
+                 settings: Mapping[str, str] | None = None, jvm_flags: Sequence[str] = ()):
         self.maxbuffer = maxbuffer
         self.settings = dict(AUTOPURGE if settings is None else settings)
+        self.jvm_flags = tuple(jvm_flags)
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="boreas-zk-"))
         self._proc: subprocess.Popen | None = None
@@ -142,7 +151,7 @@ class LocalZooKeeper:
         self.workdir.mkdir(parents=True, exist_ok=True)
         port = 0
         for _attempt in range(3):  # the free port can be taken before Java binds it
-            proc, port = _start_zookeeper(java, self.workdir, self.maxbuffer, self.settings)
+            proc, port = _start_zookeeper(java, self.workdir, self.maxbuffer, self.settings, self.jvm_flags)
             if _wait_serving(proc, port):
                 self._proc = proc
                 self.address = f"127.0.0.1:{port}"

@@ -72,6 +72,7 @@ from .commit_meta import CommitMeta
 from .zk_log import ZooKeeperLog, get_many
 from .zk_meta import MetaZnodes
 from .zk_snapshot import WholeCopies, replay
+from .zk_session import start_session
 from .zk_watch import ZooKeeperWatch
 from .znodes import (  # CONNECT_TIMEOUT, REQUEST_TIMEOUT, escape_key, unescape_key: re-exported
     CONNECT_TIMEOUT,
@@ -119,14 +120,7 @@ class ZooKeeperStore(CatalogStore):
             connection_retry=KazooRetry(max_tries=-1, max_delay=2.0),
             **kazoo_options(url),  # TLS and SASL from the URL's query
         )
-        try:
-            self._client.start(timeout=connect_timeout)
-        except (KazooTimeoutError, KazooException, OSError) as exc:
-            self._shutdown_client()
-            raise StoreError(
-                f"cannot connect to ZooKeeper for catalog store {url}: no server at {hosts} "
-                f"answered within {connect_timeout:g}s ({exc or type(exc).__name__})"
-            ) from exc
+        start_session(self._client, url, f"catalog store {url.split('?', 1)[0]}", connect_timeout)
         self._log = ZooKeeperLog(self._client, self._root, url)
         self._copies = WholeCopies(self._client, self._root)  # the catalog in a few znodes, for readers
         self._meta = MetaZnodes(self._client, chroot + "/meta")
