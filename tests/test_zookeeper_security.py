@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from boreas.catalog.store import open_store
-from boreas.catalog.store.base import StoreError
+from boreas.catalog.store.base import Change, StoreError
 from boreas.catalog.store.membership import ZooKeeperMembers
 from boreas.catalog.store.znodes import ZK_PASSWORD_ENV
 from test_end_of_input import one_node_app
@@ -113,3 +113,19 @@ def test_zookeeper_refuses_a_wrong_password_or_no_sasl_and_says_why(sasl_zk: Sas
         open_store(sasl_zk.url(chroot()))
     with pytest.raises(StoreError, match="ZooKeeper requires SASL: add sasl=DIGEST-MD5"):
         open_store(sasl_zk.url(chroot(), sasl=False))
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # as above
+def test_tls_and_sasl_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ZooKeeper wanting both: the store commits and reads back over TLS with SASL; a wrong password over TLS
+    is refused saying so."""
+    with tls_zookeeper(tmp_path, sasl=("boreas", "both-secret")) as server:
+        monkeypatch.setenv(ZK_PASSWORD_ENV, "both-secret")
+        url = server.url(chroot()) + "&sasl=DIGEST-MD5&user=boreas"
+        with open_store(url) as store:
+            store.commit(store.version(), [Change("schema", "Greeting", "<schema name=\"Greeting\" />")])
+        with open_store(url, create=False) as store:
+            assert store.snapshot().elements[("schema", "Greeting")] == "<schema name=\"Greeting\" />"
+        monkeypatch.setenv(ZK_PASSWORD_ENV, "wrong")
+        with pytest.raises(StoreError, match="SASL DIGEST-MD5 as user 'boreas'"):
+            open_store(url)

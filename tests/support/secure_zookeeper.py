@@ -48,20 +48,39 @@ class TlsZooKeeper:
         return f"zk://127.0.0.1:{self.port}/{chroot}?{'&'.join(query)}"
 
 
-@contextmanager
-def tls_zookeeper(workdir: Path) -> Iterator[TlsZooKeeper]:
-    skip_without_zookeeper()
+def _tls_settings(workdir: Path) -> tuple[dict[str, str], ClusterCertificates]:
+    """zoo.cfg lines for a TLS port on a free port, and the certificates made for it."""
     certs = make_certificates(workdir / "tls", "localhost")
     keystore = workdir / "tls" / "zookeeper.pem"  # ZooKeeper's PEM key store: the key, then the certificate
     keystore.write_text(certs.key.read_text() + certs.cert.read_text())
     keystore.chmod(0o600)
-    port = free_port()
-    settings = {"secureClientPort": str(port),
-                "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
-                "ssl.keyStore.location": str(keystore), "ssl.keyStore.type": "PEM",
-                "ssl.trustStore.location": str(certs.ca), "ssl.trustStore.type": "PEM"}
-    with LocalZooKeeper(workdir=workdir / "zookeeper", settings=settings):
-        yield TlsZooKeeper(port, certs)
+    return {"secureClientPort": str(free_port()),
+            "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+            "ssl.keyStore.location": str(keystore), "ssl.keyStore.type": "PEM",
+            "ssl.trustStore.location": str(certs.ca), "ssl.trustStore.type": "PEM"}, certs
+
+
+def _sasl_settings(workdir: Path, user: str, password: str) -> tuple[dict[str, str], list[str]]:
+    """zoo.cfg lines and JVM flags for SASL DIGEST-MD5 required of every session, ``user`` its one login."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    jaas = workdir / "zookeeper-jaas.conf"
+    jaas.write_text("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+                    f'  user_{user}="{password}";\n}};\n')
+    return ({"authProvider.1": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+             "sessionRequireClientSASLAuth": "true"}, [f"-Djava.security.auth.login.config={jaas}"])
+
+
+@contextmanager
+def tls_zookeeper(workdir: Path, sasl: tuple[str, str] | None = None) -> Iterator[TlsZooKeeper]:
+    """A TLS ZooKeeper; with ``sasl=(user, password)`` it wants SASL DIGEST-MD5 too."""
+    skip_without_zookeeper()
+    settings, certs = _tls_settings(workdir)
+    flags: list[str] = []
+    if sasl is not None:
+        more, flags = _sasl_settings(workdir, *sasl)
+        settings.update(more)
+    with LocalZooKeeper(workdir=workdir / "zookeeper", settings=settings, jvm_flags=flags):
+        yield TlsZooKeeper(int(settings["secureClientPort"]), certs)
 
 
 @dataclass(frozen=True)
@@ -79,12 +98,6 @@ class SaslZooKeeper:
 @contextmanager
 def sasl_zookeeper(workdir: Path, user: str = "boreas", password: str = "zk-secret-42") -> Iterator[SaslZooKeeper]:
     skip_without_zookeeper()
-    workdir.mkdir(parents=True, exist_ok=True)
-    jaas = workdir / "zookeeper-jaas.conf"
-    jaas.write_text("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
-                    f'  user_{user}="{password}";\n}};\n')
-    settings = {"authProvider.1": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-                "sessionRequireClientSASLAuth": "true"}
-    with LocalZooKeeper(workdir=workdir / "zookeeper", settings=settings,
-                        jvm_flags=[f"-Djava.security.auth.login.config={jaas}"]) as server:
+    settings, flags = _sasl_settings(workdir, user, password)
+    with LocalZooKeeper(workdir=workdir / "zookeeper", settings=settings, jvm_flags=flags) as server:
         yield SaslZooKeeper(server.address, user, password)
