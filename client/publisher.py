@@ -135,6 +135,9 @@ class Publisher:
         self._sent_rows = 0
         self._first_row: dict[int, int] = {}  # seq -> number of the batch's first row
         self._follow: asyncio.Task | None = None
+        # a node the stream's coordinator handed this producer to (an Ack's hint, docs/cumulus.md §6.5)
+        self._moved: str | None = None
+        self._move = asyncio.Event()
 
     async def __aenter__(self) -> "Publisher":
         await self.start()
@@ -177,9 +180,17 @@ class Publisher:
                       exc_info=task.exception())
 
     async def _follow_entries(self) -> None:
-        """While an entry node is unreachable, ask the Head where the stream enters now (failover)."""
+        """Follow a coordinator's hint (its producer was handed to another member of a partitioned box), and while
+        an entry node is unreachable, ask the Head where the stream enters now (failover)."""
         while True:
-            await asyncio.sleep(REROUTE_AFTER / 2)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._move.wait(), REROUTE_AFTER / 2)
+            if self._move.is_set():
+                self._move.clear()
+                moved, self._moved = self._moved, None
+                if moved is not None and len(self.links) == 1 and moved != self.links[0].endpoint:
+                    await self._reroute([moved])
+                continue
             if not any(link.down_for > REROUTE_AFTER for link in self.links):
                 continue
             try:
@@ -262,6 +273,9 @@ class Publisher:
         elif isinstance(reply, Ack) and reply.duplicate:
             self.duplicates += 1
         elif isinstance(reply, Ack):
+            if reply.moved and self._moved != reply.moved:  # handed to another coordinator: redirect there
+                self._moved = reply.moved
+                self._move.set()
             self.accepted += reply.accepted
             self.refused_count += len(reply.errors)
             room = MAX_REFUSED_KEPT - len(self.refused)
