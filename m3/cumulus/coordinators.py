@@ -8,7 +8,8 @@ Two rules, chosen by what the layout carries:
   old catalogs are): ``crc32(producer) % k``;
 * a **list** of member numbers (:attr:`~boreas.m3.cumulus.layout.Layout.coordinators`):
   *rendezvous hashing*, the member ``c`` of the list with the highest
-  ``crc32(f"{producer}/{c}")``.  Adding a member to the list moves only the
+  ``blake2b(f"{producer}/{c}")`` (crc32 would not do: it is affine in its
+  input, so names that differ in one character rank the members alike).  Adding a member to the list moves only the
   producers it wins (about ``1 / (k + 1)`` of them, each from its old
   coordinator to the new one); taking one out spreads only its producers
   over the rest.  With the modulo, growing from 3 to 4 would move 3 of 4.
@@ -23,6 +24,7 @@ Two rules, chosen by what the layout carries:
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections.abc import Sequence
 
@@ -33,4 +35,4 @@ def pick(producer: str, coordinators: int | Sequence[int]) -> int:
         return zlib.crc32(producer.encode()) % max(1, coordinators)
     if not coordinators:
         raise ValueError("an empty coordinator list picks no member")
-    return max(coordinators, key=lambda c: zlib.crc32(f"{producer}/{c}".encode()))
+    return max(coordinators, key=lambda c: hashlib.blake2b(f"{producer}/{c}".encode(), digest_size=8).digest())

@@ -341,7 +341,7 @@ def _decide(layout: Layout, body: dict, coordinators: int = 1, members: int | No
     change's first epoch).
 
     >>> from boreas.m3.cumulus import even_layout
-    >>> lay = even_layout("v", ["a", "b", "c"], 4)
+    >>> lay = even_layout("v", ["a", "b", "c"], 2)
     >>> grown = _decide(lay, {"move": [1, "c"]}, 2, members=2)
     >>> grown.coordinators, _decide(lay, {"move": [1, "a"]}, 3).coordinators
     ((0, 1, 2), None)

@@ -39,8 +39,9 @@ sub-producer, client/keyed.py) stays where it is: any member may coordinate
 any producer, the pick only keeps one producer on one member.
 
 >>> from boreas.m3.cumulus.coordinators import pick
->>> [pick(p, (0, 1)) for p in ("a", "b", "c")], [pick(p, (0, 1, 2)) for p in ("a", "b", "c")]
-([1, 0, 0], [2, 0, 0])
+>>> producers = [f"p-{i}" for i in range(8)]   # growing the list moves only the new member's winners
+>>> [pick(p, (0, 1)) for p in producers], [pick(p, (0, 1, 2)) for p in producers]
+([0, 1, 0, 0, 0, 1, 0, 1], [0, 2, 0, 0, 0, 1, 2, 1])
 """
 
 from __future__ import annotations
