@@ -13,10 +13,12 @@ member, where each producer's batches go, and its part of ``state()``:
   ``Handover(E, m, [[stream, producer, last]])``, maybe empty: the producers
   it stamped whose pick is now that member, with the last sequence number it
   stamped.  A batch of such a producer that still reaches ``m`` is not
-  stamped: it goes on as ``Forward`` on the same ordered link, and the node
-  acknowledges it with a hint naming the new coordinator
-  (:meth:`Handing.moved_to`, ``Ack.moved``), so the publisher redirects
-  its link there (``client/publisher.py``);
+  stamped: it goes on as ``Forward`` on the same ordered link.  Once the
+  new coordinator answered ``Taken(E)`` (it stamps with ``E`` and knows
+  where each handed producer is), the node acknowledges such batches with
+  a hint naming it (:meth:`Handing.moved_to`, ``Ack.moved``), so the
+  publisher redirects its link there (``client/publisher.py``): no direct
+  batch reaches a coordinator that does not know it was handed the producer;
 * **the new coordinator** ``m2`` takes a handed producer's batches, forwarded
   or direct, only once it stamps with ``E`` or later, and in sequence order
   from ``last + 1``: a direct batch that overtook a forwarded one waits for
@@ -87,6 +89,7 @@ class Handing:
         self.awaiting: list[int] = []  # members whose Handover of ``since`` is not in yet
         self.waiting: list[list] = []  # direct batches [stream, producer, seq, port, rows] waiting for Handovers
         self.early: list[list] = []  # Handover/Forward messages of an epoch this member does not stamp with yet
+        self.taken: dict[int, int] = {}  # member -> the last epoch whose Handover it took (``Taken``)
         self.forwarded = 0  # batches forwarded (a counter, not state)
 
     def _pick(self, producer: str, listed: Listed) -> int:
@@ -112,7 +115,8 @@ class Handing:
                 self.waiting.append([stream, producer, seq, port, rows])
                 return
             me = self.place.member
-            if self.listed != self.before and self._pick(producer, self.before) == me:
+            off = self.listed is not None and me not in self.listed  # (retiring: it stamps nothing more)
+            if off or self.listed != self.before and self._pick(producer, self.before) == me:
                 target = self._pick(producer, self.listed)
                 if target != me:  # first seen since it was handed away: forwarded, its publisher not redirected
                     handed = self.handed[key] = [target, False, self.since]
@@ -163,18 +167,25 @@ class Handing:
     def moved_to(self, stream: str, producer: str) -> int | None:
         """The member a publisher of ``producer`` should send to now, if it was handed there (the Ack's hint)."""
         handed = self.handed.get((stream, producer))
-        return handed[0] if handed is not None and handed[1] else None
+        if handed is None or not handed[1] or self.taken.get(handed[0], -1) < handed[2]:
+            return None
+        return handed[0]
 
     # -- messages ---------------------------------------------------------------------------
 
     def receive(self, m: list) -> None:
         """A ``Handover`` or ``Forward``; one of an epoch this member does not stamp with yet waits for it."""
+        if m[0] == msg.TAKEN:
+            self.taken[m[2]] = max(m[1], self.taken.get(m[2], -1))
+            return
         if m[1] > self.coordinator.epoch:
             self.early.append(m)
             return
         if m[0] == msg.HANDOVER:
+            self.mailbox.send(m[2], msg.taken(m[1], self.place.member))
             for stream, producer, last in m[3]:
                 key = (stream, producer)
+                self.handed.pop(key, None)  # (handed back here)
                 self.gained[key] = max(int(last) + 1, self.gained.get(key, 0))
             if m[2] in self.awaiting:
                 self.awaiting.remove(m[2])
@@ -201,13 +212,18 @@ class Handing:
             targets = [c for c in (range(len(layout.members)) if layout.coordinators is None else layout.coordinators)
                        if c != me]
             lists: dict[int, list] = {c: [] for c in targets}
-            for key, last in self.seen.items():
+            for key in [*self.seen, *(k for k in self.gained if k not in self.seen)]:
                 if key in self.handed or self._pick(key[1], self.before) != me:
                     continue
                 target = self._pick(key[1], self.listed)
-                if target != me:
-                    self.handed[key] = [target, True, epoch]
-                    lists.setdefault(target, []).append([key[0], key[1], last])
+                if target == me:
+                    continue
+                handed = self.handed[key] = [target, True, epoch]
+                nxt = self.gained.pop(key, None)
+                lists.setdefault(target, []).append([key[0], key[1], self.seen[key] if nxt is None else nxt - 1])
+                held = self.held.pop(key, {})
+                for seq in sorted(held):  # (ahead of what was stamped here: the new coordinator orders them)
+                    self._forward(key, seq, *held[seq], handed)
             for c, producers in lists.items():
                 self.mailbox.send(c, msg.handover(epoch, me, producers))
             mine = layout.coordinators is None or me in layout.coordinators  # (a retiring member gains nothing)
@@ -248,7 +264,7 @@ class Handing:
             "handed": [[s, p, *h] for (s, p), h in self.handed.items()],
             "gained": [[s, p, q] for (s, p), q in self.gained.items()],
             "held": [[s, p, q, port, plain(rows)] for (s, p), h in self.held.items() for q, (port, rows) in h.items()],
-            "awaiting": list(self.awaiting),
+            "awaiting": list(self.awaiting), "taken": [[m, e] for m, e in self.taken.items()],
             "waiting": [[s, p, q, port, plain(rows)] for s, p, q, port, rows in self.waiting],
             "early": [m[:-1] + [plain(m[-1])] if m[0] == msg.FORWARD else m for m in self.early]}}
 
@@ -266,5 +282,6 @@ class Handing:
         for s, p, q, port, rows in h["held"]:
             self.held.setdefault((s, p), {})[int(q)] = [int(port), self._rows(rows)]
         self.awaiting = [int(m) for m in h["awaiting"]]
+        self.taken = {int(m): int(e) for m, e in h.get("taken", [])}
         self.waiting = [[s, p, int(q), int(port), self._rows(rows)] for s, p, q, port, rows in h["waiting"]]
         self.early = [list(m) for m in h["early"]]

@@ -45,7 +45,7 @@ from .relayouts import LayoutChanges
 
 log = logging.getLogger(__name__)
 
-_HANDING = frozenset((msg.HANDOVER, msg.FORWARD))  # handing.py's messages
+_HANDING = frozenset((msg.HANDOVER, msg.TAKEN, msg.FORWARD))  # handing.py's messages
 _CHANGES = frozenset((msg.REQUEST, msg.RELAYOUT, msg.CHUNK, msg.COPIED, msg.FLIP, msg.CANCEL))  # relayouts.py's messages
 
 

@@ -24,6 +24,8 @@ tag    message      from → to                     fields
 ``f``  Flip         leader → every member         change, first epoch E: every source has copied
 ``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq]]: the producers it
                                                   hands over at E (one to every coordinator of E, maybe empty)
+``t``  Taken        coordinator → coordinator     epoch E, member: it took the Handover of E (now a hint may
+                                                  send the handed producers' publishers to it)
 ``o``  Forward      coordinator → coordinator     epoch, from, stream, producer, seq, port, rows: a batch of a
                                                   producer handed over, taken after E (docs/cumulus.md §6.5)
 ``z``  Cancel       a client → leader;            change, asked: an announced change whose first epoch is not
@@ -47,7 +49,7 @@ from boreas.m3.ast import Program
 
 WORK, CLOSE, PUSH, ADVANCE, WAKE, DONE, LOAD = "w", "c", "p", "a", "u", "d", "l"
 REQUEST, RELAYOUT, CHUNK, COPIED, FLIP, CANCEL = "x", "r", "k", "y", "f", "z"
-HANDOVER, FORWARD = "h", "o"
+HANDOVER, TAKEN, FORWARD = "h", "t", "o"
 
 Message = list
 
@@ -114,6 +116,10 @@ def cancel(change: str, asked: bool) -> Message:
 def handover(epoch: int, coord: int, producers: list) -> Message:
     """``producers``: ``[[stream, producer, last seq]]`` that ``coord`` stamped up to ``last`` before ``epoch``."""
     return [HANDOVER, epoch, coord, producers]
+
+
+def taken(epoch: int, member: int) -> Message:
+    return [TAKEN, epoch, member]
 
 
 def forward(epoch: int, coord: int, stream: str, producer: str, seq: int, port: int, rows: list | bytes) -> Message:
