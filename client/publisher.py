@@ -210,6 +210,7 @@ class Publisher:
             replacement = await self._link(new.pop(), first=index == 0)
             moved = link.redirect(self.stream, replacement)
             self.links[index] = replacement
+            self.entries = [one.endpoint for one in self.links]
             await link.abort()
             log.warning("publisher %s: stream %s now enters at %s instead of %s (%d unacknowledged batches "
                         "handed over)", self.producer, self.stream, replacement.endpoint, link.endpoint, moved)
