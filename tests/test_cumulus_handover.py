@@ -23,7 +23,6 @@ from boreas.client.query import QueryClient
 from boreas.m3.cumulus.coordinators import pick
 from support.cluster import TOKEN, get_json
 from test_cumulus_groupby import APP, PrefixViews, deployment, expected_view, streaming, view_becomes, workload
-from test_cumulus_grow import grow
 from test_cumulus_relayout import catalogs_agree
 
 pytestmark = pytest.mark.slow
@@ -40,16 +39,24 @@ def coordinating(node: str, box: str = "v") -> dict:
     return get_json(f"http://{node}/segments/{box}")["coordinating"]
 
 
-async def test_a_grown_node_takes_over_coordinating_its_share_of_producers(cluster_factory):
-    cluster = cluster_factory()
+async def joining(cluster) -> list[str]:
+    """Three nodes, the box partitioned over the first two, the third joining (resubmitted, docs/cumulus.md §6.4)."""
     await asyncio.to_thread(cluster.start_head)
     nodes = await asyncio.to_thread(cluster.start_nodes, 3)
     cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes[:2])))
     await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
-    data = {p: workload(p, 2500) for p in producers()}
+    await asyncio.to_thread(cluster.submit, cluster.write("grow.xml", deployment(nodes)))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    return nodes
+
+
+async def test_a_grown_node_takes_over_coordinating_its_share_of_producers(cluster_factory):
+    cluster = cluster_factory()
+    nodes = await joining(cluster)
+    data = {p: workload(p, 10000) for p in producers()}
     stable_reads: list = []
-    async with streaming(cluster.head, data, stable_reads, lead=1.0):
-        done = await grow(cluster, nodes, deployment(nodes), "v")
+    async with streaming(cluster.head, data, stable_reads, lead=1.0), Optimizer(cluster.head, TOKEN) as optimizer:
+        done = (await optimizer.move("v/0", nodes[2])).relayout  # the change that makes it a member lists it as a coordinator
     assert done["changed"] and done["layout"]["coordinators"] == [0, 1, 2], done
     await view_becomes(cluster.head, "v", expected_view([r for rows in data.values() for r in rows]))
     prefixes = PrefixViews(data)
@@ -58,22 +65,19 @@ async def test_a_grown_node_takes_over_coordinating_its_share_of_producers(clust
         assert result.as_dict() == prefixes.at(result.positions), f"stable epoch {result.epoch}"
     await asyncio.to_thread(catalogs_agree, cluster, nodes, "v")
     third = coordinating(nodes[2])
-    assert third["producers"] >= 1, third  # the producers it won, stamped there
+    assert third["producers"] >= 1, [coordinating(n) for n in nodes]  # the producers it won, stamped there
     assert sum(coordinating(n)["handed"] for n in nodes[:2]) >= 1
 
 
 async def test_a_grown_coordinator_is_emptied_and_retired_while_publishers_stream(cluster_factory):
     cluster = cluster_factory()
-    await asyncio.to_thread(cluster.start_head)
-    nodes = await asyncio.to_thread(cluster.start_nodes, 3)
-    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deployment(nodes[:2])))
-    await asyncio.to_thread(cluster.wait_in_sync, *nodes[:2])
-    data = {p: workload(p, 3000) for p in producers()}
+    nodes = await joining(cluster)
+    data = {p: workload(p, 12000) for p in producers()}
     stable_reads: list = []
     optimizer = Optimizer(cluster.head, TOKEN)
     async with streaming(cluster.head, data, stable_reads, lead=1.0), optimizer:
-        await grow(cluster, nodes, deployment(nodes), "v")
-        await asyncio.sleep(1.0)
+        await optimizer.move("v/0", nodes[2])
+        await asyncio.sleep(1.5)
         before = coordinating(nodes[2])
         async with QueryClient(cluster.head, TOKEN) as client:
             layout = await client.layout_of("v", fresh=True)
