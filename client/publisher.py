@@ -17,6 +17,12 @@ batches it already has (counted in :attr:`Publisher.duplicates`), and a
 durable node (``--data-dir``) remembers them across its own restarts.  An
 acknowledgement from a durable node means the batch is on its disk.
 
+A partitioned box's coordinator may hand this producer to another member
+(a node grown into the partition, a coordinator retiring: docs/cumulus.md
+§6.5); its node's acknowledgements then name the new one (``Ack.moved``)
+and the publisher redirects its link there, handing it what was not
+acknowledged yet (the new coordinator takes each batch once, in order).
+
 A node that refuses the connection (a missing or wrong ``token``, or a node
 of another cluster: 401 at the WebSocket handshake) fails the publisher at
 once: ``send``, ``flush`` and ``close`` raise

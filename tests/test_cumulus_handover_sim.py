@@ -9,7 +9,7 @@ handed over at the change's first epoch.  A producer's batches that still
 reach its old coordinator are forwarded; the node's acknowledgement names
 the new one (:meth:`PartOperator.moved_to`), and the publisher then sends
 there, sending again the last batches it had not seen acknowledged (as a
-redirected link does).  Every stable read taken equals the single runtime
+redirected link does); members restart from their state now and then.  Every stable read taken equals the single runtime
 over exactly the batches its positions name (each producer's prefix), the
 members' maps end as the runtime's, and the grown member stamped batches of
 producers it was handed.
@@ -88,7 +88,13 @@ def test_producers_are_handed_to_a_grown_coordinator_and_back_keeping_every_read
         grown = dataclasses.replace(changes.move(base, base.segments[0].id, new),
                                     coordinators=(*range(n), new))  # (as the API decides it: node/cumulus/api.py)
         sim.request("grow", grown)
-        pubs.feed(during * 3, lambda: check_stable(sim))
+
+        def restart_now_and_then() -> None:  # (a member continues from its state: what it hands, holds, forwards)
+            if rng.random() < 0.1:
+                sim.restart(rng.randrange(len(sim.members)))
+            check_stable(sim)
+
+        pubs.feed(during * 3, restart_now_and_then)
         sim.settle()
         assert leader.layout.coordinators == grown.coordinators
         coordinated = len(sim.members[new].parts.handing.seen)
@@ -97,7 +103,7 @@ def test_producers_are_handed_to_a_grown_coordinator_and_back_keeping_every_read
             dataclasses.replace(seg, member=0) if seg.member == new else seg for seg in back.segments))
         sim.request("empty", back)
         sim.request("retire", changes.retire(back, new, keep=n))
-        pubs.feed(after * 3, lambda: check_stable(sim))
+        pubs.feed(after * 3, restart_now_and_then)
         sim.settle()
         assert len(leader.layout.members) == n and leader.layout.coordinators == tuple(range(n))
         check_members(sim)

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field, replace
 from boreas.catalog.words import counted
 
 from ..ast import Program
-from .coordinators import pick
 from .hashing import SLOTS, home_slot, slot
 
 
@@ -150,10 +149,6 @@ class Layout:
         if placed:
             raise LayoutError(f"layout of box {self.box!r} places unknown maps: {', '.join(sorted(placed))}")
         return self
-
-    def coordinator_of(self, producer: str, count: int) -> int:
-        """The member coordinating ``producer``: by the list, else by modulo over the catalog's ``count``."""
-        return pick(producer, count if self.coordinators is None else self.coordinators)
 
     # -- plain data (msgpack, JSON) -------------------------------------
     def to_dict(self) -> dict:
