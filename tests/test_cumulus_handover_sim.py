@@ -96,16 +96,16 @@ def test_producers_are_handed_to_a_grown_coordinator_and_back_keeping_every_read
 
         pubs.feed(during * 3, restart_now_and_then)
         sim.settle()
-        assert leader.layout.coordinators == grown.coordinators
+        assert sim.members[0].layout.coordinators == grown.coordinators
         coordinated = len(sim.members[new].parts.handing.seen)
-        back = leader.latest_layout
+        back = sim.members[0].latest_layout
         back = dataclasses.replace(back, version=back.version + 1, segments=tuple(
             dataclasses.replace(seg, member=0) if seg.member == new else seg for seg in back.segments))
         sim.request("empty", back)
         sim.request("retire", changes.retire(back, new, keep=n))
         pubs.feed(after * 3, restart_now_and_then)
         sim.settle()
-        assert len(leader.layout.members) == n and leader.layout.coordinators == tuple(range(n))
+        assert len(sim.members[0].layout.members) == n and sim.members[0].layout.coordinators == tuple(range(n))
         check_members(sim)
         assert check_stable(sim)
         if coordinated:  # producers the grown member won and stamped: handed back when it retired
