@@ -17,6 +17,12 @@ batches it already has (counted in :attr:`Publisher.duplicates`), and a
 durable node (``--data-dir``) remembers them across its own restarts.  An
 acknowledgement from a durable node means the batch is on its disk.
 
+A partitioned box's coordinator may hand this producer to another member
+(a node grown into the partition, a coordinator retiring: docs/cumulus.md
+§6.5); its node's acknowledgements then name the new one (``Ack.moved``)
+and the publisher redirects its link there, handing it what was not
+acknowledged yet (the new coordinator takes each batch once, in order).
+
 A node that refuses the connection (a missing or wrong ``token``, or a node
 of another cluster: 401 at the WebSocket handshake) fails the publisher at
 once: ``send``, ``flush`` and ``close`` raise
@@ -136,6 +142,9 @@ class Publisher:
         self._sent_rows = 0
         self._first_row: dict[int, int] = {}  # seq -> number of the batch's first row
         self._follow: asyncio.Task | None = None
+        # a node the stream's coordinator handed this producer to (an Ack's hint, docs/cumulus.md §6.5)
+        self._moved: str | None = None
+        self._move = asyncio.Event()
 
     async def __aenter__(self) -> "Publisher":
         await self.start()
@@ -178,9 +187,17 @@ class Publisher:
                       exc_info=task.exception())
 
     async def _follow_entries(self) -> None:
-        """While an entry node is unreachable, ask the Head where the stream enters now (failover)."""
+        """Follow a coordinator's hint (its producer was handed to another member of a partitioned box), and while
+        an entry node is unreachable, ask the Head where the stream enters now (failover)."""
         while True:
-            await asyncio.sleep(REROUTE_AFTER / 2)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._move.wait(), REROUTE_AFTER / 2)
+            if self._move.is_set():
+                self._move.clear()
+                moved, self._moved = self._moved, None
+                if moved is not None and len(self.links) == 1 and moved != self.links[0].endpoint:
+                    await self._reroute([moved])
+                continue
             if not any(link.down_for > REROUTE_AFTER for link in self.links):
                 continue
             try:
@@ -200,6 +217,7 @@ class Publisher:
             replacement = await self._link(new.pop(), first=index == 0)
             moved = link.redirect(self.stream, replacement)
             self.links[index] = replacement
+            self.entries = [one.endpoint for one in self.links]
             await link.abort()
             log.warning("publisher %s: stream %s now enters at %s instead of %s (%d unacknowledged batches "
                         "handed over)", self.producer, self.stream, replacement.endpoint, link.endpoint, moved)
@@ -263,6 +281,9 @@ class Publisher:
         elif isinstance(reply, Ack) and reply.duplicate:
             self.duplicates += 1
         elif isinstance(reply, Ack):
+            if reply.moved and self._moved != reply.moved:  # handed to another coordinator: redirect there
+                self._moved = reply.moved
+                self._move.set()
             self.accepted += reply.accepted
             self.refused_count += len(reply.errors)
             room = MAX_REFUSED_KEPT - len(self.refused)

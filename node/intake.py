@@ -106,6 +106,9 @@ class Intake:
             log.info("node %s: %d rows of %s/%d refused, first: %s", self.endpoint, len(errors),
                      batch.stream, batch.seq, errors[0])
         ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
+        coordinator = self.host.coordinators.get(batch.stream)  # handed over to another member? (cumulus §6.5)
+        if coordinator is not None and "~" not in batch.producer:
+            ack.moved = coordinator.moved_to(batch.stream, batch.producer) or ""
         if not rows and not batch.final:  # (a final mark alone carries none)
             return ack
         came = rows

@@ -63,6 +63,9 @@ class Ack(msgspec.Struct, tag="a", array_like=True):
     errors: list[tuple[int, str, str]] = []  # (row, field, reason) of refused rows
     duplicate: bool = False  # already taken: dropped
     held: bool = False  # ahead of its producer's sequence: taken once the gap fills
+    # The node the producer's batches go to from now on (a partitioned box's coordinator handed the producer
+    # over, docs/cumulus.md §6.5): the publisher redirects its link there.  "": stay.
+    moved: str = ""
 
 
 class Refused(msgspec.Struct, tag="r", array_like=True):

@@ -65,12 +65,17 @@ class Layout:
     maps: tuple[tuple[str, int | str | None], ...] = ()
     version: int = 1
     first_epoch: int = 0
+    # The members publishers' producers are coordinated by (rendezvous pick, m3/cumulus/coordinators.py); None:
+    # not a list yet, the catalog's count picks by modulo (docs/cumulus.md §6.5)
+    coordinators: tuple[int, ...] | None = None
     _owners: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "members", tuple(self.members))
         object.__setattr__(self, "segments", tuple(sorted(self.segments, key=lambda s: (s.lo, s.id))))
         object.__setattr__(self, "maps", tuple((str(m), c) for m, c in self.maps))
+        if self.coordinators is not None:
+            object.__setattr__(self, "coordinators", tuple(int(c) for c in self.coordinators))
         object.__setattr__(self, "_owners", _validate(self))
 
     # -- ownership -------------------------------------------------------
@@ -155,6 +160,7 @@ class Layout:
             "maps": {m: c for m, c in self.maps},
             "layout": self.version,
             "first_epoch": self.first_epoch,
+            **({} if self.coordinators is None else {"coordinators": list(self.coordinators)}),
         }
 
     @classmethod
@@ -167,6 +173,7 @@ class Layout:
                 maps=tuple(data.get("maps", {}).items()),
                 version=int(data.get("layout", 1)),
                 first_epoch=int(data.get("first_epoch", 0)),
+                coordinators=None if data.get("coordinators") is None else tuple(data["coordinators"]),
             )
         except (KeyError, TypeError) as exc:
             raise LayoutError(f"not a layout: {exc!r}") from None
@@ -268,6 +275,11 @@ def _validate(lay: Layout) -> tuple[int, ...]:
         while hi < SLOTS and owners[hi] == -1:
             hi += 1
         raise LayoutError(f"segments of box {box!r} leave slots {lo}-{hi - 1} unowned")
+    if lay.coordinators is not None:
+        wrong = [c for c in lay.coordinators if not 0 <= c < len(lay.members)]
+        if not lay.coordinators or wrong or len(set(lay.coordinators)) != len(lay.coordinators):
+            raise LayoutError(f"layout of box {box!r}: coordinators {list(lay.coordinators)}; distinct member "
+                              f"numbers 0-{len(lay.members) - 1}, at least one")
     seen: set[str] = set()
     for m, col in lay.maps:
         if m in seen:

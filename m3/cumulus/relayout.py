@@ -142,14 +142,19 @@ def retire(layout: Layout, member: int, keep: int = 1) -> Layout:
     if member != n - 1:
         raise LayoutError(f"{who} is not the last member; members retire from the end (the last is {n - 1}, "
                           f"{layout.members[-1]})")
-    if member < keep:
+    listed = layout.coordinators
+    if listed is not None:  # a listed coordinator hands its producers over at the retirement's first epoch (§6.5)
+        if set(listed) <= {member}:
+            raise LayoutError(f"{who} is the only coordinator of published input; add another member first")
+    elif member < keep:
         raise LayoutError(f"{who} coordinates published input (publishers pick among the first {keep} members); "
                           "only a member added to the partition later retires")
     held = sorted(s.id for s in layout.segments_of(member))
     if held:
         raise LayoutError(f"{who} still holds segment{'s' if len(held) > 1 else ''} "
                           f"{', '.join(f'{box}/{i}' for i in held)}; move them to other members first")
-    return replace(layout, members=layout.members[:-1], version=layout.version + 1)
+    return replace(layout, members=layout.members[:-1], version=layout.version + 1,
+                   coordinators=None if listed is None else tuple(c for c in listed if c != member))
 
 
 REPLICAS = -1

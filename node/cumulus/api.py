@@ -110,7 +110,7 @@ class SegmentsApi:
                                           "member retires once no node is joining")
             try:
                 base = op.joinable_layout()  # a change asked while others are under way queues after them
-                new = _decide(base, body, len(op.partition.entry_nodes))
+                new = _decide(base, body, len(op.partition.entry_nodes), len(op.latest_layout.members))
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 raise SegmentsFailed(422, f"a layout change is {{\"move\": [segment, node]}}, {{\"split\": "
                                           f"segment}}, {{\"move_all\": node}}, {{\"rebalance\": {{segment: "
@@ -221,6 +221,7 @@ class SegmentsApi:
             "layout": op.layout.to_dict(),
             "segments": {str(seg): {name: int(n) for name, n in maps.items()} for seg, maps in counted.items()},
             "work_rows": _work_rows(op),
+            "coordinating": op.coordinating() if isinstance(op, PartOperator) else {},
         })
 
     async def handle_member_query(self, request: web.Request) -> web.Response:
@@ -327,9 +328,35 @@ def _member(layout: Layout, who: Any) -> int:
                      "add it to the box's <partition> first")
 
 
-def _decide(layout: Layout, body: dict, coordinators: int = 1) -> Layout:
-    """The layout a change asks for (LayoutError/ValueError say why it does not fit); ``coordinators``: the
-    members publishers pick from, which never retire."""
+def _decide(layout: Layout, body: dict, coordinators: int = 1, members: int | None = None) -> Layout:
+    """The layout a change asks for (LayoutError/ValueError say why it does not fit), with its coordinator list.
+
+    ``layout`` is the newest layout with any joining nodes as members,
+    ``members`` how many of them are members already (default: all);
+    ``coordinators`` the catalog's count of members publishers pick from
+    while the layout lists none.  A change that makes joining nodes members
+    lists them as coordinators too (the count becoming the list ``0 .. k-1``
+    first), so growth spreads the coordinating; a retirement takes the member
+    off the list (docs/cumulus.md §6.5: producers are handed over at the
+    change's first epoch).
+
+    >>> from boreas.m3.cumulus import even_layout
+    >>> lay = even_layout("v", ["a", "b", "c"], 2)
+    >>> grown = _decide(lay, {"move": [1, "c"]}, 2, members=2)
+    >>> grown.coordinators, _decide(lay, {"move": [1, "a"]}, 3).coordinators
+    ((0, 1, 2), None)
+    >>> _decide(relayout.move(grown, 1, 0), {"retire": "c"}, 2).coordinators
+    (0, 1)
+    """
+    new = _change(layout, body, coordinators)
+    grown = tuple(range(len(layout.members) if members is None else members, len(new.members)))
+    if new is layout or not grown:
+        return new
+    listed = layout.coordinators if layout.coordinators is not None else tuple(range(coordinators))
+    return replace(new, coordinators=listed + tuple(g for g in grown if g not in listed))
+
+
+def _change(layout: Layout, body: dict, coordinators: int) -> Layout:
     try:
         if "retire" in body:
             return relayout.retire(layout, _member(layout, body["retire"]), coordinators)

@@ -81,6 +81,7 @@ class Coordinator:
         # counters (not state): Work rows stamped for members on this node, and for members on other nodes
         self.rows_kept = self.rows_sent = 0
         self.routing = place.layout.version  # the layout version it stamps Work with
+        self.layout = place.layout  # the layout it stamps Work with
         self._closing = 0  # members of the epoch it stamps with (its Close goes to each)
         self._involved: list[Callable[[list], list]] = []  # per in port: rows -> the members each goes to
         self._columnar: list[ColumnRoute] = []  # per in port: where a batch of columns goes
@@ -89,6 +90,7 @@ class Coordinator:
     def route(self, layout: Layout) -> None:
         """Stamp with ``layout`` from now on (the first epoch of a layout change, or a restored state)."""
         self.routing = layout.version
+        self.layout = layout
         self._closing = len(layout.members)
         self._involved, self._columnar = [], []
         for port in range(len(self.box.ports)):

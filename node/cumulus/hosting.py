@@ -17,7 +17,7 @@ member's number, state and leader role, if it had it.
 * The internal streams ``{box}@{m}`` of every hosted member enter here
   (one in port each); the out ports go to the members on other nodes.
 * A batch of a relation is coordinated by the member its producer's
-  publisher picked (``crc32(producer) % n``, :mod:`boreas.client.publisher`)
+  publisher picked (:mod:`boreas.m3.cumulus.coordinators`, :mod:`boreas.client.publisher`)
   when that member is hosted here, else by this node's own member: a
   producer's batches keep one coordinator, so stable reads stay per-producer
   prefixes.
@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from boreas.catalog.model import Partition
+from boreas.m3.cumulus.coordinators import pick
 
 from ..operators.base import Emitted
 from .mailbox import Mailbox
@@ -80,9 +81,10 @@ class Host:
         op = self.members.get(member)
         return None if op is None else op.parts.mailbox
 
-    def coordinator_of(self, producer: str, picks: int) -> Hosted | None:
-        """The hosted member that stamps ``producer``'s batches: the one its publisher picks (``crc32 % picks``,
-        ``picks`` the members publishers pick from), if hosted here, else the node's own member.
+    def coordinator_of(self, producer: str, picks: int | tuple[int, ...]) -> Hosted | None:
+        """The hosted member that takes ``producer``'s batches: the one its publisher picks (``picks``: the
+        catalog's count, ``crc32 % picks``, or the layout's coordinator list, by rendezvous: m3/cumulus/coordinators.py),
+        if hosted here, else the node's own member (whose :class:`~.handing.Handing` may hand them on).
 
         >>> host = Host(ValueError); host.members = {1: "own", 2: "guest"}
         >>> [(x, zlib.crc32(x.encode()) % 3, host.coordinator_of(x, 3)) for x in ("a", "b", "c")]
@@ -90,7 +92,7 @@ class Host:
         """
         if len(self.members) <= 1:
             return next(iter(self.members.values()), None)
-        return self.members.get(zlib.crc32(producer.encode()) % picks, next(iter(self.members.values())))
+        return self.members.get(pick(producer, picks), next(iter(self.members.values())))
 
     # -- running -------------------------------------------------------------------------
 

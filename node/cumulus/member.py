@@ -10,6 +10,7 @@ part                        owns
 :class:`MemberState`        its number, layout, roles, layout history, first epoch
 :class:`Mailbox`            its inbox, and what one run sends and emits
 :class:`Coordinator`        stamping input batches as versions (epoch, seq, holding)
+:class:`Handing`            where each producer's batches go: stamped, forwarded, held (§6.5)
 :class:`Applier`            the version order, pushes, held Work, stable-read horizon
 :class:`LayoutChanges`      relayouts, cancels, the source's copy (:class:`Copier`)
 :class:`Leader`             (member 0) ending epochs, the stable epoch
@@ -34,6 +35,7 @@ from ..operators.base import Emitted
 from . import messages as msg
 from .applying import Applier, Writer
 from .coordinator import Coordinator
+from .handing import Handing
 from .leader import Leader
 from .loading import BulkLoads
 from .mailbox import Mailbox
@@ -43,6 +45,7 @@ from .relayouts import LayoutChanges
 
 log = logging.getLogger(__name__)
 
+_HANDING = frozenset((msg.HANDOVER, msg.TAKEN, msg.FORWARD))  # handing.py's messages
 _CHANGES = frozenset((msg.REQUEST, msg.RELAYOUT, msg.CHUNK, msg.COPIED, msg.FLIP, msg.CANCEL))  # relayouts.py's messages
 
 
@@ -54,11 +57,12 @@ class Member:
     """
 
     def __init__(self, box: str, place: MemberState, plan: BoxPlan, ordered: bool, leader: Leader | None,
-                 neighbour: Callable[[int], Mailbox | None], writer: Writer, codecs: KeyCodecs):
+                 neighbour: Callable[[int], Mailbox | None], writer: Writer, codecs: KeyCodecs, count: int = 1):
         self.box, self.place, self.leader = box, place, leader
         self.mailbox = Mailbox(neighbour)
         self.coordinator = Coordinator(place, plan, ordered, self.mailbox)
         self.changes = LayoutChanges(box, place, leader, self.mailbox)
+        self.handing = Handing(place, self.coordinator, self.mailbox, lambda: self.changes.latest_layout, count)
         self.applier = Applier(place, ordered, self.mailbox, self.coordinator, self.changes, writer, codecs)
         self.loads = BulkLoads(box, place.member)
 
@@ -126,6 +130,8 @@ class Member:
                 leader.done(m[1], m[2])
         elif tag == msg.LOAD:
             self.loads.load(m, self.place.runtime, self.applier.decode_key, self.applier.at[0])
+        elif tag in _HANDING:
+            self.handing.receive(m)
         elif tag in _CHANGES:
             first = self.changes.receive(m)  # a Flip fixing the first epoch of a change that makes it a member
             if first is not None and self.place.join(first):
@@ -139,7 +145,11 @@ class Member:
         self.coordinator.advance(epoch)
         due = self.changes.due_layout(epoch)
         if due is not None and due.version > self.coordinator.routing:
+            before = self.coordinator.layout
             self.coordinator.route(due)
+            self.handing.switch(before, due, epoch)
+        else:
+            self.handing.advanced()
 
     # -- state ---------------------------------------------------------------------------
 
@@ -152,7 +162,7 @@ class Member:
         """Every part's state, each under its own keys."""
         return {**self.place.state(), **self.coordinator.state(), **self.applier.state(),
                 "leader": None if self.leader is None else self.leader.state(), **self.loads.state(),
-                **self.changes.state()}
+                **self.changes.state(), **self.handing.state()}
 
     def restore(self, state: dict) -> None:
         """Continue from :meth:`state` (the box's maps restored first)."""
@@ -161,5 +171,6 @@ class Member:
         self.place.restore(state)
         self.changes.restore(state)
         self.coordinator.restore(state, [c.layout for c in self.changes.relayouts])
+        self.handing.restore(state)
         if self.leader is not None and state.get("leader"):
             self.leader.restore(state["leader"])

@@ -22,6 +22,12 @@ tag    message      from → to                     fields
 ``k``  Chunk        source → target member        change, source, final, [[map, keys, values]] (a final's 0 deletes)
 ``y``  Copied       source → leader               change, source: its pre-copy is sent; only dirty keys are left
 ``f``  Flip         leader → every member         change, first epoch E: every source has copied
+``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq]]: the producers it
+                                                  hands over at E (one to every coordinator of E, maybe empty)
+``t``  Taken        coordinator → coordinator     epoch E, member: it took the Handover of E (now a hint may
+                                                  send the handed producers' publishers to it)
+``o``  Forward      coordinator → coordinator     epoch, from, stream, producer, seq, port, rows: a batch of a
+                                                  producer handed over, taken after E (docs/cumulus.md §6.5)
 ``z``  Cancel       a client → leader;            change, asked: an announced change whose first epoch is not
                     leader → every member         fixed yet is dropped (asked: the client's, else the leader's)
 =====  ===========  ============================  ==========================================
@@ -43,6 +49,7 @@ from boreas.m3.ast import Program
 
 WORK, CLOSE, PUSH, ADVANCE, WAKE, DONE, LOAD = "w", "c", "p", "a", "u", "d", "l"
 REQUEST, RELAYOUT, CHUNK, COPIED, FLIP, CANCEL = "x", "r", "k", "y", "f", "z"
+HANDOVER, TAKEN, FORWARD = "h", "t", "o"
 
 Message = list
 
@@ -104,6 +111,20 @@ def flip(change: str, first_epoch: int) -> Message:
 
 def cancel(change: str, asked: bool) -> Message:
     return [CANCEL, change, asked]
+
+
+def handover(epoch: int, coord: int, producers: list) -> Message:
+    """``producers``: ``[[stream, producer, last seq]]`` that ``coord`` stamped up to ``last`` before ``epoch``."""
+    return [HANDOVER, epoch, coord, producers]
+
+
+def taken(epoch: int, member: int) -> Message:
+    return [TAKEN, epoch, member]
+
+
+def forward(epoch: int, coord: int, stream: str, producer: str, seq: int, port: int, rows: list | bytes) -> Message:
+    """A batch ``coord`` took after handing ``producer`` over at ``epoch`` (rows, or Arrow IPC bytes)."""
+    return [FORWARD, epoch, coord, stream, producer, seq, port, rows]
 
 
 def version(msg: Message) -> tuple[int, int, int]:

@@ -143,7 +143,7 @@ class PartOperator(M3Operator):
         self.host = Host(self.error) if host is None else host
         self.leader = Leader(len(layout.members), partition.epoch_ms / 1000.0) if me == 0 else None
         self.parts = Member(box.name, self.place, self.plan, ordered, self.leader, self.host.mailbox_of, self,
-                            key_codecs(self.plan.program))
+                            key_codecs(self.plan.program), len(partition.entry_nodes))
         self._entries_counted: tuple[float, int] | None = None
         # The layout the memo of emitted view rows (M3Operator's) was read under: a layout change moves
         # segments in and out, so the memo is read again from the maps (the keys this member now owns).
@@ -225,10 +225,25 @@ class PartOperator(M3Operator):
     def process_from(self, port: int, rows: list | Columns, now: float, origin: tuple[str, str, int]) -> Emitted:
         if port >= len(self.box.inputs):
             return self.process(port, rows, now)
-        coordinator = self.host.coordinator_of(origin[1], len(self.partition.entry_nodes)).parts.coordinator
-        coordinator.took(*origin)  # where its input got to (stable reads)
-        coordinator.coordinate(port, rows)
+        stream, producer, seq = origin
+        member = self.host.coordinator_of(producer, self.parts.handing.listed or len(self.partition.entry_nodes))
+        member.parts.handing.take(stream, producer, seq, port, rows)  # stamped there, or handed on (§6.5)
         return self.host.run(now)
+
+    def moved_to(self, stream: str, producer: str) -> str | None:
+        """The node a publisher of ``producer`` should send ``stream`` to now, if its coordinator here handed it
+        over (docs/cumulus.md §6.5: the intake's acknowledgement carries it as a hint)."""
+        for op in self.hosted.values():
+            member = op.parts.handing.moved_to(stream, producer)
+            if member is not None and member < len(self.partition.nodes):
+                return self.partition.nodes[member]
+        return None
+
+    def coordinating(self) -> dict[str, int]:
+        """Producers the members hosted here stamped, and batches they forwarded to a new coordinator."""
+        handings = [op.parts.handing for op in self.hosted.values()]
+        return {"producers": sum(len(h.seen) - len(h.handed.keys() & h.seen.keys()) for h in handings),
+                "handed": sum(len(h.handed) for h in handings), "forwarded": sum(h.forwarded for h in handings)}
 
     def poll(self, now: float) -> Emitted:
         return self.host.poll(now)

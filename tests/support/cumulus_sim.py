@@ -107,14 +107,27 @@ class Sim:
     def publish(self, member: int, relation: str, events: list[tuple[int, tuple]], batch=None) -> None:
         """Events ``(sign, row)`` of ``relation`` (rows with ``datetime.date``s) as one batch into ``member``;
         ``batch``: what is sent for them instead of their rows (the same events as Arrow ``Columns``)."""
-        self.single.apply_grouped([(relation, s, [r]) for s, r in events])
-        rows = [tuple(micros_of(v) if isinstance(v, dt.date) else v for v in row) + (sign,) for sign, row in events]
-        rows = rows if batch is None else batch
-        op = self.members[member]
         producer = _producer_for(relation, member, self.coordinators)  # a publisher would pick ``member`` for it
+        self.publish_as(member, relation, producer, events, batch)
+
+    def publish_as(self, member: int, relation: str, producer: str, events: list[tuple[int, tuple]],
+                   batch=None) -> int:
+        """Events of ``relation`` as the next batch of ``producer``, into ``member`` (the single runtime takes
+        them as well); returns its sequence number."""
+        self.single.apply_grouped([(relation, s, [r]) for s, r in events])
         seq = self._seq.get((relation, producer), 0)
         self._seq[(relation, producer)] = seq + 1
         self.batches[(relation, producer, seq)] = (relation, events)
+        self.resend(member, relation, producer, seq, batch)
+        return seq
+
+    def resend(self, member: int, relation: str, producer: str, seq: int, batch=None) -> None:
+        """Batch ``seq`` of ``producer`` (published before) into ``member``: what a publisher that redirected its
+        link sends again of what it had not seen acknowledged (docs/cumulus.md §6.5)."""
+        _, events = self.batches[(relation, producer, seq)]
+        rows = [tuple(micros_of(v) if isinstance(v, dt.date) else v for v in row) + (sign,) for sign, row in events]
+        rows = rows if batch is None else batch
+        op = self.members[member]
         self._collect(member, op.process_from(self.port_of[relation], rows, self.now, (relation, producer, seq)))
 
     def feed(self, workload, rng: random.Random, each=None, tick: float = 0.3) -> None:
