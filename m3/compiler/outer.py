@@ -55,12 +55,12 @@ from sqlglot import exp
 from ..ast import Cmp, Const, Expr, MapRef, Var
 from ..viewnodes import Arith
 from .lifted import Plan, items_of
+from .outerview import Reader, column, components, may_be_null
 from .nodes import sql_of
 from .padding import conjuncts, decide, fold, is_false, is_null, pad, qualify, refs
 from .resolve import Positions, unparen
 
 _OUTER = ("LEFT", "RIGHT", "FULL")
-_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
 
 
 def is_outer(j: exp.Expression) -> bool:
@@ -89,7 +89,7 @@ class _Part:
         """This part with ``alias``'s columns NULL in its conditions so far (and in later ones: ``padded``)."""
         out = self.copy()
         out.padded.add(alias.lower())
-        out.conds = [fold(pad(c, out.padded)) for c in out.conds]
+        out.conds = [fold(pad(c.copy(), out.padded)) for c in out.conds]
         return out
 
 
@@ -100,7 +100,9 @@ def _name(item: exp.Expression) -> str:
 def _anti(p: _Part, item: exp.Expression, on: list, side_aliases: set) -> list[_Part]:
     """The parts of ``p`` where ``item`` matches nothing under ``on``: ``item`` padded, and either a conjunct
     of ``on`` reading the other side alone fails, or no row of ``item`` meets the rest."""
-    on = [fold(pad(c, p.padded)) for c in on]
+    on = [c for c in (decide(fold(pad(c.copy(), p.padded))) for c in on) if type(c) is not exp.Boolean or is_false(c)]
+    if any(is_false(c) for c in on):  # nothing can match (a padded column of an earlier join): every row padded
+        return [p.padding(_name(item))]
     alone = [c for c in on if refs(c) <= side_aliases]
     rest = [c for c in on if c not in alone]
     out = []
@@ -144,7 +146,7 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
         for p in todo:
             inner = p.copy()
             inner.items.append(item)
-            inner.conds += [fold(pad(c, p.padded)) for c in on]
+            inner.conds += [fold(pad(c.copy(), p.padded)) for c in on]
             nxt.append(inner)
             if side in ("LEFT", "FULL"):
                 nxt += _anti(p, item, on, set(seen))
@@ -158,7 +160,7 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
     where = sel.args.get("where")
     for p in todo:
         present = {_name(t).lower() for t in p.items}
-        conds = list(p.conds) + ([pad(where.this.copy(), p.padded)] if where is not None else [])
+        conds = [c.copy() for c in p.conds] + ([pad(where.this.copy(), p.padded)] if where is not None else [])
         cond = decide(fold(exp.and_(*conds), present)) if conds else exp.true()
         if is_false(cond):
             continue
@@ -170,7 +172,7 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
             s.append("joins", exp.Join(this=it.copy()))
         if type(cond) is not exp.Boolean:
             s.set("where", exp.Where(this=cond))
-        s.set("expressions", [fold(pad(e, p.padded), present) for e in s.expressions])
+        s.set("expressions", [fold(pad(e.copy(), p.padded), present) for e in s.expressions])
         s.meta.update(padded=p.padded, present=present, original=sel)  # what :func:`plan` reads of each part
         out.append(s)
     return out
@@ -198,7 +200,8 @@ def plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str] = (
                 raise ctx.error(f"unsupported {kind} JOIN reading {sql_of(k)} as a key (selected or grouped by): it "
                                 f"is NULL in the rows of {other} without a match, and view keys carry no NULLs yet "
                                 f"(issue 33 item 2): aggregate it, or COALESCE it in an aggregate", k)
-    found = _components(values, ctx) + [exp.Count(this=exp.Star())]  # the last: the rows, which make a group
+    sides = {a for p in ps for a in p.meta["padded"]}
+    found = components(values, lambda x: may_be_null(x, sides), ctx) + [exp.Count(this=exp.Star())]  # the last: the rows, which make a group
     comps = list({c.sql(): c for c in reversed(found)}.values())[::-1]  # one part column per distinct aggregate
     index = {id(c): next(n for n, d in enumerate(comps) if d.sql() == c.sql()) for c in found}
     key_vars = tuple(f"K{i}" for i in range(len(keys)))
@@ -210,7 +213,7 @@ def plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str] = (
         for c in comps:
             arg = c.this if not isinstance(c.this, exp.Star) else None
             arg = fold(pad(arg.copy(), p.meta["padded"]), p.meta["present"]) if arg is not None else None
-            if arg is not None and is_null(arg):
+            if arg is not None and (is_null(arg) or (type(c) is exp.Sum and arg == exp.Literal.number(0))):
                 where_at.append(None)
                 continue
             comp = c.copy()
@@ -231,9 +234,8 @@ def plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str] = (
         return functools.reduce(lambda a, b: Arith("+", a, b), found) if found else Const(0)
 
     rows = total(index[id(found[-1])])
-    columns = []
-    for name, v in values:
-        columns.append((name, _view(v, index, total, keys, key_vars, ctx) if v is not None else Const(1)))
+    reader = Reader(index, total, [k for _, k in keys], key_vars, ctx)
+    columns = [(name, column(v, reader) if v is not None else Const(1)) for name, v in values]
     names = [n for n, _ in keys] + [n for n, _ in columns]
     if rename:
         if len(rename) != len(names):
@@ -277,47 +279,3 @@ def _outputs(q: exp.Select, ctx: Positions) -> tuple[list, list]:
     if len(keys) != len(groups):
         raise ctx.error("unsupported GROUP BY column not selected over an outer join: select it", q)
     return keys, values
-
-
-def _components(values: list, ctx: Positions) -> list[exp.Expression]:
-    """The additive aggregates the value columns read (SUM, COUNT; AVG as its SUM over its COUNT)."""
-    out = []
-    for _, v in values:
-        for n in (v.walk() if v is not None else ()):
-            if not isinstance(n, exp.AggFunc):
-                continue
-            if type(n) not in (exp.Sum, exp.Count, exp.Avg) or isinstance(n.this, exp.Distinct):
-                raise ctx.error(f"unsupported {sql_of(n)} over an outer join (SUM, COUNT and AVG add across its "
-                                "matched and padded parts; MIN, MAX and DISTINCT do not yet)", n)
-            if type(n) is exp.Avg:
-                n.meta["parts"] = (exp.Sum(this=n.this.copy()), exp.Count(this=n.this.copy()))
-                out += list(n.meta["parts"])
-            else:
-                out.append(n)
-    return out
-
-
-def _view(e: exp.Expression, index: dict, total, keys: list, key_vars: tuple, ctx: Positions) -> Expr:
-    """A value column as a view expression, each aggregate the sum of its parts' placeholders."""
-    e = unparen(e)
-    if type(e) is exp.Avg:
-        s, c = (total(index[id(x)]) for x in e.meta["parts"])
-        return Arith("/", s, Arith("GREATEST", c, Const(1)))  # no rows counted: the sum is 0 too
-    if isinstance(e, exp.AggFunc):
-        return total(index[id(e)])
-    if type(e) is exp.Column:
-        for (_, k), v in zip(keys, key_vars):
-            if k == e:
-                return Var(v)
-    if type(e) is exp.Literal and not e.is_string:
-        return Const(int(e.name) if e.is_int else float(e.name))
-    if type(e) is exp.Neg:
-        return Arith("-", Const(0), _view(e.this, index, total, keys, key_vars, ctx))
-    if type(e) in _ARITH:
-        return Arith(_ARITH[type(e)], _view(e.this, index, total, keys, key_vars, ctx),
-                     _view(e.expression, index, total, keys, key_vars, ctx))
-    if type(e) in (exp.Greatest, exp.Least):
-        args = [_view(a, index, total, keys, key_vars, ctx) for a in [e.this, *e.expressions]]
-        return functools.reduce(lambda a, b: Arith(type(e).__name__.upper(), a, b), args)
-    raise ctx.error(f"unsupported expression {sql_of(e)} over an outer join's aggregates (aggregates, group "
-                    "columns and numbers with + - * /, GREATEST and LEAST)", e)
