@@ -133,6 +133,8 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
     for t in items:
         if type(t) is not exp.Table:
             raise ctx.error(f"unsupported outer join with a derived table ({sql_of(t)}): only relations", t)
+        if not any(n.lower() == t.name.lower() for n in relations):
+            raise ctx.error(f"unknown relation {t.name} (relations: {', '.join(relations) or 'none declared'})", t)
     todo = [_Part([items[0]])]
     seen = {_name(items[0]).lower()}
     for i, j in enumerate(sel.args.get("joins") or []):
@@ -249,8 +251,6 @@ def _outputs(q: exp.Select, ctx: Positions) -> tuple[list, list]:
     """``(keys, values)``: the key columns ``(name, column)`` and value columns ``(name, expression)`` of an
     outer-join query (a view of rows: every selected column a key, and its count; DISTINCT: 1)."""
     sel_items = list(q.expressions)
-    if any(isinstance(e, exp.Star) or (type(e) is exp.Column and isinstance(e.this, exp.Star)) for e in sel_items):
-        raise ctx.error("unsupported * over an outer join: name the columns (the padded side's would be NULL)", q)
     aggregated = q.args.get("group") is not None or any(isinstance(n, exp.AggFunc) for e in sel_items
                                                         for n in e.walk())
     named = [(e.alias_or_name, unparen(e.this if type(e) is exp.Alias else e)) for e in sel_items]

@@ -80,15 +80,23 @@ def _bound_inside(col: exp.Column, alias: str, top: exp.Expression) -> bool:
 
 
 def qualify(sel: exp.Select, relations: dict) -> exp.Select:
-    """``sel`` with each unqualified column of its own (not of its subqueries) read from the one FROM item whose
-    relation has it (left as it is where none or several do: the resolver says why)."""
+    """``sel`` with ``*`` and ``t.*`` listed, and each unqualified column of its own (not of its subqueries) read
+    from the one FROM item whose relation has it (left as it is where none or several do: the resolver says why)."""
     from_ = sel.args.get("from") or sel.args.get("from_")
     items = [from_.this] + [j.this for j in sel.args.get("joins") or []]
-    cols = {}
+    cols, listed = {}, []
     for t in items:
         rel = next((r for n, r in relations.items() if type(t) is exp.Table and n.lower() == t.name.lower()), None)
         for c in rel.columns if rel is not None else ():
             cols.setdefault(c.name.lower(), []).append(t.alias_or_name)
+            listed.append((t.alias_or_name, c.name))
+    star = []  # ``*`` and ``t.*``: the columns they list, in order
+    for e in sel.expressions:
+        if isinstance(e, exp.Star) or (type(e) is exp.Column and isinstance(e.this, exp.Star)):
+            star += [exp.column(c, a) for a, c in listed if isinstance(e, exp.Star) or a.lower() == e.table.lower()]
+        else:
+            star.append(e)
+    sel.set("expressions", star)
     aliases = {e.alias_or_name.lower() for e in sel.expressions if type(e) is exp.Alias}
     for col in list(sel.find_all(exp.Column)):
         if col.table or isinstance(col.this, exp.Star) or col.find_ancestor(exp.Select) is not sel:

@@ -35,6 +35,7 @@ SHAPES: dict[str, str] = {
     "where_rejecting_nulls_is_the_inner_join": GENERIC + """SELECT r.a, s.c FROM R r LEFT JOIN S s ON r.b = s.b
         WHERE s.c > 1""",
     "rows_of_the_preserved_side": GENERIC + "SELECT r.a, r.b FROM R r LEFT JOIN S s ON r.b = s.b",
+    "star_of_the_preserved_side": GENERIC + "SELECT r.* FROM R r LEFT JOIN S s ON r.b = s.b AND s.c > 0",
     "distinct_rows_with_is_null_or": GENERIC + """SELECT DISTINCT r.a FROM R r LEFT JOIN S s ON r.b = s.b
         WHERE s.c IS NULL OR s.c > 2""",
     "chain_of_left_joins": GENERIC + """SELECT r.a, COUNT(*) AS n, COUNT(t.e) AS m, SUM(t.e) AS s FROM R r
@@ -61,3 +62,46 @@ def test_view_matches_duckdb(shape):
     if shape == "natural_join_without_common_columns":  # DuckDB refuses it; SQL says a cross join
         pytest.skip("checked by test_natural_join_without_common_columns_is_a_cross_join")
     check_against_duckdb(sql)
+
+
+def test_natural_join_without_common_columns_is_a_cross_join():
+    """SQL's rule (and DBToaster's): the join of every pair of rows; DuckDB refuses it, so the oracle is the
+    cross join written out."""
+    assert compile_sql(SHAPES["natural_join_without_common_columns"]) == compile_sql(GENERIC + "SELECT R.* FROM R, T")
+
+
+def test_listmax_and_listmin_over_aggregates_are_greatest_and_least():
+    listed = compile_sql(GENERIC + "SELECT a, SUM(b) / LISTMAX(1, SUM(a)) AS m, LISTMIN(COUNT(*), 2) AS l FROM R GROUP BY a")
+    assert listed == compile_sql(SHAPES["greatest_over_aggregates"])
+
+
+def test_compile_shows_the_cost_class_of_each_part():
+    text = compile_to_text(GENERIC + """SELECT r.a, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a;
+        SELECT r.a, s.c FROM R r LEFT JOIN S s ON r.b = s.b WHERE s.c > 1""")
+    lines = text.splitlines()
+    assert lines[0].startswith("-- view Q1: domain-bound per correlation key: nested subquery correlated by "
+                               "equalities")  # the anti part's match count, kept per join key
+    assert lines[1].startswith("-- view Q2: first-order")  # a WHERE rejecting NULLs: the inner join alone
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT s.c, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY s.c",
+     "unsupported LEFT JOIN reading s.c as a key (selected or grouped by): it is NULL in the rows of r without a "
+     "match, and view keys carry no NULLs yet (issue 33 item 2)"),
+    ("SELECT r.a, s.c FROM R r LEFT JOIN S s ON r.b = s.b", "unsupported LEFT JOIN reading s.c as a key"),
+    ("SELECT b, COUNT(*) AS n FROM R FULL JOIN S USING (b) GROUP BY b", "unsupported FULL JOIN ... USING (b)"),
+    ("SELECT * FROM R r LEFT JOIN S s ON r.b = s.b", "unsupported LEFT JOIN reading s.b as a key"),
+    ("SELECT r.a, MAX(s.c) AS m FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a",
+     "unsupported MAX(s.c) over an outer join (SUM, COUNT and AVG add across its matched and padded parts"),
+    ("SELECT r.a, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a HAVING COUNT(*) > 1",
+     "unsupported HAVING in a query with an outer join"),
+    ("SELECT COUNT(*) AS n FROM R r JOIN T t ON r.a = t.c FULL JOIN S s ON r.b = s.b",
+     "unsupported FULL JOIN after another join"),
+    ("SELECT COUNT(*) AS n FROM R r LEFT JOIN (SELECT b FROM S) s ON r.b = s.b",
+     "unsupported outer join with a derived table"),
+    ("SELECT COUNT(*) AS n FROM R r LEFT JOIN U u ON r.b = u.b", "unknown relation U"),
+])
+def test_refusals_name_the_construct_and_why(sql, message):
+    with pytest.raises(CompileError, match=None) as err:
+        compile_sql(GENERIC + sql)
+    assert message in str(err.value)
