@@ -85,6 +85,8 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.WeekOfYear: frozenset({"this"}),
     exp.Day: frozenset({"this"}),
     exp.Case: frozenset({"this", "ifs", "default"}),
+    # of constants and padded columns, folded with three-valued logic (:mod:`.padding`); NULLIF: a CASE (:mod:`.sugar`)
+    exp.Is: _BINARY, exp.Coalesce: frozenset({"this", "expressions"}), exp.Nullif: _BINARY,
     exp.If: frozenset({"this", "true", "false"}),
     # aggregates (COUNT_BIG counts the same rows)
     exp.Sum: frozenset({"this"}), exp.Avg: frozenset({"this"}),

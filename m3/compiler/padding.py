@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from .nodes import READS
+from .nodes import present as holds
 from .resolve import unparen
 
 _NULL_IN = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT,
@@ -142,6 +144,8 @@ def fold(e: exp.Expression, present: set[str] = frozenset()) -> exp.Expression:
 
 def _fold(n: exp.Expression, present: set[str]) -> exp.Expression:  # noqa: C901 - one case per SQL form
     kind = type(n)
+    if kind in READS and not {k for k, v in n.args.items() if holds(v)} <= READS[kind]:
+        return n  # a field the front end does not read: left for it to refuse (:mod:`.nodes`)
     if kind is exp.Paren and type(n.this) in (exp.Null, exp.Boolean):
         return n.this
     if kind in _NULL_IN and any(is_null(a) for k, a in n.args.items() if k in ("this", "expression", "low", "high")):
@@ -149,6 +153,8 @@ def _fold(n: exp.Expression, present: set[str]) -> exp.Expression:  # noqa: C901
     if kind is exp.Is and type(n.expression) is exp.Null:
         if is_null(n.this):
             return _bool(True)
+        if type(n.this) in (exp.Literal, exp.Boolean):  # a constant that is not NULL
+            return _bool(False)
         if type(n.this) is exp.Column and n.this.table.lower() in present:
             return _bool(False)
     if kind is exp.Not:

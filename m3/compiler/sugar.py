@@ -13,7 +13,8 @@ unaware of them (the SQL front end translates, it does not special-case):
   reads the left side's column (present in every row), a RIGHT one the right side's (:mod:`.outer`).
   ``NATURAL JOIN`` with no column in common is a cross join (SQL's rule, and DBToaster's; DuckDB refuses it).
 * ``NULLIF(x, y)`` → ``CASE WHEN x = y THEN NULL ELSE x END`` (a NULL in a CASE under an aggregate is what
-  COUNT, SUM and AVG skip).
+  COUNT, SUM and AVG skip); ``IS [NOT] NULL`` and ``COALESCE`` of constants folded (:func:`.padding.fold`:
+  ``NULL IS NULL``, ``COALESCE(NULL, 3)``); of a padded column: :mod:`.outer`.
 * ``(SELECT 3)``, ``IN (SELECT 1)``, ``EXISTS (SELECT 3)`` → the constant (:mod:`.constsub`).
 * ``x op ANY|SOME|ALL (SELECT ...)`` → ``EXISTS``/``NOT EXISTS`` (:mod:`.quantified`).
 * ``DATE_PART('year', d)`` → ``EXTRACT(YEAR FROM d)``.
@@ -46,6 +47,7 @@ from sqlglot import exp
 
 from ..ast import RelationDecl
 from .nodes import sql_of
+from .padding import fold
 from .constsub import has_constant_subquery, inline_constants
 from .quantified import is_quantified, quantify
 from .resolve import Positions
@@ -64,6 +66,8 @@ def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
         if type(node) is exp.Nullif:
             node.replace(exp.Case(ifs=[exp.If(this=exp.EQ(this=node.this.copy(), expression=node.expression.copy()),
                                               true=exp.Null())], default=node.this.copy()))
+    if any(type(n) in (exp.Is, exp.Coalesce) for n in tree.walk()):  # of constants (and NULLIF's NULL): folded
+        tree = fold(tree)
     for node in reversed(list(tree.walk())):  # innermost first: GREATEST(GREATEST(a, b), c)
         if _extremum(node) is not None:
             node.replace(_extremum_case(node) if node.find_ancestor(exp.AggFunc) is not None else
@@ -77,7 +81,7 @@ def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
 
 def _sugared(node: exp.Expression) -> bool:
     return (type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART") or \
-        (type(node) is exp.Join and _joined_by_name(node)) or type(node) is exp.Nullif or _extremum(node) is not None or is_quantified(node)
+        (type(node) is exp.Join and _joined_by_name(node)) or type(node) in (exp.Nullif, exp.Is, exp.Coalesce) or _extremum(node) is not None or is_quantified(node)
 
 
 _LISTED = {"LISTMAX": exp.Greatest, "LISTMIN": exp.Least}

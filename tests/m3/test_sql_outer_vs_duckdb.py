@@ -52,6 +52,8 @@ SHAPES: dict[str, str] = {
         LEFT JOIN S s ON r.b = s.b GROUP BY r.a""",
     "greatest_over_aggregates": GENERIC + """SELECT a, SUM(b) / GREATEST(1, SUM(a)) AS m, LEAST(COUNT(*), 2) AS l
         FROM R GROUP BY a""",
+    "constants_is_null_coalesce_nullif": GENERIC + """SELECT a, SUM(COALESCE(NULL, b)) AS s, COUNT(NULLIF(b, 2)) AS n,
+        SUM(NULLIF(a, b)) AS m FROM R WHERE 3 IS NOT NULL AND NOT (NULL IS NOT NULL) GROUP BY a""",
     "natural_join_without_common_columns": GENERIC + "SELECT R.* FROM R NATURAL JOIN T",
 }
 
