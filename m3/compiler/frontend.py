@@ -7,7 +7,7 @@ and constants), MIN, MAX, COUNT/SUM/AVG(DISTINCT column), with arithmetic over
 aggregates and HAVING (:mod:`.viewexpr`), or select columns (``*``,
 ``alias.*``; ``DISTINCT``: a view of rows, :mod:`.outputs`), over inner
 equi-joins (comma joins, ``JOIN ... ON``, and ``JOIN ... USING`` and ``NATURAL JOIN``
-rewritten into them first, with ``DATE_PART``: :mod:`.sugar`), with
+rewritten into them first, with ``DATE_PART``: :mod:`.sugar`; outer joins as parts: :mod:`.outer`), with
 selections comparing a column with a constant or another column (``= <> < <= > >=``,
 ``BETWEEN``, ``IN (...)``, ``IN LIST (...)``, ``LIKE``/``NOT LIKE`` a constant
 pattern, AND, OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position
@@ -76,8 +76,7 @@ from .setops import branches as setop_branches
 from .setops import is_setop
 from .union import split, statement_branches
 from .nodes import describe, sql_of, unknown_nodes, unread_args
-from .outer import has_outer
-from .outer import plan as outer_plan
+from .outer import has_outer, plan as outer_plan
 from .outputs import (
     check_grouped,
     check_rows,
