@@ -270,6 +270,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_outer(branches[0]):  # LEFT, RIGHT, FULL: the inner join and the padded parts (:mod:`.outer`)
+        _refuse_unread(branches[0], ctx)  # its parts are built anew: what they do not carry over is checked here
         p = outer_plan(branches[0], relations, ctx, rename)
         return _query(name, p, relations, ctx, rename) if isinstance(p, exp.Select) else \
             _over_parts(name, p, branches[0], relations, ctx)

@@ -135,6 +135,13 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
             raise ctx.error(f"unsupported outer join with a derived table ({sql_of(t)}): only relations", t)
         if not any(n.lower() == t.name.lower() for n in relations):
             raise ctx.error(f"unknown relation {t.name} (relations: {', '.join(relations) or 'none declared'})", t)
+    columns = {t.alias_or_name.lower(): {c.name.lower() for n, r in relations.items() if n.lower() == t.name.lower()
+                                         for c in r.columns} for t in items}
+    for col in sel.find_all(exp.Column):  # a padded column is folded away: it must exist all the same
+        known = columns.get(col.table.lower())
+        if known is not None and not isinstance(col.this, exp.Star) and col.name.lower() not in known and \
+                col.find_ancestor(exp.Select) is sel:
+            raise ctx.error(f"unknown column {col.name} of {col.table}", col)
     todo = [_Part([items[0]])]
     seen = {_name(items[0]).lower()}
     for i, j in enumerate(sel.args.get("joins") or []):
@@ -182,7 +189,16 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
 
 def plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str] = ()) -> Plan | exp.Select:
     """The outer-join query ``sel`` as a plan over its parts, or, where only the inner join is left (a WHERE
-    rejecting NULLs), that SELECT itself (module doc); ``rename``: the view's column names, if it gives them."""
+    rejecting NULLs), that SELECT itself (module doc); ``rename``: the view's column names, if it gives them.
+    A tree built by hand with a field of the wrong kind (a string where a condition stands) is refused, not a
+    crash."""
+    try:
+        return _plan(sel, relations, ctx, rename)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as bad:
+        raise ctx.error(f"malformed query with an outer join ({type(bad).__name__}: {bad})", sel) from None
+
+
+def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -> Plan | exp.Select:
     for key in ("having", "distinct", "order", "limit", "offset"):
         if sel.args.get(key) and key in ("having", "limit", "offset"):
             raise ctx.error(f"unsupported {key.upper()} in a query with an outer join", sel.args[key])
