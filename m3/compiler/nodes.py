@@ -19,8 +19,8 @@ Two spellings are listed where sqlglot renamed an arg across the majors
 >>> tree = sqlglot.parse_one("SELECT SUM(b) FROM R WHERE a BETWEEN SYMMETRIC 2 AND 1")
 >>> [(type(n).__name__, arg) for n, arg in unread_args(tree)]
 [('Between', 'symmetric')]
->>> [type(n).__name__ for n in unknown_nodes(sqlglot.parse_one("SELECT SUM(b) FROM R WHERE a IS NULL"))]
-['Is']
+>>> [type(n).__name__ for n in unknown_nodes(sqlglot.parse_one("SELECT SUM(b) FROM R WHERE ABS(a) = 1"))]
+['Abs']
 """
 
 from __future__ import annotations
