@@ -97,7 +97,7 @@ class _Builder:
             return self.aggregate(x[1], x[2], name if whole else f"{name}_{x[1].lower().replace(' ', '_')}")
         if isinstance(x, tuple) and x and x[0] == "neg":
             return ("*", -1, self.column(x[1], name, False))
-        if isinstance(x, tuple) and len(x) == 3 and x[0] in ("+", "-", "*", "/"):
+        if isinstance(x, tuple) and len(x) == 3 and x[0] in ("+", "-", "*", "/", "GREATEST", "LEAST"):
             return (x[0], self.column(x[1], name, False), self.column(x[2], name, False))
         return x
 

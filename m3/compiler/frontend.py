@@ -7,7 +7,7 @@ and constants), MIN, MAX, COUNT/SUM/AVG(DISTINCT column), with arithmetic over
 aggregates and HAVING (:mod:`.viewexpr`), or select columns (``*``,
 ``alias.*``; ``DISTINCT``: a view of rows, :mod:`.outputs`), over inner
 equi-joins (comma joins, ``JOIN ... ON``, and ``JOIN ... USING`` and ``NATURAL JOIN``
-rewritten into them first, with ``DATE_PART``: :mod:`.sugar`), with
+rewritten into them first, with ``DATE_PART``: :mod:`.sugar`; outer joins as parts: :mod:`.outer`), with
 selections comparing a column with a constant or another column (``= <> < <= > >=``,
 ``BETWEEN``, ``IN (...)``, ``IN LIST (...)``, ``LIKE``/``NOT LIKE`` a constant
 pattern, AND, OR, NOT), ``GROUP BY`` columns (by name, SELECT alias, position
@@ -76,6 +76,7 @@ from .setops import branches as setop_branches
 from .setops import is_setop
 from .union import split, statement_branches
 from .nodes import describe, sql_of, unknown_nodes, unread_args
+from .outer import has_outer, plan as outer_plan
 from .outputs import (
     check_grouped,
     check_rows,
@@ -268,6 +269,11 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         return replace(queries[0], union=tuple(queries[1:]))
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
+    if has_outer(branches[0]):  # LEFT, RIGHT, FULL: the inner join and the padded parts (:mod:`.outer`)
+        _refuse_unread(branches[0], ctx)  # its parts are built anew: what they do not carry over is checked here
+        p = outer_plan(branches[0], relations, ctx, rename)
+        return _query(name, p, relations, ctx, rename) if isinstance(p, exp.Select) else \
+            _over_parts(name, p, branches[0], relations, ctx)
     try:
         sel = flatten(regroup(branches[0], ctx), relations, ctx)
     except CompileError:

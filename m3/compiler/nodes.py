@@ -19,8 +19,8 @@ Two spellings are listed where sqlglot renamed an arg across the majors
 >>> tree = sqlglot.parse_one("SELECT SUM(b) FROM R WHERE a BETWEEN SYMMETRIC 2 AND 1")
 >>> [(type(n).__name__, arg) for n, arg in unread_args(tree)]
 [('Between', 'symmetric')]
->>> [type(n).__name__ for n in unknown_nodes(sqlglot.parse_one("SELECT SUM(b) FROM R WHERE a IS NULL"))]
-['Is']
+>>> [type(n).__name__ for n in unknown_nodes(sqlglot.parse_one("SELECT SUM(b) FROM R WHERE ABS(a) = 1"))]
+['Abs']
 """
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.WeekOfYear: frozenset({"this"}),
     exp.Day: frozenset({"this"}),
     exp.Case: frozenset({"this", "ifs", "default"}),
+    # of constants and padded columns, folded with three-valued logic (:mod:`.padding`); NULLIF: a CASE (:mod:`.sugar`)
+    exp.Is: _BINARY, exp.Coalesce: frozenset({"this", "expressions"}), exp.Nullif: _BINARY,
     exp.If: frozenset({"this", "true", "false"}),
     # aggregates (COUNT_BIG counts the same rows)
     exp.Sum: frozenset({"this"}), exp.Avg: frozenset({"this"}),

@@ -9,7 +9,12 @@ unaware of them (the SQL front end translates, it does not special-case):
   the SELECT reads ``l.b`` (equal to ``s.b`` in every joined row), and ``*`` lists ``b`` once, as DuckDB
   does: the left side's columns, then the right side's but the joined ones.  Refused: a left side
   where two relations hold ``b`` or that is a derived table, a comma join before it (``R, S NATURAL JOIN T``
-  joins ``S`` and ``T`` only: write ``JOIN ... ON``), and any outer ``USING``/``NATURAL`` join.
+  joins ``S`` and ``T`` only: write ``JOIN ... ON``), and a FULL ``USING``/``NATURAL`` join.  A LEFT one
+  reads the left side's column (present in every row), a RIGHT one the right side's (:mod:`.outer`).
+  ``NATURAL JOIN`` with no column in common is a cross join (SQL's rule, and DBToaster's; DuckDB refuses it).
+* ``NULLIF(x, y)`` → ``CASE WHEN x = y THEN NULL ELSE x END`` (a NULL in a CASE under an aggregate is what
+  COUNT, SUM and AVG skip); ``IS [NOT] NULL`` and ``COALESCE`` of constants folded (:func:`.padding.fold`:
+  ``NULL IS NULL``, ``COALESCE(NULL, 3)``); of a padded column: :mod:`.outer`.
 * ``(SELECT 3)``, ``IN (SELECT 1)``, ``EXISTS (SELECT 3)`` → the constant (:mod:`.constsub`).
 * ``x op ANY|SOME|ALL (SELECT ...)`` → ``EXISTS``/``NOT EXISTS`` (:mod:`.quantified`).
 * ``DATE_PART('year', d)`` → ``EXTRACT(YEAR FROM d)``.
@@ -42,6 +47,7 @@ from sqlglot import exp
 
 from ..ast import RelationDecl
 from .nodes import sql_of
+from .padding import fold
 from .constsub import has_constant_subquery, inline_constants
 from .quantified import is_quantified, quantify
 from .resolve import Positions
@@ -56,6 +62,12 @@ def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
     for node in list(tree.walk()):
         if type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART":
             node.replace(_extract(node, ctx))
+    for node in list(tree.walk()):
+        if type(node) is exp.Nullif:
+            node.replace(exp.Case(ifs=[exp.If(this=exp.EQ(this=node.this.copy(), expression=node.expression.copy()),
+                                              true=exp.Null())], default=node.this.copy()))
+    if any(type(n) in (exp.Is, exp.Coalesce) for n in tree.walk()):  # of constants (and NULLIF's NULL): folded
+        tree = fold(tree)
     for node in reversed(list(tree.walk())):  # innermost first: GREATEST(GREATEST(a, b), c)
         if _extremum(node) is not None:
             node.replace(_extremum_case(node) if node.find_ancestor(exp.AggFunc) is not None else
@@ -69,7 +81,7 @@ def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
 
 def _sugared(node: exp.Expression) -> bool:
     return (type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART") or \
-        (type(node) is exp.Join and _joined_by_name(node)) or _extremum(node) is not None or is_quantified(node)
+        (type(node) is exp.Join and _joined_by_name(node)) or type(node) in (exp.Nullif, exp.Is, exp.Coalesce) or _extremum(node) is not None or is_quantified(node)
 
 
 _LISTED = {"LISTMAX": exp.Greatest, "LISTMIN": exp.Least}
@@ -137,16 +149,15 @@ def _to_on(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) 
             left.append(right)
             continue
         side = str(j.args.get("side") or "").upper()
-        if side or str(j.args.get("kind") or "").upper() not in ("", "INNER"):
-            raise ctx.error(f"unsupported {side} {what} (only inner joins)", j)
+        if side == "FULL" or str(j.args.get("kind") or "").upper() not in ("", "INNER", "OUTER"):
+            raise ctx.error(f"unsupported {side} {what} (inner, LEFT and RIGHT joins: a FULL join's joined column "
+                            "is either side's, write FULL JOIN ... ON)", j)
         if any(not x.args.get("on") and not x.args.get("kind") and not _joined_by_name(x)
                for x in (sel.args.get("joins") or [])[:sel.args["joins"].index(j)]):
             raise ctx.error(f"unsupported {what} after a comma join (it joins only the item before it): write "
                             "JOIN ... ON", j)
         names = [i.name for i in j.args.get("using") or []] if not natural else \
             [c for c in right[1] if any(c.lower() == x.lower() for _, cols in left for x in cols)]
-        if natural and not names:
-            raise ctx.error(f"NATURAL JOIN {right[0]}: no column name in common with the relations to its left", j)
         conds = []
         for name in names:
             rcol = next((c for c in right[1] if c.lower() == name.lower()), None)
@@ -159,11 +170,15 @@ def _to_on(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) 
                 raise ctx.error(f"{what}: {name} is a column of both {holders[0][0]} and {holders[1][0]} to the "
                                 f"left of {right[0]}: write JOIN ... ON", j)
             conds.append(exp.EQ(this=exp.column(holders[0][1], holders[0][0]), expression=exp.column(rcol, right[0])))
-            merged.setdefault(name.lower(), holders[0][0])
-            hidden.add((right[0], rcol.lower()))
+            if side == "RIGHT":  # the joined column is the right side's, present in every row
+                merged.setdefault(name.lower(), right[0])
+                hidden.add((holders[0][0], holders[0][1].lower()))
+            else:
+                merged.setdefault(name.lower(), holders[0][0])
+                hidden.add((right[0], rcol.lower()))
         j.set("using", None)
         j.set("method", None)
-        j.set("on", exp.and_(*conds) if len(conds) > 1 else conds[0])
+        j.set("on", (exp.and_(*conds) if len(conds) > 1 else conds[0]) if conds else None)  # none: a cross join
         left.append(right)
     _qualify(sel, merged)
     _expand_star(sel, left, hidden)

@@ -38,6 +38,7 @@ comparisons.
 from __future__ import annotations
 
 import datetime
+import functools
 
 from sqlglot import exp
 
@@ -80,6 +81,9 @@ def view_expr(res: Resolver, e: exp.Expression, aliases: dict | None = None):
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and op != "/":
             return a + b if op == "+" else a - b if op == "-" else a * b
         return (op, a, b)
+    if kind in (exp.Greatest, exp.Least):  # GREATEST(1, SUM(b)), DBToaster's LISTMAX: pairwise, computed when read
+        args = [_number(res, view_expr(res, a, aliases), a) for a in [e.this, *e.expressions]]
+        return functools.reduce(lambda a, b: (kind.__name__.upper(), a, b), args)
     computed = res.computed(e)
     if computed is not None:  # EXTRACT, SUBSTRING of a column: read as a group column (it must be a group key)
         return ("col", computed)
@@ -94,7 +98,7 @@ def _unsupported(e: exp.Expression) -> str:
     grouped = sel is not None and (sel.args.get("group") is not None or sel.find(exp.AggFunc) is not None)
     if grouped:
         return (f"unsupported expression {kind} ({sql_of(e)}) over aggregates "
-                "(aggregates, group columns and numbers with + - * /)")
+                "(aggregates, group columns and numbers with + - * /, GREATEST and LEAST)")
     return (f"unsupported expression {kind} ({sql_of(e)}) in a view without aggregates: its SELECT items are "
             "columns, functions of one column (EXTRACT, SUBSTRING, MOD by a constant) and + - * over them")
 

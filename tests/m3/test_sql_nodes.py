@@ -206,6 +206,8 @@ CORPUS = [
     "SELECT DAYOFWEEK(d) AS w, ISODOW(d) AS i, DAYOFYEAR(d) AS y, WEEKOFYEAR(d) AS k, SUM(b * MONTH(d)) AS n "
     "FROM R GROUP BY w, i, y, k",
     "SELECT MOD(a, 3) AS m, SUM(b % 2) AS n FROM R WHERE a % 4 = 1 GROUP BY m",
+    "SELECT r.a, SUM(COALESCE(s.c, 1)) AS t, COUNT(NULLIF(r.b, 2)) AS n FROM R r LEFT JOIN S s ON r.b = s.b "
+    "WHERE s.c IS NULL OR r.a > 1 GROUP BY r.a",
 ]
 
 # read fields whose content does not change the result, by design

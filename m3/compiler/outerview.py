@@ -1,0 +1,136 @@
+"""An outer-join query's value columns over its parts: each aggregate the sum of its parts', NULL where SQL's is.
+
+Why its own module: :mod:`.outer` splits the query into parts; this says what each value column reads of
+them.  ``SUM``, ``COUNT`` and ``AVG`` add across parts (:func:`components`: AVG is its SUM over its COUNT).
+A ``SUM`` or ``AVG`` of an argument that may be NULL (a padded column, a CASE with a NULL branch) is NULL
+where it counts no value; SQL's arithmetic with it is NULL too, and ``GREATEST``/``LEAST`` skip it (as
+DuckDB).  Boreas has no NULLs yet and reads a NULL aggregate as 0, as :mod:`.fromless` does, so each
+expression carries a flag that is 1 where it is not NULL (``LEAST(COUNT(x), 1)`` for such an aggregate), and a
+column is its value times its flag (:func:`column`): ``SUM(s.c) * 2 + COUNT(*)`` reads 0 where ``SUM(s.c)``
+is NULL, not ``COUNT(*)``; ``GREATEST(1, SUM(s.c))`` reads 1.
+
+>>> import sqlglot
+>>> from ..ast import MapRef
+>>> from ..printer import format_view_expr
+>>> class Ctx:
+...     def error(self, message, node=None, keyword=None): return ValueError(message)
+>>> e = sqlglot.parse_one("SUM(s.c) * 2 + COUNT(*)")
+>>> found = components([("x", e)], lambda x: may_be_null(x, {"s"}), Ctx())
+>>> [f.sql() for f in found]
+['COUNT(*)', 'SUM(s.c)', 'COUNT(s.c)']
+>>> index = {id(f): i for i, f in enumerate(found)}
+>>> r = Reader(index, lambda i: MapRef(f"#0.{i}", ()), [], (), Ctx())
+>>> format_view_expr(column(e, r))
+'(#0.1[] * 2 + #0.0[]) * LEAST(#0.2[], 1)'
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ..ast import Const, Expr, Var
+from ..viewnodes import Arith
+from .nodes import sql_of
+from .padding import refs
+from .resolve import Positions, unparen
+
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+
+
+def may_be_null(x: exp.Expression, sides: set[str]) -> bool:
+    """Whether an aggregated expression may be NULL: it reads a side some part pads, or a NULL (CASE branches)."""
+    return bool(refs(x) & sides) or x.find(exp.Null) is not None or \
+        any(c.args.get("default") is None for c in x.find_all(exp.Case))
+
+
+def components(values: list, nullable: Callable[[exp.Expression], bool], ctx: Positions) -> list[exp.Expression]:
+    """The additive aggregates the value columns read: SUM and COUNT; AVG as its SUM and its COUNT; a SUM of
+    a ``nullable`` argument with its COUNT (where it is NULL)."""
+    out = []
+    for _, v in values:
+        for n in (v.walk() if v is not None else ()):
+            if not isinstance(n, exp.AggFunc):
+                continue
+            if type(n) not in (exp.Sum, exp.Count, exp.Avg) or isinstance(n.this, exp.Distinct):
+                raise ctx.error(f"unsupported {sql_of(n)} over an outer join (SUM, COUNT and AVG add across its "
+                                "matched and padded parts; MIN, MAX and DISTINCT do not yet)", n)
+            if type(n) is exp.Avg:
+                n.meta["parts"] = (exp.Sum(this=n.this.copy()), exp.Count(this=n.this.copy()))
+                out += list(n.meta["parts"])
+            elif type(n) is exp.Sum and nullable(n.this) and n is not unparen(v):  # alone: 0 where NULL anyway
+                n.meta["count"] = exp.Count(this=n.this.copy())
+                out += [n, n.meta["count"]]
+            else:
+                out.append(n)
+    return out
+
+
+@dataclass(frozen=True)
+class Reader:
+    """What a value column reads: ``index``, each aggregate node's (by ``id``) component; ``total``, a
+    component's sum over the parts; the key columns and their variables."""
+
+    index: dict[int, int]
+    total: Callable[[int], Expr]
+    keys: list[exp.Expression]
+    key_vars: tuple[str, ...]
+    ctx: Positions
+
+
+def column(e: exp.Expression, r: Reader) -> Expr:
+    """A value column as a view expression over the parts, 0 where SQL's is NULL (module doc)."""
+    value, flag = _read(e, r)
+    return value if flag is None else Arith("*", value, flag)
+
+
+Flagged = tuple[Expr, Expr | None]  # a value, and 1 where it is not NULL (None: never NULL)
+
+
+def _times(a: Expr | None, b: Expr | None) -> Expr | None:
+    return b if a is None else a if b is None else Arith("*", a, b)
+
+
+def _read(e: exp.Expression, r: Reader) -> Flagged:
+    e = unparen(e)
+    if type(e) is exp.Avg:
+        s, c = (r.total(r.index[id(x)]) for x in e.meta["parts"])
+        return Arith("/", s, Arith("GREATEST", c, Const(1))), Arith("LEAST", c, Const(1))
+    if type(e) is exp.Sum and "count" in e.meta:
+        return r.total(r.index[id(e)]), Arith("LEAST", r.total(r.index[id(e.meta["count"])]), Const(1))
+    if isinstance(e, exp.AggFunc):
+        return r.total(r.index[id(e)]), None
+    if type(e) is exp.Column:
+        for k, v in zip(r.keys, r.key_vars):
+            if k == e:
+                return Var(v), None
+    if type(e) is exp.Literal and not e.is_string:
+        return Const(int(e.name) if e.is_int else float(e.name)), None
+    if type(e) is exp.Neg:
+        v, f = _read(e.this, r)
+        return Arith("-", Const(0), v), f
+    if type(e) in _ARITH:
+        (a, fa), (b, fb) = _read(e.this, r), _read(e.expression, r)
+        if type(e) is exp.Div and fb is not None:  # a NULL divisor is 0 here: divide by 1 (the result is NULL)
+            b = Arith("-", Arith("+", b, Const(1)), fb)
+        return Arith(_ARITH[type(e)], a, b), _times(fa, fb)
+    if type(e) in (exp.Greatest, exp.Least):
+        return functools.reduce(lambda x, y: _extreme(type(e).__name__.upper(), x, y),
+                                [_read(a, r) for a in [e.this, *e.expressions]])
+    raise r.ctx.error(f"unsupported expression {sql_of(e)} over an outer join's aggregates (aggregates, group "
+                      "columns and numbers with + - * /, GREATEST and LEAST)", e)
+
+
+def _extreme(op: str, x: Flagged, y: Flagged) -> Flagged:
+    """GREATEST/LEAST of two flagged values, skipping a NULL one (as DuckDB): NULL only where both are."""
+    (a, fa), (b, fb) = x, y
+    if fa is None and fb is None:
+        return Arith(op, a, b), None
+    if fa is not None:  # a NULL a reads b
+        a = Arith("+", Arith("*", fa, a), Arith("*", Arith("-", Const(1), fa), b))
+    if fb is not None:
+        b = Arith("+", Arith("*", fb, b), Arith("*", Arith("-", Const(1), fb), a))
+    return Arith(op, a, b), (None if fa is None or fb is None else Arith("GREATEST", fa, fb))
