@@ -22,7 +22,8 @@ constants.  Semantics are DuckDB's:
 * ``DIV(X, d)`` of an INT or FLOAT by a nonzero integer constant (SQL's
   ``a / d``, a key ``GROUP BY a / 10``: :mod:`.compiler.arithkey`): FLOAT,
   as DuckDB divides (both sides as doubles, one correctly rounded division,
-  so the value is the same bit for bit);
+  so the value is the same bit for bit); ``DIV(X, d, m)`` is ``X * m / d``
+  (SQL's ``a * m / d``: the product first, exact for INTs as DuckDB's BIGINT);
 * ``SUBSTRING(S, start, length)`` (``length`` optional) of a STRING: the
   characters (code points) from position ``start`` (1-based, ``start >=
   1``), at most ``length`` of them (``length >= 0``).
@@ -45,6 +46,8 @@ interned ids; a substring is a string the intern table must hold).
 [1, -1, 1, -1, 0]
 >>> apply("DIV", (7, 2)), apply("DIV", (-7, 2)), apply("DIV", (1.5, 3)), check_call("DIV", ["FLOAT", 10])
 (3.5, -3.5, 0.5, None)
+>>> apply("DIV", (3, 100, 142)), apply("DIV", (0.1, 100, 142)) == 0.1 * 142 / 100
+(4.26, True)
 >>> check_call("MOD", ["INT", 0])
 'MOD by 0 (it takes a nonzero integer constant)'
 >>> check_call("SUBSTRING", ["STRING", 1, 2]), check_call("YEAR", ["DATE"])
@@ -80,7 +83,7 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[int, ...], Callable]] = {
     "WEEK": ("DATE", "INT", (0,), lambda d: d.isocalendar()[1]),
     "SUBSTRING": ("STRING", "STRING", (1, 2), _substring),
     "MOD": ("INT", "INT", (1,), _mod),
-    "DIV": ("INT", "FLOAT", (1,), lambda x, d: x / d),  # also of a FLOAT (check_call)
+    "DIV": ("INT", "FLOAT", (1, 2), lambda x, d, m=1: x * m / d),  # also of a FLOAT (check_call)
 }
 
 #: name -> a Python expression template (``{0}`` the variable, ``{1}``, ``{2}`` the constants) for generated code
@@ -96,7 +99,7 @@ PYTHON: dict[str, Callable[..., str]] = {
     "SUBSTRING": lambda x, start, length=None: f"{x}[{start - 1}:]" if length is None
     else f"{x}[{start - 1}:{start - 1 + length}]",
     "MOD": lambda x, m: f"({x} % {abs(m)} if {x} >= 0 else -(-{x} % {abs(m)}))",
-    "DIV": lambda x, d: f"({x} / {d})",
+    "DIV": lambda x, d, m=1: f"({x} / {d})" if m == 1 else f"({x} * {m} / {d})",
 }
 
 

@@ -12,14 +12,15 @@ them all.
 
 Only ``+``, ``-``, ``*``, unary minus and numeric constants over INT and
 FLOAT columns (and numeric functions of a column, ``YEAR(d) * 100``), and a
-column divided by a nonzero integer constant (``a / 10``, ``a / 2.0``): that
-quotient is a function of one column, ``DIV(a, 10)``
+column (or a column times an integer constant) divided by a nonzero integer
+constant (``a / 10``, ``a / 2.0``, ``a * 142 / 100``): that quotient is a
+function of one column, ``DIV(a, 10)`` (``DIV(a, 100, 142)``)
 (:mod:`..functions`), lifted as MOD is.  Its value is SQL's (DuckDB's): a
 DOUBLE, both sides taken as doubles and divided once, which Python's ``/``
 and C's double division compute bit for bit alike, so equal quotients make
 one group, as in SQL.  Other divisions are refused: by a column (``a / b``:
 a zero divisor gives DuckDB's ``inf`` or NaN, and NaN, equal to nothing, cannot
-be a key), or of arithmetic (``(a * 3) / 2``: the key would be a function of
+be a key), or of other arithmetic (``(a + 3) / 2``: the key would be a function of
 a computed value, which the lift does not chain).
 
 The key is INT when every column and constant is an integer, else FLOAT.
@@ -42,10 +43,12 @@ ArithKey(tree=('-', ('*', ('R', 'a'), 12), ('+', ('R', 'a'), 1)), type='INT')
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: unsupported division in a key (a / a): only a column by a nonzero integer constant (a divisor that may be 0 gives inf or NaN, and NaN cannot be a key)
->>> arith_key(res, sqlglot.parse_one("(a * 3) / 2"))
+>>> str(arith_key(res, sqlglot.parse_one("a * 142 / 100")))
+'DIV(a, 100, 142)'
+>>> arith_key(res, sqlglot.parse_one("(a + 3) / 2"))
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported division in a key ((a * 3) / 2): only of a column, not of (a * 3) (divide the column, then multiply: a / 2 * 3)
+boreas.m3.errors.CompileError: unsupported division in a key ((a + 3) / 2): only of a column or a column times an integer constant, not of (a + 3)
 >>> arith_key(res, sqlglot.parse_one("s + 1"))
 Traceback (most recent call last):
 ...
@@ -184,12 +187,27 @@ def _quotient(res: Resolver, e: exp.Div) -> Computed:
     if isinstance(d, bool) or not isinstance(d, int) or d == 0:
         raise res.ctx.error(f"unsupported division in a key ({sql_of(e)}): only a column by a nonzero integer "
                             "constant (a divisor that may be 0 gives inf or NaN, and NaN cannot be a key)", e)
-    num = unparen(e.this)
-    if type(num) is not exp.Column:
-        raise res.ctx.error(f"unsupported division in a key ({sql_of(e)}): only of a column, not of {sql_of(e.this)} "
-                            "(divide the column, then multiply: a / 2 * 3)", e)
+    num, m = _scaled_column(unparen(e.this))
+    if num is None:
+        raise res.ctx.error(f"unsupported division in a key ({sql_of(e)}): only of a column or a column times an "
+                            f"integer constant, not of {sql_of(e.this)}", e)
     ref = res.column(num)
-    problem = check_call("DIV", [res.col_type(ref), d])
+    problem = check_call("DIV", [res.col_type(ref), d, m])
     if problem is not None:
         raise res.ctx.error(f"unsupported division in a key ({sql_of(e)}): {problem}", e)
-    return Computed("DIV", ref, (d,))
+    return Computed("DIV", ref, (d,) if m == 1 else (d, m))
+
+
+def _scaled_column(e: exp.Expression) -> tuple[exp.Column | None, int]:
+    """A dividend ``a`` or ``a * m`` (``m * a``), ``m`` an integer constant, as ``(a, m)``; else ``(None, 0)``."""
+    if type(e) is exp.Column:
+        return e, 1
+    if type(e) is exp.Mul:
+        for col, k in ((unparen(e.this), e.expression), (unparen(e.expression), e.this)):
+            try:
+                m = fold(k) if type(col) is exp.Column else None
+            except NotConstant:
+                m = None
+            if isinstance(m, int) and not isinstance(m, bool):
+                return col, m
+    return None, 0

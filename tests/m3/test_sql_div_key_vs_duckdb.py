@@ -1,5 +1,6 @@
 """A column divided by a nonzero integer constant as a key (issue 33): ``SELECT a / 2``, ``GROUP BY a / 10``
-agree with DuckDB on both backends, in views of rows and grouped views, inside arithmetic keys, across a join.
+agree with DuckDB on both backends, in views of rows and grouped views, inside arithmetic keys, across a join, and
+of a column times an integer constant (``a * 142 / 100``: the product first, as SQL evaluates it).
 
 SQL's ``a / d`` is a DOUBLE (DuckDB divides integers exactly so), computed by both backends bit for bit as DuckDB
 does, so equal quotients make one group.  The columns run over negative values and zero, with divisors of both
@@ -27,6 +28,8 @@ SHAPES: dict[str, str] = {
     "float_dividend": GENERIC + "SELECT c / 4 AS q, SUM(b) AS t FROM S GROUP BY c / 4",
     "quotient_across_a_join": GENERIC + """SELECT s.c / 2 AS q, SUM(r.a) AS t FROM R r JOIN S s ON r.b = s.b
         GROUP BY s.c / 2""",
+    "scaled_dividend": GENERIC + "SELECT a * 142 / 100 AS p FROM R WHERE b IN (SELECT s.b FROM S s WHERE s.c > 0)",
+    "scaled_float_dividend": GENERIC + "SELECT 3 * c / -4 AS q, COUNT(*) AS n FROM S GROUP BY 3 * c / -4",
     "quotient_with_a_subquery_filter": GENERIC + "SELECT r.a / 2 AS h FROM R r WHERE r.a < (SELECT 3)",
 }
 
@@ -45,7 +48,7 @@ def test_view_matches_duckdb(shape):
     ("SELECT a / b AS x FROM R", "unsupported division in a key (a / b): only a column by a nonzero integer constant"),
     ("SELECT a / 0 AS x FROM R", "unsupported division in a key (a / 0)"),
     ("SELECT a / 2.5 AS x FROM R", "unsupported division in a key (a / 2.5)"),
-    ("SELECT (a + b) / 2 AS x FROM R", "only of a column, not of (a + b)"),
+    ("SELECT (a + b) / 2 AS x FROM R", "only of a column or a column times an integer constant, not of (a + b)"),
 ])
 def test_refused_with_the_reason(sql, message):
     with pytest.raises(CompileError) as info:

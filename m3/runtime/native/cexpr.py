@@ -182,7 +182,10 @@ class Gen:
             x, t = self.value(e.args[0], types)
             if t not in ("INT", "FLOAT"):
                 raise Unsupported(f"DIV of a {t}")
-            return f"((double)({x}) / {float(e.args[1].value)!r})", "FLOAT"
+            d, m = float(e.args[1].value), (e.args[2].value if len(e.args) > 2 else 1)
+            if m != 1:  # a * m / d: the product first, INT * INT exact as DuckDB's BIGINT
+                x = f"({x}) * INT64_C({m})" if t == "INT" else f"({x}) * {float(m)!r}"
+            return f"((double)({x}) / {d!r})", "FLOAT"
         if isinstance(e, Call) and e in self.computed:  # a string: interned by the runtime with the batch
             return self.computed[e], result_type(e.fn)
         raise Unsupported(f"expression {type(e).__name__} in a trigger")
