@@ -39,7 +39,7 @@ def _small(column: str, t: str):
     return st.integers(-6, 6) if t != "FLOAT" else st.integers(-12, 12).map(lambda x: x / 4)
 
 
-@pytest.mark.parametrize("shape", shape_params(SHAPES))
+@pytest.mark.parametrize("shape", shape_params(SHAPES, fast=1))
 def test_view_matches_duckdb(shape):
     check_against_duckdb(SHAPES[shape], value=_small)
 

@@ -36,7 +36,7 @@ def _small(column: str, t: str):
     return st.integers(0, 3) if t != "FLOAT" else st.integers(0, 8).map(lambda x: x / 2)
 
 
-@pytest.mark.parametrize("shape", shape_params(SHAPES))
+@pytest.mark.parametrize("shape", shape_params(SHAPES, fast=1))
 def test_view_matches_duckdb(shape):
     check_against_duckdb(SHAPES[shape], value=_small)
 
