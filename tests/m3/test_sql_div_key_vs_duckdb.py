@@ -24,7 +24,9 @@ SHAPES: dict[str, str] = {
     "rows_of_two_quotients": GENERIC + "SELECT a / 2 AS h, b / 3 AS t FROM R WHERE a = 1 OR b = 2",
     "rows_float_divisor_negated_filter": GENERIC + "SELECT a / 2.0 AS h FROM R WHERE NOT (a = 1 OR b = 2)",
     "group_by_quotient": GENERIC + "SELECT a / 4 AS k, SUM(b) AS s, COUNT(*) AS n FROM R GROUP BY a / 4",
-    "negative_divisor_in_arithmetic": GENERIC + "SELECT a / -3 + b AS k, COUNT(*) AS n FROM R GROUP BY a / -3 + b",
+    # by -4, not -3: -4 / -3 - 1 and 2 / -3 + 1 are two doubles (two groups, in DuckDB too) within 1e-9 of each
+    # other, which the harness's comparison of FLOAT keys to 9 digits cannot tell apart
+    "negative_divisor_in_arithmetic": GENERIC + "SELECT a / -4 + b AS k, COUNT(*) AS n FROM R GROUP BY a / -4 + b",
     "float_dividend": GENERIC + "SELECT c / 4 AS q, SUM(b) AS t FROM S GROUP BY c / 4",
     "quotient_across_a_join": GENERIC + """SELECT s.c / 2 AS q, SUM(r.a) AS t FROM R r JOIN S s ON r.b = s.b
         GROUP BY s.c / 2""",

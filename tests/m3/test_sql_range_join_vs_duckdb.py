@@ -1,6 +1,6 @@
 """``x BETWEEN low AND high`` with bounds read from another relation's columns (a range join, issue 33: an
 employee's salary within a grade's bounds) agrees with DuckDB on both backends: in a view of rows, grouped, with
-NOT, with arithmetic bounds, beside an equi-join, over FLOAT columns.
+NOT, with arithmetic bounds, beside an equi-join, over FLOAT columns, grouped by a quotient key (``e.pay / 2``).
 
 Small domains make rows fall on both bounds (BETWEEN includes them), and empty ranges (``lo > hi``) occur.
 Deleting every row empties every map (the harness asserts it).
@@ -27,6 +27,8 @@ SHAPES: dict[str, str] = {
         WHERE e.pay BETWEEN s.lo AND s.lo + 1""",
     "beside_an_equi_join": GENERIC + """SELECT e.id, SUM(s.hi) AS t FROM E e JOIN G s ON e.g = s.g
         WHERE e.pay BETWEEN s.lo AND s.hi GROUP BY e.id""",
+    "grouped_by_a_quotient_key": GENERIC + """SELECT e.pay / 2 AS h, COUNT(*) AS n FROM E e, G s
+        WHERE e.pay BETWEEN s.lo AND s.hi GROUP BY e.pay / 2""",
     "constant_between_columns": GENERIC + "SELECT s.g AS grade, COUNT(*) AS n FROM G s WHERE 2 BETWEEN s.lo AND s.hi GROUP BY s.g",
 }
 
