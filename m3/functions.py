@@ -19,6 +19,11 @@ constants.  Semantics are DuckDB's:
 * ``MOD(X, m)`` of an INT by a nonzero integer constant (SQL's ``a % m``):
   INT, with the sign of the dividend, as SQL and C truncate (``MOD(-7, 3)``
   is -1);
+* ``DIV(X, d)`` of an INT or FLOAT by a nonzero integer constant (SQL's
+  ``a / d``, a key ``GROUP BY a / 10``: :mod:`.compiler.arithkey`): FLOAT,
+  as DuckDB divides (both sides as doubles, one correctly rounded division,
+  so the value is the same bit for bit); ``DIV(X, d, m)`` is ``X * m / d``
+  (SQL's ``a * m / d``: the product first, exact for INTs as DuckDB's BIGINT);
 * ``SUBSTRING(S, start, length)`` (``length`` optional) of a STRING: the
   characters (code points) from position ``start`` (1-based, ``start >=
   1``), at most ``length`` of them (``length >= 0``).
@@ -39,6 +44,10 @@ interned ids; a substring is a string the intern table must hold).
 ('13', '€x', '')
 >>> [apply("MOD", (x, m)) for x, m in ((7, 3), (-7, 3), (7, -3), (-7, -3), (6, 3))]
 [1, -1, 1, -1, 0]
+>>> apply("DIV", (7, 2)), apply("DIV", (-7, 2)), apply("DIV", (1.5, 3)), check_call("DIV", ["FLOAT", 10])
+(3.5, -3.5, 0.5, None)
+>>> apply("DIV", (3, 100, 142)), apply("DIV", (0.1, 100, 142)) == 0.1 * 142 / 100
+(4.26, True)
 >>> check_call("MOD", ["INT", 0])
 'MOD by 0 (it takes a nonzero integer constant)'
 >>> check_call("SUBSTRING", ["STRING", 1, 2]), check_call("YEAR", ["DATE"])
@@ -74,6 +83,7 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[int, ...], Callable]] = {
     "WEEK": ("DATE", "INT", (0,), lambda d: d.isocalendar()[1]),
     "SUBSTRING": ("STRING", "STRING", (1, 2), _substring),
     "MOD": ("INT", "INT", (1,), _mod),
+    "DIV": ("INT", "FLOAT", (1, 2), lambda x, d, m=1: x * m / d),  # also of a FLOAT (check_call)
 }
 
 #: name -> a Python expression template (``{0}`` the variable, ``{1}``, ``{2}`` the constants) for generated code
@@ -89,6 +99,7 @@ PYTHON: dict[str, Callable[..., str]] = {
     "SUBSTRING": lambda x, start, length=None: f"{x}[{start - 1}:]" if length is None
     else f"{x}[{start - 1}:{start - 1 + length}]",
     "MOD": lambda x, m: f"({x} % {abs(m)} if {x} >= 0 else -(-{x} % {abs(m)}))",
+    "DIV": lambda x, d, m=1: f"({x} / {d})" if m == 1 else f"({x} * {m} / {d})",
 }
 
 
@@ -114,6 +125,8 @@ def check_call(name: str, args: list) -> str | None:
     want, _, counts, _ = FUNCTIONS[name]
     if not args or len(args) - 1 not in counts:
         return f"{name} takes a variable and {' or '.join(map(str, counts))} integer constant(s)"
+    if name == "DIV" and args[0] == "FLOAT":
+        want = "FLOAT"
     if args[0] is not None and args[0] != want:
         return f"{name} of a {args[0]} (it takes a {want})"
     consts = args[1:]
@@ -123,6 +136,8 @@ def check_call(name: str, args: list) -> str | None:
         return f"SUBSTRING starts at a position >= 1, not {consts[0]}"
     if name == "MOD" and consts[0] == 0:
         return "MOD by 0 (it takes a nonzero integer constant)"
+    if name == "DIV" and consts[0] == 0:
+        return "DIV by 0 (it takes a nonzero integer constant)"
     if name == "SUBSTRING" and len(consts) == 2 and consts[1] < 0:
         return f"SUBSTRING takes a length >= 0, not {consts[1]}"
     return None

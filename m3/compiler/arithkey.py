@@ -11,10 +11,17 @@ several joined relations, the lift stays a loop guard until an event binds
 them all.
 
 Only ``+``, ``-``, ``*``, unary minus and numeric constants over INT and
-FLOAT columns (and numeric functions of a column, ``YEAR(d) * 100``).  A
-division is refused: in SQL (DuckDB) ``A / 2`` of integers is a DOUBLE,
-which M3's arithmetic does not compute the same way bit for bit, and a key
-is compared for equality, so an inexact value would split or merge groups.
+FLOAT columns (and numeric functions of a column, ``YEAR(d) * 100``), and a
+column (or a column times an integer constant) divided by a nonzero integer
+constant (``a / 10``, ``a / 2.0``, ``a * 142 / 100``): that quotient is a
+function of one column, ``DIV(a, 10)`` (``DIV(a, 100, 142)``)
+(:mod:`..functions`), lifted as MOD is.  Its value is SQL's (DuckDB's): a
+DOUBLE, both sides taken as doubles and divided once, which Python's ``/``
+and C's double division compute bit for bit alike, so equal quotients make
+one group, as in SQL.  Other divisions are refused: by a column (``a / b``:
+a zero divisor gives DuckDB's ``inf`` or NaN, and NaN, equal to nothing, cannot
+be a key), or of other arithmetic (``(a + 3) / 2``: the key would be a function of
+a computed value, which the lift does not chain).
 
 The key is INT when every column and constant is an integer, else FLOAT.
 
@@ -30,10 +37,18 @@ The key is INT when every column and constant is an integer, else FLOAT.
 ArithKey(tree=('-', ('*', ('R', 'a'), 12), ('+', ('R', 'a'), 1)), type='INT')
 >>> arith_key(res, sqlglot.parse_one("-a + c")).type
 'FLOAT'
->>> arith_key(res, sqlglot.parse_one("a / 2"))
+>>> arith_key(res, sqlglot.parse_one("a / 2.0")), arith_key(res, sqlglot.parse_one("c / -4 + a")).type
+(ArithKey(tree=Computed(fn='DIV', ref=('R', 'a'), args=(2,)), type='FLOAT'), 'FLOAT')
+>>> arith_key(res, sqlglot.parse_one("a / a"))
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported division in a key (a / 2): SQL divides to a DOUBLE, which M3 does not compute exactly (group by the dividend, or divide an aggregate)
+boreas.m3.errors.CompileError: unsupported division in a key (a / a): only a column by a nonzero integer constant (a divisor that may be 0 gives inf or NaN, and NaN cannot be a key)
+>>> str(arith_key(res, sqlglot.parse_one("a * 142 / 100")))
+'DIV(a, 100, 142)'
+>>> arith_key(res, sqlglot.parse_one("(a + 3) / 2"))
+Traceback (most recent call last):
+...
+boreas.m3.errors.CompileError: unsupported division in a key ((a + 3) / 2): only of a column or a column times an integer constant, not of (a + 3)
 >>> arith_key(res, sqlglot.parse_one("s + 1"))
 Traceback (most recent call last):
 ...
@@ -46,7 +61,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from .constants import is_constant
+from ..functions import check_call
+from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
 from .resolve import Computed, Resolver, unparen
 
@@ -152,9 +168,46 @@ def _tree(res: Resolver, e: exp.Expression, floats: list[bool]):
     if kind is exp.Neg:
         return ("neg", _tree(res, e.this, floats))
     if kind is exp.Div:
-        raise res.ctx.error(f"unsupported division in a key ({sql_of(e)}): SQL divides to a DOUBLE, which M3 does "
-                            "not compute exactly (group by the dividend, or divide an aggregate)", e)
+        floats.append(True)
+        return _quotient(res, e)
     if kind in _OPS:
         return (_OPS[kind], _tree(res, e.this, floats), _tree(res, e.expression, floats))
     raise res.ctx.error(f"unsupported {kind.__name__.upper()} ({sql_of(e)}) in a key computed from columns "
                         "(only + - * over numeric columns and constants)", e)
+
+
+def _quotient(res: Resolver, e: exp.Div) -> Computed:
+    """``a / d`` as ``DIV(a, d)`` (module doc): a column by a nonzero integer constant, else refused."""
+    try:
+        d = fold(e.expression)
+    except NotConstant:
+        d = None
+    if isinstance(d, float) and d.is_integer():
+        d = int(d)
+    if isinstance(d, bool) or not isinstance(d, int) or d == 0:
+        raise res.ctx.error(f"unsupported division in a key ({sql_of(e)}): only a column by a nonzero integer "
+                            "constant (a divisor that may be 0 gives inf or NaN, and NaN cannot be a key)", e)
+    num, m = _scaled_column(unparen(e.this))
+    if num is None:
+        raise res.ctx.error(f"unsupported division in a key ({sql_of(e)}): only of a column or a column times an "
+                            f"integer constant, not of {sql_of(e.this)}", e)
+    ref = res.column(num)
+    problem = check_call("DIV", [res.col_type(ref), d, m])
+    if problem is not None:
+        raise res.ctx.error(f"unsupported division in a key ({sql_of(e)}): {problem}", e)
+    return Computed("DIV", ref, (d,) if m == 1 else (d, m))
+
+
+def _scaled_column(e: exp.Expression) -> tuple[exp.Column | None, int]:
+    """A dividend ``a`` or ``a * m`` (``m * a``), ``m`` an integer constant, as ``(a, m)``; else ``(None, 0)``."""
+    if type(e) is exp.Column:
+        return e, 1
+    if type(e) is exp.Mul:
+        for col, k in ((unparen(e.this), e.expression), (unparen(e.expression), e.this)):
+            try:
+                m = fold(k) if type(col) is exp.Column else None
+            except NotConstant:
+                m = None
+            if isinstance(m, int) and not isinstance(m, bool):
+                return col, m
+    return None, 0

@@ -54,6 +54,7 @@ from .arithcmp import is_arithmetic
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
 from .predicates import FALSE, TRUE, in_list, like, negate
+from .rangecmp import range_join
 
 ColRef = tuple[str, str]  # (alias, column)
 
@@ -224,6 +225,8 @@ class Resolver:
         if kind is exp.Boolean:
             return TRUE if e.this else FALSE
         if kind is exp.Between:
+            if not (self.is_operand(unparen(e.this)) and is_constant(e.args["low"]) and is_constant(e.args["high"])):
+                return range_join(self, e)  # e.salary BETWEEN g.lower_bound AND g.upper_bound (:mod:`.rangecmp`)
             col = self._subject(e, "BETWEEN")
             (ref, low), (_, high) = self.against(col, e.args["low"]), self.against(col, e.args["high"])
             return ("and", (">=", ref, low), ("<=", ref, high))

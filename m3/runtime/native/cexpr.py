@@ -41,7 +41,7 @@ from ...functions import result_type
 _COPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
 DATE_PARTS = {"YEAR": 0, "QUARTER": 1, "MONTH": 2, "DAY": 3, "DOW": 4, "ISODOW": 5, "DOY": 6,
               "WEEK": 7}  # crt's date_part(day, part)
-INLINE_CALLS = frozenset(DATE_PARTS) | {"MOD"}
+INLINE_CALLS = frozenset(DATE_PARTS) | {"MOD", "DIV"}
 """The calls C computes inline from the event's value (the others, SUBSTRING, are columns the runtime computes)."""
 
 
@@ -178,6 +178,14 @@ class Gen:
             if t != "INT":
                 raise Unsupported(f"MOD of a {t}")
             return ("INT64_C(0)" if m == 1 else f"({x} % INT64_C({m}))"), "INT"
+        if isinstance(e, Call) and e.fn == "DIV":  # as DuckDB: both sides as doubles, one rounded division
+            x, t = self.value(e.args[0], types)
+            if t not in ("INT", "FLOAT"):
+                raise Unsupported(f"DIV of a {t}")
+            d, m = float(e.args[1].value), (e.args[2].value if len(e.args) > 2 else 1)
+            if m != 1:  # a * m / d: the product first, INT * INT exact as DuckDB's BIGINT
+                x = f"({x}) * INT64_C({m})" if t == "INT" else f"({x}) * {float(m)!r}"
+            return f"((double)({x}) / {d!r})", "FLOAT"
         if isinstance(e, Call) and e in self.computed:  # a string: interned by the runtime with the batch
             return self.computed[e], result_type(e.fn)
         raise Unsupported(f"expression {type(e).__name__} in a trigger")
