@@ -75,8 +75,11 @@ def _fields_of(text: str) -> tuple[tuple[str | None, str], ...]:
         if not _UNSHAPED.search(sql) and _NUMBER.search(sql):
             shape = _shape(_NUMBER.sub("\0", sql))
             if shape is not None and shape.trusted:
+                _refuse_element_reference(shape.tree)
                 return tuple(field_references(shape.tree))
-    return tuple(field_references(parse_expression(text)))
+    tree = parse_expression(text)
+    _refuse_element_reference(tree)
+    return tuple(field_references(tree))
 
 
 def check_expression(text: str, scope: Scope) -> None:
