@@ -53,7 +53,8 @@ IN_PROCESS = (
     "test_private_access.py", "test_tasks_owned.py",  # no private reached into, every task owned (ast only)
     "test_optimizer.py",                     # the optimizer API's checks (its cluster tests join the group)
     # catalog reading, validation, XML and XSD, update XML, regions, on memory:// or SQLite catalogs
-    "test_borealis_forms.py", "test_validation.py", "test_regional_catalog.py", "test_updates.py",
+    "test_borealis_forms.py", "test_borealis_arrays.py", "test_validation.py", "test_regional_catalog.py",
+    "test_updates.py",
     "test_xsd.py", "test_xsd_engines.py", "test_hardening_xml.py", "test_hardening_store_urls.py",
     # test_hardening.py's only server is its own in-thread canary that must receive no request
     "test_hardening.py",

@@ -19,8 +19,8 @@ from boreas.wire.columns import Columns, WEIGHT, arrow_schema, check, decode, pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.changelog import changes
-from support.topologies import examples
 from support.operators import same
+from support.property_scale import examples
 from test_columnar_operators import ON_COLUMNS, ON_ROWS, VALUES_ON_COLUMNS, VALUES_ON_ROWS, R, batches, build
 
 weights = st.sampled_from([1, 1, -1, -1, 2, -3])

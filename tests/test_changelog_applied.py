@@ -18,7 +18,7 @@ from boreas.wire.columns import Columns, WEIGHT, arrow_schema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.changelog import follow, multiset
-from support.topologies import examples
+from support.property_scale import examples
 
 
 # -- aggregate over a changelog --------------------------------------------------------------

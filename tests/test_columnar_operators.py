@@ -29,7 +29,7 @@ from boreas.wire.columns import Columns, arrow_schema, as_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.operators import normal
-from support.topologies import examples
+from support.property_scale import examples
 
 TYPES = builtin_registry()
 R = Schema("R", (

@@ -33,7 +33,7 @@ from boreas.wire.frames import ARROW, Batch, decode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.operators import normal
-from support.topologies import examples
+from support.property_scale import examples
 
 TYPES = builtin_registry()
 L = Schema("L", (Field("k", FieldType.INT), Field("t", FieldType.INT), Field("v", FieldType.DOUBLE),

@@ -27,7 +27,8 @@ from boreas.catalog import (
 from boreas.catalog.elements import catalog_from_elements, to_elements
 from boreas.catalog.export import export_application, export_deployment
 from hypothesis import given, settings
-from support.topologies import SETTINGS, Topology, examples, plan_pair, plan_problems, topologies
+from support.property_scale import SETTINGS, examples
+from support.topologies import Topology, plan_pair, plan_problems, topologies
 
 # =============================================================================
 # Random valid topologies

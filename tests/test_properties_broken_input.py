@@ -26,7 +26,8 @@ from boreas.catalog import ValidationFailed, apply_submission, catalog_from_snap
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from lxml import etree
-from support.topologies import SETTINGS, examples, topologies
+from support.property_scale import SETTINGS, examples
+from support.topologies import topologies
 
 ROOT = Path(__file__).parents[1]
 DATA = ROOT / "tests" / "data" / "borealis"

@@ -26,7 +26,7 @@ from boreas.catalog.replicate import UpdateRejected, apply_update, catalog_items
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.catalog_pairs import DELETE_KIND, catalog_pairs, catalogs, item_key, via_xml
-from support.topologies import SETTINGS, examples
+from support.property_scale import SETTINGS, examples
 
 
 def _differing(a: Catalog, b: Catalog) -> set[tuple[str, str]]:

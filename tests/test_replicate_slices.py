@@ -27,7 +27,7 @@ from boreas.catalog.slices import node_slice, node_slices
 from boreas.catalog.validate import stream_schemas
 from hypothesis import given, settings
 from support.catalog_pairs import catalog_pairs, catalogs, via_xml
-from support.topologies import SETTINGS, examples
+from support.property_scale import SETTINGS, examples
 
 N0, N1, N2 = "localhost:15000", "localhost:15001", "localhost:15002"  # the examples' nodes
 

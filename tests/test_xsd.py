@@ -260,7 +260,7 @@ def test_missing_required_attribute(bad_problems):
 
 def test_bad_enumeration(bad_problems):
     # A bare unknown name (type="bool") may be a <type> alias declared
-    # elsewhere, so validation refuses it (tests/test_borealis_forms.py); an
+    # elsewhere, so validation refuses it (tests/test_borealis_arrays.py); an
     # array of an unknown element type is refused here.
     p = only(bad_problems, 8)
     assert "type='bool(2)'" in p.reason and "<field>" in p.reason and "array type" in p.reason

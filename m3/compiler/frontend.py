@@ -65,6 +65,7 @@ from sqlglot.errors import TokenError
 from ..ast import RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
 from .clashes import separate
+from .clauses import check_clauses, conjuncts, refuse_clauses, tables_of
 from .declarations import declares_relations, relation
 from .derived import flatten
 from .fromless import is_fromless
@@ -253,11 +254,6 @@ def _over_parts(name: str, p, sel: exp.Select, relations: dict[str, RelationDecl
     return SqlQuery(name, (), (), None, (), (), notes=p.notes, lifted=replace(p, parts=parts))
 
 
-_CLAUSES = (("limit", r"\bLIMIT\b", " (a view holds every group; top-k views are not supported: limit when reading)"),
-            ("offset", r"\bOFFSET\b", ""), ("with", r"\bWITH\b", ""),
-            ("with_", r"\bWITH\b", ""), ("qualify", r"\bQUALIFY\b", ""), ("windows", r"\bWINDOW\b", ""))
-
-
 def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx, rename: list[str]) -> SqlQuery:
     if is_setop(sel):  # INTERSECT, EXCEPT: a query per branch, each with its own row counts (:mod:`.setops`)
         kind, sides = setop_branches(sel, ctx)
@@ -281,15 +277,12 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         if inlined is None:
             raise  # an aggregate of a grouped derived table's values instead: parts of their own (:mod:`.lifted`)
         return _over_parts(name, plan(name, inlined, relations, ctx), inlined, relations, ctx)
-    for key, keyword, why in _CLAUSES:
-        if keyword and sel.args.get(key):
-            word = keyword.strip(chr(92) + "b").replace(chr(92) + "s+", " ")
-            raise ctx.error(f"unsupported {word} clause{why}", keyword=keyword)
+    refuse_clauses(sel, ctx)
     where = sel.args.get("where")
-    nested_nodes = tuple(c for c in (_conjuncts(where.this) if isinstance(where, exp.Where) else [])
+    nested_nodes = tuple(c for c in (conjuncts(where.this) if isinstance(where, exp.Where) else [])
                          if contains_subquery(c))
     having_node = sel.args.get("having")
-    having_nested = tuple(c for c in (_conjuncts(having_node.this) if isinstance(having_node, exp.Having) else [])
+    having_nested = tuple(c for c in (conjuncts(having_node.this) if isinstance(having_node, exp.Having) else [])
                           if contains_subquery(c))
     nested_nodes += having_nested
     inside = {id(x) for n in nested_nodes for x in n.walk()}
@@ -302,19 +295,19 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         if isinstance(node, exp.Window):
             raise ctx.error("unsupported window function", node)
     _refuse_unread(sel, ctx, nested_nodes)
-    _check_clauses(sel, ctx)
-    tables = _tables(sel, relations, ctx)
+    check_clauses(sel, ctx)
+    tables = tables_of(sel, relations, ctx)
     res = Resolver(tables, relations, ctx)
     joins: list[tuple[ColRef, ColRef]] = []
     preds = []
     counter = [0]
-    nested = tuple(nested_conjunct(c, res, relations, ctx, lambda s: _tables(s, relations, ctx), counter)
+    nested = tuple(nested_conjunct(c, res, relations, ctx, lambda s: tables_of(s, relations, ctx), counter)
                    for c in nested_nodes if not any(c is h for h in having_nested))
-    conjuncts = [c for c in (_conjuncts(where.this) if where is not None else []) if id(c) not in inside]
+    conds = [c for c in (conjuncts(where.this) if where is not None else []) if id(c) not in inside]
     for j in sel.args.get("joins") or []:
         if j.args.get("on") is not None:
-            conjuncts += _conjuncts(j.args["on"])
-    for c in conjuncts:
+            conds += conjuncts(j.args["on"])
+    for c in conds:
         if type(c) is exp.EQ and type(unparen(c.this)) is exp.Column and type(unparen(c.expression)) is exp.Column:
             joins.append((res.column(unparen(c.this)), res.column(unparen(c.expression))))
         else:
@@ -323,9 +316,9 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     aliases = {i.name.lower(): i.value if i.ref is None else ("col", i.ref) for i in reversed(items)}
     having_pred = having(res, having_node.this, aliases) if having_node is not None and not having_nested else None
     if having_nested:  # a HAVING conjunct comparing with uncorrelated scalar subqueries (TPC-H Q11)
-        having_pred = conj([having(res, c, aliases) for c in _conjuncts(having_node.this)
+        having_pred = conj([having(res, c, aliases) for c in conjuncts(having_node.this)
                             if not any(c is h for h in having_nested)] +
-                           [having_conjunct(c, res, relations, ctx, lambda s: _tables(s, relations, ctx), counter,
+                           [having_conjunct(c, res, relations, ctx, lambda s: tables_of(s, relations, ctx), counter,
                                             aliases) for c in having_nested])
     distinct = sel.args.get("distinct")
     if distinct is not None and (distinct.args.get("on") is not None or distinct.expressions):
@@ -347,58 +340,3 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     _refuse_unknown(sel, ctx, nested_nodes)
     return SqlQuery(name, tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(keys),
                     tuple(values), having_pred, (note,) if note else (), nested, internal=internal)
-
-
-_CLAUSE_TYPES = {"where": exp.Where, "group": exp.Group, "order": exp.Order, "from": exp.From, "from_": exp.From,
-                 "having": exp.Having, "distinct": exp.Distinct}
-
-
-def _check_clauses(sel: exp.Select, ctx: _Ctx) -> None:
-    """Each clause is the node sqlglot puts there (a tree built by hand may hold anything)."""
-    for key, cls in _CLAUSE_TYPES.items():
-        value = sel.args.get(key)
-        if value is not None and type(value) is not cls:
-            what = sql_of(value) if isinstance(value, exp.Expression) else repr(value)
-            raise ctx.error(f"malformed {key.rstrip('_').upper()} clause ({what})", sel)
-    for key, cls in (("joins", exp.Join), ("expressions", exp.Expression)):
-        value = sel.args.get(key) or []
-        if not isinstance(value, list) or not all(isinstance(v, cls) for v in value):
-            raise ctx.error(f"malformed {key.upper()} of SELECT", sel)
-
-
-def _tables(sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx) -> list[tuple[str, str]]:
-    """The FROM clause's relation occurrences as ``(alias, relation)``; only inner joins."""
-    from_ = sel.args.get("from") or sel.args.get("from_")
-    if from_ is None:
-        raise ctx.error("a query needs a FROM clause", sel)
-    tables: list[tuple[str, str]] = []
-    for item in [from_.this] + [j.this for j in sel.args.get("joins") or []]:
-        if type(item) is not exp.Table:
-            raise ctx.error(f"unsupported FROM item {type(item).__name__.upper()} (only relation names)", item)
-        if item.args.get("db") or item.args.get("catalog"):
-            raise ctx.error(f"unsupported qualified relation name {sql_of(item)}", item)
-        alias = item.args.get("alias")
-        if alias is not None and alias.args.get("columns"):
-            raise ctx.error(f"unsupported column aliases in FROM ({sql_of(item)})", item)
-        rel = next((r for r in relations if r.lower() == item.name.lower()), None)
-        if rel is None:
-            known = ", ".join(relations) or "none declared"
-            raise ctx.error(f"unknown relation {item.name} (relations: {known})", item)
-        name = item.alias or rel
-        if any(a.lower() == name.lower() for a, _ in tables):
-            raise ctx.error(f"alias {name} used twice in FROM", item)
-        tables.append((name, rel))
-    for j in sel.args.get("joins") or []:
-        side, kind = str(j.args.get("side") or "").upper(), str(j.args.get("kind") or "").upper()
-        if side or kind not in ("", "INNER", "CROSS"):
-            raise ctx.error(f"unsupported {(side + ' ' + kind).strip()} JOIN (only inner equi-joins)", j)
-        if j.args.get("using"):
-            raise ctx.error("unsupported JOIN ... USING (write ON a.x = b.y)", j)
-    return tables
-
-
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    e = unparen(e)
-    if type(e) is exp.And:
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    return [e]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from ..ast import Program
 from .hashing import SLOTS, home_slot, slot, slots_of
 from .layout import EVERYWHERE, Layout, LayoutError, Segment, even_layout
+from .locality import all_local
 from .placement import (
     KeyClass,
     MapPlacement,
@@ -51,7 +52,6 @@ from .plan import (
     RefPlan,
     StatementPlan,
     TriggerPlan,
-    all_local,
     classify,
     writer,
 )

@@ -60,7 +60,8 @@ from boreas.wire.server import json_error
 
 from ..query import QueryApi
 from . import messages as msg
-from .part import PartOperator, internal_stream
+from .part import PartOperator
+from .ports import internal_stream
 
 log = logging.getLogger(__name__)
 

@@ -40,8 +40,9 @@ epoch's state, and READ_STABLE of ``e`` would be wrong.  Layout changes
 
 The operator does no I/O: messages to other members leave on out ports that
 the dataflow sends on the internal streams ``{box}@{member}``
-(:meth:`internal_streams`); everything it remembers is in :meth:`state`, so
-snapshots, replay and moves work unchanged.
+(:meth:`internal_streams`, wired by :mod:`~boreas.node.cumulus.ports`);
+everything it remembers is in :meth:`state`, so snapshots, replay and moves
+work unchanged.
 
 **A composed member.**  Each member is a :class:`~.member.Member`, whose
 parts each own their state and their part of ``state()``/``restore()``
@@ -57,8 +58,6 @@ applier's :class:`~.applying.Writer`).
 >>> lay = layout_of(part)
 >>> lay.members, lay.column("Q1_total"), [s.member for s in lay.segments]
 (('n1', 'n2'), 0, [0, 1])
->>> internal_stream("v", 1)
-'v@1'
 """
 
 from __future__ import annotations
@@ -78,18 +77,15 @@ from ..operators import m3changes, m3columns
 from ..operators.base import Emitted, InternalStreams
 from ..operators.m3box import M3Operator, runtime_for
 from .applying import Groups, Version
+from .entry_gauge import EntryGauge
 from .hosting import Host
 from .leader import Leader
 from .member import Member
 from .membership import MemberState
-from .messages import MessageRows, key_codecs
+from .messages import key_codecs
+from .ports import Ports
 
 log = logging.getLogger(__name__)
-
-
-def internal_stream(box: str, member: int) -> str:
-    """The stream carrying messages of ``box`` to member ``member``."""
-    return f"{box}@{member}"
 
 
 def layout_of(partition: Partition) -> Layout:
@@ -110,9 +106,6 @@ class PartOperator(M3Operator):
     # members as Arrow IPC (node/cumulus/columnar.py); a member on the native backend applies the columns of a
     # trigger that serves no other member as they are (m3/cumulus/native_member.py), others as rows.
     takes_columns = True
-
-    #: seconds the entry count /status and the metrics show may be old
-    ENTRIES_TTL = 1.0
 
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition, endpoint: str,
                  member: int | None = None, host: Host | None = None):
@@ -144,7 +137,7 @@ class PartOperator(M3Operator):
         self.leader = Leader(len(layout.members), partition.epoch_ms / 1000.0) if me == 0 else None
         self.parts = Member(box.name, self.place, self.plan, ordered, self.leader, self.host.mailbox_of, self,
                             key_codecs(self.plan.program), len(partition.entry_nodes))
-        self._entries_counted: tuple[float, int] | None = None
+        self.entries = EntryGauge(lambda: self.runtime.entries())  # (the runtime may be replaced: asked anew)
         # The layout the memo of emitted view rows (M3Operator's) was read under: a layout change moves
         # segments in and out, so the memo is read again from the maps (the keys this member now owns).
         self._memo_layout: Layout | None = None
@@ -170,20 +163,12 @@ class PartOperator(M3Operator):
         return self.place.layout
 
     def internal_streams(self) -> InternalStreams:
-        return self._internal
+        return self.ports.streams
 
     def rewire(self, partition: Partition, members: list[int]) -> None:
         """In ports for the members hosted here, out ports to the members (and joining nodes) on other nodes."""
-        box = self.box
-        n = len(partition.nodes)
-        others = [m for m in range(n) if m not in members]  # members on other nodes
-        self.parts.mailbox.link({m: len(box.outputs) + i for i, m in enumerate(others)}, n)
-        self._inport = {len(box.inputs) + i: m for i, m in enumerate(members)}
-        streams = [internal_stream(box.name, m) for m in members]
-        self._internal = InternalStreams(
-            inputs={stream: port for port, stream in zip(self._inport, streams)},
-            outputs=tuple((internal_stream(box.name, m), partition.nodes[m]) for m in others),
-            schemas={}, decoders={stream: MessageRows() for stream in streams})
+        self.ports = Ports.wire(self.box, partition, members)
+        self.parts.mailbox.link(self.ports.outport, len(partition.nodes))
 
     def follow(self, partition: Partition, members: list[int]) -> None:
         """Follow ``partition`` whose endpoints changed (a failover): ports and layouts (the host asks)."""
@@ -219,7 +204,7 @@ class PartOperator(M3Operator):
         if port < len(self.box.inputs):
             self.parts.coordinator.coordinate(port, rows)
         else:
-            self.hosted[self._inport[port]].parts.mailbox.inbox.extend(rows)
+            self.hosted[self.ports.inport[port]].parts.mailbox.inbox.extend(rows)
         return self.host.run(now)
 
     def process_from(self, port: int, rows: list | Columns, now: float, origin: tuple[str, str, int]) -> Emitted:
@@ -385,18 +370,8 @@ class PartOperator(M3Operator):
         return {seg: maps for op in self.hosted.values() for seg, maps in op.runtime.segment_entries().items()}
 
     def state_entries(self) -> int:
-        """Entries of the member's maps, counted at most once a second.
-
-        Counting walks every group of an indexed map (Q3's ``m1`` by
-        customer): about 3 ms for 350k entries, which a bench polling
-        ``/status`` 50 times a second paid as 15% of a node's CPU.  A gauge
-        a second old says as much; the maps themselves are never stale.
-        """
-        now = time.monotonic()
-        counted = self._entries_counted
-        if counted is None or now - counted[0] >= self.ENTRIES_TTL:
-            counted = self._entries_counted = (now, self.runtime.entries())
-        return counted[1]
+        """Entries of the member's maps, counted at most once a second (:mod:`~boreas.node.cumulus.entry_gauge`)."""
+        return self.entries.read()
 
     # -- state ------------------------------------------------------------------------
 

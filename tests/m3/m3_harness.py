@@ -35,7 +35,7 @@ from boreas.m3 import Runtime, compile_sql
 from boreas.m3.runtime.initial import evaluate_definition
 from hypothesis import strategies as st
 
-#: ``BOREAS_PROPERTY_SCALE`` (as in tests/support/topologies.py) multiplies the example counts of the M3 property
+#: ``BOREAS_PROPERTY_SCALE`` (as in tests/support/property_scale.py) multiplies the example counts of the M3 property
 #: tests: ``make test`` runs them at 1, ``make test-fast`` at 0.25.
 SCALE = float(os.environ.get("BOREAS_PROPERTY_SCALE", "1"))
 

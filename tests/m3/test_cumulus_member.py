@@ -21,7 +21,8 @@ from boreas.m3.cumulus.native_member import NativeMemberRuntime
 from boreas.m3.cumulus.stable import EpochDeltas
 from hypothesis import HealthCheck, given, settings
 from m3_harness import scaled
-from test_cumulus_plan import LOCAL_PROGRAMS, LOOPS, batches, layouts, program
+from test_cumulus_plan import program
+from test_cumulus_plan_exact import LOCAL_PROGRAMS, LOOPS, batches, layouts
 
 
 #: The member runtimes: on the Python backend's journals, and on the native backend's C maps

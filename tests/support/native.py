@@ -26,3 +26,17 @@ def skip_without_native() -> None:
     reason = native_reason()
     if reason is not None:
         pytest.skip(f"the native M3 backend does not run here: {reason}")
+
+
+def native(sql_or_program, **kwargs):
+    """A runtime on the native backend, checked to be on it (tests/m3/test_native*.py)."""
+    from boreas.m3 import Runtime
+
+    rt = Runtime(sql_or_program, backend="native", **kwargs)
+    assert rt.backend == "native" and rt.backend_reason is None
+    return rt
+
+
+def norm(state: dict) -> dict:
+    """A state with each map's entries in one order (the format does not fix their order)."""
+    return {**state, "maps": {m: sorted(rows, key=repr) for m, rows in state["maps"].items()}}

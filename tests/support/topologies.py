@@ -1,4 +1,4 @@
-"""Random valid Borealis topologies for property tests: a hypothesis strategy and its settings.
+"""Random valid Borealis topologies for property tests: a hypothesis strategy.
 
 :func:`topologies` builds random *valid* (application XML, deployment XML)
 pairs, spelling endpoints, names and XML headers in the many ways real files
@@ -6,34 +6,17 @@ do.  Several test modules draw from it (``test_properties.py``,
 ``test_properties_broken_input.py``, ``test_replicate*.py``), so it lives here
 rather than in one of them.
 
-``BOREAS_PROPERTY_SCALE=20`` multiplies every example count (:func:`examples`)
-for a deeper run.
+Their example counts and hypothesis settings: ``support/property_scale.py``.
 """
 
 from __future__ import annotations
 
-import os
 import string
 from dataclasses import dataclass, field
 
 from boreas.catalog import Catalog, FieldType, plan_submission, read_document
-from hypothesis import HealthCheck
 from hypothesis import strategies as st
 from lxml import etree
-
-#: BOREAS_PROPERTY_SCALE=20 runs twenty times the examples (a deeper hunt than CI's); ``make test-fast``
-#: sets 0.25 (a quarter, at least one: the inner loop still exercises every property).
-SCALE = float(os.environ.get("BOREAS_PROPERTY_SCALE", "1"))
-
-
-def examples(n: int) -> int:
-    return max(1, round(n * SCALE))
-
-
-SETTINGS = {"deadline": None,
-            "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
-                                      HealthCheck.filter_too_much]}
-
 
 _TAIL = string.ascii_letters + string.digits + "_"
 
