@@ -51,7 +51,7 @@ _EXPORTS = {
     "format_program": ".printer",
     "Snapshot": ".query",
     "Runtime": ".runtime.program",
-    "ViewInfo": ".runtime.program",
+    "ViewInfo": ".runtime.ports",
     "parse_expr": ".syntax",
     "parse_program": ".syntax",
 }
@@ -92,7 +92,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     )
     from .printer import format_expr, format_program
     from .query import Snapshot
-    from .runtime.program import Runtime, ViewInfo
+    from .runtime.ports import ViewInfo
+    from .runtime.program import Runtime
     from .syntax import parse_expr, parse_program
 
 

@@ -56,7 +56,9 @@ from .compiler.declarations import declares_relations
 from .compiler.windowfn import WINDOW_COLUMNS, Watermark, Window, rewrite
 from .cumulus import EVERYWHERE, LayoutError, PlacementError, PlanError, plan_partition
 from .errors import M3Error
-from .runtime.program import Runtime, ViewInfo, program_from_text
+from .runtime.ports import ViewInfo
+from .runtime.program import Runtime
+from .runtime.text import program_from_text
 from .runtime.views import value_type
 from .syntax import KEYWORDS
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from ..ast import Program
 from ..check import check_program
@@ -35,40 +34,24 @@ from ..errors import RuntimeStateError
 from ..over import rereads
 from ..printer import format_program
 from ..syntax import parse_program
+from .closed import plain_rows, view_maps
 from .codegen import build, program_source
 from .initial import evaluate_definition
 from .maps import MapStore, index_specs
 from .native import BEYOND_64_BITS, IntOverflow, choose, mirror
+from .ports import ViewInfo, relation_ports, view_ports
 from .reads import Reads
+from .text import program_from_text
 from .totals import TotalMemo
 from .totals import index_specs as total_index_specs
 from .evaluate import Reader
+from .events import check_batches, group_events
 from .viewchanges import current_reader, general_changes, plain_changes
 from .views import view_form, view_index_specs
 
 log = logging.getLogger(__name__)
 
 STATE_FORMAT = 1
-_SIGNS = {1: 1, -1: -1, "+": 1, "-": -1, "insert": 1, "delete": -1}
-
-
-@dataclass(frozen=True)
-class ViewInfo:
-    """A view's columns: key columns (name, type), then value columns (names).
-
-    ``internal`` names the key columns that are no output row's (a GROUP BY
-    column the SELECT does not name): readable by name, left out of rows.
-    """
-
-    name: str
-    keys: tuple[tuple[str, str], ...]
-    values: tuple[str, ...]
-    internal: tuple[str, ...] = ()
-
-    @property
-    def output_keys(self) -> tuple[int, ...]:
-        """Positions of the key columns an output row holds."""
-        return tuple(i for i, (name, _) in enumerate(self.keys) if name not in self.internal)
 
 
 class Runtime(Reads):
@@ -116,22 +99,13 @@ class Runtime(Reads):
     # -- description ---------------------------------------------------
     @property
     def relations(self) -> dict[str, tuple[tuple[str, str], ...]]:
-        """Each relation's columns as ``(name, type)`` — the box's in ports."""
-        return {r.name: tuple((c.name, c.type) for c in r.columns) for r in self.program.relations}
+        """Each relation's columns as ``(name, type)`` — the box's in ports (:mod:`.ports`)."""
+        return relation_ports(self.program)
 
     @property
     def views(self) -> dict[str, ViewInfo]:
         """Each view's output columns — the box's out port(s)."""
-        out = {}
-        for v in self.program.views:
-            form = self._forms.get(v.name)
-            if form is None:
-                first = self.program.map(v.columns[0].numerator or "")
-                keys = tuple((name, k.type) for name, k in zip(v.keys, first.keys))
-            else:
-                keys = tuple((name, form.types[i]) for name, i in zip(v.keys, form.out))
-            out[v.name] = ViewInfo(v.name, keys, tuple(c.name for c in v.columns), v.internal)
-        return out
+        return view_ports(self.program, self._forms)
 
     @property
     def version(self) -> int:
@@ -144,29 +118,12 @@ class Runtime(Reads):
     # -- events ----------------------------------------------------------
     def apply_batch(self, events: Iterable[tuple[str, object, Sequence]]) -> int:
         """Apply ``(relation, sign, row)`` events atomically; return the new version."""
-        raw: dict[tuple, list] = {}
-        for rel, sign, row in events:  # the hot loop: one dict lookup per event, signs checked per group below
-            try:
-                raw[rel, sign].append(row)
-            except KeyError:
-                if _SIGNS.get(sign) is None:
-                    raise RuntimeStateError(f"event sign must be +1 or -1, not {sign!r}") from None
-                raw[rel, sign] = [row]
-        groups: dict[tuple[str, int], list] = {}
-        for (rel, sign), rows in raw.items():
-            key = (rel, _SIGNS[sign])
-            if key in groups:  # one relation and sign spelled two ways (1 and "+")
-                groups[key].extend(rows)
-            else:
-                groups[key] = rows
-        return self.apply_grouped((rel, s, rows) for (rel, s), rows in groups.items())
+        return self.apply_grouped(group_events(events))
 
     def apply_grouped(self, batches: Iterable[tuple[str, int, Sequence[Sequence]]]) -> int:
         """Apply per-relation batches ``(relation, sign, rows)`` as one atomic batch."""
         batches = list(batches)
-        for rel, sign, _ in batches:
-            if (rel, sign) not in self._triggers:
-                raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{rel}" if rel in self._arity else f"unknown relation {rel!r}")
+        check_batches(batches, self._triggers, self._arity)
         native = self._native
         if native is not None:
             try:
@@ -213,10 +170,7 @@ class Runtime(Reads):
     def apply_grouped_columns(self, batches: Iterable[tuple[str, int, Sequence[Sequence]]]) -> int:
         """:meth:`apply_columns` for several relations and signs as one atomic batch."""
         batches = list(batches)
-        for relation, sign, _ in batches:
-            if (relation, sign) not in self._triggers:
-                raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{relation}"
-                                        if relation in self._arity else f"unknown relation {relation!r}")
+        check_batches(batches, self._triggers, self._arity)
         native = self._native
         if native is None:
             return self._apply_python(self._rows_of_columns(batches))
@@ -355,21 +309,12 @@ class Runtime(Reads):
         """A plain view's rows at ``keys`` (key tuples; its maps share them), as :meth:`view` gives them."""
         with self._lock:
             v = self.program.view(view)
-            names = {c.numerator for c in v.columns} | {c.denominator for c in v.columns if c.denominator}
             if self._native is not None:
-                values = {name: self._native.get_many(name, keys) for name in names}
+                values = {name: self._native.get_many(name, keys) for name in view_maps(v)}
             else:
                 store = self.store
-                values = {name: [store.get(name, key) for key in keys] for name in names}
-            out = []
-            for i, key in enumerate(keys):
-                vals = []
-                for c in v.columns:
-                    num = values[c.numerator][i]
-                    den = None if c.denominator is None else values[c.denominator][i]
-                    vals.append(num if den is None else (num / den if den else 0))
-                out.append((key, vals[0] if len(vals) == 1 else tuple(vals)))
-            return out
+                values = {name: [store.get(name, key) for key in keys] for name in view_maps(v)}
+            return plain_rows(v, keys, values)
 
     def remove(self, entries: Mapping[str, Sequence[tuple]]) -> int:
         """Delete the entries of each map at the given keys, recording no view change (the state of closed
@@ -445,16 +390,3 @@ class Runtime(Reads):
         rt.restore(state)
         return rt
 
-
-def program_from_text(text: str) -> Program:
-    """M3 text, or SQL (CREATE STREAM ... SELECT ...) compiled to M3.
-
-    Public: the m3 box type compiles a box's text with it too (boxtype.py).
-    """
-    import re
-
-    if re.search(r"^\s*(ON\s+[+-]|DECLARE\s+MAP)", text, re.IGNORECASE | re.MULTILINE):
-        return parse_program(text)
-    from ..compiler.pipeline import compile_sql
-
-    return compile_sql(text)

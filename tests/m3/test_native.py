@@ -283,7 +283,7 @@ def test_load_and_restore_fill_the_c_maps():
     assert moved.backend == "native" and norm(moved.state()) == norm(py.state()) and moved.entries() == py.entries()
 
 
-@pytest.mark.parametrize("name", ["cgen", "cexpr", "ctrigger", "crt_api", "crt_values", "build", "backend", "mirror"])
+@pytest.mark.parametrize("name", ["cgen", "cexpr", "ctrigger", "crt_api", "crt_values", "build", "codes", "mirror"])
 def test_doctests(name):
     import importlib
     module = importlib.import_module(f"boreas.m3.runtime.native.{name}")

@@ -11,7 +11,6 @@ the mirror's last sync (:meth:`NativeMaps.pending`), the last batch's journal
 
 from __future__ import annotations
 
-import datetime
 import threading
 from array import array
 from collections.abc import Iterable, Sequence
@@ -25,6 +24,7 @@ from ...errors import RuntimeStateError
 from ...functions import apply
 from .build import Built, build
 from .cgen import Module, generate
+from .codes import Dates, DayNumbers, Interner, float_bits
 from .crt_api import CDEF
 from .overflow import IntOverflow
 
@@ -35,68 +35,9 @@ _LIBS: dict[str, object] = {}
 _LIBS_LOCK = threading.Lock()
 
 
-class Interner(dict):
-    """STRING values to int64 ids (``ids[s]`` interns on first sight); ``strings[id]`` is the way back."""
-
-    def __init__(self):
-        super().__init__()
-        self.strings: list[str] = []
-
-    def __missing__(self, s):
-        if not isinstance(s, str):
-            raise TypeError(f"a STRING column holds {s!r}, not a string")
-        i = self[s] = len(self.strings)
-        self.strings.append(s)
-        return i
-
-
 def _i64(a: array):
     """An int64 ``array`` as a C pointer, without a copy."""
     return ffi.from_buffer("int64_t[]", a)
-
-
-class DayNumbers(dict):
-    """DATE values to day numbers (``date.toordinal()``), remembered: a column converts at dict-lookup speed.
-
-    Dates repeat (a stream spans some thousands of days), so the cache stays
-    small; it is emptied if it ever grows past :attr:`LIMIT`.
-
-    >>> DayNumbers()[datetime.date(1995, 3, 15)]
-    728367
-    """
-
-    LIMIT = 1 << 20
-
-    def __missing__(self, d):
-        try:
-            n = d.toordinal()
-        except AttributeError:
-            raise TypeError(f"a DATE column holds {d!r}, not a date") from None
-        if len(self) >= self.LIMIT:
-            self.clear()
-        self[d] = n
-        return n
-
-
-def _bits(values: array) -> array:
-    """Doubles as their int64 bits (FLOAT key columns), -0.0 as 0.0 as the C side keys it."""
-    out = array("q")
-    out.frombytes(array("d", [v + 0.0 for v in values]).tobytes())
-    return out
-
-
-class Dates(dict):
-    """Day numbers back to dates, remembered (keys read back from C repeat their dates).
-
-    >>> Dates()[728367]
-    datetime.date(1995, 3, 15)
-    """
-
-    def __missing__(self, n):
-        if len(self) >= DayNumbers.LIMIT:
-            self.clear()
-        d = self[n] = datetime.date.fromordinal(n)
-        return d
 
 
 @dataclass(frozen=True)
@@ -267,7 +208,7 @@ class NativeMaps:
         cols = list(zip(*keys)) if keys else [()] * arity
         parts = []
         for j, t in enumerate(self.key_types[name]):
-            parts.append(_bits(array("d", cols[j])) if t == "FLOAT" else self.column(cols[j], t))
+            parts.append(float_bits(array("d", cols[j])) if t == "FLOAT" else self.column(cols[j], t))
         flat = array("q", bytes(8 * arity * len(keys)))
         for j, part in enumerate(parts):
             flat[j::arity] = part
