@@ -10,7 +10,12 @@ the aggregate on the other, so ~95% of the tuples cross a node-to-node link)
 timestamp field passed through), and measures:
 
 * **throughput** (tuples/s): N tuples published by publisher processes
-  (the Python :class:`~boreas.client.publisher.Publisher`, batched),
+  (the Python :class:`~boreas.client.publisher.Publisher`), as Arrow record
+  batches of ``--arrow-batch`` rows made with numpy before the clock starts
+  (issue 30: "publishers that send pre-encoded Arrow"; while the clock runs a
+  publisher only hands each batch to pyarrow's IPC writer, no per-row work),
+  and again, for information, as rows in batches of ``--batch`` (the row
+  path at the API edge: the rows become columns in the client),
   divided by the time from "go" until the subscriber has received the last
   aggregate output.  The data is 10 sensors x T times (T a multiple of 60);
   a final tuple per sensor at time T closes the last window, so exactly
@@ -84,7 +89,7 @@ processes), dataplane_boreas.py (the Boreas runs), dataplane_spark.py (the
 Spark peer), dataplane_peers.py (the other peers and their table); this
 file: the arguments, the order of the runs, the report.
 
-Usage: .venv/bin/python bench/dataplane.py [--tuples 2000000] [--publishers 2] [--batch 2000]
+Usage: .venv/bin/python bench/dataplane.py [--tuples 2000000] [--publishers 2] [--batch 2000] [--arrow-batch 20000]
            [--latency-seconds 8] [--spark-file-rows 100000] [--no-spark] [--no-flink] [--no-bytewax]
            [--only boreas] [--profile] [--probe] [--keep-logs]
 """
@@ -138,6 +143,8 @@ def report(args: argparse.Namespace, b: dict[str, Any], s: dict[str, Any] | None
     rows = [
         (f"throughput, one node (Spark: {micro})", f">= {TARGET_THROUGHPUT:,} tuples/s",
          num(b["one"]["rate"], "tuples/s"), num(stream, "tuples/s"), ratio(b["one"]["rate"], stream)),
+        ("  information: one node, rows publishers", "-", num(b["rows"]["rate"], "tuples/s"),
+         num(stream, "tuples/s"), ratio(b["rows"]["rate"], stream)),
         (f"throughput, two nodes (Spark: {micro})", "-", num(b["two"]["rate"], "tuples/s"),
          num(stream, "tuples/s"), ratio(b["two"]["rate"], stream)),
         ("  information: Spark as one micro-batch (not the peer)", "-", num(b["one"]["rate"], "tuples/s"),
@@ -159,10 +166,11 @@ def report(args: argparse.Namespace, b: dict[str, Any], s: dict[str, Any] | None
     print("(ratio B/S = Boreas / Spark: higher is better for throughput, lower is better for latency)")
 
     print()
-    for key, label in (("one", "one node"), ("two", "two nodes")):
+    for key, label in (("one", "one node"), ("rows", "one node, rows publishers"), ("two", "two nodes")):
         r = b[key]
-        print(f"Boreas, {label}: {r['tuples']:,} tuples from {args.publishers} publisher process(es) in batches of "
-              f"{args.batch:,}; the entry node had acknowledged all after {r['published']:.2f} s "
+        how = "Arrow record batches (made before the clock; IPC-encoded by the Publisher)" if r["arrow"] else "rows"
+        print(f"Boreas, {label}: {r['tuples']:,} tuples from {args.publishers} publisher process(es) as {how} in "
+              f"batches of {r['batch']:,}; the entry node had acknowledged all after {r['published']:.2f} s "
               f"({r['publish_rate']:,.0f}/s), the subscriber had the last window after {r['elapsed']:.2f} s")
         for n, nr in r["nodes"].items():
             cpu = f"; its CPU {nr['cpu'] * 100:.0f}%" if nr["cpu"] is not None else ""
@@ -272,7 +280,10 @@ def main() -> int:
     parser.add_argument("--tuples", type=int, default=2_000_000,
                         help="tuples per throughput run (rounded to 10 sensors x a multiple of 60 times)")
     parser.add_argument("--publishers", type=int, default=2, help="publisher processes (default 2)")
-    parser.add_argument("--batch", type=int, default=2000, help="tuples per published batch (default 2000)")
+    parser.add_argument("--batch", type=int, default=2000,
+                        help="tuples per published batch of rows (the rows publishers' run; default 2000)")
+    parser.add_argument("--arrow-batch", type=int, default=20_000,
+                        help="tuples per published Arrow record batch (the headline runs; default 20000)")
     parser.add_argument("--capacity", type=int, default=16, help="batches a publisher may have outstanding")
     parser.add_argument("--latency-seconds", type=float, default=8.0, help="seconds of paced publishing")
     parser.add_argument("--spark-file-rows", type=int, default=100_000,

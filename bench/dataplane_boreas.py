@@ -44,8 +44,9 @@ from procs import (
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "xml" / "sensor_chain.xml"
 PROBE = Path(__file__).resolve().parent / "dataplane_probe.py"
 
-# Chains deployed: prefix -> what it is for.
-ONE, TWO, LAT1, LAT2 = "one_", "two_", "lat1_", "lat2_"
+# Chains deployed: prefix -> what it is for.  one_, two_: Arrow publishers; rows_: the same chain as one_ on
+# node a, for the rows publishers' figure (a chain of its own: its windows start again at time 0).
+ONE, TWO, ROWS, LAT1, LAT2 = "one_", "two_", "rows_", "lat1_", "lat2_"
 
 
 # -- application and deployment XML ----------------------------------------------------
@@ -91,7 +92,7 @@ def application() -> str:
             out.append(item)
 
     whole = ["cleanup", "convert", "summarise"]
-    for prefix in (ONE, TWO):
+    for prefix in (ONE, TWO, ROWS):
         chain(prefix, whole, latency=False)
     for prefix in (LAT1, LAT2):
         chain(prefix, ["cleanup", "convert"], latency=True)
@@ -99,9 +100,10 @@ def application() -> str:
 
 
 def deployment(a: str, b: str, c: str) -> str:
-    """Node a: the one-node chain and latency chain; nodes b and c: the split chains (filter+map | aggregate)."""
+    """Node a: the one-node chains and latency chain; nodes b and c: the split chains (filter+map | aggregate)."""
     return (f'<?xml version="1.0"?>\n<deploy>\n'
-            f'  <node endpoint="{a}" query="{ONE}cleanup {ONE}convert {ONE}summarise {LAT1}cleanup {LAT1}convert"/>\n'
+            f'  <node endpoint="{a}" query="{ONE}cleanup {ONE}convert {ONE}summarise {LAT1}cleanup {LAT1}convert '
+            f'{ROWS}cleanup {ROWS}convert {ROWS}summarise"/>\n'
             f'  <node endpoint="{b}" query="{TWO}cleanup {TWO}convert {LAT2}cleanup"/>\n'
             f'  <node endpoint="{c}" query="{TWO}summarise {LAT2}convert"/>\n'
             f'</deploy>\n')
@@ -246,14 +248,17 @@ class Sampler:
 
 
 async def boreas_throughput(procs: Processes, cluster: Cluster, args: argparse.Namespace, prefix: str,
-                            nodes: list[str], expected: Windows) -> dict[str, Any]:
+                            nodes: list[str], expected: Windows, arrow: bool = True) -> dict[str, Any]:
+    """The readings through chain ``prefix``: published as Arrow record batches of ``args.arrow_batch`` rows
+    (``arrow``), else as rows in batches of ``args.batch``."""
     from boreas.client.subscriber import Subscriber
 
     times = args.times
     n_windows = len(expected)
+    kind, batch = ("publish-arrow", args.arrow_batch) if arrow else ("publish", args.batch)
     workers = [start_worker(procs, f"publisher {prefix}{k}", [
-        "publish", "--head", cluster.head, "--stream", f"{prefix}Reading", "--index", str(k), "--of",
-        str(args.publishers), "--times", str(times), "--batch", str(args.batch), "--capacity", str(args.capacity)])
+        kind, "--head", cluster.head, "--stream", f"{prefix}Reading", "--index", str(k), "--of",
+        str(args.publishers), "--times", str(times), "--batch", str(batch), "--capacity", str(args.capacity)])
         for k in range(args.publishers)]
     async with Subscriber(cluster.head, f"{prefix}Average", cluster.token) as sub:
         readies = [json.loads(await read_line(w, procs, "ready", 120)) for w in workers]
@@ -294,7 +299,7 @@ async def boreas_throughput(procs: Processes, cluster: Cluster, args: argparse.N
     publishers_cpu = [r["cpu"] / (r["done"] - r["start"]) for r in results]
     return {"tuples": total, "elapsed": elapsed, "rate": total / elapsed, "published": published,
             "publish_rate": total / published, "nodes": node_rates, "publishers_cpu": publishers_cpu,
-            "windows": got}
+            "windows": got, "batch": batch, "arrow": arrow}
 
 
 async def boreas_latency(procs: Processes, cluster: Cluster, args: argparse.Namespace, prefix: str,
@@ -349,10 +354,13 @@ async def measure_boreas(procs: Processes, tmp: Path, token: str, args: argparse
           f"nodes {a} (filter->map->aggregate), {b} (filter->map) -> {c} (aggregate)", flush=True)
     out: dict[str, Any] = {"nodes": cluster.nodes}
     out["one"] = await boreas_throughput(procs, cluster, args, ONE, [a], expected)
-    print(f"  throughput, one node:   {out['one']['rate']:>10,.0f} tuples/s", flush=True)
+    print(f"  throughput, one node, Arrow publishers:  {out['one']['rate']:>10,.0f} tuples/s", flush=True)
     check_order("Boreas one node", out["one"]["windows"])
+    out["rows"] = await boreas_throughput(procs, cluster, args, ROWS, [a], expected, arrow=False)
+    print(f"  throughput, one node, rows publishers:   {out['rows']['rate']:>10,.0f} tuples/s", flush=True)
+    check_order("Boreas one node, rows", out["rows"]["windows"])
     out["two"] = await boreas_throughput(procs, cluster, args, TWO, [b, c], expected)
-    print(f"  throughput, two nodes:  {out['two']['rate']:>10,.0f} tuples/s", flush=True)
+    print(f"  throughput, two nodes, Arrow publishers: {out['two']['rate']:>10,.0f} tuples/s", flush=True)
     check_order("Boreas two nodes", out["two"]["windows"])
     recorder = None
     if args.probe is not None:  # this process's probes: the subscriber's side

@@ -27,6 +27,9 @@ from procs import BenchError, Processes
 PEERS = {"flink-sql": VARIANTS["sql"], "flink-udf": VARIANTS["udf"], "bytewax": "Bytewax (one worker)"}
 
 
+FLINK_SQL_FACTOR = 10  # issue 30: one node at least 10x Flink SQL's JVM path
+
+
 def measure_peers(procs: Processes, tmp: Path, args: argparse.Namespace, expected: Windows) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if args.no_flink:
@@ -106,6 +109,10 @@ def report_peers(args: argparse.Namespace, b: dict[str, Any], spark: dict[str, A
         if name in results:
             verdicts.append((f"throughput ahead of {PEERS[name]}", one > results[name][0],
                              f"{one:,.0f} vs {results[name][0]:,.0f} tuples/s ({one / results[name][0]:.2f}x)"))
+    if "flink-sql" in results:  # issue 30's target: ten times Flink SQL's JVM path, in the same run
+        t = results["flink-sql"][0]
+        verdicts.append((f"throughput >= {FLINK_SQL_FACTOR}x Flink SQL's JVM path", one >= FLINK_SQL_FACTOR * t,
+                         f"{one:,.0f} vs {t:,.0f} tuples/s ({one / t:.2f}x)"))
     for name, (_, peer_p99) in results.items():
         label = "Spark Structured Streaming" if name == "spark" else PEERS[name]
         verdicts.append((f"p99 latency ahead of {label}", p99 < peer_p99, f"{p99:.2f} vs {peer_p99:.2f} ms"))

@@ -7,6 +7,9 @@ stdin, does its work and answers with a JSON line of results.
 
 * ``publish``: a Publisher sending the readings of the sensors it owns, as
   fast as the node takes them (the throughput runs).
+* ``publish-arrow``: the same readings, made as columns (numpy) and cut into
+  pyarrow record batches before "go"; the Publisher sends each as one Arrow
+  IPC stream, so the process does no per-row work while the clock runs.
 * ``paced``: a Publisher sending stamped readings at a fixed rate (latency).
 * ``socket-feed``: the Spark peer's latency source, the same stamped
   readings as CSV lines at the same rate to one socket connection.
@@ -89,6 +92,47 @@ async def worker_publish(args: argparse.Namespace) -> None:
             "accepted": pub.accepted, "refused": len(pub.refused) + len(pub.refusals)})
 
 
+def reading_batches(mine: list[int], times: int, size: int) -> list:
+    """The readings of sensors ``mine`` (reading i = sensor + SENSORS * time, times 0 .. times-1, then one
+    closing reading per sensor at ``times``) as pyarrow record batches of ``size`` rows, in the order the
+    rows publisher sends them; made with numpy, no row is built (the same values as :func:`celsius`)."""
+    import numpy as np
+    import pyarrow as pa
+
+    sensors = np.array(mine, dtype=np.int64)
+    t = np.repeat(np.arange(times, dtype=np.int64), len(mine))
+    s = np.tile(sensors, times)
+    c = ((s + SENSORS * t) * 37 % 1100) / 10.0 - 45.0  # celsius(i), the same IEEE steps
+    table = pa.table({"sensor": np.concatenate([s, sensors]).astype(np.int32),
+                      "time": np.concatenate([t, np.full(len(mine), times)]).astype(np.int32),
+                      "celsius": np.concatenate([c, np.zeros(len(mine))])})
+    return table.to_batches(max_chunksize=size)
+
+
+async def worker_publish_arrow(args: argparse.Namespace) -> None:
+    """Publish the readings of the sensors this worker owns as Arrow record batches, as fast as the node
+    takes them: made before "go"; while the clock runs the Publisher only encodes each batch as an IPC stream
+    (one call into pyarrow per batch)."""
+    from boreas.client.publisher import Publisher
+
+    mine = [s for s in range(SENSORS) if s % args.of == args.index]
+    batches = reading_batches(mine, args.times, args.batch)
+    rows = sum(b.num_rows for b in batches)
+    token = os.environ["BOREAS_TOKEN"]
+    async with Publisher(args.head, args.stream, token, batch_size=args.batch, capacity=args.capacity) as pub:
+        _ready({"rows": rows})
+        await asyncio.to_thread(sys.stdin.readline)  # "go"
+        cpu0, start = time.process_time(), time.time()
+        for batch in batches:
+            await pub.send(batch)
+        queued = time.time()
+        await pub.flush(timeout=300)
+        done = time.time()
+        cpu = time.process_time() - cpu0
+    _ready({"rows": rows, "start": start, "queued": queued, "done": done, "cpu": cpu,
+            "accepted": pub.accepted, "refused": len(pub.refused) + len(pub.refusals)})
+
+
 async def worker_paced(args: argparse.Namespace) -> None:
     """Publish stamped readings at a fixed rate: ``batch`` tuples every batch/rate seconds."""
     from boreas.client.publisher import Publisher
@@ -161,7 +205,7 @@ def worker_socket_feed(args: argparse.Namespace) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=("publish", "paced", "socket-feed"))
+    parser.add_argument("kind", choices=("publish", "publish-arrow", "paced", "socket-feed"))
     parser.add_argument("--head")
     parser.add_argument("--stream")
     parser.add_argument("--index", type=int, default=0)
@@ -179,6 +223,8 @@ def main(argv: list[str]) -> int:
         cpu_profile("pub")
     if args.kind == "publish":
         asyncio.run(worker_publish(args))
+    elif args.kind == "publish-arrow":
+        asyncio.run(worker_publish_arrow(args))
     elif args.kind == "paced":
         asyncio.run(worker_paced(args))
     else:

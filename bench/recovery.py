@@ -37,6 +37,12 @@ parts, each figure printed as a ratio against its peer measured in the same run:
     replayed); the wall time from the restart to ``ready`` (Python start-up
     included) is printed too.  Target: with snapshots, flat within 2x from
     the smallest log to the largest.
+(d) **replay of filter -> map -> aggregate**: one durable node running the
+    data plane benchmark's chain (examples/xml/sensor_chain.xml) with a log
+    of ``--chain-replay-events`` readings (default 10M, published as Arrow
+    batches of ``--chain-replay-batch``), killed and restarted with replay
+    alone; events/s = events / the node's ``recovery_seconds``.  Target
+    (issue 30): >= 5M events/s.  bench/recovery_chain_replay.py.
 
 Timing never fails the run; the exit status is non-zero only on errors (a
 process that will not start, refused rows, wrong or missing output, a
@@ -46,7 +52,7 @@ from the snapshot or replayed an unexpected number of batches) is listed
 after the table.  Progress goes to stderr, the results to stdout.
 
 The parts live beside this script: bench/recovery_ingest.py (a),
-bench/recovery_chain.py (b), bench/recovery_restart.py (c), and what they
+bench/recovery_chain.py (b), bench/recovery_restart.py (c), bench/recovery_chain_replay.py (d), and what they
 share (the apps deployed, node status, stopping, :class:`Findings`) in
 bench/recovery_common.py; this script parses the options, runs them, reports.
 
@@ -54,7 +60,8 @@ Usage::
 
     .venv/bin/python bench/recovery.py [--quick] [--events 100000,1000000,10000000]
         [--commit 64/1,256/2,1024/5] [--capacity 256] [--ingest-rows 4000000] [--chain-rows 4000000]
-        [--reps 7] [--tail 10000] [--snap-reps 3] [--only ingest|chain|recovery] [--keep-logs]
+        [--reps 7] [--tail 10000] [--snap-reps 3] [--chain-replay-events 10000000] [--chain-replay-batch 20000]
+        [--only ingest|chain|recovery|replay] [--keep-logs]
 
 The full run takes about 5 minutes on 2 cores; ``--quick`` (logs of 10k/100k/1M
 events, 1M rows per round, 3 rounds) under a minute.
@@ -74,6 +81,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from procs import Run, progress, run_bench  # noqa: E402
 from recovery_chain import measure_chain  # noqa: E402
+from recovery_chain_replay import TARGET as REPLAY_TARGET  # noqa: E402
+from recovery_chain_replay import measure_chain_replay  # noqa: E402
 from recovery_common import DEFAULT_COMMIT, Findings  # noqa: E402
 from recovery_ingest import commit_label, measure_ingest  # noqa: E402
 from recovery_restart import measure_recovery  # noqa: E402
@@ -122,6 +131,11 @@ def report(args: argparse.Namespace, r: dict[str, Any], findings: Findings) -> N
                      secs(snap[sizes[-1]]), secs(snap[small]), ratio(snap[sizes[-1]], snap[small]), "<= 2x"))
         rows.append((f"(c) recovery by replay alone: largest / smallest log ({sizes[-1]:,} / {small:,})",
                      secs(replay[sizes[-1]]), secs(replay[small]), ratio(replay[sizes[-1]], replay[small]), "-"))
+    if "replay" in r:
+        d = r["replay"]
+        rows.append((f"(d) replay alone, filter -> map -> aggregate, log of {d['events']:,} events",
+                     f"{d['rate']:,.0f} ev/s", f"{d['recovery']['recovery_seconds']:.3f} s recovery", "-",
+                     f">= {REPLAY_TARGET / 1e6:g}M/s"))
 
     width = max(len(row[0]) for row in rows)
     print(f"\ndurability: the input log, snapshots and recovery (2 cores, loopback; ratios against the "
@@ -168,6 +182,14 @@ def report(args: argparse.Namespace, r: dict[str, Any], findings: Findings) -> N
                       f"{(sn['pause_seconds'] or 0) * 1e3:.1f} ms, log after the cut "
                       f"{sn['log_after_cut']['disk_bytes'] / 1e6:,.2f} MB")
         print("    (the node reports recovery_seconds rounded to the millisecond)")
+    if "replay" in r:
+        d = r["replay"]
+        rec = d["recovery"]
+        print(f"(d) filter -> map -> aggregate on one durable node, {d['events']:,} events published as Arrow batches "
+              f"of {d['batch']:,} ({d['fill_rate']:,.0f} events/s, {d['windows']:,} windows out, checked), SIGKILL, "
+              f"restart: {rec['replayed_batches']:,} batches replayed in {rec['recovery_seconds']:.3f} s "
+              f"(wall {rec['wall_seconds']:.2f} s, interpreter start-up included), log "
+              f"{rec['log_before']['disk_bytes'] / 1e6:,.1f} MB")
     verdicts = []
     if "ingest" in r:
         default = next((e for e in r["ingest"]["entries"][1:] if e["setting"] == DEFAULT_COMMIT), None)
@@ -178,6 +200,10 @@ def report(args: argparse.Namespace, r: dict[str, Any], findings: Findings) -> N
     if "recovery" in r:
         verdicts.append(f"(c) recovery with snapshots flat within 2x: "
                         f"{'met' if flat is not None and flat <= 2 else 'MISSED'}")
+    if "replay" in r:
+        d = r["replay"]
+        verdicts.append(f"(d) filter -> map -> aggregate replay >= {REPLAY_TARGET:,} events/s: "
+                        f"{'met' if d['rate'] >= REPLAY_TARGET else 'MISSED'}")
     print("\ntargets (timing never fails the run): " + "; ".join(verdicts))
 
     trouble = findings.log_trouble()
@@ -220,7 +246,12 @@ def main() -> int:
     parser.add_argument("--recovery-batch", type=int, default=2000)
     parser.add_argument("--tail", type=int, default=10_000, help="rows published after the snapshot (default 10000)")
     parser.add_argument("--snap-reps", type=int, default=3, help="kills after a snapshot per log size (default 3)")
-    parser.add_argument("--only", choices=["ingest", "chain", "recovery"], action="append",
+    parser.add_argument("--chain-replay-events", type=int,
+                        help="events in (d)'s log, replayed through filter -> map -> aggregate "
+                             "(default 10000000; quick 1000000)")
+    parser.add_argument("--chain-replay-batch", type=int, default=20_000,
+                        help="rows per Arrow batch published into (d)'s log (default 20000)")
+    parser.add_argument("--only", choices=["ingest", "chain", "recovery", "replay"], action="append",
                         help="run only these parts (repeatable)")
     parser.add_argument("--keep-logs", action="store_true")
     args = parser.parse_args()
@@ -229,18 +260,20 @@ def main() -> int:
     args.ingest_rows = args.ingest_rows or (1_000_000 if quick else 4_000_000)
     args.chain_rows = args.chain_rows or (1_000_000 if quick else 4_000_000)
     args.reps = args.reps or (3 if quick else 7)
+    args.chain_replay_events = args.chain_replay_events or (1_000_000 if quick else 10_000_000)
     if quick:
         args.snap_reps = min(args.snap_reps, 2)
     if sorted(args.events) != args.events or len(args.events) < 2:
         parser.error("--events: two or more sizes, smallest first")
-    parts = args.only or ["ingest", "chain", "recovery"]
+    parts = args.only or ["ingest", "chain", "recovery", "replay"]
 
     def body(run: Run) -> None:
         findings = Findings()
 
         async def everything() -> dict[str, Any]:
             out: dict[str, Any] = {}
-            for part, fn in (("ingest", measure_ingest), ("chain", measure_chain), ("recovery", measure_recovery)):
+            for part, fn in (("ingest", measure_ingest), ("chain", measure_chain), ("recovery", measure_recovery),
+                             ("replay", measure_chain_replay)):
                 if part in parts:
                     began = time.perf_counter()
                     out[part] = await fn(args, run, findings)

@@ -217,3 +217,36 @@ def test_changelog_on_columns_gives_what_rows_give(data, cuts, size, advance, gr
         assert close(got_rows, want_rows)
         assert close(on_columns.state(), on_rows.state())
         assert on_columns.counters() == on_rows.counters()
+
+
+@st.composite
+def in_order(draw) -> list[tuple]:
+    """Rows in order per group with no gap of empty windows and no None: batches the chained path takes
+    (AggregateOperator's columns path, ColumnRuns._chained), window ends falling inside batches."""
+    out, t = [], 0
+    for _ in range(draw(st.integers(0, 200))):
+        t += draw(st.sampled_from([0, 0, 1, 2, 3]))
+        out.append((draw(st.integers(0, 3)), draw(st.sampled_from(["a", "bb"])), t,
+                    draw(st.floats(-1e6, 1e6, allow_nan=False)), draw(st.integers(-2**40, 2**40))))
+    return out
+
+
+@settings(max_examples=max(10, int(60 * SCALE)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=in_order(), cuts=st.lists(st.integers(0, 200), max_size=6), size=st.sampled_from(["3", "5", "10"]),
+       group_by=st.sampled_from(["", "g", "g, s"]), functions=params_strategy.map(lambda d: d["functions"]),
+       extra=st.sampled_from([{}, {"independent-window-alignment": "1"}, {"drop-empty-outputs": "1"},
+                              {"order-by": "TUPLENUM"}]), move_at=st.integers(-1, 6))
+def test_tumbling_in_order_batches_give_what_rows_give(data, cuts, size, group_by, functions, extra, move_at):
+    """In-order tumbling windows, where a batch's runs roll each group's windows over in one pass: the same
+    outputs, output order, counters and state as the rows, batch after batch and after a move."""
+    params = as_params({"window-size": size, "group-by": group_by, "order-by": "FIELD", "functions": functions,
+                        **extra})
+    by_columns, by_rows = aggregate(params), aggregate(params)
+    bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        if k == move_at:
+            by_columns, by_rows = moved(by_columns, params, 0.0), moved(by_rows, params, 0.0)
+        assert close(by_columns.process(0, columns(data[a:b]), 0.0), by_rows.process(0, data[a:b], 0.0)), (a, b)
+        assert by_columns.counters() == by_rows.counters()
+        assert close(by_columns.state(), by_rows.state())
+    assert close(by_columns.end_of_input(1.0), by_rows.end_of_input(1.0))

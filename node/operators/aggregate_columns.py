@@ -122,7 +122,55 @@ class ColumnRuns:
             rows = _rows(batch)
             self._windows.by_values(rows, self._keyf, self._order, now, out, self._loop)
             return
-        self._walk(batch, runs, now, out)
+        if not self._chained(runs, now, out):
+            self._walk(batch, runs, now, out)
+
+    def _chained(self, runs: "Runs", now: float, out: list[tuple]) -> bool:
+        """The batch of an in-order stream into tumbling windows, one Python step per window, no heap: or
+        False, before anything changes, when some run is not that case and :meth:`_walk` takes the batch.
+
+        The case: every group in the batch has a hot window that is its only one; its first run lies in
+        that window or in the next (the hot window then holds tuples and closes), and each later run lies in
+        the window after its predecessor's; no order value is None (:meth:`GroupWindows.chains` says the
+        windows are tumbling, slack 0, without timeout).  These are :meth:`GroupWindows.roll`'s conditions
+        for every run, checked for the batch at once; groups do not touch each other, so the runs are then
+        taken in the order of their first rows (as :meth:`_walk` takes them) and each either adds to its
+        group's hot window or rolls it over (:meth:`GroupWindows.next_window`) and adds: the same windows,
+        outputs, output order and window numbers as the walk.
+        """
+        windows = self._windows
+        if not windows.chains():
+            return False
+        keys, valid, lo, hi = runs.keys, runs.valid, runs.lo, runs.hi
+        size, beyond = self._spec.size, self._spec.beyond
+        rolls = [False] * len(keys)
+        nxt = None
+        prev: Any = _NO_KEY
+        for r, key in enumerate(keys):
+            if not valid[r]:
+                return False
+            if r == 0 or key != prev:  # a group's first run (a group's runs are consecutive)
+                prev = key
+                w = windows.hot(key)
+                g = windows.groups.get(key)
+                if w is None or g is None or len(g[1]) != 1 or w[beyond] != 0:
+                    return False
+                if w[START] <= lo[r] and hi[r] < w[END]:
+                    nxt = g[0]
+                    continue
+                nxt = g[0]
+                if not (w[COUNT] and w[END] <= lo[r]):
+                    return False
+            if not (nxt <= lo[r] and hi[r] < nxt + size):  # (size = advance: the run opens one window)
+                return False
+            rolls[r] = True
+            nxt += size
+        whole, add = runs.whole, self._add
+        for r in sorted(range(len(keys)), key=runs.first_rows.__getitem__):
+            key = keys[r]
+            w = windows.next_window(key, now, out) if rolls[r] else windows.hot(key)
+            add(w, whole[r])  # type: ignore[arg-type]
+        return True
 
     def _walk(self, batch: pa.RecordBatch, runs: "Runs", now: float, out: list[tuple]) -> None:
         """Take the runs (and any row the per-tuple code must see) in the order of their rows in the batch."""
@@ -188,6 +236,9 @@ class ColumnRuns:
                     w[s] = value
             else:  # lastval
                 w[s] = value
+
+
+_NO_KEY = object()  # no group yet (None is a group key: no group-by)
 
 
 def _row(columns: list[pa.Array], i: int) -> tuple:

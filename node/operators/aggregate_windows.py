@@ -127,6 +127,32 @@ class GroupWindows:
         self._hot[key] = new
         return new
 
+    def chains(self) -> bool:
+        """Whether :meth:`next_window` may stand for :meth:`roll`: tumbling value windows (advance = size),
+        slack 0, no timeout (nothing but the tuples closes a window)."""
+        spec = self.spec
+        return spec.by_values and not spec.slack and spec.advance == spec.size and self._timeouts is None
+
+    def next_window(self, key: Any, now: float, out: list[tuple]) -> list:
+        """:meth:`roll` where the caller has checked its case already (:meth:`chains`, and a run in the window
+        that starts at the group's next start, past a hot window that holds tuples and is the group's only
+        one): the hot window closes and is emitted, the next opens and is hot; returns it.  The columnar
+        path checks a whole batch's runs first, then rolls each group's windows over in batch order."""
+        w = self._hot[key]
+        g = self.groups[key]
+        spec = self.spec
+        nxt = g[0]
+        new = [nxt, nxt + spec.size, now, self.seq, 0, *spec.slots, 0]
+        self.seq += 1
+        g[0] = nxt + spec.advance
+        g[1] = [new]  # w was the only window: it leaves (what _emit_closed would do)
+        w[self._beyond] = CLOSED
+        if w[END] > g[2]:
+            g[2] = w[END]
+        self._emit(key, w, out)
+        self._hot[key] = new
+        return new
+
     def place(self, row: tuple, key: Any, v: Any, now: float, out: list[tuple]) -> None:
         """One tuple of a value-window aggregate, any case: the reference semantics of the data path."""
         if v is None:
