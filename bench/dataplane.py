@@ -62,8 +62,11 @@ is non-zero only on errors (a process that will not start, refused rows,
 outputs that are missing or wrong).  Every process is stopped and the
 temporary directory removed on exit, Ctrl-C and SIGTERM included.
 
-``--profile`` runs the nodes under cProfile and prints, after the report,
-where each node's time went (the figures of such a run are slower).
+``--profile`` runs the nodes under bench/cpu_profile.py (cProfile by CPU
+time, switched on from "go" until the last window of each Arrow throughput
+run: node a's profile is the one-node run, b's and c's the two-node run)
+and prints, after the report, where each node's time went (the figures of
+such a run are slower).
 ``--probe`` records when each stamped batch of the latency runs passes
 each hop and prints the per-hop latency profile (bench/dataplane_probe.py).
 
@@ -223,11 +226,12 @@ def report(args: argparse.Namespace, b: dict[str, Any], s: dict[str, Any] | None
 
 
 def print_profiles(tmp: Path, nodes: list[str]) -> None:
-    """The top of each node's cProfile (every run: throughput, then latency), by own time."""
+    """The top of each node's cProfile (CPU time of the Arrow throughput runs), by own time and cumulative."""
     import io
     import pstats
 
-    roles = ("filter->map->aggregate, latency filter->map", "filter->map, latency filter", "aggregate, latency map")
+    roles = ("filter->map->aggregate, the one-node Arrow run", "filter->map, the two-node Arrow run",
+             "aggregate, the two-node Arrow run")
     for k, (node, role) in enumerate(zip(nodes, roles)):
         path = tmp / f"node-{'abc'[k]}.prof"
         if not path.exists():
@@ -235,7 +239,8 @@ def print_profiles(tmp: Path, nodes: list[str]) -> None:
             continue
         text = io.StringIO()
         stats = pstats.Stats(str(path), stream=text)
-        stats.strip_dirs().sort_stats("tottime").print_stats(18)
+        stats.strip_dirs().sort_stats("tottime").print_stats(22)
+        stats.sort_stats("cumulative").print_stats(30)
         body = text.getvalue()
         print(f"\n=== cProfile of node {node} ({role}), by own time ===")
         print(body[body.index("   Ordered by"):].rstrip() if "   Ordered by" in body else body.rstrip())

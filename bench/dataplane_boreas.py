@@ -15,6 +15,7 @@ import copy
 import itertools
 import json
 import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ from procs import (
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "xml" / "sensor_chain.xml"
 PROBE = Path(__file__).resolve().parent / "dataplane_probe.py"
+CPU_PROFILE = Path(__file__).resolve().parent / "cpu_profile.py"
 
 # Chains deployed: prefix -> what it is for.  one_, two_: Arrow publishers; rows_: the same chain as one_ on
 # node a, for the rows publishers' figure (a chain of its own: its windows start again at time 0).
@@ -133,10 +135,12 @@ async def start_cluster(procs: Processes, tmp: Path, token: str, profile: bool, 
         pids = {n: procs.spawn(f"node {n}", [str(PROBE), "node", "--endpoint", n, "--head", head, *node_args],
                                daemon=True).pid
                 for n in nodes}
-    else:
-        pids = {n: start_node(procs, n, head, profile=tmp / f"node-{'abc'[k]}.prof" if profile else None,
-                              extra=list(node_args)).pid
+    elif profile:  # CPU time while the Arrow runs' events flow (bench/cpu_profile.py: SIGUSR1 on, SIGUSR2 off)
+        pids = {n: procs.spawn(f"node {n}", [str(CPU_PROFILE), str(tmp / f"node-{'abc'[k]}.prof"), "node",
+                                             "--endpoint", n, "--head", head, *node_args], daemon=True).pid
                 for k, n in enumerate(nodes)}
+    else:
+        pids = {n: start_node(procs, n, head, extra=list(node_args)).pid for n in nodes}
     await wait_ready(procs, head, nodes)
     app, dep = application(), deployment(*nodes)
     (tmp / "dataplane.xml").write_text(app)
@@ -267,6 +271,9 @@ async def boreas_throughput(procs: Processes, cluster: Cluster, args: argparse.N
                                                                       enumerate(workers)}}
         got: list[tuple] = []
         async with Sampler(nodes, pids) as sampler:
+            profiled = [cluster.pids[n] for n in nodes] if args.profile and arrow else []
+            for pid in profiled:  # bench/cpu_profile.py: on
+                os.kill(pid, signal.SIGUSR1)
             go = time.time()
             for w in workers:
                 tell(w, "go")
@@ -281,6 +288,8 @@ async def boreas_throughput(procs: Processes, cluster: Cluster, args: argparse.N
             except TimeoutError:
                 raise BenchError(f"{prefix}: {len(got)} of {n_windows} windows after "
                                  f"{time.time() - go:.0f} s") from None
+            for pid in profiled:  # off: the stats are written
+                os.kill(pid, signal.SIGUSR2)
             results = [json.loads(await read_line(w, procs, "result", 120)) for w in workers]
     procs.stop(workers)
     accepted = sum(r["accepted"] for r in results)

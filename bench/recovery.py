@@ -41,7 +41,8 @@ parts, each figure printed as a ratio against its peer measured in the same run:
     data plane benchmark's chain (examples/xml/sensor_chain.xml) with a log
     of ``--chain-replay-events`` readings (default 10M, published as Arrow
     batches of ``--chain-replay-batch``), killed and restarted with replay
-    alone; events/s = events / the node's ``recovery_seconds``.  Target
+    alone; events/s = events / the node's ``replay_seconds`` (its
+    ``recovery_seconds`` printed beside).  Target
     (issue 30): >= 5M events/s.  bench/recovery_chain_replay.py.
 
 Timing never fails the run; the exit status is non-zero only on errors (a
@@ -134,8 +135,10 @@ def report(args: argparse.Namespace, r: dict[str, Any], findings: Findings) -> N
     if "replay" in r:
         d = r["replay"]
         rows.append((f"(d) replay alone, filter -> map -> aggregate, log of {d['events']:,} events",
-                     f"{d['rate']:,.0f} ev/s", f"{d['recovery']['recovery_seconds']:.3f} s recovery", "-",
+                     f"{d['rate']:,.0f} ev/s", f"replay {d['recovery']['replay_seconds']:.3f} s", "-",
                      f">= {REPLAY_TARGET / 1e6:g}M/s"))
+        rows.append(("(d) the same, events per second of the node's CPU in the replay", f"{d['cpu_rate']:,.0f} ev/s",
+                     f"CPU {d['recovery']['replay_cpu_seconds']:.3f} s", "-", f">= {REPLAY_TARGET / 1e6:g}M/s"))
 
     width = max(len(row[0]) for row in rows)
     print(f"\ndurability: the input log, snapshots and recovery (2 cores, loopback; ratios against the "
@@ -187,8 +190,8 @@ def report(args: argparse.Namespace, r: dict[str, Any], findings: Findings) -> N
         rec = d["recovery"]
         print(f"(d) filter -> map -> aggregate on one durable node, {d['events']:,} events published as Arrow batches "
               f"of {d['batch']:,} ({d['fill_rate']:,.0f} events/s, {d['windows']:,} windows out, checked), SIGKILL, "
-              f"restart: {rec['replayed_batches']:,} batches replayed in {rec['recovery_seconds']:.3f} s "
-              f"(wall {rec['wall_seconds']:.2f} s, interpreter start-up included), log "
+              f"restart: {rec['replayed_batches']:,} batches replayed in {rec['replay_seconds']:.3f} s, recovery "
+              f"{rec['recovery_seconds']:.3f} s (wall {rec['wall_seconds']:.2f} s, interpreter start-up included), log "
               f"{rec['log_before']['disk_bytes'] / 1e6:,.1f} MB")
     verdicts = []
     if "ingest" in r:
@@ -203,7 +206,8 @@ def report(args: argparse.Namespace, r: dict[str, Any], findings: Findings) -> N
     if "replay" in r:
         d = r["replay"]
         verdicts.append(f"(d) filter -> map -> aggregate replay >= {REPLAY_TARGET:,} events/s: "
-                        f"{'met' if d['rate'] >= REPLAY_TARGET else 'MISSED'}")
+                        f"{'met' if d['rate'] >= REPLAY_TARGET else 'MISSED'} (per CPU second: "
+                        f"{'met' if d['cpu_rate'] >= REPLAY_TARGET else 'MISSED'})")
     print("\ntargets (timing never fails the run): " + "; ".join(verdicts))
 
     trouble = findings.log_trouble()

@@ -174,7 +174,10 @@ class NodeService(NodeApi):
                 log.info("node %s: restored %s from snapshot %d", self.endpoint, counted(len(restored), "box"),
                          captured["snapshot"])
             await flow.start(run=False)  # links up: replayed outputs go out (receivers drop what they have)
+            replay_began, replay_cpu = time.monotonic(), time.process_time()
             durable.replayed = await flow.replayer.replay_log(durable.log.read(start))
+            durable.replay_seconds = round(time.monotonic() - replay_began, 3)
+            durable.replay_cpu_seconds = round(time.process_time() - replay_cpu, 3)
             for (stream, producer), seq in flow.state.processed.items():
                 self.receiver.sequencer.expect(stream, producer, seq + 1)
             flow.journal.attach(durable.log)
@@ -282,7 +285,8 @@ class NodeService(NodeApi):
             if self.shared_dir else {"shared": False}
         return {"durable": True, **shared, "state": durable.state, "last_snapshot": durable.last_snapshot,
                 "restored_from": durable.restored_from, "replayed_batches": durable.replayed,
-                "recovery_seconds": durable.recovery_seconds}
+                "recovery_seconds": durable.recovery_seconds, "replay_seconds": durable.replay_seconds,
+                "replay_cpu_seconds": durable.replay_cpu_seconds}
 
     async def _join_zookeeper(self, url: str | None) -> None:
         if not url or self._members is not None:

@@ -67,6 +67,9 @@ class Durability:
         self.restored_from: int | None = None
         self.replayed = 0
         self.recovery_seconds: float | None = None
+        self.replay_seconds: float | None = None  # of those, the log's replay alone (records read and processed)
+        self.replay_cpu_seconds: float | None = None  # the process's CPU time in the replay (a shared machine's
+        # load stretches the wall time, not this)
         self.completed_id = 0
         self.counters: Counter[str] = Counter()
         self._snapshot_lock = asyncio.Lock()
@@ -168,6 +171,8 @@ class Durability:
             "restored_from": self.restored_from,
             "replayed_batches": self.replayed,
             "recovery_seconds": self.recovery_seconds,
+            "replay_seconds": self.replay_seconds,
+            "replay_cpu_seconds": self.replay_cpu_seconds,
             "log": {**{f"{k}_total": v for k, v in self.log.counters.items()},
                     "first": self.log.first_position, "next": self.log.next_position,
                     "size_bytes": self.log.size_bytes()},
