@@ -176,7 +176,9 @@ def report(args: argparse.Namespace, b: dict[str, Any], s: dict[str, Any] | None
               f"batches of {r['batch']:,}; the entry node had acknowledged all after {r['published']:.2f} s "
               f"({r['publish_rate']:,.0f}/s), the subscriber had the last window after {r['elapsed']:.2f} s")
         for n, nr in r["nodes"].items():
-            cpu = f"; its CPU {nr['cpu'] * 100:.0f}%" if nr["cpu"] is not None else ""
+            per = nr["cpu"] * r["elapsed"] / r["tuples"] * 1e6 if nr["cpu"] else None  # us of node CPU per tuple
+            cpu = (f"; its CPU {nr['cpu'] * 100:.0f}% = {per:.3f} us per tuple (a whole core: "
+                   f"{1e6 / per:,.0f} tuples/s)" if per else "")
             print(f"    node {n} took {nr['rows']:,} rows in {nr['seconds']:.2f} s = {nr['rate']:,.0f} rows/s "
                   f"(its /status rows_in, polled every 50 ms){cpu}; slowest /status answer "
                   f"{nr['status_max']:.0f} ms")

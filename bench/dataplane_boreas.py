@@ -204,10 +204,15 @@ class Sampler:
 
     async def _sample(self) -> None:
         from boreas.wire.addressing import endpoint_url
+        from boreas.wire.client import PeerError
 
         for n in self.nodes:
             asked = time.time()
-            status = await self._peers.call("GET", endpoint_url(n, "/status"))
+            try:
+                status = await self._peers.call("GET", endpoint_url(n, "/status"))
+            except PeerError:  # a busy machine: no answer within the timeout this time; the node is asked again
+                self.answer[n].append(time.time() - asked)
+                continue
             now = time.time()
             self.answer[n].append(now - asked)
             self.samples[n].append((now, status["data"]["flow"].get("rows_in", 0)))
