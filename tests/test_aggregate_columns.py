@@ -231,7 +231,7 @@ def in_order(draw) -> list[tuple]:
     return out
 
 
-@settings(max_examples=max(10, int(60 * SCALE)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=max(10, int(40 * SCALE)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=in_order(), cuts=st.lists(st.integers(0, 200), max_size=6), size=st.sampled_from(["3", "5", "10"]),
        group_by=st.sampled_from(["", "g", "g, s"]), functions=params_strategy.map(lambda d: d["functions"]),
        extra=st.sampled_from([{}, {"independent-window-alignment": "1"}, {"drop-empty-outputs": "1"},

@@ -27,6 +27,13 @@ reduction per run instead of one Python step per tuple:
    computed then); if not, each further row goes through the per-tuple
    code, taking turns with the other groups' rows by batch position.
 
+A batch of an in-order stream into tumbling windows (slack 0, no timeout)
+skips the heap: when every run lies in its group's hot window or in the
+window right after its predecessor's, checked for the whole batch before
+anything changes, the runs are taken in batch order and each is added or
+rolls its group's window over (:meth:`ColumnRuns._chained`,
+:meth:`~.aggregate_windows.GroupWindows.next_window`).
+
 Groups are independent, a run's rows all go to one window in arrival order
 and every row that can open, close or emit a window is taken in batch order
 by the reference code, so outputs, their order, the window counter and
