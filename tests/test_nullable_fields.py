@@ -1,0 +1,150 @@
+"""Nullable stream fields (issue 33 item 2, the data plane): declared in the application XML, carried by
+rows (None, msgpack nil) and Arrow columns (validity), and treated by filter, map, aggregate and join with
+SQL's three-valued logic; Borealis fields without the attribute still refuse NULL.
+
+The oracle for the operators' SQL semantics is DuckDB over the same rows."""
+
+from __future__ import annotations
+
+import duckdb
+import msgspec
+import pyarrow as pa
+import pytest
+from boreas.catalog import Catalog, ValidationFailed, plan_submission, read_document
+from boreas.catalog.model import Subscription
+from boreas.catalog.xmlcodec import to_text
+from boreas.m3.boxtype import box_types
+from boreas.node.dataflow import Dataflow
+from boreas.wire.columns import Columns, check, decode, from_rows, payload
+from boreas.wire.tuples import RowType
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+APP = """<borealis>
+  <schema name="Reading">
+    <field name="k" type="int"/>
+    <field name="x" type="int" nullable="true"/>
+    <field name="y" type="double" nullable="1"/>
+    <field name="s" type="string" size="4" nullable="true"/>
+  </schema>
+  <input stream="In" schema="Reading"/>
+  <box name="keep" type="filter"><in stream="In"/><out stream="Kept"/>
+    <parameter name="expression.0" value="x &lt;&gt; 3 or k = 0"/></box>
+  <box name="calc" type="map"><in stream="Kept"/><out stream="Calc"/>
+    <parameter name="expression.0" value="k"/><parameter name="output-field-name.0" value="k"/>
+    <parameter name="expression.1" value="x + 1"/><parameter name="output-field-name.1" value="x1"/>
+    <parameter name="expression.2" value="coalesce(x, -1)"/><parameter name="output-field-name.2" value="xc"/>
+    <parameter name="expression.3" value="y is null"/><parameter name="output-field-name.3" value="ynull"/>
+    <parameter name="expression.4" value="s"/><parameter name="output-field-name.4" value="s"/></box>
+  <box name="sums" type="aggregate"><in stream="In"/><out stream="Sums"/>
+    <parameter name="aggregate-function.0" value="sum(x)"/><parameter name="aggregate-function-output-name.0" value="sx"/>
+    <parameter name="aggregate-function.1" value="count(x)"/><parameter name="aggregate-function-output-name.1" value="cx"/>
+    <parameter name="aggregate-function.2" value="count(*)"/><parameter name="aggregate-function-output-name.2" value="n"/>
+    <parameter name="aggregate-function.3" value="avg(y)"/><parameter name="aggregate-function-output-name.3" value="ay"/>
+    <parameter name="aggregate-function.4" value="max(x)"/><parameter name="aggregate-function-output-name.4" value="mx"/>
+    <parameter name="window-size-by" value="TUPLES"/><parameter name="window-size" value="3"/>
+    <parameter name="advance" value="3"/><parameter name="group-by" value="k"/></box>
+  <output stream="Calc"/>
+  <output stream="Sums"/>
+</borealis>"""
+
+
+def catalog():
+    return plan_submission(Catalog(), [read_document(APP, "app.xml")], box_types()).catalog
+
+
+def test_the_xml_declares_a_nullable_field_and_the_catalog_writes_it_back():
+    schema = catalog().schemas["Reading"]
+    assert [f.nullable for f in schema.fields] == [False, True, True, True]
+    assert 'nullable="true"' in to_text(schema) and to_text(schema).count("nullable") == 3
+    assert read_document(f"<borealis>{to_text(schema)}</borealis>", "again.xml").declarations[0] == schema
+    with pytest.raises(ValidationFailed, match="nullable"):
+        read_document(APP.replace('nullable="1"', 'nullable="maybe"'), "bad.xml")
+
+
+def test_derived_streams_are_nullable_where_their_values_may_be_null():
+    from boreas.catalog.validate import stream_schemas
+    schemas = stream_schemas(catalog())
+    calc = {f.name: f.nullable for f in schemas["Calc"].fields}
+    assert calc == {"k": False, "x1": True, "xc": False, "ynull": False, "s": True}
+    sums = {f.name: f.nullable for f in schemas["Sums"].fields}
+    assert sums == {"k": False, "sx": True, "cx": False, "n": False, "ay": True, "mx": True}
+
+
+def test_rows_and_columns_carry_null_in_a_nullable_field_only():
+    schema = catalog().schemas["Reading"]
+    rt = RowType(schema)
+    rows, errors = rt.decode(msgspec.msgpack.encode([[1, None, None, None], [None, 1, 1.0, "a"], [2, 3, 0.5, "ab"]]))
+    assert rows == [(1, None, None, None), (2, 3, 0.5, "ab")]
+    assert [(e.row, e.field) for e in errors] == [(1, "k")]
+    assert rt.from_text(["1", "", "", "\\N"]) == (1, None, None, None)
+    assert rt.from_text(["1", "2", "2.5", ""]) == (1, 2, 2.5, "")  # a string's empty text is the empty string
+    cols = from_rows([(1, None, None, None), (2, 3, 0.5, "ab")], schema)
+    assert cols.batch.column("x").null_count == 1
+    back, errors = decode(payload(cols), schema)
+    assert back.rows() == [(1, None, None, None), (2, 3, 0.5, "ab")] and not errors
+    table = pa.record_batch({"k": pa.array([1, None], pa.int32()), "x": [None, 2], "y": [None, 1.0],
+                             "s": [None, "b"]})
+    good, errors = check(table, schema)
+    assert good.rows() == [(1, None, None, None)] and [(e.row, e.field, e.reason) for e in errors] == [
+        (1, "k", "missing")]
+
+
+def flow() -> Dataflow:
+    cat = catalog()
+    for stream in ("Calc", "Sums"):
+        cat.subscriptions[f"{stream}|c:9"] = Subscription(stream, "c:9")
+    dataflow = Dataflow("n:1", None, "n:1#a", box_types=box_types())
+    dataflow.reconfigure(cat)
+    return dataflow
+
+
+def sent(dataflow: Dataflow, stream: str) -> list[tuple]:
+    out: list[tuple] = []
+    for _, rows, _, _ in dataflow.out.withdraw("c:9", {stream}):
+        out += rows.rows() if isinstance(rows, Columns) else list(rows)
+    return out
+
+
+def duckdb_rows(rows: list[tuple], sql: str) -> list[tuple]:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE R(i INTEGER, k INTEGER, x INTEGER, y DOUBLE, s VARCHAR)")
+    if rows:
+        con.executemany("INSERT INTO R VALUES (?, ?, ?, ?, ?)", [(i, *r) for i, r in enumerate(rows)])
+    return con.execute(sql).fetchall()
+
+
+CALC_SQL = ("SELECT k, x + 1, COALESCE(x, -1), CAST(y IS NULL AS INTEGER), s FROM R "
+            "WHERE x <> 3 OR k = 0 ORDER BY i")
+
+rows_st = st.lists(st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 4)),
+                             st.one_of(st.none(), st.sampled_from([0.5, 1.5])),
+                             st.one_of(st.none(), st.sampled_from(["a", "bb"]))), max_size=12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=rows_st, arrow=st.booleans())
+def test_filter_and_map_are_sqls_on_null_heavy_rows(rows, arrow):
+    import asyncio
+    dataflow = flow()
+    schema = catalog().schemas["Reading"]
+    batch = from_rows(rows, schema) if arrow and rows else rows
+    if batch is not None and len(rows):
+        asyncio.run(dataflow.router.enter("In", batch, "pub-In", 0, ""))
+    assert sent(dataflow, "Calc") == duckdb_rows(rows, CALC_SQL)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=rows_st)
+def test_aggregate_skips_nulls_and_is_null_over_no_value(rows):
+    """Tumbling windows of 3 tuples per group: SUM/AVG/MAX of only NULLs are NULL, COUNT(x) counts values."""
+    import asyncio
+    dataflow = flow()
+    if rows:
+        asyncio.run(dataflow.router.enter("In", rows, "pub-In", 0, ""))
+    want = duckdb_rows(rows, """
+        WITH w AS (SELECT *, (ROW_NUMBER() OVER (PARTITION BY k ORDER BY i) - 1) // 3 AS win,
+                          COUNT(*) OVER (PARTITION BY k) AS total FROM R)
+        SELECT k, SUM(x), COUNT(x), COUNT(*), AVG(y), MAX(x), MAX(i) AS last FROM w
+        WHERE win < total // 3 GROUP BY k, win ORDER BY last""")
+    assert sent(dataflow, "Sums") == [r[:-1] for r in want]
