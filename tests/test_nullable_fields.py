@@ -148,3 +148,51 @@ def test_aggregate_skips_nulls_and_is_null_over_no_value(rows):
         SELECT k, SUM(x), COUNT(x), COUNT(*), AVG(y), MAX(x), MAX(i) AS last FROM w
         WHERE win < total // 3 GROUP BY k, win ORDER BY last""")
     assert sent(dataflow, "Sums") == [r[:-1] for r in want]
+
+
+JOIN_APP = """<borealis>
+  <schema name="L"><field name="t" type="int"/><field name="k" type="int" nullable="true"/></schema>
+  <schema name="R"><field name="t" type="int"/><field name="k" type="int"/></schema>
+  <input stream="Ls" schema="L"/><input stream="Rs" schema="R"/><input stream="More" schema="L"/>
+  <box name="match" type="join"><in stream="Ls"/><in stream="Rs"/><out stream="Pairs"/>
+    <parameter name="predicate" value="left.k = right.k or left.k is null and right.k = 0"/>
+    <parameter name="left-buffer-size" value="9"/><parameter name="right-buffer-size" value="9"/>
+    <parameter name="out-field.0" value="left.t"/><parameter name="out-field-name.0" value="lt"/>
+    <parameter name="out-field.1" value="right.t"/><parameter name="out-field-name.1" value="rt"/></box>
+  <box name="both" type="union"><in stream="Rs"/><in stream="More"/><out stream="Both"/></box>
+  <output stream="Pairs"/><output stream="Both"/>
+</borealis>"""
+
+
+def test_a_join_never_matches_null_keys_and_a_union_is_nullable_where_an_input_is():
+    import asyncio
+    from boreas.catalog.validate import stream_schemas
+    cat = plan_submission(Catalog(), [read_document(JOIN_APP, "app.xml")], box_types()).catalog
+    assert [f.nullable for f in stream_schemas(cat)["Both"].fields] == [False, True]
+    cat.subscriptions["Pairs|c:9"] = Subscription("Pairs", "c:9")
+    dataflow = Dataflow("n:1", None, "n:1#a", box_types=box_types())
+    dataflow.reconfigure(cat)
+    left = [(1, None), (2, 1), (3, None)]
+    right = [(10, 1), (11, 0), (12, 2)]
+
+    async def feed():
+        await dataflow.router.enter("Ls", from_rows(left, cat.schemas["L"]), "pub-L", 0, "")
+        await dataflow.router.enter("Rs", right, "pub-R", 0, "")
+    asyncio.run(feed())
+    want = duckdb.sql("SELECT l.t, r.t FROM (VALUES (1, NULL), (2, 1), (3, NULL)) l(t, k), "
+                      "(VALUES (10, 1), (11, 0), (12, 2)) r(t, k) "
+                      "WHERE l.k = r.k OR l.k IS NULL AND r.k = 0 ORDER BY r.t, l.t").fetchall()
+    assert sent(dataflow, "Pairs") == want == [(2, 10), (1, 11), (3, 11)]
+
+
+def test_an_aggregate_over_a_changelog_is_null_when_its_last_value_leaves():
+    from boreas.catalog.model import Field, FieldType, Schema
+    from boreas.node.operators.aggregate_changes import Retracting
+    s = Schema("S", (Field("g", FieldType.INT), Field("v", FieldType.INT, nullable=True), Field("t", FieldType.INT)))
+    out = Schema("A", (Field("g", FieldType.INT), Field("s", FieldType.LONG, nullable=True),
+                       Field("a", FieldType.DOUBLE, nullable=True), Field("m", FieldType.INT, nullable=True),
+                       Field("c", FieldType.INT)))
+    agg = Retracting(["sum(v)", "avg(v)", "max(v)", "count(v)"], s, out, groups=[0], size=100, advance=100,
+                     order=2, emit_start=False)
+    assert agg.apply([(1, None, 5), (1, 4, 6)], [1, 1]) == ([(1, 4, 4.0, 4, 1)], [1])
+    assert agg.apply([(1, 4, 6)], [-1]) == ([(1, 4, 4.0, 4, 1), (1, None, None, None, 0)], [-1, 1])
