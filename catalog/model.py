@@ -128,6 +128,17 @@ class Schema:
             a.same_shape(b) for a, b in zip(self.fields, other.fields)
         )
 
+    def stands_for(self, inferred: Schema) -> bool:
+        """Whether this (declared) schema may name streams of the ``inferred`` layout: the same shape, and
+        nullable wherever the inferred one is (a declared field that is not would refuse the NULLs coming).
+
+        >>> a, b = Schema("A", (Field("x", FieldType.INT),)), Schema("B", (Field("x", FieldType.INT, nullable=True),))
+        >>> b.stands_for(a), a.stands_for(b)
+        (True, False)
+        """
+        return self.same_shape(inferred) and all(d.nullable or not i.nullable
+                                                 for d, i in zip(self.fields, inferred.fields))
+
     def describe(self) -> str:
         return "(" + ", ".join(
             f"{f.name} {f.declared_type}" + (f"({f.size})" if f.size else "") + (" null" if f.nullable else "")

@@ -196,3 +196,16 @@ def test_an_aggregate_over_a_changelog_is_null_when_its_last_value_leaves():
                      order=2, emit_start=False)
     assert agg.apply([(1, None, 5), (1, 4, 6)], [1, 1]) == ([(1, 4, 4.0, 4, 1)], [1])
     assert agg.apply([(1, 4, 6)], [-1]) == ([(1, 4, 4.0, 4, 1), (1, None, None, None, 0)], [-1, 1])
+
+
+def test_a_declared_output_schema_must_be_nullable_where_its_producer_may_write_null():
+    app = APP.replace('<output stream="Calc"/>', '<output stream="Calc" schema="C"/>').replace(
+        "<input ", '<schema name="C"><field name="k" type="int"/><field name="x1" type="int"/>'
+                   '<field name="xc" type="int"/><field name="ynull" type="int"/>'
+                   '<field name="s" type="string" size="4" nullable="true"/></schema><input ', 1)
+    problems = plan_submission(Catalog(), [read_document(app, "app.xml")], box_types()).problems
+    assert [str(p).split(": ", 2)[-1] for p in problems] == [
+        "output stream 'Calc' declares schema 'C' (k int, x1 int, xc int, ynull int, s string(4) null), but its "
+        "producer yields (k int, x1 int null, xc int, ynull int, s string(4) null)"]
+    fixed = app.replace('<field name="x1" type="int"/>', '<field name="x1" type="int" nullable="true"/>')
+    assert not plan_submission(Catalog(), [read_document(fixed, "app.xml")], box_types()).problems
