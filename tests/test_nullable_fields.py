@@ -209,3 +209,14 @@ def test_a_declared_output_schema_must_be_nullable_where_its_producer_may_write_
         "producer yields (k int, x1 int null, xc int, ynull int, s string(4) null)"]
     fixed = app.replace('<field name="x1" type="int"/>', '<field name="x1" type="int" nullable="true"/>')
     assert not plan_submission(Catalog(), [read_document(fixed, "app.xml")], box_types()).problems
+
+
+def test_csv_text_reads_an_empty_value_as_null_on_the_columnar_path_as_on_the_row_path():
+    from boreas.cli.text_columns import typed
+    schema = catalog().schemas["Reading"]
+    text = [["1", "", " ", "\\N"], ["2", "7", "", ""], ["3", " 4", "2.5", "ab"]]
+    batch, problems = typed(pa.record_batch({f.name: [r[i] for r in text] for i, f in enumerate(schema.fields)}),
+                            schema)
+    assert not problems
+    assert [tuple(r.values()) for r in batch.to_pylist()] == [RowType(schema).from_text(r) for r in text] == [
+        (1, None, None, None), (2, 7, None, ""), (3, 4, 2.5, "ab")]
