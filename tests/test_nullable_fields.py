@@ -220,3 +220,18 @@ def test_csv_text_reads_an_empty_value_as_null_on_the_columnar_path_as_on_the_ro
     assert not problems
     assert [tuple(r.values()) for r in batch.to_pylist()] == [RowType(schema).from_text(r) for r in text] == [
         (1, None, None, None), (2, 7, None, ""), (3, 4, 2.5, "ab")]
+
+
+def test_boreas_subscribe_writes_csv_that_boreas_publish_reads_back_with_its_nulls():
+    import csv
+    import io
+    from boreas.cli.subscribe_output import CsvOutput
+    schema = catalog().schemas["Reading"]
+    rows = [(1, None, None, None), (2, 7, 0.5, ""), (3, None, 2.5, "ab")]
+    out = io.StringIO()
+    writer = CsvOutput(out, schema)
+    writer.write(rows)
+    writer.flush()
+    lines = list(csv.reader(io.StringIO(out.getvalue())))
+    assert lines[0] == ["k", "x", "y", "s"]
+    assert [RowType(schema).from_text(line) for line in lines[1:]] == rows
