@@ -6,6 +6,8 @@ The oracle for the operators' SQL semantics is DuckDB over the same rows."""
 
 from __future__ import annotations
 
+import functools
+
 import duckdb
 import msgspec
 import pyarrow as pa
@@ -19,6 +21,7 @@ from boreas.wire.columns import Columns, check, decode, from_rows, payload
 from boreas.wire.tuples import RowType
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.property_scale import SETTINGS, examples
 
 APP = """<borealis>
   <schema name="Reading">
@@ -49,8 +52,13 @@ APP = """<borealis>
 </borealis>"""
 
 
+@functools.lru_cache(maxsize=1)
 def catalog():
-    return plan_submission(Catalog(), [read_document(APP, "app.xml")], box_types()).catalog
+    """The planned application with a subscriber of Calc and Sums (planned once: read, never changed)."""
+    planned = plan_submission(Catalog(), [read_document(APP, "app.xml")], box_types()).catalog
+    for stream in ("Calc", "Sums"):
+        planned.subscriptions[f"{stream}|c:9"] = Subscription(stream, "c:9")
+    return planned
 
 
 def test_the_xml_declares_a_nullable_field_and_the_catalog_writes_it_back():
@@ -92,8 +100,6 @@ def test_rows_and_columns_carry_null_in_a_nullable_field_only():
 
 def flow() -> Dataflow:
     cat = catalog()
-    for stream in ("Calc", "Sums"):
-        cat.subscriptions[f"{stream}|c:9"] = Subscription(stream, "c:9")
     dataflow = Dataflow("n:1", None, "n:1#a", box_types=box_types())
     dataflow.reconfigure(cat)
     return dataflow
@@ -122,7 +128,7 @@ rows_st = st.lists(st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers
                              st.one_of(st.none(), st.sampled_from(["a", "bb"]))), max_size=12)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(25), **SETTINGS)
 @given(rows=rows_st, arrow=st.booleans())
 def test_filter_and_map_are_sqls_on_null_heavy_rows(rows, arrow):
     import asyncio
@@ -134,7 +140,7 @@ def test_filter_and_map_are_sqls_on_null_heavy_rows(rows, arrow):
     assert sent(dataflow, "Calc") == duckdb_rows(rows, CALC_SQL)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(25), **SETTINGS)
 @given(rows=rows_st)
 def test_aggregate_skips_nulls_and_is_null_over_no_value(rows):
     """Tumbling windows of 3 tuples per group: SUM/AVG/MAX of only NULLs are NULL, COUNT(x) counts values."""
