@@ -42,6 +42,7 @@ import functools
 
 from sqlglot import exp
 
+from .aggfilter import filtered_aggregate, is_filtered_aggregate
 from .aggregates import aggregate
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
@@ -59,6 +60,8 @@ def view_expr(res: Resolver, e: exp.Expression, aliases: dict | None = None):
     kind = type(e)
     if isinstance(e, exp.AggFunc):
         return ("agg",) + aggregate(res, e)
+    if is_filtered_aggregate(e):  # AGG(...) FILTER (WHERE c) (:mod:`.aggfilter`)
+        return ("agg",) + filtered_aggregate(res, e)
     if kind is exp.Column:
         if aliases and not e.table and not res.has_column(e) and e.name.lower() in aliases:
             return aliases[e.name.lower()]
