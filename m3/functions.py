@@ -123,7 +123,13 @@ def _strftime_pattern(pattern: str) -> str | None:
 
 
 def _date_format(ms: float, pattern: str) -> str:
-    return time.strftime(_strftime_pattern(pattern), time.gmtime(math.floor(ms / 1000)))
+    return _format_second(math.floor(ms / 1000), pattern)
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_second(second: int, pattern: str) -> str:
+    """Events in order share their second: formatting it once per second makes a column of them cheap."""
+    return time.strftime(_strftime_pattern(pattern), time.gmtime(second))
 
 
 def _hour(ms: float) -> int:
