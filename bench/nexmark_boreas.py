@@ -152,6 +152,10 @@ def _to_duckdb(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Anonymous) and node.name.upper() == "SPLIT_INDEX":  # 0-based; split_part is 1-based
         s, sep, i = node.expressions
         return exp.Anonymous(this="split_part", expressions=[s, sep, exp.Literal.number(int(i.name) + 1)])
+    if isinstance(node, exp.Anonymous) and node.name.upper() == "COUNT_CHAR":  # the suite's UDF (q14)
+        s, c = node.expressions
+        gone = exp.Anonymous(this="replace", expressions=[s.copy(), c, exp.Literal.string("")])
+        return exp.Sub(this=exp.Length(this=s), expression=exp.Length(this=gone))
     if isinstance(node, exp.Anonymous) and node.name.upper() == "DATE_FORMAT":
         t, pattern = node.expressions
         fmt = re.sub("|".join(_JAVA_DATE), lambda m: _JAVA_DATE[m.group()], pattern.name)
@@ -161,7 +165,7 @@ def _to_duckdb(node: exp.Expression) -> exp.Expression:
 
 def duckdb_sql(sql: str) -> str:
     """The Boreas form of a query as DuckDB runs it: Flink's functions (``HOUR``, ``DATE_FORMAT`` of DOUBLE ms,
-    ``SPLIT_INDEX``, ``REGEXP_EXTRACT``'s group) as DuckDB's.
+    ``SPLIT_INDEX``, ``REGEXP_EXTRACT``'s group, the suite's UDF ``count_char``) as DuckDB's.
 
     >>> duckdb_sql("SELECT SPLIT_INDEX(url, '/', 3), HOUR(datetime), DATE_FORMAT(datetime, 'yyyy-MM-dd') FROM bid")
     "SELECT SPLIT_PART(url, '/', 4), HOUR(EPOCH_MS(CAST(datetime AS BIGINT))), STRFTIME(EPOCH_MS(CAST(datetime AS BIGINT)), '%Y-%m-%d') FROM bid"

@@ -43,7 +43,11 @@ SQL's for the ones Nexmark reads (issue 34):
   in UTC: ``HOUR(T)``, INT 0-23 (Flink's ``HOUR`` of a timestamp), and
   ``DATE_FORMAT(T, 'yyyy-MM-dd HH:mm:ss')`` (Flink's, Java's
   SimpleDateFormat letters ``yyyy``, ``MM``, ``dd``, ``HH``, ``mm``, ``ss``;
-  other characters but letters stand for themselves): STRING.
+  other characters but letters stand for themselves): STRING;
+* ``COUNT_CHAR(S, 'c')``: INT, how many times the character occurs in
+  ``S`` (the Nexmark suite's Java UDF ``count_char``, q14);
+* ``CASE_STRING(X, spec)``, ``CASE_INT``, ``CASE_FLOAT``: a CASE whose
+  conditions and values read only ``X`` (:mod:`.casefn`).
 
 The Python backend and the evaluation of map definitions call :func:`apply`
 (the generated code inlines the same expressions, :data:`PYTHON`); the C
@@ -92,6 +96,8 @@ import math
 import re
 import time
 from collections.abc import Callable
+
+from .casefn import case_value, check_spec
 
 
 def _mod(x: int, m: int) -> int:
@@ -172,11 +178,15 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[int, ...], Callable]] = {
     "REGEXP_EXTRACT": ("STRING", "STRING", (1, 2), _regexp_extract),
     "HOUR": ("INT|FLOAT", "INT", (0,), _hour),
     "DATE_FORMAT": ("INT|FLOAT", "STRING", (1,), _date_format),
+    "COUNT_CHAR": ("STRING", "INT", (1,), lambda s, c: s.count(c)),
+    **{f"CASE_{t}": ("INT|FLOAT|STRING", t, (1,), lambda x, spec: case_value(x, spec, apply))
+       for t in ("STRING", "INT", "FLOAT")},
 }
 
 #: the constants' types of the functions whose constants are not all integers
 _CONSTANT_TYPES: dict[str, tuple[type, ...]] = {"SPLIT_INDEX": (str, int), "REGEXP_EXTRACT": (str, int),
-                                                "DATE_FORMAT": (str,)}
+                                                "DATE_FORMAT": (str,), "COUNT_CHAR": (str,), "CASE_STRING": (str,),
+                                                "CASE_INT": (str,), "CASE_FLOAT": (str,)}
 
 #: the implementations generated Python code calls by name (``_fn_SPLIT_INDEX(v_U, '/', 3)``)
 NAMESPACE: dict[str, Callable] = {f"_fn_{name}": FUNCTIONS[name][3] for name in _CONSTANT_TYPES.keys() | {"HOUR"}}
@@ -203,7 +213,7 @@ PYTHON: dict[str, Callable[..., str]] = {
     "LOWER": lambda x: f"{x}.lower()",
     "UPPER": lambda x: f"{x}.upper()",
     "CHAR_LENGTH": lambda x: f"len({x})",
-    **{name: _call(name) for name in ("SPLIT_INDEX", "REGEXP_EXTRACT", "HOUR", "DATE_FORMAT")},
+    **{name: _call(name) for name in (*_CONSTANT_TYPES, "HOUR")},
 }
 
 
@@ -252,6 +262,10 @@ def _check_constants(name: str, consts: list) -> str | None:
             return f"REGEXP_EXTRACT pattern {consts[0]!r}: {err}"
         if len(consts) > 1 and not 0 <= consts[1] <= groups:
             return f"REGEXP_EXTRACT group {consts[1]} of a pattern with {groups} group(s)"
+    if name.startswith("CASE_"):
+        return check_spec(consts[0], apply)
+    if name == "COUNT_CHAR" and len(consts[0]) != 1:
+        return f"COUNT_CHAR counts one character, not {consts[0]!r}"
     if name == "SPLIT_INDEX" and (consts[0] == "" or consts[1] < 0):
         return "SPLIT_INDEX takes a nonempty separator and an index >= 0"
     if name == "SUBSTRING" and consts[0] < 1:

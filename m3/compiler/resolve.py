@@ -51,6 +51,7 @@ from ..errors import CompileError
 from ..functions import check_call, result_type
 from .arithcmp import comparison as arith_comparison
 from .arithcmp import is_arithmetic
+from .casewhen import case_call
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
 from .predicates import FALSE, TRUE, in_list, like, negate
@@ -79,7 +80,7 @@ _PARTS = {"YEAR": "YEAR", "YEARS": "YEAR", "QUARTER": "QUARTER", "MONTH": "MONTH
 _PART_FUNCTIONS = {exp.Year: "YEAR", exp.Quarter: "QUARTER", exp.Month: "MONTH", exp.Day: "DAY",
                    exp.DayOfWeek: "DOW", exp.DayOfWeekIso: "ISODOW", exp.DayOfYear: "DOY", exp.WeekOfYear: "WEEK",
                    exp.Hour: "HOUR", exp.Lower: "LOWER", exp.Upper: "UPPER", exp.Length: "CHAR_LENGTH"}
-_BY_NAME = ("SPLIT_INDEX", "DATE_FORMAT")  # Flink's, which sqlglot parses as Anonymous
+_BY_NAME = ("SPLIT_INDEX", "DATE_FORMAT", "COUNT_CHAR")  # Flink's (and its suite's UDF), Anonymous to sqlglot
 
 _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _PY_CMP = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
@@ -172,6 +173,9 @@ class Resolver:
         elif kind is exp.Anonymous and e.name.upper() in _BY_NAME and e.expressions:
             fn, arg = e.name.upper(), e.expressions[0]
             args = self._constants(e, e.expressions[1:])
+        elif kind is exp.Case:  # of one column: a function of it (:mod:`.casewhen`)
+            found = case_call(self, e)
+            return None if found is None else Computed(*found)
         elif kind is exp.Mod:  # MOD(a, m), a % m
             fn, arg = "MOD", e.this
             if not is_constant(e.expression):

@@ -194,7 +194,9 @@ class Gen:
             if m != 1:  # a * m / d: the product first, INT * INT exact as DuckDB's BIGINT
                 x = f"({x}) * INT64_C({m})" if t == "INT" else f"({x}) * {float(m)!r}"
             return f"((double)({x}) / {d!r})", "FLOAT"
-        if isinstance(e, Call) and e in self.computed:  # a string: interned by the runtime with the batch
+        if isinstance(e, Call) and e in self.computed:  # a string (interned by the runtime with the batch), an INT
+            if result_type(e.fn) == "FLOAT":  # computed columns are int64
+                raise Unsupported(f"{e.fn}: a FLOAT computed in Python")
             return self.computed[e], result_type(e.fn)
         raise Unsupported(f"expression {type(e).__name__} in a trigger")
 
