@@ -103,7 +103,8 @@ def _unsupported(e: exp.Expression) -> str:
         return (f"unsupported expression {kind} ({sql_of(e)}) over aggregates "
                 "(aggregates, group columns and numbers with + - * /, GREATEST and LEAST)")
     return (f"unsupported expression {kind} ({sql_of(e)}) in a view without aggregates: its SELECT items are "
-            "columns, functions of one column (EXTRACT, SUBSTRING, MOD by a constant) and + - * over them")
+            "columns, functions of one column (EXTRACT, SUBSTRING, MOD by a constant, LOWER, SPLIT_INDEX, "
+            "DATE_FORMAT, ..., a CASE of one column) and + - * over them")
 
 
 def value_kind(res: Resolver, x) -> str:
