@@ -17,22 +17,34 @@ least) of each phase per part:
 A phase whose time grows from part to part costs the size of the catalog,
 not of the part.
 
-Usage: .venv/bin/python bench/deploy_head.py [--boxes 10000] [--parts 1] [--nodes 20]
+``--start`` then times a Head's start on the store the parts were committed
+to (``HeadService.start`` until it serves: read, decode, index, slice every
+node), twice in the same run: first with no saved index (the catalog checked
+whole, as every start did before), then, after the first Head saved its index
+on close, from the saved index (catalog/index_checkpoint.py).  RSS after each
+start is printed too (the second process state holds both Heads' catalogs).
+
+Usage: .venv/bin/python bench/deploy_head.py [--boxes 10000] [--parts 1] [--nodes 20] [--start]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import resource
 import tempfile
 import time
 
 from boreas.catalog import Catalog, open_store, read_document
 from boreas.catalog.elements import apply_commit, commit_touched
 from boreas.catalog.index import CatalogIndex
+from boreas.catalog.index_checkpoint import KEY
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slice_index import NodeSlices
 from boreas.catalog.submission import apply_submission
 from boreas.catalog.updates import update_document
+from boreas.head.service import HeadService
 from catalog import generate_parts
 
 PHASES = ("read", "plan+commit", "follow", "slice", "encode")
@@ -43,6 +55,7 @@ def main() -> None:
     parser.add_argument("--boxes", type=int, default=10_000)
     parser.add_argument("--parts", type=int, default=1)
     parser.add_argument("--nodes", type=int, default=20)
+    parser.add_argument("--start", action="store_true", help="then time a Head's start: checked whole, then decoded")
     args = parser.parse_args()
     held: dict[str, Catalog] = {}
     totals = dict.fromkeys(PHASES, 0.0)
@@ -71,11 +84,35 @@ def main() -> None:
             for phase, t in took.items():
                 totals[phase] += t
             print(f"part {k + 1}/{args.parts}: " + ", ".join(f"{p} {t:.2f}" for p, t in took.items()), flush=True)
-    total = sum(totals.values())
-    phases = ", ".join(f"{p} {t:.2f}" for p, t in totals.items())
-    print(f"{args.boxes:,} boxes in {args.parts} part(s), CPU s: {phases}; total {total:.2f} "
-          f"({total / args.boxes * 1000:.3f} ms a box)")
+        total = sum(totals.values())
+        phases = ", ".join(f"{p} {t:.2f}" for p, t in totals.items())
+        print(f"{args.boxes:,} boxes in {args.parts} part(s), CPU s: {phases}; total {total:.2f} "
+              f"({total / args.boxes * 1000:.3f} ms a box)", flush=True)
+        if args.start:
+            del index, slices, held, catalog, after
+            url = f"sqlite:///{tmp}/c.db"
+            whole = asyncio.run(head_start(url, "no saved index: checked whole"))
+            assert store.get_blob(KEY) is not None, "the Head saved no index on close"
+            decoded = asyncio.run(head_start(url, "from the saved index"))
+            print(f"Head start at {args.boxes:,} boxes: {decoded:.2f} s CPU from the saved index against "
+                  f"{whole:.2f} s checked whole: {whole / decoded:.1f}x less (target: \"in seconds\")")
+
+
+async def head_start(url: str, how: str) -> float:
+    """CPU seconds of one ``HeadService.start`` on ``url`` (it serves when it returns); then closed (saving
+    its index, timed apart)."""
+    head = HeadService(url, token=None, snapshot_interval=0)
+    cpu, wall = time.process_time(), time.perf_counter()
+    await head.start("127.0.0.1", 0)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    saved = time.process_time()
+    await head.close()
+    print(f"Head start ({how}): {cpu:.2f} s CPU, {wall:.2f} s wall; peak RSS so far {rss:.0f} MB; "
+          f"close (saving the index if not saved) {time.process_time() - saved:.2f} s CPU", flush=True)
+    return cpu
 
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
     main()
