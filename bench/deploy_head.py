@@ -21,8 +21,10 @@ not of the part.
 to (``HeadService.start`` until it serves: read, decode, index, slice every
 node), twice in the same run: first with no saved index (the catalog checked
 whole, as every start did before), then, after the first Head saved its index
-on close, from the saved index (catalog/index_checkpoint.py).  RSS after each
-start is printed too (the second process state holds both Heads' catalogs).
+on close, from the saved index (catalog/index_checkpoint.py).  What each start
+added to the process's RSS is printed too: the Head's memory for the catalog
+(the first start's is the clean figure; the second runs where the first Head's
+freed memory is reused).
 
 Usage: .venv/bin/python bench/deploy_head.py [--boxes 10000] [--parts 1] [--nodes 20] [--start]
 """
@@ -102,15 +104,23 @@ async def head_start(url: str, how: str) -> float:
     """CPU seconds of one ``HeadService.start`` on ``url`` (it serves when it returns); then closed (saving
     its index, timed apart)."""
     head = HeadService(url, token=None, snapshot_interval=0)
+    rss = rss_mb()
     cpu, wall = time.process_time(), time.perf_counter()
     await head.start("127.0.0.1", 0)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss = rss_mb() - rss
     saved = time.process_time()
     await head.close()
-    print(f"Head start ({how}): {cpu:.2f} s CPU, {wall:.2f} s wall; peak RSS so far {rss:.0f} MB; "
+    print(f"Head start ({how}): {cpu:.2f} s CPU, {wall:.2f} s wall; RSS +{rss:.0f} MB "
+          f"({rss * 1024 * 1024 / max(1, len(head.catalog.boxes)) / 1024:.1f} KiB a box); "
           f"close (saving the index if not saved) {time.process_time() - saved:.2f} s CPU", flush=True)
     return cpu
+
+
+def rss_mb() -> float:
+    """The process's resident set now, in MB (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize() / (1024 * 1024)
 
 
 if __name__ == "__main__":
