@@ -31,8 +31,9 @@ corrupt; the caller then checks the catalog whole (:mod:`.index_checkpoint`).
 >>> again = decode_index(encode_index(index), catalog, index.registry)
 >>> again.typings == index.typings and again.stream_schemas == index.stream_schemas
 True
->>> catalog.version += 1
->>> decode_index(encode_index(index), catalog, index.registry)
+>>> newer = catalog.copy()
+>>> newer.version += 1
+>>> decode_index(encode_index(index), newer, index.registry)
 Traceback (most recent call last):
 ...
 boreas.catalog.index_codec.StaleIndex: saved for catalog version 0, not 1
@@ -57,7 +58,7 @@ from .tracked import CATALOG_DICTS
 from .validate import Checks
 
 #: Bumped whenever what is saved, or what the index derives, changes: an older blob is then stale.
-FORMAT = 1
+FORMAT = 2
 _MAGIC = b"BXIDX"
 _HEAD = struct.Struct(">5sI")  # magic, header length
 _BROKEN = -1  # a stream's state: BROKEN (cannot be told)
@@ -136,7 +137,9 @@ def encode_index(index: CatalogIndex) -> bytes:
         [(stream, schemas(s)) for stream, s in index.stream_schemas.items()],
         [(d.file, d.line, d.path, d.reason) for d in index.problems],
     )
-    payload = zlib.compress(msgspec.msgpack.encode((origins.rows, schemas.rows, body)), 1)
+    # Each section encoded apart, so decoding holds one section's msgpack lists at a time, not all.
+    sections = [msgspec.msgpack.encode(section) for section in body]
+    payload = zlib.compress(msgspec.msgpack.encode((origins.rows, schemas.rows, sections)), 1)
     header = msgspec.msgpack.encode(_Header(FORMAT, index.catalog.version,
                                             catalog_digest(index.catalog, index.registry), _checksum(payload)))
     return _HEAD.pack(_MAGIC, len(header)) + header + payload
@@ -184,7 +187,8 @@ def _split(data: bytes) -> tuple[_Header, bytes]:
 
 
 def _decode_body(decoded: Any, catalog: Catalog, registry: BoxTypeRegistry, checks: Checks | None) -> CatalogIndex:
-    origin_rows, schema_rows, (refs, states, typings, stream_schemas, problems) = decoded
+    origin_rows, schema_rows, sections = decoded
+    refs, states, typings, stream_schemas, problems = (_Section(data) for data in sections)
     origins = [Origin(*row) for row in origin_rows]
     schemas = [Schema(name, tuple(Field(f, None if t is None else FieldType(t), size, array, origins[o])
                                   for f, t, size, array, o in fields), origins[origin])
@@ -197,15 +201,26 @@ def _decode_body(decoded: Any, catalog: Catalog, registry: BoxTypeRegistry, chec
     index = CatalogIndex(
         catalog, registry,
         {(noun, name): frozenset((kind, key) for kind, keys in grouped for key in keys)
-         for noun, name, grouped in refs},
-        {stream: state(number) for stream, number in states},
+         for noun, name, grouped in refs.rows()},
+        {stream: state(number) for stream, number in states.rows()},
         {name: BoxTyping(bind(boxes[name], catalog), tuple(state(n) for n in inputs),
                          None if outs is None else tuple(schemas[n] for n in outs), tuple(reasons))
-         for name, inputs, outs, reasons in typings},
-        {stream: schemas[number] for stream, number in stream_schemas},
-        [Diagnostic(*row) for row in problems],
+         for name, inputs, outs, reasons in typings.rows()},
+        {stream: schemas[number] for stream, number in stream_schemas.rows()},
+        [Diagnostic(*row) for row in problems.rows()],
         checks or Checks(),
         parent=Catalog(),  # as built: everything is new to the empty catalog's index
         changed={kind: set(getattr(catalog, kind)) for kind in CATALOG_DICTS},
     )
     return index
+
+
+class _Section:
+    """One section's msgpack, decoded when asked and let go at once (the index built from it is what stays)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def rows(self) -> list[Any]:
+        data, self.data = self.data, b""
+        return msgspec.msgpack.decode(data)
