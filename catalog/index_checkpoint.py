@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 
-from .boxtypes import BoxTypeRegistry
+from .boxtypes import BoxTypeRegistry, builtin_registry
 from .index import CatalogIndex
 from .index_codec import StaleIndex, decode_index, encode_index
 from .model import Catalog
@@ -47,10 +47,10 @@ def load_index(store: CatalogStore, catalog: Catalog,
     except StoreError as exc:
         log.warning("the saved catalog index could not be read (%s): checking the catalog whole", exc)
         data = None
+    registry = registry or builtin_registry()
     if data is not None:
-        index = CatalogIndex.build(Catalog(), registry)  # (for the registry the whole check would use)
         try:
-            decoded = decode_index(data, catalog, index.registry)
+            decoded = decode_index(data, catalog, registry)
         except StaleIndex as exc:
             log.warning("the saved catalog index is not used: %s; checking catalog version %d whole",
                         exc, catalog.version)

@@ -91,6 +91,9 @@ class IndexSaver:
         except StoreError as exc:  # a cache: the next start checks whole, as without it
             log.warning("could not save the catalog index of version %d: %s", index.catalog.version, exc)
             return 0.0
+        except Exception:  # (a bug in encoding: never a reason for the Head to stop, or not to close)
+            log.exception("could not save the catalog index of version %d", index.catalog.version)
+            return 0.0
         self.saved = index.catalog.version
         log.info("catalog index of version %d saved (%d bytes, %.2f s CPU)", index.catalog.version, size, took)
         return took

@@ -9,6 +9,7 @@ check that a stale or corrupt one is refused and the catalog checked whole
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 
@@ -19,6 +20,7 @@ from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_checkpoint import KEY, load_index, save_index
 from boreas.catalog.index_codec import StaleIndex, decode_index, encode_index
 from boreas.catalog.store import open_store
+from boreas.head.index_saver import IndexSaver
 from boreas.head.service import HeadService
 from support.catalog_edits import EDITS, Edit, chain
 from hypothesis import HealthCheck, given, settings
@@ -129,3 +131,23 @@ async def test_a_head_starts_from_the_index_it_saved(tmp_path, caplog) -> None:
         assert "f" in again.syncs["localhost:15001"].desired.boxes
     finally:
         await again.close()
+
+
+async def test_the_saver_saves_after_a_quiet_spell_and_not_twice() -> None:
+    catalog = chain()
+    catalog.version = 3
+    held = [CatalogIndex.build(catalog)]
+    with open_store("memory://") as store:
+        saver = IndexSaver(lambda: held[0], lambda: store, quiet=0.01, least=0.0)
+        task = asyncio.create_task(saver.run())
+        try:
+            saver.changed()
+            for _ in range(500):  # (until the task had its turn: no timing is asserted)
+                if store.get_blob(KEY) is not None:
+                    break
+                await asyncio.sleep(0.01)
+            assert decode_index(store.get_blob(KEY), catalog, held[0].registry).catalog is catalog
+            assert saver.saved == 3
+            assert await saver.flush() == 0.0  # saved already: nothing written again
+        finally:
+            task.cancel()
