@@ -107,7 +107,8 @@ def in_fresh_process(url: str, how: str) -> float:
 
 
 def run_head_start(url: str, how: str) -> float:
-    logging.basicConfig(level=logging.WARNING)
+    logging.basicConfig(level=logging.WARNING, format="  %(message)s")
+    logging.getLogger("boreas.catalog.index_checkpoint").setLevel(logging.INFO)  # decoded or checked, in how long
     return asyncio.run(head_start(url, how))
 
 
