@@ -86,6 +86,7 @@ IN_PROCESS = (
     "test_examples_endpoints.py",            # the examples name no dead endpoint (its cluster test joins the group)
     "test_named_subscription_catalog.py",    # <subscribe name=> replacing by name, in process
     "test_incremental_validation.py",        # catalog/index.py against the whole check, on random edits
+    "test_index_checkpoint.py",              # a saved, decoded index against the whole check; a Head started twice
     "test_expression_shapes.py",             # expressions parsed by shape against sqlglot, in process
     "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh
