@@ -51,8 +51,64 @@ from .text_columns import typed
 #: Bytes the CSV reader parses at a time: what bounds its memory (with the batches in flight).
 CSV_BLOCK = 1 << 20
 
+#: A file's batches, when ``--batch-size`` is not given, hold about this many bytes of Arrow columns: big enough
+#: that what the CLI and the node do per batch (a frame, a digest, an acknowledgement, a task switch) costs little
+#: per row, small enough that the batches in flight (:data:`FILE_WINDOW`) stay far under the 300 MB bound.
+FILE_BATCH_BYTES = 4 << 20
+
+#: Batches of a file in flight (sent, not acknowledged) at once: the window of a file's publish, however big its
+#: batches; with small ones (``--batch-size``), as many as make :data:`FILE_WINDOW_ROWS` rows (up to the
+#: publisher's own cap).
+FILE_WINDOW = 8
+FILE_WINDOW_ROWS = 1 << 20
+
+#: The bytes a string value is taken to hold when its field declares no size.
+STRING_GUESS = 32
+
 #: What a batch is sent as: Arrow columns, or rows the node types (JSON lines Arrow cannot read).
 Piece = pa.RecordBatch | list
+
+
+def file_batch_rows(schema: Schema) -> int:
+    """Rows per batch of a file published without ``--batch-size``: about :data:`FILE_BATCH_BYTES` of the stream's
+    columns, by its declared types (a string by its size), so the batches are the same whenever the same file is
+    published to the same stream (a re-run continues where the last stopped).
+
+    >>> from boreas.catalog.model import Field
+    >>> file_batch_rows(Schema("R", (Field("t", FieldType.LONG), Field("n", FieldType.INT),
+    ...                              Field("v", FieldType.DOUBLE))))
+    209715
+    >>> file_batch_rows(Schema("S", (Field("s", FieldType.STRING, 2000),)))
+    2092
+    """
+    width = 0
+    for field, kind in zip(schema.fields, arrow_schema(schema).types):
+        if field.type == FieldType.STRING:
+            width += (field.size or STRING_GUESS) + 4  # (the value, its offset)
+        else:
+            width += _fixed_bytes(kind)
+    return max(1000, min(1 << 20, FILE_BATCH_BYTES // max(width, 1)))
+
+
+def _fixed_bytes(kind: pa.DataType) -> int:
+    if pa.types.is_fixed_size_list(kind):
+        return kind.list_size * _fixed_bytes(kind.value_type)
+    try:
+        return max(1, kind.bit_width // 8)
+    except ValueError:  # (no fixed width: a list of variable length)
+        return STRING_GUESS
+
+
+def file_window(batch_size: int | None, most: int) -> int:
+    """Batches of a file in flight at once: :data:`FILE_WINDOW` of the default (big) batches, or as many
+    ``batch_size``-row batches as make :data:`FILE_WINDOW_ROWS` rows, between :data:`FILE_WINDOW` and ``most``.
+
+    >>> file_window(None, 256), file_window(1000, 256), file_window(200_000, 256)
+    (8, 256, 8)
+    """
+    if batch_size is None:
+        return FILE_WINDOW
+    return max(FILE_WINDOW, min(most, FILE_WINDOW_ROWS // max(batch_size, 1)))
 
 
 def open_input(path: str, schema: Schema, batch_size: int, *, header: bool = True,

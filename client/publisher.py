@@ -266,6 +266,12 @@ class Publisher:
         for batch in record_batches(data, self.batch_size):
             await self._send_batch(Columns(conform(batch, self.schema)))
 
+    async def send_batch(self, columns: Any) -> None:
+        """Send one batch of columns as it is: a :class:`~boreas.wire.columns.Columns` of the stream's Arrow schema,
+        already cut (by rows, the caller's), its IPC bytes perhaps made already (``boreas publish`` makes them in
+        its reader thread, so the event loop only sends)."""
+        await self._send_batch(columns)
+
     async def _send_batch(self, rows: Any) -> None:
         first = self._sent_rows
         self._sent_rows += len(rows)
