@@ -71,8 +71,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
         from .input_batches import file_batch_rows, file_window  # (pyarrow: only when a file is published)
 
         publisher = Publisher(head, args.stream, token, batch_size=args.batch_size or 1,
-                              capacity=file_window(args.batch_size, CAPACITY),
                               producer=args.producer or default_producer(args.stream, args.file))
+        publisher.capacity = file_window(args.batch_size, CAPACITY)  # (before start: its links' window)
         try:
             await publisher.start()
         except UnknownStream as exc:
@@ -128,11 +128,8 @@ async def _publish_file(args: argparse.Namespace, publisher: Any, begin: Callabl
     begin(source)
     try:
         async with contextlib.aclosing(read_ahead(source.batches())) as pieces:  # (the reader thread joined)
-            async for piece in pieces:
-                if isinstance(piece, list):
-                    await publisher.send(piece)  # (JSON lines Arrow could not read: rows the node types)
-                else:
-                    await publisher.send_batch(piece)
+            async for piece in pieces:  # (Columns, one batch each; or rows the node types: JSON lines Arrow
+                await publisher.send(piece)  # could not read)
         await publisher.close(final=args.final)
     except PublishRefused as exc:
         raise CommandFailed(str(exc)) from None

@@ -239,10 +239,17 @@ class Publisher:
         name), or columns: a pyarrow ``RecordBatch`` or ``Table``, a pandas or
         polars ``DataFrame``, cut into batches of ``batch_size`` rows and sent
         as Arrow (no row is made here or at the node).  Batches are cut by
-        rows, never by time, so a re-run sends the same batches.
+        rows, never by time, so a re-run sends the same batches.  A
+        :class:`~boreas.wire.columns.Columns` of the stream's Arrow schema is
+        sent as it is, one batch, however long (``boreas publish`` cuts a
+        file's batches and makes their IPC bytes in its reader thread, so the
+        event loop only sends them).
 
         Raises :class:`~boreas.wire.link_connection.LinkRefused` once a node has refused the connection.
         """
+        if type(rows).__module__.endswith("wire.columns"):  # a Columns batch: one batch, cut already
+            await self._send_batch(rows)
+            return
         if type(rows).__module__.split(".")[0] in ("pyarrow", "pandas", "polars"):  # columns (no pyarrow import)
             await self._send_columns(rows)
             return
@@ -265,12 +272,6 @@ class Publisher:
         assert self.schema is not None, "start() first"
         for batch in record_batches(data, self.batch_size):
             await self._send_batch(Columns(conform(batch, self.schema)))
-
-    async def send_batch(self, columns: Any) -> None:
-        """Send one batch of columns as it is: a :class:`~boreas.wire.columns.Columns` of the stream's Arrow schema,
-        already cut (by rows, the caller's), its IPC bytes perhaps made already (``boreas publish`` makes them in
-        its reader thread, so the event loop only sends)."""
-        await self._send_batch(columns)
 
     async def _send_batch(self, rows: Any) -> None:
         first = self._sent_rows
