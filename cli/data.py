@@ -68,7 +68,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     async def main() -> int:
         from boreas.client.publisher import CAPACITY
 
-        from .input_batches import file_batch_rows, file_window  # (pyarrow: only when a file is published)
+        from .file_batches import file_batch_rows, file_window  # (pyarrow: only when a file is published)
 
         publisher = Publisher(head, args.stream, token, batch_size=args.batch_size or 1,
                               producer=args.producer or default_producer(args.stream, args.file))

@@ -21,7 +21,8 @@ import pytest
 
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.cli import input_batches
-from boreas.cli.input_batches import file_batch_rows, open_input
+from boreas.cli.file_batches import file_batch_rows
+from boreas.cli.input_batches import open_input
 from boreas.cli.read_ahead import read_ahead
 from boreas.wire.columns import Columns
 
@@ -51,6 +52,7 @@ def write(tmp_path, kind: str) -> str:
 def test_a_file_bigger_than_the_read_buffer_is_read_in_many_batches_never_whole(tmp_path, kind, monkeypatch):
     # (the CSV reader parses a block at a time and reads a few dozen blocks ahead: 8 KB blocks, 2 MB of file)
     monkeypatch.setattr(input_batches, "CSV_BLOCK", 8 << 10)
+    monkeypatch.setattr(input_batches, "JSON_BLOCK", 256 << 10)  # (JSON lines: a block of lines at a time)
     path = write(tmp_path, kind)
     source = open_input(path, SCHEMA, 10_000)
     shares, sizes, got = [], [], []
@@ -60,7 +62,8 @@ def test_a_file_bigger_than_the_read_buffer_is_read_in_many_batches_never_whole(
         got.append(piece)
     assert sizes == [10_000] * 12
     assert shares[0] is not None and shares[0] < 0.5, shares  # the first batch came before half the file was read
-    assert shares == sorted(shares) and shares[-1] > shares[0]
+    known = [share for share in shares if share is not None]  # (None: the file has been read and closed)
+    assert known == sorted(known) and known[-1] > known[0]
     assert pa.Table.from_batches(got).equals(table().cast(pa.Table.from_batches(got).schema))
     assert source.given == ROWS
 
@@ -104,3 +107,21 @@ async def test_a_reader_that_fails_stops_the_publish_with_its_error(tmp_path):
             got.append(len(piece))
     assert got == [1]
     await asyncio.sleep(0)
+
+
+def test_json_lines_read_by_blocks_keep_their_order_and_name_bad_lines_by_their_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(input_batches, "JSON_BLOCK", 1 << 10)  # (many blocks, their ends inside lines)
+    lines = [json.dumps({"time": i, "sensor": i % 7, "value": i / 2}) for i in range(400)]
+    lines[150] = ""  # a blank line: skipped
+    lines[220] = json.dumps([220, 3, 110.0])  # an array in field order: read as a row
+    lines[300] = json.dumps({"time": 300, "value": 1.0})  # a missing field: refused, named by its line
+    path = tmp_path / "r.jsonl"
+    path.write_text("\ufeff" + "\n".join(lines))  # (a byte-order mark; no newline after the last line)
+    source = open_input(str(path), SCHEMA, 64)
+    got = []
+    for piece in source.batches():
+        got += piece.batch.to_pylist() if hasattr(piece, "batch") else (
+            piece.to_pylist() if isinstance(piece, pa.RecordBatch) else [dict(zip(source.fields, r)) for r in piece])
+    assert [r["time"] for r in got] == [i for i in range(400) if i not in (150, 300)]
+    assert got[219] == {"time": 220, "sensor": 3, "value": 110.0}
+    assert [(row, reason.split(" (")[0]) for row, reason in source.refused([])] == [(301, "missing field 'sensor'")]
