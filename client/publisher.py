@@ -238,10 +238,17 @@ class Publisher:
         name), or columns: a pyarrow ``RecordBatch`` or ``Table``, a pandas or
         polars ``DataFrame``, cut into batches of ``batch_size`` rows and sent
         as Arrow (no row is made here or at the node).  Batches are cut by
-        rows, never by time, so a re-run sends the same batches.
+        rows, never by time, so a re-run sends the same batches.  A
+        :class:`~boreas.wire.columns.Columns` of the stream's Arrow schema is
+        sent as it is, one batch, however long (``boreas publish`` cuts a
+        file's batches and makes their IPC bytes in its reader thread, so the
+        event loop only sends them).
 
         Raises :class:`~boreas.wire.link_connection.LinkRefused` once a node has refused the connection.
         """
+        if type(rows).__module__.endswith("wire.columns"):  # a Columns batch: one batch, cut already
+            await self._send_batch(rows)
+            return
         if type(rows).__module__.split(".")[0] in ("pyarrow", "pandas", "polars"):  # columns (no pyarrow import)
             await self._send_columns(rows)
             return
