@@ -9,7 +9,8 @@ still reaches it, its acknowledgements name the third node, and the
 publishers redirect there.  Afterwards the third node coordinates them (its
 ``/segments`` status says so), the view equals the expected result exactly
 (nothing lost, nothing twice) and every stable read equals the input prefixes
-it names.  The second test empties and retires the third node while the
+it names; a publisher that starts after the change picks the third node by
+the list the catalog now carries, and no batch of it is forwarded.  The second test empties and retires the third node while the
 publishers stream: its producers go back, and the view stays exact.
 """
 
@@ -19,6 +20,7 @@ import asyncio
 
 import pytest
 from boreas.client.optimizer import Optimizer
+from boreas.client.publisher import Publisher
 from boreas.client.query import QueryClient
 from boreas.m3.cumulus.coordinators import pick
 from support.cluster import TOKEN, get_json
@@ -67,6 +69,18 @@ async def test_a_grown_node_takes_over_coordinating_its_share_of_producers(clust
     third = coordinating(nodes[2])
     assert third["producers"] >= 1, [coordinating(n) for n in nodes]  # the producers it won, stamped there
     assert sum(coordinating(n)["handed"] for n in nodes[:2]) >= 1
+    # A publisher that starts now picks by the committed list (the Head's route carries it): the third node
+    # coordinates a producer it wins from the first batch, and no member forwards any of them.
+    late = next(p for p in (f"late-{i}" for i in range(200)) if pick(p, (0, 1, 2)) == 2)
+    forwarded = [coordinating(n)["forwarded"] for n in nodes]
+    rows = workload(late, 3000)
+    async with Publisher(cluster.head, "R", TOKEN, producer=late, batch_size=100) as publisher:
+        assert publisher.entries == [nodes[2]]
+        await publisher.send(rows)
+        await publisher.flush(timeout=30)
+    await view_becomes(cluster.head, "v", expected_view([r for rows in [*data.values(), rows] for r in rows]))
+    assert [coordinating(n)["forwarded"] for n in nodes] == forwarded
+    assert coordinating(nodes[2])["producers"] == third["producers"] + 1
 
 
 async def test_a_grown_coordinator_is_emptied_and_retired_while_publishers_stream(cluster_factory):
