@@ -335,11 +335,11 @@ class Publisher:
         ``restart`` (wire/frames.py): the entry node takes it at once, after
         whatever it took of this producer, and drops anything later sent
         under this producer id as already taken.  Sent again, it is a
-        duplicate.  It goes on the stream's one ordered link, after whatever
+        duplicate.  It goes on the stream's one ordered link, behind what
         that link still holds: after a redirect (``Ack.moved``) the link to
-        the new coordinator, behind the batches handed to it; a mark that
-        reaches the old coordinator of a partitioned box is forwarded there
-        after the batches it forwarded (docs/cumulus.md §6.5).
+        the new coordinator of a partitioned box, behind the batches handed
+        to it, so that node takes it last and drops what is later sent
+        under this producer (docs/cumulus.md §6.5).
         """
         try:
             for link in self.links:
