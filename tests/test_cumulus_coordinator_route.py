@@ -18,6 +18,7 @@ import sys
 import zlib
 from pathlib import Path
 
+from boreas.catalog.slice_topology import partition_consumers
 from boreas.catalog.slices import SliceMaker, stream_route
 from boreas.catalog.xmlcodec import decode, to_text
 from boreas.client.publisher import pick_entries
@@ -67,6 +68,10 @@ def test_the_committed_list_round_trips_and_routes_new_publishers_by_the_rendezv
         assert pick_entries(route, producer) == [route["entries"][pick(producer, (0, 1, 2, 3))]]
     assert sum(pick_entries(route, p) == [GROWN] for p in PRODUCERS) > 30  # the grown node coordinates its share
     assert "R" in SliceMaker(after).slice(GROWN).inputs  # and the stream enters there
+    # a stream another box produces still goes to the one member it went to before the list
+    for stream in ("F", "G", "H", "other"):
+        assert (partition_consumers(after, stream, part)
+                == partition_consumers(before, stream, before.partitions["v"]))
     # before the change (and in an old catalog) the route has no list: crc32 over the first members, as before
     old = stream_route(before, "R")
     assert "coordinators" not in old and old["entries"] == list(NODES)
