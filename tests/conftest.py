@@ -42,6 +42,7 @@ IN_PROCESS = (
     "test_nullable_fields.py",               # nullable fields through XML, the wire and the operators, by hand
     "test_batching.py",                      # a dataflow driven by hand, its input log on disk
     "test_cumulus_sim.py", "test_cumulus_failover_sim.py", "test_cumulus_holding.py", "test_cumulus_handover_sim.py",
+    "test_cumulus_coordinator_route.py",  # the coordinator list in the catalog, the route and a rebuilt member
     "test_cumulus_slot_columns.py", "test_cumulus_columns.py",
     "test_cumulus_precopy.py", "test_cumulus_replicated_sim.py",  # Cumulus members simulated in one process
     "test_partition_replicated_catalog.py",  # (support/cumulus_sim.py); the replicate= catalog on memory://
