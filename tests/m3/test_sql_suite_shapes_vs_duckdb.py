@@ -1,7 +1,9 @@
 """Shapes DBToaster's query suite writes (issue 33) agree with DuckDB after every batch of inserts and deletes.
 
 Block comments before a statement, or standing alone between statements, are no statement
-(``m3/compiler/positions.py``).  Random workloads over small domains (``m3_harness``), both backends:
+(``m3/compiler/positions.py``).  A constant selected in a view without aggregates is a value column of
+the view, the same in every row (``m3/compiler/outputs.py``).  A WHERE in a query without FROM is a condition
+on its one row (``m3/compiler/fromless.py``).  Random workloads over small domains (``m3_harness``), both backends:
 every view equals DuckDB's after every batch, every map its definition, deleting every row empties every map.
 """
 
@@ -22,6 +24,15 @@ SHAPES: dict[str, str] = {
         /* one between */ CREATE STREAM S(b INT, d INT, e DOUBLE);
         SELECT R.a, SUM(S.e) AS s FROM R, S WHERE R.b = S.b GROUP BY R.a;
         /* a query commented out, alone after the last statement: SELECT 1 */""",
+    # constants selected in a view without aggregates: value columns, the same in every row (m3/compiler/outputs.py)
+    "constants_in_rows": GENERIC + "SELECT 2.5 AS x, R.a, 3 * 2 AS y, 'k' AS z FROM R WHERE R.b < 2",
+    "constants_in_rows_of_a_join": GENERIC + """SELECT 7 AS k, S.b, (R.a * (2 - 0.5)) AS z FROM R, S s2, S
+        WHERE 3 > s2.b + s2.d AND R.b = S.d""",
+    # a WHERE in a query without FROM: a condition on its one row (m3/compiler/fromless.py)
+    "fromless_where_in": GENERIC + "SELECT 1 AS one WHERE 2 IN (SELECT R.a FROM R WHERE R.b > 0)",
+    "fromless_where_exists_and_compare": GENERIC + """SELECT (SELECT SUM(c) FROM R) AS x WHERE NOT EXISTS
+        (SELECT * FROM S WHERE S.d = 1) AND (SELECT COUNT(*) FROM S) >= (SELECT MAX(a) FROM R) AND 1 < 2""",
+    "fromless_where_never_holds": GENERIC + "SELECT (SELECT COUNT(*) FROM R) AS n WHERE 2 > 3",
 }
 
 
