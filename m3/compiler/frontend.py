@@ -69,6 +69,7 @@ from .clauses import check_clauses, conjuncts, refuse_clauses, tables_of
 from .declarations import declares_relations, relation
 from .derived import flatten
 from .fromless import is_fromless
+from .groupnames import name_groups
 from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
 from .liftquery import plan
@@ -270,6 +271,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         p = outer_plan(branches[0], relations, ctx, rename)
         return _query(name, p, relations, ctx, rename) if isinstance(p, exp.Select) else \
             _over_parts(name, p, branches[0], relations, ctx)
+    name_groups(branches[0], relations)  # GROUP BY k, GROUP BY alias: as the derived table selects it
     try:
         sel = flatten(regroup(branches[0], ctx), relations, ctx)
     except CompileError:
