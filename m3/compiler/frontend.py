@@ -70,6 +70,7 @@ from .declarations import declares_relations, relation
 from .derived import flatten
 from .fromless import is_fromless
 from .groupnames import name_groups
+from .stars import expand_stars
 from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
 from .liftquery import plan
@@ -272,6 +273,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         return _query(name, p, relations, ctx, rename) if isinstance(p, exp.Select) else \
             _over_parts(name, p, branches[0], relations, ctx)
     name_groups(branches[0], relations)  # GROUP BY k, GROUP BY alias: as the derived table selects it
+    expand_stars(branches[0], relations)  # * over a grouped derived table: its named columns
     try:
         sel = flatten(regroup(branches[0], ctx), relations, ctx)
     except CompileError:

@@ -5,7 +5,8 @@ Block comments before a statement, or standing alone between statements, are no 
 the view, the same in every row (``m3/compiler/outputs.py``).  A WHERE in a query without FROM is a condition
 on its one row (``m3/compiler/fromless.py``).  A derived table's GROUP BY may name a selected column
 unqualified, qualified or by its alias (``m3/compiler/groupnames.py``); an alias that is also an input
-column groups by the column, as SQL does, and stays refused where that column is not selected.  Random workloads over small domains (``m3_harness``), both backends:
+column groups by the column, as SQL does, and stays refused where that column is not selected.  ``*`` over a
+grouped derived table is its named columns (``m3/compiler/stars.py``).  Random workloads over small domains (``m3_harness``), both backends:
 every view equals DuckDB's after every batch, every map its definition, deleting every row empties every map.
 """
 
@@ -42,6 +43,11 @@ SHAPES: dict[str, str] = {
         WHERE s.b = 1""",
     "derived_group_by_qualified_joined": GENERIC + """SELECT S.d, r.n FROM (SELECT b, COUNT(*) AS n FROM R
         GROUP BY R.b) r, S WHERE S.b = r.b AND r.n > 1""",
+    # * and alias.* over a grouped derived table: its named columns (m3/compiler/stars.py)
+    "star_over_grouped_derived": GENERIC + """SELECT * FROM (SELECT R.a, COUNT(*) AS n FROM R GROUP BY R.a) s
+        WHERE s.a = 1""",
+    "alias_star_over_grouped_derived_joined": GENERIC + """SELECT t.*, S.d FROM S, (SELECT R.b AS k, SUM(R.c) AS n
+        FROM R GROUP BY R.b) t WHERE S.b = t.k""",
 }
 
 
