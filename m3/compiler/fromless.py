@@ -62,7 +62,7 @@ def plan(sel: exp.Select, ctx: Positions) -> Plan:
     for key in _CLAUSES:
         if sel.args.get(key):
             raise ctx.error(f"unsupported {key.rstrip('_').upper()} in a query without FROM", sel)
-    b = _Builder(ctx)
+    b = Parts(ctx)
     names, exprs = [], []
     for i, item in enumerate(sel.expressions):
         node = unparen(item.this if type(item) is exp.Alias else item)
@@ -76,8 +76,9 @@ def plan(sel: exp.Select, ctx: Positions) -> Plan:
     return Plan(tuple(b.parts), (), (), tuple(zip(unique_names(names), exprs)), cond)
 
 
-class _Builder:
-    """The parts a query without FROM reads, one per scalar subquery, and its columns over them."""
+class Parts:
+    """The parts a query reads, one per scalar subquery, and its columns over them (public: a query with
+    scalar subqueries in its SELECT list reads them the same way, :mod:`.selectsub`)."""
 
     def __init__(self, ctx: Positions) -> None:
         self.ctx = ctx

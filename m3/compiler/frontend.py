@@ -70,6 +70,8 @@ from .declarations import declares_relations, relation
 from .derived import flatten
 from .fromless import is_fromless
 from .groupnames import name_groups
+from .selectsub import has_select_subqueries
+from .selectsub import plan as select_plan
 from .stars import expand_stars
 from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
@@ -267,6 +269,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         return replace(queries[0], union=tuple(queries[1:]))
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
+    if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)
+        return _over_parts(name, select_plan(branches[0], relations, ctx), branches[0], relations, ctx)
     if has_outer(branches[0]):  # LEFT, RIGHT, FULL: the inner join and the padded parts (:mod:`.outer`)
         _refuse_unread(branches[0], ctx)  # its parts are built anew: what they do not carry over is checked here
         p = outer_plan(branches[0], relations, ctx, rename)

@@ -6,7 +6,8 @@ the view, the same in every row (``m3/compiler/outputs.py``).  A WHERE in a quer
 on its one row (``m3/compiler/fromless.py``).  A derived table's GROUP BY may name a selected column
 unqualified, qualified or by its alias (``m3/compiler/groupnames.py``); an alias that is also an input
 column groups by the column, as SQL does, and stays refused where that column is not selected.  ``*`` over a
-grouped derived table is its named columns (``m3/compiler/stars.py``).  Random workloads over small domains (``m3_harness``), both backends:
+grouped derived table is its named columns (``m3/compiler/stars.py``).  An uncorrelated scalar subquery in the
+SELECT list, inside SUM/AVG or beside aggregates, is a part of its own (``m3/compiler/selectsub.py``).  Random workloads over small domains (``m3_harness``), both backends:
 every view equals DuckDB's after every batch, every map its definition, deleting every row empties every map.
 """
 
@@ -48,6 +49,13 @@ SHAPES: dict[str, str] = {
         WHERE s.a = 1""",
     "alias_star_over_grouped_derived_joined": GENERIC + """SELECT t.*, S.d FROM S, (SELECT R.b AS k, SUM(R.c) AS n
         FROM R GROUP BY R.b) t WHERE S.b = t.k""",
+    # uncorrelated scalar subqueries in the SELECT list, inside SUM/AVG or beside aggregates (m3/compiler/selectsub.py)
+    "subquery_factor_in_sum": GENERIC + "SELECT a, SUM(b * (SELECT SUM(S.d) FROM S)) AS s FROM R GROUP BY a",
+    "subquery_terms_in_sum_and_avg": GENERIC + """SELECT R.a, SUM(R.b * (SELECT COUNT(*) FROM S) - 2 * (SELECT
+        MAX(S.d) FROM S WHERE S.e > 0) + 1) AS s, AVG(R.c + (SELECT SUM(S.b) FROM S)) AS m FROM R GROUP BY R.a""",
+    "subquery_times_aggregate": GENERIC + """SELECT r1.b, (SELECT COUNT(*) FROM R r2) * SUM(r1.a) AS x,
+        COUNT(*) AS n FROM R r1 WHERE r1.c < 1 GROUP BY r1.b""",
+    "subquery_in_ungrouped_sum": GENERIC + "SELECT SUM((SELECT SUM(1) FROM S)) AS s FROM R",
 }
 
 
