@@ -7,7 +7,9 @@ on its one row (``m3/compiler/fromless.py``).  A derived table's GROUP BY may na
 unqualified, qualified or by its alias (``m3/compiler/groupnames.py``); an alias that is also an input
 column groups by the column, as SQL does, and stays refused where that column is not selected.  ``*`` over a
 grouped derived table is its named columns (``m3/compiler/stars.py``).  An uncorrelated scalar subquery in the
-SELECT list, inside SUM/AVG or beside aggregates, is a part of its own (``m3/compiler/selectsub.py``).  Random workloads over small domains (``m3_harness``), both backends:
+SELECT list, inside SUM/AVG or beside aggregates, is a part of its own (``m3/compiler/selectsub.py``), and so is
+a scalar subquery over relations in a query over a grouped derived table, grouped by the columns it is
+correlated on (TPC-H Q11's shapes, ``m3/compiler/liftscope.py``).  Random workloads over small domains (``m3_harness``), both backends:
 every view equals DuckDB's after every batch, every map its definition, deleting every row empties every map.
 """
 
@@ -56,6 +58,15 @@ SHAPES: dict[str, str] = {
     "subquery_times_aggregate": GENERIC + """SELECT r1.b, (SELECT COUNT(*) FROM R r2) * SUM(r1.a) AS x,
         COUNT(*) AS n FROM R r1 WHERE r1.c < 1 GROUP BY r1.b""",
     "subquery_in_ungrouped_sum": GENERIC + "SELECT SUM((SELECT SUM(1) FROM S)) AS s FROM R",
+    # a scalar subquery over relations in a query over a grouped derived table, uncorrelated or correlated with
+    # its group columns (TPC-H Q11's shapes): a part grouped by the correlation columns (m3/compiler/liftscope.py)
+    "grouped_derived_vs_uncorrelated_subquery": GENERIC + """SELECT p.a, SUM(p.v) AS q FROM (SELECT R.a, SUM(R.c)
+        AS v FROM R GROUP BY R.a) p WHERE p.v > (SELECT SUM(S.e) * 0.5 FROM S) GROUP BY p.a""",
+    "grouped_derived_vs_correlated_subquery": GENERIC + """SELECT p.a, p.b, SUM(p.v) AS q FROM (SELECT R.a, R.b,
+        SUM(R.c) AS v FROM R GROUP BY R.a, R.b) p WHERE p.v > (SELECT SUM(S.e) FROM S WHERE S.b = p.b AND S.d > 0)
+        GROUP BY p.a, p.b""",
+    "grouped_derived_vs_correlated_count": GENERIC + """SELECT p.a, COUNT(*) AS k FROM (SELECT R.a, COUNT(*) AS n
+        FROM R GROUP BY R.a) p WHERE NOT p.n < (SELECT COUNT(*) FROM S WHERE p.a = S.d) GROUP BY p.a""",
 }
 
 
