@@ -9,7 +9,8 @@ column groups by the column, as SQL does, and stays refused where that column is
 grouped derived table is its named columns (``m3/compiler/stars.py``).  An uncorrelated scalar subquery in the
 SELECT list, inside SUM/AVG or beside aggregates, is a part of its own (``m3/compiler/selectsub.py``), and so is
 a scalar subquery over relations in a query over a grouped derived table, grouped by the columns it is
-correlated on (TPC-H Q11's shapes, ``m3/compiler/liftscope.py``).  Random workloads over small domains (``m3_harness``), both backends:
+correlated on (TPC-H Q11's shapes, ``m3/compiler/liftscope.py``).  A WHERE that never holds makes a view
+that is always empty, not a refusal (``m3/compiler/normalize.py``).  Random workloads over small domains (``m3_harness``), both backends:
 every view equals DuckDB's after every batch, every map its definition, deleting every row empties every map.
 """
 
@@ -67,6 +68,11 @@ SHAPES: dict[str, str] = {
         GROUP BY p.a, p.b""",
     "grouped_derived_vs_correlated_count": GENERIC + """SELECT p.a, COUNT(*) AS k FROM (SELECT R.a, COUNT(*) AS n
         FROM R GROUP BY R.a) p WHERE NOT p.n < (SELECT COUNT(*) FROM S WHERE p.a = S.d) GROUP BY p.a""",
+    # a WHERE or value that never holds: an always-empty (or always 0) view is still a view (m3/compiler/normalize.py)
+    "where_never_holds": GENERIC + "SELECT a, b FROM R WHERE NOT EXISTS (SELECT 2)",
+    "where_never_holds_grouped": GENERIC + "SELECT a, SUM(c) AS s FROM R WHERE FALSE OR 1 = 2 GROUP BY a",
+    "case_never_holds": GENERIC + "SELECT a, SUM(CASE WHEN 1 = 2 THEN c ELSE 0 END) AS s FROM R GROUP BY a",
+    "sum_of_zero": GENERIC + "SELECT SUM(0) AS s FROM R",
 }
 
 
