@@ -91,3 +91,37 @@ def test_a_group_alias_shadowed_by_a_column_groups_by_the_column():
     from boreas.m3 import CompileError
     with pytest.raises(CompileError, match="unsupported column R.b AS a of a grouped derived table"):
         compile_sql(GENERIC + "SELECT x FROM (SELECT R.b AS a, COUNT(*) AS x FROM R GROUP BY a) s")
+
+
+@pytest.mark.parametrize("backend", ["python", "auto"])
+@pytest.mark.parametrize("shape", ["subquery_factor_in_sum", "subquery_times_aggregate",
+                                   "grouped_derived_vs_correlated_subquery", "fromless_where_in"])
+def test_changes_name_every_row_a_subquery_moves(shape, backend):
+    """A batch that changes only a subquery's relation changes every row that reads its value: ``changes()``
+    names each of them (the rows are re-read, ``boreas.m3.over.rereads``), with the view's new value."""
+    import random
+
+    from boreas.m3 import Runtime
+
+    rt = Runtime(compile_sql(SHAPES[shape]), backend=backend)
+    rng = random.Random(7)
+    live: dict[str, list] = {"R": [], "S": []}
+    for step in range(30):
+        before = {name: dict(rt.view(name).items()) for name in (v.name for v in rt.program.views)}
+        rel = "S" if step % 3 else "R"
+        if live[rel] and rng.random() < 0.3:
+            row = live[rel].pop(rng.randrange(len(live[rel])))
+            rt.apply_batch([(rel, -1, row)])
+        else:
+            row = (rng.randrange(3), rng.randrange(3), rng.choice([0.0, 0.5, 1.0]))
+            live[rel].append(row)
+            rt.apply_batch([(rel, 1, row)])
+        changes = rt.changes()
+        for name, old in before.items():
+            new = dict(rt.view(name).items())
+            moved = {k for k in set(old) | set(new) if old.get(k) != new.get(k)}
+            reported = dict(changes.get(name, []))
+            assert moved <= set(reported), f"{name}: rows {sorted(moved - set(reported))} changed unreported"
+            for k in moved:  # the new value, or 0 (all zeros) for a row that left the view
+                value = reported[k]
+                assert value == new[k] if k in new else not any(value if isinstance(value, tuple) else (value,))
