@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from .arithkey import ArithKey, arith_key, is_key_arithmetic, keyed
+from .arithkey import ArithKey, arith_key, constant_value, is_key_arithmetic, keyed
 from .constants import is_constant
 from .nodes import sql_of
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
@@ -205,7 +205,12 @@ def check_rows(items: list[Item], res: Resolver, ctx: Positions) -> list[Item]:
     out = []
     for i in items:
         if i.ref is None and is_key_arithmetic(i.node):
-            i = Item(i.name, i.node, ref=arith_key(res, i.node))
+            key = arith_key(res, i.node)
+            value = constant_value(key)  # a * 0: the same in every row, a constant column (below)
+            i = Item(i.name, i.node, ref=key) if value is None else Item(i.name, i.node, value=value)
+            if value is not None:
+                out.append(i)
+                continue
         if i.ref is None and is_constant(i.node):  # SELECT 6 AS k, a FROM R: the same in every row, a value column
             out.append(i)
             continue

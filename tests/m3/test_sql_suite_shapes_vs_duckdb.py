@@ -2,7 +2,8 @@
 
 Block comments before a statement, or standing alone between statements, are no statement
 (``m3/compiler/positions.py``).  A constant selected in a view without aggregates is a value column of
-the view, the same in every row (``m3/compiler/outputs.py``).  A WHERE in a query without FROM is a condition
+the view, the same in every row (``m3/compiler/outputs.py``), and so is arithmetic over columns whose terms
+cancel (``a * 0``: ``m3/compiler/arithkey.py``).  A WHERE in a query without FROM is a condition
 on its one row (``m3/compiler/fromless.py``).  A derived table's GROUP BY may name a selected column
 unqualified, qualified or by its alias (``m3/compiler/groupnames.py``); an alias that is also an input
 column groups by the column, as SQL does, and stays refused where that column is not selected.  ``*`` over a
@@ -33,6 +34,7 @@ SHAPES: dict[str, str] = {
         /* a query commented out, alone after the last statement: SELECT 1 */""",
     # constants selected in a view without aggregates: value columns, the same in every row (m3/compiler/outputs.py)
     "constants_in_rows": GENERIC + "SELECT 2.5 AS x, R.a, 3 * 2 AS y, 'k' AS z FROM R WHERE R.b < 2",
+    "constant_arithmetic_in_rows": GENERIC + "SELECT R.a * 0 AS z, R.b, (R.b - R.b) * 2 + 1 AS w FROM R WHERE R.a > 0",
     "constants_in_rows_of_a_join": GENERIC + """SELECT 7 AS k, S.b, (R.a * (2 - 0.5)) AS z FROM R, S s2, S
         WHERE 3 > s2.b + s2.d AND R.b = S.d""",
     # a WHERE in a query without FROM: a condition on its one row (m3/compiler/fromless.py)
