@@ -211,6 +211,10 @@ def _statement(tree: exp.Expression, is_stream: bool, relations: dict[str, Relat
     if type(tree) is exp.Select or isinstance(tree, exp.SetOperation):
         return _named_query(f"Q{done + 1}", tree, relations, ctx, [])
     what = f"CREATE {kind}" if kind else type(tree).__name__.upper()
+    if kind == "FUNCTION":  # DBToaster's declaration of a host-language function: Boreas calls none
+        raise ctx.error(f"unsupported CREATE FUNCTION {sql_of(tree.this)}: Boreas calls no external function (SQL's "
+                        "own are built in: EXTRACT, SUBSTRING, MOD, GREATEST, LEAST; drop the declaration and "
+                        "use them)", tree)
     raise ctx.error(f"unsupported statement {what} (expected CREATE STREAM/TABLE, CREATE VIEW or SELECT)")
 
 

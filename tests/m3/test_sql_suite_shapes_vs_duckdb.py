@@ -127,3 +127,9 @@ def test_changes_name_every_row_a_subquery_moves(shape, backend):
             for k in moved:  # the new value, or 0 (all zeros) for a row that left the view
                 value = reported[k]
                 assert value == new[k] if k in new else not any(value if isinstance(value, tuple) else (value,))
+
+
+def test_create_function_is_refused_naming_the_function_and_why():
+    from boreas.m3 import CompileError
+    with pytest.raises(CompileError, match=r"unsupported CREATE FUNCTION cos\(x DOUBLE\): Boreas calls no external"):
+        compile_sql(GENERIC + "CREATE FUNCTION cos(x double) RETURNS int AS EXTERNAL 'cos'; SELECT SUM(a) AS s FROM R")
