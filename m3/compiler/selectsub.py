@@ -49,7 +49,7 @@ from ..over import Over
 from ..viewnodes import Arith
 from .constants import NotConstant, fold, is_constant
 from .fromless import Parts
-from .lifted import ARITH, Plan, items_of
+from .lifted import ARITH, Plan, items_of, sql_conjuncts
 from .nodes import sql_of
 from .outputs import unique_names
 from .resolve import Positions, unparen
@@ -65,7 +65,47 @@ def has_select_subqueries(sel: exp.Expression, relations: dict[str, RelationDecl
     if type(sel) is not exp.Select or not items_of(sel):
         return False
     subs = [s for e in sel.expressions for s in e.find_all(exp.Subquery)]
-    return bool(subs) and all(not correlated(s, relations) for s in subs)
+    return bool(subs) and all(not correlated(s, relations) or group_correlation(s, sel, relations) is not None
+                              for s in subs)
+
+
+def group_correlation(sub: exp.Subquery, sel: exp.Select, relations: dict[str, RelationDecl]):
+    """For a subquery correlated with the outer query only by ``inner.c = outer.g``, ``g`` a GROUP BY column of
+    ``sel`` (so its value is one per group): ``(conjuncts of its own, [(inner column, group index)])``; else
+    None."""
+    inner = unparen(sub.this)
+    group = sel.args.get("group")
+    groups = [unparen(g) for g in group.expressions] if group is not None else []
+    if type(inner) is not exp.Select or not items_of(inner) or inner.find(exp.Subquery) is not None:
+        return None
+    own, keys = [], []
+    where = inner.args.get("where")
+    for c in sql_conjuncts(where.this) if where is not None else []:
+        outer = [x for x in c.find_all(exp.Column) if correlated(exp.Subquery(this=_reading(inner, x)), relations)]
+        if not outer:
+            own.append(c)
+            continue
+        sides = [unparen(c.this), unparen(c.expression)] if type(c) is exp.EQ else []
+        if len(outer) != 1 or len(sides) != 2 or not all(type(x) is exp.Column for x in sides):
+            return None
+        mine = sides[1] if sides[0] is outer[0] else sides[0]
+        at = next((i for i, g in enumerate(groups) if type(g) is exp.Column and g.name.lower() ==
+                   outer[0].name.lower() and (not g.table or not outer[0].table or
+                                               g.table.lower() == outer[0].table.lower())), None)
+        if at is None:
+            return None
+        keys.append((mine, at))
+    return own, keys
+
+
+def _reading(inner: exp.Select, column: exp.Column) -> exp.Select:
+    """A SELECT of one column over ``inner``'s FROM: whether the column is the subquery's own or an outer one."""
+    probe = exp.Select(expressions=[column.copy()])
+    from_ = inner.args.get("from_") or inner.args.get("from")
+    probe.set("from_" if "from_" in inner.args else "from", from_.copy())
+    if inner.args.get("joins"):
+        probe.set("joins", [j.copy() for j in inner.args["joins"]])
+    return probe
 
 
 def correlated(sub: exp.Subquery, relations: dict[str, RelationDecl]) -> bool:
@@ -92,6 +132,7 @@ def plan(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) ->
     group = sel.args.get("group")
     groups = [unparen(g) for g in group.expressions] if group is not None else []
     b = _Translation(ctx, groups)
+    b.sel, b.relations = sel, relations
     b.parts.parts.append(sel)  # part 0, the outer query: built once its aggregates are known
     b.parts.nullable.append(False)
     keys, columns, computed = [], [], 0
@@ -106,7 +147,7 @@ def plan(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) ->
                          else f"expr_{computed}")
         value, reads = b.expr(node)
         for i in sorted(reads):
-            value = Arith("*", value, Arith("LEAST", MapRef(f"#{i}.1", ()), Const(1)))
+            value = Arith("*", value, Arith("LEAST", MapRef(f"#{i}.1", b.args.get(i, ())), Const(1)))
         columns.append((name, value))
     count = len(b.aggs)
     key_vars = tuple(f"K{i}" for i in range(len(groups)))
@@ -131,7 +172,8 @@ def plan(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) ->
 def _at_row(e: Expr, groups: MapRef) -> Expr:
     """``e`` with each subquery's value (``#i.j[]``, no keys) read as ``SUM(#i.j[] FOR : groups)``: the value at
     the view's row (a view reads maps at its key variables; an aggregate over the row's group reads others)."""
-    if isinstance(e, MapRef) and e.name.startswith("#") and not e.name.startswith("#0.") and not e.args:
+    if isinstance(e, MapRef) and e.name.startswith("#") and not e.name.startswith("#0.") and \
+            {a.name for a in e.args if isinstance(a, Var)} != {a.name for a in groups.args}:
         return Over("SUM", e, (), groups)
     if isinstance(e, Arith):
         return Arith(e.op, _at_row(e.left, groups), _at_row(e.right, groups))
@@ -145,6 +187,35 @@ class _Translation:
         self.ctx, self.groups = ctx, groups
         self.parts = Parts(ctx)
         self.aggs: list[exp.Expression] = []  # part 0's aggregates, in column order
+        self.args: dict[int, tuple[Var, ...]] = {}  # a correlated subquery's part -> the group variables it is read at
+        self.sel: exp.Select | None = None
+        self.relations: dict[str, RelationDecl] = {}
+
+    def sub(self, e: exp.Subquery) -> tuple[Expr, set[int]]:
+        """A subquery's value: uncorrelated, one part as a query without FROM reads it; correlated with group
+        columns, a part grouped by its correlation columns, read at the group's variables."""
+        found = group_correlation(e, self.sel, self.relations) if correlated(e, self.relations) else None
+        if found is None:
+            return self.parts.expr(e)
+        own, keys = found
+        inner = unparen(e.this)
+        if len(inner.expressions) != 1 or inner.args.get("group") is not None or \
+                unparen(inner.expressions[0]).find(exp.AggFunc) is None:
+            raise self.ctx.error(f"unsupported scalar subquery {sql_of(e)} in the SELECT list (one aggregate "
+                                 "without GROUP BY)", e)
+        item = inner.expressions[0]
+        value = (item.this if type(item) is exp.Alias else item).copy()
+        part = inner.copy()
+        part.set("where", exp.Where(this=exp.and_(*[c.copy() for c in own])) if own else None)
+        part.set("expressions", [exp.alias_(k.copy(), f"c{j}") for j, (k, _) in enumerate(keys)] +
+                 [exp.alias_(value, "v"), exp.alias_(exp.Count(this=exp.Star()), "n")])
+        part.set("group", exp.Group(expressions=[k.copy() for k, _ in keys]))
+        self.parts.parts.append(part)
+        nullable = any(type(a) is not exp.Count for a in value.find_all(exp.AggFunc))
+        self.parts.nullable.append(nullable)
+        i = len(self.parts.parts) - 1
+        self.args[i] = tuple(Var(f"K{at}") for _, at in keys)
+        return MapRef(f"#{i}.0", self.args[i]), ({i} if nullable else set())
 
     def outer(self, agg: exp.Expression) -> Expr:
         """Part 0's column for ``agg`` (one column per distinct aggregate)."""
@@ -161,7 +232,7 @@ class _Translation:
         if at is not None:
             return Var(f"K{at}"), set()
         if type(e) is exp.Subquery:
-            return self.parts.expr(e)
+            return self.sub(e)
         if isinstance(e, exp.AggFunc):
             return self.aggregate(e)
         if type(e) is exp.Neg:
@@ -191,7 +262,7 @@ class _Translation:
             inner = row.copy() if row is not None else exp.Literal.number(1)
             term: Expr = self.outer(type(agg)(this=inner))
             for s in subs:
-                v, r = self.parts.expr(s)
+                v, r = self.sub(s)
                 term, reads = Arith("*", term, v), reads | r
             term = term if sign > 0 else Arith("-", Const(0), term)
             total = term if total is None else Arith("+", total, term)

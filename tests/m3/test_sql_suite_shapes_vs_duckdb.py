@@ -8,7 +8,8 @@ on its one row (``m3/compiler/fromless.py``).  A derived table's GROUP BY may na
 unqualified, qualified or by its alias (``m3/compiler/groupnames.py``); an alias that is also an input
 column groups by the column, as SQL does, and stays refused where that column is not selected.  ``*`` over a
 grouped derived table is its named columns (``m3/compiler/stars.py``).  An uncorrelated scalar subquery in the
-SELECT list, inside SUM/AVG or beside aggregates, is a part of its own (``m3/compiler/selectsub.py``), and so is
+SELECT list, inside SUM/AVG or beside aggregates, is a part of its own (``m3/compiler/selectsub.py``; one correlated
+with group columns only is one value per group: that part grouped by them), and so is
 a scalar subquery over relations in a query over a grouped derived table, grouped by the columns it is
 correlated on (TPC-H Q11's shapes, ``m3/compiler/liftscope.py``).  A WHERE that never holds makes a view
 that is always empty, not a refusal (``m3/compiler/normalize.py``).  Random workloads over small domains (``m3_harness``), both backends:
@@ -60,6 +61,11 @@ SHAPES: dict[str, str] = {
         MAX(S.d) FROM S WHERE S.e > 0) + 1) AS s, AVG(R.c + (SELECT SUM(S.b) FROM S)) AS m FROM R GROUP BY R.a""",
     "subquery_times_aggregate": GENERIC + """SELECT r1.b, (SELECT COUNT(*) FROM R r2) * SUM(r1.a) AS x,
         COUNT(*) AS n FROM R r1 WHERE r1.c < 1 GROUP BY r1.b""",
+    # ... correlated with group columns only: one value per group, a part grouped by the correlation columns
+    "correlated_subquery_factor_in_sum": GENERIC + """SELECT r1.a, r1.b, SUM(r1.c * (SELECT SUM(S.e) FROM S
+        WHERE S.d = r1.b AND S.e > 0)) AS s, COUNT(*) AS n FROM R r1 GROUP BY r1.a, r1.b""",
+    "correlated_subquery_beside_aggregate": GENERIC + """SELECT R.b, SUM(R.a) - (SELECT COUNT(*) FROM S
+        WHERE R.b = S.b) AS x FROM R GROUP BY R.b""",
     "subquery_in_ungrouped_sum": GENERIC + "SELECT SUM((SELECT SUM(1) FROM S)) AS s FROM R",
     # a scalar subquery over relations in a query over a grouped derived table, uncorrelated or correlated with
     # its group columns (TPC-H Q11's shapes): a part grouped by the correlation columns (m3/compiler/liftscope.py)
@@ -97,7 +103,8 @@ def test_a_group_alias_shadowed_by_a_column_groups_by_the_column():
 
 @pytest.mark.parametrize("backend", ["python", "auto"])
 @pytest.mark.parametrize("shape", ["subquery_factor_in_sum", "subquery_times_aggregate",
-                                   "grouped_derived_vs_correlated_subquery", "fromless_where_in"])
+                                   "correlated_subquery_factor_in_sum", "grouped_derived_vs_correlated_subquery",
+                                   "fromless_where_in"])
 def test_changes_name_every_row_a_subquery_moves(shape, backend):
     """A batch that changes only a subquery's relation changes every row that reads its value: ``changes()``
     names each of them (the rows are re-read, ``boreas.m3.over.rereads``), with the view's new value."""
