@@ -61,10 +61,16 @@ Term = tuple[int, exp.Expression | None, tuple[exp.Subquery, ...]]  # sign, row 
 
 
 def has_select_subqueries(sel: exp.Expression, relations: dict[str, RelationDecl]) -> bool:
-    """Whether ``sel`` is a SELECT with FROM whose SELECT list holds scalar subqueries, all uncorrelated."""
-    if type(sel) is not exp.Select or not items_of(sel):
-        return False
+    """Whether ``sel`` is an aggregate query over relations whose SELECT list holds scalar subqueries, each
+    uncorrelated or correlated with group columns only."""
+    if type(sel) is not exp.Select or not items_of(sel) or sel.args.get("with") or \
+            not all(type(i) is exp.Table for i in items_of(sel)):
+        return False  # over derived tables or CTEs: theirs first (a grouped one's value beside: :mod:`.liftquery`)
     subs = [s for e in sel.expressions for s in e.find_all(exp.Subquery)]
+    if sel.args.get("group") is None and not any(  # a view of rows: its rows are keys, no aggregate to factor
+            isinstance(x, exp.AggFunc) and x.find_ancestor(exp.Subquery) is None for e in sel.expressions
+            for x in e.walk()):
+        return False
     return bool(subs) and all(not correlated(s, relations) or group_correlation(s, sel, relations) is not None
                               for s in subs)
 
