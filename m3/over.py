@@ -95,7 +95,8 @@ def rereads(v: ViewDecl) -> bool:
     Why: a changed map entry names the row it belongs to only when the map is
     read at the row's variables.  A lifted key (:func:`lifts`) is a value, not
     a key; and a map an ``Over`` reads at its own variables (a derived table's
-    groups joined with a relation, an uncorrelated ``MAX`` of them) belongs to
+    groups joined with a relation, an uncorrelated ``MAX`` of them), or at fewer
+    than the row's (a scalar subquery's value, ``SUM(v[] FOR : g[K])``), belongs to
     every row that aggregates it.  Either way the affected rows are found by
     reading the view before and after the batch.
 
@@ -105,4 +106,10 @@ def rereads(v: ViewDecl) -> bool:
     (True, False)
     """
     exprs = [c.expr for c in v.columns if c.expr is not None] + ([v.where] if v.where is not None else [])
-    return bool(lifts(v, set())) or any(isinstance(n, Over) and n.vars for e in exprs for n in walk(e))
+    row = set(v.key_vars)
+
+    def apart(o: Over) -> bool:  # reads a map at fewer than the row's variables (a scalar subquery's value)
+        return any(isinstance(m, MapRef) and not row <= {a.name for a in m.args if isinstance(a, Var)}
+                   for part in (o.expr,) + (() if o.cond is None else (o.cond,)) for m in walk(part))
+
+    return bool(lifts(v, set())) or any(isinstance(n, Over) and (n.vars or apart(n)) for e in exprs for n in walk(e))

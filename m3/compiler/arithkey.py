@@ -134,6 +134,41 @@ def _plain(x):
     return None
 
 
+def constant_value(key: ArithKey) -> int | float | None:
+    """The value of a key that is the same for every row (``a * 0``, ``(a - a) * 2 + 1``: its polynomial over the
+    columns has no other term), else None: such a "key" is a constant column, not a key.
+
+    >>> constant_value(ArithKey(("+", ("*", ("R", "a"), 0), 3), "INT")), constant_value(ArithKey(("R", "a"), "INT"))
+    (3, None)
+    """
+    p = _poly(key.tree)
+    if any(p.values()) and set(k for k, c in p.items() if c) - {()}:
+        return None
+    return p.get((), 0)
+
+
+def _poly(t) -> dict:
+    """``t`` (:class:`ArithKey`'s tree) as a polynomial: ``{sorted columns (as text): coefficient}``."""
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        return {(): t}
+    if isinstance(t, tuple) and t and t[0] in ("+", "-", "*", "neg"):
+        if t[0] == "neg":
+            return {k: -c for k, c in _poly(t[1]).items()}
+        a, b = _poly(t[1]), _poly(t[2])
+        if t[0] == "*":
+            out: dict = {}
+            for ka, ca in a.items():
+                for kb, cb in b.items():
+                    k = tuple(sorted(ka + kb))
+                    out[k] = out.get(k, 0) + ca * cb
+            return out
+        out = dict(a)
+        for k, c in b.items():
+            out[k] = out.get(k, 0) + (c if t[0] == "+" else -c)
+        return out
+    return {(repr(t),): 1}  # a column or a computed value: a symbol
+
+
 def is_key_arithmetic(e: exp.Expression) -> bool:
     """Whether ``e`` is arithmetic that reads a column and no aggregate (a candidate key)."""
     e = unparen(e)

@@ -10,6 +10,10 @@ NULLs yet and shows an absent aggregate as 0, so a column reading a subquery wit
 is multiplied by ``LEAST(n, 1)`` (1 while that subquery reads rows, else 0) for each such subquery, and a
 divisor reading one has ``1 - LEAST(n, 1)`` added (no division by zero where the value is NULL anyway).
 
+A WHERE is a condition on the view's one row (the view is empty while it fails): comparisons of the same
+expressions (false where a side is NULL: its subquery reads no rows), and ``EXISTS (sub)``, ``c IN (SELECT x
+...)`` (``c`` a constant), negated or not, each a part counting the rows (``WHERE x = c`` added for IN).
+
 Refused by name: a subquery that is not an aggregate without GROUP BY (it has rows, not one value), anything
 but arithmetic (``+ - * /``, unary minus) over scalar subqueries and constants, and a query with no subquery.
 
@@ -23,6 +27,9 @@ but arithmetic (``+ - * /``, unary minus) over scalar subqueries and constants, 
 ['SELECT SUM(a) AS v, COUNT(*) AS n FROM R', 'SELECT COUNT(*) AS v, COUNT(*) AS n FROM S']
 >>> [(n, format_view_expr(e)) for n, e in p.columns]
 [('x', '#0.0[] * 2 * LEAST(#0.1[], 1)'), ('y', '#1.0[]')]
+>>> p = plan(sqlglot.parse_one("SELECT 1 AS one WHERE 5 IN (SELECT a FROM R) AND (SELECT SUM(b) FROM R) > 2"), Ctx())
+>>> [q.sql() for q in p.parts], format_view_expr(p.where)
+(['SELECT COUNT(*) AS v, COUNT(*) AS n FROM R WHERE a = 5', 'SELECT SUM(b) AS v, COUNT(*) AS n FROM R'], '0 < #0.0[] AND 2 < #1.0[] AND 0 < #1.1[]')
 >>> plan(sqlglot.parse_one("SELECT (SELECT a FROM R) AS x"), Ctx())
 Traceback (most recent call last):
 ...
@@ -33,15 +40,15 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..ast import Const, Expr, MapRef
+from ..ast import Cmp, Const, Expr, MapRef
 from ..viewnodes import Arith
 from .constants import NotConstant, fold, is_constant
-from .lifted import ARITH, Plan, items_of
+from .lifted import ARITH, CMPS, Plan, and_all, items_of, sql_conjuncts
 from .nodes import sql_of
 from .outputs import unique_names
 from .resolve import Positions, unparen
 
-_CLAUSES = ("where", "group", "having", "joins", "distinct", "limit", "offset", "with", "with_", "qualify",
+_CLAUSES = ("group", "having", "joins", "distinct", "limit", "offset", "with", "with_", "qualify",
             "windows", "order")
 
 
@@ -55,20 +62,23 @@ def plan(sel: exp.Select, ctx: Positions) -> Plan:
     for key in _CLAUSES:
         if sel.args.get(key):
             raise ctx.error(f"unsupported {key.rstrip('_').upper()} in a query without FROM", sel)
-    b = _Builder(ctx)
+    b = Parts(ctx)
     names, exprs = [], []
     for i, item in enumerate(sel.expressions):
         node = unparen(item.this if type(item) is exp.Alias else item)
         names.append(item.alias if type(item) is exp.Alias else f"col{i + 1}")
         exprs.append(b.column(node))
+    where = sel.args.get("where")
+    cond = and_all([b.condition(c) for c in sql_conjuncts(where.this)]) if where is not None else None
     if not b.parts:
         raise ctx.error(f"unsupported query without FROM and without a scalar subquery ({sql_of(sel)}): a view "
                         "reads relations", sel)
-    return Plan(tuple(b.parts), (), (), tuple(zip(unique_names(names), exprs)), None)
+    return Plan(tuple(b.parts), (), (), tuple(zip(unique_names(names), exprs)), cond)
 
 
-class _Builder:
-    """The parts a query without FROM reads, one per scalar subquery, and its columns over them."""
+class Parts:
+    """The parts a query reads, one per scalar subquery, and its columns over them (public: a query with
+    scalar subqueries in its SELECT list reads them the same way, :mod:`.selectsub`)."""
 
     def __init__(self, ctx: Positions) -> None:
         self.ctx = ctx
@@ -103,6 +113,50 @@ class _Builder:
                 raise self.ctx.error(f"unsupported {sql_of(e)} in a query without FROM ({bad})", e) from None
         raise self.ctx.error(f"unsupported {sql_of(e)} in a query without FROM (arithmetic over scalar subqueries "
                              "and constants)", e)
+
+    def condition(self, e: exp.Expression) -> Expr | None:
+        """A WHERE conjunct as a condition on the view's one row: its comparison (false where a side is SQL's
+        NULL), or whether a subquery has rows (``EXISTS``, ``c IN (SELECT ...)``: a part counting them)."""
+        e = unparen(e)
+        negated = type(e) is exp.Not
+        inner = unparen(e.this) if negated else e
+        if type(inner) in (exp.Exists, exp.In):
+            n = MapRef(f"#{self.counted(inner)}.0", ())
+            return Cmp("=", n, Const(0)) if negated else Cmp("<", Const(0), n)
+        if type(e) in CMPS:
+            (a, ra), (d, rd) = self.expr(e.this), self.expr(e.expression)
+            flip = type(e) in (exp.GT, exp.GTE)
+            op = {">": "<", ">=": "<="}.get(CMPS[type(e)], CMPS[type(e)])
+            return and_all([Cmp(op, d, a) if flip else Cmp(op, a, d)] +
+                           [Cmp("<", Const(0), MapRef(f"#{i}.1", ())) for i in sorted(ra | rd)])
+        if is_constant(e):
+            try:
+                holds = bool(fold(e))
+            except NotConstant as bad:
+                raise self.ctx.error(f"unsupported {sql_of(e)} in a query without FROM ({bad})", e) from None
+            return None if holds else Cmp("<", Const(1), Const(0))
+        raise self.ctx.error(f"unsupported condition {sql_of(e)} in a query without FROM (comparisons of scalar "
+                             "subqueries and constants, EXISTS, IN (SELECT ...), AND)", e)
+
+    def counted(self, e: exp.Exists | exp.In) -> int:
+        """A part counting the rows of ``EXISTS (sub)``'s subquery, or those of ``x IN (SELECT c ...)``'s
+        where ``c = x`` (``x`` a constant)."""
+        query = e.args.get("query") if type(e) is exp.In else e.this
+        sub = unparen(query.this if type(query) is exp.Subquery else query)
+        if type(sub) is not exp.Select or not items_of(sub) or sub.args.get("group") is not None or \
+                (type(e) is exp.In and (len(sub.expressions) != 1 or not is_constant(e.this))):
+            raise self.ctx.error(f"unsupported {sql_of(e)} in a query without FROM (EXISTS of a SELECT without "
+                                 "GROUP BY, or a constant IN (SELECT one column ...))", e)
+        part = sub.copy()
+        if type(e) is exp.In:
+            item = sub.expressions[0]
+            value = (item.this if type(item) is exp.Alias else item).copy()
+            part = part.where(exp.EQ(this=value, expression=e.this.copy()))
+        part.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "v"),
+                                 exp.alias_(exp.Count(this=exp.Star()), "n")])
+        self.parts.append(part)
+        self.nullable.append(False)
+        return len(self.parts) - 1
 
     def part(self, e: exp.Subquery) -> int:
         sub = unparen(e.this)

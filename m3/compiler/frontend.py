@@ -69,6 +69,10 @@ from .clauses import check_clauses, conjuncts, refuse_clauses, tables_of
 from .declarations import declares_relations, relation
 from .derived import flatten
 from .fromless import is_fromless
+from .groupnames import name_groups
+from .selectsub import has_select_subqueries
+from .selectsub import plan as select_plan
+from .stars import expand_stars
 from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
 from .liftquery import plan
@@ -207,6 +211,10 @@ def _statement(tree: exp.Expression, is_stream: bool, relations: dict[str, Relat
     if type(tree) is exp.Select or isinstance(tree, exp.SetOperation):
         return _named_query(f"Q{done + 1}", tree, relations, ctx, [])
     what = f"CREATE {kind}" if kind else type(tree).__name__.upper()
+    if kind == "FUNCTION":  # DBToaster's declaration of a host-language function: Boreas calls none
+        raise ctx.error(f"unsupported CREATE FUNCTION {sql_of(tree.this)}: Boreas calls no external function (SQL's "
+                        "own are built in: EXTRACT, SUBSTRING, MOD, GREATEST, LEAST; drop the declaration and "
+                        "use them)", tree)
     raise ctx.error(f"unsupported statement {what} (expected CREATE STREAM/TABLE, CREATE VIEW or SELECT)")
 
 
@@ -265,11 +273,15 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         return replace(queries[0], union=tuple(queries[1:]))
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
+    if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)
+        return _over_parts(name, select_plan(branches[0], relations, ctx), branches[0], relations, ctx)
     if has_outer(branches[0]):  # LEFT, RIGHT, FULL: the inner join and the padded parts (:mod:`.outer`)
         _refuse_unread(branches[0], ctx)  # its parts are built anew: what they do not carry over is checked here
         p = outer_plan(branches[0], relations, ctx, rename)
         return _query(name, p, relations, ctx, rename) if isinstance(p, exp.Select) else \
             _over_parts(name, p, branches[0], relations, ctx)
+    name_groups(branches[0], relations)  # GROUP BY k, GROUP BY alias: as the derived table selects it
+    expand_stars(branches[0], relations)  # * over a grouped derived table: its named columns
     try:
         sel = flatten(regroup(branches[0], ctx), relations, ctx)
     except CompileError:

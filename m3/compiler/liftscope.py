@@ -23,7 +23,7 @@ from ..ast import Cmp, Const, Expr, MapRef, Var, walk
 from ..over import Over
 from ..viewnodes import Arith, BoolOp
 from .constants import NotConstant, fold, is_constant
-from .lifted import AGGS, ARITH, CMPS, Builder, Table, and_all, is_grouped, items_of
+from .lifted import AGGS, ARITH, CMPS, Builder, Table, and_all, is_grouped, items_of, sql_conjuncts
 from .nodes import sql_of
 from .resolve import unparen
 
@@ -40,6 +40,7 @@ class Scope:
         self.cond: list[Expr] = []
         self.source: MapRef | None = None
         self.weight: Expr | None = None
+        self.present: dict[str, Cmp] = {}  # a scalar subquery part's value -> "it read rows" (else SQL's NULL)
 
     # -- columns ---------------------------------------------------------------
     def resolve(self, c: exp.Column) -> tuple:
@@ -84,7 +85,7 @@ class Scope:
                 return Var(self.gvars[r[1]])
             return MapRef(f"#{self.t.aggs}.{r[1]}", tuple(Var(g) for g in self.gvars))
         if type(e) is exp.Subquery:
-            return scalar(self.b, e)
+            return scalar(self.b, e) if _over_grouped(e) else self.plain_scalar(e)
         if type(e) is exp.Neg:
             return Arith("*", Const(-1), self.row(e.this))
         if type(e) in ARITH and not any(v for k, v in e.args.items() if k not in ("this", "expression")):
@@ -99,6 +100,48 @@ class Scope:
                             "stands in SELECT or HAVING)", e)
         raise ctx.error(f"unsupported {type(e).__name__.upper()} ({sql_of(e)}) in a query over a grouped derived "
                         "table read by value", e)
+
+    def plain_scalar(self, e: exp.Subquery) -> Expr:
+        """``(SELECT AGG(x) FROM <relations> WHERE <inner> [AND inner.c = outer.k ...])``: a part of its own, grouped
+        by its correlation columns (none: one value), read at the outer columns' variables (the nested-aggregate
+        normal form: the inner aggregate keyed by what it is correlated on)."""
+        ctx, sub = self.b.ctx, unparen(e.this)
+        if type(sub) is not exp.Select or len(sub.expressions) != 1 or not items_of(sub) or \
+                any(is_grouped(i) for i in items_of(sub)) or any(v not in (None, False, [], "") for k, v in
+                                                                 sub.args.items() if k not in _PLAIN) or \
+                unparen(sub.expressions[0]).find(exp.AggFunc) is None:
+            raise ctx.error(f"unsupported subquery {sql_of(e)} in a query over a grouped derived table (one "
+                            "aggregate without GROUP BY over relations, or over a grouped derived table)", e)
+        inner = _inner_names(sub, self.b.relations)
+        keys: list[tuple[exp.Expression, Expr]] = []
+        local: list[exp.Expression] = []
+        for c in sql_conjuncts(sub.args["where"].this) if sub.args.get("where") is not None else []:
+            outer = [x for x in c.find_all(exp.Column) if not _is_inner(x, inner)]
+            if not outer:
+                local.append(c)
+                continue
+            sides = [unparen(c.this), unparen(c.expression)] if type(c) is exp.EQ else []
+            pair = [x for x in sides if type(x) is exp.Column]
+            if len(pair) != 2 or len(outer) != 1 or outer[0] not in pair:
+                raise ctx.error(f"unsupported correlated condition {sql_of(c)} in a subquery over a grouped derived "
+                                "table's query (inner.col = outer.col only)", c)
+            mine = pair[1] if pair[0] is outer[0] else pair[0]
+            var = self.row(outer[0])
+            if not isinstance(var, Var):
+                raise ctx.error(f"unsupported correlation with {sql_of(outer[0])} (a group column or a joined "
+                                "relation's column)", c)
+            keys.append((mine, var))
+        item = sub.expressions[0]
+        value = (item.this if type(item) is exp.Alias else item).copy()
+        part = self.b.select([exp.alias_(k.copy(), f"c{i}") for i, (k, _) in enumerate(keys)] +
+                             [exp.alias_(value, "v"), exp.alias_(exp.Count(this=exp.Star()), "n")],
+                             items_of(sub), local, [k for k, _ in keys] or None)
+        self.b.parts.append(part)
+        i = len(self.b.parts) - 1
+        args = tuple(v for _, v in keys)
+        if any(type(a) is not exp.Count for a in value.find_all(exp.AggFunc)):  # NULL over no rows: compares false
+            self.present[f"#{i}.0"] = Cmp("<", Const(0), MapRef(f"#{i}.1", args))
+        return MapRef(f"#{i}.0", args)
 
     def condition(self, e: exp.Expression, side, negated: bool = False) -> Expr:
         """A condition whose operands are translated by ``side`` (:meth:`row` or :meth:`view`).
@@ -123,7 +166,9 @@ class Scope:
                 c = Cmp("<" if kind is exp.GT else "<=", right, left)
             else:
                 c = Cmp(CMPS[kind], left, right)
-            return and_all(_not_null(left) + _not_null(right) + [c])
+            present = [self.present[n.name] for x in (left, right) for n in walk(x)
+                       if isinstance(n, MapRef) and n.name in self.present]
+            return and_all(_not_null(left) + _not_null(right) + list(dict.fromkeys(present)) + [c])
         raise self.b.ctx.error(f"unsupported condition {sql_of(e)} in a query over a grouped derived table", e)
 
     def aggregate(self, e: exp.Expression, keys: set[str]) -> Expr:
@@ -148,6 +193,31 @@ class Scope:
         if kind == "AVG":
             return Arith("/", total, count)
         return over(kind, value)
+
+
+_PLAIN = ("expressions", "from", "from_", "joins", "where")
+
+
+def _over_grouped(e: exp.Subquery) -> bool:
+    sub = unparen(e.this)
+    return type(sub) is exp.Select and any(is_grouped(i) for i in items_of(sub))
+
+
+def _inner_names(sub: exp.Select, relations) -> tuple[set[str], set[str]]:
+    """A subquery's FROM aliases and the column names its relations hold (lower case)."""
+    aliases, names = set(), set()
+    for i in items_of(sub):
+        aliases.add(i.alias_or_name.lower())
+        rel = next((r for n, r in relations.items() if type(i) is exp.Table and n.lower() == i.name.lower()), None)
+        if rel is not None:
+            names |= {c.name.lower() for c in rel.columns}
+        elif type(i) is exp.Subquery and type(i.this) is exp.Select:
+            names |= {x.alias_or_name.lower() for x in i.this.expressions}
+    return aliases, names
+
+
+def _is_inner(c: exp.Column, inner: tuple[set[str], set[str]]) -> bool:
+    return c.table.lower() in inner[0] if c.table else c.name.lower() in inner[1]
 
 
 def _not_null(e: Expr) -> list[Expr]:

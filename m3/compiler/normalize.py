@@ -147,9 +147,8 @@ def normalize(relations: list[RelationDecl], q: SqlQuery) -> NormalQuery:
             if pc * vc:
                 both = conds + tuple(c for c in vconds if c not in conds)
                 terms.append(Term(pc * vc, atoms, both + tuple(c for c in lifts if c not in both), polys))
-        if not terms:  # a map without a definition has nothing to maintain: say why, not what the checker sees
-            raise CompileError(f"query {q.name} has an aggregate that is always 0 (a WHERE or CASE condition "
-                               "that never holds, or a zero value)")
+        if not terms:  # always 0 (a WHERE that never holds): still a map, of rows that never count
+            terms.append(Term(1, atoms, (Cond("=", Lit(0), Lit(1)),) + lifts, ()))
         return Agg(keys + extra + ((folded,) if folded is not None and folded not in extra else ()), tuple(terms))
 
     aggregates, columns, where = view_columns(q, var, keys, agg, rows=bool(q.nested))

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from .arithkey import ArithKey, arith_key, is_key_arithmetic, keyed
+from .arithkey import ArithKey, arith_key, constant_value, is_key_arithmetic, keyed
+from .constants import is_constant
 from .nodes import sql_of
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import columns_of, has_aggregate, view_expr
@@ -199,11 +200,20 @@ def _hint(ref) -> str:
 
 def check_rows(items: list[Item], res: Resolver, ctx: Positions) -> list[Item]:
     """A query without aggregates selects columns and arithmetic over them (keys, :mod:`.arithkey`): its view
-    holds each distinct row with its count.  Returns the items, arithmetic ones made keys."""
+    holds each distinct row with its count.  Returns the items, arithmetic ones made keys; a constant
+    (``SELECT 6 AS k, a``) is the same in every row, so it is a value column of the view, not a key."""
     out = []
     for i in items:
         if i.ref is None and is_key_arithmetic(i.node):
-            i = Item(i.name, i.node, ref=arith_key(res, i.node))
+            key = arith_key(res, i.node)
+            value = constant_value(key)  # a * 0: the same in every row, a constant column (below)
+            i = Item(i.name, i.node, ref=key) if value is None else Item(i.name, i.node, value=value)
+            if value is not None:
+                out.append(i)
+                continue
+        if i.ref is None and is_constant(i.node):  # SELECT 6 AS k, a FROM R: the same in every row, a value column
+            out.append(i)
+            continue
         if i.ref is None:
             raise ctx.error(f"unsupported expression {sql_of(i.node)} in a query without aggregates (select columns "
                             "or arithmetic over them: the view holds each distinct combination of their values with "

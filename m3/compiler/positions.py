@@ -74,18 +74,23 @@ def split_statements(text: str) -> list[tuple[int, str]]:
 
     >>> split_statements("SELECT 'a;b' FROM R; SELECT 2")
     [(0, "SELECT 'a;b' FROM R"), (21, 'SELECT 2')]
+
+    Comments are no statements: one before a statement is left out of it, one alone is dropped.
+
+    >>> split_statements("/* a note; */ CREATE STREAM R(a INT); /* SELECT 1; */")
+    [(14, 'CREATE STREAM R(a INT)')]
     """
     try:
         tokens = Tokenizer().tokenize(text)
     except TokenError as e:
         raise CompileError(f"cannot tokenize SQL: {e}") from None
-    out, begin = [], 0
+    out, begin, first = [], 0, None
     for t in tokens + [None]:
         if t is None or t.token_type == TokenType.SEMICOLON:
             end = len(text) if t is None else t.start
-            chunk = text[begin:end]
-            if chunk.strip():
-                lead = len(chunk) - len(chunk.lstrip())
-                out.append((begin + lead, chunk.strip()))
-            begin = end + 1
+            if first is not None:  # a statement starts at its first token: comments before it, or alone, are no statement
+                out.append((first, text[first:end].rstrip()))
+            begin, first = end + 1, None
+        elif first is None:
+            first = t.start
     return out

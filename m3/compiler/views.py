@@ -139,7 +139,12 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
         what = ", ".join(dict.fromkeys(f"{f.kind} over {f.ref.name}" for f in folds))
         reasons.append(f"{what}: each changed row reads the distinct values of its group (cost grows with their "
                        "number, not with the database)")
-    overs = [n for e in [c.expr for c in v.columns] + [v.where] if e is not None for n in walk(e) if isinstance(n, Over)]
+    found = [n for e in [c.expr for c in v.columns] + [v.where] if e is not None for n in walk(e) if isinstance(n, Over)]
+    scalars = [o for o in found if not o.vars and o.cond is None and isinstance(o.expr, MapRef) and not o.expr.args]
+    overs = [o for o in found if all(o is not x for x in scalars)]  # scalars: SUM(v[] FOR : groups[K]), selectsub
+    if scalars:
+        reasons.append(f"a scalar subquery's value read at each row (beside {', '.join(dict.fromkeys(o.ref.name for o in scalars))}): "
+                       "the maps are first-order; a batch that changes the subquery changes every row, re-read whole")
     if overs:
         what = ", ".join(dict.fromkeys(o.ref.name for o in overs))
         keyed = " (a key that is an inner aggregate's value, or groups read apart from the row: a batch that " \

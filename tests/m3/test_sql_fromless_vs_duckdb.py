@@ -58,7 +58,9 @@ def test_a_fromless_view_has_no_keys_and_shows_its_cost():
     (GENERIC + "SELECT (SELECT SUM(a) FROM R GROUP BY b) AS x", "in a query without FROM (one aggregate without GROUP"),
     (GENERIC + "SELECT 1 AS x", "unsupported query without FROM and without a scalar subquery"),
     (GENERIC + "SELECT ABS((SELECT SUM(a) FROM R)) AS x", "in a query without FROM (arithmetic over scalar subqueries"),
-    (GENERIC + "SELECT (SELECT SUM(a) FROM R) AS x WHERE 1 = 1", "unsupported WHERE in a query without FROM"),
+    (GENERIC + "SELECT (SELECT SUM(a) FROM R) AS x WHERE a = 1", "unsupported a in a query without FROM"),
+    (GENERIC + "SELECT (SELECT SUM(a) FROM R) AS x WHERE 1 IN (SELECT SUM(a) FROM R GROUP BY b)",
+     "unsupported 1 IN (SELECT SUM(a) FROM R GROUP BY b) in a query without FROM"),
 ])
 def test_unsupported_fromless_shapes_are_refused_by_name(sql, message):
     with pytest.raises(CompileError, match=re.escape(message)):
