@@ -123,6 +123,9 @@ class IndexedTopology:
 
     def involved(self, stream: str) -> set[str]:
         """Every node whose slice mentions ``stream``: its producers', readers' and entries' nodes."""
+        refs = self.index.refs
+        if not refs.get(("produces", stream)) and not refs.get(("reads", stream)):
+            return set()  # (a stream new in this version, or gone from it: nothing here names it)
         found = self.consumer_nodes(stream) | self.entry_nodes(stream)
         for kind in ("produces", "reads"):
             for name in self.refs_of(kind, stream, "boxes"):
@@ -139,14 +142,15 @@ _EVERYWHERE = ("types", "clients")
 def affected_nodes(before: IndexedTopology, after: IndexedTopology, changed: dict[str, set[str]],
                    moved: Iterable[str]) -> set[str]:
     """The nodes whose slice a change (``changed`` keys per Catalog dict; ``moved`` streams) may change."""
-    return change_reach(before, after, changed, moved)[1]
+    return set(change_reach(before, after, changed, moved))
 
 
 def change_reach(before: IndexedTopology, after: IndexedTopology, changed: dict[str, set[str]],
-                 moved: Iterable[str]) -> tuple[set[str], set[str]]:
-    """The streams a change touches (every other stream is sliced as before) and the nodes it may reach."""
+                 moved: Iterable[str]) -> dict[str, set[str]]:
+    """The nodes a change may reach, each with the streams it touches there (every other stream of that
+    node's slice is sliced as before: it involves the node neither before nor after)."""
     if any(changed.get(kind) for kind in _EVERYWHERE):
-        return set(), before.holders() | after.holders()
+        return {node: set() for node in before.holders() | after.holders()}
     streams, nodes = set(moved), set()
     for kind, keys in changed.items():
         for key in keys:
@@ -160,9 +164,11 @@ def change_reach(before: IndexedTopology, after: IndexedTopology, changed: dict[
                     elif ref in ("node", "member"):
                         nodes.add(name)
                 nodes |= _element_nodes(side, kind, key, obj, streams)
+    reach: dict[str, set[str]] = {node: set() for node in nodes}
     for stream in streams:
-        nodes |= before.involved(stream) | after.involved(stream)
-    return streams, nodes
+        for node in before.involved(stream) | after.involved(stream):
+            reach.setdefault(node, set()).add(stream)
+    return reach
 
 
 def _element_nodes(side: IndexedTopology, kind: str, key: str, obj: object, streams: set[str]) -> set[str]:
@@ -215,24 +221,26 @@ def patchable(before: Catalog, after: Catalog, changed: dict[str, set[str]]) -> 
 
 
 def patch_slice(maker: SliceMaker, topology: IndexedTopology, node: str, old: Catalog,
-                ledger: dict[str, set[str]], changed: dict[str, set[str]], streams: set[str]) -> Catalog:
+                ledger: dict[str, set[str]], changed: dict[str, set[str]], boxes: set[str],
+                streams: set[str]) -> Catalog:
     """``node``'s slice of the new catalog, from its slice ``old`` of the previous one (``ledger``: the
     neighbours each of its streams brought in, updated in place) and the change (:func:`patchable`):
-    the changed boxes placed again, only ``streams`` (:func:`change_reach`) crossing the border again, and
-    the queries naming a changed box placed again.  Equal to ``maker.slice(node)``
+    the changed ``boxes`` placed on the node (before or after) placed again, only ``streams`` (the
+    node's, by :func:`change_reach`) crossing the border again, and the queries naming such a box placed
+    again.  Equal to ``maker.slice(node)``
     (tests/test_incremental_slices.py); what it costs per stream is the change's, and per element held
     only what :meth:`~.slices.SliceMaker.finish` makes anew (no question to the index)."""
     cat = maker.catalog
     part = old.copy()
     part.version = cat.version
     queries = set(changed.get("queries", ()))
-    for name in changed.get("boxes", ()):
+    for name in boxes:
         part.boxes.pop(name, None)
         box = cat.boxes.get(name)
         if box is not None and box.node == node:
             part.boxes[name] = box
         queries.update(topology.refs_of("box", name, "queries"))
-    queries.update(q.name for q in old.queries.values() if any(b in changed.get("boxes", ()) for b in q.boxes))
+    queries.update(q.name for q in old.queries.values() if not boxes.isdisjoint(q.boxes))
     for stream in streams:
         part.inputs.pop(stream, None)
         part.outputs.pop(stream, None)
@@ -260,6 +268,17 @@ def patch_slice(maker: SliceMaker, topology: IndexedTopology, node: str, old: Ca
     return part
 
 
+def _by_node(before: Catalog, after: Catalog, boxes: Iterable[str]) -> dict[str, set[str]]:
+    """The changed boxes by the node they are placed on, before or after (a box is patched only there)."""
+    found: dict[str, set[str]] = {}
+    for name in boxes:
+        for side in (before, after):
+            box = side.boxes.get(name)
+            if box is not None and box.node is not None:
+                found.setdefault(box.node, set()).add(name)
+    return found
+
+
 class NodeSlices:
     """Every node's slice of the catalog version last given; the one owner of the Head's slices.
 
@@ -278,13 +297,16 @@ class NodeSlices:
         """Move to ``index``'s catalog; the nodes whose slice changed, with the new slice."""
         after = IndexedTopology(index)
         previous = self.index
-        streams: set[str] | None = None  # the streams to slice again (None: every node whole)
+        reach: dict[str, set[str]] | None = None  # node -> the streams to slice again (None: slice whole)
+        placed: dict[str, set[str]] = {}
         if previous is None or index.parent is not previous.catalog or index.whole:
             nodes = set(self.slices) | after.holders()
         else:
-            streams, nodes = change_reach(IndexedTopology(previous), after, index.changed, index.moved)
+            reach = change_reach(IndexedTopology(previous), after, index.changed, index.moved)
+            nodes = set(reach)
             if not patchable(previous.catalog, index.catalog, index.changed):
-                streams = None
+                reach = None
+            placed = _by_node(previous.catalog, index.catalog, index.changed.get("boxes", ()))
         self.index = index
         maker = SliceMaker(index.catalog, index.stream_schemas, index.registry, after)
         changed: dict[str, Catalog | None] = {}
@@ -292,12 +314,13 @@ class NodeSlices:
             old, ledger = self.slices.get(node), self.ledgers.get(node)
             if not after.holds(node):
                 new = None
-            elif streams is None or old is None or ledger is None:
+            elif reach is None or old is None or ledger is None:
                 ledger = {}
                 new = maker.slice(node, ledger)
             else:
                 ledger = dict(ledger)  # (a patch pops a stream's set before it adds to one: none is shared-edited)
-                new = patch_slice(maker, after, node, old, ledger, index.changed, streams)
+                new = patch_slice(maker, after, node, old, ledger, index.changed, placed.get(node, set()),
+                                  reach[node])
             if new is None:
                 self.ledgers.pop(node, None)
             else:
