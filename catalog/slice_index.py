@@ -5,10 +5,13 @@ inferring every stream's schema again to do it.  :class:`NodeSlices`
 keeps every node's slice of the current version; given the next version's
 :class:`~.index.CatalogIndex` (which records what changed since the
 previous one, and which streams' schemas moved) it works out which nodes
-the change can reach (:func:`affected_nodes`), slices those again with an
-:class:`IndexedTopology` (each question answered from the index's
-references, so a slice costs what its node holds) and reports the ones
-whose slice really changed.  The rest are not looked at.
+the change can reach (:func:`change_reach`), each with the streams the
+change touches there, patches those nodes' slices (:func:`patch_slice`:
+only those streams sliced again, each question answered from the index's
+references by an :class:`IndexedTopology`) and reports the ones whose slice
+really changed.  The rest are not looked at.  A node's slice was built whole
+again before, so every part of a deployment cost the size of what its
+nodes already held.
 
 What reaches a node: an element placed on it (a box, a table, a partition
 member, a publish), before or after the change; any stream the change
