@@ -119,7 +119,7 @@ class IndexedTopology:
     def subscriptions_of(self, stream: str) -> list[Subscription]:
         return [self.catalog.subscriptions[key] for key in self.refs_of("reads", stream, "subscriptions")]
 
-    # -- what a stream or an element involves, for affected_nodes ---------------------------------------
+    # -- what a stream or an element involves, for change_reach -----------------------------------------
 
     def placement(self, box: str) -> set[str]:
         return set(self.catalog.placement(box))
@@ -140,12 +140,6 @@ class IndexedTopology:
 
 #: Catalog dicts whose change re-slices every node (they are rare, and reach every slice that names them).
 _EVERYWHERE = ("types", "clients")
-
-
-def affected_nodes(before: IndexedTopology, after: IndexedTopology, changed: dict[str, set[str]],
-                   moved: Iterable[str]) -> set[str]:
-    """The nodes whose slice a change (``changed`` keys per Catalog dict; ``moved`` streams) may change."""
-    return set(change_reach(before, after, changed, moved))
 
 
 def change_reach(before: IndexedTopology, after: IndexedTopology, changed: dict[str, set[str]],
