@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .model import Field, FieldType, Schema, TypeAlias
 
@@ -154,6 +154,17 @@ def declared_field(name: str, text: str, size: int | None = None) -> Field:
     return Field(name, scalar, size, array)
 
 
+def route_fields(schema: dict) -> tuple[Field, ...]:
+    """A stream route's schema's fields (``fields``: ``[name, type, size]`` each; ``nullable``: the names of
+    those that may be NULL, absent when none may, so a client that does not know it reads the rest).
+
+    >>> [f.nullable for f in route_fields({"fields": [["a", "int", None], ["b", "int", None]], "nullable": ["b"]})]
+    [False, True]
+    """
+    nullable = set(schema.get("nullable", ()))
+    return tuple(replace(declared_field(n, t, s), nullable=n in nullable) for n, t, s in schema["fields"])
+
+
 def flowing(f: Field) -> ArrayType:
     """The array type of a field on the data plane, written inline there (:func:`resolved`); ValueError for
     a ``<type>`` alias, which validation resolves before any value flows.
@@ -215,9 +226,9 @@ def resolved(schema: Schema, types: Mapping[str, TypeAlias]) -> Schema:
         if found is None:
             fields.append(f)
         elif found.dims:
-            fields.append(Field(f.name, None, f.size, str(found), f.origin))
+            fields.append(Field(f.name, None, f.size, str(found), f.origin, f.nullable))
         else:
-            fields.append(Field(f.name, found.element, f.size, None, f.origin))
+            fields.append(Field(f.name, found.element, f.size, None, f.origin, f.nullable))
     if all(a is b for a, b in zip(fields, schema.fields)):
         return schema
     return Schema(schema.name, tuple(fields), schema.origin)

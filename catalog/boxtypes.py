@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .expressions import (
     ExpressionError,
@@ -179,7 +179,11 @@ def infer_union(box: Box, inputs: list[Schema]) -> list[Schema]:
                 f"union box {box.name!r}: in port {port} carries {schema.describe()}, "
                 f"in port 0 carries {inputs[0].describe()}"
             )
-    return [inputs[0]] * len(box.outputs)
+    out = inputs[0]
+    nullable = [any(s.fields[i].nullable for s in inputs) for i in range(len(out.fields))]
+    if nullable != [f.nullable for f in out.fields]:  # a NULL of any in port may come out
+        out = replace(out, fields=tuple(replace(f, nullable=n) for f, n in zip(out.fields, nullable)))
+    return [out] * len(box.outputs)
 
 
 _AGG = re.compile(r"^\s*(\w+)\s*\((.*)\)\s*$")
@@ -225,9 +229,10 @@ def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
         elif func == "count_distinct":
             check_expression(arg, scope)
             fields.append(Field(name, FieldType.INT))
-        elif func == "avg":
+        elif func == "avg":  # nullable as its argument: an AVG of only NULLs is NULL
             check_expression(arg, scope)
-            fields.append(Field(name, FieldType.DOUBLE))
+            nullable = any(scope.lookup(q, n).nullable for q, n in expression_fields(arg))
+            fields.append(Field(name, FieldType.DOUBLE, nullable=nullable))
         else:
             fields.append(infer_field(name, parse_expression(arg), scope))
     return [derived_schema(box, 0, fields)]

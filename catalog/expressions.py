@@ -280,19 +280,37 @@ def infer_field(name: str, tree: exp.Expression, scope: Scope, *, whole_arrays: 
 
     >>> s = Schema("T", (Field("proto", FieldType.STRING, 4), Field("n", FieldType.INT)))
     >>> infer_field("p", parse_expression("proto"), Scope.single(s))
-    Field(name='p', type=<FieldType.STRING: 'string'>, size=4, array=None)
+    Field(name='p', type=<FieldType.STRING: 'string'>, size=4, array=None, nullable=False)
     >>> infer_field("m", parse_expression("n + 1"), Scope.single(s)).size is None
     True
+
+    The field is nullable when the expression reads a nullable field (NULL
+    propagates: ``n + 1`` of a NULL ``n`` is NULL), except a bare ``IS [NOT]
+    NULL`` test, which is never NULL.
     """
     bare = tree.this if isinstance(tree, exp.Paren) else tree
     if whole_arrays and isinstance(bare, exp.Column):
         array = scope.whole(bare.table or None, bare.name)
         if array is not None:
-            return Field(name, None, array.size, array.array)
+            return Field(name, None, array.size, array.array, nullable=array.nullable)
     ftype = infer_type(tree, scope)
+    nullable = _reads_nullable(tree, scope)
     if ftype != FieldType.STRING:
-        return Field(name, ftype)
-    return Field(name, ftype, _string_size(tree, scope) or DEFAULT_STRING_SIZE)
+        return Field(name, ftype, nullable=nullable)
+    return Field(name, ftype, _string_size(tree, scope) or DEFAULT_STRING_SIZE, nullable=nullable)
+
+
+def _reads_nullable(tree: exp.Expression, scope: Scope) -> bool:
+    """Whether an expression's value may be NULL because a field it reads may be (:func:`infer_field`);
+    ``COALESCE`` is NULL only when each of its arguments may be."""
+    if isinstance(tree, exp.Is) and isinstance(tree.expression, exp.Null):
+        return False
+    if isinstance(tree, exp.Coalesce):
+        return all(_reads_nullable(a, scope) for a in [tree.this, *tree.expressions])
+    if isinstance(tree, exp.Column):
+        q, n = tree.table or None, tree.name
+        return scope.whole(q, n) is None and scope.lookup(q, n).nullable
+    return any(_reads_nullable(child, scope) for child in tree.iter_expressions())
 
 
 def _string_size(tree: exp.Expression, scope: Scope) -> int | None:
@@ -330,7 +348,7 @@ def infer_type(tree: exp.Expression, scope: Scope) -> FieldType:
         return FieldType.DOUBLE
     if isinstance(tree, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
         return _widest([infer_type(tree.this, scope), infer_type(tree.expression, scope)])
-    if isinstance(tree, (exp.Min, exp.Max, exp.Abs, exp.Greatest, exp.Least)):
+    if isinstance(tree, (exp.Min, exp.Max, exp.Abs, exp.Greatest, exp.Least, exp.Coalesce)):
         args = [a for a in [tree.this, *tree.expressions] if a is not None]
         return _widest([infer_type(a, scope) for a in args])
     if isinstance(tree, exp.Count):

@@ -82,6 +82,11 @@ class Field:
     the name of a ``<type>`` alias.  The data plane carries array values as
     nested lists and list columns (docs/operators.md, "Array fields").
     ``origin`` (the ``<field>`` element) only locates messages.
+
+    ``nullable`` (``nullable="true"`` in XML): its value may be NULL (None in
+    a row, msgpack nil, an Arrow null).  Borealis fields are not: a NULL in a
+    field that does not say so is refused with its row, as before
+    (docs/xml.md, "Nullable fields").
     """
 
     name: str
@@ -89,6 +94,7 @@ class Field:
     size: int | None = None
     array: str | None = None
     origin: Origin = origin_field()
+    nullable: bool = False
 
     @property
     def declared_type(self) -> str:
@@ -96,7 +102,8 @@ class Field:
         return self.array if self.array is not None else self.type.value  # type: ignore[union-attr]
 
     def same_shape(self, other: Field) -> bool:
-        """Tuples are positional: a field matches another of the same type (and size)."""
+        """Tuples are positional: a field matches another of the same type (and size); whether either
+        may be NULL is not its shape (a union's out field is nullable where one of its ins is)."""
         if self.type != other.type or self.array != other.array:
             return False
         return self.size is None or other.size is None or self.size == other.size
@@ -121,9 +128,21 @@ class Schema:
             a.same_shape(b) for a, b in zip(self.fields, other.fields)
         )
 
+    def stands_for(self, inferred: Schema) -> bool:
+        """Whether this (declared) schema may name streams of the ``inferred`` layout: the same shape, and
+        nullable wherever the inferred one is (a declared field that is not would refuse the NULLs coming).
+
+        >>> a, b = Schema("A", (Field("x", FieldType.INT),)), Schema("B", (Field("x", FieldType.INT, nullable=True),))
+        >>> b.stands_for(a), a.stands_for(b)
+        (True, False)
+        """
+        return self.same_shape(inferred) and all(d.nullable or not i.nullable
+                                                 for d, i in zip(self.fields, inferred.fields))
+
     def describe(self) -> str:
         return "(" + ", ".join(
-            f"{f.name} {f.declared_type}" + (f"({f.size})" if f.size else "") for f in self.fields
+            f"{f.name} {f.declared_type}" + (f"({f.size})" if f.size else "") + (" null" if f.nullable else "")
+            for f in self.fields
         ) + ")"
 
 

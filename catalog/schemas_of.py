@@ -46,7 +46,7 @@ def schemas_of(catalog: Catalog, registry: BoxTypeRegistry | None = None) -> dic
         declared = arrays.resolved(declared, catalog.types) if declared is not None else None
         inferred = known.get(out.stream)
         if declared is not None and inferred is not None and inferred.name != declared.name \
-                and declared.same_shape(inferred):
+                and declared.stands_for(inferred):
             known[out.stream] = declared
     return known
 

@@ -263,5 +263,7 @@ def stream_route(catalog: Catalog, stream: str, registry: BoxTypeRegistry | None
         "schema": None if schema is None else {
             "name": schema.name,
             "fields": [[f.name, f.declared_type, f.size] for f in schema.fields],
+            **({"nullable": [f.name for f in schema.fields if f.nullable]} if any(f.nullable for f in schema.fields)
+               else {}),
         },
     }

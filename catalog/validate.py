@@ -266,7 +266,7 @@ def declared_output_schema(catalog: Catalog, out: Output, schemas: Mapping[str, 
     inferred = schemas.get(out.stream)
     if declared is None or inferred is None or inferred.name == declared.name:
         return None
-    return declared if declared.same_shape(inferred) else None
+    return declared if declared.stands_for(inferred) else None
 
 
 def output_schema_problems(catalog: Catalog, out: Output, schemas: Mapping[str, Schema]) -> list[Diagnostic]:
@@ -274,7 +274,7 @@ def output_schema_problems(catalog: Catalog, out: Output, schemas: Mapping[str, 
     declared = catalog.schemas.get(out.schema) if out.schema else None
     declared = arrays.resolved(declared, catalog.types) if declared is not None else None
     inferred = schemas.get(out.stream)
-    if declared is None or inferred is None or declared.same_shape(inferred):
+    if declared is None or inferred is None or declared.stands_for(inferred):
         return []
     what = f"output stream {out.stream!r}"
     if out.origin.path.rsplit("/", 1)[-1].startswith("input"):  # an <input> of a box's stream (declared_inputs.py)

@@ -83,12 +83,20 @@ def _schema(el: etree._Element, origin: Origin) -> Schema:
         size = int_attr(f, "size")
         if ftype == FieldType.STRING and size is None:
             raise DecodeError(f"string field {f.get('name')!r} needs a size", where)
-        fields.append(Field(f.get("name"), ftype, size, array, where))
+        fields.append(Field(f.get("name"), ftype, size, array, where, _nullable(f, where)))
     names = [f.name for f in fields]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise DecodeError(f"schema {el.get('name')!r} declares field {dupes[0]!r} twice")
     return Schema(el.get("name"), tuple(fields), origin)
+
+
+def _nullable(el: etree._Element, where: Origin) -> bool:
+    """A ``<field nullable=...>``: XML Schema's boolean (``true``/``false``/``1``/``0``); absent, false."""
+    text = (el.get("nullable") or "false").strip()
+    if text not in ("true", "false", "1", "0"):
+        raise DecodeError(f"field {el.get('name')!r}: nullable={text!r} is not true or false", where)
+    return text in ("true", "1")
 
 
 def _box(el: etree._Element, origin: Origin) -> Box:
@@ -253,7 +261,8 @@ def _encode(obj: Any, node: str | None) -> etree._Element:
         case Schema():
             el = set_attrs(etree.Element("schema"), name=obj.name)
             for f in obj.fields:
-                sub_element(el, "field", name=f.name, type=f.declared_type, size=f.size)
+                sub_element(el, "field", name=f.name, type=f.declared_type, size=f.size,
+                            nullable="true" if f.nullable else None)
         case TypeAlias():
             el = set_attrs(etree.Element("type"), name=obj.name, array=obj.array, size=obj.size)
         case Input():

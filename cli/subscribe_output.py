@@ -38,7 +38,7 @@ from abc import ABC, abstractmethod
 from typing import IO, Any
 
 from boreas.catalog.changelog import WEIGHT
-from boreas.catalog.model import Schema
+from boreas.catalog.model import FieldType, Schema
 
 from .common import BadInput
 
@@ -209,6 +209,8 @@ class CsvOutput(_TextOutput):
         self.writer = csv.writer(file, lineterminator="\n")
         self.header = False
         self.has_header = not header  # a file a named subscription continues has one already
+        # A nullable string's NULL is written \N, as `boreas publish` reads it (an empty value is the empty string).
+        self._null_texts = [i for i, f in enumerate(schema.fields) if f.nullable and f.type == FieldType.STRING]
 
     def _start(self, weighted: bool) -> None:
         if not self.header:  # (once: a stream is a changelog or not from its first batch)
@@ -218,6 +220,8 @@ class CsvOutput(_TextOutput):
             self.header = True
 
     def _row(self, row: tuple) -> None:
+        if self._null_texts and any(row[i] is None for i in self._null_texts):
+            row = tuple("\\N" if v is None and i in self._null_texts else v for i, v in enumerate(row))
         self.writer.writerow(row)
 
     def close(self) -> None:

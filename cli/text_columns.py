@@ -10,6 +10,8 @@ type whole (a bad value, or text Arrow reads otherwise than Python does:
 :meth:`~boreas.wire.tuples.RowType.from_text`, the row path's rules and
 messages, so the two paths accept exactly the same values.
 
+A nullable field's empty value (``\\N`` for a string) is NULL, as the row path reads it.
+
 Timestamps may be microseconds since the epoch or ISO 8601 (naive means
 UTC), as :meth:`~boreas.wire.tuples.RowType.from_text` reads them.  An
 array field's value is JSON (``[[1, 2, 3], [4, 5, 6]]``), read row by row.
@@ -47,11 +49,20 @@ def typed(text: pa.RecordBatch, schema: Schema) -> tuple[pa.RecordBatch, list[tu
     rows that cannot be typed, ``(row in the batch, reason)``; those rows are left out of the batch."""
     target = arrow_schema(schema)
     try:
-        columns = [_column(text.column(i), f.type, f.size, want.type)
+        columns = [_column(_nulls(text.column(i), f.type) if f.nullable else text.column(i), f.type, f.size, want.type)
                    for i, (f, want) in enumerate(zip(schema.fields, target))]
     except Untyped:
         return _row_by_row(text, schema)
     return pa.RecordBatch.from_arrays(columns, schema=target), []
+
+
+def _nulls(column: pa.Array, kind: FieldType | None) -> pa.Array:
+    """A nullable field's NULLs as :meth:`~boreas.wire.tuples.RowType.from_text` reads them: an empty value
+    (after the trim), or ``\\N`` for a string."""
+    if kind is None:
+        return column
+    null = pc.equal(column, "\\N") if kind == FieldType.STRING else pc.equal(pc.utf8_trim_whitespace(column), "")
+    return pc.if_else(null, pa.scalar(None, column.type), column)
 
 
 def _column(column: pa.Array, kind: FieldType | None, size: int | None, want: pa.DataType) -> pa.Array:

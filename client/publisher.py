@@ -45,7 +45,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from boreas.catalog.arrays import declared_field
+from boreas.catalog.arrays import route_fields
 from boreas.catalog.model import Schema
 from boreas.wire.client import PeerClient
 from boreas.wire.frames import Ack, Batch, Frame, Refused
@@ -163,8 +163,7 @@ class Publisher:
                                 f"on {route['producer']}")
         if not route["entries"]:
             raise UnknownStream(f"input stream {self.stream!r} is not deployed: no node takes it yet")
-        self.schema = Schema(route["schema"]["name"],
-                             tuple(declared_field(n, t, size) for n, t, size in route["schema"]["fields"]))
+        self.schema = Schema(route["schema"]["name"], route_fields(route["schema"]))
         self.fields = [f.name for f in self.schema.fields]
         self.entries = pick_entries(route, self.producer, self.member)
         for endpoint in self.entries:

@@ -81,7 +81,7 @@ from typing import Any
 
 from boreas.catalog.endpoints import split_endpoint
 from boreas.wire.addressing import advertised
-from boreas.catalog.arrays import declared_field
+from boreas.catalog.arrays import route_fields
 from boreas.catalog.model import Schema
 from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.frames import Ack, Batch, Refused
@@ -192,7 +192,7 @@ class Subscriber:
         """Register with the Head and wait until the producing node has connected."""
         async with PeerClient(self.token) as peers:
             route = await stream_route(peers, self.head, self.stream)
-            fields = tuple(declared_field(n, t, s) for n, t, s in route["schema"]["fields"])
+            fields = route_fields(route["schema"])  # a nullable field's NULL arrives as None
             self.schema = Schema(route["schema"]["name"], fields)
             self._row_type = RowType(self.schema)
             host, port = split_endpoint(self.listen)

@@ -21,6 +21,17 @@ NULLs and arithmetic errors
     into that field.  Any operation on a None (from upstream) also yields
     None, except ``IS NULL``, ``=`` and ``<>``, which compare it like Python.
 
+    A field declared ``nullable`` holds SQL's NULL: an expression that reads
+    one is translated with SQL's three-valued logic (:mod:`.null_logic`):
+    comparisons, ``BETWEEN``, ``IN``, ``LIKE`` and arithmetic of NULL are
+    NULL, ``AND``/``OR``/``NOT`` are Kleene's, ``IS [NOT] NULL`` tests it.
+    A function of NULL (``sqrt``, a cast, ``GREATEST``) fails, so the whole
+    expression is NULL.
+
+    >>> n = Schema("N", (Field("x", FieldType.INT, nullable=True), Field("y", FieldType.INT)))
+    >>> [compile_expression("x <> 3 or y = 1", Scope.single(n))(r) for r in [(None, 1), (None, 2), (4, 2)]]
+    [1, None, 1]
+
 >>> from boreas.catalog.model import Field, FieldType, Schema
 >>> s = Schema("T", (Field("value", FieldType.DOUBLE), Field("time", FieldType.INT)))
 >>> f = compile_expression("time * 2 + 1", Scope.single(s))
@@ -45,10 +56,11 @@ from boreas.catalog.expressions import (
     infer_type,
     parse_expression,
 )
-from boreas.catalog.model import FieldType, Schema
+from boreas.catalog.model import Field, FieldType, Schema  # noqa: F401 - Field: the doctests
 from sqlglot import expressions as exp
 
 from .compile_helpers import ERRORS, HELPERS, like_pattern  # noqa: F401 - ERRORS re-exported (it was defined here)
+from .null_logic import NULL_HELPERS, OP_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +120,9 @@ class CodeBuilder:
         ]
         self.namespace: dict[str, Any] = dict(HELPERS)
         self._constants = 0
+        self._nullable = {(q, f.name) for q, schema in scope.schemas for f in schema.fields if f.nullable}
+        if self._nullable:
+            self.namespace.update(NULL_HELPERS)
 
     # -- translation ------------------------------------------------------------
 
@@ -158,10 +173,23 @@ class CodeBuilder:
                 return f"{var}[{index[tree.name]}]", kind_of(field.type)
         raise CompileError(f"field {tree.sql()!r} is not in scope")  # pragma: no cover
 
+    def _may_be_null(self, tree: exp.Expression) -> bool:
+        """Whether ``tree`` reads a nullable field (then it is translated with :mod:`.null_logic`)."""
+        if not self._nullable:
+            return False
+        for col in tree.find_all(exp.Column):
+            if any(name == col.name and (not col.table or q == col.table) for q, name in self._nullable):
+                return True
+        return False
+
     def _node(self, tree: exp.Expression) -> tuple[str, str | None]:
         t = type(tree)
         if t is exp.Paren:
             return self._node(tree.this)
+        if t is not exp.Column and self._may_be_null(tree):
+            found = self._three_valued(tree)
+            if found is not None:
+                return found
         if t is exp.Column:
             return self._column(tree)
         if t is exp.Literal:
@@ -204,6 +232,39 @@ class CodeBuilder:
             return self._extreme(tree)
         return self._function(tree)
 
+    def _three_valued(self, tree: exp.Expression) -> tuple[str, str | None] | None:
+        """An operator over a value that may be NULL, as SQL has it (:mod:`.null_logic`); None: the
+        plain translation (a function, which fails on NULL: the whole expression is NULL)."""
+        t = type(tree)
+        if t in _COMPARE:
+            a, b = self._node(tree.this)[0], self._node(tree.expression)[0]
+            return f"_cmp3({OP_NAMES[_COMPARE[t]]}, {a}, {b})", BOOL
+        if t is exp.And or t is exp.Or:
+            a, b = self._node(tree.this)[0], self._node(tree.expression)[0]
+            return f"{'_and3' if t is exp.And else '_or3'}({a}, {b})", BOOL
+        if t is exp.Not:
+            return f"_not3({self._node(tree.this)[0]})", BOOL
+        if t in _ARITH or t is exp.Div or t is exp.Mod:
+            (a, ka), (b, kb) = self._node(tree.this), self._node(tree.expression)
+            if t is exp.Mod:
+                return f"_bin3(_mod, {a}, {b})", _numeric(ka, kb)
+            if t is exp.Div:
+                return f"_bin3({OP_NAMES['/']}, {a}, {b})", FLOAT
+            kind = STR if t is exp.Add and ka == kb == STR else _numeric(ka, kb)
+            return f"_bin3({OP_NAMES[_ARITH[t]]}, {a}, {b})", kind
+        if t is exp.Neg:
+            src, kind = self._node(tree.this)
+            return f"_un3(_neg, {src})", INT if kind == BOOL else kind
+        if t is exp.Between:
+            src, low, high = (self._node(tree.args[k])[0] for k in ("this", "low", "high"))
+            return f"_and3(_cmp3({OP_NAMES['<=']}, {low}, {src}), _cmp3({OP_NAMES['<=']}, {src}, {high}))", BOOL
+        if t is exp.In and not any(tree.args.get(k) for k in ("query", "unnest", "field")):
+            items = "".join(self._node(e)[0] + ", " for e in tree.expressions)
+            return f"_in3({self._node(tree.this)[0]}, ({items}))", BOOL
+        if t is exp.Like:
+            return f"_bin3(_like, {self._node(tree.this)[0]}, {self._node(tree.expression)[0]})", BOOL
+        return None
+
     def _extreme(self, tree: exp.Expression) -> tuple[str, str | None]:
         args = [self._node(a) for a in [tree.this, *tree.expressions] if a is not None]
         if len(args) == 1:
@@ -233,6 +294,10 @@ class CodeBuilder:
                                    f"(the catalog types it as long)")
             name = {exp.Floor: "_floor", exp.Ceil: "_ceil", exp.Round: "_round"}[t]
             return f"{name}({self._node(tree.this)[0]})", INT
+        if t is exp.Coalesce:  # the first argument that is not NULL (None)
+            args = [self._node(a) for a in [tree.this, *tree.expressions]]
+            kinds = {k for _, k in args}
+            return f"_coalesce({', '.join(s for s, _ in args)})", kinds.pop() if len(kinds) == 1 else None
         if t is exp.Concat:
             parts = [self._node(a) for a in tree.expressions]
             if not parts:

@@ -83,11 +83,16 @@ def _like(value: Any, pattern: Any) -> bool:
     return like_pattern(pattern).fullmatch(value) is not None
 
 
+def _coalesce(*values: Any) -> Any:
+    """SQL's COALESCE: the first value that is not NULL (None), else NULL."""
+    return next((v for v in values if v is not None), None)
+
+
 #: The globals of every generated function: the helpers above under the names the generated code calls.
 HELPERS: dict[str, Any] = {
     "_ERRORS": ERRORS, "_mod": _mod, "_round": _round, "_cast_int": _cast_int,
     "_cast_float": _cast_float, "_cast_str": _text, "_text": _text, "_as_int": _as_int,
-    "_as_float": _as_float, "_as_str": _as_str, "_like": _like, "_sqrt": math.sqrt,
+    "_as_float": _as_float, "_as_str": _as_str, "_like": _like, "_coalesce": _coalesce, "_sqrt": math.sqrt,
     "_pow": math.pow, "_ln": math.log, "_log10": math.log10, "_exp": math.exp,
     "_floor": math.floor, "_ceil": math.ceil, "_logb": lambda base, x: math.log(x, base),
     # Generated code needs only these; nothing else is reachable from an expression.

@@ -17,7 +17,8 @@ in the field's metadata, so the Arrow schema says everything the Borealis one
 does.  Checking a batch means: the columns the schema names, in any order
 (extra ones refused, as for rows); each cast safely to its field's type (a
 value out of an ``int``'s range is refused with its row); nulls refused
-(rows have none); strings no longer than their size.  Bad rows are dropped
+unless the field is ``nullable`` (then an Arrow null is SQL's NULL, None in
+a row; the field's metadata says ``nullable``); strings no longer than their size.  Bad rows are dropped
 and named, like the row path's.
 
 A batch of a *changelog* stream also carries a weight per row
@@ -72,6 +73,8 @@ def arrow_schema(schema: Schema) -> pa.Schema:
         meta = {"borealis": f.declared_type}
         if f.type == FieldType.STRING:
             meta["size"] = str(f.size)
+        if f.nullable:
+            meta["nullable"] = "true"
         fields.append(pa.field(f.name, arrow_type(f), nullable=True, metadata=meta))
     return pa.schema(fields, metadata={"schema": schema.name})
 
@@ -265,7 +268,8 @@ def decode(payload: bytes, schema: Schema) -> tuple[Columns, list[RowError]]:
         return Columns(pa.RecordBatch.from_pylist([], arrow_schema(schema))), [
             RowError(-1, "", f"batch is not an Arrow IPC stream: {exc}")]
     columns, exact = _split_weights(batch, data)
-    if (exact and columns.batch.schema.equals(arrow_schema(schema)) and not any(array_columns.nulls(c) for c in columns.batch.columns)
+    if (exact and columns.batch.schema.equals(arrow_schema(schema))
+            and not any(array_columns.nulls(c) and not f.nullable for c, f in zip(columns.batch.columns, schema.fields))
             and not _too_long(columns.batch, schema)):
         return columns, []  # as sent: the same bytes go on
     return check(batch, schema)
@@ -314,7 +318,7 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
         misfit = wrong_lengths(column, f) if f.array is not None else []
         for row in sorted({*wrong, *misfit}):
             reasons.setdefault(row, (f.name, not_a(f)))
-        nulls = column.is_null() if not array_columns.nulls(column) else holding_null(column)
+        nulls = _refused_nulls(column, f.nullable)
         if misfit:
             nulls = pc.or_(nulls, pc.is_in(pa.array(range(batch.num_rows), pa.int64()), pa.array(misfit, pa.int64())))
         if f.type == FieldType.STRING:
@@ -331,6 +335,17 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
         return good, []
     errors = [RowError(row, field, reason) for row, (field, reason) in sorted(reasons.items())]
     return good.filter(pc.invert(bad)), errors
+
+
+def _refused_nulls(column: pa.Array, nullable: bool) -> pa.Array:
+    """The rows whose nulls the field refuses: every null of a field that is not nullable, and the
+    nulls inside an array value (an array field's own value may be NULL when it is nullable)."""
+    if not array_columns.nulls(column) or not (pa.types.is_list(column.type) or pa.types.is_fixed_size_list(column.type)):
+        return pa.array([False] * len(column), pa.bool_()) if nullable else column.is_null()
+    held = holding_null(column)
+    if nullable and column.null_count:
+        held = pc.and_(held, column.is_valid())
+    return held
 
 
 def _cast(column: pa.Array, want: pa.DataType, name: str) -> tuple[pa.Array, list[int]]:

@@ -17,6 +17,9 @@ array      nested lists, one level per dimension (``byte(0...1, 0...2)``: two
            from text, JSON (``[[1, 2, 3], [4, 5, 6]]``)
 ========== ===================================================
 
+A ``nullable`` field's value may also be None (SQL's NULL, msgpack nil; in
+text an empty value, or ``\\N`` for a string).
+
 :class:`RowType` checks a whole batch in C with msgspec (the fast path: a
 valid batch is decoded and checked in one call); only a batch with a bad row
 falls back to row-by-row checking, to name every bad row's field and reason
@@ -36,6 +39,7 @@ import datetime as dt
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Annotated, Any
 
 import msgspec
@@ -56,6 +60,8 @@ _INT_RANGES = {
 
 
 def _msgspec_type(f: Field) -> Any:
+    if f.nullable:  # NULL: None in a row, msgpack nil
+        return _msgspec_type(replace(f, nullable=False)) | None
     if f.array is not None:
         array = flowing(f)
         kind = _msgspec_type(Field(f.name, array.element, f.size))
@@ -152,6 +158,11 @@ class RowType:
         return {f.name: v for f, v in zip(self.fields, row)}
 
 
+#: A nullable field's NULL in text (CSV): an empty value, or for a string field (whose empty value is the
+#: empty string) this one, as PostgreSQL's COPY writes it.
+_NULL_TEXT = "\\N"
+
+
 def _parse_text(f: Field, text: str) -> Any:
     if f.array is not None:
         try:
@@ -160,6 +171,8 @@ def _parse_text(f: Field, text: str) -> Any:
             raise SchemaMismatch(f.name, f"{text[:40]!r} is not a JSON array (an array field's text, e.g. "
                                          f"[[1, 2], [3, 4]])") from None
     text = text.strip() if f.type != FieldType.STRING else text
+    if f.nullable and (text == "" if f.type != FieldType.STRING else text == _NULL_TEXT):
+        return None
     try:
         if f.type == FieldType.TIMESTAMP and not text.lstrip("-").isdigit():
             stamp = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -196,6 +209,8 @@ def _check_array(f: Field, value: Any) -> list:
 
 
 def _check_value(f: Field, value: Any) -> Any:
+    if value is None and f.nullable:
+        return None
     if f.array is not None:
         return _check_array(f, value)
     if f.type in _INT_RANGES:

@@ -13,11 +13,16 @@ once, with every argument expression inlined.
 
 Empty windows (Borealis emits them for gaps in the order field) give
 count 0 and every other function the zero of its type (0, 0.0 or ""),
-since tuples carry no nulls.  Tuples
+since tuples of fields that are not nullable carry no nulls.  Tuples
 whose argument is None (a failed expression upstream) are skipped by every
 function but count(); ``count(x)`` counts non-None x, ``count_distinct(x)``
 the distinct non-None values of x (Borealis's function; the window keeps them
 as a dict, so its state moves and snapshots like any other).
+
+An argument that reads a ``nullable`` field (docs/xml.md, "Nullable
+fields") is SQL's: its NULLs are skipped as above, and sum, avg, min, max,
+firstval and lastval of a window without a value are NULL (None), not a
+zero (a sum keeps the count of its values beside it to know).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from boreas.catalog.expressions import ExpressionError, Scope
+from boreas.catalog.expressions import ExpressionError, Scope, field_references, parse_expression
 from boreas.catalog.model import Schema
 from boreas.node.compile import FLOAT, STR, CodeBuilder, coerce, kind_of
 
@@ -89,6 +94,7 @@ def compile_accumulators(functions: list[str], schema: Schema, label: str = "") 
         except ExpressionError as exc:
             raise AggregateSpecError(f"aggregate-function.{i}: {exc}") from None
         kind = kind_of(value.type)
+        nullable = any(schema.field(n) is not None and schema.field(n).nullable for _, n in field_references(parse_expression(arg)))
         if func in ("sum", "avg") and kind == STR:
             raise AggregateSpecError(f"aggregate-function.{i}: {func}() needs a numeric argument, "
                                      f"{arg!r} is a string")
@@ -103,6 +109,11 @@ def compile_accumulators(functions: list[str], schema: Schema, label: str = "") 
             add += [f"    if {v} is not None:", f"        d = w[{slot}]", "        if d is None:",
                     f"            d = w[{slot}] = {{}}", f"        d[{v}] = 1"]
             results.append(f"(len(w[{slot}]) if w[{slot}] else 0)")
+        elif func == "sum" and nullable:  # the sum and its count of values: NULL when that is 0
+            initial += [0.0 if kind == FLOAT else 0, 0]
+            add.append(f"    if {v} is not None: w[{slot}] += {v}; w[{slot + 1}] += 1")
+            total = coerce(f"w[{slot}]", value.kind if value.kind == kind else None, kind)
+            results.append(f"({total} if w[{slot + 1}] else None)")
         elif func == "sum":
             initial.append(0.0 if kind == FLOAT else 0)
             add.append(f"    if {v} is not None: w[{slot}] += {v}")
@@ -110,21 +121,21 @@ def compile_accumulators(functions: list[str], schema: Schema, label: str = "") 
         elif func == "avg":
             initial += [0, 0]
             add.append(f"    if {v} is not None: w[{slot}] += {v}; w[{slot + 1}] += 1")
-            results.append(f"(w[{slot}] / w[{slot + 1}] if w[{slot + 1}] else 0.0)")
+            results.append(f"(w[{slot}] / w[{slot + 1}] if w[{slot + 1}] else {'None' if nullable else '0.0'})")
         elif func in ("min", "max"):
             initial.append(None)
             op = "<" if func == "min" else ">"
             add.append(f"    if {v} is not None and (w[{slot}] is None or {v} {op} w[{slot}]): "
                        f"w[{slot}] = {v}")
-            results.append(_or_zero(coerce(f"w[{slot}]", value.kind, kind), kind))
+            results.append(_or_zero(coerce(f"w[{slot}]", value.kind, kind), kind, nullable))
         elif func == "firstval":
             initial.append(None)
             add.append(f"    if w[4] == 1: w[{slot}] = {v}")
-            results.append(_or_zero(coerce(f"w[{slot}]", value.kind, kind), kind))
+            results.append(_or_zero(coerce(f"w[{slot}]", value.kind, kind), kind, nullable))
         else:  # lastval
             initial.append(None)
             add.append(f"    w[{slot}] = {v}")
-            results.append(_or_zero(coerce(f"w[{slot}]", value.kind, kind), kind))
+            results.append(_or_zero(coerce(f"w[{slot}]", value.kind, kind), kind, nullable))
     result = "def _result(w):\n    return (" + "".join(r + ", " for r in results) + ")\n"
     source = "\n".join(add) + "\n\n" + result
     return Accumulators(builder.define("\n".join(add) + "\n", "_add"),
@@ -132,9 +143,9 @@ def compile_accumulators(functions: list[str], schema: Schema, label: str = "") 
                         builder.namespace)
 
 
-def _or_zero(expression: str, kind: object) -> str:
-    """An empty window's value: the type's zero, since tuples carry no nulls."""
-    zero = "0.0" if kind == FLOAT else ('""' if kind == STR else "0")
+def _or_zero(expression: str, kind: object, nullable: bool = False) -> str:
+    """An empty window's value: the type's zero, since tuples carry no nulls (NULL over a nullable field)."""
+    zero = "None" if nullable else "0.0" if kind == FLOAT else ('""' if kind == STR else "0")
     return f"(_r if (_r := {expression}) is not None else {zero})"
 
 

@@ -43,7 +43,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from boreas.catalog.expressions import Scope
+from boreas.catalog.expressions import Scope, infer_field, parse_expression
 from boreas.catalog.model import Schema
 from boreas.node.compile import FLOAT, STR, compile_expression, kind_of
 
@@ -52,6 +52,7 @@ from .base import field_caster
 
 #: Functions kept as a multiset of their argument's values.
 _MULTISETS = ("min", "max", "count_distinct")
+_NULL_WHEN_EMPTY = ("sum", "avg", "min", "max")  # SQL's NULL of no values, over a nullable field
 
 
 class Retracting:
@@ -59,8 +60,8 @@ class Retracting:
 
     An entry is ``[n, slot, ...]``: ``n`` the weights' sum (the rows it
     holds), then one slot per function: a number (count, sum), a pair
-    ``[sum, count]`` (avg) or a dict ``{value: count}`` (min, max,
-    count_distinct).
+    ``[sum, count]`` (avg, and sum over a nullable field: NULL when no value
+    is left) or a dict ``{value: count}`` (min, max, count_distinct).
     """
 
     def __init__(self, functions: list[str], schema: Schema, out: Schema, *, groups: list[int], size: float,
@@ -75,6 +76,10 @@ class Retracting:
                 raise ValueError(f"aggregate-function.{i}={text!r} cannot be computed over a changelog")
             func, arg = call
             self._functions.append((func, None if arg in ("", "*") else compile_expression(arg, Scope.single(schema))))
+        # Per function: over a nullable field, so SQL's NULL where no value is left (a sum keeps its count too).
+        self._nullable = [infer_field("_", parse_expression(arg), Scope.single(schema)).nullable
+                          if func in _NULL_WHEN_EMPTY and arg not in ("", "*") else False
+                          for func, arg in map(parse_call, functions)]
         start = self._width + (1 if emit_start else 0)
         self._casts = [_caster(f.type) for f in out.fields[start:]]
         self._start_cast = field_caster(schema.fields[order]) if order is not None and emit_start else None
@@ -163,8 +168,8 @@ class Retracting:
 
     def _empty(self) -> list:
         slots: list[Any] = [0]
-        for func, _ in self._functions:
-            slots.append({} if func in _MULTISETS else [0, 0] if func == "avg" else 0)
+        for (func, _), nullable in zip(self._functions, self._nullable):
+            slots.append({} if func in _MULTISETS else [0, 0] if func == "avg" or (func == "sum" and nullable) else 0)
         return slots
 
     def _add(self, entry: list, row: tuple, weight: int) -> None:
@@ -178,6 +183,9 @@ class Retracting:
                 continue
             if func == "count":
                 entry[i] += weight
+            elif func == "sum" and self._nullable[i - 1]:
+                entry[i][0] += weight * x
+                entry[i][1] += weight
             elif func == "sum":
                 entry[i] += weight * x
             elif func == "avg":
@@ -200,18 +208,21 @@ class Retracting:
         if self._start_cast is not None:
             prefix = prefix + (self._start_cast(start),)
         values = []
-        for (func, _), slot, cast in zip(self._functions, entry[1:], self._casts):
+        for (func, _), slot, cast, nullable in zip(self._functions, entry[1:], self._casts, self._nullable):
+            empty = None if nullable else 0
             if func == "avg":
-                value = slot[0] / slot[1] if slot[1] else 0.0
+                value = slot[0] / slot[1] if slot[1] else None if nullable else 0.0
+            elif func == "sum" and nullable:
+                value = slot[0] if slot[1] else None
             elif func == "min":
-                value = min((v for v, n in slot.items() if n > 0), default=0)
+                value = min((v for v, n in slot.items() if n > 0), default=empty)
             elif func == "max":
-                value = max((v for v, n in slot.items() if n > 0), default=0)
+                value = max((v for v, n in slot.items() if n > 0), default=empty)
             elif func == "count_distinct":
                 value = sum(1 for n in slot.values() if n > 0)
             else:
                 value = slot
-            values.append(cast(value))
+            values.append(None if value is None else cast(value))
         return prefix + tuple(values)
 
     # -- state -------------------------------------------------------------------------------

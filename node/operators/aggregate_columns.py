@@ -105,6 +105,8 @@ class ColumnRuns:
             field = names.get(arg)
             if field is None:
                 return None  # an expression: the row path's generated code evaluates it
+            if schema.fields[field].nullable:
+                return None  # SQL's NULL of a window without a value: the row path's (accumulators.py)
             if func in ("sum", "avg", "min", "max") and kind_of(schema.fields[field].type) == STR:
                 return None
             taken.append(Function(func, field, slot))

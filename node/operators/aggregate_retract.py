@@ -55,7 +55,7 @@ class ColumnRetract:
                 if func != "count":
                     return None
                 fields.append((func, None))
-            elif arg in names:
+            elif arg in names and not schema.fields[names[arg]].nullable:  # (NULL of no values: the row path's)
                 fields.append((func, names[arg]))
             else:
                 return None

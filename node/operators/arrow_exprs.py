@@ -84,6 +84,7 @@ class Translator:
         self.schema = schema
         self.scope = Scope.single(schema)
         self._index = {f.name: (i, f.type) for i, f in enumerate(schema.fields)}
+        self._nullable = {f.name for f in schema.fields if f.nullable}
 
     def predicate(self, text: str) -> Callable[[pa.RecordBatch], pa.BooleanArray]:
         """``batch -> mask``: true where the predicate holds (Python truth of the row value; None is false)."""
@@ -195,6 +196,8 @@ class Translator:
     def _column(self, tree: exp.Column) -> Node:
         if tree.table or tree.name not in self._index:
             raise Unsupported(f"field reference {tree.sql()!r}")
+        if tree.name in self._nullable:  # SQL's three-valued logic is the row path's (node/null_logic.py)
+            raise Unsupported(f"field {tree.name!r} is nullable")
         i, ftype = self._index[tree.name]
         return Node(kind_of(ftype), lambda batch: batch.column(i), nullable=True)
 

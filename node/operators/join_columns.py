@@ -80,6 +80,8 @@ class PairTranslator(arrow_exprs.Translator):
 
     def _column(self, tree: exp.Column) -> Node:
         i, kind = self.locate(tree)
+        if self.fields[i].nullable:  # SQL's three-valued logic is the row path's (node/null_logic.py)
+            raise arrow_exprs.Unsupported(f"field {tree.sql()!r} is nullable")
         return Node(kind, lambda batch: batch.column(i), nullable=True)
 
 
