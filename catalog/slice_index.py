@@ -5,10 +5,13 @@ inferring every stream's schema again to do it.  :class:`NodeSlices`
 keeps every node's slice of the current version; given the next version's
 :class:`~.index.CatalogIndex` (which records what changed since the
 previous one, and which streams' schemas moved) it works out which nodes
-the change can reach (:func:`affected_nodes`), slices those again with an
-:class:`IndexedTopology` (each question answered from the index's
-references, so a slice costs what its node holds) and reports the ones
-whose slice really changed.  The rest are not looked at.
+the change can reach (:func:`change_reach`), each with the streams the
+change touches there, patches those nodes' slices (:func:`patch_slice`:
+only those streams sliced again, each question answered from the index's
+references by an :class:`IndexedTopology`) and reports the ones whose slice
+really changed.  The rest are not looked at.  A node's slice was built whole
+again before, so every part of a deployment cost the size of what its
+nodes already held.
 
 What reaches a node: an element placed on it (a box, a table, a partition
 member, a publish), before or after the change; any stream the change
@@ -30,6 +33,7 @@ from .references import element_refs
 from .model import Catalog, Publication, Subscription
 from .slice_topology import entries, partition_consumers
 from .slices import SliceMaker
+from .table_params import ACCESSING
 
 
 class IndexedTopology:
@@ -115,13 +119,16 @@ class IndexedTopology:
     def subscriptions_of(self, stream: str) -> list[Subscription]:
         return [self.catalog.subscriptions[key] for key in self.refs_of("reads", stream, "subscriptions")]
 
-    # -- what a stream or an element involves, for affected_nodes ---------------------------------------
+    # -- what a stream or an element involves, for change_reach -----------------------------------------
 
     def placement(self, box: str) -> set[str]:
         return set(self.catalog.placement(box))
 
     def involved(self, stream: str) -> set[str]:
         """Every node whose slice mentions ``stream``: its producers', readers' and entries' nodes."""
+        refs = self.index.refs
+        if not refs.get(("produces", stream)) and not refs.get(("reads", stream)):
+            return set()  # (a stream new in this version, or gone from it: nothing here names it)
         found = self.consumer_nodes(stream) | self.entry_nodes(stream)
         for kind in ("produces", "reads"):
             for name in self.refs_of(kind, stream, "boxes"):
@@ -135,11 +142,12 @@ class IndexedTopology:
 _EVERYWHERE = ("types", "clients")
 
 
-def affected_nodes(before: IndexedTopology, after: IndexedTopology, changed: dict[str, set[str]],
-                   moved: Iterable[str]) -> set[str]:
-    """The nodes whose slice a change (``changed`` keys per Catalog dict; ``moved`` streams) may change."""
+def change_reach(before: IndexedTopology, after: IndexedTopology, changed: dict[str, set[str]],
+                 moved: Iterable[str]) -> dict[str, set[str]]:
+    """The nodes a change may reach, each with the streams it touches there (every other stream of that
+    node's slice is sliced as before: it involves the node neither before nor after)."""
     if any(changed.get(kind) for kind in _EVERYWHERE):
-        return before.holders() | after.holders()
+        return {node: set() for node in before.holders() | after.holders()}
     streams, nodes = set(moved), set()
     for kind, keys in changed.items():
         for key in keys:
@@ -153,9 +161,11 @@ def affected_nodes(before: IndexedTopology, after: IndexedTopology, changed: dic
                     elif ref in ("node", "member"):
                         nodes.add(name)
                 nodes |= _element_nodes(side, kind, key, obj, streams)
+    reach: dict[str, set[str]] = {node: set() for node in nodes}
     for stream in streams:
-        nodes |= before.involved(stream) | after.involved(stream)
-    return nodes
+        for node in before.involved(stream) | after.involved(stream):
+            reach.setdefault(node, set()).add(stream)
+    return reach
 
 
 def _element_nodes(side: IndexedTopology, kind: str, key: str, obj: object, streams: set[str]) -> set[str]:
@@ -189,6 +199,83 @@ def _element_nodes(side: IndexedTopology, kind: str, key: str, obj: object, stre
     return set()
 
 
+#: Catalog dicts whose change makes a node's slice be built whole again rather than patched (rare ones,
+#: and those whose elements a slice holds by more than their streams and their node).
+_SLICED_WHOLE = ("types", "clients", "partitions", "tables", "views", "schemas")
+
+
+def patchable(before: Catalog, after: Catalog, changed: dict[str, set[str]]) -> bool:
+    """Whether :func:`patch_slice` can patch slices for this change: not for the rare kinds above, nor
+    for a partitioned box or a box that accesses tables (their slices hold more than the box)."""
+    if any(changed.get(kind) for kind in _SLICED_WHOLE):
+        return False
+    for name in changed.get("boxes", ()):
+        for side in (before, after):
+            box = side.boxes.get(name)
+            if box is not None and (box.access or box.type in ACCESSING or name in side.partitions):
+                return False
+    return True
+
+
+def patch_slice(maker: SliceMaker, topology: IndexedTopology, node: str, old: Catalog,
+                ledger: dict[str, set[str]], changed: dict[str, set[str]], boxes: set[str],
+                streams: set[str]) -> Catalog:
+    """``node``'s slice of the new catalog, from its slice ``old`` of the previous one (``ledger``: the
+    neighbours each of its streams brought in, updated in place) and the change (:func:`patchable`):
+    the changed ``boxes`` placed on the node (before or after) placed again, only ``streams`` (the
+    node's, by :func:`change_reach`) crossing the border again, and the queries naming such a box placed
+    again.  Equal to ``maker.slice(node)``
+    (tests/test_incremental_slices.py); what it costs per stream is the change's, and per element held
+    only what :meth:`~.slices.SliceMaker.finish` makes anew (no question to the index)."""
+    cat = maker.catalog
+    part = old.copy()
+    part.version = cat.version
+    queries = set(changed.get("queries", ()))
+    for name in boxes:
+        part.boxes.pop(name, None)
+        box = cat.boxes.get(name)
+        if box is not None and box.node == node:
+            part.boxes[name] = box
+        queries.update(topology.refs_of("box", name, "queries"))
+    queries.update(q.name for q in old.queries.values() if not boxes.isdisjoint(q.boxes))
+    for stream in streams:
+        part.inputs.pop(stream, None)
+        part.outputs.pop(stream, None)
+        ledger.pop(stream, None)
+    for held in (part.publications, part.subscriptions):
+        for key in [key for key, item in held.items() if item.stream in streams]:
+            del held[key]
+    arriving, leaving = [], []
+    for stream in sorted(streams):
+        produced = any(name in part.boxes for name in topology.refs_of("produces", stream, "boxes"))
+        consumed = any(name in part.boxes for name in topology.refs_of("reads", stream, "boxes"))
+        entering = stream in cat.inputs and (consumed or any(
+            p.node == node for p in topology.publications_of(stream))) and node in entries(topology, stream)
+        if (consumed and not produced) or entering:
+            arriving.append(stream)
+        if produced or entering:
+            leaving.append(stream)
+    for stream in arriving:
+        maker.arrive(part, node, stream, ledger)
+    for stream in leaving:
+        maker.leave(part, node, stream, ledger)
+    for name in sorted(queries):
+        maker.place_query(part, name)
+    maker.finish(part, node, ledger)
+    return part
+
+
+def _by_node(before: Catalog, after: Catalog, boxes: Iterable[str]) -> dict[str, set[str]]:
+    """The changed boxes by the node they are placed on, before or after (a box is patched only there)."""
+    found: dict[str, set[str]] = {}
+    for name in boxes:
+        for side in (before, after):
+            box = side.boxes.get(name)
+            if box is not None and box.node is not None:
+                found.setdefault(box.node, set()).add(name)
+    return found
+
+
 class NodeSlices:
     """Every node's slice of the catalog version last given; the one owner of the Head's slices.
 
@@ -201,21 +288,41 @@ class NodeSlices:
     def __init__(self) -> None:
         self.index: CatalogIndex | None = None
         self.slices: dict[str, Catalog] = {}
+        self.ledgers: dict[str, dict[str, set[str]]] = {}  # node -> stream -> the neighbours it brought in
 
     def advance(self, index: CatalogIndex) -> dict[str, Catalog | None]:
         """Move to ``index``'s catalog; the nodes whose slice changed, with the new slice."""
         after = IndexedTopology(index)
         previous = self.index
+        reach: dict[str, set[str]] | None = None  # node -> the streams to slice again (None: slice whole)
+        placed: dict[str, set[str]] = {}
         if previous is None or index.parent is not previous.catalog or index.whole:
             nodes = set(self.slices) | after.holders()
         else:
-            nodes = affected_nodes(IndexedTopology(previous), after, index.changed, index.moved)
+            reach = change_reach(IndexedTopology(previous), after, index.changed, index.moved)
+            nodes = set(reach)
+            if not patchable(previous.catalog, index.catalog, index.changed):
+                reach = None
+            placed = _by_node(previous.catalog, index.catalog, index.changed.get("boxes", ()))
         self.index = index
         maker = SliceMaker(index.catalog, index.stream_schemas, index.registry, after)
         changed: dict[str, Catalog | None] = {}
         for node in sorted(nodes):
-            new = maker.slice(node) if after.holds(node) else None
-            if new != self.slices.get(node):
+            old, ledger = self.slices.get(node), self.ledgers.get(node)
+            if not after.holds(node):
+                new = None
+            elif reach is None or old is None or ledger is None:
+                ledger = {}
+                new = maker.slice(node, ledger)
+            else:
+                ledger = dict(ledger)  # (a patch pops a stream's set before it adds to one: none is shared-edited)
+                new = patch_slice(maker, after, node, old, ledger, index.changed, placed.get(node, set()),
+                                  reach[node])
+            if new is None:
+                self.ledgers.pop(node, None)
+            else:
+                self.ledgers[node] = ledger
+            if new != old:
                 changed[node] = new
                 if new is None:
                     self.slices.pop(node, None)

@@ -71,73 +71,91 @@ class SliceMaker:
         """Where an input stream enters the network: a partition's members, its publish nodes, else its consumers."""
         return entries(self.topology, stream)
 
-    def slice(self, node: str) -> Catalog:
+    def slice(self, node: str, ledger: dict[str, set[str]] | None = None) -> Catalog:
+        """``node``'s slice; ``ledger`` (if given) is filled with the neighbour nodes each stream brought in,
+        what :func:`~.slice_index.patch_slice` needs to patch this slice after a change."""
         cat = self.catalog
         part = Catalog(version=cat.version)
         topology = self.topology
-        part.nodes[node] = cat.nodes.get(node) or Node(node)
         for name in topology.boxes_on(node):
             part.boxes[name] = cat.boxes[name]
         for name in topology.partitions_with(node):  # a member: the box runs here too
-            partition = cat.partitions[name]
             part.boxes[name] = replace(cat.boxes[name], node=node)
-            part.partitions[name] = partition
-            for member in partition.nodes:
-                part.nodes.setdefault(member, cat.nodes.get(member) or Node(member))
+            part.partitions[name] = cat.partitions[name]
         for name in topology.tables_on(node):
             table = cat.tables[name]
             part.tables[table.name] = table
-            self._schema(part, table.schema)
         accessed = {t for b in part.boxes.values() if b.type in ACCESSING for t in b.access if t in cat.tables}
         for name in sorted(accessed - set(part.tables)):
             part.tables[name] = cat.tables[name]  # a table's rows live where its boxes run (catalog/table_params.py)
-            self._schema(part, cat.tables[name].schema)
         produced = {s for b in part.boxes.values() for s in b.outputs}
         consumed = {p.stream for b in part.boxes.values() for p in b.inputs}
         entering = topology.inputs_entering(node)
-
+        ledger = {} if ledger is None else ledger
         for stream in sorted((consumed - produced) | entering):
-            self._arrive(part, node, stream)
+            self.arrive(part, node, stream, ledger)
         for stream in sorted(produced | entering):
-            self._leave(part, node, stream)
+            self.leave(part, node, stream, ledger)
+        for name in topology.queries_naming(set(part.boxes), set(part.tables)):
+            self.place_query(part, name)
+        self.finish(part, node, ledger)
+        return part
+
+    def place_query(self, part: Catalog, name: str) -> None:
+        """The query ``name`` as ``part`` holds it: only its members there (or not at all)."""
+        part.queries.pop(name, None)
+        query = self.catalog.queries.get(name)
+        if query is None:
+            return
+        boxes = tuple(b for b in query.boxes if b in part.boxes)
+        tables = tuple(t for t in query.tables if t in part.tables)
+        if boxes or tables:
+            part.queries[query.name] = Query(query.name, boxes, tables, query.attrs, query.origin)
+
+    def finish(self, part: Catalog, node: str, ledger: Mapping[str, set[str]]) -> None:
+        """What a slice derives from its boxes, tables and streams (made anew, each cheap per element held):
+        its nodes, schemas, ``<type>`` aliases, views, regions, replica sets and clients."""
+        cat = self.catalog
+        part.nodes = {node: cat.nodes.get(node) or Node(node)}
+        for partition in part.partitions.values():
+            for member in partition.nodes:
+                part.nodes.setdefault(member, cat.nodes.get(member) or Node(member))
+        for neighbours in ledger.values():
+            for neighbour in neighbours:
+                part.nodes.setdefault(neighbour, Node(neighbour))
+        part.schemas = {}
+        for table in part.tables.values():
+            self._schema(part, table.schema)
+        produced = {s for b in part.boxes.values() for s in b.outputs}
+        consumed = {p.stream for b in part.boxes.values() for p in b.inputs}
         for stream in consumed | produced | set(part.inputs) | set(part.outputs):
             schema = self.schemas.get(stream)
             if schema is not None:
                 part.schemas.setdefault(schema.name, schema)
         for declared in [*part.inputs.values(), *part.outputs.values()]:
             self._schema(part, declared.schema)
+        part.types = {}
         for schema in list(part.schemas.values()):  # the <type> aliases its array fields name
             for f in schema.fields:
                 if f.array is not None and f.array in cat.types:
                     part.types[f.array] = cat.types[f.array]
+        part.views = {}
         for box in part.boxes.values():
             for port in box.inputs:
                 if port.view and port.view in cat.views:
                     part.views[port.view] = cat.views[port.view]
-        for name in topology.queries_naming(set(part.boxes), set(part.tables)):
-            query = cat.queries[name]
-            boxes = tuple(b for b in query.boxes if b in part.boxes)
-            tables = tuple(t for t in query.tables if t in part.tables)
-            if boxes or tables:
-                part.queries[query.name] = Query(query.name, boxes, tables, query.attrs, query.origin)
-        for region in cat.regions.values():
-            if region.node == node:
-                part.regions[region.key] = region_endpoint(cat, region)
-        for rs in cat.replica_sets.values():
-            if node in rs.nodes:
-                part.replica_sets[rs.name] = rs
+        part.regions = {region.key: region_endpoint(cat, region) for region in cat.regions.values()
+                        if region.node == node}
+        part.replica_sets = {rs.name: rs for rs in cat.replica_sets.values() if node in rs.nodes}
         endpoints = {s.endpoint for s in part.subscriptions.values()}
         endpoints |= {p.client for p in part.publications.values() if p.client}
-        for endpoint in endpoints:
-            if endpoint in cat.clients:
-                part.clients[endpoint] = cat.clients[endpoint]
-        return part
+        part.clients = {e: cat.clients[e] for e in endpoints if e in cat.clients}
 
     def _schema(self, part: Catalog, name: str | None) -> None:
         if name and name in self.catalog.schemas:
             part.schemas[name] = self.catalog.schemas[name]
 
-    def _arrive(self, part: Catalog, node: str, stream: str) -> None:
+    def arrive(self, part: Catalog, node: str, stream: str, ledger: dict[str, set[str]]) -> None:
         """``stream`` enters this node: from a publisher, or from the node that produces it."""
         schema = self.schemas.get(stream)
         declared = self.catalog.inputs.get(stream)
@@ -156,11 +174,11 @@ class SliceMaker:
                 return
             upstream = min(entries) if entries else None  # forwarded by the node it enters at
         if upstream and upstream != node:
-            part.nodes.setdefault(upstream, Node(upstream))
+            ledger.setdefault(stream, set()).add(upstream)
             pub = Publication(stream, node, upstream)
             part.publications[pub.key] = pub
 
-    def _leave(self, part: Catalog, node: str, stream: str) -> None:
+    def leave(self, part: Catalog, node: str, stream: str, ledger: dict[str, set[str]]) -> None:
         """``stream`` is produced (or enters) here: send it to remote consumers and subscribers."""
         topology = self.topology
         targets = sorted(topology.consumer_nodes(stream) - {node})
@@ -186,7 +204,7 @@ class SliceMaker:
         elif schema is not None and stream not in part.inputs:
             part.outputs[stream] = Output(stream, schema.name, node)
         for target in targets:
-            part.nodes.setdefault(target, Node(target))
+            ledger.setdefault(stream, set()).add(target)
             sub = Subscription(stream, target)
             part.subscriptions[sub.key] = sub
         for sub in subs:

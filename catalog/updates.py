@@ -30,7 +30,8 @@ from .document_model import (
     NodeAssignment,
     Unsubscribe,
 )
-from .xmlcodec import encode
+from .model import Box
+from .xmlcodec import element_text, encode
 from .words import counted
 
 
@@ -77,11 +78,13 @@ def update_document(
     items: Iterable[Any], version: int | None = None, origin: str | None = None, id: str | None = None,
     copy: str | None = None, part: int | None = None, parts: int | None = None,
 ) -> str:
-    """The ``<update>`` envelope carrying ``items`` in order."""
+    """The ``<update>`` envelope carrying ``items`` in order (each item serialized on its own, a box
+    written directly: what serializing them in one tree writes)."""
     root = _element("update", version=version, origin=origin, id=id, copy=copy, part=part, parts=parts)
-    for item in items:
-        root.append(encode_item(item))
-    return etree.tostring(root, encoding="unicode")
+    envelope = etree.tostring(root, encoding="unicode")  # <update .../>
+    texts = [element_text(item) if isinstance(item, Box) else etree.tostring(encode_item(item), encoding="unicode")
+             for item in items]
+    return f"{envelope[:-2]}>{''.join(texts)}</update>" if texts else envelope
 
 
 def describe_item(item: Any) -> str:

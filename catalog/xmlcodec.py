@@ -47,6 +47,7 @@ from .model import (
     Table,
     TypeAlias,
 )
+from .box_text import box_text
 from .partition_codec import decode_partition, encode_partition
 from .watermarks import read_idle_timeout, read_watermark
 from .xml_attrs import DecodeError, child_origin, children, int_attr, set_attrs, sub_element
@@ -325,6 +326,15 @@ def _encode(obj: Any, node: str | None) -> etree._Element:
     return el
 
 
+def element_text(obj: Any, with_app: bool = False) -> str:
+    """:func:`encode`'s element serialized (a box written directly: :func:`.box_text.box_text`)."""
+    if isinstance(obj, Box):
+        text = box_text(obj, obj.node, obj.app if with_app else "")
+        if text is not None:
+            return text
+    return etree.tostring(encode(obj, with_app=with_app), encoding="unicode")
+
+
 def to_text(obj: Any) -> str:
     """Catalog form (what the stores keep): with placement and the declaring application."""
-    return etree.tostring(encode(obj, with_app=True), encoding="unicode")
+    return element_text(obj, with_app=True)

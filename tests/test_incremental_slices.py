@@ -18,7 +18,7 @@ from boreas.catalog.slices import node_slices
 from boreas.catalog.updates import update_document
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.catalog_edits import EDITS, Edit, chain
+from support.catalog_edits import BOX_EDITS, DEPLOY_EDITS, EDITS, Edit, chain
 
 
 def _xml(old: Catalog | None, new: Catalog | None) -> str:
@@ -30,6 +30,19 @@ def _xml(old: Catalog | None, new: Catalog | None) -> str:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.booleans(), st.lists(EDITS, min_size=1, max_size=14))
 def test_the_nodes_updated_and_their_update_xml_equal_full_slicing(from_chain: bool, edits: list[Edit]) -> None:
+    _compare(from_chain, edits)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.booleans(), st.lists(st.one_of(BOX_EDITS, DEPLOY_EDITS), min_size=1, max_size=14))
+def test_slices_patched_after_placements_equal_full_slicing(from_chain: bool, edits: list[Edit]) -> None:
+    """Boxes, moves, connects, publishes and subscribes: the changes whose slices are patched
+    (``patch_slice``: only the streams they touch sliced again), not built whole."""
+    _compare(from_chain, edits)
+
+
+def _compare(from_chain: bool, edits: list[Edit]) -> None:
     index = CatalogIndex.build(chain() if from_chain else Catalog())
     slices = NodeSlices()
     slices.advance(index)
