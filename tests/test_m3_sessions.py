@@ -201,3 +201,23 @@ def test_a_deletion_on_a_session_stream_is_refused():
     with pytest.raises(OperatorError, match="a SESSION window reads insertions only"):
         op.process_from(0, Columns(from_rows([(1, 1, 5)], BID).batch, weights=pa.array([-1], pa.int64())), 0.0,
                         ("Bid", "p", 1))
+
+
+def test_flinks_group_window_form_is_the_table_function():
+    """Nexmark's q11 is written ``GROUP BY k, SESSION(t, gap)`` with ``SESSION_START``/``SESSION_END``."""
+    legacy = build(10, 0, "CREATE STREAM Bid(bidder INT, price INT, ts INT);\n"
+                          "SELECT B.bidder, SESSION_START(B.ts, 10) AS s, SESSION_END(B.ts, 10) AS e, COUNT(*) AS n,\n"
+                          "SUM(B.price) AS total, MAX(B.price) AS top FROM Bid B GROUP BY B.bidder, SESSION(B.ts, 10)")
+    table = build(10, 0)
+    rows = [(1, 5, 100), (2, 6, 103), (1, 7, 108), (1, 2, 130)]
+    assert emitted_rows(legacy.process_from(0, rows, 0.0, ("Bid", "p", 1))) == \
+        emitted_rows(table.process_from(0, rows, 0.0, ("Bid", "p", 1))) == [(1, 100, 118, 2, 12, 7),
+                                                                            (2, 103, 113, 1, 6, 6)]
+    ended = [(1, 130, 140, 1, 2, 2)]
+    assert emitted_rows(legacy.end_of_input(1.0)) == emitted_rows(table.end_of_input(1.0)) == ended
+    with pytest.raises(CompileError, match="other GROUP BY items are its key, plain columns: 'a [+] 1'"):
+        compile_sql("CREATE STREAM B(a INT, ts INT); SELECT a + 1 AS k, COUNT(*) AS n FROM B "
+                    "GROUP BY a + 1, SESSION(ts, 5)")
+    with pytest.raises(CompileError, match="a session group window reads one relation"):
+        compile_sql("CREATE STREAM B(a INT, ts INT); CREATE TABLE T(a INT); SELECT B.a, COUNT(*) AS n "
+                    "FROM B JOIN T ON B.a = T.a GROUP BY B.a, SESSION(B.ts, 5)")

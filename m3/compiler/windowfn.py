@@ -44,6 +44,7 @@ from boreas.catalog.watermarks import interval_ms
 
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, pos_of_offset
+from .sessiongroup import group_sessions
 from .sessionfn import Session, read_session
 
 #: The columns a window table function adds to its relation, in this order.
@@ -183,7 +184,7 @@ def _add_columns(text: str, relation: str) -> str:
 def rewrite(text: str) -> tuple[str, tuple[Window | Session, ...], tuple[Watermark, ...]]:
     """``text`` with its window table functions read as their relations (the window columns added to its
     ``CREATE STREAM``, if any) and its ``WATERMARK FOR`` items removed; the windows and watermarks."""
-    text, marks = _watermarks(text)
+    text, marks = _watermarks(group_sessions(text))
     bare = _STRING.sub(lambda s: " " * len(s.group(0)), text)
     windows: list[Window | Session] = []
     out, last = [], 0

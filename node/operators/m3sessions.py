@@ -28,6 +28,7 @@ every key's, per windowed port, and rides in the box's state
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass, field
 
 from boreas.m3.compiler.sessionfn import Session
@@ -51,10 +52,16 @@ class SessionSet:
         """A row at event time ``t``: a session of its own, merged with every open one within ``gap`` of it."""
         lo = bisect.bisect_right(self.ends, t)  # the first session ending after t
         hi = bisect.bisect_left(self.starts, t + self.gap)  # the first starting gap or more after t
-        start, end, rows = t, t + self.gap, [row]
-        if lo < hi:
-            start, end = min(start, self.starts[lo]), max(end, self.ends[hi - 1])
-            rows = [r for held in self.rows[lo:hi] for r in held] + rows
+        if lo == hi:  # a session of its own
+            self.starts.insert(lo, t)
+            self.ends.insert(lo, t + self.gap)
+            self.rows.insert(lo, [row])
+            return
+        rows = self.rows[lo]  # joined in place: a session's rows are copied never
+        for held in self.rows[lo + 1:hi]:
+            rows.extend(held)
+        rows.append(row)
+        start, end = min(t, self.starts[lo]), max(t + self.gap, self.ends[hi - 1])
         self.starts[lo:hi], self.ends[lo:hi], self.rows[lo:hi] = [start], [end], [rows]
 
     def close(self, frontier: float) -> list[tuple[float, float, list[tuple]]]:
@@ -114,7 +121,8 @@ class SessionBuffer:
             for key in list(sp.keys):
                 sessions = sp.keys[key]
                 for start, end, held in sessions.close(frontier):
-                    rows.extend(row + (start, end) for row in held)
+                    bounds = (math.floor(start), math.ceil(end))  # INT columns (a FLOAT time's, outward)
+                    rows.extend(row + bounds for row in held)
                 if not sessions.starts:
                     del sp.keys[key]
             if rows:
