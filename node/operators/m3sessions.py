@@ -28,6 +28,8 @@ every key's, per windowed port, and rides in the box's state
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -50,6 +52,12 @@ class SessionSet:
 
     def add(self, t: float, row: tuple) -> None:
         """A row at event time ``t``: a session of its own, merged with every open one within ``gap`` of it."""
+        ends = self.ends
+        if ends and self.starts[-1] <= t < ends[-1]:  # in order, within the last session: the common case
+            self.rows[-1].append(row)
+            if t + self.gap > ends[-1]:
+                ends[-1] = t + self.gap
+            return
         lo = bisect.bisect_right(self.ends, t)  # the first session ending after t
         hi = bisect.bisect_left(self.starts, t + self.gap)  # the first starting gap or more after t
         if lo == hi:  # a session of its own
@@ -83,6 +91,20 @@ class SessionPort:
     time: int
     partition: tuple[int, ...]
     keys: dict[tuple, SessionSet] = field(default_factory=dict)
+    #: (tie, key) by a time no open session of the key ends before (each key with open sessions has one): a
+    #: close looks at the keys whose entries it passed, not at every key; a stale entry costs one look
+    due: list[tuple[float, int, tuple]] = field(default_factory=list)
+    ties: itertools.count = field(default_factory=itertools.count)
+
+    def expect(self, end: float, key: tuple) -> None:
+        heapq.heappush(self.due, (end, next(self.ties), key))
+
+    def passed(self, frontier: float) -> list[tuple]:
+        """The keys (once each) some session of which may end at or before ``frontier``."""
+        keys: dict[tuple, None] = {}
+        while self.due and self.due[0][0] <= frontier:
+            keys[heapq.heappop(self.due)[2]] = None
+        return list(keys)
 
 
 @dataclass
@@ -96,20 +118,26 @@ class SessionBuffer:
         one before ``closed`` outside every open session of its key) and the newest event time seen."""
         sp = self.ports[port]
         late, newest = 0, -float("inf")
+        keys, gap, due = sp.keys, sp.session.gap, {}
         for row in rows:
             t = row[sp.time]
             if t is None:
                 late += 1
                 continue
-            newest = max(newest, t)
-            key = tuple(row[i] for i in sp.partition)
-            sessions = sp.keys.get(key)
+            if t > newest:
+                newest = t
+            key = tuple([row[i] for i in sp.partition])
+            sessions = keys.get(key)
             if t < closed and (sessions is None or not sessions.holds(t)):
                 late += 1
                 continue
             if sessions is None:
-                sessions = sp.keys[key] = SessionSet(sp.session.gap)
+                sessions = keys[key] = SessionSet(gap)
             sessions.add(t, row)
+            if due.get(key, math.inf) > t + gap:
+                due[key] = t + gap
+        for key, end in due.items():  # no session a row of the batch is in ends before its key's least t + gap
+            sp.expect(end, key)
         return late, newest
 
     def close(self, frontier: float) -> dict[int, list[tuple]]:
@@ -118,12 +146,16 @@ class SessionBuffer:
         out: dict[int, list[tuple]] = {}
         for port, sp in self.ports.items():
             rows: list[tuple] = []
-            for key in list(sp.keys):
-                sessions = sp.keys[key]
+            for key in sp.passed(frontier):
+                sessions = sp.keys.get(key)
+                if sessions is None:
+                    continue
                 for start, end, held in sessions.close(frontier):
                     bounds = (math.floor(start), math.ceil(end))  # INT columns (a FLOAT time's, outward)
                     rows.extend(row + bounds for row in held)
-                if not sessions.starts:
+                if sessions.starts:
+                    sp.expect(sessions.ends[0], key)  # its next session to end
+                else:
                     del sp.keys[key]
             if rows:
                 out[port] = rows
@@ -142,3 +174,7 @@ class SessionBuffer:
             sp.keys = {tuple(key): SessionSet(sp.session.gap, list(starts), list(ends),
                                               [[tuple(r) for r in rows] for rows in held])
                        for key, starts, ends, held in state.get(str(port), [])}
+            sp.due = []
+            for key, sessions in sp.keys.items():
+                for end in sessions.ends:
+                    sp.expect(end, key)
