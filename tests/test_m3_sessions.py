@@ -221,3 +221,26 @@ def test_flinks_group_window_form_is_the_table_function():
     with pytest.raises(CompileError, match="a session group window reads one relation"):
         compile_sql("CREATE STREAM B(a INT, ts INT); CREATE TABLE T(a INT); SELECT B.a, COUNT(*) AS n "
                     "FROM B JOIN T ON B.a = T.a GROUP BY B.a, SESSION(B.ts, 5)")
+
+
+def test_a_box_reading_through_sessions_and_fixed_windows_is_refused():
+    text = ("CREATE STREAM Bid(bidder INT, price INT, ts INT); CREATE STREAM Ask(bidder INT, price INT, ts INT);\n"
+            "SELECT bidder, window_start, window_end, COUNT(*) AS n FROM TABLE(SESSION(TABLE Bid PARTITION BY "
+            "bidder, DESCRIPTOR(ts), 10)) GROUP BY bidder, window_start, window_end;\n"
+            "SELECT bidder, window_start, window_end, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE Ask, DESCRIPTOR(ts), "
+            "10)) GROUP BY bidder, window_start, window_end")
+    box = Box("s", "m3", (InPort("Bid"), InPort("Ask")), ("Out", "Out2"), (("sql", text),))
+    with pytest.raises(OperatorError, match="reads one stream through SESSION and another through TUMBLE or HOP"):
+        DEFAULT_REGISTRY.build(box, [BID, BID], infer_m3(box, [BID, BID]))
+
+
+def test_a_float_event_times_session_bounds_are_rounded_outward():
+    text = ("CREATE STREAM Bid(bidder INT, price INT, ts DOUBLE);\n"
+            "SELECT bidder, window_start, window_end, COUNT(*) AS n FROM TABLE(SESSION(TABLE Bid PARTITION BY "
+            "bidder, DESCRIPTOR(ts), 10)) GROUP BY bidder, window_start, window_end")
+    bid = Schema("BidTuple", (Field("bidder", FieldType.INT), Field("price", FieldType.INT),
+                              Field("ts", FieldType.DOUBLE)))
+    box = Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", text),))
+    op = DEFAULT_REGISTRY.build(box, [bid], infer_m3(box, [bid]))
+    op.process_from(0, [(1, 1, 0.5), (1, 1, 9.75)], 0.0, ("Bid", "p", 1))
+    assert emitted_rows(op.end_of_input(1.0)) == [(1, 0, 20, 2)]  # [0.5, 19.75)

@@ -1,8 +1,8 @@
 """Event-time windows in an ``m3`` box: rows assigned their windows, late rows dropped, closed windows emitted
 once and their state dropped.
 
-A view over ``TABLE(TUMBLE(...))``, ``TABLE(HOP(...))`` or ``TABLE(SESSION(...))`` (m3/compiler/windowfn.py)
-reads its stream with two more columns, ``window_start`` and ``window_end``.  :class:`WindowedM3Operator` is the ``m3`` box of such a
+A view over ``TABLE(TUMBLE(...))``, ``TABLE(HOP(...))`` or ``TABLE(SESSION(...))``
+(m3/compiler/windowfn.py) reads its stream with two more columns, ``window_start`` and ``window_end``.  :class:`WindowedM3Operator` is the ``m3`` box of such a
 view; :class:`Windows` owns what it knows of time:
 
 * each arriving row gets one copy per window it falls in (TUMBLE one, HOP ``size / slide``), the window
@@ -210,7 +210,7 @@ def _window_position(names: tuple[str, ...]) -> tuple[int, bool] | None:
 
 
 class WindowedM3Operator(M3Operator):
-    """An ``m3`` box whose SQL reads a stream through TUMBLE or HOP: its views' rows leave when their window
+    """An ``m3`` box whose SQL reads a stream through TUMBLE, HOP or SESSION: its views' rows leave when their window
     closes, once, and the window's state goes (module docstring)."""
 
     emits_changes = False  # an open window's changes are not emitted: its final rows are, when it closes
