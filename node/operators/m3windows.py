@@ -2,8 +2,8 @@
 once and their state dropped.
 
 A view over ``TABLE(TUMBLE(...))``, ``TABLE(HOP(...))`` or ``TABLE(SESSION(...))``
-(m3/compiler/windowfn.py) reads its stream with two more columns, ``window_start`` and ``window_end``.  :class:`WindowedM3Operator` is the ``m3`` box of such a
-view; :class:`Windows` owns what it knows of time:
+(m3/compiler/windowfn.py) reads its stream with two more columns, ``window_start`` and ``window_end``.
+:class:`WindowedM3Operator` is the ``m3`` box of such a view; :class:`Windows` owns what it knows of time:
 
 * each arriving row gets one copy per window it falls in (TUMBLE one, HOP ``size / slide``), the window
   columns appended, before the maps see it;
