@@ -21,11 +21,14 @@ multiplicity in ``count``).
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import sqlglot
+from sqlglot import exp
 from nexmark_queries import COLUMNS, Query
 
 STREAMS = {"person": "Person", "auction": "Auction", "bid": "Bid"}
@@ -125,11 +128,52 @@ def duckdb_rows(planned: Planned, tables: dict[str, pa.Table]) -> list[tuple]:
     con = duckdb.connect()
     for kind in q.reads:
         con.register(kind, pa.Table.from_batches([boreas_batch(kind, b) for b in tables[kind].to_batches()]))
-    sql = q.select()
+    sql = duckdb_sql(q.select())
     described = [d[0] for d in con.execute(f"SELECT * FROM ({sql}) LIMIT 0").description]
     if planned.out_fields and planned.out_fields[-1] == "count" and len(planned.out_fields) == len(described) + 1:
         sql = f"SELECT *, count(*) FROM ({sql}) GROUP BY ALL"
     return [tuple(r) for r in con.execute(sql).fetchall()]
+
+
+_JAVA_DATE = {"yyyy": "%Y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
+
+
+def _epoch(ms: exp.Expression) -> exp.Expression:
+    """DOUBLE milliseconds as a DuckDB TIMESTAMP (UTC, as Boreas's event-time functions read them)."""
+    return exp.Anonymous(this="epoch_ms", expressions=[exp.cast(ms, "BIGINT")])
+
+
+def _to_duckdb(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Hour):
+        return exp.Anonymous(this="hour", expressions=[_epoch(node.this)])
+    if isinstance(node, exp.RegexpExtract):  # Flink's third argument is the group
+        group = node.args.get("position") or node.args.get("group") or exp.Literal.number(1)
+        return exp.Anonymous(this="regexp_extract", expressions=[node.this, node.expression, group])
+    if isinstance(node, exp.Anonymous) and node.name.upper() == "SPLIT_INDEX":  # 0-based; split_part is 1-based
+        s, sep, i = node.expressions
+        return exp.Anonymous(this="split_part", expressions=[s, sep, exp.Literal.number(int(i.name) + 1)])
+    if isinstance(node, exp.Anonymous) and node.name.upper() == "COUNT_CHAR":  # the suite's UDF (q14)
+        s, c = node.expressions
+        gone = exp.Anonymous(this="replace", expressions=[s.copy(), c, exp.Literal.string("")])
+        return exp.Sub(this=exp.Length(this=s), expression=exp.Length(this=gone))
+    if isinstance(node, exp.Anonymous) and node.name.upper() == "DATE_FORMAT":
+        t, pattern = node.expressions
+        fmt = re.sub("|".join(_JAVA_DATE), lambda m: _JAVA_DATE[m.group()], pattern.name)
+        return exp.Anonymous(this="strftime", expressions=[_epoch(t), exp.Literal.string(fmt)])
+    return node
+
+
+def duckdb_sql(sql: str) -> str:
+    """The Boreas form of a query as DuckDB runs it: Flink's functions (``HOUR``, ``DATE_FORMAT`` of DOUBLE ms,
+    ``SPLIT_INDEX``, ``REGEXP_EXTRACT``'s group, the suite's UDF ``count_char``) as DuckDB's.
+
+    >>> duckdb_sql("SELECT SPLIT_INDEX(url, '/', 3), HOUR(datetime), DATE_FORMAT(datetime, 'yyyy-MM-dd') FROM bid")
+    "SELECT SPLIT_PART(url, '/', 4), HOUR(EPOCH_MS(CAST(datetime AS BIGINT))), STRFTIME(EPOCH_MS(CAST(datetime AS BIGINT)), '%Y-%m-%d') FROM bid"
+    """
+    tree = sqlglot.parse_one(sql)
+    if not any(isinstance(n, (exp.Hour, exp.RegexpExtract, exp.Anonymous)) for n in tree.walk()):
+        return sql
+    return tree.transform(_to_duckdb).sql(dialect="duckdb")
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -67,12 +67,28 @@ def decode_partition(el: etree._Element, origin: Origin) -> Partition:
         raise DecodeError(f"{where} both replicates map {clash!r} and places it with a <map> element: a "
                           f"replicated map has no partition key; drop one", origin)
     layout = int_attr(el, "layout")
+    listed = _coordinator_list(el, len(nodes), where, origin)
     epoch_ms = int_attr(el, "epoch-ms")
     return Partition(
         box, tuple(n.get("endpoint") for n in nodes), tuple(segments), int_attr(el, "segments"), el.get("key"),
         tuple(pins.items()), tuple(maps.values()), (1 if segments else 0) if layout is None else layout,
         100 if epoch_ms is None else epoch_ms, el.get("id") or "", origin, int_attr(el, "members"),
-        int_attr(el, "coordinators"), tuple(replicate))
+        int_attr(el, "coordinators"), tuple(replicate), listed)
+
+
+def _coordinator_list(el: etree._Element, members: int, where: str, origin: Origin) -> tuple[int, ...] | None:
+    """``coordinator-list="0 1 3"``: the member numbers that coordinate published input (docs/cumulus.md §6.5)."""
+    text = el.get("coordinator-list")
+    if text is None:
+        return None
+    try:
+        listed = tuple(int(x) for x in text.split())
+    except ValueError:
+        listed = ()
+    if not listed or len(set(listed)) != len(listed) or not all(0 <= c < members for c in listed):
+        raise DecodeError(f"{where}: coordinator-list={text!r}: distinct member numbers from 0 to {members - 1} "
+                          f"(at least one), separated by spaces", origin)
+    return listed
 
 
 def encode_partition(obj: Partition) -> etree._Element:
@@ -80,7 +96,9 @@ def encode_partition(obj: Partition) -> etree._Element:
     el = set_attrs(etree.Element("partition"), box=obj.box, layout=obj.layout or None,
               **{"epoch-ms": obj.epoch_ms}, id=obj.id or None, key=obj.key, segments=obj.count,
               members=obj.members, coordinators=obj.coordinators,
-              replicate=" ".join(obj.replicate) or None)
+              replicate=" ".join(obj.replicate) or None,
+              **{"coordinator-list": None if obj.coordinator_list is None
+                 else " ".join(map(str, obj.coordinator_list))})
     for member, endpoint in enumerate(obj.nodes):
         sub_element(el, "node", endpoint=endpoint, member=member)
     for name, key in obj.pins:

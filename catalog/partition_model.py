@@ -46,10 +46,16 @@ class Partition:
     ``layout`` (None: all), ``coordinators`` those that coordinate published
     input (None: all; fixed when the partition first grows, so a producer's
     publisher keeps picking the same member, docs/cumulus.md §6.4).
+    ``coordinator_list`` is the committed layout's list of coordinating member
+    numbers once a layout change set one (docs/cumulus.md §6.5): publishers
+    then pick by rendezvous over it, and members rebuilt from the catalog
+    start with it; None (old catalogs, partitions never grown): the count.
 
     >>> p = Partition("v", ("a", "b", "c"), members=2, coordinators=2)
     >>> p.layout_nodes, p.entry_nodes, p.joining
     (('a', 'b'), ('a', 'b'), ('c',))
+    >>> Partition("v", ("a", "b", "c", "d"), coordinators=2, coordinator_list=(0, 2)).entry_nodes
+    ('a', 'b', 'c')
     """
 
     box: str
@@ -66,6 +72,7 @@ class Partition:
     members: int | None = None
     coordinators: int | None = None
     replicate: tuple[str, ...] = ()
+    coordinator_list: tuple[int, ...] | None = None
 
     @property
     def layout_nodes(self) -> tuple[str, ...]:
@@ -74,7 +81,16 @@ class Partition:
 
     @property
     def entry_nodes(self) -> tuple[str, ...]:
-        """The members a publisher picks from (``crc32(producer) % len``), by member number."""
+        """The members a publisher picks from, by member number: ``crc32(producer) % len`` of them, or, with a
+        ``coordinator_list``, the members up to its highest (the list's rendezvous pick indexes them)."""
+        if self.coordinator_list:
+            return self.nodes[:max(self.coordinator_list) + 1]
+        return self.modulo_nodes
+
+    @property
+    def modulo_nodes(self) -> tuple[str, ...]:
+        """The members the catalog's ``coordinators`` count names: what a layout without a coordinator list picks
+        among by ``crc32(producer) % len`` (a member replaying its log from before the list must still)."""
         return self.nodes if self.coordinators is None else self.nodes[:self.coordinators]
 
     @property

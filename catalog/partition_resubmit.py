@@ -66,5 +66,5 @@ def resubmitted(before: Partition, part: Partition, fail: Callable[[Origin, str]
         return None
     if grown:
         return replace(before, nodes=part.nodes, epoch_ms=part.epoch_ms, origin=part.origin,
-                       members=len(before.layout_nodes), coordinators=len(before.entry_nodes))
+                       members=len(before.layout_nodes), coordinators=len(before.modulo_nodes))
     return replace(before, nodes=part.nodes, segments=segments, epoch_ms=part.epoch_ms, origin=part.origin)

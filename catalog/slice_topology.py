@@ -71,9 +71,9 @@ def entries(topology: Topology, stream: str) -> set[str]:
 def partition_consumers(catalog: Catalog, stream: str, partition: Partition) -> tuple[str, ...]:
     """Which members of a partitioned box that reads ``stream`` it is sent to: every entry member for an input
     stream (a publisher picks one), else one, chosen by the stream's name (docs/cumulus.md §2.6)."""
-    nodes = partition.entry_nodes  # (nodes joined later coordinate no input: docs/cumulus.md §6.4)
-    if stream in catalog.inputs:
-        return nodes
+    if stream in catalog.inputs:  # (nodes joined later coordinate input once a layout lists them: §6.4, §6.5)
+        return partition.entry_nodes
+    nodes = partition.modulo_nodes  # (the same member before and after a change lists coordinators)
     return (nodes[zlib.crc32(stream.encode()) % len(nodes)],)
 
 

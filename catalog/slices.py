@@ -226,7 +226,9 @@ def stream_route(catalog: Catalog, stream: str, registry: BoxTypeRegistry | None
     nodes, else every node that consumes it); ``producer`` is the node whose
     box writes it (None for an input stream: its entry nodes have it).  A
     stream read by a partitioned box enters at its members (``entries`` by
-    member number) and ``"pick": "member"`` says a producer sends to one.
+    member number) and ``"pick": "member"`` says a producer sends to one;
+    ``"coordinators"``, once a layout change listed them, the member numbers
+    it picks among by rendezvous hashing (docs/cumulus.md §6.5).
     """
     maker = SliceMaker(catalog, registry=registry)
     if not maker.topology.produced(stream):
@@ -236,11 +238,13 @@ def stream_route(catalog: Catalog, stream: str, registry: BoxTypeRegistry | None
     entries = sorted(maker.entries(stream)) if is_input else []
     members = maker.topology.member_entries(stream) if is_input else None
     producer = maker.topology.producer_node(stream)
+    listed = _coordinator_list(catalog, stream) if members else None
     return {
         "stream": stream,
         "input": is_input,
         "entries": list(members) if members else entries,
         **({"pick": "member"} if members else {}),
+        **({"coordinators": list(listed)} if listed else {}),
         "producer": producer,
         "schema": None if schema is None else {
             "name": schema.name,
@@ -249,3 +253,12 @@ def stream_route(catalog: Catalog, stream: str, registry: BoxTypeRegistry | None
                else {}),
         },
     }
+
+
+def _coordinator_list(catalog: Catalog, stream: str) -> tuple[int, ...] | None:
+    """The committed coordinator list of the partitioned box whose members ``stream`` enters at, if it has one."""
+    for name, partition in catalog.partitions.items():
+        box = catalog.boxes.get(name)
+        if box is not None and partition.nodes and any(port.stream == stream for port in box.inputs):
+            return partition.coordinator_list
+    return None

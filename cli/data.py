@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -47,6 +48,9 @@ from .subscribe_output import FORMATS, open_output, recorded_positions
 #: Refused rows printed one per line; the rest are counted.
 SHOWN_PROBLEMS = 20
 
+#: Rows per batch of ``publish --spark`` without ``--batch-size`` (each executor's batches, as before).
+SPARK_BATCH = 1000
+
 
 def cmd_publish(args: argparse.Namespace) -> int:
     from boreas.client.head_api import UnknownStream  # (aiohttp: imported when a command runs, not for --help)
@@ -62,12 +66,19 @@ def cmd_publish(args: argparse.Namespace) -> int:
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
 
     async def main() -> int:
-        publisher = Publisher(head, args.stream, token, batch_size=args.batch_size,
+        from boreas.client.publisher import CAPACITY
+
+        from .file_batches import file_batch_rows, file_window  # (pyarrow: only when a file is published)
+
+        publisher = Publisher(head, args.stream, token, batch_size=args.batch_size or 1,
                               producer=args.producer or default_producer(args.stream, args.file))
+        publisher.capacity = file_window(args.batch_size, CAPACITY)  # (before start: its links' window)
         try:
             await publisher.start()
         except UnknownStream as exc:
             raise CommandFailed(str(exc)) from None
+        assert publisher.schema is not None
+        publisher.batch_size = args.batch_size or file_batch_rows(publisher.schema)
         progress: Progress | None = None
         follower: asyncio.Task | None = None
 
@@ -109,14 +120,16 @@ async def _publish_file(args: argparse.Namespace, publisher: Any, begin: Callabl
     from boreas.client.publisher import PublishRefused
 
     from .input_batches import open_input  # (pyarrow: only when a file is published)
+    from .read_ahead import read_ahead
 
     assert publisher.schema is not None
-    source = open_input(args.file, publisher.schema, args.batch_size, header=not args.no_header,
+    source = open_input(args.file, publisher.schema, publisher.batch_size, header=not args.no_header,
                         ignore_unknown=args.ignore_unknown)
     begin(source)
     try:
-        for piece in source.batches():
-            await publisher.send(piece)
+        async with contextlib.aclosing(read_ahead(source.batches())) as pieces:  # (the reader thread joined)
+            async for piece in pieces:  # (Columns, one batch each; or rows the node types: JSON lines Arrow
+                await publisher.send(piece)  # could not read)
         await publisher.close(final=args.final)
     except PublishRefused as exc:
         raise CommandFailed(str(exc)) from None
@@ -152,7 +165,8 @@ def _publish_with_spark(args: argparse.Namespace, head: str, token: str | None) 
     from boreas.spark import RowsRefused, publish_file
 
     try:
-        count = publish_file(args.spark, args.stream, head=head, token=token, batch_size=args.batch_size)
+        count = publish_file(args.spark, args.stream, head=head, token=token,
+                             batch_size=args.batch_size or SPARK_BATCH)
     except (UnknownStream, PublishRefused) as exc:
         raise CommandFailed(str(exc)) from None
     except RowsRefused as exc:
@@ -293,9 +307,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore-unknown", action="store_true",
                    help="skip CSV and Parquet columns and JSON keys that are not fields of the stream "
                         "(default: refuse)")
-    p.add_argument("--batch-size", type=int, default=1000,
-                   help="rows per batch (default 1000); batches are cut by rows, so a re-run with the same "
-                        "--batch-size sends the same batches")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="rows per batch (default: about 4 MB of the stream's columns, e.g. 209,715 rows of a "
+                        "long, an int and a double; 8 batches in flight); batches are cut by rows, never by time, "
+                        "so a re-run with the same --batch-size (or none) sends the same batches")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show rows/s and the ETA on stderr (default: when stderr is a terminal)")
     p.add_argument("--final", action="store_true",

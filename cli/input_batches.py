@@ -8,16 +8,18 @@ pyarrow's readers, a block at a time, and typed in Arrow:
   at a time by :mod:`.text_columns` (a value Arrow cannot read refuses its
   row, not the file).  The header is checked first, by :mod:`.input_rows`'
   rules, before anything is sent.
-* JSON lines: ``batch_size`` lines at a time through
-  :func:`pyarrow.json.read_json`; a chunk Arrow cannot read as objects of
-  the stream's types (an array in field order, a bad line, a value of
-  another type) goes as rows, mapped by :func:`~.input_rows.json_values`,
-  and the node types them, naming any it refuses.
+* JSON lines: a block of whole lines at a time (:data:`JSON_BLOCK` bytes)
+  through :func:`pyarrow.json.read_json`, no Python per line; a block Arrow
+  cannot read as objects of the stream's types (a blank line, an array in
+  field order, a bad line, a value of another type) goes ``batch_size``
+  lines at a time, and a chunk Arrow cannot read either goes as rows, mapped
+  by :func:`~.input_rows.json_values`, and the node types them, naming any
+  it refuses.
 * Parquet: :meth:`pyarrow.parquet.ParquetFile.iter_batches`, the stream's
   columns only; the row count is in the file's metadata.
 
-Batches are cut by rows, ``batch_size`` each (:func:`cut`), never by the
-reader's blocks or by time: the same file gives the same batches, so a
+Batches are cut by rows, ``batch_size`` each (:mod:`.file_batches`), never by
+the reader's blocks or by time: the same file gives the same batches, so a
 re-run with the same producer continues exactly where the last one stopped.
 Which file row each sent row is (for the node's refusals) is kept by
 :class:`~.file_rows.FileRows`.
@@ -44,12 +46,20 @@ from boreas.catalog.model import FieldType, Schema
 from boreas.wire.columns import arrow_schema, conform
 from boreas.wire.row_errors import RowError
 
+from .file_batches import cut, cut_columns, one_batch
 from .file_rows import FileRows
 from .input_rows import BadRow, RowProblems, csv_header, is_json_lines, is_parquet, json_values, read_rows
 from .text_columns import typed
 
 #: Bytes the CSV reader parses at a time: what bounds its memory (with the batches in flight).
 CSV_BLOCK = 1 << 20
+
+#: Bytes of a JSON lines file read at a time (then cut after its last whole line): what Arrow's JSON reader parses
+#: in one call.
+JSON_BLOCK = 4 << 20
+
+#: Bytes a Parquet column chunk is read through at a time.
+PARQUET_BUFFER = 1 << 20
 
 #: What a batch is sent as: Arrow columns, or rows the node types (JSON lines Arrow cannot read).
 Piece = pa.RecordBatch | list
@@ -116,34 +126,6 @@ class InputFile(ABC):
     def refused_here(self) -> int:
         """Rows refused while reading (never sent)."""
         return len(self.rows)
-
-
-def cut(batches: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
-    """``batches`` again, cut into batches of exactly ``size`` rows (the last may be smaller): the reader's
-    blocks do not decide where a batch ends.
-
-    >>> b = pa.record_batch({"n": [1, 2, 3]})
-    >>> [x.num_rows for x in cut([b, b, b.slice(0, 1)], 4)]
-    [4, 3]
-    """
-    pending: list[pa.RecordBatch] = []
-    held = 0
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        pending.append(batch)
-        held += batch.num_rows
-        while held >= size:
-            table = pa.Table.from_batches(pending)
-            yield _one(table.slice(0, size))
-            rest = table.slice(size)
-            pending, held = rest.to_batches(), rest.num_rows
-    if held:
-        yield _one(pa.Table.from_batches(pending))
-
-
-def _one(table: pa.Table) -> pa.RecordBatch:
-    return table.combine_chunks().to_batches()[0]
 
 
 class CsvFile(InputFile):
@@ -236,24 +218,67 @@ class JsonLinesFile(InputFile):
         self._file: Any = None
 
     def _pieces(self) -> Iterator[Piece]:
+        return cut_columns(self._blocks(), self.batch_size)
+
+    def _blocks(self) -> Iterator[Piece]:
+        """The file a block of whole lines at a time (:data:`JSON_BLOCK` bytes, cut after its last line): a block
+        Arrow reads whole as objects of the stream's types is one record batch, read in C++; any other (a blank
+        line, an array in field order, a bad line) goes line by line (:meth:`_lines`)."""
         with open(self.path, "rb") as fh:
             self._file = fh
-            lines: list[bytes] = []
-            records: list[int] = []  # the record (line, from 0) of each of the chunk's lines
-            for record, line in enumerate(fh):
-                if record == 0 and line.startswith(b"\xef\xbb\xbf"):
-                    line = line[3:]  # a byte-order mark
-                if not line.strip():
-                    self.rows.skip(record)
+            record = 0  # lines before the block (records are lines, from 0)
+            rest = b""
+            while True:
+                block = fh.read(JSON_BLOCK)
+                data = rest + block
+                if not data:
+                    break
+                end = len(data) if not block else data.rfind(b"\n") + 1  # (at the end: a last line without \n)
+                if end == 0:  # (no line ends in it yet: read on)
+                    rest = data
                     continue
-                lines.append(line)
-                records.append(record)
-                if len(lines) == self.batch_size:
-                    yield self._chunk(lines, records)
-                    lines, records = [], []
-            if lines:
-                yield self._chunk(lines, records)
+                whole, rest = data[:end], data[end:]
+                if record == 0 and whole.startswith(b"\xef\xbb\xbf"):
+                    whole = whole[3:]  # a byte-order mark
+                lines = whole.count(b"\n") + (not whole.endswith(b"\n"))
+                batch = self._arrow(whole, lines)
+                if batch is not None:
+                    yield batch
+                else:
+                    parts = whole.split(b"\n")
+                    yield from self._lines(parts[:-1] if parts[-1] == b"" else parts, record)
+                record += lines
+                if not block:
+                    break
         self._file = None
+
+    def _arrow(self, data: bytes, lines: int) -> pa.RecordBatch | None:
+        """``data`` (``lines`` lines) read by Arrow as the stream's columns, when every line is an object of the
+        stream's types; else None."""
+        try:
+            table = pa_json.read_json(pa.BufferReader(data), parse_options=self._options,
+                                      read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+        if table.num_rows != lines or any(c.null_count for c in table.columns):
+            return None
+        return one_batch(table.select(self.fields))
+
+    def _lines(self, block: list[bytes], first: int) -> Iterator[Piece]:
+        """A block's lines, ``batch_size`` at a time, each chunk through Arrow if it can, else as rows."""
+        lines: list[bytes] = []
+        records: list[int] = []  # the record (line, from 0) of each of the chunk's lines
+        for record, line in enumerate(block, first):
+            if not line.strip():
+                self.rows.skip(record)
+                continue
+            lines.append(line)
+            records.append(record)
+            if len(lines) == self.batch_size:
+                yield self._chunk(lines, records)
+                lines, records = [], []
+        if lines:
+            yield self._chunk(lines, records)
 
     def _chunk(self, lines: list[bytes], records: list[int]) -> Piece:
         data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
@@ -261,7 +286,7 @@ class JsonLinesFile(InputFile):
             table = pa_json.read_json(pa.BufferReader(data), parse_options=self._options,
                                       read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1))
             if table.num_rows == len(lines) and not any(c.null_count for c in table.columns):
-                return _one(table.select(self.fields))
+                return one_batch(table.select(self.fields))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             pass
         return self._as_rows(lines, records)
@@ -286,7 +311,10 @@ class ParquetInput(InputFile):
     def __init__(self, path: str, schema: Schema, batch_size: int, ignore_unknown: bool):
         super().__init__(path, schema, batch_size)
         try:
-            self.file = pq.ParquetFile(path)
+            # Column chunks read through a buffer, none cached ahead: pyarrow's default reader keeps what it read
+            # of every row group until the end (RSS grew by 3 MB a batch, past 300 MB on 10M rows), and a file of
+            # one huge row group is then not read whole either.
+            self.file = pq.ParquetFile(path, buffer_size=PARQUET_BUFFER, pre_buffer=False)
         except (pa.ArrowInvalid, OSError) as exc:
             raise ValidationFailed([Diagnostic(path, None, "", f"not a Parquet file: {exc}")]) from None
         names = self.file.schema_arrow.names

@@ -92,7 +92,12 @@ def pick_entries(route: dict, producer: str, member: int | None = None) -> list[
     and many producers spread over all members.  ``member`` pins the pick
     to that member when it is one of the entries (a keyed publisher's
     sub-producer, :mod:`~boreas.client.keyed`); any member may coordinate
-    any producer, the pick only keeps one producer on one member.
+    any producer, the pick only keeps one producer on one member.  Once a
+    layout change listed the coordinators (``"coordinators"``: member
+    numbers), a producer picks among them as the members do, by rendezvous
+    hashing (:mod:`boreas.m3.cumulus.coordinators`), so a publisher that
+    starts after the change goes straight to its coordinator; before, by
+    ``crc32 % len(entries)``.
 
     >>> pick_entries({"entries": ["a", "b"]}, "p")
     ['a', 'b']
@@ -100,11 +105,17 @@ def pick_entries(route: dict, producer: str, member: int | None = None) -> list[
     ['b']
     >>> pick_entries({"entries": ["a", "b", "c"], "pick": "member"}, "p", member=2)
     ['c']
+    >>> pick_entries({"entries": ["a", "b", "c"], "pick": "member", "coordinators": [0, 1, 2]}, "p-1")
+    ['c']
     """
     entries = list(route.get("entries") or [])
     if route.get("pick") == "member" and entries:
         if member is not None and 0 <= member < len(entries):
             return [entries[member]]
+        listed = route.get("coordinators")
+        if listed:  # the layout's list (docs/cumulus.md §6.5): the members' own rendezvous pick
+            from boreas.m3.cumulus.coordinators import pick  # (imported here: m3.cumulus costs a publisher's start)
+            return [entries[pick(producer, listed)]]
         return [entries[zlib.crc32(producer.encode()) % len(entries)]]
     return entries
 
@@ -238,10 +249,17 @@ class Publisher:
         name), or columns: a pyarrow ``RecordBatch`` or ``Table``, a pandas or
         polars ``DataFrame``, cut into batches of ``batch_size`` rows and sent
         as Arrow (no row is made here or at the node).  Batches are cut by
-        rows, never by time, so a re-run sends the same batches.
+        rows, never by time, so a re-run sends the same batches.  A
+        :class:`~boreas.wire.columns.Columns` of the stream's Arrow schema is
+        sent as it is, one batch, however long (``boreas publish`` cuts a
+        file's batches and makes their IPC bytes in its reader thread, so the
+        event loop only sends them).
 
         Raises :class:`~boreas.wire.link_connection.LinkRefused` once a node has refused the connection.
         """
+        if type(rows).__module__.endswith("wire.columns"):  # a Columns batch: one batch, cut already
+            await self._send_batch(rows)
+            return
         if type(rows).__module__.split(".")[0] in ("pyarrow", "pandas", "polars"):  # columns (no pyarrow import)
             await self._send_columns(rows)
             return
@@ -323,7 +341,11 @@ class Publisher:
         ``restart`` (wire/frames.py): the entry node takes it at once, after
         whatever it took of this producer, and drops anything later sent
         under this producer id as already taken.  Sent again, it is a
-        duplicate.
+        duplicate.  It goes on the stream's one ordered link, behind what
+        that link still holds: after a redirect (``Ack.moved``) the link to
+        the new coordinator of a partitioned box, behind the batches handed
+        to it, so that node takes it last and drops what is later sent
+        under this producer (docs/cumulus.md §6.5).
         """
         try:
             for link in self.links:

@@ -123,7 +123,8 @@ class Learner:
                     return None
                 nodes = current.nodes if len(members) >= len(current.layout_nodes) else members
                 updated = replace(current, nodes=nodes, segments=reported.segments, layout=reported.layout,
-                                  members=None if len(members) == len(nodes) else len(members))
+                                  members=None if len(members) == len(nodes) else len(members),
+                                  coordinator_list=reported.coordinator_list or current.coordinator_list)
                 return [Change("partition", reported.box, to_text(updated))]
 
             return await self._learn(involved, build)
@@ -246,5 +247,6 @@ def _retires(current: Partition, reported: Partition) -> bool:
     n, before = len(reported.layout_nodes), len(current.layout_nodes)
     if n >= before:
         return True
-    return (not current.joining and n >= len(current.entry_nodes)
+    picked = reported.entry_nodes if reported.coordinator_list else current.entry_nodes
+    return (not current.joining and n >= len(picked)
             and all(s.member < n for s in reported.segments))

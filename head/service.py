@@ -34,6 +34,7 @@ from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.collector import collector_paused
 from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.index import CatalogIndex
+from boreas.catalog.index_checkpoint import load_index
 from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slice_index import NodeSlices
@@ -50,6 +51,7 @@ from .catalog_copy import CatalogCopies
 from .commit_follower import CommitFollower
 from .failover import Failover
 from .global_feed import GlobalFeed
+from .index_saver import IndexSaver
 from .leadership import Leadership
 from .learning import Learner
 from .membership import Membership
@@ -95,6 +97,8 @@ class HeadService:
         # The catalog held here, checked, with what the check learned (catalog/index.py): a submission is
         # checked, and the nodes' slices recomputed, by what it touches.
         self.index = CatalogIndex.build(self.catalog, self.box_types)
+        # The leader saves the index beside the catalog now and then, so a start decodes it (head/index_saver.py).
+        self.index_saver = IndexSaver(lambda: self.index, lambda: self.store)
         self.slices = NodeSlices()  # every node's slice of self.catalog, sliced again where a commit reaches
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
@@ -135,6 +139,10 @@ class HeadService:
         self.store = await asyncio.to_thread(open_store, self.store_url)
         with collector_paused(keep=True):  # read, checked, sliced: all of it live and kept (catalog/collector.py)
             catalog = await self.commits.start(self.store)
+            # The index saved for this very version when there is one, else the catalog checked whole
+            # (catalog/index_checkpoint.py; the log says which).
+            self.index, decoded = await asyncio.to_thread(load_index, self.store, catalog, self.box_types)
+            self.index_saver.started(catalog.version, decoded)
             self._install(catalog, affected_version=None)
         self.tasks.spawn("commits", self.commits.run)
         await self.snapshots.load()
@@ -171,6 +179,7 @@ class HeadService:
         self._feed_globals(self.catalog)
         self.tasks.spawn("expiry", self._expire_pending)
         self.tasks.spawn("failover", self._failover_checks)
+        self.tasks.spawn("index saver", self.index_saver.run)
         await self.snapshots.load()  # the last leader's last complete snapshot: ids go on from it
         self.snapshots.start()
         self.notify()
@@ -181,6 +190,8 @@ class HeadService:
         for feed in self.feeds.values():
             feed.abort()
         await self.tasks.close()
+        if self.leading:  # what it holds, for the next start (nothing when saved already)
+            await self.index_saver.flush()
         await self.server.close()
         await self.peers.close()
         await self.commits.close()
@@ -231,7 +242,9 @@ class HeadService:
         """Make ``catalog`` current: hand the nodes whose slice changed their new slice, start or stop global
         feeds.  Checked and sliced by what changed (``touched``: where, when the commit says)."""
         self.catalog = catalog
-        self.index = self.index.derive(catalog, touched)
+        if self.index.catalog is not catalog:  # (at start it was made for this catalog: loaded or checked)
+            self.index = self.index.derive(catalog, touched)
+            self.index_saver.changed()
         affected = []
         for endpoint, desired in self.slices.advance(self.index).items():
             sync = self.sync_for(endpoint)

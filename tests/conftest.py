@@ -34,6 +34,7 @@ ZOOKEEPER_PURGE = {"autopurge.snapRetainCount": "3", "autopurge.purgeInterval": 
 #: new module joins the "processes" group until someone checks it and adds it here.
 IN_PROCESS = (
     "test_sunion_operators.py", "test_sjoin_operators.py",  # Borealis's fault-tolerance boxes fed by hand
+    "test_publish_file_batches.py",          # boreas publish's file reader and read-ahead, in process
     "test_fault_boxes_node.py", "test_fault_boxes_catalog.py",  # ... in a dataflow driven by hand, at submission
     "test_aurorajoin_operator.py",           # Borealis's older join fed by hand
     "m3/",                                   # the M3 compiler and runtimes against DuckDB
@@ -41,6 +42,7 @@ IN_PROCESS = (
     "test_nullable_fields.py",               # nullable fields through XML, the wire and the operators, by hand
     "test_batching.py",                      # a dataflow driven by hand, its input log on disk
     "test_cumulus_sim.py", "test_cumulus_failover_sim.py", "test_cumulus_holding.py", "test_cumulus_handover_sim.py",
+    "test_cumulus_coordinator_route.py",  # the coordinator list in the catalog, the route and a rebuilt member
     "test_cumulus_slot_columns.py", "test_cumulus_columns.py",
     "test_cumulus_precopy.py", "test_cumulus_replicated_sim.py",  # Cumulus members simulated in one process
     "test_partition_replicated_catalog.py",  # (support/cumulus_sim.py); the replicate= catalog on memory://
@@ -88,6 +90,7 @@ IN_PROCESS = (
     "test_examples_endpoints.py",            # the examples name no dead endpoint (its cluster test joins the group)
     "test_named_subscription_catalog.py",    # <subscribe name=> replacing by name, in process
     "test_incremental_validation.py",        # catalog/index.py against the whole check, on random edits
+    "test_index_checkpoint.py",              # a saved, decoded index against the whole check; a Head started twice
     "test_expression_shapes.py",             # expressions parsed by shape against sqlglot, in process
     "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh

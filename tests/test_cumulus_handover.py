@@ -9,7 +9,8 @@ still reaches it, its acknowledgements name the third node, and the
 publishers redirect there.  Afterwards the third node coordinates them (its
 ``/segments`` status says so), the view equals the expected result exactly
 (nothing lost, nothing twice) and every stable read equals the input prefixes
-it names.  The second test empties and retires the third node while the
+it names; a publisher that starts after the change picks the third node by
+the list the catalog now carries, and no batch of it is forwarded.  The second test empties and retires the third node while the
 publishers stream: its producers go back, and the view stays exact.
 """
 
@@ -19,10 +20,11 @@ import asyncio
 
 import pytest
 from boreas.client.optimizer import Optimizer
+from boreas.client.publisher import Publisher
 from boreas.client.query import QueryClient
 from boreas.m3.cumulus.coordinators import pick
 from support.cluster import TOKEN, get_json
-from test_cumulus_groupby import APP, PrefixViews, deployment, expected_view, streaming, view_becomes, workload
+from test_cumulus_groupby import APP, BATCH, PrefixViews, deployment, expected_view, streaming, view_becomes, workload
 from test_cumulus_relayout import catalogs_agree
 
 pytestmark = pytest.mark.slow
@@ -33,6 +35,18 @@ def producers(count: int = 6) -> list[str]:
     moving = [p for p in (f"handover-{i}" for i in range(200)) if pick(p, (0, 1, 2)) == 2]
     staying = [p for p in (f"handover-{i}" for i in range(200)) if pick(p, (0, 1, 2)) != 2]
     return moving[:count // 2] + staying[:count - count // 2]
+
+
+async def publish_then_end(head: str, producer: str, rows: list[tuple]) -> str:
+    """Publish ``rows`` slowly (a layout change happens meanwhile), then end the producer with
+    :meth:`Publisher.end`; the node its link ended at."""
+    publisher = Publisher(head, "R", TOKEN, producer=producer, batch_size=BATCH)
+    await publisher.start()
+    for start in range(0, len(rows), 200):
+        await publisher.send(rows[start:start + 200])
+        await asyncio.sleep(0.1)
+    await publisher.end()
+    return publisher.links[0].endpoint
 
 
 def coordinating(node: str, box: str = "v") -> dict:
@@ -54,12 +68,26 @@ async def test_a_grown_node_takes_over_coordinating_its_share_of_producers(clust
     cluster = cluster_factory()
     nodes = await joining(cluster)
     data = {p: workload(p, 10000) for p in producers()}
+    ender = next(p for p in (f"ender-{i}" for i in range(200)) if pick(p, (0, 1, 2)) == 2)
+    ending = workload(ender, 20000)
     stable_reads: list = []
     async with streaming(cluster.head, data, stable_reads, lead=1.0), Optimizer(cluster.head, TOKEN) as optimizer:
+        ended = asyncio.create_task(publish_then_end(cluster.head, ender, ending))
         done = (await optimizer.move("v/0", nodes[2])).relayout  # the change that makes it a member lists it as a coordinator
+        redirected_to = await ended
     assert done["changed"] and done["layout"]["coordinators"] == [0, 1, 2], done
-    await view_becomes(cluster.head, "v", expected_view([r for rows in data.values() for r in rows]))
-    prefixes = PrefixViews(data)
+    assert redirected_to == nodes[2]  # the ender was redirected while it published, then ended
+    await view_becomes(cluster.head, "v", expected_view([r for rows in [*data.values(), ending] for r in rows]))
+    async with QueryClient(cluster.head, TOKEN) as client:
+        final = await client.query("v", stable=True)
+    assert {p: q for _, p, q in final.positions}[ender] == len(ending) // BATCH - 1  # every batch it sent
+    # its end went where its batches went: the node it feeds now drops what is sent later under its id
+    async with Publisher(cluster.head, "R", TOKEN, producer=ender, batch_size=BATCH) as again:
+        assert again.entries == [nodes[2]]
+        await again.send([(1, 1, 1)])
+        await again.flush(timeout=30)
+    assert again.duplicates == 1 and again.accepted == 0
+    prefixes = PrefixViews({**data, ender: ending})
     assert stable_reads
     for result in stable_reads:
         assert result.as_dict() == prefixes.at(result.positions), f"stable epoch {result.epoch}"
@@ -67,6 +95,18 @@ async def test_a_grown_node_takes_over_coordinating_its_share_of_producers(clust
     third = coordinating(nodes[2])
     assert third["producers"] >= 1, [coordinating(n) for n in nodes]  # the producers it won, stamped there
     assert sum(coordinating(n)["handed"] for n in nodes[:2]) >= 1
+    # A publisher that starts now picks by the committed list (the Head's route carries it): the third node
+    # coordinates a producer it wins from the first batch, and no member forwards any of them.
+    late = next(p for p in (f"late-{i}" for i in range(200)) if pick(p, (0, 1, 2)) == 2)
+    forwarded = [coordinating(n)["forwarded"] for n in nodes]
+    rows = workload(late, 3000)
+    async with Publisher(cluster.head, "R", TOKEN, producer=late, batch_size=100) as publisher:
+        assert publisher.entries == [nodes[2]]
+        await publisher.send(rows)
+        await publisher.flush(timeout=30)
+    await view_becomes(cluster.head, "v", expected_view([r for rows in [*data.values(), ending, rows] for r in rows]))
+    assert [coordinating(n)["forwarded"] for n in nodes] == forwarded
+    assert coordinating(nodes[2])["producers"] == third["producers"] + 1
 
 
 async def test_a_grown_coordinator_is_emptied_and_retired_while_publishers_stream(cluster_factory):

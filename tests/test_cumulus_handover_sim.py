@@ -148,3 +148,38 @@ def test_a_handed_producer_resent_and_forwarded_is_taken_once_in_order():
     handing = sim.members[new].parts.handing
     assert handing.seen[(rel, producer)] == 6 and not handing.held
     assert sim.members[old].parts.handing.forwarded == 3
+
+
+def test_a_handed_producers_final_mark_is_taken_after_its_batches():
+    """A producer ends (an empty final mark numbered after its batches, ``Publisher.close(final=True)``) after
+    its pick moved: sent to the new coordinator while batches forwarded by the old one are still on their way,
+    or to the old one, which forwards it on the same ordered link after them.  Either way the new coordinator
+    takes it after every batch before it: the producer's last position is the mark's, and every stable read is
+    a prefix."""
+    from boreas.m3.cumulus.layout import even_layout
+
+    _, placement, relations = _shape(SHAPES["group_by_join_key"])
+    rel = sorted(relations)[0]
+    row = tuple(1 for _ in relations[rel])
+    for via_old in (False, True):
+        layout = even_layout("v", ["n0:1", "n1:1"], 4, tuple((m.map, m.column) for m in placement.maps))
+        sim = Sim(SHAPES["group_by_join_key"], layout, random.Random(4))
+        producer = next(f"p{i}" for i in range(100) if pick(f"p{i}", 2) != 2 and pick(f"p{i}", (0, 1, 2)) == 2)
+        old = pick(producer, 2)
+        for _ in range(3):
+            sim.publish_as(old, rel, producer, [(1, row)])
+        sim.settle()
+        new = sim.grow("n2:1")
+        base = sim.members[0].joinable_layout()
+        sim.request("grow", dataclasses.replace(changes.move(base, 1, new), coordinators=(0, 1, new)))
+        sim.settle()
+        for _ in range(3):
+            sim.publish_as(old, rel, producer, [(1, row)])  # forwarded: on the old -> new link, not delivered yet
+        last = sim.publish_as(old if via_old else new, rel, producer, [])  # the final mark, seq 6
+        sim.settle()
+        check_members(sim)
+        assert check_stable(sim)
+        positions = {(s, p): q for s, p, q in sim.members[0].stable_info()["positions"]}
+        assert positions[(rel, producer)] == last == 6, via_old  # the stable read includes the whole producer
+        assert sim.members[new].parts.handing.seen[(rel, producer)] == 6
+        assert sim.members[old].parts.handing.forwarded == 3 + via_old

@@ -216,3 +216,17 @@ def test_membership_url_is_where_a_joined_node_is_seen(store, store_kind):
         return
     assert url is not None
     assert seen_by_another(url, "localhost:15999") == (True, False)
+
+
+# -- blobs ----------------------------------------------------------------
+
+
+def test_blob_round_trips_whole_and_is_replaced_whole(store):
+    assert store.get_blob("index") is None
+    big = bytes(range(256)) * 8000  # 2 MB: over one znode's limit, so several chunks in ZooKeeper
+    store.put_blob("index", big)
+    assert store.get_blob("index") == big
+    store.put_blob("index", b"small")
+    assert store.get_blob("index") == b"small"
+    assert store.get_blob("other") is None
+    assert store.version() == 0 and store.log(0) == []  # beside the catalog, not in it

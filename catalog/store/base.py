@@ -202,6 +202,17 @@ class CatalogStore(abc.ABC):
     def put_meta(self, key: str, value: str) -> None:
         """Set (durably, atomically) the metadata value ``key``."""
 
+    @abc.abstractmethod
+    def get_blob(self, key: str) -> bytes | None:
+        """A large value kept beside the catalog (not versioned, not in the log), e.g. a Head's checked index
+        of one catalog version (:mod:`boreas.catalog.index_checkpoint`): tens of MB at 100,000 boxes, more
+        than metadata holds.  None when never set, or when it cannot be read whole."""
+
+    @abc.abstractmethod
+    def put_blob(self, key: str, data: bytes) -> None:
+        """Set the blob ``key``, replacing the old one whole: a reader sees the old bytes or the new, never
+        a mix."""
+
     def __enter__(self) -> CatalogStore:
         return self
 

@@ -72,6 +72,10 @@ CREATE TABLE IF NOT EXISTS kv (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS blob (
+    key  TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
 """
 
 
@@ -256,6 +260,19 @@ class SqliteStore(CatalogStore):
 
     def put_meta(self, key: str, value: str) -> None:
         self._query("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (key, value))
+
+    def get_blob(self, key: str) -> bytes | None:
+        try:
+            rows = self._query("SELECT data FROM blob WHERE key = ?", (key,))
+        except StoreError as exc:  # a catalog made before blobs were kept: none was ever set
+            if "no such table" in str(exc):
+                return None
+            raise
+        return bytes(rows[0][0]) if rows else None
+
+    def put_blob(self, key: str, data: bytes) -> None:
+        self._query("CREATE TABLE IF NOT EXISTS blob (key TEXT PRIMARY KEY, data BLOB NOT NULL)")
+        self._query("INSERT OR REPLACE INTO blob (key, data) VALUES (?, ?)", (key, sqlite3.Binary(data)))
 
     def watch(self, since: int, callback: WatchCallback) -> Watch:
         watch = PollingWatch(self, since, callback, self._poll_interval)

@@ -70,6 +70,7 @@ from .lease import HeadLease
 from .zk_leader import Fence, ZooKeeperLease
 from .commit_meta import CommitMeta
 from .zk_log import ZooKeeperLog, get_many
+from .zk_blobs import BlobZnodes
 from .zk_meta import MetaZnodes
 from .zk_snapshot import WholeCopies, replay
 from .zk_session import start_session
@@ -124,6 +125,7 @@ class ZooKeeperStore(CatalogStore):
         self._log = ZooKeeperLog(self._client, self._root, url)
         self._copies = WholeCopies(self._client, self._root)  # the catalog in a few znodes, for readers
         self._meta = MetaZnodes(self._client, chroot + "/meta")
+        self._blobs = BlobZnodes(self._client, chroot)
         self.alongside = CommitMeta()  # metadata a commit writes in its multi-op (a submission's record)
         try:
             if create:
@@ -357,6 +359,14 @@ class ZooKeeperStore(CatalogStore):
     def put_meta(self, key: str, value: str) -> None:
         with self._ops("write metadata"):
             self._meta.put(key, value)
+
+    def get_blob(self, key: str) -> bytes | None:
+        with self._ops("read a blob"):
+            return self._blobs.get(key)
+
+    def put_blob(self, key: str, data: bytes) -> None:
+        with self._ops("write a blob"):
+            self._blobs.put(key, data)
 
     def close(self) -> None:
         with self._lock:

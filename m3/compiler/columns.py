@@ -54,6 +54,7 @@ from dataclasses import dataclass
 
 from ..calculus import Agg, V
 from ..errors import CompileError
+from .aggfilter import Filtered
 from .nulls import nonnull
 from .predicates import conj
 
@@ -83,7 +84,7 @@ class _Builder:
 
     def add(self, name: str, expr, folded: V | None = None, count: bool = False) -> int:
         key = (repr(expr), folded, count)
-        self.exact = self.exact or folded is not None or (count and nonnull(expr) == 1)
+        self.exact = self.exact or (folded is not None and expr == 1) or (count and nonnull(expr) == 1)
         if key not in self.seen:
             self.seen[key] = len(self.aggregates)
             self.aggregates.append(Aggregate(name, self.make(expr, folded, count), folded))
@@ -106,12 +107,18 @@ class _Builder:
             return ("map", self.add(name, arg, count=kind == "COUNT"))
         if kind == "AVG":
             return ("avg", self.add(f"{name}_sum", arg), self.add(f"{name}_count", arg, count=True))
-        v = self.var[arg]
+        counted = 1  # a multiplicity map counts the rows per value; FILTER: those meeting its condition
+        if isinstance(arg, Filtered):
+            counted = ("case", ((arg.predicate, 1),), None)
+        v = self.var[arg.ref if isinstance(arg, Filtered) else arg]
         if kind == "AVG DISTINCT":
             return ("/", self.aggregate("SUM DISTINCT", arg, name), self.aggregate("COUNT DISTINCT", arg, name))
         if v in self.keys:  # MIN(x) grouped by x is x: one value per group
+            if isinstance(arg, Filtered):
+                raise CompileError(f"unsupported {kind} of GROUP BY column {arg.ref[1]} with FILTER (write "
+                                   "COUNT(*) FILTER (WHERE ...) > 0)")
             return 1 if kind == "COUNT DISTINCT" else ("var", v)
-        return ("fold", _FOLDED[kind], self.add(name if kind in ("MIN", "MAX") else f"{name}_values", 1, v))
+        return ("fold", _FOLDED[kind], self.add(name if kind in ("MIN", "MAX") else f"{name}_values", counted, v))
 
     def condition(self, p):
         if p[0] in ("and", "or"):

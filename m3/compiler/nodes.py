@@ -84,6 +84,10 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.DayOfWeek: frozenset({"this"}), exp.DayOfWeekIso: frozenset({"this"}), exp.DayOfYear: frozenset({"this"}),
     exp.WeekOfYear: frozenset({"this"}),
     exp.Day: frozenset({"this"}),
+    # string and event-time functions of a column (..functions; SPLIT_INDEX, DATE_FORMAT: Anonymous by name)
+    exp.Lower: frozenset({"this"}), exp.Upper: frozenset({"this"}), exp.Length: frozenset({"this"}),
+    exp.Hour: frozenset({"this"}), exp.RegexpExtract: frozenset({"this", "expression", "position", "group"}),
+    exp.Anonymous: frozenset({"this", "expressions"}),
     exp.Case: frozenset({"this", "ifs", "default"}),
     # of constants and padded columns, folded with three-valued logic (:mod:`.padding`); NULLIF: a CASE (:mod:`.sugar`)
     exp.Is: _BINARY, exp.Coalesce: frozenset({"this", "expressions"}), exp.Nullif: _BINARY,
@@ -94,6 +98,7 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.Count: frozenset({"this", "expressions", "big_int"}),
     exp.Distinct: frozenset({"expressions", "on"}),  # SELECT DISTINCT, COUNT(DISTINCT x); ON is read to refuse it
     exp.Having: frozenset({"this"}),
+    exp.Filter: _BINARY,  # AGG(...) FILTER (WHERE c) (:mod:`.aggfilter`)
     # derived tables and CTEs, flattened into the query that reads them (:mod:`.derived`); the args it refuses are
     # read, to name them
     exp.Subquery: frozenset({"this", "alias"}),

@@ -51,6 +51,7 @@ from ..errors import CompileError
 from ..functions import check_call, result_type
 from .arithcmp import comparison as arith_comparison
 from .arithcmp import is_arithmetic
+from .casewhen import case_call
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
 from .predicates import FALSE, TRUE, in_list, like, negate
@@ -66,10 +67,10 @@ class Computed:
 
     fn: str  # a name of :data:`..functions.FUNCTIONS`
     ref: ColRef
-    args: tuple[int, ...] = ()
+    args: tuple[int | str, ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.fn}({', '.join([self.ref[1], *map(str, self.args)])})"
+        return f"{self.fn}({', '.join([self.ref[1], *(repr(a) if isinstance(a, str) else str(a) for a in self.args)])})"
 
 
 Operand = ColRef | Computed
@@ -77,7 +78,9 @@ _PARTS = {"YEAR": "YEAR", "YEARS": "YEAR", "QUARTER": "QUARTER", "MONTH": "MONTH
           "DAY": "DAY", "DAYS": "DAY", "DOW": "DOW", "DAYOFWEEK": "DOW", "WEEKDAY": "DOW", "ISODOW": "ISODOW",
           "DOY": "DOY", "DAYOFYEAR": "DOY", "WEEK": "WEEK", "WEEKS": "WEEK", "WEEKOFYEAR": "WEEK"}
 _PART_FUNCTIONS = {exp.Year: "YEAR", exp.Quarter: "QUARTER", exp.Month: "MONTH", exp.Day: "DAY",
-                   exp.DayOfWeek: "DOW", exp.DayOfWeekIso: "ISODOW", exp.DayOfYear: "DOY", exp.WeekOfYear: "WEEK"}
+                   exp.DayOfWeek: "DOW", exp.DayOfWeekIso: "ISODOW", exp.DayOfYear: "DOY", exp.WeekOfYear: "WEEK",
+                   exp.Hour: "HOUR", exp.Lower: "LOWER", exp.Upper: "UPPER", exp.Length: "CHAR_LENGTH"}
+_BY_NAME = ("SPLIT_INDEX", "DATE_FORMAT", "COUNT_CHAR")  # Flink's (and its suite's UDF), Anonymous to sqlglot
 
 _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _PY_CMP = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
@@ -164,6 +167,15 @@ class Resolver:
             if bounds[0] is None or not all(is_constant(b) for b in bounds):
                 raise self.ctx.error(f"unsupported SUBSTRING ({sql_of(e)}): its start and length are constants", e)
             args = tuple(self.constant(b) for b in bounds)
+        elif kind is exp.RegexpExtract:  # Flink's third argument is the group (sqlglot's default reads a position)
+            fn, arg, bounds = "REGEXP_EXTRACT", e.this, [e.expression, e.args.get("position") or e.args.get("group")]
+            args = self._constants(e, [b for b in bounds if b is not None])
+        elif kind is exp.Anonymous and e.name.upper() in _BY_NAME and e.expressions:
+            fn, arg = e.name.upper(), e.expressions[0]
+            args = self._constants(e, e.expressions[1:])
+        elif kind is exp.Case:  # of one column: a function of it (:mod:`.casewhen`)
+            found = case_call(self, e)
+            return None if found is None else Computed(*found)
         elif kind is exp.Mod:  # MOD(a, m), a % m
             fn, arg = "MOD", e.this
             if not is_constant(e.expression):
@@ -180,6 +192,12 @@ class Resolver:
         if problem is not None:
             raise self.ctx.error(f"{problem} ({sql_of(e)})", e)
         return Computed(fn, ref, args)
+
+    def _constants(self, e: exp.Expression, args: list[exp.Expression]) -> tuple:
+        """A function's arguments after its column: constants, folded."""
+        if not all(is_constant(a) for a in args):
+            raise self.ctx.error(f"unsupported {sql_of(e)}: a function of a column and constants", e)
+        return tuple(self.constant(a) for a in args)
 
     def operand(self, e: exp.Expression) -> Operand:
         """A column, or a scalar function of one (:meth:`computed`)."""

@@ -42,6 +42,7 @@ import functools
 
 from sqlglot import exp
 
+from .aggfilter import filtered_aggregate, is_filtered_aggregate
 from .aggregates import aggregate
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
@@ -59,6 +60,8 @@ def view_expr(res: Resolver, e: exp.Expression, aliases: dict | None = None):
     kind = type(e)
     if isinstance(e, exp.AggFunc):
         return ("agg",) + aggregate(res, e)
+    if is_filtered_aggregate(e):  # AGG(...) FILTER (WHERE c) (:mod:`.aggfilter`)
+        return ("agg",) + filtered_aggregate(res, e)
     if kind is exp.Column:
         if aliases and not e.table and not res.has_column(e) and e.name.lower() in aliases:
             return aliases[e.name.lower()]
@@ -100,7 +103,8 @@ def _unsupported(e: exp.Expression) -> str:
         return (f"unsupported expression {kind} ({sql_of(e)}) over aggregates "
                 "(aggregates, group columns and numbers with + - * /, GREATEST and LEAST)")
     return (f"unsupported expression {kind} ({sql_of(e)}) in a view without aggregates: its SELECT items are "
-            "columns, functions of one column (EXTRACT, SUBSTRING, MOD by a constant) and + - * over them")
+            "columns, functions of one column (EXTRACT, SUBSTRING, MOD by a constant, LOWER, SPLIT_INDEX, "
+            "DATE_FORMAT, ..., a CASE of one column) and + - * over them")
 
 
 def value_kind(res: Resolver, x) -> str:

@@ -82,7 +82,7 @@ from ..ast import (
     Var,
     variables,
 )
-from ..functions import PYTHON
+from ..functions import NAMESPACE, PYTHON
 from ..like import like_matcher
 from .maps import primary_index
 
@@ -381,7 +381,7 @@ def program_source(program: Program, specs, float_maps: set[str], epsilon: float
 
 def build(source: str, data, indexes, journals, consts, epsilon) -> dict[tuple[str, int], Callable]:
     """Compile the generated module once and bind it to a store."""
-    namespace: dict = {"_like": like_matcher}
+    namespace: dict = {"_like": like_matcher, **NAMESPACE}  # the functions generated code calls by name
     exec(compile(source, "<m3-generated>", "exec"), namespace)  # noqa: S102 - our own generated code
     return namespace["_make"](data, indexes, journals, consts, epsilon)
 

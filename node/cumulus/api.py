@@ -111,7 +111,7 @@ class SegmentsApi:
                                           "member retires once no node is joining")
             try:
                 base = op.joinable_layout()  # a change asked while others are under way queues after them
-                new = _decide(base, body, len(op.partition.entry_nodes), len(op.latest_layout.members))
+                new = _decide(base, body, len(op.partition.modulo_nodes), len(op.latest_layout.members))
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 raise SegmentsFailed(422, f"a layout change is {{\"move\": [segment, node]}}, {{\"split\": "
                                           f"segment}}, {{\"move_all\": node}}, {{\"rebalance\": {{segment: "
@@ -377,10 +377,12 @@ def _change(layout: Layout, body: dict, coordinators: int) -> Layout:
 
 
 def partition_of_layout(partition: Partition | None, layout: Layout) -> Partition:
-    """The catalog's ``<partition>`` with ``layout``'s segments, version and members (what the Head commits)."""
+    """The catalog's ``<partition>`` with ``layout``'s segments, version, members and coordinator list (what the
+    Head commits, and what publishers that start later pick by: docs/cumulus.md §6.5)."""
     segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member) for s in layout.segments)
     if partition is None:
-        return Partition(layout.box, layout.members, segments, layout=layout.version)
+        return Partition(layout.box, layout.members, segments, layout=layout.version,
+                         coordinator_list=layout.coordinators)
     n = len(layout.members)
     return replace(partition, segments=segments, layout=layout.version,
-                   members=None if n >= len(partition.nodes) else n)
+                   members=None if n >= len(partition.nodes) else n, coordinator_list=layout.coordinators)

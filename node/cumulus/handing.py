@@ -24,7 +24,14 @@ member, where each producer's batches go, and its part of ``state()``:
   from ``last + 1``: a direct batch that overtook a forwarded one waits for
   it, a batch both forwarded and sent again direct is taken once.  A direct
   batch of a producer it never saw waits until every member of the old
-  layout's ``Handover`` is in (it may be one handed to it).
+  layout's ``Handover`` is in (it may be one handed to it);
+* a producer's **final mark** (an empty batch numbered after its batches,
+  ``Publisher.close(final=True)``) travels as they do: ``m`` forwards it on
+  the ordered link after the batches it forwarded, and ``m2`` takes it in
+  sequence order, so one sent to ``m2`` direct waits for the forwarded
+  batches before it (the producer's last position is never taken before its
+  last batch).  A later run's end (``Publisher.end``, numbered
+  :data:`LATER_RUN`) waits for nothing at ``m2``: it comes after every batch.
 
 So every batch of a producer stamped by ``m`` is in an epoch before ``E``
 and every one stamped by ``m2`` in ``E`` or later: the version order keeps
@@ -61,6 +68,10 @@ from .mailbox import Mailbox
 from .membership import MemberState
 
 log = logging.getLogger(__name__)
+
+#: A final mark numbered at or past this ends a producer in a later run than its batches' (``Publisher.end``,
+#: client/publisher.py's ``END_SEQ``): no batch of it comes after, so it waits for none.
+LATER_RUN = 1 << 62
 
 Key = tuple[str, str]  # (stream, producer)
 Listed = tuple[int, ...] | None  # a layout's coordinator list (None: the catalog's count, by modulo)
@@ -100,15 +111,15 @@ class Handing:
     def take(self, stream: str, producer: str, seq: int, port: int, rows: list | Columns) -> None:
         """A publisher's batch that reached this member: stamp it, forward it, or hold it (module docstring)."""
         key = (stream, producer)
-        if not len(rows):  # (a final mark alone: numbered past any batch, it orders nothing)
-            self.coordinator.took(stream, producer, seq)
-            return
         handed = self.handed.get(key)
-        if handed is not None:
+        if handed is not None:  # (a final mark too: on the ordered link after the batches forwarded before it)
             self._forward(key, seq, port, rows, handed)
             return
-        if key in self.gained:
-            self._ordered(key, seq, port, rows)
+        if key in self.gained and (len(rows) or seq < LATER_RUN):
+            self._ordered(key, seq, port, rows)  # (a final mark numbered after its batches waits for them)
+            return
+        if not len(rows):  # a final mark alone (a later run's end, numbered past any batch: it orders nothing)
+            self.coordinator.took(stream, producer, seq)
             return
         if key not in self.seen:
             if self._moving_here(producer):
@@ -136,7 +147,8 @@ class Handing:
     def _stamp(self, key: Key, seq: int, port: int, rows: list | Columns) -> None:
         self.seen[key] = seq
         self.coordinator.took(key[0], key[1], seq)
-        self.coordinator.coordinate(port, rows)
+        if len(rows):  # (a final mark carries none)
+            self.coordinator.coordinate(port, rows)
 
     def _ordered(self, key: Key, seq: int, port: int, rows: list | Columns) -> None:
         """A handed-over producer's batch: stamped in sequence order from the Handover's ``last + 1``."""

@@ -90,12 +90,13 @@ log = logging.getLogger(__name__)
 
 def layout_of(partition: Partition) -> Layout:
     """The :class:`~boreas.m3.cumulus.Layout` a committed ``<partition>`` describes (its joining nodes are not
-    members of it yet; its ``replicate=`` maps are placed :data:`~boreas.m3.cumulus.EVERYWHERE`)."""
+    members of it yet; its ``replicate=`` maps are placed :data:`~boreas.m3.cumulus.EVERYWHERE`; its coordinator
+    list, so a member rebuilt from the catalog without its state picks as the others do, docs/cumulus.md §6.5)."""
     return Layout(partition.box, partition.layout_nodes,
                   tuple(Segment(s.id, s.lo, s.hi, s.member) for s in partition.segments),
                   (*((name, position) for name, _, position in partition.maps),
                    *((name, EVERYWHERE) for name in partition.replicate)),
-                  version=partition.layout)
+                  version=partition.layout, coordinators=partition.coordinator_list)
 
 
 class PartOperator(M3Operator):
@@ -136,7 +137,7 @@ class PartOperator(M3Operator):
         self.host = Host(self.error) if host is None else host
         self.leader = Leader(len(layout.members), partition.epoch_ms / 1000.0) if me == 0 else None
         self.parts = Member(box.name, self.place, self.plan, ordered, self.leader, self.host.mailbox_of, self,
-                            key_codecs(self.plan.program), len(partition.entry_nodes))
+                            key_codecs(self.plan.program), len(partition.modulo_nodes))
         self.entries = EntryGauge(lambda: self.runtime.entries())  # (the runtime may be replaced: asked anew)
         # The layout the memo of emitted view rows (M3Operator's) was read under: a layout change moves
         # segments in and out, so the memo is read again from the maps (the keys this member now owns).
@@ -211,7 +212,7 @@ class PartOperator(M3Operator):
         if port >= len(self.box.inputs):
             return self.process(port, rows, now)
         stream, producer, seq = origin
-        member = self.host.coordinator_of(producer, self.parts.handing.listed or len(self.partition.entry_nodes))
+        member = self.host.coordinator_of(producer, self.parts.handing.listed or len(self.partition.modulo_nodes))
         member.parts.handing.take(stream, producer, seq, port, rows)  # stamped there, or handed on (§6.5)
         return self.host.run(now)
 

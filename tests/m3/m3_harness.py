@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import math
 from collections import Counter
+from collections.abc import Callable
 import os
 import re
 
@@ -125,10 +126,12 @@ def close(a, b) -> bool:
 
 
 class Harness:
-    def __init__(self, sql: str):
+    """``to_duckdb``: the SELECTs as DuckDB reads them (Flink's function names: bench/nexmark_boreas.duckdb_sql)."""
+
+    def __init__(self, sql: str, to_duckdb: Callable[[str], str] | None = None):
         self.sql = sql
         self.program = compile_sql(sql)
-        self.queries = selects(sql)
+        self.queries = [to_duckdb(q) for q in selects(sql)] if to_duckdb else selects(sql)
 
     def run(self, batches, *, check_maps: bool = True, delete_all: bool = True,
             moves: dict[int, str] | None = None) -> Runtime:
@@ -275,25 +278,26 @@ def new_runtime(program, backend: str | None = None) -> Runtime:
 _HARNESSES: dict[str, Harness] = {}
 
 
-def shared_harness(sql: str) -> Harness:
+def shared_harness(sql: str, to_duckdb: Callable[[str], str] | None = None) -> Harness:
     """One :class:`Harness` per SQL text for the whole session (compiled and prepared once)."""
     found = _HARNESSES.get(sql)
     if found is None:
-        found = _HARNESSES[sql] = Harness(sql)
+        found = _HARNESSES[sql] = Harness(sql, to_duckdb)
     return found
 
 
 def check_against_duckdb(sql: str, max_batches: int = 5, max_ops: int | None = None, examples: int = 25,
-                         value=None) -> None:
+                         value=None, to_duckdb: Callable[[str], str] | None = None) -> None:
     """Random insert/delete batches into the relations the view reads; after each, the runtime equals DuckDB.
 
     ``max_ops``: events per batch at most (default 12, 20 for views over four relations or more); ``value``:
-    as :func:`workloads`' (a column whose constants lie outside the default domain).
+    as :func:`workloads`' (a column whose constants lie outside the default domain); ``to_duckdb``: each SELECT
+    as DuckDB reads it (:class:`Harness`).
     """
     from boreas.m3.ast import RelAtom, walk
     from hypothesis import HealthCheck, given, settings
 
-    h = shared_harness(sql)
+    h = shared_harness(sql, to_duckdb)
     used = {n.name for m in h.program.maps if m.definition is not None for n in walk(m.definition)
             if isinstance(n, RelAtom)}
     relations = {k: v for k, v in Runtime(h.program, backend="python").relations.items() if k in used}

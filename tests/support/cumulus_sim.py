@@ -254,7 +254,7 @@ class Sim:
         old = self.members[0].partition
         self.nodes = (*self.nodes, node)
         partition = replace(old, nodes=self.nodes, members=len(old.layout_nodes),
-                            coordinators=len(old.entry_nodes))
+                            coordinators=len(old.modulo_nodes))
         for op in self.operators().values():
             assert op.follows(partition)
             op.partition = partition  # (as the dataflow does once an operator follows)

@@ -21,7 +21,7 @@ from cffi import FFI
 
 from ...ast import Program
 from ...errors import RuntimeStateError
-from ...functions import apply
+from ...functions import FUNCTIONS, result_type
 from .build import Built, build
 from .cgen import Module, generate
 from .codes import Dates, DayNumbers, Interner, float_bits
@@ -138,12 +138,14 @@ class NativeMaps:
                 raise ValueError(f"column {i} of {relation} has {len(col)} values, not {n}")
             keep.append(col)
             ptrs[i] = ffi.from_buffer(col)  # void *: any buffer
-        for j, (i, call) in enumerate(self.module.computed.get((relation, sign), ())):  # SUBSTRING: interned ids
+        for j, (i, call) in enumerate(self.module.computed.get((relation, sign), ())):  # strings: interned ids
             values = columns[i]
-            if isinstance(values, array):
+            if isinstance(values, array) and types[i] == "STRING":
                 values = [self.ids.strings[x] for x in values]
             consts = tuple(a.value for a in call.args[1:])
-            col = array("q", [self.ids[apply(call.fn, (v, *consts))] for v in values])
+            fn = FUNCTIONS[call.fn][3]
+            col = array("q", [self.ids[fn(v, *consts)] for v in values] if result_type(call.fn) == "STRING"
+                        else [fn(v, *consts) for v in values])
             keep.append(col)
             ptrs[len(types) + j] = ffi.from_buffer(col)
         if len(self.ids.strings) > self._sent:

@@ -27,6 +27,8 @@ no subtraction: a delete's ``-1 *`` is a checked product too.
 (('date_part(v_D, 0)', 'INT'), ('INT64_C(2)', 'DATE'))
 >>> g.cond(Cmp("<", Var("S"), Const("b")), {"S": "STRING"}), g.strings, g.string_order
 ('(str_cmp(rt, v_S, INT64_C(0)) < 0)', ['b'], True)
+>>> g.value(Call("HOUR", (Var("T"),)), {"T": "FLOAT"})[0]
+'((((int64_t)floor((double)(v_T) / 3600000.0)) % 24 + 24) % 24)'
 >>> g.cond(Cmp("<>", Var("A"), Const(1.5)), {"A": "FLOAT"})
 '(v_A != 1.5)'
 """
@@ -41,8 +43,9 @@ from ...functions import result_type
 _COPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
 DATE_PARTS = {"YEAR": 0, "QUARTER": 1, "MONTH": 2, "DAY": 3, "DOW": 4, "ISODOW": 5, "DOY": 6,
               "WEEK": 7}  # crt's date_part(day, part)
-INLINE_CALLS = frozenset(DATE_PARTS) | {"MOD", "DIV"}
-"""The calls C computes inline from the event's value (the others, SUBSTRING, are columns the runtime computes)."""
+INLINE_CALLS = frozenset(DATE_PARTS) | {"MOD", "DIV", "HOUR"}
+"""The calls C computes inline from the event's value (the others, the string functions and CHAR_LENGTH, are
+columns the runtime computes)."""
 
 
 class Unsupported(Exception):
@@ -178,6 +181,11 @@ class Gen:
             if t != "INT":
                 raise Unsupported(f"MOD of a {t}")
             return ("INT64_C(0)" if m == 1 else f"({x} % INT64_C({m}))"), "INT"
+        if isinstance(e, Call) and e.fn == "HOUR":  # of epoch milliseconds, UTC: floored, as Python's //
+            x, t = self.value(e.args[0], types)
+            if t not in ("INT", "FLOAT"):
+                raise Unsupported(f"HOUR of a {t}")
+            return f"((((int64_t)floor((double)({x}) / 3600000.0)) % 24 + 24) % 24)", "INT"
         if isinstance(e, Call) and e.fn == "DIV":  # as DuckDB: both sides as doubles, one rounded division
             x, t = self.value(e.args[0], types)
             if t not in ("INT", "FLOAT"):
@@ -186,7 +194,9 @@ class Gen:
             if m != 1:  # a * m / d: the product first, INT * INT exact as DuckDB's BIGINT
                 x = f"({x}) * INT64_C({m})" if t == "INT" else f"({x}) * {float(m)!r}"
             return f"((double)({x}) / {d!r})", "FLOAT"
-        if isinstance(e, Call) and e in self.computed:  # a string: interned by the runtime with the batch
+        if isinstance(e, Call) and e in self.computed:  # a string (interned by the runtime with the batch), an INT
+            if result_type(e.fn) == "FLOAT":  # computed columns are int64
+                raise Unsupported(f"{e.fn}: a FLOAT computed in Python")
             return self.computed[e], result_type(e.fn)
         raise Unsupported(f"expression {type(e).__name__} in a trigger")
 

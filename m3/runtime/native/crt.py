@@ -39,6 +39,7 @@ from .crt_api import API
 from .crt_values import VALUES
 
 _TYPES = r"""
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
