@@ -1,4 +1,4 @@
-"""Benchmark: event-time windows in an ``m3`` view (TUMBLE, HOP) against its peers in the same run.
+"""Benchmark: event-time windows in an ``m3`` view (TUMBLE, HOP, SESSION) against its peers in the same run.
 
 The workload: bids ``(auction, price, ts)`` with event times in
 milliseconds (10 per ms of event time, up to ``--disorder`` ms out of
@@ -11,6 +11,11 @@ The peers, each counting bids and summing prices per auction:
   cost before, every window's rows kept and updated forever;
 * ``m3 TUMBLE 10s``, ``m3 HOP 10s/2s``: the windowed views, a window's rows
   emitted once it closes (docs/m3.md, "Event time");
+* ``m3 SESSION 20ms``: per auction, sessions of bids less than 20 ms
+  apart (an auction bids every 10 ms on average, so sessions of a few
+  bids): not the same counts as the others, but the cost class of a
+  session, whose rows are held until it closes (its state entries are those
+  rows, the disorder's worth);
 * ``aggregate TUMBLE 10s``: Borealis's ``aggregate`` box with value windows
   over ``ts``, grouped by auction (``slack``, in tuples of a group, set to
   about the disorder's worth, so it keeps what the views' watermark delay keeps).
@@ -42,6 +47,10 @@ SQL = {
                      "SELECT auction, window_start, window_end, COUNT(*) AS n, SUM(price) AS total FROM "
                      "TABLE(HOP(TABLE Bid, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND)) "
                      "GROUP BY auction, window_start, window_end",
+    "m3 SESSION 20ms": "CREATE STREAM Bid(auction INT, price INT, ts INT, WATERMARK FOR ts AS ts - {delay});\n"
+                       "SELECT auction, window_start, window_end, COUNT(*) AS n, SUM(price) AS total FROM "
+                       "TABLE(SESSION(TABLE Bid PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '20' MILLISECOND)) "
+                       "GROUP BY auction, window_start, window_end",
 }
 PEER = "aggregate TUMBLE 10s"
 EVENTS_PER_MS = 10

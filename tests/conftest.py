@@ -68,6 +68,8 @@ IN_PROCESS = (
     "test_outputs_snapshot.py", "test_recovery_storage.py", "test_packaging.py",
     "test_m3_box.py",                        # the m3 operator fed by hand (its Spark test: below)
     "test_m3_windows.py",                    # event-time windows in an m3 box fed by hand, against a reference
+    "test_m3_sessions.py",                   # SESSION windows in an m3 box fed by hand, against a reference
+    "test_m3_sessions_nexmark.py",           # Nexmark's q11 in an m3 box fed by hand, against DuckDB
     "test_columns.py",                       # Arrow batches checked, and an m3 box fed columns, in process
     "test_join_columns.py",                  # the join on columns against its row path, fed by hand
     "test_drop.py",                          # <delete stream> and what boreas drop sends (its cluster test: slow)

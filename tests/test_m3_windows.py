@@ -1,4 +1,4 @@
-"""Event-time windows in an ``m3`` box (TUMBLE, HOP), fed by hand, against a row-at-a-time reference.
+"""Event-time windows in an ``m3`` box (TUMBLE, HOP; SESSION in tests/test_m3_sessions.py), fed by hand, against a row-at-a-time reference.
 
 The reference (:class:`Reference`) keeps each (window, group) as a plain
 dict entry, one row at a time, with its own watermark rules written out
@@ -180,10 +180,10 @@ def test_columns_in_and_the_native_backend_agree_with_rows():
     assert op.state_entries() == 0
 
 
-def test_session_and_a_view_without_its_window_are_refused_saying_why():
-    with pytest.raises(CompileError, match="SESSION windows are not supported: a session's bounds move"):
+def test_cumulate_and_a_view_without_its_window_are_refused_saying_why():
+    with pytest.raises(CompileError, match="CUMULATE windows are not supported: not implemented"):
         compile_sql("CREATE STREAM B(a INT, ts INT); SELECT a, COUNT(*) AS n "
-                    "FROM TABLE(SESSION(TABLE B, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY a")
+                    "FROM TABLE(CUMULATE(TABLE B, DESCRIPTOR(ts), 5, 10)) GROUP BY a")
     with pytest.raises(CompileError, match="DESCRIPTOR\\(t\\) names no column of B"):
         compile_sql("CREATE STREAM B(a INT, ts INT); SELECT a, window_start, COUNT(*) AS n "
                     "FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(t), INTERVAL '1' SECOND)) GROUP BY a, window_start")

@@ -15,9 +15,9 @@ the watermark passes their end.
 A ``WATERMARK FOR col AS col - INTERVAL '5' SECOND`` item in a ``CREATE
 STREAM`` column list is removed and returned as a :class:`Watermark`.
 
-``SESSION`` and ``CUMULATE`` are refused by name (:mod:`.windows`): a
-session's bounds move as rows arrive (two sessions merge), which a map keyed
-by a fixed ``window_start`` cannot hold.
+``SESSION`` is read the same way (its arguments by :mod:`.sessionfn`):
+its rows are held per key until their session closes, then folded in with
+the session's final bounds.  ``CUMULATE`` is refused by name (:mod:`.windows`).
 
 >>> text, windows, marks = rewrite('''CREATE STREAM B(a INT, ts INT, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
 ... SELECT a, window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(ts), INTERVAL '10' SECOND)) w
@@ -44,11 +44,13 @@ from boreas.catalog.watermarks import interval_ms
 
 from ..ast import Column, RelationDecl
 from ..errors import CompileError, pos_of_offset
+from .sessiongroup import group_sessions
+from .sessionfn import Session, read_session
 
 #: The columns a window table function adds to its relation, in this order.
 WINDOW_COLUMNS = ("window_start", "window_end")
 
-_CALL = re.compile(r"\bTABLE\s*\(\s*(TUMBLE|HOP)\s*\(", re.IGNORECASE)
+_CALL = re.compile(r"\bTABLE\s*\(\s*(TUMBLE|HOP|SESSION)\s*\(", re.IGNORECASE)
 _STRING = re.compile(r"'(?:[^']|'')*'")
 _TABLE_ARG = re.compile(r"^\s*TABLE\s+([A-Za-z_][A-Za-z0-9_]*)\s*$", re.IGNORECASE)
 _DESCRIPTOR = re.compile(r"^\s*DESCRIPTOR\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$", re.IGNORECASE)
@@ -113,7 +115,7 @@ def _split_args(args: str) -> list[str]:
     return parts
 
 
-def _window_of(text: str, bare: str, m: re.Match) -> tuple[Window, int]:
+def _window_of(text: str, bare: str, m: re.Match) -> tuple[Window | Session, int]:
     """The window of one call at ``m``, and the offset just after it."""
     kind = m.group(1).upper()
     inner_end = _close_paren(bare, m.end())
@@ -122,6 +124,11 @@ def _window_of(text: str, bare: str, m: re.Match) -> tuple[Window, int]:
     if outer_end < 0 or bare[inner_end + 1:outer_end].strip():
         raise CompileError(f"{kind}(...) is not closed as TABLE({kind}(...))", pos)
     args = _split_args(text[m.end():inner_end])
+    if kind == "SESSION":
+        try:
+            return read_session(args), outer_end + 1
+        except ValueError as exc:
+            raise CompileError(str(exc), pos) from None
     want = 3 if kind == "TUMBLE" else 4
     form = ("TUMBLE(TABLE name, DESCRIPTOR(column), size)" if kind == "TUMBLE"
             else "HOP(TABLE name, DESCRIPTOR(column), slide, size)")
@@ -174,12 +181,12 @@ def _add_columns(text: str, relation: str) -> str:
     return text
 
 
-def rewrite(text: str) -> tuple[str, tuple[Window, ...], tuple[Watermark, ...]]:
+def rewrite(text: str) -> tuple[str, tuple[Window | Session, ...], tuple[Watermark, ...]]:
     """``text`` with its window table functions read as their relations (the window columns added to its
     ``CREATE STREAM``, if any) and its ``WATERMARK FOR`` items removed; the windows and watermarks."""
-    text, marks = _watermarks(text)
+    text, marks = _watermarks(group_sessions(text))
     bare = _STRING.sub(lambda s: " " * len(s.group(0)), text)
-    windows: list[Window] = []
+    windows: list[Window | Session] = []
     out, last = [], 0
     for m in _CALL.finditer(bare):
         if m.start() < last:
@@ -200,7 +207,8 @@ def rewrite(text: str) -> tuple[str, tuple[Window, ...], tuple[Watermark, ...]]:
     return text, tuple(windows), tuple(marks)
 
 
-def windowed_relations(streams: tuple[RelationDecl, ...], windows: tuple[Window, ...]) -> tuple[RelationDecl, ...]:
+def windowed_relations(streams: tuple[RelationDecl, ...],
+                       windows: tuple[Window | Session, ...]) -> tuple[RelationDecl, ...]:
     """The relations a script reads by name (an ``m3`` box's in streams), each windowed one with the window
     columns; a window over a relation that is not there, or over a column that is not a number, is refused.
 
@@ -219,9 +227,14 @@ def windowed_relations(streams: tuple[RelationDecl, ...], windows: tuple[Window,
     return tuple(out)
 
 
-def check_window(window: Window, columns: tuple[tuple[str, str], ...]) -> int:
+def check_window(window: Window | Session, columns: tuple[tuple[str, str], ...]) -> int:
     """The position of the window's time column among its relation's ``columns`` (``(name, type)``, the
-    window columns last); a :class:`ValueError` saying why when it has none or it is not a number."""
+    window columns last); a :class:`ValueError` saying why when it has none or it is not a number (or a
+    session's ``PARTITION BY`` names no column)."""
+    names = {name.lower() for name, _ in columns[:-len(WINDOW_COLUMNS)]}
+    for column in getattr(window, "partition", ()):
+        if column.lower() not in names:
+            raise ValueError(f"SESSION's PARTITION BY {column} names no column of {window.relation}")
     for i, (name, kind) in enumerate(columns[:-len(WINDOW_COLUMNS)]):
         if name.lower() == window.time.lower():
             if kind not in ("INT", "FLOAT"):

@@ -1,9 +1,9 @@
 """Event-time windows in an ``m3`` box: rows assigned their windows, late rows dropped, closed windows emitted
 once and their state dropped.
 
-A view over ``TABLE(TUMBLE(...))`` or ``TABLE(HOP(...))`` (m3/compiler/windowfn.py) reads its stream with two
-more columns, ``window_start`` and ``window_end``.  :class:`WindowedM3Operator` is the ``m3`` box of such a
-view; :class:`Windows` owns what it knows of time:
+A view over ``TABLE(TUMBLE(...))``, ``TABLE(HOP(...))`` or ``TABLE(SESSION(...))``
+(m3/compiler/windowfn.py) reads its stream with two more columns, ``window_start`` and ``window_end``.
+:class:`WindowedM3Operator` is the ``m3`` box of such a view; :class:`Windows` owns what it knows of time:
 
 * each arriving row gets one copy per window it falls in (TUMBLE one, HOP ``size / slide``), the window
   columns appended, before the maps see it;
@@ -15,6 +15,10 @@ view; :class:`Windows` owns what it knows of time:
   a window whose end is at or before it is closed: its view rows are emitted then, once, as plain
   insertions (final rows, no -old/+new while it is open), and every map entry keyed by a closed window is
   deleted (``Runtime.drop``), so the maps hold the open windows only, however long the stream.
+
+A ``SESSION`` port's rows are held per key in their open sessions (node/operators/m3sessions.py) and reach
+the maps only when their session closes, with its final bounds: then they are folded in, emitted and
+dropped at once.  A box reads through sessions or through TUMBLE/HOP, not both.
 
 Everything here is box state: :meth:`Windows.state` rides in the box's, so it moves and is snapshotted with
 its maps.
@@ -34,6 +38,7 @@ from boreas.catalog.boxtypes import BoxError
 from boreas.catalog.model import Box, Field, FieldType, Input, Schema
 from boreas.catalog.watermarks import read_idle_timeout, read_watermark
 from boreas.m3.boxtype import box_windows
+from boreas.m3.compiler.sessionfn import Session
 from boreas.m3.compiler.windowfn import WINDOW_COLUMNS, Window
 from boreas.node.watermarks import WatermarkTracker
 from boreas.wire.columns import Columns, weighted
@@ -43,6 +48,7 @@ from .base import Emitted, OperatorError
 from .late import LateLog
 from .m3box import M3Operator
 from .m3memo import present
+from .m3sessions import SessionBuffer, SessionPort
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +57,7 @@ log = logging.getLogger(__name__)
 class WindowedPort:
     """One in port read through a window: the window, where the event time is in its rows, its watermark."""
 
-    window: Window
+    window: Window | Session
     time: int  # the event time's position in the port's rows
     marks: WatermarkTracker
     schema: Schema  # the port's rows with the window columns appended
@@ -143,6 +149,17 @@ class Windows:
         weights = None if columns.weights is None else pa.concat_arrays([w for _, w in parts])
         return Columns(table.to_batches()[0], weights=weights)
 
+    def heard(self, port: int, producer: str, newest: float, late: int, now: float) -> None:
+        """A batch on ``port`` whose rows another owner admitted (a session's): its newest event time moves the
+        producer's watermark, and ``late`` of its rows were late."""
+        wp, self.at = self.ports[port], now
+        if newest > -math.inf:
+            wp.marks.observe(producer, newest, now)
+        else:
+            wp.marks.heard_from(producer, now)
+        self.late += late
+        self.logged.note(self.late, now)
+
     def frontier(self, now: float) -> float:
         """The least watermark of the windowed streams at flow clock ``now``: windows ending by it are closed."""
         self.at = max(self.at, now)
@@ -193,7 +210,7 @@ def _window_position(names: tuple[str, ...]) -> tuple[int, bool] | None:
 
 
 class WindowedM3Operator(M3Operator):
-    """An ``m3`` box whose SQL reads a stream through TUMBLE or HOP: its views' rows leave when their window
+    """An ``m3`` box whose SQL reads a stream through TUMBLE, HOP or SESSION: its views' rows leave when their window
     closes, once, and the window's state goes (module docstring)."""
 
     emits_changes = False  # an open window's changes are not emitted: its final rows are, when it closes
@@ -202,7 +219,7 @@ class WindowedM3Operator(M3Operator):
         super().__init__(box, inputs, outputs)
         self._idle = idle = self.number("idle-timeout", None, positive=True)
         delays = {m.relation.lower(): m.delay for m in self.plan.watermarks}
-        ports = {}
+        ports, sessions = {}, {}
         for port, plan in enumerate(self.plan.ports):
             window = next((w for w in self.plan.windows if w.relation.lower() == plan.relation.lower()), None)
             if window is None:
@@ -213,8 +230,15 @@ class WindowedM3Operator(M3Operator):
                 Field(name, FieldType.LONG) for name in WINDOW_COLUMNS))
             ports[port] = WindowedPort(window, time, WatermarkTracker(delays.get(plan.relation.lower(), 0), idle),
                                        extended)
+            if isinstance(window, Session):
+                names = [f.name.lower() for f in schema.fields]
+                sessions[port] = SessionPort(window, time, tuple(names.index(c.lower()) for c in window.partition))
+        if sessions and len(sessions) != len(ports):
+            raise self.error("reads one stream through SESSION and another through TUMBLE or HOP; a box reads "
+                             "through sessions or through fixed windows (use one box for each)")
         self.windows = Windows(ports, logged=LateLog(box.name, kind="m3", allowance="its stream's watermark delay"))
-        self._size = max(w.size for w in self.plan.windows)
+        self.sessions = SessionBuffer(sessions)
+        self._size = max((w.size for w in self.plan.windows if isinstance(w, Window)), default=0)
         self._closing = []  # (view port, view, window key position, whether it is the end)
         for out, view in enumerate(self.plan.views):
             decl = self.plan.program.view(view.name)
@@ -236,6 +260,8 @@ class WindowedM3Operator(M3Operator):
 
     def process_from(self, port: int, rows, now: float, origin: tuple[str, str, int]) -> Emitted:
         """Fold the batch's on-time rows into their open windows, then emit the windows its watermark closes."""
+        if port in self.sessions.ports:
+            return self._hold(port, rows, now, origin[1])
         admitted = None
         if port in self.windows.ports and isinstance(rows, Columns):
             admitted = self.windows.admit_columns(port, origin[1], rows, now)
@@ -253,6 +279,17 @@ class WindowedM3Operator(M3Operator):
                 rows = weighted(rows, weights, self.windows.ports[port].schema)
         if rows:
             super().process(port, rows, now)  # (emits nothing: emits_changes)
+        return self._close(now)
+
+    def _hold(self, port: int, rows, now: float, producer: str) -> Emitted:
+        """A batch on a ``SESSION`` port: its rows held in their sessions, then the sessions it closes emitted."""
+        if isinstance(rows, Columns):
+            adds, takes = m3columns.by_sign(rows)
+            if takes:
+                raise self.error(f"a SESSION window reads insertions only; a deletion reached in port {port}")
+            rows = adds
+        late, newest = self.sessions.admit(port, rows, self.windows.closed)
+        self.windows.heard(port, producer, newest, late, now)
         return self._close(now)
 
     def poll(self, now: float) -> Emitted:
@@ -279,15 +316,21 @@ class WindowedM3Operator(M3Operator):
         frontier = self.windows.frontier(now)
         if frontier <= self.windows.closed:
             return []
+        for port, rows in self.sessions.close(frontier).items():  # folded in with their final bounds
+            super().process(port, rows, now)
         size = self._size
-        closed = {name: self.runtime.keys_at_most(name, position, frontier if is_end else frontier - size)
-                  for name, (position, is_end) in self._doomed.items()}
+        if self.sessions.ports:  # every entry in the maps is a session closed just now
+            closed = {name: self.runtime.keys_at_most(name, position, math.inf) for name, (position, _) in
+                      self._doomed.items()}
+        else:
+            closed = {name: self.runtime.keys_at_most(name, position, frontier if is_end else frontier - size)
+                      for name, (position, is_end) in self._doomed.items()}
         emitted: Emitted = []
         for out, view, position, is_end in self._closing:
             decl = self.plan.program.view(view.name)
             if decl.general:  # computed when read: read whole, the closed rows kept
                 pairs = [(key, value) for key, value in self.runtime.view(view.name).items()
-                         if (key[position] if is_end else key[position] + size) <= frontier]
+                         if self.sessions.ports or (key[position] if is_end else key[position] + size) <= frontier]
             else:  # a plain view's keys are its maps' keys: the closed ones, read where they are
                 keys = list(dict.fromkeys(key for name in decl.maps for key in closed.get(name, ())))
                 pairs = self.runtime.rows_at(view.name, keys)
@@ -319,13 +362,18 @@ class WindowedM3Operator(M3Operator):
     def counters(self) -> dict[str, int]:
         return {**super().counters(), "late_tuples": self.windows.late}
 
+    def state_entries(self) -> int:
+        """Entries of every map, and the rows held in open sessions."""
+        return super().state_entries() + self.sessions.held()
+
     def state(self) -> dict:
-        return {**super().state(), "windows": self.windows.state()}
+        return {**super().state(), "windows": self.windows.state(), "sessions": self.sessions.state()}
 
     def restore(self, state: dict, now: float | None = None) -> None:
         super().restore(state, now)
         try:
             self.windows.restore(state.get("windows", {}), now)
+            self.sessions.restore(state.get("sessions", {}))
         except (KeyError, TypeError, ValueError) as exc:
             raise self.error(f"cannot restore its windows: {exc}") from None
 

@@ -22,14 +22,14 @@ def _refusal(sql: str) -> str:
 @pytest.mark.parametrize("call", [
     "TABLE(TUMBLE(TABLE R, DESCRIPTOR(t), INTERVAL '10' SECOND))",
     "TABLE(HOP(TABLE R, DESCRIPTOR(t), INTERVAL '2' SECOND, INTERVAL '10' SECOND))",
+    "TABLE(SESSION(TABLE R PARTITION BY a, DESCRIPTOR(t), INTERVAL '10' SECOND))",
 ])
-def test_tumble_and_hop_compile(call):
+def test_tumble_hop_and_session_compile(call):
     program = compile_sql(GENERIC + f"SELECT a, COUNT(*) AS n\nFROM {call}\nGROUP BY a, window_start, window_end")
     assert [c.name for c in program.relations[0].columns][-2:] == ["window_start", "window_end"]
 
 
 @pytest.mark.parametrize("call, line_col", [
-    ("TABLE(SESSION(TABLE R PARTITION BY a, DESCRIPTOR(t), INTERVAL '10' SECOND))", "line 3, col 12"),
     ("TABLE(CUMULATE(TABLE R, DESCRIPTOR(t), INTERVAL '2' SECOND, INTERVAL '10' SECOND))", "line 3, col 12"),
 ])
 def test_a_window_table_function_boreas_does_not_run_is_refused_by_name_at_its_line(call, line_col):
