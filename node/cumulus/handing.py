@@ -208,7 +208,12 @@ class Handing:
         key = (stream, producer)
         rows = read_columns(rows) if isinstance(rows, bytes) else rows
         if key not in self.handed and key not in self.gained:  # the first of one never handed over by name
-            self.gained[key] = seq
+            if self.listed is not None and self.place.member not in self.listed:
+                # (forwarded by a member that had not switched yet to a member retiring now: it stamps nothing
+                # more, its epochs end, so the batch goes on to the producer's pick under the list in effect)
+                self.handed[key] = [self._pick(producer, self.listed), False, self.since]
+            else:
+                self.gained[key] = seq
         self.take(stream, producer, seq, port, rows)
 
     def _release_waiting(self) -> None:
