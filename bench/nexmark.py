@@ -4,8 +4,9 @@ The events come from ``bench/nexmark_gen.py`` (the Nexmark model,
 deterministic by seed).  Per query (``bench/nexmark_queries.py``):
 
 * **Boreas**: the query is planned as ``boreas submit`` plans it; a query
-  Boreas refuses prints the refusal it gives (windowed queries need
-  ``TUMBLE``/``HOP``/``SESSION``, issue 34 item 1, and are refused today).
+  Boreas refuses prints the refusal it gives (``TUMBLE``, ``HOP`` and
+  ``SESSION`` compile; q5, q7 and q8 are refused for the joins around their
+  windows, q12 for processing time: docs/benchmarks.md, "Nexmark").
   An accepted one runs as an ``m3`` box fed the events' Arrow batches in
   event order (``bench/nexmark_boreas.py``): events/s of the kinds it reads.
 * **DuckDB check** of every non-windowed query Boreas runs: the same SQL
