@@ -22,13 +22,8 @@ aggregates of the group still see every row.
   row-count map of the condition: write ``COUNT(*) FILTER (WHERE c) > 0``).
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> from .resolve import Resolver
->>> class Ctx:
-...     def error(self, message, node=None): return CompileError(message)
->>> r = RelationDecl("R", "STREAM", (Column("a", "INT"), Column("s", "STRING")))
->>> res = Resolver([("R", "R")], {"R": r}, Ctx())
+>>> from .examples import resolver_over, stream
+>>> res = resolver_over(stream("R", a="INT", s="STRING"))
 >>> filtered_aggregate(res, sqlglot.parse_one("SELECT COUNT(*) FILTER (WHERE a < 3) FROM R").expressions[0])
 ('COUNT', ('case', ((('<', ('R', 'a'), 3), 1),), None))
 >>> filtered_aggregate(res, sqlglot.parse_one("SELECT COUNT(DISTINCT s) FILTER (WHERE a >= 3) FROM R").expressions[0])

@@ -18,12 +18,8 @@ runtime (no NULLs) cannot represent, so it is refused there.  Every node
 type read here is listed in :data:`.nodes.READS`.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None): return CompileError(message)
->>> r = RelationDecl("R", "STREAM", (Column("a", "INT"), Column("s", "STRING")))
->>> res = Resolver([("R", "R")], {"R": r}, Ctx())
+>>> from .examples import resolver_over, stream
+>>> res = resolver_over(stream("R", a="INT", s="STRING"))
 >>> aggregate(res, sqlglot.parse_one("SUM(CASE WHEN s = 'A' THEN a * 2 END)"))
 ('SUM', ('case', ((('=', ('R', 's'), 'A'), ('*', ('R', 'a'), 2)),), None))
 >>> aggregate(res, sqlglot.parse_one("COUNT(DISTINCT s)")), aggregate(res, sqlglot.parse_one("AVG(a / 4 - 1)"))

@@ -20,13 +20,8 @@ expression reads, and evaluates the expression per entry), and part of a
 map's definition where it binds none.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> from .resolve import Resolver
->>> class Ctx:
-...     def error(self, message, node=None): return CompileError(message)
->>> r = RelationDecl("R", "STREAM", (Column("a", "INT"), Column("c", "FLOAT"), Column("s", "STRING")))
->>> res = Resolver([("R", "R")], {"R": r}, Ctx())
+>>> from .examples import resolver_over, stream
+>>> res = resolver_over(stream("R", a="INT", c="FLOAT", s="STRING"))
 >>> res.predicate(sqlglot.parse_one("a + (-1) * c > 1000"))
 ('>', ('arith', ('+', ('R', 'a'), ('*', -1, ('R', 'c')))), 1000)
 >>> res.predicate(sqlglot.parse_one("a / 4 <= c - 1"))

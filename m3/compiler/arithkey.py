@@ -26,13 +26,8 @@ a computed value, which the lift does not chain).
 The key is INT when every column and constant is an integer, else FLOAT.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> from .resolve import Resolver
->>> class Ctx:
-...     def error(self, message, node=None): return CompileError(message)
->>> r = RelationDecl("R", "STREAM", (Column("a", "INT"), Column("c", "FLOAT"), Column("s", "STRING")))
->>> res = Resolver([("R", "R")], {"R": r}, Ctx())
+>>> from .examples import resolver_over, stream
+>>> res = resolver_over(stream("R", a="INT", c="FLOAT", s="STRING"))
 >>> arith_key(res, sqlglot.parse_one("a * 12 - (a + 1)"))
 ArithKey(tree=('-', ('*', ('R', 'a'), 12), ('+', ('R', 'a'), 1)), type='INT')
 >>> arith_key(res, sqlglot.parse_one("-a + c")).type

@@ -17,13 +17,8 @@ ELSE (its NULL: M3 has no NULLs), over a DATE column, with conditions other
 than comparisons of the column (or a function of it) with constants.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> from .resolve import Resolver
->>> class Ctx:
-...     def error(self, message, node=None): return CompileError(message)
->>> r = RelationDecl("R", "STREAM", (Column("a", "INT"), Column("t", "FLOAT")))
->>> res = Resolver([("R", "R")], {"R": r}, Ctx())
+>>> from .examples import resolver_over, stream
+>>> res = resolver_over(stream("R", a="INT", t="FLOAT"))
 >>> res.operand(sqlglot.parse_one("CASE WHEN HOUR(t) < 8 THEN 'night' ELSE 'day' END"))
 Computed(fn='CASE_STRING', ref=('R', 't'), args=('[[[["<", ["fn", "HOUR"], 8], "night"]], "day"]',))
 >>> res.operand(sqlglot.parse_one("CASE a WHEN 1 THEN a * 1 ELSE 0 END"))

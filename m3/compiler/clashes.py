@@ -21,16 +21,13 @@ A ``q.c`` inside a subquery reads the subquery's own ``q`` when its FROM
 has one (an inner name hides an outer one, as in SQL: :mod:`.derived`).
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
->>> rels = {"T": RelationDecl("T", "STREAM", (Column("g", "INT"), Column("v", "INT"))),
-...         "U": RelationDecl("U", "STREAM", (Column("g", "INT"), Column("w", "INT")))}
+>>> from .examples import PlainErrors, stream
+>>> rels = {"T": stream("T", g="INT", v="INT"),
+...         "U": stream("U", g="INT", w="INT")}
 >>> sel = sqlglot.parse_one("SELECT t.k, SUM(T.v) FROM (SELECT g AS k FROM U) t, T WHERE t.k = T.g GROUP BY t.k")
->>> separate(sel, rels, Ctx()).sql()
+>>> separate(sel, rels, PlainErrors()).sql()
 'SELECT t.k, SUM(T_2.v) FROM (SELECT g AS k FROM U) AS t, T AS T_2 WHERE t.k = T_2.g GROUP BY t.k'
->>> separate(sqlglot.parse_one("SELECT COUNT(*) FROM (SELECT g FROM U) t, T WHERE t.g = T.g"), rels, Ctx())
+>>> separate(sqlglot.parse_one("SELECT COUNT(*) FROM (SELECT g FROM U) t, T WHERE t.g = T.g"), rels, PlainErrors())
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: the alias t of a derived table and the stream T name the same relation in FROM and both have a column g: names are case-insensitive (quoted or not), so t.g could read either; rename one

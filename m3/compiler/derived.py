@@ -24,17 +24,14 @@ clause not listed above is refused with the construct named.  A ``UNION
 ALL`` in FROM is split into one query per branch by :mod:`.union` first.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
->>> rels = {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT"))),
-...         "S": RelationDecl("S", "STREAM", (Column("b", "INT"), Column("c", "INT")))}
+>>> from .examples import PlainErrors, stream
+>>> rels = {"R": stream("R", a="INT", b="INT"),
+...         "S": stream("S", b="INT", c="INT")}
 >>> sel = sqlglot.parse_one('''WITH v AS (SELECT r.a AS k, r.b * 2 AS w FROM R r WHERE r.a > 1)
 ...     SELECT k, SUM(w * c) AS s FROM v, S r WHERE v.k = r.b GROUP BY k''')
->>> flatten(sel, rels, Ctx()).sql()
+>>> flatten(sel, rels, PlainErrors()).sql()
 'SELECT r_2.a AS k, SUM((r_2.b * 2) * c) AS s FROM R AS r_2, S AS r WHERE r_2.a = r.b AND r_2.a > 1 GROUP BY r_2.a'
->>> flatten(sqlglot.parse_one("SELECT SUM(n) FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t"), rels, Ctx())
+>>> flatten(sqlglot.parse_one("SELECT SUM(n) FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t"), rels, PlainErrors())
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: unsupported derived table with aggregates (an aggregate of aggregates; only a SELECT of expressions over joins and WHERE is flattened) (SELECT a, COUNT(*) AS n FROM R GROUP BY a)

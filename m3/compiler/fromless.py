@@ -18,19 +18,17 @@ Refused by name: a subquery that is not an aggregate without GROUP BY (it has ro
 but arithmetic (``+ - * /``, unary minus) over scalar subqueries and constants, and a query with no subquery.
 
 >>> import sqlglot
->>> from ..errors import CompileError
 >>> from ..printer import format_view_expr
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
->>> p = plan(sqlglot.parse_one("SELECT (SELECT SUM(a) FROM R) * 2 AS x, (SELECT COUNT(*) FROM S) AS y"), Ctx())
+>>> from .examples import PlainErrors
+>>> p = plan(sqlglot.parse_one("SELECT (SELECT SUM(a) FROM R) * 2 AS x, (SELECT COUNT(*) FROM S) AS y"), PlainErrors())
 >>> [q.sql() for q in p.parts]
 ['SELECT SUM(a) AS v, COUNT(*) AS n FROM R', 'SELECT COUNT(*) AS v, COUNT(*) AS n FROM S']
 >>> [(n, format_view_expr(e)) for n, e in p.columns]
 [('x', '#0.0[] * 2 * LEAST(#0.1[], 1)'), ('y', '#1.0[]')]
->>> p = plan(sqlglot.parse_one("SELECT 1 AS one WHERE 5 IN (SELECT a FROM R) AND (SELECT SUM(b) FROM R) > 2"), Ctx())
+>>> p = plan(sqlglot.parse_one("SELECT 1 AS one WHERE 5 IN (SELECT a FROM R) AND (SELECT SUM(b) FROM R) > 2"), PlainErrors())
 >>> [q.sql() for q in p.parts], format_view_expr(p.where)
 (['SELECT COUNT(*) AS v, COUNT(*) AS n FROM R WHERE a = 5', 'SELECT SUM(b) AS v, COUNT(*) AS n FROM R'], '0 < #0.0[] AND 2 < #1.0[] AND 0 < #1.1[]')
->>> plan(sqlglot.parse_one("SELECT (SELECT a FROM R) AS x"), Ctx())
+>>> plan(sqlglot.parse_one("SELECT (SELECT a FROM R) AS x"), PlainErrors())
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: unsupported scalar subquery (SELECT a FROM R) in a query without FROM (one aggregate without GROUP BY: one value)

@@ -27,16 +27,13 @@ own parts.  Here the view is written with placeholders (``#i.j[...]``: column
 ``j`` of part ``i`` at those variables); :mod:`.liftview` puts the parts'
 view expressions in their place once the parts are compiled.
 
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
 >>> from ..printer import format_view_expr
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
 >>> import sqlglot
->>> rels = {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT")))}
+>>> from .examples import PlainErrors, stream
+>>> rels = {"R": stream("R", a="INT", b="INT")}
 >>> sel = sqlglot.parse_one("SELECT n, COUNT(*) AS k FROM (SELECT a, COUNT(*) AS n FROM R GROUP BY a) t GROUP BY n")
 >>> from .liftquery import plan
->>> p = plan("Q1", sel, rels, Ctx())
+>>> p = plan("Q1", sel, rels, PlainErrors())
 >>> [q.sql() for q in p.parts]
 ['SELECT a AS g0, COUNT(*) AS rows FROM R GROUP BY a', 'SELECT a AS g0, COUNT(*) AS n FROM R GROUP BY a']
 >>> p.keys, p.key_vars, format_view_expr(p.columns[0][1])

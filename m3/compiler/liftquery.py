@@ -22,17 +22,14 @@ Anything else is refused by name.  What an expression means inside such a query
 (columns, row values, conditions, aggregates) is :mod:`.liftscope`.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
 >>> from ..printer import format_view_expr
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
->>> rels = {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("c", "INT"))),
-...         "S": RelationDecl("S", "STREAM", (Column("b", "INT"), Column("d", "INT")))}
+>>> from .examples import PlainErrors, stream
+>>> rels = {"R": stream("R", a="INT", c="INT"),
+...         "S": stream("S", b="INT", d="INT")}
 >>> from .lifted import reads_grouped
 >>> sel = reads_grouped(sqlglot.parse_one('''WITH t AS (SELECT a, SUM(c) AS s FROM R GROUP BY a)
-...     SELECT S.d, s FROM S, t WHERE S.b = t.a AND s = (SELECT MAX(s) FROM t)'''), Ctx())
->>> p = plan("Q1", sel, rels, Ctx())
+...     SELECT S.d, s FROM S, t WHERE S.b = t.a AND s = (SELECT MAX(s) FROM t)'''), PlainErrors())
+>>> p = plan("Q1", sel, rels, PlainErrors())
 >>> [q.sql() for q in p.parts]  # doctest: +NORMALIZE_WHITESPACE
 ['SELECT a AS g0, COUNT(*) AS rows FROM R GROUP BY a', 'SELECT a AS g0, SUM(c) AS s FROM R GROUP BY a',
  'SELECT S.b AS o0, S.d AS o1 FROM S', 'SELECT a AS g0, COUNT(*) AS rows FROM R GROUP BY a',

@@ -26,18 +26,15 @@ many times the row occurs (1 with ``DISTINCT``); a grouped query that
 selects no value gets the same ``count`` (1: one row per group).
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None): return CompileError(message)
->>> res = Resolver([("R", "R")], {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT")))}, Ctx())
->>> items = select_items(sqlglot.parse_one("SELECT *, a, SUM(b) * 2 FROM R"), res, Ctx())
+>>> from .examples import PlainErrors, resolver_over, stream
+>>> res = resolver_over(stream("R", a="INT", b="INT"))
+>>> items = select_items(sqlglot.parse_one("SELECT *, a, SUM(b) * 2 FROM R"), res, PlainErrors())
 >>> [(i.name, i.ref, i.value) for i in items]
 [('a', ('R', 'a'), None), ('b', ('R', 'b'), None), ('a', ('R', 'a'), None), ('expr_1', None, ('*', ('agg', 'SUM', ('R', 'b')), 2))]
->>> view_names(items[:3], [], [], "Q1", ("agg", "COUNT", 1), Ctx())
+>>> view_names(items[:3], [], [], "Q1", ("agg", "COUNT", 1), PlainErrors())
 ([('a', ('R', 'a')), ('b', ('R', 'b')), ('a_1', ('R', 'a'))], [('count', ('agg', 'COUNT', 1))], ())
->>> items = select_items(sqlglot.parse_one("SELECT SUM(a) AS s FROM R GROUP BY b"), res, Ctx())
->>> view_names(items, [("R", "b")], [], "Q1", None, Ctx())
+>>> items = select_items(sqlglot.parse_one("SELECT SUM(a) AS s FROM R GROUP BY b"), res, PlainErrors())
+>>> view_names(items, [("R", "b")], [], "Q1", None, PlainErrors())
 ([('b', ('R', 'b'))], [('s', ('agg', 'SUM', ('R', 'a')))], ('b',))
 """
 

@@ -19,13 +19,10 @@ aggregate (in HAVING).  Where the EXISTS lands in a place a subquery may not be 
 general rules refuse it.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
->>> rels = {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT"))),
-...         "S": RelationDecl("S", "STREAM", (Column("b", "INT"), Column("c", "INT")))}
->>> def q(sql): return quantify(sqlglot.parse_one(sql), rels, Ctx()).sql()
+>>> from .examples import PlainErrors, stream
+>>> rels = {"R": stream("R", a="INT", b="INT"),
+...         "S": stream("S", b="INT", c="INT")}
+>>> def q(sql): return quantify(sqlglot.parse_one(sql), rels, PlainErrors()).sql()
 >>> q("SELECT a FROM R WHERE a > ALL (SELECT c FROM S WHERE S.b = R.b)")
 'SELECT a FROM R WHERE NOT EXISTS(SELECT 1 FROM S WHERE S.b = R.b AND a <= c)'
 >>> q("SELECT a FROM R WHERE b = SOME (SELECT b FROM S)")

@@ -15,14 +15,11 @@ over the grades keyed by their bounds, a grade's event over the salaries):
 of the other side's compared columns.  Deltas stay first-order.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
 >>> from .resolve import Resolver
->>> class Ctx:
-...     def error(self, message, node=None): return CompileError(message)
->>> e = RelationDecl("E", "STREAM", (Column("salary", "FLOAT"),))
->>> g = RelationDecl("G", "STREAM", (Column("lo", "FLOAT"), Column("hi", "FLOAT")))
->>> res = Resolver([("e", "E"), ("g", "G")], {"E": e, "G": g}, Ctx())
+>>> from .examples import PlainErrors, stream
+>>> e = stream("E", salary="FLOAT")
+>>> g = stream("G", lo="FLOAT", hi="FLOAT")
+>>> res = Resolver([("e", "E"), ("g", "G")], {"E": e, "G": g}, PlainErrors())
 >>> res.predicate(sqlglot.parse_one("salary BETWEEN lo AND hi"))
 ('and', ('>=', ('e', 'salary'), ('g', 'lo')), ('<=', ('e', 'salary'), ('g', 'hi')))
 >>> res.predicate(sqlglot.parse_one("salary NOT BETWEEN lo AND hi + 1"))

@@ -25,14 +25,12 @@ refused by name here, as is a grouped derived table joined with other FROM
 items; the front end then compiles it by value (:mod:`.lifted`).
 
 >>> import sqlglot
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
+>>> from .examples import PlainErrors
 >>> sel = sqlglot.parse_one('''SELECT g, SUM(s) AS total, COUNT(*) AS groups, MAX(m) AS top
 ...     FROM (SELECT a AS g, b AS h, SUM(c) AS s, MAX(c) AS m FROM R WHERE c > 0 GROUP BY a, b) t WHERE g <> 2 GROUP BY g''')
->>> regroup(sel, Ctx()).sql()
+>>> regroup(sel, PlainErrors()).sql()
 'SELECT a AS g, SUM(c) AS total, COUNT(DISTINCT b) AS groups, MAX(c) AS top FROM R WHERE c > 0 AND a <> 2 GROUP BY a'
->>> regroup(sqlglot.parse_one("SELECT MAX(s) FROM (SELECT a, SUM(c) AS s FROM R GROUP BY a) t"), Ctx())
+>>> regroup(sqlglot.parse_one("SELECT MAX(s) FROM (SELECT a, SUM(c) AS s FROM R GROUP BY a) t"), PlainErrors())
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: unsupported MAX of the derived table's SUM column s (MAX(s)): not an aggregate of the rows (only SUM of SUM or COUNT, MIN of MIN, MAX of MAX, and MIN, MAX, COUNT(DISTINCT) of its group columns)

@@ -21,12 +21,8 @@ Every node type read here is listed in :data:`.nodes.READS`; anything else
 is a :class:`CompileError` naming the construct.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None): return CompileError(message)
->>> r = RelationDecl("R", "STREAM", (Column("a", "INT"), Column("s", "STRING")))
->>> res = Resolver([("R", "R")], {"R": r}, Ctx())
+>>> from .examples import resolver_over, stream
+>>> res = resolver_over(stream("R", a="INT", s="STRING"))
 >>> res.predicate(sqlglot.parse_one("NOT (a BETWEEN 1 AND 2) AND s LIKE 'B%' AND a IN LIST (3)"))
 ('and', ('and', ('or', ('<', ('R', 'a'), 1), ('>', ('R', 'a'), 2)), ('and', ('>=', ('R', 's'), 'B'), ('<', ('R', 's'), 'C'))), ('=', ('R', 'a'), 3))
 >>> res.operand(sqlglot.parse_one("SUBSTRING(s, 1, 2)")), res.column(sqlglot.parse_one("R.a"))

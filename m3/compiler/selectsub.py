@@ -24,16 +24,13 @@ subquery (it reads the outer row: not one value), a subquery under another
 aggregate or function, HAVING, DISTINCT, and group columns not selected.
 
 >>> import sqlglot
->>> from ..errors import CompileError
 >>> from ..printer import format_view_expr
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
->>> from ..ast import Column, RelationDecl
->>> rels = {"R": RelationDecl("R", "STREAM", (Column("A", "INT"), Column("B", "INT")))}
+>>> from .examples import PlainErrors, stream
+>>> rels = {"R": stream("R", A="INT", B="INT")}
 >>> sel = sqlglot.parse_one("SELECT A, SUM(B * (SELECT SUM(r2.A) FROM R r2) + 1) AS s FROM R r1 GROUP BY A")
 >>> has_select_subqueries(sel, rels)
 True
->>> p = plan(sel, rels, Ctx())
+>>> p = plan(sel, rels, PlainErrors())
 >>> [q.sql() for q in p.parts]
 ['SELECT A AS g0, SUM(B) AS a0, SUM(1) AS a1, COUNT(*) AS n FROM R AS r1 GROUP BY A', 'SELECT SUM(r2.A) AS v, COUNT(*) AS n FROM R AS r2']
 >>> p.keys, [(n, format_view_expr(e)) for n, e in p.columns], format_view_expr(p.where)

@@ -27,16 +27,14 @@ operation of aggregated queries, a UNION inside one and a nested subquery in
 a branch's WHERE are refused by name.
 
 >>> import sqlglot
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
->>> op, sides = branches(sqlglot.parse_one("SELECT a FROM R EXCEPT SELECT b FROM S EXCEPT SELECT c FROM T"), Ctx())
+>>> from .examples import PlainErrors
+>>> op, sides = branches(sqlglot.parse_one("SELECT a FROM R EXCEPT SELECT b FROM S EXCEPT SELECT c FROM T"), PlainErrors())
 >>> op, [s.sql() for s in sides]
 ('EXCEPT', ['SELECT DISTINCT a FROM R', 'SELECT DISTINCT b FROM S', 'SELECT DISTINCT c FROM T'])
->>> op, sides = branches(sqlglot.parse_one("SELECT a FROM R INTERSECT ALL SELECT b FROM S"), Ctx())
+>>> op, sides = branches(sqlglot.parse_one("SELECT a FROM R INTERSECT ALL SELECT b FROM S"), PlainErrors())
 >>> op, [s.sql() for s in sides]
 ('INTERSECT ALL', ['SELECT a FROM R', 'SELECT b FROM S'])
->>> branches(sqlglot.parse_one("SELECT a FROM R EXCEPT ALL SELECT b FROM S EXCEPT SELECT c FROM T"), Ctx())
+>>> branches(sqlglot.parse_one("SELECT a FROM R EXCEPT ALL SELECT b FROM S EXCEPT SELECT c FROM T"), PlainErrors())
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: unsupported EXCEPT ALL beside EXCEPT in one statement (SELECT a FROM R EXCEPT ALL SELECT b FROM S): a chain is all bags or all sets

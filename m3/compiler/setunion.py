@@ -22,17 +22,15 @@ not a sum of the branches' counts, so no map of the branches maintains it
 under deletes.  The same holds for a DISTINCT inside a UNION ALL branch.
 
 >>> import sqlglot
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
+>>> from .examples import PlainErrors
 >>> u = "(SELECT a AS k, b AS v FROM R UNION SELECT DISTINCT d, e FROM S) t"
->>> bagged(sqlglot.parse_one(f"SELECT k, MAX(v) AS m FROM {u} GROUP BY k"), Ctx()).sql()
+>>> bagged(sqlglot.parse_one(f"SELECT k, MAX(v) AS m FROM {u} GROUP BY k"), PlainErrors()).sql()
 'SELECT k, MAX(v) AS m FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT d, e FROM S) AS t GROUP BY k'
->>> bagged(sqlglot.parse_one(f"SELECT k, v FROM {u} WHERE v > 1"), Ctx()).sql()
+>>> bagged(sqlglot.parse_one(f"SELECT k, v FROM {u} WHERE v > 1"), PlainErrors()).sql()
 'SELECT DISTINCT k, v FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT d, e FROM S) AS t WHERE v > 1'
->>> bagged(sqlglot.parse_one(f"SELECT k, MIN(v) AS m FROM (SELECT k, v FROM {u} WHERE k > 0) x GROUP BY k"), Ctx()).sql()
+>>> bagged(sqlglot.parse_one(f"SELECT k, MIN(v) AS m FROM (SELECT k, v FROM {u} WHERE k > 0) x GROUP BY k"), PlainErrors()).sql()
 'SELECT k, MIN(v) AS m FROM (SELECT k, v FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT d, e FROM S) AS t WHERE k > 0) AS x GROUP BY k'
->>> bagged(sqlglot.parse_one(f"SELECT k, SUM(v) AS s FROM {u} GROUP BY k"), Ctx())
+>>> bagged(sqlglot.parse_one(f"SELECT k, SUM(v) AS s FROM {u} GROUP BY k"), PlainErrors())
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: unsupported UNION (SELECT a AS k, b AS v FROM R UNION SELECT DISTINCT d, e FROM S) here, under SUM(v): a set union removes duplicate rows, which SUM counts and no sum of the branches undoes under deletes; UNION ALL is supported, and UNION in FROM under MIN, MAX, DISTINCT aggregates, SELECT DISTINCT, GROUP BY without aggregates, or a view of every column of the union

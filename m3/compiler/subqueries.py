@@ -27,25 +27,22 @@ same relation may appear inside and outside (TPC-H Q17) without a clash; a
 column name resolves against the subquery's FROM first, then the outer one.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
->>> rels = {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT")))}
->>> outer = Resolver([("R", "R")], rels, Ctx())
+>>> from .examples import PlainErrors, resolver_over, stream
+>>> rels = {"R": stream("R", a="INT", b="INT")}
+>>> outer = resolver_over(*rels.values())
 >>> tables = lambda sel: [(t.alias_or_name, t.name) for t in sel.find_all(sqlglot.exp.Table)]
 >>> w = sqlglot.parse_one("SELECT 1 FROM R WHERE b < (SELECT AVG(s.b) FROM R s WHERE s.a = R.a)").args["where"].this
->>> cmp = nested_conjunct(w, outer, rels, Ctx(), tables, [0])
+>>> cmp = nested_conjunct(w, outer, rels, PlainErrors(), tables, [0])
 >>> cmp[0], cmp[1]
 ('<', ('col', ('R', 'b')))
 >>> sub = cmp[2][1]
 >>> sub.tables, sub.correlation, sub.value
 ((('s@1', 'R'),), ((('s@1', 'a'), ('R', 'a')),), ('agg', 'AVG', ('s@1', 'b')))
 >>> nested_conjunct(sqlglot.parse_one("SELECT 1 FROM R WHERE a IN (SELECT b FROM R s WHERE s.b < R.b)").args["where"].this,
-...                 outer, rels, Ctx(), tables, [0])[1].ranges
+...                 outer, rels, PlainErrors(), tables, [0])[1].ranges
 (('<', ('s@1', 'b'), ('R', 'b')),)
 >>> nested_conjunct(sqlglot.parse_one("SELECT 1 FROM R WHERE a IN (SELECT b FROM R s WHERE R.b < 2)").args["where"].this,
-...                 outer, rels, Ctx(), tables, [0])
+...                 outer, rels, PlainErrors(), tables, [0])
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: unsupported correlated condition R.b < 2 in a subquery (a subquery may compare outer columns only with its own columns: inner.col = outer.col, or <, <=, <>, >, >= under SUM, COUNT, AVG or EXISTS)
@@ -53,7 +50,7 @@ boreas.m3.errors.CompileError: unsupported correlated condition R.b < 2 in a sub
 ...                          AND s.b > (SELECT SUM(u.a) FROM R u WHERE u.b = s.a))''').args["where"].this
 >>> own = lambda sel: [(t.alias_or_name, t.name) for t in [sel.find(sqlglot.exp.From).this]]  # FROM one table
 >>> [(c[0], c[1].correlation if c[0] == "exists" else c[2][1].correlation)
-...  for c in nested_conjunct(w, outer, rels, Ctx(), own, [0])[1].nested]
+...  for c in nested_conjunct(w, outer, rels, PlainErrors(), own, [0])[1].nested]
 [('exists', ((('t@2', 'b'), ('s@1', 'a')),)), ('>', ((('u@3', 'b'), ('s@1', 'a')),))]
 """
 

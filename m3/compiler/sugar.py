@@ -23,19 +23,16 @@ unaware of them (the SQL front end translates, it does not special-case):
   elsewhere ``LISTMAX``/``LISTMIN`` are read as ``GREATEST``/``LEAST`` (refused there by name).
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
->>> rels = {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT"))),
-...         "S": RelationDecl("S", "STREAM", (Column("b", "INT"), Column("c", "INT")))}
->>> desugar(sqlglot.parse_one("SELECT * FROM R NATURAL JOIN S WHERE b > 1"), rels, Ctx()).sql()
+>>> from .examples import PlainErrors, stream
+>>> rels = {"R": stream("R", a="INT", b="INT"),
+...         "S": stream("S", b="INT", c="INT")}
+>>> desugar(sqlglot.parse_one("SELECT * FROM R NATURAL JOIN S WHERE b > 1"), rels, PlainErrors()).sql()
 'SELECT R.a, R.b, S.c FROM R JOIN S ON R.b = S.b WHERE R.b > 1'
->>> desugar(sqlglot.parse_one("SELECT DATE_PART('month', d) AS m FROM R"), rels, Ctx()).sql()
+>>> desugar(sqlglot.parse_one("SELECT DATE_PART('month', d) AS m FROM R"), rels, PlainErrors()).sql()
 'SELECT EXTRACT(MONTH FROM d) AS m FROM R'
->>> desugar(sqlglot.parse_one("SELECT SUM(LISTMAX(a, b, 0)) FROM R"), rels, Ctx()).sql()
+>>> desugar(sqlglot.parse_one("SELECT SUM(LISTMAX(a, b, 0)) FROM R"), rels, PlainErrors()).sql()
 'SELECT SUM(CASE WHEN a >= b AND a >= 0 THEN a WHEN b >= 0 THEN b ELSE 0 END) FROM R'
->>> desugar(sqlglot.parse_one("SELECT * FROM R JOIN S USING (c)"), rels, Ctx())
+>>> desugar(sqlglot.parse_one("SELECT * FROM R JOIN S USING (c)"), rels, PlainErrors())
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: JOIN ... USING (c): no relation to the left of S has a column c

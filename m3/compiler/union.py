@@ -34,19 +34,17 @@ UNION ALL by a query that duplicates do not change (MIN, MAX, DISTINCT:
 aggregated branch in FROM and a nested subquery in a branch's WHERE.
 
 >>> import sqlglot
->>> from ..errors import CompileError
->>> class Ctx:
-...     def error(self, message, node=None, keyword=None): return CompileError(message)
+>>> from .examples import PlainErrors
 >>> sel = sqlglot.parse_one("SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R UNION ALL SELECT b, a FROM S) u GROUP BY k")
->>> [b.sql() for b in split(sel, Ctx())]
+>>> [b.sql() for b in split(sel, PlainErrors())]
 ['SELECT k, SUM(v) AS s FROM (SELECT a AS k, b AS v FROM R) AS u(k, v) GROUP BY k', 'SELECT k, SUM(v) AS s FROM (SELECT b, a FROM S) AS u(k, v) GROUP BY k']
 >>> sel = sqlglot.parse_one("SELECT k, SUM(v) AS s FROM (SELECT k, v FROM (SELECT a AS k, b AS v FROM R "
 ...                        "UNION ALL SELECT b, a FROM S) u WHERE v > 0) x GROUP BY k")
->>> [b.sql() for b in split(sel, Ctx())]  # a derived table of rows over a union: split as the union
+>>> [b.sql() for b in split(sel, PlainErrors())]  # a derived table of rows over a union: split as the union
 ['SELECT k, SUM(v) AS s FROM (SELECT k, v FROM (SELECT a AS k, b AS v FROM R) AS u(k, v) WHERE v > 0) AS x(k, v) GROUP BY k', 'SELECT k, SUM(v) AS s FROM (SELECT k, v FROM (SELECT b, a FROM S) AS u(k, v) WHERE v > 0) AS x(k, v) GROUP BY k']
->>> [b.sql() for b in statement_branches(sqlglot.parse_one("SELECT a FROM R UNION ALL SELECT b FROM S UNION ALL SELECT c FROM T"), Ctx())]
+>>> [b.sql() for b in statement_branches(sqlglot.parse_one("SELECT a FROM R UNION ALL SELECT b FROM S UNION ALL SELECT c FROM T"), PlainErrors())]
 ['SELECT a FROM R', 'SELECT b FROM S', 'SELECT c FROM T']
->>> statement_branches(sqlglot.parse_one("SELECT a, COUNT(*) FROM R GROUP BY a UNION ALL SELECT b, 1 FROM S"), Ctx())
+>>> statement_branches(sqlglot.parse_one("SELECT a, COUNT(*) FROM R GROUP BY a UNION ALL SELECT b, 1 FROM S"), PlainErrors())
 Traceback (most recent call last):
 ...
 boreas.m3.errors.CompileError: unsupported UNION ALL of aggregated queries (SELECT a, COUNT(*) FROM R GROUP BY a): a key may occur once per branch, a view holds one row per key (aggregate over a UNION ALL in FROM instead)

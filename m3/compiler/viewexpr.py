@@ -19,12 +19,8 @@ NOT is pushed into them (no NULLs: two-valued logic), BETWEEN and IN become
 comparisons.
 
 >>> import sqlglot
->>> from ..ast import Column, RelationDecl
->>> from ..errors import CompileError
->>> from .resolve import Resolver
->>> class Ctx:
-...     def error(self, message, node=None): return CompileError(message)
->>> res = Resolver([("R", "R")], {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("b", "INT")))}, Ctx())
+>>> from .examples import resolver_over, stream
+>>> res = resolver_over(stream("R", a="INT", b="INT"))
 >>> view_expr(res, sqlglot.parse_one("SUM(b) / COUNT(*) * 2 - a"))
 ('-', ('*', ('/', ('agg', 'SUM', ('R', 'b')), ('agg', 'COUNT', 1)), 2), ('col', ('R', 'a')))
 >>> having(res, sqlglot.parse_one("total > 2"), {"total": ("agg", "SUM", ("R", "b"))})
