@@ -4,11 +4,11 @@ The Head follows each commit with the keys it wrote (``commit_touched``) and
 compares only those (``update_items(before, after, touched)``,
 ``changes_json(..., touched)``, ``UiIndex.changed(..., touched)``), so a
 one-box commit costs one box, not the catalog.  The oracle is the whole
-compare: after random edits (tests/support/catalog_edits.py), committed the
-as a store's commit names them (``diff`` -> a :class:`Commit`; checked or not:
-the compare does not care),
-the items a global component is sent, the changes a browser is sent and the
-UI's index must be exactly what comparing everything gives.
+compare: after random edits (tests/support/catalog_edits.py), each named as
+a store's commit names its changes (``diff`` -> a :class:`Commit`; checked
+or not: the compare does not care), the items a global component is sent,
+the changes a browser is sent and the UI's index must be exactly what
+comparing everything gives.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from support.catalog_edits import BOX_EDITS, DEPLOY_EDITS, EDITS, Edit, chain
 
 
 def _index_state(index: UiIndex) -> tuple:
+    """What the UI answers from: the overview and the maps behind searches and graphs."""
     return (index.overview(), {k: sorted(v) for k, v in index.node_boxes.items() if v},
             {k: sorted(v) for k, v in index.producers.items() if v},
             {k: sorted(v) for k, v in index.consumers.items() if v},
