@@ -31,7 +31,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -102,22 +102,47 @@ def _declaration(kind: str, old: Any, new: Any) -> Any:
     return new
 
 
-def update_items(old: Catalog, new: Catalog) -> list[Any]:
-    """Update items that turn ``old`` into ``new`` when applied with :func:`apply_update`."""
-    items = _removals(old, new, [k for k in DELETE_ORDER if k not in REMOVE_LAST])
+def update_items(old: Catalog, new: Catalog, touched: Mapping[str, Iterable[str]] | None = None) -> list[Any]:
+    """Update items that turn ``old`` into ``new`` when applied with :func:`apply_update`.
+
+    ``touched`` (Catalog dict -> keys, as a commit names them: :func:`.elements.commit_touched`)
+    says where ``new`` may differ from ``old``; only those keys are compared, so a commit's items
+    cost what it wrote, not the size of the catalog.  They are the items comparing everything gives
+    when every key that differs is named (naming more is harmless); without ``touched`` every key
+    of both catalogs is compared.
+
+    >>> from boreas.catalog.model import Node
+    >>> new = Catalog(nodes={"n:1": Node("n:1"), "n:2": Node("n:2")})
+    >>> update_items(Catalog(), new, {"nodes": {"n:2"}})   # (n:1 was not written: not compared)
+    [Node(endpoint='n:2')]
+    """
+    items = _removals(old, new, [k for k in DELETE_ORDER if k not in REMOVE_LAST], touched)
     for kind in DECLARE_ORDER:
         before, after = _dict(old, kind), _dict(new, kind)
-        for key in sorted(after):
+        for key in _sorted(after, _candidates(kind, touched)):
             if before.get(key) != after[key]:
                 items.append(_declaration(kind, before.get(key), after[key]))
-    return items + _removals(old, new, [k for k in DELETE_ORDER if k in REMOVE_LAST])
+    return items + _removals(old, new, [k for k in DELETE_ORDER if k in REMOVE_LAST], touched)
 
 
-def _removals(old: Catalog, new: Catalog, kinds: Iterable[str]) -> list[Any]:
+def _candidates(kind: str, touched: Mapping[str, Iterable[str]] | None) -> Iterable[str] | None:
+    """The keys of ``kind`` a change may have written (None: any key)."""
+    return None if touched is None else touched.get(KIND_TO_DICT[kind][0], ())
+
+
+def _sorted(held: Mapping[str, Any], keys: Iterable[str] | None) -> list[str]:
+    """The keys ``held`` has, among ``keys`` (all of them when None), in order."""
+    return sorted(held) if keys is None else sorted(k for k in set(keys) if k in held)
+
+
+def _removals(old: Catalog, new: Catalog, kinds: Iterable[str],
+              touched: Mapping[str, Iterable[str]] | None = None) -> list[Any]:
     items = []
     for kind in kinds:
         before, after = _dict(old, kind), _dict(new, kind)
-        for key in sorted(before.keys() - after.keys()):
+        keys = _candidates(kind, touched)
+        gone = before.keys() - after.keys() if keys is None else {k for k in keys if k in before and k not in after}
+        for key in sorted(gone):
             items.append(removal(kind, key, before[key]))
     return items
 

@@ -231,11 +231,11 @@ class HeadService:
 
     def _advance(self, before: Catalog, after: Catalog, touched: dict[str, set[str]] | None = None) -> None:
         self._install(after, affected_version=after.version, touched=touched)
-        if self.feeds:
-            items = update_items(before, after)
+        if self.feeds:  # compared where the commit wrote (the whole catalog only after a gap read whole)
+            items = update_items(before, after, touched)
             for feed in self.feeds.values():
                 feed.changed(after.version, items)
-        self.ui.changed(before, after)
+        self.ui.changed(before, after, touched)
 
     def _install(self, catalog: Catalog, affected_version: int | None,
                  touched: dict[str, set[str]] | None = None) -> None:

@@ -25,12 +25,13 @@ Routes:
 Usage (in ``HeadService``)::
 
     self.ui = install_ui(self)            # after install_routes(self)
-    self.ui.changed(before, after)        # after each commit is processed
+    self.ui.changed(before, after, touched)  # after each commit is processed
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from importlib import resources
 
 from aiohttp import web
@@ -68,12 +69,14 @@ class WebUi:
         self.actions = Actions(head, self.peers)
         self._index: UiIndex | None = None  # built on the first overview, search or graph asked for
 
-    def changed(self, before: Catalog, after: Catalog) -> None:
-        """The Head processed commit ``after.version``: tell the browsers, follow it in the index."""
-        self.feed.changed(before, after)
+    def changed(self, before: Catalog, after: Catalog, touched: Mapping[str, Iterable[str]] | None = None) -> None:
+        """The Head processed commit ``after.version``: tell the browsers, follow it in the index.
+        ``touched`` (Catalog dict -> keys the commit wrote; None: compare everything) keeps both to
+        what the commit changed, not the size of the catalog."""
+        self.feed.changed(before, after, touched)
         if self._index is not None:
             if self._index.version == before.version:
-                self._index.changed(before, after)
+                self._index.changed(before, after, touched)
             else:  # a commit it did not see: build it afresh when next asked
                 self._index = None
 

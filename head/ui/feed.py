@@ -32,7 +32,7 @@ import dataclasses
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from aiohttp import WSMsgType, web
@@ -72,18 +72,31 @@ def catalog_json(catalog: Catalog) -> list[dict[str, Any]]:
             for key, obj in getattr(catalog, attr).items()]
 
 
-def changes_json(before: Catalog, after: Catalog) -> list[dict[str, Any]]:
+def changes_json(before: Catalog, after: Catalog,
+                 touched: Mapping[str, Iterable[str]] | None = None) -> list[dict[str, Any]]:
     """The elements that differ between two catalogs: new or changed ones with their value, removed ones with null.
+
+    ``touched`` (Catalog dict -> keys a commit wrote) limits the compare to those keys: a commit's
+    changes cost what it wrote.  Without it every key is compared.
 
     >>> from boreas.catalog.model import Node
     >>> old, new = Catalog(), Catalog(nodes={"n:1": Node("n:1")})
     >>> changes_json(old, new), changes_json(new, old)
     ([{'kind': 'node', 'key': 'n:1', 'value': {'endpoint': 'n:1'}}], [{'kind': 'node', 'key': 'n:1', 'value': None}])
+    >>> changes_json(old, new, {"nodes": set()})
+    []
     """
     items: list[dict[str, Any]] = []
     for kind, (attr, _) in KIND_TO_DICT.items():
         old, new = getattr(before, attr), getattr(after, attr)
         if old is new:
+            continue
+        if touched is not None:
+            for key in sorted(set(touched.get(attr, ()))):
+                if key in new and old.get(key) != new[key]:
+                    items.append({"kind": kind, "key": key, "value": jsonable(new[key])})
+                elif key in old and key not in new:
+                    items.append({"kind": kind, "key": key, "value": None})
             continue
         for key, obj in new.items():
             if old.get(key) != obj:
@@ -113,11 +126,12 @@ class UiFeed:
 
     # -- called by the Head -------------------------------------------------
 
-    def changed(self, before: Catalog, after: Catalog) -> None:
-        """Commit ``after.version`` was processed: queue what it changed for every browser."""
+    def changed(self, before: Catalog, after: Catalog, touched: Mapping[str, Iterable[str]] | None = None) -> None:
+        """Commit ``after.version`` was processed: queue what it changed (where ``touched`` says) for every browser."""
         if not self.browsers:
             return
-        text = json.dumps({"type": "change", "version": after.version, "items": changes_json(before, after)})
+        items = changes_json(before, after, touched)
+        text = json.dumps({"type": "change", "version": after.version, "items": items})
         for browser in list(self.browsers):
             if after.version <= browser.version:
                 continue

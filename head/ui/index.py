@@ -32,7 +32,7 @@ on the next request.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from boreas.catalog.model import Catalog
@@ -55,10 +55,15 @@ class ScopeError(LookupError):
     """A graph or search was asked for something the catalog does not have."""
 
 
-def _diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[set[str], set[str]]:
-    """Keys whose value left ``old`` (removed or changed), keys whose value entered ``new``."""
+def _diff(old: dict[str, Any], new: dict[str, Any],
+          keys: Iterable[str] | None = None) -> tuple[set[str], set[str]]:
+    """Keys whose value left ``old`` (removed or changed), keys whose value entered ``new``; among
+    ``keys`` (what a commit wrote) when given, else every key of both."""
     if old is new:
         return set(), set()
+    if keys is not None:
+        differ = {k for k in keys if new.get(k) is not old.get(k) and new.get(k) != old.get(k)}
+        return {k for k in differ if k in old}, {k for k in differ if k in new}
     gone = {k for k, v in old.items() if new.get(k) is not v and new.get(k) != v}
     came = {k for k, v in new.items() if old.get(k) is not v and old.get(k) != v}
     return gone, came
@@ -88,10 +93,15 @@ class UiIndex:
 
     # -- following commits ---------------------------------------------------------------------
 
-    def changed(self, before: Catalog, after: Catalog) -> None:
-        """Commit ``after.version``: index what it changed (the caller checked ``before`` is this index's)."""
-        gone, came = _diff(before.boxes, after.boxes)
-        part_gone, part_came = _diff(before.partitions, after.partitions)
+    def changed(self, before: Catalog, after: Catalog, touched: Mapping[str, Iterable[str]] | None = None) -> None:
+        """Commit ``after.version``: index what it changed (the caller checked ``before`` is this index's),
+        looking only where ``touched`` (Catalog dict -> keys the commit wrote) says, when given."""
+        def diff(attr: str) -> tuple[set[str], set[str]]:
+            keys = None if touched is None else touched.get(attr, ())
+            return _diff(getattr(before, attr), getattr(after, attr), keys)
+
+        gone, came = diff("boxes")
+        part_gone, part_came = diff("partitions")
         replaced = gone | came | part_gone | part_came  # a partition moves its box's members
         for name in replaced:
             self._drop_box(name, before)
@@ -101,7 +111,7 @@ class UiIndex:
         for name in replaced:
             if name in after.boxes:
                 self._add_box(name)
-        q_gone, q_came = _diff(before.queries, after.queries)
+        q_gone, q_came = diff("queries")
         for name in q_gone:
             self._json.pop(("query", name), None)
             for box in before.queries[name].boxes:
