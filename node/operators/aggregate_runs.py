@@ -89,6 +89,10 @@ class Runs:
             self._sorted.append(prepared)
             self.partials.append(_whole(batch, f, prepared, perm, starts, ends))
 
+    def whole_part(self, r: int) -> Part:
+        """Run ``r``'s :class:`Part` alone (:attr:`whole` makes every run's)."""
+        return Part(self.lengths[r], tuple(p.at(r) for p in self.partials))
+
     @functools.cached_property
     def whole(self) -> list[Part]:
         """Each whole run's :class:`Part` (made when the walk asks: the chained emission reads the arrays)."""
@@ -195,6 +199,18 @@ class Partials:
     func: str
     values: np.ndarray | list | None
     counts: np.ndarray | None
+
+    def at(self, r: int) -> Any:
+        """Run ``r``'s partial as :class:`Part` holds it."""
+        values, counts = self.values, self.counts
+        if counts is None:
+            return values[r]  # type: ignore[index]
+        c = int(counts[r])
+        if self.func == "count":
+            return c
+        if self.func in ("sum", "avg"):
+            return values[r].item(), c  # type: ignore[index]
+        return values[r].item() if c else None  # type: ignore[index]
 
     def as_list(self) -> list:
         """Per run, the partial as :class:`Part` holds it."""
