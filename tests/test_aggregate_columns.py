@@ -28,6 +28,7 @@ import pyarrow as pa
 import pytest
 from boreas.catalog.boxtypes import builtin_registry
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+from boreas.node.operators import aggregate_emit
 from boreas.node.operators.aggregate import AggregateOperator
 from boreas.wire.columns import Columns, arrow_schema
 from hypothesis import HealthCheck, given, settings
@@ -250,3 +251,63 @@ def test_tumbling_in_order_batches_give_what_rows_give(data, cuts, size, group_b
         assert by_columns.counters() == by_rows.counters()
         assert close(by_columns.state(), by_rows.state())
     assert close(by_columns.end_of_input(1.0), by_rows.end_of_input(1.0))
+
+
+@st.composite
+def dense(draw) -> list[tuple]:
+    """In order per group with several tuples a window, no gap of empty windows: a batch closes many windows
+    of several groups at once (aggregate_emit.BatchEmit), batch boundaries falling inside windows."""
+    out, t = [], draw(st.integers(0, 7))
+    for _ in range(draw(st.integers(0, 600) | st.integers(100, 600))):
+        t += draw(st.sampled_from([0] * 12 + [1]))
+        out.append((draw(st.integers(0, 2)), draw(st.sampled_from(["a", "bb"])), t,
+                    draw(st.floats(-1e6, 1e6, allow_nan=False)), draw(st.integers(-2**40, 2**40))))
+    return out
+
+
+@settings(max_examples=max(10, int(40 * SCALE)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=dense(), cuts=st.lists(st.integers(0, 600), max_size=3), size=st.sampled_from(["1", "2"]),
+       group_by=st.sampled_from(["", "g", "g", "g, s"]),
+       functions=st.sampled_from([["avg(x)", "count()"], ["sum(x)", "min(x)", "max(n)", "count(x)", "sum(n)"],
+                                  ["avg(n)", "min(n)", "max(x)", "count(*)"], ["lastval(x)", "sum(n)"]]),
+       extra=st.sampled_from([{}, {"independent-window-alignment": "1"}, {"drop-empty-outputs": "1"},
+                              {"order-by": "TUPLENUM"}]), move_at=st.integers(-1, 4), first=st.integers(1, 40))
+def test_batches_closing_many_windows_give_what_rows_give(data, cuts, size, group_by, functions, extra, move_at,
+                                                           first, monkeypatch):
+    """Batches that each close many windows of several groups, emitted as columns at once: the same rows in
+    the same order, counters and state (window numbers, starts, horizons) as the rows, batch after batch.
+    The batch emission takes every batch of its case here, however few windows it closes (MIN_INNER 0)."""
+    monkeypatch.setattr(aggregate_emit, "MIN_INNER", 0)
+    params = as_params({"window-size": size, "group-by": group_by, "order-by": "FIELD", "functions": functions,
+                        **extra})
+    by_columns, by_rows = aggregate(params), aggregate(params)
+    # a first small batch opens the groups' windows: the later batches find them hot (the batch emission's case)
+    bounds = sorted({0, len(data), *(c for c in [first, *cuts] if c < len(data))})
+    for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        if k == move_at:
+            by_columns, by_rows = moved(by_columns, params, 0.0), moved(by_rows, params, 0.0)
+        assert close(by_columns.process(0, columns(data[a:b]), 0.0), by_rows.process(0, data[a:b], 0.0)), (a, b)
+        assert by_columns.counters() == by_rows.counters()
+        assert close(by_columns.state(), by_rows.state())
+    assert close(by_columns.end_of_input(1.0), by_rows.end_of_input(1.0))
+
+
+def test_closed_windows_leave_as_one_batch_of_columns():
+    """A batch closing 90 windows of 10 sensors emits them at once (no window rolled over one at a time), in
+    the order the rows close them, each with its run's count and average."""
+    params = as_params({"window-size": "60", "group-by": "g", "order-by": "FIELD", "functions": ["avg(x)", "count()"],
+                        "independent-window-alignment": "1"})
+    op = aggregate(params)
+    op.process(0, columns([(g, "a", 0, 0.0, 0) for g in range(10)]), 0.0)  # every sensor's first window
+    book = op._windows
+    rolled = []
+    one_by_one = book.next_window
+    book.next_window = lambda *a: (rolled.append(a[0]), one_by_one(*a))[1]  # type: ignore[method-assign]
+    data = [(t % 10, "a", t // 10, float(t), t) for t in range(10, 6000)]
+    out = op.process(0, columns(data), 0.0)[0][1]
+    assert rolled == []
+    assert len(out) == 90
+    assert [(g, start) for g, start, _, _ in out] == [(g, start) for start in range(0, 540, 60) for g in range(10)]
+    assert out[0] == (0, 0, sum(range(10, 600, 10)) / 60.0, 60)
+    assert out[11] == (1, 60, sum(range(601, 1200, 10)) / 60.0, 60)

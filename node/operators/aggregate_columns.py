@@ -64,6 +64,7 @@ from boreas.catalog.model import Schema
 from boreas.node.compile import FLOAT, STR, kind_of
 
 from .accumulators import COUNT, END, FIRST_SLOT, START, parse_call
+from .aggregate_emit import BatchEmit
 from .aggregate_loop import BatchLoop
 from .aggregate_runs import Function, Part, Runs
 from .aggregate_windows import GroupWindows, WindowSpec
@@ -81,11 +82,13 @@ class ColumnRuns:
     """
 
     def __init__(self, functions: list[Function], groups: list[int], order: int, spec: WindowSpec,
-                 windows: GroupWindows, loop: BatchLoop):
+                 windows: GroupWindows, loop: BatchLoop, schema: Schema):
         self._functions = functions
         self._groups, self._order, self._spec = groups, order, spec
         self._windows, self._loop = windows, loop
         self._keyf: Callable[[tuple], Any] | None = None
+        # the chained case with the common functions: closed windows emitted as columns (.aggregate_emit)
+        self._batch_emit = BatchEmit.make(functions, schema, spec, windows, self._add)
         if groups:
             self._keyf = (lambda row, i=groups[0]: row[i]) if len(groups) == 1 else (
                 lambda row, ix=tuple(groups): tuple(row[i] for i in ix))
@@ -118,7 +121,7 @@ class ColumnRuns:
                 return None
             taken.append(Function(func, field, slot))
             slot += 2 if func == "avg" else 1
-        return cls(taken, groups, order, spec, windows, loop)
+        return cls(taken, groups, order, spec, windows, loop, schema)
 
     # -- one batch ---------------------------------------------------------------------
 
@@ -130,6 +133,8 @@ class ColumnRuns:
         if runs is None:
             rows = _rows(batch)
             self._windows.by_values(rows, self._keyf, self._order, now, out, self._loop)
+            return
+        if self._batch_emit is not None and self._batch_emit.take(runs, now, out):
             return
         if not self._chained(runs, now, out):
             self._walk(batch, runs, now, out)

@@ -13,6 +13,7 @@ rows) gives None before anything changes, and the box reads its rows.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -62,26 +63,43 @@ class Runs:
     """One batch cut into runs: per run its key, first row, length, order values' range and whole partials."""
 
     def __init__(self, batch: pa.RecordBatch, functions: list[Function], perm: np.ndarray, sv: np.ndarray,
-                 sok: np.ndarray, starts: np.ndarray, keys: list):
+                 sok: np.ndarray, starts: np.ndarray, keys: list, codes: np.ndarray):
         n = batch.num_rows
         self._batch, self._functions, self._perm, self._sv, self._sok = batch, functions, perm, sv, sok
         self.keys = keys
+        self.codes = codes  # each run's group code: a group's runs are consecutive
         self._starts = starts.tolist()
         ends = np.concatenate((starts[1:], [n]))
-        self.lengths = (ends - starts).tolist()
-        self.first_rows = perm[starts].tolist()
-        self.valid = sok[starts].tolist()
-        self.lo = np.minimum.reduceat(sv, starts).tolist()
-        self.hi = np.maximum.reduceat(sv, starts).tolist()
+        self.length_array = ends - starts
+        self.lengths = self.length_array.tolist()
+        self.first_row_array = perm[starts]
+        self.first_rows = self.first_row_array.tolist()
+        self.valid_array = sok[starts]
+        self.valid = self.valid_array.tolist()
+        self.lo_array = np.minimum.reduceat(sv, starts)
+        self.hi_array = np.maximum.reduceat(sv, starts)
+        self.lo = self.lo_array.tolist()
+        self.hi = self.hi_array.tolist()
         self._sorted: list[tuple[np.ndarray, np.ndarray] | None] = []
-        parts = []
+        #: per function, every whole run's partial as arrays (:class:`Partials`), for emitting windows at once
+        self.partials: list[Partials] = []
         for f in functions:
             prepared = _prepare(batch.column(f.field), perm) if f.field is not None and f.func not in (
                 "firstval", "lastval") else None
             self._sorted.append(prepared)
-            parts.append(_whole(batch, f, prepared, perm, starts, ends))
-        self.whole = [Part(length, values) for length, values in zip(self.lengths, zip(*parts))] if parts else [
-            Part(length, ()) for length in self.lengths]
+            self.partials.append(_whole(batch, f, prepared, perm, starts, ends))
+
+    def whole_part(self, r: int) -> Part:
+        """Run ``r``'s :class:`Part` alone (:attr:`whole` makes every run's)."""
+        return Part(self.lengths[r], tuple(p.at(r) for p in self.partials))
+
+    @functools.cached_property
+    def whole(self) -> list[Part]:
+        """Each whole run's :class:`Part` (made when the walk asks: the chained emission reads the arrays)."""
+        parts = [p.as_list() for p in self.partials]
+        if not parts:
+            return [Part(length, ()) for length in self.lengths]
+        return [Part(length, values) for length, values in zip(self.lengths, zip(*parts))]
 
     def row_at(self, r: int, at: int) -> int:
         """The batch position of the ``at``-th row of run ``r``."""
@@ -150,7 +168,8 @@ class Runs:
         for f in functions:
             if f.field is not None and f.func not in ("firstval", "lastval") and not _fits(batch.column(f.field)):
                 return None
-        return cls(batch, functions, perm, sv, sok, starts, [keys_of(c) for c in sc[starts].tolist()])
+        codes = sc[starts]
+        return cls(batch, functions, perm, sv, sok, starts, [keys_of(c) for c in codes.tolist()], codes)
 
 
 def _fits(column: pa.Array) -> bool:
@@ -171,26 +190,59 @@ def _prepare(column: pa.Array, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return (x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)), ok
 
 
+@dataclass(frozen=True)
+class Partials:
+    """One function's partials of every whole run, as arrays: ``values`` (count: None; sum and avg: the sums;
+    min and max: the extremes, meaningless where ``counts`` is 0; firstval and lastval: a list of values) and
+    ``counts`` (the non-None arguments per run; None for count(*), firstval and lastval)."""
+
+    func: str
+    values: np.ndarray | list | None
+    counts: np.ndarray | None
+
+    def at(self, r: int) -> Any:
+        """Run ``r``'s partial as :class:`Part` holds it."""
+        values, counts = self.values, self.counts
+        if counts is None:
+            return values[r]  # type: ignore[index]
+        c = int(counts[r])
+        if self.func == "count":
+            return c
+        if self.func in ("sum", "avg"):
+            return values[r].item(), c  # type: ignore[index]
+        return values[r].item() if c else None  # type: ignore[index]
+
+    def as_list(self) -> list:
+        """Per run, the partial as :class:`Part` holds it."""
+        values, counts = self.values, self.counts
+        if counts is None:
+            return values  # type: ignore[return-value]  (a list: count(*), firstval, lastval)
+        if self.func == "count":
+            return counts.tolist()
+        if self.func in ("sum", "avg"):
+            return list(zip(values.tolist(), counts.tolist()))  # type: ignore[union-attr]
+        return [e if c else None for e, c in zip(values.tolist(), counts.tolist())]  # type: ignore[union-attr]
+
+
 def _whole(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray] | None, perm: np.ndarray,
-           starts: np.ndarray, ends: np.ndarray) -> list:
-    """One function's partial of every whole run (as :class:`Part` holds them)."""
+           starts: np.ndarray, ends: np.ndarray) -> Partials:
+    """One function's partials of every whole run."""
     if f.field is None:
-        return [None] * len(starts)
+        return Partials(f.func, [None] * len(starts), None)
     if f.func in ("firstval", "lastval"):
         at = starts if f.func == "firstval" else ends - 1
-        return batch.column(f.field).take(pa.array(perm[at])).to_pylist()
+        return Partials(f.func, batch.column(f.field).take(pa.array(perm[at])).to_pylist(), None)
     x, ok = prepared  # type: ignore[misc]
     counts = np.add.reduceat(ok.astype(np.int64), starts) if not ok.all() else ends - starts
     if f.func == "count":
-        return counts.tolist()
+        return Partials(f.func, None, counts)
     if f.func in ("sum", "avg"):
-        sums = np.add.reduceat(x if ok.all() else np.where(ok, x, 0), starts)
-        return list(zip(sums.tolist(), counts.tolist()))
+        return Partials(f.func, np.add.reduceat(x if ok.all() else np.where(ok, x, 0), starts), counts)
     take_min = f.func == "min"
     edge = (np.inf if take_min else -np.inf) if x.dtype.kind == "f" else (
         np.iinfo(np.int64).max if take_min else np.iinfo(np.int64).min)
     ext = (np.minimum if take_min else np.maximum).reduceat(x if ok.all() else np.where(ok, x, edge), starts)
-    return [e if c else None for e, c in zip(ext.tolist(), counts.tolist())]
+    return Partials(f.func, ext, counts)
 
 
 def _slice_part(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray] | None,

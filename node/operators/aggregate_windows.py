@@ -153,6 +153,38 @@ class GroupWindows:
         self._hot[key] = new
         return new
 
+    @property
+    def emit(self) -> Emit:
+        """What a closed window becomes (:mod:`.aggregate_emit` reads its row shape to emit many at once)."""
+        return self._emit
+
+    def close_hot(self, key: Any, out: list[tuple]) -> None:
+        """The group's hot window closes and is emitted, as :meth:`next_window` does; the caller
+        (:mod:`.aggregate_emit`) then emits the windows its batch opened and closed itself, and hands the
+        group its new open window with :meth:`carry_on`."""
+        w = self._hot[key]
+        w[self._beyond] = CLOSED
+        g = self.groups[key]
+        if w[END] > g[2]:
+            g[2] = w[END]
+        self._emit(key, w, out)
+
+    def carry_on(self, key: Any, new: list, next_start: Any, horizon: Any) -> None:
+        """After :meth:`close_hot` and the batch's own windows: ``new`` is the group's only open window, and
+        hot; ``horizon`` the end of the last window that closed."""
+        g = self.groups[key]
+        g[0] = next_start
+        g[1] = [new]
+        if horizon > g[2]:
+            g[2] = horizon
+        self._hot[key] = new
+
+    def number(self, n: int) -> int:
+        """The window number (``seq``) of the first of ``n`` windows opened at once; the next ``n`` are taken."""
+        first = self.seq
+        self.seq += n
+        return first
+
     def place(self, row: tuple, key: Any, v: Any, now: float, out: list[tuple]) -> None:
         """One tuple of a value-window aggregate, any case: the reference semantics of the data path."""
         if v is None:
