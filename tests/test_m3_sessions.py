@@ -12,7 +12,6 @@ sessions grow and merge across batch boundaries and moves.
 
 from __future__ import annotations
 
-import math
 
 import msgspec
 import pyarrow as pa
@@ -28,6 +27,7 @@ from boreas.node.operators.base import OperatorError
 from boreas.node.operators.m3windows import WindowedM3Operator
 from boreas.node.operators.registry import DEFAULT_REGISTRY
 from boreas.wire.columns import Columns, from_rows
+from support.watermark_reference import WatermarkReference
 
 BID = Schema("BidTuple", (Field("bidder", FieldType.INT), Field("price", FieldType.INT),
                           Field("ts", FieldType.LONG)))
@@ -61,18 +61,13 @@ def sessions_of(times: list[int], gap: int) -> list[tuple[int, int, list[int]]]:
     return out
 
 
-class Reference:
+class Reference(WatermarkReference):
     """Every open session's rows, per bidder, one row at a time; sessions found anew on each close."""
 
     def __init__(self, gap: int, delay: int):
-        self.gap, self.delay = gap, delay
+        super().__init__(delay, IDLE)
+        self.gap = gap
         self.rows: dict[int, list[tuple[int, int]]] = {}  # bidder -> (price, ts) of its open sessions
-        self.newest: dict[str, int] = {}
-        self.heard: dict[str, float] = {}
-        self.ended = False
-        self.mark = -math.inf
-        self.closed = -math.inf
-        self.late = 0
 
     def on_time(self, bidder: int, t: int) -> bool:
         if t >= self.closed:
@@ -86,24 +81,12 @@ class Reference:
                 self.rows.setdefault(bidder, []).append((price, t))
             else:
                 self.late += 1
-        if rows:
-            self.newest[producer] = max(self.newest.get(producer, -math.inf), *(t for _, _, t in rows))
-        if producer in self.newest:
-            self.heard[producer] = now
+        self.heard_from(producer, [t for _, _, t in rows], now)
         return self.close(now)
 
     def close(self, now: float) -> list[tuple]:
-        if self.ended:
-            mark = math.inf
-        else:
-            active = [p for p in self.newest if now - self.heard[p] < IDLE]
-            pool = active or list(self.newest)
-            pick = min if active else max
-            mark = pick(self.newest[p] for p in pool) - self.delay if pool else -math.inf
-        self.mark = max(self.mark, mark)
-        if self.mark <= self.closed:
+        if not self.advance(now):
             return []
-        self.closed = self.mark
         out = []
         for bidder, held in self.rows.items():
             kept = []

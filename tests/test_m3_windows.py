@@ -27,6 +27,7 @@ from boreas.node.operators.base import OperatorError
 from boreas.node.operators.m3windows import WindowedM3Operator
 from boreas.node.operators.registry import DEFAULT_REGISTRY
 from boreas.wire.columns import Columns, from_rows
+from support.watermark_reference import WatermarkReference
 
 BID = Schema("BidTuple", (Field("auction", FieldType.INT), Field("price", FieldType.INT),
                           Field("ts", FieldType.LONG)))
@@ -49,19 +50,13 @@ def build(kind: str, delay: int, backend: str = "python") -> WindowedM3Operator:
     return op
 
 
-class Reference:
+class Reference(WatermarkReference):
     """The windows one row at a time: ``{(auction, start): [count, sum, max]}``, closed windows emitted once."""
 
     def __init__(self, kind: str, delay: int):
+        super().__init__(delay, IDLE)
         self.slide = SIZE if kind == "TUMBLE" else SLIDE
-        self.delay = delay
         self.groups: dict[tuple[int, int], list[int]] = {}
-        self.newest: dict[str, int] = {}
-        self.heard: dict[str, float] = {}
-        self.ended = False
-        self.mark = -math.inf
-        self.closed = -math.inf
-        self.late = 0
 
     def starts(self, t: int) -> list[int]:
         return [s for s in range(t - t % self.slide, t - SIZE, -self.slide)]
@@ -76,24 +71,12 @@ class Reference:
                 g[0] += 1
                 g[1] += price
                 g[2] = max(g[2], price)
-        if rows:
-            self.newest[producer] = max(self.newest.get(producer, -math.inf), *(t for _, _, t in rows))
-        if producer in self.newest:  # a batch, even an empty one, says the producer is not idle
-            self.heard[producer] = now
+        self.heard_from(producer, [t for _, _, t in rows], now)
         return self.close(now)
 
     def close(self, now: float) -> list[tuple]:
-        if self.ended:
-            mark = math.inf
-        else:
-            active = [p for p in self.newest if now - self.heard[p] < IDLE]
-            pool = active or list(self.newest)
-            pick = min if active else max
-            mark = pick(self.newest[p] for p in pool) - self.delay if pool else -math.inf
-        self.mark = max(self.mark, mark)
-        if self.mark <= self.closed:
+        if not self.advance(now):
             return []
-        self.closed = self.mark
         out = sorted((a, s, s + SIZE, g[0], g[1], g[2]) for (a, s), g in self.groups.items() if s + SIZE <= self.closed)
         self.groups = {k: g for k, g in self.groups.items() if k[1] + SIZE > self.closed}
         return out
