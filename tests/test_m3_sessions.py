@@ -12,7 +12,6 @@ sessions grow and merge across batch boundaries and moves.
 
 from __future__ import annotations
 
-
 import msgspec
 import pyarrow as pa
 import pytest
