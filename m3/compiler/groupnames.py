@@ -52,8 +52,8 @@ def name_groups(tree: exp.Expression, relations: dict[str, RelationDecl]) -> exp
 
 def _named(g: exp.Expression, sel: exp.Select, relations: dict[str, RelationDecl]) -> exp.Expression | None:
     """The selected column ``g`` names another way than it is selected, else None."""
-    if type(g) is not exp.Column or isinstance(g.this, exp.Star):
-        return None
+    if type(g) is not exp.Column or isinstance(g.this, exp.Star) or not _plain(g):
+        return None  # (a column with more than a name and a table, `db.t.a`, `a(+)`, is left as written: refused)
     items = [(e.alias if type(e) is exp.Alias else "", unparen(e.this if type(e) is exp.Alias else e))
              for e in sel.expressions]
     columns = [x for _, x in items if type(x) is exp.Column and x.name.lower() == g.name.lower()
@@ -65,6 +65,14 @@ def _named(g: exp.Expression, sel: exp.Select, relations: dict[str, RelationDecl
         return None
     aliased = [x for a, x in items if a.lower() == g.name.lower() and type(x) is exp.Column]
     return aliased[0] if len(aliased) == 1 else None
+
+
+def _plain(column: exp.Column) -> bool:
+    """Whether ``column`` is only a name and maybe a table, each an identifier (quoted or not) and nothing more."""
+    parts = [v for k, v in column.args.items() if v]
+    return (all(k in ("this", "table") for k, v in column.args.items() if v)
+            and all(type(p) is exp.Identifier and all(k in ("this", "quoted") for k, v in p.args.items() if v)
+                    for p in parts))
 
 
 def _input_names(sel: exp.Select, relations: dict[str, RelationDecl]) -> set[str] | None:

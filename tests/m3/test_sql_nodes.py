@@ -175,6 +175,9 @@ def test_the_walk_reaches_positions_where_classes_are_translated():
 
 # accepted queries using every construct the front end reads (property 2 and 3 mutate them)
 CORPUS = [
+    "SELECT LOWER(g) AS l, UPPER(g) AS u, CHAR_LENGTH(g) AS n, REGEXP_EXTRACT(g, '(a)', 1) AS x, HOUR(b) AS h, "
+    "SPLIT_INDEX(g, '/', 1) AS y FROM R",
+    "SELECT g, COUNT(*) FILTER (WHERE b > 1) AS f FROM R GROUP BY g",
     "CREATE TABLE X(k INT NOT NULL, v DECIMAL(15, 2), w VARCHAR(3))",
     "SELECT a, SUM(b) AS s FROM R WHERE a IN LIST (1, 2) AND g IN ('A') GROUP BY a",
     "SELECT a AS k, COUNT(*) AS n, AVG(b) AS v FROM R WHERE NOT (a BETWEEN 1 AND 2 OR b <> 0) GROUP BY k ORDER BY n DESC",
