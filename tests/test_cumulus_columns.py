@@ -68,7 +68,9 @@ class ColumnsSim(Sim):
 
 
 def _nonzero(folded: dict[int, Counter]) -> dict[int, dict]:
-    return {port: {row: n for row, n in c.items() if n} for port, c in folded.items()}
+    """The net rows per port; a port whose rows all cancelled (one side sent +r then -r, the other nothing) is
+    no port: what a subscriber ends up holding is the same."""
+    return {port: rows for port, c in folded.items() if (rows := {row: n for row, n in c.items() if n})}
 
 
 SHAPES_HERE = ["group_by_join_key", *(pytest.param(s, marks=pytest.mark.slow) for s in ("two_way", "avg", "tpch_q3"))]
