@@ -111,7 +111,10 @@ def feed(planned: Planned, blocks: list[dict[str, pa.RecordBatch]]) -> tuple[flo
 
 
 def view_rows(planned: Planned) -> list[tuple]:
-    """The box's view as rows: key columns, then the value(s) (a view of rows: its ``count``)."""
+    """The box's view as rows: key columns, then the value(s) (a view of rows: its ``count``); a top-N box's
+    result is its ranked rows (node/operators/m3topn.py), a row there n times listed n times."""
+    if hasattr(planned.operator, "top_rows"):
+        return planned.operator.top_rows()
     rows = []
     for key, value in planned.operator.runtime.view("Q1").items():
         values = value if isinstance(value, tuple) else (value,)
@@ -129,6 +132,11 @@ def duckdb_rows(planned: Planned, tables: dict[str, pa.Table]) -> list[tuple]:
     for kind in q.reads:
         con.register(kind, pa.Table.from_batches([boreas_batch(kind, b) for b in tables[kind].to_batches()]))
     sql = duckdb_sql(q.select())
+    if hasattr(planned.operator, "top_rows"):  # a top-N: its ties broken as the box breaks them (docs/m3.md)
+        from boreas.m3.compiler.rownumber import ranked_sql, split_topn
+
+        inner, topn = split_topn(sql)
+        sql = ranked_sql(inner, topn, planned.operator.ranked.columns)
     described = [d[0] for d in con.execute(f"SELECT * FROM ({sql}) LIMIT 0").description]
     if planned.out_fields and planned.out_fields[-1] == "count" and len(planned.out_fields) == len(described) + 1:
         sql = f"SELECT *, count(*) FROM ({sql}) GROUP BY ALL"

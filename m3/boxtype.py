@@ -53,6 +53,7 @@ from boreas.catalog.model import (
 
 from .ast import Column, Program, RelationDecl
 from .compiler.declarations import declares_relations
+from .compiler.rownumber import TopN, split_topn
 from .compiler.windowfn import WINDOW_COLUMNS, Watermark, Window, rewrite
 from .cumulus import EVERYWHERE, LayoutError, PlacementError, PlanError, plan_partition
 from .errors import M3Error
@@ -104,6 +105,12 @@ class BoxPlan:
     outputs: tuple[Schema, ...]
     windows: tuple[Window, ...] = ()  # event-time windows of its in streams (docs/m3.md, "Event time")
     watermarks: tuple[Watermark, ...] = ()  # their CREATE STREAM's WATERMARK FOR items
+    topn: TopN | None = None  # a ROW_NUMBER() top-N over its view (docs/m3.md, "Top-N")
+    emitted: tuple[Schema, ...] = ()  # what the out ports carry: ``outputs``, or the top-N's rows
+
+    def __post_init__(self):
+        if not self.emitted:
+            object.__setattr__(self, "emitted", self.outputs)
 
 
 @functools.lru_cache(maxsize=64)
@@ -174,6 +181,11 @@ def compile_box(box: Box, inputs: list[Schema] | None = None) -> tuple[Program, 
     """
     which = "sql" if box.param("sql") is not None else "m3"
     text = program_text(box)
+    if which == "sql":
+        try:
+            text, _ = split_topn(text)  # a top-N's view is its inner query (its ranking: :func:`plan_box`)
+        except M3Error as exc:
+            raise BoxError(f"m3 box {box.name!r}: parameter 'sql': {exc}") from None
     streams = stream_relations(box, inputs) if inputs is not None and reads_streams_by_name(box) else ()
     try:
         return _compiled(text, streams)
@@ -205,7 +217,43 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
     sizes = {f.name.lower(): f.size for schema in inputs for f in schema.fields if f.type == FieldType.STRING}
     outputs = tuple(Schema(f"{box.name}.out{i}", _view_fields(box, program, view, sizes))
                     for i, view in enumerate(ordered))
-    return BoxPlan(program_text(box), program, ports, ordered, outputs, windows, marks)
+    topn = box_topn(box)
+    if topn is not None and windows:
+        raise BoxError(f"m3 box {box.name!r}: a ROW_NUMBER() top-N over a window is not supported yet "
+                       "(rank the windows' results in a second box)")
+    emitted = (topn_schema(box, topn, outputs[0]),) if topn is not None else outputs
+    return BoxPlan(program_text(box), program, ports, ordered, outputs, windows, marks, topn, emitted)
+
+
+def box_topn(box: Box) -> TopN | None:
+    """The ``ROW_NUMBER()`` top-N the box's SQL ranks its view by (m3/compiler/rownumber.py), if any."""
+    sql = box.param("sql")
+    if sql is None or box.param("m3") is not None:
+        return None
+    try:
+        return split_topn(sql)[1]
+    except M3Error as exc:
+        raise BoxError(f"m3 box {box.name!r}: parameter 'sql': {exc}") from None
+
+
+def topn_schema(box: Box, topn: TopN, view: Schema) -> Schema:
+    """The top-N's out rows: the columns selected around the derived table (its rank a long), named as
+    selected; every view column (its count left out) and the rank for ``SELECT *``."""
+    fields = list(view.fields[:-1] if topn.counted else view.fields)
+    by_name = {f.name.lower(): f for f in fields}
+    if topn.project is None:
+        out = fields + ([Field(topn.rank, FieldType.LONG)] if topn.rank else [])
+    else:
+        out = []
+        for name, column in topn.project:
+            if column is None:
+                out.append(Field(name, FieldType.LONG))
+            elif column.lower() in by_name:
+                out.append(replace(by_name[column.lower()], name=name))
+            else:
+                raise BoxError(f"m3 box {box.name!r}: the query around ROW_NUMBER selects {column}, which its "
+                               f"derived table does not ({', '.join(f.name for f in fields)})")
+    return Schema(view.name, tuple(out))
 
 
 def box_windows(box: Box) -> tuple[tuple[Window, ...], tuple[Watermark, ...]]:
@@ -283,7 +331,7 @@ def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, in
 
 def infer_m3(box: Box, inputs: list[Schema]) -> list[Schema]:
     """Out port i: the i-th view's output key columns, then its value columns (long for INT maps, else double)."""
-    return list(plan_box(box, inputs).outputs)
+    return list(plan_box(box, inputs).emitted)
 
 
 def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> Partition:
@@ -294,6 +342,9 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
     in version order with pushes between them (docs/cumulus.md §3.5).
     """
     planned = plan_box(box, inputs)
+    if planned.topn is not None:
+        raise BoxError(f"m3 box {box.name!r} ranks its view by ROW_NUMBER(), which a partitioned box does not "
+                       "yet (each member would rank its own rows); run it on one node")
     if planned.windows:
         raise BoxError(f"m3 box {box.name!r} reads {planned.windows[0].relation} through a window, which a "
                        "partitioned box does not close yet (its members would emit open windows' changes); run it "

@@ -84,7 +84,7 @@ class M3Operator(Operator):
             self.plan: BoxPlan = plan_box(box, self.inputs)
         except BoxError as exc:
             raise OperatorError(str(exc)) from None
-        for port, (want, got) in enumerate(zip(self.plan.outputs, self.outputs)):
+        for port, (want, got) in enumerate(zip(self.plan.emitted, self.outputs)):
             if not want.same_shape(got):
                 raise self.error(f"out port {port} would carry {want.describe()} but its schema is {got.describe()}")
         if runtime:
@@ -154,7 +154,7 @@ class M3Operator(Operator):
             if out is not None and changed:
                 pairs, weights = self._memo.revise(view, changed)
                 if pairs:
-                    emitted.append((out, weighted(self._emit[out](pairs), weights, self.outputs[out])))
+                    emitted.append((out, weighted(self._emit[out](pairs), weights, self.plan.outputs[out])))
         return emitted
 
     def _row_groups(self, port: int, relation: str, rows: list, retracted: list = ()) -> tuple[list, int]:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from boreas.catalog.boxtypes import BoxError
 from boreas.catalog.model import Box, Field, FieldType, Input, Schema
 from boreas.catalog.watermarks import read_idle_timeout, read_watermark
-from boreas.m3.boxtype import box_windows
+from boreas.m3.boxtype import box_topn, box_windows
 from boreas.m3.compiler.sessionfn import Session
 from boreas.m3.compiler.windowfn import WINDOW_COLUMNS, Window
 from boreas.node.watermarks import WatermarkTracker
@@ -49,6 +49,7 @@ from .late import LateLog
 from .m3box import M3Operator
 from .m3memo import present
 from .m3sessions import SessionBuffer, SessionPort
+from .m3topn import TopNM3Operator
 
 log = logging.getLogger(__name__)
 
@@ -383,8 +384,11 @@ def m3_operator(box: Box, inputs: list[Schema], outputs: list[Schema]) -> M3Oper
     :class:`.m3box.M3Operator`."""
     try:
         windows, _ = box_windows(box)
+        ranked = box_topn(box) is not None
     except BoxError as exc:
         raise OperatorError(str(exc)) from None
+    if ranked and not windows:  # (a top-N over a window is refused by its plan)
+        return TopNM3Operator(box, inputs, outputs)
     return (WindowedM3Operator if windows else M3Operator)(box, inputs, outputs)
 
 

@@ -1,0 +1,224 @@
+"""Top-N and deduplication in an ``m3`` box: the view's rows ranked per partition, the changes of the first N
+emitted as a changelog.
+
+A box whose SQL ranks by ``ROW_NUMBER() OVER (PARTITION BY p ORDER BY o)``
+filtered by ``rank <= N`` (m3/compiler/rownumber.py) maintains the ranked
+query's inner view as any ``m3`` box does; its changelog (``-old``/``+new``
+rows, deletions included: the in streams may carry them) goes through
+:class:`RankedRows`, which keeps *every* row of each partition in rank
+order, so a deletion in the top N is answered by the next row at once,
+without reading the maps again.  What a batch changed in a partition's top
+N is emitted as ``-row``/``+row`` (the rank, when it is selected, is part of
+the row: a row entering at rank 1 moves the others down, each one a
+``-old``/``+new``).
+
+Ranks: by the ORDER BY columns, ties by the whole view row ascending (its
+columns in order), so the result is deterministic and the same on every
+node and after a move; Flink breaks ties by arrival instead (docs/m3.md,
+"Top-N").  A row present n times (a view of rows counts duplicates) takes
+n consecutive ranks.
+
+Nothing here is box state of its own: the ranked rows are a function of the
+view, so a restored (moved, recovered) box ranks the view it restored again
+(:meth:`TopNM3Operator.restore`), and the snapshot is the maps alone.
+
+>>> r = RankedRows(TopN(("a",), (("p", True),), 2, None, "rn"), ("a", "b", "p"), ("a", "b", "p", "rn"))
+>>> r.apply({(1, 1, 10): 1, (1, 2, 30): 1, (2, 3, 5): 1})
+([(1, 2, 30, 1), (1, 1, 10, 2), (2, 3, 5, 1)], [1, 1, 1])
+>>> r.apply({(1, 4, 20): 1})      # enters at rank 2: the row it displaces leaves
+([(1, 1, 10, 2), (1, 4, 20, 2)], [-1, 1])
+>>> r.apply({(1, 2, 30): -1})     # the first leaves: the others move up, the displaced row returns
+([(1, 2, 30, 1), (1, 4, 20, 2), (1, 4, 20, 1), (1, 1, 10, 2)], [-1, -1, 1, 1])
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+
+from boreas.catalog.model import Box, Schema
+from boreas.m3.compiler.rownumber import TopN
+from boreas.wire.columns import Columns, weighted
+
+from .base import Emitted
+from .m3box import M3Operator
+from .m3memo import present
+
+log = logging.getLogger(__name__)
+
+
+class _Desc:
+    """A value that sorts in reverse (a DESC column that cannot be negated: a string)."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+    def __lt__(self, other: "_Desc") -> bool:
+        return other.v < self.v
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Desc) and other.v == self.v
+
+
+def _desc(v):
+    return -v if isinstance(v, (int, float)) else _Desc(v)
+
+
+@dataclass
+class Partition:
+    """One partition's rows: each row's multiplicity, and the rows' sort keys in rank order."""
+
+    counts: dict[tuple, int] = field(default_factory=dict)
+    keys: list[tuple] = field(default_factory=list)  # (ORDER BY values..., row), ascending
+
+
+class RankedRows:
+    """Owns the ranked rows of a top-N: every row of every partition in rank order, and the first N's out rows.
+
+    ``columns`` are the view's row columns (its count left out), ``out`` the out stream's fields.
+    """
+
+    def __init__(self, spec: TopN, columns: tuple[str, ...], out: tuple[str, ...]):
+        at = {c.lower(): i for i, c in enumerate(columns)}
+
+        def index(name: str) -> int:
+            if name.lower() not in at:
+                raise ValueError(f"ROW_NUMBER reads {name}, which is no column of its query ({', '.join(columns)})")
+            return at[name.lower()]
+
+        self.spec = spec
+        self.columns = columns
+        self.partition = tuple(index(c) for c in spec.partition)
+        self.order = tuple((index(c), desc) for c, desc in spec.order)
+        if spec.project is None:
+            self.project: tuple[int | None, ...] = tuple(range(len(columns))) + ((None,) if spec.rank else ())
+        else:
+            self.project = tuple(None if col is None else index(col) for _, col in spec.project)
+        if len(self.project) != len(out):
+            raise ValueError(f"the top-N makes {len(self.project)} columns, its out stream has {len(out)}")
+        self.parts: dict[tuple, Partition] = {}
+
+    def _sort_key(self, row: tuple) -> tuple:
+        return tuple(_desc(row[i]) if desc else row[i] for i, desc in self.order) + (row,)
+
+    def top(self, part: Partition) -> list[tuple]:
+        """The partition's first N out rows (a row n times takes n ranks)."""
+        out: list[tuple] = []
+        limit, project = self.spec.limit, self.project
+        for key in part.keys:
+            row = key[-1]
+            for _ in range(part.counts[row]):
+                if len(out) == limit:
+                    return out
+                rank = len(out) + 1
+                out.append(tuple(rank if i is None else row[i] for i in project))
+        return out
+
+    def apply(self, deltas: dict[tuple, int]) -> tuple[list[tuple], list[int]]:
+        """Add (a positive delta) or remove (negative) rows; the out rows that left the top N (weight -1),
+        then those that entered (+1), partition by partition."""
+        by_part: dict[tuple, list[tuple[tuple, int]]] = {}
+        for row, d in deltas.items():
+            if d:
+                by_part.setdefault(tuple([row[i] for i in self.partition]), []).append((row, d))
+        gone: list[tuple] = []
+        came: list[tuple] = []
+        for pkey, changes in by_part.items():
+            part = self.parts.get(pkey)
+            if part is None:
+                part = self.parts[pkey] = Partition()
+            before = self.top(part)
+            for row, d in changes:
+                self._change(part, row, d)
+            after = self.top(part)
+            if before != after:
+                old, new = Counter(before), Counter(after)
+                gone.extend((old - new).elements())
+                came.extend((new - old).elements())
+            if not part.counts:
+                del self.parts[pkey]
+        return gone + came, [-1] * len(gone) + [1] * len(came)
+
+    def _change(self, part: Partition, row: tuple, d: int) -> None:
+        had = part.counts.get(row, 0)
+        now = had + d
+        if now < 0:
+            log.warning("top-N: row %r removed %d times more than it was there; kept at 0", row, -now)
+            now = 0
+        if had and not now:
+            key = self._sort_key(row)
+            del part.keys[bisect.bisect_left(part.keys, key)]
+            del part.counts[row]
+        elif now and not had:
+            bisect.insort(part.keys, self._sort_key(row))
+            part.counts[row] = now
+        elif now:
+            part.counts[row] = now
+
+    def rows(self) -> list[tuple]:
+        """Every partition's top N out rows, now (a row n times, n times)."""
+        return [r for part in self.parts.values() for r in self.top(part)]
+
+    def clear(self) -> None:
+        self.parts.clear()
+
+
+class TopNM3Operator(M3Operator):
+    """An ``m3`` box whose view is ranked: its view's changes go through :class:`RankedRows`, whose changes
+    of the first N are what it emits."""
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+        super().__init__(box, inputs, outputs)
+        spec = self.plan.topn
+        assert spec is not None
+        fields = [f.name for f in self.plan.outputs[0].fields]
+        self.counted = spec.counted
+        columns = tuple(fields[:-1] if spec.counted else fields)
+        try:
+            self.ranked = RankedRows(spec, columns, tuple(f.name for f in self.outputs[0].fields))
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+
+    def process(self, port: int, rows, now: float) -> Emitted:
+        deltas: dict[tuple, int] = {}
+        for _, changed in super().process(port, rows, now):
+            self._deltas(changed, deltas)
+        return self._emit_ranked(deltas)
+
+    def _deltas(self, changed, deltas: dict[tuple, int]) -> None:
+        """A view changelog's rows into ``deltas`` (row -> change of its multiplicity)."""
+        if isinstance(changed, Columns):
+            rows, weights = changed.rows(), changed.weight_list()
+        else:
+            rows, weights = changed, [1] * len(changed)
+        if self.counted:
+            for row, w in zip(rows, weights):
+                key = row[:-1]
+                deltas[key] = deltas.get(key, 0) + w * row[-1]
+        else:
+            for row, w in zip(rows, weights):
+                deltas[row] = deltas.get(row, 0) + w
+
+    def _emit_ranked(self, deltas: dict[tuple, int]) -> Emitted:
+        if not deltas:
+            return []
+        out, weights = self.ranked.apply(deltas)
+        return [(0, weighted(out, weights, self.outputs[0]))] if out else []
+
+    def top_rows(self) -> list[tuple]:
+        """The box's result now: each partition's first N rows."""
+        return self.ranked.rows()
+
+    def restore(self, state: dict, now: float | None = None) -> None:
+        """The maps restored, the rows ranked again from the view they hold (nothing is emitted)."""
+        super().restore(state, now)
+        self.ranked.clear()
+        view = self.plan.views[0]
+        pairs = [(k, v) for k, v in self.runtime.view(view.name).items() if present(v)]
+        deltas: dict[tuple, int] = {}
+        self._deltas(self._emit[0](pairs), deltas)
+        self.ranked.apply(deltas)
