@@ -69,6 +69,7 @@ IN_PROCESS = (
     "test_m3_box.py",                        # the m3 operator fed by hand (its Spark test: below)
     "test_m3_windows.py",                    # event-time windows in an m3 box fed by hand, against a reference
     "test_m3_sessions.py",                   # SESSION windows in an m3 box fed by hand, against a reference
+    "test_m3_topn.py",                       # ROW_NUMBER() top-N in an m3 box fed by hand, against DuckDB
     "test_m3_sessions_nexmark.py",           # Nexmark's q11 in an m3 box fed by hand, against DuckDB
     "test_columns.py",                       # Arrow batches checked, and an m3 box fed columns, in process
     "test_join_columns.py",                  # the join on columns against its row path, fed by hand

@@ -12,7 +12,7 @@ from boreas.catalog import elements, slices
 from boreas.catalog.store.base import Snapshot
 from boreas.catalog.store.zookeeper import ZooKeeperStore
 from boreas.client.publisher import Publisher
-from boreas.m3.compiler import examples, frontend
+from boreas.m3.compiler import examples, frontend, rownumber
 from boreas.m3.cumulus import definitions, member
 from boreas.m3.cumulus.stable import EpochDeltas
 from boreas.m3.runtime.native.backend import NativeMaps
@@ -21,6 +21,7 @@ from boreas.regional.catalog import RegionalCatalog
 from boreas.regional.component import RegionalComponent
 from boreas.m3.runtime.program import Runtime
 from boreas.node import compile
+from boreas.node.operators.m3topn import TopNM3Operator
 from boreas.node.recovery.log import InputLog
 
 boreas.__getattr__  # module __getattr__ (PEP 562): Python calls it for boreas.__version__
@@ -46,3 +47,5 @@ InputLog.durable_position  # how far the input log is fsynced: tests/test_recove
 views.read_view  # the module's documented reader over any entries function; its doctest shows what a view means (production reads go through the runtime: candidate for review)
 RegionalCatalog.location  # where the region's reflections put a box: the regional catalog's doctest and tests/test_moves.py
 RegionalComponent.wait_until  # a region as optimizer waits for its reflections: tests/test_moves.py (docs/client.md)
+rownumber.ranked_sql  # a top-N as plain SQL with the box's tie order: bench/nexmark_boreas.py's DuckDB check (docs/m3.md, "Top-N")
+TopNM3Operator.top_rows  # a top-N box's result now: bench/nexmark_boreas.py reads it (the view alone is the unranked rows)

@@ -1,0 +1,149 @@
+"""Top-N and deduplication by ``ROW_NUMBER()`` in an ``m3`` box, against DuckDB, under inserts and deletes.
+
+Hypothesis draws batches of bids (few partitions, few prices: ties and
+duplicate rows are common) and deletions of rows present (the in stream's
+``sign`` field), cut into batches anywhere; some batches go in as Arrow
+columns, some as rows, and the box sometimes moves (its state through
+msgpack into a new operator).  After every batch the box's changelog, summed
+by a reader, and its own result are DuckDB's ``ROW_NUMBER`` over the rows
+present, with the tie order docs/m3.md states (the ORDER BY, then the view's
+columns ascending) written out by hand.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import duckdb
+import msgspec
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from boreas.catalog.boxtypes import BoxError
+from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+from boreas.catalog.partition_model import Partition
+from boreas.m3.boxtype import infer_m3, plan_m3_partition
+from boreas.node.operators.m3topn import TopNM3Operator
+from boreas.node.operators.registry import DEFAULT_REGISTRY
+from boreas.wire.columns import Columns, from_rows
+
+BID = Schema("BidTuple", (Field("a", FieldType.INT), Field("b", FieldType.INT), Field("p", FieldType.INT),
+                          Field("s", FieldType.STRING, 4), Field("sign", FieldType.INT)))
+
+#: (the box's SQL, DuckDB's over table bid with the tie order written out, whether a row is a count)
+SHAPES = {
+    "top2 by price, rank shown": (
+        "SELECT a, b, p, s, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p DESC) AS rn "
+        "FROM Bid) WHERE rn <= 2",
+        "SELECT a, b, p, s, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p DESC, a, b, p, s) "
+        "AS rn FROM bid) WHERE rn <= 2"),
+    "dedup: the last by b, strings descending": (
+        "SELECT a, p, s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a, p ORDER BY s DESC) AS rn FROM Bid) "
+        "WHERE rn = 1",
+        "SELECT a, p, s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a, p ORDER BY s DESC, a, b, p, s) "
+        "AS rn FROM bid) WHERE rn = 1"),
+    "top3 over a grouped view, everything selected": (
+        "SELECT * FROM (SELECT a, b, SUM(p) AS total, ROW_NUMBER() OVER (PARTITION BY a ORDER BY SUM(p) DESC) "
+        "AS rn FROM Bid GROUP BY a, b) WHERE rn < 4",
+        "SELECT * FROM (SELECT a, b, total, ROW_NUMBER() OVER (PARTITION BY a ORDER BY total DESC, a, b, total) "
+        "AS rn FROM (SELECT a, b, SUM(p) AS total FROM bid GROUP BY a, b)) WHERE rn < 4"),
+}
+
+
+def build(text: str, backend: str = "auto") -> TopNM3Operator:
+    box = Box("t", "m3", (InPort("Bid"),), ("Out",), (("sql", text), ("sign-field", "sign"), ("backend", backend)))
+    op = DEFAULT_REGISTRY.build(box, [BID], infer_m3(box, [BID]))
+    assert isinstance(op, TopNM3Operator)
+    return op
+
+
+_DUCK = [duckdb.connect()]
+
+
+def duckdb_top(sql: str, present: Counter) -> Counter:
+    rows = list(present.elements())
+    table = pa.table({n: pa.array([r[i] for r in rows], t) for i, (n, t) in
+                      enumerate((("a", pa.int32()), ("b", pa.int32()), ("p", pa.int32()), ("s", pa.string())))})
+    con = _DUCK[0]
+    con.register("bid", table)
+    return Counter(tuple(r) for r in con.execute(sql).fetchall())
+
+
+bid = st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(1, 5), st.sampled_from(["x", "y", "zz", "é"]))
+steps = st.lists(st.tuples(st.lists(bid, max_size=8), st.lists(st.integers(0, 1000), max_size=4),
+                           st.sampled_from(["columns", "rows", "move"])), min_size=1, max_size=12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("backend", ["auto", "python"])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=steps)
+def test_the_box_keeps_duckdbs_top_n_under_inserts_and_deletes(shape, backend, steps):
+    box_sql, oracle = SHAPES[shape]
+    op = build("CREATE STREAM Bid(a INT, b INT, p INT, s VARCHAR);\n" + box_sql, backend)
+    present: Counter = Counter()
+    seen: Counter = Counter()  # what a reader of the changelog holds
+    for inserts, deletes, how in steps:
+        held = sorted(present.elements())
+        gone = [held[i % len(held)] for i in deletes] if held else []
+        gone = list((Counter(gone) & present).elements())  # a row is deleted at most as often as it is there
+        batch = [r + (1,) for r in inserts] + [r + (-1,) for r in gone]
+        present.update(inserts)
+        present.subtract(gone)
+        present = +present
+        if how == "move":  # the box moves before the batch: its state through msgpack into a new operator
+            moved = build("CREATE STREAM Bid(a INT, b INT, p INT, s VARCHAR);\n" + box_sql, backend)
+            moved.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())))
+            assert Counter(moved.top_rows()) == Counter(op.top_rows())
+            op = moved
+        if not batch:
+            continue
+        emitted = op.process(0, from_rows(batch, BID) if how == "columns" else batch, 0.0)
+        for port, out in emitted:
+            assert port == 0
+            rows, weights = (out.rows(), out.weight_list()) if isinstance(out, Columns) else (out, [1] * len(out))
+            for row, w in zip(rows, weights):
+                seen[row] += w
+        assert all(n >= 0 for n in seen.values())
+        want = duckdb_top(oracle, present)
+        assert +seen == want
+        assert Counter(op.top_rows()) == want
+
+
+def test_the_out_stream_is_the_selected_columns_and_the_rank():
+    box = Box("t", "m3", (InPort("Bid"),), ("Out",), (("sql", SHAPES["top2 by price, rank shown"][0]),
+                                                        ("sign-field", "sign")))
+    (out,) = infer_m3(box, [BID])
+    assert [(f.name, f.type) for f in out.fields] == [("a", FieldType.INT), ("b", FieldType.INT),
+                                                      ("p", FieldType.INT), ("s", FieldType.STRING),
+                                                      ("rn", FieldType.LONG)]
+
+
+@pytest.mark.parametrize("text, why", [
+    ("SELECT * FROM (SELECT *, RANK() OVER (PARTITION BY a ORDER BY p) AS r FROM Bid) WHERE r <= 2",
+     "window function RANK OVER (...) is not supported"),
+    ("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p) AS r FROM Bid) WHERE r > 2",
+     "only read filtered as WHERE r <= N or WHERE r = 1"),
+    ("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p) AS r FROM Bid) WHERE r = 2",
+     "only read filtered as WHERE r <= N or WHERE r = 1"),
+    ("SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY p) AS r FROM Bid", "is supported as SELECT ..."),
+    ("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a) AS r FROM Bid) WHERE r <= 2",
+     "needs an ORDER BY"),
+    ("SELECT a, r + 1 FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY p) AS r FROM Bid) WHERE r <= 2",
+     "selects columns of its derived table"),
+])
+def test_other_window_shapes_are_refused_by_name(text, why):
+    box = Box("t", "m3", (InPort("Bid"),), ("Out",), (("sql", text), ("sign-field", "sign")))
+    with pytest.raises(BoxError, match="parameter 'sql'") as err:
+        infer_m3(box, [BID])
+    assert why in str(err.value)
+
+
+def test_a_partitioned_top_n_is_refused():
+    box = Box("t", "m3", (InPort("Bid"),), ("Out",), (("sql", SHAPES["top2 by price, rank shown"][0]),
+                                                        ("sign-field", "sign")))
+    with pytest.raises(BoxError, match="ranks its view by ROW_NUMBER"):
+        plan_m3_partition(box, [BID], Partition("t", ("n1", "n2")))
