@@ -22,7 +22,7 @@ Nothing here is box state of its own: the ranked rows are a function of the
 view, so a restored (moved, recovered) box ranks the view it restored again
 (:meth:`TopNM3Operator.restore`), and the snapshot is the maps alone.
 
->>> r = RankedRows(TopN(("a",), (("p", True),), 2, None, "rn"), ("a", "b", "p"), ("a", "b", "p", "rn"))
+>>> r = RankedRows(TopN(("a",), (("p", True),), 2, None, "rn"), ("a", "b", "p"), ("a", "b", "p", "rn"), {"p"})
 >>> r.apply({(1, 1, 10): 1, (1, 2, 30): 1, (2, 3, 5): 1})
 ([(1, 2, 30, 1), (1, 1, 10, 2), (2, 3, 5, 1)], [1, 1, 1])
 >>> r.apply({(1, 4, 20): 1})      # enters at rank 2: the row it displaces leaves
@@ -38,7 +38,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 
-from boreas.catalog.model import Box, Schema
+from boreas.catalog.model import Box, FieldType, Schema
 from boreas.m3.compiler.rownumber import TopN
 from boreas.wire.columns import Columns, weighted
 
@@ -64,8 +64,14 @@ class _Desc:
         return isinstance(other, _Desc) and other.v == self.v
 
 
-def _desc(v):
-    return -v if isinstance(v, (int, float)) else _Desc(v)
+def _sort_key_of(order: tuple[tuple[int, bool], ...], numbers: frozenset[int]):
+    """``row -> (ORDER BY values..., row)``, generated once per top-N: a DESC number negated, any other DESC
+    value wrapped in :class:`_Desc` (the key is computed once per row that changes, in the hot path)."""
+    parts = [(f"-r[{i}]" if i in numbers else f"_Desc(r[{i}])") if desc else f"r[{i}]" for i, desc in order]
+    source = f"def key(r):\n    return ({', '.join(parts + ['r'])},)\n"
+    scope: dict = {"_Desc": _Desc}
+    exec(compile(source, "<top-N sort key>", "exec"), scope)  # noqa: S102 - indexes only, no user text
+    return scope["key"]
 
 
 @dataclass
@@ -79,10 +85,11 @@ class Partition:
 class RankedRows:
     """Owns the ranked rows of a top-N: every row of every partition in rank order, and the first N's out rows.
 
-    ``columns`` are the view's row columns (its count left out), ``out`` the out stream's fields.
+    ``columns`` are the view's row columns (its count left out), ``out`` the out stream's fields, ``numbers``
+    the columns that hold numbers (a DESC one is negated to sort; other DESC values are wrapped).
     """
 
-    def __init__(self, spec: TopN, columns: tuple[str, ...], out: tuple[str, ...]):
+    def __init__(self, spec: TopN, columns: tuple[str, ...], out: tuple[str, ...], numbers: frozenset[str] = frozenset()):
         at = {c.lower(): i for i, c in enumerate(columns)}
 
         def index(name: str) -> int:
@@ -101,9 +108,7 @@ class RankedRows:
         if len(self.project) != len(out):
             raise ValueError(f"the top-N makes {len(self.project)} columns, its out stream has {len(out)}")
         self.parts: dict[tuple, Partition] = {}
-
-    def _sort_key(self, row: tuple) -> tuple:
-        return tuple(_desc(row[i]) if desc else row[i] for i, desc in self.order) + (row,)
+        self._sort_key = _sort_key_of(self.order, frozenset(i for i, c in enumerate(columns) if c in numbers))
 
     def top(self, part: Partition) -> list[tuple]:
         """The partition's first N out rows (a row n times takes n ranks)."""
@@ -135,7 +140,11 @@ class RankedRows:
             for row, d in changes:
                 self._change(part, row, d)
             after = self.top(part)
-            if before != after:
+            if not before:  # a new partition, or one whose rows had all left: the common cases, no counting
+                came.extend(after)
+            elif not after:
+                gone.extend(before)
+            elif before != after:
                 old, new = Counter(before), Counter(after)
                 gone.extend((old - new).elements())
                 came.extend((new - old).elements())
@@ -179,7 +188,8 @@ class TopNM3Operator(M3Operator):
         self.counted = spec.counted
         columns = tuple(fields[:-1] if spec.counted else fields)
         try:
-            self.ranked = RankedRows(spec, columns, tuple(f.name for f in self.outputs[0].fields))
+            numbers = frozenset(f.name for f in self.plan.outputs[0].fields if f.type != FieldType.STRING)
+            self.ranked = RankedRows(spec, columns, tuple(f.name for f in self.outputs[0].fields), numbers)
         except ValueError as exc:
             raise self.error(str(exc)) from None
 
