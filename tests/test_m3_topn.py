@@ -2,8 +2,9 @@
 
 Hypothesis draws batches of bids (few partitions, few prices: ties and
 duplicate rows are common) and deletions of rows present (the in stream's
-``sign`` field), cut into batches anywhere; some batches go in as Arrow
-columns, some as rows, and the box sometimes moves (its state through
+``sign`` field, or a changelog's weights), cut into batches anywhere; some
+batches go in as Arrow columns, some as rows, some as a changelog, and the
+box sometimes moves (its state through
 msgpack into a new operator).  After every batch the box's changelog, summed
 by a reader, and its own result are DuckDB's ``ROW_NUMBER`` over the rows
 present, with the tie order docs/m3.md states (the ORDER BY, then the view's
@@ -73,7 +74,7 @@ def duckdb_top(sql: str, present: Counter) -> Counter:
 
 bid = st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(1, 5), st.sampled_from(["x", "y", "zz", "é"]))
 steps = st.lists(st.tuples(st.lists(bid, max_size=8), st.lists(st.integers(0, 1000), max_size=4),
-                           st.sampled_from(["columns", "rows", "move"])), min_size=1, max_size=12)
+                           st.sampled_from(["columns", "rows", "changelog", "move"])), min_size=1, max_size=12)
 
 
 @pytest.mark.slow
@@ -101,7 +102,12 @@ def test_the_box_keeps_duckdbs_top_n_under_inserts_and_deletes(shape, backend, s
             op = moved
         if not batch:
             continue
-        emitted = op.process(0, from_rows(batch, BID) if how == "columns" else batch, 0.0)
+        if how == "changelog":  # another box's changelog: the deletions are weights -1, the sign field 1
+            plain = from_rows([r[:4] + (1,) for r in batch], BID)
+            fed = Columns(plain.batch, weights=pa.array([r[4] for r in batch], pa.int64()))
+        else:
+            fed = from_rows(batch, BID) if how == "columns" else batch
+        emitted = op.process(0, fed, 0.0)
         for port, out in emitted:
             assert port == 0
             rows, weights = (out.rows(), out.weight_list()) if isinstance(out, Columns) else (out, [1] * len(out))
