@@ -89,7 +89,8 @@ class RankedRows:
     the columns that hold numbers (a DESC one is negated to sort; other DESC values are wrapped).
     """
 
-    def __init__(self, spec: TopN, columns: tuple[str, ...], out: tuple[str, ...], numbers: frozenset[str] = frozenset()):
+    def __init__(self, spec: TopN, columns: tuple[str, ...], out: tuple[str, ...],
+                 numbers: frozenset[str] = frozenset()):
         at = {c.lower(): i for i, c in enumerate(columns)}
 
         def index(name: str) -> int:
