@@ -20,7 +20,7 @@ window, dropped as windows close.
 >>> stages = plan_stages(s, leaf.program, leaf.views)
 >>> rows = {v: [(k, val) for k, val in pairs] for v, pairs in (("Q1", [((1, 10), 2), ((2, 10), 1)]),
 ...                                                           ("Q2", [((1, 10), 2), ((2, 10), 1)]))}
->>> sorted(stages.evaluate(rows).items())
+>>> sorted(stages.evaluate(rows, stages.runtimes()).items())
 [((1, 2), 1)]
 """
 
@@ -81,7 +81,7 @@ def _reader(program: Program, info: ViewInfo, stage: Stage) -> tuple[_Reader, tu
 @dataclass(frozen=True)
 class _Upper:
     stage: Stage
-    runtime: Runtime
+    program: Program
     view: str
     reader: _Reader
 
@@ -98,15 +98,20 @@ class StagePlan:
     @property
     def program(self) -> Program:
         """The query's program (its view is :attr:`top`): the box's out schema is read from it."""
-        return self.uppers[-1].runtime.program
+        return self.uppers[-1].program
 
-    def evaluate(self, windows: Mapping[str, Sequence[tuple[tuple, object]]]) -> dict[tuple, object]:
-        """The query's view rows over one window's leaf rows (``{leaf view: [(key, value)]}``)."""
+    def runtimes(self) -> list[Runtime]:
+        """A runtime per upper stage, for one box to evaluate with (a plan is shared by the boxes of one text)."""
+        return [Runtime(upper.program, backend="python") for upper in self.uppers]
+
+    def evaluate(self, windows: Mapping[str, Sequence[tuple[tuple, object]]],
+                 runtimes: Sequence[Runtime]) -> dict[tuple, object]:
+        """The query's view rows over one window's leaf rows (``{leaf view: [(key, value)]}``), evaluated on
+        ``runtimes`` (:meth:`runtimes`)."""
         tables = {rel: reader.rows(windows.get(reader.view, ())) for rel, reader in zip(self.leaf_relations,
                                                                                        self.leaves)}
         result: dict[tuple, object] = {}
-        for upper in self.uppers:
-            rt = upper.runtime
+        for upper, rt in zip(self.uppers, runtimes):
             rt.load({r.name: tables.get(r.name, []) for r in rt.program.relations})
             result = rt.view(upper.view)
             tables[upper.stage.relation] = upper.reader.rows(list(result.items()))
@@ -127,6 +132,5 @@ def plan_stages(staged: Staged, program: Program, views: Mapping[str, ViewInfo])
         rt = Runtime(compile_sql(streams + stage.select), backend="python")
         decl = rt.program.views[0]
         reader, types[stage.relation] = _reader(rt.program, rt.views[decl.name], stage)
-        uppers.append(_Upper(stage, rt, decl.name, reader))
-    return StagePlan(tuple(leaves), tuple(leaf.relation for leaf in staged.leaves), tuple(uppers),
-                     uppers[-1].runtime.views[uppers[-1].view])
+        uppers.append(_Upper(stage, rt.program, decl.name, reader))
+    return StagePlan(tuple(leaves), tuple(leaf.relation for leaf in staged.leaves), tuple(uppers), rt.views[decl.name])

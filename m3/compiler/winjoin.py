@@ -10,8 +10,8 @@ table, evaluated once, when the window closes.  So :func:`split` cuts the
 query into
 
 * **leaves**: each innermost derived table (and each windowed stream read
-  raw beside them, as ``SELECT every column FROM s GROUP BY every column``,
-  its count the rows' multiplicity), compiled as ordinary windowed views of
+  raw beside them, as ``SELECT every column FROM s``: a view of rows,
+  its count each row's multiplicity), compiled as ordinary windowed views of
   the box: maintained incrementally, their state per window dropped when the
   window closes (node/operators/m3windows.py);
 * **uppers**: each query that reads derived tables, with them read as
@@ -242,11 +242,11 @@ def _leaf(sel: exp.Select, alias: str, what: str, sources: list, work: _Split) -
 
 
 def _raw_leaf(stream: str, work: _Split) -> tuple[str, dict[str, str]]:
-    """A windowed stream read beside derived tables: its rows per window (a view grouped by every column)."""
+    """A windowed stream read beside derived tables: its rows per window (a view of rows: each its count)."""
     columns = work.streams[stream.lower()]
     listed = ", ".join(columns)
     relation = work.name(stream)
-    work.leaves.append(Stage(relation, f"SELECT {listed} FROM {stream} GROUP BY {listed}", columns, False))
+    work.leaves.append(Stage(relation, f"SELECT {listed} FROM {stream}", columns, False))
     marks = {"window_start": "start", "window_end": "end", work.window.time.lower(): "time"}
     return relation, marks
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from boreas.catalog.model import FieldType, Schema
 from boreas.m3.winstages import StagePlan
@@ -18,12 +17,13 @@ from boreas.m3.winstages import StagePlan
 from .m3memo import present
 
 
-@dataclass(frozen=True)
 class StageEmit:
-    """Turns the closed windows' leaf rows into the query's out rows (out port 0)."""
+    """Turns the closed windows' leaf rows into the query's out rows (out port 0); owns the runtimes it
+    evaluates the stages with (nothing in them outlives one window)."""
 
-    stages: StagePlan
-    schema: Schema
+    def __init__(self, stages: StagePlan, schema: Schema):
+        self.stages, self.schema = stages, schema
+        self.runtimes = stages.runtimes()
 
     def rows(self, closed: dict[str, Sequence[tuple[int, tuple, object]]]) -> list[tuple]:
         """``closed``: per leaf view its closed rows as ``(window end, key, value)``; the out rows, per window
@@ -37,7 +37,7 @@ class StageEmit:
         casts = [float if f.type == FieldType.DOUBLE else int for f in self.schema.fields[width:]]
         out: list[tuple] = []
         for end in sorted(per_window):
-            for key, value in self.stages.evaluate(per_window[end]).items():
+            for key, value in self.stages.evaluate(per_window[end], self.runtimes).items():
                 if not present(value):
                     continue
                 values = value if isinstance(value, tuple) else (value,)
