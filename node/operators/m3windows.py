@@ -249,8 +249,8 @@ class WindowedM3Operator(M3Operator):
                 raise self.error(f"view {view.name} reads a windowed stream but does not GROUP BY window_start or "
                                  "window_end: its rows would never close")
             self._closing.append((out, view, *where))
-        stages = self.plan.stages  # a window join: its views are the leaves, its rows the stages' (.m3winjoin)
-        self._stages = None if stages is None else StageEmit(stages, self.outputs[0])
+        # a window join: its views are the leaves, its rows the stages' (.m3winjoin)
+        self._stages = StageEmit(self.plan.stages, self.outputs[0]) if self.plan.stages is not None else None
         self._doomed = {}
         for m in self.plan.program.maps:
             where = _window_position(tuple(k.name for k in m.keys))
@@ -344,8 +344,7 @@ class WindowedM3Operator(M3Operator):
                 leaves[view.name] = [(k[position] + (0 if is_end else size), k, v) for k, v in pairs]
             elif pairs:
                 emitted.append((out, self._emit[out](pairs)))
-        joined = [] if self._stages is None else self._stages.rows(leaves)
-        if joined:
+        if self._stages is not None and (joined := self._stages.rows(leaves)):
             emitted.append((0, joined))
         dropped = self.runtime.remove(closed)
         log.debug("m3 box %r: windows up to %s closed, %d map entries dropped", self.box.name, frontier, dropped)
