@@ -37,6 +37,10 @@ ORACLES = {
 }
 
 
+OUT = {"q8": ["id", "name", "starttime", "count"], "q7": ["auction", "price", "bidder", "datetime", "extra", "count"],
+       "q5": ["auction", "num", "count"]}
+
+
 @pytest.mark.parametrize("name", ["q8", "q7", "q5"])
 def test_window_join_emits_flinks_rows_as_windows_close(monkeypatch, name):
     for _ in bench_importable(monkeypatch, ("nexmark_gen", "nexmark_boreas", "nexmark_queries")):
@@ -54,6 +58,7 @@ def test_window_join_emits_flinks_rows_as_windows_close(monkeypatch, name):
                for port, kind in enumerate(q.reads) for i in range(0, b[kind].num_rows, 700)]
         planned = plan(q)
         assert not isinstance(planned, str), planned
+        assert planned.out_fields == OUT[name]  # the query's columns, then the row's count
         op, got = planned.operator, Counter()
         for i, (port, batch) in enumerate(fed):
             for _, out in op.process_from(port, Columns(batch), i * 0.01, (q.reads[port], "gen", i + 1)):
