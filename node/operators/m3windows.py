@@ -48,6 +48,7 @@ from .base import Emitted, OperatorError
 from .late import LateLog
 from .m3box import M3Operator
 from .m3memo import present
+from .m3winjoin import StageEmit
 from .m3sessions import SessionBuffer, SessionPort
 from .m3topn import TopNM3Operator
 
@@ -248,6 +249,8 @@ class WindowedM3Operator(M3Operator):
                 raise self.error(f"view {view.name} reads a windowed stream but does not GROUP BY window_start or "
                                  "window_end: its rows would never close")
             self._closing.append((out, view, *where))
+        # a window join: its views are the leaves, its rows the stages' (.m3winjoin)
+        self._stages = StageEmit(self.plan.stages, self.outputs[0]) if self.plan.stages is not None else None
         self._doomed = {}
         for m in self.plan.program.maps:
             where = _window_position(tuple(k.name for k in m.keys))
@@ -327,6 +330,7 @@ class WindowedM3Operator(M3Operator):
             closed = {name: self.runtime.keys_at_most(name, position, frontier if is_end else frontier - size)
                       for name, (position, is_end) in self._doomed.items()}
         emitted: Emitted = []
+        leaves: dict[str, list] = {}
         for out, view, position, is_end in self._closing:
             decl = self.plan.program.view(view.name)
             if decl.general:  # computed when read: read whole, the closed rows kept
@@ -336,8 +340,12 @@ class WindowedM3Operator(M3Operator):
                 keys = list(dict.fromkeys(key for name in decl.maps for key in closed.get(name, ())))
                 pairs = self.runtime.rows_at(view.name, keys)
             pairs = sorted((kv for kv in pairs if present(kv[1])), key=lambda kv: kv[0][position])
-            if pairs:
+            if self._stages is not None:
+                leaves[view.name] = [(k[position] + (0 if is_end else size), k, v) for k, v in pairs]
+            elif pairs:
                 emitted.append((out, self._emit[out](pairs)))
+        if self._stages is not None and (joined := self._stages.rows(leaves)):
+            emitted.append((0, joined))
         dropped = self.runtime.remove(closed)
         log.debug("m3 box %r: windows up to %s closed, %d map entries dropped", self.box.name, frontier, dropped)
         self.windows.closed = frontier
