@@ -5,7 +5,7 @@ A publisher's batches must be deterministic (issue 30): a re-run of the same
 the ones it took already and every row counts once.  So a file's batches are
 cut at fixed row counts (:func:`cut`), whatever blocks the reader gave, and
 their default size is a function of the stream's schema alone
-(:func:`file_batch_rows`: about 2 MB of its columns, big enough that what
+(:func:`file_batch_rows`: about 4 MB of its columns, big enough that what
 the CLI and the node do per batch costs little per row).  How many are in
 flight at once (:func:`file_window`) is bounded by their bytes, whatever
 their size: that and the reader's block bound the memory a publish holds,
@@ -25,8 +25,9 @@ from boreas.wire.columns import arrow_schema
 #: A file's batches, when ``--batch-size`` is not given, hold about this many bytes of Arrow columns: big enough
 #: that what the CLI and the node do per batch (a frame, an acknowledgement, a task switch) costs little per row,
 #: small enough that the copies of a batch on its way (Arrow's, the payload, the frame, the masked frame) stay
-#: small beside the interpreter.
-FILE_BATCH_BYTES = 2 << 20
+#: small beside the interpreter.  Stop 43's size: a publish interrupted under it and run again cuts the same batches
+#: (their digests match), so the size stays what it was; the bytes in flight are bound by the window below.
+FILE_BATCH_BYTES = 4 << 20
 
 #: Bytes of a file's batches in flight (sent, not acknowledged) at once, by the stream's declared widths: the
 #: window of a file's publish is as many batches as make this, however big they are (``--batch-size``), at least
@@ -47,9 +48,9 @@ def file_batch_rows(schema: Schema) -> int:
     >>> from boreas.catalog.model import Field
     >>> file_batch_rows(Schema("R", (Field("t", FieldType.LONG), Field("n", FieldType.INT),
     ...                              Field("v", FieldType.DOUBLE))))
-    104857
+    209715
     >>> file_batch_rows(Schema("S", (Field("s", FieldType.STRING, 2000),)))
-    1046
+    2092
     """
     return max(1000, min(1 << 20, FILE_BATCH_BYTES // row_bytes(schema)))
 
@@ -87,7 +88,7 @@ def file_window(batch_rows: int, schema: Schema, most: int) -> int:
     >>> from boreas.catalog.model import Field
     >>> s = Schema("R", (Field("t", FieldType.LONG), Field("n", FieldType.INT), Field("v", FieldType.DOUBLE)))
     >>> file_window(file_batch_rows(s), s, 256), file_window(1000, s, 256), file_window(1 << 20, s, 256)
-    (8, 256, 2)
+    (4, 256, 2)
     """
     return max(FILE_WINDOW_LEAST, min(most, FILE_WINDOW_BYTES // (max(batch_rows, 1) * row_bytes(schema))))
 

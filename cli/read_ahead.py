@@ -30,6 +30,7 @@ here looks at a clock, so a re-run sends the same batches.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -38,6 +39,8 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from boreas.wire.prepared import Prepared
+
+log = logging.getLogger(__name__)
 
 
 def ready(piece: Any) -> Any:
@@ -69,11 +72,19 @@ async def read_ahead(pieces: Iterator[Any]) -> AsyncIterator[Any]:
         pending = loop.run_in_executor(reader, _next, pieces)
         try:
             while True:
-                more, piece = await pending
+                more, piece = await asyncio.shield(pending)  # (a cancel leaves the thread's batch to finish)
                 if not more:
                     return
                 pending = loop.run_in_executor(reader, _next, pieces)
                 yield piece
         finally:
-            if not pending.done():  # (interrupted: the thread finishes its batch; the reader is not used again)
-                await asyncio.shield(pending)
+            await _settle(pending)
+
+
+async def _settle(pending: asyncio.Future) -> None:
+    """Wait, without blocking the loop, for the batch the reader thread is on when the send stops (Ctrl-C, a
+    refused batch, the end), so the executor's shutdown finds it idle.  That batch is never sent: an error
+    reading it is logged, not raised over the one that stopped the send (a Ctrl-C stays an interruption)."""
+    await asyncio.wait([pending])
+    if not pending.cancelled() and (error := pending.exception()) is not None:
+        log.debug("a batch read ahead was not sent: %s", error)

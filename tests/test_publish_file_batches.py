@@ -4,7 +4,7 @@ Behaviour a user relies on without seeing it: a file bigger than the reader's
 buffer is read a block at a time (how much of it has been read when the first
 batch is given is a fraction of it), the batches are cut by rows only (the
 same file gives the same batches, so a re-run continues), the default batch
-is big (about 2 MB of the stream's columns) and the rows arrive whole and in
+is big (about 4 MB of the stream's columns) and the rows arrive whole and in
 order, for CSV, JSON lines and Parquet alike.  The processes' side (a node,
 a subscriber, memory measured) is test_publish_file_stream.py.
 """
@@ -12,6 +12,7 @@ a subscriber, memory measured) is test_publish_file_stream.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import pyarrow as pa
@@ -79,14 +80,14 @@ def test_the_same_file_gives_the_same_batches_cut_by_rows(tmp_path, kind):
     assert all(a.equals(b) for a, b in zip(first, again))
 
 
-def test_the_default_batch_is_about_two_megabytes_of_the_streams_columns_and_the_window_bounds_bytes():
-    assert file_batch_rows(SCHEMA) == (2 << 20) // 20  # a long, an int, a double
+def test_the_default_batch_is_about_four_megabytes_of_the_streams_columns_and_the_window_bounds_bytes():
+    assert file_batch_rows(SCHEMA) == (4 << 20) // 20  # a long, an int, a double
     wide = Schema("W", (Field("name", FieldType.STRING, 100), Field("n", FieldType.INT)))
-    assert file_batch_rows(wide) == (2 << 20) // (100 + 4 + 4)
+    assert file_batch_rows(wide) == (4 << 20) // (100 + 4 + 4)
     huge = Schema("H", (Field("text", FieldType.STRING, 100_000),))
     assert file_batch_rows(huge) == 1000  # (never fewer rows than this)
     # in flight: about 16 MB of batches, however big they are
-    assert file_window(file_batch_rows(SCHEMA), SCHEMA, 256) == 8
+    assert file_window(file_batch_rows(SCHEMA), SCHEMA, 256) == 4
     assert file_window(20_000, SCHEMA, 256) == (16 << 20) // (20_000 * 20)
     assert file_window(10, SCHEMA, 256) == 256  # (the publisher's own cap)
     assert file_window(1000, huge, 256) == 2  # (one in flight while the next is acknowledged)
@@ -136,3 +137,37 @@ def test_json_lines_read_by_blocks_keep_their_order_and_name_bad_lines_by_their_
     assert [r["time"] for r in got] == [i for i in range(400) if i not in (150, 300)]
     assert got[219] == {"time": 220, "sensor": 3, "value": 110.0}
     assert [(row, reason.split(" (")[0]) for row, reason in source.refused([])] == [(301, "missing field 'sensor'")]
+
+
+def _slow_then_bad():
+    """A reader whose first batch is ready at once and whose second fails after a while (a bad row found)."""
+    import threading
+    yield pa.record_batch({"n": [1]})
+    threading.Event().wait(0.3)
+    raise ValueError("row 2: not a number")
+
+
+def test_a_send_that_fails_raises_its_own_error_not_the_one_of_the_batch_read_ahead():
+    async def send_then_fail():
+        async with contextlib.aclosing(read_ahead(_slow_then_bad())) as pieces:  # (as boreas publish reads)
+            async for _ in pieces:
+                raise ConnectionError("the node refused the batch")
+
+    with pytest.raises(ConnectionError, match="refused"):
+        asyncio.run(send_then_fail())
+
+
+def test_ctrl_c_while_a_batch_is_read_ahead_stays_an_interruption():
+    async def interrupted() -> bool:
+        async def consume():
+            async with contextlib.aclosing(read_ahead(_slow_then_bad())) as pieces:
+                async for _ in pieces:
+                    await asyncio.sleep(3600)  # (the send waits; the user presses Ctrl-C)
+
+        task = asyncio.ensure_future(consume())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.wait([task])
+        return task.cancelled()
+
+    assert asyncio.run(interrupted())
