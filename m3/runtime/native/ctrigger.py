@@ -92,8 +92,10 @@ def trigger_c(gen: Gen, t: Trigger, tno: int) -> tuple[int, ...]:
             raise Unsupported(f"{c.fn} of something else than an event variable")
     gen.computed_columns[(t.relation, t.sign)] = tuple((t.vars.index(c.args[0].name), c) for c in calls)
     event_types = {v: col_types[i] for i, v in enumerate(t.vars)}
+    mark = len(gen.lines)
     for (target, all_guards, refs), scalar_lists in groups(t.statements):
         _statement(gen, t, dict(event_types), target, all_guards, refs, scalar_lists)
+    gen.lines[mark:mark] = _prefetches(gen, t, event_types, col_types, used)
     gen.emit(1, "}")
     gen.emit(1, "return 0;")
     gen.emit(0, "}")
@@ -203,3 +205,64 @@ def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_
         depth -= 1
         gen.emit(depth, "}")
 
+
+
+PREFETCH_AHEAD = (8, 4)  # rows ahead: the slot (pf_slot), then the entry it names (pf_entry)
+
+
+def _lookups(gen: Gen, t: Trigger, types: dict[str, str]) -> list[tuple[str, str, int, list[tuple[int, str]]]]:
+    """The trigger's lookups whose key is the event's own values: ``(guard, map, index, [(position, C key)])``,
+    index -1 the primary table.  A lookup keyed by a loop's variable, a computed column or checked arithmetic
+    (which may leave the trigger) is not one of them; duplicates are kept once."""
+    event = set(t.vars)
+
+    def plain(a: Expr) -> bool:
+        return isinstance(a, Const) or (isinstance(a, Var) and a.name in event)
+
+    out: dict[tuple, None] = {}
+    for (target, all_guards, refs), _ in groups(t.statements):
+        conds = [gen.cond(c, types) for c in all_guards if set(variables(c)) <= event]
+        if any("CK_" in c for c in conds):
+            conds = []  # a guard that may overflow is left out: the hint is then only less precise
+        guard = " && ".join(conds) or "1"
+        for r in (*refs, target):
+            m = gen.decl[r.name]
+            pos = tuple(i for i, a in enumerate(r.args) if plain(a))
+            if r is target or len(pos) == len(r.args):
+                if len(pos) != len(r.args) or not pos:
+                    continue
+                index = -1
+            elif pos in gen.specs.get(r.name, ()):
+                index = gen.specs[r.name].index(pos)
+            else:
+                continue
+            items = tuple((i, _key_item(gen, r.args[i], m.keys[i].type, types, f"map {r.name}")) for i in pos)
+            out[(guard, r.name, index, items)] = None
+    return [(g, name, index, list(items)) for g, name, index, items in out]
+
+
+def _prefetches(gen: Gen, t: Trigger, types: dict[str, str], col_types: list[str], used) -> list[str]:
+    """Lines at the top of the row loop that hint the lookups of rows ahead to the cache (:data:`PREFETCH_AHEAD`).
+
+    Why: a map larger than the cache makes nearly every lookup two misses (the slot, then the entry's key
+    and value), and the loop waits for each in turn; the event's values of a row a few ahead are at hand, so
+    its slots and entries are asked for early and arrive while this row is done.  Only hints: a row's
+    results are the same whatever they fetched.
+    """
+    lookups = _lookups(gen, t, types)
+    if not lookups:
+        return []
+    lines = []
+    for ahead, call in zip(PREFETCH_AHEAD, ("pf_slot", "pf_entry")):
+        lines.append(f"        if (row + {ahead} < n_rows) {{")
+        for i in used:
+            lines.append(f"            {ctype(col_types[i])} v_{t.vars[i]} = c{i}[row + {ahead}];")
+        for guard, name, index, items in lookups:
+            no = gen.map_no[name]
+            table = f"&rt->maps[{no}].prim" if index < 0 else f"&rt->maps[{no}].idx[{index}]"
+            args = f"{table}, P" if call == "pf_slot" else f"&rt->maps[{no}], {table}, P"
+            stride = max(1, len(gen.decl[name].keys))
+            sets = " ".join(f"P[{i}] = {item};" for i, item in items)
+            lines.append(f"            if ({guard}) {{ int64_t P[{stride}] = {{0}}; {sets} {call}({args}); }}")
+        lines.append("        }")
+    return lines
