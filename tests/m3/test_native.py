@@ -294,3 +294,36 @@ def test_doctests(name):
 def test_the_program_is_the_same_for_both_backends():
     p = compile_sql(SUMS)
     assert Runtime(p, backend="python").text() == native(p).text()
+
+
+def test_batches_around_the_prefetch_distance_equal_the_python_backend():
+    """The triggers hint the lookups of rows a few ahead to the cache (ctrigger's PREFETCH_AHEAD): batches
+    shorter than, equal to and just past those distances, and one long enough that the maps grow while rows
+    ahead are hinted, give the Python backend's state and changes, deletes included."""
+    from boreas.m3.runtime.native.ctrigger import PREFETCH_AHEAD
+
+    rnd = random.Random(7)
+    py, nat = Runtime(Q3, backend="python"), native(Q3)
+    live: dict[str, list] = {"customer": [], "orders": [], "lineitem": []}
+
+    def row(rel):
+        if rel == "customer":
+            return (rnd.randrange(60), rnd.choice(["BUILDING", "AUTO"]))
+        if rel == "orders":
+            return (rnd.randrange(400), rnd.randrange(60), rnd.choice(DATES), rnd.randrange(3))
+        return (rnd.randrange(400), rnd.randrange(1, 90) / 4, rnd.choice([0.0, 0.25]), rnd.choice(DATES))
+
+    sizes = [*range(1, 2 * max(PREFETCH_AHEAD) + 2), 3000]
+    for n in sizes:
+        batch = []
+        for _ in range(n):
+            rel = rnd.choice(["customer", "orders", "lineitem", "lineitem"])
+            if live[rel] and rnd.random() < 0.2:
+                batch.append((rel, -1, live[rel].pop(rnd.randrange(len(live[rel])))))
+            else:
+                live[rel].append(row(rel))
+                batch.append((rel, 1, live[rel][-1]))
+        py.apply_batch(batch)
+        nat.apply_batch(batch)
+        assert same_changes(py.changes(), nat.changes()), n
+    assert norm(py.state()) == norm(nat.state())

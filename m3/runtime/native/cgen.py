@@ -30,6 +30,18 @@ static int trig_0(rt_t *rt, int64_t n_rows, void **cols) {
     for (int64_t row = 0; row < n_rows; row++) {
         int64_t v_A = c0[row];
         int64_t v_B = c1[row];
+        if (row + 8 < n_rows) {
+            int64_t v_A = c0[row + 8];
+            int64_t v_B = c1[row + 8];
+            if (1) { int64_t P[2] = {0}; P[0] = v_A; pf_slot(&rt->maps[1].idx[0], P); }
+            if (1) { int64_t P[2] = {0}; P[0] = v_A; P[1] = v_B; pf_slot(&rt->maps[1].prim, P); }
+        }
+        if (row + 4 < n_rows) {
+            int64_t v_A = c0[row + 4];
+            int64_t v_B = c1[row + 4];
+            if (1) { int64_t P[2] = {0}; P[0] = v_A; pf_entry(&rt->maps[1], &rt->maps[1].idx[0], P); }
+            if (1) { int64_t P[2] = {0}; P[0] = v_A; P[1] = v_B; pf_entry(&rt->maps[1], &rt->maps[1].prim, P); }
+        }
         {
             int64_t s = INT64_C(2);
             if (s != 0) {

@@ -105,6 +105,37 @@ static inline int64_t tab_find(const map_t *m, const index_t *t, const int64_t *
     }
 }
 
+/* gcc's dead-code pass drops __builtin_prefetch here (its address is all the call's result): on x86 the
+   instruction is asked for as volatile asm, which no pass removes */
+#if defined(__x86_64__) || defined(__i386__)
+#define PF(p) __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)(p)))
+#else
+#define PF(p) __builtin_prefetch(p)
+#endif
+/* hints for a row a few ahead (the trigger loops call them, see ctrigger): the slot key k hashes to, then the
+   entry that slot names (its key and value), so the row's own lookup finds them in cache.  Only reads. */
+static inline void pf_slot(const index_t *t, const int64_t *k) {
+    if (t->cap) PF(&t->slots[hkey(k, t) & (t->cap - 1)]);
+}
+
+/* the entry whose hash is k's within a short probe of its first slot (or -1): a hint's guess, keys not compared */
+static inline int32_t pf_peek(const index_t *t, const int64_t *k) {
+    if (!t->cap) return -1;
+    uint32_t h = hkey(k, t);
+    int64_t mask = t->cap - 1, s = h & mask;
+    for (int i = 0; i < 4; i++, s = (s + 1) & mask) {
+        slot_t sl = t->slots[s];
+        if (sl.id == -1) return -1;
+        if (sl.id >= 0 && sl.h == h) return sl.id;
+    }
+    return -1;
+}
+
+static inline void pf_entry(const map_t *m, const index_t *t, const int64_t *k) {
+    int32_t id = pf_peek(t, k);
+    if (id >= 0) { PF(m->keys + (int64_t)id * m->stride); PF(m->vals + id); }
+}
+
 static int tab_grow(index_t *t) {
     int64_t live = t->used - t->tomb;
     int64_t cap = 16;

@@ -11,7 +11,9 @@ guard is tested inside the loop that binds its variable; an update journals
 the old value and removes entries that become zero (FLOAT maps: within
 epsilon).  A function of an event variable is computed in C (a date part) or
 read from one more column the runtime computes with the batch (a
-SUBSTRING's interned id: :attr:`.cgen.Module.computed`).
+SUBSTRING's interned id: :attr:`.cgen.Module.computed`).  At the top of the
+loop, the lookups a row a few ahead will make with its own values are hinted
+to the cache (:func:`_prefetches`).
 
 >>> from ...syntax import parse_program
 >>> p = parse_program('''CREATE STREAM R(A INT, B FLOAT);
@@ -21,6 +23,16 @@ SUBSTRING's interned id: :attr:`.cgen.Module.computed`).
 >>> trigger_c(gen, p.triggers[0], 0)
 (0, 1)
 >>> print("\\n".join(gen.lines[7:]))
+        if (row + 8 < n_rows) {
+            int64_t v_A = c0[row + 8];
+            double v_B = c1[row + 8];
+            if ((v_A < INT64_C(3))) { int64_t P[1] = {0}; P[0] = v_A; pf_slot(&rt->maps[0].prim, P); }
+        }
+        if (row + 4 < n_rows) {
+            int64_t v_A = c0[row + 4];
+            double v_B = c1[row + 4];
+            if ((v_A < INT64_C(3))) { int64_t P[1] = {0}; P[0] = v_A; pf_entry(&rt->maps[0], &rt->maps[0].prim, P); }
+        }
         {
             if ((v_A < INT64_C(3))) {
                 double s = v_B;
@@ -36,6 +48,8 @@ SUBSTRING's interned id: :attr:`.cgen.Module.computed`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ...ast import Call, Const, Expr, MapRef, Statement, Trigger, Var, variables, walk
 from ..codegen import statement_groups
@@ -92,8 +106,10 @@ def trigger_c(gen: Gen, t: Trigger, tno: int) -> tuple[int, ...]:
             raise Unsupported(f"{c.fn} of something else than an event variable")
     gen.computed_columns[(t.relation, t.sign)] = tuple((t.vars.index(c.args[0].name), c) for c in calls)
     event_types = {v: col_types[i] for i, v in enumerate(t.vars)}
+    mark = len(gen.lines)
     for (target, all_guards, refs), scalar_lists in groups(t.statements):
         _statement(gen, t, dict(event_types), target, all_guards, refs, scalar_lists)
+    gen.lines[mark:mark] = _prefetches(gen, t, event_types, col_types, used)
     gen.emit(1, "}")
     gen.emit(1, "return 0;")
     gen.emit(0, "}")
@@ -203,3 +219,80 @@ def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_
         depth -= 1
         gen.emit(depth, "}")
 
+
+
+
+PREFETCH_AHEAD = (8, 4)  # rows ahead: the slot of a lookup keyed by the event (pf_slot), then its entry (pf_entry)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A lookup a row a few ahead can hint: map ``name``'s ``index`` (-1: the primary table) keyed by the
+    event's values ``items`` ((position, C), the other positions unread), under the event's ``guard``."""
+
+    guard: str
+    name: str
+    index: int
+    items: tuple[tuple[int, str], ...]
+
+
+def _lookups(gen: Gen, t: Trigger, types: dict[str, str]) -> list[Lookup]:
+    """The trigger's lookups (full reads, slices by an index, updates) whose key is the event's own values.
+
+    A lookup keyed by a loop's variable, a computed column or checked arithmetic (which may leave the
+    trigger) is left out; duplicates are kept once.  (Hinting an update keyed through a slice's first entry
+    as well, two stages later, measured no gain on Q3.)
+    """
+    event = set(t.vars)
+
+    def plain(a: Expr) -> bool:
+        return isinstance(a, Const) or (isinstance(a, Var) and a.name in event)
+
+    out: dict[Lookup, None] = {}
+    for (target, all_guards, refs), _ in groups(t.statements):
+        conds = [gen.cond(c, types) for c in all_guards if set(variables(c)) <= event]
+        if any("CK_" in c for c in conds):
+            conds = []  # a guard that may overflow is left out: the hint is then only less precise
+        guard = " && ".join(conds) or "1"
+        for r in (*refs, target):
+            m = gen.decl[r.name]
+            pos = tuple(i for i, a in enumerate(r.args) if plain(a))
+            if len(pos) == len(r.args):
+                if not pos:
+                    continue
+                index = -1
+            elif r is not target and pos in gen.specs.get(r.name, ()):
+                index = gen.specs[r.name].index(pos)
+            else:
+                continue
+            items = tuple((i, _key_item(gen, r.args[i], m.keys[i].type, types, f"map {r.name}")) for i in pos)
+            out[Lookup(guard, r.name, index, items)] = None
+    return list(out)
+
+
+def _prefetches(gen: Gen, t: Trigger, types: dict[str, str], col_types: list[str], used) -> list[str]:
+    """Lines at the top of the row loop that hint the lookups of rows ahead to the cache.
+
+    Why: a map larger than the cache makes nearly every lookup two misses (the slot, then the entry's key
+    and value), and the loop waits for each in turn; the event's values of a row a few ahead are at hand, so
+    its slots and then its entries are asked for early (:data:`PREFETCH_AHEAD`) and arrive while this row is
+    done.  Only hints, reading: a row's results are the same whatever they fetched.  On Q3 (1M events,
+    docs/dataplane.md) they took the triggers from ~0.25 to ~0.20 us of CPU per event.
+    """
+    lookups = _lookups(gen, t, types)
+    if not lookups:
+        return []
+    lines = []
+    for ahead, call in zip(PREFETCH_AHEAD, ("pf_slot", "pf_entry")):
+        lines.append(f"        if (row + {ahead} < n_rows) {{")
+        for i in used:
+            lines.append(f"            {ctype(col_types[i])} v_{t.vars[i]} = c{i}[row + {ahead}];")
+        for x in lookups:
+            no = gen.map_no[x.name]
+            table = f"&rt->maps[{no}].prim" if x.index < 0 else f"&rt->maps[{no}].idx[{x.index}]"
+            args = f"{table}, P" if call == "pf_slot" else f"&rt->maps[{no}], {table}, P"
+            sets = " ".join(f"P[{i}] = {item};" for i, item in x.items)
+            lines.append(f"            if ({x.guard}) {{ int64_t P[{max(1, len(gen.decl[x.name].keys))}] = {{0}}; "
+                         f"{sets} {call}({args}); }}")
+        lines.append("        }")
+    return lines
