@@ -276,6 +276,9 @@ def streaming_schema_problems(
         if deadline is not None and time.monotonic() > deadline:
             raise DeadlineExceeded([Diagnostic(source, line, "", TOO_SLOW)])
 
+    if _valid(data, schema):  # (a valid document, the usual one, is never heard element by element)
+        check(None)
+        return []
     locator = _Locator(limits.max_problems, deadline, check)
     parser = etree.XMLParser(
         resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
@@ -312,6 +315,19 @@ def streaming_schema_problems(
         else:
             problems.append(Diagnostic(source, element.sourceline, paths(element), reason))
     return capped(problems, source, limits.max_problems, len(schema_errors) - len(problems))
+
+
+def _valid(data: bytes | str, schema: etree.XMLSchema) -> bool:
+    """Whether ``data`` is valid, told by libxml2 alone: one pass in C, about a third of the time of
+    :class:`_Locator`'s (a Python call per element start and end: 0.53 s against 0.16 s of CPU for
+    20,000 boxes, issue 37).  Only a document with problems is parsed again to place them."""
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
+                             huge_tree=False, remove_blank_text=False, schema=schema, collect_ids=False)
+    try:
+        etree.fromstring(as_bytes(data), parser)
+    except etree.XMLSyntaxError:
+        return False
+    return not any(e.level >= etree.ErrorLevels.ERROR for e in parser.error_log)
 
 
 def capped(problems: list[Diagnostic], source: str, limit: int,
