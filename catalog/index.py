@@ -46,7 +46,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import changelog
+from . import changelog, table_params
 from .boxtypes import BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic
 from .model import Catalog, Producer, Schema
@@ -221,20 +221,26 @@ class _Derivation:
             self.problems += plugged_problems(self.after, checks, self.schemas, sorted(boxes), sorted(streams),
                                               lambda s: producer_origin(self.after, index.producers(s)))
         for check in whole_checks(checks):
-            if check is changelog.check and not self._retyped():
-                continue  # (changelogs follow box types and edges only: a move leaves none refused, as before)
-            check(self.after, lambda origin, reason: self.problems.append(Diagnostic.at(origin, reason)))
+            if self._reaches(check):
+                check(self.after, lambda origin, reason: self.problems.append(Diagnostic.at(origin, reason)))
         return index
 
-    def _retyped(self) -> bool:
-        """Whether the change adds, removes or retypes a box, or changes a schema: what the changelog check reads
-        (catalog/changelog.py).  The base index had no problems (else the check is whole), so a change that does
-        neither (a move) leaves the check's answer, none, as it was."""
-        if self.whole or self.changed.get("schemas"):
+    def _reaches(self, check: Any) -> bool:
+        """Whether a whole-catalog check may answer otherwise than for the base index: none (it had no
+        problems, else the change is checked whole).  Changelogs read box types and edges, and schemas
+        (catalog/changelog.py: a move leaves none refused); the table check reads table boxes, tables and
+        partitions.  Each is a walk over every box (issue 37); any other check runs every time."""
+        if self.whole:
             return True
         before, after = self.base.catalog.boxes, self.after.boxes
-        return any(k not in before or k not in after or _typed_as(before[k]) != _typed_as(after[k])
-                   for k in self.changed["boxes"])
+        pairs = [(before.get(k), after.get(k)) for k in self.changed["boxes"]]
+        if check is changelog.check:
+            return bool(self.changed.get("schemas")) or any(
+                old is None or new is None or _typed_as(old) != _typed_as(new) for old, new in pairs)
+        if check is table_params.check:
+            return bool(self.changed.get("tables") or self.changed.get("partitions")) or any(
+                box is not None and box.type in table_params.ACCESSING and box.access for pair in pairs for box in pair)
+        return True
 
     def _update_refs(self) -> set[str]:
         """Move the changed elements' references; the streams that gained or lost a producer."""
