@@ -46,6 +46,7 @@ from boreas.catalog.replicate import update_items
 from boreas.catalog.slice_index import NodeSlices
 from boreas.catalog.submission import apply_submission
 from boreas.catalog.updates import update_document
+from boreas.head.bulk import bulk_step, declared
 from boreas.head.service import HeadService
 from catalog import generate_parts
 
@@ -68,13 +69,16 @@ def main() -> None:
             marks = [time.process_time()]
             docs = [read_document(app, "bench.xml"), read_document(dep, "bench_deploy.xml")]
             marks.append(time.process_time())
-            applied = apply_submission(store, docs, base=catalog, index=index)
+            with bulk_step(sum(map(declared, docs))):  # (as HeadService.submit and _advance: head/bulk.py)
+                applied = apply_submission(store, docs, base=catalog, index=index)
             marks.append(time.process_time())
-            after = apply_commit(catalog, applied.commit)
-            index = index.derive(after, commit_touched(applied.commit))
-            marks.append(time.process_time())
-            changed = slices.advance(index)
-            marks.append(time.process_time())
+            touched = commit_touched(applied.commit)
+            with bulk_step(sum(map(len, touched.values())), keep=True):
+                after = apply_commit(catalog, applied.commit)
+                index = index.derive(after, touched)
+                marks.append(time.process_time())
+                changed = slices.advance(index)
+                marks.append(time.process_time())
             for node, new in changed.items():
                 new = new or Catalog()
                 update_document(update_items(held.get(node, Catalog()), new), version=after.version,

@@ -1,17 +1,14 @@
 """Indexes of a catalog, so that checking a change costs what the change touches.
 
-Checking a submission used to mean checking the whole merged topology
-again: every box's expressions parsed and every stream's schema inferred,
-for a catalog of 10,000 boxes seconds of work for a one-box change.  A
-:class:`CatalogIndex` keeps what that check learns about one catalog
-version, and :meth:`CatalogIndex.derive` checks the next version by
-looking only at what changed and at what refers to it:
+A :class:`CatalogIndex` keeps what checking one catalog version learns
+(the whole check parses every box's expressions and infers every stream's
+schema), and :meth:`CatalogIndex.derive` checks the next version by looking
+only at what changed and at what refers to it:
 
 * **references** (``(kind, name) -> {(dict, key)}``): which elements name a
-  stream (produce it or read it), a schema, a view, a table, a node or a
-  box, so a changed element finds what depends on it;
-* **stream states**: every stream's inferred schema (or that it is broken:
-  its schema cannot be told, and its readers stay quiet);
+  stream (produce or read it), a schema, a view, a table, a node or a box;
+* **stream states**: every stream's inferred schema, or BROKEN (not told:
+  its readers stay quiet);
 * **box typings** (:class:`~.schemas_of.BoxTyping`): per box, the schemas
   its out streams get from its in streams', with the problems found, kept
   while the box (so its expressions' text) and its in schemas are the same
@@ -20,13 +17,11 @@ looking only at what changed and at what refers to it:
   names), so nothing re-runs inference to slice.
 
 What a change touches: the elements it adds, changes or removes; the
-streams those produce or read (their producers are counted again, their
-readers' references checked again); the boxes downstream of a box whose
-out schemas changed (inferred again, each from its cached typing when its
-inputs are the same).  Everything else was valid in the previous version
-and still is.  :func:`.validate.check_topology`, checking everything, is
-the oracle: ``tests/test_incremental_validation.py`` runs random sequences
-of changes both ways and compares the diagnostics.
+streams those produce or read; the boxes downstream of a box whose out
+schemas changed (inferred again from cached typings where inputs are the
+same).  :func:`.validate.check_topology`, checking everything, is the
+oracle (``tests/test_incremental_validation.py``: random sequences of
+changes both ways).
 
 >>> from boreas.catalog import Catalog, read_document
 >>> from boreas.catalog.merge import merge
@@ -46,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import changelog
+from . import changelog, table_params
 from .boxtypes import BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic
 from .model import Catalog, Producer, Schema
@@ -151,10 +146,9 @@ class CatalogIndex:
     def _again(self, after: Catalog, keys: dict[str, set[str]]) -> CatalogIndex | None:
         """The last index derived from this one, now for ``after``, when ``after`` holds what that index's
         catalog holds: a Head checks a submission against its index, commits it, then derives its index for
-        the committed catalog (decoded from the commit, an equal catalog): one check, not two, each of which
-        parsed every new box's expressions.  Only for a catalog without problems (theirs name origins, which
-        element equality ignores), and not after partitions changed (planning them edits the checked catalog
-        in place after its check)."""
+        the committed (equal) catalog: one check, not two.  Only for a catalog without problems (theirs name
+        origins, which element equality ignores), and not after partitions changed (planning them edits the
+        checked catalog in place after its check)."""
         last = self._last
         if last is None or last.problems or last.changed != keys or keys.get("partitions"):
             return None
@@ -181,9 +175,10 @@ class _Derivation:
         self.base, self.after, self.changed, self.whole = base, after, changed, whole
         self.registry = base.registry
         self.refs = dict(base.refs)
-        self.states = dict(base.states)
-        self.typings = {} if whole else dict(base.typings)
-        self.schemas = dict(base.stream_schemas)
+        # Shared with the base index until the change types something (_own; a move does not: issue 37).
+        self.states, self.schemas = base.states, base.stream_schemas
+        self.typings: dict[str, BoxTyping] = {} if whole else base.typings
+        self.owned = False
         self.problems: list[Diagnostic] = []
         self.produced = Produced(self.refs)
         self.counts: dict[str, int] = {}  # stream -> producers, once the references are moved (_count)
@@ -202,6 +197,7 @@ class _Derivation:
         moved = self._infer(touched, dirty)
         index.moved.update(moved)
         self._outputs_and_arrays(moved, dirty)
+        index.states, index.typings, index.stream_schemas = self.states, self.typings, self.schemas
         for name in sorted(dirty.get("partitions", ())):
             self.problems += partition_check(self.after, self.registry, name, self.after.partitions[name])
         checks = self.base.checks
@@ -221,20 +217,25 @@ class _Derivation:
             self.problems += plugged_problems(self.after, checks, self.schemas, sorted(boxes), sorted(streams),
                                               lambda s: producer_origin(self.after, index.producers(s)))
         for check in whole_checks(checks):
-            if check is changelog.check and not self._retyped():
-                continue  # (changelogs follow box types and edges only: a move leaves none refused, as before)
-            check(self.after, lambda origin, reason: self.problems.append(Diagnostic.at(origin, reason)))
+            if self._reaches(check):
+                check(self.after, lambda origin, reason: self.problems.append(Diagnostic.at(origin, reason)))
         return index
 
-    def _retyped(self) -> bool:
-        """Whether the change adds, removes or retypes a box, or changes a schema: what the changelog check reads
-        (catalog/changelog.py).  The base index had no problems (else the check is whole), so a change that does
-        neither (a move) leaves the check's answer, none, as it was."""
-        if self.whole or self.changed.get("schemas"):
+    def _reaches(self, check: Any) -> bool:
+        """Whether a whole-catalog check (a walk over every box) may answer otherwise than for the base index,
+        which had no problems: changelogs read box types, edges and schemas; the table check table boxes,
+        tables and partitions; any other check runs every time."""
+        if self.whole:
             return True
         before, after = self.base.catalog.boxes, self.after.boxes
-        return any(k not in before or k not in after or _typed_as(before[k]) != _typed_as(after[k])
-                   for k in self.changed["boxes"])
+        pairs = [(before.get(k), after.get(k)) for k in self.changed["boxes"]]
+        if check is changelog.check:
+            return bool(self.changed.get("schemas")) or any(
+                old is None or new is None or _typed_as(old) != _typed_as(new) for old, new in pairs)
+        if check is table_params.check:
+            return bool(self.changed.get("tables") or self.changed.get("partitions")) or any(
+                box is not None and box.type in table_params.ACCESSING and box.access for pair in pairs for box in pair)
+        return True
 
     def _update_refs(self) -> set[str]:
         """Move the changed elements' references; the streams that gained or lost a producer."""
@@ -256,12 +257,28 @@ class _Derivation:
 
     # -- inference -----------------------------------------------------------------------------------
 
+    def _own(self) -> None:
+        """Copy the states, typings and schemas shared with the base index, before the first change to them."""
+        if not self.owned:
+            self.states, self.typings, self.schemas = dict(self.states), dict(self.typings), dict(self.schemas)
+            self.owned = True
+
     def _infer(self, touched: set[str], dirty: dict[str, set[str]]) -> set[str]:
         """Infer again what the change can reach; the streams whose state changed."""
-        after, states = self.after, self.states
+        after = self.after
         old: dict[str, tuple] = {}  # stream -> (state, told) before
         # Streams whose producer is an input: told from its schema and its producer count.
         entries = touched | {after.inputs[k].stream for k in dirty.get("inputs", ())}
+        before = self.base.catalog.boxes
+        seeds = {k for k in self.changed["boxes"] if k in after.boxes and (
+            k not in before or _typed_as(before[k]) != _typed_as(after.boxes[k]))}  # (a move types nothing anew)
+        for stream in entries:
+            seeds.update(k for k, _ in self._readers(stream))
+        removed = {k for k in self.changed["boxes"] if k not in after.boxes}
+        if not entries and not seeds and not removed:
+            return set()  # (nothing to infer again: a move)
+        self._own()
+        states = self.states
         for stream in entries:
             old[stream] = (states.get(stream, "absent"), self.base.stream_schemas.get(stream))
             states.pop(stream, None)
@@ -270,16 +287,11 @@ class _Derivation:
                 states[stream] = schema if self._count(stream) == 1 else BROKEN
             elif stream in self.produced:  # by a box: told again below if the box is reached
                 states[stream] = self.base.states.get(stream, BROKEN) if self._count(stream) == 1 else BROKEN
-        before = self.base.catalog.boxes
-        seeds = {k for k in self.changed["boxes"] if k in after.boxes and (
-            k not in before or _typed_as(before[k]) != _typed_as(after.boxes[k]))}  # (a move types nothing anew)
-        for stream in entries:
-            seeds.update(k for k, _ in self._readers(stream))
         region = self._downstream(seeds)
         for name in region:
             for stream in after.boxes[name].outputs:
                 old.setdefault(stream, (states.get(stream, "absent"), self.base.stream_schemas.get(stream)))
-        for name in self.changed["boxes"] - set(after.boxes):
+        for name in removed:
             self.typings.pop(name, None)
         # Streams told inside the region: those all of whose producers are in it (an input stream, or one
         # another box also writes, is told already, as the whole check tells it before the region's boxes).
@@ -369,8 +381,10 @@ class _Derivation:
     # -- what depends on stream schemas -----------------------------------------------------------------
 
     def _outputs_and_arrays(self, moved: set[str], dirty: dict[str, set[str]]) -> None:
+        outputs = set(dirty.get("outputs", ())) | {s for s in moved if s in self.after.outputs}
+        if outputs:
+            self._own()
         after, schemas = self.after, self.schemas
-        outputs = set(dirty.get("outputs", ())) | {s for s in moved if s in after.outputs}
         for stream in outputs:
             schemas.pop(stream, None)
             told = self._told(stream)

@@ -226,7 +226,7 @@ def patch_slice(maker: SliceMaker, topology: IndexedTopology, node: str, old: Ca
     node's, by :func:`change_reach`) crossing the border again, and the queries naming such a box placed
     again.  Equal to ``maker.slice(node)``
     (tests/test_incremental_slices.py); what it costs per stream is the change's, and per element held
-    only what :meth:`~.slices.SliceMaker.finish` makes anew (no question to the index)."""
+    only its nodes and clients (:meth:`~.slices.SliceMaker.refinish`)."""
     cat = maker.catalog
     part = old.copy()
     part.version = cat.version
@@ -245,10 +245,12 @@ def patch_slice(maker: SliceMaker, topology: IndexedTopology, node: str, old: Ca
     for held in (part.publications, part.subscriptions):
         for key in [key for key, item in held.items() if item.stream in streams]:
             del held[key]
-    arriving, leaving = [], []
+    arriving, leaving, used = [], [], set()
     for stream in sorted(streams):
         produced = any(name in part.boxes for name in topology.refs_of("produces", stream, "boxes"))
         consumed = any(name in part.boxes for name in topology.refs_of("reads", stream, "boxes"))
+        if produced or consumed:
+            used.add(stream)
         entering = stream in cat.inputs and (consumed or any(
             p.node == node for p in topology.publications_of(stream))) and node in entries(topology, stream)
         if (consumed and not produced) or entering:
@@ -261,7 +263,7 @@ def patch_slice(maker: SliceMaker, topology: IndexedTopology, node: str, old: Ca
         maker.leave(part, node, stream, ledger)
     for name in sorted(queries):
         maker.place_query(part, name)
-    maker.finish(part, node, ledger)
+    maker.refinish(part, node, ledger, streams, used, boxes)
     return part
 
 

@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from boreas.catalog.elements import element_key
-from boreas.catalog.model import Catalog
+from boreas.catalog.model import Box, Catalog
 from boreas.catalog.replicate import catalog_items
 from boreas.catalog.updates import encode_item, update_document
+from boreas.catalog.xmlcodec import element_text
 from lxml import etree
 
 #: Items per document of a full copy: big enough to load fast, small enough to stream.
@@ -57,6 +58,14 @@ def _document(texts: list[str], **attrs: Any) -> str:
     return f"{empty[:-2]}>{''.join(texts)}</update>"
 
 
+def _text(item: Any) -> str:
+    """One element's update XML; a box written as a string (catalog/box_text.py: byte for byte lxml's, a
+    third of the CPU of building and serializing its tree, and a copy is mostly boxes: issue 37)."""
+    if isinstance(item, Box):
+        return element_text(item)
+    return etree.tostring(encode_item(item), encoding="unicode")
+
+
 class CatalogCopies:
     """Owns the serialized catalog: per-element texts and the current version's documents."""
 
@@ -76,7 +85,7 @@ class CatalogCopies:
             key = element_key(item)
             cached = self._texts.get(key)
             if cached is None or cached[0] is not item:
-                cached = (item, etree.tostring(encode_item(item), encoding="unicode"))
+                cached = (item, _text(item))
                 self.encoded += 1
             kept[key] = cached
             texts.append(cached[1])

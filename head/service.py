@@ -47,6 +47,7 @@ from boreas.wire.client import PeerClient
 from boreas.wire.server import HttpServer
 from boreas.wire.supervisor import Supervisor
 
+from .bulk import bulk_step, declared
 from .catalog_copy import CatalogCopies
 from .commit_follower import CommitFollower
 from .failover import Failover
@@ -230,12 +231,14 @@ class HeadService:
     # -- following the catalog ---------------------------------------------
 
     def _advance(self, before: Catalog, after: Catalog, touched: dict[str, set[str]] | None = None) -> None:
-        self._install(after, affected_version=after.version, touched=touched)
-        if self.feeds:  # compared where the commit wrote (the whole catalog only after a gap read whole)
-            items = update_items(before, after, touched)
-            for feed in self.feeds.values():
-                feed.changed(after.version, items)
-        self.ui.changed(before, after, touched)
+        written = len(after.boxes) if touched is None else sum(map(len, touched.values()))
+        with bulk_step(written, keep=True):
+            self._install(after, affected_version=after.version, touched=touched)
+            if self.feeds:  # compared where the commit wrote (the whole catalog only after a gap read whole)
+                items = update_items(before, after, touched)
+                for feed in self.feeds.values():
+                    feed.changed(after.version, items)
+            self.ui.changed(before, after, touched)
 
     def _install(self, catalog: Catalog, affected_version: int | None,
                  touched: dict[str, set[str]] | None = None) -> None:
@@ -297,7 +300,7 @@ class HeadService:
         record = SubmissionRecord([d.source for d in documents])
 
         def apply() -> Applied:  # the record goes in the commit's own transaction where the store can
-            with self.submissions.recording(record):
+            with self.submissions.recording(record), bulk_step(sum(map(declared, documents))):
                 return apply_submission(self.store, documents, registry=self.box_types, base=self.catalog,
                                         read_full=self.commits.read_full, index=self.index, replacing=replacing)
 

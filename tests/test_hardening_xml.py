@@ -145,3 +145,21 @@ def test_each_limit_is_met_exactly_and_refused_one_past_it(limit, doc, reason) -
         parse_xml(over, "doc.xml", limit)
     (p,) = info.value.diagnostics
     assert reason in p.reason and p.file == "doc.xml" and p.line == 1
+
+
+@pytest.mark.parametrize("doc, refused", [
+    (b'<!DOCTYPE a SYSTEM "x.dtd"><a><b>&foo;</b></a>', "entity references are refused"),
+    (b'<a x="&amp;&#60;&quot;"><b>&lt;&gt;&apos;<!-- a & in a comment --></b></a>', None),
+    (b"<a>" + b"<b/>" * 3000 + b"</a>", None),
+])
+def test_entity_references_are_refused_and_xmls_own_entities_read(doc, refused) -> None:
+    """parse_xml tells a document within its limits without a Python step per element (issue 37); an
+    entity reference other than XML's five is still refused, an ampersand anywhere else is read."""
+    from boreas.catalog.xmlsafe import parse_xml
+    if refused is None:
+        assert parse_xml(doc, "doc.xml").getroot().tag == "a"
+        return
+    with pytest.raises(ValidationFailed) as info:
+        parse_xml(doc, "doc.xml")
+    (p,) = info.value.diagnostics
+    assert refused in p.reason and p.file == "doc.xml"

@@ -154,3 +154,38 @@ def test_joinstatic_with_two_in_streams_as_borealis_wrote_it_is_refused_with_the
     assert problem.line == line_of(body, "b")
     assert "joinstatic box 'b' has 2 in streams: Borealis's JoinStatic joined its first with rows its code reads " \
            "from a file it names" in problem.reason
+
+
+def test_an_index_derived_after_a_move_says_what_the_whole_check_says_of_a_table_used_on_two_nodes():
+    """Incremental validation skips the table-placement walk for a change that reaches no table box, table or
+    partition (issue 37); a move of a table box, or of its table, is still refused as the whole check refuses it."""
+    from dataclasses import replace
+    from boreas.catalog.index import CatalogIndex
+    from boreas.catalog.validate import check_topology
+
+    body = PUT + """<box name="all" type="select"><in stream="Read"/><access table="T"/><out stream="All"/>
+      <parameter name="sql" value="select * from T"/></box>
+    <box name="f" type="filter"><in stream="All"/><out stream="F"/><parameter name="expression.0" value="k &gt; 1"/>
+      </box>"""
+    catalog = plan(body).catalog
+    for name in ("put", "all", "f"):
+        catalog.boxes[name] = replace(catalog.boxes[name], node="n:1")
+    index = CatalogIndex.build(catalog, box_types())
+    assert index.ok
+
+    def moved(base: CatalogIndex, **changes) -> CatalogIndex:
+        after = base.catalog.copy()
+        for name, node in changes.items():
+            kind = "tables" if name == "T" else "boxes"
+            getattr(after, kind)[name] = replace(getattr(after, kind)[name], node=node)
+        derived = base.derive(after)
+        assert [str(p) for p in derived.problems] == [str(p) for p in check_topology(after, box_types()).problems]
+        return derived
+
+    assert moved(index, f="n:2").ok  # reaches no table box: nothing to say
+    refused = moved(index, all="n:2")
+    assert [p.reason for p in refused.problems] == [
+        "table 'T' is accessed from several nodes (select box 'all' on n:2; insert box 'put' on n:1): a table's "
+        "rows live on one node, so every box that accesses it runs there (docs/operators.md, \"Table boxes\")"]
+    assert not moved(index, T="n:2").ok  # the table itself placed elsewhere
+    assert moved(index, all="n:2", put="n:2").ok

@@ -59,6 +59,8 @@ def chain() -> Catalog:
         catalog.boxes[f"b{i}"] = Box(f"b{i}", "filter", (InPort(f"s{i}"),), (f"s{i + 1}",),
                                      (("expression.0", expr),), node=NODES[i % 3], origin=_origin())
     catalog.outputs["s3"] = Output("s3", "S", origin=_origin())
+    for stream in STREAMS[:4]:  # views a box's port may read (put_box): a slice holds those its boxes read
+        catalog.views[f"w{stream[1:]}"] = ConnectionPointView(f"w{stream[1:]}", stream, size=2, origin=_origin())
     catalog.subscriptions[Subscription("s3", "client:9000").key] = Subscription("s3", "client:9000")
     return catalog
 _counter = iter(range(10**9))
@@ -82,6 +84,7 @@ def put_box(draw: st.DrawFn) -> Edit:
     name = draw(st.sampled_from(BOXES))
     kind = draw(st.sampled_from(["filter", "filter", "filter", "map", "union", "fliter"]))
     ins = draw(st.lists(st.sampled_from(STREAMS), min_size=1, max_size=2))
+    view = draw(st.sampled_from([None, None, None, "w"]))  # (a port reading its stream's view: chain()'s w0-w3)
     outs = draw(st.lists(st.sampled_from(STREAMS), min_size=1, max_size=2))
     expr = draw(st.sampled_from(EXPRESSIONS))
     node = draw(st.sampled_from([None, *NODES, "n9"]))
@@ -90,7 +93,8 @@ def put_box(draw: st.DrawFn) -> Edit:
         params += (("output-field-name.0", "m"),)
     if kind == "filter" and len(outs) == 2:
         params += (("pass-on-false-port", "1"),)
-    box = Box(name, kind, tuple(InPort(s) for s in ins), tuple(outs), params, node=node, origin=_origin())
+    box = Box(name, kind, tuple(InPort(s, view and f"w{s[1:]}" if i == 0 else None) for i, s in enumerate(ins)), tuple(outs), params,
+              node=node, origin=_origin())
     return lambda c: c.boxes.__setitem__(name, box)
 
 
