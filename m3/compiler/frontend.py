@@ -77,6 +77,7 @@ from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
 from .liftquery import plan
 from .regroup import regroup
+from .subregroup import regroup_subqueries
 from .setops import branches as setop_branches
 from .setops import is_setop
 from .union import split, statement_branches
@@ -282,8 +283,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
             _over_parts(name, p, branches[0], relations, ctx)
     name_groups(branches[0], relations)  # GROUP BY k, GROUP BY alias: as the derived table selects it
     expand_stars(branches[0], relations)  # * over a grouped derived table: its named columns
-    try:
-        sel = flatten(regroup(branches[0], ctx), relations, ctx)
+    try:  # a subquery's aggregate of a grouped derived table's rows first (:mod:`.subregroup`)
+        sel = flatten(regroup(regroup_subqueries(branches[0], ctx), ctx), relations, ctx)
     except CompileError:
         inlined = reads_grouped(branches[0], ctx)
         if inlined is None:
