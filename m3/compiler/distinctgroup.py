@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from .nodes import unread_args
 from .resolve import unparen
 
 _BODY = frozenset({"expressions", "from", "from_", "joins", "where", "distinct"})
@@ -28,8 +29,8 @@ _BODY = frozenset({"expressions", "from", "from_", "joins", "where", "distinct"}
 
 def distinct_groups(sel: exp.Expression) -> exp.Expression:
     """``sel`` (a copy when anything changes) with each DISTINCT derived table written as its GROUP BY."""
-    if not any(_distinct_body(s) for s in sel.find_all(exp.Subquery)):
-        return sel
+    if not any(_distinct_body(s) for s in sel.find_all(exp.Subquery)) or next(unread_args(sel), None):
+        return sel  # nothing to rewrite, or a field no pass reads: left for the front end to refuse whole
     sel = sel.copy()
     for item in [s for s in sel.find_all(exp.Subquery) if _distinct_body(s)]:
         body = item.this

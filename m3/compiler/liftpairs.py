@@ -39,6 +39,12 @@ from .lifted import items_of, sql_conjuncts
 from .liftscope import Scope
 
 
+#: The most relations the pairs part may join (the derived table's and the query's): a join of k relations
+#: is compiled into maps for its connected subsets.  TPC-DS Q79's shape (5) compiles in about 6 s of CPU time
+#: (measured on a loaded machine); Q46's (7, one relation twice) ran for minutes.
+MAX_RELATIONS = 5
+
+
 def pairs(s: Scope, sel: exp.Select, others: list[exp.Expression], cols: list[exp.Alias],
           local: list[exp.Expression], joined: dict[int, tuple[str, str]], spelled: dict[str, str]) -> MapRef:
     """The part of the (relations' row, group) pairs (module doc), added to ``s.b.parts``; its map at the view's
@@ -63,6 +69,10 @@ def pairs(s: Scope, sel: exp.Select, others: list[exp.Expression], cols: list[ex
               for i, (alias, col) in sorted(joined.items())]
     if rows.args.get("where") is not None:
         where += sql_conjuncts(rows.args["where"].this)
+    if len(others) + len(inner) > MAX_RELATIONS:
+        raise ctx.error(f"unsupported grouped derived table joined with relations on some of its group columns "
+                        f"where the pairs join {len(others) + len(inner)} relations (at most {MAX_RELATIONS}: the "
+                        "pairs' join maps grow with every relation, and compiling them with it)", sel)
     free = [i for i in range(s.t.groups) if i not in joined]
     items = [c.copy() for c in cols] + [exp.Alias(this=groups[i].copy(), alias=exp.to_identifier(f"u{k}"))
                                         for k, i in enumerate(free)]

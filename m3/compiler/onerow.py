@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from .nodes import unread_args
 from .resolve import unparen
 
 _BODY = frozenset({"expressions", "from", "from_", "joins", "where"})
@@ -43,8 +44,8 @@ def one_row_tables(sel: exp.Expression) -> exp.Expression:
     """``sel`` (a copy when anything changes) with its one-row derived tables read as scalar subqueries, in
     every SELECT of the tree (innermost first).  Nothing is refused here: what is left as written is refused
     by the passes that read it."""
-    if not any(_one_row(s) is not None for s in sel.find_all(exp.Subquery)):
-        return sel
+    if not any(_one_row(s) is not None for s in sel.find_all(exp.Subquery)) or next(unread_args(sel), None):
+        return sel  # nothing to rewrite, or a field no pass reads: left for the front end to refuse whole
     sel = sel.copy()
     for scope in reversed(list(sel.find_all(exp.Select))):
         for item in [i for i in _items(scope) if _one_row(i) is not None]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import CompileError
+from .nodes import unread_args
 from .regroup import regroup
 from .resolve import Positions
 
@@ -39,8 +40,8 @@ def regroup_subqueries(sel: exp.Select, ctx: Positions) -> exp.Select:
     """``sel``, with every nested SELECT over a grouped derived table rewritten where :func:`.regroup.regroup`
     applies (a copy when one is; else ``sel`` itself)."""
     nested = [s for s in _nested_selects(sel) if _reads_grouped(s)]
-    if not nested:
-        return sel
+    if not nested or next(unread_args(sel), None):
+        return sel  # nothing to rewrite, or a field no pass reads: left for the front end to refuse whole
     sel = sel.copy()
     for s in reversed([s for s in _nested_selects(sel) if _reads_grouped(s)]):  # innermost first
         try:
