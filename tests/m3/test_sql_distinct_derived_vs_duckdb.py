@@ -25,6 +25,7 @@ SHAPES: dict[str, str] = {
     "distinct_derived_counted": GENERIC + "SELECT COUNT(*) AS n FROM (SELECT DISTINCT S.b FROM S) d",
     "distinct_derived_joined_sum": GENERIC + """SELECT r.a, SUM(r.c) AS s FROM (SELECT DISTINCT S.b FROM S
         WHERE S.d > 0) d, R r WHERE d.b = r.b GROUP BY r.a""",
+    "distinct_derived_summed": GENERIC + "SELECT SUM(x) AS s FROM (SELECT DISTINCT a AS x, c FROM R WHERE b > 1) t",
     "distinct_derived_alone": GENERIC + "SELECT d.b FROM (SELECT DISTINCT S.b FROM S) d WHERE d.b > 0",
 }
 
