@@ -32,6 +32,9 @@ SHAPES: dict[str, str] = {
     # a scalar subquery's SUM of a derived table's SUM: the SUM of the rows
     "scalar_sum_of_grouped_derived": GENERIC + """SELECT R.a, SUM(R.c) AS s FROM R WHERE R.c >
         (SELECT SUM(t.v) FROM (SELECT S.b, SUM(S.e) AS v FROM S GROUP BY S.b) t WHERE t.b > 0) GROUP BY R.a""",
+    # the outermost SELECT reading only the groups: a WHERE on group columns stays a WHERE, the rest a HAVING
+    "groups_where_on_group_column_and_aggregate": GENERIC + """SELECT t.a, t.s FROM (SELECT R.a, SUM(R.c) AS s
+        FROM R GROUP BY R.a) t WHERE t.s > 0 AND t.a <> 1 AND (t.a < 3 OR t.s < 2)""",
     # the derived table in a join of the outer query's relations (TPC-H Q18's full shape)
     "in_over_grouped_derived_joined": GENERIC + """SELECT R.a, S.d, SUM(S.e) AS q FROM R, S WHERE R.b = S.b
         AND R.a IN (SELECT t.k FROM (SELECT r2.a AS k, SUM(r2.c) AS v FROM R r2 GROUP BY r2.a) t WHERE v > 1)
