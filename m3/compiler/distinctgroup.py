@@ -48,7 +48,8 @@ def _distinct_body(item: exp.Subquery) -> bool:
     d = body.args.get("distinct")
     if type(d) is not exp.Distinct or d.args.get("on") is not None or d.expressions:
         return False
-    if any(v not in (None, False, [], "") for k, v in body.args.items() if k not in _BODY):
+    if any(v not in (None, False, [], "") for k, v in body.args.items() if k not in _BODY) or \
+            type(body.args.get("from_") or body.args.get("from")) is not exp.From:
         return False
     return bool(body.expressions) and not any(
         isinstance(x, (exp.AggFunc, exp.Star, exp.Select, exp.Subquery, exp.Window)) or
