@@ -49,3 +49,12 @@ def test_pairs_of_too_many_relations_are_refused_naming_the_cost():
         compile_sql(decls + """SELECT T5.v, T6.v, t.g, t.n FROM (SELECT T0.k, T0.v AS g, COUNT(*) AS n
             FROM T0, T1, T2, T3, T4 WHERE T0.k = T1.k AND T1.k = T2.k AND T2.k = T3.k AND T3.k = T4.k
             GROUP BY T0.k, T0.v) t, T5, T6 WHERE t.k = T5.k AND T5.v = T6.k""")
+
+
+def test_the_cost_line_names_the_pairs_view_domain_bound():
+    """``boreas compile`` prints the view's cost class: it reads the pairs' groups and re-reads every row."""
+    from boreas.m3 import compile_to_text
+
+    first = compile_to_text(SHAPES["some_group_columns_rows"]).splitlines()[0]
+    assert first.startswith("-- view Q1: domain-bound: an aggregate of a grouped derived table's values"), first
+    assert "re-reads every row" in first
