@@ -76,7 +76,10 @@ from .stars import expand_stars
 from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
 from .liftquery import plan
+from .distinctgroup import distinct_groups
+from .onerow import one_row_tables
 from .regroup import regroup
+from .subregroup import regroup_subqueries
 from .setops import branches as setop_branches
 from .setops import is_setop
 from .union import split, statement_branches
@@ -271,6 +274,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
         queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in branches], "UNION", branches, ctx)
         return replace(queries[0], union=tuple(queries[1:]))
+    # a derived table of aggregates only: scalar subqueries (:mod:`.onerow`); a DISTINCT one: its GROUP BY
+    branches = [distinct_groups(one_row_tables(branches[0]))]
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)
@@ -282,8 +287,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
             _over_parts(name, p, branches[0], relations, ctx)
     name_groups(branches[0], relations)  # GROUP BY k, GROUP BY alias: as the derived table selects it
     expand_stars(branches[0], relations)  # * over a grouped derived table: its named columns
-    try:
-        sel = flatten(regroup(branches[0], ctx), relations, ctx)
+    try:  # a subquery's aggregate of a grouped derived table's rows first (:mod:`.subregroup`)
+        sel = flatten(regroup(regroup_subqueries(branches[0], ctx), ctx), relations, ctx)
     except CompileError:
         inlined = reads_grouped(branches[0], ctx)
         if inlined is None:

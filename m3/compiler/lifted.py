@@ -144,6 +144,8 @@ class Builder:
         alias = item.args.get("alias")
         if alias is not None and alias.args.get("columns"):
             raise ctx.error(f"unsupported derived table alias {sql_of(alias)} (a name only)", item)
+        if type(body.args.get("from_") or body.args.get("from")) is not exp.From:
+            raise ctx.error(f"a grouped derived table needs a FROM clause ({sql_of(body)})", body)
         groups = [unparen(g) for g in body.args["group"].expressions]
         if not all(type(g) is exp.Column for g in groups):
             raise ctx.error(f"unsupported GROUP BY of a derived table ({sql_of(body.args['group'])}): columns only", body)

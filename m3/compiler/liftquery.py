@@ -49,6 +49,7 @@ from sqlglot import exp
 from ..ast import Cmp, Const, Expr, MapRef, RelationDecl, Var
 from ..viewnodes import Arith
 from .constants import is_constant
+from .liftpairs import pairs
 from .liftscope import Scope, scalar
 from .lifted import AGGS, ARITH, Builder, Plan, and_all, is_grouped, items_of, sql_conjuncts
 from .nodes import sql_of, unread_args
@@ -101,11 +102,9 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
                     continue
         rest.append(c)
     if others:
-        missing = [n for n, (k, i) in s.t.columns.items() if k == "g" and i not in joined]
-        if len(joined) != s.t.groups:
-            raise ctx.error(f"unsupported grouped derived table joined with relations on some of its group columns "
-                            f"(each must equal a column of a relation: {', '.join(missing)})", grouped[0])
-        s.gvars = [s.o_var(*joined[i]) for i in range(s.t.groups)]
+        s.gvars = [s.o_var(*joined[i]) if i in joined else
+                   b.var(next((n for n, (k, j) in s.t.columns.items() if k == "g" and j == i), f"g{i}"))
+                   for i in range(s.t.groups)]
     else:
         s.gvars = [b.var(next((n for n, (k, i) in s.t.columns.items() if k == "g" and i == g), f"g{g}"))
                    for g in range(s.t.groups)]
@@ -121,6 +120,8 @@ def translate(b: Builder, sel: exp.Select) -> Plan:
                 for i, (a, col) in enumerate(s.ovars)]
         b.parts.append(b.select(cols, [i for i in items if i is not grouped[0]], local, None))
         s.source = s.weight = MapRef(f"#{len(b.parts) - 1}.0", tuple(Var(v) for v in s.ovars.values()))
+        if len(joined) != s.t.groups:  # the source is the relations' rows joined with the groups they meet
+            s.source = pairs(s, sel, [i for i in items if i is not grouped[0]], cols, local, joined, spelled)
         s.cond.append(Cmp("<", Const(0), MapRef(f"#{s.t.rows}.0", tuple(Var(g) for g in s.gvars))))
     else:  # no relation's query to put them in: a constant condition holds or not for every row
         for c in local:

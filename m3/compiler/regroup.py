@@ -125,8 +125,16 @@ def regroup(sel: exp.Select, ctx: Positions) -> exp.Select:
                             f"({sql_of(sel)}): SQL's rows are its values, one per group, not groups (read by value)",
                             sel)
         out.set("group", body.args["group"])
-        if outer_where is not None:
-            out.set("having", exp.Having(this=r.expr(outer_where.this, True)))
+        if outer_where is not None:  # on group columns only: a WHERE of the rows (as SQL may push it); else HAVING
+            parts = _conjuncts(outer_where.this)
+            on_groups = [c for c in parts if r.on_groups(c)]
+            rest = [c for c in parts if not any(c is g for g in on_groups)]
+            if on_groups:
+                rows = r.rows(exp.and_(*on_groups))
+                old = out.args.get("where")
+                out.set("where", exp.Where(this=rows if old is None else exp.and_(old.this, rows)))
+            if rest:
+                out.set("having", exp.Having(this=r.expr(exp.and_(*rest), True)))
         if sel.args.get("order") is not None:
             out.set("order", sel.args["order"])
         return out
@@ -172,6 +180,13 @@ class _Rewrite:
             raise self.ctx.error(f"unsupported GROUP BY {sql_of(g)} over a grouped derived table (its group columns "
                                  "only; grouping by an aggregate: TPC-H Q13)", g)
         return inner.copy()
+
+    def on_groups(self, e: exp.Expression) -> bool:
+        """Whether ``e`` reads columns and only the derived table's group columns (no subquery)."""
+        cols = [c for c in e.walk() if type(c) is exp.Column]
+        return bool(cols) and not any(isinstance(x, (exp.Select, exp.Subquery)) for x in e.walk()) and all(
+            (not c.table or c.table.lower() == self.d_alias) and type(self.cols.get(c.name.lower())) is exp.Column
+            for c in cols)
 
     def rows(self, e: exp.Expression) -> exp.Expression:
         """A WHERE over the inner group columns, as a filter of the inner rows."""
@@ -256,3 +271,8 @@ class _Rewrite:
                                  self.counts[0])
         for c in self.counts:
             c.replace(exp.Count(this=exp.Distinct(expressions=[rest[0].copy()])))
+
+
+def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    e = unparen(e)
+    return _conjuncts(e.this) + _conjuncts(e.expression) if type(e) is exp.And else [e]

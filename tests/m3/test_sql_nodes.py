@@ -211,6 +211,14 @@ CORPUS = [
     "SELECT MOD(a, 3) AS m, SUM(b % 2) AS n FROM R WHERE a % 4 = 1 GROUP BY m",
     "SELECT r.a, SUM(COALESCE(s.c, 1)) AS t, COUNT(NULLIF(r.b, 2)) AS n FROM R r LEFT JOIN S s ON r.b = s.b "
     "WHERE s.c IS NULL OR r.a > 1 GROUP BY r.a",
+    # derived tables read by the rules for others: one row (onerow), DISTINCT (distinctgroup), in a subquery
+    # (subregroup), joined on some of its group columns (liftpairs)
+    "SELECT r.a, SUM(r.b * t.x) AS s FROM R r, (SELECT SUM(S.c) AS x FROM S WHERE S.b > 1) t WHERE r.a < t.x "
+    "GROUP BY r.a",
+    "SELECT * FROM (SELECT DISTINCT S.b FROM S WHERE S.c > 0) t JOIN R r ON t.b = r.b",
+    "SELECT a, SUM(b) AS s FROM R WHERE b IN (SELECT t.k FROM (SELECT S.b AS k, SUM(S.c) AS v FROM S GROUP BY "
+    "S.b) t WHERE t.v > 1) GROUP BY a",
+    "SELECT S.c, t.a, t.n FROM S, (SELECT R.a, R.b, COUNT(*) AS n FROM R GROUP BY R.a, R.b) t WHERE S.b = t.b",
 ]
 
 # read fields whose content does not change the result, by design
