@@ -5,8 +5,8 @@ deterministic by seed).  Per query (``bench/nexmark_queries.py``):
 
 * **Boreas**: the query is planned as ``boreas submit`` plans it; a query
   Boreas refuses prints the refusal it gives (``TUMBLE``, ``HOP`` and
-  ``SESSION`` compile; q5, q7 and q8 are refused for the joins around their
-  windows, q12 for processing time: docs/benchmarks.md, "Nexmark").
+  ``SESSION`` compile, and the window joins of q5, q7 and q8: docs/m3.md,
+  "Window joins"; q12 is refused for processing time: docs/benchmarks.md, "Nexmark").
   An accepted one runs as an ``m3`` box fed the events' Arrow batches in
   event order (``bench/nexmark_boreas.py``): events/s of the kinds it reads.
 * **DuckDB check** of every non-windowed query Boreas runs: the same SQL

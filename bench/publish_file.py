@@ -108,6 +108,10 @@ class Result:
     cli_cpu: float = 0.0  # CPU seconds of the publish process, start-up included
     node_cpu: float = 0.0  # CPU seconds of the node while it took the rows
     ceiling: float | None = None  # rows/s of pyarrow reading the file alone
+    # the CLI's CPU after its start-up (from the node's first rows on), split by thread: the event loop's (the main
+    # thread: frames, the socket) and the others' (the reader thread: reading, IPC, the digest; pyarrow's own)
+    cli_loop_cpu: float = 0.0
+    cli_reader_cpu: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -124,6 +128,27 @@ def vm_hwm(pid: int) -> int:
     except OSError:
         pass
     return 0
+
+
+def thread_cpu(pid: int) -> tuple[float, float]:
+    """(the main thread's CPU seconds, all other threads'), of a live process, from /proc/PID/task (0s once gone)."""
+    main = others = 0.0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0, 0.0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        if int(tid) == pid:
+            main = seconds
+        else:
+            others += seconds
+    return main, others
 
 
 def wait_child(proc: subprocess.Popen) -> tuple[int, float]:
@@ -198,10 +223,16 @@ async def publish(run: Run, head: str, node: str, node_pid: int, label: str, str
         exited = asyncio.ensure_future(asyncio.to_thread(wait_child, proc))
         taken_at = None
         cli_rss = 0
+        started: tuple[float, float] | None = None  # the CLI's threads' CPU when the node took its first rows
+        threads = (0.0, 0.0)
         try:
             while taken_at is None:
                 cli_rss = max(cli_rss, vm_hwm(proc.pid))
-                if await rows_in(peers, node) - before >= rows:
+                threads = max(threads, thread_cpu(proc.pid))  # (its last figures once it is gone: 0s then)
+                taken = await rows_in(peers, node) - before
+                if started is None and taken > 0:
+                    started = threads
+                if taken >= rows:
                     taken_at = time.perf_counter()
                     node_cpu = cpu_seconds(node_pid) - node_cpu
                 elif exited.done():
@@ -218,6 +249,7 @@ async def publish(run: Run, head: str, node: str, node_pid: int, label: str, str
                     await asyncio.sleep(0.01)
             while not exited.done():  # its peak until it exits (VmHWM only grows)
                 cli_rss = max(cli_rss, vm_hwm(proc.pid))
+                threads = max(threads, thread_cpu(proc.pid))  # (its last figures once it is gone: 0s then)
                 await asyncio.sleep(0.01)
             code, cli_cpu = await exited
         except BaseException:
@@ -238,7 +270,8 @@ async def publish(run: Run, head: str, node: str, node_pid: int, label: str, str
     progress(f"  {label}: {rows / (taken_at - began):,.0f} rows/s; CLI peak RSS {cli_rss / 2**20:,.0f} MB; "
              f"its output: {log.read_text(errors='replace').strip().splitlines()[-1]}")
     return Result(label, rows, path.stat().st_size, taken_at - began, cli_seconds, cli_rss, vm_hwm(node_pid),
-                  passed, expected, cli_cpu, node_cpu)
+                  passed, expected, cli_cpu, node_cpu, cli_loop_cpu=threads[0] - (started or threads)[0],
+                  cli_reader_cpu=threads[1] - (started or threads)[1])
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -269,6 +302,9 @@ def report(results: list[Result], rows: int) -> None:
         met = "met" if r.cli_rss < TARGET_RSS else "NOT met"
         print(f"target: RSS bounded, < {TARGET_RSS >> 20} MB: {r.label} publish peaked at {r.cli_rss / mb:,.0f} MB "
               f"({met}; file {r.size / mb:,.0f} MB)")
+    for r in results:
+        print(f"{r.label} CLI CPU us/row after start-up (from the node's first rows): event loop "
+              f"{r.cli_loop_cpu / r.rows * 1e6:.3f}, reader and pyarrow threads {r.cli_reader_cpu / r.rows * 1e6:.3f}")
     print("(CPU per row is what a loaded machine leaves comparable; the CLI's includes its start-up, about "
           "1 s of CPU on a quiet machine)")
     print(f"machine load (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")

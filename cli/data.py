@@ -72,13 +72,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
         publisher = Publisher(head, args.stream, token, batch_size=args.batch_size or 1,
                               producer=args.producer or default_producer(args.stream, args.file))
-        publisher.capacity = file_window(args.batch_size, CAPACITY)  # (before start: its links' window)
         try:
+            await publisher.locate()  # (the schema first: the batches and the window are sized by it)
+            assert publisher.schema is not None
+            publisher.batch_size = args.batch_size or file_batch_rows(publisher.schema)
+            publisher.capacity = file_window(publisher.batch_size, publisher.schema, CAPACITY)  # (its links' window)
             await publisher.start()
         except UnknownStream as exc:
             raise CommandFailed(str(exc)) from None
-        assert publisher.schema is not None
-        publisher.batch_size = args.batch_size or file_batch_rows(publisher.schema)
         progress: Progress | None = None
         follower: asyncio.Task | None = None
 
@@ -308,8 +309,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="skip CSV and Parquet columns and JSON keys that are not fields of the stream "
                         "(default: refuse)")
     p.add_argument("--batch-size", type=int, default=None,
-                   help="rows per batch (default: about 4 MB of the stream's columns, e.g. 209,715 rows of a "
-                        "long, an int and a double; 8 batches in flight); batches are cut by rows, never by time, "
+                   help="rows per batch (default: about 2 MB of the stream's columns, e.g. 104,857 rows of a "
+                        "long, an int and a double; as many in flight as make 16 MB); batches are cut by rows, never by time, "
                         "so a re-run with the same --batch-size (or none) sends the same batches")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show rows/s and the ETA on stderr (default: when stderr is a terminal)")

@@ -5,9 +5,11 @@ A publisher's batches must be deterministic (issue 30): a re-run of the same
 the ones it took already and every row counts once.  So a file's batches are
 cut at fixed row counts (:func:`cut`), whatever blocks the reader gave, and
 their default size is a function of the stream's schema alone
-(:func:`file_batch_rows`: about 4 MB of its columns, big enough that what
+(:func:`file_batch_rows`: about 2 MB of its columns, big enough that what
 the CLI and the node do per batch costs little per row).  How many are in
-flight at once (:func:`file_window`) bounds the memory they hold.
+flight at once (:func:`file_window`) is bounded by their bytes, whatever
+their size: that and the reader's block bound the memory a publish holds,
+not the file.
 """
 
 from __future__ import annotations
@@ -21,18 +23,21 @@ from boreas.catalog.model import FieldType, Schema
 from boreas.wire.columns import arrow_schema
 
 #: A file's batches, when ``--batch-size`` is not given, hold about this many bytes of Arrow columns: big enough
-#: that what the CLI and the node do per batch (a frame, a digest, an acknowledgement, a task switch) costs little
-#: per row, small enough that the batches in flight (:data:`FILE_WINDOW`) stay far under the 300 MB bound.
-FILE_BATCH_BYTES = 4 << 20
+#: that what the CLI and the node do per batch (a frame, an acknowledgement, a task switch) costs little per row,
+#: small enough that the copies of a batch on its way (Arrow's, the payload, the frame, the masked frame) stay
+#: small beside the interpreter.
+FILE_BATCH_BYTES = 2 << 20
 
-#: Batches of a file in flight (sent, not acknowledged) at once: the window of a file's publish, however big its
-#: batches; with small ones (``--batch-size``), as many as make :data:`FILE_WINDOW_ROWS` rows (up to the
-#: publisher's own cap).
-FILE_WINDOW = 8
-FILE_WINDOW_ROWS = 1 << 20
+#: Bytes of a file's batches in flight (sent, not acknowledged) at once, by the stream's declared widths: the
+#: window of a file's publish is as many batches as make this, however big they are (``--batch-size``), at least
+#: :data:`FILE_WINDOW_LEAST` and at most the publisher's own cap.  A node that keeps up acknowledges within a batch
+#: or two; this binds when it does not, and then it is what the publish holds.
+FILE_WINDOW_BYTES = 16 << 20
+FILE_WINDOW_LEAST = 2
 
 #: The bytes a string value is taken to hold when its field declares no size.
 STRING_GUESS = 32
+
 
 def file_batch_rows(schema: Schema) -> int:
     """Rows per batch of a file published without ``--batch-size``: about :data:`FILE_BATCH_BYTES` of the stream's
@@ -42,9 +47,20 @@ def file_batch_rows(schema: Schema) -> int:
     >>> from boreas.catalog.model import Field
     >>> file_batch_rows(Schema("R", (Field("t", FieldType.LONG), Field("n", FieldType.INT),
     ...                              Field("v", FieldType.DOUBLE))))
-    209715
+    104857
     >>> file_batch_rows(Schema("S", (Field("s", FieldType.STRING, 2000),)))
-    2092
+    1046
+    """
+    return max(1000, min(1 << 20, FILE_BATCH_BYTES // row_bytes(schema)))
+
+
+def row_bytes(schema: Schema) -> int:
+    """Bytes of Arrow columns a row of the stream takes, by its declared types (a string by its size, or
+    :data:`STRING_GUESS`, and its offset).
+
+    >>> from boreas.catalog.model import Field
+    >>> row_bytes(Schema("S", (Field("s", FieldType.STRING, 8), Field("n", FieldType.INT))))
+    16
     """
     width = 0
     for field, kind in zip(schema.fields, arrow_schema(schema).types):
@@ -52,7 +68,7 @@ def file_batch_rows(schema: Schema) -> int:
             width += (field.size or STRING_GUESS) + 4  # (the value, its offset)
         else:
             width += _fixed_bytes(kind)
-    return max(1000, min(1 << 20, FILE_BATCH_BYTES // max(width, 1)))
+    return max(width, 1)
 
 
 def _fixed_bytes(kind: pa.DataType) -> int:
@@ -64,16 +80,16 @@ def _fixed_bytes(kind: pa.DataType) -> int:
         return STRING_GUESS
 
 
-def file_window(batch_size: int | None, most: int) -> int:
-    """Batches of a file in flight at once: :data:`FILE_WINDOW` of the default (big) batches, or as many
-    ``batch_size``-row batches as make :data:`FILE_WINDOW_ROWS` rows, between :data:`FILE_WINDOW` and ``most``.
+def file_window(batch_rows: int, schema: Schema, most: int) -> int:
+    """Batches of a file in flight at once: as many ``batch_rows``-row batches of ``schema`` as make
+    :data:`FILE_WINDOW_BYTES`, between :data:`FILE_WINDOW_LEAST` and ``most``.
 
-    >>> file_window(None, 256), file_window(1000, 256), file_window(200_000, 256)
-    (8, 256, 8)
+    >>> from boreas.catalog.model import Field
+    >>> s = Schema("R", (Field("t", FieldType.LONG), Field("n", FieldType.INT), Field("v", FieldType.DOUBLE)))
+    >>> file_window(file_batch_rows(s), s, 256), file_window(1000, s, 256), file_window(1 << 20, s, 256)
+    (8, 256, 2)
     """
-    if batch_size is None:
-        return FILE_WINDOW
-    return max(FILE_WINDOW, min(most, FILE_WINDOW_ROWS // max(batch_size, 1)))
+    return max(FILE_WINDOW_LEAST, min(most, FILE_WINDOW_BYTES // (max(batch_rows, 1) * row_bytes(schema))))
 
 
 def cut(batches: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:

@@ -51,6 +51,7 @@ from boreas.wire.client import PeerClient
 from boreas.wire.frames import Ack, Batch, Frame, Refused
 from boreas.wire.link_connection import LinkRefused
 from boreas.wire.links import OutboundLink
+from boreas.wire.prepared import Prepared
 from boreas.wire.tuples import RowError
 
 from .head_api import UnknownStream, stream_route
@@ -167,6 +168,17 @@ class Publisher:
     async def start(self) -> None:
         """Ask the Head where the stream enters (``UnknownStream`` if it is not a deployed input) and
         connect to those nodes."""
+        if self.schema is None:
+            await self.locate()
+        for endpoint in self.entries:
+            self.links.append(await self._link(endpoint, first=endpoint == self.entries[0]))
+        self._follow = asyncio.create_task(self._follow_entries(), name=f"publisher {self.producer} route")
+        self._follow.add_done_callback(self._follow_ended)
+
+    async def locate(self) -> None:
+        """Ask the Head where the stream enters and what its schema is (``UnknownStream`` if it is not a deployed
+        input), without connecting yet: :meth:`start` does that (a caller that sizes its batches and ``capacity``
+        by the schema, as ``boreas publish`` does, asks first)."""
         async with PeerClient(self.token) as peers:
             route = await stream_route(peers, self.head, self.stream)
         if not route["input"]:
@@ -177,10 +189,6 @@ class Publisher:
         self.schema = Schema(route["schema"]["name"], route_fields(route["schema"]))
         self.fields = [f.name for f in self.schema.fields]
         self.entries = pick_entries(route, self.producer, self.member)
-        for endpoint in self.entries:
-            self.links.append(await self._link(endpoint, first=endpoint == self.entries[0]))
-        self._follow = asyncio.create_task(self._follow_entries(), name=f"publisher {self.producer} route")
-        self._follow.add_done_callback(self._follow_ended)
 
     async def _link(self, endpoint: str, first: bool) -> OutboundLink:
         # All of ``capacity`` may be in flight: a durable node acknowledges a batch only once it is
@@ -251,13 +259,14 @@ class Publisher:
         as Arrow (no row is made here or at the node).  Batches are cut by
         rows, never by time, so a re-run sends the same batches.  A
         :class:`~boreas.wire.columns.Columns` of the stream's Arrow schema is
-        sent as it is, one batch, however long (``boreas publish`` cuts a
-        file's batches and makes their IPC bytes in its reader thread, so the
+        sent as it is, one batch, however long, and so is a
+        :class:`~boreas.wire.prepared.Prepared` one (``boreas publish`` cuts a
+        file's batches, encodes and hashes them in its reader thread, so the
         event loop only sends them).
 
         Raises :class:`~boreas.wire.link_connection.LinkRefused` once a node has refused the connection.
         """
-        if type(rows).__module__.endswith("wire.columns"):  # a Columns batch: one batch, cut already
+        if isinstance(rows, Prepared) or type(rows).__module__.endswith("wire.columns"):  # one batch, cut already
             await self._send_batch(rows)
             return
         if type(rows).__module__.split(".")[0] in ("pyarrow", "pandas", "polars"):  # columns (no pyarrow import)

@@ -54,7 +54,8 @@ from boreas.catalog.model import (
 from .ast import Column, Program, RelationDecl
 from .compiler.declarations import declares_relations
 from .compiler.rownumber import TopN, split_topn
-from .compiler.windowfn import WINDOW_COLUMNS, Watermark, Window, rewrite
+from .compiler.windowfn import WINDOW_COLUMNS, Watermark, Window, rewrite, windowed_relations
+from .compiler.winjoin import split
 from .cumulus import EVERYWHERE, LayoutError, PlacementError, PlanError, plan_partition
 from .errors import M3Error
 from .runtime.ports import ViewInfo
@@ -62,6 +63,7 @@ from .runtime.program import Runtime
 from .runtime.text import program_from_text
 from .runtime.views import value_type
 from .syntax import KEYWORDS
+from .winstages import StagePlan, plan_stages
 
 #: Borealis field types each M3 column type accepts on an in port.
 ACCEPTS: dict[str, tuple[FieldType, ...]] = {
@@ -107,6 +109,7 @@ class BoxPlan:
     watermarks: tuple[Watermark, ...] = ()  # their CREATE STREAM's WATERMARK FOR items
     topn: TopN | None = None  # a ROW_NUMBER() top-N over its view (docs/m3.md, "Top-N")
     emitted: tuple[Schema, ...] = ()  # what the out ports carry: ``outputs``, or the top-N's rows
+    stages: StagePlan | None = None  # a window join's stages above its views (docs/m3.md, "Window joins")
 
     def __post_init__(self):
         if not self.emitted:
@@ -188,9 +191,22 @@ def compile_box(box: Box, inputs: list[Schema] | None = None) -> tuple[Program, 
             raise BoxError(f"m3 box {box.name!r}: parameter 'sql': {exc}") from None
     streams = stream_relations(box, inputs) if inputs is not None and reads_streams_by_name(box) else ()
     try:
-        return _compiled(text, streams)
+        staged = _staged(text, streams) if which == "sql" else None
+        return _compiled(text, streams) if staged is None else _compiled(*staged[:2])
     except M3Error as exc:
         raise BoxError(f"m3 box {box.name!r}: parameter {which!r}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=64)
+def _staged(text: str, streams: tuple[RelationDecl, ...]) -> tuple[str, tuple[RelationDecl, ...], StagePlan] | None:
+    """A window join's leaves (their script and in streams) and its stages above (m3/compiler/winjoin.py)."""
+    _, windows, _ = rewrite(text)
+    streams = windowed_relations(streams, windows)
+    staged = split(text, {r.name.lower(): tuple(c.name for c in r.columns) for r in streams})
+    if staged is None:
+        return None
+    program, _, views = _compiled(staged.leaves_text, streams)
+    return staged.leaves_text, streams, plan_stages(staged, program, views)
 
 
 def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
@@ -210,19 +226,23 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
                         len(WINDOW_COLUMNS) if name.lower() in windowed else 0)
                   for port, (name, schema) in enumerate(zip(names, inputs)))
     ordered = tuple(views[v.name] for v in program.views)
-    if len(box.outputs) != len(ordered):
+    staged = _staged(program_text(box), stream_relations(box, inputs) if by_name else ()) \
+        if box.param("sql") is not None else None
+    stages = None if staged is None else staged[2]
+    shown, shown_program = (ordered, program) if stages is None else ((stages.top,), stages.program)
+    if len(box.outputs) != len(shown):
         raise BoxError(f"m3 box {box.name!r} has {len(box.outputs)} out streams but its program has "
-                       f"{len(ordered)} views ({', '.join(v.name for v in ordered)}); "
+                       f"{len(shown)} views ({', '.join(v.name for v in shown)}); "
                        f"out port i carries the i-th view")
     sizes = {f.name.lower(): f.size for schema in inputs for f in schema.fields if f.type == FieldType.STRING}
-    outputs = tuple(Schema(f"{box.name}.out{i}", _view_fields(box, program, view, sizes))
-                    for i, view in enumerate(ordered))
+    outputs = tuple(Schema(f"{box.name}.out{i}", _view_fields(box, shown_program, view, sizes))
+                    for i, view in enumerate(shown))
     topn = box_topn(box)
     if topn is not None and windows:
         raise BoxError(f"m3 box {box.name!r}: a ROW_NUMBER() top-N over a window is not supported yet "
                        "(rank the windows' results in a second box)")
     emitted = (topn_schema(box, topn, outputs[0]),) if topn is not None else outputs
-    return BoxPlan(program_text(box), program, ports, ordered, outputs, windows, marks, topn, emitted)
+    return BoxPlan(program_text(box), program, ports, ordered, outputs, windows, marks, topn, emitted, stages)
 
 
 def box_topn(box: Box) -> TopN | None:

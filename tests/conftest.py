@@ -72,6 +72,8 @@ IN_PROCESS = (
     "test_m3_sessions.py",                   # SESSION windows in an m3 box fed by hand, against a reference
     "test_m3_topn.py",                       # ROW_NUMBER() top-N in an m3 box fed by hand, against DuckDB
     "test_m3_sessions_nexmark.py",           # Nexmark's q11 in an m3 box fed by hand, against DuckDB
+    "test_m3_winjoin.py",                    # window and interval joins in an m3 box fed by hand, against a reference
+    "test_nexmark_winjoin.py",               # Nexmark's q8, q7, q5 in an m3 box fed by hand, against DuckDB
     "test_columns.py",                       # Arrow batches checked, and an m3 box fed columns, in process
     "test_join_columns.py",                  # the join on columns against its row path, fed by hand
     "test_drop.py",                          # <delete stream> and what boreas drop sends (its cluster test: slow)

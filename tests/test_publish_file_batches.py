@@ -4,7 +4,7 @@ Behaviour a user relies on without seeing it: a file bigger than the reader's
 buffer is read a block at a time (how much of it has been read when the first
 batch is given is a fraction of it), the batches are cut by rows only (the
 same file gives the same batches, so a re-run continues), the default batch
-is big (about 4 MB of the stream's columns) and the rows arrive whole and in
+is big (about 2 MB of the stream's columns) and the rows arrive whole and in
 order, for CSV, JSON lines and Parquet alike.  The processes' side (a node,
 a subscriber, memory measured) is test_publish_file_stream.py.
 """
@@ -21,10 +21,12 @@ import pytest
 
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.cli import input_batches
-from boreas.cli.file_batches import file_batch_rows
+from boreas.cli.file_batches import file_batch_rows, file_window
 from boreas.cli.input_batches import open_input
 from boreas.cli.read_ahead import read_ahead
-from boreas.wire.columns import Columns
+from boreas.wire.columns import Columns, read_ipc, unwrap
+from boreas.wire.frames import make_batch
+from boreas.wire.prepared import Prepared
 
 SCHEMA = Schema("R", (Field("time", FieldType.LONG), Field("sensor", FieldType.INT), Field("value", FieldType.DOUBLE)))
 ROWS = 120_000
@@ -77,23 +79,32 @@ def test_the_same_file_gives_the_same_batches_cut_by_rows(tmp_path, kind):
     assert all(a.equals(b) for a, b in zip(first, again))
 
 
-def test_the_default_batch_is_about_four_megabytes_of_the_streams_columns():
-    assert file_batch_rows(SCHEMA) == (4 << 20) // 20  # a long, an int, a double
+def test_the_default_batch_is_about_two_megabytes_of_the_streams_columns_and_the_window_bounds_bytes():
+    assert file_batch_rows(SCHEMA) == (2 << 20) // 20  # a long, an int, a double
     wide = Schema("W", (Field("name", FieldType.STRING, 100), Field("n", FieldType.INT)))
-    assert file_batch_rows(wide) == (4 << 20) // (100 + 4 + 4)
+    assert file_batch_rows(wide) == (2 << 20) // (100 + 4 + 4)
     huge = Schema("H", (Field("text", FieldType.STRING, 100_000),))
     assert file_batch_rows(huge) == 1000  # (never fewer rows than this)
+    # in flight: about 16 MB of batches, however big they are
+    assert file_window(file_batch_rows(SCHEMA), SCHEMA, 256) == 8
+    assert file_window(20_000, SCHEMA, 256) == (16 << 20) // (20_000 * 20)
+    assert file_window(10, SCHEMA, 256) == 256  # (the publisher's own cap)
+    assert file_window(1000, huge, 256) == 2  # (one in flight while the next is acknowledged)
 
 
-async def test_batches_are_read_ahead_in_order_with_their_arrow_bytes_made(tmp_path):
+async def test_batches_are_read_ahead_in_order_their_frames_payload_and_digest_made(tmp_path):
     path = write(tmp_path, "parquet")
     source = open_input(path, SCHEMA, 50_000)
     sent = [piece async for piece in read_ahead(source.batches())]
     assert [len(p) for p in sent] == [50_000, 50_000, 20_000]
-    assert all(isinstance(p, Columns) for p in sent)
-    # the bytes a frame carries were made in the reader thread, and read back they are the batch
-    assert [pa.ipc.open_stream(p.ipc()).read_all().num_rows for p in sent] == [50_000, 50_000, 20_000]
-    assert pa.Table.from_batches([p.batch for p in sent])["time"].to_pylist() == list(range(ROWS))
+    assert all(isinstance(p, Prepared) for p in sent)
+    # the payload a frame carries was made in the reader thread, and read back it is the batch; its digest is the
+    # one the event loop would have computed from the same batch (a re-run of an older publish still matches)
+    batches = [read_ipc(unwrap(p.payload)) for p in sent]
+    assert [b.num_rows for b in batches] == [50_000, 50_000, 20_000]
+    assert pa.Table.from_batches(batches)["time"].to_pylist() == list(range(ROWS))
+    assert [make_batch("S", "p", i, p, digest=True).digest for i, p in enumerate(sent)] == [
+        make_batch("S", "p", i, Columns(b), digest=True).digest for i, b in enumerate(batches)]
 
 
 async def test_a_reader_that_fails_stops_the_publish_with_its_error(tmp_path):

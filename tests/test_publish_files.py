@@ -220,8 +220,8 @@ def test_a_large_csv_is_published_in_bounded_memory(cluster_factory, tmp_path):
     assert proc.returncode == 0, err
     assert out == f"published {n} rows to In\n"
     print(f"{size / 2**20:.0f} MB, {n:,} rows: peak RSS {peak / 2**20:.0f} MB")
-    # Bounded by the reader's block and the batches in flight (8 of about 4 MB of columns each,
-    # cli/file_batches.py), not by the file: about 110 MB of it is the interpreter with pyarrow loaded,
-    # whatever the file.  The bound is the (300 MB, for a 5 GB file as for this one), below the
+    # Bounded by the reader's block and the batches in flight (16 MB of them, cli/file_batches.py), not by the
+    # file: about 92 MB of it is the interpreter with pyarrow loaded, whatever the file (docs/dataplane.md,
+    # "Memory": about 208 MB with the window kept full).  The bound is the (300 MB, for a 5 GB file as for this one), below the
     # file's own size, which reading it whole would exceed.
     assert 0 < peak < 300 << 20 < size

@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from .digests import rows_digest
+from .prepared import Prepared
 
 
 class Batch(msgspec.Struct, tag="b", array_like=True):
@@ -136,7 +137,11 @@ def rows_in(batch: Batch) -> int:
 def make_batch(stream: str, producer: str, seq: int, rows: Any, box: str = "",
                restart: bool = False, digest: bool = False, final: bool = False) -> Batch:
     """A batch of ``rows`` (a list of rows, or :class:`~boreas.wire.columns.Columns`, sent as Arrow); with
-    ``digest``, carrying the digest of their encoding (a publisher's); ``final``: the producer's last."""
+    ``digest``, carrying the digest of their encoding (a publisher's); ``final``: the producer's last.  A
+    :class:`~boreas.wire.prepared.Prepared` batch is taken as it is: its payload and digest were made already."""
+    if isinstance(rows, Prepared):  # (boreas publish: encoded and hashed in its reader thread, not on the loop)
+        return Batch(stream, producer, seq, msgspec.Raw(rows.payload), box, restart, rows.digest if digest else 0,
+                     ARROW, final)
     ipc = getattr(rows, "ipc", None)  # Arrow columns: their IPC bytes as one msgpack bin (wire/columns.py)
     data = _encoder.encode(ipc() if ipc is not None else rows)
     return Batch(stream, producer, seq, msgspec.Raw(data), box, restart, rows_digest(data) if digest else 0,

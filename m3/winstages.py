@@ -1,0 +1,136 @@
+"""The upper stages of a window join (m3/compiler/winjoin.py), compiled and evaluated once per closed window.
+
+Why a batch evaluation: an upper stage reads only closed windows' rows,
+which never change again, so there is nothing to maintain: each stage's
+program (the stage's SELECT over ``CREATE STREAM`` relations typed like the
+views it reads) is evaluated over one window's rows with
+:meth:`.runtime.program.Runtime.load` (each map's defining query over the
+rows), its view read, and the next stage up fed with them.  Nothing is kept
+between windows: the windowed box's state is its leaves' maps, per open
+window, dropped as windows close.
+
+>>> from .compiler.winjoin import split
+>>> from .compiler.pipeline import compile_sql
+>>> s = split('''CREATE STREAM B(a INT, t INT);
+... SELECT X.a, X.n FROM (SELECT a, COUNT(*) AS n, window_end AS e FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(t), 10))
+... GROUP BY a, window_end) X JOIN (SELECT MAX(Y.n) AS m, Y.e FROM (SELECT a, COUNT(*) AS n, window_end AS e
+... FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(t), 10)) GROUP BY a, window_end) Y GROUP BY Y.e) Z
+... ON X.e = Z.e AND X.n >= Z.m''')
+>>> leaf = Runtime(compile_sql(s.leaves_text))
+>>> stages = plan_stages(s, leaf.program, leaf.views)
+>>> rows = {v: [(k, val) for k, val in pairs] for v, pairs in (("Q1", [((1, 10), 2), ((2, 10), 1)]),
+...                                                           ("Q2", [((1, 10), 2), ((2, 10), 1)]))}
+>>> sorted(stages.evaluate(rows, stages.runtimes()).items())
+[((1, 2), 1)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .ast import Program
+from .compiler.pipeline import compile_sql
+from .compiler.winjoin import Stage, Staged
+from .runtime.ports import ViewInfo
+from .runtime.program import Runtime
+from .runtime.views import value_type
+
+#: A stage's relation column type as a ``CREATE STREAM`` writes it.
+_DECLARED = {"INT": "INT", "FLOAT": "DOUBLE", "STRING": "VARCHAR", "DATE": "DATE"}
+
+
+@dataclass(frozen=True)
+class _Reader:
+    """How to turn a view's ``(key, value)`` rows into a stage relation's rows: where each column is."""
+
+    view: str
+    picks: tuple[tuple[bool, int], ...]  # per column: (from the key, position)
+    distinct: bool
+    count: int | None  # the value position of the multiplicity (a view that is not distinct)
+
+    def rows(self, pairs: Sequence[tuple[tuple, object]]) -> list[tuple]:
+        out = []
+        for key, value in pairs:
+            values = value if isinstance(value, tuple) else (value,)
+            row = tuple(key[i] if from_key else values[i] for from_key, i in self.picks)
+            times = 1 if self.distinct else int(values[self.count or 0])
+            out.extend([row] * times)
+        return out
+
+
+def _reader(program: Program, info: ViewInfo, stage: Stage) -> tuple[_Reader, tuple[tuple[str, str], ...]]:
+    """The reader of a stage's view and the stage's columns as (name, type)."""
+    decl = program.view(info.name)
+    keys = {name.lower(): (i, kind) for i, (name, kind) in enumerate(info.keys)}
+    values = {c.name.lower(): j for j, c in enumerate(decl.columns)}
+    picks, typed = [], []
+    for column in stage.columns:
+        if column.lower() in keys:
+            i, kind = keys[column.lower()]
+            picks.append((True, i))
+        else:
+            j = values[column.lower()]
+            picks.append((False, j))
+            kind = value_type(program, decl, j)
+        typed.append((column, kind))
+    count = None if stage.distinct else values.get("count")
+    return _Reader(info.name, tuple(picks), stage.distinct, count), tuple(typed)
+
+
+@dataclass(frozen=True)
+class _Upper:
+    stage: Stage
+    program: Program
+    view: str
+    reader: _Reader
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """A window join's stages ready to evaluate: the leaves' views (the box's own), the uppers bottom-up."""
+
+    leaves: tuple[_Reader, ...]
+    leaf_relations: tuple[str, ...]
+    uppers: tuple[_Upper, ...]
+    top: ViewInfo  # the query's view: the box's out port
+
+    @property
+    def program(self) -> Program:
+        """The query's program (its view is :attr:`top`): the box's out schema is read from it."""
+        return self.uppers[-1].program
+
+    def runtimes(self) -> list[Runtime]:
+        """A runtime per upper stage, for one box to evaluate with (a plan is shared by the boxes of one text)."""
+        return [Runtime(upper.program, backend="python") for upper in self.uppers]
+
+    def evaluate(self, windows: Mapping[str, Sequence[tuple[tuple, object]]],
+                 runtimes: Sequence[Runtime]) -> dict[tuple, object]:
+        """The query's view rows over one window's leaf rows (``{leaf view: [(key, value)]}``), evaluated on
+        ``runtimes`` (:meth:`runtimes`)."""
+        tables = {rel: reader.rows(windows.get(reader.view, ())) for rel, reader in zip(self.leaf_relations,
+                                                                                       self.leaves)}
+        result: dict[tuple, object] = {}
+        for upper, rt in zip(self.uppers, runtimes):
+            rt.load({r.name: tables.get(r.name, []) for r in rt.program.relations})
+            result = rt.view(upper.view)
+            tables[upper.stage.relation] = upper.reader.rows(list(result.items()))
+        return result
+
+
+def plan_stages(staged: Staged, program: Program, views: Mapping[str, ViewInfo]) -> StagePlan:
+    """Compile the uppers of ``staged`` over the leaves' ``program`` (its views in leaf order)."""
+    types: dict[str, tuple[tuple[str, str], ...]] = {}
+    leaves = []
+    for leaf, decl in zip(staged.leaves, program.views):
+        reader, types[leaf.relation] = _reader(program, views[decl.name], leaf)
+        leaves.append(reader)
+    uppers = []
+    for stage in staged.uppers:
+        streams = "".join(f"CREATE STREAM {r}({', '.join(f'{n} {_DECLARED[t]}' for n, t in types[r])});\n"
+                          for r in dict.fromkeys(stage.reads))
+        rt = Runtime(compile_sql(streams + stage.select), backend="python")
+        decl = rt.program.views[0]
+        reader, types[stage.relation] = _reader(rt.program, rt.views[decl.name], stage)
+        uppers.append(_Upper(stage, rt.program, decl.name, reader))
+    return StagePlan(tuple(leaves), tuple(leaf.relation for leaf in staged.leaves), tuple(uppers), rt.views[decl.name])

@@ -1,0 +1,195 @@
+"""Window joins and interval joins in an ``m3`` box (docs/m3.md, "Window joins"), fed by hand, against a
+row-at-a-time reference.
+
+The reference keeps each window's on-time rows per stream, with the
+watermark rules written out (tests/support/watermark_reference.py; the
+box's frontier is the least of its windowed streams' marks), and when a
+window closes computes the query over that window's rows directly in Python:
+a window join (counts per key of one stream joined with the MAX per key of
+the other, on the window), an interval join (the stream's rows joined back
+to the window's MAX, ``t BETWEEN end - size AND end``: Nexmark's q7 shape)
+and an aggregate of aggregates joined back (the hottest keys per window:
+q5's).  Hypothesis draws event times, producers, idle gaps, late rows,
+batch boundaries and moves of the box (its state through msgpack into a new
+operator); each step's emitted rows, the late count and that no map entry of
+a closed window is left are checked.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+from boreas.m3.boxtype import infer_m3
+from boreas.node.operators.base import OperatorError
+from boreas.node.operators.m3windows import WindowedM3Operator
+from boreas.node.operators.registry import DEFAULT_REGISTRY
+from boreas.wire.columns import Columns, from_rows
+from support.watermark_reference import WatermarkReference
+
+P = Schema("PTuple", (Field("k", FieldType.INT), Field("ts", FieldType.INT)))
+A = Schema("ATuple", (Field("k", FieldType.INT), Field("v", FieldType.INT), Field("ts", FieldType.INT)))
+SIZE, SLIDE, IDLE = 10, 5, 3.0
+
+
+def window(kind: str, stream: str) -> str:
+    return (f"TABLE(TUMBLE(TABLE {stream}, DESCRIPTOR(ts), {SIZE}))" if kind == "TUMBLE" else
+            f"TABLE(HOP(TABLE {stream}, DESCRIPTOR(ts), {SLIDE}, {SIZE}))")
+
+
+def counts(kind: str, stream: str, alias: str) -> str:
+    return (f"(SELECT k, COUNT(*) AS n, window_start AS s, window_end AS e FROM {window(kind, stream)} "
+            f"GROUP BY k, window_start, window_end) {alias}")
+
+
+QUERIES = {
+    "window join": lambda kind: (
+        f"SELECT X.k, X.n, Y.top FROM {counts(kind, 'P', 'X')} JOIN (SELECT k, MAX(v) AS top, window_start AS s, "
+        f"window_end AS e FROM {window(kind, 'A')} GROUP BY k, window_start, window_end) Y "
+        "ON X.k = Y.k AND X.s = Y.s AND X.e = Y.e"),
+    "interval join": lambda kind: (
+        f"SELECT B.k, B.v, B.ts FROM A B JOIN (SELECT MAX(v) AS m, window_end AS e FROM {window(kind, 'A')} "
+        f"GROUP BY window_start, window_end) W ON B.v = W.m WHERE B.ts BETWEEN W.e - {SIZE} AND W.e"),
+    "hot keys": lambda kind: (
+        f"SELECT X.k, X.n FROM {counts(kind, 'A', 'X')} JOIN (SELECT MAX(C.n) AS m, C.s, C.e FROM "
+        f"{counts(kind, 'A', 'C')} GROUP BY C.s, C.e) Y ON X.s = Y.s AND X.e = Y.e AND X.n >= Y.m"),
+}
+WINDOWED = {"window join": (0, 1), "interval join": (1,), "hot keys": (1,)}
+
+
+def answer(query: str, p_rows: list[tuple], a_rows: list[tuple]) -> list[tuple]:
+    """The query over one window's rows, computed directly."""
+    if query == "window join":
+        n = Counter(k for k, _ in p_rows)
+        top: dict[int, int] = {}
+        for k, v, _ in a_rows:
+            top[k] = max(top.get(k, v), v)
+        return [(k, n[k], top[k]) for k in n if k in top]
+    if query == "interval join":
+        m = max((v for _, v, _ in a_rows), default=None)
+        return [(k, v, t) for k, v, t in a_rows if v == m]
+    n = Counter(k for k, _, _ in a_rows)
+    most = max(n.values(), default=0)
+    return [(k, c) for k, c in n.items() if c >= most]
+
+
+def build(query: str, kind: str, delay: int) -> WindowedM3Operator:
+    text = (f"CREATE STREAM P(k INT, ts INT, WATERMARK FOR ts AS ts - {delay});\n"
+            f"CREATE STREAM A(k INT, v INT, ts INT, WATERMARK FOR ts AS ts - {delay});\n" + QUERIES[query](kind))
+    box = Box("w", "m3", (InPort("P"), InPort("A")), ("Out",),
+              (("sql", text), ("idle-timeout", str(IDLE)), ("backend", "python")))
+    op = DEFAULT_REGISTRY.build(box, [P, A], infer_m3(box, [P, A]))
+    assert isinstance(op, WindowedM3Operator)
+    return op
+
+
+class Reference:
+    """Each window's on-time rows per stream; a window's answer when the least watermark passes its end."""
+
+    def __init__(self, query: str, kind: str, delay: int):
+        self.query, self.slide = query, SIZE if kind == "TUMBLE" else SLIDE
+        self.marks = {port: WatermarkReference(delay, IDLE) for port in WINDOWED[query]}
+        self.rows: dict[int, tuple[list, list]] = {}  # window start -> (P rows, A rows)
+        self.closed = float("-inf")
+        self.late = 0
+
+    def batch(self, port: int, producer: str, rows: list[tuple], now: float) -> Counter:
+        if port in self.marks:
+            for row in rows:
+                t = row[-1]
+                starts = [s for s in range(t - t % self.slide, t - SIZE, -self.slide) if s + SIZE > self.closed]
+                self.late += not starts
+                for s in starts:
+                    self.rows.setdefault(s, ([], []))[port].append(row)
+            self.marks[port].heard_from(producer, [row[-1] for row in rows], now)
+        return self.close(now)
+
+    def close(self, now: float) -> Counter:
+        for mark in self.marks.values():
+            mark.advance(now)
+        frontier = min(mark.mark for mark in self.marks.values())
+        out: Counter = Counter()
+        if frontier <= self.closed:
+            return out
+        self.closed = frontier
+        for s in sorted(s for s in self.rows if s + SIZE <= frontier):
+            out.update(answer(self.query, *self.rows.pop(s)))
+        return out
+
+    def end(self, now: float) -> Counter:
+        for mark in self.marks.values():
+            mark.ended = True
+        return self.close(now)
+
+
+def emitted(out) -> Counter:
+    got: Counter = Counter()
+    for port, batch in out:
+        assert port == 0
+        for row in (batch.rows() if isinstance(batch, Columns) else batch):
+            got[tuple(row[:-1])] += int(row[-1])  # the last column is the row's count
+    return got
+
+
+a_row = st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(0, 80))  # v > 0: a view value of 0 is no row
+step = st.one_of(
+    st.tuples(st.sampled_from(["batch", "columns"]), st.sampled_from([0, 1]), st.sampled_from(["p", "q"]),
+              st.lists(a_row, max_size=6), st.floats(0, 2)),
+    st.tuples(st.just("poll"), st.just(0), st.just(""), st.just([]), st.floats(0, 4)),
+    st.tuples(st.just("move"), st.just(0), st.just(""), st.just([]), st.just(0.0)),
+)
+
+
+@pytest.mark.slow  # about a minute: a box built per example
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(query=st.sampled_from(sorted(QUERIES)), kind=st.sampled_from(["TUMBLE", "HOP"]), delay=st.integers(0, 12),
+       steps=st.lists(step, max_size=20))
+def test_window_joins_match_a_row_at_a_time_reference(query, kind, delay, steps):
+    op, ref, now = build(query, kind, delay), Reference(query, kind, delay), 0.0
+    for what, port, producer, rows, gap in steps:
+        now += gap
+        if what in ("batch", "columns"):
+            rows = [(k, t) for k, _, t in rows] if port == 0 else list(rows)
+            schema = P if port == 0 else A
+            batch = (from_rows(rows, schema) or []) if what == "columns" else rows
+            got = op.process_from(port, batch, now, ("P" if port == 0 else "A", producer, 1))
+            want = ref.batch(port, producer, rows, now)
+        elif what == "poll":
+            got, want = op.poll(now), ref.close(now)
+        else:  # the box moves: its state, through msgpack, into a new operator
+            moved = build(query, kind, delay)
+            moved.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), now)
+            op, got, want = moved, [], Counter()
+        assert emitted(got) == want
+        assert op.counters()["late_tuples"] == ref.late
+        assert op.state_entries() == 0 or ref.rows, "state left with every window closed"
+    assert emitted(op.end_of_input(now)) == ref.end(now)
+    assert op.state_entries() == 0
+
+
+@pytest.mark.parametrize("query, why", [
+    (f"SELECT X.k FROM {counts('TUMBLE', 'P', 'X')} JOIN {counts('TUMBLE', 'A', 'Y')} ON X.k = Y.k",
+     "the query joins windowed derived tables (x / y) without equal windows"),
+    (f"SELECT MAX(X.n) AS m FROM {counts('TUMBLE', 'P', 'X')} JOIN {counts('TUMBLE', 'A', 'Y')} ON X.s = Y.s",
+     "aggregates windowed derived tables without GROUP BY their window_start or window_end"),
+    (f"SELECT X.k FROM {counts('TUMBLE', 'P', 'X')} JOIN A ON X.k = A.k",
+     "which is read without the window: its rows would be kept forever"),
+    (f"SELECT X.k FROM {counts('TUMBLE', 'P', 'X')} JOIN (SELECT k, window_start AS s FROM "
+     f"TABLE(TUMBLE(TABLE A, DESCRIPTOR(ts), 20)) GROUP BY k, window_start) Y ON X.s = Y.s",
+     "a window join joins windows of one size and slide"),
+    (f"SELECT B.k FROM A B JOIN (SELECT MAX(v) AS m, window_end AS e FROM {window('TUMBLE', 'A')} GROUP BY "
+     f"window_end) W ON B.v = W.m WHERE B.ts BETWEEN W.e - 5 AND W.e",
+     "without equal windows"),
+])
+def test_other_joins_over_windows_are_refused_by_name(query, why):
+    text = ("CREATE STREAM P(k INT, ts INT);\nCREATE STREAM A(k INT, v INT, ts INT);\n" + query)
+    box = Box("w", "m3", (InPort("P"), InPort("A")), ("Out",), (("sql", text),))
+    with pytest.raises(Exception) as caught:
+        DEFAULT_REGISTRY.build(box, [P, A], infer_m3(box, [P, A]))
+    assert why in str(caught.value) and "m3 box 'w'" in str(caught.value)
+    assert isinstance(caught.value, (OperatorError, Exception))
