@@ -31,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 from nexmark_queries import COLUMNS, Query
 
-STREAMS = {"person": "Person", "auction": "Auction", "bid": "Bid"}
+STREAMS = {"person": "Person", "auction": "Auction", "bid": "Bid", "side_input": "SideInput"}
 _TYPES = {"INT": "int", "DOUBLE": "double", "VARCHAR": "string"}
 _ARROW = {"INT": pa.int32(), "DOUBLE": pa.float64(), "VARCHAR": pa.string()}
 _SIZE = ' size="200"'  # a string field's declared size (the generated strings are shorter)
@@ -45,7 +45,7 @@ def columns(kind: str) -> list[tuple[str, str]]:
 def app_xml(q: Query) -> str:
     """The query as a Boreas application: its kinds as input streams, an ``m3`` box writing ``Result``."""
     schemas, inputs, ins = [], [], []
-    for kind in q.reads:
+    for kind in q.side + q.reads:  # side inputs (tables) first, as the box's SQL declares them
         fields = "".join(f'<field name="{n}" type="{_TYPES[t]}"{_SIZE if t == "VARCHAR" else ""}/>'
                          for n, t in columns(kind))
         schemas.append(f'<schema name="{STREAMS[kind]}Tuple">{fields}</schema>')
@@ -84,6 +84,13 @@ def plan(q: Query) -> Planned | str:
     return Planned(q, op, [f.name for f in schemas[box.outputs[0]].fields])
 
 
+def side_table(kind: str) -> pa.RecordBatch:
+    """A side input's rows (``nexmark_gen``'s, the same on every run)."""
+    import nexmark_gen
+
+    return {"side_input": nexmark_gen.side_input}[kind]()
+
+
 def boreas_batch(kind: str, batch: pa.RecordBatch) -> pa.RecordBatch:
     """A generated batch as the box's stream carries it: the declared columns, timestamps as ms since the epoch."""
     cols = []
@@ -96,12 +103,16 @@ def boreas_batch(kind: str, batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def feed(planned: Planned, blocks: list[dict[str, pa.RecordBatch]]) -> tuple[float, int]:
-    """(seconds, events fed): every block's batches of the kinds read, port by port, into the operator."""
+    """(seconds, events fed): every block's batches of the kinds read, port by port, into the operator; a side
+    input (q13's) is published whole first, outside the clock and the count (it is the box's setup)."""
     from boreas.wire.columns import Columns
 
     q, op = planned.query, planned.operator
-    fed = [(port, Columns(boreas_batch(kind, b[kind]))) for b in blocks for port, kind in enumerate(q.reads)
-           if b[kind].num_rows]
+    for port, kind in enumerate(q.side):
+        for _ in op.process(port, Columns(boreas_batch(kind, side_table(kind))), 0.0):
+            pass
+    fed = [(port, Columns(boreas_batch(kind, b[kind]))) for b in blocks
+           for port, kind in enumerate(q.reads, start=len(q.side)) if b[kind].num_rows]
     events = sum(len(c) for _, c in fed)
     began = time.perf_counter()
     for port, cols in fed:
@@ -129,6 +140,8 @@ def duckdb_rows(planned: Planned, tables: dict[str, pa.Table]) -> list[tuple]:
 
     q = planned.query
     con = duckdb.connect()
+    for kind in q.side:
+        con.register(kind, pa.Table.from_batches([boreas_batch(kind, side_table(kind))]))
     for kind in q.reads:
         con.register(kind, pa.Table.from_batches([boreas_batch(kind, b) for b in tables[kind].to_batches()]))
     sql = duckdb_sql(q.select())
@@ -152,6 +165,11 @@ def _epoch(ms: exp.Expression) -> exp.Expression:
 
 
 def _to_duckdb(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Table) and node.args.get("version"):  # a lookup join of a static table: a join
+        node.set("version", None)
+        return node
+    if isinstance(node, exp.Anonymous) and node.name.upper() == "PROCTIME":
+        return exp.Literal.number(0)
     if isinstance(node, exp.Hour):
         return exp.Anonymous(this="hour", expressions=[_epoch(node.this)])
     if isinstance(node, exp.RegexpExtract):  # Flink's third argument is the group
@@ -173,13 +191,14 @@ def _to_duckdb(node: exp.Expression) -> exp.Expression:
 
 def duckdb_sql(sql: str) -> str:
     """The Boreas form of a query as DuckDB runs it: Flink's functions (``HOUR``, ``DATE_FORMAT`` of DOUBLE ms,
-    ``SPLIT_INDEX``, ``REGEXP_EXTRACT``'s group, the suite's UDF ``count_char``) as DuckDB's.
+    ``SPLIT_INDEX``, ``REGEXP_EXTRACT``'s group, the suite's UDF ``count_char``) as DuckDB's; a lookup join
+    (``FOR SYSTEM_TIME AS OF``, q13) of its static side input as the ordinary join it then equals.
 
     >>> duckdb_sql("SELECT SPLIT_INDEX(url, '/', 3), HOUR(datetime), DATE_FORMAT(datetime, 'yyyy-MM-dd') FROM bid")
     "SELECT SPLIT_PART(url, '/', 4), HOUR(EPOCH_MS(CAST(datetime AS BIGINT))), STRFTIME(EPOCH_MS(CAST(datetime AS BIGINT)), '%Y-%m-%d') FROM bid"
     """
     tree = sqlglot.parse_one(sql)
-    if not any(isinstance(n, (exp.Hour, exp.RegexpExtract, exp.Anonymous)) for n in tree.walk()):
+    if not any(isinstance(n, (exp.Hour, exp.RegexpExtract, exp.Anonymous, exp.Version)) for n in tree.walk()):
         return sql
     return tree.transform(_to_duckdb).sql(dialect="duckdb")
 

@@ -273,6 +273,20 @@ def block(cfg: GeneratorConfig, number: int, table: tuple[pa.Array, pa.Array] | 
             "bid": _bids(cfg, e[offset >= p + a], rng, table or channel_table(cfg.seed))}
 
 
+SIDE_INPUT_ROWS = 10_000
+
+
+def side_input(rows: int = SIDE_INPUT_ROWS) -> pa.RecordBatch:
+    """q13's bounded side input: (key, value) rows, key 0..rows-1 and value a function of it (the suite reads
+    a file of such rows; Beam's model makes value from key too), the same on every run.
+
+    >>> side_input(3).to_pydict()
+    {'key': [0, 1, 2], 'value': [0, 7, 14]}
+    """
+    key = np.arange(rows, dtype=np.int64)
+    return pa.record_batch([pa.array(key), pa.array(key * 7 % 1000)], names=["key", "value"])
+
+
 def blocks(cfg: GeneratorConfig) -> Iterator[dict[str, pa.RecordBatch]]:
     """Every block in event order."""
     table = channel_table(cfg.seed)

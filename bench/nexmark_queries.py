@@ -28,6 +28,7 @@ COLUMNS = {
     "auction": "id INT, itemName VARCHAR, description VARCHAR, initialBid INT, reserve INT, "
                "datetime DOUBLE, expires DOUBLE, seller INT, category INT, extra VARCHAR",
     "bid": "auction INT, bidder INT, price INT, channel VARCHAR, url VARCHAR, datetime DOUBLE, extra VARCHAR",
+    "side_input": "key INT, value INT",  # q13's side input (``nexmark_gen.side_input``), published first
 }
 
 _RANKS = """count(*) AS total_bids,
@@ -55,6 +56,7 @@ class Query:
     reads: tuple[str, ...]
     text: str
     windowed: bool = False
+    side: tuple[str, ...] = ()  # tables published before the streams (q13's side input), declared first
 
     def flink(self) -> str:
         return self.text.format(t="`dateTime`")
@@ -64,9 +66,11 @@ class Query:
         return self.text.format(t="datetime").replace("`", '"')
 
     def boreas(self) -> str:
-        """The ``m3`` box's SQL: a ``CREATE STREAM`` per kind read (in port order), then the query."""
+        """The ``m3`` box's SQL: a ``CREATE TABLE`` per side input then a ``CREATE STREAM`` per kind read (in
+        port order), then the query."""
+        tables = "".join(f"CREATE TABLE {k}({COLUMNS[k]});\n" for k in self.side)
         streams = "".join(f"CREATE STREAM {k}({COLUMNS[k]});\n" for k in self.reads)
-        return streams + self.select()
+        return tables + streams + self.select()
 
 
 QUERIES = [
@@ -126,7 +130,8 @@ QUERIES = [
           "INTERVAL '10' SECOND)) GROUP BY bidder, window_start, window_end", windowed=True),
     Query("q13", "bounded side input join", ("bid",),
           "SELECT B.auction, B.bidder, B.price, B.{t}, S.`value` FROM (SELECT *, PROCTIME() AS p_time FROM bid) B "
-          "JOIN side_input FOR SYSTEM_TIME AS OF B.p_time AS S ON mod(B.auction, 10000) = S.key"),
+          "JOIN side_input FOR SYSTEM_TIME AS OF B.p_time AS S ON mod(B.auction, 10000) = S.key",
+          side=("side_input",)),
     Query("q14", "calculation", ("bid",),
           "SELECT auction, bidder, 0.908 * price AS price, CASE WHEN HOUR({t}) >= 8 AND HOUR({t}) <= 18 "
           "THEN 'dayTime' WHEN HOUR({t}) <= 6 OR HOUR({t}) >= 20 THEN 'nightTime' ELSE 'otherTime' END "

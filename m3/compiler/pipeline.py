@@ -78,6 +78,8 @@ from .delta import delta, event_vars
 from .frontend import SqlQuery, parse_sql
 from .liftview import lifted_view, part_columns, safely
 from .lifts import bind_lifts
+from .lookup import check_tables, maintained
+from .lookup import rewrite as lookup_rewrite
 from .materialize import MapDef, make_mapdef, materialize
 from .normalize import normalize
 from .simplify import simplify
@@ -108,6 +110,7 @@ class Compilation:
     program: Program | None = None
     windows: tuple[Window, ...] = ()  # the window table functions read (:mod:`.windowfn`)
     watermarks: tuple[Watermark, ...] = ()  # the WATERMARK FOR items of its CREATE STREAMs
+    lookups: tuple[str, ...] = ()  # the tables joined FOR SYSTEM_TIME AS OF (:mod:`.lookup`)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -122,7 +125,8 @@ def parse(c: Compilation) -> Compilation:
     >>> [r.name for r in c.relations], [q.name for q in c.queries]
     (['R'], ['Q1'])
     """
-    text, windows, marks = rewrite(c.text)
+    text, lookups = lookup_rewrite(c.text)
+    text, windows, marks = rewrite(text)
     relations, queries = parse_sql(text, windowed_relations(c.streams, windows))
     for window in windows:
         rel = next((r for r in relations if r.name.lower() == window.relation.lower()), None)
@@ -132,7 +136,8 @@ def parse(c: Compilation) -> Compilation:
             check_window(window, tuple((col.name, col.type) for col in rel.columns))
         except ValueError as exc:
             raise CompileError(str(exc)) from None
-    return replace(c, relations=tuple(relations), queries=tuple(queries), windows=windows, watermarks=marks)
+    return replace(c, relations=tuple(relations), queries=tuple(queries), windows=windows, watermarks=marks,
+                   lookups=check_tables(lookups, tuple(relations)))
 
 
 def _query_map(maps: dict[str, MapDef], pending: list[MapDef], name: str, agg) -> tuple[str, tuple]:
@@ -197,7 +202,7 @@ def maintain(c: Compilation) -> Compilation:
     while worklist:
         md = worklist.pop(0)
         used = md.definition.relations()
-        for rel in (r.name for r in c.relations if r.name in used):
+        for rel in (r.name for r in c.relations if r.name in used and maintained(r.name, used, c.lookups)):
             for sign in (1, -1):
                 terms = simplify(bind_lifts(delta(md.definition, rel, sign, events[rel]), events[rel]))
                 stmts, new = materialize(md, terms, events[rel], maps, next_id)
