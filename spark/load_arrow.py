@@ -5,7 +5,7 @@ The driver runs one ``mapInArrow`` per map over the map's defining query
 hands each task Arrow record batches; here each one is brought to the
 runtime's column types (:func:`shape`), its rows are given their owners by
 the layout's slot hash over whole columns (:func:`holders`, the nodes' own
-hash through :mod:`~boreas.m3.cumulus.slot_arrays`), and every member's
+hash over whole columns, :func:`~boreas.node.cumulus.loading.key_slots`), and every member's
 rows go to it in parts of at most ``chunk`` rows (``POST
 /segments/{box}/load?job=J&part=K``, one Arrow IPC stream whose schema
 metadata names the map; DATE keys as ``date32``, i.e. day numbers since
@@ -31,7 +31,6 @@ DataType(int64)
 
 from __future__ import annotations
 
-import datetime as dt
 import pickle
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -41,8 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from boreas.m3.cumulus import Layout
 from boreas.m3.cumulus.layout import EVERYWHERE
-from boreas.m3.cumulus.slot_arrays import float_slots, int_slots
-from boreas.node.cumulus.slot_columns import string_slots
+from boreas.node.cumulus.loading import ARROW, key_slots
 from boreas.wire.client import PeerClient
 
 from .load_tasks import PARTS_PER_TASK, LoadRefused, LoadTarget, TaskReport, post_part
@@ -51,12 +49,9 @@ from .target import run_sync
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-#: the content type of an Arrow part (an Arrow IPC stream)
-ARROW = "application/vnd.apache.arrow.stream"
 #: Spark partitions per map in part numbers: part = 1 + (map * TASKS_PER_MAP + partition) * PARTS_PER_TASK + n
 TASKS_PER_MAP = 1_000_000
 _TYPES = {"INT": pa.int64(), "FLOAT": pa.float64(), "STRING": pa.string(), "DATE": pa.date32()}
-_EPOCH = dt.date(1970, 1, 1).toordinal()
 
 
 def shape(batch: pa.RecordBatch, kinds: tuple[str, ...], value_type: str) -> tuple[pa.RecordBatch, int]:
@@ -97,17 +92,6 @@ def _as_kind(column: pa.Array, kind: str) -> pa.Array:
     if kind == "INT" and pa.types.is_floating(column.type):
         return pc.cast(column, pa.int64(), safe=False)
     return pc.cast(column, _TYPES[kind])
-
-
-def key_slots(column: pa.Array, kind: str) -> np.ndarray:
-    """The slot of every value of a shaped key column (:func:`shape`), as :func:`~boreas.m3.cumulus.hashing.slot`
-    gives it (a DATE: the INT slot of its proleptic ordinal)."""
-    if kind == "STRING":
-        return string_slots(column)
-    if kind == "DATE":
-        return int_slots(column.cast(pa.int32()).to_numpy(zero_copy_only=False).astype(np.int64) + _EPOCH)
-    values = column.to_numpy(zero_copy_only=False)
-    return float_slots(values) if kind == "FLOAT" else int_slots(values)
 
 
 def holders(layout: Layout, name: str, kinds: tuple[str, ...], batch: pa.RecordBatch) -> np.ndarray | None:

@@ -30,6 +30,7 @@ from aiohttp import web
 from boreas.client.publisher import Publisher
 from boreas.client.query import QueryClient
 from boreas.node.cumulus.loading import ARROW
+from boreas.spark.load_arrow import encode
 from boreas.spark.load_tasks import post_part
 from boreas.wire.client import PeerClient
 from boreas.m3 import compile_sql
@@ -175,9 +176,17 @@ def test_a_box_that_holds_data_refuses_a_load_with_the_members_message(cluster_f
                 with pytest.raises(LoadRefused) as caught:
                     await post_part(peers, "q3", 0, layout.members[0], "wrong", 0, msgspec.msgpack.encode(entries), 5.0)
                 refused.append(caught.value)
+            for batch in (pa.record_batch({"k0": pa.array([theirs], pa.int64()), "value": [1.0]}),
+                          pa.record_batch({"k0": [str(theirs)], "value": [1.0]})):  # Arrow parts, as load_view's
+                with pytest.raises(LoadRefused) as caught:
+                    await post_part(peers, "q3", 0, layout.members[0], "wrong", 0, encode("m3", batch), 5.0, ARROW)
+                refused.append(caught.value)
         return refused
 
-    foreign, unknown, wide = asyncio.run(post_wrong_parts())  # refused before the box's state is looked at
+    foreign, unknown, wide, arrow_foreign, arrow_string = asyncio.run(post_wrong_parts())  # before any state
+    assert arrow_foreign.status == 422 and "belongs to another member of box 'q3' than 0" in str(arrow_foreign)
+    assert arrow_string.status == 422 and "map 'm3' key column 0 is INT (int64); the part's k0 is string" in str(
+        arrow_string)
     assert foreign.status == 422 and "belongs to another member of box 'q3' than 0" in str(foreign)
     assert "send it to its owner" in str(foreign)
     assert unknown.status == 422 and "box 'q3' has no map 'nope'" in str(unknown)

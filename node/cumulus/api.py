@@ -62,7 +62,7 @@ from boreas.wire.server import json_error
 
 from ..query import QueryApi
 from . import messages as msg
-from .loading import ARROW, arrow_part, foreign_entry
+from .loading import ARROW, arrow_part, foreign_entry, foreign_row, part_entries
 from .part import PartOperator
 from .ports import internal_stream
 
@@ -269,10 +269,12 @@ class SegmentsApi:
             if request.content_type == ARROW:
                 kinds = {m.name: tuple(k.type for k in m.keys) for m in op.plan.program.maps}
                 try:
-                    name, keys, _ = arrow_part(body, op.box.name, kinds)
+                    name, table = arrow_part(body, op.box.name, kinds)
                 except ValueError as exc:
                     raise SegmentsFailed(422, str(exc)) from None
-                problem, entries, load = self._foreign(op, {name: keys}), keys, body
+                row = foreign_row(op.runtime, name, kinds[name], table)
+                problem = None if row is None else self._foreign(op, name, part_entries(table.slice(row, 1))[0][0])
+                entries, load = range(table.num_rows), body
             else:
                 try:
                     entries = msgspec.msgpack.decode(body, type=list[tuple[str, list, float | int]])
@@ -303,14 +305,13 @@ class SegmentsApi:
             if len(key) != maps[name]:
                 return f"map {name!r} has {maps[name]} key columns; an entry has {len(key)}"
             keys.setdefault(name, []).append(decode(name, key))
-        return SegmentsApi._foreign(op, keys)
+        entry = foreign_entry(op.runtime, keys)
+        return None if entry is None else SegmentsApi._foreign(op, *entry)
 
     @staticmethod
-    def _foreign(op: PartOperator, keys: dict[str, list]) -> str | None:
-        """Why entries at ``keys`` (per map, key tuples as the runtime holds them) are not all this member's."""
-        if (entry := foreign_entry(op.runtime, keys)) is None:
-            return None
-        return (f"entry {entry[0]}{list(entry[1])} belongs to another member of box {op.box.name!r} than "
+    def _foreign(op: PartOperator, name: str, key: tuple) -> str:
+        """Why the entry of map ``name`` at ``key`` (as the runtime holds it) cannot be loaded here."""
+        return (f"entry {name}{list(key)} belongs to another member of box {op.box.name!r} than "
                 f"{op.member} ({op.layout.members[op.member]}); send it to its owner")
 
 

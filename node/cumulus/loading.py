@@ -26,27 +26,35 @@ import itertools
 import logging
 from collections.abc import Callable
 
+import datetime as dt
+
+import numpy as np
 import pyarrow as pa
+from boreas.m3.cumulus.layout import EVERYWHERE
 from boreas.m3.cumulus.member import MemberRuntime
+from boreas.m3.cumulus.slot_arrays import int_slots
+
+from .slot_columns import column_slots
 
 log = logging.getLogger(__name__)
 
 #: the content type of an Arrow part
 ARROW = "application/vnd.apache.arrow.stream"
 _TYPES = {"INT": pa.int64(), "FLOAT": pa.float64(), "STRING": pa.string(), "DATE": pa.date32()}
+_EPOCH = dt.date(1970, 1, 1).toordinal()
 
 
-def arrow_part(body: bytes, box: str, kinds: dict[str, tuple[str, ...]]) -> tuple[str, list[tuple], list]:
-    """``(map, keys, values)`` of an Arrow part (keys in the runtime's form: DATE as ``datetime.date``); raises
-    ValueError saying why the part cannot be one of box ``box``'s maps (``kinds``: each map's key types).
+def arrow_part(body: bytes, box: str, kinds: dict[str, tuple[str, ...]]) -> tuple[str, pa.Table]:
+    """``(map, columns)`` of an Arrow part, checked: raises ValueError saying why the part cannot be one of box
+    ``box``'s maps (``kinds``: each map's key types).
 
-    >>> import datetime as dt
     >>> batch = pa.record_batch({"k0": pa.array([9204], pa.date32()), "value": [2.5]})
     >>> sink = pa.BufferOutputStream()
     >>> with pa.ipc.new_stream(sink, batch.schema.with_metadata({"map": "m"})) as w:
     ...     w.write_batch(batch)
-    >>> arrow_part(sink.getvalue().to_pybytes(), "v", {"m": ("DATE",)})
-    ('m', [(datetime.date(1995, 3, 15),)], [2.5])
+    >>> name, table = arrow_part(sink.getvalue().to_pybytes(), "v", {"m": ("DATE",)})
+    >>> name, part_entries(table)
+    ('m', ([(datetime.date(1995, 3, 15),)], [2.5]))
     >>> arrow_part(sink.getvalue().to_pybytes(), "v", {"m": ("INT",)})
     Traceback (most recent call last):
     ValueError: map 'm' key column 0 is INT (int64); the part's k0 is date32[day]
@@ -71,8 +79,44 @@ def arrow_part(body: bytes, box: str, kinds: dict[str, tuple[str, ...]]) -> tupl
         raise ValueError(f"map {name!r}: the part's values are {value.type}, not int64 or double")
     if any(c.null_count for c in table.columns):
         raise ValueError(f"map {name!r}: the part holds NULLs; a key or value of an entry is never NULL")
-    keys = list(zip(*(c.to_pylist() for c in table.columns[:-1]))) if want else [()] * table.num_rows
-    return name, keys, value.to_pylist()
+    return name, table
+
+
+def part_entries(table: pa.Table) -> tuple[list[tuple], list]:
+    """A checked part's keys (tuples of the runtime's values: ``date32`` gives ``datetime.date``) and values."""
+    keys = table.columns[:-1]
+    return (list(zip(*(c.to_pylist() for c in keys))) if keys else [()] * table.num_rows,
+            table.column(-1).to_pylist())
+
+
+def key_slots(column: pa.Array | pa.ChunkedArray, kind: str) -> np.ndarray:
+    """The slot of every value of a part's key column (:func:`arrow_part`'s types), as
+    :func:`~boreas.m3.cumulus.hashing.slot` gives each: a ``date32`` DATE as the INT slot of its ordinal.
+
+    >>> import datetime as dt
+    >>> from boreas.m3.cumulus.hashing import slot
+    >>> day = dt.date(1995, 3, 15)
+    >>> key_slots(pa.array([day], pa.date32()), "DATE").tolist() == [slot(day)]
+    True
+    """
+    if kind != "DATE":
+        return column_slots(column, kind)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return int_slots(column.cast(pa.int32()).to_numpy(zero_copy_only=False).astype(np.int64) + _EPOCH)
+
+
+def foreign_row(runtime: MemberRuntime, name: str, kinds: tuple[str, ...], table: pa.Table) -> int | None:
+    """The first row of a checked part of map ``name`` whose entry this member does not own (None: it owns
+    them all), by the slot hash over the partition column: no row becomes Python."""
+    col = runtime.columns[name]
+    if col == EVERYWHERE or not table.num_rows:
+        return None
+    if col is None:
+        return None if runtime.layout.home == runtime.member else 0
+    owners = np.asarray(runtime.layout.owners, dtype=np.int64)
+    wrong = np.flatnonzero(owners[key_slots(table.column(col), kinds[col])] != runtime.member)
+    return int(wrong[0]) if wrong.size else None
 
 
 def foreign_entry(runtime: MemberRuntime, keys: dict[str, list]) -> tuple[str, tuple] | None:
@@ -118,7 +162,8 @@ class BulkLoads:
         self.loaded.add((job, part))
         if isinstance(entries, bytes):
             kinds = {m.name: tuple(k.type for k in m.keys) for m in runtime.program.maps}
-            name, keys, values = arrow_part(entries, self.box, kinds)
+            name, table = arrow_part(entries, self.box, kinds)
+            keys, values = part_entries(table)
             foreign = len(keys) - runtime.install(zip(itertools.repeat(name), keys, values), epoch)
         else:
             foreign = len(entries) - runtime.install(
