@@ -11,7 +11,11 @@ load with the member's message, before Spark sends anything.
 
 A load cut into many parts by many tasks delivers every entry of every map
 exactly once, to its owner (real members, and fake members that count what
-they get), and a re-run of the same job adds nothing.
+they get), and a re-run of the same job adds nothing.  The load moves Arrow
+(one ``mapInArrow`` per map, Arrow IPC parts): it leaves every map's
+entries on the same members as streaming the same rows, an Arrow part that
+does not fit is refused with the reason, and members killed after a load
+replay its parts from their logs.
 """
 
 from __future__ import annotations
@@ -226,6 +230,31 @@ def test_an_arrow_load_gives_every_member_the_maps_streaming_the_same_rows_gives
     for m in program.maps:
         assert loaded[m.name] == pytest.approx(streamed[m.name]), m.name
     assert load_segments == stream_segments  # each entry on the member that streaming put it on
+
+
+def test_a_loaded_member_killed_replays_the_arrow_parts_from_its_log(cluster_factory, spark, tmp_path):
+    """The Load messages are logged as the Arrow parts came: members killed with SIGKILL after a load (no
+    snapshot taken) replay them on restart, and the view is the loaded one, then takes the stream on top."""
+    cluster = cluster_factory()
+    cluster.start_head()
+    dirs = [tmp_path / f"member{m}" for m in range(2)]
+    nodes = cluster.start_nodes(data_dirs=dirs)
+    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)), cluster.write("deploy.xml", deploy(nodes)))
+    cluster.wait_in_sync(*nodes)
+    data = q3_rows(23, customers=30, orders=200, items=900)
+    loaded, streamed, remaining = split(data, "spark-replay")
+    load_view("q3", frames(spark, loaded), head=cluster.head, token=TOKEN, spark=spark, chunk=50)
+    expected_loaded = duckdb_q3(loaded)
+    assert verify_view("q3", expected_loaded, head=cluster.head, token=TOKEN, stable=False, wait=30).ok
+    for node in nodes:
+        cluster.stop(node, kill=True)
+    for node, data_dir in zip(nodes, dirs):
+        cluster.start_node(node, True, data_dir)
+    check = verify_view("q3", expected_loaded, head=cluster.head, token=TOKEN, stable=False, wait=60)
+    assert check.ok, check
+    asyncio.run(publish(cluster.head, streamed))
+    check = verify_view("q3", duckdb_q3(remaining), head=cluster.head, token=TOKEN, wait=60)
+    assert check.ok, check
 
 
 # -- against fake members: many tasks, many parts --------------------------------------------
