@@ -120,7 +120,8 @@ def report_more(args: argparse.Namespace, move: dict | None, stream: dict | None
               f"{stream['events_per_s']:,.0f} rows/s (with the stable-age reads above)")
         print(f"    CPU: the publishers {stream['client_cpu_s']:.1f} s, the nodes "
               f"{' + '.join(f'{c:.1f}' for c in stream['node_cpu_s'])} s")
-        print(f"  bulk load / streaming: {ratio:.2f}x the rows per second")
+        print(f"  bulk load / streaming: {ratio:.2f}x the rows per second   target >= 1.00x (issue 30: load_view at "
+              f"least as fast as streaming the same rows): {met(ratio >= 1.0)}")
 
 
 def summarise(results: list[dict], peers: list[dict]) -> dict:

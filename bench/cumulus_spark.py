@@ -60,7 +60,6 @@ def spark_load(args: argparse.Namespace, run: Run, paths: dict[str, Path], expec
     """``boreas.spark.load_view`` of the tables into a fresh, empty q3 over 2 members, timed until the
     merged view equals the runtime's (the Spark session's start is timed apart)."""
     from boreas.spark import load_view, plan_load
-    from boreas.spark.load import _tag
     from boreas.spark.session import local_session
 
     began = time.perf_counter()
@@ -79,17 +78,25 @@ def spark_load(args: argparse.Namespace, run: Run, paths: dict[str, Path], expec
         raise BenchError(f"Spark read {cached:,} rows from the CSV files, not {rows:,}")
     cache_s = time.perf_counter() - began
     # and Spark warmed up, as it would be a few seconds into a load of the issue's 10M rows: every map's
-    # query, sorted and handed to the Python workers as load_view does, once (the first run costs about
-    # twice the next: code generation, JIT, the workers importing boreas)
+    # query, sorted and handed to the Python workers as Arrow and shaped as load_view does, once (the first run
+    # costs about twice the next: code generation, JIT, the workers importing boreas)
+    def shaped(kinds: tuple[str, ...], value_type: str, batches: Any) -> Any:
+        """In a Spark worker (a local function: pickled by value): the map's record batches shaped as a load's
+        task shapes them; how many rows."""
+        import pyarrow as pa
+        from boreas.spark.load_arrow import shape
+
+        yield pa.record_batch({"rows": [sum(shape(b, kinds, value_type)[0].num_rows for b in batches)]})
+
     began = time.perf_counter()
     plan = plan_load("q3", cluster.head, run.token)
     for name, frame in frames.items():
         frame.createOrReplaceTempView(name)
-    for i, m in enumerate(plan.program.maps):
+    for m in plan.program.maps:
         df = spark.sql(plan.sql[m.name])
         if m.keys:
             df = df.sortWithinPartitions(*[f"k{j}" for j in range(len(m.keys))])
-        df.rdd.map(functools.partial(_tag, i)).count()
+        df.mapInArrow(functools.partial(shaped, tuple(k.type for k in m.keys), m.value_type), "rows long").collect()
     warm_s = time.perf_counter() - began
     jvm = spark.sparkContext._gateway.proc.pid  # the JVM py4j started (its Python workers are its children)
     cpu0 = [cpu_seconds(p.pid) for p in cluster.node_procs]

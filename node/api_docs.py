@@ -143,7 +143,10 @@ NODE_DOCS: RouteDocs = {
         "summary": "Bulk-load initial map values into this member (a Spark task)",
         "parameters": [_BOX, {"name": "job", "required": True, "description": "the load job"},
                        {"name": "part", "required": True, "description": "the task's part"}],
-        "body": {"content": MSGPACK, "description": "[[map, key, value], ...] of entries this member owns"},
+        "body": {"content": MSGPACK, "description": "[[map, key, value], ...] of entries this member owns, or "
+                                                    "(application/vnd.apache.arrow.stream) an Arrow IPC stream of "
+                                                    "one map's columns k0, ..., value, the map named in its schema "
+                                                    "metadata"},
         "responses": {200: {"description": "loaded (a retried job and part adds nothing)"},
                       409: _error("the box already holds data or has taken input"),
                       422: _error("entries of other members, or unknown maps")},

@@ -14,19 +14,24 @@ computes each map's value once instead, from the relations' tables:
    (:mod:`boreas.m3.cumulus.definitions`) over the tables, registered as
    temporary views named like the relations; the results of all maps form
    one RDD, sorted within partitions by key;
-4. one Spark task per partition computes each entry's owner with the layout
-   (:meth:`~boreas.m3.cumulus.Layout.owner`, the nodes' own hash) and POSTs
-   chunks of at most ``chunk`` entries straight to the owning member
-   (``POST /segments/{box}/load?job=J&part=K``, msgpack ``[[map, key,
-   value], ...]``, DATE keys as day numbers since 1970-01-01).
+4. one ``mapInArrow`` per map (:mod:`.load_arrow`): each Spark task takes
+   its partition of the map's result as Arrow record batches, computes each
+   entry's owner over whole columns with the layout's slot hash (the nodes'
+   own hash), and POSTs parts of at most ``chunk`` entries straight to the
+   owning member (``POST /segments/{box}/load?job=J&part=K``, one Arrow IPC
+   stream of columns ``k0, ..., value`` whose schema metadata names the
+   map; DATE keys as ``date32``); the member installs them by columns.
+   Every map's sending runs as one Spark job.
 
-Exactly once across Spark task retries: part numbers are fixed per (Spark
-partition, chunk) and a partition's entries are sorted by key, so a retried
-or speculative task sends the very same parts, and a member ignores a
-``(job, part)`` it already took.  The load goes through each member's
-dataflow, so it is logged and replayed like input.  Loads go into an empty
-box, before its input streams are published to; publishing may start once
-:func:`load_view` returned.
+Exactly once across Spark task retries: part numbers are fixed per (map,
+Spark partition, part within the task), a partition's entries are sorted by
+key and a part never spans two of the record batches Spark hands over, so a
+retried or speculative task sends the very same parts (a cut attempt's are a
+prefix of them), and a member ignores a ``(job, part)`` it already took.
+The load goes through each member's dataflow, so it is logged (as the Arrow
+part) and replayed like input.  Loads go into an empty box, before its input
+streams are published to; publishing may start once :func:`load_view`
+returned.
 
 Usage::
 
@@ -38,29 +43,29 @@ Usage::
     assert check.ok, check
 
 Here is :func:`load_view`, the driver's whole load; :mod:`.load_plan` reads
-and checks the box (steps 1 and 2), :mod:`.load_tasks` is what each Spark
+and checks the box (steps 1 and 2), :mod:`.load_arrow` is what each Spark
 task runs (step 4), and :mod:`.view_check` has :func:`verify_view`.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from boreas.wire.client import PeerClient
 
+from .load_arrow import reports as run_reports
+from .load_arrow import send_map
 from .load_plan import LoadPlan, check_members, plan_load
-from .load_tasks import LoadError, LoadRefused, LoadTarget, TaskReport, load_partition
+from .load_tasks import LoadError, LoadRefused, LoadTarget, TaskReport
 from .target import run_sync
 from .view_check import ViewCheck, compare_view, verify_view
 
 if TYPE_CHECKING:
-    from pyspark import RDD
     from pyspark.sql import DataFrame, SparkSession
 
 # LoadPlan, plan_load, LoadError, LoadRefused, ViewCheck, compare_view and verify_view are re-exported:
@@ -85,7 +90,7 @@ def load_view(box: str, tables: Mapping[str, DataFrame | str | Path], head: str,
     publishing.  ``job`` names the load (default: random); running the same
     job again after a failure sends nothing twice.  Each Spark task sends
     its entries in parts of at most ``chunk`` entries per member;
-    ``partitions`` coalesces the maps' results into that many tasks (fewer
+    ``partitions`` coalesces each map's result into that many tasks (fewer
     connections to the members, fewer parts).  Raises :class:`LoadError`
     when the box is unknown, not partitioned or a relation has no table, and
     :class:`LoadRefused` when a member refuses (409: it already holds data).
@@ -118,17 +123,16 @@ def load_view(box: str, tables: Mapping[str, DataFrame | str | Path], head: str,
     target = LoadTarget(box, plan.layout.to_dict(),
                         tuple((m.name, tuple(k.type for k in m.keys), m.value_type) for m in maps),
                         job, token, chunk, timeout)
-    rdds: list[RDD] = []
+    frames: list[DataFrame] = []
     for i, m in enumerate(maps):
         df = spark.sql(plan.sql[m.name])
-        if m.keys:  # a fixed order within each partition: a retried task cuts the same chunks
+        if m.keys:  # a fixed order within each partition: a retried task cuts the same parts
             df = df.sortWithinPartitions(*[f"k{j}" for j in range(len(m.keys))])
-        rdds.append(df.rdd.map(functools.partial(_tag, i)))
+        if partitions is not None:
+            df = df.coalesce(partitions)  # whole partitions, in order: still the same parts on a retry
+        frames.append(send_map(df, target, i))
     started = time.monotonic()
-    entries = spark.sparkContext.union(rdds)
-    if partitions is not None:
-        entries = entries.coalesce(partitions)  # whole partitions, in order: still the same parts on a retry
-    reports: list[TaskReport] = entries.mapPartitionsWithIndex(functools.partial(load_partition, target)).collect()
+    reports: list[TaskReport] = run_reports(frames)
     counts = {m.name: 0 for m in maps}
     for report in reports:
         for name, n in report.entries.items():
@@ -145,6 +149,3 @@ def load_view(box: str, tables: Mapping[str, DataFrame | str | Path], head: str,
              sum(r.parts for r in reports), time.monotonic() - started)
     return counts
 
-
-def _tag(map_index: int, row: Any) -> tuple[int, tuple]:
-    return map_index, tuple(row)

@@ -206,26 +206,30 @@ def test_a_member_taken_over_as_a_guest_keeps_its_copy_of_the_replicated_maps(se
 
 
 def test_a_bulk_load_sends_a_replicated_map_to_every_member_and_counts_each_entry_once(monkeypatch):
-    """``load_view``'s tasks (spark/load_tasks.py): a partitioned map's entry goes to its owner, a replicated
+    """``load_view``'s tasks (spark/load_arrow.py): a partitioned map's entry goes to its owner, a replicated
     map's to every member, and the report counts each entry once."""
     import asyncio
 
-    import msgspec
+    import pyarrow as pa
     from boreas.m3.cumulus import even_layout
-    from boreas.spark import load_tasks
+    from boreas.spark import load_arrow, load_tasks
 
     layout = even_layout("q3", ["a:1", "b:1", "c:1"], 6, maps=[("t", 0), ("d", EVERYWHERE)])
     got: dict[int, list] = {0: [], 1: [], 2: []}
 
-    async def post_part(peers, box, member, endpoint, job, part, body, timeout):
-        got[member] += msgspec.msgpack.decode(body)
+    async def post_part(peers, box, member, endpoint, job, part, body, timeout, content_type):
+        table = pa.ipc.open_stream(body).read_all()
+        name = table.schema.metadata[b"map"].decode()
+        got[member] += [(name, (k,), v) for k, v in zip(*(c.to_pylist() for c in table.columns))]
 
-    monkeypatch.setattr(load_tasks, "post_part", post_part)
+    monkeypatch.setattr(load_arrow, "post_part", post_part)
     target = load_tasks.LoadTarget("q3", layout.to_dict(), (("t", ("INT",), "INT"), ("d", ("INT",), "INT")),
                                    "job", None, 7, 5.0)
-    rows = [(0, (k, 1)) for k in range(30)] + [(1, (k, 2)) for k in range(5)]
-    report = asyncio.run(load_tasks._send(target, 0, iter(rows)))
-    assert report.entries == {"t": 30, "d": 5} and report.refused is None
+    t = pa.record_batch({"k0": list(range(30)), "value": [1] * 30})
+    d = pa.record_batch({"k0": list(range(5)), "value": [2] * 5})
+    reports = [asyncio.run(load_arrow._send(target, i, 0, iter([batch]))) for i, batch in enumerate((t, d))]
+    assert [r.entries for r in reports] == [{"t": 30, "d": 0}, {"t": 0, "d": 5}]
+    assert not any(r.refused for r in reports)
     for member, entries in got.items():
         assert sorted(k[0] for name, k, _ in entries if name == "d") == list(range(5))
         assert all(layout.owner("t", tuple(k)) == member for name, k, _ in entries if name == "t")

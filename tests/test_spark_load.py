@@ -11,7 +11,11 @@ load with the member's message, before Spark sends anything.
 
 A load cut into many parts by many tasks delivers every entry of every map
 exactly once, to its owner (real members, and fake members that count what
-they get), and a re-run of the same job adds nothing.
+they get), and a re-run of the same job adds nothing.  The load moves Arrow
+(one ``mapInArrow`` per map, Arrow IPC parts): it leaves every map's
+entries on the same members as streaming the same rows, an Arrow part that
+does not fit is refused with the reason, and members killed after a load
+replay its parts from their logs.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ from decimal import Decimal
 from pathlib import Path
 
 import msgspec
+import pyarrow as pa
 import pytest
 from aiohttp import web
 from boreas.client.publisher import Publisher
 from boreas.client.query import QueryClient
+from boreas.node.cumulus.loading import ARROW
+from boreas.spark.load_arrow import encode
 from boreas.spark.load_tasks import post_part
 from boreas.wire.client import PeerClient
 from boreas.m3 import compile_sql
@@ -173,14 +180,81 @@ def test_a_box_that_holds_data_refuses_a_load_with_the_members_message(cluster_f
                 with pytest.raises(LoadRefused) as caught:
                     await post_part(peers, "q3", 0, layout.members[0], "wrong", 0, msgspec.msgpack.encode(entries), 5.0)
                 refused.append(caught.value)
+            for batch in (pa.record_batch({"k0": pa.array([theirs], pa.int64()), "value": [1.0]}),
+                          pa.record_batch({"k0": [str(theirs)], "value": [1.0]})):  # Arrow parts, as load_view's
+                with pytest.raises(LoadRefused) as caught:
+                    await post_part(peers, "q3", 0, layout.members[0], "wrong", 0, encode("m3", batch), 5.0, ARROW)
+                refused.append(caught.value)
         return refused
 
-    foreign, unknown, wide = asyncio.run(post_wrong_parts())  # refused before the box's state is looked at
+    foreign, unknown, wide, arrow_foreign, arrow_string = asyncio.run(post_wrong_parts())  # before any state
+    assert arrow_foreign.status == 422 and "belongs to another member of box 'q3' than 0" in str(arrow_foreign)
+    assert arrow_string.status == 422 and "map 'm3' key column 0 is INT (int64); the part's k0 is string" in str(
+        arrow_string)
     assert foreign.status == 422 and "belongs to another member of box 'q3' than 0" in str(foreign)
     assert "send it to its owner" in str(foreign)
     assert unknown.status == 422 and "box 'q3' has no map 'nope'" in str(unknown)
     assert wide.status == 422 and "map 'm3' has 1 key columns; an entry has 2" in str(wide)
     assert asyncio.run(view()) == pytest.approx(expected)  # nothing was loaded
+
+
+def every_map(head: str, program) -> dict[str, dict]:
+    """Every map of box q3, merged over its members."""
+
+    async def read() -> dict[str, dict]:
+        async with QueryClient(head, TOKEN) as client:
+            return {m.name: (await client.query("q3", m.name)).as_dict() for m in program.maps}
+
+    return asyncio.run(read())
+
+
+def test_an_arrow_load_gives_every_member_the_maps_streaming_the_same_rows_gives(cluster_factory, spark):
+    """The columnar load against the row path it replaces: the same rows streamed into one partitioned q3 and
+    loaded by Spark into another leave the same entries in every map (not only the view), on the same members."""
+    data = q3_rows(17, customers=40, orders=300, items=1500)
+    program, held = None, {}
+    for how in ("stream", "load"):
+        cluster, nodes = start(cluster_factory, members=2)
+        program = plan_load("q3", cluster.head, TOKEN).program
+        if how == "stream":
+            asyncio.run(publish(cluster.head, {name: [(1, *r) for r in rows] for name, rows in data.items()}))
+        else:
+            counts = load_view("q3", frames(spark, data), head=cluster.head, token=TOKEN, spark=spark, chunk=100)
+            assert counts["Q1_revenue"] == len(duckdb_q3(data))
+        assert verify_view("q3", duckdb_q3(data), head=cluster.head, token=TOKEN, stable=False, wait=30).ok
+        segments = [get_json(f"http://{n}/segments/q3")["segments"] for n in nodes]
+        held[how] = (every_map(cluster.head, program), segments)
+        cluster.close()
+    (streamed, stream_segments), (loaded, load_segments) = held["stream"], held["load"]
+    assert any(len(entries) > 100 for entries in loaded.values())
+    for m in program.maps:
+        assert loaded[m.name] == pytest.approx(streamed[m.name]), m.name
+    assert load_segments == stream_segments  # each entry on the member that streaming put it on
+
+
+def test_a_loaded_member_killed_replays_the_arrow_parts_from_its_log(cluster_factory, spark, tmp_path):
+    """The Load messages are logged as the Arrow parts came: members killed with SIGKILL after a load (no
+    snapshot taken) replay them on restart, and the view is the loaded one, then takes the stream on top."""
+    cluster = cluster_factory()
+    cluster.start_head()
+    dirs = [tmp_path / f"member{m}" for m in range(2)]
+    nodes = cluster.start_nodes(data_dirs=dirs)
+    cluster.submit(cluster.write("q3.xml", q3_app(sign=True)), cluster.write("deploy.xml", deploy(nodes)))
+    cluster.wait_in_sync(*nodes)
+    data = q3_rows(23, customers=30, orders=200, items=900)
+    loaded, streamed, remaining = split(data, "spark-replay")
+    load_view("q3", frames(spark, loaded), head=cluster.head, token=TOKEN, spark=spark, chunk=50)
+    expected_loaded = duckdb_q3(loaded)
+    assert verify_view("q3", expected_loaded, head=cluster.head, token=TOKEN, stable=False, wait=30).ok
+    for node in nodes:
+        cluster.stop(node, kill=True)
+    for node, data_dir in zip(nodes, dirs):
+        cluster.start_node(node, True, data_dir)
+    check = verify_view("q3", expected_loaded, head=cluster.head, token=TOKEN, stable=False, wait=60)
+    assert check.ok, check
+    asyncio.run(publish(cluster.head, streamed))
+    check = verify_view("q3", duckdb_q3(remaining), head=cluster.head, token=TOKEN, wait=60)
+    assert check.ok, check
 
 
 # -- against fake members: many tasks, many parts --------------------------------------------
@@ -198,6 +272,7 @@ class FakeMembers:
         self.maps: dict[str, dict[tuple, float]] = {m.name: {} for m in program.maps}
         self.parts: dict[tuple[int, str, int], int] = {}  # (member, job, part) -> entries
         self.duplicates = 0
+        self.arrow_parts = 0
         self.foreign = 0
         self._loop = asyncio.new_event_loop()
         self._runners: list[web.AppRunner] = []
@@ -213,9 +288,16 @@ class FakeMembers:
 
         async def load(request):
             job, part = request.query["job"], int(request.query["part"])
-            entries = msgspec.msgpack.decode(await request.read())
+            body = await request.read()
+            if request.content_type == ARROW:  # the Arrow part load_view sends: columns k0, ..., value
+                table = pa.ipc.open_stream(body).read_all()
+                name = table.schema.metadata[b"map"].decode()
+                self.arrow_parts += 1
+                entries = [[name, list(row[:-1]), row[-1]] for row in zip(*(c.to_pylist() for c in table.columns))]
+            else:  # msgpack (each member's empty first part): DATE keys as day numbers
+                entries = [[name, self.key(name, key), value] for name, key, value in msgspec.msgpack.decode(body)]
             for name, key, _ in entries:
-                if self.layout.owner(name, self.key(name, key)) != member:
+                if self.layout.owner(name, tuple(key)) != member:
                     self.foreign += 1
                     return web.json_response({"error": f"entry {name}{key} is not member {member}'s"}, status=422)
             if (member, job, part) in self.parts:
@@ -223,7 +305,7 @@ class FakeMembers:
             else:
                 self.parts[(member, job, part)] = len(entries)
                 for name, key, value in entries:
-                    k = self.key(name, key)
+                    k = tuple(key)
                     self.maps[name][k] = self.maps[name].get(k, 0) + value
             return web.json_response({"entries": len(entries)})
 
@@ -273,7 +355,7 @@ def test_many_tasks_send_every_entry_once_to_its_owner_in_parts(spark, monkeypat
         again = load_view("q3", frames(spark, data, partitions=4), head="http://head.invalid", spark=spark,
                           job="many", chunk=25)
     assert again == counts and members.parts == parts and members.duplicates == len(parts)  # a re-run adds nothing
-    assert members.foreign == 0
+    assert members.foreign == 0 and members.arrow_parts == 2 * (len(parts) - 3)  # all but the empty first parts, twice
     assert max(parts.values()) <= 25 and len(parts) > 3 * len(program.maps)
     for member in range(3):
         assert (member, "many", 0) in parts  # the empty first part

@@ -18,9 +18,11 @@
     every member at that epoch (``GET /query/{box}?stable=1&epoch=S``).
 ``POST /segments/{box}/load?job=J&part=K``
     a bulk load of initial map values into this member (a Spark task,
-    ``boreas.spark.load_view``): the body is msgpack ``[[map, key, value],
-    ...]`` of entries this member owns (DATE key columns as day numbers
-    since 1970-01-01).  It goes through the dataflow like a batch of the
+    ``boreas.spark.load_view``): the body is an Arrow IPC stream of one
+    map's columns ``k0, ..., value`` (``application/vnd.apache.arrow.stream``,
+    the map named in the schema metadata; :func:`.loading.arrow_part`) or
+    msgpack ``[[map, key, value], ...]`` (DATE key columns as day numbers
+    since 1970-01-01), of entries this member owns.  It goes through the dataflow like a batch of the
     box's internal stream, so it is logged and replayed; a retried ``(job,
     part)`` adds nothing.  Refused (409) once the box holds data or has taken
     input, (422) for entries of other members or unknown maps.
@@ -60,6 +62,7 @@ from boreas.wire.server import json_error
 
 from ..query import QueryApi
 from . import messages as msg
+from .loading import ARROW, arrow_part, foreign_entry, foreign_row, part_entries
 from .part import PartOperator
 from .ports import internal_stream
 
@@ -262,11 +265,22 @@ class SegmentsApi:
             job, part = request.query.get("job", ""), request.query.get("part", "")
             if not job or not part.isdigit():
                 raise SegmentsFailed(422, "a bulk load names its job and part: ?job=NAME&part=N")
-            try:
-                entries = msgspec.msgpack.decode(await request.read(), type=list[tuple[str, list, float | int]])
-            except msgspec.DecodeError as exc:
-                raise SegmentsFailed(422, f"the body is not msgpack [[map, key, value], ...]: {exc}") from None
-            problem = self._check(op, entries)
+            body = await request.read()
+            if request.content_type == ARROW:
+                kinds = {m.name: tuple(k.type for k in m.keys) for m in op.plan.program.maps}
+                try:
+                    name, table = arrow_part(body, op.box.name, kinds)
+                except ValueError as exc:
+                    raise SegmentsFailed(422, str(exc)) from None
+                row = foreign_row(op.runtime, name, kinds[name], table)
+                problem = None if row is None else self._foreign(op, name, part_entries(table.slice(row, 1))[0][0])
+                entries, load = range(table.num_rows), body
+            else:
+                try:
+                    entries = msgspec.msgpack.decode(body, type=list[tuple[str, list, float | int]])
+                except msgspec.DecodeError as exc:
+                    raise SegmentsFailed(422, f"the body is not msgpack [[map, key, value], ...]: {exc}") from None
+                problem, load = self._check(op, entries), [list(e) for e in entries]
             if problem:
                 raise SegmentsFailed(422, problem)
             if not op.parts.loads.taken(job, int(part)) and (why := op.loadable(job)) is not None:
@@ -274,30 +288,31 @@ class SegmentsApi:
         except SegmentsFailed as exc:
             return json_error(exc.status, str(exc), box=box)
         stream = internal_stream(box, op.member)
-        await self.dataflow.deliver([(stream, [msg.load(job, int(part), [list(e) for e in entries])],
+        await self.dataflow.deliver([(stream, [msg.load(job, int(part), load)],
                                       f"load-{job}", int(part), "")])
         return web.json_response({"box": box, "member": op.member, "job": job, "part": int(part),
                                   "entries": len(entries)})
 
     @staticmethod
     def _check(op: PartOperator, entries: list) -> str | None:
-        """Why the entries cannot be this member's (unknown map, wrong key width, another member's); None if fine."""
+        """Why msgpack entries cannot be this member's (unknown map, wrong key width, another member's); None if fine."""
         maps = {m.name: len(m.keys) for m in op.plan.program.maps}
-        pack, decode = op.runtime.store.pack, op.decode_key
+        decode = op.decode_key
         keys: dict[str, list] = {}
         for name, key, _ in entries:
             if name not in maps:
                 return f"box {op.box.name!r} has no map {name!r} (maps: {', '.join(maps)})"
             if len(key) != maps[name]:
                 return f"map {name!r} has {maps[name]} key columns; an entry has {len(key)}"
-            keys.setdefault(name, []).append(key)
-        for name, some in keys.items():  # (ownership a map at a time: a part holds many entries)
-            foreign = op.runtime.foreign_keys(name, [pack(name, decode(name, key)) for key in some])
-            if foreign:
-                key = next(key for key in some if pack(name, decode(name, key)) in foreign)
-                return (f"entry {name}{key} belongs to another member of box {op.box.name!r} than "
-                        f"{op.member} ({op.layout.members[op.member]}); send it to its owner")
-        return None
+            keys.setdefault(name, []).append(decode(name, key))
+        entry = foreign_entry(op.runtime, keys)
+        return None if entry is None else SegmentsApi._foreign(op, *entry)
+
+    @staticmethod
+    def _foreign(op: PartOperator, name: str, key: tuple) -> str:
+        """Why the entry of map ``name`` at ``key`` (as the runtime holds it) cannot be loaded here."""
+        return (f"entry {name}{list(key)} belongs to another member of box {op.box.name!r} than "
+                f"{op.member} ({op.layout.members[op.member]}); send it to its owner")
 
 
 def _work_rows(op: Any) -> dict[str, int]:

@@ -16,7 +16,7 @@ tag    message      from → to                     fields
 ``a``  Advance      leader → every member         epoch, stable, stable_at: stamp with ``epoch`` from now on
 ``u``  Wake         coordinator → leader          epoch: it stamped Work; please advance
 ``d``  Done         member → leader               epoch, member: it applied all of the epoch
-``l``  Load         a bulk loader → member        job, part, [[map, key, value]]: initial map values
+``l``  Load         a bulk loader → member        job, part, [[map, key, value]] or an Arrow part's IPC bytes: initial map values
 ``x``  Request      a client → leader             change, new layout: move, split, rebalance
 ``r``  Relayout     leader → every member         change, layout, first epoch E (None: not fixed yet), moves [[segment, from, to]]
 ``k``  Chunk        source → target member        change, source, final, [[map, keys, values]] (a final's 0 deletes)
