@@ -51,8 +51,12 @@ class TopN:
     limit: int
     project: tuple[tuple[str, str | None], ...] | None  # None: SELECT * (every view column, the rank last)
     rank: str | None
-    #: the view is one of rows (no GROUP BY, no aggregate): its last value is each row's multiplicity, not a column
+    #: the view has no aggregate of its own (subqueries' do not count): its last value is each row's multiplicity,
+    #: not a column
     counted: bool = True
+    #: ... and it has a GROUP BY: each group is one row, there while its count is positive (SQL's GROUP BY
+    #: without aggregates is a DISTINCT)
+    distinct: bool = False
 
 
 def _statements(text: str) -> list[tuple[int, int]]:
@@ -144,8 +148,10 @@ def _topn(statement: str) -> tuple[str, TopN]:
     if star and project:
         raise CompileError("the query around ROW_NUMBER selects * or named columns, not both")
     shown = rank if star else next((out for out, col in project if col is None), None)
-    counted = not inner.args.get("group") and not any(True for _ in inner.find_all(exp.AggFunc))
-    return inner.sql(), TopN(partition, ordering, limit, None if star else tuple(project), shown, counted)
+    own = any(agg.find_ancestor(exp.Select) is inner for agg in inner.find_all(exp.AggFunc))
+    grouped = bool(inner.args.get("group"))
+    return inner.sql(), TopN(partition, ordering, limit, None if star else tuple(project), shown,
+                             counted=not own, distinct=grouped and not own)
 
 
 def split_topn(text: str) -> tuple[str, TopN | None]:

@@ -34,7 +34,6 @@ view, so a restored (moved, recovered) box ranks the view it restored again
 from __future__ import annotations
 
 import bisect
-import logging
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -45,8 +44,6 @@ from boreas.wire.columns import Columns, weighted
 from .base import Emitted
 from .m3box import M3Operator
 from .m3memo import present
-
-log = logging.getLogger(__name__)
 
 
 class _Desc:
@@ -154,20 +151,19 @@ class RankedRows:
         return gone + came, [-1] * len(gone) + [1] * len(came)
 
     def _change(self, part: Partition, row: tuple, d: int) -> None:
+        """The row's multiplicity moved by ``d``, as the view's did: a deletion that arrives before its insertion
+        leaves it below zero here as there (so a box rebuilt from the view ranks what this one does); only a row
+        there (a positive count) is ranked."""
         had = part.counts.get(row, 0)
         now = had + d
-        if now < 0:
-            log.warning("top-N: row %r removed %d times more than it was there; kept at 0", row, -now)
-            now = 0
-        if had and not now:
-            key = self._sort_key(row)
-            del part.keys[bisect.bisect_left(part.keys, key)]
+        if now:
+            part.counts[row] = now
+        else:
             del part.counts[row]
-        elif now and not had:
+        if had > 0 >= now:
+            del part.keys[bisect.bisect_left(part.keys, self._sort_key(row))]
+        elif now > 0 >= had:
             bisect.insort(part.keys, self._sort_key(row))
-            part.counts[row] = now
-        elif now:
-            part.counts[row] = now
 
     def rows(self) -> list[tuple]:
         """Every partition's top N out rows, now (a row n times, n times)."""
@@ -187,6 +183,7 @@ class TopNM3Operator(M3Operator):
         assert spec is not None
         fields = [f.name for f in self.plan.outputs[0].fields]
         self.counted = spec.counted
+        self.distinct = spec.distinct
         columns = tuple(fields[:-1] if spec.counted else fields)
         try:
             numbers = frozenset(f.name for f in self.plan.outputs[0].fields if f.type != FieldType.STRING)
@@ -206,7 +203,11 @@ class TopNM3Operator(M3Operator):
             rows, weights = changed.rows(), changed.weight_list()
         else:
             rows, weights = changed, [1] * len(changed)
-        if self.counted:
+        if self.distinct:  # a group is one row while its count is positive: -old/+new of a count cancel
+            for row, w in zip(rows, weights):
+                key = row[:-1]
+                deltas[key] = deltas.get(key, 0) + w * ((row[-1] > 0) - (row[-1] < 0))
+        elif self.counted:
             for row, w in zip(rows, weights):
                 key = row[:-1]
                 deltas[key] = deltas.get(key, 0) + w * row[-1]
