@@ -20,7 +20,7 @@ and both backends see numbers only and need nothing new:
   what they already skip, :mod:`.nulls`).
 
 Refused by name, for now: a nullable column read as a key (SELECT or GROUP BY
-outside an aggregate), in HAVING, under an expression over SUM/AVG/MIN/MAX of
+outside an aggregate), in HAVING but under COUNT, under an expression over SUM/AVG/MIN/MAX of
 it (those are NULL over only NULLs, which a view does not carry yet), in a
 function other than COALESCE and NULLIF, under DISTINCT, ``*`` over a relation
 with a nullable column, and a query with subqueries, set operations or outer
@@ -128,8 +128,9 @@ class _Rewriter:
                 raise self.ctx.error(f"unsupported nullable column {n.name} read outside an aggregate{where}: a NULL "
                                      "key is not carried by a view yet (docs/m3.md, \"NULLs\")", n)
         having = sel.args.get("having")
-        if having is not None and self.reads(having):
-            raise self.refuse(f"in HAVING ({sql_of(having)})", having)
+        if having is not None and any(self.nullable(n) and not isinstance(n.find_ancestor(exp.AggFunc), exp.Count)
+                                      for n in having.walk()):  # a COUNT is never NULL
+            raise self.refuse(f"in HAVING other than under COUNT ({sql_of(having)})", having)
         for agg in [n for n in sel.walk() if isinstance(n, _AGGS)]:
             self.aggregate(agg)
         where = sel.args.get("where")
