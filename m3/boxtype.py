@@ -52,6 +52,7 @@ from boreas.catalog.model import (
 )
 
 from .ast import Column, Program, RelationDecl
+from .nullable import indicator, nullable_positions
 from .compiler.declarations import declares_relations
 from .compiler.rownumber import TopN, split_topn
 from .compiler.windowfn import WINDOW_COLUMNS, Watermark, Window, rewrite, windowed_relations
@@ -172,6 +173,8 @@ def stream_relations(box: Box, inputs: list[Schema]) -> tuple[RelationDecl, ...]
                 raise BoxError(f"{head}, whose field {f.name!r} has {what}; an m3 box reads scalar "
                                f"fields named like SQL columns")
             columns.append(Column(f.name, COLUMN_OF[f.type]))
+            if f.nullable:  # its value and indicator (docs/m3.md "NULLs")
+                columns.append(Column(indicator(f.name), "INT"))
         relations.append(RelationDecl(name, "STREAM", tuple(columns)))
     return tuple(relations)
 
@@ -221,9 +224,11 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
     accepts = _STREAM_ACCEPTS if by_name else ACCEPTS
     windows, marks = box_windows(box)
     windowed = {w.relation.lower() for w in windows}
+    nullable = {r.name: {r.columns[i].name.lower() for i in nullable_positions([c.name for c in r.columns])}
+                for r in program.relations}
     ports = tuple(_port(box, port, name, relations[name], schema, sign,  # event times in ms: a long is an INT
                         _STREAM_ACCEPTS if name.lower() in windowed else accepts,
-                        len(WINDOW_COLUMNS) if name.lower() in windowed else 0)
+                        len(WINDOW_COLUMNS) if name.lower() in windowed else 0, nullable.get(name, set()))
                   for port, (name, schema) in enumerate(zip(names, inputs)))
     ordered = tuple(views[v.name] for v in program.views)
     staged = _staged(program_text(box), stream_relations(box, inputs) if by_name else ()) \
@@ -289,8 +294,10 @@ def box_windows(box: Box) -> tuple[tuple[Window, ...], tuple[Watermark, ...]]:
 
 
 def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, sign: str | None,
-          accepts: dict[str, tuple[FieldType, ...]] = ACCEPTS, added: int = 0) -> PortPlan:
-    """``added``: columns the box adds to what the port carries (a window's, last)."""
+          accepts: dict[str, tuple[FieldType, ...]] = ACCEPTS, added: int = 0,
+          nullable: set[str] = frozenset()) -> PortPlan:
+    """``added``: columns the box adds to what the port carries (a window's, last); ``nullable``: the relation's
+    columns that may hold NULL (lower case)."""
     fields = list(schema.fields)
     full, columns = columns, columns[:len(columns) - added]
     sign_index = None
@@ -315,10 +322,9 @@ def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, si
         if f.type not in accepts[kind]:
             allowed = " or ".join(t.value for t in accepts[kind])
             raise BoxError(f"{head}: field {f.name!r} is {f.declared_type}, column {column} {kind} needs {allowed}")
-        if f.nullable:  # refused, not read as 0: a view of NULLs is docs/m3.md's "NULLs in views" (planned)
-            raise BoxError(f"{head}: field {f.name!r} is nullable, and an m3 view does not read NULLs yet "
-                           f"(docs/m3.md, \"NULLs\"); compute a value for NULL upstream (a map's COALESCE-like "
-                           f"expression) into a field that is not nullable")
+        if f.nullable and column.lower() not in nullable:  # refused, not read as 0
+            raise BoxError(f"{head}: field {f.name!r} is nullable and column {column} is not; declare it "
+                           f"{column} {kind} NULL (docs/m3.md, \"NULLs\"), or compute a value for NULL upstream")
     return PortPlan(relation, full, sign_index)
 
 

@@ -3,7 +3,8 @@
 Why apart from :mod:`.frontend` (statements and queries): a declaration's
 rules are its own — the SQL types M3 keeps (INT, FLOAT, STRING, DATE: every
 integer type is INT, every exact or floating number FLOAT, every character
-type STRING), one name per column, only NOT NULL as a constraint — and an
+type STRING), one name per column, only NOT NULL and NULL as constraints (a ``NULL`` column is
+two: its value and its indicator, :mod:`boreas.m3.nullable`) — and an
 ``m3`` box asks only whether a script declares relations at all
 (:func:`declares_relations`), without compiling it.
 
@@ -13,6 +14,9 @@ type STRING), one name per column, only NOT NULL as a constraint — and an
 >>> r = relation(sqlglot.parse_one(sql), "STREAM", Ctx(sql, 0, sql))
 >>> r.name, r.kind, [(c.name, c.type) for c in r.columns]
 ('R', 'STREAM', [('a', 'INT'), ('b', 'FLOAT'), ('c', 'STRING'), ('d', 'DATE')])
+>>> sql = "CREATE TABLE S(a INT, c FLOAT NULL)"
+>>> [(c.name, c.type) for c in relation(sqlglot.parse_one(sql), "STREAM", Ctx(sql, 0, sql)).columns]
+[('a', 'INT'), ('c', 'FLOAT'), ('c__null', 'INT')]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import re
 from sqlglot import exp
 
 from ..ast import Column, RelationDecl
+from ..nullable import SUFFIX, indicator
 from .nodes import sql_of
 from .positions import Ctx, split_statements
 
@@ -59,10 +64,17 @@ def relation(tree: exp.Create, kind: str, ctx: Ctx) -> RelationDecl:
         mtype = SQL_TYPES.get(tname.upper())
         if mtype is None:
             raise ctx.error(f"unsupported column type {tname} of column {cd.name}", cd)
+        nullable = False
         for c in cd.args.get("constraints") or []:
             if type(c) is not exp.ColumnConstraint or type(c.args.get("kind")) is not exp.NotNullColumnConstraint:
-                raise ctx.error(f"unsupported column constraint {sql_of(c)} of column {cd.name} (only NOT NULL)", c)
+                raise ctx.error(f"unsupported column constraint {sql_of(c)} of column {cd.name} (only NOT NULL "
+                                "and NULL)", c)
+            nullable = bool(c.args["kind"].args.get("allow_null"))
         if any(c.name == cd.name for c in cols):
             raise ctx.error(f"duplicate column {cd.name}", cd)
+        if cd.name.lower().endswith(SUFFIX):  # the name an indicator column has (:mod:`boreas.m3.nullable`)
+            raise ctx.error(f"column {cd.name}: a name ending in {SUFFIX} is kept for a nullable column's indicator", cd)
         cols.append(Column(cd.name, mtype, pos=ctx.pos(cd)))
+        if nullable:  # the value (0 where NULL) and its indicator, ordinary columns for the calculus (docs/m3.md "NULLs")
+            cols.append(Column(indicator(cd.name), "INT", pos=ctx.pos(cd)))
     return RelationDecl(schema.this.name, kind, tuple(cols), pos=ctx.pos(tree))

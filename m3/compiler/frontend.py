@@ -100,6 +100,7 @@ from .positions import split_statements
 from .predicates import conj
 from .resolve import ColRef, Resolver, unparen
 from .sugar import desugar
+from .threevalued import rewrite as nulls_explicit
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
 from .viewexpr import having
 from .windows import refuse_windows
@@ -187,6 +188,8 @@ def _statement(tree: exp.Expression, is_stream: bool, relations: dict[str, Relat
                ctx: _Ctx) -> RelationDecl | SqlQuery:
     kind = str(tree.args.get("kind") or "").upper() if type(tree) is exp.Create else ""
     if kind == "VIEW":
+        if type(tree.expression) is exp.Select:  # nullable columns made explicit before sugar folds IS NULL
+            tree.set("expression", nulls_explicit(tree.expression, relations, ctx))
         tree = desugar(tree, relations, ctx)  # USING, NATURAL, DATE_PART: before the fields read are checked
     if kind in ("TABLE", "VIEW"):
         _refuse_unread(tree, ctx)
@@ -238,6 +241,7 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
                  rename: list[str]) -> SqlQuery:
     """:func:`_query`, with the view's name added to any error (a script may hold many views)."""
     try:
+        sel = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
         sel = separate(desugar(sel, relations, ctx), relations, ctx)  # before any pass compares names in lower case
         return _query(name, sel, relations, ctx, rename)
     except CompileError as e:

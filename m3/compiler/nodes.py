@@ -38,7 +38,7 @@ READS: dict[type[exp.Expression], frozenset[str]] = {
     exp.Schema: frozenset({"this", "expressions"}),                              # declaration per name anyway
     exp.ColumnDef: frozenset({"this", "kind", "constraints"}),
     exp.ColumnConstraint: frozenset({"kind"}),
-    exp.NotNullColumnConstraint: frozenset(),  # true of every column: the runtime has no NULLs
+    exp.NotNullColumnConstraint: frozenset({"allow_null"}),  # NOT NULL, or NULL: a nullable column (:mod:`.declarations`)
     exp.DataType: frozenset({"this", "expressions", "nested"}),  # parameters: DECIMAL(15,2) is FLOAT, VARCHAR(n) STRING
     exp.DataTypeParam: frozenset({"this", "expression"}),
     exp.Identifier: frozenset({"this", "quoted"}),

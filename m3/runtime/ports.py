@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..ast import Program
+from ..nullable import is_indicator
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,11 @@ class ViewInfo:
 
 
 def relation_ports(program: Program) -> dict[str, tuple[tuple[str, str], ...]]:
-    """Each relation's columns as ``(name, type)``: the box's in ports."""
-    return {r.name: tuple((c.name, c.type) for c in r.columns) for r in program.relations}
+    """Each relation's columns as ``(name, type)``: the box's in ports (a nullable column's indicator is no
+    column of its own there: a row carries None, :mod:`boreas.m3.nullable`)."""
+    return {r.name: tuple((c.name, c.type) for i, c in enumerate(r.columns)
+                          if not is_indicator([x.name for x in r.columns], i)) for r in program.relations}
+
 
 
 def view_ports(program: Program, forms: Mapping) -> dict[str, ViewInfo]:

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..ast import Program
 from ..check import check_program
 from ..errors import RuntimeStateError
+from ..nullable import declared, expand_columns, expand_row
 from ..over import rereads
 from ..printer import format_program
 from ..syntax import parse_program
@@ -84,6 +85,8 @@ class Runtime(Reads):
         self._version = 0
         self._changes: dict[str, list] = {}
         self._arity = {r.name: len(r.columns) for r in program.relations}
+        # nullable columns: a row's None split into value and indicator before either backend sees it (docs/m3.md "NULLs")
+        self._nullable = {r.name: nl for r in program.relations if (nl := declared(r.columns))}
         self._column_types = {r.name: tuple(c.type for c in r.columns) for r in program.relations}
         self._strings: list[str] | None = None  # after leaving C: its intern table (STRING ids in int64 columns)
         member = None if type(self) is Runtime or self.keeps_native else type(self).__name__
@@ -124,6 +127,9 @@ class Runtime(Reads):
         """Apply per-relation batches ``(relation, sign, rows)`` as one atomic batch."""
         batches = list(batches)
         check_batches(batches, self._triggers, self._arity)
+        if self._nullable:
+            batches = [(rel, sign, [expand_row(r, self._nullable[rel]) for r in rows] if rel in self._nullable else rows)
+                       for rel, sign, rows in batches]
         native = self._native
         if native is not None:
             try:
@@ -171,6 +177,9 @@ class Runtime(Reads):
         """:meth:`apply_columns` for several relations and signs as one atomic batch."""
         batches = list(batches)
         check_batches(batches, self._triggers, self._arity)
+        if self._nullable:
+            batches = [(rel, sign, expand_columns(cols, self._nullable[rel]) if rel in self._nullable else cols)
+                       for rel, sign, cols in batches]
         native = self._native
         if native is None:
             return self._apply_python(self._rows_of_columns(batches))
@@ -337,7 +346,8 @@ class Runtime(Reads):
     # -- initial values and state transfer ----------------------------------
     def load(self, tables: Mapping[str, Iterable[Sequence]]) -> int:
         """Replace every map by its defining query evaluated over ``tables`` (existing data); one batch."""
-        rows = {name: list(r) for name, r in tables.items()}
+        rows = {name: [expand_row(x, self._nullable[name]) for x in r] if name in self._nullable else list(r)
+                for name, r in tables.items()}
         for name in rows:
             if name not in self._arity:
                 raise RuntimeStateError(f"unknown relation {name!r}")

@@ -33,6 +33,7 @@ import re
 
 import duckdb
 from boreas.m3 import Runtime, compile_sql
+from boreas.m3.nullable import declared, expand_row
 from boreas.m3.runtime.initial import evaluate_definition
 from hypothesis import strategies as st
 
@@ -158,7 +159,7 @@ class Harness:
                 elif live[op[1]]:
                     _, rel, i = op
                     _, row = live[rel].pop(i % len(live[rel]))
-                    match = " AND ".join(f'"{c}" = ?' for c, _ in rels[rel])  # one of the equal rows
+                    match = " AND ".join(f'"{c}" IS NOT DISTINCT FROM ?' for c, _ in rels[rel])  # one of the equal rows
                     con.execute(f'DELETE FROM "{rel}" WHERE rowid = (SELECT MIN(rowid) FROM "{rel}" WHERE {match})',
                                 list(row))
                     events.append((rel, -1, row))
@@ -212,7 +213,8 @@ class Harness:
             extra = set(got) - set(expected)
             assert not extra, f"{view.name}: rows not in DuckDB's result: {sorted(extra)[:5]}"
         if check_maps:
-            tables = {rel: [row for _, row in rows] for rel, rows in live.items()}
+            nullable = {r.name: declared(r.columns) for r in self.program.relations}  # None: value and indicator
+            tables = {rel: [expand_row(row, nullable[rel]) for _, row in rows] for rel, rows in live.items()}
             for m in self.program.maps:
                 want = evaluate_definition(self.program, m, tables)
                 have = dict(rt.store.items(m.name))

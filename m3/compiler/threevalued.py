@@ -1,0 +1,331 @@
+"""Nullable stream columns in a query: SQL's three-valued logic rewritten over value and indicator columns.
+
+Why a pass of its own, on the tree and before any other (docs/m3.md "NULLs"): a
+nullable column ``c`` is two ordinary columns of its relation, its value
+(0 where NULL) and its indicator ``c__null`` (:mod:`boreas.m3.nullable`), so
+once every reading of ``c`` says where it is present, the calculus, the maps
+and both backends see numbers only and need nothing new:
+
+* **Conditions** (WHERE, ON, a CASE's WHEN, an aggregate's FILTER) keep a row
+  where they are TRUE; NOT is pushed down to the atoms first (De Morgan holds
+  in three-valued logic), then each atom reading nullable columns is TRUE only
+  where they are present: ``c > 3`` is ``c > 3 AND c__null = 0``, ``NOT (c > 3)``
+  is ``c <= 3 AND c__null = 0`` (a NULL condition drops the row as FALSE does);
+  ``c IS NULL`` is ``c__null = 1``.
+* **Values**: an expression is present where its operands are (arithmetic),
+  where one argument is (``COALESCE``, read as a CASE of the indicators), where
+  its CASE branch is; ``NULLIF(x, y)`` is ``x`` where ``x = y`` is not TRUE.
+* **Aggregates skip NULLs**: ``SUM(e)``, ``AVG(e)``, ``MIN(e)``, ``MAX(e)`` and
+  ``COUNT(e)`` aggregate ``CASE WHEN present(e) THEN e END`` (a CASE's NULL is
+  what they already skip, :mod:`.nulls`).
+
+Refused by name, for now: a nullable column read as a key (SELECT or GROUP BY
+outside an aggregate), in HAVING but under COUNT, under an expression over SUM/AVG/MIN/MAX of
+it (those are NULL over only NULLs, which a view does not carry yet), in a
+function other than COALESCE and NULLIF, under DISTINCT, ``*`` over a relation
+with a nullable column, and a query with subqueries, set operations or outer
+joins reading one.
+
+>>> import sqlglot
+>>> from .examples import PlainErrors
+>>> from ..ast import Column, RelationDecl
+>>> rels = {"R": RelationDecl("R", "STREAM", (Column("a", "INT"), Column("c", "INT"), Column("c__null", "INT")))}
+>>> def show(sql):
+...     return rewrite(sqlglot.parse_one(sql), rels, PlainErrors()).sql()
+>>> show("SELECT SUM(c) FROM R WHERE NOT (c > 3 OR a = 1)")
+'SELECT SUM(CASE WHEN c__null = 0 THEN c END) FROM R WHERE ((c <= 3 AND c__null = 0) AND NOT a = 1)'
+>>> show("SELECT a, COUNT(COALESCE(c, 2)), MIN(c + a) FROM R WHERE c IS NULL GROUP BY a")
+'SELECT a, COUNT(1), MIN(c + a) FILTER(WHERE c__null = 0) FROM R WHERE NOT (c__null = 0) GROUP BY a'
+>>> show("SELECT a FROM R GROUP BY a, c")
+Traceback (most recent call last):
+...
+boreas.m3.errors.CompileError: unsupported nullable column c read outside an aggregate (GROUP BY a, c): a NULL key is not carried by a view yet (docs/m3.md, "NULLs")
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..ast import RelationDecl
+from ..nullable import indicator, nullable_positions
+from .nodes import sql_of
+from .resolve import Positions
+
+#: Comparisons whose operands are values: TRUE only where every operand is present.
+_ATOMS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In, exp.Like, exp.ILike)
+#: The negation of each comparison, so NOT needs no complement.
+_NEGATED = {exp.EQ: exp.NEQ, exp.NEQ: exp.EQ, exp.GT: exp.LTE, exp.GTE: exp.LT, exp.LT: exp.GTE, exp.LTE: exp.GT}
+#: Arithmetic: present where every operand is.
+_ARITH = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Paren, exp.Column, exp.Literal)
+_AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
+_NULLABLE_AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max)  # NULL over only NULLs
+
+
+def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Positions) -> exp.Expression:
+    """``tree`` (a copy when changed) with every reading of a nullable column made explicit (module doc)."""
+    names = _nullable_names(relations)
+    if not names or not any((type(n) is exp.Column and n.name.lower() in names) or
+                            (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
+        return tree
+    if type(tree) is not exp.Select or any(isinstance(n, (exp.Subquery, exp.SetOperation, exp.Exists, exp.Window,
+                                                          exp.With)) or (isinstance(n, exp.Select) and n is not tree)
+                                           for n in tree.walk()):
+        raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with subqueries, "
+                        "set operations or windows (docs/m3.md, \"NULLs\")", tree)
+    return _Rewriter(_in_scope(tree, relations), ctx).select(tree.copy())
+
+
+def _nullable_names(relations: dict[str, RelationDecl]) -> set[str]:
+    return {r.columns[i].name.lower() for r in relations.values() for i in nullable_positions([c.name for c in r.columns])}
+
+
+def _in_scope(sel: exp.Select, relations: dict[str, RelationDecl]) -> dict[str, tuple[set[str], set[str]]]:
+    """Each FROM item's alias (lower case): (its columns, its nullable columns), lower case."""
+    by_name = {n.lower(): r for n, r in relations.items()}
+    items = [sel.args.get("from_") and sel.args["from_"].this] + [j.this for j in sel.args.get("joins") or []]
+    out = {}
+    for t in items:
+        if type(t) is exp.Table and t.name.lower() in by_name:
+            cols = [c.name for c in by_name[t.name.lower()].columns]
+            out[t.alias_or_name.lower()] = ({c.lower() for c in cols}, {cols[i].lower() for i in nullable_positions(cols)})
+    return out
+
+
+class _Rewriter:
+    """One SELECT's rewrite: knows which column references are nullable (by alias, or unqualified by the one
+    FROM item holding the name)."""
+
+    def __init__(self, scope: dict[str, tuple[set[str], set[str]]], ctx: Positions):
+        self.scope = scope
+        self.ctx = ctx
+
+    def nullable(self, col: exp.Expression) -> bool:
+        if type(col) is not exp.Column:
+            return False
+        name, table = col.name.lower(), col.table.lower()
+        if table:
+            return table in self.scope and name in self.scope[table][1]
+        holders = [a for a, (cols, _) in self.scope.items() if name in cols]
+        return len(holders) == 1 and name in self.scope[holders[0]][1]
+
+    def reads(self, e: exp.Expression) -> bool:
+        return any(self.nullable(n) for n in e.walk())
+
+    def refuse(self, what: str, node: exp.Expression):
+        return self.ctx.error(f"unsupported nullable column {what} (docs/m3.md, \"NULLs\")", node)
+
+    # -- the statement ----------------------------------------------------
+    def select(self, sel: exp.Select) -> exp.Select:
+        for j in sel.args.get("joins") or []:
+            if j.side or j.kind not in ("", "INNER", "CROSS", None):
+                raise self.refuse(f"in a query with an outer join ({sql_of(j)})", j)
+        for n in sel.walk():
+            if type(n) is exp.Star and type(n.parent) is not exp.Count and any(nl for _, nl in self.scope.values()):
+                raise self.refuse("listed by * (name the columns)", n)
+            if self.nullable(n) and n.find_ancestor(exp.AggFunc) is None and n.find_ancestor(exp.Where, exp.Join) is None:
+                clause = n.find_ancestor(exp.Group, exp.Order, exp.Having)
+                where = f" ({sql_of(clause)})" if clause is not None else ""
+                raise self.ctx.error(f"unsupported nullable column {n.name} read outside an aggregate{where}: a NULL "
+                                     "key is not carried by a view yet (docs/m3.md, \"NULLs\")", n)
+        having = sel.args.get("having")
+        if having is not None and any(self.nullable(n) and not isinstance(n.find_ancestor(exp.AggFunc), exp.Count)
+                                      for n in having.walk()):  # a COUNT is never NULL
+            raise self.refuse(f"in HAVING other than under COUNT ({sql_of(having)})", having)
+        for agg in [n for n in sel.walk() if isinstance(n, _AGGS)]:
+            self.aggregate(agg)
+        where = sel.args.get("where")
+        if where is not None and self.reads(where):
+            where.set("this", self.truth(where.this))
+        for j in sel.args.get("joins") or []:
+            on = j.args.get("on")
+            if on is not None and self.reads(on):
+                j.set("on", self.truth(on))
+        return sel
+
+    def aggregate(self, agg: exp.Expression) -> None:
+        arg = agg.this
+        filt = agg.parent if type(agg.parent) is exp.Filter else None
+        if filt is not None and self.reads(filt.expression):
+            filt.expression.set("this", self.truth(filt.expression.this))
+        if arg is None or type(arg) is exp.Star or not self.reads(arg):
+            return
+        if type(arg) is exp.Distinct:
+            raise self.refuse(f"under DISTINCT ({sql_of(agg)})", agg)
+        outer = filt if filt is not None else agg
+        top = outer.parent.parent if type(outer.parent) is exp.Alias else outer.parent
+        if isinstance(agg, _NULLABLE_AGGS) and type(top) is not exp.Select:
+            raise self.refuse(f"under an expression over {sql_of(agg)} (NULL over only NULLs, which a view does not "
+                              "carry yet)", agg)
+        present = self.present(arg)
+        value = exp.Literal.number(1) if type(agg) is exp.Count else self.value(arg)
+        if present is None:
+            agg.set("this", value)
+        elif present is False:
+            agg.set("this", exp.Null())
+        elif isinstance(agg, (exp.Min, exp.Max)):  # a fold reads the rows FILTER keeps (:mod:`.aggfilter`)
+            agg.set("this", value)
+            if filt is None:
+                agg.replace(exp.Filter(this=agg.copy(), expression=exp.Where(this=present)))
+            else:
+                filt.expression.set("this", exp.And(this=exp.Paren(this=filt.expression.this), expression=present))
+        else:
+            agg.set("this", exp.Case(ifs=[exp.If(this=present, true=value)]))
+
+    # -- conditions: where TRUE --------------------------------------------
+    def truth(self, c: exp.Expression, negated: bool = False) -> exp.Expression:
+        """A two-valued condition over values and indicators, TRUE where ``c`` (``NOT c`` if ``negated``) is."""
+        t = type(c)
+        if t is exp.Paren:
+            return exp.Paren(this=self.truth(c.this, negated))
+        if t is exp.Not:
+            return self.truth(c.this, not negated)
+        if t in (exp.And, exp.Or):
+            join = (exp.Or if t is exp.And else exp.And) if negated else t
+            return join(this=self.truth(c.this, negated), expression=self.truth(c.expression, negated))
+        if t is exp.Is and type(c.expression) is exp.Null:
+            present = self.present(c.this)
+            if present is None or present is False:  # folded later (:mod:`.sugar`)
+                return exp.Not(this=c.copy()) if negated else c.copy()
+            return present if negated else exp.Not(this=exp.Paren(this=present))
+        if not self.reads(c):
+            return exp.Not(this=c.copy()) if negated else c.copy()
+        if isinstance(c, _ATOMS):
+            branched = next((n for n in c.walk() if type(n) in (exp.Coalesce, exp.Nullif)
+                             or (type(n) is exp.Case and n.args.get("this") is None)), None)
+            if branched is not None:  # the atom per branch of its first CASE-like part, each where it applies
+                return _or([_and([cond, self.truth(_replaced(c, branched, v), negated)])
+                            for cond, v in self.branches(branched) if type(v) is not exp.Null]) or _FALSE()
+            operands = [x for x in c.iter_expressions()]
+            present = _and([self.present(x) for x in operands])
+            atom = c.copy()
+            for old, new in zip(list(atom.iter_expressions()), operands):
+                old.replace(self.value(new))
+            if negated:
+                atom = _NEGATED[t](this=atom.this, expression=atom.expression) if t in _NEGATED else \
+                    exp.Not(this=exp.Paren(this=atom))
+            if present is False:
+                return _FALSE()
+            return atom if present is None else exp.Paren(this=exp.And(this=atom, expression=present))
+        raise self.refuse(f"in the condition {sql_of(c)}", c)
+
+    def branches(self, e: exp.Expression) -> list[tuple]:
+        """A COALESCE, NULLIF or CASE as (condition where this branch is taken, its expression) pairs."""
+        if type(e) is exp.Coalesce:
+            rest = e.expressions
+            present = self.present(e.this)
+            tail = rest[0] if len(rest) == 1 else exp.Coalesce(this=rest[0].copy(), expressions=[x.copy() for x in rest[1:]])
+            return [(present, e.this), (False if present is None else exp.Not(this=exp.Paren(this=present)), tail)]
+        if type(e) is exp.Nullif:
+            equal = self.truth(exp.EQ(this=e.this.copy(), expression=e.expression.copy()))
+            return [(exp.Not(this=exp.Paren(this=equal)), e.this)]
+        out, before = [], []
+        for i in e.args["ifs"]:
+            cond = self.truth(i.this)
+            out.append((_and([*before, cond]), i.args["true"]))
+            before.append(exp.Not(this=exp.Paren(this=cond)))
+        out.append((_and(before), e.args.get("default") or exp.Null()))
+        return out
+
+    # -- values: where present, and what --------------------------------------
+    def present(self, e: exp.Expression):
+        """A condition TRUE where ``e`` is not NULL; None: always; False: never."""
+        t = type(e)
+        if t is exp.Null:
+            return False
+        if t is exp.Column:
+            return exp.EQ(this=exp.column(indicator(e.name), e.table or None), expression=exp.Literal.number(0)) \
+                if self.nullable(e) else None
+        if t is exp.Coalesce:
+            return _or([self.present(x) for x in [e.this, *e.expressions]])
+        if t is exp.Nullif:
+            equal = self.truth(exp.EQ(this=e.this.copy(), expression=e.expression.copy()))
+            return _and([self.present(e.this), exp.Not(this=exp.Paren(this=equal))])
+        if t is exp.Case and e.args.get("this") is None:
+            branches, before = [], []
+            for i in e.args["ifs"]:
+                cond = self.truth(i.this)
+                branches.append(_and([*before, cond, self.present(i.args["true"])]))
+                before.append(exp.Not(this=exp.Paren(this=cond)))
+            default = e.args.get("default")
+            branches.append(_and([*before, False if default is None else self.present(default)]))
+            return _or(branches)
+        if isinstance(e, _ARITH):
+            return _and([self.present(x) for x in e.iter_expressions() if not isinstance(x, exp.Identifier)])
+        if not self.reads(e):
+            return None
+        raise self.refuse(f"in {sql_of(e)} (only arithmetic, CASE, COALESCE and NULLIF read one)", e)
+
+    def value(self, e: exp.Expression) -> exp.Expression:
+        """``e`` with NULL-handling functions spelt as CASEs; its value where it is present."""
+        t = type(e)
+        if t is exp.Null:
+            return exp.Literal.number(0)
+        if t is exp.Coalesce:
+            first, rest = e.this, e.expressions
+            if not rest:
+                return self.value(first)
+            tail = self.value(exp.Coalesce(this=rest[0].copy(), expressions=[x.copy() for x in rest[1:]]))
+            present = self.present(first)
+            if present is None:
+                return self.value(first)
+            if present is False:
+                return tail
+            return exp.Case(ifs=[exp.If(this=present, true=self.value(first))], default=tail)
+        if t is exp.Nullif:
+            return self.value(e.this)
+        if t is exp.Case and e.args.get("this") is None:
+            default = e.args.get("default")
+            return exp.Case(ifs=[exp.If(this=self.truth(i.this), true=self.value(i.args["true"])) for i in e.args["ifs"]],
+                            default=self.value(default) if default is not None else None)
+        out = e.copy()
+        for old, new in zip(list(out.iter_expressions()), list(e.iter_expressions())):
+            old.replace(self.value(new))
+        return out
+
+
+def _and(parts: list):
+    """The conjunction of conditions (None: TRUE, False: FALSE)."""
+    if any(p is False for p in parts):
+        return False
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.And(this=out, expression=p)
+    return exp.Paren(this=out) if len(parts) > 1 else out
+
+
+def _or(parts: list):
+    """The disjunction of conditions (None: TRUE, False: FALSE)."""
+    if any(p is None for p in parts):
+        return None
+    parts = [p for p in parts if p is not False]
+    if not parts:
+        return False
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.Or(this=out, expression=p)
+    return exp.Paren(this=out) if len(parts) > 1 else out
+
+
+def _FALSE() -> exp.Expression:
+    """A condition never TRUE (an atom over a NULL constant)."""
+    return exp.EQ(this=exp.Literal.number(1), expression=exp.Literal.number(0))
+
+
+def _replaced(tree: exp.Expression, node: exp.Expression, by: exp.Expression) -> exp.Expression:
+    """A copy of ``tree`` with ``node`` (a node of it) replaced by ``by``."""
+    path = []
+    while node is not tree:
+        path.append((node.arg_key, node.index))
+        node = node.parent
+    out = tree.copy()
+    target = out
+    for key, index in reversed(path):
+        child = target.args[key]
+        target = child[index] if index is not None else child
+    if target is out:
+        return by.copy()
+    target.replace(by.copy())
+    return out

@@ -1,0 +1,75 @@
+"""A nullable column as two numeric columns: its value (0 where NULL) and its indicator (1 where NULL).
+
+Why its own module: the SQL front end declares the pair (``CREATE STREAM
+R(a INT, c INT NULL)`` is the relation ``R(a, c, c__null)`` of the program)
+and the runtime splits a row's ``None`` into the pair (both backends then
+see ordinary numeric columns, docs/m3.md "NULLs"); both read the one naming
+rule here, so a program's text needs no new syntax: an INT column named
+``<c>__null`` right after ``c`` is ``c``'s indicator.
+
+>>> expand_row((1, None, 2.5), ((1, "INT"),))
+(1, 0, 1, 2.5)
+>>> expand_row((1, 7, 2.5), ((1, "INT"),))
+(1, 7, 0, 2.5)
+>>> nullable_positions(("a", "c", "c__null", "d"))
+(1,)
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+
+#: The suffix of an indicator column's name.
+SUFFIX = "__null"
+
+#: The value a NULL is read as in its value column, per M3 type (the indicator says it is NULL).
+ZERO = {"INT": 0, "FLOAT": 0.0, "DATE": datetime.date(1970, 1, 1), "STRING": ""}
+
+
+def indicator(column: str) -> str:
+    """The name of ``column``'s indicator column."""
+    return column + SUFFIX
+
+
+def nullable_positions(names: Sequence[str]) -> tuple[int, ...]:
+    """Positions (in the program's relation) of the columns followed by their indicator."""
+    return tuple(i for i in range(len(names) - 1) if names[i + 1] == indicator(names[i]))
+
+
+def declared(columns: Sequence) -> tuple[tuple[int, str], ...]:
+    """A program relation's nullable columns (``Column`` each) as (position in a declared row, M3 type).
+
+    >>> from .ast import Column
+    >>> declared((Column("a", "INT"), Column("c", "FLOAT"), Column("c__null", "INT")))
+    ((1, 'FLOAT'),)
+    """
+    names = [c.name for c in columns]
+    return tuple((i - k, columns[i].type) for k, i in enumerate(nullable_positions(names)))
+
+
+def is_indicator(names: Sequence[str], i: int) -> bool:
+    """Whether ``names[i]`` is the indicator of the column before it."""
+    return i > 0 and names[i] == indicator(names[i - 1])
+
+
+def expand_row(row: Sequence, nullable: Sequence[tuple[int, str]]) -> tuple:
+    """A declared row (``None`` for NULL) as the program's: each nullable column's value, then its indicator.
+
+    ``nullable``: (position in the declared row, M3 type), in order.
+    """
+    out = list(row)
+    for i, kind in reversed(nullable):
+        v = out[i]
+        out[i:i + 1] = (ZERO[kind], 1) if v is None else (v, 0)
+    return tuple(out)
+
+
+def expand_columns(columns: Sequence[Sequence], nullable: Sequence[tuple[int, str]]) -> list:
+    """:func:`expand_row` for a batch given column by column."""
+    out = list(columns)
+    for i, kind in reversed(nullable):
+        col = out[i]
+        zero = ZERO[kind]
+        out[i:i + 1] = ([zero if v is None else v for v in col], [1 if v is None else 0 for v in col])
+    return out

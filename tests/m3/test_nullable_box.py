@@ -1,0 +1,84 @@
+"""A nullable stream field through an ``m3`` box to a subscriber (issue 33 item 2, docs/m3.md "NULLs").
+
+The box reads the in stream by name, so its relation takes the field's
+nullability (the column and its indicator); rows carrying None, as rows and
+as Arrow batches (whose nulls send the batch the row way), on both backends,
+reach a subscriber as the view's changelog, followed as a bag and compared
+with DuckDB's answer over the live rows.  A nullable field the query reads as
+a key is refused by name, not read as 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+
+import duckdb
+import pytest
+from boreas.catalog import Catalog, plan_submission, read_document
+from boreas.catalog.model import Subscription
+from boreas.m3.boxtype import box_types
+from boreas.node.dataflow import Dataflow
+from boreas.wire.columns import Columns, from_rows
+from support.changelog import changes
+
+BOX_TYPES = box_types()
+QUERY = ("SELECT g, COUNT(b) AS nb, COUNT(*) AS n, SUM(b) AS sb, SUM(COALESCE(y, 0.5)) AS sy FROM R "
+         "WHERE b IS NULL OR b > 0 GROUP BY g")
+
+
+def app(backend: str, query: str = QUERY) -> str:
+    sql = query.replace("<", "&lt;").replace(">", "&gt;")
+    return f"""<borealis>
+      <schema name="RT"><field name="g" type="int"/><field name="b" type="int" nullable="true"/>
+        <field name="y" type="double" nullable="true"/></schema>
+      <input stream="R" schema="RT"/>
+      <box name="q" type="m3"><in stream="R"/><out stream="V"/>
+        <parameter name="sql" value="{sql}"/><parameter name="backend" value="{backend}"/></box>
+      <output stream="V"/>
+    </borealis>"""
+
+
+def duck(rows: list[tuple]) -> Counter:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE R(g BIGINT, b BIGINT, y DOUBLE)")
+    if rows:
+        con.executemany("INSERT INTO R VALUES (?, ?, ?)", rows)
+    return Counter(tuple(0 if v is None else v for v in r) for r in con.execute(QUERY).fetchall())
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_null_heavy_rows_reach_a_subscriber_as_sql_says(backend):
+    if backend == "native":
+        from support.native import skip_without_native
+
+        skip_without_native()
+    plan = plan_submission(Catalog(), [read_document(app(backend), "app.xml")], BOX_TYPES)
+    assert plan.ok, plan.problems
+    cat = plan.catalog
+    cat.subscriptions["V|c:9"] = Subscription("V", "c:9")
+    dataflow = Dataflow("n:1", None, "n:1#a", box_types=BOX_TYPES)
+    dataflow.reconfigure(cat)
+    schema = cat.schemas["RT"]
+    rnd = random.Random(5)
+    live: list[tuple] = []
+    bag: Counter = Counter()
+    for i in range(10):
+        new = [(rnd.randint(0, 2), rnd.choice([None, None, 0, 1, 2]), rnd.choice([None, 1.5, -0.25]))
+               for _ in range(rnd.randint(1, 6))]
+        live += new
+        batch = from_rows(new, schema) if i % 2 else new  # Arrow with nulls, or rows
+        asyncio.run(dataflow.router.enter("R", batch, "pub-R", i, ""))
+        for _, sent, _, _ in dataflow.out.withdraw("c:9", {"V"}):
+            for row, weight in changes(sent if isinstance(sent, Columns) else sent):
+                bag[tuple(row)] += weight
+        bag = Counter({r: k for r, k in bag.items() if k})
+        assert bag == duck(live)
+
+
+def test_a_nullable_field_read_as_a_key_is_refused_by_name():
+    plan = plan_submission(Catalog(), [read_document(app("python", "SELECT b, COUNT(*) AS n FROM R GROUP BY b"),
+                                                     "app.xml")], BOX_TYPES)
+    assert not plan.ok
+    assert "nullable column b read outside an aggregate" in " ".join(p.reason for p in plan.problems)
