@@ -120,6 +120,10 @@ def resolve(op: M3Operator, name: str | None) -> Target:
     if not name and not op.box.outputs:
         raise QueryFailed(404, f"m3 box {op.box.name!r} has no out stream (no view): name a map with map=")
     name = name or op.box.outputs[0]
+    if op.plan.topn is not None and name in op.box.outputs:  # (its view is the inner query's, unranked)
+        raise QueryFailed(422, f"m3 box {op.box.name!r} ranks its view by ROW_NUMBER(): out stream {name!r} "
+                               "is the ranked rows, which a query does not read (subscribe to it, or name a map "
+                               f"with map=: {', '.join(m.name for m in program.maps)})")
     view_name = op.view_of_stream(name) or (name if any(v.name == name for v in program.views) else None)
     if view_name is not None:
         view = program.view(view_name)

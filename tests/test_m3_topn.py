@@ -185,3 +185,14 @@ def test_a_partitioned_top_n_is_refused():
                                                         ("sign-field", "sign")))
     with pytest.raises(BoxError, match="ranks its view by ROW_NUMBER"):
         plan_m3_partition(box, [BID], Partition("t", ("n1", "n2")))
+
+
+def test_a_query_of_the_ranked_out_stream_is_refused_with_what_can_be_read():
+    from boreas.node.query import QueryFailed, resolve
+
+    op = build("CREATE STREAM Bid(a INT, b INT, p INT, s VARCHAR);\n" + SHAPES["top2 by price, rank shown"][0])
+    op.process(0, [(1, 1, 10, "x", 1)], 0.0)
+    with pytest.raises(QueryFailed) as err:
+        resolve(op, None)
+    assert err.value.status == 422 and "ranks its view by ROW_NUMBER()" in str(err.value)
+    assert resolve(op, op.plan.program.maps[0].name).map == op.plan.program.maps[0].name  # (the maps stay readable)
