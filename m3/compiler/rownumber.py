@@ -23,7 +23,7 @@ name.
 CREATE STREAM bid(a INT, b INT, p INT);
 SELECT * FROM bid
 >>> topn
-TopN(partition=('a',), order=(('p', True),), limit=2, project=(('a', 'a'), ('p', 'p')), rank=None, counted=True)
+TopN(partition=('a',), order=(('p', True),), limit=2, project=(('a', 'a'), ('p', 'p')), rank=None, counted=True, distinct=False)
 """
 
 from __future__ import annotations
