@@ -285,27 +285,25 @@ class _Rewriter:
 
 def _and(parts: list):
     """The conjunction of conditions (None: TRUE, False: FALSE)."""
-    if any(p is False for p in parts):
-        return False
-    parts = [p for p in parts if p is not None]
-    if not parts:
-        return None
-    out = parts[0]
-    for p in parts[1:]:
-        out = exp.And(this=out, expression=p)
-    return exp.Paren(this=out) if len(parts) > 1 else out
+    return _fold(parts, exp.And, absorbing=False, identity=None)
 
 
 def _or(parts: list):
     """The disjunction of conditions (None: TRUE, False: FALSE)."""
-    if any(p is None for p in parts):
-        return None
-    parts = [p for p in parts if p is not False]
+    return _fold(parts, exp.Or, absorbing=None, identity=False)
+
+
+def _fold(parts: list, node: type, absorbing: bool | None, identity: bool | None):
+    """``parts`` joined by ``node`` (And, Or), the constants TRUE (None) and FALSE (False) folded: one
+    ``absorbing`` part decides it, an ``identity`` part drops out."""
+    if any(p is absorbing for p in parts):
+        return absorbing
+    parts = [p for p in parts if p is not identity]
     if not parts:
-        return False
+        return identity
     out = parts[0]
     for p in parts[1:]:
-        out = exp.Or(this=out, expression=p)
+        out = node(this=out, expression=p)
     return exp.Paren(this=out) if len(parts) > 1 else out
 
 
