@@ -41,6 +41,9 @@ class FakePublisher:
         self.fields, self.producer = ["sensor", "celsius"], producer
         self.accepted, self.refused, self.refused_count, self.duplicates = 0, [], 0, 0
 
+    async def locate(self):  # (the schema, asked of the Head before the batches are sized: given here)
+        pass
+
     async def start(self):
         pass
 

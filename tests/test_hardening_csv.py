@@ -15,6 +15,8 @@ from boreas.catalog.diagnostics import ValidationFailed
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.cli.input_rows import RowProblems, read_rows
 from boreas.cli.main import main
+from boreas.wire.columns import read_ipc, unwrap
+from boreas.wire.prepared import Prepared
 
 FIELDS = ["sensor", "time", "celsius"]
 SCHEMA = Schema("ReadingTuple", (Field("sensor", FieldType.INT), Field("time", FieldType.INT),
@@ -117,10 +119,15 @@ class FakePublisher:
         self.schema, self.fields, self.producer = SCHEMA, FIELDS, producer
         self.accepted, self.refused, self.refused_count, self.duplicates = 0, [], 0, 0
 
+    async def locate(self):  # (the schema, asked of the Head before the batches are sized: given here)
+        pass
+
     async def start(self):
         pass
 
     async def send(self, rows):
+        if isinstance(rows, Prepared):  # (a file's batch as boreas publish sends it: Arrow IPC, made ahead)
+            rows = read_ipc(unwrap(rows.payload))
         for row in as_rows(rows):
             FakePublisher.sent.append(tuple(row))
             self.accepted += 1
