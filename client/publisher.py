@@ -5,11 +5,12 @@ node, else the nodes that consume it) and then sends batches straight to
 those nodes over persistent connections (:class:`~boreas.wire.links.OutboundLink`):
 ordered, acknowledged, at most ``capacity`` batches outstanding, so a node
 that falls behind makes ``send`` wait.  Rows may be sequences in field order
-or mappings by field name.  The node checks every row against the schema;
-refused rows come back with their field and reason in :attr:`Publisher.refused`
-(numbered from the first row this publisher sent; the first 1,000 are kept,
-:attr:`Publisher.refused_count` counts all), and the rest of the batch is
-taken.
+or mappings by field name; each batch of them becomes an Arrow record batch
+here (:mod:`.row_batches`; one with a bad row goes as rows).  The node checks
+every row against the schema; refused rows come back with their field and
+reason in :attr:`Publisher.refused` (numbered from the first row this
+publisher sent; the first 1,000 are kept, :attr:`Publisher.refused_count`
+counts all), and the rest of the batch is taken.
 
 A publisher with a fixed ``producer`` id and deterministic batches can be
 re-run (a retried Spark task, a publisher that crashed): the node drops the
@@ -154,6 +155,7 @@ class Publisher:
         self._sent_rows = 0
         self._first_row: dict[int, int] = {}  # seq -> number of the batch's first row
         self._follow: asyncio.Task | None = None
+        self._row_batches: Any = None  # a RowBatches once rows are sent (client/row_batches.py: imports pyarrow)
         # a node the stream's coordinator handed this producer to (an Ack's hint, docs/cumulus.md §6.5)
         self._moved: str | None = None
         self._move = asyncio.Event()
@@ -256,7 +258,8 @@ class Publisher:
         ``rows`` may be rows (sequences in field order, or mappings by field
         name), or columns: a pyarrow ``RecordBatch`` or ``Table``, a pandas or
         polars ``DataFrame``, cut into batches of ``batch_size`` rows and sent
-        as Arrow (no row is made here or at the node).  Batches are cut by
+        as Arrow (no row is made here or at the node); rows become Arrow
+        batches here (:mod:`.row_batches`).  Batches are cut by
         rows, never by time, so a re-run sends the same batches.  A
         :class:`~boreas.wire.columns.Columns` of the stream's Arrow schema is
         sent as it is, one batch, however long, and so is a
@@ -280,10 +283,19 @@ class Publisher:
             else:
                 batch.append([row.get(f) for f in self.fields] if isinstance(row, Mapping) else list(row))
             if len(batch) >= self.batch_size:
-                await self._send_batch(batch)
+                await self._send_batch(self._rows_batch(batch))
                 batch = []
         if batch:
-            await self._send_batch(batch)
+            await self._send_batch(self._rows_batch(batch))
+
+    def _rows_batch(self, rows: list[list[Any]]) -> Any:
+        """Rows as they go: an Arrow batch (:mod:`.row_batches`), or rows where the node must name a bad one."""
+        if self._row_batches is None:
+            from .row_batches import RowBatches  # (pyarrow: only once a publisher has rows to send)
+
+            assert self.schema is not None, "start() first"
+            self._row_batches = RowBatches(self.schema)
+        return self._row_batches.prepare(rows)
 
     async def _send_columns(self, data: Any) -> None:
         from boreas.wire.columns import Columns, conform, record_batches
