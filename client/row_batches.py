@@ -3,15 +3,14 @@
 :class:`~boreas.client.publisher.Publisher` takes rows (sequences in field
 order, mappings by name) as well as columns; before this module it sent
 rows as msgpack rows, which every entry node decoded, checked and turned
-into columns itself (``wire/columns.from_rows``, about 1.6 µs a row in C++
-reading Python tuples), and a partition's coordinator then routed them.
-Now each batch of rows is checked here with the node's own row check
-(:class:`~boreas.wire.tuples.RowType`, one msgspec call in C for a good
-batch) and built column by column into an Arrow record batch of the
-stream's Arrow schema (:func:`~boreas.wire.columns.arrow_schema`: string
-sizes, nullable fields, Borealis arrays as list columns), so the node takes
-it as it came (``wire/columns.decode``'s fast path) and its input log keeps
-those bytes.
+into columns itself (``wire/columns.from_rows``), and a partition's
+coordinator then routed them.  Now each batch of rows is checked here with
+the node's own row check (:class:`~boreas.wire.tuples.RowType`, one msgspec
+call in C for a good batch) and made an Arrow record batch of the stream's
+Arrow schema by the node's own conversion (:func:`~boreas.wire.columns.from_rows`:
+string sizes, nullable fields, Borealis arrays as list columns), so the
+node takes it as it came (``wire/columns.decode``'s fast path) and its input
+log keeps those bytes.
 
 What stays as it was, on purpose:
 
@@ -31,8 +30,9 @@ What stays as it was, on purpose:
   as "other rows" under a reused producer id.  The sequence numbers are the
   same too: batches are still cut by rows, never by time.
 
-pyarrow is imported here, and this module only where a publisher first
-sends rows: a command that publishes nothing does not pay for it.
+pyarrow is imported with :mod:`boreas.wire.columns`, and this module only
+where a publisher first sends rows: a command that publishes nothing does
+not pay for it.
 
 >>> from boreas.catalog.model import Field, FieldType, Schema
 >>> s = Schema("P", (Field("time", FieldType.INT), Field("name", FieldType.STRING, 3)))
@@ -50,11 +50,9 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-import pyarrow as pa
 
 from boreas.catalog.model import Schema
-from boreas.wire.array_columns import holds_single
-from boreas.wire.columns import Columns, arrow_schema
+from boreas.wire.columns import from_rows
 from boreas.wire.digests import rows_digest
 from boreas.wire.prepared import Prepared, bin_header
 from boreas.wire.tuples import RowType
@@ -66,23 +64,16 @@ class RowBatches:
     """Turns a publisher's batches of rows (lists in field order) into Arrow batches of one stream's schema."""
 
     def __init__(self, schema: Schema):
+        self.schema = schema
         self.row_type = RowType(schema)
-        # None: the stream's rows do not fit Arrow columns exactly (a ``single`` field; no field at all): rows
-        exact = schema.fields and not any(holds_single(f) for f in schema.fields)
-        self.target = arrow_schema(schema) if exact else None
 
     def prepare(self, rows: list[list[Any]]) -> Prepared | list[list[Any]]:
         """``rows`` as one Arrow batch ready for the wire (payload and digest made here), or the rows as
         they are where they must travel as rows: a bad row among them (the node names it), a ``single``
         field, or a value a column cannot hold that the row check let through."""
-        if self.target is None or not rows:
-            return rows
         good, errors = self.row_type.check(rows)
-        if errors:
+        columns = None if errors or not self.schema.fields else from_rows(good, self.schema)
+        if columns is None:
             return rows
-        try:
-            columns = [pa.array(values, f.type) for values, f in zip(zip(*good), self.target)]
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
-            return rows
-        ipc = Columns(pa.RecordBatch.from_arrays(columns, schema=self.target)).ipc()
+        ipc = columns.ipc()
         return Prepared(bin_header(len(ipc)) + ipc, rows_digest(_encoder.encode(rows)), len(rows))
