@@ -6,7 +6,9 @@ link deliver each batch once.  The same rule would silently drop *other*
 rows sent under a reused producer id (``boreas publish --producer X`` with
 another file): the publisher would report "0 rows" and succeed.  So a
 publisher's batch carries a digest of its encoded rows
-(:func:`rows_digest`, in :class:`~boreas.wire.frames.Batch`), and the
+(:func:`rows_digest`, in :class:`~boreas.wire.frames.Batch`; of the rows
+as msgpack when the publisher was given rows, even though it sends them as
+Arrow columns: client/row_batches.py), and the
 receiver remembers the digests of what it took (:class:`DigestBook`): a
 duplicate whose digest differs is refused, and so is everything that
 producer sends after it, so nothing of the conflicting publish is half

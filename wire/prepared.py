@@ -37,7 +37,11 @@ def bin_header(size: int) -> bytes:
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """One batch of Arrow columns as a frame carries it: ``payload`` (its IPC bytes as one msgpack ``bin``,
-    what :class:`~boreas.wire.frames.Batch` ``rows`` holds), its ``digest`` and its row count (``len()``)."""
+    what :class:`~boreas.wire.frames.Batch` ``rows`` holds), its ``digest`` and its row count (``len()``).
+
+    The digest is the payload's (:meth:`of`), except for rows a publisher was given and made columns
+    (client/row_batches.py): there it is the rows' as msgpack, what a publisher sending those rows as rows
+    gave the same batch, so a re-run drops what was taken whichever encoding carried it."""
 
     payload: bytes
     digest: int
