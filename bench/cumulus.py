@@ -93,7 +93,9 @@ node's ``/status`` about 10-50 times a second (~0.1 ms of node CPU each).
 ``--profile DIR`` runs the nodes under cProfile; ``--sample DIR`` samples them with py-spy over each
 measured window only (bench/cumulus_sampling.py: where a node's CPU per event goes, at little cost).
 ``--arrow``: the scaling publishers send pyarrow RecordBatches, made from the same rows before the clock
-starts, so a partition's coordinators route columns and send Work as Arrow IPC (docs/cumulus.md §3.12).
+starts.  Either way a partition's coordinators route columns and send Work as Arrow IPC (docs/cumulus.md
+§3.12): rows publishers make each batch Arrow in the client (client/row_batches.py), so ``--arrow`` only
+moves that making out of the timed publishing (the nodes' CPU per event is the same work).
 
 Usage::
 
@@ -157,8 +159,8 @@ def main() -> int:
                              "each row published to the member owning its key (client/keyed.py: input partitioned "
                              "like the view); the target is judged on keyed")
     parser.add_argument("--arrow", action="store_true",
-                        help="publishers send pyarrow RecordBatches made before the clock starts (issue 30: a "
-                             "partition routes columns and ships Work as Arrow IPC); default: rows")
+                        help="publishers send pyarrow RecordBatches made before the clock starts; default: rows, "
+                             "which the publishers make Arrow batches as they send (client/row_batches.py)")
     parser.add_argument("--backend", choices=("auto", "native", "python"), default=None,
                         help="the q3 box's M3 backend parameter (default: not set, auto: a member runs native where "
                              "a C compiler is found; python: the member runtime before issue 30's native one)")
