@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from boreas.catalog.model import Schema
+from boreas.catalog.model import Field, FieldType, Schema
+from boreas.m3.boxtype import BoxPlan
 from boreas.m3.compiler.sessionfn import Session
 from boreas.m3.compiler.windowfn import WINDOW_COLUMNS, Window
 from boreas.node.watermarks import WatermarkTracker
@@ -32,6 +33,23 @@ class WindowedPort:
     time: int  # the event time's position in the port's rows
     marks: WatermarkTracker
     schema: Schema  # the port's rows with the window columns appended
+
+
+def windowed_ports(plan: BoxPlan, inputs: list[Schema], idle: float | None) -> dict[int, WindowedPort]:
+    """The box's in ports read through a window, each with its watermark (its ``WATERMARK FOR`` delay, else 0,
+    and the box's ``idle`` timeout)."""
+    delays = {m.relation.lower(): m.delay for m in plan.watermarks}
+    ports = {}
+    for port, pp in enumerate(plan.ports):
+        window = next((w for w in plan.windows if w.relation.lower() == pp.relation.lower()), None)
+        if window is None:
+            continue
+        schema = inputs[port]
+        time = next(i for i, f in enumerate(schema.fields) if f.name.lower() == window.time.lower())
+        extended = Schema(f"{schema.name}.windows", schema.fields + tuple(
+            Field(name, FieldType.LONG) for name in WINDOW_COLUMNS))
+        ports[port] = WindowedPort(window, time, WatermarkTracker(delays.get(pp.relation.lower(), 0), idle), extended)
+    return ports
 
 
 @dataclass
