@@ -16,7 +16,9 @@ import msgspec
 import pytest
 from boreas.catalog.model import Box, Field, FieldType, InPort, Partition, Schema
 from boreas.m3.boxtype import infer_m3, plan_m3_partition
+from boreas.m3.cumulus import relayout as changes
 from boreas.m3.cumulus import slot
+from boreas.node.cumulus import messages as msg
 from boreas.node.cumulus.windowing import WindowedPartOperator, part_operator
 from support.watermark_reference import WatermarkReference
 
@@ -73,6 +75,7 @@ class Cluster:
         self.links: dict[tuple[int, int], deque] = {}
         self.rng, self.now = rng, 0.0
         self.out: list[tuple[int, tuple]] = []  # (member, row) of every row emitted
+        self.relayouts = 0
 
     def _collect(self, src: int, emitted) -> None:
         op = self.members[src]
@@ -118,6 +121,31 @@ class Cluster:
             return
         raise AssertionError("the members did not settle")
 
+    def relayout(self) -> bool:
+        """Ask the leader for a random move, split or rebalance (as ``boreas move/split/rebalance`` would)."""
+        leader = self.members[0]
+        if leader.relayout_busy() is not None:
+            return False
+        lay = leader.latest_layout
+        kind = self.rng.choice(["move", "split", "rebalance"])
+        try:
+            if kind == "move":
+                seg = self.rng.choice(lay.segments)
+                new = changes.move(lay, seg.id, self.rng.choice([m for m in range(len(lay.members)) if m != seg.member]))
+            elif kind == "split":
+                new = changes.split(lay, self.rng.choice(lay.segments).id)
+            else:
+                counts = Counter()
+                for op in self.members:
+                    for sid, per_map in op.segment_entries().items():
+                        counts[sid] += sum(per_map.values())
+                new = changes.rebalance(lay, counts)
+        except (ValueError, IndexError):
+            return False
+        self.relayouts += 1
+        self._collect(0, leader.process(1, [msg.request(f"change/{self.relayouts}", new.to_dict())], self.now))
+        return True
+
     def restart(self, member: int) -> None:
         """Member ``member`` continues from its own state (a snapshot restored on a restarted node)."""
         op = self.members[member]
@@ -143,7 +171,9 @@ def stream(rng: random.Random, producers: list[str], count: int) -> list[tuple[s
 
 @pytest.mark.parametrize("kind", ["TUMBLE", "HOP"])
 @pytest.mark.parametrize("seed", range(4))
-def test_partitioned_windows_equal_the_row_at_a_time_reference(kind, seed):
+@pytest.mark.parametrize("moving", [False, True], ids=["still", "relayouts"])
+def test_partitioned_windows_equal_the_row_at_a_time_reference(kind, seed, moving):
+    """With ``moving``, segments move, split and rebalance while rows flow: open windows go with them."""
     rng = random.Random(f"{kind}{seed}")
     cluster = Cluster(kind, 2 + seed % 2, rng)
     producers = [f"p{i}" for i in range(3)]
@@ -161,6 +191,8 @@ def test_partitioned_windows_equal_the_row_at_a_time_reference(kind, seed):
             cluster.tick(0.05)
         if rng.random() < 0.03:
             cluster.restart(rng.randrange(len(cluster.members)))
+        if moving and rng.random() < 0.1:
+            cluster.relayout()
         if i == len(batches) // 2:
             cluster.settle()
             before_end = len(cluster.out)
@@ -173,9 +205,12 @@ def test_partitioned_windows_equal_the_row_at_a_time_reference(kind, seed):
     assert before_end > 0  # windows closed while the stream ran
     got = [row for _, row in cluster.out]
     assert Counter(got) == Counter(ref.rows) and len(got) == len(set(got))  # each window once
-    for member, row in cluster.out:  # from the member owning its group
-        owner = next(s.member for s in cluster.partition.segments if s.lo <= slot(row[0]) < s.hi)
-        assert member == owner
+    if moving:
+        assert cluster.relayouts and cluster.members[0].layout.version > 1
+    else:
+        for member, row in cluster.out:  # from the member owning its group
+            owner = next(s.member for s in cluster.partition.segments if s.lo <= slot(row[0]) < s.hi)
+            assert member == owner
     assert all(op.runtime.entries() == 0 for op in cluster.members)  # every window closed: its state gone
     assert sum(op.counters()["late_tuples"] for op in cluster.members) == 0
 
