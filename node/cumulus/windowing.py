@@ -17,9 +17,10 @@ copied before its close, installed after) are deleted at the next close without 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from boreas.catalog.boxtypes import BoxError
-from boreas.catalog.model import Box, Partition, Schema
+from boreas.catalog.model import Box, Input, Partition, Schema
 from boreas.m3 import M3Error
 from boreas.m3.boxtype import box_windows
 from boreas.wire.columns import Columns
@@ -27,7 +28,7 @@ from boreas.wire.columns import Columns
 from ..operators.base import Emitted, OperatorError
 from ..operators.late import LateLog
 from ..operators.m3closing import Closing
-from ..operators.m3event_time import Windows, windowed_ports
+from ..operators.m3event_time import Windows, declare_inputs, windowed_ports
 from .applying import Groups, Version
 from .event_marks import EpochFrontier, StampedTime
 from .hosting import Host
@@ -43,7 +44,8 @@ class WindowedPartOperator(PartOperator):
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition, endpoint: str,
                  member: int | None = None, host: Host | None = None):
         super().__init__(box, inputs, outputs, partition, endpoint, member, host)
-        ports = windowed_ports(self.plan, self.inputs, self.number("idle-timeout", None, positive=True))
+        self._idle = self.number("idle-timeout", None, positive=True)
+        ports = windowed_ports(self.plan, self.inputs, self._idle)
         logged = LateLog(box.name, kind="m3", allowance="its stream's watermark delay")
         self.parts.coordinator.times = StampedTime(Windows(ports, logged=logged))
         self.event_time = EpochFrontier({port: wp.window.slide for port, wp in ports.items()})
@@ -83,6 +85,12 @@ class WindowedPartOperator(PartOperator):
         for op in self.hosted.values():
             op.parts.coordinator.ended(None, None)
         return self.host.run(now)
+
+    def follow_inputs(self, inputs: Mapping[str, Input]) -> None:
+        """The node's ``<input>`` declarations: a windowed stream's ``watermark`` and ``idle-timeout`` (as the
+        one-node box's, node/operators/m3windows.py), for the coordinators hosted here."""
+        for op in self.hosted.values():
+            declare_inputs(self.box, op.parts.coordinator.times.windows.ports, inputs, self._idle)
 
     # -- writing (the applier's Writer) ---------------------------------------------------
 

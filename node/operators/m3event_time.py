@@ -9,13 +9,16 @@ them.  Its :meth:`Windows.state` rides in the box's, so it moves and is snapshot
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
-from boreas.catalog.model import Field, FieldType, Schema
+from boreas.catalog.model import Box, Field, FieldType, Input, Schema
+from boreas.catalog.watermarks import read_idle_timeout, read_watermark
 from boreas.m3.boxtype import BoxPlan
 from boreas.m3.compiler.sessionfn import Session
 from boreas.m3.compiler.windowfn import WINDOW_COLUMNS, Window
@@ -23,6 +26,8 @@ from boreas.node.watermarks import WatermarkTracker
 from boreas.wire.columns import Columns
 
 from .late import LateLog
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -50,6 +55,22 @@ def windowed_ports(plan: BoxPlan, inputs: list[Schema], idle: float | None) -> d
             Field(name, FieldType.LONG) for name in WINDOW_COLUMNS))
         ports[port] = WindowedPort(window, time, WatermarkTracker(delays.get(pp.relation.lower(), 0), idle), extended)
     return ports
+
+
+def declare_inputs(box: Box, ports: Mapping[int, WindowedPort], inputs: Mapping[str, Input],
+                   idle: float | None) -> None:
+    """The node's ``<input>`` declarations: a windowed stream's ``watermark`` (and ``idle-timeout``) is the
+    stream's, and wins over the box's own ``WATERMARK FOR`` (docs/m3.md, "Event time")."""
+    for port, wp in ports.items():
+        declared = inputs.get(box.in_name(port))
+        if declared is None or declared.watermark is None:
+            continue
+        column, delay = read_watermark(declared.watermark)
+        if column.lower() != wp.window.time.lower():
+            log.warning("m3 box %r: stream %r's watermark is on %s but its window reads %s; the box's own "
+                        "watermark applies", box.name, declared.stream, column, wp.window.time)
+            continue
+        wp.marks.declare(delay, read_idle_timeout(declared.idle_timeout) if declared.idle_timeout else idle)
 
 
 @dataclass

@@ -31,7 +31,6 @@ from collections.abc import Iterable, Mapping
 
 from boreas.catalog.boxtypes import BoxError
 from boreas.catalog.model import Box, Input, Schema
-from boreas.catalog.watermarks import read_idle_timeout, read_watermark
 from boreas.m3.boxtype import box_topn, box_windows
 from boreas.m3.compiler.sessionfn import Session
 from boreas.wire.columns import Columns, weighted
@@ -40,7 +39,7 @@ from . import m3columns
 from .base import Emitted, OperatorError
 from .late import LateLog
 from .m3closing import Closing
-from .m3event_time import Windows, windowed_ports
+from .m3event_time import Windows, declare_inputs, windowed_ports
 from .m3box import M3Operator
 from .m3winjoin import StageEmit
 from .m3sessions import SessionBuffer, SessionPort
@@ -156,17 +155,7 @@ class WindowedM3Operator(M3Operator):
     def follow_inputs(self, inputs: Mapping[str, Input]) -> None:
         """The node's ``<input>`` declarations: a windowed stream's ``watermark`` (and ``idle-timeout``) is the
         stream's, and wins over the box's own ``WATERMARK FOR`` (docs/m3.md, "Event time")."""
-        for port, wp in self.windows.ports.items():
-            declared = inputs.get(self.box.in_name(port))
-            if declared is None or declared.watermark is None:
-                continue
-            column, delay = read_watermark(declared.watermark)
-            if column.lower() != wp.window.time.lower():
-                log.warning("m3 box %r: stream %r's watermark is on %s but its window reads %s; the box's own "
-                            "watermark applies", self.box.name, declared.stream, column, wp.window.time)
-                continue
-            idle = read_idle_timeout(declared.idle_timeout) if declared.idle_timeout else self._idle
-            wp.marks.declare(delay, idle)
+        declare_inputs(self.box, self.windows.ports, inputs, self._idle)
 
     # -- what it knows -----------------------------------------------------------------
 
@@ -204,7 +193,9 @@ def m3_operator(box: Box, inputs: list[Schema], outputs: list[Schema]) -> M3Oper
 
 def follow_watermarks(operators: Iterable[object], inputs: Mapping[str, Input]) -> None:
     """Tell every windowed ``m3`` box among ``operators`` the node's ``<input>`` declarations (a new local
-    catalog: node/operator_host.py)."""
+    catalog: node/operator_host.py); a member of a partitioned one (node/cumulus/windowing.py) has the same
+    ``follow_inputs``."""
     for op in operators:
-        if isinstance(op, WindowedM3Operator):
-            op.follow_inputs(inputs)
+        follow = getattr(op, "follow_inputs", None)
+        if follow is not None:
+            follow(inputs)
