@@ -20,6 +20,7 @@ from boreas.m3.cumulus import relayout as changes
 from boreas.m3.cumulus import slot
 from boreas.node.cumulus import messages as msg
 from boreas.node.cumulus.windowing import WindowedPartOperator, part_operator
+from boreas.wire.columns import from_rows
 from support.watermark_reference import WatermarkReference
 
 BID = Schema("BidTuple", (Field("auction", FieldType.INT), Field("price", FieldType.INT), Field("ts", FieldType.LONG)))
@@ -64,7 +65,7 @@ class Reference(WatermarkReference):
 class Cluster:
     """Members of box ``w`` on nodes n0..n{k-1}, their links, a flow clock."""
 
-    def __init__(self, kind: str, members: int, rng: random.Random):
+    def __init__(self, kind: str, members: int, rng: random.Random, columns: bool = False):
         nodes = tuple(f"n{i}:1" for i in range(members))
         self.box = Box("w", "m3", (InPort("Bid"),), ("Out",), (("sql", sql(kind)),))
         self.outputs = infer_m3(self.box, [BID])
@@ -76,6 +77,7 @@ class Cluster:
         self.rng, self.now = rng, 0.0
         self.out: list[tuple[int, tuple]] = []  # (member, row) of every row emitted
         self.relayouts = 0
+        self.columns = columns  # batches published as Arrow columns (the coordinators' and members' numpy paths)
 
     def _collect(self, src: int, emitted) -> None:
         op = self.members[src]
@@ -88,7 +90,8 @@ class Cluster:
 
     def publish(self, producer: str, seq: int, rows: list[tuple]) -> None:
         member = zlib.crc32(producer.encode()) % len(self.members)  # the member its publisher picks
-        self._collect(member, self.members[member].process_from(0, rows, self.now, ("Bid", producer, seq)))
+        batch = from_rows(rows, BID) if self.columns else rows
+        self._collect(member, self.members[member].process_from(0, batch, self.now, ("Bid", producer, seq)))
 
     def end(self, producer: str) -> None:
         member = zlib.crc32(producer.encode()) % len(self.members)
@@ -170,12 +173,14 @@ def stream(rng: random.Random, producers: list[str], count: int) -> list[tuple[s
 
 
 @pytest.mark.parametrize("kind", ["TUMBLE", "HOP"])
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(("seed", "columns"), [(0, False), (1, False), (2, False), (3, True)],
+                         ids=["rows0", "rows1", "rows2", "arrow3"])
 @pytest.mark.parametrize("moving", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["still", "relayouts"])
-def test_partitioned_windows_equal_the_row_at_a_time_reference(kind, seed, moving):
-    """With ``moving``, segments move, split and rebalance while rows flow: open windows go with them."""
+def test_partitioned_windows_equal_the_row_at_a_time_reference(kind, seed, columns, moving):
+    """With ``moving``, segments move, split and rebalance while rows flow: open windows go with them; with
+    ``columns``, batches are Arrow."""
     rng = random.Random(f"{kind}{seed}")
-    cluster = Cluster(kind, 2 + seed % 2, rng)
+    cluster = Cluster(kind, 2 + seed % 2, rng, columns)
     producers = [f"p{i}" for i in range(3)]
     batches = stream(rng, producers, 120)
     seqs = Counter()
@@ -215,9 +220,10 @@ def test_partitioned_windows_equal_the_row_at_a_time_reference(kind, seed, movin
     assert sum(op.counters()["late_tuples"] for op in cluster.members) == 0
 
 
-def test_a_late_row_is_counted_once_over_the_members_and_never_folded_in():
+@pytest.mark.parametrize("columns", [False, True], ids=["rows", "arrow"])
+def test_a_late_row_is_counted_once_over_the_members_and_never_folded_in(columns):
     rng = random.Random(7)
-    cluster = Cluster("TUMBLE", 3, rng)
+    cluster = Cluster("TUMBLE", 3, rng, columns)
     cluster.publish("p0", 0, [(1, 10, 100), (2, 20, 900)])
     cluster.publish("p0", 1, [(3, 5, 5000)])  # the mark: 4700, [0, 1000) closes
     cluster.tick(0.2)
