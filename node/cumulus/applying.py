@@ -55,7 +55,8 @@ class Writer(Protocol):
         """Apply ``mine`` (with the entries ``pushed`` by other members) as version ``version``; emit its changes."""
 
     def passed_close(self, coordinator: int, marks: list) -> None:
-        """The order passed ``coordinator``'s Close, which carried a windowed box's watermarks ``marks``."""
+        """The order passed ``coordinator``'s Close, which carried a windowed box's watermarks ``marks`` (only a
+        windowed box's Closes carry them: node/cumulus/windowing.py)."""
 
 
 class Applier:

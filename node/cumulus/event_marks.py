@@ -114,8 +114,13 @@ class EpochFrontier:
     closed: float = -math.inf
     late: int = 0
 
-    def heard(self, coordinator: int, marks: Marks) -> float:
-        """A ``Close`` of ``coordinator`` passed with ``marks``: the frontier now."""
+    def heard(self, coordinator: int, marks: Marks, members: int | None = None) -> float:
+        """A ``Close`` of ``coordinator`` passed with ``marks``: the frontier now.  ``members``: the partition's
+        members now (a retired member's coordinator closes no more epochs: its last marks stop counting; its
+        producers went to others, whose marks hold them)."""
+        if members is not None:
+            for gone in [c for c in self.heard_marks if c >= members]:
+                del self.heard_marks[gone]
         mine = self.heard_marks.setdefault(coordinator, {})
         for port, mark in marks:
             mark, before = _decode(mark), mine.get(int(port))

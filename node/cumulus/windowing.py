@@ -115,7 +115,8 @@ class WindowedPartOperator(PartOperator):
     def passed_close(self, coordinator: int, marks: list) -> None:
         """The order passed a Close carrying ``coordinator``'s watermarks: emit the windows the frontier closes
         now, of this member's groups, and delete their entries."""
-        frontier, before = self.event_time.heard(coordinator, marks), self.event_time.closed
+        frontier = self.event_time.heard(coordinator, marks, self.place.members)
+        before = self.event_time.closed
         if frontier <= before:
             return
         closed = self.closing.closed_keys(self.runtime, frontier)
