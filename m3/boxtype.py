@@ -55,6 +55,7 @@ from .ast import Column, Program, RelationDecl
 from .nullable import indicator, nullable_positions
 from .compiler.declarations import declares_relations
 from .compiler.rownumber import TopN, split_topn
+from .compiler.sessionfn import Session
 from .compiler.windowfn import WINDOW_COLUMNS, Watermark, Window, rewrite, windowed_relations
 from .compiler.winjoin import split
 from .cumulus import EVERYWHERE, LayoutError, PlacementError, PlanError, plan_partition
@@ -371,10 +372,15 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
     if planned.topn is not None:
         raise BoxError(f"m3 box {box.name!r} ranks its view by ROW_NUMBER(), which a partitioned box does not "
                        "yet (each member would rank its own rows); run it on one node")
-    if planned.windows:
-        raise BoxError(f"m3 box {box.name!r} reads {planned.windows[0].relation} through a window, which a "
-                       "partitioned box does not close yet (its members would emit open windows' changes); run it "
-                       "on one node, or partition the stream over several boxes")
+    sessions = [w for w in planned.windows if isinstance(w, Session)]
+    if sessions:
+        raise BoxError(f"m3 box {box.name!r} reads {sessions[0].relation} through SESSION, which a partitioned box "
+                       "does not yet (a session's rows are held per key at the member before they reach the maps, "
+                       "and are not moved with a segment); run it on one node (TUMBLE and HOP views partition)")
+    if planned.stages is not None:
+        raise BoxError(f"m3 box {box.name!r} joins windows (a window join's stages read every leaf's closed "
+                       "windows at once, which the members hold apart), which a partitioned box does not yet; run "
+                       "it on one node, or partition its windowed GROUP BY leaves as boxes of their own")
     program = planned.program
     try:
         pp = plan_partition(program, box.name, partition.nodes, segments=partition.count, key=partition.key,

@@ -30,6 +30,7 @@ from boreas.wire.tuples import RowType
 
 from .box_state import BoxStates
 from .cumulus.part import PartOperator
+from .cumulus.windowing import part_operator
 from .operators import Operator, build_operator
 from .operators.base import InternalStreams
 from .operators.m3windows import follow_watermarks
@@ -116,7 +117,7 @@ class OperatorHost:
         """An operator for ``box``: a member of its partition if it is partitioned, else the usual one."""
         partition = self.partitions.get(box.name)
         if partition is not None:
-            return PartOperator(box, inputs, outputs, partition, self.endpoint)
+            return part_operator(box, inputs, outputs, partition, self.endpoint)
         tried = self.trial.pop(box.name, None)
         if tried is not None and tried[:3] == (box, inputs, outputs):
             return tried[3]  # built by refusals' trial and never run: not built twice

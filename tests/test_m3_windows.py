@@ -222,9 +222,16 @@ def test_a_bad_watermark_attribute_is_refused_naming_the_file_line_and_input():
         plan_app('watermark="ts + 5"')
 
 
-def test_a_partitioned_windowed_view_is_refused_saying_why():
+def test_a_partitioned_tumble_view_plans_and_a_partitioned_session_view_is_refused_saying_why():
     from boreas.catalog.model import Partition
     from boreas.m3.boxtype import BoxError, plan_m3_partition
-    box = Box("w", "m3", (InPort("Bid"),), ("Out",), (("sql", sql("TUMBLE", 0)),))
-    with pytest.raises(BoxError, match="through a window, which a partitioned box does not close yet"):
-        plan_m3_partition(box, [BID], Partition("w", ("a:1", "b:1")))
+    tumble = sql("TUMBLE", 0).replace(", MAX(price) AS top", "")  # (a partitioned box's views: maps and AVGs)
+    box = Box("w", "m3", (InPort("Bid"),), ("Out",), (("sql", tumble),))
+    planned = plan_m3_partition(box, [BID], Partition("w", ("a:1", "b:1")))
+    assert planned.planned and {s.member for s in planned.segments} == {0, 1}
+    session = ("SELECT B.auction, COUNT(*) AS n, B.window_start, B.window_end FROM TABLE(SESSION(TABLE Bid "
+               "PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '10' SECOND)) B "
+               "GROUP BY B.auction, B.window_start, B.window_end")
+    box = Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", session),))
+    with pytest.raises(BoxError, match="reads Bid through SESSION, which a partitioned box does not yet"):
+        plan_m3_partition(box, [BID], Partition("s", ("a:1", "b:1")))

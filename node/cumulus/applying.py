@@ -54,6 +54,10 @@ class Writer(Protocol):
     def write(self, version: Version, mine: Groups, pushed: dict) -> None:
         """Apply ``mine`` (with the entries ``pushed`` by other members) as version ``version``; emit its changes."""
 
+    def passed_close(self, coordinator: int, marks: list) -> None:
+        """The order passed ``coordinator``'s Close, which carried a windowed box's watermarks ``marks`` (only a
+        windowed box's Closes carry them: node/cumulus/windowing.py)."""
+
 
 class Applier:
     """Member ``place.member``'s place in the version order; ``ordered``: the plan reads maps (else Work applies
@@ -67,6 +71,7 @@ class Applier:
         self.at = [0, 0]  # epoch, coordinator whose versions it applies now (or whose Close it awaits)
         self.works: dict[tuple[int, int], deque] = {}
         self.closes: set[tuple[int, int]] = set()
+        self.marks: dict[tuple[int, int], list] = {}  # a windowed box's Closes: their watermarks (event_marks.py)
         self.pushes: dict[Version, dict[int, list]] = {}
         self.served: set[Version] = set()
         self.held: list[list] = []  # Work this member may not apply yet (its epoch has not begun here)
@@ -87,8 +92,10 @@ class Applier:
     def push(self, m: list) -> None:
         self.pushes.setdefault(msg.version(m), {})[m[4]] = m[5]
 
-    def close(self, epoch: int, coordinator: int) -> None:
+    def close(self, epoch: int, coordinator: int, marks: list | None = None) -> None:
         self.closes.add((epoch, coordinator))
+        if marks is not None:
+            self.marks[(epoch, coordinator)] = marks
 
     def start_at(self, epoch: int) -> None:
         """Begin the order at ``epoch`` (a joining member, at the first epoch of the change that adds it)."""
@@ -129,6 +136,9 @@ class Applier:
             if (e, c) in self.closes:
                 self.closes.discard((e, c))
                 self.works.pop((e, c), None)
+                marks = self.marks.pop((e, c), None)
+                if marks is not None:  # (every member passes it at the same point of the order)
+                    self.writer.passed_close(c, marks)
                 if c + 1 < self.place.members:  # (the layout of epoch e: a flip comes first)
                     self.at = [e, c + 1]
                 else:
@@ -223,6 +233,7 @@ class Applier:
         return {
             "at": list(self.at), "works": [[e, c, [_portable(w) for w in q]] for (e, c), q in self.works.items()],
             "closes": [list(x) for x in self.closes],
+            "close_marks": [[e, c, marks] for (e, c), marks in self.marks.items()],
             "pushes": [[*v, [[src, entries] for src, entries in by.items()]] for v, by in self.pushes.items()],
             "served": [list(v) for v in self.served], "held": [_portable(w) for w in self.held],
             "known_stable": self.known_stable, "horizon": self.horizon,
@@ -233,6 +244,7 @@ class Applier:
         self.at = list(state.get("at", [0, 0]))
         self.works = {(e, c): deque(q) for e, c, q in state.get("works", [])}
         self.closes = {tuple(x) for x in state.get("closes", [])}
+        self.marks = {(e, c): marks for e, c, marks in state.get("close_marks", [])}
         self.pushes = {(e, c, s): {src: entries for src, entries in by} for e, c, s, by in state.get("pushes", [])}
         self.served = {tuple(v) for v in state.get("served", [])}
         self.held = [list(w) for w in state.get("held", [])]

@@ -52,6 +52,7 @@ from boreas.wire.columns import Columns, read_columns
 from ..operators.m3box import date_of
 from . import messages as msg
 from .columnar import ColumnRoute, concat
+from .event_marks import StampedTime
 from .mailbox import Mailbox
 from .membership import MemberState
 
@@ -67,8 +68,12 @@ class Coordinator:
     (sequential relations then go one event per version).
     """
 
-    def __init__(self, place: MemberState, box: BoxPlan, ordered: bool, mailbox: Mailbox):
+    def __init__(self, place: MemberState, box: BoxPlan, ordered: bool, mailbox: Mailbox,
+                 times: StampedTime | None = None):
         self.place = place
+        # a windowed box's: its rows given their windows, its producers' watermarks, carried by each Close
+        self.times = times
+        self.clock = 0.0  # the flow clock of the run it stamps in (a windowed producer's idle timer)
         self.box = box
         self.ordered = ordered
         self.mailbox = mailbox
@@ -140,9 +145,11 @@ class Coordinator:
     def _sequential(self, port: int) -> bool:
         return self.ordered and self.box.ports[port].relation in self.place.roles.sequential
 
-    def coordinate(self, port: int, rows: list | Columns) -> None:
-        """Take an input batch of in port ``port`` (rows, or columns): stamp it now, or hold it (see the module
-        docstring)."""
+    def coordinate(self, port: int, rows: list | Columns, producer: str = "") -> None:
+        """Take an input batch of ``producer`` on in port ``port`` (rows, or columns): stamp it now, or hold it
+        (see the module docstring); a windowed port's rows get their windows first (node/cumulus/event_marks.py)."""
+        if self.times is not None and port in self.times.windows.ports:
+            rows = self.times.assign(port, producer, rows, self.clock)
         joined = self.place.joined
         joining = joined is None or self.epoch < joined
         if joining or self._closing > 1 and not self._sequential(port):
@@ -159,9 +166,19 @@ class Coordinator:
                 self._stamp_held(port, self.holding.pop(port))
         else:
             self._stamp(port, rows)
+        self.wake()
+
+    def wake(self) -> None:
+        """Ask the leader to end the epoch stamped with (once per epoch)."""
         if self.woke != self.epoch:
             self.woke = self.epoch
             self.mailbox.send(0, msg.wake(self.epoch))
+
+    def ended(self, port: int | None, producer: str | None) -> None:
+        """A windowed ``producer`` ended on ``port`` (None, None: every one): +inf from the next Close on."""
+        if self.times is not None:
+            self.times.end(port, producer)
+            self.wake()
 
     def took(self, stream: str, producer: str, seq: int) -> None:
         """Batch ``seq`` of ``producer`` on ``stream`` is the last one taken (its Close names it: stable reads)."""
@@ -233,8 +250,9 @@ class Coordinator:
             self._release_holding()
             positions = [[s, p, q] for (s, p), q in self.stamped.items()]
             self.stamped = {}
+            marks = None if self.times is None else self.times.marks(self.clock)
             for member in range(self._closing):  # the members of the epoch closed
-                self.mailbox.send(member, msg.close(self.epoch, me, positions if member == 0 else None))
+                self.mailbox.send(member, msg.close(self.epoch, me, positions if member == 0 else None, marks))
         self.epoch = epoch
 
     @property
@@ -247,6 +265,7 @@ class Coordinator:
     def state(self) -> dict:
         return {"epoch": self.epoch, "seq": self.seq, "woke": self.woke, "routing": self.routing,
                 "stamped": [[s, p, q] for (s, p), q in self.stamped.items()],
+                "stamped_time": None if self.times is None else self.times.state(),
                 "holding_runs": [[port, [p.ipc() if isinstance(p, Columns) else list(p) for p in held]]
                          for port, held in self.holding.items()]}
 
@@ -258,5 +277,7 @@ class Coordinator:
                         for port, held in state.get("holding_runs", [])}
         for port, rows in state.get("holding", []):  # (a state from before columns were held: rows)
             self.holding[int(port)] = [list(rows)]
+        if self.times is not None:
+            self.times.restore(state.get("stamped_time") or {}, None)
         version = int(state.get("routing", self.place.layout.version))
         self.route(next((lay for lay in layouts if lay.version == version), self.place.layout))

@@ -148,7 +148,7 @@ class Handing:
         self.seen[key] = seq
         self.coordinator.took(key[0], key[1], seq)
         if len(rows):  # (a final mark carries none)
-            self.coordinator.coordinate(port, rows)
+            self.coordinator.coordinate(port, rows, key[1])
 
     def _ordered(self, key: Key, seq: int, port: int, rows: list | Columns) -> None:
         """A handed-over producer's batch: stamped in sequence order from the Handover's ``last + 1``."""

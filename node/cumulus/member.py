@@ -113,7 +113,7 @@ class Member:
         elif tag == msg.PUSH:
             self.applier.push(m)
         elif tag == msg.CLOSE:
-            self.applier.close(m[1], m[2])
+            self.applier.close(m[1], m[2], m[4] if len(m) > 4 else None)
             if leader is not None:
                 leader.closed(m[1], m[2], m[3])
         elif tag == msg.ADVANCE:

@@ -11,7 +11,7 @@ acknowledgements, resends and de-duplication apply), and so a member's state
 tag    message      from → to                     fields
 =====  ===========  ============================  ==========================================
 ``w``  Work         coordinator → member          epoch, coord, seq, port, rows (in stream form)
-``c``  Close        coordinator → every member    epoch, coord, positions (to the leader): no more Work of that epoch
+``c``  Close        coordinator → every member    epoch, coord, positions (to the leader)[, marks]: no more Work of that epoch
 ``p``  Push         server → writer               epoch, coord, seq, src, [[map, key, value]]
 ``a``  Advance      leader → every member         epoch, stable, stable_at: stamp with ``epoch`` from now on
 ``u``  Wake         coordinator → leader          epoch: it stamped Work; please advance
@@ -58,9 +58,10 @@ def work(epoch: int, coord: int, seq: int, port: int, rows: list) -> Message:
     return [WORK, epoch, coord, seq, port, rows]
 
 
-def close(epoch: int, coord: int, positions: list | None = None) -> Message:
-    """``positions``: ``[[stream, producer, seq]]``, the last batch of each input the coordinator stamped in ``epoch``."""
-    return [CLOSE, epoch, coord, positions or []]
+def close(epoch: int, coord: int, positions: list | None = None, marks: list | None = None) -> Message:
+    """``positions``: ``[[stream, producer, seq]]``, the last batch of each input the coordinator stamped in ``epoch``;
+    ``marks``: a windowed box's, the coordinator's watermark per windowed port (node/cumulus/event_marks.py)."""
+    return [CLOSE, epoch, coord, positions or []] if marks is None else [CLOSE, epoch, coord, positions or [], marks]
 
 
 def push(epoch: int, coord: int, seq: int, src: int, entries: list) -> Message:

@@ -124,7 +124,8 @@ class PartOperator(M3Operator):
         except LayoutError as exc:
             raise self.error(f"has a partition that does not fit its program: {exc}") from None
         plan = classify(self.plan.program, dict(layout.maps), box.name)
-        ordered = any(s.refs for _, s in plan.statements())  # (see the module docstring)
+        # (see the module docstring; a windowed box's Closes carry the watermarks: passed in one order, §3.13)
+        ordered = bool(self.plan.windows) or any(s.refs for _, s in plan.statements())
         self.runtime: NativeMemberRuntime = runtime_for(
             box, self.plan.program, self.error,
             lambda program, backend: NativeMemberRuntime(program, layout, me, plan, backend=backend))
@@ -150,8 +151,8 @@ class PartOperator(M3Operator):
                     self._guest(m, partition)
 
     def _guest(self, member: int, partition: Partition) -> PartOperator:
-        return PartOperator(self.box, self.inputs, self.outputs, partition, self.endpoint, member=member,
-                            host=self.host)
+        return type(self)(self.box, self.inputs, self.outputs, partition, self.endpoint, member=member,
+                          host=self.host)
 
     @property
     def hosted(self) -> dict[int, PartOperator]:

@@ -9,19 +9,25 @@ them.  Its :meth:`Windows.state` rides in the box's, so it moves and is snapshot
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
-from boreas.catalog.model import Schema
+from boreas.catalog.model import Box, Field, FieldType, Input, Schema
+from boreas.catalog.watermarks import read_idle_timeout, read_watermark
+from boreas.m3.boxtype import BoxPlan
 from boreas.m3.compiler.sessionfn import Session
 from boreas.m3.compiler.windowfn import WINDOW_COLUMNS, Window
 from boreas.node.watermarks import WatermarkTracker
 from boreas.wire.columns import Columns
 
 from .late import LateLog
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -32,6 +38,39 @@ class WindowedPort:
     time: int  # the event time's position in the port's rows
     marks: WatermarkTracker
     schema: Schema  # the port's rows with the window columns appended
+
+
+def windowed_ports(plan: BoxPlan, inputs: list[Schema], idle: float | None) -> dict[int, WindowedPort]:
+    """The box's in ports read through a window, each with its watermark (its ``WATERMARK FOR`` delay, else 0,
+    and the box's ``idle`` timeout)."""
+    delays = {m.relation.lower(): m.delay for m in plan.watermarks}
+    ports = {}
+    for port, pp in enumerate(plan.ports):
+        window = next((w for w in plan.windows if w.relation.lower() == pp.relation.lower()), None)
+        if window is None:
+            continue
+        schema = inputs[port]
+        time = next(i for i, f in enumerate(schema.fields) if f.name.lower() == window.time.lower())
+        extended = Schema(f"{schema.name}.windows", schema.fields + tuple(
+            Field(name, FieldType.LONG) for name in WINDOW_COLUMNS))
+        ports[port] = WindowedPort(window, time, WatermarkTracker(delays.get(pp.relation.lower(), 0), idle), extended)
+    return ports
+
+
+def declare_inputs(box: Box, ports: Mapping[int, WindowedPort], inputs: Mapping[str, Input],
+                   idle: float | None) -> None:
+    """The node's ``<input>`` declarations: a windowed stream's ``watermark`` (and ``idle-timeout``) is the
+    stream's, and wins over the box's own ``WATERMARK FOR`` (docs/m3.md, "Event time")."""
+    for port, wp in ports.items():
+        declared = inputs.get(box.in_name(port))
+        if declared is None or declared.watermark is None:
+            continue
+        column, delay = read_watermark(declared.watermark)
+        if column.lower() != wp.window.time.lower():
+            log.warning("m3 box %r: stream %r's watermark is on %s but its window reads %s; the box's own "
+                        "watermark applies", box.name, declared.stream, column, wp.window.time)
+            continue
+        wp.marks.declare(delay, read_idle_timeout(declared.idle_timeout) if declared.idle_timeout else idle)
 
 
 @dataclass

@@ -27,45 +27,25 @@ its maps.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable, Mapping
 
 from boreas.catalog.boxtypes import BoxError
-from boreas.catalog.model import Box, Field, FieldType, Input, Schema
-from boreas.catalog.watermarks import read_idle_timeout, read_watermark
+from boreas.catalog.model import Box, Input, Schema
 from boreas.m3.boxtype import box_topn, box_windows
 from boreas.m3.compiler.sessionfn import Session
-from boreas.m3.compiler.windowfn import WINDOW_COLUMNS, Window
-from boreas.node.watermarks import WatermarkTracker
 from boreas.wire.columns import Columns, weighted
 
 from . import m3columns
 from .base import Emitted, OperatorError
 from .late import LateLog
-from .m3event_time import WindowedPort, Windows
+from .m3closing import Closing
+from .m3event_time import Windows, declare_inputs, windowed_ports
 from .m3box import M3Operator
-from .m3memo import present
 from .m3winjoin import StageEmit
 from .m3sessions import SessionBuffer, SessionPort
 from .m3topn import TopNM3Operator
 
 log = logging.getLogger(__name__)
-
-
-def _key_vars(program, decl) -> tuple[str, ...]:
-    """The variable of each key column of a view (a plain view's: its first map's keys)."""
-    if decl.key_vars:
-        return tuple(decl.key_vars)
-    return tuple(k.name for k in program.map(decl.columns[0].numerator or "").keys)
-
-
-def _window_position(names: tuple[str, ...]) -> tuple[int, bool] | None:
-    """The key position holding a window's end (``(i, True)``) or else its start (``(i, False)``)."""
-    for suffix, is_end in (("WINDOW_END", True), ("WINDOW_START", False)):
-        for i, name in enumerate(names):
-            if name.upper().endswith(suffix):
-                return i, is_end
-    return None
 
 
 class WindowedM3Operator(M3Operator):
@@ -77,42 +57,19 @@ class WindowedM3Operator(M3Operator):
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
         super().__init__(box, inputs, outputs)
         self._idle = idle = self.number("idle-timeout", None, positive=True)
-        delays = {m.relation.lower(): m.delay for m in self.plan.watermarks}
-        ports, sessions = {}, {}
-        for port, plan in enumerate(self.plan.ports):
-            window = next((w for w in self.plan.windows if w.relation.lower() == plan.relation.lower()), None)
-            if window is None:
-                continue
-            schema = self.inputs[port]
-            time = next(i for i, f in enumerate(schema.fields) if f.name.lower() == window.time.lower())
-            extended = Schema(f"{schema.name}.windows", schema.fields + tuple(
-                Field(name, FieldType.LONG) for name in WINDOW_COLUMNS))
-            ports[port] = WindowedPort(window, time, WatermarkTracker(delays.get(plan.relation.lower(), 0), idle),
-                                       extended)
-            if isinstance(window, Session):
-                names = [f.name.lower() for f in schema.fields]
-                sessions[port] = SessionPort(window, time, tuple(names.index(c.lower()) for c in window.partition))
+        ports, sessions = windowed_ports(self.plan, self.inputs, idle), {}
+        for port, wp in ports.items():
+            if isinstance(wp.window, Session):
+                names = [f.name.lower() for f in self.inputs[port].fields]
+                sessions[port] = SessionPort(wp.window, wp.time, tuple(names.index(c.lower()) for c in wp.window.partition))
         if sessions and len(sessions) != len(ports):
             raise self.error("reads one stream through SESSION and another through TUMBLE or HOP; a box reads "
                              "through sessions or through fixed windows (use one box for each)")
         self.windows = Windows(ports, logged=LateLog(box.name, kind="m3", allowance="its stream's watermark delay"))
         self.sessions = SessionBuffer(sessions)
-        self._size = max((w.size for w in self.plan.windows if isinstance(w, Window)), default=0)
-        self._closing = []  # (view port, view, window key position, whether it is the end)
-        for out, view in enumerate(self.plan.views):
-            decl = self.plan.program.view(view.name)
-            where = _window_position(_key_vars(self.plan.program, decl))
-            if where is None:
-                raise self.error(f"view {view.name} reads a windowed stream but does not GROUP BY window_start or "
-                                 "window_end: its rows would never close")
-            self._closing.append((out, view, *where))
+        self.closing = Closing.of(self.plan, self.error)
         # a window join: its views are the leaves, its rows the stages' (.m3winjoin)
         self._stages = StageEmit(self.plan.stages, self.outputs[0]) if self.plan.stages is not None else None
-        self._doomed = {}
-        for m in self.plan.program.maps:
-            where = _window_position(tuple(k.name for k in m.keys))
-            if where is not None:
-                self._doomed[m.name] = where
 
     # -- the data plane ----------------------------------------------------------------
 
@@ -179,26 +136,13 @@ class WindowedM3Operator(M3Operator):
             return []
         for port, rows in self.sessions.close(frontier).items():  # folded in with their final bounds
             super().process(port, rows, now)
-        size = self._size
-        if self.sessions.ports:  # every entry in the maps is a session closed just now
-            closed = {name: self.runtime.keys_at_most(name, position, math.inf) for name, (position, _) in
-                      self._doomed.items()}
-        else:
-            closed = {name: self.runtime.keys_at_most(name, position, frontier if is_end else frontier - size)
-                      for name, (position, is_end) in self._doomed.items()}
+        everything = bool(self.sessions.ports)  # every entry in the maps is a session closed just now
+        closed = self.closing.closed_keys(self.runtime, frontier, everything)
         emitted: Emitted = []
         leaves: dict[str, list] = {}
-        for out, view, position, is_end in self._closing:
-            decl = self.plan.program.view(view.name)
-            if decl.general:  # computed when read: read whole, the closed rows kept
-                pairs = [(key, value) for key, value in self.runtime.view(view.name).items()
-                         if self.sessions.ports or (key[position] if is_end else key[position] + size) <= frontier]
-            else:  # a plain view's keys are its maps' keys: the closed ones, read where they are
-                keys = list(dict.fromkeys(key for name in decl.maps for key in closed.get(name, ())))
-                pairs = self.runtime.rows_at(view.name, keys)
-            pairs = sorted((kv for kv in pairs if present(kv[1])), key=lambda kv: kv[0][position])
+        for out, view, position, is_end, pairs in self.closing.rows(self.runtime, frontier, closed, everything):
             if self._stages is not None:
-                leaves[view.name] = [(k[position] + (0 if is_end else size), k, v) for k, v in pairs]
+                leaves[view.name] = [(self.closing.end_of(k, position, is_end), k, v) for k, v in pairs]
             elif pairs:
                 emitted.append((out, self._emit[out](pairs)))
         if self._stages is not None and (joined := self._stages.rows(leaves)):
@@ -211,17 +155,7 @@ class WindowedM3Operator(M3Operator):
     def follow_inputs(self, inputs: Mapping[str, Input]) -> None:
         """The node's ``<input>`` declarations: a windowed stream's ``watermark`` (and ``idle-timeout``) is the
         stream's, and wins over the box's own ``WATERMARK FOR`` (docs/m3.md, "Event time")."""
-        for port, wp in self.windows.ports.items():
-            declared = inputs.get(self.box.in_name(port))
-            if declared is None or declared.watermark is None:
-                continue
-            column, delay = read_watermark(declared.watermark)
-            if column.lower() != wp.window.time.lower():
-                log.warning("m3 box %r: stream %r's watermark is on %s but its window reads %s; the box's own "
-                            "watermark applies", self.box.name, declared.stream, column, wp.window.time)
-                continue
-            idle = read_idle_timeout(declared.idle_timeout) if declared.idle_timeout else self._idle
-            wp.marks.declare(delay, idle)
+        declare_inputs(self.box, self.windows.ports, inputs, self._idle)
 
     # -- what it knows -----------------------------------------------------------------
 
@@ -259,7 +193,9 @@ def m3_operator(box: Box, inputs: list[Schema], outputs: list[Schema]) -> M3Oper
 
 def follow_watermarks(operators: Iterable[object], inputs: Mapping[str, Input]) -> None:
     """Tell every windowed ``m3`` box among ``operators`` the node's ``<input>`` declarations (a new local
-    catalog: node/operator_host.py)."""
+    catalog: node/operator_host.py); a member of a partitioned one (node/cumulus/windowing.py) has the same
+    ``follow_inputs``."""
     for op in operators:
-        if isinstance(op, WindowedM3Operator):
-            op.follow_inputs(inputs)
+        follow = getattr(op, "follow_inputs", None)
+        if follow is not None:
+            follow(inputs)

@@ -1,0 +1,174 @@
+"""Event time in a partitioned windowed ``m3`` box: the coordinators' watermarks, carried to every member
+(docs/cumulus.md §3.13).
+
+A watermark is a property of the stream, the least over its producers; a member must close a window when
+the *stream's* watermark passes its end, though most producers' rows route to other members.  So:
+
+* each coordinator adds the window columns to its producers' rows before routing them (one copy per window a
+  row falls in: the maps are keyed by window, so the copies go where their groups live), and keeps its
+  producers' watermarks (:class:`StampedTime`, a :class:`~boreas.node.operators.m3event_time.Windows` that never
+  closes anything: its ``closed`` stays -inf);
+* its ``Close(e)``, sent to *every* member on the ordered per-member links, carries its watermark per windowed
+  port (:meth:`StampedTime.marks`): None while none of its producers sent a row, +inf once all ended;
+* each member, when it passes that ``Close`` in the version order (after every version of ``e`` of that
+  coordinator), takes the marks (:meth:`EpochFrontier.heard`): the frontier is, per port, the least mark of
+  the coordinators that have one, and the least over ports.  Every member passes every ``Close`` at the same
+  point of the one total order, so every member's frontier, its closed windows and its late rows are the same
+  function of the input, on any node and in any replay.
+
+Windows close at most an epoch (``epoch-ms``) after the watermark passes them.  A row whose every window the
+frontier closed before its version applies is late at the member that would have kept it: counted there, left
+out (:meth:`EpochFrontier.admit`); the box's ``late_tuples`` sums the members hosted on a node.
+
+>>> import math
+>>> f = EpochFrontier({0: 5000})
+>>> f.heard(0, [[0, 5000.0]]), f.heard(1, [[0, None]]), f.heard(1, [[0, 3000.0]]), f.heard(1, [[0, "inf"]])
+(5000.0, 5000.0, 3000.0, 5000.0)
+>>> f.closed = 5000.0
+>>> f.admit(0, [(1, 4999, 0, 5000), (1, 5001, 5000, 5010), (1, 4000, 0, 4000)], time=1)
+[(1, 5001, 5000, 5010)]
+>>> f.late
+2
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow.compute as pc
+
+from boreas.wire.columns import Columns, read_columns, weighted
+
+from ..operators import m3columns
+from ..operators.m3event_time import Windows
+
+Marks = list[list]  # [[port, mark]]: a mark is a float, None (no producer heard yet) or "inf" (all ended)
+
+
+def _encode(mark: float) -> float | str | None:
+    return None if mark == -math.inf else "inf" if mark == math.inf else mark
+
+
+def _decode(mark: float | str | None) -> float | None:
+    return None if mark is None else math.inf if mark == "inf" else float(mark)
+
+
+@dataclass
+class StampedTime:
+    """A coordinator's event time: its producers' rows given their windows, and their watermarks."""
+
+    windows: Windows
+
+    def assign(self, port: int, producer: str, rows: list | Columns, now: float) -> list | Columns:
+        """The rows of a batch of ``producer`` on windowed ``port``, one copy per window each falls in (the
+        window columns appended); the producer's watermark moved by it (rows without an event time counted late)."""
+        windows = self.windows
+        if isinstance(rows, Columns):
+            assigned = windows.admit_columns(port, producer, rows, now)
+            if assigned is not None:
+                return assigned
+            plain = rows.weights is None
+            adds, takes = m3columns.by_sign(rows)
+            out, weights = windows.admit(port, producer, adds + takes, None if plain else
+                                         [1] * len(adds) + [-1] * len(takes), now)
+            return weighted(out, weights, windows.ports[port].schema)
+        return windows.admit(port, producer, list(rows), None, now)[0]
+
+    def end(self, port: int | None, producer: str | None) -> None:
+        """``producer`` ended its input on ``port`` (None, None: every producer of every port did)."""
+        if port is None:
+            self.windows.end()
+        elif port in self.windows.ports:
+            self.windows.ports[port].marks.end(producer)
+
+    def marks(self, now: float) -> Marks:
+        """Its watermark per windowed port, as its ``Close`` carries it."""
+        out = []
+        for port, wp in self.windows.ports.items():
+            tracker = wp.marks
+            known = tracker.newest or tracker.all_ended
+            out.append([port, _encode(tracker.watermark(now)) if known else None])
+        return out
+
+    @property
+    def late(self) -> int:
+        return self.windows.late
+
+    def state(self) -> dict:
+        return self.windows.state()
+
+    def restore(self, state: dict, now: float | None) -> None:
+        if state:
+            self.windows.restore(state, now)
+
+
+@dataclass
+class EpochFrontier:
+    """A member's event time: the marks each coordinator's last ``Close`` carried, the frontier it closed up to,
+    its late rows.  ``slides``: each windowed port's slide (a TUMBLE's is its size)."""
+
+    slides: dict[int, int]
+    heard_marks: dict[int, dict[int, float | None]] = field(default_factory=dict)  # coordinator -> port -> mark
+    closed: float = -math.inf
+    late: int = 0
+
+    def heard(self, coordinator: int, marks: Marks, members: int | None = None) -> float:
+        """A ``Close`` of ``coordinator`` passed with ``marks``: the frontier now.  ``members``: the partition's
+        members now (a retired member's coordinator closes no more epochs: its last marks stop counting; its
+        producers went to others, whose marks hold them)."""
+        if members is not None:
+            for gone in [c for c in self.heard_marks if c >= members]:
+                del self.heard_marks[gone]
+        mine = self.heard_marks.setdefault(coordinator, {})
+        for port, mark in marks:
+            mark, before = _decode(mark), mine.get(int(port))
+            mine[int(port)] = before if mark is None else mark if before is None else max(mark, before)
+        return self.frontier()
+
+    def frontier(self) -> float:
+        """Per windowed port the least mark of the coordinators that have one (-inf: none has), the least of those."""
+        least = math.inf
+        for port in self.slides:
+            known = [m for by in self.heard_marks.values() if (m := by.get(port)) is not None]
+            least = min(least, min(known) if known else -math.inf)
+        return least
+
+    def admit(self, port: int, rows: list | bytes | Columns, time: int) -> list | Columns:
+        """A Work's rows of windowed ``port`` (window start and end their last two columns, the event time at
+        ``time``) without the copies of closed windows; a row is late, and counted, when the copy of its last
+        window (the one its time is in the slide after the start of) is left out."""
+        closed = self.closed
+        if closed == -math.inf:
+            return rows
+        slide = self.slides[port]
+        if isinstance(rows, bytes):
+            rows = read_columns(rows)
+        if isinstance(rows, Columns):
+            batch = rows.batch
+            ends = batch.column(batch.num_columns - 1)
+            keep = pc.greater(ends, closed)
+            if pc.all(keep).as_py():
+                return rows
+            gone = pc.invert(keep)
+            lasts = pc.less(batch.column(time), pc.add(batch.column(batch.num_columns - 2), slide))
+            counted = np.asarray(pc.and_(gone, lasts).to_numpy(zero_copy_only=False), dtype=bool)
+            weights = None if rows.weights is None else np.abs(rows.weights.to_numpy(zero_copy_only=False))
+            self.late += int(counted.sum()) if weights is None else int(weights[counted].sum())
+            return rows.filter(keep)
+        kept = [row for row in rows if row[-1] > closed]
+        if len(kept) != len(rows):
+            self.late += sum(1 for row in rows if row[-1] <= closed and row[time] < row[-2] + slide)
+        return kept
+
+    def state(self) -> dict:
+        return {"closed": _encode(self.closed), "late": self.late,
+                "marks": [[c, [[p, _encode(-math.inf if m is None else m)] for p, m in by.items()]]
+                          for c, by in self.heard_marks.items()]}
+
+    def restore(self, state: dict) -> None:
+        closed = _decode(state.get("closed"))
+        self.closed = -math.inf if closed is None else closed
+        self.late = int(state.get("late", 0))
+        self.heard_marks = {int(c): {int(p): _decode(m) for p, m in by} for c, by in state.get("marks", [])}

@@ -1,0 +1,92 @@
+"""Which map entries and view rows an event-time frontier closes in an ``m3`` box's maps.
+
+One owner of the question "what does closing up to ``frontier`` take away": the one-node windowed box
+(node/operators/m3windows.py) and each member of a partitioned one (node/cumulus/windowing.py) ask
+:class:`Closing` for the closed keys of every map keyed by a window, and for each view's rows there, then emit
+those rows and delete the entries themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from boreas.m3.boxtype import BoxPlan, ViewInfo
+from boreas.m3.compiler.windowfn import Window
+from boreas.m3.runtime.program import Runtime
+
+from .m3memo import present
+
+Pairs = list[tuple[tuple, object]]  # (key, value) rows of a view
+
+
+def _key_vars(program, decl) -> tuple[str, ...]:
+    """The variable of each key column of a view (a plain view's: its first map's keys)."""
+    if decl.key_vars:
+        return tuple(decl.key_vars)
+    return tuple(k.name for k in program.map(decl.columns[0].numerator or "").keys)
+
+
+def window_position(names: tuple[str, ...]) -> tuple[int, bool] | None:
+    """The key position holding a window's end (``(i, True)``) or else its start (``(i, False)``).
+
+    >>> window_position(("auction", "B_WINDOW_START", "B_WINDOW_END")), window_position(("a",))
+    ((2, True), None)
+    """
+    for suffix, is_end in (("WINDOW_END", True), ("WINDOW_START", False)):
+        for i, name in enumerate(names):
+            if name.upper().endswith(suffix):
+                return i, is_end
+    return None
+
+
+@dataclass(frozen=True)
+class Closing:
+    """The views and maps a box's windows close: each view's out port, window key position and whether it holds
+    the end (else the start, ``size`` before it); each map keyed by a window, its window key position."""
+
+    views: tuple[tuple[int, ViewInfo, int, bool], ...]
+    doomed: dict[str, tuple[int, bool]]
+    size: int  # the widest fixed window's size (a window starting at s ends at s + size)
+
+    @classmethod
+    def of(cls, plan: BoxPlan, error: Callable[[str], Exception]) -> Closing:
+        views = []
+        for out, view in enumerate(plan.views):
+            where = window_position(_key_vars(plan.program, plan.program.view(view.name)))
+            if where is None:
+                raise error(f"view {view.name} reads a windowed stream but does not GROUP BY window_start or "
+                            "window_end: its rows would never close")
+            views.append((out, view, *where))
+        doomed = {m.name: where for m in plan.program.maps
+                  if (where := window_position(tuple(k.name for k in m.keys))) is not None}
+        size = max((w.size for w in plan.windows if isinstance(w, Window)), default=0)
+        return cls(tuple(views), doomed, size)
+
+    def end_of(self, key: tuple, position: int, is_end: bool) -> int:
+        """The end of the window a view or map key at ``position`` names."""
+        return key[position] if is_end else key[position] + self.size
+
+    def closed_keys(self, runtime: Runtime, frontier: float, everything: bool = False) -> dict[str, list[tuple]]:
+        """Each windowed map's keys of windows ending at or before ``frontier`` (``everything``: every key, as
+        when every entry is a session closed just now)."""
+        return {name: runtime.keys_at_most(name, position, math.inf if everything else
+                                           frontier if is_end else frontier - self.size)
+                for name, (position, is_end) in self.doomed.items()}
+
+    def rows(self, runtime: Runtime, frontier: float, closed: dict[str, list[tuple]],
+             everything: bool = False) -> list[tuple[int, ViewInfo, int, bool, Pairs]]:
+        """Each view's rows of the windows ``closed`` names, present ones only, in window order."""
+        found = []
+        for out, view, position, is_end in self.views:
+            decl = runtime.program.view(view.name)
+            if decl.general:  # computed when read: read whole, the closed rows kept
+                pairs = [(key, value) for key, value in runtime.view(view.name).items()
+                         if everything or self.end_of(key, position, is_end) <= frontier]
+            else:  # a plain view's keys are its maps' keys: the closed ones, read where they are
+                keys = list(dict.fromkeys(key for name in decl.maps for key in closed.get(name, ())))
+                pairs = runtime.rows_at(view.name, keys)
+            pairs = sorted((kv for kv in pairs if present(kv[1])), key=lambda kv: kv[0][position])
+            found.append((out, view, position, is_end, pairs))
+        return found
