@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 from boreas.catalog.expressions import ExpressionError, Scope
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import CodeBuilder
-from boreas.node.compile_shapes import SHARED, Lifted, factory, lift
+from boreas.node.compile_shapes import SHARED, Lifted, SharedCode, factory, lift
 from boreas.wire.columns import Columns, arrow_schema, weighted
 
 from . import arrow_exprs
@@ -53,8 +53,11 @@ from .base import Emitted, Operator, OperatorError
 class FilterOperator(Operator):
     takes_columns = True  # Columns are filtered as columns (or read as rows when that is not exact)
 
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
-        """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two)."""
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True,
+                 shared: SharedCode = SHARED):
+        """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two);
+        ``shared``: where the code of each expression shape is kept (``SharedCode(0)``: compiled per box, as
+        before shapes were shared: bench/deploy_node.py's peer)."""
         super().__init__(box, inputs, outputs)
         predicates = self.indexed("expression")
         if not predicates:
@@ -64,7 +67,7 @@ class FilterOperator(Operator):
         self.check_outputs()
         lifted = lift(predicates)
         key = ("filter", lifted.key, inputs[0], self.false_port)
-        make = SHARED.get(key, lambda: _compiled(box.name, predicates, lifted, inputs[0], self.false_port))
+        make = shared.get(key, lambda: _compiled(box.name, predicates, lifted, inputs[0], self.false_port))
         self._batch, self._row_loop = make(*lifted.values)
         self._predicates = predicates
         self._wants_columns = columnar
