@@ -7,7 +7,9 @@ tuple by tuple): every box of a shape, built after boxes of the same shape
 with other numbers (so it takes the shared code), must route each tuple to
 the port of its first true predicate, with numbers of either kind (whole
 or decimal: the types depend on it), several predicates, the false port,
-and a predicate that fails on a row (division by zero: false).
+a predicate that fails on a row (division by zero: false), and numbers the
+compiler folds into other constants (``2.5 + 3``: such a shape's code reads
+its numbers as parameters instead of constants).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ ROW = Schema("R", (Field("g", I), Field("h", I), Field("x", D)))
 
 #: Shapes with ``{}`` where a number goes.
 SHAPES = ["x > {}", "x > {} and g <> {}", "g * {} + h >= {}", "{} / x > {}", "g % {} = {}", "-x < -{}",
-          "x between {} and {}", "g in ({}, {}, 7)", "min(g, {}) = h or x * {} < 1", "(g + {}) / (h - {}) > 0"]
+          "x between {} and {}", "g in ({}, {}, 7)", "min(g, {}) = h or x * {} < 1", "(g + {}) / (h - {}) > 0",
+          "x > {} + {}", "x * {} > -{} - 1"]  # (the last two: numbers Python's compiler folds into one constant)
 NUMBERS = st.one_of(st.integers(0, 50).map(str), st.tuples(st.integers(0, 50), st.integers(0, 9)).map(
     lambda t: f"{t[0]}.{t[1]}"))
 ROWS = st.lists(st.tuples(st.integers(-5, 5), st.integers(-5, 5),

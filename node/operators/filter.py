@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 from boreas.catalog.expressions import ExpressionError, Scope
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import CodeBuilder
-from boreas.node.compile_shapes import SHARED, Lifted, SharedCode, factory, lift
+from boreas.node.compile_shapes import SHARED, Constants, Lifted, SharedCode, factory, lift, schema_key
 from boreas.wire.columns import Columns, arrow_schema, weighted
 
 from . import arrow_exprs
@@ -66,7 +66,7 @@ class FilterOperator(Operator):
         self.false_port = (box.param("pass-on-false-port") or "0").strip() not in ("0", "false", "")
         self.check_outputs()
         lifted = lift(predicates)
-        key = ("filter", lifted.key, inputs[0], self.false_port)
+        key = ("filter", lifted.key, schema_key(inputs[0]), self.false_port)
         make = shared.get(key, lambda: _compiled(box.name, predicates, lifted, inputs[0], self.false_port))
         self._batch, self._row_loop = make(*lifted.values)
         self._predicates = predicates
@@ -138,11 +138,15 @@ def _compiled(label: str, texts: list[str], lifted: Lifted, schema: Schema, fals
         sources = lifted.translated(builder, lambda tree: builder.translate(tree).source)
     except ExpressionError as exc:
         raise OperatorError(f"filter box {label!r}: {exc}") from None
-    source = _batch_source(sources, false_port)
-    if len(sources) == 1 and not false_port:
-        return factory(builder, source + _comprehension_source(sources[0]), lifted.parameters,
-                       "_filter_fast, _filter")
-    return factory(builder, source, lifted.parameters, "_filter, _filter")
+    names = ("_filter_fast", "_filter") if len(sources) == 1 and not false_port else ("_filter", "_filter")
+    plain = [builder.translate(tree).source for tree in lifted.trees]  # (the placeholders as constants)
+    made = Constants.of(builder, _row_source(plain, false_port), lifted.placeholders, names)
+    return made or factory(builder, _row_source(sources, false_port), lifted.parameters, ", ".join(names))
+
+
+def _row_source(predicates: list[str], false_port: bool) -> str:
+    source = _batch_source(predicates, false_port)
+    return source + _comprehension_source(predicates[0]) if len(predicates) == 1 and not false_port else source
 
 
 def _column_masks(schema: Schema, predicates: list[str]) -> list | None:
