@@ -16,31 +16,31 @@ schema.  (The data plane compiles the same trees to Python callables.)
 >>> infer_type(parse_expression("bogus > 1"), scope)
 Traceback (most recent call last):
 ...
-boreas.catalog.expressions.ExpressionError: unknown field 'bogus' (fields: value, time)
+boreas.catalog.expression_shapes.ExpressionError: unknown field 'bogus' (fields: value, time)
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import sqlglot
 from sqlglot import expressions as exp
-from sqlglot.errors import ParseError, SqlglotError
 
+from .expression_shapes import (  # noqa: F401 - ExpressionError, field_references: re-exported (defined here before)
+    ExpressionError,
+    by_shape,
+    field_references,
+    known_shape_tree,
+    parse_sql,
+)
 from .model import Field, FieldType, Schema
-
-
-class ExpressionError(ValueError):
-    """An expression does not parse, or names something not in scope."""
 
 
 @lru_cache(maxsize=4096)
 def parse_expression(text: str) -> exp.Expression:
     """Parse one Borealis expression (cached: the same text recurs a lot).
 
-    Texts that differ only in their numbers share one parse (:func:`_by_shape`): a catalog of 100,000
+    Texts that differ only in their numbers share one parse (:func:`~.expression_shapes.by_shape`): a catalog of 100,000
     filters ``value > 3.5``, ``value > 4.5``, ... is parsed once, not 100,000 times (sqlglot takes
     about 0.3 ms an expression: half a minute of a deployment's checking).  The tree is the one
     sqlglot gives the text itself.
@@ -48,8 +48,8 @@ def parse_expression(text: str) -> exp.Expression:
     if not text or not text.strip():
         raise ExpressionError("expression is empty")
     sql = text.replace("==", "=")
-    shaped = _by_shape(sql)
-    return shaped if shaped is not None else _parse(sql, text)
+    shaped = by_shape(sql)
+    return shaped if shaped is not None else parse_sql(sql, text)
 
 
 def expression_fields(text: str) -> list[tuple[str | None, str]]:
@@ -57,7 +57,7 @@ def expression_fields(text: str) -> list[tuple[str | None, str]]:
     :func:`parse_expression` does.
 
     What checking a box needs (its syntax, the fields it names), without a tree: a text whose shape
-    is already known good (:func:`_by_shape`) reads its shape's fields, so a Head checking a catalog of
+    is already known good (:func:`~.expression_shapes.by_shape`) reads its shape's fields, so a Head checking a catalog of
     100,000 filters whole (at start) builds no tree for them (the tree cache holds 4,096 texts).
 
     >>> expression_fields("value > 3.5 and left.time < 7")
@@ -72,11 +72,10 @@ def _fields_of(text: str) -> tuple[tuple[str | None, str], ...]:
     inference; a text that does not parse raises each time, as exceptions are not cached.)"""
     if text and text.strip():
         sql = text.replace("==", "=")
-        if not _UNSHAPED.search(sql) and _NUMBER.search(sql):
-            shape = _shape(_NUMBER.sub("\0", sql))
-            if shape is not None and shape.trusted:
-                _refuse_element_reference(shape.tree)
-                return tuple(field_references(shape.tree))
+        shape = known_shape_tree(sql)
+        if shape is not None:
+            _refuse_element_reference(shape)
+            return tuple(field_references(shape))
     tree = parse_expression(text)
     _refuse_element_reference(tree)
     return tuple(field_references(tree))
@@ -86,96 +85,6 @@ def check_expression(text: str, scope: Scope) -> None:
     """``text`` parses and names only fields in ``scope`` (raises :class:`ExpressionError`)."""
     for qualifier, name in _fields_of(text):
         scope.lookup(qualifier, name)
-
-
-def _parse(sql: str, text: str) -> exp.Expression:
-    """sqlglot's tree of ``sql``; the errors name ``text``, the expression as written."""
-    try:
-        tree = sqlglot.parse_one(sql)
-    except ParseError as exc:
-        first = exc.errors[0] if exc.errors else {}
-        where = f" at column {first.get('col')}" if first.get("col") else ""
-        raise ExpressionError(f"expression {text!r} does not parse{where}") from None
-    except SqlglotError:  # the tokenizer's errors (an unclosed quote, ...)
-        raise ExpressionError(f"expression {text!r} does not parse") from None
-    if tree is None:
-        raise ExpressionError(f"expression {text!r} does not parse")
-    return tree
-
-
-#: A number standing alone as sqlglot reads one (not part of a name, a qualified name, a parameter or a
-#: longer number); and what keeps a text off the shared parse: quotes and comments, which may hold digits.
-_NUMBER = re.compile(r"(?<![\w.$@:?])\d+(?:\.\d+)?(?![\w.])")
-_UNSHAPED = re.compile(r"['\"`#]|--|/\*")
-#: The numbers a shape is parsed with: one each, none a text would hold by chance (a text that does is
-#: still parsed right: its shape's tree then fails the check below and it is parsed directly).
-_SENTINEL = 7_770_000_001
-
-
-@dataclass
-class _Shape:
-    """An expression's tree parsed with sentinel numbers, which :meth:`fill` replaces by a text's own."""
-
-    tree: exp.Expression
-    sentinels: list[str]
-    trusted: bool | None = None  # None: not compared with sqlglot's own tree of a text yet
-
-    def fill(self, numbers: list[str]) -> exp.Expression:
-        tree = _build(self.tree, dict(zip(self.sentinels, numbers, strict=True)))
-        tree.meta[_REFS] = tuple(field_references(self.tree))  # (numbers are no fields)
-        return tree
-
-
-def _build(node: exp.Expression, numbers: dict[str, str]) -> exp.Expression:
-    """A new tree like ``node`` with its sentinel numbers replaced (sqlglot's ``copy`` also deep-copies
-    each node's metadata, three times the cost; the positions it holds are the shape's, so none are kept)."""
-    args: dict = {}
-    for key, value in node.args.items():
-        if isinstance(value, exp.Expression):
-            value = _build(value, numbers)
-        elif type(value) is list:
-            value = [_build(v, numbers) if isinstance(v, exp.Expression) else v for v in value]
-        args[key] = value
-    if isinstance(node, exp.Literal) and not node.is_string:
-        args["this"] = numbers[node.this]
-    built = type(node)(**args)
-    built.comments = list(node.comments) if node.comments else node.comments
-    return built
-
-
-def _by_shape(text: str) -> exp.Expression | None:
-    """``text``'s tree from its shape's (its numbers replaced by placeholders), or None: no shape applies."""
-    numbers = _NUMBER.findall(text)
-    if not numbers or _UNSHAPED.search(text):
-        return None
-    shape = _shape(_NUMBER.sub("\0", text))
-    if shape is None or shape.trusted is False:
-        return None
-    tree = shape.fill(numbers)
-    if shape.trusted is None:  # first use: the filled tree must be sqlglot's tree of the text, or never used
-        try:
-            shape.trusted = _parse(text, text) == tree
-        except ExpressionError:
-            shape.trusted = False
-        if not shape.trusted:
-            return None
-    return tree
-
-
-@lru_cache(maxsize=1024)
-def _shape(template: str) -> _Shape | None:
-    """``template`` (its numbers as NUL characters) parsed with sentinel numbers; None if it has no shape."""
-    pieces = template.split("\0")
-    sentinels = [str(_SENTINEL + i) for i in range(len(pieces) - 1)]
-    try:
-        sql = pieces[0] + "".join(s + p for s, p in zip(sentinels, pieces[1:], strict=True))
-        tree = _parse(sql, sql)
-    except ExpressionError:
-        return None  # the text's own parse says why
-    found = [n.this for n in tree.walk() if isinstance(n, exp.Literal) and not n.is_string]
-    if sorted(found) != sorted(sentinels):  # a number sqlglot does not keep as a literal as written
-        return None
-    return _Shape(tree, sentinels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,16 +146,6 @@ def _refuse_element_reference(tree: exp.Expression) -> None:
         raise ExpressionError(f"'{found.this.sql()}->{found.expression.sql()}' {ELEMENT_REFERENCE}")
 
 
-def field_references(tree: exp.Expression) -> list[tuple[str | None, str]]:
-    """Every ``(qualifier, field)`` the expression reads (kept in the tree's ``meta``: the same cached tree
-    is checked against every box using its text, and a shape's trees share their shape's)."""
-    refs = tree.meta.get(_REFS)
-    if refs is None:
-        refs = tree.meta[_REFS] = tuple((col.table or None, col.name) for col in tree.find_all(exp.Column))
-    return list(refs)
-
-
-_REFS = "boreas.field_references"
 
 
 def check_fields(tree: exp.Expression, scope: Scope) -> None:

@@ -23,10 +23,13 @@ Usage::
     copies = CatalogCopies(lambda: head.catalog, origin="head")
     body = copies.document()            # GET /catalog at the current version
     copy = copies.full_copy()           # copy.version, copy.documents (parts 1..n)
+    copies.prepare()                    # both built now, from a worker thread (head/copy_ahead.py)
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +80,8 @@ class CatalogCopies:
         self._document: bytes | None = None
         self._copy: FullCopy | None = None
         self.encoded = 0  # element encodings so far (a cheap read encodes nothing new)
+        # Held while building: readers on the event loop and :meth:`prepare` in a worker (head/copy_ahead.py).
+        self._lock = threading.Lock()
 
     def _element_texts(self, catalog: Catalog) -> list[str]:
         """Every element's text in full-copy order; elements not seen before are encoded now."""
@@ -97,17 +102,30 @@ class CatalogCopies:
                 or self._built_from[1] != catalog.version:
             self._built_from, self._document, self._copy = (catalog, catalog.version), None, None
 
+    def prepare(self) -> tuple[int, float]:
+        """Build the current version's copy and document now, before anyone reads them (thread-safe:
+        :mod:`.copy_ahead` calls it from a worker thread); the version and the CPU seconds it took."""
+        start = time.thread_time()
+        copy = self.full_copy()
+        self.document()
+        return copy.version, time.thread_time() - start
+
     def document(self) -> bytes:
         """``GET /catalog``: the current catalog as one update document (UTF-8)."""
-        catalog = self.current()
-        self._at(catalog)
-        if self._document is None:
-            text = _document(self._element_texts(catalog), version=catalog.version, origin=self.origin)
-            self._document = text.encode()
-        return self._document
+        with self._lock:
+            catalog = self.current()
+            self._at(catalog)
+            if self._document is None:
+                text = _document(self._element_texts(catalog), version=catalog.version, origin=self.origin)
+                self._document = text.encode()
+            return self._document
 
     def full_copy(self) -> FullCopy:
         """The current catalog as a full copy, in parts of :data:`COPY_CHUNK` elements."""
+        with self._lock:
+            return self._full_copy()
+
+    def _full_copy(self) -> FullCopy:
         catalog = self.current()
         self._at(catalog)
         if self._copy is None:

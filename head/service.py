@@ -49,6 +49,7 @@ from boreas.wire.supervisor import Supervisor
 
 from .bulk import bulk_step, declared
 from .catalog_copy import CatalogCopies
+from .copy_ahead import CopyAhead
 from .commit_follower import CommitFollower
 from .failover import Failover
 from .global_feed import GlobalFeed
@@ -82,6 +83,7 @@ class HeadService:
         self.feeds: dict[str, GlobalFeed] = {}
         # The catalog serialized once per version, for GET /catalog and global components' full copies.
         self.copies = CatalogCopies(lambda: self.catalog, self.origin)
+        self.copy_ahead = CopyAhead(self.copies)  # each version's copy built once it is quiet (issue 37)
         self.submissions = SubmissionLog(lambda: self.store)  # records in the store: the next leader answers
         self.pending = PendingRequests(pending_timeout)
         self.membership = Membership(heartbeat_timeout)
@@ -146,6 +148,7 @@ class HeadService:
             self.index_saver.started(catalog.version, decoded)
             self._install(catalog, affected_version=None)
         self.tasks.spawn("commits", self.commits.run)
+        self.tasks.spawn("copy ahead", self.copy_ahead.run)
         await self.snapshots.load()
         if self.store.membership_url is not None:
             await self._watch_zookeeper_members(asyncio.get_running_loop(), self.store.membership_url)
@@ -248,6 +251,7 @@ class HeadService:
         if self.index.catalog is not catalog:  # (at start it was made for this catalog: loaded or checked)
             self.index = self.index.derive(catalog, touched)
             self.index_saver.changed()
+        self.copy_ahead.changed()
         affected = []
         for endpoint, desired in self.slices.advance(self.index).items():
             sync = self.sync_for(endpoint)

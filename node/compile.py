@@ -46,7 +46,7 @@ return ((row[1] * 2) + 1)
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,8 +107,10 @@ class CodeBuilder:
     expressions can be spliced into one generated function.
     """
 
-    def __init__(self, scope: Scope, variables: Sequence[str] | None = None, label: str = ""):
+    def __init__(self, scope: Scope, variables: Sequence[str] | None = None, label: str = "",
+                 numbers: Mapping[str, str] | None = None):
         self.label = label  # the box name: it tells generated functions apart in tracebacks and profiles
+        self.numbers = numbers or {}  # a number literal's text -> the name it is read by (compile_shapes.py)
         if variables is None:
             variables = ["row"] if len(scope.schemas) == 1 else [q or "row" for q, _ in scope.schemas]
         if len(variables) != len(scope.schemas):
@@ -196,9 +198,8 @@ class CodeBuilder:
             if tree.is_string:
                 return repr(tree.this), STR
             text = tree.this
-            if text.lstrip("-").isdigit():
-                return repr(int(text)), INT
-            return repr(float(text)), FLOAT
+            kind = INT if text.lstrip("-").isdigit() else FLOAT
+            return self.numbers.get(text) or repr(int(text) if kind == INT else float(text)), kind
         if t is exp.Boolean:
             return repr(bool(tree.this)), BOOL
         if t is exp.Null:

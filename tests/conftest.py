@@ -56,6 +56,8 @@ IN_PROCESS = (
     "test_node_positions.py",                # deployment positions resolved against a node order
     "test_zk_copies.py",  # (the session's ZooKeeper server only: PROCESS_FIXTURES puts it in the group)
     "test_properties.py", "test_properties_broken_input.py", "test_fastpath.py", "test_doctests.py",
+    "test_filter_shapes.py",                 # filters sharing code per expression shape, against compile_expression
+    "test_copy_ahead.py",                    # a catalog copy built ahead in a worker thread, read on the loop
     "test_layering.py",                      # the import graph of the packages (ast only)
     "test_private_access.py", "test_tasks_owned.py",  # no private reached into, every task owned (ast only)
     "test_optimizer.py",                     # the optimizer API's checks (its cluster tests join the group)

@@ -147,7 +147,7 @@ def test_filter_comprehension_equals_the_loop_and_tuple_by_tuple(rows, predicate
     op = FilterOperator(b, [ROW], outs)
     by_row = compile_expression(predicate, Scope.single(ROW))
     expected = [r for r in rows if by_row(r)]  # a failing predicate (None) is false
-    assert op._batch.__globals__["_loop"](rows) == (expected,)
+    assert op._row_loop(rows) == (expected,)
     assert op.process(0, rows, 0.0) == ([(0, expected)] if expected else [])
 
 

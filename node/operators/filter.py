@@ -7,8 +7,11 @@ set, tuples that match none go to one extra, last out port; otherwise they
 are dropped.  A predicate that fails on a tuple (division by zero, ...) is
 false for it.
 
-The whole batch loop is generated and compiled once, with every predicate
-inlined, so a batch costs one Python loop and no per-tuple calls.  The
+The whole batch loop is generated and compiled once per expression shape,
+with every predicate inlined, so a batch costs one Python loop and no
+per-tuple calls; boxes whose predicates differ only in their numbers share
+that code, each with its own numbers (:mod:`boreas.node.compile_shapes`: a
+node building 10,000 such filters compiles one).  The
 common box -- one predicate, no false port -- runs as one list
 comprehension (~25% less per tuple than the loop's ``append``); a predicate
 that fails anywhere in the batch sends the whole batch through the loop
@@ -32,12 +35,15 @@ reads (they read their fields by index).
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from boreas.catalog.expressions import ExpressionError, Scope
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import CodeBuilder
+from boreas.node.compile_shapes import SHARED, Constants, Lifted, SharedCode, factory, lift, schema_key
 from boreas.wire.columns import Columns, arrow_schema, weighted
 
 from . import arrow_exprs
@@ -47,8 +53,11 @@ from .base import Emitted, Operator, OperatorError
 class FilterOperator(Operator):
     takes_columns = True  # Columns are filtered as columns (or read as rows when that is not exact)
 
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
-        """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two)."""
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True,
+                 shared: SharedCode = SHARED):
+        """``columnar=False``: Arrow batches are read as rows (bench/columnar_operators.py compares the two);
+        ``shared``: where the code of each expression shape is kept (``SharedCode(0)``: compiled per box, as
+        before shapes were shared: bench/deploy_node.py's peer)."""
         super().__init__(box, inputs, outputs)
         predicates = self.indexed("expression")
         if not predicates:
@@ -56,17 +65,19 @@ class FilterOperator(Operator):
         # Same reading as the catalog's (boxtypes.infer_filter), so the port count agrees.
         self.false_port = (box.param("pass-on-false-port") or "0").strip() not in ("0", "false", "")
         self.check_outputs()
-        builder = CodeBuilder(Scope.single(inputs[0]), ["row"], label=box.name)
-        try:
-            sources = [builder.translate(p).source for p in predicates]
-        except ExpressionError as exc:
-            raise OperatorError(f"filter box {box.name!r}: {exc}") from None
-        self._batch = builder.define(_batch_source(sources, self.false_port), "_filter")
-        if len(sources) == 1 and not self.false_port:
-            builder.namespace["_loop"] = self._batch
-            self._batch = builder.define(_comprehension_source(sources[0]), "_filter_fast")
-        self._masks = _column_masks(inputs[0], predicates) if columnar else None
+        lifted = lift(predicates)
+        key = ("filter", lifted.key, schema_key(inputs[0]), self.false_port)
+        make = shared.get(key, lambda: _compiled(box.name, predicates, lifted, inputs[0], self.false_port))
+        self._batch, self._row_loop = make(*lifted.values)
+        self._predicates = predicates
+        self._wants_columns = columnar
         self._targets = [arrow_schema(s) for s in outputs]
+
+    @cached_property
+    def _masks(self) -> list | None:
+        """Each predicate as ``batch -> mask``, made when the first Arrow batch comes (a deployment's boxes
+        mostly never see one before they move or go; 0.4 ms a box), None: the row path for every batch."""
+        return _column_masks(self.inputs[0], self._predicates) if self._wants_columns else None
 
     @property
     def columnar(self) -> bool:
@@ -89,7 +100,7 @@ class FilterOperator(Operator):
         """A changelog batch on the row path: each row with its weight as a last element, split off again."""
         rows = [(*row, w) for row, w in zip(columns.rows(), columns.weight_list())]
         return [(i, weighted([r[:-1] for r in out], [r[-1] for r in out], self.outputs[i]))
-                for i, out in enumerate(self._batch(rows)) if out]
+                for i, out in enumerate(self._row_loop(rows)) if out]
 
     def _columns(self, columns: Columns) -> Emitted:
         """Each port's part of the batch: the rows of its first true predicate (and the false port's rest)."""
@@ -112,6 +123,30 @@ class FilterOperator(Operator):
             elif count:
                 out.append((port, columns.filter(mask, self._targets[port])))  # (with their weights)
         return out
+
+
+def _compiled(label: str, texts: list[str], lifted: Lifted, schema: Schema, false_port: bool):
+    """The factory of a filter's row functions for ``lifted``'s key: ``make(*numbers) -> (batch, loop)``.
+
+    The box's own texts are translated first, so a refusal names the box and its expressions as written
+    (the shape's placeholders would not); then the shape's trees, with their numbers as parameters."""
+    scope = Scope.single(schema)
+    try:
+        for text in texts:
+            CodeBuilder(scope, ["row"]).translate(text)
+        builder = CodeBuilder(scope, ["row"], label=f"{label} (shared by its shape)")
+        sources = lifted.translated(builder, lambda tree: builder.translate(tree).source)
+    except ExpressionError as exc:
+        raise OperatorError(f"filter box {label!r}: {exc}") from None
+    names = ("_filter_fast", "_filter") if len(sources) == 1 and not false_port else ("_filter", "_filter")
+    plain = [builder.translate(tree).source for tree in lifted.trees]  # (the placeholders as constants)
+    made = Constants.of(builder, _row_source(plain, false_port), lifted.placeholders, names)
+    return made or factory(builder, _row_source(sources, false_port), lifted.parameters, ", ".join(names))
+
+
+def _row_source(predicates: list[str], false_port: bool) -> str:
+    source = _batch_source(predicates, false_port)
+    return source + _comprehension_source(predicates[0]) if len(predicates) == 1 and not false_port else source
 
 
 def _column_masks(schema: Schema, predicates: list[str]) -> list | None:
@@ -142,11 +177,11 @@ def _batch_source(predicates: list[str], false_port: bool) -> str:
 
 
 def _comprehension_source(predicate: str) -> str:
-    """One predicate, no false port: a comprehension, the loop (``_loop``) when a predicate fails."""
+    """One predicate, no false port: a comprehension, the loop (``_filter``) when a predicate fails."""
     return (
         "def _filter_fast(rows):\n"
         "    try:\n"
         f"        return ([row for row in rows if {predicate}],)\n"
         "    except _ERRORS:\n"
-        "        return _loop(rows)\n"
+        "        return _filter(rows)\n"
     )
