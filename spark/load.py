@@ -77,6 +77,8 @@ log = logging.getLogger(__name__)
 
 #: entries per POST to a member
 DEFAULT_CHUNK = 20_000
+#: the Spark setting that cuts a ``mapInArrow`` task's input into record batches
+RECORDS_PER_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
 
 def load_view(box: str, tables: Mapping[str, DataFrame | str | Path], head: str, token: str | None = None,
@@ -132,7 +134,17 @@ def load_view(box: str, tables: Mapping[str, DataFrame | str | Path], head: str,
             df = df.coalesce(partitions)  # whole partitions, in order: still the same parts on a retry
         frames.append(send_map(df, target, i))
     started = time.monotonic()
-    reports: list[TaskReport] = run_reports(frames)
+    # record batches of a member's chunk each (Spark's default 10,000 rows would cut parts smaller): a part
+    # never spans two record batches; the size is fixed for the job, so a retried task cuts the same parts
+    before = spark.conf.get(RECORDS_PER_BATCH, None)
+    spark.conf.set(RECORDS_PER_BATCH, str(chunk * len(plan.layout.members)))
+    try:
+        reports: list[TaskReport] = run_reports(frames)
+    finally:
+        if before is None:
+            spark.conf.unset(RECORDS_PER_BATCH)
+        else:
+            spark.conf.set(RECORDS_PER_BATCH, before)
     counts = {m.name: 0 for m in maps}
     for report in reports:
         for name, n in report.entries.items():

@@ -16,9 +16,12 @@ Spark partition, part within the task), and a part never spans two of the
 record batches Spark hands over.  Record batches are made the same way on
 every attempt from the same sorted partition, and a task whose input fails
 upstream sees its input end normally after the last complete record batch
-(see :mod:`.columnar`), so a cut attempt's parts are a prefix of the
-retry's, each the very same rows; a member ignores a ``(job, part)`` it
-already took.
+(see :mod:`.columnar`), so every part a cut attempt posted is one of the
+retry's, the very same rows under the same number; a member ignores a
+``(job, part)`` it already took.  A task keeps up to :data:`IN_FLIGHT`
+parts posted at once (a member's round trip logs the part before it
+answers), so which of its parts a cut attempt got in need not be a prefix;
+each is still taken once.
 
 >>> import pyarrow as pa, datetime as dt
 >>> batch = pa.record_batch({"k0": [1, None, 3], "k1": [dt.date(1970, 1, 2)] * 3, "value": [2.0, 5.0, None]})
@@ -31,6 +34,7 @@ DataType(int64)
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -51,6 +55,9 @@ if TYPE_CHECKING:
 
 #: Spark partitions per map in part numbers: part = 1 + (map * TASKS_PER_MAP + partition) * PARTS_PER_TASK + n
 TASKS_PER_MAP = 1_000_000
+#: parts one task has posted and not yet seen taken: a member's round trip (logging the part) overlaps the next
+#: parts' shaping and the other member's round trips
+IN_FLIGHT = 4
 _TYPES = {"INT": pa.int64(), "FLOAT": pa.float64(), "STRING": pa.string(), "DATE": pa.date32()}
 
 
@@ -130,21 +137,32 @@ async def _send(target: LoadTarget, map_index: int, index: int, batches: Iterato
     name, kinds, value_type = target.maps[map_index]
     report = TaskReport(index, {n: 0 for n, _, _ in target.maps})
     first = 1 + (map_index * TASKS_PER_MAP + index) * PARTS_PER_TASK
+    window = asyncio.Semaphore(IN_FLIGHT)
+
+    async def post(member: int, number: int, rows: pa.RecordBatch, counted: bool) -> None:
+        try:
+            await post_part(peers, target.box, member, layout.members[member], target.job, number,
+                            encode(name, rows), target.timeout, ARROW)
+        finally:
+            window.release()
+        if counted:
+            report.entries[name] += rows.num_rows
+
     async with PeerClient(target.token, timeout=max(target.timeout, 10.0)) as peers:
         try:
-            for raw in batches:  # a part never spans two record batches (module docstring)
-                batch, nulls = shape(raw, kinds, value_type)
-                report.null_keys += nulls
-                for member, rows, counted in parts(layout, name, kinds, batch, target.chunk):
-                    if report.parts + 1 >= PARTS_PER_TASK:
-                        raise ValueError(f"Spark partition {index} of map {name} needs more than {PARTS_PER_TASK} "
-                                         f"parts; use more partitions or a larger chunk")
-                    report.parts += 1
-                    await post_part(peers, target.box, member, layout.members[member], target.job,
-                                    first + report.parts, encode(name, rows), target.timeout, ARROW)
-                    if counted:
-                        report.entries[name] += rows.num_rows
-        except LoadRefused as exc:
+            async with asyncio.TaskGroup() as posts:  # owns the parts in flight; one refused cancels the rest
+                for raw in batches:  # a part never spans two record batches (module docstring)
+                    batch, nulls = shape(raw, kinds, value_type)
+                    report.null_keys += nulls
+                    for member, rows, counted in parts(layout, name, kinds, batch, target.chunk):
+                        if report.parts + 1 >= PARTS_PER_TASK:
+                            raise ValueError(f"Spark partition {index} of map {name} needs more than "
+                                             f"{PARTS_PER_TASK} parts; use more partitions or a larger chunk")
+                        report.parts += 1
+                        await window.acquire()
+                        posts.create_task(post(member, first + report.parts, rows, counted))
+        except* LoadRefused as group:
+            exc = group.exceptions[0]
             report.refused = (exc.member, exc.endpoint, exc.status, str(exc))
     return report
 
