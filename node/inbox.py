@@ -29,7 +29,7 @@ class Arrival(NamedTuple):
     producer: str
     seq: int
     box: str  # the one box it is for ("" for its stream's routes)
-    raw: bytes  # what the input log keeps (the rows as they came)
+    raw: bytes | memoryview  # what the input log keeps (the rows as they came; a view into the frame)
     logged: asyncio.Future[int] | None  # told the batch's log position, for a deferred acknowledgement
     digest: int  # the publisher's digest of its rows (0: none)
     final: bool = False  # the producer's end of input (``Publisher.close(final=True)``): node/stream_ends.py

@@ -93,7 +93,9 @@ class Intake:
                            f"stream {batch.stream!r} does not enter node {self.endpoint}")
         if "~" not in batch.producer:  # a publisher's (a box's batches may share a link with member messages:
             await self._admit(batch.stream)  # never held)
-        data = bytes(batch.rows)  # (one copy of the payload: decoded, and kept by the log as it came)
+        # the payload where the frame holds it, no copy (a frame is some hundreds of kB): decoded from there, and
+        # kept by the log as it came (msgspec writes a memoryview as the bytes it shows)
+        data = memoryview(batch.rows)
         rows, errors = row_type.decode_payload(data, batch.fmt)  # rows, or Arrow Columns
         if "~" not in batch.producer and isinstance(rows, Columns) and rows.weights is not None:
             self.counters["refused_batches"] += 1  # nothing of it is taken: the catalog reads the stream as plain

@@ -1,12 +1,13 @@
 """An Arrow batch as an M3 relation's columns: what an ``m3`` box hands its runtime without making a row.
 
 The M3 runtime takes a relation's events column by column
-(``Runtime.apply_grouped_columns``): an ``array('q')`` crosses into the
+(``Runtime.apply_grouped_columns``): an int64 column crosses into the
 native backend's C code as it is (INT values, DATE values as day numbers,
-STRING values as the ids of the runtime's intern table), an ``array('d')``
-likewise (FLOAT).  This module makes those arrays from Arrow columns with
-vectorised kernels and one copy of each buffer, so no Python object is made
-per row:
+STRING values as the ids of the runtime's intern table), a double column
+likewise (FLOAT).  This module makes those columns from Arrow columns with
+vectorised kernels, as views (``memoryview``) over the Arrow buffers (no copy: an
+int64 column that came in the batch is read by C where the frame put it), so
+no Python object is made per row:
 
 * integers are cast to int64 and doubles to float64 in Arrow;
 * a DATE column (timestamps in microseconds on the wire) becomes day numbers
@@ -32,7 +33,6 @@ True
 from __future__ import annotations
 
 import datetime as dt
-from array import array
 from typing import Any
 
 import pyarrow as pa
@@ -48,13 +48,12 @@ _DAY_US = 86_400_000_000
 _SHIFT_DAYS = 1_000_000
 
 
-def _array(column: pa.Array, typecode: str) -> array:
-    """A null-free int64 or float64 Arrow array as an ``array`` (one copy of its buffer)."""
+def _array(column: pa.Array, typecode: str) -> memoryview:
+    """A null-free int64 or float64 Arrow array's values as a ``memoryview`` of ``typecode`` over its buffer:
+    no copy (the view keeps the buffer alive; M3 reads it as it reads an ``array``, ``codes.packed``)."""
     width = 8
     data = column.buffers()[1]
-    out = array(typecode)
-    out.frombytes(memoryview(data)[column.offset * width:(column.offset + len(column)) * width])
-    return out
+    return memoryview(data)[column.offset * width:(column.offset + len(column)) * width].cast(typecode)
 
 
 # Arrow scalars made once: a Python number given to a compute function is converted on every call, and
@@ -65,7 +64,7 @@ _BACK = pa.scalar(_EPOCH - _SHIFT_DAYS, pa.int64())
 _ONE, _MINUS_ONE, _NOUGHT = (pa.scalar(v, pa.int64()) for v in (1, -1, 0))
 
 
-def day_numbers(column: pa.Array) -> array:
+def day_numbers(column: pa.Array) -> memoryview:
     """Timestamps (microseconds since the epoch, UTC) as the day numbers of their dates."""
     shifted = pc.add(column.cast(pa.int64()), _SHIFT)
     days = pc.add(pc.divide(shifted, _DAY), _BACK)

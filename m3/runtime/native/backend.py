@@ -24,7 +24,7 @@ from ...errors import RuntimeStateError
 from ...functions import FUNCTIONS, result_type
 from .build import Built, build
 from .cgen import Module, generate
-from .codes import Dates, DayNumbers, Interner, float_bits
+from .codes import Dates, DayNumbers, Interner, float_bits, packed
 from .crt_api import CDEF
 from .overflow import IntOverflow
 
@@ -96,11 +96,12 @@ class NativeMaps:
         self.column_names = {r.name: tuple(c.name for c in r.columns) for r in program.relations}
 
     # -- batches in ----------------------------------------------------------
-    def column(self, values, m3_type: str) -> array:
-        """One column as the C side reads it (an ``array`` of the right type is taken as it is)."""
+    def column(self, values, m3_type: str) -> array | memoryview:
+        """One column as the C side reads it (an ``array``, or a ``memoryview`` of an Arrow buffer, of the right
+        type is taken as it is: :func:`.codes.packed`)."""
         if m3_type == "FLOAT":
-            return values if isinstance(values, array) and values.typecode == "d" else array("d", values)
-        if isinstance(values, array) and values.typecode == "q":
+            return values if packed(values, "d") else array("d", values)
+        if packed(values, "q"):
             return values
         if m3_type == "STRING":
             return array("q", map(self.ids.__getitem__, values))
@@ -140,7 +141,7 @@ class NativeMaps:
             ptrs[i] = ffi.from_buffer(col)  # void *: any buffer
         for j, (i, call) in enumerate(self.module.computed.get((relation, sign), ())):  # strings: interned ids
             values = columns[i]
-            if isinstance(values, array) and types[i] == "STRING":
+            if packed(values, "q") and types[i] == "STRING":
                 values = [self.ids.strings[x] for x in values]
             consts = tuple(a.value for a in call.args[1:])
             fn = FUNCTIONS[call.fn][3]

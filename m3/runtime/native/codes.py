@@ -12,6 +12,19 @@ import datetime
 from array import array
 
 
+def packed(values, typecode: str) -> bool:
+    """Whether a column is already packed as C reads it: an ``array`` of ``typecode`` (``q`` int64, ``d``
+    double), or a ``memoryview`` of that format (an Arrow buffer handed over without a copy:
+    node/operators/m3columns.py).
+
+    >>> packed(array("q", [1]), "q"), packed(memoryview(array("d", [1.0])), "d"), packed([1], "q")
+    (True, True, False)
+    """
+    if isinstance(values, array):
+        return values.typecode == typecode
+    return isinstance(values, memoryview) and values.format == typecode
+
+
 class Interner(dict):
     """STRING values to int64 ids (``ids[s]`` interns on first sight); ``strings[id]`` is the way back."""
 

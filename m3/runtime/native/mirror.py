@@ -17,10 +17,10 @@ straight from C (:func:`plain_changes`), so emitting changes needs no sync.
 from __future__ import annotations
 
 import datetime
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..maps import MapStore
+from .codes import packed
 
 
 def columns(rows: Sequence[Sequence], arity: int, relation: str) -> list:
@@ -37,18 +37,22 @@ def columns(rows: Sequence[Sequence], arity: int, relation: str) -> list:
 
 def rows_of_columns(batches: Iterable, column_types: Mapping[str, tuple[str, ...]],
                     strings: list[str] | None) -> list[tuple[str, int, list]]:
-    """Columnar batches ``(relation, sign, columns)`` as the Python backend's rows: an int64 ``array`` of a DATE
-    column holds day numbers (as the C side takes it), of a STRING column ids of ``strings``, the intern table
-    the C side had (None: there was none).
+    """Columnar batches ``(relation, sign, columns)`` as the Python backend's rows: an int64 ``array`` or
+    ``memoryview`` (:func:`.codes.packed`) of a DATE column holds day numbers (as the C side takes it), of a
+    STRING column ids of ``strings``, the intern table the C side had (None: there was none).
 
+    >>> from array import array
     >>> rows_of_columns([("R", 1, [array("q", [730120]), ["x"]])], {"R": ("DATE", "STRING")}, None)
     [('R', 1, [(datetime.date(2000, 1, 1), 'x')])]
+    >>> rows_of_columns([("R", -1, [memoryview(array("q", [730121])), memoryview(array("q", [0]))])],
+    ...                 {"R": ("DATE", "STRING")}, ["y"])
+    [('R', -1, [(datetime.date(2000, 1, 2), 'y')])]
     """
     out = []
     for rel, sign, cols in batches:
         cols = list(cols)
         for i, (col, t) in enumerate(zip(cols, column_types[rel])):
-            if isinstance(col, array) and col.typecode == "q":
+            if packed(col, "q"):
                 if t == "DATE":
                     cols[i] = list(map(datetime.date.fromordinal, col))
                 elif t == "STRING":
