@@ -209,12 +209,12 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def compare(got: list[tuple], want: list[tuple]) -> str | None:
+def compare(got: list[tuple], want: list[tuple], peer: str = "DuckDB") -> str | None:
     """None when the two results hold the same rows (floats to 1e-9), else what differs first."""
     if len(got) != len(want):
-        return f"{len(got):,} rows, DuckDB {len(want):,}"
+        return f"{len(got):,} rows, {peer} {len(want):,}"
     key = lambda r: tuple((x is None, x if not isinstance(x, float) else round(x, 6)) for x in r)  # noqa: E731
     for g, w in zip(sorted(got, key=key), sorted(want, key=key)):
         if len(g) != len(w) or not all(_same(x, y) for x, y in zip(g, w)):
-            return f"row {g} where DuckDB has {w}"
+            return f"row {g} where {peer} has {w}"
     return None
