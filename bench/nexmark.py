@@ -87,7 +87,7 @@ def run_boreas(q: Query, blocks: list[dict], tables: dict) -> Row:
     row.boreas_rate = fed / seconds
     row.boreas = f"{row.boreas_rate:,.0f} ev/s ({planned.operator.backend})"
     if q.windowed:
-        row.check = "windowed: Flink's to check (not yet)"
+        row.check = "windowed: --check-flink checks it against Flink"
     else:
         differs = compare(view_rows(planned), duckdb_rows(planned, tables))
         row.check = "matches" if differs is None else f"DIFFERS: {differs}"

@@ -18,8 +18,9 @@ Prints one JSON line per query: ``{"query", "seconds", "wall"}`` or
 With ``--collect`` each query's result is collected instead
 (``execute().collect()``, the same job without the blackhole) to check
 Boreas's against (``bench/nexmark_flinkcheck.py``): its changelog applied
-(``+I``/``+U`` add a row, ``-U``/``-D`` take one away), so a query whose
-result updates (q4, q15, ...) ends as its final rows, and written to
+(``+I``/``+U`` add a row, ``-U``/``-D`` take one away; a top-N's,
+which Flink may send as upserts, by its key: ``UPSERT_KEYS``), so a query
+whose result updates (q4, q15, ...) ends as its final rows, and written to
 ``DIR/flink_qN.json`` as ``{"columns", "rows"}``, each row its values then
 its multiplicity; TIMESTAMP values as milliseconds since the epoch (UTC, as
 Boreas reads event time) and DECIMAL as float.  The JSON line is then
@@ -96,6 +97,24 @@ def _plain(v):
 
 #: a changelog row's effect on the result's multiset (Flink's RowKind short strings)
 _SIGN = {"+I": 1, "+U": 1, "-U": -1, "-D": -1}
+#: the result's unique key (column positions) of the queries whose changelog Flink may send as upserts (a top-N:
+#: ``+U`` rows with no ``-U`` before them, each replacing the row of its key): q9 the auction, q18 (auction,
+#: bidder), q19 (auction, rank_number)
+UPSERT_KEYS = {"q9": (0,), "q18": (0, 1), "q19": (0, 7)}
+
+
+def _apply(rows: Counter, latest: dict, key: tuple[int, ...] | None, kind: str, row: tuple) -> None:
+    """One changelog row into the result: by its sign, or for a keyed (upsert) result by replacing its key's row."""
+    if key is None:
+        rows[row] += _SIGN[kind]
+        return
+    k = tuple(row[i] for i in key)
+    old = latest.pop(k, None)
+    if old is not None:
+        rows[old] -= 1
+    if _SIGN[kind] > 0:
+        latest[k] = row
+        rows[row] += 1
 
 
 def collect(tenv, name: str, sql: str, directory: Path) -> dict:
@@ -103,10 +122,11 @@ def collect(tenv, name: str, sql: str, directory: Path) -> dict:
     table = tenv.sql_query(sql)
     columns = list(table.get_schema().get_field_names())
     rows: Counter = Counter()
+    latest: dict = {}
     began = time.perf_counter()
     with table.execute().collect() as results:
         for r in results:
-            rows[tuple(_plain(v) for v in r)] += _SIGN[str(r.get_row_kind())]
+            _apply(rows, latest, UPSERT_KEYS.get(name), str(r.get_row_kind()), tuple(_plain(v) for v in r))
     out = directory / f"flink_{name}.json"
     out.write_text(json.dumps({"columns": columns, "rows": [[*k, n] for k, n in rows.items() if n]}))
     return {"query": name, "rows_file": str(out), "rows": sum(n for n in rows.values() if n > 0),

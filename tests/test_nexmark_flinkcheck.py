@@ -87,3 +87,19 @@ def test_the_memory_mode_samples_a_windowed_box_that_ends_empty(check):
     got = nexmark_memory.measure("q8", 30_000, 4, 500)  # 60 s of event time: six 10 s windows, sampled per slice
     assert got["samples"] >= 4 and got["rows_out"] > 0 and got["left_at_end"] == 0
     assert 0 < got["state_plateau"] <= got["state_peak"] and got["rss_peak_mb"] >= got["rss_plateau_mb"] > 0
+
+
+def test_flinks_changelog_is_applied_by_sign_or_for_a_top_n_by_its_key(check):
+    from collections import Counter
+
+    from nexmark_flink import _apply
+
+    log = [("+I", (1, "a")), ("+U", (1, "b")), ("+U", (1, "c")), ("+I", (2, "x")), ("-D", (2, "x"))]
+    upserts, latest = Counter(), {}
+    for kind, row in log:  # upserts: each +U replaces its key's row, no -U before it
+        _apply(upserts, latest, (0,), kind, row)
+    assert +upserts == Counter({(1, "c"): 1})
+    retracts = Counter()
+    for kind, row in [("+I", (1, "a")), ("-U", (1, "a")), ("+U", (1, "b")), ("+I", (1, "b"))]:
+        _apply(retracts, {}, None, kind, row)
+    assert +retracts == Counter({(1, "b"): 2})
