@@ -142,18 +142,27 @@ def run_flink_check(rows: list[Row], cfg: nexmark_gen.GeneratorConfig, blocks: l
         nexmark_gen.write(cfg, Path(tmp), "csv")
         cmd = [python, str(Path(__file__).with_name("nexmark_flink.py")), "--collect", "--dir", tmp, *todo]
         with open(Path(tmp) / "flink.log", "w+") as log:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True, timeout=FLINK_BUDGET)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+            watchdog = threading.Timer(FLINK_BUDGET, proc.kill)  # what was checked by then is kept
+            watchdog.start()
+            try:
+                for line in proc.stdout:  # each query checked as soon as Flink has collected it
+                    got = json.loads(line) if line.startswith("{") else {}
+                    r = todo.get(got.get("query", ""))
+                    if r is not None and "error" in got:
+                        r.flink = f"failed: {got['error']}"
+                    elif r is not None:
+                        planned = plan(r.query)  # a fresh box: the timed one's state is its view of the events
+                        r.flink = check(planned, blocks, Path(got["rows_file"]))
+                        print(f"{r.query.name:<4} {r.flink}", flush=True)
+                proc.wait()
+            finally:
+                watchdog.cancel()
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
             log.seek(0)
             tail = (log.read().strip().splitlines() or ["no output"])[-1][:200]
-        for line in proc.stdout.splitlines():
-            got = json.loads(line) if line.startswith("{") else {}
-            r = todo.get(got.get("query", ""))
-            if r is not None and "error" in got:
-                r.flink = f"failed: {got['error']}"
-            elif r is not None:
-                planned = plan(r.query)  # a fresh box: the timed one's state is its view of the same events
-                r.flink = check(planned, blocks, Path(got["rows_file"]))
-                print(f"{r.query.name:<4} {r.flink}", flush=True)
         for r in todo.values():
             r.flink = r.flink or f"unavailable: the PyFlink run ended (exit {proc.returncode}): {tail}"
 
