@@ -172,6 +172,9 @@ def _to_duckdb(node: exp.Expression) -> exp.Expression:
         return exp.Literal.number(0)
     if isinstance(node, exp.Hour):
         return exp.Anonymous(this="hour", expressions=[_epoch(node.this)])
+    if isinstance(node, exp.Is) and isinstance(node.this, exp.RegexpExtract):  # Flink's NULL: no match (DuckDB: '')
+        return exp.Not(this=exp.Anonymous(this="regexp_matches", expressions=[node.this.this.copy(),
+                                                                              node.this.expression.copy()]))
     if isinstance(node, exp.RegexpExtract):  # Flink's third argument is the group
         group = node.args.get("position") or node.args.get("group") or exp.Literal.number(1)
         return exp.Anonymous(this="regexp_extract", expressions=[node.this, node.expression, group])
@@ -192,7 +195,9 @@ def _to_duckdb(node: exp.Expression) -> exp.Expression:
 def duckdb_sql(sql: str) -> str:
     """The Boreas form of a query as DuckDB runs it: Flink's functions (``HOUR``, ``DATE_FORMAT`` of DOUBLE ms,
     ``SPLIT_INDEX``, ``REGEXP_EXTRACT``'s group, the suite's UDF ``count_char``) as DuckDB's; a lookup join
-    (``FOR SYSTEM_TIME AS OF``, q13) of its static side input as the ordinary join it then equals.
+    (``FOR SYSTEM_TIME AS OF``, q13) of its static side input as the ordinary join it then equals;
+    ``REGEXP_EXTRACT(...) IS NULL`` (q21) as Flink's no match, ``NOT regexp_matches(...)`` (DuckDB's
+    ``regexp_extract`` gives ``''`` there, never NULL).
 
     >>> duckdb_sql("SELECT SPLIT_INDEX(url, '/', 3), HOUR(datetime), DATE_FORMAT(datetime, 'yyyy-MM-dd') FROM bid")
     "SELECT SPLIT_PART(url, '/', 4), HOUR(EPOCH_MS(CAST(datetime AS BIGINT))), STRFTIME(EPOCH_MS(CAST(datetime AS BIGINT)), '%Y-%m-%d') FROM bid"
