@@ -15,11 +15,20 @@ deterministic by seed).  Per query (``bench/nexmark_queries.py``):
   parallelism 1, the suite's Flink SQL over the same events as CSV files):
   events/s of the kinds the query reads, job deployment included; or
   "unavailable: why".
+* **Memory** (``--memory``, instead of the table): each windowed query's
+  box state and RSS at ``--events`` and five times as many, each in its own
+  process, against the issue's "flat within 1.2x" (``bench/nexmark_memory.py``).
+* **Flink check** (``--check-flink``, instead of Flink's events/s): every
+  query both run, Boreas's result against the rows Flink collects
+  (``bench/nexmark_flinkcheck.py``): the windowed ones (q5, q7, q8, q11)
+  checked against Flink itself.  ``--rate`` (events per second of event
+  time) sets how many windows a small run spans.
 
 The machine's load (``/proc/loadavg``) is printed before and after: on a
 shared machine the numbers are only comparable within one run.
 
-Usage: ``python bench/nexmark.py [--events 1000000] [--seed 0] [--queries q0,q3] [--no-flink] [--markdown]``
+Usage: ``python bench/nexmark.py [--events 1000000] [--seed 0] [--rate 10000] [--queries q0,q3] [--no-flink]
+[--check-flink] [--flink-python PATH] [--memory] [--markdown]``
 """
 
 from __future__ import annotations
@@ -41,6 +50,9 @@ import nexmark_gen  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from nexmark_boreas import Planned, compare, duckdb_rows, feed, plan, view_rows  # noqa: E402
 from nexmark_flink import available  # noqa: E402
+from nexmark_flinkcheck import check  # noqa: E402
+from nexmark_memory import WINDOWED  # noqa: E402
+from nexmark_memory import report as memory_report  # noqa: E402
 from nexmark_queries import FLINK_SKIPS, QUERIES, Query  # noqa: E402
 
 FLINK_BUDGET = 1800.0  # seconds for all the Flink jobs
@@ -75,7 +87,7 @@ def run_boreas(q: Query, blocks: list[dict], tables: dict) -> Row:
     row.boreas_rate = fed / seconds
     row.boreas = f"{row.boreas_rate:,.0f} ev/s ({planned.operator.backend})"
     if q.windowed:
-        row.check = "windowed: Flink's to check (not yet)"
+        row.check = "windowed: --check-flink checks it against Flink"
     else:
         differs = compare(view_rows(planned), duckdb_rows(planned, tables))
         row.check = "matches" if differs is None else f"DIFFERS: {differs}"
@@ -118,6 +130,43 @@ def run_flink(rows: list[Row], cfg: nexmark_gen.GeneratorConfig) -> None:
                            else f"unavailable: the PyFlink run ended (exit {proc.returncode}): {tail}")
 
 
+def run_flink_check(rows: list[Row], cfg: nexmark_gen.GeneratorConfig, blocks: list[dict], python: str) -> None:
+    """Every query both run: Flink's collected result (one child process) against Boreas's, in the Flink column."""
+    for row in rows:
+        skip = FLINK_SKIPS.get(row.query.name)
+        row.flink = f"not run: {skip}" if skip else ("-" if row.refusal else "")
+    todo = {r.query.name: r for r in rows if not r.flink}
+    if not todo:
+        return
+    with tempfile.TemporaryDirectory(prefix="nexmark-") as tmp:
+        nexmark_gen.write(cfg, Path(tmp), "csv")
+        cmd = [python, str(Path(__file__).with_name("nexmark_flink.py")), "--collect", "--dir", tmp, *todo]
+        with open(Path(tmp) / "flink.log", "w+") as log:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+            watchdog = threading.Timer(FLINK_BUDGET, proc.kill)  # what was checked by then is kept
+            watchdog.start()
+            try:
+                for line in proc.stdout:  # each query checked as soon as Flink has collected it
+                    got = json.loads(line) if line.startswith("{") else {}
+                    r = todo.get(got.get("query", ""))
+                    if r is not None and "error" in got:
+                        r.flink = f"failed: {got['error']}"
+                    elif r is not None:
+                        planned = plan(r.query)  # a fresh box: the timed one's state is its view of the events
+                        r.flink = check(planned, blocks, Path(got["rows_file"]))
+                        print(f"{r.query.name:<4} {r.flink}", flush=True)
+                proc.wait()
+            finally:
+                watchdog.cancel()
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            log.seek(0)
+            tail = (log.read().strip().splitlines() or ["no output"])[-1][:200]
+        for r in todo.values():
+            r.flink = r.flink or f"unavailable: the PyFlink run ended (exit {proc.returncode}): {tail}"
+
+
 def _flink_line(line: str, by_name: dict[str, Row]) -> None:
     """One JSON line of the Flink child into its query's row."""
     if not line.startswith("{"):
@@ -151,12 +200,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--queries", default="", help="comma-separated names (default: q0-q22)")
+    parser.add_argument("--rate", type=int, default=10_000, help="events per second of event time")
     parser.add_argument("--no-flink", action="store_true")
+    parser.add_argument("--check-flink", action="store_true", help="check results against Flink's, not its speed")
+    parser.add_argument("--flink-python", default=sys.executable, help="the Python with PyFlink (for Flink's side)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--memory", action="store_true",
+                        help="the windowed queries' state and RSS at --events and 5x as many (flat within 1.2x?)")
     args = parser.parse_args(argv)
+    if args.memory:
+        names = args.queries.split(",") if args.queries else list(WINDOWED)
+        print(f"load average before: {load()} ({os.cpu_count()} cores, shared)", flush=True)
+        for line in memory_report(names, args.events, args.seed, args.rate):
+            print(line, flush=True)
+        print(f"load average after: {load()}")
+        return 0
     wanted = [q for q in QUERIES if not args.queries or q.name in args.queries.split(",")]
     print(f"load average before: {load()} ({os.cpu_count()} cores, shared)", flush=True)
-    cfg = nexmark_gen.GeneratorConfig(args.events, seed=args.seed)
+    cfg = nexmark_gen.GeneratorConfig(args.events, seed=args.seed, rate=args.rate)
     began = time.perf_counter()
     blocks = list(nexmark_gen.blocks(cfg))
     seconds = time.perf_counter() - began
@@ -172,11 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_flink:
         for r in rows:
             r.flink = "not run (--no-flink)"
+    elif args.check_flink:
+        run_flink_check(rows, cfg, blocks, args.flink_python)
     else:
         run_flink(rows, cfg)
     print(f"load average after: {load()}")
     print(table(rows, args.markdown))
-    return 1 if any(r.check.startswith("DIFFERS") for r in rows) else 0
+    return 1 if any(r.check.startswith("DIFFERS") or r.flink.startswith("DIFFERS") for r in rows) else 0
 
 
 if __name__ == "__main__":

@@ -172,6 +172,9 @@ def _to_duckdb(node: exp.Expression) -> exp.Expression:
         return exp.Literal.number(0)
     if isinstance(node, exp.Hour):
         return exp.Anonymous(this="hour", expressions=[_epoch(node.this)])
+    if isinstance(node, exp.Is) and isinstance(node.this, exp.RegexpExtract):  # Flink's NULL: no match (DuckDB: '')
+        return exp.Not(this=exp.Anonymous(this="regexp_matches", expressions=[node.this.this.copy(),
+                                                                              node.this.expression.copy()]))
     if isinstance(node, exp.RegexpExtract):  # Flink's third argument is the group
         group = node.args.get("position") or node.args.get("group") or exp.Literal.number(1)
         return exp.Anonymous(this="regexp_extract", expressions=[node.this, node.expression, group])
@@ -192,7 +195,9 @@ def _to_duckdb(node: exp.Expression) -> exp.Expression:
 def duckdb_sql(sql: str) -> str:
     """The Boreas form of a query as DuckDB runs it: Flink's functions (``HOUR``, ``DATE_FORMAT`` of DOUBLE ms,
     ``SPLIT_INDEX``, ``REGEXP_EXTRACT``'s group, the suite's UDF ``count_char``) as DuckDB's; a lookup join
-    (``FOR SYSTEM_TIME AS OF``, q13) of its static side input as the ordinary join it then equals.
+    (``FOR SYSTEM_TIME AS OF``, q13) of its static side input as the ordinary join it then equals;
+    ``REGEXP_EXTRACT(...) IS NULL`` (q21) as Flink's no match, ``NOT regexp_matches(...)`` (DuckDB's
+    ``regexp_extract`` gives ``''`` there, never NULL).
 
     >>> duckdb_sql("SELECT SPLIT_INDEX(url, '/', 3), HOUR(datetime), DATE_FORMAT(datetime, 'yyyy-MM-dd') FROM bid")
     "SELECT SPLIT_PART(url, '/', 4), HOUR(EPOCH_MS(CAST(datetime AS BIGINT))), STRFTIME(EPOCH_MS(CAST(datetime AS BIGINT)), '%Y-%m-%d') FROM bid"
@@ -209,12 +214,12 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def compare(got: list[tuple], want: list[tuple]) -> str | None:
+def compare(got: list[tuple], want: list[tuple], peer: str = "DuckDB") -> str | None:
     """None when the two results hold the same rows (floats to 1e-9), else what differs first."""
     if len(got) != len(want):
-        return f"{len(got):,} rows, DuckDB {len(want):,}"
+        return f"{len(got):,} rows, {peer} {len(want):,}"
     key = lambda r: tuple((x is None, x if not isinstance(x, float) else round(x, 6)) for x in r)  # noqa: E731
     for g, w in zip(sorted(got, key=key), sorted(want, key=key)):
         if len(g) != len(w) or not all(_same(x, y) for x, y in zip(g, w)):
-            return f"row {g} where DuckDB has {w}"
+            return f"row {g} where {peer} has {w}"
     return None

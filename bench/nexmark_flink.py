@@ -14,14 +14,29 @@ counted), after a warm-up job over the persons (class loading, JIT).
 
 Prints one JSON line per query: ``{"query", "seconds", "wall"}`` or
 ``{"query", "error"}``; first a line with PyFlink's version.
+
+With ``--collect`` each query's result is collected instead
+(``execute().collect()``, the same job without the blackhole) to check
+Boreas's against (``bench/nexmark_flinkcheck.py``): its changelog applied
+(``+I``/``+U`` add a row, ``-U``/``-D`` take one away; a top-N's,
+which Flink may send as upserts, by its key: ``UPSERT_KEYS``), so a query
+whose result updates (q4, q15, ...) ends as its final rows, and written to
+``DIR/flink_qN.json`` as ``{"columns", "rows"}``, each row its values then
+its multiplicity; TIMESTAMP values as milliseconds since the epoch (UTC, as
+Boreas reads event time) and DECIMAL as float.  The JSON line is then
+``{"query", "rows_file", "rows", "wall"}``.
 """
 
 from __future__ import annotations
 
 import argparse
+import calendar
+import datetime
+import decimal
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -71,19 +86,69 @@ def run(tenv, name: str, sql: str) -> dict:
     return {"query": name, "seconds": result.get_net_runtime() / 1000, "wall": time.perf_counter() - began}
 
 
+def _plain(v):
+    """A collected value as JSON and Boreas hold it: a TIMESTAMP as ms since the epoch (UTC), a DECIMAL a float."""
+    if isinstance(v, datetime.datetime):
+        return calendar.timegm(v.timetuple()) * 1000.0 + v.microsecond // 1000
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    return v
+
+
+#: a changelog row's effect on the result's multiset (Flink's RowKind short strings)
+_SIGN = {"+I": 1, "+U": 1, "-U": -1, "-D": -1}
+#: the result's unique key (column positions) of the queries whose changelog Flink may send as upserts (a top-N:
+#: ``+U`` rows with no ``-U`` before them, each replacing the row of its key): q9 the auction, q18 (auction,
+#: bidder), q19 (auction, rank_number)
+UPSERT_KEYS = {"q9": (0,), "q18": (0, 1), "q19": (0, 7)}
+
+
+def _apply(rows: Counter, latest: dict, key: tuple[int, ...] | None, kind: str, row: tuple) -> None:
+    """One changelog row into the result: by its sign, or for a keyed (upsert) result by replacing its key's row."""
+    if key is None:
+        rows[row] += _SIGN[kind]
+        return
+    k = tuple(row[i] for i in key)
+    old = latest.pop(k, None)
+    if old is not None:
+        rows[old] -= 1
+    if _SIGN[kind] > 0:
+        latest[k] = row
+        rows[row] += 1
+
+
+def collect(tenv, name: str, sql: str, directory: Path) -> dict:
+    """One query's final result (its changelog applied), written to ``DIR/flink_<name>.json``."""
+    table = tenv.sql_query(sql)
+    columns = list(table.get_schema().get_field_names())
+    rows: Counter = Counter()
+    latest: dict = {}
+    began = time.perf_counter()
+    with table.execute().collect() as results:
+        for r in results:
+            _apply(rows, latest, UPSERT_KEYS.get(name), str(r.get_row_kind()), tuple(_plain(v) for v in r))
+    out = directory / f"flink_{name}.json"
+    out.write_text(json.dumps({"columns": columns, "rows": [[*k, n] for k, n in rows.items() if n]}))
+    return {"query": name, "rows_file": str(out), "rows": sum(n for n in rows.values() if n > 0),
+            "wall": time.perf_counter() - began}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, required=True)
+    parser.add_argument("--collect", action="store_true", help="collect each result (to check), not a blackhole")
     parser.add_argument("queries", nargs="+")
     args = parser.parse_args(argv)
     import pyflink
 
     print(json.dumps({"version": getattr(pyflink, "__version__", "?")}), flush=True)
     tenv = table_env(args.dir)
-    run(tenv, "warmup", "SELECT id, name FROM person")  # class loading and JIT, not counted
+    if not args.collect:
+        run(tenv, "warmup", "SELECT id, name FROM person")  # class loading and JIT, not counted
     for name in args.queries:
         try:
-            line = run(tenv, name, BY_NAME[name].flink())
+            line = (collect(tenv, name, BY_NAME[name].flink(), args.dir) if args.collect
+                    else run(tenv, name, BY_NAME[name].flink()))
         except Exception as exc:  # noqa: BLE001 - one query's failure is reported, the others still run
             line = {"query": name, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
         print(json.dumps(line), flush=True)

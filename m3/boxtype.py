@@ -348,6 +348,9 @@ def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, in
     values = []
     for i, column in enumerate(decl.columns):
         kind = value_type(program, decl, i)
+        if kind == "STRING":  # MIN/MAX of strings: '' for a row that left the view (docs/m3.md)
+            values.append(Field(column.name, FieldType.STRING, widest))
+            continue
         if kind not in ("INT", "FLOAT"):
             raise BoxError(f"m3 box {box.name!r}: view {decl.name} column {column.name} is a {kind} (MIN/MAX of a "
                            f"{kind} column); an m3 box emits value columns as numbers (0: the row left the view), "

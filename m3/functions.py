@@ -37,7 +37,10 @@ SQL's for the ones Nexmark reads (issue 34):
   the last piece: M3 has no NULLs);
 * ``REGEXP_EXTRACT(S, 'regex', g)`` (Flink, ``g`` 1 if omitted): group
   ``g`` of the first match of a Java-compatible regular expression (Python's
-  ``re``): STRING; ``''`` where Flink gives NULL (no match);
+  ``re``): STRING; ``''`` where Flink gives NULL (no match, or the group
+  took no part in it) as a value; ``REGEXP_EXTRACT(...) IS [NOT] NULL``
+  tests Flink's NULL exactly: it reads ``REGEXP_FOUND(S, 'regex', g)``, INT
+  1 where Flink's value is not NULL, else 0 (:data:`NULL_TESTS`);
 * event time, a DOUBLE (or INT) of milliseconds since the epoch (the form a
   Flink ``TIMESTAMP(3)`` takes in an ``m3`` box, bench/nexmark_queries.py),
   in UTC: ``HOUR(T)``, INT 0-23 (Flink's ``HOUR`` of a timestamp), and
@@ -81,6 +84,8 @@ interned ids; a substring is a string the intern table must hold).
 >>> url = "https://www.nexmark.com/abc/de/f/item.htm?query=1&channel_id=7"
 >>> [apply("SPLIT_INDEX", (url, "/", i)) for i in (3, 5, 9)], apply("REGEXP_EXTRACT", (url, "(&|^)channel_id=([^&]*)", 2))
 (['abc', 'f', ''], '7')
+>>> [apply("REGEXP_FOUND", (s, "(a)|(b)", 2)) for s in ("xb", "xa", "x")]  # a match whose group 2 took no part: NULL
+[1, 0, 0]
 >>> apply("LOWER", ("Apple",)), apply("UPPER", ("é",)), apply("CHAR_LENGTH", ("é€x",))
 ('apple', 'É', 3)
 >>> check_call("SPLIT_INDEX", ["STRING", 3, "/"]), check_call("DATE_FORMAT", ["FLOAT", "yyyy-ww"])
@@ -157,6 +162,11 @@ def _regexp_extract(s: str, pattern: str, group: int = 1) -> str:
     return (m.group(group) or "") if m is not None else ""
 
 
+def _regexp_found(s: str, pattern: str, group: int = 1) -> int:
+    m = _regex(pattern).search(s)
+    return int(m is not None and m.group(group) is not None)
+
+
 #: name -> (argument type of the variable, result type, number of constants allowed, implementation);
 #: the argument type "INT|FLOAT" takes either
 FUNCTIONS: dict[str, tuple[str, str, tuple[int, ...], Callable]] = {
@@ -176,6 +186,7 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[int, ...], Callable]] = {
     "CHAR_LENGTH": ("STRING", "INT", (0,), len),
     "SPLIT_INDEX": ("STRING", "STRING", (2,), _split_index),
     "REGEXP_EXTRACT": ("STRING", "STRING", (1, 2), _regexp_extract),
+    "REGEXP_FOUND": ("STRING", "INT", (1, 2), _regexp_found),
     "HOUR": ("INT|FLOAT", "INT", (0,), _hour),
     "DATE_FORMAT": ("INT|FLOAT", "STRING", (1,), _date_format),
     "COUNT_CHAR": ("STRING", "INT", (1,), lambda s, c: s.count(c)),
@@ -185,6 +196,7 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[int, ...], Callable]] = {
 
 #: the constants' types of the functions whose constants are not all integers
 _CONSTANT_TYPES: dict[str, tuple[type, ...]] = {"SPLIT_INDEX": (str, int), "REGEXP_EXTRACT": (str, int),
+                                                "REGEXP_FOUND": (str, int),
                                                 "DATE_FORMAT": (str,), "COUNT_CHAR": (str,), "CASE_STRING": (str,),
                                                 "CASE_INT": (str,), "CASE_FLOAT": (str,)}
 
@@ -215,6 +227,11 @@ PYTHON: dict[str, Callable[..., str]] = {
     "CHAR_LENGTH": lambda x: f"len({x})",
     **{name: _call(name) for name in (*_CONSTANT_TYPES, "HOUR")},
 }
+
+
+#: A function whose value is NULL for some arguments (Flink's) -> the INT function that is 1 where it is not:
+#: ``F(...) IS NULL`` reads ``G(...) = 0`` (the value itself reads NULL as a type's zero, ``''``)
+NULL_TESTS = {"REGEXP_EXTRACT": "REGEXP_FOUND"}
 
 
 def result_type(name: str) -> str:
@@ -255,13 +272,13 @@ def _check_constants(name: str, consts: list) -> str | None:
     """What is wrong with a call's constants once their types are right."""
     if name == "DATE_FORMAT" and _strftime_pattern(consts[0]) is None:
         return f"DATE_FORMAT pattern {consts[0]!r}: letters other than {', '.join(_DATE_LETTERS)}"
-    if name == "REGEXP_EXTRACT":
+    if name in ("REGEXP_EXTRACT", "REGEXP_FOUND"):
         try:
             groups = _regex(consts[0]).groups
         except re.error as err:
             return f"REGEXP_EXTRACT pattern {consts[0]!r}: {err}"
         if len(consts) > 1 and not 0 <= consts[1] <= groups:
-            return f"REGEXP_EXTRACT group {consts[1]} of a pattern with {groups} group(s)"
+            return f"{name} group {consts[1]} of a pattern with {groups} group(s)"
     if name.startswith("CASE_"):
         return check_spec(consts[0], apply)
     if name == "COUNT_CHAR" and len(consts[0]) != 1:

@@ -78,6 +78,10 @@ IN_PROCESS = (
     "test_m3_sessions_nexmark.py",           # Nexmark's q11 in an m3 box fed by hand, against DuckDB
     "test_m3_winjoin.py",                    # window and interval joins in an m3 box fed by hand, against a reference
     "test_nexmark_winjoin.py",               # Nexmark's q8, q7, q5 in an m3 box fed by hand, against DuckDB
+    "test_m3_casesplit.py",                  # a CASE of two columns as a UNION ALL (Nexmark q21), against DuckDB
+    "test_m3_regexp_null.py",                # REGEXP_EXTRACT(...) IS [NOT] NULL (Flink's no match), against DuckDB
+    "test_m3_string_minmax.py",              # MIN/MAX of STRING expressions, runtime and box, against DuckDB
+    "test_nexmark_flinkcheck.py",            # the bench's check against Flink's rows, and its memory mode
     "test_columns.py",                       # Arrow batches checked, and an m3 box fed columns, in process
     "test_join_columns.py",                  # the join on columns against its row path, fed by hand
     "test_drop.py",                          # <delete stream> and what boreas drop sends (its cluster test: slow)

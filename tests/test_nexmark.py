@@ -37,6 +37,8 @@ def events(bench):
 @pytest.mark.parametrize("name", ["q0", "q2", "q3", "q20",
                                   "q10", "q22", "q14",  # DATE_FORMAT, SPLIT_INDEX, CASE of HOUR (issue 34 item 2)
                                   "q15", "q17",  # FILTER, COUNT(DISTINCT ...) FILTER, grouped by DATE_FORMAT
+                                  "q16",  # MAX of a STRING function, a STRING value column of the box
+                                  "q21",  # a CASE of channel and url: a UNION ALL; REGEXP_EXTRACT IS NULL
                                   "q18", "q19", "q9",  # ROW_NUMBER() top-N and deduplication, q9 over a join
                                   "q13"])  # a lookup join of the side input (published first: static, a join)
 def test_an_accepted_query_ends_with_duckdbs_answer(bench, events, name):

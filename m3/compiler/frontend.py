@@ -99,6 +99,7 @@ from .positions import Ctx as _Ctx
 from .positions import split_statements
 from .predicates import conj
 from .resolve import ColRef, Resolver, unparen
+from .casesplit import split_case
 from .sugar import desugar
 from .threevalued import rewrite as nulls_explicit
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
@@ -241,6 +242,7 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
                  rename: list[str]) -> SqlQuery:
     """:func:`_query`, with the view's name added to any error (a script may hold many views)."""
     try:
+        sel = split_case(sel, relations)  # a CASE of two columns as a UNION ALL of two views (:mod:`.casesplit`)
         sel = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
         sel = separate(desugar(sel, relations, ctx), relations, ctx)  # before any pass compares names in lower case
         return _query(name, sel, relations, ctx, rename)

@@ -44,7 +44,7 @@ from sqlglot import exp
 
 from ..ast import RelationDecl
 from ..errors import CompileError
-from ..functions import check_call, result_type
+from ..functions import NULL_TESTS, check_call, result_type
 from .arithcmp import comparison as arith_comparison
 from .arithcmp import is_arithmetic
 from .casewhen import case_call
@@ -254,6 +254,10 @@ class Resolver:
             ref, pattern = self.against(col, e.expression)
             p = like(ref, pattern)
             return negate(p) if e.args.get("negate") else p
+        if kind is exp.Is and type(e.expression) is exp.Null and self.is_operand(unparen(e.this)):
+            f = self.operand(unparen(e.this))  # F(...) IS NULL of a function with NULLs: G(...) = 0
+            if isinstance(f, Computed) and f.fn in NULL_TESTS:
+                return ("=", Computed(NULL_TESTS[f.fn], f.ref, f.args), 0)
         if kind is exp.Is:
             raise self.ctx.error(f"unsupported IS [NOT] NULL ({sql_of(e)}): the M3 runtime has no NULLs", e)
         op = _CMP.get(kind)

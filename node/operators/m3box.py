@@ -259,13 +259,14 @@ def _emitter(keys: tuple[tuple[str, str], ...], schema: Schema, positions: tuple
     """``[(key, value)] -> out rows``: the output ``keys`` (at ``positions`` of the view's key: an internal key
     is no out field), dates as timestamps, values cast to the out fields' types."""
     width = len(keys)
-    casts = ["float" if f.type == FieldType.DOUBLE else "int" for f in schema.fields[width:]]
+    casts = ["float" if f.type == FieldType.DOUBLE else "_text" if f.type == FieldType.STRING else "int"
+             for f in schema.fields[width:]]  # a STRING value (MIN/MAX of strings): '' once its row left
     key_parts = [f"_micros(k[{i}])" if kind == "DATE" else f"k[{i}]" for i, (_, kind) in zip(positions, keys)]
     if len(casts) == 1:
         value_parts = [f"{casts[0]}(v)"]
     else:
         value_parts = [f"{cast}(v[{i}])" for i, cast in enumerate(casts)]
     source = f"def emit(changed):\n    return [({', '.join(key_parts + value_parts)},) for k, v in changed]\n"
-    scope: dict = {"_micros": micros_of}
+    scope: dict = {"_micros": micros_of, "_text": lambda v: v if isinstance(v, str) else ""}
     exec(compile(source, "<m3 box out port>", "exec"), scope)  # noqa: S102 - indexes only, no user text
     return scope["emit"]
