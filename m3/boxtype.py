@@ -52,7 +52,7 @@ from boreas.catalog.model import (
 )
 
 from .ast import Column, Program, RelationDecl
-from .nullable import indicator, nullable_positions
+from .nullable import indicator, null_keys, nullable_positions
 from .compiler.declarations import declares_relations
 from .compiler.rownumber import TopN, split_topn
 from .compiler.windowfn import WINDOW_COLUMNS, Watermark, Window, rewrite, windowed_relations
@@ -340,9 +340,10 @@ def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, in
     A MIN or MAX of a STRING or DATE column is refused: its value could not say that.
     """
     widest = max((s for s in sizes.values() if s), default=STRING_SIZE)
+    nullable = {i for i, _ in null_keys([name for name, _ in view.keys], view.internal)}  # docs/m3.md "NULLs"
     keys = [Field(name, FieldType.LONG if name.lower() in WINDOW_COLUMNS else WRITES[kind],
-                  (sizes.get(name.lower()) or widest) if kind == "STRING" else None)
-            for name, kind in (view.keys[i] for i in view.output_keys)]  # a window's bounds: event times, long
+                  (sizes.get(name.lower()) or widest) if kind == "STRING" else None, nullable=i in nullable)
+            for i, (name, kind) in ((i, view.keys[i]) for i in view.output_keys)]  # a window's bounds: long
     decl = program.view(view.name)
     values = []
     for i, column in enumerate(decl.columns):

@@ -13,6 +13,15 @@ rule here, so a program's text needs no new syntax: an INT column named
 (1, 7, 0, 2.5)
 >>> nullable_positions(("a", "c", "c__null", "d"))
 (1,)
+
+A view's key column ``k`` is nullable where the view has an internal key
+``k__null`` (its indicator, put there by the front end:
+:mod:`boreas.m3.compiler.threevalued`); its reads show ``k`` as None where the
+indicator is 1:
+
+>>> pairs = null_keys(("b", "n", "b__null"), ("b__null",))
+>>> pairs, shown_key((0, "x", 1), pairs), shown_key((0, "x", 0), pairs)
+(((0, 2),), (None, 'x', 1), (0, 'x', 0))
 """
 
 from __future__ import annotations
@@ -73,3 +82,25 @@ def expand_columns(columns: Sequence[Sequence], nullable: Sequence[tuple[int, st
         zero = ZERO[kind]
         out[i:i + 1] = ([zero if v is None else v for v in col], [1 if v is None else 0 for v in col])
     return out
+
+
+def null_keys(keys: Sequence[str], internal: Sequence[str]) -> tuple[tuple[int, int], ...]:
+    """A view's nullable key columns as (position of the key, position of its internal indicator key)."""
+    at = {k: i for i, k in enumerate(keys)}
+    return tuple((i, at[indicator(k)]) for i, k in enumerate(keys) if indicator(k) in at and indicator(k) in internal)
+
+
+def shown_key(key: tuple, pairs: Sequence[tuple[int, int]]) -> tuple:
+    """A view's key with each nullable key column None where its indicator says NULL (1)."""
+    if not any(key[j] for _, j in pairs):
+        return key
+    out = list(key)
+    for i, j in pairs:
+        if key[j]:
+            out[i] = None
+    return tuple(out)
+
+
+def shown_rows(rows: list[tuple[tuple, object]], pairs: Sequence[tuple[int, int]]) -> list[tuple[tuple, object]]:
+    """(key, value) pairs with their keys as :func:`shown_key` shows them."""
+    return [(shown_key(k, pairs), v) for k, v in rows]

@@ -46,6 +46,7 @@ from sqlglot import exp
 
 from .arithkey import ArithKey, arith_key, constant_value, is_key_arithmetic, keyed
 from .constants import is_constant
+from ..nullable import SUFFIX, indicator
 from .nodes import sql_of
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import columns_of, has_aggregate, view_expr
@@ -249,6 +250,23 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
     return f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view{why})"
 
 
+def _null_flags(keys: list[tuple[str, ColRef]], internal: list[str]) -> tuple[list, list[str]]:
+    """A nullable key column's indicator (``c__null``, added by :mod:`.threevalued`) as an internal key named
+    after its column's key, ``<key>__null``: what the view's reads turn into None (``boreas.m3.nullable``)."""
+    named = {ref: n for n, ref in keys if isinstance(ref, tuple)}
+    out, hide = [], list(internal)
+    for n, ref in keys:
+        of = isinstance(ref, tuple) and len(ref) == 2 and isinstance(ref[1], str) and ref[1].lower().endswith(SUFFIX) \
+            and named.get((ref[0], ref[1][:-len(SUFFIX)]))
+        if of:
+            if n in hide:
+                hide.remove(n)
+            n = indicator(of)
+            hide.append(n)
+        out.append((n, ref))
+    return out, hide
+
+
 def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view: str, count,
                ctx: Positions) -> tuple[list[tuple[str, ColRef]], list[tuple[str, object]], tuple[str, ...]]:
     """``(keys, values, internal)`` with their final names: DuckDB-unique, then renamed by ``CREATE VIEW
@@ -275,6 +293,7 @@ def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view:
     internal = unique_names([r.fn.lower() if isinstance(r, Computed) else "expr" if isinstance(r, ArithKey)
                              else r[1] for r in hidden], set(names))
     keys += list(zip(internal, hidden))
+    keys, internal = _null_flags(keys, internal)
     values = [(n, i.value) for i, n in zip(items, names) if i.ref is None]
     if count is not None:
         values.append((unique_names(["count"], {n for n, _ in keys} | set(names))[0], count))

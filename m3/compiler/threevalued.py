@@ -19,8 +19,12 @@ and both backends see numbers only and need nothing new:
   ``COUNT(e)`` aggregate ``CASE WHEN present(e) THEN e END`` (a CASE's NULL is
   what they already skip, :mod:`.nulls`).
 
-Refused by name, for now: a nullable column read as a key (SELECT or GROUP BY
-outside an aggregate), in HAVING but under COUNT, under an expression over SUM/AVG/MIN/MAX of
+* **Keys**: a nullable column selected or in GROUP BY is a key of the view with
+  its indicator beside it (:meth:`_Rewriter.key_indicators`): NULLs make one
+  group, apart from the value 0's, and reads show the key as None.
+
+Refused by name, for now: an expression over a nullable column as a key (or in
+ORDER BY), in HAVING but under COUNT, under an expression over SUM/AVG/MIN/MAX of
 it (those are NULL over only NULLs, which a view does not carry yet), in a
 function other than COALESCE and NULLIF, under DISTINCT, ``*`` over a relation
 with a nullable column, and a query with subqueries, set operations or outer
@@ -36,10 +40,14 @@ joins reading one.
 'SELECT SUM(CASE WHEN c__null = 0 THEN c END) FROM R WHERE ((c <= 3 AND c__null = 0) AND NOT a = 1)'
 >>> show("SELECT a, COUNT(COALESCE(c, 2)), MIN(c + a) FROM R WHERE c IS NULL GROUP BY a")
 'SELECT a, COUNT(1), MIN(c + a) FILTER(WHERE c__null = 0) FROM R WHERE NOT (c__null = 0) GROUP BY a'
->>> show("SELECT a FROM R GROUP BY a, c")
+>>> show("SELECT c, COUNT(*) FROM R GROUP BY a, c")
+'SELECT c, COUNT(*) FROM R GROUP BY a, c, c__null'
+>>> show("SELECT a, c FROM R")
+'SELECT a, c, c__null FROM R'
+>>> show("SELECT COUNT(*) FROM R GROUP BY c + 1")
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported nullable column c read outside an aggregate (GROUP BY a, c): a NULL key is not carried by a view yet (docs/m3.md, "NULLs")
+boreas.m3.errors.CompileError: unsupported nullable column c read outside an aggregate (GROUP BY c + 1): only the column itself is a key, selected or in GROUP BY (docs/m3.md, "NULLs")
 """
 
 from __future__ import annotations
@@ -108,6 +116,10 @@ class _Rewriter:
         holders = [a for a, (cols, _) in self.scope.items() if name in cols]
         return len(holders) == 1 and name in self.scope[holders[0]][1]
 
+    def holder(self, col: exp.Column) -> str:
+        """The alias of the FROM item an unqualified column belongs to."""
+        return next(a for a, (cols, _) in self.scope.items() if col.name.lower() in cols)
+
     def reads(self, e: exp.Expression) -> bool:
         return any(self.nullable(n) for n in e.walk())
 
@@ -119,14 +131,19 @@ class _Rewriter:
         for j in sel.args.get("joins") or []:
             if j.side or j.kind not in ("", "INNER", "CROSS", None):
                 raise self.refuse(f"in a query with an outer join ({sql_of(j)})", j)
+        keys: list[exp.Column] = []
         for n in sel.walk():
             if type(n) is exp.Star and type(n.parent) is not exp.Count and any(nl for _, nl in self.scope.values()):
                 raise self.refuse("listed by * (name the columns)", n)
             if self.nullable(n) and n.find_ancestor(exp.AggFunc) is None and n.find_ancestor(exp.Where, exp.Join) is None:
+                if _is_key(n, sel):
+                    keys.append(n)
+                    continue
                 clause = n.find_ancestor(exp.Group, exp.Order, exp.Having)
                 where = f" ({sql_of(clause)})" if clause is not None else ""
-                raise self.ctx.error(f"unsupported nullable column {n.name} read outside an aggregate{where}: a NULL "
-                                     "key is not carried by a view yet (docs/m3.md, \"NULLs\")", n)
+                raise self.ctx.error(f"unsupported nullable column {n.name} read outside an aggregate{where}: only "
+                                     "the column itself is a key, selected or in GROUP BY (docs/m3.md, \"NULLs\")", n)
+        self.key_indicators(sel, keys)
         having = sel.args.get("having")
         if having is not None and any(self.nullable(n) and not isinstance(n.find_ancestor(exp.AggFunc), exp.Count)
                                       for n in having.walk()):  # a COUNT is never NULL
@@ -141,6 +158,24 @@ class _Rewriter:
             if on is not None and self.reads(on):
                 j.set("on", self.truth(on))
         return sel
+
+    def key_indicators(self, sel: exp.Select, keys: list[exp.Column]) -> None:
+        """Each nullable key column's indicator made a key beside it: GROUP BY ``c`` groups by ``c, c__null``
+        (SQL's NULL group is the indicator's 1, apart from the value 0's group), and a view of rows selects
+        ``c__null`` too; the view names it ``<c's name>__null``, an internal key (:func:`.outputs.view_names`),
+        and its reads show ``c`` as None where it is 1 (:func:`boreas.m3.nullable.null_keys`)."""
+        group = sel.args.get("group")
+        seen: set[tuple[str, str]] = set()
+        for k in keys:
+            spelt = (k.table.lower() or self.holder(k), k.name.lower())
+            if spelt in seen:
+                continue
+            seen.add(spelt)
+            flag = exp.column(indicator(k.name), k.table or None)
+            if group is not None:
+                group.append("expressions", flag)
+            elif not _aggregated(sel):
+                sel.append("expressions", flag)
 
     def aggregate(self, agg: exp.Expression) -> None:
         arg = agg.this
@@ -281,6 +316,21 @@ class _Rewriter:
         for old, new in zip(list(out.iter_expressions()), list(e.iter_expressions())):
             old.replace(self.value(new))
         return out
+
+
+def _is_key(col: exp.Column, sel: exp.Select) -> bool:
+    """Whether a column outside aggregates and conditions is a key of the view: a GROUP BY item, or a SELECT
+    item (aliased or not) of a query that is grouped or selects no aggregate."""
+    parent = col.parent
+    if type(parent) is exp.Group:
+        return parent.parent is sel
+    if type(parent) is exp.Alias:
+        parent = parent.parent
+    return parent is sel and col.arg_key != "group" and (sel.args.get("group") is not None or not _aggregated(sel))
+
+
+def _aggregated(sel: exp.Select) -> bool:
+    return any(isinstance(n, exp.AggFunc) for e in sel.expressions for n in e.walk())
 
 
 def _and(parts: list):

@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from boreas.catalog.model import Schema
+from boreas.m3.nullable import null_keys
 from boreas.wire.columns import Columns, arrow_schema
 
 _EPOCH = dt.date(1970, 1, 1).toordinal()
@@ -46,6 +47,7 @@ _DAY_US = 86_400_000_000
 _EPOCH_DAYS = pa.scalar(_EPOCH, pa.int64())
 _DAY = pa.scalar(_DAY_US, pa.int64())
 _ZERO_F = pa.scalar(0.0, pa.float64())
+_ONE = pa.scalar(1, pa.int64())
 
 
 class StringTable:
@@ -122,6 +124,7 @@ def _from_changes(native, view, maps: list[str], kinds: dict, keys: tuple[tuple[
     table = strings if strings is not None else StringTable()
     columns = [_key_column(native, _column(changed.keys, n, i * stride).take(rows), keys[i][1], table).cast(field.type)
                for i, field in zip(shown, target)]
+    columns = _nulls(view, columns, lambda j: _column(changed.keys, n, j * stride).take(rows))
     columns += [pa.concat_arrays([o.take(leave), v.take(enter)]) for o, v in zip(old, new)]
     weights = pa.concat_arrays([pa.repeat(pa.scalar(-1, pa.int64()), len(leave)),
                                 pa.repeat(pa.scalar(1, pa.int64()), len(enter))])
@@ -140,9 +143,25 @@ def _as_laid_out(native, view, maps: list[str], kinds: dict, keys: tuple[tuple[s
     table = strings if strings is not None else StringTable()
     columns = [_key_column(native, _column(log.keys, n, i * stride), keys[i][1], table).cast(field.type)
                for i, field in zip(view.output_keys, target)]
+    columns = _nulls(view, columns, lambda j: _column(log.keys, n, j * stride))
     values = {m: _column(log.vals, n, j * stride, kinds[m]) for j, m in enumerate(maps)}
     columns += [values[c.numerator] for c in view.columns]
     return Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=_column(log.weights, n, 0))
+
+
+def _nulls(view, columns: list[pa.Array], codes) -> list[pa.Array]:
+    """The key columns with a nullable key's rows null where its internal indicator key (``codes(position)``)
+    is 1 (:func:`boreas.m3.nullable.null_keys`, docs/m3.md "NULLs"); one kernel per nullable key."""
+    pairs = null_keys(view.keys, view.internal)
+    if not pairs:
+        return columns
+    at = {i: k for k, i in enumerate(view.output_keys)}
+    out = list(columns)
+    for i, j in pairs:
+        if i in at:
+            col = out[at[i]]
+            out[at[i]] = pc.if_else(pc.equal(codes(j), _ONE), pa.scalar(None, col.type), col)
+    return out
 
 
 def _view_values(view, values: dict[str, pa.Array], fields: list[pa.Field]) -> list[pa.Array]:
