@@ -52,7 +52,7 @@ from boreas.catalog.model import (
 )
 
 from .ast import Column, Program, RelationDecl
-from .nullable import indicator, null_keys, nullable_positions
+from .nullable import indicator, null_keys, null_values, nullable_positions, shown_columns
 from .compiler.declarations import declares_relations
 from .compiler.rownumber import TopN, split_topn
 from .compiler.windowfn import WINDOW_COLUMNS, Watermark, Window, rewrite, windowed_relations
@@ -346,13 +346,17 @@ def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, in
             for i, (name, kind) in ((i, view.keys[i]) for i in view.output_keys)]  # a window's bounds: long
     decl = program.view(view.name)
     values = []
-    for i, column in enumerate(decl.columns):
+    names = [c.name for c in decl.columns]
+    may_be_null = {i for i, _ in null_values(names)}  # NULL where it reads no value (docs/m3.md "NULLs")
+    for i in shown_columns(names):
+        column = decl.columns[i]
         kind = value_type(program, decl, i)
         if kind not in ("INT", "FLOAT"):
             raise BoxError(f"m3 box {box.name!r}: view {decl.name} column {column.name} is a {kind} (MIN/MAX of a "
                            f"{kind} column); an m3 box emits value columns as numbers (0: the row left the view), "
                            "so it cannot carry this one yet")
-        values.append(Field(column.name, FieldType.LONG if kind == "INT" else FieldType.DOUBLE))
+        values.append(Field(column.name, FieldType.LONG if kind == "INT" else FieldType.DOUBLE,
+                            nullable=i in may_be_null))
     return tuple(keys + values)
 
 

@@ -250,6 +250,14 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
     return f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view{why})"
 
 
+def _count_names(names: list[str]) -> list[str]:
+    """The hidden COUNT of item ``k``'s NULL-skipping aggregate (``__nonnull_<k>``, :mod:`.threevalued`)
+    named ``<item k's name>__null``: where it is 0 the item is NULL (``boreas.m3.nullable.null_values``)."""
+    prefix = "__nonnull_"
+    return [indicator(names[int(n[len(prefix):])]) if n.startswith(prefix) and n[len(prefix):].isdigit() else n
+            for n in names]
+
+
 def _null_flags(keys: list[tuple[str, ColRef]], internal: list[str]) -> tuple[list, list[str]]:
     """A nullable key column's indicator (``c__null``, added by :mod:`.threevalued`) as an internal key named
     after its column's key, ``<key>__null``: what the view's reads turn into None (``boreas.m3.nullable``)."""
@@ -283,6 +291,7 @@ def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view:
     if len(rename) > len(names):
         raise ctx.error(f"view {view} names {len(rename)} columns but selects {len(names)}")
     names[:len(rename)] = rename
+    names = _count_names(names)
     lowered = [n.lower() for n in names]
     dup = next((n for n in names if lowered.count(n.lower()) > 1), None)
     if dup is not None:

@@ -17,7 +17,11 @@ and both backends see numbers only and need nothing new:
   its CASE branch is; ``NULLIF(x, y)`` is ``x`` where ``x = y`` is not TRUE.
 * **Aggregates skip NULLs**: ``SUM(e)``, ``AVG(e)``, ``MIN(e)``, ``MAX(e)`` and
   ``COUNT(e)`` aggregate ``CASE WHEN present(e) THEN e END`` (a CASE's NULL is
-  what they already skip, :mod:`.nulls`).
+  what they already skip, :mod:`.nulls`).  A SUM/AVG/MIN/MAX item that may
+  read no value (of a nullable expression, or filtered) is NULL where it reads
+  none: the COUNT of what it reads is one more item, aliased ``__nonnull_<k>``
+  (``k`` the item's position), which the view keeps as a hidden value column
+  ``<item>__null`` (:func:`.outputs.view_names`, :func:`boreas.m3.nullable.null_values`).
 
 * **Keys**: a nullable column selected or in GROUP BY is a key of the view with
   its indicator beside it (:meth:`_Rewriter.key_indicators`): NULLs make one
@@ -25,7 +29,7 @@ and both backends see numbers only and need nothing new:
 
 Refused by name, for now: an expression over a nullable column as a key (or in
 ORDER BY), in HAVING but under COUNT, under an expression over SUM/AVG/MIN/MAX of
-it (those are NULL over only NULLs, which a view does not carry yet), in a
+it (NULL over only NULLs, which a view expression does not carry yet), in a
 function other than COALESCE and NULLIF, under DISTINCT, ``*`` over a relation
 with a nullable column, and a query with subqueries, set operations or outer
 joins reading one.
@@ -37,9 +41,9 @@ joins reading one.
 >>> def show(sql):
 ...     return rewrite(sqlglot.parse_one(sql), rels, PlainErrors()).sql()
 >>> show("SELECT SUM(c) FROM R WHERE NOT (c > 3 OR a = 1)")
-'SELECT SUM(CASE WHEN c__null = 0 THEN c END) FROM R WHERE ((c <= 3 AND c__null = 0) AND NOT a = 1)'
+'SELECT SUM(CASE WHEN c__null = 0 THEN c END), COUNT(CASE WHEN c__null = 0 THEN c END) AS __nonnull_0 FROM R WHERE ((c <= 3 AND c__null = 0) AND NOT a = 1)'
 >>> show("SELECT a, COUNT(COALESCE(c, 2)), MIN(c + a) FROM R WHERE c IS NULL GROUP BY a")
-'SELECT a, COUNT(1), MIN(c + a) FILTER(WHERE c__null = 0) FROM R WHERE NOT (c__null = 0) GROUP BY a'
+'SELECT a, COUNT(1), MIN(c + a) FILTER(WHERE c__null = 0), COUNT(c + a) FILTER(WHERE c__null = 0) AS __nonnull_2 FROM R WHERE NOT (c__null = 0) GROUP BY a'
 >>> show("SELECT c, COUNT(*) FROM R GROUP BY a, c")
 'SELECT c, COUNT(*) FROM R GROUP BY a, c, c__null'
 >>> show("SELECT a, c FROM R")
@@ -55,7 +59,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..ast import RelationDecl
-from ..nullable import indicator, nullable_positions
+from ..nullable import SUFFIX, indicator, nullable_positions
 from .nodes import sql_of
 from .resolve import Positions
 
@@ -67,11 +71,16 @@ _NEGATED = {exp.EQ: exp.NEQ, exp.NEQ: exp.EQ, exp.GT: exp.LTE, exp.GTE: exp.LT, 
 _ARITH = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Paren, exp.Column, exp.Literal)
 _AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
 _NULLABLE_AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max)  # NULL over only NULLs
+#: The alias of the hidden COUNT of a SELECT item's NULL-skipping aggregate (``+ position``), named
+#: ``<item>__null`` by :func:`.outputs.view_names`: the item is NULL where it is 0 (docs/m3.md "NULLs").
+COUNT_PREFIX = "__nonnull_"
 
 
 def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Positions) -> exp.Expression:
     """``tree`` (a copy when changed) with every reading of a nullable column made explicit (module doc)."""
     names = _nullable_names(relations)
+    if any(type(n) is exp.Column and n.name.lower().endswith(SUFFIX) for n in tree.walk()):
+        return tree  # rewritten already (CREATE VIEW's query: before desugaring, and as a query)
     if not names or not any((type(n) is exp.Column and n.name.lower() in names) or
                             (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
         return tree
@@ -148,8 +157,17 @@ class _Rewriter:
         if having is not None and any(self.nullable(n) and not isinstance(n.find_ancestor(exp.AggFunc), exp.Count)
                                       for n in having.walk()):  # a COUNT is never NULL
             raise self.refuse(f"in HAVING other than under COUNT ({sql_of(having)})", having)
+        counts = []
         for agg in [n for n in sel.walk() if isinstance(n, _AGGS)]:
-            self.aggregate(agg)
+            empty = isinstance(agg, _NULLABLE_AGGS) and (type(agg.parent) is exp.Filter or (
+                agg.this is not None and type(agg.this) not in (exp.Star, exp.Distinct) and self.reads(agg.this)
+                and self.present(agg.this) is not None))
+            agg = self.aggregate(agg)
+            count = self.hidden_count(agg, sel) if empty else None
+            if count is not None:
+                counts.append(count)
+        for i, count in counts:  # after the items: CREATE VIEW v(names) renames the selected ones
+            sel.append("expressions", exp.alias_(count, f"{COUNT_PREFIX}{i}"))
         where = sel.args.get("where")
         if where is not None and self.reads(where):
             where.set("this", self.truth(where.this))
@@ -177,13 +195,14 @@ class _Rewriter:
             elif not _aggregated(sel):
                 sel.append("expressions", flag)
 
-    def aggregate(self, agg: exp.Expression) -> None:
+    def aggregate(self, agg: exp.Expression) -> exp.Expression:
+        """Rewrite ``agg`` to skip NULLs; the aggregate node after (a MIN/MAX is wrapped in a FILTER)."""
         arg = agg.this
         filt = agg.parent if type(agg.parent) is exp.Filter else None
         if filt is not None and self.reads(filt.expression):
             filt.expression.set("this", self.truth(filt.expression.this))
         if arg is None or type(arg) is exp.Star or not self.reads(arg):
-            return
+            return agg
         if type(arg) is exp.Distinct:
             raise self.refuse(f"under DISTINCT ({sql_of(agg)})", agg)
         outer = filt if filt is not None else agg
@@ -200,11 +219,27 @@ class _Rewriter:
         elif isinstance(agg, (exp.Min, exp.Max)):  # a fold reads the rows FILTER keeps (:mod:`.aggfilter`)
             agg.set("this", value)
             if filt is None:
-                agg.replace(exp.Filter(this=agg.copy(), expression=exp.Where(this=present)))
+                wrapped = exp.Filter(this=agg.copy(), expression=exp.Where(this=present))
+                agg.replace(wrapped)
+                agg = wrapped.this
             else:
                 filt.expression.set("this", exp.And(this=exp.Paren(this=filt.expression.this), expression=present))
         else:
             agg.set("this", exp.Case(ifs=[exp.If(this=present, true=value)]))
+        return agg
+
+    def hidden_count(self, agg: exp.Expression, sel: exp.Select) -> tuple[int, exp.Expression] | None:
+        """For a SUM/AVG/MIN/MAX that may read no value (of a nullable expression, or filtered) and is a SELECT
+        item: (its position, the COUNT of the values it reads), the view's hidden column saying where it is
+        NULL (:func:`boreas.m3.nullable.null_values`)."""
+        outer = agg.parent if type(agg.parent) is exp.Filter else agg
+        item = outer.parent if type(outer.parent) is exp.Alias else outer
+        at = next((i for i, e in enumerate(sel.expressions) if e is item), None)
+        if at is None:
+            return None
+        if type(outer) is exp.Filter:
+            return at, exp.Filter(this=exp.Count(this=agg.this.copy()), expression=outer.expression.copy())
+        return at, exp.Count(this=agg.this.copy())
 
     # -- conditions: where TRUE --------------------------------------------
     def truth(self, c: exp.Expression, negated: bool = False) -> exp.Expression:

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..ast import Program
 from ..check import check_program
 from ..errors import RuntimeStateError
-from ..nullable import declared, expand_columns, expand_row, null_keys, shown_rows
+from ..nullable import ViewNulls, declared, expand_columns, expand_row
 from ..over import rereads
 from ..printer import format_program
 from ..syntax import parse_program
@@ -89,7 +89,8 @@ class Runtime(Reads):
         self._nullable = {r.name: nl for r in program.relations if (nl := declared(r.columns))}
         self._column_types = {r.name: tuple(c.type for c in r.columns) for r in program.relations}
         # views with nullable keys: their reads show None where a key's indicator says NULL (docs/m3.md "NULLs")
-        self._null_keys = {v.name: pairs for v in program.views if (pairs := null_keys(v.keys, v.internal))}
+        self._nulls = {v.name: nulls for v in program.views
+                       if (nulls := ViewNulls.of(v.keys, v.internal, [c.name for c in v.columns]))}
         self._strings: list[str] | None = None  # after leaving C: its intern table (STRING ids in int64 columns)
         member = None if type(self) is Runtime or self.keeps_native else type(self).__name__
         self.backend, self.backend_reason, self._native = choose(program, float_epsilon, backend, member)
@@ -287,8 +288,8 @@ class Runtime(Reads):
             rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in self._rereads,
                                                                  memo.previous if memo.plans else None)
             if rows:
-                pairs = self._null_keys.get(v.name)
-                changes[v.name] = shown_rows(rows, pairs) if pairs else rows
+                nulls = self._nulls.get(v.name)
+                changes[v.name] = nulls.rows(rows) if nulls else rows
         return changes
 
     def _reader(self) -> Reader:
@@ -327,8 +328,8 @@ class Runtime(Reads):
                 store = self.store
                 values = {name: [store.get(name, key) for key in keys] for name in view_maps(v)}
             rows = plain_rows(v, keys, values)
-            pairs = self._null_keys.get(view)
-            return shown_rows(rows, pairs) if pairs else rows
+            nulls = self._nulls.get(view)
+            return nulls.rows(rows) if nulls else rows
 
     def remove(self, entries: Mapping[str, Sequence[tuple]]) -> int:
         """Delete the entries of each map at the given keys, recording no view change (the state of closed

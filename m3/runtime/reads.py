@@ -23,7 +23,7 @@ import threading
 from .. import query
 from ..ast import Program
 from ..errors import RuntimeStateError
-from ..nullable import shown_key
+from ..nullable import ViewNulls
 from .evaluate import Reader
 from .maps import MapStore
 from .viewchanges import current_reader, plain_value
@@ -38,7 +38,7 @@ class Reads:
     store: MapStore
     _forms: dict[str, ViewForm]
     _version: int
-    _null_keys: dict[str, tuple[tuple[int, int], ...]]
+    _nulls: dict[str, ViewNulls]
 
     def _reader(self) -> Reader:
         """The maps as they are now, for evaluating the rows of views computed when read."""
@@ -78,9 +78,9 @@ class Reads:
             return self._shown(name, {store.unpack(first, k): plain_value(store, v, k) for k in keys})
 
     def _shown(self, name: str, rows: dict[tuple, object]) -> dict[tuple, object]:
-        """A view's rows with its nullable keys None where NULL (:func:`boreas.m3.nullable.shown_key`)."""
-        pairs = self._null_keys.get(name)
-        return {shown_key(k, pairs): v for k, v in rows.items()} if pairs else rows
+        """A view's rows with its NULLs shown as None (:class:`boreas.m3.nullable.ViewNulls`)."""
+        nulls = self._nulls.get(name)
+        return dict(nulls.rows(rows.items(), present=True)) if nulls else rows
 
     def _match(self, name: str, keys: tuple) -> list[tuple[tuple, object]]:
         """Matching entries, through an index when one covers the bound positions (``MapStore.match``)."""

@@ -6,8 +6,8 @@ reading of it explicit (:mod:`boreas.m3.compiler.threevalued`): three-valued WHE
 COALESCE, NULLIF, CASE, COUNT(col) counting non-NULLs, SUM/AVG/MIN/MAX skipping NULLs.  Half the values drawn
 are NULL, over domains of a few values; deleting every row empties every map (the harness checks it), and
 every map equals its definition over the rows (NULLs split the same way).  A SUM/AVG/MIN/MAX over only NULLs
-is NULL in SQL and 0 in a view, as the harness reads DuckDB's NULL aggregate (docs/m3.md "NULLs" says what is
-left).
+is NULL (None) in a view as in SQL; the shared harness reads both sides' NULL values as 0, and
+test_sql_null_keys_vs_duckdb.py compares them exactly (docs/m3.md "NULLs" says what is left).
 """
 
 from __future__ import annotations
