@@ -23,6 +23,7 @@ from boreas.catalog.model import Subscription
 from boreas.catalog.validate import stream_schemas
 from boreas.m3.boxtype import box_types
 from boreas.node.dataflow import Dataflow
+from boreas.node.query import read, resolve
 from boreas.wire.columns import Columns, from_rows
 from support.changelog import changes
 
@@ -87,6 +88,10 @@ def test_null_heavy_rows_reach_a_subscriber_as_sql_says(backend, query):
                 bag[tuple(row)] += weight
         bag = Counter({r: k for r, k in bag.items() if k})
         assert bag == duck(live, query)
+    op = dataflow.operators["q"]  # the query API (boreas query) reads the view as the subscriber got it
+    _, rows = read(op, resolve(op, None), "slice", (), False)
+    assert Counter(tuple(k[i] for i in op.plan.views[0].output_keys) + (v if isinstance(v, tuple) else (v,))
+                   for k, v in rows) == duck(live, query)
 
 
 def test_an_expression_of_a_nullable_field_as_a_key_is_refused_by_name():
