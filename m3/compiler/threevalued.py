@@ -31,8 +31,10 @@ Refused by name, for now: an expression over a nullable column as a key (or in
 ORDER BY), in HAVING but under COUNT, under an expression over SUM/AVG/MIN/MAX of
 it (NULL over only NULLs, which a view expression does not carry yet), in a
 function other than COALESCE and NULLIF, under DISTINCT, ``*`` over a relation
-with a nullable column, and a query with subqueries, set operations or outer
-joins reading one.
+with a nullable column, NOT IN a subquery, and a query with set operations,
+windows, derived tables or outer joins reading one, or reading one inside a
+subquery (a subquery beside nullable columns, in WHERE or the SELECT list, is
+rewritten as the outer query's conditions are: it reads none).
 
 >>> import sqlglot
 >>> from .examples import PlainErrors
@@ -84,11 +86,12 @@ def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
     if not names or not any((type(n) is exp.Column and n.name.lower() in names) or
                             (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
         return tree
-    if type(tree) is not exp.Select or any(isinstance(n, (exp.Subquery, exp.SetOperation, exp.Exists, exp.Window,
-                                                          exp.With)) or (isinstance(n, exp.Select) and n is not tree)
-                                           for n in tree.walk()):
-        raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with subqueries, "
-                        "set operations or windows (docs/m3.md, \"NULLs\")", tree)
+    nested = [n for n in tree.walk() if isinstance(n, exp.Select) and n is not tree]
+    if type(tree) is not exp.Select or any(isinstance(n, (exp.SetOperation, exp.Window, exp.With)) or (
+            type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join)) for n in tree.walk()) or any(
+            type(c) is exp.Column and c.name.lower() in names for s in nested for c in s.walk()):
+        raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with set "
+                        "operations, windows, derived tables, or inside a subquery (docs/m3.md, \"NULLs\")", tree)
     return _Rewriter(_in_scope(tree, relations), ctx).select(tree.copy())
 
 
@@ -142,7 +145,8 @@ class _Rewriter:
                 raise self.refuse(f"in a query with an outer join ({sql_of(j)})", j)
         keys: list[exp.Column] = []
         for n in sel.walk():
-            if type(n) is exp.Star and type(n.parent) is not exp.Count and any(nl for _, nl in self.scope.values()):
+            if type(n) is exp.Star and type(n.parent) is not exp.Count and any(nl for _, nl in self.scope.values()) \
+                    and n.find_ancestor(exp.Select) is sel:  # (a subquery's *: it reads no nullable column)
                 raise self.refuse("listed by * (name the columns)", n)
             if self.nullable(n) and n.find_ancestor(exp.AggFunc) is None and n.find_ancestor(exp.Where, exp.Join) is None:
                 if _is_key(n, sel):
@@ -217,6 +221,9 @@ class _Rewriter:
         elif present is False:
             agg.set("this", exp.Null())
         elif isinstance(agg, (exp.Min, exp.Max)):  # a fold reads the rows FILTER keeps (:mod:`.aggfilter`)
+            if any(isinstance(n, exp.Select) for n in agg.root().walk() if n is not agg.root()):
+                raise self.refuse(f"under {sql_of(agg)} in a query with a subquery (a filtered fold beside "
+                                  "nested aggregates is not built)", agg)
             agg.set("this", value)
             if filt is None:
                 wrapped = exp.Filter(this=agg.copy(), expression=exp.Where(this=present))
@@ -260,6 +267,8 @@ class _Rewriter:
         if not self.reads(c):
             return exp.Not(this=c.copy()) if negated else c.copy()
         if isinstance(c, _ATOMS):
+            if negated and t is exp.In and c.args.get("query") is not None:
+                raise self.refuse(f"in NOT IN a subquery ({sql_of(c)}: NULL NOT IN no rows is TRUE)", c)
             branched = next((n for n in c.walk() if type(n) in (exp.Coalesce, exp.Nullif)
                              or (type(n) is exp.Case and n.args.get("this") is None)), None)
             if branched is not None:  # the atom per branch of its first CASE-like part, each where it applies

@@ -9,7 +9,9 @@ output row as a user reads them, NULLs as None, against DuckDB's rows with their
 
 A SUM/AVG/MIN/MAX over only NULLs is NULL: the front end keeps the COUNT of the values it reads as a hidden
 value column ``<column>__null`` of the view (:func:`boreas.m3.nullable.null_values`), and reads show None
-where it is 0.
+where it is 0.  Subqueries beside nullable columns (reading none themselves: IN, EXISTS, NOT EXISTS, a scalar
+subquery compared with one) are checked too; a nullable column IN a subquery is TRUE only where present, and
+NOT IN a subquery is refused (NULL NOT IN no rows is TRUE).
 """
 
 from __future__ import annotations
@@ -50,6 +52,14 @@ SHAPES: dict[str, str] = {
     "null_group_with_null_aggregates": NULLABLE + """SELECT b, SUM(c) AS s, MAX(c) FILTER (WHERE a > 0) AS m,
         SUM(COALESCE(c, b)) AS lo, MIN(a) FILTER (WHERE c > 0) AS ma, COUNT(*) AS n FROM R GROUP BY b""",
     "no_group_by": NULLABLE + "SELECT SUM(b) AS s, MIN(c) AS lo, AVG(b + c) AS v, COUNT(b) AS k FROM R",
+    "in_subquery_beside_nulls": NULLABLE + """SELECT b, COUNT(*) AS n, SUM(c) AS s FROM R WHERE a IN
+        (SELECT d FROM S) GROUP BY b""",
+    "nullable_column_in_subquery": NULLABLE + """SELECT a, COUNT(*) AS n FROM R WHERE b IN (SELECT d FROM S)
+        AND NOT (c IS NULL) GROUP BY a""",
+    "not_exists_beside_nulls": NULLABLE + """SELECT a, SUM(b) AS s, COUNT(*) AS n FROM R r WHERE NOT EXISTS
+        (SELECT 1 FROM S s WHERE s.d = r.a) AND r.c IS NOT NULL GROUP BY a""",
+    "nullable_compared_with_a_scalar_subquery": NULLABLE + """SELECT a, COUNT(*) AS n, SUM(c) AS m FROM R
+        WHERE NOT (c >= (SELECT SUM(d) FROM S)) GROUP BY a""",
     "sum_alone_renamed": NULLABLE + "CREATE VIEW V(x, total) AS SELECT a, SUM(c) FROM R WHERE b IS NULL GROUP BY a;",
 }
 
