@@ -48,6 +48,7 @@ from .arithkey import ArithKey, arith_key, constant_value, is_key_arithmetic, ke
 from .constants import is_constant
 from ..nullable import SUFFIX, indicator
 from .nodes import sql_of
+from .nullshown import COUNT_PREFIX
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import columns_of, has_aggregate, view_expr
 
@@ -251,11 +252,10 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
 
 
 def _count_names(names: list[str]) -> list[str]:
-    """The hidden COUNT of item ``k``'s NULL-skipping aggregate (``__nonnull_<k>``, :mod:`.threevalued`)
+    """The hidden COUNT of item ``k``'s NULL-skipping aggregate (``__nonnull_<k>``, :mod:`.nullshown`)
     named ``<item k's name>__null``: where it is 0 the item is NULL (``boreas.m3.nullable.null_values``)."""
-    prefix = "__nonnull_"
-    return [indicator(names[int(n[len(prefix):])]) if n.startswith(prefix) and n[len(prefix):].isdigit() else n
-            for n in names]
+    at = len(COUNT_PREFIX)
+    return [indicator(names[int(n[at:])]) if n.startswith(COUNT_PREFIX) and n[at:].isdigit() else n for n in names]
 
 
 def _null_flags(keys: list[tuple[str, ColRef]], internal: list[str]) -> tuple[list, list[str]]:

@@ -24,7 +24,7 @@ and both backends see numbers only and need nothing new:
   ``<item>__null`` (:func:`.outputs.view_names`, :func:`boreas.m3.nullable.null_values`).
 
 * **Keys**: a nullable column selected or in GROUP BY is a key of the view with
-  its indicator beside it (:meth:`_Rewriter.key_indicators`): NULLs make one
+  its indicator beside it (:func:`.nullshown.key_indicators`): NULLs make one
   group, apart from the value 0's, and reads show the key as None.
 
 Refused by name, for now: an expression over a nullable column as a key (or in
@@ -63,6 +63,7 @@ from sqlglot import exp
 from ..ast import RelationDecl
 from ..nullable import SUFFIX, indicator, nullable_positions
 from .nodes import sql_of
+from .nullshown import COUNT_PREFIX, hidden_count, is_key, key_indicators
 from .resolve import Positions
 
 #: Comparisons whose operands are values: TRUE only where every operand is present.
@@ -73,9 +74,6 @@ _NEGATED = {exp.EQ: exp.NEQ, exp.NEQ: exp.EQ, exp.GT: exp.LTE, exp.GTE: exp.LT, 
 _ARITH = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Paren, exp.Column, exp.Literal)
 _AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
 _NULLABLE_AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max)  # NULL over only NULLs
-#: The alias of the hidden COUNT of a SELECT item's NULL-skipping aggregate (``+ position``), named
-#: ``<item>__null`` by :func:`.outputs.view_names`: the item is NULL where it is 0 (docs/m3.md "NULLs").
-COUNT_PREFIX = "__nonnull_"
 
 
 def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Positions) -> exp.Expression:
@@ -149,14 +147,14 @@ class _Rewriter:
                     and n.find_ancestor(exp.Select) is sel:  # (a subquery's *: it reads no nullable column)
                 raise self.refuse("listed by * (name the columns)", n)
             if self.nullable(n) and n.find_ancestor(exp.AggFunc) is None and n.find_ancestor(exp.Where, exp.Join) is None:
-                if _is_key(n, sel):
+                if is_key(n, sel):
                     keys.append(n)
                     continue
                 clause = n.find_ancestor(exp.Group, exp.Order, exp.Having)
                 where = f" ({sql_of(clause)})" if clause is not None else ""
                 raise self.ctx.error(f"unsupported nullable column {n.name} read outside an aggregate{where}: only "
                                      "the column itself is a key, selected or in GROUP BY (docs/m3.md, \"NULLs\")", n)
-        self.key_indicators(sel, keys)
+        key_indicators(sel, keys, self.holder)
         having = sel.args.get("having")
         if having is not None and any(self.nullable(n) and not isinstance(n.find_ancestor(exp.AggFunc), exp.Count)
                                       for n in having.walk()):  # a COUNT is never NULL
@@ -167,7 +165,7 @@ class _Rewriter:
                 agg.this is not None and type(agg.this) not in (exp.Star, exp.Distinct) and self.reads(agg.this)
                 and self.present(agg.this) is not None))
             agg = self.aggregate(agg)
-            count = self.hidden_count(agg, sel) if empty else None
+            count = hidden_count(agg, sel) if empty else None
             if count is not None:
                 counts.append(count)
         for i, count in counts:  # after the items: CREATE VIEW v(names) renames the selected ones
@@ -180,24 +178,6 @@ class _Rewriter:
             if on is not None and self.reads(on):
                 j.set("on", self.truth(on))
         return sel
-
-    def key_indicators(self, sel: exp.Select, keys: list[exp.Column]) -> None:
-        """Each nullable key column's indicator made a key beside it: GROUP BY ``c`` groups by ``c, c__null``
-        (SQL's NULL group is the indicator's 1, apart from the value 0's group), and a view of rows selects
-        ``c__null`` too; the view names it ``<c's name>__null``, an internal key (:func:`.outputs.view_names`),
-        and its reads show ``c`` as None where it is 1 (:func:`boreas.m3.nullable.null_keys`)."""
-        group = sel.args.get("group")
-        seen: set[tuple[str, str]] = set()
-        for k in keys:
-            spelt = (k.table.lower() or self.holder(k), k.name.lower())
-            if spelt in seen:
-                continue
-            seen.add(spelt)
-            flag = exp.column(indicator(k.name), k.table or None)
-            if group is not None:
-                group.append("expressions", flag)
-            elif not _aggregated(sel):
-                sel.append("expressions", flag)
 
     def aggregate(self, agg: exp.Expression) -> exp.Expression:
         """Rewrite ``agg`` to skip NULLs; the aggregate node after (a MIN/MAX is wrapped in a FILTER)."""
@@ -234,19 +214,6 @@ class _Rewriter:
         else:
             agg.set("this", exp.Case(ifs=[exp.If(this=present, true=value)]))
         return agg
-
-    def hidden_count(self, agg: exp.Expression, sel: exp.Select) -> tuple[int, exp.Expression] | None:
-        """For a SUM/AVG/MIN/MAX that may read no value (of a nullable expression, or filtered) and is a SELECT
-        item: (its position, the COUNT of the values it reads), the view's hidden column saying where it is
-        NULL (:func:`boreas.m3.nullable.null_values`)."""
-        outer = agg.parent if type(agg.parent) is exp.Filter else agg
-        item = outer.parent if type(outer.parent) is exp.Alias else outer
-        at = next((i for i, e in enumerate(sel.expressions) if e is item), None)
-        if at is None:
-            return None
-        if type(outer) is exp.Filter:
-            return at, exp.Filter(this=exp.Count(this=agg.this.copy()), expression=outer.expression.copy())
-        return at, exp.Count(this=agg.this.copy())
 
     # -- conditions: where TRUE --------------------------------------------
     def truth(self, c: exp.Expression, negated: bool = False) -> exp.Expression:
@@ -360,21 +327,6 @@ class _Rewriter:
         for old, new in zip(list(out.iter_expressions()), list(e.iter_expressions())):
             old.replace(self.value(new))
         return out
-
-
-def _is_key(col: exp.Column, sel: exp.Select) -> bool:
-    """Whether a column outside aggregates and conditions is a key of the view: a GROUP BY item, or a SELECT
-    item (aliased or not) of a query that is grouped or selects no aggregate."""
-    parent = col.parent
-    if type(parent) is exp.Group:
-        return parent.parent is sel
-    if type(parent) is exp.Alias:
-        parent = parent.parent
-    return parent is sel and col.arg_key != "group" and (sel.args.get("group") is not None or not _aggregated(sel))
-
-
-def _aggregated(sel: exp.Select) -> bool:
-    return any(isinstance(n, exp.AggFunc) for e in sel.expressions for n in e.walk())
 
 
 def _and(parts: list):
