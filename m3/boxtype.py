@@ -52,7 +52,7 @@ from boreas.catalog.model import (
 )
 
 from .ast import Column, Program, RelationDecl
-from .nullable import indicator, nullable_positions
+from .nullable import indicator, null_keys, null_values, nullable_positions, shown_columns
 from .compiler.declarations import declares_relations
 from .compiler.rownumber import TopN, split_topn
 from .compiler.sessionfn import Session
@@ -341,12 +341,16 @@ def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, in
     A MIN or MAX of a STRING or DATE column is refused: its value could not say that.
     """
     widest = max((s for s in sizes.values() if s), default=STRING_SIZE)
+    nullable = {i for i, _ in null_keys([name for name, _ in view.keys], view.internal)}  # docs/m3.md "NULLs"
     keys = [Field(name, FieldType.LONG if name.lower() in WINDOW_COLUMNS else WRITES[kind],
-                  (sizes.get(name.lower()) or widest) if kind == "STRING" else None)
-            for name, kind in (view.keys[i] for i in view.output_keys)]  # a window's bounds: event times, long
+                  (sizes.get(name.lower()) or widest) if kind == "STRING" else None, nullable=i in nullable)
+            for i, (name, kind) in ((i, view.keys[i]) for i in view.output_keys)]  # a window's bounds: long
     decl = program.view(view.name)
     values = []
-    for i, column in enumerate(decl.columns):
+    names = [c.name for c in decl.columns]
+    may_be_null = {i for i, _ in null_values(names)}  # NULL where it reads no value (docs/m3.md "NULLs")
+    for i in shown_columns(names):
+        column = decl.columns[i]
         kind = value_type(program, decl, i)
         if kind == "STRING":  # MIN/MAX of strings: '' for a row that left the view (docs/m3.md)
             values.append(Field(column.name, FieldType.STRING, widest))
@@ -355,7 +359,8 @@ def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, in
             raise BoxError(f"m3 box {box.name!r}: view {decl.name} column {column.name} is a {kind} (MIN/MAX of a "
                            f"{kind} column); an m3 box emits value columns as numbers (0: the row left the view), "
                            "so it cannot carry this one yet")
-        values.append(Field(column.name, FieldType.LONG if kind == "INT" else FieldType.DOUBLE))
+        values.append(Field(column.name, FieldType.LONG if kind == "INT" else FieldType.DOUBLE,
+                            nullable=i in may_be_null))
     return tuple(keys + values)
 
 

@@ -13,12 +13,22 @@ rule here, so a program's text needs no new syntax: an INT column named
 (1, 7, 0, 2.5)
 >>> nullable_positions(("a", "c", "c__null", "d"))
 (1,)
+
+A view's key column ``k`` is nullable where the view has an internal key
+``k__null`` (its indicator, put there by the front end:
+:mod:`boreas.m3.compiler.threevalued`); its reads show ``k`` as None where the
+indicator is 1:
+
+>>> pairs = null_keys(("b", "n", "b__null"), ("b__null",))
+>>> pairs, shown_key((0, "x", 1), pairs), shown_key((0, "x", 0), pairs)
+(((0, 2),), (None, 'x', 1), (0, 'x', 0))
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 #: The suffix of an indicator column's name.
 SUFFIX = "__null"
@@ -73,3 +83,78 @@ def expand_columns(columns: Sequence[Sequence], nullable: Sequence[tuple[int, st
         zero = ZERO[kind]
         out[i:i + 1] = ([zero if v is None else v for v in col], [1 if v is None else 0 for v in col])
     return out
+
+
+
+def null_keys(keys: Sequence[str], internal: Sequence[str]) -> tuple[tuple[int, int], ...]:
+    """A view's nullable key columns as (position of the key, position of its internal indicator key)."""
+    at = {k: i for i, k in enumerate(keys)}
+    return tuple((i, at[indicator(k)]) for i, k in enumerate(keys) if indicator(k) in at and indicator(k) in internal)
+
+
+def null_values(columns: Sequence[str]) -> tuple[tuple[int, int], ...]:
+    """A view's value columns that may be NULL, as (position of the column, position of its hidden count).
+
+    A SUM/AVG/MIN/MAX skipping NULLs is NULL where it reads no value; the
+    front end adds the COUNT of the values it reads as a value column named
+    ``<column>__null`` (:mod:`boreas.m3.compiler.threevalued`), which no output
+    row holds: where it is 0 the column is NULL.
+    """
+    at = {c: i for i, c in enumerate(columns)}
+    return tuple((i, at[indicator(c)]) for i, c in enumerate(columns) if indicator(c) in at)
+
+
+def shown_columns(columns: Sequence[str]) -> tuple[int, ...]:
+    """The positions of a view's value columns an output row holds (all but :func:`null_values`' counts)."""
+    hidden = {j for _, j in null_values(columns)}
+    return tuple(i for i in range(len(columns)) if i not in hidden)
+
+
+@dataclass(frozen=True)
+class ViewNulls:
+    """How a view's reads show its NULLs: nullable keys None where their indicator is 1, nullable values None
+    where their count is 0, the counts left out (a view of one shown column reads a value, not a tuple).
+
+    >>> nulls = ViewNulls.of(("b", "b__null"), ("b__null",), ("s", "n", "s__null"))
+    >>> nulls.row((0, 1), (0, 3, 0)), nulls.row((2, 0), (5, 3, 1)), nulls.row((2, 0), (0, 0, 0))
+    (((None, 1), (None, 3)), ((2, 0), (5, 3)), ((2, 0), (0, 0)))
+    """
+
+    keys: tuple[tuple[int, int], ...]
+    values: tuple[tuple[int, int], ...]
+    shown: tuple[int, ...]
+
+    @classmethod
+    def of(cls, keys: Sequence[str], internal: Sequence[str], columns: Sequence[str]) -> ViewNulls | None:
+        """The view's, or None where it has no NULLs to show."""
+        nk, nv = null_keys(keys, internal), null_values(columns)
+        return cls(nk, nv, shown_columns(columns)) if nk or nv else None
+
+    def row(self, key: tuple, value, present: bool = False) -> tuple[tuple, object]:
+        """A (key, value) as the runtime holds it, shown; an all-zero value stays all zero unless ``present``
+        (a change's all-zero value is a row that left; a view read holds only rows that are in it)."""
+        key = shown_key(key, self.keys) if self.keys else key
+        if not self.values:
+            return key, value
+        if not present and not any(value):
+            return key, 0 if len(self.shown) == 1 else (0,) * len(self.shown)
+        out = list(value)
+        for i, j in self.values:
+            if not value[j]:
+                out[i] = None
+        return key, out[self.shown[0]] if len(self.shown) == 1 else tuple(out[i] for i in self.shown)
+
+    def rows(self, rows, present: bool = False) -> list[tuple[tuple, object]]:
+        return [self.row(k, v, present) for k, v in rows]
+
+
+def shown_key(key: tuple, pairs: Sequence[tuple[int, int]]) -> tuple:
+    """A view's key with each nullable key column None where its indicator says NULL (1)."""
+    if not any(key[j] for _, j in pairs):
+        return key
+    out = list(key)
+    for i, j in pairs:
+        if key[j]:
+            out[i] = None
+    return tuple(out)
+

@@ -56,6 +56,7 @@ from typing import Any
 
 from aiohttp import web
 from boreas.m3.cumulus import Layout
+from boreas.m3.nullable import ViewNulls
 from boreas.m3.query import AGGREGATES, aggregate
 from boreas.m3.runtime.program import Runtime
 from boreas.wire.server import json_error
@@ -128,7 +129,8 @@ def resolve(op: M3Operator, name: str | None) -> Target:
     if view_name is not None:
         view = program.view(view_name)
         keys = op.runtime.views[view_name].keys
-        if view.plain_map is not None:  # one map is the whole view: its reads are the map's
+        if view.plain_map is not None and ViewNulls.of(view.keys, view.internal, ()) is None:
+            # one map is the whole view: its reads are the map's (but a NULL key is the view's to show)
             return Target(name, keys, map=view.plain_map)
         return Target(name, keys, view=view_name)  # computed when read (quotients, HAVING, MIN, ...)
     for decl in program.maps:
@@ -227,13 +229,19 @@ def _epoch(text: str | None, box: str) -> int:
 
 
 def _aggregate(agg: str, values: list) -> Any:
-    """sum/min/max of view values, column by column when a view has several."""
+    """sum/min/max of view values, column by column when a view has several; a NULL value (None: a SUM over
+    only NULLs, docs/m3.md "NULLs") is skipped, as SQL's aggregates skip it, and a column of only NULLs is None."""
     fn = {"sum": sum, "min": min, "max": max}[agg]
     if not values:
         return 0 if agg == "sum" else None
     if isinstance(values[0], tuple):
-        return tuple(fn(column) for column in zip(*values))
-    return fn(values)
+        return tuple(_skipping_nulls(fn, column) for column in zip(*values))
+    return _skipping_nulls(fn, values)
+
+
+def _skipping_nulls(fn, values) -> Any:
+    present = [v for v in values if v is not None]
+    return fn(present) if present else None
 
 
 def jsonable(value: Any) -> Any:

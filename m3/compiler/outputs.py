@@ -46,7 +46,9 @@ from sqlglot import exp
 
 from .arithkey import ArithKey, arith_key, constant_value, is_key_arithmetic, keyed
 from .constants import is_constant
+from ..nullable import SUFFIX, indicator
 from .nodes import sql_of
+from .nullshown import COUNT_PREFIX
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import columns_of, has_aggregate, view_expr
 
@@ -249,6 +251,30 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
     return f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view{why})"
 
 
+def _count_names(names: list[str]) -> list[str]:
+    """The hidden COUNT of item ``k``'s NULL-skipping aggregate (``__nonnull_<k>``, :mod:`.nullshown`)
+    named ``<item k's name>__null``: where it is 0 the item is NULL (``boreas.m3.nullable.null_values``)."""
+    at = len(COUNT_PREFIX)
+    return [indicator(names[int(n[at:])]) if n.startswith(COUNT_PREFIX) and n[at:].isdigit() else n for n in names]
+
+
+def _null_flags(keys: list[tuple[str, ColRef]], internal: list[str]) -> tuple[list, list[str]]:
+    """A nullable key column's indicator (``c__null``, added by :mod:`.threevalued`) as an internal key named
+    after its column's key, ``<key>__null``: what the view's reads turn into None (``boreas.m3.nullable``)."""
+    named = {ref: n for n, ref in keys if isinstance(ref, tuple)}
+    out, hide = [], list(internal)
+    for n, ref in keys:
+        of = isinstance(ref, tuple) and len(ref) == 2 and isinstance(ref[1], str) and ref[1].lower().endswith(SUFFIX) \
+            and named.get((ref[0], ref[1][:-len(SUFFIX)]))
+        if of:
+            if n in hide:
+                hide.remove(n)
+            n = indicator(of)
+            hide.append(n)
+        out.append((n, ref))
+    return out, hide
+
+
 def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view: str, count,
                ctx: Positions) -> tuple[list[tuple[str, ColRef]], list[tuple[str, object]], tuple[str, ...]]:
     """``(keys, values, internal)`` with their final names: DuckDB-unique, then renamed by ``CREATE VIEW
@@ -265,6 +291,7 @@ def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view:
     if len(rename) > len(names):
         raise ctx.error(f"view {view} names {len(rename)} columns but selects {len(names)}")
     names[:len(rename)] = rename
+    names = _count_names(names)
     lowered = [n.lower() for n in names]
     dup = next((n for n in names if lowered.count(n.lower()) > 1), None)
     if dup is not None:
@@ -275,6 +302,7 @@ def view_names(items: list[Item], groups: list[ColRef], rename: list[str], view:
     internal = unique_names([r.fn.lower() if isinstance(r, Computed) else "expr" if isinstance(r, ArithKey)
                              else r[1] for r in hidden], set(names))
     keys += list(zip(internal, hidden))
+    keys, internal = _null_flags(keys, internal)
     values = [(n, i.value) for i, n in zip(items, names) if i.ref is None]
     if count is not None:
         values.append((unique_names(["count"], {n for n, _ in keys} | set(names))[0], count))

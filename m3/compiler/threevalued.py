@@ -17,14 +17,24 @@ and both backends see numbers only and need nothing new:
   its CASE branch is; ``NULLIF(x, y)`` is ``x`` where ``x = y`` is not TRUE.
 * **Aggregates skip NULLs**: ``SUM(e)``, ``AVG(e)``, ``MIN(e)``, ``MAX(e)`` and
   ``COUNT(e)`` aggregate ``CASE WHEN present(e) THEN e END`` (a CASE's NULL is
-  what they already skip, :mod:`.nulls`).
+  what they already skip, :mod:`.nulls`).  A SUM/AVG/MIN/MAX item that may
+  read no value (of a nullable expression, or filtered) is NULL where it reads
+  none: the COUNT of what it reads is one more item, aliased ``__nonnull_<k>``
+  (``k`` the item's position), which the view keeps as a hidden value column
+  ``<item>__null`` (:func:`.outputs.view_names`, :func:`boreas.m3.nullable.null_values`).
 
-Refused by name, for now: a nullable column read as a key (SELECT or GROUP BY
-outside an aggregate), in HAVING but under COUNT, under an expression over SUM/AVG/MIN/MAX of
-it (those are NULL over only NULLs, which a view does not carry yet), in a
+* **Keys**: a nullable column selected or in GROUP BY is a key of the view with
+  its indicator beside it (:func:`.nullshown.key_indicators`): NULLs make one
+  group, apart from the value 0's, and reads show the key as None.
+
+Refused by name, for now: an expression over a nullable column as a key (or in
+ORDER BY), in HAVING but under COUNT, under an expression over SUM/AVG/MIN/MAX of
+it (NULL over only NULLs, which a view expression does not carry yet), in a
 function other than COALESCE and NULLIF, under DISTINCT, ``*`` over a relation
-with a nullable column, and a query with subqueries, set operations or outer
-joins reading one.
+with a nullable column, NOT IN a subquery, and a query with set operations,
+windows, derived tables or outer joins reading one, or reading one inside a
+subquery (a subquery beside nullable columns, in WHERE or the SELECT list, is
+rewritten as the outer query's conditions are: it reads none).
 
 >>> import sqlglot
 >>> from .examples import PlainErrors
@@ -33,13 +43,17 @@ joins reading one.
 >>> def show(sql):
 ...     return rewrite(sqlglot.parse_one(sql), rels, PlainErrors()).sql()
 >>> show("SELECT SUM(c) FROM R WHERE NOT (c > 3 OR a = 1)")
-'SELECT SUM(CASE WHEN c__null = 0 THEN c END) FROM R WHERE ((c <= 3 AND c__null = 0) AND NOT a = 1)'
+'SELECT SUM(CASE WHEN c__null = 0 THEN c END), COUNT(CASE WHEN c__null = 0 THEN c END) AS __nonnull_0 FROM R WHERE ((c <= 3 AND c__null = 0) AND NOT a = 1)'
 >>> show("SELECT a, COUNT(COALESCE(c, 2)), MIN(c + a) FROM R WHERE c IS NULL GROUP BY a")
-'SELECT a, COUNT(1), MIN(c + a) FILTER(WHERE c__null = 0) FROM R WHERE NOT (c__null = 0) GROUP BY a'
->>> show("SELECT a FROM R GROUP BY a, c")
+'SELECT a, COUNT(1), MIN(c + a) FILTER(WHERE c__null = 0), COUNT(c + a) FILTER(WHERE c__null = 0) AS __nonnull_2 FROM R WHERE NOT (c__null = 0) GROUP BY a'
+>>> show("SELECT c, COUNT(*) FROM R GROUP BY a, c")
+'SELECT c, COUNT(*) FROM R GROUP BY a, c, c__null'
+>>> show("SELECT a, c FROM R")
+'SELECT a, c, c__null FROM R'
+>>> show("SELECT COUNT(*) FROM R GROUP BY c + 1")
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported nullable column c read outside an aggregate (GROUP BY a, c): a NULL key is not carried by a view yet (docs/m3.md, "NULLs")
+boreas.m3.errors.CompileError: unsupported nullable column c read outside an aggregate (GROUP BY c + 1): only the column itself is a key, selected or in GROUP BY (docs/m3.md, "NULLs")
 """
 
 from __future__ import annotations
@@ -47,8 +61,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..ast import RelationDecl
-from ..nullable import indicator, nullable_positions
+from ..nullable import SUFFIX, indicator, nullable_positions
 from .nodes import sql_of
+from .nullshown import COUNT_PREFIX, hidden_count, is_key, key_indicators
 from .resolve import Positions
 
 #: Comparisons whose operands are values: TRUE only where every operand is present.
@@ -64,14 +79,17 @@ _NULLABLE_AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max)  # NULL over only NULLs
 def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Positions) -> exp.Expression:
     """``tree`` (a copy when changed) with every reading of a nullable column made explicit (module doc)."""
     names = _nullable_names(relations)
+    if any(type(n) is exp.Column and n.name.lower().endswith(SUFFIX) for n in tree.walk()):
+        return tree  # rewritten already (CREATE VIEW's query: before desugaring, and as a query)
     if not names or not any((type(n) is exp.Column and n.name.lower() in names) or
                             (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
         return tree
-    if type(tree) is not exp.Select or any(isinstance(n, (exp.Subquery, exp.SetOperation, exp.Exists, exp.Window,
-                                                          exp.With)) or (isinstance(n, exp.Select) and n is not tree)
-                                           for n in tree.walk()):
-        raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with subqueries, "
-                        "set operations or windows (docs/m3.md, \"NULLs\")", tree)
+    nested = [n for n in tree.walk() if isinstance(n, exp.Select) and n is not tree]
+    if type(tree) is not exp.Select or any(isinstance(n, (exp.SetOperation, exp.Window, exp.With)) or (
+            type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join)) for n in tree.walk()) or any(
+            type(c) is exp.Column and c.name.lower() in names for s in nested for c in s.walk()):
+        raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with set "
+                        "operations, windows, derived tables, or inside a subquery (docs/m3.md, \"NULLs\")", tree)
     return _Rewriter(_in_scope(tree, relations), ctx).select(tree.copy())
 
 
@@ -108,6 +126,10 @@ class _Rewriter:
         holders = [a for a, (cols, _) in self.scope.items() if name in cols]
         return len(holders) == 1 and name in self.scope[holders[0]][1]
 
+    def holder(self, col: exp.Column) -> str:
+        """The alias of the FROM item an unqualified column belongs to."""
+        return next(a for a, (cols, _) in self.scope.items() if col.name.lower() in cols)
+
     def reads(self, e: exp.Expression) -> bool:
         return any(self.nullable(n) for n in e.walk())
 
@@ -119,20 +141,35 @@ class _Rewriter:
         for j in sel.args.get("joins") or []:
             if j.side or j.kind not in ("", "INNER", "CROSS", None):
                 raise self.refuse(f"in a query with an outer join ({sql_of(j)})", j)
+        keys: list[exp.Column] = []
         for n in sel.walk():
-            if type(n) is exp.Star and type(n.parent) is not exp.Count and any(nl for _, nl in self.scope.values()):
+            if type(n) is exp.Star and type(n.parent) is not exp.Count and any(nl for _, nl in self.scope.values()) \
+                    and n.find_ancestor(exp.Select) is sel:  # (a subquery's *: it reads no nullable column)
                 raise self.refuse("listed by * (name the columns)", n)
             if self.nullable(n) and n.find_ancestor(exp.AggFunc) is None and n.find_ancestor(exp.Where, exp.Join) is None:
+                if is_key(n, sel):
+                    keys.append(n)
+                    continue
                 clause = n.find_ancestor(exp.Group, exp.Order, exp.Having)
                 where = f" ({sql_of(clause)})" if clause is not None else ""
-                raise self.ctx.error(f"unsupported nullable column {n.name} read outside an aggregate{where}: a NULL "
-                                     "key is not carried by a view yet (docs/m3.md, \"NULLs\")", n)
+                raise self.ctx.error(f"unsupported nullable column {n.name} read outside an aggregate{where}: only "
+                                     "the column itself is a key, selected or in GROUP BY (docs/m3.md, \"NULLs\")", n)
+        key_indicators(sel, keys, self.holder)
         having = sel.args.get("having")
         if having is not None and any(self.nullable(n) and not isinstance(n.find_ancestor(exp.AggFunc), exp.Count)
                                       for n in having.walk()):  # a COUNT is never NULL
             raise self.refuse(f"in HAVING other than under COUNT ({sql_of(having)})", having)
+        counts = []
         for agg in [n for n in sel.walk() if isinstance(n, _AGGS)]:
-            self.aggregate(agg)
+            empty = isinstance(agg, _NULLABLE_AGGS) and (type(agg.parent) is exp.Filter or (
+                agg.this is not None and type(agg.this) not in (exp.Star, exp.Distinct) and self.reads(agg.this)
+                and self.present(agg.this) is not None))
+            agg = self.aggregate(agg)
+            count = hidden_count(agg, sel) if empty else None
+            if count is not None:
+                counts.append(count)
+        for i, count in counts:  # after the items: CREATE VIEW v(names) renames the selected ones
+            sel.append("expressions", exp.alias_(count, f"{COUNT_PREFIX}{i}"))
         where = sel.args.get("where")
         if where is not None and self.reads(where):
             where.set("this", self.truth(where.this))
@@ -142,13 +179,14 @@ class _Rewriter:
                 j.set("on", self.truth(on))
         return sel
 
-    def aggregate(self, agg: exp.Expression) -> None:
+    def aggregate(self, agg: exp.Expression) -> exp.Expression:
+        """Rewrite ``agg`` to skip NULLs; the aggregate node after (a MIN/MAX is wrapped in a FILTER)."""
         arg = agg.this
         filt = agg.parent if type(agg.parent) is exp.Filter else None
         if filt is not None and self.reads(filt.expression):
             filt.expression.set("this", self.truth(filt.expression.this))
         if arg is None or type(arg) is exp.Star or not self.reads(arg):
-            return
+            return agg
         if type(arg) is exp.Distinct:
             raise self.refuse(f"under DISTINCT ({sql_of(agg)})", agg)
         outer = filt if filt is not None else agg
@@ -163,13 +201,19 @@ class _Rewriter:
         elif present is False:
             agg.set("this", exp.Null())
         elif isinstance(agg, (exp.Min, exp.Max)):  # a fold reads the rows FILTER keeps (:mod:`.aggfilter`)
+            if any(isinstance(n, exp.Select) for n in agg.root().walk() if n is not agg.root()):
+                raise self.refuse(f"under {sql_of(agg)} in a query with a subquery (a filtered fold beside "
+                                  "nested aggregates is not built)", agg)
             agg.set("this", value)
             if filt is None:
-                agg.replace(exp.Filter(this=agg.copy(), expression=exp.Where(this=present)))
+                wrapped = exp.Filter(this=agg.copy(), expression=exp.Where(this=present))
+                agg.replace(wrapped)
+                agg = wrapped.this
             else:
                 filt.expression.set("this", exp.And(this=exp.Paren(this=filt.expression.this), expression=present))
         else:
             agg.set("this", exp.Case(ifs=[exp.If(this=present, true=value)]))
+        return agg
 
     # -- conditions: where TRUE --------------------------------------------
     def truth(self, c: exp.Expression, negated: bool = False) -> exp.Expression:
@@ -190,6 +234,8 @@ class _Rewriter:
         if not self.reads(c):
             return exp.Not(this=c.copy()) if negated else c.copy()
         if isinstance(c, _ATOMS):
+            if negated and t is exp.In and c.args.get("query") is not None:
+                raise self.refuse(f"in NOT IN a subquery ({sql_of(c)}: NULL NOT IN no rows is TRUE)", c)
             branched = next((n for n in c.walk() if type(n) in (exp.Coalesce, exp.Nullif)
                              or (type(n) is exp.Case and n.args.get("this") is None)), None)
             if branched is not None:  # the atom per branch of its first CASE-like part, each where it applies

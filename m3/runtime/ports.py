@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..ast import Program
-from ..nullable import is_indicator
+from ..nullable import is_indicator, shown_columns
 
 
 @dataclass(frozen=True)
@@ -51,5 +51,6 @@ def view_ports(program: Program, forms: Mapping) -> dict[str, ViewInfo]:
             keys = tuple((name, k.type) for name, k in zip(v.keys, first.keys))
         else:
             keys = tuple((name, form.types[i]) for name, i in zip(v.keys, form.out))
-        out[v.name] = ViewInfo(v.name, keys, tuple(c.name for c in v.columns), v.internal)
+        out[v.name] = ViewInfo(v.name, keys, tuple(v.columns[i].name for i in shown_columns([c.name for c in v.columns])),
+                               v.internal)
     return out

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..ast import Program
 from ..check import check_program
 from ..errors import RuntimeStateError
-from ..nullable import declared, expand_columns, expand_row
+from ..nullable import ViewNulls, declared, expand_columns, expand_row
 from ..over import rereads
 from ..printer import format_program
 from ..syntax import parse_program
@@ -88,6 +88,9 @@ class Runtime(Reads):
         # nullable columns: a row's None split into value and indicator before either backend sees it (docs/m3.md "NULLs")
         self._nullable = {r.name: nl for r in program.relations if (nl := declared(r.columns))}
         self._column_types = {r.name: tuple(c.type for c in r.columns) for r in program.relations}
+        # views with nullable keys: their reads show None where a key's indicator says NULL (docs/m3.md "NULLs")
+        self._nulls = {v.name: nulls for v in program.views
+                       if (nulls := ViewNulls.of(v.keys, v.internal, [c.name for c in v.columns]))}
         self._strings: list[str] | None = None  # after leaving C: its intern table (STRING ids in int64 columns)
         member = None if type(self) is Runtime or self.keeps_native else type(self).__name__
         self.backend, self.backend_reason, self._native = choose(program, float_epsilon, backend, member)
@@ -285,7 +288,8 @@ class Runtime(Reads):
             rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in self._rereads,
                                                                  memo.previous if memo.plans else None)
             if rows:
-                changes[v.name] = rows
+                nulls = self._nulls.get(v.name)
+                changes[v.name] = nulls.rows(rows) if nulls else rows
         return changes
 
     def _reader(self) -> Reader:
@@ -323,7 +327,9 @@ class Runtime(Reads):
             else:
                 store = self.store
                 values = {name: [store.get(name, key) for key in keys] for name in view_maps(v)}
-            return plain_rows(v, keys, values)
+            rows = plain_rows(v, keys, values)
+            nulls = self._nulls.get(view)
+            return nulls.rows(rows) if nulls else rows
 
     def remove(self, entries: Mapping[str, Sequence[tuple]]) -> int:
         """Delete the entries of each map at the given keys, recording no view change (the state of closed

@@ -23,6 +23,7 @@ import threading
 from .. import query
 from ..ast import Program
 from ..errors import RuntimeStateError
+from ..nullable import ViewNulls
 from .evaluate import Reader
 from .maps import MapStore
 from .viewchanges import current_reader, plain_value
@@ -37,6 +38,7 @@ class Reads:
     store: MapStore
     _forms: dict[str, ViewForm]
     _version: int
+    _nulls: dict[str, ViewNulls]
 
     def _reader(self) -> Reader:
         """The maps as they are now, for evaluating the rows of views computed when read."""
@@ -65,7 +67,7 @@ class Reads:
                     inside, value = row_value(form, row, reader)
                     if inside:
                         out[form.key_of(row)] = value
-                return out
+                return self._shown(name, out)
             keys: dict = {}
             for m in v.maps:
                 if any(k is not None for k in pattern):
@@ -73,7 +75,12 @@ class Reads:
                 else:
                     keys.update(dict.fromkeys(store.stored_keys(m)))
             first = v.maps[0]
-            return {store.unpack(first, k): plain_value(store, v, k) for k in keys}
+            return self._shown(name, {store.unpack(first, k): plain_value(store, v, k) for k in keys})
+
+    def _shown(self, name: str, rows: dict[tuple, object]) -> dict[tuple, object]:
+        """A view's rows with its NULLs shown as None (:class:`boreas.m3.nullable.ViewNulls`)."""
+        nulls = self._nulls.get(name)
+        return dict(nulls.rows(rows.items(), present=True)) if nulls else rows
 
     def _match(self, name: str, keys: tuple) -> list[tuple[tuple, object]]:
         """Matching entries, through an index when one covers the bound positions (``MapStore.match``)."""

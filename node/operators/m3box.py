@@ -262,10 +262,11 @@ def _emitter(keys: tuple[tuple[str, str], ...], schema: Schema, positions: tuple
     casts = ["float" if f.type == FieldType.DOUBLE else "_text" if f.type == FieldType.STRING else "int"
              for f in schema.fields[width:]]  # a STRING value (MIN/MAX of strings): '' once its row left
     key_parts = [f"_micros(k[{i}])" if kind == "DATE" else f"k[{i}]" for i, (_, kind) in zip(positions, keys)]
-    if len(casts) == 1:
-        value_parts = [f"{casts[0]}(v)"]
-    else:
-        value_parts = [f"{cast}(v[{i}])" for i, cast in enumerate(casts)]
+    key_parts = [f"(None if k[{i}] is None else {part})" if f.nullable and part != f"k[{i}]" else part
+                 for i, part, f in zip(positions, key_parts, schema.fields)]  # a NULL key (docs/m3.md "NULLs")
+    values = ["v"] if len(casts) == 1 else [f"v[{i}]" for i in range(len(casts))]
+    value_parts = [f"(None if {v} is None else {cast}({v}))" if f.nullable else f"{cast}({v})"
+                   for v, cast, f in zip(values, casts, schema.fields[width:])]  # NULL: no value read
     source = f"def emit(changed):\n    return [({', '.join(key_parts + value_parts)},) for k, v in changed]\n"
     scope: dict = {"_micros": micros_of, "_text": lambda v: v if isinstance(v, str) else ""}
     exec(compile(source, "<m3 box out port>", "exec"), scope)  # noqa: S102 - indexes only, no user text

@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from boreas.catalog.model import Schema
+from boreas.m3.nullable import null_keys, null_values, shown_columns
 from boreas.wire.columns import Columns, arrow_schema
 
 _EPOCH = dt.date(1970, 1, 1).toordinal()
@@ -46,6 +47,7 @@ _DAY_US = 86_400_000_000
 _EPOCH_DAYS = pa.scalar(_EPOCH, pa.int64())
 _DAY = pa.scalar(_DAY_US, pa.int64())
 _ZERO_F = pa.scalar(0.0, pa.float64())
+_ONE = pa.scalar(1, pa.int64())
 
 
 class StringTable:
@@ -88,7 +90,8 @@ def view_changes(native, view, keys: tuple[tuple[str, str], ...], schema: Schema
     shown = view.output_keys  # an internal key (a GROUP BY column not selected) is no out field
     value_fields = list(target)[len(shown):]
     kinds = {m: pa.float64() if m in native.float_maps else pa.int64() for m in maps}
-    if all(c.denominator is None and kinds[c.numerator] == f.type for c, f in zip(view.columns, value_fields)):
+    if not null_values([c.name for c in view.columns]) and all(
+            c.denominator is None and kinds[c.numerator] == f.type for c, f in zip(view.columns, value_fields)):
         return _as_laid_out(native, view, maps, kinds, keys, target, strings)
     return _from_changes(native, view, maps, kinds, keys, target, strings)
 
@@ -99,7 +102,11 @@ def _from_changes(native, view, maps: list[str], kinds: dict, keys: tuple[tuple[
     with their maps' values before and now (``NativeMaps.changed``), the view's values, and which rows left
     and entered, by kernels."""
     shown = view.output_keys
-    value_fields = list(target)[len(shown):]
+    names = [c.name for c in view.columns]
+    counts = dict(null_values(names))  # a value column NULL where its hidden count is 0 (docs/m3.md "NULLs")
+    types = [pa.int64()] * len(names)
+    for i, f in zip(shown_columns(names), list(target)[len(shown):]):
+        types[i] = f.type
     changed = native.changed(maps)
     n = changed.n
     if not n:
@@ -109,8 +116,8 @@ def _from_changes(native, view, maps: list[str], kinds: dict, keys: tuple[tuple[
     for j, m in enumerate(maps):
         now[m] = _column(changed.news, n, j * stride, kinds[m])
         before[m] = _column(changed.olds, n, j * stride, kinds[m])
-    new = _view_values(view, now, value_fields)
-    old = _view_values(view, before, value_fields)
+    new = _view_values(view, now, types)
+    old = _view_values(view, before, types)
     old_in, new_in = _present(old), _present(new)
     same = pc.and_(pc.and_(new_in, old_in), _all_equal(old, new))
     leave = pc.indices_nonzero(pc.and_not(old_in, same))
@@ -122,7 +129,12 @@ def _from_changes(native, view, maps: list[str], kinds: dict, keys: tuple[tuple[
     table = strings if strings is not None else StringTable()
     columns = [_key_column(native, _column(changed.keys, n, i * stride).take(rows), keys[i][1], table).cast(field.type)
                for i, field in zip(shown, target)]
-    columns += [pa.concat_arrays([o.take(leave), v.take(enter)]) for o, v in zip(old, new)]
+    columns = _nulls(view, columns, lambda j: _column(changed.keys, n, j * stride).take(rows))
+    values = [pa.concat_arrays([o.take(leave), v.take(enter)]) for o, v in zip(old, new)]
+    for i, j in counts.items():
+        values[i] = pc.if_else(pc.equal(values[j], pa.scalar(0, values[j].type)), pa.scalar(None, values[i].type),
+                               values[i])
+    columns += [values[i] for i in shown_columns(names)]
     weights = pa.concat_arrays([pa.repeat(pa.scalar(-1, pa.int64()), len(leave)),
                                 pa.repeat(pa.scalar(1, pa.int64()), len(enter))])
     return Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=weights)
@@ -140,20 +152,36 @@ def _as_laid_out(native, view, maps: list[str], kinds: dict, keys: tuple[tuple[s
     table = strings if strings is not None else StringTable()
     columns = [_key_column(native, _column(log.keys, n, i * stride), keys[i][1], table).cast(field.type)
                for i, field in zip(view.output_keys, target)]
+    columns = _nulls(view, columns, lambda j: _column(log.keys, n, j * stride))
     values = {m: _column(log.vals, n, j * stride, kinds[m]) for j, m in enumerate(maps)}
     columns += [values[c.numerator] for c in view.columns]
     return Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=_column(log.weights, n, 0))
 
 
-def _view_values(view, values: dict[str, pa.Array], fields: list[pa.Field]) -> list[pa.Array]:
-    """The view's value columns from its maps' values, cast to the out fields' types."""
+def _nulls(view, columns: list[pa.Array], codes) -> list[pa.Array]:
+    """The key columns with a nullable key's rows null where its internal indicator key (``codes(position)``)
+    is 1 (:func:`boreas.m3.nullable.null_keys`, docs/m3.md "NULLs"); one kernel per nullable key."""
+    pairs = null_keys(view.keys, view.internal)
+    if not pairs:
+        return columns
+    at = {i: k for k, i in enumerate(view.output_keys)}
+    out = list(columns)
+    for i, j in pairs:
+        if i in at:
+            col = out[at[i]]
+            out[at[i]] = pc.if_else(pc.equal(codes(j), _ONE), pa.scalar(None, col.type), col)
+    return out
+
+
+def _view_values(view, values: dict[str, pa.Array], types: list[pa.DataType]) -> list[pa.Array]:
+    """The view's value columns from its maps' values, cast to the out fields' types (a hidden count: int64)."""
     out = []
-    for column, field in zip(view.columns, fields):
+    for column, kind in zip(view.columns, types):
         value = values[column.numerator]
         if column.denominator is not None:
             den = values[column.denominator].cast(pa.float64())
             value = pc.if_else(pc.equal(den, _ZERO_F), _ZERO_F, pc.divide(value.cast(pa.float64()), den))
-        out.append(value if value.type == field.type else value.cast(field.type, safe=False))
+        out.append(value if value.type == kind else value.cast(kind, safe=False))
     return out
 
 

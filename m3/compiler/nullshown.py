@@ -1,0 +1,75 @@
+"""What a view shows as NULL: a nullable key's indicator beside it, a NULL-skipping aggregate's hidden COUNT.
+
+Why apart from :mod:`.threevalued` (which calls these while it rewrites a
+SELECT): conditions and values are rewritten in place, while these add
+items to the query, keys to GROUP BY and columns to SELECT, that the view
+keeps out of its output rows (:func:`.outputs.view_names` names them,
+:class:`boreas.m3.nullable.ViewNulls` reads them; docs/m3.md "NULLs").
+
+>>> import sqlglot
+>>> sel = sqlglot.parse_one("SELECT r.c, SUM(a) AS s FROM R r GROUP BY r.c")
+>>> key_indicators(sel, [sel.expressions[0]], lambda col: "r")
+>>> hidden_count(sel.expressions[1].this, sel)[1].sql(), sel.sql()
+('COUNT(a)', 'SELECT r.c, SUM(a) AS s FROM R AS r GROUP BY r.c, r.c__null')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from ..nullable import indicator
+
+#: The alias of the hidden COUNT of a SELECT item's NULL-skipping aggregate (``+ position``), named
+#: ``<item>__null`` by :func:`.outputs.view_names`: the item is NULL where it is 0 (docs/m3.md "NULLs").
+COUNT_PREFIX = "__nonnull_"
+
+
+def key_indicators(sel: exp.Select, keys: list[exp.Column], holder: Callable[[exp.Column], str]) -> None:
+    """Each nullable key column's indicator made a key beside it: GROUP BY ``c`` groups by ``c, c__null``
+    (SQL's NULL group is the indicator's 1, apart from the value 0's group), and a view of rows selects
+    ``c__null`` too; the view names it ``<c's name>__null``, an internal key (:func:`.outputs.view_names`),
+    and its reads show ``c`` as None where it is 1 (:func:`boreas.m3.nullable.null_keys`); ``holder``: the
+    alias of the FROM item an unqualified column belongs to."""
+    group = sel.args.get("group")
+    seen: set[tuple[str, str]] = set()
+    for k in keys:
+        spelt = (k.table.lower() or holder(k), k.name.lower())
+        if spelt in seen:
+            continue
+        seen.add(spelt)
+        flag = exp.column(indicator(k.name), k.table or None)
+        if group is not None:
+            group.append("expressions", flag)
+        elif not _aggregated(sel):
+            sel.append("expressions", flag)
+
+
+def hidden_count(agg: exp.Expression, sel: exp.Select) -> tuple[int, exp.Expression] | None:
+    """For a SUM/AVG/MIN/MAX that may read no value (of a nullable expression, or filtered) and is a SELECT
+    item: (its position, the COUNT of the values it reads), the view's hidden column saying where it is
+    NULL (:func:`boreas.m3.nullable.null_values`)."""
+    outer = agg.parent if type(agg.parent) is exp.Filter else agg
+    item = outer.parent if type(outer.parent) is exp.Alias else outer
+    at = next((i for i, e in enumerate(sel.expressions) if e is item), None)
+    if at is None:
+        return None
+    if type(outer) is exp.Filter:
+        return at, exp.Filter(this=exp.Count(this=agg.this.copy()), expression=outer.expression.copy())
+    return at, exp.Count(this=agg.this.copy())
+
+
+def is_key(col: exp.Column, sel: exp.Select) -> bool:
+    """Whether a column outside aggregates and conditions is a key of the view: a GROUP BY item, or a SELECT
+    item (aliased or not) of a query that is grouped or selects no aggregate."""
+    parent = col.parent
+    if type(parent) is exp.Group:
+        return parent.parent is sel
+    if type(parent) is exp.Alias:
+        parent = parent.parent
+    return parent is sel and col.arg_key != "group" and (sel.args.get("group") is not None or not _aggregated(sel))
+
+
+def _aggregated(sel: exp.Select) -> bool:
+    return any(isinstance(n, exp.AggFunc) for e in sel.expressions for n in e.walk())
