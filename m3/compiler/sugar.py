@@ -16,6 +16,8 @@ unaware of them (the SQL front end translates, it does not special-case):
   COUNT, SUM and AVG skip); ``IS [NOT] NULL`` and ``COALESCE`` of constants folded (:func:`.padding.fold`:
   ``NULL IS NULL``, ``COALESCE(NULL, 3)``); of a padded column: :mod:`.outer`.
 * ``(SELECT 3)``, ``IN (SELECT 1)``, ``EXISTS (SELECT 3)`` → the constant (:mod:`.constsub`).
+* ``x = (SELECT c FROM ...)`` (``c`` no aggregate: the subquery's rows are its values) in a WHERE conjunct →
+  ``x IN (SELECT c FROM ...)`` (:mod:`.scalarin`).
 * ``x op ANY|SOME|ALL (SELECT ...)`` → ``EXISTS``/``NOT EXISTS`` (:mod:`.quantified`).
 * ``DATE_PART('year', d)`` → ``EXTRACT(YEAR FROM d)``.
 * ``GREATEST(x, y, ...)`` (DBToaster's ``LISTMAX``) and ``LEAST`` (``LISTMIN``) inside an aggregate →
@@ -47,15 +49,16 @@ from .nodes import sql_of
 from .padding import fold
 from .constsub import has_constant_subquery, inline_constants
 from .quantified import is_quantified, quantify
+from .scalarin import equal_to_in, has_equal_to_rows
 from .resolve import Positions
 
 
 def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Positions) -> exp.Expression:
     """``tree`` (a copy when changed) with every SELECT's USING and NATURAL joins and every DATE_PART rewritten
     (module doc)."""
-    if not any(_sugared(n) for n in tree.walk()) and not has_constant_subquery(tree):
+    if not any(_sugared(n) for n in tree.walk()) and not has_constant_subquery(tree) and not has_equal_to_rows(tree):
         return tree
-    tree = quantify(inline_constants(tree.copy()), relations, ctx)  # ANY/SOME/ALL: EXISTS, NOT EXISTS (:mod:`.quantified`)
+    tree = quantify(equal_to_in(inline_constants(tree.copy())), relations, ctx)  # ANY/SOME/ALL: EXISTS, NOT EXISTS (:mod:`.quantified`)
     for node in list(tree.walk()):
         if type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART":
             node.replace(_extract(node, ctx))
