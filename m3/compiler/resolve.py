@@ -47,6 +47,7 @@ from ..errors import CompileError
 from ..functions import check_call, result_type
 from .arithcmp import comparison as arith_comparison
 from .arithcmp import is_arithmetic
+from .casecmp import expand, expandable
 from .casewhen import case_call
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
@@ -270,6 +271,8 @@ class Resolver:
             return negate(p) if e.args.get("negate") else p
         if kind is exp.Is:
             return self._never_null(e)
+        if expandable(e):  # a CASE over several columns compared: the OR of its branches (:mod:`.casecmp`)
+            return self.predicate(expand(e))
         op = _CMP.get(kind)
         if op is None:
             raise self.ctx.error(f"unsupported condition {kind.__name__.upper()} ({sql_of(e)})", e)
