@@ -47,6 +47,7 @@ from ..errors import CompileError
 from ..functions import NULL_TESTS, check_call, result_type
 from .arithcmp import comparison as arith_comparison
 from .arithcmp import is_arithmetic
+from .casecmp import expand, expandable
 from .casewhen import case_call
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
@@ -227,6 +228,20 @@ class Resolver:
         return ref, v
 
     # -- selections -----------------------------------------------------------
+    def _never_null(self, e: exp.Is) -> tuple:
+        """``c IS NULL`` of a column declared without NULL: FALSE (``IS NOT NULL``: its negation, TRUE).
+
+        A nullable column's is read from its indicator (:mod:`.threevalued`, first); one without an indicator
+        never holds NULL, as DuckDB's ``NOT NULL`` column does not.
+        """
+        col = unparen(e.this)
+        if type(e.expression) is not exp.Null or type(col) is not exp.Column or isinstance(col.this, exp.Star):
+            raise self.ctx.error(f"unsupported IS ({sql_of(e)}): of a column, IS [NOT] NULL", e)
+        alias, name = self.column(col)
+        if self.has_column(exp.column(f"{name}__null", alias)):
+            raise self.ctx.error(f"unsupported IS [NOT] NULL of nullable column {sql_of(col)} here", e)
+        return FALSE
+
     def predicate(self, e: exp.Expression) -> tuple:
         e = unparen(e)
         kind = type(e)
@@ -259,7 +274,9 @@ class Resolver:
             if isinstance(f, Computed) and f.fn in NULL_TESTS:
                 return ("=", Computed(NULL_TESTS[f.fn], f.ref, f.args), 0)
         if kind is exp.Is:
-            raise self.ctx.error(f"unsupported IS [NOT] NULL ({sql_of(e)}): the M3 runtime has no NULLs", e)
+            return self._never_null(e)
+        if expandable(e):  # a CASE over several columns compared: the OR of its branches (:mod:`.casecmp`)
+            return self.predicate(expand(e))
         op = _CMP.get(kind)
         if op is None:
             raise self.ctx.error(f"unsupported condition {kind.__name__.upper()} ({sql_of(e)})", e)

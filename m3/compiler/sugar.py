@@ -16,8 +16,12 @@ unaware of them (the SQL front end translates, it does not special-case):
   COUNT, SUM and AVG skip); ``IS [NOT] NULL`` and ``COALESCE`` of constants folded (:func:`.padding.fold`:
   ``NULL IS NULL``, ``COALESCE(NULL, 3)``); of a padded column: :mod:`.outer`.
 * ``(SELECT 3)``, ``IN (SELECT 1)``, ``EXISTS (SELECT 3)`` → the constant (:mod:`.constsub`).
+* ``x = (SELECT c FROM ...)`` (``c`` no aggregate: the subquery's rows are its values) in a WHERE conjunct →
+  ``x IN (SELECT c FROM ...)`` (:mod:`.scalarin`).
 * ``x op ANY|SOME|ALL (SELECT ...)`` → ``EXISTS``/``NOT EXISTS`` (:mod:`.quantified`).
 * ``DATE_PART('year', d)`` → ``EXTRACT(YEAR FROM d)``.
+* ``SUBSTRING(s, 0, n)`` → ``SUBSTRING(s, 1, n - 1)``, ``SUBSTRING(s, 0)`` → ``SUBSTRING(s, 1)``: SQL's positions
+  start at 1, and the range ``[0, n)`` holds the ``n - 1`` positions from 1 (DuckDB and PostgreSQL read it so).
 * ``GREATEST(x, y, ...)`` (DBToaster's ``LISTMAX``) and ``LEAST`` (``LISTMIN``) inside an aggregate →
   ``CASE WHEN x >= y AND ... THEN x WHEN ... ELSE z END`` (a CASE of comparisons, which the calculus sums);
   elsewhere ``LISTMAX``/``LISTMIN`` are read as ``GREATEST``/``LEAST`` (refused there by name).
@@ -30,6 +34,8 @@ unaware of them (the SQL front end translates, it does not special-case):
 'SELECT R.a, R.b, S.c FROM R JOIN S ON R.b = S.b WHERE R.b > 1'
 >>> desugar(sqlglot.parse_one("SELECT DATE_PART('month', d) AS m FROM R"), rels, PlainErrors()).sql()
 'SELECT EXTRACT(MONTH FROM d) AS m FROM R'
+>>> desugar(sqlglot.parse_one("SELECT SUBSTRING(c, 0, 2) AS p FROM R"), rels, PlainErrors()).sql()
+'SELECT SUBSTRING(c, 1, 1) AS p FROM R'
 >>> desugar(sqlglot.parse_one("SELECT SUM(LISTMAX(a, b, 0)) FROM R"), rels, PlainErrors()).sql()
 'SELECT SUM(CASE WHEN a >= b AND a >= 0 THEN a WHEN b >= 0 THEN b ELSE 0 END) FROM R'
 >>> desugar(sqlglot.parse_one("SELECT * FROM R JOIN S USING (c)"), rels, PlainErrors())
@@ -47,18 +53,25 @@ from .nodes import sql_of
 from .padding import fold
 from .constsub import has_constant_subquery, inline_constants
 from .quantified import is_quantified, quantify
+from .scalarin import equal_to_in, has_equal_to_rows
 from .resolve import Positions
 
 
 def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Positions) -> exp.Expression:
     """``tree`` (a copy when changed) with every SELECT's USING and NATURAL joins and every DATE_PART rewritten
     (module doc)."""
-    if not any(_sugared(n) for n in tree.walk()) and not has_constant_subquery(tree):
+    if not any(_sugared(n) for n in tree.walk()) and not has_constant_subquery(tree) and not has_equal_to_rows(tree):
         return tree
-    tree = quantify(inline_constants(tree.copy()), relations, ctx)  # ANY/SOME/ALL: EXISTS, NOT EXISTS (:mod:`.quantified`)
+    tree = quantify(equal_to_in(inline_constants(tree.copy())), relations, ctx)  # ANY/SOME/ALL: EXISTS, NOT EXISTS (:mod:`.quantified`)
     for node in list(tree.walk()):
         if type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART":
             node.replace(_extract(node, ctx))
+    for node in list(tree.walk()):
+        if _from_zero(node):
+            length = node.args.get("length")
+            node.set("start", exp.Literal.number(1))
+            if length is not None:
+                node.set("length", exp.Literal.number(int(length.this) - 1))
     for node in list(tree.walk()):
         if type(node) is exp.Nullif:
             node.replace(exp.Case(ifs=[exp.If(this=exp.EQ(this=node.this.copy(), expression=node.expression.copy()),
@@ -76,8 +89,18 @@ def desugar(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
     return tree
 
 
+def _from_zero(node: exp.Expression) -> bool:
+    """A ``SUBSTRING(s, 0[, n])`` with ``n`` an integer constant >= 1 (0 or less is refused as written)."""
+    if type(node) is not exp.Substring:
+        return False
+    start, length = node.args.get("start"), node.args.get("length")
+    return type(start) is exp.Literal and not start.is_string and start.this == "0" and \
+        (length is None or type(length) is exp.Literal and not length.is_string and str(length.this).isdigit()
+         and int(length.this) >= 1)
+
+
 def _sugared(node: exp.Expression) -> bool:
-    return (type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART") or \
+    return _from_zero(node) or (type(node) is exp.Anonymous and str(node.this).upper() == "DATE_PART") or \
         (type(node) is exp.Join and _joined_by_name(node)) or type(node) in (exp.Nullif, exp.Is, exp.Coalesce) or _extremum(node) is not None or is_quantified(node)
 
 
