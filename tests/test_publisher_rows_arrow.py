@@ -145,3 +145,25 @@ async def test_an_arrow_batch_of_a_replaced_schema_is_refused_row_by_row():
             await publisher.send([[n, "ab"] for n in range(5)])
         assert (publisher.accepted, publisher.refused_count, publisher.acknowledged_rows) == (0, 5, 5)
         assert [(e.row, e.field) for e in publisher.refused] == [(n, "name") for n in range(5)]
+
+
+async def test_a_batch_that_breaks_decoding_is_refused_and_the_node_goes_on():
+    """An Arrow batch naming a column twice makes the node's check throw: that batch is refused with the reason
+    (the publisher says so), never the connection; the node keeps taking batches."""
+    import pyarrow as pa
+    from boreas.wire.columns import Columns
+
+    twice = pa.RecordBatch.from_arrays([pa.array([1], pa.int32()), pa.array(["a"]), pa.array([2], pa.int32())],
+                                       names=["k", "name", "k"])
+    async with in_process(nodes=1) as cluster:
+        await submit(cluster, nullable_application())
+        with pytest.raises(PublishRefused, match="does not decode"):
+            async with Publisher(cluster.url, "N", TOKEN) as publisher:
+                await publisher.send(Columns(twice))
+        async with Subscriber(cluster.url, "Kept", TOKEN) as subscriber:
+            async with Publisher(cluster.url, "N", TOKEN) as after:
+                await after.send([[5, "ok"]])
+            assert after.accepted == 1
+            assert await asyncio.wait_for(anext(aiter(subscriber)), 30) == (5, "ok")
+        flow = (await asyncio.to_thread(get_json, f"{cluster.node_url(0)}/status"))["data"]["flow"]
+        assert flow["refused_batches"] == 1
