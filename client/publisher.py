@@ -153,7 +153,7 @@ class Publisher:
         self.refusals: list[str] = []
         self.duplicates = 0  # batches the node already had from this producer (a re-run): dropped
         self._sent_rows = 0
-        self._first_row: dict[int, int] = {}  # seq -> number of the batch's first row
+        self._first_row: dict[int, tuple[int, int]] = {}  # seq -> number of the batch's first row, its rows
         self._follow: asyncio.Task | None = None
         self._row_batches: Any = None  # a RowBatches once rows are sent (client/row_batches.py: imports pyarrow)
         # a node the stream's coordinator handed this producer to (an Ack's hint, docs/cumulus.md §6.5)
@@ -275,27 +275,13 @@ class Publisher:
         if type(rows).__module__.split(".")[0] in ("pyarrow", "pandas", "polars"):  # columns (no pyarrow import)
             await self._send_columns(rows)
             return
-        batch: list[Any] = []
-        for row in rows:
-            kind = type(row)
-            if kind is list or kind is tuple:  # the common case, without the ABC check (3x the copy's cost)
-                batch.append(list(row))
-            else:
-                batch.append([row.get(f) for f in self.fields] if isinstance(row, Mapping) else list(row))
-            if len(batch) >= self.batch_size:
-                await self._send_batch(self._rows_batch(batch))
-                batch = []
-        if batch:
-            await self._send_batch(self._rows_batch(batch))
-
-    def _rows_batch(self, rows: list[list[Any]]) -> Any:
-        """Rows as they go: an Arrow batch (:mod:`.row_batches`), or rows where the node must name a bad one."""
         if self._row_batches is None:
             from .row_batches import RowBatches  # (pyarrow: only once a publisher has rows to send)
 
             assert self.schema is not None, "start() first"
             self._row_batches = RowBatches(self.schema)
-        return self._row_batches.prepare(rows)
+        for batch in self._row_batches.cut(rows, self.batch_size):
+            await self._send_batch(batch)
 
     async def _send_columns(self, data: Any) -> None:
         from boreas.wire.columns import Columns, conform, record_batches
@@ -310,10 +296,10 @@ class Publisher:
         for link in self.links:
             seq = await link.send(self.stream, rows)
             if link is self.links[0] and seq is not None:
-                self._first_row[seq] = first
+                self._first_row[seq] = (first, len(rows))
 
     def _replied(self, batch: Batch, reply: Frame) -> None:
-        first = self._first_row.pop(batch.seq, 0)
+        first, count = self._first_row.pop(batch.seq, (0, 0))
         if isinstance(reply, Refused):
             self.refusals.append(reply.reason)
         elif isinstance(reply, Ack) and reply.duplicate:
@@ -323,10 +309,14 @@ class Publisher:
                 self._moved = reply.moved
                 self._move.set()
             self.accepted += reply.accepted
-            self.refused_count += len(reply.errors)
+            errors = reply.errors
+            whole = [(field, reason) for row, field, reason in errors if row < 0]
+            if whole:  # row -1: the whole batch (an Arrow batch of a schema replaced meanwhile): each of its rows
+                errors = [(row, *whole[0]) for row in range(count)]
+            self.refused_count += len(errors)
             room = MAX_REFUSED_KEPT - len(self.refused)
             if room > 0:
-                self.refused += [RowError(first + row, field, reason) for row, field, reason in reply.errors[:room]]
+                self.refused += [RowError(first + row, field, reason) for row, field, reason in errors[:room]]
 
     async def flush(self, timeout: float | None = None) -> None:
         """Wait until every batch sent so far is acknowledged (``PublishRefused``: a node refused a

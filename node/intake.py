@@ -96,7 +96,13 @@ class Intake:
         # the payload where the frame holds it, no copy (a frame is some hundreds of kB): decoded from there, and
         # kept by the log as it came (msgspec writes a memoryview as the bytes it shows)
         data = memoryview(batch.rows)
-        rows, errors = row_type.decode_payload(data, batch.fmt)  # rows, or Arrow Columns
+        try:  # a batch that breaks decoding is refused, never the connection (and the publisher's resends)
+            rows, errors = row_type.decode_payload(data, batch.fmt)  # rows, or Arrow Columns
+        except Exception as exc:
+            log.exception("node %s: batch %s/%d does not decode", self.endpoint, batch.stream, batch.seq)
+            self.counters["refused_batches"] += 1
+            return Refused(batch.stream, batch.producer, batch.seq, f"batch does not decode: {exc!r}")
+        self.counters["arrow_batches_in" if batch.fmt else "row_batches_in"] += 1  # (/status: how batches travel)
         if "~" not in batch.producer and isinstance(rows, Columns) and rows.weights is not None:
             self.counters["refused_batches"] += 1  # nothing of it is taken: the catalog reads the stream as plain
             return Refused(batch.stream, batch.producer, batch.seq,

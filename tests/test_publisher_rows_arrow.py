@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from boreas.client.head_api import submit_documents, wait_submission
 from boreas.client.publisher import Publisher, PublishRefused
 from boreas.client.subscriber import Subscriber
+from boreas.wire.client import PeerClient
 from boreas.wire.links import OutboundLink
 from support.cluster import TOKEN, get_json
 from support.inprocess import in_process
@@ -58,6 +60,8 @@ async def test_rows_and_bad_rows_through_nodes_as_before():
                 (21, "celsius", "expected double, got str 'hot'"), (23, "sensor", "1099511627776 is out of range for int")]
             status = await asyncio.to_thread(get_json, f"{cluster.node_url(0)}/status")
             assert status["data"]["flow"]["refused_rows"] == 2
+            # the good batches traveled as Arrow (what this module is about), the one with bad rows as rows
+            assert (status["data"]["flow"]["arrow_batches_in"], status["data"]["flow"]["row_batches_in"]) == (2, 1)
             rows = good[:20] + [(1, -100.0), (7, 1.5)] + good[20:]
             assert await until_sentinel(subscriber, cluster.url) == converted(rows)
 
@@ -85,3 +89,81 @@ async def test_a_publish_begun_as_msgpack_rows_is_finished_as_arrow_once():
             with pytest.raises(PublishRefused, match="already published batch 0 of Reading with other rows"):
                 async with Publisher(cluster.url, "Reading", TOKEN, producer="p", batch_size=10) as again:
                     await again.send(readings(100, 10))
+
+
+def nullable_application(name_field: str = '<field name="name" type="string" size="3" nullable="true"/>',
+                         schema: str = "NS", keep: str = "k &gt; 0") -> bytes:
+    return f"""<borealis>
+  <input stream="N" schema="{schema}"/> <output stream="Kept" schema="{schema}"/>
+  <schema name="{schema}"><field name="k" type="int"/>{name_field}</schema>
+  <query name="keep"><box name="keep" type="filter"><in stream="N"/><out stream="Kept"/>
+    <parameter name="expression.0" value="{keep}"/></box></query>
+</borealis>""".encode()
+
+
+async def submit(cluster, app: bytes, replace: bool = False) -> None:
+    deploy = f'<deploy><publish stream="N" node="{cluster.nodes[0].endpoint}"/>' \
+             f'<node endpoint="{cluster.nodes[0].endpoint}" query="keep"/></deploy>'.encode()
+    async with PeerClient(TOKEN) as peers:
+        status = await submit_documents(peers, cluster.url, [("nulls.xml", app)] + ([] if replace else [
+            ("deploy.xml", deploy)]), replace=replace)
+        status = await wait_submission(peers, cluster.url, status, 20)
+    assert status["state"] == "deployed", status
+
+
+async def test_a_batch_whose_nullable_string_is_null_in_every_row_arrives():
+    """The review's repro: the second batch's string column is NULL throughout; the node once threw on it, dropped
+    the connection, and the publisher resent it for ever (only 2 of 4 rows arrived)."""
+    async with in_process(nodes=1) as cluster:
+        await submit(cluster, nullable_application())
+        async with Subscriber(cluster.url, "Kept", TOKEN) as subscriber:
+            async with Publisher(cluster.url, "N", TOKEN, batch_size=2) as publisher:
+                await publisher.send([[1, "ab"], [2, None], [3, None], [4, None]])
+            assert (publisher.accepted, publisher.refused, publisher.refusals) == (4, [], [])
+            got: list[tuple] = []
+
+            async def read() -> None:
+                async for row in subscriber:
+                    got.append(row)
+                    if len(got) == 4:
+                        return
+
+            await asyncio.wait_for(read(), 30)
+            assert got == [(1, "ab"), (2, None), (3, None), (4, None)]
+        flow = (await asyncio.to_thread(get_json, f"{cluster.node_url(0)}/status"))["data"]["flow"]
+        assert (flow.get("arrow_batches_in"), flow.get("row_batches_in")) == (2, None)  # rows traveled as Arrow
+
+
+async def test_an_arrow_batch_of_a_replaced_schema_is_refused_row_by_row():
+    """After ``submit --replace`` renamed a field, a publisher still holding the old schema sends Arrow batches
+    the node cannot read: every row of them is refused, numbered and counted, as rows were."""
+    async with in_process(nodes=1) as cluster:
+        await submit(cluster, nullable_application())
+        async with Publisher(cluster.url, "N", TOKEN, batch_size=3) as publisher:
+            await submit(cluster, nullable_application('<field name="label" type="string" size="3"/>', "NS2",
+                                                     "k &gt; -1"), replace=True)
+            await publisher.send([[n, "ab"] for n in range(5)])
+        assert (publisher.accepted, publisher.refused_count, publisher.acknowledged_rows) == (0, 5, 5)
+        assert [(e.row, e.field) for e in publisher.refused] == [(n, "name") for n in range(5)]
+
+
+async def test_a_batch_that_breaks_decoding_is_refused_and_the_node_goes_on():
+    """An Arrow batch naming a column twice makes the node's check throw: that batch is refused with the reason
+    (the publisher says so), never the connection; the node keeps taking batches."""
+    import pyarrow as pa
+    from boreas.wire.columns import Columns
+
+    twice = pa.RecordBatch.from_arrays([pa.array([1], pa.int32()), pa.array(["a"]), pa.array([2], pa.int32())],
+                                       names=["k", "name", "k"])
+    async with in_process(nodes=1) as cluster:
+        await submit(cluster, nullable_application())
+        with pytest.raises(PublishRefused, match="does not decode"):
+            async with Publisher(cluster.url, "N", TOKEN) as publisher:
+                await publisher.send(Columns(twice))
+        async with Subscriber(cluster.url, "Kept", TOKEN) as subscriber:
+            async with Publisher(cluster.url, "N", TOKEN) as after:
+                await after.send([[5, "ok"]])
+            assert after.accepted == 1
+            assert await asyncio.wait_for(anext(aiter(subscriber)), 30) == (5, "ok")
+        flow = (await asyncio.to_thread(get_json, f"{cluster.node_url(0)}/status"))["data"]["flow"]
+        assert flow["refused_batches"] == 1

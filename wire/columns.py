@@ -60,7 +60,8 @@ from boreas.catalog.changelog import WEIGHT  # the weights' column (validation r
 from boreas.catalog.model import FieldType, Schema
 
 from . import array_columns
-from .array_columns import ARROW_TYPES, arrow_type, holding_null, holds_single, not_a, wrong_lengths
+from .array_columns import ARROW_TYPES, arrow_type, holds_single, not_a, wrong_lengths
+from .column_limits import cast, refused_nulls, too_long
 from .row_errors import RowError, SchemaMismatch
 
 
@@ -270,19 +271,9 @@ def decode(payload: bytes, schema: Schema) -> tuple[Columns, list[RowError]]:
     columns, exact = _split_weights(batch, data)
     if (exact and columns.batch.schema.equals(arrow_schema(schema))
             and not any(array_columns.nulls(c) and not f.nullable for c, f in zip(columns.batch.columns, schema.fields))
-            and not _too_long(columns.batch, schema)):
+            and not too_long(columns.batch, schema)):
         return columns, []  # as sent: the same bytes go on
     return check(batch, schema)
-
-
-def _too_long(batch: pa.RecordBatch, schema: Schema) -> bool:
-    """Whether a string is longer than its size, or an array's list longer or shorter than its dimension."""
-    for i, f in enumerate(schema.fields):
-        if f.array is not None and wrong_lengths(batch.column(i), f):
-            return True
-        if f.type == FieldType.STRING and len(batch.column(i)) and pc.max(pc.utf8_length(batch.column(i))).as_py() > f.size:
-            return True
-    return False
 
 
 def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, list[RowError]]:
@@ -303,7 +294,7 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
     reasons: dict[int, tuple[str, str]] = {}
     weights = None
     if WEIGHT in names:
-        weights, wrong = _cast(batch.column(WEIGHT), pa.int64(), WEIGHT)
+        weights, wrong = cast(batch.column(WEIGHT), pa.int64())
         for row in wrong:
             reasons.setdefault(row, (WEIGHT, "not a whole number (a weight)"))
         if weights.null_count:
@@ -314,11 +305,11 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
         if f.name not in names:
             raise SchemaMismatch(f.name, "missing")
         column = batch.column(f.name)
-        column, wrong = _cast(column, want.type, f.name)
+        column, wrong = cast(column, want.type)
         misfit = wrong_lengths(column, f) if f.array is not None else []
         for row in sorted({*wrong, *misfit}):
             reasons.setdefault(row, (f.name, not_a(f)))
-        nulls = _refused_nulls(column, f.nullable)
+        nulls = refused_nulls(column, f.nullable)
         if misfit:
             nulls = pc.or_(nulls, pc.is_in(pa.array(range(batch.num_rows), pa.int64()), pa.array(misfit, pa.int64())))
         if f.type == FieldType.STRING:
@@ -335,37 +326,6 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
         return good, []
     errors = [RowError(row, field, reason) for row, (field, reason) in sorted(reasons.items())]
     return good.filter(pc.invert(bad)), errors
-
-
-def _refused_nulls(column: pa.Array, nullable: bool) -> pa.Array:
-    """The rows whose nulls the field refuses: every null of a field that is not nullable, and the
-    nulls inside an array value (an array field's own value may be NULL when it is nullable)."""
-    if not array_columns.nulls(column) or not (pa.types.is_list(column.type) or pa.types.is_fixed_size_list(column.type)):
-        return pa.array([False] * len(column), pa.bool_()) if nullable else column.is_null()
-    held = holding_null(column)
-    if nullable and column.null_count:
-        held = pc.and_(held, column.is_valid())
-    return held
-
-
-def _cast(column: pa.Array, want: pa.DataType, name: str) -> tuple[pa.Array, list[int]]:
-    """``column`` as ``want``; rows whose value cannot be (out of range, not a number) become null, listed."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if column.type == want:
-        return column, []
-    try:
-        return column.cast(want, safe=True), []
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    values, wrong = [], []
-    for i, v in enumerate(column.to_pylist()):  # the slow path names the rows; a good batch never comes here
-        try:
-            values.append(pa.scalar(v).cast(want, safe=True).as_py() if v is not None else None)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            values.append(None)
-            wrong.append(i)
-    return pa.array(values, want), wrong
 
 
 def conform(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:

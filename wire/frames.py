@@ -111,6 +111,7 @@ def decode(data: bytes) -> Frame:
 
 
 def encode_rows(rows: list[Any]) -> bytes:
+    """A list of rows as a batch of rows carries them (msgpack), and what its digest hashes."""
     return _encoder.encode(rows)
 
 
@@ -134,6 +135,12 @@ def rows_in(batch: Batch) -> int:
     return len(msgspec.msgpack.decode(batch.rows))
 
 
+def digest_of_rows(rows: Any) -> int:
+    """The digest of a batch of ``rows`` sent as rows: a row publisher's Arrow batch of the same rows carries this
+    one too (client/row_batches.py), so a re-run drops what was taken whichever encoding carried it."""
+    return rows_digest(encode_rows(rows))
+
+
 def make_batch(stream: str, producer: str, seq: int, rows: Any, box: str = "",
                restart: bool = False, digest: bool = False, final: bool = False) -> Batch:
     """A batch of ``rows`` (a list of rows, or :class:`~boreas.wire.columns.Columns`, sent as Arrow); with
@@ -143,6 +150,6 @@ def make_batch(stream: str, producer: str, seq: int, rows: Any, box: str = "",
         return Batch(stream, producer, seq, msgspec.Raw(rows.payload), box, restart, rows.digest if digest else 0,
                      ARROW, final)
     ipc = getattr(rows, "ipc", None)  # Arrow columns: their IPC bytes as one msgpack bin (wire/columns.py)
-    data = _encoder.encode(ipc() if ipc is not None else rows)
+    data = _encoder.encode(ipc()) if ipc is not None else encode_rows(rows)
     return Batch(stream, producer, seq, msgspec.Raw(data), box, restart, rows_digest(data) if digest else 0,
                  ARROW if ipc is not None else ROWS, final)

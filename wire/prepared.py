@@ -51,8 +51,9 @@ class Prepared:
         return self.count
 
     @classmethod
-    def of(cls, ipc: bytes | memoryview, count: int) -> "Prepared":
-        """``ipc`` (any buffer: an Arrow buffer is copied once, into the payload) prepared for ``count`` rows."""
+    def of(cls, ipc: bytes | memoryview, count: int, digest: int | None = None) -> "Prepared":
+        """``ipc`` (any buffer: an Arrow buffer is copied once, into the payload) prepared for ``count`` rows;
+        ``digest``: the batch's where it is not the payload's (a row publisher's: that of its rows)."""
         view = memoryview(ipc)
         payload = b"".join((bin_header(view.nbytes), view))
-        return cls(payload, rows_digest(payload), count)
+        return cls(payload, rows_digest(payload) if digest is None else digest, count)

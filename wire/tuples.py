@@ -111,6 +111,14 @@ class RowType:
         except SchemaMismatch as exc:
             return [], [RowError(-1, exc.field, exc.reason)]
 
+    def convert(self, rows: Sequence[Any]) -> list[tuple] | None:
+        """Good rows as tuples, in C, or None if any row is bad (a caller that sends rows as they are then,
+        for the receiver to name the bad ones, never checks row by row itself)."""
+        try:
+            return msgspec.convert(rows, self._convert_type)
+        except msgspec.ValidationError:
+            return None
+
     def check(self, rows: Sequence[Any]) -> tuple[list[tuple], list[RowError]]:
         """Good rows as tuples, and one error per bad row."""
         try:
