@@ -241,12 +241,3 @@ def test_boreas_subscribe_writes_csv_that_boreas_publish_reads_back_with_its_nul
     lines = list(csv.reader(io.StringIO(out.getvalue())))
     assert lines[0] == ["k", "x", "y", "s"]
     assert [RowType(schema).from_text(line) for line in lines[1:]] == rows
-
-
-def test_an_m3_box_refuses_a_nullable_field_as_a_key_by_name_rather_than_read_null_as_zero():
-    """An m3 view reads nullable fields (tests/m3/test_nullable_box.py), but not yet as a key: refused, named."""
-    app = ('<borealis><schema name="S"><field name="g" type="int"/><field name="b" type="int" nullable="true"/>'
-           '</schema><input stream="R" schema="S"/><box name="q" type="m3"><in stream="R"/><out stream="Out"/>'
-           '<parameter name="sql" value="SELECT b, SUM(g) AS s FROM R GROUP BY b"/></box></borealis>')
-    problems = [str(p) for p in plan_submission(Catalog(), [read_document(app, "app.xml")], box_types()).problems]
-    assert len(problems) == 1 and "nullable column b read outside an aggregate" in problems[0]
