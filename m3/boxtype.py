@@ -32,6 +32,7 @@ Types: INT ↔ int (short and byte accepted in), FLOAT/DECIMAL ↔ double
 (single accepted in), STRING/VARCHAR ↔ string, DATE ↔ timestamp
 (microseconds since the epoch at midnight UTC).  Out values: an INT-valued
 column (COUNT, a SUM of integers) is a long, every other one a double.
+The ports are checked, and the out fields written, by :mod:`.box_ports`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from boreas.m3 import Runtime
 from boreas.m3.compiler.pipeline import compile_sql
-from support.step_batches import batches
+from support.step_batches import replay
 
 STREAM = "CREATE STREAM R(k INT, s VARCHAR, t VARCHAR);\n"
 EXTRACT = "REGEXP_EXTRACT(t, '(&|^)id=([^&]*)', 2)"
@@ -59,12 +59,5 @@ def test_a_case_of_two_columns_is_duckdbs_through_inserts_and_deletes(steps, cut
     if backend == "native":
         from support.native import skip_without_native
         skip_without_native()
-    rt = Runtime(compiled(view), backend=backend)
-    present: Counter = Counter()
-    for batch in batches(steps, cuts):
-        rt.apply_batch([("R", sign, r) for sign, r in batch])
-        for sign, r in batch:
-            present[r] += sign
-        assert {k: v for k, v in rt.view("Q1").items() if v} == duck(view, present)
-    assert {k: v for k, v in rt.view("Q1").items() if v} == duck(view, present)
+    replay(Runtime(compiled(view), backend=backend), steps, cuts, functools.partial(duck, view))
 

@@ -30,7 +30,7 @@
     on member 0 (the leader): change the layout while events flow (§6),
     JSON ``{"move": [segment, member or endpoint]}``, ``{"split": segment}``,
     ``{"move_all": member or endpoint}`` or ``{"rebalance": {segment:
-    entries}}``.  The leader decides the new layout, announces the epoch it
+    entries}}``.  The leader decides the new layout (:mod:`.layout_request`), announces the epoch it
     takes effect at, and answers once its members have switched and the
     segments moved: ``{"layout": {...}, "moves": [[segment, from, to]],
     "seconds"}``; it also reports the new layout to the Head, which commits

@@ -29,3 +29,15 @@ def batches(steps, cuts):
         if cut:
             out.append([])
     return [b for b in out if b]
+
+
+def replay(runtime, steps, cuts, expected, relation: str = "R", view: str = "Q1") -> None:
+    """Apply the steps to ``relation`` batch by batch; after each, ``view``'s nonzero entries must be
+    ``expected(present)`` (the oracle over the rows present, a Counter)."""
+    present: Counter = Counter()
+    for batch in batches(steps, cuts):
+        runtime.apply_batch([(relation, sign, r) for sign, r in batch])
+        for sign, r in batch:
+            present[r] += sign
+        assert {k: v for k, v in runtime.view(view).items() if v} == expected(present)
+    assert {k: v for k, v in runtime.view(view).items() if v} == expected(present)
