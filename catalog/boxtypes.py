@@ -44,7 +44,8 @@ from .box_params import (
 from .model import Box, Field, FieldType, Partition, Schema
 from .unsupported_boxes import why_unsupported
 from .revision_params import RevisionParamError, check_revision_params, plain_box, revised_value
-from .fault_params import FaultParamError, check_sjoin_params, infer_soutput, infer_sunion
+from .fault_params import infer_soutput, infer_sunion
+from .join_params import infer_aurorajoin, infer_join, infer_sjoin
 from .table_params import TABLE_TYPES, TableParamError, infer_table_box
 
 
@@ -238,30 +239,6 @@ def infer_aggregate(box: Box, inputs: list[Schema]) -> list[Schema]:
     return [derived_schema(box, 0, fields)]
 
 
-def infer_join(box: Box, inputs: list[Schema]) -> list[Schema]:
-    """Out: ``out-field.N`` expressions over ``left.``/``right.`` fields, or all left then right fields."""
-    scope = Scope.join(inputs[0], inputs[1])
-    check_expression(box.param("predicate") or "", scope)
-    if box.param("slack") is not None:
-        raise BoxError(f"join box {box.name!r}: parameter 'slack' is not a join parameter (Borealis's "
-                       f"JoinQBox drops no tuple for order and has no slack; slack belongs to aggregate "
-                       f"boxes)")
-    for side in ("left", "right"):
-        number_param(box, f"{side}-buffer-size", low=0)
-        choice_param(box, f"{side}-order-by", ("VALUES", "TUPLES"))
-        on = box.param(f"{side}-order-on-field")
-        if on:
-            field_of(box, inputs[0 if side == "left" else 1], on, f"{side}-order-on-field")
-    expressions = indexed(box, "out-field")
-    names = indexed(box, "out-field-name")
-    if not expressions:
-        return [derived_schema(box, 0, list(inputs[0].fields) + list(inputs[1].fields))]
-    if len(names) != len(expressions):
-        raise BoxError(f"join box {box.name!r} has {len(expressions)} out-field.N but {len(names)} out-field-name.N")
-    return [derived_schema(box, 0, [infer_field(n, parse_expression(e), scope, whole_arrays=True)
-                              for e, n in zip(expressions, names)])]
-
-
 def infer_revision(box: Box, inputs: list[Schema]) -> list[Schema]:
     """A revision box: its plain counterpart's out schemas over a changelog (catalog/revision_params.py),
     a map's and an aggregate's with Borealis's ``revised_value`` string field appended."""
@@ -291,38 +268,6 @@ def infer_table(box: Box, inputs: list[Schema]) -> list[Schema]:
         return infer_table_box(box, inputs)
     except TableParamError as exc:
         raise BoxError(str(exc)) from None
-
-
-def infer_sjoin(box: Box, inputs: list[Schema]) -> list[Schema]:
-    """A join's out schema; its buffers by VALUES, no timeout (catalog/fault_params.py)."""
-    try:
-        check_sjoin_params(box)
-    except FaultParamError as exc:
-        raise BoxError(str(exc)) from None
-    try:
-        return infer_join(box, inputs)
-    except BoxError as exc:
-        raise BoxError(str(exc).replace("join box ", "sjoin box ", 1)) from None
-
-
-def infer_aurorajoin(box: Box, inputs: list[Schema]) -> list[Schema]:
-    """Borealis's older join (``AuroraJoinQBox``): ``down-size`` and ``up-size`` size the left and right buffers;
-    a VALUES buffer is trimmed by the arriving tuple's own order field, so both sides name one."""
-    for name in ("down-size", "up-size"):
-        number_param(box, name, low=0)
-    if box.param("timeout") is not None:
-        raise BoxError(f"aurorajoin box {box.name!r}: parameter 'timeout' is not supported for an aurorajoin yet")
-    if any(choice_param(box, f"{side}-order-by", ("VALUES", "TUPLES")) == "VALUES" for side in ("left", "right")):
-        for side, schema in zip(("left", "right"), inputs):
-            on = box.param(f"{side}-order-on-field")
-            if not on:
-                raise BoxError(f"aurorajoin box {box.name!r} needs parameter '{side}-order-on-field': a VALUES buffer "
-                               "is trimmed by the arriving tuple's order value, on either side")
-            field_of(box, schema, on, f"{side}-order-on-field")
-    try:
-        return infer_join(box, inputs)
-    except BoxError as exc:
-        raise BoxError(str(exc).replace("join box ", "aurorajoin box ", 1)) from None
 
 
 _INFER_PLAIN: dict[str, InferFn] = {"filter": infer_filter, "map": infer_map, "aggregate": infer_aggregate}

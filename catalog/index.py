@@ -36,35 +36,18 @@ changes both ways).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import changelog, table_params
 from .boxtypes import BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic
+from .index_derivation import Derivation, producers_of
 from .model import Catalog, Producer, Schema
 from .tracked import CATALOG_DICTS as _DICTS
-from .references import NAMED_AS as _NAMED_AS, Element, Name, Produced, move_references
-from .schemas_of import BoxTyping, cycle_reason, input_schema, type_box
-from .validate import (
-    REFERENCE_CHECKS,
-    check_topology,
-    Checks,
-    plugged_problems,
-    producer_origin,
-    array_stream_problems,
-    declared_output_schema,
-    output_schema_problems,
-    partition_check,
-    producer_problems,
-    whole_checks,
-)
-
-#: A stream's state: its schema, or BROKEN (cannot be told); absent: nothing produces it.
-BROKEN = None
-
+from .references import Element, Name
+from .schemas_of import BoxTyping
+from .validate import Checks
 
 @dataclass
 class CatalogIndex:
@@ -105,15 +88,7 @@ class CatalogIndex:
 
     def producers(self, stream: str) -> list[Producer]:
         """What produces ``stream`` (an ``<input>`` first, then boxes in the catalog's order)."""
-        cat = self.catalog
-        boxes = [key for kind, key in self.refs.get(("produces", stream), ()) if kind == "boxes"]
-        if len(boxes) > 1:  # only an invalid catalog: order as the catalog does
-            boxes = [name for name in cat.boxes if name in set(boxes)]
-        found = [Producer(stream)] if stream in cat.inputs else []
-        for name in boxes:
-            box = cat.boxes[name]
-            found += [Producer(stream, name, port) for port, s in enumerate(box.outputs) if s == stream]
-        return found
+        return producers_of(self.catalog, self.refs, stream)
 
     # -- a change ------------------------------------------------------------------------------------
 
@@ -139,7 +114,9 @@ class CatalogIndex:
                 for kind in _DICTS}
         derived = self._again(after, keys)
         if derived is None:
-            derived = _Derivation(self, after, keys, whole).run()
+            d = Derivation(self, after, keys, whole).run()
+            derived = CatalogIndex(after, self.registry, d.refs, d.states, d.typings, d.stream_schemas, d.problems,
+                                   self.checks, self.catalog, keys, d.moved, d.whole)
             self._last = derived
         return derived
 
@@ -161,246 +138,3 @@ class CatalogIndex:
 
 def _all_keys(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
     return set(before) | set(after)
-
-
-def _typed_as(box: Any) -> tuple:
-    """What a box's typing depends on (not its node: a moved box keeps its typing)."""
-    return box.type, box.inputs, box.outputs, box.params
-
-
-class _Derivation:
-    """One :meth:`CatalogIndex.derive`: its working state, then the new index."""
-
-    def __init__(self, base: CatalogIndex, after: Catalog, changed: dict[str, set[str]], whole: bool):
-        self.base, self.after, self.changed, self.whole = base, after, changed, whole
-        self.registry = base.registry
-        self.refs = dict(base.refs)
-        # Shared with the base index until the change types something (_own; a move does not: issue 37).
-        self.states, self.schemas = base.states, base.stream_schemas
-        self.typings: dict[str, BoxTyping] = {} if whole else base.typings
-        self.owned = False
-        self.problems: list[Diagnostic] = []
-        self.produced = Produced(self.refs)
-        self.counts: dict[str, int] = {}  # stream -> producers, once the references are moved (_count)
-
-    def run(self) -> CatalogIndex:
-        touched = self._update_refs()
-        dirty = self._dirty(touched)
-        index = CatalogIndex(self.after, self.registry, self.refs, self.states, self.typings, self.schemas,
-                             self.problems, self.base.checks, self.base.catalog, self.changed, set(), self.whole)
-        for stream in sorted(touched):
-            self.problems += producer_problems(self.after, stream, index.producers(stream))
-        for kind, check in REFERENCE_CHECKS:
-            items = getattr(self.after, kind)
-            for key in sorted(dirty.get(kind, ())):
-                self.problems += check(self.after, items[key], self.produced)
-        moved = self._infer(touched, dirty)
-        index.moved.update(moved)
-        self._outputs_and_arrays(moved, dirty)
-        index.states, index.typings, index.stream_schemas = self.states, self.typings, self.schemas
-        for name in sorted(dirty.get("partitions", ())):
-            self.problems += partition_check(self.after, self.registry, name, self.after.partitions[name])
-        checks = self.base.checks
-        if any(self._count(s) > 1 for s in touched):
-            # Two producers: which one's schema a reader sees depends on the order the whole check types
-            # them in, so it alone says; the catalog is refused anyway (and an index of it is not derived
-            # from: the next change is checked whole).
-            report = check_topology(self.after, self.registry, checks)
-            index.problems[:] = report.problems
-            index.stream_schemas = report.stream_schemas
-            index.whole = True
-            return index
-        if checks.boxes or checks.streams:
-            streams = {s for s in moved | touched | set(dirty.get("outputs", ())) if s in self.produced}
-            boxes = {k for k in self.changed["boxes"] if k in self.after.boxes}
-            boxes.update(k for s in streams for k, _ in self._readers(s))
-            self.problems += plugged_problems(self.after, checks, self.schemas, sorted(boxes), sorted(streams),
-                                              lambda s: producer_origin(self.after, index.producers(s)))
-        for check in whole_checks(checks):
-            if self._reaches(check):
-                check(self.after, lambda origin, reason: self.problems.append(Diagnostic.at(origin, reason)))
-        return index
-
-    def _reaches(self, check: Any) -> bool:
-        """Whether a whole-catalog check (a walk over every box) may answer otherwise than for the base index,
-        which had no problems: changelogs read box types, edges and schemas; the table check table boxes,
-        tables and partitions; any other check runs every time."""
-        if self.whole:
-            return True
-        before, after = self.base.catalog.boxes, self.after.boxes
-        pairs = [(before.get(k), after.get(k)) for k in self.changed["boxes"]]
-        if check is changelog.check:
-            return bool(self.changed.get("schemas")) or any(
-                old is None or new is None or _typed_as(old) != _typed_as(new) for old, new in pairs)
-        if check is table_params.check:
-            return bool(self.changed.get("tables") or self.changed.get("partitions")) or any(
-                box is not None and box.type in table_params.ACCESSING and box.access for pair in pairs for box in pair)
-        return True
-
-    def _update_refs(self) -> set[str]:
-        """Move the changed elements' references; the streams that gained or lost a producer."""
-        return move_references(self.refs, self.base.catalog, self.after, self.changed)
-
-    def _dirty(self, touched: set[str]) -> dict[str, set[str]]:
-        """Elements to check again: the changed ones, and those that refer to a changed one or a touched stream."""
-        names: set[Name] = {("reads", s) for s in touched}
-        for kind, noun in _NAMED_AS.items():
-            names.update((noun, key) for key in self.changed[kind])
-        dirty: dict[str, set[str]] = {}
-        for kind, keys in self.changed.items():
-            present = getattr(self.after, kind)
-            dirty.setdefault(kind, set()).update(k for k in keys if k in present)
-        for name in names:
-            for kind, key in self.refs.get(name, ()):
-                dirty.setdefault(kind, set()).add(key)
-        return dirty
-
-    # -- inference -----------------------------------------------------------------------------------
-
-    def _own(self) -> None:
-        """Copy the states, typings and schemas shared with the base index, before the first change to them."""
-        if not self.owned:
-            self.states, self.typings, self.schemas = dict(self.states), dict(self.typings), dict(self.schemas)
-            self.owned = True
-
-    def _infer(self, touched: set[str], dirty: dict[str, set[str]]) -> set[str]:
-        """Infer again what the change can reach; the streams whose state changed."""
-        after = self.after
-        old: dict[str, tuple] = {}  # stream -> (state, told) before
-        # Streams whose producer is an input: told from its schema and its producer count.
-        entries = touched | {after.inputs[k].stream for k in dirty.get("inputs", ())}
-        before = self.base.catalog.boxes
-        seeds = {k for k in self.changed["boxes"] if k in after.boxes and (
-            k not in before or _typed_as(before[k]) != _typed_as(after.boxes[k]))}  # (a move types nothing anew)
-        for stream in entries:
-            seeds.update(k for k, _ in self._readers(stream))
-        removed = {k for k in self.changed["boxes"] if k not in after.boxes}
-        if not entries and not seeds and not removed:
-            return set()  # (nothing to infer again: a move)
-        self._own()
-        states = self.states
-        for stream in entries:
-            old[stream] = (states.get(stream, "absent"), self.base.stream_schemas.get(stream))
-            states.pop(stream, None)
-            if stream in after.inputs:
-                schema = input_schema(after, after.inputs[stream].schema)
-                states[stream] = schema if self._count(stream) == 1 else BROKEN
-            elif stream in self.produced:  # by a box: told again below if the box is reached
-                states[stream] = self.base.states.get(stream, BROKEN) if self._count(stream) == 1 else BROKEN
-        region = self._downstream(seeds)
-        for name in region:
-            for stream in after.boxes[name].outputs:
-                old.setdefault(stream, (states.get(stream, "absent"), self.base.stream_schemas.get(stream)))
-        for name in removed:
-            self.typings.pop(name, None)
-        # Streams told inside the region: those all of whose producers are in it (an input stream, or one
-        # another box also writes, is told already, as the whole check tells it before the region's boxes).
-        internal = {s for name in region for s in after.boxes[name].outputs
-                    if s not in after.inputs and all(k in region for _, k in self.refs[("produces", s)])}
-        for stream in internal:
-            states.pop(stream, None)
-        for stream in [s for s in old if s not in self.produced]:
-            states.pop(stream, None)
-        self._kahn(region, internal)
-        moved = set()
-        for stream, was in old.items():
-            told = self._told(stream)
-            now = (states.get(stream, "absent"), told)
-            if now[0] != was[0] or now[1] != was[1]:
-                moved.add(stream)
-                if told is None:
-                    self.schemas.pop(stream, None)
-                else:
-                    self.schemas[stream] = told  # (an output's is renamed below)
-        return moved
-
-    def _told(self, stream: str) -> Schema | None:
-        """The schema a stream is told to have (before outputs' renaming): an input's, even with another
-        producer; else its one producer's."""
-        inp = self.after.inputs.get(stream)
-        if inp is not None:
-            return input_schema(self.after, inp.schema)
-        return self.states.get(stream)
-
-    def _count(self, stream: str) -> int:
-        """How many producers ``stream`` has (a box writing it on two ports counts twice, as in the full check)."""
-        count = self.counts.get(stream)
-        if count is None:  # (asked up to three times a stream; the references are final by then)
-            count = 0
-            for kind, key in self.refs.get(("produces", stream), ()):
-                count += 1 if kind == "inputs" else self.after.boxes[key].outputs.count(stream)
-            self.counts[stream] = count
-        return count
-
-    def _readers(self, stream: str) -> Iterable[tuple[str, str]]:
-        return ((key, kind) for kind, key in self.refs.get(("reads", stream), ()) if kind == "boxes")
-
-    def _downstream(self, seeds: set[str]) -> set[str]:
-        """The seeds and every box that reads, directly or not, a stream one of them writes."""
-        region, queue = set(seeds), deque(seeds)
-        while queue:
-            box = self.after.boxes[queue.popleft()]
-            for stream in box.outputs:
-                for name, _ in self._readers(stream):
-                    if name not in region:
-                        region.add(name)
-                        queue.append(name)
-        return region
-
-    def _kahn(self, region: set[str], internal: set[str]) -> None:
-        """Type the region's boxes in dataflow order from the states of the streams entering it."""
-        after, states = self.after, self.states
-        waiting = {name: {p.stream for p in after.boxes[name].inputs
-                          if p.stream in internal or p.stream not in states} for name in region}
-        ready = deque(sorted(name for name, waits in waiting.items() if not waits))
-        done: set[str] = set()
-        while ready:
-            name = ready.popleft()
-            done.add(name)
-            box = after.boxes[name]
-            inputs = tuple(states[p.stream] for p in box.inputs)
-            typing = self.typings.get(name)
-            if typing is None or _typed_as(typing.box) != _typed_as(box) or typing.inputs != inputs:
-                typing = type_box(after, self.registry, box, list(inputs))
-                self.typings[name] = typing
-            self.problems += [Diagnostic.at(box.origin, reason) for reason in typing.problems]
-            for port, stream in enumerate(box.outputs):
-                single = self._count(stream) == 1
-                states[stream] = typing.outs[port] if typing.outs is not None and single else BROKEN
-                for reader, _ in sorted(self._readers(stream)):
-                    if reader in waiting and stream in waiting[reader]:
-                        waiting[reader].discard(stream)
-                        if not waiting[reader]:
-                            ready.append(reader)
-        for name in sorted(region - done):
-            self.typings.pop(name, None)
-            box = after.boxes[name]
-            if all(p.stream in self.produced for p in box.inputs):
-                self.problems.append(Diagnostic.at(box.origin, cycle_reason(name)))
-
-    # -- what depends on stream schemas -----------------------------------------------------------------
-
-    def _outputs_and_arrays(self, moved: set[str], dirty: dict[str, set[str]]) -> None:
-        outputs = set(dirty.get("outputs", ())) | {s for s in moved if s in self.after.outputs}
-        if outputs:
-            self._own()
-        after, schemas = self.after, self.schemas
-        for stream in outputs:
-            schemas.pop(stream, None)
-            told = self._told(stream)
-            if told is not None:
-                schemas[stream] = told
-        for stream in sorted(outputs):
-            renamed = declared_output_schema(after, after.outputs[stream], schemas)
-            if renamed is not None:
-                schemas[stream] = renamed
-        for stream in sorted(outputs):
-            self.problems += output_schema_problems(after, after.outputs[stream], schemas)
-        for kind in ("publications", "subscriptions"):
-            keys = set(dirty.get(kind, ()))
-            for stream in moved:
-                keys.update(k for a, k in self.refs.get(("reads", stream), ()) if a == kind)
-            items = getattr(after, kind)
-            for key in sorted(keys):
-                if key in items:
-                    self.problems += array_stream_problems(after, items[key], schemas)

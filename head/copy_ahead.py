@@ -5,10 +5,10 @@ read (``GET /catalog``, a global component's full copy): at 100,000 boxes
 about 0.85 s of CPU that the first reader waited for, on top of the
 transfer and its own decoding (issue 37: a full copy under 3 s).
 :class:`CopyAhead` builds it before anyone asks: once the catalog has been
-quiet for :attr:`quiet` seconds after a commit, in a worker thread (the
+quiet for ``quiet`` seconds after a commit (a :class:`~.quiet_pacer.QuietPacer`), in a worker thread (the
 event loop keeps serving; :class:`~.catalog_copy.CatalogCopies` holds a
 lock around its building, so a reader arriving meanwhile waits for the
-same build instead of starting another), no sooner than :attr:`ratio`
+same build instead of starting another), no sooner than ``ratio``
 times the last build's CPU time after it (at most about 1/ratio of a core
 spent on copies, whatever the commit rate).  A version the Head only
 passes through is not serialized: the next one is.
@@ -23,43 +23,31 @@ Usage (the Head does this)::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from .catalog_copy import CatalogCopies
+from .quiet_pacer import QuietPacer
 
 log = logging.getLogger(__name__)
 
 
 class CopyAhead:
-    """Owns when the copy is built ahead: whether a version is waiting, and when the next build may run."""
+    """Builds the copy ahead when its :class:`~.quiet_pacer.QuietPacer` says; the version built last."""
 
     def __init__(self, copies: CatalogCopies, quiet: float = 0.5, ratio: float = 10.0, least: float = 1.0):
         self.copies = copies
-        self.quiet = quiet  # seconds without a commit before a build
-        self.ratio = ratio  # the next build waits this many times the last one's CPU time ...
-        self.least = least  # ... and at least this many seconds
+        self.pacer = QuietPacer(quiet, ratio, least)  # quiet spells, builds paced by their CPU time
         self.built: int | None = None  # the catalog version built ahead last (status, tests)
-        self._changed = asyncio.Event()
-        self._next = 0.0  # loop time before which no build starts
 
     def changed(self) -> None:
         """A new catalog version is held."""
-        self._changed.set()
+        self.pacer.changed()
 
     async def run(self) -> None:
         """Build after each quiet spell (the supervised task's body)."""
-        loop = asyncio.get_running_loop()
-        while True:
-            await self._changed.wait()
-            self._changed.clear()
-            while True:  # until quiet for self.quiet seconds
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), self.quiet)
-                    self._changed.clear()
-                    continue
-                break
-            await asyncio.sleep(max(0.0, self._next - loop.time()))
-            self.built, took = await asyncio.to_thread(self.copies.prepare)
-            log.info("catalog version %d serialized ahead in %.2f s of CPU", self.built, took)
-            self._next = loop.time() + max(self.least, self.ratio * took)
+        await self.pacer.run(self._build)
+
+    async def _build(self) -> float:
+        self.built, took = await asyncio.to_thread(self.copies.prepare)
+        log.info("catalog version %d serialized ahead in %.2f s of CPU", self.built, took)
+        return took

@@ -21,6 +21,10 @@ Usage::
     feed.start(supervisor)       # queues the first full copy
     feed.changed(8, items)       # after each commit
     feed.abort()                 # the component left
+
+The Head holds one feed per global component the catalog lists, in a
+:class:`GlobalFeeds`: the leader matches them to each catalog it installs
+and hands every commit to each.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from boreas.catalog.model import Catalog
+from boreas.catalog.replicate import update_items
 from boreas.catalog.updates import update_document
 from boreas.wire.backoff import Backoff
 from boreas.wire.client import PeerClient, PeerError
@@ -94,3 +100,53 @@ class GlobalFeed:
         self.counters["failures"] += 1
         log.debug("global component %s: %s (will retry with a full copy)", self.endpoint, exc)
         self.full_copy()
+
+
+class GlobalFeeds:
+    """The leader's feeds, one per global component of the catalog: the one owner of which are running.
+
+    A follower Head holds none (it starts them with :meth:`match` once it
+    leads); each feed's sender runs as a task of the Head's supervisor,
+    named ``global ENDPOINT``.
+    """
+
+    def __init__(self, peers: PeerClient, full_copy: Callable[[], FullCopy], tasks: Supervisor,
+                 origin: str = "head"):
+        self.peers = peers
+        self.copy_of_current = full_copy
+        self.tasks = tasks
+        self.origin = origin
+        self.feeds: dict[str, GlobalFeed] = {}
+
+    def match(self, catalog: Catalog) -> None:
+        """Start or stop feeds so that exactly ``catalog``'s global components are fed."""
+        for endpoint in catalog.globals:
+            if endpoint not in self.feeds:
+                feed = GlobalFeed(endpoint, self.peers, self.copy_of_current, self.origin)
+                self.feeds[endpoint] = feed
+                feed.start(self.tasks)
+        for endpoint in set(self.feeds) - set(catalog.globals):
+            self.feeds.pop(endpoint).abort()
+            log.info("global component %s disconnected", endpoint)
+
+    def committed(self, before: Catalog, after: Catalog, touched: dict[str, set[str]] | None = None) -> None:
+        """Hand each feed the commit from ``before`` to ``after``, compared where it wrote (``touched``; the
+        whole catalog when None, after a gap read whole)."""
+        if not self.feeds:
+            return
+        items = update_items(before, after, touched)
+        for feed in self.feeds.values():
+            feed.changed(after.version, items)
+
+    def full_copy(self, endpoint: str) -> bool:
+        """Send a fed component a fresh full copy (it registered again); False if it is not fed."""
+        feed = self.feeds.get(endpoint)
+        if feed is None:
+            return False
+        feed.full_copy()
+        return True
+
+    def abort(self) -> None:
+        """Stop every feed at once (the Head closes)."""
+        for feed in self.feeds.values():
+            feed.abort()

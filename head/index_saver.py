@@ -3,8 +3,8 @@
 Saving the index (:func:`~boreas.catalog.index_checkpoint.save_index`) costs
 the size of the catalog (about a tenth of checking it whole), so it is never
 part of a commit: :class:`IndexSaver` saves the current index once the
-catalog has been quiet for :attr:`quiet` seconds after a change, no sooner
-than :attr:`ratio` times the last save's CPU time after it (at most about
+catalog has been quiet for ``quiet`` seconds after a change, no sooner
+than ``ratio`` times the last save's CPU time after it (at most about
 1/ratio of a core spent saving, whatever the commit rate), and once more
 when the Head closes, if what it holds was not saved yet.  Only the leader
 saves (followers hold the same catalog).  A start whose catalog moved on
@@ -22,7 +22,6 @@ Usage (the Head does this)::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -31,49 +30,35 @@ from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_checkpoint import save_index
 from boreas.catalog.store import CatalogStore, StoreError
 
+from .quiet_pacer import QuietPacer
+
 log = logging.getLogger(__name__)
 
 
 class IndexSaver:
-    """Owns when the index is saved: the version saved last, and when the next save may run."""
+    """Saves the index when its :class:`~.quiet_pacer.QuietPacer` says (and on close); owns the version saved last."""
 
     def __init__(self, current: Callable[[], CatalogIndex], store: Callable[[], CatalogStore | None],
                  quiet: float = 2.0, ratio: float = 20.0, least: float = 10.0):
         self.current = current
         self.store = store
-        self.quiet = quiet  # seconds without a change before a save
-        self.ratio = ratio  # the next save waits this many times the last one's CPU time ...
-        self.least = least  # ... and at least this many seconds
+        self.pacer = QuietPacer(quiet, ratio, least)  # quiet spells, saves paced by their CPU time
         self.saved: int | None = None  # the catalog version saved last by this Head
-        self._changed = asyncio.Event()
-        self._next = 0.0  # loop time before which no save starts
 
     def started(self, version: int, decoded: bool) -> None:
         """The Head started at ``version`` with the saved index (nothing to save) or checked it whole (save it)."""
         if decoded:
             self.saved = version
         else:
-            self._changed.set()
+            self.pacer.changed()
 
     def changed(self) -> None:
         """A new catalog version is held."""
-        self._changed.set()
+        self.pacer.changed()
 
     async def run(self) -> None:
         """Save after each quiet spell (the supervised task's body)."""
-        loop = asyncio.get_running_loop()
-        while True:
-            await self._changed.wait()
-            self._changed.clear()
-            while True:  # until quiet for self.quiet seconds
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), self.quiet)
-                    self._changed.clear()
-                    continue
-                break
-            await asyncio.sleep(max(0.0, self._next - loop.time()))
-            took = await self.flush()
-            self._next = loop.time() + max(self.least, self.ratio * took)
+        await self.pacer.run(self.flush)
 
     async def flush(self) -> float:
         """Save the current index unless it is saved already; the CPU seconds it took."""

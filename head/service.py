@@ -36,7 +36,6 @@ from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_checkpoint import load_index
 from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
-from boreas.catalog.replicate import update_items
 from boreas.catalog.slice_index import NodeSlices
 from boreas.catalog.store import CatalogStore, Change, open_store
 from boreas.catalog.submission import Applied, apply_submission, optimistic_commit, plan_submission
@@ -52,7 +51,7 @@ from .catalog_copy import CatalogCopies
 from .copy_ahead import CopyAhead
 from .commit_follower import CommitFollower
 from .failover import Failover
-from .global_feed import GlobalFeed
+from .global_feed import GlobalFeed, GlobalFeeds
 from .index_saver import IndexSaver
 from .leadership import Leadership
 from .learning import Learner
@@ -80,7 +79,6 @@ class HeadService:
         self.store: CatalogStore | None = None
         self.catalog = Catalog()
         self.syncs: dict[str, NodeSync] = {}
-        self.feeds: dict[str, GlobalFeed] = {}
         # The catalog serialized once per version, for GET /catalog and global components' full copies.
         self.copies = CatalogCopies(lambda: self.catalog, self.origin)
         self.copy_ahead = CopyAhead(self.copies)  # each version's copy built once it is quiet (issue 37)
@@ -106,6 +104,8 @@ class HeadService:
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
         self.tasks = Supervisor("head")
+        # The global components' feeds (the leader runs them: _take_lead, _install).
+        self.global_feeds = GlobalFeeds(self.peers, self.copies.full_copy, self.tasks, self.origin)
         # What the nodes report they changed themselves (moves, connects, layouts; failover's
         # adoptions) is committed by the learner, one report at a time.
         self.learner = Learner(self)
@@ -132,6 +132,11 @@ class HeadService:
     @property
     def origin(self) -> str:
         return "head"
+
+    @property
+    def feeds(self) -> dict[str, GlobalFeed]:
+        """The global components fed, by endpoint (read by the status and metrics)."""
+        return self.global_feeds.feeds
 
     @property
     def catalog_full_reads(self) -> int:
@@ -180,7 +185,7 @@ class HeadService:
         for endpoint, sync in self.syncs.items():
             sync.resync()
             self.tasks.spawn(f"node {endpoint}", sync.run)
-        self._feed_globals(self.catalog)
+        self.global_feeds.match(self.catalog)
         self.tasks.spawn("expiry", self._expire_pending)
         self.tasks.spawn("failover", self._failover_checks)
         self.tasks.spawn("index saver", self.index_saver.run)
@@ -191,8 +196,7 @@ class HeadService:
     async def close(self) -> None:
         await self.leadership.close()  # first: another Head takes over at once
         await self.snapshots.close()
-        for feed in self.feeds.values():
-            feed.abort()
+        self.global_feeds.abort()
         await self.tasks.close()
         if self.leading:  # what it holds, for the next start (nothing when saved already)
             await self.index_saver.flush()
@@ -237,10 +241,7 @@ class HeadService:
         written = len(after.boxes) if touched is None else sum(map(len, touched.values()))
         with bulk_step(written, keep=True):
             self._install(after, affected_version=after.version, touched=touched)
-            if self.feeds:  # compared where the commit wrote (the whole catalog only after a gap read whole)
-                items = update_items(before, after, touched)
-                for feed in self.feeds.values():
-                    feed.changed(after.version, items)
+            self.global_feeds.committed(before, after, touched)
             self.ui.changed(before, after, touched)
 
     def _install(self, catalog: Catalog, affected_version: int | None,
@@ -262,19 +263,8 @@ class HeadService:
             self.submissions.processed(affected_version, affected)
             log.info("catalog version %d: updating %s", affected_version, ", ".join(affected) or "no node")
         if self.leading:
-            self._feed_globals(catalog)
+            self.global_feeds.match(catalog)
         self.notify()
-
-    def _feed_globals(self, catalog: Catalog) -> None:
-        """Start or stop global feeds to match ``catalog`` (the leader feeds them)."""
-        for endpoint in catalog.globals:
-            if endpoint not in self.feeds:
-                feed = GlobalFeed(endpoint, self.peers, self.copies.full_copy, self.origin)
-                self.feeds[endpoint] = feed
-                feed.start(self.tasks)  # its sender's task is ours: named "global ENDPOINT"
-        for endpoint in set(self.feeds) - set(catalog.globals):
-            self.feeds.pop(endpoint).abort()
-            log.info("global component %s disconnected", endpoint)
 
     def _placed(self, box: str) -> str | None:
         """The node the catalog puts ``box`` on (None: no such box, or it is partitioned and unplaced)."""
@@ -330,9 +320,7 @@ class HeadService:
 
     async def register_global(self, component: GlobalComponent) -> None:
         """``<global endpoint>``: register, or send a registered component a fresh full copy."""
-        feed = self.feeds.get(component.endpoint)
-        if feed is not None:
-            feed.full_copy()
+        if self.global_feeds.full_copy(component.endpoint):
             return
 
         def build(catalog: Catalog) -> list[Change] | None:

@@ -32,6 +32,7 @@ Types: INT ↔ int (short and byte accepted in), FLOAT/DECIMAL ↔ double
 (single accepted in), STRING/VARCHAR ↔ string, DATE ↔ timestamp
 (microseconds since the epoch at midnight UTC).  Out values: an INT-valued
 column (COUNT, a SUM of integers) is a long, every other one a double.
+The ports are checked, and the out fields written, by :mod:`.box_ports`.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ from boreas.catalog.model import (
 )
 
 from .ast import Column, Program, RelationDecl
-from .nullable import indicator, null_keys, null_values, nullable_positions, shown_columns
+from .box_ports import ACCEPTS, COLUMN_OF, STREAM_ACCEPTS, PortPlan, port_plan, view_fields
+from .nullable import indicator, nullable_positions
 from .compiler.declarations import declares_relations
 from .compiler.rownumber import TopN, split_topn
 from .compiler.sessionfn import Session
@@ -63,39 +65,10 @@ from .errors import M3Error
 from .runtime.ports import ViewInfo
 from .runtime.program import Runtime
 from .runtime.text import program_from_text
-from .runtime.views import value_type
 from .syntax import KEYWORDS
 from .winstages import StagePlan, plan_stages
 
-#: Borealis field types each M3 column type accepts on an in port.
-ACCEPTS: dict[str, tuple[FieldType, ...]] = {
-    "INT": (FieldType.INT, FieldType.SHORT, FieldType.BYTE),
-    "FLOAT": (FieldType.DOUBLE, FieldType.SINGLE),
-    "STRING": (FieldType.STRING,),
-    "DATE": (FieldType.TIMESTAMP,),
-}
-#: The Borealis type an M3 key column of each type is written as.
-WRITES: dict[str, FieldType] = {"INT": FieldType.INT, "FLOAT": FieldType.DOUBLE,
-                                "STRING": FieldType.STRING, "DATE": FieldType.TIMESTAMP}
-_SIGN_TYPES = (FieldType.INT, FieldType.SHORT, FieldType.BYTE, FieldType.LONG)
-#: The M3 column type of an in stream's field when the SQL reads the stream by name.
-COLUMN_OF: dict[FieldType, str] = {
-    FieldType.BYTE: "INT", FieldType.SHORT: "INT", FieldType.INT: "INT", FieldType.LONG: "INT",
-    FieldType.SINGLE: "FLOAT", FieldType.DOUBLE: "FLOAT", FieldType.STRING: "STRING",
-    FieldType.TIMESTAMP: "DATE",
-}
-#: What each column type accepts when the relation is the stream itself (a long is an INT).
-_STREAM_ACCEPTS = {kind: (*types, FieldType.LONG) if kind == "INT" else types for kind, types in ACCEPTS.items()}
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True)
-class PortPlan:
-    """One in port: the relation it feeds and where the sign field is (if any)."""
-
-    relation: str
-    columns: tuple[tuple[str, str], ...]
-    sign_index: int | None
 
 
 @dataclass(frozen=True)
@@ -222,13 +195,13 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
         raise BoxError(f"m3 box {box.name!r} has {len(inputs)} in streams but its program declares "
                        f"{len(names)} relations ({', '.join(names)}); in port i feeds the i-th relation")
     sign = box.param("sign-field")
-    accepts = _STREAM_ACCEPTS if by_name else ACCEPTS
+    accepts = STREAM_ACCEPTS if by_name else ACCEPTS
     windows, marks = box_windows(box)
     windowed = {w.relation.lower() for w in windows}
     nullable = {r.name: {r.columns[i].name.lower() for i in nullable_positions([c.name for c in r.columns])}
                 for r in program.relations}
-    ports = tuple(_port(box, port, name, relations[name], schema, sign,  # event times in ms: a long is an INT
-                        _STREAM_ACCEPTS if name.lower() in windowed else accepts,
+    ports = tuple(port_plan(box, port, name, relations[name], schema, sign,  # event times in ms: a long is an INT
+                        STREAM_ACCEPTS if name.lower() in windowed else accepts,
                         len(WINDOW_COLUMNS) if name.lower() in windowed else 0, nullable.get(name, set()))
                   for port, (name, schema) in enumerate(zip(names, inputs)))
     ordered = tuple(views[v.name] for v in program.views)
@@ -241,7 +214,7 @@ def plan_box(box: Box, inputs: list[Schema]) -> BoxPlan:
                        f"{len(shown)} views ({', '.join(v.name for v in shown)}); "
                        f"out port i carries the i-th view")
     sizes = {f.name.lower(): f.size for schema in inputs for f in schema.fields if f.type == FieldType.STRING}
-    outputs = tuple(Schema(f"{box.name}.out{i}", _view_fields(box, shown_program, view, sizes))
+    outputs = tuple(Schema(f"{box.name}.out{i}", view_fields(box, shown_program, view, sizes))
                     for i, view in enumerate(shown))
     topn = box_topn(box)
     if topn is not None and windows:
@@ -292,76 +265,6 @@ def box_windows(box: Box) -> tuple[tuple[Window, ...], tuple[Watermark, ...]]:
     except M3Error as exc:
         raise BoxError(f"m3 box {box.name!r}: parameter 'sql': {exc}") from None
     return windows, marks
-
-
-def _port(box: Box, port: int, relation: str, columns: tuple, schema: Schema, sign: str | None,
-          accepts: dict[str, tuple[FieldType, ...]] = ACCEPTS, added: int = 0,
-          nullable: set[str] = frozenset()) -> PortPlan:
-    """``added``: columns the box adds to what the port carries (a window's, last); ``nullable``: the relation's
-    columns that may hold NULL (lower case)."""
-    fields = list(schema.fields)
-    full, columns = columns, columns[:len(columns) - added]
-    sign_index = None
-    if sign:
-        for i, f in enumerate(fields):
-            if f.name == sign:
-                if f.type not in _SIGN_TYPES:
-                    raise BoxError(f"m3 box {box.name!r} in port {port}: sign-field {sign!r} is "
-                                   f"{f.declared_type}, it must be an integer type")
-                sign_index = i
-        if sign_index is not None:
-            del fields[sign_index]
-    want = ", ".join(f"{c} {t}" for c, t in columns)
-    have = ", ".join(f"{f.name} {f.declared_type}" for f in fields)
-    head = (f"m3 box {box.name!r} in port {port} (stream {box.inputs[port].stream!r}) feeds relation "
-            f"{relation}({want}) but carries ({have})")
-    if len(fields) != len(columns):
-        raise BoxError(f"{head}: {len(fields)} fields for {len(columns)} columns")
-    for i, (f, (column, kind)) in enumerate(zip(fields, columns)):
-        if f.name.lower() != column.lower():
-            raise BoxError(f"{head}: field {i} is named {f.name!r}, the column {column!r}")
-        if f.type not in accepts[kind]:
-            allowed = " or ".join(t.value for t in accepts[kind])
-            raise BoxError(f"{head}: field {f.name!r} is {f.declared_type}, column {column} {kind} needs {allowed}")
-        if f.nullable and column.lower() not in nullable:  # refused, not read as 0
-            raise BoxError(f"{head}: field {f.name!r} is nullable and column {column} is not; declare it "
-                           f"{column} {kind} NULL (docs/m3.md, \"NULLs\"), or compute a value for NULL upstream")
-    return PortPlan(relation, full, sign_index)
-
-
-#: The size of a string key column no in stream field of the same name tells (Borealis strings have one).
-STRING_SIZE = 256
-
-
-def _view_fields(box: Box, program: Program, view: ViewInfo, sizes: dict[str, int | None]) -> tuple[Field, ...]:
-    """Key columns (internal ones left out), then value columns; a string key takes the size of the in stream
-    field it comes from.
-
-    Value columns are numbers (long for INT, double for FLOAT): the box emits 0 for a row that left the view.
-    A MIN or MAX of a STRING or DATE column is refused: its value could not say that.
-    """
-    widest = max((s for s in sizes.values() if s), default=STRING_SIZE)
-    nullable = {i for i, _ in null_keys([name for name, _ in view.keys], view.internal)}  # docs/m3.md "NULLs"
-    keys = [Field(name, FieldType.LONG if name.lower() in WINDOW_COLUMNS else WRITES[kind],
-                  (sizes.get(name.lower()) or widest) if kind == "STRING" else None, nullable=i in nullable)
-            for i, (name, kind) in ((i, view.keys[i]) for i in view.output_keys)]  # a window's bounds: long
-    decl = program.view(view.name)
-    values = []
-    names = [c.name for c in decl.columns]
-    may_be_null = {i for i, _ in null_values(names)}  # NULL where it reads no value (docs/m3.md "NULLs")
-    for i in shown_columns(names):
-        column = decl.columns[i]
-        kind = value_type(program, decl, i)
-        if kind == "STRING":  # MIN/MAX of strings: '' for a row that left the view (docs/m3.md)
-            values.append(Field(column.name, FieldType.STRING, widest))
-            continue
-        if kind not in ("INT", "FLOAT"):
-            raise BoxError(f"m3 box {box.name!r}: view {decl.name} column {column.name} is a {kind} (MIN/MAX of a "
-                           f"{kind} column); an m3 box emits value columns as numbers (0: the row left the view), "
-                           "so it cannot carry this one yet")
-        values.append(Field(column.name, FieldType.LONG if kind == "INT" else FieldType.DOUBLE,
-                            nullable=i in may_be_null))
-    return tuple(keys + values)
 
 
 def infer_m3(box: Box, inputs: list[Schema]) -> list[Schema]:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from boreas.m3 import Runtime
 from boreas.m3.compiler.pipeline import compile_sql
+from support.step_batches import replay
 
 STREAM = "CREATE STREAM R(k INT, s VARCHAR, t VARCHAR);\n"
 EXTRACT = "REGEXP_EXTRACT(t, '(&|^)id=([^&]*)', 2)"
@@ -58,21 +59,5 @@ def test_a_case_of_two_columns_is_duckdbs_through_inserts_and_deletes(steps, cut
     if backend == "native":
         from support.native import skip_without_native
         skip_without_native()
-    rt = Runtime(compiled(view), backend=backend)
-    present: Counter = Counter()
-    batch: list = []
-    for (sign, what), cut in zip(steps, cuts):
-        if sign < 0:
-            rows = sorted(present.elements())
-            if not rows:
-                continue
-            what = rows[what % len(rows)]
-        present[what] += sign
-        batch.append(("R", sign, what))
-        if cut:
-            rt.apply_batch(batch)
-            batch.clear()
-            assert {k: v for k, v in rt.view("Q1").items() if v} == duck(view, present)
-    rt.apply_batch(batch)
-    assert {k: v for k, v in rt.view("Q1").items() if v} == duck(view, present)
+    replay(Runtime(compiled(view), backend=backend), steps, cuts, functools.partial(duck, view))
 

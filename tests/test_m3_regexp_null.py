@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from boreas.m3 import Runtime
 from boreas.m3.compiler.pipeline import compile_sql
+from support.step_batches import replay
 
 PATTERN = "(&|^)channel_id=([^&]*)"
 EXTRACT = f"REGEXP_EXTRACT(s, '{PATTERN}', 2)"
@@ -58,23 +59,7 @@ def test_regexp_extract_is_null_is_flinks_no_match(steps, cuts, backend, view):
     if backend == "native":
         from support.native import skip_without_native
         skip_without_native()
-    rt = Runtime(compiled(view), backend=backend)
-    present: Counter = Counter()
-    batch: list = []
-    for (sign, what), cut in zip(steps, cuts):
-        if sign < 0:
-            rows = sorted(present.elements())
-            if not rows:
-                continue
-            what = rows[what % len(rows)]
-        present[what] += sign
-        batch.append(("R", sign, what))
-        if cut:
-            rt.apply_batch(batch)
-            batch.clear()
-            assert {k: v for k, v in rt.view("Q1").items() if v} == duck(view, present)
-    rt.apply_batch(batch)
-    assert {k: v for k, v in rt.view("Q1").items() if v} == duck(view, present)
+    replay(Runtime(compiled(view), backend=backend), steps, cuts, functools.partial(duck, view))
 
 
 def test_an_empty_group_is_found_and_no_match_is_null():

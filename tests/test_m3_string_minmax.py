@@ -25,6 +25,7 @@ from boreas.m3.boxtype import box_types
 from boreas.m3.compiler.pipeline import compile_sql
 from boreas.node.operators import build_operator
 from support.changelog import follow
+from support.step_batches import batches
 
 STREAM = "CREATE STREAM R(k INT, s VARCHAR, t DOUBLE);\n"
 QUERY = ("SELECT k, MAX(s) AS hi, MIN(LOWER(s)) AS lo, MAX(DATE_FORMAT(t, 'HH:mm')) AS hm, COUNT(*) AS n "
@@ -49,23 +50,6 @@ def duck(rows: Counter) -> dict:
 
 row = st.tuples(st.integers(0, 2), st.sampled_from(WORDS), st.integers(0, 47).map(lambda h: h * 1_800_000.0))
 step = st.one_of(st.tuples(st.just(1), row), st.tuples(st.just(-1), st.integers(0, 50)))
-
-
-def batches(steps, cuts):
-    """``[[(sign, row)]]``: the steps in batches, a delete naming the n-th present row (skipped if none)."""
-    present: Counter = Counter()
-    out: list[list] = [[]]
-    for (sign, what), cut in zip(steps, cuts):
-        if sign < 0:
-            rows = sorted(present.elements())
-            if not rows:
-                continue
-            what = rows[what % len(rows)]
-        present[what] += sign
-        out[-1].append((sign, what))
-        if cut:
-            out.append([])
-    return [b for b in out if b]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,53 @@
+"""Work that follows catalog changes, run once the catalog is quiet and paced by its own CPU cost.
+
+Building the catalog copy ahead (:mod:`.copy_ahead`) and saving the index
+(:mod:`.index_saver`) each cost the size of the catalog, so neither runs
+with a commit: a :class:`QuietPacer` runs the work once no change came for
+``quiet`` seconds, and no sooner than ``ratio`` times the last run's CPU
+time after it (at least ``least`` seconds): at most about 1/ratio of a core
+spent on it, whatever the commit rate.  A version only passed through is
+not worked on: the next one is.
+
+Usage::
+
+    pacer = QuietPacer(quiet=0.5, ratio=10.0, least=1.0)
+    tasks.spawn("copy ahead", lambda: pacer.run(build))   # build(): awaitable CPU seconds it took
+    pacer.changed()                                        # after each catalog version is installed
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+
+class QuietPacer:
+    """Owns when the work runs next: whether a change is waiting, and the loop time before which it may not."""
+
+    def __init__(self, quiet: float, ratio: float, least: float):
+        self.quiet = quiet  # seconds without a change before a run
+        self.ratio = ratio  # the next run waits this many times the last one's CPU time ...
+        self.least = least  # ... and at least this many seconds
+        self._changed = asyncio.Event()
+        self._next = 0.0  # loop time before which no run starts
+
+    def changed(self) -> None:
+        """A new catalog version is held."""
+        self._changed.set()
+
+    async def run(self, work: Callable[[], Awaitable[float]]) -> None:
+        """Run ``work`` (it returns the CPU seconds it took) after each quiet spell: a supervised task's body."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._changed.wait()
+            self._changed.clear()
+            while True:  # until quiet for self.quiet seconds
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), self.quiet)
+                    self._changed.clear()
+                    continue
+                break
+            await asyncio.sleep(max(0.0, self._next - loop.time()))
+            took = await work()
+            self._next = loop.time() + max(self.least, self.ratio * took)
