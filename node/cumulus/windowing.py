@@ -17,6 +17,7 @@ copied before its close, installed after) are deleted at the next close without 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 
 from boreas.catalog.boxtypes import BoxError
@@ -85,6 +86,11 @@ class WindowedPartOperator(PartOperator):
         for op in self.hosted.values():
             op.parts.coordinator.ended(None, None)
         return self.host.run(now)
+
+    def holds_end(self) -> bool:
+        """Until the Closes carrying every coordinator's +inf passed every member hosted here (their last
+        windows emitted), the box's out streams on this node do not end."""
+        return any(op.event_time.closed != math.inf for op in self.hosted.values())
 
     def follow_inputs(self, inputs: Mapping[str, Input]) -> None:
         """The node's ``<input>`` declarations: a windowed stream's ``watermark`` and ``idle-timeout`` (as the
