@@ -117,8 +117,10 @@ class StreamEnds:
         """The part of :meth:`state` a box that moves takes along: the ends of its input ``streams``, and
         whether it ended its own."""
         streams = set(streams)
-        return {"producers": {s: sorted(p) for s, p in self.producers.items() if s in streams},
-                "ended": sorted(self.ended & streams), "boxes": [box] if box in self.boxes else [],
-                "held": [box] if box in self.held else []}
+        taken = {"producers": {s: sorted(p) for s, p in self.producers.items() if s in streams},
+                 "ended": sorted(self.ended & streams), "boxes": [box] if box in self.boxes else []}
+        if box in self.held:  # its final marks still wait (:meth:`hold`)
+            taken["held"] = [box]
+        return taken
 
     merge = restore  # a moved box's ends (:meth:`of_box`) join those here

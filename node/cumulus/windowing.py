@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from boreas.catalog.boxtypes import BoxError
 from boreas.catalog.model import Box, Input, Partition, Schema
 from boreas.m3 import M3Error
-from boreas.m3.boxtype import box_windows
+from boreas.m3.boxtype import box_topn, box_windows
 from boreas.wire.columns import Columns
 
 from ..operators.base import Emitted, OperatorError
@@ -34,6 +34,7 @@ from .applying import Groups, Version
 from .event_marks import EpochFrontier, StampedTime
 from .hosting import Host
 from .part import PartOperator
+from .ranking import RankedPartOperator
 
 log = logging.getLogger(__name__)
 
@@ -154,9 +155,12 @@ class WindowedPartOperator(PartOperator):
 def part_operator(box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition,
                   endpoint: str) -> PartOperator:
     """The member of ``box``'s partition on ``endpoint``: :class:`WindowedPartOperator` when its SQL reads a
-    window, else :class:`~.part.PartOperator`."""
+    window, :class:`~.ranking.RankedPartOperator` when it ranks its view (a top-N), else
+    :class:`~.part.PartOperator`."""
     try:
         windows, _ = box_windows(box)
+        ranked = box_topn(box) is not None
     except BoxError as exc:
         raise OperatorError(str(exc)) from None
-    return (WindowedPartOperator if windows else PartOperator)(box, inputs, outputs, partition, endpoint)
+    kind = WindowedPartOperator if windows else RankedPartOperator if ranked else PartOperator
+    return kind(box, inputs, outputs, partition, endpoint)
