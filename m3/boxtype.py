@@ -280,9 +280,6 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
     in version order with pushes between them (docs/cumulus.md §3.5).
     """
     planned = plan_box(box, inputs)
-    if planned.topn is not None:
-        raise BoxError(f"m3 box {box.name!r} ranks its view by ROW_NUMBER(), which a partitioned box does not "
-                       "yet (each member would rank its own rows); run it on one node")
     sessions = [w for w in planned.windows if isinstance(w, Session)]
     if sessions:
         raise BoxError(f"m3 box {box.name!r} reads {sessions[0].relation} through SESSION, which a partitioned box "
@@ -299,6 +296,15 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
     except (PlacementError, LayoutError, PlanError) as exc:
         raise BoxError(str(exc)) from None
     assert pp.layout is not None
+    if planned.topn is not None:  # one member must hold all of a ranking partition's rows (node/cumulus/ranking.py)
+        by = {c.lower() for c in planned.topn.partition}
+        placed = dict(pp.layout.maps)
+        cols = [None if placed.get(m) in (None, EVERYWHERE) else program.map(m).keys[placed[m]].name.lower()
+                for m in program.view(planned.views[0].name).maps]
+        if not by or any(c not in by for c in cols):
+            raise BoxError(f"m3 box {box.name!r} ranks its view by ROW_NUMBER() PARTITION BY {', '.join(by) or '()'}"
+                           f", which does not hold the view's partition column ({', '.join(map(str, cols))}): a "
+                           "member would rank part of a partition; partition by a PARTITION BY column (key=)")
     maps = tuple((name, None if pos is None else program.map(name).keys[pos].name, pos) for name, pos in pp.layout.maps
                  if pos != EVERYWHERE)  # (replicated maps are the partition's replicate=)
     segments = tuple(SegmentPlacement(s.id, s.lo, s.hi, s.member) for s in pp.layout.segments)

@@ -189,14 +189,23 @@ class Router:
         inputs = {name: [port.stream for port in self.states.boxes[name].inputs]
                   for _, name, _ in self.consumers.get(stream, ()) if name in self.states.boxes}
         for name in self.states.ends.boxes_done(stream, inputs):
-            outs = list(self.states.boxes[name].outputs)
-            self.close_streams(outs)  # what the box holds open leaves before its final mark
-            for out in outs:
-                producer, seq = self._number(out)
-                self.out.route(out, [], producer, seq, self._resumable(out, producer, True),
-                               consumed_here=out in self.consumers, final=True)
-                if self.states.ends.end(out, producer, [producer]):  # its local consumers: as from a producer
-                    self._ended(out)
+            op = self.states.operators.get(name)
+            if op is not None and op.holds_end():  # rows it owes leave first (:meth:`produce` sends the marks)
+                self.states.ends.hold(name)
+            else:
+                self._end_outputs(name)
+
+    def _end_outputs(self, name: str) -> None:
+        """Box ``name`` produced all it ever will: close its open batches and end its out streams, with a final
+        mark after all it produced, here and downstream."""
+        outs = list(self.states.boxes[name].outputs)
+        self.close_streams(outs)  # what the box holds open leaves before its final mark
+        for out in outs:
+            producer, seq = self._number(out)
+            self.out.route(out, [], producer, seq, self._resumable(out, producer, True),
+                           consumed_here=out in self.consumers, final=True)
+            if self.states.ends.end(out, producer, [producer]):  # its local consumers: as from a producer
+                self._ended(out)
 
     async def emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:
         """:meth:`emit_now`, for callers that await it (the adopter)."""
@@ -225,6 +234,9 @@ class Router:
                 else:
                     self._hold(stream, rows)
                     streams.append(stream)
+        held = self.states.ends.held
+        if held and box in held and not self.states.operators[box].holds_end() and self.states.ends.release(box):
+            self._end_outputs(box)  # its inputs ended before it emitted the last of what their end closes
         return streams
 
     def _hold(self, stream: str, rows: Rows) -> None:

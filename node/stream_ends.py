@@ -18,6 +18,15 @@ and a subscriber is told the stream ended (``boreas subscribe`` then exits 0
 once it has written everything).  :meth:`StreamEnds.boxes_done` says which
 boxes have just ended, each once.
 
+A box may still owe rows once its inputs ended: a member of a partitioned
+windowed view closes its last windows only when the Closes carrying every
+coordinator's +inf pass it, later than its own node's producers ended
+(docs/cumulus.md §3.13).  Its final mark waits: :meth:`StreamEnds.hold`
+keeps the box, the router asks it again after each batch it emits
+(``Operator.holds_end``) and sends the mark once it owes nothing
+(:meth:`StreamEnds.release`), so a subscriber waiting for the end gets
+every row before it.
+
 What has ended is box state: a snapshot keeps :meth:`StreamEnds.state`
 (:meth:`BoxStates.capture <boreas.node.box_state.BoxStates.capture>`), so a
 durable node killed and restarted still knows, and never ends a stream
@@ -31,6 +40,8 @@ twice; a box that moves takes the ends of its inputs along
 False
 >>> ends.boxes_done("S", {"f": ["S"], "j": ["S", "T"]}), ends.boxes_done("S", {"f": ["S"]})
 (['f'], [])
+>>> ends.hold("w"), ends.release("w"), ends.release("w")  # a box whose final mark waited: sent once
+(None, True, False)
 >>> again = StreamEnds()
 >>> again.restore(ends.state())
 >>> again == ends
@@ -51,6 +62,7 @@ class StreamEnds:
     producers: dict[str, set[str]] = field(default_factory=dict)  # stream -> producers whose final mark came
     ended: set[str] = field(default_factory=set)
     boxes: set[str] = field(default_factory=set)  # boxes that have ended their out streams
+    held: set[str] = field(default_factory=set)  # of those, boxes whose final marks wait for rows they owe
 
     def end(self, stream: str, producer: str, published: Iterable[str]) -> bool:
         """``producer`` ended ``stream``; True the first time every producer in ``published`` (those that
@@ -73,12 +85,23 @@ class StreamEnds:
                 done.append(box)
         return done
 
+    def hold(self, box: str) -> None:
+        """``box``'s inputs all ended but it still owes rows: its final marks wait (:meth:`release`)."""
+        self.held.add(box)
+
+    def release(self, box: str) -> bool:
+        """True once, when ``box``'s final marks waited and may go now."""
+        if box not in self.held:
+            return False
+        self.held.discard(box)
+        return True
+
     # -- snapshots and moves ---------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
         """What a snapshot keeps (plain containers)."""
         return {"producers": {s: sorted(p) for s, p in self.producers.items()}, "ended": sorted(self.ended),
-                "boxes": sorted(self.boxes)}
+                "boxes": sorted(self.boxes), "held": sorted(self.held)}
 
     def restore(self, state: Mapping[str, Any] | None) -> None:
         """Continue from :meth:`state` (a snapshot from before ends were kept has none: nothing ended)."""
@@ -88,12 +111,16 @@ class StreamEnds:
             self.producers.setdefault(stream, set()).update(producers)
         self.ended.update(state.get("ended", ()))
         self.boxes.update(state.get("boxes", ()))
+        self.held.update(state.get("held", ()))
 
     def of_box(self, box: str, streams: Iterable[str]) -> dict[str, Any]:
         """The part of :meth:`state` a box that moves takes along: the ends of its input ``streams``, and
         whether it ended its own."""
         streams = set(streams)
-        return {"producers": {s: sorted(p) for s, p in self.producers.items() if s in streams},
-                "ended": sorted(self.ended & streams), "boxes": [box] if box in self.boxes else []}
+        taken = {"producers": {s: sorted(p) for s, p in self.producers.items() if s in streams},
+                 "ended": sorted(self.ended & streams), "boxes": [box] if box in self.boxes else []}
+        if box in self.held:  # its final marks still wait (:meth:`hold`)
+            taken["held"] = [box]
+        return taken
 
     merge = restore  # a moved box's ends (:meth:`of_box`) join those here

@@ -74,8 +74,7 @@ async def test_a_partitioned_tumble_view_emits_every_window_once_through_a_move_
         ref.batch(p, rows, 0.0)
     ref.close_to(float("inf"))
     out = cluster.workdir / "windows.jsonl"
-    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "PerWindow", "--count",
-                            str(len(ref.rows)), "--output", str(out)], env=cluster.env, stderr=subprocess.PIPE,
+    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "PerWindow", "--output", str(out)], env=cluster.env, stderr=subprocess.PIPE,
                            text=True)
     try:
         await asyncio.to_thread(wait_until, lambda: any(
@@ -102,12 +101,12 @@ async def test_a_partitioned_tumble_view_emits_every_window_once_through_a_move_
         await asyncio.to_thread(cluster.stop, nodes[1], True)  # kill -9: recovered from its log
         await asyncio.to_thread(cluster.start_node, nodes[1], True, dirs[1])
         await publish(slice(500, 900))
-        # each producer's watermark past every window: all close (a sentinel's own window stays open).  Not
-        # ``final``: the node ends a box's out stream when its own producers end, which may be before the
-        # members' Closes carrying +inf close the last windows (docs/cumulus.md §3.13)
+        # each producer's ``final``: +inf in the watermark closes every window.  A node's own producers may end
+        # before the Closes carrying the others' +inf reach its member: the view's out stream on that node ends
+        # only after the member emitted its last windows (node/stream_ends.py), so the subscriber, which exits
+        # at the stream's end, gets them all
         for publisher in publishers:
-            await publisher.send([(999, 0, 10**7)])
-            await publisher.close()
+            await publisher.close(final=True)
         assert await asyncio.to_thread(sub.wait, 120) == 0, sub.stderr.read()
     finally:
         if sub.poll() is None:

@@ -17,12 +17,13 @@ copied before its close, installed after) are deleted at the next close without 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 
 from boreas.catalog.boxtypes import BoxError
 from boreas.catalog.model import Box, Input, Partition, Schema
 from boreas.m3 import M3Error
-from boreas.m3.boxtype import box_windows
+from boreas.m3.boxtype import box_topn, box_windows
 from boreas.wire.columns import Columns
 
 from ..operators.base import Emitted, OperatorError
@@ -33,6 +34,7 @@ from .applying import Groups, Version
 from .event_marks import EpochFrontier, StampedTime
 from .hosting import Host
 from .part import PartOperator
+from .ranking import RankedPartOperator
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +87,11 @@ class WindowedPartOperator(PartOperator):
         for op in self.hosted.values():
             op.parts.coordinator.ended(None, None)
         return self.host.run(now)
+
+    def holds_end(self) -> bool:
+        """Until the Closes carrying every coordinator's +inf passed every member hosted here (their last
+        windows emitted), the box's out streams on this node do not end."""
+        return any(op.event_time.closed != math.inf for op in self.hosted.values())
 
     def follow_inputs(self, inputs: Mapping[str, Input]) -> None:
         """The node's ``<input>`` declarations: a windowed stream's ``watermark`` and ``idle-timeout`` (as the
@@ -148,9 +155,12 @@ class WindowedPartOperator(PartOperator):
 def part_operator(box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition,
                   endpoint: str) -> PartOperator:
     """The member of ``box``'s partition on ``endpoint``: :class:`WindowedPartOperator` when its SQL reads a
-    window, else :class:`~.part.PartOperator`."""
+    window, :class:`~.ranking.RankedPartOperator` when it ranks its view (a top-N), else
+    :class:`~.part.PartOperator`."""
     try:
         windows, _ = box_windows(box)
+        ranked = box_topn(box) is not None
     except BoxError as exc:
         raise OperatorError(str(exc)) from None
-    return (WindowedPartOperator if windows else PartOperator)(box, inputs, outputs, partition, endpoint)
+    kind = WindowedPartOperator if windows else RankedPartOperator if ranked else PartOperator
+    return kind(box, inputs, outputs, partition, endpoint)

@@ -105,6 +105,11 @@ class Operator(abc.ABC):
         would have released (an aggregate's open windows)."""
         return []
 
+    def holds_end(self) -> bool:
+        """Whether, its inputs all ended, it still owes rows their end closes (its out streams' final marks wait
+        for them: node/stream_ends.py): a partitioned windowed view's member before its last windows close."""
+        return False
+
     def producer_ended(self, port: int, producer: str, now: float) -> list[tuple[int, list[tuple]]]:
         """One producer of the stream on in port ``port`` sent its final mark, the stream may go on from others:
         emit what waited for that producer alone (a windowed ``m3`` view's watermark: node/watermarks.py)."""

@@ -173,6 +173,31 @@ class RankedRows:
         self.parts.clear()
 
 
+def ranked_for(spec: TopN, view: Schema, out: Schema) -> RankedRows:
+    """The :class:`RankedRows` of top-N ``spec`` over ``view`` (its count column left out when it counts rows),
+    making ``out`` (the box's out stream; a partitioned box's members each rank their own partitions:
+    node/cumulus/ranking.py); ValueError when they do not fit."""
+    fields = [f.name for f in view.fields]
+    columns = tuple(fields[:-1] if spec.counted else fields)
+    numbers = frozenset(f.name for f in view.fields if f.type != FieldType.STRING)
+    return RankedRows(spec, columns, tuple(f.name for f in out.fields), numbers)
+
+
+def view_deltas(spec: TopN, rows: list[tuple], weights: list[int], deltas: dict[tuple, int]) -> None:
+    """A view changelog's ``rows`` (each with its weight) into ``deltas`` (row -> change of its multiplicity)."""
+    if spec.distinct:  # a group is one row while its count is positive: -old/+new of a count cancel
+        for row, w in zip(rows, weights):
+            key = row[:-1]
+            deltas[key] = deltas.get(key, 0) + w * ((row[-1] > 0) - (row[-1] < 0))
+    elif spec.counted:
+        for row, w in zip(rows, weights):
+            key = row[:-1]
+            deltas[key] = deltas.get(key, 0) + w * row[-1]
+    else:
+        for row, w in zip(rows, weights):
+            deltas[row] = deltas.get(row, 0) + w
+
+
 class TopNM3Operator(M3Operator):
     """An ``m3`` box whose view is ranked: its view's changes go through :class:`RankedRows`, whose changes
     of the first N are what it emits."""
@@ -181,13 +206,8 @@ class TopNM3Operator(M3Operator):
         super().__init__(box, inputs, outputs)
         spec = self.plan.topn
         assert spec is not None
-        fields = [f.name for f in self.plan.outputs[0].fields]
-        self.counted = spec.counted
-        self.distinct = spec.distinct
-        columns = tuple(fields[:-1] if spec.counted else fields)
         try:
-            numbers = frozenset(f.name for f in self.plan.outputs[0].fields if f.type != FieldType.STRING)
-            self.ranked = RankedRows(spec, columns, tuple(f.name for f in self.outputs[0].fields), numbers)
+            self.ranked = ranked_for(spec, self.plan.outputs[0], self.outputs[0])
         except ValueError as exc:
             raise self.error(str(exc)) from None
 
@@ -203,17 +223,7 @@ class TopNM3Operator(M3Operator):
             rows, weights = changed.rows(), changed.weight_list()
         else:
             rows, weights = changed, [1] * len(changed)
-        if self.distinct:  # a group is one row while its count is positive: -old/+new of a count cancel
-            for row, w in zip(rows, weights):
-                key = row[:-1]
-                deltas[key] = deltas.get(key, 0) + w * ((row[-1] > 0) - (row[-1] < 0))
-        elif self.counted:
-            for row, w in zip(rows, weights):
-                key = row[:-1]
-                deltas[key] = deltas.get(key, 0) + w * row[-1]
-        else:
-            for row, w in zip(rows, weights):
-                deltas[row] = deltas.get(row, 0) + w
+        view_deltas(self.plan.topn, rows, weights, deltas)
 
     def _emit_ranked(self, deltas: dict[tuple, int]) -> Emitted:
         if not deltas:
