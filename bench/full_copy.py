@@ -72,7 +72,7 @@ def main() -> None:
     documents = [d.encode() for d in CatalogCopies(lambda: head, origin="head").full_copy().documents]
     t_write, cpu_write = time.perf_counter() - start, time.process_time() - start_cpu
     ahead = CatalogCopies(lambda: head, origin="head")
-    ahead.prepare()  # what head/copy_ahead.py does once the version is quiet, before any reader
+    ahead.serialize()  # what head/copy_ahead.py does once the version is quiet, before any reader
     start_cpu = time.process_time()
     ahead.full_copy()
     cpu_read = time.process_time() - start_cpu

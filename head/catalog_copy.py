@@ -21,13 +21,16 @@ Watches are untouched: global components still get one delta per commit
 Usage::
 
     copies = CatalogCopies(lambda: head.catalog, origin="head")
-    body = copies.document()            # GET /catalog at the current version
-    copy = copies.full_copy()           # copy.version, copy.documents (parts 1..n)
-    copies.prepare()                    # both built now, from a worker thread (head/copy_ahead.py)
+    built = await copies.read()         # on the event loop: built in a worker thread, or the build under way
+    built.document                      # GET /catalog at that version (bytes)
+    built.copy                          # its full copy: copy.version, copy.documents (parts 1..n)
+    copies.full_copy()                  # off the loop (benchmarks, tests): built in the calling thread
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +43,8 @@ from boreas.catalog.replicate import catalog_items
 from boreas.catalog.updates import encode_item, update_document
 from boreas.catalog.xmlcodec import element_text
 from lxml import etree
+
+log = logging.getLogger(__name__)
 
 #: Items per document of a full copy: big enough to load fast, small enough to stream.
 COPY_CHUNK = 2000
@@ -69,18 +74,39 @@ def _text(item: Any) -> str:
     return etree.tostring(encode_item(item), encoding="unicode")
 
 
+@dataclass(frozen=True)
+class Serialized:
+    """One catalog version serialized: ``GET /catalog``'s body and the full copy, both made from the same
+    catalog object in one pass (so the version a reader is told is the documents' version)."""
+
+    catalog: Catalog
+    document: bytes
+    copy: FullCopy
+    cpu: float  # CPU seconds the build took (head/copy_ahead.py spaces its builds by it)
+
+    @property
+    def version(self) -> int:
+        return self.copy.version
+
+
 class CatalogCopies:
-    """Owns the serialized catalog: per-element texts and the current version's documents."""
+    """Owns the serialized catalog: per-element texts, the current version's documents, the build under way.
+
+    On the event loop, read with :meth:`read`: it never blocks the loop.  A
+    build runs in a worker thread, one at a time; readers arriving meanwhile
+    await that build (an asyncio future) instead of starting another.
+    :meth:`serialize` (and :meth:`document`, :meth:`full_copy`) build in the
+    calling thread: for callers off the loop (benchmarks, tests, the worker).
+    """
 
     def __init__(self, current: Callable[[], Catalog], origin: str):
         self.current = current
         self.origin = origin
         self._texts: dict[tuple[str, str], tuple[Any, str]] = {}  # (kind, key) -> (element, its XML)
-        self._built_from: tuple[Catalog, int] | None = None  # the catalog (and version) of the two below
-        self._document: bytes | None = None
-        self._copy: FullCopy | None = None
+        self._built: Serialized | None = None  # the latest version built
+        self._building: asyncio.Future[Serialized] | None = None  # the worker's build under way (loop only)
         self.encoded = 0  # element encodings so far (a cheap read encodes nothing new)
-        # Held while building: readers on the event loop and :meth:`prepare` in a worker (head/copy_ahead.py).
+        # Held while building, by a worker thread or a caller off the loop; never taken on the event loop.
         self._lock = threading.Lock()
 
     def _element_texts(self, catalog: Catalog) -> list[str]:
@@ -97,42 +123,58 @@ class CatalogCopies:
         self._texts = kept  # elements gone from the catalog are forgotten
         return texts
 
-    def _at(self, catalog: Catalog) -> None:
-        if self._built_from is None or self._built_from[0] is not catalog \
-                or self._built_from[1] != catalog.version:
-            self._built_from, self._document, self._copy = (catalog, catalog.version), None, None
+    def _is_current(self, built: Serialized | None, catalog: Catalog) -> bool:
+        return built is not None and built.catalog is catalog and built.version == catalog.version
 
-    def prepare(self) -> tuple[int, float]:
-        """Build the current version's copy and document now, before anyone reads them (thread-safe:
-        :mod:`.copy_ahead` calls it from a worker thread); the version and the CPU seconds it took."""
-        start = time.thread_time()
-        copy = self.full_copy()
-        self.document()
-        return copy.version, time.thread_time() - start
-
-    def document(self) -> bytes:
-        """``GET /catalog``: the current catalog as one update document (UTF-8)."""
+    def serialize(self) -> Serialized:
+        """The current version serialized, built now in the calling thread unless it already is (blocks:
+        not for the event loop, which uses :meth:`read`)."""
         with self._lock:
             catalog = self.current()
-            self._at(catalog)
-            if self._document is None:
-                text = _document(self._element_texts(catalog), version=catalog.version, origin=self.origin)
-                self._document = text.encode()
-            return self._document
-
-    def full_copy(self) -> FullCopy:
-        """The current catalog as a full copy, in parts of :data:`COPY_CHUNK` elements."""
-        with self._lock:
-            return self._full_copy()
-
-    def _full_copy(self) -> FullCopy:
-        catalog = self.current()
-        self._at(catalog)
-        if self._copy is None:
+            if self._is_current(self._built, catalog):
+                assert self._built is not None
+                return self._built
+            start = time.thread_time()
             texts = self._element_texts(catalog)
+            document = _document(texts, version=catalog.version, origin=self.origin).encode()
             chunks = [texts[i:i + COPY_CHUNK] for i in range(0, len(texts), COPY_CHUNK)] or [[]]
-            self._copy = FullCopy(catalog.version, tuple(
+            copy = FullCopy(catalog.version, tuple(
                 _document(chunk, version=catalog.version, origin=self.origin, copy=f"v{catalog.version}",
                           part=index, parts=len(chunks))
                 for index, chunk in enumerate(chunks, start=1)))
-        return self._copy
+            self._built = Serialized(catalog, document, copy, time.thread_time() - start)
+            return self._built
+
+    def ready(self) -> Serialized | None:
+        """The current version serialized if it is built already (no waiting, no building)."""
+        built = self._built
+        return built if self._is_current(built, self.current()) else None
+
+    async def read(self) -> Serialized:
+        """On the event loop: the current version serialized, or a newer one; built in a worker thread if
+        need be, and a build under way is awaited, not repeated.  The loop keeps serving meanwhile."""
+        version = self.current().version
+        while True:
+            built = self._built
+            if self._is_current(built, self.current()) or (built is not None and built.version >= version):
+                assert built is not None
+                return built
+            task = self._building
+            if task is None:
+                task = asyncio.ensure_future(asyncio.to_thread(self.serialize))
+                self._building = task
+                task.add_done_callback(self._build_done)
+            await asyncio.shield(task)  # (a reader cancelled does not cancel the others' build)
+
+    def _build_done(self, task: asyncio.Future[Serialized]) -> None:
+        self._building = None
+        if not task.cancelled() and task.exception() is not None:  # its readers got it too
+            log.error("serializing the catalog failed", exc_info=task.exception())
+
+    def document(self) -> bytes:
+        """``GET /catalog``: the current catalog as one update document (UTF-8); blocks (see :meth:`read`)."""
+        return self.serialize().document
+
+    def full_copy(self) -> FullCopy:
+        """The current catalog as a full copy, in parts of :data:`COPY_CHUNK` elements; blocks (see :meth:`read`)."""
+        return self.serialize().copy

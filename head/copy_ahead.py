@@ -5,10 +5,10 @@ read (``GET /catalog``, a global component's full copy): at 100,000 boxes
 about 0.85 s of CPU that the first reader waited for, on top of the
 transfer and its own decoding (issue 37: a full copy under 3 s).
 :class:`CopyAhead` builds it before anyone asks: once the catalog has been
-quiet for ``quiet`` seconds after a commit (a :class:`~.quiet_pacer.QuietPacer`), in a worker thread (the
-event loop keeps serving; :class:`~.catalog_copy.CatalogCopies` holds a
-lock around its building, so a reader arriving meanwhile waits for the
-same build instead of starting another), no sooner than ``ratio``
+quiet for ``quiet`` seconds after a commit (a :class:`~.quiet_pacer.QuietPacer`), in a worker thread
+(:meth:`~.catalog_copy.CatalogCopies.read`: the event loop keeps serving,
+and a reader arriving meanwhile awaits the same build, an asyncio future,
+instead of starting another or blocking the loop), no sooner than ``ratio``
 times the last build's CPU time after it (at most about 1/ratio of a core
 spent on copies, whatever the commit rate).  A version the Head only
 passes through is not serialized: the next one is.
@@ -22,7 +22,6 @@ Usage (the Head does this)::
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from .catalog_copy import CatalogCopies
@@ -48,6 +47,7 @@ class CopyAhead:
         await self.pacer.run(self._build)
 
     async def _build(self) -> float:
-        self.built, took = await asyncio.to_thread(self.copies.prepare)
-        log.info("catalog version %d serialized ahead in %.2f s of CPU", self.built, took)
-        return took
+        built = await self.copies.read()  # in a worker thread; readers arriving meanwhile await it too
+        self.built = built.version
+        log.info("catalog version %d serialized ahead in %.2f s of CPU", built.version, built.cpu)
+        return built.cpu

@@ -17,7 +17,7 @@ component that then misses a version asks for a copy itself.
 
 Usage::
 
-    feed = GlobalFeed("localhost:25000", peers, copies.full_copy)   # copies: a CatalogCopies
+    feed = GlobalFeed("localhost:25000", peers, copies)   # copies: the Head's CatalogCopies
     feed.start(supervisor)       # queues the first full copy
     feed.changed(8, items)       # after each commit
     feed.abort()                 # the component left
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 from boreas.catalog.model import Catalog
@@ -42,7 +41,7 @@ from boreas.wire.client import PeerClient, PeerError
 from boreas.wire.sender import QueueFull, ReliableSender
 from boreas.wire.supervisor import Supervisor
 
-from .catalog_copy import FullCopy
+from .catalog_copy import CatalogCopies, FullCopy
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +51,11 @@ MAX_BACKLOG = 1000
 
 
 class GlobalFeed:
-    def __init__(self, endpoint: str, peers: PeerClient, full_copy: Callable[[], FullCopy],
-                 origin: str = "head"):
+    def __init__(self, endpoint: str, peers: PeerClient, copies: CatalogCopies, origin: str = "head"):
         self.endpoint = endpoint
-        self.copy_of_current = full_copy  # the current catalog's full copy, built once per version and shared
+        self.copies = copies  # the current catalog's full copy, built once per version and shared
+        self.held: list[tuple[int, list[Any]]] | None = None  # changes committed while a copy is being built
+        self.tasks: Supervisor | None = None
         self.origin = origin
         self.queued_version = -1  # the newest version queued: changes up to it are in the queue
         self.counters: Counter[str] = Counter()
@@ -67,12 +67,16 @@ class GlobalFeed:
         return self.sender.failure
 
     def start(self, supervisor: Supervisor | None = None) -> None:
+        self.tasks = supervisor or Supervisor(f"global {self.endpoint}")
         self.full_copy()
         self.sender.start(supervisor)
 
     def changed(self, version: int, items: list[Any]) -> None:
         """Catalog ``version`` was committed with ``items``; a version already queued is skipped."""
         if version <= self.queued_version or self.sender.closed:
+            return
+        if self.held is not None:  # they follow the copy being built
+            self.held.append((version, items))
             return
         try:
             self.sender.send(update_document(items, version=version, origin=self.origin))
@@ -85,16 +89,37 @@ class GlobalFeed:
         self.counters["updates_queued"] += 1
 
     def full_copy(self) -> None:
-        """Replace whatever is queued with a copy of the current catalog (consistent: taken on the loop)."""
+        """Replace whatever is queued with a copy of the current catalog.  If that version is not serialized
+        yet, a worker thread builds it (the loop never waits, head/catalog_copy.py) and the copy replaces the
+        queue once built; changes committed meanwhile are held and follow it."""
+        if self.sender.closed or self.held is not None:
+            return
+        built = self.copies.ready()
+        if built is not None:
+            self._reset(built.copy)
+            return
+        assert self.tasks is not None, "start() the feed first"
+        self.held = []
+        self.tasks.spawn(f"global {self.endpoint} copy", self._copy_when_built)
+
+    async def _copy_when_built(self) -> None:
+        built = await self.copies.read()
+        held, self.held = self.held or [], None
         if self.sender.closed:
             return
-        copy = self.copy_of_current()
+        self._reset(built.copy)
+        for version, items in held:
+            self.changed(version, items)  # (those the copy already holds are skipped)
+
+    def _reset(self, copy: FullCopy) -> None:
         self.sender.reset(list(copy.documents))
         self.queued_version = copy.version
         self.counters["full_copies"] += 1
 
     def abort(self) -> None:
         self.sender.abort()
+        if self.tasks is not None:
+            self.tasks.cancel(f"global {self.endpoint} copy")
 
     def _failed(self, exc: PeerError) -> None:
         self.counters["failures"] += 1
@@ -110,10 +135,9 @@ class GlobalFeeds:
     named ``global ENDPOINT``.
     """
 
-    def __init__(self, peers: PeerClient, full_copy: Callable[[], FullCopy], tasks: Supervisor,
-                 origin: str = "head"):
+    def __init__(self, peers: PeerClient, copies: CatalogCopies, tasks: Supervisor, origin: str = "head"):
         self.peers = peers
-        self.copy_of_current = full_copy
+        self.copies = copies
         self.tasks = tasks
         self.origin = origin
         self.feeds: dict[str, GlobalFeed] = {}
@@ -122,7 +146,7 @@ class GlobalFeeds:
         """Start or stop feeds so that exactly ``catalog``'s global components are fed."""
         for endpoint in catalog.globals:
             if endpoint not in self.feeds:
-                feed = GlobalFeed(endpoint, self.peers, self.copy_of_current, self.origin)
+                feed = GlobalFeed(endpoint, self.peers, self.copies, self.origin)
                 self.feeds[endpoint] = feed
                 feed.start(self.tasks)
         for endpoint in set(self.feeds) - set(catalog.globals):

@@ -105,7 +105,7 @@ class HeadService:
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
         self.tasks = Supervisor("head")
         # The global components' feeds (the leader runs them: _take_lead, _install).
-        self.global_feeds = GlobalFeeds(self.peers, self.copies.full_copy, self.tasks, self.origin)
+        self.global_feeds = GlobalFeeds(self.peers, self.copies, self.tasks, self.origin)
         # What the nodes report they changed themselves (moves, connects, layouts; failover's
         # adoptions) is committed by the learner, one report at a time.
         self.learner = Learner(self)

@@ -4,13 +4,16 @@ What a reader sees is what it saw when the copy was built on its first
 read: the documents ``update_document`` makes of the whole catalog; what
 changes is that, once the copy was built ahead, reading it encodes nothing
 (the first reader does not wait for the serialization), and that readers on
-the event loop racing the worker get the same documents.
+the event loop arriving during a build await that build (they get the same
+documents) while the loop goes on serving.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 
+from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import catalog_items
 from boreas.catalog.updates import update_document
 from boreas.head.catalog_copy import CatalogCopies
@@ -18,45 +21,84 @@ from boreas.head.copy_ahead import CopyAhead
 from test_catalog_reads import modify, planned
 
 
-async def built(ahead: CopyAhead, version: int) -> None:
-    for _ in range(500):  # (bounded: a build of 20 boxes takes milliseconds)
-        if ahead.built == version:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"version {version} was not built ahead (last: {ahead.built})")
+class HeldCatalog:
+    """The catalog the test's Head holds, as ``CatalogCopies`` reads it.  A read from a worker thread (a
+    build) sets :attr:`built_off_loop` and waits for :attr:`release`: the test decides when a build goes on."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self.built_off_loop = threading.Event()
+        self.release = threading.Event()
+        self.release.set()
+
+    def __call__(self) -> Catalog:
+        if threading.current_thread() is not threading.main_thread():
+            self.built_off_loop.set()
+            self.release.wait(timeout=5)  # (bounded: a loop blocked by a reader would never release it)
+        return self.catalog
+
+    async def build_started(self) -> None:
+        assert await asyncio.to_thread(self.built_off_loop.wait, 5), "no build started in a worker thread"
+        self.built_off_loop.clear()
 
 
 async def test_each_quiet_version_is_built_ahead_and_read_without_encoding():
-    current = {"catalog": planned(20)}
-    copies = CatalogCopies(lambda: current["catalog"], "head")
+    held = HeldCatalog(planned(20))
+    copies = CatalogCopies(held, "head")
     ahead = CopyAhead(copies, quiet=0.01, least=0.0)
     task = asyncio.create_task(ahead.run())
     try:
         ahead.changed()
-        await built(ahead, 3)
+        await held.build_started()  # by CopyAhead: nobody has read yet
+        built = await copies.read()  # the build under way, awaited
         encoded = copies.encoded
-        assert encoded == len(catalog_items(current["catalog"]))
-        assert copies.document() == update_document(catalog_items(current["catalog"]), version=3,
-                                                    origin="head").encode()
-        assert copies.full_copy().version == 3 and copies.encoded == encoded  # read, not encoded again
+        assert built.version == 3 and encoded == len(catalog_items(held.catalog))
+        assert built.document == update_document(catalog_items(held.catalog), version=3, origin="head").encode()
+        assert (await copies.read()).copy.version == 3 and copies.full_copy().version == 3
+        assert copies.encoded == encoded  # read, not encoded again
 
-        current["catalog"] = changed = modify(current["catalog"], "b5", "value &gt; 99.5")
+        held.catalog = changed = modify(held.catalog, "b5", "value &gt; 99.5")
         ahead.changed()
-        await built(ahead, 4)
+        await held.build_started()
+        built = await copies.read()
         assert copies.encoded == encoded + 1  # only the changed box
-        assert copies.document() == update_document(catalog_items(changed), version=4, origin="head").encode()
-        assert copies.encoded == encoded + 1
+        assert built.document == update_document(catalog_items(changed), version=4, origin="head").encode()
+        assert built.copy.version == 4 and copies.document() == built.document and copies.encoded == encoded + 1
     finally:
         task.cancel()
 
 
-async def test_readers_racing_the_worker_get_the_same_documents():
-    catalog = planned(200)
-    expected = update_document(catalog_items(catalog), version=3, origin="head").encode()
-    for _ in range(5):
-        copies = CatalogCopies(lambda: catalog, "head")
-        worker = asyncio.create_task(asyncio.to_thread(copies.prepare))
-        read = [copies.document() for _ in range(3)]
-        version, _ = await worker
-        assert version == 3 and read == [expected] * 3 and copies.document() == expected
-        assert copies.encoded == len(catalog_items(catalog))  # built once, by whichever came first
+async def test_readers_during_a_build_await_it_and_the_loop_keeps_serving():
+    held = HeldCatalog(planned(200))
+    held.release.clear()  # the first build waits, inside the worker, until the test lets it go on
+    expected = update_document(catalog_items(held.catalog), version=3, origin="head").encode()
+    copies = CatalogCopies(held, "head")
+    first = asyncio.create_task(copies.read())  # starts the build in a worker thread
+    await held.build_started()
+    readers = [asyncio.create_task(copies.read()) for _ in range(3)]  # arrive while it is under way
+    seen: list[bool] = []
+
+    async def heartbeat() -> None:  # another coroutine on the loop: runs only if no reader blocks it
+        seen.append(copies.ready() is None)  # True: the build was still under way
+        held.release.set()
+
+    beat = asyncio.create_task(heartbeat())
+    results = await asyncio.gather(first, *readers)
+    await beat
+    assert seen == [True], "the loop was blocked until the build ended"
+    assert [r.document for r in results] == [expected] * 4 and {r.version for r in results} == {3}
+    assert len({id(r) for r in results}) == 1  # one build, shared
+    assert copies.encoded == len(catalog_items(held.catalog))  # built once
+    assert [r.version for r in results] == [r.copy.version for r in results]
+
+
+async def test_a_reader_after_a_commit_does_not_get_the_older_build():
+    held = HeldCatalog(planned(20))
+    copies = CatalogCopies(held, "head")
+    assert (await copies.read()).version == 3
+    held.catalog = changed = modify(held.catalog, "b5", "value &gt; 99.5")
+    assert copies.ready() is None
+    built = await copies.read()
+    assert built.version == 4 and built.document == update_document(catalog_items(changed), version=4,
+                                                                     origin="head").encode()
+    assert copies.ready() is built
