@@ -14,10 +14,13 @@ import asyncio
 import threading
 
 from boreas.catalog.model import Catalog
-from boreas.catalog.replicate import catalog_items
+from boreas.catalog.replicate import catalog_items, update_items
 from boreas.catalog.updates import update_document
 from boreas.head.catalog_copy import CatalogCopies
 from boreas.head.copy_ahead import CopyAhead
+from boreas.head.global_feed import GlobalFeed
+from boreas.regional.global_component import GlobalComponent
+from boreas.wire.client import PeerClient
 from test_catalog_reads import modify, planned
 
 
@@ -32,10 +35,11 @@ class HeldCatalog:
         self.release.set()
 
     def __call__(self) -> Catalog:
+        catalog = self.catalog  # (a build holds the version it started from)
         if threading.current_thread() is not threading.main_thread():
             self.built_off_loop.set()
             self.release.wait(timeout=5)  # (bounded: a loop blocked by a reader would never release it)
-        return self.catalog
+        return catalog
 
     async def build_started(self) -> None:
         assert await asyncio.to_thread(self.built_off_loop.wait, 5), "no build started in a worker thread"
@@ -102,3 +106,28 @@ async def test_a_reader_after_a_commit_does_not_get_the_older_build():
     assert built.version == 4 and built.document == update_document(catalog_items(changed), version=4,
                                                                      origin="head").encode()
     assert copies.ready() is built
+
+
+async def test_a_feed_sends_the_copy_being_built_then_the_commits_made_meanwhile():
+    held = HeldCatalog(planned(20))
+    held.release.clear()
+    copies = CatalogCopies(held, "head")
+    changed = asyncio.Event()
+    component = GlobalComponent("http://127.0.0.1:9", None,  # (not registered: the test's feed sends to it)
+                                on_change=lambda version, items, catalog: changed.set())
+    endpoint = await component.server.start("127.0.0.1", 0)
+    async with PeerClient(None) as peers:
+        feed = GlobalFeed(endpoint, peers, copies)
+        try:
+            feed.start()  # version 3 is not serialized yet: a worker builds it, the loop goes on
+            await held.build_started()
+            before, held.catalog = held.catalog, modify(held.catalog, "b5", "value &gt; 99.5")
+            feed.changed(4, update_items(before, held.catalog))  # committed while the copy is built
+            held.release.set()
+            await asyncio.wait_for(changed.wait(), 30)
+            assert component.counters["full_copies"] == 1 and component.counters["changes_applied"] == 1
+            assert component.catalog == held.catalog and component.catalog.version == 4
+        finally:
+            feed.abort()
+            await component.server.close()
+            await component.peers.close()
