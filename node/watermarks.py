@@ -88,17 +88,24 @@ class WatermarkTracker:
         if self.all_ended or (self.newest and self.ended.issuperset(self.newest)):
             self.current = math.inf
             return self.current
-        open_ = [p for p in self.newest if p not in self.ended]
-        active = [p for p in open_ if self.idle is None or now - self.heard[p] < self.idle]
-        if active:
-            mark = min(self.newest[p] for p in active) - self.delay
-        elif open_:  # every open producer idle: the quiet stream closes what its last rows closed
-            mark = max(self.newest[p] for p in open_) - self.delay
-        else:
-            mark = -math.inf
+        active, idle = self.split(now)
+        # every open producer idle: the quiet stream closes what its last rows closed
+        mark = active if active is not None else idle if idle is not None else -math.inf
         if mark > self.current:
             self.current = mark
         return self.current
+
+    def split(self, now: float) -> tuple[float | None, float | None]:
+        """The least mark of the producers active at ``now`` and the greatest of the idle ones (None: no such
+        producer; ended producers count in neither).  One tracker takes the first, or the second when no producer
+        is active; a stream whose producers are tracked in several places (the coordinators of a partitioned box,
+        node/cumulus/event_marks.py) takes the least of the first over all of them, the greatest of the second
+        only when no place has an active producer."""
+        open_ = [p for p in self.newest if p not in self.ended]
+        active = [p for p in open_ if self.idle is None or now - self.heard[p] < self.idle]
+        idle = [p for p in open_ if p not in active]
+        return (min(self.newest[p] for p in active) - self.delay if active else None,
+                max(self.newest[p] for p in idle) - self.delay if idle else None)
 
     def next_deadline(self, after: float = -math.inf) -> float | None:
         """The flow clock after ``after`` at which the next producer turns idle (None: no idle timeout, or no

@@ -392,5 +392,5 @@ class PartOperator(M3Operator):
         if state.get("member", self.member) != self.member:
             raise self.error(f"cannot take the state of member {state['member']} as member {self.member}")
         M3Operator.restore(self, state, now)
-        self.parts.restore(state)
+        self.parts.restore(state, now)
         self._rehome()  # (after a failover, a member's node is another than in the state)

@@ -1,0 +1,185 @@
+"""A partitioned TUMBLE view's watermark over its coordinators (docs/cumulus.md §3.13), in process: producers
+pinned to coordinators on different members, an idle timeout, members restored on another node's flow clock.
+The windows emitted, and the late rows counted, equal the one-node rule's (tests/support/watermark_reference.py:
+the least over active producers, an idle producer stops holding the stream back however the producers are
+spread over the coordinators)."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter, deque
+
+import msgspec
+from boreas.catalog.model import Box, Field, FieldType, InPort, Partition, Schema
+from boreas.m3.boxtype import infer_m3, plan_m3_partition
+from boreas.node.cumulus.windowing import part_operator
+from support.watermark_reference import WatermarkReference
+
+BID = Schema("BidTuple", (Field("auction", FieldType.INT), Field("price", FieldType.INT), Field("ts", FieldType.LONG)))
+SIZE, DELAY, IDLE = 1000, 300, 1.0
+SQL = (f"CREATE STREAM Bid(auction INT, price INT, ts BIGINT, WATERMARK FOR ts AS ts - {DELAY});\n"
+       "SELECT auction, window_start, window_end, COUNT(*) AS n, SUM(price) AS total\n"
+       f"FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(ts), INTERVAL '{SIZE}' MILLISECOND)) "
+       "GROUP BY auction, window_start, window_end")
+
+
+class Reference(WatermarkReference):
+    """Every TUMBLE window's row, row at a time, under the one-node watermark."""
+
+    def __init__(self):
+        super().__init__(DELAY, IDLE)
+        self.open: dict[tuple, list[int]] = {}
+        self.rows: list[tuple] = []
+
+    def batch(self, producer: str, rows: list[tuple], now: float) -> None:
+        self.move(now)
+        for auction, price, ts in rows:
+            start = ts - ts % SIZE
+            if start + SIZE <= self.closed:
+                self.late += 1
+                continue
+            acc = self.open.setdefault((auction, start, start + SIZE), [0, 0])
+            acc[0] += 1
+            acc[1] += price
+        self.heard_from(producer, [r[2] for r in rows], now)
+
+    def move(self, now: float) -> None:
+        if self.advance(now):
+            for key in sorted(k for k in self.open if k[2] <= self.closed):
+                self.rows.append((*key, *self.open.pop(key)))
+
+
+class Cluster:
+    """Members of box ``w`` on nodes n0..n{k-1}, their links, a flow clock per node (``offset`` from the
+    test's)."""
+
+    def __init__(self, members: int, seed: int = 0):
+        nodes = tuple(f"n{i}:1" for i in range(members))
+        self.box = Box("w", "m3", (InPort("Bid"),), ("Out",), (("sql", SQL), ("idle-timeout", str(IDLE))))
+        self.outputs = infer_m3(self.box, [BID])
+        self.partition = plan_m3_partition(self.box, [BID], Partition("w", nodes, count=6, key="auction",
+                                                                      epoch_ms=100))
+        self.members = [part_operator(self.box, [BID], self.outputs, self.partition, n) for n in nodes]
+        self.offset = [0.0] * members
+        self.links: dict[tuple[int, int], deque] = {}
+        self.rng, self.now = random.Random(seed), 0.0
+        self.out: list[tuple] = []
+        self.seqs: Counter = Counter()
+
+    def clock(self, member: int) -> float:
+        return self.now + self.offset[member]
+
+    def _collect(self, src: int, emitted) -> None:
+        op = self.members[src]
+        for port, rows in emitted:
+            if port == 0:
+                self.out.extend(tuple(r) for r in rows)
+                continue
+            dst = int(op.internal_streams().outputs[port - 1][0].rsplit("@", 1)[1])
+            self.links.setdefault((src, dst), deque()).append([list(m) for m in rows])
+
+    def publish(self, member: int, producer: str, rows: list[tuple]) -> None:
+        """A batch of ``producer`` sent to ``member``, which coordinates it."""
+        seq = self.seqs[producer]
+        self.seqs[producer] += 1
+        self._collect(member, self.members[member].process_from(0, rows, self.clock(member), ("Bid", producer, seq)))
+
+    def end(self, member: int, producer: str) -> None:
+        self._collect(member, self.members[member].producer_ended(0, producer, self.clock(member)))
+
+    def tick(self, seconds: float) -> None:
+        """Time passes: the leader's epochs end, the links deliver."""
+        self.now += seconds
+        for i, op in enumerate(self.members):
+            deadline = op.next_deadline()
+            if deadline is not None and deadline <= self.clock(i):
+                self._collect(i, op.poll(self.clock(i)))
+        self.deliver()
+
+    def deliver(self) -> None:
+        while busy := [k for k, q in self.links.items() if q]:
+            src, dst = self.rng.choice(busy)
+            op = self.members[dst]
+            self._collect(dst, op.process(op.internal_streams().inputs[f"w@{dst}"],
+                                          self.links[(src, dst)].popleft(), self.clock(dst)))
+
+    def settle(self, seconds: float = 0.5) -> None:
+        for _ in range(round(seconds / 0.05)):
+            self.tick(0.05)
+
+    def restart(self, member: int, offset: float) -> None:
+        """Member ``member`` continues from its state on a node whose flow clock is ``offset`` ahead."""
+        op = self.members[member]
+        self.offset[member] = offset
+        fresh = part_operator(self.box, [BID], self.outputs, self.partition, op.endpoint)
+        fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.clock(member))
+        self.members[member] = fresh
+
+    def late(self) -> int:
+        return sum(op.counters()["late_tuples"] for op in self.members)
+
+
+def test_an_idle_producer_alone_on_its_coordinator_stops_holding_the_stream_back():
+    """p4, the only producer of member 0's coordinator, sends one row and goes quiet; p0, on member 1's, runs on
+    for 20 s of flow clock: after the idle timeout the windows p0's watermark passes close, as on one node."""
+    cluster, ref = Cluster(2), Reference()
+    cluster.publish(0, "p4", [(4, 7, 100)])
+    ref.batch("p4", [(4, 7, 100)], cluster.now)
+    for i in range(1, 40):
+        rows = [(i % 6, i, 500 * i)]
+        cluster.publish(1, "p0", rows)
+        ref.batch("p0", rows, cluster.now)
+        cluster.settle(0.5)
+    ref.move(cluster.now)
+    assert ref.closed == 500 * 39 - DELAY
+    assert len(ref.rows) > 30 and Counter(cluster.out) == Counter(ref.rows)  # closed while the stream runs
+    cluster.end(0, "p4")
+    cluster.end(1, "p0")
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert Counter(cluster.out) == Counter(ref.rows) and cluster.late() == 0
+
+
+def test_a_producer_that_wakes_holds_the_stream_back_again():
+    """Idle producers of two coordinators: the greatest idle mark closes; one wakes with an older row, which
+    is on time: its coordinator's active mark holds the other's idle one back."""
+    cluster, ref = Cluster(2), Reference()
+    for member, producer, rows in [(0, "p4", [(1, 1, 2500)]), (1, "p0", [(2, 2, 5200)])]:
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+    cluster.settle(2.0)  # both idle: the greatest mark, 4900, closes [0, 4000)
+    ref.move(cluster.now)
+    assert ref.closed == 4900 and Counter(cluster.out) == Counter(ref.rows) == Counter([(1, 2000, 3000, 1, 1)])
+    for member, producer, rows in [(0, "p4", [(3, 3, 4950)]), (0, "p4", [(3, 4, 6100)]), (1, "p0", [(2, 5, 7000)])]:
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+        cluster.settle(0.2)
+    ref.move(cluster.now)
+    assert ref.closed == 5800
+    assert Counter(cluster.out) == Counter(ref.rows) and (3, 4000, 5000, 1, 3) in ref.rows
+    assert cluster.late() == ref.late == 0
+
+
+def test_idle_timers_continue_on_the_flow_clock_of_the_node_a_coordinator_is_restored_on():
+    """Member 1 restored on a node whose flow clock is 1000 s ahead: its producer p4 turns idle a timeout after
+    it was last heard on that clock, not at once, so its next row is on time."""
+    cluster, ref = Cluster(2), Reference()
+    for member, producer, rows in [(1, "p4", [(4, 1, 100)]), (0, "p0", [(2, 2, 5000)])]:
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+    cluster.settle(0.3)
+    cluster.restart(1, 1000.0)
+    cluster.settle(0.4)
+    rows = [(4, 3, 150)]  # on time: p4 is still active, the mark is -200
+    cluster.publish(1, "p4", rows)
+    ref.batch("p4", rows, cluster.now)
+    cluster.settle(0.3)
+    for member, producer in [(1, "p4"), (0, "p0")]:
+        cluster.end(member, producer)
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert cluster.late() == ref.late == 0
+    assert Counter(cluster.out) == Counter(ref.rows) and (4, 0, 1000, 2, 4) in ref.rows
