@@ -115,6 +115,33 @@ class WatermarkTracker:
         times = [t for p in self.newest if p not in self.ended and (t := self.heard[p] + self.idle) > after]
         return min(times) if times else None
 
+    def hand_away(self, producer: str, now: float) -> list | None:
+        """What another owner of ``producer``'s watermark continues from (a partitioned box's coordinator handing
+        it over, node/cumulus/handing.py): ``[newest, silent, ended]``, ``silent`` the seconds since it was last
+        heard (flow clocks differ between nodes).  None: never heard.  It holds here until :meth:`forget`."""
+        newest, heard = self.newest.get(producer), self.heard.get(producer)
+        ended = producer in self.ended
+        if newest is None and not ended:
+            return None
+        return [newest, None if heard is None else now - heard, ended]
+
+    def forget(self, producer: str) -> None:
+        """``producer``'s watermark is kept elsewhere now (:meth:`hand_away`)."""
+        self.newest.pop(producer, None)
+        self.heard.pop(producer, None)
+        self.ended.discard(producer)
+
+    def take_over(self, producer: str, entry: list, now: float) -> None:
+        """Continue ``producer``'s watermark from :meth:`hand_away`'s ``entry`` at flow clock ``now`` (what this
+        tracker heard of it already is kept if newer)."""
+        newest, silent, ended = entry
+        if newest is not None and (producer not in self.newest or newest > self.newest[producer]):
+            self.newest[producer] = newest
+        if silent is not None:
+            self.heard[producer] = max(now - silent, self.heard.get(producer, -math.inf))
+        if ended:
+            self.ended.add(producer)
+
     def state(self) -> dict:
         """Plain data: what a moved or recovered box continues from."""
         return {"newest": dict(self.newest), "heard": dict(self.heard), "ended": sorted(self.ended),

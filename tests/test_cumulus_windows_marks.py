@@ -6,6 +6,7 @@ spread over the coordinators)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections import Counter, deque
@@ -13,6 +14,9 @@ from collections import Counter, deque
 import msgspec
 from boreas.catalog.model import Box, Field, FieldType, InPort, Partition, Schema
 from boreas.m3.boxtype import infer_m3, plan_m3_partition
+from boreas.m3.cumulus import relayout as changes
+from boreas.m3.cumulus.coordinators import pick
+from boreas.node.cumulus import messages as msg
 from boreas.node.cumulus.windowing import part_operator
 from support.watermark_reference import WatermarkReference
 
@@ -27,8 +31,8 @@ SQL = (f"CREATE STREAM Bid(auction INT, price INT, ts BIGINT, WATERMARK FOR ts A
 class Reference(WatermarkReference):
     """Every TUMBLE window's row, row at a time, under the one-node watermark."""
 
-    def __init__(self):
-        super().__init__(DELAY, IDLE)
+    def __init__(self, idle: float = IDLE):
+        super().__init__(DELAY, idle)
         self.open: dict[tuple, list[int]] = {}
         self.rows: list[tuple] = []
 
@@ -54,9 +58,10 @@ class Cluster:
     """Members of box ``w`` on nodes n0..n{k-1}, their links, a flow clock per node (``offset`` from the
     test's)."""
 
-    def __init__(self, members: int, seed: int = 0):
+    def __init__(self, members: int, seed: int = 0, idle: float | None = IDLE):
         nodes = tuple(f"n{i}:1" for i in range(members))
-        self.box = Box("w", "m3", (InPort("Bid"),), ("Out",), (("sql", SQL), ("idle-timeout", str(IDLE))))
+        self.box = Box("w", "m3", (InPort("Bid"),), ("Out",),
+                       (("sql", SQL),) if idle is None else (("sql", SQL), ("idle-timeout", str(idle))))
         self.outputs = infer_m3(self.box, [BID])
         self.partition = plan_m3_partition(self.box, [BID], Partition("w", nodes, count=6, key="auction",
                                                                       epoch_ms=100))
@@ -115,6 +120,37 @@ class Cluster:
         fresh = part_operator(self.box, [BID], self.outputs, self.partition, op.endpoint)
         fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.clock(member))
         self.members[member] = fresh
+
+    def grow(self) -> int:
+        """A node appended to the partition and made a member and a coordinator by a layout change that moves a
+        segment to it (as ``boreas rebalance`` after a resubmitted ``<partition>``, docs/cumulus.md §6.4)."""
+        old = self.members[0].partition
+        nodes = (*old.nodes, f"n{len(old.nodes)}:1")
+        partition = dataclasses.replace(old, nodes=nodes, members=len(old.layout_nodes),
+                                        coordinators=len(old.modulo_nodes))
+        for op in self.members:
+            assert op.follows(partition)
+            op.partition = partition
+        self.members.append(part_operator(self.box, [BID], self.outputs, partition, nodes[-1]))
+        self.offset.append(0.0)
+        new = len(self.members) - 1
+        base = self.members[0].joinable_layout()
+        self.request(dataclasses.replace(changes.move(base, base.segments[0].id, new),
+                                         coordinators=tuple(range(new + 1))))
+        return new
+
+    def retire(self, member: int) -> None:
+        """``member``'s segments moved to member 0, then it retires (``boreas retire``): off the coordinators."""
+        back = self.members[0].latest_layout
+        back = dataclasses.replace(back, version=back.version + 1, segments=tuple(
+            dataclasses.replace(seg, member=0) if seg.member == member else seg for seg in back.segments))
+        self.request(back)
+        self.request(changes.retire(back, member, keep=member))
+
+    def request(self, layout) -> None:
+        self.seqs["change"] += 1
+        self._collect(0, self.members[0].process(1, [msg.request(f"change/{self.seqs['change']}",
+                                                                 layout.to_dict())], self.clock(0)))
 
     def late(self) -> int:
         return sum(op.counters()["late_tuples"] for op in self.members)
@@ -183,3 +219,45 @@ def test_idle_timers_continue_on_the_flow_clock_of_the_node_a_coordinator_is_res
     ref.move(cluster.now)
     assert cluster.late() == ref.late == 0
     assert Counter(cluster.out) == Counter(ref.rows) and (4, 0, 1000, 2, 4) in ref.rows
+
+
+def test_a_producer_handed_to_another_coordinator_takes_its_watermark_along():
+    """No idle timeout.  P, coordinated by member 0, is handed to member 2 when it joins as a coordinator, and
+    back when member 2 retires; Q stays on member 1.  Windows close as P's and Q's watermarks pass them, while
+    the stream runs: member 0 does not hold P's old mark after the handover, and P's mark holds the stream
+    back wherever it is coordinated (a row of P behind Q is on time)."""
+    cluster, ref = Cluster(2, idle=None), Reference(idle=math.inf)
+    p = next(f"p{i}" for i in range(100) if pick(f"p{i}", 2) == 0 and pick(f"p{i}", (0, 1, 2)) == 2)
+    q = next(f"q{i}" for i in range(100) if pick(f"q{i}", 2) == 1 == pick(f"q{i}", (0, 1, 2)))
+
+    def send(producer: str, ts: int) -> None:
+        rows = [(ts // 1000 % 6, 1, ts)]
+        cluster.publish(0 if producer == p else 1, producer, rows)  # (member 0 forwards P's while it is away)
+        ref.batch(producer, rows, cluster.now)
+        cluster.settle(0.3)
+
+    for ts in (1000, 1500):
+        send(p, ts)
+        send(q, ts)
+    new = cluster.grow()
+    cluster.settle(1.0)
+    assert cluster.members[0].layout.coordinators == (0, 1, 2)
+    for ts in (3000, 5000):
+        send(p, ts)
+        send(q, ts)
+    assert cluster.members[new].parts.handing.seen  # member 2 coordinated P
+    ref.move(cluster.now)
+    assert ref.closed == 4700 and Counter(cluster.out) == Counter(ref.rows)  # not held at P's old 1200
+    cluster.retire(new)
+    cluster.settle(1.0)
+    assert cluster.members[0].layout.coordinators == (0, 1)
+    send(q, 9000)
+    send(p, 6000)  # on time: P's 5000 holds the stream at 4700
+    ref.move(cluster.now)
+    assert Counter(cluster.out) == Counter(ref.rows) and cluster.late() == 0
+    cluster.end(0, p)
+    cluster.end(1, q)
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert Counter(cluster.out) == Counter(ref.rows) and cluster.late() == ref.late == 0

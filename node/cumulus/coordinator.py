@@ -192,6 +192,21 @@ class Coordinator:
             self.times.windows.polled = now
             self.wake()
 
+    def hand_away(self, producer: str) -> list:
+        """A windowed producer handed to another coordinator: its watermarks (empty: none), which still hold
+        here until :meth:`forget` (its ``Close`` may pass before the other's takes them: P never counts nowhere)."""
+        return [] if self.times is None else self.times.hand_away(producer, self.clock)
+
+    def forget(self, producer: str) -> None:
+        """The coordinator a windowed producer was handed to took it (``Taken``): its watermarks count there."""
+        if self.times is not None:
+            self.times.forget(producer)
+
+    def take_over(self, producer: str, marks: list) -> None:
+        """A producer handed here with the watermarks :meth:`hand_away` gave."""
+        if self.times is not None and marks:
+            self.times.take_over(producer, marks, self.clock)
+
     def took(self, stream: str, producer: str, seq: int) -> None:
         """Batch ``seq`` of ``producer`` on ``stream`` is the last one taken (its Close names it: stable reads)."""
         self.stamped[(stream, producer)] = seq

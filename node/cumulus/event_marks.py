@@ -108,6 +108,28 @@ class StampedTime:
                 out.append([port, *tracker.split(now)])
         return out
 
+    def hand_away(self, producer: str, now: float) -> list:
+        """``producer``'s watermarks, handed to another coordinator with it: ``[[port, entry]]`` (see
+        :meth:`WatermarkTracker.hand_away`); they hold here too until :meth:`forget`."""
+        out = []
+        for port, wp in self.windows.ports.items():
+            entry = wp.marks.hand_away(producer, now)
+            if entry is not None:
+                out.append([port, entry])
+        return out
+
+    def forget(self, producer: str) -> None:
+        """The coordinator ``producer`` was handed to took it: its watermarks count there alone."""
+        for wp in self.windows.ports.values():
+            wp.marks.forget(producer)
+
+    def take_over(self, producer: str, entries: list, now: float) -> None:
+        """``producer`` handed here with its watermarks (:meth:`hand_away`'s)."""
+        for port, entry in entries:
+            wp = self.windows.ports.get(int(port))
+            if wp is not None:
+                wp.marks.take_over(producer, entry, now)
+
     @property
     def late(self) -> int:
         return self.windows.late

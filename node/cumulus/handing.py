@@ -189,14 +189,19 @@ class Handing:
         """A ``Handover`` or ``Forward``; one of an epoch this member does not stamp with yet waits for it."""
         if m[0] == msg.TAKEN:
             self.taken[m[2]] = max(m[1], self.taken.get(m[2], -1))
+            for (_, producer), (target, _, epoch) in self.handed.items():
+                if target == m[2] and epoch <= m[1]:  # (its watermarks went with the Handover: they count there)
+                    self.coordinator.forget(producer)
             return
         if m[1] > self.coordinator.epoch:
             self.early.append(m)
             return
         if m[0] == msg.HANDOVER:
             self.mailbox.send(m[2], msg.taken(m[1], self.place.member))
-            for stream, producer, last in m[3]:
+            for stream, producer, last, *marks in m[3]:  # (a Handover of a version before marks: 3 fields)
                 key = (stream, producer)
+                if marks:  # the producer's watermarks, which the old coordinator forgot as it sent them
+                    self.coordinator.take_over(producer, marks[0])
                 self.handed.pop(key, None)  # (handed back here)
                 self.gained[key] = max(int(last) + 1, self.gained.get(key, 0))
             if m[2] in self.awaiting:
@@ -237,7 +242,8 @@ class Handing:
                     continue
                 handed = self.handed[key] = [target, True, epoch]
                 nxt = self.gained.pop(key, None)
-                lists.setdefault(target, []).append([key[0], key[1], self.seen[key] if nxt is None else nxt - 1])
+                lists.setdefault(target, []).append([key[0], key[1], self.seen[key] if nxt is None else nxt - 1,
+                                                     self.coordinator.hand_away(key[1])])
                 held = self.held.pop(key, {})
                 for seq in sorted(held):  # (ahead of what was stamped here: the new coordinator orders them)
                     self._forward(key, seq, *held[seq], handed)

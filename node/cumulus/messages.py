@@ -22,7 +22,7 @@ tag    message      from → to                     fields
 ``k``  Chunk        source → target member        change, source, final, [[map, keys, values]] (a final's 0 deletes)
 ``y``  Copied       source → leader               change, source: its pre-copy is sent; only dirty keys are left
 ``f``  Flip         leader → every member         change, first epoch E: every source has copied
-``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq]]: the producers it
+``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq, marks]]: the producers it
                                                   hands over at E (one to every coordinator of E, maybe empty)
 ``t``  Taken        coordinator → coordinator     epoch E, member: it took the Handover of E (now a hint may
                                                   send the handed producers' publishers to it)
@@ -115,7 +115,9 @@ def cancel(change: str, asked: bool) -> Message:
 
 
 def handover(epoch: int, coord: int, producers: list) -> Message:
-    """``producers``: ``[[stream, producer, last seq]]`` that ``coord`` stamped up to ``last`` before ``epoch``."""
+    """``producers``: ``[[stream, producer, last seq, marks]]`` that ``coord`` stamped up to ``last`` before
+    ``epoch``; ``marks``: a windowed box's, the producer's watermark entries (node/cumulus/event_marks.py), which
+    the new coordinator continues from (empty otherwise)."""
     return [HANDOVER, epoch, coord, producers]
 
 
