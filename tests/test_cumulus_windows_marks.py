@@ -71,6 +71,7 @@ class Cluster:
         self.rng, self.now = random.Random(seed), 0.0
         self.out: list[tuple] = []
         self.seqs: Counter = Counter()
+        self.blocked: set[tuple[int, int]] = set()  # links whose messages wait (a slow link)
 
     def clock(self, member: int) -> float:
         return self.now + self.offset[member]
@@ -103,7 +104,7 @@ class Cluster:
         self.deliver()
 
     def deliver(self) -> None:
-        while busy := [k for k, q in self.links.items() if q]:
+        while busy := [k for k, q in self.links.items() if q and k not in self.blocked]:
             src, dst = self.rng.choice(busy)
             op = self.members[dst]
             self._collect(dst, op.process(op.internal_streams().inputs[f"w@{dst}"],
@@ -261,3 +262,38 @@ def test_a_producer_handed_to_another_coordinator_takes_its_watermark_along():
     ref.ended = True
     ref.move(cluster.now)
     assert Counter(cluster.out) == Counter(ref.rows) and cluster.late() == ref.late == 0
+
+
+def test_a_handed_producer_ends_after_its_batches_held_for_their_turn():
+    """P, handed from member 1 to member 2, ends there while its batch forwarded by member 1 is still on the way
+    (a slow link) and its next, sent to member 2 directly, waits for it; the leader's epochs go on.  P's end
+    holds until both are stamped, so its rows are on time though Q's watermark is far ahead."""
+    cluster, ref = Cluster(2, idle=None), Reference(idle=math.inf)
+    p = next(f"p{i}" for i in range(100) if pick(f"p{i}", 2) == 1 and pick(f"p{i}", (0, 1, 2)) == 2)
+    q = next(f"q{i}" for i in range(100) if pick(f"q{i}", 2) == 0 == pick(f"q{i}", (0, 1, 2)))
+
+    def send(member: int, producer: str, ts: int) -> None:
+        rows = [(ts // 1000 % 6, 1, ts)]
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+
+    send(1, p, 1000)
+    send(0, q, 1000)
+    new = cluster.grow()
+    cluster.settle(1.0)
+    send(1, p, 5000)  # forwarded to member 2
+    send(0, q, 9000)
+    cluster.settle(0.5)
+    cluster.blocked.add((1, new))
+    send(1, p, 5200)  # forwarded: stuck on the link
+    send(new, p, 5400)  # direct: waits for the one before it
+    cluster.end(new, p)
+    cluster.settle(0.5)  # epochs pass: P has not ended yet, its 4700 holds the stream
+    cluster.blocked.clear()
+    cluster.settle(0.5)
+    cluster.end(0, q)
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert cluster.late() == ref.late == 0
+    assert Counter(cluster.out) == Counter(ref.rows) and (5, 5000, 6000, 3, 3) in ref.rows

@@ -125,8 +125,10 @@ def taken(epoch: int, member: int) -> Message:
     return [TAKEN, epoch, member]
 
 
-def forward(epoch: int, coord: int, stream: str, producer: str, seq: int, port: int, rows: list | bytes) -> Message:
-    """A batch ``coord`` took after handing ``producer`` over at ``epoch`` (rows, or Arrow IPC bytes)."""
+def forward(epoch: int, coord: int, stream: str, producer: str, seq: int, port: int,
+            rows: list | bytes | None) -> Message:
+    """A batch ``coord`` took after handing ``producer`` over at ``epoch`` (rows, or Arrow IPC bytes; None: a
+    windowed producer's end, after its batches: node/cumulus/handing.py)."""
     return [FORWARD, epoch, coord, stream, producer, seq, port, rows]
 
 
