@@ -22,12 +22,14 @@ tag    message      from → to                     fields
 ``k``  Chunk        source → target member        change, source, final, [[map, keys, values]] (a final's 0 deletes)
 ``y``  Copied       source → leader               change, source: its pre-copy is sent; only dirty keys are left
 ``f``  Flip         leader → every member         change, first epoch E: every source has copied
-``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq, marks]]: the producers it
-                                                  hands over at E (one to every coordinator of E, maybe empty)
+``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq, marks]]: the
+                                                  producers it hands over at E (one to every coordinator of E, maybe
+                                                  empty), with a windowed producer's watermark
 ``t``  Taken        coordinator → coordinator     epoch E, member: it took the Handover of E (now a hint may
                                                   send the handed producers' publishers to it)
 ``o``  Forward      coordinator → coordinator     epoch, from, stream, producer, seq, port, rows: a batch of a
-                                                  producer handed over, taken after E (docs/cumulus.md §6.5)
+                                                  producer handed over, taken after E (docs/cumulus.md §6.5); rows
+                                                  None: a windowed producer's end, behind its batches
 ``z``  Cancel       a client → leader;            change, asked: an announced change whose first epoch is not
                     leader → every member         fixed yet is dropped (asked: the client's, else the leader's)
 =====  ===========  ============================  ==========================================
