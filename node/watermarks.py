@@ -88,17 +88,24 @@ class WatermarkTracker:
         if self.all_ended or (self.newest and self.ended.issuperset(self.newest)):
             self.current = math.inf
             return self.current
-        open_ = [p for p in self.newest if p not in self.ended]
-        active = [p for p in open_ if self.idle is None or now - self.heard[p] < self.idle]
-        if active:
-            mark = min(self.newest[p] for p in active) - self.delay
-        elif open_:  # every open producer idle: the quiet stream closes what its last rows closed
-            mark = max(self.newest[p] for p in open_) - self.delay
-        else:
-            mark = -math.inf
+        active, idle = self.split(now)
+        # every open producer idle: the quiet stream closes what its last rows closed
+        mark = active if active is not None else idle if idle is not None else -math.inf
         if mark > self.current:
             self.current = mark
         return self.current
+
+    def split(self, now: float) -> tuple[float | None, float | None]:
+        """The least mark of the producers active at ``now`` and the greatest of the idle ones (None: no such
+        producer; ended producers count in neither).  One tracker takes the first, or the second when no producer
+        is active; a stream whose producers are tracked in several places (the coordinators of a partitioned box,
+        node/cumulus/event_marks.py) takes the least of the first over all of them, the greatest of the second
+        only when no place has an active producer."""
+        open_ = [p for p in self.newest if p not in self.ended]
+        active = [p for p in open_ if self.idle is None or now - self.heard[p] < self.idle]
+        idle = [p for p in open_ if p not in active]
+        return (min(self.newest[p] for p in active) - self.delay if active else None,
+                max(self.newest[p] for p in idle) - self.delay if idle else None)
 
     def next_deadline(self, after: float = -math.inf) -> float | None:
         """The flow clock after ``after`` at which the next producer turns idle (None: no idle timeout, or no
@@ -107,6 +114,33 @@ class WatermarkTracker:
             return None
         times = [t for p in self.newest if p not in self.ended and (t := self.heard[p] + self.idle) > after]
         return min(times) if times else None
+
+    def hand_away(self, producer: str, now: float) -> list | None:
+        """What another owner of ``producer``'s watermark continues from (a partitioned box's coordinator handing
+        it over, node/cumulus/handing.py): ``[newest, silent, ended]``, ``silent`` the seconds since it was last
+        heard (flow clocks differ between nodes).  None: never heard.  It holds here until :meth:`forget`."""
+        newest, heard = self.newest.get(producer), self.heard.get(producer)
+        ended = producer in self.ended
+        if newest is None and not ended:
+            return None
+        return [newest, None if heard is None else now - heard, ended]
+
+    def forget(self, producer: str) -> None:
+        """``producer``'s watermark is kept elsewhere now (:meth:`hand_away`)."""
+        self.newest.pop(producer, None)
+        self.heard.pop(producer, None)
+        self.ended.discard(producer)
+
+    def take_over(self, producer: str, entry: list, now: float) -> None:
+        """Continue ``producer``'s watermark from :meth:`hand_away`'s ``entry`` at flow clock ``now`` (what this
+        tracker heard of it already is kept if newer)."""
+        newest, silent, ended = entry
+        if newest is not None and (producer not in self.newest or newest > self.newest[producer]):
+            self.newest[producer] = newest
+        if silent is not None:
+            self.heard[producer] = max(now - silent, self.heard.get(producer, -math.inf))
+        if ended:
+            self.ended.add(producer)
 
     def state(self) -> dict:
         """Plain data: what a moved or recovered box continues from."""

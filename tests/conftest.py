@@ -52,6 +52,7 @@ IN_PROCESS = (
     "test_cumulus_windows.py",               # partitioned TUMBLE/HOP members in one process (their own links)
     "test_cumulus_topn.py",                  # partitioned top-N members in one process (their own links)
     "test_partition_replicated_catalog.py",  # (support/cumulus_sim.py); the replicate= catalog on memory://
+    "test_cumulus_windows_marks.py",         # partitioned windows' watermark over coordinators, in process
     "test_replicate.py", "test_replicate_slices.py", "test_replicate_examples.py",
     "test_full_copy.py",                     # a full copy assembled from the Head's parts, in process
     "test_addresses.py",                     # --listen/--advertise rules (its cluster test joins the group)

@@ -180,6 +180,33 @@ class Coordinator:
             self.times.end(port, producer)
             self.wake()
 
+    def idle_deadline(self) -> float | None:
+        """When a windowed producer of this coordinator next turns idle (flow clock; None: none will)."""
+        return None if self.times is None else self.times.windows.next_deadline()
+
+    def poll(self, now: float) -> None:
+        """A producer turned idle by ``now``: the epoch must end, so that a ``Close`` carries the marks without
+        it (a quiet stream closes what its last rows closed, as on one node: node/watermarks.py)."""
+        due = self.idle_deadline()
+        if due is not None and due <= now:
+            self.times.windows.polled = now
+            self.wake()
+
+    def hand_away(self, producer: str) -> list:
+        """A windowed producer handed to another coordinator: its watermarks (empty: none), which still hold
+        here until :meth:`forget` (its ``Close`` may pass before the other's takes them: P never counts nowhere)."""
+        return [] if self.times is None else self.times.hand_away(producer, self.clock)
+
+    def forget(self, producer: str) -> None:
+        """The coordinator a windowed producer was handed to took it (``Taken``): its watermarks count there."""
+        if self.times is not None:
+            self.times.forget(producer)
+
+    def take_over(self, producer: str, marks: list) -> None:
+        """A producer handed here with the watermarks :meth:`hand_away` gave."""
+        if self.times is not None and marks:
+            self.times.take_over(producer, marks, self.clock)
+
     def took(self, stream: str, producer: str, seq: int) -> None:
         """Batch ``seq`` of ``producer`` on ``stream`` is the last one taken (its Close names it: stable reads)."""
         self.stamped[(stream, producer)] = seq
@@ -269,8 +296,10 @@ class Coordinator:
                 "holding_runs": [[port, [p.ipc() if isinstance(p, Columns) else list(p) for p in held]]
                          for port, held in self.holding.items()]}
 
-    def restore(self, state: dict, layouts: list[Layout]) -> None:
-        """Continue from :meth:`state`; ``layouts``: those it may stamp with (the member's, the changes')."""
+    def restore(self, state: dict, layouts: list[Layout], now: float | None = None) -> None:
+        """Continue from :meth:`state`; ``layouts``: those it may stamp with (the member's, the changes');
+        ``now``: the restoring node's flow clock, which a windowed box's idle timers are shifted to (as the
+        one-node box's, node/operators/m3event_time.py)."""
         self.epoch, self.seq, self.woke = int(state.get("epoch", 0)), int(state.get("seq", 0)), int(state.get("woke", -1))
         self.stamped = {(s, p): int(q) for s, p, q in state.get("stamped", [])}
         self.holding = {int(port): [read_columns(p) if isinstance(p, bytes) else list(p) for p in held]
@@ -278,6 +307,8 @@ class Coordinator:
         for port, rows in state.get("holding", []):  # (a state from before columns were held: rows)
             self.holding[int(port)] = [list(rows)]
         if self.times is not None:
-            self.times.restore(state.get("stamped_time") or {}, None)
+            self.times.restore(state.get("stamped_time") or {}, now)
+            if now is not None:
+                self.clock = now
         version = int(state.get("routing", self.place.layout.version))
         self.route(next((lay for lay in layouts if lay.version == version), self.place.layout))

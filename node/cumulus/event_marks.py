@@ -8,11 +8,16 @@ the *stream's* watermark passes its end, though most producers' rows route to ot
   row falls in: the maps are keyed by window, so the copies go where their groups live), and keeps its
   producers' watermarks (:class:`StampedTime`, a :class:`~boreas.node.operators.m3event_time.Windows` that never
   closes anything: its ``closed`` stays -inf);
-* its ``Close(e)``, sent to *every* member on the ordered per-member links, carries its watermark per windowed
-  port (:meth:`StampedTime.marks`): None while none of its producers sent a row, +inf once all ended;
+* its ``Close(e)``, sent to *every* member on the ordered per-member links, carries per windowed port
+  (:meth:`StampedTime.marks`) two marks: the least of its *active* producers' (None: none is active; +inf once
+  all ended) and the greatest of its *idle* ones' (None: none is idle), both None while none of its producers
+  sent a row;
 * each member, when it passes that ``Close`` in the version order (after every version of ``e`` of that
-  coordinator), takes the marks (:meth:`EpochFrontier.heard`): the frontier is, per port, the least mark of
-  the coordinators that have one, and the least over ports.  Every member passes every ``Close`` at the same
+  coordinator), takes the marks (:meth:`EpochFrontier.heard`) and applies the stream-wide rule of
+  node/watermarks.py over all coordinators: per port, the least active mark of any coordinator; when no
+  coordinator has an active producer, the greatest idle mark (an idle producer holds nothing back, though it is
+  its coordinator's only one); +inf once every coordinator that heard a producer saw all of them end; the least
+  over ports.  Every member passes every ``Close`` at the same
   point of the one total order, so every member's frontier, its closed windows and its late rows are the same
   function of the input, on any node and in any replay.
 
@@ -22,8 +27,10 @@ out (:meth:`EpochFrontier.admit`); the box's ``late_tuples`` sums the members ho
 
 >>> import math
 >>> f = EpochFrontier({0: 5000})
->>> f.heard(0, [[0, 5000.0]]), f.heard(1, [[0, None]]), f.heard(1, [[0, 3000.0]]), f.heard(1, [[0, "inf"]])
-(5000.0, 5000.0, 3000.0, 5000.0)
+>>> f.heard(0, [[0, 5000.0, None]]), f.heard(1, [[0, None, None]]), f.heard(1, [[0, 3000.0, None]])
+(5000.0, 5000.0, 3000.0)
+>>> f.heard(1, [[0, None, 2000.0]]), f.heard(0, [[0, None, 7000.0]]), f.heard(1, [[0, "inf", None]])
+(5000.0, 7000.0, 7000.0)
 >>> f.closed = 5000.0
 >>> f.admit(0, [(1, 4999, 0, 5000), (1, 5001, 5000, 5010), (1, 4000, 0, 4000)], time=1)
 [(1, 5001, 5000, 5010)]
@@ -44,11 +51,17 @@ from boreas.wire.columns import Columns, read_columns, weighted
 from ..operators import m3columns
 from ..operators.m3event_time import Windows
 
-Marks = list[list]  # [[port, mark]]: a mark is a float, None (no producer heard yet) or "inf" (all ended)
+# [[port, active, idle]]: the least active producer's mark (a float, None: none active, "inf": all ended) and the
+# greatest idle one's (a float or None)
+Marks = list[list]
 
 
 def _encode(mark: float) -> float | str | None:
     return None if mark == -math.inf else "inf" if mark == math.inf else mark
+
+
+def _encode_or_none(mark: float | None) -> float | str | None:
+    return None if mark is None else _encode(mark)
 
 
 def _decode(mark: float | str | None) -> float | None:
@@ -84,13 +97,38 @@ class StampedTime:
             self.windows.ports[port].marks.end(producer)
 
     def marks(self, now: float) -> Marks:
-        """Its watermark per windowed port, as its ``Close`` carries it."""
+        """Per windowed port its active producers' least mark and its idle ones' greatest, as its ``Close``
+        carries them (the member combines them over coordinators: module docstring)."""
         out = []
         for port, wp in self.windows.ports.items():
             tracker = wp.marks
-            known = tracker.newest or tracker.all_ended
-            out.append([port, _encode(tracker.watermark(now)) if known else None])
+            if tracker.all_ended or (tracker.newest and tracker.ended.issuperset(tracker.newest)):
+                out.append([port, "inf", None])
+            else:
+                out.append([port, *tracker.split(now)])
         return out
+
+    def hand_away(self, producer: str, now: float) -> list:
+        """``producer``'s watermarks, handed to another coordinator with it: ``[[port, entry]]`` (see
+        :meth:`WatermarkTracker.hand_away`); they hold here too until :meth:`forget`."""
+        out = []
+        for port, wp in self.windows.ports.items():
+            entry = wp.marks.hand_away(producer, now)
+            if entry is not None:
+                out.append([port, entry])
+        return out
+
+    def forget(self, producer: str) -> None:
+        """The coordinator ``producer`` was handed to took it: its watermarks count there alone."""
+        for wp in self.windows.ports.values():
+            wp.marks.forget(producer)
+
+    def take_over(self, producer: str, entries: list, now: float) -> None:
+        """``producer`` handed here with its watermarks (:meth:`hand_away`'s)."""
+        for port, entry in entries:
+            wp = self.windows.ports.get(int(port))
+            if wp is not None:
+                wp.marks.take_over(producer, entry, now)
 
     @property
     def late(self) -> int:
@@ -110,29 +148,40 @@ class EpochFrontier:
     its late rows.  ``slides``: each windowed port's slide (a TUMBLE's is its size)."""
 
     slides: dict[int, int]
-    heard_marks: dict[int, dict[int, float | None]] = field(default_factory=dict)  # coordinator -> port -> mark
+    # coordinator -> port -> [least active mark, greatest idle mark] of its last Close (None: no such producer)
+    heard_marks: dict[int, dict[int, list]] = field(default_factory=dict)
     closed: float = -math.inf
     late: int = 0
 
     def heard(self, coordinator: int, marks: Marks, members: int | None = None) -> float:
         """A ``Close`` of ``coordinator`` passed with ``marks``: the frontier now.  ``members``: the partition's
         members now (a retired member's coordinator closes no more epochs: its last marks stop counting; its
-        producers went to others, whose marks hold them)."""
+        producers went to others with their watermarks, node/cumulus/handing.py).  The frontier moves at the
+        last coordinator's ``Close`` of an epoch only: at an earlier one's, versions of that epoch stamped by the
+        coordinators after it are still to apply, and a producer first heard of by one of those (no mark from
+        it yet) would find its rows of that epoch judged by the others' marks alone.  A coordinator's marks are
+        those of its last Close: they may go back (a producer handed to it, one waking from idleness), the
+        frontier a member closed up to never does."""
         if members is not None:
             for gone in [c for c in self.heard_marks if c >= members]:
                 del self.heard_marks[gone]
         mine = self.heard_marks.setdefault(coordinator, {})
-        for port, mark in marks:
-            mark, before = _decode(mark), mine.get(int(port))
-            mine[int(port)] = before if mark is None else mark if before is None else max(mark, before)
+        for port, active, *idle in marks:  # (a Close of a version before idle marks: [port, mark])
+            mine[int(port)] = [_decode(active), _decode(idle[0]) if idle else None]
+        if members is not None and coordinator < members - 1:
+            return self.closed  # (the epoch's later coordinators' versions are not applied yet: see frontier)
         return self.frontier()
 
     def frontier(self) -> float:
-        """Per windowed port the least mark of the coordinators that have one (-inf: none has), the least of those."""
+        """Per windowed port the stream's watermark over the coordinators (module docstring), the least of those."""
         least = math.inf
         for port in self.slides:
-            known = [m for by in self.heard_marks.values() if (m := by.get(port)) is not None]
-            least = min(least, min(known) if known else -math.inf)
+            pairs = [pair for by in self.heard_marks.values() if (pair := by.get(port)) is not None]
+            active = [a for a, _ in pairs if a is not None and a != math.inf]
+            idle = [i for _, i in pairs if i is not None]
+            mark = (min(active) if active else max(idle) if idle else
+                    math.inf if any(a == math.inf for a, _ in pairs) else -math.inf)
+            least = min(least, mark)
         return least
 
     def admit(self, port: int, rows: list | bytes | Columns, time: int) -> list | Columns:
@@ -164,11 +213,12 @@ class EpochFrontier:
 
     def state(self) -> dict:
         return {"closed": _encode(self.closed), "late": self.late,
-                "marks": [[c, [[p, _encode(-math.inf if m is None else m)] for p, m in by.items()]]
+                "marks": [[c, [[p, _encode_or_none(a), _encode_or_none(i)] for p, (a, i) in by.items()]]
                           for c, by in self.heard_marks.items()]}
 
     def restore(self, state: dict) -> None:
         closed = _decode(state.get("closed"))
         self.closed = -math.inf if closed is None else closed
         self.late = int(state.get("late", 0))
-        self.heard_marks = {int(c): {int(p): _decode(m) for p, m in by} for c, by in state.get("marks", [])}
+        self.heard_marks = {int(c): {int(p): [_decode(a), _decode(i[0]) if i else None] for p, a, *i in by}
+                            for c, by in state.get("marks", [])}

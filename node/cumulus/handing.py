@@ -101,6 +101,7 @@ class Handing:
         self.waiting: list[list] = []  # direct batches [stream, producer, seq, port, rows] waiting for Handovers
         self.early: list[list] = []  # Handover/Forward messages of an epoch this member does not stamp with yet
         self.taken: dict[int, int] = {}  # member -> the last epoch whose Handover it took (``Taken``)
+        self.ending: list[list] = []  # windowed producers' ends waiting for their batches here: [producer, port]
         self.forwarded = 0  # batches forwarded (a counter, not state)
 
     def _pick(self, producer: str, listed: Listed) -> int:
@@ -135,6 +136,30 @@ class Handing:
                     return
         self._stamp(key, seq, port, rows)
 
+    def ended(self, port: int, producer: str) -> None:
+        """A windowed producer's end (its ``final``, node/router.py): in the order of the final mark it stands
+        for, after every batch of it taken before.  Forwarded where its batches go, if it was handed away; kept
+        while a batch of it is held for its turn or waits for a Handover; else its coordinator ends it now."""
+        key = next((k for k in self.handed if k[1] == producer), None)
+        if key is not None:
+            target, _, epoch = self.handed[key]
+            self.forwarded += 1
+            self.mailbox.send(target, msg.forward(epoch, self.place.member, key[0], producer, -1, port, None))
+            return
+        self.ending.append([producer, port])
+        self._end_ready()
+
+    def _end_ready(self) -> None:
+        """The ends waiting for batches of their producers that are not held nor waiting any more."""
+        if not self.ending:
+            return
+        busy = {k[1] for k in self.held} | {w[1] for w in self.waiting}
+        ready = [e for e in self.ending if e[0] not in busy]
+        if ready:
+            self.ending = [e for e in self.ending if e[0] in busy]
+            for producer, port in ready:
+                self.coordinator.ended(port, producer)
+
     def _moving_here(self, producer: str) -> bool:
         """Whether a producer this member never saw may be one handed to it whose Handover is not in yet."""
         me = self.place.member
@@ -168,6 +193,7 @@ class Handing:
         if held is not None and not held:
             del self.held[key]
         self.gained[key] = nxt
+        self._end_ready()
 
     def _forward(self, key: Key, seq: int, port: int, rows: list | Columns, handed: list) -> None:
         target, _, epoch = handed
@@ -189,14 +215,19 @@ class Handing:
         """A ``Handover`` or ``Forward``; one of an epoch this member does not stamp with yet waits for it."""
         if m[0] == msg.TAKEN:
             self.taken[m[2]] = max(m[1], self.taken.get(m[2], -1))
+            for (_, producer), (target, _, epoch) in self.handed.items():
+                if target == m[2] and epoch <= m[1]:  # (its watermarks went with the Handover: they count there)
+                    self.coordinator.forget(producer)
             return
         if m[1] > self.coordinator.epoch:
             self.early.append(m)
             return
         if m[0] == msg.HANDOVER:
             self.mailbox.send(m[2], msg.taken(m[1], self.place.member))
-            for stream, producer, last in m[3]:
+            for stream, producer, last, *marks in m[3]:  # (a Handover of a version before marks: 3 fields)
                 key = (stream, producer)
+                if marks:  # the producer's watermarks, which the old coordinator forgot as it sent them
+                    self.coordinator.take_over(producer, marks[0])
                 self.handed.pop(key, None)  # (handed back here)
                 self.gained[key] = max(int(last) + 1, self.gained.get(key, 0))
             if m[2] in self.awaiting:
@@ -205,6 +236,9 @@ class Handing:
                 self._release_waiting()
             return
         _, _, _, stream, producer, seq, port, rows = m
+        if rows is None:  # a handed producer's end, forwarded after its batches (:meth:`ended`)
+            self.ended(port, producer)
+            return
         key = (stream, producer)
         rows = read_columns(rows) if isinstance(rows, bytes) else rows
         if key not in self.handed and key not in self.gained:  # the first of one never handed over by name
@@ -220,6 +254,7 @@ class Handing:
         waiting, self.waiting = self.waiting, []
         for stream, producer, seq, port, rows in waiting:
             self.take(stream, producer, seq, port, rows)
+        self._end_ready()
 
     def switch(self, before: Layout, layout: Layout, epoch: int) -> None:
         """The coordinator stamps with ``layout`` from ``epoch`` on: hand over the producers whose pick changed."""
@@ -237,7 +272,8 @@ class Handing:
                     continue
                 handed = self.handed[key] = [target, True, epoch]
                 nxt = self.gained.pop(key, None)
-                lists.setdefault(target, []).append([key[0], key[1], self.seen[key] if nxt is None else nxt - 1])
+                lists.setdefault(target, []).append([key[0], key[1], self.seen[key] if nxt is None else nxt - 1,
+                                                     self.coordinator.hand_away(key[1])])
                 held = self.held.pop(key, {})
                 for seq in sorted(held):  # (ahead of what was stamped here: the new coordinator orders them)
                     self._forward(key, seq, *held[seq], handed)
@@ -281,7 +317,7 @@ class Handing:
             "handed": [[s, p, *h] for (s, p), h in self.handed.items()],
             "gained": [[s, p, q] for (s, p), q in self.gained.items()],
             "held": [[s, p, q, port, plain(rows)] for (s, p), h in self.held.items() for q, (port, rows) in h.items()],
-            "awaiting": list(self.awaiting), "taken": [[m, e] for m, e in self.taken.items()],
+            "ending": [list(e) for e in self.ending], "awaiting": list(self.awaiting), "taken": [[m, e] for m, e in self.taken.items()],
             "waiting": [[s, p, q, port, plain(rows)] for s, p, q, port, rows in self.waiting],
             "early": [m[:-1] + [plain(m[-1])] if m[0] == msg.FORWARD else m for m in self.early]}}
 
@@ -299,6 +335,7 @@ class Handing:
         for s, p, q, port, rows in h["held"]:
             self.held.setdefault((s, p), {})[int(q)] = [int(port), self._rows(rows)]
         self.awaiting = [int(m) for m in h["awaiting"]]
+        self.ending = [[p, int(port)] for p, port in h.get("ending", [])]
         self.taken = {int(m): int(e) for m, e in h.get("taken", [])}
         self.waiting = [[s, p, int(q), int(port), self._rows(rows)] for s, p, q, port, rows in h["waiting"]]
         self.early = [list(m) for m in h["early"]]

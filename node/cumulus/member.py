@@ -69,7 +69,9 @@ class Member:
     # -- its steps (the host runs every member it hosts) -----------------------------------
 
     def tick(self, now: float) -> None:
-        """The leader's clock: send the Advance that ends the epoch, if it is time."""
+        """The leader's clock: send the Advance that ends the epoch, if it is time; the coordinator's idle
+        timers."""
+        self.coordinator.poll(now)
         if self.leader is not None:
             advance = self.leader.tick(now, time.time())
             if advance is not None:
@@ -79,7 +81,8 @@ class Member:
         """When this member next needs :meth:`tick` or a copy step without a message (flow clock)."""
         copy = self.changes.copy_deadline()  # a segment being copied away: a step if no message comes
         lead = None if self.leader is None else self.leader.next_deadline()
-        return lead if copy is None else copy if lead is None else min(copy, lead)
+        times = [t for t in (copy, lead, self.coordinator.idle_deadline()) if t is not None]
+        return min(times) if times else None
 
     def run(self, now: float) -> Emitted:
         """Take every message queued for this member; what it sends to members on other nodes."""
@@ -164,13 +167,14 @@ class Member:
                 "leader": None if self.leader is None else self.leader.state(), **self.loads.state(),
                 **self.changes.state(), **self.handing.state()}
 
-    def restore(self, state: dict) -> None:
-        """Continue from :meth:`state` (the box's maps restored first)."""
+    def restore(self, state: dict, now: float | None = None) -> None:
+        """Continue from :meth:`state` (the box's maps restored first); ``now``: the restoring node's flow clock
+        (a windowed coordinator's idle timers continue on it)."""
         self.applier.restore(state)
         self.loads.restore(state)
         self.place.restore(state)
         self.changes.restore(state)
-        self.coordinator.restore(state, [c.layout for c in self.changes.relayouts])
+        self.coordinator.restore(state, [c.layout for c in self.changes.relayouts], now)
         self.handing.restore(state)
         if self.leader is not None and state.get("leader"):
             self.leader.restore(state["leader"])

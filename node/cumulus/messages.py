@@ -22,12 +22,14 @@ tag    message      from → to                     fields
 ``k``  Chunk        source → target member        change, source, final, [[map, keys, values]] (a final's 0 deletes)
 ``y``  Copied       source → leader               change, source: its pre-copy is sent; only dirty keys are left
 ``f``  Flip         leader → every member         change, first epoch E: every source has copied
-``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq]]: the producers it
-                                                  hands over at E (one to every coordinator of E, maybe empty)
+``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq, marks]]: the
+                                                  producers it hands over at E (one to every coordinator of E, maybe
+                                                  empty), with a windowed producer's watermark
 ``t``  Taken        coordinator → coordinator     epoch E, member: it took the Handover of E (now a hint may
                                                   send the handed producers' publishers to it)
 ``o``  Forward      coordinator → coordinator     epoch, from, stream, producer, seq, port, rows: a batch of a
-                                                  producer handed over, taken after E (docs/cumulus.md §6.5)
+                                                  producer handed over, taken after E (docs/cumulus.md §6.5); rows
+                                                  None: a windowed producer's end, behind its batches
 ``z``  Cancel       a client → leader;            change, asked: an announced change whose first epoch is not
                     leader → every member         fixed yet is dropped (asked: the client's, else the leader's)
 =====  ===========  ============================  ==========================================
@@ -115,7 +117,9 @@ def cancel(change: str, asked: bool) -> Message:
 
 
 def handover(epoch: int, coord: int, producers: list) -> Message:
-    """``producers``: ``[[stream, producer, last seq]]`` that ``coord`` stamped up to ``last`` before ``epoch``."""
+    """``producers``: ``[[stream, producer, last seq, marks]]`` that ``coord`` stamped up to ``last`` before
+    ``epoch``; ``marks``: a windowed box's, the producer's watermark entries (node/cumulus/event_marks.py), which
+    the new coordinator continues from (empty otherwise)."""
     return [HANDOVER, epoch, coord, producers]
 
 
@@ -123,8 +127,10 @@ def taken(epoch: int, member: int) -> Message:
     return [TAKEN, epoch, member]
 
 
-def forward(epoch: int, coord: int, stream: str, producer: str, seq: int, port: int, rows: list | bytes) -> Message:
-    """A batch ``coord`` took after handing ``producer`` over at ``epoch`` (rows, or Arrow IPC bytes)."""
+def forward(epoch: int, coord: int, stream: str, producer: str, seq: int, port: int,
+            rows: list | bytes | None) -> Message:
+    """A batch ``coord`` took after handing ``producer`` over at ``epoch`` (rows, or Arrow IPC bytes; None: a
+    windowed producer's end, after its batches: node/cumulus/handing.py)."""
     return [FORWARD, epoch, coord, stream, producer, seq, port, rows]
 
 

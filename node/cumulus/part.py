@@ -203,8 +203,8 @@ class PartOperator(M3Operator):
     # -- the data plane (every member hosted here) -----------------------------------------
 
     def process(self, port: int, rows: list | Columns, now: float) -> Emitted:
-        if port < len(self.box.inputs):
-            self.parts.coordinator.coordinate(port, rows)
+        if port < len(self.box.inputs):  # (no producer id: a box ordering its own inputs, node/router.py ``_feed``;
+            self.parts.coordinator.coordinate(port, rows)  # a windowed box counts them as producer "", §3.13)
         else:
             self.hosted[self.ports.inport[port]].parts.mailbox.inbox.extend(rows)
         return self.host.run(now)
@@ -392,5 +392,5 @@ class PartOperator(M3Operator):
         if state.get("member", self.member) != self.member:
             raise self.error(f"cannot take the state of member {state['member']} as member {self.member}")
         M3Operator.restore(self, state, now)
-        self.parts.restore(state)
+        self.parts.restore(state, now)
         self._rehome()  # (after a failover, a member's node is another than in the state)

@@ -78,7 +78,7 @@ class WindowedPartOperator(PartOperator):
         self._clock(now)
         member = self.host.coordinator_of(producer, self.parts.handing.listed or len(self.partition.modulo_nodes))
         if member is not None:
-            member.parts.coordinator.ended(port, producer)
+            member.parts.handing.ended(port, producer)  # (after its batches: node/cumulus/handing.py)
         return self.host.run(now)
 
     def end_of_input(self, now: float) -> Emitted:

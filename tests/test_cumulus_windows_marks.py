@@ -1,0 +1,299 @@
+"""A partitioned TUMBLE view's watermark over its coordinators (docs/cumulus.md §3.13), in process: producers
+pinned to coordinators on different members, an idle timeout, members restored on another node's flow clock.
+The windows emitted, and the late rows counted, equal the one-node rule's (tests/support/watermark_reference.py:
+the least over active producers, an idle producer stops holding the stream back however the producers are
+spread over the coordinators)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from collections import Counter, deque
+
+import msgspec
+from boreas.catalog.model import Box, Field, FieldType, InPort, Partition, Schema
+from boreas.m3.boxtype import infer_m3, plan_m3_partition
+from boreas.m3.cumulus import relayout as changes
+from boreas.m3.cumulus.coordinators import pick
+from boreas.node.cumulus import messages as msg
+from boreas.node.cumulus.windowing import part_operator
+from support.watermark_reference import WatermarkReference
+
+BID = Schema("BidTuple", (Field("auction", FieldType.INT), Field("price", FieldType.INT), Field("ts", FieldType.LONG)))
+SIZE, DELAY, IDLE = 1000, 300, 1.0
+SQL = (f"CREATE STREAM Bid(auction INT, price INT, ts BIGINT, WATERMARK FOR ts AS ts - {DELAY});\n"
+       "SELECT auction, window_start, window_end, COUNT(*) AS n, SUM(price) AS total\n"
+       f"FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(ts), INTERVAL '{SIZE}' MILLISECOND)) "
+       "GROUP BY auction, window_start, window_end")
+
+
+class Reference(WatermarkReference):
+    """Every TUMBLE window's row, row at a time, under the one-node watermark."""
+
+    def __init__(self, idle: float = IDLE):
+        super().__init__(DELAY, idle)
+        self.open: dict[tuple, list[int]] = {}
+        self.rows: list[tuple] = []
+
+    def batch(self, producer: str, rows: list[tuple], now: float) -> None:
+        self.move(now)
+        for auction, price, ts in rows:
+            start = ts - ts % SIZE
+            if start + SIZE <= self.closed:
+                self.late += 1
+                continue
+            acc = self.open.setdefault((auction, start, start + SIZE), [0, 0])
+            acc[0] += 1
+            acc[1] += price
+        self.heard_from(producer, [r[2] for r in rows], now)
+
+    def move(self, now: float) -> None:
+        if self.advance(now):
+            for key in sorted(k for k in self.open if k[2] <= self.closed):
+                self.rows.append((*key, *self.open.pop(key)))
+
+
+class Cluster:
+    """Members of box ``w`` on nodes n0..n{k-1}, their links, a flow clock per node (``offset`` from the
+    test's)."""
+
+    def __init__(self, members: int, seed: int = 0, idle: float | None = IDLE):
+        nodes = tuple(f"n{i}:1" for i in range(members))
+        self.box = Box("w", "m3", (InPort("Bid"),), ("Out",),
+                       (("sql", SQL),) if idle is None else (("sql", SQL), ("idle-timeout", str(idle))))
+        self.outputs = infer_m3(self.box, [BID])
+        self.partition = plan_m3_partition(self.box, [BID], Partition("w", nodes, count=6, key="auction",
+                                                                      epoch_ms=100))
+        self.members = [part_operator(self.box, [BID], self.outputs, self.partition, n) for n in nodes]
+        self.offset = [0.0] * members
+        self.links: dict[tuple[int, int], deque] = {}
+        self.rng, self.now = random.Random(seed), 0.0
+        self.out: list[tuple] = []
+        self.seqs: Counter = Counter()
+        self.blocked: set[tuple[int, int]] = set()  # links whose messages wait (a slow link)
+
+    def clock(self, member: int) -> float:
+        return self.now + self.offset[member]
+
+    def _collect(self, src: int, emitted) -> None:
+        op = self.members[src]
+        for port, rows in emitted:
+            if port == 0:
+                self.out.extend(tuple(r) for r in rows)
+                continue
+            dst = int(op.internal_streams().outputs[port - 1][0].rsplit("@", 1)[1])
+            self.links.setdefault((src, dst), deque()).append([list(m) for m in rows])
+
+    def publish(self, member: int, producer: str, rows: list[tuple]) -> None:
+        """A batch of ``producer`` sent to ``member``, which coordinates it."""
+        seq = self.seqs[producer]
+        self.seqs[producer] += 1
+        self._collect(member, self.members[member].process_from(0, rows, self.clock(member), ("Bid", producer, seq)))
+
+    def end(self, member: int, producer: str) -> None:
+        self._collect(member, self.members[member].producer_ended(0, producer, self.clock(member)))
+
+    def tick(self, seconds: float) -> None:
+        """Time passes: the leader's epochs end, the links deliver."""
+        self.now += seconds
+        for i, op in enumerate(self.members):
+            deadline = op.next_deadline()
+            if deadline is not None and deadline <= self.clock(i):
+                self._collect(i, op.poll(self.clock(i)))
+        self.deliver()
+
+    def deliver(self) -> None:
+        while busy := [k for k, q in self.links.items() if q and k not in self.blocked]:
+            src, dst = self.rng.choice(busy)
+            op = self.members[dst]
+            self._collect(dst, op.process(op.internal_streams().inputs[f"w@{dst}"],
+                                          self.links[(src, dst)].popleft(), self.clock(dst)))
+
+    def settle(self, seconds: float = 0.5) -> None:
+        for _ in range(round(seconds / 0.05)):
+            self.tick(0.05)
+
+    def restart(self, member: int, offset: float) -> None:
+        """Member ``member`` continues from its state on a node whose flow clock is ``offset`` ahead."""
+        op = self.members[member]
+        self.offset[member] = offset
+        fresh = part_operator(self.box, [BID], self.outputs, self.partition, op.endpoint)
+        fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.clock(member))
+        self.members[member] = fresh
+
+    def grow(self) -> int:
+        """A node appended to the partition and made a member and a coordinator by a layout change that moves a
+        segment to it (as ``boreas rebalance`` after a resubmitted ``<partition>``, docs/cumulus.md §6.4)."""
+        old = self.members[0].partition
+        nodes = (*old.nodes, f"n{len(old.nodes)}:1")
+        partition = dataclasses.replace(old, nodes=nodes, members=len(old.layout_nodes),
+                                        coordinators=len(old.modulo_nodes))
+        for op in self.members:
+            assert op.follows(partition)
+            op.partition = partition
+        self.members.append(part_operator(self.box, [BID], self.outputs, partition, nodes[-1]))
+        self.offset.append(0.0)
+        new = len(self.members) - 1
+        base = self.members[0].joinable_layout()
+        self.request(dataclasses.replace(changes.move(base, base.segments[0].id, new),
+                                         coordinators=tuple(range(new + 1))))
+        return new
+
+    def retire(self, member: int) -> None:
+        """``member``'s segments moved to member 0, then it retires (``boreas retire``): off the coordinators."""
+        back = self.members[0].latest_layout
+        back = dataclasses.replace(back, version=back.version + 1, segments=tuple(
+            dataclasses.replace(seg, member=0) if seg.member == member else seg for seg in back.segments))
+        self.request(back)
+        self.request(changes.retire(back, member, keep=member))
+
+    def request(self, layout) -> None:
+        self.seqs["change"] += 1
+        self._collect(0, self.members[0].process(1, [msg.request(f"change/{self.seqs['change']}",
+                                                                 layout.to_dict())], self.clock(0)))
+
+    def late(self) -> int:
+        return sum(op.counters()["late_tuples"] for op in self.members)
+
+
+def test_an_idle_producer_alone_on_its_coordinator_stops_holding_the_stream_back():
+    """p4, the only producer of member 0's coordinator, sends one row and goes quiet; p0, on member 1's, runs on
+    for 20 s of flow clock: after the idle timeout the windows p0's watermark passes close, as on one node."""
+    cluster, ref = Cluster(2), Reference()
+    cluster.publish(0, "p4", [(4, 7, 100)])
+    ref.batch("p4", [(4, 7, 100)], cluster.now)
+    for i in range(1, 40):
+        rows = [(i % 6, i, 500 * i)]
+        cluster.publish(1, "p0", rows)
+        ref.batch("p0", rows, cluster.now)
+        cluster.settle(0.5)
+    ref.move(cluster.now)
+    assert ref.closed == 500 * 39 - DELAY
+    assert len(ref.rows) > 30 and Counter(cluster.out) == Counter(ref.rows)  # closed while the stream runs
+    cluster.end(0, "p4")
+    cluster.end(1, "p0")
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert Counter(cluster.out) == Counter(ref.rows) and cluster.late() == 0
+
+
+def test_a_producer_that_wakes_holds_the_stream_back_again():
+    """Idle producers of two coordinators: the greatest idle mark closes; one wakes with an older row, which
+    is on time: its coordinator's active mark holds the other's idle one back."""
+    cluster, ref = Cluster(2), Reference()
+    for member, producer, rows in [(0, "p4", [(1, 1, 2500)]), (1, "p0", [(2, 2, 5200)])]:
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+    cluster.settle(2.0)  # both idle: the greatest mark, 4900, closes [0, 4000)
+    ref.move(cluster.now)
+    assert ref.closed == 4900 and Counter(cluster.out) == Counter(ref.rows) == Counter([(1, 2000, 3000, 1, 1)])
+    for member, producer, rows in [(0, "p4", [(3, 3, 4950)]), (0, "p4", [(3, 4, 6100)]), (1, "p0", [(2, 5, 7000)])]:
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+        cluster.settle(0.2)
+    ref.move(cluster.now)
+    assert ref.closed == 5800
+    assert Counter(cluster.out) == Counter(ref.rows) and (3, 4000, 5000, 1, 3) in ref.rows
+    assert cluster.late() == ref.late == 0
+
+
+def test_idle_timers_continue_on_the_flow_clock_of_the_node_a_coordinator_is_restored_on():
+    """Member 1 restored on a node whose flow clock is 1000 s ahead: its producer p4 turns idle a timeout after
+    it was last heard on that clock, not at once, so its next row is on time."""
+    cluster, ref = Cluster(2), Reference()
+    for member, producer, rows in [(1, "p4", [(4, 1, 100)]), (0, "p0", [(2, 2, 5000)])]:
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+    cluster.settle(0.3)
+    cluster.restart(1, 1000.0)
+    cluster.settle(0.4)
+    rows = [(4, 3, 150)]  # on time: p4 is still active, the mark is -200
+    cluster.publish(1, "p4", rows)
+    ref.batch("p4", rows, cluster.now)
+    cluster.settle(0.3)
+    for member, producer in [(1, "p4"), (0, "p0")]:
+        cluster.end(member, producer)
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert cluster.late() == ref.late == 0
+    assert Counter(cluster.out) == Counter(ref.rows) and (4, 0, 1000, 2, 4) in ref.rows
+
+
+def test_a_producer_handed_to_another_coordinator_takes_its_watermark_along():
+    """No idle timeout.  P, coordinated by member 0, is handed to member 2 when it joins as a coordinator, and
+    back when member 2 retires; Q stays on member 1.  Windows close as P's and Q's watermarks pass them, while
+    the stream runs: member 0 does not hold P's old mark after the handover, and P's mark holds the stream
+    back wherever it is coordinated (a row of P behind Q is on time)."""
+    cluster, ref = Cluster(2, idle=None), Reference(idle=math.inf)
+    p = next(f"p{i}" for i in range(100) if pick(f"p{i}", 2) == 0 and pick(f"p{i}", (0, 1, 2)) == 2)
+    q = next(f"q{i}" for i in range(100) if pick(f"q{i}", 2) == 1 == pick(f"q{i}", (0, 1, 2)))
+
+    def send(producer: str, ts: int) -> None:
+        rows = [(ts // 1000 % 6, 1, ts)]
+        cluster.publish(0 if producer == p else 1, producer, rows)  # (member 0 forwards P's while it is away)
+        ref.batch(producer, rows, cluster.now)
+        cluster.settle(0.3)
+
+    for ts in (1000, 1500):
+        send(p, ts)
+        send(q, ts)
+    new = cluster.grow()
+    cluster.settle(1.0)
+    assert cluster.members[0].layout.coordinators == (0, 1, 2)
+    for ts in (3000, 5000):
+        send(p, ts)
+        send(q, ts)
+    assert cluster.members[new].parts.handing.seen  # member 2 coordinated P
+    ref.move(cluster.now)
+    assert ref.closed == 4700 and Counter(cluster.out) == Counter(ref.rows)  # not held at P's old 1200
+    cluster.retire(new)
+    cluster.settle(1.0)
+    assert cluster.members[0].layout.coordinators == (0, 1)
+    send(q, 9000)
+    send(p, 6000)  # on time: P's 5000 holds the stream at 4700
+    ref.move(cluster.now)
+    assert Counter(cluster.out) == Counter(ref.rows) and cluster.late() == 0
+    cluster.end(0, p)
+    cluster.end(1, q)
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert Counter(cluster.out) == Counter(ref.rows) and cluster.late() == ref.late == 0
+
+
+def test_a_handed_producer_ends_after_its_batches_held_for_their_turn():
+    """P, handed from member 1 to member 2, ends there while its batch forwarded by member 1 is still on the way
+    (a slow link) and its next, sent to member 2 directly, waits for it; the leader's epochs go on.  P's end
+    holds until both are stamped, so its rows are on time though Q's watermark is far ahead."""
+    cluster, ref = Cluster(2, idle=None), Reference(idle=math.inf)
+    p = next(f"p{i}" for i in range(100) if pick(f"p{i}", 2) == 1 and pick(f"p{i}", (0, 1, 2)) == 2)
+    q = next(f"q{i}" for i in range(100) if pick(f"q{i}", 2) == 0 == pick(f"q{i}", (0, 1, 2)))
+
+    def send(member: int, producer: str, ts: int) -> None:
+        rows = [(ts // 1000 % 6, 1, ts)]
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+
+    send(1, p, 1000)
+    send(0, q, 1000)
+    new = cluster.grow()
+    cluster.settle(1.0)
+    send(1, p, 5000)  # forwarded to member 2
+    send(0, q, 9000)
+    cluster.settle(0.5)
+    cluster.blocked.add((1, new))
+    send(1, p, 5200)  # forwarded: stuck on the link
+    send(new, p, 5400)  # direct: waits for the one before it
+    cluster.end(new, p)
+    cluster.settle(0.5)  # epochs pass: P has not ended yet, its 4700 holds the stream
+    cluster.blocked.clear()
+    cluster.settle(0.5)
+    cluster.end(0, q)
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert cluster.late() == ref.late == 0
+    assert Counter(cluster.out) == Counter(ref.rows) and (5, 5000, 6000, 3, 3) in ref.rows
