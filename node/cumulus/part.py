@@ -268,6 +268,20 @@ class PartOperator(M3Operator):
         inserts, deletes, _ = self._split[port](rows)
         return [g for g in ((relation, 1, inserts), (relation, -1, deletes)) if g[2]]
 
+    def apply_share(self, version: Version, mine: Groups, pushed: dict) -> bool:
+        """Apply this member's share of ``version`` to its maps; False (counted, logged) if the runtime refused it.
+
+        The runtime rolls a refused version back, so the maps stay as they were and later versions still apply.
+        """
+        self.runtime.epoch = version[0]
+        try:
+            self.runtime.apply_with(mine, pushed)
+        except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
+            self.failed_batches += 1
+            log.error("m3 box %r member %d: version %s was not applied: %s", self.box.name, self.member, version, exc)
+            return False
+        return True
+
     def write(self, version: Version, mine: Groups, pushed: dict) -> None:
         """Apply this member's share of a version, then emit the view changes it made as a changelog.
 
@@ -283,12 +297,7 @@ class PartOperator(M3Operator):
                 self._memo.forget()
                 self._memo_layout = self.place.layout
             self._memo.load([view.name for view in self.plan.views])  # (before applying: the old rows)
-        self.runtime.epoch = version[0]
-        try:
-            self.runtime.apply_with(mine, pushed)
-        except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
-            self.failed_batches += 1
-            log.error("m3 box %r member %d: version %s was not applied: %s", self.box.name, self.member, version, exc)
+        if not self.apply_share(version, mine, pushed):
             return
         if columns_out and self.runtime.native_maps() is native:  # the changes read in bulk, emitted as Arrow
             for out, view in enumerate(self._plain_views):

@@ -15,10 +15,7 @@ A restored member ranks its restored maps likewise, so the snapshot is the maps 
 
 from __future__ import annotations
 
-import logging
-
 from boreas.catalog.model import Box, Partition, Schema
-from boreas.m3 import M3Error
 from boreas.m3.cumulus import Layout
 from boreas.wire.columns import weighted
 
@@ -27,8 +24,6 @@ from ..operators.m3topn import ranked_for, view_deltas
 from .applying import Groups, Version
 from .hosting import Host
 from .part import PartOperator
-
-log = logging.getLogger(__name__)
 
 
 class RankedPartOperator(PartOperator):
@@ -63,12 +58,7 @@ class RankedPartOperator(PartOperator):
             self._memo.forget()
         name = self.plan.views[0].name
         self._memo.load([name])  # (before applying: the old rows)
-        self.runtime.epoch = version[0]
-        try:
-            self.runtime.apply_with(mine, pushed)
-        except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
-            self.failed_batches += 1
-            log.error("m3 box %r member %d: version %s was not applied: %s", self.box.name, self.member, version, exc)
+        if not self.apply_share(version, mine, pushed):
             return
         changed = self.runtime.changes().get(name)
         if not changed:

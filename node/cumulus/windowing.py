@@ -22,7 +22,6 @@ from collections.abc import Mapping
 
 from boreas.catalog.boxtypes import BoxError
 from boreas.catalog.model import Box, Input, Partition, Schema
-from boreas.m3 import M3Error
 from boreas.m3.boxtype import box_topn, box_windows
 from boreas.wire.columns import Columns
 
@@ -112,12 +111,7 @@ class WindowedPartOperator(PartOperator):
 
     def write(self, version: Version, mine: Groups, pushed: dict) -> None:
         """Apply this member's share of a version; nothing is emitted until its windows close."""
-        self.runtime.epoch = version[0]
-        try:
-            self.runtime.apply_with(mine, pushed)
-        except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # rolled back by the runtime
-            self.failed_batches += 1
-            log.error("m3 box %r member %d: version %s was not applied: %s", self.box.name, self.member, version, exc)
+        self.apply_share(version, mine, pushed)
 
     def passed_close(self, coordinator: int, marks: list) -> None:
         """The order passed a Close carrying ``coordinator``'s watermarks: emit the windows the frontier closes
