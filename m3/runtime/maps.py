@@ -329,20 +329,37 @@ class MapStore:
             return list(self.items(name))
         index = self.indexes[name].get(bound)
         if index is not None:
-            sub = index.get(stored(tuple(pattern[i] for i in bound)))
+            cut = self.cuts[name][bound]
+            b = cut.bound(pattern)
+            sub = index.get(b)
             if not sub:
                 return []
-            free = [i for i in range(n) if i not in bound]
-            out = []
-            for r, v in sub.items():
-                key = list(pattern)
-                for i, x in zip(free, (r,) if len(free) == 1 else r):
-                    key[i] = x
-                out.append((tuple(key), v))
-            return out
-        return self._scan(name, pattern, bound)
+            join = cut.join
+            return [(join(b, r), v) for r, v in sub.items()]
+        return list(self._scan(name, pattern, bound))
 
-    def _scan(self, name: str, pattern: tuple, bound: tuple[int, ...]) -> list[tuple[tuple, object]]:
+    def has(self, name: str, pattern: tuple) -> bool:
+        """Whether some entry's key matches ``pattern``: :meth:`match`, stopped at the first entry found (a
+        view asks this of every row it evaluates, often of a pattern no index serves).
+
+        >>> from ..ast import Column, MapDecl
+        >>> s = MapStore(Program((), (MapDecl("n", (Column("A", "INT"), Column("B", "INT")), "INT"),), (), ()), {})
+        >>> s.set("n", (1, 2), 5); s.has("n", (None, 2)), s.has("n", (None, 3)), s.has("n", ())
+        (True, False, True)
+        """
+        n = self.arity[name]
+        pattern = tuple(pattern) + (None,) * (n - len(pattern))
+        bound = tuple(i for i, k in enumerate(pattern) if k is not None)
+        if not bound:
+            return self.size(name) > 0
+        if len(bound) == n:
+            return self.get_stored(name, self.pack(name, pattern), None) is not None
+        index = self.indexes[name].get(bound)
+        if index is not None:
+            return bool(index.get(self.cuts[name][bound].bound(pattern)))
+        return next(self._scan(name, pattern, bound), None) is not None
+
+    def _scan(self, name: str, pattern: tuple, bound: tuple[int, ...]) -> Iterator[tuple[tuple, object]]:
         """:meth:`match` for a pattern bound on no index's positions exactly (``bound``: its bound positions)."""
         def test(positions: tuple[int, ...]):
             """A predicate on a stored key part over ``positions``: its bound ones equal the pattern's (None:
@@ -360,20 +377,19 @@ class MapStore:
         pos = self.primary[name]
         if pos is None:  # a flat map of 2 key columns or more (one of 1 is bound whole or not at all)
             ok = test(tuple(range(self.arity[name])))
-            return [(k, v) for k, v in self.data[name].items() if ok(k)]
+            return ((k, v) for k, v in self.data[name].items() if ok(k))
         for p, idx in self.indexes[name].items():  # an index bound whole: one sub-map, filtered
             if all(pattern[i] is not None for i in p):
                 cut = self.cuts[name][p]
                 sub = idx.get(cut.bound(pattern))
                 ok = test(cut.rest_pos)
-                return [] if not sub else [(cut.join(cut.bound(pattern), r), v) for r, v in sub.items() if ok(r)]
+                b = cut.bound(pattern)
+                return iter(()) if not sub else ((cut.join(b, r), v) for r, v in sub.items() if ok(r))
         cut = self.cuts[name][pos]
         ok_b, ok_r = test(cut.pos), test(cut.rest_pos)
-        join, out = cut.join, []
-        for b, sub in self.data[name].items():
-            if ok_b is None or ok_b(b):
-                out.extend((join(b, r), v) for r, v in sub.items() if ok_r is None or ok_r(r))
-        return out
+        join = cut.join
+        return ((join(b, r), v) for b, sub in self.data[name].items() if ok_b is None or ok_b(b)
+                for r, v in sub.items() if ok_r is None or ok_r(r))
 
     def clear(self) -> None:
         for name in self.data:
