@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
 
@@ -74,6 +75,35 @@ def stored(values: tuple):
     return values[0] if len(values) == 1 else values
 
 
+@dataclass(frozen=True)
+class Cut:
+    """How one index of a map cuts its key tuples, with ``operator.itemgetter`` rather than a loop per key:
+    ``bound``/``rest`` give a key tuple's parts in stored form, ``join`` the key tuple of a stored pair (its
+    inverse).  Built once per index: :meth:`MapStore.set_stored`, :meth:`MapStore.items` and a scan in
+    :meth:`MapStore.match` run them once per entry, where a Python loop over positions cost several times more.
+
+    >>> c = Cut.of(3, (0, 2)); c.bound((1, 2, 3)), c.rest((1, 2, 3)), c.join((1, 3), 2)
+    ((1, 3), 2, (1, 2, 3))
+    """
+
+    pos: tuple[int, ...]
+    rest_pos: tuple[int, ...]
+    bound: Callable
+    rest: Callable
+    join: Callable
+
+    @staticmethod
+    def of(arity: int, pos: tuple[int, ...]) -> "Cut":
+        rest_pos = tuple(i for i in range(arity) if i not in pos)
+        order = pos + rest_pos  # the parts concatenated: key position i is at order.index(i)
+        perm = itemgetter(*(order.index(i) for i in range(arity)))
+        one_b, one_r = len(pos) == 1, len(rest_pos) == 1
+
+        def join(b, r) -> tuple:
+            return perm(((b,) if one_b else b) + ((r,) if one_r else r))
+        return Cut(pos, rest_pos, itemgetter(*pos), itemgetter(*rest_pos), join)
+
+
 def primary_index(specs: dict[str, list[tuple[int, ...]]], name: str) -> tuple[int, ...] | None:
     """The index that stores map ``name`` (its first), or None for a flat map.
 
@@ -96,6 +126,8 @@ class MapStore:
             name: {pos: {} for pos in self.specs[name]} for name in self.data
         }
         self.primary: dict[str, tuple[int, ...] | None] = {name: primary_index(self.specs, name) for name in self.data}
+        self.cuts: dict[str, dict[tuple[int, ...], Cut]] = {
+            name: {pos: Cut.of(self.arity[name], pos) for pos in self.specs[name]} for name in self.data}
         for name, pos in self.primary.items():
             if pos is not None:
                 self.data[name] = self.indexes[name][pos]
@@ -111,19 +143,12 @@ class MapStore:
 
     def split(self, name: str, pos: tuple[int, ...], key: tuple) -> tuple:
         """A key tuple's bound part (positions ``pos``) and remaining part, both in stored form."""
-        rest = tuple(key[i] for i in range(self.arity[name]) if i not in pos)
-        return stored(tuple(key[i] for i in pos)), stored(rest)
+        cut = self.cuts[name].get(pos) or Cut.of(self.arity[name], pos)
+        return cut.bound(key), cut.rest(key)
 
     def join(self, name: str, pos: tuple[int, ...], bound, rest) -> tuple:
         """The key tuple of an index entry: the inverse of :meth:`split`."""
-        n = self.arity[name]
-        bound = (bound,) if len(pos) == 1 else bound
-        rest = (rest,) if n - len(pos) == 1 else rest
-        key = [None] * n
-        it_b, it_r = iter(bound), iter(rest)
-        for i in range(n):
-            key[i] = next(it_b) if i in pos else next(it_r)
-        return tuple(key)
+        return (self.cuts[name].get(pos) or Cut.of(self.arity[name], pos)).join(bound, rest)
 
     # -- entries ---------------------------------------------------------
     def get(self, name: str, key: tuple, default=0):
@@ -134,9 +159,9 @@ class MapStore:
         pos = self.primary[name]
         if pos is None:
             return self.data[name].get(key, default)
-        b, r = self.split(name, pos, key)
-        sub = self.data[name].get(b)
-        return default if sub is None else sub.get(r, default)
+        cut = self.cuts[name][pos]  # a map with an index has 2 key columns or more: its stored key is the tuple
+        sub = self.data[name].get(cut.bound(key))
+        return default if sub is None else sub.get(cut.rest(key), default)
 
     def getter(self, name: str) -> Callable:
         """``(stored key, default) -> value`` of map ``name``: :meth:`get_stored` specialised for one map.
@@ -168,8 +193,8 @@ class MapStore:
         """Every entry of map ``name`` as ``(key tuple, value)``."""
         data, pos = self.data[name], self.primary[name]
         if pos is not None:
-            join = self.join
-            return ((join(name, pos, b, r), v) for b, sub in data.items() for r, v in sub.items())
+            join = self.cuts[name][pos].join
+            return ((join(b, r), v) for b, sub in data.items() for r, v in sub.items())
         if self.arity[name] == 1:
             return (((k,), v) for k, v in data.items())
         return iter(data.items())
@@ -208,20 +233,27 @@ class MapStore:
     def set_stored(self, name: str, key, value) -> None:
         """:meth:`set` for a key in stored form (as the journals hold them)."""
         data = self.data[name]
-        indexes = self.indexes[name].items()
-        if self.primary[name] is None:
+        if self.primary[name] is None:  # a flat map has no indexes (its first index would be its storage)
             if value:
                 data[key] = value
             elif key in data:
                 del data[key]
-            else:
-                return
-        elif self.get_stored(name, key, 0) == 0 and not value:
             return
-        for pos, idx in indexes:
-            b, r = self.split(name, pos, self.unpack(name, key))
+        cuts = self.cuts[name]  # a map with an index has 2 key columns or more: its stored key is the tuple
+        if not value:
+            first = cuts[self.primary[name]]
+            sub = data.get(first.bound(key))
+            if sub is None or first.rest(key) not in sub:
+                return
+        for pos, idx in self.indexes[name].items():
+            cut = cuts[pos]
+            b, r = cut.bound(key), cut.rest(key)
             if value:
-                idx.setdefault(b, {})[r] = value
+                sub = idx.get(b)
+                if sub is None:
+                    idx[b] = {r: value}
+                else:
+                    sub[r] = value
             else:
                 sub = idx[b]
                 del sub[r]
@@ -273,7 +305,17 @@ class MapStore:
         """The entries whose key matches ``pattern`` (``None`` = any value), as ``(key tuple, value)``.
 
         A fully bound pattern is one lookup; a pattern bound exactly on an
-        index's positions reads that index's sub-map; anything else scans.
+        index's positions reads that index's sub-map; a pattern bound on all of
+        an index's positions and more reads that sub-map and filters it; anything
+        else scans, the sub-maps of the primary index whose bound part cannot
+        match skipped whole, and a key built only for an entry that matches.
+
+        >>> from ..ast import Column, MapDecl
+        >>> s = MapStore(Program((), (MapDecl("n", tuple(Column(c, "INT") for c in "ABC"), "INT"),), (), ()),
+        ...              {"n": [(0, 1)]})
+        >>> s.add_many("n", [((1, 2, 3), 5), ((1, 2, 4), 6), ((1, 3, 3), 7), ((2, 2, 3), 8)])
+        >>> s.match("n", (None, 2, 3)), s.match("n", (1, None, 3)), s.match("n", (None, None, 4))
+        ([((1, 2, 3), 5), ((2, 2, 3), 8)], [((1, 2, 3), 5), ((1, 3, 3), 7)], [((1, 2, 4), 6)])
         """
         n = self.arity[name]
         if len(pattern) > n:
@@ -287,19 +329,67 @@ class MapStore:
             return list(self.items(name))
         index = self.indexes[name].get(bound)
         if index is not None:
-            sub = index.get(stored(tuple(pattern[i] for i in bound)))
+            cut = self.cuts[name][bound]
+            b = cut.bound(pattern)
+            sub = index.get(b)
             if not sub:
                 return []
-            free = [i for i in range(n) if i not in bound]
-            out = []
-            for r, v in sub.items():
-                key = list(pattern)
-                for i, x in zip(free, (r,) if len(free) == 1 else r):
-                    key[i] = x
-                out.append((tuple(key), v))
-            return out
-        want = [(i, pattern[i]) for i in bound]
-        return [(k, v) for k, v in self.items(name) if all(k[i] == x for i, x in want)]
+            join = cut.join
+            return [(join(b, r), v) for r, v in sub.items()]
+        return list(self._scan(name, pattern, bound))
+
+    def has(self, name: str, pattern: tuple) -> bool:
+        """Whether some entry's key matches ``pattern``: :meth:`match`, stopped at the first entry found (a
+        view asks this of every row it evaluates, often of a pattern no index serves).
+
+        >>> from ..ast import Column, MapDecl
+        >>> s = MapStore(Program((), (MapDecl("n", (Column("A", "INT"), Column("B", "INT")), "INT"),), (), ()), {})
+        >>> s.set("n", (1, 2), 5); s.has("n", (None, 2)), s.has("n", (None, 3)), s.has("n", ())
+        (True, False, True)
+        """
+        n = self.arity[name]
+        pattern = tuple(pattern) + (None,) * (n - len(pattern))
+        bound = tuple(i for i, k in enumerate(pattern) if k is not None)
+        if not bound:
+            return self.size(name) > 0
+        if len(bound) == n:
+            return self.get_stored(name, self.pack(name, pattern), None) is not None
+        index = self.indexes[name].get(bound)
+        if index is not None:
+            return bool(index.get(self.cuts[name][bound].bound(pattern)))
+        return next(self._scan(name, pattern, bound), None) is not None
+
+    def _scan(self, name: str, pattern: tuple, bound: tuple[int, ...]) -> Iterator[tuple[tuple, object]]:
+        """:meth:`match` for a pattern bound on no index's positions exactly (``bound``: its bound positions)."""
+        def test(positions: tuple[int, ...]):
+            """A predicate on a stored key part over ``positions``: its bound ones equal the pattern's (None:
+            none of them is bound)."""
+            at = [j for j, i in enumerate(positions) if pattern[i] is not None]
+            if not at:
+                return None
+            if len(positions) == 1:
+                want = pattern[positions[0]]
+                return lambda part: part == want
+            get = itemgetter(*at)
+            want = get(tuple(pattern[i] for i in positions))
+            return lambda part: get(part) == want
+
+        pos = self.primary[name]
+        if pos is None:  # a flat map of 2 key columns or more (one of 1 is bound whole or not at all)
+            ok = test(tuple(range(self.arity[name])))
+            return ((k, v) for k, v in self.data[name].items() if ok(k))
+        for p, idx in self.indexes[name].items():  # an index bound whole: one sub-map, filtered
+            if all(pattern[i] is not None for i in p):
+                cut = self.cuts[name][p]
+                sub = idx.get(cut.bound(pattern))
+                ok = test(cut.rest_pos)
+                b = cut.bound(pattern)
+                return iter(()) if not sub else ((cut.join(b, r), v) for r, v in sub.items() if ok(r))
+        cut = self.cuts[name][pos]
+        ok_b, ok_r = test(cut.pos), test(cut.rest_pos)
+        join = cut.join
+        return ((join(b, r), v) for b, sub in self.data[name].items() if ok_b is None or ok_b(b)
+                for r, v in sub.items() if ok_r is None or ok_r(r))
 
     def clear(self) -> None:
         for name in self.data:

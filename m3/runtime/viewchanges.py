@@ -71,9 +71,7 @@ class StoreReader(Reader):
         self.store = store
 
     def has(self, name: str, pattern: tuple) -> bool:
-        if all(x is None for x in pattern):
-            return self.store.size(name) > 0
-        return bool(self.store.match(name, pattern))
+        return self.store.has(name, pattern)
 
 
 def current_reader(store: MapStore, totals=None) -> Reader:
@@ -132,7 +130,7 @@ class OldReader(Reader):
     def has(self, name: str, pattern: tuple) -> bool:
         changed = self.old.get(name)
         if any(x is not None for x in pattern):
-            return bool(self.entries(name, pattern)) if changed else bool(self.store.match(name, pattern))
+            return bool(self.entries(name, pattern)) if changed else self.store.has(name, pattern)
         if not changed:
             return self.store.size(name) > 0
         if any(changed.values()):  # an entry the batch changed was there before it

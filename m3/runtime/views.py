@@ -55,6 +55,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
+from operator import itemgetter
 
 from ..ast import Const, Expr, MapRef, Program, Var, ViewDecl, walk
 from ..viewnodes import Arith, Fold, Total
@@ -72,16 +74,48 @@ class Ref:
 
     def pattern(self, row: tuple) -> tuple:
         """The key pattern of this map at a row (the folded position free)."""
-        return tuple(None if s is None else row[s] for s in self.slots)
+        return self._pattern(row)
 
     def row_of(self, key: tuple) -> tuple:
         """The row an entry of this map belongs to (None where the map's key does not say: a nested
         subquery's map keyed by correlation columns; such a row is never in the view, see :func:`row_value`)."""
-        out = [None] * (sum(1 for s in self.slots if s is not None) if self.width is None else self.width)
-        for s, x in zip(self.slots, key):
-            if s is not None:
-                out[s] = x
-        return tuple(out)
+        return self._row_of(key)
+
+    @cached_property
+    def _pattern(self):
+        """:meth:`pattern` made once per ref (it runs for every row a batch changed, twice): an ``itemgetter``
+        when every position is bound."""
+        slots = self.slots
+        if None in slots:
+            return lambda row: tuple([None if s is None else row[s] for s in slots])
+        if len(slots) < 2:  # itemgetter gives a tuple of two or more
+            return (lambda row: (row[slots[0]],)) if slots else (lambda row: ())
+        return itemgetter(*slots)
+
+    @cached_property
+    def _row_of(self):
+        """:meth:`row_of` made once per ref (it runs for every key a batch wrote): an ``itemgetter`` when the key
+        names every row variable; else the loop (a variable the key holds twice takes its last position's value).
+
+        >>> Ref("m", (1, 0, None)).row_of((5, 6, 7)), Ref("m", (0, None), 2).row_of((5, 6))
+        ((6, 5), (5, None))
+        """
+        slots = self.slots
+        width = sum(1 for s in slots if s is not None) if self.width is None else self.width
+        at = {s: i for i, s in enumerate(slots) if s is not None}  # row variable -> key position (the last)
+        if sorted(at) == list(range(width)) and width:
+            if width == 1:
+                only = at[0]
+                return lambda key: (key[only],)
+            return itemgetter(*(at[s] for s in range(width)))
+
+        def row_of(key: tuple) -> tuple:
+            out = [None] * width
+            for s, x in zip(slots, key):
+                if s is not None:
+                    out[s] = x
+            return tuple(out)
+        return row_of
 
     @property
     def bound(self) -> tuple[int, ...]:
@@ -107,7 +141,16 @@ class ViewForm:
 
     def key_of(self, row: tuple) -> tuple:
         """The output key of a row."""
-        return tuple(row[i] for i in self.out)
+        return self._key_of(row)
+
+    @cached_property
+    def _key_of(self):
+        """:meth:`key_of` made once per view (it runs for every row that changed)."""
+        out = self.out
+        if len(out) == 1:
+            only = out[0]
+            return lambda row: (row[only],)
+        return itemgetter(*out) if out else (lambda row: ())
 
     def row_pattern(self, pattern: tuple) -> tuple | None:
         """An output-key pattern as a row pattern; None when it binds one variable to two values."""
