@@ -7,7 +7,9 @@ the bad ones.  A batch of rows becomes columns here, once (``wire/columns.from_r
 is columnar whatever the sender sent.  A publisher's batch with weights (a ``_weight`` column) is
 refused whole: every stream a publisher writes is plain to the catalog
 (catalog/changelog.py), so its rows would be read without them.  A batch for a box that moved on is passed after it; anything
-else is refused.  A publisher's batch waits first while the partitioned box
+else is refused.  A publisher's batch that does not decode is refused for good
+(``Refused.retry`` false: the receiver consumes its number); one inside the
+dataflow fails its connection, so its sender sends it again.  A publisher's batch waits first while the partitioned box
 it enters is too far ahead (``ADMIT``, ``LAG``): the bounded inbox and this
 wait are what push back on publishers.  With an input log the
 acknowledgement waits until the batch's record is durable (the
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from typing import Any
 
 from boreas.catalog.changelog import WEIGHT
 from boreas.wire.columns import Columns, from_rows
@@ -47,6 +50,24 @@ ADMIT = 8
 #: Epochs the coordinator's last stamped epoch may be ahead of the stable epoch it knows before it stops
 #: taking publishers' batches too (a member elsewhere is behind: more input would only age stable reads).
 LAG = 2
+
+
+def from_publisher(producer: str) -> bool:
+    """Whether a batch's producer is a publisher, not a box or a Cumulus member (whose ids hold ``~``:
+    ``BoxStates``' box ids).
+
+    >>> from_publisher("publisher-1f2e"), from_publisher("q3~0a1b2c3d4e5f")
+    (True, False)
+    """
+    return "~" not in producer
+
+
+class Unreadable(Exception):
+    """A publisher's batch that does not decode: the refusal to answer it with."""
+
+    def __init__(self, refused: Refused):
+        super().__init__(refused.reason)
+        self.refused = refused
 
 
 class Intake:
@@ -82,7 +103,10 @@ class Intake:
         if batch.box and batch.box not in self.states.operators:
             relay = self.out.forwards.get(batch.stream)
             if relay is not None and relay.forward_to_box == batch.box and row_type is not None:
-                rows, _ = row_type.decode_payload(bytes(batch.rows), batch.fmt)  # it moved on: pass it after it
+                try:  # it moved on: pass it after it
+                    rows, _ = self._decode(batch, row_type, bytes(batch.rows))
+                except Unreadable as exc:
+                    return exc.refused
                 await relay.send(batch.stream, rows, batch.producer, batch.seq)
                 return Ack(batch.stream, batch.producer, batch.seq, len(rows))
             self.counters["refused_batches"] += 1
@@ -91,31 +115,29 @@ class Intake:
             self.counters["refused_batches"] += 1
             return Refused(batch.stream, batch.producer, batch.seq,
                            f"stream {batch.stream!r} does not enter node {self.endpoint}")
-        if "~" not in batch.producer:  # a publisher's (a box's batches may share a link with member messages:
-            await self._admit(batch.stream)  # never held)
+        if from_publisher(batch.producer):  # (a box's batches may share a link with member messages: never held)
+            await self._admit(batch.stream)
         # the payload where the frame holds it, no copy (a frame is some hundreds of kB): decoded from there, and
         # kept by the log as it came (msgspec writes a memoryview as the bytes it shows)
         data = memoryview(batch.rows)
-        try:  # a batch that breaks decoding is refused, never the connection (and the publisher's resends)
-            rows, errors = row_type.decode_payload(data, batch.fmt)  # rows, or Arrow Columns
-        except Exception as exc:
-            log.exception("node %s: batch %s/%d does not decode", self.endpoint, batch.stream, batch.seq)
-            self.counters["refused_batches"] += 1
-            return Refused(batch.stream, batch.producer, batch.seq, f"batch does not decode: {exc!r}")
+        try:
+            rows, errors = self._decode(batch, row_type, data)  # rows, or Arrow Columns
+        except Unreadable as exc:
+            return exc.refused
         self.counters["arrow_batches_in" if batch.fmt else "row_batches_in"] += 1  # (/status: how batches travel)
-        if "~" not in batch.producer and isinstance(rows, Columns) and rows.weights is not None:
+        if from_publisher(batch.producer) and isinstance(rows, Columns) and rows.weights is not None:
             self.counters["refused_batches"] += 1  # nothing of it is taken: the catalog reads the stream as plain
             return Refused(batch.stream, batch.producer, batch.seq,
                            f"stream {batch.stream!r} is a plain input stream: a publisher's batch cannot carry "
                            f"a {WEIGHT!r} column (weights belong to a changelog, which only boxes write: "
-                           "docs/dataplane.md, \"Changelog streams\")")
+                           "docs/dataplane.md, \"Changelog streams\")", retry=False)
         if errors:
             self.counters["refused_rows"] += len(errors)
             log.info("node %s: %d rows of %s/%d refused, first: %s", self.endpoint, len(errors),
                      batch.stream, batch.seq, errors[0])
         ack = Ack(batch.stream, batch.producer, batch.seq, len(rows), [(e.row, e.field, e.reason) for e in errors])
         coordinator = self.host.coordinators.get(batch.stream)  # handed over to another member? (cumulus §6.5)
-        if coordinator is not None and "~" not in batch.producer:
+        if coordinator is not None and from_publisher(batch.producer):
             ack.moved = coordinator.moved_to(batch.stream, batch.producer) or ""
         if not rows and not batch.final:  # (a final mark alone carries none)
             return ack
@@ -133,6 +155,29 @@ class Intake:
         await self.inbox.put(Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, raw, logged,
                                      batch.digest, batch.final))
         return Deferred(ack, self._durable(logged))
+
+    def _decode(self, batch: Batch, row_type: RowType, data: bytes | memoryview) -> tuple[Any, list[Any]]:
+        """Decode a batch's payload by the rule for batches that break decoding.
+
+        A publisher's batch is refused for good (:class:`Unreadable`, whose
+        ``Refused`` says ``retry=False``: the same bytes would break again,
+        and the publisher does not re-send a refused batch, so its number is
+        consumed).  A batch inside the dataflow (a box's output, Cumulus
+        member traffic: ``~`` in the producer) raises as it came: the
+        connection fails and its sender re-sends, since a refusal there
+        would be dropped by the sending link, a silent loss.
+        """
+        try:
+            return row_type.decode_payload(data, batch.fmt)
+        except Exception as exc:
+            if not from_publisher(batch.producer):
+                log.error("node %s: batch %s/%d from %s does not decode: failing its connection", self.endpoint,
+                          batch.stream, batch.seq, batch.producer)
+                raise
+            log.exception("node %s: batch %s/%d does not decode", self.endpoint, batch.stream, batch.seq)
+            self.counters["refused_batches"] += 1
+            raise Unreadable(Refused(batch.stream, batch.producer, batch.seq, f"batch does not decode: {exc!r}",
+                                     retry=False)) from exc
 
     async def _admit(self, stream: str) -> None:
         """Hold a publisher's batch while the partitioned box it enters is too far ahead (``ADMIT``, ``LAG``).
@@ -161,6 +206,9 @@ class Intake:
         if row_type is None:
             return None
         data = bytes(batch.rows)
-        rows, _ = row_type.decode_payload(data, batch.fmt)
+        try:
+            rows, _ = self._decode(batch, row_type, data)
+        except Unreadable:
+            return None  # a publisher's batch that cannot be read: logged and counted, as if refused
         return Arrival(batch.stream, rows, batch.producer, batch.seq, batch.box, data, None,
                        batch.digest, batch.final)

@@ -167,3 +167,50 @@ async def test_a_batch_that_breaks_decoding_is_refused_and_the_node_goes_on():
             assert await asyncio.wait_for(anext(aiter(subscriber)), 30) == (5, "ok")
         flow = (await asyncio.to_thread(get_json, f"{cluster.node_url(0)}/status"))["data"]["flow"]
         assert flow["refused_batches"] == 1
+
+
+async def test_a_refused_batch_leaves_no_gap_before_the_publishers_next(caplog):
+    """A batch refused because it does not decode is refused for good: the publisher never re-sends it, so the
+    node takes its next batch at once instead of holding it behind a gap that only a timeout skips."""
+    import pyarrow as pa
+    from boreas.wire.columns import Columns
+
+    twice = pa.RecordBatch.from_arrays([pa.array([1], pa.int32()), pa.array(["a"]), pa.array([2], pa.int32())],
+                                       names=["k", "name", "k"])
+    async with in_process(nodes=1) as cluster:
+        await submit(cluster, nullable_application())
+        async with Subscriber(cluster.url, "Kept", TOKEN) as subscriber:
+            with pytest.raises(PublishRefused, match="does not decode"):
+                async with Publisher(cluster.url, "N", TOKEN) as publisher:
+                    await publisher.send(Columns(twice))
+                    await publisher.send([[5, "ok"]])
+            assert publisher.accepted == 1
+            assert await asyncio.wait_for(anext(aiter(subscriber)), 30) == (5, "ok")
+        received = (await asyncio.to_thread(get_json, f"{cluster.node_url(0)}/status"))["data"]["in"]
+        assert received.get("held_batches", 0) == 0  # the next batch was not held behind the refused one
+        assert "a gap did not fill" not in caplog.text
+
+
+async def test_a_batch_inside_the_dataflow_that_breaks_decoding_fails_its_connection(caplog):
+    """Only a publisher's batch is refused for not decoding: a box's or a Cumulus member's (``~`` in the
+    producer) fails its connection instead, so its sender keeps it and sends it again, never drops it as
+    refused (a silent loss inside the dataflow)."""
+    import pyarrow as pa
+    from boreas.wire.columns import Columns
+
+    twice = pa.RecordBatch.from_arrays([pa.array([1], pa.int32()), pa.array(["a"]), pa.array([2], pa.int32())],
+                                       names=["k", "name", "k"])
+    async with in_process(nodes=1) as cluster:
+        await submit(cluster, nullable_application())
+        locate = Publisher(cluster.url, "N", TOKEN)
+        await locate.locate()
+        link = OutboundLink(locate.entries[0], TOKEN, "upstream")
+        await link.start()
+        try:
+            await link.send("N", Columns(twice), producer="box~0123456789ab", seq=0)
+            with pytest.raises(TimeoutError):  # never answered: kept and sent again after each reconnect
+                await link.flush(2)
+        finally:
+            await link.abort()
+        assert link.counters["refused_batches"] == 0
+        assert "box~0123456789ab does not decode: failing its connection" in caplog.text

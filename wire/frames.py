@@ -9,7 +9,8 @@ the stream's row type, so the envelope is read without knowing the schema.
 
 The receiver answers every batch in order: :class:`Ack` (with the rows it
 refused, if any; a duplicate is acknowledged again and dropped), or
-:class:`Refused` when the whole batch cannot be taken (unknown stream).
+:class:`Refused` when the whole batch cannot be taken (unknown stream; or,
+for good, ``retry=False``: a publisher's batch that does not decode).
 Answers that are ready together go as one :class:`Replies` frame: a busy
 node reads the frames waiting on a connection in one go, and one socket
 write for all their answers instead of one each is what keeps
@@ -74,6 +75,10 @@ class Refused(msgspec.Struct, tag="r", array_like=True):
     producer: str
     seq: int
     reason: str
+    # False: the same batch would be refused again (it does not decode, or carries weights into a plain stream),
+    # so its sequence number is consumed and the producer's next batch is taken at once, not held as a gap.
+    # True: the receiver un-takes it (the stream may enter here later), so a re-send of it is taken.
+    retry: bool = True
 
 
 class Hello(msgspec.Struct, tag="h", array_like=True):

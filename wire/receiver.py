@@ -236,7 +236,7 @@ class DataReceiver:
                 self.sequencer.forget(batch.stream, batch.producer, batch.seq)
             raise
         if isinstance(reply, Refused):
-            if not batch.box:
+            if not batch.box and reply.retry:  # a final refusal consumes its number: nothing re-sends it
                 self.sequencer.forget(batch.stream, batch.producer, batch.seq)
             self.counters["refused_batches"] += 1
         else:
