@@ -10,7 +10,9 @@ here (:mod:`.row_batches`; one with a bad row goes as rows).  The node checks
 every row against the schema; refused rows come back with their field and
 reason in :attr:`Publisher.refused` (numbered from the first row this
 publisher sent; the first 1,000 are kept, :attr:`Publisher.refused_count`
-counts all), and the rest of the batch is taken.
+counts all), and the rest of the batch is taken.  A batch refused whole (it
+does not decode: :attr:`Publisher.refusals` says why) counts each of its
+rows there too, with the field ``""``.
 
 A publisher with a fixed ``producer`` id and deterministic batches can be
 re-run (a retried Spark task, a publisher that crashed): the node drops the
@@ -293,15 +295,19 @@ class Publisher:
     async def _send_batch(self, rows: Any) -> None:
         first = self._sent_rows
         self._sent_rows += len(rows)
-        for link in self.links:
+        # the numbering is the first link's, taken before any send waits: a reroute meanwhile replaces that link
+        # (its batches and numbering go on at the replacement, which answers to _replied), so asking
+        # ``link is self.links[0]`` after the send would record nothing and count the reply's rows as 0
+        for index, link in enumerate(list(self.links)):
             seq = await link.send(self.stream, rows)
-            if link is self.links[0] and seq is not None:
+            if index == 0 and seq is not None:
                 self._first_row[seq] = (first, len(rows))
 
     def _replied(self, batch: Batch, reply: Frame) -> None:
         first, count = self._first_row.pop(batch.seq, (0, 0))
-        if isinstance(reply, Refused):
+        if isinstance(reply, Refused):  # every row of it is refused, numbered and counted as rows are
             self.refusals.append(reply.reason)
+            self._count_refused(first, [(row, "", reply.reason) for row in range(count)])
         elif isinstance(reply, Ack) and reply.duplicate:
             self.duplicates += 1
         elif isinstance(reply, Ack):
@@ -313,10 +319,15 @@ class Publisher:
             whole = [(field, reason) for row, field, reason in errors if row < 0]
             if whole:  # row -1: the whole batch (an Arrow batch of a schema replaced meanwhile): each of its rows
                 errors = [(row, *whole[0]) for row in range(count)]
-            self.refused_count += len(errors)
-            room = MAX_REFUSED_KEPT - len(self.refused)
-            if room > 0:
-                self.refused += [RowError(first + row, field, reason) for row, field, reason in errors[:room]]
+            self._count_refused(first, errors)
+
+    def _count_refused(self, first: int, errors: list[tuple[int, str, str]]) -> None:
+        """Count refused rows (row, field, reason) of a batch whose first row is number ``first``; keep the
+        first ``MAX_REFUSED_KEPT``."""
+        self.refused_count += len(errors)
+        room = MAX_REFUSED_KEPT - len(self.refused)
+        if room > 0:
+            self.refused += [RowError(first + row, field, reason) for row, field, reason in errors[:room]]
 
     async def flush(self, timeout: float | None = None) -> None:
         """Wait until every batch sent so far is acknowledged (``PublishRefused``: a node refused a

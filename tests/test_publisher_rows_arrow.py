@@ -184,7 +184,7 @@ async def test_a_refused_batch_leaves_no_gap_before_the_publishers_next(caplog):
                 async with Publisher(cluster.url, "N", TOKEN) as publisher:
                     await publisher.send(Columns(twice))
                     await publisher.send([[5, "ok"]])
-            assert publisher.accepted == 1
+            assert (publisher.accepted, publisher.refused_count) == (1, 1)  # the refused batch's row counts too
             assert await asyncio.wait_for(anext(aiter(subscriber)), 30) == (5, "ok")
         received = (await asyncio.to_thread(get_json, f"{cluster.node_url(0)}/status"))["data"]["in"]
         assert received.get("held_batches", 0) == 0  # the next batch was not held behind the refused one
@@ -214,3 +214,30 @@ async def test_a_batch_inside_the_dataflow_that_breaks_decoding_fails_its_connec
             await link.abort()
         assert link.counters["refused_batches"] == 0
         assert "box~0123456789ab does not decode: failing its connection" in caplog.text
+
+
+async def test_a_whole_refused_batch_counts_its_rows_even_when_sent_across_a_failover():
+    """A batch refused whole counts each of its rows as refused, also when its send waited on an entry node that
+    was down and the publisher moved to the node the Head names meanwhile (the reply then comes on the new link)."""
+    import socket
+
+    import pyarrow as pa
+    from boreas.wire.columns import Columns
+
+    twice = pa.RecordBatch.from_arrays([pa.array([1, 2], pa.int32()), pa.array(["a", "b"]),
+                                        pa.array([2, 3], pa.int32())], names=["k", "name", "k"])
+    with socket.socket() as probe:  # a port nothing listens on: the entry node "down"
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    async with in_process(nodes=1) as cluster:
+        await submit(cluster, nullable_application())
+        publisher = Publisher(cluster.url, "N", TOKEN, capacity=1)
+        await publisher.locate()
+        publisher.entries = [down]
+        with pytest.raises(PublishRefused, match="does not decode"):
+            async with publisher:
+                await publisher.send([[1, "a"]])  # the one place: queued for the node that is down
+                await publisher.send(Columns(twice))  # waits for room until the publisher asks the Head again
+                assert publisher.entries == [cluster.node_url(0)]
+        assert (publisher.accepted, publisher.refused_count, publisher.acknowledged_rows) == (1, 2, 3)
+        assert [(e.row, e.field) for e in publisher.refused] == [(1, ""), (2, "")]
