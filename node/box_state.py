@@ -157,8 +157,10 @@ class BoxStates:
         keep_state = set(keep_state) | rebuild
         kept = {name: self.operators[name].state() for name in keep_state if name in self.operators}
         for name in set(self.box_ids) - set(boxes):  # deleted: a new box of that name starts afresh
-            for stream in self.boxes[name].outputs if name in self.boxes else ():
+            outputs = self.boxes[name].outputs if name in self.boxes else ()
+            for stream in outputs:
                 self.out_seq.pop(stream, None)
+            self.ends.forget_box(name, outputs)  # nor has it ended anything, nor does a final mark of it wait
             del self.box_ids[name]
         for name in set(self.operators) - set(boxes):
             del self.operators[name]

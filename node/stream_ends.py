@@ -31,7 +31,9 @@ What has ended is box state: a snapshot keeps :meth:`StreamEnds.state`
 (:meth:`BoxStates.capture <boreas.node.box_state.BoxStates.capture>`), so a
 durable node killed and restarted still knows, and never ends a stream
 twice; a box that moves takes the ends of its inputs along
-(:meth:`StreamEnds.of_box`, :meth:`StreamEnds.merge`).
+(:meth:`StreamEnds.of_box`, :meth:`StreamEnds.merge`); a box deleted is
+forgotten (:meth:`StreamEnds.forget_box`), so a box added again under its
+name ends its out streams when its own inputs end.
 
 >>> ends = StreamEnds()
 >>> ends.end("S", "a", published=["a", "b"]), ends.end("S", "b", published=["a", "b"])
@@ -95,6 +97,21 @@ class StreamEnds:
             return False
         self.held.discard(box)
         return True
+
+    def forget_box(self, box: str, outputs: Iterable[str]) -> None:
+        """``box`` was deleted: a later box of its name has ended nothing (it ends its out streams, ``outputs``,
+        when its own inputs end) and holds no final mark (else it would send it right after its first batch).
+
+        >>> ends = StreamEnds(ended={"In", "Out"}, producers={"Out": {"b~1"}}, boxes={"b"}, held={"b"})
+        >>> ends.forget_box("b", ["Out"])
+        >>> ends
+        StreamEnds(producers={}, ended={'In'}, boxes=set(), held=set())
+        """
+        self.boxes.discard(box)
+        self.held.discard(box)
+        for stream in outputs:
+            self.ended.discard(stream)
+            self.producers.pop(stream, None)
 
     # -- snapshots and moves ---------------------------------------------------------------
 

@@ -95,3 +95,28 @@ async def test_what_ended_is_in_the_snapshot_and_travels_with_a_moved_box():
     target, _, _ = chain()
     target.put(handover, 0.0)
     assert "keep" in target.ends.boxes and "Counts" in target.ends.ended
+
+
+def redeclare(states, router, declared: dict, *names: str) -> None:
+    """Follow a catalog with only ``names`` of the ``declared`` boxes (the others deleted), as an update does."""
+    from boreas.catalog.model import Field, FieldType, Schema
+
+    counts = Schema("C", (Field("time", FieldType.INT), Field("n", FieldType.INT)))
+    states.follow({name: declared[name] for name in names}, {"Packet": T, "Counts": counts, "Kept": counts})
+    router.rewire({})
+
+
+async def test_a_box_added_again_after_its_deletion_has_ended_nothing_and_holds_no_final_mark():
+    """What a deleted box had ended, and a final mark of it that waited (a windowed member owing rows: held), go
+    with it: a box added again under its name, given a batch, emits rows and no final mark after them."""
+    states, out, router = chain()
+    declared = dict(states.boxes)
+    await router.enter("Packet", [(1.0, 1)], "a", 0, "")
+    await router.enter("Packet", [], "a", 1, "", final=True)  # agg and keep end their out streams
+    states.ends.hold("agg")  # and, as a windowed member would, agg had its final mark wait
+    redeclare(states, router, declared, "keep")  # agg deleted
+    redeclare(states, router, declared, "agg", "keep")  # and added again
+    assert "agg" not in states.capture()["ends"]["boxes"] and "Counts" not in states.ends.ended
+    before = len(sent(out, CLIENT))
+    await router.enter("Packet", [(1.0, 3), (1.0, 14)], "c", 0, "")  # closes [0, 10) of the new agg
+    assert sent(out, CLIENT)[before:] == [(0, [[0, 1]], False)]  # its rows, and no final mark after them
