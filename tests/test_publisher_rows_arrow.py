@@ -191,6 +191,7 @@ async def test_a_refused_batch_leaves_no_gap_before_the_publishers_next(caplog):
         assert "a gap did not fill" not in caplog.text
 
 
+@pytest.mark.slow  # waits 2 s for a reply that never comes
 async def test_a_batch_inside_the_dataflow_that_breaks_decoding_fails_its_connection(caplog):
     """Only a publisher's batch is refused for not decoding: a box's or a Cumulus member's (``~`` in the
     producer) fails its connection instead, so its sender keeps it and sends it again, never drops it as
@@ -216,6 +217,7 @@ async def test_a_batch_inside_the_dataflow_that_breaks_decoding_fails_its_connec
         assert "box~0123456789ab does not decode: failing its connection" in caplog.text
 
 
+@pytest.mark.slow  # the publisher asks the Head again after REROUTE_AFTER (2 s)
 async def test_a_whole_refused_batch_counts_its_rows_even_when_sent_across_a_failover():
     """A batch refused whole counts each of its rows as refused, also when its send waited on an entry node that
     was down and the publisher moved to the node the Head names meanwhile (the reply then comes on the new link)."""
