@@ -51,6 +51,7 @@ async def test_a_publishers_weight_column_on_a_plain_input_stream_is_refused_nam
     answer = await dataflow.intake.accept(frame(signed([(1, 5)], [-1]), "pub", 0))
     assert isinstance(answer, Refused)
     assert "stream 'V' is a plain input stream" in answer.reason and f"{WEIGHT!r} column" in answer.reason
+    assert not answer.retry  # refused for good: the receiver consumes its number (no gap before the next batch)
     assert dataflow.queued == 0  # nothing of it was taken
     plain = await dataflow.intake.accept(frame(Columns(signed([(1, 5)], [1]).batch), "pub", 0))
     assert isinstance(plain, Ack) and plain.accepted == 1  # the same rows without weights are taken
