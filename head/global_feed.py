@@ -55,6 +55,7 @@ class GlobalFeed:
         self.endpoint = endpoint
         self.copies = copies  # the current catalog's full copy, built once per version and shared
         self.held: list[tuple[int, list[Any]]] | None = None  # changes committed while a copy is being built
+        self.held_over = False  # more than MAX_BACKLOG were committed meanwhile: dropped, the newest copy is sent
         self.tasks: Supervisor | None = None
         self.origin = origin
         self.queued_version = -1  # the newest version queued: changes up to it are in the queue
@@ -76,7 +77,10 @@ class GlobalFeed:
         if version <= self.queued_version or self.sender.closed:
             return
         if self.held is not None:  # they follow the copy being built
-            self.held.append((version, items))
+            if len(self.held) < MAX_BACKLOG:
+                self.held.append((version, items))
+            else:  # bounded as the queue is: a copy of a newer version replaces them
+                self.held_over = True
             return
         try:
             self.sender.send(update_document(items, version=version, origin=self.origin))
@@ -104,6 +108,9 @@ class GlobalFeed:
 
     async def _copy_when_built(self) -> None:
         built = await self.copies.read()
+        while self.held_over:  # what was held is incomplete: the copy read now is of the newest version
+            self.held, self.held_over = [], False
+            built = await self.copies.read()
         held, self.held = self.held or [], None
         if self.sender.closed:
             return

@@ -131,3 +131,37 @@ async def test_a_feed_sends_the_copy_being_built_then_the_commits_made_meanwhile
             feed.abort()
             await component.server.close()
             await component.peers.close()
+
+
+async def test_more_commits_than_a_feed_holds_during_a_build_are_replaced_by_a_copy_of_the_newest(monkeypatch):
+    """What a feed holds while a copy builds is bounded as its queue is: past the bound it drops them and sends
+    a copy of the newest version instead of the one being built, so the component still ends at the Head's
+    catalog."""
+    monkeypatch.setattr("boreas.head.global_feed.MAX_BACKLOG", 2)
+    held = HeldCatalog(planned(20))
+    held.release.clear()
+    copies = CatalogCopies(held, "head")
+    changed = asyncio.Event()
+    component = GlobalComponent("http://127.0.0.1:9", None, on_copy=lambda catalog: changed.set(),
+                                on_change=lambda version, items, catalog: changed.set())
+    endpoint = await component.server.start("127.0.0.1", 0)
+    async with PeerClient(None) as peers:
+        feed = GlobalFeed(endpoint, peers, copies)
+        try:
+            feed.start()
+            await held.build_started()
+            for version, value in zip(range(4, 9), ("90.5", "91.5", "92.5", "93.5", "94.5")):
+                before, held.catalog = held.catalog, modify(held.catalog, "b5", f"value &gt; {value}")
+                feed.changed(version, update_items(before, held.catalog))
+                assert len(feed.held) <= 2
+            held.release.set()
+            while component.catalog.version != held.catalog.version:
+                await asyncio.wait_for(changed.wait(), 30)
+                changed.clear()
+            assert component.catalog == held.catalog
+            assert component.counters["full_copies"] == 1  # only the newest's: the older one was never sent
+            assert component.counters["changes_applied"] == 0
+        finally:
+            feed.abort()
+            await component.server.close()
+            await component.peers.close()

@@ -84,6 +84,8 @@ class Cut:
 
     >>> c = Cut.of(3, (0, 2)); c.bound((1, 2, 3)), c.rest((1, 2, 3)), c.join((1, 3), 2)
     ((1, 3), 2, (1, 2, 3))
+    >>> c = Cut.of(2, (0, 1)); c.bound((1, 2)), c.rest((1, 2)), c.join((1, 2), ())
+    ((1, 2), (), (1, 2))
     """
 
     pos: tuple[int, ...]
@@ -101,7 +103,17 @@ class Cut:
 
         def join(b, r) -> tuple:
             return perm(((b,) if one_b else b) + ((r,) if one_r else r))
-        return Cut(pos, rest_pos, itemgetter(*pos), itemgetter(*rest_pos), join)
+        return Cut(pos, rest_pos, _getter(pos), _getter(rest_pos), join)
+
+
+def _getter(positions: tuple[int, ...]) -> Callable:
+    """A key tuple's part at ``positions`` (one position: the value itself; none: ``()``, which ``itemgetter``
+    cannot say).
+
+    >>> _getter((1,))((5, 6)), _getter((0, 1))((5, 6)), _getter(())((5, 6))
+    (6, (5, 6), ())
+    """
+    return itemgetter(*positions) if positions else (lambda key: ())
 
 
 def primary_index(specs: dict[str, list[tuple[int, ...]]], name: str) -> tuple[int, ...] | None:
