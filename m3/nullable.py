@@ -104,9 +104,19 @@ def null_values(columns: Sequence[str]) -> tuple[tuple[int, int], ...]:
     return tuple((i, at[indicator(c)]) for i, c in enumerate(columns) if indicator(c) in at)
 
 
+ROWS = "__rows" + SUFFIX
+"""The hidden COUNT(*) of a grouped view whose every value may be NULL: its group has a row while it has rows
+(SQL's ``(a, NULL)`` for a SUM over only NULLs), which no output row holds."""
+
+
 def shown_columns(columns: Sequence[str]) -> tuple[int, ...]:
-    """The positions of a view's value columns an output row holds (all but :func:`null_values`' counts)."""
-    hidden = {j for _, j in null_values(columns)}
+    """The positions of a view's value columns an output row holds (all but :func:`null_values`' counts and
+    :data:`ROWS`).
+
+    >>> shown_columns(("s", "s__null", "__rows__null"))
+    (0,)
+    """
+    hidden = {j for _, j in null_values(columns)} | {i for i, c in enumerate(columns) if c == ROWS}
     return tuple(i for i in range(len(columns)) if i not in hidden)
 
 

@@ -8,30 +8,46 @@ indicator first, :mod:`.threevalued`).  Each branch is then a comparison the res
 (:mod:`.casewhen` is the CASE of one column, a value of the row).
 
 A branch dividing by a column its own condition gives a sign (``WHEN v > 0 THEN d / v``: TPC-DS Q34's
-vehicles per dependant) is compared with the division cleared, both sides multiplied by the divisor
-(the comparison flipped where it is negative): exact, and defined where the divisor is 0 (there the
-branch is not taken).  A division by a column without such a guard is left as written and refused by
-:mod:`.arithcmp`: DuckDB reads ``x / 0`` as ``inf`` or ``NaN``, which a cleared comparison does not.
+vehicles per dependant) compared with a constant is compared with the division cleared, in integers:
+``d / v > 1.2`` is ``d * 5 > 6 * v`` (the constant read as the exact fraction its decimal digits write, the
+comparison flipped where the divisor is negative), defined where the divisor is 0 (there the branch is not
+taken).  This is exact only where the quotient is of integers: DuckDB computes ``d / v`` as a rounded
+double, and the rounded quotient of integers sits on the same side of a decimal constant as the exact one
+(``7 / 25`` is ``0.28``: equal, where ``7 < 0.28 * 25`` holds in floating point, ``0.28 * 25`` being
+``7.000000000000001``), while a quotient of floats may round onto the constant.  So only a numerator of INT
+columns and integer constants (``+ - *``) over an INT divisor, compared with a constant, is cleared, for
+values whose products stay below 2**50; any other division by a column (no guard, a DOUBLE operand, a
+compared column) is left as written and refused by :mod:`.arithcmp`: DuckDB reads ``x / 0`` as ``inf`` or
+``NaN``, and a rounded quotient of floats, neither of which a cleared comparison does.
 
 Only a CASE with ELSE is expanded (an ELSE NULL compares as neither true nor false).
 
 >>> import sqlglot
->>> def r(sql):
+>>> def r(sql):  # a, b INT; c DOUBLE
 ...     e = sqlglot.parse_one(sql)
-...     return expand(e).sql() if expandable(e) else None
+...     return expand(e, lambda col: col.name in "ab").sql() if expandable(e) else None
 >>> r("CASE WHEN a > 0 THEN b / a ELSE 0 END > 1.2")
-'(a > 0 AND b > 1.2 * a) OR (NOT a > 0 AND 0 > 1.2)'
+'(a > 0 AND (b) * 5 > 6 * a) OR (NOT a > 0 AND 0 > 1.2)'
 >>> r("CASE WHEN a < 0 THEN (b + 1) / a WHEN b = 2 THEN c ELSE b END <= 3")
 '(a < 0 AND (b + 1) >= 3 * a) OR (NOT a < 0 AND b = 2 AND c <= 3) OR (NOT a < 0 AND NOT b = 2 AND b <= 3)'
+>>> r("CASE WHEN a > 0 THEN b / a ELSE 0 END < 0.28"), r("CASE WHEN c > 0 THEN b / c ELSE 0 END < 1")
+('(a > 0 AND (b) * 25 < 7 * a) OR (NOT a > 0 AND 0 < 0.28)', '(c > 0 AND b / c < 1) OR (NOT c > 0 AND 0 < 1)')
 >>> r("CASE WHEN a > 0 THEN b ELSE c END = c"), r("CASE WHEN a > 0 THEN b END = 1")
 ('(a > 0 AND b = c) OR (NOT a > 0 AND c = c)', None)
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
+
 from sqlglot import exp
 
-from .constants import is_constant
+from .constants import NotConstant, fold, is_constant
+
+IsInt = Callable[[exp.Column], bool]
 
 
 def unparen(e: exp.Expression) -> exp.Expression:
@@ -77,47 +93,53 @@ def _sign(cond: exp.Expression, divisor: str) -> int:
     return 0
 
 
-def _times(e: exp.Expression, divisor: str) -> exp.Expression:
-    """``e * divisor`` with the division by ``divisor`` in each of its terms cancelled."""
+def _integral(e: exp.Expression, is_int: IsInt) -> bool:
+    """Whether ``e`` is INT columns and integer constants under ``+ - *`` only: an integer, exactly."""
     e = unparen(e)
-    if type(e) is exp.Div and unparen(e.expression).sql() == divisor:
-        return e.this.copy()
-    if type(e) in (exp.Add, exp.Sub):
-        return type(e)(this=_times(e.this, divisor), expression=_times(e.expression, divisor))
+    if type(e) is exp.Column:
+        return is_int(e)
+    if type(e) is exp.Literal:
+        return not e.is_string and e.is_int
     if type(e) is exp.Neg:
-        return exp.Neg(this=exp.paren(_times(e.this, divisor)))
-    if type(e) is exp.Mul and _divides(e.expression, divisor) and not _divides(e.this, divisor):
-        return exp.Mul(this=exp.paren(e.this.copy()), expression=exp.paren(_times(e.expression, divisor)))
-    if type(e) is exp.Mul:
-        return exp.Mul(this=exp.paren(_times(e.this, divisor)), expression=exp.paren(e.expression.copy()))
-    return exp.Mul(this=exp.paren(e.copy()) if not is_constant(e) and type(e) is not exp.Column else e.copy(),
-                   expression=exp.maybe_parse(divisor))
+        return _integral(e.this, is_int)
+    return type(e) in (exp.Add, exp.Sub, exp.Mul) and _integral(e.this, is_int) and _integral(e.expression, is_int)
 
 
-def _divides(e: exp.Expression, divisor: str) -> bool:
-    return any(unparen(d.expression).sql() == divisor for d in e.find_all(exp.Div))
+def _fraction(e: exp.Expression) -> Fraction | None:
+    """The constant ``e`` as the exact fraction its decimal digits write (``0.28`` is 7/25), or None."""
+    if not is_constant(e):
+        return None
+    try:
+        v = fold(e)
+    except NotConstant:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return Fraction(Decimal(repr(v)))
 
 
 def _branch(cmp: type, value: exp.Expression, other: exp.Expression, case_left: bool,
-            guards: list[exp.Expression]) -> exp.Expression:
-    """``value <cmp> other`` (or ``other <cmp> value``), a division by a column the guards sign cleared."""
+            guards: list[exp.Expression], is_int: IsInt) -> exp.Expression:
+    """``value <cmp> other`` (or ``other <cmp> value``); ``N / v`` with ``v`` signed by the guards, ``N``
+    and ``v`` integers and ``other`` a constant ``P / Q``, compared as ``N * Q <cmp> P * v`` (module doc)."""
     value = unparen(value)
-    for div in [d for d in value.find_all(exp.Div) if not is_constant(d.expression)]:
-        divisor = unparen(div.expression).sql()
-        sign = next((s for s in (_sign(g, divisor) for g in guards) if s), 0)
-        if sign == 0 or _divides(other, divisor):
-            continue
-        value, other = _times(value, divisor), _times(other, divisor) if not is_constant(other) else \
-            exp.Mul(this=other.copy(), expression=exp.maybe_parse(divisor))
-        if sign < 0:
-            cmp = _CMP[cmp]
-        break
+    k = _fraction(other)
+    if type(value) is exp.Div and k is not None:
+        divisor = unparen(value.expression)
+        sign = next((s for s in (_sign(g, divisor.sql()) for g in guards) if s), 0)
+        if sign and type(divisor) is exp.Column and is_int(divisor) and _integral(value.this, is_int):
+            num = exp.paren(unparen(value.this).copy())
+            value = num if k.denominator == 1 else exp.Mul(this=num, expression=exp.Literal.number(k.denominator))
+            other = exp.Mul(this=exp.Literal.number(k.numerator), expression=divisor.copy())
+            if sign < 0:
+                cmp = _CMP[cmp]
     left, right = (value, other) if case_left else (other, value)
     return cmp(this=left.copy(), expression=right.copy())
 
 
-def expand(e: exp.Expression) -> exp.Expression:
-    """Comparison ``e`` with its CASE side as the OR of the branches (module doc); ``e`` is :func:`expandable`."""
+def expand(e: exp.Expression, is_int: IsInt) -> exp.Expression:
+    """Comparison ``e`` with its CASE side as the OR of the branches (module doc); ``e`` is :func:`expandable`;
+    ``is_int`` says whether a column is INT (a division is cleared only over integers)."""
     case = _case_side(e)
     case_left = unparen(e.this) is case
     other = unparen(e.expression if case_left else e.this)
@@ -126,8 +148,8 @@ def expand(e: exp.Expression) -> exp.Expression:
     for b in case.args.get("ifs") or []:
         cond = b.this if subject is None else exp.EQ(this=subject.copy(), expression=b.this.copy())
         guards = [*before, cond]
-        body = _branch(type(e), b.args["true"], other, case_left, [cond])
+        body = _branch(type(e), b.args["true"], other, case_left, [cond], is_int)
         branches.append(exp.and_(*[g.copy() for g in guards], body))
         before.append(exp.Not(this=exp.paren(cond.copy()) if type(cond) in (exp.And, exp.Or) else cond.copy()))
-    branches.append(exp.and_(*[g.copy() for g in before], _branch(type(e), case.args["default"], other, case_left, [])))
+    branches.append(exp.and_(*[g.copy() for g in before], _branch(type(e), case.args["default"], other, case_left, [], is_int)))
     return exp.or_(*[exp.paren(b) for b in branches])

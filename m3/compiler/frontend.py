@@ -101,6 +101,7 @@ from .positions import split_statements
 from .predicates import conj
 from .resolve import ColRef, Resolver, unparen
 from .casesplit import split_case
+from .scalarin import EQUAL_ROWS_NOTE, has_equal_to_rows
 from .sugar import desugar
 from .threevalued import rewrite as nulls_explicit
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
@@ -245,8 +246,10 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
     try:
         sel = split_case(sel, relations)  # a CASE of two columns as a UNION ALL of two views (:mod:`.casesplit`)
         sel = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
+        equal_rows = has_equal_to_rows(sel)  # read as IN (:mod:`.scalarin`): noted, SQL differs on several rows
         sel = separate(desugar(sel, relations, ctx), relations, ctx)  # before any pass compares names in lower case
-        return _query(name, sel, relations, ctx, rename)
+        q = _query(name, sel, relations, ctx, rename)
+        return replace(q, notes=(*q.notes, EQUAL_ROWS_NOTE.format(name=name))) if equal_rows else q
     except CompileError as e:
         raise CompileError(f"{e.message} in view {name}", e.pos) from None
 

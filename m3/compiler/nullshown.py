@@ -46,6 +46,13 @@ def key_indicators(sel: exp.Select, keys: list[exp.Column], holder: Callable[[ex
             sel.append("expressions", flag)
 
 
+def counts_rows(sel: exp.Select) -> bool:
+    """Whether an item of ``sel`` is a COUNT(*) or COUNT(1) without FILTER (never 0 in a group): its row exists
+    while its group has rows, so the view needs no hidden :data:`boreas.m3.nullable.ROWS` count."""
+    items = [e.this if type(e) is exp.Alias else e for e in sel.expressions]
+    return any(type(e) is exp.Count and (type(e.this) is exp.Star or type(e.this) is exp.Literal) for e in items)
+
+
 def hidden_count(agg: exp.Expression, sel: exp.Select) -> tuple[int, exp.Expression] | None:
     """For a SUM/AVG/MIN/MAX that may read no value (of a nullable expression, or filtered) and is a SELECT
     item: (its position, the COUNT of the values it reads), the view's hidden column saying where it is

@@ -143,6 +143,11 @@ class Resolver:
         rel = dict(self.tables)[ref[0]]
         return next(c.type for c in self.relations[rel].columns if c.name == ref[1])
 
+    def _is_int(self, col: exp.Column) -> bool:
+        """Whether ``col`` names one INT column (:mod:`.casecmp` clears a division only over integers)."""
+        hits = self._hits(col)
+        return len(hits) == 1 and self.col_type(hits[0]) == "INT"
+
     def computed(self, e: exp.Expression) -> Computed | None:
         """A scalar function of a column (``EXTRACT(YEAR FROM d)``, ``YEAR(d)``, ``SUBSTRING(p, 1, 2)``), or
         None when ``e`` is not one of those functions; refused when it is one of them of something else."""
@@ -276,7 +281,7 @@ class Resolver:
         if kind is exp.Is:
             return self._never_null(e)
         if expandable(e):  # a CASE over several columns compared: the OR of its branches (:mod:`.casecmp`)
-            return self.predicate(expand(e))
+            return self.predicate(expand(e, self._is_int))
         op = _CMP.get(kind)
         if op is None:
             raise self.ctx.error(f"unsupported condition {kind.__name__.upper()} ({sql_of(e)})", e)

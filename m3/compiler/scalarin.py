@@ -6,6 +6,9 @@ accepts, the equality and the IN agree: one row ``v`` gives ``x = v`` both ways,
 IN of a subquery is existence in the calculus (:mod:`.subqueries`: EXISTS with one more correlation), so
 the general rule maintains it, correlated or not, with a GROUP BY of the selected column or without.
 
+Over an input where the subquery returns several rows SQL raises an error and Boreas keeps the rows equal to
+any of them: there the two differ, and ``boreas compile`` says so (:data:`EQUAL_ROWS_NOTE`).
+
 Only a WHERE conjunct is rewritten (under AND only, on either side of ``=``): under NOT or OR, or with ``<>``,
 an empty subquery's NULL is not the IN's false (``NOT (x = NULL)`` is not true, ``NOT x IN ()`` is).  A
 value over aggregates (``x = (SELECT MAX(b) ...)``) is one row always, maintained as a scalar subquery.
@@ -27,6 +30,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .resolve import unparen
+
+EQUAL_ROWS_NOTE = ("{name}: x = (SELECT c ...) is read as x IN (SELECT c ...): where the subquery returns several "
+                   "rows SQL raises an error, the view keeps the rows equal to any of them")
+"""The compile note of a view with such an equality (``{name}``: the view's)."""
 
 
 def _rows_subquery(node: exp.Expression) -> exp.Subquery | None:

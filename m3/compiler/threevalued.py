@@ -61,9 +61,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..ast import RelationDecl
-from ..nullable import SUFFIX, indicator, nullable_positions
+from ..nullable import ROWS, SUFFIX, indicator, nullable_positions
 from .nodes import sql_of
-from .nullshown import COUNT_PREFIX, hidden_count, is_key, key_indicators
+from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, key_indicators
 from .resolve import Positions
 
 #: Comparisons whose operands are values: TRUE only where every operand is present.
@@ -170,6 +170,8 @@ class _Rewriter:
                 counts.append(count)
         for i, count in counts:  # after the items: CREATE VIEW v(names) renames the selected ones
             sel.append("expressions", exp.alias_(count, f"{COUNT_PREFIX}{i}"))
+        if counts and sel.args.get("group") is not None and not counts_rows(sel):
+            sel.append("expressions", exp.alias_(exp.Count(this=exp.Star()), ROWS))  # the group's row (ROWS)
         where = sel.args.get("where")
         if where is not None and self.reads(where):
             where.set("this", self.truth(where.this))

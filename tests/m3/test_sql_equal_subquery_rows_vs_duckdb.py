@@ -45,3 +45,26 @@ def test_equality_under_not_or_or_inequality_is_still_refused(where):
     """There an empty subquery's NULL differs from an IN's false: left as written, refused by name."""
     with pytest.raises(CompileError, match="subquery"):
         compile_sql(GENERIC + f"SELECT R.a, COUNT(*) AS n FROM R WHERE {where} GROUP BY R.a")
+
+
+def test_several_rows_differ_from_sql_and_compile_says_so():
+    """Where the subquery returns several rows DuckDB raises and the view keeps the rows equal to any of them:
+    the difference is named in the compile notes (``boreas compile`` prints them as ``-- note:`` lines)."""
+    import duckdb
+    from boreas.m3.compiler.pipeline import compile_to_text, compile_with_notes
+    from m3_harness import Harness
+
+    sql = GENERIC + "SELECT R.a, COUNT(*) AS n FROM R WHERE R.b = (SELECT S.b FROM S WHERE S.d = 1) GROUP BY R.a"
+    _, notes = compile_with_notes(sql)
+    assert len(notes) == 1 and notes[0].startswith("Q1: x = (SELECT c ...) is read as x IN (SELECT c ...)") and \
+        "several rows SQL raises an error" in notes[0]
+    assert compile_to_text(sql).startswith("-- note: Q1: x = (SELECT c ...) is read as x IN")
+    assert compile_with_notes(GENERIC + "SELECT R.a FROM R WHERE R.b IN (SELECT S.b FROM S)")[1] == ()
+    con = duckdb.connect()
+    con.execute("CREATE TABLE R(a INT, b INT, c DOUBLE); CREATE TABLE S(b INT, d INT, e DOUBLE)")
+    con.execute("INSERT INTO R VALUES (1, 2, 0.5); INSERT INTO S VALUES (2, 1, 0.0), (3, 1, 0.0)")
+    with pytest.raises(duckdb.Error, match="More than one row"):
+        con.execute(sql.split(";")[-1]).fetchall()
+    rt = Harness(sql).run([[("ins", "S", (2, 1, 0.0))]], delete_all=False)  # one row: as SQL
+    rt.apply_batch([("S", 1, (3, 1, 0.0)), ("R", 1, (1, 2, 0.5))])
+    assert dict(rt.view("Q1")) == {(1,): 1}  # several: read as IN

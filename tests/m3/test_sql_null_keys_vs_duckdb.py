@@ -24,7 +24,7 @@ from boreas.m3.ast import RelAtom, walk
 from boreas.m3.nullable import shown_columns
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from m3_harness import Harness, close, new_runtime, scaled, shape_params, value_strategy, workloads
+from m3_harness import Harness, close, exact_rows, new_runtime, scaled, shape_params, value_strategy, workloads
 
 NULLABLE = """
 CREATE STREAM R(a INT, b INT NULL, c FLOAT NULL);
@@ -69,6 +69,16 @@ def _same(a: tuple, b: tuple) -> bool:
                                     for x, y in zip(a, b))
 
 
+def _may_be_missing(values: tuple, width: int, strict: bool) -> bool:
+    """Whether DuckDB's row of ``values`` may be absent from the view, by a documented limitation only: a view
+    without GROUP BY has no row while it reads none (SQL: one, of NULLs and COUNT 0); a group of zeros has
+    none where rows are not exact (the shared harness).  Anything else missing is a regression, a group whose
+    every value is NULL (SUM over only NULLs) included: its hidden COUNT(*) keeps its row (docs/m3.md "NULLs")."""
+    if not all(v in (None, 0) for v in values):
+        return False
+    return width == 0 or not strict and None not in values
+
+
 class NullKeyHarness(Harness):
     """The shared harness, and each view's output rows (internal keys dropped, NULL keys None) against DuckDB's."""
 
@@ -89,10 +99,10 @@ class NullKeyHarness(Harness):
                 else:
                     got[shown + value] += 1
             width = len(view.output_keys)
-            for row in [w for w in want if all(v in (None, 0) for v in w[width:])]:
-                if not any(_same(g, row) for g in got):  # a group of only NULL (or 0) values may be missing,
-                    del want[row]  # as a group of zeros is (the shared harness), and a view without GROUP BY
-                    # has no row while it reads none (SQL: one, of NULLs and COUNT 0)
+            strict = exact_rows(view) or counted
+            for row in [w for w in want if not any(_same(g, w) for g in got) and _may_be_missing(w[width:], width,
+                                                                                                   strict)]:
+                del want[row]
             assert len(got) == len(want), f"{view.name}: {sorted(got.items(), key=repr)} vs {sorted(want.items(), key=repr)}"
             for row, n in got.items():
                 match = [w for w in want if _same(row, w) and want[w] == n]
@@ -133,3 +143,24 @@ def test_null_group_is_apart_from_zero_on_both_backends():
         assert dict(rt.changes()["Q1"]) == {(None, 1): 1}
         rt.apply_batch([("R", -1, (2, None, 0.5)), ("R", -1, (3, 0, None))])
         assert rt.view("Q1") == {} and rt.entries() == 0
+
+
+def test_the_harness_excuses_only_documented_missing_rows():
+    """A missing group of zeros in a view whose rows are exact, or of non-zero values, is a regression the
+    comparison reports; an all-NULL group (docs/m3.md "NULLs") and a view without GROUP BY are excused."""
+    assert _may_be_missing((0,), 0, strict=True) and _may_be_missing((0,), 1, strict=False)
+    assert not _may_be_missing((0,), 1, strict=True) and not _may_be_missing((None, 2), 1, strict=False)
+    assert not _may_be_missing((None,), 1, strict=False) and not _may_be_missing((0, None), 1, strict=False)
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_group_of_only_nulls_has_its_row_of_null(backend):
+    """``SELECT a, SUM(c) ... GROUP BY a`` over ``(1, NULL)`` is ``(1, NULL)`` in SQL: the group's hidden COUNT(*)
+    keeps the row while the group has rows, and it leaves with the group's last row."""
+    program = compile_sql(NULLABLE + "SELECT a, SUM(c) AS s, AVG(b) AS m FROM R GROUP BY a")
+    rt = new_runtime(program, backend)
+    row = (1, None, None)  # R(a, b, c)
+    rt.apply_batch([("R", 1, row)])
+    assert dict(rt.view("Q1")) == {(1,): (None, None)}
+    rt.apply_batch([("R", -1, row)])
+    assert dict(rt.view("Q1")) == {}
