@@ -14,7 +14,7 @@ member, where each producer's batches go, and its part of ``state()``:
   it stamped whose pick is now that member, with the last sequence number it
   stamped.  A batch of such a producer that still reaches ``m`` is not
   stamped: it goes on as ``Forward`` on the same ordered link.  Once the
-  new coordinator answered ``Taken(E)`` (it stamps with ``E`` and knows
+  new coordinator answered ``Taken(E, at)`` (it stamps with ``at >= E`` and knows
   where each handed producer is), the node acknowledges such batches with
   a hint naming it (:meth:`Handing.moved_to`, ``Ack.moved``), so the
   publisher redirects its link there (``client/publisher.py``): no direct
@@ -242,7 +242,8 @@ class Handing:
             self.mailbox.send(m[2], msg.taken(m[1], self.place.member, self.coordinator.epoch))
             for stream, producer, last, *marks in m[3]:  # (a Handover of a version before marks: 3 fields)
                 key = (stream, producer)
-                if marks:  # the producer's watermarks, which the old coordinator forgot as it sent them
+                if marks:  # the producer's watermarks: they count here from the Close of the epoch stamped with
+                    # now, which ``Taken`` names (the old coordinator keeps them for its Closes before it)
                     self.coordinator.take_over(producer, marks[0])
                 self.handed.pop(key, None)  # (handed back here)
                 self.gained[key] = max(int(last) + 1, self.gained.get(key, 0))
