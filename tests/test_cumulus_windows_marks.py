@@ -107,7 +107,11 @@ class Cluster:
         op = self.members[member]
         self._collect(member, op.producer_ended(0, producer, self.clock(member)))
         if self.ended[member] == self.producers[member]:
-            self._collect(member, op.end_of_input(self.clock(member)))
+            self.end_input(member)
+
+    def end_input(self, member: int) -> None:
+        """The box's input ended on ``member``'s node (node/router.py's ``end_of_input``)."""
+        self._collect(member, self.members[member].end_of_input(self.clock(member)))
 
     def tick(self, seconds: float) -> None:
         """Time passes: the leader's epochs end, the links deliver."""
@@ -425,3 +429,22 @@ def test_a_producer_idle_before_a_coordinator_moved_stays_idle_on_the_new_node()
     cluster.settle(0.5)  # (within p0's idle timeout: its active mark alone holds the stream)
     ref.move(cluster.now)
     assert ref.closed == 8700 and Counter(cluster.out) == Counter(ref.rows) and (2, 5000, 6000, 1, 2) in ref.rows
+
+
+def test_the_end_of_input_alone_ends_the_producers_each_node_took_directly():
+    """Producers whose ends reach the box only as its nodes' end of input (an upstream box's out stream ends
+    without a producer's final for it): each coordinator ends the producers it took, every window closes, and
+    no member holds the box's end any more."""
+    cluster, ref = Cluster(2, idle=None), Reference(idle=math.inf)
+    for member, producer, rows in [(0, "p4", [(4, 1, 100)]), (1, "p0", [(2, 2, 5000)])]:
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+    cluster.settle(0.5)
+    assert not cluster.out
+    for member in range(2):
+        cluster.end_input(member)
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert Counter(cluster.out) == Counter(ref.rows) == Counter([(4, 0, 1000, 1, 1), (2, 5000, 6000, 1, 2)])
+    assert not any(op.holds_end() for op in cluster.members)
