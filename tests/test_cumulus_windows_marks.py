@@ -12,6 +12,7 @@ import random
 from collections import Counter, deque
 
 import msgspec
+import pytest
 from boreas.catalog.model import Box, Field, FieldType, InPort, Partition, Schema
 from boreas.m3.boxtype import infer_m3, plan_m3_partition
 from boreas.m3.cumulus import relayout as changes
@@ -72,6 +73,9 @@ class Cluster:
         self.out: list[tuple] = []
         self.seqs: Counter = Counter()
         self.blocked: set[tuple[int, int]] = set()  # links whose messages wait (a slow link)
+        self.producers: list[set[str]] = [set() for _ in range(members)]  # each node's producers, and ended ones
+        self.ended: list[set[str]] = [set() for _ in range(members)]
+        self.old_taken = False
 
     def clock(self, member: int) -> float:
         return self.now + self.offset[member]
@@ -83,16 +87,31 @@ class Cluster:
                 self.out.extend(tuple(r) for r in rows)
                 continue
             dst = int(op.internal_streams().outputs[port - 1][0].rsplit("@", 1)[1])
-            self.links.setdefault((src, dst), deque()).append([list(m) for m in rows])
+            messages = [list(m) for m in rows]
+            if self.old_taken:  # (as a member of a version before ``Taken`` named the epoch it took over at)
+                messages = [m[:3] if m[0] == msg.TAKEN else m for m in messages]
+            self.links.setdefault((src, dst), deque()).append(messages)
 
     def publish(self, member: int, producer: str, rows: list[tuple]) -> None:
         """A batch of ``producer`` sent to ``member``, which coordinates it."""
         seq = self.seqs[producer]
         self.seqs[producer] += 1
+        self.producers[member].add(producer)
         self._collect(member, self.members[member].process_from(0, rows, self.clock(member), ("Bid", producer, seq)))
 
     def end(self, member: int, producer: str) -> None:
-        self._collect(member, self.members[member].producer_ended(0, producer, self.clock(member)))
+        """``producer``'s final mark sent to ``member``'s node; the last of the producers that node took the stream
+        from ends the stream there (node/router.py: ``producer_ended``, then ``end_of_input``)."""
+        self.producers[member].add(producer)
+        self.ended[member].add(producer)
+        op = self.members[member]
+        self._collect(member, op.producer_ended(0, producer, self.clock(member)))
+        if self.ended[member] == self.producers[member]:
+            self.end_input(member)
+
+    def end_input(self, member: int) -> None:
+        """The box's input ended on ``member``'s node (node/router.py's ``end_of_input``)."""
+        self._collect(member, self.members[member].end_of_input(self.clock(member)))
 
     def tick(self, seconds: float) -> None:
         """Time passes: the leader's epochs end, the links deliver."""
@@ -134,6 +153,8 @@ class Cluster:
             op.partition = partition
         self.members.append(part_operator(self.box, [BID], self.outputs, partition, nodes[-1]))
         self.offset.append(0.0)
+        self.producers.append(set())
+        self.ended.append(set())
         new = len(self.members) - 1
         base = self.members[0].joinable_layout()
         self.request(dataclasses.replace(changes.move(base, base.segments[0].id, new),
@@ -222,12 +243,15 @@ def test_idle_timers_continue_on_the_flow_clock_of_the_node_a_coordinator_is_res
     assert Counter(cluster.out) == Counter(ref.rows) and (4, 0, 1000, 2, 4) in ref.rows
 
 
-def test_a_producer_handed_to_another_coordinator_takes_its_watermark_along():
+@pytest.mark.parametrize("old_taken", [False, True])
+def test_a_producer_handed_to_another_coordinator_takes_its_watermark_along(old_taken: bool):
     """No idle timeout.  P, coordinated by member 0, is handed to member 2 when it joins as a coordinator, and
     back when member 2 retires; Q stays on member 1.  Windows close as P's and Q's watermarks pass them, while
     the stream runs: member 0 does not hold P's old mark after the handover, and P's mark holds the stream
-    back wherever it is coordinated (a row of P behind Q is on time)."""
+    back wherever it is coordinated (a row of P behind Q is on time).  Alike with ``Taken`` messages of a
+    version before they named the epoch of the take-over."""
     cluster, ref = Cluster(2, idle=None), Reference(idle=math.inf)
+    cluster.old_taken = old_taken
     p = next(f"p{i}" for i in range(100) if pick(f"p{i}", 2) == 0 and pick(f"p{i}", (0, 1, 2)) == 2)
     q = next(f"q{i}" for i in range(100) if pick(f"q{i}", 2) == 1 == pick(f"q{i}", (0, 1, 2)))
 
@@ -297,3 +321,130 @@ def test_a_handed_producer_ends_after_its_batches_held_for_their_turn():
     ref.move(cluster.now)
     assert cluster.late() == ref.late == 0
     assert Counter(cluster.out) == Counter(ref.rows) and (5, 5000, 6000, 3, 3) in ref.rows
+
+
+def _handed_and_staying() -> tuple[str, str]:
+    """P, picked by member 1 of two and by member 2 once it joins; Q, by member 0 either way."""
+    p = next(f"p{i}" for i in range(100) if pick(f"p{i}", 2) == 1 and pick(f"p{i}", (0, 1, 2)) == 2)
+    q = next(f"q{i}" for i in range(100) if pick(f"q{i}", 2) == 0 == pick(f"q{i}", (0, 1, 2)))
+    return p, q
+
+
+def test_the_end_of_a_nodes_input_does_not_end_a_producer_handed_there_that_publishes_elsewhere():
+    """P is handed to member 2 but its publisher still sends to node n1 (which forwards); R publishes to n2
+    directly and ends, so n2's input ends.  Member 2's coordinator ends R only: P's watermark still holds the
+    stream back, and its next rows are on time."""
+    cluster, ref = Cluster(2, idle=None), Reference(idle=math.inf)
+    p, q = _handed_and_staying()
+    r = next(f"r{i}" for i in range(100) if pick(f"r{i}", (0, 1, 2)) == 2)
+
+    def send(member: int, producer: str, ts: int) -> None:
+        rows = [(ts // 1000 % 6, 1, ts)]
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+
+    send(1, p, 1000)
+    send(0, q, 1000)
+    new = cluster.grow()
+    cluster.settle(1.0)
+    send(1, p, 2000)  # forwarded to member 2, which coordinates P now
+    send(new, r, 2500)
+    cluster.settle(0.5)
+    cluster.end(new, r)  # n2's input ends
+    cluster.settle(0.5)
+    send(0, q, 9000)
+    cluster.settle(0.5)
+    send(1, p, 3000)  # on time: P's 2000 holds the stream at 1700
+    cluster.settle(0.5)
+    cluster.end(1, p)
+    cluster.end(0, q)
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert cluster.late() == ref.late == 0
+    assert Counter(cluster.out) == Counter(ref.rows) and (3, 3000, 4000, 1, 1) in ref.rows
+
+
+def test_a_producer_counts_at_its_old_coordinator_until_its_new_one_closes_an_epoch_with_it():
+    """The Handover of P (epoch E) waits on a slow link while the leader's epochs go on: member 2 takes P over at
+    a later epoch than E, and member 1, held at E, hears its Taken before closing E.  P's watermark still
+    counts in every Close before the one member 2's first carries it: its next row is on time."""
+    cluster, ref = Cluster(2, idle=None), Reference(idle=math.inf)
+    p, q = _handed_and_staying()
+
+    def send(member: int, producer: str, ts: int) -> None:
+        rows = [(ts // 1000 % 6, 1, ts)]
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+
+    send(1, p, 5000)
+    send(0, q, 9000)
+    cluster.settle(0.3)
+    cluster.blocked.add((1, 2))  # (the link to the joining member: the Handover waits on it)
+    new = cluster.grow()
+    h1 = cluster.members[1].parts.handing
+    for _ in range(200):
+        cluster.tick(0.01)
+        if any(k[1] == p for k in h1.handed):
+            break
+    epoch = next(v for k, v in h1.handed.items() if k[1] == p)[2]
+    cluster.blocked.add((0, 1))  # member 1 stays at epoch E
+    c2 = cluster.members[new].parts.coordinator
+    for _ in range(200):
+        send(0, q, 9000)
+        cluster.tick(0.05)
+        if c2.epoch > epoch:
+            break
+    assert c2.epoch > epoch == cluster.members[1].parts.coordinator.epoch
+    cluster.blocked.discard((1, 2))
+    cluster.deliver()  # the Handover reaches member 2 past E; its Taken reaches member 1, still at E
+    cluster.blocked.clear()
+    cluster.settle(1.0)
+    send(1, p, 5200)  # on time: P's 5000 holds the stream at 4700
+    cluster.settle(1.0)
+    cluster.end(1, p)
+    cluster.end(0, q)
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert cluster.late() == ref.late == 0
+    assert Counter(cluster.out) == Counter(ref.rows) and (5, 5000, 6000, 2, 2) in ref.rows
+
+
+def test_a_producer_idle_before_a_coordinator_moved_stays_idle_on_the_new_node():
+    """p4, member 1's only producer, turned idle; member 1 is restored on a node 1000 s ahead.  The idle timers
+    shift by the flow clock that passed until the move, not until p4's last row: p4 stays idle, and p0's next
+    row closes windows at once, as on one node."""
+    cluster, ref = Cluster(2), Reference()
+    for member, producer, rows in [(1, "p4", [(4, 1, 100)]), (0, "p0", [(2, 2, 5000)])]:
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+    cluster.settle(3.0)  # both idle: the greatest idle mark (4700) closes [0, 1000)
+    ref.move(cluster.now)
+    assert Counter(cluster.out) == Counter(ref.rows) == Counter([(4, 0, 1000, 1, 1)])
+    cluster.restart(1, 1000.0)
+    rows = [(2, 3, 9000)]
+    cluster.publish(0, "p0", rows)
+    ref.batch("p0", rows, cluster.now)
+    cluster.settle(0.5)  # (within p0's idle timeout: its active mark alone holds the stream)
+    ref.move(cluster.now)
+    assert ref.closed == 8700 and Counter(cluster.out) == Counter(ref.rows) and (2, 5000, 6000, 1, 2) in ref.rows
+
+
+def test_the_end_of_input_alone_ends_the_producers_each_node_took_directly():
+    """Producers whose ends reach the box only as its nodes' end of input (an upstream box's out stream ends
+    without a producer's final for it): each coordinator ends the producers it took, every window closes, and
+    no member holds the box's end any more."""
+    cluster, ref = Cluster(2, idle=None), Reference(idle=math.inf)
+    for member, producer, rows in [(0, "p4", [(4, 1, 100)]), (1, "p0", [(2, 2, 5000)])]:
+        cluster.publish(member, producer, rows)
+        ref.batch(producer, rows, cluster.now)
+    cluster.settle(0.5)
+    assert not cluster.out
+    for member in range(2):
+        cluster.end_input(member)
+    cluster.settle()
+    ref.ended = True
+    ref.move(cluster.now)
+    assert Counter(cluster.out) == Counter(ref.rows) == Counter([(4, 0, 1000, 1, 1), (2, 5000, 6000, 1, 2)])
+    assert not any(op.holds_end() for op in cluster.members)

@@ -83,6 +83,8 @@ class Coordinator:
         self.stamped: dict[tuple[str, str], int] = {}  # (stream, producer) -> last seq taken in this epoch
         # in port -> what it took in this epoch, not stamped yet (in arrival order): runs of rows (lists) and Columns
         self.holding: dict[int, list[list | Columns]] = {}
+        # windowed producers taken by another coordinator -> the epoch from whose Close on they count there alone
+        self.forgetting: dict[str, int] = {}
         # counters (not state): Work rows stamped for members on this node, and for members on other nodes
         self.rows_kept = self.rows_sent = 0
         self.routing = place.layout.version  # the layout version it stamps Work with
@@ -187,6 +189,9 @@ class Coordinator:
     def poll(self, now: float) -> None:
         """A producer turned idle by ``now``: the epoch must end, so that a ``Close`` carries the marks without
         it (a quiet stream closes what its last rows closed, as on one node: node/watermarks.py)."""
+        if self.times is None:
+            return
+        self.times.windows.advance(now)  # (so a restore on another node's clock shifts the timers from here)
         due = self.idle_deadline()
         if due is not None and due <= now:
             self.times.windows.polled = now
@@ -197,13 +202,28 @@ class Coordinator:
         here until :meth:`forget` (its ``Close`` may pass before the other's takes them: P never counts nowhere)."""
         return [] if self.times is None else self.times.hand_away(producer, self.clock)
 
-    def forget(self, producer: str) -> None:
-        """The coordinator a windowed producer was handed to took it (``Taken``): its watermarks count there."""
-        if self.times is not None:
+    def forget(self, producer: str, at: int) -> None:
+        """The coordinator a windowed producer was handed to took it (``Taken``) while stamping with epoch ``at``:
+        its watermarks count there from its ``Close(at)`` on, so they stay here for every ``Close`` before ``at``
+        (the Handover and the leader's Advances travel on different links: ``at`` may be past the Handover's
+        epoch, and this coordinator may still stamp with an epoch before ``at``)."""
+        if self.times is None:
+            return
+        if at <= self.epoch:
+            self.times.forget(producer)
+        else:
+            self.forgetting[producer] = at
+
+    def _forget_due(self) -> None:
+        """Forget the handed producers whose new coordinator's Closes carry them from the epoch closing now."""
+        due = [p for p, at in self.forgetting.items() if at <= self.epoch]
+        for producer in due:
+            del self.forgetting[producer]
             self.times.forget(producer)
 
     def take_over(self, producer: str, marks: list) -> None:
         """A producer handed here with the watermarks :meth:`hand_away` gave."""
+        self.forgetting.pop(producer, None)  # (handed back before its entry here was forgotten: it stays)
         if self.times is not None and marks:
             self.times.take_over(producer, marks, self.clock)
 
@@ -277,6 +297,8 @@ class Coordinator:
             self._release_holding()
             positions = [[s, p, q] for (s, p), q in self.stamped.items()]
             self.stamped = {}
+            if self.forgetting:
+                self._forget_due()
             marks = None if self.times is None else self.times.marks(self.clock)
             for member in range(self._closing):  # the members of the epoch closed
                 self.mailbox.send(member, msg.close(self.epoch, me, positions if member == 0 else None, marks))
@@ -293,6 +315,7 @@ class Coordinator:
         return {"epoch": self.epoch, "seq": self.seq, "woke": self.woke, "routing": self.routing,
                 "stamped": [[s, p, q] for (s, p), q in self.stamped.items()],
                 "stamped_time": None if self.times is None else self.times.state(),
+                "forgetting": [[p, at] for p, at in self.forgetting.items()],
                 "holding_runs": [[port, [p.ipc() if isinstance(p, Columns) else list(p) for p in held]]
                          for port, held in self.holding.items()]}
 
@@ -302,6 +325,7 @@ class Coordinator:
         one-node box's, node/operators/m3event_time.py)."""
         self.epoch, self.seq, self.woke = int(state.get("epoch", 0)), int(state.get("seq", 0)), int(state.get("woke", -1))
         self.stamped = {(s, p): int(q) for s, p, q in state.get("stamped", [])}
+        self.forgetting = {p: int(at) for p, at in state.get("forgetting", [])}
         self.holding = {int(port): [read_columns(p) if isinstance(p, bytes) else list(p) for p in held]
                         for port, held in state.get("holding_runs", [])}
         for port, rows in state.get("holding", []):  # (a state from before columns were held: rows)

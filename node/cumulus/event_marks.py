@@ -90,9 +90,13 @@ class StampedTime:
         return windows.admit(port, producer, list(rows), None, now)[0]
 
     def end(self, port: int | None, producer: str | None) -> None:
-        """``producer`` ended its input on ``port`` (None, None: every producer of every port did)."""
-        if port is None:
+        """``producer`` ended its input on ``port`` (port None: on every port; None, None: every producer of every
+        port did)."""
+        if port is None and producer is None:
             self.windows.end()
+        elif port is None:
+            for wp in self.windows.ports.values():
+                wp.marks.end(producer)
         elif port in self.windows.ports:
             self.windows.ports[port].marks.end(producer)
 

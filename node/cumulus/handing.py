@@ -14,7 +14,7 @@ member, where each producer's batches go, and its part of ``state()``:
   it stamped whose pick is now that member, with the last sequence number it
   stamped.  A batch of such a producer that still reaches ``m`` is not
   stamped: it goes on as ``Forward`` on the same ordered link.  Once the
-  new coordinator answered ``Taken(E)`` (it stamps with ``E`` and knows
+  new coordinator answered ``Taken(E, at)`` (it stamps with ``at >= E`` and knows
   where each handed producer is), the node acknowledges such batches with
   a hint naming it (:meth:`Handing.moved_to`, ``Ack.moved``), so the
   publisher redirects its link there (``client/publisher.py``): no direct
@@ -101,7 +101,8 @@ class Handing:
         self.waiting: list[list] = []  # direct batches [stream, producer, seq, port, rows] waiting for Handovers
         self.early: list[list] = []  # Handover/Forward messages of an epoch this member does not stamp with yet
         self.taken: dict[int, int] = {}  # member -> the last epoch whose Handover it took (``Taken``)
-        self.ending: list[list] = []  # windowed producers' ends waiting for their batches here: [producer, port]
+        # windowed producers' ends waiting for their batches here: [producer, port] ([None, None]: the input's)
+        self.ending: list[list] = []
         self.forwarded = 0  # batches forwarded (a counter, not state)
 
     def _pick(self, producer: str, listed: Listed) -> int:
@@ -149,16 +150,30 @@ class Handing:
         self.ending.append([producer, port])
         self._end_ready()
 
+    def input_ended(self) -> None:
+        """The box's input ended on this member's node (node/router.py's ``end_of_input``: every producer the
+        node took it from ended).  Not every producer this coordinator keeps: one handed here may still publish
+        to another node, which forwards its batches.  So it ends, once no batch is held nor waiting here, the
+        producers it took directly, not handed here nor away (each ended on this node; their own ends, through
+        :meth:`ended`, usually came first: an upstream box's out stream ends without them)."""
+        self.ending.append([None, None])
+        self._end_ready()
+
     def _end_ready(self) -> None:
         """The ends waiting for batches of their producers that are not held nor waiting any more."""
         if not self.ending:
             return
         busy = {k[1] for k in self.held} | {w[1] for w in self.waiting}
-        ready = [e for e in self.ending if e[0] not in busy]
+        ready = [e for e in self.ending if e[0] not in busy and (e[0] is not None or not busy)]
         if ready:
-            self.ending = [e for e in self.ending if e[0] in busy]
+            self.ending = [e for e in self.ending if e[0] in busy or e[0] is None and busy]
             for producer, port in ready:
-                self.coordinator.ended(port, producer)
+                if producer is not None:
+                    self.coordinator.ended(port, producer)
+                    continue
+                for key in self.seen:
+                    if key not in self.gained and key not in self.handed:
+                        self.coordinator.ended(None, key[1])
 
     def _moving_here(self, producer: str) -> bool:
         """Whether a producer this member never saw may be one handed to it whose Handover is not in yet."""
@@ -215,18 +230,20 @@ class Handing:
         """A ``Handover`` or ``Forward``; one of an epoch this member does not stamp with yet waits for it."""
         if m[0] == msg.TAKEN:
             self.taken[m[2]] = max(m[1], self.taken.get(m[2], -1))
+            at = m[3] if len(m) > 3 else m[1]  # (a Taken of a version before ``at``: the Handover's epoch)
             for (_, producer), (target, _, epoch) in self.handed.items():
-                if target == m[2] and epoch <= m[1]:  # (its watermarks went with the Handover: they count there)
-                    self.coordinator.forget(producer)
+                if target == m[2] and epoch <= m[1]:  # (its watermarks went with the Handover: they count there
+                    self.coordinator.forget(producer, at)  # from the taker's Close(at) on, here until then)
             return
         if m[1] > self.coordinator.epoch:
             self.early.append(m)
             return
         if m[0] == msg.HANDOVER:
-            self.mailbox.send(m[2], msg.taken(m[1], self.place.member))
+            self.mailbox.send(m[2], msg.taken(m[1], self.place.member, self.coordinator.epoch))
             for stream, producer, last, *marks in m[3]:  # (a Handover of a version before marks: 3 fields)
                 key = (stream, producer)
-                if marks:  # the producer's watermarks, which the old coordinator forgot as it sent them
+                if marks:  # the producer's watermarks: they count here from the Close of the epoch stamped with
+                    # now, which ``Taken`` names (the old coordinator keeps them for its Closes before it)
                     self.coordinator.take_over(producer, marks[0])
                 self.handed.pop(key, None)  # (handed back here)
                 self.gained[key] = max(int(last) + 1, self.gained.get(key, 0))
@@ -335,7 +352,7 @@ class Handing:
         for s, p, q, port, rows in h["held"]:
             self.held.setdefault((s, p), {})[int(q)] = [int(port), self._rows(rows)]
         self.awaiting = [int(m) for m in h["awaiting"]]
-        self.ending = [[p, int(port)] for p, port in h.get("ending", [])]
+        self.ending = [[p, None if port is None else int(port)] for p, port in h.get("ending", [])]
         self.taken = {int(m): int(e) for m, e in h.get("taken", [])}
         self.waiting = [[s, p, int(q), int(port), self._rows(rows)] for s, p, q, port, rows in h["waiting"]]
         self.early = [list(m) for m in h["early"]]

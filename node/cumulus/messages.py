@@ -25,8 +25,9 @@ tag    message      from → to                     fields
 ``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq, marks]]: the
                                                   producers it hands over at E (one to every coordinator of E, maybe
                                                   empty), with a windowed producer's watermark
-``t``  Taken        coordinator → coordinator     epoch E, member: it took the Handover of E (now a hint may
-                                                  send the handed producers' publishers to it)
+``t``  Taken        coordinator → coordinator     epoch E, member, at: it took the Handover of E while stamping
+                                                  with ``at`` (now a hint may send the handed producers'
+                                                  publishers to it; their watermarks count there from ``at``)
 ``o``  Forward      coordinator → coordinator     epoch, from, stream, producer, seq, port, rows: a batch of a
                                                   producer handed over, taken after E (docs/cumulus.md §6.5); rows
                                                   None: a windowed producer's end, behind its batches
@@ -123,8 +124,10 @@ def handover(epoch: int, coord: int, producers: list) -> Message:
     return [HANDOVER, epoch, coord, producers]
 
 
-def taken(epoch: int, member: int) -> Message:
-    return [TAKEN, epoch, member]
+def taken(epoch: int, member: int, at: int) -> Message:
+    """``member`` took the Handover of ``epoch`` while stamping with epoch ``at`` (``at >= epoch``): a windowed
+    producer's watermark counts there from ``Close(at)`` on.  A Taken of a version before ``at`` has 3 fields."""
+    return [TAKEN, epoch, member, at]
 
 
 def forward(epoch: int, coord: int, stream: str, producer: str, seq: int, port: int,

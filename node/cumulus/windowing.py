@@ -81,10 +81,11 @@ class WindowedPartOperator(PartOperator):
         return self.host.run(now)
 
     def end_of_input(self, now: float) -> Emitted:
-        """Every producer this node took the box's input from ended."""
+        """Every producer this node took the box's input from ended: each hosted coordinator ends those of them
+        it keeps, after their batches (not every producer it keeps: node/cumulus/handing.py ``input_ended``)."""
         self._clock(now)
         for op in self.hosted.values():
-            op.parts.coordinator.ended(None, None)
+            op.parts.handing.input_ended()
         return self.host.run(now)
 
     def holds_end(self) -> bool:

@@ -172,8 +172,12 @@ class Windows:
 
     def frontier(self, now: float) -> float:
         """The least watermark of the windowed streams at flow clock ``now``: windows ending by it are closed."""
-        self.at = max(self.at, now)
+        self.advance(now)
         return min(wp.marks.watermark(now) for wp in self.ports.values())
+
+    def advance(self, now: float) -> None:
+        """The flow clock reached ``now`` (rows or not): a restore shifts the idle timers by the clock since."""
+        self.at = max(self.at, now)
 
     def end(self) -> None:
         """Every producer of the box's input ended (the router's end of input): every window closes."""
