@@ -76,8 +76,12 @@ def _grouped(item: exp.Expression) -> _Grouped | None:
             return None
         outputs[e.alias_or_name.lower()] = unparen(e.this if type(e) is exp.Alias else e)
     where = body.args.get("where")
-    text = " ".join(x.sql() for x in [_from(body), *(body.args.get("joins") or []), *([where] if where else [])])
-    return _Grouped(item, item.alias.lower(), text, tuple(c.sql() for c in cols), outputs)
+    try:  # (a tree sqlglot cannot print is no rollup: the front end refuses what is wrong with it, by name)
+        text = " ".join(x.sql() for x in [_from(body), *(body.args.get("joins") or []), *([where] if where else [])])
+        keys = tuple(c.sql() for c in cols)
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return None
+    return _Grouped(item, item.alias.lower(), text, keys, outputs)
 
 
 def _conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
