@@ -43,9 +43,6 @@ _TYPES = r"""
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 /* a trigger's result: 0 done, -1 out of memory or an injected failure, -2 no such trigger,
    RT_OVERFLOW an INT sum or product beyond 64 bits (rt->ovf_map: the map whose statement it was) */
@@ -80,26 +77,6 @@ typedef struct rt rt_t;
 """
 
 _MAPS = r"""
-/* realloc for the maps' big arrays (pool columns, slot tables, the journal), growing from ``old`` bytes to ``n``:
-   a block of 2 MB or more is placed on a 2 MB boundary and asked to be backed by transparent huge pages
-   (madvise, for a kernel whose THP mode is "madvise"), so filling it takes one page fault per 2 MB instead of 512
-   and the random probes of a table larger than the cache miss the TLB less.  Only a hint: without THP, or on
-   other systems, the pages are the usual ones.  Like realloc, on failure NULL and ``p`` untouched. */
-#define HUGE_MIN ((size_t)2 << 20)
-static void *big_realloc(void *p, size_t old, size_t n) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (n >= HUGE_MIN) {
-        void *q;
-        if (posix_memalign(&q, HUGE_MIN, n)) return NULL;
-        madvise(q, n & ~(HUGE_MIN - 1), MADV_HUGEPAGE);
-        if (p) { memcpy(q, p, old); free(p); }
-        return q;
-    }
-#endif
-    (void)old;
-    return realloc(p, n);
-}
-
 static inline uint32_t hkey(const int64_t *k, const index_t *t) {
     if (t->ident) { uint64_t x = (uint64_t)k[t->pos[0]]; return (uint32_t)((x ^ (x >> 32)) * 3u); }
     uint64_t h = 0x9E3779B97F4A7C15ULL;
@@ -163,7 +140,7 @@ static int tab_grow(index_t *t) {
     int64_t live = t->used - t->tomb;
     int64_t cap = 16;
     while (cap < (live + 1) * 4) cap <<= 1;
-    slot_t *ns = big_realloc(NULL, 0, sizeof(slot_t) * cap);
+    slot_t *ns = malloc(sizeof(slot_t) * cap);
     if (!ns) return -1;
     for (int64_t i = 0; i < cap; i++) ns[i].id = -1;
     for (int64_t i = 0; i < t->cap; i++) {
@@ -205,15 +182,15 @@ static int tab_mix(map_t *m, index_t *t) {
 
 static int pool_grow(map_t *m) {
     int64_t cap = m->pcap ? m->pcap * 2 : 64;
-    int64_t *keys = big_realloc(m->keys, sizeof(int64_t) * m->pcap * m->stride, sizeof(int64_t) * cap * m->stride);
+    int64_t *keys = realloc(m->keys, sizeof(int64_t) * cap * m->stride);
     if (!keys) return -1; m->keys = keys;
-    val_t *vals = big_realloc(m->vals, sizeof(val_t) * m->pcap, sizeof(val_t) * cap); if (!vals) return -1; m->vals = vals;
-    uint8_t *live = big_realloc(m->live, m->pcap, cap); if (!live) return -1; m->live = live;
-    uint32_t *hash = big_realloc(m->hash, sizeof(uint32_t) * m->pcap, sizeof(uint32_t) * cap); if (!hash) return -1; m->hash = hash;
-    int32_t *fl = big_realloc(m->freelist, sizeof(int32_t) * m->pcap, sizeof(int32_t) * cap); if (!fl) return -1; m->freelist = fl;
+    val_t *vals = realloc(m->vals, sizeof(val_t) * cap); if (!vals) return -1; m->vals = vals;
+    uint8_t *live = realloc(m->live, cap); if (!live) return -1; m->live = live;
+    uint32_t *hash = realloc(m->hash, sizeof(uint32_t) * cap); if (!hash) return -1; m->hash = hash;
+    int32_t *fl = realloc(m->freelist, sizeof(int32_t) * cap); if (!fl) return -1; m->freelist = fl;
     for (int i = 0; i < m->nidx; i++) {
-        int32_t *nx = big_realloc(m->idx[i].next, sizeof(int32_t) * m->pcap, sizeof(int32_t) * cap); if (!nx) return -1; m->idx[i].next = nx;
-        int32_t *pv = big_realloc(m->idx[i].prev, sizeof(int32_t) * m->pcap, sizeof(int32_t) * cap); if (!pv) return -1; m->idx[i].prev = pv;
+        int32_t *nx = realloc(m->idx[i].next, sizeof(int32_t) * cap); if (!nx) return -1; m->idx[i].next = nx;
+        int32_t *pv = realloc(m->idx[i].prev, sizeof(int32_t) * cap); if (!pv) return -1; m->idx[i].prev = pv;
     }
     m->pcap = cap;
     return 0;
@@ -291,7 +268,7 @@ static int journal(rt_t *rt, map_t *m, const int64_t *k, val_t old) {
     if (m->jwn + rec > m->jwcap) {
         int64_t cap = m->jwcap ? m->jwcap * 2 : 1024;
         while (cap < m->jwn + rec) cap *= 2;
-        int64_t *j = big_realloc(m->jw, sizeof(int64_t) * m->jwcap, sizeof(int64_t) * cap); if (!j) return -1;
+        int64_t *j = realloc(m->jw, sizeof(int64_t) * cap); if (!j) return -1;
         m->jw = j; m->jwcap = cap;
     }
     memcpy(m->jw + m->jwn, k, sizeof(int64_t) * m->arity);
