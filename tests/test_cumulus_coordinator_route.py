@@ -21,7 +21,7 @@ from pathlib import Path
 from boreas.catalog.slice_topology import partition_consumers
 from boreas.catalog.slices import SliceMaker, stream_route
 from boreas.catalog.xmlcodec import decode, to_text
-from boreas.client.publisher import pick_entries
+from boreas.client.entries import pick_entries
 from boreas.m3.cumulus import relayout as changes
 from boreas.m3.cumulus.coordinators import pick
 from boreas.m3.cumulus.layout import even_layout
