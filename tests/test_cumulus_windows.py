@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import math
 import random
-import zlib
-from collections import Counter, deque
+from collections import Counter
 
-import msgspec
 import pytest
-from boreas.catalog.model import Box, Field, FieldType, InPort, Partition, Schema
-from boreas.m3.boxtype import infer_m3, plan_m3_partition
-from boreas.m3.cumulus import relayout as changes
+from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
 from boreas.m3.cumulus import slot
-from boreas.node.cumulus import messages as msg
-from boreas.node.cumulus.windowing import WindowedPartOperator, part_operator
+from boreas.node.cumulus.windowing import WindowedPartOperator
 from boreas.wire.columns import from_rows
+from support.member_cluster import MemberCluster
 from support.watermark_reference import WatermarkReference
 
 BID = Schema("BidTuple", (Field("auction", FieldType.INT), Field("price", FieldType.INT), Field("ts", FieldType.LONG)))
@@ -62,99 +58,21 @@ class Reference(WatermarkReference):
         self.closed = max(self.closed, mark)
 
 
-class Cluster:
-    """Members of box ``w`` on nodes n0..n{k-1}, their links, a flow clock."""
+class Cluster(MemberCluster):
+    """Members of box ``w`` on nodes n0..n{k-1}; every row they emit, with the member that emitted it."""
 
     def __init__(self, kind: str, members: int, rng: random.Random, columns: bool = False):
-        nodes = tuple(f"n{i}:1" for i in range(members))
-        self.box = Box("w", "m3", (InPort("Bid"),), ("Out",), (("sql", sql(kind)),))
-        self.outputs = infer_m3(self.box, [BID])
-        self.partition = plan_m3_partition(self.box, [BID], Partition("w", nodes, count=6, key="auction",
-                                                                      epoch_ms=100))
-        self.members = [part_operator(self.box, [BID], self.outputs, self.partition, n) for n in nodes]
+        super().__init__(Box("w", "m3", (InPort("Bid"),), ("Out",), (("sql", sql(kind)),)), BID, "auction",
+                         members, rng)
         assert all(isinstance(op, WindowedPartOperator) for op in self.members)
-        self.links: dict[tuple[int, int], deque] = {}
-        self.rng, self.now = rng, 0.0
         self.out: list[tuple[int, tuple]] = []  # (member, row) of every row emitted
-        self.relayouts = 0
         self.columns = columns  # batches published as Arrow columns (the coordinators' and members' numpy paths)
 
-    def _collect(self, src: int, emitted) -> None:
-        op = self.members[src]
-        for port, rows in emitted:
-            if port == 0:
-                self.out.extend((src, tuple(r)) for r in (rows if isinstance(rows, list) else rows.rows()))
-                continue
-            dst = int(op.internal_streams().outputs[port - 1][0].rsplit("@", 1)[1])
-            self.links.setdefault((src, dst), deque()).append([list(m) for m in rows])
+    def emitted(self, member: int, rows) -> None:
+        self.out.extend((member, tuple(r)) for r in (rows if isinstance(rows, list) else rows.rows()))
 
     def publish(self, producer: str, seq: int, rows: list[tuple]) -> None:
-        member = zlib.crc32(producer.encode()) % len(self.members)  # the member its publisher picks
-        batch = from_rows(rows, BID) if self.columns else rows
-        self._collect(member, self.members[member].process_from(0, batch, self.now, ("Bid", producer, seq)))
-
-    def end(self, producer: str) -> None:
-        member = zlib.crc32(producer.encode()) % len(self.members)
-        self._collect(member, self.members[member].producer_ended(0, producer, self.now))
-
-    def deliver_one(self) -> bool:
-        busy = [k for k, q in self.links.items() if q]
-        if not busy:
-            return False
-        src, dst = self.rng.choice(busy)
-        op = self.members[dst]
-        self._collect(dst, op.process(op.internal_streams().inputs[f"w@{dst}"], self.links[(src, dst)].popleft(),
-                                      self.now))
-        return True
-
-    def tick(self, seconds: float) -> None:
-        self.now += seconds
-        for i, op in enumerate(self.members):
-            deadline = op.next_deadline()
-            if deadline is not None and deadline <= self.now:
-                self._collect(i, op.poll(self.now))
-
-    def settle(self) -> None:
-        for _ in range(100_000):
-            if self.deliver_one():
-                continue
-            if any(op.next_deadline() is not None and op.next_deadline() <= self.now + 0.2 for op in self.members):
-                self.tick(0.1)
-                continue
-            return
-        raise AssertionError("the members did not settle")
-
-    def relayout(self) -> bool:
-        """Ask the leader for a random move, split or rebalance (as ``boreas move/split/rebalance`` would)."""
-        leader = self.members[0]
-        if leader.relayout_busy() is not None:
-            return False
-        lay = leader.latest_layout
-        kind = self.rng.choice(["move", "split", "rebalance"])
-        try:
-            if kind == "move":
-                seg = self.rng.choice(lay.segments)
-                new = changes.move(lay, seg.id, self.rng.choice([m for m in range(len(lay.members)) if m != seg.member]))
-            elif kind == "split":
-                new = changes.split(lay, self.rng.choice(lay.segments).id)
-            else:
-                counts = Counter()
-                for op in self.members:
-                    for sid, per_map in op.segment_entries().items():
-                        counts[sid] += sum(per_map.values())
-                new = changes.rebalance(lay, counts)
-        except (ValueError, IndexError):
-            return False
-        self.relayouts += 1
-        self._collect(0, leader.process(1, [msg.request(f"change/{self.relayouts}", new.to_dict())], self.now))
-        return True
-
-    def restart(self, member: int) -> None:
-        """Member ``member`` continues from its own state (a snapshot restored on a restarted node)."""
-        op = self.members[member]
-        fresh = part_operator(self.box, [BID], self.outputs, self.partition, op.endpoint)
-        fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.now)
-        self.members[member] = fresh
+        super().publish(producer, seq, from_rows(rows, BID) if self.columns else rows)
 
 
 def stream(rng: random.Random, producers: list[str], count: int) -> list[tuple[str, list[tuple]]]:

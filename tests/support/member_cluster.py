@@ -1,0 +1,124 @@
+"""Members of one partitioned ``m3`` box in process, for the windowed and top-N member tests.
+
+Real :class:`~boreas.node.cumulus.part.PartOperator`\\s on nodes ``n0..n{k-1}``; the messages between members
+wait on per-link queues and are delivered one at a time from a random busy link (each link in its order), the
+flow clock moves by :meth:`MemberCluster.tick`, and :meth:`MemberCluster.relayout` asks the leader for a random
+move, split or rebalance as ``boreas move/split/rebalance`` would.  A test's subclass says what it keeps of the
+rows the box emits (:meth:`MemberCluster.emitted`).  :mod:`support.cumulus_sim` is the general harness (any
+program, several relations); this one is the small shape both tests share.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections import Counter, deque
+
+import msgspec
+from boreas.catalog.model import Box, Partition, Schema
+from boreas.m3.boxtype import infer_m3, plan_m3_partition
+from boreas.m3.cumulus import relayout as changes
+from boreas.node.cumulus import messages as msg
+from boreas.node.cumulus.windowing import part_operator
+
+
+class MemberCluster:
+    """The members of box ``box`` reading ``schema`` on port 0, partitioned by ``key`` over ``members`` nodes."""
+
+    def __init__(self, box: Box, schema: Schema, key: str, members: int, rng: random.Random):
+        nodes = tuple(f"n{i}:1" for i in range(members))
+        self.box, self.schema, self.stream = box, schema, box.inputs[0].stream
+        self.outputs = infer_m3(box, [schema])
+        self.partition = plan_m3_partition(box, [schema], Partition(box.name, nodes, count=6, key=key, epoch_ms=100))
+        self.members = [part_operator(box, [schema], self.outputs, self.partition, n) for n in nodes]
+        self.links: dict[tuple[int, int], deque] = {}
+        self.rng, self.now = rng, 0.0
+        self.relayouts = 0
+
+    def emitted(self, member: int, rows) -> None:
+        """Rows the box emitted on its out stream at ``member`` (a subclass keeps what its test compares)."""
+        raise NotImplementedError
+
+    def _collect(self, src: int, emitted) -> None:
+        op = self.members[src]
+        for port, rows in emitted:
+            if port == 0:
+                self.emitted(src, rows)
+                continue
+            dst = int(op.internal_streams().outputs[port - 1][0].rsplit("@", 1)[1])
+            self.links.setdefault((src, dst), deque()).append([list(m) for m in rows])
+
+    def member_of(self, producer: str) -> int:
+        """The member a producer's publisher picks before any layout change lists coordinators."""
+        return zlib.crc32(producer.encode()) % len(self.members)
+
+    def publish(self, producer: str, seq: int, batch) -> None:
+        member = self.member_of(producer)
+        self._collect(member, self.members[member].process_from(0, batch, self.now, (self.stream, producer, seq)))
+
+    def end(self, producer: str) -> None:
+        member = self.member_of(producer)
+        self._collect(member, self.members[member].producer_ended(0, producer, self.now))
+
+    def deliver_one(self) -> bool:
+        busy = [k for k, q in self.links.items() if q]
+        if not busy:
+            return False
+        src, dst = self.rng.choice(busy)
+        op = self.members[dst]
+        inbound = op.internal_streams().inputs[f"{self.box.name}@{dst}"]
+        self._collect(dst, op.process(inbound, self.links[(src, dst)].popleft(), self.now))
+        return True
+
+    def tick(self, seconds: float) -> None:
+        self.now += seconds
+        for i, op in enumerate(self.members):
+            deadline = op.next_deadline()
+            if deadline is not None and deadline <= self.now:
+                self._collect(i, op.poll(self.now))
+
+    def settle(self, relayouts_too: bool = False) -> None:
+        """Deliver and tick until nothing is due (and, with ``relayouts_too``, no layout change is in progress)."""
+        for _ in range(100_000):
+            if self.deliver_one():
+                continue
+            if any(op.next_deadline() is not None and op.next_deadline() <= self.now + 0.2 for op in self.members):
+                self.tick(0.1)
+                continue
+            if relayouts_too and self.members[0].relayout_busy() is not None:
+                self.tick(0.1)
+                continue
+            return
+        raise AssertionError("the members did not settle")
+
+    def relayout(self) -> bool:
+        """Ask the leader for a random move, split or rebalance; False when it is busy or the change is not possible."""
+        leader = self.members[0]
+        if leader.relayout_busy() is not None:
+            return False
+        lay = leader.latest_layout
+        kind = self.rng.choice(["move", "split", "rebalance"])
+        try:
+            if kind == "move":
+                seg = self.rng.choice(lay.segments)
+                new = changes.move(lay, seg.id, self.rng.choice([m for m in range(len(lay.members)) if m != seg.member]))
+            elif kind == "split":
+                new = changes.split(lay, self.rng.choice(lay.segments).id)
+            else:
+                counts: Counter = Counter()
+                for op in self.members:
+                    for sid, per_map in op.segment_entries().items():
+                        counts[sid] += sum(per_map.values())
+                new = changes.rebalance(lay, counts)
+        except (ValueError, IndexError):
+            return False
+        self.relayouts += 1
+        self._collect(0, leader.process(1, [msg.request(f"change/{self.relayouts}", new.to_dict())], self.now))
+        return True
+
+    def restart(self, member: int) -> None:
+        """Member ``member`` continues from its own state (a snapshot restored on a restarted node)."""
+        op = self.members[member]
+        fresh = part_operator(self.box, [self.schema], self.outputs, self.partition, op.endpoint)
+        fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.now)
+        self.members[member] = fresh
