@@ -14,7 +14,10 @@ replays the log entries committed since (the log keeps the last
 
 A copy is written after a commit once the log since the last copy holds
 :data:`EVERY_CHANGES` element changes, or :data:`EVERY_COMMITS` commits:
-replaying the tail costs little next to the copy.  Its chunks are created
+replaying the tail costs little next to the copy; and right after a
+reader had to read a catalog of :data:`EVERY_CHANGES` elements or more one
+by one, so that only one start pays for that.  A copy older than the one
+pointed at is never pointed at.  Its chunks are created
 first and ``/catalog/snapshot`` is pointed at them last, so a reader never
 sees half a copy; the previous copy's chunks are deleted afterwards.  A
 reader that finds a chunk gone (deleted under it) or the log tail pruned
@@ -127,6 +130,11 @@ class WholeCopies:
         after the next commit if the catalog is big)."""
         self._elements, self._version = dict(elements), version
         self._due = CopyDue(copy or 0, len(elements) if copy is None else changes, commits)
+        if copy is None and self._due.due():
+            # Read one by one (no copy, or the log since it pruned): at 100,000 elements that is most of a
+            # Head's start.  Written now, the next reader (the next Head's start) reads a few znodes instead,
+            # even if nothing is ever committed through this store (a catalog built by another tool).
+            self._write_due()
 
     def forget(self) -> None:
         self._elements = None
@@ -142,14 +150,23 @@ class WholeCopies:
         self._version = replay(self._elements, [Commit(base_version + 1, tuple(changes))], base_version)
         self._due.note(len(changes))
         if self._due.due():
-            try:
-                self.write(self._version, self._elements)
-                self._due.written(self._version)
-            except Exception as exc:  # the commit succeeded; readers fall back to the elements
-                log.warning("could not write a whole copy of the catalog at version %d: %r", self._version, exc)
+            self._write_due()
+
+    def _write_due(self) -> None:
+        """Write the copy of the elements kept; best effort (tried again after the next commit)."""
+        assert self._elements is not None
+        try:
+            self.write(self._version, self._elements)
+            self._due.written(self._version)
+        except Exception as exc:  # the commit (or the read) succeeded; readers fall back to the elements
+            log.warning("could not write a whole copy of the catalog at version %d: %r", self._version, exc)
 
     def write(self, version: int, elements: dict[tuple[str, str], str]) -> None:
-        """Write the copy of ``elements`` at ``version``, point readers at it, drop the one before."""
+        """Write the copy of ``elements`` at ``version``, point readers at it, drop the one before (none when a
+        newer copy is there already: another writer's, which readers should keep reading)."""
+        before = self._pointed()
+        if before is not None and before[0] >= version:
+            return
         chunks = encode_copy(elements)
         base = f"{self._dir}/{version}"
         self._client.ensure_path(base)
@@ -159,7 +176,10 @@ class WholeCopies:
                 wait_reply(result)
             except NodeExistsError:  # a copy of this version written before (the same elements)
                 pass
-        before = self._pointed()
+        before = self._pointed()  # (again: another writer may have pointed at a newer copy meanwhile)
+        if before is not None and before[0] > version:
+            self._delete(version)
+            return
         pointer = json.dumps({"version": version, "chunks": len(chunks)}).encode()
         try:
             wait_reply(self._client.create_async(self._pointer, pointer))
