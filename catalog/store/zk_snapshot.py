@@ -23,7 +23,9 @@ sees half a copy; the previous copy's chunks are deleted afterwards.  A
 reader that finds a chunk gone (deleted under it) or the log tail pruned
 reads the elements one by one, as without a copy.  The copy is written from
 the elements the store instance already holds (read at start, kept up to
-date by its own commits), so writing it reads nothing back.
+date by its own commits), so writing it reads nothing back, and on a thread
+of its own: the commit that made it due does not wait for it (at 100,000
+boxes, 0.3 s of CPU encoding 25 MB of element text into 2.3 MB).
 
 :class:`WholeCopies` is the one owner of that state (the kept elements, how
 far the log has run since the last copy); the store tells it what it read
@@ -43,6 +45,7 @@ import json
 import logging
 import zlib
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
@@ -122,6 +125,11 @@ class WholeCopies:
         self._elements: dict[tuple[str, str], str] | None = None
         self._version = -1
         self._due = CopyDue()
+        # Copies are written on this one thread, off the commit that made one due (encoding 100,000
+        # elements is about 0.3 s of CPU); close() waits for the one under way.
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="zk-catalog-copy")
+        self._writing: Future[None] | None = None
+        self._failed = False  # the last copy could not be written: try again after the next commit
 
     def kept(self, version: int, elements: dict[tuple[str, str], str], copy: int | None,
              changes: int = 0, commits: int = 0) -> None:
@@ -142,24 +150,39 @@ class WholeCopies:
     def committed(self, base_version: int, changes: Sequence[Change]) -> None:
         """This store committed ``changes`` on ``base_version``: keep up, and write a copy when one is due.
 
-        Best effort: a copy that cannot be written is tried again after the next commit.
+        Best effort, and off the commit (:meth:`_write_due`): a copy that cannot be written is tried again
+        after the next commit.
         """
         if self._elements is None or self._version != base_version:
             self._elements = None
             return
         self._version = replay(self._elements, [Commit(base_version + 1, tuple(changes))], base_version)
         self._due.note(len(changes))
-        if self._due.due():
+        if self._due.due() or self._failed:
             self._write_due()
 
     def _write_due(self) -> None:
-        """Write the copy of the elements kept; best effort (tried again after the next commit)."""
+        """Write the copy of the elements kept, on the writer thread (the commit or the read returns at once;
+        the elements as of now are copied for it: a dict copy, milliseconds).  One copy at a time: while one
+        is written, the next commit tries again."""
         assert self._elements is not None
+        if self._writing is not None and not self._writing.done():
+            return
+        version, elements = self._version, dict(self._elements)
+        self._due.written(version)
+        self._failed = False
+        self._writing = self._writer.submit(self._write_quietly, version, elements)
+
+    def _write_quietly(self, version: int, elements: dict[tuple[str, str], str]) -> None:
         try:
-            self.write(self._version, self._elements)
-            self._due.written(self._version)
+            self.write(version, elements)
         except Exception as exc:  # the commit (or the read) succeeded; readers fall back to the elements
-            log.warning("could not write a whole copy of the catalog at version %d: %r", self._version, exc)
+            self._failed = True
+            log.warning("could not write a whole copy of the catalog at version %d: %r", version, exc)
+
+    def close(self) -> None:
+        """Wait for the copy being written, if any (the store closes its client after this)."""
+        self._writer.shutdown(wait=True)
 
     def write(self, version: int, elements: dict[tuple[str, str], str]) -> None:
         """Write the copy of ``elements`` at ``version``, point readers at it, drop the one before (none when a
