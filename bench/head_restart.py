@@ -29,15 +29,18 @@ import contextlib
 import logging
 import multiprocessing
 import resource
+import statistics
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
-from boreas.catalog import Catalog, open_store, read_document
-from boreas.catalog.elements import apply_commit, commit_touched
+from boreas.catalog import Catalog, Change, open_store, read_document
+from boreas.catalog.elements import apply_commit, catalog_from_snapshot, commit_touched
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_checkpoint import save_index
 from boreas.catalog.submission import apply_submission
+from boreas.catalog.xmlcodec import to_text
 from boreas.head.bulk import bulk_step, declared
 from boreas.head.service import HeadService
 from boreas.m3.boxtype import box_types
@@ -61,6 +64,7 @@ def main() -> None:
                 cpu, wall = in_fresh_process(url, f"{kind}, start {n}", profile)
                 print(f"{kind}: Head start {n} at {args.boxes:,} boxes: {cpu:.2f} s CPU, {wall:.2f} s wall "
                       f"(load average {load()})", flush=True)
+            time_commits(url)
 
 
 @contextlib.contextmanager
@@ -95,6 +99,36 @@ def build(url: str, boxes: int, nodes: int, parts: int) -> None:
     print(f"{url.split(':')[0]}: built {len(catalog.boxes):,} boxes (version {catalog.version}) in "
           f"{time.process_time() - cpu:.1f} s CPU, {time.perf_counter() - wall:.1f} s wall; index "
           f"{size / 1e6:.1f} MB (load average {load()})", flush=True)
+
+
+#: One-box commits timed after the build (each box's text written again with its node changed).
+COMMITS = 30
+
+
+def time_commits(url: str) -> None:
+    """Print the median CPU and wall time of a one-box commit (as a move commits) through a store that read the
+    catalog first, as the Head's does."""
+    with open_store(url) as store:
+        catalog = catalog_from_snapshot(store.snapshot())
+        cpu, wall = commits(store, catalog)
+    print(f"{url.split(':')[0]}: one-box commit at {len(catalog.boxes):,} boxes, median of {COMMITS}: "
+          f"{cpu * 1000:.1f} ms CPU, {wall * 1000:.1f} ms wall (load average {load()})", flush=True)
+
+
+def commits(store, catalog: Catalog) -> tuple[float, float]:
+    """Median CPU and wall seconds of :data:`COMMITS` one-box commits through ``store``; then undone."""
+    cpu, wall = [], []
+    version = catalog.version
+    boxes = sorted(catalog.boxes)[:COMMITS]
+    for name in boxes:
+        box = catalog.boxes[name]
+        moved = to_text(replace(box, node="elsewhere:15000"))
+        c, w = time.process_time(), time.perf_counter()
+        version = store.commit(version, [Change("box", name, moved)]).version
+        cpu.append(time.process_time() - c)
+        wall.append(time.perf_counter() - w)
+    store.commit(version, [Change("box", n, to_text(catalog.boxes[n])) for n in boxes])
+    return statistics.median(cpu), statistics.median(wall)
 
 
 def in_fresh_process(url: str, how: str, profile: str | None) -> tuple[float, float]:
