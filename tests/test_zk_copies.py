@@ -70,3 +70,41 @@ def test_with_the_log_since_the_copy_pruned_the_catalog_is_read_element_by_eleme
     with open_store(url) as reader:
         snapshot = reader.snapshot()
         assert snapshot.version == version and snapshot.elements == expected
+
+
+def copy_pointer(server: str, url: str) -> bytes | None:
+    """The data of ``/<chroot>/catalog/snapshot`` (None: no copy)."""
+    client = KazooClient(hosts=server)
+    client.start()
+    try:
+        found = client.exists(f"/{url.rsplit('/', 1)[1]}/catalog/snapshot")
+        return client.get(f"/{url.rsplit('/', 1)[1]}/catalog/snapshot")[0] if found else None
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_a_big_catalog_read_element_by_element_is_copied_for_the_next_reader(zookeeper_server):
+    """A catalog committed by a store that never read one (no copy kept: another tool) is read one by one once;
+    that reader writes the copy, and the next reads it (and the same elements)."""
+    url = f"zk://{zookeeper_server}/copies-{uuid.uuid4().hex[:8]}"
+    with open_store(url) as writer:  # commits without a snapshot first: it keeps no elements, writes no copy
+        writer.commit(0, [Change("schema", f"S{n}", schema(n)) for n in range(BIG)])
+        writer.commit(1, [Change("schema", "S1", None)])
+    assert copy_pointer(zookeeper_server, url) is None
+    with open_store(url) as first:
+        expected = first.snapshot().elements
+    assert len(expected) == BIG - 1 and ("schema", "S1") not in expected
+    assert b'"version": 2' in (copy_pointer(zookeeper_server, url) or b"")
+    with open_store(url) as second:
+        snapshot = second.snapshot()
+        assert snapshot.version == 2 and snapshot.elements == expected
+
+
+def test_a_small_catalog_read_element_by_element_writes_no_copy(zookeeper_server):
+    url = f"zk://{zookeeper_server}/copies-{uuid.uuid4().hex[:8]}"
+    with open_store(url) as writer:
+        writer.commit(0, [Change("schema", f"S{n}", schema(n)) for n in range(10)])
+    with open_store(url) as reader:
+        assert len(reader.snapshot().elements) == 10
+    assert copy_pointer(zookeeper_server, url) is None

@@ -376,6 +376,7 @@ class ZooKeeperStore(CatalogStore):
             watches, self._watches = self._watches, []
         for watch in watches:
             watch.close()
+        self._copies.close()  # (a copy under way is finished first)
         self._shutdown_client()
 
 
