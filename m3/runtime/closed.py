@@ -3,14 +3,21 @@
 Why apart from :class:`.program.Runtime`: a closed window's rows are read at
 keys the caller names, from whichever backend holds the maps; composing the
 view's columns (a quotient column's division) from those values needs the
-view alone, not the runtime's state.
+view alone, not the runtime's state.  A view computed when read (a MAX, a
+HAVING) is evaluated over its maps' closed entries alone, copied into a
+store of their own, when every map it reads is keyed by the row's window
+(:func:`window_bound`): so closing a window never brings the whole mirror
+of the native backend up to date (docs/m3.md, "Event time").
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..ast import ViewDecl
+from ..ast import Var, ViewDecl
+from .maps import MapStore
+from .viewchanges import current_reader
+from .views import ViewForm, candidate_rows, row_value
 
 
 def view_maps(view: ViewDecl) -> set[str]:
@@ -29,4 +36,38 @@ def plain_rows(view: ViewDecl, keys: Sequence[tuple], values: Mapping[str, Seque
             den = None if c.denominator is None else values[c.denominator][i]
             vals.append(num if den is None else (num / den if den else 0))
         out.append((key, vals[0] if len(vals) == 1 else tuple(vals)))
+    return out
+
+
+def window_bound(form: ViewForm, windows: Mapping[str, int]) -> bool:
+    """Whether a view computed when read takes every value of a row from entries of that row's window: each
+    map it reads is keyed by a window (``windows``: map -> its window key position) held by a row variable
+    (not folded over, not a constant).  Then the rows of closed windows are a function of the closed
+    entries alone (:func:`general_rows`).
+
+    >>> from ..syntax import parse_program
+    >>> from .views import view_form
+    >>> p = parse_program('''DECLARE MAP mm[W: INT, P: INT] : INT; DECLARE MAP n[P: INT] : INT;
+    ... DECLARE VIEW top[w := W](hi := MAX(P : mm[W, P])); DECLARE VIEW all[p := P](x := MAX(W : mm[W, P]));''')
+    >>> [window_bound(view_form(p, v), {"mm": 0}) for v in p.views]
+    [True, False]
+    """
+    if not all(ref.map in windows and ref.slots[windows[ref.map]] is not None for ref in form.refs):
+        return False
+    if form.source is None:
+        return True
+    source = form.source.ref  # the aggregate whose entries give the rows (lifted row variables)
+    at = windows.get(source.name)
+    return at is not None and isinstance(arg := source.args[at], Var) and arg.name in form.vars
+
+
+def general_rows(form: ViewForm, store: MapStore) -> dict[tuple, object]:
+    """A view computed when read, evaluated over ``store``: its rows ``{key: value}`` (as ``Runtime.view``
+    reads them, without the TOTAL memo: the store holds one closing's entries, read once)."""
+    reader = current_reader(store)
+    out = {}
+    for row in candidate_rows(form, reader.entries):
+        inside, found = row_value(form, row, reader)
+        if inside:
+            out[form.key_of(row)] = found
     return out

@@ -77,6 +77,13 @@ def _value(e: Expr, env: dict):
     raise TypeError(f"cannot evaluate {e!r}")
 
 
+def _join_cost(atom: RelAtom, bound: set[str], tables: dict[str, list]) -> tuple[bool, int]:
+    """Which relation to join next: one an already bound variable or a constant probes before one that
+    multiplies every partial row by its rows, then the smallest (a window's one MAX row before its bids)."""
+    probed = any(isinstance(a, Const) or a.name in bound for a in atom.args)
+    return not probed, len(tables.get(atom.name, ()))
+
+
 def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], epsilon: float = 0.0) -> dict[tuple, object]:
     """``{key: value}`` of the map's definition over ``tables`` (relation → rows); zeros omitted."""
     out: dict[tuple, object] = {}
@@ -87,7 +94,9 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
         envs: list[dict] = [{}]
         bound: set[str] = set()
         pending = list(others)
-        for atom in atoms:
+        while atoms:
+            atom = min(atoms, key=lambda a: _join_cost(a, bound, tables))
+            atoms.remove(atom)
             rows = tables.get(atom.name, [])
             probe = [(i, a) for i, a in enumerate(atom.args) if isinstance(a, Const) or a.name in bound]
             table: dict[tuple, list] = {}

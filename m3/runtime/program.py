@@ -35,7 +35,7 @@ from ..nullable import ViewNulls, declared, expand_columns, expand_row
 from ..over import rereads
 from ..printer import format_program
 from ..syntax import parse_program
-from .closed import plain_rows, view_maps
+from .closed import general_rows, plain_rows, view_maps, window_bound
 from .codegen import build, program_source
 from .initial import evaluate_definition
 from .maps import MapStore, index_specs
@@ -331,6 +331,32 @@ class Runtime(Reads):
             nulls = self._nulls.get(view)
             return nulls.rows(rows) if nulls else rows
 
+    def view_reads(self, view: str) -> set[str]:
+        """The maps a view's rows and values are read from."""
+        form = self._forms.get(view)
+        if form is None:
+            return view_maps(self.program.view(view))
+        return {ref.map for ref in form.refs} | ({form.source.ref.name} if form.source is not None else set())
+
+    def closed_rows(self, view: str, closed: Mapping[str, Sequence[tuple]],
+                    windows: Mapping[str, int]) -> list[tuple[tuple, object]] | None:
+        """A view computed when read: its rows at the entries ``closed`` names (per map keyed by a window, at
+        position ``windows[map]``, the keys of closed windows), read by key from whichever backend holds the
+        maps, not through the mirror; None when its rows need more than those entries (:func:`.closed.window_bound`)."""
+        with self._lock:
+            form = self._forms.get(view)
+            if form is None or not window_bound(form, windows):
+                return None
+            part = MapStore(self.program, self._store.specs)
+            for name in self.view_reads(view):
+                keys = closed.get(name, ())
+                values = (self._native.get_many(name, keys) if self._native is not None
+                          else [self._store.get(name, key) for key in keys])
+                for key, value in zip(keys, values):
+                    if value:
+                        part.set(name, key, value)
+            return list(self._shown(view, general_rows(form, part)).items())
+
     def remove(self, entries: Mapping[str, Sequence[tuple]]) -> int:
         """Delete the entries of each map at the given keys, recording no view change (the state of closed
         windows, which no row changes again); the number deleted."""
@@ -350,8 +376,12 @@ class Runtime(Reads):
             return gone
 
     # -- initial values and state transfer ----------------------------------
-    def load(self, tables: Mapping[str, Iterable[Sequence]]) -> int:
-        """Replace every map by its defining query evaluated over ``tables`` (existing data); one batch."""
+    def load(self, tables: Mapping[str, Iterable[Sequence]], views: Sequence[str] | None = None) -> int:
+        """Replace every map by its defining query evaluated over ``tables`` (existing data); one batch.
+
+        ``views``: evaluate only the maps these views read, the others left empty (a runtime loaded to be read
+        once through them, as a window join's stage is per window: m3/winstages.py; a trigger's helper maps,
+        which no view reads, would cost as much as the view's again)."""
         rows = {name: [expand_row(x, self._nullable[name]) for x in r] if name in self._nullable else list(r)
                 for name, r in tables.items()}
         for name in rows:
@@ -359,7 +389,10 @@ class Runtime(Reads):
                 raise RuntimeStateError(f"unknown relation {name!r}")
         with self._lock:
             values = {}
+            wanted = None if views is None else set().union(*map(self.view_reads, views))
             for m in self.program.maps:
+                if wanted is not None and m.name not in wanted:
+                    continue
                 if m.definition is None:
                     raise RuntimeStateError(f"map {m.name} has no defining query")
                 values[m.name] = evaluate_definition(self.program, m, rows, self.float_epsilon)

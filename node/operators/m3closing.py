@@ -64,6 +64,11 @@ class Closing:
         size = max((w.size for w in plan.windows if isinstance(w, Window)), default=0)
         return cls(tuple(views), doomed, size)
 
+    @property
+    def positions(self) -> dict[str, int]:
+        """Each map keyed by a window: its window key position."""
+        return {name: position for name, (position, _) in self.doomed.items()}
+
     def end_of(self, key: tuple, position: int, is_end: bool) -> int:
         """The end of the window a view or map key at ``position`` names."""
         return key[position] if is_end else key[position] + self.size
@@ -81,8 +86,11 @@ class Closing:
         found = []
         for out, view, position, is_end in self.views:
             decl = runtime.program.view(view.name)
-            if decl.general:  # computed when read: read whole, the closed rows kept
-                pairs = [(key, value) for key, value in runtime.view(view.name).items()
+            if decl.general:  # computed when read: from the closed entries if they hold its rows, else read whole
+                pairs = runtime.closed_rows(view.name, closed, self.positions)
+                if pairs is None:
+                    pairs = list(runtime.view(view.name).items())
+                pairs = [(key, value) for key, value in pairs
                          if everything or self.end_of(key, position, is_end) <= frontier]
             else:  # a plain view's keys are its maps' keys: the closed ones, read where they are
                 keys = list(dict.fromkeys(key for name in decl.maps for key in closed.get(name, ())))
