@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..ast import Var, ViewDecl
+from ..ast import MapRef, Var, ViewDecl
 from .maps import MapStore
 from .viewchanges import current_reader
-from .views import ViewForm, candidate_rows, row_value
+from .views import Ref, ViewForm, candidate_rows, row_value
 
 
 def view_maps(view: ViewDecl) -> set[str]:
@@ -28,6 +28,8 @@ def view_maps(view: ViewDecl) -> set[str]:
 def plain_rows(view: ViewDecl, keys: Sequence[tuple], values: Mapping[str, Sequence]) -> list[tuple[tuple, object]]:
     """A plain view's rows at ``keys``, ``values[map][i]`` being each map's value at ``keys[i]`` (as the
     view reads them: one value, or a tuple of several; a quotient over 0 reads 0)."""
+    if len(view.columns) == 1 and view.columns[0].denominator is None:  # one map's values, as they are
+        return list(zip(keys, values[view.columns[0].numerator]))
     out = []
     for i, key in enumerate(keys):
         vals = []
@@ -66,8 +68,32 @@ def general_rows(form: ViewForm, store: MapStore) -> dict[tuple, object]:
     reads them, without the TOTAL memo: the store holds one closing's entries, read once)."""
     reader = current_reader(store)
     out = {}
+    direct = _entry_columns(form)
+    if direct is not None:  # each column one entry at the row: no expression evaluated per row
+        for row in candidate_rows(form, reader.entries):
+            values = [store.get(ref.map, ref.pattern(row)) for ref in direct]
+            if None not in row and any(values):
+                out[form.key_of(row)] = values[0] if len(values) == 1 else tuple(values)
+        return out
     for row in candidate_rows(form, reader.entries):
         inside, found = row_value(form, row, reader)
         if inside:
             out[form.key_of(row)] = found
     return out
+
+
+def _entry_columns(form: ViewForm) -> list[Ref] | None:
+    """The ref of each value column when each is one map entry at the row, those maps being what makes a row
+    present, and there is no WHERE (a view computed when read only for its key: q5's counts keyed by window and
+    an internal auction); else None."""
+    if form.where is not None or form.source is not None:
+        return None
+    refs = []
+    for _, e in form.columns:
+        if not isinstance(e, MapRef) or not all(isinstance(a, Var) and a.name in form.vars for a in e.args):
+            return None
+        refs.append(Ref(e.name, tuple(form.vars.index(a.name) for a in e.args)))
+    covered = {s for ref in refs for s in ref.slots}
+    if covered != set(range(len(form.vars))) or set(form.outer or form.refs) != set(refs):
+        return None
+    return refs

@@ -19,6 +19,8 @@ as soon as their variables are bound; the product is summed per key.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from ..ast import (
     Call,
     Cmp,
@@ -77,6 +79,20 @@ def _value(e: Expr, env: dict):
     raise TypeError(f"cannot evaluate {e!r}")
 
 
+def _probe_key(positions: tuple[int, ...]):
+    """A row's values at ``positions`` as a tuple (one ``itemgetter``: a relation's every row is cut so).
+
+    >>> _probe_key(())((1, 2)), _probe_key((1,))((1, 2)), _probe_key((1, 0))((1, 2))
+    ((), (2,), (2, 1))
+    """
+    if len(positions) > 1:
+        return itemgetter(*positions)
+    if positions:
+        only = positions[0]
+        return lambda row: (row[only],)
+    return lambda row: ()
+
+
 def _join_cost(atom: RelAtom, bound: set[str], tables: dict[str, list]) -> tuple[bool, int]:
     """Which relation to join next: one an already bound variable or a constant probes before one that
     multiplies every partial row by its rows, then the smallest (a window's one MAX row before its bids)."""
@@ -100,8 +116,9 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
             rows = tables.get(atom.name, [])
             probe = [(i, a) for i, a in enumerate(atom.args) if isinstance(a, Const) or a.name in bound]
             table: dict[tuple, list] = {}
+            probed = _probe_key(tuple(i for i, _ in probe))
             for row in rows:
-                table.setdefault(tuple(row[i] for i, _ in probe), []).append(row)
+                table.setdefault(probed(row), []).append(row)
             new_envs = []
             for env in envs:
                 want = tuple(a.value if isinstance(a, Const) else env[a.name] for _, a in probe)

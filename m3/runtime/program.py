@@ -310,23 +310,29 @@ class Runtime(Reads):
         return self.store.entries()
 
     # -- closed event-time windows (node/operators/m3windows.py) -------------
-    def keys_at_most(self, name: str, position: int, bound: float) -> list[tuple]:
-        """The keys of map ``name`` whose INT key column ``position`` is at most ``bound``: a closed window's
-        entries (on the native backend read from C with one dump, not through the mirror)."""
+    def entries_at_most(self, name: str, position: int, bound: float) -> dict[tuple, object]:
+        """The entries ``{key: value}`` of map ``name`` whose INT key column ``position`` is at most ``bound``: a
+        closed window's (on the native backend read from C with one dump, not through the mirror)."""
         with self._lock:
             if self._native is not None:
-                return self._native.keys_at_most(name, position, bound)
-            return [key for key, _ in self.store.items(name) if key[position] <= bound]
+                return self._native.items_at_most(name, position, bound)
+            return {key: value for key, value in self.store.items(name) if key[position] <= bound}
 
-    def rows_at(self, view: str, keys: Sequence[tuple]) -> list[tuple[tuple, object]]:
-        """A plain view's rows at ``keys`` (key tuples; its maps share them), as :meth:`view` gives them."""
+    def rows_at(self, view: str, closed: Mapping[str, Mapping[tuple, object]]) -> list[tuple[tuple, object]]:
+        """A plain view's rows at the entries ``closed`` holds of its maps (the closed windows'; its maps share
+        their keys), as :meth:`view` gives them; a map ``closed`` lacks is read at those keys."""
         with self._lock:
             v = self.program.view(view)
-            if self._native is not None:
-                values = {name: self._native.get_many(name, keys) for name in view_maps(v)}
-            else:
-                store = self.store
-                values = {name: [store.get(name, key) for key in keys] for name in view_maps(v)}
+            names = view_maps(v)
+            keys = list(dict.fromkeys(key for name in v.maps for key in closed.get(name, ())))
+            values = {}
+            for name in names:
+                if name in closed:
+                    values[name] = list(map(closed[name].get, keys, [0] * len(keys)))
+                elif self._native is not None:
+                    values[name] = self._native.get_many(name, keys)
+                else:
+                    values[name] = [self.store.get(name, key) for key in keys]
             rows = plain_rows(v, keys, values)
             nulls = self._nulls.get(view)
             return nulls.rows(rows) if nulls else rows
@@ -338,39 +344,36 @@ class Runtime(Reads):
             return view_maps(self.program.view(view))
         return {ref.map for ref in form.refs} | ({form.source.ref.name} if form.source is not None else set())
 
-    def closed_rows(self, view: str, closed: Mapping[str, Sequence[tuple]],
+    def closed_rows(self, view: str, closed: Mapping[str, Mapping[tuple, object]],
                     windows: Mapping[str, int]) -> list[tuple[tuple, object]] | None:
-        """A view computed when read: its rows at the entries ``closed`` names (per map keyed by a window, at
-        position ``windows[map]``, the keys of closed windows), read by key from whichever backend holds the
-        maps, not through the mirror; None when its rows need more than those entries (:func:`.closed.window_bound`)."""
+        """A view computed when read: its rows over the entries ``closed`` holds (per map keyed by a window, at
+        key position ``windows[map]``, the closed windows' entries), not through the mirror; None when its
+        rows need more than those entries (:func:`.closed.window_bound`)."""
         with self._lock:
             form = self._forms.get(view)
             if form is None or not window_bound(form, windows):
                 return None
             part = MapStore(self.program, self._store.specs)
             for name in self.view_reads(view):
-                keys = closed.get(name, ())
-                values = (self._native.get_many(name, keys) if self._native is not None
-                          else [self._store.get(name, key) for key in keys])
-                for key, value in zip(keys, values):
-                    if value:
-                        part.set(name, key, value)
+                entries = closed.get(name, {})
+                part.add_many(name, list(zip(map(part.pack, [name] * len(entries), entries), entries.values())))
             return list(self._shown(view, general_rows(form, part)).items())
 
-    def remove(self, entries: Mapping[str, Sequence[tuple]]) -> int:
-        """Delete the entries of each map at the given keys, recording no view change (the state of closed
-        windows, which no row changes again); the number deleted."""
+    def remove_at_most(self, bounds: Mapping[str, tuple[int, float]]) -> int:
+        """Delete the entries :meth:`entries_at_most` gives for each ``map: (position, bound)``, recording no
+        view change (the state of closed windows, which no row changes again); the number deleted.  On the
+        native backend by their codes in C, no key decoded; the mirror drops the ones it holds (a key it lags
+        on is pending and reads 0 when it catches up)."""
         with self._lock:
             gone = 0
-            for name, keys in entries.items():
-                if not keys:
-                    continue
-                if self._store.data[name]:  # the mirror: a key it lags on is pending and reads 0 when it catches up
-                    for key in keys:
+            for name, (position, bound) in bounds.items():
+                if self._store.data[name]:
+                    mirrored = [key for key, _ in self._store.items(name) if key[position] <= bound]
+                    for key in mirrored:
                         self._store.set(name, key, 0)
+                    gone += len(mirrored) if self._native is None else 0
                 if self._native is not None:
-                    self._native.remove(name, keys)
-                gone += len(keys)
+                    gone += self._native.remove_at_most(name, position, bound)
             if gone:
                 self._totals.clear()
             return gone
