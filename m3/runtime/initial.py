@@ -115,13 +115,15 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
             atoms.remove(atom)
             rows = tables.get(atom.name, [])
             probe = [(i, a) for i, a in enumerate(atom.args) if isinstance(a, Const) or a.name in bound]
+            wants = [tuple(a.value if isinstance(a, Const) else env[a.name] for _, a in probe) for env in envs]
+            wanted = set(wants)  # the relation's rows are kept only where a partial row probes them
             table: dict[tuple, list] = {}
             probed = _probe_key(tuple(i for i, _ in probe))
             for row in rows:
-                table.setdefault(probed(row), []).append(row)
+                if (at := probed(row)) in wanted:
+                    table.setdefault(at, []).append(row)
             new_envs = []
-            for env in envs:
-                want = tuple(a.value if isinstance(a, Const) else env[a.name] for _, a in probe)
+            for env, want in zip(envs, wants):
                 for row in table.get(want, ()):
                     e2 = dict(env)
                     ok = True
