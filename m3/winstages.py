@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from .ast import Program
 from .compiler.pipeline import compile_sql
@@ -50,12 +51,28 @@ class _Reader:
     count: int | None  # the value position of the multiplicity (a view that is not distinct)
 
     def rows(self, pairs: Sequence[tuple[tuple, object]]) -> list[tuple]:
+        if len(self.picks) > 1 and all(from_key for from_key, _ in self.picks):
+            return self._keyed_rows(pairs)
         out = []
         for key, value in pairs:
             values = value if isinstance(value, tuple) else (value,)
             row = tuple(key[i] if from_key else values[i] for from_key, i in self.picks)
             times = 1 if self.distinct else int(values[self.count or 0])
             out.extend([row] * times)
+        return out
+
+    def _keyed_rows(self, pairs: Sequence[tuple[tuple, object]]) -> list[tuple]:
+        """:meth:`rows` when every column is in the key (a raw stream's leaf): a row by one ``itemgetter``."""
+        pick = itemgetter(*(i for _, i in self.picks))
+        if self.distinct:
+            return [pick(key) for key, _ in pairs]
+        at, out = self.count or 0, []
+        for key, value in pairs:
+            times = int(value[at] if isinstance(value, tuple) else value)
+            if times == 1:
+                out.append(pick(key))
+            else:
+                out.extend([pick(key)] * times)
         return out
 
 
@@ -112,7 +129,7 @@ class StagePlan:
                                                                                        self.leaves)}
         result: dict[tuple, object] = {}
         for upper, rt in zip(self.uppers, runtimes):
-            rt.load({r.name: tables.get(r.name, []) for r in rt.program.relations})
+            rt.load({r.name: tables.get(r.name, []) for r in rt.program.relations}, views=(upper.view,))
             result = rt.view(upper.view)
             tables[upper.stage.relation] = upper.reader.rows(list(result.items()))
         return result

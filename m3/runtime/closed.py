@@ -3,14 +3,21 @@
 Why apart from :class:`.program.Runtime`: a closed window's rows are read at
 keys the caller names, from whichever backend holds the maps; composing the
 view's columns (a quotient column's division) from those values needs the
-view alone, not the runtime's state.
+view alone, not the runtime's state.  A view computed when read (a MAX, a
+HAVING) is evaluated over its maps' closed entries alone, copied into a
+store of their own, when every map it reads is keyed by the row's window
+(:func:`window_bound`): so closing a window never brings the whole mirror
+of the native backend up to date (docs/m3.md, "Event time").
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..ast import ViewDecl
+from ..ast import MapRef, Var, ViewDecl
+from .maps import MapStore
+from .viewchanges import current_reader
+from .views import Ref, ViewForm, candidate_rows, row_value
 
 
 def view_maps(view: ViewDecl) -> set[str]:
@@ -21,6 +28,8 @@ def view_maps(view: ViewDecl) -> set[str]:
 def plain_rows(view: ViewDecl, keys: Sequence[tuple], values: Mapping[str, Sequence]) -> list[tuple[tuple, object]]:
     """A plain view's rows at ``keys``, ``values[map][i]`` being each map's value at ``keys[i]`` (as the
     view reads them: one value, or a tuple of several; a quotient over 0 reads 0)."""
+    if len(view.columns) == 1 and view.columns[0].denominator is None:  # one map's values, as they are
+        return list(zip(keys, values[view.columns[0].numerator]))
     out = []
     for i, key in enumerate(keys):
         vals = []
@@ -30,3 +39,61 @@ def plain_rows(view: ViewDecl, keys: Sequence[tuple], values: Mapping[str, Seque
             vals.append(num if den is None else (num / den if den else 0))
         out.append((key, vals[0] if len(vals) == 1 else tuple(vals)))
     return out
+
+
+def window_bound(form: ViewForm, windows: Mapping[str, int]) -> bool:
+    """Whether a view computed when read takes every value of a row from entries of that row's window: each
+    map it reads is keyed by a window (``windows``: map -> its window key position) held by a row variable
+    (not folded over, not a constant).  Then the rows of closed windows are a function of the closed
+    entries alone (:func:`general_rows`).
+
+    >>> from ..syntax import parse_program
+    >>> from .views import view_form
+    >>> p = parse_program('''DECLARE MAP mm[W: INT, P: INT] : INT; DECLARE MAP n[P: INT] : INT;
+    ... DECLARE VIEW top[w := W](hi := MAX(P : mm[W, P])); DECLARE VIEW all[p := P](x := MAX(W : mm[W, P]));''')
+    >>> [window_bound(view_form(p, v), {"mm": 0}) for v in p.views]
+    [True, False]
+    """
+    if not all(ref.map in windows and ref.slots[windows[ref.map]] is not None for ref in form.refs):
+        return False
+    if form.source is None:
+        return True
+    source = form.source.ref  # the aggregate whose entries give the rows (lifted row variables)
+    at = windows.get(source.name)
+    return at is not None and isinstance(arg := source.args[at], Var) and arg.name in form.vars
+
+
+def general_rows(form: ViewForm, store: MapStore) -> dict[tuple, object]:
+    """A view computed when read, evaluated over ``store``: its rows ``{key: value}`` (as ``Runtime.view``
+    reads them, without the TOTAL memo: the store holds one closing's entries, read once)."""
+    reader = current_reader(store)
+    out = {}
+    direct = _entry_columns(form)
+    if direct is not None:  # each column one entry at the row: no expression evaluated per row
+        for row in candidate_rows(form, reader.entries):
+            values = [store.get(ref.map, ref.pattern(row)) for ref in direct]
+            if None not in row and any(values):
+                out[form.key_of(row)] = values[0] if len(values) == 1 else tuple(values)
+        return out
+    for row in candidate_rows(form, reader.entries):
+        inside, found = row_value(form, row, reader)
+        if inside:
+            out[form.key_of(row)] = found
+    return out
+
+
+def _entry_columns(form: ViewForm) -> list[Ref] | None:
+    """The ref of each value column when each is one map entry at the row, those maps being what makes a row
+    present, and there is no WHERE (a view computed when read only for its key: q5's counts keyed by window and
+    an internal auction); else None."""
+    if form.where is not None or form.source is not None:
+        return None
+    refs = []
+    for _, e in form.columns:
+        if not isinstance(e, MapRef) or not all(isinstance(a, Var) and a.name in form.vars for a in e.args):
+            return None
+        refs.append(Ref(e.name, tuple(form.vars.index(a.name) for a in e.args)))
+    covered = {s for ref in refs for s in ref.slots}
+    if covered != set(range(len(form.vars))) or set(form.outer or form.refs) != set(refs):
+        return None
+    return refs

@@ -19,6 +19,8 @@ as soon as their variables are bound; the product is summed per key.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from ..ast import (
     Call,
     Cmp,
@@ -77,6 +79,27 @@ def _value(e: Expr, env: dict):
     raise TypeError(f"cannot evaluate {e!r}")
 
 
+def _probe_key(positions: tuple[int, ...]):
+    """A row's values at ``positions`` as a tuple (one ``itemgetter``: a relation's every row is cut so).
+
+    >>> _probe_key(())((1, 2)), _probe_key((1,))((1, 2)), _probe_key((1, 0))((1, 2))
+    ((), (2,), (2, 1))
+    """
+    if len(positions) > 1:
+        return itemgetter(*positions)
+    if positions:
+        only = positions[0]
+        return lambda row: (row[only],)
+    return lambda row: ()
+
+
+def _join_cost(atom: RelAtom, bound: set[str], tables: dict[str, list]) -> tuple[bool, int]:
+    """Which relation to join next: one an already bound variable or a constant probes before one that
+    multiplies every partial row by its rows, then the smallest (a window's one MAX row before its bids)."""
+    probed = any(isinstance(a, Const) or a.name in bound for a in atom.args)
+    return not probed, len(tables.get(atom.name, ()))
+
+
 def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], epsilon: float = 0.0) -> dict[tuple, object]:
     """``{key: value}`` of the map's definition over ``tables`` (relation → rows); zeros omitted."""
     out: dict[tuple, object] = {}
@@ -87,15 +110,20 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
         envs: list[dict] = [{}]
         bound: set[str] = set()
         pending = list(others)
-        for atom in atoms:
+        while atoms:
+            atom = min(atoms, key=lambda a: _join_cost(a, bound, tables))
+            atoms.remove(atom)
             rows = tables.get(atom.name, [])
             probe = [(i, a) for i, a in enumerate(atom.args) if isinstance(a, Const) or a.name in bound]
+            wants = [tuple(a.value if isinstance(a, Const) else env[a.name] for _, a in probe) for env in envs]
+            wanted = set(wants)  # the relation's rows are kept only where a partial row probes them
             table: dict[tuple, list] = {}
+            probed = _probe_key(tuple(i for i, _ in probe))
             for row in rows:
-                table.setdefault(tuple(row[i] for i, _ in probe), []).append(row)
+                if (at := probed(row)) in wanted:
+                    table.setdefault(at, []).append(row)
             new_envs = []
-            for env in envs:
-                want = tuple(a.value if isinstance(a, Const) else env[a.name] for _, a in probe)
+            for env, want in zip(envs, wants):
                 for row in table.get(want, ()):
                     e2 = dict(env)
                     ok = True

@@ -35,7 +35,7 @@ from ..nullable import ViewNulls, declared, expand_columns, expand_row
 from ..over import rereads
 from ..printer import format_program
 from ..syntax import parse_program
-from .closed import plain_rows, view_maps
+from .closed import general_rows, plain_rows, view_maps, window_bound
 from .codegen import build, program_source
 from .initial import evaluate_definition
 from .maps import MapStore, index_specs
@@ -310,48 +310,81 @@ class Runtime(Reads):
         return self.store.entries()
 
     # -- closed event-time windows (node/operators/m3windows.py) -------------
-    def keys_at_most(self, name: str, position: int, bound: float) -> list[tuple]:
-        """The keys of map ``name`` whose INT key column ``position`` is at most ``bound``: a closed window's
-        entries (on the native backend read from C with one dump, not through the mirror)."""
+    def entries_at_most(self, name: str, position: int, bound: float) -> dict[tuple, object]:
+        """The entries ``{key: value}`` of map ``name`` whose INT key column ``position`` is at most ``bound``: a
+        closed window's (on the native backend read from C with one dump, not through the mirror)."""
         with self._lock:
             if self._native is not None:
-                return self._native.keys_at_most(name, position, bound)
-            return [key for key, _ in self.store.items(name) if key[position] <= bound]
+                return self._native.items_at_most(name, position, bound)
+            return {key: value for key, value in self.store.items(name) if key[position] <= bound}
 
-    def rows_at(self, view: str, keys: Sequence[tuple]) -> list[tuple[tuple, object]]:
-        """A plain view's rows at ``keys`` (key tuples; its maps share them), as :meth:`view` gives them."""
+    def rows_at(self, view: str, closed: Mapping[str, Mapping[tuple, object]]) -> list[tuple[tuple, object]]:
+        """A plain view's rows at the entries ``closed`` holds of its maps (the closed windows'; its maps share
+        their keys), as :meth:`view` gives them; a map ``closed`` lacks is read at those keys."""
         with self._lock:
             v = self.program.view(view)
-            if self._native is not None:
-                values = {name: self._native.get_many(name, keys) for name in view_maps(v)}
-            else:
-                store = self.store
-                values = {name: [store.get(name, key) for key in keys] for name in view_maps(v)}
+            names = view_maps(v)
+            keys = list(dict.fromkeys(key for name in v.maps for key in closed.get(name, ())))
+            values = {}
+            for name in names:
+                if name in closed:
+                    values[name] = list(map(closed[name].get, keys, [0] * len(keys)))
+                elif self._native is not None:
+                    values[name] = self._native.get_many(name, keys)
+                else:
+                    values[name] = [self.store.get(name, key) for key in keys]
             rows = plain_rows(v, keys, values)
             nulls = self._nulls.get(view)
             return nulls.rows(rows) if nulls else rows
 
-    def remove(self, entries: Mapping[str, Sequence[tuple]]) -> int:
-        """Delete the entries of each map at the given keys, recording no view change (the state of closed
-        windows, which no row changes again); the number deleted."""
+    def view_reads(self, view: str) -> set[str]:
+        """The maps a view's rows and values are read from."""
+        form = self._forms.get(view)
+        if form is None:
+            return view_maps(self.program.view(view))
+        return {ref.map for ref in form.refs} | ({form.source.ref.name} if form.source is not None else set())
+
+    def closed_rows(self, view: str, closed: Mapping[str, Mapping[tuple, object]],
+                    windows: Mapping[str, int]) -> list[tuple[tuple, object]] | None:
+        """A view computed when read: its rows over the entries ``closed`` holds (per map keyed by a window, at
+        key position ``windows[map]``, the closed windows' entries), not through the mirror; None when its
+        rows need more than those entries (:func:`.closed.window_bound`)."""
+        with self._lock:
+            form = self._forms.get(view)
+            if form is None or not window_bound(form, windows):
+                return None
+            part = MapStore(self.program, self._store.specs)
+            for name in self.view_reads(view):
+                entries = closed.get(name, {})
+                part.add_many(name, list(zip(map(part.pack, [name] * len(entries), entries), entries.values())))
+            return list(self._shown(view, general_rows(form, part)).items())
+
+    def remove_at_most(self, bounds: Mapping[str, tuple[int, float]]) -> int:
+        """Delete the entries :meth:`entries_at_most` gives for each ``map: (position, bound)``, recording no
+        view change (the state of closed windows, which no row changes again); the number deleted.  On the
+        native backend by their codes in C, no key decoded; the mirror drops the ones it holds (a key it lags
+        on is pending and reads 0 when it catches up)."""
         with self._lock:
             gone = 0
-            for name, keys in entries.items():
-                if not keys:
-                    continue
-                if self._store.data[name]:  # the mirror: a key it lags on is pending and reads 0 when it catches up
-                    for key in keys:
+            for name, (position, bound) in bounds.items():
+                if self._store.data[name]:
+                    mirrored = [key for key, _ in self._store.items(name) if key[position] <= bound]
+                    for key in mirrored:
                         self._store.set(name, key, 0)
+                    gone += len(mirrored) if self._native is None else 0
                 if self._native is not None:
-                    self._native.remove(name, keys)
-                gone += len(keys)
+                    gone += self._native.remove_at_most(name, position, bound)
             if gone:
                 self._totals.clear()
             return gone
 
     # -- initial values and state transfer ----------------------------------
-    def load(self, tables: Mapping[str, Iterable[Sequence]]) -> int:
-        """Replace every map by its defining query evaluated over ``tables`` (existing data); one batch."""
+    def load(self, tables: Mapping[str, Iterable[Sequence]], views: Sequence[str] | None = None) -> int:
+        """Replace every map by its defining query evaluated over ``tables`` (existing data); one batch.
+
+        ``views``: evaluate only the maps these views read, the others left empty (a runtime loaded to be read
+        once through them, as a window join's stage is per window: m3/winstages.py; a trigger's helper maps,
+        which no view reads, would cost as much as the view's again)."""
         rows = {name: [expand_row(x, self._nullable[name]) for x in r] if name in self._nullable else list(r)
                 for name, r in tables.items()}
         for name in rows:
@@ -359,7 +392,10 @@ class Runtime(Reads):
                 raise RuntimeStateError(f"unknown relation {name!r}")
         with self._lock:
             values = {}
+            wanted = None if views is None else set().union(*map(self.view_reads, views))
             for m in self.program.maps:
+                if wanted is not None and m.name not in wanted:
+                    continue
                 if m.definition is None:
                     raise RuntimeStateError(f"map {m.name} has no defining query")
                 values[m.name] = evaluate_definition(self.program, m, rows, self.float_epsilon)

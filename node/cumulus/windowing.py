@@ -121,12 +121,12 @@ class WindowedPartOperator(PartOperator):
         before = self.event_time.closed
         if frontier <= before:
             return
-        closed = self.closing.closed_keys(self.runtime, frontier)
+        closed = self.closing.closed_entries(self.runtime, frontier)
         for out, _, position, is_end, pairs in self.closing.rows(self.runtime, frontier, closed):
             pairs = [kv for kv in pairs if self.closing.end_of(kv[0], position, is_end) > before]
             if pairs:
                 self.parts.mailbox.emit(out, self._emit[out](pairs))
-        dropped = self.runtime.remove(closed)
+        dropped = self.runtime.remove_at_most(self.closing.bounds(frontier))
         log.debug("m3 box %r member %d: windows up to %s closed, %d entries dropped", self.box.name, self.member,
                   frontier, dropped)
         self.event_time.closed = frontier

@@ -2,8 +2,8 @@
 
 One owner of the question "what does closing up to ``frontier`` take away": the one-node windowed box
 (node/operators/m3windows.py) and each member of a partitioned one (node/cumulus/windowing.py) ask
-:class:`Closing` for the closed keys of every map keyed by a window, and for each view's rows there, then emit
-those rows and delete the entries themselves.
+:class:`Closing` for the closed entries of every map keyed by a window, and for each view's rows there, then emit
+those rows and delete the entries (:meth:`Closing.bounds`).
 """
 
 from __future__ import annotations
@@ -64,29 +64,41 @@ class Closing:
         size = max((w.size for w in plan.windows if isinstance(w, Window)), default=0)
         return cls(tuple(views), doomed, size)
 
+    @property
+    def positions(self) -> dict[str, int]:
+        """Each map keyed by a window: its window key position."""
+        return {name: position for name, (position, _) in self.doomed.items()}
+
     def end_of(self, key: tuple, position: int, is_end: bool) -> int:
         """The end of the window a view or map key at ``position`` names."""
         return key[position] if is_end else key[position] + self.size
 
-    def closed_keys(self, runtime: Runtime, frontier: float, everything: bool = False) -> dict[str, list[tuple]]:
-        """Each windowed map's keys of windows ending at or before ``frontier`` (``everything``: every key, as
-        when every entry is a session closed just now)."""
-        return {name: runtime.keys_at_most(name, position, math.inf if everything else
-                                           frontier if is_end else frontier - self.size)
+    def bounds(self, frontier: float, everything: bool = False) -> dict[str, tuple[int, float]]:
+        """Each windowed map's window key position and the greatest value there of a window ending at or
+        before ``frontier`` (``everything``: every entry, as when every entry is a session closed just now)."""
+        return {name: (position, math.inf if everything else frontier if is_end else frontier - self.size)
                 for name, (position, is_end) in self.doomed.items()}
 
-    def rows(self, runtime: Runtime, frontier: float, closed: dict[str, list[tuple]],
+    def closed_entries(self, runtime: Runtime, frontier: float,
+                       everything: bool = False) -> dict[str, dict[tuple, object]]:
+        """Each windowed map's entries ``{key: value}`` of windows ending at or before ``frontier``."""
+        return {name: runtime.entries_at_most(name, position, bound)
+                for name, (position, bound) in self.bounds(frontier, everything).items()}
+
+    def rows(self, runtime: Runtime, frontier: float, closed: dict[str, dict[tuple, object]],
              everything: bool = False) -> list[tuple[int, ViewInfo, int, bool, Pairs]]:
         """Each view's rows of the windows ``closed`` names, present ones only, in window order."""
         found = []
         for out, view, position, is_end in self.views:
             decl = runtime.program.view(view.name)
-            if decl.general:  # computed when read: read whole, the closed rows kept
-                pairs = [(key, value) for key, value in runtime.view(view.name).items()
+            if decl.general:  # computed when read: from the closed entries if they hold its rows, else read whole
+                pairs = runtime.closed_rows(view.name, closed, self.positions)
+                if pairs is None:
+                    pairs = list(runtime.view(view.name).items())
+                pairs = [(key, value) for key, value in pairs
                          if everything or self.end_of(key, position, is_end) <= frontier]
-            else:  # a plain view's keys are its maps' keys: the closed ones, read where they are
-                keys = list(dict.fromkeys(key for name in decl.maps for key in closed.get(name, ())))
-                pairs = runtime.rows_at(view.name, keys)
+            else:  # a plain view's keys are its maps' keys: its rows are the closed entries
+                pairs = runtime.rows_at(view.name, closed)
             pairs = sorted((kv for kv in pairs if present(kv[1])), key=lambda kv: kv[0][position])
             found.append((out, view, position, is_end, pairs))
         return found

@@ -137,7 +137,7 @@ class WindowedM3Operator(M3Operator):
         for port, rows in self.sessions.close(frontier).items():  # folded in with their final bounds
             super().process(port, rows, now)
         everything = bool(self.sessions.ports)  # every entry in the maps is a session closed just now
-        closed = self.closing.closed_keys(self.runtime, frontier, everything)
+        closed = self.closing.closed_entries(self.runtime, frontier, everything)
         emitted: Emitted = []
         leaves: dict[str, list] = {}
         for out, view, position, is_end, pairs in self.closing.rows(self.runtime, frontier, closed, everything):
@@ -147,7 +147,7 @@ class WindowedM3Operator(M3Operator):
                 emitted.append((out, self._emit[out](pairs)))
         if self._stages is not None and (joined := self._stages.rows(leaves)):
             emitted.append((0, joined))
-        dropped = self.runtime.remove(closed)
+        dropped = self.runtime.remove_at_most(self.closing.bounds(frontier, everything))
         log.debug("m3 box %r: windows up to %s closed, %d map entries dropped", self.box.name, frontier, dropped)
         self.windows.closed = frontier
         return emitted

@@ -314,23 +314,33 @@ class NativeMaps:
         got = self.lib.rt_dump(self.rt, m, _i64(keys), _i64(vals))
         return list(zip(self._decode_keys(name, keys, got), self._decode_values(name, vals)))
 
-    def keys_at_most(self, name: str, position: int, bound: float) -> list[tuple]:
-        """The keys of map ``name`` whose INT key column ``position`` is at most ``bound`` (the entries of closed
-        event-time windows: node/operators/m3windows.py): one dump and one numpy mask, only those keys decoded."""
+    def _at_most(self, name: str, position: int, bound: float) -> tuple[np.ndarray, np.ndarray]:
+        """The codes and value bits of map ``name``'s entries whose INT key column ``position`` is at most
+        ``bound``: one dump, one numpy mask."""
         m, arity = self.map_no[name], self.arity[name]
         n = self.lib.rt_count(self.rt, m)
         if not n:
-            return []
+            return np.zeros((0, arity), dtype=np.int64), np.zeros(0, dtype=np.int64)
         keys, vals = array("q", bytes(8 * n * arity)), array("q", bytes(8 * n))
         got = self.lib.rt_dump(self.rt, m, _i64(keys), _i64(vals))
         table = np.frombuffer(keys, dtype=np.int64, count=got * arity).reshape(got, arity)
-        picked = table[table[:, position] <= bound]
-        return self._decode_keys(name, array("q", picked.tobytes()), len(picked))
+        mask = table[:, position] <= bound
+        return table[mask], np.frombuffer(vals, dtype=np.int64, count=got)[mask]
 
-    def remove(self, name: str, keys: Sequence[tuple]) -> None:
-        """Remove the entries of map ``name`` at ``keys`` (no journal, as :meth:`load`)."""
-        if keys:
-            self.set_codes(name, self._encode_keys(name, keys), array("q", bytes(8 * len(keys))))
+    def items_at_most(self, name: str, position: int, bound: float) -> dict[tuple, object]:
+        """The entries of map ``name`` whose INT key column ``position`` is at most ``bound`` (the entries of
+        closed event-time windows: node/operators/m3windows.py): one dump and one numpy mask, only those keys
+        decoded, their values from the same dump (no key encoded to read it back)."""
+        picked, vals = self._at_most(name, position, bound)
+        keys = self._decode_keys(name, array("q", picked.tobytes()), len(picked))
+        return dict(zip(keys, self._decode_values(name, array("q", vals.tobytes()))))
+
+    def remove_at_most(self, name: str, position: int, bound: float) -> int:
+        """Remove the entries :meth:`items_at_most` gives, by their codes (no key decoded or encoded); how many."""
+        picked, _ = self._at_most(name, position, bound)
+        if len(picked):
+            self.set_codes(name, array("q", picked.tobytes()), array("q", bytes(8 * len(picked))))
+        return len(picked)
 
     def load(self, name: str, entries: Sequence[tuple[tuple, object]]) -> None:
         """Set entries of map ``name`` (no journal: loading state, not a batch)."""
