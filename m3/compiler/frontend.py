@@ -83,6 +83,8 @@ from .regroup import regroup
 from .subregroup import regroup_subqueries
 from .setops import branches as setop_branches
 from .setops import is_setop
+from .setparts import nested_branches, set_kind, unordered
+from .setparts import plan as set_plan
 from .union import split, statement_branches
 from .nodes import describe, sql_of, unknown_nodes, unread_args
 from .outer import has_outer, plan as outer_plan
@@ -276,6 +278,13 @@ def _over_parts(name: str, p, sel: exp.Select, relations: dict[str, RelationDecl
 
 
 def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx, rename: list[str]) -> SqlQuery:
+    sel, order = unordered(sel, name, ctx)  # a set operation's ORDER BY: noted (:mod:`.setparts`)
+    if order is not None:
+        q = _query(name, sel, relations, ctx, rename)
+        return replace(q, notes=(*q.notes, order))
+    if nested_branches(sel):  # a branch with a subquery: each branch a part, the view over their counts
+        kind, sides = setop_branches(sel, ctx) if is_setop(sel) else (set_kind(sel), statement_branches(sel, ctx))
+        return _over_parts(name, set_plan(kind, sides, ctx), sel, relations, ctx)
     if is_setop(sel):  # INTERSECT, EXCEPT: a query per branch, each with its own row counts (:mod:`.setops`)
         kind, sides = setop_branches(sel, ctx)
         queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in sides], kind, sides, ctx)
