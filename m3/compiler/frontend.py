@@ -105,6 +105,7 @@ from .resolve import ColRef, Resolver, unparen
 from .casesplit import split_case
 from .scalarin import EQUAL_ROWS_NOTE, has_equal_to_rows
 from .sugar import desugar
+from .sumjoin import joined as sum_joined
 from .threevalued import rewrite as nulls_explicit
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
 from .viewexpr import having
@@ -295,7 +296,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         return replace(queries[0], union=tuple(queries[1:]))
     # a derived table of aggregates only: scalar subqueries (:mod:`.onerow`); a DISTINCT one: its GROUP BY
     # a grouped derived table rolling up another of the same FROM: nested aggregates (:mod:`.rollup`)
-    branches = [rollups(distinct_groups(one_row_tables(branches[0])))]
+    # a SUM of a correlated SUM subquery: the sum over the join (:mod:`.sumjoin`)
+    branches = [rollups(distinct_groups(one_row_tables(sum_joined(branches[0]) or branches[0])))]
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)
