@@ -70,6 +70,7 @@ from .declarations import declares_relations, relation
 from .derived import flatten
 from .fromless import is_fromless
 from .groupnames import name_groups
+from .hoist import hoisted
 from .selectsub import has_select_subqueries
 from .selectsub import plan as select_plan
 from .stars import expand_stars
@@ -316,6 +317,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         if inlined is None:
             raise  # an aggregate of a grouped derived table's values instead: parts of their own (:mod:`.lifted`)
         return _over_parts(name, plan(name, inlined, relations, ctx), inlined, relations, ctx)
+    sel = hoisted(sel)  # a subquery's condition on its correlation columns only: the outer row's (:mod:`.hoist`)
     refuse_clauses(sel, ctx)
     where = sel.args.get("where")
     nested_nodes = tuple(c for c in (conjuncts(where.this) if isinstance(where, exp.Where) else [])
