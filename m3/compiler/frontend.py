@@ -107,6 +107,7 @@ from .casesplit import split_case
 from .scalarin import EQUAL_ROWS_NOTE, has_equal_to_rows
 from .sugar import desugar
 from .sumjoin import joined as sum_joined
+from .notexists import as_extremes
 from .threevalued import rewrite as nulls_explicit
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
 from .viewexpr import having
@@ -298,7 +299,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     # a derived table of aggregates only: scalar subqueries (:mod:`.onerow`); a DISTINCT one: its GROUP BY
     # a grouped derived table rolling up another of the same FROM: nested aggregates (:mod:`.rollup`)
     # a SUM of a correlated SUM subquery: the sum over the join (:mod:`.sumjoin`)
-    branches = [rollups(distinct_groups(one_row_tables(sum_joined(branches[0]) or branches[0])))]
+    # NOT EXISTS a row above a value of a table the query reads: the value against its MAX (:mod:`.notexists`)
+    branches = [rollups(distinct_groups(one_row_tables(as_extremes(sum_joined(branches[0]) or branches[0]))))]
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)
