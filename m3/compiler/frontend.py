@@ -67,6 +67,8 @@ from ..errors import CompileError, Pos, pos_of_offset
 from .clashes import separate
 from .clauses import check_clauses, conjuncts, refuse_clauses, tables_of
 from .declarations import declares_relations, relation
+from .deepscalar import deep_conjunct
+from .deepscalar import plan as deep_plan
 from .derived import flatten
 from .fromless import is_fromless
 from .groupnames import name_groups
@@ -305,6 +307,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)
         return _over_parts(name, select_plan(branches[0], relations, ctx), branches[0], relations, ctx)
+    if deep_conjunct(branches[0], relations) is not None:  # vs. a scalar nested deeper: a part (:mod:`.deepscalar`)
+        return _over_parts(name, deep_plan(branches[0], relations, ctx), branches[0], relations, ctx)
     if has_outer(branches[0]):  # LEFT, RIGHT, FULL: the inner join and the padded parts (:mod:`.outer`)
         _refuse_unread(branches[0], ctx)  # its parts are built anew: what they do not carry over is checked here
         p = outer_plan(branches[0], relations, ctx, rename)

@@ -86,13 +86,13 @@ def plan(kind: str, branches: list[exp.Select], ctx: Positions) -> Plan:
         part = b.copy()
         part.set("distinct", None)  # a set operation reads whether the count is above 0
         parts.append(part)
-    key_vars = tuple(_variables(names))
+    key_vars = tuple(key_variables(names))
     counts: list[Expr] = [MapRef(f"#{i}.0", tuple(Var(v) for v in key_vars)) for i in range(len(parts))]
     count, where = combine(kind, counts)
     return Plan(tuple(parts), tuple(names), key_vars, (("count", count),), where)
 
 
-def _variables(names: list[str]) -> list[str]:
+def key_variables(names: list[str]) -> list[str]:
     """Upper-cased, de-duplicated variable names for the view's key columns (``a``, ``A`` → ``A``, ``A_2``)."""
     taken: set[str] = set()
     out = []
