@@ -64,7 +64,7 @@ def deep_conjunct(sel: exp.Expression, relations: dict[str, RelationDecl]) -> ex
             not isinstance(sel.args.get("where"), exp.Where) or \
             any(isinstance(n, exp.AggFunc) for e in sel.expressions for n in e.walk()):
         return None
-    if not all(type(t) is exp.Table and t.name in relations for t in _tables(sel)) or \
+    if not all(type(t) is exp.Table and _relation(t, relations) is not None for t in _tables(sel)) or \
             any(j.args.get("side") or j.args.get("using") or j.args.get("method") for j in sel.args.get("joins") or []):
         return None
     for c in _conjuncts(sel.args["where"].this):
@@ -132,8 +132,15 @@ def _expanded(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Position
         qual = e.table.lower() if type(e) is exp.Column else ""
         for t in _tables(sel):
             if not qual or t.alias_or_name.lower() == qual:
-                out += [exp.column(c.name, table=t.alias_or_name) for c in relations[t.name].columns]
+                out += [exp.column(c.name, table=t.alias_or_name) for c in _relation(t, relations).columns]
     return out
+
+
+def _relation(t: exp.Table, relations: dict[str, RelationDecl]) -> RelationDecl | None:
+    """The declared relation a FROM item names (SQL names are case-insensitive)."""
+    if t.args.get("db"):
+        return None
+    return next((r for name, r in relations.items() if name.lower() == t.name.lower()), None)
 
 
 def _same(e: exp.Expression, col: exp.Column, sel: exp.Select) -> bool:

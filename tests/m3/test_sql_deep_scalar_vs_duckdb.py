@@ -5,7 +5,7 @@ The subquery is one value for the whole query, compiled as a query of its own
 nested query) beside the outer view of rows without that comparison; the view
 keeps the rows whose column meets the comparison with the value when read
 (:mod:`boreas.m3.compiler.deepscalar`).  Shapes: the second highest salary
-(``SELECT *``, MAX below MAX), a SUM over an IN subquery, the subquery on the
+(``SELECT *``, MAX below MAX, the relation named in lower case), a SUM over an IN subquery, the subquery on the
 left of the comparison over a join, and other outer conditions beside it.
 Every view equals DuckDB's, every map its definition, and deleting every row
 empties every map.
@@ -24,7 +24,7 @@ CREATE STREAM T(d INT, f INT);
 """
 
 SHAPES: dict[str, str] = {
-    "second_highest": SCHEMA + """SELECT * FROM R r1 WHERE r1.b = (SELECT MAX(r2.b) FROM R r2
+    "second_highest": SCHEMA + """SELECT * FROM r r1 WHERE r1.b = (SELECT MAX(r2.b) FROM r r2
         WHERE r2.b < (SELECT MAX(r3.b) FROM R r3))""",
     "sum_over_in": SCHEMA + """SELECT r.a, r.b FROM R r WHERE r.b < (SELECT SUM(s.c) FROM S s
         WHERE s.a IN (SELECT t.d FROM T t))""",
