@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pytest
 from boreas.m3 import CompileError, compile_to_text
+from changes_check import changes_rebuild_view
 from m3_harness import check_against_duckdb, shape_params
 
 SCHEMA = """
@@ -44,3 +45,10 @@ def test_a_compared_column_not_selected_is_refused():
     with pytest.raises(CompileError, match="where the column is not selected"):
         compile_to_text(SCHEMA + """SELECT r1.a FROM R r1 WHERE r1.b = (SELECT MAX(r2.b) FROM R r2
             WHERE r2.b < (SELECT MAX(r3.b) FROM R r3))""")
+
+
+@pytest.mark.parametrize("backend", ["python", "auto"])
+def test_changes_rebuild_the_view(backend):
+    """The rows ``changes()`` reports after each batch, applied in order, rebuild the view (both backends): a
+    change of the subquery's relations moves every row."""
+    changes_rebuild_view(SHAPES["second_highest"], backend)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 from boreas.m3 import CompileError, compile_to_text
+from changes_check import changes_rebuild_view
 from m3_harness import check_against_duckdb, shape_params
 
 SCHEMA = """
@@ -47,3 +48,9 @@ def test_view_matches_duckdb(shape):
 def test_other_shapes_stay_refused(sql):
     with pytest.raises(CompileError, match="correlated|subquery|EXISTS"):
         compile_to_text(sql)
+
+
+@pytest.mark.parametrize("backend", ["python", "auto"])
+def test_changes_rebuild_the_view(backend):
+    """The rows ``changes()`` reports after each batch, applied in order, rebuild the view (both backends)."""
+    changes_rebuild_view(SHAPES["q15_shape"], backend)

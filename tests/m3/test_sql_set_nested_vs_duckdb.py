@@ -18,6 +18,7 @@ from __future__ import annotations
 import pytest
 from boreas.m3 import CompileError, compile_to_text
 from boreas.m3.compiler.pipeline import compile_with_notes
+from changes_check import changes_rebuild_view
 from m3_harness import check_against_duckdb, shape_params
 
 SCHEMA = """
@@ -67,3 +68,11 @@ def test_the_branches_are_parts_and_order_by_is_noted():
 def test_refused_with_the_reason(sql, message):
     with pytest.raises(CompileError, match=message.replace("*", r"\*")):
         compile_to_text(sql)
+
+
+@pytest.mark.parametrize("shape", ["union_of_in_in_branches", "except_exists_and_plain"])
+@pytest.mark.parametrize("backend", ["python", "auto"])
+def test_changes_rebuild_the_view(shape, backend):
+    """The rows ``changes()`` reports after each batch, applied in order, rebuild the view (both backends): a
+    change of a part's inner map alone reaches the rows it affects."""
+    changes_rebuild_view(SHAPES[shape], backend)
