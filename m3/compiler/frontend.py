@@ -67,9 +67,12 @@ from ..errors import CompileError, Pos, pos_of_offset
 from .clashes import separate
 from .clauses import check_clauses, conjuncts, refuse_clauses, tables_of
 from .declarations import declares_relations, relation
+from .deepscalar import deep_conjunct
+from .deepscalar import plan as deep_plan
 from .derived import flatten
 from .fromless import is_fromless
 from .groupnames import name_groups
+from .hoist import hoisted
 from .selectsub import has_select_subqueries
 from .selectsub import plan as select_plan
 from .stars import expand_stars
@@ -83,6 +86,8 @@ from .regroup import regroup
 from .subregroup import regroup_subqueries
 from .setops import branches as setop_branches
 from .setops import is_setop
+from .setparts import nested_branches, set_kind, unordered
+from .setparts import plan as set_plan
 from .union import split, statement_branches
 from .nodes import describe, sql_of, unknown_nodes, unread_args
 from .outer import has_outer, plan as outer_plan
@@ -103,6 +108,8 @@ from .resolve import ColRef, Resolver, unparen
 from .casesplit import split_case
 from .scalarin import EQUAL_ROWS_NOTE, has_equal_to_rows
 from .sugar import desugar
+from .sumjoin import joined as sum_joined
+from .notexists import as_extremes
 from .threevalued import rewrite as nulls_explicit
 from .subqueries import contains_subquery, having_conjunct, nested_conjunct
 from .viewexpr import having
@@ -276,6 +283,13 @@ def _over_parts(name: str, p, sel: exp.Select, relations: dict[str, RelationDecl
 
 
 def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: _Ctx, rename: list[str]) -> SqlQuery:
+    sel, order = unordered(sel, name, ctx)  # a set operation's ORDER BY: noted (:mod:`.setparts`)
+    if order is not None:
+        q = _query(name, sel, relations, ctx, rename)
+        return replace(q, notes=(*q.notes, order))
+    if nested_branches(sel):  # a branch with a subquery: each branch a part, the view over their counts
+        kind, sides = setop_branches(sel, ctx) if is_setop(sel) else (set_kind(sel), statement_branches(sel, ctx))
+        return _over_parts(name, set_plan(kind, sides, ctx), sel, relations, ctx)
     if is_setop(sel):  # INTERSECT, EXCEPT: a query per branch, each with its own row counts (:mod:`.setops`)
         kind, sides = setop_branches(sel, ctx)
         queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in sides], kind, sides, ctx)
@@ -286,11 +300,15 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         return replace(queries[0], union=tuple(queries[1:]))
     # a derived table of aggregates only: scalar subqueries (:mod:`.onerow`); a DISTINCT one: its GROUP BY
     # a grouped derived table rolling up another of the same FROM: nested aggregates (:mod:`.rollup`)
-    branches = [rollups(distinct_groups(one_row_tables(branches[0])))]
+    # a SUM of a correlated SUM subquery: the sum over the join (:mod:`.sumjoin`)
+    # NOT EXISTS a row above a value of a table the query reads: the value against its MAX (:mod:`.notexists`)
+    branches = [rollups(distinct_groups(one_row_tables(as_extremes(sum_joined(branches[0]) or branches[0]))))]
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)
         return _over_parts(name, select_plan(branches[0], relations, ctx), branches[0], relations, ctx)
+    if deep_conjunct(branches[0], relations) is not None:  # vs. a scalar nested deeper: a part (:mod:`.deepscalar`)
+        return _over_parts(name, deep_plan(branches[0], relations, ctx), branches[0], relations, ctx)
     if has_outer(branches[0]):  # LEFT, RIGHT, FULL: the inner join and the padded parts (:mod:`.outer`)
         _refuse_unread(branches[0], ctx)  # its parts are built anew: what they do not carry over is checked here
         p = outer_plan(branches[0], relations, ctx, rename)
@@ -305,6 +323,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         if inlined is None:
             raise  # an aggregate of a grouped derived table's values instead: parts of their own (:mod:`.lifted`)
         return _over_parts(name, plan(name, inlined, relations, ctx), inlined, relations, ctx)
+    sel = hoisted(sel)  # a subquery's condition on its correlation columns only: the outer row's (:mod:`.hoist`)
     refuse_clauses(sel, ctx)
     where = sel.args.get("where")
     nested_nodes = tuple(c for c in (conjuncts(where.this) if isinstance(where, exp.Where) else [])

@@ -23,8 +23,9 @@ an event costs what it costs in the branch alone; a view's rows are where one
 of its maps has an entry, then the condition decides (a row only B has is
 read and dropped).  The branches pair their columns by position (names from
 the first); types must match.  A chain mixing ALL and set operations, a set
-operation of aggregated queries, a UNION inside one and a nested subquery in
-a branch's WHERE are refused by name.
+operation of aggregated queries and a UNION inside one are refused by name;
+a statement with a subquery in a branch's WHERE is a view over its branches
+as parts (:mod:`.setparts`).
 
 >>> import sqlglot
 >>> from .examples import PlainErrors

@@ -30,8 +30,9 @@ row counts still summed into one map, and the view holds each row whose
 count is above 0 once (:func:`statement_branches`); in FROM it is read as its
 UNION ALL by a query that duplicates do not change (MIN, MAX, DISTINCT:
 :mod:`.setunion`, called by :func:`split`) and refused under anything else
-(a set's rows are not a sum), and so are ``INTERSECT``, ``EXCEPT``, an
-aggregated branch in FROM and a nested subquery in a branch's WHERE.
+(a set's rows are not a sum), and so are ``INTERSECT``, ``EXCEPT`` and an
+aggregated branch in FROM.  A statement with a subquery in a branch's WHERE
+is a view over its branches as parts (:mod:`.setparts`).
 
 >>> import sqlglot
 >>> from .examples import PlainErrors

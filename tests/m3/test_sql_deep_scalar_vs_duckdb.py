@@ -1,0 +1,54 @@
+"""A column compared with an uncorrelated scalar subquery that has subqueries of its own (issue 33) agrees with DuckDB after every batch of inserts and deletes, on both backends.
+
+The subquery is one value for the whole query, compiled as a query of its own
+(a part: its value and its row count, its own subquery one level down as any
+nested query) beside the outer view of rows without that comparison; the view
+keeps the rows whose column meets the comparison with the value when read
+(:mod:`boreas.m3.compiler.deepscalar`).  Shapes: the second highest salary
+(``SELECT *``, MAX below MAX, the relation named in lower case), a SUM over an IN subquery, the subquery on the
+left of the comparison over a join, and other outer conditions beside it.
+Every view equals DuckDB's, every map its definition, and deleting every row
+empties every map.
+"""
+
+from __future__ import annotations
+
+import pytest
+from boreas.m3 import CompileError, compile_to_text
+from changes_check import changes_rebuild_view
+from m3_harness import check_against_duckdb, shape_params
+
+SCHEMA = """
+CREATE STREAM R(a INT, b INT);
+CREATE STREAM S(a INT, c INT);
+CREATE STREAM T(d INT, f INT);
+"""
+
+SHAPES: dict[str, str] = {
+    "second_highest": SCHEMA + """SELECT * FROM r r1 WHERE r1.b = (SELECT MAX(r2.b) FROM r r2
+        WHERE r2.b < (SELECT MAX(r3.b) FROM R r3))""",
+    "sum_over_in": SCHEMA + """SELECT r.a, r.b FROM R r WHERE r.b < (SELECT SUM(s.c) FROM S s
+        WHERE s.a IN (SELECT t.d FROM T t))""",
+    "flipped_over_a_join": SCHEMA + """SELECT R.a, S.c FROM R, S WHERE R.a = S.a
+        AND (SELECT MAX(t.d) FROM T t WHERE t.d > (SELECT MIN(t2.f) FROM T t2)) >= S.c""",
+    "beside_other_conditions": SCHEMA + """SELECT s.a FROM S s WHERE s.c > 0 AND s.a <> (SELECT SUM(r.a) FROM R r
+        WHERE EXISTS (SELECT 1 FROM T t WHERE t.d = r.b)) AND s.a < 3""",
+}
+
+
+@pytest.mark.parametrize("shape", shape_params(SHAPES))
+def test_view_matches_duckdb(shape):
+    check_against_duckdb(SHAPES[shape])
+
+
+def test_a_compared_column_not_selected_is_refused():
+    with pytest.raises(CompileError, match="where the column is not selected"):
+        compile_to_text(SCHEMA + """SELECT r1.a FROM R r1 WHERE r1.b = (SELECT MAX(r2.b) FROM R r2
+            WHERE r2.b < (SELECT MAX(r3.b) FROM R r3))""")
+
+
+@pytest.mark.parametrize("backend", ["python", "auto"])
+def test_changes_rebuild_the_view(backend):
+    """The rows ``changes()`` reports after each batch, applied in order, rebuild the view (both backends): a
+    change of the subquery's relations moves every row."""
+    changes_rebuild_view(SHAPES["second_highest"], backend)
