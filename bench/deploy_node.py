@@ -5,7 +5,8 @@ this bench takes one of those nodes apart.  The Head's side runs as
 bench/deploy_head.py runs it (bench/catalog.py's application in ``--parts``
 submissions over ``--nodes`` nodes, each node's slice advanced per commit);
 the update documents the first node is sent are then applied as
-node/api.py's ``handle_update`` applies them (read and decode, preview,
+node/api.py's ``handle_update`` applies them (the collector paused for a
+bulk update, node/gcpause.py; read and decode, preview,
 ``Dataflow.refusals`` building and checking the boxes, apply,
 ``reconfigure``), timed per phase in CPU seconds (``time.process_time``:
 the figure a loaded machine distorts least).
@@ -39,6 +40,7 @@ from boreas.head.bulk import bulk_step, declared
 from boreas.m3.boxtype import box_types
 from boreas.node.compile_shapes import SharedCode
 from boreas.node.dataflow import Dataflow
+from boreas.node.gcpause import bulk_update
 from boreas.node.local_catalog import LocalCatalog
 from boreas.node.operators.filter import FilterOperator
 from catalog import generate_parts
@@ -80,16 +82,19 @@ async def apply_all(documents: list[str], profile: bool) -> tuple[dict[str, floa
         last = profiler is not None and k == len(documents) - 1
         if last:
             profiler.enable()
+        data = body.encode()
         marks = [time.process_time()]
-        update = read_document(body.encode(), f"update #{k}")
+        with bulk_update(len(data)):
+            update = read_document(data, f"update #{k}")
         marks.append(time.process_time())
         candidate = local.preview(update)
         marks.append(time.process_time())
-        problems = flow.refusals(candidate, f"update #{k}")
-        if problems:
-            raise SystemExit(f"the node refused update #{k}: {problems[0]['reason']}")
-        marks.append(time.process_time())
-        flow.reconfigure(local.apply(update, candidate))
+        with bulk_update(len(data), keep=True):
+            problems = flow.refusals(candidate, f"update #{k}", touched=local.touched)
+            if problems:
+                raise SystemExit(f"the node refused update #{k}: {problems[0]['reason']}")
+            marks.append(time.process_time())
+            flow.reconfigure(local.apply(update, candidate))
         marks.append(time.process_time())
         if last:
             profiler.disable()
