@@ -63,6 +63,7 @@ class OperatorHost:
         # 100,000-box catalog holds 5,000 boxes, and a deployment in ten parts re-typed them ten times).
         self.index = CatalogIndex.build(Catalog(), box_types)
         self.checked: CatalogIndex | None = None  # the last refusals' candidate, checked (for its reconfigure)
+        self.bound: tuple[Catalog, dict[str, Box]] | None = None  # and its boxes, bound (_bound)
         # Operators built by the last refusals' trial, handed to the reconfigure that follows (built once).
         self.trial: dict[str, tuple[Box, list[Schema], list[Schema], Operator]] = {}
         self.tables = TableStore()  # the rows of the <table>s this node's table boxes access
@@ -74,13 +75,13 @@ class OperatorHost:
         declaration changed (a box whose in port was rewired to a filter).
         """
         self.index = self._checked(catalog)
-        self.checked = None
+        boxes = self._bound(catalog)  # a table box is built with its table's declaration
+        self.checked = self.bound = None
         # (a slice with problems, such as one mid-move, is inferred as before: the index is exact for valid ones)
         self.schemas = dict(self.index.stream_schemas) if self.index.ok else stream_schemas(catalog, self.box_types)
         changed = [name for name, part in catalog.partitions.items()
                    if self.partitions.get(name) != part and not self._runs(name, part)]
         self.partitions = dict(catalog.partitions)
-        boxes = bound_boxes(catalog)  # a table box is built with its table's declaration
         with typed_by(self.index.typings if self.index.ok else {}):
             failed = self.states.follow(boxes, self.schemas, keep_state, self.build, changed)
         for name, why in failed.items():
@@ -156,12 +157,19 @@ class OperatorHost:
             try:
                 self.trial = {}
                 with typed_by(report.typings):  # (the boxes' out schemas were checked typing them: not again)
-                    reasons = self.states.check(bound_boxes(candidate), report.stream_schemas, self._try)
+                    reasons = self.states.check(self._bound(candidate), report.stream_schemas, self._try)
             finally:
                 self.partitions = partitions
             found = [{"file": source, "line": None, "path": f"box {name}", "reason": f"box {name!r}: {why}"}
                      for name, why in sorted(reasons.items())]
         return found
+
+    def _bound(self, catalog: Catalog) -> dict[str, Box]:
+        """``catalog``'s boxes, table boxes bound to their tables: made once for an update's refusals and its
+        reconfigure (each a pass over every box the node holds)."""
+        if self.bound is None or self.bound[0] is not catalog:
+            self.bound = (catalog, bound_boxes(catalog))
+        return self.bound[1]
 
     def _checked(self, catalog: Catalog, touched: Mapping[str, set[str]] | None = None) -> CatalogIndex:
         """The index of ``catalog``: the one held, the last refusals' candidate's, or derived now."""
