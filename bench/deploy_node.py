@@ -16,7 +16,7 @@ per expression shape (node/compile_shapes.py) against compiled per box
 (``SharedCode(0)``, what every node did before), and the ratio.  ``--profile``
 prints cProfile's view of the last update's apply.
 
-    python bench/deploy_node.py [--boxes 20000] [--parts 2] [--nodes 20] [--profile]
+    python bench/deploy_node.py [--boxes 20000] [--parts 2] [--nodes 20] [--profile] [--documents FILE]
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import json
 import pstats
 import tempfile
 import time
+from pathlib import Path
 
 from boreas.catalog import Catalog, open_store, read_document
 from boreas.catalog.elements import apply_commit, commit_touched
@@ -120,8 +122,20 @@ def main() -> None:
     parser.add_argument("--parts", type=int, default=2)
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--profile", action="store_true", help="cProfile the last update's apply")
+    parser.add_argument("--documents", type=Path, help="a JSON file of the update documents: read if it exists "
+                        "(the Head's path not run again: another checkout applies the same ones in a fresh "
+                        "process), else written")
     args = parser.parse_args()
+    if args.documents is not None and args.documents.exists():
+        documents = json.loads(args.documents.read_text())
+        totals, built = asyncio.run(apply_all(documents, args.profile))
+        print(f"{NODE}: {built:,} boxes in {len(documents)} update(s) from {args.documents}, CPU s: "
+              + ", ".join(f"{p} {t:.3f}" for p, t in totals.items())
+              + f"; total {sum(totals.values()):.3f} ({sum(totals.values()) / max(built, 1) * 1000:.3f} ms a box)")
+        return
     documents, held = node_documents(args.boxes, args.nodes, args.parts)
+    if args.documents is not None:
+        args.documents.write_text(json.dumps(documents))
     totals, built = asyncio.run(apply_all(documents, args.profile))
     total = sum(totals.values())
     print(f"{NODE}: {built:,} boxes in {len(documents)} update(s), CPU s: "
