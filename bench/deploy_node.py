@@ -5,7 +5,8 @@ this bench takes one of those nodes apart.  The Head's side runs as
 bench/deploy_head.py runs it (bench/catalog.py's application in ``--parts``
 submissions over ``--nodes`` nodes, each node's slice advanced per commit);
 the update documents the first node is sent are then applied as
-node/api.py's ``handle_update`` applies them (read and decode, preview,
+node/api.py's ``handle_update`` applies them (the collector paused for a
+bulk update, node/gcpause.py; read and decode, preview,
 ``Dataflow.refusals`` building and checking the boxes, apply,
 ``reconfigure``), timed per phase in CPU seconds (``time.process_time``:
 the figure a loaded machine distorts least).
@@ -15,7 +16,7 @@ per expression shape (node/compile_shapes.py) against compiled per box
 (``SharedCode(0)``, what every node did before), and the ratio.  ``--profile``
 prints cProfile's view of the last update's apply.
 
-    python bench/deploy_node.py [--boxes 20000] [--parts 2] [--nodes 20] [--profile]
+    python bench/deploy_node.py [--boxes 20000] [--parts 2] [--nodes 20] [--profile] [--documents FILE]
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import json
 import pstats
 import tempfile
 import time
+from pathlib import Path
 
 from boreas.catalog import Catalog, open_store, read_document
 from boreas.catalog.elements import apply_commit, commit_touched
@@ -39,6 +42,7 @@ from boreas.head.bulk import bulk_step, declared
 from boreas.m3.boxtype import box_types
 from boreas.node.compile_shapes import SharedCode
 from boreas.node.dataflow import Dataflow
+from boreas.node.gcpause import bulk_update
 from boreas.node.local_catalog import LocalCatalog
 from boreas.node.operators.filter import FilterOperator
 from catalog import generate_parts
@@ -80,16 +84,19 @@ async def apply_all(documents: list[str], profile: bool) -> tuple[dict[str, floa
         last = profiler is not None and k == len(documents) - 1
         if last:
             profiler.enable()
+        data = body.encode()
         marks = [time.process_time()]
-        update = read_document(body.encode(), f"update #{k}")
+        with bulk_update(len(data)):
+            update = read_document(data, f"update #{k}")
         marks.append(time.process_time())
         candidate = local.preview(update)
         marks.append(time.process_time())
-        problems = flow.refusals(candidate, f"update #{k}")
-        if problems:
-            raise SystemExit(f"the node refused update #{k}: {problems[0]['reason']}")
-        marks.append(time.process_time())
-        flow.reconfigure(local.apply(update, candidate))
+        with bulk_update(len(data), keep=True):
+            problems = flow.refusals(candidate, f"update #{k}", touched=local.touched)
+            if problems:
+                raise SystemExit(f"the node refused update #{k}: {problems[0]['reason']}")
+            marks.append(time.process_time())
+            flow.reconfigure(local.apply(update, candidate))
         marks.append(time.process_time())
         if last:
             profiler.disable()
@@ -115,8 +122,20 @@ def main() -> None:
     parser.add_argument("--parts", type=int, default=2)
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--profile", action="store_true", help="cProfile the last update's apply")
+    parser.add_argument("--documents", type=Path, help="a JSON file of the update documents: read if it exists "
+                        "(the Head's path not run again: another checkout applies the same ones in a fresh "
+                        "process), else written")
     args = parser.parse_args()
+    if args.documents is not None and args.documents.exists():
+        documents = json.loads(args.documents.read_text())
+        totals, built = asyncio.run(apply_all(documents, args.profile))
+        print(f"{NODE}: {built:,} boxes in {len(documents)} update(s) from {args.documents}, CPU s: "
+              + ", ".join(f"{p} {t:.3f}" for p, t in totals.items())
+              + f"; total {sum(totals.values()):.3f} ({sum(totals.values()) / max(built, 1) * 1000:.3f} ms a box)")
+        return
     documents, held = node_documents(args.boxes, args.nodes, args.parts)
+    if args.documents is not None:
+        args.documents.write_text(json.dumps(documents))
     totals, built = asyncio.run(apply_all(documents, args.profile))
     total = sum(totals.values())
     print(f"{NODE}: {built:,} boxes in {len(documents)} update(s), CPU s: "

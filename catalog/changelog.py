@@ -65,6 +65,8 @@ ORDERED_FUNCTIONS = ("firstval", "lastval")
 def changelog_streams(catalog: Catalog) -> dict[str, str]:
     """Every changelog stream, with where its weights come from (``"m3 box 'v'"``), to say so in refusals."""
     found: dict[str, str] = {}
+    if not any(box.type in SOURCES for box in catalog.boxes.values()):
+        return found  # (no box makes a changelog: one walk, not two; a node checks every update so: issue 37)
     changed = True
     while changed:  # to a fixpoint: the boxes need not be in dataflow order
         changed = False
@@ -90,6 +92,8 @@ def refusals(catalog: Catalog) -> list[tuple[Box, str]]:
     """Each box that cannot read the changelog it is fed, with the reason a user reads."""
     changelogs = changelog_streams(catalog)
     out: list[tuple[Box, str]] = []
+    if not changelogs:
+        return out
     for box in catalog.boxes.values():
         fed = [p.stream for p in box.inputs if p.stream in changelogs]
         if not fed:

@@ -157,10 +157,18 @@ def _dict(catalog: Catalog, kind: str) -> dict[str, Any]:
 
 
 class _Applier:
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, touched: dict[str, set[str]] | None = None):
         self.catalog = catalog.copy()
         self.rejections: list[Rejection] = []
         self.index = 0
+        self.touched = touched  # Catalog dict -> keys written (apply_update's touched), when asked
+
+    def _dict(self, kind: str, key: str) -> dict[str, Any]:
+        """The Catalog dict of ``kind``, about to be written at ``key`` (recorded in :attr:`touched`)."""
+        name = KIND_TO_DICT[kind][0]
+        if self.touched is not None:
+            self.touched.setdefault(name, set()).add(key)
+        return getattr(self.catalog, name)
 
     def reject(self, kind: str, key: str, reason: str) -> None:
         self.rejections.append(Rejection(self.index, kind, key, reason))
@@ -185,7 +193,7 @@ class _Applier:
                             f"<{tag}> is a request to a node, not a catalog element")
             case _ if is_element(item):
                 kind, key = element_key(item)
-                _dict(self.catalog, kind)[key] = item
+                self._dict(kind, key)[key] = item
             case _:
                 self.reject(type(item).__name__, "", f"cannot apply {type(item).__name__} to a catalog")
 
@@ -199,9 +207,9 @@ class _Applier:
                 if not held:
                     self.reject("stream", key, f"stream {key!r} is not declared here")
                 for k in held:
-                    del _dict(self.catalog, k)[key]
+                    del self._dict(k, key)[key]
             elif key in _dict(self.catalog, kind):
-                del _dict(self.catalog, kind)[key]
+                del self._dict(kind, key)[key]
             else:
                 self.reject(kind, key, f"{kind} {key!r} is not here")
 
@@ -211,7 +219,7 @@ class _Applier:
         if name is None or name not in target:
             self.reject(kind, name or "", f"cannot modify {kind} {name!r}: it is not here")
             return
-        target[name] = replace(target[name], params=merge_params(target[name].params, m.params))
+        self._dict(kind, name)[name] = replace(target[name], params=merge_params(target[name].params, m.params))
 
     def unsubscribe(self, u: Unsubscribe) -> None:
         subs = self.catalog.subscriptions
@@ -221,7 +229,7 @@ class _Applier:
             self.reject("subscribe", f"{u.stream}|{u.endpoint or ''}",
                         f"no subscription to stream {u.stream!r}" + (f" by {u.endpoint}" if u.endpoint else ""))
         for key in keys:
-            del subs[key]
+            del self._dict("subscribe", key)[key]
 
     def place(self, name: str, endpoint: str, kind: str | None = None) -> None:
         for k in ([kind] if kind else ["box", "table", "query"]):
@@ -233,14 +241,18 @@ class _Applier:
                     for member in target[name].tables:
                         self.place(member, endpoint, "table")
                 else:
-                    target[name] = replace(target[name], node=endpoint)
+                    self._dict(k, name)[name] = replace(target[name], node=endpoint)
                 return
         self.reject(kind or "box", name, f"{kind or 'box or query'} {name!r} is not here")
 
 
-def apply_update(catalog: Catalog, items: Sequence[Any], version: int | None = None) -> Catalog:
-    """The catalog after ``items``; raises :class:`UpdateRejected` and changes nothing on a miss."""
-    applier = _Applier(catalog)
+def apply_update(catalog: Catalog, items: Sequence[Any], version: int | None = None,
+                 touched: dict[str, set[str]] | None = None) -> Catalog:
+    """The catalog after ``items``; raises :class:`UpdateRejected` and changes nothing on a miss.
+
+    ``touched``, when given, gets the keys written per Catalog dict (every other key holds the very object
+    ``catalog`` holds there): what a node's index derives the new catalog by (catalog/index.py ``derive``)."""
+    applier = _Applier(catalog, touched)
     for index, item in enumerate(items):
         applier.index = index
         applier.apply(item)

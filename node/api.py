@@ -52,6 +52,7 @@ from .adopt import AdoptionRefused
 from .api_docs import NODE_DOCS
 from .connector import ConnectRefused
 from .cumulus.api import SegmentsApi
+from .gcpause import bulk_update
 from .mover import MoveFailed, companions
 from .readiness import node_checks
 
@@ -89,8 +90,9 @@ class NodeApi:
             # Named uniquely: a refusal counts only the problems found in this document's elements.
             self.local.counters["updates_read"] += 1
             source = f"update XML #{self.local.counters['updates_read']} from {request.remote}"
-            update = await asyncio.to_thread(read_document, body, source,
-                                             deadline=time.monotonic() + UPDATE_BUDGET)
+            with bulk_update(len(body)):  # (a deployment's part: node/gcpause.py)
+                update = await asyncio.to_thread(read_document, body, source,
+                                                 deadline=time.monotonic() + UPDATE_BUDGET)
         except DeadlineExceeded as exc:
             self.local.counters["updates_too_slow"] += 1
             return json_error(413, f"update XML took longer than {UPDATE_BUDGET:g} s to validate",
@@ -116,14 +118,16 @@ class NodeApi:
                 candidate = self.local.preview(update)
             except UpdateRejected as exc:
                 return json_error(409, str(exc), rejections=[r.as_dict() for r in exc.rejections])
-            problems = self.dataflow.refusals(candidate, source)
+            with bulk_update(len(body), keep=True):
+                problems = self.dataflow.refusals(candidate, source, touched=self.local.touched)
+                if not problems:
+                    catalog = self.local.apply(update, candidate)
+                    self.dataflow.reconfigure(catalog)
             if problems:  # all or nothing: a box this node cannot run refuses the whole update
                 self.local.refused()
                 log.warning("node %s refused an update: %s", self.endpoint, problems[0]["reason"])
                 return json_error(422, f"node {self.endpoint} cannot run this update: {problems[0]['reason']}",
                                   diagnostics=problems)
-            catalog = self.local.apply(update, candidate)
-            self.dataflow.reconfigure(catalog)
             self.catalog_changed()
             self.reflector.reflect(catalog, update.items)
         return web.json_response({"endpoint": self.endpoint, "version": catalog.version,

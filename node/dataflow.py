@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Mapping
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.model import Catalog, Partition, Schema
@@ -179,9 +180,10 @@ class Dataflow:
             self.task.inbox.wake()
         self.host.reconfigure(catalog, keep_state)
 
-    def refusals(self, candidate: Catalog, source: str, rules: bool = True) -> list[dict[str, object]]:
+    def refusals(self, candidate: Catalog, source: str, rules: bool = True,
+                 touched: tuple[Catalog, Mapping[str, set[str]]] | None = None) -> list[dict[str, object]]:
         """Why the boxes of an update could not run here (:meth:`OperatorHost.refusals`); [] if they can."""
-        return self.host.refusals(candidate, source, rules)
+        return self.host.refusals(candidate, source, rules, touched)
 
     def row_type(self, stream: str) -> RowType | None:
         """How batches of ``stream`` arriving here decode; None if it does not enter this node."""

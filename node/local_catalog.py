@@ -43,6 +43,9 @@ class LocalCatalog:
         self.endpoint = endpoint
         self.catalog = Catalog()
         self.counters: Counter[str] = Counter()
+        # The last preview's base and what it wrote there (Catalog dict -> keys): the node's index derives the
+        # candidate by it (node/operator_host.py), instead of comparing every element the node holds.
+        self.touched: tuple[Catalog, dict[str, set[str]]] | None = None
 
     @property
     def version(self) -> int:
@@ -50,9 +53,10 @@ class LocalCatalog:
 
     def preview(self, update: Update) -> Catalog:
         """The catalog ``update`` would make, without applying it; raises ``UpdateRejected``."""
+        touched: dict[str, set[str]] = {}
         try:
             new = apply_update(self.catalog, update.items,
-                               update.version if update.version is not None else self.catalog.version)
+                               update.version if update.version is not None else self.catalog.version, touched)
             _check_subscriptions(new, update.items)
         except UpdateRejected as exc:
             self.counters["updates_received"] += 1
@@ -60,6 +64,7 @@ class LocalCatalog:
             log.info("node %s refused update %s from %s: %s", self.endpoint, update.id or "-",
                      update.origin or "?", exc)
             raise
+        self.touched = (self.catalog, touched)
         return new
 
     def refused(self) -> None:
@@ -84,10 +89,12 @@ class LocalCatalog:
 
 
 def _check_subscriptions(catalog: Catalog, items: list) -> None:
+    subscribing = [(i, item) for i, item in enumerate(items) if isinstance(item, Subscription)]
+    if not subscribing:  # (what the node holds is gathered only for a subscription: it costs the slice)
+        return
     held = set(catalog.inputs) | {s for b in catalog.boxes.values() for s in b.outputs}
     missing = [Rejection(i, "stream", item.stream,
                          f"cannot subscribe to stream {item.stream!r}: it is not on this node")
-               for i, item in enumerate(items)
-               if isinstance(item, Subscription) and item.stream not in held]
+               for i, item in subscribing if item.stream not in held]
     if missing:
         raise UpdateRejected(missing)

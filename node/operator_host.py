@@ -20,6 +20,7 @@ coordinates each input stream (the intake's admission asks it).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.model import Box, Catalog, Partition, Schema
@@ -32,7 +33,7 @@ from .box_state import BoxStates
 from .cumulus.part import PartOperator
 from .cumulus.windowing import part_operator
 from .operators import Operator, build_operator
-from .operators.base import InternalStreams
+from .operators.base import InternalStreams, typed_by
 from .operators.m3windows import follow_watermarks
 from .operators.table import TableOperator
 from .operators.table_rows import TableStore
@@ -61,6 +62,8 @@ class OperatorHost:
         # its schemas inferred by what it changes, not by typing the whole slice again, twice (a node of a
         # 100,000-box catalog holds 5,000 boxes, and a deployment in ten parts re-typed them ten times).
         self.index = CatalogIndex.build(Catalog(), box_types)
+        self.checked: CatalogIndex | None = None  # the last refusals' candidate, checked (for its reconfigure)
+        self.bound: tuple[Catalog, dict[str, Box]] | None = None  # and its boxes, bound (_bound)
         # Operators built by the last refusals' trial, handed to the reconfigure that follows (built once).
         self.trial: dict[str, tuple[Box, list[Schema], list[Schema], Operator]] = {}
         self.tables = TableStore()  # the rows of the <table>s this node's table boxes access
@@ -72,13 +75,16 @@ class OperatorHost:
         declaration changed (a box whose in port was rewired to a filter).
         """
         self.index = self._checked(catalog)
+        boxes = self._bound(catalog)  # a table box is built with its table's declaration
+        self.checked = self.bound = None
         # (a slice with problems, such as one mid-move, is inferred as before: the index is exact for valid ones)
         self.schemas = dict(self.index.stream_schemas) if self.index.ok else stream_schemas(catalog, self.box_types)
         changed = [name for name, part in catalog.partitions.items()
                    if self.partitions.get(name) != part and not self._runs(name, part)]
         self.partitions = dict(catalog.partitions)
-        boxes = bound_boxes(catalog)  # a table box is built with its table's declaration
-        for name, why in self.states.follow(boxes, self.schemas, keep_state, self.build, changed).items():
+        with typed_by(self.index.typings if self.index.ok else {}):
+            failed = self.states.follow(boxes, self.schemas, keep_state, self.build, changed)
+        for name, why in failed.items():
             log.error("node %s cannot run box %r: %s", self.endpoint, name, why)
         self._share_tables()
         follow_watermarks(self.states.operators.values(), catalog.inputs)  # a windowed view's <input watermark>
@@ -130,30 +136,47 @@ class OperatorHost:
             self.trial[box.name] = (box, inputs, outputs, operator)
         return operator
 
-    def refusals(self, candidate: Catalog, source: str, rules: bool = True) -> list[dict[str, object]]:
+    def refusals(self, candidate: Catalog, source: str, rules: bool = True,
+                 touched: tuple[Catalog, Mapping[str, set[str]]] | None = None) -> list[dict[str, object]]:
         """Why the boxes of an update (``source``: its document name) could not run here; [] if they can.
 
         The same topology checks the Head runs, on this node's slice (unless
         ``rules`` is False: a box moving in, whose slice is briefly both the
         stream's input and its producer until the Head re-syncs), then a
         trial build of every new or changed box: a problem found in the
-        update refuses it whole, before anything changes.
+        update refuses it whole, before anything changes.  ``touched``: a catalog and the keys ``candidate``
+        changed from it (:attr:`LocalCatalog.touched`), so that the check, when that catalog is the one this
+        node holds, compares only those instead of every element the node holds.
         """
-        report = self._checked(candidate)  # (the same problems as check_topology's: tests/test_incremental_*)
+        keys = touched[1] if touched is not None and touched[0] is self.index.catalog else None
+        report = self._checked(candidate, keys)  # (the same problems as check_topology's: tests/test_incremental_*)
+        self.checked = report
         found: list[dict[str, object]] = [d.as_dict() for d in report.problems if d.file == source] if rules else []
         if not found:  # the rules passed; can each box really be built here?
             partitions, self.partitions = self.partitions, dict(candidate.partitions)
             try:
                 self.trial = {}
-                reasons = self.states.check(bound_boxes(candidate), report.stream_schemas, self._try)
+                with typed_by(report.typings):  # (the boxes' out schemas were checked typing them: not again)
+                    reasons = self.states.check(self._bound(candidate), report.stream_schemas, self._try)
             finally:
                 self.partitions = partitions
             found = [{"file": source, "line": None, "path": f"box {name}", "reason": f"box {name!r}: {why}"}
                      for name, why in sorted(reasons.items())]
         return found
 
-    def _checked(self, catalog: Catalog) -> CatalogIndex:
-        return self.index if self.index.catalog is catalog else self.index.derive(catalog)
+    def _bound(self, catalog: Catalog) -> dict[str, Box]:
+        """``catalog``'s boxes, table boxes bound to their tables: made once for an update's refusals and its
+        reconfigure (each a pass over every box the node holds)."""
+        if self.bound is None or self.bound[0] is not catalog:
+            self.bound = (catalog, bound_boxes(catalog))
+        return self.bound[1]
+
+    def _checked(self, catalog: Catalog, touched: Mapping[str, set[str]] | None = None) -> CatalogIndex:
+        """The index of ``catalog``: the one held, the last refusals' candidate's, or derived now."""
+        for index in (self.index, self.checked):
+            if index is not None and index.catalog is catalog:
+                return index
+        return self.index.derive(catalog, touched)
 
     def row_type(self, stream: str) -> RowType:
         """How rows of ``stream`` decode here (a stream that enters, or any this node knows the schema of)."""

@@ -8,6 +8,7 @@ the errors and registry that build them.  The expression compiler they use is
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -16,7 +17,9 @@ from boreas.catalog import Catalog, plan_submission, read_document, stream_schem
 from boreas.catalog.boxtypes import BoxError
 from boreas.catalog.expressions import ExpressionError
 from boreas.catalog.model import Box, InPort, Schema
+from boreas.catalog.schemas_of import BoxTyping
 from boreas.node.operators import Operator, OperatorError, OperatorRegistry, build_operator, builtin_operators
+from boreas.node.operators.base import typed_by
 from support.operators import AVG, CATALOG_TYPES, EXAMPLES, PACKET, D, I, S, T, make, rows_of, schema
 
 # -- filter, map, union ----------------------------------------------------------------
@@ -324,6 +327,24 @@ def test_output_schemas_must_match_the_inferred_layout():
         build_operator(box, [T], [schema("Wrong", ("v", S))])
     with pytest.raises(OperatorError, match="output schemas"):
         build_operator(box, [T], [])
+
+
+def test_a_box_typed_by_the_catalog_index_is_checked_against_that_typing():
+    """Built with typed_by (node/operator_host.py), an operator reads the index's typing of that very box
+    object and in schemas instead of inferring it again: a wrong out schema is still refused, and a typing of
+    another box object or other in schemas is not used."""
+    box = Box("m", "map", (InPort("i"),), ("o",), (("expression.0", "value"), ("output-field-name.0", "v")))
+    (right,) = CATALOG_TYPES.infer(box, [T])
+    wrong = schema("Wrong", ("v", S))
+    typed = {"m": BoxTyping(box, (T,), (wrong,), ())}  # (a typing that says otherwise than inference)
+    with typed_by(typed):
+        assert build_operator(box, [T], [wrong]).outputs == [wrong]  # its typing was read, not inferred again
+        with pytest.raises(OperatorError, match="out port 0 would carry"):
+            build_operator(box, [T], [right])  # checked against the typing
+        with pytest.raises(OperatorError, match="out port 0 would carry"):
+            build_operator(replace(box, node="n"), [T], [wrong])  # another box object: inferred
+    with pytest.raises(OperatorError, match="out port 0 would carry"):
+        build_operator(box, [T], [wrong])  # outside typed_by: inferred
 
 
 def test_registry_builds_custom_types_without_touching_the_default():

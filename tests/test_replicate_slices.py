@@ -21,9 +21,11 @@ import pytest
 from boreas.catalog import plan_submission
 from boreas.catalog.documents import Delete, read_document
 from boreas.catalog.elements import element_key
+from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Box, Catalog, Field, FieldType, InPort, Input, Node, Schema, Subscription
 from boreas.catalog.replicate import DECLARE_ORDER, apply_update, catalog_items, update_items
 from boreas.catalog.slices import node_slice, node_slices
+from boreas.catalog.tracked import CATALOG_DICTS
 from boreas.catalog.validate import stream_schemas
 from hypothesis import given, settings
 from support.catalog_pairs import catalog_pairs, catalogs, via_xml
@@ -146,6 +148,28 @@ def test_slices_replicate_like_catalogs(a, b):
         assert not _unsized_strings(new), endpoint  # update XML needs string sizes
         assert apply_update(old, via_xml(items, version=2)) == new, endpoint
         assert apply_update(Catalog(), via_xml(catalog_items(new))) == new, endpoint
+
+
+@settings(max_examples=examples(25), **SETTINGS)
+@given(catalogs(), catalogs())
+def test_an_update_says_the_keys_it_wrote_and_a_node_derives_by_them(a, b):
+    """A node derives its index for an update by the keys the update wrote (node/operator_host.py): every key
+    whose element is not the very one held before is among them, and the index derived by them is the one
+    comparing every element gives (problems and stream schemas)."""
+    sa, sb = node_slices(a), node_slices(b)
+    for endpoint in sorted(set(sa) | set(sb)):
+        old, new = sa.get(endpoint, Catalog()), sb.get(endpoint, Catalog())
+        touched: dict[str, set[str]] = {}
+        after = apply_update(old, via_xml(update_items(old, new), version=2), touched=touched)
+        for kind in CATALOG_DICTS:
+            before, now = getattr(old, kind), getattr(after, kind)
+            moved = {k for k in before.keys() | now.keys() if before.get(k) is not now.get(k)}
+            assert moved <= touched.get(kind, set()), (endpoint, kind)
+        index = CatalogIndex.build(old)
+        by_keys, whole = index.derive(after, touched), CatalogIndex.build(after)
+        assert sorted(d.reason for d in by_keys.problems) == sorted(d.reason for d in whole.problems), endpoint
+        if whole.ok:
+            assert by_keys.stream_schemas == whole.stream_schemas, endpoint
 
 
 def _unsized_strings(catalog: Catalog) -> list[str]:

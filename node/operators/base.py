@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import abc
 import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from boreas.catalog.boxtypes import BoxError, builtin_registry, indexed
 from boreas.catalog.expressions import ExpressionError
 from boreas.catalog.model import Box, Field, Schema
+from boreas.catalog.schemas_of import BoxTyping
 from boreas.node.compile import FLOAT, kind_of
 
 log = logging.getLogger(__name__)
@@ -31,6 +35,22 @@ Emitted = list[tuple[int, list[tuple]]]
 
 #: The catalog's own box types, to check that an operator produces what validation inferred.
 _CATALOG_TYPES = builtin_registry()
+
+#: The typings (box name -> :class:`BoxTyping`) of the catalog index whose schemas the operators being built
+#: were given (:func:`typed_by`), so that :meth:`Operator.check_outputs` does not infer a box again.
+_TYPED: ContextVar[Mapping[str, BoxTyping] | None] = ContextVar("boreas_operator_typings", default=None)
+
+
+@contextmanager
+def typed_by(typings: Mapping[str, BoxTyping]) -> Iterator[None]:
+    """Operators built within were given schemas from a catalog index holding ``typings``: a box typed
+    there (the same box object, the same in schemas) is checked against its typing's out schemas instead
+    of being inferred again (a node applying a 500-box update typed each box twice: issue 37)."""
+    token = _TYPED.set(typings)
+    try:
+        yield
+    finally:
+        _TYPED.reset(token)
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
@@ -162,14 +182,25 @@ class Operator(abc.ABC):
         """The output schemas given must have the layout the catalog infers for this box."""
         if _CATALOG_TYPES.get(self.box.type) is None:
             return
-        try:
-            inferred = _CATALOG_TYPES.infer(self.box, self.inputs)
-        except (BoxError, ExpressionError) as exc:
-            raise OperatorError(str(exc)) from None
+        inferred = self._typed_outputs()
+        if inferred is None:
+            try:
+                inferred = _CATALOG_TYPES.infer(self.box, self.inputs)
+            except (BoxError, ExpressionError) as exc:
+                raise OperatorError(str(exc)) from None
         for port, (want, got) in enumerate(zip(inferred, self.outputs)):
-            if not want.same_shape(got):
+            if want is not got and not want.same_shape(got):
                 raise self.error(f"out port {port} would carry {want.describe()} "
                                  f"but its schema is {got.describe()}")
+
+    def _typed_outputs(self) -> tuple[Schema, ...] | None:
+        """The out schemas the catalog index (:func:`typed_by`) inferred for this very box from these in
+        schemas; None when it did not (another box object, other schemas, or a problem)."""
+        typings = _TYPED.get()
+        typing = typings.get(self.box.name) if typings is not None else None
+        if typing is None or typing.box is not self.box or typing.outs is None or typing.problems:
+            return None
+        return typing.outs if typing.inputs == tuple(self.inputs) else None
 
     def indexed(self, prefix: str) -> list[str]:
         try:
