@@ -68,6 +68,9 @@ from .clashes import separate
 from .clauses import check_clauses, conjuncts, refuse_clauses, tables_of
 from .declarations import declares_relations, relation
 from .derived import flatten
+from .constrow import constant_rows
+from .countnone import count_distinct_of_nothing
+from .outercond import outer_conditions_out
 from .fromless import is_fromless
 from .groupnames import name_groups
 from .selectsub import has_select_subqueries
@@ -244,6 +247,8 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
                  rename: list[str]) -> SqlQuery:
     """:func:`_query`, with the view's name added to any error (a script may hold many views)."""
     try:
+        sel = count_distinct_of_nothing(sel)  # DBToaster's COUNT(DISTINCT): LEAST(COUNT(*), 1) (:mod:`.countnone`)
+        sel = outer_conditions_out(sel)  # EXISTS (... WHERE outer.a = 3): the condition outside (:mod:`.outercond`)
         sel = split_case(sel, relations)  # a CASE of two columns as a UNION ALL of two views (:mod:`.casesplit`)
         sel = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
         equal_rows = has_equal_to_rows(sel)  # read as IN (:mod:`.scalarin`): noted, SQL differs on several rows
@@ -286,7 +291,9 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         return replace(queries[0], union=tuple(queries[1:]))
     # a derived table of aggregates only: scalar subqueries (:mod:`.onerow`); a DISTINCT one: its GROUP BY
     # a grouped derived table rolling up another of the same FROM: nested aggregates (:mod:`.rollup`)
-    branches = [rollups(distinct_groups(one_row_tables(branches[0])))]
+    # a FROM-less derived table of constants: its values in place (:mod:`.constrow`)
+    columns = {n: [c.name for c in r.columns] for n, r in relations.items()}
+    branches = [rollups(distinct_groups(one_row_tables(constant_rows(branches[0], columns))))]
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)
