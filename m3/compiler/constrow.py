@@ -53,7 +53,8 @@ def constant_rows(sel: exp.Expression, relations: Mapping[str, Sequence[str]]) -
             name, top = col.name.lower(), col.find_ancestor(exp.Select) is sel
             if name in row and (col.table.lower() == alias or not col.table and top and name not in other_columns
                                 and "*" not in other_columns and sum(name in r for _, _, r in rows) == 1):
-                col.replace(row[name].copy())
+                item = col.parent is sel and col.arg_key == "expressions"  # SELECT k.t: still named t
+                col.replace(exp.alias_(row[name].copy(), col.name) if item else row[name].copy())
         if not any(c.table.lower() == alias or not c.table and c.name.lower() in row and
                    c.find_ancestor(exp.Select) is sel for c in sel.find_all(exp.Column)):
             gone.append(t)  # else a column of it is left (ambiguous): the general rules refuse it by name

@@ -70,6 +70,7 @@ from .declarations import declares_relations, relation
 from .derived import flatten
 from .constrow import constant_rows
 from .countnone import count_distinct_of_nothing
+from .neverequal import never_equal
 from .outercond import outer_conditions_out
 from .fromless import is_fromless
 from .groupnames import name_groups
@@ -293,7 +294,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     # a grouped derived table rolling up another of the same FROM: nested aggregates (:mod:`.rollup`)
     # a FROM-less derived table of constants: its values in place (:mod:`.constrow`)
     columns = {n: [c.name for c in r.columns] for n, r in relations.items()}
-    branches = [rollups(distinct_groups(one_row_tables(constant_rows(branches[0], columns))))]
+    # a WHERE an INT column's equality with 50.27 decides false: 1 = 0 (:mod:`.neverequal`)
+    branches = [rollups(distinct_groups(one_row_tables(never_equal(constant_rows(branches[0], columns), relations))))]
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)
