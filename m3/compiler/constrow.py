@@ -19,6 +19,8 @@ and both are rewritten here on the tree, before the general rules, so that those
 "SELECT 2 + R.a AS x FROM R WHERE 'u' = R.s"
 >>> r("SELECT a FROM (SELECT 1 AS a) S, R", {"R": ["a"]})  # ambiguous: left for the general rules to refuse
 'SELECT a FROM (SELECT 1 AS a) AS S, R'
+>>> r("SELECT * FROM (SELECT 1 AS a) k")  # * lists the derived table's columns: left for the general rules
+'SELECT * FROM (SELECT 1 AS a) AS k'
 >>> fold_call(sqlglot.parse_one("SUBSTRING('FOO', 1, 2)")), fold_call(sqlglot.parse_one("SUBSTRING(a, 1, 2)"))
 ('FO', None)
 """
@@ -31,7 +33,7 @@ from sqlglot import exp
 
 from ..functions import apply
 from .constants import NotConstant, fold, is_constant
-from .resolve import unparen
+from .resolve import Positions, unparen
 
 
 def constant_rows(sel: exp.Expression, relations: Mapping[str, Sequence[str]]) -> exp.Expression:
@@ -44,6 +46,10 @@ def constant_rows(sel: exp.Expression, relations: Mapping[str, Sequence[str]]) -
     rows = [(i, t, row) for i, t, row in rows if row is not None]
     if not rows:
         return sel
+    if any(type(e) is exp.Star or type(e) is exp.Column and type(e.this) is exp.Star for e in sel.expressions) or \
+            any(c.find_ancestor(exp.Group, exp.Order) is not None for c in sel.find_all(exp.Column)
+                if any(c.name.lower() in r for _, _, r in rows)):
+        return sel  # * would lose its columns, a constant in GROUP BY or ORDER BY reads as a position: refused later
     others = [t for t in items if all(t is not x for _, x, _ in rows)]
     other_columns = {c.lower() for t in others for c in _columns_of(t, relations)}
     gone = []
@@ -51,7 +57,7 @@ def constant_rows(sel: exp.Expression, relations: Mapping[str, Sequence[str]]) -
         alias = t.alias_or_name.lower()
         for col in list(sel.find_all(exp.Column)):
             name, top = col.name.lower(), col.find_ancestor(exp.Select) is sel
-            if name in row and (col.table.lower() == alias or not col.table and top and name not in other_columns
+            if name in row and (col.table.lower() == alias and _scope_of(col, alias) is sel or not col.table and top and name not in other_columns
                                 and "*" not in other_columns and sum(name in r for _, _, r in rows) == 1):
                 item = col.parent is sel and col.arg_key == "expressions"  # SELECT k.t: still named t
                 col.replace(exp.alias_(row[name].copy(), col.name) if item else row[name].copy())
@@ -78,7 +84,7 @@ def fold_call(e: exp.Expression) -> object | None:
     return apply("SUBSTRING", (s, start) + (() if length is None else (length,)))
 
 
-def constant_in(e: exp.In, ctx) -> bool:
+def constant_in(e: exp.In, ctx: Positions) -> bool:
     """Whether ``c IN (v, ...)`` of constants holds (DuckDB: ``1 IN (1.0)`` holds; no NULL among them)."""
     if any(isinstance(n, exp.Null) for n in e.walk()):
         raise ctx.error(f"unsupported NULL in a constant IN list ({e.sql()}): SQL's IN is then NULL, not false", e)
@@ -86,6 +92,21 @@ def constant_in(e: exp.In, ctx) -> bool:
         return fold(e.this) in [fold(x) for x in e.expressions]
     except NotConstant as bad:
         raise ctx.error(f"unsupported {bad.node.sql()} in a constant IN list ({bad})", e) from None
+
+
+def _scope_of(col: exp.Column, alias: str) -> exp.Expression | None:
+    """The innermost SELECT around ``col`` whose FROM declares ``alias`` (a subquery may declare it again)."""
+    node = col.find_ancestor(exp.Select)
+    while node is not None and alias not in {t.alias_or_name.lower() for t in _declared(node)}:
+        node = node.find_ancestor(exp.Select)
+    return node
+
+
+def _declared(sel: exp.Select) -> list[exp.Expression]:
+    """Every FROM item of a SELECT, joined by any kind of join."""
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    return ([from_.this] if isinstance(from_, exp.From) else []) + \
+        [j.this for j in sel.args.get("joins") or [] if isinstance(j, exp.Join)]
 
 
 def _from_items(sel: exp.Select) -> list[exp.Expression]:
