@@ -136,7 +136,7 @@ def _check_view(out: Problems, v: ViewDecl, maps) -> None:
             _check_view_expr(out, v, c.expr, row, maps, types, condition=False)
     if v.where is not None:
         _check_view_expr(out, v, v.where, row, maps, types, condition=True)
-    if not v.maps:
+    if not v.maps and v.keys:  # without keys and maps: a constant view, one row where its WHERE holds
         out.append((f"view {v.name} reads no map (its rows are where its maps have entries)", v.pos))
     lifted = check_lifts(out, v, set(types))
     for x in row:

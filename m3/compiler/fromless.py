@@ -41,6 +41,7 @@ from sqlglot import exp
 from ..ast import Cmp, Const, Expr, MapRef
 from ..viewnodes import Arith
 from .constants import NotConstant, fold, is_constant
+from .constrow import constant_in, fold_call
 from .lifted import ARITH, CMPS, Plan, and_all, items_of, sql_conjuncts
 from .nodes import sql_of
 from .outputs import unique_names
@@ -68,9 +69,6 @@ def plan(sel: exp.Select, ctx: Positions) -> Plan:
         exprs.append(b.column(node))
     where = sel.args.get("where")
     cond = and_all([b.condition(c) for c in sql_conjuncts(where.this)]) if where is not None else None
-    if not b.parts:
-        raise ctx.error(f"unsupported query without FROM and without a scalar subquery ({sql_of(sel)}): a view "
-                        "reads relations", sel)
     return Plan(tuple(b.parts), (), (), tuple(zip(unique_names(names), exprs)), cond)
 
 
@@ -104,6 +102,8 @@ class Parts:
                 for i in sorted(rd):  # NULL where the divisor's subquery reads no rows: divide by 1 instead of 0
                     d = Arith("-", Arith("+", d, Const(1)), Arith("LEAST", MapRef(f"#{i}.1", ()), Const(1)))
             return Arith(ARITH[type(e)], a, d), ra | rd
+        if (value := fold_call(e)) is not None:  # SUBSTRING('FOO', 1, 2): its value (:mod:`.constrow`)
+            return Const(value), set()
         if is_constant(e):
             try:
                 return Const(fold(e)), set()
@@ -118,7 +118,9 @@ class Parts:
         e = unparen(e)
         negated = type(e) is exp.Not
         inner = unparen(e.this) if negated else e
-        if type(inner) in (exp.Exists, exp.In):
+        if type(inner) is exp.In and not inner.args.get("query") and is_constant(inner):  # 1 IN (2, 3)
+            e = exp.Boolean(this=negated != constant_in(inner, self.ctx))
+        elif type(inner) in (exp.Exists, exp.In):
             n = MapRef(f"#{self.counted(inner)}.0", ())
             return Cmp("=", n, Const(0)) if negated else Cmp("<", Const(0), n)
         if type(e) in CMPS:
@@ -127,6 +129,8 @@ class Parts:
             op = {">": "<", ">=": "<="}.get(CMPS[type(e)], CMPS[type(e)])
             return and_all([Cmp(op, d, a) if flip else Cmp(op, a, d)] +
                            [Cmp("<", Const(0), MapRef(f"#{i}.1", ())) for i in sorted(ra | rd)])
+        if type(e) is exp.Boolean:
+            return None if e.this else Cmp("<", Const(1), Const(0))
         if is_constant(e):
             try:
                 holds = bool(fold(e))

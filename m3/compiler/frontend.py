@@ -70,6 +70,10 @@ from .declarations import declares_relations, relation
 from .deepscalar import deep_conjunct
 from .deepscalar import plan as deep_plan
 from .derived import flatten
+from .constrow import constant_rows
+from .countnone import count_distinct_of_nothing
+from .neverequal import never_equal
+from .outercond import outer_conditions_out
 from .fromless import is_fromless
 from .groupnames import name_groups
 from .hoist import hoisted
@@ -251,6 +255,8 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
                  rename: list[str]) -> SqlQuery:
     """:func:`_query`, with the view's name added to any error (a script may hold many views)."""
     try:
+        sel = count_distinct_of_nothing(sel)  # DBToaster's COUNT(DISTINCT): LEAST(COUNT(*), 1) (:mod:`.countnone`)
+        sel = outer_conditions_out(sel)  # EXISTS (... WHERE outer.a = 3): the condition outside (:mod:`.outercond`)
         sel = split_case(sel, relations)  # a CASE of two columns as a UNION ALL of two views (:mod:`.casesplit`)
         sel = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
         equal_rows = has_equal_to_rows(sel)  # read as IN (:mod:`.scalarin`): noted, SQL differs on several rows
@@ -302,7 +308,12 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     # a grouped derived table rolling up another of the same FROM: nested aggregates (:mod:`.rollup`)
     # a SUM of a correlated SUM subquery: the sum over the join (:mod:`.sumjoin`)
     # NOT EXISTS a row above a value of a table the query reads: the value against its MAX (:mod:`.notexists`)
-    branches = [rollups(distinct_groups(one_row_tables(as_extremes(sum_joined(branches[0]) or branches[0]))))]
+    # a FROM-less derived table of constants: its values in place (:mod:`.constrow`)
+    columns = {n: [c.name for c in r.columns] for n, r in relations.items()}
+    # a WHERE an INT column's equality with 50.27 decides false: 1 = 0 (:mod:`.neverequal`)
+    first = constant_rows(branches[0], columns)
+    first = never_equal(sum_joined(first) or first, relations)
+    branches = [rollups(distinct_groups(one_row_tables(as_extremes(first))))]
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)

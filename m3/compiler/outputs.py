@@ -231,6 +231,7 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
     outputs = {n.lower() for n in names} | {i.name.lower() for i in items}
     refs = {i.ref for i in items}
     unselected: list[str] = []
+    unknown: list[str] = []
     for o in order.expressions:
         x = unparen(o.this if type(o) is exp.Ordered else o)
         if type(x) is exp.Literal and not x.is_string and str(x.this).isdigit() and 1 <= int(x.this) <= len(items):
@@ -241,13 +242,13 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
             continue
         if sql_of(x).lower() in written:
             continue
-        if type(x) is exp.Column and res.has_column(x):  # a FROM column not selected: SQL sorts by it
-            res.column(x)  # ambiguous: refused
+        if type(x) is exp.Column and (res.has_column(x) or x.table):  # a FROM column not selected: SQL sorts by it
+            res.column(x)  # ambiguous, or an unknown column of a named table: refused
             unselected.append(sql_of(x))
             continue
-        raise ctx.error(f"ORDER BY {sql_of(x)} is not an output of the view (order by an output's name or position)",
-                        x)
+        unknown.append(sql_of(x))  # neither an output nor a column (DuckDB refuses it; DBToaster ignores ORDER BY)
     why = f"; {', '.join(unselected)} not selected: select it to sort by it" if unselected else ""
+    why += f"; {', '.join(unknown)} names no output or column: nothing to sort by" if unknown else ""
     return f"{name}: ORDER BY ignored: a view is a set of rows (sort them when reading the view{why})"
 
 

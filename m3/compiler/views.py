@@ -117,6 +117,8 @@ def cost_class(v: ViewDecl, program: Program | None = None) -> tuple[str, str]:
     >>> cost_class(p.views[0])
     ('domain-bound', 'MIN over t: each changed row reads the distinct values of its group (cost grows with their number, not with the database)')
     """
+    if not v.maps and not v.keys:  # SELECT 1 AS a WHERE 2 > 3 (:mod:`.constrow`)
+        return "constant", "reads no relation: its one row (or none) is fixed, no map, no statement"
     folds = [n for c in v.columns if c.expr is not None for n in walk(c.expr) if isinstance(n, Fold)]
     if v.where is not None:
         folds += [n for n in walk(v.where) if isinstance(n, Fold)]

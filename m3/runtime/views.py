@@ -14,7 +14,8 @@ the rows a batch changed); :mod:`.evaluate` computes an expression at a row.
   are the values of the row variables at which some map the view reads has an
   entry (for a fold's map: an entry whose other keys are the row's) and at
   which ``WHERE`` holds.  An output key column shows its variable's value, so
-  two columns may show one variable (``SELECT *`` over an equi-join).
+  two columns may show one variable (``SELECT *`` over an equi-join).  A view without keys that reads no map
+  (``SELECT 1 AS a WHERE 2 > 3``: a *constant view*) has its one row where ``WHERE`` holds, from the start.
 * **Values.**  A map entry that is absent is 0.  ``MIN(X : m[K, X])`` is the
   least ``X`` among the entries of ``m`` at the row (a *multiplicity map*:
   how many rows have that value; an entry exists while some row has it), MAX
@@ -139,6 +140,11 @@ class ViewForm:
     lifted: tuple[tuple[int, Expr], ...] = ()  # row variables bound by values (:mod:`..over`): (slot, expression)
     source: Over | None = None  # the aggregate whose entries bind them: the view's rows come from its entries
 
+    @property
+    def constant(self) -> bool:
+        """A view that reads no map and has no keys (``SELECT 1 AS a``): its one row is always present."""
+        return not self.refs and not self.vars and self.source is None
+
     def key_of(self, row: tuple) -> tuple:
         """The output key of a row."""
         return self._key_of(row)
@@ -250,6 +256,8 @@ def present(form: ViewForm, row: tuple, reader: Reader) -> bool:
     with lifted variables, whether an entry of the source aggregate's map gives the row."""
     if form.source is not None:
         return row in _lifted_rows(form, row, reader)
+    if form.constant:
+        return True
     for ref in form.outer or form.refs:
         if None in ref.slots:
             if reader.has(ref.map, ref.pattern(row)):
@@ -276,6 +284,8 @@ def candidate_rows(form: ViewForm, entries: Entries, pattern: tuple = ()) -> lis
     row_pat = form.row_pattern(tuple(pattern))
     if row_pat is None:
         return []
+    if form.constant:  # its one row (if WHERE holds)
+        return [()]
     if form.source is not None:
         return [r for r in _lifted_rows(form, row_pat, _reader_of(entries))
                 if all(p is None or p == x for p, x in zip(row_pat, r))]

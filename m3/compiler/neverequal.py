@@ -1,0 +1,77 @@
+"""A WHERE that its column types decide is false: ``int_col = 50.27`` as a conjunct makes the whole WHERE ``1 = 0``.
+
+Why: an INT column never equals a constant with a fractional part (DuckDB compares them as decimals: 50 is not
+50.27), so a WHERE holding such an equality as a conjunct holds for no row, NULL or not, whatever its other
+conjuncts say.  Those other conjuncts are then never evaluated for the view's rows, so a construct in them that
+the compiler refuses (a division by a column in a comparison, whose ``x / 0`` DuckDB reads as inf or NaN) does
+not matter: the view is always empty, as the general rules compile ``WHERE 1 = 0`` (a map that never counts).
+Conjuncts holding a subquery keep the WHERE as it is (a subquery DuckDB refuses at run time is not decided here).
+
+>>> import sqlglot
+>>> from .examples import stream
+>>> rels = {"T": stream("T", c="INT", d="INT", f="FLOAT")}
+>>> def r(sql): return never_equal(sqlglot.parse_one(sql), rels).sql()
+>>> r("SELECT * FROM T AS z WHERE (z.c / z.d > 1 OR z.c < 2) AND z.d = 50.27")
+'SELECT * FROM T AS z WHERE 1 = 0'
+>>> r("SELECT * FROM T WHERE d = 50.0 AND c > 1"), r("SELECT * FROM T WHERE f = 50.27")
+('SELECT * FROM T WHERE d = 50.0 AND c > 1', 'SELECT * FROM T WHERE f = 50.27')
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from ..ast import RelationDecl
+from .clauses import conjuncts
+from .resolve import unparen
+
+
+def never_equal(sel: exp.Expression, relations: dict[str, RelationDecl]) -> exp.Expression:
+    """``sel`` (changed in place) with its WHERE ``1 = 0`` when a conjunct compares an INT column with a
+    constant that has a fractional part for equality (module doc)."""
+    if type(sel) is not exp.Select or sel.args.get("where") is None:
+        return sel
+    parts = conjuncts(sel.args["where"].this)
+    if any(isinstance(n, (exp.Select, exp.Subquery)) for p in parts for n in p.walk()):
+        return sel
+    types = _column_types(sel, relations)
+    if any(_never(p, types) for p in parts):
+        sel.set("where", exp.Where(this=exp.EQ(this=exp.Literal.number(1), expression=exp.Literal.number(0))))
+    return sel
+
+
+def _never(c: exp.Expression, types: dict[tuple[str, str], str]) -> bool:
+    c = unparen(c)
+    if type(c) is not exp.EQ:
+        return False
+    for col, const in ((unparen(c.this), unparen(c.expression)), (unparen(c.expression), unparen(c.this))):
+        if type(col) is exp.Column and type(const) is exp.Literal and not const.is_string:
+            key = (col.table.lower(), col.name.lower())
+            try:
+                fractional = Decimal(str(const.this)) % 1 != 0
+            except InvalidOperation:
+                return False
+            if fractional and types.get(key) == "INT":
+                return True
+    return False
+
+
+def _column_types(sel: exp.Select, relations: dict[str, RelationDecl]) -> dict[tuple[str, str], str]:
+    """``(alias, column) -> type`` for the FROM's relations (an unqualified column: alias ``''``, when one
+    relation alone has it)."""
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    items = ([from_.this] if isinstance(from_, exp.From) else []) + \
+        [j.this for j in sel.args.get("joins") or [] if isinstance(j, exp.Join)]
+    out: dict[tuple[str, str], str] = {}
+    seen: dict[str, int] = {}
+    for t in items:
+        rel = next((r for n, r in relations.items() if type(t) is exp.Table and n.lower() == t.name.lower()), None)
+        if rel is None:
+            return {}  # a derived table or an unknown name: its columns are not known here
+        for col in rel.columns:
+            out[(t.alias_or_name.lower(), col.name.lower())] = col.type
+            seen[col.name.lower()] = seen.get(col.name.lower(), 0) + 1
+            out[("", col.name.lower())] = col.type
+    return {k: v for k, v in out.items() if k[0] or seen[k[1]] == 1}
