@@ -47,6 +47,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ast import Cmp, Const, Expr, MapRef, Var
+from ..over import Over
 from ..viewnodes import Arith, BoolOp, Fold
 from .evaluate import Reader, divide, holds, items, value
 
@@ -58,13 +59,21 @@ _CMP = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
 class _Source:
     """The function being written: its lines, its constants, and the map reads already made (name by key)."""
 
-    def __init__(self, form: Any):
+    def __init__(self, form: Any, names: dict[str, str] | None = None, indent: str = "    ",
+                 parent: _Source | None = None):
         self.form = form
-        self.slot = {name: i for i, name in enumerate(form.vars)}
+        self.names = names if names is not None else {name: f"v{i}" for i, name in enumerate(form.vars)}
+        self.indent = indent
         self.lines: list[str] = []
-        self.consts: dict[str, object] = {}
+        self.consts: dict[str, object] = parent.consts if parent is not None else {}
+        self.count: dict[str, int] = parent.count if parent is not None else {}  # locals made, by kind (shared)
         self.reads: dict[tuple, str] = {}  # (kind, map, key source[, position]) -> the local holding it
         self.env = False  # whether some node is left to the interpreter (it reads the row as a dict)
+
+    def local(self, kind: str) -> str:
+        n = self.count.get(kind, 0)
+        self.count[kind] = n + 1
+        return f"{kind}{n}"
 
     def const(self, v: object) -> str:
         if type(v) is int:  # noqa: E721 - not a bool
@@ -76,7 +85,7 @@ class _Source:
     def arg(self, a: Expr) -> str | None:
         """A map key position's source: a row variable or a constant (None: neither, left to the interpreter)."""
         if isinstance(a, Var):
-            return f"v{self.slot[a.name]}" if a.name in self.slot else None
+            return self.names.get(a.name)
         if isinstance(a, Const):
             return self.const(a.value)
         return None
@@ -86,11 +95,11 @@ class _Source:
         display = _display(key)
         found = self.reads.get((kind, name, display, at))
         if found is None:
-            found = f"{kind}{sum(1 for r in self.reads if r[0] == kind)}"
+            found = self.local(kind)
             if kind == "m":
-                self.lines.append(f"    {found} = get({name!r}, {display})")
+                self.lines.append(f"{self.indent}{found} = get({name!r}, {display})")
             else:
-                self.lines.append(f"    {found} = [k[{at}] for k, n in items(entries({name!r}, {display})) if n]")
+                self.lines.append(f"{self.indent}{found} = [k[{at}] for k, n in items(entries({name!r}, {display})) if n]")
             self.reads[(kind, name, display, at)] = found
         return found
 
@@ -102,7 +111,7 @@ class _Source:
         if isinstance(e, Const):
             return self.const(e.value)
         if isinstance(e, Var):
-            return f"v{self.slot[e.name]}" if e.name in self.slot else self.interpreted(e, "value")
+            return self.names[e.name] if e.name in self.names else self.interpreted(e, "value")
         if isinstance(e, MapRef):
             key = [self.arg(a) for a in e.args]
             return self.interpreted(e, "value") if None in key else self.read("m", e.name, key)
@@ -120,7 +129,45 @@ class _Source:
                 vals = self.read("f", e.ref.name, key, free[0])
                 return {"MIN": f"(min({vals}) if {vals} else 0)", "MAX": f"(max({vals}) if {vals} else 0)",
                         "COUNT": f"len({vals})", "SUM": f"(sum({vals}) if {vals} else 0)"}[e.kind]
+        if isinstance(e, Over):
+            found = self.over(e)
+            if found is not None:
+                return found
         return self.interpreted(e, "value")
+
+    def over(self, e: Over) -> str | None:
+        """An aggregate over a map's entries at the row, as a loop over them (None: left to the interpreter:
+        one with a ``WHERE``, one that reads no row variable, which the interpreter computes once per reader,
+        or one whose expression the loop cannot compile)."""
+        own = set(e.vars)
+        if e.cond is not None or e.kind not in ("SUM", "COUNT", "MIN", "MAX") or own & set(self.names) or \
+                not any(isinstance(a, Var) and a.name in self.names for a in e.ref.args):
+            return None
+        key = ["None" if isinstance(a, Var) and a.name in own else self.arg(a) for a in e.ref.args]
+        if None in key:
+            return None
+        same = self.reads.get(("o", e))
+        if same is not None:  # the same aggregate read twice (AVG's COUNT beside a HAVING's)
+            return same
+        binds: dict[str, tuple[str, int]] = {}  # own variable -> (its local, the key position it is read from)
+        for i, a in enumerate(e.ref.args):  # an own variable at two positions: the last one's value
+            if isinstance(a, Var) and a.name in own:
+                binds[a.name] = (binds[a.name][0] if a.name in binds else self.local("w"), i)
+        inner = _Source(self.form, {**self.names, **{x: w for x, (w, _) in binds.items()}},
+                        self.indent + "        ", self)
+        got = "1" if e.kind == "COUNT" else inner.expr(e.expr)
+        if inner.env:
+            return None
+        out = self.local("o")
+        self.lines.append(f"{self.indent}{out} = []")
+        self.lines.append(f"{self.indent}for k, n in items(entries({e.ref.name!r}, {_display(key)})):")
+        self.lines.append(f"{self.indent}    if n:")
+        self.lines.extend(f"{self.indent}        {w} = k[{i}]" for w, i in binds.values())
+        self.lines.extend(inner.lines)
+        self.lines.append(f"{self.indent}        {out}.append({got})")
+        self.reads[("o", e)] = found = {"MIN": f"(min({out}) if {out} else 0)",
+                                        "MAX": f"(max({out}) if {out} else 0)"}.get(e.kind, f"(sum({out}) if {out} else 0)")
+        return found
 
     def cond(self, e: Expr) -> str:
         if isinstance(e, BoolOp) and e.op in ("AND", "OR", "NOT"):
