@@ -23,6 +23,8 @@ before the batch.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from .evaluate import Reader
 from .maps import MapStore
 from .views import ViewForm, candidate_rows, row_value, same
@@ -130,7 +132,10 @@ class OldReader(Reader):
     def has(self, name: str, pattern: tuple) -> bool:
         changed = self.old.get(name)
         if any(x is not None for x in pattern):
-            return bool(self.entries(name, pattern)) if changed else self.store.has(name, pattern)
+            over = self._overlay(name, pattern) if changed else None
+            if not over:  # the batch changed no entry of this slice
+                return self.store.has(name, pattern)
+            return any(v for _, v in over) or bool(self.entries(name, pattern))
         if not changed:
             return self.store.size(name) > 0
         if any(changed.values()):  # an entry the batch changed was there before it
@@ -139,21 +144,28 @@ class OldReader(Reader):
         return self.store.size(name) > sum(1 for k in changed if get(k, 0))
 
     def entries(self, name: str, pattern: tuple):
+        over = self._overlay(name, pattern) if self.old.get(name) else None
+        if not over:  # the batch changed no entry of this slice: it is as it is now
+            return self.store.match(name, pattern)
         found = dict(self.store.match(name, pattern))
-        changed = self.old.get(name)
-        if not changed:
-            return found
-        bound = tuple(i for i, x in enumerate(pattern) if x is not None)
-        by_bound = self._slices.get((name, bound))
-        if by_bound is None:  # the changed keys of this map, by their values at the bound positions (built once)
-            by_bound = {}
-            for k, v in changed.items():
-                key = self.store.unpack(name, k)
-                by_bound.setdefault(tuple(key[i] for i in bound), []).append((key, v))
-            self._slices[(name, bound)] = by_bound
-        for key, v in by_bound.get(tuple(pattern[i] for i in bound), ()):
+        for key, v in over:
             if v:
                 found[key] = v
             else:
                 found.pop(key, None)
         return found
+
+    def _overlay(self, name: str, pattern: tuple) -> list:
+        """The entries of ``name`` matching ``pattern`` the batch changed, as ``(key, value before)``."""
+        bound = tuple(i for i, x in enumerate(pattern) if x is not None)
+        by_bound = self._slices.get((name, bound))
+        if by_bound is None:  # the changed keys of this map, by their values at the bound positions (built once)
+            by_bound = {}
+            unpack = self.store.unpack
+            part = itemgetter(*bound) if len(bound) > 1 else (lambda key: (key[bound[0]],)) if bound else \
+                (lambda key: ())
+            for k, v in self.old[name].items():
+                key = unpack(name, k)
+                by_bound.setdefault(part(key), []).append((key, v))
+            self._slices[(name, bound)] = by_bound
+        return by_bound.get(tuple([pattern[i] for i in bound]), [])

@@ -63,6 +63,7 @@ from ..ast import Const, Expr, MapRef, Program, Var, ViewDecl, walk
 from ..viewnodes import Arith, Fold, Total
 from ..over import Over, lifts
 from .evaluate import Entries, Reader, holds, items, value
+from .viewcode import compile_row
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,11 @@ class ViewForm:
             row[i] = want
         return tuple(row)
 
+    @cached_property
+    def evaluate(self):
+        """:func:`row_value` compiled for this view (:mod:`.viewcode`), made at its first row."""
+        return compile_row(self, present)
+
     @property
     def zero(self):
         """The value of a row that is not in the view (what ``changes()`` reports for a removed row)."""
@@ -269,7 +275,12 @@ def present(form: ViewForm, row: tuple, reader: Reader) -> bool:
 
 def row_value(form: ViewForm, row: tuple, reader: Reader) -> tuple[bool, object]:
     """``(in the view, value)`` of a row; the value is :attr:`ViewForm.zero` for a row not in the view (as is a
-    row a nested subquery's map names only in part, :meth:`Ref.row_of`)."""
+    row a nested subquery's map names only in part, :meth:`Ref.row_of`): the view's compiled function."""
+    return form.evaluate(row, reader)
+
+
+def interpreted_row_value(form: ViewForm, row: tuple, reader: Reader) -> tuple[bool, object]:
+    """:func:`row_value` by the interpreter (:mod:`.evaluate`): the reference :mod:`.viewcode` is tested against."""
     if None in row or not present(form, row, reader):
         return False, form.zero
     env = dict(zip(form.vars, row))

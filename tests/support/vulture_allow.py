@@ -49,3 +49,4 @@ RegionalCatalog.location  # where the region's reflections put a box: the region
 RegionalComponent.wait_until  # a region as optimizer waits for its reflections: tests/test_moves.py (docs/client.md)
 rownumber.ranked_sql  # a top-N as plain SQL with the box's tie order: bench/nexmark_boreas.py's DuckDB check (docs/m3.md, "Top-N")
 TopNM3Operator.top_rows  # a top-N box's result now: bench/nexmark_boreas.py reads it (the view alone is the unranked rows)
+views.interpreted_row_value  # the interpreter's row evaluation: the reference m3/runtime/viewcode.py's compiled one is compared with row by row (docs/m3.md, "The runtime"; tests/m3/test_viewcode.py)

@@ -1,0 +1,246 @@
+"""A view's row evaluation compiled to one Python function per view: what ``row_value`` runs for every row.
+
+Why: a general view (:mod:`.views`) is evaluated at every row a batch
+changed, twice (before the batch and after, :mod:`.viewchanges`), and the
+interpreter (:func:`.evaluate.value`) walks the expression tree per row:
+an ``isinstance`` chain per node, a generator per map key, a dict of the
+row's variables.  As the triggers are compiled once per program
+(:mod:`.codegen`), a view's presence test, ``WHERE`` and value columns are
+compiled once per view into the source of one function
+``f(row, reader) -> (in the view, value)``: row variables are locals, a map
+entry is one ``get(map, key)`` with the key a tuple display, and a map entry
+or fold read twice at the same key (a presence test and the column reading
+the same map; ``MIN`` and ``MAX`` of one group) is read once; an aggregate
+over a map's entries at the row (``Over`` without ``WHERE``: Nexmark q4's
+``SUM(MAX(...) FOR G : rows[G, C])``) is a loop over them.
+
+What it does not compile it leaves to the interpreter, node by node, with the
+same reader: a ``TOTAL``, an ``Over`` with a ``WHERE`` or reading no row
+variable (the interpreter computes that once per reader), a fold with a
+``WHERE``, and a view whose rows come from an aggregate's entries (its
+presence is the ``present`` given).  Reads have no side effects, so reading
+an entry the interpreter's short-circuit would have skipped changes no
+result; the tests run every view shape through both (``tests/m3/test_viewcode.py``).
+
+>>> from ..syntax import parse_program
+>>> from .views import view_form
+>>> p = parse_program('''DECLARE MAP n[A: INT] : INT; DECLARE MAP s[A: INT] : INT; DECLARE MAP mm[A: INT, B: INT] : INT;
+... DECLARE VIEW v[a := A](avg := s[A] / n[A], lo := MIN(B : mm[A, B]), hi := MAX(B : mm[A, B])) WHERE n[A] > 1;''')
+>>> src, _ = row_source(view_form(p, p.views[0]))
+>>> print(src)
+def row_value(row, reader):
+    get = reader.get
+    entries = reader.entries
+    v0 = row[0]
+    if v0 is None:
+        return False, ZERO
+    m0 = get('s', (v0,))
+    m1 = get('n', (v0,))
+    f0 = [k[1] for k, n in items(entries('mm', (v0, None))) if n]
+    if not (m0 or m1 or f0):
+        return False, ZERO
+    if not ((1 < m1)):
+        return False, ZERO
+    return True, (divide(m0, m1), (min(f0) if f0 else 0), (max(f0) if f0 else 0))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..ast import Cmp, Const, Expr, MapRef, Var
+from ..over import Over
+from ..viewnodes import Arith, BoolOp, Fold
+from .evaluate import Reader, divide, holds, items, value
+
+RowValue = Callable[[tuple, Reader], tuple[bool, object]]
+_ARITH = {"+": "+", "-": "-", "*": "*"}
+_CMP = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
+
+
+class _Source:
+    """The function being written: its lines, its constants, and the map reads already made (name by key)."""
+
+    def __init__(self, form: Any, names: dict[str, str] | None = None, indent: str = "    ",
+                 parent: _Source | None = None):
+        self.form = form
+        self.names = names if names is not None else {name: f"v{i}" for i, name in enumerate(form.vars)}
+        self.indent = indent
+        self.lines: list[str] = []
+        self.consts: dict[str, object] = parent.consts if parent is not None else {}
+        self.count: dict[str, int] = parent.count if parent is not None else {}  # locals made, by kind (shared)
+        self.reads: dict[tuple, str] = {}  # (kind, map, key source[, position]) -> the local holding it
+        self.env = False  # whether some node is left to the interpreter (it reads the row as a dict)
+
+    def local(self, kind: str) -> str:
+        n = self.count.get(kind, 0)
+        self.count[kind] = n + 1
+        return f"{kind}{n}"
+
+    def const(self, v: object) -> str:
+        if type(v) is int:  # noqa: E721 - not a bool
+            return repr(v)
+        name = f"c{len(self.consts)}"
+        self.consts[name] = v
+        return name
+
+    def arg(self, a: Expr) -> str | None:
+        """A map key position's source: a row variable or a constant (None: neither, left to the interpreter)."""
+        if isinstance(a, Var):
+            return self.names.get(a.name)
+        if isinstance(a, Const):
+            return self.const(a.value)
+        return None
+
+    def read(self, kind: str, name: str, key: list[str], at: int | None = None) -> str:
+        """The local holding one map read (a ``get``, or a fold's values at ``at``), written once."""
+        display = _display(key)
+        found = self.reads.get((kind, name, display, at))
+        if found is None:
+            found = self.local(kind)
+            if kind == "m":
+                self.lines.append(f"{self.indent}{found} = get({name!r}, {display})")
+            else:
+                read = f"items(entries({name!r}, {display}))"
+                self.lines.append(f"{self.indent}{found} = [k[{at}] for k, n in {read} if n]")
+            self.reads[(kind, name, display, at)] = found
+        return found
+
+    def interpreted(self, e: Expr, how: str) -> str:
+        self.env = True
+        return f"{how}({self.const(e)}, env, reader)"
+
+    def expr(self, e: Expr) -> str:
+        if isinstance(e, Const):
+            return self.const(e.value)
+        if isinstance(e, Var):
+            return self.names[e.name] if e.name in self.names else self.interpreted(e, "value")
+        if isinstance(e, MapRef):
+            key = [self.arg(a) for a in e.args]
+            return self.interpreted(e, "value") if None in key else self.read("m", e.name, key)
+        if isinstance(e, Arith):
+            a, b = self.expr(e.left), self.expr(e.right)
+            if e.op in _ARITH:
+                return f"({a} {_ARITH[e.op]} {b})"
+            if e.op in ("LEAST", "GREATEST"):
+                return f"{'min' if e.op == 'LEAST' else 'max'}({a}, {b})"
+            return f"divide({a}, {b})"
+        if isinstance(e, Fold) and e.cond is None and e.kind in ("MIN", "MAX", "COUNT", "SUM"):
+            free = [i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == e.var]
+            key = ["None" if i in free else self.arg(a) for i, a in enumerate(e.ref.args)]
+            if None not in key:
+                vals = self.read("f", e.ref.name, key, free[0])
+                return {"MIN": f"(min({vals}) if {vals} else 0)", "MAX": f"(max({vals}) if {vals} else 0)",
+                        "COUNT": f"len({vals})", "SUM": f"(sum({vals}) if {vals} else 0)"}[e.kind]
+        if isinstance(e, Over):
+            found = self.over(e)
+            if found is not None:
+                return found
+        return self.interpreted(e, "value")
+
+    def over(self, e: Over) -> str | None:
+        """An aggregate over a map's entries at the row, as a loop over them (None: left to the interpreter:
+        one with a ``WHERE``, one that reads no row variable, which the interpreter computes once per reader,
+        or one whose expression the loop cannot compile)."""
+        own = set(e.vars)
+        if e.cond is not None or e.kind not in ("SUM", "COUNT", "MIN", "MAX") or own & set(self.names) or \
+                not any(isinstance(a, Var) and a.name in self.names for a in e.ref.args):
+            return None
+        key = ["None" if isinstance(a, Var) and a.name in own else self.arg(a) for a in e.ref.args]
+        if None in key:
+            return None
+        same = self.reads.get(("o", e))
+        if same is not None:  # the same aggregate read twice (AVG's COUNT beside a HAVING's)
+            return same
+        binds: dict[str, tuple[str, int]] = {}  # own variable -> (its local, the key position it is read from)
+        for i, a in enumerate(e.ref.args):  # an own variable at two positions: the last one's value
+            if isinstance(a, Var) and a.name in own:
+                binds[a.name] = (binds[a.name][0] if a.name in binds else self.local("w"), i)
+        inner = _Source(self.form, {**self.names, **{x: w for x, (w, _) in binds.items()}},
+                        self.indent + "        ", self)
+        got = "1" if e.kind == "COUNT" else inner.expr(e.expr)
+        if inner.env:
+            return None
+        out = self.local("o")
+        self.lines.append(f"{self.indent}{out} = []")
+        self.lines.append(f"{self.indent}for k, n in items(entries({e.ref.name!r}, {_display(key)})):")
+        self.lines.append(f"{self.indent}    if n:")
+        self.lines.extend(f"{self.indent}        {w} = k[{i}]" for w, i in binds.values())
+        self.lines.extend(inner.lines)
+        self.lines.append(f"{self.indent}        {out}.append({got})")
+        fold = {"MIN": "min", "MAX": "max"}.get(e.kind, "sum")
+        self.reads[("o", e)] = found = f"({fold}({out}) if {out} else 0)"
+        return found
+
+    def cond(self, e: Expr) -> str:
+        if isinstance(e, BoolOp) and e.op in ("AND", "OR", "NOT"):
+            if e.op == "NOT":
+                return f"(not {self.cond(e.args[0])})"
+            parts = [self.cond(a) for a in e.args]
+            return "(" + f" {e.op.lower()} ".join(parts) + ")" if parts else ("True" if e.op == "AND" else "False")
+        if isinstance(e, Cmp) and e.op in _CMP:
+            return f"({self.expr(e.left)} {_CMP[e.op]} {self.expr(e.right)})"
+        return self.interpreted(e, "holds")
+
+
+def _display(key: list[str]) -> str:
+    """A tuple display of key sources."""
+    return "(" + ", ".join(key) + ("," if len(key) == 1 else "") + ")"
+
+
+def _folds(form: Any) -> set[tuple]:
+    """The (map, key display, position) of every fold the view's columns and ``WHERE`` compile to."""
+    dry = _Source(form)
+    if form.where is not None:
+        dry.cond(form.where)
+    for _, e in form.columns:
+        dry.expr(e)
+    return {r[1:] for r in dry.reads if r[0] == "f"}
+
+
+def row_source(form: Any) -> tuple[str, dict[str, object]]:
+    """The source of ``row_value(row, reader)`` for a view (a :class:`.views.ViewForm`) and its constants."""
+    s = _Source(form)
+    head = ["def row_value(row, reader):", "    get = reader.get", "    entries = reader.entries"]
+    for i in range(len(form.vars)):
+        s.lines.append(f"    v{i} = row[{i}]")
+    if form.vars:
+        s.lines.append("    if " + " or ".join(f"v{i} is None" for i in range(len(form.vars))) + ":")
+        s.lines.append("        return False, ZERO")
+    if form.source is not None:  # rows given by an aggregate's entries: the interpreter's presence test
+        s.lines.append("    if not present(FORM, row, reader):")
+    else:
+        folded = _folds(form)
+        tests = []
+        for ref in form.outer or form.refs:
+            key = ["None" if slot is None else f"v{slot}" for slot in ref.slots]
+            at = ref.slots.index(None) if ref.slots.count(None) == 1 else None
+            if at is not None and (ref.map, _display(key), at) in folded:  # a fold reads these entries anyway
+                tests.append(s.read("f", ref.map, key, at))
+            elif None in ref.slots:
+                tests.append(f"reader.has({ref.map!r}, {_display(key)})")
+            else:
+                tests.append(s.read("m", ref.map, key))
+        s.lines.append(f"    if not ({' or '.join(tests) or 'False'}):")
+    s.lines.append("        return False, ZERO")
+    body_at = len(s.lines)
+    if form.where is not None:
+        test = s.cond(form.where)
+        s.lines.append(f"    if not ({test}):")
+        s.lines.append("        return False, ZERO")
+    cols = [s.expr(e) for _, e in form.columns]
+    s.lines.append("    return True, " + (cols[0] if len(cols) == 1 else "(" + ", ".join(cols) + ")"))
+    if s.env:
+        s.lines.insert(body_at, "    env = dict(zip(VARS, row))")
+    return "\n".join(head + s.lines), s.consts
+
+
+def compile_row(form: Any, present: Callable[[Any, tuple, Reader], bool]) -> RowValue:
+    """``row_value`` of a view compiled (``present``: the interpreter's presence test, for a view whose rows
+    come from an aggregate's entries)."""
+    src, consts = row_source(form)
+    scope: dict[str, object] = {"ZERO": form.zero, "VARS": form.vars, "FORM": form, "present": present,
+                                "items": items, "divide": divide, "value": value, "holds": holds, **consts}
+    exec(compile(src, f"<view {form.name}>", "exec"), scope)  # noqa: S102 - our own generated source
+    return scope["row_value"]  # type: ignore[return-value]
