@@ -16,7 +16,10 @@ parts posted one at a time; the CPU counts both ends (one process), so less
 the decode+apply above it is what the HTTP costs.  The Head's side is timed both ways: the copy built on its
 first read, and read once built ahead (head/copy_ahead.py).  Target (issue 37): a full copy of 100,000 boxes under 3 s.
 
-Usage: .venv/bin/python bench/full_copy.py [--boxes 10000] [--nodes 20] [--repeat 3] [--transfer]
+``--processes``: the same to a component in another process, end to end:
+the wall time until it holds the copy, and each side's CPU.
+
+Usage: .venv/bin/python bench/full_copy.py [--boxes 10000] [--nodes 20] [--repeat 3] [--transfer] [--processes]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import argparse
 import asyncio
 import gc
 import os
+import sys
 import time
 
 from boreas.catalog import Catalog, read_document
@@ -97,6 +101,51 @@ async def transferred(copies: CatalogCopies, in_parts: bool = False) -> tuple[fl
     return wall, cpu, component.catalog
 
 
+#: The component of ``--processes``: its endpoint and CPU seconds once listening, then its CPU once it holds a copy.
+COMPONENT = """
+import asyncio, gc, time
+from boreas.regional.global_component import GlobalComponent
+async def main():
+    component = GlobalComponent("http://127.0.0.1:9", None)
+    endpoint = await component.server.start("127.0.0.1", 0)
+    print(endpoint, time.process_time(), flush=True)
+    await component.ready.wait()
+    print(time.process_time(), component.catalog.version, len(component.catalog.boxes), flush=True)
+    await component.server.close()
+    await component.peers.close()
+asyncio.run(main())
+"""
+
+
+async def across_processes(copies: CatalogCopies, in_parts: bool = False) -> tuple[float, float, float, int]:
+    """The copy (built ahead) sent from this process to a GlobalComponent in another, streamed by a GlobalFeed
+    (``in_parts``: posted in parts by a ReliableSender, the way before): (wall s until the component holds it,
+    this side's CPU s, the component's CPU s, the boxes it holds)."""
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", COMPONENT, stdout=asyncio.subprocess.PIPE)
+    assert child.stdout is not None
+    try:
+        endpoint, cpu0 = (await child.stdout.readline()).decode().split()
+        async with PeerClient(None, timeout=600) as peers:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            sender: ReliableSender | GlobalFeed
+            if in_parts:
+                sender = ReliableSender(endpoint, peers, timeout=600)
+                sender.reset(list((await copies.read()).copy.documents))
+                sender.start()
+            else:
+                sender = GlobalFeed(endpoint, peers, copies)
+                sender.start()
+            cpu1, _, boxes = (await child.stdout.readline()).decode().split()
+            wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            sender.abort()
+        await child.wait()
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+    return wall, cpu, float(cpu1) - float(cpu0), int(boxes)
+
+
 def best_of(repeat: int, fn, documents) -> tuple[float, float, Catalog | None]:
     """The best wall time and the best CPU time (this process's: on a shared machine the wall
     time counts the other processes' turns) of ``repeat`` runs, and the result."""
@@ -115,6 +164,8 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--transfer", action="store_true", help="also the copy sent over HTTP on localhost")
+    parser.add_argument("--processes", action="store_true",
+                        help="also the copy sent to a global component in another process (end to end)")
     args = parser.parse_args()
     app, dep = generate(args.boxes, args.nodes)
     big = XmlLimits(max_bytes=1 << 30, max_elements=10_000_000, max_attributes=10_000_000)  # built here, not sent
@@ -155,6 +206,12 @@ def main() -> None:
               f"streamed {t_http:.2f} s wall, {cpu_http:.2f} s CPU of both ends (less decode+apply: "
               f"{cpu_http - cpu_new:.2f} s CPU for the HTTP); in parts (before) {t_parts_http:.2f} s wall, "
               f"{cpu_parts_http:.2f} s CPU")
+    if args.processes:
+        for label, in_parts in (("streamed", False), ("in parts (before)", True)):
+            wall, cpu_head, cpu_component, boxes = asyncio.run(across_processes(ahead, in_parts))
+            assert boxes == len(head.boxes), "the component holds another catalog"
+            print(f"to a component in another process, {label}: {wall:.2f} s wall until it holds the copy; "
+                  f"CPU: sender {cpu_head:.2f} s, component {cpu_component:.2f} s")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
