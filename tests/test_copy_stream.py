@@ -231,3 +231,39 @@ def test_doc_reading_a_streamed_copy_matches_read_document_on_the_examples():
     catalog.version = 5
     data = _whole(catalog)
     assert _streamed(data, 64) == catalog == apply_update(Catalog(), read_document(data, check_schema=False).items, 5)
+
+
+async def test_a_feed_retries_the_copy_until_the_component_answers_then_sends_the_newest():
+    """Nothing listens yet: the copy is retried (the commits meanwhile held), and the component that then starts
+    at that endpoint gets a copy of the newest version and holds exactly the Head's catalog."""
+    probe = web.AppRunner(web.Application())
+    await probe.setup()
+    site = web.TCPSite(probe, "127.0.0.1", 0)
+    await site.start()
+    port = probe.addresses[0][1]
+    await probe.cleanup()  # (the port is free again: nothing answers there)
+    current = {"catalog": planned(10)}
+    copies = CatalogCopies(lambda: current["catalog"], "head")
+    got = asyncio.Event()
+    async with PeerClient(None) as peers:
+        feed = GlobalFeed(f"127.0.0.1:{port}", peers, copies)
+        component = GlobalComponent("http://127.0.0.1:9", None, on_copy=lambda catalog: got.set(),
+                                    on_change=lambda version, items, catalog: got.set())
+        try:
+            feed.start()
+            for _ in range(600):  # (at most 30 s) until the first attempt failed
+                if feed.counters["failures"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert feed.counters["failures"] and feed.held is not None
+            before = current["catalog"]
+            current["catalog"] = modify(before, "b5", "value &gt; 97.5")
+            feed.changed(4, update_items(before, current["catalog"]))
+            await component.server.start("127.0.0.1", port)
+            while component.catalog.version != 4:
+                got.clear()
+                await asyncio.wait_for(got.wait(), 30)
+            assert component.catalog == current["catalog"] and feed.counters["copies_streamed"] == 1
+        finally:
+            feed.abort()
+            await _close(component)
