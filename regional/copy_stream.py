@@ -108,7 +108,6 @@ class _CopyTarget:
         self.inputs: list[InPort] = []
         self.outputs: list[str] = []
         self.params: list[tuple[str, str]] = []
-        self.seen: set[str] = set()
         self.access: list[str] = []
         self.param: dict[str, str] | None = None  # a <parameter> without value=, its text read as it
         self.text: list[str] = []
@@ -141,9 +140,10 @@ class _CopyTarget:
         elif depth == 2:
             self.counts[tag] = self.counts.get(tag, 0) + 1
             if tag == "box":
-                self._flush_other()
+                if self.other is not None:
+                    self._flush_other()
                 self.box = attrib
-                self.inputs, self.outputs, self.params, self.access, self.seen = [], [], [], [], set()
+                self.inputs, self.outputs, self.params, self.access = [], [], [], []
             else:
                 if self.other is None:
                     self.other = etree.TreeBuilder()
@@ -161,9 +161,6 @@ class _CopyTarget:
         """A box's child other than its ports."""
         if tag == "parameter":
             name = attrib.get("name")
-            if name in self.seen:
-                self.refuse("box", f"box {self.box.get('name')!r} sets parameter {name!r} twice")  # type: ignore[union-attr]
-            self.seen.add(name)  # type: ignore[arg-type]
             value = attrib.get("value")
             if value is None:  # its value as the element's text (docs/xml.md): read up to its end
                 self.param, self.text = attrib, []
@@ -217,8 +214,13 @@ class _CopyTarget:
             if name in _NAME_ATTRS and not _NAME.match(value):
                 self.refuse("box", f"<box> {name}={value!r} is not a name (names are non-empty and contain "
                                    f"no spaces)")
+        params = self.params
+        if len(params) > 1 and len({name for name, _ in params}) != len(params):
+            names = [name for name, _ in params]
+            twice = next(name for name in names if names.count(name) > 1)
+            self.refuse("box", f"box {attrib.get('name')!r} sets parameter {twice!r} twice")
         return Box(attrib.get("name"), attrib.get("type"), tuple(self.inputs), tuple(self.outputs),  # type: ignore[arg-type]
-                   tuple(self.params), tuple(self.access), self._node(attrib.get("node")),
+                   tuple(params), tuple(self.access), self._node(attrib.get("node")),
                    _queue_attrs(attrib), self.origin, attrib.get(APP_ATTR) or "")
 
     def _node(self, text: str | None) -> str | None:
