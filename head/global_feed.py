@@ -65,6 +65,7 @@ class GlobalFeed:
         self.origin = origin
         self.peers = peers
         self.copy_backoff = Backoff(cap=MAX_BACKOFF)  # between attempts to stream a copy
+        self.copy_failure: str | None = None  # why the last attempt to stream a copy failed
         self.queued_version = -1  # the newest version queued: changes up to it are in the queue
         self.counters: Counter[str] = Counter()
         self.sender = ReliableSender(endpoint, peers, name=f"global {endpoint}", capacity=MAX_BACKLOG,
@@ -72,7 +73,8 @@ class GlobalFeed:
 
     @property
     def failure(self) -> str | None:
-        return self.sender.failure
+        """Why the last attempt to reach the component failed (a copy or a change), None once it answered."""
+        return self.copy_failure or self.sender.failure
 
     def start(self, supervisor: Supervisor | None = None) -> None:
         self.tasks = supervisor or Supervisor(f"global {self.endpoint}")
@@ -109,7 +111,7 @@ class GlobalFeed:
         assert self.tasks is not None, "start() the feed first"
         self.held = []
         self.sender.reset([])  # (changes queued before are in the copy)
-        self.tasks.spawn(f"global {self.endpoint} copy", self._send_copy, restart=False)
+        self.tasks.spawn(f"global {self.endpoint} copy", self._send_copy)  # (restarted if it crashes)
 
     async def _send_copy(self) -> None:
         """Stream the newest copy until the component holds it (retried, each time the newest version, while
@@ -124,12 +126,14 @@ class GlobalFeed:
             try:
                 await send_copy(self.peers, self.endpoint, built.document)
             except CopyNotTaken:  # an older component: the copy in parts, through the queue
+                self.copy_failure = None
                 log.info("global component %s takes no streamed copy; sending it in parts", self.endpoint)
                 self._release(built.copy, list(built.copy.documents))
                 return
             except PeerError as exc:
                 if is_transient(exc):
                     self.counters["failures"] += 1
+                    self.copy_failure = str(exc)
                     log.debug("global component %s: %s (will retry the copy)", self.endpoint, exc)
                     await self.copy_backoff.sleep()
                     continue
@@ -140,6 +144,7 @@ class GlobalFeed:
                 if self.held_over:  # changes were dropped while it was sent: a newer copy replaces it
                     continue
             self.copy_backoff.reset()
+            self.copy_failure = None
             self._release(built.copy, [])
             return
 

@@ -56,6 +56,7 @@ from boreas.catalog.document_reader import DocumentReader
 from boreas.catalog.endpoints import normalize_endpoint, parse_position
 from boreas.catalog.model import Box, Catalog, InPort
 from boreas.catalog.replicate import apply_update
+from boreas.catalog.sql_files import SQL_FILE
 from boreas.catalog.xmlcodec import APP_ATTR, QUEUE_ATTRS
 from boreas.catalog.xmlsafe import XmlLimits
 
@@ -109,7 +110,7 @@ class _CopyTarget:
         self.outputs: list[str] = []
         self.params: list[tuple[str, str]] = []
         self.access: list[str] = []
-        self.param: dict[str, str] | None = None  # a <parameter> without value=, its text read as it
+        self.param: dict[str, str] | None = None  # the box's <parameter> being read (its text, if any)
         self.text: list[str] = []
 
     def refuse(self, tag: str, reason: str) -> None:
@@ -161,10 +162,8 @@ class _CopyTarget:
         """A box's child other than its ports."""
         if tag == "parameter":
             name = attrib.get("name")
-            value = attrib.get("value")
-            if value is None:  # its value as the element's text (docs/xml.md): read up to its end
-                self.param, self.text = attrib, []
-            self.params.append((name, value))  # type: ignore[arg-type]
+            self.params.append((name, attrib.get("value")))  # type: ignore[arg-type]
+            self.param, self.text = attrib, []  # its text (docs/xml.md), read up to its end
         elif tag == "access":
             self.access.append(attrib.get("table"))  # type: ignore[arg-type]
 
@@ -198,10 +197,16 @@ class _CopyTarget:
     # -- decoding --------------------------------------------------------------------
 
     def _parameter_text(self) -> None:
-        """A parameter whose value is its text, stripped (as ``DocumentReader.parameter_texts`` does)."""
-        text = "".join(self.text).strip()
-        name = self.params[-1][0]
+        """A parameter's value= or its text, stripped: exactly one (as ``DocumentReader.parameter_texts``)."""
+        text = "".join(self.text).strip() if self.text else ""
+        name, value = self.params[-1]
         self.param, self.text = None, []
+        if name == SQL_FILE:  # (a file only the client reads: never here)
+            self.refuse("box", f"<parameter name=\"{SQL_FILE}\"> names a file, which only the client reads")
+        if value is not None:
+            if text:
+                self.refuse("box", f"<parameter name=\"{name}\"> has both value= and text; give one of them")
+            return
         if not text:
             self.refuse("box", f"<parameter name=\"{name}\"> has no value: give value= or the value as the "
                                f"element's text")

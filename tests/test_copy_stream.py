@@ -82,6 +82,10 @@ def test_box_spellings_are_read_as_any_update_documents_are():
     ('<update version="3"><box name="f g" type="filter"/></update>', "is not a name"),
     ('<update version="3"><box name="f" type="filter" node="#1"/></update>', "node position"),
     ('<update version="3"><box name="f" type="filter"><parameter name="p"/></box></update>', "has no value"),
+    ('<update version="3"><box name="f" type="filter"><parameter name="p" value="1">2</parameter></box></update>',
+     "has both value= and text"),
+    ('<update version="3"><box name="f" type="filter"><parameter name="sql-file" value="/etc/passwd"/></box>'
+     '</update>', "names a file"),
     ('<update version="3"><schema name="S"><field name="a" type="string"/></schema></update>', "needs a size"),
     ('<update version="3"><box name="f" type="filter"></update>', "malformed XML"),
     ('<borealis><box name="f" type="filter"/></borealis>', "expected update XML"),
