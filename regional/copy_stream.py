@@ -110,8 +110,8 @@ class _CopyTarget:
         self.outputs: list[str] = []
         self.params: list[tuple[str, str]] = []
         self.access: list[str] = []
-        self.param: dict[str, str] | None = None  # the box's <parameter> being read (its text, if any)
-        self.text: list[str] = []
+        self.param: dict[str, str] | None = None  # the box's <parameter> being read
+        self.text: list[str] | None = None  # its text, if it has any
 
     def refuse(self, tag: str, reason: str) -> None:
         path = f"/update/{tag}[{self.counts.get(tag, 0)}]" if self.depth >= 2 else "/update"
@@ -162,14 +162,19 @@ class _CopyTarget:
         """A box's child other than its ports."""
         if tag == "parameter":
             name = attrib.get("name")
+            if name == SQL_FILE:  # (a file only the client reads: never here)
+                self.refuse("box", f"<parameter name=\"{SQL_FILE}\"> names a file, which only the client reads")
             self.params.append((name, attrib.get("value")))  # type: ignore[arg-type]
-            self.param, self.text = attrib, []  # its text (docs/xml.md), read up to its end
+            self.param = attrib  # its text (docs/xml.md) is read up to its end
         elif tag == "access":
             self.access.append(attrib.get("table"))  # type: ignore[arg-type]
 
     def data(self, text: str) -> None:
         if self.param is not None:
-            self.text.append(text)
+            if self.text is None:
+                self.text = [text]
+            else:
+                self.text.append(text)
         elif self.other is not None and self.depth >= 2:
             self.other.data(text)
 
@@ -178,7 +183,9 @@ class _CopyTarget:
         self.depth -= 1
         if self.box is not None:
             if depth == 3 and self.param is not None:
-                self._parameter_text()
+                if self.text is not None or "value" not in self.param:
+                    self._parameter_text()
+                self.param = None
             elif depth == 2:
                 self.items.append(self._make_box())
                 self.box = None
@@ -200,9 +207,7 @@ class _CopyTarget:
         """A parameter's value= or its text, stripped: exactly one (as ``DocumentReader.parameter_texts``)."""
         text = "".join(self.text).strip() if self.text else ""
         name, value = self.params[-1]
-        self.param, self.text = None, []
-        if name == SQL_FILE:  # (a file only the client reads: never here)
-            self.refuse("box", f"<parameter name=\"{SQL_FILE}\"> names a file, which only the client reads")
+        self.text = None
         if value is not None:
             if text:
                 self.refuse("box", f"<parameter name=\"{name}\"> has both value= and text; give one of them")
