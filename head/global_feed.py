@@ -11,8 +11,8 @@ arrive); changes committed meanwhile are held and follow it once the
 component answers that it holds the copy.  A component without that
 endpoint (an older Boreas) is sent the copy's parts through the queue, as
 before, marked ``copy="vN" part="i" parts="n"`` so that it starts afresh on
-part 1 and knows the copy is complete at part n.  Changes are delivered by a :class:`~boreas.wire.sender.ReliableSender`:
-documents go one at a time, in order.  If the component cannot be reached, the feed replaces
+part 1 and knows the copy is complete at part n.  Changes are delivered by a
+:class:`~boreas.wire.sender.ReliableSender`: documents go one at a time, in order.  If the component cannot be reached, the feed replaces
 what is queued with a fresh full copy and retries, so once it answers again
 it starts afresh (it may have restarted); the same happens when it
 re-registers or asks for a copy, or when it falls :data:`MAX_BACKLOG`

@@ -134,8 +134,8 @@ class _CopyTarget:
             if tag == "out":
                 self.outputs.append(attrib.get("stream"))  # type: ignore[arg-type]
             elif tag == "in":
-                self.inputs.append(InPort(attrib.get("stream"), attrib.get("connection_point_view"),  # type: ignore[arg-type]
-                                          _queue_attrs(attrib)))
+                self.inputs.append(InPort(attrib.get("stream"),  # type: ignore[arg-type]
+                                          attrib.get("connection_point_view"), _queue_attrs(attrib)))
             else:
                 self._box_child(tag, attrib)
         elif depth == 2:
@@ -229,7 +229,8 @@ class _CopyTarget:
             names = [name for name, _ in params]
             twice = next(name for name in names if names.count(name) > 1)
             self.refuse("box", f"box {attrib.get('name')!r} sets parameter {twice!r} twice")
-        return Box(attrib.get("name"), attrib.get("type"), tuple(self.inputs), tuple(self.outputs),  # type: ignore[arg-type]
+        return Box(attrib.get("name"), attrib.get("type"),  # type: ignore[arg-type]
+                   tuple(self.inputs), tuple(self.outputs),
                    tuple(params), tuple(self.access), self._node(attrib.get("node")),
                    _queue_attrs(attrib), self.origin, attrib.get(APP_ATTR) or "")
 
@@ -256,7 +257,13 @@ class _CopyTarget:
         root = builder.close()
         reader = DocumentReader(self.source, self.limits.max_problems)
         reader.parameter_texts(root)
-        items = reader.update(root).items
+        try:
+            items = reader.update(root).items
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            # The decoders assume what the XSD gate checks (a <field> has a type=, ...), and the gate is
+            # skipped for the Head's text: a copy damaged that way is refused, not a crash of the handler.
+            raise ValidationFailed([Diagnostic(self.source, None, "/update",
+                                               f"an element does not decode ({type(exc).__name__}: {exc})")]) from None
         if reader.problems:
             raise ValidationFailed(reader.problems)
         self.items += items

@@ -271,3 +271,29 @@ async def test_a_feed_retries_the_copy_until_the_component_answers_then_sends_th
         finally:
             feed.abort()
             await _close(component)
+
+
+def test_an_exception_in_the_target_never_escapes_as_anything_but_a_refusal():
+    """Whatever the Head's text holds, the stream answers with ValidationFailed or a catalog (a port without
+    its stream decodes as the document reader decodes it)."""
+    text = '<update version="3"><box name="f" type="filter"><in/><out/></box></update>'
+    got = _streamed(text.encode(), 4)
+    assert got == apply_update(Catalog(), read_head_update(text).items, 3)
+
+
+@settings(max_examples=examples(60), **SETTINGS)
+@given(st.data())
+def test_a_damaged_copy_is_refused_or_read_never_anything_else(data):
+    """Bytes cut, repeated or replaced anywhere in a copy: ValidationFailed or a catalog, no other exception."""
+    text = _whole(planned(3))
+    at = data.draw(st.integers(0, len(text) - 1))
+    end = data.draw(st.integers(at, min(len(text), at + 40)))
+    how = data.draw(st.sampled_from(["cut", "twice", "replace"]))
+    junk = data.draw(st.binary(max_size=8)) if how == "replace" else b""
+    damaged = {"cut": text[:at] + text[end:], "twice": text[:end] + text[at:],
+               "replace": text[:at] + junk + text[end:]}[how]
+    try:
+        got = _streamed(damaged, data.draw(st.integers(1, 512)))
+    except ValidationFailed:
+        return
+    assert isinstance(got, Catalog)
