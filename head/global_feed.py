@@ -1,14 +1,18 @@
 """Feeding one global component: the whole catalog, then every change in commit order.
 
 Paper section 2.3: a global component (a monitoring tool) registers with
-``<global endpoint=...>``; the Head sends it the complete global catalog as
-a sequence of update XML documents, then each later commit as one update
-tagged with the catalog version it produces.  A full copy is marked
-``copy="vN" part="i" parts="n"`` so the component knows to start afresh on
-part 1 and that it is complete at part n.
+``<global endpoint=...>``; the Head sends it the complete global catalog,
+then each later commit as one update tagged with the catalog version it
+produces.
 
-Delivery is a :class:`~boreas.wire.sender.ReliableSender`: documents go one
-at a time, in order.  If the component cannot be reached, the feed replaces
+A full copy is streamed as one request (:mod:`.copy_sender`: the kept
+serialization of the version, in chunks the component decodes as they
+arrive); changes committed meanwhile are held and follow it once the
+component answers that it holds the copy.  A component without that
+endpoint (an older Boreas) is sent the copy's parts through the queue, as
+before, marked ``copy="vN" part="i" parts="n"`` so that it starts afresh on
+part 1 and knows the copy is complete at part n.  Changes are delivered by a
+:class:`~boreas.wire.sender.ReliableSender`: documents go one at a time, in order.  If the component cannot be reached, the feed replaces
 what is queued with a fresh full copy and retries, so once it answers again
 it starts afresh (it may have restarted); the same happens when it
 re-registers or asks for a copy, or when it falls :data:`MAX_BACKLOG`
@@ -38,10 +42,11 @@ from boreas.catalog.replicate import update_items
 from boreas.catalog.updates import update_document
 from boreas.wire.backoff import Backoff
 from boreas.wire.client import PeerClient, PeerError
-from boreas.wire.sender import QueueFull, ReliableSender
+from boreas.wire.sender import QueueFull, ReliableSender, is_transient
 from boreas.wire.supervisor import Supervisor
 
 from .catalog_copy import CatalogCopies, FullCopy
+from .copy_sender import CopyNotTaken, send_copy
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +63,9 @@ class GlobalFeed:
         self.held_over = False  # more than MAX_BACKLOG were committed meanwhile: dropped, the newest copy is sent
         self.tasks: Supervisor | None = None
         self.origin = origin
+        self.peers = peers
+        self.copy_backoff = Backoff(cap=MAX_BACKOFF)  # between attempts to stream a copy
+        self.copy_failure: str | None = None  # why the last attempt to stream a copy failed
         self.queued_version = -1  # the newest version queued: changes up to it are in the queue
         self.counters: Counter[str] = Counter()
         self.sender = ReliableSender(endpoint, peers, name=f"global {endpoint}", capacity=MAX_BACKLOG,
@@ -65,7 +73,8 @@ class GlobalFeed:
 
     @property
     def failure(self) -> str | None:
-        return self.sender.failure
+        """Why the last attempt to reach the component failed (a copy or a change), None once it answered."""
+        return self.copy_failure or self.sender.failure
 
     def start(self, supervisor: Supervisor | None = None) -> None:
         self.tasks = supervisor or Supervisor(f"global {self.endpoint}")
@@ -93,35 +102,63 @@ class GlobalFeed:
         self.counters["updates_queued"] += 1
 
     def full_copy(self) -> None:
-        """Replace whatever is queued with a copy of the current catalog.  If that version is not serialized
-        yet, a worker thread builds it (the loop never waits, head/catalog_copy.py) and the copy replaces the
-        queue once built; changes committed meanwhile are held and follow it."""
+        """Replace whatever is queued with a copy of the current catalog, streamed as one request
+        (:mod:`.copy_sender`) by a supervised task; changes committed meanwhile are held and follow it once
+        the component holds the copy.  If the version is not serialized yet, a worker thread builds it (the
+        loop never waits, head/catalog_copy.py)."""
         if self.sender.closed or self.held is not None:
-            return
-        built = self.copies.ready()
-        if built is not None:
-            self._reset(built.copy)
             return
         assert self.tasks is not None, "start() the feed first"
         self.held = []
-        self.tasks.spawn(f"global {self.endpoint} copy", self._copy_when_built)
+        self.sender.reset([])  # (changes queued before are in the copy)
+        self.tasks.spawn(f"global {self.endpoint} copy", self._send_copy)  # (restarted if it crashes)
 
-    async def _copy_when_built(self) -> None:
-        built = await self.copies.read()
-        while self.held_over:  # what was held is incomplete: the copy read now is of the newest version
-            self.held, self.held_over = [], False
+    async def _send_copy(self) -> None:
+        """Stream the newest copy until the component holds it (retried, each time the newest version, while
+        it cannot be reached); then release the changes held meanwhile."""
+        while True:
             built = await self.copies.read()
+            while self.held_over:  # what was held is incomplete: the copy read now is of the newest version
+                self.held, self.held_over = [], False
+                built = await self.copies.read()
+            if self.sender.closed:
+                return
+            try:
+                await send_copy(self.peers, self.endpoint, built.document)
+            except CopyNotTaken:  # an older component: the copy in parts, through the queue
+                self.copy_failure = None
+                log.info("global component %s takes no streamed copy; sending it in parts", self.endpoint)
+                self._release(built.copy, list(built.copy.documents))
+                return
+            except PeerError as exc:
+                if is_transient(exc):
+                    self.counters["failures"] += 1
+                    self.copy_failure = str(exc)
+                    log.debug("global component %s: %s (will retry the copy)", self.endpoint, exc)
+                    await self.copy_backoff.sleep()
+                    continue
+                log.warning("global component %s refused the full copy: %s", self.endpoint, exc)
+                self.counters["copies_refused"] += 1  # (it asks again on the gap it then finds)
+            else:
+                self.counters["copies_streamed"] += 1
+                if self.held_over:  # changes were dropped while it was sent: a newer copy replaces it
+                    continue
+            self.copy_backoff.reset()
+            self.copy_failure = None
+            self._release(built.copy, [])
+            return
+
+    def _release(self, copy: FullCopy, documents: list[str]) -> None:
+        """The copy is sent (or queued as ``documents``): the changes held since follow it."""
         held, self.held = self.held or [], None
+        self.held_over = False
         if self.sender.closed:
             return
-        self._reset(built.copy)
-        for version, items in held:
-            self.changed(version, items)  # (those the copy already holds are skipped)
-
-    def _reset(self, copy: FullCopy) -> None:
-        self.sender.reset(list(copy.documents))
+        self.sender.reset(documents)
         self.queued_version = copy.version
         self.counters["full_copies"] += 1
+        for version, items in held:
+            self.changed(version, items)  # (those the copy already holds are skipped)
 
     def abort(self) -> None:
         self.sender.abort()

@@ -2,7 +2,9 @@
 
 Paper section 2.3.  The component listens at its endpoint for update XML,
 registers with the Head (``<global endpoint=...>``), and is sent the whole
-catalog (a full copy in parts), then every commit in order.  It never
+catalog (a full copy, streamed to ``POST /copy`` and decoded as it arrives:
+:mod:`.copy_stream`; or in parts to ``POST /update`` by an older Head), then
+every commit in order.  It never
 applies an update twice or out of order: an update for a version it already
 has is ignored, and a gap (a version missing) makes it ask the Head for a
 fresh full copy.  ``close()`` disconnects (``<delete global=...>``).  ``GET /metrics``,
@@ -33,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+from boreas.catalog.collector import collector_paused
 from boreas.catalog.diagnostics import ValidationFailed
 from boreas.catalog.documents import Delete, Update
 from boreas.catalog.model import Catalog
@@ -46,6 +49,7 @@ from boreas.wire.metrics import View, add_metrics_route
 from boreas.wire.sender import QueueFull, ReliableSender
 from boreas.wire.server import HttpServer, json_error
 
+from .copy_stream import CopyStream
 from .full_copy import CopyAssembly, read_head_update
 from .metrics import global_checks, read_global
 
@@ -67,6 +71,7 @@ class GlobalComponent:
         self.on_change = on_change
         self.server = HttpServer("global component", token)
         self.server.app.router.add_post("/update", self._handle_update)
+        self.server.app.router.add_post("/copy", self._handle_copy)
         Health("global component", global_checks(self)).add_routes(self.server.app)
         self.server.registry.register(View(lambda f: read_global(self, f)))
         add_metrics_route(self.server.app, self.server.registry)
@@ -122,14 +127,34 @@ class GlobalComponent:
             self._ask_copy()
         return web.json_response({"version": self.catalog.version})
 
+    async def _handle_copy(self, request: web.Request) -> web.Response:
+        """``POST /copy``: a full copy streamed by the Head (head/copy_sender.py), decoded as its chunks
+        arrive (:mod:`.copy_stream`); the catalog is replaced once the copy is whole and decodes."""
+        stream = CopyStream()
+        try:
+            with collector_paused():  # everything decoded is kept: no pass need walk it (regional/full_copy.py)
+                async for chunk in request.content.iter_any():
+                    stream.feed(chunk)
+                copy = stream.close()
+        except ValidationFailed as exc:
+            return json_error(422, "invalid full copy", diagnostics=[d.as_dict() for d in exc.diagnostics])
+        except UpdateRejected as exc:
+            return json_error(422, f"the full copy does not apply: {exc}")
+        self.counters["copies_streamed"] += 1
+        self._install_copy(copy)
+        return web.json_response({"version": self.catalog.version})
+
     def _copy_part(self, doc: Update) -> None:
         copy = self.copy_parts.take(doc)
         if copy is not None:
-            self.catalog = copy
-            self.counters["full_copies"] += 1
-            self.ready.set()
-            if self.on_copy:
-                self.on_copy(self.catalog)
+            self._install_copy(copy)
+
+    def _install_copy(self, copy: Catalog) -> None:
+        self.catalog = copy
+        self.counters["full_copies"] += 1
+        self.ready.set()
+        if self.on_copy:
+            self.on_copy(self.catalog)
 
     def _change(self, doc: Update) -> None:
         assert doc.version is not None
