@@ -91,7 +91,7 @@ async def apply_all(documents: list[str], profile: bool) -> tuple[dict[str, floa
         marks.append(time.process_time())
         candidate = local.preview(update)
         marks.append(time.process_time())
-        with bulk_update(len(data), keep=True):
+        with bulk_update(len(data)):
             problems = flow.refusals(candidate, f"update #{k}", touched=local.touched)
             if problems:
                 raise SystemExit(f"the node refused update #{k}: {problems[0]['reason']}")

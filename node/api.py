@@ -118,7 +118,7 @@ class NodeApi:
                 candidate = self.local.preview(update)
             except UpdateRejected as exc:
                 return json_error(409, str(exc), rejections=[r.as_dict() for r in exc.rejections])
-            with bulk_update(len(body), keep=True):
+            with bulk_update(len(body)):
                 problems = self.dataflow.refusals(candidate, source, touched=self.local.touched)
                 if not problems:
                     catalog = self.local.apply(update, candidate)

@@ -31,15 +31,15 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def bulk_update(size: int, keep: bool = False) -> contextlib.AbstractContextManager[None]:
+def bulk_update(size: int) -> contextlib.AbstractContextManager[None]:
     """The collector paused while an update of ``size`` bytes is handled, when it is a bulk one
-    (:data:`BULK_UPDATE_BYTES` or more); ``keep``: what the node holds afterwards is frozen out of the
-    collector's reach (``gc.freeze``), as the Head does after a deployment's part (head/bulk.py).
+    (:data:`BULK_UPDATE_BYTES` or more).
 
     A node of a 100,000-box deployment holds 5,000 boxes (their declarations, typings, operators: millions
-    of live containers) and gets them in parts of 500: with the collector on, its passes over all it holds
-    were a quarter to a third of the node's CPU for the deployment (bench/deploy_node.py).  What is frozen
-    is freed by its reference count only, so garbage in cycles at that moment stays: a few objects per
-    bulk update.
+    of live containers) and gets them in parts of 500: with the collector on, its passes over what one part
+    allocates were a large share of the node's CPU for the deployment (bench/deploy_node.py).  Unlike the
+    Head after a deployment's part (head/bulk.py), the node does not freeze what it then holds: its
+    operators hold cycles (an ``m3`` box's view memo refers back to the box), and a frozen cycle is never
+    freed, so a box deleted or rebuilt later would keep its whole state for the life of the process.
     """
-    return collector_paused(keep) if size >= BULK_UPDATE_BYTES else contextlib.nullcontext()
+    return collector_paused() if size >= BULK_UPDATE_BYTES else contextlib.nullcontext()

@@ -56,6 +56,7 @@ IN_PROCESS = (
     "test_replicate.py", "test_replicate_slices.py", "test_replicate_examples.py",
     "test_full_copy.py",                     # a full copy assembled from the Head's parts, in process
     "test_copy_stream.py",                   # a full copy streamed and decoded as it arrives, feeds on localhost
+    "test_gcpause.py",                       # a bulk update pauses the collector, freezes nothing
     "test_addresses.py",                     # --listen/--advertise rules (its cluster test joins the group)
     "test_node_positions.py",                # deployment positions resolved against a node order
     "test_zk_copies.py",  # (the session's ZooKeeper server only: PROCESS_FIXTURES puts it in the group)

@@ -14,7 +14,7 @@ A view over ``TABLE(TUMBLE(...))``, ``TABLE(HOP(...))`` or ``TABLE(SESSION(...))
   timeout, and the end of input; the box's *frontier* is the least of its windowed streams' watermarks, and
   a window whose end is at or before it is closed: its view rows are emitted then, once, as plain
   insertions (final rows, no -old/+new while it is open), and every map entry keyed by a closed window is
-  deleted (``Runtime.drop``), so the maps hold the open windows only, however long the stream.
+  deleted (``Runtime.remove_at_most``), so the maps hold the open windows only, however long the stream.
 
 A ``SESSION`` port's rows are held per key in their open sessions (node/operators/m3sessions.py) and reach
 the maps only when their session closes, with its final bounds: then they are folded in, emitted and
