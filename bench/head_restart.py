@@ -139,8 +139,8 @@ def in_fresh_process(url: str, how: str, profile: str | None) -> tuple[float, fl
 
 def run_head_start(url: str, how: str, profile: str | None) -> tuple[float, float]:
     logging.basicConfig(level=logging.WARNING, format="  %(message)s")
-    for name in ("boreas.catalog.index_checkpoint", "boreas.head.service"):
-        logging.getLogger(name).setLevel(logging.INFO)  # the start's phases; decoded or checked
+    logging.getLogger("boreas.catalog.index_checkpoint").setLevel(logging.INFO)  # its index decoded or checked
+    logging.getLogger("boreas.head.service").setLevel(logging.DEBUG)  # the start's phases
     return asyncio.run(head_start(url, how, profile))
 
 

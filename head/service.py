@@ -157,7 +157,7 @@ class HeadService:
             marks.append(time.process_time())
             self._install(catalog, affected_version=None)
             marks.append(time.process_time())
-        log.info("Head start, catalog version %d (%d boxes), CPU s: read %.2f, index %.2f, slices %.2f",
+        log.debug("Head start, catalog version %d (%d boxes), CPU s: read %.2f, index %.2f, slices %.2f",
                  catalog.version, len(catalog.boxes), *(b - a for a, b in zip(marks, marks[1:])))
         self.tasks.spawn("commits", self.commits.run)
         self.tasks.spawn("copy ahead", self.copy_ahead.run)
