@@ -49,3 +49,21 @@ def test_case_without_else_stays_refused():
     with pytest.raises(Exception, match="CASE"):
         compile_sql(GENERIC + """SELECT * FROM (SELECT R.a, S.d, SUM(R.p) AS s FROM R, S WHERE R.b = S.b
             GROUP BY R.a, S.d) t WHERE (CASE WHEN s > 0 THEN s END) > 1""")
+
+
+FUNCTIONS: dict[str, str] = {
+    # a function of a group column beside the group's aggregates, the derived table joined on one of its groups
+    "substring_of_a_group_column_joined": """CREATE STREAM R(a INT, c VARCHAR, p INT);
+        CREATE STREAM C(a INT, nm INT);
+        SELECT C.nm, SUBSTRING(t.c, 1, 1) AS s1, t.amt FROM (SELECT R.a, R.c, SUM(R.p) AS amt FROM R GROUP BY R.a, R.c) t, C
+        WHERE t.a = C.a""",
+    "substring_of_a_group_column_alone": """CREATE STREAM R(a INT, c VARCHAR, p INT);
+        SELECT SUBSTRING(c, 2, 1) AS s, n FROM (SELECT R.c, R.a, COUNT(*) AS n FROM R GROUP BY R.c, R.a) t
+        WHERE n > 1""",
+}
+
+
+@BOTH
+@pytest.mark.parametrize("shape", sorted(FUNCTIONS))
+def test_function_of_a_group_column_matches_duckdb(shape, m3_backend):
+    check_against_duckdb(FUNCTIONS[shape], examples=12)
