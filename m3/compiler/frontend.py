@@ -78,6 +78,7 @@ from .lifted import reads_grouped
 from .liftquery import plan
 from .distinctgroup import distinct_groups
 from .onerow import one_row_tables
+from .groupsonly import groups_only
 from .rollup import rollups
 from .regroup import regroup
 from .subregroup import regroup_subqueries
@@ -286,7 +287,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
         return replace(queries[0], union=tuple(queries[1:]))
     # a derived table of aggregates only: scalar subqueries (:mod:`.onerow`); a DISTINCT one: its GROUP BY
     # a grouped derived table rolling up another of the same FROM: nested aggregates (:mod:`.rollup`)
-    branches = [rollups(distinct_groups(one_row_tables(branches[0])))]
+    branches = [rollups(distinct_groups(one_row_tables(groups_only(branches[0]))))]  # :mod:`.groupsonly` too
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)

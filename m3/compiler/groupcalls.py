@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..ast import RelationDecl
 from .lifted import is_grouped, items_of
 from .resolve import unparen
 
@@ -46,9 +47,10 @@ def _movable(x: exp.Expression) -> bool:
     return len({c.sql().lower() for c in x.find_all(exp.Column)}) == 1
 
 
-def push_calls(sel: exp.Select, names: list[str]) -> exp.Select:
+def push_calls(sel: exp.Select, names: list[str], relations: dict[str, RelationDecl] | None = None) -> exp.Select:
     """``sel`` with each SELECT item that is a function of one group column of its one grouped derived table
-    read from that table as a new group column of it (module doc), named ``names[i]``; in place."""
+    read from that table as a new group column of it (module doc), named ``names[i]``; in place.  An unqualified
+    column is the derived table's only where no other FROM item (a relation of ``relations``) has that name."""
     grouped = [i for i in items_of(sel) if is_grouped(i)]
     if len(grouped) != 1 or len(names) != len(sel.expressions):
         return sel
@@ -57,7 +59,12 @@ def push_calls(sel: exp.Select, names: list[str]) -> exp.Select:
     if item.args.get("alias") is not None and item.args["alias"].args.get("columns"):
         return sel
     own = _group_columns(body)
-    others = {i.alias_or_name.lower() for i in items_of(sel) if i is not item}
+    others: set[str] = set()  # the column names of the other FROM items (None: some item is not a relation)
+    for i in items_of(sel):
+        rel = next((r for n, r in (relations or {}).items() if type(i) is exp.Table and n.lower() == i.name.lower()),
+                   None)
+        if i is not item:
+            others |= {c.name.lower() for c in rel.columns} if rel is not None else {"*"}
     taken = {e.alias_or_name.lower() for e in body.expressions}
     n = 0
     for k, e in enumerate(list(sel.expressions)):
@@ -66,7 +73,7 @@ def push_calls(sel: exp.Select, names: list[str]) -> exp.Select:
             continue
         col = next(x.find_all(exp.Column))
         table = col.table.lower()
-        if col.name.lower() not in own or (table and table != alias) or (not table and others):
+        if col.name.lower() not in own or (table and table != alias) or (not table and (col.name.lower() in others or "*" in others)):
             continue  # not the derived table's group column, or maybe another FROM item's (left to the view)
         inner = x.copy()
         for c in list(inner.find_all(exp.Column)):
