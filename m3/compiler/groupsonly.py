@@ -46,9 +46,11 @@ def _group_columns(body: exp.Select) -> dict[str, exp.Column] | None:
     out: dict[str, exp.Column] = {}
     for e in body.expressions:
         inner = unparen(e.this if type(e) is exp.Alias else e)
-        if type(inner) is exp.Column and any(inner == g for g in groups):
+        if type(inner) is exp.Column and any(inner == g or not g.table and g.name.lower() == inner.name.lower()
+                                             for g in groups):  # GROUP BY c for a selected r.c
             out[e.alias_or_name.lower()] = inner
-    return out if len({g.sql().lower() for g in out.values()}) == len({g.sql().lower() for g in groups}) else None
+    return out if len({g.name.lower() for g in out.values()}) == len({g.name.lower() for g in groups}) == \
+        len(groups) else None
 
 
 def _outside(sel: exp.Select, item: exp.Expression):
@@ -93,9 +95,9 @@ def groups_only(sel: exp.Expression) -> exp.Expression:
         x = unparen(e.this if type(e) is exp.Alias else e)
         if type(x) is not exp.Column:
             return sel
-        picked.add(own[x.name.lower()].sql().lower())
+        picked.add(own[x.name.lower()].name.lower())
         out.append(exp.Alias(this=own[x.name.lower()].copy(), alias=exp.to_identifier(e.alias_or_name)))
-    if picked != {g.sql().lower() for g in own.values()}:
+    if picked != {g.name.lower() for g in own.values()}:
         return sel  # a group column not selected: the rows repeat per group, which a DISTINCT would merge
     new = exp.Select(expressions=out, distinct=exp.Distinct())
     key = "from_" if "from_" in body.args else "from"

@@ -73,7 +73,7 @@ NESTED: dict[str, str] = {
     # the distinct per-key counts: a grouped derived table over another's values, only its group column read
     "distinct_counts_of_counts": """CREATE STREAM R(a INT, b INT);
         SELECT t.c FROM (SELECT r.c, COUNT(*) AS k FROM (SELECT R.a, COUNT(*) AS c FROM R GROUP BY R.a) r
-        GROUP BY r.c) t""",
+        GROUP BY c) t""",
     "distinct_sums_filtered": """CREATE STREAM R(a INT, b INT);
         SELECT s, s AS s2 FROM (SELECT r.s, MAX(r.a) AS top FROM (SELECT R.a, SUM(R.b) AS s FROM R GROUP BY R.a) r
         WHERE r.a > 0 GROUP BY r.s) t WHERE s <> 1""",
