@@ -59,21 +59,30 @@ def unparen(e: exp.Expression) -> exp.Expression:
 _CMP = {exp.EQ: exp.EQ, exp.NEQ: exp.NEQ, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.GT: exp.LT, exp.GTE: exp.LTE}
 
 
-def _case_side(e: exp.Expression) -> exp.Case | None:
-    """The CASE one side of comparison ``e`` is, if it is one over several columns with an ELSE."""
+def _case_side(e: exp.Expression, values: bool = False) -> exp.Case | None:
+    """The CASE one side of comparison ``e`` is, if it is one over several columns with an ELSE; with
+    ``values``, any CASE with an ELSE and no subquery (over aggregates in HAVING, or over a grouped derived
+    table's values: each branch is a comparison of values computed when the view is read)."""
     if type(e) not in _CMP:
         return None
     for side in (unparen(e.this), unparen(e.expression)):
         if type(side) is exp.Case and side.args.get("default") is not None and \
-                type(side.args["default"]) is not exp.Null and side.find(exp.AggFunc, exp.Select) is None and \
-                len({c.sql() for c in side.find_all(exp.Column)}) > 1:
+                type(side.args["default"]) is not exp.Null and (
+                    side.find(exp.Select) is None if values else side.find(exp.AggFunc, exp.Select) is None and
+                    len({c.sql() for c in side.find_all(exp.Column)}) > 1):
             return side
     return None
 
 
-def expandable(e: exp.Expression) -> bool:
-    """Whether :func:`expand` rewrites comparison ``e``."""
-    return _case_side(e) is not None
+def expandable(e: exp.Expression, values: bool = False) -> bool:
+    """Whether :func:`expand` rewrites comparison ``e`` (``values``: see :func:`_case_side`).
+
+    >>> import sqlglot
+    >>> c = sqlglot.parse_one("CASE WHEN AVG(a) > 0 THEN SUM(a) / AVG(a) ELSE 0 END > 1")
+    >>> expandable(c), expandable(c, values=True)
+    (False, True)
+    """
+    return _case_side(e, values) is not None
 
 
 def _sign(cond: exp.Expression, divisor: str) -> int:
@@ -137,10 +146,11 @@ def _branch(cmp: type, value: exp.Expression, other: exp.Expression, case_left: 
     return cmp(this=left.copy(), expression=right.copy())
 
 
-def expand(e: exp.Expression, is_int: IsInt) -> exp.Expression:
-    """Comparison ``e`` with its CASE side as the OR of the branches (module doc); ``e`` is :func:`expandable`;
-    ``is_int`` says whether a column is INT (a division is cleared only over integers)."""
-    case = _case_side(e)
+def expand(e: exp.Expression, is_int: IsInt, values: bool = False) -> exp.Expression:
+    """Comparison ``e`` with its CASE side as the OR of the branches (module doc); ``e`` is :func:`expandable`
+    (with the same ``values``); ``is_int`` says whether a column is INT (a division is cleared only over
+    integers)."""
+    case = _case_side(e, values)
     case_left = unparen(e.this) is case
     other = unparen(e.expression if case_left else e.this)
     subject = case.this

@@ -85,6 +85,7 @@ from .lifted import reads_grouped
 from .liftquery import plan
 from .distinctgroup import distinct_groups
 from .onerow import one_row_tables
+from .groupsonly import groups_only
 from .rollup import rollups
 from .regroup import regroup
 from .subregroup import regroup_subqueries
@@ -313,7 +314,8 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     # a WHERE an INT column's equality with 50.27 decides false: 1 = 0 (:mod:`.neverequal`)
     first = constant_rows(branches[0], columns)
     first = never_equal(sum_joined(first) or first, relations)
-    branches = [rollups(distinct_groups(one_row_tables(as_extremes(first))))]
+    # only the group columns of a grouped derived table over another: the DISTINCT of them (:mod:`.groupsonly`)
+    branches = [rollups(distinct_groups(one_row_tables(groups_only(as_extremes(first)))))]
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)

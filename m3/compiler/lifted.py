@@ -76,6 +76,13 @@ def items_of(sel: exp.Select) -> list[exp.Expression]:
         [j.this for j in sel.args.get("joins") or [] if isinstance(j, exp.Join)]
 
 
+def _of_one_column(g: exp.Expression) -> bool:
+    """A scalar function of one column (``SUBSTRING(c, 1, 2)``: :mod:`.groupcalls`); the part's front end
+    refuses one it does not compute."""
+    return isinstance(g, exp.Func) and g.find(exp.AggFunc, exp.Select) is None and \
+        len({c.sql().lower() for c in g.find_all(exp.Column)}) == 1
+
+
 def is_grouped(item: exp.Expression) -> bool:
     """Whether a FROM item is a derived table with GROUP BY."""
     return type(item) is exp.Subquery and type(item.this) is exp.Select and item.this.args.get("group") is not None
@@ -147,8 +154,9 @@ class Builder:
         if type(body.args.get("from_") or body.args.get("from")) is not exp.From:
             raise ctx.error(f"a grouped derived table needs a FROM clause ({sql_of(body)})", body)
         groups = [unparen(g) for g in body.args["group"].expressions]
-        if not all(type(g) is exp.Column for g in groups):
-            raise ctx.error(f"unsupported GROUP BY of a derived table ({sql_of(body.args['group'])}): columns only", body)
+        if not all(type(g) is exp.Column or _of_one_column(g) for g in groups):
+            raise ctx.error(f"unsupported GROUP BY of a derived table ({sql_of(body.args['group'])}): columns or "
+                            "functions of one column only", body)
         columns: dict[str, tuple[str, int]] = {}
         aggs: list[exp.Expression] = []
         for e in body.expressions:

@@ -49,6 +49,7 @@ from sqlglot import exp
 from ..ast import Cmp, Const, Expr, MapRef, RelationDecl, Var
 from ..viewnodes import Arith
 from .constants import is_constant
+from .groupcalls import push_calls
 from .liftpairs import pairs
 from .liftscope import Scope, scalar
 from .lifted import AGGS, ARITH, Builder, Plan, and_all, is_grouped, items_of, sql_conjuncts
@@ -267,6 +268,7 @@ def plan(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: Po
     b = Builder(name, relations, ctx, "from_" if "from_" in sel.args else "from")
     body = sel.copy()  # ORDER BY noted below, not applied; aliases rewritten in place (:func:`_read_aliases`)
     body.set("order", None)
+    body = push_calls(body, [n for n, _ in _outputs(body)], relations)  # a function of a group column: a group column
     try:
         p = translate(b, body)
     except (AttributeError, TypeError) as bad:  # a tree built by hand, not as sqlglot parses (test_sql_nodes)

@@ -22,6 +22,7 @@ from sqlglot import exp
 from ..ast import Cmp, Const, Expr, MapRef, Var, walk
 from ..over import Over
 from ..viewnodes import Arith, BoolOp
+from .casecmp import expand, expandable
 from .constants import NotConstant, fold, is_constant
 from .lifted import AGGS, ARITH, CMPS, Builder, Table, and_all, is_grouped, items_of, sql_conjuncts
 from .nodes import sql_of
@@ -159,6 +160,8 @@ class Scope:
             return self.condition(exp.And(this=exp.GTE(this=x.copy(), expression=e.args["low"].copy()),
                                           expression=exp.LTE(this=x.copy(), expression=e.args["high"].copy())),
                                   side, negated)
+        if expandable(e, values=True):  # a CASE compared: the OR of its branches (:mod:`.casecmp`)
+            return self.condition(expand(e, lambda _: False, values=True), side, negated)
         if type(e) in CMPS:
             left, right = side(e.this), side(e.expression)
             kind = _NEGATED[type(e)] if negated else type(e)

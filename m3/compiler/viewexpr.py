@@ -40,6 +40,7 @@ from sqlglot import exp
 
 from .aggfilter import filtered_aggregate, is_filtered_aggregate
 from .aggregates import aggregate
+from .casecmp import expand, expandable
 from .constants import NotConstant, fold, is_constant
 from .nodes import sql_of
 from .predicates import FALSE, TRUE, disj, negate
@@ -161,6 +162,8 @@ def having(res: Resolver, e: exp.Expression, aliases: dict | None = None):
             raise res.ctx.error(f"IN with an empty list ({sql_of(e)})", e)
         x = view_expr(res, e.this, aliases)
         return disj(_compare(res, "=", x, view_expr(res, i, aliases), e) for i in items)
+    if expandable(e, values=True):  # a CASE over aggregates compared: the OR of its branches (:mod:`.casecmp`)
+        return having(res, expand(e, lambda _: False, values=True), aliases)
     op = _CMP.get(kind)
     if op is None:
         raise res.ctx.error(f"unsupported condition {kind.__name__.upper()} ({sql_of(e)}) in HAVING", e)

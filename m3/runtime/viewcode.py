@@ -210,7 +210,8 @@ def row_source(form: Any) -> tuple[str, dict[str, object]]:
         s.lines.append("        return False, ZERO")
     if form.source is not None:  # rows given by an aggregate's entries: the interpreter's presence test
         s.lines.append("    if not present(FORM, row, reader):")
-    else:
+        s.lines.append("        return False, ZERO")
+    elif not form.constant:  # (a constant view reads no map: its one row is there where its WHERE holds)
         folded = _folds(form)
         tests = []
         for ref in form.outer or form.refs:
@@ -223,7 +224,7 @@ def row_source(form: Any) -> tuple[str, dict[str, object]]:
             else:
                 tests.append(s.read("m", ref.map, key))
         s.lines.append(f"    if not ({' or '.join(tests) or 'False'}):")
-    s.lines.append("        return False, ZERO")
+        s.lines.append("        return False, ZERO")
     body_at = len(s.lines)
     if form.where is not None:
         test = s.cond(form.where)

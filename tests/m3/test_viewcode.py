@@ -3,11 +3,13 @@
 The oracle is the interpreter (``interpreted_row_value``, m3/runtime/evaluate.py), itself checked against
 DuckDB by every ``*_vs_duckdb`` module (which now run the compiled code).  Every general view of TPC-H's 22
 queries and of the view shapes of ``test_views_vs_duckdb``, ``test_nested_totals``, ``test_sql_derived_vs_duckdb``
-and ``test_sql_suite_shapes_vs_duckdb`` (aggregates over grouped derived tables) runs random insert and
+``test_sql_suite_shapes_vs_duckdb`` (aggregates over grouped derived tables) and
+``test_sql_constant_views_vs_duckdb`` (views reading no map: their one row) runs random insert and
 delete batches on the Python backend; after each, every row any batch so far named (rows that left the view
 included) is evaluated both ways, through the store's reader and through a plain ``Reader`` of ``get`` and
 ``entries``, and the two must be equal (NaN equal to NaN).  The reader of the maps before a batch
-(``OldReader``) is exercised by ``changes()`` in every ``*_vs_duckdb`` module.
+(``OldReader``) is exercised by ``changes()`` where a test rebuilds a view from them (the modules that call
+``changes_rebuild_view``, and the lifted and suite-shape modules' ``changes()`` tests).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from boreas.m3.runtime.views import candidate_rows, interpreted_row_value, row_v
 from hypothesis import HealthCheck, given, settings
 from m3_harness import scaled, workloads
 from test_nested_totals import SHAPES as NESTED
+from test_sql_constant_views_vs_duckdb import SHAPES as CONSTANT
 from test_sql_derived_vs_duckdb import SHAPES as DERIVED
 from test_sql_suite_shapes_vs_duckdb import SHAPES as SUITE
 from test_views_vs_duckdb import SHAPES
@@ -32,7 +35,7 @@ def _shapes() -> dict[str, tuple[str, bool]]:
     out = {f"tpch_q{n}": (SCHEMA + QUERIES[n] + ";", True) for n in range(1, 23)}
     for name, sql in SHAPES.items():
         out[f"views_{name}"] = (sql, False)
-    for prefix, shapes in (("nested", NESTED), ("derived", DERIVED), ("suite", SUITE)):
+    for prefix, shapes in (("nested", NESTED), ("derived", DERIVED), ("suite", SUITE), ("constant", CONSTANT)):
         for name, sql in shapes.items():
             out[f"{prefix}_{name}"] = (sql, False)
     return {k: v for k, v in out.items() if any(view.general for view in compile_sql(v[0]).views)}
