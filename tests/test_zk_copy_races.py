@@ -216,7 +216,6 @@ def test_a_commit_finishing_while_the_store_closes_returns_normally(client, chro
 def test_close_returns_while_zookeeper_is_unreachable_with_a_copy_under_way(zookeeper_server, chroot, monkeypatch):
     """ZooKeeper goes away right after the copy writer read the pointer: close() still returns (it waits for the
     copy at most REQUEST_TIMEOUT, and every request of the copy is bounded)."""
-    monkeypatch.setattr(znodes, "REQUEST_TIMEOUT", 2.0)
     proxy = Proxy(zookeeper_server)
     store = open_store(f"zk://{proxy.address}{chroot}")
     closing = threading.Thread(target=store.close, daemon=True)
@@ -225,6 +224,7 @@ def test_close_returns_while_zookeeper_is_unreachable_with_a_copy_under_way(zook
         proxy.arm(POINTER_GET)  # (armed now: the snapshot above read the pointer too)
         store.commit(0, [Change(kind, key, text) for (kind, key), text in random_schemas(BIG).items()])
         assert proxy.triggered.wait(60)  # the copy writer read the pointer, then ZooKeeper went away
+        monkeypatch.setattr(znodes, "REQUEST_TIMEOUT", 2.0)  # (from now on: the commit above took its time)
         closing.start()
         closing.join(60)
         assert not closing.is_alive(), "close() hung on the copy being written"
