@@ -165,12 +165,17 @@ def test_two_writers_of_one_copy_version_never_corrupt_it(zookeeper_server, clie
     assert client.get_children(f"{chroot}/catalog/snapshots") == [pointer(client, chroot)["copy"]]
 
 
-def test_a_copy_that_does_not_decode_is_read_as_absent_and_replaced(zookeeper_server, client, chroot):
+@pytest.mark.parametrize("chunk", [b"not a copy", None], ids=["undecodable", "missing"])
+def test_a_copy_that_does_not_decode_is_read_as_absent_and_replaced(zookeeper_server, client, chroot, chunk):
+    """A pointer at the catalog's version naming a copy that does not decode, or whose chunk is not there
+    (its writer lost the connection while pointing, then deleted it): read one by one, then replaced."""
     url = f"zk://{zookeeper_server}{chroot}"
     with open_store(url) as writer:
         writer.commit(0, [Change("schema", f"S{n}", f'<schema name="S{n}"/>') for n in range(BIG)])
     expected = {("schema", f"S{n}"): f'<schema name="S{n}"/>' for n in range(BIG)}
-    client.create(f"{chroot}/catalog/snapshots/1/000000", b"not a copy", makepath=True)
+    client.ensure_path(f"{chroot}/catalog/snapshots/1")
+    if chunk is not None:
+        client.create(f"{chroot}/catalog/snapshots/1/000000", chunk)
     client.create(f"{chroot}/catalog/snapshot", b'{"version": 1, "chunks": 1}')
     with open_store(url) as first:
         assert first.snapshot().elements == expected  # (read one by one, and a good copy written)

@@ -269,11 +269,11 @@ class WholeCopies:
         try:
             for result in [self._client.create_async(f"{path}/{i:06d}", c) for i, c in enumerate(chunks)]:
                 wait_reply(result)
-            pointed = self._point(Pointer(version, len(chunks), name))
         except BaseException:
             self._delete(name)
             raise
-        if not pointed:  # a copy as new or newer is pointed at: this one is of no use
+        # (A failure while pointing leaves the folder: the pointer may name it.  A later writer drops it.)
+        if not self._point(Pointer(version, len(chunks), name)):  # a copy as new or newer is pointed at: this one is of no use
             self._delete(name)
             return
         self._drop_older(version, name)
@@ -326,7 +326,9 @@ class WholeCopies:
         for result in pending:
             try:
                 chunks.append(wait_reply(result)[0])
-            except NoNodeError:
+            except NoNodeError:  # deleted under us; or (the pointer unchanged) never there: replace it then
+                if self._pointed() == pointed:
+                    self._unreadable = pointed.name
                 return None
         try:
             return pointed.version, decode_copy(chunks)
