@@ -61,6 +61,7 @@ IN_PROCESS = (
     "test_node_positions.py",                # deployment positions resolved against a node order
     "test_zk_copies.py",  # (the session's ZooKeeper server only: PROCESS_FIXTURES puts it in the group)
     "test_zk_commit_writes.py",  # (the session's ZooKeeper server only, as test_zk_copies.py)
+    "test_zk_copy_races.py",  # (the session's ZooKeeper server and an in-process proxy only, as test_zk_copies.py)
     "test_head_restart_stores.py",  # Heads in process on sqlite and on the session's ZooKeeper (same group)
     "test_properties.py", "test_properties_broken_input.py", "test_fastpath.py", "test_doctests.py",
     "test_filter_shapes.py",                 # filters sharing code per expression shape, against compile_expression

@@ -7,6 +7,7 @@ or (the tail pruned, or no copy) the elements one by one.
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -47,8 +48,9 @@ def test_a_store_opened_later_reads_the_copy_and_the_log_since_exactly(zookeeper
     client.start()
     try:  # the copy is there, at the big commit's version (docs/architecture.md, znode layout)
         chroot = url.rsplit("/", 1)[1]
-        assert b'"version": 1' in client.get(f"/{chroot}/catalog/snapshot")[0]
-        assert client.get_children(f"/{chroot}/catalog/snapshots") == ["1"]
+        pointer = json.loads(client.get(f"/{chroot}/catalog/snapshot")[0])
+        assert pointer["version"] == 1 and pointer["copy"].startswith("1-")  # (one folder per writer)
+        assert client.get_children(f"/{chroot}/catalog/snapshots") == [pointer["copy"]]
     finally:
         client.stop()
         client.close()

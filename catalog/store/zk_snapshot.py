@@ -9,19 +9,25 @@ ZooKeeper's request limit, and a Head that starts reads those chunks, then
 replays the log entries committed since (the log keeps the last
 ``keep_log`` commits)::
 
-    /catalog/snapshot                  {"version": V, "chunks": N}: the copy to read (set last)
-    /catalog/snapshots/<V>/<i:06d>     chunk i of the copy at catalog version V
+    /catalog/snapshot                  {"version": V, "chunks": N, "copy": "<V>-<seq>"}: the copy to read
+                                       (set last, compare-and-set on its stat version)
+    /catalog/snapshots/<V>-<seq>/<i:06d>  chunk i of one writer's copy at catalog version V
 
 A copy is written after a commit once the log since the last copy holds
 :data:`EVERY_CHANGES` element changes, or :data:`EVERY_COMMITS` commits:
 replaying the tail costs little next to the copy; and right after a
 reader had to read a catalog of :data:`EVERY_CHANGES` elements or more one
-by one, so that only one start pays for that.  A copy older than the one
-pointed at is never pointed at.  Its chunks are created
-first and ``/catalog/snapshot`` is pointed at them last, so a reader never
-sees half a copy; the previous copy's chunks are deleted afterwards.  A
-reader that finds a chunk gone (deleted under it) or the log tail pruned
-reads the elements one by one, as without a copy.  The copy is written from
+by one, so that only one start pays for that.  Each writer writes into a
+folder of its own (a sequential znode ``<V>-``): two writers of the same
+version do not share chunks (their element order differs: another process,
+another hash seed), and a writer killed half way leaves a folder no pointer
+names.  Its chunks are created first and ``/catalog/snapshot`` is pointed
+at them last, by compare-and-set on the pointer's stat version, so a reader
+never sees half a copy and a copy older than (or as old as) the one pointed
+at is never pointed at: that writer deletes its own.  The writer that
+points then deletes every other folder of its version or older.  A reader
+that finds a chunk gone (deleted under it), a copy that does not decode,
+or the log tail pruned reads the elements one by one, as without a copy.  The copy is written from
 the elements the store instance already holds (read at start, kept up to
 date by its own commits), so writing it reads nothing back, and on a thread
 of its own: the commit that made it due does not wait for it (at 100,000
@@ -46,11 +52,13 @@ import logging
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 
+from . import znodes
 from .base import Change, Commit
 from .znodes import wait_reply
 
@@ -63,6 +71,48 @@ EVERY_CHANGES, EVERY_COMMITS = 5_000, 1_000
 PIECE = 2_000
 #: Bytes of compressed copy per chunk: under ZooKeeper's default request limit (jute.maxbuffer, 1 MiB).
 CHUNK_BYTES = 900_000
+#: Compare-and-set attempts at the pointer: each failed one means another writer pointed meanwhile.
+POINT_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """What ``/catalog/snapshot`` says: the copy's catalog version, its chunk count, its folder's name."""
+
+    version: int
+    chunks: int
+    name: str
+
+    def encode(self) -> bytes:
+        return json.dumps({"version": self.version, "chunks": self.chunks, "copy": self.name}).encode()
+
+    @staticmethod
+    def decode(data: bytes) -> Pointer | None:
+        """None when the data is not a pointer (then no copy is read, and the next copy replaces it).
+
+        >>> Pointer.decode(Pointer(7, 2, "7-0000000003").encode()), Pointer.decode(b'{"version": 4, "chunks": 1}')
+        (Pointer(version=7, chunks=2, name='7-0000000003'), Pointer(version=4, chunks=1, name='4'))
+        >>> Pointer.decode(b"garbage") is None
+        True
+        """
+        try:
+            pointer = json.loads(data)
+            version = int(pointer["version"])
+            return Pointer(version, int(pointer["chunks"]), str(pointer.get("copy", version)))  # (before: <V>)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+
+def copy_version(name: str) -> int | None:
+    """The catalog version of a copy's folder ``<V>-<seq>`` (or ``<V>``, as written before); None: not a copy.
+
+    >>> copy_version("12-0000000004"), copy_version("12"), copy_version("x")
+    (12, 12, None)
+    """
+    try:
+        return int(name.split("-", 1)[0])
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -142,6 +192,8 @@ class WholeCopies:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="zk-catalog-copy")
         self._writing: Future[None] | None = None
         self._failed = False  # the last copy could not be written: try again after the next commit
+        self._closed = False  # close() called: no copy is started any more
+        self._unreadable: str | None = None  # the folder of a copy read() could not decode: to be replaced
 
     def kept(self, version: int, elements: dict[tuple[str, str], str], copy: int | None,
              changes: int = 0, commits: int = 0) -> None:
@@ -178,12 +230,15 @@ class WholeCopies:
         the elements as of now are copied for it: a dict copy, milliseconds).  One copy at a time: while one
         is written, the next commit tries again."""
         assert self._elements is not None
-        if self._writing is not None and not self._writing.done():
+        if self._closed or (self._writing is not None and not self._writing.done()):
             return
         version, elements = self._version, dict(self._elements)
+        try:
+            self._writing = self._writer.submit(self._write_quietly, version, elements)
+        except RuntimeError:  # closed meanwhile (a commit finishing while the store closes): it succeeded all the same
+            return
         self._due.written(version)
         self._failed = False
-        self._writing = self._writer.submit(self._write_quietly, version, elements)
 
     def _write_quietly(self, version: int, elements: dict[tuple[str, str], str]) -> None:
         try:
@@ -193,64 +248,119 @@ class WholeCopies:
             log.warning("could not write a whole copy of the catalog at version %d: %r", version, exc)
 
     def close(self) -> None:
-        """Wait for the copy being written, if any (the store closes its client after this)."""
-        self._writer.shutdown(wait=True)
+        """Wait for the copy being written, if any, but at most REQUEST_TIMEOUT: the store stops its client after
+        this, which ends a copy still waiting on an unreachable ZooKeeper (every request in it is bounded too)."""
+        self._closed = True
+        self._writer.shutdown(wait=False)
+        writing = self._writing
+        if writing is not None and wait_futures([writing], timeout=znodes.REQUEST_TIMEOUT).not_done:
+            log.warning("closing with a catalog copy still being written (ZooKeeper unreachable?): abandoned")
 
     def write(self, version: int, elements: dict[tuple[str, str], str]) -> None:
-        """Write the copy of ``elements`` at ``version``, point readers at it, drop the one before (none when a
-        newer copy is there already: another writer's, which readers should keep reading)."""
+        """Write the copy of ``elements`` at ``version`` into a folder of its own, point readers at it, drop the
+        older ones (none when a copy as new is pointed at already: another writer's, which readers keep reading)."""
         before = self._pointed()
-        if before is not None and before[0] >= version:
+        if before is not None and before.version >= version and before.name != self._unreadable:
             return
         chunks = encode_copy(elements)
-        base = f"{self._dir}/{version}"
-        self._client.ensure_path(base)
-        pending = [self._client.create_async(f"{base}/{i:06d}", chunk) for i, chunk in enumerate(chunks)]
-        for result in pending:
-            try:
-                wait_reply(result)
-            except NodeExistsError:  # a copy of this version written before (the same elements)
-                pass
-        before = self._pointed()  # (again: another writer may have pointed at a newer copy meanwhile)
-        if before is not None and before[0] > version:
-            self._delete(version)
-            return
-        pointer = json.dumps({"version": version, "chunks": len(chunks)}).encode()
+        wait_reply(self._client.ensure_path_async(self._dir))
+        path = wait_reply(self._client.create_async(f"{self._dir}/{version}-", b"", sequence=True))
+        name = path.rsplit("/", 1)[1]
         try:
-            wait_reply(self._client.create_async(self._pointer, pointer))
-        except NodeExistsError:
-            wait_reply(self._client.set_async(self._pointer, pointer))
-        if before is not None and before[0] != version:
-            self._delete(before[0])
+            for result in [self._client.create_async(f"{path}/{i:06d}", c) for i, c in enumerate(chunks)]:
+                wait_reply(result)
+        except BaseException:
+            self._delete(name)
+            raise
+        # (A failure while pointing leaves the folder: the pointer may name it.  A later writer drops it.)
+        if not self._point(Pointer(version, len(chunks), name)):  # a copy as new or newer is pointed at: this one is of no use
+            self._delete(name)
+            return
+        self._drop_older(version, name)
         log.info("catalog copy at version %d written: %d elements in %d chunks (%d bytes)", version,
                  len(elements), len(chunks), sum(map(len, chunks)))
 
+    def _point(self, pointer: Pointer) -> bool:
+        """Point readers at ``pointer``'s copy unless one as new is pointed at: compare-and-set on the pointer's
+        stat version, so that no writer replaces a copy it did not see (False: not pointed)."""
+        for _ in range(POINT_ATTEMPTS):
+            try:
+                data, stat = wait_reply(self._client.get_async(self._pointer))
+            except NoNodeError:
+                try:
+                    wait_reply(self._client.create_async(self._pointer, pointer.encode()))
+                    return True
+                except NodeExistsError:
+                    continue
+            current = Pointer.decode(data)
+            if current is not None and current.version >= pointer.version and current.name != self._unreadable:
+                return False
+            try:
+                wait_reply(self._client.set_async(self._pointer, pointer.encode(), version=stat.version))
+                return True
+            except BadVersionError:
+                continue
+        return False
+
+    def _drop_older(self, version: int, keep: str) -> None:
+        """Delete every copy folder of ``version`` or older but ``keep`` (the one pointed at): the previous copy,
+        and any a writer left behind (killed half way, or pointing lost to a newer copy)."""
+        try:
+            names = wait_reply(self._client.get_children_async(self._dir))
+        except Exception as exc:  # best effort, as _delete
+            log.warning("could not list the catalog copies: %r", exc)
+            return
+        for name in names:
+            old = copy_version(name)
+            if name != keep and old is not None and old <= version:
+                self._delete(name)
+
     def read(self) -> tuple[int, dict[tuple[str, str], str]] | None:
-        """The last copy: its version and elements; None when there is none or it was deleted meanwhile."""
+        """The last copy: its version and elements; None when there is none, it was deleted meanwhile, or it
+        does not decode (then the next copy written replaces it, even at the same version)."""
         pointed = self._pointed()
         if pointed is None:
             return None
-        version, count = pointed
-        pending = [self._client.get_async(f"{self._dir}/{version}/{i:06d}") for i in range(count)]
+        pending = [self._client.get_async(f"{self._dir}/{pointed.name}/{i:06d}") for i in range(pointed.chunks)]
         chunks = []
         for result in pending:
             try:
                 chunks.append(wait_reply(result)[0])
-            except NoNodeError:
+            except NoNodeError:  # deleted under us; or (the pointer unchanged) never there: replace it then
+                if self._pointed() == pointed:
+                    self._unreadable = pointed.name
                 return None
-        return version, decode_copy(chunks)
+        try:
+            return pointed.version, decode_copy(chunks)
+        except (zlib.error, ValueError, TypeError) as exc:  # (json's and msgspec's decode errors are ValueErrors)
+            self._unreadable = pointed.name
+            log.warning("the catalog copy %s (version %d) does not decode (%r): reading the elements one by one",
+                        pointed.name, pointed.version, exc)
+            return None
 
-    def _pointed(self) -> tuple[int, int] | None:
+    def _pointed(self) -> Pointer | None:
         try:
             data, _ = wait_reply(self._client.get_async(self._pointer))
         except NoNodeError:
             return None
-        pointer = json.loads(data)
-        return int(pointer["version"]), int(pointer["chunks"])
+        return Pointer.decode(data)
 
-    def _delete(self, version: int) -> None:
-        """Best effort: a copy left behind is only space."""
+    def _delete(self, name: str) -> None:
+        """Best effort: a copy left behind is only space (and the next writer's _drop_older deletes it).  Every
+        request bounded in time (wait_reply), so that an unreachable ZooKeeper cannot hold the writer forever."""
+        path = f"{self._dir}/{name}"
         try:
-            self._client.delete(f"{self._dir}/{version}", recursive=True)
+            try:
+                children = wait_reply(self._client.get_children_async(path))
+            except NoNodeError:
+                return
+            for result in [self._client.delete_async(f"{path}/{c}") for c in children]:
+                try:
+                    wait_reply(result)
+                except NoNodeError:
+                    pass
+            wait_reply(self._client.delete_async(path))
+        except (NoNodeError, NotEmptyError):
+            pass  # another writer deleted it, or wrote in it meanwhile
         except Exception as exc:  # never fail the commit that succeeded for this
-            log.warning("could not delete the catalog copy at version %d: %r", version, exc)
+            log.warning("could not delete the catalog copy %s: %r", name, exc)

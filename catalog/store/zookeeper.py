@@ -12,10 +12,10 @@ chroot (created if missing)::
                                      [[kind, key, text-or-null], ...]
     /heads/<uuid>__lock__<seq>       one ephemeral znode per Head, data = its URL; the
                                      lowest leads and fences its commits (:mod:`.zk_leader`)
-    /catalog/snapshot, /catalog/snapshots/<version>/<chunk>
+    /catalog/snapshot, /catalog/snapshots/<version>-<seq>/<chunk>
                                      the whole catalog now and then, in a few
-                                     znodes (:mod:`.zk_snapshot`): a reader
-                                     takes it plus the log since
+                                     znodes, a folder per writer (:mod:`.zk_snapshot`):
+                                     a reader takes it plus the log since
 
 A commit is ONE ZooKeeper multi-op: set the version znode conditionally on
 its stat version, create/set/delete the element znodes, create the log
@@ -376,7 +376,7 @@ class ZooKeeperStore(CatalogStore):
             watches, self._watches = self._watches, []
         for watch in watches:
             watch.close()
-        self._copies.close()  # (a copy under way is finished first)
+        self._copies.close()  # (a copy under way is waited for, at most REQUEST_TIMEOUT)
         self._shutdown_client()
 
 
