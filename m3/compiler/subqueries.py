@@ -129,7 +129,9 @@ TablesOf = Callable[[exp.Select], list[tuple[str, str]]]
 def nested_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, RelationDecl], ctx: Positions,
                     tables_of: TablesOf, counter: list[int]):
     """A WHERE conjunct holding a subquery → ``("exists", SubQuery, negated)`` or ``(op, left, right)`` whose
-    sides are operands: ``("col", ref)``, a constant, ``("sub", SubQuery)``, ``(op, a, b)``, ``("neg", a)``."""
+    sides are operands: ``("col", ref)``, a constant, ``("sub", SubQuery)``, ``(op, a, b)``, ``("neg", a)``.
+    EXISTS of an aggregate without GROUP BY is ``("=", 1, 1)`` (``1 = 0`` under NOT): it has one row whatever it
+    reads (SQL's COUNT of none is 0, its SUM NULL), so it is TRUE, not a count above 0."""
     e = unparen(e)
     _refuse_unread_around(e, ctx)
     negated = False
