@@ -14,7 +14,9 @@ So the statement becomes a view over parts (:class:`.lifted.Plan`):
   row (``#0.0[K, ...]``);
 * part 1, ``SELECT <the subquery's value> AS v, COUNT(*) AS n FROM ... WHERE ...``:
   its value and its row count (``#1.0[]``, ``#1.1[]``: SQL's MAX of no rows is
-  NULL, and the comparison is not true, so the view asks ``0 < #1.1[]``);
+  NULL, and the comparison is not true, so the view asks ``0 < #1.1[]``; a
+  value that is not NULL over no rows, a COUNT's 0 or a GREATEST, LEAST,
+  COALESCE or CASE, is refused by name: :func:`.hoist.null_on_no_rows`);
 * the view keeps part 0's rows whose compared column meets the comparison with
   part 1's value, when read (``0 < COUNT(1 FOR : #0.0[K, ...] WHERE 0 < #1.1[] AND
   K = #1.0[])``: the value read at the row's entry, as :mod:`.selectsub` reads one).
@@ -47,6 +49,7 @@ from sqlglot import exp
 from ..ast import Cmp, Const, MapRef, RelationDecl, Var
 from ..over import Over
 from ..viewnodes import BoolOp
+from .hoist import null_on_no_rows
 from .lifted import Plan
 from .outputs import unique_names
 from .resolve import Positions
@@ -110,6 +113,9 @@ def plan(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) ->
                         "column is not selected (select it)", col)
     value = inner.expressions[0]
     value = value.this if type(value) is exp.Alias else value
+    if not null_on_no_rows(value):  # the gate 0 < #1.1[] reads no rows as NULL (module doc)
+        raise ctx.error(f"unsupported {value.sql()} compared with a subquery nested in a subquery: its value over "
+                        "no rows is not NULL (only SUM, AVG, MIN, MAX under + - * / and constants)", value)
     part = inner.copy()
     part.set("expressions", [exp.alias_(value.copy(), "v"), exp.alias_(exp.Count(this=exp.Star()), "n")])
     key_vars = key_variables(names)

@@ -14,15 +14,21 @@ AggSum(...)``), after which the nested condition is one level less deep.
 A middle subquery without rows must then make the outer conjunct false, as
 the hoisted condition does:
 
-* a comparison with a scalar subquery whose value has no ``COUNT`` (SQL: a
-  SUM, AVG, MIN or MAX of no rows is NULL, and a comparison with NULL is
-  not true; a COUNT of no rows is 0, which may compare true: not hoisted);
-* ``EXISTS`` and ``IN (SELECT ...)`` (no rows: false); not under ``NOT``.
+* a comparison with a scalar subquery whose value is NULL over no rows
+  (:func:`null_on_no_rows`: SUM, AVG, MIN or MAX under ``+ - * /`` and
+  constants; a comparison with NULL is not true); a COUNT of no rows is 0,
+  and GREATEST, LEAST, COALESCE or CASE may be a value, which may compare
+  true: not hoisted;
+* ``EXISTS`` and ``IN (SELECT ...)`` (no rows: false) of a middle SELECT
+  without aggregates (an aggregate without GROUP BY has a row over no rows);
+  not under ``NOT``.
 
 The condition moves with the middle columns it reads replaced by the outer
 columns they equal; every column of the middle subquery must be qualified,
-and no alias of a deeper subquery may name an outer table (so no name binds
-differently once moved).  Conditions that read other middle columns stay (and
+and no alias of a deeper subquery may name an outer table or a table of the
+middle subquery (so no name binds differently once moved: ``FROM L l3, L l2``
+deeper down reads its own ``l2``).  What is not hoisted is refused where it
+stands (``unsupported subquery nested in a subquery``).  Conditions that read other middle columns stay (and
 are refused where they stand if the front end cannot read them, by name).
 
 >>> import sqlglot
@@ -74,7 +80,7 @@ def _one(sel: exp.Select) -> exp.Expression | None:
                 continue
             deeper = {t.alias_or_name.lower() for s in d.find_all(exp.Select) for t in _tables(s)}
             reads = [col for col in d.find_all(exp.Column) if col.table.lower() in mine]
-            if deeper & outer_names or not reads or any(_key(col) not in equal for col in reads):
+            if deeper & (outer_names | mine) or not reads or any(_key(col) not in equal for col in reads):
                 continue
             _drop(middle, d)
             for col in list(d.find_all(exp.Column)):
@@ -97,8 +103,7 @@ def _middle(c: exp.Expression) -> exp.Select | None:
         body = subs[0]
         inner = body.this
         if type(inner) is not exp.Select or len(inner.expressions) != 1 or inner.args.get("group") or \
-                any(type(n) is exp.Count for n in inner.expressions[0].walk()) or \
-                not any(isinstance(n, exp.AggFunc) for n in inner.expressions[0].walk()):
+                not null_on_no_rows(inner.expressions[0]):
             return None
     else:
         return None
@@ -106,7 +111,40 @@ def _middle(c: exp.Expression) -> exp.Select | None:
         body = body.this
     if type(body) is not exp.Select or any(body.args.get(k) for k in ("limit", "offset", "having", "distinct")):
         return None
-    return body
+    if type(c) is not exp.Exists and type(c) is not exp.In:
+        return body
+    # an aggregate without GROUP BY has its one row over no rows: EXISTS and IN do not become false
+    return None if any(isinstance(n, exp.AggFunc) for e in body.expressions for n in e.walk()) else body
+
+
+_NULL_AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+def null_on_no_rows(value: exp.Expression) -> bool:
+    """Whether a subquery's one SELECT item is NULL over no rows: SUM, AVG, MIN and MAX (of anything) under ``+ -
+    * /`` and constants, at least one of them.  COUNT (0), COALESCE, GREATEST, LEAST and CASE may not be NULL, so
+    a comparison with them may hold over no rows.
+
+    >>> import sqlglot
+    >>> [null_on_no_rows(sqlglot.parse_one(f"SELECT {v}").expressions[0])
+    ...  for v in ("SUM(a) + 1", "-MAX(a) / 2 AS m", "COUNT(*)", "GREATEST(SUM(a), 0)", "1", "SUM(a) + b")]
+    [True, True, False, False, False, False]
+    """
+    x = value.this if type(value) is exp.Alias else value
+    if isinstance(x, _NULL_AGGS):
+        return True
+    if type(x) in (exp.Add, exp.Sub, exp.Mul, exp.Div):
+        sides = (x.this, x.expression)
+        return all(null_on_no_rows(y) or _constant(y) for y in sides) and any(null_on_no_rows(y) for y in sides)
+    if type(x) in (exp.Paren, exp.Neg):
+        return null_on_no_rows(x.this)
+    return False
+
+
+def _constant(x: exp.Expression) -> bool:
+    while type(x) in (exp.Paren, exp.Neg):
+        x = x.this
+    return type(x) is exp.Literal
 
 
 def _correlation(middle: exp.Select, mine: set[str]) -> dict[tuple[str, str], exp.Column]:

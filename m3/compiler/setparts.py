@@ -10,8 +10,11 @@ its own first-order maps.  So the statement becomes a view over parts (as a
 grouped derived table read by value is, :mod:`.lifted`, :mod:`.liftview`):
 
 * part ``i`` is branch ``i`` compiled as a query of its own, as a bag
-  (``SELECT DISTINCT`` dropped: only whether its count is above 0 matters to
-  a set operation), its column 0 the count of each row (``#i.0[K, ...]``);
+  (``SELECT DISTINCT`` dropped: a set operation reads only whether its count
+  is above 0, and under ``INTERSECT ALL`` and ``EXCEPT ALL`` a DISTINCT
+  branch's count is ``LEAST(c, 1)``, 1 where the bag count is above 0), its
+  column 0 the count of each row (``#i.0[K, ...]``: a constant column such as
+  ``SELECT s, 9`` would be a value column before it, so it is refused);
 * the view, keyed by the first branch's column names, reads those counts at
   its row and combines them as SQL does:
 
@@ -24,6 +27,7 @@ grouped derived table read by value is, :mod:`.lifted`, :mod:`.liftview`):
   ``EXCEPT ALL``            ``count := GREATEST(c0 - c1 - ..., 0)`` where above 0
   ========================  ===============================================
 
+Unaliased expressions are named as the front end names them (``expr_1``).
 Each part keeps its own cost class (a nested subquery's TOTAL is domain-bound);
 the combination costs a lookup per part at each row read.  Branches pair
 their columns by position (names from the first, as SQL); a branch with a
@@ -53,6 +57,7 @@ from ..ast import Cmp, Const, Expr, MapRef, Var
 from ..viewnodes import Arith, BoolOp
 from .lifted import Plan
 from .nodes import sql_of
+from .outputs import unique_names
 from .resolve import Positions
 from .subqueries import contains_subquery
 
@@ -78,18 +83,53 @@ def plan(kind: str, branches: list[exp.Select], ctx: Positions) -> Plan:
     if any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star) for e in first.expressions):
         raise ctx.error(f"unsupported * in the first branch of an {kind} whose branches hold subqueries "
                         f"({sql_of(first)}): name the columns", first)
-    names = [e.alias_or_name for e in first.expressions]
+    names = output_names(first)
     parts = []
-    for b in branches:
+    key_vars = tuple(key_variables(names))
+    counts: list[Expr] = []
+    for i, b in enumerate(branches):
         if len(b.expressions) != len(names):
             raise ctx.error(f"{kind} branches select {len(names)} and {len(b.expressions)} columns", b)
+        constant = next((e for e in b.expressions if _constant(e)), None)
+        if constant is not None:  # the part's view would hold it as a value column before its count (column 0)
+            raise ctx.error(f"unsupported constant column {sql_of(constant)} in the {kind} branch {sql_of(b)} of a "
+                            "set operation whose branches hold subqueries: select a column", constant)
         part = b.copy()
-        part.set("distinct", None)  # a set operation reads whether the count is above 0
+        part.set("distinct", None)  # a bag: a DISTINCT part's count := 1 would be read without its WHERE
         parts.append(part)
-    key_vars = tuple(key_variables(names))
-    counts: list[Expr] = [MapRef(f"#{i}.0", tuple(Var(v) for v in key_vars)) for i in range(len(parts))]
+        count: Expr = MapRef(f"#{i}.0", tuple(Var(v) for v in key_vars))
+        if b.args.get("distinct") is not None and kind.endswith(" ALL"):
+            count = Arith("LEAST", count, Const(1))  # a bag count is a whole number >= 0: 1 where above 0
+        counts.append(count)
     count, where = combine(kind, counts)
     return Plan(tuple(parts), tuple(names), key_vars, (("count", count),), where)
+
+
+def output_names(first: exp.Select) -> list[str]:
+    """The view's column names from the first branch: an alias, a column's name, else named as the front end names
+    an unaliased item (``expr_1``, ``sum_2``: :func:`.outputs.select_items`), made unique as DuckDB's.
+
+    >>> import sqlglot
+    >>> output_names(sqlglot.parse_one("SELECT a, a, b + 1, c AS d FROM R"))
+    ['a', 'a_1', 'expr_1', 'd']
+    """
+    out, computed = [], 0
+    for e in first.expressions:
+        x = e.this if type(e) is exp.Alias else e
+        while type(x) is exp.Paren:
+            x = x.this
+        name = e.alias if type(e) is exp.Alias else x.name if type(x) is exp.Column else ""
+        if not name:
+            computed += 1
+            name = f"{type(x).__name__.lower()}_{computed}" if isinstance(x, exp.AggFunc) else f"expr_{computed}"
+        out.append(name)
+    return unique_names(out)
+
+
+def _constant(e: exp.Expression) -> bool:
+    """Whether a SELECT item reads no column and no aggregate (``9``, ``'x'``, ``1 + 2``): a value column of a view
+    of rows, not a key."""
+    return not any(isinstance(n, (exp.Column, exp.AggFunc, exp.Star, exp.Subquery, exp.Select)) for n in e.walk())
 
 
 def key_variables(names: list[str]) -> list[str]:

@@ -129,7 +129,9 @@ TablesOf = Callable[[exp.Select], list[tuple[str, str]]]
 def nested_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, RelationDecl], ctx: Positions,
                     tables_of: TablesOf, counter: list[int]):
     """A WHERE conjunct holding a subquery → ``("exists", SubQuery, negated)`` or ``(op, left, right)`` whose
-    sides are operands: ``("col", ref)``, a constant, ``("sub", SubQuery)``, ``(op, a, b)``, ``("neg", a)``."""
+    sides are operands: ``("col", ref)``, a constant, ``("sub", SubQuery)``, ``(op, a, b)``, ``("neg", a)``.
+    EXISTS of an aggregate without GROUP BY is ``("=", 1, 1)`` (``1 = 0`` under NOT): it has one row whatever it
+    reads (SQL's COUNT of none is 0, its SUM NULL), so it is TRUE, not a count above 0."""
     e = unparen(e)
     _refuse_unread_around(e, ctx)
     negated = False
@@ -138,7 +140,11 @@ def nested_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, Relat
         if type(e) not in (exp.Exists, exp.In):
             raise ctx.error(f"unsupported NOT over a subquery condition ({sql_of(e)}): only NOT EXISTS and NOT IN", e)
     if type(e) is exp.Exists:
-        return ("exists", _subquery(_select(e.this, ctx), res, relations, ctx, tables_of, counter, "exists"), negated)
+        sel = _select(e.this, ctx)
+        sub = _subquery(sel, res, relations, ctx, tables_of, counter, "exists")
+        if _one_row(sel):  # an aggregate without GROUP BY has its one row over no rows: EXISTS is TRUE
+            return ("=", 1, 0 if negated else 1)
+        return ("exists", sub, negated)
     if type(e) is exp.In:
         query = e.args.get("query")
         if query is None or e.expressions or e.args.get("field") is not None:
@@ -180,6 +186,15 @@ def having_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, Relat
                             "only uncorrelated scalar subqueries and constants", side)
         sides.append(x)
     return (op, sides[0], sides[1])
+
+
+def _one_row(sel: exp.Select) -> bool:
+    """Whether a SELECT has exactly one row whatever it reads: it aggregates (an aggregate in its SELECT list, not
+    inside a subquery of it) without GROUP BY, HAVING, LIMIT or OFFSET."""
+    if any(sel.args.get(k) for k in ("group", "having", "limit", "offset", "qualify")):
+        return False
+    return any(isinstance(n, exp.AggFunc) and n.find_ancestor(exp.Select) is sel
+               for e in sel.expressions for n in e.walk())
 
 
 def _refuse_unread_around(e: exp.Expression, ctx: Positions) -> None:

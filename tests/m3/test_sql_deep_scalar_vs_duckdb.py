@@ -13,10 +13,12 @@ empties every map.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from boreas.m3 import CompileError, compile_to_text
 from changes_check import changes_rebuild_view
-from m3_harness import check_against_duckdb, shape_params
+from m3_harness import Harness, check_against_duckdb, shape_params
 
 SCHEMA = """
 CREATE STREAM R(a INT, b INT);
@@ -45,6 +47,27 @@ def test_a_compared_column_not_selected_is_refused():
     with pytest.raises(CompileError, match="where the column is not selected"):
         compile_to_text(SCHEMA + """SELECT r1.a FROM R r1 WHERE r1.b = (SELECT MAX(r2.b) FROM R r2
             WHERE r2.b < (SELECT MAX(r3.b) FROM R r3))""")
+
+
+@pytest.mark.parametrize("value", ["COUNT(*)", "GREATEST(MAX(e2.salary), 0)", "COALESCE(MAX(e2.salary), 0)",
+                                   "CASE WHEN MAX(e2.salary) > 1 THEN 1 ELSE 0 END", "SUM(e2.salary) + COUNT(*)"])
+def test_a_value_not_null_over_no_rows_is_refused(value):
+    """The view's gate ``0 < #1.1[]`` reads no rows as NULL: a COUNT of no rows is 0, which compares true (the
+    reviewer's E(id, salary) = (1, 0), (2, 3) with COUNT(*): DuckDB (1, 0), the gate no row)."""
+    sql = """CREATE STREAM E(id INT, salary INT);
+        SELECT * FROM E e1 WHERE e1.salary = (SELECT {} FROM E e2
+        WHERE e2.salary > (SELECT MAX(e3.salary) FROM E e3))""".format(value)
+    with pytest.raises(CompileError, match=re.escape(f"unsupported {value} compared with a subquery nested in a "
+                                                     "subquery: its value over no rows is not NULL")):
+        compile_to_text(sql)
+
+
+def test_a_sum_under_arithmetic_matches_duckdb_on_rows_without_a_subquery_row():
+    """SUM(...) * 2 + 1 is NULL over no rows: still accepted, and no row meets it while the middle has none."""
+    sql = """CREATE STREAM E(id INT, salary INT);
+        SELECT * FROM E e1 WHERE e1.salary <> (SELECT SUM(e2.salary) * 2 + 1 FROM E e2
+        WHERE e2.salary > (SELECT MAX(e3.salary) FROM E e3))"""
+    Harness(sql).run([[("ins", "E", (1, 0)), ("ins", "E", (2, 3))], [("ins", "E", (3, 1))]])
 
 
 @pytest.mark.parametrize("backend", ["python", "auto"])

@@ -12,10 +12,12 @@ and deleting every row empties every map.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from boreas.m3 import CompileError, compile_to_text
 from changes_check import changes_rebuild_view
-from m3_harness import check_against_duckdb, shape_params
+from m3_harness import Harness, check_against_duckdb, shape_params
 
 SCHEMA = """
 CREATE STREAM R(a INT, b INT);
@@ -47,17 +49,51 @@ def test_view_matches_duckdb(shape):
     check_against_duckdb(SHAPES[shape])
 
 
+L_SCHEMA = "CREATE STREAM L(k INT, q INT);\n"
+# the reviewer's rows: L(k, q) = (1, 5), (2, 1), (1, 2)
+L_ROWS = [[("ins", "L", (1, 5)), ("ins", "L", (2, 1)), ("ins", "L", (1, 2))]]
+
+
+def test_a_deeper_scope_rebinding_the_middle_alias_is_not_hoisted():
+    """``FROM L l3, L l2`` deeper down reads its own ``l2``: hoisted, its ``l2.k`` became ``l1.k`` (a regression:
+    {(1, 5), (1, 2)}, DuckDB all three rows)."""
+    sql = L_SCHEMA + """SELECT l1.k, l1.q FROM L l1 WHERE EXISTS (SELECT 1 FROM L l2 WHERE l2.k = l1.k
+        AND 6 < (SELECT SUM(l3.q) FROM L l3, L l2 WHERE l3.k = l2.k))"""
+    Harness(sql).run(L_ROWS)
+
+
 @pytest.mark.parametrize("sql", [
     # a COUNT of no rows is 0, which compares true here: the deeper condition is not the outer row's
     SCHEMA + """SELECT r.a FROM R r WHERE 0 = (SELECT COUNT(*) FROM S s WHERE s.a = r.a
+        AND 1 < (SELECT SUM(t.f) FROM T t WHERE t.d = s.a))""",
+    # GREATEST of no rows' NULL SUM and 0 is 0 (the reviewer's rows: hoisted, no row; DuckDB (2, 1))
+    L_SCHEMA + """SELECT l1.k, l1.q FROM L l1 WHERE 0 = (SELECT GREATEST(SUM(l2.q), 0) FROM L l2 WHERE l2.k = l1.k
+        AND 6 < (SELECT SUM(l3.q) FROM L l3 WHERE l3.k = l2.k))""",
+    SCHEMA + """SELECT r.a FROM R r WHERE 1 = (SELECT COALESCE(MAX(s.c), 1) FROM S s WHERE s.a = r.a
         AND 1 < (SELECT SUM(t.f) FROM T t WHERE t.d = s.a))""",
     # the deeper condition reads a middle column no correlation fixes
     SCHEMA + """SELECT r.a FROM R r WHERE r.b < (SELECT SUM(s.a) FROM S s WHERE s.a = r.a
         AND s.c < (SELECT SUM(t.f) FROM T t WHERE t.d = s.c))""",
 ])
 def test_other_nestings_stay_refused(sql):
-    with pytest.raises(CompileError, match="subquery"):
+    with pytest.raises(CompileError, match="unsupported subquery nested in a subquery"):
         compile_to_text(sql)
+
+
+def test_in_an_aggregate_holding_a_subquery_stays_refused():
+    """An aggregate without GROUP BY has its one row over no rows (IN reads its value): not hoisted, and IN over an
+    aggregate is refused as before."""
+    with pytest.raises(CompileError, match=re.escape("IN (SELECT ...) must select one column")):
+        compile_to_text(SCHEMA + """SELECT r.a FROM R r WHERE r.b IN (SELECT MAX(s.c) FROM S s WHERE s.a = r.a
+            AND 1 < (SELECT SUM(t.f) FROM T t WHERE t.d = s.a))""")
+
+
+def test_exists_of_an_aggregate_holding_a_subquery_is_true():
+    """EXISTS of an aggregate without GROUP BY is TRUE whatever the deeper condition (not hoisted: hoisted, it
+    would make EXISTS false where the deeper condition fails)."""
+    sql = L_SCHEMA + """SELECT l1.k, l1.q FROM L l1 WHERE EXISTS (SELECT COUNT(*) FROM L l2 WHERE l2.k = l1.k
+        AND 6 < (SELECT SUM(l3.q) FROM L l3 WHERE l3.k = l2.k))"""
+    Harness(sql).run(L_ROWS)
 
 
 @pytest.mark.parametrize("backend", ["python", "auto"])

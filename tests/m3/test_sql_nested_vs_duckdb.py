@@ -20,7 +20,7 @@ import re
 import pytest
 from boreas.m3 import CompileError, compile_sql, compile_to_text
 from changes_check import changes_rebuild_view
-from m3_harness import check_against_duckdb, shape_params
+from m3_harness import Harness, check_against_duckdb, shape_params
 
 GENERIC = """
 CREATE STREAM R(a INT, b INT, c DOUBLE);
@@ -88,6 +88,11 @@ SHAPES: dict[str, str] = {
                       AND S.e > (SELECT 0.5 * SUM(T.f) FROM T WHERE T.d = S.d AND T.b = S.b)) GROUP BY a""",
     "rows_view_exists_with_not_exists": THREE + """SELECT a, c FROM R
         WHERE EXISTS (SELECT * FROM S WHERE S.b = R.b AND NOT EXISTS (SELECT * FROM T WHERE T.d = S.d))""",
+    # an aggregate without GROUP BY has one row whatever it reads: EXISTS is TRUE, NOT EXISTS FALSE
+    "exists_of_an_aggregate": GENERIC + """SELECT a, b FROM R WHERE b > 0
+        AND EXISTS (SELECT COUNT(*) FROM S WHERE S.b = R.b AND S.d > 2)""",
+    "not_exists_of_an_aggregate": GENERIC + """SELECT SUM(c) AS s FROM R
+        WHERE NOT EXISTS (SELECT MAX(S.e) FROM S WHERE S.b = R.b)""",
 }
 
 
@@ -107,6 +112,16 @@ def test_changes_rebuild_the_view(shape, backend):
     """Both backends: the native one runs the triggers in C and finds changed rows from its journals, so a
     nested map's change must reach the rows through maps the view reads (its TRACK maps)."""
     changes_rebuild_view(SHAPES[shape], backend)
+
+
+@pytest.mark.parametrize("negated", [False, True])
+def test_exists_of_an_aggregate_matches_duckdb_on_the_reviewed_rows(negated):
+    """DuckDB returns every row of L for EXISTS (SELECT COUNT(*) ... WHERE l2.q > 100): the aggregate's one row
+    (read as the subquery's rows, no row matched and the view was empty); NOT EXISTS returns none."""
+    sql = """CREATE STREAM L(k INT, q INT);
+        SELECT * FROM L l1 WHERE {} EXISTS (SELECT COUNT(*) FROM L l2 WHERE l2.k = l1.k AND l2.q > 100)""".format(
+        "NOT" if negated else "")
+    Harness(sql).run([[("ins", "L", (1, 5)), ("ins", "L", (2, 1)), ("ins", "L", (1, 2))]])
 
 
 def test_a_nested_view_is_domain_bound_per_correlation_key_and_its_maps_first_order():
