@@ -46,6 +46,12 @@ def check_clauses(sel: exp.Select, ctx: Ctx) -> None:
             raise ctx.error(f"malformed {key.upper()} of SELECT", sel)
 
 
+def from_items(sel: exp.Select) -> list[exp.Expression]:
+    """The FROM clause's items, its joins' included, whatever they are (relations, derived tables)."""
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    return ([from_.this] if isinstance(from_, exp.From) else []) + [j.this for j in sel.args.get("joins") or []]
+
+
 def tables_of(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Ctx) -> list[tuple[str, str]]:
     """The FROM clause's relation occurrences as ``(alias, relation)``; only inner joins."""
     from_ = sel.args.get("from") or sel.args.get("from_")

@@ -49,6 +49,7 @@ from sqlglot import exp
 from ..ast import Cmp, Const, MapRef, RelationDecl, Var
 from ..over import Over
 from ..viewnodes import BoolOp
+from .clauses import conjuncts, from_items
 from .hoist import null_on_no_rows
 from .lifted import Plan
 from .outputs import unique_names
@@ -67,10 +68,10 @@ def deep_conjunct(sel: exp.Expression, relations: dict[str, RelationDecl]) -> ex
             not isinstance(sel.args.get("where"), exp.Where) or \
             any(isinstance(n, exp.AggFunc) for e in sel.expressions for n in e.walk()):
         return None
-    if not all(type(t) is exp.Table and _relation(t, relations) is not None for t in _tables(sel)) or \
+    if not all(type(t) is exp.Table and _relation(t, relations) is not None for t in from_items(sel)) or \
             any(j.args.get("side") or j.args.get("using") or j.args.get("method") for j in sel.args.get("joins") or []):
         return None
-    for c in _conjuncts(sel.args["where"].this):
+    for c in conjuncts(sel.args["where"].this):
         if type(c) in _CMPS and _sides(c) is not None:
             return c
     return None
@@ -87,7 +88,7 @@ def _sides(c: exp.Expression):
         if any(inner.args.get(k) for k in _CLAUSES) or len(inner.expressions) != 1 or \
                 not any(isinstance(n, exp.AggFunc) for n in inner.expressions[0].walk()):
             continue
-        own = {t.alias_or_name.lower() for s in inner.find_all(exp.Select) for t in _tables(s)}
+        own = {t.alias_or_name.lower() for s in inner.find_all(exp.Select) for t in from_items(s)}
         if any(not x.table or x.table.lower() not in own for x in inner.find_all(exp.Column)):
             continue  # correlated, or a column whose binding is not plain: the nested rules read it
         if not any(isinstance(n, (exp.Subquery, exp.Exists)) or (type(n) is exp.Select and n is not inner)
@@ -103,7 +104,7 @@ def plan(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) ->
     assert c is not None
     col, inner, op = _sides(c)
     outer = sel.copy()
-    rest = [x.copy() for x in _conjuncts(sel.args["where"].this) if x is not c]
+    rest = [x.copy() for x in conjuncts(sel.args["where"].this) if x is not c]
     outer.set("where", exp.Where(this=exp.and_(*rest)) if rest else None)
     outer.set("expressions", _expanded(sel, relations, ctx))
     names = unique_names([e.alias_or_name for e in outer.expressions])
@@ -136,7 +137,7 @@ def _expanded(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Position
             out.append(e.copy())
             continue
         qual = e.table.lower() if type(e) is exp.Column else ""
-        for t in _tables(sel):
+        for t in from_items(sel):
             if not qual or t.alias_or_name.lower() == qual:
                 out += [exp.column(c.name, table=t.alias_or_name) for c in _relation(t, relations).columns]
     return out
@@ -155,17 +156,4 @@ def _same(e: exp.Expression, col: exp.Column, sel: exp.Select) -> bool:
         return False
     if e.table and col.table:
         return e.table.lower() == col.table.lower()
-    return len(_tables(sel)) == 1
-
-
-def _tables(sel: exp.Select) -> list[exp.Expression]:
-    from_ = sel.args.get("from_") or sel.args.get("from")
-    return ([from_.this] if isinstance(from_, exp.From) else []) + [j.this for j in sel.args.get("joins") or []]
-
-
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    while type(e) is exp.Paren:
-        e = e.this
-    if type(e) is exp.And:
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    return [e]
+    return len(from_items(sel)) == 1

@@ -46,6 +46,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from .clauses import conjuncts, from_items
+
 _CMPS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
 
@@ -67,7 +69,7 @@ def hoisted(sel: exp.Expression) -> exp.Expression:
 def _one(sel: exp.Select) -> exp.Expression | None:
     """Move one hoistable condition out of a subquery of ``sel``'s WHERE conjuncts; return it (None: none)."""
     outer_names = _names(sel)
-    for c in _conjuncts(sel.args["where"].this):
+    for c in conjuncts(sel.args["where"].this):
         middle = _middle(c)
         if middle is None or not isinstance(middle.args.get("where"), exp.Where):
             continue
@@ -75,10 +77,10 @@ def _one(sel: exp.Select) -> exp.Expression | None:
         if any(not col.table for col in middle.find_all(exp.Column)) or mine & outer_names:
             continue
         equal = _correlation(middle, mine)
-        for d in _conjuncts(middle.args["where"].this):
+        for d in conjuncts(middle.args["where"].this):
             if not any(isinstance(n, (exp.Subquery, exp.Select)) for n in d.walk()):
                 continue
-            deeper = {t.alias_or_name.lower() for s in d.find_all(exp.Select) for t in _tables(s)}
+            deeper = {t.alias_or_name.lower() for s in d.find_all(exp.Select) for t in from_items(s)}
             reads = [col for col in d.find_all(exp.Column) if col.table.lower() in mine]
             if deeper & (outer_names | mine) or not reads or any(_key(col) not in equal for col in reads):
                 continue
@@ -151,7 +153,7 @@ def _correlation(middle: exp.Select, mine: set[str]) -> dict[tuple[str, str], ex
     """The middle subquery's columns equated with an outer column by a conjunct of its WHERE: ``{(alias, column):
     outer column}``."""
     out: dict[tuple[str, str], exp.Column] = {}
-    for c in _conjuncts(middle.args["where"].this):
+    for c in conjuncts(middle.args["where"].this):
         if type(c) is not exp.EQ or type(c.this) is not exp.Column or type(c.expression) is not exp.Column:
             continue
         for a, b in ((c.this, c.expression), (c.expression, c.this)):
@@ -165,25 +167,12 @@ def _key(col: exp.Column) -> tuple[str, str]:
 
 
 def _names(sel: exp.Select) -> set[str]:
-    return {t.alias_or_name.lower() for t in _tables(sel)}
-
-
-def _tables(sel: exp.Select) -> list[exp.Expression]:
-    from_ = sel.args.get("from_") or sel.args.get("from")
-    return ([from_.this] if isinstance(from_, exp.From) else []) + [j.this for j in sel.args.get("joins") or []]
-
-
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    while type(e) is exp.Paren:
-        e = e.this
-    if type(e) is exp.And:
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    return [e]
+    return {t.alias_or_name.lower() for t in from_items(sel)}
 
 
 def _drop(sel: exp.Select, conjunct: exp.Expression) -> None:
     """Remove one conjunct from ``sel``'s WHERE (the WHERE itself when it was the only one)."""
-    rest = [c for c in _conjuncts(sel.args["where"].this) if c is not conjunct]
+    rest = [c for c in conjuncts(sel.args["where"].this) if c is not conjunct]
     if not rest:
         sel.set("where", None)
         return

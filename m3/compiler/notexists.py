@@ -42,6 +42,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from .clauses import conjuncts
+
 _FLIP = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
 #: the comparison ``x.v OP e`` → (the extreme, the comparison ``e OP' extreme`` that no such row exists)
 _RULE = {exp.GT: (exp.Max, exp.GTE), exp.GTE: (exp.Max, exp.GT), exp.LT: (exp.Min, exp.LTE), exp.LTE: (exp.Min, exp.LT)}
@@ -53,13 +55,13 @@ def as_extremes(sel: exp.Expression) -> exp.Expression:
     doc); ``sel`` itself when there is none."""
     if type(sel) is not exp.Select or not isinstance(sel.args.get("where"), exp.Where):
         return sel
-    conjuncts = _conjuncts(sel.args["where"].this)
-    rewritten = [_extreme(c, sel) for c in conjuncts]
+    parts = conjuncts(sel.args["where"].this)
+    rewritten = [_extreme(c, sel) for c in parts]
     if all(r is None for r in rewritten):
         return sel
     out = sel.copy()
     out.set("where", exp.Where(this=exp.and_(*[(r if r is not None else c).copy()
-                                                for c, r in zip(conjuncts, rewritten)])))
+                                                for c, r in zip(parts, rewritten)])))
     return out
 
 
@@ -129,10 +131,3 @@ def _rows_of(body: exp.Expression) -> str:
     body.set("expressions", [exp.Literal.number(1)])
     return body.sql().lower()
 
-
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    while type(e) is exp.Paren:
-        e = e.this
-    if type(e) is exp.And:
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    return [e]
