@@ -6,8 +6,9 @@ catalog (a full copy, streamed to ``POST /copy`` and decoded as it arrives:
 :mod:`.copy_stream`; or in parts to ``POST /update`` by an older Head), then
 every commit in order.  It never
 applies an update twice or out of order: an update for a version it already
-has is ignored, and a gap (a version missing) makes it ask the Head for a
-fresh full copy.  ``close()`` disconnects (``<delete global=...>``).  ``GET /metrics``,
+has is ignored, and a gap (a version missing), or any update before it holds
+a copy (the Head's was refused or lost), makes it ask the Head for a fresh
+full copy.  A copy older than the catalog held is not installed.  ``close()`` disconnects (``<delete global=...>``).  ``GET /metrics``,
 ``GET /healthz`` and ``GET /readyz`` (registered, a full copy at the Head's
 version) are served beside ``POST /update`` (:mod:`.metrics`).  The Head's update XML is
 trusted and decoded without the XSD gate, and a full copy's parts are applied
