@@ -17,7 +17,11 @@ what is queued with a fresh full copy and retries, so once it answers again
 it starts afresh (it may have restarted); the same happens when it
 re-registers or asks for a copy, or when it falls :data:`MAX_BACKLOG`
 commits behind.  A document the component refuses (4xx) is skipped: a
-component that then misses a version asks for a copy itself.
+component that then misses a version asks for a copy itself.  A streamed
+copy it refuses (a 4xx other than 408/429), or answers with an older
+version than the copy's, is not counted as sent: ``failure`` says why
+until a copy lands, and the component asks again on the next change it
+receives (one without any copy asks on any change).
 
 Usage::
 
@@ -124,7 +128,7 @@ class GlobalFeed:
             if self.sender.closed:
                 return
             try:
-                await send_copy(self.peers, self.endpoint, built.document)
+                answered = await send_copy(self.peers, self.endpoint, built.document)
             except CopyNotTaken:  # an older component: the copy in parts, through the queue
                 self.copy_failure = None
                 log.info("global component %s takes no streamed copy; sending it in parts", self.endpoint)
@@ -137,16 +141,32 @@ class GlobalFeed:
                     log.debug("global component %s: %s (will retry the copy)", self.endpoint, exc)
                     await self.copy_backoff.sleep()
                     continue
-                log.warning("global component %s refused the full copy: %s", self.endpoint, exc)
-                self.counters["copies_refused"] += 1  # (it asks again on the gap it then finds)
-            else:
-                self.counters["copies_streamed"] += 1
-                if self.held_over:  # changes were dropped while it was sent: a newer copy replaces it
-                    continue
+                self._refused(f"refused the full copy of version {built.version}: {exc}")
+                return
+            if answered < built.version:  # it did not install the copy: it is not known to hold it
+                self._refused(f"answered version {answered} to the full copy of version {built.version}")
+                return
+            self.counters["copies_streamed"] += 1
+            if self.held_over:  # changes were dropped while it was sent: a newer copy replaces it
+                continue
             self.copy_backoff.reset()
             self.copy_failure = None
             self._release(built.copy, [])
             return
+
+    def _refused(self, reason: str) -> None:
+        """The component did not take the copy (a 4xx, or it answered an older version): it is not counted
+        as sent and ``failure`` says why until a copy lands.  The changes held go to it as they are; a
+        component without the copy asks for one on the first it receives (regional/global_component.py),
+        which starts a fresh copy here (:meth:`full_copy`)."""
+        log.warning("global component %s %s", self.endpoint, reason)
+        self.counters["copies_refused"] += 1
+        self.copy_failure = reason
+        self.copy_backoff.reset()
+        held, self.held = self.held or [], None
+        self.held_over = False
+        for version, items in held:
+            self.changed(version, items)
 
     def _release(self, copy: FullCopy, documents: list[str]) -> None:
         """The copy is sent (or queued as ``documents``): the changes held since follow it."""

@@ -6,8 +6,9 @@ catalog (a full copy, streamed to ``POST /copy`` and decoded as it arrives:
 :mod:`.copy_stream`; or in parts to ``POST /update`` by an older Head), then
 every commit in order.  It never
 applies an update twice or out of order: an update for a version it already
-has is ignored, and a gap (a version missing) makes it ask the Head for a
-fresh full copy.  ``close()`` disconnects (``<delete global=...>``).  ``GET /metrics``,
+has is ignored, and a gap (a version missing), or any update before it holds
+a copy (the Head's was refused or lost), makes it ask the Head for a fresh
+full copy.  A copy older than the catalog held is not installed.  ``close()`` disconnects (``<delete global=...>``).  ``GET /metrics``,
 ``GET /healthz`` and ``GET /readyz`` (registered, a full copy at the Head's
 version) are served beside ``POST /update`` (:mod:`.metrics`).  The Head's update XML is
 trusted and decoded without the XSD gate, and a full copy's parts are applied
@@ -72,6 +73,7 @@ class GlobalComponent:
         self.server = HttpServer("global component", token)
         self.server.app.router.add_post("/update", self._handle_update)
         self.server.app.router.add_post("/copy", self._handle_copy)
+        self.server.streamed.add("/copy")  # (each read is timed in _handle_copy, not the whole body)
         Health("global component", global_checks(self)).add_routes(self.server.app)
         self.server.registry.register(View(lambda f: read_global(self, f)))
         add_metrics_route(self.server.app, self.server.registry)
@@ -129,12 +131,26 @@ class GlobalComponent:
 
     async def _handle_copy(self, request: web.Request) -> web.Response:
         """``POST /copy``: a full copy streamed by the Head (head/copy_sender.py), decoded as its chunks
-        arrive (:mod:`.copy_stream`); the catalog is replaced once the copy is whole and decodes."""
+        arrive (:mod:`.copy_stream`); the catalog is replaced once the copy is whole and decodes.
+
+        The body has no overall deadline (a big copy at load may take minutes, and one cut off would be
+        resent whole, forever): each read must bring a chunk within the server's ``body_timeout`` (408
+        otherwise).  The collector is paused only while a chunk is decoded, never across a wait on the
+        network, so a stalled copy does not leave it off for the whole process."""
         stream = CopyStream()
+        timeout = self.server.body_timeout
         try:
-            with collector_paused():  # everything decoded is kept: no pass need walk it (regional/full_copy.py)
-                async for chunk in request.content.iter_any():
+            while True:
+                try:
+                    chunk = await asyncio.wait_for(request.content.readany(), timeout)
+                except asyncio.TimeoutError:
+                    self.counters["copy_read_timeouts"] += 1
+                    return json_error(408, f"no part of the full copy arrived within {timeout:g} s")
+                if not chunk:
+                    break
+                with collector_paused():  # everything decoded is kept: no pass need walk it (full_copy.py)
                     stream.feed(chunk)
+            with collector_paused():
                 copy = stream.close()
         except ValidationFailed as exc:
             return json_error(422, "invalid full copy", diagnostics=[d.as_dict() for d in exc.diagnostics])
@@ -150,6 +166,13 @@ class GlobalComponent:
             self._install_copy(copy)
 
     def _install_copy(self, copy: Catalog) -> None:
+        """Hold ``copy`` unless it is older than what is held (a copy delayed behind a newer one, or a
+        resend): then the newer catalog is kept, and the version answered says so."""
+        if copy.version < self.catalog.version:
+            log.warning("global component: a full copy of version %d is older than the %d held; kept %d",
+                        copy.version, self.catalog.version, self.catalog.version)
+            self.counters["copies_stale"] += 1
+            return
         self.catalog = copy
         self.counters["full_copies"] += 1
         self.ready.set()
@@ -158,8 +181,12 @@ class GlobalComponent:
 
     def _change(self, doc: Update) -> None:
         assert doc.version is not None
-        if not self.ready.is_set() or doc.version <= self.catalog.version:
-            return  # before the copy, or already applied
+        if not self.ready.is_set():  # no copy yet (the Head's was refused, or lost): ask, once at a time
+            log.warning("global component: update %d before any full copy; asking for one", doc.version)
+            self._ask_copy()
+            return
+        if doc.version <= self.catalog.version:
+            return  # already applied
         if doc.version != self.catalog.version + 1:
             log.warning("global component: missed versions %d..%d; asking for a full copy",
                         self.catalog.version + 1, doc.version - 1)

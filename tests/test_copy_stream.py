@@ -12,6 +12,7 @@ and sends an older component (no ``/copy``) the parts instead.
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 from aiohttp import web
@@ -297,3 +298,154 @@ def test_a_damaged_copy_is_refused_or_read_never_anything_else(data):
     except ValidationFailed:
         return
     assert isinstance(got, Catalog)
+
+
+async def _slowly(data: bytes, pause: float, size: int = 4096):
+    for start in range(0, len(data), size):
+        await asyncio.sleep(pause)
+        yield data[start:start + size]
+
+
+async def test_a_copy_that_keeps_arriving_is_never_cut_off_by_the_body_timeout():
+    """The whole body takes longer than the server's body timeout, each chunk well within it: the copy lands
+    (before, the whole-body deadline answered 408 and the Head resent the copy forever)."""
+    component, endpoint = await _component()
+    component.server.table.body_timeout = 1.0
+    data = _whole(planned(40))
+    size = -(-len(data) // 60)  # (60 chunks 0.05 s apart: about 3 s in all, three times the timeout)
+    try:
+        async with PeerClient(None) as peers:
+            answer = await peers.call("POST", f"http://{endpoint}/copy", data=_slowly(data, 0.05, size),
+                                  timeout=60)
+        assert answer["version"] == 3 and component.catalog == planned(40)
+        assert component.server.counters["body_timeouts"] == 0
+    finally:
+        await _close(component)
+
+
+async def test_a_stalled_copy_is_refused_and_leaves_the_collector_on_meanwhile(monkeypatch):
+    """The collector is paused only while a chunk decodes: a copy stalled on the network leaves it on; a copy
+    with no chunk for the body timeout is refused (408) and the catalog kept."""
+    fed = asyncio.Event()
+
+    class Watched(CopyStream):
+        def feed(self, chunk: bytes) -> None:
+            super().feed(chunk)
+            fed.set()
+
+    monkeypatch.setattr("boreas.regional.global_component.CopyStream", Watched)
+    component, endpoint = await _component()
+    component.server.table.body_timeout = 1.0
+    data = _whole(planned(3))
+    released = asyncio.Event()
+
+    async def stalled():
+        yield data[:100]
+        await released.wait()
+        yield data[100:]
+
+    try:
+        async with PeerClient(None) as peers:
+            call = asyncio.create_task(peers.call("POST", f"http://{endpoint}/copy", data=stalled(), timeout=60))
+            await asyncio.wait_for(fed.wait(), 30)
+            assert gc.isenabled()  # (the handler now waits for the next chunk)
+            with pytest.raises(PeerRefused) as refused:
+                await call
+            assert refused.value.status == 408
+        assert component.counters["copy_read_timeouts"] == 1 and not component.ready.is_set()
+    finally:
+        released.set()
+        await _close(component)
+
+
+async def test_an_older_copy_is_not_installed_over_a_newer_one():
+    component, endpoint = await _component()
+    newer, older = planned(3), planned(5)
+    newer.version, older.version = 5, 3
+    try:
+        async with PeerClient(None) as peers:
+            assert (await peers.call("POST", f"http://{endpoint}/copy", data=_whole(newer)))["version"] == 5
+            assert (await peers.call("POST", f"http://{endpoint}/copy", data=_whole(older)))["version"] == 5
+        assert component.catalog == newer and component.catalog.version == 5
+        assert component.counters["copies_stale"] == 1 and component.counters["full_copies"] == 1
+    finally:
+        await _close(component)
+
+
+async def _fake(routes: dict[str, web.RequestHandler]) -> tuple[web.AppRunner, str]:
+    app = web.Application()
+    for path, handler in routes.items():
+        app.router.add_post(path, handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, "127.0.0.1:%d" % runner.addresses[0][1]
+
+
+@pytest.mark.parametrize("answer", ["refused", "older"])
+async def test_a_copy_not_taken_is_not_counted_as_sent_and_the_feed_says_why(answer):
+    """A component that refuses the copy (422) or answers a version older than the copy's does not hold it:
+    the feed counts no full copy, its failure says why, and the commits held go to the component (which,
+    without a copy, asks for one)."""
+    current = {"catalog": planned(10)}
+    copies = CatalogCopies(lambda: current["catalog"], "head")
+    answered, updates = asyncio.Event(), []
+
+    async def copy(request: web.Request) -> web.Response:
+        await request.read()
+        answered.set()
+        if answer == "refused":
+            return web.json_response({"error": "no"}, status=422)
+        return web.json_response({"version": 2})
+
+    async def update(request: web.Request) -> web.Response:
+        updates.append(read_head_update(await request.read()).version)
+        return web.json_response({"version": 0})
+
+    runner, endpoint = await _fake({"/copy": copy, "/update": update})
+    async with PeerClient(None) as peers:
+        feed = GlobalFeed(endpoint, peers, copies)
+        try:
+            feed.start()
+            before = current["catalog"]
+            current["catalog"] = modify(before, "b5", "value &gt; 96.5")
+            feed.changed(4, update_items(before, current["catalog"]))
+            await asyncio.wait_for(answered.wait(), 30)
+            for _ in range(600):  # (at most 30 s) until the feed has dealt with the answer
+                if feed.counters["copies_refused"] and updates:
+                    break
+                await asyncio.sleep(0.05)
+            assert feed.counters["copies_refused"] == 1 and feed.counters["full_copies"] == 0
+            assert feed.failure is not None and "full copy of version" in feed.failure
+            assert feed.held is None and updates == [4]
+        finally:
+            feed.abort()
+            await runner.cleanup()
+
+
+async def test_a_component_without_a_copy_asks_for_one_when_an_update_arrives():
+    """Its copy was refused (or lost): the first update it receives makes it ask the Head (re-register)."""
+    registrations = []
+    asked = asyncio.Event()
+
+    async def head_update(request: web.Request) -> web.Response:
+        registrations.append(await request.read())
+        if len(registrations) > 1:
+            asked.set()
+        return web.json_response({"version": 0})
+
+    runner, head = await _fake({"/update": head_update})
+    component = GlobalComponent(f"http://{head}", None)
+    try:
+        endpoint = await component.start("127.0.0.1", 0)
+        assert len(registrations) == 1 and not component.ready.is_set()
+        before = planned(10)
+        after = modify(before, "b5", "value &gt; 95.5")
+        text = update_document(update_items(before, after), version=4, origin="head")
+        async with PeerClient(None) as peers:
+            await peers.call("POST", f"http://{endpoint}/update", data=text)
+        await asyncio.wait_for(asked.wait(), 30)
+        assert b"<global" in registrations[1] and component.catalog.version == 0
+    finally:
+        await component.close(disconnect=False)
+        await runner.cleanup()

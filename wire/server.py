@@ -22,6 +22,10 @@ constructor argument, and ``counters`` counts each refusal.
   long after its handler finished.  Otherwise 408 and the connection is
   closed; counted as ``body_timeouts``.  A WebSocket (``/data``) has no
   body: once upgraded it lives as long as its handler, with no timeout here.
+  A path in ``streamed`` (a global component's ``POST /copy``) has no
+  whole-body deadline either: its handler reads the body chunk by chunk and
+  times each read by ``body_timeout`` itself, so a long body that keeps
+  arriving is never cut off while a stalled one still is.
 * ``max_connections`` (default 1024, or half the process's open-file limit
   if that is lower): connections beyond it are answered 503 at once and
   closed; counted as ``refused_connections``.  ``connections`` tells how
@@ -136,6 +140,8 @@ class HttpServer:
         self.app = web.Application(client_max_size=max_body,
                                    middlewares=[request_timer(self.registry), self._guard, self._errors,
                                                 self._authenticate])
+        # Paths whose handlers time each read of the body themselves (no whole-body deadline).
+        self.streamed: set[str] = set()
         self._runner: web.AppRunner | None = None
         self.host: str | None = None
         self.port: int | None = None
@@ -187,7 +193,7 @@ class HttpServer:
             return await handler(request)
         conn.request_started()
         body_timer = None
-        if request.body_exists and not request.content.is_eof():
+        if request.body_exists and not request.content.is_eof() and request.path not in self.streamed:
             body_timer = asyncio.get_running_loop().call_later(
                 self.body_timeout, conn.body_late, request.content)
         try:
