@@ -85,13 +85,35 @@ def fold_call(e: exp.Expression) -> object | None:
 
 
 def constant_in(e: exp.In, ctx: Positions) -> bool:
-    """Whether ``c IN (v, ...)`` of constants holds (DuckDB: ``1 IN (1.0)`` holds; no NULL among them)."""
+    """Whether ``c IN (v, ...)`` of constants holds (DuckDB: ``1 IN (1.0)`` holds; no NULL among them, no string
+    beside a number: refused by name)."""
     if any(isinstance(n, exp.Null) for n in e.walk()):
         raise ctx.error(f"unsupported NULL in a constant IN list ({e.sql()}): SQL's IN is then NULL, not false", e)
     try:
-        return fold(e.this) in [fold(x) for x in e.expressions]
+        value, values = fold(e.this), [fold(x) for x in e.expressions]
     except NotConstant as bad:
         raise ctx.error(f"unsupported {bad.node.sql()} in a constant IN list ({bad})", e) from None
+    _same_kind([value, *values], e, ctx)
+    return value in values
+
+
+def constant_comparison(e: exp.Expression, ctx: Positions) -> None:
+    """Refuse a comparison of two constants, a string and a number (``'1' = 1``), by name (:func:`_same_kind`)."""
+    if is_constant(e.this) and is_constant(e.expression):
+        try:
+            values = [fold(e.this), fold(e.expression)]
+        except NotConstant:
+            return  # refused by name where its value is read
+        _same_kind(values, e, ctx)
+
+
+def _same_kind(values: list, e: exp.Expression, ctx: Positions) -> None:
+    """Refuse strings beside numbers: DuckDB casts the string (``'1' IN (1)`` holds, ``2 IN (1, 'x')`` is an
+    error), Python's ``==`` does not; the cast's rules are not this compiler's."""
+    if any(isinstance(v, str) for v in values) and \
+            any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise ctx.error(f"unsupported comparison of a string with a number ({e.sql()}): DuckDB casts the "
+                        "string; write both sides as numbers or both as strings", e)
 
 
 def _scope_of(col: exp.Column, alias: str) -> exp.Expression | None:

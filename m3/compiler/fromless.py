@@ -41,7 +41,7 @@ from sqlglot import exp
 from ..ast import Cmp, Const, Expr, MapRef
 from ..viewnodes import Arith
 from .constants import NotConstant, fold, is_constant
-from .constrow import constant_in, fold_call
+from .constrow import constant_comparison, constant_in, fold_call
 from .lifted import ARITH, CMPS, Plan, and_all, items_of, sql_conjuncts
 from .nodes import sql_of
 from .outputs import unique_names
@@ -124,6 +124,7 @@ class Parts:
             n = MapRef(f"#{self.counted(inner)}.0", ())
             return Cmp("=", n, Const(0)) if negated else Cmp("<", Const(0), n)
         if type(e) in CMPS:
+            constant_comparison(e, self.ctx)  # '1' = 1: refused by name (DuckDB casts the string)
             (a, ra), (d, rd) = self.expr(e.this), self.expr(e.expression)
             flip = type(e) in (exp.GT, exp.GTE)
             op = {">": "<", ">=": "<="}.get(CMPS[type(e)], CMPS[type(e)])

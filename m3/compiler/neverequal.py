@@ -5,7 +5,9 @@ Why: an INT column never equals a constant with a fractional part (DuckDB compar
 conjuncts say.  Those other conjuncts are then never evaluated for the view's rows, so a construct in them that
 the compiler refuses (a division by a column in a comparison, whose ``x / 0`` DuckDB reads as inf or NaN) does
 not matter: the view is always empty, as the general rules compile ``WHERE 1 = 0`` (a map that never counts).
-Conjuncts holding a subquery keep the WHERE as it is (a subquery DuckDB refuses at run time is not decided here).
+Conjuncts holding a subquery keep the WHERE as it is (a subquery DuckDB refuses at run time is not decided here),
+and so does a WHERE reading a column not resolved here (unknown or ambiguous: the general rules refuse it by name)
+or a query with a WITH clause (a CTE may name a stream again, with other columns and types).
 
 >>> import sqlglot
 >>> from .examples import stream
@@ -15,6 +17,8 @@ Conjuncts holding a subquery keep the WHERE as it is (a subquery DuckDB refuses 
 'SELECT * FROM T AS z WHERE 1 = 0'
 >>> r("SELECT * FROM T WHERE d = 50.0 AND c > 1"), r("SELECT * FROM T WHERE f = 50.27")
 ('SELECT * FROM T WHERE d = 50.0 AND c > 1', 'SELECT * FROM T WHERE f = 50.27')
+>>> r("SELECT * FROM T WHERE zz = 1 AND d = 50.27")  # zz unknown: left for the general rules to refuse
+'SELECT * FROM T WHERE zz = 1 AND d = 50.27'
 """
 
 from __future__ import annotations
@@ -36,7 +40,11 @@ def never_equal(sel: exp.Expression, relations: dict[str, RelationDecl]) -> exp.
     parts = conjuncts(sel.args["where"].this)
     if any(isinstance(n, (exp.Select, exp.Subquery)) for p in parts for n in p.walk()):
         return sel
+    if _with_around(sel):
+        return sel  # a WITH may name a FROM table again (WITH S AS (...) ... FROM S): its types are not the stream's
     types = _column_types(sel, relations)
+    if not all((c.table.lower(), c.name.lower()) in types for c in sel.args["where"].find_all(exp.Column)):
+        return sel  # a column not resolved here (unknown, ambiguous): the general rules refuse it by name
     if any(_never(p, types) for p in parts):
         sel.set("where", exp.Where(this=exp.EQ(this=exp.Literal.number(1), expression=exp.Literal.number(0))))
     return sel
@@ -55,6 +63,16 @@ def _never(c: exp.Expression, types: dict[tuple[str, str], str]) -> bool:
                 return False
             if fractional and types.get(key) == "INT":
                 return True
+    return False
+
+
+def _with_around(sel: exp.Expression) -> bool:
+    """Whether ``sel`` or a query enclosing it has a WITH clause."""
+    node: exp.Expression | None = sel
+    while node is not None:
+        if node.args.get("with") or node.args.get("with_"):
+            return True
+        node = node.parent
     return False
 
 

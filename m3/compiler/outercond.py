@@ -7,7 +7,9 @@ constants) is the same for every row the subquery reads: it decides whether the 
 subquery reads no row, so EXISTS and IN are false, and the outer row is dropped either way).  The subquery left
 is one the general rules know (uncorrelated, or correlated by its other conjuncts); nothing else changes.
 
-Only for EXISTS and IN that are conjuncts of a WHERE, not negated (``NOT EXISTS (... WHERE p)`` is ``NOT p OR
+Only for a subquery without aggregates, GROUP BY, HAVING, LIMIT or OFFSET (``EXISTS (SELECT COUNT(*) FROM S
+WHERE r1.a = 3)`` is always true: a COUNT of no rows is one row), only for EXISTS and IN that are conjuncts of a
+WHERE, not negated (``NOT EXISTS (... WHERE p)`` is ``NOT p OR
 NOT EXISTS (...)``, an OR), and only for conjuncts whose columns are all qualified by an alias of an enclosing
 query's FROM that the subquery does not declare again.
 
@@ -19,6 +21,8 @@ query's FROM that the subquery does not declare again.
 'SELECT a FROM R AS r1 WHERE r1.b IN (SELECT s.b FROM S AS s) AND r1.a > 2'
 >>> r("SELECT a FROM R AS r1 WHERE NOT EXISTS (SELECT * FROM S WHERE r1.a = 3)")  # an OR: left as it is
 'SELECT a FROM R AS r1 WHERE NOT EXISTS(SELECT * FROM S WHERE r1.a = 3)'
+>>> r("SELECT a FROM R AS r1 WHERE EXISTS (SELECT COUNT(*) FROM S WHERE r1.a = 3)")  # one row: left as it is
+'SELECT a FROM R AS r1 WHERE EXISTS(SELECT COUNT(*) FROM S WHERE r1.a = 3)'
 """
 
 from __future__ import annotations
@@ -56,7 +60,9 @@ def outer_conditions_out(tree: exp.Expression) -> exp.Expression:
 
 
 def _subquery_of(c: exp.Expression) -> exp.Select | None:
-    """The SELECT of ``EXISTS (sub)`` or ``x IN (SELECT ...)``, else None."""
+    """The SELECT of ``EXISTS (sub)`` or ``x IN (SELECT ...)``, else None; None too when its body has
+    aggregates, GROUP BY, HAVING, LIMIT or OFFSET: ``SELECT COUNT(*) FROM S WHERE r1.a = 3`` is one row (a 0)
+    where the condition is false, so the condition decides its values, not whether it has rows."""
     c = unparen(c)
     if type(c) is exp.Exists:
         body = unparen(c.this)
@@ -65,7 +71,10 @@ def _subquery_of(c: exp.Expression) -> exp.Select | None:
         body = unparen(q.this if type(q) is exp.Subquery else q)
     else:
         return None
-    return body if type(body) is exp.Select else None
+    if type(body) is not exp.Select or any(body.args.get(k) for k in ("group", "having", "limit", "offset")) or \
+            any(a.find_ancestor(exp.Select) is body for e in body.expressions for a in e.find_all(exp.AggFunc)):
+        return None  # aggregates without GROUP BY are one row whatever the WHERE; a LIMIT counts the rows read
+    return body
 
 
 def _own(sel: exp.Select) -> set[str]:

@@ -59,6 +59,9 @@ def test_compile_shows_the_constant_cost_class():
 @pytest.mark.parametrize("sql, message", [
     (GENERIC + "SELECT a FROM (SELECT 1 AS a) k, R", "a derived table needs a FROM clause"),
     (GENERIC + "SELECT 1 AS x WHERE 1 IN (2, NULL)", "unsupported NULL in a constant IN list"),
+    (GENERIC + "SELECT 1 AS x WHERE '1' IN (1)", "unsupported comparison of a string with a number"),
+    (GENERIC + "SELECT 1 AS x WHERE 2 IN (1, 'x')", "unsupported comparison of a string with a number"),
+    (GENERIC + "SELECT 1 AS x WHERE '1' = 1", "unsupported comparison of a string with a number"),
     (GENERIC + "SELECT SUBSTRING('FOO', -1, 2) AS s", "in a query without FROM"),
 ])
 def test_what_is_not_one_constant_row_is_refused_by_name(sql, message):

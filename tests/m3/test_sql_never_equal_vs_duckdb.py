@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 from boreas.m3 import CompileError, compile_sql
-from m3_harness import check_against_duckdb, shape_params
+import m3_harness
+from m3_harness import Harness, check_against_duckdb, shape_params
 
 GENERIC = """
 CREATE STREAM R(a INT, b INT, c DOUBLE);
@@ -37,3 +38,17 @@ def test_a_float_column_or_a_division_alone_is_not_decided():
     with pytest.raises(CompileError) as e:
         compile_sql(GENERIC + "SELECT a FROM R WHERE a / b > 1 AND b = 2")
     assert "unsupported division by b in a comparison" in str(e.value)
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_with_naming_a_stream_is_not_read_as_the_stream(backend):
+    """The CTE ``S``'s ``b`` is R's DOUBLE ``c``, not the stream S's INT ``b``: 2.5 equals it (review's row)."""
+    m3_harness.BACKEND = backend
+    Harness(GENERIC + "WITH S AS (SELECT a, c AS b FROM R) SELECT a FROM S WHERE b = 2.5").run(
+        [[("ins", "R", (1, 2, 2.5))], [("ins", "R", (2, 2, 2.0))]])
+
+
+def test_an_unknown_column_beside_a_never_equal_is_refused_by_name():
+    with pytest.raises(CompileError) as e:
+        compile_sql(GENERIC + "SELECT a FROM R WHERE zz = 1 AND b = 2.5")
+    assert "unknown column zz" in str(e.value)
