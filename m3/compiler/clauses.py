@@ -49,7 +49,8 @@ def check_clauses(sel: exp.Select, ctx: Ctx) -> None:
 def from_items(sel: exp.Select) -> list[exp.Expression]:
     """The FROM clause's items, its joins' included, whatever they are (relations, derived tables)."""
     from_ = sel.args.get("from_") or sel.args.get("from")
-    return ([from_.this] if isinstance(from_, exp.From) else []) + [j.this for j in sel.args.get("joins") or []]
+    items = ([from_.this] if isinstance(from_, exp.From) else []) + [getattr(j, "this", None) for j in sel.args.get("joins") or []]
+    return [t for t in items if isinstance(t, exp.Expression)]  # (a malformed tree's other items: refused elsewhere)
 
 
 def tables_of(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Ctx) -> list[tuple[str, str]]:

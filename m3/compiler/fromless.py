@@ -61,6 +61,8 @@ def plan(sel: exp.Select, ctx: Positions) -> Plan:
     for key in _CLAUSES:
         if sel.args.get(key):
             raise ctx.error(f"unsupported {key.rstrip('_').upper()} in a query without FROM", sel)
+    if not sel.expressions:
+        raise ctx.error("a SELECT needs at least one column", sel)
     b = Parts(ctx)
     names, exprs = [], []
     for i, item in enumerate(sel.expressions):

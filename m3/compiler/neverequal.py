@@ -38,6 +38,8 @@ def never_equal(sel: exp.Expression, relations: dict[str, RelationDecl]) -> exp.
     if type(sel) is not exp.Select or sel.args.get("where") is None:
         return sel
     parts = conjuncts(sel.args["where"].this)
+    if not all(isinstance(p, exp.Expression) for p in parts):
+        return sel  # (a malformed tree: the general rules refuse it by name)
     if any(isinstance(n, (exp.Select, exp.Subquery)) for p in parts for n in p.walk()):
         return sel
     if _with_around(sel):

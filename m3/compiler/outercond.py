@@ -98,6 +98,8 @@ def _visible(sel: exp.Select) -> set[str]:
 
 def _reads_only(c: exp.Expression, outer: set[str]) -> bool:
     """Whether ``c`` reads columns, all qualified by an alias in ``outer``, and holds no subquery."""
+    if not isinstance(c, exp.Expression):
+        return False  # (a malformed tree: the general rules refuse it by name)
     cols = list(c.find_all(exp.Column))
     return bool(cols) and not any(isinstance(n, (exp.Select, exp.Subquery)) for n in c.walk()) and \
         all(col.table and col.table.lower() in outer for col in cols)
