@@ -21,6 +21,8 @@ from boreas.node.cumulus.ranking import RankedPartOperator
 from boreas.node.cumulus.windowing import WindowedPartOperator
 from boreas.node.operators.m3topn import TopNM3Operator
 from boreas.wire.columns import Columns
+from boreas.m3.cumulus.coordinators import pick
+from support.marks_cluster import Cluster as PinnedCluster
 from support.member_cluster import MemberCluster
 
 
@@ -176,3 +178,33 @@ def test_a_member_moved_onto_a_node_after_its_input_ended_emits_before_its_final
     cluster.blocked.clear()
     cluster.settle()
     check(cluster)
+
+
+def test_a_producer_handed_to_a_joining_coordinator_takes_its_end_along():
+    """P is handed from member 1 to member 2, which joins (a grow), and sends nothing more for a while; Q ends.
+    The old coordinator forgets P once the new one took it, and the new one has not stamped a batch of it: the
+    Handover's entry keeps P open there, so the end does not pass until P ends (without it, no coordinator
+    would know of P, and every node's out stream would end before P's next rows)."""
+    sql = "CREATE STREAM Bid(auction INT, price INT, ts INT);\nSELECT auction, SUM(price) AS total FROM Bid GROUP BY auction"
+    schema = Schema("BidTuple", (Field("auction", FieldType.INT), Field("price", FieldType.INT), Field("ts", FieldType.INT)))
+    cluster = PinnedCluster(2, idle=None, sql=sql, schema=schema)
+    assert type(cluster.members[0]) is PartOperator
+    p = next(f"p{i}" for i in range(100) if pick(f"p{i}", 2) == 1 and pick(f"p{i}", (0, 1, 2)) == 2)
+    q = next(f"q{i}" for i in range(100) if pick(f"q{i}", 2) == 0 == pick(f"q{i}", (0, 1, 2)))
+    cluster.publish(1, p, [(1, 10, 100)])
+    cluster.publish(0, q, [(2, 20, 100)])
+    new = cluster.grow()
+    cluster.settle(1.0)
+    assert any(k[1] == p for k in cluster.members[1].parts.handing.handed)  # handed to member 2
+    cluster.end(0, q)
+    cluster.settle(1.0)
+    assert not any(op.parts.applier.ending.passed for op in cluster.members)
+    assert all(op.holds_end() for op in cluster.members)
+    cluster.publish(new, p, [(3, 30, 200)])
+    cluster.end(new, p)
+    cluster.settle(1.0)
+    assert all(op.parts.applier.ending.passed and not op.holds_end() for op in cluster.members)
+    summed: Counter = Counter()
+    for row in cluster.out:
+        summed[row] += 1
+    assert {(1, 10), (2, 20), (3, 30)} <= set(summed)
