@@ -53,6 +53,7 @@ IN_PROCESS = (
     "test_cumulus_topn.py",                  # partitioned top-N members in one process (their own links)
     "test_partition_replicated_catalog.py",  # (support/cumulus_sim.py); the replicate= catalog on memory://
     "test_cumulus_windows_marks.py",         # partitioned windows' watermark over coordinators, in process
+    "test_cumulus_ends.py",                  # partitioned boxes' out streams end after their last row, in process
     "test_replicate.py", "test_replicate_slices.py", "test_replicate_examples.py",
     "test_full_copy.py",                     # a full copy assembled from the Head's parts, in process
     "test_copy_stream.py",                   # a full copy streamed and decoded as it arrives, feeds on localhost

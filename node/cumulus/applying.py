@@ -2,7 +2,8 @@
 
 :class:`Applier` owns where the member is in the version order (``at``),
 what waits there (``works``, ``closes``, ``pushes``, ``served``, Work
-``held`` until its epoch begins here) and which epochs stable reads can
+``held`` until its epoch begins here), whether the end of the box's input
+passed it (``ending``, node/cumulus/end_marks.py) and which epochs stable reads can
 still ask for (``known_stable``, ``horizon``), with their part of the
 member's ``state()``.  Every member applies versions ``(epoch,
 coordinator, seq)`` in the same order: for a version it first *serves*
@@ -29,6 +30,7 @@ from boreas.wire.columns import Columns
 
 from . import messages as msg
 from .coordinator import Coordinator
+from .end_marks import PassedEnd
 from .mailbox import Mailbox
 from .membership import MemberState
 from .messages import KeyCodecs
@@ -72,6 +74,8 @@ class Applier:
         self.works: dict[tuple[int, int], deque] = {}
         self.closes: set[tuple[int, int]] = set()
         self.marks: dict[tuple[int, int], list] = {}  # a windowed box's Closes: their watermarks (event_marks.py)
+        self.ends: dict[tuple[int, int], bool | None] = {}  # Closes: whether their producers all ended (end_marks.py)
+        self.ending = PassedEnd()  # whether the end of the box's input passed here, in the order
         self.pushes: dict[Version, dict[int, list]] = {}
         self.served: set[Version] = set()
         self.held: list[list] = []  # Work this member may not apply yet (its epoch has not begun here)
@@ -92,10 +96,15 @@ class Applier:
     def push(self, m: list) -> None:
         self.pushes.setdefault(msg.version(m), {})[m[4]] = m[5]
 
-    def close(self, epoch: int, coordinator: int, marks: list | None = None) -> None:
+    def close(self, epoch: int, coordinator: int, marks: list | None = None, ended: bool | None = None,
+              says_end: bool = False) -> None:
+        """Coordinator ``coordinator``'s Close of ``epoch``; ``says_end``: it carries ``ended`` (a Close of a
+        version before end marks does not)."""
         self.closes.add((epoch, coordinator))
         if marks is not None:
             self.marks[(epoch, coordinator)] = marks
+        if says_end:
+            self.ends[(epoch, coordinator)] = ended
 
     def start_at(self, epoch: int) -> None:
         """Begin the order at ``epoch`` (a joining member, at the first epoch of the change that adds it)."""
@@ -139,6 +148,8 @@ class Applier:
                 marks = self.marks.pop((e, c), None)
                 if marks is not None:  # (every member passes it at the same point of the order)
                     self.writer.passed_close(c, marks)
+                if (e, c) in self.ends:  # (the end passes at the same point of the order on every member)
+                    self.ending.heard(c, self.ends.pop((e, c)), self.place.members, e)
                 if c + 1 < self.place.members:  # (the layout of epoch e: a flip comes first)
                     self.at = [e, c + 1]
                 else:
@@ -222,6 +233,10 @@ class Applier:
         """Whether a stable read of ``epoch`` can be answered here (after the horizon, applied completely)."""
         return self.horizon < epoch <= self.completed
 
+    def end_settled(self) -> bool:
+        """Whether the end of the box's input passed every member of the partition (node/cumulus/end_marks.py)."""
+        return self.ending.settled(self.known_stable)
+
     def backlog(self) -> int:
         """Versions and messages waiting here: while many wait, the coordinator takes no more input."""
         return sum(len(q) for q in self.works.values()) + len(self.held) + len(self.pushes)
@@ -234,6 +249,7 @@ class Applier:
             "at": list(self.at), "works": [[e, c, [_portable(w) for w in q]] for (e, c), q in self.works.items()],
             "closes": [list(x) for x in self.closes],
             "close_marks": [[e, c, marks] for (e, c), marks in self.marks.items()],
+            "close_ends": [[e, c, ended] for (e, c), ended in self.ends.items()], "ending": self.ending.state(),
             "pushes": [[*v, [[src, entries] for src, entries in by.items()]] for v, by in self.pushes.items()],
             "served": [list(v) for v in self.served], "held": [_portable(w) for w in self.held],
             "known_stable": self.known_stable, "horizon": self.horizon,
@@ -245,6 +261,8 @@ class Applier:
         self.works = {(e, c): deque(q) for e, c, q in state.get("works", [])}
         self.closes = {tuple(x) for x in state.get("closes", [])}
         self.marks = {(e, c): marks for e, c, marks in state.get("close_marks", [])}
+        self.ends = {(e, c): ended for e, c, ended in state.get("close_ends", [])}
+        self.ending.restore(state.get("ending"))
         self.pushes = {(e, c, s): {src: entries for src, entries in by} for e, c, s, by in state.get("pushes", [])}
         self.served = {tuple(v) for v in state.get("served", [])}
         self.held = [list(w) for w in state.get("held", [])]

@@ -52,6 +52,7 @@ from boreas.wire.columns import Columns, read_columns
 from ..operators.m3box import date_of
 from . import messages as msg
 from .columnar import ColumnRoute, concat
+from .end_marks import ProducerEnds
 from .event_marks import StampedTime
 from .mailbox import Mailbox
 from .membership import MemberState
@@ -73,6 +74,7 @@ class Coordinator:
         self.place = place
         # a windowed box's: its rows given their windows, its producers' watermarks, carried by each Close
         self.times = times
+        self.ends = ProducerEnds()  # its producers' ends, carried by each Close (node/cumulus/end_marks.py)
         self.clock = 0.0  # the flow clock of the run it stamps in (a windowed producer's idle timer)
         self.box = box
         self.ordered = ordered
@@ -83,7 +85,7 @@ class Coordinator:
         self.stamped: dict[tuple[str, str], int] = {}  # (stream, producer) -> last seq taken in this epoch
         # in port -> what it took in this epoch, not stamped yet (in arrival order): runs of rows (lists) and Columns
         self.holding: dict[int, list[list | Columns]] = {}
-        # windowed producers taken by another coordinator -> the epoch from whose Close on they count there alone
+        # producers taken by another coordinator -> the epoch from whose Close on they count there alone
         self.forgetting: dict[str, int] = {}
         # counters (not state): Work rows stamped for members on this node, and for members on other nodes
         self.rows_kept = self.rows_sent = 0
@@ -150,6 +152,7 @@ class Coordinator:
     def coordinate(self, port: int, rows: list | Columns, producer: str = "") -> None:
         """Take an input batch of ``producer`` on in port ``port`` (rows, or columns): stamp it now, or hold it
         (see the module docstring); a windowed port's rows get their windows first (node/cumulus/event_marks.py)."""
+        self.ends.heard(port, producer)
         if self.times is not None and port in self.times.windows.ports:
             rows = self.times.assign(port, producer, rows, self.clock)
         joined = self.place.joined
@@ -176,11 +179,13 @@ class Coordinator:
             self.woke = self.epoch
             self.mailbox.send(0, msg.wake(self.epoch))
 
-    def ended(self, port: int | None, producer: str | None) -> None:
-        """A windowed ``producer`` ended on ``port`` (None, None: every one): +inf from the next Close on."""
+    def ended(self, port: int | None, producer: str) -> None:
+        """``producer`` ended on ``port`` (None: on every port): the next Close says so (and, in a windowed box,
+        carries +inf for it); the epoch must end for that Close to go."""
+        self.ends.end(port, producer)
         if self.times is not None:
             self.times.end(port, producer)
-            self.wake()
+        self.wake()
 
     def idle_deadline(self) -> float | None:
         """When a windowed producer of this coordinator next turns idle (flow clock; None: none will)."""
@@ -198,34 +203,40 @@ class Coordinator:
             self.wake()
 
     def hand_away(self, producer: str) -> list:
-        """A windowed producer handed to another coordinator: its watermarks (empty: none), which still hold
-        here until :meth:`forget` (its ``Close`` may pass before the other's takes them: P never counts nowhere)."""
-        return [] if self.times is None else self.times.hand_away(producer, self.clock)
+        """A producer handed to another coordinator: ``[its watermarks (empty: none), its end entry]``, which
+        still hold here until :meth:`forget` (its ``Close`` may pass before the other's takes them: P never counts
+        nowhere)."""
+        marks = [] if self.times is None else self.times.hand_away(producer, self.clock)
+        return [marks, self.ends.hand_away(producer)]
 
     def forget(self, producer: str, at: int) -> None:
-        """The coordinator a windowed producer was handed to took it (``Taken``) while stamping with epoch ``at``:
-        its watermarks count there from its ``Close(at)`` on, so they stay here for every ``Close`` before ``at``
-        (the Handover and the leader's Advances travel on different links: ``at`` may be past the Handover's
-        epoch, and this coordinator may still stamp with an epoch before ``at``)."""
-        if self.times is None:
-            return
+        """The coordinator a producer was handed to took it (``Taken``) while stamping with epoch ``at``: its
+        watermarks and its end count there from its ``Close(at)`` on, so they stay here for every ``Close`` before
+        ``at`` (the Handover and the leader's Advances travel on different links: ``at`` may be past the
+        Handover's epoch, and this coordinator may still stamp with an epoch before ``at``)."""
         if at <= self.epoch:
-            self.times.forget(producer)
+            self._forget(producer)
         else:
             self.forgetting[producer] = at
+
+    def _forget(self, producer: str) -> None:
+        self.ends.forget(producer)
+        if self.times is not None:
+            self.times.forget(producer)
 
     def _forget_due(self) -> None:
         """Forget the handed producers whose new coordinator's Closes carry them from the epoch closing now."""
         due = [p for p, at in self.forgetting.items() if at <= self.epoch]
         for producer in due:
             del self.forgetting[producer]
-            self.times.forget(producer)
+            self._forget(producer)
 
-    def take_over(self, producer: str, marks: list) -> None:
-        """A producer handed here with the watermarks :meth:`hand_away` gave."""
+    def take_over(self, producer: str, marks: list, ends: list | None = None) -> None:
+        """A producer handed here with the watermarks and end entry :meth:`hand_away` gave."""
         self.forgetting.pop(producer, None)  # (handed back before its entry here was forgotten: it stays)
         if self.times is not None and marks:
             self.times.take_over(producer, marks, self.clock)
+        self.ends.take_over(producer, ends)
 
     def took(self, stream: str, producer: str, seq: int) -> None:
         """Batch ``seq`` of ``producer`` on ``stream`` is the last one taken (its Close names it: stable reads)."""
@@ -301,7 +312,8 @@ class Coordinator:
                 self._forget_due()
             marks = None if self.times is None else self.times.marks(self.clock)
             for member in range(self._closing):  # the members of the epoch closed
-                self.mailbox.send(member, msg.close(self.epoch, me, positions if member == 0 else None, marks))
+                self.mailbox.send(member, msg.close(self.epoch, me, positions if member == 0 else None, marks,
+                                                    self.ends.mark()))
         self.epoch = epoch
 
     @property
@@ -314,7 +326,7 @@ class Coordinator:
     def state(self) -> dict:
         return {"epoch": self.epoch, "seq": self.seq, "woke": self.woke, "routing": self.routing,
                 "stamped": [[s, p, q] for (s, p), q in self.stamped.items()],
-                "stamped_time": None if self.times is None else self.times.state(),
+                "stamped_time": None if self.times is None else self.times.state(), "ends": self.ends.state(),
                 "forgetting": [[p, at] for p, at in self.forgetting.items()],
                 "holding_runs": [[port, [p.ipc() if isinstance(p, Columns) else list(p) for p in held]]
                          for port, held in self.holding.items()]}
@@ -326,6 +338,7 @@ class Coordinator:
         self.epoch, self.seq, self.woke = int(state.get("epoch", 0)), int(state.get("seq", 0)), int(state.get("woke", -1))
         self.stamped = {(s, p): int(q) for s, p, q in state.get("stamped", [])}
         self.forgetting = {p: int(at) for p, at in state.get("forgetting", [])}
+        self.ends.restore(state.get("ends"))
         self.holding = {int(port): [read_columns(p) if isinstance(p, bytes) else list(p) for p in held]
                         for port, held in state.get("holding_runs", [])}
         for port, rows in state.get("holding", []):  # (a state from before columns were held: rows)

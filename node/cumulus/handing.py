@@ -101,7 +101,7 @@ class Handing:
         self.waiting: list[list] = []  # direct batches [stream, producer, seq, port, rows] waiting for Handovers
         self.early: list[list] = []  # Handover/Forward messages of an epoch this member does not stamp with yet
         self.taken: dict[int, int] = {}  # member -> the last epoch whose Handover it took (``Taken``)
-        # windowed producers' ends waiting for their batches here: [producer, port] ([None, None]: the input's)
+        # producers' ends waiting for their batches here: [producer, port] ([None, None]: the input's)
         self.ending: list[list] = []
         self.forwarded = 0  # batches forwarded (a counter, not state)
 
@@ -138,7 +138,7 @@ class Handing:
         self._stamp(key, seq, port, rows)
 
     def ended(self, port: int, producer: str) -> None:
-        """A windowed producer's end (its ``final``, node/router.py): in the order of the final mark it stands
+        """A producer's end (its ``final``, node/router.py): in the order of the final mark it stands
         for, after every batch of it taken before.  Forwarded where its batches go, if it was handed away; kept
         while a batch of it is held for its turn or waits for a Handover; else its coordinator ends it now."""
         key = next((k for k in self.handed if k[1] == producer), None)
@@ -174,6 +174,7 @@ class Handing:
                 for key in self.seen:
                     if key not in self.gained and key not in self.handed:
                         self.coordinator.ended(None, key[1])
+                self.coordinator.ended(None, "")  # (rows taken without a producer id: node/router.py ``_feed``)
 
     def _moving_here(self, producer: str) -> bool:
         """Whether a producer this member never saw may be one handed to it whose Handover is not in yet."""
@@ -242,9 +243,9 @@ class Handing:
             self.mailbox.send(m[2], msg.taken(m[1], self.place.member, self.coordinator.epoch))
             for stream, producer, last, *marks in m[3]:  # (a Handover of a version before marks: 3 fields)
                 key = (stream, producer)
-                if marks:  # the producer's watermarks: they count here from the Close of the epoch stamped with
-                    # now, which ``Taken`` names (the old coordinator keeps them for its Closes before it)
-                    self.coordinator.take_over(producer, marks[0])
+                if marks:  # the producer's watermarks and end: they count here from the Close of the epoch stamped
+                    # with now, which ``Taken`` names (the old coordinator keeps them for its Closes before it)
+                    self.coordinator.take_over(producer, marks[0], marks[1] if len(marks) > 1 else None)
                 self.handed.pop(key, None)  # (handed back here)
                 self.gained[key] = max(int(last) + 1, self.gained.get(key, 0))
             if m[2] in self.awaiting:
@@ -290,7 +291,7 @@ class Handing:
                 handed = self.handed[key] = [target, True, epoch]
                 nxt = self.gained.pop(key, None)
                 lists.setdefault(target, []).append([key[0], key[1], self.seen[key] if nxt is None else nxt - 1,
-                                                     self.coordinator.hand_away(key[1])])
+                                                     *self.coordinator.hand_away(key[1])])
                 held = self.held.pop(key, {})
                 for seq in sorted(held):  # (ahead of what was stamped here: the new coordinator orders them)
                     self._forward(key, seq, *held[seq], handed)

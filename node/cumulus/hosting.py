@@ -94,6 +94,44 @@ class Host:
             return next(iter(self.members.values()), None)
         return self.members.get(pick(producer, picks), next(iter(self.members.values())))
 
+    # -- producers: their coordinators here, their ends ---------------------------------
+
+    def take(self, picks: int | tuple[int, ...], stream: str, producer: str, seq: int, port: int, rows) -> None:
+        """A publisher's batch: to the hosted member that coordinates ``producer`` (:meth:`coordinator_of`),
+        which stamps it or hands it on (node/cumulus/handing.py)."""
+        self.coordinator_of(producer, picks).parts.handing.take(stream, producer, seq, port, rows)
+
+    def moved_to(self, stream: str, producer: str, nodes: tuple[str, ...]) -> str | None:
+        """The node a publisher of ``producer`` should send ``stream`` to now, if a coordinator here handed it."""
+        for op in self.members.values():
+            member = op.parts.handing.moved_to(stream, producer)
+            if member is not None and member < len(nodes):
+                return nodes[member]
+        return None
+
+    def coordinating(self) -> dict[str, int]:
+        """Producers the members hosted here stamped, and batches they forwarded to a new coordinator."""
+        handings = [op.parts.handing for op in self.members.values()]
+        return {"producers": sum(len(h.seen) - len(h.handed.keys() & h.seen.keys()) for h in handings),
+                "handed": sum(len(h.handed) for h in handings), "forwarded": sum(h.forwarded for h in handings)}
+
+    def producer_ended(self, picks: int | tuple[int, ...], port: int, producer: str) -> None:
+        """A producer's ``final``: ended by its coordinator here after its batches (or forwarded with them)."""
+        member = self.coordinator_of(producer, picks)
+        if member is not None:
+            member.parts.handing.ended(port, producer)
+
+    def input_ended(self) -> None:
+        """Every producer this node took the box's input from ended: each hosted coordinator ends those it took
+        directly, after their batches (node/cumulus/handing.py ``input_ended``)."""
+        for op in self.members.values():
+            op.parts.handing.input_ended()
+
+    def end_settled(self) -> bool:
+        """Whether the end of the box's input settled at every member hosted here: no member of the partition
+        owes a row, here or on a node it may move here from (node/cumulus/end_marks.py)."""
+        return all(op.parts.applier.end_settled() for op in self.members.values())
+
     # -- running -------------------------------------------------------------------------
 
     def run(self, now: float) -> Emitted:

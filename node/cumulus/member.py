@@ -116,7 +116,7 @@ class Member:
         elif tag == msg.PUSH:
             self.applier.push(m)
         elif tag == msg.CLOSE:
-            self.applier.close(m[1], m[2], m[4] if len(m) > 4 else None)
+            self.applier.close(m[1], m[2], m[4] if len(m) > 4 else None, m[5] if len(m) > 5 else None, len(m) > 5)
             if leader is not None:
                 leader.closed(m[1], m[2], m[3])
         elif tag == msg.ADVANCE:

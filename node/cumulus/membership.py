@@ -24,16 +24,37 @@ layout (:meth:`MemberState.switch`, at a flip), a failover renames the nodes
 >>> again = MemberState(1, lay, plan, MemberRuntime(p, lay, 1, plan)); again.restore(place.state())
 >>> again.layout == place.layout, again.history == place.history
 (True, True)
+
+The layout a committed ``<partition>`` describes:
+
+>>> from boreas.catalog.model import Partition, SegmentPlacement
+>>> part = Partition("v", ("n1", "n2"), (SegmentPlacement(0, 0, 2048, 0), SegmentPlacement(1, 2048, 4096, 1)),
+...                  maps=(("Q1_total", "A", 0),), layout=1, id="c0ffee")
+>>> lay = layout_of(part)
+>>> lay.members, lay.column("Q1_total"), [s.member for s in lay.segments]
+(('n1', 'n2'), 0, [0, 1])
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from boreas.m3.cumulus import Layout
+from boreas.catalog.model import Partition
+from boreas.m3.cumulus import EVERYWHERE, Layout, Segment
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.cumulus.plan import Plan
 from boreas.m3.cumulus.roles import Roles
+
+
+def layout_of(partition: Partition) -> Layout:
+    """The :class:`~boreas.m3.cumulus.Layout` a committed ``<partition>`` describes (its joining nodes are not
+    members of it yet; its ``replicate=`` maps are placed :data:`~boreas.m3.cumulus.EVERYWHERE`; its coordinator
+    list, so a member rebuilt from the catalog without its state picks as the others do, docs/cumulus.md §6.5)."""
+    return Layout(partition.box, partition.layout_nodes,
+                  tuple(Segment(s.id, s.lo, s.hi, s.member) for s in partition.segments),
+                  (*((name, position) for name, _, position in partition.maps),
+                   *((name, EVERYWHERE) for name in partition.replicate)),
+                  version=partition.layout, coordinators=partition.coordinator_list)
 
 
 def rehomed(layout: Layout, nodes: tuple[str, ...]) -> Layout:

@@ -11,7 +11,7 @@ acknowledgements, resends and de-duplication apply), and so a member's state
 tag    message      from → to                     fields
 =====  ===========  ============================  ==========================================
 ``w``  Work         coordinator → member          epoch, coord, seq, port, rows (in stream form)
-``c``  Close        coordinator → every member    epoch, coord, positions (to the leader)[, marks]: no more Work of that epoch
+``c``  Close        coordinator → every member    epoch, coord, positions (to the leader)[, marks[, ended]]: no more Work of that epoch
 ``p``  Push         server → writer               epoch, coord, seq, src, [[map, key, value]]
 ``a``  Advance      leader → every member         epoch, stable, stable_at: stamp with ``epoch`` from now on
 ``u``  Wake         coordinator → leader          epoch: it stamped Work; please advance
@@ -22,9 +22,9 @@ tag    message      from → to                     fields
 ``k``  Chunk        source → target member        change, source, final, [[map, keys, values]] (a final's 0 deletes)
 ``y``  Copied       source → leader               change, source: its pre-copy is sent; only dirty keys are left
 ``f``  Flip         leader → every member         change, first epoch E: every source has copied
-``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq, marks]]: the
+``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq, marks, ends]]: the
                                                   producers it hands over at E (one to every coordinator of E, maybe
-                                                  empty), with a windowed producer's watermark
+                                                  empty), with a windowed producer's watermark and its end entry
 ``t``  Taken        coordinator → coordinator     epoch E, member, at: it took the Handover of E while stamping
                                                   with ``at`` (now a hint may send the handed producers'
                                                   publishers to it; their watermarks count there from ``at``)
@@ -61,10 +61,12 @@ def work(epoch: int, coord: int, seq: int, port: int, rows: list) -> Message:
     return [WORK, epoch, coord, seq, port, rows]
 
 
-def close(epoch: int, coord: int, positions: list | None = None, marks: list | None = None) -> Message:
+def close(epoch: int, coord: int, positions: list | None = None, marks: list | None = None,
+          ended: bool | None = None) -> Message:
     """``positions``: ``[[stream, producer, seq]]``, the last batch of each input the coordinator stamped in ``epoch``;
-    ``marks``: a windowed box's, the coordinator's watermark per windowed port (node/cumulus/event_marks.py)."""
-    return [CLOSE, epoch, coord, positions or []] if marks is None else [CLOSE, epoch, coord, positions or [], marks]
+    ``marks``: a windowed box's, the coordinator's watermark per windowed port (node/cumulus/event_marks.py);
+    ``ended``: whether every producer it heard of ended (None: it heard of none; node/cumulus/end_marks.py)."""
+    return [CLOSE, epoch, coord, positions or [], marks, ended]
 
 
 def push(epoch: int, coord: int, seq: int, src: int, entries: list) -> Message:
@@ -118,9 +120,10 @@ def cancel(change: str, asked: bool) -> Message:
 
 
 def handover(epoch: int, coord: int, producers: list) -> Message:
-    """``producers``: ``[[stream, producer, last seq, marks]]`` that ``coord`` stamped up to ``last`` before
+    """``producers``: ``[[stream, producer, last seq, marks, ends]]`` that ``coord`` stamped up to ``last`` before
     ``epoch``; ``marks``: a windowed box's, the producer's watermark entries (node/cumulus/event_marks.py), which
-    the new coordinator continues from (empty otherwise)."""
+    the new coordinator continues from (empty otherwise); ``ends``: the ports it was heard on and ended on
+    (node/cumulus/end_marks.py)."""
     return [HANDOVER, epoch, coord, producers]
 
 

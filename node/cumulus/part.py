@@ -51,13 +51,6 @@ node share a :class:`~.hosting.Host`.  :class:`PartOperator` is the
 :class:`~boreas.node.operators.m3box.M3Operator` the dataflow and the query
 API see: it builds the member, splits a version's rows and writes them (the
 applier's :class:`~.applying.Writer`).
-
->>> from boreas.catalog.model import Partition, SegmentPlacement
->>> part = Partition("v", ("n1", "n2"), (SegmentPlacement(0, 0, 2048, 0), SegmentPlacement(1, 2048, 4096, 1)),
-...                  maps=(("Q1_total", "A", 0),), layout=1, id="c0ffee")
->>> lay = layout_of(part)
->>> lay.members, lay.column("Q1_total"), [s.member for s in lay.segments]
-(('n1', 'n2'), 0, [0, 1])
 """
 
 from __future__ import annotations
@@ -67,7 +60,7 @@ import time
 
 from boreas.catalog.model import Box, Partition, Schema
 from boreas.m3 import M3Error
-from boreas.m3.cumulus import EVERYWHERE, Layout, LayoutError, Segment, classify
+from boreas.m3.cumulus import Layout, LayoutError, classify
 from boreas.m3.cumulus.native_member import ColumnRows, NativeMemberRuntime
 from boreas.m3.cumulus.plan import LOCAL
 from boreas.m3.cumulus.stable import StableView
@@ -81,22 +74,11 @@ from .entry_gauge import EntryGauge
 from .hosting import Host
 from .leader import Leader
 from .member import Member
-from .membership import MemberState
+from .membership import MemberState, layout_of
 from .messages import key_codecs
 from .ports import Ports
 
 log = logging.getLogger(__name__)
-
-
-def layout_of(partition: Partition) -> Layout:
-    """The :class:`~boreas.m3.cumulus.Layout` a committed ``<partition>`` describes (its joining nodes are not
-    members of it yet; its ``replicate=`` maps are placed :data:`~boreas.m3.cumulus.EVERYWHERE`; its coordinator
-    list, so a member rebuilt from the catalog without its state picks as the others do, docs/cumulus.md §6.5)."""
-    return Layout(partition.box, partition.layout_nodes,
-                  tuple(Segment(s.id, s.lo, s.hi, s.member) for s in partition.segments),
-                  (*((name, position) for name, _, position in partition.maps),
-                   *((name, EVERYWHERE) for name in partition.replicate)),
-                  version=partition.layout, coordinators=partition.coordinator_list)
 
 
 class PartOperator(M3Operator):
@@ -213,24 +195,35 @@ class PartOperator(M3Operator):
         if port >= len(self.box.inputs):
             return self.process(port, rows, now)
         stream, producer, seq = origin
-        member = self.host.coordinator_of(producer, self.parts.handing.listed or len(self.partition.modulo_nodes))
-        member.parts.handing.take(stream, producer, seq, port, rows)  # stamped there, or handed on (§6.5)
+        self.host.take(self._picks(), stream, producer, seq, port, rows)  # stamped there, or handed on (§6.5)
         return self.host.run(now)
+
+    def _picks(self) -> int | tuple[int, ...]:
+        return self.parts.handing.listed or len(self.partition.modulo_nodes)
 
     def moved_to(self, stream: str, producer: str) -> str | None:
         """The node a publisher of ``producer`` should send ``stream`` to now, if its coordinator here handed it
         over (docs/cumulus.md §6.5: the intake's acknowledgement carries it as a hint)."""
-        for op in self.hosted.values():
-            member = op.parts.handing.moved_to(stream, producer)
-            if member is not None and member < len(self.partition.nodes):
-                return self.partition.nodes[member]
-        return None
+        return self.host.moved_to(stream, producer, self.partition.nodes)
 
     def coordinating(self) -> dict[str, int]:
         """Producers the members hosted here stamped, and batches they forwarded to a new coordinator."""
-        handings = [op.parts.handing for op in self.hosted.values()]
-        return {"producers": sum(len(h.seen) - len(h.handed.keys() & h.seen.keys()) for h in handings),
-                "handed": sum(len(h.handed) for h in handings), "forwarded": sum(h.forwarded for h in handings)}
+        return self.host.coordinating()
+
+    def producer_ended(self, port: int, producer: str, now: float) -> Emitted:
+        """A producer's ``final``: its coordinator's next Close says so, after its batches (handing.py)."""
+        self.host.producer_ended(self._picks(), port, producer)
+        return self.host.run(now)
+
+    def end_of_input(self, now: float) -> Emitted:
+        """Every producer this node took the box's input from ended (:meth:`Host.input_ended`)."""
+        self.host.input_ended()
+        return self.host.run(now)
+
+    def holds_end(self) -> bool:
+        """Until the end of the input settled (node/cumulus/end_marks.py), members on other nodes may still
+        send Work to those here, or move here: the box's out streams on this node do not end."""
+        return not self.host.end_settled()
 
     def poll(self, now: float) -> Emitted:
         return self.host.poll(now)

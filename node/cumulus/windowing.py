@@ -75,23 +75,16 @@ class WindowedPartOperator(PartOperator):
     def producer_ended(self, port: int, producer: str, now: float) -> Emitted:
         """A producer's ``final``: +inf in its coordinator's watermark from the next Close on."""
         self._clock(now)
-        member = self.host.coordinator_of(producer, self.parts.handing.listed or len(self.partition.modulo_nodes))
-        if member is not None:
-            member.parts.handing.ended(port, producer)  # (after its batches: node/cumulus/handing.py)
-        return self.host.run(now)
+        return super().producer_ended(port, producer, now)
 
     def end_of_input(self, now: float) -> Emitted:
-        """Every producer this node took the box's input from ended: each hosted coordinator ends those of them
-        it keeps, after their batches (not every producer it keeps: node/cumulus/handing.py ``input_ended``)."""
         self._clock(now)
-        for op in self.hosted.values():
-            op.parts.handing.input_ended()
-        return self.host.run(now)
+        return super().end_of_input(now)
 
     def holds_end(self) -> bool:
         """Until the Closes carrying every coordinator's +inf passed every member hosted here (their last
-        windows emitted), the box's out streams on this node do not end."""
-        return any(op.event_time.closed != math.inf for op in self.hosted.values())
+        windows emitted), as well as the end (a plain box's rule), the box's out streams here do not end."""
+        return super().holds_end() or any(op.event_time.closed != math.inf for op in self.hosted.values())
 
     def follow_inputs(self, inputs: Mapping[str, Input]) -> None:
         """The node's ``<input>`` declarations: a windowed stream's ``watermark`` and ``idle-timeout`` (as the

@@ -27,16 +27,17 @@ SQL = (f"CREATE STREAM Bid(auction INT, price INT, ts BIGINT, WATERMARK FOR ts A
 
 class Cluster:
     """Members of box ``w`` on nodes n0..n{k-1}, their links, a flow clock per node (``offset`` from the
-    test's)."""
+    test's); ``sql``: the box's, over ``schema`` (a TUMBLE view over ``BID`` unless told)."""
 
-    def __init__(self, members: int, seed: int = 0, idle: float | None = IDLE):
+    def __init__(self, members: int, seed: int = 0, idle: float | None = IDLE, sql: str = SQL, schema: Schema = BID):
         nodes = tuple(f"n{i}:1" for i in range(members))
+        self.schema = schema
         self.box = Box("w", "m3", (InPort("Bid"),), ("Out",),
-                       (("sql", SQL),) if idle is None else (("sql", SQL), ("idle-timeout", str(idle))))
-        self.outputs = infer_m3(self.box, [BID])
-        self.partition = plan_m3_partition(self.box, [BID], Partition("w", nodes, count=6, key="auction",
+                       (("sql", sql),) if idle is None else (("sql", sql), ("idle-timeout", str(idle))))
+        self.outputs = infer_m3(self.box, [self.schema])
+        self.partition = plan_m3_partition(self.box, [self.schema], Partition("w", nodes, count=6, key="auction",
                                                                       epoch_ms=100))
-        self.members = [part_operator(self.box, [BID], self.outputs, self.partition, n) for n in nodes]
+        self.members = [part_operator(self.box, [self.schema], self.outputs, self.partition, n) for n in nodes]
         self.offset = [0.0] * members
         self.links: dict[tuple[int, int], deque] = {}
         self.rng, self.now = random.Random(seed), 0.0
@@ -107,7 +108,7 @@ class Cluster:
         """Member ``member`` continues from its state on a node whose flow clock is ``offset`` ahead."""
         op = self.members[member]
         self.offset[member] = offset
-        fresh = part_operator(self.box, [BID], self.outputs, self.partition, op.endpoint)
+        fresh = part_operator(self.box, [self.schema], self.outputs, self.partition, op.endpoint)
         fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.clock(member))
         self.members[member] = fresh
 
@@ -121,7 +122,7 @@ class Cluster:
         for op in self.members:
             assert op.follows(partition)
             op.partition = partition
-        self.members.append(part_operator(self.box, [BID], self.outputs, partition, nodes[-1]))
+        self.members.append(part_operator(self.box, [self.schema], self.outputs, partition, nodes[-1]))
         self.offset.append(0.0)
         self.producers.append(set())
         self.ended.append(set())

@@ -4,12 +4,20 @@ Real :class:`~boreas.node.cumulus.part.PartOperator`\\s on nodes ``n0..n{k-1}``;
 wait on per-link queues and are delivered one at a time from a random busy link (each link in its order), the
 flow clock moves by :meth:`MemberCluster.tick`, and :meth:`MemberCluster.relayout` asks the leader for a random
 move, split or rebalance as ``boreas move/split/rebalance`` would.  A test's subclass says what it keeps of the
-rows the box emits (:meth:`MemberCluster.emitted`).  :mod:`support.cumulus_sim` is the general harness (any
+rows the box emits (:meth:`MemberCluster.emitted`).
+
+Each node's end of the box's out stream is kept as node/router.py keeps it (node/stream_ends.py): a node's
+input ends when every producer that published to it ended (``producer_ended``, then ``end_of_input``); its out
+stream then ends at once, or is held while the operator ``holds_end()`` and ends after the first of its calls
+that no longer does.  A row the box emits on a node after its out stream ended is kept in
+:attr:`MemberCluster.after_final` (a subscriber would get it after ``final``).  :meth:`MemberCluster.fail_over`
+hosts a member on another member's node, as a failover does (docs/cumulus.md §6.3).  :mod:`support.cumulus_sim` is the general harness (any
 program, several relations); this one is the small shape both tests share.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import zlib
 from collections import Counter, deque
@@ -34,19 +42,34 @@ class MemberCluster:
         self.links: dict[tuple[int, int], deque] = {}
         self.rng, self.now = rng, 0.0
         self.relayouts = 0
+        self.blocked: set[tuple[int, int]] = set()  # links whose messages wait (a slow link)
+        self.published: list[set[str]] = [set() for _ in nodes]  # per node, the producers that published to it
+        self.ended: list[set[str]] = [set() for _ in nodes]  # ... and those whose final mark came
+        self.out_end: list[str] = ["open"] * members  # per node, its out stream: "open", "held" or "ended"
+        self.after_final: list[tuple[int, object]] = []  # (node, rows) emitted after the node's out stream ended
 
     def emitted(self, member: int, rows) -> None:
         """Rows the box emitted on its out stream at ``member`` (a subclass keeps what its test compares)."""
         raise NotImplementedError
 
+    def node_of(self, member: int) -> int:
+        """The node hosting ``member`` (named by its first member: two members share one after a failover)."""
+        op = self.members[member]
+        return next(m for m, other in enumerate(self.members) if other is op)
+
     def _collect(self, src: int, emitted) -> None:
         op = self.members[src]
+        src = self.node_of(src)
         for port, rows in emitted:
             if port == 0:
+                if self.out_end[src] == "ended":
+                    self.after_final.append((src, rows))
                 self.emitted(src, rows)
                 continue
             dst = int(op.internal_streams().outputs[port - 1][0].rsplit("@", 1)[1])
             self.links.setdefault((src, dst), deque()).append([list(m) for m in rows])
+        if self.out_end[src] == "held" and not op.holds_end():  # (the router asks after each call: ``produce``)
+            self.out_end[src] = "ended"
 
     def member_of(self, producer: str) -> int:
         """The member a producer's publisher picks before any layout change lists coordinators."""
@@ -54,14 +77,24 @@ class MemberCluster:
 
     def publish(self, producer: str, seq: int, batch) -> None:
         member = self.member_of(producer)
+        self.published[self.node_of(member)].add(producer)
         self._collect(member, self.members[member].process_from(0, batch, self.now, (self.stream, producer, seq)))
 
     def end(self, producer: str) -> None:
+        """``producer``'s final mark; the last of a node's producers ends the box's input there, and its out
+        stream ends, or waits while the operator holds it (node/router.py ``_ended``)."""
         member = self.member_of(producer)
-        self._collect(member, self.members[member].producer_ended(0, producer, self.now))
+        node = self.node_of(member)
+        op = self.members[member]
+        self.published[node].add(producer)
+        self.ended[node].add(producer)
+        self._collect(member, op.producer_ended(0, producer, self.now))
+        if self.ended[node] >= self.published[node] and self.out_end[node] == "open":
+            self._collect(member, op.end_of_input(self.now))
+            self.out_end[node] = "held" if op.holds_end() else "ended"
 
     def deliver_one(self) -> bool:
-        busy = [k for k, q in self.links.items() if q]
+        busy = [k for k, q in self.links.items() if q and k not in self.blocked]
         if not busy:
             return False
         src, dst = self.rng.choice(busy)
@@ -70,9 +103,13 @@ class MemberCluster:
         self._collect(dst, op.process(inbound, self.links[(src, dst)].popleft(), self.now))
         return True
 
+    def operators(self) -> dict[int, object]:
+        """Each operator once, by the first member it hosts."""
+        return {m: self.members[m] for m in range(len(self.members)) if self.node_of(m) == m}
+
     def tick(self, seconds: float) -> None:
         self.now += seconds
-        for i, op in enumerate(self.members):
+        for i, op in self.operators().items():
             deadline = op.next_deadline()
             if deadline is not None and deadline <= self.now:
                 self._collect(i, op.poll(self.now))
@@ -82,7 +119,8 @@ class MemberCluster:
         for _ in range(100_000):
             if self.deliver_one():
                 continue
-            if any(op.next_deadline() is not None and op.next_deadline() <= self.now + 0.2 for op in self.members):
+            if any(op.next_deadline() is not None and op.next_deadline() <= self.now + 0.2
+                   for op in self.operators().values()):
                 self.tick(0.1)
                 continue
             if relayouts_too and self.members[0].relayout_busy() is not None:
@@ -122,3 +160,33 @@ class MemberCluster:
         fresh = part_operator(self.box, [self.schema], self.outputs, self.partition, op.endpoint)
         fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.now)
         self.members[member] = fresh
+
+    def fail_over(self, member: int, to: int) -> None:
+        """Member ``member``'s node fails; ``to``'s node hosts it as a guest from its state (docs/cumulus.md §6.3,
+        as tests/support/cumulus_sim.py's): the messages between them come first, the failed node's others are
+        resent from ``to``'s, and its producers publish to ``to``'s node from now on."""
+        failed, host = self.members[member], self.members[to]
+        gone, at = self.node_of(member), self.node_of(to)
+        nodes = tuple(host.partition.nodes[to] if n == failed.endpoint else n for n in host.partition.nodes)
+        partition = dataclasses.replace(host.partition, nodes=nodes)
+        for op in self.operators().values():
+            if op is not failed:
+                assert op.follows(partition)
+                op.partition = partition
+        hosted = [m for m, op in enumerate(self.members) if op is host or op is failed]
+        pending: dict[int, list] = {}
+        for (src, dst), queue in self.links.items():
+            if src in hosted and dst in hosted:
+                pending.setdefault(dst, []).extend(m for batch in queue for m in batch)
+                queue.clear()
+        state = msgspec.msgpack.decode(msgspec.msgpack.encode(failed.state()))
+        self.members = [host if m in hosted else op for m, op in enumerate(self.members)]
+        for dst in range(len(self.members)):
+            if dst not in hosted:
+                merged = deque(b for end in (at, gone) for b in self.links.pop((end, dst), ()))
+                if merged:
+                    self.links[(at, dst)] = merged
+        self.blocked = {(at if s == gone else s, d) for s, d in self.blocked}
+        self.published[at] |= self.published[gone]
+        self.ended[at] |= self.ended[gone]
+        self._collect(to, host.take_guests(state, pending, self.now))

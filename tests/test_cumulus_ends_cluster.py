@@ -1,0 +1,83 @@
+"""A partitioned top-N view over three real node processes whose out stream ends after its last row
+(docs/cumulus.md §3.13, "The end of input"; node/cumulus/end_marks.py).  Three producers, one per member;
+the first ends (``final``) while the others still stream bids that change its node's member, a segment moves
+meanwhile and a node is killed with SIGKILL and restarted from its log; then the others end.  The subscriber
+exits at the stream's end (every node's final mark, ``boreas subscribe`` without ``--count``), and what it wrote,
+summed by ``_weight``, is the one-node result: no node ended its out stream before the last row its members
+emitted (before the fix, a node ended it when its own producers ended, and the rows after were lost to the
+subscriber).  The in-process tests: test_cumulus_ends.py."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+from boreas.client.optimizer import Optimizer
+from boreas.client.publisher import Publisher
+from boreas.m3.boxtype import infer_m3
+from boreas.node.operators.m3topn import TopNM3Operator
+from support.cluster import TOKEN, wait_until
+from test_cumulus_topn import BID, BOX
+from test_cumulus_topn_cluster import APP, bids, summed
+from test_cumulus_windows_cluster import producers_for_each_member
+
+pytestmark = [pytest.mark.slow, pytest.mark.faults]
+
+BATCH = 40
+
+
+async def test_a_partitioned_top_n_stream_ends_after_every_row_through_a_move_and_a_kill(cluster_factory, tmp_path):
+    cluster = cluster_factory()
+    await asyncio.to_thread(cluster.start_head)
+    dirs = [tmp_path / f"member{m}" for m in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=dirs)
+    members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
+    deploy = f'<deploy><partition box="t" segments="6" key="auction" epoch-ms="100">{members}</partition></deploy>'
+    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deploy))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    producers = producers_for_each_member(3)
+    data = {p: bids(p, 600) for p in producers}
+    data[producers[0]] = data[producers[0]][:200]  # member 0's producer ends first
+    one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
+    for rows in data.values():
+        one.process(0, rows, 0.0)
+    want = Counter(one.top_rows())
+    out = cluster.workdir / "top.jsonl"
+    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "Top", "--output", str(out)],
+                           env=cluster.env, stderr=subprocess.PIPE, text=True)
+    try:
+        await asyncio.to_thread(wait_until, lambda: any(
+            s.stream == "Top" for s in cluster.head_catalog().subscriptions.values()), what="the subscription")
+        publishers = dict(zip(producers, [Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH)
+                                          for p in producers]))
+        for publisher in publishers.values():
+            await publisher.start()
+
+        async def publish(part: slice, among: list[str]) -> None:
+            for start in range(part.start, part.stop, BATCH):
+                for p in among:
+                    await publishers[p].send(data[p][start:min(start + BATCH, part.stop)])
+                for p in among:
+                    await publishers[p].flush()
+
+        await publish(slice(0, 200), producers)
+        await publishers[producers[0]].close(final=True)  # node 0's input ends; the others still change its member
+        rest = producers[1:]
+        async with Optimizer(cluster.head, TOKEN) as optimizer:
+            moving = asyncio.create_task(optimizer.move("t/1", nodes[0]))
+            await publish(slice(200, 350), rest)
+            moved = (await moving).relayout
+        assert moved["changed"]
+        await asyncio.to_thread(cluster.stop, nodes[1], True)  # kill -9: recovered from its log
+        await asyncio.to_thread(cluster.start_node, nodes[1], True, dirs[1])
+        await publish(slice(350, 600), rest)
+        for p in rest:
+            await publishers[p].close(final=True)
+        assert await asyncio.to_thread(sub.wait, 120) == 0, sub.stderr.read()
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+    assert summed(out) == want
