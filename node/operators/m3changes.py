@@ -74,7 +74,7 @@ class StringTable:
         return self._array
 
 
-def _column(data: array | bytearray, n: int, at: int, kind: pa.DataType = pa.int64()) -> pa.Array:
+def _column(data: array | bytes, n: int, at: int, kind: pa.DataType = pa.int64()) -> pa.Array:
     """``n`` int64 slots of ``data`` from slot ``at`` as an Arrow array of ``kind`` (int64 or float64), no copy."""
     return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)], offset=at)
 
@@ -150,12 +150,17 @@ def _as_laid_out(native, view, maps: list[str], kinds: dict, keys: tuple[tuple[s
     if not n:
         return None
     table = strings if strings is not None else StringTable()
-    columns = [_key_column(native, _column(log.keys, n, i * stride), keys[i][1], table).cast(field.type)
+    columns = [_cast(_key_column(native, _column(log.keys, n, i * stride), keys[i][1], table), field.type)
                for i, field in zip(view.output_keys, target)]
     columns = _nulls(view, columns, lambda j: _column(log.keys, n, j * stride))
     values = {m: _column(log.vals, n, j * stride, kinds[m]) for j, m in enumerate(maps)}
     columns += [values[c.numerator] for c in view.columns]
     return Columns(pa.RecordBatch.from_arrays(columns, schema=target), weights=_column(log.weights, n, 0))
+
+
+def _cast(column: pa.Array, kind: pa.DataType) -> pa.Array:
+    """``column`` as ``kind`` (no call where it is one already: a compute call costs microseconds however short)."""
+    return column if column.type == kind else column.cast(kind)
 
 
 def _nulls(view, columns: list[pa.Array], codes) -> list[pa.Array]:
