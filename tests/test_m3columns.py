@@ -117,3 +117,15 @@ def test_a_payload_that_is_not_one_bin_is_refused():
         unwrap(msgspec.msgpack.encode([1, 2]))
     with pytest.raises(msgspec.DecodeError):
         unwrap(msgspec.msgpack.encode(b"abc")[:-1])  # a bin shorter than its header says
+
+
+def test_changelog_keys_narrowed_to_their_out_fields():
+    """A view's INT keys come back from C as int64 and go out as the out field's int32: narrowed where every
+    value fits, refused (Arrow's safe cast) where one does not, as before."""
+    from boreas.node.operators.m3changes import _cast
+
+    wide = pa.array([(1 << 31) - 1, -(1 << 31), 0], pa.int64()).slice(1)
+    assert _cast(wide, pa.int32()).to_pylist() == [-(1 << 31), 0]
+    assert _cast(wide, pa.int32()).type == pa.int32()
+    with pytest.raises(pa.ArrowInvalid):
+        _cast(pa.array([1 << 31], pa.int64()), pa.int32())
