@@ -302,8 +302,8 @@ class NativeMaps:
             raise ValueError(f"maps {', '.join(names)} differ in key arity")
         # Room for 2*cap rows, of which C writes only the n it emits, packed (stride n): uninitialised
         # (np.empty), so the pages it does not write are neither zeroed nor faulted in; the n rows are then
-        # copied out (a view changes far fewer keys than its maps' journals hold writes: Q3 some 1,000 rows
-        # a batch against some 20,000 writes).
+        # copied out, so what travels downstream is the rows, not buffers the size of the journals (a view
+        # written many times per key in a batch has far more writes than changed rows).
         room = 2 * cap
         scratch = [np.empty(max(1, room * w), np.int64) for w in (arity, len(names), 1)]
         leaving = ffi.new("int64_t *")
