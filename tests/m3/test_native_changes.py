@@ -88,3 +88,22 @@ def test_a_changelog_lists_the_rows_that_leave_then_the_rows_that_enter():
     rows = list(zip(keys, values, weights))
     assert sorted(rows[:log.leaving]) == [(1, 5, -1), (2, 7, -1)]
     assert sorted(rows[log.leaving:]) == [(1, 9, 1), (3, 9, 1)]
+
+
+def test_a_changelog_holds_exactly_its_rows_packed_column_by_column():
+    """Two key columns and a batch that writes the view's map many times more than it changes keys: the
+    buffers hold the rows written and nothing more (stride n), each column where the stride says."""
+    rt = runtime("CREATE STREAM t(k INT, j INT, v INT); SELECT k, j, SUM(v) AS s FROM t GROUP BY k, j")
+    (name,) = {m for v in rt.program.views for m in v.maps}
+    native = rt.native_maps()
+    rt.apply_grouped_columns([("t", 1, [array("q", [1, 2]), array("q", [10, 20]), array("q", [5, 6])])])
+    many = 500  # writes of key (1, 10) and (3, 30); (2, 20) untouched
+    rt.apply_grouped_columns([("t", 1, [array("q", [1, 3] * many), array("q", [10, 30] * many),
+                                        array("q", [1, 2] * many)])])
+    log = native.changelog([name])
+    assert (log.n, log.leaving, log.stride) == (3, 1, 3)
+    assert (len(log.keys), len(log.vals), len(log.weights)) == (8 * 2 * 3, 8 * 3, 8 * 3)
+    keys = array("q", log.keys)
+    rows = list(zip(keys[:3], keys[3:6], array("q", log.vals), array("q", log.weights)))
+    assert rows[:1] == [(1, 10, 5, -1)]
+    assert sorted(rows[1:]) == [(1, 10, 5 + many, 1), (3, 30, 2 * many, 1)]

@@ -31,6 +31,10 @@ from .overflow import IntOverflow
 RT_OVERFLOW = -3  # rt_trigger's result when an INT sum or product outgrew 64 bits (crt)
 ffi = FFI()
 ffi.cdef(CDEF)
+# The C types the batch calls name, parsed now: cffi parses a type string the first time it is used (some
+# milliseconds with pycparser), which would otherwise fall on a node's first batch.
+for _type in ("void *[]", "int[]", "int64_t *", "int64_t[]"):
+    ffi.typeof(_type)
 _LIBS: dict[str, object] = {}
 _LIBS_LOCK = threading.Lock()
 
@@ -59,17 +63,17 @@ class Changed:
 @dataclass(frozen=True)
 class Changelog:
     """What :meth:`NativeMaps.changelog` read: ``n`` rows, the first ``leaving`` of them the old rows of changed
-    keys (weight -1), then the new ones (+1); column-major int64 buffers (``bytearray``, made without the copy
-    an ``array`` from bytes costs) of stride ``stride`` slots: key column i from slot ``i*stride``, ``n`` of
-    them (codes as in :class:`Changed`), map j's value bits from slot ``j*stride``, and ``n`` weights from
-    slot 0, each wrapped by a reader without a copy."""
+    keys (weight -1), then the new ones (+1); column-major int64 buffers (``bytes`` holding exactly those rows)
+    of stride ``stride`` slots (``n``): key column i from slot ``i*stride``, ``n`` of them (codes as in
+    :class:`Changed`), map j's value bits from slot ``j*stride``, and ``n`` weights from slot 0, each wrapped
+    by a reader without a copy."""
 
     n: int
     leaving: int
     stride: int
-    keys: bytearray
-    vals: bytearray
-    weights: bytearray
+    keys: bytes
+    vals: bytes
+    weights: bytes
 
 
 class NativeMaps:
@@ -296,14 +300,19 @@ class NativeMaps:
         arity = self.arity[names[0]] if names else 0
         if any(self.arity[name] != arity for name in names):
             raise ValueError(f"maps {', '.join(names)} differ in key arity")
-        stride = 2 * cap
-        keys, vals, weights = (bytearray(8 * max(1, stride * w)) for w in (arity, len(names), 1))
+        # Room for 2*cap rows, of which C writes only the n it emits, packed (stride n): uninitialised
+        # (np.empty), so the pages it does not write are neither zeroed nor faulted in; the n rows are then
+        # copied out, so what travels downstream is the rows, not buffers the size of the journals (a view
+        # written many times per key in a batch has far more writes than changed rows).
+        room = 2 * cap
+        scratch = [np.empty(max(1, room * w), np.int64) for w in (arity, len(names), 1)]
         leaving = ffi.new("int64_t *")
-        n = self.lib.rt_changelog(self.rt, len(names), nos, cap, _i64(keys), _i64(vals), _i64(weights),
+        n = self.lib.rt_changelog(self.rt, len(names), nos, cap, *(ffi.from_buffer("int64_t[]", a) for a in scratch),
                                   leaving) if cap else 0
         if n < 0:
             raise MemoryError("rt_changelog")
-        return Changelog(n, leaving[0], stride, keys, vals, weights)
+        keys, vals, weights = (a[:n * w].tobytes() for a, w in zip(scratch, (arity, len(names), 1)))
+        return Changelog(n, leaving[0], n, keys, vals, weights)
 
     def dump(self, name: str) -> list[tuple[tuple, object]]:
         """Every entry of map ``name``."""

@@ -217,9 +217,10 @@ int64_t rt_changes(rt_t *rt, int nm, const int *ms, int64_t cap, int64_t *keys, 
 /* rt_changes laid out as a changelog of a view whose values are its maps' values (no quotient): for every
    changed key with a value other than 0 before the batch, its key and those values with weight -1 (the rows
    that leave, first), then for every one with a value other than 0 now, its key and values with weight +1.
-   Column-major with stride 2*cap (cap at least rt_changes_cap): key column i at keys + i*2*cap, map j's
-   values at vals + j*2*cap; weights one per row.  Returns the rows written (*leaving of them leave), or -1:
-   out of memory. */
+   Column-major and packed: with n the rows written, key column i at keys + i*n, map j's values at vals + j*n,
+   n weights; so the buffers need room for 2*cap rows (cap at least rt_changes_cap) but only the rows written
+   are touched, and a reader copies out exactly what the view changed.  Returns n (*leaving of them leave), or
+   -1: out of memory. */
 static inline int nonzero(const map_t *m, int64_t bits) { val_t v; v.i = bits; return m->isfloat ? v.d != 0.0 : v.i != 0; }
 
 int64_t rt_changelog(rt_t *rt, int nm, const int *ms, int64_t cap, int64_t *keys, int64_t *vals, int64_t *weights,
@@ -230,8 +231,16 @@ int64_t rt_changelog(rt_t *rt, int nm, const int *ms, int64_t cap, int64_t *keys
     int64_t *k = malloc(sizeof(int64_t) * cap * (a ? a : 1)), *o = malloc(sizeof(int64_t) * cap * nm),
             *w = malloc(sizeof(int64_t) * cap * nm);
     if (!k || !o || !w) { free(k); free(o); free(w); return -1; }
-    int64_t n = rt_changes(rt, nm, ms, cap, k, o, w), out = 0, stride = 2 * cap;
+    int64_t n = rt_changes(rt, nm, ms, cap, k, o, w), out = 0, stride = 0;
     if (n < 0) { free(k); free(o); free(w); return -1; }
+    for (int side = 0; side < 2; side++) {  /* count first: the stride is the rows written */
+        const int64_t *v = side ? w : o;
+        for (int64_t r = 0; r < n; r++) {
+            int in = 0;
+            for (int j = 0; j < nm && !in; j++) in = nonzero(&rt->maps[ms[j]], v[j * cap + r]);
+            stride += in;
+        }
+    }
     for (int side = 0; side < 2; side++) {  /* 0: the old rows (-1), 1: the new rows (+1) */
         const int64_t *v = side ? w : o;
         for (int64_t r = 0; r < n; r++) {
