@@ -315,7 +315,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     first = constant_rows(branches[0], columns)
     first = never_equal(sum_joined(first) or first, relations)
     # only the group columns of a grouped derived table over another: the DISTINCT of them (:mod:`.groupsonly`)
-    branches = [rollups(distinct_groups(one_row_reads(groups_only(as_extremes(first)))))]
+    branches = [rollups(distinct_groups(one_row_reads(groups_only(as_extremes(first)), columns)))]
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)

@@ -28,7 +28,7 @@ a subquery, and any FROM item that is not a one-row derived table.
 'SELECT COUNT(t.s) FROM (SELECT SUM(b) AS s FROM R) AS t'
 >>> single_row_aggregates(sqlglot.parse_one("SELECT SUM(R.a) FROM R")).sql()
 'SELECT SUM(R.a) FROM R'
->>> one_row_reads(sqlglot.parse_one("SELECT a FROM R WHERE a < (SELECT MAX(t.x) FROM (SELECT SUM(b) AS x FROM S) t)")).sql()
+>>> one_row_reads(sqlglot.parse_one("SELECT a FROM R WHERE a < (SELECT MAX(t.x) FROM (SELECT SUM(b) AS x FROM S) t)"), {}).sql()
 'SELECT a FROM R WHERE a < ((SELECT SUM(b) FROM S))'
 """
 
@@ -37,16 +37,51 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .onerow import one_row_body, one_row_tables
+from .onerowstar import one_row_names
+from .rowvalues import rows_with_values
+from .sumjoin import joined
 from .resolve import unparen
 
 _BODY = frozenset({"expressions", "from", "from_", "joins"})
 _SAME = (exp.Sum, exp.Min, exp.Max)
 
 
-def one_row_reads(sel: exp.Expression) -> exp.Expression:
-    """``sel`` with its aggregates over one-row tables alone read as values, then every one-row table's
-    columns as scalar subqueries (:func:`.onerow.one_row_tables`): the front end's one pass for both."""
-    return _scalars_in_place(one_row_tables(single_row_aggregates(sel)))
+def one_row_reads(sel: exp.Expression, columns: dict[str, list[str]]) -> exp.Expression:
+    """``sel`` with the reads of its one-row tables made scalar subqueries, and what that leaves nested undone:
+    their names beside relations resolved (:mod:`.onerowstar`), aggregates over them alone their values, their
+    columns scalar subqueries (:func:`.onerow.one_row_tables`), a FROM-less ``(SELECT v)`` inside a subquery
+    ``v``, a SUM of a SUM subquery inside a subquery the sum over the join (:func:`.sumjoin.joined`), and a view
+    of rows reading scalar subqueries its rows counted (:mod:`.rowvalues`): the front end's one pass for all."""
+    sel = one_row_tables(single_row_aggregates(one_row_names(sel, columns)))
+    return rows_with_values(_nested_sum_joins(_scalars_in_place(sel)), columns)
+
+
+def _nested_sum_joins(sel: exp.Expression) -> exp.Expression:
+    """``sel`` with each subquery that is a SUM of a SUM subquery (:func:`.sumjoin.joined`) written as the sum
+    over the join, where no enclosing query names a FROM item as the inner one does and every column the
+    subquery reads is qualified (so no name binds differently once the FROMs are one)."""
+    def rule(s: exp.Subquery) -> exp.Select | None:
+        if s is sel or type(s.this) is not exp.Select or any(not c.table for c in s.this.find_all(exp.Column)):
+            return None
+        out = joined(s.this)
+        if out is None:
+            return None
+        inner = {t.alias_or_name.lower() for t in s.this.find_all(exp.Table)}
+        node = s.find_ancestor(exp.Select)
+        while node is not None:
+            if inner & {t.alias_or_name.lower() for t in node.find_all(exp.Table) if t.find_ancestor(exp.Select) is node}:
+                return None
+            node = node.find_ancestor(exp.Select)
+        return out
+
+    if not any(rule(s) is not None for s in sel.find_all(exp.Subquery)):
+        return sel
+    sel = sel.copy()
+    for s in reversed(list(sel.find_all(exp.Subquery))):
+        out = rule(s)
+        if out is not None:
+            s.set("this", out)
+    return sel
 
 
 def _scalars_in_place(sel: exp.Expression) -> exp.Expression:
