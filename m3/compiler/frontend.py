@@ -84,7 +84,7 @@ from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
 from .liftquery import plan
 from .distinctgroup import distinct_groups
-from .onerow import one_row_tables
+from .singleton import one_row_reads
 from .groupsonly import groups_only
 from .rollup import rollups
 from .regroup import regroup
@@ -305,7 +305,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     if len(branches) > 1:  # UNION ALL: a query per branch, their maps added (:mod:`.union`)
         queries = _no_lifted([_query(name, b, relations, ctx, rename) for b in branches], "UNION", branches, ctx)
         return replace(queries[0], union=tuple(queries[1:]))
-    # a derived table of aggregates only: scalar subqueries (:mod:`.onerow`); a DISTINCT one: its GROUP BY
+    # a derived table of aggregates only: scalar subqueries (:mod:`.onerow`, :mod:`.singleton`); DISTINCT: GROUP BY
     # a grouped derived table rolling up another of the same FROM: nested aggregates (:mod:`.rollup`)
     # a SUM of a correlated SUM subquery: the sum over the join (:mod:`.sumjoin`)
     # NOT EXISTS a row above a value of a table the query reads: the value against its MAX (:mod:`.notexists`)
@@ -315,7 +315,7 @@ def _query(name: str, sel: exp.Select, relations: dict[str, RelationDecl], ctx: 
     first = constant_rows(branches[0], columns)
     first = never_equal(sum_joined(first) or first, relations)
     # only the group columns of a grouped derived table over another: the DISTINCT of them (:mod:`.groupsonly`)
-    branches = [rollups(distinct_groups(one_row_tables(groups_only(as_extremes(first)))))]
+    branches = [rollups(distinct_groups(one_row_reads(groups_only(as_extremes(first)), columns)))]
     if is_fromless(branches[0]):  # scalar subqueries combined: parts of their own (:mod:`.fromless`)
         return _over_parts(name, fromless_plan(branches[0], ctx), branches[0], relations, ctx)
     if has_select_subqueries(branches[0], relations):  # (SELECT ...) in the SELECT list: parts (:mod:`.selectsub`)

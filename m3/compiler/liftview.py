@@ -31,6 +31,7 @@ from ..errors import CheckError, CompileError
 from ..over import Over
 from ..printer import format_view_expr
 from .lifted import Plan
+from .totaldomain import over_entries
 
 Part = tuple[tuple[str, ...], list[Expr]]  # a compiled part: its key variables, its columns as view expressions
 
@@ -101,6 +102,7 @@ def fill(view: ViewDecl, parts: list[Part]) -> ViewDecl:
             if isinstance(node, Var):
                 return Var(_find(same, node.name))
             if isinstance(node, Over):
+                node = over_entries(node)  # groups selected by a nested condition: their map under it
                 if not isinstance(node.ref, MapRef):  # the entries it ranges over are a map's, not a computed value
                     raise CompileError(f"unsupported grouped derived table read by value whose groups are not one "
                                        f"map (they are {format_view_expr(node.ref)}: a subquery in its WHERE, or a "

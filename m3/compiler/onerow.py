@@ -58,6 +58,12 @@ def one_row_tables(sel: exp.Expression) -> exp.Expression:
     return sel
 
 
+def one_row_body(item: exp.Expression) -> exp.Select | None:
+    """The body of ``item`` when it is a derived table of aggregates without GROUP BY (one row), else None
+    (read by :mod:`.singleton`, whose aggregates range over such rows)."""
+    return _one_row(item)
+
+
 def _items(s: exp.Select) -> list[exp.Expression]:
     from_ = s.args.get("from_") or s.args.get("from")
     return ([from_.this] if isinstance(from_, exp.From) else []) + \

@@ -30,6 +30,13 @@ SHAPES: dict[str, str] = {
         (SELECT SUM(r2.b) AS b FROM R r2 WHERE r2.a = r1.b) n1 WHERE r1.a * 3 < n1.b) GROUP BY r1.a""",
     "one_row_count_correlated_in_exists": GENERIC + """SELECT R.a, COUNT(*) AS n FROM R WHERE EXISTS (SELECT 1
         FROM (SELECT COUNT(*) AS k FROM S WHERE S.b = R.b) t WHERE t.k > 1) GROUP BY R.a""",
+    # aggregates over a FROM of one-row tables only: each ranges over one row (m3/compiler/singleton.py)
+    "aggregates_over_one_row_values": GENERIC + """SELECT SUM(t.x) AS s, MAX(t.x * 2) - MIN(t.k) AS d
+        FROM (SELECT SUM(R.c) AS x, COUNT(*) AS k FROM R WHERE R.a > 0) t""",
+    "aggregates_over_two_one_row_tables": GENERIC + """SELECT SUM(t.x + u.y) AS s, MIN(u.y) AS n
+        FROM (SELECT SUM(R.b) AS x FROM R) t, (SELECT COUNT(*) AS y FROM S WHERE S.d > 1) u""",
+    "aggregate_over_one_row_unaliased_in_where": GENERIC + """SELECT R.a, COUNT(*) AS n FROM R WHERE R.b <
+        (SELECT MAX(t.x) FROM (SELECT SUM(S.b) AS x FROM S) t) GROUP BY R.a""",
 }
 
 
@@ -38,7 +45,24 @@ def test_view_matches_duckdb(shape):
     check_against_duckdb(SHAPES[shape])
 
 
-def test_aggregates_over_the_one_row_alone_are_still_refused_by_name():
-    """``SELECT SUM(1) FROM (SELECT SUM(1) FROM R) t`` aggregates one row: left as written, refused by name."""
+@pytest.mark.parametrize("query", [
+    "SELECT AVG(t.x) AS v FROM (SELECT SUM(R.b) AS x FROM R) t",  # a DOUBLE of an INT: not built
+    "SELECT COUNT(t.x) AS v FROM (SELECT SUM(R.b) AS x FROM R) t",  # 0 where the SUM is NULL: not built
+    "SELECT SUM(t.x) AS v FROM (SELECT SUM(R.b) AS x FROM R) t WHERE t.x > 1",  # zero rows or one
+    # a constant beside a value read: the view without keys would be missing its row while R is empty
+    "SELECT COUNT(*) AS n, SUM(t.x) AS v FROM (SELECT SUM(R.b) AS x FROM R) t",
+])
+def test_aggregates_over_one_row_not_built_are_refused_by_name(query):
+    """What :mod:`singleton` leaves as written is refused naming the derived table, as before."""
     with pytest.raises(CompileError, match="derived table with aggregates"):
-        compile_sql(GENERIC + "SELECT SUM(1) AS s FROM (SELECT SUM(1) AS x FROM R) t")
+        compile_sql(GENERIC + query)
+
+
+def test_constant_aggregates_over_one_row_are_a_constant_view():
+    """``SUM(1)``, ``COUNT(*)`` over the one row are 1 whatever R holds (SQL's one row of ``SUM(1)`` over no
+    rows is still a row): a constant view, no map at all; unaliased, named as the view names an aggregate."""
+    from boreas.m3.ast import Const
+
+    program = compile_sql(GENERIC + "SELECT SUM(1), COUNT(*) AS n FROM (SELECT SUM(1) AS x FROM R) t")
+    assert [(c.name, c.expr) for c in program.views[0].columns] == [("sum_1", Const(1)), ("n", Const(1))]
+    assert not program.maps
