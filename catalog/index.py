@@ -94,6 +94,10 @@ class CatalogIndex:
         """The boxes producing ``stream``, by the references (what a merge asks: catalog/merge.py)."""
         return [key for where, key in self.refs.get(("produces", stream), ()) if where == "boxes"]
 
+    def unplaced_boxes(self) -> list[str]:
+        """The boxes on no node (a partitioned box, or one submitted without a deployment)."""
+        return [key for where, key in self.refs.get(("unplaced", "box"), ()) if where == "boxes"]
+
     def stream_boxes(self, stream: str) -> tuple[list[Box], list[Box]]:
         """The boxes producing ``stream`` and those reading it, each in name order, by the references: what
         a walk over every box finds, at the cost of what names the stream."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from .app_prune import prune_left_out
 from .declared_inputs import as_declarations
@@ -57,13 +57,21 @@ def _where(origin: Origin) -> str:
     return "in the global catalog" if origin == CATALOG or origin.file == CATALOG.file else f"at {origin}"
 
 
+class BaseFacts(Protocol):
+    """What a merge asks of the catalog it starts from (a :class:`~.index.CatalogIndex` answers it)."""
+
+    def box_producers(self, stream: str) -> Iterable[str]: ...
+
+    def unplaced_boxes(self) -> Iterable[str]: ...
+
+
 class Merger:
     """Applies documents in order to a copy of ``base``; see :func:`merge`."""
 
-    def __init__(self, base: Catalog, replacing: bool = False,
-                 base_producers: Callable[[str], Iterable[str]] | None = None):
+    def __init__(self, base: Catalog, replacing: bool = False, facts: BaseFacts | None = None):
         self.replacing = replacing
-        self.base_producers = base_producers  # stream -> the boxes of ``base`` producing it (an index's)
+        # stream -> the boxes of ``base`` producing it (an index's references)
+        self.base_producers = facts.box_producers if facts is not None else None
         self.catalog = tracked_copy(base)  # notes what it changes, for the incremental check (.index)
         self.base = base
         self.problems: list[Diagnostic] = []
@@ -72,7 +80,8 @@ class Merger:
         self.requeried: dict[str, Query] = {}  # (replacing) a query declared again -> what it was
         self.apps: dict[str, str] = {}  # application name -> the file that declares it (its first)
         # The deployment's half (claims, partitions, moves): it owns the claims, and fails through us.
-        self.placement = Placement(self.catalog, base, self.fail)
+        self.placement = Placement(self.catalog, base, self.fail,
+                                   facts.unplaced_boxes if facts is not None else None)
 
     def fail(self, origin: Origin, reason: str) -> None:
         self.problems.append(Diagnostic.at(origin, reason))
@@ -288,13 +297,13 @@ def merge(
 
 def merge_touched(
     base: Catalog, applications: list[Application], deployments: list[Deployment], replacing: bool = False,
-    base_producers: Callable[[str], Iterable[str]] | None = None,
+    facts: BaseFacts | None = None,
 ) -> tuple[Catalog, list[Diagnostic], dict[str, set[str]]]:
     """:func:`merge`, and the keys it wrote or removed in each Catalog dict (what the change may touch);
     ``replacing``: the application's declarations replace what they name (the edit loop);
-    ``base_producers``: stream -> the boxes of ``base`` producing it (a checked index's references), so
-    that what a merge asks of every box costs what it wrote, not the size of ``base``."""
-    merger = Merger(base, replacing, base_producers)
+    ``facts``: ``base``'s checked index, so that what a merge asks of every box (what produces a
+    stream, which boxes are on no node) costs what it wrote, not the size of ``base``."""
+    merger = Merger(base, replacing, facts)
     for app in applications:
         merger.application(app)
     if replacing:

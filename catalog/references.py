@@ -46,6 +46,8 @@ def element_refs(kind: str, obj: Any) -> Iterator[Name]:
         yield from (("table", t) for t in obj.access)
         if obj.node is not None:
             yield ("node", obj.node)
+        else:  # (so a deployment checks those, not every box: placement.py)
+            yield ("unplaced", "box")
         if obj.type in CHANGELOG_SOURCES:  # (so a change can tell no box makes a changelog: index_derivation.py)
             yield ("changelog source", obj.type)
     elif kind == "inputs":

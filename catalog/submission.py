@@ -96,8 +96,7 @@ def plan_submission(
     apps, deps = split_documents(resolve_by_default_layout(documents))  # (what the Head did not resolve)
     registry = registry or (index.registry if index is not None else builtin_registry())
     indexed = index is not None and index.catalog is catalog
-    merged, problems, touched = merge_touched(catalog, apps, deps, replacing,
-                                              index.box_producers if index is not None and indexed else None)
+    merged, problems, touched = merge_touched(catalog, apps, deps, replacing, index if indexed else None)
     if index is not None and indexed:
         derived = index.derive(merged, touched)
         found, schemas = derived.problems, derived.stream_schemas

@@ -200,3 +200,21 @@ def test_an_index_refuses_what_reads_a_changelog_whichever_came_first():
         index = CatalogIndex.build(first, registry)
         assert index.ok, index.problems
         assert [p.reason for p in index.derive(whole).problems] == expected
+
+
+def test_a_deployment_planned_on_an_index_refuses_every_unplaced_box_as_the_walk_does():
+    """A deployment needs every box placed: by an index, the base's unplaced boxes (its references) and the
+    submission's own are looked at, and refused as the walk over every box refuses them."""
+    before = _chain(4)  # (submitted without a deployment: no box placed)
+    index = CatalogIndex.build(before)
+    assert sorted(index.unplaced_boxes()) == ["b0", "b1", "b2", "b3"]
+    placed = '<deploy><node endpoint="n:1" query="b0 b1 x"/></deploy>'
+    extra = '<borealis><box name="x" type="filter"><in stream="s3"/><out stream="x_t"/>' \
+            '<parameter name="expression.0" value="a &gt; 0"/></box><box name="y" type="filter"><in stream="s3"/>' \
+            '<out stream="y_t"/><parameter name="expression.0" value="a &gt; 0"/></box></borealis>'
+    docs = [read_document(extra, "extra.xml"), read_document(placed, "deploy.xml")]
+    walked = plan_submission(before, docs)
+    indexed = plan_submission(before, docs, index=index)
+    reasons = sorted(p.reason for p in indexed.problems)
+    assert reasons == sorted(p.reason for p in walked.problems)
+    assert [r.split("'")[1] for r in reasons if "is not placed on any node" in r] == ["b2", "b3", "y"]
