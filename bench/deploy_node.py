@@ -74,8 +74,10 @@ def node_documents(boxes: int, nodes: int, parts: int) -> tuple[list[str], Catal
     return documents, held
 
 
-async def apply_all(documents: list[str], profile: bool) -> tuple[dict[str, float], int]:
-    """Apply ``documents`` to a fresh node as node/api.py does; CPU seconds per phase, boxes built."""
+async def apply_all(documents: list[str], profile: bool,
+                    each: list[float] | None = None) -> tuple[dict[str, float], int]:
+    """Apply ``documents`` to a fresh node as node/api.py does; CPU seconds per phase, boxes built (and each
+    document's CPU seconds appended to ``each``)."""
     local = LocalCatalog(NODE)
     flow = Dataflow(NODE, None, f"{NODE}#bench", box_types=box_types())
     totals = dict.fromkeys(PHASES, 0.0)
@@ -102,6 +104,8 @@ async def apply_all(documents: list[str], profile: bool) -> tuple[dict[str, floa
             profiler.disable()
         for phase, a, b in zip(PHASES, marks, marks[1:]):
             totals[phase] += b - a
+        if each is not None:
+            each.append(marks[-1] - marks[0])
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
     return totals, len(local.catalog.boxes)

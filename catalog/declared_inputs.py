@@ -22,19 +22,26 @@ from .model import Catalog, Output
 
 
 def as_declarations(catalog: Catalog, streams: Iterable[str], fresh_outputs: set[str],
-                    fail: Callable[[Origin, str], None]) -> set[str]:
+                    fail: Callable[[Origin, str], None],
+                    produced: Callable[[Iterable[str]], set[str]] | None = None) -> set[str]:
     """Turn each ``<input>`` among ``streams`` that a box produces into its ``<output>`` declaration.
 
     ``fresh_outputs`` are the output streams this submission declared: an
     input's schema must agree with such an ``<output>`` (refused at the input
     otherwise); an output stored before is replaced by the input's
     declaration, as a redeclaration would.  Returns the streams turned.
+    ``produced(streams)``: which of them a box produces (default: a walk over
+    every box, done only when one of ``streams`` is an ``<input>``).
     """
-    produced = {s for box in catalog.boxes.values() for s in box.outputs}
+    candidates = sorted(s for s in set(streams) if s in catalog.inputs)
+    if not candidates:
+        return set()
+    boxed = (produced or (lambda names: set(names) & {s for b in catalog.boxes.values() for s in b.outputs}))(
+        candidates)
     turned = set()
-    for stream in sorted(set(streams)):
-        inp = catalog.inputs.get(stream)
-        if inp is None or stream not in produced:
+    for stream in candidates:
+        inp = catalog.inputs[stream]
+        if stream not in boxed:
             continue
         existing = catalog.outputs.get(stream)
         if existing is not None and stream in fresh_outputs:

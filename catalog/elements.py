@@ -121,19 +121,44 @@ def catalog_from_snapshot(snapshot: Snapshot) -> Catalog:
     return catalog_from_elements(snapshot.elements, snapshot.version)
 
 
-def diff(old: Catalog, new: Catalog) -> list[Change]:
-    """The changes that turn ``old`` into ``new``, in a stable order."""
+def diff(old: Catalog, new: Catalog, touched: Mapping[str, Iterable[str]] | None = None) -> list[Change]:
+    """The changes that turn ``old`` into ``new``, in a stable order.
+
+    ``touched`` (Catalog dict -> keys, as a merge notes them: catalog/tracked.py)
+    says where ``new`` may differ; a dict it does not name is compared whole.
+    Either way the changes are the same (new keys in ``new``'s order, so a
+    follower's dicts keep the order), but with it a small change costs what
+    it wrote, not the size of the catalog."""
     changes: list[Change] = []
     for kind, (attr, _) in KIND_TO_DICT.items():
         before, after = getattr(old, attr), getattr(new, attr)
-        for key, obj in after.items():
+        keys = touched.get(attr) if touched is not None else None
+        items = after.items() if keys is None else _in_order(before, after, keys)
+        for key, obj in items:
             old_obj = before.get(key)
             # (an element's application is not part of its value, but the store keeps it)
             if old_obj != obj or getattr(old_obj, "app", "") != getattr(obj, "app", ""):
                 changes.append(Change(kind, key, to_text(obj)))
-        for key in before.keys() - after.keys():
+        gone = before.keys() - after.keys() if keys is None else [k for k in keys if k in before and k not in after]
+        for key in gone:
             changes.append(Change(kind, key, None))
     return changes
+
+
+def _in_order(before: Mapping[str, Any], after: Mapping[str, Any], keys: Iterable[str]) -> list[tuple[str, Any]]:
+    """``after``'s items under ``keys``, in ``after``'s order: the keys ``before`` holds first (a change to
+    them keeps their place), then the new ones, found from ``after``'s end (where a merge appends them)."""
+    keys = set(keys)
+    kept = sorted(k for k in keys if k in before and k in after)
+    new = {k for k in keys if k not in before and k in after}
+    tail: list[str] = []
+    if new:
+        for key in reversed(after):  # (stops once every new key is found)
+            if key in new:
+                tail.append(key)
+                if len(tail) == len(new):
+                    break
+    return [(k, after[k]) for k in kept] + [(k, after[k]) for k in reversed(tail)]
 
 
 def apply_commit(catalog: Catalog, commit: Commit) -> Catalog:

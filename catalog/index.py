@@ -43,7 +43,7 @@ from typing import Any
 from .boxtypes import BoxTypeRegistry, builtin_registry
 from .diagnostics import Diagnostic
 from .index_derivation import Derivation, producers_of
-from .model import Catalog, Producer, Schema
+from .model import Box, Catalog, Producer, Schema
 from .tracked import CATALOG_DICTS as _DICTS
 from .references import Element, Name
 from .schemas_of import BoxTyping
@@ -89,6 +89,24 @@ class CatalogIndex:
     def producers(self, stream: str) -> list[Producer]:
         """What produces ``stream`` (an ``<input>`` first, then boxes in the catalog's order)."""
         return producers_of(self.catalog, self.refs, stream)
+
+    def box_producers(self, stream: str) -> list[str]:
+        """The boxes producing ``stream``, by the references (what a merge asks: catalog/merge.py)."""
+        return [key for where, key in self.refs.get(("produces", stream), ()) if where == "boxes"]
+
+    def unplaced_boxes(self) -> list[str]:
+        """The boxes on no node (a partitioned box, or one submitted without a deployment)."""
+        return [key for where, key in self.refs.get(("unplaced", "box"), ()) if where == "boxes"]
+
+    def stream_boxes(self, stream: str) -> tuple[list[Box], list[Box]]:
+        """The boxes producing ``stream`` and those reading it, each in name order, by the references: what
+        a walk over every box finds, at the cost of what names the stream."""
+        boxes = self.catalog.boxes
+
+        def named(kind: str) -> list[Box]:
+            return [boxes[k] for where, k in sorted(self.refs.get((kind, stream), ())) if where == "boxes"]
+
+        return named("produces"), named("reads")
 
     # -- a change ------------------------------------------------------------------------------------
 

@@ -58,7 +58,7 @@ from .tracked import CATALOG_DICTS
 from .validate import Checks
 
 #: Bumped whenever what is saved, or what the index derives, changes: an older blob is then stale.
-FORMAT = 2
+FORMAT = 3
 _MAGIC = b"BXIDX"
 _HEAD = struct.Struct(">5sI")  # magic, header length
 _BROKEN = -1  # a stream's state: BROKEN (cannot be told)

@@ -19,7 +19,9 @@ from typing import Any, Protocol
 from . import changelog, table_params
 from .boxtypes import BoxTypeRegistry
 from .diagnostics import Diagnostic
+from .layered import Layered
 from .model import Catalog, Producer, Schema
+from .reach import closes_cycle
 from .references import NAMED_AS as _NAMED_AS, Element, Name, Produced, move_references
 from .schemas_of import BoxTyping, cycle_reason, input_schema, type_box
 from .validate import (
@@ -38,6 +40,11 @@ from .validate import (
 
 #: A stream's state: its schema, or BROKEN (cannot be told); absent: nothing produces it.
 BROKEN = None
+
+#: Up to this many boxes typed anew, a change types them alone first, and goes downstream only where an out
+#: stream's schema moved (catalog/reach.py); more (a deployment), or a whole check (no typing kept), and it
+#: types all it reaches in one pass.
+FEW_SEEDS = 16
 
 
 def producers_of(catalog: Catalog, refs: dict[Name, frozenset[Element]], stream: str) -> list[Producer]:
@@ -88,7 +95,7 @@ class Derivation:
     def __init__(self, base: Base, after: Catalog, changed: dict[str, set[str]], whole: bool):
         self.base, self.after, self.changed, self.whole = base, after, changed, whole
         self.registry = base.registry
-        self.refs = dict(base.refs)
+        self.refs = Layered.over(base.refs)  # (shares the base's entries: catalog/layered.py)
         # Shared with the base index until the change types something (_own; a move does not: issue 37).
         self.states, self.schemas = base.states, base.stream_schemas
         self.typings: dict[str, BoxTyping] = {} if whole else base.typings
@@ -141,6 +148,9 @@ class Derivation:
         before, after = self.base.catalog.boxes, self.after.boxes
         pairs = [(before.get(k), after.get(k)) for k in self.changed["boxes"]]
         if check is changelog.check:
+            if not self.changed.get("schemas") and not any(self.refs.get(("changelog source", t))
+                                                           for t in changelog.SOURCES):
+                return False  # no box makes a changelog, so none is refused for reading one
             return bool(self.changed.get("schemas")) or any(
                 old is None or new is None or _typed_as(old) != _typed_as(new) for old, new in pairs)
         if check is table_params.check:
@@ -171,13 +181,13 @@ class Derivation:
     def _own(self) -> None:
         """Copy the states, typings and schemas shared with the base index, before the first change to them."""
         if not self.owned:
-            self.states, self.typings, self.schemas = dict(self.states), dict(self.typings), dict(self.schemas)
+            self.states, self.typings, self.schemas = (Layered.over(self.states), Layered.over(self.typings),
+                                                       Layered.over(self.schemas))
             self.owned = True
 
     def _infer(self, touched: set[str], dirty: dict[str, set[str]]) -> set[str]:
         """Infer again what the change can reach; the streams whose state changed."""
         after = self.after
-        old: dict[str, tuple] = {}  # stream -> (state, told) before
         # Streams whose producer is an input: told from its schema and its producer count.
         entries = touched | {after.inputs[k].stream for k in dirty.get("inputs", ())}
         before = self.base.catalog.boxes
@@ -189,7 +199,23 @@ class Derivation:
         if not entries and not seeds and not removed:
             return set()  # (nothing to infer again: a move)
         self._own()
-        states = self.states
+        if not self.whole and len(seeds) <= FEW_SEEDS and not closes_cycle(after, seeds, lambda s: [k for k, _ in self._readers(s)],
+                                                         lambda s: [k for a, k in self.refs.get(("produces", s), ())
+                                                                    if a == "boxes"]):
+            start, mark = self.states, len(self.problems)
+            self.states = Layered.over(start)
+            old = self._retype(entries, removed, set(seeds))
+            if not self._crosses(set(seeds), old):
+                return self._moved(old)
+            self.states, self.problems[mark:] = start, []  # (a schema moved past them: the whole region, below)
+        return self._moved(self._retype(entries, removed, self._downstream(seeds)))
+
+    def _retype(self, entries: set[str], removed: set[str], region: set[str]) -> dict[str, tuple]:
+        """Tell the entries' states and type ``region`` (closed downstream, or, with no cycle, the changed
+        boxes alone: then :meth:`_crosses` says whether that was enough); each stream told: (state, told)
+        before."""
+        after, states = self.after, self.states
+        old: dict[str, tuple] = {}  # stream -> (state, told) before
         for stream in entries:
             old[stream] = (states.get(stream, "absent"), self.base.stream_schemas.get(stream))
             states.pop(stream, None)
@@ -198,7 +224,6 @@ class Derivation:
                 states[stream] = schema if self._count(stream) == 1 else BROKEN
             elif stream in self.produced:  # by a box: told again below if the box is reached
                 states[stream] = self.base.states.get(stream, BROKEN) if self._count(stream) == 1 else BROKEN
-        region = self._downstream(seeds)
         for name in region:
             for stream in after.boxes[name].outputs:
                 old.setdefault(stream, (states.get(stream, "absent"), self.base.stream_schemas.get(stream)))
@@ -213,6 +238,19 @@ class Derivation:
         for stream in [s for s in old if s not in self.produced]:
             states.pop(stream, None)
         self._kahn(region, internal)
+        return old
+
+    def _crosses(self, region: set[str], old: dict[str, tuple]) -> bool:
+        """Whether a stream told again changed and a box outside ``region`` reads it."""
+        for stream, was in old.items():
+            if (self.states.get(stream, "absent"), self._told(stream)) != was and any(
+                    k not in region for k, _ in self._readers(stream)):
+                return True
+        return False
+
+    def _moved(self, old: dict[str, tuple]) -> set[str]:
+        """The streams whose state changed; their schemas told again."""
+        states = self.states
         moved = set()
         for stream, was in old.items():
             told = self._told(stream)

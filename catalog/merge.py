@@ -17,8 +17,9 @@ duplicate.  What may not change in place is :mod:`.app_diff`'s to say.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from .app_prune import prune_left_out
 from .declared_inputs import as_declarations
@@ -37,7 +38,7 @@ from .model import (
     TypeAlias,
 )
 from .placement import Placement
-from .tracked import tracked_copy, untracked
+from .tracked import TrackedDict, tracked_copy, untracked
 
 # model class -> (Catalog dict, key attribute, what to call it in messages)
 _PLACES: dict[type, tuple[str, str, str]] = {
@@ -56,11 +57,21 @@ def _where(origin: Origin) -> str:
     return "in the global catalog" if origin == CATALOG or origin.file == CATALOG.file else f"at {origin}"
 
 
+class BaseFacts(Protocol):
+    """What a merge asks of the catalog it starts from (a :class:`~.index.CatalogIndex` answers it)."""
+
+    def box_producers(self, stream: str) -> Iterable[str]: ...
+
+    def unplaced_boxes(self) -> Iterable[str]: ...
+
+
 class Merger:
     """Applies documents in order to a copy of ``base``; see :func:`merge`."""
 
-    def __init__(self, base: Catalog, replacing: bool = False):
+    def __init__(self, base: Catalog, replacing: bool = False, facts: BaseFacts | None = None):
         self.replacing = replacing
+        # stream -> the boxes of ``base`` producing it (an index's references)
+        self.base_producers = facts.box_producers if facts is not None else None
         self.catalog = tracked_copy(base)  # notes what it changes, for the incremental check (.index)
         self.base = base
         self.problems: list[Diagnostic] = []
@@ -69,7 +80,8 @@ class Merger:
         self.requeried: dict[str, Query] = {}  # (replacing) a query declared again -> what it was
         self.apps: dict[str, str] = {}  # application name -> the file that declares it (its first)
         # The deployment's half (claims, partitions, moves): it owns the claims, and fails through us.
-        self.placement = Placement(self.catalog, base, self.fail)
+        self.placement = Placement(self.catalog, base, self.fail,
+                                   facts.unplaced_boxes if facts is not None else None)
 
     def fail(self, origin: Origin, reason: str) -> None:
         self.problems.append(Diagnostic.at(origin, reason))
@@ -84,7 +96,7 @@ class Merger:
         streams = {*self.declared.get("inputs", ()), *(s for b in self.declared.get("boxes", ())
                                                        if b in self.catalog.boxes for s in self.catalog.boxes[b].outputs)}
         outputs = self.declared.setdefault("outputs", set())
-        outputs |= as_declarations(self.catalog, streams, outputs, self.fail)  # (declared_inputs.py)
+        outputs |= as_declarations(self.catalog, streams, outputs, self.fail, self.produced)  # (declared_inputs.py)
         self.prune_queries()
         for delete in app.deletes:
             self.delete(delete)
@@ -233,12 +245,23 @@ class Merger:
             # A new program rebuilds the box empty: its partition is planned again on commit.
             self.catalog.partitions[name] = replace(part, segments=(), maps=(), layout=0, id="")
 
+    def produced(self, streams: Iterable[str]) -> set[str]:
+        """Which of ``streams`` a box of the merged catalog produces.  With ``base_producers``, by the base's
+        producers not written since and the outputs of the boxes written (the cost of what the submission
+        wrote); otherwise by a walk over every box."""
+        boxes = self.catalog.boxes
+        if self.base_producers is None:
+            return set(streams) & {s for box in boxes.values() for s in box.outputs}
+        written = boxes.touched if isinstance(boxes, TrackedDict) else set(boxes)
+        found = {s for k in written if k in boxes for s in boxes[k].outputs}
+        return {s for s in streams if s in found or any(
+            k in boxes and k not in written for k in self.base_producers(s))}
+
     def drop_orphans(self) -> None:
         """Outputs and subscriptions of streams whose producer was deleted go with it."""
         if not self.deleted_streams:
             return  # (the scan below costs the size of the catalog: only a delete pays it)
-        produced = set(self.catalog.producers())
-        gone = self.deleted_streams - produced
+        gone = {s for s in self.deleted_streams if s not in self.catalog.inputs} - self.produced(self.deleted_streams)
         for stream in gone:
             self.catalog.outputs.pop(stream, None)
         for key, sub in list(self.catalog.subscriptions.items()):
@@ -273,11 +296,14 @@ def merge(
 
 
 def merge_touched(
-    base: Catalog, applications: list[Application], deployments: list[Deployment], replacing: bool = False
+    base: Catalog, applications: list[Application], deployments: list[Deployment], replacing: bool = False,
+    facts: BaseFacts | None = None,
 ) -> tuple[Catalog, list[Diagnostic], dict[str, set[str]]]:
     """:func:`merge`, and the keys it wrote or removed in each Catalog dict (what the change may touch);
-    ``replacing``: the application's declarations replace what they name (the edit loop)."""
-    merger = Merger(base, replacing)
+    ``replacing``: the application's declarations replace what they name (the edit loop);
+    ``facts``: ``base``'s checked index, so that what a merge asks of every box (what produces a
+    stream, which boxes are on no node) costs what it wrote, not the size of ``base``."""
+    merger = Merger(base, replacing, facts)
     for app in applications:
         merger.application(app)
     if replacing:

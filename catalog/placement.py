@@ -12,22 +12,25 @@ boxes of the submission.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from .diagnostics import Origin
 from .document_model import Deployment, Move, NodeAssignment
-from .model import Catalog, Node, Partition
+from .model import Box, Catalog, Node, Partition
 from .partition_resubmit import resubmitted
+from .tracked import TrackedDict
 
 
 class Placement:
     """Claims and deployment items of one submission, applied to ``catalog`` (the merger's copy)."""
 
-    def __init__(self, catalog: Catalog, base: Catalog, fail: Callable[[Origin, str], None]):
+    def __init__(self, catalog: Catalog, base: Catalog, fail: Callable[[Origin, str], None],
+                 base_unplaced: Callable[[], Iterable[str]] | None = None):
         self.catalog = catalog
         self.base = base
         self.fail = fail
+        self.base_unplaced = base_unplaced  # the boxes of ``base`` on no node (an index's references)
         # box or table -> [(endpoint, origin, the element that claims it)] from <node query=...> or a
         # <box node=...> in this submission
         self.claims: dict[str, list[tuple[str, Origin, str]]] = {}
@@ -130,6 +133,15 @@ class Placement:
             return
         items[name] = replace(item, node=move.node)
 
+    def _maybe_unplaced(self) -> Iterable[Box]:
+        """The boxes that may be on no node: every box, or, with ``base_unplaced`` and a merge's tracked copy,
+        the base's unplaced ones and those this submission wrote (in name order): the cost of those."""
+        boxes = self.catalog.boxes
+        if self.base_unplaced is None or not isinstance(boxes, TrackedDict):
+            return list(boxes.values())
+        names = set(self.base_unplaced()) | boxes.touched
+        return [boxes[name] for name in sorted(names) if name in boxes]
+
     def resolve_placements(self, deploying: bool) -> None:
         """Give each claimed box its node; with a deployment, every box must have one."""
         conflicted: set[str] = set()
@@ -163,7 +175,7 @@ class Placement:
                 self.fail(part.origin, f"box {name!r} runs on node {box.node!r}; a running box cannot be "
                                        f"partitioned yet (delete it, then declare it again with its <partition>)")
         if deploying:
-            for box in self.catalog.boxes.values():
+            for box in self._maybe_unplaced():
                 if box.node is None and box.name not in conflicted and box.name not in self.catalog.partitions:
                     self.fail(box.origin, f"box {box.name!r} is not placed on any node "
                                           f"(add it, or its query, to a <node query=...>)")

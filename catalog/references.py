@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .changelog import SOURCES as CHANGELOG_SOURCES
 from .model import Catalog
 
 Name = tuple[str, str]  # (what kind of name, the name): ("reads", stream), ("node", endpoint), ...
@@ -45,6 +46,10 @@ def element_refs(kind: str, obj: Any) -> Iterator[Name]:
         yield from (("table", t) for t in obj.access)
         if obj.node is not None:
             yield ("node", obj.node)
+        else:  # (so a deployment checks those, not every box: placement.py)
+            yield ("unplaced", "box")
+        if obj.type in CHANGELOG_SOURCES:  # (so a change can tell no box makes a changelog: index_derivation.py)
+            yield ("changelog source", obj.type)
     elif kind == "inputs":
         yield from (("produces", obj.stream), ("schema", obj.schema))
     elif kind in ("outputs", "tables", "views", "publications", "subscriptions"):

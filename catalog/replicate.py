@@ -119,7 +119,10 @@ def update_items(old: Catalog, new: Catalog, touched: Mapping[str, Iterable[str]
     items = _removals(old, new, [k for k in DELETE_ORDER if k not in REMOVE_LAST], touched)
     for kind in DECLARE_ORDER:
         before, after = _dict(old, kind), _dict(new, kind)
-        for key in _sorted(after, _candidates(kind, touched)):
+        keys = _candidates(kind, touched)
+        if keys is None:  # (the same element object is equal: only the others are compared, then sorted)
+            keys = [k for k, v in after.items() if before.get(k) is not v]
+        for key in _sorted(after, keys):
             if before.get(key) != after[key]:
                 items.append(_declaration(kind, before.get(key), after[key]))
     return items + _removals(old, new, [k for k in DELETE_ORDER if k in REMOVE_LAST], touched)

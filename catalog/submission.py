@@ -47,6 +47,7 @@ class Plan:
     catalog: Catalog
     problems: list[Diagnostic]
     changes: ApplicationChanges | None = None  # (replacing) what it keeps, changes, adds and removes
+    touched: dict[str, set[str]] | None = None  # Catalog dict -> keys the merge wrote (None: unknown)
 
     @property
     def ok(self) -> bool:
@@ -94,8 +95,8 @@ def plan_submission(
     """
     apps, deps = split_documents(resolve_by_default_layout(documents))  # (what the Head did not resolve)
     registry = registry or (index.registry if index is not None else builtin_registry())
-    merged, problems, touched = merge_touched(catalog, apps, deps, replacing)
     indexed = index is not None and index.catalog is catalog
+    merged, problems, touched = merge_touched(catalog, apps, deps, replacing, index if indexed else None)
     if index is not None and indexed:
         derived = index.derive(merged, touched)
         found, schemas = derived.problems, derived.stream_schemas
@@ -112,7 +113,9 @@ def plan_submission(
         changes = application_changes(catalog, merged, apps, before_schemas, schemas)
     if not problems:
         problems += plan_partitions(merged, schemas, registry)  # (planning changes nothing the index holds)
-    return Plan(merged, _dedupe(problems), changes)
+    # (planning edits partitions in place, after the merge noted its keys: they are compared whole)
+    written = {kind: keys for kind, keys in touched.items() if kind != "partitions"}
+    return Plan(merged, _dedupe(problems), changes, written)
 
 
 def plan_partitions(catalog: Catalog, schemas: dict[str, Schema], registry: BoxTypeRegistry) -> list[Diagnostic]:
@@ -304,7 +307,7 @@ def apply_submission(
         if not plan.ok:
             raise ValidationFailed(plan.problems)
         planned.append(plan)
-        return diff(before, plan.catalog)
+        return diff(before, plan.catalog, plan.touched)
 
     result = optimistic_commit(store, build, retry, base, read_full)
     assert result is not None

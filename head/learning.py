@@ -25,7 +25,8 @@ from typing import Protocol
 
 from boreas.catalog.document_model import Connect, Move
 from boreas.catalog.elements import KIND_TO_DICT
-from boreas.catalog.model import Catalog, Node, Partition
+from boreas.catalog.index import CatalogIndex
+from boreas.catalog.model import Box, Catalog, Node, Partition
 from boreas.catalog.store import Change
 from boreas.catalog.xmlcodec import to_text
 
@@ -39,6 +40,7 @@ class LearnerHead(Protocol):
     """What learning uses of the Head (:class:`~boreas.head.service.HeadService`), which owns all of it."""
 
     catalog: Catalog
+    index: CatalogIndex  # the catalog's, checked (catalog/index.py)
     syncs: dict[str, NodeSync]
     pending: PendingRequests
 
@@ -75,23 +77,7 @@ class Learner:
                                if s.held is None or any(box in s.held.boxes for box in boxes)}
 
         def build(catalog: Catalog) -> list[Change] | None:
-            changes = []
-            for box in boxes:
-                current = catalog.boxes.get(box)
-                if current is None or current.node == target:
-                    continue
-                if box in catalog.partitions:  # placed by its partition: its segments move, never the box
-                    log.warning("node reported box %r moved to %s, but the box is partitioned: ignored", box, target)
-                    continue
-                involved.add(current.node or target)
-                changes.append(Change("box", box, to_text(replace(current, node=target))))
-                for name in current.access:  # a table placed on the box's node goes with its boxes
-                    table = catalog.tables.get(name)
-                    if table is not None and table.node not in (None, target):
-                        changes.append(Change("table", name, to_text(replace(table, node=target))))
-            if changes and target not in catalog.nodes:
-                changes.append(Change("node", target, to_text(Node(target))))
-            return list({(c.kind, c.key): c for c in changes}.values()) or None
+            return move_changes(catalog, boxes, target, involved)
 
         def moved(version: int) -> None:
             for box in boxes:
@@ -166,14 +152,7 @@ class Learner:
         box = connect.box
 
         def build(catalog: Catalog) -> list[Change] | None:
-            sink = catalog.boxes.get(connect.sink or "")
-            if sink is None or box.name in catalog.boxes or not 0 <= connect.port < len(sink.inputs):
-                log.warning("a connect of %r before %r does not fit the global catalog; ignored", box.name,
-                            connect.sink)
-                return None
-            involved.update(n for n in (sink.node, box.node) if n)
-            return [Change("box", box.name, to_text(box)),
-                    Change("box", sink.name, to_text(sink.rewired(connect.port, box.outputs[0])))]
+            return connect_changes(catalog, connect, involved)
 
         current = self.head.catalog.boxes.get(connect.sink or "")
         involved = {n for n in (box.node, current.node if current else None) if n}
@@ -183,18 +162,10 @@ class Learner:
     async def disconnect(self, stream: str) -> int:
         """A node reports a filter box it removed (paper 3.2.2): its sink reads the filter's in stream."""
         def build(catalog: Catalog) -> list[Change] | None:
-            producer = next((b for b in catalog.boxes.values() if stream in b.outputs), None)
-            sinks = [(b, i) for b in catalog.boxes.values() for i, p in enumerate(b.inputs) if p.stream == stream]
-            if producer is None or len(producer.inputs) != 1 or len(sinks) != 1:
-                log.warning("a disconnect of stream %r does not fit the global catalog; ignored", stream)
-                return None
-            sink, port = sinks[0]
-            involved.update(n for n in (sink.node, producer.node) if n)
-            return [Change("box", producer.name, None),
-                    Change("box", sink.name, to_text(sink.rewired(port, producer.inputs[0].stream)))]
+            return disconnect_changes(catalog, stream, involved, self.head.index)
 
-        involved = {b.node for b in self.head.catalog.boxes.values() if b.node and (
-            stream in b.outputs or any(p.stream == stream for p in b.inputs))}
+        producers, readers = stream_boxes(self.head.catalog, stream, self.head.index)
+        involved = {b.node for b in (*producers, *readers) if b.node}
         async with self._one_at_a_time:
             return await self._learn(involved, build)
 
@@ -218,6 +189,71 @@ class Learner:
                 self.head.sync_for(endpoint).resume(resync=True)
         self.head.notify()
         return version
+
+
+# -- the changes each report commits (one function each: the Head's path, and bench/control_plane_head.py's) --
+
+
+def move_changes(catalog: Catalog, boxes: list[str], target: str, involved: set[str]) -> list[Change] | None:
+    """``boxes`` placed on ``target`` (with the tables they access, and ``target``'s ``<node>`` if new);
+    the nodes they leave are added to ``involved``.  None: nothing to do."""
+    changes = []
+    for box in boxes:
+        current = catalog.boxes.get(box)
+        if current is None or current.node == target:
+            continue
+        if box in catalog.partitions:  # placed by its partition: its segments move, never the box
+            log.warning("node reported box %r moved to %s, but the box is partitioned: ignored", box, target)
+            continue
+        involved.add(current.node or target)
+        changes.append(Change("box", box, to_text(replace(current, node=target))))
+        for name in current.access:  # a table placed on the box's node goes with its boxes
+            table = catalog.tables.get(name)
+            if table is not None and table.node not in (None, target):
+                changes.append(Change("table", name, to_text(replace(table, node=target))))
+    if changes and target not in catalog.nodes:
+        changes.append(Change("node", target, to_text(Node(target))))
+    return list({(c.kind, c.key): c for c in changes}.values()) or None
+
+
+def connect_changes(catalog: Catalog, connect: Connect, involved: set[str]) -> list[Change] | None:
+    """The filter ``connect`` inserted, and its sink reading the filter's out stream; None if it does not
+    fit the catalog (logged)."""
+    box = connect.box
+    sink = catalog.boxes.get(connect.sink or "")
+    if sink is None or box.name in catalog.boxes or not 0 <= connect.port < len(sink.inputs):
+        log.warning("a connect of %r before %r does not fit the global catalog; ignored", box.name, connect.sink)
+        return None
+    involved.update(n for n in (sink.node, box.node) if n)
+    return [Change("box", box.name, to_text(box)),
+            Change("box", sink.name, to_text(sink.rewired(connect.port, box.outputs[0])))]
+
+
+def disconnect_changes(catalog: Catalog, stream: str, involved: set[str],
+                       index: CatalogIndex | None = None) -> list[Change] | None:
+    """The filter producing ``stream`` removed, its one sink reading the filter's in stream again; None if
+    it does not fit the catalog (logged).  The producer and readers are found by ``index`` when it is the
+    index of ``catalog`` (the Head's, unless a lost race brought the catalog forward), not by a walk over
+    every box."""
+    producers, readers = stream_boxes(catalog, stream, index)
+    producer = producers[0] if producers else None
+    sinks = [(b, i) for b in readers for i, p in enumerate(b.inputs) if p.stream == stream]
+    if producer is None or len(producer.inputs) != 1 or len(sinks) != 1:
+        log.warning("a disconnect of stream %r does not fit the global catalog; ignored", stream)
+        return None
+    sink, port = sinks[0]
+    involved.update(n for n in (sink.node, producer.node) if n)
+    return [Change("box", producer.name, None),
+            Change("box", sink.name, to_text(sink.rewired(port, producer.inputs[0].stream)))]
+
+
+def stream_boxes(catalog: Catalog, stream: str, index: CatalogIndex | None) -> tuple[list[Box], list[Box]]:
+    """The boxes producing and reading ``stream``: by ``index`` if it is ``catalog``'s, else by a walk."""
+    if index is not None and index.catalog is catalog:
+        return index.stream_boxes(stream)
+    boxes = sorted(catalog.boxes.items())
+    return ([b for _, b in boxes if stream in b.outputs],
+            [b for _, b in boxes if any(p.stream == stream for p in b.inputs)])
 
 
 def moves_as_one(items: list[object]) -> list[object]:

@@ -46,6 +46,10 @@ _FEED = {
     "updates_queued": ("boreas_head_global_updates_queued_total", "Commits queued for a global component."),
     "full_copies": ("boreas_head_global_full_copies_total", "Full copies of the catalog sent a global component."),
     "failures": ("boreas_head_global_failures_total", "Failed deliveries to a global component."),
+    "copies_streamed": ("boreas_head_global_copies_streamed_total",
+                        "Full copies streamed to a global component's POST /copy and taken."),
+    "copies_refused": ("boreas_head_global_copies_refused_total",
+                       "Full copies a global component refused or answered with an older version (not held)."),
 }
 
 
@@ -108,8 +112,7 @@ class HeadMetrics:
                     sync.acked_version if sync else -1, node=endpoint)
             counters_view(f, sync.counters if sync else {}, _SYNC, node=endpoint)
         for endpoint, feed in sorted(head.feeds.items()):
-            counters_view(f, feed.counters, _FEED, component=endpoint)
-            sender_view(f, feed.sender, "boreas_head_global", component=endpoint)
+            feed_view(f, feed, endpoint)
         snapshots = head.snapshots
         f.gauge("boreas_snapshot_completed_id", "The last snapshot complete on every node.", snapshots.complete_id)
         if snapshots.complete:
@@ -128,6 +131,12 @@ class HeadMetrics:
         if tasks is not None:
             supervisor_view(f, tasks)
         peers_view(f, head.peers)
+
+
+def feed_view(f: Families, feed: Any, endpoint: str) -> None:
+    """A :class:`~boreas.head.global_feed.GlobalFeed`'s figures: its counters (copies included) and sender."""
+    counters_view(f, feed.counters, _FEED, component=endpoint)
+    sender_view(f, feed.sender, "boreas_head_global", component=endpoint)
 
 
 def head_checks(head: Any) -> dict[str, Check]:

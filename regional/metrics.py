@@ -37,6 +37,11 @@ _GLOBAL = {
     "updates_received": ("boreas_global_updates_received_total", "Update documents received from the Head."),
     "full_copies": ("boreas_global_full_copies_total", "Full copies of the catalog loaded."),
     "changes_applied": ("boreas_global_changes_applied_total", "Commits applied in order."),
+    "copies_streamed": ("boreas_global_copies_streamed_total", "Full copies received streamed (POST /copy)."),
+    "copies_stale": ("boreas_global_copies_stale_total",
+                     "Full copies not installed because the catalog held was newer."),
+    "copy_read_timeouts": ("boreas_global_copy_read_timeouts_total",
+                           "Streamed copies dropped because the next chunk did not arrive in time."),
 }
 
 

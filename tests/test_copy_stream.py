@@ -24,12 +24,16 @@ from boreas.catalog.updates import update_document
 from boreas.catalog.xmlsafe import XmlLimits
 from boreas.head.catalog_copy import CatalogCopies
 from boreas.head.global_feed import GlobalFeed
+from boreas.head.metrics import feed_view
 from boreas.regional.copy_stream import CopyStream
 from boreas.regional.full_copy import CopyAssembly, read_head_update
 from boreas.regional.global_component import GlobalComponent
 from boreas.wire.client import PeerClient, PeerRefused
+from boreas.wire.metrics import View, new_registry
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 from support.catalog_pairs import catalogs
 from support.property_scale import SETTINGS, examples
 from test_catalog_reads import modify, planned
@@ -354,6 +358,7 @@ async def test_a_stalled_copy_is_refused_and_leaves_the_collector_on_meanwhile(m
                 await call
             assert refused.value.status == 408
         assert component.counters["copy_read_timeouts"] == 1 and not component.ready.is_set()
+        assert (await _scraped(endpoint))["boreas_global_copy_read_timeouts_total"] == 1
     finally:
         released.set()
         if call is not None and not call.done():  # (an assertion failed first: the request is the test's to end)
@@ -371,8 +376,28 @@ async def test_an_older_copy_is_not_installed_over_a_newer_one():
             assert (await peers.call("POST", f"http://{endpoint}/copy", data=_whole(older)))["version"] == 5
         assert component.catalog == newer and component.catalog.version == 5
         assert component.counters["copies_stale"] == 1 and component.counters["full_copies"] == 1
+        scraped = await _scraped(endpoint)
+        assert scraped["boreas_global_copies_stale_total"] == 1
+        assert scraped["boreas_global_copies_streamed_total"] == 2
+        assert scraped["boreas_global_copy_read_timeouts_total"] == 0
     finally:
         await _close(component)
+
+
+async def _scraped(endpoint: str) -> dict[str, float]:
+    """The component's ``GET /metrics``, each sample by its name (none of these carry labels)."""
+    async with PeerClient(None) as peers:
+        status, body = await peers.request("GET", f"http://{endpoint}/metrics")
+    assert status == 200, body
+    return {s.name: s.value for f in text_string_to_metric_families(body.decode()) for s in f.samples}
+
+
+def _feed_samples(feed: GlobalFeed, endpoint: str) -> dict[str, float]:
+    """The Head's samples of ``feed`` as ``/metrics`` writes them (head/metrics.py ``feed_view``)."""
+    registry = new_registry()
+    registry.register(View(lambda f: feed_view(f, feed, endpoint)))
+    families = text_string_to_metric_families(generate_latest(registry).decode())
+    return {s.name: s.value for f in families for s in f.samples if s.labels.get("component") == endpoint}
 
 
 async def _fake(routes: dict[str, web.RequestHandler]) -> tuple[web.AppRunner, str]:
@@ -419,6 +444,7 @@ async def test_a_copy_not_taken_is_not_counted_as_sent_and_the_feed_says_why(ans
                     break
                 await asyncio.sleep(0.05)
             assert feed.counters["copies_refused"] == 1 and feed.counters["full_copies"] == 0
+            assert _feed_samples(feed, endpoint)["boreas_head_global_copies_refused_total"] == 1
             assert feed.failure is not None and "full copy of version" in feed.failure
             assert feed.held is None and updates == [4]
         finally:

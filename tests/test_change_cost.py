@@ -1,0 +1,220 @@
+"""A change costs what it touches (issue 37): the mechanisms, each against the plain way it replaces.
+
+* ``catalog/layered.py``: a version written over a shared base reads as a
+  dict written the same way, and the versions before it do not change;
+* ``catalog/reach.py``: ``closes_cycle`` says what a depth-first search over
+  the whole graph says;
+* ``elements.diff`` by the keys a merge wrote gives the whole compare's changes;
+* a derivation types the changed boxes alone when no schema moves past them
+  (the whole-check oracle is tests/test_incremental_validation.py's);
+* a disconnect finds its filter and sink by the index, as the walk did.
+"""
+
+from __future__ import annotations
+
+from boreas.catalog import Catalog, plan_submission, read_document
+from boreas.catalog.elements import diff
+from boreas.catalog.index import CatalogIndex
+from boreas.catalog.index_derivation import Derivation
+from boreas.catalog.layered import Layered
+from boreas.catalog.model import Box, Field, FieldType, Input, InPort, Schema
+from boreas.catalog.reach import closes_cycle
+from boreas.catalog.validate import check_topology
+from boreas.head.learning import disconnect_changes, stream_boxes
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.property_scale import SETTINGS, examples
+
+_OPS = st.lists(st.tuples(st.sampled_from(["set", "del", "next"]), st.integers(0, 12), st.integers()), max_size=80)
+
+
+@settings(max_examples=examples(200), **SETTINGS)
+@given(st.dictionaries(st.integers(0, 12), st.integers(), max_size=10), _OPS)
+def test_a_layered_version_reads_as_a_dict_and_leaves_the_versions_before_it_alone(start, ops):
+    current, model = Layered.over(dict(start)), dict(start)
+    versions = [(current, dict(model))]
+    for op, key, value in ops:
+        if op == "next":  # (a new version over the last; the last is never written again)
+            current = Layered.over(current)
+            versions.append((current, dict(model)))
+        elif op == "set":
+            current[key] = value
+            model[key] = value
+        elif key in model:
+            del current[key]
+            del model[key]
+        versions[-1] = (current, dict(model))
+        assert dict(current) == model and len(current) == len(model) and sorted(current) == sorted(model)
+        assert all(current.get(k, "none") == model.get(k, "none") and (k in current) == (k in model)
+                   for k in range(13))
+    for version, seen in versions:
+        assert dict(version) == seen and version.flat() == seen
+
+
+def _dfs_cycle(catalog: Catalog, seeds: set[str]) -> bool:
+    """The plain way: a seed reaches itself, by a depth-first search from it over every box."""
+    def reads(name: str) -> list[str]:
+        outs = set(catalog.boxes[name].outputs)
+        return [b.name for b in catalog.boxes.values() if outs & {p.stream for p in b.inputs}]
+
+    for seed in seeds:
+        stack, seen = list(reads(seed)), set()
+        while stack:
+            name = stack.pop()
+            if name == seed:
+                return True
+            if name not in seen:
+                seen.add(name)
+                stack.extend(reads(name))
+    return False
+
+
+@settings(max_examples=examples(300), **SETTINGS)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 6), min_size=1, max_size=2),
+                          st.lists(st.integers(0, 6), min_size=1, max_size=2)), min_size=1, max_size=7),
+       st.sets(st.integers(0, 6), min_size=1, max_size=3))
+def test_closes_cycle_says_what_a_search_over_every_box_says(boxes, seeds):
+    catalog = Catalog()
+    for i, (ins, outs) in enumerate(boxes):
+        catalog.boxes[f"b{i}"] = Box(f"b{i}", "filter", tuple(InPort(f"s{s}") for s in ins),
+                                     tuple(dict.fromkeys(f"s{s}" for s in outs)))
+    names = {f"b{i}" for i in seeds if i < len(boxes)} or {"b0"}
+
+    def readers(stream: str) -> list[str]:
+        return [b.name for b in catalog.boxes.values() if stream in {p.stream for p in b.inputs}]
+
+    def producers(stream: str) -> list[str]:
+        return [b.name for b in catalog.boxes.values() if stream in b.outputs]
+
+    assert closes_cycle(catalog, names, readers, producers) == _dfs_cycle(catalog, names)
+
+
+APP = """<borealis><schema name="S"><field name="a" type="int"/><field name="b" type="double"/></schema>
+  <input stream="in" schema="S"/>{boxes}</borealis>"""
+
+
+def _chain(n: int) -> Catalog:
+    boxes = "".join(f'<box name="b{i}" type="filter"><in stream="{"in" if i == 0 else f"s{i - 1}"}"/>'
+                    f'<out stream="s{i}"/><parameter name="expression.0" value="a &gt; {i}"/></box>'
+                    for i in range(n))
+    plan = plan_submission(Catalog(), [read_document(APP.format(boxes=boxes), "app.xml")])
+    assert plan.ok, plan.problems
+    return plan.catalog
+
+
+@settings(max_examples=examples(60), **SETTINGS)
+@given(st.integers(1, 12), st.sampled_from(["filter", "map", "delete", "rename", "loop"]), st.integers(0, 11))
+def test_a_diff_by_the_keys_a_merge_wrote_is_the_whole_compare(n, what, at):
+    before = _chain(n)
+    at = min(at, n - 1)
+    if what == "delete":
+        text = f'<borealis><delete box="b{n - 1}"/></borealis>'
+    elif what == "loop":  # a cycle: refused, but planned all the same
+        text = f'<borealis><box name="b{at}" type="filter"><in stream="s{n - 1}"/><out stream="s{at}"/>' \
+               '<parameter name="expression.0" value="a &gt; 0"/></box></borealis>'
+    else:
+        kind = "map" if what == "map" else "filter"
+        param = '<parameter name="expression.0" value="a"/><parameter name="output-field-name.0" value="a"/>' \
+            if kind == "map" else '<parameter name="expression.0" value="b &gt; 0.5"/>'
+        name = f"x{at}" if what != "rename" else f"b{at}"
+        text = f'<borealis><box name="{name}" type="{kind}"><in stream="s{at}"/><out stream="y{at}"/>' \
+               f'{param}</box><input stream="more" schema="S"/></borealis>'
+    plan = plan_submission(before, [read_document(text, "change.xml")], index=CatalogIndex.build(before))
+    assert plan.touched is not None
+    assert diff(before, plan.catalog, plan.touched) == diff(before, plan.catalog)
+
+
+def test_a_connect_types_the_new_filter_and_its_sink_not_the_chain_after_them(monkeypatch):
+    """A filter before the 2nd of 40 boxes, its schema the same: only it and its sink are typed again; a map
+    that changes the schema instead reaches every box after it.  Each time the same as the whole check."""
+    walks: list[set[str]] = []
+    downstream = Derivation._downstream
+
+    def counted(self, seeds):
+        region = downstream(self, seeds)
+        walks.append(region)
+        return region
+
+    monkeypatch.setattr(Derivation, "_downstream", counted)
+    before = _chain(40)
+    index = CatalogIndex.build(before)
+    walks.clear()
+    for kind, params, reached in (("filter", (("expression.0", "a > 3"),), False),
+                                  ("map", (("expression.0", "a"), ("output-field-name.0", "z")), True)):
+        after = before.copy()
+        after.boxes["ins"] = Box("ins", kind, (InPort("s0"),), ("ins_out",), params)
+        after.boxes["b1"] = before.boxes["b1"].rewired(0, "ins_out")
+        derived = index.derive(after, {"boxes": {"ins", "b1"}})
+        assert [str(p) for p in derived.problems] == [str(p) for p in check_topology(after).problems]
+        assert bool(walks) == reached and (not reached or len(walks[-1]) == 40)
+        walks.clear()
+
+
+def test_a_disconnect_finds_the_filter_and_its_sink_by_the_index():
+    before = _chain(5)
+    after = before.copy()
+    after.boxes["ins"] = Box("ins", "filter", (InPort("s1"),), ("ins_out",), (("expression.0", "a > 3"),))
+    after.boxes["b2"] = before.boxes["b2"].rewired(0, "ins_out")
+    index = CatalogIndex.build(after)
+    assert stream_boxes(after, "ins_out", index) == stream_boxes(after, "ins_out", None) == (
+        [after.boxes["ins"]], [after.boxes["b2"]])
+    by_index, walked = set(), set()
+    changes = disconnect_changes(after, "ins_out", by_index, index)
+    assert changes == disconnect_changes(after, "ins_out", walked, None) and by_index == walked
+    assert [(c.kind, c.key, c.text is None) for c in changes] == [("box", "ins", True), ("box", "b2", False)]
+
+
+def test_a_schema_equal_input_added_is_a_diff_of_that_input():
+    before = _chain(3)
+    after = before.copy()
+    after.inputs["more"] = Input("more", "S")
+    after.schemas["T"] = Schema("T", (Field("a", FieldType.INT),))
+    touched = {"inputs": {"more"}, "schemas": {"T"}}
+    assert diff(before, after, touched) == diff(before, after) and len(diff(before, after, touched)) == 2
+
+
+CHANGELOG_APP = """<borealis>
+  <schema name="S"><field name="k" type="int"/><field name="v" type="int"/></schema>
+  <input stream="R" schema="S"/>
+  <box name="view" type="m3"><in stream="R"/><out stream="V"/>
+    <parameter name="sql" value="CREATE STREAM r(k INT, v INT);&#10;SELECT k, SUM(v) AS v FROM r GROUP BY k"/></box>
+  <box name="big" type="filter"><in stream="V"/><out stream="F"/><parameter name="expression.0" value="v &gt; 1"/></box>
+  <box name="d" type="delay"><in stream="F"/><out stream="D"/><parameter name="delay-ms" value="5"/></box>
+</borealis>"""
+
+
+def test_an_index_refuses_what_reads_a_changelog_whichever_came_first():
+    """The changelog check is skipped while no box makes a changelog (the references name them): the box
+    refused for reading one is refused whether it or the m3 box came first, as the whole check refuses it."""
+    from boreas.m3.boxtype import box_types
+
+    registry = box_types()
+    whole = plan_submission(Catalog(), [read_document(CHANGELOG_APP, "app.xml")], registry).catalog
+    expected = [p.reason for p in check_topology(whole, registry).problems]
+    assert len(expected) == 1 and "delay box 'd' cannot read stream 'F'" in expected[0]
+    reader_last = whole.copy()
+    del reader_last.boxes["d"]
+    maker_last = whole.copy()
+    maker_last.boxes["view"] = Box("view", "filter", (InPort("R"),), ("V",), (("expression.0", "v > 0"),))
+    for first in (reader_last, maker_last):
+        index = CatalogIndex.build(first, registry)
+        assert index.ok, index.problems
+        assert [p.reason for p in index.derive(whole).problems] == expected
+
+
+def test_a_deployment_planned_on_an_index_refuses_every_unplaced_box_as_the_walk_does():
+    """A deployment needs every box placed: by an index, the base's unplaced boxes (its references) and the
+    submission's own are looked at, and refused as the walk over every box refuses them."""
+    before = _chain(4)  # (submitted without a deployment: no box placed)
+    index = CatalogIndex.build(before)
+    assert sorted(index.unplaced_boxes()) == ["b0", "b1", "b2", "b3"]
+    placed = '<deploy><node endpoint="n:1" query="b0 b1 x"/></deploy>'
+    extra = '<borealis><box name="x" type="filter"><in stream="s3"/><out stream="x_t"/>' \
+            '<parameter name="expression.0" value="a &gt; 0"/></box><box name="y" type="filter"><in stream="s3"/>' \
+            '<out stream="y_t"/><parameter name="expression.0" value="a &gt; 0"/></box></borealis>'
+    docs = [read_document(extra, "extra.xml"), read_document(placed, "deploy.xml")]
+    walked = plan_submission(before, docs)
+    indexed = plan_submission(before, docs, index=index)
+    reasons = sorted(p.reason for p in indexed.problems)
+    assert reasons == sorted(p.reason for p in walked.problems)
+    assert [r.split("'")[1] for r in reasons if "is not placed on any node" in r] == ["b2", "b3", "y"]
