@@ -77,6 +77,21 @@ def test_int64_and_float64_columns_are_read_where_they_lie():
     assert list(i) == list(range(3, 10))
 
 
+def test_columns_at_an_odd_address_reach_the_core_aligned():
+    """A frame's columns lie wherever its msgpack header left them; the generated C reads ``int64_t`` and
+    ``double`` pointers, which must be aligned, so such a column is copied before it goes there."""
+    def odd(values, kind):
+        raw = np.zeros(len(values) * 8 + 1, np.uint8)
+        raw[1:] = np.frombuffer(np.asarray(values, kind).tobytes(), np.uint8)
+        return pa.Array.from_buffers(pa.from_numpy_dtype(kind), len(values), [None, pa.py_buffer(raw).slice(1)])
+    ints, floats, times = odd(range(7), np.int64), odd([0.5] * 7, np.float64), odd([DAY_US] * 7, np.int64)
+    batch = pa.RecordBatch.from_arrays([ints, floats, times.cast(pa.timestamp("us"))], names=["i", "f", "d"])
+    assert batch.column(0).buffers()[1].address % 8 == 1
+    i, f, d = relation_columns(batch, PORT, lambda strings: None)
+    assert all(np.asarray(view).ctypes.data % 8 == 0 for view in (i, f, d))
+    assert (list(i), list(f), list(d)) == (list(range(7)), [0.5] * 7, [EPOCH + 1] * 7)
+
+
 def test_a_value_int64_cannot_hold_goes_to_the_row_path():
     """A uint64 past int64's range is not wrapped round: Arrow's safe cast refuses it (the box then takes the
     batch's rows, which name the value)."""
@@ -94,7 +109,7 @@ def _frame_payload(n: int) -> tuple[bytes, pa.RecordBatch]:
     return payload(cols), checked.batch
 
 
-@pytest.mark.parametrize("n", [0, 3, 20_000])  # a bin 8, a bin 16 and a bin 32 header
+@pytest.mark.parametrize("n", [0, 3, 20_000])  # bin 16 headers (the schema alone is over 255 bytes) and a bin 32; bin 8: unwrap's doctest
 def test_a_frame_payload_is_read_without_a_copy(n):
     raw, batch = _frame_payload(n)
     data = unwrap(raw)

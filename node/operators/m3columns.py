@@ -75,7 +75,12 @@ def _numbers(column: pa.Array) -> np.ndarray | None:
 
 def _view(values: np.ndarray, typecode: str) -> memoryview:
     """A contiguous int64 or float64 numpy array as a ``memoryview`` of ``typecode`` (what ``codes.packed``
-    takes; numpy's own format for int64 is ``l``), keeping the array alive."""
+    takes; numpy's own format for int64 is ``l``), keeping the array alive.  Copied when its buffer is not
+    aligned to its items: a frame's columns are read where they lie (``wire.columns.unwrap``), at whatever
+    offset the msgpack header left, and the generated C reads them as ``const int64_t *`` / ``double *``,
+    which C requires aligned (an optimiser may vectorise on that promise)."""
+    if not values.flags.aligned:
+        values = values.copy()
     return memoryview(values).cast("B").cast(typecode)
 
 
