@@ -78,6 +78,10 @@ class Runtime(Reads):
         self._stale = False  # native: the mirror (``store``) lags the C maps until something reads
         self._forms = {v.name: view_form(program, v) for v in program.views if v.general}
         self._rereads = {v.name for v in program.views if v.general and rereads(v)}
+        # the maps Python-side code reads per batch (a general view's rows, a TOTAL memo): the native mirror
+        # keeps these up to date at each batch's changes, the others only when the whole store is read
+        self._kept = set().union(*map(self.view_reads, self._forms), *(
+            {p.total.ref.name} | {ref.name for ref in p.reads} for p in self._totals.plans.values()))
         self._journals: dict[str, list] = {name: [] for name in self.store.data}  # key, old value, key, ...
         float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
         self.source, consts = program_source(program, self.store.specs, float_maps, float_epsilon)
@@ -248,11 +252,7 @@ class Runtime(Reads):
     def _native_changes(self) -> dict[str, list]:
         """:meth:`changes` from the C side's journal of the last batch (the same rows as the Python backend's)."""
         names = {m for v in self.program.views for m in v.maps}
-        for form in self._forms.values():
-            names |= {ref.map for ref in form.refs}
-        journals = self.journals_kept(mirror.last_journals(self._store, self._native, names))
-        if self._forms:
-            self._sync()
+        journals = self.journals_kept(mirror.last_changes(self._store, self._native, names, self._kept))
         return self._view_changes(journals, self._version,
                                   lambda v: mirror.plain_changes(self._store, self._native, v, journals))
 

@@ -3,7 +3,7 @@
 Why apart from the runtime: which rows changed, and their values before and
 after, is a question about views and journals alone, answered the same way
 for both backends (the Python backend's journals, or the C side's read back
-by :func:`.native.mirror.last_journals`).  A journal is a flat list
+by :func:`.native.mirror.last_changes`).  A journal is a flat list
 ``stored key, old value, stored key, old value, ...`` per map, newest last,
 so a key's *first* old value (the one read newest first) is its value
 before the batch.
