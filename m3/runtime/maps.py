@@ -49,14 +49,16 @@ from functools import partial
 from operator import itemgetter
 
 from ..ast import MapRef, Program, Var, walk
+from .keybind import bind_keys
 from .keycut import Cut
 
 
 def index_specs(program: Program) -> dict[str, list[tuple[int, ...]]]:
-    """For each map, the key positions of the slices some statement reads (neither none nor all)."""
+    """For each map, the key positions of the slices some statement reads (neither none nor all), the statements
+    read as both code generators read them (:func:`.keybind.bind_keys`)."""
     out: dict[str, list[tuple[int, ...]]] = {}
     for t in program.triggers:
-        for s in t.statements:
+        for s in bind_keys(program, t).statements:
             for node in walk(s.expr):
                 if not isinstance(node, MapRef):
                     continue
@@ -225,10 +227,8 @@ class MapStore:
     def add_many(self, name: str, items: list[tuple[object, object]], replace: bool = False) -> None:
         """Add each ``(stored key, value)`` of ``items`` to its entry, in order (a sum of 0 deletes it); with
         ``replace``, set the entry to the value instead (a native mirror catching up: m3/runtime/native/mirror.py).
-
-        A bulk load installs millions of entries: each index's key parts are
-        cut by one ``itemgetter`` each, not by :meth:`split`'s general tuple
-        building per entry and index.
+        A bulk load installs millions of entries: each index's key parts are cut by one ``itemgetter`` each,
+        not by :meth:`split`'s general tuple building per entry and index.
 
         >>> from ..ast import Column, MapDecl
         >>> s = MapStore(Program((), (MapDecl("n", (Column("A", "INT"), Column("B", "INT")), "INT"),), (), ()),
