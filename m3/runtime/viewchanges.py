@@ -65,6 +65,24 @@ def plain_changes(store: MapStore, v, journals: dict[str, list]) -> list[tuple[t
     return [(unpack(v.maps[0], k), plain_value(store, v, k)) for k in keys]
 
 
+def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: dict, store: MapStore, memo,
+                 journals: dict[str, list], version: int, plain) -> dict[str, list]:
+    """``Runtime.changes()``: the rows of ``views`` the batch that made ``version`` changed, from its journals
+    (``plain(view)``: a plain view's, as the backend reads them; ``forms``: the general views'; ``nulls``: the
+    views whose keys read NULLs); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first."""
+    memo.advance(journals, store, version)
+    now = current_reader(store, memo.at(version))
+    changes: dict[str, list] = {}
+    for v in views:
+        form = forms.get(v.name)
+        rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in rereads,
+                                                             memo.previous if memo.plans else None)
+        if rows:
+            shown = nulls.get(v.name)
+            changes[v.name] = shown.rows(rows) if shown else rows
+    return changes
+
+
 class StoreReader(Reader):
     """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`)."""
 
