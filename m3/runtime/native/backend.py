@@ -6,7 +6,7 @@ crosses once per (relation, sign): each column the trigger reads becomes one
 runtime's intern table, made in one pass per column), handed to C without a
 copy.  What comes back is only what a reader asks for: the keys written since
 the mirror's last sync (:meth:`NativeMaps.pending`), the last batch's journal
-(:meth:`NativeMaps.last`, for the view changes), or a map's entries.
+(:meth:`NativeMaps.changed_entries`, for the view changes), or a map's entries.
 """
 
 from __future__ import annotations
@@ -225,23 +225,6 @@ class NativeMaps:
         out = array("q", bytes(8 * len(keys)))
         self.lib.rt_get_many(self.rt, self.map_no[name], len(keys), _i64(flat), _i64(out))
         return self.codec.decode_values(name, out)
-
-    def last(self, name: str) -> list[tuple[tuple, object]]:
-        """The last committed batch's journal of map ``name``: ``(key, old value)`` in the order written."""
-        m = self.map_no[name]
-        n = self.lib.rt_last(self.rt, m, ffi.NULL)
-        if not n:
-            return []
-        flat = array("q", bytes(8 * n))
-        self.lib.rt_last(self.rt, m, _i64(flat))
-        rec = self.arity[name] + 1
-        keys_flat = array("q", bytes(8 * (n // rec) * max(1, rec - 1)))
-        if rec > 1:
-            for j in range(rec - 1):
-                keys_flat[j::rec - 1] = flat[j::rec]
-        keys = self.codec.decode_keys(name, keys_flat, n // rec)
-        olds = self.codec.decode_values(name, flat[rec - 1::rec])
-        return list(zip(keys, olds))
 
     def written(self, name: str) -> bool:
         """Whether the last committed batch wrote map ``name`` (one C call: a reader skips the maps it did not)."""
