@@ -105,3 +105,20 @@ def test_batches_whose_changes_nobody_read_then_changes(sql):
             assert sorted(nat.changes().get("Q1", [])) == sorted(py.changes().get("Q1", []))
             assert sorted(nat.view("Q1").items()) == sorted(py.view("Q1").items())
     assert norm(nat.state()) == norm(py.state())
+
+
+def test_a_key_written_back_to_its_value_still_names_its_rows():
+    """A TRACK map's entry at ``a`` is written by every insert and delete at ``a`` and may end a batch at its old
+    value (one insert and one delete at ``a``): the rows it names must still be evaluated (here ``(0, 0, 2)``
+    enters the view because the sum at ``a = 0`` fell), so the journals keep keys whose values did not change."""
+    sql = ("CREATE STREAM Bid(a INT, b INT, p INT, s VARCHAR);\n"
+           "SELECT a, b, p, s FROM Bid WHERE p * 4 > (SELECT SUM(b2.p) FROM Bid b2 WHERE b2.a = Bid.a)")
+    first = [(0, 0, 2, "x"), (2, 0, 1, "x"), (1, 0, 1, "x"), (0, 0, 1, "x"), (1, 0, 1, "x"), (0, 0, 5, "x")]
+    batches = [[("Bid", 1, r) for r in first], [("Bid", 1, (1, 0, 1, "x")), ("Bid", 1, (0, 0, 1, "x")),
+                                                ("Bid", -1, (0, 0, 5, "x"))]]
+    py, nat = Runtime(sql, backend="python"), native(sql)
+    for batch in batches:
+        py.apply_batch(batch)
+        nat.apply_batch(batch)
+        assert sorted(nat.changes().get("Q1", [])) == sorted(py.changes().get("Q1", []))
+    assert ((0, 0, 2, "x"), 1) in nat.changes()["Q1"]

@@ -209,13 +209,29 @@ class NativeMaps:
             self.lib.rt_last(self.rt, m, ffi.NULL) // (arity + 1) * arity
 
     def changed_entries(self, name: str) -> tuple[list[tuple], Sequence, Sequence]:
-        """The keys the last committed batch changed in map ``name`` (each once, in the order first written; a
-        key written back to its value left out), their values before the batch and now: one C call
-        (:meth:`changed`), the keys decoded by columns."""
-        ch = self.changed([name])
-        n, stride = ch.n, ch.stride
-        keys = self.codec.decode_columns(name, [ch.keys[i * stride:i * stride + n] for i in range(ch.arity)], n)
-        return keys, self.codec.decode_values(name, ch.olds[:n]), self.codec.decode_values(name, ch.news[:n])
+        """The keys the last committed batch wrote in map ``name`` (each once, in the order first written; a key
+        written back to its value kept: a TRACK map's entries are written so that their rows are named), their
+        values before the batch (the first journal record's) and now: the journal read once, its keys made
+        distinct by numpy, their values now read by their codes (no key encoded again), the keys decoded."""
+        m, arity = self.map_no[name], self.arity[name]
+        n = self.lib.rt_last(self.rt, m, ffi.NULL)
+        if not n:
+            return [], [], []
+        flat = array("q", bytes(8 * n))
+        self.lib.rt_last(self.rt, m, _i64(flat))
+        table = np.frombuffer(flat, dtype=np.int64).reshape(n // (arity + 1), arity + 1)
+        if arity:
+            codes = np.ascontiguousarray(table[:, :arity])
+            _, first = np.unique(codes.view(np.dtype((np.void, 8 * arity))).ravel(), return_index=True)
+            first.sort()
+        else:
+            codes, first = np.zeros((1, 1), dtype=np.int64), np.zeros(1, dtype=np.int64)
+        keys = array("q", np.ascontiguousarray(codes[first]).tobytes())
+        olds = array("q", table[first, arity].tobytes())
+        news = array("q", bytes(8 * len(first)))
+        self.lib.rt_get_many(self.rt, m, len(first), _i64(keys), _i64(news))
+        decoded = self.codec.decode_keys(name, keys, len(first))
+        return decoded, self.codec.decode_values(name, olds), self.codec.decode_values(name, news)
 
     def get_many(self, name: str, keys: Sequence[tuple]) -> Sequence:
         """The current values at ``keys`` (0 where absent)."""
