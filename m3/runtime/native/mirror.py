@@ -92,8 +92,8 @@ def _sync_map(store: MapStore, native, name: str, full: bool = False) -> None:
 
 
 def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[str]) -> dict[str, list]:
-    """The last batch's journals of maps ``names`` (one record per key whose value it changed: stored key,
-    value before the batch), and the mirror of every map of ``kept`` (the maps Python-side code reads per batch:
+    """The last batch's journals of maps ``names`` (one record per key it wrote: stored key, value before the
+    batch), and the mirror of every map of ``kept`` (the maps Python-side code reads per batch:
     a general view's, a TOTAL memo's) brought up to date; the other maps keep lagging until :func:`sync`.
 
     A kept map whose pending keys are the batch's alone (its mirror was current before it) is set from the
