@@ -97,3 +97,50 @@ def _entry_columns(form: ViewForm) -> list[Ref] | None:
     if covered != set(range(len(form.vars))) or set(form.outer or form.refs) != set(refs):
         return None
     return refs
+
+
+def closed_entries(store: MapStore, native, name: str, position: int, bound: float) -> dict[tuple, object]:
+    """``Runtime.entries_at_most``: on the native backend (``native``) read from C with one dump, else from
+    ``store`` (then the truth)."""
+    if native is not None:
+        return native.items_at_most(name, position, bound)
+    return {key: value for key, value in store.items(name) if key[position] <= bound}
+
+
+def rows_at_keys(view: ViewDecl, store: MapStore, native, closed: Mapping[str, Mapping[tuple, object]]) -> list:
+    """``Runtime.rows_at``: a plain view's rows at the keys ``closed`` holds, a map it lacks read at those keys
+    (from C on the native backend, not through the mirror)."""
+    keys = list(dict.fromkeys(key for name in view.maps for key in closed.get(name, ())))
+    values = {}
+    for name in view_maps(view):
+        if name in closed:
+            values[name] = list(map(closed[name].get, keys, [0] * len(keys)))
+        elif native is not None:
+            values[name] = native.get_many(name, keys)
+        else:
+            values[name] = [store.get(name, key) for key in keys]
+    return plain_rows(view, keys, values)
+
+
+def remove_closed(store: MapStore, native, bounds: Mapping[str, tuple[int, float]]) -> int:
+    """``Runtime.remove_at_most``: on the native backend by their codes in C, the mirror (``store``) dropping
+    the ones it holds (a key it lags on is pending and reads 0 when it catches up); the number deleted."""
+    gone = 0
+    for name, (position, bound) in bounds.items():
+        if store.data[name]:
+            mirrored = [key for key, _ in store.items(name) if key[position] <= bound]
+            for key in mirrored:
+                store.set(name, key, 0)
+            gone += len(mirrored) if native is None else 0
+        if native is not None:
+            gone += native.remove_at_most(name, position, bound)
+    return gone
+
+
+def closed_store(program, specs: dict, closed: Mapping[str, Mapping[tuple, object]], names) -> MapStore:
+    """A store of its own holding the entries ``closed`` holds of maps ``names`` (``Runtime.closed_rows``)."""
+    part = MapStore(program, specs)
+    for name in names:
+        entries = closed.get(name, {})
+        part.add_many(name, list(zip(map(part.pack, [name] * len(entries), entries), entries.values())))
+    return part

@@ -84,6 +84,7 @@ from ..ast import (
 )
 from ..functions import NAMESPACE, PYTHON
 from ..like import like_matcher
+from .keybind import bind_keys
 from .maps import primary_index
 
 _PYOP = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
@@ -204,7 +205,9 @@ def statement_groups(statements: tuple[Statement, ...]) -> list[tuple[tuple, lis
 
 def trigger_source(program: Program, trigger: Trigger, specs, float_maps: set[str], epsilon: float,
                    consts: dict | None = None) -> tuple[str, dict, dict]:
-    """The source of the trigger's batch function, the constants it needs, and its name bindings."""
+    """The source of the trigger's batch function, the constants it needs, and its name bindings (the trigger
+    read with the loop variables an equality guard binds bound: :func:`.keybind.bind_keys`, as the specs are)."""
+    trigger = bind_keys(program, trigger)
     gen = _Gen(program, specs, float_maps, trigger)
     if consts is not None:
         gen.consts = consts

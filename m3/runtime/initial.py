@@ -37,6 +37,7 @@ from ..ast import (
     variables,
     walk,
 )
+from ..errors import RuntimeStateError
 from ..functions import apply
 from ..like import COMPARE
 
@@ -155,3 +156,16 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
                 k = tuple(env[n] for n in keys)
                 out[k] = out.get(k, 0) + v
     return {k: v for k, v in out.items() if abs(v) > epsilon}
+
+
+def initial_values(program: Program, tables: dict[str, list], wanted: set[str] | None,
+                   epsilon: float = 0.0) -> dict[str, dict[tuple, object]]:
+    """Every map's (of ``wanted``'s, when given) defining query evaluated over ``tables``: ``Runtime.load``."""
+    values = {}
+    for m in program.maps:
+        if wanted is not None and m.name not in wanted:
+            continue
+        if m.definition is None:
+            raise RuntimeStateError(f"map {m.name} has no defining query")
+        values[m.name] = evaluate_definition(program, m, tables, epsilon)
+    return values

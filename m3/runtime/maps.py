@@ -49,14 +49,16 @@ from functools import partial
 from operator import itemgetter
 
 from ..ast import MapRef, Program, Var, walk
+from .keybind import bind_keys
 from .keycut import Cut
 
 
 def index_specs(program: Program) -> dict[str, list[tuple[int, ...]]]:
-    """For each map, the key positions of the slices some statement reads (neither none nor all)."""
+    """For each map, the key positions of the slices some statement reads (neither none nor all), the statements
+    read as both code generators read them (:func:`.keybind.bind_keys`)."""
     out: dict[str, list[tuple[int, ...]]] = {}
     for t in program.triggers:
-        for s in t.statements:
+        for s in bind_keys(program, t).statements:
             for node in walk(s.expr):
                 if not isinstance(node, MapRef):
                     continue
@@ -222,12 +224,11 @@ class MapStore:
                 if not sub:
                     del idx[b]
 
-    def add_many(self, name: str, items: list[tuple[object, object]]) -> None:
-        """Add each ``(stored key, value)`` of ``items`` to its entry, in order (a sum of 0 deletes it).
-
-        A bulk load installs millions of entries: each index's key parts are
-        cut by one ``itemgetter`` each, not by :meth:`split`'s general tuple
-        building per entry and index.
+    def add_many(self, name: str, items: list[tuple[object, object]], replace: bool = False) -> None:
+        """Add each ``(stored key, value)`` of ``items`` to its entry, in order (a sum of 0 deletes it); with
+        ``replace``, set the entry to the value instead (a native mirror catching up: m3/runtime/native/mirror.py).
+        A bulk load installs millions of entries: each index's key parts are cut by one ``itemgetter`` each,
+        not by :meth:`split`'s general tuple building per entry and index.
 
         >>> from ..ast import Column, MapDecl
         >>> s = MapStore(Program((), (MapDecl("n", (Column("A", "INT"), Column("B", "INT")), "INT"),), (), ()),
@@ -236,11 +237,13 @@ class MapStore:
         ({3: {1: 1}}, {1: {3: 1}})
         >>> s.add_many("n", [((1, 3), 2)]); s.get("n", (1, 3)), s.match("n", (1, None))
         (3, [((1, 3), 3)])
+        >>> s.add_many("n", [((1, 3), 7), ((2, 2), 0)], replace=True); s.data["n"], s.indexes["n"][(0,)]
+        ({3: {1: 7}}, {1: {3: 7}})
         """
         if self.primary[name] is None:
             data = self.data[name]
             for key, value in items:
-                total = data.get(key, 0) + value
+                total = value if replace else data.get(key, 0) + value
                 if total:
                     data[key] = total
                 else:
@@ -252,8 +255,11 @@ class MapStore:
         primary = self.data[name]
         bound0, rest0 = next((b, r) for idx, b, r in cut if idx is primary)
         for key, value in items:
-            sub = primary.get(bound0(key))
-            total = (0 if sub is None else sub.get(rest0(key), 0)) + value
+            if replace:
+                total = value
+            else:
+                sub = primary.get(bound0(key))
+                total = (0 if sub is None else sub.get(rest0(key), 0)) + value
             for idx, bound, rest in cut:
                 b = bound(key)
                 if total:

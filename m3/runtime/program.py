@@ -35,9 +35,9 @@ from ..nullable import ViewNulls, declared, expand_columns, expand_row
 from ..over import rereads
 from ..printer import format_program
 from ..syntax import parse_program
-from .closed import general_rows, plain_rows, view_maps, window_bound
+from .closed import closed_entries, closed_store, general_rows, remove_closed, rows_at_keys, view_maps, window_bound
 from .codegen import build, program_source
-from .initial import evaluate_definition
+from .initial import initial_values
 from .maps import MapStore, index_specs
 from .native import BEYOND_64_BITS, IntOverflow, choose, mirror
 from .ports import ViewInfo, relation_ports, view_ports
@@ -47,7 +47,7 @@ from .totals import TotalMemo
 from .totals import index_specs as total_index_specs
 from .evaluate import Reader
 from .events import check_batches, group_events
-from .viewchanges import current_reader, general_changes, plain_changes
+from .viewchanges import current_reader, plain_changes, view_changes
 from .views import view_form, view_index_specs
 
 log = logging.getLogger(__name__)
@@ -69,15 +69,17 @@ class Runtime(Reads):
         self.float_epsilon = float_epsilon
         self._lock = threading.RLock()
         specs = index_specs(program)
-        for name, positions in view_index_specs(program).items():  # the slices a view's folds read
-            specs.setdefault(name, []).extend(p for p in positions if p not in specs.get(name, []))
-        for name, positions in total_index_specs(program).items():  # one correlation key's slice (:mod:`.totals`)
-            specs.setdefault(name, []).extend(p for p in positions if p not in specs.get(name, []))
+        for more in (view_index_specs(program), total_index_specs(program)):  # a view's folds', a TOTAL's slices
+            for name, positions in more.items():
+                specs.setdefault(name, []).extend(p for p in positions if p not in specs.get(name, []))
         self._store = MapStore(program, specs)
         self._totals = TotalMemo(program)
         self._stale = False  # native: the mirror (``store``) lags the C maps until something reads
         self._forms = {v.name: view_form(program, v) for v in program.views if v.general}
         self._rereads = {v.name for v in program.views if v.general and rereads(v)}
+        # the maps Python reads per batch (general views, TOTAL memo): the native mirror keeps these current
+        self._kept = set().union(*map(self.view_reads, self._forms), *(
+            {p.total.ref.name} | {ref.name for ref in p.reads} for p in self._totals.plans.values()))
         self._journals: dict[str, list] = {name: [] for name in self.store.data}  # key, old value, key, ...
         float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
         self.source, consts = program_source(program, self.store.specs, float_maps, float_epsilon)
@@ -248,11 +250,7 @@ class Runtime(Reads):
     def _native_changes(self) -> dict[str, list]:
         """:meth:`changes` from the C side's journal of the last batch (the same rows as the Python backend's)."""
         names = {m for v in self.program.views for m in v.maps}
-        for form in self._forms.values():
-            names |= {ref.map for ref in form.refs}
-        journals = self.journals_kept(mirror.last_journals(self._store, self._native, names))
-        if self._forms:
-            self._sync()
+        journals = self.journals_kept(mirror.last_changes(self._store, self._native, names, self._kept))
         return self._view_changes(journals, self._version,
                                   lambda v: mirror.plain_changes(self._store, self._native, v, journals))
 
@@ -277,20 +275,9 @@ class Runtime(Reads):
         self._version += 1
 
     def _view_changes(self, journals: dict[str, list], version: int, plain) -> dict[str, list]:
-        """The view rows the batch that made ``version`` changed, from its journals (``plain(view)``: a plain
-        view's, as the backend reads them); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first."""
-        store, memo = self._store, self._totals
-        memo.advance(journals, store, version)
-        now = current_reader(store, memo.at(version))
-        changes: dict[str, list] = {}
-        for v in self.program.views:
-            form = self._forms.get(v.name)
-            rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in self._rereads,
-                                                                 memo.previous if memo.plans else None)
-            if rows:
-                nulls = self._nulls.get(v.name)
-                changes[v.name] = nulls.rows(rows) if nulls else rows
-        return changes
+        """The view rows the batch that made ``version`` changed (:func:`.viewchanges.view_changes`)."""
+        return view_changes(self.program.views, self._forms, self._rereads, self._nulls, self._store, self._totals,
+                            journals, version, plain)
 
     def _reader(self) -> Reader:
         """The maps now, with the TOTAL memo (exact at this version, or cleared to be rebuilt as rows are read)."""
@@ -314,26 +301,13 @@ class Runtime(Reads):
         """The entries ``{key: value}`` of map ``name`` whose INT key column ``position`` is at most ``bound``: a
         closed window's (on the native backend read from C with one dump, not through the mirror)."""
         with self._lock:
-            if self._native is not None:
-                return self._native.items_at_most(name, position, bound)
-            return {key: value for key, value in self.store.items(name) if key[position] <= bound}
+            return closed_entries(self._store, self._native, name, position, bound)
 
     def rows_at(self, view: str, closed: Mapping[str, Mapping[tuple, object]]) -> list[tuple[tuple, object]]:
         """A plain view's rows at the entries ``closed`` holds of its maps (the closed windows'; its maps share
         their keys), as :meth:`view` gives them; a map ``closed`` lacks is read at those keys."""
         with self._lock:
-            v = self.program.view(view)
-            names = view_maps(v)
-            keys = list(dict.fromkeys(key for name in v.maps for key in closed.get(name, ())))
-            values = {}
-            for name in names:
-                if name in closed:
-                    values[name] = list(map(closed[name].get, keys, [0] * len(keys)))
-                elif self._native is not None:
-                    values[name] = self._native.get_many(name, keys)
-                else:
-                    values[name] = [self.store.get(name, key) for key in keys]
-            rows = plain_rows(v, keys, values)
+            rows = rows_at_keys(self.program.view(view), self._store, self._native, closed)
             nulls = self._nulls.get(view)
             return nulls.rows(rows) if nulls else rows
 
@@ -353,11 +327,8 @@ class Runtime(Reads):
             form = self._forms.get(view)
             if form is None or not window_bound(form, windows):
                 return None
-            part = MapStore(self.program, self._store.specs)
-            for name in self.view_reads(view):
-                entries = closed.get(name, {})
-                part.add_many(name, list(zip(map(part.pack, [name] * len(entries), entries), entries.values())))
-            return list(self._shown(view, general_rows(form, part)).items())
+            rows = general_rows(form, closed_store(self.program, self._store.specs, closed, self.view_reads(view)))
+            return list(self._shown(view, rows).items())
 
     def remove_at_most(self, bounds: Mapping[str, tuple[int, float]]) -> int:
         """Delete the entries :meth:`entries_at_most` gives for each ``map: (position, bound)``, recording no
@@ -365,15 +336,7 @@ class Runtime(Reads):
         native backend by their codes in C, no key decoded; the mirror drops the ones it holds (a key it lags
         on is pending and reads 0 when it catches up)."""
         with self._lock:
-            gone = 0
-            for name, (position, bound) in bounds.items():
-                if self._store.data[name]:
-                    mirrored = [key for key, _ in self._store.items(name) if key[position] <= bound]
-                    for key in mirrored:
-                        self._store.set(name, key, 0)
-                    gone += len(mirrored) if self._native is None else 0
-                if self._native is not None:
-                    gone += self._native.remove_at_most(name, position, bound)
+            gone = remove_closed(self._store, self._native, bounds)
             if gone:
                 self._totals.clear()
             return gone
@@ -391,20 +354,13 @@ class Runtime(Reads):
             if name not in self._arity:
                 raise RuntimeStateError(f"unknown relation {name!r}")
         with self._lock:
-            values = {}
             wanted = None if views is None else set().union(*map(self.view_reads, views))
-            for m in self.program.maps:
-                if wanted is not None and m.name not in wanted:
-                    continue
-                if m.definition is None:
-                    raise RuntimeStateError(f"map {m.name} has no defining query")
-                values[m.name] = evaluate_definition(self.program, m, rows, self.float_epsilon)
+            values = initial_values(self.program, rows, wanted, self.float_epsilon)
             self._stale = False
             self._totals.clear()
             self._store.clear()
             for name, entries in values.items():
-                for k, v in entries.items():
-                    self._store.set(name, k, v)
+                self._store.add_many(name, [(self._store.pack(name, k), v) for k, v in entries.items()], replace=True)
             if self._native is not None:
                 self._push_mirror()
             self._changes = {}

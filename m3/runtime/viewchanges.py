@@ -3,7 +3,7 @@
 Why apart from the runtime: which rows changed, and their values before and
 after, is a question about views and journals alone, answered the same way
 for both backends (the Python backend's journals, or the C side's read back
-by :func:`.native.mirror.last_journals`).  A journal is a flat list
+by :func:`.native.mirror.last_changes`).  A journal is a flat list
 ``stored key, old value, stored key, old value, ...`` per map, newest last,
 so a key's *first* old value (the one read newest first) is its value
 before the batch.
@@ -63,6 +63,24 @@ def plain_changes(store: MapStore, v, journals: dict[str, list]) -> list[tuple[t
                 keys[k] = None
     unpack = store.unpack
     return [(unpack(v.maps[0], k), plain_value(store, v, k)) for k in keys]
+
+
+def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: dict, store: MapStore, memo,
+                 journals: dict[str, list], version: int, plain) -> dict[str, list]:
+    """``Runtime.changes()``: the rows of ``views`` the batch that made ``version`` changed, from its journals
+    (``plain(view)``: a plain view's, as the backend reads them; ``forms``: the general views'; ``nulls``: the
+    views whose keys read NULLs); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first."""
+    memo.advance(journals, store, version)
+    now = current_reader(store, memo.at(version))
+    changes: dict[str, list] = {}
+    for v in views:
+        form = forms.get(v.name)
+        rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in rereads,
+                                                             memo.previous if memo.plans else None)
+        if rows:
+            shown = nulls.get(v.name)
+            changes[v.name] = shown.rows(rows) if shown else rows
+    return changes
 
 
 class StoreReader(Reader):

@@ -6,7 +6,7 @@ crosses once per (relation, sign): each column the trigger reads becomes one
 runtime's intern table, made in one pass per column), handed to C without a
 copy.  What comes back is only what a reader asks for: the keys written since
 the mirror's last sync (:meth:`NativeMaps.pending`), the last batch's journal
-(:meth:`NativeMaps.last`, for the view changes), or a map's entries.
+(:meth:`NativeMaps.changed_entries`, for the view changes), or a map's entries.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ...errors import RuntimeStateError
 from ...functions import FUNCTIONS, result_type
 from .build import Built, build
 from .cgen import Module, generate
-from .codes import Dates, DayNumbers, Interner, float_bits, packed
+from .codes import Codec, Dates, DayNumbers, Interner, packed
 from .crt_api import CDEF
 from .overflow import IntOverflow
 
@@ -98,20 +98,12 @@ class NativeMaps:
         self.float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
         self.column_types = {r.name: tuple(c.type for c in r.columns) for r in program.relations}
         self.column_names = {r.name: tuple(c.name for c in r.columns) for r in program.relations}
+        self.codec = Codec(self.arity, self.key_types, self.float_maps, self.ids, self.days, self.dates)
 
     # -- batches in ----------------------------------------------------------
     def column(self, values, m3_type: str) -> array | memoryview:
-        """One column as the C side reads it (an ``array``, or a ``memoryview`` of an Arrow buffer, of the right
-        type is taken as it is: :func:`.codes.packed`)."""
-        if m3_type == "FLOAT":
-            return values if packed(values, "d") else array("d", values)
-        if packed(values, "q"):
-            return values
-        if m3_type == "STRING":
-            return array("q", map(self.ids.__getitem__, values))
-        if m3_type == "DATE":
-            return array("q", map(self.days.__getitem__, values))
-        return array("q", values)
+        """One column as the C side reads it (:meth:`.codes.Codec.column`)."""
+        return self.codec.column(values, m3_type)
 
     def send_strings(self) -> None:
         """Give the C side the strings interned since the last call, when its conditions order strings."""
@@ -184,52 +176,13 @@ class NativeMaps:
     # -- entries out -----------------------------------------------------------
     def decode_keys(self, name: str, flat: array, n: int) -> list[tuple]:
         """``n`` keys of map ``name`` given as codes, row-major (``arity`` int64 each), as Python key tuples."""
-        return self._decode_keys(name, flat, n)
+        return self.codec.decode_keys(name, flat, n)
 
     def set_codes(self, name: str, flat: array, values: array) -> None:
         """Set entries of map ``name`` at keys given as codes (row-major), value bits ``values`` (0 removes one);
         no journal, as :meth:`load`: the member runtime drops what it does not own this way."""
         if len(values) and self.lib.rt_load(self.rt, self.map_no[name], len(values), _i64(flat), _i64(values)):
             raise MemoryError(f"setting entries of map {name}")
-
-    def _decode_keys(self, name: str, flat: array, n: int) -> list[tuple]:
-        arity = self.arity[name]
-        if arity == 0:
-            return [()] * n
-        cols = []
-        for j, t in enumerate(self.key_types[name]):
-            col = flat[j::arity]
-            if t == "FLOAT":
-                col = array("d", col.tobytes())
-            elif t == "DATE":
-                col = list(map(self.dates.__getitem__, col))
-            elif t == "STRING":
-                col = list(map(self.ids.strings.__getitem__, col))
-            cols.append(col)
-        return list(zip(*cols))
-
-    def _encode_keys(self, name: str, keys: Sequence[tuple]) -> array:
-        arity = self.arity[name]
-        if arity == 0:
-            return array("q", [0])
-        cols = list(zip(*keys)) if keys else [()] * arity
-        parts = []
-        for j, t in enumerate(self.key_types[name]):
-            parts.append(float_bits(array("d", cols[j])) if t == "FLOAT" else self.column(cols[j], t))
-        flat = array("q", bytes(8 * arity * len(keys)))
-        for j, part in enumerate(parts):
-            flat[j::arity] = part
-        return flat
-
-    def _decode_values(self, name: str, raw: array) -> Sequence:
-        return array("d", raw.tobytes()) if name in self.float_maps else raw
-
-    def _encode_values(self, name: str, values: Sequence) -> array:
-        if name in self.float_maps:
-            out = array("q")
-            out.frombytes(array("d", values).tobytes())
-            return out
-        return array("q", values)
 
     def pending(self, name: str) -> list[tuple] | None:
         """The keys written since :meth:`clear_pending` (no repeats), or None: too many, reload the map."""
@@ -241,36 +194,57 @@ class NativeMaps:
             return [()] if n else []
         flat = array("q", bytes(8 * n))
         self.lib.rt_pending(self.rt, m, _i64(flat))
-        return list(dict.fromkeys(self._decode_keys(name, flat, n // self.arity[name])))
+        return list(dict.fromkeys(self.codec.decode_keys(name, flat, n // self.arity[name])))
 
     def clear_pending(self) -> None:
         self.lib.rt_pending_clear(self.rt)
+
+    def drop_pending(self, name: str) -> None:
+        """:meth:`clear_pending` for map ``name`` alone (its mirror caught up from :meth:`changed_entries`)."""
+        self.lib.rt_pending_drop(self.rt, self.map_no[name])
+
+    def lags_one_batch(self, name: str) -> bool:
+        """Whether the keys written to map ``name`` since its pending list was cleared are exactly the last
+        committed batch's (its journal's, repeats included): then a mirror current before that batch catches up
+        from :meth:`changed_entries` alone.  Never for a map without key columns (its pending list is a flag)."""
+        arity = self.arity[name]
+        m = self.map_no[name]
+        return bool(arity) and self.lib.rt_pending(self.rt, m, ffi.NULL) == \
+            self.lib.rt_last(self.rt, m, ffi.NULL) // (arity + 1) * arity
+
+    def changed_entries(self, name: str) -> tuple[list[tuple], Sequence, Sequence]:
+        """The keys the last committed batch wrote in map ``name`` (each once, in the order first written; a key
+        written back to its value kept: a TRACK map's entries are written so that their rows are named), their
+        values before the batch (the first journal record's) and now: the journal read once, its keys made
+        distinct by numpy, their values now read by their codes (no key encoded again), the keys decoded."""
+        m, arity = self.map_no[name], self.arity[name]
+        n = self.lib.rt_last(self.rt, m, ffi.NULL)
+        if not n:
+            return [], [], []
+        flat = array("q", bytes(8 * n))
+        self.lib.rt_last(self.rt, m, _i64(flat))
+        table = np.frombuffer(flat, dtype=np.int64).reshape(n // (arity + 1), arity + 1)
+        if arity:
+            codes = np.ascontiguousarray(table[:, :arity])
+            _, first = np.unique(codes.view(np.dtype((np.void, 8 * arity))).ravel(), return_index=True)
+            first.sort()
+        else:
+            codes, first = np.zeros((1, 1), dtype=np.int64), np.zeros(1, dtype=np.int64)
+        keys = array("q", np.ascontiguousarray(codes[first]).tobytes())
+        olds = array("q", table[first, arity].tobytes())
+        news = array("q", bytes(8 * len(first)))
+        self.lib.rt_get_many(self.rt, m, len(first), _i64(keys), _i64(news))
+        decoded = self.codec.decode_keys(name, keys, len(first))
+        return decoded, self.codec.decode_values(name, olds), self.codec.decode_values(name, news)
 
     def get_many(self, name: str, keys: Sequence[tuple]) -> Sequence:
         """The current values at ``keys`` (0 where absent)."""
         if not keys:
             return []
-        flat = self._encode_keys(name, keys)
+        flat = self.codec.encode_keys(name, keys)
         out = array("q", bytes(8 * len(keys)))
         self.lib.rt_get_many(self.rt, self.map_no[name], len(keys), _i64(flat), _i64(out))
-        return self._decode_values(name, out)
-
-    def last(self, name: str) -> list[tuple[tuple, object]]:
-        """The last committed batch's journal of map ``name``: ``(key, old value)`` in the order written."""
-        m = self.map_no[name]
-        n = self.lib.rt_last(self.rt, m, ffi.NULL)
-        if not n:
-            return []
-        flat = array("q", bytes(8 * n))
-        self.lib.rt_last(self.rt, m, _i64(flat))
-        rec = self.arity[name] + 1
-        keys_flat = array("q", bytes(8 * (n // rec) * max(1, rec - 1)))
-        if rec > 1:
-            for j in range(rec - 1):
-                keys_flat[j::rec - 1] = flat[j::rec]
-        keys = self._decode_keys(name, keys_flat, n // rec)
-        olds = self._decode_values(name, flat[rec - 1::rec])
-        return list(zip(keys, olds))
+        return self.codec.decode_values(name, out)
 
     def written(self, name: str) -> bool:
         """Whether the last committed batch wrote map ``name`` (one C call: a reader skips the maps it did not)."""
@@ -321,7 +295,7 @@ class NativeMaps:
         keys = array("q", bytes(8 * n * max(1, self.arity[name])))
         vals = array("q", bytes(8 * n))
         got = self.lib.rt_dump(self.rt, m, _i64(keys), _i64(vals))
-        return list(zip(self._decode_keys(name, keys, got), self._decode_values(name, vals)))
+        return list(zip(self.codec.decode_keys(name, keys, got), self.codec.decode_values(name, vals)))
 
     def _at_most(self, name: str, position: int, bound: float) -> tuple[np.ndarray, np.ndarray]:
         """The codes and value bits of map ``name``'s entries whose INT key column ``position`` is at most
@@ -341,8 +315,8 @@ class NativeMaps:
         closed event-time windows: node/operators/m3windows.py): one dump and one numpy mask, only those keys
         decoded, their values from the same dump (no key encoded to read it back)."""
         picked, vals = self._at_most(name, position, bound)
-        keys = self._decode_keys(name, array("q", picked.tobytes()), len(picked))
-        return dict(zip(keys, self._decode_values(name, array("q", vals.tobytes()))))
+        keys = self.codec.decode_keys(name, array("q", picked.tobytes()), len(picked))
+        return dict(zip(keys, self.codec.decode_values(name, array("q", vals.tobytes()))))
 
     def remove_at_most(self, name: str, position: int, bound: float) -> int:
         """Remove the entries :meth:`items_at_most` gives, by their codes (no key decoded or encoded); how many."""
@@ -355,9 +329,9 @@ class NativeMaps:
         """Set entries of map ``name`` (no journal: loading state, not a batch)."""
         if not entries:
             return
-        keys = self._encode_keys(name, [k for k, _ in entries])
+        keys = self.codec.encode_keys(name, [k for k, _ in entries])
         self.send_strings()
-        vals = self._encode_values(name, [v for _, v in entries])
+        vals = self.codec.encode_values(name, [v for _, v in entries])
         if self.lib.rt_load(self.rt, self.map_no[name], len(entries), _i64(keys), _i64(vals)):
             raise MemoryError(f"loading map {name}")
 

@@ -70,6 +70,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...ast import Program
+from ..keybind import bind_keys
 from ..maps import index_specs
 from .cexpr import Gen, Unsupported
 from .crt import SOURCE
@@ -110,7 +111,7 @@ def generate(program: Program) -> Module:
     used = {}
     order = []
     for tno, t in enumerate(program.triggers):
-        used[(t.relation, t.sign)] = trigger_c(gen, t, tno)
+        used[(t.relation, t.sign)] = trigger_c(gen, bind_keys(program, t), tno)  # read as index_specs reads it
         order.append((t.relation, t.sign))
     triggers_c = "\n".join(gen.lines)
     setup = ["static void rt_setup(rt_t *rt, double eps) {", f"    rt->nmaps = {len(program.maps)};"]

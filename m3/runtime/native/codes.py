@@ -86,3 +86,86 @@ def float_bits(values: array) -> array:
     out = array("q")
     out.frombytes(array("d", [v + 0.0 for v in values]).tobytes())
     return out
+
+
+class Codec:
+    """A program's map keys and values as int64 codes and back, by the runtime's tables (one per runtime).
+
+    Why apart from :class:`.backend.NativeMaps`: what crosses into C (a
+    column of a batch, the keys a reader asks for) and what comes back (the
+    keys of a dump, a journal or a batch's changes) follow one convention, and
+    every reader of keys from C decodes them here, by columns: a key column is
+    one slice of the codes, converted in one pass per column, then zipped.
+
+    >>> from array import array
+    >>> c = Codec({"m": 2}, {"m": ("STRING", "FLOAT")}, set(), Interner(), DayNumbers(), Dates())
+    >>> flat = c.encode_keys("m", [("a", 1.5), ("b", -0.0)])
+    >>> c.decode_keys("m", flat, 2)
+    [('a', 1.5), ('b', 0.0)]
+    >>> c.decode_columns("m", [flat[0::2], flat[1::2]], 2) == c.decode_keys("m", flat, 2)
+    True
+    """
+
+    def __init__(self, arity: dict[str, int], key_types: dict[str, tuple[str, ...]], float_maps: set[str],
+                 ids: Interner, days: DayNumbers, dates: Dates):
+        self.arity, self.key_types, self.float_maps = arity, key_types, float_maps
+        self.ids, self.days, self.dates = ids, days, dates
+
+    def column(self, values, m3_type: str) -> array | memoryview:
+        """One column as the C side reads it (an ``array``, or a ``memoryview`` of an Arrow buffer, of the right
+        type is taken as it is: :func:`packed`)."""
+        if m3_type == "FLOAT":
+            return values if packed(values, "d") else array("d", values)
+        if packed(values, "q"):
+            return values
+        if m3_type == "STRING":
+            return array("q", map(self.ids.__getitem__, values))
+        if m3_type == "DATE":
+            return array("q", map(self.days.__getitem__, values))
+        return array("q", values)
+
+    def decode_columns(self, name: str, columns, n: int) -> list[tuple]:
+        """``n`` keys of map ``name`` given as one int64 sequence of codes per key column, as key tuples."""
+        if self.arity[name] == 0:
+            return [()] * n
+        cols = []
+        for col, t in zip(columns, self.key_types[name]):
+            if t == "FLOAT":
+                col = array("d", array("q", col).tobytes())
+            elif t == "DATE":
+                col = list(map(self.dates.__getitem__, col))
+            elif t == "STRING":
+                col = list(map(self.ids.strings.__getitem__, col))
+            cols.append(col)
+        return list(zip(*cols))
+
+    def decode_keys(self, name: str, flat: array, n: int) -> list[tuple]:
+        """``n`` keys of map ``name`` given as codes, row-major (``arity`` int64 each), as key tuples."""
+        arity = self.arity[name]
+        return self.decode_columns(name, [flat[j::arity] for j in range(arity)], n)
+
+    def encode_keys(self, name: str, keys) -> array:
+        """Key tuples of map ``name`` as codes, row-major (one 0 for a map without key columns)."""
+        arity = self.arity[name]
+        if arity == 0:
+            return array("q", [0])
+        cols = list(zip(*keys)) if keys else [()] * arity
+        parts = []
+        for j, t in enumerate(self.key_types[name]):
+            parts.append(float_bits(array("d", cols[j])) if t == "FLOAT" else self.column(cols[j], t))
+        flat = array("q", bytes(8 * arity * len(keys)))
+        for j, part in enumerate(parts):
+            flat[j::arity] = part
+        return flat
+
+    def decode_values(self, name: str, raw: array):
+        """Value bits of map ``name`` as its values (doubles for a FLOAT map)."""
+        return array("d", raw.tobytes()) if name in self.float_maps else raw
+
+    def encode_values(self, name: str, values) -> array:
+        """Values of map ``name`` as value bits."""
+        if name in self.float_maps:
+            out = array("q")
+            out.frombytes(array("d", values).tobytes())
+            return out
+        return array("q", values)

@@ -10,8 +10,12 @@ outgrew it.  A runtime nobody reads pays nothing for the mirror.
 
 The view changes of a batch are computed as the Python backend computes
 them, from each map's journal of the batch (first old value per key), here
-read from C (:func:`last_journals`); a plain view's current values come
-straight from C (:func:`plain_changes`), so emitting changes needs no sync.
+read from C as the batch's changed keys (:func:`last_changes`); a plain
+view's current values come straight from C (:func:`plain_changes`), so
+emitting changes needs no sync.  Only the maps Python-side code reads per
+batch (a general view's, evaluated in Python) are brought up to date then,
+from the same changes in bulk; the others lag until something reads the
+whole store.
 """
 
 from __future__ import annotations
@@ -69,17 +73,49 @@ def sync(store: MapStore, native, full: bool = False) -> None:
     ``full``: reload every map whole (the runtime leaving C for good: the store becomes the truth).
     """
     for name in store.data:
-        keys = None if full else native.pending(name)
-        if keys is None:
-            store.data[name].clear()
-            for idx in store.indexes[name].values():
-                idx.clear()
-            for k, v in native.dump(name):
-                store.set(name, k, v)
-            continue
-        for k, v in zip(keys, native.get_many(name, keys)):
-            store.set(name, k, v)
+        _sync_map(store, native, name, full)
     native.clear_pending()
+
+
+def _sync_map(store: MapStore, native, name: str, full: bool = False) -> None:
+    """One map of :func:`sync` (its pending list left for the caller to clear)."""
+    keys = None if full else native.pending(name)
+    if keys is None:
+        store.data[name].clear()
+        for idx in store.indexes[name].values():
+            idx.clear()
+        store.add_many(name, [(store.pack(name, k), v) for k, v in native.dump(name)], replace=True)
+        return
+    if keys:
+        store.add_many(name, list(zip(map(store.pack, [name] * len(keys), keys), native.get_many(name, keys))),
+                       replace=True)
+
+
+def last_changes(store: MapStore, native, names: Iterable[str], kept: Iterable[str]) -> dict[str, list]:
+    """The last batch's journals of maps ``names`` (one record per key it wrote: stored key, value before the
+    batch), and the mirror of every map of ``kept`` (the maps Python-side code reads per batch:
+    a general view's, a TOTAL memo's) brought up to date; the other maps keep lagging until :func:`sync`.
+
+    A kept map whose pending keys are the batch's alone (its mirror was current before it) is set from the
+    batch's changes, the values read from C with the keys, in bulk (:meth:`.MapStore.add_many`); one that
+    lagged more catches up from its pending keys.  Either way its pending list is dropped.
+    """
+    journals: dict[str, list] = {name: [] for name in store.data}
+    kept = set(kept)
+    for name in set(names) | kept:
+        one_batch = name in kept and native.lags_one_batch(name)
+        keys, olds, news = native.changed_entries(name)
+        stored = [k[0] for k in keys] if store.arity[name] == 1 else keys
+        j = journals[name] = [None] * (2 * len(stored))
+        j[::2], j[1::2] = stored, olds
+        if name not in kept:
+            continue
+        if one_batch:
+            store.add_many(name, list(zip(stored, news)), replace=True)
+        else:
+            _sync_map(store, native, name)
+        native.drop_pending(name)
+    return journals
 
 
 def push(store: MapStore, native) -> None:
@@ -88,18 +124,6 @@ def push(store: MapStore, native) -> None:
     for name in store.data:
         native.load(name, list(store.items(name)))
     native.clear_pending()
-
-
-def last_journals(store: MapStore, native, names: Iterable[str]) -> dict[str, list]:
-    """The last batch's journals of maps ``names`` as the Python backend keeps them: stored key, old value, ..."""
-    journals: dict[str, list] = {name: [] for name in store.data}
-    pack = store.pack
-    for name in names:
-        j = journals[name]
-        for key, old in native.last(name):
-            j.append(pack(name, key))
-            j.append(old)
-    return journals
 
 
 def plain_changes(store: MapStore, native, view, journals: dict[str, list]) -> list[tuple[tuple, object]]:
