@@ -82,6 +82,7 @@ from .selectsub import plan as select_plan
 from .stars import expand_stars
 from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
+from .libcalls import declared, is_declaration, spelled
 from .liftquery import plan
 from .distinctgroup import distinct_groups
 from .onerow import one_row_tables
@@ -159,6 +160,7 @@ def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[R
     if streams and not declares_relations(text):
         relations = {r.name: r for r in streams}
     queries: list[SqlQuery] = []
+    aliases: dict[str, str] = {}  # CREATE FUNCTION f ... AS EXTERNAL 'cos': F -> COS (:mod:`.libcalls`)
     for start, stmt in split_statements(text):
         ctx = _Ctx(text, start, stmt)
         is_stream = bool(re.match(r"\s*CREATE\s+STREAM\b", stmt, re.IGNORECASE))
@@ -174,7 +176,10 @@ def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[R
             base = pos_of_offset(text, start)
             pos = Pos(base.line + line - 1, (base.col + col - 1) if line == 1 else col) if line else base
             raise CompileError(f"SQL syntax error: {errs[0].get('description', e)}", pos) from None
-        item = _statement(tree, is_stream, relations, len(queries), ctx)
+        if is_declaration(tree):
+            aliases.update([declared(tree, ctx)])
+            continue
+        item = _statement(spelled(tree, aliases), is_stream, relations, len(queries), ctx)
         if isinstance(item, RelationDecl):
             relations[item.name] = item
         else:
