@@ -7,7 +7,10 @@ string is ``atoi`` (the strings drawn are integers, as DuckDB's ``CAST(s AS BIGI
 ``CAST_DATE``, ``CAST_STRING`` are DuckDB's ``CAST``s; a function declared ``AS EXTERNAL 'cos'`` is ``cos``.  The
 math functions keep their names.  Domains: every string column holds what its cast reads (integers, decimal
 numbers, ``YYYY-MM-DD`` dates), ``p`` is positive (``SQRT``, ``LN``), floats are multiples of 0.25, so a
-``CAST_STRING`` of one is the same text in both.
+``CAST_STRING`` of one is the same text in both.  A sum of the math functions' (irrational) values has the sign
+of its terms: a sum of terms of both signs that cancel in exact arithmetic leaves a rounding residue that depends
+on the order of the additions (1e-16 where the maps, dropping values below their epsilon, hold nothing), which
+the harness' comparison of a map's keys with its definition's cannot tell from a wrong entry.
 """
 
 from __future__ import annotations
@@ -41,17 +44,17 @@ SHAPES: dict[str, str] = {
     "group_by_cast_date": GENERIC + "SELECT CAST_DATE(t) AS k, SUM(f) AS s FROM R GROUP BY CAST_DATE(t)",
     # DBToaster's function/cos shape: math of a column in a view of rows
     "rows_of_math": GENERIC + "SELECT r.f * COS(r.p) AS x, r.f * SIN(r.p) AS y FROM R r",
-    "math_in_aggregates": GENERIC + "SELECT i, SUM(POW(f, 2)) AS q, SUM(SQRT(p) * DEGREES(f)) AS w, "
-                                    "AVG(RADIANS(f) + EXP(f)) AS a, SUM(LN(p) - POWER(p, 0.5)) AS l FROM R GROUP BY i",
-    "math_across_a_join": GENERIC + "SELECT s.b, SUM(r.f * COS(s.c)) AS x, SUM(TAN(r.f) * ATAN(s.c)) AS y FROM R r, "
+    "math_in_aggregates": GENERIC + "SELECT i, SUM(POW(f, 2)) AS q, SUM(SQRT(p) * DEGREES(p)) AS w, "
+                                    "AVG(RADIANS(p) + EXP(f)) AS a, SUM(LN(p) - POWER(p, 0.5)) AS l FROM R GROUP BY i",
+    "math_across_a_join": GENERIC + "SELECT s.b, SUM(r.p * COS(s.c)) AS x, SUM(ATAN(r.p) * SIN(s.c)) AS y FROM R r, "
                                     "S s WHERE r.i = s.b GROUP BY s.b",
     "math_compared": GENERIC + "SELECT i, COUNT(*) AS cnt FROM R WHERE SIN(f) > 0.5 OR SQRT(p) <= 1 GROUP BY i",
     "external_cos_and_atoi": GENERIC + "CREATE FUNCTION my_cos (x double) RETURNS double AS EXTERNAL 'cos';\n"
                                        "CREATE FUNCTION to_int (s string) RETURNS int AS EXTERNAL 'ATOI';\n"
-                                       "SELECT to_int(n) AS k, SUM(f * my_cos(p)) AS s FROM R GROUP BY to_int(n)",
+                                       "SELECT to_int(n) AS k, SUM(p * my_cos(p)) AS s FROM R GROUP BY to_int(n)",
 }
 
-_STRINGS = {"n": ["12", "-3", " 7", "0", "42"], "x": ["2.5", "-0.25", "1e3", "7", "0.1"],
+_STRINGS = {"n": ["12", "-3", " 7", "0", "42"], "x": ["2.5", "-0.25", "1e3", "7", "0.5"],
             "t": ["1994-01-01", "1995-03-15", "1993-12-31", "2000-02-29"]}
 
 
@@ -60,6 +63,8 @@ def _value(column: str, t: str):
         return st.sampled_from(_STRINGS[column])
     if column == "p":
         return st.integers(1, 12).map(lambda i: i / 4)
+    if column == "c":  # COS, SIN of it positive or 0
+        return st.integers(0, 6).map(lambda i: i / 4)
     return value_strategy(t)
 
 

@@ -59,13 +59,14 @@ from .cexpr import INLINE_CALLS, Gen, Unsupported, ctype, from_key, product_type
 
 def groups(statements: tuple[Statement, ...]) -> list[tuple[tuple, list[list]]]:
     """Statements as ((target, guards, refs), [scalar factor lists]), split and fused as the Python generator
-    does (:func:`..codegen.statement_groups`); a scalar factor other than a variable, a constant or a date part
-    or MOD of one (``C * MONTH(D)``: a computed value inside an aggregate) is refused."""
+    does (:func:`..codegen.statement_groups`); a scalar factor other than a variable, a constant, a call C computes
+    inline or a number the runtime computes as a column (``F * ATOI(S)``) is refused."""
     out = statement_groups(statements)
     for _, scalar_lists in out:
         for scalars in scalar_lists:
             for e in scalars:
-                if not isinstance(e, (Var, Const)) and not (isinstance(e, Call) and e.fn in INLINE_CALLS):
+                if not isinstance(e, (Var, Const)) and not (isinstance(e, Call) and (
+                        e.fn in INLINE_CALLS or result_type(e.fn) in ("INT", "FLOAT"))):  # or a computed number
                     raise Unsupported(f"expression {type(e).__name__} in a trigger statement")
     return out
 
