@@ -83,6 +83,7 @@ from .stars import expand_stars
 from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
 from .libcalls import declared, is_declaration, spelled
+from .valuein import exists_of_values
 from .liftquery import plan
 from .distinctgroup import distinct_groups
 from .onerow import one_row_tables
@@ -263,6 +264,7 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
     try:
         sel = count_distinct_of_nothing(sel)  # DBToaster's COUNT(DISTINCT): LEAST(COUNT(*), 1) (:mod:`.countnone`)
         sel = outer_conditions_out(sel)  # EXISTS (... WHERE outer.a = 3): the condition outside (:mod:`.outercond`)
+        sel = exists_of_values(sel, relations)  # (SELECT agg ...) IN (SELECT c ...) as EXISTS (:mod:`.valuein`)
         sel = split_case(sel, relations)  # a CASE of two columns as a UNION ALL of two views (:mod:`.casesplit`)
         sel = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
         equal_rows = has_equal_to_rows(sel)  # read as IN (:mod:`.scalarin`): noted, SQL differs on several rows
