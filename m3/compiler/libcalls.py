@@ -25,7 +25,7 @@ are not the library's to change: its functions keep their own types (a
 >>> declared(sqlglot.parse_one(bad), Ctx(bad, 0, bad))
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported CREATE FUNCTION f AS EXTERNAL 'my_udf': Boreas calls no external function; the built-in library has ATOI, ATOF, CAST_INT, CAST_FLOAT, CAST_DATE, CAST_STRING, COS, SIN, TAN, ACOS, ASIN, ATAN, SQRT, EXP, LN, RADIANS, DEGREES, POW, POWER (at line 1, col 1)
+boreas.m3.errors.CompileError: unsupported CREATE FUNCTION f AS EXTERNAL 'my_udf': Boreas calls no external function; the built-in library has ATOI, ATOF, CAST_INT, CAST_FLOAT, CAST_DATE, CAST_STRING, COS, SIN, TAN, ACOS, ASIN, ATAN, SQRT, EXP, LN, RADIANS, DEGREES, POW, POWER (at line 1, col 17)
 """
 
 from __future__ import annotations
