@@ -55,7 +55,7 @@ boreas.m3.errors.CompileError: unsupported aggregate MEDIAN (only SUM, COUNT, AV
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import sqlglot
 from sqlglot import exp
@@ -112,6 +112,7 @@ from .positions import Ctx as _Ctx
 from .positions import split_statements
 from .predicates import conj
 from .resolve import ColRef, Resolver, unparen
+from .sqlquery import SqlQuery
 from .casesplit import split_case
 from .scalarin import EQUAL_ROWS_NOTE, has_equal_to_rows
 from .sugar import desugar
@@ -123,25 +124,6 @@ from .viewexpr import having
 from .windows import refuse_windows
 
 # Arithmetic and predicates: see :mod:`.resolve` and :mod:`.predicates`.
-
-
-@dataclass(frozen=True)
-class SqlQuery:
-    """One SELECT, names resolved: what the normaliser needs and nothing else."""
-
-    name: str
-    tables: tuple[tuple[str, str], ...]  # (alias, relation)
-    joins: tuple[tuple[ColRef, ColRef], ...]  # equi-join (and same-table equality) pairs
-    predicate: object  # selection tree (:mod:`.predicates`) or None
-    group_by: tuple[tuple[str, ColRef], ...]  # the view's key columns: (output name, column)
-    columns: tuple[tuple[str, object], ...]  # value columns: (output name, view expression, :mod:`.viewexpr`)
-    having: object = None  # HAVING predicate over view expressions, or None
-    notes: tuple[str, ...] = ()  # what was accepted but has no effect on the view (ORDER BY)
-    nested: tuple = ()  # WHERE conjuncts holding subqueries (:func:`.subqueries.nested_conjunct`)
-    union: tuple = ()  # the other UNION ALL branches (SqlQuery each), whose maps add to this one's (:mod:`.union`)
-    setop: str = ""  # "INTERSECT" or "EXCEPT": `union` holds the other branches, whose maps stay apart (:mod:`.setops`)
-    lifted: object = None  # a query over a grouped derived table read by value: its Plan, parts compiled (:mod:`.lifted`)
-    internal: tuple[str, ...] = ()  # the group_by names no output row holds (GROUP BY columns not selected)
 
 
 def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[RelationDecl], list[SqlQuery]]:
