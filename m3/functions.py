@@ -103,6 +103,8 @@ import time
 from collections.abc import Callable
 
 from .casefn import case_value, check_spec
+from .library import CONSTANT_TYPES as _LIBRARY_CONSTANTS
+from .library import LIBRARY
 
 
 def _mod(x: int, m: int) -> int:
@@ -192,16 +194,17 @@ FUNCTIONS: dict[str, tuple[str, str, tuple[int, ...], Callable]] = {
     "COUNT_CHAR": ("STRING", "INT", (1,), lambda s, c: s.count(c)),
     **{f"CASE_{t}": ("INT|FLOAT|STRING", t, (1,), lambda x, spec: case_value(x, spec, apply))
        for t in ("STRING", "INT", "FLOAT")},
+    **LIBRARY,  # DBToaster's casts and math (:mod:`.library`)
 }
 
 #: the constants' types of the functions whose constants are not all integers
 _CONSTANT_TYPES: dict[str, tuple[type, ...]] = {"SPLIT_INDEX": (str, int), "REGEXP_EXTRACT": (str, int),
                                                 "REGEXP_FOUND": (str, int),
                                                 "DATE_FORMAT": (str,), "COUNT_CHAR": (str,), "CASE_STRING": (str,),
-                                                "CASE_INT": (str,), "CASE_FLOAT": (str,)}
+                                                "CASE_INT": (str,), "CASE_FLOAT": (str,), **_LIBRARY_CONSTANTS}
 
 #: the implementations generated Python code calls by name (``_fn_SPLIT_INDEX(v_U, '/', 3)``)
-NAMESPACE: dict[str, Callable] = {f"_fn_{name}": FUNCTIONS[name][3] for name in _CONSTANT_TYPES.keys() | {"HOUR"}}
+NAMESPACE: dict[str, Callable] = {f"_fn_{name}": FUNCTIONS[name][3] for name in _CONSTANT_TYPES.keys() | {"HOUR"} | LIBRARY.keys()}
 
 
 def _call(name: str) -> Callable[..., str]:
@@ -225,7 +228,7 @@ PYTHON: dict[str, Callable[..., str]] = {
     "LOWER": lambda x: f"{x}.lower()",
     "UPPER": lambda x: f"{x}.upper()",
     "CHAR_LENGTH": lambda x: f"len({x})",
-    **{name: _call(name) for name in (*_CONSTANT_TYPES, "HOUR")},
+    **{name: _call(name) for name in (*_CONSTANT_TYPES, "HOUR", *LIBRARY)},
 }
 
 
@@ -263,7 +266,7 @@ def check_call(name: str, args: list) -> str | None:
     if any(isinstance(c, bool) or not isinstance(c, k) for c, k in zip(consts, kinds)):
         if kinds == (int,) * len(kinds):
             return f"{name} takes integer constants after its variable"
-        names = ", ".join({str: "string", int: "integer"}[k] for k in kinds)
+        names = ", ".join({str: "string", int: "integer"}.get(k, "number") for k in kinds)
         return f"{name} takes the constants ({names}), not ({', '.join(map(repr, consts))})"
     return _check_constants(name, consts)
 

@@ -42,6 +42,7 @@ from decimal import Decimal
 
 from sqlglot import exp
 
+from ..library import SQL_NAMES, fold_call
 from .nodes import sql_of
 
 Value = int | float | str | datetime.date
@@ -133,6 +134,8 @@ def _fold(e: exp.Expression, hint: str | None):
         return _interval(e)
     if type(e) is exp.Extract:
         return _extract(e)
+    if type(e) is exp.Anonymous and str(e.this).upper() in SQL_NAMES:  # CAST_INT(23.5): DBToaster's (..library)
+        return _library(e)
     if isinstance(e, exp.Null):
         raise NotConstant("unsupported NULL (the M3 runtime has no NULLs)", e)
     if isinstance(e, exp.Column):
@@ -239,6 +242,14 @@ _EXTRACT = {
     "DOW": lambda d: d.isoweekday() % 7, "DAYOFWEEK": lambda d: d.isoweekday() % 7, "ISODOW": lambda d: d.isoweekday(),
     "WEEK": lambda d: d.isocalendar()[1],
 }
+
+
+def _library(e: exp.Anonymous):
+    values = tuple(float(v) if isinstance(v, Decimal) else v for v in (_fold(a, None) for a in e.expressions))
+    try:
+        return fold_call(str(e.this).upper(), values)
+    except (ValueError, OverflowError) as err:
+        raise NotConstant(f"cannot compute {sql_of(e)}: {err}", e) from None
 
 
 def _extract(e: exp.Extract) -> int:

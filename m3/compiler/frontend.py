@@ -55,7 +55,7 @@ boreas.m3.errors.CompileError: unsupported aggregate MEDIAN (only SUM, COUNT, AV
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import sqlglot
 from sqlglot import exp
@@ -82,6 +82,8 @@ from .selectsub import plan as select_plan
 from .stars import expand_stars
 from .fromless import plan as fromless_plan
 from .lifted import reads_grouped
+from .libcalls import declared, is_declaration, spelled
+from .valuein import exists_of_values
 from .liftquery import plan
 from .distinctgroup import distinct_groups
 from .singleton import one_row_reads
@@ -110,6 +112,7 @@ from .positions import Ctx as _Ctx
 from .positions import split_statements
 from .predicates import conj
 from .resolve import ColRef, Resolver, unparen
+from .sqlquery import SqlQuery
 from .casesplit import split_case
 from .scalarin import EQUAL_ROWS_NOTE, has_equal_to_rows
 from .sugar import desugar
@@ -121,25 +124,6 @@ from .viewexpr import having
 from .windows import refuse_windows
 
 # Arithmetic and predicates: see :mod:`.resolve` and :mod:`.predicates`.
-
-
-@dataclass(frozen=True)
-class SqlQuery:
-    """One SELECT, names resolved: what the normaliser needs and nothing else."""
-
-    name: str
-    tables: tuple[tuple[str, str], ...]  # (alias, relation)
-    joins: tuple[tuple[ColRef, ColRef], ...]  # equi-join (and same-table equality) pairs
-    predicate: object  # selection tree (:mod:`.predicates`) or None
-    group_by: tuple[tuple[str, ColRef], ...]  # the view's key columns: (output name, column)
-    columns: tuple[tuple[str, object], ...]  # value columns: (output name, view expression, :mod:`.viewexpr`)
-    having: object = None  # HAVING predicate over view expressions, or None
-    notes: tuple[str, ...] = ()  # what was accepted but has no effect on the view (ORDER BY)
-    nested: tuple = ()  # WHERE conjuncts holding subqueries (:func:`.subqueries.nested_conjunct`)
-    union: tuple = ()  # the other UNION ALL branches (SqlQuery each), whose maps add to this one's (:mod:`.union`)
-    setop: str = ""  # "INTERSECT" or "EXCEPT": `union` holds the other branches, whose maps stay apart (:mod:`.setops`)
-    lifted: object = None  # a query over a grouped derived table read by value: its Plan, parts compiled (:mod:`.lifted`)
-    internal: tuple[str, ...] = ()  # the group_by names no output row holds (GROUP BY columns not selected)
 
 
 def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[RelationDecl], list[SqlQuery]]:
@@ -159,6 +143,7 @@ def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[R
     if streams and not declares_relations(text):
         relations = {r.name: r for r in streams}
     queries: list[SqlQuery] = []
+    aliases: dict[str, str] = {}  # CREATE FUNCTION f ... AS EXTERNAL 'cos': F -> COS (:mod:`.libcalls`)
     for start, stmt in split_statements(text):
         ctx = _Ctx(text, start, stmt)
         is_stream = bool(re.match(r"\s*CREATE\s+STREAM\b", stmt, re.IGNORECASE))
@@ -174,7 +159,10 @@ def parse_sql(text: str, streams: tuple[RelationDecl, ...] = ()) -> tuple[list[R
             base = pos_of_offset(text, start)
             pos = Pos(base.line + line - 1, (base.col + col - 1) if line == 1 else col) if line else base
             raise CompileError(f"SQL syntax error: {errs[0].get('description', e)}", pos) from None
-        item = _statement(tree, is_stream, relations, len(queries), ctx)
+        if is_declaration(tree):
+            aliases.update([declared(tree, ctx)])
+            continue
+        item = _statement(spelled(tree, aliases), is_stream, relations, len(queries), ctx)
         if isinstance(item, RelationDecl):
             relations[item.name] = item
         else:
@@ -258,6 +246,7 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
     try:
         sel = count_distinct_of_nothing(sel)  # DBToaster's COUNT(DISTINCT): LEAST(COUNT(*), 1) (:mod:`.countnone`)
         sel = outer_conditions_out(sel)  # EXISTS (... WHERE outer.a = 3): the condition outside (:mod:`.outercond`)
+        sel = exists_of_values(sel, relations)  # (SELECT agg ...) IN (SELECT c ...) as EXISTS (:mod:`.valuein`)
         sel = split_case(sel, relations)  # a CASE of two columns as a UNION ALL of two views (:mod:`.casesplit`)
         sel = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
         equal_rows = has_equal_to_rows(sel)  # read as IN (:mod:`.scalarin`): noted, SQL differs on several rows

@@ -45,6 +45,7 @@ from sqlglot import exp
 from ..ast import RelationDecl
 from ..errors import CompileError
 from ..functions import NULL_TESTS, check_call, result_type
+from ..library import SQL_NAMES, typed_name
 from .arithcmp import comparison as arith_comparison
 from .arithcmp import is_arithmetic
 from .casecmp import expand, expandable
@@ -175,6 +176,9 @@ class Resolver:
         elif kind is exp.Anonymous and e.name.upper() in _BY_NAME and e.expressions:
             fn, arg = e.name.upper(), e.expressions[0]
             args = self._constants(e, e.expressions[1:])
+        elif kind is exp.Anonymous and e.name.upper() in SQL_NAMES and e.expressions:  # CAST_INT(f), COS(a)
+            fn, arg = SQL_NAMES[e.name.upper()], e.expressions[0]  # (:mod:`..library`, spelled by :mod:`.libcalls`)
+            args = self._constants(e, e.expressions[1:])
         elif kind is exp.Case:  # of one column: a function of it (:mod:`.casewhen`)
             found = case_call(self, e)
             return None if found is None else Computed(*found)
@@ -190,6 +194,7 @@ class Resolver:
         if type(unparen(arg)) is not exp.Column:
             raise self.ctx.error(f"unsupported {sql_of(e)}: a function of a column, not of {sql_of(arg)}", e)
         ref = self.column(unparen(arg))
+        fn = typed_name(fn, self.col_type(ref))  # CAST_INT of a STRING is ATOI
         problem = check_call(fn, [self.col_type(ref), *args])
         if problem is not None:
             raise self.ctx.error(f"{problem} ({sql_of(e)})", e)

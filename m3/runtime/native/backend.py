@@ -11,6 +11,7 @@ the mirror's last sync (:meth:`NativeMaps.pending`), the last batch's journal
 
 from __future__ import annotations
 
+import datetime
 import threading
 from array import array
 from collections.abc import Iterable, Sequence
@@ -139,10 +140,15 @@ class NativeMaps:
             values = columns[i]
             if packed(values, "q") and types[i] == "STRING":
                 values = [self.ids.strings[x] for x in values]
+            elif packed(values, "q") and types[i] == "DATE":  # day numbers (CAST_STRING of a DATE reads the date)
+                values = [datetime.date.fromordinal(x) for x in values]
             consts = tuple(a.value for a in call.args[1:])
             fn = FUNCTIONS[call.fn][3]
-            col = array("q", [self.ids[fn(v, *consts)] for v in values] if result_type(call.fn) == "STRING"
-                        else [fn(v, *consts) for v in values])
+            kind = result_type(call.fn)
+            col = array("d", [fn(v, *consts) for v in values]) if kind == "FLOAT" else \
+                array("q", [self.ids[fn(v, *consts)] for v in values] if kind == "STRING"
+                      else [fn(v, *consts).toordinal() for v in values] if kind == "DATE"
+                      else [fn(v, *consts) for v in values])
             keep.append(col)
             ptrs[len(types) + j] = ffi.from_buffer(col)
         if len(self.ids.strings) > self._sent:

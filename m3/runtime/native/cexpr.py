@@ -39,11 +39,12 @@ import datetime
 
 from ...ast import LIKE_OPS, Call, Cmp, Const, Expr, Prod, Program, Sum, Var
 from ...functions import result_type
+from ...library import C_INLINE, c_inline
 
 _COPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<="}
 DATE_PARTS = {"YEAR": 0, "QUARTER": 1, "MONTH": 2, "DAY": 3, "DOW": 4, "ISODOW": 5, "DOY": 6,
               "WEEK": 7}  # crt's date_part(day, part)
-INLINE_CALLS = frozenset(DATE_PARTS) | {"MOD", "DIV", "HOUR"}
+INLINE_CALLS = frozenset(DATE_PARTS) | {"MOD", "DIV", "HOUR"} | C_INLINE
 """The calls C computes inline from the event's value (the others, the string functions and CHAR_LENGTH, are
 columns the runtime computes)."""
 
@@ -194,10 +195,13 @@ class Gen:
             if m != 1:  # a * m / d: the product first, INT * INT exact as DuckDB's BIGINT
                 x = f"({x}) * INT64_C({m})" if t == "INT" else f"({x}) * {float(m)!r}"
             return f"((double)({x}) / {d!r})", "FLOAT"
-        if isinstance(e, Call) and e in self.computed:  # a string (interned by the runtime with the batch), an INT
-            if result_type(e.fn) == "FLOAT":  # computed columns are int64
-                raise Unsupported(f"{e.fn}: a FLOAT computed in Python")
-            return self.computed[e], result_type(e.fn)
+        if isinstance(e, Call) and e.fn in C_INLINE:  # a cast or math of a number (..library), checked
+            x, t = self.value(e.args[0], types)
+            if t not in ("INT", "FLOAT") and e.fn != "CAST_DATE":
+                raise Unsupported(f"{e.fn} of a {t}")
+            return c_inline(e.fn, x, t, tuple(a.value for a in e.args[1:]), self.target), result_type(e.fn)
+        if isinstance(e, Call) and e in self.computed:  # a string (interned by the runtime with the batch), an INT,
+            return self.computed[e], result_type(e.fn)  # a DATE's day number, a FLOAT (ATOF)
         raise Unsupported(f"expression {type(e).__name__} in a trigger")
 
     def cond(self, c: Cmp, types: dict[str, str]) -> str:

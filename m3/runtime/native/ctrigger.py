@@ -52,19 +52,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ast import Call, Const, Expr, MapRef, Statement, Trigger, Var, variables, walk
+from ...functions import result_type
 from ..codegen import statement_groups
 from .cexpr import INLINE_CALLS, Gen, Unsupported, ctype, from_key, product_type, to_key
 
 
 def groups(statements: tuple[Statement, ...]) -> list[tuple[tuple, list[list]]]:
     """Statements as ((target, guards, refs), [scalar factor lists]), split and fused as the Python generator
-    does (:func:`..codegen.statement_groups`); a scalar factor other than a variable, a constant or a date part
-    or MOD of one (``C * MONTH(D)``: a computed value inside an aggregate) is refused."""
+    does (:func:`..codegen.statement_groups`); a scalar factor other than a variable, a constant, a call C computes
+    inline or a number the runtime computes as a column (``F * ATOI(S)``) is refused."""
     out = statement_groups(statements)
     for _, scalar_lists in out:
         for scalars in scalar_lists:
             for e in scalars:
-                if not isinstance(e, (Var, Const)) and not (isinstance(e, Call) and e.fn in INLINE_CALLS):
+                if not isinstance(e, (Var, Const)) and not (isinstance(e, Call) and (
+                        e.fn in INLINE_CALLS or result_type(e.fn) in ("INT", "FLOAT"))):  # or a computed number
                     raise Unsupported(f"expression {type(e).__name__} in a trigger statement")
     return out
 
@@ -96,11 +98,12 @@ def trigger_c(gen: Gen, t: Trigger, tno: int) -> tuple[int, ...]:
                                if isinstance(n, Call) and n.fn not in INLINE_CALLS))
     gen.computed = {c: f"fval{j}" for j, c in enumerate(calls)}
     for j in range(len(calls)):
-        gen.emit(1, f"const int64_t *fcol{j} = (const int64_t *)cols[{len(col_types) + j}];")
+        ft = ctype(result_type(calls[j].fn))  # a FLOAT column of doubles (ATOF), else int64
+        gen.emit(1, f"const {ft} *fcol{j} = (const {ft} *)cols[{len(col_types) + j}];")
     for i in used:
         gen.emit(2, f"{ctype(col_types[i])} v_{t.vars[i]} = c{i}[row];")
     for j in range(len(calls)):
-        gen.emit(2, f"int64_t fval{j} = fcol{j}[row];")
+        gen.emit(2, f"{ctype(result_type(calls[j].fn))} fval{j} = fcol{j}[row];")
     for c in calls:
         if not (isinstance(c.args[0], Var) and c.args[0].name in t.vars):
             raise Unsupported(f"{c.fn} of something else than an event variable")
