@@ -41,6 +41,22 @@ CASES: dict[str, str] = {
 }
 
 
+#: TPC-DS Q46/Q68's shape: a grouped derived table over five relations joined with two more (one of them again)
+#: on some of its group columns (:mod:`boreas.m3.compiler.liftpairs`: the pairs join 7 relations).
+PAIRS = STAR + """CREATE STREAM H(h INT, dep INT, veh INT);
+CREATE STREAM A(a INT, city VARCHAR);
+CREATE STREAM C(cu INT, addr INT, nm INT);
+SELECT C.nm, cur.city, t.bc, t.tk, t.amt FROM (SELECT F.p AS tk, F.i AS cu, A.city AS bc, SUM(F.p) AS amt
+    FROM F, D, S, H, A WHERE F.d = D.d AND F.s = S.s AND F.i = H.h AND F.i = A.a AND (H.dep = 1 OR H.veh = 2)
+    AND D.mon IN (0, 1) GROUP BY F.p, F.i, A.city) t, C, A cur
+  WHERE t.cu = C.cu AND C.addr = cur.a AND cur.city <> t.bc"""
+
+
+@BOTH
+def test_pairs_of_seven_relations_match_duckdb(m3_backend):
+    check_against_duckdb(PAIRS, examples=8)
+
+
 @BOTH
 @pytest.mark.parametrize("shape", sorted(CASES))
 def test_factored_star_matches_duckdb(shape, m3_backend):
