@@ -21,7 +21,7 @@ AggSum([A], 2 * R(A, B) * {B < 5} * B)
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from . import ast
 
@@ -187,12 +187,7 @@ def poly_scale(a: Poly, c: Number) -> Poly:
 
 
 def poly_vars(p: Poly) -> tuple[V, ...]:
-    seen: list[V] = []
-    for _, vs in p:
-        for v in vs:
-            if v not in seen:
-                seen.append(v)
-    return tuple(seen)
+    return tuple(dict.fromkeys(v for _, vs in p for v in vs))
 
 
 def poly_str(p: Poly) -> str:
@@ -214,11 +209,10 @@ class Term:
     polys: tuple[Poly, ...] = ()
 
     def vars(self) -> tuple[V, ...]:
-        seen: list[V] = []
+        """Each variable once, in order of first occurrence (a dict, not a list scan: a TPC-DS term has ~100)."""
+        seen: dict[V, None] = {}
         for group in ([a.vars() for a in self.atoms] + [c.vars() for c in self.conds] + [poly_vars(p) for p in self.polys]):
-            for v in group:
-                if v not in seen:
-                    seen.append(v)
+            seen.update(dict.fromkeys(group))
         return tuple(seen)
 
     def __str__(self) -> str:
@@ -291,15 +285,24 @@ def substitute(x, mapping: dict[V, Value]):
     if isinstance(x, Atom):
         return Atom(x.rel, tuple(substitute(a, mapping) for a in x.args))
     if isinstance(x, Term):
-        return replace(
-            x,
-            atoms=tuple(substitute(a, mapping) for a in x.atoms),
-            conds=tuple(substitute(c, mapping) for c in x.conds),
-            polys=tuple(_subst_poly(p, mapping) for p in x.polys),
-        )
+        return _subst_term(x, mapping, {})
     if isinstance(x, Agg):
-        return Agg(tuple(substitute(k, mapping) for k in x.keys), tuple(substitute(t, mapping) for t in x.terms))
+        memo: dict[int, object] = {}
+        return Agg(tuple(substitute(k, mapping) for k in x.keys), tuple(_subst_term(t, mapping, memo) for t in x.terms))
     raise TypeError(x)
+
+
+def _subst_term(t: Term, mapping: dict[V, Value], memo: dict[int, object]) -> Term:
+    """:func:`substitute` of a term; ``memo`` (by identity) renames once the atoms and comparisons an Agg's terms
+    share: inclusion–exclusion gives a TPC-DS query's map a thousand terms over the same four atoms."""
+
+    def once(x):
+        if id(x) not in memo:
+            memo[id(x)] = (x, substitute(x, mapping))  # (x kept alive with its id)
+        return memo[id(x)][1]
+
+    return Term(t.coef, tuple(once(a) for a in t.atoms), tuple(once(c) for c in t.conds),
+                tuple(_subst_poly(p, mapping) for p in t.polys))
 
 
 def _subst_poly(p: Poly, mapping: dict[V, Value]) -> Poly:

@@ -40,9 +40,10 @@ from .liftscope import Scope
 
 
 #: The most relations the pairs part may join (the derived table's and the query's): a join of k relations
-#: is compiled into maps for its connected subsets.  TPC-DS Q79's shape (5) compiles in about 6 s of CPU time
-#: (measured on a loaded machine); Q46's (7, one relation twice) ran for minutes.
-MAX_RELATIONS = 5
+#: is compiled into maps for its connected subsets.  TPC-DS Q46's and Q68's shape (7, one relation twice) ran for
+#: minutes until deltas were factored and map definitions canonicalised without trying every key order
+#: (:mod:`.materialize`); it now compiles in about 30 s of CPU time on a loaded machine (docs/m3.md).
+MAX_RELATIONS = 7
 
 
 def pairs(s: Scope, sel: exp.Select, others: list[exp.Expression], cols: list[exp.Alias],

@@ -21,8 +21,9 @@ entries of that map, not with the database.  (A comparison among loop
 variables stays inside the map whose atoms bind them.)  Maps are identified by a canonical form
 of their definition (variable names and key order do not matter), so equal
 subqueries — across terms, triggers and queries — share one map.  Terms
-whose scalar parts agree and that each need one map with the same keys (as
-OR's inclusion–exclusion produces) share one map whose definition is their sum.
+whose scalar parts agree and whose maps differ in one component only (as
+OR's and IN lists' inclusion–exclusion produces) are factored: that
+component becomes one map whose definition is their sum (:func:`factored`).
 
 >>> from ..calculus import Agg, Atom, Term, V, poly_var
 >>> from .delta import DeltaTerm
@@ -41,7 +42,7 @@ AggSum([OID, NATION], CUSTOMERS(CID, NATION) * ORDERS(CID, OID, DISCOUNT) * DISC
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import ast
 from ..calculus import (
@@ -101,15 +102,40 @@ def canonical(agg: Agg) -> tuple[str, tuple[int, ...]]:
     (True, (0, 1), (1, 0))
     """
     n = len(agg.keys)
-    perms = list(itertools.permutations(range(n))) if n <= 5 else [tuple(range(n))]
     best: tuple[str, tuple[int, ...]] | None = None
-    for perm in perms:
+    for perm in _key_orders(agg):
         keymap = {agg.keys[p]: f"k{i}" for i, p in enumerate(perm)}
         s = f"[{n}]" + " + ".join(sorted(_canon_term(t, keymap) for t in agg.terms))
         if best is None or s < best[0]:
             best = (s, tuple(perm))
     assert best is not None
     return best
+
+
+def _key_orders(agg: Agg, most: int = 120) -> list[tuple[int, ...]]:
+    """The key orders :func:`canonical` tries: the keys sorted by a signature no renaming or reordering changes
+    (the definition's canonical terms with that key marked, the others anonymous), permuting only keys whose
+    signatures tie (at most ``most`` orders).  Trying every order of 5 keys meant 120 passes over a definition's
+    terms: TPC-DS Q46's pairs maps spent most of their compile time there.
+
+    >>> from ..calculus import poly_var
+    >>> a, b, c = V("A", "INT"), V("B", "INT"), V("C", "INT")
+    >>> _key_orders(Agg((a, b, c), (Term(1, (Atom("R", (a, b)), Atom("S", (b, c))), (), (poly_var(c),)),)))
+    [(0, 1, 2)]
+    >>> _key_orders(Agg((a, b, c), (Term(1, (Atom("R", (a, b, c)), Atom("R", (b, a, c)))),)))  # symmetric in A, B
+    [(0, 1, 2), (1, 0, 2)]
+    """
+    n = len(agg.keys)
+    if n <= 2:  # as few passes as the signatures would take
+        return list(itertools.permutations(range(n)))
+    anonymous = {k: "k?" for k in agg.keys}
+    signature = [" + ".join(sorted(_canon_term(t, {**anonymous, agg.keys[p]: "k!"}) for t in agg.terms))
+                 for p in range(n)]
+    ties: dict[str, list[int]] = {}
+    for p in sorted(range(n), key=lambda p: signature[p]):
+        ties.setdefault(signature[p], []).append(p)
+    orders = itertools.product(*(itertools.permutations(group) for group in ties.values()))
+    return [tuple(p for group in choice for p in group) for choice in itertools.islice(orders, most)]
 
 
 def _canon_term(t: Term, keymap: dict) -> str:
@@ -178,11 +204,13 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
     def binders(v):  # a lifted variable is bound where its call's variables are (:mod:`.lifts`)
         return lift_args.get(v, [v])
 
+    atom_vars = [set(a.vars()) for a in t.atoms]
+
     def atoms_with(vs):
-        return [i for i, a in enumerate(t.atoms) if any(b in a.vars() for v in vs if v not in event for b in binders(v))]
+        return [i for i, a in enumerate(atom_vars) if any(b in a for v in vs if v not in event for b in binders(v))]
 
     for i, j in itertools.combinations(range(len(t.atoms)), 2):
-        if set(t.atoms[i].vars()) & set(t.atoms[j].vars()) - event:
+        if atom_vars[i] & atom_vars[j] - event:
             parent[find(i)] = find(j)
     guards, attached = [], []
     exposed: set[V] = set()  # variables a loop guard reads: keys of their maps, so the statement loops over them
@@ -197,7 +225,7 @@ def split_term(d: DeltaTerm, event: set[V]) -> _Split:
             exposed.update(free)
             continue
         where = atoms_with(free)
-        if not where or any(not any(b in t.atoms[i].vars() for i in where for b in binders(v)) for v in free):
+        if not where or any(not any(b in atom_vars[i] for i in where for b in binders(v)) for v in free):
             raise CompileError(f"internal: variable {free[0]} is not bound by a relation")
         for i in where[1:]:
             parent[find(i)] = find(where[0])
@@ -227,29 +255,15 @@ def materialize(target: MapDef, terms: tuple[DeltaTerm, ...], event: tuple[V, ..
     ``known`` maps canonical strings to maps; new maps are named ``m<next_id>``, ``m<next_id+1>``, ...
     """
     ev = set(event)
-    splits = [split_term(d, ev) for d in terms]
-    # share one map among terms that differ only inside their single component
-    groups: dict[tuple, list[_Split]] = {}
-    for s in splits:
-        if len(s.comps) == 1:
-            key = (s.keys, tuple(sorted(s.guards, key=str)), tuple(sorted(s.scalars, key=str)), frozenset(s.comps[0][0]))
-        else:
-            key = (id(s),)
-        groups.setdefault(key, []).append(s)
     new: dict[str, MapDef] = {}
     stmts: list[ast.Statement] = []
-    for members in groups.values():
-        first = members[0]
-        if len(members) > 1:
-            keys = first.comps[0][0]
-            body = Agg(keys, tuple(Term(m.coef, m.comps[0][1].atoms, m.comps[0][1].conds, m.comps[0][1].polys) for m in members))
-            plan = [(1, [body])]
-        else:
-            plan = [(first.coef, [Agg(k, (b,)) for k, b in first.comps])]
+    canons: dict[Agg, tuple[str, tuple[int, ...]]] = {}  # a summed map recurs in many statements: canonical once
+    for first, products in factored([split_term(d, ev) for d in terms]):
+        plan = [(coef, [Agg(k, ts) for k, ts in comps]) for coef, comps in products]
         for coef, bodies in plan:
             refs = []
             for body in bodies:
-                canon, order = canonical(body)
+                canon, order = canons[body] if body in canons else canons.setdefault(body, canonical(body))
                 md = known.get(canon) or new.get(canon)
                 if md is None:  # declare event-variable keys first: slices are then key prefixes
                     lhs = [k for k in s_keys(first) if isinstance(k, V)]
@@ -263,6 +277,82 @@ def materialize(target: MapDef, terms: tuple[DeltaTerm, ...], event: tuple[V, ..
                 refs.append(ast.MapRef(md.name, tuple(_val(a) for a in args)))
             stmts += _statements(target, first, coef, refs)
     return tuple(stmts), tuple(new.values())
+
+
+Component = tuple[tuple[V, ...], tuple[Term, ...]]  # a map to be: its keys and the terms it sums
+
+
+def factored(splits: list[_Split]) -> list[tuple[_Split, list[tuple[int | float, tuple[Component, ...]]]]]:
+    """The delta terms as few products of maps as distributivity allows, per class of terms whose statements
+    agree but for their maps (same target keys, guards, scalar factors and components' atoms and keys).
+
+    Inclusion–exclusion of ORs and IN lists multiplies terms: TPC-DS Q53a's WHERE is 12 month constants times 96
+    item conditions, 1152 terms, each a product of an item map, a date map and a store map.  Summing the terms
+    that differ in one component only, ``Σ_k c_k·A_k·R = (Σ_k c_k·A_k)·R``, repeatedly over each component, gives
+    one product of three maps (one summing 96 item terms, one 12 date terms): a handful of maps and statements
+    instead of a thousand.  A class of one term keeps its coefficient outside its maps (so they stay shared).
+
+    >>> from ..calculus import Agg, Atom, Term, V
+    >>> x, y, e = V("X", "INT"), V("Y", "INT"), V("E", "INT")
+    >>> r, s = Atom("R", (e, x)), Atom("S", (e, y))
+    >>> ds = [DeltaTerm((), Term(1, (r, s), (Cond("=", x, Lit(i)), Cond("=", y, Lit(j))))) for i in (1, 2) for j in (3, 4, 5)]
+    >>> [(c, [len(ts) for _, ts in comps]) for _, ps in factored([split_term(d, {e}) for d in ds]) for c, comps in ps]
+    [(1, [2, 3])]
+    """
+    classes: dict[tuple, list[_Split]] = {}
+    for s in splits:
+        shape = tuple(sorted((_atoms_str(b), frozenset(k)) for k, b in s.comps)) if s.comps else (id(s),)
+        classes.setdefault((s.keys, tuple(sorted(s.guards, key=str)), tuple(sorted(s.scalars, key=str)), shape),
+                           []).append(s)
+    out = []
+    for members in classes.values():
+        if len(members) == 1:  # (its maps in their order)
+            out.append((members[0], [(members[0].coef, tuple((k, (b,)) for k, b in members[0].comps))]))
+            continue
+        products = [(m.coef, tuple((k, (b,)) for k, b in sorted(m.comps, key=lambda c: _atoms_str(c[1]))))
+                    for m in members]
+        out.append((members[0], _distribute(products)))
+    return out
+
+
+def _atoms_str(body: Term) -> str:
+    return " ".join(map(str, body.atoms))
+
+
+def _distribute(products: list) -> list:
+    """Sum the products that agree on every component but one into that component, until none do."""
+    width = len(products[0][1])
+    changed = True
+    while changed and len(products) > 1:
+        changed = False
+        for j in range(width):
+            rests: dict[tuple, list] = {}
+            for coef, comps in products:
+                rest = tuple((frozenset(k), ts) for k, ts in comps[:j] + comps[j + 1:])
+                rests.setdefault(rest, []).append((coef, comps))
+            if len(rests) == len(products):
+                continue
+            changed, products = True, []
+            for group in rests.values():
+                if len(group) == 1:
+                    products.append(group[0])
+                    continue
+                summed = _summed([replace(t, coef=t.coef * c) for c, comps in group for t in comps[j][1]])
+                if summed:
+                    comps = group[0][1]
+                    products.append((1, comps[:j] + ((comps[j][0], summed),) + comps[j + 1:]))
+            if not products:
+                return []
+    return products
+
+
+def _summed(terms: list[Term]) -> tuple[Term, ...]:
+    """Equal terms (but for their coefficients) added, zeros dropped."""
+    acc: dict[Term, int | float] = {}
+    for t in terms:
+        body = replace(t, coef=1)
+        acc[body] = acc.get(body, 0) + t.coef
+    return tuple(replace(t, coef=c) for t, c in acc.items() if c)
 
 
 def s_keys(s: _Split) -> tuple[Value, ...]:
