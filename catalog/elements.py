@@ -126,9 +126,11 @@ def diff(old: Catalog, new: Catalog, touched: Mapping[str, Iterable[str]] | None
 
     ``touched`` (Catalog dict -> keys, as a merge notes them: catalog/tracked.py)
     says where ``new`` may differ; a dict it does not name is compared whole.
-    Either way the changes are the same (new keys in ``new``'s order, so a
-    follower's dicts keep the order), but with it a small change costs what
-    it wrote, not the size of the catalog."""
+    Either way the changes are the same set and apply to the same catalog
+    (new keys in ``new``'s order, so a follower's dicts keep the order); with
+    it, changed keys ``old`` held come in name order rather than ``new``'s
+    (their places do not move), and a small change costs what it wrote, not
+    the size of the catalog."""
     changes: list[Change] = []
     for kind, (attr, _) in KIND_TO_DICT.items():
         before, after = getattr(old, attr), getattr(new, attr)
