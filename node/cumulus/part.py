@@ -218,7 +218,8 @@ class PartOperator(M3Operator):
     def end_of_input(self, now: float, port: int | None = None) -> Emitted:
         """Every producer this node took the box's input on ``port`` from ended (None: on every port; a box
         with two in streams is told once for each: :meth:`Host.input_ended`)."""
-        self.host.input_ended(port, None if port is None else self.box.inputs[port].stream)
+        if port is None or port < len(self.box.inputs):  # (an internal stream's port carries members' messages)
+            self.host.input_ended(port, None if port is None else self.box.inputs[port].stream)
         return self.host.run(now)
 
     def holds_end(self) -> bool:
