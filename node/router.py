@@ -184,8 +184,8 @@ class Router:
         """``stream`` ended (node/stream_ends.py): its consumers emit what the end closes; a box whose inputs
         have all ended closes its open batches and ends its out streams, with a final mark after all it
         produced, here and downstream (all within the record that ended ``stream``: a replay does the same)."""
-        for op, name, _ in self.consumers.get(stream, ()):
-            self.emit_now(name, op.end_of_input(self.clock.current))
+        for op, name, port in self.consumers.get(stream, ()):
+            self.emit_now(name, op.end_of_input(self.clock.current, port))  # (only that in stream ended)
         inputs = {name: [port.stream for port in self.states.boxes[name].inputs]
                   for _, name, _ in self.consumers.get(stream, ()) if name in self.states.boxes}
         for name in self.states.ends.boxes_done(stream, inputs):
@@ -204,7 +204,11 @@ class Router:
             producer, seq = self._number(out)
             self.out.route(out, [], producer, seq, self._resumable(out, producer, True),
                            consumed_here=out in self.consumers, final=True)
-            if self.states.ends.end(out, producer, [producer]):  # its local consumers: as from a producer
+            for op, consumer, port in self.consumers.get(out, ()):  # its local consumers take it as a producer's
+                if consumer not in self.states.inputs:  # final mark, as :meth:`enter_now` does (a partitioned
+                    # box's coordinator ends it, or forwards it to the one it handed the producer to)
+                    self.emit_now(consumer, op.producer_ended(port, producer, self.clock.current))
+            if self.states.ends.end(out, producer, [producer]):
                 self._ended(out)
 
     async def emit(self, box: str, produced: list[tuple[int, list[tuple]]]) -> None:

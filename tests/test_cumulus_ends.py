@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections import Counter
+from collections import Counter, deque
+
+import msgspec
 
 import pytest
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+from boreas.node.cumulus import messages as msg
 from boreas.node.cumulus.part import PartOperator
 from boreas.node.cumulus.ranking import RankedPartOperator
-from boreas.node.cumulus.windowing import WindowedPartOperator
+from boreas.node.cumulus.windowing import WindowedPartOperator, part_operator
 from boreas.node.operators.m3topn import TopNM3Operator
 from boreas.wire.columns import Columns
 from boreas.m3.cumulus.coordinators import pick
@@ -208,3 +211,111 @@ def test_a_producer_handed_to_a_joining_coordinator_takes_its_end_along():
     for row in cluster.out:
         summed[row] += 1
     assert {(1, 10), (2, 20), (3, 30)} <= set(summed)
+
+
+PLAIN = "CREATE STREAM Bid(auction INT, price INT, ts INT);\nSELECT auction, SUM(price) AS total FROM Bid GROUP BY auction"
+PLAIN_BID = Schema("BidTuple", (Field("auction", FieldType.INT), Field("price", FieldType.INT),
+                                Field("ts", FieldType.INT)))
+
+
+def moving_pair() -> tuple[str, str]:
+    """P, coordinated by member 1 of 2 and by member 2 once a third joins; Q, by member 0 throughout."""
+    p = next(f"p{i}" for i in range(100) if pick(f"p{i}", 2) == 1 and pick(f"p{i}", (0, 1, 2)) == 2)
+    q = next(f"q{i}" for i in range(100) if pick(f"q{i}", 2) == 0 == pick(f"q{i}", (0, 1, 2)))
+    return p, q
+
+
+def test_a_box_with_two_in_streams_ends_only_after_both_ended_on_a_node():
+    """A join of A and B: node 1's producers of both end, node 0's of A only.  Stream A's end on node 0 ends its
+    coordinator's producers of A alone: B's producer there keeps the end from passing, and its later rows come
+    before every node's final mark (before the fix, one in stream's end ended every producer on every port)."""
+    a = Schema("A", (Field("k", FieldType.INT), Field("v", FieldType.INT)))
+    b = Schema("B", (Field("k", FieldType.INT), Field("w", FieldType.INT)))
+    sql = ("CREATE STREAM A(k INT, v INT); CREATE STREAM B(k INT, w INT);\n"
+           "SELECT A.k, SUM(A.v * B.w) AS s FROM A JOIN B ON A.k = B.k GROUP BY A.k")
+    cluster = PinnedCluster(2, idle=None, sql=sql, streams={"A": a, "B": b}, key="k")
+    for member, (pa, pb) in enumerate([("pa", "pb"), ("qa", "qb")]):
+        cluster.publish(member, pa, [(k, 1) for k in range(6)], port=0)
+        cluster.publish(member, pb, [(k, 1) for k in range(6)], port=1)
+    cluster.settle(1.0)
+    cluster.end(1, "qa", port=0)
+    cluster.end(1, "qb", port=1)
+    cluster.end(0, "pa", port=0)
+    cluster.settle(1.0)
+    assert not any(op.parts.applier.ending.passed for op in cluster.members)
+    assert all(op.holds_end() for op in cluster.members)
+    cluster.publish(0, "pb", [(k, 10) for k in range(6)], port=1)
+    cluster.end(0, "pb", port=1)
+    cluster.settle(1.0)
+    assert all(op.parts.applier.ending.passed and not op.holds_end() for op in cluster.members)
+    last: dict[int, int] = {}
+    for row in cluster.out:  # (a changelog: the last row of a group is its sum over every row fed)
+        last[row[0]] = row[1]
+    assert last == {k: 2 * (1 + 1 + 10) for k in range(6)}
+
+
+def test_an_end_passing_in_an_epoch_with_no_work_settles():
+    """P, handed from member 1 to member 2 (a grow), publishes and ends there, Q ends, node 1's input ends, and
+    the leader goes idle; member 2's Taken reaches member 1 only then (its Handover was slow).  Member 1 forgets P
+    in an epoch with no work, and the end passes with that epoch's Close: the epoch ends and the leader goes on
+    until it is stable, so the end settles and every node's out stream ends (before the fix, no epoch ended
+    after the forget: every node held its final mark for good)."""
+    cluster = PinnedCluster(2, idle=None, sql=PLAIN, schema=PLAIN_BID)
+    p, q = moving_pair()
+    cluster.publish(1, p, [(1, 10, 100)])
+    cluster.publish(0, q, [(2, 20, 100)])
+    new = cluster.grow()
+    late: list[list] = []
+
+    def settle_without_taken(seconds: float) -> None:  # (member 2's Taken to member 1 waits; the rest goes on)
+        cluster.blocked.add((2, 1))
+        for _ in range(round(seconds / 0.05)):
+            cluster.tick(0.05)
+            link = cluster.links.get((2, 1), deque())
+            for batch in link:
+                late.extend(m for m in batch if m[0] == msg.TAKEN)
+                batch[:] = [m for m in batch if m[0] != msg.TAKEN]
+            cluster.blocked.discard((2, 1))
+            cluster.deliver()
+            cluster.blocked.add((2, 1))
+        cluster.blocked.discard((2, 1))
+
+    settle_without_taken(1.0)
+    cluster.publish(new, p, [(3, 30, 200)])
+    cluster.end(new, p)
+    cluster.end(0, q)
+    cluster.end_input(1)
+    settle_without_taken(3.0)
+    assert late and not any(op.parts.applier.ending.passed for op in cluster.members)
+    assert all(op.next_deadline() is None for op in cluster.members)  # (the leader is idle)
+    cluster.links.setdefault((2, 1), deque()).append(late)
+    cluster.settle(5.0)
+    assert all(op.parts.applier.ending.passed and not op.holds_end() for op in cluster.members)
+    assert {(1, 10), (2, 20), (3, 30)} <= set(cluster.out)
+
+
+def test_a_state_from_before_the_end_marks_does_not_let_the_end_pass_early():
+    """Members restored from states without the end entries (a version before them): node 0's coordinator knows
+    P from the batches it stamped, so Q's end on node 1 does not pass the end while P still publishes (before the
+    fix, it had heard of no producer and the end passed: node 1 emitted P's later rows after its final mark)."""
+    cluster = PinnedCluster(2, idle=None, sql=PLAIN, schema=PLAIN_BID)
+    cluster.publish(0, "p", [(1, 10, 100)])
+    cluster.publish(1, "q", [(2, 20, 100)])
+    cluster.settle(1.0)
+    for member, op in enumerate(cluster.members):
+        state = msgspec.msgpack.decode(msgspec.msgpack.encode(op.state()))
+        for guest in [state, *state.get("guests", {}).values()] if isinstance(state.get("guests"), dict) else [state]:
+            for key in ("ends", "ending", "close_ends"):
+                guest.pop(key, None)
+        fresh = part_operator(cluster.box, cluster.schemas, cluster.outputs, cluster.partition, op.endpoint)
+        fresh.restore(state, cluster.clock(member))
+        cluster.members[member] = fresh
+    cluster.end(1, "q")
+    cluster.settle(1.0)
+    assert not any(op.parts.applier.ending.passed for op in cluster.members)
+    assert all(op.holds_end() for op in cluster.members)
+    cluster.publish(0, "p", [(1, 5, 200)])
+    cluster.end(0, "p")
+    cluster.settle(1.0)
+    assert all(op.parts.applier.ending.passed and not op.holds_end() for op in cluster.members)
+    assert (1, 15) in cluster.out

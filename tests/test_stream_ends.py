@@ -120,3 +120,70 @@ async def test_a_box_added_again_after_its_deletion_has_ended_nothing_and_holds_
     before = len(sent(out, CLIENT))
     await router.enter("Packet", [(1.0, 3), (1.0, 14)], "c", 0, "")  # closes [0, 10) of the new agg
     assert sent(out, CLIENT)[before:] == [(0, [[0, 1]], False)]  # its rows, and no final mark after them
+
+
+class Spy:
+    """A box's operator as the router sees it, recording what it is told of its inputs' ends."""
+
+    def __init__(self, inner, told: list):
+        self.inner, self.told = inner, told
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def end_of_input(self, now: float, port: int | None = None):
+        self.told.append(("input", port))
+        return self.inner.end_of_input(now) if port is None else self.inner.end_of_input(now, port)
+
+    def producer_ended(self, port: int, producer: str, now: float):
+        self.told.append(("producer", port, producer))
+        return self.inner.producer_ended(port, producer, now)
+
+
+def spied(states, router, box: str) -> list:
+    told: list = []
+    states.operators[box] = Spy(states.operators[box], told)
+    router.rewire({})
+    return told
+
+
+async def test_a_box_with_two_in_streams_is_told_which_one_ended():
+    """A union of Packet and Other: Packet's end tells it port 0's input ended, and only Other's ends its out
+    stream (before the fix, it was told "every input ended" at Packet's end: a partitioned box then ended the
+    producers of both streams)."""
+    from collections import Counter
+
+    from boreas.catalog.model import Box, Catalog, InPort, Node, Subscription
+    from boreas.node.box_state import BoxStates
+    from boreas.node.flow_clock import FlowClock
+    from boreas.node.outputs import Outputs
+    from boreas.node.router import Router
+
+    states = BoxStates()
+    states.follow({"u": Box("u", "union", (InPort("Packet"), InPort("Other")), ("U",), ())},
+                  {"Packet": T, "Other": T, "U": T})
+    out = Outputs("localhost:15000", None, "n0", Counter())
+    out.follow(Catalog(nodes={NEXT: Node(NEXT)}, subscriptions={"U|n": Subscription("U", NEXT)}))
+    router = Router("localhost:15000", "n0", states, out, FlowClock(), Counter())
+    router.rewire({})
+    told = spied(states, router, "u")
+    await router.enter("Packet", [(1.0, 1)], "a", 0, "")
+    await router.enter("Other", [(1.0, 2)], "b", 0, "")
+    await router.enter("Packet", [], "a", 1, "", final=True)
+    assert ("input", 0) in told and ("input", 1) not in told and ("input", None) not in told
+    assert not any(final for *_, final in sent(out, NEXT))
+    await router.enter("Other", [], "b", 1, "", final=True)
+    assert ("input", 1) in told and sent(out, NEXT)[-1][2]
+
+
+async def test_an_upstream_box_ending_on_the_node_ends_its_producer_at_each_local_consumer():
+    """agg ends Counts on this node: keep, which reads it here, is told agg's producer ended (as from a final
+    mark that came in) before the input ended (before the fix, only the input's end: a partitioned box's
+    coordinator that had handed that producer to another never forwarded its end, and the box never ended)."""
+    states, out, router = chain()
+    told = spied(states, router, "keep")
+    await router.enter("Packet", [(1.0, 1)], "a", 0, "")
+    await router.enter("Packet", [], "a", 1, "", final=True)
+    assert [t[0] for t in told] == ["producer", "input"]
+    assert told[0][1] == 0 and told[1] == ("input", 0)
+    assert told[0][2] == states.box_ids["agg"]  # (the producer its final mark downstream names)

@@ -149,7 +149,11 @@ class Applier:
                 if marks is not None:  # (every member passes it at the same point of the order)
                     self.writer.passed_close(c, marks)
                 if (e, c) in self.ends:  # (the end passes at the same point of the order on every member)
-                    self.ending.heard(c, self.ends.pop((e, c)), self.place.members, e)
+                    before = self.ending.passed
+                    if self.ending.heard(c, self.ends.pop((e, c)), self.place.members, e) and not before:
+                        # the end must settle: the leader ends epochs until it announced ``e`` stable, even when
+                        # no work was stamped in ``e`` (the Close of a coordinator that forgot a handed producer)
+                        self.mailbox.send(0, msg.wake(e))
                 if c + 1 < self.place.members:  # (the layout of epoch e: a flip comes first)
                     self.at = [e, c + 1]
                 else:

@@ -220,7 +220,10 @@ class Coordinator:
             self.forgetting[producer] = at
 
     def _forget(self, producer: str) -> None:
+        """Forget a handed producer; the epoch must end (a late ``Taken`` may come while the leader is idle): its
+        ``Close`` may carry the mark the end passes with (node/cumulus/end_marks.py)."""
         self.ends.forget(producer)
+        self.wake()
         if self.times is not None:
             self.times.forget(producer)
 

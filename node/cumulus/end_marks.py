@@ -18,7 +18,9 @@ as a windowed one carries their watermarks, through the coordinators' ``Close``\
 * the end has *settled* once the epoch it passed in is stable (:meth:`PassedEnd.settled`): every member of the
   partition, wherever it runs, passed it and emitted its last rows.  The leader goes on ending epochs until it
   announced a stable epoch at or past the last one with work (node/cumulus/leader.py), and the end's epoch
-  is one (a producer's end wakes its coordinator), so every member learns it.
+  is made one (a producer's end and a forgotten handed producer wake the coordinator, so the epoch ends; a
+  member at which the end passes in ``e`` sends the leader ``Wake(e)``: node/cumulus/applying.py), so every
+  member learns it.
 
 The node's router holds the box's final mark while a member hosted there has not seen the end settle
 (``Operator.holds_end``).  Settled rather than passed: a member that moves onto the node later (a guest

@@ -101,7 +101,8 @@ class Handing:
         self.waiting: list[list] = []  # direct batches [stream, producer, seq, port, rows] waiting for Handovers
         self.early: list[list] = []  # Handover/Forward messages of an epoch this member does not stamp with yet
         self.taken: dict[int, int] = {}  # member -> the last epoch whose Handover it took (``Taken``)
-        # producers' ends waiting for their batches here: [producer, port] ([None, None]: the input's)
+        # producers' ends waiting for their batches here: [producer, port]; the input's on a port: [None, port,
+        # stream] ([None, None]: on every port)
         self.ending: list[list] = []
         self.forwarded = 0  # batches forwarded (a counter, not state)
 
@@ -150,13 +151,14 @@ class Handing:
         self.ending.append([producer, port])
         self._end_ready()
 
-    def input_ended(self) -> None:
-        """The box's input ended on this member's node (node/router.py's ``end_of_input``: every producer the
-        node took it from ended).  Not every producer this coordinator keeps: one handed here may still publish
-        to another node, which forwards its batches.  So it ends, once no batch is held nor waiting here, the
-        producers it took directly, not handed here nor away (each ended on this node; their own ends, through
-        :meth:`ended`, usually came first: an upstream box's out stream ends without them)."""
-        self.ending.append([None, None])
+    def input_ended(self, port: int | None = None, stream: str | None = None) -> None:
+        """The box's input ``stream`` on ``port`` ended on this member's node (node/router.py's ``end_of_input``:
+        every producer the node took it from ended; None: every input).  Not every producer this coordinator
+        keeps: one handed here may still publish to another node, which forwards its batches; nor another in
+        stream's.  So it ends on ``port``, once no batch is held nor waiting here, the producers it took ``stream``
+        from directly, not handed here nor away (each ended on this node; their own ends, through :meth:`ended`,
+        usually came first: node/router.py sends an upstream box's too)."""
+        self.ending.append([None, port, stream])
         self._end_ready()
 
     def _end_ready(self) -> None:
@@ -167,14 +169,25 @@ class Handing:
         ready = [e for e in self.ending if e[0] not in busy and (e[0] is not None or not busy)]
         if ready:
             self.ending = [e for e in self.ending if e[0] in busy or e[0] is None and busy]
-            for producer, port in ready:
+            for producer, port, *stream in ready:
                 if producer is not None:
                     self.coordinator.ended(port, producer)
                     continue
+                of = stream[0] if stream else None
                 for key in self.seen:
-                    if key not in self.gained and key not in self.handed:
-                        self.coordinator.ended(None, key[1])
-                self.coordinator.ended(None, "")  # (rows taken without a producer id: node/router.py ``_feed``)
+                    if key not in self.gained and key not in self.handed and (of is None or key[0] == of):
+                        self.coordinator.ended(port, key[1])
+                self.coordinator.ended(port, "")  # (rows taken without a producer id: node/router.py ``_feed``)
+
+    def seed_ends(self, streams: list[str]) -> None:
+        """A state from before the end marks kept no producers' ends: its coordinator heard of every producer it
+        still stamps for (``streams``: the box's in streams, by port), none ended (their ends, if they come, come
+        after it).  Without this it would hear of none and let the end pass while they still publish."""
+        for stream, producer in self.seen:
+            if (stream, producer) not in self.handed:
+                for port, of in enumerate(streams):
+                    if of == stream:
+                        self.coordinator.ends.heard(port, producer)
 
     def _moving_here(self, producer: str) -> bool:
         """Whether a producer this member never saw may be one handed to it whose Handover is not in yet."""
@@ -353,7 +366,7 @@ class Handing:
         for s, p, q, port, rows in h["held"]:
             self.held.setdefault((s, p), {})[int(q)] = [int(port), self._rows(rows)]
         self.awaiting = [int(m) for m in h["awaiting"]]
-        self.ending = [[p, None if port is None else int(port)] for p, port in h.get("ending", [])]
+        self.ending = [[p, None if port is None else int(port), *rest] for p, port, *rest in h.get("ending", [])]
         self.taken = {int(m): int(e) for m, e in h.get("taken", [])}
         self.waiting = [[s, p, int(q), int(port), self._rows(rows)] for s, p, q, port, rows in h["waiting"]]
         self.early = [list(m) for m in h["early"]]

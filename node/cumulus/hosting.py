@@ -121,11 +121,12 @@ class Host:
         if member is not None:
             member.parts.handing.ended(port, producer)
 
-    def input_ended(self) -> None:
-        """Every producer this node took the box's input from ended: each hosted coordinator ends those it took
-        directly, after their batches (node/cumulus/handing.py ``input_ended``)."""
+    def input_ended(self, port: int | None = None, stream: str | None = None) -> None:
+        """Every producer this node took ``stream``, the box's input on ``port``, from ended (None: every input):
+        each hosted coordinator ends those it took directly, after their batches (node/cumulus/handing.py
+        ``input_ended``)."""
         for op in self.members.values():
-            op.parts.handing.input_ended()
+            op.parts.handing.input_ended(port, stream)
 
     def end_settled(self) -> bool:
         """Whether the end of the box's input settled at every member hosted here: no member of the partition

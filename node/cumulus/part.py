@@ -215,9 +215,11 @@ class PartOperator(M3Operator):
         self.host.producer_ended(self._picks(), port, producer)
         return self.host.run(now)
 
-    def end_of_input(self, now: float) -> Emitted:
-        """Every producer this node took the box's input from ended (:meth:`Host.input_ended`)."""
-        self.host.input_ended()
+    def end_of_input(self, now: float, port: int | None = None) -> Emitted:
+        """Every producer this node took the box's input on ``port`` from ended (None: on every port; a box
+        with two in streams is told once for each: :meth:`Host.input_ended`)."""
+        if port is None or port < len(self.box.inputs):  # (an internal stream's port carries members' messages)
+            self.host.input_ended(port, None if port is None else self.box.inputs[port].stream)
         return self.host.run(now)
 
     def holds_end(self) -> bool:
@@ -395,4 +397,6 @@ class PartOperator(M3Operator):
             raise self.error(f"cannot take the state of member {state['member']} as member {self.member}")
         M3Operator.restore(self, state, now)
         self.parts.restore(state, now)
+        if "ends" not in state:  # (a state from before the end marks: end_marks.py, "An older state")
+            self.parts.handing.seed_ends([port.stream for port in self.box.inputs])
         self._rehome()  # (after a failover, a member's node is another than in the state)

@@ -77,9 +77,9 @@ class WindowedPartOperator(PartOperator):
         self._clock(now)
         return super().producer_ended(port, producer, now)
 
-    def end_of_input(self, now: float) -> Emitted:
+    def end_of_input(self, now: float, port: int | None = None) -> Emitted:
         self._clock(now)
-        return super().end_of_input(now)
+        return super().end_of_input(now, port)
 
     def holds_end(self) -> bool:
         """Until the Closes carrying every coordinator's +inf passed every member hosted here (their last

@@ -220,7 +220,7 @@ class AggregateOperator(Timed):
     def next_deadline(self) -> float | None:
         return self._windows.next_deadline()
 
-    def end_of_input(self, now: float) -> Emitted:
+    def end_of_input(self, now: float, port: int | None = None) -> Emitted:
         """Every producer of the input ended (``Publisher.close(final=True)``): emit every open window,
         in start order per group, as a timeout would; a tuple arriving after that opens new ones."""
         self.tick(now)

@@ -120,9 +120,10 @@ class Operator(abc.ABC):
         """When :meth:`poll` next has something to release (``time.monotonic()`` seconds), or None."""
         return None
 
-    def end_of_input(self, now: float) -> list[tuple[int, list[tuple]]]:
-        """Every producer of an input stream has ended (node/stream_ends.py): emit what only more input
-        would have released (an aggregate's open windows)."""
+    def end_of_input(self, now: float, port: int | None = None) -> list[tuple[int, list[tuple]]]:
+        """Every producer of the input stream on in port ``port`` has ended (node/stream_ends.py; None: of every
+        input): emit what only more input would have released (an aggregate's open windows).  A box with more than
+        one in stream is told once per stream, each time with its port."""
         return []
 
     def holds_end(self) -> bool:

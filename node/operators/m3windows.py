@@ -125,7 +125,7 @@ class WindowedM3Operator(M3Operator):
         wp.marks.end(producer)
         return self._close(now)
 
-    def end_of_input(self, now: float) -> Emitted:
+    def end_of_input(self, now: float, port: int | None = None) -> Emitted:
         self.windows.end()
         return self._close(now)
 

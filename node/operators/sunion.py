@@ -90,7 +90,7 @@ class SUnionOperator(Timed):
     def next_deadline(self) -> float | None:
         return self._buckets.deadline()
 
-    def end_of_input(self, now: float) -> Emitted:
+    def end_of_input(self, now: float, port: int | None = None) -> Emitted:
         self.tick(now)
         return self._emit(self._buckets.finish())
 

@@ -27,25 +27,30 @@ SQL = (f"CREATE STREAM Bid(auction INT, price INT, ts BIGINT, WATERMARK FOR ts A
 
 class Cluster:
     """Members of box ``w`` on nodes n0..n{k-1}, their links, a flow clock per node (``offset`` from the
-    test's); ``sql``: the box's, over ``schema`` (a TUMBLE view over ``BID`` unless told)."""
+    test's); ``sql``: the box's, over ``schema`` (a TUMBLE view over ``BID`` unless told); ``streams``: its in
+    streams and their schemas, by port (``{"Bid": schema}`` unless told), partitioned on ``key``."""
 
-    def __init__(self, members: int, seed: int = 0, idle: float | None = IDLE, sql: str = SQL, schema: Schema = BID):
+    def __init__(self, members: int, seed: int = 0, idle: float | None = IDLE, sql: str = SQL, schema: Schema = BID,
+                 streams: dict[str, Schema] | None = None, key: str = "auction"):
         nodes = tuple(f"n{i}:1" for i in range(members))
+        streams = streams or {"Bid": schema}
+        self.streams, self.schemas = list(streams), list(streams.values())
         self.schema = schema
-        self.box = Box("w", "m3", (InPort("Bid"),), ("Out",),
+        self.box = Box("w", "m3", tuple(InPort(s) for s in streams), ("Out",),
                        (("sql", sql),) if idle is None else (("sql", sql), ("idle-timeout", str(idle))))
-        self.outputs = infer_m3(self.box, [self.schema])
-        self.partition = plan_m3_partition(self.box, [self.schema], Partition("w", nodes, count=6, key="auction",
-                                                                      epoch_ms=100))
-        self.members = [part_operator(self.box, [self.schema], self.outputs, self.partition, n) for n in nodes]
+        self.outputs = infer_m3(self.box, self.schemas)
+        self.partition = plan_m3_partition(self.box, self.schemas, Partition("w", nodes, count=6, key=key,
+                                                                     epoch_ms=100))
+        self.members = [part_operator(self.box, self.schemas, self.outputs, self.partition, n) for n in nodes]
         self.offset = [0.0] * members
         self.links: dict[tuple[int, int], deque] = {}
         self.rng, self.now = random.Random(seed), 0.0
         self.out: list[tuple] = []
         self.seqs: Counter = Counter()
         self.blocked: set[tuple[int, int]] = set()  # links whose messages wait (a slow link)
-        self.producers: list[set[str]] = [set() for _ in range(members)]  # each node's producers, and ended ones
-        self.ended: list[set[str]] = [set() for _ in range(members)]
+        # each node's producers, and ended ones: (port, producer)
+        self.producers: list[set[tuple[int, str]]] = [set() for _ in range(members)]
+        self.ended: list[set[tuple[int, str]]] = [set() for _ in range(members)]
         self.old_taken = False
 
     def clock(self, member: int) -> float:
@@ -63,26 +68,28 @@ class Cluster:
                 messages = [m[:3] if m[0] == msg.TAKEN else m for m in messages]
             self.links.setdefault((src, dst), deque()).append(messages)
 
-    def publish(self, member: int, producer: str, rows: list[tuple]) -> None:
-        """A batch of ``producer`` sent to ``member``, which coordinates it."""
+    def publish(self, member: int, producer: str, rows: list[tuple], port: int = 0) -> None:
+        """A batch of ``producer`` on in port ``port`` sent to ``member``, which coordinates it."""
         seq = self.seqs[producer]
         self.seqs[producer] += 1
-        self.producers[member].add(producer)
-        self._collect(member, self.members[member].process_from(0, rows, self.clock(member), ("Bid", producer, seq)))
+        self.producers[member].add((port, producer))
+        self._collect(member, self.members[member].process_from(port, rows, self.clock(member),
+                                                                 (self.streams[port], producer, seq)))
 
-    def end(self, member: int, producer: str) -> None:
-        """``producer``'s final mark sent to ``member``'s node; the last of the producers that node took the stream
-        from ends the stream there (node/router.py: ``producer_ended``, then ``end_of_input``)."""
-        self.producers[member].add(producer)
-        self.ended[member].add(producer)
+    def end(self, member: int, producer: str, port: int = 0) -> None:
+        """``producer``'s final mark on ``port`` sent to ``member``'s node; the last of the producers that node took
+        the stream from ends the stream there (node/router.py: ``producer_ended``, then ``end_of_input``)."""
+        self.producers[member].add((port, producer))
+        self.ended[member].add((port, producer))
         op = self.members[member]
-        self._collect(member, op.producer_ended(0, producer, self.clock(member)))
-        if self.ended[member] == self.producers[member]:
-            self.end_input(member)
+        self._collect(member, op.producer_ended(port, producer, self.clock(member)))
+        if {k for k in self.producers[member] if k[0] == port} <= self.ended[member]:
+            self.end_input(member, port)
 
-    def end_input(self, member: int) -> None:
-        """The box's input ended on ``member``'s node (node/router.py's ``end_of_input``)."""
-        self._collect(member, self.members[member].end_of_input(self.clock(member)))
+    def end_input(self, member: int, port: int | None = None) -> None:
+        """The box's input on ``port`` ended on ``member``'s node (node/router.py's ``end_of_input``; None: every
+        in stream, as a node before the ports were told)."""
+        self._collect(member, self.members[member].end_of_input(self.clock(member), port))
 
     def tick(self, seconds: float) -> None:
         """Time passes: the leader's epochs end, the links deliver."""
@@ -108,7 +115,7 @@ class Cluster:
         """Member ``member`` continues from its state on a node whose flow clock is ``offset`` ahead."""
         op = self.members[member]
         self.offset[member] = offset
-        fresh = part_operator(self.box, [self.schema], self.outputs, self.partition, op.endpoint)
+        fresh = part_operator(self.box, self.schemas, self.outputs, self.partition, op.endpoint)
         fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.clock(member))
         self.members[member] = fresh
 
@@ -122,7 +129,7 @@ class Cluster:
         for op in self.members:
             assert op.follows(partition)
             op.partition = partition
-        self.members.append(part_operator(self.box, [self.schema], self.outputs, partition, nodes[-1]))
+        self.members.append(part_operator(self.box, self.schemas, self.outputs, partition, nodes[-1]))
         self.offset.append(0.0)
         self.producers.append(set())
         self.ended.append(set())
