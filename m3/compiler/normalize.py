@@ -206,7 +206,10 @@ def lift_computed(q: SqlQuery, var: dict) -> tuple[Cond, ...]:
     for c in found:
         if isinstance(c, ArithKey):
             continue
-        x = var[c.ref]
+        x = var.get(c.ref)
+        if x is None:  # (a column of an enclosing query: a computed correlation, MOD(r.a, 3) in a subquery)
+            raise CompileError(f"query {q.name}: unsupported {c.fn} of {'.'.join(c.ref)}, a column of an "
+                               "enclosing query (compute it in that query, or correlate by the column itself)")
         name = variable_names([f"{c.fn}_{x.name}"], taken)[0]
         taken.add(name)
         k = var[c] = V(name, result_type(c.fn))

@@ -65,3 +65,10 @@ def test_a_case_over_several_columns_outside_an_aggregate_is_refused_by_name(gro
 def test_over_aggregates_is_said_where_the_view_has_aggregates():
     message = _refusal("SELECT a, SUM(b) AS x, REVERSE(s) AS d FROM R GROUP BY a, s")
     assert "unsupported expression REVERSE (REVERSE(s)) over aggregates" in message
+
+
+def test_a_function_of_an_enclosing_querys_column_in_a_subquery_is_refused_by_name():
+    """``MOD(r.a, 3)`` inside a subquery reads the outer row: once a bare KeyError, now the construct named."""
+    message = _refusal("CREATE STREAM S(b INT, c INT);\nSELECT r.a, r.b FROM R r\n"
+                       "WHERE r.b > (SELECT SUM(s.c) FROM S s WHERE s.b = MOD(r.a, 3))")
+    assert "MOD of r.a" in message and "enclosing query" in message
