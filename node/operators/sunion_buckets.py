@@ -3,10 +3,10 @@
 Rows go into buckets by time (``floor(t / interval)``).  Two frontiers
 split the buckets:
 
-* below ``stable``, every in port has reached a later bucket (or its stream
-  ended: an ended port is past every bucket, :meth:`Buckets.end`): those buckets
-  went out *stable*, serialised (by time, then in port, then arrival), and
-  are gone from here: a stable row is never taken back;
+* below ``stable``, every in port has reached a later bucket (or its
+  stream ended: an ended port is past every bucket, :meth:`Buckets.end`):
+  those buckets went out *stable*, serialised (by time, then in port,
+  then arrival), and are gone from here: a stable row is never taken back;
 * from ``stable`` up to ``released``, buckets went out *tentative*: an in
   port had not reached past them when their deadline came.  Their rows
   are held, with the list of what went out (``tail``), so they can be
@@ -16,7 +16,8 @@ split the buckets:
 
 A bucket's deadline is the instant its first row (or a later bucket's)
 arrived plus the longest ``max-delay`` of the in ports not past it yet (an
-ended port never is); with ``stagger`` off, once something is tentative, no later bucket waits.
+ended port is past it); with ``stagger`` off, once something is tentative,
+no later bucket waits.
 
 Each call takes one row (or one instant) and returns what goes out, in
 order, as :class:`Out` items, so a batch cut anywhere gives the same rows
