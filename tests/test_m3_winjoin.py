@@ -121,9 +121,11 @@ class Reference:
             out.update(answer(self.query, *self.rows.pop(s)))
         return out
 
-    def end(self, now: float) -> Counter:
-        for mark in self.marks.values():
-            mark.ended = True
+    def end(self, now: float, port: int | None = None) -> Counter:
+        """The stream on ``port`` ended (None: both): its mark is +infinity, the other's still holds windows."""
+        for at, mark in self.marks.items():
+            if port is None or at == port:
+                mark.ended = True
         return self.close(now)
 
 
@@ -142,6 +144,7 @@ step = st.one_of(
               st.lists(a_row, max_size=6), st.floats(0, 2)),
     st.tuples(st.just("poll"), st.just(0), st.just(""), st.just([]), st.floats(0, 4)),
     st.tuples(st.just("move"), st.just(0), st.just(""), st.just([]), st.just(0.0)),
+    st.tuples(st.just("end"), st.sampled_from([0, 1]), st.just(""), st.just([]), st.floats(0, 2)),
 )
 
 
@@ -150,10 +153,13 @@ step = st.one_of(
 @given(query=st.sampled_from(sorted(QUERIES)), kind=st.sampled_from(["TUMBLE", "HOP"]), delay=st.integers(0, 12),
        steps=st.lists(step, max_size=20))
 def test_window_joins_match_a_row_at_a_time_reference(query, kind, delay, steps):
-    op, ref, now = build(query, kind, delay), Reference(query, kind, delay), 0.0
+    op, ref, now, ended = build(query, kind, delay), Reference(query, kind, delay), 0.0, set()
     for what, port, producer, rows, gap in steps:
         now += gap
-        if what in ("batch", "columns"):
+        if what == "end" or what in ("batch", "columns") and port in ended:  # (nothing comes on it after)
+            ended.add(port)
+            got, want = op.end_of_input(now, port), ref.end(now, port)
+        elif what in ("batch", "columns"):
             rows = [(k, t) for k, _, t in rows] if port == 0 else list(rows)
             schema = P if port == 0 else A
             batch = (from_rows(rows, schema) or []) if what == "columns" else rows
@@ -170,6 +176,28 @@ def test_window_joins_match_a_row_at_a_time_reference(query, kind, delay, steps)
         assert op.state_entries() == 0 or ref.rows, "state left with every window closed"
     assert emitted(op.end_of_input(now)) == ref.end(now)
     assert op.state_entries() == 0
+
+
+def test_one_streams_end_leaves_the_other_streams_windows_open():
+    """P ends first; A's rows keep coming, into the windows P's rows are in: they close when A's watermark
+    passes them, as the reference says, not at P's end (which would count A's later rows late).  A snapshot
+    taken between the two ends restores P's end."""
+    for moved in (False, True):
+        op, ref = build("window join", "TUMBLE", 0), Reference("window join", "TUMBLE", 0)
+        for port, producer, rows, now in ((0, "p", [(1, 1), (1, 2)], 0.0), (1, "a", [(1, 3, 1)], 0.1)):
+            assert emitted(op.process_from(port, rows, now, ("PA"[port], producer, 1))) == \
+                ref.batch(port, producer, rows, now) == Counter()
+        assert emitted(op.end_of_input(0.2, 0)) == ref.end(0.2, 0) == Counter()  # A's mark holds window [0, 10)
+        if moved:
+            again = build("window join", "TUMBLE", 0)
+            again.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), 0.2)
+            op = again
+        assert emitted(op.process_from(1, [(1, 5, 4)], 0.3, ("A", "a", 2))) == Counter()
+        want = ref.batch(1, "a", [(1, 5, 4)], 0.3) + ref.batch(1, "a", [(2, 1, 15)], 0.4)
+        assert emitted(op.process_from(1, [(2, 1, 15)], 0.4, ("A", "a", 3))) == want == Counter({(1, 2, 5): 1})
+        assert op.counters()["late_tuples"] == ref.late == 0
+        assert emitted(op.end_of_input(0.5, 1)) == ref.end(0.5, 1) == Counter()  # (A's window [10, 20): no P)
+        assert op.state_entries() == 0
 
 
 @pytest.mark.parametrize("query, why", [

@@ -187,3 +187,42 @@ async def test_an_upstream_box_ending_on_the_node_ends_its_producer_at_each_loca
     assert [t[0] for t in told] == ["producer", "input"]
     assert told[0][1] == 0 and told[1] == ("input", 0)
     assert told[0][2] == states.box_ids["agg"]  # (the producer its final mark downstream names)
+
+
+async def test_a_window_join_whose_first_stream_ended_keeps_its_windows_open_for_the_other():
+    """An m3 window join of P and A through the router: P's final mark ends P, A's rows keep coming into the
+    window P's rows are in, and the window closes when A's watermark passes it, with A's later rows (before
+    the fix, P's end closed every window: the window went out without them and they were counted late)."""
+    from collections import Counter
+
+    from boreas.catalog.model import Box, Catalog, Field, FieldType, InPort, Node, Schema, Subscription
+    from boreas.m3.boxtype import infer_m3
+    from boreas.node.box_state import BoxStates
+    from boreas.node.flow_clock import FlowClock
+    from boreas.node.outputs import Outputs
+    from boreas.node.router import Router
+
+    p = Schema("PTuple", (Field("k", FieldType.INT), Field("ts", FieldType.INT)))
+    a = Schema("ATuple", (Field("k", FieldType.INT), Field("v", FieldType.INT), Field("ts", FieldType.INT)))
+    sql = ("CREATE STREAM P(k INT, ts INT);\nCREATE STREAM A(k INT, v INT, ts INT);\n"
+           "SELECT X.k, X.n, Y.top FROM (SELECT k, COUNT(*) AS n, window_start AS s, window_end AS e FROM "
+           "TABLE(TUMBLE(TABLE P, DESCRIPTOR(ts), 10)) GROUP BY k, window_start, window_end) X JOIN "
+           "(SELECT k, MAX(v) AS top, window_start AS s, window_end AS e FROM TABLE(TUMBLE(TABLE A, "
+           "DESCRIPTOR(ts), 10)) GROUP BY k, window_start, window_end) Y ON X.k = Y.k AND X.s = Y.s AND X.e = Y.e")
+    box = Box("w", "m3", (InPort("P"), InPort("A")), ("Out",), (("sql", sql), ("backend", "python")))
+    states = BoxStates()
+    states.follow({"w": box}, {"P": p, "A": a, "Out": infer_m3(box, [p, a])[0]})
+    out = Outputs("localhost:15000", None, "n0", Counter())
+    out.follow(Catalog(nodes={NEXT: Node(NEXT)}, subscriptions={"Out|n": Subscription("Out", NEXT)}))
+    router = Router("localhost:15000", "n0", states, out, FlowClock(), Counter())
+    router.rewire({})
+    await router.enter("P", [(1, 1), (1, 2)], "p", 0, "")
+    await router.enter("A", [(1, 3, 1)], "a", 0, "")
+    await router.enter("P", [], "p", 1, "", final=True)
+    assert [rows for _, rows, _ in sent(out, NEXT) if rows] == []  # A's watermark (1) holds window [0, 10)
+    await router.enter("A", [(1, 5, 4)], "a", 1, "")
+    await router.enter("A", [(2, 1, 15)], "a", 2, "")
+    assert [tuple(r[:3]) for _, rows, _ in sent(out, NEXT) for r in rows] == [(1, 2, 5)]
+    assert states.operators["w"].counters()["late_tuples"] == 0
+    await router.enter("A", [], "a", 3, "", final=True)
+    assert sent(out, NEXT)[-1][2]  # both ended: the box's out stream ends

@@ -45,8 +45,9 @@ def sunion(ports: int, merged: bool, stagger: bool, delays: list[int], order: bo
 
 @st.composite
 def histories(draw):
-    """(ports, merged, stagger, delays in ms, events): an event is ("rows", port, [(time, value)], now) or
-    ("tick", now); each port's times never decrease, the clock never goes back."""
+    """(ports, merged, stagger, delays in ms, events): an event is ("rows", port, [(time, value)], now),
+    ("tick", now) or ("end", port, now), that port's stream ended (no row on it after); each port's times never
+    decrease, the clock never goes back."""
     ports = draw(st.integers(1, 3))
     merged = draw(st.booleans())
     delays = [draw(st.sampled_from((0, 500, 2000))) for _ in range(ports)]
@@ -54,12 +55,18 @@ def histories(draw):
     now = 0.0
     events = []
     value = 0
+    live = list(range(ports))
     for _ in range(draw(st.integers(0, 30))):
         now += draw(st.sampled_from((0.0, 0.0, 0.1, 0.7, 3.0)))  # 3 s: past every max-delay
-        if draw(st.integers(0, 5)) == 0:
+        pick = draw(st.integers(0, 7))
+        if pick == 0 or not live:
             events.append(("tick", now))
             continue
-        port = draw(st.integers(0, ports - 1))
+        port = draw(st.sampled_from(live))
+        if pick == 1:  # its stream ends; the others go on
+            live.remove(port)
+            events.append(("end", port, now))
+            continue
         rows = []
         for _ in range(draw(st.integers(1, 4))):
             times[port] += draw(st.sampled_from((0, 1, 4, 10, 25)))
@@ -94,6 +101,9 @@ def run_box(op, events, cuts: set[int], moved_at: int | None = None, box=None, s
         if event[0] == "tick":
             out += flat(op.poll(now))
             continue
+        if event[0] == "end":
+            out += flat(op.end_of_input(now, event[1]))
+            continue
         _, port, rows, _ = event
         batch: list[tuple] = []
         for row in rows:
@@ -117,6 +127,9 @@ def run_reference(ref: SUnionReference, events, order: bool = True):
             out += ref.instant(due[1])
         if event[0] == "tick":
             out += ref.instant(now)
+            continue
+        if event[0] == "end":
+            out += ref.end_port(event[1], now)
             continue
         _, port, rows, _ = event
         for t, value in rows:
@@ -172,6 +185,40 @@ def test_a_moved_sunion_goes_on_as_if_it_had_not_moved(history, data):
     _, moved = run_box(build_operator(box, [TRIVIAL] * ports, schemas), events, set(), moved_at=at, box=box,
                        schemas=schemas, ports=ports)
     assert moved == whole
+
+
+def test_one_streams_end_leaves_the_others_buckets_open():
+    """In port 0's stream ends first: the bucket port 1 passed goes out stable at once, the next one waits
+    for port 1 (its rows keep coming, on time, not late), all of it stable once port 1's ends too.  A snapshot
+    taken between the two ends restores port 0's end."""
+    for moved in (False, True):
+        box, schemas = sunion(2, True, True, [5000, 2000])
+        op = build_operator(box, [TRIVIAL] * 2, schemas)
+        assert flat(op.process(0, [(1, 1)], 0.0)) == []
+        assert flat(op.process(1, [(2, 2), (12, 3)], 0.0)) == []  # port 0 has not passed bucket 0
+        assert flat(op.end_of_input(0.1, 0)) == [(1, (1, 1, 0), 1), (1, (2, 2, 0), 1)]
+        if moved:
+            state = msgspec.msgpack.decode(msgspec.msgpack.encode(op.state()))
+            op = build_operator(box, [TRIVIAL] * 2, schemas)
+            op.restore(state, now=0.1)
+        assert flat(op.process(1, [(15, 4)], 0.2)) == []  # bucket 1: port 1 is in it still
+        assert op.next_deadline() == pytest.approx(2.0)  # bucket 1 waits for port 1's delay, not port 0's
+        assert flat(op.process(1, [(25, 5)], 0.3)) == [(1, (12, 3, 0), 1), (1, (15, 4, 0), 1)]
+        assert op.counters()["late_tuples"] == 0
+        assert flat(op.end_of_input(0.4, 1)) == [(1, (25, 5, 0), 1)]
+
+
+def test_a_state_from_before_ports_ended_one_by_one_restores_with_none_ended():
+    box, schemas = sunion(2, True, True, [2000, 2000])
+    op = build_operator(box, [TRIVIAL] * 2, schemas)
+    op.process(0, [(1, 1), (12, 2)], 0.0)
+    state = op.state()
+    del state["buckets"]["ended"]
+    again = build_operator(box, [TRIVIAL] * 2, schemas)
+    again.restore(state, now=0.0)
+    assert flat(again.process(1, [(15, 3)], 0.1)) == [(1, (1, 1, 0), 1)]  # both ports past bucket 0
+    assert flat(again.end_of_input(0.2, 0)) == []  # bucket 1 waits for port 1
+    assert flat(again.end_of_input(0.3, 1)) == [(1, (12, 2, 0), 1), (1, (15, 3, 0), 1)]
 
 
 def test_arrival_time_without_an_order_field():

@@ -179,10 +179,14 @@ class Windows:
         """The flow clock reached ``now`` (rows or not): a restore shifts the idle timers by the clock since."""
         self.at = max(self.at, now)
 
-    def end(self) -> None:
-        """Every producer of the box's input ended (the router's end of input): every window closes."""
-        for wp in self.ports.values():
-            wp.marks.end()
+    def end(self, port: int | None = None) -> None:
+        """Every producer of the stream on in port ``port`` ended (the router's end of input; None: of every
+        in stream): that port's watermark is +infinity, every producer of it (and rows fed without a producer
+        id, producer ``""``) included.  The other windowed ports' watermarks still hold the frontier: windows
+        all close only once every windowed stream ended.  Kept in the port's tracker, so in :meth:`state`."""
+        for at, wp in self.ports.items():
+            if port is None or at == port:
+                wp.marks.end()
 
     def next_deadline(self) -> float | None:
         """When a producer of a windowed stream next turns idle (after the last timer fired)."""

@@ -11,8 +11,9 @@ A view over ``TABLE(TUMBLE(...))``, ``TABLE(HOP(...))`` or ``TABLE(SESSION(...))
   ``late_tuples`` (the Borealis aggregate's metric, node/operators/late.py) and logged, rate-limited; a HOP
   row some of whose windows closed is folded into the open ones only;
 * the watermark of each windowed stream (node/watermarks.py) moves with every batch, an idle producer's
-  timeout, and the end of input; the box's *frontier* is the least of its windowed streams' watermarks, and
-  a window whose end is at or before it is closed: its view rows are emitted then, once, as plain
+  timeout, a producer's final mark and the end of that stream (+infinity); the box's *frontier* is the
+  least of its windowed streams' watermarks (one stream's end leaves the others holding it), and a window
+  whose end is at or before it is closed: its view rows are emitted then, once, as plain
   insertions (final rows, no -old/+new while it is open), and every map entry keyed by a closed window is
   deleted (``Runtime.remove_at_most``), so the maps hold the open windows only, however long the stream.
 
@@ -126,7 +127,10 @@ class WindowedM3Operator(M3Operator):
         return self._close(now)
 
     def end_of_input(self, now: float, port: int | None = None) -> Emitted:
-        self.windows.end()
+        """The stream on ``port`` ended (None: every in stream): its watermark is +infinity, so the windows
+        close as far as the other windowed streams' watermarks allow; all of them once every one ended.  (A
+        port not read through a window holds no window open: its end closes nothing.)"""
+        self.windows.end(port)
         return self._close(now)
 
     def _close(self, now: float) -> Emitted:

@@ -23,8 +23,10 @@ one per in stream, each gets its own rows.
 A row of a bucket already stable is late: dropped and counted
 (``late_tuples``), since a stable row is never taken back.  ``benchmark``
 ``none`` (and the other plain ones) makes the box a union: rows pass at
-once, stable; ``block`` never goes tentative.  When every in stream has
-ended (node/stream_ends.py), everything held goes out stable.
+once, stable; ``block`` never goes tentative.  An in stream that has
+ended (node/stream_ends.py) is past every bucket and never away, so the
+buckets the others passed go out stable; when every in stream has ended,
+everything held goes out stable.
 """
 
 from __future__ import annotations
@@ -91,8 +93,10 @@ class SUnionOperator(Timed):
         return self._buckets.deadline()
 
     def end_of_input(self, now: float, port: int | None = None) -> Emitted:
+        """The stream on ``port`` ended (None: every in stream): it holds no bucket back any more; everything
+        held goes out stable only once every in stream ended (:meth:`Buckets.end`)."""
         self.tick(now)
-        return self._emit(self._buckets.finish())
+        return self._emit(self._buckets.end(port, now))
 
     def counters(self) -> dict[str, int]:
         return {"late_tuples": self._buckets.late, "ignored_tuples": self.ignored}

@@ -3,9 +3,10 @@
 Rows go into buckets by time (``floor(t / interval)``).  Two frontiers
 split the buckets:
 
-* below ``stable``, every in port has reached a later bucket: those buckets
-  went out *stable*, serialised (by time, then in port, then arrival), and
-  are gone from here: a stable row is never taken back;
+* below ``stable``, every in port has reached a later bucket (or its
+  stream ended: an ended port is past every bucket, :meth:`Buckets.end`):
+  those buckets went out *stable*, serialised (by time, then in port,
+  then arrival), and are gone from here: a stable row is never taken back;
 * from ``stable`` up to ``released``, buckets went out *tentative*: an in
   port had not reached past them when their deadline came.  Their rows
   are held, with the list of what went out (``tail``), so they can be
@@ -14,8 +15,9 @@ split the buckets:
   is still tentative, serialised afresh.
 
 A bucket's deadline is the instant its first row (or a later bucket's)
-arrived plus the longest ``max-delay`` of the in ports not past it yet;
-with ``stagger`` off, once something is tentative, no later bucket waits.
+arrived plus the longest ``max-delay`` of the in ports not past it yet (an
+ended port is past it); with ``stagger`` off, once something is tentative,
+no later bucket waits.
 
 Each call takes one row (or one instant) and returns what goes out, in
 order, as :class:`Out` items, so a batch cut anywhere gives the same rows
@@ -77,6 +79,7 @@ class Buckets:
     progress: list[int | None] = field(default_factory=list)
     tail: list[Out] = field(default_factory=list)  # what went out tentative, in order
     late: int = 0
+    ended: set[int] = field(default_factory=set)  # in ports whose stream ended: past every bucket, never away
 
     def __post_init__(self) -> None:
         if not self.progress:
@@ -118,8 +121,9 @@ class Buckets:
         """What goes out at ``now``: buckets every port is past (stable), then buckets past their deadline."""
         stable: list[Out] = []
         was = self.tentative
-        if None not in self.progress:
-            frontier = min(p for p in self.progress if p is not None)
+        live = [p for port, p in enumerate(self.progress) if port not in self.ended]
+        if live and None not in live:  # (an ended port is past every bucket)
+            frontier = min(p for p in live if p is not None)
             if self.stable is None or frontier > self.stable:
                 stable = self._stabilise(frontier)
         tentative: list[Out] = []
@@ -133,6 +137,15 @@ class Buckets:
         if self.tentative:  # the control row goes just before the first tentative row
             return [*stable, Out(CONTROL, (), 1, True), *tentative]
         return [*stable, *tentative, Out(CONTROL, (), -1, True)]
+
+    def end(self, port: int | None, now: float) -> list[Out]:
+        """The stream on in port ``port`` ended (None: every one): from now on it is past every bucket and never
+        away, so the buckets the other ports passed go out stable (and a deadline no longer waits for its
+        ``max-delay``); once every in port's stream ended, whatever is held goes out stable (:meth:`finish`)."""
+        self.ended.update(range(len(self.delays)) if port is None else (port,))
+        if len(self.ended) >= len(self.delays):
+            return self.finish()
+        return self.release(now)
 
     def finish(self) -> list[Out]:
         """Every in stream ended: whatever is held goes out stable."""
@@ -186,7 +199,8 @@ class Buckets:
         opened = min(self.first_at[k] for k in waiting)
         if not self.stagger and self.tentative:
             return first, opened
-        away = [d for d, p in zip(self.delays, self.progress) if p is None or p <= first]
+        away = [d for port, (d, p) in enumerate(zip(self.delays, self.progress))
+                if port not in self.ended and (p is None or p <= first)]
         return first, opened + max(away, default=0.0)
 
     # -- state ---------------------------------------------------------------------------------
@@ -197,7 +211,7 @@ class Buckets:
                          for b, entries in self.held.items()],
                 "first_at": [[b, at] for b, at in self.first_at.items()],
                 "progress": list(self.progress),
-                "tail": [[o.port, list(o.row), o.weight] for o in self.tail]}
+                "tail": [[o.port, list(o.row), o.weight] for o in self.tail], "ended": sorted(self.ended)}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.stable, self.released, self.late = state["stable"], state["released"], state["late"]
@@ -205,6 +219,7 @@ class Buckets:
         self.first_at = {b: at for b, at in state["first_at"]}
         self.progress = list(state["progress"])
         self.tail = [Out(p, tuple(r), w, True) for p, r, w in state["tail"]]
+        self.ended = set(state.get("ended", ()))  # (a state from before ports ended one by one: none ended)
 
     def shift_times(self, delta: float) -> None:
         self.first_at = {b: at + delta for b, at in self.first_at.items()}

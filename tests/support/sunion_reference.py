@@ -35,6 +35,7 @@ class SUnionReference:
         self.tail: list[tuple[int, tuple, int]] = []
         self.seq = 0
         self.late = 0
+        self.ended: set[int] = set()  # in ports whose stream ended: past every bucket, never away
 
     def tentative(self) -> bool:
         return self.released is not None and (self.stable is None or self.released > self.stable)
@@ -66,6 +67,14 @@ class SUnionReference:
     def instant(self, now: float) -> list:
         return self._settle(now, self.tentative())
 
+    def end_port(self, port: int, now: float) -> list:
+        """The stream on ``port`` ended: it holds nothing back any more; the last one's end is :meth:`end`."""
+        was = self.tentative()
+        self.ended.add(port)
+        if len(self.ended) == len(self.delays):
+            return self.end()
+        return self._settle(now, was)
+
     def end(self) -> list:
         was = self.tentative()
         marks = [h.bucket for h in self.held] + [m - 1 for m in (self.stable, self.released) if m is not None]
@@ -90,8 +99,9 @@ class SUnionReference:
 
     def _settle(self, now: float, was: bool) -> list:
         out = []
-        if None not in self.progress:
-            frontier = min(self.progress)
+        live = [p for port, p in enumerate(self.progress) if port not in self.ended]
+        if live and None not in live:
+            frontier = min(live)
             if self.stable is None or frontier > self.stable:
                 out += self._stabilise(frontier)
         if not was and self.tentative():  # turned tentative by the stable frontier alone: cannot happen
@@ -122,5 +132,6 @@ class SUnionReference:
         opened = min(h.arrived for h in waiting)
         if not self.stagger and self.tentative():
             return first, opened
-        away = [d for d, p in zip(self.delays, self.progress) if p is None or p <= first]
+        away = [d for port, (d, p) in enumerate(zip(self.delays, self.progress))
+                if port not in self.ended and (p is None or p <= first)]
         return first, opened + max(away, default=0.0)
