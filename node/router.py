@@ -190,6 +190,9 @@ class Router:
                   for _, name, _ in self.consumers.get(stream, ()) if name in self.states.boxes}
         for name in self.states.ends.boxes_done(stream, inputs):
             op = self.states.operators.get(name)
+            if op is not None:  # every input ended: what the operator was not told (it was built, rebuilt or
+                # restored after an earlier input's end) ends now too; an end it was told is no change
+                self.emit_now(name, op.end_of_input(self.clock.current))
             if op is not None and op.holds_end():  # rows it owes leave first (:meth:`produce` sends the marks)
                 self.states.ends.hold(name)
             else:

@@ -184,8 +184,9 @@ async def test_an_upstream_box_ending_on_the_node_ends_its_producer_at_each_loca
     told = spied(states, router, "keep")
     await router.enter("Packet", [(1.0, 1)], "a", 0, "")
     await router.enter("Packet", [], "a", 1, "", final=True)
-    assert [t[0] for t in told] == ["producer", "input"]
+    assert [t[0] for t in told] == ["producer", "input", "input"]
     assert told[0][1] == 0 and told[1] == ("input", 0)
+    assert told[2] == ("input", None)  # (its only input ended: all of them, which it was told already)
     assert told[0][2] == states.box_ids["agg"]  # (the producer its final mark downstream names)
 
 
@@ -226,3 +227,47 @@ async def test_a_window_join_whose_first_stream_ended_keeps_its_windows_open_for
     assert states.operators["w"].counters()["late_tuples"] == 0
     await router.enter("A", [], "a", 3, "", final=True)
     assert sent(out, NEXT)[-1][2]  # both ended: the box's out stream ends
+
+
+async def test_a_box_rebuilt_after_one_in_stream_ended_emits_what_it_holds_before_its_final_mark():
+    """An sunion of In0 and In1: In1 ends, then an update rebuilds the box (a parameter changed), so its new
+    operator was never told In1 ended; In0's end ends the box, which must first emit the rows it holds
+    (before the fix the final mark went out alone and the rows stayed in the operator for good)."""
+    from collections import Counter
+
+    from boreas.catalog.boxtypes import builtin_registry
+    from boreas.catalog.model import Box, Catalog, InPort, Node, Subscription
+    from boreas.node.box_state import BoxStates
+    from boreas.node.flow_clock import FlowClock
+    from boreas.node.outputs import Outputs
+    from boreas.node.router import Router
+    from boreas.wire.columns import read_ipc, unwrap
+    from boreas.wire.frames import decode
+
+    def box(delay: int) -> Box:
+        params = (("interval", "10"), ("tentative-field", "tentative"), ("order-on-field", "time"),
+                  ("max-delay.0", str(delay)), ("max-delay.1", str(delay)))
+        return Box("u", "sunion", (InPort("In0"), InPort("In1")), ("Control", "Union"), params)
+
+    def follow(states, delay: int) -> None:
+        b = box(delay)
+        control, union = builtin_registry().infer(b, [T, T])
+        states.follow({"u": b}, {"In0": T, "In1": T, "Control": control, "Union": union})
+
+    states = BoxStates()
+    follow(states, 500)
+    out = Outputs("localhost:15000", None, "n0", Counter())
+    out.follow(Catalog(nodes={NEXT: Node(NEXT)}, subscriptions={"Union|n": Subscription("Union", NEXT)}))
+    router = Router("localhost:15000", "n0", states, out, FlowClock(), Counter())
+    router.rewire({})
+    await router.enter("In1", [(1.0, 5)], "b", 0, "")
+    await router.enter("In1", [], "b", 1, "", final=True)
+    follow(states, 600)  # rebuilt: a new operator, the box's name (and what ended) kept
+    router.rewire({})
+    await router.enter("In0", [(1.0, 1), (2.0, 12)], "a", 0, "")
+    await router.enter("In0", [], "a", 1, "", final=True)
+    batches = [decode(bytes(data)) for e, data, *_ in out.unacknowledged() if e == NEXT]
+    assert batches[-1].final and not any(b.final for b in batches[:-1])  # the box's final mark, last
+    stable = [row["time"] for b in batches[:-1] for row in read_ipc(unwrap(bytes(b.rows))).to_pylist()
+              if not row["tentative"]]  # (sunion's rows travel as Arrow)
+    assert sorted(stable) == [1, 12]
