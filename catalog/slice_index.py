@@ -125,17 +125,39 @@ class IndexedTopology:
         return set(self.catalog.placement(box))
 
     def involved(self, stream: str) -> set[str]:
-        """Every node whose slice mentions ``stream``: its producers', readers' and entries' nodes."""
-        refs = self.index.refs
-        if not refs.get(("produces", stream)) and not refs.get(("reads", stream)):
+        """Every node whose slice mentions ``stream``: its producers', readers' and entries' nodes.
+
+        One pass over the stream's references (it runs for every stream a change touches, twice: a
+        part of a deployment adds tens of thousands): the union of :meth:`consumer_nodes`,
+        :meth:`entry_nodes`, :meth:`member_entries`, :meth:`producer_node` and every producer's and
+        reader's placement, each a partition's members or its box's node."""
+        refs, cat = self.index.refs, self.catalog
+        producing, reading = refs.get(("produces", stream), ()), refs.get(("reads", stream), ())
+        if not producing and not reading:
             return set()  # (a stream new in this version, or gone from it: nothing here names it)
-        found = self.consumer_nodes(stream) | self.entry_nodes(stream)
-        for kind in ("produces", "reads"):
-            for name in self.refs_of(kind, stream, "boxes"):
-                found |= self.placement(name)
-        found |= set(self.member_entries(stream) or ())
-        producer = self.producer_node(stream)
-        return found | {producer} if producer else found
+        found: set[str] = set()
+        first = True
+        for attr, name in producing:
+            if attr != "boxes":
+                continue
+            found.update(cat.placement(name))
+            if first:  # (producer_node: the first producer's entry member, or its node)
+                first = False
+                part = self._partition(name)
+                node = part.entry_nodes[0] if part is not None else cat.boxes[name].node
+                if node:
+                    found.add(node)
+        for attr, name in reading:
+            if attr == "boxes":
+                found.update(cat.placement(name))  # (a partition's consumers and entries are among its members)
+                node = cat.boxes[name].node
+                if node is not None:
+                    found.add(node)
+            elif attr == "publications":
+                node = cat.publications[name].node
+                if node:
+                    found.add(node)
+        return found
 
 
 #: Catalog dicts whose change re-slices every node (they are rare, and reach every slice that names them).
