@@ -42,9 +42,20 @@ class IndexedTopology:
     def __init__(self, index: CatalogIndex):
         self.index = index
         self.catalog = index.catalog
+        self._refs: dict[tuple[str, str], Iterable[tuple[str, str]]] = {}  # (kind, name) -> its references
+
+    def refs(self, kind: str, name: str) -> Iterable[tuple[str, str]]:
+        """The elements naming ``(kind, name)``, remembered: a stream a deployment adds is asked for its
+        readers about six times (its reach before and after, its patch, its ``leave``), each a lookup in
+        the index's layered references (two dicts)."""
+        key = (kind, name)
+        found = self._refs.get(key)
+        if found is None:
+            found = self._refs[key] = self.index.refs.get(key, ())
+        return found
 
     def refs_of(self, kind: str, name: str, of: str) -> list[str]:
-        return [key for attr, key in self.index.refs.get((kind, name), ()) if attr == of]
+        return [key for attr, key in self.refs(kind, name) if attr == of]
 
     def _partition(self, box: str):  # the box's partition, when it is placed by one
         part = self.catalog.partitions.get(box)
@@ -131,8 +142,8 @@ class IndexedTopology:
         part of a deployment adds tens of thousands): the union of :meth:`consumer_nodes`,
         :meth:`entry_nodes`, :meth:`member_entries`, :meth:`producer_node` and every producer's and
         reader's placement, each a partition's members or its box's node."""
-        refs, cat = self.index.refs, self.catalog
-        producing, reading = refs.get(("produces", stream), ()), refs.get(("reads", stream), ())
+        cat = self.catalog
+        producing, reading = self.refs("produces", stream), self.refs("reads", stream)
         if not producing and not reading:
             return set()  # (a stream new in this version, or gone from it: nothing here names it)
         found: set[str] = set()
@@ -171,7 +182,11 @@ def change_reach(before: IndexedTopology, after: IndexedTopology, changed: dict[
     if any(changed.get(kind) for kind in _EVERYWHERE):
         return {node: set() for node in before.holders() | after.holders()}
     streams, nodes = set(moved), set()
+    named: dict[str, set[str]] = {}  # stream -> the nodes the changed elements naming it involve (after)
     for kind, keys in changed.items():
+        if kind == "boxes":
+            _box_reach(before, after, keys, streams, nodes, named)
+            continue
         for key in keys:
             for side in (before, after):
                 obj = getattr(side.catalog, kind).get(key)
@@ -183,18 +198,45 @@ def change_reach(before: IndexedTopology, after: IndexedTopology, changed: dict[
                     elif ref in ("node", "member"):
                         nodes.add(name)
                 nodes |= _element_nodes(side, kind, key, obj, streams)
+                if side is after and kind == "publications" and obj.node:  # type: ignore[attr-defined]
+                    named.setdefault(obj.stream, set()).add(obj.node)  # type: ignore[attr-defined]
     reach: dict[str, set[str]] = {node: set() for node in nodes}
     for stream in streams:
-        for node in before.involved(stream) | after.involved(stream):
+        if before.refs("produces", stream) or before.refs("reads", stream):
+            involved = before.involved(stream) | after.involved(stream)
+        else:  # new: only changed elements name it, so what they involve is all it does (no lookups)
+            involved = named.get(stream, ())  # type: ignore[assignment]
+        for node in involved:
             reach.setdefault(node, set()).add(stream)
     return reach
+
+
+def _box_reach(before: IndexedTopology, after: IndexedTopology, keys: Iterable[str], streams: set[str],
+               nodes: set[str], named: dict[str, set[str]]) -> None:
+    """What :func:`change_reach` takes from changed boxes (their streams; the nodes they are placed on,
+    named or by a partition; ``named``: each stream's nodes by the boxes naming it after the change,
+    what :meth:`IndexedTopology.involved` finds for a stream new in it), in one loop: a deployment's
+    part changes tens of thousands of boxes, one :func:`~.references.element_refs` and
+    :func:`_element_nodes` a box was a third of its slicing."""
+    for side in (before, after):
+        boxes, partitions = side.catalog.boxes, side.catalog.partitions
+        for key in keys:
+            box = boxes.get(key)
+            if box is None:
+                continue
+            here = set(partitions[key].nodes) if key in partitions else set()
+            if box.node is not None:
+                here.add(box.node)
+            nodes |= here
+            for stream in (*box.outputs, *(p.stream for p in box.inputs)):
+                streams.add(stream)
+                if side is after:
+                    named.setdefault(stream, set()).update(here)
 
 
 def _element_nodes(side: IndexedTopology, kind: str, key: str, obj: object, streams: set[str]) -> set[str]:
     """Nodes an element reaches beyond its references (adding to ``streams`` those it reaches)."""
     cat = side.catalog
-    if kind == "boxes":
-        return side.placement(key)
     if kind == "partitions":
         box = cat.boxes.get(key)
         if box is not None:
@@ -268,9 +310,16 @@ def patch_slice(maker: SliceMaker, topology: IndexedTopology, node: str, old: Ca
         for key in [key for key, item in held.items() if item.stream in streams]:
             del held[key]
     arriving, leaving, used = [], [], set()
+    refs, held = topology.refs, part.boxes
+    # (a part of a deployment places hundreds of boxes here: the streams they write and read are known
+    # to be produced or consumed here without asking the index who else does)
+    placed = [held[name] for name in boxes if name in held]
+    written = {s for box in placed for s in box.outputs}
+    read = {p.stream for box in placed for p in box.inputs}
     for stream in sorted(streams):
-        produced = any(name in part.boxes for name in topology.refs_of("produces", stream, "boxes"))
-        consumed = any(name in part.boxes for name in topology.refs_of("reads", stream, "boxes"))
+        produced = stream in written or any(
+            attr == "boxes" and name in held for attr, name in refs("produces", stream))
+        consumed = stream in read or any(attr == "boxes" and name in held for attr, name in refs("reads", stream))
         if produced or consumed:
             used.add(stream)
         entering = stream in cat.inputs and (consumed or any(
