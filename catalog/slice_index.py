@@ -201,8 +201,9 @@ def change_reach(before: IndexedTopology, after: IndexedTopology, changed: dict[
                 if side is after and kind == "publications" and obj.node:  # type: ignore[attr-defined]
                     named.setdefault(obj.stream, set()).add(obj.node)  # type: ignore[attr-defined]
     reach: dict[str, set[str]] = {node: set() for node in nodes}
+    earlier = before.index.refs.get  # (asked once a stream: nothing to remember)
     for stream in streams:
-        if before.refs("produces", stream) or before.refs("reads", stream):
+        if earlier(("produces", stream)) or earlier(("reads", stream)):
             involved = before.involved(stream) | after.involved(stream)
         else:  # new: only changed elements name it, so what they involve is all it does (no lookups)
             involved = named.get(stream, ())  # type: ignore[assignment]
