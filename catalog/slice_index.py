@@ -45,9 +45,8 @@ class IndexedTopology:
         self._refs: dict[tuple[str, str], Iterable[tuple[str, str]]] = {}  # (kind, name) -> its references
 
     def refs(self, kind: str, name: str) -> Iterable[tuple[str, str]]:
-        """The elements naming ``(kind, name)``, remembered: a stream a deployment adds is asked for its
-        readers about six times (its reach before and after, its patch, its ``leave``), each a lookup in
-        the index's layered references (two dicts)."""
+        """The elements naming ``(kind, name)``, remembered (a new stream's readers are asked for about
+        six times, each a look-up in two dicts: the index's layered references)."""
         key = (kind, name)
         found = self._refs.get(key)
         if found is None:
@@ -214,11 +213,9 @@ def change_reach(before: IndexedTopology, after: IndexedTopology, changed: dict[
 
 def _box_reach(before: IndexedTopology, after: IndexedTopology, keys: Iterable[str], streams: set[str],
                nodes: set[str], named: dict[str, set[str]]) -> None:
-    """What :func:`change_reach` takes from changed boxes (their streams; the nodes they are placed on,
-    named or by a partition; ``named``: each stream's nodes by the boxes naming it after the change,
-    what :meth:`IndexedTopology.involved` finds for a stream new in it), in one loop: a deployment's
-    part changes tens of thousands of boxes, one :func:`~.references.element_refs` and
-    :func:`_element_nodes` a box was a third of its slicing."""
+    """What :func:`change_reach` takes from changed boxes, in one loop (a deployment's part changes
+    thousands): their streams, their nodes, and in ``named`` each stream's nodes by the boxes naming it
+    after the change (all :meth:`IndexedTopology.involved` finds for a stream new in it)."""
     for side in (before, after):
         boxes, partitions = side.catalog.boxes, side.catalog.partitions
         for key in keys:
