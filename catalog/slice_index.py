@@ -42,9 +42,19 @@ class IndexedTopology:
     def __init__(self, index: CatalogIndex):
         self.index = index
         self.catalog = index.catalog
+        self._refs: dict[tuple[str, str], Iterable[tuple[str, str]]] = {}  # (kind, name) -> its references
+
+    def refs(self, kind: str, name: str) -> Iterable[tuple[str, str]]:
+        """The elements naming ``(kind, name)``, remembered (a new stream's readers are asked for about
+        six times, each a look-up in two dicts: the index's layered references)."""
+        key = (kind, name)
+        found = self._refs.get(key)
+        if found is None:
+            found = self._refs[key] = self.index.refs.get(key, ())
+        return found
 
     def refs_of(self, kind: str, name: str, of: str) -> list[str]:
-        return [key for attr, key in self.index.refs.get((kind, name), ()) if attr == of]
+        return [key for attr, key in self.refs(kind, name) if attr == of]
 
     def _partition(self, box: str):  # the box's partition, when it is placed by one
         part = self.catalog.partitions.get(box)
@@ -125,17 +135,39 @@ class IndexedTopology:
         return set(self.catalog.placement(box))
 
     def involved(self, stream: str) -> set[str]:
-        """Every node whose slice mentions ``stream``: its producers', readers' and entries' nodes."""
-        refs = self.index.refs
-        if not refs.get(("produces", stream)) and not refs.get(("reads", stream)):
+        """Every node whose slice mentions ``stream``: its producers', readers' and entries' nodes.
+
+        One pass over the stream's references (it runs for every stream a change touches, twice: a
+        part of a deployment adds tens of thousands): the union of :meth:`consumer_nodes`,
+        :meth:`entry_nodes`, :meth:`member_entries`, :meth:`producer_node` and every producer's and
+        reader's placement, each a partition's members or its box's node."""
+        cat = self.catalog
+        producing, reading = self.refs("produces", stream), self.refs("reads", stream)
+        if not producing and not reading:
             return set()  # (a stream new in this version, or gone from it: nothing here names it)
-        found = self.consumer_nodes(stream) | self.entry_nodes(stream)
-        for kind in ("produces", "reads"):
-            for name in self.refs_of(kind, stream, "boxes"):
-                found |= self.placement(name)
-        found |= set(self.member_entries(stream) or ())
-        producer = self.producer_node(stream)
-        return found | {producer} if producer else found
+        found: set[str] = set()
+        first = True
+        for attr, name in producing:
+            if attr != "boxes":
+                continue
+            found.update(cat.placement(name))
+            if first:  # (producer_node: the first producer's entry member, or its node)
+                first = False
+                part = self._partition(name)
+                node = part.entry_nodes[0] if part is not None else cat.boxes[name].node
+                if node:
+                    found.add(node)
+        for attr, name in reading:
+            if attr == "boxes":
+                found.update(cat.placement(name))  # (a partition's consumers and entries are among its members)
+                node = cat.boxes[name].node
+                if node is not None:
+                    found.add(node)
+            elif attr == "publications":
+                node = cat.publications[name].node
+                if node:
+                    found.add(node)
+        return found
 
 
 #: Catalog dicts whose change re-slices every node (they are rare, and reach every slice that names them).
@@ -149,7 +181,11 @@ def change_reach(before: IndexedTopology, after: IndexedTopology, changed: dict[
     if any(changed.get(kind) for kind in _EVERYWHERE):
         return {node: set() for node in before.holders() | after.holders()}
     streams, nodes = set(moved), set()
+    named: dict[str, set[str]] = {}  # stream -> the nodes the changed elements naming it involve (after)
     for kind, keys in changed.items():
+        if kind == "boxes":
+            _box_reach(before, after, keys, streams, nodes, named)
+            continue
         for key in keys:
             for side in (before, after):
                 obj = getattr(side.catalog, kind).get(key)
@@ -161,18 +197,44 @@ def change_reach(before: IndexedTopology, after: IndexedTopology, changed: dict[
                     elif ref in ("node", "member"):
                         nodes.add(name)
                 nodes |= _element_nodes(side, kind, key, obj, streams)
+                if side is after and kind == "publications" and obj.node:  # type: ignore[attr-defined]
+                    named.setdefault(obj.stream, set()).add(obj.node)  # type: ignore[attr-defined]
     reach: dict[str, set[str]] = {node: set() for node in nodes}
+    earlier = before.index.refs.get  # (asked once a stream: nothing to remember)
     for stream in streams:
-        for node in before.involved(stream) | after.involved(stream):
+        if earlier(("produces", stream)) or earlier(("reads", stream)):
+            involved = before.involved(stream) | after.involved(stream)
+        else:  # new: only changed elements name it, so what they involve is all it does (no lookups)
+            involved = named.get(stream, ())  # type: ignore[assignment]
+        for node in involved:
             reach.setdefault(node, set()).add(stream)
     return reach
+
+
+def _box_reach(before: IndexedTopology, after: IndexedTopology, keys: Iterable[str], streams: set[str],
+               nodes: set[str], named: dict[str, set[str]]) -> None:
+    """What :func:`change_reach` takes from changed boxes, in one loop (a deployment's part changes
+    thousands): their streams, their nodes, and in ``named`` each stream's nodes by the boxes naming it
+    after the change (all :meth:`IndexedTopology.involved` finds for a stream new in it)."""
+    for side in (before, after):
+        boxes, partitions = side.catalog.boxes, side.catalog.partitions
+        for key in keys:
+            box = boxes.get(key)
+            if box is None:
+                continue
+            here = set(partitions[key].nodes) if key in partitions else set()
+            if box.node is not None:
+                here.add(box.node)
+            nodes |= here
+            for stream in (*box.outputs, *(p.stream for p in box.inputs)):
+                streams.add(stream)
+                if side is after:
+                    named.setdefault(stream, set()).update(here)
 
 
 def _element_nodes(side: IndexedTopology, kind: str, key: str, obj: object, streams: set[str]) -> set[str]:
     """Nodes an element reaches beyond its references (adding to ``streams`` those it reaches)."""
     cat = side.catalog
-    if kind == "boxes":
-        return side.placement(key)
     if kind == "partitions":
         box = cat.boxes.get(key)
         if box is not None:
@@ -246,9 +308,16 @@ def patch_slice(maker: SliceMaker, topology: IndexedTopology, node: str, old: Ca
         for key in [key for key, item in held.items() if item.stream in streams]:
             del held[key]
     arriving, leaving, used = [], [], set()
+    refs, held = topology.refs, part.boxes
+    # (a part of a deployment places hundreds of boxes here: the streams they write and read are known
+    # to be produced or consumed here without asking the index who else does)
+    placed = [held[name] for name in boxes if name in held]
+    written = {s for box in placed for s in box.outputs}
+    read = {p.stream for box in placed for p in box.inputs}
     for stream in sorted(streams):
-        produced = any(name in part.boxes for name in topology.refs_of("produces", stream, "boxes"))
-        consumed = any(name in part.boxes for name in topology.refs_of("reads", stream, "boxes"))
+        produced = stream in written or any(
+            attr == "boxes" and name in held for attr, name in refs("produces", stream))
+        consumed = stream in read or any(attr == "boxes" and name in held for attr, name in refs("reads", stream))
         if produced or consumed:
             used.add(stream)
         entering = stream in cat.inputs and (consumed or any(

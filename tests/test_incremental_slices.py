@@ -12,13 +12,14 @@ from __future__ import annotations
 import pytest
 from boreas.catalog import Catalog
 from boreas.catalog.index import CatalogIndex
+from boreas.catalog.model import Box, InPort, Output, Subscription
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slice_index import NodeSlices
 from boreas.catalog.slices import node_slices
 from boreas.catalog.updates import update_document
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.catalog_edits import BOX_EDITS, DEPLOY_EDITS, EDITS, Edit, chain
+from support.catalog_edits import BOX_EDITS, DEPLOY_EDITS, EDITS, NODES, Edit, chain
 
 
 def _xml(old: Catalog | None, new: Catalog | None) -> str:
@@ -40,6 +41,42 @@ def test_slices_patched_after_placements_equal_full_slicing(from_chain: bool, ed
     """Boxes, moves, connects, publishes and subscribes: the changes whose slices are patched
     (``patch_slice``: only the streams they touch sliced again), not built whole."""
     _compare(from_chain, edits)
+
+
+@st.composite
+def deployment_part(draw: st.DrawFn) -> Edit:
+    """One submission that adds many boxes at once, as a part of a deployment does (bench/catalog.py in
+    ``--parts``): dozens of filters, each reading a stream already there (chain()'s, an earlier part's,
+    or one this part adds) and writing a new one, on any node, some read on other nodes, some
+    subscribed or declared outputs.  Every node gets more boxes than it held, or fewer."""
+    count = draw(st.integers(min_value=1, max_value=60))
+    picks = draw(st.lists(st.tuples(st.integers(min_value=0, max_value=10**6), st.sampled_from(NODES),
+                                    st.sampled_from(["", "", "", "sub", "out"])), min_size=count, max_size=count))
+
+    def edit(c) -> None:
+        readable = [s for s in ["s1", "s2", "s3"] if s in c.outputs or any(s in b.outputs for b in c.boxes.values())]
+        first = len(c.boxes)
+        for i, (pick, node, extra) in enumerate(picks):
+            name, out = f"p{first + i}", f"t{first + i}"
+            c.boxes[name] = Box(name, "filter", (InPort(readable[pick % len(readable)]),), (out,),
+                                (("expression.0", "a > 1"),), node=node)
+            readable.append(out)
+            if extra == "sub":
+                c.subscriptions[Subscription(out, "client:9000").key] = Subscription(out, "client:9000")
+            elif extra == "out":
+                c.outputs[out] = Output(out, "S")
+    return edit
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(deployment_part(), min_size=1, max_size=4), st.lists(BOX_EDITS, max_size=3))
+def test_slices_patched_after_many_boxes_in_one_part_equal_full_slicing(parts: list[Edit],
+                                                                         edits: list[Edit]) -> None:
+    """A part that adds many boxes to a node (``change_reach`` taking a stream the part adds from the
+    boxes that name it, ``patch_slice`` knowing which of them are produced or read there): the
+    slices patched after each part, and after small edits that follow, equal slicing everything."""
+    _compare(True, [*parts, *edits])
 
 
 def _compare(from_chain: bool, edits: list[Edit]) -> None:
