@@ -6,7 +6,7 @@ Why: a derived table of aggregates without GROUP BY has exactly one row, whateve
 row: in the calculus ``AggSum([], D * e)`` with ``D`` a domain of one tuple is ``e`` at that tuple.  So
 ``SUM(e)``, ``MIN(e)`` and ``MAX(e)`` are ``e`` (SQL's NULL of the inner SUM over no rows stays NULL,
 as the SUM of one NULL is), ``COUNT(*)`` is 1, and ``COUNT(e)`` (also DISTINCT) is 1 where ``e`` can be
-no NULL (a constant, or a column the table computes as a COUNT).  The query is then one of values read
+no NULL (a constant, or a column the table computes as a COUNT: that column is then not read).  The query is then one of values read
 from one-row tables, which :mod:`.onerow` turns into scalar subqueries (a query without FROM:
 :mod:`.fromless`, or a constant view: :mod:`.constrow`): the nested aggregates are maintained as maps
 of their own, first-order.
@@ -14,7 +14,10 @@ of their own, first-order.
 Left as written (refused by name by the passes that read it): a WHERE, GROUP BY, HAVING, DISTINCT or
 row limit on the outer query (its rows would be zero or one, SUM's NULL of none not built here), AVG
 (its value is a DOUBLE where ``e`` may be an INT), ``COUNT(e)`` of what may be NULL, an aggregate over
-a subquery, and any FROM item that is not a one-row derived table.
+a subquery or reading a column of an enclosing query (SQL's aggregate of that query), any FROM item that is
+not a one-row derived table, and a constant term (a constant aggregate or item, a constant added: not one
+multiplied) beside a value read or a subquery, which the keyless view would not show while its maps are
+empty.
 
 >>> import sqlglot
 >>> single_row_aggregates(sqlglot.parse_one("SELECT SUM(1) FROM (SELECT SUM(1) FROM R) r")).sql()
