@@ -6,7 +6,7 @@ Why: a derived table of aggregates without GROUP BY has exactly one row, whateve
 row: in the calculus ``AggSum([], D * e)`` with ``D`` a domain of one tuple is ``e`` at that tuple.  So
 ``SUM(e)``, ``MIN(e)`` and ``MAX(e)`` are ``e`` (SQL's NULL of the inner SUM over no rows stays NULL,
 as the SUM of one NULL is), ``COUNT(*)`` is 1, and ``COUNT(e)`` (also DISTINCT) is 1 where ``e`` can be
-no NULL (a constant, or a column the table computes as a COUNT).  The query is then one of values read
+no NULL (a constant, or a column the table computes as a COUNT: that column is then not read).  The query is then one of values read
 from one-row tables, which :mod:`.onerow` turns into scalar subqueries (a query without FROM:
 :mod:`.fromless`, or a constant view: :mod:`.constrow`): the nested aggregates are maintained as maps
 of their own, first-order.
@@ -14,7 +14,10 @@ of their own, first-order.
 Left as written (refused by name by the passes that read it): a WHERE, GROUP BY, HAVING, DISTINCT or
 row limit on the outer query (its rows would be zero or one, SUM's NULL of none not built here), AVG
 (its value is a DOUBLE where ``e`` may be an INT), ``COUNT(e)`` of what may be NULL, an aggregate over
-a subquery, and any FROM item that is not a one-row derived table.
+a subquery or reading a column of an enclosing query (SQL's aggregate of that query), any FROM item that is
+not a one-row derived table, and a constant term (a constant aggregate or item, a constant added: not one
+multiplied) beside a value read or a subquery, which the keyless view would not show while its maps are
+empty.
 
 >>> import sqlglot
 >>> single_row_aggregates(sqlglot.parse_one("SELECT SUM(1) FROM (SELECT SUM(1) FROM R) r")).sql()
@@ -93,7 +96,14 @@ def _scalars_in_place(sel: exp.Expression) -> exp.Expression:
     sel = sel.copy()
     for s in reversed([s for s in sel.find_all(exp.Subquery) if s is not sel and _bare(s)]):
         x = s.this.expressions[0]
-        s.replace(exp.Paren(this=(x.this if type(x) is exp.Alias else x).copy()))
+        x = (x.this if type(x) is exp.Alias else x).copy()
+        for a in [a for a in x.find_all(exp.AggFunc) if a.find_ancestor(exp.Select) is None]:
+            value = _over_no_from(a)
+            if a is x:
+                x = value
+            else:
+                a.replace(value)
+        s.replace(exp.Paren(this=x))
     return sel
 
 
@@ -103,7 +113,22 @@ def _bare(s: exp.Subquery) -> bool:
             and not isinstance(s.parent, (exp.From, exp.Join, exp.In, exp.Exists, exp.Any, exp.All))
             and all(v in (None, False, [], "") for k, v in s.args.items() if k != "this")
             and all(v in (None, False, [], "") for k, v in body.args.items() if k != "expressions")
-            and not isinstance(body.expressions[0], exp.Star))
+            and not isinstance(body.expressions[0], exp.Star)
+            # (SELECT COUNT(*)) aggregates over its own one row: read in place it would be the outer query's
+            and all(_over_no_from(a) is not None for a in body.expressions[0].find_all(exp.AggFunc)
+                    if a.find_ancestor(exp.Select) is body))
+
+
+def _over_no_from(agg: exp.AggFunc) -> exp.Expression | None:
+    """The value of an aggregate of a SELECT without FROM: over its one row when its argument is a constant
+    (``COUNT(*)``, ``COUNT(2)``: 1; ``SUM(1)``, ``MIN(1)``, ``MAX(1)``: the constant); itself where its argument
+    reads columns (all of enclosing queries: SQL makes it an aggregate of theirs); else None (left as written)."""
+    arg = unparen(agg.this)
+    if arg.find(exp.Column) is not None:
+        return None if arg.find(exp.Select, exp.Subquery) is not None else agg.copy()
+    if type(agg) is exp.Count and (isinstance(arg, exp.Star) or isinstance(arg, exp.Literal)):
+        return exp.Literal.number(1)
+    return arg.copy() if type(agg) in _SAME and isinstance(arg, exp.Literal) else None
 
 
 def single_row_aggregates(sel: exp.Expression) -> exp.Expression:
@@ -144,10 +169,34 @@ def _rewritable(scope: exp.Select) -> bool:
     values = [_value(a, scope) for a in aggs]
     if not aggs or any(v is None for v in values):
         return False
-    # a constant beside values read: the runtime shows a view without keys only while a map it reads has an
-    # entry (its one row of NULLs is no row: docs/m3.md, "NULLs"), where SQL's COUNT(*) is 1 over any one row
-    return not (any(isinstance(v, exp.Literal) for v in values) and any(
-        c.find_ancestor(exp.Select) is scope for e in scope.expressions for c in e.find_all(exp.Column)))
+    literal = {a for a, v in zip(aggs, values) if isinstance(v, exp.Literal)}  # COUNT(t.x): its column not read
+    # a constant term beside values read: the runtime shows a view without keys only while a map it reads has
+    # an entry (its one row of NULLs is no row: docs/m3.md, "NULLs"), where SQL's COUNT(*) is 1 over any one row
+    # (a subquery too: SQL's COUNT(*) beside it is 1 while it reads no rows); the query without FROM refuses a
+    # constant term by name as well (:mod:`.fromless`), this names the derived table
+    reads = [c for e in scope.expressions for c in e.find_all(exp.Column, exp.Subquery)
+             if c.find_ancestor(exp.Select) is scope and c.find_ancestor(exp.AggFunc) not in literal]
+    return not (reads and any(_constant_term(e, scope) for e in scope.expressions))
+
+
+def _constant_term(e: exp.Expression, scope: exp.Select) -> bool:
+    """Whether ``e`` (with ``scope``'s aggregates their values) may be other than 0 while the one-row tables'
+    maps are empty: a constant added (not only multiplied), a subquery, or anything but arithmetic."""
+    e = unparen(e.this if type(e) is exp.Alias else e)
+    if isinstance(e, exp.AggFunc) and e.find_ancestor(exp.Select) is scope:
+        value = _value(e, scope)
+        return value is None or _constant_term(value, scope)
+    if type(e) is exp.Column:
+        return False
+    if type(e) is exp.Neg:
+        return _constant_term(e.this, scope)
+    if type(e) in (exp.Add, exp.Sub):
+        return _constant_term(e.this, scope) or _constant_term(e.expression, scope)
+    if type(e) is exp.Mul:
+        return _constant_term(e.this, scope) and _constant_term(e.expression, scope)
+    if type(e) is exp.Div:
+        return _constant_term(e.this, scope)
+    return True
 
 
 def _never_null(x: exp.Expression, scope: exp.Select) -> bool:
@@ -166,12 +215,24 @@ def _never_null(x: exp.Expression, scope: exp.Select) -> bool:
     return False
 
 
+def _own_column(c: exp.Column, scope: exp.Select) -> bool:
+    """Whether ``c`` reads a column of one of ``scope``'s one-row tables (not a column of an enclosing query)."""
+    for item in _items(scope) or []:
+        if c.table and c.table.lower() != item.alias_or_name.lower():
+            continue
+        if any(e.alias_or_name.lower() == c.name.lower() for e in one_row_body(item).expressions):
+            return True
+    return False
+
+
 def _value(agg: exp.AggFunc, scope: exp.Select) -> exp.Expression | None:
     """What ``agg`` is over the one row, or None when it is left as written."""
     arg = agg.this
     if type(arg) is exp.Distinct:
         arg = arg.expressions[0] if len(arg.expressions) == 1 else None
     if arg is None or any(isinstance(n, (exp.Select, exp.Subquery, exp.AggFunc)) for n in arg.walk()):
+        return None
+    if any(not _own_column(c, scope) for c in arg.find_all(exp.Column)):  # SQL's aggregate of an outer query
         return None
     if type(agg) is exp.Count:
         return exp.Literal.number(1) if isinstance(arg, exp.Star) or _never_null(arg, scope) else None

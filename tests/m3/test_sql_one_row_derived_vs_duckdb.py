@@ -37,6 +37,17 @@ SHAPES: dict[str, str] = {
         FROM (SELECT SUM(R.b) AS x FROM R) t, (SELECT COUNT(*) AS y FROM S WHERE S.d > 1) u""",
     "aggregate_over_one_row_unaliased_in_where": GENERIC + """SELECT R.a, COUNT(*) AS n FROM R WHERE R.b <
         (SELECT MAX(t.x) FROM (SELECT SUM(S.b) AS x FROM S) t) GROUP BY R.a""",
+    # COUNT(e) of a column the table computes as a COUNT is 1 (never NULL), its column not read
+    "count_of_a_count_column": GENERIC + """SELECT COUNT(t.x) * SUM(t.s) AS v, MAX(t.s) / COUNT(DISTINCT t.x)
+        AS w FROM (SELECT COUNT(*) AS x, SUM(R.b) AS s FROM R WHERE R.a > 0) t""",
+    # an aggregate of a SELECT without FROM: over its one row when of a constant, else the outer query's
+    "fromless_count_times_a_group_sum": GENERIC + """SELECT R.a, SUM(R.b) * (SELECT COUNT(*)) AS x FROM R
+        GROUP BY R.a""",
+    "fromless_sum_of_one_beside_count": GENERIC + """SELECT R.a, (SELECT SUM(1)) AS x, COUNT(*) AS n FROM R
+        GROUP BY R.a""",
+    "fromless_count_in_having": GENERIC + """SELECT R.a, COUNT(*) AS n FROM R GROUP BY R.a
+        HAVING COUNT(*) > (SELECT COUNT(*))""",
+    "fromless_sum_of_an_outer_column": GENERIC + "SELECT R.a, (SELECT SUM(R.b)) AS x FROM R GROUP BY R.a",
 }
 
 
@@ -49,8 +60,14 @@ def test_view_matches_duckdb(shape):
     "SELECT AVG(t.x) AS v FROM (SELECT SUM(R.b) AS x FROM R) t",  # a DOUBLE of an INT: not built
     "SELECT COUNT(t.x) AS v FROM (SELECT SUM(R.b) AS x FROM R) t",  # 0 where the SUM is NULL: not built
     "SELECT SUM(t.x) AS v FROM (SELECT SUM(R.b) AS x FROM R) t WHERE t.x > 1",  # zero rows or one
-    # a constant beside a value read: the view without keys would be missing its row while R is empty
+    # a constant term beside a value read: the view without keys would be missing its row while R is empty
     "SELECT COUNT(*) AS n, SUM(t.x) AS v FROM (SELECT SUM(R.b) AS x FROM R) t",
+    "SELECT SUM(t.x) + 1 AS v FROM (SELECT COUNT(*) AS x FROM R) t",
+    "SELECT MIN(t.x - 5) AS m FROM (SELECT COUNT(*) AS x FROM R) t",
+    "SELECT 1 AS k, MAX(t.x) AS m FROM (SELECT COUNT(*) AS x FROM R) t",
+    "SELECT COUNT(*) AS n, (SELECT SUM(S.b) FROM S) AS v FROM (SELECT SUM(R.b) AS x FROM R) t",
+    # an aggregate of outer columns only is SQL's aggregate of the outer query, not one over the inner row
+    "SELECT (SELECT SUM(R.b) FROM (SELECT COUNT(*) AS x FROM S) t) AS m FROM R",
 ])
 def test_aggregates_over_one_row_not_built_are_refused_by_name(query):
     """What :mod:`singleton` leaves as written is refused naming the derived table, as before."""
@@ -65,4 +82,15 @@ def test_constant_aggregates_over_one_row_are_a_constant_view():
 
     program = compile_sql(GENERIC + "SELECT SUM(1), COUNT(*) AS n FROM (SELECT SUM(1) AS x FROM R) t")
     assert [(c.name, c.expr) for c in program.views[0].columns] == [("sum_1", Const(1)), ("n", Const(1))]
+    assert not program.maps
+
+
+def test_counts_of_a_count_column_are_a_constant_view():
+    """``COUNT(t.x)`` of a column the one-row table computes as a COUNT is 1 (a COUNT is never NULL), also
+    DISTINCT: alone, a constant view reading no map."""
+    from boreas.m3.ast import Const
+
+    program = compile_sql(GENERIC + "SELECT COUNT(t.x) AS n, COUNT(DISTINCT t.x) AS d FROM (SELECT COUNT(*) AS x "
+                          "FROM R) t")
+    assert [(c.name, c.expr) for c in program.views[0].columns] == [("n", Const(1)), ("d", Const(1))]
     assert not program.maps
