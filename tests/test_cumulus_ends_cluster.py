@@ -5,7 +5,10 @@ meanwhile and a node is killed with SIGKILL and restarted from its log; then the
 exits at the stream's end (every node's final mark, ``boreas subscribe`` without ``--count``), and what it wrote,
 summed by ``_weight``, is the one-node result: no node ended its out stream before the last row its members
 emitted (before the fix, a node ended it when its own producers ended, and the rows after were lost to the
-subscriber).  The in-process tests: test_cumulus_ends.py."""
+subscriber).  The second test makes certain what made the first flaky (1 run in 3-9 at load 10-12): the killed
+node was the move's source, and replaying its whole log under the catalog's later layout re-sent other changelog
+batches under the numbers it had used (docs/cumulus.md §6.3, "Restart").  The in-process tests:
+test_cumulus_ends.py."""
 
 from __future__ import annotations
 
