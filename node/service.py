@@ -160,11 +160,14 @@ class NodeService(NodeApi):
                 durable.save_identity(flow.sender, flow.state.box_ids)
             flow.state.on_new_box_id = lambda: durable.save_identity(flow.sender, flow.state.box_ids)
             text = durable.load_catalog()
+            captured = durable.latest_snapshot()
+            first = None  # the catalog at the layouts the log began under, when all of it replays (§6.3)
             if text is not None:
                 update = read_document(text, f"{durable.dir}/catalog.xml")
                 assert isinstance(update, Update)
-                flow.reconfigure(self.local.apply(update))
-            captured = durable.latest_snapshot()
+                catalog = self.local.apply(update)
+                first = durable.first_layouts(catalog) if captured is None else None
+                flow.reconfigure(first or catalog)
             start = durable.log.first_position
             if captured is not None:
                 with gc_paused():
@@ -178,6 +181,9 @@ class NodeService(NodeApi):
             durable.replayed = await flow.replayer.replay_log(durable.log.read(start))
             durable.replay_seconds = round(time.monotonic() - replay_began, 3)
             durable.replay_cpu_seconds = round(time.process_time() - replay_cpu, 3)
+            if first is not None:  # the members switched to the catalog's layouts through the log: they follow it
+                flow.reconfigure(self.local.catalog)
+            durable.note_layouts(self.local.catalog.partitions)
             for (stream, producer), seq in flow.state.processed.items():
                 self.receiver.sequencer.expect(stream, producer, seq + 1)
             flow.journal.attach(durable.log)
@@ -211,6 +217,7 @@ class NodeService(NodeApi):
         """The local catalog changed: keep the durable copy current (a restart starts from it)."""
         if self.durability is not None:
             self.durability.save_catalog(self.local.as_update_xml())
+            self.durability.note_layouts(self.local.catalog.partitions)
 
     def _report(self, item: object) -> None:
         """A change this node made itself (a partitioned box's new layout) for the Head to commit."""

@@ -5,7 +5,10 @@ meanwhile and a node is killed with SIGKILL and restarted from its log; then the
 exits at the stream's end (every node's final mark, ``boreas subscribe`` without ``--count``), and what it wrote,
 summed by ``_weight``, is the one-node result: no node ended its out stream before the last row its members
 emitted (before the fix, a node ended it when its own producers ended, and the rows after were lost to the
-subscriber).  The in-process tests: test_cumulus_ends.py."""
+subscriber).  The second test makes certain what made the first flaky (1 run in 3-9 at load 10-12): the killed
+node was the move's source, and replaying its whole log under the catalog's later layout re-sent other changelog
+batches under the numbers it had used (docs/cumulus.md §6.3, "Restart").  The in-process tests:
+test_cumulus_ends.py."""
 
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from test_cumulus_windows_cluster import producers_for_each_member
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
 BATCH = 40
+ALONE = [(2, 900, 7), (7, 900, 7)]  # auctions of segment t/1 only (slots 683-1365 of 6 segments): new leaders
 
 
 async def test_a_partitioned_top_n_stream_ends_after_every_row_through_a_move_and_a_kill(cluster_factory, tmp_path):
@@ -81,3 +85,65 @@ async def test_a_partitioned_top_n_stream_ends_after_every_row_through_a_move_an
         if sub.poll() is None:
             sub.kill()
     assert summed(out) == want
+
+
+async def test_a_move_source_killed_with_no_snapshot_replays_its_log_under_the_layout_it_began_with(
+        cluster_factory, tmp_path):
+    """The flake of the test above, made certain: member 1 applies rows of its segment t/1 first (its share of
+    them reached the subscriber), then t/1 moves away and member 1's node is killed with SIGKILL and restarted
+    (no snapshot: it replays its whole log).  Its log began under layout 1 (t/1 its own); the catalog it
+    restarts with says layout 2.  The one-node result after every producer ended is what must come out."""
+    cluster = cluster_factory()
+    await asyncio.to_thread(cluster.start_head)
+    dirs = [tmp_path / f"member{m}" for m in range(3)]
+    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=dirs)
+    members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
+    deploy = f'<deploy><partition box="t" segments="6" key="auction" epoch-ms="100">{members}</partition></deploy>'
+    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deploy))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    producers = producers_for_each_member(3)
+    data = {p: bids(p, 400) for p in producers}
+
+    def one_node(upto: int, *more: list) -> Counter:
+        one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
+        for rows in [*(rows[:upto] for rows in data.values()), *more]:
+            one.process(0, rows, 0.0)
+        return Counter(one.top_rows())
+
+    out = cluster.workdir / "top.jsonl"
+    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "Top", "--output", str(out)],
+                           env=cluster.env, stderr=subprocess.PIPE, text=True)
+    try:
+        await asyncio.to_thread(wait_until, lambda: any(
+            s.stream == "Top" for s in cluster.head_catalog().subscriptions.values()), what="the subscription")
+        publishers = [Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH) for p in producers]
+        for publisher in publishers:
+            await publisher.start()
+
+        async def publish(part: slice) -> None:
+            for start in range(part.start, part.stop, BATCH):
+                for publisher, p in zip(publishers, producers):
+                    await publisher.send(data[p][start:min(start + BATCH, part.stop)])
+                for publisher in publishers:
+                    await publisher.flush()
+
+        await publish(slice(0, 200))
+        await asyncio.to_thread(wait_until, lambda: summed(out) == one_node(200), 60, "the first rows ranked")
+        # a version that changes t/1 alone, stamped by member 1's own coordinator: under layout 1 member 1
+        # ranks it and its out stream numbers a batch for it (under layout 2 it would go to member 0)
+        await publishers[1].send(ALONE)
+        await publishers[1].flush()
+        await asyncio.to_thread(wait_until, lambda: summed(out) == one_node(200, ALONE), 60, "t/1's own change")
+        async with Optimizer(cluster.head, TOKEN) as optimizer:
+            moved = (await optimizer.move("t/1", nodes[0])).relayout
+        assert moved["changed"]
+        await asyncio.to_thread(cluster.stop, nodes[1], True)  # kill -9: no snapshot, its whole log replays
+        await asyncio.to_thread(cluster.start_node, nodes[1], True, dirs[1])
+        await publish(slice(200, 400))
+        for publisher in publishers:
+            await publisher.close(final=True)
+        assert await asyncio.to_thread(sub.wait, 120) == 0, sub.stderr.read()
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+    assert summed(out) == one_node(400, ALONE)

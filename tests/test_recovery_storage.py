@@ -378,3 +378,29 @@ def test_write_atomic_replaces_without_leftovers(tmp_path):
     write_atomic(target, b"two")
     assert target.read_bytes() == b"two"
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_the_first_layout_a_node_ran_is_what_a_replay_of_its_whole_log_begins_under(tmp_path):
+    """``layouts.json`` (node/recovery/durability.py): a partition's layout is noted when the node first runs it,
+    not overwritten by the layouts the members switched to later (the catalog's); a replay of the whole log
+    gets the catalog at the noted layouts, endpoints as now; a new incarnation of the partition is noted anew."""
+    from dataclasses import replace
+
+    from boreas.catalog.model import Catalog, Partition, SegmentPlacement
+    from boreas.node.recovery.durability import Durability
+
+    first = Partition("t", ("a:1", "b:1"), segments=(SegmentPlacement(0, 0, 2048, 0), SegmentPlacement(1, 2048, 4096, 1)),
+                      maps=(("Q", "K", 0),), layout=1, id="p1")
+    moved = replace(first, segments=(SegmentPlacement(0, 0, 2048, 0), SegmentPlacement(1, 2048, 4096, 0)), layout=2)
+    durable = Durability(tmp_path)
+    tmp_path.mkdir(exist_ok=True)
+    assert durable.first_layouts(Catalog(partitions={"t": moved})) is None  # nothing noted: as the catalog says
+    durable.note_layouts({"t": first})
+    durable.note_layouts({"t": moved})  # the members switched: the log still began under layout 1
+    failed_over = replace(moved, nodes=("a:1", "c:1"))
+    replayed = durable.first_layouts(Catalog(partitions={"t": failed_over}))
+    assert replayed is not None and replayed.partitions["t"] == replace(first, nodes=("a:1", "c:1"))
+    assert durable.first_layouts(Catalog(partitions={"t": first})) is None  # at the noted layout already
+    again = replace(moved, id="p2")  # deleted and added again: a new log of its own begins under its layout
+    durable.note_layouts({"t": again})
+    assert durable.first_layouts(Catalog(partitions={"t": replace(again, layout=3)})).partitions["t"] == again

@@ -6,6 +6,9 @@ Everything lives in the node's data directory (``boreas node --data-dir DIR``):
   restarted node numbers its output under the same ids, so receivers
   recognise what they already have;
 * ``catalog.xml``: the local catalog, rewritten (atomically) after every change;
+* ``layouts.json``: each partitioned box's layout as this node first ran it (:meth:`Durability.note_layouts`):
+  the catalog learns a box's later layouts, but its member's log began under this one, and a replay of the
+  whole log (no snapshot) must begin there too (:meth:`Durability.first_layouts`; docs/cumulus.md §6.3);
 * ``log/``: the input log (:mod:`.log`): every batch the node processed and
   every timer firing, in processing order, group-committed before the batch
   is acknowledged and before anything derived from it leaves the node;
@@ -37,10 +40,13 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import msgspec
+from boreas.catalog.model import Catalog, Partition, SegmentPlacement
 
 from ..gcpause import gc_paused
 from .log import InputLog
@@ -100,6 +106,32 @@ class Durability:
 
     def save_catalog(self, text: str) -> None:
         write_atomic(self.dir / "catalog.xml", text.encode())
+
+    def note_layouts(self, partitions: Mapping[str, Partition]) -> None:
+        """Keep the layout of each partition (by box and incarnation) as this node first runs it: a member's
+        log begins under it, while the catalog goes on to the layouts the members switched to through the log
+        (``Relayout``, ``Flip``).  A later layout of a noted incarnation is not kept."""
+        path = self.dir / "layouts.json"
+        noted = json.loads(path.read_text()) if path.exists() else {}
+        new = {box: _layout_fields(p) for box, p in partitions.items()
+               if p.planned and noted.get(box, {}).get("id") != p.id}
+        if new:
+            write_atomic(path, json.dumps({**noted, **new}).encode())
+
+    def first_layouts(self, catalog: Catalog) -> Catalog | None:
+        """``catalog`` with each partition at the layout noted when this node first ran it (:meth:`note_layouts`),
+        for a replay of the whole log: a member built at the catalog's later layout would stamp and route the
+        log's first epochs otherwise than it did, and re-send other messages and changelog batches under the
+        numbers it used, which their receivers drop as duplicates.  None: no partition's layout differs."""
+        path = self.dir / "layouts.json"
+        noted = json.loads(path.read_text()) if path.exists() else {}
+        first = {box: _at_layout(p, noted[box]) for box, p in catalog.partitions.items()
+                 if box in noted and noted[box]["id"] == p.id and noted[box]["layout"] < p.layout}
+        if not first:
+            return None
+        log.info("replaying the whole log: %s begin under the layouts this node first ran (%s)", ", ".join(first),
+                 ", ".join(f"{box} {p.layout}" for box, p in first.items()))
+        return replace(catalog, partitions={**catalog.partitions, **first})
 
     # -- recovery ------------------------------------------------------------------------
 
@@ -178,3 +210,18 @@ class Durability:
                     "size_bytes": self.log.size_bytes()},
             **dict(self.counters),
         }
+
+
+def _layout_fields(p: Partition) -> dict[str, Any]:
+    """What of ``p`` a layout change changes (its segments, members and coordinators), with its incarnation."""
+    return {"id": p.id, "layout": p.layout, "segments": [[s.id, s.lo, s.hi, s.member] for s in p.segments],
+            "members": p.members, "coordinators": p.coordinators,
+            "coordinator_list": None if p.coordinator_list is None else list(p.coordinator_list)}
+
+
+def _at_layout(p: Partition, fields: dict[str, Any]) -> Partition:
+    """``p`` at the layout :func:`_layout_fields` noted (its endpoints as now: a failover may have moved one)."""
+    listed = fields["coordinator_list"]
+    return replace(p, layout=int(fields["layout"]), segments=tuple(SegmentPlacement(*s) for s in fields["segments"]),
+                   members=fields["members"], coordinators=fields["coordinators"],
+                   coordinator_list=None if listed is None else tuple(listed))
