@@ -9,7 +9,7 @@ from boreas.catalog.model import Field, FieldType, Schema
 from boreas.wire.digests import DigestBook
 from boreas.wire.frames import Ack, Batch, Refused
 from boreas.wire.links import OutboundLink
-from boreas.wire.receiver import DataReceiver
+from boreas.wire.receiver import DataReceiver, Deferred
 from boreas.wire.sequencing import Sequencer
 from boreas.wire.server import HttpServer
 from boreas.wire.tuples import RowError, RowType, SchemaMismatch
@@ -359,3 +359,42 @@ async def test_a_reused_producer_with_other_rows_is_refused_and_a_true_rerun_is_
         await sink.server.close()
     assert sink.rows == [(1,), (2,), (3,)]
     assert sink.receiver.counters["conflicting_batches"] == 3
+
+
+async def test_replies_left_waiting_for_the_disk_when_a_connection_closes_are_dropped_quietly():
+    """A node with an input log answers a batch once it is durable (``Deferred``).  A connection that closes
+    first leaves those replies unsent (the sender re-sends); their waits are closed, not left never started
+    (each was a "coroutine ... was never awaited" RuntimeWarning a node logged on such a close)."""
+    import inspect
+
+    disk = asyncio.Event()
+    waits: list = []
+
+    class Durable(Sink):
+        async def accept(self, batch: Batch) -> Deferred:
+            async def durable() -> None:
+                await disk.wait()
+            waits.append(durable())
+            return Deferred(await super().accept(batch), waits[-1])
+
+    sink = Durable()
+    await sink.server.start("127.0.0.1", 0)
+    link = OutboundLink(sink.server.endpoint, "tok", "p1", window=8)
+    await link.start()
+    try:
+        for n in range(4):
+            await link.send("S", [(n,)])
+        for _ in range(500):  # (taken, and their replies waiting for the disk)
+            if len(sink.rows) == 4:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await link.close()
+        disk.set()  # the first write is durable now, after its connection closed
+        await sink.server.close()
+    for _ in range(100):  # (the connection's handler ends after the server closed)
+        if all(inspect.getcoroutinestate(w) == inspect.CORO_CLOSED for w in waits):
+            break
+        await asyncio.sleep(0.01)
+    assert sink.rows == [(0,), (1,), (2,), (3,)]
+    assert [inspect.getcoroutinestate(w) for w in waits] == [inspect.CORO_CLOSED] * 4

@@ -51,6 +51,22 @@ class Deferred:
     reply: Ack | Refused
     ready: Awaitable[object]
 
+    def drop(self) -> None:
+        """The connection closed before the reply could go: nothing will await ``ready`` (the batch's log
+        write goes on without it; the sender re-sends, and the copy is dropped as a duplicate), so a
+        coroutine is closed rather than left to be collected never awaited (a RuntimeWarning each time)."""
+        close = getattr(self.ready, "close", None)
+        if close is not None:
+            close()
+
+
+def _drop_all(replies: asyncio.Queue) -> None:
+    """Drop every deferred reply still queued on a closed connection (:meth:`Deferred.drop`)."""
+    while not replies.empty():
+        reply = replies.get_nowait()
+        if isinstance(reply, Deferred):
+            reply.drop()
+
 
 _NONE = object()  # no reply queued just now
 
@@ -117,6 +133,7 @@ class DataReceiver:
             with contextlib.suppress(asyncio.CancelledError, ConnectionError, aiohttp.ClientError):
                 await writer
             writer.cancel()
+            _drop_all(replies)  # (what the writer left when the connection closed first)
 
     async def _write_replies(self, ws: web.WebSocketResponse, replies: asyncio.Queue, sender: str) -> None:
         """Send each reply in arrival order, a deferred one once its batch is durable.
@@ -146,6 +163,7 @@ class DataReceiver:
                 return
             if isinstance(reply, Deferred):
                 if not await self._send_replies(ws, ready):  # what is ready does not wait for the disk
+                    reply.drop()
                     return
                 ready = []
                 try:
