@@ -24,7 +24,7 @@ from boreas.m3.boxtype import infer_m3
 from boreas.node.operators.m3topn import TopNM3Operator
 from support.cluster import TOKEN, wait_until
 from test_cumulus_topn import BID, BOX
-from test_cumulus_topn_cluster import APP, bids, summed
+from test_cumulus_topn_cluster import bids, start_top_n, summed
 from test_cumulus_windows_cluster import producers_for_each_member
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
@@ -34,14 +34,7 @@ ALONE = [(2, 900, 7), (7, 900, 7)]  # auctions of segment t/1 only (slots 683-13
 
 
 async def test_a_partitioned_top_n_stream_ends_after_every_row_through_a_move_and_a_kill(cluster_factory, tmp_path):
-    cluster = cluster_factory()
-    await asyncio.to_thread(cluster.start_head)
-    dirs = [tmp_path / f"member{m}" for m in range(3)]
-    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=dirs)
-    members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
-    deploy = f'<deploy><partition box="t" segments="6" key="auction" epoch-ms="100">{members}</partition></deploy>'
-    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deploy))
-    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    cluster, nodes, dirs = await start_top_n(cluster_factory, tmp_path)
     producers = producers_for_each_member(3)
     data = {p: bids(p, 600) for p in producers}
     data[producers[0]] = data[producers[0]][:200]  # member 0's producer ends first
@@ -93,14 +86,7 @@ async def test_a_move_source_killed_with_no_snapshot_replays_its_log_under_the_l
     them reached the subscriber), then t/1 moves away and member 1's node is killed with SIGKILL and restarted
     (no snapshot: it replays its whole log).  Its log began under layout 1 (t/1 its own); the catalog it
     restarts with says layout 2.  The one-node result after every producer ended is what must come out."""
-    cluster = cluster_factory()
-    await asyncio.to_thread(cluster.start_head)
-    dirs = [tmp_path / f"member{m}" for m in range(3)]
-    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=dirs)
-    members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
-    deploy = f'<deploy><partition box="t" segments="6" key="auction" epoch-ms="100">{members}</partition></deploy>'
-    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deploy))
-    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    cluster, nodes, dirs = await start_top_n(cluster_factory, tmp_path)
     producers = producers_for_each_member(3)
     data = {p: bids(p, 400) for p in producers}
 

@@ -52,7 +52,9 @@ def summed(path) -> Counter:
     return +total
 
 
-async def test_a_partitioned_top_n_equals_the_one_node_result_through_a_move_and_a_kill(cluster_factory, tmp_path):
+async def start_top_n(cluster_factory, tmp_path):
+    """A Head and three durable nodes (data under ``tmp_path``) running APP's top-N box ``t`` partitioned in 6
+    segments by auction, every node in sync: the cluster, the nodes' endpoints and their data directories."""
     cluster = cluster_factory()
     await asyncio.to_thread(cluster.start_head)
     dirs = [tmp_path / f"member{m}" for m in range(3)]
@@ -61,6 +63,11 @@ async def test_a_partitioned_top_n_equals_the_one_node_result_through_a_move_and
     deploy = f'<deploy><partition box="t" segments="6" key="auction" epoch-ms="100">{members}</partition></deploy>'
     cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deploy))
     await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    return cluster, nodes, dirs
+
+
+async def test_a_partitioned_top_n_equals_the_one_node_result_through_a_move_and_a_kill(cluster_factory, tmp_path):
+    cluster, nodes, dirs = await start_top_n(cluster_factory, tmp_path)
     producers = producers_for_each_member(3)
     data = {p: bids(p, 600) for p in producers}
     one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
