@@ -365,7 +365,8 @@ def _open_failed(source: str, directory: Path, snapshot_url: str | None) -> _Fai
 def archive_adopted(directory: Path) -> Path | None:
     """A node starting on a directory whose boxes were adopted: set its old state aside, start empty.
 
-    The catalog, log, snapshots and positions move to ``adopted-<time>/``;
+    The catalog, log, snapshots, positions and noted layouts (a new log begins under the layouts it meets)
+    move to ``adopted-<time>/``;
     the identity stays (the node's sender name).  Returns the archive.
     """
     owner = claimed_by(directory)
@@ -373,7 +374,7 @@ def archive_adopted(directory: Path) -> Path | None:
         return None
     archive = directory / f"adopted-{int(time.time())}"
     archive.mkdir(exist_ok=True)
-    for name in ("catalog.xml", "log", "snapshots", "positions.json", CLAIM):
+    for name in ("catalog.xml", "log", "snapshots", "positions.json", "layouts.json", CLAIM):
         path = directory / name
         if path.exists():
             path.rename(archive / name)

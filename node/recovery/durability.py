@@ -213,9 +213,11 @@ class Durability:
 
 
 def _layout_fields(p: Partition) -> dict[str, Any]:
-    """What of ``p`` a layout change changes (its segments, members and coordinators), with its incarnation."""
+    """What of ``p`` a layout change changes (its segments, members and coordinators), with its incarnation.
+    The member and coordinator counts are kept resolved (``None`` in the catalog means "every node", and a
+    resubmission that appends nodes keeps the layout: the noted layout must not grow with them)."""
     return {"id": p.id, "layout": p.layout, "segments": [[s.id, s.lo, s.hi, s.member] for s in p.segments],
-            "members": p.members, "coordinators": p.coordinators,
+            "members": len(p.layout_nodes), "coordinators": len(p.modulo_nodes),
             "coordinator_list": None if p.coordinator_list is None else list(p.coordinator_list)}
 
 
