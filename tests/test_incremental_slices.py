@@ -12,14 +12,14 @@ from __future__ import annotations
 import pytest
 from boreas.catalog import Catalog
 from boreas.catalog.index import CatalogIndex
-from boreas.catalog.model import Box, InPort, Output, Subscription
+from boreas.catalog.model import Box, Input, InPort, Output, Publication, Subscription
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slice_index import NodeSlices
 from boreas.catalog.slices import node_slices
 from boreas.catalog.updates import update_document
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.catalog_edits import BOX_EDITS, DEPLOY_EDITS, EDITS, NODES, Edit, chain
+from support.catalog_edits import BOX_EDITS, DEPLOY_EDITS, EDITS, NODES, Edit, _origin, chain
 
 
 def _xml(old: Catalog | None, new: Catalog | None) -> str:
@@ -48,7 +48,7 @@ def deployment_part(draw: st.DrawFn) -> Edit:
     """One submission that adds many boxes at once, as a part of a deployment does (bench/catalog.py in
     ``--parts``): dozens of filters, each reading a stream already there (chain()'s, an earlier part's,
     or one this part adds) and writing a new one, on any node, some read on other nodes, some
-    subscribed or declared outputs.  Every node gets more boxes than it held, or fewer."""
+    subscribed or declared outputs.  Every node gets more boxes than it held."""
     count = draw(st.integers(min_value=1, max_value=60))
     picks = draw(st.lists(st.tuples(st.integers(min_value=0, max_value=10**6), st.sampled_from(NODES),
                                     st.sampled_from(["", "", "", "sub", "out"])), min_size=count, max_size=count))
@@ -101,3 +101,16 @@ def _compare(from_chain: bool, edits: list[Edit]) -> None:
             assert _xml(held.get(node), changed[node]) == _xml(full.get(node), full_after.get(node))
         assert slices.slices == full_after
         index, full = derived, full_after
+
+
+@pytest.mark.parametrize("node", NODES)
+def test_an_input_declared_and_published_in_one_commit_reaches_the_publishers_node(node: str) -> None:
+    """A stream nothing named before, declared and published at once: the publication is the only thing that
+    names the node where it enters (``change_reach``'s new-stream path; the generated edits commit one
+    element at a time, so they never make this)."""
+    def declare_and_publish(c) -> None:
+        c.inputs["s4"] = Input("s4", "S", origin=_origin())
+        pub = Publication("s4", node, origin=_origin())
+        c.publications[pub.key] = pub
+
+    _compare(True, [declare_and_publish])
