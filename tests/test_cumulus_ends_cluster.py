@@ -13,8 +13,6 @@ test_cumulus_ends.py."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
@@ -24,7 +22,7 @@ from boreas.m3.boxtype import infer_m3
 from boreas.node.operators.m3topn import TopNM3Operator
 from support.cluster import TOKEN, wait_until
 from test_cumulus_topn import BID, BOX
-from test_cumulus_topn_cluster import bids, start_top_n, summed
+from test_cumulus_topn_cluster import bids, start_top_n, subscribe_top, summed
 from test_cumulus_windows_cluster import producers_for_each_member
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
@@ -42,12 +40,8 @@ async def test_a_partitioned_top_n_stream_ends_after_every_row_through_a_move_an
     for rows in data.values():
         one.process(0, rows, 0.0)
     want = Counter(one.top_rows())
-    out = cluster.workdir / "top.jsonl"
-    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "Top", "--output", str(out)],
-                           env=cluster.env, stderr=subprocess.PIPE, text=True)
+    out, sub = await subscribe_top(cluster)
     try:
-        await asyncio.to_thread(wait_until, lambda: any(
-            s.stream == "Top" for s in cluster.head_catalog().subscriptions.values()), what="the subscription")
         publishers = dict(zip(producers, [Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH)
                                           for p in producers]))
         for publisher in publishers.values():
@@ -96,12 +90,8 @@ async def test_a_move_source_killed_with_no_snapshot_replays_its_log_under_the_l
             one.process(0, rows, 0.0)
         return Counter(one.top_rows())
 
-    out = cluster.workdir / "top.jsonl"
-    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "Top", "--output", str(out)],
-                           env=cluster.env, stderr=subprocess.PIPE, text=True)
+    out, sub = await subscribe_top(cluster)
     try:
-        await asyncio.to_thread(wait_until, lambda: any(
-            s.stream == "Top" for s in cluster.head_catalog().subscriptions.values()), what="the subscription")
         publishers = [Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH) for p in producers]
         for publisher in publishers:
             await publisher.start()

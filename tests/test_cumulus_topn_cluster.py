@@ -52,6 +52,17 @@ def summed(path) -> Counter:
     return +total
 
 
+async def subscribe_top(cluster):
+    """``boreas subscribe Top`` (to its end: no --count) writing JSON lines, once the Head lists it: the file
+    and the process (the caller waits for or kills it)."""
+    out = cluster.workdir / "top.jsonl"
+    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "Top", "--output", str(out)],
+                           env=cluster.env, stderr=subprocess.PIPE, text=True)
+    await asyncio.to_thread(wait_until, lambda: any(
+        s.stream == "Top" for s in cluster.head_catalog().subscriptions.values()), what="the subscription")
+    return out, sub
+
+
 async def start_top_n(cluster_factory, tmp_path):
     """A Head and three durable nodes (data under ``tmp_path``) running APP's top-N box ``t`` partitioned in 6
     segments by auction, every node in sync: the cluster, the nodes' endpoints and their data directories."""
@@ -74,12 +85,8 @@ async def test_a_partitioned_top_n_equals_the_one_node_result_through_a_move_and
     for rows in data.values():
         one.process(0, rows, 0.0)
     want = Counter(one.top_rows())
-    out = cluster.workdir / "top.jsonl"
-    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "Top", "--output", str(out)],
-                           env=cluster.env, stderr=subprocess.PIPE, text=True)
+    out, sub = await subscribe_top(cluster)
     try:
-        await asyncio.to_thread(wait_until, lambda: any(
-            s.stream == "Top" for s in cluster.head_catalog().subscriptions.values()), what="the subscription")
         publishers = [Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH) for p in producers]
         for publisher in publishers:
             await publisher.start()
