@@ -59,7 +59,11 @@ async def test_a_partitioned_top_n_stream_ends_after_every_row_through_a_move_an
         rest = producers[1:]
         async with Optimizer(cluster.head, TOKEN) as optimizer:
             moving = asyncio.create_task(optimizer.move("t/1", nodes[0]))
-            await publish(slice(200, 350), rest)
+            try:
+                await publish(slice(200, 350), rest)
+            except BaseException:
+                moving.cancel()  # (the move's request is not left running past the test)
+                raise
             moved = (await moving).relayout
         assert moved["changed"]
         await asyncio.to_thread(cluster.stop, nodes[1], True)  # kill -9: recovered from its log
