@@ -81,7 +81,7 @@ IN_PROCESS = (
     "test_hardening_csv.py",                 # the CLI's CSV reading; publishing to a port nothing listens on
     "test_operators.py", "test_compiled_expressions.py", "test_operator_moves.py",  # operators fed by hand
     "test_operator_order.py", "test_m3_stream_names.py",
-    "test_outputs_snapshot.py", "test_recovery_storage.py", "test_packaging.py",
+    "test_outputs_snapshot.py", "test_recovery_storage.py", "test_recovery_layouts.py", "test_packaging.py",
     "test_m3_box.py",                        # the m3 operator fed by hand (its Spark test: below)
     "test_m3_windows.py",                    # event-time windows in an m3 box fed by hand, against a reference
     "test_m3_sessions.py",                   # SESSION windows in an m3 box fed by hand, against a reference
