@@ -58,7 +58,7 @@ IN_PROCESS = (
     "test_cumulus_ends.py",                  # partitioned boxes' out streams end after their last row, in process
     "test_replicate.py", "test_replicate_slices.py", "test_replicate_examples.py",
     "test_full_copy.py",                     # a full copy assembled from the Head's parts, in process
-    "test_copy_stream.py",                   # a full copy streamed and decoded as it arrives, feeds on localhost
+    "test_copy_stream.py", "test_copy_feed.py",                   # a full copy streamed and decoded as it arrives, feeds on localhost
     "test_gcpause.py",                       # a bulk update pauses the collector, freezes nothing
     "test_addresses.py",                     # --listen/--advertise rules (its cluster test joins the group)
     "test_node_positions.py",                # deployment positions resolved against a node order
