@@ -100,11 +100,6 @@ def session_key(key: str | None, sessions: Sequence[Session]) -> tuple[str | Non
     return key, pins
 
 
-def session_of(held: str, sessions: Sequence[Session]) -> Session | None:
-    """The session a held relation's rows wait for."""
-    return next((s for s in sessions if (s.relation + HELD).lower() == held.lower()), None)
-
-
 def refuse_split_sessions(box: str, program: Program, sessions: Sequence[Session],
                           placed: Mapping[str, int | str | None]) -> None:
     """A :class:`BoxError` saying why, unless every statement a session stream's row runs (held, and folded

@@ -31,8 +31,8 @@ def sql(partition: str = "PARTITION BY bidder, ") -> str:
             f"FROM TABLE(SESSION(TABLE Bid {partition}DESCRIPTOR(ts), {GAP})) GROUP BY bidder, window_start, window_end")
 
 
-def box(text: str | None = None) -> Box:
-    return Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", text or sql()),))
+def box(text: str | None = None, backend: str = "auto") -> Box:
+    return Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", text or sql()), ("backend", backend)))
 
 
 def sessions(rows: list[tuple]) -> list[tuple]:
@@ -54,8 +54,8 @@ def sessions(rows: list[tuple]) -> list[tuple]:
 class Cluster(MemberCluster):
     """Members of box ``s``; every row they emit, with the member that emitted it."""
 
-    def __init__(self, members: int, rng: random.Random, columns: bool = False):
-        super().__init__(box(), BID, "bidder", members, rng)
+    def __init__(self, members: int, rng: random.Random, columns: bool = False, backend: str = "auto"):
+        super().__init__(box(backend=backend), BID, "bidder", members, rng)
         assert all(isinstance(op, SessionPartOperator) for op in self.members)
         self.out: list[tuple[int, tuple]] = []
         self.columns = columns
@@ -103,13 +103,14 @@ def stream(rng: random.Random, producers: list[str], count: int) -> list[tuple[s
     return out
 
 
-@pytest.mark.parametrize(("seed", "columns"), [(0, False), (1, False), (2, True)], ids=["rows0", "rows1", "arrow2"])
+@pytest.mark.parametrize(("seed", "columns", "backend"), [(0, False, "auto"), (1, False, "python"), (2, True, "auto")],
+                         ids=["rows0", "python1", "arrow2"])
 @pytest.mark.parametrize("moving", [False, True], ids=["still", "relayouts"])
-def test_partitioned_sessions_equal_the_unpartitioned_box(seed, columns, moving):
+def test_partitioned_sessions_equal_the_unpartitioned_box(seed, columns, backend, moving):
     """With ``moving``, segments move, split and rebalance and a member fails over while rows flow: the held rows
     of open sessions go with their segments."""
     rng = random.Random(f"sessions{seed}{moving}")
-    cluster = Cluster(2 + seed % 2, rng, columns)
+    cluster = Cluster(2 + seed % 2, rng, columns, backend)
     one = OneNode()
     producers = [f"p{i}" for i in range(3)]
     batches = stream(rng, producers, 150)
