@@ -287,10 +287,6 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
         planned = replace(planned, program=held_plan(planned, sessions).program)
         key, held_pins = session_key(key, sessions)
         pins = {**held_pins, **pins}
-    if planned.stages is not None:
-        raise BoxError(f"m3 box {box.name!r} joins windows (a window join's stages read every leaf's closed "
-                       "windows at once, which the members hold apart), which a partitioned box does not yet; run "
-                       "it on one node, or partition its windowed GROUP BY leaves as boxes of their own")
     program = planned.program
     try:
         pp = plan_partition(program, box.name, partition.nodes, segments=partition.count, key=key,

@@ -22,11 +22,11 @@ from collections.abc import Mapping
 
 from boreas.catalog.boxtypes import BoxError
 from boreas.catalog.model import Box, Input, Partition, Schema
+from boreas.m3 import M3Error
 from boreas.m3.boxtype import BoxPlan, box_topn, box_windows, plan_box
 from boreas.m3.compiler.sessionfn import Session
 from boreas.m3.compiler.windowfn import Window
 from boreas.m3.sessionheld import held_plan
-from boreas.m3 import M3Error
 from boreas.wire.columns import Columns, read_columns
 
 from ..operators import m3columns
@@ -34,8 +34,11 @@ from ..operators.base import Emitted, OperatorError
 from ..operators.late import LateLog
 from ..operators.m3closing import Closing
 from ..operators.m3event_time import Windows, declare_inputs, windowed_ports
+from ..operators.m3winjoin import StageEmit
+from . import messages as msg
 from .applying import Groups, Version
 from .event_marks import EpochFrontier, StampedTime
+from .gathering import Gathered
 from .hosting import Host
 from .part import PartOperator
 from .sessions import HeldSessions
@@ -240,6 +243,62 @@ class SessionPartOperator(WindowedPartOperator):
         self.sessions.indexed_under = None
 
 
+class JoinPartOperator(WindowedPartOperator):
+    """A member of a partitioned window join: its leaves' closed rows gathered to member 0, which evaluates the
+    stages above them per closed window and emits the query's rows (node/cumulus/gathering.py)."""
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition, endpoint: str,
+                 member: int | None = None, host: Host | None = None):
+        super().__init__(box, inputs, outputs, partition, endpoint, member, host)
+        assert self.plan.stages is not None
+        self.stages = StageEmit(self.plan.stages, self.outputs[0])
+        self.gather = Gathered()  # (member 0's; empty on the others)
+
+    def passed_close(self, coordinator: int, marks: list) -> None:
+        """The frontier moved: this member's closed leaf rows go to member 0 (its own are offered there), and
+        their entries are deleted."""
+        frontier = self.event_time.heard(coordinator, marks, self.place.members)
+        before = self.event_time.closed
+        if frontier <= before:
+            return
+        closed = self.closing.closed_entries(self.runtime, frontier)
+        leaves = {}
+        for _, view, position, is_end, pairs in self.closing.rows(self.runtime, frontier, closed):
+            rows = [[end, list(key), list(value) if isinstance(value, tuple) else value] for key, value in pairs
+                    if (end := self.closing.end_of(key, position, is_end)) > before]
+            if rows:
+                leaves[view.name] = rows
+        self.runtime.remove_at_most(self.closing.bounds(frontier))
+        self.event_time.closed = frontier
+        if self.member == 0:
+            self.gather.offer(frontier, 0, leaves, members=self.place.members)
+            self._evaluate()
+        else:
+            self.parts.mailbox.send(0, msg.gathered(frontier, self.member, leaves))
+
+    def gathered(self, step: float, member: int, leaves: dict) -> None:
+        """Member ``member``'s leaf rows of frontier ``step`` (member 0 only)."""
+        self.gather.offer(float(step), member, leaves)
+        self._evaluate()
+
+    def _evaluate(self) -> None:
+        for _, rows in self.gather.ready():
+            joined = self.stages.rows(rows)
+            if joined:
+                self.parts.mailbox.emit(0, joined)
+
+    def holds_end(self) -> bool:
+        """Until member 0 evaluated every step (a member's rows of the last windows may still be on their way)."""
+        return super().holds_end() or any(op.gather.waiting for op in self.hosted.values())
+
+    def member_state(self) -> dict:
+        return {**super().member_state(), "gathered": self.gather.state()}
+
+    def restore_member(self, state: dict, now: float | None = None) -> None:
+        super().restore_member(state, now)
+        self.gather.restore(state.get("gathered") or {})
+
+
 def part_operator(box: Box, inputs: list[Schema], outputs: list[Schema], partition: Partition,
                   endpoint: str) -> PartOperator:
     """The member of ``box``'s partition on ``endpoint``: :class:`WindowedPartOperator` when its SQL reads a
@@ -248,8 +307,9 @@ def part_operator(box: Box, inputs: list[Schema], outputs: list[Schema], partiti
     try:
         windows, _ = box_windows(box)
         ranked = box_topn(box) is not None
+        joins = bool(windows) and plan_box(box, inputs).stages is not None
     except BoxError as exc:
         raise OperatorError(str(exc)) from None
-    kind = (SessionPartOperator if any(isinstance(w, Session) for w in windows) else WindowedPartOperator
-            if windows else RankedPartOperator if ranked else PartOperator)
+    kind = (SessionPartOperator if any(isinstance(w, Session) for w in windows) else JoinPartOperator if joins
+            else WindowedPartOperator if windows else RankedPartOperator if ranked else PartOperator)
     return kind(box, inputs, outputs, partition, endpoint)
