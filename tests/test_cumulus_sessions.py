@@ -30,6 +30,12 @@ def sql(partition: str = "PARTITION BY bidder, ") -> str:
             f"FROM TABLE(SESSION(TABLE Bid {partition}DESCRIPTOR(ts), {GAP})) GROUP BY bidder, window_start, window_end")
 
 
+#: Nexmark q11's form (Flink's older group window: m3/compiler/sessiongroup.py), the same view
+GROUP_WINDOW = (f"CREATE STREAM Bid(bidder INT, price INT, ts BIGINT, WATERMARK FOR ts AS ts - {DELAY});\n"
+                f"SELECT B.bidder, SESSION_START(B.ts, {GAP}) AS s, SESSION_END(B.ts, {GAP}) AS e, COUNT(*) AS n, "
+                f"SUM(B.price) AS total FROM Bid B GROUP BY B.bidder, SESSION(B.ts, {GAP})")
+
+
 def box(text: str | None = None, backend: str = "auto") -> Box:
     return Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", text or sql()), ("backend", backend)))
 
@@ -53,8 +59,9 @@ def sessions(rows: list[tuple]) -> list[tuple]:
 class Cluster(MemberCluster):
     """Members of box ``s``; every row they emit, with the member that emitted it."""
 
-    def __init__(self, members: int, rng: random.Random, columns: bool = False, backend: str = "auto"):
-        super().__init__(box(backend=backend), BID, "bidder", members, rng)
+    def __init__(self, members: int, rng: random.Random, columns: bool = False, backend: str = "auto",
+                 text: str | None = None):
+        super().__init__(box(text, backend), BID, "bidder", members, rng)
         assert all(isinstance(op, SessionPartOperator) for op in self.members)
         self.out: list[tuple[int, tuple]] = []
         self.columns = columns
@@ -69,8 +76,8 @@ class Cluster(MemberCluster):
 class OneNode:
     """The unpartitioned box, fed the same batches by the same producers."""
 
-    def __init__(self):
-        self.op = WindowedM3Operator(box(), [BID], infer_m3(box(), [BID]))
+    def __init__(self, text: str | None = None):
+        self.op = WindowedM3Operator(box(text), [BID], infer_m3(box(text), [BID]))
         self.out: list[tuple] = []
 
     def take(self, emitted) -> None:
@@ -102,15 +109,16 @@ def stream(rng: random.Random, producers: list[str], count: int) -> list[tuple[s
     return out
 
 
-@pytest.mark.parametrize(("seed", "columns", "backend"), [(0, False, "auto"), (1, False, "python"), (2, True, "auto")],
-                         ids=["rows0", "python1", "arrow2"])
+@pytest.mark.parametrize(("seed", "columns", "backend", "text"),
+                         [(0, False, "auto", None), (1, False, "python", None), (2, True, "auto", None),
+                          (3, False, "auto", GROUP_WINDOW)], ids=["rows0", "python1", "arrow2", "q11form3"])
 @pytest.mark.parametrize("moving", [False, True], ids=["still", "relayouts"])
-def test_partitioned_sessions_equal_the_unpartitioned_box(seed, columns, backend, moving):
+def test_partitioned_sessions_equal_the_unpartitioned_box(seed, columns, backend, text, moving):
     """With ``moving``, segments move, split and rebalance and a member fails over while rows flow: the held rows
     of open sessions go with their segments."""
     rng = random.Random(f"sessions{seed}{moving}")
-    cluster = Cluster(2 + seed % 2, rng, columns, backend)
-    one = OneNode()
+    cluster = Cluster(2 + seed % 2, rng, columns, backend, text)
+    one = OneNode(text)
     producers = [f"p{i}" for i in range(3)]
     batches = stream(rng, producers, 150)
     seqs: Counter = Counter()
