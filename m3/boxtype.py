@@ -65,6 +65,7 @@ from .errors import M3Error
 from .runtime.ports import ViewInfo
 from .runtime.program import Runtime
 from .runtime.text import program_from_text
+from .sessionheld import held_plan, refuse_split_sessions, session_key
 from .syntax import KEYWORDS
 from .winstages import StagePlan, plan_stages
 
@@ -281,21 +282,20 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
     """
     planned = plan_box(box, inputs)
     sessions = [w for w in planned.windows if isinstance(w, Session)]
-    if sessions:
-        raise BoxError(f"m3 box {box.name!r} reads {sessions[0].relation} through SESSION, which a partitioned box "
-                       "does not yet (a session's rows are held per key at the member before they reach the maps, "
-                       "and are not moved with a segment); run it on one node (TUMBLE and HOP views partition)")
-    if planned.stages is not None:
-        raise BoxError(f"m3 box {box.name!r} joins windows (a window join's stages read every leaf's closed "
-                       "windows at once, which the members hold apart), which a partitioned box does not yet; run "
-                       "it on one node, or partition its windowed GROUP BY leaves as boxes of their own")
+    key, pins = partition.key, dict(partition.pins)
+    if sessions:  # (its rows wait in a held map of their own, placed as the view's: m3/sessionheld.py)
+        planned = replace(planned, program=held_plan(planned, sessions).program)
+        key, held_pins = session_key(key, sessions)
+        pins = {**held_pins, **pins}
     program = planned.program
     try:
-        pp = plan_partition(program, box.name, partition.nodes, segments=partition.count, key=partition.key,
-                            pins=dict(partition.pins), replicate=partition.replicate)
+        pp = plan_partition(program, box.name, partition.nodes, segments=partition.count, key=key,
+                            pins=pins, replicate=partition.replicate)
     except (PlacementError, LayoutError, PlanError) as exc:
         raise BoxError(str(exc)) from None
     assert pp.layout is not None
+    if sessions:
+        refuse_split_sessions(box.name, program, sessions, dict(pp.layout.maps))
     if planned.topn is not None:  # one member must hold all of a ranking partition's rows (node/cumulus/ranking.py)
         by = {c.lower() for c in planned.topn.partition}
         placed = dict(pp.layout.maps)

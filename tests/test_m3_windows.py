@@ -222,7 +222,7 @@ def test_a_bad_watermark_attribute_is_refused_naming_the_file_line_and_input():
         plan_app('watermark="ts + 5"')
 
 
-def test_a_partitioned_tumble_view_plans_and_a_partitioned_session_view_is_refused_saying_why():
+def test_a_partitioned_tumble_view_plans_and_a_session_view_plans_where_its_sessions_stay_whole():
     from boreas.catalog.model import Partition
     from boreas.m3.boxtype import BoxError, plan_m3_partition
     tumble = sql("TUMBLE", 0).replace(", MAX(price) AS top", "")  # (a partitioned box's views: maps and AVGs)
@@ -233,5 +233,9 @@ def test_a_partitioned_tumble_view_plans_and_a_partitioned_session_view_is_refus
                "PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '10' SECOND)) B "
                "GROUP BY B.auction, B.window_start, B.window_end")
     box = Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", session),))
-    with pytest.raises(BoxError, match="reads Bid through SESSION, which a partitioned box does not yet"):
+    planned = plan_m3_partition(box, [BID], Partition("s", ("a:1", "b:1")))  # (docs/cumulus.md §3.13)
+    assert ("HELD_BID", "AUCTION", 0) in planned.maps and {c for _, c, _ in planned.maps} == {"AUCTION"}
+    per_window = session.replace("B.auction, COUNT", "COUNT").replace("GROUP BY B.auction, ", "GROUP BY ")
+    box = Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", per_window),))
+    with pytest.raises(BoxError, match="not a column of its SESSION's PARTITION BY"):
         plan_m3_partition(box, [BID], Partition("s", ("a:1", "b:1")))

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow.compute as pc
 
+from boreas.m3.compiler.sessionfn import Session
 from boreas.wire.columns import Columns, read_columns, weighted
 
 from ..operators import m3columns
@@ -78,6 +79,8 @@ class StampedTime:
         """The rows of a batch of ``producer`` on windowed ``port``, one copy per window each falls in (the
         window columns appended); the producer's watermark moved by it (rows without an event time counted late)."""
         windows = self.windows
+        if isinstance(windows.ports[port].window, Session):
+            return self._heard(port, producer, rows, now)
         if isinstance(rows, Columns):
             assigned = windows.admit_columns(port, producer, rows, now)
             if assigned is not None:
@@ -88,6 +91,23 @@ class StampedTime:
                                          [1] * len(adds) + [-1] * len(takes), now)
             return weighted(out, weights, windows.ports[port].schema)
         return windows.admit(port, producer, list(rows), None, now)[0]
+
+    def _heard(self, port: int, producer: str, rows: list | Columns, now: float) -> list | Columns:
+        """A ``SESSION`` port's batch: its rows as they are (their member holds them in their sessions,
+        node/cumulus/sessions.py), but those without an event time (counted late); the watermark moved."""
+        windows, time = self.windows, self.windows.ports[port].time
+        if isinstance(rows, Columns):
+            column = rows.batch.column(time)
+            nulls = column.null_count
+            newest = pc.max(column).as_py() if len(column) > nulls else None
+            if nulls:
+                rows = rows.filter(pc.is_valid(column))
+        else:
+            kept = [row for row in rows if row[time] is not None]
+            nulls, newest = len(rows) - len(kept), max((row[time] for row in kept), default=None)
+            rows = kept
+        windows.heard(port, producer, -math.inf if newest is None else newest, nulls, now)
+        return rows
 
     def end(self, port: int | None, producer: str | None) -> None:
         """``producer`` ended its input on ``port`` (port None: on every port; None, None: every producer of every

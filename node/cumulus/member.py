@@ -131,6 +131,13 @@ class Member:
         elif tag == msg.DONE:
             if leader is not None:
                 leader.done(m[1], m[2])
+        elif tag == msg.GATHERED:  # (only a window join's member 0 gathers: node/cumulus/gathering.py)
+            gathered = getattr(self.applier.writer, "gathered", None)
+            if gathered is not None:
+                gathered(m[1], m[2], m[3])
+            else:
+                log.error("m3 box %r member %d: leaf rows gathered, but it joins no windows", self.box,
+                          self.place.member)
         elif tag == msg.LOAD:
             self.loads.load(m, self.place.runtime, self.applier.decode_key, self.applier.at[0])
         elif tag in _HANDING:

@@ -31,6 +31,8 @@ tag    message      from → to                     fields
 ``o``  Forward      coordinator → coordinator     epoch, from, stream, producer, seq, port, rows: a batch of a
                                                   producer handed over, taken after E (docs/cumulus.md §6.5); rows
                                                   None: a windowed producer's end, behind its batches
+``g``  Gathered     member → member 0             step, member, {view: [[end, key, value]]}: a window join's leaf
+                                                  rows the member closed when its frontier reached ``step``
 ``z``  Cancel       a client → leader;            change, asked: an announced change whose first epoch is not
                     leader → every member         fixed yet is dropped (asked: the client's, else the leader's)
 =====  ===========  ============================  ==========================================
@@ -53,6 +55,7 @@ from boreas.m3.ast import Program
 WORK, CLOSE, PUSH, ADVANCE, WAKE, DONE, LOAD = "w", "c", "p", "a", "u", "d", "l"
 REQUEST, RELAYOUT, CHUNK, COPIED, FLIP, CANCEL = "x", "r", "k", "y", "f", "z"
 HANDOVER, TAKEN, FORWARD = "h", "t", "o"
+GATHERED = "g"
 
 Message = list
 
@@ -113,6 +116,12 @@ def copied(change: str, source: int) -> Message:
 
 def flip(change: str, first_epoch: int) -> Message:
     return [FLIP, change, first_epoch]
+
+
+def gathered(step: float, member: int, leaves: dict) -> Message:
+    """A window join's leaf rows ``{view: [[end, key, value]]}`` that ``member`` closed at frontier ``step``
+    (node/cumulus/gathering.py)."""
+    return [GATHERED, step, member, leaves]
 
 
 def cancel(change: str, asked: bool) -> Message:

@@ -81,7 +81,7 @@ class M3Operator(Operator):
         :func:`runtime_for`), so the program is not turned into code, or C, twice."""
         super().__init__(box, inputs, outputs)
         try:
-            self.plan: BoxPlan = plan_box(box, self.inputs)
+            self.plan: BoxPlan = self.plan_of(box, self.inputs)
         except BoxError as exc:
             raise OperatorError(str(exc)) from None
         for port, (want, got) in enumerate(zip(self.plan.emitted, self.outputs)):
@@ -103,6 +103,10 @@ class M3Operator(Operator):
         self._strings = m3changes.StringTable()  # the intern table as Arrow, for STRING keys of the changes
         # The views as last emitted, for the -old of a changelog where the journals are not read as columns
         self._memo = ViewMemo(lambda view: self.runtime.view(view))
+
+    def plan_of(self, box: Box, inputs: list[Schema]) -> BoxPlan:
+        """The box's plan (a partitioned SESSION member's adds its held rows' map: node/cumulus/sessions.py)."""
+        return plan_box(box, inputs)
 
     # -- the data plane ------------------------------------------------------------
 
