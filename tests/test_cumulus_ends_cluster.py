@@ -127,3 +127,28 @@ async def test_a_move_source_killed_with_no_snapshot_replays_its_log_under_the_l
         if sub.poll() is None:
             sub.kill()
     assert summed(out) == one_node(400, ALONE)
+
+
+async def test_a_node_that_no_producer_publishes_to_ends_its_out_stream(cluster_factory, tmp_path):
+    """Producers publish to members 0 and 1 only; member 2's node takes no producer's rows, but ranks the groups
+    of its segments (the coordinators send it Work).  The subscriber exits at the stream's end, which needs node
+    2's final mark too: it comes once the end of the input settled there (before the fix, node 2's input never
+    ended, so its out stream never did, and the subscriber waited on)."""
+    cluster, _, _ = await start_top_n(cluster_factory, tmp_path)
+    producers = producers_for_each_member(3)[:2]
+    data = {p: bids(p, 300) for p in producers}
+    one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
+    for rows in data.values():
+        one.process(0, rows, 0.0)
+    out, sub = await subscribe_top(cluster)
+    try:
+        for p, rows in data.items():
+            publisher = Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH)
+            await publisher.start()
+            await publisher.send(rows)
+            await publisher.close(final=True)
+        assert await asyncio.to_thread(sub.wait, 120) == 0, sub.stderr.read()
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+    assert summed(out) == Counter(one.top_rows())
