@@ -16,7 +16,8 @@ the Head's ``--failover-after``, the Head asks a live node to adopt it
    from the failed node's catalog restores the newest intact snapshot and
    replays the log after it, with its clock values, exactly as the failed
    node's own restart would (so even a union's or join's interleaving is the
-   same).  Its outputs are kept, not sent;
+   same; with no snapshot, its partitioned members begin at the layouts its
+   log began under, ``layouts.json``).  Its outputs are kept, not sent;
 3. **takes the boxes over** between two of its own batches: declares them
    (the failed node's catalog, re-homed here), hands each box its replayed
    state, producer id and output numbering, and positions per input
@@ -294,12 +295,18 @@ class Adopter:
     async def _replay(self, failed: _Failed) -> tuple[Dataflow, _Collected, int]:
         replayer, collected = _replayer(failed.endpoint, failed.identity["sender"], self.node.dataflow)
         replayer.state.adopt_identity(failed.identity.get("boxes", {}))
-        replayer.reconfigure(failed.catalog)
+        # A replay of the whole log begins under the layouts the failed node's log began under, as its own
+        # restart would (layouts.json: docs/cumulus.md §6.3), then follows its catalog, which its members
+        # switched to through the log
+        first = failed.durable.first_layouts(failed.catalog) if failed.captured is None else None
+        replayer.reconfigure(first or failed.catalog)
         start = failed.durable.log.first_position
         if failed.captured is not None:
             replayer.replayer.restore_capture(failed.captured)
             start = failed.captured["position"]
         replayed = await replayer.replayer.replay_log(failed.durable.log.read(start))
+        if first is not None:
+            replayer.reconfigure(failed.catalog)
         return replayer, collected, replayed
 
     def _withdraw(self, source: str, handovers: list) -> tuple[dict[str, list[str]], list]:

@@ -244,7 +244,23 @@ class Router:
         held = self.states.ends.held
         if held and box in held and not self.states.operators[box].holds_end() and self.states.ends.release(box):
             self._end_outputs(box)  # its inputs ended before it emitted the last of what their end closes
+        if member and box not in self.states.ends.boxes and not self.states.operators[box].holds_end():
+            self._ended_everywhere(box)  # (a member holds its end until the end settled: every producer ended)
         return streams
+
+    def _ended_everywhere(self, box: str) -> None:
+        """Partitioned ``box``'s input ended everywhere and it owes nothing (its members learned the end through
+        the coordinators' ``Close``\\s and it settled: node/cumulus/end_marks.py): its out streams end here too,
+        if no producer that published to it here is still open (a node no producer publishes to never sees its
+        input end: node/stream_ends.py ``ends_unheard``).  A local box writing one of its in streams counts as
+        that stream's producer here."""
+        streams = [port.stream for port in self.states.boxes[box].inputs]
+        published = {s: [p for st, p in self.states.processed if st == s] for s in streams}
+        for stream in streams:
+            if stream in self.producer_of:
+                published[stream].append(self.producer_of[stream])
+        if self.states.ends.ends_unheard(box, published):
+            self._end_outputs(box)
 
     def _hold(self, stream: str, rows: Rows) -> None:
         coalescer = self.coalescer

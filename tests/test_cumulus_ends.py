@@ -183,6 +183,34 @@ def test_a_member_moved_onto_a_node_after_its_input_ended_emits_before_its_final
     check(cluster)
 
 
+@pytest.mark.parametrize("shape", ["sum", "topn", "tumble"])
+@pytest.mark.parametrize("moving", [False, True], ids=["still", "relayouts"])
+def test_a_node_that_no_producer_publishes_to_ends_its_out_stream(shape, moving):
+    """Producers publish to nodes 0 and 1 only; member 2 owns groups their rows change.  Its node's input never
+    ends (no producer published there), yet the coordinators' Closes tell member 2 that every producer ended:
+    once the end settled its node's out stream ends, after the last row it emitted (before the fix, it never
+    ended, and a subscriber waiting for the stream's end waited on)."""
+    rng = random.Random(11)
+    cluster = Cluster(shape, 3, rng)
+    ps = [producer_of(m, 3, f"p{m}") for m in (0, 0, 1)]
+    clock: Counter = Counter()
+    for step in range(60):
+        p = rng.choice(ps)
+        clock[p] += rng.randrange(0, 60)
+        cluster.send(p, bids(rng, clock[p]))
+        for _ in range(rng.randrange(0, 6)):
+            cluster.deliver_one()
+        if rng.random() < 0.4:
+            cluster.tick(0.05)
+        if moving and rng.random() < 0.1:
+            cluster.relayout()
+    for p in ps:
+        cluster.end(p)
+    cluster.settle(relayouts_too=True)
+    assert not cluster.published[2] and cluster.members[2].parts.applier.ending.passed
+    check(cluster)
+
+
 def test_a_producer_handed_to_a_joining_coordinator_takes_its_end_along():
     """P is handed from member 1 to member 2, which joins (a grow), and sends nothing more for a while; Q ends.
     The old coordinator forgets P once the new one took it, and the new one has not stamped a batch of it: the

@@ -7,8 +7,9 @@ summed by ``_weight``, is the one-node result: no node ended its out stream befo
 emitted (before the fix, a node ended it when its own producers ended, and the rows after were lost to the
 subscriber).  The second test makes certain what made the first flaky (1 run in 3-9 at load 10-12): the killed
 node was the move's source, and replaying its whole log under the catalog's later layout re-sent other changelog
-batches under the numbers it had used (docs/cumulus.md §6.3, "Restart").  The in-process tests:
-test_cumulus_ends.py."""
+batches under the numbers it had used (docs/cumulus.md §6.3, "Restart").  The third: a node that no producer
+publishes to ends its out stream too; the fourth: the second's divergence in a failover's adopter, which replays
+the failed node's whole log.  The in-process tests: test_cumulus_ends.py, test_stream_ends.py."""
 
 from __future__ import annotations
 
@@ -20,15 +21,16 @@ from boreas.client.optimizer import Optimizer
 from boreas.client.publisher import Publisher
 from boreas.m3.boxtype import infer_m3
 from boreas.node.operators.m3topn import TopNM3Operator
-from support.cluster import TOKEN, wait_until
+from support.cluster import TOKEN, get_json, wait_until
 from test_cumulus_topn import BID, BOX
-from test_cumulus_topn_cluster import bids, start_top_n, subscribe_top, summed
+from test_cumulus_topn_cluster import APP, bids, start_top_n, subscribe_top, summed
 from test_cumulus_windows_cluster import producers_for_each_member
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
 BATCH = 40
 ALONE = [(2, 900, 7), (7, 900, 7)]  # auctions of segment t/1 only (slots 683-1365 of 6 segments): new leaders
+ALONE_0 = [(5, 900, 7), (13, 900, 7)]  # ... of segment t/0 only (slots 0-682)
 
 
 async def test_a_partitioned_top_n_stream_ends_after_every_row_through_a_move_and_a_kill(cluster_factory, tmp_path):
@@ -127,3 +129,92 @@ async def test_a_move_source_killed_with_no_snapshot_replays_its_log_under_the_l
         if sub.poll() is None:
             sub.kill()
     assert summed(out) == one_node(400, ALONE)
+
+
+async def test_a_node_that_no_producer_publishes_to_ends_its_out_stream(cluster_factory, tmp_path):
+    """Producers publish to members 0 and 1 only; member 2's node takes no producer's rows, but ranks the groups
+    of its segments (the coordinators send it Work).  The subscriber exits at the stream's end, which needs node
+    2's final mark too: it comes once the end of the input settled there (before the fix, node 2's input never
+    ended, so its out stream never did, and the subscriber waited on)."""
+    cluster, _, _ = await start_top_n(cluster_factory, tmp_path)
+    producers = producers_for_each_member(3)[:2]
+    data = {p: bids(p, 300) for p in producers}
+    one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
+    for rows in data.values():
+        one.process(0, rows, 0.0)
+    out, sub = await subscribe_top(cluster)
+    try:
+        for p, rows in data.items():
+            publisher = Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH)
+            await publisher.start()
+            await publisher.send(rows)
+            await publisher.close(final=True)
+        assert await asyncio.to_thread(sub.wait, 120) == 0, sub.stderr.read()
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+    assert summed(out) == Counter(one.top_rows())
+
+
+async def test_a_move_source_failed_over_with_no_snapshot_is_replayed_under_the_layout_it_began_with(
+        cluster_factory, tmp_path):
+    """As the test above, with a failover instead of a restart: member 0's segment t/0 moves to member 1 after
+    member 0 ranked its rows (one version of member 1's producer with t/0's rows alone), then member 1's node
+    (no snapshot) is killed and stays down, and another node adopts it, replaying its whole log (node/adopt.py).
+    That log began under layout 1; its catalog.xml says layout 2: the adopter replays under the layout
+    layouts.json noted, as a restart does (before the fix, under the catalog's: member 1 ranked that version
+    itself, its replayed out stream was not what it had sent under the same numbers, and the changelog the
+    subscriber summed never became the one-node result)."""
+    cluster = cluster_factory(failover_after=2.0)
+    await asyncio.to_thread(cluster.start_head)
+    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=[tmp_path / f"member{m}" for m in range(3)],
+                                    shared=True)
+    members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
+    deploy = f'<deploy><partition box="t" segments="6" key="auction" epoch-ms="100">{members}</partition></deploy>'
+    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deploy))
+    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    producers = producers_for_each_member(3)
+    data = {p: bids(p, 400) for p in producers}
+
+    def one_node(upto: int, *more: list) -> Counter:
+        one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
+        for rows in [*(rows[:upto] for rows in data.values()), *more]:
+            one.process(0, rows, 0.0)
+        return Counter(one.top_rows())
+
+    out, sub = await subscribe_top(cluster)
+    try:
+        publishers = [Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH) for p in producers]
+        for publisher in publishers:
+            await publisher.start()
+
+        async def publish(part: slice) -> None:
+            for start in range(part.start, part.stop, BATCH):
+                for publisher, p in zip(publishers, producers):
+                    await publisher.send(data[p][start:min(start + BATCH, part.stop)])
+                for publisher in publishers:
+                    await publisher.flush()
+
+        await publish(slice(0, 200))
+        await asyncio.to_thread(wait_until, lambda: summed(out) == one_node(200), 60, "the first rows ranked")
+        # a version that changes t/0 alone, stamped by member 1's coordinator: under layout 1 member 0 ranks it
+        # (under layout 2 member 1 would, and its out stream would number one more batch)
+        await publishers[1].send(ALONE_0)
+        await publishers[1].flush()
+        await asyncio.to_thread(wait_until, lambda: summed(out) == one_node(200, ALONE_0), 60, "t/0's change")
+        async with Optimizer(cluster.head, TOKEN) as optimizer:  # member 0's t/0 to member 1: layout 2
+            moved = (await optimizer.move("t/0", nodes[1])).relayout
+        assert moved["changed"]
+        await asyncio.to_thread(cluster.stop, nodes[1], True)  # kill -9, not restarted: adopted
+
+        def failed_over() -> bool:
+            state = get_json(f"{cluster.head}/status")["failover"]["nodes"].get(nodes[1]) or {}
+            return state.get("state") == "failed over"
+
+        await asyncio.to_thread(wait_until, failed_over, 60, "the Head to fail member 1 over")
+        await publish(slice(200, 400))
+        want = one_node(400, ALONE_0)
+        await asyncio.to_thread(wait_until, lambda: summed(out) == want, 90, "the one-node result")
+    finally:
+        sub.kill()
+    assert summed(out) == want

@@ -271,3 +271,71 @@ async def test_a_box_rebuilt_after_one_in_stream_ended_emits_what_it_holds_befor
     stable = [row["time"] for b in batches[:-1] for row in read_ipc(unwrap(bytes(b.rows))).to_pylist()
               if not row["tentative"]]  # (sunion's rows travel as Arrow)
     assert sorted(stable) == [1, 12]
+
+
+class Member:
+    """A partitioned box's member as the router sees it: it owes rows (``holds_end``) until a message from
+    another member (its internal port 1) says the end of the box's input settled (node/cumulus/end_marks.py)."""
+
+    takes_columns = False
+
+    def __init__(self, inner):
+        self.inner, self.settled = inner, False
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def process_from(self, port: int, rows, now: float, origin):
+        if port == 1:
+            self.settled = self.settled or ["settled"] in [list(r) for r in rows]
+            return [(0, [(9.0, 9)])]  # its last row, emitted with the message that settles the end
+        return self.inner.process(port, rows, now)
+
+    def holds_end(self) -> bool:
+        return not self.settled
+
+
+def member_router():
+    from collections import Counter
+
+    from boreas.catalog.model import Box, Catalog, InPort, Node, Subscription
+    from boreas.node.box_state import BoxStates
+    from boreas.node.flow_clock import FlowClock
+    from boreas.node.operators.base import InternalStreams
+    from boreas.node.outputs import Outputs
+    from boreas.node.router import Router
+
+    states = BoxStates()
+    states.follow({"p": Box("p", "filter", (InPort("Packet"),), ("Kept",), (("expression.0", "true"),))},
+                  {"Packet": T, "Kept": T})
+    states.operators["p"] = Member(states.operators["p"])
+    out = Outputs("localhost:15000", None, "n0", Counter())
+    out.follow(Catalog(nodes={NEXT: Node(NEXT)}, subscriptions={"Kept|n": Subscription("Kept", NEXT)}))
+    router = Router("localhost:15000", "n0", states, out, FlowClock(), Counter())
+    router.rewire({"p": InternalStreams({"p@0": 1}, (), {})})
+    return states, out, router
+
+
+async def test_a_member_on_a_node_no_producer_published_to_ends_its_out_stream_once_the_end_settled():
+    """No producer published Packet here: the node's input never ends, yet the member learns from the others
+    that the box's input ended everywhere; its out stream ends then, after its last row (before the fix it
+    never ended: the router ended a box's out streams only after its node's inputs ended)."""
+    states, out, router = member_router()
+    await router.enter("p@0", [["work"]], "peer", 0, "")
+    assert not any(final for *_, final in sent(out, NEXT))
+    await router.enter("p@0", [["settled"]], "peer", 1, "")
+    assert [final for *_, final in sent(out, NEXT)] == [False, False, True]  # its rows, then the final mark
+    await router.enter("p@0", [["settled"]], "peer", 2, "")
+    assert sum(final for *_, final in sent(out, NEXT)) == 1  # once
+    assert "p" in states.ends.state()["boxes"]  # (a snapshot keeps it: a replay ends it once)
+
+
+async def test_a_member_whose_node_has_an_open_producer_waits_for_its_final_mark():
+    """A producer published here and has not ended (it started after the end passed): the node's out stream
+    waits for its final mark, as a node's input end always did."""
+    states, out, router = member_router()
+    await router.enter("Packet", [(1.0, 1)], "a", 0, "")
+    await router.enter("p@0", [["settled"]], "peer", 0, "")
+    assert not any(final for *_, final in sent(out, NEXT))
+    await router.enter("Packet", [], "a", 1, "", final=True)
+    assert sent(out, NEXT)[-1][2] and sum(final for *_, final in sent(out, NEXT)) == 1

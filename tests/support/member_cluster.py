@@ -9,7 +9,8 @@ rows the box emits (:meth:`MemberCluster.emitted`).
 Each node's end of the box's out stream is kept as node/router.py keeps it (node/stream_ends.py): a node's
 input ends when every producer that published to it ended (``producer_ended``, then ``end_of_input``); its out
 stream then ends at once, or is held while the operator ``holds_end()`` and ends after the first of its calls
-that no longer does.  A row the box emits on a node after its out stream ended is kept in
+that no longer does; a node whose producers all ended, or that none published to, ends it after the first
+call at which the operator no longer ``holds_end()`` (the end settled: node/router.py ``_ended_everywhere``).  A row the box emits on a node after its out stream ended is kept in
 :attr:`MemberCluster.after_final` (a subscriber would get it after ``final``).  :meth:`MemberCluster.fail_over`
 hosts a member on another member's node, as a failover does (docs/cumulus.md §6.3).  :mod:`support.cumulus_sim` is the general harness (any
 program, several relations); this one is the small shape both tests share.
@@ -70,6 +71,9 @@ class MemberCluster:
             self.links.setdefault((src, dst), deque()).append([list(m) for m in rows])
         if self.out_end[src] == "held" and not op.holds_end():  # (the router asks after each call: ``produce``)
             self.out_end[src] = "ended"
+        elif self.out_end[src] == "open" and self.ended[src] >= self.published[src] and not op.holds_end():
+            self.out_end[src] = "ended"  # the end settled, and no producer here is open (node/router.py
+            # ``_ended_everywhere``: a node no producer publishes to)
 
     def member_of(self, producer: str) -> int:
         """The member a producer's publisher picks before any layout change lists coordinators."""
