@@ -25,7 +25,7 @@ key, never read in order).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, MutableMapping, ValuesView
 from typing import Any, TypeVar
 
 K = TypeVar("K")
@@ -101,10 +101,12 @@ class Layered(MutableMapping[K, V]):
             del self._own[key]
 
     def __iter__(self) -> Iterator[K]:
+        if not self._own:
+            return iter(self._base)
+        return self._walk()
+
+    def _walk(self) -> Iterator[K]:
         own = self._own
-        if not own:
-            yield from self._base
-            return
         for key in self._base:
             if own.get(key) is not _GONE:
                 yield key
@@ -112,8 +114,97 @@ class Layered(MutableMapping[K, V]):
             if value is not _GONE and key not in self._base:
                 yield key
 
+    def __reversed__(self) -> Iterator[K]:
+        """The keys from the last (new keys from the last written, then the base's from its end)."""
+        own, base = self._own, self._base
+        for key in reversed(own):
+            if own[key] is not _GONE and key not in base:
+                yield key
+        for key in reversed(base):
+            if own.get(key) is not _GONE:
+                yield key
+
+    # -- views: a plain dict's when this version wrote nothing, else read through without copying -------------
+    # (a walk that stops at its first find, as a patched slice's look for a schema still used does, costs
+    # what it reads, not a copy of the whole)
+
+    def keys(self) -> KeysView[K]:  # type: ignore[override]
+        return self._base.keys() if not self._own else KeysView(self)
+
+    def items(self) -> ItemsView[K, V]:  # type: ignore[override]
+        return self._base.items() if not self._own else _Items(self)
+
+    def values(self) -> ValuesView[V]:  # type: ignore[override]
+        return self._base.values() if not self._own else _Values(self)
+
+    def _pairs(self) -> Iterator[tuple[K, V]]:
+        own, base = self._own, self._base
+        for key, value in base.items():
+            value = own.get(key, value)
+            if value is not _GONE:
+                yield key, value
+        for key, value in own.items():
+            if value is not _GONE and key not in base:
+                yield key, value
+
+    def _whole(self) -> dict[K, V]:
+        """The entries as one plain dict, this version's own folded into a base of its own first if any
+        (for a whole compare, which costs the size of the mapping anyway)."""
+        if self._own:
+            self._base, self._own = self.flat(), {}
+        return self._base
+
+    def copy(self) -> Layered[K, V]:
+        """A version equal to this one whose writes leave it alone (as ``dict.copy``)."""
+        return Layered.over(self)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal entries; two versions over the same base compare only what either wrote."""
+        if isinstance(other, Layered):
+            if other._base is self._base:
+                if self._len != other._len:
+                    return False
+                return all(self.get(k, _GONE) == other.get(k, _GONE) for k in (*self._own, *other._own))
+            return self._whole() == other._whole()
+        if isinstance(other, Mapping):
+            return self._whole() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def written_since(self, other: Mapping[K, Any]) -> set[K] | None:
+        """The keys where this version may differ from ``other`` when both are versions over one base
+        (what either wrote over it); None when they share none (compare them whole)."""
+        if isinstance(other, Layered) and other._base is self._base:
+            return {*self._own, *other._own}
+        if other is self._base:
+            return set(self._own)
+        return None
+
     def __len__(self) -> int:
         return self._len
 
     def __repr__(self) -> str:
         return f"Layered({self.flat()!r})"
+
+
+class _Items(ItemsView):
+    """A layered version's items, read through (:meth:`Layered.items`)."""
+
+    def __init__(self, layered: Layered) -> None:
+        super().__init__(layered)
+        self.layered = layered
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        return self.layered._pairs()
+
+
+class _Values(ValuesView):
+    """A layered version's values, read through (:meth:`Layered.values`)."""
+
+    def __init__(self, layered: Layered) -> None:
+        super().__init__(layered)
+        self.layered = layered
+
+    def __iter__(self) -> Iterator[Any]:
+        return (value for _, value in self.layered._pairs())
