@@ -187,6 +187,10 @@ class Layered(MutableMapping[K, V]):
     def __repr__(self) -> str:
         return f"Layered({self.flat()!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and deep-copied) flat: the removal marker is this process's object."""
+        return (Layered, (self.flat(),))
+
 
 class _Items(ItemsView):
     """A layered version's items, read through (:meth:`Layered.items`)."""

@@ -386,21 +386,5 @@ NAMED_BY_APP = (Input, Output, Box, Table, Query)
 #: (a smaller one costs little to copy and stays a plain dict; tests set it to 0 to layer every dict).
 LAYER_FROM = 512
 
-_DICTS = (
-    "schemas",
-    "types",
-    "inputs",
-    "outputs",
-    "boxes",
-    "tables",
-    "queries",
-    "views",
-    "nodes",
-    "regions",
-    "replica_sets",
-    "publications",
-    "subscriptions",
-    "clients",
-    "globals",
-    "partitions",
-)
+_DICTS = ("schemas", "types", "inputs", "outputs", "boxes", "tables", "queries", "views", "nodes", "regions",
+          "replica_sets", "publications", "subscriptions", "clients", "globals", "partitions")
