@@ -21,7 +21,7 @@ from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.elements import KIND_TO_DICT, apply_changes, diff
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_derivation import Derivation
-from boreas.catalog.layered import Layered
+from boreas.catalog.layered import Layered, LayeredSet
 from boreas.catalog.model import Box, Field, FieldType, Input, InPort, Schema
 from boreas.catalog.reach import closes_cycle
 from boreas.catalog.replicate import update_items
@@ -60,6 +60,25 @@ def test_a_layered_version_reads_as_a_dict_and_leaves_the_versions_before_it_alo
                    for k in range(13))
     for version, seen in versions:
         assert dict(version) == seen and version.flat() == seen
+
+
+@settings(max_examples=examples(200), **SETTINGS)
+@given(st.frozensets(st.integers(0, 80), max_size=60),
+       st.lists(st.tuples(st.frozensets(st.integers(0, 80), max_size=8), st.frozensets(st.integers(0, 80), max_size=8)),
+                max_size=40))
+def test_a_layered_set_reads_as_the_frozenset_and_leaves_the_versions_before_it_alone(start, moves):
+    """``LayeredSet.moved`` (a reference set changed by a few elements) is ``(old - removed) | added``,
+    across folds (the delta passes 64 + isqrt(base) within 40 moves of up to 16), and never changes ``old``."""
+    with layered_everywhere():
+        current, model = start, set(start)
+        versions = [(current, frozenset(model))]
+        for removed, added in moves:
+            current = LayeredSet.moved(current, removed, added)
+            model = (model - removed) | added
+            versions.append((current, frozenset(model)))
+            assert len(current) == len(model) and all((i in current) == (i in model) for i in range(82))
+        for version, seen in versions:
+            assert set(version) == seen and version == seen and seen == version
 
 
 def _dfs_cycle(catalog: Catalog, seeds: set[str]) -> bool:
