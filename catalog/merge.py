@@ -38,7 +38,7 @@ from .model import (
     TypeAlias,
 )
 from .placement import Placement
-from .tracked import TrackedDict, tracked_copy, untracked
+from .tracked import TRACKED, tracked_copy, untracked
 
 # model class -> (Catalog dict, key attribute, what to call it in messages)
 _PLACES: dict[type, tuple[str, str, str]] = {
@@ -252,7 +252,7 @@ class Merger:
         boxes = self.catalog.boxes
         if self.base_producers is None:
             return set(streams) & {s for box in boxes.values() for s in box.outputs}
-        written = boxes.touched if isinstance(boxes, TrackedDict) else set(boxes)
+        written = boxes.touched if isinstance(boxes, TRACKED) else set(boxes)
         found = {s for k in written if k in boxes for s in boxes[k].outputs}
         return {s for s in streams if s in found or any(
             k in boxes and k not in written for k in self.base_producers(s))}

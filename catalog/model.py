@@ -19,8 +19,10 @@ importable from here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 from .deployment_model import (  # re-exported: the model is imported from here
     Client,
@@ -32,6 +34,7 @@ from .deployment_model import (  # re-exported: the model is imported from here
     Subscription,
 )
 from .diagnostics import Origin, origin_field
+from .layered import Layered
 from .partition_model import PARTITION_SLOTS, Partition, SegmentPlacement  # re-exported, as above
 
 __all__ = [
@@ -313,8 +316,30 @@ class Catalog:
     partitions: dict[str, Partition] = field(default_factory=dict)  # by box name
 
     def copy(self) -> Catalog:
-        """A copy whose dicts can change without touching this one (elements are immutable)."""
-        return Catalog(self.version, *(dict(getattr(self, name)) for name in _DICTS))
+        """A copy whose dicts can change without touching this one (elements are immutable).
+
+        A dict of :data:`LAYER_FROM` entries or more is not copied: both catalogs get a
+        :class:`~.layered.Layered` version over it (:meth:`shared`), so a commit's next catalog costs
+        what it writes, not the size of the catalog (issue 37)."""
+        return Catalog(self.version, *(self._copy_of(name) for name in _DICTS))
+
+    def _copy_of(self, name: str) -> MutableMapping[str, Any]:
+        found = getattr(self, name)
+        if type(found) is not Layered and len(found) < LAYER_FROM:
+            return dict(found)
+        return Layered.over(self.shared(name))
+
+    def shared(self, name: str) -> Mapping[str, Any]:
+        """Catalog dict ``name`` made safe to share with a copy (``Layered.over`` it): a large plain one
+        frozen as the base of a :class:`~.layered.Layered` version that this catalog holds from now on (so
+        neither catalog writes what the other reads; a reference to the plain dict taken before must not be
+        written after), a layered one as it is (``Layered.over`` copies only its own entries)."""
+        found = getattr(self, name)
+        if isinstance(found, Layered):
+            return found
+        base = found if type(found) is dict else dict(found)
+        setattr(self, name, Layered(base))
+        return base
 
     def __eq__(self, other: object) -> bool:
         """Equal topologies; the version is bookkeeping, not content."""
@@ -357,21 +382,9 @@ class Catalog:
 #: The elements that record the application that declared them (``app``; docs/xml.md "The edit loop").
 NAMED_BY_APP = (Input, Output, Box, Table, Query)
 
-_DICTS = (
-    "schemas",
-    "types",
-    "inputs",
-    "outputs",
-    "boxes",
-    "tables",
-    "queries",
-    "views",
-    "nodes",
-    "regions",
-    "replica_sets",
-    "publications",
-    "subscriptions",
-    "clients",
-    "globals",
-    "partitions",
-)
+#: A Catalog dict this large is shared with its copies as a :class:`~.layered.Layered` base, not copied
+#: (a smaller one costs little to copy and stays a plain dict; tests set it to 0 to layer every dict).
+LAYER_FROM = 512
+
+_DICTS = ("schemas", "types", "inputs", "outputs", "boxes", "tables", "queries", "views", "nodes", "regions",
+          "replica_sets", "publications", "subscriptions", "clients", "globals", "partitions")

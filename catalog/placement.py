@@ -19,7 +19,7 @@ from .diagnostics import Origin
 from .document_model import Deployment, Move, NodeAssignment
 from .model import Box, Catalog, Node, Partition
 from .partition_resubmit import resubmitted
-from .tracked import TrackedDict
+from .tracked import TRACKED
 
 
 class Placement:
@@ -137,7 +137,7 @@ class Placement:
         """The boxes that may be on no node: every box, or, with ``base_unplaced`` and a merge's tracked copy,
         the base's unplaced ones and those this submission wrote (in name order): the cost of those."""
         boxes = self.catalog.boxes
-        if self.base_unplaced is None or not isinstance(boxes, TrackedDict):
+        if self.base_unplaced is None or not isinstance(boxes, TRACKED):
             return list(boxes.values())
         names = set(self.base_unplaced()) | boxes.touched
         return [boxes[name] for name in sorted(names) if name in boxes]

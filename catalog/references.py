@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .changelog import SOURCES as CHANGELOG_SOURCES
+from .layered import LayeredSet
 from .model import Catalog
 
 Name = tuple[str, str]  # (what kind of name, the name): ("reads", stream), ("node", endpoint), ...
@@ -101,8 +102,8 @@ def move_references(refs: dict[Name, frozenset[Element]], before: Catalog, after
             if kind == "inputs" or (kind == "boxes" and getattr(old, "outputs", None) != getattr(new, "outputs", None)):
                 # (a new reader, or a move, changes nothing for the stream's other readers)
                 touched.update(s for k, s in old_refs | new_refs if k == "produces")
-    for name in added.keys() | removed.keys():
-        now = (refs.get(name, frozenset()) - removed.get(name, set())) | added.get(name, set())
+    for name in added.keys() | removed.keys():  # (a node's boxes: a LayeredSet over the set before, not a copy)
+        now = LayeredSet.moved(refs.get(name), removed.get(name, ()), added.get(name, ()))
         if now:
             refs[name] = now
         else:

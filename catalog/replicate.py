@@ -46,6 +46,7 @@ from .document_model import (
     Unsubscribe,
 )
 from .elements import KIND_TO_DICT, element_key, is_element
+from .layered import Layered
 from .merge import merge_params
 from .model import Box, Catalog, Table
 
@@ -121,6 +122,8 @@ def update_items(old: Catalog, new: Catalog, touched: Mapping[str, Iterable[str]
         before, after = _dict(old, kind), _dict(new, kind)
         keys = _candidates(kind, touched)
         if keys is None:  # (the same element object is equal: only the others are compared, then sorted)
+            keys = _written(before, after)
+        if keys is None:
             keys = [k for k, v in after.items() if before.get(k) is not v]
         for key in _sorted(after, keys):
             if before.get(key) != after[key]:
@@ -144,10 +147,18 @@ def _removals(old: Catalog, new: Catalog, kinds: Iterable[str],
     for kind in kinds:
         before, after = _dict(old, kind), _dict(new, kind)
         keys = _candidates(kind, touched)
+        if keys is None:
+            keys = _written(before, after)
         gone = before.keys() - after.keys() if keys is None else {k for k in keys if k in before and k not in after}
         for key in sorted(gone):
             items.append(removal(kind, key, before[key]))
     return items
+
+
+def _written(before: Mapping[str, Any], after: Mapping[str, Any]) -> set[str] | None:
+    """The keys where two versions of a Catalog dict over one shared base may differ (what either wrote
+    over it: a patched slice and the slice it was patched from), or None (compare them whole)."""
+    return after.written_since(before) if isinstance(after, Layered) else None
 
 
 def catalog_items(catalog: Catalog) -> list[Any]:

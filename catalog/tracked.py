@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .layered import Layered
+from . import model
 from .model import Catalog
 
 #: Catalog dicts, every kind of element.
@@ -66,24 +68,52 @@ class TrackedDict(dict):
         super().clear()
 
 
+class TrackedLayered(Layered):
+    """A :class:`~.layered.Layered` version noting in ``touched`` every key set or removed through it (a
+    large Catalog dict: the merge's copy shares the catalog's entries instead of copying them)."""
+
+    __slots__ = ("touched",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.touched: set[Any] = set()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.touched.add(key)
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.touched.add(key)
+        super().__delitem__(key)
+
+
+#: What :func:`tracked_copy` makes a Catalog dict (``isinstance(d, TRACKED)``: ``d.touched`` is what was written).
+TRACKED = (TrackedDict, TrackedLayered)
+
+
 def tracked_copy(catalog: Catalog) -> Catalog:
     """A copy of ``catalog`` whose dicts note what is written to them."""
     copy = Catalog(version=catalog.version)
     for name in CATALOG_DICTS:
-        setattr(copy, name, TrackedDict(getattr(catalog, name)))
+        found = getattr(catalog, name)
+        if type(found) is not Layered and len(found) < model.LAYER_FROM:
+            setattr(copy, name, TrackedDict(found))
+        else:
+            setattr(copy, name, TrackedLayered.over(catalog.shared(name)))
     return copy
 
 
 def untracked(catalog: Catalog) -> tuple[Catalog, dict[str, set[Any]]]:
     """The catalog with its dicts handed over, and the keys written to each of them.
 
-    The dicts are not copied (a ``TrackedDict`` is a dict; what is written to
-    it later is noted and read by nobody): a copy would cost the size of the
-    catalog for a one-box change."""
+    The dicts are not copied (a ``TrackedDict`` is a dict, a ``TrackedLayered`` a layered version; what
+    is written to either later is noted and read by nobody): a copy would cost the size of the catalog
+    for a one-box change."""
     plain = Catalog(version=catalog.version)
     touched = {}
     for name in CATALOG_DICTS:
         found = getattr(catalog, name)
-        setattr(plain, name, found if isinstance(found, TrackedDict) else dict(found))
-        touched[name] = set(found.touched) if isinstance(found, TrackedDict) else set(found)
+        noted = isinstance(found, TRACKED)
+        setattr(plain, name, found if noted or isinstance(found, Layered) else dict(found))
+        touched[name] = set(found.touched) if noted else set(found)
     return plain, touched

@@ -12,17 +12,25 @@
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import replace
+
+import pytest
+
 from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.elements import KIND_TO_DICT, apply_changes, diff
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_derivation import Derivation
-from boreas.catalog.layered import Layered
+from boreas.catalog.layered import Layered, LayeredSet
 from boreas.catalog.model import Box, Field, FieldType, Input, InPort, Schema
 from boreas.catalog.reach import closes_cycle
+from boreas.catalog.replicate import update_items
+from boreas.catalog.tracked import CATALOG_DICTS, tracked_copy, untracked
 from boreas.catalog.validate import check_topology
 from boreas.head.learning import disconnect_changes, stream_boxes
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.catalog_edits import layered_everywhere
 from support.property_scale import SETTINGS, examples
 
 # (keys up to 300 and long runs, so a version's own entries pass the fold bound, 64 + isqrt(base), and
@@ -52,6 +60,25 @@ def test_a_layered_version_reads_as_a_dict_and_leaves_the_versions_before_it_alo
                    for k in range(13))
     for version, seen in versions:
         assert dict(version) == seen and version.flat() == seen
+
+
+@settings(max_examples=examples(200), **SETTINGS)
+@given(st.frozensets(st.integers(0, 80), max_size=60),
+       st.lists(st.tuples(st.frozensets(st.integers(0, 80), max_size=8), st.frozensets(st.integers(0, 80), max_size=8)),
+                max_size=40))
+def test_a_layered_set_reads_as_the_frozenset_and_leaves_the_versions_before_it_alone(start, moves):
+    """``LayeredSet.moved`` (a reference set changed by a few elements) is ``(old - removed) | added``,
+    across folds (the delta passes 64 + isqrt(base) within 40 moves of up to 16), and never changes ``old``."""
+    with layered_everywhere():
+        current, model = start, set(start)
+        versions = [(current, frozenset(model))]
+        for removed, added in moves:
+            current = LayeredSet.moved(current, removed, added)
+            model = (model - removed) | added
+            versions.append((current, frozenset(model)))
+            assert len(current) == len(model) and all((i in current) == (i in model) for i in range(82))
+        for version, seen in versions:
+            assert set(version) == seen and version == seen and seen == version
 
 
 def _dfs_cycle(catalog: Catalog, seeds: set[str]) -> bool:
@@ -106,8 +133,15 @@ def _chain(n: int) -> Catalog:
 
 
 @settings(max_examples=examples(60), **SETTINGS)
-@given(st.integers(1, 12), st.sampled_from(["filter", "map", "delete", "rename", "loop"]), st.integers(0, 11))
-def test_a_diff_by_the_keys_a_merge_wrote_is_the_whole_compare(n, what, at):
+@given(st.integers(1, 12), st.sampled_from(["filter", "map", "delete", "rename", "loop"]), st.integers(0, 11),
+       st.booleans())
+def test_a_diff_by_the_keys_a_merge_wrote_is_the_whole_compare(n, what, at, layered):
+    """(``layered``: every Catalog dict shared between versions, the merge's copy a ``TrackedLayered``.)"""
+    with layered_everywhere() if layered else contextlib.nullcontext():
+        _diff_both_ways(n, what, at)
+
+
+def _diff_both_ways(n: int, what: str, at: int) -> None:
     before = _chain(n)
     at = min(at, n - 1)
     if what == "delete":
@@ -219,9 +253,16 @@ def test_an_index_refuses_what_reads_a_changelog_whichever_came_first():
         assert [p.reason for p in index.derive(whole).problems] == expected
 
 
-def test_a_deployment_planned_on_an_index_refuses_every_unplaced_box_as_the_walk_does():
+@pytest.mark.parametrize("layered", [False, True])
+def test_a_deployment_planned_on_an_index_refuses_every_unplaced_box_as_the_walk_does(layered):
     """A deployment needs every box placed: by an index, the base's unplaced boxes (its references) and the
-    submission's own are looked at, and refused as the walk over every box refuses them."""
+    submission's own are looked at, and refused as the walk over every box refuses them (``layered``: the
+    merge's copy a ``TrackedLayered``, whose written keys are looked at as a ``TrackedDict``'s)."""
+    with layered_everywhere() if layered else contextlib.nullcontext():
+        _refuses_unplaced()
+
+
+def _refuses_unplaced() -> None:
     before = _chain(4)  # (submitted without a deployment: no box placed)
     index = CatalogIndex.build(before)
     assert sorted(index.unplaced_boxes()) == ["b0", "b1", "b2", "b3"]
@@ -235,3 +276,37 @@ def test_a_deployment_planned_on_an_index_refuses_every_unplaced_box_as_the_walk
     reasons = sorted(p.reason for p in indexed.problems)
     assert reasons == sorted(p.reason for p in walked.problems)
     assert [r.split("'")[1] for r in reasons if "is not placed on any node" in r] == ["b2", "b3", "y"]
+
+
+def test_a_large_catalog_copy_shares_its_dicts_and_neither_side_sees_the_others_writes():
+    """``Catalog.copy`` of a dict of ``LAYER_FROM`` entries or more: both catalogs hold a ``Layered``
+    version over the one base (no copy of it), each written without the other seeing it; the copy's
+    update items against the original compare only what either wrote, and give what comparing all gives."""
+    with layered_everywhere():
+        first = _plain(_chain(30))
+        plain = first.boxes
+        assert type(plain) is dict
+        second = first.copy()
+        assert isinstance(first.boxes, Layered) and isinstance(second.boxes, Layered)
+        assert first.boxes.written_since(second.boxes) == set()
+        moved = replace(second.boxes["b3"], node="n:1")
+        second.boxes["b3"] = moved
+        del second.boxes["b4"]
+        first.boxes["b5"] = replace(first.boxes["b5"], node="n:2")
+        assert first.boxes["b3"].node is None and "b4" in first.boxes and second.boxes["b5"].node is None
+        assert plain["b3"].node is None and "b4" in plain and plain["b5"].node is None  # (the base: never written)
+        assert first.boxes.written_since(second.boxes) == {"b3", "b4", "b5"}
+        assert dict(second.boxes) == {k: v for k, v in {**plain, "b3": moved}.items() if k != "b4"}
+        assert update_items(first, second) == update_items(_plain(first), _plain(second))
+        assert first != second and first.copy() == first
+        tracked = tracked_copy(second)
+        tracked.boxes["b6"] = replace(tracked.boxes["b6"], node="n:3")
+        tracked.boxes.pop("b7")
+        plain_again, touched = untracked(tracked)
+        assert touched["boxes"] == {"b6", "b7"} and second.boxes["b6"].node is None and "b7" in second.boxes
+        assert list(reversed(plain_again.boxes))[:2] == list(reversed(list(plain_again.boxes)))[:2]
+
+
+def _plain(catalog: Catalog) -> Catalog:
+    """The catalog with plain dicts (what comparing all compares)."""
+    return Catalog(catalog.version, **{k: dict(getattr(catalog, k)) for k in CATALOG_DICTS})

@@ -19,7 +19,7 @@ from boreas.catalog.slices import node_slices
 from boreas.catalog.updates import update_document
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.catalog_edits import BOX_EDITS, DEPLOY_EDITS, EDITS, NODES, Edit, _origin, chain
+from support.catalog_edits import BOX_EDITS, DEPLOY_EDITS, EDITS, NODES, Edit, _origin, chain, layered_everywhere
 
 
 def _xml(old: Catalog | None, new: Catalog | None) -> str:
@@ -41,6 +41,16 @@ def test_slices_patched_after_placements_equal_full_slicing(from_chain: bool, ed
     """Boxes, moves, connects, publishes and subscribes: the changes whose slices are patched
     (``patch_slice``: only the streams they touch sliced again), not built whole."""
     _compare(from_chain, edits)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.booleans(), st.lists(EDITS, min_size=1, max_size=14))
+def test_slices_of_layered_catalogs_equal_full_slicing(from_chain: bool, edits: list[Edit]) -> None:
+    """Every Catalog dict shared between versions as a ``Layered`` one (a Head's large catalog, and the
+    slices patched from one another: ``update_items`` compares only what either version wrote)."""
+    with layered_everywhere():
+        _compare(from_chain, edits)
 
 
 @st.composite

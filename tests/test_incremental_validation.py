@@ -19,7 +19,7 @@ from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.catalog.schemas_of import schemas_of
 from boreas.catalog.validate import Checks, check_topology
-from support.catalog_edits import EDITS, Edit, chain
+from support.catalog_edits import EDITS, Edit, chain, layered_everywhere
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +30,19 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 @SETTINGS
 @given(st.booleans(), st.lists(EDITS, min_size=1, max_size=14))
 def test_incremental_check_equals_the_whole_check(from_chain: bool, edits: list[Edit]) -> None:
+    _check_both_ways(from_chain, edits)
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.booleans(), st.lists(EDITS, min_size=1, max_size=14))
+def test_incremental_check_of_layered_catalogs_equals_the_whole_check(from_chain: bool, edits: list[Edit]) -> None:
+    """Every Catalog dict shared between versions as a ``Layered`` one, as a Head's large catalog is."""
+    with layered_everywhere():
+        _check_both_ways(from_chain, edits)
+
+
+def _check_both_ways(from_chain: bool, edits: list[Edit]) -> None:
     index = CatalogIndex.build(chain() if from_chain else Catalog())
     for edit in edits:
         after = index.catalog.copy()

@@ -11,9 +11,11 @@ reading what nothing produces, a cycle, a query naming a deleted box.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from boreas.catalog import layered, model
 from boreas.catalog.diagnostics import Origin
 from boreas.catalog.model import (
     Box,
@@ -201,3 +203,16 @@ DEPLOY_EDITS = st.one_of(
     st.just(_pop("clients", "client:9000")),
 )
 EDITS = st.one_of(BOX_EDITS, STREAM_EDITS, DEPLOY_EDITS)
+
+
+@contextlib.contextmanager
+def layered_everywhere() -> Iterator[None]:
+    """Every Catalog dict copied while inside is shared as a ``Layered`` version (``model.LAYER_FROM`` 0),
+    and every reference set changed is a ``LayeredSet`` (``layered.SET_FROM`` 0), so a property test's
+    small catalogs take the path a Head's 100,000-box catalog takes."""
+    was = model.LAYER_FROM, layered.SET_FROM
+    model.LAYER_FROM = layered.SET_FROM = 0
+    try:
+        yield
+    finally:
+        model.LAYER_FROM, layered.SET_FROM = was
