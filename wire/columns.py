@@ -62,6 +62,7 @@ from boreas.catalog.model import FieldType, Schema
 from . import array_columns
 from .array_columns import ARROW_TYPES, arrow_type, holds_single, not_a, wrong_lengths
 from .column_limits import cast, refused_nulls, too_long
+from .prepared import bin_header
 from .row_errors import RowError, SchemaMismatch
 
 
@@ -145,23 +146,55 @@ class Columns:
     def ipc(self) -> bytes:
         """The batch as one Arrow IPC stream (schema and batch); a frame or a log record carries it as one
         msgpack ``bin`` (:meth:`payload`)."""
-        if isinstance(self._ipc, memoryview):  # a view of the frame it came in (:func:`unwrap`)
+        if isinstance(self._ipc, memoryview):  # a view of the frame it came in (:func:`unwrap`), or of framed()
             self._ipc = bytes(self._ipc)
         if self._ipc is None:
-            batch = self.batch
-            if self.weights is not None:
-                batch = pa.RecordBatch.from_arrays([*batch.columns, self.weights.cast(pa.int64())],
-                                                   schema=batch.schema.append(pa.field(WEIGHT, pa.int64())))
+            batch = self._carried()
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, batch.schema) as writer:
                 writer.write_batch(batch)
             self._ipc = sink.getvalue().to_pybytes()
         return self._ipc
 
+    def framed(self) -> bytes | bytearray:
+        """The batch as a frame's ``rows`` carry it: its IPC stream as one msgpack ``bin``, byte for byte
+        :func:`payload`'s (so a digest of it is too).
+
+        Where no IPC bytes are at hand (a publisher's batch, a box's output)
+        the stream is written once, straight after the ``bin``'s header, into
+        a buffer of its exact size (measured first by a pass that copies
+        nothing): one copy of the columns, where :meth:`ipc` and then the
+        ``bin``'s encoding made three (Arrow's growing buffer, its bytes, the
+        ``bin``).  :meth:`ipc` then reads that stream back without writing it again.
+        """
+        if self._ipc is not None:
+            return _bin.encode(self.ipc())
+        batch = self._carried()
+        size = pa.MockOutputStream()
+        with pa.ipc.new_stream(size, batch.schema) as writer:
+            writer.write_batch(batch)
+        head = bin_header(size.size())
+        out = bytearray(len(head) + size.size())
+        out[:len(head)] = head
+        stream = memoryview(out)[len(head):]
+        with pa.ipc.new_stream(pa.FixedSizeBufferWriter(pa.py_buffer(stream)), batch.schema) as writer:
+            writer.write_batch(batch)
+        self._ipc = stream
+        return out
+
+    def _carried(self) -> pa.RecordBatch:
+        """The batch as IPC bytes carry it: the weights, if any, one more column (:data:`WEIGHT`)."""
+        if self.weights is None:
+            return self.batch
+        return pa.RecordBatch.from_arrays([*self.batch.columns, self.weights.cast(pa.int64())],
+                                          schema=self.batch.schema.append(pa.field(WEIGHT, pa.int64())))
+
 
 def payload(columns: Columns) -> bytes:
-    """What a frame's ``rows`` or a log record holds of a batch of columns: its IPC bytes as a msgpack ``bin``."""
-    return _bin.encode(columns.ipc())
+    """What a frame's ``rows`` or a log record holds of a batch of columns: its IPC bytes as a msgpack ``bin``
+    (:meth:`Columns.framed`, as ``bytes``)."""
+    data = columns.framed()
+    return data if isinstance(data, bytes) else bytes(data)
 
 
 _bin = msgspec.msgpack.Encoder()
