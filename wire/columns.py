@@ -166,9 +166,11 @@ class Columns:
         nothing): one copy of the columns, where :meth:`ipc` and then the
         ``bin``'s encoding made three (Arrow's growing buffer, its bytes, the
         ``bin``).  :meth:`ipc` then reads that stream back without writing it again.
+        IPC bytes at hand (a view of the frame the batch came in) are copied once, after the header.
         """
-        if self._ipc is not None:
-            return _bin.encode(self.ipc())
+        if self._ipc is not None:  # (the header and the bytes as they are: one copy, not bytes() and then the bin)
+            data = memoryview(self._ipc)
+            return b"".join((bin_header(data.nbytes), data))
         batch = self._carried()
         size = pa.MockOutputStream()
         with pa.ipc.new_stream(size, batch.schema) as writer:
@@ -196,8 +198,6 @@ def payload(columns: Columns) -> bytes:
     data = columns.framed()
     return data if isinstance(data, bytes) else bytes(data)
 
-
-_bin = msgspec.msgpack.Encoder()
 
 
 def weighted(rows: list[tuple], weights: list[int] | None, schema: Schema) -> list[tuple] | Columns:
