@@ -49,7 +49,6 @@ b'3'
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import msgspec
 import pyarrow as pa
@@ -378,39 +377,3 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
         return good, []
     errors = [RowError(row, field, reason) for row, (field, reason) in sorted(reasons.items())]
     return good.filter(pc.invert(bad)), errors
-
-
-def conform(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
-    """``batch`` in the stream's column order and types where that casts safely (a publisher's side: the node
-    then takes it as it is); anything else is left for the node to refuse, naming its rows."""
-    target = arrow_schema(schema)
-    if batch.schema.equals(target):
-        return batch
-    names = set(batch.schema.names)
-    if names != set(target.names):
-        return batch
-    columns = []
-    for want in target:
-        column = batch.column(want.name)
-        try:
-            columns.append(column if column.type == want.type else column.cast(want.type, safe=True))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return batch
-    return pa.RecordBatch.from_arrays(columns, schema=target)
-
-
-def record_batches(data: Any, size: int) -> list[pa.RecordBatch]:
-    """A pyarrow ``RecordBatch`` or ``Table``, or a pandas or polars ``DataFrame``, cut into batches of at most
-    ``size`` rows, in order (deterministic: the same data gives the same batches)."""
-    if isinstance(data, pa.RecordBatch):
-        table = pa.Table.from_batches([data])
-    elif isinstance(data, pa.Table):
-        table = data
-    elif hasattr(data, "to_arrow"):  # polars
-        table = data.to_arrow()
-    elif type(data).__module__.startswith("pandas"):
-        table = pa.Table.from_pandas(data, preserve_index=False)
-    else:
-        raise TypeError(f"cannot publish a {type(data).__name__}: give rows, a pyarrow RecordBatch or Table, or "
-                        "a pandas or polars DataFrame")
-    return table.combine_chunks().to_batches(max_chunksize=size)
