@@ -43,7 +43,8 @@ import pyarrow.parquet as pq
 
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
 from boreas.catalog.model import FieldType, Schema
-from boreas.wire.columns import arrow_schema, conform
+from boreas.wire.columns import arrow_schema
+from boreas.wire.publish_columns import conform
 from boreas.wire.row_errors import RowError
 
 from .file_batches import cut, cut_columns, one_batch

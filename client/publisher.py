@@ -249,7 +249,8 @@ class Publisher:
             await self._send_batch(batch)
 
     async def _send_columns(self, data: Any) -> None:
-        from boreas.wire.columns import Columns, conform, record_batches
+        from boreas.wire.columns import Columns
+        from boreas.wire.publish_columns import conform, record_batches
 
         assert self.schema is not None, "start() first"
         for batch in record_batches(data, self.batch_size):

@@ -100,4 +100,4 @@ class RowBatches:
         columns = None if good is None else from_rows(good, self.schema)
         if columns is None:
             return rows
-        return Prepared.of(columns.ipc(), len(rows), digest_of_rows(rows))
+        return Prepared(columns.framed(), digest_of_rows(rows), len(rows))  # (the IPC written once, as its bin)

@@ -6,7 +6,7 @@ Python object twice in the executor: Spark pickles it out of the JVM, and
 it.  Here the DataFrame runs ``mapInArrow``: the JVM hands the Python worker
 Arrow record batches, which are cut into batches of ``batch_size`` rows
 (:func:`cut`), brought to the stream's Arrow schema
-(:func:`~boreas.wire.columns.conform`) and checked as columns
+(:func:`~boreas.wire.publish_columns.conform`) and checked as columns
 (:func:`~boreas.wire.columns.check`), and go to the node as one Arrow IPC
 message each (``Batch.fmt`` ARROW).  A good batch never becomes rows.
 
@@ -60,7 +60,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from boreas.catalog.model import Schema
-from boreas.wire.columns import check, conform
+from boreas.wire.columns import check
+from boreas.wire.publish_columns import conform
 
 from .sender import Checked, PartitionReport, RowShaper, send_chunks
 from .target import StreamTarget

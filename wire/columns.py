@@ -49,7 +49,6 @@ b'3'
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import msgspec
 import pyarrow as pa
@@ -62,6 +61,7 @@ from boreas.catalog.model import FieldType, Schema
 from . import array_columns
 from .array_columns import ARROW_TYPES, arrow_type, holds_single, not_a, wrong_lengths
 from .column_limits import cast, refused_nulls, too_long
+from .prepared import bin_header
 from .row_errors import RowError, SchemaMismatch
 
 
@@ -145,26 +145,58 @@ class Columns:
     def ipc(self) -> bytes:
         """The batch as one Arrow IPC stream (schema and batch); a frame or a log record carries it as one
         msgpack ``bin`` (:meth:`payload`)."""
-        if isinstance(self._ipc, memoryview):  # a view of the frame it came in (:func:`unwrap`)
+        if isinstance(self._ipc, memoryview):  # a view of the frame it came in (:func:`unwrap`), or of framed()
             self._ipc = bytes(self._ipc)
         if self._ipc is None:
-            batch = self.batch
-            if self.weights is not None:
-                batch = pa.RecordBatch.from_arrays([*batch.columns, self.weights.cast(pa.int64())],
-                                                   schema=batch.schema.append(pa.field(WEIGHT, pa.int64())))
+            batch = self._carried()
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, batch.schema) as writer:
                 writer.write_batch(batch)
             self._ipc = sink.getvalue().to_pybytes()
         return self._ipc
 
+    def framed(self) -> bytes | bytearray:
+        """The batch as a frame's ``rows`` carry it: its IPC stream as one msgpack ``bin``, byte for byte
+        :func:`payload`'s (so a digest of it is too).
+
+        Where no IPC bytes are at hand (a publisher's batch, a box's output)
+        the stream is written once, straight after the ``bin``'s header, into
+        a buffer of its exact size (measured first by a pass that copies
+        nothing): one copy of the columns, where :meth:`ipc` and then the
+        ``bin``'s encoding made three (Arrow's growing buffer, its bytes, the
+        ``bin``).  :meth:`ipc` then reads that stream back without writing it again.
+        IPC bytes at hand (a view of the frame the batch came in) are copied once, after the header.
+        """
+        if self._ipc is not None:  # (the header and the bytes as they are: one copy, not bytes() and then the bin)
+            data = memoryview(self._ipc)
+            return b"".join((bin_header(data.nbytes), data))
+        batch = self._carried()
+        size = pa.MockOutputStream()
+        with pa.ipc.new_stream(size, batch.schema) as writer:
+            writer.write_batch(batch)
+        head = bin_header(size.size())
+        out = bytearray(len(head) + size.size())
+        out[:len(head)] = head
+        stream = memoryview(out)[len(head):]
+        with pa.ipc.new_stream(pa.FixedSizeBufferWriter(pa.py_buffer(stream)), batch.schema) as writer:
+            writer.write_batch(batch)
+        self._ipc = stream
+        return out
+
+    def _carried(self) -> pa.RecordBatch:
+        """The batch as IPC bytes carry it: the weights, if any, one more column (:data:`WEIGHT`)."""
+        if self.weights is None:
+            return self.batch
+        return pa.RecordBatch.from_arrays([*self.batch.columns, self.weights.cast(pa.int64())],
+                                          schema=self.batch.schema.append(pa.field(WEIGHT, pa.int64())))
+
 
 def payload(columns: Columns) -> bytes:
-    """What a frame's ``rows`` or a log record holds of a batch of columns: its IPC bytes as a msgpack ``bin``."""
-    return _bin.encode(columns.ipc())
+    """What a frame's ``rows`` or a log record holds of a batch of columns: its IPC bytes as a msgpack ``bin``
+    (:meth:`Columns.framed`, as ``bytes``)."""
+    data = columns.framed()
+    return data if isinstance(data, bytes) else bytes(data)
 
-
-_bin = msgspec.msgpack.Encoder()
 
 
 def weighted(rows: list[tuple], weights: list[int] | None, schema: Schema) -> list[tuple] | Columns:
@@ -345,39 +377,3 @@ def check(batch: pa.RecordBatch | pa.Table, schema: Schema) -> tuple[Columns, li
         return good, []
     errors = [RowError(row, field, reason) for row, (field, reason) in sorted(reasons.items())]
     return good.filter(pc.invert(bad)), errors
-
-
-def conform(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
-    """``batch`` in the stream's column order and types where that casts safely (a publisher's side: the node
-    then takes it as it is); anything else is left for the node to refuse, naming its rows."""
-    target = arrow_schema(schema)
-    if batch.schema.equals(target):
-        return batch
-    names = set(batch.schema.names)
-    if names != set(target.names):
-        return batch
-    columns = []
-    for want in target:
-        column = batch.column(want.name)
-        try:
-            columns.append(column if column.type == want.type else column.cast(want.type, safe=True))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return batch
-    return pa.RecordBatch.from_arrays(columns, schema=target)
-
-
-def record_batches(data: Any, size: int) -> list[pa.RecordBatch]:
-    """A pyarrow ``RecordBatch`` or ``Table``, or a pandas or polars ``DataFrame``, cut into batches of at most
-    ``size`` rows, in order (deterministic: the same data gives the same batches)."""
-    if isinstance(data, pa.RecordBatch):
-        table = pa.Table.from_batches([data])
-    elif isinstance(data, pa.Table):
-        table = data
-    elif hasattr(data, "to_arrow"):  # polars
-        table = data.to_arrow()
-    elif type(data).__module__.startswith("pandas"):
-        table = pa.Table.from_pandas(data, preserve_index=False)
-    else:
-        raise TypeError(f"cannot publish a {type(data).__name__}: give rows, a pyarrow RecordBatch or Table, or "
-                        "a pandas or polars DataFrame")
-    return table.combine_chunks().to_batches(max_chunksize=size)

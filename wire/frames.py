@@ -154,7 +154,7 @@ def make_batch(stream: str, producer: str, seq: int, rows: Any, box: str = "",
     if isinstance(rows, Prepared):  # (boreas publish: encoded and hashed in its reader thread, not on the loop)
         return Batch(stream, producer, seq, msgspec.Raw(rows.payload), box, restart, rows.digest if digest else 0,
                      ARROW, final)
-    ipc = getattr(rows, "ipc", None)  # Arrow columns: their IPC bytes as one msgpack bin (wire/columns.py)
-    data = _encoder.encode(ipc()) if ipc is not None else encode_rows(rows)
+    framed = getattr(rows, "framed", None)  # Arrow columns: their IPC bytes as one msgpack bin (wire/columns.py)
+    data = framed() if framed is not None else encode_rows(rows)
     return Batch(stream, producer, seq, msgspec.Raw(data), box, restart, rows_digest(data) if digest else 0,
-                 ARROW if ipc is not None else ROWS, final)
+                 ARROW if framed is not None else ROWS, final)

@@ -43,7 +43,7 @@ class Prepared:
     (client/row_batches.py): there it is the rows' as msgpack, what a publisher sending those rows as rows
     gave the same batch, so a re-run drops what was taken whichever encoding carried it."""
 
-    payload: bytes
+    payload: bytes | bytearray  # (a bytearray where the IPC stream was written into it: Columns.framed)
     digest: int
     count: int
 
