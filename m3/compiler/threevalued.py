@@ -66,7 +66,8 @@ from .nodes import sql_of
 from .nullcond import all_of, any_of, never, replaced
 from .nullstar import star_columns
 from .nullsub import in_subquery, rewrite_subquery, subqueries
-from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, key_indicators
+from .nullhaving import having_truth, one_count_per_item
+from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, item_of, key_indicators
 from .resolve import Positions
 
 #: Comparisons whose operands are values: TRUE only where every operand is present.
@@ -182,9 +183,8 @@ class _Rewriter:
                                      "the column itself is a key, selected or in GROUP BY (docs/m3.md, \"NULLs\")", n)
         key_indicators(sel, keys, self.holder)
         having = sel.args.get("having")
-        if having is not None and any(self.nullable(n) and not isinstance(n.find_ancestor(exp.AggFunc), exp.Count)
-                                      for n in _own(having)):  # a COUNT is never NULL
-            raise self.refuse(f"in HAVING other than under COUNT ({sql_of(having)})", having)
+        if having is not None:
+            having.set("this", having_truth(self, having.this))
         counts = []
         for agg in [n for n in _own(sel) if isinstance(n, _AGGS)]:
             empty = isinstance(agg, _NULLABLE_AGGS) and (type(agg.parent) is exp.Filter or (
@@ -194,6 +194,7 @@ class _Rewriter:
             count = hidden_count(agg, sel) if empty else None
             if count is not None:
                 counts.append(count)
+        counts = one_count_per_item(counts, self.refuse)
         for i, count in counts:  # after the items: CREATE VIEW v(names) renames the selected ones
             sel.append("expressions", exp.alias_(count, f"{COUNT_PREFIX}{i}"))
         if counts and sel.args.get("group") is not None and not counts_rows(sel):
@@ -219,9 +220,10 @@ class _Rewriter:
             raise self.refuse(f"under DISTINCT ({sql_of(agg)})", agg)
         outer = filt if filt is not None else agg
         top = outer.parent.parent if type(outer.parent) is exp.Alias else outer.parent
-        if isinstance(agg, _NULLABLE_AGGS) and type(top) is not exp.Select:
-            raise self.refuse(f"under an expression over {sql_of(agg)} (NULL over only NULLs, which a view does not "
-                              "carry yet)", agg)
+        if isinstance(agg, _NULLABLE_AGGS) and type(top) is not exp.Select and (isinstance(agg, (exp.Min, exp.Max)) or (
+                item_of(outer, agg.parent_select) is None and agg.find_ancestor(exp.Having) is None)):
+            raise self.refuse(f"under an expression over {sql_of(agg)} other than arithmetic over a SUM/AVG or HAVING's "
+                              "(NULL over only NULLs, which a view expression does not carry)", agg)
         present = self.present(arg)
         value = exp.Literal.number(1) if type(agg) is exp.Count else self.value(arg)
         if present is None:

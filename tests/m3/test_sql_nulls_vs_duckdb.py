@@ -77,8 +77,7 @@ def test_rows_carry_none_on_both_backends():
 @pytest.mark.parametrize("query, says", [
     ("SELECT b + 1 AS x, COUNT(*) AS n FROM R GROUP BY b + 1", "only the column itself is a key"),
     ("SELECT a, COUNT(*) AS n FROM R GROUP BY a ORDER BY b", "only the column itself is a key"),
-    ("SELECT a, SUM(b) + 1 AS s FROM R GROUP BY a", "under an expression over SUM(b)"),
-    ("SELECT a FROM R GROUP BY a HAVING SUM(c) > 1", "in HAVING other than under COUNT"),
+    ("SELECT a, CASE WHEN SUM(b) > 1 THEN 1 ELSE 0 END AS s FROM R GROUP BY a", "under an expression over SUM(b)"),
     ("SELECT COUNT(DISTINCT b) AS n FROM R", "under DISTINCT"),
     ("SELECT SUM(GREATEST(b, 1)) AS n FROM R", "only arithmetic, CASE, COALESCE and NULLIF"),
     ("SELECT COUNT(*) AS n FROM R r LEFT JOIN S s ON r.a = s.d WHERE r.b > 1", "outer join"),
