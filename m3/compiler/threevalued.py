@@ -27,14 +27,14 @@ and both backends see numbers only and need nothing new:
   its indicator beside it (:func:`.nullshown.key_indicators`): NULLs make one
   group, apart from the value 0's, and reads show the key as None.
 
-Refused by name, for now: an expression over a nullable column as a key (or in
-ORDER BY), in HAVING but under COUNT, under an expression over SUM/AVG/MIN/MAX of
-it (NULL over only NULLs, which a view expression does not carry yet), in a
-function other than COALESCE and NULLIF, under DISTINCT, ``*`` over a relation
-with a nullable column, NOT IN a subquery, and a query with set operations,
-windows, derived tables or outer joins reading one, or reading one inside a
-subquery (a subquery beside nullable columns, in WHERE or the SELECT list, is
-rewritten as the outer query's conditions are: it reads none).
+* **Subqueries** are rewritten in their own scope (:mod:`.nullsub`), ``NOT IN`` a subquery selecting a nullable
+  column three-valued; ``*`` lists the declared columns (:mod:`.nullstar`); HAVING and arithmetic over a
+  SUM/AVG that may be NULL are TRUE / NULL where SQL's are (:mod:`.nullhaving`).
+
+Refused by name, for now (docs/m3.md "NULLs" lists each): an expression over a nullable column as a key (or in
+ORDER BY), in a function other than COALESCE and NULLIF, under DISTINCT, a MIN/MAX of it under an expression or in
+HAVING, a nullable value NOT IN a subquery, and a query with set operations, windows, derived tables or outer
+joins reading one.
 
 >>> import sqlglot
 >>> from .examples import PlainErrors
