@@ -216,8 +216,14 @@ class _Rewriter:
             filt.expression.set("this", self.truth(filt.expression.this))
         if arg is None or type(arg) is exp.Star or not self.reads(arg):
             return agg
-        if type(arg) is exp.Distinct:
-            raise self.refuse(f"under DISTINCT ({sql_of(agg)})", agg)
+        if type(arg) is exp.Distinct:  # COUNT(DISTINCT c): the distinct values of the rows where c is present
+            one = arg.expressions[0] if type(agg) is exp.Count and len(arg.expressions) == 1 and \
+                type(arg.expressions[0]) is exp.Column else None
+            present = self.present(one) if one is not None else False
+            if present is False:
+                raise self.refuse(f"under DISTINCT other than COUNT(DISTINCT of one column) ({sql_of(agg)})", agg)
+            one.replace(self.value(one))
+            return agg if present is None else self.filtered(agg, filt, present)
         outer = filt if filt is not None else agg
         top = outer.parent.parent if type(outer.parent) is exp.Alias else outer.parent
         if isinstance(agg, _NULLABLE_AGGS) and type(top) is not exp.Select and (isinstance(agg, (exp.Min, exp.Max)) or (
@@ -235,15 +241,20 @@ class _Rewriter:
                 raise self.refuse(f"under {sql_of(agg)} in a query with a subquery (a filtered fold beside "
                                   "nested aggregates is not built)", agg)
             agg.set("this", value)
-            if filt is None:
-                wrapped = exp.Filter(this=agg.copy(), expression=exp.Where(this=present))
-                agg.replace(wrapped)
-                agg = wrapped.this
-            else:
-                filt.expression.set("this", exp.And(this=exp.Paren(this=filt.expression.this), expression=present))
+            agg = self.filtered(agg, filt, present)
         else:
             agg.set("this", exp.Case(ifs=[exp.If(this=present, true=value)]))
         return agg
+
+    @staticmethod
+    def filtered(agg: exp.Expression, filt: exp.Filter | None, present: exp.Expression) -> exp.Expression:
+        """``agg`` reading only the rows where ``present`` holds: its FILTER's condition and ``present``."""
+        if filt is not None:
+            filt.expression.set("this", exp.And(this=exp.Paren(this=filt.expression.this), expression=present))
+            return agg
+        wrapped = exp.Filter(this=agg.copy(), expression=exp.Where(this=present))
+        agg.replace(wrapped)
+        return wrapped.this
 
     # -- conditions: where TRUE --------------------------------------------
     def truth(self, c: exp.Expression, negated: bool = False) -> exp.Expression:
