@@ -362,6 +362,8 @@ class _Rewriter:
         t = type(e)
         if t is exp.Null:
             return exp.Literal.number(0)
+        if isinstance(e, exp.Select):  # a subquery: rewritten in its own scope already (:mod:`.nullsub`)
+            return e.copy()
         if t is exp.Coalesce:
             first, rest = e.this, e.expressions
             if not rest:
