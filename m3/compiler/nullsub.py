@@ -21,7 +21,9 @@ what its rows mean depends on where it stands; the rules below keep every shape 
   ``x`` and none has ``y`` NULL (``1 NOT IN (2, NULL)`` is NULL): ``NOT EXISTS (... WHERE w AND y IS NULL) AND
   x NOT IN (SELECT y ... WHERE w AND y IS NOT NULL)``.  A nullable ``x`` NOT IN a subquery is refused by name
   (``NULL NOT IN`` no rows is TRUE, of some rows NULL: a condition on the subquery's emptiness beside it).
-* GROUP BY or HAVING reading a nullable column inside a subquery, and an outer join there, are refused by name.
+* GROUP BY or HAVING reading a nullable column inside a subquery, an outer join there, a LIMIT or OFFSET over
+  one (a NULL skipped would change the rows kept), and a scalar subquery with HAVING whose aggregates skip
+  NULLs (its rows would change) are refused by name.
 
 >>> import sqlglot
 >>> from .examples import PlainErrors
@@ -43,6 +45,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..nullable import SUFFIX
+from .clauses import conjuncts
 from .nodes import sql_of
 from .nullcond import all_of, never
 
@@ -63,6 +67,9 @@ def rewrite_subquery(parent, sub: exp.Select) -> None:
         if j.side or j.kind not in ("", "INNER", "CROSS", None):
             if child.reads(j) or child.reads(sub):
                 raise child.refuse(f"in a subquery with an outer join ({sql_of(j)})", j)
+    if (sub.args.get("limit") or sub.args.get("offset")) and any(child.reads(x) for x in _own_parts(sub)):
+        raise child.refuse(f"in a subquery with LIMIT or OFFSET ({sql_of(sub)}: a NULL skipped changes the rows "
+                           "it keeps)", sub)
     for part in ("group", "having"):
         node = sub.args.get(part)
         if node is not None and child.reads(node):
@@ -89,6 +96,11 @@ def rewrite_subquery(parent, sub: exp.Select) -> None:
         _scalar(child, sub, aggs)
 
 
+def _own_parts(sub: exp.Select) -> list[exp.Expression]:
+    """The clauses of ``sub`` a nullable column may be read in."""
+    return [*sub.expressions, *(sub.args.get(k) for k in ("where", "group", "having") if sub.args.get(k))]
+
+
 def child_nodes(e: exp.Expression):
     """The nodes of ``e`` outside its own subqueries."""
     return e.walk(prune=lambda n: isinstance(n, exp.Select) and n is not e)
@@ -111,8 +123,24 @@ def _scalar(child, sub: exp.Select, aggs: list[exp.Expression]) -> None:
         if a.this is not None and type(a.this) is not exp.Star:
             a.set("this", child.value(a.this))
     (p,) = present.values()
+    if p is not None and sub.args.get("having") is not None:
+        raise child.refuse(f"under an aggregate of a scalar subquery with HAVING ({sql_of(sub)}: its rows would "
+                           "change)", sub)
     if p is not None:
         sub.where(p, copy=False)
+
+
+def refuse_outer_presence(parent, c: exp.Exists) -> None:
+    """``NOT EXISTS`` of a subquery left with a condition on an outer column's indicator alone (``s.d = r.b`` with
+    only ``r.b`` nullable: ``r.b__null = 0`` inside) is an OR outside it: refused by name."""
+    sub = c.this
+    where = sub.args.get("where") if type(sub) is exp.Select else None
+    child = parent.child(sub) if where is not None else None
+    for part in conjuncts(where.this) if where is not None else []:
+        cols = list(part.find_all(exp.Column))
+        if cols and not any(child.local(x) for x in cols) and any(x.name.lower().endswith(SUFFIX) for x in cols):
+            raise parent.refuse(f"compared in NOT EXISTS with a column that is not nullable ({sql_of(c)}: where "
+                                "the outer column is NULL, NOT EXISTS holds)", c)
 
 
 def in_subquery(parent, c: exp.In, negated: bool) -> exp.Expression:

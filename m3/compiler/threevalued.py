@@ -65,7 +65,7 @@ from ..nullable import ROWS, SUFFIX, indicator, nullable_positions
 from .nodes import sql_of
 from .nullcond import all_of, any_of, never, replaced
 from .nullstar import star_columns
-from .nullsub import in_subquery, rewrite_subquery, subqueries
+from .nullsub import in_subquery, refuse_outer_presence, rewrite_subquery, subqueries
 from .nullhaving import having_truth, one_count_per_item
 from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, item_of, key_indicators
 from .resolve import Positions
@@ -154,8 +154,9 @@ class _Rewriter:
 
     def decides(self, cond: exp.Expression) -> bool:
         """Whether a condition needs :meth:`truth`: it reads a nullable column, or has an IN of a subquery (whose
-        column may be: :func:`.nullsub.in_subquery`)."""
-        return self.reads(cond) or any(type(n) is exp.In and n.args.get("query") is not None for n in _own(cond))
+        column may be: :func:`.nullsub.in_subquery`) or an EXISTS (:func:`.nullsub.refuse_outer_presence`)."""
+        return self.reads(cond) or any(type(n) is exp.Exists or (type(n) is exp.In and n.args.get("query") is not None)
+                                       for n in _own(cond))
 
     def refuse(self, what: str, node: exp.Expression):
         return self.ctx.error(f"unsupported nullable column {what} (docs/m3.md, \"NULLs\")", node)
@@ -274,6 +275,8 @@ class _Rewriter:
             return present if negated else exp.Not(this=exp.Paren(this=present))
         if t is exp.In and c.args.get("query") is not None:
             return in_subquery(self, c, negated)
+        if t is exp.Exists and negated:
+            refuse_outer_presence(self, c)
         if not self.reads(c):
             return exp.Not(this=c.copy()) if negated else c.copy()
         if isinstance(c, _ATOMS):

@@ -78,6 +78,10 @@ def test_scalar_subquery_over_nulls_in_the_select_list():
     ("SELECT COUNT(*) AS n FROM R r WHERE r.a IN (SELECT SUM(s.b) FROM S s GROUP BY s.d)", "selected by an IN"),
     ("SELECT COUNT(*) AS n FROM R r WHERE r.a = (SELECT s.b FROM S s WHERE s.d = r.a)", "in a scalar subquery"),
     ("SELECT * FROM R r, S s WHERE r.a = s.d", "listing b twice"),
+    ("SELECT COUNT(*) AS n FROM R r WHERE r.a < (SELECT SUM(s.b) FROM S s HAVING COUNT(*) > 1)", "with HAVING"),
+    ("SELECT COUNT(*) AS n FROM R r WHERE r.a IN (SELECT s.b FROM S s LIMIT 2)", "with LIMIT or OFFSET"),
+    ("SELECT COUNT(*) AS n FROM R r WHERE NOT EXISTS (SELECT 1 FROM S s WHERE s.d = r.b)",
+     "compared in NOT EXISTS with a column that is not nullable"),
 ])
 def test_what_is_not_built_is_refused_by_name(query, says):
     with pytest.raises(CompileError, match="NULLs") as e:
