@@ -32,7 +32,8 @@ and both backends see numbers only and need nothing new:
   SUM/AVG that may be NULL are TRUE / NULL where SQL's are (:mod:`.nullhaving`).
 
 Refused by name, for now (docs/m3.md "NULLs" lists each): an expression over a nullable column as a key (or in
-ORDER BY), in a function other than COALESCE and NULLIF, under DISTINCT, a MIN/MAX of it under an expression or in
+ORDER BY), in a function other than COALESCE and NULLIF, under DISTINCT but ``COUNT(DISTINCT c)`` (a FILTER
+where ``c`` is present), a MIN/MAX of it under an expression or in
 HAVING, a nullable value NOT IN a subquery, and a query with set operations, windows, derived tables or outer
 joins reading one.
 
