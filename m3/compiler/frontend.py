@@ -248,7 +248,9 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
         sel = outer_conditions_out(sel)  # EXISTS (... WHERE outer.a = 3): the condition outside (:mod:`.outercond`)
         sel = exists_of_values(sel, relations)  # (SELECT agg ...) IN (SELECT c ...) as EXISTS (:mod:`.valuein`)
         sel = split_case(sel, relations)  # a CASE of two columns as a UNION ALL of two views (:mod:`.casesplit`)
-        sel = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
+        explicit = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
+        # a correlation with a nullable outer column leaves ``r.b__null = 0`` in its subquery, to move out
+        sel = sel if explicit is sel else outer_conditions_out(explicit)
         equal_rows = has_equal_to_rows(sel)  # read as IN (:mod:`.scalarin`): noted, SQL differs on several rows
         sel = separate(desugar(sel, relations, ctx), relations, ctx)  # before any pass compares names in lower case
         q = _query(name, sel, relations, ctx, rename)
