@@ -247,6 +247,10 @@ class Adopter:
                     if stream in internal or stream in flow.host.coordinators:  # positions of the guests' inputs
                         flow.state.processed[(stream, producer)] = max(seq, flow.state.processed.get(
                             (stream, producer), -1))
+                # and the final marks of those producers that came there: the router counts them as published
+                # here now, and a member's out stream here waits for each one's end (router.py _ended_everywhere)
+                flow.state.ends.merge({"producers": {s: sorted(p) for s, p in replayer.state.ends.producers.items()
+                                                     if s in flow.host.coordinators}})
                 await self._take_guests(parts, guests)
             node.catalog_changed()
             node.reflector.reflect(catalog, items)
