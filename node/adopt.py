@@ -60,6 +60,7 @@ from boreas.wire.columns import read_columns, unwrap
 from boreas.wire.frames import ARROW, Batch, decode
 
 from .context import NodeContext
+from .box_state import BoxStates
 from .cumulus.part import PartOperator
 from .cumulus.takeover import members_of, pending_for, streams_of
 from .dataflow import Dataflow
@@ -244,13 +245,7 @@ class Adopter:
                 consumers, withdrawn = self._withdraw(source, handovers)
                 for (stream, producer), seq in replayer.state.processed.items():
                     node.receiver.sequencer.expect(stream, producer, seq + 1)
-                    if stream in internal or stream in flow.host.coordinators:  # positions of the guests' inputs
-                        flow.state.processed[(stream, producer)] = max(seq, flow.state.processed.get(
-                            (stream, producer), -1))
-                # and the final marks of those producers that came there: the router counts them as published
-                # here now, and a member's out stream here waits for each one's end (router.py _ended_everywhere)
-                flow.state.ends.merge({"producers": {s: sorted(p) for s, p in replayer.state.ends.producers.items()
-                                                     if s in flow.host.coordinators}})
+                take_guest_inputs(replayer.state, flow.state, internal, set(flow.host.coordinators))
                 await self._take_guests(parts, guests)
             node.catalog_changed()
             node.reflector.reflect(catalog, items)
@@ -354,6 +349,18 @@ class Adopter:
                 mine.append((stream, rows, producer, seq, ""))
                 sequencer.expect(stream, producer, seq + 1)
         return mine
+
+
+def take_guest_inputs(failed: BoxStates, here: BoxStates, internal: set[str], inputs: set[str]) -> None:
+    """What the failed node's replay reached on the guests' streams, taken here: the positions of the streams
+    between the members (``internal``) and of the partitioned boxes' input streams (``inputs``), and the final
+    marks of those input streams' producers that came there.  The router counts a producer whose position it
+    holds as one that published here, and a member's out stream here waits for its end (node/router.py
+    ``_ended_everywhere``): without its final mark it would wait for good."""
+    for (stream, producer), seq in failed.processed.items():
+        if stream in internal or stream in inputs:
+            here.processed[(stream, producer)] = max(seq, here.processed.get((stream, producer), -1))
+    here.ends.merge({"producers": {s: sorted(p) for s, p in failed.ends.producers.items() if s in inputs}})
 
 
 def _open_failed(source: str, directory: Path, snapshot_url: str | None) -> _Failed:

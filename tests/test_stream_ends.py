@@ -387,3 +387,20 @@ async def test_a_producers_first_batch_that_settles_the_member_counts_as_publish
     await router.enter("Packet", [(1.0, 2)], "a", 1, "")
     await router.enter("Packet", [], "a", 2, "", final=True)
     assert [final for *_, final in sent(out, NEXT)] == [False, False, False, True]
+
+
+async def test_an_adopter_takes_the_final_marks_of_the_failed_nodes_producers_with_their_positions():
+    """A failover: the adopter takes the positions of the partitioned box's input on the failed node (its replay),
+    so the router counts producer a, which published there, as one of this node's; a's final mark came there
+    too and comes along (node/adopt.py ``take_guest_inputs``), so the out stream here ends once the end settled
+    (before the fix only the positions came: a counted as open here for good)."""
+    from boreas.node.adopt import take_guest_inputs
+
+    failed, _, replayer = member_router()
+    await replayer.enter("Packet", [(1.0, 1)], "a", 0, "")
+    await replayer.enter("Packet", [], "a", 1, "", final=True)
+    states, out, router = member_router()
+    take_guest_inputs(failed, states, set(), {"Packet"})
+    assert states.processed[("Packet", "a")] == 1
+    await router.enter("p@0", [["settled"]], "peer", 0, "")
+    assert sent(out, NEXT)[-1][2]
