@@ -59,8 +59,8 @@ from boreas.catalog.words import counted
 from boreas.wire.columns import read_columns, unwrap
 from boreas.wire.frames import ARROW, Batch, decode
 
-from .context import NodeContext
 from .box_state import BoxStates
+from .context import NodeContext
 from .cumulus.part import PartOperator
 from .cumulus.takeover import members_of, pending_for, streams_of
 from .dataflow import Dataflow
