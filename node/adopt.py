@@ -59,6 +59,7 @@ from boreas.catalog.words import counted
 from boreas.wire.columns import read_columns, unwrap
 from boreas.wire.frames import ARROW, Batch, decode
 
+from .box_state import BoxStates
 from .context import NodeContext
 from .cumulus.part import PartOperator
 from .cumulus.takeover import members_of, pending_for, streams_of
@@ -244,9 +245,7 @@ class Adopter:
                 consumers, withdrawn = self._withdraw(source, handovers)
                 for (stream, producer), seq in replayer.state.processed.items():
                     node.receiver.sequencer.expect(stream, producer, seq + 1)
-                    if stream in internal or stream in flow.host.coordinators:  # positions of the guests' inputs
-                        flow.state.processed[(stream, producer)] = max(seq, flow.state.processed.get(
-                            (stream, producer), -1))
+                take_guest_inputs(replayer.state, flow.state, internal, set(flow.host.coordinators))
                 await self._take_guests(parts, guests)
             node.catalog_changed()
             node.reflector.reflect(catalog, items)
@@ -350,6 +349,18 @@ class Adopter:
                 mine.append((stream, rows, producer, seq, ""))
                 sequencer.expect(stream, producer, seq + 1)
         return mine
+
+
+def take_guest_inputs(failed: BoxStates, here: BoxStates, internal: set[str], inputs: set[str]) -> None:
+    """What the failed node's replay reached on the guests' streams, taken here: the positions of the streams
+    between the members (``internal``) and of the partitioned boxes' input streams (``inputs``), and the final
+    marks of those input streams' producers that came there.  The router counts a producer whose position it
+    holds as one that published here, and a member's out stream here waits for its end (node/router.py
+    ``_ended_everywhere``): without its final mark it would wait for good."""
+    for (stream, producer), seq in failed.processed.items():
+        if stream in internal or stream in inputs:
+            here.processed[(stream, producer)] = max(seq, here.processed.get((stream, producer), -1))
+    here.ends.merge({"producers": {s: sorted(p) for s, p in failed.ends.producers.items() if s in inputs}})
 
 
 def _open_failed(source: str, directory: Path, snapshot_url: str | None) -> _Failed:

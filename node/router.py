@@ -165,6 +165,9 @@ class Router:
         if box:
             self._feed(box, stream, rows, (producer, seq))
         else:
+            # recorded first: a member this batch settles counts its producer as one that published here
+            # (:meth:`_ended_everywhere`), so the node's final mark waits for that producer's
+            self.states.processed[(stream, producer)] = seq  # the hot path: a plain store
             if rows:  # (a final mark alone carries none)
                 self._route(stream, rows, (producer, seq))
             elif final:  # passed on where the stream goes from here, after the producer's rows
@@ -173,7 +176,6 @@ class Router:
                 for op, name, port in self.consumers.get(stream, ()):  # (a box ordering its inputs waits for the end)
                     if name not in self.states.inputs:
                         self.emit_now(name, op.producer_ended(port, producer, self.clock.current))
-            self.states.processed[(stream, producer)] = seq  # the hot path: a plain store
             if digest:
                 self.states.digests.record(stream, producer, seq, digest)
             if final and self.states.ends.end(stream, producer, [p for s, p in self.states.processed if s == stream]):
@@ -253,9 +255,14 @@ class Router:
         the coordinators' ``Close``\\s and it settled: node/cumulus/end_marks.py): its out streams end here too,
         if no producer that published to it here is still open (a node no producer publishes to never sees its
         input end: node/stream_ends.py ``ends_unheard``).  A local box writing one of its in streams counts as
-        that stream's producer here."""
+        that stream's producer here.  A producer a coordinator here handed to another node (docs/cumulus.md
+        §6.5) does not: its publisher sends its final mark there (``Ack.moved``), and the end settled only after
+        that coordinator heard it."""
         streams = [port.stream for port in self.states.boxes[box].inputs]
-        published = {s: [p for st, p in self.states.processed if st == s] for s in streams}
+        op = self.states.operators[box]  # (a member's operator: node/cumulus/part.py ``PartOperator.moved_to``)
+        here = (None, self.endpoint)
+        published = {s: [p for st, p in self.states.processed if st == s and op.moved_to(st, p) in here]
+                     for s in streams}
         for stream in streams:
             if stream in self.producer_of:
                 published[stream].append(self.producer_of[stream])

@@ -281,6 +281,11 @@ class Member:
 
     def __init__(self, inner):
         self.inner, self.settled = inner, False
+        self.handed: dict[str, str] = {}  # producer -> the node its coordinator here handed it to (§6.5)
+        self.pending = False  # a message said the end settles at the member's next call (settle_later)
+
+    def moved_to(self, stream: str, producer: str) -> str | None:
+        return self.handed.get(producer)
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
@@ -288,7 +293,9 @@ class Member:
     def process_from(self, port: int, rows, now: float, origin):
         if port == 1:
             self.settled = self.settled or ["settled"] in [list(r) for r in rows]
+            self.pending = self.pending or ["settle_later"] in [list(r) for r in rows]
             return [(0, [(9.0, 9)])]  # its last row, emitted with the message that settles the end
+        self.settled = self.settled or self.pending  # (a member runs the messages waiting at any call)
         return self.inner.process(port, rows, now)
 
     def holds_end(self) -> bool:
@@ -339,3 +346,61 @@ async def test_a_member_whose_node_has_an_open_producer_waits_for_its_final_mark
     assert not any(final for *_, final in sent(out, NEXT))
     await router.enter("Packet", [], "a", 1, "", final=True)
     assert sent(out, NEXT)[-1][2] and sum(final for *_, final in sent(out, NEXT)) == 1
+
+
+async def test_a_member_ends_its_out_stream_though_a_producer_that_published_here_was_handed_away():
+    """A coordinator here handed producer a to a member on another node (a rebalance, docs/cumulus.md §6.5), after
+    a's batches came here: a's publisher sends its final mark there, and the end settles once that coordinator
+    heard it; b published here and ended.  The out stream ends once the end settled (before the fix it never
+    did: a counted as published here, its end never came here, and ``boreas subscribe`` waited for good)."""
+    states, out, router = member_router()
+    states.operators["p"].handed["a"] = "localhost:15002"
+    await router.enter("Packet", [(1.0, 1)], "a", 0, "")
+    await router.enter("Packet", [(1.0, 2)], "a", 1, "")
+    await router.enter("Packet", [(1.0, 3)], "b", 0, "")
+    await router.enter("Packet", [], "b", 1, "", final=True)
+    assert not any(final for *_, final in sent(out, NEXT))
+    await router.enter("p@0", [["settled"]], "peer", 0, "")
+    assert sent(out, NEXT)[-1][2] and sum(final for *_, final in sent(out, NEXT)) == 1
+
+
+async def test_a_producer_handed_to_a_member_on_this_node_is_still_waited_for():
+    """A producer handed to another member hosted on this node still sends here: its final mark is waited for."""
+    states, out, router = member_router()
+    states.operators["p"].handed["a"] = "localhost:15000"
+    await router.enter("Packet", [(1.0, 1)], "a", 0, "")
+    await router.enter("p@0", [["settled"]], "peer", 0, "")
+    assert not any(final for *_, final in sent(out, NEXT))
+    await router.enter("Packet", [], "a", 1, "", final=True)
+    assert sent(out, NEXT)[-1][2]
+
+
+async def test_a_producers_first_batch_that_settles_the_member_counts_as_published_here():
+    """The member runs the message that settles the end while it takes producer a's first batch here: a counts
+    as a producer of this node, so the final mark waits for a's and comes after all of a's rows (before the fix
+    the router recorded a's position after routing the batch, and the final mark went out before a's next
+    batch)."""
+    states, out, router = member_router()
+    await router.enter("p@0", [["settle_later"]], "peer", 0, "")
+    await router.enter("Packet", [(1.0, 1)], "a", 0, "")
+    assert states.operators["p"].settled and not any(final for *_, final in sent(out, NEXT))
+    await router.enter("Packet", [(1.0, 2)], "a", 1, "")
+    await router.enter("Packet", [], "a", 2, "", final=True)
+    assert [final for *_, final in sent(out, NEXT)] == [False, False, False, True]
+
+
+async def test_an_adopter_takes_the_final_marks_of_the_failed_nodes_producers_with_their_positions():
+    """A failover: the adopter takes the positions of the partitioned box's input on the failed node (its replay),
+    so the router counts producer a, which published there, as one of this node's; a's final mark came there
+    too and comes along (node/adopt.py ``take_guest_inputs``), so the out stream here ends once the end settled
+    (before the fix only the positions came: a counted as open here for good)."""
+    from boreas.node.adopt import take_guest_inputs
+
+    failed, _, replayer = member_router()
+    await replayer.enter("Packet", [(1.0, 1)], "a", 0, "")
+    await replayer.enter("Packet", [], "a", 1, "", final=True)
+    states, out, router = member_router()
+    take_guest_inputs(failed, states, set(), {"Packet"})
+    assert states.processed[("Packet", "a")] == 1
+    await router.enter("p@0", [["settled"]], "peer", 0, "")
+    assert sent(out, NEXT)[-1][2]

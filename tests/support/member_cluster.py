@@ -6,7 +6,8 @@ flow clock moves by :meth:`MemberCluster.tick`, and :meth:`MemberCluster.relayou
 move, split or rebalance as ``boreas move/split/rebalance`` would.  A test's subclass says what it keeps of the
 rows the box emits (:meth:`MemberCluster.emitted`).
 
-Each node's end of the box's out stream is kept as node/router.py keeps it (node/stream_ends.py): a node's
+Each node's end of the box's out stream is kept by a copy of node/router.py's rules (node/stream_ends.py), written
+here by hand, so a test through this harness does not test the router (tests/test_stream_ends.py does): a node's
 input ends when every producer that published to it ended (``producer_ended``, then ``end_of_input``); its out
 stream then ends at once, or is held while the operator ``holds_end()`` and ends after the first of its calls
 that no longer does; a node whose producers all ended, or that none published to, ends it after the first
@@ -72,8 +73,10 @@ class MemberCluster:
         if self.out_end[src] == "held" and not op.holds_end():  # (the router asks after each call: ``produce``)
             self.out_end[src] = "ended"
         elif self.out_end[src] == "open" and self.ended[src] >= self.published[src] and not op.holds_end():
-            self.out_end[src] = "ended"  # the end settled, and no producer here is open (node/router.py
-            # ``_ended_everywhere``: a node no producer publishes to)
+            self.out_end[src] = "ended"  # the end settled, and no producer here is open: a copy of node/router.py
+            # ``_ended_everywhere``'s rule (a node no producer publishes to), kept by hand; producers are pinned to
+            # their first node here (no handed-away producer), and the router's own rule is tested in
+            # tests/test_stream_ends.py, not through this harness
 
     def member_of(self, producer: str) -> int:
         """The member a producer's publisher picks before any layout change lists coordinators."""
