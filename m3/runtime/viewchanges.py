@@ -93,6 +93,41 @@ class StoreReader(Reader):
     def has(self, name: str, pattern: tuple) -> bool:
         return self.store.has(name, pattern)
 
+    def values(self, name: str, pattern: tuple, at: int) -> list:
+        return slice_values(self.store, name, pattern, at)
+
+    def count(self, name: str, pattern: tuple, at: int) -> int:
+        return slice_count(self.store, name, pattern, at)
+
+
+def slice_values(store: MapStore, name: str, pattern: tuple, at: int) -> list:
+    """The values at ``at`` of map ``name``'s entries at ``pattern`` (bound but at ``at``), now."""
+    sub = index_slice(store, name, pattern, at)
+    return [k[at] for k, n in store.match(name, pattern) if n] if sub is None else list(sub)
+
+
+def slice_count(store: MapStore, name: str, pattern: tuple, at: int) -> int:
+    """How many entries of map ``name`` match ``pattern`` (bound but at ``at``), now."""
+    sub = index_slice(store, name, pattern, at)
+    return sum(1 for _, n in store.match(name, pattern) if n) if sub is None else len(sub)
+
+
+def index_slice(store: MapStore, name: str, pattern: tuple, at: int) -> dict | None:
+    """Map ``name``'s slice at ``pattern`` (bound but at ``at``) as an index keeps it, its keys the values at
+    ``at`` in their stored form (a map keeps non-zero entries only: :mod:`.maps`), so a fold over ``at`` lists
+    or counts them without a key tuple built per entry; None where no index serves those positions."""
+    bound = _BUT.get((len(pattern), at))
+    if bound is None:
+        bound = _BUT[(len(pattern), at)] = tuple(i for i in range(len(pattern)) if i != at)
+    cut = store.cuts[name].get(bound)
+    if cut is None or len(pattern) != store.arity[name] or pattern.count(None) != 1 or pattern[at] is not None:
+        return None
+    return store.indexes[name][bound].get(cut.bound(pattern), _EMPTY)
+
+
+_BUT: dict[tuple[int, int], tuple[int, ...]] = {}  # (arity, position) -> every other position
+_EMPTY: dict = {}
+
 
 def current_reader(store: MapStore, totals=None) -> Reader:
     """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`)."""
@@ -160,6 +195,31 @@ class OldReader(Reader):
             return True
         get = self.store.getter(name)  # else: the entries now, less those the batch created
         return self.store.size(name) > sum(1 for k in changed if get(k, 0))
+
+    def values(self, name: str, pattern: tuple, at: int) -> list:
+        """The slice's values at ``at`` before the batch: those now, with the entries the batch changed in the
+        slice put back as they were (no copy of the slice's entries; ``at`` is its one unbound position, so a
+        value is one entry)."""
+        over = self._overlay(name, pattern) if self.old.get(name) else None
+        if not over:
+            return slice_values(self.store, name, pattern, at)
+        found = set(slice_values(self.store, name, pattern, at))
+        for key, v in over:
+            if v:
+                found.add(key[at])
+            else:
+                found.discard(key[at])
+        return list(found)
+
+    def count(self, name: str, pattern: tuple, at: int) -> int:
+        """The slice's count before the batch: the count now, less the entries the batch created in the slice,
+        plus those it removed."""
+        n = slice_count(self.store, name, pattern, at)
+        over = self._overlay(name, pattern) if self.old.get(name) else None
+        if over:
+            get = self.store.get
+            n += sum((v != 0) - (get(name, key) != 0) for key, v in over)
+        return n
 
     def entries(self, name: str, pattern: tuple):
         over = self._overlay(name, pattern) if self.old.get(name) else None
