@@ -116,9 +116,7 @@ def index_slice(store: MapStore, name: str, pattern: tuple, at: int) -> dict | N
     """Map ``name``'s slice at ``pattern`` (bound but at ``at``) as an index keeps it, its keys the values at
     ``at`` in their stored form (a map keeps non-zero entries only: :mod:`.maps`), so a fold over ``at`` lists
     or counts them without a key tuple built per entry; None where no index serves those positions."""
-    bound = _BUT.get((len(pattern), at))
-    if bound is None:
-        bound = _BUT[(len(pattern), at)] = tuple(i for i in range(len(pattern)) if i != at)
+    bound = _but(len(pattern), at)
     cut = store.cuts[name].get(bound)
     if cut is None or len(pattern) != store.arity[name] or pattern.count(None) != 1 or pattern[at] is not None:
         return None
@@ -126,6 +124,14 @@ def index_slice(store: MapStore, name: str, pattern: tuple, at: int) -> dict | N
 
 
 _BUT: dict[tuple[int, int], tuple[int, ...]] = {}  # (arity, position) -> every other position
+
+
+def _but(arity: int, at: int) -> tuple[int, ...]:
+    """Every key position but ``at`` (made once per arity and position: a fold's reads run per row)."""
+    bound = _BUT.get((arity, at))
+    if bound is None:
+        bound = _BUT[(arity, at)] = tuple(i for i in range(arity) if i != at)
+    return bound
 _EMPTY: dict = {}
 
 
@@ -200,7 +206,7 @@ class OldReader(Reader):
         """The slice's values at ``at`` before the batch: those now, with the entries the batch changed in the
         slice put back as they were (no copy of the slice's entries; ``at`` is its one unbound position, so a
         value is one entry)."""
-        over = self._overlay(name, pattern) if self.old.get(name) else None
+        over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
         if not over:
             return slice_values(self.store, name, pattern, at)
         found = set(slice_values(self.store, name, pattern, at))
@@ -215,7 +221,7 @@ class OldReader(Reader):
         """The slice's count before the batch: the count now, less the entries the batch created in the slice,
         plus those it removed."""
         n = slice_count(self.store, name, pattern, at)
-        over = self._overlay(name, pattern) if self.old.get(name) else None
+        over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
         if over:
             get = self.store.get
             n += sum((v != 0) - (get(name, key) != 0) for key, v in over)
@@ -233,17 +239,20 @@ class OldReader(Reader):
                 found.pop(key, None)
         return found
 
-    def _overlay(self, name: str, pattern: tuple) -> list:
-        """The entries of ``name`` matching ``pattern`` the batch changed, as ``(key, value before)``."""
-        bound = tuple(i for i, x in enumerate(pattern) if x is not None)
-        by_bound = self._slices.get((name, bound))
-        if by_bound is None:  # the changed keys of this map, by their values at the bound positions (built once)
-            by_bound = {}
+    def _overlay(self, name: str, pattern: tuple, bound: tuple[int, ...] | None = None) -> list:
+        """The entries of ``name`` matching ``pattern`` the batch changed, as ``(key, value before)`` (``bound``:
+        the pattern's bound positions, when the caller knows them)."""
+        if bound is None:
+            bound = tuple(i for i, x in enumerate(pattern) if x is not None)
+        found = self._slices.get((name, bound))
+        if found is None:  # the changed keys of this map, by their values at the bound positions (built once)
+            by_bound: dict = {}
             unpack = self.store.unpack
             part = itemgetter(*bound) if len(bound) > 1 else (lambda key: (key[bound[0]],)) if bound else \
                 (lambda key: ())
             for k, v in self.old[name].items():
                 key = unpack(name, k)
                 by_bound.setdefault(part(key), []).append((key, v))
-            self._slices[(name, bound)] = by_bound
-        return by_bound.get(tuple([pattern[i] for i in bound]), [])
+            found = self._slices[(name, bound)] = (by_bound, part)
+        by_bound, part = found
+        return by_bound.get(part(pattern), [])
