@@ -162,6 +162,9 @@ class _Source:
         same = self.reads.get(("o", e))
         if same is not None:  # the same aggregate read twice (AVG's COUNT beside a HAVING's)
             return same
+        one = key.count("None") == 1  # one own position: the reader lists (or counts) the slice's values there
+        if one and e.kind == "COUNT":
+            return self.read("n", e.ref.name, key, key.index("None"))
         binds: dict[str, tuple[str, int]] = {}  # own variable -> (its local, the key position it is read from)
         for i, a in enumerate(e.ref.args):  # an own variable at two positions: the last one's value
             if isinstance(a, Var) and a.name in own:
@@ -173,9 +176,13 @@ class _Source:
             return None
         out = self.local("o")
         self.lines.append(f"{self.indent}{out} = []")
-        self.lines.append(f"{self.indent}for k, n in items(entries({e.ref.name!r}, {_display(key)})):")
-        self.lines.append(f"{self.indent}    if n:")
-        self.lines.extend(f"{self.indent}        {w} = k[{i}]" for w, i in binds.values())
+        if one:
+            (w, i), = binds.values()
+            self.lines.append(f"{self.indent}for {w} in values({e.ref.name!r}, {_display(key)}, {i}):")  # the body
+        else:
+            self.lines.append(f"{self.indent}for k, n in items(entries({e.ref.name!r}, {_display(key)})):")
+            self.lines.append(f"{self.indent}    if n:")
+            self.lines.extend(f"{self.indent}        {w} = k[{i}]" for w, i in binds.values())
         self.lines.extend(inner.lines)
         self.lines.append(f"{self.indent}        {out}.append({got})")
         fold = {"MIN": "min", "MAX": "max"}.get(e.kind, "sum")
