@@ -113,14 +113,14 @@ def slice_count(store: MapStore, name: str, pattern: tuple, at: int) -> int:
 
 
 def index_slice(store: MapStore, name: str, pattern: tuple, at: int) -> dict | None:
-    """Map ``name``'s slice at ``pattern`` (bound but at ``at``) as an index keeps it, its keys the values at
-    ``at`` in their stored form (a map keeps non-zero entries only: :mod:`.maps`), so a fold over ``at`` lists
-    or counts them without a key tuple built per entry; None where no index serves those positions."""
-    bound = _but(len(pattern), at)
-    cut = store.cuts[name].get(bound)
-    if cut is None or len(pattern) != store.arity[name] or pattern.count(None) != 1 or pattern[at] is not None:
+    """Map ``name``'s slice at ``pattern`` (bound at every position but ``at``, as a fold's compiled read gives
+    it) as an index keeps it, its keys the values at ``at`` in their stored form (a map keeps non-zero entries
+    only: :mod:`.maps`), so a fold over ``at`` lists or counts them without a key tuple built per entry; None
+    where no index serves those positions.  Runs per fold per row: the index found once per map and position."""
+    found = store.cuts[name].get(_BUT.get((len(pattern), at)) or _but(len(pattern), at))
+    if found is None or len(pattern) != store.arity[name]:
         return None
-    return store.indexes[name][bound].get(cut.bound(pattern), _EMPTY)
+    return store.indexes[name][found.pos].get(found.bound(pattern), _EMPTY)
 
 
 _BUT: dict[tuple[int, int], tuple[int, ...]] = {}  # (arity, position) -> every other position
