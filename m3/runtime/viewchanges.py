@@ -93,6 +93,47 @@ class StoreReader(Reader):
     def has(self, name: str, pattern: tuple) -> bool:
         return self.store.has(name, pattern)
 
+    def values(self, name: str, pattern: tuple, at: int) -> list:
+        return slice_values(self.store, name, pattern, at)
+
+    def count(self, name: str, pattern: tuple, at: int) -> int:
+        return slice_count(self.store, name, pattern, at)
+
+
+def slice_values(store: MapStore, name: str, pattern: tuple, at: int) -> list:
+    """The values at ``at`` of map ``name``'s entries at ``pattern`` (bound but at ``at``), now."""
+    sub = index_slice(store, name, pattern, at)
+    return [k[at] for k, n in store.match(name, pattern) if n] if sub is None else list(sub)
+
+
+def slice_count(store: MapStore, name: str, pattern: tuple, at: int) -> int:
+    """How many entries of map ``name`` match ``pattern`` (bound but at ``at``), now."""
+    sub = index_slice(store, name, pattern, at)
+    return sum(1 for _, n in store.match(name, pattern) if n) if sub is None else len(sub)
+
+
+def index_slice(store: MapStore, name: str, pattern: tuple, at: int) -> dict | None:
+    """Map ``name``'s slice at ``pattern`` (bound at every position but ``at``, as a fold's compiled read gives
+    it) as an index keeps it, its keys the values at ``at`` in their stored form (a map keeps non-zero entries
+    only: :mod:`.maps`), so a fold over ``at`` lists or counts them without a key tuple built per entry; None
+    where no index serves those positions.  Runs per fold per row: the index found once per map and position."""
+    found = store.cuts[name].get(_BUT.get((len(pattern), at)) or _but(len(pattern), at))
+    if found is None or len(pattern) != store.arity[name]:
+        return None
+    return store.indexes[name][found.pos].get(found.bound(pattern), _EMPTY)
+
+
+_BUT: dict[tuple[int, int], tuple[int, ...]] = {}  # (arity, position) -> every other position
+
+
+def _but(arity: int, at: int) -> tuple[int, ...]:
+    """Every key position but ``at`` (made once per arity and position: a fold's reads run per row)."""
+    bound = _BUT.get((arity, at))
+    if bound is None:
+        bound = _BUT[(arity, at)] = tuple(i for i in range(arity) if i != at)
+    return bound
+_EMPTY: dict = {}
+
 
 def current_reader(store: MapStore, totals=None) -> Reader:
     """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`)."""
@@ -161,6 +202,31 @@ class OldReader(Reader):
         get = self.store.getter(name)  # else: the entries now, less those the batch created
         return self.store.size(name) > sum(1 for k in changed if get(k, 0))
 
+    def values(self, name: str, pattern: tuple, at: int) -> list:
+        """The slice's values at ``at`` before the batch: those now, with the entries the batch changed in the
+        slice put back as they were (no copy of the slice's entries; ``at`` is its one unbound position, so a
+        value is one entry)."""
+        over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
+        if not over:
+            return slice_values(self.store, name, pattern, at)
+        found = set(slice_values(self.store, name, pattern, at))
+        for key, v in over:
+            if v:
+                found.add(key[at])
+            else:
+                found.discard(key[at])
+        return list(found)
+
+    def count(self, name: str, pattern: tuple, at: int) -> int:
+        """The slice's count before the batch: the count now, less the entries the batch created in the slice,
+        plus those it removed."""
+        n = slice_count(self.store, name, pattern, at)
+        over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
+        if over:
+            get = self.store.get
+            n += sum((v != 0) - (get(name, key) != 0) for key, v in over)
+        return n
+
     def entries(self, name: str, pattern: tuple):
         over = self._overlay(name, pattern) if self.old.get(name) else None
         if not over:  # the batch changed no entry of this slice: it is as it is now
@@ -173,17 +239,20 @@ class OldReader(Reader):
                 found.pop(key, None)
         return found
 
-    def _overlay(self, name: str, pattern: tuple) -> list:
-        """The entries of ``name`` matching ``pattern`` the batch changed, as ``(key, value before)``."""
-        bound = tuple(i for i, x in enumerate(pattern) if x is not None)
-        by_bound = self._slices.get((name, bound))
-        if by_bound is None:  # the changed keys of this map, by their values at the bound positions (built once)
-            by_bound = {}
+    def _overlay(self, name: str, pattern: tuple, bound: tuple[int, ...] | None = None) -> list:
+        """The entries of ``name`` matching ``pattern`` the batch changed, as ``(key, value before)`` (``bound``:
+        the pattern's bound positions, when the caller knows them)."""
+        if bound is None:
+            bound = tuple(i for i, x in enumerate(pattern) if x is not None)
+        found = self._slices.get((name, bound))
+        if found is None:  # the changed keys of this map, by their values at the bound positions (built once)
+            by_bound: dict = {}
             unpack = self.store.unpack
             part = itemgetter(*bound) if len(bound) > 1 else (lambda key: (key[bound[0]],)) if bound else \
                 (lambda key: ())
             for k, v in self.old[name].items():
                 key = unpack(name, k)
                 by_bound.setdefault(part(key), []).append((key, v))
-            self._slices[(name, bound)] = by_bound
-        return by_bound.get(tuple([pattern[i] for i in bound]), [])
+            found = self._slices[(name, bound)] = (by_bound, part)
+        by_bound, part = found
+        return by_bound.get(part(pattern), [])
