@@ -6,7 +6,8 @@ lives here once, so a generated module is small and the API the Python side
 calls (:data:`.crt_api.CDEF`) is identical for all programs (one ``cffi``
 declaration).  :data:`SOURCE` is this module's types and maps with the value
 helpers of :mod:`.crt_values` between them (they read the types, the maps'
-code does not read them) and the exported API of :mod:`.crt_api` after them.
+code does not read them), the update queue of :mod:`.crt_queue` (it calls the
+maps' updates) and the exported API of :mod:`.crt_api` after them.
 
 Layout of a map: an entry *pool* of records addressed by int32 entry ids,
 freed ids reused: a record is the key (``arity`` int64 — INT, DATE as a day
@@ -39,6 +40,7 @@ syncs (capped: past the cap the map is marked for a full reload instead).
 """
 
 from .crt_api import API
+from .crt_queue import QUEUE
 from .crt_values import VALUES
 
 _TYPES = r"""
@@ -121,14 +123,12 @@ static inline int64_t tab_find(const map_t *m, const index_t *t, const int64_t *
 #endif
 /* hints for a row a few ahead (the trigger loops call them, see ctrigger): the slot key k hashes to, then the
    entry that slot names (its key and value), so the row's own lookup finds them in cache.  Only reads. */
-static inline void pf_slot(const index_t *t, const int64_t *k) {
-    if (t->cap) PF(&t->slots[hkey(k, t) & (t->cap - 1)]);
-}
+static inline void pf_slot_h(const index_t *t, uint32_t h) { if (t->cap) PF(&t->slots[h & (t->cap - 1)]); }
+static inline void pf_slot(const index_t *t, const int64_t *k) { if (t->cap) pf_slot_h(t, hkey(k, t)); }
 
 /* the entry whose hash is k's within a short probe of its first slot (or -1): a hint's guess, keys not compared */
-static inline int32_t pf_peek(const index_t *t, const int64_t *k) {
+static inline int32_t pf_peek_h(const index_t *t, uint32_t h) {
     if (!t->cap) return -1;
-    uint32_t h = hkey(k, t);
     int64_t mask = t->cap - 1, s = h & mask;
     for (int i = 0; i < 4; i++, s = (s + 1) & mask) {
         slot_t sl = t->slots[s];
@@ -138,9 +138,12 @@ static inline int32_t pf_peek(const index_t *t, const int64_t *k) {
     return -1;
 }
 
-static inline void pf_entry(const map_t *m, const index_t *t, const int64_t *k) {
-    int32_t id = pf_peek(t, k);
+static inline void pf_entry_h(const map_t *m, const index_t *t, uint32_t h) {
+    int32_t id = pf_peek_h(t, h);
     if (id >= 0) { const int64_t *r = ENT(m, id); PF(r); PF(r + m->arity); }  /* a record may span two lines */
+}
+static inline void pf_entry(const map_t *m, const index_t *t, const int64_t *k) {
+    if (t->cap) pf_entry_h(m, t, hkey(k, t));
 }
 
 static int tab_grow(index_t *t) {
@@ -286,8 +289,8 @@ static int journal(rt_t *rt, map_t *m, const int64_t *k, val_t old) {
 static inline int64_t map_get_i(const map_t *m, const int64_t *k) { int32_t e = map_find(m, k); return e < 0 ? 0 : VAL(m, e).i; }
 static inline double map_get_d(const map_t *m, const int64_t *k) { int32_t e = map_find(m, k); return e < 0 ? 0.0 : VAL(m, e).d; }
 
-static int map_add_i(rt_t *rt, map_t *m, const int64_t *k, int64_t d) {
-    uint32_t h = hkey(k, &m->prim);
+/* map_add_i / map_add_d with the key's hash in the primary table already known */
+static int map_add_i_h(rt_t *rt, map_t *m, const int64_t *k, int64_t d, uint32_t h) {
     int32_t e = map_find_h(m, k, h);
     val_t o; o.i = e < 0 ? 0 : VAL(m, e).i;
     int64_t n;
@@ -298,8 +301,7 @@ static int map_add_i(rt_t *rt, map_t *m, const int64_t *k, int64_t d) {
     return 0;
 }
 
-static int map_add_d(rt_t *rt, map_t *m, const int64_t *k, double d) {
-    uint32_t h = hkey(k, &m->prim);
+static int map_add_d_h(rt_t *rt, map_t *m, const int64_t *k, double d, uint32_t h) {
     int32_t e = map_find_h(m, k, h);
     val_t o; if (e < 0) o.i = 0; else o = VAL(m, e);
     double n = o.d + d;
@@ -309,45 +311,8 @@ static int map_add_d(rt_t *rt, map_t *m, const int64_t *k, double d) {
     return 0;
 }
 
-/* Deferred updates, applied in batches (see ctrigger): a trigger that never reads a map it updates queues those
-   updates, in order, and applies the queue when it is full and when the trigger ends.  Applying a queue hints every
-   update's slot to the cache, then every update's entry, then does them in order, so its ~UPD_BATCH cache misses
-   overlap instead of coming one after another; each map sees the same updates in the same order as without the
-   queue (the same journal, the same sums).  A failure leaves the trigger, and the batch is rolled back, as before. */
-#define UPD_BATCH 32
-typedef struct { map_t *m; int isd; val_t d; int64_t k[16]; } upd_t;
-typedef struct { int n; upd_t u[UPD_BATCH]; } updq_t;
-
-static int upd_flush(rt_t *rt, updq_t *q) {
-    int n = q->n;
-    q->n = 0;
-    for (int i = 0; i < n; i++) {
-        const map_t *m = q->u[i].m;
-        pf_slot(&m->prim, q->u[i].k);
-        for (int j = 0; j < m->nidx; j++) pf_slot(&m->idx[j], q->u[i].k);
-    }
-    for (int i = 0; i < n; i++) {
-        const map_t *m = q->u[i].m;
-        pf_entry(m, &m->prim, q->u[i].k);
-        for (int j = 0; j < m->nidx; j++) pf_entry(m, &m->idx[j], q->u[i].k);
-    }
-    for (int i = 0; i < n; i++) {
-        upd_t *u = &q->u[i];
-        int rc = u->isd ? map_add_d(rt, u->m, u->k, u->d.d) : map_add_i(rt, u->m, u->k, u->d.i);
-        if (rc) return rc;
-    }
-    return 0;
-}
-
-/* queue an update (the key's arity columns copied); a full queue is applied at once */
-static inline int upd_push(rt_t *rt, updq_t *q, map_t *m, const int64_t *k, int isd, val_t d) {
-    upd_t *u = &q->u[q->n++];
-    u->m = m; u->isd = isd; u->d = d;
-    memcpy(u->k, k, sizeof(int64_t) * m->arity);
-    return q->n == UPD_BATCH ? upd_flush(rt, q) : 0;
-}
-static inline int upd_d(rt_t *rt, updq_t *q, map_t *m, const int64_t *k, double d) { val_t v; v.d = d; return upd_push(rt, q, m, k, 1, v); }
-static inline int upd_i(rt_t *rt, updq_t *q, map_t *m, const int64_t *k, int64_t d) { val_t v; v.i = d; return upd_push(rt, q, m, k, 0, v); }
+static int map_add_i(rt_t *rt, map_t *m, const int64_t *k, int64_t d) { return map_add_i_h(rt, m, k, d, hkey(k, &m->prim)); }
+static int map_add_d(rt_t *rt, map_t *m, const int64_t *k, double d) { return map_add_d_h(rt, m, k, d, hkey(k, &m->prim)); }
 
 static void map_init(map_t *m, int arity, int isfloat, double eps) {
     memset(m, 0, sizeof(*m));
@@ -382,4 +347,4 @@ static void map_empty(map_t *m) {
 }
 """
 
-SOURCE = _TYPES + VALUES + _MAPS + API
+SOURCE = _TYPES + VALUES + _MAPS + QUEUE + API
