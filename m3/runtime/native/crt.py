@@ -96,6 +96,9 @@ static inline uint32_t hkey(const int64_t *k, const index_t *t) {
     return (uint32_t)(h ^ (h >> 32));
 }
 
+/* a key of a few columns copied inline: memcpy of a size known only at run time is a call into libc */
+static inline void kcopy(int64_t *d, const int64_t *s, int n) { for (int i = 0; i < n; i++) d[i] = s[i]; }
+
 static inline int same_key(const map_t *m, int32_t e, const int64_t *k, const index_t *t) {
     const int64_t *ek = ENT(m, e);
     for (int i = 0; i < t->npos; i++) if (ek[t->pos[i]] != k[t->pos[i]]) return 0;
@@ -223,7 +226,7 @@ static int entry_insert(map_t *m, const int64_t *k, val_t v, uint32_t h) {
     int32_t e;
     if (m->nfree) e = m->freelist[--m->nfree];
     else { if (m->ptop == m->pcap && pool_grow(m)) return -1; e = (int32_t)m->ptop++; }
-    memcpy(ENT(m, e), k, sizeof(int64_t) * m->arity);
+    kcopy(ENT(m, e), k, m->arity);
     VAL(m, e) = v; m->live[e] = 1;
     m->hash[e] = h;
     int r = tab_insert(&m->prim, h, e);
@@ -280,7 +283,7 @@ static int journal(rt_t *rt, map_t *m, const int64_t *k, val_t old) {
         int64_t *j = realloc(m->jw, sizeof(int64_t) * cap); if (!j) return -1;
         m->jw = j; m->jwcap = cap;
     }
-    memcpy(m->jw + m->jwn, k, sizeof(int64_t) * m->arity);
+    kcopy(m->jw + m->jwn, k, m->arity);
     m->jw[m->jwn + m->arity] = old.i;
     m->jwn += rec;
     return 0;

@@ -63,7 +63,7 @@ static int upd_flush(rt_t *rt, updq_t *q) {
 static inline int upd_push(rt_t *rt, updq_t *q, map_t *m, const int64_t *k, int isd, val_t d) {
     upd_t *u = &q->u[q->n++];
     u->m = m; u->isd = isd; u->d = d;
-    memcpy(u->k, k, sizeof(int64_t) * m->arity);
+    kcopy(u->k, k, m->arity);
     return q->n == UPD_BATCH ? upd_flush(rt, q) : 0;
 }
 static inline int upd_d(rt_t *rt, updq_t *q, map_t *m, const int64_t *k, double d) { val_t v; v.d = d; return upd_push(rt, q, m, k, 1, v); }
