@@ -22,11 +22,7 @@ True
 """
 
 QUEUE = r"""
-/* Deferred updates, applied in batches (see ctrigger): a trigger that never reads a map it updates queues those
-   updates, in order, and applies the queue when it is full and when the trigger ends.  Applying a queue hints every
-   update's slot to the cache, then every update's entry, then does them in order, so its ~UPD_BATCH cache misses
-   overlap instead of coming one after another; each map sees the same updates in the same order as without the
-   queue (the same journal, the same sums).  A failure leaves the trigger, and the batch is rolled back, as before. */
+/* updates of maps the trigger never reads, queued in order and applied UPD_BATCH at a time (see above) */
 #define UPD_BATCH 32
 /* h: the key's hash in m's primary table, hashed as it was then (ident) */
 typedef struct { map_t *m; int isd, ident; uint32_t h; val_t d; int64_t k[16]; } upd_t;
