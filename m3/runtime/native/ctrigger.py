@@ -129,9 +129,8 @@ def deferred_maps(statements: tuple[Statement, ...]) -> frozenset[str]:
     ``upd_flush``), whose cache misses overlap.  Why only these: a statement that reads a map must see the
     updates of the rows before it, so a map read anywhere in the trigger is updated at once, as the Python
     backend does; a map only written sees the same updates in the same order either way."""
-    out = statement_groups(statements)
-    reads = {r.name for (_, _, refs), _ in out for r in refs}
-    return frozenset(target.name for (target, _, _), _ in out) - reads
+    reads = {n.name for s in statements for n in walk(s.expr) if isinstance(n, MapRef)}  # every reference read
+    return frozenset(s.target.name for s in statements) - reads
 
 
 def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_guards, refs, scalar_lists) -> None:
