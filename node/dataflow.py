@@ -112,7 +112,7 @@ class Dataflow:
         return self.task.progress
 
     @property
-    def schemas(self) -> dict[str, Schema]:
+    def schemas(self) -> Mapping[str, Schema]:
         return self.host.schemas
 
     @property
