@@ -166,7 +166,7 @@ class BoxStates:
         37); ``boxes`` then needs only those of them it declares, and the
         broken ones must be among them (they are tried again).
         """
-        rebuild = set(rebuild) & set(self.operators)
+        rebuild = {name for name in rebuild if name in self.operators}
         keep_state = set(keep_state) | rebuild
         kept = {name: self.operators[name].state() for name in keep_state if name in self.operators}
         if only is None:
