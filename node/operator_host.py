@@ -74,7 +74,8 @@ class OperatorHost:
         # follow <input> watermarks), by box in the operators' order: not every box, per update (issue 37).
         self.special: dict[str, Operator] = {}
 
-    def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = ()) -> None:
+    def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = (),
+                    touched: tuple[Catalog, Mapping[str, set[str]]] | None = None) -> None:
         """Follow a new local catalog: keep unchanged boxes (and their state), build new ones.
 
         Boxes named in ``keep_state`` carry their state over even though their
@@ -82,12 +83,18 @@ class OperatorHost:
         When ``catalog`` is the candidate the last :meth:`refusals` checked from
         the keys its update wrote, only the boxes it changed are built and
         routed (node/slice_change.py), and the node's other walks go over its
-        few special operators (:attr:`special`), not every box.
+        few special operators (:attr:`special`), not every box; so it is when
+        ``touched`` (:attr:`LocalCatalog.touched`: a change the node made
+        itself, a box moved or a filter inserted) was written over the
+        catalog followed last.
         """
+        keys = touched[1] if touched is not None and touched[0] is self.index.catalog else None
         only = self.change[1] if self.change is not None and self.change[0] is catalog else None
+        if only is None and keys is not None:
+            only = changed_boxes(catalog, keys, self.states.boxes, self.states.broken)
         if only is not None and keep_state:
             only = [*only, *(n for n in keep_state if n not in only)]
-        self.index = self._checked(catalog)
+        self.index = self._checked(catalog, keys)
         boxes = self._bound(catalog) if only is None else _bound_only(catalog, only)
         self.checked = self.bound = self.change = None
         # (a slice with problems, such as one mid-move, is inferred as before: the index is exact for valid ones)
