@@ -80,7 +80,10 @@ class Nodes:
         except UpdateRejected:
             self.refused += 1
             return
-        if own:
+        if own:  # (a node makes only changes it can run: a candidate whose boxes cannot be built is not one)
+            if self.oracle.refusals(candidate, source):
+                self.refused += 1
+                return
             self.flow.reconfigure(self.local.apply(update, candidate), touched=self.local.touched)
         else:
             problems = self.flow.refusals(candidate, source, touched=self.local.touched)
