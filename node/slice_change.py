@@ -9,7 +9,9 @@ so the node checks, builds and routes only those (issue 37: a node of a
 100,000-box catalog holds 5,000 boxes, and a one-box update walked them all
 several times).  :func:`changed_boxes` names them, in the order a walk over
 every box would meet them (new boxes last, in the catalog's order: the
-order of a stream's consumers depends on it, node/routes.py), or answers
+order of a stream's consumers depends on it, node/routes.py: the last keys
+of a plain dict, or the one new box; several new ones in a mapping of
+another order are found by a walk over the boxes), or answers
 None when the update wrote what a box's build depends on besides its own
 declaration (a table box is built with its table and schema, a partitioned
 box with its partition): then the node walks every box, as before.
@@ -48,9 +50,10 @@ def changed_boxes(after: Catalog, touched: Mapping[str, Collection[str]], held: 
     names = set(touched.get("boxes", ())) | set(broken)
     present = after.boxes
     new = {n for n in names if n not in held and n in present}
-    tail = list(islice(reversed(present), len(new)))
-    if set(tail) != new:  # (a box not held though not new here: in the catalog's order, found by a walk)
+    if type(present) is dict:  # (a plain dict lists the keys last written last)
+        tail = list(islice(reversed(present), len(new)))[::-1]
+    else:  # (a layered one keeps a key written again in its old place: one new box needs no order)
+        tail = list(new) if len(new) < 2 else []
+    if set(tail) != new:  # (not the last ones written, or several in a layered mapping: found by a walk)
         tail = [n for n in present if n in new]
-    else:
-        tail.reverse()
     return sorted(names - new) + tail  # (changed or gone, each keeping its place; then the new ones)
