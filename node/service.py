@@ -246,7 +246,7 @@ class NodeService(NodeApi):
         boxes in ``keep_state`` keep their state though their declaration changed.
         """
         catalog = self.local.apply(Update("local change", self.local.version, self.endpoint, items=items))
-        self.dataflow.reconfigure(catalog, keep_state)
+        self.dataflow.reconfigure(catalog, keep_state, touched=self.local.touched)  # (by the keys it wrote)
         self.catalog_changed()
         self.reflector.reflect(catalog, items if reflect is None else reflect)
         return catalog.version

@@ -122,6 +122,7 @@ IN_PROCESS = (
     "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh
     "test_touched_updates.py",               # a commit's feed items and UI changes from its keys against comparing all
+    "test_node_change_cost.py",              # a node's update applied by its keys against following every box
     "test_nexmark_gen.py", "test_nexmark.py",  # the Nexmark bench's generator and queries (m3 boxes fed by hand)
     "test_head_resync.py",                   # the resync rule on an in-process Head and node (its cluster test: slow)
     "test_input_declared_output.py",         # an <input> of a box's stream as its schema's declaration, in process
