@@ -62,6 +62,15 @@ class WindowedPartOperator(PartOperator):
                                          for port, wp in ports.items()})  # (a SESSION port has no copies)
         self._times = {port: wp.time for port, wp in ports.items()}  # each windowed port's event time column
         self.closing = Closing.of(self.plan, self.error)
+        # a member a layout change adds starts from its sources' frontier (else its first epoch's rows, and the
+        # entries copied to it, would be judged against -inf: late rows kept, closed windows emitted again)
+        self.parts.changes.copier.carry = lambda: {"event_time": self.event_time.state()}
+        self.parts.changes.take_carried = self._carried
+
+    def _carried(self, carried: list[dict]) -> None:
+        """The sources' frontiers of a layout change, before its entries merge here (and are indexed)."""
+        for c in carried:
+            self.event_time.join(c.get("event_time") or {})
 
     # -- the data plane --------------------------------------------------------------------
 

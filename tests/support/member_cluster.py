@@ -48,6 +48,7 @@ class MemberCluster:
         self.ended: list[set[str]] = [set() for _ in nodes]  # ... and those whose final mark came
         self.out_end: list[str] = ["open"] * members  # per node, its out stream: "open", "held" or "ended"
         self.after_final: list[tuple[int, object]] = []  # (node, rows) emitted after the node's out stream ended
+        self.publishers = members  # the nodes producers publish to (a grown node gets no producer)
 
     def emitted(self, member: int, rows) -> None:
         """Rows the box emitted on its out stream at ``member`` (a subclass keeps what its test compares)."""
@@ -77,7 +78,7 @@ class MemberCluster:
 
     def member_of(self, producer: str) -> int:
         """The member a producer's publisher picks before any layout change lists coordinators."""
-        return zlib.crc32(producer.encode()) % len(self.members)
+        return zlib.crc32(producer.encode()) % self.publishers
 
     def publish(self, producer: str, seq: int, batch) -> None:
         member = self.member_of(producer)
@@ -164,6 +165,30 @@ class MemberCluster:
         fresh = part_operator(self.box, [self.schema], self.outputs, self.partition, op.endpoint)
         fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.now)
         self.members[member] = fresh
+
+    def grow(self, node: str) -> int:
+        """A node appended to the partition, as a resubmitted ``<partition>`` does (docs/cumulus.md §6.4, as
+        tests/support/cumulus_sim.py's): every member follows the catalog in place; the new member joins at the
+        first layout change that names it (:meth:`move`)."""
+        old = self.members[0].partition
+        partition = dataclasses.replace(old, nodes=(*old.nodes, node), members=len(old.layout_nodes),
+                                        coordinators=len(old.modulo_nodes))
+        for op in self.operators().values():
+            assert op.follows(partition)
+            op.partition = partition  # (as the dataflow does once an operator follows)
+        self.members.append(part_operator(self.box, [self.schema], self.outputs, partition, node))
+        self.published.append(set())
+        self.ended.append(set())
+        self.out_end.append("open")
+        return len(self.members) - 1
+
+    def move(self, segment: int, to: int) -> None:
+        """Ask the leader to move ``segment`` to member ``to`` (maybe a member :meth:`grow` added)."""
+        leader = self.members[0]
+        assert leader.relayout_busy() is None
+        self.relayouts += 1
+        new = changes.move(leader.joinable_layout(), segment, to)
+        self._collect(0, leader.process(1, [msg.request(f"change/{self.relayouts}", new.to_dict())], self.now))
 
     def fail_over(self, member: int, to: int) -> None:
         """Member ``member``'s node fails; ``to``'s node hosts it as a guest from its state (docs/cumulus.md §6.3,
