@@ -261,7 +261,7 @@ class JoinPartOperator(WindowedPartOperator):
         super().__init__(box, inputs, outputs, partition, endpoint, member, host)
         assert self.plan.stages is not None
         self.stages = StageEmit(self.plan.stages, self.outputs[0])
-        self.gather = Gathered()  # (member 0's; empty on the others)
+        self.gather = Gathered.of(v for _, v, _, _ in self.closing.views)  # (member 0's; empty on the others)
 
     def passed_close(self, coordinator: int, marks: list) -> None:
         """The frontier moved: this member's closed leaf rows go to member 0 (its own are offered there), and
@@ -279,6 +279,7 @@ class JoinPartOperator(WindowedPartOperator):
                 leaves[view.name] = rows
         self.runtime.remove_at_most(self.closing.bounds(frontier))
         self.event_time.closed = frontier
+        leaves = self.gather.encode(leaves)  # (as a message carries them, and member 0's state)
         if self.member == 0:
             self.gather.offer(frontier, 0, leaves, members=self.place.members)
             self._evaluate()

@@ -48,6 +48,7 @@ class MemberCluster:
         self.ended: list[set[str]] = [set() for _ in nodes]  # ... and those whose final mark came
         self.out_end: list[str] = ["open"] * members  # per node, its out stream: "open", "held" or "ended"
         self.after_final: list[tuple[int, object]] = []  # (node, rows) emitted after the node's out stream ended
+        self.wire = False  # whether messages between members pass through msgpack, as on a real link
         self.publishers = members  # the nodes producers publish to (a grown node gets no producer)
 
     def emitted(self, member: int, rows) -> None:
@@ -105,7 +106,10 @@ class MemberCluster:
         src, dst = self.rng.choice(busy)
         op = self.members[dst]
         inbound = op.internal_streams().inputs[f"{self.box.name}@{dst}"]
-        self._collect(dst, op.process(inbound, self.links[(src, dst)].popleft(), self.now))
+        batch = self.links[(src, dst)].popleft()
+        if self.wire:
+            batch = msgspec.msgpack.decode(msgspec.msgpack.encode(batch))
+        self._collect(dst, op.process(inbound, batch, self.now))
         return True
 
     def operators(self) -> dict[int, object]:
