@@ -202,21 +202,6 @@ def test_a_partitioning_that_splits_a_session_is_refused_saying_why():
         plan(by_window, None)  # the view's groups span bidders: its entries are not a bidder's member's
 
 
-def _moved_to_a_new_member(cluster: Cluster, bidder: int, coordinator: int) -> int:
-    """Grow the partition by a node and move the segment holding ``bidder`` to it; return once ``coordinator``
-    stamps with the change's first epoch (the new member has passed no Close yet)."""
-    new = cluster.grow(f"n{len(cluster.members)}:1")
-    seg = next(s for s in cluster.members[0].latest_layout.segments if s.lo <= slot(bidder) < s.hi)
-    cluster.move(seg.id, new)
-    for _ in range(100_000):
-        p = cluster.members[0].parts.changes.pending
-        if p is not None and p.first is not None and cluster.members[coordinator].parts.coordinator.epoch >= p.first:
-            return new
-        if not cluster.deliver_one():
-            cluster.tick(0.01)
-    raise AssertionError("the change did not flip")
-
-
 @pytest.mark.parametrize("text", [None, GROUP_WINDOW], ids=["tvf", "q11form"])
 def test_a_member_joining_by_a_move_drops_a_late_row_as_the_one_node_box_does(text):
     """A member a move adds starts with the frontier its sources closed up to (their final chunks carry it):
@@ -228,7 +213,7 @@ def test_a_member_joining_by_a_move_drops_a_late_row_as_the_one_node_box_does(te
     cluster.tick(0.2)
     cluster.settle()  # the frontier: 1700; every session of bidders 0..9 closed
     assert sorted(row for _, row in cluster.out) == sorted(one.out) and len(one.out) == 10
-    _moved_to_a_new_member(cluster, 5, cluster.member_of("p0"))
+    cluster.move_to_a_new_node(slot(5), cluster.member_of("p0"))  # bidder 5's segment
     cluster.publish("p0", 2, [(5, 7, 100)])  # behind the frontier, in no open session of bidder 5: late
     one.publish("p0", 2, [(5, 7, 100)], cluster.now)
     cluster.settle(relayouts_too=True)

@@ -68,7 +68,7 @@ class Gathered:
         return out
 
     def offer(self, step: float, member: int, leaves: Leaves, members: int | None = None) -> None:
-        """``member``'s leaf rows closed at ``step`` (:meth:`encode`\'s form); ``members``: member 0's own, with
+        """``member``'s leaf rows closed at ``step`` (in :meth:`encode`'s form); ``members``: member 0's own, with
         how many there are."""
         if step <= self.done:
             return

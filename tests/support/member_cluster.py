@@ -186,13 +186,23 @@ class MemberCluster:
         self.out_end.append("open")
         return len(self.members) - 1
 
-    def move(self, segment: int, to: int) -> None:
-        """Ask the leader to move ``segment`` to member ``to`` (maybe a member :meth:`grow` added)."""
+    def move_to_a_new_node(self, slot: int, coordinator: int) -> int:
+        """:meth:`grow` by a node and ask the leader to move the segment holding ``slot`` to it; return the new
+        member once ``coordinator`` stamps with the change's first epoch (the new member passed no Close yet)."""
+        new = self.grow(f"n{len(self.members)}:1")
         leader = self.members[0]
         assert leader.relayout_busy() is None
+        seg = next(s for s in leader.latest_layout.segments if s.lo <= slot < s.hi)
         self.relayouts += 1
-        new = changes.move(leader.joinable_layout(), segment, to)
-        self._collect(0, leader.process(1, [msg.request(f"change/{self.relayouts}", new.to_dict())], self.now))
+        layout = changes.move(leader.joinable_layout(), seg.id, new)
+        self._collect(0, leader.process(1, [msg.request(f"change/{self.relayouts}", layout.to_dict())], self.now))
+        for _ in range(100_000):
+            p = leader.parts.changes.pending
+            if p is not None and p.first is not None and self.members[coordinator].parts.coordinator.epoch >= p.first:
+                return new
+            if not self.deliver_one():
+                self.tick(0.01)
+        raise AssertionError("the change did not flip")
 
     def fail_over(self, member: int, to: int) -> None:
         """Member ``member``'s node fails; ``to``'s node hosts it as a guest from its state (docs/cumulus.md §6.3,
