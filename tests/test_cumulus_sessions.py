@@ -200,6 +200,8 @@ def test_a_partitioning_that_splits_a_session_is_refused_saying_why():
     by_window = sql().replace("SELECT bidder, window_start", "SELECT window_start").replace("GROUP BY bidder, ", "GROUP BY ")
     with pytest.raises(BoxError, match="not a column of its SESSION's PARTITION BY"):
         plan(by_window, None)  # the view's groups span bidders: its entries are not a bidder's member's
+    with pytest.raises(BoxError, match="partitions map Q1_n by WINDOW_START, which is not a column of its SESSION"):
+        plan(by_window, "bidder")  # the key keys only the held map: the view's map says why (not "no map")
 
 
 @pytest.mark.parametrize("text", [None, GROUP_WINDOW], ids=["tvf", "q11form"])
