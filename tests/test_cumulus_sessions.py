@@ -225,3 +225,16 @@ def test_a_member_joining_by_a_move_drops_a_late_row_as_the_one_node_box_does(te
     cluster.settle()
     assert Counter(row for _, row in cluster.out) == Counter(one.out)
     assert sum(op.counters()["late_tuples"] for op in cluster.operators().values()) == 1 == one.op.counters()["late_tuples"]
+
+
+def test_a_bulk_load_of_a_session_box_is_refused_by_name():
+    """load_view fills a box's maps from their definitions; a SESSION box's held maps (its open sessions' rows)
+    have none that a load could give, so the load is refused saying so, before Spark runs."""
+    from boreas.spark.load_plan import load_program
+    from boreas.spark.load_tasks import LoadError
+
+    with pytest.raises(LoadError, match="reads its stream through SESSION: load_view cannot load a SESSION view"):
+        load_program(box(), [BID])
+    tumble = sql().replace(f"SESSION(TABLE Bid PARTITION BY bidder, DESCRIPTOR(ts), {GAP})",
+                           f"TUMBLE(TABLE Bid, DESCRIPTOR(ts), {GAP})")
+    assert "HELD_BID" not in [m.name for m in load_program(box(tumble), [BID]).maps]  # (a TUMBLE box is not refused)
