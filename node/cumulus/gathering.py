@@ -39,8 +39,9 @@ _EPOCH = dt.date(1970, 1, 1).toordinal()
 
 def _row(end, key, value, dates: tuple[int, ...] = ()) -> tuple:
     """A leaf row as the stages read it (a message carries lists; ``dates``: its key's DATE positions, day numbers)."""
-    key = tuple(dt.date.fromordinal(v + _EPOCH) if i in dates else v for i, v in enumerate(key)) if dates else tuple(key)
-    return end, key, tuple(value) if isinstance(value, list) else value
+    if dates:
+        key = [dt.date.fromordinal(v + _EPOCH) if i in dates else v for i, v in enumerate(key)]
+    return end, tuple(key), tuple(value) if isinstance(value, list) else value
 
 
 @dataclass
