@@ -44,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -59,6 +58,7 @@ from boreas.catalog.words import counted
 from boreas.wire.columns import read_columns, unwrap
 from boreas.wire.frames import ARROW, Batch, decode
 
+from .adopt_claim import AdoptionRefused, claim
 from .box_state import BoxStates
 from .context import NodeContext
 from .cumulus.part import PartOperator
@@ -67,43 +67,11 @@ from .dataflow import Dataflow
 from .handover import attach
 from .outputs import Outputs
 from .recovery.durability import Durability
-from .recovery.snapshots import write_atomic
 
 log = logging.getLogger(__name__)
 
-CLAIM = "adopted.json"
 #: Seconds between claiming a directory and reading it: two of the failed node's heartbeats.
 FENCE_WAIT = 2.0
-
-
-class AdoptionRefused(RuntimeError):
-    """The directory cannot be adopted (not a node's data, claimed by another node, unreadable)."""
-
-
-def claimed_by(directory: Path) -> str | None:
-    """Which node adopted the boxes of the node whose data directory this is (None: nobody)."""
-    try:
-        return str(json.loads((directory / CLAIM).read_text())["by"])
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError):
-        return "?"  # a claim being written, or damaged: someone claimed it
-
-
-def claim(directory: Path, by: str) -> None:
-    """Claim ``directory`` for ``by``; a retry by the same adopter is allowed."""
-    path = directory / CLAIM
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        owner = claimed_by(directory)
-        if owner != by:
-            raise AdoptionRefused(f"{directory} was already adopted by {owner}") from None
-        return
-    with os.fdopen(fd, "w") as f:
-        json.dump({"by": by, "at": time.time()}, f)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 @dataclass
@@ -379,25 +347,3 @@ def _open_failed(source: str, directory: Path, snapshot_url: str | None) -> _Fai
         raise AdoptionRefused(f"cannot read the data of the failed node in {directory}: {exc}") from None
     return _Failed(source, catalog, identity, durable.latest_snapshot(), durable)
 
-
-def archive_adopted(directory: Path) -> Path | None:
-    """A node starting on a directory whose boxes were adopted: set its old state aside, start empty.
-
-    The catalog, log, snapshots, positions and noted layouts (a new log begins under the layouts it meets)
-    move to ``adopted-<time>/``;
-    the identity stays (the node's sender name).  Returns the archive.
-    """
-    owner = claimed_by(directory)
-    if owner is None:
-        return None
-    archive = directory / f"adopted-{int(time.time())}"
-    archive.mkdir(exist_ok=True)
-    for name in ("catalog.xml", "log", "snapshots", "positions.json", "layouts.json", CLAIM):
-        path = directory / name
-        if path.exists():
-            path.rename(archive / name)
-    (directory / "snapshots").mkdir()
-    write_atomic(archive / "README", f"boxes adopted by {owner}; kept for inspection\n".encode())
-    log.warning("the boxes of this node's data in %s were adopted by %s: starting empty (old state in %s)",
-                directory, owner, archive)
-    return archive

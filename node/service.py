@@ -44,7 +44,8 @@ from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer
 from boreas.wire.supervisor import Supervisor
 
-from .adopt import Adopter, archive_adopted, claimed_by
+from .adopt import Adopter
+from .adopt_claim import archive_adopted, claimed_by
 from .api import NodeApi
 from .coalescer import DEFAULT_LIMITS, BatchLimits
 from .connector import FilterConnector
