@@ -9,11 +9,16 @@ update XML goes to the same nodes; and no other node is sent anything.
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
+
 import pytest
 from boreas.catalog import Catalog
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Box, Input, InPort, Output, Publication, Subscription
 from boreas.catalog.replicate import update_items
+from boreas.catalog import slice_index
+from boreas.catalog.layered import Layered
 from boreas.catalog.slice_index import NodeSlices
 from boreas.catalog.slices import node_slices
 from boreas.catalog.updates import update_document
@@ -124,3 +129,94 @@ def test_an_input_declared_and_published_in_one_commit_reaches_the_publishers_no
         c.publications[pub.key] = pub
 
     _compare(True, [declare_and_publish])
+
+
+def _many_boxes_and_a_view() -> Catalog:
+    """chain() with box v0 on n0 reading view w1, and 600 filters p0..p599 on n0 reading s1: n0's slice holds
+    more than ``model.LAYER_FROM`` boxes, so the slice patched from it holds them as a ``Layered``."""
+    catalog = chain()
+    catalog.boxes["v0"] = Box("v0", "filter", (InPort("s1", "w1"),), ("u0",), (("expression.0", "a > 1"),), node="n0")
+    for i in range(600):
+        catalog.boxes[f"p{i}"] = Box(f"p{i}", "filter", (InPort("s1"),), (f"t{i}",), (("expression.0", "a > 1"),),
+                                     node="n0")
+    return catalog
+
+
+def _change_p5(c: Catalog) -> None:
+    c.boxes["p5"] = replace(c.boxes["p5"], params=(("expression.0", "b > 1.5"),))
+
+
+def test_a_patched_slice_of_many_boxes_keeps_the_view_a_box_not_changed_reads() -> None:
+    """At the default thresholds: n0's slice, patched after p5 changed, looks for view w1 among its other
+    boxes, a ``Layered`` there (``_views`` took only a dict for a mapping and walked its names: raised on
+    every patch), and equals slicing everything; so does the change after it."""
+    index = CatalogIndex.build(_many_boxes_and_a_view())
+    slices = NodeSlices()
+    slices.advance(index)
+    for expression in ["b > 1.5", "a > 1"]:
+        after = index.catalog.copy()
+        after.boxes["p5"] = replace(after.boxes["p5"], params=(("expression.0", expression),))
+        derived = index.derive(after)
+        assert derived.ok
+        changed = slices.advance(derived)
+        assert isinstance(slices.slices["n0"].boxes, Layered)
+        assert set(changed) == {"n0"} and "w1" in changed["n0"].views
+        assert slices.slices == node_slices(after)
+        index = derived
+
+
+def test_a_failed_patch_slices_the_node_whole_and_leaves_no_slice_stale(monkeypatch, caplog) -> None:
+    """A patch that raises (a defect) is logged and the node sliced whole; every node's slice is what slicing
+    everything gives, this change and the next."""
+    index = CatalogIndex.build(_many_boxes_and_a_view())
+    slices = NodeSlices()
+    slices.advance(index)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a defect in patching")
+
+    monkeypatch.setattr(slice_index, "patch_slice", broken)
+    after = index.catalog.copy()
+    _change_p5(after)
+    derived = index.derive(after)
+    with caplog.at_level(logging.ERROR, logger=slice_index.__name__):
+        changed = slices.advance(derived)
+    assert "slicing it whole" in caplog.text
+    assert set(changed) == {"n0"} and slices.slices == node_slices(after)
+    monkeypatch.undo()
+    later = derived.catalog.copy()
+    later.boxes["b1"] = replace(later.boxes["b1"], node="n0")
+    changed = slices.advance(derived.derive(later))
+    full, full_later = node_slices(after), node_slices(later)
+    assert slices.slices == full_later and set(changed) == {n for n in full if full[n] != full_later.get(n)}
+
+
+def test_an_advance_that_raises_leaves_the_slices_as_they_were_and_the_next_slices_whole(monkeypatch) -> None:
+    """Nothing is written until every node is sliced: an advance that raises part way leaves the previous
+    version's slices and index, so the next advance (whose index is not a child of it) slices every node
+    whole and reports every node whose slice differs from what it last reported (the Head's retry,
+    ``head/service.py`` ``_install``, takes ``whole=True``)."""
+    index = CatalogIndex.build(chain())
+    slices = NodeSlices()
+    slices.advance(index)
+    held = dict(slices.slices)
+    after = index.catalog.copy()
+    for i, node in enumerate(["n0", "n1", "n2"]):
+        after.boxes[f"q{i}"] = Box(f"q{i}", "filter", (InPort("s0"),), (f"r{i}",), (("expression.0", "a > 1"),),
+                                   node=node)
+    derived = index.derive(after)
+    real = slice_index.SliceMaker.slice
+
+    def fails_on_n2(self, node, ledger=None):
+        if node == "n2":
+            raise RuntimeError("a defect in slicing")
+        return real(self, node, ledger)
+
+    monkeypatch.setattr(slice_index.SliceMaker, "slice", fails_on_n2)
+    monkeypatch.setattr(slice_index, "patchable", lambda *args: False)  # (slice, not patch, each node)
+    with pytest.raises(RuntimeError):
+        slices.advance(derived)
+    assert slices.slices == held and slices.index is index
+    monkeypatch.undo()
+    changed = slices.advance(derived, whole=True)
+    assert set(changed) == {"n0", "n1", "n2"} and slices.slices == node_slices(after)
