@@ -270,3 +270,45 @@ def test_an_advance_that_raises_leaves_the_slices_as_they_were_and_the_next_slic
     monkeypatch.undo()
     changed = slices.advance(derived, whole=True)
     assert set(changed) == {"n0", "n1", "n2"} and slices.slices == node_slices(after)
+
+
+_APP = """<borealis><schema name="R"><field name="a" type="int"/></schema><input stream="in" schema="R"/>
+  <box name="f" type="filter"><in stream="in"/><out stream="mid"/><parameter name="expression.0" value="a &gt; 1"/>
+  </box><box name="g" type="filter"><in stream="mid"/><out stream="out"/>
+  <parameter name="expression.0" value="a &gt; 2"/></box><output stream="out"/></borealis>"""
+
+
+async def test_a_head_whose_slicing_raises_slices_whole_and_hands_every_node_its_slice(tmp_path, caplog) -> None:
+    """``HeadService._install``: an advance that raises (a defect) is logged and done again whole, so every
+    node's desired slice is what slicing the committed catalog gives; it left the Head's catalog and
+    index moved on and the nodes it had not reached stale, for good."""
+    from boreas.catalog import read_document
+    from boreas.head.service import HeadService
+
+    nodes = ["localhost:15001", "localhost:15002"]
+    head = HeadService(f"sqlite:///{tmp_path}/c.db", token=None, snapshot_interval=0, nodes=nodes)
+    await head.start("127.0.0.1", 0)
+    try:
+        first = await head.submit([read_document(_APP, "app.xml"), read_document(
+            '<deploy><node endpoint="localhost:15001" query="f"/><node endpoint="localhost:15001" query="g"/>'
+            '<node endpoint="localhost:15002"/>'
+            '</deploy>', "dep.xml")])
+        await head.caught_up(first.version)
+        advance = head.slices.advance
+
+        def fails_unless_whole(index, whole=False):
+            if not whole:
+                raise RuntimeError("a defect in slicing by the change")
+            return advance(index, whole=whole)
+
+        head.slices.advance = fails_unless_whole  # type: ignore[method-assign]
+        with caplog.at_level(logging.ERROR, logger="boreas.head.service"):
+            moved = await head.submit([read_document('<deploy><move box="g" node="localhost:15002"/></deploy>',
+                                                     "move.xml")])
+            await head.caught_up(moved.version)
+        full = node_slices(head.catalog)
+        assert head.catalog.boxes["g"].node == "localhost:15002"
+        assert {n: s.desired for n, s in head.syncs.items()} == {n: full.get(n, Catalog()) for n in head.syncs}
+        assert "slicing every node whole" in caplog.text
+    finally:
+        await head.close()
