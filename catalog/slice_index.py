@@ -26,6 +26,7 @@ result against slicing everything (:func:`.slices.node_slices`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from .index import CatalogIndex
@@ -34,6 +35,8 @@ from .model import Catalog, Publication, Subscription
 from .slice_topology import entries, partition_consumers
 from .slices import SliceMaker
 from .table_params import ACCESSING
+
+log = logging.getLogger(__name__)
 
 
 class IndexedTopology:
@@ -361,13 +364,14 @@ class NodeSlices:
         self.slices: dict[str, Catalog] = {}
         self.ledgers: dict[str, dict[str, set[str]]] = {}  # node -> stream -> the neighbours it brought in
 
-    def advance(self, index: CatalogIndex) -> dict[str, Catalog | None]:
-        """Move to ``index``'s catalog; the nodes whose slice changed, with the new slice."""
+    def advance(self, index: CatalogIndex, whole: bool = False) -> dict[str, Catalog | None]:
+        """Move to ``index``'s catalog; the nodes whose slice changed, with the new slice.  ``whole``: slice
+        every node whole, not only those the change reaches (after an advance that raised)."""
         after = IndexedTopology(index)
         previous = self.index
         reach: dict[str, set[str]] | None = None  # node -> the streams to slice again (None: slice whole)
         placed: dict[str, set[str]] = {}
-        if previous is None or index.parent is not previous.catalog or index.whole:
+        if previous is None or index.parent is not previous.catalog or index.whole or whole:
             nodes = set(self.slices) | after.holders()
         else:
             reach = change_reach(IndexedTopology(previous), after, index.changed, index.moved)
@@ -375,9 +379,11 @@ class NodeSlices:
             if not patchable(previous.catalog, index.catalog, index.changed):
                 reach = None
             placed = _by_node(previous.catalog, index.catalog, index.changed.get("boxes", ()))
-        self.index = index
+        # (nothing here is written until every node is sliced: an exception leaves the previous version
+        # whole, and the next advance, whose index is not a child of it, slices whole, so no slice goes stale)
         maker = SliceMaker(index.catalog, index.stream_schemas, index.registry, after)
-        changed: dict[str, Catalog | None] = {}
+        slices: dict[str, Catalog | None] = {}
+        ledgers: dict[str, dict[str, set[str]] | None] = {}
         for node in sorted(nodes):
             old, ledger = self.slices.get(node), self.ledgers.get(node)
             if not after.holds(node):
@@ -386,17 +392,34 @@ class NodeSlices:
                 ledger = {}
                 new = maker.slice(node, ledger)
             else:
-                ledger = dict(ledger)  # (a patch pops a stream's set before it adds to one: none is shared-edited)
-                new = patch_slice(maker, after, node, old, ledger, index.changed, placed.get(node, set()),
-                                  reach[node])
-            if new is None:
+                new, ledger = self._patched(maker, after, node, old, ledger, index, placed.get(node, set()),
+                                            reach[node])
+            ledgers[node] = None if new is None else ledger
+            if new != old:
+                slices[node] = new
+        for node, ledger in ledgers.items():
+            if ledger is None:
                 self.ledgers.pop(node, None)
             else:
                 self.ledgers[node] = ledger
-            if new != old:
-                changed[node] = new
-                if new is None:
-                    self.slices.pop(node, None)
-                else:
-                    self.slices[node] = new
-        return changed
+        for node, new in slices.items():
+            if new is None:
+                self.slices.pop(node, None)
+            else:
+                self.slices[node] = new
+        self.index = index
+        return slices
+
+    @staticmethod
+    def _patched(maker: SliceMaker, after: IndexedTopology, node: str, old: Catalog, ledger: dict[str, set[str]],
+                 index: CatalogIndex, boxes: set[str], streams: set[str]) -> tuple[Catalog, dict[str, set[str]]]:
+        """``node``'s slice patched from ``old`` and its ledger; sliced whole, logged, if the patch fails (a
+        defect in patching must not leave the node's slice behind the catalog, nor stop the others')."""
+        try:
+            patched = dict(ledger)  # (a patch pops a stream's set before it adds to one: none is shared-edited)
+            return patch_slice(maker, after, node, old, patched, index.changed, boxes, streams), patched
+        except Exception:
+            log.exception("catalog version %d: patching %s's slice failed; slicing it whole",
+                          index.catalog.version, node)
+            whole: dict[str, set[str]] = {}
+            return maker.slice(node, whole), whole

@@ -261,7 +261,13 @@ class HeadService:
             self.index_saver.changed()
         self.copy_ahead.changed()
         affected = []
-        for endpoint, desired in self.slices.advance(self.index).items():
+        try:
+            changed = self.slices.advance(self.index)
+        except Exception:  # (a defect in slicing by the change: the slices are left as they were, so retry whole)
+            log.exception("catalog version %d: slicing by the change failed; slicing every node whole",
+                          catalog.version)
+            changed = self.slices.advance(self.index, whole=True)
+        for endpoint, desired in changed.items():
             sync = self.sync_for(endpoint)
             if (desired or Catalog()) != sync.desired:
                 affected.append(endpoint)
