@@ -37,7 +37,7 @@ from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_checkpoint import load_index
 from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
-from boreas.catalog.slice_index import NodeSlices
+from boreas.catalog.node_slices import NodeSlices
 from boreas.catalog.store import CatalogStore, Change, open_store
 from boreas.catalog.submission import Applied, apply_submission, optimistic_commit, plan_submission
 from boreas.catalog.xmlcodec import to_text

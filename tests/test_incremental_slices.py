@@ -17,9 +17,9 @@ from boreas.catalog import Catalog
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Box, Input, InPort, Output, Publication, Subscription
 from boreas.catalog.replicate import update_items
-from boreas.catalog import slice_index
+from boreas.catalog import node_slices as slices_owner
 from boreas.catalog.layered import Layered
-from boreas.catalog.slice_index import NodeSlices
+from boreas.catalog.node_slices import NodeSlices
 from boreas.catalog.slices import node_slices
 from boreas.catalog.updates import update_document
 from hypothesis import HealthCheck, given, settings
@@ -134,7 +134,7 @@ def _compare(from_chain: bool, edits: list[Edit]) -> None:
     """Every patch (none falling back to slicing whole: the fallback would hide a patch's defect) against
     slicing everything."""
     records = _Records()
-    logger = logging.getLogger(slice_index.__name__)
+    logger = logging.getLogger(slices_owner.__name__)
     logger.addHandler(records)
     try:
         _compare_slices(from_chain, edits)
@@ -225,11 +225,11 @@ def test_a_failed_patch_slices_the_node_whole_and_leaves_no_slice_stale(monkeypa
     def broken(*args, **kwargs):
         raise RuntimeError("a defect in patching")
 
-    monkeypatch.setattr(slice_index, "patch_slice", broken)
+    monkeypatch.setattr(slices_owner, "patch_slice", broken)
     after = index.catalog.copy()
     _change_p5(after)
     derived = index.derive(after)
-    with caplog.at_level(logging.ERROR, logger=slice_index.__name__):
+    with caplog.at_level(logging.ERROR, logger=slices_owner.__name__):
         changed = slices.advance(derived)
     assert "slicing it whole" in caplog.text
     assert set(changed) == {"n0"} and slices.slices == node_slices(after)
@@ -255,15 +255,15 @@ def test_an_advance_that_raises_leaves_the_slices_as_they_were_and_the_next_slic
         after.boxes[f"q{i}"] = Box(f"q{i}", "filter", (InPort("s0"),), (f"r{i}",), (("expression.0", "a > 1"),),
                                    node=node)
     derived = index.derive(after)
-    real = slice_index.SliceMaker.slice
+    real = slices_owner.SliceMaker.slice
 
     def fails_on_n2(self, node, ledger=None):
         if node == "n2":
             raise RuntimeError("a defect in slicing")
         return real(self, node, ledger)
 
-    monkeypatch.setattr(slice_index.SliceMaker, "slice", fails_on_n2)
-    monkeypatch.setattr(slice_index, "patchable", lambda *args: False)  # (slice, not patch, each node)
+    monkeypatch.setattr(slices_owner.SliceMaker, "slice", fails_on_n2)
+    monkeypatch.setattr(slices_owner, "patchable", lambda *args: False)  # (slice, not patch, each node)
     with pytest.raises(RuntimeError):
         slices.advance(derived)
     assert slices.slices == held and slices.index is index
