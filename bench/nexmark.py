@@ -99,7 +99,10 @@ def flink_missing(python: str) -> str | None:
     """None if ``python`` (the Flink side's interpreter) has PyFlink and Java is here, else why not."""
     if python == sys.executable:
         return available()
-    probe = subprocess.run([python, "-c", "import pyflink"], capture_output=True, text=True)
+    try:
+        probe = subprocess.run([python, "-c", "import pyflink"], capture_output=True, text=True)
+    except OSError as exc:
+        return f"{python}: {exc}"
     if probe.returncode != 0:
         return f"{python} has no PyFlink; `make bench-setup` installs it"
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):

@@ -209,12 +209,12 @@ class OldReader(Reader):
         over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
         if not over:
             return slice_values(self.store, name, pattern, at)
-        found = set(slice_values(self.store, name, pattern, at))
-        for key, v in over:
+        found = dict.fromkeys(slice_values(self.store, name, pattern, at))  # (in the slice's order, as the read
+        for key, v in over:                                                 # now: a float SUM adds them alike)
             if v:
-                found.add(key[at])
+                found[key[at]] = None
             else:
-                found.discard(key[at])
+                found.pop(key[at], None)
         return list(found)
 
     def count(self, name: str, pattern: tuple, at: int) -> int:

@@ -125,3 +125,20 @@ def test_a_slices_values_and_count_now_and_before_a_batch_are_its_entries(indexe
             assert sorted(k[1] for k, n in items(reader.entries("m", (a, None))) if n) == want
             assert sorted(reader.values("m", (a, None), 1)) == want, when
             assert reader.count("m", (a, None), 1) == len(want), when
+
+
+@pytest.mark.parametrize("sql", [
+    "CREATE STREAM r(a INT, b DOUBLE); SELECT a, SUM(DISTINCT b) AS s FROM r GROUP BY a",
+    "CREATE STREAM r(a INT, b DOUBLE); SELECT a, SUM(b) AS s FROM (SELECT DISTINCT a, b FROM r) t GROUP BY a",
+])
+def test_a_batch_that_changes_nothing_lists_no_change_of_a_float_sum_over_a_slice(sql):
+    """The slice's values before the batch are read in the order of the read now: a float SUM over them adds
+    them alike, so a row written back to its value is not listed (a set's order rounded it one ulp off)."""
+    import random
+
+    rng = random.Random(1)
+    rt = Runtime(compile_sql(sql), backend="python")
+    rt.apply_batch([("r", 1, (1, rng.random() * 1000)) for _ in range(30)])
+    rt.changes()
+    rt.apply_batch([("r", 1, (1, 0.5)), ("r", -1, (1, 0.5))])
+    assert rt.changes() == {}
