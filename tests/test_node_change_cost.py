@@ -198,3 +198,24 @@ def test_an_inputs_new_schema_rebuilds_the_boxes_reading_it() -> None:
         assert flow.operators["b0"].inputs[0].fields == swapped.fields
         # (b, a) rows: b0 keeps a > 1, which is the second column now
         assert flow.operators["b0"].process(0, [(2.0, 1), (0.5, 5)], 0.0) == [(0, [(0.5, 5)])]
+
+
+def test_a_box_moved_out_and_back_is_routed_as_a_whole_rewiring_of_the_boxes_held_routes_it() -> None:
+    """The routes' order is that of the boxes held, not of the catalog: past 512 boxes the catalog's mapping is
+    layered and keeps a box written again in its old place, so a node built afresh on the slice routes a
+    stream's consumers in another order (node/routes.py: the limit, documented); check_fresh holds the live
+    order to a whole rewiring of the same dataflow."""
+    start = chain()
+    for name in list(start.boxes):
+        start.boxes[name] = replace(start.boxes[name], node=NODE)
+    for name in ["y", "x", *(f"f{i}" for i in range(600))]:
+        start.boxes[name] = Box(name, "filter", (InPort("s1" if len(name) == 1 else "s2"),), (f"{name}_out",),
+                                (("expression.0", "a > 1"),), node=NODE)
+
+    def place(node: str) -> Edit:
+        return lambda c: c.boxes.__setitem__("x", replace(c.boxes["x"], node=node))
+
+    nodes = _follow([place("n1"), place(NODE)], start=start)
+    assert (nodes.applied, nodes.refused) == (3, 0)
+    assert [name for name, _ in _routes(nodes.flow)["s1"]] == ["b1", "y", "x"]
+    assert list(nodes.local.catalog.boxes).index("x") < list(nodes.local.catalog.boxes).index("y")
