@@ -137,7 +137,7 @@ class BoxStates:
         reasons: dict[str, str] = {}
         pairs = boxes.items() if only is None else ((n, boxes[n]) for n in only if n in boxes)
         for name, box in pairs:
-            if _same(self.boxes.get(name), box) and name in self.operators:
+            if self._held(name, box, schemas):
                 continue
             missing = [s for s in [p.stream for p in box.inputs] + list(box.outputs) if s not in schemas]
             if missing:
@@ -187,7 +187,7 @@ class BoxStates:
         self.broken = {}
         pairs = boxes.items() if only is None else ((n, boxes[n]) for n in only if n in boxes)
         for name, box in pairs:
-            if _same(self.boxes.get(name), box) and name in self.operators and name not in rebuild:
+            if name not in rebuild and self._held(name, box, schemas):
                 continue
             try:
                 operator = build(box, [schemas[p.stream] for p in box.inputs],
@@ -206,6 +206,19 @@ class BoxStates:
                 if self.on_new_box_id is not None:
                     self.on_new_box_id()
         return dict(self.broken)
+
+    def _held(self, name: str, box: Box, schemas: Mapping[str, Schema]) -> bool:
+        """Whether box ``name``'s operator held here runs ``box`` as declared: the same box, built with the
+        schemas its streams have now.  A box is built with its streams' schemas, so one whose declaration
+        did not change but whose in or out stream's schema did (an ``<input>`` given another schema) is
+        built again, or it would read rows of the new layout by the old one.  A stream whose schema cannot
+        be told here (its declaration went) keeps the box as built, as before."""
+        operator = self.operators.get(name)
+        if operator is None or not _same(self.boxes.get(name), box):
+            return False
+        streams = [p.stream for p in box.inputs]
+        return (all(schemas.get(s, built) == built for s, built in zip(streams, operator.inputs))
+                and all(schemas.get(s, built) == built for s, built in zip(box.outputs, operator.outputs)))
 
     # -- numbering and positions ----------------------------------------------------------
 

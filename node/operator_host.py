@@ -91,7 +91,7 @@ class OperatorHost:
         keys = touched[1] if touched is not None and touched[0] is self.index.catalog else None
         only = self.change[1] if self.change is not None and self.change[0] is catalog else None
         if only is None and keys is not None:
-            only = changed_boxes(catalog, keys, self.states.boxes, self.states.broken)
+            only = changed_boxes(catalog, keys, self.states.boxes, self.states.broken, self.index.catalog)
         if only is not None and keep_state:
             only = [*only, *(n for n in keep_state if n not in only)]
         self.index = self._checked(catalog, keys)
@@ -189,7 +189,8 @@ class OperatorHost:
         keys = touched[1] if touched is not None and touched[0] is self.index.catalog else None
         report = self._checked(candidate, keys)  # (the same problems as check_topology's: tests/test_incremental_*)
         self.checked = report
-        only = None if keys is None else changed_boxes(candidate, keys, self.states.boxes, self.states.broken)
+        only = None if keys is None else changed_boxes(candidate, keys, self.states.boxes, self.states.broken,
+                                                       self.index.catalog)
         self.change = None if only is None else (candidate, only)
         found: list[dict[str, object]] = [d.as_dict() for d in report.problems if d.file == source] if rules else []
         if not found:  # the rules passed; can each box really be built here?

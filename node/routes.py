@@ -11,8 +11,11 @@ order of a stream's consumers is the order a whole wiring gives
 (:meth:`Routes.wire_whole`, the boxes in :attr:`BoxStates.boxes
 <boreas.node.box_state.BoxStates.boxes>` order, ports ascending), kept by
 :attr:`BoxStates.rank <boreas.node.box_state.BoxStates.rank>`: batches reach
-a stream's consumers, depth first, in the same order whichever way the
-table was made (a replay after a restart wires it whole).
+a stream's consumers, depth first, in the same order as after a whole
+rewiring of the boxes held.  Not always in the order a node built afresh
+on the same slice (a restart's replay) gives: a box moved out and back
+ranks last here, while a ``Layered`` catalog mapping (512 boxes and more)
+keeps a key written again in its old place.
 
 The dicts are changed in place, never replaced: the router holds them.
 

@@ -11,8 +11,11 @@ deletions, moves, connects and disconnects in the global catalog
 of its slice's change, both refuse the same updates with the same problems,
 and hold the same boxes, operators kept or built, routes (each stream's
 consumers in the same order), producers, schemas, decoders and the
-operators their walks visit; the counts are those of counting again; and a
-dataflow built afresh on the last slice routes the same consumers.
+operators their walks visit; the counts are those of counting again; each
+stream's consumers are, in order, those a whole rewiring of the boxes the
+node holds gives; and a dataflow built afresh on the last slice routes the
+same consumers (as sets: a fresh one meets its boxes in its catalog's order,
+which a box moved out and back, or a layered mapping, need not keep).
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ from typing import Any
 import pytest
 from boreas.catalog import Catalog
 from boreas.catalog.documents import read_document
-from boreas.catalog.model import Box, InPort
+from boreas.catalog.model import Box, Field, FieldType, InPort, Input, Schema
 from boreas.catalog.replicate import UpdateRejected, update_items
 from boreas.catalog.slices import node_slice
 from boreas.catalog.updates import update_document
 from boreas.m3.boxtype import box_types
 from boreas.node.dataflow import Dataflow
 from boreas.node.local_catalog import LocalCatalog
+from boreas.node.routes import Routes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.catalog_edits import BOX_EDITS, DEPLOY_EDITS, EDITS, Edit, chain
@@ -100,8 +104,15 @@ class Nodes:
         assert +self.local.writers.counts == Counter(s for b in self.local.catalog.boxes.values() for s in b.outputs)
 
     def check_fresh(self) -> None:
-        """A node built on the slice alone routes the same consumers (in the order of its catalog), unless a
-        box kept here cannot be built afresh (a box whose input's declaration went: both ways keep it)."""
+        """A whole rewiring of the boxes the node holds routes the same consumers in the same order; a node
+        built on the slice alone routes the same consumers, unless a box kept here cannot be built afresh (a
+        box whose input's declaration went: both ways keep it)."""
+        whole = Routes()
+        whole.produce_whole(self.flow.state, self.flow.host.internal)
+        whole.wire_whole(self.flow.state, self.flow.host.internal, self.flow.router.bridges)
+        assert {s: [(name, port) for _, name, port in c] for s, c in whole.consumers.items() if c} == \
+            _routes(self.flow)
+        assert whole.producer_of == self.flow.router.producer_of
         fresh = _flow()
         fresh.reconfigure(self.local.catalog)
         if fresh.state.broken:
@@ -110,9 +121,9 @@ class Nodes:
         assert fresh.router.producer_of == self.flow.router.producer_of
 
 
-def _follow(edits: list[Edit], own: list[bool] | None = None) -> Nodes:
+def _follow(edits: list[Edit], own: list[bool] | None = None, start: Catalog | None = None) -> Nodes:
     async def run() -> Nodes:  # (a dataflow opens and closes its links as tasks of the running loop)
-        nodes, catalog = Nodes(), chain()
+        nodes, catalog = Nodes(), start if start is not None else chain()
         nodes.send(node_slice(catalog, NODE), 1)
         for version, edit in enumerate(edits, start=2):
             catalog = catalog.copy()
@@ -163,3 +174,48 @@ def test_a_chain_grown_and_cut_one_box_at_a_time_applies_each_update() -> None:
     for own in ([False], [True], [True, False]):
         nodes = _follow(edits, own)
         assert (nodes.applied, nodes.refused) == (len(edits) + 1, 0)
+
+
+def test_an_inputs_new_schema_rebuilds_the_boxes_reading_it() -> None:
+    """An ``<input>`` given another schema, its readers' declarations unchanged: the boxes reading it are
+    built with the new one (they read rows of its layout), by the keys and by the whole walk alike."""
+    swapped = Schema("R", (Field("b", FieldType.DOUBLE), Field("a", FieldType.INT)))
+
+    start = chain()
+    start.schemas["R"] = swapped
+    for stream, schema in (("r", "R"), ("q", "S")):  # (n0 reads both schemas throughout: the update writes
+        start.inputs[f"{stream}0"] = Input(f"{stream}0", schema)  # its <input> and <output> alone)
+        start.boxes[f"b{stream}"] = Box(f"b{stream}", "filter", (InPort(f"{stream}0"),), (f"{stream}1",),
+                                        (("expression.0", "a > 1"),), node=NODE)
+
+    def reschema(c: Catalog) -> None:
+        c.inputs["s0"] = replace(c.inputs["s0"], schema="R")
+
+    nodes = _follow([reschema], start=start)
+    assert (nodes.applied, nodes.refused) == (2, 0)
+    for flow in (nodes.flow, nodes.oracle):
+        assert flow.host.schemas["s0"].fields == swapped.fields
+        assert flow.operators["b0"].inputs[0].fields == swapped.fields
+        # (b, a) rows: b0 keeps a > 1, which is the second column now
+        assert flow.operators["b0"].process(0, [(2.0, 1), (0.5, 5)], 0.0) == [(0, [(0.5, 5)])]
+
+
+def test_a_box_moved_out_and_back_is_routed_as_a_whole_rewiring_of_the_boxes_held_routes_it() -> None:
+    """The routes' order is that of the boxes held, not of the catalog: past 512 boxes the catalog's mapping is
+    layered and keeps a box written again in its old place, so a node built afresh on the slice routes a
+    stream's consumers in another order (node/routes.py: the limit, documented); check_fresh holds the live
+    order to a whole rewiring of the same dataflow."""
+    start = chain()
+    for name in list(start.boxes):
+        start.boxes[name] = replace(start.boxes[name], node=NODE)
+    for name in ["y", "x", *(f"f{i}" for i in range(600))]:
+        start.boxes[name] = Box(name, "filter", (InPort("s1" if len(name) == 1 else "s2"),), (f"{name}_out",),
+                                (("expression.0", "a > 1"),), node=NODE)
+
+    def place(node: str) -> Edit:
+        return lambda c: c.boxes.__setitem__("x", replace(c.boxes["x"], node=node))
+
+    nodes = _follow([place("n1"), place(NODE)], start=start)
+    assert (nodes.applied, nodes.refused) == (3, 0)
+    assert [name for name, _ in _routes(nodes.flow)["s1"]] == ["b1", "y", "x"]
+    assert list(nodes.local.catalog.boxes).index("x") < list(nodes.local.catalog.boxes).index("y")
