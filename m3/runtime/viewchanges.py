@@ -12,9 +12,11 @@ before the batch.
   lists every key some map of it changed at, with its current value
   (:func:`plain_changes`; 0 or a tuple of 0s: the row left).
 * A *general* view (computed when read, :mod:`.views`) evaluates each row a
-  changed key names before the batch (through :class:`OldReader`: the
-  current maps with the journals' first old values over them) and after,
-  and lists the rows whose presence or value differ
+  changed key names after the batch, takes its value before from the memo
+  of the rows after the previous batch (:mod:`.rowmemo`) or, where the memo
+  does not have it, evaluates it before the batch too (through
+  :class:`OldReader`: the current maps with the journals' first old values
+  over them), and lists the rows whose presence or value differ
   (:func:`general_changes`).
 
 >>> first_values(["k", 1, "j", 0, "k", 5])
@@ -27,6 +29,7 @@ from operator import itemgetter
 
 from .evaluate import Reader
 from .maps import MapStore
+from .rowmemo import UNKNOWN, RowMemo
 from .views import ViewForm, candidate_rows, row_value, same
 
 
@@ -66,20 +69,25 @@ def plain_changes(store: MapStore, v, journals: dict[str, list]) -> list[tuple[t
 
 
 def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: dict, store: MapStore, memo,
-                 journals: dict[str, list], version: int, plain) -> dict[str, list]:
+                 journals: dict[str, list], version: int, plain, rows_memo: RowMemo | None = None) -> dict[str, list]:
     """``Runtime.changes()``: the rows of ``views`` the batch that made ``version`` changed, from its journals
     (``plain(view)``: a plain view's, as the backend reads them; ``forms``: the general views'; ``nulls``: the
-    views whose keys read NULLs); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first."""
+    views whose keys read NULLs); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first; ``rows_memo``:
+    the general views' rows after the previous batch (:mod:`.rowmemo`), advanced to ``version``."""
     memo.advance(journals, store, version)
     now = current_reader(store, memo.at(version))
+    if rows_memo is not None:
+        rows_memo.start(version)
     changes: dict[str, list] = {}
     for v in views:
         form = forms.get(v.name)
         rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in rereads,
-                                                             memo.previous if memo.plans else None)
+                                                             memo.previous if memo.plans else None, rows_memo)
         if rows:
             shown = nulls.get(v.name)
             changes[v.name] = shown.rows(rows) if shown else rows
+    if rows_memo is not None:
+        rows_memo.done(version)
     return changes
 
 
@@ -141,12 +149,14 @@ def current_reader(store: MapStore, totals=None) -> Reader:
 
 
 def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, now: Reader,
-                    rereads: bool = False, old_totals=None) -> list[tuple[tuple, object]]:
+                    rereads: bool = False, old_totals=None, rows_memo: RowMemo | None = None
+                    ) -> list[tuple[tuple, object]]:
     """The rows of a general view whose presence or value the batch changed, each with its value now.
 
     ``rereads``: the changed keys do not name the rows they affect (:func:`..over.rereads`), so every row
     before and after is evaluated.  ``old_totals``: the hook of a memo of TOTALs read before the batch
-    (:meth:`.totals.TotalMemo.previous`).
+    (:meth:`.totals.TotalMemo.previous`).  ``rows_memo``: the rows after the previous batch
+    (:mod:`.rowmemo`): a row's value before is read there where it has it, and its value now noted there.
     """
     rows: dict[tuple, None] = {}
     old: dict[str, dict] = {}
@@ -165,9 +175,14 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
     if rereads:
         rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
     out = []
+    name, zero = form.name, form.zero
     for row in rows:
-        was = row_value(form, row, before)
+        was = rows_memo.before(name, row, zero) if rows_memo is not None else UNKNOWN
+        if was is UNKNOWN:
+            was = row_value(form, row, before)
         new = row_value(form, row, now)
+        if rows_memo is not None:
+            rows_memo.after(name, row, new[0], new[1])
         if was[0] != new[0] or not same(was[1], new[1]):
             out.append((form.key_of(row), new[1]))
     return out
