@@ -69,6 +69,20 @@ def having_truth(rw, c: exp.Expression, negated: bool = False) -> exp.Expression
     return exp.Paren(this=exp.And(this=atom, expression=present))
 
 
+def unaliased(rw, c: exp.Expression, sel: exp.Select) -> exp.Expression:
+    """``c`` (HAVING's condition, changed in place) with each column naming a SELECT item's alias replaced by the
+    item's expression, where that holds an aggregate that may be NULL: ``SELECT SUM(c) AS s ... HAVING s <= 1``
+    is ``HAVING SUM(c) <= 1``, which :func:`having_truth` sees (a column of the FROM items keeps its name)."""
+    items = {e.alias.lower(): e.this for e in sel.expressions if type(e) is exp.Alias}
+    for col in [n for n in c.walk(prune=lambda n: isinstance(n, exp.Select)) if type(n) is exp.Column]:
+        item = items.get(col.name.lower()) if not col.table and not rw.local(col) else None
+        if item is not None and any(_may_be_null(rw, n) for n in item.walk()):
+            if col is c:
+                return item.copy()
+            col.replace(item.copy())
+    return c
+
+
 def _may_be_null(rw, n: exp.Expression) -> bool:
     """Whether ``n`` is a SUM/AVG/MIN/MAX that may read no value: filtered, or of what may be NULL."""
     if not isinstance(n, _NULLABLE_AGGS) or n.this is None or type(n.this) in (exp.Star, exp.Distinct):

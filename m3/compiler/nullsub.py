@@ -81,6 +81,9 @@ def rewrite_subquery(parent, sub: exp.Select) -> None:
         on = j.args.get("on")
         if on is not None and child.decides(on):
             j.set("on", child.truth(on))
+    if type(sub.parent) is not exp.Exists and _in_query(sub) is None:
+        refuse_outer_presence(parent, sub.parent if type(sub.parent) is exp.Subquery else sub, sub,
+                              "the subquery reads no row: COUNT 0, SUM NULL")
     if not any(child.reads(e) for e in sub.expressions):
         return
     aggs = [n for e in sub.expressions for n in child_nodes(e) if isinstance(n, exp.AggFunc)]
@@ -130,17 +133,24 @@ def _scalar(child, sub: exp.Select, aggs: list[exp.Expression]) -> None:
         sub.where(p, copy=False)
 
 
-def refuse_outer_presence(parent, c: exp.Exists) -> None:
-    """``NOT EXISTS`` of a subquery left with a condition on an outer column's indicator alone (``s.d = r.b`` with
-    only ``r.b`` nullable: ``r.b__null = 0`` inside) is an OR outside it: refused by name."""
-    sub = c.this
+def refuse_outer_presence(parent, c: exp.Expression, sub: exp.Expression | None = None,
+                          holds: str = "NOT EXISTS holds") -> None:
+    """A subquery left with a condition on an outer column's indicator alone (``s.d = r.b`` with only ``r.b``
+    nullable: ``r.b__null = 0`` inside) where its rows are not only tested for existence: under ``NOT EXISTS``
+    (``c``, its subquery ``sub``), ``NOT IN`` and a scalar subquery (``(SELECT COUNT(*) ...)`` is 0 where
+    ``r.b`` is NULL) that condition is an OR or a value outside it: refused by name (``holds``: what SQL gives
+    where the outer column is NULL)."""
+    sub = c.this if sub is None else sub
     where = sub.args.get("where") if type(sub) is exp.Select else None
     child = parent.child(sub) if where is not None else None
     for part in conjuncts(where.this) if where is not None else []:
         cols = list(part.find_all(exp.Column))
-        if cols and not any(child.local(x) for x in cols) and any(x.name.lower().endswith(SUFFIX) for x in cols):
-            raise parent.refuse(f"compared in NOT EXISTS with a column that is not nullable ({sql_of(c)}: where "
-                                "the outer column is NULL, NOT EXISTS holds)", c)
+        flags = [x for x in cols if x.name.lower().endswith(SUFFIX)]
+        if cols and not any(child.local(x) for x in cols) and flags:
+            kind = {exp.Exists: "NOT EXISTS", exp.In: "NOT IN"}.get(type(c), "a scalar subquery")
+            outer = exp.column(flags[0].name[:-len(SUFFIX)], flags[0].table or None).sql()
+            raise parent.refuse(f"{outer} compared in {kind} with a column that is not nullable (where {outer} is "
+                                f"NULL, {holds})", c)
 
 
 def in_subquery(parent, c: exp.In, negated: bool) -> exp.Expression:
@@ -159,6 +169,8 @@ def in_subquery(parent, c: exp.In, negated: bool) -> exp.Expression:
         if negated:
             raise parent.refuse(f"NULL NOT IN a subquery ({sql_of(c)})", c)
         return never()
+    if negated:
+        refuse_outer_presence(parent, c, sub, "NOT IN holds")
     if negated and px is not None:
         raise parent.refuse(f"{sql_of(x)} NOT IN a subquery ({sql_of(c)}: NULL NOT IN no rows is TRUE, NOT IN "
                             "some rows NULL)", c)

@@ -67,7 +67,7 @@ from .nodes import sql_of
 from .nullcond import all_of, any_of, never, replaced
 from .nullstar import star_columns
 from .nullsub import in_subquery, refuse_outer_presence, rewrite_subquery, subqueries
-from .nullhaving import having_truth, one_count_per_item
+from .nullhaving import having_truth, one_count_per_item, unaliased
 from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, item_of, key_indicators
 from .resolve import Positions
 
@@ -86,14 +86,22 @@ def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
     names = _nullable_names(relations)
     if any(type(n) is exp.Column and n.name.lower().endswith(SUFFIX) for n in tree.walk()):
         return tree  # rewritten already (CREATE VIEW's query: before desugaring, and as a query)
-    if not names or not any((type(n) is exp.Column and n.name.lower() in names) or
-                            (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
-        return tree
+    if not names or not _reads_nullable_relation(tree, relations) or not any(
+            (type(n) is exp.Column and n.name.lower() in names) or
+            (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
+        return tree  # (a query over relations without nullable columns compiles as if none were declared)
     if type(tree) is not exp.Select or any(isinstance(n, (exp.SetOperation, exp.Window, exp.With)) or (
             type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join)) for n in tree.walk()):
         raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with set "
                         "operations, windows or derived tables (docs/m3.md, \"NULLs\")", tree)
     return _Rewriter(_in_scope(tree, relations), ctx, relations).select(tree.copy())
+
+
+def _reads_nullable_relation(tree: exp.Expression, relations: dict[str, RelationDecl]) -> bool:
+    """Whether a FROM item of ``tree`` (or of a subquery in it) is a relation with a nullable column."""
+    by_name = {n.lower(): r for n, r in relations.items()}
+    return any(type(t) is exp.Table and t.name.lower() in by_name and
+               nullable_positions([c.name for c in by_name[t.name.lower()].columns]) for t in tree.walk())
 
 
 def _nullable_names(relations: dict[str, RelationDecl]) -> set[str]:
@@ -169,7 +177,8 @@ class _Rewriter:
                 raise self.refuse(f"in a query with an outer join ({sql_of(j)})", j)
         for sub in subqueries(sel):
             rewrite_subquery(self, sub)
-        sel = star_columns(sel, self.relations, self.ctx)
+        if any(nl for _, nl in self.scope.values()):  # a * over relations without one is SQL's own
+            sel = star_columns(sel, self.relations, self.ctx)
         keys: list[exp.Column] = []
         for n in _own(sel):
             if type(n) is exp.Star and type(n.parent) is not exp.Count and any(nl for _, nl in self.scope.values()) \
@@ -186,7 +195,7 @@ class _Rewriter:
         key_indicators(sel, keys, self.holder)
         having = sel.args.get("having")
         if having is not None:
-            having.set("this", having_truth(self, having.this))
+            having.set("this", having_truth(self, unaliased(self, having.this, sel)))
         counts = []
         for agg in [n for n in _own(sel) if isinstance(n, _AGGS)]:
             empty = isinstance(agg, _NULLABLE_AGGS) and (type(agg.parent) is exp.Filter or (

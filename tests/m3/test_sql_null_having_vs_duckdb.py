@@ -28,6 +28,7 @@ SHAPES: dict[str, str] = {
         HAVING SUM(c) IS NOT NULL AND SUM(c + b) < 2""",
     "having_filtered_sum": NULLABLE + """SELECT a, COUNT(*) AS n FROM R GROUP BY a
         HAVING SUM(a) FILTER (WHERE b > 0) > 0""",
+    "having_by_the_alias_of_a_sum": NULLABLE + "SELECT a, SUM(c) AS s FROM R GROUP BY a HAVING NOT (s > 1)",
     "arithmetic_over_a_sum": NULLABLE + "SELECT a, SUM(b) * 2 + 1 AS x, COUNT(*) AS n FROM R GROUP BY a",
     "sum_over_count": NULLABLE + "SELECT a, SUM(c) / COUNT(*) AS x, AVG(c) - SUM(c) AS y FROM R GROUP BY a",
     "arithmetic_without_group_by": NULLABLE + "SELECT SUM(b) * 3 - COUNT(b) AS x FROM R",
@@ -64,3 +65,16 @@ def test_a_group_whose_sum_is_null_fails_having(backend):
     assert dict(rt.view("Q1")) == {(1,): 0.0, (2,): 0.5}
     rt.apply_batch([("R", -1, (1, None, None)), ("R", -1, (2, None, 0.25)), ("R", -1, (1, 3, 0.0))])
     assert rt.entries() == 0
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+@pytest.mark.parametrize("having", ["s <= 1", "NOT (s > 1)"])
+def test_having_by_a_select_alias_drops_a_group_whose_sum_is_null(having, backend):
+    """``HAVING s <= 1`` with ``s`` the alias of ``SUM(c)`` is ``HAVING SUM(c) <= 1``: the group a = 1, whose ``c``
+    are all NULL, is not kept (DuckDB's rows; it was kept, its SUM None)."""
+    program = compile_sql(NULLABLE + f"SELECT a, SUM(c) AS s FROM R GROUP BY a HAVING {having}")
+    rt = new_runtime(program, backend)
+    rt.apply_batch([("R", 1, row) for row in
+                    [(0, None, 1.0), (0, 2, None), (1, None, None), (2, 3, 2.0), (3, None, -1.0)]])
+    shown = {k[0]: v for k, v in rt.view("Q1").items()}
+    assert set(shown) == {0, 3}
