@@ -63,6 +63,7 @@ from ..ast import Expr, MapRef, Program, Var, ViewDecl, walk
 from ..viewnodes import Arith, Fold, Total
 from ..over import Over, lifts
 from .evaluate import Entries, Reader, holds, items, value
+from .exprtypes import expr_type
 from .viewcode import compile_row
 
 
@@ -229,7 +230,7 @@ def view_form(program: Program, v: ViewDecl) -> ViewForm:
         over_types = {a.name: k.type for a, k in zip(source.ref.args, program.map(source.ref.name).keys)
                       if isinstance(a, Var)}
         for x, (e, _) in found.items():
-            types[x] = _type(e, program, {**over_types, **types})
+            types[x] = expr_type(e, program, {**over_types, **types})
     return ViewForm(v.name, names, tuple(types.get(n, "INT") for n in names), out, tuple(columns), v.where,
                     tuple(refs), tuple(folds), tuple(outer), tuple((names.index(x), e) for x, (e, _) in found.items()),
                     source)
