@@ -179,16 +179,40 @@ class Learner:
         paused = set(involved)
         for endpoint in paused:
             self.head.sync_for(endpoint).pause()
+        touched: dict[str, set[str]] | None = None  # what the commit changed: the nodes' held is patched by it
+
+        def recorded(catalog: Catalog) -> list[Change] | None:
+            nonlocal touched
+            changes = build(catalog)
+            # (the last build counts: a lost race builds again; nothing to commit: read the nodes whole)
+            touched = touched_by(changes) if changes else None
+            return changes
+
         try:
-            version = await self.head.commit(build) or self.head.catalog.version
+            version = await self.head.commit(recorded) or self.head.catalog.version
             await self.head.caught_up(version)
             if then is not None:
                 then(version)
+        except BaseException:
+            touched = None  # not known to be committed: read the nodes whole
+            raise
         finally:
             for endpoint in paused | involved:
-                self.head.sync_for(endpoint).resume(resync=True)
+                self.head.sync_for(endpoint).resume(touched=touched)
         self.head.notify()
         return version
+
+
+def touched_by(changes: list[Change]) -> dict[str, set[str]]:
+    """The Catalog dicts and keys ``changes`` put or remove.
+
+    >>> touched_by([Change("box", "b1", None), Change("node", "n:1", "<node endpoint='n:1'/>")])
+    {'boxes': {'b1'}, 'nodes': {'n:1'}}
+    """
+    touched: dict[str, set[str]] = {}
+    for change in changes:
+        touched.setdefault(KIND_TO_DICT[change.kind][0], set()).add(change.key)
+    return touched
 
 
 # -- the changes each report commits (one function each: the Head's path, and bench/control_plane_head.py's) --

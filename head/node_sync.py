@@ -79,6 +79,7 @@ class NodeSync:
         self.failure: str | None = None
         self.resyncing = False  # held was forgotten: not in sync until read and brought up again
         self.pushing = False  # an update is on its way: the node may be too busy applying it to heartbeat
+        self.assumed = False  # held was patched by a change the node reported (:meth:`assume`), not read
         self.counters: Counter[str] = Counter()
         self._wake = asyncio.Event()
         self._wake.set()
@@ -96,18 +97,46 @@ class NodeSync:
     def resync(self) -> None:
         """Forget what the node holds (it restarted, or came back): read it again."""
         self.held = None
+        self.assumed = False
         self.resyncing = True
         self._wake.set()
 
     def wake(self) -> None:
         self._wake.set()
 
+    def assume(self, touched: dict[str, set[str]]) -> None:
+        """The node made a change itself and reported it (a move, connect, disconnect): what it holds now
+        is taken to be what it held, with the elements the change ``touched`` (Catalog dict name -> keys)
+        as the desired slice has them, instead of reading its whole catalog again (:meth:`resync`: at
+        100,000 boxes over 4 nodes, 25,000 boxes serialized by the node and parsed here per change, seconds
+        of CPU on both: issue 37).  Derived items (subscriptions) stay as held, so the next push carries
+        what the slice changed around the touched elements.  A guess the node does not agree with shows as
+        a refused push, and then the node is read whole (:meth:`sync_once`).  Unknown ``held``: a resync."""
+        if self.held is None:
+            self.resync()
+            return
+        held = self.held.copy()
+        for name, keys in touched.items():
+            have, want = getattr(held, name), getattr(self.desired, name)
+            for key in keys:
+                if key in want:
+                    have[key] = want[key]
+                else:
+                    have.pop(key, None)
+        self.held = held
+        self.assumed = True
+        self.counters["assumed"] += 1
+        self._wake.set()
+
     def pause(self) -> None:
         """Send nothing until :meth:`resume` (the node changed itself; the Head must catch up first)."""
         self._running.clear()
 
-    def resume(self, resync: bool = True) -> None:
-        if resync:
+    def resume(self, resync: bool = True, touched: dict[str, set[str]] | None = None) -> None:
+        """Send again; what the node holds is read again (``resync``), or patched by ``touched`` (:meth:`assume`)."""
+        if touched is not None:
+            self.assume(touched)
+        elif resync:
             self.resync()
         self._running.set()
 
@@ -161,6 +190,11 @@ class NodeSync:
             try:
                 await self.peers.post_update(self.endpoint, text, timeout=push_timeout(len(items)))
             except PeerRefused as exc:
+                if self.assumed:  # held was a guess the node refused
+                    if self._drop_absent(exc, items, held):
+                        return
+                    self.assumed = False  # read what it holds (run() does)
+                    raise
                 if exc.status == 409 and self._hold_back(exc.payload.get("rejections", []), items, version):
                     self._wake.set()  # send the rest now
                     self.on_change()
@@ -171,11 +205,27 @@ class NodeSync:
             self.counters["updates_sent"] += 1
             self.counters["items_sent"] += len(items)
             self.held = await _off_loop_if_large(len(items), apply_update, held, items, version)
+        self.assumed = False
         self.acked_version = max(self.acked_version, version)
         self.failure = None
         self.resyncing = self.held is None
         self.pending.delivered(self.endpoint, self.acked_version)
         self.on_change()
+
+    def _drop_absent(self, exc: PeerRefused, items: list, held: Catalog) -> bool:
+        """A guessed ``held`` (:meth:`assume`) refused only for removals of what the node does not hold (it
+        removed them itself with its change, as its slice wants): held without them, sent again.  False: a
+        refusal of anything else, for which the node is read whole."""
+        indexes = [r.get("index") for r in exc.payload.get("rejections", [])] if exc.status == 409 else []
+        if not indexes or not all(isinstance(i, int) and 0 <= i < len(items) for i in indexes):
+            return False
+        absent = [items[i] for i in indexes]
+        if not all(isinstance(item, (Delete, Unsubscribe)) for item in absent):
+            return False
+        self.held = apply_update(held, absent, held.version)
+        self.counters["assumed_absent"] += len(absent)
+        self._wake.set()
+        return True
 
     def _hold_unreported_moves(self, held: Catalog, version: int) -> None:
         """Boxes the node holds that the catalog places elsewhere: moved here, the move not yet learnt."""

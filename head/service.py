@@ -51,7 +51,7 @@ from .bulk import bulk_step, declared
 from .catalog_copy import CatalogCopies
 from .copy_ahead import CopyAhead
 from .commit_follower import CommitFollower
-from .failover import Failover
+from .failover import Failover, index_holds
 from .global_feed import GlobalFeed, GlobalFeeds
 from .index_saver import IndexSaver
 from .leadership import Leadership
@@ -111,7 +111,9 @@ class HeadService:
         # adoptions) is committed by the learner, one report at a time.
         self.learner = Learner(self)
         self.failover = Failover(lambda: self.catalog, lambda: self.store, self.membership, self.peers,
-                                 self.learner.adoption, after=failover_after, tasks=self.tasks)
+                                 self.learner.adoption, after=failover_after, tasks=self.tasks,
+                                 holds=lambda e: index_holds(self.index, e),
+                                 candidates=lambda: {*self.syncs, *self.membership.known()})
         self.revision = 0  # bumped on every status change; long polls wait on it
         self._changed = asyncio.Event()
         # Every commit (ours, or another writer's) is applied to the catalog held here, in order.
