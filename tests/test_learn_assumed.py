@@ -111,3 +111,21 @@ async def test_an_assumed_hold_the_node_refuses_is_read_whole():
     finally:
         loop.cancel()
     assert len(node.posted) == 1 and not sync.assumed
+
+
+async def test_after_a_push_the_head_holds_the_slice_object_itself():
+    """What a node acknowledged is its slice, the very object: the next difference is what the next slice
+    wrote over it (a Layered version's writes), not a comparison of the whole slice."""
+    node = _Node(Catalog(version=1))
+    sync = NodeSync("n:1", node, PendingRequests(), lambda: None)  # type: ignore[arg-type]
+    first = Catalog(version=2, boxes={"a": _box("a")})
+    sync.set_desired(first, 2)
+    await sync.sync_once()
+    assert sync.held is first and len(node.posted) == 1 and sync.in_sync
+    second = first.copy()
+    second.version = 3
+    second.boxes["b"] = _box("b")
+    sync.set_desired(second, 3)
+    await sync.sync_once()
+    assert sync.held is second and len(node.posted) == 2 and sync.in_sync
+    assert "name=\"b\"" in node.posted[-1] and "name=\"a\"" not in node.posted[-1]
