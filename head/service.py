@@ -82,7 +82,7 @@ class HeadService:
         self.syncs: dict[str, NodeSync] = {}
         # The catalog serialized once per version, for GET /catalog and global components' full copies.
         self.copies = CatalogCopies(lambda: self.catalog, self.origin)
-        self.copy_ahead = CopyAhead(self.copies)  # each version's copy built once it is quiet (issue 37)
+        self.copy_ahead = CopyAhead(self.copies, busy=lambda: not all(s.in_sync for s in self.syncs.values()))
         self.submissions = SubmissionLog(lambda: self.store)  # records in the store: the next leader answers
         self.pending = PendingRequests(pending_timeout)
         self.membership = Membership(heartbeat_timeout)
@@ -99,16 +99,16 @@ class HeadService:
         # The catalog held here, checked, with what the check learned (catalog/index.py): a submission is
         # checked, and the nodes' slices recomputed, by what it touches.
         self.index = CatalogIndex.build(self.catalog, self.box_types)
-        # The leader saves the index beside the catalog now and then, so a start decodes it (head/index_saver.py).
-        self.index_saver = IndexSaver(lambda: self.index, lambda: self.store)
+        # The leader saves the index now and then, so a start decodes it (head/index_saver.py); it and the
+        self.index_saver = IndexSaver(lambda: self.index, lambda: self.store,  # copy wait for nodes in sync
+                                      busy=lambda: not all(s.in_sync for s in self.syncs.values()))
         self.slices = NodeSlices()  # every node's slice of self.catalog, sliced again where a commit reaches
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
         self.tasks = Supervisor("head")
         # The global components' feeds (the leader runs them: _take_lead, _install).
         self.global_feeds = GlobalFeeds(self.peers, self.copies, self.tasks, self.origin)
-        # What the nodes report they changed themselves (moves, connects, layouts; failover's
-        # adoptions) is committed by the learner, one report at a time.
+        # What nodes report they changed themselves (moves, connects, layouts; adoptions): learnt one at a time.
         self.learner = Learner(self)
         self.failover = Failover(lambda: self.catalog, lambda: self.store, self.membership, self.peers,
                                  self.learner.adoption, after=failover_after, tasks=self.tasks,
