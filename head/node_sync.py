@@ -191,15 +191,13 @@ class NodeSync:
             try:
                 await self.peers.post_update(self.endpoint, text, timeout=push_timeout(len(items)))
             except PeerRefused as exc:
-                if self.assumed:  # held was a guess the node refused
-                    if self._drop_absent(exc, items, held):
-                        return
-                    self.assumed = False  # read what it holds (run() does)
-                    raise
+                if self.assumed and self._drop_absent(exc, items, held):  # held a guess: removals it made
+                    return
                 if exc.status == 409 and self._hold_back(exc.payload.get("rejections", []), items, version):
                     self._wake.set()  # send the rest now
                     self.on_change()
                     return
+                self.assumed = False  # a guessed held refused otherwise: read what it holds (run() does)
                 raise
             finally:
                 self.pushing = False

@@ -73,7 +73,7 @@ class _Node:
     async def post_update(self, endpoint: str, text: str, timeout: float = 0.0) -> dict:
         self.posted.append(text)
         if self.refuse:
-            raise PeerRefused(endpoint, 409, {"error": "box x is here already"})
+            raise PeerRefused(endpoint, 422, {"error": "box c is here already"})
         return {}
 
 
@@ -95,7 +95,8 @@ async def test_an_assumed_hold_the_node_refuses_is_read_whole():
     await sync.sync_once()
     assert sync.counters["catalog_reads"] == 1 and sync.in_sync and not node.posted
 
-    # A wrong guess: the node took box c itself too, not in the report, so the push of c is refused;
+    # A wrong guess: the node took box c itself too, not in the report, so the push of c is refused
+    # (not as a box missing, which a pending request waits for: node_sync.py _hold_back);
     # the sync's loop then reads the node whole, as without the guess, and it is in sync again.
     node.holds = Catalog(version=5, boxes={"a": _box("a"), "b": _box("b"), "c": _box("c")})
     sync.set_desired(Catalog(boxes={"a": _box("a"), "b": _box("b"), "c": _box("c")}), 5)
