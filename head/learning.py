@@ -145,7 +145,8 @@ class Learner:
                     changes.append(Change("node", target, to_text(Node(target))))
                 return changes or None
 
-            return await self._learn(involved, build)
+            # (read again: the adopter took the catalog the source saved, which may be older than its slice)
+            return await self._learn(involved, build, assume=False)
 
     async def connect(self, connect: Connect) -> int:
         """A node reports a filter box it inserted (paper 3.2.1); commit it to the global catalog."""
@@ -170,22 +171,29 @@ class Learner:
             return await self._learn(involved, build)
 
     async def _learn(self, involved: set[str], build: Callable[[Catalog], list[Change] | None],
-                     then: Callable[[int], None] | None = None) -> int:
-        """Commit a change nodes made themselves; their syncs wait, then re-read them.
+                     then: Callable[[int], None] | None = None, assume: bool = True) -> int:
+        """Commit a change nodes made themselves; their syncs wait, then are brought to their slices.
 
         ``build`` may add nodes to ``involved`` (it sees the catalog it
         changes); ``then(version)`` runs before the nodes are synced again.
+        What the nodes hold is then patched by what the commit touched
+        (:meth:`~.node_sync.NodeSync.assume`) only when that is what they hold
+        (:func:`assumable`); else (or ``assume`` False) they are read again.
         """
         paused = set(involved)
         for endpoint in paused:
             self.head.sync_for(endpoint).pause()
+        # In sync when paused: each holds its slice of this version (a push in flight is not in sync).
+        settled = all(self.head.sync_for(e).in_sync for e in paused)
+        base = self.head.catalog.version
         touched: dict[str, set[str]] | None = None  # what the commit changed: the nodes' held is patched by it
 
         def recorded(catalog: Catalog) -> list[Change] | None:
             nonlocal touched
             changes = build(catalog)
-            # (the last build counts: a lost race builds again; nothing to commit: read the nodes whole)
-            touched = touched_by(changes) if changes else None
+            # (the last build counts: a lost race builds on a later catalog, whose commits the paused
+            # nodes were not sent; nothing to commit: read the nodes whole)
+            touched = touched_by(changes) if changes and catalog.version == base else None
             return changes
 
         try:
@@ -197,10 +205,24 @@ class Learner:
             touched = None  # not known to be committed: read the nodes whole
             raise
         finally:
+            if not (assume and settled and assumable(self.head, paused | involved, touched, version)):
+                touched = None
             for endpoint in paused | involved:
                 self.head.sync_for(endpoint).resume(touched=touched)
         self.head.notify()
         return version
+
+
+def assumable(head: LearnerHead, involved: set[str], touched: dict[str, set[str]] | None, version: int) -> bool:
+    """Whether the involved nodes hold exactly the new slices for what ``touched`` names, as the nodes
+    in sync before the report made the change themselves: not if a Head commit came after ``version``
+    (the paused nodes were not sent it, and the patch would take it as held), nor if a touched box has a
+    pending request (an update the node refused, e.g. a modify to a box that was moving: the box runs
+    as it was before that update, not as the catalog has it now).  False: the nodes are read again."""
+    if touched is None or head.catalog.version != version:
+        return False
+    boxes = touched.get("boxes", set())
+    return not any(r.box in boxes for e in involved for r in head.pending.for_node(e))
 
 
 def touched_by(changes: list[Change]) -> dict[str, set[str]]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from boreas.catalog.documents import Delete, Modify, Unsubscribe, Update, read_document
@@ -110,8 +110,10 @@ class NodeSync:
         as the desired slice has them, instead of reading its whole catalog again (:meth:`resync`: at
         100,000 boxes over 4 nodes, 25,000 boxes serialized by the node and parsed here per change, seconds
         of CPU on both: issue 37).  Derived items (subscriptions) stay as held, so the next push carries
-        what the slice changed around the touched elements.  A guess the node does not agree with shows as
-        a refused push, and then the node is read whole (:meth:`sync_once`).  Unknown ``held``: a resync."""
+        what the slice changed around the touched elements.  The caller patches only when the new slice is
+        what the node holds for them (head/learning.py ``assumable``: nodes in sync before, no pending
+        request for a touched box, no commit since); a push refused anyway makes the node read whole
+        (:meth:`sync_once`).  Unknown ``held``: a resync."""
         if self.held is None:
             self.resync()
             return
@@ -265,6 +267,12 @@ class NodeSync:
             log.info("node %s: box %r is not there (%s); holding its update as a pending request",
                      self.endpoint, box, reason)
         return True
+
+
+def catching_up(syncs: Iterable[NodeSync], alive: Callable[[str], bool]) -> bool:
+    """Whether a node is still taking a change: a sync not in sync, leaving out a node whose push failed
+    or that is down (it stays out of sync until it is back: background work waiting for it would starve)."""
+    return any(not s.in_sync and s.failure is None and alive(s.endpoint) for s in syncs)
 
 
 def _held_of(text: str, source: str) -> Catalog:

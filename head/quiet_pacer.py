@@ -39,12 +39,11 @@ class QuietPacer:
         self.busy = busy or (lambda: False)
         self._changed = asyncio.Event()
         self._next = 0.0  # loop time before which no run starts
-        self._waited = 0  # quiet spells waited for busy() since the last change
+        self._waited = 0  # quiet spells waited for busy() since the last run
 
     def changed(self) -> None:
         """A new catalog version is held."""
-        self._changed.set()
-        self._waited = 0
+        self._changed.set()  # (_waited is not reset: changes every few seconds would hold a run back for good)
 
     def _settled(self) -> bool:
         """After a quiet spell: whether the Head is done with the change (or waited long enough for it)."""

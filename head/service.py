@@ -57,7 +57,7 @@ from .index_saver import IndexSaver
 from .leadership import Leadership
 from .learning import Learner
 from .membership import Membership
-from .node_sync import NodeSync
+from .node_sync import NodeSync, catching_up
 from .pending import PendingRequests
 from .snapshots import SnapshotCoordinator
 from .submissions import NodeOrder, Submission, SubmissionLog, SubmissionRecord, check_submission
@@ -82,7 +82,8 @@ class HeadService:
         self.syncs: dict[str, NodeSync] = {}
         # The catalog serialized once per version, for GET /catalog and global components' full copies.
         self.copies = CatalogCopies(lambda: self.catalog, self.origin)
-        self.copy_ahead = CopyAhead(self.copies, busy=lambda: not all(s.in_sync for s in self.syncs.values()))
+        self.copy_ahead = CopyAhead(self.copies,  # each version's copy built once quiet (issue 37)
+                                    busy=lambda: catching_up(self.syncs.values(), self.membership.alive))
         self.submissions = SubmissionLog(lambda: self.store)  # records in the store: the next leader answers
         self.pending = PendingRequests(pending_timeout)
         self.membership = Membership(heartbeat_timeout)
@@ -101,7 +102,7 @@ class HeadService:
         self.index = CatalogIndex.build(self.catalog, self.box_types)
         # The leader saves the index now and then, so a start decodes it (head/index_saver.py); it and the
         self.index_saver = IndexSaver(lambda: self.index, lambda: self.store,  # copy wait for nodes in sync
-                                      busy=lambda: not all(s.in_sync for s in self.syncs.values()))
+                                      busy=lambda: catching_up(self.syncs.values(), self.membership.alive))
         self.slices = NodeSlices()  # every node's slice of self.catalog, sliced again where a commit reaches
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.

@@ -5,19 +5,27 @@ nodes involved hold and read their whole local catalogs again (issue 37: at
 100,000 boxes over 4 nodes, 25,000 boxes serialized by each node and parsed
 by the Head, seconds of CPU per ``boreas move``).  Now
 :meth:`~boreas.head.node_sync.NodeSync.assume` patches ``held`` with the
-elements the commit touched, as the node's slice has them; a guess the node
-refuses makes the Head read it whole, as before.
+elements the commit touched, as the node's slice has them, when that is what
+the nodes hold: they were in sync before the report, no touched box has a
+pending request, and no Head commit came between.  Otherwise they are read
+whole, as before (a modify refused by a moving box, a commit before resume).
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from collections.abc import Callable
+from dataclasses import replace
+
+from boreas.catalog.documents import Update, read_document
+from boreas.catalog.elements import apply_changes
 from boreas.catalog.model import Box, Catalog, InPort
-from boreas.catalog.replicate import catalog_items
+from boreas.catalog.replicate import apply_update, catalog_items
+from boreas.catalog.xmlcodec import to_text
 from boreas.catalog.updates import update_document
 from boreas.client.optimizer import Optimizer
-from boreas.head.learning import touched_by
+from boreas.head.learning import Learner
 from boreas.head.node_sync import NodeSync
 from boreas.head.pending import PendingRequests
 from boreas.catalog.store import Change
@@ -60,11 +68,12 @@ async def test_a_move_connect_and_disconnect_read_no_node_again_and_every_node_h
 
 
 class _Node:
-    """A node's two calls the Head makes: ``GET /catalog`` and an update, refused while ``refuse`` is set."""
+    """A node's two calls the Head makes: ``GET /catalog``, and an update, applied to what it ``holds``;
+    an update about a box in ``gone`` is refused as a real node refuses it: 409, the box moved away."""
 
     def __init__(self, holds: Catalog):
         self.holds = holds
-        self.refuse = False
+        self.gone: set[str] = set()
         self.posted: list[str] = []
 
     async def text(self, url: str, **_: object) -> str:
@@ -72,46 +81,123 @@ class _Node:
 
     async def post_update(self, endpoint: str, text: str, timeout: float = 0.0) -> dict:
         self.posted.append(text)
-        if self.refuse:
-            raise PeerRefused(endpoint, 422, {"error": "box c is here already"})
+        doc = read_document(text, "test", check_schema=False)
+        assert isinstance(doc, Update)
+        refused = [{"index": i, "reason": f"box {box} moved away"} for i, item in enumerate(doc.items)
+                   if (box := getattr(item, "box", None) or getattr(item, "name", None)) in self.gone]
+        if refused:
+            raise PeerRefused(endpoint, 409, {"error": "refused", "rejections": refused})
+        self.holds = apply_update(self.holds, doc.items, doc.version or 0)
         return {}
 
 
-def _box(name: str, node: str = "n:1") -> Box:
-    return Box(name, "filter", (InPort("S"),), (f"{name}_out",), (("expression.0", "true"),), node=node)
+def _box(name: str, node: str = "n:1", expression: str = "true") -> Box:
+    return Box(name, "filter", (InPort("S"),), (f"{name}_out",), (("expression.0", expression),), node=node)
 
 
-async def test_an_assumed_hold_the_node_refuses_is_read_whole():
-    node = _Node(Catalog(version=3, boxes={"a": _box("a")}))
-    sync = NodeSync("n:1", node, PendingRequests(), lambda: None)  # type: ignore[arg-type]
-    sync.set_desired(Catalog(boxes={"a": _box("a")}), 3)
-    await sync.sync_once()
-    assert sync.counters["catalog_reads"] == 1 and sync.in_sync and not node.posted
+class _Head:
+    """What :class:`~boreas.head.learning.Learner` uses of a Head: the catalog, committed here in order
+    (``between`` runs inside the next ``caught_up``: a Head commit landing before the learnt nodes resume),
+    and one sync per fake node, each sent the boxes placed on it; each sync's loop runs as a task."""
 
-    # The node took box b itself and reported it: b is assumed held, nothing is sent, nothing read.
-    node.holds = Catalog(version=4, boxes={"a": _box("a"), "b": _box("b")})
-    sync.set_desired(Catalog(boxes={"a": _box("a"), "b": _box("b")}), 4)
-    sync.assume(touched_by([Change("box", "b", "<box/>")]))
-    await sync.sync_once()
-    assert sync.counters["catalog_reads"] == 1 and sync.in_sync and not node.posted
+    def __init__(self, catalog: Catalog, nodes: dict[str, _Node]):
+        self.catalog = catalog
+        self.index = None
+        self.pending = PendingRequests()
+        self.syncs = {e: NodeSync(e, n, self.pending, lambda: None) for e, n in nodes.items()}  # type: ignore
+        self.between: Callable[[Catalog], list[Change] | None] | None = None
+        self._set_slices()
 
-    # A wrong guess: the node took box c itself too, not in the report, so the push of c is refused
-    # (not as a box missing, which a pending request waits for: node_sync.py _hold_back);
-    # the sync's loop then reads the node whole, as without the guess, and it is in sync again.
-    node.holds = Catalog(version=5, boxes={"a": _box("a"), "b": _box("b"), "c": _box("c")})
-    sync.set_desired(Catalog(boxes={"a": _box("a"), "b": _box("b"), "c": _box("c")}), 5)
-    sync.assume({"boxes": {"x"}})
-    node.refuse = True
-    loop = asyncio.create_task(sync.run())
-    try:
-        while not node.posted:
-            await asyncio.sleep(0.01)
-        node.refuse = False
-        while not (sync.in_sync and sync.counters["catalog_reads"] == 2):
-            await asyncio.sleep(0.01)
-    finally:
-        loop.cancel()
-    assert len(node.posted) == 1 and not sync.assumed
+    def _set_slices(self) -> None:
+        for endpoint, sync in self.syncs.items():
+            sync.set_desired(Catalog(version=self.catalog.version, boxes=_placed_on(self.catalog, endpoint)),
+                             self.catalog.version)
+
+    def sync_for(self, endpoint: str) -> NodeSync:
+        return self.syncs[endpoint]
+
+    async def commit(self, build) -> int | None:
+        changes = build(self.catalog)
+        if not changes:
+            return None
+        self.catalog = apply_changes(self.catalog, changes, self.catalog.version + 1)
+        self._set_slices()
+        return self.catalog.version
+
+    async def caught_up(self, version: int, timeout: float = 10.0) -> None:
+        if self.between is not None:
+            build, self.between = self.between, None
+            await self.commit(build)
+
+    def notify(self) -> None:
+        pass
+
+    async def settle(self) -> None:
+        """Until every sync is in sync (each sync's loop runs meanwhile)."""
+        loops = [asyncio.create_task(s.run()) for s in self.syncs.values()]
+        try:
+            while not all(s.in_sync for s in self.syncs.values()):
+                await asyncio.sleep(0.01)
+        finally:
+            for loop in loops:
+                loop.cancel()
+
+
+def _modify(box: str, expression: str):
+    def build(catalog: Catalog) -> list[Change]:
+        changed = replace(catalog.boxes[box], params=(("expression.0", expression),))
+        return [Change("box", box, to_text(changed))]
+    return build
+
+
+def _two_nodes() -> tuple[_Head, _Node, _Node]:
+    source, target = _Node(Catalog(version=1, boxes={"box1": _box("box1", "s:1", "time > 1")})), _Node(Catalog())
+    head = _Head(Catalog(version=1, boxes={"box1": _box("box1", "s:1", "time > 1")}), {"s:1": source, "t:1": target})
+    return head, source, target
+
+
+def _runs(node: _Node) -> str:
+    return node.holds.boxes["box1"].param("expression.0")
+
+
+async def test_a_modify_refused_by_a_box_moving_away_reaches_its_new_node():
+    """box1 on s:1 runs ``time > 1``; a modify to ``time > 2`` is committed; meanwhile s:1 moved box1 to
+    t:1 (with what it ran), so s:1 refuses the push, 409 "moved away", and it is held as a pending request;
+    t:1 reports the move, committed with the catalog's box (``time > 2``).  t:1 runs ``time > 1`` until
+    sent the modify: what it holds is not the new slice, so it is read, not patched (the reviewer's case)."""
+    head, source, target = _two_nodes()
+    await head.settle()
+    source.gone.add("box1")  # s:1 moves box1 to t:1 itself
+    source.holds = Catalog(version=1)
+    target.holds = Catalog(version=1, boxes={"box1": _box("box1", "t:1", "time > 1")})
+    await head.commit(_modify("box1", "time > 2"))
+    await head.settle()  # s:1's push refused as the box moved away: a pending request
+    assert head.pending.blocked_boxes("s:1") == {"box1"}
+    await Learner(head).move(["box1"], "t:1")  # type: ignore[arg-type]
+    await head.settle()
+    assert _runs(target) == "time > 2" and head.catalog.boxes["box1"].node == "t:1" and not len(head.pending)
+
+
+async def test_a_head_commit_before_the_learnt_nodes_resume_reaches_them():
+    """A modify committed by the Head between the move's commit and the nodes' resume is sent."""
+    head, source, target = _two_nodes()
+    await head.settle()
+    source.holds, target.holds = Catalog(version=1), Catalog(version=1, boxes={"box1": _box("box1", "t:1", "time > 1")})
+    head.between = _modify("box1", "time > 3")
+    await Learner(head).move(["box1"], "t:1")  # type: ignore[arg-type]
+    await head.settle()
+    assert _runs(target) == "time > 3" and head.catalog.boxes["box1"].param("expression.0") == "time > 3"
+
+
+async def test_a_move_of_nodes_in_sync_is_patched_and_reads_no_node():
+    head, source, target = _two_nodes()
+    await head.settle()
+    reads = {e: s.counters["catalog_reads"] for e, s in head.syncs.items()}
+    source.holds, target.holds = Catalog(version=1), Catalog(version=1, boxes={"box1": _box("box1", "t:1", "time > 1")})
+    await Learner(head).move(["box1"], "t:1")  # type: ignore[arg-type]
+    await head.settle()
+    assert {e: s.counters["catalog_reads"] for e, s in head.syncs.items()} == reads
+    assert _runs(target) == "time > 1" and "box1" not in source.holds.boxes
 
 
 async def test_after_a_push_the_head_holds_the_slice_object_itself():
