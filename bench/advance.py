@@ -30,7 +30,7 @@ from boreas.catalog import Catalog, open_store, read_document
 from boreas.catalog.elements import apply_commit, commit_touched, diff
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.replicate import update_items
-from boreas.catalog.slice_index import NodeSlices
+from boreas.catalog.node_slices import NodeSlices
 from boreas.catalog.store.base import Commit
 from boreas.catalog.submission import apply_submission
 from boreas.catalog.updates import update_document

@@ -48,7 +48,7 @@ from boreas.catalog.elements import apply_commit, commit_touched
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Box, InPort
 from boreas.catalog.replicate import update_items
-from boreas.catalog.slice_index import NodeSlices
+from boreas.catalog.node_slices import NodeSlices
 from boreas.catalog.store import CatalogStore, Commit
 from boreas.catalog.submission import apply_submission, optimistic_commit
 from boreas.catalog.updates import update_document
@@ -105,13 +105,13 @@ def build(boxes: int, nodes: int, store: CatalogStore) -> Head:
     return head
 
 
-def run_op(head: Head, op: str, k: int) -> dict[str, float]:
-    """One operation, phase by phase (CPU seconds)."""
+def run_op(head: Head, op: str, k: int, away: str = "node7:15000") -> dict[str, float]:
+    """One operation, phase by phase (CPU seconds); a move takes b40 to ``away`` and back."""
     marks = [time.process_time()]
     if op in ("submit", "delete"):
         commit = _submission(head, op, k)
     else:
-        commit = _learned(head, op)
+        commit = _learned(head, op, away)
     marks.append(time.process_time())
     head.follow(commit, marks)
     return dict(zip(PHASES, (b - a for a, b in zip(marks, marks[1:])), strict=True))
@@ -128,12 +128,12 @@ def _submission(head: Head, op: str, k: int) -> Commit:
     return apply_submission(head.store, docs, base=head.catalog, index=head.index).commit
 
 
-def _learned(head: Head, op: str) -> Commit:
+def _learned(head: Head, op: str, away: str) -> Commit:
     involved: set[str] = set()
     box = head.catalog.boxes["b40"]
     build: Callable[[Catalog], list | None]
     if op == "move":
-        build = lambda c: move_changes(c, ["b40"], "node7:15000", involved)  # noqa: E731
+        build = lambda c: move_changes(c, ["b40"], away, involved)  # noqa: E731
     elif op == "move back":
         build = lambda c: move_changes(c, ["b40"], "node0:15000", involved)  # noqa: E731
     elif op == "connect":  # a filter inserted before b40's in port, on b40's node

@@ -45,7 +45,7 @@ from boreas.catalog.elements import apply_commit, commit_touched
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_checkpoint import KEY
 from boreas.catalog.replicate import update_items
-from boreas.catalog.slice_index import NodeSlices
+from boreas.catalog.node_slices import NodeSlices
 from boreas.catalog.submission import apply_submission
 from boreas.catalog.updates import update_document
 from boreas.head.bulk import bulk_step, declared

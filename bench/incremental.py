@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from catalog import generate  # noqa: E402  (bench/catalog.py: the same application)
 from boreas.catalog import Catalog, plan_submission, read_document  # noqa: E402
 from boreas.catalog.index import CatalogIndex  # noqa: E402
-from boreas.catalog.slice_index import NodeSlices  # noqa: E402
+from boreas.catalog.node_slices import NodeSlices  # noqa: E402
 from boreas.catalog.slices import node_slices  # noqa: E402
 
 ONE_BOX = ('<borealis><box name="extra" type="filter"><in stream="b0_t"/><out stream="extra_t"/>'

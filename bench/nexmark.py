@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -94,9 +95,25 @@ def run_boreas(q: Query, blocks: list[dict], tables: dict) -> Row:
     return row
 
 
-def run_flink(rows: list[Row], cfg: nexmark_gen.GeneratorConfig) -> None:
-    """Every query Flink runs, in one child process over CSV files of the same events."""
-    why = available()
+def flink_missing(python: str) -> str | None:
+    """None if ``python`` (the Flink side's interpreter) has PyFlink and Java is here, else why not."""
+    if python == sys.executable:
+        return available()
+    try:
+        probe = subprocess.run([python, "-c", "import pyflink"], capture_output=True, text=True)
+    except OSError as exc:
+        return f"{python}: {exc}"
+    if probe.returncode != 0:
+        return f"{python} has no PyFlink; `make bench-setup` installs it"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no Java runtime (PyFlink needs java on PATH or JAVA_HOME)"
+    return None
+
+
+def run_flink(rows: list[Row], cfg: nexmark_gen.GeneratorConfig, python: str = sys.executable) -> None:
+    """Every query Flink runs, in one child process of ``python`` (``--flink-python``) over CSV files of the
+    same events."""
+    why = flink_missing(python)
     for row in rows:
         skip = FLINK_SKIPS.get(row.query.name)
         row.flink = f"not run: {skip}" if skip else (f"unavailable: {why}" if why else "")
@@ -108,7 +125,7 @@ def run_flink(rows: list[Row], cfg: nexmark_gen.GeneratorConfig) -> None:
         nexmark_gen.write(cfg, Path(tmp), "csv")
         print(f"CSV files for Flink written in {time.perf_counter() - began:.1f} s", flush=True)
         by_name = {r.query.name: r for r in todo}
-        cmd = [sys.executable, str(Path(__file__).with_name("nexmark_flink.py")), "--dir", tmp, *by_name]
+        cmd = [python, str(Path(__file__).with_name("nexmark_flink.py")), "--dir", tmp, *by_name]
         with open(Path(tmp) / "flink.log", "w+") as log:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
             watchdog = threading.Timer(FLINK_BUDGET, proc.kill)  # what finished by then is kept
@@ -236,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.check_flink:
         run_flink_check(rows, cfg, blocks, args.flink_python)
     else:
-        run_flink(rows, cfg)
+        run_flink(rows, cfg, args.flink_python)
     print(f"load average after: {load()}")
     print(table(rows, args.markdown))
     return 1 if any(r.check.startswith("DIFFERS") or r.flink.startswith("DIFFERS") for r in rows) else 0

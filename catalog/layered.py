@@ -124,21 +124,24 @@ class Layered(MutableMapping[K, V]):
             if own.get(key) is not _GONE:
                 yield key
 
-    # -- views: a plain dict's when this version wrote nothing, else read through without copying -------------
-    # (a walk that stops at its first find, as a patched slice's look for a schema still used does, costs
-    # what it reads, not a copy of the whole)
+    # -- views: always live over this version (a view taken before its first write sees that write, as a
+    # dict's does), read through without copying (a walk that stops at its first find, as a patched
+    # slice's look for a schema still used does, costs what it reads, not a copy of the whole)
 
     def keys(self) -> KeysView[K]:  # type: ignore[override]
-        return self._base.keys() if not self._own else KeysView(self)
+        return KeysView(self)
 
     def items(self) -> ItemsView[K, V]:  # type: ignore[override]
-        return self._base.items() if not self._own else _Items(self)
+        return _Items(self)
 
     def values(self) -> ValuesView[V]:  # type: ignore[override]
-        return self._base.values() if not self._own else _Values(self)
+        return _Values(self)
 
     def _pairs(self) -> Iterator[tuple[K, V]]:
         own, base = self._own, self._base
+        if not own:
+            yield from base.items()
+            return
         for key, value in base.items():
             value = own.get(key, value)
             if value is not _GONE:
@@ -233,10 +236,46 @@ class LayeredSet(Set):
     (300, False, True, 299, True)
     """
 
-    __slots__ = ("_base", "_added", "_removed")
+    __slots__ = ("_base", "_added", "_removed", "_hash")
 
     def __init__(self, base: frozenset[Any], added: frozenset[Any], removed: frozenset[Any]):
         self._base, self._added, self._removed = base, added, removed  # (added ∩ base and removed - base: empty)
+        self._hash: int | None = None
+
+    # -- a drop-in frozenset: operators give frozensets (``Set``'s mixins build the result with
+    # ``_from_iterable``, by default ``cls(iterable)``, which this constructor does not take), equal
+    # LayeredSets and frozensets hash alike, and the named methods a frozenset has exist
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[Any]) -> frozenset[Any]:
+        return frozenset(it)
+
+    def __hash__(self) -> int:
+        """As the equal frozenset's (computed once: the set never changes)."""
+        if self._hash is None:
+            self._hash = hash(frozenset(self))
+        return self._hash
+
+    def union(self, *others: Iterable[Any]) -> frozenset[Any]:
+        return frozenset(self).union(*others)
+
+    def intersection(self, *others: Iterable[Any]) -> frozenset[Any]:
+        return frozenset(self).intersection(*others)
+
+    def difference(self, *others: Iterable[Any]) -> frozenset[Any]:
+        return frozenset(self).difference(*others)
+
+    def symmetric_difference(self, other: Iterable[Any]) -> frozenset[Any]:
+        return frozenset(self).symmetric_difference(other)
+
+    def issubset(self, other: Iterable[Any]) -> bool:
+        return frozenset(self).issubset(other)
+
+    def issuperset(self, other: Iterable[Any]) -> bool:
+        return all(item in self for item in other)
+
+    def copy(self) -> LayeredSet:
+        return self
 
     @classmethod
     def moved(cls, old: Iterable[Any] | None, removed: Iterable[Any], added: Iterable[Any]) -> Set[Any]:

@@ -2,7 +2,7 @@
 
 The Head used to slice the whole catalog for every node on every commit,
 inferring every stream's schema again to do it.  :class:`NodeSlices`
-keeps every node's slice of the current version; given the next version's
+(:mod:`.node_slices`) keeps every node's slice of the current version; given the next version's
 :class:`~.index.CatalogIndex` (which records what changed since the
 previous one, and which streams' schemas moved) it works out which nodes
 the change can reach (:func:`change_reach`), each with the streams the
@@ -26,6 +26,7 @@ result against slicing everything (:func:`.slices.node_slices`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from .index import CatalogIndex
@@ -34,6 +35,8 @@ from .model import Catalog, Publication, Subscription
 from .slice_topology import entries, partition_consumers
 from .slices import SliceMaker
 from .table_params import ACCESSING
+
+log = logging.getLogger(__name__)
 
 
 class IndexedTopology:
@@ -334,69 +337,3 @@ def patch_slice(maker: SliceMaker, topology: IndexedTopology, node: str, old: Ca
         maker.place_query(part, name)
     maker.refinish(part, node, ledger, streams, used, boxes)
     return part
-
-
-def _by_node(before: Catalog, after: Catalog, boxes: Iterable[str]) -> dict[str, set[str]]:
-    """The changed boxes by the node they are placed on, before or after (a box is patched only there)."""
-    found: dict[str, set[str]] = {}
-    for name in boxes:
-        for side in (before, after):
-            box = side.boxes.get(name)
-            if box is not None and box.node is not None:
-                found.setdefault(box.node, set()).add(name)
-    return found
-
-
-class NodeSlices:
-    """Every node's slice of the catalog version last given; the one owner of the Head's slices.
-
-    Usage::
-
-        slices = NodeSlices()
-        changed = slices.advance(index)   # node -> its new slice (None: it holds nothing now)
-    """
-
-    def __init__(self) -> None:
-        self.index: CatalogIndex | None = None
-        self.slices: dict[str, Catalog] = {}
-        self.ledgers: dict[str, dict[str, set[str]]] = {}  # node -> stream -> the neighbours it brought in
-
-    def advance(self, index: CatalogIndex) -> dict[str, Catalog | None]:
-        """Move to ``index``'s catalog; the nodes whose slice changed, with the new slice."""
-        after = IndexedTopology(index)
-        previous = self.index
-        reach: dict[str, set[str]] | None = None  # node -> the streams to slice again (None: slice whole)
-        placed: dict[str, set[str]] = {}
-        if previous is None or index.parent is not previous.catalog or index.whole:
-            nodes = set(self.slices) | after.holders()
-        else:
-            reach = change_reach(IndexedTopology(previous), after, index.changed, index.moved)
-            nodes = set(reach)
-            if not patchable(previous.catalog, index.catalog, index.changed):
-                reach = None
-            placed = _by_node(previous.catalog, index.catalog, index.changed.get("boxes", ()))
-        self.index = index
-        maker = SliceMaker(index.catalog, index.stream_schemas, index.registry, after)
-        changed: dict[str, Catalog | None] = {}
-        for node in sorted(nodes):
-            old, ledger = self.slices.get(node), self.ledgers.get(node)
-            if not after.holds(node):
-                new = None
-            elif reach is None or old is None or ledger is None:
-                ledger = {}
-                new = maker.slice(node, ledger)
-            else:
-                ledger = dict(ledger)  # (a patch pops a stream's set before it adds to one: none is shared-edited)
-                new = patch_slice(maker, after, node, old, ledger, index.changed, placed.get(node, set()),
-                                  reach[node])
-            if new is None:
-                self.ledgers.pop(node, None)
-            else:
-                self.ledgers[node] = ledger
-            if new != old:
-                changed[node] = new
-                if new is None:
-                    self.slices.pop(node, None)
-                else:
-                    self.slices[node] = new
-        return changed

@@ -189,9 +189,11 @@ class SliceMaker:
                 self._schema(part, declared.schema)
 
     def _views(self, part: Catalog, boxes, wanted: set[str] | None) -> None:
-        """The views the boxes' in ports read; with ``wanted``, only those, stopping once each is found."""
+        """The views the boxes' in ports read; with ``wanted``, only those, stopping once each is found.
+        ``boxes``: a slice's boxes (any mapping: a large one is a :class:`~.layered.Layered`, not a dict)
+        or the boxes themselves."""
         views = self.catalog.views
-        for box in boxes.values() if isinstance(boxes, dict) else boxes:
+        for box in boxes.values() if isinstance(boxes, Mapping) else boxes:
             for port in box.inputs:
                 if port.view and port.view in views and (wanted is None or port.view in wanted):
                     part.views[port.view] = views[port.view]

@@ -37,7 +37,7 @@ from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_checkpoint import load_index
 from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
-from boreas.catalog.slice_index import NodeSlices
+from boreas.catalog.node_slices import NodeSlices
 from boreas.catalog.store import CatalogStore, Change, open_store
 from boreas.catalog.submission import Applied, apply_submission, optimistic_commit, plan_submission
 from boreas.catalog.xmlcodec import to_text
@@ -264,7 +264,13 @@ class HeadService:
             self.index_saver.changed()
         self.copy_ahead.changed()
         affected = []
-        for endpoint, desired in self.slices.advance(self.index).items():
+        try:
+            changed = self.slices.advance(self.index)
+        except Exception:  # (a defect in slicing by the change: the slices are left as they were, so retry whole)
+            log.exception("catalog version %d: slicing by the change failed; slicing every node whole",
+                          catalog.version)
+            changed = self.slices.advance(self.index, whole=True)
+        for endpoint, desired in changed.items():
             sync = self.sync_for(endpoint)
             if (desired or Catalog()) != sync.desired:
                 affected.append(endpoint)

@@ -20,7 +20,7 @@ from .ast import Program
 from .compiler.windowfn import WINDOW_COLUMNS
 from .nullable import null_keys, null_values, shown_columns
 from .runtime.ports import ViewInfo
-from .runtime.views import value_type
+from .runtime.valuetypes import value_type
 
 #: Borealis field types each M3 column type accepts on an in port.
 ACCEPTS: dict[str, tuple[FieldType, ...]] = {

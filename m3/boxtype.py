@@ -65,7 +65,7 @@ from .errors import M3Error
 from .runtime.ports import ViewInfo
 from .runtime.program import Runtime
 from .runtime.text import program_from_text
-from .sessionheld import held_plan, refuse_split_sessions, session_key
+from .sessionheld import held_plan, refuse_split_sessions, refuse_unkeyed_sessions, session_key
 from .syntax import KEYWORDS
 from .winstages import StagePlan, plan_stages
 
@@ -292,6 +292,8 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
         pp = plan_partition(program, box.name, partition.nodes, segments=partition.count, key=key,
                             pins=pins, replicate=partition.replicate)
     except (PlacementError, LayoutError, PlanError) as exc:
+        if sessions and key is not None:  # (``key`` keys no map but the held ones: the view's maps say why)
+            refuse_unkeyed_sessions(box.name, program, sessions, partition, pins)
         raise BoxError(str(exc)) from None
     assert pp.layout is not None
     if sessions:

@@ -33,6 +33,7 @@ from boreas.catalog.boxtypes import BoxError
 from .ast import Program
 from .compiler.sessionfn import Session
 from .compiler.windowfn import WINDOW_COLUMNS
+from .cumulus import LayoutError, PlacementError, PlanError, plan_partition
 from .cumulus.layout import EVERYWHERE
 from .cumulus.plan import LOCAL, POINT, classify
 from .runtime.text import program_from_text
@@ -98,6 +99,20 @@ def session_key(key: str | None, sessions: Sequence[Session]) -> tuple[str | Non
         if column is not None:
             pins[held_map(session.relation)] = column
     return key, pins
+
+
+def refuse_unkeyed_sessions(box: str, program: Program, sessions: Sequence[Session], partition,
+                            pins: Mapping[str, str]) -> None:
+    """The reason :func:`refuse_split_sessions` gives for the placement without the partition's ``key``, if it
+    gives one: for a ``key`` that partitions none of the view's maps, whose placement failed saying the key keys
+    no map (the held maps are keyed by it, but are a relation of their own: the view's maps say why)."""
+    try:
+        pp = plan_partition(program, box, partition.nodes, segments=partition.count, pins=dict(pins),
+                            replicate=partition.replicate)
+    except (PlacementError, LayoutError, PlanError):
+        return
+    assert pp.layout is not None
+    refuse_split_sessions(box, program, sessions, dict(pp.layout.maps))
 
 
 def refuse_split_sessions(box: str, program: Program, sessions: Sequence[Session],

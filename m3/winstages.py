@@ -35,7 +35,7 @@ from .compiler.pipeline import compile_sql
 from .compiler.winjoin import Stage, Staged
 from .runtime.ports import ViewInfo
 from .runtime.program import Runtime
-from .runtime.views import value_type
+from .runtime.valuetypes import value_type
 
 #: A stage's relation column type as a ``CREATE STREAM`` writes it.
 _DECLARED = {"INT": "INT", "FLOAT": "DOUBLE", "STRING": "VARCHAR", "DATE": "DATE"}

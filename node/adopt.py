@@ -44,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -59,6 +58,8 @@ from boreas.catalog.words import counted
 from boreas.wire.columns import read_columns, unwrap
 from boreas.wire.frames import ARROW, Batch, decode
 
+from .adopt_claim import AdoptionRefused, claim
+from .box_state import BoxStates
 from .context import NodeContext
 from .cumulus.part import PartOperator
 from .cumulus.takeover import members_of, pending_for, streams_of
@@ -66,43 +67,11 @@ from .dataflow import Dataflow
 from .handover import attach
 from .outputs import Outputs
 from .recovery.durability import Durability
-from .recovery.snapshots import write_atomic
 
 log = logging.getLogger(__name__)
 
-CLAIM = "adopted.json"
 #: Seconds between claiming a directory and reading it: two of the failed node's heartbeats.
 FENCE_WAIT = 2.0
-
-
-class AdoptionRefused(RuntimeError):
-    """The directory cannot be adopted (not a node's data, claimed by another node, unreadable)."""
-
-
-def claimed_by(directory: Path) -> str | None:
-    """Which node adopted the boxes of the node whose data directory this is (None: nobody)."""
-    try:
-        return str(json.loads((directory / CLAIM).read_text())["by"])
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError):
-        return "?"  # a claim being written, or damaged: someone claimed it
-
-
-def claim(directory: Path, by: str) -> None:
-    """Claim ``directory`` for ``by``; a retry by the same adopter is allowed."""
-    path = directory / CLAIM
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        owner = claimed_by(directory)
-        if owner != by:
-            raise AdoptionRefused(f"{directory} was already adopted by {owner}") from None
-        return
-    with os.fdopen(fd, "w") as f:
-        json.dump({"by": by, "at": time.time()}, f)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 @dataclass
@@ -244,9 +213,7 @@ class Adopter:
                 consumers, withdrawn = self._withdraw(source, handovers)
                 for (stream, producer), seq in replayer.state.processed.items():
                     node.receiver.sequencer.expect(stream, producer, seq + 1)
-                    if stream in internal or stream in flow.host.coordinators:  # positions of the guests' inputs
-                        flow.state.processed[(stream, producer)] = max(seq, flow.state.processed.get(
-                            (stream, producer), -1))
+                take_guest_inputs(replayer.state, flow.state, internal, set(flow.host.coordinators))
                 await self._take_guests(parts, guests)
             node.catalog_changed()
             node.reflector.reflect(catalog, items)
@@ -352,6 +319,18 @@ class Adopter:
         return mine
 
 
+def take_guest_inputs(failed: BoxStates, here: BoxStates, internal: set[str], inputs: set[str]) -> None:
+    """What the failed node's replay reached on the guests' streams, taken here: the positions of the streams
+    between the members (``internal``) and of the partitioned boxes' input streams (``inputs``), and the final
+    marks of those input streams' producers that came there.  The router counts a producer whose position it
+    holds as one that published here, and a member's out stream here waits for its end (node/router.py
+    ``_ended_everywhere``): without its final mark it would wait for good."""
+    for (stream, producer), seq in failed.processed.items():
+        if stream in internal or stream in inputs:
+            here.processed[(stream, producer)] = max(seq, here.processed.get((stream, producer), -1))
+    here.ends.merge({"producers": {s: sorted(p) for s, p in failed.ends.producers.items() if s in inputs}})
+
+
 def _open_failed(source: str, directory: Path, snapshot_url: str | None) -> _Failed:
     """Read a failed node's directory: catalog, identity, newest usable snapshot; its log opened for reading."""
     durable = Durability(directory, snapshot_url, fsync=False)
@@ -368,25 +347,3 @@ def _open_failed(source: str, directory: Path, snapshot_url: str | None) -> _Fai
         raise AdoptionRefused(f"cannot read the data of the failed node in {directory}: {exc}") from None
     return _Failed(source, catalog, identity, durable.latest_snapshot(), durable)
 
-
-def archive_adopted(directory: Path) -> Path | None:
-    """A node starting on a directory whose boxes were adopted: set its old state aside, start empty.
-
-    The catalog, log, snapshots, positions and noted layouts (a new log begins under the layouts it meets)
-    move to ``adopted-<time>/``;
-    the identity stays (the node's sender name).  Returns the archive.
-    """
-    owner = claimed_by(directory)
-    if owner is None:
-        return None
-    archive = directory / f"adopted-{int(time.time())}"
-    archive.mkdir(exist_ok=True)
-    for name in ("catalog.xml", "log", "snapshots", "positions.json", "layouts.json", CLAIM):
-        path = directory / name
-        if path.exists():
-            path.rename(archive / name)
-    (directory / "snapshots").mkdir()
-    write_atomic(archive / "README", f"boxes adopted by {owner}; kept for inspection\n".encode())
-    log.warning("the boxes of this node's data in %s were adopted by %s: starting empty (old state in %s)",
-                directory, owner, archive)
-    return archive

@@ -48,7 +48,7 @@ from boreas.wire.metrics import add_metrics_route
 from boreas.wire.openapi import add_openapi_route, describe_routes
 from boreas.wire.server import json_error
 
-from .adopt import AdoptionRefused
+from .adopt_claim import AdoptionRefused
 from .api_docs import NODE_DOCS
 from .connector import ConnectRefused
 from .cumulus.api import SegmentsApi

@@ -40,9 +40,10 @@ True
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +102,10 @@ class BoxStates:
         # other change goes through the methods below.
         self.operators: dict[str, Operator] = {}
         self.boxes: dict[str, Box] = {}  # the declaration each operator was built from
+        # Each box's place in ``boxes`` (ascending as inserted): the router orders a stream's consumers by it
+        # when it rewires only what an update changed, as a whole rewiring walking ``boxes`` would.
+        self.rank: dict[str, int] = {}
+        self._ranks = itertools.count()
         self.broken: dict[str, str] = {}  # box -> why it could not be built
         # A box's output batches are numbered per (stream, box), not per node, so the numbering
         # can move with the box; the producer id is the box's name and a random incarnation.
@@ -120,16 +125,19 @@ class BoxStates:
 
     # -- following the catalog ----------------------------------------------------------
 
-    def check(self, boxes: dict[str, Box], schemas: dict[str, Schema],
-              build: Builder = build_operator) -> dict[str, str]:
+    def check(self, boxes: Mapping[str, Box], schemas: Mapping[str, Schema],
+              build: Builder = build_operator, only: Collection[str] | None = None) -> dict[str, str]:
         """Which new or changed boxes could not run, and why (nothing changes here).
 
         A node checks an update this way before applying it, so a box it
         cannot run is refused with the reason instead of breaking later.
+        ``only``: the names the update may have changed (every other box is the
+        one held); ``boxes`` then needs only those of them it declares.
         """
         reasons: dict[str, str] = {}
-        for name, box in boxes.items():
-            if _same(self.boxes.get(name), box) and name in self.operators:
+        pairs = boxes.items() if only is None else ((n, boxes[n]) for n in only if n in boxes)
+        for name, box in pairs:
+            if self._held(name, box, schemas):
                 continue
             missing = [s for s in [p.stream for p in box.inputs] + list(box.outputs) if s not in schemas]
             if missing:
@@ -143,31 +151,43 @@ class BoxStates:
                 reasons[name] = f"{box.type} box {name!r} cannot be built: {type(exc).__name__}: {exc}"
         return reasons
 
-    def follow(self, boxes: dict[str, Box], schemas: dict[str, Schema],
+    def follow(self, boxes: Mapping[str, Box], schemas: Mapping[str, Schema],
                keep_state: Iterable[str] = (), build: Builder = build_operator,
-               rebuild: Iterable[str] = ()) -> dict[str, str]:
+               rebuild: Iterable[str] = (), only: Collection[str] | None = None) -> dict[str, str]:
         """Keep unchanged boxes (and their state), build new ones (with ``build``); returns the broken ones.
 
         Boxes named in ``keep_state`` carry their state over though their
         declaration changed (a box whose in port was rewired to a filter);
         boxes named in ``rebuild`` are built again though it did not (their
-        partition changed), and keep their state too.
+        partition changed), and keep their state too.  ``only``: the names the
+        new catalog may have changed, in the order its boxes list them (an
+        update's; :class:`~boreas.node.slice_change.SliceChange`): every other
+        box is the one held, so the walk is over those, not every box (issue
+        37); ``boxes`` then needs only those of them it declares, and the
+        broken ones must be among them (they are tried again).
         """
-        rebuild = set(rebuild) & set(self.operators)
+        rebuild = {name for name in rebuild if name in self.operators}
         keep_state = set(keep_state) | rebuild
         kept = {name: self.operators[name].state() for name in keep_state if name in self.operators}
-        for name in set(self.box_ids) - set(boxes):  # deleted: a new box of that name starts afresh
+        if only is None:
+            gone_ids, gone = set(self.box_ids) - set(boxes), set(self.operators) - set(boxes)
+        else:
+            gone_ids = {n for n in only if n not in boxes and n in self.box_ids}
+            gone = {n for n in only if n not in boxes and n in self.operators}
+        for name in gone_ids:  # deleted: a new box of that name starts afresh
             outputs = self.boxes[name].outputs if name in self.boxes else ()
             for stream in outputs:
                 self.out_seq.pop(stream, None)
             self.ends.forget_box(name, outputs)  # nor has it ended anything, nor does a final mark of it wait
             del self.box_ids[name]
-        for name in set(self.operators) - set(boxes):
+        for name in gone:
             del self.operators[name]
             self.boxes.pop(name, None)
+            self.rank.pop(name, None)
         self.broken = {}
-        for name, box in boxes.items():
-            if _same(self.boxes.get(name), box) and name in self.operators and name not in rebuild:
+        pairs = boxes.items() if only is None else ((n, boxes[n]) for n in only if n in boxes)
+        for name, box in pairs:
+            if name not in rebuild and self._held(name, box, schemas):
                 continue
             try:
                 operator = build(box, [schemas[p.stream] for p in box.inputs],
@@ -178,12 +198,27 @@ class BoxStates:
                 continue
             if name in kept:
                 operator.restore(kept[name])
+            if name not in self.boxes:
+                self.rank[name] = next(self._ranks)
             self.operators[name], self.boxes[name] = operator, box
             if name not in self.box_ids:
                 self.box_ids[name] = f"{name}~{uuid.uuid4().hex[:12]}"
                 if self.on_new_box_id is not None:
                     self.on_new_box_id()
         return dict(self.broken)
+
+    def _held(self, name: str, box: Box, schemas: Mapping[str, Schema]) -> bool:
+        """Whether box ``name``'s operator held here runs ``box`` as declared: the same box, built with the
+        schemas its streams have now.  A box is built with its streams' schemas, so one whose declaration
+        did not change but whose in or out stream's schema did (an ``<input>`` given another schema) is
+        built again, or it would read rows of the new layout by the old one.  A stream whose schema cannot
+        be told here (its declaration went) keeps the box as built, as before."""
+        operator = self.operators.get(name)
+        if operator is None or not _same(self.boxes.get(name), box):
+            return False
+        streams = [p.stream for p in box.inputs]
+        return (all(schemas.get(s, built) == built for s, built in zip(streams, operator.inputs))
+                and all(schemas.get(s, built) == built for s, built in zip(box.outputs, operator.outputs)))
 
     # -- numbering and positions ----------------------------------------------------------
 
@@ -227,6 +262,7 @@ class BoxStates:
     def take(self, name: str, positions: list[tuple[str, str, int]]) -> BoxHandover:
         """Take box ``name`` out (it leaves this node), with everything its future depends on."""
         box = self.boxes.pop(name)
+        self.rank.pop(name, None)
         with gc_paused():
             state = self.operators.pop(name).state()
         inputs = self.inputs.pop(name, None)

@@ -112,7 +112,7 @@ class Dataflow:
         return self.task.progress
 
     @property
-    def schemas(self) -> dict[str, Schema]:
+    def schemas(self) -> Mapping[str, Schema]:
         return self.host.schemas
 
     @property
@@ -168,8 +168,10 @@ class Dataflow:
 
     # -- the entry points other parts of the node call ------------------------------------
 
-    def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = ()) -> None:
-        """Follow a new local catalog (:meth:`OperatorHost.reconfigure`); the caller holds the lock.
+    def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = (),
+                    touched: tuple[Catalog, Mapping[str, set[str]]] | None = None) -> None:
+        """Follow a new local catalog (:meth:`OperatorHost.reconfigure`; ``touched``: the keys it wrote over
+        the one followed last, :attr:`LocalCatalog.touched`); the caller holds the lock.
 
         The boxes' open output batches close first (logged), numbered by the
         boxes that wrote them, before the update removes or rewires any; the
@@ -178,7 +180,7 @@ class Dataflow:
         if self.router.coalescer.held():
             self.timers.close_all(self.clock.now(), record=True)
             self.task.inbox.wake()
-        self.host.reconfigure(catalog, keep_state)
+        self.host.reconfigure(catalog, keep_state, touched)
 
     def refusals(self, candidate: Catalog, source: str, rules: bool = True,
                  touched: tuple[Catalog, Mapping[str, set[str]]] | None = None) -> list[dict[str, object]]:

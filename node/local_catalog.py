@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable, Iterable
 
 from boreas.catalog.document_model import Update
 from boreas.catalog.model import Catalog, Subscription
@@ -46,6 +47,9 @@ class LocalCatalog:
         # The last preview's base and what it wrote there (Catalog dict -> keys): the node's index derives the
         # candidate by it (node/operator_host.py), instead of comparing every element the node holds.
         self.touched: tuple[Catalog, dict[str, set[str]]] | None = None
+        # How many of the held catalog's boxes write each stream, kept by the keys each update wrote: a
+        # <subscribe> is checked against it, not against every box's out streams (issue 37).
+        self.writers = StreamWriters()
 
     @property
     def version(self) -> int:
@@ -57,7 +61,7 @@ class LocalCatalog:
         try:
             new = apply_update(self.catalog, update.items,
                                update.version if update.version is not None else self.catalog.version, touched)
-            _check_subscriptions(new, update.items)
+            _check_subscriptions(new, update.items, self.writers.of(self.catalog, new, touched.get("boxes", ())))
         except UpdateRejected as exc:
             self.counters["updates_received"] += 1
             self.counters["updates_rejected"] += 1
@@ -77,6 +81,8 @@ class LocalCatalog:
         if new is None:
             new = self.preview(update)
         self.counters["updates_received"] += 1
+        touched = self.touched[1].get("boxes", ()) if self.touched is not None and self.touched[0] is self.catalog else None
+        self.writers.follow(self.catalog, new, touched)
         self.catalog = new
         self.counters["updates_applied"] += 1
         self.counters["items_applied"] += len(update.items)
@@ -88,13 +94,61 @@ class LocalCatalog:
                                origin=self.endpoint)
 
 
-def _check_subscriptions(catalog: Catalog, items: list) -> None:
-    subscribing = [(i, item) for i, item in enumerate(items) if isinstance(item, Subscription)]
-    if not subscribing:  # (what the node holds is gathered only for a subscription: it costs the slice)
-        return
-    held = set(catalog.inputs) | {s for b in catalog.boxes.values() for s in b.outputs}
+def _check_subscriptions(catalog: Catalog, items: list, writes: Callable[[str], bool]) -> None:
+    """Each ``<subscribe>`` among ``items`` names a stream ``catalog`` has: an input, or one a box writes."""
     missing = [Rejection(i, "stream", item.stream,
                          f"cannot subscribe to stream {item.stream!r}: it is not on this node")
-               for i, item in subscribing if item.stream not in held]
+               for i, item in enumerate(items)
+               if isinstance(item, Subscription) and item.stream not in catalog.inputs and not writes(item.stream)]
     if missing:
         raise UpdateRejected(missing)
+
+
+class StreamWriters:
+    """How many boxes of a local catalog write each stream, followed from the keys each update wrote.
+
+    >>> from boreas.catalog.model import Box, InPort
+    >>> one, two = Catalog(), Catalog()
+    >>> two.boxes["f"] = Box("f", "filter", (InPort("S"),), ("O",), (("expression.0", "x > 1"),))
+    >>> writers = StreamWriters()
+    >>> writers.of(one, two, {"f"})("O"), writers.of(one, one, ())("O")
+    (True, False)
+    >>> writers.follow(one, two, {"f"}); writers.of(two, one, {"f"})("O")
+    False
+    """
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.catalog: Catalog | None = None  # the catalog counted
+
+    def of(self, base: Catalog, new: Catalog, touched: Iterable[str]) -> Callable[[str], bool]:
+        """Whether a box of ``new`` writes a stream, ``new`` being ``base`` with the boxes ``touched``
+        written; counted from ``base``'s counts when they are held, else over every box of ``new``."""
+        if self.catalog is not base:
+            written = {s for b in new.boxes.values() for s in b.outputs}
+            return written.__contains__
+        delta = _delta(base, new, touched)
+        return lambda stream: self.counts[stream] + delta[stream] > 0
+
+    def follow(self, base: Catalog, new: Catalog, touched: Iterable[str] | None) -> None:
+        """``new`` replaces ``base``, having written the boxes ``touched`` (None: not known)."""
+        if touched is not None and self.catalog is base:
+            delta = _delta(base, new, touched)
+            self.counts.update(delta)
+            for stream in delta:
+                if self.counts[stream] <= 0:
+                    del self.counts[stream]
+        else:
+            self.counts = Counter(s for b in new.boxes.values() for s in b.outputs)
+        self.catalog = new
+
+
+def _delta(base: Catalog, new: Catalog, touched: Iterable[str]) -> Counter[str]:
+    """Per stream, how many more boxes write it in ``new`` than in ``base`` (``touched``: the boxes written)."""
+    delta: Counter[str] = Counter()
+    for name in touched:
+        if (old := base.boxes.get(name)) is not None:
+            delta.subtract(old.outputs)
+        if (box := new.boxes.get(name)) is not None:
+            delta.update(box.outputs)
+    return delta

@@ -156,7 +156,8 @@ class BoxMover:
         assert isinstance(update, Update)
         async with node.update_lock:
             candidate = node.local.preview(update)
-            problems = node.dataflow.refusals(candidate, "handover update XML", rules=False)
+            problems = node.dataflow.refusals(candidate, "handover update XML", rules=False,
+                                              touched=node.local.touched)
             if problems:  # the source takes the box back
                 node.local.refused()
                 raise ValueError(f"node {node.endpoint} cannot run box {handovers[0].box!r}: "

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.model import Box, Catalog, Partition, Schema
 from boreas.catalog.index import CatalogIndex
-from boreas.catalog.table_params import bound_boxes
+from boreas.catalog.table_params import bind, bound_boxes
 from boreas.catalog.validate import stream_schemas
 from boreas.wire.tuples import RowType
 
@@ -39,6 +39,7 @@ from .operators.table import TableOperator
 from .operators.table_rows import TableStore
 from .outputs import Outputs
 from .router import Router
+from .slice_change import changed_boxes
 
 log = logging.getLogger("boreas.node.dataflow")  # the dataflow's records keep their logger
 
@@ -53,7 +54,7 @@ class OperatorHost:
         self.states = states
         self.router = router
         self.out = out
-        self.schemas: dict[str, Schema] = {}
+        self.schemas: Mapping[str, Schema] = {}  # the index's (never written), or with internal streams'
         self.row_types: dict[str, RowType] = {}  # streams that enter this node
         self.partitions: dict[str, Partition] = {}  # partitioned boxes, from the local catalog
         self.internal: dict[str, InternalStreams] = {}  # box -> streams between its parts on other nodes
@@ -67,45 +68,82 @@ class OperatorHost:
         # Operators built by the last refusals' trial, handed to the reconfigure that follows (built once).
         self.trial: dict[str, tuple[Box, list[Schema], list[Schema], Operator]] = {}
         self.tables = TableStore()  # the rows of the <table>s this node's table boxes access
+        # The last refusals' candidate and the boxes its update changed (node/slice_change.py), for its reconfigure.
+        self.change: tuple[Catalog, list[str]] | None = None
+        # The operators the node's walks after each catalog look at (tables, partition members, windows that
+        # follow <input> watermarks), by box in the operators' order: not every box, per update (issue 37).
+        self.special: dict[str, Operator] = {}
 
-    def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = ()) -> None:
+    def reconfigure(self, catalog: Catalog, keep_state: tuple[str, ...] = (),
+                    touched: tuple[Catalog, Mapping[str, set[str]]] | None = None) -> None:
         """Follow a new local catalog: keep unchanged boxes (and their state), build new ones.
 
         Boxes named in ``keep_state`` carry their state over even though their
         declaration changed (a box whose in port was rewired to a filter).
+        When ``catalog`` is the candidate the last :meth:`refusals` checked from
+        the keys its update wrote, only the boxes it changed are built and
+        routed (node/slice_change.py), and the node's other walks go over its
+        few special operators (:attr:`special`), not every box; so it is when
+        ``touched`` (:attr:`LocalCatalog.touched`: a change the node made
+        itself, a box moved or a filter inserted) was written over the
+        catalog followed last.
         """
-        self.index = self._checked(catalog)
-        boxes = self._bound(catalog)  # a table box is built with its table's declaration
-        self.checked = self.bound = None
+        keys = touched[1] if touched is not None and touched[0] is self.index.catalog else None
+        only = self.change[1] if self.change is not None and self.change[0] is catalog else None
+        if only is None and keys is not None:
+            only = changed_boxes(catalog, keys, self.states.boxes, self.states.broken, self.index.catalog)
+        if only is not None and keep_state:
+            only = [*only, *(n for n in keep_state if n not in only)]
+        self.index = self._checked(catalog, keys)
+        boxes = self._bound(catalog) if only is None else _bound_only(catalog, only)
+        self.checked = self.bound = self.change = None
         # (a slice with problems, such as one mid-move, is inferred as before: the index is exact for valid ones)
-        self.schemas = dict(self.index.stream_schemas) if self.index.ok else stream_schemas(catalog, self.box_types)
+        schemas = self.index.stream_schemas if self.index.ok else stream_schemas(catalog, self.box_types)
         changed = [name for name, part in catalog.partitions.items()
                    if self.partitions.get(name) != part and not self._runs(name, part)]
         self.partitions = dict(catalog.partitions)
         with typed_by(self.index.typings if self.index.ok else {}):
-            failed = self.states.follow(boxes, self.schemas, keep_state, self.build, changed)
+            failed = self.states.follow(boxes, schemas, keep_state, self.build, changed, only=only)
         for name, why in failed.items():
             log.error("node %s cannot run box %r: %s", self.endpoint, name, why)
+        self._follow_special(only)
         self._share_tables()
-        follow_watermarks(self.states.operators.values(), catalog.inputs)  # a windowed view's <input watermark>
-        self.internal = {name: found for name, op in self.states.operators.items()
+        follow_watermarks(self.special.values(), catalog.inputs)  # a windowed view's <input watermark>
+        self.internal = {name: found for name, op in self.special.items()
                          if (found := op.internal_streams()) is not None}
-        for streams in self.internal.values():
-            self.schemas.update(streams.schemas)
+        self.schemas = schemas
+        if self.internal:
+            self.schemas = dict(schemas)  # (the index's mapping is never written)
+            for streams in self.internal.values():
+                self.schemas.update(streams.schemas)
         entering = [*catalog.inputs, *(s for streams in self.internal.values() for s in streams.inputs)]
         self.row_types = {s: _same_or_new(self.row_types.get(s), self.schemas[s]) for s in entering if s in self.schemas}
         for streams in self.internal.values():
             self.row_types.update(streams.decoders)
-        self.coordinators = {p.stream: op for name, op in self.states.operators.items()
+        self.coordinators = {p.stream: op for name, op in self.special.items()
                              if isinstance(op, PartOperator) for p in self.states.boxes[name].inputs}
         self.trial = {}
-        self.router.rewire(self.internal)
+        self.router.rewire(self.internal, None if only is None else [*only, *changed])
         self.out.follow(catalog, {s: e for streams in self.internal.values() for s, e in streams.outputs})
+
+    def _follow_special(self, only: list[str] | None) -> None:
+        """:attr:`special` after the boxes followed: found again among ``only`` (None: among every one)."""
+        operators = self.states.operators
+        if only is None:
+            self.special = {name: op for name, op in operators.items() if _special(op)}
+            return
+        for name in only:
+            self.special.pop(name, None)
+            op = operators.get(name)
+            if op is not None and _special(op):
+                self.special[name] = op
+        rank = self.states.rank  # (in the operators' order, as a walk over them finds them)
+        self.special = {name: self.special[name] for name in sorted(self.special, key=lambda n: rank.get(n, -1))}
 
     def _share_tables(self) -> None:
         """Give the boxes that access a table the same rows (node/operators/table_rows.py), made here."""
         used = []
-        for op in self.states.operators.values():
+        for op in self.special.values():
             if isinstance(op, TableOperator):
                 op.attach(self.tables.table(op.table_name, op.key_indexes))
                 used.append(op.table_name)
@@ -151,13 +189,17 @@ class OperatorHost:
         keys = touched[1] if touched is not None and touched[0] is self.index.catalog else None
         report = self._checked(candidate, keys)  # (the same problems as check_topology's: tests/test_incremental_*)
         self.checked = report
+        only = None if keys is None else changed_boxes(candidate, keys, self.states.boxes, self.states.broken,
+                                                       self.index.catalog)
+        self.change = None if only is None else (candidate, only)
         found: list[dict[str, object]] = [d.as_dict() for d in report.problems if d.file == source] if rules else []
         if not found:  # the rules passed; can each box really be built here?
             partitions, self.partitions = self.partitions, dict(candidate.partitions)
             try:
                 self.trial = {}
                 with typed_by(report.typings):  # (the boxes' out schemas were checked typing them: not again)
-                    reasons = self.states.check(self._bound(candidate), report.stream_schemas, self._try)
+                    bound = self._bound(candidate) if only is None else _bound_only(candidate, only)
+                    reasons = self.states.check(bound, report.stream_schemas, self._try, only=only)
             finally:
                 self.partitions = partitions
             found = [{"file": source, "line": None, "path": f"box {name}", "reason": f"box {name!r}: {why}"}
@@ -181,6 +223,18 @@ class OperatorHost:
     def row_type(self, stream: str) -> RowType:
         """How rows of ``stream`` decode here (a stream that enters, or any this node knows the schema of)."""
         return self.row_types.get(stream) or RowType(self.schemas[stream])
+
+
+def _special(op: Operator) -> bool:
+    """Whether a walk after each catalog must visit ``op`` (:attr:`OperatorHost.special`)."""
+    return (isinstance(op, (TableOperator, PartOperator)) or getattr(op, "follow_inputs", None) is not None
+            or op.internal_streams() is not None)
+
+
+def _bound_only(catalog: Catalog, names: list[str]) -> dict[str, Box]:
+    """The boxes of ``catalog`` among ``names``, bound to their tables (:func:`bound_boxes`' for a few)."""
+    boxes = catalog.boxes
+    return {name: bind(boxes[name], catalog) for name in names if name in boxes}
 
 
 def _same_or_new(row_type: RowType | None, schema: Schema) -> RowType:

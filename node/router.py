@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from boreas.wire.columns import Columns, as_rows
 from boreas.wire.tuples import RowType
@@ -53,6 +53,7 @@ from .flow_clock import FlowClock
 from .operators import Operator
 from .operators.base import InternalStreams
 from .outputs import Outputs
+from .routes import Routes
 
 log = logging.getLogger("boreas.node.dataflow")  # the dataflow's records keep their logger
 
@@ -70,8 +71,9 @@ class Router:
         self.out = out
         self.clock = clock
         self.counters = counters
-        self.consumers: dict[str, list[tuple[Operator, str, int]]] = {}  # stream -> (op, box, port)
-        self.producer_of: dict[str, str] = {}  # stream -> the local box that writes it
+        self.routes = Routes()  # the routing table (node/routes.py); its two dicts are read here as they are
+        self.consumers: dict[str, list[tuple[Operator, str, int]]] = self.routes.consumers  # stream -> (op, box, port)
+        self.producer_of: dict[str, str] = self.routes.producer_of  # stream -> the local box that writes it
         # A filter inserted or removed across two nodes switches a box's in port from one stream
         # to another that comes over the same ordered link; batches of the old stream still on
         # their way go to the port until the first batch of the new one arrives.
@@ -89,13 +91,24 @@ class Router:
 
     # -- the routes ---------------------------------------------------------------------
 
-    def rewire(self, internal: dict[str, InternalStreams]) -> None:
+    def rewire(self, internal: dict[str, InternalStreams], changed: Collection[str] | None = None) -> None:
         """Route to the boxes :class:`BoxStates` now holds, and ``internal`` streams (box -> streams between
-        its parts on other nodes); after every local catalog."""
+        its parts on other nodes); after every local catalog.
+
+        ``changed``: the only boxes added, removed, rebuilt or rewired since
+        the last rewiring (an update's: node/slice_change.py), so that only
+        the streams they read and write are routed again
+        (:meth:`Routes.wire_changed`): an update costs what it touches (issue
+        37).  A node with streams between a partitioned box's parts, or with
+        bridges, is rewired whole.
+        """
+        whole = changed is None or internal or self._internal or self.bridges
         self._internal = internal
-        self.producer_of = {s: name for name, box in self.states.boxes.items() for s in box.outputs}
-        self.producer_of.update((s, name) for name, streams in internal.items() for s, _ in streams.outputs)
-        self._wire_consumers()
+        if whole:
+            self.routes.produce_whole(self.states, internal)
+            self._wire_consumers()
+        else:
+            self.routes.wire_changed(self.states, changed or ())
 
     def _wire_consumers(self) -> None:
         for old, bridge in list(self.bridges.items()):
@@ -104,17 +117,7 @@ class Router:
                 # The box is gone, or its port reads the old stream again (a filter removed before
                 # any batch came through it): a bridge now would feed the port twice.
                 del self.bridges[old]
-        operators = self.states.operators
-        self.consumers = {}
-        for name, box in self.states.boxes.items():
-            for port, inport in enumerate(box.inputs):
-                self.consumers.setdefault(inport.stream, []).append((operators[name], name, port))
-        for name, streams in self._internal.items():
-            for stream, port in streams.inputs.items():
-                self.consumers.setdefault(stream, []).append((operators[name], name, port))
-        for stream, bridge in self.bridges.items():
-            if bridge.box in operators:
-                self.consumers.setdefault(stream, []).append((operators[bridge.box], bridge.box, bridge.port))
+        self.routes.wire_whole(self.states, self._internal, self.bridges)
 
     def bridge(self, old: str, box: str, port: int, new: str, row_type: RowType) -> None:
         """Until ``new`` first arrives, ``old`` (rows of ``row_type``) still feeds ``box``'s ``port``
@@ -133,9 +136,7 @@ class Router:
 
     def remove_box(self, name: str) -> None:
         """Stop routing to a box taken out (:meth:`BoxStates.take`); the caller holds the lock."""
-        for stream, consumers in list(self.consumers.items()):
-            self.consumers[stream] = [c for c in consumers if c[1] != name]
-        self.producer_of = {s: b for s, b in self.producer_of.items() if b != name}
+        self.routes.remove(name)
 
     def _cross_bridges(self, stream: str) -> None:
         """The first batch of a stream that replaced another: nothing more of the old one can come."""
@@ -165,6 +166,9 @@ class Router:
         if box:
             self._feed(box, stream, rows, (producer, seq))
         else:
+            # recorded first: a member this batch settles counts its producer as one that published here
+            # (:meth:`_ended_everywhere`), so the node's final mark waits for that producer's
+            self.states.processed[(stream, producer)] = seq  # the hot path: a plain store
             if rows:  # (a final mark alone carries none)
                 self._route(stream, rows, (producer, seq))
             elif final:  # passed on where the stream goes from here, after the producer's rows
@@ -173,7 +177,6 @@ class Router:
                 for op, name, port in self.consumers.get(stream, ()):  # (a box ordering its inputs waits for the end)
                     if name not in self.states.inputs:
                         self.emit_now(name, op.producer_ended(port, producer, self.clock.current))
-            self.states.processed[(stream, producer)] = seq  # the hot path: a plain store
             if digest:
                 self.states.digests.record(stream, producer, seq, digest)
             if final and self.states.ends.end(stream, producer, [p for s, p in self.states.processed if s == stream]):
@@ -253,9 +256,14 @@ class Router:
         the coordinators' ``Close``\\s and it settled: node/cumulus/end_marks.py): its out streams end here too,
         if no producer that published to it here is still open (a node no producer publishes to never sees its
         input end: node/stream_ends.py ``ends_unheard``).  A local box writing one of its in streams counts as
-        that stream's producer here."""
+        that stream's producer here.  A producer a coordinator here handed to another node (docs/cumulus.md
+        §6.5) does not: its publisher sends its final mark there (``Ack.moved``), and the end settled only after
+        that coordinator heard it."""
         streams = [port.stream for port in self.states.boxes[box].inputs]
-        published = {s: [p for st, p in self.states.processed if st == s] for s in streams}
+        op = self.states.operators[box]  # (a member's operator: node/cumulus/part.py ``PartOperator.moved_to``)
+        here = (None, self.endpoint)
+        published = {s: [p for st, p in self.states.processed if st == s and op.moved_to(st, p) in here]
+                     for s in streams}
         for stream in streams:
             if stream in self.producer_of:
                 published[stream].append(self.producer_of[stream])

@@ -44,7 +44,8 @@ from boreas.wire.receiver import DataReceiver
 from boreas.wire.server import HttpServer
 from boreas.wire.supervisor import Supervisor
 
-from .adopt import Adopter, archive_adopted, claimed_by
+from .adopt import Adopter
+from .adopt_claim import archive_adopted, claimed_by
 from .api import NodeApi
 from .coalescer import DEFAULT_LIMITS, BatchLimits
 from .connector import FilterConnector
@@ -246,7 +247,7 @@ class NodeService(NodeApi):
         boxes in ``keep_state`` keep their state though their declaration changed.
         """
         catalog = self.local.apply(Update("local change", self.local.version, self.endpoint, items=items))
-        self.dataflow.reconfigure(catalog, keep_state)
+        self.dataflow.reconfigure(catalog, keep_state, touched=self.local.touched)  # (by the keys it wrote)
         self.catalog_changed()
         self.reflector.reflect(catalog, items if reflect is None else reflect)
         return catalog.version

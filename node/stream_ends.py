@@ -90,19 +90,21 @@ class StreamEnds:
     def ends_unheard(self, box: str, published: Mapping[str, Iterable[str]]) -> bool:
         """True once, when ``box``, whose input ended everywhere (a partitioned box's settled end:
         node/cumulus/end_marks.py), may end its out streams though its inputs never ended here: every in
-        stream of it, ``published`` (stream -> the producers that published to it here), ended here or had no
-        producer here.  A node that no producer publishes to never sees its input end (:meth:`end` counts the
-        producers that published to it), yet its member must end its out stream; one with a producer here that
-        has not ended waits for that producer's final mark, as before.
+        stream of it, ``published`` (stream -> the producers that published to it here), ended here, or every
+        producer in ``published`` ended it here, or it had no producer here.  A node that no producer publishes
+        to never sees its input end (:meth:`end` counts the producers that published to it), yet its member
+        must end its out stream; one with a producer here that has not ended waits for that producer's final
+        mark, as before.  The caller leaves out of ``published`` the producers handed to another node, whose
+        final marks go there (so a stream :meth:`end` never ended here may be done: the second case).
 
-        >>> ends = StreamEnds(ended={"S"})
-        >>> ends.ends_unheard("b", {"S": ["a"], "T": ["c"]}), ends.ends_unheard("b", {"S": ["a"], "T": []})
+        >>> ends = StreamEnds(ended={"S"}, producers={"T": {"c"}})
+        >>> ends.ends_unheard("b", {"S": ["a"], "T": ["c", "d"]}), ends.ends_unheard("b", {"S": ["a"], "T": ["c"]})
         (False, True)
         >>> ends.ends_unheard("b", {"S": ["a"], "T": []}), ends.boxes  # (named once, as :meth:`boxes_done`)
         (False, {'b'})
         """
-        if box in self.boxes or any(list(producers) and stream not in self.ended
-                                    for stream, producers in published.items()):
+        if box in self.boxes or any(stream not in self.ended and not self.producers.get(stream, set()).issuperset(
+                producers) for stream, producers in published.items()):
             return False
         self.boxes.add(box)
         return True

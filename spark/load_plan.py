@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from boreas.catalog import Catalog, read_document, stream_schemas
 from boreas.catalog.boxtypes import BoxError
+from boreas.catalog.model import Box, Schema
 from boreas.catalog.replicate import apply_update
 from boreas.m3.ast import Program, RelAtom, walk
 from boreas.m3.boxtype import box_types, plan_box
+from boreas.m3.compiler.sessionfn import Session
 from boreas.m3.cumulus import Layout, LayoutError
 from boreas.m3.cumulus.definitions import DefinitionError, definition_sql
 from boreas.wire.addressing import endpoint_url
@@ -44,6 +46,17 @@ class LoadPlan:
         return [r.name for r in self.program.relations if r.name in used]
 
 
+def load_program(decl: Box, inputs: list[Schema]) -> Program:
+    """The program a load of box ``decl`` fills; a box reading a stream through ``SESSION`` is refused: its members
+    run held maps beside the view's (m3/sessionheld.py), the rows of open sessions, which no map's definition over
+    the loaded tables gives (a load would fill the view's maps as if every session were closed)."""
+    planned = plan_box(decl, inputs)
+    if any(isinstance(w, Session) for w in planned.windows):
+        raise LoadError(f"box {decl.name!r} reads its stream through SESSION: load_view cannot load a SESSION view "
+                        "(its members hold the rows of open sessions in maps of their own); stream its rows instead")
+    return planned.program
+
+
 async def _plan(peers: PeerClient, head: str, box: str) -> LoadPlan:
     try:
         where = await peers.call("GET", f"{head}/boxes/{box}")
@@ -64,7 +77,7 @@ async def _plan(peers: PeerClient, head: str, box: str) -> LoadPlan:
         raise LoadError(f"box {box!r} is not in the Head's catalog (version {doc.version})")
     schemas = stream_schemas(catalog, registry)
     try:
-        program = plan_box(decl, [schemas[p.stream] for p in decl.inputs]).program
+        program = load_program(decl, [schemas[p.stream] for p in decl.inputs])
         layout.check_program(program)
         sql = {m.name: definition_sql(program, m, dialect="spark") for m in program.maps}
     except (BoxError, KeyError, LayoutError, DefinitionError) as exc:

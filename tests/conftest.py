@@ -111,7 +111,7 @@ IN_PROCESS = (
     "test_table_node.py",                    # table boxes in a Dataflow: shared rows, a snapshot, a move
     "test_changelog_node.py",                # a node refuses a publisher's weights; a moved box keeps them, in process
     "test_m3_box_cluster.py",                # split from test_m3_box.py; its cluster tests join the group (below)
-    "test_late_tuples.py", "test_stream_ends.py",  # aggregates fed late tuples, ended by hand (its cluster test: test_end_of_input.py)
+    "test_late_tuples.py", "test_stream_ends.py", "test_member_ends.py",  # aggregates fed late tuples, ended by hand (its cluster test: test_end_of_input.py)
     "test_docs_xml.py",                      # docs/xml.md against the XSDs and the reader
     "test_sql_text.py",                      # an m3 box's SQL as text or a file: reader, CLI validate, in-process Head
     "test_examples_endpoints.py",            # the examples name no dead endpoint (its cluster test joins the group)
@@ -122,6 +122,7 @@ IN_PROCESS = (
     "test_incremental_slices.py",            # catalog/slice_index.py against slicing everything, on random edits
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh
     "test_touched_updates.py",               # a commit's feed items and UI changes from its keys against comparing all
+    "test_node_change_cost.py",              # a node's update applied by its keys against following every box
     "test_nexmark_gen.py", "test_nexmark.py",  # the Nexmark bench's generator and queries (m3 boxes fed by hand)
     "test_quiet_pacer.py",                   # background work waiting for quiet and nodes in sync, in process
     "test_learn_assumed.py",                 # NodeSync's held patched by a learnt change (its cluster test: fixture)

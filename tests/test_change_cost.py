@@ -81,6 +81,59 @@ def test_a_layered_set_reads_as_the_frozenset_and_leaves_the_versions_before_it_
             assert set(version) == seen and version == seen and seen == version
 
 
+@settings(max_examples=examples(100), **SETTINGS)
+@given(st.frozensets(st.integers(0, 80), max_size=60),
+       st.lists(st.tuples(st.frozensets(st.integers(0, 80), max_size=8), st.frozensets(st.integers(0, 80), max_size=8)),
+                min_size=1, max_size=6),
+       st.frozensets(st.integers(0, 80), max_size=10))
+def test_a_layered_set_is_a_drop_in_frozenset(start, moves, other):
+    """Operators either side, hashing and the named methods give what the equal frozenset gives (``Set``'s
+    mixins built their result with ``cls(iterable)``, which a LayeredSet does not take: a TypeError)."""
+    with layered_everywhere():
+        current = start
+        for removed, added in moves:
+            current = LayeredSet.moved(current, removed, added)
+    plain = frozenset(current)
+    for got, want in [(current - other, plain - other), (current | other, plain | other),
+                      (current & other, plain & other), (current ^ other, plain ^ other),
+                      (other - current, other - plain), (other | current, other | plain),
+                      (other & current, other & plain), (other ^ current, other ^ plain),
+                      (current.union(other, {1}), plain.union(other, {1})),
+                      (current.intersection(other), plain.intersection(other)),
+                      (current.difference(other, {2}), plain.difference(other, {2})),
+                      (current.symmetric_difference(other), plain.symmetric_difference(other))]:
+        assert got == want and type(got) is frozenset
+    assert hash(current) == hash(plain) and {current: 1}[plain] == 1 and plain in {current}
+    assert current.issubset(plain | other) and current.issuperset(plain & other)
+    assert current.isdisjoint(other) == plain.isdisjoint(other)
+
+
+def test_a_layered_set_over_a_small_change_takes_frozenset_operators():
+    """The reviewer's case: each of these raised TypeError (or the method was missing)."""
+    with layered_everywhere():
+        v = LayeredSet.moved(frozenset({1, 2, 3}), {3}, {4})
+    assert isinstance(v, LayeredSet)
+    assert v - {1} == frozenset({2, 4}) and v | {1} == frozenset({1, 2, 4}) and v & {1} == frozenset({1})
+    assert frozenset({1, 2}) - v == frozenset() and v.union({9}) == frozenset({1, 2, 4, 9})
+    assert hash(v) == hash(frozenset({1, 2, 4}))
+
+
+def test_a_layered_versions_views_are_live_before_its_first_write():
+    """A view taken while the version has written nothing sees the writes after (as a dict's does): it was
+    the base dict's view, which no write reaches."""
+    v = Layered.over({"a": 1, "b": 2})
+    keys, items, values = v.keys(), v.items(), v.values()
+    v["c"] = 3
+    del v["a"]
+    assert "c" in keys and "a" not in keys and len(keys) == 2 and sorted(keys) == ["b", "c"]
+    assert ("c", 3) in items and ("a", 1) not in items and sorted(items) == [("b", 2), ("c", 3)]
+    assert sorted(values) == [2, 3] and 1 not in values
+    w = Layered.over(v)  # (a version over one that wrote: its views, likewise)
+    k = w.keys()
+    w["d"] = 4
+    assert "d" in k and keys == {"b", "c"}
+
+
 def _dfs_cycle(catalog: Catalog, seeds: set[str]) -> bool:
     """The plain way: a seed reaches itself, by a depth-first search from it over every box."""
     def reads(name: str) -> list[str]:

@@ -2,7 +2,8 @@
 on every node it comes after the last row the box emits there, for a plain GROUP BY, a top-N and a TUMBLE view.
 
 In process, 3 members, messages between them in random order (each link in its order), the routers' stream
-ends kept as node/router.py keeps them (tests/support/member_cluster.py): one node's producers end while the
+ends kept by the harness's copy of node/router.py's rules (tests/support/member_cluster.py; the router itself:
+tests/test_stream_ends.py): one node's producers end while the
 others' still publish rows that change its member; layouts change and members restart meanwhile.  A member
 moved onto a node whose out stream waits (a failover) passes the end there, before the node's final mark.  No
 row leaves a node after its out stream ended, every node's out stream ends, and the rows the members emitted
@@ -188,8 +189,11 @@ def test_a_member_moved_onto_a_node_after_its_input_ended_emits_before_its_final
 def test_a_node_that_no_producer_publishes_to_ends_its_out_stream(shape, moving):
     """Producers publish to nodes 0 and 1 only; member 2 owns groups their rows change.  Its node's input never
     ends (no producer published there), yet the coordinators' Closes tell member 2 that every producer ended:
-    once the end settled its node's out stream ends, after the last row it emitted (before the fix, it never
-    ended, and a subscriber waiting for the stream's end waited on)."""
+    once the end settled its node's out stream ends, after the last row it emitted.  What this checks is the
+    members' side (the end settles at member 2, which then owes nothing) under the harness's copy of the
+    router's rule (tests/support/member_cluster.py ``_collect``), not node/router.py itself: the router's
+    ``_ended_everywhere`` is tested in tests/test_stream_ends.py (a settled member; an open, a handed-away and
+    a failed node's producer; a batch that settles the member)."""
     rng = random.Random(11)
     cluster = Cluster(shape, 3, rng)
     ps = [producer_of(m, 3, f"p{m}") for m in (0, 0, 1)]

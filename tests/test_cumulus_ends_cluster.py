@@ -19,12 +19,9 @@ from collections import Counter
 import pytest
 from boreas.client.optimizer import Optimizer
 from boreas.client.publisher import Publisher
-from boreas.m3.boxtype import infer_m3
-from boreas.node.operators.m3topn import TopNM3Operator
 from support.cluster import TOKEN, get_json, wait_until
-from test_cumulus_topn import BID, BOX
-from test_cumulus_topn_cluster import APP, bids, start_top_n, subscribe_top, summed
-from test_cumulus_windows_cluster import producers_for_each_member
+from support.partitioned import Lockstep, producers_for_each_member, start_partitioned, subscribe
+from test_cumulus_topn_cluster import APP, bids, ranked, summed
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
@@ -34,15 +31,12 @@ ALONE_0 = [(5, 900, 7), (13, 900, 7)]  # ... of segment t/0 only (slots 0-682)
 
 
 async def test_a_partitioned_top_n_stream_ends_after_every_row_through_a_move_and_a_kill(cluster_factory, tmp_path):
-    cluster, nodes, dirs = await start_top_n(cluster_factory, tmp_path)
+    cluster, nodes, dirs = await start_partitioned(cluster_factory, tmp_path, APP, "t")
     producers = producers_for_each_member(3)
     data = {p: bids(p, 600) for p in producers}
     data[producers[0]] = data[producers[0]][:200]  # member 0's producer ends first
-    one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
-    for rows in data.values():
-        one.process(0, rows, 0.0)
-    want = Counter(one.top_rows())
-    out, sub = await subscribe_top(cluster)
+    want = ranked(*data.values())
+    out, sub = await subscribe(cluster, "Top")
     try:
         publishers = dict(zip(producers, [Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH)
                                           for p in producers]))
@@ -86,28 +80,18 @@ async def test_a_move_source_killed_with_no_snapshot_replays_its_log_under_the_l
     them reached the subscriber), then t/1 moves away and member 1's node is killed with SIGKILL and restarted
     (no snapshot: it replays its whole log).  Its log began under layout 1 (t/1 its own); the catalog it
     restarts with says layout 2.  The one-node result after every producer ended is what must come out."""
-    cluster, nodes, dirs = await start_top_n(cluster_factory, tmp_path)
+    cluster, nodes, dirs = await start_partitioned(cluster_factory, tmp_path, APP, "t")
     producers = producers_for_each_member(3)
     data = {p: bids(p, 400) for p in producers}
 
     def one_node(upto: int, *more: list) -> Counter:
-        one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
-        for rows in [*(rows[:upto] for rows in data.values()), *more]:
-            one.process(0, rows, 0.0)
-        return Counter(one.top_rows())
+        return ranked(*(rows[:upto] for rows in data.values()), *more)
 
-    out, sub = await subscribe_top(cluster)
+    out, sub = await subscribe(cluster, "Top")
     try:
-        publishers = [Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH) for p in producers]
-        for publisher in publishers:
-            await publisher.start()
-
-        async def publish(part: slice) -> None:
-            for start in range(part.start, part.stop, BATCH):
-                for publisher, p in zip(publishers, producers):
-                    await publisher.send(data[p][start:min(start + BATCH, part.stop)])
-                for publisher in publishers:
-                    await publisher.flush()
+        lockstep = Lockstep(cluster, "Bid", data, BATCH)
+        await lockstep.start()
+        publishers, publish = lockstep.publishers, lockstep.publish
 
         await publish(slice(0, 200))
         await asyncio.to_thread(wait_until, lambda: summed(out) == one_node(200), 60, "the first rows ranked")
@@ -122,8 +106,7 @@ async def test_a_move_source_killed_with_no_snapshot_replays_its_log_under_the_l
         await asyncio.to_thread(cluster.stop, nodes[1], True)  # kill -9: no snapshot, its whole log replays
         await asyncio.to_thread(cluster.start_node, nodes[1], True, dirs[1])
         await publish(slice(200, 400))
-        for publisher in publishers:
-            await publisher.close(final=True)
+        await lockstep.close(final=True)
         assert await asyncio.to_thread(sub.wait, 120) == 0, sub.stderr.read()
     finally:
         if sub.poll() is None:
@@ -136,13 +119,10 @@ async def test_a_node_that_no_producer_publishes_to_ends_its_out_stream(cluster_
     of its segments (the coordinators send it Work).  The subscriber exits at the stream's end, which needs node
     2's final mark too: it comes once the end of the input settled there (before the fix, node 2's input never
     ended, so its out stream never did, and the subscriber waited on)."""
-    cluster, _, _ = await start_top_n(cluster_factory, tmp_path)
+    cluster, _, _ = await start_partitioned(cluster_factory, tmp_path, APP, "t")
     producers = producers_for_each_member(3)[:2]
     data = {p: bids(p, 300) for p in producers}
-    one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
-    for rows in data.values():
-        one.process(0, rows, 0.0)
-    out, sub = await subscribe_top(cluster)
+    out, sub = await subscribe(cluster, "Top")
     try:
         for p, rows in data.items():
             publisher = Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH)
@@ -153,7 +133,7 @@ async def test_a_node_that_no_producer_publishes_to_ends_its_out_stream(cluster_
     finally:
         if sub.poll() is None:
             sub.kill()
-    assert summed(out) == Counter(one.top_rows())
+    assert summed(out) == ranked(*data.values())
 
 
 async def test_a_move_source_failed_over_with_no_snapshot_is_replayed_under_the_layout_it_began_with(
@@ -165,35 +145,18 @@ async def test_a_move_source_failed_over_with_no_snapshot_is_replayed_under_the_
     layouts.json noted, as a restart does (before the fix, under the catalog's: member 1 ranked that version
     itself, its replayed out stream was not what it had sent under the same numbers, and the changelog the
     subscriber summed never became the one-node result)."""
-    cluster = cluster_factory(failover_after=2.0)
-    await asyncio.to_thread(cluster.start_head)
-    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=[tmp_path / f"member{m}" for m in range(3)],
-                                    shared=True)
-    members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
-    deploy = f'<deploy><partition box="t" segments="6" key="auction" epoch-ms="100">{members}</partition></deploy>'
-    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deploy))
-    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
+    cluster, nodes, _ = await start_partitioned(cluster_factory, tmp_path, APP, "t", shared=True, failover_after=2.0)
     producers = producers_for_each_member(3)
     data = {p: bids(p, 400) for p in producers}
 
     def one_node(upto: int, *more: list) -> Counter:
-        one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
-        for rows in [*(rows[:upto] for rows in data.values()), *more]:
-            one.process(0, rows, 0.0)
-        return Counter(one.top_rows())
+        return ranked(*(rows[:upto] for rows in data.values()), *more)
 
-    out, sub = await subscribe_top(cluster)
+    out, sub = await subscribe(cluster, "Top")
     try:
-        publishers = [Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH) for p in producers]
-        for publisher in publishers:
-            await publisher.start()
-
-        async def publish(part: slice) -> None:
-            for start in range(part.start, part.stop, BATCH):
-                for publisher, p in zip(publishers, producers):
-                    await publisher.send(data[p][start:min(start + BATCH, part.stop)])
-                for publisher in publishers:
-                    await publisher.flush()
+        lockstep = Lockstep(cluster, "Bid", data, BATCH)
+        await lockstep.start()
+        publishers, publish = lockstep.publishers, lockstep.publish
 
         await publish(slice(0, 200))
         await asyncio.to_thread(wait_until, lambda: summed(out) == one_node(200), 60, "the first rows ranked")

@@ -200,3 +200,42 @@ def test_a_partitioning_that_splits_a_session_is_refused_saying_why():
     by_window = sql().replace("SELECT bidder, window_start", "SELECT window_start").replace("GROUP BY bidder, ", "GROUP BY ")
     with pytest.raises(BoxError, match="not a column of its SESSION's PARTITION BY"):
         plan(by_window, None)  # the view's groups span bidders: its entries are not a bidder's member's
+    with pytest.raises(BoxError, match="partitions map Q1_n by WINDOW_START, which is not a column of its SESSION"):
+        plan(by_window, "bidder")  # the key keys only the held map: the view's map says why (not "no map")
+
+
+@pytest.mark.parametrize("text", [None, GROUP_WINDOW], ids=["tvf", "q11form"])
+def test_a_member_joining_by_a_move_drops_a_late_row_as_the_one_node_box_does(text):
+    """A member a move adds starts with the frontier its sources closed up to (their final chunks carry it):
+    a row of the change's first epoch behind it, in no open session, is late there as on one node."""
+    cluster, one = Cluster(2, random.Random(7), text=text), OneNode(text)
+    for seq, rows in enumerate([[(b, 1, 0) for b in range(10)], [(99, 1, 2000)]]):
+        cluster.publish("p0", seq, rows)
+        one.publish("p0", seq, rows, cluster.now)
+    cluster.tick(0.2)
+    cluster.settle()  # the frontier: 1700; every session of bidders 0..9 closed
+    assert sorted(row for _, row in cluster.out) == sorted(one.out) and len(one.out) == 10
+    cluster.move_to_a_new_node(slot(5), cluster.member_of("p0"))  # bidder 5's segment
+    cluster.publish("p0", 2, [(5, 7, 100)])  # behind the frontier, in no open session of bidder 5: late
+    one.publish("p0", 2, [(5, 7, 100)], cluster.now)
+    cluster.settle(relayouts_too=True)
+    cluster.end("p0")
+    one.end("p0", cluster.now)
+    cluster.tick(0.2)
+    cluster.settle()
+    assert Counter(row for _, row in cluster.out) == Counter(one.out)
+    late = sum(op.counters()["late_tuples"] for op in cluster.operators().values())
+    assert late == 1 == one.op.counters()["late_tuples"]
+
+
+def test_a_bulk_load_of_a_session_box_is_refused_by_name():
+    """load_view fills a box's maps from their definitions; a SESSION box's held maps (its open sessions' rows)
+    have none that a load could give, so the load is refused saying so, before Spark runs."""
+    from boreas.spark.load_plan import load_program
+    from boreas.spark.load_tasks import LoadError
+
+    with pytest.raises(LoadError, match="reads its stream through SESSION: load_view cannot load a SESSION view"):
+        load_program(box(), [BID])
+    tumble = sql().replace(f"SESSION(TABLE Bid PARTITION BY bidder, DESCRIPTOR(ts), {GAP})",
+                           f"TUMBLE(TABLE Bid, DESCRIPTOR(ts), {GAP})")
+    assert "HELD_BID" not in [m.name for m in load_program(box(tumble), [BID]).maps]  # (a TUMBLE box is not refused)

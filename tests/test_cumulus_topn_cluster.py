@@ -9,18 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
-from boreas.client.optimizer import Optimizer
-from boreas.client.publisher import Publisher
 from boreas.m3.boxtype import infer_m3
 from boreas.node.operators.m3topn import TopNM3Operator
-from support.cluster import TOKEN, wait_until
+from support.cluster import wait_until
+from support.partitioned import Lockstep, move_and_kill, producers_for_each_member, start_partitioned, subscribe
 from test_cumulus_topn import BID, BOX
-from test_cumulus_windows_cluster import producers_for_each_member
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
@@ -52,63 +48,25 @@ def summed(path) -> Counter:
     return +total
 
 
-async def subscribe_top(cluster):
-    """``boreas subscribe Top`` (to its end: no --count) writing JSON lines, once the Head lists it: the file
-    and the process (the caller waits for or kills it)."""
-    out = cluster.workdir / "top.jsonl"
-    sub = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "subscribe", "Top", "--output", str(out)],
-                           env=cluster.env, stderr=subprocess.PIPE, text=True)
-    await asyncio.to_thread(wait_until, lambda: any(
-        s.stream == "Top" for s in cluster.head_catalog().subscriptions.values()), what="the subscription")
-    return out, sub
-
-
-async def start_top_n(cluster_factory, tmp_path):
-    """A Head and three durable nodes (data under ``tmp_path``) running APP's top-N box ``t`` partitioned in 6
-    segments by auction, every node in sync: the cluster, the nodes' endpoints and their data directories."""
-    cluster = cluster_factory()
-    await asyncio.to_thread(cluster.start_head)
-    dirs = [tmp_path / f"member{m}" for m in range(3)]
-    nodes = await asyncio.to_thread(cluster.start_nodes, data_dirs=dirs)
-    members = "".join(f'<node endpoint="{n}"/>' for n in nodes)
-    deploy = f'<deploy><partition box="t" segments="6" key="auction" epoch-ms="100">{members}</partition></deploy>'
-    cluster.submit(cluster.write("app.xml", APP), cluster.write("deploy.xml", deploy))
-    await asyncio.to_thread(cluster.wait_in_sync, *nodes)
-    return cluster, nodes, dirs
+def ranked(*batches: list) -> Counter:
+    """The one-node top-N box's rows after ``batches`` (the answer a subscriber's changelog must sum to)."""
+    one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
+    for rows in batches:
+        one.process(0, rows, 0.0)
+    return Counter(one.top_rows())
 
 
 async def test_a_partitioned_top_n_equals_the_one_node_result_through_a_move_and_a_kill(cluster_factory, tmp_path):
-    cluster, nodes, dirs = await start_top_n(cluster_factory, tmp_path)
+    cluster, nodes, dirs = await start_partitioned(cluster_factory, tmp_path, APP, "t")
     producers = producers_for_each_member(3)
     data = {p: bids(p, 600) for p in producers}
-    one = TopNM3Operator(BOX, [BID], infer_m3(BOX, [BID]))
-    for rows in data.values():
-        one.process(0, rows, 0.0)
-    want = Counter(one.top_rows())
-    out, sub = await subscribe_top(cluster)
+    want = ranked(*data.values())
+    out, sub = await subscribe(cluster, "Top")
     try:
-        publishers = [Publisher(cluster.head, "Bid", TOKEN, producer=p, batch_size=BATCH) for p in producers]
-        for publisher in publishers:
-            await publisher.start()
-
-        async def publish(part: slice) -> None:
-            for start in range(part.start, part.stop, BATCH):
-                for publisher, p in zip(publishers, producers):
-                    await publisher.send(data[p][start:min(start + BATCH, part.stop)])
-                for publisher in publishers:
-                    await publisher.flush()
-
-        await publish(slice(0, 200))
-        async with Optimizer(cluster.head, TOKEN) as optimizer:
-            moving = asyncio.create_task(optimizer.move("t/0", nodes[2]))
-            await publish(slice(200, 350))
-            moved = (await moving).relayout
-        assert moved["changed"] and moved["moves"][0][0] == 0
-        await asyncio.to_thread(cluster.stop, nodes[1], True)  # kill -9: recovered from its log
-        await asyncio.to_thread(cluster.start_node, nodes[1], True, dirs[1])
-        await publish(slice(350, 600))
-        for publisher in publishers:
-            await publisher.close()
+        lockstep = Lockstep(cluster, "Bid", data, BATCH)
+        await lockstep.start()
+        await move_and_kill(cluster, nodes, dirs, "t/0", lockstep, (200, 350, 600))
+        await lockstep.close(final=False)
         await asyncio.to_thread(wait_until, lambda: summed(out) == want, 120, "the ranked rows")
     finally:
         sub.kill()

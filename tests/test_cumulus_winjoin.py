@@ -14,6 +14,7 @@ from collections import Counter
 import pytest
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
 from boreas.m3.boxtype import infer_m3
+from boreas.m3.cumulus import slot
 from boreas.node.cumulus.windowing import JoinPartOperator
 from boreas.node.operators.m3windows import WindowedM3Operator
 from boreas.wire.columns import Columns, from_rows
@@ -168,3 +169,55 @@ def test_nexmarks_windowed_queries_partition_or_are_refused_saying_why(monkeypat
         for name, key in (("q5", "auction"), ("q7", "auction"), ("q8", "person.id")):
             with pytest.raises(BoxError, match="computed from its maps when it is read"):
                 partition(name, key)
+
+
+def test_a_date_key_reaches_member_0_as_a_date_through_msgpack():
+    """Leaf rows keyed by a DATE column travel to member 0 in msgpack (as a real link carries them) and in its
+    snapshot: their keys come back as dates, so the stages join them as the one-node box does."""
+    day = 86400 * 10**6  # a TIMESTAMP field carries microseconds; the SQL reads the column as a DATE
+    schema = Schema("ATuple", (Field("k", FieldType.TIMESTAMP), Field("v", FieldType.INT), Field("ts", FieldType.LONG)))
+    dated = Box("j", "m3", (InPort("A"),), ("Out",), (("sql", sql("TUMBLE").replace("k INT", "k DATE")),))
+    rng = random.Random(11)
+    cluster = Cluster("TUMBLE", 2, rng, False)
+    MemberCluster.__init__(cluster, dated, schema, "k", 2, rng)
+    cluster.wire = True
+    one = WindowedM3Operator(dated, [schema], infer_m3(dated, [schema]))
+    one_out: list[tuple] = []
+    rows = [[((9200 + k) * day, 1, t) for k in range(6) for t in range(0, 3000, 200)]]  # ties: every key
+    for seq, batch in enumerate(rows + [[(9200 * day, 1, 5000)]]):
+        cluster.publish("p0", seq, batch)
+        one_out += [tuple(r) for _, out in one.process_from(0, batch, cluster.now, ("A", "p0", seq)) for r in out]
+        cluster.tick(0.2)
+        cluster.settle()
+        cluster.restart(0)  # member 0 from its snapshot (through msgpack): waiting steps keep their dates
+    cluster.end("p0")
+    one_out += [tuple(r) for _, out in one.producer_ended(0, "p0", cluster.now) for r in out]
+    cluster.tick(0.2)
+    cluster.settle()
+    got = Counter(row for _, row in cluster.out)
+    assert got == Counter(one_out) and len({row[0] for row in got}) == 6
+    assert {type(row[0]) for row in got} == {type(r[0]) for r in one_out}
+
+
+def test_a_member_joining_by_a_move_sends_member_0_no_row_of_a_window_evaluated_before():
+    """A late row of the change's first epoch reaching a member the move adds is late there (its frontier is its
+    sources'): no leaf row of a window member 0 evaluated before is gathered again, as on one node."""
+    cluster = Cluster("TUMBLE", 2, random.Random(3), False)
+    one = WindowedM3Operator(box("TUMBLE"), [A], infer_m3(box("TUMBLE"), [A]))
+    one_out: list[tuple] = []
+    batches = [[(k, 1, t) for k in range(6) for t in range(0, 1000, 100 * (k + 1))], [(0, 1, 3000)]]
+    for seq, rows in enumerate(batches + [None]):
+        if rows is None:  # the frontier is 2700: windows [0, 1000) and [1000, 2000) evaluated; then the move
+            cluster.move_to_a_new_node(slot(5), cluster.member_of("p0"))
+            rows = [(5, 1, 100), (5, 1, 200), (0, 1, 3500)]  # late rows of a window evaluated; the mark moves
+        cluster.publish("p0", seq, rows)
+        one_out += [tuple(r) for _, out in one.process_from(0, rows, cluster.now, ("A", "p0", seq)) for r in out]
+        cluster.tick(0.2)
+        cluster.settle(relayouts_too=True)
+    cluster.end("p0")
+    one_out += [tuple(r) for _, out in one.producer_ended(0, "p0", cluster.now) for r in out]
+    cluster.tick(0.2)
+    cluster.settle()
+    assert Counter(row for _, row in cluster.out) == Counter(one_out) == Counter([(0, 10, 0, 1), (0, 2, 3000, 1)])
+    late = sum(op.counters()["late_tuples"] for op in cluster.operators().values())
+    assert late == 2 == one.counters()["late_tuples"]

@@ -35,7 +35,7 @@ def a_batch(rows: int, seed: int) -> pa.RecordBatch:
                             "s": pa.array([f"s{i % 7}" for i in range(rows)])})
 
 
-# Row counts either side of msgpack's bin 8 / bin 16 / bin 32 headers (a stream's bytes under 256, under 65,536, more)
+# Row counts either side of msgpack's bin 16 / bin 32 headers (a stream's bytes under 65,536, more); bin 8 below
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from([0, 1, 2, 5, 50, 2_000, 3_500, 5_000, 20_000]), st.booleans(), st.integers(0, 2**32 - 1))
 def test_framed_is_the_bin_of_the_stream_byte_for_byte(rows, weighted, seed):
@@ -48,6 +48,14 @@ def test_framed_is_the_bin_of_the_stream_byte_for_byte(rows, weighted, seed):
     assert cols.ipc() == bytes(unwrap(want))  # read back from the framed bytes, not written again
     back = read_ipc(unwrap(got))
     assert back.column(0).equals(batch.column(0)) and back.num_rows == rows
+
+
+def test_a_stream_under_256_bytes_takes_the_bin_8_header():
+    """Only a batch of no columns writes an IPC stream this short; its frame is still the old bytes."""
+    batch = pa.record_batch({"x": [1]}).select([])
+    want = written_apart(batch, None)
+    assert want[0] == 0xC4  # msgpack bin 8
+    assert bytes(Columns(batch).framed()) == want
 
 
 def test_a_publishers_frame_keeps_its_digest():

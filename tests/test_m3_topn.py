@@ -199,3 +199,47 @@ def test_a_query_of_the_ranked_out_stream_is_refused_with_what_can_be_read():
         resolve(op, None)
     assert err.value.status == 422 and "ranks its view by ROW_NUMBER()" in str(err.value)
     assert resolve(op, op.plan.program.maps[0].name).map == op.plan.program.maps[0].name  # (the maps stay readable)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.dictionaries(st.tuples(st.integers(0, 2), st.integers(0, 5), st.sampled_from(["x", "y"])),
+                                st.integers(-2, 2), max_size=6), max_size=8),
+       st.integers(1, 3), st.booleans())
+def test_ranked_rows_kept_between_batches_are_the_first_n_computed_again(batches, limit, desc):
+    """RankedRows keeps each partition's first N between batches and computes them again only where a change
+    sorts at or before the N-th ranked row: its changelog, summed, is the first N from scratch after every batch
+    (deletions below zero included, as the view has them)."""
+    from boreas.m3.compiler.rownumber import TopN
+    from boreas.node.operators.m3topn import RankedRows
+
+    spec = TopN(("a",), (("s", desc), ("b", False)), limit, None, "rn")
+    ranked = RankedRows(spec, ("a", "b", "s"), ("a", "b", "s", "rn"), frozenset({"a", "b"}))
+    counts: Counter = Counter()
+    result: Counter = Counter()
+    for deltas in batches:
+        out, weights = ranked.apply(deltas)
+        for r, w in zip(out, weights):
+            result[r] += w
+        counts.update(deltas)
+        want: list[tuple] = []
+        for a in sorted({k[0] for k, n in counts.items() if n > 0}):
+            rows = sorted((k for k, n in counts.items() if n > 0 and k[0] == a),
+                          key=lambda k: ((tuple(-ord(c) for c in k[2]) if desc else k[2]), k[1], k))
+            ranks = [r for r in rows for _ in range(counts[r])][:limit]
+            want += [(*r, i + 1) for i, r in enumerate(ranks)]
+        assert sorted(r for r, n in result.items() for _ in range(n)) == sorted(want)
+        assert all(n >= 0 for n in result.values())
+        assert sorted(ranked.rows()) == sorted(want)
+
+
+def test_a_change_after_the_nth_row_leaves_the_partitions_first_n_as_they_were():
+    """A row that sorts after a full top N is ranked (it may move up later) but the first N are not computed again."""
+    from boreas.m3.compiler.rownumber import TopN
+    from boreas.node.operators.m3topn import RankedRows
+
+    ranked = RankedRows(TopN(("a",), (("p", True),), 2, None, "rn"), ("a", "p"), ("a", "p", "rn"), frozenset({"a", "p"}))
+    assert ranked.apply({(1, 30): 1, (1, 20): 1}) == ([(1, 30, 1), (1, 20, 2)], [1, 1])
+    first = ranked.parts[(1,)].top
+    assert ranked.apply({(1, 10): 1, (1, 5): 1}) == ([], [])
+    assert ranked.parts[(1,)].top is first  # kept, not computed again
+    assert ranked.apply({(1, 30): -1}) == ([(1, 30, 1), (1, 20, 2), (1, 20, 1), (1, 10, 2)], [-1, -1, 1, 1])

@@ -52,7 +52,7 @@ def test_a_noted_layout_keeps_its_member_count_when_the_partition_grows(tmp_path
 
 def test_an_adopted_directory_sets_its_noted_layouts_aside(tmp_path):
     """A node whose boxes were adopted starts a new log: the layouts its old log began under go with it."""
-    from boreas.node.adopt import CLAIM, archive_adopted
+    from boreas.node.adopt_claim import CLAIM, archive_adopted
 
     for name, text in (("layouts.json", "{}"), ("catalog.xml", "<catalog/>"), (CLAIM, '{"by": "other:1"}')):
         (tmp_path / name).write_text(text)

@@ -68,3 +68,18 @@ def filtered_aggregate(res: Resolver, node: exp.Filter) -> tuple[str, object]:
     if kind == "COUNT":  # COUNT(*) and COUNT(column) count rows (no NULLs): the rows meeting the condition
         arg = 1
     return kind, ("case", ((predicate, arg),), None)
+
+
+def rows_read(agg: tuple) -> tuple | None:
+    """The COUNT of the rows an aggregate view expression reads where SQL's is NULL over none of them, or None.
+
+    Why: a SUM/AVG/MIN/MAX under FILTER (or a SUM/AVG of a CASE without ELSE) reads no row in a group whose rows
+    all miss its condition: SQL's value is NULL there, and a comparison with it in HAVING is not TRUE, either
+    way round (:func:`.viewexpr.having` compares only where this COUNT is > 0; docs/m3.md "FILTER")."""
+    kind, arg = agg[1], agg[2]
+    if kind in ("MIN", "MAX") and isinstance(arg, Filtered):
+        return ("agg", "COUNT", ("case", ((arg.predicate, 1),), None))
+    if kind in ("SUM", "AVG") and isinstance(arg, tuple) and arg and arg[0] == "case" and arg[2] is None \
+            and all(v is not None for _, v in arg[1]):
+        return ("agg", "COUNT", ("case", tuple((p, 1) for p, _ in arg[1]), None))
+    return None

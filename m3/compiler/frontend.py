@@ -64,6 +64,7 @@ from sqlglot.errors import TokenError
 
 from ..ast import RelationDecl
 from ..errors import CompileError, Pos, pos_of_offset
+from ..nullable import SUFFIX as NULL_SUFFIX
 from .clashes import separate
 from .clauses import check_clauses, conjuncts, refuse_clauses, tables_of
 from .declarations import declares_relations, relation
@@ -248,13 +249,20 @@ def _named_query(name: str, sel: exp.Select, relations: dict[str, RelationDecl],
         sel = outer_conditions_out(sel)  # EXISTS (... WHERE outer.a = 3): the condition outside (:mod:`.outercond`)
         sel = exists_of_values(sel, relations)  # (SELECT agg ...) IN (SELECT c ...) as EXISTS (:mod:`.valuein`)
         sel = split_case(sel, relations)  # a CASE of two columns as a UNION ALL of two views (:mod:`.casesplit`)
-        sel = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
+        explicit = nulls_explicit(sel, relations, ctx)  # three-valued logic over indicators (:mod:`.threevalued`)
+        # a correlation with a nullable outer column leaves ``r.b__null = 0`` in its subquery, to move out
+        sel = outer_conditions_out(explicit) if explicit is not sel and _has_indicator(explicit) else explicit
         equal_rows = has_equal_to_rows(sel)  # read as IN (:mod:`.scalarin`): noted, SQL differs on several rows
         sel = separate(desugar(sel, relations, ctx), relations, ctx)  # before any pass compares names in lower case
         q = _query(name, sel, relations, ctx, rename)
         return replace(q, notes=(*q.notes, EQUAL_ROWS_NOTE.format(name=name))) if equal_rows else q
     except CompileError as e:
         raise CompileError(f"{e.message} in view {name}", e.pos) from None
+
+
+def _has_indicator(tree: exp.Expression) -> bool:
+    """Whether the rewrite of :mod:`.threevalued` left an indicator column (``b__null``) in ``tree``."""
+    return any(type(n) is exp.Column and n.name.lower().endswith(NULL_SUFFIX) for n in tree.walk())
 
 
 def _no_lifted(queries: list[SqlQuery], kind: str, branches: list, ctx: _Ctx) -> list[SqlQuery]:

@@ -58,13 +58,32 @@ def hidden_count(agg: exp.Expression, sel: exp.Select) -> tuple[int, exp.Express
     item: (its position, the COUNT of the values it reads), the view's hidden column saying where it is
     NULL (:func:`boreas.m3.nullable.null_values`)."""
     outer = agg.parent if type(agg.parent) is exp.Filter else agg
-    item = outer.parent if type(outer.parent) is exp.Alias else outer
-    at = next((i for i, e in enumerate(sel.expressions) if e is item), None)
+    at = item_of(outer, sel)
     if at is None:
         return None
     if type(outer) is exp.Filter:
         return at, exp.Filter(this=exp.Count(this=agg.this.copy()), expression=outer.expression.copy())
     return at, exp.Count(this=agg.this.copy())
+
+
+#: What a SELECT item may be over an aggregate that may be NULL: arithmetic, NULL where an operand is.
+_ARITH = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren)
+
+
+def item_of(node: exp.Expression, sel: exp.Select) -> int | None:
+    """The position of the SELECT item of ``sel`` that is ``node`` or arithmetic over it (``SUM(c) * 2 + 1``:
+    NULL where ``SUM(c)`` is, so one hidden count says where the item is NULL), else None.
+
+    >>> import sqlglot
+    >>> sel = sqlglot.parse_one("SELECT a, (SUM(c) + 1) * 2 AS x, CASE WHEN SUM(c) > 1 THEN 1 END FROM R")
+    >>> sorted(item_of(s, sel) or 0 for s in sel.find_all(exp.Sum))
+    [0, 1]
+    """
+    while node.parent is not sel:
+        node = node.parent
+        if node is None or not (isinstance(node, _ARITH) or (type(node) is exp.Alias and node.parent is sel)):
+            return None
+    return next((i for i, e in enumerate(sel.expressions) if e is node), None)
 
 
 def is_key(col: exp.Column, sel: exp.Select) -> bool:

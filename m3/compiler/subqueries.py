@@ -355,8 +355,25 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
                 or ranges:
             raise ctx.error("unsupported subquery nested in a subquery: only in an EXISTS or IN subquery without "
                             "HAVING, correlated with that subquery's own columns by equalities, one level deep", sel)
+    correlation = _one_per_outer(correlation, joins)
     return SubQuery(tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(correlation), value, hav,
                     tuple(ranges), nested)
+
+
+def _one_per_outer(correlation: list[tuple[ColRef, ColRef]], joins: list) -> list[tuple[ColRef, ColRef]]:
+    """The correlation with each outer column once: ``s.d = r.a AND s.b = r.a`` (or ``r.a NOT IN (SELECT s.b
+    ... WHERE s.d = r.a)``) is ``s.d = r.a AND s.b = s.d``, the second an equality of the subquery's own columns
+    (appended to ``joins``).  Why: the subquery's maps are keyed by the outer columns, and a map keyed twice by
+    one variable is not a map."""
+    first: dict[ColRef, ColRef] = {}
+    out = []
+    for inner, outer in correlation:
+        if outer in first:
+            joins.append((first[outer], inner))
+        else:
+            first[outer] = inner
+            out.append((inner, outer))
+    return out
 
 
 def _column_refs(x) -> list[ColRef]:

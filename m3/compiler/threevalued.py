@@ -27,14 +27,15 @@ and both backends see numbers only and need nothing new:
   its indicator beside it (:func:`.nullshown.key_indicators`): NULLs make one
   group, apart from the value 0's, and reads show the key as None.
 
-Refused by name, for now: an expression over a nullable column as a key (or in
-ORDER BY), in HAVING but under COUNT, under an expression over SUM/AVG/MIN/MAX of
-it (NULL over only NULLs, which a view expression does not carry yet), in a
-function other than COALESCE and NULLIF, under DISTINCT, ``*`` over a relation
-with a nullable column, NOT IN a subquery, and a query with set operations,
-windows, derived tables or outer joins reading one, or reading one inside a
-subquery (a subquery beside nullable columns, in WHERE or the SELECT list, is
-rewritten as the outer query's conditions are: it reads none).
+* **Subqueries** are rewritten in their own scope (:mod:`.nullsub`), ``NOT IN`` a subquery selecting a nullable
+  column three-valued; ``*`` lists the declared columns (:mod:`.nullstar`); HAVING and arithmetic over a
+  SUM/AVG that may be NULL are TRUE / NULL where SQL's are (:mod:`.nullhaving`).
+
+Refused by name, for now (docs/m3.md "NULLs" lists each): an expression over a nullable column as a key (or in
+ORDER BY), in a function other than COALESCE and NULLIF, under DISTINCT but ``COUNT(DISTINCT c)`` (a FILTER
+where ``c`` is present), a MIN/MAX of it under an expression or in
+HAVING, a nullable value NOT IN a subquery, and a query with set operations, windows, derived tables or outer
+joins reading one.
 
 >>> import sqlglot
 >>> from .examples import PlainErrors
@@ -63,7 +64,11 @@ from sqlglot import exp
 from ..ast import RelationDecl
 from ..nullable import ROWS, SUFFIX, indicator, nullable_positions
 from .nodes import sql_of
-from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, key_indicators
+from .nullcond import all_of, any_of, never, replaced
+from .nullstar import star_columns
+from .nullsub import in_subquery, refuse_outer_presence, rewrite_subquery, subqueries
+from .nullhaving import having_truth, one_count_per_item, unaliased
+from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, item_of, key_indicators
 from .resolve import Positions
 
 #: Comparisons whose operands are values: TRUE only where every operand is present.
@@ -81,16 +86,22 @@ def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
     names = _nullable_names(relations)
     if any(type(n) is exp.Column and n.name.lower().endswith(SUFFIX) for n in tree.walk()):
         return tree  # rewritten already (CREATE VIEW's query: before desugaring, and as a query)
-    if not names or not any((type(n) is exp.Column and n.name.lower() in names) or
-                            (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
-        return tree
-    nested = [n for n in tree.walk() if isinstance(n, exp.Select) and n is not tree]
+    if not names or not _reads_nullable_relation(tree, relations) or not any(
+            (type(n) is exp.Column and n.name.lower() in names) or
+            (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
+        return tree  # (a query over relations without nullable columns compiles as if none were declared)
     if type(tree) is not exp.Select or any(isinstance(n, (exp.SetOperation, exp.Window, exp.With)) or (
-            type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join)) for n in tree.walk()) or any(
-            type(c) is exp.Column and c.name.lower() in names for s in nested for c in s.walk()):
+            type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join)) for n in tree.walk()):
         raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with set "
-                        "operations, windows, derived tables, or inside a subquery (docs/m3.md, \"NULLs\")", tree)
-    return _Rewriter(_in_scope(tree, relations), ctx).select(tree.copy())
+                        "operations, windows or derived tables (docs/m3.md, \"NULLs\")", tree)
+    return _Rewriter(_in_scope(tree, relations), ctx, relations).select(tree.copy())
+
+
+def _reads_nullable_relation(tree: exp.Expression, relations: dict[str, RelationDecl]) -> bool:
+    """Whether a FROM item of ``tree`` (or of a subquery in it) is a relation with a nullable column."""
+    by_name = {n.lower(): r for n, r in relations.items()}
+    return any(type(t) is exp.Table and t.name.lower() in by_name and
+               nullable_positions([c.name for c in by_name[t.name.lower()].columns]) for t in tree.walk())
 
 
 def _nullable_names(relations: dict[str, RelationDecl]) -> set[str]:
@@ -113,25 +124,48 @@ class _Rewriter:
     """One SELECT's rewrite: knows which column references are nullable (by alias, or unqualified by the one
     FROM item holding the name)."""
 
-    def __init__(self, scope: dict[str, tuple[set[str], set[str]]], ctx: Positions):
+    def __init__(self, scope: dict[str, tuple[set[str], set[str]]], ctx: Positions,
+                 relations: dict[str, RelationDecl], outer: _Rewriter | None = None):
         self.scope = scope
         self.ctx = ctx
+        self.relations = relations
+        self.outer = outer  # the enclosing query's, for a subquery: its columns are read by correlation
+
+    def child(self, sub: exp.Select) -> _Rewriter:
+        """The rewriter of a subquery of this SELECT: its FROM items first, then this one's (correlation)."""
+        return _Rewriter(_in_scope(sub, self.relations), self.ctx, self.relations, self)
 
     def nullable(self, col: exp.Expression) -> bool:
         if type(col) is not exp.Column:
             return False
         name, table = col.name.lower(), col.table.lower()
         if table:
-            return table in self.scope and name in self.scope[table][1]
+            if table in self.scope:
+                return name in self.scope[table][1]
+            return self.outer is not None and self.outer.nullable(col)
         holders = [a for a, (cols, _) in self.scope.items() if name in cols]
+        if not holders:
+            return self.outer is not None and self.outer.nullable(col)
         return len(holders) == 1 and name in self.scope[holders[0]][1]
+
+    def local(self, col: exp.Column) -> bool:
+        """Whether ``col`` is a column of this SELECT's own FROM items (not an enclosing query's)."""
+        name, table = col.name.lower(), col.table.lower()
+        return table in self.scope if table else any(name in cols for cols, _ in self.scope.values())
 
     def holder(self, col: exp.Column) -> str:
         """The alias of the FROM item an unqualified column belongs to."""
         return next(a for a, (cols, _) in self.scope.items() if col.name.lower() in cols)
 
     def reads(self, e: exp.Expression) -> bool:
-        return any(self.nullable(n) for n in e.walk())
+        """Whether ``e`` reads a nullable column itself (a subquery in it reads its own: :mod:`.nullsub`)."""
+        return any(self.nullable(n) for n in _own(e))
+
+    def decides(self, cond: exp.Expression) -> bool:
+        """Whether a condition needs :meth:`truth`: it reads a nullable column, or has an IN of a subquery (whose
+        column may be: :func:`.nullsub.in_subquery`) or an EXISTS (:func:`.nullsub.refuse_outer_presence`)."""
+        return self.reads(cond) or any(type(n) is exp.Exists or (type(n) is exp.In and n.args.get("query") is not None)
+                                       for n in _own(cond))
 
     def refuse(self, what: str, node: exp.Expression):
         return self.ctx.error(f"unsupported nullable column {what} (docs/m3.md, \"NULLs\")", node)
@@ -141,8 +175,12 @@ class _Rewriter:
         for j in sel.args.get("joins") or []:
             if j.side or j.kind not in ("", "INNER", "CROSS", None):
                 raise self.refuse(f"in a query with an outer join ({sql_of(j)})", j)
+        for sub in subqueries(sel):
+            rewrite_subquery(self, sub)
+        if any(nl for _, nl in self.scope.values()):  # a * over relations without one is SQL's own
+            sel = star_columns(sel, self.relations, self.ctx)
         keys: list[exp.Column] = []
-        for n in sel.walk():
+        for n in _own(sel):
             if type(n) is exp.Star and type(n.parent) is not exp.Count and any(nl for _, nl in self.scope.values()) \
                     and n.find_ancestor(exp.Select) is sel:  # (a subquery's *: it reads no nullable column)
                 raise self.refuse("listed by * (name the columns)", n)
@@ -156,11 +194,10 @@ class _Rewriter:
                                      "the column itself is a key, selected or in GROUP BY (docs/m3.md, \"NULLs\")", n)
         key_indicators(sel, keys, self.holder)
         having = sel.args.get("having")
-        if having is not None and any(self.nullable(n) and not isinstance(n.find_ancestor(exp.AggFunc), exp.Count)
-                                      for n in having.walk()):  # a COUNT is never NULL
-            raise self.refuse(f"in HAVING other than under COUNT ({sql_of(having)})", having)
+        if having is not None:
+            having.set("this", having_truth(self, unaliased(self, having.this, sel)))
         counts = []
-        for agg in [n for n in sel.walk() if isinstance(n, _AGGS)]:
+        for agg in [n for n in _own(sel) if isinstance(n, _AGGS)]:
             empty = isinstance(agg, _NULLABLE_AGGS) and (type(agg.parent) is exp.Filter or (
                 agg.this is not None and type(agg.this) not in (exp.Star, exp.Distinct) and self.reads(agg.this)
                 and self.present(agg.this) is not None))
@@ -168,16 +205,17 @@ class _Rewriter:
             count = hidden_count(agg, sel) if empty else None
             if count is not None:
                 counts.append(count)
+        counts = one_count_per_item(counts, self.refuse)
         for i, count in counts:  # after the items: CREATE VIEW v(names) renames the selected ones
             sel.append("expressions", exp.alias_(count, f"{COUNT_PREFIX}{i}"))
         if counts and sel.args.get("group") is not None and not counts_rows(sel):
             sel.append("expressions", exp.alias_(exp.Count(this=exp.Star()), ROWS))  # the group's row (ROWS)
         where = sel.args.get("where")
-        if where is not None and self.reads(where):
+        if where is not None and self.decides(where):
             where.set("this", self.truth(where.this))
         for j in sel.args.get("joins") or []:
             on = j.args.get("on")
-            if on is not None and self.reads(on):
+            if on is not None and self.decides(on):
                 j.set("on", self.truth(on))
         return sel
 
@@ -189,13 +227,20 @@ class _Rewriter:
             filt.expression.set("this", self.truth(filt.expression.this))
         if arg is None or type(arg) is exp.Star or not self.reads(arg):
             return agg
-        if type(arg) is exp.Distinct:
-            raise self.refuse(f"under DISTINCT ({sql_of(agg)})", agg)
+        if type(arg) is exp.Distinct:  # COUNT(DISTINCT c): the distinct values of the rows where c is present
+            one = arg.expressions[0] if type(agg) is exp.Count and len(arg.expressions) == 1 and \
+                type(arg.expressions[0]) is exp.Column else None
+            present = self.present(one) if one is not None else False
+            if present is False:
+                raise self.refuse(f"under DISTINCT other than COUNT(DISTINCT of one column) ({sql_of(agg)})", agg)
+            one.replace(self.value(one))
+            return agg if present is None else self.filtered(agg, filt, present)
         outer = filt if filt is not None else agg
         top = outer.parent.parent if type(outer.parent) is exp.Alias else outer.parent
-        if isinstance(agg, _NULLABLE_AGGS) and type(top) is not exp.Select:
-            raise self.refuse(f"under an expression over {sql_of(agg)} (NULL over only NULLs, which a view does not "
-                              "carry yet)", agg)
+        if isinstance(agg, _NULLABLE_AGGS) and type(top) is not exp.Select and (isinstance(agg, (exp.Min, exp.Max)) or (
+                item_of(outer, agg.parent_select) is None and agg.find_ancestor(exp.Having) is None)):
+            raise self.refuse(f"under an expression over {sql_of(agg)} other than arithmetic over a SUM/AVG or HAVING's "
+                              "(NULL over only NULLs, which a view expression does not carry)", agg)
         present = self.present(arg)
         value = exp.Literal.number(1) if type(agg) is exp.Count else self.value(arg)
         if present is None:
@@ -207,15 +252,20 @@ class _Rewriter:
                 raise self.refuse(f"under {sql_of(agg)} in a query with a subquery (a filtered fold beside "
                                   "nested aggregates is not built)", agg)
             agg.set("this", value)
-            if filt is None:
-                wrapped = exp.Filter(this=agg.copy(), expression=exp.Where(this=present))
-                agg.replace(wrapped)
-                agg = wrapped.this
-            else:
-                filt.expression.set("this", exp.And(this=exp.Paren(this=filt.expression.this), expression=present))
+            agg = self.filtered(agg, filt, present)
         else:
             agg.set("this", exp.Case(ifs=[exp.If(this=present, true=value)]))
         return agg
+
+    @staticmethod
+    def filtered(agg: exp.Expression, filt: exp.Filter | None, present: exp.Expression) -> exp.Expression:
+        """``agg`` reading only the rows where ``present`` holds: its FILTER's condition and ``present``."""
+        if filt is not None:
+            filt.expression.set("this", exp.And(this=exp.Paren(this=filt.expression.this), expression=present))
+            return agg
+        wrapped = exp.Filter(this=agg.copy(), expression=exp.Where(this=present))
+        agg.replace(wrapped)
+        return wrapped.this
 
     # -- conditions: where TRUE --------------------------------------------
     def truth(self, c: exp.Expression, negated: bool = False) -> exp.Expression:
@@ -233,18 +283,22 @@ class _Rewriter:
             if present is None or present is False:  # folded later (:mod:`.sugar`)
                 return exp.Not(this=c.copy()) if negated else c.copy()
             return present if negated else exp.Not(this=exp.Paren(this=present))
+        if t is exp.In and c.args.get("query") is not None:
+            return in_subquery(self, c, negated)
+        if t is exp.Exists and negated:
+            refuse_outer_presence(self, c)
         if not self.reads(c):
             return exp.Not(this=c.copy()) if negated else c.copy()
         if isinstance(c, _ATOMS):
-            if negated and t is exp.In and c.args.get("query") is not None:
-                raise self.refuse(f"in NOT IN a subquery ({sql_of(c)}: NULL NOT IN no rows is TRUE)", c)
             branched = next((n for n in c.walk() if type(n) in (exp.Coalesce, exp.Nullif)
                              or (type(n) is exp.Case and n.args.get("this") is None)), None)
             if branched is not None:  # the atom per branch of its first CASE-like part, each where it applies
-                return _or([_and([cond, self.truth(_replaced(c, branched, v), negated)])
-                            for cond, v in self.branches(branched) if type(v) is not exp.Null]) or _FALSE()
+                return any_of([all_of([cond, self.truth(replaced(c, branched, v), negated)])
+                            for cond, v in self.branches(branched) if type(v) is not exp.Null]) or never()
             operands = [x for x in c.iter_expressions()]
-            present = _and([self.present(x) for x in operands])
+            if t is exp.EQ and not negated and self.correlates(c.this, c.expression):
+                return self.correlation(c.this, c.expression)
+            present = all_of([self.present(x) for x in operands])
             atom = c.copy()
             for old, new in zip(list(atom.iter_expressions()), operands):
                 old.replace(self.value(new))
@@ -252,9 +306,22 @@ class _Rewriter:
                 atom = _NEGATED[t](this=atom.this, expression=atom.expression) if t in _NEGATED else \
                     exp.Not(this=exp.Paren(this=atom))
             if present is False:
-                return _FALSE()
+                return never()
             return atom if present is None else exp.Paren(this=exp.And(this=atom, expression=present))
         raise self.refuse(f"in the condition {sql_of(c)}", c)
+
+    def correlates(self, x: exp.Expression, y: exp.Expression) -> bool:
+        """Whether ``x = y`` equates a nullable column of this (sub)query with one of an enclosing query."""
+        return self.nullable(x) and self.nullable(y) and self.local(x) != self.local(y)
+
+    def correlation(self, x: exp.Column, y: exp.Column) -> exp.Expression:
+        """``x = y`` TRUE where SQL's is, as equalities and a condition on this subquery's column alone:
+        ``x = y AND x__null = y__null AND <inner>__null = 0`` (no condition on the outer column alone is left
+        inside, which a NOT EXISTS or a scalar subquery could not take out: :mod:`.nullsub`)."""
+        inner = x if self.local(x) else y
+        flag = lambda col: exp.column(indicator(col.name), col.table or None)  # noqa: E731
+        return all_of([exp.EQ(this=x.copy(), expression=y.copy()), exp.EQ(this=flag(x), expression=flag(y)),
+                       exp.EQ(this=flag(inner), expression=exp.Literal.number(0))])
 
     def branches(self, e: exp.Expression) -> list[tuple]:
         """A COALESCE, NULLIF or CASE as (condition where this branch is taken, its expression) pairs."""
@@ -269,9 +336,9 @@ class _Rewriter:
         out, before = [], []
         for i in e.args["ifs"]:
             cond = self.truth(i.this)
-            out.append((_and([*before, cond]), i.args["true"]))
+            out.append((all_of([*before, cond]), i.args["true"]))
             before.append(exp.Not(this=exp.Paren(this=cond)))
-        out.append((_and(before), e.args.get("default") or exp.Null()))
+        out.append((all_of(before), e.args.get("default") or exp.Null()))
         return out
 
     # -- values: where present, and what --------------------------------------
@@ -284,21 +351,21 @@ class _Rewriter:
             return exp.EQ(this=exp.column(indicator(e.name), e.table or None), expression=exp.Literal.number(0)) \
                 if self.nullable(e) else None
         if t is exp.Coalesce:
-            return _or([self.present(x) for x in [e.this, *e.expressions]])
+            return any_of([self.present(x) for x in [e.this, *e.expressions]])
         if t is exp.Nullif:
             equal = self.truth(exp.EQ(this=e.this.copy(), expression=e.expression.copy()))
-            return _and([self.present(e.this), exp.Not(this=exp.Paren(this=equal))])
+            return all_of([self.present(e.this), exp.Not(this=exp.Paren(this=equal))])
         if t is exp.Case and e.args.get("this") is None:
             branches, before = [], []
             for i in e.args["ifs"]:
                 cond = self.truth(i.this)
-                branches.append(_and([*before, cond, self.present(i.args["true"])]))
+                branches.append(all_of([*before, cond, self.present(i.args["true"])]))
                 before.append(exp.Not(this=exp.Paren(this=cond)))
             default = e.args.get("default")
-            branches.append(_and([*before, False if default is None else self.present(default)]))
-            return _or(branches)
+            branches.append(all_of([*before, False if default is None else self.present(default)]))
+            return any_of(branches)
         if isinstance(e, _ARITH):
-            return _and([self.present(x) for x in e.iter_expressions() if not isinstance(x, exp.Identifier)])
+            return all_of([self.present(x) for x in e.iter_expressions() if not isinstance(x, exp.Identifier)])
         if not self.reads(e):
             return None
         raise self.refuse(f"in {sql_of(e)} (only arithmetic, CASE, COALESCE and NULLIF read one)", e)
@@ -308,6 +375,8 @@ class _Rewriter:
         t = type(e)
         if t is exp.Null:
             return exp.Literal.number(0)
+        if isinstance(e, exp.Select):  # a subquery: rewritten in its own scope already (:mod:`.nullsub`)
+            return e.copy()
         if t is exp.Coalesce:
             first, rest = e.this, e.expressions
             if not rest:
@@ -331,47 +400,6 @@ class _Rewriter:
         return out
 
 
-def _and(parts: list):
-    """The conjunction of conditions (None: TRUE, False: FALSE)."""
-    return _fold(parts, exp.And, absorbing=False, identity=None)
-
-
-def _or(parts: list):
-    """The disjunction of conditions (None: TRUE, False: FALSE)."""
-    return _fold(parts, exp.Or, absorbing=None, identity=False)
-
-
-def _fold(parts: list, node: type, absorbing: bool | None, identity: bool | None):
-    """``parts`` joined by ``node`` (And, Or), the constants TRUE (None) and FALSE (False) folded: one
-    ``absorbing`` part decides it, an ``identity`` part drops out."""
-    if any(p is absorbing for p in parts):
-        return absorbing
-    parts = [p for p in parts if p is not identity]
-    if not parts:
-        return identity
-    out = parts[0]
-    for p in parts[1:]:
-        out = node(this=out, expression=p)
-    return exp.Paren(this=out) if len(parts) > 1 else out
-
-
-def _FALSE() -> exp.Expression:
-    """A condition never TRUE (an atom over a NULL constant)."""
-    return exp.EQ(this=exp.Literal.number(1), expression=exp.Literal.number(0))
-
-
-def _replaced(tree: exp.Expression, node: exp.Expression, by: exp.Expression) -> exp.Expression:
-    """A copy of ``tree`` with ``node`` (a node of it) replaced by ``by``."""
-    path = []
-    while node is not tree:
-        path.append((node.arg_key, node.index))
-        node = node.parent
-    out = tree.copy()
-    target = out
-    for key, index in reversed(path):
-        child = target.args[key]
-        target = child[index] if index is not None else child
-    if target is out:
-        return by.copy()
-    target.replace(by.copy())
-    return out
+def _own(e: exp.Expression):
+    """The nodes of ``e`` outside the subqueries in it (each read in its own scope, :mod:`.nullsub`)."""
+    return e.walk(prune=lambda n: isinstance(n, exp.Select) and n is not e)

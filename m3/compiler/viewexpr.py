@@ -38,7 +38,7 @@ import functools
 
 from sqlglot import exp
 
-from .aggfilter import filtered_aggregate, is_filtered_aggregate
+from .aggfilter import Filtered, filtered_aggregate, is_filtered_aggregate, rows_read
 from .aggregates import aggregate
 from .casecmp import expand, expandable
 from .constants import NotConstant, fold, is_constant
@@ -108,8 +108,8 @@ def value_kind(res: Resolver, x) -> str:
     """``NUMBER``, ``STRING`` or ``DATE``: what a view expression holds (MIN/MAX of a DATE column is a DATE)."""
     if isinstance(x, tuple) and x[0] == "col":
         t = res.col_type(x[1])
-    elif isinstance(x, tuple) and x[0] == "agg" and x[1] in ("MIN", "MAX"):
-        t = res.col_type(x[2])
+    elif isinstance(x, tuple) and x[0] == "agg" and x[1] in ("MIN", "MAX"):  # of a column, or filtered: its column
+        t = res.col_type(x[2].ref if isinstance(x[2], Filtered) else x[2])
     elif isinstance(x, str):
         t = "STRING"
     elif isinstance(x, datetime.date):
@@ -133,18 +133,34 @@ def _compare(res: Resolver, op: str, a, b, node: exp.Expression):
     return (op, a, b)
 
 
-def having(res: Resolver, e: exp.Expression, aliases: dict | None = None):
-    """A HAVING condition as a predicate over view expressions (``aliases``: see :func:`view_expr`)."""
+def having(res: Resolver, e: exp.Expression, aliases: dict | None = None, negated: bool = False):
+    """A HAVING condition (``NOT`` it, if ``negated``) as a predicate over view expressions (``aliases``: see
+    :func:`view_expr`).  NOT is pushed down to the comparisons, each TRUE only where its aggregates that may be
+    NULL read a row (:func:`.aggfilter.rows_read`): SQL's NOT of NULL is NULL."""
     e = unparen(e)
     kind = type(e)
-    if kind is exp.And:
-        return ("and", having(res, e.this, aliases), having(res, e.expression, aliases))
-    if kind is exp.Or:
-        return ("or", having(res, e.this, aliases), having(res, e.expression, aliases))
+    if kind in (exp.And, exp.Or):
+        join = ("or" if kind is exp.And else "and") if negated else ("and" if kind is exp.And else "or")
+        return (join, having(res, e.this, aliases, negated), having(res, e.expression, aliases, negated))
     if kind is exp.Not:
-        return negate(having(res, e.this, aliases))
+        return having(res, e.this, aliases, not negated)
     if kind is exp.Boolean:
-        return TRUE if e.this else FALSE
+        return TRUE if bool(e.this) != negated else FALSE
+    if expandable(e, values=True):  # a CASE over aggregates compared: the OR of its branches (:mod:`.casecmp`)
+        return having(res, expand(e, lambda _: False, values=True), aliases, negated)
+    atom = _atom(res, e, aliases)
+    present: list = []
+    for count in filter(None, map(rows_read, aggregates_of(atom))):
+        present += [(">", count, 0)] if (">", count, 0) not in present else []
+    atom = negate(atom) if negated else atom
+    for p in present:
+        atom = ("and", atom, p)
+    return atom
+
+
+def _atom(res: Resolver, e: exp.Expression, aliases: dict | None):
+    """One comparison of HAVING (BETWEEN, IN of constants) as a predicate."""
+    kind = type(e)
     if kind is exp.Between:
         x = view_expr(res, e.this, aliases)
         return ("and", _compare(res, ">=", x, view_expr(res, e.args["low"], aliases), e),
@@ -162,8 +178,6 @@ def having(res: Resolver, e: exp.Expression, aliases: dict | None = None):
             raise res.ctx.error(f"IN with an empty list ({sql_of(e)})", e)
         x = view_expr(res, e.this, aliases)
         return disj(_compare(res, "=", x, view_expr(res, i, aliases), e) for i in items)
-    if expandable(e, values=True):  # a CASE over aggregates compared: the OR of its branches (:mod:`.casecmp`)
-        return having(res, expand(e, lambda _: False, values=True), aliases)
     op = _CMP.get(kind)
     if op is None:
         raise res.ctx.error(f"unsupported condition {kind.__name__.upper()} ({sql_of(e)}) in HAVING", e)

@@ -52,6 +52,15 @@ class Reader:
         without listing the map)."""
         return bool(items(self.entries(name, pattern)))
 
+    def values(self, name: str, pattern: tuple, at: int) -> list:
+        """The values at key position ``at`` of the entries matching ``pattern`` (bound everywhere else): what a
+        fold over that position reads.  A reader of a store answers from an index's slice without building keys."""
+        return [k[at] for k, n in items(self.entries(name, pattern)) if n]
+
+    def count(self, name: str, pattern: tuple, at: int) -> int:
+        """How many entries match ``pattern`` (bound but at ``at``): a COUNT fold over that position."""
+        return len(self.values(name, pattern, at))
+
 
 def items(found) -> list:
     """An ``entries`` answer (a dict or pairs) as a list of ``(key, value)``."""

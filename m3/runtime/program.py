@@ -43,8 +43,8 @@ from .native import BEYOND_64_BITS, IntOverflow, choose, mirror
 from .ports import ViewInfo, relation_ports, view_ports
 from .reads import Reads
 from .text import program_from_text
-from .totals import TotalMemo
-from .totals import index_specs as total_index_specs
+from .rowmemo import RowMemo
+from .totals import TotalMemo, index_specs as total_index_specs
 from .evaluate import Reader
 from .events import check_batches, group_events
 from .viewchanges import current_reader, plain_changes, view_changes
@@ -77,6 +77,7 @@ class Runtime(Reads):
         self._stale = False  # native: the mirror (``store``) lags the C maps until something reads
         self._forms = {v.name: view_form(program, v) for v in program.views if v.general}
         self._rereads = {v.name for v in program.views if v.general and rereads(v)}
+        self._row_memo = RowMemo(set(self._forms) - self._rereads if type(self) is Runtime else ())  # (.rowmemo)
         # the maps Python reads per batch (general views, TOTAL memo): the native mirror keeps these current
         self._kept = set().union(*map(self.view_reads, self._forms), *(
             {p.total.ref.name} | {ref.name for ref in p.reads} for p in self._totals.plans.values()))
@@ -165,10 +166,7 @@ class Runtime(Reads):
         """The ids a STRING column of int64 values carries for ``strings`` on the native backend (interned now;
         a column of ids crosses into C as it is), or None on the Python backend (give it the strings)."""
         native = self._native
-        if native is None:
-            return None
-        ids = native.ids
-        return [ids[s] for s in strings]
+        return None if native is None else [native.ids[s] for s in strings]
 
     def apply_columns(self, relation: str, sign: int, columns: Sequence[Sequence]) -> int:
         """Apply one relation's events given column by column (one sequence or ``array`` per column); atomic.
@@ -277,7 +275,7 @@ class Runtime(Reads):
     def _view_changes(self, journals: dict[str, list], version: int, plain) -> dict[str, list]:
         """The view rows the batch that made ``version`` changed (:func:`.viewchanges.view_changes`)."""
         return view_changes(self.program.views, self._forms, self._rereads, self._nulls, self._store, self._totals,
-                            journals, version, plain)
+                            journals, version, plain, self._row_memo)
 
     def _reader(self) -> Reader:
         """The maps now, with the TOTAL memo (exact at this version, or cleared to be rebuilt as rows are read)."""
@@ -339,6 +337,7 @@ class Runtime(Reads):
             gone = remove_closed(self._store, self._native, bounds)
             if gone:
                 self._totals.clear()
+                self._row_memo.clear()
             return gone
 
     # -- initial values and state transfer ----------------------------------
@@ -386,6 +385,7 @@ class Runtime(Reads):
         with self._lock:
             self._stale = False
             self._totals.clear()
+            self._row_memo.clear()
             self._store.decode(state["maps"])
             if self._native is not None:
                 self._push_mirror()

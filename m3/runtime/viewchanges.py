@@ -12,9 +12,11 @@ before the batch.
   lists every key some map of it changed at, with its current value
   (:func:`plain_changes`; 0 or a tuple of 0s: the row left).
 * A *general* view (computed when read, :mod:`.views`) evaluates each row a
-  changed key names before the batch (through :class:`OldReader`: the
-  current maps with the journals' first old values over them) and after,
-  and lists the rows whose presence or value differ
+  changed key names after the batch, takes its value before from the memo
+  of the rows after the previous batch (:mod:`.rowmemo`) or, where the memo
+  does not have it, evaluates it before the batch too (through
+  :class:`OldReader`: the current maps with the journals' first old values
+  over them), and lists the rows whose presence or value differ
   (:func:`general_changes`).
 
 >>> first_values(["k", 1, "j", 0, "k", 5])
@@ -27,6 +29,7 @@ from operator import itemgetter
 
 from .evaluate import Reader
 from .maps import MapStore
+from .rowmemo import UNKNOWN, RowMemo
 from .views import ViewForm, candidate_rows, row_value, same
 
 
@@ -66,20 +69,25 @@ def plain_changes(store: MapStore, v, journals: dict[str, list]) -> list[tuple[t
 
 
 def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: dict, store: MapStore, memo,
-                 journals: dict[str, list], version: int, plain) -> dict[str, list]:
+                 journals: dict[str, list], version: int, plain, rows_memo: RowMemo | None = None) -> dict[str, list]:
     """``Runtime.changes()``: the rows of ``views`` the batch that made ``version`` changed, from its journals
     (``plain(view)``: a plain view's, as the backend reads them; ``forms``: the general views'; ``nulls``: the
-    views whose keys read NULLs); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first."""
+    views whose keys read NULLs); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first; ``rows_memo``:
+    the general views' rows after the previous batch (:mod:`.rowmemo`), advanced to ``version``."""
     memo.advance(journals, store, version)
     now = current_reader(store, memo.at(version))
+    if rows_memo is not None:
+        rows_memo.start(version)
     changes: dict[str, list] = {}
     for v in views:
         form = forms.get(v.name)
         rows = plain(v) if form is None else general_changes(form, journals, store, now, v.name in rereads,
-                                                             memo.previous if memo.plans else None)
+                                                             memo.previous if memo.plans else None, rows_memo)
         if rows:
             shown = nulls.get(v.name)
             changes[v.name] = shown.rows(rows) if shown else rows
+    if rows_memo is not None:
+        rows_memo.done(version)
     return changes
 
 
@@ -93,6 +101,47 @@ class StoreReader(Reader):
     def has(self, name: str, pattern: tuple) -> bool:
         return self.store.has(name, pattern)
 
+    def values(self, name: str, pattern: tuple, at: int) -> list:
+        return slice_values(self.store, name, pattern, at)
+
+    def count(self, name: str, pattern: tuple, at: int) -> int:
+        return slice_count(self.store, name, pattern, at)
+
+
+def slice_values(store: MapStore, name: str, pattern: tuple, at: int) -> list:
+    """The values at ``at`` of map ``name``'s entries at ``pattern`` (bound but at ``at``), now."""
+    sub = index_slice(store, name, pattern, at)
+    return [k[at] for k, n in store.match(name, pattern) if n] if sub is None else list(sub)
+
+
+def slice_count(store: MapStore, name: str, pattern: tuple, at: int) -> int:
+    """How many entries of map ``name`` match ``pattern`` (bound but at ``at``), now."""
+    sub = index_slice(store, name, pattern, at)
+    return sum(1 for _, n in store.match(name, pattern) if n) if sub is None else len(sub)
+
+
+def index_slice(store: MapStore, name: str, pattern: tuple, at: int) -> dict | None:
+    """Map ``name``'s slice at ``pattern`` (bound at every position but ``at``, as a fold's compiled read gives
+    it) as an index keeps it, its keys the values at ``at`` in their stored form (a map keeps non-zero entries
+    only: :mod:`.maps`), so a fold over ``at`` lists or counts them without a key tuple built per entry; None
+    where no index serves those positions.  Runs per fold per row: the index found once per map and position."""
+    found = store.cuts[name].get(_BUT.get((len(pattern), at)) or _but(len(pattern), at))
+    if found is None or len(pattern) != store.arity[name]:
+        return None
+    return store.indexes[name][found.pos].get(found.bound(pattern), _EMPTY)
+
+
+_BUT: dict[tuple[int, int], tuple[int, ...]] = {}  # (arity, position) -> every other position
+
+
+def _but(arity: int, at: int) -> tuple[int, ...]:
+    """Every key position but ``at`` (made once per arity and position: a fold's reads run per row)."""
+    bound = _BUT.get((arity, at))
+    if bound is None:
+        bound = _BUT[(arity, at)] = tuple(i for i in range(arity) if i != at)
+    return bound
+_EMPTY: dict = {}
+
 
 def current_reader(store: MapStore, totals=None) -> Reader:
     """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`)."""
@@ -100,12 +149,14 @@ def current_reader(store: MapStore, totals=None) -> Reader:
 
 
 def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, now: Reader,
-                    rereads: bool = False, old_totals=None) -> list[tuple[tuple, object]]:
+                    rereads: bool = False, old_totals=None, rows_memo: RowMemo | None = None
+                    ) -> list[tuple[tuple, object]]:
     """The rows of a general view whose presence or value the batch changed, each with its value now.
 
     ``rereads``: the changed keys do not name the rows they affect (:func:`..over.rereads`), so every row
     before and after is evaluated.  ``old_totals``: the hook of a memo of TOTALs read before the batch
-    (:meth:`.totals.TotalMemo.previous`).
+    (:meth:`.totals.TotalMemo.previous`).  ``rows_memo``: the rows after the previous batch
+    (:mod:`.rowmemo`): a row's value before is read there where it has it, and its value now noted there.
     """
     rows: dict[tuple, None] = {}
     old: dict[str, dict] = {}
@@ -124,9 +175,14 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
     if rereads:
         rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
     out = []
+    name, zero = form.name, form.zero
     for row in rows:
-        was = row_value(form, row, before)
+        was = rows_memo.before(name, row, zero) if rows_memo is not None else UNKNOWN
+        if was is UNKNOWN:
+            was = row_value(form, row, before)
         new = row_value(form, row, now)
+        if rows_memo is not None:
+            rows_memo.after(name, row, new[0], new[1])
         if was[0] != new[0] or not same(was[1], new[1]):
             out.append((form.key_of(row), new[1]))
     return out
@@ -161,6 +217,31 @@ class OldReader(Reader):
         get = self.store.getter(name)  # else: the entries now, less those the batch created
         return self.store.size(name) > sum(1 for k in changed if get(k, 0))
 
+    def values(self, name: str, pattern: tuple, at: int) -> list:
+        """The slice's values at ``at`` before the batch: those now, with the entries the batch changed in the
+        slice put back as they were (no copy of the slice's entries; ``at`` is its one unbound position, so a
+        value is one entry)."""
+        over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
+        if not over:
+            return slice_values(self.store, name, pattern, at)
+        found = dict.fromkeys(slice_values(self.store, name, pattern, at))  # (in the slice's order, as the read
+        for key, v in over:                                                 # now: a float SUM adds them alike)
+            if v:
+                found[key[at]] = None
+            else:
+                found.pop(key[at], None)
+        return list(found)
+
+    def count(self, name: str, pattern: tuple, at: int) -> int:
+        """The slice's count before the batch: the count now, less the entries the batch created in the slice,
+        plus those it removed."""
+        n = slice_count(self.store, name, pattern, at)
+        over = self._overlay(name, pattern, _but(len(pattern), at)) if self.old.get(name) else None
+        if over:
+            get = self.store.get
+            n += sum((v != 0) - (get(name, key) != 0) for key, v in over)
+        return n
+
     def entries(self, name: str, pattern: tuple):
         over = self._overlay(name, pattern) if self.old.get(name) else None
         if not over:  # the batch changed no entry of this slice: it is as it is now
@@ -173,17 +254,20 @@ class OldReader(Reader):
                 found.pop(key, None)
         return found
 
-    def _overlay(self, name: str, pattern: tuple) -> list:
-        """The entries of ``name`` matching ``pattern`` the batch changed, as ``(key, value before)``."""
-        bound = tuple(i for i, x in enumerate(pattern) if x is not None)
-        by_bound = self._slices.get((name, bound))
-        if by_bound is None:  # the changed keys of this map, by their values at the bound positions (built once)
-            by_bound = {}
+    def _overlay(self, name: str, pattern: tuple, bound: tuple[int, ...] | None = None) -> list:
+        """The entries of ``name`` matching ``pattern`` the batch changed, as ``(key, value before)`` (``bound``:
+        the pattern's bound positions, when the caller knows them)."""
+        if bound is None:
+            bound = tuple(i for i, x in enumerate(pattern) if x is not None)
+        found = self._slices.get((name, bound))
+        if found is None:  # the changed keys of this map, by their values at the bound positions (built once)
+            by_bound: dict = {}
             unpack = self.store.unpack
             part = itemgetter(*bound) if len(bound) > 1 else (lambda key: (key[bound[0]],)) if bound else \
                 (lambda key: ())
             for k, v in self.old[name].items():
                 key = unpack(name, k)
                 by_bound.setdefault(part(key), []).append((key, v))
-            self._slices[(name, bound)] = by_bound
-        return by_bound.get(tuple([pattern[i] for i in bound]), [])
+            found = self._slices[(name, bound)] = (by_bound, part)
+        by_bound, part = found
+        return by_bound.get(part(pattern), [])

@@ -31,12 +31,14 @@ result; the tests run every view shape through both (``tests/m3/test_viewcode.py
 def row_value(row, reader):
     get = reader.get
     entries = reader.entries
+    values = reader.values
+    count = reader.count
     v0 = row[0]
     if v0 is None:
         return False, ZERO
     m0 = get('s', (v0,))
     m1 = get('n', (v0,))
-    f0 = [k[1] for k, n in items(entries('mm', (v0, None))) if n]
+    f0 = values('mm', (v0, None), 1)
     if not (m0 or m1 or f0):
         return False, ZERO
     if not ((1 < m1)):
@@ -101,6 +103,10 @@ class _Source:
             found = self.local(kind)
             if kind == "m":
                 self.lines.append(f"{self.indent}{found} = get({name!r}, {display})")
+            elif kind == "n":  # a COUNT of a slice's values (one unbound position): the reader counts them
+                self.lines.append(f"{self.indent}{found} = count({name!r}, {display}, {at})")
+            elif key.count("None") == 1:  # one unbound position: the reader lists its values (an index's slice)
+                self.lines.append(f"{self.indent}{found} = values({name!r}, {display}, {at})")
             else:
                 read = f"items(entries({name!r}, {display}))"
                 self.lines.append(f"{self.indent}{found} = [k[{at}] for k, n in {read} if n]")
@@ -129,6 +135,9 @@ class _Source:
         if isinstance(e, Fold) and e.cond is None and e.kind in ("MIN", "MAX", "COUNT", "SUM"):
             free = [i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == e.var]
             key = ["None" if i in free else self.arg(a) for i, a in enumerate(e.ref.args)]
+            if None not in key and e.kind == "COUNT" and len(free) == 1 and \
+                    ("f", e.ref.name, _display(key), free[0]) not in self.reads:  # no list of the values read
+                return self.read("n", e.ref.name, key, free[0])
             if None not in key:
                 vals = self.read("f", e.ref.name, key, free[0])
                 return {"MIN": f"(min({vals}) if {vals} else 0)", "MAX": f"(max({vals}) if {vals} else 0)",
@@ -153,6 +162,9 @@ class _Source:
         same = self.reads.get(("o", e))
         if same is not None:  # the same aggregate read twice (AVG's COUNT beside a HAVING's)
             return same
+        one = key.count("None") == 1  # one own position: the reader lists (or counts) the slice's values there
+        if one and e.kind == "COUNT":
+            return self.read("n", e.ref.name, key, key.index("None"))
         binds: dict[str, tuple[str, int]] = {}  # own variable -> (its local, the key position it is read from)
         for i, a in enumerate(e.ref.args):  # an own variable at two positions: the last one's value
             if isinstance(a, Var) and a.name in own:
@@ -164,9 +176,13 @@ class _Source:
             return None
         out = self.local("o")
         self.lines.append(f"{self.indent}{out} = []")
-        self.lines.append(f"{self.indent}for k, n in items(entries({e.ref.name!r}, {_display(key)})):")
-        self.lines.append(f"{self.indent}    if n:")
-        self.lines.extend(f"{self.indent}        {w} = k[{i}]" for w, i in binds.values())
+        if one:
+            (w, i), = binds.values()
+            self.lines.append(f"{self.indent}for {w} in values({e.ref.name!r}, {_display(key)}, {i}):")  # the body
+        else:
+            self.lines.append(f"{self.indent}for k, n in items(entries({e.ref.name!r}, {_display(key)})):")
+            self.lines.append(f"{self.indent}    if n:")
+            self.lines.extend(f"{self.indent}        {w} = k[{i}]" for w, i in binds.values())
         self.lines.extend(inner.lines)
         self.lines.append(f"{self.indent}        {out}.append({got})")
         fold = {"MIN": "min", "MAX": "max"}.get(e.kind, "sum")
@@ -189,20 +205,22 @@ def _display(key: list[str]) -> str:
     return "(" + ", ".join(key) + ("," if len(key) == 1 else "") + ")"
 
 
-def _folds(form: Any) -> set[tuple]:
-    """The (map, key display, position) of every fold the view's columns and ``WHERE`` compile to."""
+def _folds(form: Any) -> dict[tuple, str]:
+    """The (map, key display, position) of every fold the view's columns and ``WHERE`` compile to, and how it
+    reads the slice (``f``: its values listed, ``n``: counted)."""
     dry = _Source(form)
     if form.where is not None:
         dry.cond(form.where)
     for _, e in form.columns:
         dry.expr(e)
-    return {r[1:] for r in dry.reads if r[0] == "f"}
+    return {r[1:]: r[0] for r in dry.reads if r[0] in ("f", "n")}
 
 
 def row_source(form: Any) -> tuple[str, dict[str, object]]:
     """The source of ``row_value(row, reader)`` for a view (a :class:`.views.ViewForm`) and its constants."""
     s = _Source(form)
-    head = ["def row_value(row, reader):", "    get = reader.get", "    entries = reader.entries"]
+    head = ["def row_value(row, reader):", "    get = reader.get", "    entries = reader.entries",
+            "    values = reader.values", "    count = reader.count"]
     for i in range(len(form.vars)):
         s.lines.append(f"    v{i} = row[{i}]")
     if form.vars:
@@ -217,8 +235,9 @@ def row_source(form: Any) -> tuple[str, dict[str, object]]:
         for ref in form.outer or form.refs:
             key = ["None" if slot is None else f"v{slot}" for slot in ref.slots]
             at = ref.slots.index(None) if ref.slots.count(None) == 1 else None
-            if at is not None and (ref.map, _display(key), at) in folded:  # a fold reads these entries anyway
-                tests.append(s.read("f", ref.map, key, at))
+            kind = folded.get((ref.map, _display(key), at)) if at is not None else None
+            if kind is not None:  # a fold reads these entries (or counts them) anyway
+                tests.append(s.read(kind, ref.map, key, at))
             elif None in ref.slots:
                 tests.append(f"reader.has({ref.map!r}, {_display(key)})")
             else:

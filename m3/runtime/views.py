@@ -59,10 +59,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from operator import itemgetter
 
-from ..ast import Const, Expr, MapRef, Program, Var, ViewDecl, walk
+from ..ast import Expr, MapRef, Program, Var, ViewDecl, walk
 from ..viewnodes import Arith, Fold, Total
 from ..over import Over, lifts
 from .evaluate import Entries, Reader, holds, items, value
+from .exprtypes import expr_type
 from .viewcode import compile_row
 
 
@@ -229,7 +230,7 @@ def view_form(program: Program, v: ViewDecl) -> ViewForm:
         over_types = {a.name: k.type for a, k in zip(source.ref.args, program.map(source.ref.name).keys)
                       if isinstance(a, Var)}
         for x, (e, _) in found.items():
-            types[x] = _type(e, program, {**over_types, **types})
+            types[x] = expr_type(e, program, {**over_types, **types})
     return ViewForm(v.name, names, tuple(types.get(n, "INT") for n in names), out, tuple(columns), v.where,
                     tuple(refs), tuple(folds), tuple(outer), tuple((names.index(x), e) for x, (e, _) in found.items()),
                     source)
@@ -361,46 +362,3 @@ def same(a, b) -> bool:
     if isinstance(a, tuple):
         return isinstance(b, tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
-
-
-def value_type(program: Program, v: ViewDecl, column: int) -> str:
-    """The type of a view's value column: INT, FLOAT, or a folded key's type (MIN/MAX of a DATE is a DATE).
-
-    >>> from ..syntax import parse_program
-    >>> p = parse_program('''DECLARE MAP n[A: INT] : INT; DECLARE MAP d[A: INT, D: DATE] : INT;
-    ... DECLARE VIEW v[a := A](x := n[A] * 2, y := n[A] / 2, z := MIN(D : d[A, D]), w := COUNT(D : d[A, D]));''')
-    >>> [value_type(p, p.views[0], i) for i in range(4)]
-    ['INT', 'FLOAT', 'DATE', 'INT']
-    """
-    c = v.columns[column]
-    if c.expr is None:
-        return "FLOAT" if c.denominator is not None else program.map(c.numerator or "").value_type
-    form = view_form(program, v)
-    return _type(c.expr, program, dict(zip(form.vars, form.types)))
-
-
-def _type(e: Expr, program: Program, var_types: dict[str, str]) -> str:
-    if isinstance(e, Const):
-        return "FLOAT" if isinstance(e.value, float) else "INT" if isinstance(e.value, int) else e.type
-    if isinstance(e, Var):
-        return var_types.get(e.name, "INT")
-    if isinstance(e, MapRef):
-        return program.map(e.name).value_type
-    if isinstance(e, Total):
-        return program.map(e.ref.name).value_type
-    if isinstance(e, Over):
-        if e.kind == "COUNT":
-            return "INT"
-        inner = {a.name: k.type for a, k in zip(e.ref.args, program.map(e.ref.name).keys) if isinstance(a, Var)}
-        return _type(e.expr, program, {**var_types, **inner})
-    if isinstance(e, Fold):
-        if e.kind == "COUNT":
-            return "INT"
-        at = next(i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == e.var)
-        return program.map(e.ref.name).keys[at].type
-    if isinstance(e, Arith):
-        if e.op == "/":
-            return "FLOAT"
-        sides = {_type(e.left, program, var_types), _type(e.right, program, var_types)}
-        return "INT" if sides == {"INT"} else "FLOAT"
-    return "INT"

@@ -41,6 +41,7 @@ class Change:
     final_sent: bool = False  # this member sent its final chunks (a source's)
     steps: int = 0  # copy steps taken (the log says how long a copy took)
     copy_from: float | None = None  # flow-clock time of its first copy step
+    carried: list[dict] = field(default_factory=list)  # what the sources' final chunks carried (a target's)
 
     @property
     def sources(self) -> list[int]:
@@ -61,7 +62,7 @@ class Change:
                 "moves": [list(x) for x in self.moves], "flipped": self.flipped, "finals": list(self.finals),
                 "copied": list(self.copied), "copy": None if self.copy is None else self.copy.state(codecs),
                 "staging": self.staging.state(codecs), "final_sent": self.final_sent, "steps": self.steps,
-                "copy_from": self.copy_from}
+                "copy_from": self.copy_from, "carried": list(self.carried)}
 
     @classmethod
     def of(cls, r: dict, me: int, runtime: MemberRuntime, codecs: Codecs) -> Change:
@@ -69,7 +70,7 @@ class Change:
         p = cls(r["change"], Layout.from_dict(r["layout"]), None if r.get("first") is None else int(r["first"]),
                 [tuple(x) for x in r["moves"]], me, bool(r.get("flipped")), list(r.get("finals", [])),
                 list(r.get("copied", [])), None, Staging.of(r.get("staging", []), codecs),
-                bool(r.get("final_sent")), int(r.get("steps", 0)), r.get("copy_from"))
+                bool(r.get("final_sent")), int(r.get("steps", 0)), r.get("copy_from"), list(r.get("carried", [])))
         if r.get("copy") is not None:
             p.copy = SourceCopy(runtime, p.layout, p.moves, me)
             p.copy.restore(r["copy"], runtime, codecs)

@@ -12,6 +12,7 @@ when the source may switch.  Chunks leave in frames of their own.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from boreas.m3.cumulus.member import MemberRuntime
 
@@ -37,6 +38,8 @@ class Copier:
         self.codecs = Codecs(runtime.store)
         self.copy_at = 0.0  # flow-clock time the next copy step is due (while a copy runs)
         self.sent_final = False  # final chunks were sent in this run (the source switches in the next)
+        # what the box's member puts in its final chunks for a target to start from (None: nothing)
+        self.carry: Callable[[], dict] | None = None
 
     def begin_run(self) -> None:
         """A run of the member begins: final chunks sent in an earlier run have left."""
@@ -108,10 +111,13 @@ class Copier:
                 copy = p.copy
             with gc_paused():
                 finals = copy.final(self.runtime, self.codecs)
+            carried = None if self.carry is None else self.carry()  # (at the first epoch: every Close before passed)
             for target, payload in finals.items():  # dirty keys: bounded chunks too, the last one final
                 cut = precopy.pieces(payload, precopy.COPY_STEP)
                 for i, piece in enumerate(cut, 1):
-                    self.mailbox.send_alone(target, msg.chunk(p.change, self.me, i == len(cut), piece))
+                    final = i == len(cut)
+                    self.mailbox.send_alone(target, msg.chunk(p.change, self.me, final, piece,
+                                                              carried if final else None))
             p.final_sent = self.sent_final = True
             return False
         if self.sent_final:  # in this run: the final chunks leave first

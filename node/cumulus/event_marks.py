@@ -240,6 +240,18 @@ class EpochFrontier:
                 "marks": [[c, [[p, _encode_or_none(a), _encode_or_none(i)] for p, (a, i) in by.items()]]
                           for c, by in self.heard_marks.items()]}
 
+    def join(self, state: dict) -> None:
+        """Start from a source member's :meth:`state` at the same point of the order (a layout change's first
+        epoch, its final chunk: node/cumulus/windowing.py): the greater frontier, and the marks of the
+        coordinators not heard here.  A member joining by that change has passed no ``Close`` yet; for any other
+        it changes nothing (every member passed the same ``Close``\\s).  Late rows stay counted at the source."""
+        closed = _decode(state.get("closed"))
+        if closed is not None and closed > self.closed:
+            self.closed = closed
+        for c, by in state.get("marks", []):
+            self.heard_marks.setdefault(int(c), {int(p): [_decode(a), _decode(i[0]) if i else None]
+                                                 for p, a, *i in by})
+
     def restore(self, state: dict) -> None:
         closed = _decode(state.get("closed"))
         self.closed = -math.inf if closed is None else closed

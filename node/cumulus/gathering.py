@@ -11,6 +11,8 @@ the cost is that the stages run on one member, over every member's rows of the c
 
 :class:`Gathered` is the one owner of member 0's waiting steps and rides in its state (snapshots, failover).
 A step at or before the last evaluated is a resend (a member replaying from an older state): ignored.
+Leaf rows travel and wait as msgpack carries them: a DATE key column as its day number (:meth:`Gathered.encode`,
+as messages.key_codecs does for Push keys; msgpack would make a date a string), a date again when evaluated.
 
 >>> g = Gathered()
 >>> g.offer(10.0, 1, {"Q1": [[10, [1, 0, 10], 2]]})
@@ -25,14 +27,20 @@ A step at or before the last evaluated is a resend (a member replaying from an o
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass, field
 
 Leaves = dict[str, list]  # per leaf view its closed rows [end, key, value]
 
 
-def _row(end, key, value) -> tuple:
-    """A leaf row as the stages read it (a message carries lists)."""
+_EPOCH = dt.date(1970, 1, 1).toordinal()
+
+
+def _row(end, key, value, dates: tuple[int, ...] = ()) -> tuple:
+    """A leaf row as the stages read it (a message carries lists; ``dates``: its key's DATE positions, day numbers)."""
+    if dates:
+        key = [dt.date.fromordinal(v + _EPOCH) if i in dates else v for i, v in enumerate(key)]
     return end, tuple(key), tuple(value) if isinstance(value, list) else value
 
 
@@ -43,9 +51,26 @@ class Gathered:
     steps: dict[float, dict[int, Leaves]] = field(default_factory=dict)  # step -> member -> its rows
     members: dict[float, int] = field(default_factory=dict)  # step -> members there are (once 0 passed it)
     done: float = -math.inf  # the last step evaluated
+    dates: dict[str, tuple[int, ...]] = field(default_factory=dict)  # per leaf view its DATE key positions
+
+    @classmethod
+    def of(cls, views) -> Gathered:
+        """For leaf views ``views`` (:class:`~boreas.m3.runtime.ports.ViewInfo`: their key types)."""
+        return cls(dates={v.name: at for v in views if (at := tuple(i for i, (_, t) in enumerate(v.keys)
+                                                                    if t == "DATE"))})
+
+    def encode(self, leaves: Leaves) -> Leaves:
+        """``leaves`` (rows ``[end, key, value]``) with each DATE key column as its day number."""
+        out = {}
+        for view, rows in leaves.items():
+            at = self.dates.get(view)
+            out[view] = rows if not at else [[end, [v.toordinal() - _EPOCH if i in at else v
+                                                    for i, v in enumerate(key)], value] for end, key, value in rows]
+        return out
 
     def offer(self, step: float, member: int, leaves: Leaves, members: int | None = None) -> None:
-        """``member``'s leaf rows closed at ``step``; ``members``: member 0's own, with how many there are."""
+        """``member``'s leaf rows closed at ``step`` (in :meth:`encode`'s form); ``members``: member 0's own, with
+        how many there are."""
         if step <= self.done:
             return
         self.steps.setdefault(step, {})[member] = leaves
@@ -63,7 +88,8 @@ class Gathered:
             merged: dict[str, list[tuple]] = {}
             for leaves in got.values():
                 for view, rows in leaves.items():
-                    merged.setdefault(view, []).extend(_row(*r) for r in rows)
+                    at = self.dates.get(view, ())
+                    merged.setdefault(view, []).extend(_row(*r, at) for r in rows)
             out.append((step, merged))
             del self.steps[step]
             self.members.pop(step, None)

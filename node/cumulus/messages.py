@@ -104,10 +104,12 @@ def relayout(change: str, layout: dict, first_epoch: int | None, moves: list) ->
     return [RELAYOUT, change, layout, first_epoch, moves]
 
 
-def chunk(change: str, source: int, final: bool, entries: list) -> Message:
+def chunk(change: str, source: int, final: bool, entries: list, carried: dict | None = None) -> Message:
     """Entries of segments moving from ``source``: ``[[map, keys, values], ...]`` (keys in
-    :class:`~boreas.node.cumulus.precopy.KeyCodec` form), bounded by the copy's step."""
-    return [CHUNK, change, source, final, entries]
+    :class:`~boreas.node.cumulus.precopy.KeyCodec` form), bounded by the copy's step.  ``carried``: in a final
+    chunk, what the box's member keeps beside its maps that a target must start from (a windowed box's
+    frontier: node/cumulus/windowing.py)."""
+    return [CHUNK, change, source, final, entries] + ([] if carried is None else [carried])
 
 
 def copied(change: str, source: int) -> Message:

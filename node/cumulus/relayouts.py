@@ -41,6 +41,7 @@ there (it copies from the layout they left).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 from boreas.m3.cumulus import Layout, relayout
@@ -68,6 +69,8 @@ class LayoutChanges:
         self.settling: Change | None = None  # leader: the last change done here, until its first epoch is stable
         self.early: list[list] = []  # chunks of changes whose Relayout has not come yet (another link carries it)
         self.cancelled = Cancelled()
+        # the box's member taking what the sources' final chunks carried, before their entries merge (None: nothing)
+        self.take_carried: Callable[[list[dict]], None] | None = None
 
     # -- what others ask -------------------------------------------------------------------
 
@@ -209,6 +212,8 @@ class LayoutChanges:
             p.staging.add(m[4], self.copier.codecs)
         if m[3] and m[2] not in p.finals:
             p.finals.append(m[2])
+            if len(m) > 5:
+                p.carried.append(m[5])
 
     def cancel(self, change: str, asked: bool) -> None:
         """Drop ``change`` (:mod:`~.cancelling`); ``asked``: a client's request, which the leader decides."""
@@ -252,6 +257,8 @@ class LayoutChanges:
             self._maybe_flip(p, at, epoch)
             if not p.flipped or p.waiting:
                 return
+            if p.carried and self.take_carried is not None:
+                self.take_carried(p.carried)
             with gc_paused():
                 p.staging.merge(self.place.runtime, p.first)
             log.info("m3 box %r member %d: layout %d from epoch %d", self.box, self.place.member,

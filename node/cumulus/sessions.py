@@ -80,24 +80,7 @@ class HeldSessions:
     def admit(self, port: int, rows: Iterable[tuple], closed: float) -> tuple[list[tuple], int]:
         """The rows of a version on ``port`` this member holds, added to their keys' open sessions; and the number
         of late ones (behind ``closed`` and in no open session of their key: left out)."""
-        sp = self.ports[port].sessions
-        kept, late, due = [], 0, {}
-        keys, gap = sp.keys, sp.session.gap
-        for row in map(tuple, rows):  # (a Work from another node carries lists)
-            t = row[sp.time]
-            key = tuple([row[i] for i in sp.partition])
-            sessions = keys.get(key)
-            if t < closed and (sessions is None or not sessions.holds(t)):
-                late += 1
-                continue
-            if sessions is None:
-                sessions = keys[key] = SessionSet(gap)
-            sessions.add(t, row)
-            kept.append(row)
-            if due.get(key, math.inf) > t + gap:
-                due[key] = t + gap
-        for key, end in due.items():
-            sp.expect(end, key)
+        kept, late, _ = self.ports[port].sessions.take(map(tuple, rows), closed)  # (Work carries lists)
         return kept, late
 
     def close(self, frontier: float) -> Groups:

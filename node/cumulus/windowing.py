@@ -62,6 +62,15 @@ class WindowedPartOperator(PartOperator):
                                          for port, wp in ports.items()})  # (a SESSION port has no copies)
         self._times = {port: wp.time for port, wp in ports.items()}  # each windowed port's event time column
         self.closing = Closing.of(self.plan, self.error)
+        # a member a layout change adds starts from its sources' frontier (else its first epoch's rows, and the
+        # entries copied to it, would be judged against -inf: late rows kept, closed windows emitted again)
+        self.parts.changes.copier.carry = lambda: {"event_time": self.event_time.state()}
+        self.parts.changes.take_carried = self._carried
+
+    def _carried(self, carried: list[dict]) -> None:
+        """The sources' frontiers of a layout change, before its entries merge here (and are indexed)."""
+        for c in carried:
+            self.event_time.join(c.get("event_time") or {})
 
     # -- the data plane --------------------------------------------------------------------
 
@@ -252,7 +261,7 @@ class JoinPartOperator(WindowedPartOperator):
         super().__init__(box, inputs, outputs, partition, endpoint, member, host)
         assert self.plan.stages is not None
         self.stages = StageEmit(self.plan.stages, self.outputs[0])
-        self.gather = Gathered()  # (member 0's; empty on the others)
+        self.gather = Gathered.of(v for _, v, _, _ in self.closing.views)  # (member 0's; empty on the others)
 
     def passed_close(self, coordinator: int, marks: list) -> None:
         """The frontier moved: this member's closed leaf rows go to member 0 (its own are offered there), and
@@ -270,6 +279,7 @@ class JoinPartOperator(WindowedPartOperator):
                 leaves[view.name] = rows
         self.runtime.remove_at_most(self.closing.bounds(frontier))
         self.event_time.closed = frontier
+        leaves = self.gather.encode(leaves)  # (as a message carries them, and member 0's state)
         if self.member == 0:
             self.gather.offer(frontier, 0, leaves, members=self.place.members)
             self._evaluate()

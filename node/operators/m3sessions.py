@@ -31,6 +31,7 @@ import bisect
 import heapq
 import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from boreas.m3.compiler.sessionfn import Session
@@ -99,6 +100,35 @@ class SessionPort:
     def expect(self, end: float, key: tuple) -> None:
         heapq.heappush(self.due, (end, next(self.ties), key))
 
+    def take(self, rows: Iterable[tuple], closed: float) -> tuple[list[tuple], int, float]:
+        """Add a batch's on-time rows to their keys' open sessions (the rule one node and a partition's member
+        share): the rows kept, the number of late ones (a null event time, or one before ``closed`` outside every
+        open session of its key: left out) and the newest event time seen."""
+        kept: list[tuple] = []
+        late, newest = 0, -float("inf")
+        keys, gap, due = self.keys, self.session.gap, {}
+        for row in rows:
+            t = row[self.time]
+            if t is None:
+                late += 1
+                continue
+            if t > newest:
+                newest = t
+            key = tuple([row[i] for i in self.partition])
+            sessions = keys.get(key)
+            if t < closed and (sessions is None or not sessions.holds(t)):
+                late += 1
+                continue
+            if sessions is None:
+                sessions = keys[key] = SessionSet(gap)
+            sessions.add(t, row)
+            kept.append(row)
+            if due.get(key, math.inf) > t + gap:
+                due[key] = t + gap
+        for key, end in due.items():  # no session a row of the batch is in ends before its key's least t + gap
+            self.expect(end, key)
+        return kept, late, newest
+
     def passed(self, frontier: float) -> list[tuple]:
         """The keys (once each) some session of which may end at or before ``frontier``."""
         keys: dict[tuple, None] = {}
@@ -116,28 +146,7 @@ class SessionBuffer:
     def admit(self, port: int, rows: list[tuple], closed: float) -> tuple[int, float]:
         """Hold a batch's on-time rows in their keys' sessions; the number of late rows (a null event time, or
         one before ``closed`` outside every open session of its key) and the newest event time seen."""
-        sp = self.ports[port]
-        late, newest = 0, -float("inf")
-        keys, gap, due = sp.keys, sp.session.gap, {}
-        for row in rows:
-            t = row[sp.time]
-            if t is None:
-                late += 1
-                continue
-            if t > newest:
-                newest = t
-            key = tuple([row[i] for i in sp.partition])
-            sessions = keys.get(key)
-            if t < closed and (sessions is None or not sessions.holds(t)):
-                late += 1
-                continue
-            if sessions is None:
-                sessions = keys[key] = SessionSet(gap)
-            sessions.add(t, row)
-            if due.get(key, math.inf) > t + gap:
-                due[key] = t + gap
-        for key, end in due.items():  # no session a row of the batch is in ends before its key's least t + gap
-            sp.expect(end, key)
+        _, late, newest = self.ports[port].take(rows, closed)
         return late, newest
 
     def close(self, frontier: float) -> dict[int, list[tuple]]:

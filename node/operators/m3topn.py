@@ -71,12 +71,24 @@ def _sort_key_of(order: tuple[tuple[int, bool], ...], numbers: frozenset[int]):
     return scope["key"]
 
 
+def _part_key_of(partition: tuple[int, ...]):
+    """``row -> (PARTITION BY values...)``, generated once per top-N (a tuple even of one column)."""
+    source = f"def part(r):\n    return ({''.join(f'r[{i}], ' for i in partition)})\n"
+    scope: dict = {}
+    exec(compile(source, "<top-N partition key>", "exec"), scope)  # noqa: S102 - indexes only, no user text
+    return scope["part"]
+
+
 @dataclass
 class Partition:
-    """One partition's rows: each row's multiplicity, and the rows' sort keys in rank order."""
+    """One partition's rows: each row's multiplicity, the rows' sort keys in rank order, and its first N out rows
+    as last computed (``top``) with the sort key of the row that filled the N-th rank (``cut``; None while fewer
+    than N ranks are filled).  A change whose sort key sorts after ``cut`` cannot change the first N."""
 
     counts: dict[tuple, int] = field(default_factory=dict)
     keys: list[tuple] = field(default_factory=list)  # (ORDER BY values..., row), ascending
+    top: list[tuple] = field(default_factory=list)
+    cut: tuple | None = None
 
 
 class RankedRows:
@@ -107,36 +119,57 @@ class RankedRows:
             raise ValueError(f"the top-N makes {len(self.project)} columns, its out stream has {len(out)}")
         self.parts: dict[tuple, Partition] = {}
         self._sort_key = _sort_key_of(self.order, frozenset(i for i, c in enumerate(columns) if c in numbers))
+        self._part_key = _part_key_of(self.partition)
+        self._whole = self.project == tuple(range(len(columns)))  # the out row is the view's row as it is
 
     def top(self, part: Partition) -> list[tuple]:
-        """The partition's first N out rows (a row n times takes n ranks)."""
+        """The partition's first N out rows, computed again from its keys (a row n times takes n ranks); sets
+        its ``top`` and ``cut``."""
         out: list[tuple] = []
-        limit, project = self.spec.limit, self.project
+        limit, project, counts, whole = self.spec.limit, self.project, part.counts, self._whole
+        part.cut = None
         for key in part.keys:
             row = key[-1]
-            for _ in range(part.counts[row]):
+            for _ in range(counts[row]):
+                out.append(row if whole else tuple([len(out) + 1 if i is None else row[i] for i in project]))
                 if len(out) == limit:
+                    part.top, part.cut = out, key
                     return out
-                rank = len(out) + 1
-                out.append(tuple(rank if i is None else row[i] for i in project))
+        part.top = out
         return out
 
     def apply(self, deltas: dict[tuple, int]) -> tuple[list[tuple], list[int]]:
         """Add (a positive delta) or remove (negative) rows; the out rows that left the top N (weight -1),
-        then those that entered (+1), partition by partition."""
+        then those that entered (+1), partition by partition.  A partition whose changes all sort after its
+        N-th ranked row keeps its first N as they were (not computed again)."""
         by_part: dict[tuple, list[tuple[tuple, int]]] = {}
+        part_of = self._part_key
         for row, d in deltas.items():
             if d:
-                by_part.setdefault(tuple([row[i] for i in self.partition]), []).append((row, d))
+                pk = part_of(row)
+                changes = by_part.get(pk)
+                if changes is None:
+                    by_part[pk] = [(row, d)]
+                else:
+                    changes.append((row, d))
         gone: list[tuple] = []
         came: list[tuple] = []
+        parts, change = self.parts, self._change
         for pkey, changes in by_part.items():
-            part = self.parts.get(pkey)
+            part = parts.get(pkey)
             if part is None:
-                part = self.parts[pkey] = Partition()
-            before = self.top(part)
+                part = parts[pkey] = Partition()
+            cut = part.cut
+            touched = cut is None
             for row, d in changes:
-                self._change(part, row, d)
+                key = change(part, row, d)
+                if not touched and not cut < key:
+                    touched = True
+            if not part.counts:
+                del parts[pkey]
+            if not touched:
+                continue
+            before = part.top
             after = self.top(part)
             if not before:  # a new partition, or one whose rows had all left: the common cases, no counting
                 came.extend(after)
@@ -146,28 +179,28 @@ class RankedRows:
                 old, new = Counter(before), Counter(after)
                 gone.extend((old - new).elements())
                 came.extend((new - old).elements())
-            if not part.counts:
-                del self.parts[pkey]
         return gone + came, [-1] * len(gone) + [1] * len(came)
 
-    def _change(self, part: Partition, row: tuple, d: int) -> None:
+    def _change(self, part: Partition, row: tuple, d: int) -> tuple:
         """The row's multiplicity moved by ``d``, as the view's did: a deletion that arrives before its insertion
         leaves it below zero here as there (so a box rebuilt from the view ranks what this one does); only a row
-        there (a positive count) is ranked."""
+        there (a positive count) is ranked.  Returns the row's sort key."""
         had = part.counts.get(row, 0)
         now = had + d
         if now:
             part.counts[row] = now
         else:
             del part.counts[row]
+        key = self._sort_key(row)
         if had > 0 >= now:
-            del part.keys[bisect.bisect_left(part.keys, self._sort_key(row))]
+            del part.keys[bisect.bisect_left(part.keys, key)]
         elif now > 0 >= had:
-            bisect.insort(part.keys, self._sort_key(row))
+            bisect.insort(part.keys, key)
+        return key
 
     def rows(self) -> list[tuple]:
         """Every partition's top N out rows, now (a row n times, n times)."""
-        return [r for part in self.parts.values() for r in self.top(part)]
+        return [r for part in self.parts.values() for r in part.top]
 
     def clear(self) -> None:
         self.parts.clear()

@@ -327,3 +327,47 @@ def test_batches_around_the_prefetch_distance_equal_the_python_backend():
         nat.apply_batch(batch)
         assert same_changes(py.changes(), nat.changes()), n
     assert norm(py.state()) == norm(nat.state())
+
+
+READ_AND_WRITTEN = """CREATE STREAM R(A INT, B INT);
+DECLARE MAP m[B: INT] : INT; DECLARE MAP n[A: INT, B: INT] : INT; DECLARE MAP f[A: INT] : FLOAT;
+ON +R(A, B) DO { m[C] += 2 * n[A, C]; n[A, B] += 1; f[A] += 0.5 * B }
+ON -R(A, B) DO { n[A, B] += -1; m[C] += -2 * n[A, C]; f[A] += -0.5 * B }"""
+
+
+def test_only_maps_a_trigger_never_reads_have_their_updates_queued():
+    """ctrigger.deferred_maps: a map read in the trigger (``n``) is updated at once, for the rows after."""
+    from boreas.m3.runtime.native.ctrigger import deferred_maps
+    from boreas.m3.syntax import parse_program
+
+    assert [deferred_maps(t.statements) for t in parse_program(READ_AND_WRITTEN).triggers] == [{"m", "f"}] * 2
+    assert all(deferred_maps(t.statements) == {s.target.name for s in t.statements} for t in compile_sql(Q3).triggers)
+
+
+def test_queued_updates_across_flushes_equal_the_python_backend():
+    """The queue (crt's UPD_BATCH) applied when full and at the trigger's end: batches shorter than, equal to and
+    past it, one key updated many times in one queue (to zero and back: removed, then inserted), a map read and
+    written beside queued ones, and a failure inside a full queue rolling the whole batch back."""
+    from boreas.m3.syntax import parse_program
+
+    rnd = random.Random(11)
+    program = parse_program(READ_AND_WRITTEN)
+    py, nat = Runtime(program, backend="python"), native(program)
+    live: list[tuple] = []
+    for n in [*range(1, 70), 500]:
+        batch = []
+        for _ in range(n):
+            if live and rnd.random() < 0.4:
+                batch.append(("R", -1, live.pop(rnd.randrange(len(live)))))
+            else:
+                live.append((rnd.randrange(3), rnd.randrange(5)))
+                batch.append(("R", 1, live[-1]))
+        py.apply_batch(batch)
+        nat.apply_batch(batch)
+        assert norm(py.state()) == norm(nat.state()), n
+    before = nat.state()
+    nat._native.fail_after(20)  # inside the first queue of the batch (its updates 6-37: 1-5 are direct)
+    with pytest.raises(RuntimeStateError, match="rolled back"):
+        nat.apply_batch([("R", 1, (rnd.randrange(3), rnd.randrange(5))) for _ in range(100)])
+    nat._native.fail_after(0)
+    assert norm(nat.state()) == norm(before)

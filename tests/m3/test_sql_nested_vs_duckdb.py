@@ -48,6 +48,10 @@ SHAPES: dict[str, str] = {
         WHERE p_partkey = l_partkey AND p_brand = 'A'
           AND l_quantity < (SELECT 0.2 * AVG(l_quantity) FROM lineitem WHERE l_partkey = p_partkey)""",
     "exists": GENERIC + "SELECT a, COUNT(*) AS n FROM R WHERE EXISTS (SELECT * FROM S WHERE S.b = R.b) GROUP BY a",
+    "not_in_correlated_by_its_operand": GENERIC + """SELECT r.a, COUNT(*) AS n FROM R r
+        WHERE r.a NOT IN (SELECT s.d FROM S s WHERE s.b = r.a) GROUP BY r.a""",
+    "exists_correlated_twice_by_one_column": GENERIC + """SELECT r.a, COUNT(*) AS n FROM R r
+        WHERE EXISTS (SELECT 1 FROM S s WHERE s.b = r.a AND s.d = r.a) GROUP BY r.a""",
     "not_exists": GENERIC + """SELECT a, SUM(c) AS s FROM R
         WHERE NOT EXISTS (SELECT 1 FROM S WHERE S.b = R.b AND S.d > 1) GROUP BY a""",
     "uncorrelated_exists": GENERIC + "SELECT a, COUNT(*) AS n FROM R WHERE EXISTS (SELECT * FROM S WHERE d = 2) GROUP BY a",

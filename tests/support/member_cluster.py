@@ -6,7 +6,8 @@ flow clock moves by :meth:`MemberCluster.tick`, and :meth:`MemberCluster.relayou
 move, split or rebalance as ``boreas move/split/rebalance`` would.  A test's subclass says what it keeps of the
 rows the box emits (:meth:`MemberCluster.emitted`).
 
-Each node's end of the box's out stream is kept as node/router.py keeps it (node/stream_ends.py): a node's
+Each node's end of the box's out stream is kept by a copy of node/router.py's rules (node/stream_ends.py), written
+here by hand, so a test through this harness does not test the router (tests/test_stream_ends.py does): a node's
 input ends when every producer that published to it ended (``producer_ended``, then ``end_of_input``); its out
 stream then ends at once, or is held while the operator ``holds_end()`` and ends after the first of its calls
 that no longer does; a node whose producers all ended, or that none published to, ends it after the first
@@ -48,6 +49,8 @@ class MemberCluster:
         self.ended: list[set[str]] = [set() for _ in nodes]  # ... and those whose final mark came
         self.out_end: list[str] = ["open"] * members  # per node, its out stream: "open", "held" or "ended"
         self.after_final: list[tuple[int, object]] = []  # (node, rows) emitted after the node's out stream ended
+        self.wire = False  # whether messages between members pass through msgpack, as on a real link
+        self.publishers = members  # the nodes producers publish to (a grown node gets no producer)
 
     def emitted(self, member: int, rows) -> None:
         """Rows the box emitted on its out stream at ``member`` (a subclass keeps what its test compares)."""
@@ -72,12 +75,14 @@ class MemberCluster:
         if self.out_end[src] == "held" and not op.holds_end():  # (the router asks after each call: ``produce``)
             self.out_end[src] = "ended"
         elif self.out_end[src] == "open" and self.ended[src] >= self.published[src] and not op.holds_end():
-            self.out_end[src] = "ended"  # the end settled, and no producer here is open (node/router.py
-            # ``_ended_everywhere``: a node no producer publishes to)
+            self.out_end[src] = "ended"  # the end settled, and no producer here is open: a copy of node/router.py
+            # ``_ended_everywhere``'s rule (a node no producer publishes to), kept by hand; producers are pinned to
+            # their first node here (no handed-away producer), and the router's own rule is tested in
+            # tests/test_stream_ends.py, not through this harness
 
     def member_of(self, producer: str) -> int:
         """The member a producer's publisher picks before any layout change lists coordinators."""
-        return zlib.crc32(producer.encode()) % len(self.members)
+        return zlib.crc32(producer.encode()) % self.publishers
 
     def publish(self, producer: str, seq: int, batch) -> None:
         member = self.member_of(producer)
@@ -104,7 +109,10 @@ class MemberCluster:
         src, dst = self.rng.choice(busy)
         op = self.members[dst]
         inbound = op.internal_streams().inputs[f"{self.box.name}@{dst}"]
-        self._collect(dst, op.process(inbound, self.links[(src, dst)].popleft(), self.now))
+        batch = self.links[(src, dst)].popleft()
+        if self.wire:
+            batch = msgspec.msgpack.decode(msgspec.msgpack.encode(batch))
+        self._collect(dst, op.process(inbound, batch, self.now))
         return True
 
     def operators(self) -> dict[int, object]:
@@ -164,6 +172,40 @@ class MemberCluster:
         fresh = part_operator(self.box, [self.schema], self.outputs, self.partition, op.endpoint)
         fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.now)
         self.members[member] = fresh
+
+    def grow(self, node: str) -> int:
+        """A node appended to the partition, as a resubmitted ``<partition>`` does (docs/cumulus.md §6.4, as
+        tests/support/cumulus_sim.py's): every member follows the catalog in place; the new member joins at the
+        first layout change that names it (:meth:`move`)."""
+        old = self.members[0].partition
+        partition = dataclasses.replace(old, nodes=(*old.nodes, node), members=len(old.layout_nodes),
+                                        coordinators=len(old.modulo_nodes))
+        for op in self.operators().values():
+            assert op.follows(partition)
+            op.partition = partition  # (as the dataflow does once an operator follows)
+        self.members.append(part_operator(self.box, [self.schema], self.outputs, partition, node))
+        self.published.append(set())
+        self.ended.append(set())
+        self.out_end.append("open")
+        return len(self.members) - 1
+
+    def move_to_a_new_node(self, slot: int, coordinator: int) -> int:
+        """:meth:`grow` by a node and ask the leader to move the segment holding ``slot`` to it; return the new
+        member once ``coordinator`` stamps with the change's first epoch (the new member passed no Close yet)."""
+        new = self.grow(f"n{len(self.members)}:1")
+        leader = self.members[0]
+        assert leader.relayout_busy() is None
+        seg = next(s for s in leader.latest_layout.segments if s.lo <= slot < s.hi)
+        self.relayouts += 1
+        layout = changes.move(leader.joinable_layout(), seg.id, new)
+        self._collect(0, leader.process(1, [msg.request(f"change/{self.relayouts}", layout.to_dict())], self.now))
+        for _ in range(100_000):
+            p = leader.parts.changes.pending
+            if p is not None and p.first is not None and self.members[coordinator].parts.coordinator.epoch >= p.first:
+                return new
+            if not self.deliver_one():
+                self.tick(0.01)
+        raise AssertionError("the change did not flip")
 
     def fail_over(self, member: int, to: int) -> None:
         """Member ``member``'s node fails; ``to``'s node hosts it as a guest from its state (docs/cumulus.md §6.3,

@@ -9,6 +9,7 @@ unless it is public API the docs describe.
 # fmt: off
 import boreas
 from boreas.catalog import elements, slices
+from boreas.catalog.layered import LayeredSet
 from boreas.catalog.store.base import Snapshot
 from boreas.catalog.store.zookeeper import ZooKeeperStore
 from boreas.client.publisher import Publisher
@@ -52,3 +53,4 @@ RegionalComponent.wait_until  # a region as optimizer waits for its reflections:
 rownumber.ranked_sql  # a top-N as plain SQL with the box's tie order: bench/nexmark_boreas.py's DuckDB check (docs/m3.md, "Top-N")
 TopNM3Operator.top_rows  # a top-N box's result now: bench/nexmark_boreas.py reads it (the view alone is the unranked rows)
 views.interpreted_row_value  # the interpreter's row evaluation: the reference m3/runtime/viewcode.py's compiled one is compared with row by row (docs/m3.md, "The runtime"; tests/m3/test_viewcode.py)
+LayeredSet._from_iterable  # collections.abc.Set's operator mixins call it to build their result (a frozenset: the constructor takes base, added, removed)

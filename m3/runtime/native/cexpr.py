@@ -112,6 +112,7 @@ class Gen:
         self.target = -1  # the map the statement being generated updates: named when its arithmetic overflows
         self.computed: dict[Call, str] = {}  # the trigger's computed columns: call -> its C variable
         self.computed_columns: dict[tuple[str, int], tuple] = {}  # per trigger: ((column, call), ...)
+        self.deferred: frozenset[str] = frozenset()  # the trigger's maps whose updates are queued (ctrigger)
 
     def product(self, parts: list[tuple[str, str]]) -> tuple[str, str]:
         """Factors multiplied left to right (as Python does): INT by INT checked, else in doubles."""

@@ -25,6 +25,7 @@ Python backend and says why.
 >>> print(mod.triggers_c)
 static int trig_0(rt_t *rt, int64_t n_rows, void **cols) {
     int rc;
+    updq_t q; q.n = 0;
     const int64_t *c0 = (const int64_t *)cols[0];
     const int64_t *c1 = (const int64_t *)cols[1];
     for (int64_t row = 0; row < n_rows; row++) {
@@ -48,11 +49,11 @@ static int trig_0(rt_t *rt, int64_t n_rows, void **cols) {
                 int64_t K1[2];
                 K1[0] = v_A;
                 for (int32_t e1 = idx_head(&rt->maps[1], 0, K1); e1 >= 0; e1 = rt->maps[1].idx[0].next[e1]) {
-                    int64_t v_C = rt->maps[1].keys[(int64_t)e1 * 2 + 1];
-                    int64_t w1 = rt->maps[1].vals[e1].i;
+                    int64_t v_C = rt->maps[1].ents[(int64_t)e1 * 3 + 1];
+                    int64_t w1 = ((const val_t *)rt->maps[1].ents)[(int64_t)e1 * 3 + 2].i;
                     int64_t d = CK_MUL(s, w1, 0);
                     int64_t KT[1] = {v_C};
-                    if ((rc = map_add_i(rt, &rt->maps[0], KT, d)) != 0) return rc;
+                    if ((rc = upd_i(rt, &q, &rt->maps[0], KT, d)) != 0) return rc;
                 }
             }
         }
@@ -61,6 +62,7 @@ static int trig_0(rt_t *rt, int64_t n_rows, void **cols) {
             if ((rc = map_add_i(rt, &rt->maps[1], KT, INT64_C(1))) != 0) return rc;
         }
     }
+    if ((rc = upd_flush(rt, &q)) != 0) return rc;
     return 0;
 }
 """

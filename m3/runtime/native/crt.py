@@ -6,11 +6,15 @@ lives here once, so a generated module is small and the API the Python side
 calls (:data:`.crt_api.CDEF`) is identical for all programs (one ``cffi``
 declaration).  :data:`SOURCE` is this module's types and maps with the value
 helpers of :mod:`.crt_values` between them (they read the types, the maps'
-code does not read them) and the exported API of :mod:`.crt_api` after them.
+code does not read them), the update queue of :mod:`.crt_queue` (it calls the
+maps' updates) and the exported API of :mod:`.crt_api` after them.
 
-Layout of a map: an entry *pool* (keys as ``arity`` int64 each — INT, DATE
-as a day number, STRING as an interned id, FLOAT as its bits — a value
-``val_t`` and the key's hash) addressed by int32 entry ids, freed ids reused;
+Layout of a map: an entry *pool* of records addressed by int32 entry ids,
+freed ids reused: a record is the key (``arity`` int64 — INT, DATE as a day
+number, STRING as an interned id, FLOAT as its bits) and right after it the
+value (a ``val_t``), so finding a key and reading or updating its value
+touch one place in memory, not two arrays (``ENT`` / ``VAL``); the key's
+hash and a live flag are kept per entry beside the pool;
 a *primary* open-addressing table (linear probing, tombstones) of
 ``(hash, id)`` slots; and per secondary index a table from the bound
 positions' values to the *head* entry of a doubly linked list of the entries
@@ -36,6 +40,7 @@ syncs (capped: past the cap the map is marked for a full reload instead).
 """
 
 from .crt_api import API
+from .crt_queue import QUEUE
 from .crt_values import VALUES
 
 _TYPES = r"""
@@ -65,7 +70,8 @@ typedef struct {
 typedef struct {
     int arity, stride, isfloat; double eps;
     int64_t n, pcap, ptop, nfree;
-    int64_t *keys; val_t *vals; uint8_t *live; uint32_t *hash; int32_t *freelist;
+    int64_t *ents;                                         /* records of stride int64: arity keys, the value */
+    uint8_t *live; uint32_t *hash; int32_t *freelist;
     index_t prim; int nidx; index_t idx[8];
     int64_t *jw, jwn, jwcap;                               /* working journal: arity keys + old value */
     int64_t *jl, jln, jlcap;                               /* the last committed batch's journal */
@@ -74,6 +80,9 @@ typedef struct {
 typedef struct { char *p; int64_t n; } str_t;
 struct rt { int nmaps; int ovf_map; int64_t fail_after; int failed; str_t *strs; int64_t nstrs; map_t maps[NMAPS]; };
 typedef struct rt rt_t;
+/* entry e's record (its key columns), and its value right after them */
+#define ENT(m, e) ((m)->ents + (int64_t)(e) * (m)->stride)
+#define VAL(m, e) (((val_t *)ENT(m, e))[(m)->arity])
 """
 
 _MAPS = r"""
@@ -87,8 +96,11 @@ static inline uint32_t hkey(const int64_t *k, const index_t *t) {
     return (uint32_t)(h ^ (h >> 32));
 }
 
+/* a key of a few columns copied inline: memcpy of a size known only at run time is a call into libc */
+static inline void kcopy(int64_t *d, const int64_t *s, int n) { for (int i = 0; i < n; i++) d[i] = s[i]; }
+
 static inline int same_key(const map_t *m, int32_t e, const int64_t *k, const index_t *t) {
-    const int64_t *ek = m->keys + (int64_t)e * m->stride;
+    const int64_t *ek = ENT(m, e);
     for (int i = 0; i < t->npos; i++) if (ek[t->pos[i]] != k[t->pos[i]]) return 0;
     return 1;
 }
@@ -114,14 +126,12 @@ static inline int64_t tab_find(const map_t *m, const index_t *t, const int64_t *
 #endif
 /* hints for a row a few ahead (the trigger loops call them, see ctrigger): the slot key k hashes to, then the
    entry that slot names (its key and value), so the row's own lookup finds them in cache.  Only reads. */
-static inline void pf_slot(const index_t *t, const int64_t *k) {
-    if (t->cap) PF(&t->slots[hkey(k, t) & (t->cap - 1)]);
-}
+static inline void pf_slot_h(const index_t *t, uint32_t h) { if (t->cap) PF(&t->slots[h & (t->cap - 1)]); }
+static inline void pf_slot(const index_t *t, const int64_t *k) { if (t->cap) pf_slot_h(t, hkey(k, t)); }
 
 /* the entry whose hash is k's within a short probe of its first slot (or -1): a hint's guess, keys not compared */
-static inline int32_t pf_peek(const index_t *t, const int64_t *k) {
+static inline int32_t pf_peek_h(const index_t *t, uint32_t h) {
     if (!t->cap) return -1;
-    uint32_t h = hkey(k, t);
     int64_t mask = t->cap - 1, s = h & mask;
     for (int i = 0; i < 4; i++, s = (s + 1) & mask) {
         slot_t sl = t->slots[s];
@@ -131,9 +141,12 @@ static inline int32_t pf_peek(const index_t *t, const int64_t *k) {
     return -1;
 }
 
+static inline void pf_entry_h(const map_t *m, const index_t *t, uint32_t h) {
+    int32_t id = pf_peek_h(t, h);
+    if (id >= 0) { const int64_t *r = ENT(m, id); PF(r); PF(r + m->arity); }  /* a record may span two lines */
+}
 static inline void pf_entry(const map_t *m, const index_t *t, const int64_t *k) {
-    int32_t id = pf_peek(t, k);
-    if (id >= 0) { PF(m->keys + (int64_t)id * m->stride); PF(m->vals + id); }
+    if (t->cap) pf_entry_h(m, t, hkey(k, t));
 }
 
 static int tab_grow(index_t *t) {
@@ -173,7 +186,7 @@ static int tab_mix(map_t *m, index_t *t) {
     for (int64_t s = 0; s < t->cap; s++) {
         int32_t id = t->slots[s].id;
         if (id < 0) continue;
-        uint32_t h = hkey(m->keys + (int64_t)id * m->stride, t);
+        uint32_t h = hkey(ENT(m, id), t);
         t->slots[s].h = h;
         if (t == &m->prim) m->hash[id] = h;
     }
@@ -182,9 +195,8 @@ static int tab_mix(map_t *m, index_t *t) {
 
 static int pool_grow(map_t *m) {
     int64_t cap = m->pcap ? m->pcap * 2 : 64;
-    int64_t *keys = realloc(m->keys, sizeof(int64_t) * cap * m->stride);
-    if (!keys) return -1; m->keys = keys;
-    val_t *vals = realloc(m->vals, sizeof(val_t) * cap); if (!vals) return -1; m->vals = vals;
+    int64_t *ents = realloc(m->ents, sizeof(int64_t) * cap * m->stride);
+    if (!ents) return -1; m->ents = ents;
     uint8_t *live = realloc(m->live, cap); if (!live) return -1; m->live = live;
     uint32_t *hash = realloc(m->hash, sizeof(uint32_t) * cap); if (!hash) return -1; m->hash = hash;
     int32_t *fl = realloc(m->freelist, sizeof(int32_t) * cap); if (!fl) return -1; m->freelist = fl;
@@ -214,8 +226,8 @@ static int entry_insert(map_t *m, const int64_t *k, val_t v, uint32_t h) {
     int32_t e;
     if (m->nfree) e = m->freelist[--m->nfree];
     else { if (m->ptop == m->pcap && pool_grow(m)) return -1; e = (int32_t)m->ptop++; }
-    memcpy(m->keys + (int64_t)e * m->stride, k, sizeof(int64_t) * m->arity);
-    m->vals[e] = v; m->live[e] = 1;
+    kcopy(ENT(m, e), k, m->arity);
+    VAL(m, e) = v; m->live[e] = 1;
     m->hash[e] = h;
     int r = tab_insert(&m->prim, h, e);
     if (r < 0 || (r > 0 && tab_mix(m, &m->prim))) return -1;
@@ -236,7 +248,7 @@ static int entry_insert(map_t *m, const int64_t *k, val_t v, uint32_t h) {
 }
 
 static void entry_remove(map_t *m, int32_t e) {
-    const int64_t *k = m->keys + (int64_t)e * m->stride;
+    const int64_t *k = ENT(m, e);
     for (int i = 0; i < m->nidx; i++) {
         index_t *t = &m->idx[i];
         int32_t p = t->prev[e], nx = t->next[e];
@@ -257,7 +269,7 @@ static void entry_remove(map_t *m, int32_t e) {
 static int map_setv(map_t *m, const int64_t *k, val_t v) {
     uint32_t h = hkey(k, &m->prim);
     int32_t e = map_find_h(m, k, h);
-    if (v.i != 0) { if (e >= 0) { m->vals[e] = v; return 0; } return entry_insert(m, k, v, h); }
+    if (v.i != 0) { if (e >= 0) { VAL(m, e) = v; return 0; } return entry_insert(m, k, v, h); }
     if (e >= 0) entry_remove(m, e);
     return 0;
 }
@@ -271,41 +283,43 @@ static int journal(rt_t *rt, map_t *m, const int64_t *k, val_t old) {
         int64_t *j = realloc(m->jw, sizeof(int64_t) * cap); if (!j) return -1;
         m->jw = j; m->jwcap = cap;
     }
-    memcpy(m->jw + m->jwn, k, sizeof(int64_t) * m->arity);
+    kcopy(m->jw + m->jwn, k, m->arity);
     m->jw[m->jwn + m->arity] = old.i;
     m->jwn += rec;
     return 0;
 }
 
-static inline int64_t map_get_i(const map_t *m, const int64_t *k) { int32_t e = map_find(m, k); return e < 0 ? 0 : m->vals[e].i; }
-static inline double map_get_d(const map_t *m, const int64_t *k) { int32_t e = map_find(m, k); return e < 0 ? 0.0 : m->vals[e].d; }
+static inline int64_t map_get_i(const map_t *m, const int64_t *k) { int32_t e = map_find(m, k); return e < 0 ? 0 : VAL(m, e).i; }
+static inline double map_get_d(const map_t *m, const int64_t *k) { int32_t e = map_find(m, k); return e < 0 ? 0.0 : VAL(m, e).d; }
 
-static int map_add_i(rt_t *rt, map_t *m, const int64_t *k, int64_t d) {
-    uint32_t h = hkey(k, &m->prim);
+/* map_add_i / map_add_d with the key's hash in the primary table already known */
+static int map_add_i_h(rt_t *rt, map_t *m, const int64_t *k, int64_t d, uint32_t h) {
     int32_t e = map_find_h(m, k, h);
-    val_t o; o.i = e < 0 ? 0 : m->vals[e].i;
+    val_t o; o.i = e < 0 ? 0 : VAL(m, e).i;
     int64_t n;
     if (__builtin_expect(__builtin_add_overflow(o.i, d, &n), 0)) { rt->ovf_map = (int)(m - rt->maps); return RT_OVERFLOW; }
     if (journal(rt, m, k, o)) return -1;
-    if (n) { if (e >= 0) { m->vals[e].i = n; return 0; } val_t v; v.i = n; return entry_insert(m, k, v, h); }
+    if (n) { if (e >= 0) { VAL(m, e).i = n; return 0; } val_t v; v.i = n; return entry_insert(m, k, v, h); }
     if (e >= 0) entry_remove(m, e);
     return 0;
 }
 
-static int map_add_d(rt_t *rt, map_t *m, const int64_t *k, double d) {
-    uint32_t h = hkey(k, &m->prim);
+static int map_add_d_h(rt_t *rt, map_t *m, const int64_t *k, double d, uint32_t h) {
     int32_t e = map_find_h(m, k, h);
-    val_t o; if (e < 0) o.i = 0; else o = m->vals[e];
+    val_t o; if (e < 0) o.i = 0; else o = VAL(m, e);
     double n = o.d + d;
     if (journal(rt, m, k, o)) return -1;
-    if (n > m->eps || n < -m->eps) { if (e >= 0) { m->vals[e].d = n; return 0; } val_t v; v.d = n; return entry_insert(m, k, v, h); }
+    if (n > m->eps || n < -m->eps) { if (e >= 0) { VAL(m, e).d = n; return 0; } val_t v; v.d = n; return entry_insert(m, k, v, h); }
     if (e >= 0) entry_remove(m, e);
     return 0;
 }
+
+static int map_add_i(rt_t *rt, map_t *m, const int64_t *k, int64_t d) { return map_add_i_h(rt, m, k, d, hkey(k, &m->prim)); }
+static int map_add_d(rt_t *rt, map_t *m, const int64_t *k, double d) { return map_add_d_h(rt, m, k, d, hkey(k, &m->prim)); }
 
 static void map_init(map_t *m, int arity, int isfloat, double eps) {
     memset(m, 0, sizeof(*m));
-    m->arity = arity; m->stride = arity ? arity : 1; m->isfloat = isfloat; m->eps = eps;
+    m->arity = arity; m->stride = arity + 1; m->isfloat = isfloat; m->eps = eps;
     m->prim.npos = arity;
     for (int i = 0; i < arity; i++) m->prim.pos[i] = i;
 }
@@ -317,7 +331,7 @@ static void map_add_index(map_t *m, int npos, const int *pos) {
 }
 
 static void map_release(map_t *m) {
-    free(m->keys); free(m->vals); free(m->live); free(m->hash); free(m->freelist); free(m->prim.slots);
+    free(m->ents); free(m->live); free(m->hash); free(m->freelist); free(m->prim.slots);
     for (int i = 0; i < m->nidx; i++) { free(m->idx[i].slots); free(m->idx[i].next); free(m->idx[i].prev); }
     free(m->jw); free(m->jl); free(m->pend);
 }
@@ -336,4 +350,4 @@ static void map_empty(map_t *m) {
 }
 """
 
-SOURCE = _TYPES + VALUES + _MAPS + API
+SOURCE = _TYPES + VALUES + _MAPS + QUEUE + API

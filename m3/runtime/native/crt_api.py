@@ -117,8 +117,8 @@ int64_t rt_dump(rt_t *rt, int mi, int64_t *keys, int64_t *vals) {
     map_t *m = &rt->maps[mi]; int64_t j = 0;
     for (int64_t e = 0; e < m->ptop; e++) {
         if (!m->live[e]) continue;
-        memcpy(keys + j * m->arity, m->keys + e * m->stride, sizeof(int64_t) * m->arity);
-        vals[j++] = m->vals[e].i;
+        memcpy(keys + j * m->arity, ENT(m, e), sizeof(int64_t) * m->arity);
+        vals[j++] = VAL(m, e).i;
     }
     return j;
 }
@@ -143,7 +143,7 @@ void rt_pending_drop(rt_t *rt, int mi) { rt->maps[mi].pendn = 0; rt->maps[mi].ov
 
 void rt_get_many(rt_t *rt, int mi, int64_t n, const int64_t *keys, int64_t *vals) {
     map_t *m = &rt->maps[mi];
-    for (int64_t j = 0; j < n; j++) { int32_t e = map_find(m, keys + j * m->arity); vals[j] = e < 0 ? 0 : m->vals[e].i; }
+    for (int64_t j = 0; j < n; j++) { int32_t e = map_find(m, keys + j * m->arity); vals[j] = e < 0 ? 0 : VAL(m, e).i; }
 }
 
 int64_t rt_last(rt_t *rt, int mi, int64_t *out) {
@@ -206,7 +206,7 @@ int64_t rt_changes(rt_t *rt, int nm, const int *ms, int64_t cap, int64_t *keys, 
         for (int j = 0; j < nm; j++) {
             map_t *m = &rt->maps[ms[j]];
             int32_t e = map_find(m, row);
-            val_t now; now.i = e < 0 ? 0 : m->vals[e].i;
+            val_t now; now.i = e < 0 ? 0 : VAL(m, e).i;
             val_t old; old.i = seen[j * cap + r] ? olds[j * cap + r] : now.i;
             if (m->isfloat ? old.d != now.d : old.i != now.i) changed = 1;
             olds[j * cap + out] = old.i; news[j * cap + out] = now.i;

@@ -13,7 +13,10 @@ epsilon).  A function of an event variable is computed in C (a date part) or
 read from one more column the runtime computes with the batch (a
 SUBSTRING's interned id: :attr:`.cgen.Module.computed`).  At the top of the
 loop, the lookups a row a few ahead will make with its own values are hinted
-to the cache (:func:`_prefetches`).
+to the cache (:func:`_prefetches`).  Updates of a map the trigger never reads
+are queued and applied in batches (:func:`deferred_maps`, crt's
+``upd_flush``): the batch hints all its slots and entries first, so their
+cache misses overlap (here ``m`` is only written: its update is queued).
 
 >>> from ...syntax import parse_program
 >>> p = parse_program('''CREATE STREAM R(A INT, B FLOAT);
@@ -22,27 +25,24 @@ to the cache (:func:`_prefetches`).
 >>> gen = Gen(p, {})
 >>> trigger_c(gen, p.triggers[0], 0)
 (0, 1)
->>> print("\\n".join(gen.lines[7:]))
-        if (row + 8 < n_rows) {
-            int64_t v_A = c0[row + 8];
-            double v_B = c1[row + 8];
-            if ((v_A < INT64_C(3))) { int64_t P[1] = {0}; P[0] = v_A; pf_slot(&rt->maps[0].prim, P); }
-        }
-        if (row + 4 < n_rows) {
-            int64_t v_A = c0[row + 4];
-            double v_B = c1[row + 4];
-            if ((v_A < INT64_C(3))) { int64_t P[1] = {0}; P[0] = v_A; pf_entry(&rt->maps[0], &rt->maps[0].prim, P); }
-        }
+>>> print("\\n".join(gen.lines[2:]))
+    updq_t q; q.n = 0;
+    const int64_t *c0 = (const int64_t *)cols[0];
+    const double *c1 = (const double *)cols[1];
+    for (int64_t row = 0; row < n_rows; row++) {
+        int64_t v_A = c0[row];
+        double v_B = c1[row];
         {
             if ((v_A < INT64_C(3))) {
                 double s = v_B;
                 if (s != 0) {
                     int64_t KT[1] = {v_A};
-                    if ((rc = map_add_d(rt, &rt->maps[0], KT, s)) != 0) return rc;
+                    if ((rc = upd_d(rt, &q, &rt->maps[0], KT, s)) != 0) return rc;
                 }
             }
         }
     }
+    if ((rc = upd_flush(rt, &q)) != 0) return rc;
     return 0;
 }
 """
@@ -91,6 +91,9 @@ def trigger_c(gen: Gen, t: Trigger, tno: int) -> tuple[int, ...]:
     used = tuple(i for i, v in enumerate(t.vars) if v in mentioned)
     gen.emit(0, f"static int trig_{tno}(rt_t *rt, int64_t n_rows, void **cols) {{")
     gen.emit(1, "int rc;")
+    gen.deferred = deferred_maps(t.statements)
+    if gen.deferred:
+        gen.emit(1, "updq_t q; q.n = 0;")
     for i in used:
         gen.emit(1, f"const {ctype(col_types[i])} *c{i} = (const {ctype(col_types[i])} *)cols[{i}];")
     gen.emit(1, "for (int64_t row = 0; row < n_rows; row++) {")
@@ -114,9 +117,20 @@ def trigger_c(gen: Gen, t: Trigger, tno: int) -> tuple[int, ...]:
         _statement(gen, t, dict(event_types), target, all_guards, refs, scalar_lists)
     gen.lines[mark:mark] = _prefetches(gen, t, event_types, col_types, used)
     gen.emit(1, "}")
+    if gen.deferred:
+        gen.emit(1, "if ((rc = upd_flush(rt, &q)) != 0) return rc;")
     gen.emit(1, "return 0;")
     gen.emit(0, "}")
     return used
+
+
+def deferred_maps(statements: tuple[Statement, ...]) -> frozenset[str]:
+    """The maps a trigger updates but never reads: their updates are queued and applied in batches (crt's
+    ``upd_flush``), whose cache misses overlap.  Why only these: a statement that reads a map must see the
+    updates of the rows before it, so a map read anywhere in the trigger is updated at once, as the Python
+    backend does; a map only written sees the same updates in the same order either way."""
+    reads = {n.name for s in statements for n in walk(s.expr) if isinstance(n, MapRef)}  # every reference read
+    return frozenset(s.target.name for s in statements) - reads
 
 
 def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_guards, refs, scalar_lists) -> None:
@@ -165,11 +179,11 @@ def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_
         c = gen.counter
         m = gen.decl[r.name]
         no = gen.map_no[r.name]
-        stride = max(1, len(m.keys))
+        stride = len(m.keys) + 1  # a record: the key columns, then the value (crt's ENT/VAL)
         pos = tuple(i for i, a in enumerate(r.args) if not (isinstance(a, Var) and a.name not in bound))
         if pos:
             ino = gen.specs[r.name].index(pos)
-            gen.emit(depth, f"int64_t K{c}[{stride}];")
+            gen.emit(depth, f"int64_t K{c}[{max(1, len(m.keys))}];")
             for i in pos:
                 gen.emit(depth, f"K{c}[{i}] = {_key_item(gen, r.args[i], m.keys[i].type, types, f'map {r.name}')};")
             gen.emit(depth, f"for (int32_t e{c} = idx_head({gen.mref(r.name)}, {ino}, K{c}); e{c} >= 0; "
@@ -183,7 +197,7 @@ def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_
             if i in pos:
                 continue
             kt = m.keys[i].type
-            col = from_key(f"rt->maps[{no}].keys[(int64_t)e{c} * {stride} + {i}]", kt)
+            col = from_key(f"rt->maps[{no}].ents[(int64_t)e{c} * {stride} + {i}]", kt)
             if a.name in bound_here:  # the same loop variable twice in one map: a diagonal
                 checks.append(f"(v_{a.name} == {col})")
                 continue
@@ -191,7 +205,8 @@ def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_
             gen.emit(depth, f"{ctype(kt)} v_{a.name} = {col};")
             types[a.name] = kt
         vt = m.value_type
-        gen.emit(depth, f"{ctype(vt)} w{c} = rt->maps[{no}].vals[e{c}].{'d' if vt == 'FLOAT' else 'i'};")
+        gen.emit(depth, f"{ctype(vt)} w{c} = ((const val_t *)rt->maps[{no}].ents)[(int64_t)e{c} * {stride} + "
+                        f"{len(m.keys)}].{'d' if vt == 'FLOAT' else 'i'};")
         event |= set(bound_here)
         ready = [g for g in pending if set(variables(g)) <= event]
         pending = [g for g in pending if g not in ready]
@@ -213,11 +228,13 @@ def _statement(gen: Gen, t: Trigger, types: dict[str, str], target: MapRef, all_
         delta = factors[0][0] if factors else "INT64_C(1)"
     items = [_key_item(gen, a, k.type, types, f"map {target.name}") for a, k in zip(target.args, tm.keys)]
     gen.emit(depth, f"int64_t KT[{max(1, len(items))}] = {{{', '.join(items) or '0'}}};")
-    add = "map_add_d" if tm.value_type == "FLOAT" else "map_add_i"
+    queued = target.name in gen.deferred
+    add = ("upd_" if queued else "map_add_") + ("d" if tm.value_type == "FLOAT" else "i")
     cast = "(double)" if tm.value_type == "FLOAT" and dt != "FLOAT" and delta != "INT64_C(1)" else ""
     if tm.value_type == "FLOAT" and delta == "INT64_C(1)":
         delta = "1.0"
-    gen.emit(depth, f"if ((rc = {add}(rt, {gen.mref(target.name)}, KT, {cast}{delta})) != 0) return rc;")
+    gen.emit(depth, f"if ((rc = {add}(rt, {'&q, ' if queued else ''}{gen.mref(target.name)}, KT, {cast}{delta})) != 0) "
+                    "return rc;")
     for _ in range(opened):
         depth -= 1
         gen.emit(depth, "}")
@@ -258,6 +275,8 @@ def _lookups(gen: Gen, t: Trigger, types: dict[str, str]) -> list[Lookup]:
             conds = []  # a guard that may overflow is left out: the hint is then only less precise
         guard = " && ".join(conds) or "1"
         for r in (*refs, target):
+            if r is target and target.name in gen.deferred:
+                continue  # a queued update: the queue hints it when it is applied
             m = gen.decl[r.name]
             pos = tuple(i for i, a in enumerate(r.args) if plain(a))
             if len(pos) == len(r.args):
