@@ -36,11 +36,10 @@ from boreas.catalog.collector import collector_paused
 from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_checkpoint import load_index
-from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
+from boreas.catalog.model import Catalog, Partition
 from boreas.catalog.node_slices import NodeSlices
 from boreas.catalog.store import CatalogStore, Change, open_store
 from boreas.catalog.submission import Applied, apply_submission, optimistic_commit, plan_submission
-from boreas.catalog.xmlcodec import to_text
 from boreas.m3.boxtype import box_types as standard_box_types
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient
@@ -59,6 +58,7 @@ from .learning import Learner
 from .membership import Membership
 from .node_sync import NodeSync, catching_up
 from .pending import PendingRequests
+from .registrations import Registrations
 from .snapshots import SnapshotCoordinator
 from .submissions import NodeOrder, Submission, SubmissionLog, SubmissionRecord, check_submission
 
@@ -109,6 +109,7 @@ class HeadService:
         self.tasks = Supervisor("head")
         # The global components' feeds (the leader runs them: _take_lead, _install).
         self.global_feeds = GlobalFeeds(self.peers, self.copies, self.tasks, self.origin)
+        self.registrations = Registrations(self.commit, self.global_feeds.full_copy)  # <global>, <region>
         # What nodes report they changed themselves (moves, connects, layouts; adoptions): learnt one at a time.
         self.learner = Learner(self)
         self.failover = Failover(lambda: self.catalog, lambda: self.store, self.membership, self.peers,
@@ -333,37 +334,6 @@ class HeadService:
             return None
         self.commits.committed(result[1])
         return result[1].version
-
-    async def register_global(self, component: GlobalComponent) -> None:
-        """``<global endpoint>``: register, or send a registered component a fresh full copy."""
-        if self.global_feeds.full_copy(component.endpoint):
-            return
-
-        def build(catalog: Catalog) -> list[Change] | None:
-            if component.endpoint in catalog.globals:
-                return None
-            return [Change("global", component.endpoint, to_text(GlobalComponent(component.endpoint)))]
-
-        await self.commit(build)
-
-    async def register_region(self, registration: Region) -> int | None:
-        """``<region name endpoint>``: a regional component says where it listens (paper 2.2).
-
-        The nodes of that region are then sent the endpoint in their slices,
-        and start reflecting to it.
-        """
-        def build(catalog: Catalog) -> list[Change] | None:
-            if catalog.regions.get(registration.key) == registration:
-                return None
-            return [Change("region", registration.key, to_text(registration))]
-
-        return await self.commit(build)
-
-    async def unregister_global(self, endpoint: str) -> bool:
-        def build(catalog: Catalog) -> list[Change] | None:
-            return [Change("global", endpoint, None)] if endpoint in catalog.globals else None
-
-        return await self.commit(build) is not None
 
     async def _failover_checks(self) -> None:
         while True:
