@@ -97,7 +97,8 @@ def _box(name: str, node: str = "n:1", expression: str = "true") -> Box:
 
 class _Head:
     """What :class:`~boreas.head.learning.Learner` uses of a Head: the catalog, committed here in order
-    (``between`` runs inside the next ``caught_up``: a Head commit landing before the learnt nodes resume),
+    (``before`` lands just before the next commit, while the learnt nodes are paused; ``between`` runs
+    inside the next ``caught_up``: a Head commit landing before the learnt nodes resume),
     and one sync per fake node, each sent the boxes placed on it; each sync's loop runs as a task."""
 
     def __init__(self, catalog: Catalog, nodes: dict[str, _Node]):
@@ -106,6 +107,7 @@ class _Head:
         self.pending = PendingRequests()
         self.syncs = {e: NodeSync(e, n, self.pending, lambda: None) for e, n in nodes.items()}  # type: ignore
         self.between: Callable[[Catalog], list[Change] | None] | None = None
+        self.before: Callable[[Catalog], list[Change] | None] | None = None  # committed before the next
         self._set_slices()
 
     def _set_slices(self) -> None:
@@ -117,6 +119,9 @@ class _Head:
         return self.syncs[endpoint]
 
     async def commit(self, build) -> int | None:
+        if self.before is not None:  # another commit lands first (the next build sees the catalog after it)
+            first, self.before = self.before, None
+            await self.commit(first)
         changes = build(self.catalog)
         if not changes:
             return None
@@ -187,6 +192,31 @@ async def test_a_head_commit_before_the_learnt_nodes_resume_reaches_them():
     await Learner(head).move(["box1"], "t:1")  # type: ignore[arg-type]
     await head.settle()
     assert _runs(target) == "time > 3" and head.catalog.boxes["box1"].param("expression.0") == "time > 3"
+
+
+async def test_a_head_commit_after_the_nodes_paused_and_before_the_learnt_commit_reaches_them():
+    """A modify committed while the nodes are paused, before the move's commit (which carries it): the
+    paused s:1 was never sent it, so t:1 runs the box as before it, and is read, not patched."""
+    head, source, target = _two_nodes()
+    await head.settle()
+    source.holds, target.holds = Catalog(version=1), Catalog(version=1, boxes={"box1": _box("box1", "t:1", "time > 1")})
+    head.before = _modify("box1", "time > 4")
+    await Learner(head).move(["box1"], "t:1")  # type: ignore[arg-type]
+    await head.settle()
+    assert _runs(target) == "time > 4" and head.catalog.version == 3
+
+
+async def test_an_adopter_is_read_not_patched():
+    """Failover: t:1 adopted s:1's boxes from the catalog s:1 saved, which may be older than what s:1
+    acknowledged (here ``time > 1`` against ``time > 2``): t:1 is read and sent the difference."""
+    head, source, target = _two_nodes()
+    await head.commit(_modify("box1", "time > 2"))
+    await head.settle()
+    assert source.holds.boxes["box1"].param("expression.0") == "time > 2"
+    target.holds = Catalog(version=1, boxes={"box1": _box("box1", "t:1", "time > 1")})  # s:1's old catalog
+    await Learner(head).adoption("s:1", "t:1")  # type: ignore[arg-type]
+    await head.settle()
+    assert _runs(target) == "time > 2" and head.catalog.boxes["box1"].node == "t:1"
 
 
 async def test_a_move_of_nodes_in_sync_is_patched_and_reads_no_node():
