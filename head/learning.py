@@ -66,8 +66,10 @@ class Learner:
 
         The nodes moved the boxes themselves, so what the Head believed they hold
         is stale: once the new locations are committed and their slices are
-        recomputed, both nodes are read again and brought to their slices,
-        which also delivers any pending request for the boxes on their new node.
+        recomputed, what both hold is patched by the move, or read again when
+        that is not known to be it (:func:`assumable`: a pending request for a
+        box, a commit meanwhile), and they are brought to their slices, which
+        also delivers any pending request for the boxes on their new node.
         """
         async with self._one_at_a_time:
             return await self._move(boxes, target)
