@@ -66,10 +66,10 @@ class Learner:
 
         The nodes moved the boxes themselves, so what the Head believed they hold
         is stale: once the new locations are committed and their slices are
-        recomputed, what both hold is patched by the move, or read again when
-        that is not known to be it (:func:`assumable`: a pending request for a
-        box, a commit meanwhile), and they are brought to their slices, which
-        also delivers any pending request for the boxes on their new node.
+        recomputed, both are read again (not patched: each wrote the moved
+        boxes' streams' elements from the source's catalog as it was, e.g. the
+        source forwarding inputs to the target) and brought to their slices,
+        which also delivers any pending request for the boxes on their new node.
         """
         async with self._one_at_a_time:
             return await self._move(boxes, target)
@@ -86,7 +86,10 @@ class Learner:
                 for request in self.head.pending.moved(box, target, version):
                     log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
 
-        return await self._learn(involved, build, moved)
+        # (read again: the source and the target write the moved boxes' streams' inputs, outputs,
+        # publications and subscriptions from the source's catalog as it was, node/handover.py, e.g. the
+        # source forwarding inputs to the target: what they hold for them is not the commit's to know)
+        return await self._learn(involved, build, moved, assume=False)
 
     async def layout(self, reported: Partition) -> int:
         """The leader of a partitioned box reports the layout its members switched to (docs/cumulus.md §6.2).
@@ -115,7 +118,9 @@ class Learner:
                                   coordinator_list=reported.coordinator_list or current.coordinator_list)
                 return [Change("partition", reported.box, to_text(updated))]
 
-            return await self._learn(involved, build)
+            # (the members switched layout at run time only: their catalogs still hold the old <partition>,
+            # which the push of the new slices replaces)
+            return await self._learn(involved, build, nodes_wrote=False)
 
     async def adoption(self, source: str, target: str) -> int:
         """``target`` adopted every box of failed node ``source`` (:mod:`boreas.head.failover`).
@@ -173,7 +178,7 @@ class Learner:
             return await self._learn(involved, build)
 
     async def _learn(self, involved: set[str], build: Callable[[Catalog], list[Change] | None],
-                     then: Callable[[int], None] | None = None, assume: bool = True) -> int:
+                     then: Callable[[int], None] | None = None, assume: bool = True, nodes_wrote: bool = True) -> int:
         """Commit a change nodes made themselves; their syncs wait, then are brought to their slices.
 
         ``build`` may add nodes to ``involved`` (it sees the catalog it
@@ -181,6 +186,9 @@ class Learner:
         What the nodes hold is then patched by what the commit touched
         (:meth:`~.node_sync.NodeSync.assume`) only when that is what they hold
         (:func:`assumable`); else (or ``assume`` False) they are read again.
+        ``nodes_wrote`` False: the nodes' catalogs did not change (a layout
+        report), so what they hold is as before and the push sends the
+        commit.
         """
         paused = set(involved)
         for endpoint in paused:
@@ -209,6 +217,8 @@ class Learner:
         finally:
             if not (assume and settled and assumable(self.head, paused | involved, touched, version)):
                 touched = None
+            elif not nodes_wrote:
+                touched = {}
             for endpoint in paused | involved:
                 self.head.sync_for(endpoint).resume(touched=touched)
         self.head.notify()

@@ -80,6 +80,7 @@ class NodeSync:
         self.resyncing = False  # held was forgotten: not in sync until read and brought up again
         self.pushing = False  # an update is on its way: the node may be too busy applying it to heartbeat
         self.assumed = False  # held was patched by a change the node reported (:meth:`assume`), not read
+        self.assumed_boxes: frozenset[str] = frozenset()  # the boxes that change touched (:meth:`_drop_absent`)
         self.counters: Counter[str] = Counter()
         self._wake = asyncio.Event()
         self._wake.set()
@@ -98,6 +99,7 @@ class NodeSync:
         """Forget what the node holds (it restarted, or came back): read it again."""
         self.held = None
         self.assumed = False
+        self.assumed_boxes = frozenset()
         self.resyncing = True
         self._wake.set()
 
@@ -105,7 +107,7 @@ class NodeSync:
         self._wake.set()
 
     def assume(self, touched: dict[str, set[str]]) -> None:
-        """The node made a change itself and reported it (a move, connect, disconnect): what it holds now
+        """The node made a change itself and reported it (a connect, disconnect, layout): what it holds now
         is taken to be what it held, with the elements the change ``touched`` (Catalog dict name -> keys)
         as the desired slice has them, instead of reading its whole catalog again (:meth:`resync`: at
         100,000 boxes over 4 nodes, 25,000 boxes serialized by the node and parsed here per change, seconds
@@ -127,6 +129,7 @@ class NodeSync:
                     have.pop(key, None)
         self.held = held
         self.assumed = True
+        self.assumed_boxes = frozenset(touched.get("boxes", ()))
         self.counters["assumed"] += 1
         self._wake.set()
 
@@ -231,6 +234,11 @@ class NodeSync:
         absent = [items[i] for i in indexes]
         if not all(isinstance(item, (Delete, Unsubscribe)) for item in absent):
             return False
+        # Only removals about what the reported change touched (or about no box): a removal of another
+        # box's element refused may be a change the node made that the Head has not learnt yet (a later
+        # move): that takes the pending-request path, so learning that move reads the node it went to.
+        if not all(_removal_box(item, held, self.desired) in self.assumed_boxes | {None} for item in absent):
+            return False
         self.held = apply_update(held, absent, held.version)
         self.counters["assumed_absent"] += len(absent)
         self._wake.set()
@@ -315,6 +323,13 @@ def _box_of(item: Any, held: Catalog, desired: Catalog) -> str | None:
         case Subscription() | Unsubscribe():
             return _producer(item.stream, held, desired)
     return None
+
+
+def _removal_box(item: Any, held: Catalog, desired: Catalog) -> str | None:
+    """The box a removal is about: :func:`_box_of`, and an output's producer for ``Delete(output=s)``."""
+    if isinstance(item, Delete) and item.output:
+        return _producer(item.output, held, desired)
+    return _box_of(item, held, desired)
 
 
 def _reason(exc: Exception) -> str:

@@ -1,4 +1,4 @@
-"""A change a node made itself (move, connect, disconnect) patches what the Head believes it holds.
+"""A change a node made itself (connect, disconnect, a layout) patches what the Head believes it holds.
 
 After the Head commits a change a node reported, it used to forget what the
 nodes involved hold and read their whole local catalogs again (issue 37: at
@@ -9,6 +9,8 @@ elements the commit touched, as the node's slice has them, when that is what
 the nodes hold: they were in sync before the report, no touched box has a
 pending request, and no Head commit came between.  Otherwise they are read
 whole, as before (a modify refused by a moving box, a commit before resume).
+A move reads its nodes: the source and the target write the moved boxes'
+streams' elements from the source's catalog as it was (node/handover.py).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from dataclasses import replace
 
 from boreas.catalog.documents import Update, read_document
 from boreas.catalog.elements import apply_changes
+from boreas.catalog.deployment_model import Subscription
+from boreas.catalog.document_model import Unsubscribe
 from boreas.catalog.model import Box, Catalog, InPort
+from boreas.catalog.slices import node_slice
 from boreas.catalog.replicate import apply_update, catalog_items
 from boreas.catalog.xmlcodec import to_text
 from boreas.catalog.updates import update_document
@@ -30,7 +35,7 @@ from boreas.head.node_sync import NodeSync
 from boreas.head.pending import PendingRequests
 from boreas.catalog.store import Change
 from boreas.wire.client import PeerRefused
-from support.cluster import TOKEN
+from support.cluster import TOKEN, wait_until
 from test_connect import connect_topology
 
 
@@ -42,29 +47,32 @@ def _placed_on(catalog: Catalog, endpoint: str) -> dict[str, Box]:
     return {name: box for name, box in catalog.boxes.items() if box.node == endpoint}
 
 
-async def test_a_move_connect_and_disconnect_read_no_node_again_and_every_node_holds_its_slice(cluster_factory):
+async def test_connect_and_disconnect_read_no_node_a_move_reads_its_nodes_and_each_holds_its_slice(cluster_factory):
     cluster = cluster_factory()
     nodes = await asyncio.to_thread(connect_topology, cluster, 2)
     await asyncio.to_thread(cluster.wait_in_sync, *nodes)
     reads = {e: _reads(cluster, e) for e in nodes}
 
-    async def check() -> None:
+    async def check(read: bool) -> None:
+        nonlocal reads
         await asyncio.to_thread(cluster.wait_in_sync, *nodes)
         head = await asyncio.to_thread(cluster.head_catalog)
-        for endpoint in nodes:
-            held = await asyncio.to_thread(cluster.node_catalog, endpoint)
-            assert _placed_on(held, endpoint) == _placed_on(head, endpoint), endpoint
-        assert {e: _reads(cluster, e) for e in nodes} == reads  # no node read again
+        for endpoint in nodes:  # the whole local catalog (inputs, publications, subscriptions), not only boxes
+            await asyncio.to_thread(wait_until, lambda: cluster.node_catalog(endpoint) == node_slice(head, endpoint),
+                                    10, f"{endpoint} in its slice")
+        now = {e: _reads(cluster, e) for e in nodes}
+        assert (now != reads) == read, (reads, now)  # a move reads its two nodes; a connect or disconnect none
+        reads = now
 
     async with Optimizer(cluster.head, TOKEN) as optimizer:
         await optimizer.move("box1", nodes[0])
-        await check()
+        await check(read=True)
         await optimizer.insert_filter("box1", "time % 2 = 0", name="even")
-        await check()
+        await check(read=False)
         await optimizer.disconnect("even")
-        await check()
+        await check(read=False)
         await optimizer.move("box1", nodes[1])
-        await check()
+        await check(read=True)
 
 
 class _Node:
@@ -219,15 +227,50 @@ async def test_an_adopter_is_read_not_patched():
     assert _runs(target) == "time > 2" and head.catalog.boxes["box1"].node == "t:1"
 
 
-async def test_a_move_of_nodes_in_sync_is_patched_and_reads_no_node():
+async def test_a_move_reads_its_source_and_target_again():
     head, source, target = _two_nodes()
     await head.settle()
     reads = {e: s.counters["catalog_reads"] for e, s in head.syncs.items()}
     source.holds, target.holds = Catalog(version=1), Catalog(version=1, boxes={"box1": _box("box1", "t:1", "time > 1")})
     await Learner(head).move(["box1"], "t:1")  # type: ignore[arg-type]
     await head.settle()
-    assert {e: s.counters["catalog_reads"] for e, s in head.syncs.items()} == reads
+    assert {e: s.counters["catalog_reads"] - reads[e] for e, s in head.syncs.items()} == {"s:1": 1, "t:1": 1}
     assert _runs(target) == "time > 1" and "box1" not in source.holds.boxes
+
+
+class _Subscribed(_Node):
+    """Refuses the removal of a subscription it does not hold, 409 with the item's index, as a node does."""
+
+    async def post_update(self, endpoint: str, text: str, timeout: float = 0.0) -> dict:
+        doc = read_document(text, "test", check_schema=False)
+        assert isinstance(doc, Update)
+        refused = [{"index": i, "reason": "no such subscription"} for i, item in enumerate(doc.items)
+                   if isinstance(item, Unsubscribe) and f"{item.stream}|{item.endpoint}" not in self.holds.subscriptions]
+        if refused:
+            raise PeerRefused(endpoint, 409, {"error": "refused", "rejections": refused})
+        return await super().post_update(endpoint, text, timeout)
+
+
+async def test_a_refused_removal_about_a_box_the_learnt_change_did_not_touch_is_a_pending_request():
+    """a:1 held box0 and box1, box1's out stream subscribed by client:9.  a:1 moved box0 (learnt, so its held
+    was patched for box0) and then box1 with its subscription (not learnt yet).  The client unsubscribes: a:1
+    refuses the removal (it no longer holds it).  That refusal is about box1, which the learnt change did not
+    touch: a pending request for box1, so learning box1's move reads the node it went to, which holds the
+    subscription, and removes it there -- not dropped as a removal a:1 made itself with the learnt move."""
+    subscribed = Subscription("box1_out", "client:9")
+    v1 = Catalog(version=1, boxes={"box0": _box("box0", "a:1"), "box1": _box("box1", "a:1")},
+                 subscriptions={subscribed.key: subscribed})
+    node = _Subscribed(v1)
+    pending = PendingRequests()
+    sync = NodeSync("a:1", node, pending, lambda: None)  # type: ignore[arg-type]
+    sync.set_desired(v1, 1)
+    await sync.sync_once()
+    sync.set_desired(Catalog(version=2, boxes={"box1": _box("box1", "a:1")}, subscriptions={subscribed.key: subscribed}), 2)
+    node.holds = Catalog(version=1, subscriptions={})  # a:1 moved box0 (learnt) and box1, its subscription along
+    sync.assume({"boxes": {"box0"}})
+    sync.set_desired(Catalog(version=3, boxes={"box1": _box("box1", "a:1")}), 3)  # the client unsubscribed
+    await sync.sync_once()  # refused: held back as a pending request, the rest sent
+    assert [r.box for r in pending.for_node("a:1")] == ["box1"]
 
 
 async def test_after_a_push_the_head_holds_the_slice_object_itself():
