@@ -230,13 +230,13 @@ class _Api:
     async def _learn(self, item: object, done: list[dict[str, Any]]) -> None:
         """One item of ``POST /update``: a registration, or a change a node made and reports."""
         if isinstance(item, GlobalComponent):
-            await self.head.register_global(item)
+            await self.head.registrations.register_global(item)
             done.append({"global": item.endpoint, "registered": True})
         elif isinstance(item, Delete):
-            removed = await self.head.unregister_global(item.global_ or "")
+            removed = await self.head.registrations.unregister_global(item.global_ or "")
             done.append({"global": item.global_, "removed": removed})
         elif isinstance(item, Region):
-            await self.head.register_region(item)
+            await self.head.registrations.register_region(item)
             done.append({"region": item.region, "endpoint": item.endpoint})
         elif isinstance(item, Connect) and item.box.node:
             version = await self.head.learner.connect(item)

@@ -23,6 +23,7 @@ Usage (the Head does this)::
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from .catalog_copy import CatalogCopies
 from .quiet_pacer import QuietPacer
@@ -33,9 +34,10 @@ log = logging.getLogger(__name__)
 class CopyAhead:
     """Builds the copy ahead when its :class:`~.quiet_pacer.QuietPacer` says; the version built last."""
 
-    def __init__(self, copies: CatalogCopies, quiet: float = 0.5, ratio: float = 10.0, least: float = 1.0):
+    def __init__(self, copies: CatalogCopies, quiet: float = 0.5, ratio: float = 10.0, least: float = 1.0,
+                 busy: Callable[[], bool] | None = None):
         self.copies = copies
-        self.pacer = QuietPacer(quiet, ratio, least)  # quiet spells, builds paced by their CPU time
+        self.pacer = QuietPacer(quiet, ratio, least, busy)  # quiet spells, builds paced by their CPU time
         self.built: int | None = None  # the catalog version built ahead last (status, tests)
 
     def changed(self) -> None:

@@ -32,10 +32,12 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Catalog
+from boreas.catalog.slice_index import IndexedTopology
 from boreas.catalog.store import CatalogStore
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient, PeerError
@@ -54,8 +56,14 @@ RETRY_AFTER = 5.0
 class Failover:
     def __init__(self, catalog: Callable[[], Catalog], store: Callable[[], CatalogStore | None],
                  membership: Membership, peers: PeerClient,
-                 learn: Callable[[str, str], Awaitable[int]], after: float = 30.0, *, tasks: Supervisor):
+                 learn: Callable[[str, str], Awaitable[int]], after: float = 30.0, *, tasks: Supervisor,
+                 holds: Callable[[str], bool] | None = None, candidates: Callable[[], Iterable[str]] | None = None):
         self.catalog = catalog
+        # Whether a node holds boxes, and the nodes that may (a superset): by default walks of the catalog;
+        # the Head passes its index's and its syncs', so a check each second costs the nodes, not the
+        # boxes (a walk of 100,000 boxes each second held the event loop for 50-100 ms: issue 37).
+        self.holds = holds or (lambda endpoint: endpoint in _holders(self.catalog()))
+        self.candidates = candidates or (lambda: _holders(self.catalog()))
         self.store = store
         self.membership = membership
         self.peers = peers
@@ -129,15 +137,15 @@ class Failover:
         async with self._lock:
             now = time.monotonic() if now is None else now
             catalog = self.catalog()
-            holders = sorted({e for name in catalog.boxes for e in catalog.placement(name)})  # partition members too
-            for endpoint in holders:
+            for endpoint in sorted(set(self.candidates())):
                 if self.membership.alive(endpoint, now):
                     if self.state.get(endpoint, {}).get("state") != "failed over":
                         self.state.pop(endpoint, None)
                     continue
                 if self.down_for(endpoint, now) < self.after or now < self._retry_at.get(endpoint, 0.0):
                     continue
-                await self._fail_over(endpoint, catalog, now)
+                if self.holds(endpoint):  # (asked of a node down long enough only)
+                    await self._fail_over(endpoint, catalog, now)
 
     async def _fail_over(self, endpoint: str, catalog: Catalog, now: float) -> None:
         boxes = sorted(name for name in catalog.boxes if endpoint in catalog.placement(name))
@@ -223,4 +231,15 @@ class Failover:
 
     def status(self) -> dict[str, Any]:
         return {"after": self.after, "nodes": self.state}
+
+
+def index_holds(index: CatalogIndex, endpoint: str) -> bool:
+    """Whether a box is placed on ``endpoint`` (or it is a partition member), by the catalog's index."""
+    topology = IndexedTopology(index)
+    return bool(topology.boxes_on(endpoint) or topology.partitions_with(endpoint))
+
+
+def _holders(catalog: Catalog) -> set[str]:
+    """Every node a box is placed on (partition members too): a walk of the catalog."""
+    return {e for name in catalog.boxes for e in catalog.placement(name)}
 

@@ -66,7 +66,9 @@ class Learner:
 
         The nodes moved the boxes themselves, so what the Head believed they hold
         is stale: once the new locations are committed and their slices are
-        recomputed, both nodes are read again and brought to their slices,
+        recomputed, both are read again (not patched: each wrote the moved
+        boxes' streams' elements from the source's catalog as it was, e.g. the
+        source forwarding inputs to the target) and brought to their slices,
         which also delivers any pending request for the boxes on their new node.
         """
         async with self._one_at_a_time:
@@ -84,7 +86,10 @@ class Learner:
                 for request in self.head.pending.moved(box, target, version):
                     log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
 
-        return await self._learn(involved, build, moved)
+        # (read again: the source and the target write the moved boxes' streams' inputs, outputs,
+        # publications and subscriptions from the source's catalog as it was, node/handover.py, e.g. the
+        # source forwarding inputs to the target: what they hold for them is not the commit's to know)
+        return await self._learn(involved, build, moved, assume=False)
 
     async def layout(self, reported: Partition) -> int:
         """The leader of a partitioned box reports the layout its members switched to (docs/cumulus.md §6.2).
@@ -113,7 +118,9 @@ class Learner:
                                   coordinator_list=reported.coordinator_list or current.coordinator_list)
                 return [Change("partition", reported.box, to_text(updated))]
 
-            return await self._learn(involved, build)
+            # (the members switched layout at run time only: their catalogs still hold the old <partition>,
+            # which the push of the new slices replaces)
+            return await self._learn(involved, build, nodes_wrote=False)
 
     async def adoption(self, source: str, target: str) -> int:
         """``target`` adopted every box of failed node ``source`` (:mod:`boreas.head.failover`).
@@ -145,7 +152,8 @@ class Learner:
                     changes.append(Change("node", target, to_text(Node(target))))
                 return changes or None
 
-            return await self._learn(involved, build)
+            # (read again: the adopter took the catalog the source saved, which may be older than its slice)
+            return await self._learn(involved, build, assume=False)
 
     async def connect(self, connect: Connect) -> int:
         """A node reports a filter box it inserted (paper 3.2.1); commit it to the global catalog."""
@@ -170,25 +178,75 @@ class Learner:
             return await self._learn(involved, build)
 
     async def _learn(self, involved: set[str], build: Callable[[Catalog], list[Change] | None],
-                     then: Callable[[int], None] | None = None) -> int:
-        """Commit a change nodes made themselves; their syncs wait, then re-read them.
+                     then: Callable[[int], None] | None = None, assume: bool = True, nodes_wrote: bool = True) -> int:
+        """Commit a change nodes made themselves; their syncs wait, then are brought to their slices.
 
         ``build`` may add nodes to ``involved`` (it sees the catalog it
         changes); ``then(version)`` runs before the nodes are synced again.
+        What the nodes hold is then patched by what the commit touched
+        (:meth:`~.node_sync.NodeSync.assume`) only when that is what they hold
+        (:func:`assumable`); else (or ``assume`` False) they are read again.
+        ``nodes_wrote`` False: the nodes' catalogs did not change (a layout
+        report), so what they hold is as before and the push sends the
+        commit.
         """
         paused = set(involved)
         for endpoint in paused:
             self.head.sync_for(endpoint).pause()
+        # In sync when paused: each holds its slice of this version (a push in flight is not in sync).
+        settled = all(self.head.sync_for(e).in_sync for e in paused)
+        base = self.head.catalog.version
+        touched: dict[str, set[str]] | None = None  # what the commit changed: the nodes' held is patched by it
+
+        def recorded(catalog: Catalog) -> list[Change] | None:
+            nonlocal touched
+            changes = build(catalog)
+            # (the last build counts: a lost race builds on a later catalog, whose commits the paused
+            # nodes were not sent; nothing to commit: read the nodes whole)
+            touched = touched_by(changes) if changes and catalog.version == base else None
+            return changes
+
         try:
-            version = await self.head.commit(build) or self.head.catalog.version
+            version = await self.head.commit(recorded) or self.head.catalog.version
             await self.head.caught_up(version)
             if then is not None:
                 then(version)
+        except BaseException:
+            touched = None  # not known to be committed: read the nodes whole
+            raise
         finally:
+            if not (assume and settled and assumable(self.head, paused | involved, touched, version)):
+                touched = None
+            elif not nodes_wrote:
+                touched = {}
             for endpoint in paused | involved:
-                self.head.sync_for(endpoint).resume(resync=True)
+                self.head.sync_for(endpoint).resume(touched=touched)
         self.head.notify()
         return version
+
+
+def assumable(head: LearnerHead, involved: set[str], touched: dict[str, set[str]] | None, version: int) -> bool:
+    """Whether the involved nodes hold exactly the new slices for what ``touched`` names, as the nodes
+    in sync before the report made the change themselves: not if a Head commit came after ``version``
+    (the paused nodes were not sent it, and the patch would take it as held), nor if a touched box has a
+    pending request (an update the node refused, e.g. a modify to a box that was moving: the box runs
+    as it was before that update, not as the catalog has it now).  False: the nodes are read again."""
+    if touched is None or head.catalog.version != version:
+        return False
+    boxes = touched.get("boxes", set())
+    return not any(r.box in boxes for e in involved for r in head.pending.for_node(e))
+
+
+def touched_by(changes: list[Change]) -> dict[str, set[str]]:
+    """The Catalog dicts and keys ``changes`` put or remove.
+
+    >>> touched_by([Change("box", "b1", None), Change("node", "n:1", "<node endpoint='n:1'/>")])
+    {'boxes': {'b1'}, 'nodes': {'n:1'}}
+    """
+    touched: dict[str, set[str]] = {}
+    for change in changes:
+        touched.setdefault(KIND_TO_DICT[change.kind][0], set()).add(change.key)
+    return touched
 
 
 # -- the changes each report commits (one function each: the Head's path, and bench/control_plane_head.py's) --

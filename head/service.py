@@ -36,11 +36,10 @@ from boreas.catalog.collector import collector_paused
 from boreas.catalog.document_model import Connect, Document
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.index_checkpoint import load_index
-from boreas.catalog.model import Catalog, GlobalComponent, Partition, Region
+from boreas.catalog.model import Catalog, Partition
 from boreas.catalog.node_slices import NodeSlices
 from boreas.catalog.store import CatalogStore, Change, open_store
 from boreas.catalog.submission import Applied, apply_submission, optimistic_commit, plan_submission
-from boreas.catalog.xmlcodec import to_text
 from boreas.m3.boxtype import box_types as standard_box_types
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerClient
@@ -51,14 +50,15 @@ from .bulk import bulk_step, declared
 from .catalog_copy import CatalogCopies
 from .copy_ahead import CopyAhead
 from .commit_follower import CommitFollower
-from .failover import Failover
+from .failover import Failover, index_holds
 from .global_feed import GlobalFeed, GlobalFeeds
 from .index_saver import IndexSaver
 from .leadership import Leadership
 from .learning import Learner
 from .membership import Membership
-from .node_sync import NodeSync
+from .node_sync import NodeSync, catching_up
 from .pending import PendingRequests
+from .registrations import Registrations
 from .snapshots import SnapshotCoordinator
 from .submissions import NodeOrder, Submission, SubmissionLog, SubmissionRecord, check_submission
 
@@ -82,7 +82,8 @@ class HeadService:
         self.syncs: dict[str, NodeSync] = {}
         # The catalog serialized once per version, for GET /catalog and global components' full copies.
         self.copies = CatalogCopies(lambda: self.catalog, self.origin)
-        self.copy_ahead = CopyAhead(self.copies)  # each version's copy built once it is quiet (issue 37)
+        self.copy_ahead = CopyAhead(self.copies,  # each version's copy built once quiet (issue 37)
+                                    busy=lambda: catching_up(self.syncs.values(), self.membership.alive))
         self.submissions = SubmissionLog(lambda: self.store)  # records in the store: the next leader answers
         self.pending = PendingRequests(pending_timeout)
         self.membership = Membership(heartbeat_timeout)
@@ -99,19 +100,22 @@ class HeadService:
         # The catalog held here, checked, with what the check learned (catalog/index.py): a submission is
         # checked, and the nodes' slices recomputed, by what it touches.
         self.index = CatalogIndex.build(self.catalog, self.box_types)
-        # The leader saves the index beside the catalog now and then, so a start decodes it (head/index_saver.py).
-        self.index_saver = IndexSaver(lambda: self.index, lambda: self.store)
+        # The leader saves the index now and then, so a start decodes it (head/index_saver.py); it and the
+        self.index_saver = IndexSaver(lambda: self.index, lambda: self.store,  # copy wait for nodes in sync
+                                      busy=lambda: catching_up(self.syncs.values(), self.membership.alive))
         self.slices = NodeSlices()  # every node's slice of self.catalog, sliced again where a commit reaches
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
         self.tasks = Supervisor("head")
         # The global components' feeds (the leader runs them: _take_lead, _install).
         self.global_feeds = GlobalFeeds(self.peers, self.copies, self.tasks, self.origin)
-        # What the nodes report they changed themselves (moves, connects, layouts; failover's
-        # adoptions) is committed by the learner, one report at a time.
+        self.registrations = Registrations(self.commit, self.global_feeds.full_copy)  # <global>, <region>
+        # What nodes report they changed themselves (moves, connects, layouts; adoptions): learnt one at a time.
         self.learner = Learner(self)
         self.failover = Failover(lambda: self.catalog, lambda: self.store, self.membership, self.peers,
-                                 self.learner.adoption, after=failover_after, tasks=self.tasks)
+                                 self.learner.adoption, after=failover_after, tasks=self.tasks,
+                                 holds=lambda e: index_holds(self.index, e),
+                                 candidates=lambda: {*self.syncs, *self.membership.known()})
         self.revision = 0  # bumped on every status change; long polls wait on it
         self._changed = asyncio.Event()
         # Every commit (ours, or another writer's) is applied to the catalog held here, in order.
@@ -330,37 +334,6 @@ class HeadService:
             return None
         self.commits.committed(result[1])
         return result[1].version
-
-    async def register_global(self, component: GlobalComponent) -> None:
-        """``<global endpoint>``: register, or send a registered component a fresh full copy."""
-        if self.global_feeds.full_copy(component.endpoint):
-            return
-
-        def build(catalog: Catalog) -> list[Change] | None:
-            if component.endpoint in catalog.globals:
-                return None
-            return [Change("global", component.endpoint, to_text(GlobalComponent(component.endpoint)))]
-
-        await self.commit(build)
-
-    async def register_region(self, registration: Region) -> int | None:
-        """``<region name endpoint>``: a regional component says where it listens (paper 2.2).
-
-        The nodes of that region are then sent the endpoint in their slices,
-        and start reflecting to it.
-        """
-        def build(catalog: Catalog) -> list[Change] | None:
-            if catalog.regions.get(registration.key) == registration:
-                return None
-            return [Change("region", registration.key, to_text(registration))]
-
-        return await self.commit(build)
-
-    async def unregister_global(self, endpoint: str) -> bool:
-        def build(catalog: Catalog) -> list[Change] | None:
-            return [Change("global", endpoint, None)] if endpoint in catalog.globals else None
-
-        return await self.commit(build) is not None
 
     async def _failover_checks(self) -> None:
         while True:

@@ -1,0 +1,112 @@
+"""head/quiet_pacer.py: catalog-sized background work waits for quiet, and for the Head to finish a change.
+
+A copy built or an index saved while nodes are still taking a change slows
+that change's end (issue 37: a 2.5 s index save landed inside a move at
+100,000 boxes), so a run also waits until ``busy()`` is false; a Head that
+stays busy runs it anyway after :data:`BUSY_WAIT` quiet spells since its last
+run (changes meanwhile do not start the count again), and a node down or
+failing does not count as busy (:func:`~boreas.head.node_sync.catching_up`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from boreas.catalog.model import Box, Catalog
+from boreas.head.node_sync import NodeSync, catching_up
+from boreas.head.pending import PendingRequests
+from boreas.head.quiet_pacer import BUSY_WAIT, QuietPacer
+
+
+async def _run_until(pacer: QuietPacer, runs: list[int], count: int, step) -> int:
+    """Run the pacer until ``count`` runs; ``step()`` is called every 10 ms meanwhile; the steps taken."""
+    task = asyncio.create_task(pacer.run(lambda: _work(runs)))
+    steps = 0
+    try:
+        while len(runs) < count:
+            await asyncio.sleep(0.01)
+            steps += 1
+            step(steps)
+    finally:
+        task.cancel()
+    return steps
+
+
+async def _work(runs: list[int]) -> float:
+    runs.append(1)
+    return 0.0
+
+
+async def test_a_run_waits_until_the_head_is_no_longer_busy():
+    state = {"busy": True, "busy_checks": 0}
+
+    def busy() -> bool:
+        state["busy_checks"] += 1
+        return state["busy"]
+
+    pacer = QuietPacer(quiet=0.001, ratio=0.0, least=0.0, busy=busy)
+    runs: list[int] = []
+    pacer.changed()
+
+    def step(steps: int) -> None:
+        assert not runs or not state["busy"] or state["busy_checks"] > BUSY_WAIT  # never while busy
+        if state["busy_checks"] >= 3:
+            state["busy"] = False
+
+    await _run_until(pacer, runs, 1, step)
+    assert runs == [1] and not state["busy"] and state["busy_checks"] >= 3
+
+
+async def test_a_head_busy_for_good_runs_it_after_busy_wait_quiet_spells():
+    checks = []
+    pacer = QuietPacer(quiet=0.001, ratio=0.0, least=0.0, busy=lambda: checks.append(1) or True)
+    runs: list[int] = []
+    pacer.changed()
+    await _run_until(pacer, runs, 1, lambda steps: None)
+    assert runs == [1] and len(checks) == BUSY_WAIT + 1
+
+
+async def test_without_busy_it_runs_after_the_quiet_spell():
+    pacer = QuietPacer(quiet=0.001, ratio=0.0, least=0.0)
+    runs: list[int] = []
+    pacer.changed()
+    await _run_until(pacer, runs, 1, lambda steps: None)
+    assert runs == [1]
+
+
+async def test_a_head_busy_for_good_with_changes_every_few_spells_still_runs_it():
+    """A change every 5 quiet spells, fewer than BUSY_WAIT apart, and busy() true for good (a node down):
+    the spells waited count from the last run, not from the last change, so the run is not starved."""
+    checks: list[int] = []
+    pacer = QuietPacer(quiet=0.001, ratio=0.0, least=0.0)
+    runs: list[int] = []
+
+    def busy() -> bool:
+        checks.append(1)
+        if len(checks) % 5 == 0:
+            pacer.changed()  # a periodic change (the next spell starts over; the count goes on)
+        return True
+
+    pacer.busy = busy
+    pacer.changed()
+    task = asyncio.create_task(pacer.run(lambda: _work(runs)))
+    try:
+        while not runs and len(checks) < 10 * BUSY_WAIT:
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    assert runs and len(checks) <= 2 * BUSY_WAIT
+
+
+def test_a_node_down_or_failing_does_not_keep_the_head_busy():
+    syncs = {e: NodeSync(e, None, PendingRequests(), lambda: None) for e in ("a:1", "b:1", "c:1")}  # type: ignore
+    for sync in syncs.values():
+        sync.set_desired(Catalog(boxes={"x": Box("x", "filter", (), (), node=sync.endpoint)}), 2)  # not acked
+    syncs["b:1"].failure = "node unreachable"
+    down = {"c:1"}
+    assert catching_up(syncs.values(), lambda e: e not in down)  # a:1 alive, taking the change
+    down.add("a:1")
+    assert not catching_up(syncs.values(), lambda e: e not in down)
+    down.clear()
+    syncs["a:1"].acked_version = syncs["c:1"].acked_version = 2  # the live ones in sync: b:1 failing only
+    assert not catching_up(syncs.values(), lambda e: True)
