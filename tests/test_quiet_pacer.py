@@ -110,3 +110,18 @@ def test_a_node_down_or_failing_does_not_keep_the_head_busy():
     down.clear()
     syncs["a:1"].acked_version = syncs["c:1"].acked_version = 2  # the live ones in sync: b:1 failing only
     assert not catching_up(syncs.values(), lambda e: True)
+
+
+def test_a_submission_on_its_way_in_keeps_the_head_busy():
+    """A deployment's next part being read and checked: the copy ahead and the index save wait for it (their
+    CPU would slow the part, which makes them stale anyway: issue 37), as they wait for nodes taking one."""
+    from boreas.head.service import HeadService
+
+    head = HeadService("memory://", token=None, snapshot_interval=0)
+    pacers = (head.copy_ahead.pacer, head.index_saver.pacer)
+    assert not head.busy() and not any(p.busy() for p in pacers)
+    with head.taking_submission():
+        with head.taking_submission():
+            assert head.busy() and all(p.busy() for p in pacers)
+        assert all(p.busy() for p in pacers)  # (one still on its way)
+    assert not head.busy() and not any(p.busy() for p in pacers)
