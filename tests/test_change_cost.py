@@ -60,6 +60,7 @@ def test_a_layered_version_reads_as_a_dict_and_leaves_the_versions_before_it_alo
                    for k in range(13))
     for version, seen in versions:
         assert dict(version) == seen and version.flat() == seen
+        assert list(version.flat()) == list(version)  # (folded, in the order a walk reads: base, then new)
 
 
 @settings(max_examples=examples(200), **SETTINGS)
