@@ -107,6 +107,24 @@ class Layered(MutableMapping[K, V]):
         else:
             del self._own[key]
 
+    def pop(self, key: K, default: Any = _GONE) -> Any:
+        """As ``dict.pop``; without the exception MutableMapping's raises and catches for a missing key (a
+        deployment's part pops every new stream's state before typing it)."""
+        own = self._own
+        value = own.get(key, self)
+        if value is self:
+            value = self._base.get(key, _GONE)
+        if value is _GONE:
+            if default is _GONE:
+                raise KeyError(key)
+            return default
+        self._len -= 1
+        if key in self._base:
+            own[key] = _GONE
+        else:
+            del own[key]
+        return value
+
     def __iter__(self) -> Iterator[K]:
         if not self._own:
             return iter(self._base)
