@@ -118,11 +118,7 @@ class Layered(MutableMapping[K, V]):
             if default is _GONE:
                 raise KeyError(key)
             return default
-        self._len -= 1
-        if key in self._base:
-            own[key] = _GONE
-        else:
-            del own[key]
+        del self[key]  # (through __delitem__, which a tracking subclass notes: catalog/tracked.py)
         return value
 
     def __iter__(self) -> Iterator[K]:
