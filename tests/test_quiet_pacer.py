@@ -15,7 +15,7 @@ import asyncio
 from boreas.catalog.model import Box, Catalog
 from boreas.head.node_sync import NodeSync, catching_up
 from boreas.head.pending import PendingRequests
-from boreas.head.quiet_pacer import BUSY_WAIT, QuietPacer
+from boreas.head.quiet_pacer import BUSY_WAIT, HELD_WAIT, QuietPacer
 
 
 async def _run_until(pacer: QuietPacer, runs: list[int], count: int, step) -> int:
@@ -112,16 +112,43 @@ def test_a_node_down_or_failing_does_not_keep_the_head_busy():
     assert not catching_up(syncs.values(), lambda e: True)
 
 
-def test_a_submission_on_its_way_in_keeps_the_head_busy():
+def test_a_submission_on_its_way_in_holds_the_heads_catalog_sized_work():
     """A deployment's next part being read and checked: the copy ahead and the index save wait for it (their
     CPU would slow the part, which makes them stale anyway: issue 37), as they wait for nodes taking one."""
     from boreas.head.service import HeadService
 
     head = HeadService("memory://", token=None, snapshot_interval=0)
     pacers = (head.copy_ahead.pacer, head.index_saver.pacer)
-    assert not head.busy() and not any(p.busy() for p in pacers)
+    assert not head.submission_coming() and not any(p.held() or p.busy() for p in pacers)
     with head.taking_submission():
         with head.taking_submission():
-            assert head.busy() and all(p.busy() for p in pacers)
-        assert all(p.busy() for p in pacers)  # (one still on its way)
-    assert not head.busy() and not any(p.busy() for p in pacers)
+            assert head.submission_coming() and all(p.held() for p in pacers)
+        assert all(p.held() for p in pacers)  # (one still on its way)
+    assert not head.submission_coming() and not any(p.held() for p in pacers)
+
+
+async def test_held_spells_do_not_count_against_busy_wait_and_are_bounded_apart():
+    """Held for good (submissions back to back): the run comes after HELD_WAIT spells, not BUSY_WAIT; held
+    then busy: the held spells do not use up the spells busy() may take."""
+    held_checks: list[int] = []
+    pacer = QuietPacer(quiet=0.001, ratio=0.0, least=0.0, held=lambda: held_checks.append(1) or True)
+    runs: list[int] = []
+    pacer.changed()
+    await _run_until(pacer, runs, 1, lambda steps: None)
+    assert runs == [1] and len(held_checks) == HELD_WAIT
+
+    state = {"held": 5, "busy": 0}
+
+    def held() -> bool:
+        state["held"] -= 1
+        return state["held"] >= 0
+
+    def busy() -> bool:
+        state["busy"] += 1
+        return True
+
+    pacer = QuietPacer(quiet=0.001, ratio=0.0, least=0.0, busy=busy, held=held)
+    runs = []
+    pacer.changed()
+    await _run_until(pacer, runs, 1, lambda steps: None)
+    assert runs == [1] and state["busy"] == BUSY_WAIT + 1  # (as without held: the 5 held spells came first)

@@ -1,7 +1,7 @@
-"""POST /submissions keeps the Head busy from its upload to its commit (issue 37: a deployment in parts).
+"""POST /submissions holds the Head's catalog-sized work from its upload to its commit (issue 37: a deployment in parts).
 
 Work that costs the catalog's size (the copy built ahead, the index saved)
-waits while the Head is busy (head/quiet_pacer.py); a deployment of 100,000
+waits while a submission is on its way in (head/quiet_pacer.py's held); a deployment of 100,000
 boxes in ten parts had both run during every next part's reading and
 checking, taking its CPU, for a catalog the part then made stale.  An
 in-process Head (memory store, no nodes): what the Head says while the
@@ -19,25 +19,25 @@ APP = ('<borealis><schema name="R"><field name="value" type="double"/></schema><
        '<parameter name="expression.0" value="value &gt; 0.5"/></box></borealis>')
 
 
-async def test_a_submission_keeps_the_head_busy_until_committed():
+async def test_a_submission_holds_the_copy_ahead_and_the_index_save_until_committed():
     head = HeadService("memory://", token=None, snapshot_interval=0)
     await head.start("127.0.0.1", 0)
     seen: list[tuple[bool, bool]] = []
     submit = head.submit
 
     async def watched(documents, replacing=False):
-        seen.append((head.busy(), head.copy_ahead.pacer.busy()))
+        seen.append((head.submission_coming(), head.copy_ahead.pacer.held() and head.index_saver.pacer.held()))
         return await submit(documents, replacing=replacing)
 
     head.submit = watched  # type: ignore[method-assign]
     try:
-        assert not head.busy()
+        assert not head.submission_coming()
         form = aiohttp.FormData()
         form.add_field("document", APP.encode(), filename="app.xml", content_type="application/xml")
         async with aiohttp.ClientSession() as session:
             async with session.post(f"http://{head.server.endpoint}/submissions", data=form) as response:
                 assert response.status == 202, await response.text()
         assert seen == [(True, True)]
-        assert not head.busy()  # (no node to wait for: nothing else keeps it busy)
+        assert not head.submission_coming() and not head.copy_ahead.pacer.held()
     finally:
         await head.close()
