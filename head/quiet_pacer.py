@@ -72,6 +72,9 @@ class QuietPacer:
         while True:
             await self._changed.wait()
             self._changed.clear()
+            # The rate limit first, so the quiet spell and _settled() are the last things before the run (a
+            # submission that began during this wait holds the run as one before it does).
+            await asyncio.sleep(max(0.0, self._next - loop.time()))
             while True:  # until quiet for self.quiet seconds
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), self.quiet)
@@ -79,6 +82,5 @@ class QuietPacer:
                     continue
                 if self._settled():
                     break
-            await asyncio.sleep(max(0.0, self._next - loop.time()))
             took = await work()
             self._next = loop.time() + max(self.least, self.ratio * took)

@@ -152,3 +152,32 @@ async def test_held_spells_do_not_count_against_busy_wait_and_are_bounded_apart(
     pacer.changed()
     await _run_until(pacer, runs, 1, lambda steps: None)
     assert runs == [1] and state["busy"] == BUSY_WAIT + 1  # (as without held: the 5 held spells came first)
+
+
+async def test_a_submission_that_begins_while_the_rate_limit_waits_holds_the_run():
+    """The quiet spell ended and the pacer waits out its rate limit (``least``) when a submission begins: the
+    run waits for it as for one that began before (the check for held comes after the rate limit)."""
+    state = {"held": False}
+    log: list[bool] = []
+
+    async def work() -> float:
+        log.append(state["held"])
+        return 0.0
+
+    pacer = QuietPacer(quiet=0.05, ratio=0.0, least=1.0, held=lambda: state["held"])
+    task = asyncio.create_task(pacer.run(work))
+    try:
+        pacer.changed()
+        while not log:
+            await asyncio.sleep(0.01)
+        pacer.changed()
+        await asyncio.sleep(0.2)  # quiet: the pacer waits for the rate limit (1 s after the first run)
+        state["held"] = True
+        await asyncio.sleep(1.2)
+        assert log == [False]  # no run while the submission is on its way in
+        state["held"] = False
+        while len(log) < 2:
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    assert log == [False, False]
