@@ -182,10 +182,13 @@ def measure_size(run: Run, args: argparse.Namespace, boxes: int, catalog_url: st
     deploy = {"total": 0.0, "note": ""}
     head_cpu, nodes_cpu = cpu_seconds(cluster.head_proc.pid), sum(cpu_seconds(p.pid) for p in cluster.node_procs)
     for k, (app, dep) in enumerate(parts):
+        part_head, part_nodes = cpu_seconds(cluster.head_proc.pid), sum(cpu_seconds(p.pid) for p in cluster.node_procs)
         step = deploy_part(cluster, run.token, app, dep, args.timeout)
         deploy = {"total": deploy["total"] + step["total"], "note": deploy["note"] or step["note"]}
-        if len(parts) > 1:
-            print(f"  part {k + 1}/{len(parts)}: {step['total']:.2f} s{step['note']}", flush=True)
+        if len(parts) > 1:  # (each part's CPU too: a cost growing with the catalog shows as parts growing)
+            print(f"  part {k + 1}/{len(parts)}: {step['total']:.2f} s{step['note']}; CPU: Head "
+                  f"{cpu_seconds(cluster.head_proc.pid) - part_head:.2f} s, nodes "
+                  f"{sum(cpu_seconds(p.pid) for p in cluster.node_procs) - part_nodes:.2f} s", flush=True)
     # CPU seconds, which the machine's other work inflates less than wall time (the Head is one process;
     # the nodes share the cores with it).
     deploy["head_cpu"] = cpu_seconds(cluster.head_proc.pid) - head_cpu

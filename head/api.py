@@ -159,7 +159,7 @@ class _Api:
 
     async def submit(self, request: web.Request) -> web.Response:
         """Validate application and deployment XML and commit it as one catalog version."""
-        with self.metrics.timed_submission() as outcome:
+        with self.metrics.timed_submission() as outcome, self.head.taking_submission():
             files = await submitted_files(request)
             if isinstance(files, web.Response):
                 return files

@@ -7,6 +7,7 @@ by this protocol, so it does not import the service that imports it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
@@ -54,6 +55,8 @@ class HeadContext(Protocol):
     async def wait_for_change(self, after: int, timeout: float) -> None: ...
 
     async def submit(self, documents: Sequence[Document]) -> Submission: ...
+
+    def taking_submission(self) -> AbstractContextManager[None]: ...
 
     async def register_global(self, component: GlobalComponent) -> None: ...
 

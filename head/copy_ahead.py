@@ -35,9 +35,9 @@ class CopyAhead:
     """Builds the copy ahead when its :class:`~.quiet_pacer.QuietPacer` says; the version built last."""
 
     def __init__(self, copies: CatalogCopies, quiet: float = 0.5, ratio: float = 10.0, least: float = 1.0,
-                 busy: Callable[[], bool] | None = None):
+                 busy: Callable[[], bool] | None = None, held: Callable[[], bool] | None = None):
         self.copies = copies
-        self.pacer = QuietPacer(quiet, ratio, least, busy)  # quiet spells, builds paced by their CPU time
+        self.pacer = QuietPacer(quiet, ratio, least, busy, held)  # quiet spells, builds paced by their CPU time
         self.built: int | None = None  # the catalog version built ahead last (status, tests)
 
     def changed(self) -> None:

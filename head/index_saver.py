@@ -39,10 +39,11 @@ class IndexSaver:
     """Saves the index when its :class:`~.quiet_pacer.QuietPacer` says (and on close); owns the version saved last."""
 
     def __init__(self, current: Callable[[], CatalogIndex], store: Callable[[], CatalogStore | None],
-                 quiet: float = 2.0, ratio: float = 20.0, least: float = 10.0, busy: Callable[[], bool] | None = None):
+                 quiet: float = 2.0, ratio: float = 20.0, least: float = 10.0, busy: Callable[[], bool] | None = None,
+                 held: Callable[[], bool] | None = None):
         self.current = current
         self.store = store
-        self.pacer = QuietPacer(quiet, ratio, least, busy)  # quiet spells, saves paced by their CPU time
+        self.pacer = QuietPacer(quiet, ratio, least, busy, held)  # quiet spells, saves paced by their CPU time
         self.saved: int | None = None  # the catalog version saved last by this Head
 
     def started(self, version: int, decoded: bool) -> None:

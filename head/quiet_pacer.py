@@ -24,12 +24,17 @@ from collections.abc import Awaitable, Callable
 
 #: Quiet spells a run waits at most for the Head to stop being busy (a node down stays out of sync).
 BUSY_WAIT = 20
+#: Quiet spells a run waits at most, besides, while the next change is on its way in (``held``: a submission
+#: being read and checked, which takes seconds a part on a loaded machine), so that a Head taking submissions
+#: back to back still runs it now and then.
+HELD_WAIT = 200
 
 
 class QuietPacer:
     """Owns when the work runs next: whether a change is waiting, and the loop time before which it may not."""
 
-    def __init__(self, quiet: float, ratio: float, least: float, busy: Callable[[], bool] | None = None):
+    def __init__(self, quiet: float, ratio: float, least: float, busy: Callable[[], bool] | None = None,
+                 held: Callable[[], bool] | None = None):
         self.quiet = quiet  # seconds without a change before a run
         self.ratio = ratio  # the next run waits this many times the last one's CPU time ...
         self.least = least  # ... and at least this many seconds
@@ -37,6 +42,11 @@ class QuietPacer:
         # up to BUSY_WAIT quiet spells, so its CPU does not slow the change's own end (issue 37: a 2.5 s
         # index save during a move at 100,000 boxes).
         self.busy = busy or (lambda: False)
+        # The next change already on its way in (a deployment's next part being read and checked): a run waits
+        # for it too, up to HELD_WAIT spells counted apart (a deployment in ten parts would otherwise spend
+        # BUSY_WAIT within a part on a loaded machine, and run the work, stale at the next commit, per part).
+        self.held = held or (lambda: False)
+        self._held = 0  # quiet spells waited for held() since the last run
         self._changed = asyncio.Event()
         self._next = 0.0  # loop time before which no run starts
         self._waited = 0  # quiet spells waited for busy() since the last run
@@ -47,8 +57,11 @@ class QuietPacer:
 
     def _settled(self) -> bool:
         """After a quiet spell: whether the Head is done with the change (or waited long enough for it)."""
+        if self._held < HELD_WAIT and self.held():
+            self._held += 1
+            return False
         if not self.busy() or self._waited >= BUSY_WAIT:
-            self._waited = 0
+            self._waited = self._held = 0
             return True
         self._waited += 1
         return False
@@ -59,6 +72,9 @@ class QuietPacer:
         while True:
             await self._changed.wait()
             self._changed.clear()
+            # The rate limit first, so the quiet spell and _settled() are the last things before the run (a
+            # submission that began during this wait holds the run as one before it does).
+            await asyncio.sleep(max(0.0, self._next - loop.time()))
             while True:  # until quiet for self.quiet seconds
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), self.quiet)
@@ -66,6 +82,5 @@ class QuietPacer:
                     continue
                 if self._settled():
                     break
-            await asyncio.sleep(max(0.0, self._next - loop.time()))
             took = await work()
             self._next = loop.time() + max(self.least, self.ratio * took)

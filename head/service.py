@@ -29,7 +29,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from boreas.catalog.boxtypes import BoxTypeRegistry
 from boreas.catalog.collector import collector_paused
@@ -82,8 +82,9 @@ class HeadService:
         self.syncs: dict[str, NodeSync] = {}
         # The catalog serialized once per version, for GET /catalog and global components' full copies.
         self.copies = CatalogCopies(lambda: self.catalog, self.origin)
-        self.copy_ahead = CopyAhead(self.copies,  # each version's copy built once quiet (issue 37)
-                                    busy=lambda: catching_up(self.syncs.values(), self.membership.alive))
+        self.submitting = 0  # POST /submissions being read, checked or committed (taking_submission)
+        self.copy_ahead = CopyAhead(self.copies, busy=self.catching_up,  # each version's copy built once quiet
+                                    held=self.submission_coming)  # (issue 37)
         self.submissions = SubmissionLog(lambda: self.store)  # records in the store: the next leader answers
         self.pending = PendingRequests(pending_timeout)
         self.membership = Membership(heartbeat_timeout)
@@ -101,8 +102,8 @@ class HeadService:
         # checked, and the nodes' slices recomputed, by what it touches.
         self.index = CatalogIndex.build(self.catalog, self.box_types)
         # The leader saves the index now and then, so a start decodes it (head/index_saver.py); it and the
-        self.index_saver = IndexSaver(lambda: self.index, lambda: self.store,  # copy wait for nodes in sync
-                                      busy=lambda: catching_up(self.syncs.values(), self.membership.alive))
+        self.index_saver = IndexSaver(lambda: self.index, lambda: self.store,  # copy wait while busy or held
+                                      busy=self.catching_up, held=self.submission_coming)
         self.slices = NodeSlices()  # every node's slice of self.catalog, sliced again where a commit reaches
         # Every background task (commit follower, expiry, one per node sync and global feed, failover's
         # records) is owned here: a task that crashes is logged with its traceback and restarted.
@@ -245,6 +246,25 @@ class HeadService:
         while self.revision <= after and loop.time() < deadline:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), deadline - loop.time())
+
+    @contextlib.contextmanager
+    def taking_submission(self) -> Iterator[None]:
+        """A submission is on its way in (POST /submissions, from its upload to its commit)."""
+        self.submitting += 1
+        try:
+            yield
+        finally:
+            self.submitting -= 1
+
+    def submission_coming(self) -> bool:
+        """Whether a submission is on its way in: work costing the catalog's size (the copy ahead, the index
+        save) waits for it (a deployment's next part: that work would take the part's CPU, and the part makes
+        it stale anyway, issue 37)."""
+        return self.submitting > 0
+
+    def catching_up(self) -> bool:
+        """Whether a node is not yet in sync with the last change (that work waits for it too)."""
+        return catching_up(self.syncs.values(), self.membership.alive)
 
     # -- following the catalog ---------------------------------------------
 

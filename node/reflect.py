@@ -80,6 +80,8 @@ class Reflector:
         wanted = region_endpoints(catalog)
         for endpoint in set(self._regions) - wanted:
             self._drop(endpoint)
+        if not wanted:
+            return  # (in no region: the change is not written as text at all, a node in none pays nothing)
         text = update_document(items, version=catalog.version, origin=self.endpoint) if items else None
         for endpoint in sorted(wanted):
             region = self._regions.get(endpoint)

@@ -46,6 +46,7 @@ IN_PROCESS = (
     "test_array_fields.py",                  # array fields through the operators, by hand
     "test_box_text.py",                      # a box written as text against lxml
     "test_change_cost.py",                   # layered dicts, cycle search, diffs by keys, derivations: in process
+    "test_reflect_cost.py",                  # a node's reflection to its regions driven by hand (no region: no text)
     "test_nullable_fields.py",               # nullable fields through XML, the wire and the operators, by hand
     "test_batching.py",                      # a dataflow driven by hand, its input log on disk
     "test_cumulus_sim.py", "test_cumulus_failover_sim.py", "test_cumulus_holding.py", "test_cumulus_handover_sim.py",

@@ -35,7 +35,7 @@ from support.property_scale import SETTINGS, examples
 
 # (keys up to 300 and long runs, so a version's own entries pass the fold bound, 64 + isqrt(base), and
 # ``Layered.over`` flattens: both paths are read back against the model)
-_OPS = st.lists(st.tuples(st.sampled_from(["set", "set", "del", "next"]), st.integers(0, 300), st.integers()),
+_OPS = st.lists(st.tuples(st.sampled_from(["set", "set", "del", "pop", "next"]), st.integers(0, 300), st.integers()),
                 max_size=300)
 
 
@@ -51,15 +51,21 @@ def test_a_layered_version_reads_as_a_dict_and_leaves_the_versions_before_it_alo
         elif op == "set":
             current[key] = value
             model[key] = value
+        elif op == "pop":  # (Layered's own pop: a missing key answers the default without an exception)
+            assert current.pop(key, "none") == model.pop(key, "none")
         elif key in model:
             del current[key]
             del model[key]
+        else:
+            with pytest.raises(KeyError):
+                current.pop(key)
         versions[-1] = (current, dict(model))
         assert dict(current) == model and len(current) == len(model) and sorted(current) == sorted(model)
         assert all(current.get(k, "none") == model.get(k, "none") and (k in current) == (k in model)
                    for k in range(13))
     for version, seen in versions:
         assert dict(version) == seen and version.flat() == seen
+        assert list(version.flat()) == list(version)  # (folded, in the order a walk reads: base, then new)
 
 
 @settings(max_examples=examples(200), **SETTINGS)

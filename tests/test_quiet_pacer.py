@@ -15,7 +15,7 @@ import asyncio
 from boreas.catalog.model import Box, Catalog
 from boreas.head.node_sync import NodeSync, catching_up
 from boreas.head.pending import PendingRequests
-from boreas.head.quiet_pacer import BUSY_WAIT, QuietPacer
+from boreas.head.quiet_pacer import BUSY_WAIT, HELD_WAIT, QuietPacer
 
 
 async def _run_until(pacer: QuietPacer, runs: list[int], count: int, step) -> int:
@@ -110,3 +110,74 @@ def test_a_node_down_or_failing_does_not_keep_the_head_busy():
     down.clear()
     syncs["a:1"].acked_version = syncs["c:1"].acked_version = 2  # the live ones in sync: b:1 failing only
     assert not catching_up(syncs.values(), lambda e: True)
+
+
+def test_a_submission_on_its_way_in_holds_the_heads_catalog_sized_work():
+    """A deployment's next part being read and checked: the copy ahead and the index save wait for it (their
+    CPU would slow the part, which makes them stale anyway: issue 37), as they wait for nodes taking one."""
+    from boreas.head.service import HeadService
+
+    head = HeadService("memory://", token=None, snapshot_interval=0)
+    pacers = (head.copy_ahead.pacer, head.index_saver.pacer)
+    assert not head.submission_coming() and not any(p.held() or p.busy() for p in pacers)
+    with head.taking_submission():
+        with head.taking_submission():
+            assert head.submission_coming() and all(p.held() for p in pacers)
+        assert all(p.held() for p in pacers)  # (one still on its way)
+    assert not head.submission_coming() and not any(p.held() for p in pacers)
+
+
+async def test_held_spells_do_not_count_against_busy_wait_and_are_bounded_apart():
+    """Held for good (submissions back to back): the run comes after HELD_WAIT spells, not BUSY_WAIT; held
+    then busy: the held spells do not use up the spells busy() may take."""
+    held_checks: list[int] = []
+    pacer = QuietPacer(quiet=0.001, ratio=0.0, least=0.0, held=lambda: held_checks.append(1) or True)
+    runs: list[int] = []
+    pacer.changed()
+    await _run_until(pacer, runs, 1, lambda steps: None)
+    assert runs == [1] and len(held_checks) == HELD_WAIT
+
+    state = {"held": 5, "busy": 0}
+
+    def held() -> bool:
+        state["held"] -= 1
+        return state["held"] >= 0
+
+    def busy() -> bool:
+        state["busy"] += 1
+        return True
+
+    pacer = QuietPacer(quiet=0.001, ratio=0.0, least=0.0, busy=busy, held=held)
+    runs = []
+    pacer.changed()
+    await _run_until(pacer, runs, 1, lambda steps: None)
+    assert runs == [1] and state["busy"] == BUSY_WAIT + 1  # (as without held: the 5 held spells came first)
+
+
+async def test_a_submission_that_begins_while_the_rate_limit_waits_holds_the_run():
+    """The quiet spell ended and the pacer waits out its rate limit (``least``) when a submission begins: the
+    run waits for it as for one that began before (the check for held comes after the rate limit)."""
+    state = {"held": False}
+    log: list[bool] = []
+
+    async def work() -> float:
+        log.append(state["held"])
+        return 0.0
+
+    pacer = QuietPacer(quiet=0.05, ratio=0.0, least=1.0, held=lambda: state["held"])
+    task = asyncio.create_task(pacer.run(work))
+    try:
+        pacer.changed()
+        while not log:
+            await asyncio.sleep(0.01)
+        pacer.changed()
+        await asyncio.sleep(0.2)  # quiet: the pacer waits for the rate limit (1 s after the first run)
+        state["held"] = True
+        await asyncio.sleep(1.2)
+        assert log == [False]  # no run while the submission is on its way in
+        state["held"] = False
+        while len(log) < 2:
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    assert log == [False, False]

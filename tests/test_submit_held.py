@@ -1,0 +1,43 @@
+"""POST /submissions holds the Head's catalog-sized work from its upload to its commit (issue 37: a deployment in parts).
+
+Work that costs the catalog's size (the copy built ahead, the index saved)
+waits while a submission is on its way in (head/quiet_pacer.py's held); a deployment of 100,000
+boxes in ten parts had both run during every next part's reading and
+checking, taking its CPU, for a catalog the part then made stale.  An
+in-process Head (memory store, no nodes): what the Head says while the
+request is handled, and after.
+"""
+
+from __future__ import annotations
+
+import aiohttp
+
+from boreas.head.service import HeadService
+
+APP = ('<borealis><schema name="R"><field name="value" type="double"/></schema><input stream="in" schema="R"/>'
+       '<box name="f" type="filter"><in stream="in"/><out stream="f_t"/>'
+       '<parameter name="expression.0" value="value &gt; 0.5"/></box></borealis>')
+
+
+async def test_a_submission_holds_the_copy_ahead_and_the_index_save_until_committed():
+    head = HeadService("memory://", token=None, snapshot_interval=0)
+    await head.start("127.0.0.1", 0)
+    seen: list[tuple[bool, bool]] = []
+    submit = head.submit
+
+    async def watched(documents, replacing=False):
+        seen.append((head.submission_coming(), head.copy_ahead.pacer.held() and head.index_saver.pacer.held()))
+        return await submit(documents, replacing=replacing)
+
+    head.submit = watched  # type: ignore[method-assign]
+    try:
+        assert not head.submission_coming()
+        form = aiohttp.FormData()
+        form.add_field("document", APP.encode(), filename="app.xml", content_type="application/xml")
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"http://{head.server.endpoint}/submissions", data=form) as response:
+                assert response.status == 202, await response.text()
+        assert seen == [(True, True)]
+        assert not head.submission_coming() and not head.copy_ahead.pacer.held()
+    finally:
+        await head.close()
