@@ -44,7 +44,7 @@ from boreas.wire.columns import Columns, weighted
 from .base import Emitted
 from .m3box import M3Operator
 from .m3memo import present
-from .m3topn_append import AppendTops
+from .m3topn_append import AppendTops, view_deltas
 
 
 class _Desc:
@@ -223,21 +223,6 @@ def ranked_for(spec: TopN, view: Schema, out: Schema) -> RankedRows:
     columns = tuple(fields[:-1] if spec.counted else fields)
     numbers = frozenset(f.name for f in view.fields if f.type != FieldType.STRING)
     return RankedRows(spec, columns, tuple(f.name for f in out.fields), numbers)
-
-
-def view_deltas(spec: TopN, rows: list[tuple], weights: list[int], deltas: dict[tuple, int]) -> None:
-    """A view changelog's ``rows`` (each with its weight) into ``deltas`` (row -> change of its multiplicity)."""
-    if spec.distinct:  # a group is one row while its count is positive: -old/+new of a count cancel
-        for row, w in zip(rows, weights):
-            key = row[:-1]
-            deltas[key] = deltas.get(key, 0) + w * ((row[-1] > 0) - (row[-1] < 0))
-    elif spec.counted:
-        for row, w in zip(rows, weights):
-            key = row[:-1]
-            deltas[key] = deltas.get(key, 0) + w * row[-1]
-    else:
-        for row, w in zip(rows, weights):
-            deltas[row] = deltas.get(row, 0) + w
 
 
 class TopNM3Operator(M3Operator):

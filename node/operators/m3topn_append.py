@@ -28,23 +28,51 @@ row of the batch is a candidate (the merge in Python decides, as before).
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from boreas.m3.compiler.rownumber import TopN
 from boreas.wire.columns import Columns
 
-if TYPE_CHECKING:
-    from .m3topn import RankedRows
+
+class Ranking(Protocol):
+    """What :class:`AppendTops` reads of node/operators/m3topn.py's ``RankedRows``: the top-N, the view's row
+    columns, the positions of PARTITION BY and ORDER BY, the keys and the out rows it makes."""
+
+    spec: TopN
+    columns: tuple[str, ...]
+    partition: tuple[int, ...]
+    order: tuple[tuple[int, bool], ...]
+    part_key: Callable[[tuple], tuple]
+    sort_key: Callable[[tuple], tuple]
+
+    def out_rows(self, rows: list[tuple]) -> list[tuple]: ...
+
+
+def view_deltas(spec: TopN, rows: list[tuple], weights: list[int], deltas: dict[tuple, int]) -> None:
+    """A view changelog's ``rows`` (each with its weight) into ``deltas`` (row -> change of its multiplicity)."""
+    if spec.distinct:  # a group is one row while its count is positive: -old/+new of a count cancel
+        for row, w in zip(rows, weights):
+            key = row[:-1]
+            deltas[key] = deltas.get(key, 0) + w * ((row[-1] > 0) - (row[-1] < 0))
+    elif spec.counted:
+        for row, w in zip(rows, weights):
+            key = row[:-1]
+            deltas[key] = deltas.get(key, 0) + w * row[-1]
+    else:
+        for row, w in zip(rows, weights):
+            deltas[row] = deltas.get(row, 0) + w
 
 
 class AppendTops:
     """Owns each partition's first N rows (their sort keys, a row n times listed n times, and the out rows they
     make) while no row has left the view; ``ranked`` lends the top-N's sort and partition keys and projection."""
 
-    def __init__(self, ranked: "RankedRows"):
+    def __init__(self, ranked: Ranking):
         self.ranked = ranked
         self.keys: dict[tuple, list[tuple]] = {}
         self.top: dict[tuple, list[tuple]] = {}
@@ -69,8 +97,6 @@ class AppendTops:
         """What a view changelog adds, or None when a row leaves (its multiplicity, netted over the batch, falls):
         a table of the added rows (a row n times repeated n times) when the changelog is columns whose weights are
         all positive, else (rows, their added multiplicity) netted in Python as ``view_deltas`` does."""
-        from .m3topn import view_deltas
-
         spec = self.ranked.spec
         if isinstance(changed, Columns):
             batch = changed.batch
