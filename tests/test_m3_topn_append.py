@@ -58,7 +58,7 @@ def test_the_first_n_kept_while_rows_arrive_are_every_row_ranked(batches, limit,
         summed.update(came)
         assert all(n >= 0 for n in summed.values())
         assert +summed == Counter(tops.rows()) == Counter(every.rows())
-        assert all(len(keys) <= limit for keys in tops.keys.values())
+        assert all(len(rows) <= limit for rows in tops.held.values())
 
 
 def test_a_row_leaving_is_no_append_and_a_null_ranks_in_python():
@@ -85,7 +85,7 @@ def test_the_box_ranks_every_row_from_the_first_row_that_leaves_its_view():
             seen.update({r: w for r, w in zip(rows, weights)})
 
     feed([(1, 1, 30, "x", 1), (1, 2, 20, "x", 1), (1, 3, 10, "x", 1), (2, 1, 7, "y", 1)])
-    assert op.tops is not None and len(op.tops.keys[(1,)]) == 2  # (1, 3, 10) is not kept
+    assert op.tops is not None and len(op.tops.held[(1,)]) == 2  # (1, 3, 10) is not kept
     feed([(1, 1, 30, "x", -1)])
     assert op.tops is None
     want = Counter([(1, 2, 20, "x", 1), (1, 3, 10, "x", 2), (2, 1, 7, "y", 1)])

@@ -69,13 +69,16 @@ def view_deltas(spec: TopN, rows: list[tuple], weights: list[int], deltas: dict[
 
 
 class AppendTops:
-    """Owns each partition's first N rows (their sort keys, a row n times listed n times, and the out rows they
-    make) while no row has left the view; ``ranked`` lends the top-N's sort and partition keys and projection."""
+    """Owns each partition's first N rows (a row n times listed n times; their sort keys, made only once a later
+    batch merges rows there; the out rows they make) while no row has left the view; ``ranked`` lends the
+    top-N's sort and partition keys and projection.  A partition new in a batch takes the batch's first N as
+    Arrow sorted them, no sort key made (q18's many (bidder, auction) partitions, each its one row)."""
 
     def __init__(self, ranked: Ranking):
         self.ranked = ranked
-        self.keys: dict[tuple, list[tuple]] = {}
-        self.top: dict[tuple, list[tuple]] = {}
+        self.held: dict[tuple, list[tuple]] = {}  # each partition's first N view rows, in rank order
+        self.keys: dict[tuple, list[tuple]] = {}  # their sort keys, made when a batch first merges there
+        self.top: dict[tuple, list[tuple]] = {}  # the out rows they make
         spec = ranked.spec
         width = len(ranked.columns)
         #: the batch's sort: partition, ORDER BY (its direction), then every column ascending (the tie order)
@@ -86,6 +89,7 @@ class AppendTops:
         self._counted = spec.counted or spec.distinct
 
     def clear(self) -> None:
+        self.held.clear()
         self.keys.clear()
         self.top.clear()
 
@@ -128,54 +132,65 @@ class AppendTops:
     def apply(self, added: tuple[list[tuple], list[int]] | pa.Table) -> tuple[list[tuple], list[tuple]]:
         """Merge added rows (:meth:`multiplicities`' answer) into each partition's first N: the out rows that left
         the first N and those that entered."""
+        key_of = self.ranked.sort_key
         if isinstance(added, pa.Table):
-            candidates = self._candidates(added)
+            groups, ordered = self._candidates(added)
         else:
-            candidates = [row for row, n in zip(*added) for _ in range(n)]
-        by_part: dict[tuple, list[tuple]] = {}
-        part_of, key_of = self.ranked.part_key, self.ranked.sort_key
-        for row in candidates:
-            pk = part_of(row)
-            got = by_part.get(pk)
-            if got is None:
-                by_part[pk] = [key_of(row)]
-            else:
-                got.append(key_of(row))
+            by_part: dict[tuple, list[tuple]] = {}
+            part_of = self.ranked.part_key
+            for row, n in zip(*added):
+                for _ in range(n):
+                    by_part.setdefault(part_of(row), []).append(row)
+            groups, ordered = list(by_part.values()), False
         gone: list[tuple] = []
         came: list[tuple] = []
-        limit, keys, top, out_rows = self.ranked.spec.limit, self.keys, self.top, self.ranked.out_rows
-        for pk, new in by_part.items():
-            old = keys.get(pk)
-            if old is None:
-                merged = sorted(new)[:limit]
-                keys[pk] = merged
-                after = top[pk] = out_rows([k[-1] for k in merged])
+        part_of, limit, out_rows = self.ranked.part_key, self.ranked.spec.limit, self.ranked.out_rows
+        held, keys, top = self.held, self.keys, self.top
+        for group in groups:
+            pk = part_of(group[0])
+            old_rows = held.get(pk)
+            if old_rows is None:  # a partition new to the top-N: its candidates are its first N
+                first = (group if ordered else sorted(group, key=key_of))[:limit]
+                held[pk] = first
+                after = top[pk] = out_rows(first)
                 came.extend(after)
                 continue
-            if len(old) == limit and not min(new) < old[-1]:
+            old = keys.get(pk)
+            if old is None:
+                old = keys[pk] = [key_of(r) for r in old_rows]
+            new = [key_of(r) for r in group]
+            if not ordered:
+                new.sort()
+            if len(old) == limit and not new[0] < old[-1]:
                 continue  # every added row sorts at or after the N-th: the first N stand
             merged = sorted(old + new)[:limit]
             if merged == old:
                 continue
             before = top[pk]
             keys[pk] = merged
-            after = top[pk] = out_rows([k[-1] for k in merged])
+            held[pk] = [k[-1] for k in merged]
+            after = top[pk] = out_rows(held[pk])
             was, now = Counter(before), Counter(after)
             gone.extend((was - now).elements())
             came.extend((now - was).elements())
         return gone, came
 
-    def _candidates(self, table: pa.Table) -> list[tuple]:
-        """The table's rows that are among their partition's first N within the table, as Python rows (every
-        row when Arrow's order may not be Python's: a null, or a NaN where the order reads a float)."""
+    def _candidates(self, table: pa.Table) -> tuple[list[list[tuple]], bool]:
+        """The table's rows that are among their partition's first N within the table, as Python rows grouped
+        by partition, and whether each group is in rank order (Arrow's, Python's: every row of the table,
+        unordered, where they may differ: a null, or a NaN where the order reads a float)."""
         limit = self.ranked.spec.limit
         ordered = {name for name, _ in self._sort}
-        if len(table) <= limit or any(
-                table[name].null_count or (pa.types.is_floating(table[name].type)
-                                           and pc.any(pc.is_nan(table[name])).as_py())
-                for name in ordered):
-            return _rows(table)
+        if any(table[name].null_count or (pa.types.is_floating(table[name].type)
+                                          and pc.any(pc.is_nan(table[name])).as_py())
+               for name in ordered):
+            by_part: dict[tuple, list[tuple]] = {}
+            for row in _rows(table):
+                by_part.setdefault(self.ranked.part_key(row), []).append(row)
+            return list(by_part.values()), False
         order = pc.sort_indices(table, sort_keys=self._sort).to_numpy()
+        if not len(order):
+            return [], True
         first = np.zeros(len(order), dtype=bool)  # where a partition starts in the sorted order
         first[0] = True
         for i in self.ranked.partition:
@@ -183,7 +198,10 @@ class AppendTops:
             first[1:] |= pc.not_equal(col[1:], col[:-1]).to_numpy(zero_copy_only=False)
         starts = np.flatnonzero(first)
         rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order))))
-        return _rows(table.take(pa.array(order[rank < limit])))
+        keep = rank < limit
+        rows = _rows(table.take(pa.array(order[keep])))
+        bounds = np.append(np.flatnonzero(first[keep]), len(rows)).tolist()
+        return [rows[a:b] for a, b in zip(bounds, bounds[1:])], True
 
 
 def _rows(table: pa.Table) -> list[tuple]:
