@@ -53,6 +53,9 @@ def test_a_batch_that_may_hold_a_late_row_or_a_null_time_goes_row_by_row():
     assert runs(batch, 1, (0,), GAP, closed=0) is not None
     nulls = pa.record_batch([pa.array(["a", "a"]), pa.array([5, None], pa.int64())], names=["k", "t"])
     assert runs(nulls, 1, (0,), GAP, closed=0) is None
+    # a NaN time: the row path refuses that row and keeps the key's others (a run would end at NaN, lost)
+    nan = pa.record_batch([pa.array(["a", "a"]), pa.array([5.0, float("nan")])], names=["k", "t"])
+    assert runs(nan, 1, (0,), GAP, closed=0) is None
 
 
 def test_runs_are_cut_per_key_where_neighbours_are_a_gap_apart_and_keep_arrival_order():

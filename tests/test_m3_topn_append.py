@@ -61,6 +61,18 @@ def test_the_first_n_kept_while_rows_arrive_are_every_row_ranked(batches, limit,
         assert all(len(rows) <= limit for rows in tops.held.values())
 
 
+def test_a_row_counted_many_times_is_a_candidate_at_most_n_times():
+    """A copy past the N-th is never among the first N: a row counted 10**7 times (a view of a join, or a
+    restore) is N candidates, in columns and in rows, not 10**7 Python rows."""
+    spec = TopN(("a",), (("b", True),), 2, None, None, counted=True)
+    tops = AppendTops(RankedRows(spec, COLUMNS, COLUMNS, frozenset({"a", "b", "f"})))
+    added = tops.multiplicities(changelog([(1, 7, "x", 0.5)], [10**7]))
+    assert isinstance(added, pa.Table) and added.num_rows == 2
+    assert tops.apply(added) == ([], [(1, 7, "x", 0.5)] * 2)
+    rows = AppendTops(RankedRows(spec, COLUMNS, COLUMNS, frozenset({"a", "b", "f"})))
+    assert rows.apply(([(1, 7, "x", 0.5)], [10**7])) == ([], [(1, 7, "x", 0.5)] * 2)
+
+
 def test_a_row_leaving_is_no_append_and_a_null_ranks_in_python():
     spec = TopN(("a",), (("b", True),), 1, None, None, counted=False)
     tops = AppendTops(RankedRows(spec, COLUMNS, COLUMNS, frozenset({"a", "b", "f"})))

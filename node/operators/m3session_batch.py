@@ -39,12 +39,15 @@ class Runs:
 
 
 def runs(batch: pa.RecordBatch, time: int, partition: tuple[int, ...], gap: float, closed: float) -> Runs | None:
-    """The batch's runs per key (module docstring), or None when it must go row by row: a null event time, a
-    row before ``closed`` (it may be late), or no rows."""
+    """The batch's runs per key (module docstring), or None when it must go row by row: a null or NaN event
+    time (the row path refuses it, keeping the key's other rows), a row before ``closed`` (it may be late), or
+    no rows."""
     column = batch.column(time)
     if batch.num_rows == 0 or column.null_count:
         return None
     times = column.to_numpy(zero_copy_only=False)
+    if times.dtype.kind == "f" and np.isnan(times).any():
+        return None
     if times.min() < closed:
         return None
     n = batch.num_rows

@@ -117,8 +117,9 @@ class AppendTops:
                     return None
                 columns = batch.columns[:self._width]
                 table = pa.table(columns, names=[f"c{i}" for i in range(self._width)])
-                if not (adds == 1).all():
-                    table = table.take(pa.array(np.repeat(np.arange(len(adds)), np.maximum(adds, 0))))
+                if not (adds == 1).all():  # (a copy past the N-th is never among the first N: at most N each)
+                    copies = np.minimum(np.maximum(adds, 0), self.ranked.spec.limit)
+                    table = table.take(pa.array(np.repeat(np.arange(len(adds)), copies)))
                 return table
             rows, ws = changed.rows(), changed.weight_list()
         else:
@@ -138,8 +139,9 @@ class AppendTops:
         else:
             by_part: dict[tuple, list[tuple]] = {}
             part_of = self.ranked.part_key
+            limit = self.ranked.spec.limit
             for row, n in zip(*added):
-                for _ in range(n):
+                for _ in range(min(n, limit)):  # (a copy past the N-th is never among the first N)
                     by_part.setdefault(part_of(row), []).append(row)
             groups, ordered = list(by_part.values()), False
         gone: list[tuple] = []
