@@ -90,6 +90,8 @@ IN_PROCESS = (
     "test_m3_windows.py",                    # event-time windows in an m3 box fed by hand, against a reference
     "test_m3_sessions.py",                   # SESSION windows in an m3 box fed by hand, against a reference
     "test_m3_topn.py",                       # ROW_NUMBER() top-N in an m3 box fed by hand, against DuckDB
+    "test_m3_topn_append.py",                # the append-only top-N ranked in columns, against RankedRows
+    "test_m3_session_batch.py",              # a SESSION batch held a run per key, against rows one at a time
     "test_m3_sessions_nexmark.py",           # Nexmark's q11 in an m3 box fed by hand, against DuckDB
     "test_m3_winjoin.py",                    # window and interval joins in an m3 box fed by hand, against a reference
     "test_nexmark_winjoin.py",               # Nexmark's q8, q7, q5 in an m3 box fed by hand, against DuckDB

@@ -69,6 +69,10 @@ def general_rows(form: ViewForm, store: MapStore) -> dict[tuple, object]:
     reader = current_reader(store)
     out = {}
     direct = _entry_columns(form)
+    if direct is not None and len(direct) == 1 and sorted(direct[0].slots) == list(range(len(form.vars))):
+        # one map whose key holds the whole row (q5's counts by auction and window): its entries are the rows
+        key_of, row_of = form.key_of, direct[0].row_of
+        return {key_of(row_of(key)): value for key, value in store.items(direct[0].map) if value and None not in key}
     if direct is not None:  # each column one entry at the row: no expression evaluated per row
         for row in candidate_rows(form, reader.entries):
             values = [store.get(ref.map, ref.pattern(row)) for ref in direct]

@@ -35,6 +35,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from boreas.m3.compiler.sessionfn import Session
+from boreas.wire.columns import Columns
+
+from .m3session_batch import Runs, runs
 
 
 @dataclass
@@ -72,6 +75,30 @@ class SessionSet:
         rows.append(row)
         start, end = min(t, self.starts[lo]), max(t + self.gap, self.ends[hi - 1])
         self.starts[lo:hi], self.ends[lo:hi], self.rows[lo:hi] = [start], [end], [rows]
+
+    def add_run(self, low: float, high: float, rows: list[tuple]) -> None:
+        """Rows of times ``low``..``high``, each less than ``gap`` from the next: as :meth:`add` of each row (a
+        run's ``[low, high + gap)`` meets the open sessions its rows' ``[t, t + gap)`` meet; node/operators/
+        m3session_batch.py), its rows appended in the order given."""
+        ends, gap = self.ends, self.gap
+        if ends and self.starts[-1] <= low < ends[-1]:  # in order, within the last session: the common case
+            self.rows[-1].extend(rows)
+            if high + gap > ends[-1]:
+                ends[-1] = high + gap
+            return
+        lo = bisect.bisect_right(ends, low)
+        hi = bisect.bisect_left(self.starts, high + gap)
+        if lo == hi:
+            self.starts.insert(lo, low)
+            self.ends.insert(lo, high + gap)
+            self.rows.insert(lo, list(rows))
+            return
+        held = self.rows[lo]
+        for more in self.rows[lo + 1:hi]:
+            held.extend(more)
+        held.extend(rows)
+        start, end = min(low, self.starts[lo]), max(high + gap, ends[hi - 1])
+        self.starts[lo:hi], self.ends[lo:hi], self.rows[lo:hi] = [start], [end], [held]
 
     def close(self, frontier: float) -> list[tuple[float, float, list[tuple]]]:
         """Remove and return the sessions ending at or before ``frontier``: no row can join them any more."""
@@ -129,6 +156,24 @@ class SessionPort:
             self.expect(end, key)
         return kept, late, newest
 
+    def take_runs(self, rows: list[tuple], cut: Runs) -> None:
+        """Add a batch's rows (none late: :func:`~.m3session_batch.runs` said so) to their keys' open sessions a
+        run at a time."""
+        keys, gap, due, partition = self.keys, self.session.gap, {}, self.partition
+        order, bounds = cut.order.tolist(), cut.bounds.tolist()
+        for i, (low, high) in enumerate(zip(cut.low.tolist(), cut.high.tolist())):
+            held = [rows[j] for j in order[bounds[i]:bounds[i + 1]]]
+            first = held[0]
+            key = tuple([first[c] for c in partition])
+            sessions = keys.get(key)
+            if sessions is None:
+                sessions = keys[key] = SessionSet(gap)
+            sessions.add_run(low, high, held)
+            if due.get(key, math.inf) > low + gap:
+                due[key] = low + gap
+        for key, end in due.items():
+            self.expect(end, key)
+
     def passed(self, frontier: float) -> list[tuple]:
         """The keys (once each) some session of which may end at or before ``frontier``."""
         keys: dict[tuple, None] = {}
@@ -148,6 +193,16 @@ class SessionBuffer:
         one before ``closed`` outside every open session of its key) and the newest event time seen."""
         _, late, newest = self.ports[port].take(rows, closed)
         return late, newest
+
+    def admit_columns(self, port: int, columns: Columns, closed: float) -> tuple[int, float] | None:
+        """As :meth:`admit` for a plain batch of columns, its rows held a run per key at a time
+        (node/operators/m3session_batch.py); None when it must go row by row (:meth:`admit`)."""
+        sp = self.ports[port]
+        cut = runs(columns.batch, sp.time, sp.partition, sp.session.gap, closed)
+        if cut is None:
+            return None
+        sp.take_runs(columns.rows(), cut)
+        return 0, cut.newest
 
     def close(self, frontier: float) -> dict[int, list[tuple]]:
         """Per port, the rows of every session ending at or before ``frontier``, each with its session's

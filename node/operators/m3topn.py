@@ -44,6 +44,7 @@ from boreas.wire.columns import Columns, weighted
 from .base import Emitted
 from .m3box import M3Operator
 from .m3memo import present
+from .m3topn_append import AppendTops, view_deltas
 
 
 class _Desc:
@@ -118,9 +119,17 @@ class RankedRows:
         if len(self.project) != len(out):
             raise ValueError(f"the top-N makes {len(self.project)} columns, its out stream has {len(out)}")
         self.parts: dict[tuple, Partition] = {}
-        self._sort_key = _sort_key_of(self.order, frozenset(i for i, c in enumerate(columns) if c in numbers))
-        self._part_key = _part_key_of(self.partition)
+        #: ``row -> (ORDER BY values..., row)`` and ``row -> (PARTITION BY values...)``
+        self.sort_key = _sort_key_of(self.order, frozenset(i for i, c in enumerate(columns) if c in numbers))
+        self.part_key = _part_key_of(self.partition)
         self._whole = self.project == tuple(range(len(columns)))  # the out row is the view's row as it is
+
+    def out_rows(self, rows: list[tuple]) -> list[tuple]:
+        """The out rows of a partition's first rows in rank order (a row n times listed n times)."""
+        if self._whole:
+            return rows
+        project = self.project
+        return [tuple([rank if i is None else row[i] for i in project]) for rank, row in enumerate(rows, 1)]
 
     def top(self, part: Partition) -> list[tuple]:
         """The partition's first N out rows, computed again from its keys (a row n times takes n ranks); sets
@@ -143,7 +152,7 @@ class RankedRows:
         then those that entered (+1), partition by partition.  A partition whose changes all sort after its
         N-th ranked row keeps its first N as they were (not computed again)."""
         by_part: dict[tuple, list[tuple[tuple, int]]] = {}
-        part_of = self._part_key
+        part_of = self.part_key
         for row, d in deltas.items():
             if d:
                 pk = part_of(row)
@@ -191,7 +200,7 @@ class RankedRows:
             part.counts[row] = now
         else:
             del part.counts[row]
-        key = self._sort_key(row)
+        key = self.sort_key(row)
         if had > 0 >= now:
             del part.keys[bisect.bisect_left(part.keys, key)]
         elif now > 0 >= had:
@@ -216,24 +225,10 @@ def ranked_for(spec: TopN, view: Schema, out: Schema) -> RankedRows:
     return RankedRows(spec, columns, tuple(f.name for f in out.fields), numbers)
 
 
-def view_deltas(spec: TopN, rows: list[tuple], weights: list[int], deltas: dict[tuple, int]) -> None:
-    """A view changelog's ``rows`` (each with its weight) into ``deltas`` (row -> change of its multiplicity)."""
-    if spec.distinct:  # a group is one row while its count is positive: -old/+new of a count cancel
-        for row, w in zip(rows, weights):
-            key = row[:-1]
-            deltas[key] = deltas.get(key, 0) + w * ((row[-1] > 0) - (row[-1] < 0))
-    elif spec.counted:
-        for row, w in zip(rows, weights):
-            key = row[:-1]
-            deltas[key] = deltas.get(key, 0) + w * row[-1]
-    else:
-        for row, w in zip(rows, weights):
-            deltas[row] = deltas.get(row, 0) + w
-
-
 class TopNM3Operator(M3Operator):
-    """An ``m3`` box whose view is ranked: its view's changes go through :class:`RankedRows`, whose changes
-    of the first N are what it emits."""
+    """An ``m3`` box whose view is ranked: while no row has left its view, each partition's first N alone, a
+    batch ranked in columns (:class:`~.m3topn_append.AppendTops`); from the first row that leaves, every row
+    ranked (:class:`RankedRows`).  What changes in the first N is what it emits."""
 
     def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
         super().__init__(box, inputs, outputs)
@@ -243,12 +238,42 @@ class TopNM3Operator(M3Operator):
             self.ranked = ranked_for(spec, self.plan.outputs[0], self.outputs[0])
         except ValueError as exc:
             raise self.error(str(exc)) from None
+        self.tops: AppendTops | None = AppendTops(self.ranked)  # None once a row has left the view
 
     def process(self, port: int, rows, now: float) -> Emitted:
-        deltas: dict[tuple, int] = {}
-        for _, changed in super().process(port, rows, now):
-            self._deltas(changed, deltas)
-        return self._emit_ranked(deltas)
+        changes = [changed for _, changed in super().process(port, rows, now)]
+        if self.tops is None:
+            deltas: dict[tuple, int] = {}
+            for changed in changes:
+                self._deltas(changed, deltas)
+            return self._emit_ranked(deltas)
+        gone: list[tuple] = []
+        came: list[tuple] = []
+        for changed in changes:
+            added = self.tops.multiplicities(changed)
+            if added is None:
+                left, entered = self._rank_all()
+                gone.extend(left)
+                came.extend(entered)
+                break
+            left, entered = self.tops.apply(added)
+            gone.extend(left)
+            came.extend(entered)
+        return self._emitted(gone, came)
+
+    def _rank_all(self) -> tuple[list[tuple], list[tuple]]:
+        """A row left the view: every row of it ranked by :class:`RankedRows` from now on; the out rows that
+        differ from the first N kept while rows only arrived (those that left, those that entered)."""
+        assert self.tops is not None
+        was = Counter(self.tops.rows())
+        self.tops = None
+        self._rank_view()
+        now = Counter(self.ranked.rows())
+        return list((was - now).elements()), list((now - was).elements())
+
+    def _emitted(self, gone: list[tuple], came: list[tuple]) -> Emitted:
+        out = gone + came
+        return [(0, weighted(out, [-1] * len(gone) + [1] * len(came), self.outputs[0]))] if out else []
 
     def _deltas(self, changed, deltas: dict[tuple, int]) -> None:
         """A view changelog's rows into ``deltas`` (row -> change of its multiplicity)."""
@@ -266,14 +291,27 @@ class TopNM3Operator(M3Operator):
 
     def top_rows(self) -> list[tuple]:
         """The box's result now: each partition's first N rows."""
-        return self.ranked.rows()
+        return self.ranked.rows() if self.tops is None else self.tops.rows()
 
     def restore(self, state: dict, now: float | None = None) -> None:
-        """The maps restored, the rows ranked again from the view they hold (nothing is emitted)."""
+        """The maps restored, the rows ranked again from the view they hold (nothing is emitted): each
+        partition's first N alone while the view holds no row below zero (none has left before arriving)."""
         super().restore(state, now)
-        self.ranked.clear()
+        self.tops = AppendTops(self.ranked)
+        added = self.tops.multiplicities(self._emit[0](self._present()))
+        if added is None:
+            self.tops = None
+            self._rank_view()
+        else:
+            self.tops.apply(added)
+
+    def _present(self) -> list[tuple]:
         view = self.plan.views[0]
-        pairs = [(k, v) for k, v in self.runtime.view(view.name).items() if present(v)]
+        return [(k, v) for k, v in self.runtime.view(view.name).items() if present(v)]
+
+    def _rank_view(self) -> None:
+        """Every row of the view ranked by :class:`RankedRows`, from nothing."""
+        self.ranked.clear()
         deltas: dict[tuple, int] = {}
-        self._deltas(self._emit[0](pairs), deltas)
+        self._deltas(self._emit[0](self._present()), deltas)
         self.ranked.apply(deltas)

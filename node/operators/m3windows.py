@@ -102,6 +102,11 @@ class WindowedM3Operator(M3Operator):
 
     def _hold(self, port: int, rows, now: float, producer: str) -> Emitted:
         """A batch on a ``SESSION`` port: its rows held in their sessions, then the sessions it closes emitted."""
+        if isinstance(rows, Columns) and rows.weights is None:
+            held = self.sessions.admit_columns(port, rows, self.windows.closed)
+            if held is not None:
+                self.windows.heard(port, producer, held[1], held[0], now)
+                return self._close(now)
         if isinstance(rows, Columns):
             adds, takes = m3columns.by_sign(rows)
             if takes:

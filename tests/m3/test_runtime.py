@@ -288,3 +288,30 @@ def test_closed_windows_rows_read_from_their_entries_equal_the_whole_views(backe
         for view, end in (("Q1", 1), ("Q2", 0)):
             assert rt.view(view) == {k: v for k, v in before[view].items() if k[end] > bound}
     assert rt.closed_rows("Q1", closed, {}) is None  # a map it reads is not keyed by a window: read it whole
+
+
+def test_a_view_whose_one_map_key_holds_its_row_reads_closed_rows_as_the_row_by_row_evaluation_does():
+    """``closed.general_rows``' direct read (one map whose key holds every row variable, in any order: q5's
+    counts) gives what evaluating each candidate row gives: zeros and null keys left out, the key reordered."""
+    from boreas.m3.runtime import closed
+    from boreas.m3.runtime.maps import MapStore
+    from boreas.m3.runtime.viewchanges import current_reader
+    from boreas.m3.runtime.views import candidate_rows, row_value, view_form
+    from boreas.m3.syntax import parse_program
+
+    program = parse_program("DECLARE MAP mm[P: INT, W: INT, E: INT] : INT;\n"
+                            "DECLARE VIEW v[w := W, e := E, p := P](c := mm[P, W, E]);")
+    form = view_form(program, program.views[0])
+    rnd = random.Random(3)
+    store = MapStore(program, {})
+    store.add_many("mm", list({(rnd.randrange(5), w, w + 10): rnd.randrange(-1, 3)
+                               for w in (rnd.choice((0, 10, 20)) for _ in range(40))}.items())
+                   + [((None, 0, 10), 4)])
+    reader = current_reader(store)
+    want = {}
+    for row in candidate_rows(form, reader.entries):
+        inside, found = row_value(form, row, reader)
+        if inside and None not in row:
+            want[form.key_of(row)] = found
+    got = closed.general_rows(form, store)
+    assert got == want and len(got) > 5 and all(k[2] is not None for k in got)

@@ -1,0 +1,106 @@
+"""The append-only top-N (node/operators/m3topn_append.py): each partition's first N alone while rows only arrive,
+a batch ranked in columns, against :class:`RankedRows` (every row ranked) on the same batches; and the box's
+switch to ranking every row at the first row that leaves its view."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from boreas.m3.compiler.rownumber import TopN
+from boreas.node.operators.m3topn import RankedRows
+from boreas.node.operators.m3topn_append import AppendTops
+from boreas.wire.columns import Columns
+
+from test_m3_topn import SHAPES, build
+
+COLUMNS = ("a", "b", "s", "f")
+row = st.tuples(st.integers(0, 3), st.integers(0, 5), st.sampled_from(["x", "y", "zz", "é"]),
+                st.sampled_from([0.5, -1.0, 2.25]))
+
+
+def changelog(rows: list[tuple], counts: list[int] | None) -> Columns:
+    """A view's changelog of added rows (each with its count when the view counts rows), weights all +1."""
+    names = COLUMNS + (("count",) if counts is not None else ())
+    values = [list(c) for c in zip(*rows)] if rows else [[] for _ in COLUMNS]
+    types = (pa.int64(), pa.int64(), pa.string(), pa.float64())
+    arrays = [pa.array(v, t) for v, t in zip(values, types)]
+    if counts is not None:
+        arrays.append(pa.array(counts, pa.int64()))
+    return Columns(pa.record_batch(arrays, names=list(names)), weights=pa.array([1] * len(rows), pa.int64()))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.tuples(row, st.integers(1, 3)), max_size=12), max_size=6), st.integers(1, 3),
+       st.sampled_from([(("s", True), ("b", False)), (("b", True),), (("f", False),), (("s", False),)]),
+       st.sampled_from([("a",), ("a", "s"), ()]), st.booleans(), st.booleans())
+def test_the_first_n_kept_while_rows_arrive_are_every_row_ranked(batches, limit, order, partition, counted, rank):
+    """After every batch, the append-only top-N's changelog summed and its rows are :class:`RankedRows`' over the
+    same rows (ties, strings descending, floats, duplicates, a row counted n times), and a partition keeps N
+    sort keys at most."""
+    spec = TopN(partition, order, limit, None, "rn" if rank else None, counted=counted)
+    out = COLUMNS + (("rn",) if rank else ())
+    numbers = frozenset({"a", "b", "f"})
+    every = RankedRows(spec, COLUMNS, out, numbers)
+    tops = AppendTops(RankedRows(spec, COLUMNS, out, numbers))
+    summed: Counter = Counter()
+    for batch in batches:
+        rows = list({r: n for r, n in batch}.items())  # a view's changelog names a row once
+        deltas = {r: (n if counted else 1) for r, n in rows}
+        every.apply(deltas)
+        added = tops.multiplicities(changelog([r for r, _ in rows], [n for _, n in rows] if counted else None))
+        assert added is not None
+        gone, came = tops.apply(added)
+        summed.subtract(gone)
+        summed.update(came)
+        assert all(n >= 0 for n in summed.values())
+        assert +summed == Counter(tops.rows()) == Counter(every.rows())
+        assert all(len(rows) <= limit for rows in tops.held.values())
+
+
+def test_a_row_counted_many_times_is_a_candidate_at_most_n_times():
+    """A copy past the N-th is never among the first N: a row counted 10**7 times (a view of a join, or a
+    restore) is N candidates, in columns and in rows, not 10**7 Python rows."""
+    spec = TopN(("a",), (("b", True),), 2, None, None, counted=True)
+    tops = AppendTops(RankedRows(spec, COLUMNS, COLUMNS, frozenset({"a", "b", "f"})))
+    added = tops.multiplicities(changelog([(1, 7, "x", 0.5)], [10**7]))
+    assert isinstance(added, pa.Table) and added.num_rows == 2
+    assert tops.apply(added) == ([], [(1, 7, "x", 0.5)] * 2)
+    rows = AppendTops(RankedRows(spec, COLUMNS, COLUMNS, frozenset({"a", "b", "f"})))
+    assert rows.apply(([(1, 7, "x", 0.5)], [10**7])) == ([], [(1, 7, "x", 0.5)] * 2)
+
+
+def test_a_row_leaving_is_no_append_and_a_null_ranks_in_python():
+    spec = TopN(("a",), (("b", True),), 1, None, None, counted=False)
+    tops = AppendTops(RankedRows(spec, COLUMNS, COLUMNS, frozenset({"a", "b", "f"})))
+    left = changelog([(1, 1, "x", 0.5)], None)
+    assert tops.multiplicities(Columns(left.batch, weights=pa.array([-1], pa.int64()))) is None
+    # a null where the columns would sort: every row a candidate, the Python merge ranks them
+    batch = pa.record_batch([pa.array([1, 1, 2], pa.int64()), pa.array([3, 5, 4], pa.int64()),
+                             pa.array(["x", None, "y"]), pa.array([0.5, 0.5, 0.5])], names=list(COLUMNS))
+    added = tops.multiplicities(Columns(batch))
+    assert tops.apply(added) == ([], [(1, 5, None, 0.5), (2, 4, "y", 0.5)])
+
+
+def test_the_box_ranks_every_row_from_the_first_row_that_leaves_its_view():
+    """Inserts keep the first N alone; a deletion ranks the whole view and emits what differs, so a row that
+    was below the first N (not kept while rows arrived) comes back into them."""
+    op = build("CREATE STREAM Bid(a INT, b INT, p INT, s VARCHAR);\n" + SHAPES["top2 by price, rank shown"][0])
+    seen: Counter = Counter()
+
+    def feed(batch):
+        for _, out in op.process(0, batch, 0.0):
+            rows, weights = (out.rows(), out.weight_list()) if isinstance(out, Columns) else (out, [1] * len(out))
+            seen.update({r: w for r, w in zip(rows, weights)})
+
+    feed([(1, 1, 30, "x", 1), (1, 2, 20, "x", 1), (1, 3, 10, "x", 1), (2, 1, 7, "y", 1)])
+    assert op.tops is not None and len(op.tops.held[(1,)]) == 2  # (1, 3, 10) is not kept
+    feed([(1, 1, 30, "x", -1)])
+    assert op.tops is None
+    want = Counter([(1, 2, 20, "x", 1), (1, 3, 10, "x", 2), (2, 1, 7, "y", 1)])
+    assert +seen == Counter(op.top_rows()) == want
+    feed([(1, 4, 25, "x", 1)])
+    assert +seen == Counter(op.top_rows()) == Counter([(1, 4, 25, "x", 1), (1, 2, 20, "x", 2), (2, 1, 7, "y", 1)])
