@@ -20,6 +20,7 @@ import importlib
 import json
 import threading
 
+import pyarrow as pa
 import pytest
 from aiohttp import web
 from boreas.cli.main import main
@@ -348,3 +349,35 @@ async def test_real_members_fed_through_their_coordinators_answer_as_one_node(se
     counted = {int(s): maps for a in answers for s, maps in a["segments"].items()}
     assert sorted(counted) == [0, 1, 2, 3, 4, 5]
     assert sum(maps.get("Q1_total", 0) for maps in counted.values()) == full.runtime.store.size("Q1_total")
+
+
+def _rows_of(table) -> list[tuple]:
+    """A result table's rows as QueryResult.rows holds them: (key tuple, value or value tuple)."""
+    keys = len(table.schema) - (2 if "n" in table.schema.names else 1)
+    rows = [tuple(r.values()) for r in table.to_pylist()]
+    return [(r[:keys], r[keys:] if len(r) - keys > 1 else r[keys]) for r in rows]
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+async def test_arrow_and_batches_give_the_rows_read_as_a_table_keys_then_values(servers, full, partitioned):
+    """QueryClient.arrow: the read as a pyarrow Table of the view's schema; .batches: its record batches."""
+    if partitioned:
+        head = servers.head([head_answer(start_members(servers, layout_v1, full))])
+    else:
+        head = servers.head([{"box": BOX, "type": "m3", "node": servers.member(full), "version": 3}])
+    async with QueryClient(head, moved_wait=2) as client:
+        view = await client.arrow(BOX)  # the default: view Q1 on out stream G, of every member
+        assert view.schema.names == ["a", "total", "n"]
+        assert [str(f.type) for f in view.schema] == ["int64", "int64", "int64"]
+        assert sorted(_rows_of(view)) == sorted((await client.query(BOX)).rows)
+        assert len(view) == 40
+        batches = [b async for b in client.batches(BOX, "G")]
+        assert pa.Table.from_batches(batches).equals(view)
+        one, rows = await client.arrow(BOX, "Q1_total", [7]), await client.query(BOX, "Q1_total", [7])
+        assert one.schema.names == [rows.keys[0][0], "Q1_total"] and _rows_of(one) == rows.rows  # (the map's key: A)
+        total = await client.arrow(BOX, "Q1_total", agg="sum")
+        assert total.column(0).to_pylist() == [None]  # the pattern's wildcard, as the rows give it
+        assert total.column("Q1_total").to_pylist() == [full.runtime.read_sum("Q1_total")]
+        empty = await client.arrow(BOX, "Q1_total", [1000])
+        assert (empty.num_rows, empty.schema.names[1:]) == (0, ["Q1_total"])
+        assert [b async for b in client.batches(BOX, "Q1_total", [1000])] == []

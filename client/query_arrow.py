@@ -1,0 +1,89 @@
+"""A query's result as Arrow: :meth:`QueryClient.arrow` and :meth:`QueryClient.batches` (issue 30, item 5).
+
+The query API answers a read as JSON rows ``(key tuple, value)``
+(node/query.py), which :class:`~boreas.client.query.QueryResult` keeps as
+rows, the default.  A caller who works in columns (pandas, polars, DuckDB)
+takes the same read as one pyarrow ``Table`` with the view's schema: the
+key columns, then the value columns, named as the box names them
+(:meth:`QueryClient.maps`: a view's ``values``; a map's value column is
+named after the map).  Types: a key column by its M3 type (``INT`` int64,
+``FLOAT`` float64, ``STRING`` string, ``DATE`` date32); a value column by
+its map's type where the box declares one (a view's value ``v`` of view
+``V`` is map ``V_v``'s), else by its values (a view's computed ``AVG`` is
+float64); an aggregate read's wildcard keys are NULL, as the rows give them.
+
+The query API does not page or stream a read: a node answers it whole, and
+a partitioned box's members each answer their part, merged in the client
+(client/partitioned.py).  So :meth:`QueryClient.batches` yields the read as
+one record batch; it is the interface a paged read would keep, and
+iterating it never holds more than the read's answer.
+
+>>> from boreas.client.query import QueryResult
+>>> r = QueryResult("v", "n:1", "Q1", 3, "slice", (("a", "INT"),), [((1,), (10, 2)), ((2,), (-4, 1))])
+>>> described = {"views": {"Q1": {"keys": [["a", "INT"]], "values": ["total", "n"]}},
+...              "maps": {"Q1_total": {"value": "INT"}, "Q1_n": {"value": "INT"}}, "streams": {"G": "Q1"}}
+>>> table = result_table(r, described)
+>>> table.schema.names, table.column("total").to_pylist(), str(table.schema.field("n").type)
+(['a', 'total', 'n'], [10, -4], 'int64')
+>>> import datetime as dt
+>>> by_day = QueryResult("v", "n:1", "avg", 3, "slice", (("d", "DATE"),), [((dt.date(1995, 3, 1),), 2.5)])
+>>> result_table(by_day, {"views": {"avg": {"values": ["mean"]}}}).schema
+d: date32[day]
+mean: double
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from .query import QueryResult
+
+#: Each M3 column type's Arrow type.
+M3_ARROW_TYPES: dict[str, pa.DataType] = {"INT": pa.int64(), "FLOAT": pa.float64(), "STRING": pa.string(),
+                                          "DATE": pa.date32()}
+
+
+def value_columns(name: str, described: dict[str, Any]) -> list[tuple[str, pa.DataType | None]]:
+    """The value columns of what ``name`` reads (an out stream, a view or a map), each with its Arrow type
+    where the box declares one (None: taken from the values)."""
+    maps = described.get("maps", {})
+    view = described.get("streams", {}).get(name) or (name if name in described.get("views", {}) else None)
+    if view is None:
+        declared = maps.get(name, {}).get("value")
+        return [(name, M3_ARROW_TYPES.get(declared) if declared else None)]
+    columns = []
+    for value in described["views"][view].get("values", []):
+        declared = maps.get(f"{view}_{value}", {}).get("value")
+        columns.append((value, M3_ARROW_TYPES.get(declared) if declared else None))
+    return columns
+
+
+def result_table(result: QueryResult, described: dict[str, Any]) -> pa.Table:
+    """``result`` (rows) as a pyarrow Table: key columns, then value columns (``described``: the box's
+    :meth:`~boreas.client.query.QueryClient.maps` answer)."""
+    values = value_columns(result.map, described)
+    names = [name for name, _ in result.keys] + [name for name, _ in values]
+    columns: list[pa.Array] = []
+    for index, (_, kind) in enumerate(result.keys):
+        columns.append(pa.array([key[index] for key, _ in result.rows], M3_ARROW_TYPES.get(kind)))
+    spread = [_spread(value, len(values)) for _, value in result.rows]
+    for index, (name, kind) in enumerate(values):
+        cells = [row[index] for row in spread]
+        column = pa.array(cells, kind) if kind is not None else pa.array(cells)
+        if pa.types.is_null(column.type):  # no value to take the type from (an empty read): a number
+            column = column.cast(pa.float64())
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=names)
+
+
+def _spread(value: Any, width: int) -> tuple:
+    """A row's value as one cell per value column (a view of several columns gives a tuple; a NULL partial
+    of an aggregate, None)."""
+    if isinstance(value, tuple) and (width != 1 or len(value) == 1):
+        return value if len(value) == width else tuple(value) + (None,) * (width - len(value))
+    if value is None:
+        return (None,) * width
+    return (value,) + (None,) * (width - 1)
