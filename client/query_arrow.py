@@ -34,12 +34,19 @@ mean: double
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import pyarrow as pa
 
-if TYPE_CHECKING:
-    from .query import QueryResult
+
+class ReadResult(Protocol):
+    """What :func:`result_table` reads of a :class:`~boreas.client.query.QueryResult` (named by its shape:
+    client/query.py imports this module)."""
+
+    map: str
+    keys: tuple[tuple[str, str], ...]
+    rows: Sequence[tuple[tuple, Any]]
 
 #: Each M3 column type's Arrow type.
 M3_ARROW_TYPES: dict[str, pa.DataType] = {"INT": pa.int64(), "FLOAT": pa.float64(), "STRING": pa.string(),
@@ -61,7 +68,7 @@ def value_columns(name: str, described: dict[str, Any]) -> list[tuple[str, pa.Da
     return columns
 
 
-def result_table(result: QueryResult, described: dict[str, Any]) -> pa.Table:
+def result_table(result: ReadResult, described: dict[str, Any]) -> pa.Table:
     """``result`` (rows) as a pyarrow Table: key columns, then value columns (``described``: the box's
     :meth:`~boreas.client.query.QueryClient.maps` answer)."""
     values = value_columns(result.map, described)
