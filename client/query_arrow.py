@@ -7,10 +7,12 @@ takes the same read as one pyarrow ``Table`` with the view's schema: the
 key columns, then the value columns, named as the box names them
 (:meth:`QueryClient.maps`: a view's ``values``; a map's value column is
 named after the map).  Types: a key column by its M3 type (``INT`` int64,
-``FLOAT`` float64, ``STRING`` string, ``DATE`` date32); a value column by
-its map's type where the box declares one (a view's value ``v`` of view
-``V`` is map ``V_v``'s), else by its values (a view's computed ``AVG`` is
-float64); an aggregate read's wildcard keys are NULL, as the rows give them.
+``FLOAT`` float64, ``STRING`` string, ``DATE`` date32); a view's value
+column by the M3 type the node reports for it (``GET /query/{box}/maps``:
+a view's ``types``, from the column's expression, so ``MAX(f)`` of a FLOAT
+``f`` is float64 and ``MIN(s)`` of a STRING string), a map's by its
+declared value type, else by its values; an aggregate read's wildcard keys
+are NULL, as the rows give them.
 
 The query API does not page or stream a read: a node answers it whole, and
 a partitioned box's members each answer their part, merged in the client
@@ -20,8 +22,8 @@ iterating it never holds more than the read's answer.
 
 >>> from boreas.client.query import QueryResult
 >>> r = QueryResult("v", "n:1", "Q1", 3, "slice", (("a", "INT"),), [((1,), (10, 2)), ((2,), (-4, 1))])
->>> described = {"views": {"Q1": {"keys": [["a", "INT"]], "values": ["total", "n"]}},
-...              "maps": {"Q1_total": {"value": "INT"}, "Q1_n": {"value": "INT"}}, "streams": {"G": "Q1"}}
+>>> described = {"views": {"Q1": {"keys": [["a", "INT"]], "values": ["total", "n"], "types": ["INT", "INT"]}},
+...              "streams": {"G": "Q1"}}
 >>> table = result_table(r, described)
 >>> table.schema.names, table.column("total").to_pylist(), str(table.schema.field("n").type)
 (['a', 'total', 'n'], [10, -4], 'int64')
@@ -55,15 +57,27 @@ M3_ARROW_TYPES: dict[str, pa.DataType] = {"INT": pa.int64(), "FLOAT": pa.float64
 
 def value_columns(name: str, described: dict[str, Any]) -> list[tuple[str, pa.DataType | None]]:
     """The value columns of what ``name`` reads (an out stream, a view or a map), each with its Arrow type
-    where the box declares one (None: taken from the values)."""
+    where the box gives one (None: taken from the values).
+
+    A view's value columns are typed by the M3 types the node reports for them (``types``, from the column's
+    expression: a MIN/MAX of a FLOAT is FLOAT, of a STRING a STRING).  A node that reports none: by map
+    ``V_v``'s value type only where that map is keyed as the view (a plain SUM or COUNT); a MIN/MAX's
+    map is a count keyed by the group and the value, so such a column is typed by its values."""
     maps = described.get("maps", {})
     view = described.get("streams", {}).get(name) or (name if name in described.get("views", {}) else None)
     if view is None:
         declared = maps.get(name, {}).get("value")
         return [(name, M3_ARROW_TYPES.get(declared) if declared else None)]
+    info = described["views"][view]
+    values = info.get("values", [])
+    reported = info.get("types")
+    if reported is not None and len(reported) == len(values):
+        return [(value, M3_ARROW_TYPES.get(kind)) for value, kind in zip(values, reported)]
     columns = []
-    for value in described["views"][view].get("values", []):
-        declared = maps.get(f"{view}_{value}", {}).get("value")
+    for value in values:
+        decl = maps.get(f"{view}_{value}", {})
+        same_keys = "keys" in info and "keys" in decl and len(decl["keys"]) == len(info["keys"])
+        declared = decl.get("value") if same_keys else None
         columns.append((value, M3_ARROW_TYPES.get(declared) if declared else None))
     return columns
 

@@ -23,9 +23,14 @@ import threading
 import pyarrow as pa
 import pytest
 from aiohttp import web
+from boreas.catalog import Catalog, plan_submission, read_document
+from boreas.catalog.validate import stream_schemas
 from boreas.cli.main import main
+from boreas.client import query_arrow
 from boreas.client.query import QueryClient, QueryFailed
+from boreas.m3.boxtype import box_types
 from boreas.m3.cumulus import Layout, slot
+from boreas.node.operators import build_operator
 from boreas.node.cumulus.api import SegmentsApi
 from boreas.node.query import QueryApi
 from support.partitioned_box import (
@@ -381,3 +386,49 @@ async def test_arrow_and_batches_give_the_rows_read_as_a_table_keys_then_values(
         empty = await client.arrow(BOX, "Q1_total", [1000])
         assert (empty.num_rows, empty.schema.names[1:]) == (0, ["Q1_total"])
         assert [b async for b in client.batches(BOX, "Q1_total", [1000])] == []
+
+
+EXTREMES = f"""<borealis>
+  <input stream="R" schema="RT"/>
+  <output stream="G" schema="GT"/>
+  <schema name="RT"><field name="a" type="int"/><field name="f" type="double"/><field name="s" type="string" size="8"/></schema>
+  <schema name="GT"><field name="a" type="int"/><field name="mf" type="double"/><field name="ms" type="string" size="8"/></schema>
+  <box name="{BOX}" type="m3"><in stream="R"/><out stream="G"/>
+    <parameter name="sql" value="CREATE STREAM R(a INT, f FLOAT, s STRING);&#10;SELECT a, MAX(f) AS mf, MIN(s) AS ms FROM R GROUP BY a"/>
+  </box>
+</borealis>"""
+
+
+async def test_arrow_types_a_min_or_max_of_floats_and_strings_as_the_view_not_as_its_count_map(servers):
+    """MAX(f) of a FLOAT is float64 and MIN(s) of a STRING string, though their maps V_v are INT counts keyed
+    by (group, value): the node reports each view column's M3 type (GET /query/{box}/maps, ``types``)."""
+    registry = box_types()
+    plan = plan_submission(Catalog(), [read_document(EXTREMES, "w.xml")], registry)
+    assert plan.ok, plan.problems
+    schemas = stream_schemas(plan.catalog, registry)
+    box = plan.catalog.boxes[BOX]
+    op = build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
+    op.process(0, [(1, 1.5, "x"), (1, 2.75, "b"), (2, -0.5, "q")], 0.0)
+    head = servers.head([{"box": BOX, "type": "m3", "node": servers.member(op), "version": 3}])
+    async with QueryClient(head, moved_wait=2) as client:
+        rows = await client.query(BOX, "Q1")
+        assert sorted(rows.rows) == [((1,), (2.75, "b")), ((2,), (-0.5, "q"))]
+        table = await client.arrow(BOX, "Q1")
+        assert [str(f.type) for f in table.schema] == ["int64", "double", "string"]
+        assert sorted(_rows_of_extremes(table)) == sorted(rows.rows)
+        assert (await client.maps(BOX))["views"]["Q1"]["types"] == ["FLOAT", "STRING"]
+
+
+def _rows_of_extremes(table: pa.Table) -> list:
+    return [((r["a"],), (r["mf"], r["ms"])) for r in table.to_pylist()]
+
+
+def test_without_the_nodes_types_a_min_or_max_column_is_typed_by_its_values_not_its_count_map():
+    """An older node's maps answer has no ``types``: map V_v's type is used only where it is keyed as the view."""
+    described = {"views": {"Q1": {"keys": [["a", "INT"]], "values": ["mf", "n"]}},
+                 "maps": {"Q1_mf": {"keys": [["A", "INT"], ["F", "FLOAT"]], "value": "INT"},
+                          "Q1_n": {"keys": [["A", "INT"]], "value": "INT"}}}
+    result = client_query.QueryResult("w", "n:1", "Q1", 1, "slice", (("a", "INT"),), [((1,), (2.75, 3))])
+    table = query_arrow.result_table(result, described)
+    assert [str(f.type) for f in table.schema] == ["int64", "double", "int64"]
+    assert table.column("mf").to_pylist() == [2.75]

@@ -50,6 +50,9 @@ def test_what_cannot_be_a_timestamp_is_refused_naming_the_column():
             conform(pa.record_batch({"k": [1], "at": pa.array([1], kind)}), SCHEMA)
     with pytest.raises(Unconvertible, match="column 'k' is date32.*field 'k' is int, not a timestamp"):
         conform(pa.record_batch({"k": pa.array([0], pa.date32()), "at": [1]}), SCHEMA)
+    long_field = Schema("L", (Field("t", FieldType.LONG),))
+    with pytest.raises(Unconvertible, match="column 't' is date32.*field 't' is long, not a timestamp"):
+        conform(pa.record_batch({"t": pa.array([0], pa.date32())}), long_field)  # (a cast: its days)
     with pytest.raises(Unconvertible, match="column 'at' holds a timestamp\\[s\\] value whose microseconds"):
         conform(pa.record_batch({"k": [1], "at": pa.array([2**62], pa.timestamp("s"))}), SCHEMA)
 
@@ -80,3 +83,44 @@ def test_boreas_publish_refuses_a_parquet_time_column_before_reading_a_row(tmp_p
     pq.write_table(pa.table({"k": pa.array([1], pa.int32()), "at": pa.array([1], pa.time64("us"))}), path)
     with pytest.raises(ValidationFailed, match="column 'at' is time64"):
         open_input(str(path), SCHEMA, 10)
+
+
+MIXED = Schema("M", (Field("d", FieldType.STRING, 20), Field("t", FieldType.LONG)))
+NEW_YEAR = dt.datetime(2026, 1, 1, 0, 0, 1)
+
+
+def mixed_columns(unit: str = "us") -> dict:
+    """What Spark's Arrow path hands conform for a string field given a DateType and a long field given a
+    TimestampType (spark/columnar.py), or a Parquet file holds."""
+    return {"d": pa.array([dt.date(2026, 1, 1), None], pa.date32()), "t": pa.array([NEW_YEAR, None], pa.timestamp(unit))}
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_a_date_for_a_string_field_is_its_text_and_a_timestamp_for_a_long_field_its_microseconds(unit):
+    batch = conform(pa.record_batch(mixed_columns(unit)), MIXED)
+    assert batch.schema.equals(pa.schema([("d", pa.string()), ("t", pa.int64())]))
+    assert batch.to_pylist() == [{"d": "2026-01-01", "t": SECOND * 10**6}, {"d": None, "t": None}]
+
+
+def test_boreas_publish_of_parquet_takes_a_date_for_a_string_field_and_a_timestamp_for_a_long_field(tmp_path):
+    path = tmp_path / "mixed.parquet"
+    pq.write_table(pa.table(mixed_columns("us")), path)
+    batches = list(open_input(str(path), MIXED, 10).batches())
+    assert pa.Table.from_batches(batches).to_pylist() == [{"d": "2026-01-01", "t": SECOND * 10**6},
+                                                         {"d": None, "t": None}]
+
+
+@pytest.mark.parametrize("unit", ["ms", "us", "ns"])
+def test_an_array_field_of_timestamps_takes_lists_of_timestamps_each_as_its_microseconds(unit):
+    stamps = Schema("A", (Field("ts", None, array="timestamp(0...2)"),))
+    d1, d2, d3 = (NEW_YEAR + dt.timedelta(milliseconds=i) for i in range(3))
+    want = [SECOND * 10**6 + i * 1000 for i in range(3)]
+    column = pa.array([[d1, d2, d3], None, [d3, d2, d1]], pa.list_(pa.timestamp(unit)))
+    batch = conform(pa.record_batch({"ts": column.slice(1)}), stamps)  # (sliced: the offsets kept)
+    assert batch.column(0).to_pylist() == [None, want[::-1]]
+    batch = conform(pa.record_batch({"ts": column}), stamps)
+    assert batch.column(0).type == pa.list_(pa.int64(), 3) and batch.column(0).to_pylist() == [want, None, want[::-1]]
+    nested = pa.array([[[d1], [d2, d3]]], pa.large_list(pa.list_(pa.timestamp(unit))))
+    assert conform(pa.record_batch({"ts": nested}), stamps).column(0).to_pylist() == [[[want[0]], want[1:]]]
+    fixed = pa.array([[d1, d2, d3], [d3, d2, d1]], pa.list_(pa.timestamp(unit), 3))
+    assert conform(pa.record_batch({"ts": fixed.slice(1)}), stamps).column(0).to_pylist() == [want[::-1]]

@@ -23,10 +23,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from boreas.catalog.arrays import flowing
 from boreas.catalog.model import FieldType, Schema
 
 from .columns import arrow_schema
-from .time_columns import Unconvertible, as_micros, is_temporal, not_a_time_field
+from .time_columns import as_micros, is_temporal, not_a_time_field
 
 
 def conform(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
@@ -53,33 +54,64 @@ def conform(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
 
 
 def with_micros(batch: pa.RecordBatch, schema: Schema) -> pa.RecordBatch:
-    """``batch`` with each date or time column of a ``timestamp`` field as its microseconds
-    (:func:`~boreas.wire.time_columns.as_micros`); a date or time column of any other field refused.  Columns
-    named after no field are left for the node to refuse."""
+    """``batch`` with the date and time columns its fields carry as microseconds converted
+    (:func:`~boreas.wire.time_columns.as_micros`): any date or time column of a ``timestamp`` field (an array
+    field's elements too, at any list depth), and a ``timestamp`` column of a ``long`` field (its instant, as
+    a row's ``datetime`` would be).  A date or time column of a ``string`` field is left to :func:`conform`'s
+    safe cast (a ``date32`` becomes its ISO text); of any other field, refused naming it
+    (:class:`~boreas.wire.time_columns.Unconvertible`: a cast would give its own unit).  Columns named after
+    no field are left for the node to refuse."""
     fields = {f.name: f for f in schema.fields}
     converted = {}
     for index, name in enumerate(batch.schema.names):
         f = fields.get(name)
-        kind = batch.schema.field(index).type
-        if f is None or not _holds_times(kind):
-            continue
-        if f.array is not None or f.type != FieldType.TIMESTAMP or not is_temporal(kind):
-            if f.array is not None:
-                raise Unconvertible(f"column {name!r} is {kind}: array field {name!r} ({f.array}) takes integer "
-                                    "microseconds, not dates or times")
-            raise not_a_time_field(name, kind, str(f.type))
-        converted[index] = as_micros(batch.column(index), name)
+        element = f and (flowing(f).element if f.array is not None else f.type)  # an array field: its elements'
+        if element is not None and _converts(element, batch.schema.field(index).type, name):
+            converted[index] = _micros(batch.column(index), name)
     if not converted:
         return batch
     columns = [converted.get(i, c) for i, c in enumerate(batch.columns)]
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
-def _holds_times(kind: pa.DataType) -> bool:
-    """Whether a column of ``kind`` holds dates or times, at any list depth."""
-    while pa.types.is_list(kind) or pa.types.is_fixed_size_list(kind) or pa.types.is_large_list(kind):
+def _converts(field_type: FieldType, kind: pa.DataType, name: str) -> bool:
+    """Whether a column ``name`` of ``kind`` (its elements', for a list) is converted to microseconds for a
+    field of ``field_type``: any date or time for a ``timestamp`` (what cannot be one is refused then), a
+    timestamp for a ``long``; a date or time for a ``string`` is not (cast to text); for any other, refused."""
+    element = _element(kind)
+    if not is_temporal(element):
+        return False
+    if field_type == FieldType.TIMESTAMP or (field_type == FieldType.LONG and pa.types.is_timestamp(element)):
+        return True
+    if field_type == FieldType.STRING:
+        return False
+    raise not_a_time_field(name, kind, str(field_type))
+
+
+def _micros(column: pa.Array, name: str) -> pa.Array:
+    """``column`` as microseconds; a list column's elements converted and the lists rebuilt on the same
+    offsets and NULLs (recursively, for lists of lists)."""
+    kind = column.type
+    if not _is_list(kind):
+        return as_micros(column, name)
+    values = _micros(column.values, name)  # the whole child, as the list's offsets (and offset) index it
+    if pa.types.is_fixed_size_list(kind):
+        made, parents = pa.list_(values.type, kind.list_size), 1
+    else:
+        made, parents = (pa.large_list if pa.types.is_large_list(kind) else pa.list_)(values.type), 2
+    return pa.Array.from_buffers(made, len(column), column.buffers()[:parents], null_count=column.null_count,
+                                 offset=column.offset, children=[values])
+
+
+def _is_list(kind: pa.DataType) -> bool:
+    return pa.types.is_list(kind) or pa.types.is_fixed_size_list(kind) or pa.types.is_large_list(kind)
+
+
+def _element(kind: pa.DataType) -> pa.DataType:
+    """A list type's innermost element type (``kind`` itself for any other)."""
+    while _is_list(kind):
         kind = kind.value_type
-    return is_temporal(kind)
+    return kind
 
 
 def record_batches(data: Any, size: int) -> list[pa.RecordBatch]:

@@ -22,17 +22,30 @@ both through :func:`~boreas.wire.publish_columns.conform`) converts them here fi
   UTC (what Spark's publisher sends for a DATE column in a UTC session:
   ``unix_micros(cast(date as timestamp))``);
 * NULLs stay NULLs (the node refuses them unless the field is nullable);
-* anything that cannot be a time is refused here, naming the column
-  (:class:`Unconvertible`): a ``time``, ``duration`` or ``interval``
-  column, a date or time column given for a field that is not a
-  ``timestamp``, or a value whose microseconds overflow an ``int64``.
+* an array field of timestamps takes a list column of any of these, each
+  element converted, the lists kept (at any depth);
+* a ``timestamp`` column given for a ``long`` field is its instant in
+  microseconds too (as a row's ``datetime`` would be);
+* for a ``timestamp`` field, anything that cannot be a time is refused
+  here, naming the column (:class:`Unconvertible`): a ``time``,
+  ``duration`` or ``interval`` column, or a value whose microseconds
+  overflow an ``int64``.
 
+* a date or time column given for a ``string`` field is left to
+  :func:`~boreas.wire.publish_columns.conform`'s safe cast, as any column:
+  a ``date32`` becomes its ISO text (``'2026-01-01'``);
+* a date or time column given for any other number field (``int``,
+  ``double``..., or a ``long`` given a date) is refused, naming the column:
+  a cast would give a number in the column's own unit (a date32's days).
 Integer columns pass as they are (they are microseconds already, as in rows);
 text is the node's to parse or refuse row by row.
 
-Spark converts in the JVM before any batch reaches Python (``spark/publish.py``
-selects ``unix_micros``), so its batches hold integers by then; what its Arrow
-path hands :func:`~boreas.wire.publish_columns.conform` passes the same rule.
+Spark converts a ``timestamp`` field's column in the JVM before any batch
+reaches Python (``spark/publish.py`` selects ``unix_micros``), so those hold
+integers by then; its other columns reach
+:func:`~boreas.wire.publish_columns.conform` on its Arrow path as Spark types
+them (a ``TimestampType`` for a ``long`` field, a ``DateType`` for a
+``string`` field) and pass the same rule.
 
 >>> import pyarrow as pa
 >>> as_micros(pa.array([1767225601000000000, -1], pa.timestamp("ns")), "at").to_pylist()
@@ -86,9 +99,11 @@ def as_micros(column: pa.Array | pa.ChunkedArray, name: str) -> pa.Array:
 
 
 def not_a_time_field(name: str, kind: pa.DataType, field_type: str) -> Unconvertible:
-    """The error for a date or time column given for a field that is not a ``timestamp``."""
+    """The error for a date or time column given for a number field (not a ``timestamp``, nor a ``long`` given
+    a timestamp)."""
     return Unconvertible(f"column {name!r} is {kind}, but field {name!r} is {field_type}, not a timestamp: only a "
-                         "timestamp field takes dates and times")
+                         "timestamp field takes dates and times (a long field: timestamps, as microseconds; a "
+                         "string field: their text)")
 
 
 def _floor_div(values: pa.Array | pa.ChunkedArray, by: int) -> pa.Array:
