@@ -327,7 +327,7 @@ class ParquetInput(InputFile):
             reasons += [f"unknown column {n!r}: the stream's fields are {fields_text} (--ignore-unknown skips "
                         "other columns)" for n in names if n not in self.fields]
         if not reasons:
-            try:  # a date or time column where no timestamp field is, refused before the first row is read
+            try:  # a date or time column its field cannot take (wire/time_columns.py), refused before any row
                 arrow = self.file.schema_arrow
                 with_micros(pa.RecordBatch.from_pylist([], pa.schema([arrow.field(n) for n in self.fields])), schema)
             except Unconvertible as exc:
