@@ -92,7 +92,8 @@ NEW_YEAR = dt.datetime(2026, 1, 1, 0, 0, 1)
 def mixed_columns(unit: str = "us") -> dict:
     """What Spark's Arrow path hands conform for a string field given a DateType and a long field given a
     TimestampType (spark/columnar.py), or a Parquet file holds."""
-    return {"d": pa.array([dt.date(2026, 1, 1), None], pa.date32()), "t": pa.array([NEW_YEAR, None], pa.timestamp(unit))}
+    return {"d": pa.array([dt.date(2026, 1, 1), None], pa.date32()),
+            "t": pa.array([NEW_YEAR, None], pa.timestamp(unit))}
 
 
 @pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
