@@ -42,10 +42,11 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
-from boreas.catalog.model import FieldType, Schema
+from boreas.catalog.model import Schema
 from boreas.wire.columns import arrow_schema
-from boreas.wire.publish_columns import conform
+from boreas.wire.publish_columns import conform, with_micros
 from boreas.wire.row_errors import RowError
+from boreas.wire.time_columns import Unconvertible
 
 from .file_batches import cut, cut_columns, one_batch
 from .file_rows import FileRows
@@ -325,6 +326,12 @@ class ParquetInput(InputFile):
         if not ignore_unknown:
             reasons += [f"unknown column {n!r}: the stream's fields are {fields_text} (--ignore-unknown skips "
                         "other columns)" for n in names if n not in self.fields]
+        if not reasons:
+            try:  # a date or time column its field cannot take (wire/time_columns.py), refused before any row
+                arrow = self.file.schema_arrow
+                with_micros(pa.RecordBatch.from_pylist([], pa.schema([arrow.field(n) for n in self.fields])), schema)
+            except Unconvertible as exc:
+                reasons.append(str(exc))
         if reasons:
             raise ValidationFailed([Diagnostic(path, None, "", r) for r in reasons])
         self.total = self.file.metadata.num_rows
@@ -334,16 +341,11 @@ class ParquetInput(InputFile):
         return cut(self._read(), self.batch_size)
 
     def _read(self) -> Iterator[pa.RecordBatch]:
-        kinds = {f.name: f.type for f in self.schema.fields}
         for batch in self.file.iter_batches(batch_size=self.batch_size, columns=self.fields):
-            columns = []
-            for name in self.fields:
-                column = batch.column(name)
-                if kinds[name] == FieldType.TIMESTAMP and pa.types.is_timestamp(column.type):
-                    column = column.cast(pa.timestamp("us", column.type.tz)).cast(pa.int64())  # microseconds
-                columns.append(column)
             self.done += batch.num_rows
-            yield conform(pa.RecordBatch.from_arrays(columns, names=self.fields), self.schema)
+            # (conform: dates and times to microseconds by wire/time_columns.py's rule, as a client's columns)
+            yield conform(pa.RecordBatch.from_arrays([batch.column(n) for n in self.fields], names=self.fields),
+                          self.schema)
 
     def read_share(self) -> float | None:
         return self.done / self.total if self.total else None

@@ -223,7 +223,10 @@ class Publisher:
         ``rows`` may be rows (sequences in field order, or mappings by field
         name), or columns: a pyarrow ``RecordBatch`` or ``Table``, a pandas or
         polars ``DataFrame``, cut into batches of ``batch_size`` rows and sent
-        as Arrow (no row is made here or at the node); rows become Arrow
+        as Arrow (no row is made here or at the node; a date or time column of
+        a ``timestamp`` field becomes its microseconds, and one that cannot
+        raises :class:`~boreas.wire.time_columns.Unconvertible` naming it:
+        :mod:`boreas.wire.time_columns`); rows become Arrow
         batches here (:mod:`.row_batches`).  Batches are cut by
         rows, never by time, so a re-run sends the same batches.  A
         :class:`~boreas.wire.columns.Columns` of the stream's Arrow schema is

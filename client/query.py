@@ -12,6 +12,7 @@ Usage::
         result = await client.query("q3")                       # the whole view, READ_SLICE
         total = (await client.query("q3", agg="sum")).value     # READ_SUM over every row
         rows = (await client.query("q3", keys=[7, None], stable=True)).rows
+        table = await client.arrow("q3")                        # the same read as a pyarrow Table
 
 An unknown box or map, or a key that is not of its column's type, raises
 :class:`QueryFailed` naming it (an unknown map's message lists the box's
@@ -31,7 +32,7 @@ import asyncio
 import datetime as dt
 import difflib
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 from urllib.parse import urlencode
@@ -291,6 +292,23 @@ class QueryClient:
         if merged is None:  # not partitioned any more
             return await self.query(box, map, keys, agg, stable)
         return _result(merged)
+
+    async def arrow(self, box: str, map: str | None = None, keys: Sequence[Any] = (), agg: str = "slice",
+                    stable: bool = False) -> Any:
+        """:meth:`query`'s read as a pyarrow ``Table`` with the view's schema: key columns, then value columns
+        (client/query_arrow.py says how they are named and typed).  Rows stay :meth:`query`'s."""
+        from .query_arrow import result_table  # (pyarrow: only for Arrow readers)
+
+        result = await self.query(box, map, keys, agg, stable)
+        return result_table(result, await self.maps(box))
+
+    async def batches(self, box: str, map: str | None = None, keys: Sequence[Any] = (), agg: str = "slice",
+                      stable: bool = False) -> AsyncIterator[Any]:
+        """:meth:`arrow`'s read as pyarrow ``RecordBatch`` es as they arrive: the query API answers a read whole
+        (a partitioned box's parts merged), so one batch, none for an empty read."""
+        table = await self.arrow(box, map, keys, agg, stable)
+        for batch in table.to_batches():
+            yield batch
 
     async def segments(self, box: str) -> tuple[Layout, list[dict[str, Any]]]:
         """A partitioned box's layout (the Head's) and every member's ``GET /segments/{box}`` answer, in member order.

@@ -14,7 +14,9 @@ reads go straight to the box's :class:`~boreas.m3.Runtime`:
     pattern (wildcards as null).  DATE keys are ISO dates in and out.
 ``GET /query/{box}/maps``
     the box's maps and views with their key columns (and each view's maps),
-    and which view each out stream carries.
+    each view's value columns' M3 types (``types``, from the column's
+    expression: ``MAX(f)`` of a FLOAT is FLOAT, though its map ``V_v`` is an
+    INT count), and which view each out stream carries.
 
 **Partitioned boxes** (docs/cumulus.md §5): a member of a partitioned box
 holds only the entries of its segments (and the box's home maps on the home
@@ -55,10 +57,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from boreas.m3.ast import Program
 from boreas.m3.cumulus import Layout
-from boreas.m3.nullable import ViewNulls
+from boreas.m3.nullable import ViewNulls, shown_columns
 from boreas.m3.query import AGGREGATES, aggregate
 from boreas.m3.runtime.program import Runtime
+from boreas.m3.runtime.valuetypes import value_type
 from boreas.wire.server import json_error
 
 from .operators.m3box import M3Operator, date_of
@@ -328,7 +332,7 @@ class QueryApi:
             "default": op.box.outputs[0] if op.box.outputs else None,
             "streams": {stream: view.name for stream, view in zip(op.box.outputs, op.plan.views)},
             "views": {name: {"keys": [list(k) for k in info.keys], "values": list(info.values),
-                             "maps": view_maps.get(name, [])}
+                             "types": view_types(program, name), "maps": view_maps.get(name, [])}
                       for name, info in runtime.views.items()},
             "maps": {m.name: {"keys": [[k.name, k.type] for k in m.keys], "value": m.value_type,
                               "entries": runtime.store.size(m.name)} for m in program.maps},
@@ -337,3 +341,11 @@ class QueryApi:
         if part is not None:
             answer.update(layout=part[0].version, member=part[1])
         return web.json_response(answer)
+
+
+def view_types(program: Program, name: str) -> list[str]:
+    """The M3 type of each value column a row of view ``name`` holds (its ``values``, in order), from the
+    column's expression (:func:`~boreas.m3.runtime.valuetypes.value_type`): the client types an Arrow read by
+    it, as a view's value ``v`` is not always map ``V_v``'s value (a MIN/MAX's map counts its values)."""
+    decl = program.view(name)
+    return [value_type(program, decl, i) for i in shown_columns([c.name for c in decl.columns])]

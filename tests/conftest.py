@@ -38,6 +38,8 @@ IN_PROCESS = (
     "test_publish_file_batches.py",          # boreas publish's file reader and read-ahead, in process
     "test_framed_payload.py",                # a batch framed for the wire in one write, checked in process
     "test_row_batches.py",                   # a row publisher's batches made Arrow, against the node's row check
+    "test_time_columns.py",                  # date and time columns as microseconds, and a Parquet file's, in process
+    "test_publish_dataframes.py",            # DataFrames and tables through in-process Head and nodes
     "test_m3columns.py",                     # an m3 box's Arrow to C columns and a frame's payload, in process
     "test_publisher_rows_arrow.py",          # row publishers through in-process Head and nodes: refusals, resumes
     "test_fault_boxes_node.py", "test_fault_boxes_catalog.py",  # ... in a dataflow driven by hand, at submission
