@@ -39,6 +39,7 @@ IN_PROCESS = (
     "test_framed_payload.py",                # a batch framed for the wire in one write, checked in process
     "test_row_batches.py",                   # a row publisher's batches made Arrow, against the node's row check
     "test_m3columns.py",                     # an m3 box's Arrow to C columns and a frame's payload, in process
+    "test_m3rows.py",                        # a stateless m3 view on columns against its row path, by hand
     "test_publisher_rows_arrow.py",          # row publishers through in-process Head and nodes: refusals, resumes
     "test_fault_boxes_node.py", "test_fault_boxes_catalog.py",  # ... in a dataflow driven by hand, at submission
     "test_aurorajoin_operator.py",           # Borealis's older join fed by hand

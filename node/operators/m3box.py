@@ -181,8 +181,7 @@ class M3Operator(Operator):
         if isinstance(rows, Columns):
             try:
                 parts, ignored = m3columns.signed_parts(rows, self.plan.ports[port])
-                groups = [(relation, sign, cols) for sign, batch in parts
-                          if (cols := rows_.columns(batch, self.runtime.string_ids)) is not None]
+                groups = [(relation, sign, rows_.columns(batch, self.runtime.string_ids)) for sign, batch in parts]
                 return groups, ignored, True
             except (Fallback, ValueError) as exc:
                 log.debug("m3 box %r: a batch on the row path: %s", self.box.name, exc)

@@ -143,19 +143,17 @@ class StatelessRows:
 
     # -- a batch ---------------------------------------------------------------------
 
-    def columns(self, batch: pa.RecordBatch, string_ids) -> list | None:
-        """The bag relation's columns of ``batch``'s rows that meet WHERE (None: no row does);
-        :class:`Fallback` when the kernels cannot compute it exactly."""
+    def columns(self, batch: pa.RecordBatch, string_ids) -> list:
+        """The bag relation's columns of ``batch``'s rows that meet WHERE (none, maybe: the batch is still one,
+        the runtime's version counts it as the row path's does); :class:`Fallback` when the kernels cannot
+        compute it exactly."""
         if self.where is not None:
             mask = self.where(batch)
             if isinstance(mask, pa.Scalar):
                 mask = pa.repeat(mask, batch.num_rows)
             if mask.null_count:
                 raise Fallback("a NULL condition")
-            kept = mask.true_count
-            if not kept:
-                return None
-            if kept != len(mask):
+            if mask.true_count != len(mask):
                 batch = batch.filter(mask)
         out = []
         for run in self.select:
@@ -167,7 +165,8 @@ class StatelessRows:
     def counted(self, groups: list, as_columns: bool = False) -> list:
         """The row path: ``groups`` (``(relation, sign, rows or columns)``, as the original program takes them)
         (columns where ``as_columns``) run by the original program on an empty Python runtime, its view's counts as the bag relation's
-        ``(relation, sign, rows)`` groups (a row as often as its count)."""
+        ``(relation, sign, rows)`` groups (a row as often as its count; an empty one where the batch's rows
+        count for nothing, as the program would still have applied the batch)."""
         if self._scratch is None:
             self._scratch = Runtime(self.plan.program, backend="python")
             self._empty = self._scratch.state()
@@ -183,7 +182,9 @@ class StatelessRows:
         ins = [key for key, n in view.items() if n > 0 for _ in range(n)]
         dels = [key for key, n in view.items() if n < 0 for _ in range(-n)]
         rel = self.bag.relation
-        return [(rel, sign, rows) for sign, rows in ((1, ins), (-1, dels)) if rows]
+        if not groups:
+            return []
+        return [(rel, sign, rows) for sign, rows in ((1, ins), (-1, dels)) if rows] or [(rel, 1, [])]
 
     # -- snapshots ---------------------------------------------------------------------
 

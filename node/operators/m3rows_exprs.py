@@ -55,6 +55,7 @@ Translated = tuple[str, Run]
 Columns = dict[str, tuple[str, int]]
 
 _ARROW = {"INT": pa.int64(), "FLOAT": pa.float64(), "STRING": pa.string(), "BOOL": pa.bool_()}
+_ZERO = pa.scalar(0, pa.int64())
 _EXACT = 2 ** 53  # ints beyond it are not all doubles
 _COMPARE = {exp.EQ: "equal", exp.NEQ: "not_equal", exp.GT: "greater", exp.GTE: "greater_equal",
             exp.LT: "less", exp.LTE: "less_equal"}
@@ -67,6 +68,8 @@ def translate(node: exp.Expression, columns: Columns) -> Translated:
         return translate(node.this, columns)
     if isinstance(node, exp.Column):
         return _column(node, columns)
+    if isinstance(node, exp.Neg):
+        return _arith("subtract_checked", ("INT", lambda b: _ZERO), translate(node.this, columns))
     if isinstance(node, exp.Literal):
         return _literal(node)
     if type(node) in _COMPARE:
