@@ -196,7 +196,8 @@ class M3Operator(Operator):
             groups, ignored = self._row_groups(port, self.plan.ports[port].relation, rows)
         try:
             return rows_.counted(groups, as_columns), ignored, False
-        except (M3Error, ArithmeticError, TypeError, ValueError) as exc:  # as the program's own batch would fail
+        except (M3Error, ArithmeticError, TypeError, ValueError, AttributeError) as exc:  # as the program's own
+            # batch would fail (the scratch runtime is Python's: a NULL string meets str methods there)
             self.failed_batches += 1
             log.error("m3 box %r: a batch of %d rows on in port %d was not applied: %s",
                       self.box.name, len(rows), port, exc)

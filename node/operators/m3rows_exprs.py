@@ -48,6 +48,7 @@ import pyarrow.compute as pc
 from sqlglot import expressions as exp
 
 from .arrow_nodes import ARROW_ERRORS, Fallback, Unsupported
+from .m3rows_regex import RE2Pattern
 
 Run = Callable[[pa.RecordBatch], pa.Array | pa.Scalar]
 Translated = tuple[str, Run]
@@ -69,13 +70,17 @@ def translate(node: exp.Expression, columns: Columns) -> Translated:
     if isinstance(node, exp.Column):
         return _column(node, columns)
     if isinstance(node, exp.Neg):
-        return _arith("subtract_checked", ("INT", lambda b: _ZERO), translate(node.this, columns))
+        return _folded(node, _arith("subtract_checked", ("INT", lambda b: _ZERO), translate(node.this, columns)))
     if isinstance(node, exp.Literal):
         return _literal(node)
     if type(node) in _COMPARE:
-        return _compare(_COMPARE[type(node)], translate(node.this, columns), translate(node.expression, columns))
+        left, right = translate(node.this, columns), translate(node.expression, columns)
+        if "FLOAT" in (left[0], right[0]) and (_has_arith(node.this) or _has_arith(node.expression)):
+            raise Unsupported(f"{node.sql()}: a comparison of float arithmetic (the compiler may move its terms)")
+        return _compare(_COMPARE[type(node)], left, right)
     if type(node) in _ARITH:
-        return _arith(_ARITH[type(node)], translate(node.this, columns), translate(node.expression, columns))
+        return _folded(node, _arith(_ARITH[type(node)], translate(node.this, columns),
+                                    translate(node.expression, columns)))
     if isinstance(node, (exp.And, exp.Or)):
         (lk, left), (rk, right) = translate(node.this, columns), translate(node.expression, columns)
         if lk != "BOOL" or rk != "BOOL":
@@ -183,6 +188,20 @@ def _compare(fn: str, left: Translated, right: Translated) -> Translated:
     return "BOOL", lambda b: kernel(lrun(b), rrun(b))
 
 
+def _has_arith(node: exp.Expression) -> bool:
+    return any(isinstance(n, (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Div)) for n in node.walk())
+
+
+def _folded(node: exp.Expression, result: Translated) -> Translated:
+    """``result``, unless it is float arithmetic over arithmetic: the compiler folds and reorders sums and
+    products (``x + 1.0 + 1.0`` is ``2.0 + X``, ``3 * (x - 0.1)`` is ``-0.30000000000000004 + 3 * X``), which
+    rounds otherwise than the SQL as written; one operation of a column and a constant rounds the same."""
+    operands = [node.this] + ([node.expression] if node.args.get("expression") is not None else [])
+    if result[0] == "FLOAT" and any(_has_arith(o) for o in operands):
+        raise Unsupported(f"{node.sql()}: float arithmetic of several operations (the compiler reorders them)")
+    return result
+
+
 def _arith(fn: str, left: Translated, right: Translated) -> Translated:
     kind, lrun, rrun = _numeric(left, right)
     kernel = getattr(pc, fn)
@@ -273,6 +292,9 @@ def _case_map(node: exp.Expression, columns: Columns) -> Translated:
     return "STRING", mapped
 
 
+_SPLIT_MOST = 16  # the largest SPLIT_INDEX part taken on columns
+
+
 def _split_index(node: exp.Anonymous, columns: Columns) -> Translated:
     """``SPLIT_INDEX(s, sep, i)``: ``s.split(sep)[i]``, ``''`` past the end.  The string padded with ``i + 1``
     separators always has an ``i``-th part, the same one where ``s`` has it (``''`` where not); exact for a
@@ -286,60 +308,14 @@ def _split_index(node: exp.Anonymous, columns: Columns) -> Translated:
     if i < 0:
         empty = pa.scalar("", pa.string())
         return "STRING", lambda b: empty
+    if i > _SPLIT_MOST:  # (the padding below costs i + 1 characters a row: a large index is the row path's)
+        raise Unsupported(f"{node.sql()}: SPLIT_INDEX past part {_SPLIT_MOST}")
     pad = pa.scalar(sep * (i + 1), pa.string())
 
     def part(batch):
         padded = pc.binary_join_element_wise(run(batch), pad, "")
         return pc.list_element(pc.split_pattern(padded, sep), i)
     return "STRING", part
-
-
-class _Regex:
-    """A Python regular expression as RE2 runs it, its capturing groups named ``g1``, ``g2``, ... (Arrow's
-    ``extract_regex`` reads named groups); :class:`Unsupported` for syntax whose meaning may differ."""
-
-    _ESCAPES = set("dDwWbB")  # ASCII-equal in both (non-ASCII strings fall back); \s differs (\v, \x1c-\x1f)
-
-    def __init__(self, pattern: str):
-        out, groups, i, in_class = [], 0, 0, False
-        while i < len(pattern):
-            c = pattern[i]
-            if c == "\\":
-                nxt = pattern[i + 1:i + 2]
-                if not nxt or (nxt.isalnum() and nxt not in self._ESCAPES):
-                    raise Unsupported(f"regular expression {pattern!r}: escape \\{nxt}")
-                out.append(pattern[i:i + 2])
-                i += 2
-                continue
-            if in_class:
-                in_class = c != "]" or out[-1] in ("[", "[^")
-            elif c == "[":
-                in_class = True
-                if pattern[i + 1:i + 2] == "^":
-                    out.append("[^")
-                    i += 2
-                    continue
-            elif c == "(":
-                if pattern[i + 1:i + 3] == "?:":
-                    pass
-                elif pattern[i + 1:i + 2] == "?":
-                    raise Unsupported(f"regular expression {pattern!r}: a (? group")
-                else:
-                    groups += 1
-                    out.append(f"(?P<g{groups}>")
-                    i += 1
-                    continue
-            elif c == "{" and pattern[i + 1:i + 2] == ",":
-                raise Unsupported(f"regular expression {pattern!r}: {{,n}}")
-            out.append(c)
-            i += 1
-        self.groups = groups
-        self.pattern = "".join(out)
-        try:
-            re.compile(pattern)
-            pc.extract_regex(pa.array([], pa.string()), self.pattern) if groups else None
-        except (re.error, *ARROW_ERRORS) as exc:
-            raise Unsupported(f"regular expression {pattern!r}: {exc}") from None
 
 
 def _regexp_extract(node: exp.RegexpExtract, columns: Columns) -> Translated:
@@ -351,7 +327,7 @@ def _regexp_extract(node: exp.RegexpExtract, columns: Columns) -> Translated:
     kind, run = translate(node.this, columns)
     group = node.args.get("group") or node.args.get("position")
     g = 1 if group is None else _constant(group, int)
-    regex = _Regex(_constant(node.expression, str))
+    regex = RE2Pattern(_constant(node.expression, str))
     if kind != "STRING" or not 1 <= g <= regex.groups:
         raise Unsupported(f"{node.sql()}: REGEXP_EXTRACT of a non-string or of a group it lacks")
     empty = pa.scalar("", pa.string())
