@@ -41,6 +41,7 @@ IN_PROCESS = (
     "test_time_columns.py",                  # date and time columns as microseconds, and a Parquet file's, in process
     "test_publish_dataframes.py",            # DataFrames and tables through in-process Head and nodes
     "test_m3columns.py",                     # an m3 box's Arrow to C columns and a frame's payload, in process
+    "test_m3rows.py",                        # a stateless m3 view on columns against its row path, by hand
     "test_publisher_rows_arrow.py",          # row publishers through in-process Head and nodes: refusals, resumes
     "test_fault_boxes_node.py", "test_fault_boxes_catalog.py",  # ... in a dataflow driven by hand, at submission
     "test_aurorajoin_operator.py",           # Borealis's older join fed by hand

@@ -39,8 +39,10 @@ from boreas.wire.columns import Columns
 from boreas.wire.columns import weighted
 
 from . import m3changes, m3columns
+from .arrow_nodes import Fallback
 from .base import Emitted, Operator, OperatorError
 from .m3memo import ViewMemo
+from .m3rows import StatelessRows
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +89,12 @@ class M3Operator(Operator):
         for port, (want, got) in enumerate(zip(self.plan.emitted, self.outputs)):
             if not want.same_shape(got):
                 raise self.error(f"out port {port} would carry {want.describe()} but its schema is {got.describe()}")
+        # A stateless view on columns (node/operators/m3rows.py): decided here, once; its bag program's runtime is
+        # the box's runtime (the same map as the view's program would keep)
+        self.rows = StatelessRows.of(self.plan) if runtime and self.stateless_columns else None
         if runtime:
-            self.runtime = runtime_for(box, self.plan.program, self.error)
+            self.runtime = runtime_for(box, self.plan.program if self.rows is None else self.rows.bag_program,
+                                       self.error)
         self.ignored = 0  # rows whose sign field was neither +1 nor -1
         self.failed_batches = 0
         self._split = [_splitter(p.columns, p.sign_index) for p in self.plan.ports]
@@ -114,20 +120,25 @@ class M3Operator(Operator):
     #: False: a batch only changes the maps, no view change is read or emitted (a windowed view emits a window's
     #: rows when it closes instead: :mod:`.m3windows`)
     emits_changes = True
+    #: False: a stateless view keeps its program's row path (tests compare the two; docs/m3.md, "The `m3` box")
+    stateless_columns = True
 
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
         relation = self.plan.ports[port].relation
         apply = self.runtime.apply_grouped
         count = len(rows)
         retracted: list[tuple] = []
-        if isinstance(rows, Columns):
+        if self.rows is not None:
+            groups, ignored, as_columns = self._rows_groups(port, rows)
+            apply = self.runtime.apply_grouped_columns if as_columns else self.runtime.apply_grouped
+        elif isinstance(rows, Columns):
             try:
                 parts, ignored = m3columns.split(rows, self.plan.ports[port], self.runtime.string_ids)
                 groups = [(relation, sign, columns) for sign, columns in parts]
                 apply = self.runtime.apply_grouped_columns
             except ValueError:  # (nulls) the row path says what is wrong with them
                 rows, retracted = m3columns.by_sign(rows)
-        if not isinstance(rows, Columns):
+        if self.rows is None and not isinstance(rows, Columns):
             groups, ignored = self._row_groups(port, relation, rows, retracted)
         if ignored:
             self.ignored += ignored
@@ -161,6 +172,37 @@ class M3Operator(Operator):
                     emitted.append((out, weighted(self._emit[out](pairs), weights, self.plan.outputs[out])))
         return emitted
 
+    def _rows_groups(self, port: int, rows: list[tuple] | Columns) -> tuple[list, int, bool]:
+        """A stateless view's ``([(bag relation, sign, columns or rows)], ignored, as columns)``: each signed part
+        of a batch through the view's kernels; a batch they cannot compute exactly (or of rows) counted by the
+        row path (:meth:`.m3rows.StatelessRows.counted`)."""
+        relation, rows_ = self.rows.bag.relation, self.rows
+        as_columns = False
+        if isinstance(rows, Columns):
+            try:
+                parts, ignored = m3columns.signed_parts(rows, self.plan.ports[port])
+                groups = [(relation, sign, rows_.columns(batch, self.runtime.string_ids)) for sign, batch in parts]
+                return groups, ignored, True
+            except (Fallback, ValueError) as exc:
+                log.debug("m3 box %r: a batch on the row path: %s", self.box.name, exc)
+            try:
+                parts, ignored = m3columns.split(rows, self.plan.ports[port], lambda strings: None)
+                groups = [(self.plan.ports[port].relation, sign, columns) for sign, columns in parts]
+                as_columns = True
+            except ValueError:  # (nulls) the row path says what is wrong with them
+                plain, retracted = m3columns.by_sign(rows)
+                groups, ignored = self._row_groups(port, self.plan.ports[port].relation, plain, retracted)
+        else:
+            groups, ignored = self._row_groups(port, self.plan.ports[port].relation, rows)
+        try:
+            return rows_.counted(groups, as_columns), ignored, False
+        except (M3Error, ArithmeticError, TypeError, ValueError, AttributeError) as exc:  # as the program's own
+            # batch would fail (the scratch runtime is Python's: a NULL string meets str methods there)
+            self.failed_batches += 1
+            log.error("m3 box %r: a batch of %d rows on in port %d was not applied: %s",
+                      self.box.name, len(rows), port, exc)
+            return [], ignored, False
+
     def _row_groups(self, port: int, relation: str, rows: list, retracted: list = ()) -> tuple[list, int]:
         """``([(relation, sign, rows)], ignored)`` of rows that enter and rows that leave (a changelog's -1
         rows, :func:`.m3columns.by_sign`); a sign field's -1 on a row that leaves makes it enter (they multiply)."""
@@ -190,11 +232,12 @@ class M3Operator(Operator):
         return self.runtime.backend_reason
 
     def state(self) -> dict:
-        return {"runtime": self.runtime.state(), "ignored": self.ignored, "failed": self.failed_batches}
+        runtime = self.runtime.state() if self.rows is None else self.rows.state(self.runtime.state())
+        return {"runtime": runtime, "ignored": self.ignored, "failed": self.failed_batches}
 
     def restore(self, state: dict, now: float | None = None) -> None:
         try:
-            self.runtime.restore(state["runtime"])
+            self.runtime.restore(state["runtime"] if self.rows is None else self.rows.bag_state(state["runtime"]))
         except (M3Error, KeyError, ValueError) as exc:
             raise self.error(f"cannot restore its maps: {exc}") from None
         self.ignored = int(state.get("ignored", 0))

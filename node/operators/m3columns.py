@@ -138,17 +138,29 @@ def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids) -> list[
 def split(columns: Columns, port: PortPlan, string_ids) -> tuple[list[tuple[int, list[Any]]], int]:
     """``([(sign, relation columns)], ignored)`` of one batch; ValueError when it cannot go as columns (nulls:
     the row path names what is wrong with them)."""
-    batch = columns.batch
-    if any(c.null_count for c in batch.columns):
+    if any(c.null_count for c in columns.batch.columns):
         raise ValueError("null values")
-    if port.sign_index is None and columns.weights is None:
-        return [(1, relation_columns(batch, port, string_ids))], 0
-    whole = _one_sign(batch.column(port.sign_index) if port.sign_index is not None else None, columns.weights)
+    parts, ignored = signed_parts(columns, port)
+    return [(sign, relation_columns(part, port, string_ids)) for sign, part in parts], ignored
+
+
+def signed_parts(columns: Columns, port: PortPlan) -> tuple[list[tuple[int, pa.RecordBatch]], int]:
+    """``([(sign, rows of the batch)], ignored)``: the rows that enter (+1) and those that leave (-1), by the
+    sign field and the weights (their product), a row repeated as often as its weight says; rows whose sign
+    field is neither +1 nor -1 are ignored (counted).  ValueError: a null sign field or weight."""
+    batch = columns.batch
+    sign_column = batch.column(port.sign_index) if port.sign_index is not None else None
+    if (sign_column is not None and sign_column.null_count) or (columns.weights is not None
+                                                                and columns.weights.null_count):
+        raise ValueError("null signs")
+    if sign_column is None and columns.weights is None:
+        return [(1, batch)], 0
+    whole = _one_sign(sign_column, columns.weights)
     if whole is not None:  # every row enters (or every row leaves) once: the batch as it is, no filter
-        return [(whole, relation_columns(batch, port, string_ids))], 0
+        return [(whole, batch)], 0
     ignored = 0
-    if port.sign_index is not None:
-        sign = batch.column(port.sign_index).cast(pa.int64())
+    if sign_column is not None:
+        sign = sign_column.cast(pa.int64())
         unsigned = pc.and_(pc.not_equal(sign, _ONE), pc.not_equal(sign, _MINUS_ONE))
         ignored = unsigned.true_count
         sign = pc.if_else(unsigned, _NOUGHT, sign)
@@ -162,7 +174,7 @@ def split(columns: Columns, port: PortPlan, string_ids) -> tuple[list[tuple[int,
         part, times = batch.filter(mask), pc.abs(signs.filter(mask))
         if pc.max(times).as_py() > 1:  # a multiplicity: the row as often as it counts
             part = part.take(pa.array([i for i, n in enumerate(times.to_pylist()) for _ in range(n)], pa.int64()))
-        out.append((value, relation_columns(part, port, string_ids)))
+        out.append((value, part))
     return out, ignored
 
 
