@@ -84,9 +84,9 @@ def run_boreas(q: Query, blocks: list[dict], tables: dict) -> Row:
         row.refusal = " ".join(planned.split())
         row.boreas, row.check = f"refused: {row.refusal}", "-"
         return row
-    seconds, fed = feed(planned, blocks)
+    seconds, cpu, fed = feed(planned, blocks)
     row.boreas_rate = fed / seconds
-    row.boreas = f"{row.boreas_rate:,.0f} ev/s ({planned.operator.backend})"
+    row.boreas = f"{row.boreas_rate:,.0f} ev/s, {cpu / fed * 1e6:.2f} µs CPU/ev ({planned.operator.backend})"
     if q.windowed:
         row.check = "windowed: --check-flink checks it against Flink"
     else:

@@ -171,26 +171,25 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
     (:mod:`.rowmemo`): a row's value before is read there where it has it, and its value now noted there.
     """
     rows: dict[tuple, None] = {}
-    old: dict[str, dict] = {}
-    for ref in form.refs:
-        j = journals[ref.map]
-        if not j:
-            continue
-        if ref.map not in old:
-            old[ref.map] = first_values(j)
-        unpack = store.unpack
-        for k in dict.fromkeys(j[::2]):
-            rows[ref.row_of(unpack(ref.map, k))] = None
+    for ref in form.refs:  # the rows the batch's keys name (one C-level pass per map's journal)
+        keys = journals[ref.map][::2]
+        if keys:
+            if store.arity[ref.map] == 1:
+                keys = [(k,) for k in keys]
+            rows.update(dict.fromkeys(map(ref.rows_of, keys)))
     if not rows:
         return []
-    before = OldReader(store, old, old_totals)
+    before = None  # the maps before the batch: made only for a row the row memo cannot answer for
     if rereads:
+        before = old_reader(form, journals, store, old_totals)
         rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
     out = []
     name, zero = form.name, form.zero
     for row in rows:
         was = rows_memo.before(name, row, zero) if rows_memo is not None else UNKNOWN
         if was is UNKNOWN:
+            if before is None:
+                before = old_reader(form, journals, store, old_totals)
             was = row_value(form, row, before)
         new = row_value(form, row, now)
         if rows_memo is not None:
@@ -198,6 +197,12 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
         if was[0] != new[0] or not same(was[1], new[1]):
             out.append((form.key_of(row), new[1]))
     return out
+
+
+def old_reader(form: ViewForm, journals: dict[str, list], store: MapStore, old_totals=None) -> OldReader:
+    """The maps a general view reads as they were before the batch (each changed map's first old values)."""
+    old = {ref.map: first_values(journals[ref.map]) for ref in form.refs if journals[ref.map]}
+    return OldReader(store, old, old_totals)
 
 
 class OldReader(Reader):
