@@ -17,7 +17,9 @@ after each batch from the journal: a value added is a new count and
 possibly a new least or greatest; a value removed lowers the count, and
 when it was the least or the greatest the slice's fold is dropped (read
 again from the index the next time: a delete of the extreme value is the
-only case that needs the slice).  ``SUM`` is not kept (a float's sum
+only case that needs the slice; an emptied slice is dropped too, and an
+empty one read is not kept, so the memo holds at most the non-empty slices
+read).  ``SUM`` is not kept (a float's sum
 adjusted differs from the sum read in the slice's order).
 
 It is derived data, exact at one runtime ``version`` (the pattern of
@@ -78,7 +80,9 @@ class SliceFolds:
             slices = self._folds[(name, at)] = {}
         found = slices.get(pattern)
         if found is None:
-            found = slices[pattern] = fold_of(values(name, pattern, at))
+            found = fold_of(values(name, pattern, at))
+            if found[0]:  # (an empty slice is not kept: the memo holds no more slices than the maps do)
+                slices[pattern] = found
         return found
 
     def advance(self, journals: dict[str, list], store, version: int) -> None:
@@ -98,9 +102,11 @@ class SliceFolds:
 
 
 def _adjust(slices: dict[tuple, Fold], journal: list, store, name: str, at: int) -> None:
-    """Apply one map's journal to its kept slices at unbound position ``at``."""
+    """Apply one map's journal to its kept slices at unbound position ``at``: the values that joined a slice
+    first, then those that left it (a value that leaves is an extreme only of the slice with the joins in)."""
     get, unpack = store.getter(name), store.unpack
     before = dict(zip(journal[-2::-2], journal[-1::-2]))  # a key's first old value: its value before the batch
+    left = []
     for k, was in before.items():
         now = get(k, 0)
         if (was != 0) == (now != 0):  # still in the slice, or still out: its values are the same
@@ -110,13 +116,18 @@ def _adjust(slices: dict[tuple, Fold], journal: list, store, name: str, at: int)
         fold = slices.get(pattern)
         if fold is None:
             continue
+        if now == 0:
+            left.append((pattern, key[at]))
+            continue
         x = key[at]
         n, lo, hi = fold
-        if now != 0:  # the value joined the slice
-            slices[pattern] = (n + 1, x, x) if n == 0 else (n + 1, min(lo, x), max(hi, x))
-        elif n == 1:
-            slices[pattern] = EMPTY
-        elif x == lo or x == hi:  # an extreme left: the slice is read again when next asked for
+        slices[pattern] = (n + 1, min(lo, x), max(hi, x))
+    for pattern, x in left:
+        fold = slices.get(pattern)
+        if fold is None:
+            continue
+        n, lo, hi = fold
+        if n == 1 or x == lo or x == hi:  # emptied, or an extreme left: read again when next asked for
             del slices[pattern]
         else:
             slices[pattern] = (n - 1, lo, hi)

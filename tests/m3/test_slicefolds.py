@@ -185,16 +185,22 @@ def test_advance_adjusts_counts_and_extremes_and_drops_a_slice_whose_extreme_lef
     folds.advance({}, store, 1)
     store.add_many("m", [((1, b), 1) for b in (2, 5, 9)], replace=True)
     assert folds.get("m", (1, None), 1, lambda *read: [2, 5, 9]) == (3, 2, 9)
-    assert folds.get("m", (4, None), 1, lambda *read: []) == EMPTY
+    assert folds.get("m", (4, None), 1, lambda *read: []) == EMPTY  # (empty: not kept)
     store.set_stored("m", (1, 5), 0)  # batch 2: 5 leaves, 1 joins; group 4 gains 3
     store.set_stored("m", (1, 1), 1)
     store.set_stored("m", (4, 3), 2)
     folds.advance({"m": [(1, 5), 1, (1, 1), 0, (4, 3), 0, (4, 3), 1]}, store, 2)
     unread = lambda *read: pytest.fail("the slice was listed")  # noqa: E731
     assert folds.get("m", (1, None), 1, unread) == (3, 1, 9)
-    assert folds.get("m", (4, None), 1, unread) == (1, 3, 3)
-    store.set_stored("m", (1, 9), 0)  # batch 3: the greatest leaves
-    folds.advance({"m": [(1, 9), 1]}, store, 3)
+    assert folds.get("m", (4, None), 1, lambda *read: [3]) == (1, 3, 3)
+    store.set_stored("m", (1, 9), 0)  # batch 3: the greatest leaves; group 4 empties
+    store.set_stored("m", (4, 3), 0)
+    folds.advance({"m": [(1, 9), 1, (4, 3), 2]}, store, 3)
     assert folds.get("m", (1, None), 1, lambda *read: [1, 2]) == (2, 1, 2)
-    folds.advance({}, store, 5)  # batch 4 went by unseen: everything is read again
-    assert folds.get("m", (4, None), 1, lambda *read: [3]) == (1, 3, 3) and folds.version == 5
+    assert folds.get("m", (4, None), 1, lambda *read: []) == EMPTY
+    store.set_stored("m", (1, 7), 1)  # batch 4: 7 joins, and 2 (neither extreme now) leaves
+    store.set_stored("m", (1, 2), 0)
+    folds.advance({"m": [(1, 7), 0, (1, 2), 1]}, store, 4)
+    assert folds.get("m", (1, None), 1, unread) == (2, 1, 7)
+    folds.advance({}, store, 6)  # batch 5 went by unseen: everything is read again
+    assert folds.get("m", (1, None), 1, lambda *read: [7]) == (1, 7, 7) and folds.version == 6
