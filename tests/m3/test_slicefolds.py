@@ -178,6 +178,20 @@ def test_restore_at_the_same_version_forgets_the_kept_folds():
     assert rt.changes()["Q1"] == [((1,), (2, 3, 9, 12))]
 
 
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_higher_bid_raises_the_categorys_average_of_maxima(backend):
+    """q4's shape batch by batch: a value joining a kept slice widens its greatest (the random test's
+    q4 shape did not always reach it); a deleted greatest falls back to the one below."""
+    rt = Runtime(compile_sql(SHAPES["q4_average_of_maxima"]), backend=backend)
+    rt.apply_batch([("auction", 1, (1, 0)), ("auction", 1, (2, 0)), ("bid", 1, (1, 1, 5, 0)),
+                    ("bid", 1, (2, 1, 3, 0))])
+    rt.changes()
+    rt.apply_batch([("bid", 1, (1, 2, 9, 0))])  # auction 1's maximum 5 -> 9: the average (5 + 3) / 2 -> 6
+    assert rt.changes()["Q1"] == [((0,), 6.0)]
+    rt.apply_batch([("bid", -1, (1, 2, 9, 0))])  # back to 5
+    assert rt.changes()["Q1"] == [((0,), 4.0)]
+
+
 def test_advance_adjusts_counts_and_extremes_and_drops_a_slice_whose_extreme_left():
     p = parse_program("DECLARE MAP m[A: INT, B: INT] : INT;")
     store = MapStore(p, {"m": [(0,)]})
