@@ -84,9 +84,10 @@ def run_boreas(q: Query, blocks: list[dict], tables: dict) -> Row:
         row.refusal = " ".join(planned.split())
         row.boreas, row.check = f"refused: {row.refusal}", "-"
         return row
-    seconds, fed = feed(planned, blocks)
-    row.boreas_rate = fed / seconds
-    row.boreas = f"{row.boreas_rate:,.0f} ev/s ({planned.operator.backend})"
+    seconds, cpu, fed = feed(planned, blocks)
+    row.boreas_rate = fed / seconds if seconds else 0.0
+    per_event = f"{cpu / fed * 1e6:.2f} µs CPU/ev" if fed else "no events"
+    row.boreas = f"{row.boreas_rate:,.0f} ev/s, {per_event} ({planned.operator.backend})"
     if q.windowed:
         row.check = "windowed: --check-flink checks it against Flink"
     else:

@@ -102,9 +102,13 @@ def boreas_batch(kind: str, batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.record_batch(cols, names=[n for n, _ in columns(kind)])
 
 
-def feed(planned: Planned, blocks: list[dict[str, pa.RecordBatch]]) -> tuple[float, int]:
-    """(seconds, events fed): every block's batches of the kinds read, port by port, into the operator; a side
-    input (q13's) is published whole first, outside the clock and the count (it is the box's setup)."""
+def feed(planned: Planned, blocks: list[dict[str, pa.RecordBatch]]) -> tuple[float, float, int]:
+    """(seconds, CPU seconds, events fed): every block's batches of the kinds read, port by port, into the
+    operator; a side input (q13's) is published whole first, outside the clocks and the count (it is the box's
+    setup).  Seconds are the wall clock's, CPU seconds this process's (``time.process_time``): on a machine
+    shared with other work the wall clock counts the time the process waited for a core too, so events/s
+    from it falls with the load average while CPU per event does not (docs/benchmarks.md, "Folds kept per
+    row (branch nexI)")."""
     from boreas.wire.columns import Columns
 
     q, op = planned.query, planned.operator
@@ -114,11 +118,11 @@ def feed(planned: Planned, blocks: list[dict[str, pa.RecordBatch]]) -> tuple[flo
     fed = [(port, Columns(boreas_batch(kind, b[kind]))) for b in blocks
            for port, kind in enumerate(q.reads, start=len(q.side)) if b[kind].num_rows]
     events = sum(len(c) for _, c in fed)
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     for port, cols in fed:
         for _ in op.process(port, cols, 0.0):
             pass
-    return time.perf_counter() - began, events
+    return time.perf_counter() - began, time.process_time() - cpu, events
 
 
 def view_rows(planned: Planned) -> list[tuple]:

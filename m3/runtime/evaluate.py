@@ -61,6 +61,13 @@ class Reader:
         """How many entries match ``pattern`` (bound but at ``at``): a COUNT fold over that position."""
         return len(self.values(name, pattern, at))
 
+    def fold(self, name: str, pattern: tuple, at: int) -> tuple:
+        """``(count, least, greatest)`` of the values :meth:`values` lists (least and greatest None where there
+        are none): a ``MIN``, ``MAX`` or ``COUNT`` over that position.  The reader of the maps after a batch
+        answers from a memo adjusted by the batch's journals (:mod:`.slicefolds`)."""
+        found = self.values(name, pattern, at)
+        return (len(found), min(found), max(found)) if found else (0, None, None)
+
 
 def items(found) -> list:
     """An ``entries`` answer (a dict or pairs) as a list of ``(key, value)``."""

@@ -43,8 +43,8 @@ from .native import BEYOND_64_BITS, IntOverflow, choose, mirror
 from .ports import ViewInfo, relation_ports, view_ports
 from .reads import Reads
 from .text import program_from_text
-from .rowmemo import RowMemo
-from .totals import TotalMemo, index_specs as total_index_specs
+from .memos import Memos
+from .totals import index_specs as total_index_specs
 from .evaluate import Reader
 from .events import check_batches, group_events
 from .viewchanges import current_reader, plain_changes, view_changes
@@ -73,14 +73,13 @@ class Runtime(Reads):
             for name, positions in more.items():
                 specs.setdefault(name, []).extend(p for p in positions if p not in specs.get(name, []))
         self._store = MapStore(program, specs)
-        self._totals = TotalMemo(program)
         self._stale = False  # native: the mirror (``store``) lags the C maps until something reads
         self._forms = {v.name: view_form(program, v) for v in program.views if v.general}
         self._rereads = {v.name for v in program.views if v.general and rereads(v)}
-        self._row_memo = RowMemo(set(self._forms) - self._rereads if type(self) is Runtime else ())  # (.rowmemo)
+        self._memos = Memos(program, set(self._forms) - self._rereads, type(self) is not Runtime)  # (.memos)
         # the maps Python reads per batch (general views, TOTAL memo): the native mirror keeps these current
         self._kept = set().union(*map(self.view_reads, self._forms), *(
-            {p.total.ref.name} | {ref.name for ref in p.reads} for p in self._totals.plans.values()))
+            {p.total.ref.name} | {ref.name for ref in p.reads} for p in self._memos.totals.plans.values()))
         self._journals: dict[str, list] = {name: [] for name in self.store.data}  # key, old value, key, ...
         float_maps = {m.name for m in program.maps if m.value_type == "FLOAT"}
         self.source, consts = program_source(program, self.store.specs, float_maps, float_epsilon)
@@ -274,12 +273,13 @@ class Runtime(Reads):
 
     def _view_changes(self, journals: dict[str, list], version: int, plain) -> dict[str, list]:
         """The view rows the batch that made ``version`` changed (:func:`.viewchanges.view_changes`)."""
-        return view_changes(self.program.views, self._forms, self._rereads, self._nulls, self._store, self._totals,
-                            journals, version, plain, self._row_memo)
+        memos = self._memos
+        return view_changes(self.program.views, self._forms, self._rereads, self._nulls, self._store, memos.totals,
+                            journals, version, plain, memos.rows, memos.folds)
 
     def _reader(self) -> Reader:
         """The maps now, with the TOTAL memo (exact at this version, or cleared to be rebuilt as rows are read)."""
-        return current_reader(self.store, self._totals.at(self._version))
+        return current_reader(self.store, self._memos.totals.at(self._version))
 
     def changes(self) -> dict[str, list[tuple[tuple, object]]]:
         """The view rows the last batch changed: ``{view: [(key, new value)]}``; 0 (or all-zero tuple) = removed."""
@@ -336,8 +336,7 @@ class Runtime(Reads):
         with self._lock:
             gone = remove_closed(self._store, self._native, bounds)
             if gone:
-                self._totals.clear()
-                self._row_memo.clear()
+                self._memos.clear()
             return gone
 
     # -- initial values and state transfer ----------------------------------
@@ -356,7 +355,7 @@ class Runtime(Reads):
             wanted = None if views is None else set().union(*map(self.view_reads, views))
             values = initial_values(self.program, rows, wanted, self.float_epsilon)
             self._stale = False
-            self._totals.clear()
+            self._memos.clear()
             self._store.clear()
             for name, entries in values.items():
                 self._store.add_many(name, [(self._store.pack(name, k), v) for k, v in entries.items()], replace=True)
@@ -384,8 +383,7 @@ class Runtime(Reads):
             raise RuntimeStateError("state was taken from a different program")
         with self._lock:
             self._stale = False
-            self._totals.clear()
-            self._row_memo.clear()
+            self._memos.clear()
             self._store.decode(state["maps"])
             if self._native is not None:
                 self._push_mirror()

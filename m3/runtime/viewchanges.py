@@ -30,6 +30,7 @@ from operator import itemgetter
 from .evaluate import Reader
 from .maps import MapStore
 from .rowmemo import UNKNOWN, RowMemo
+from .slicefolds import SliceFolds
 from .views import ViewForm, candidate_rows, row_value, same
 
 
@@ -69,13 +70,17 @@ def plain_changes(store: MapStore, v, journals: dict[str, list]) -> list[tuple[t
 
 
 def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: dict, store: MapStore, memo,
-                 journals: dict[str, list], version: int, plain, rows_memo: RowMemo | None = None) -> dict[str, list]:
+                 journals: dict[str, list], version: int, plain, rows_memo: RowMemo | None = None,
+                 folds: SliceFolds | None = None) -> dict[str, list]:
     """``Runtime.changes()``: the rows of ``views`` the batch that made ``version`` changed, from its journals
     (``plain(view)``: a plain view's, as the backend reads them; ``forms``: the general views'; ``nulls``: the
     views whose keys read NULLs); the TOTAL memo (:mod:`.totals`) advanced to ``version`` first; ``rows_memo``:
-    the general views' rows after the previous batch (:mod:`.rowmemo`), advanced to ``version``."""
+    the general views' rows after the previous batch (:mod:`.rowmemo`), advanced to ``version``; ``folds``: the
+    slices' folds (:mod:`.slicefolds`), advanced to ``version`` and read by the rows' evaluation after it."""
     memo.advance(journals, store, version)
-    now = current_reader(store, memo.at(version))
+    if folds is not None:
+        folds.advance(journals, store, version)
+    now = current_reader(store, memo.at(version), folds if folds is not None and folds.exact(version) else None)
     if rows_memo is not None:
         rows_memo.start(version)
     changes: dict[str, list] = {}
@@ -92,11 +97,12 @@ def view_changes(views, forms: dict[str, ViewForm], rereads: set[str], nulls: di
 
 
 class StoreReader(Reader):
-    """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`)."""
+    """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`; ``folds``: the
+    memo of slices' folds, exact at the maps' version, :mod:`.slicefolds`)."""
 
-    def __init__(self, store: MapStore, totals=None):
+    def __init__(self, store: MapStore, totals=None, folds: SliceFolds | None = None):
         super().__init__(store.get, store.match, totals)
-        self.store = store
+        self.store, self._folds = store, folds
 
     def has(self, name: str, pattern: tuple) -> bool:
         return self.store.has(name, pattern)
@@ -106,6 +112,11 @@ class StoreReader(Reader):
 
     def count(self, name: str, pattern: tuple, at: int) -> int:
         return slice_count(self.store, name, pattern, at)
+
+    def fold(self, name: str, pattern: tuple, at: int) -> tuple:
+        if self._folds is None:
+            return super().fold(name, pattern, at)
+        return self._folds.get(name, pattern, at, self.values)
 
 
 def slice_values(store: MapStore, name: str, pattern: tuple, at: int) -> list:
@@ -143,9 +154,10 @@ def _but(arity: int, at: int) -> tuple[int, ...]:
 _EMPTY: dict = {}
 
 
-def current_reader(store: MapStore, totals=None) -> Reader:
-    """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`)."""
-    return StoreReader(store, totals)
+def current_reader(store: MapStore, totals=None, folds: SliceFolds | None = None) -> Reader:
+    """The maps as they are now (``totals``: the hook of a memo of TOTALs, :mod:`.totals`; ``folds``: of the
+    slices' folds, :mod:`.slicefolds`)."""
+    return StoreReader(store, totals, folds)
 
 
 def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, now: Reader,
@@ -159,26 +171,25 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
     (:mod:`.rowmemo`): a row's value before is read there where it has it, and its value now noted there.
     """
     rows: dict[tuple, None] = {}
-    old: dict[str, dict] = {}
-    for ref in form.refs:
-        j = journals[ref.map]
-        if not j:
-            continue
-        if ref.map not in old:
-            old[ref.map] = first_values(j)
-        unpack = store.unpack
-        for k in dict.fromkeys(j[::2]):
-            rows[ref.row_of(unpack(ref.map, k))] = None
+    for ref in form.refs:  # the rows the batch's keys name (one C-level pass per map's journal)
+        keys = journals[ref.map][::2]
+        if keys:
+            if store.arity[ref.map] == 1:
+                keys = [(k,) for k in keys]
+            rows.update(dict.fromkeys(map(ref.rows_of, keys)))
     if not rows:
         return []
-    before = OldReader(store, old, old_totals)
+    before = None  # the maps before the batch: made only for a row the row memo cannot answer for
     if rereads:
+        before = old_reader(form, journals, store, old_totals)
         rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
     out = []
     name, zero = form.name, form.zero
     for row in rows:
         was = rows_memo.before(name, row, zero) if rows_memo is not None else UNKNOWN
         if was is UNKNOWN:
+            if before is None:
+                before = old_reader(form, journals, store, old_totals)
             was = row_value(form, row, before)
         new = row_value(form, row, now)
         if rows_memo is not None:
@@ -186,6 +197,12 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
         if was[0] != new[0] or not same(was[1], new[1]):
             out.append((form.key_of(row), new[1]))
     return out
+
+
+def old_reader(form: ViewForm, journals: dict[str, list], store: MapStore, old_totals=None) -> OldReader:
+    """The maps a general view reads as they were before the batch (each changed map's first old values)."""
+    old = {ref.map: first_values(journals[ref.map]) for ref in form.refs if journals[ref.map]}
+    return OldReader(store, old, old_totals)
 
 
 class OldReader(Reader):

@@ -10,7 +10,9 @@ compiled once per view into the source of one function
 ``f(row, reader) -> (in the view, value)``: row variables are locals, a map
 entry is one ``get(map, key)`` with the key a tuple display, and a map entry
 or fold read twice at the same key (a presence test and the column reading
-the same map; ``MIN`` and ``MAX`` of one group) is read once; an aggregate
+the same map; ``MIN`` and ``MAX`` of one group) is read once (a ``MIN``,
+``MAX`` or ``COUNT`` of a slice's values as the reader's ``fold``: its count,
+least and greatest, which after a batch a memo keeps, :mod:`.slicefolds`); an aggregate
 over a map's entries at the row (``Over`` without ``WHERE``: Nexmark q4's
 ``SUM(MAX(...) FOR G : rows[G, C])``) is a loop over them.
 
@@ -33,17 +35,18 @@ def row_value(row, reader):
     entries = reader.entries
     values = reader.values
     count = reader.count
+    fold = reader.fold
     v0 = row[0]
     if v0 is None:
         return False, ZERO
     m0 = get('s', (v0,))
     m1 = get('n', (v0,))
-    f0 = values('mm', (v0, None), 1)
-    if not (m0 or m1 or f0):
+    s0 = fold('mm', (v0, None), 1)
+    if not (m0 or m1 or s0[0]):
         return False, ZERO
     if not ((1 < m1)):
         return False, ZERO
-    return True, (divide(m0, m1), (min(f0) if f0 else 0), (max(f0) if f0 else 0))
+    return True, (divide(m0, m1), (s0[1] if s0[0] else 0), (s0[2] if s0[0] else 0))
 """
 
 from __future__ import annotations
@@ -105,6 +108,8 @@ class _Source:
                 self.lines.append(f"{self.indent}{found} = get({name!r}, {display})")
             elif kind == "n":  # a COUNT of a slice's values (one unbound position): the reader counts them
                 self.lines.append(f"{self.indent}{found} = count({name!r}, {display}, {at})")
+            elif kind == "s":  # (count, least, greatest) of a slice's values: after a batch, from a memo
+                self.lines.append(f"{self.indent}{found} = fold({name!r}, {display}, {at})")
             elif key.count("None") == 1:  # one unbound position: the reader lists its values (an index's slice)
                 self.lines.append(f"{self.indent}{found} = values({name!r}, {display}, {at})")
             else:
@@ -135,9 +140,14 @@ class _Source:
         if isinstance(e, Fold) and e.cond is None and e.kind in ("MIN", "MAX", "COUNT", "SUM"):
             free = [i for i, a in enumerate(e.ref.args) if isinstance(a, Var) and a.name == e.var]
             key = ["None" if i in free else self.arg(a) for i, a in enumerate(e.ref.args)]
-            if None not in key and e.kind == "COUNT" and len(free) == 1 and \
-                    ("f", e.ref.name, _display(key), free[0]) not in self.reads:  # no list of the values read
-                return self.read("n", e.ref.name, key, free[0])
+            if None not in key and len(free) == 1 and e.kind in ("MIN", "MAX", "COUNT"):
+                read = (e.ref.name, _display(key), free[0])
+                if e.kind != "COUNT" or ("s",) + read in self.reads:  # a fold's count, least and greatest
+                    got = self.read("s", e.ref.name, key, free[0])
+                    return f"{got}[0]" if e.kind == "COUNT" else f"({got}[{1 if e.kind == 'MIN' else 2}] " \
+                        f"if {got}[0] else 0)"
+                if ("f",) + read not in self.reads:  # no list of the values read
+                    return self.read("n", e.ref.name, key, free[0])
             if None not in key:
                 vals = self.read("f", e.ref.name, key, free[0])
                 return {"MIN": f"(min({vals}) if {vals} else 0)", "MAX": f"(max({vals}) if {vals} else 0)",
@@ -213,14 +223,14 @@ def _folds(form: Any) -> dict[tuple, str]:
         dry.cond(form.where)
     for _, e in form.columns:
         dry.expr(e)
-    return {r[1:]: r[0] for r in dry.reads if r[0] in ("f", "n")}
+    return {r[1:]: r[0] for r in dry.reads if r[0] in ("f", "n", "s")}
 
 
 def row_source(form: Any) -> tuple[str, dict[str, object]]:
     """The source of ``row_value(row, reader)`` for a view (a :class:`.views.ViewForm`) and its constants."""
     s = _Source(form)
     head = ["def row_value(row, reader):", "    get = reader.get", "    entries = reader.entries",
-            "    values = reader.values", "    count = reader.count"]
+            "    values = reader.values", "    count = reader.count", "    fold = reader.fold"]
     for i in range(len(form.vars)):
         s.lines.append(f"    v{i} = row[{i}]")
     if form.vars:
@@ -237,7 +247,7 @@ def row_source(form: Any) -> tuple[str, dict[str, object]]:
             at = ref.slots.index(None) if ref.slots.count(None) == 1 else None
             kind = folded.get((ref.map, _display(key), at)) if at is not None else None
             if kind is not None:  # a fold reads these entries (or counts them) anyway
-                tests.append(s.read(kind, ref.map, key, at))
+                tests.append(s.read(kind, ref.map, key, at) + ("[0]" if kind == "s" else ""))
             elif None in ref.slots:
                 tests.append(f"reader.has({ref.map!r}, {_display(key)})")
             else:

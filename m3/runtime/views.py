@@ -84,6 +84,11 @@ class Ref:
         subquery's map keyed by correlation columns; such a row is never in the view, see :func:`row_value`)."""
         return self._row_of(key)
 
+    @property
+    def rows_of(self):
+        """:meth:`row_of` as a function, to ``map`` over a batch's keys with no method call per key."""
+        return self._row_of
+
     @cached_property
     def _pattern(self):
         """:meth:`pattern` made once per ref (it runs for every row a batch changed, twice): an ``itemgetter``
