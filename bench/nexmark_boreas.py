@@ -147,7 +147,10 @@ def duckdb_rows(planned: Planned, tables: dict[str, pa.Table]) -> list[tuple]:
     for kind in q.side:
         con.register(kind, pa.Table.from_batches([boreas_batch(kind, side_table(kind))]))
     for kind in q.reads:
-        con.register(kind, pa.Table.from_batches([boreas_batch(kind, b) for b in tables[kind].to_batches()]))
+        table = tables[kind]  # (a kind no event of the run has: an empty table of its columns)
+        batches = [boreas_batch(kind, b) for b in table.to_batches()] or [
+            boreas_batch(kind, pa.RecordBatch.from_pylist([], schema=table.schema))]
+        con.register(kind, pa.Table.from_batches(batches))
     sql = duckdb_sql(q.select())
     if hasattr(planned.operator, "top_rows"):  # a top-N: its ties broken as the box breaks them (docs/m3.md)
         from boreas.m3.compiler.rownumber import ranked_sql, split_topn
