@@ -42,6 +42,18 @@ from hypothesis import strategies as st
 SCALE = float(os.environ.get("BOREAS_PROPERTY_SCALE", "1"))
 
 
+class Unmemoized(Runtime):
+    """A reference runtime that keeps no memo (row memo, slice folds: only ``Runtime`` itself keeps them), so
+    each batch's ``changes()`` are evaluated afresh (tests/m3/test_rowmemo.py, test_slicefolds.py)."""
+
+    keeps_native = True  # (a subclass runs on Python unless it says it builds on nothing of it)
+
+
+def changed_rows(rt: Runtime) -> dict:
+    """``rt.changes()`` with each view's rows in one order."""
+    return {name: sorted(rows, key=repr) for name, rows in rt.changes().items()}
+
+
 def scaled(n: int, floor: int = 5) -> int:
     """``n`` examples times :data:`SCALE`, at least ``floor`` (or ``n`` when smaller): a quarter of the examples
     still draws inserts, deletes and several batches, so the inner loop reaches the same triggers."""

@@ -18,7 +18,7 @@ from boreas.m3 import Runtime, compile_sql
 from boreas.m3.runtime import views
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from m3_harness import scaled
+from m3_harness import Unmemoized, changed_rows, scaled
 
 STREAM = "CREATE STREAM bid(auction INT, bidder INT, price INT, channel INT);\n"
 SHAPES = {
@@ -30,16 +30,6 @@ SHAPES = {
     "having_distinct": STREAM + """SELECT channel, COUNT(DISTINCT bidder) AS bidders, SUM(price) AS total
         FROM bid GROUP BY channel HAVING COUNT(DISTINCT auction) > 1""",
 }
-
-
-class Reevaluating(Runtime):
-    """The reference: a runtime that keeps no row memo (only ``Runtime`` itself keeps one)."""
-
-    keeps_native = True  # (a subclass runs on Python unless it says it builds on nothing of it)
-
-
-def _rows(rt: Runtime) -> dict:
-    return {name: sorted(rows, key=repr) for name, rows in rt.changes().items()}
 
 
 @st.composite
@@ -93,11 +83,11 @@ def test_changes_with_the_memo_equal_changes_evaluated_again(shape, backend):
     @settings(max_examples=scaled(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(batches())
     def check(workload):
-        rt, ref = Runtime(program, backend=backend), Reevaluating(program, backend=backend)
+        rt, ref = Runtime(program, backend=backend), Unmemoized(program, backend=backend)
         live: list = []
         for ops in workload:
             if ops[0][0] == "restore":  # another runtime's maps at the same version: the memo must not survive
-                other = Reevaluating(program, backend="python")
+                other = Unmemoized(program, backend="python")
                 other.apply_batch([("bid", 1, (9, 9, 1, 0)), ("bid", 1, (8, 9, 7, 1))])
                 while other.version < rt.version:
                     other.apply_batch([])
@@ -117,7 +107,7 @@ def test_changes_with_the_memo_equal_changes_evaluated_again(shape, backend):
             events = _events(live, ops)
             rt.apply_batch(events)
             ref.apply_batch(events)
-            assert _rows(rt) == _rows(ref)
+            assert changed_rows(rt) == changed_rows(ref)
         assert rt.view(program.views[0].name) == ref.view(program.views[0].name)
 
     check()
@@ -134,7 +124,7 @@ def test_a_changed_row_is_evaluated_once_where_the_memo_has_it(backend, monkeypa
         counted["n"] += 1
         return evaluate(form, row, reader)
 
-    for cls, per_row in ((Runtime, 1), (Reevaluating, 2)):
+    for cls, per_row in ((Runtime, 1), (Unmemoized, 2)):
         rt = cls(program, backend=backend)
         rt.apply_batch([("bid", 1, (1, 1, 1, 0)), ("bid", 1, (2, 2, 7, 1))])
         rt.changes()

@@ -21,7 +21,7 @@ from boreas.m3.runtime.slicefolds import EMPTY, SliceFolds
 from boreas.m3.syntax import parse_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from m3_harness import scaled
+from m3_harness import Unmemoized, changed_rows, scaled
 
 STREAMS = ("CREATE STREAM bid(auction INT, bidder INT, price INT, channel INT);\n"
            "CREATE STREAM auction(id INT, category INT);\n")
@@ -34,16 +34,6 @@ SHAPES = {
         AS final, A.category FROM auction A, bid B WHERE A.id = B.auction GROUP BY A.id, A.category) Q
         GROUP BY Q.category""",
 }
-
-
-class Refolding(Runtime):
-    """The reference: a runtime that keeps no memo (only ``Runtime`` itself keeps them)."""
-
-    keeps_native = True  # (a subclass runs on Python unless it says it builds on nothing of it)
-
-
-def _rows(rt: Runtime) -> dict:
-    return {name: sorted(rows, key=repr) for name, rows in rt.changes().items()}
 
 
 @st.composite
@@ -106,11 +96,11 @@ def test_changes_with_kept_folds_equal_changes_folded_again(shape, backend):
     @settings(max_examples=scaled(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(batches())
     def check(workload):
-        rt, ref = Runtime(program, backend=backend), Refolding(program, backend=backend)
+        rt, ref = Runtime(program, backend=backend), Unmemoized(program, backend=backend)
         live: list = []
         for ops in workload:
             if ops[0][0] == "restore":  # another runtime's maps at the same version: the memo must not survive
-                other = Refolding(program, backend="python")
+                other = Unmemoized(program, backend="python")
                 seed = [("auction", (1, 0)), ("bid", (1, 9, 1, 0)), ("bid", (1, 8, 7, 1))]
                 other.apply_batch([(rel, 1, row) for rel, row in seed])
                 while other.version < rt.version:
@@ -132,7 +122,7 @@ def test_changes_with_kept_folds_equal_changes_folded_again(shape, backend):
             events = _events(live, ops)
             rt.apply_batch(events)
             ref.apply_batch(events)
-            assert _rows(rt) == _rows(ref)
+            assert changed_rows(rt) == changed_rows(ref)
         assert rt.view(view) == ref.view(view)
 
     check()
@@ -151,7 +141,7 @@ def test_a_kept_fold_is_not_read_from_its_slice_again(backend, monkeypatch):
         return values(store, name, pattern, at)
 
     monkeypatch.setattr(viewchanges, "slice_values", counting)
-    for cls, lists in ((Runtime, [1, 0, 0, 1]), (Refolding, [2, 2, 2, 2])):
+    for cls, lists in ((Runtime, [1, 0, 0, 1]), (Unmemoized, [2, 2, 2, 2])):
         rt = cls(program, backend=backend)
         got = []
         for events in ([("bid", 1, (1, 1, 5, 0))],
