@@ -14,25 +14,18 @@ served by the real query API on a loopback port; a stand-in Head answers
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import importlib
 import json
-import threading
 
-import pyarrow as pa
 import pytest
 from aiohttp import web
-from boreas.catalog import Catalog, plan_submission, read_document
-from boreas.catalog.validate import stream_schemas
 from boreas.cli.main import main
-from boreas.client import query_arrow
 from boreas.client.query import QueryClient, QueryFailed
-from boreas.m3.boxtype import box_types
-from boreas.m3.cumulus import Layout, slot
-from boreas.node.operators import build_operator
+from boreas.m3.cumulus import slot
 from boreas.node.cumulus.api import SegmentsApi
 from boreas.node.query import QueryApi
+from support.query_servers import head_answer, servers, start_members  # noqa: F401 (servers: fixture)
 from support.partitioned_box import (
     BOX,
     MAPS,
@@ -41,9 +34,7 @@ from support.partitioned_box import (
     build,
     call,
     layout_v1,
-    parts,
     relayout,
-    segment_counter,
     whole,
 )
 
@@ -56,93 +47,6 @@ def full():
 
 
 # -- the client against members on loopback ports ------------------------------------------
-
-
-class Servers:
-    """aiohttp apps on loopback ports, served by an event loop of their own (the CLI runs asyncio.run)."""
-
-    def __init__(self):
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.runners: list[web.AppRunner] = []
-        self.hits: dict[str, list[str]] = {}
-
-    def serve(self, app: web.Application) -> str:
-        async def start() -> str:
-            runner = web.AppRunner(app)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            self.runners.append(runner)
-            return f"127.0.0.1:{runner.addresses[0][1]}"
-        return asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
-
-    def member(self, op) -> str:
-        """Serve ``op`` with the real query API; requests counted in ``hits[endpoint]``."""
-        endpoint_box: dict[str, str] = {}
-
-        @web.middleware
-        async def count(request, handler):
-            self.hits.setdefault(endpoint_box["endpoint"], []).append(request.path_qs)
-            return await handler(request)
-
-        app = web.Application(middlewares=[count])
-        api = QueryApi(Dataflow(op), "")
-        api.add_routes(app.router)
-        segments = SegmentsApi(api.dataflow, "")
-        segments.add_routes(app.router)
-        endpoint = self.serve(app)
-        endpoint_box["endpoint"] = api.endpoint = segments.endpoint = endpoint
-        return endpoint
-
-    def head(self, answers: list[dict]) -> str:
-        """A Head answering ``GET /boxes/{name}`` with ``answers`` in turn (the last one from then on)."""
-        calls = []
-
-        async def box(request):
-            if request.match_info["name"] != BOX:
-                return web.json_response({"error": f"no box {request.match_info['name']!r} in the catalog "
-                                                   "(version 3)"}, status=404)
-            calls.append(1)
-            return web.json_response(answers[min(len(calls), len(answers)) - 1])
-
-        app = web.Application()
-        app.router.add_get("/boxes/{name}", box)
-        self.head_calls = calls
-        return "http://" + self.serve(app)
-
-    def close(self):
-        async def stop():
-            for runner in self.runners:
-                await runner.cleanup()
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
-
-
-def head_answer(layout: Layout) -> dict:
-    """What the Head's ``GET /boxes/{name}`` answers for a partitioned box (extra keys included)."""
-    return {"box": BOX, "type": "m3", "node": None, "version": 3,
-            "partition": {**layout.to_dict(), "epoch_ms": 100, "id": 1, "key": "a"}}
-
-
-def start_members(servers: Servers, layout_of, full) -> Layout:
-    """Serve one stand-in member per endpoint; ``layout_of(endpoints)`` is the layout they hold."""
-    ops = [build() for _ in range(3)]
-    endpoints = [servers.member(op) for op in ops]
-    layout = layout_of(endpoints)
-    for op, filled in zip(ops, parts(layout, full)):
-        op.runtime, op.layout, op.member, op.segment_entries = filled.runtime, layout, filled.member, segment_counter(op)
-    return layout
-
-
-@pytest.fixture
-def servers():
-    s = Servers()
-    yield s
-    s.close()
 
 
 async def test_the_client_asks_the_owner_the_home_or_every_member_and_merges(servers, full):
@@ -354,81 +258,3 @@ async def test_real_members_fed_through_their_coordinators_answer_as_one_node(se
     counted = {int(s): maps for a in answers for s, maps in a["segments"].items()}
     assert sorted(counted) == [0, 1, 2, 3, 4, 5]
     assert sum(maps.get("Q1_total", 0) for maps in counted.values()) == full.runtime.store.size("Q1_total")
-
-
-def _rows_of(table) -> list[tuple]:
-    """A result table's rows as QueryResult.rows holds them: (key tuple, value or value tuple)."""
-    keys = len(table.schema) - (2 if "n" in table.schema.names else 1)
-    rows = [tuple(r.values()) for r in table.to_pylist()]
-    return [(r[:keys], r[keys:] if len(r) - keys > 1 else r[keys]) for r in rows]
-
-
-@pytest.mark.parametrize("partitioned", [True, False])
-async def test_arrow_and_batches_give_the_rows_read_as_a_table_keys_then_values(servers, full, partitioned):
-    """QueryClient.arrow: the read as a pyarrow Table of the view's schema; .batches: its record batches."""
-    if partitioned:
-        head = servers.head([head_answer(start_members(servers, layout_v1, full))])
-    else:
-        head = servers.head([{"box": BOX, "type": "m3", "node": servers.member(full), "version": 3}])
-    async with QueryClient(head, moved_wait=2) as client:
-        view = await client.arrow(BOX)  # the default: view Q1 on out stream G, of every member
-        assert view.schema.names == ["a", "total", "n"]
-        assert [str(f.type) for f in view.schema] == ["int64", "int64", "int64"]
-        assert sorted(_rows_of(view)) == sorted((await client.query(BOX)).rows)
-        assert len(view) == 40
-        batches = [b async for b in client.batches(BOX, "G")]
-        assert pa.Table.from_batches(batches).equals(view)
-        one, rows = await client.arrow(BOX, "Q1_total", [7]), await client.query(BOX, "Q1_total", [7])
-        assert one.schema.names == [rows.keys[0][0], "Q1_total"] and _rows_of(one) == rows.rows  # (the map's key: A)
-        total = await client.arrow(BOX, "Q1_total", agg="sum")
-        assert total.column(0).to_pylist() == [None]  # the pattern's wildcard, as the rows give it
-        assert total.column("Q1_total").to_pylist() == [full.runtime.read_sum("Q1_total")]
-        empty = await client.arrow(BOX, "Q1_total", [1000])
-        assert (empty.num_rows, empty.schema.names[1:]) == (0, ["Q1_total"])
-        assert [b async for b in client.batches(BOX, "Q1_total", [1000])] == []
-
-
-EXTREMES = f"""<borealis>
-  <input stream="R" schema="RT"/>
-  <output stream="G" schema="GT"/>
-  <schema name="RT"><field name="a" type="int"/><field name="f" type="double"/><field name="s" type="string" size="8"/></schema>
-  <schema name="GT"><field name="a" type="int"/><field name="mf" type="double"/><field name="ms" type="string" size="8"/></schema>
-  <box name="{BOX}" type="m3"><in stream="R"/><out stream="G"/>
-    <parameter name="sql" value="CREATE STREAM R(a INT, f FLOAT, s STRING);&#10;SELECT a, MAX(f) AS mf, MIN(s) AS ms FROM R GROUP BY a"/>
-  </box>
-</borealis>"""
-
-
-async def test_arrow_types_a_min_or_max_of_floats_and_strings_as_the_view_not_as_its_count_map(servers):
-    """MAX(f) of a FLOAT is float64 and MIN(s) of a STRING string, though their maps V_v are INT counts keyed
-    by (group, value): the node reports each view column's M3 type (GET /query/{box}/maps, ``types``)."""
-    registry = box_types()
-    plan = plan_submission(Catalog(), [read_document(EXTREMES, "w.xml")], registry)
-    assert plan.ok, plan.problems
-    schemas = stream_schemas(plan.catalog, registry)
-    box = plan.catalog.boxes[BOX]
-    op = build_operator(box, [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs])
-    op.process(0, [(1, 1.5, "x"), (1, 2.75, "b"), (2, -0.5, "q")], 0.0)
-    head = servers.head([{"box": BOX, "type": "m3", "node": servers.member(op), "version": 3}])
-    async with QueryClient(head, moved_wait=2) as client:
-        rows = await client.query(BOX, "Q1")
-        assert sorted(rows.rows) == [((1,), (2.75, "b")), ((2,), (-0.5, "q"))]
-        table = await client.arrow(BOX, "Q1")
-        assert [str(f.type) for f in table.schema] == ["int64", "double", "string"]
-        assert sorted(_rows_of_extremes(table)) == sorted(rows.rows)
-        assert (await client.maps(BOX))["views"]["Q1"]["types"] == ["FLOAT", "STRING"]
-
-
-def _rows_of_extremes(table: pa.Table) -> list:
-    return [((r["a"],), (r["mf"], r["ms"])) for r in table.to_pylist()]
-
-
-def test_without_the_nodes_types_a_min_or_max_column_is_typed_by_its_values_not_its_count_map():
-    """An older node's maps answer has no ``types``: map V_v's type is used only where it is keyed as the view."""
-    described = {"views": {"Q1": {"keys": [["a", "INT"]], "values": ["mf", "n"]}},
-                 "maps": {"Q1_mf": {"keys": [["A", "INT"], ["F", "FLOAT"]], "value": "INT"},
-                          "Q1_n": {"keys": [["A", "INT"]], "value": "INT"}}}
-    result = client_query.QueryResult("w", "n:1", "Q1", 1, "slice", (("a", "INT"),), [((1,), (2.75, 3))])
-    table = query_arrow.result_table(result, described)
-    assert [str(f.type) for f in table.schema] == ["int64", "double", "int64"]
-    assert table.column("mf").to_pylist() == [2.75]
