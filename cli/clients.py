@@ -73,9 +73,10 @@ async def submit_and_report(head: str, token: str | None, files: list[tuple[str,
     ``replace``: the new version of an application; what it kept, changed, added and removed is printed."""
     from boreas.catalog.app_diff import ApplicationChanges
     from boreas.client.head_api import submit_documents, wait_submission
-    from boreas.wire.client import PeerClient, PeerRefused
+    from boreas.wire.one_shot import OneShotPeers  # (a few requests: the standard library's HTTP, no aiohttp)
+    from boreas.wire.peer_errors import PeerRefused
 
-    async with PeerClient(token, timeout=timeout + 35) as peers:
+    async with OneShotPeers(token, timeout=timeout + 35) as peers:
         try:
             status = await submit_documents(peers, head, files, replace=replace, app=app)
         except PeerRefused as exc:
