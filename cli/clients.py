@@ -14,10 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
-from boreas.catalog.model import Catalog
 from boreas.catalog.words import counted
 from boreas.wire.auth import resolve_token
+
+if TYPE_CHECKING:
+    from boreas.catalog.model import Catalog  # (the catalog's model: `boreas nodes` does not load it)
 
 # aiohttp, lxml and xmlschema (the client, XML documents, the global component) are imported in the
 # commands that use them: building the parser, and `boreas nodes`, must not wait for them.
@@ -217,6 +221,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 async def fetch_catalog(head: str) -> Catalog:
     from boreas.catalog.documents import Update, read_document
+    from boreas.catalog.model import Catalog
     from boreas.catalog.replicate import apply_update
     from boreas.wire.client import PeerClient
 
@@ -248,6 +253,7 @@ def _out(*lines: str) -> None:
 def cmd_watch(args: argparse.Namespace) -> int:
     from boreas.catalog.replicate import UpdateRejected, apply_update, catalog_items
     from boreas.catalog.updates import update_document
+    from boreas.catalog.model import Catalog
     from boreas.regional.global_component import GlobalComponent
     from boreas.wire.client import PeerError
 
