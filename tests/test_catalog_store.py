@@ -236,3 +236,25 @@ async def test_durability_saves_and_adoption_reads_the_log(tmp_path):
     with pytest.raises(AdoptionRefused):
         open_failed(NODES[0], tmp_path, None)
     assert json.loads((tmp_path / "identity.json").read_text())["sender"] == "sender-1"
+
+
+def test_new_producer_ids_are_saved_once_an_update_not_once_a_box():
+    """A durable node saves its identity (every box's producer id) when an update made new ids: once for the
+    update, however many boxes it built (once a box rewrote the whole file per box: 20,000 writes for a
+    20,000-box slice), and not at all when it made none."""
+    from boreas.node.box_state import BoxStates
+    from support.operators import T
+
+    saves: list[dict[str, str]] = []
+    states = BoxStates()
+    states.on_new_box_id = lambda: saves.append(dict(states.box_ids))
+    boxes = {f"b{i}": Box(f"b{i}", "filter", (InPort("Packet"),), (f"O{i}",), (("expression.0", "true"),))
+             for i in range(50)}
+    schemas = {"Packet": T, **{f"O{i}": T for i in range(51)}}
+    states.follow(boxes, schemas)
+    assert len(saves) == 1 and set(saves[0]) == set(boxes)  # every id made is in the one save
+    states.follow(boxes, schemas)
+    assert len(saves) == 1  # nothing new: nothing saved
+    states.follow({**boxes, "late": Box("late", "filter", (InPort("Packet"),), ("O50",), (("expression.0", "true"),))},
+                  schemas)
+    assert len(saves) == 2 and "late" in saves[1]
