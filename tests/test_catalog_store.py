@@ -166,6 +166,48 @@ def test_compaction_killed_between_its_two_writes(tmp_path):
     assert text(CatalogStore(tmp_path).load()) == text(local.catalog)
 
 
+def test_a_compaction_of_the_same_catalog_killed_between_its_writes_brings_nothing_back(tmp_path):
+    """The node's own changes net out (a node added, then deleted, the version kept): the compaction writes
+    the catalog the last one wrote; killed before the log is replaced, the old log must not follow it."""
+    store = CatalogStore(tmp_path, fsync=False, compact_records=1)
+    local = LocalCatalog("localhost:15001")
+    local.keep_changes()
+    store.load()
+    local.apply(Update("test", 0, "test", items=[Node("n:1")]))
+    store.append(local.take_changes(), local.catalog)
+    old_log = (tmp_path / LOG).read_bytes()
+    local.apply(Update("test", 0, "test", items=[Delete(node="n:1")]))
+    store.append(local.take_changes(), local.catalog)  # past compact_records: catalog.xml written whole
+    (tmp_path / LOG).write_bytes(old_log)  # as if killed before the log was replaced
+    assert text(CatalogStore(tmp_path).load()) == text(local.catalog)
+
+
+def test_a_failed_write_is_made_good_by_the_next_save(tmp_path, monkeypatch):
+    """A disk full while appending: the change is in no record and part of one may be in the file; the next
+    save (even one with no change of its own, as the Head's resent update is) writes the catalog whole."""
+    store, local, _ = _two_states(tmp_path)
+    local.apply(Update("test", 3, "test", items=[box("d", NODES[0])]))
+    real_open = Path.open
+
+    def full(self, mode="r", *args, **kwargs):
+        if self.name == LOG and "a" in mode:
+            f = real_open(self, mode, *args, **kwargs)
+            f.write(b"\x00\x01torn")  # part of a record reached the file
+            f.close()
+            raise OSError(28, "No space left on device")
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", full)
+    with pytest.raises(OSError):
+        store.append(local.take_changes(), local.catalog)
+    monkeypatch.setattr(Path, "open", real_open)
+    store.append(local.take_changes(), local.catalog)  # the resent update: nothing new to log
+    assert text(CatalogStore(tmp_path).load()) == text(local.catalog)
+    local.apply(Update("test", 4, "test", items=[Modify((("expression.0", "x > 9"),), box="d")]))
+    store.append(local.take_changes(), local.catalog)
+    assert text(CatalogStore(tmp_path).load()) == text(local.catalog)
+
+
 def test_a_catalog_xml_of_before_the_log_loads_with_a_new_log(tmp_path):
     """A data directory from before the log (catalog.xml only) loads, and appends go on from it."""
     catalog = Catalog(version=5, nodes={NODES[0]: Node(NODES[0])})

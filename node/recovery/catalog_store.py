@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import uuid
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,6 +85,7 @@ class CatalogStore:
         self.log_bytes = 0  # the log's good bytes (its digest record included)
         self.catalog_bytes = 0  # catalog.xml's size
         self.compactions = 0
+        self.owed = False  # a write failed: the next save writes the catalog whole (:meth:`append`)
         self._digest: bytes | None = None  # of catalog.xml as the log follows it (None: not yet known)
 
     @property
@@ -160,37 +162,54 @@ class CatalogStore:
         """Log changes (each: the items that turn the catalog before it into the one after, and that one's
         version), ``catalog`` being the catalog after the last; durable when this returns, in one write and
         one fsync.  Compacts instead (``catalog`` whole) when the log has grown past its bounds."""
-        if not changes:
+        if not changes and not self.owed:
             return
         if self._digest is None:  # never loaded: the log must follow catalog.xml before it grows
             self.load()
-        if self.records + len(changes) > self.compact_records or \
+        if self.owed or self.records + len(changes) > self.compact_records or \
                 self.log_bytes > max(self.compact_min_bytes, self.catalog_bytes):
             self.compact(catalog)
             return
         records = b"".join(_frame(update_document(items, version=version).encode()) for items, version in changes)
-        with self.log_path.open("ab") as f:
-            f.write(records)
-            f.flush()
-            if self.fsync:
-                os.fsync(f.fileno())
+        try:
+            with self.log_path.open("ab") as f:
+                f.write(records)
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+        except BaseException:
+            # (a disk full, an I/O error: these changes are in no record, and part of one may be in the file:
+            # the next save, with changes or without, writes the catalog whole and a fresh log)
+            self.owed = True
+            raise
         self.records += len(changes)
         self.log_bytes += len(records)
 
     def compact(self, catalog: Catalog) -> None:
         """Write the whole of ``catalog`` to ``catalog.xml``, then restart the log after it (both atomic)."""
-        data = update_document(catalog_items(catalog), version=catalog.version).encode()
-        write_atomic(self.catalog_path, data)
+        # (an id of its own: a compaction that writes the same catalog as the last one is still another file,
+        # so a log of the last one, left by a kill between the two renames, never follows it)
+        data = update_document(catalog_items(catalog), version=catalog.version, id=uuid.uuid4().hex).encode()
+        try:
+            write_atomic(self.catalog_path, data)
+        except BaseException:
+            self.owed = True
+            raise
         self.catalog_bytes = len(data)
         self._restart_log(_digest(data))
         self.compactions += 1
 
     def _restart_log(self, digest: bytes) -> None:
         record = _frame(_BASE + digest)
-        write_atomic(self.log_path, record)
+        try:
+            write_atomic(self.log_path, record)
+        except BaseException:
+            self.owed = True
+            raise
         self._digest = digest
         self.records = 0
         self.log_bytes = len(record)
+        self.owed = False
 
     def _cut(self, good: int) -> None:
         """Drop a torn tail, so that the next record is not appended after garbage."""
