@@ -63,6 +63,19 @@ class Modify:
     origin: Origin = field(default=Origin("<update>"), compare=False)
 
 
+def merge_params(
+    old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, str], ...]:
+    """``<modify>`` semantics: named parameters change, new ones are appended, none vanish.
+
+    Here, beside :class:`Modify`, so that applying an update (catalog/replicate.py) does not import the
+    submission's merge (catalog/merge.py and what it builds on): a ``boreas move`` reads the Head's
+    catalog with it (issue 37)."""
+    merged = dict(old)
+    merged.update(new)
+    return tuple(merged.items())
+
+
 @dataclass(frozen=True, slots=True)
 class NodeAssignment:
     """``<node endpoint=... query=...>``: put these queries (or boxes) on that node."""

@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
@@ -40,7 +40,10 @@ from .model import (
     Table,
     TypeAlias,
 )
-from .store.base import Change, Commit, Snapshot
+
+if TYPE_CHECKING:  # (the store is imported where a change is made: reading an update, as a client does, needs
+    # none of it; issue 37)
+    from .store.base import Change, Commit, Snapshot
 from .xmlcodec import decode, to_text
 
 #: store kind -> (Catalog attribute, XML tag)
@@ -131,6 +134,8 @@ def diff(old: Catalog, new: Catalog, touched: Mapping[str, Iterable[str]] | None
     it, changed keys ``old`` held come in name order rather than ``new``'s
     (their places do not move), and a small change costs what it wrote, not
     the size of the catalog."""
+    from .store.base import Change
+
     changes: list[Change] = []
     for kind, (attr, _) in KIND_TO_DICT.items():
         before, after = getattr(old, attr), getattr(new, attr)

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from .app_prune import prune_left_out
 from .declared_inputs import as_declarations
 from .diagnostics import CATALOG, Diagnostic, Origin
-from .document_model import Application, Delete, Deployment, Modify
+from .document_model import Application, Delete, Deployment, Modify, merge_params
 from .model import (
     NAMED_BY_APP,
     Box,
@@ -271,15 +271,6 @@ class Merger:
 
 #: Parameters that make an ``m3`` box's program: changing one rebuilds the box and re-plans its partition.
 _PROGRAM_PARAMS = ("sql", "m3", "sign-field")
-
-
-def merge_params(
-    old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]
-) -> tuple[tuple[str, str], ...]:
-    """``<modify>`` semantics: named parameters change, new ones are appended, none vanish."""
-    merged = dict(old)
-    merged.update(new)
-    return tuple(merged.items())
 
 
 def merge(

@@ -44,10 +44,10 @@ from .document_model import (
     Move,
     NodeAssignment,
     Unsubscribe,
+    merge_params,
 )
 from .elements import KIND_TO_DICT, element_key, is_element
 from .layered import Layered
-from .merge import merge_params
 from .model import Box, Catalog, Table
 
 #: Removal order: what refers to an element goes before it.

@@ -14,10 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
-from boreas.catalog.model import Catalog
 from boreas.catalog.words import counted
 from boreas.wire.auth import resolve_token
+
+if TYPE_CHECKING:
+    from boreas.catalog.model import Catalog  # (the catalog's model: `boreas nodes` does not load it)
 
 # aiohttp, lxml and xmlschema (the client, XML documents, the global component) are imported in the
 # commands that use them: building the parser, and `boreas nodes`, must not wait for them.
@@ -73,9 +77,10 @@ async def submit_and_report(head: str, token: str | None, files: list[tuple[str,
     ``replace``: the new version of an application; what it kept, changed, added and removed is printed."""
     from boreas.catalog.app_diff import ApplicationChanges
     from boreas.client.head_api import submit_documents, wait_submission
-    from boreas.wire.client import PeerClient, PeerRefused
+    from boreas.wire.one_shot import OneShotPeers  # (a few requests: the standard library's HTTP, no aiohttp)
+    from boreas.wire.peer_errors import PeerRefused
 
-    async with PeerClient(token, timeout=timeout + 35) as peers:
+    async with OneShotPeers(token, timeout=timeout + 35) as peers:
         try:
             status = await submit_documents(peers, head, files, replace=replace, app=app)
         except PeerRefused as exc:
@@ -216,6 +221,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 async def fetch_catalog(head: str) -> Catalog:
     from boreas.catalog.documents import Update, read_document
+    from boreas.catalog.model import Catalog
     from boreas.catalog.replicate import apply_update
     from boreas.wire.client import PeerClient
 
@@ -247,6 +253,7 @@ def _out(*lines: str) -> None:
 def cmd_watch(args: argparse.Namespace) -> int:
     from boreas.catalog.replicate import UpdateRejected, apply_update, catalog_items
     from boreas.catalog.updates import update_document
+    from boreas.catalog.model import Catalog
     from boreas.regional.global_component import GlobalComponent
     from boreas.wire.client import PeerError
 

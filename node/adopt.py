@@ -51,9 +51,10 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from boreas.catalog.documents import Unsubscribe, Update, read_document
+from boreas.catalog.diagnostics import ValidationFailed
+from boreas.catalog.documents import Unsubscribe, Update
 from boreas.catalog.model import Catalog, Node, Partition, Region, Subscription
-from boreas.catalog.replicate import apply_update, catalog_items
+from boreas.catalog.replicate import UpdateRejected, catalog_items
 from boreas.catalog.words import counted
 from boreas.wire.columns import read_columns, unwrap
 from boreas.wire.frames import ARROW, Batch, decode
@@ -189,7 +190,7 @@ class Adopter:
         # A failed node that is in fact alive (cut off from the Head) checks for a claim every
         # heartbeat and stops; once it has, nothing more lands in its log after what we read.
         await asyncio.sleep(FENCE_WAIT)
-        failed = await asyncio.to_thread(_open_failed, source, directory, snapshot_url)
+        failed = await asyncio.to_thread(open_failed, source, directory, snapshot_url)
         try:
             replayer, collected, replayed = await self._replay(failed)
         finally:
@@ -331,19 +332,15 @@ def take_guest_inputs(failed: BoxStates, here: BoxStates, internal: set[str], in
     here.ends.merge({"producers": {s: sorted(p) for s, p in failed.ends.producers.items() if s in inputs}})
 
 
-def _open_failed(source: str, directory: Path, snapshot_url: str | None) -> _Failed:
+def open_failed(source: str, directory: Path, snapshot_url: str | None) -> _Failed:
     """Read a failed node's directory: catalog, identity, newest usable snapshot; its log opened for reading."""
     durable = Durability(directory, snapshot_url, fsync=False)
     try:
         identity = json.loads((directory / "identity.json").read_text())
-        text = durable.load_catalog()
-        catalog = Catalog()
-        if text is not None:
-            update = read_document(text, f"{directory}/catalog.xml")
-            assert isinstance(update, Update)
-            catalog = apply_update(Catalog(), update.items, update.version or 0)
+        durable.catalog.writable = False  # the failed node's: read, never repaired here
+        catalog = durable.load_catalog() or Catalog()
         durable.log.open()
-    except (OSError, ValueError, AssertionError) as exc:
+    except (OSError, ValueError, AssertionError, ValidationFailed, UpdateRejected) as exc:
         raise AdoptionRefused(f"cannot read the data of the failed node in {directory}: {exc}") from None
     return _Failed(source, catalog, identity, durable.latest_snapshot(), durable)
 

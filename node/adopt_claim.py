@@ -62,7 +62,7 @@ def archive_adopted(directory: Path) -> Path | None:
         return None
     archive = directory / f"adopted-{int(time.time())}"
     archive.mkdir(exist_ok=True)
-    for name in ("catalog.xml", "log", "snapshots", "positions.json", "layouts.json", CLAIM):
+    for name in ("catalog.xml", "catalog.log", "log", "snapshots", "positions.json", "layouts.json", CLAIM):
         path = directory / name
         if path.exists():
             path.rename(archive / name)

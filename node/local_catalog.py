@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from boreas.catalog.document_model import Update
 from boreas.catalog.model import Catalog, Subscription
@@ -31,6 +32,7 @@ from boreas.catalog.replicate import (
     UpdateRejected,
     apply_update,
     catalog_items,
+    update_items,
 )
 from boreas.catalog.updates import update_document
 
@@ -50,6 +52,10 @@ class LocalCatalog:
         # How many of the held catalog's boxes write each stream, kept by the keys each update wrote: a
         # <subscribe> is checked against it, not against every box's out streams (issue 37).
         self.writers = StreamWriters()
+        # Each applied change as the items that turn the catalog before it into the one after, with that one's
+        # version, until taken (:meth:`take_changes`): what a durable node logs (node/recovery/catalog_store.py).
+        # None: not kept (a node without --data-dir).
+        self.changes: list[tuple[list[Any], int]] | None = None
 
     @property
     def version(self) -> int:
@@ -81,12 +87,31 @@ class LocalCatalog:
         if new is None:
             new = self.preview(update)
         self.counters["updates_received"] += 1
-        touched = self.touched[1].get("boxes", ()) if self.touched is not None and self.touched[0] is self.catalog else None
-        self.writers.follow(self.catalog, new, touched)
+        wrote = self.touched[1] if self.touched is not None and self.touched[0] is self.catalog else None
+        self.writers.follow(self.catalog, new, None if wrote is None else wrote.get("boxes", ()))
+        if self.changes is not None:  # (by the keys it wrote: what it touched, not the whole slice)
+            self.changes.append((update_items(self.catalog, new, wrote), new.version))
         self.catalog = new
         self.counters["updates_applied"] += 1
         self.counters["items_applied"] += len(update.items)
         return new
+
+    def keep_changes(self) -> None:
+        """From now on keep each applied change for :meth:`take_changes`."""
+        self.changes = []
+
+    def take_changes(self) -> list[tuple[list[Any], int]]:
+        """The changes applied since the last call (each: items and the version after it), oldest first."""
+        if self.changes is None:
+            return []
+        taken, self.changes = self.changes, []
+        return taken
+
+    def restore(self, catalog: Catalog) -> Catalog:
+        """Hold ``catalog`` (a restart's saved catalog), as no change to keep."""
+        self.writers.follow(self.catalog, catalog, None)
+        self.catalog = catalog
+        return catalog
 
     def as_update_xml(self) -> str:
         """What the node holds, as one update document (``GET /catalog``)."""

@@ -33,7 +33,7 @@ import time
 import uuid
 from pathlib import Path
 
-from boreas.catalog.documents import Update, read_document
+from boreas.catalog.documents import Update
 from boreas.catalog.endpoints import split_endpoint
 from boreas.catalog.model import Catalog
 from boreas.catalog.replicate import update_items
@@ -110,6 +110,8 @@ class NodeService(NodeApi):
         # With a data dir the node is durable: it logs what it takes and comes back after a crash.
         self.durability = (Durability(data_dir, snapshot_url, flush_every=group_commit[0], flush_ms=group_commit[1])
                            if data_dir is not None else None)
+        if self.durability is not None:
+            self.local.keep_changes()  # what a change wrote is what it saves (catalog_changed)
         self.recovered = asyncio.Event()
         # A data dir on shared storage lets another node adopt this node's boxes if it stays down.
         self.shared_dir = shared_dir and data_dir is not None
@@ -160,13 +162,11 @@ class NodeService(NodeApi):
             else:
                 durable.save_identity(flow.sender, flow.state.box_ids)
             flow.state.on_new_box_id = lambda: durable.save_identity(flow.sender, flow.state.box_ids)
-            text = durable.load_catalog()
+            saved = durable.load_catalog()
             captured = durable.latest_snapshot()
             first = None  # the catalog at the layouts the log began under, when all of it replays (§6.3)
-            if text is not None:
-                update = read_document(text, f"{durable.dir}/catalog.xml")
-                assert isinstance(update, Update)
-                catalog = self.local.apply(update)
+            if saved is not None:
+                catalog = self.local.restore(saved)
                 first = durable.first_layouts(catalog) if captured is None else None
                 flow.reconfigure(first or catalog)
             start = durable.log.first_position
@@ -217,7 +217,7 @@ class NodeService(NodeApi):
     def catalog_changed(self) -> None:
         """The local catalog changed: keep the durable copy current (a restart starts from it)."""
         if self.durability is not None:
-            self.durability.save_catalog(self.local.as_update_xml())
+            self.durability.save_catalog(self.local.take_changes(), self.local.catalog)
             self.durability.note_layouts(self.local.catalog.partitions)
 
     def _report(self, item: object) -> None:

@@ -15,10 +15,15 @@ import functools
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import xmlschema
 from lxml import etree
-from xmlschema import XMLSchemaChildrenValidationError
+
+if TYPE_CHECKING:
+    import xmlschema
+
+# xmlschema (about 0.2 s to import) is imported only to explain a document libxml2 refused
+# (:func:`xsd_errors`): a valid document, the common case, never loads it (``boreas submit``, ``connect``).
 
 __all__ = ["LANGUAGES", "XsdProblem", "schema_for", "xsd_errors"]
 
@@ -77,6 +82,8 @@ def _load(language: str) -> xmlschema.XMLSchema:
     """Build a schema once per process (it is slow).  ``allow="sandbox"``
     keeps xs:include inside this package directory: loading never touches
     the network."""
+    import xmlschema
+
     path = _SCHEMA_DIR / f"{language}.xsd"
     with _COMPILING:
         return xmlschema.XMLSchema(str(path), base_url=str(_SCHEMA_DIR), allow="sandbox")
@@ -128,6 +135,8 @@ def xsd_errors(tree_or_root_element) -> list[XsdProblem]:
 
 def _problem(tree, error) -> XsdProblem:
     """Turn one xmlschema error into an XsdProblem (one line, right place)."""
+    from xmlschema import XMLSchemaChildrenValidationError
+
     elem = error.elem
     if elem is None or not isinstance(getattr(elem, "tag", None), str):
         return XsdProblem(None, error.path or "", _first_line(error.reason))

@@ -170,9 +170,11 @@ async def test_the_python_client_publishes_and_subscribes_with_tls(tls_cluster):
 
 
 @pytest.mark.slow
-def test_move_and_nodes_work_over_tls_without_loading_aiohttp_or_xmlschema(tls_cluster):
-    """``boreas move`` and ``boreas nodes`` make their few calls with the standard library's HTTP client: over
-    TLS with client certificates, with the token, and without importing the heavy libraries."""
+def test_light_commands_work_over_tls_without_loading_aiohttp_or_xmlschema(tls_cluster):
+    """``boreas move``, ``connect``, ``disconnect``, ``nodes`` and ``submit`` make their few calls with the
+    standard library's HTTP client: over TLS with client certificates, with the token, and without importing
+    the heavy libraries (a valid box file or application is checked by libxml2 alone: xmlschema only explains
+    a refused one)."""
     c = tls_cluster
     for target in (c.nodes[1], c.nodes[0]):  # there and back: the other tests find box1 where it was
         result, heavy = boreas_imports("move", "box1", target, env=c.env)
@@ -183,6 +185,30 @@ def test_move_and_nodes_work_over_tls_without_loading_aiohttp_or_xmlschema(tls_c
     assert result.returncode == 0, result.stderr
     assert [line.split()[:2] for line in result.stdout.splitlines()[2:]] == [[n, "up"] for n in sorted(c.nodes)]
     assert heavy == []
+    box = c.workdir / "light_filter.xml"
+    box.write_text('<box name="light" type="filter"><in stream="Packet"/><out stream="light"/>'
+                   '<parameter name="expression.0" value="time &gt;= 0"/></box>')
+    result, heavy = boreas_imports("connect", "box1", "--box", box, env=c.env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"inserted box light on {c.nodes[0]} before box1 port 0"), result.stdout
+    assert heavy == []
+    result, heavy = boreas_imports("disconnect", "light", env=c.env)
+    assert result.returncode == 0, result.stderr
+    assert "its sink reads Packet again" in result.stdout
+    assert heavy == []
+    app = c.workdir / "light_app.xml"
+    app.write_text('<borealis><input stream="LightIn" schema="LightTuple"/><schema name="LightTuple">'
+                   '<field name="time" type="int"/></schema><box name="light_box" type="filter">'
+                   '<in stream="LightIn"/><out stream="LightOut"/><parameter name="expression.0" value="time &gt; 1"/>'
+                   '</box></borealis>')
+    deploy = c.workdir / "light_deploy.xml"
+    deploy.write_text(f'<deploy><node endpoint="{c.nodes[1]}" query="light_box"/></deploy>')
+    result, heavy = boreas_imports("submit", app, deploy, env=c.env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "deployed: 1 node acknowledged", result.stdout
+    assert heavy == []
+    result, heavy = boreas_imports("submit", box, env=c.env)  # refused by the Head: its reasons, one per line
+    assert result.returncode == 2 and str(box) in result.stdout + result.stderr, result.stdout + result.stderr
     result, _ = boreas_imports("move", "box1", c.nodes[1], env={**c.env, "BOREAS_TOKEN": "wrong"})
     assert result.returncode == 1 and "wrong cluster token" in result.stderr, result.stderr
 

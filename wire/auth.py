@@ -12,9 +12,10 @@ monitoring needs no secret.  The comparison is constant-time.
 
 from __future__ import annotations
 
-import hmac
 import os
-import secrets
+
+# hmac and secrets are imported where used (a server checks tokens, `cluster up` makes one): a command that
+# only sends its token (`boreas move`) loads neither (issue 37).
 
 TOKEN_ENV = "BOREAS_TOKEN"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -26,6 +27,8 @@ class MissingToken(ValueError):
 
 def new_token() -> str:
     """160 random bits as hex: safe in shells, URLs and argument lists (never starts with '-')."""
+    import secrets
+
     return secrets.token_hex(20)
 
 
@@ -42,6 +45,8 @@ def auth_headers(token: str | None) -> dict[str, str]:
 
 
 def check_token(header: str | None, token: str) -> bool:
+    import hmac
+
     if not header or not header.startswith("Bearer "):
         return False
     return hmac.compare_digest(header[len("Bearer "):].encode(), token.encode())

@@ -5,7 +5,9 @@ Everything lives in the node's data directory (``boreas node --data-dir DIR``):
 * ``identity.json``: the node's sender name and each box's producer id.  A
   restarted node numbers its output under the same ids, so receivers
   recognise what they already have;
-* ``catalog.xml``: the local catalog, rewritten (atomically) after every change;
+* ``catalog.xml`` and ``catalog.log``: the local catalog, kept by :class:`~.catalog_store.CatalogStore`: a
+  change appends what it wrote to the log (fsync'd), and the whole catalog is rewritten (atomically) only
+  when the log has grown as large as it;
 * ``layouts.json``: each partitioned box's layout as this node first ran it (:meth:`Durability.note_layouts`):
   the catalog learns a box's later layouts, but its member's log began under this one, and a replay of the
   whole log (no snapshot) must begin there too (:meth:`Durability.first_layouts`; docs/cumulus.md §6.3);
@@ -49,6 +51,7 @@ import msgspec
 from boreas.catalog.model import Catalog, Partition, SegmentPlacement
 
 from ..gcpause import gc_paused
+from .catalog_store import CatalogStore
 from .log import InputLog
 from .snapshots import SnapshotStore, write_atomic
 
@@ -65,6 +68,7 @@ class Durability:
     def __init__(self, data_dir: Path, snapshot_url: str | None = None, *,
                  flush_every: int = FLUSH_EVERY, flush_ms: float = FLUSH_MS, fsync: bool = True):
         self.dir = Path(data_dir)
+        self.catalog = CatalogStore(self.dir, fsync=fsync)
         self.log = InputLog(self.dir / "log", flush_every=flush_every, flush_ms=flush_ms, fsync=fsync)
         self.snapshots = SnapshotStore.from_url(snapshot_url or str((self.dir / "snapshots").resolve()))
         self.state = "new"  # new | recovering | ready
@@ -100,12 +104,13 @@ class Durability:
     def save_identity(self, sender: str, box_ids: dict[str, str]) -> None:
         write_atomic(self.dir / "identity.json", json.dumps({"sender": sender, "boxes": box_ids}).encode())
 
-    def load_catalog(self) -> str | None:
-        path = self.dir / "catalog.xml"
-        return path.read_text() if path.exists() else None
+    def load_catalog(self) -> Catalog | None:
+        """The local catalog as last saved (None: never saved)."""
+        return self.catalog.load()
 
-    def save_catalog(self, text: str) -> None:
-        write_atomic(self.dir / "catalog.xml", text.encode())
+    def save_catalog(self, changes: list[tuple[list[Any], int]], catalog: Catalog) -> None:
+        """Keep the local catalog durable: ``changes`` (:meth:`LocalCatalog.take_changes`) led to ``catalog``."""
+        self.catalog.append(changes, catalog)
 
     def note_layouts(self, partitions: Mapping[str, Partition]) -> None:
         """Keep the layout of each partition (by box and incarnation) as this node first runs it: a member's
@@ -205,6 +210,8 @@ class Durability:
             "recovery_seconds": self.recovery_seconds,
             "replay_seconds": self.replay_seconds,
             "replay_cpu_seconds": self.replay_cpu_seconds,
+            "catalog_log": {"records": self.catalog.records, "bytes": self.catalog.log_bytes,
+                            "compactions": self.catalog.compactions},
             "log": {**{f"{k}_total": v for k, v in self.log.counters.items()},
                     "first": self.log.first_position, "next": self.log.next_position,
                     "size_bytes": self.log.size_bytes()},
