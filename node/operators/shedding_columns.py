@@ -25,6 +25,7 @@ a dict).
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -91,9 +92,19 @@ def _group_ids(batch: pa.RecordBatch, groups: list[int], rows: np.ndarray) -> tu
         encoded = column.dictionary_encode(null_encoding="encode")
         codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
         values.append(encoded.dictionary.to_pylist())
-    combos, ids = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
-    keys = [tuple(values[c][k] for c, k in enumerate(combo)) for combo in combos.tolist()]
-    return ids.reshape(-1).astype(np.int64), [k[0] for k in keys] if len(groups) == 1 else keys
+    if len(groups) == 1:  # (a dictionary's indices are dense group ids already)
+        return codes[0], values[0]
+    sizes = [len(v) for v in values]
+    if float(np.prod(np.array(sizes, np.float64))) < 2.0 ** 62:  # the codes as one mixed-radix number
+        mixed = np.zeros(len(rows), np.int64)
+        for code, size in zip(codes, sizes):
+            mixed = mixed * size + code
+        firsts, ids = np.unique(mixed, return_index=True, return_inverse=True)[1:]
+    else:
+        firsts, ids = np.unique(np.stack(codes, axis=1), axis=0, return_index=True, return_inverse=True)[1:]
+    combos = np.stack(codes, axis=1)[firsts].tolist()
+    keys = [tuple(values[c][k] for c, k in enumerate(combo)) for combo in combos]
+    return ids.reshape(-1).astype(np.int64), keys
 
 
 def window_drop_mask(batch: pa.RecordBatch, state: dict[Any, list], rng: random.Random, rate: float,
@@ -114,13 +125,14 @@ def window_drop_mask(batch: pa.RecordBatch, state: dict[Any, list], rng: random.
         return keep, 0
     gid, keys = _group_ids(batch, groups, rows)
     held = [state.get(k) for k in keys]
-    if any(h is not None and not np.isfinite(h[0]) for h in held):
+    if any(h is not None and not math.isfinite(h[0]) for h in held):
         raise RowPath("a group's window is NaN (a NaN order value opened it)")
     # The rows sorted by (group, arrival), each group led by a virtual row standing for its state (if any).
     olds = [g for g, h in enumerate(held) if h is not None]
     vgid = np.array(olds, np.int64)
-    order_all = np.lexsort((np.concatenate([np.full(len(olds), -1), rows]), np.concatenate([vgid, gid])))
-    sgid = np.concatenate([vgid, gid])[order_all]
+    all_gid = np.concatenate([vgid, gid])
+    order_all = np.argsort(all_gid, kind="stable")  # (virtual rows first, then arrival order, in each group)
+    sgid = all_gid[order_all]
     virtual = order_all < len(olds)
     m = len(sgid)
     starts = np.ones(m, dtype=bool)
@@ -155,9 +167,10 @@ def window_drop_mask(batch: pa.RecordBatch, state: dict[Any, list], rng: random.
     # Each group's state after the batch: its last sorted row's current window and decision, and its count.
     ends = np.flatnonzero(np.append(starts[1:], True))
     counts = np.bincount(gid, minlength=len(keys))
-    for end in ends.tolist():
-        g = int(sgid[end])
-        window = uniq[current[end] - g * (len(uniq) + 1)].item()
-        seen = (held[g][2] if held[g] is not None else 0) + int(counts[g])
-        state[keys[g]] = [window, bool(decision[decided[end]]), seen]
+    ended = sgid[ends]
+    windows_after = uniq[current[ends] - ended * (len(uniq) + 1)].tolist()
+    drops_after = decision[decided[ends]].tolist()
+    for g, window, drop_now in zip(ended.tolist(), windows_after, drops_after):
+        h = held[g]
+        state[keys[g]] = [window, drop_now, (h[2] if h is not None else 0) + int(counts[g])]
     return keep, int(drop.sum())
