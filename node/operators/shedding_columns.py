@@ -84,7 +84,14 @@ def _group_ids(batch: pa.RecordBatch, groups: list[int], rows: np.ndarray) -> tu
         return np.zeros(len(rows), np.int64), [None]
     codes, values = [], []
     for i in groups:
-        column = batch.column(i).take(pa.array(rows, pa.int64()))
+        column = batch.column(i)
+        if len(rows) < len(column):  # (only the rows with an order value)
+            column = column.take(pa.array(rows, pa.int64()))
+        if pa.types.is_integer(column.type) and not column.null_count:  # numpy's unique: ints, no nulls
+            found, inverse = np.unique(column.to_numpy(), return_inverse=True)
+            codes.append(inverse.reshape(-1).astype(np.int64))
+            values.append(found.tolist())
+            continue
         if pa.types.is_floating(column.type):
             if pc.any(pc.is_nan(column)).as_py():
                 raise RowPath("a NaN group value")
