@@ -172,3 +172,33 @@ def test_a_nan_order_value_takes_the_row_path_and_keeps_its_window_as_rows_do():
         cols = columns(batch)
         assert normal(on_columns.process(0, cols, 0.0)) == normal(on_rows.process(0, cols.rows(), 0.0))
     assert groups_of(on_columns.state()).keys() == groups_of(on_rows.state()).keys()
+
+
+LONGS = Schema("L", (Field("g", FieldType.INT), Field("t", FieldType.LONG)))
+INT64_MIN = -(2 ** 63)
+
+
+@pytest.mark.parametrize("size, batches", [
+    ("3", [[(1, INT64_MIN)], [(1, 0), (1, 5), (1, 20)]]),  # np.abs(INT64_MIN) is negative: the window wrapped
+    ("10", [[(1, INT64_MIN + 1)], [(1, 5)]]),  # the row path stores a window below int64: the next batch too
+    ("9223372036854775808", [[(1, 5), (1, 7)]]),  # a window size past int64
+])
+def test_window_drop_near_int64s_limits_goes_by_rows(size, batches):
+    """Order values and window sizes whose windows numpy's int64 cannot hold: those batches take the row path."""
+    box = Box("b", "window_drop", (InPort("in0"),), ("out0", "out1"),
+              (("window-size", size), ("order-on-field", "t"), ("drop_rate", "1"), ("seed", "1")))
+    outs = CATALOG_TYPES.infer(box, [LONGS])
+    on_columns, on_rows = WindowDropOperator(box, [LONGS], outs), WindowDropOperator(box, [LONGS], outs, columnar=False)
+    target = arrow_schema(LONGS)
+    for batch in batches:
+        cols = Columns(pa.RecordBatch.from_arrays(
+            [pa.array([r[i] for r in batch], f.type) for i, f in enumerate(target)], schema=target))
+        assert normal(on_columns.process(0, cols, 0.0)) == normal(on_rows.process(0, cols.rows(), 0.0))
+    assert groups_of(on_columns.state()) == groups_of(on_rows.state())
+
+
+def test_window_drop_keeps_a_windows_negative_zero_as_the_row_path_does():
+    """A group's window opened by -0.0 is saved as -0.0 (the windows of all groups at once merged it with 0.0)."""
+    params = {"window-size": "1", "order-on-field": "x", "group-by": "g", "drop_rate": "0", "seed": "1"}
+    on_columns, on_rows = run_both("window_drop", params, [[(None, None, None, 0.0), (0, None, None, -0.0)]])
+    assert groups_of(on_columns.state()) == groups_of(on_rows.state())

@@ -71,8 +71,8 @@ def _windows(column: pa.Array, size: float) -> tuple[np.ndarray, np.ndarray]:
             raise RowPath("a NaN or infinite order value")
     elif values.dtype.kind in "iu":
         values = values.astype(np.int64)
-        if valid.any() and np.abs(values[valid]).max() >= _HIGH:
-            raise RowPath("an order value near int64's limits")
+        if valid.any() and (values[valid].min() <= -_HIGH or values[valid].max() >= _HIGH):
+            raise RowPath("an order value near int64's limits")  # (both ends: np.abs(INT64_MIN) is negative)
     else:
         raise RowPath(f"an order field of Arrow type {column.type}")
     return valid, values - np.mod(values, size)
@@ -120,6 +120,8 @@ def window_drop_mask(batch: pa.RecordBatch, state: dict[Any, list], rng: random.
     seen]) and ``rng`` move on as the row path would have moved them.  :class:`RowPath`: read this batch as rows
 (raised before ``state`` or ``rng`` changes)."""
     n = batch.num_rows
+    if isinstance(size, int) and size >= _HIGH:
+        raise RowPath("a window size near int64's limits")
     if order is not None:
         valid, windows = _windows(batch.column(order), size)
         rows = np.flatnonzero(valid)
@@ -134,6 +136,8 @@ def window_drop_mask(batch: pa.RecordBatch, state: dict[Any, list], rng: random.
     held = [state.get(k) for k in keys]
     if any(h is not None and not math.isfinite(h[0]) for h in held):
         raise RowPath("a group's window is NaN (a NaN order value opened it)")
+    if any(h is not None and isinstance(h[0], int) and abs(h[0]) >= _HIGH for h in held):
+        raise RowPath("a group's window near int64's limits (the row path stored it)")
     # The rows sorted by (group, arrival), each group led by a virtual row standing for its state (if any).
     olds = [g for g, h in enumerate(held) if h is not None]
     vgid = np.array(olds, np.int64)
@@ -175,7 +179,7 @@ def window_drop_mask(batch: pa.RecordBatch, state: dict[Any, list], rng: random.
     ends = np.flatnonzero(np.append(starts[1:], True))
     counts = np.bincount(gid, minlength=len(keys))
     ended = sgid[ends]
-    windows_after = uniq[current[ends] - ended * (len(uniq) + 1)].tolist()
+    windows_after = sw[decided[ends]].tolist()  # (the row that opened the current window: its -0.0 kept)
     drops_after = decision[decided[ends]].tolist()
     for g, window, drop_now in zip(ended.tolist(), windows_after, drops_after):
         h = held[g]
