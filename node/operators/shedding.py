@@ -27,6 +27,14 @@ moved box makes the same decisions the original would have made.
 
     With the optional ``group-by`` (as in Borealis) windows and decisions
     are per group.
+
+A batch that arrives as Arrow columns is shed as columns (issue 30): one draw per batch makes its mask
+(node/operators/shedding_columns.py), the same numbers from the same generator as the row loops below,
+so both paths keep the same rows whatever the batch boundaries, and the box emits the kept part of the
+batch as :class:`~boreas.wire.columns.Columns` (the whole batch, as it came, when nothing is dropped).
+The row loops are the definition of the semantics and take the batches the columns cannot treat exactly.
+Neither box reads a changelog (catalog/changelog.py refuses one: a dropped -1 whose +1 was kept would
+leave a row in the view for ever).
 """
 
 from __future__ import annotations
@@ -36,9 +44,13 @@ import random
 import zlib
 from typing import Any
 
+import pyarrow as pa
+
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import STR, kind_of
+from boreas.wire.columns import Columns
 
+from . import shedding_columns
 from .base import Emitted, Operator, group_key_from, group_key_parts
 
 
@@ -53,8 +65,12 @@ def _set_rng_state(rng: random.Random, state: list) -> None:
 
 
 class _Shedder(Operator):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # a batch of columns is shed as columns (node/operators/shedding_columns.py)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: Arrow batches are read as rows (the tests' and bench/columnar_rest.py's peer)."""
         super().__init__(box, inputs, outputs)
+        self.columnar = columnar
         self.check_outputs()
         rate = self.number("drop_rate", required=True, low=0)
         if rate > 1:  # type: ignore[operator]
@@ -67,12 +83,25 @@ class _Shedder(Operator):
         self._ports = range(len(outputs))
         self.dropped = 0
 
-    def emitted(self, kept: list[tuple]) -> Emitted:
+    def emitted(self, kept: list[tuple] | Columns) -> Emitted:
         return [(p, kept) for p in self._ports] if kept else []
+
+    def kept_columns(self, columns: Columns, keep) -> Emitted:
+        """The rows of ``columns`` where ``keep`` (a numpy bool array) holds, as the batch this box emits."""
+        count = int(keep.sum())
+        self.dropped += len(columns) - count
+        if count == len(columns):
+            return self.emitted(columns)  # the whole batch as it came (its IPC bytes kept)
+        return self.emitted(columns.filter(pa.array(keep))) if count else []
 
 
 class RandomDropOperator(_Shedder):
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        if isinstance(rows, Columns):
+            if self.columnar:
+                return self.kept_columns(rows, shedding_columns.random_drop_mask(self._rng, self.drop_rate,
+                                                                                 len(rows)))
+            rows = rows.rows()
         rate, draw = self.drop_rate, self._rng.random
         kept = [row for row in rows if draw() >= rate]
         self.dropped += len(rows) - len(kept)
@@ -87,8 +116,8 @@ class RandomDropOperator(_Shedder):
 
 
 class WindowDropOperator(_Shedder):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
-        super().__init__(box, inputs, outputs)
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        super().__init__(box, inputs, outputs, columnar=columnar)
         schema = inputs[0]
         on = box.param("order-on-field")
         by = self.choice("window-size-by", ("VALUES", "TUPLES"), "VALUES" if on else "TUPLES")
@@ -102,12 +131,24 @@ class WindowDropOperator(_Shedder):
             if kind_of(schema.fields[self.order].type) == STR:
                 raise self.param_error("order-on-field", "windows by VALUES need a numeric field")
         groups = self.group_indexes(schema)
+        self._group_fields = groups
         self._width = len(groups)
         self._key = operator.itemgetter(*groups) if groups else None
         # key -> [current window (its start for VALUES, its index for TUPLES), drop?, tuples seen]
         self._groups: dict[Any, list] = {}
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        if isinstance(rows, Columns):
+            if self.columnar and rows:
+                try:  # (RowPath comes before the generator or a group changes)
+                    keep, _ = shedding_columns.window_drop_mask(rows.batch, self._groups, self._rng,
+                                                               self.drop_rate, self.size, self.order,
+                                                               self._group_fields)
+                except shedding_columns.RowPath:
+                    pass
+                else:
+                    return self.kept_columns(rows, keep)
+            rows = rows.rows()
         groups, keyf, size, draw, rate = self._groups, self._key, self.size, self._rng.random, self.drop_rate
         kept: list[tuple] = []
         keep = kept.append
