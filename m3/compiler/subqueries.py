@@ -62,9 +62,11 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..ast import RelationDecl
-from .arithcmp import arith_refs, is_arith
+from .arithcmp import is_arith
 from .nodes import ancestors, sql_of, unknown_nodes, unread_args
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
+from .subqueryrefs import (all_refs, all_refs_outer, and_terms, column_refs, one_per_outer, predicate_refs,
+                           subqueries_of)
 from .viewexpr import aggregates_of, columns_of, has_aggregate, having, view_expr
 
 _CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -181,7 +183,7 @@ def having_conjunct(e: exp.Expression, res: Resolver, relations: dict[str, Relat
             sides.append(view_expr(res, side, aliases))
             continue
         x = _operand(side, res, relations, ctx, tables_of, counter)
-        if _all_refs_outer(x) or any(s.correlation or s.ranges for s in _subqueries_of(x)):
+        if all_refs_outer(x) or any(s.correlation or s.ranges for s in subqueries_of(x)):
             raise ctx.error(f"unsupported correlated subquery or column beside a subquery in HAVING ({sql_of(side)}): "
                             "only uncorrelated scalar subqueries and constants", side)
         sides.append(x)
@@ -203,19 +205,6 @@ def _refuse_unread_around(e: exp.Expression, ctx: Positions) -> None:
         isinstance(a, SUBQUERY_NODES) for a in ancestors(n, e)))
     for node, arg in unread_args(e, inner):
         raise ctx.error(f"unsupported {arg.upper()} of {type(node).__name__.upper()} ({sql_of(node)})", node)
-
-
-def _subqueries_of(x) -> list[SubQuery]:
-    if isinstance(x, tuple) and x and x[0] == "sub":
-        return [x[1]]
-    return [s for y in x[1:] for s in _subqueries_of(y)] if isinstance(x, tuple) else []
-
-
-def _all_refs_outer(x) -> bool:
-    """Whether an operand reads an outer column directly (``("col", ref)``)."""
-    if isinstance(x, tuple) and x and x[0] == "col":
-        return True
-    return isinstance(x, tuple) and x[:1] != ("sub",) and any(_all_refs_outer(y) for y in x[1:])
 
 
 def _select(e: exp.Expression, ctx: Positions) -> exp.Select:
@@ -249,7 +238,7 @@ def _operand(e: exp.Expression, res: Resolver, relations, ctx: Positions, tables
 def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDecl], ctx: Positions,
               tables_of: TablesOf, counter: list[int], kind: str, in_column: ColRef | None = None) -> SubQuery:
     where = sel.args.get("where")
-    conjuncts = _conjuncts(where.this) if isinstance(where, exp.Where) and isinstance(where.this, exp.Expression) \
+    conjuncts = and_terms(where.this) if isinstance(where, exp.Where) and isinstance(where.this, exp.Expression) \
         else []
     deeper = [c for c in conjuncts if isinstance(c, exp.Expression) and contains_subquery(c)]
     inside = {id(n) for c in deeper for n in c.walk()} if kind != "scalar" else set()
@@ -269,10 +258,10 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
     display = {internal: alias for (internal, _), (alias, _) in zip(tables, written)}
     res = ScopedResolver(tables, display, relations, ctx, outer)
     joins, correlation, preds, ranges = [], [], [], []
-    conjuncts = [c for c in (_conjuncts(where.this) if where is not None else []) if all(c is not d for d in deeper)]
+    conjuncts = [c for c in (and_terms(where.this) if where is not None else []) if all(c is not d for d in deeper)]
     for j in sel.args.get("joins") or []:
         if j.args.get("on") is not None:
-            conjuncts += _conjuncts(j.args["on"])
+            conjuncts += and_terms(j.args["on"])
     for c in conjuncts:
         if type(c) is exp.EQ and type(unparen(c.this)) is exp.Column and type(unparen(c.expression)) is exp.Column:
             a, b = res.column(unparen(c.this)), res.column(unparen(c.expression))
@@ -285,7 +274,7 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
                                 "(move it to the outer WHERE)", c)
             continue
         p = res.predicate(c)
-        refs = _refs(p)
+        refs = predicate_refs(p)
         if p[0] in _FLIP and len(refs) == 2 and len(p) == 3 and res.is_inner(refs[0]) != res.is_inner(refs[1]) \
                 and not any(is_arith(x) for x in p[1:]):
             ranges.append((p[0], p[1], p[2]) if res.is_inner(p[1]) else (_FLIP[p[0]], p[2], p[1]))
@@ -336,7 +325,7 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
                 raise ctx.error(f"an aggregate of an outer column in a subquery ({sql_of(node)})", node)
         if sel.args.get("distinct") is not None and kind == "scalar":
             raise ctx.error("unsupported SELECT DISTINCT in a scalar subquery", sel)
-    outer_refs = [r for r in _all_refs((value, hav)) if not res.is_inner(r)]
+    outer_refs = [r for r in all_refs((value, hav)) if not res.is_inner(r)]
     if outer_refs:
         raise ctx.error(f"unsupported outer column {outer_refs[0][1]} inside a subquery's aggregate", sel)
     from .predicates import conj
@@ -347,65 +336,14 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
                         "COUNT or AVG (a range of the correlated column is summed)", sel)
     nested = tuple(nested_conjunct(c, res, relations, ctx, tables_of, counter) for c in deeper)
     for c in nested:  # a subquery two levels down reads the columns of the one around it only
-        inner_subs = [c[1]] if c[0] == "exists" else _subqueries_of(c[1]) + _subqueries_of(c[2])
+        inner_subs = [c[1]] if c[0] == "exists" else subqueries_of(c[1]) + subqueries_of(c[2])
         reads = [o for s in inner_subs for _, o in s.correlation] + [o for s in inner_subs for _, _, o in s.ranges]
-        reads += [] if c[0] == "exists" else _column_refs(c[1]) + _column_refs(c[2])
+        reads += [] if c[0] == "exists" else column_refs(c[1]) + column_refs(c[2])
         outer_reads = [r for r in reads if not res.is_inner(r)]
         if outer_reads or any(s.ranges or s.nested for s in inner_subs) or hav is not None or value is not None \
                 or ranges:
             raise ctx.error("unsupported subquery nested in a subquery: only in an EXISTS or IN subquery without "
                             "HAVING, correlated with that subquery's own columns by equalities, one level deep", sel)
-    correlation = _one_per_outer(correlation, joins)
+    correlation = one_per_outer(correlation, joins)
     return SubQuery(tuple(tables), tuple(joins), conj(preds) if preds else None, tuple(correlation), value, hav,
                     tuple(ranges), nested)
-
-
-def _one_per_outer(correlation: list[tuple[ColRef, ColRef]], joins: list) -> list[tuple[ColRef, ColRef]]:
-    """The correlation with each outer column once: ``s.d = r.a AND s.b = r.a`` (or ``r.a NOT IN (SELECT s.b
-    ... WHERE s.d = r.a)``) is ``s.d = r.a AND s.b = s.d``, the second an equality of the subquery's own columns
-    (appended to ``joins``).  Why: the subquery's maps are keyed by the outer columns, and a map keyed twice by
-    one variable is not a map."""
-    first: dict[ColRef, ColRef] = {}
-    out = []
-    for inner, outer in correlation:
-        if outer in first:
-            joins.append((first[outer], inner))
-        else:
-            first[outer] = inner
-            out.append((inner, outer))
-    return out
-
-
-def _column_refs(x) -> list[ColRef]:
-    """The outer columns an operand of :func:`nested_conjunct` reads directly (``("col", ref)``)."""
-    if isinstance(x, tuple) and x and x[0] == "col":
-        return [x[1]]
-    if isinstance(x, tuple) and x[:1] != ("sub",):
-        return [r for y in x[1:] for r in _column_refs(y)]
-    return []
-
-
-def _all_refs(x) -> list[ColRef]:
-    """Every column reference in a nested tuple (view expressions, predicates, arithmetic)."""
-    if isinstance(x, tuple) and len(x) == 2 and all(isinstance(y, str) for y in x):
-        return [x]  # type: ignore[list-item]
-    if isinstance(x, tuple):
-        return [r for y in x for r in _all_refs(y)]
-    return []
-
-
-def _refs(p) -> list[ColRef]:
-    """The column references of a predicate of :mod:`.predicates`."""
-    if not isinstance(p, tuple) or len(p) < 2:
-        return []
-    if p[0] in ("and", "or"):
-        return _refs(p[1]) + _refs(p[2])
-    return [r for x in p[1:] for r in (arith_refs(x) if is_arith(x) else [x] if isinstance(x, tuple) and len(x) == 2
-                                       and all(isinstance(y, str) for y in x) else [])]
-
-
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    e = unparen(e)
-    if type(e) is exp.And:
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    return [e]

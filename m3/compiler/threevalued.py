@@ -17,11 +17,13 @@ and both backends see numbers only and need nothing new:
   its CASE branch is; ``NULLIF(x, y)`` is ``x`` where ``x = y`` is not TRUE.
 * **Aggregates skip NULLs**: ``SUM(e)``, ``AVG(e)``, ``MIN(e)``, ``MAX(e)`` and
   ``COUNT(e)`` aggregate ``CASE WHEN present(e) THEN e END`` (a CASE's NULL is
-  what they already skip, :mod:`.nulls`).  A SUM/AVG/MIN/MAX item that may
+  what they already skip, :mod:`.nulls`; the rule is :mod:`.nullaggs`'s).  A SUM/AVG/MIN/MAX item that may
   read no value (of a nullable expression, or filtered) is NULL where it reads
   none: the COUNT of what it reads is one more item, aliased ``__nonnull_<k>``
   (``k`` the item's position), which the view keeps as a hidden value column
   ``<item>__null`` (:func:`.outputs.view_names`, :func:`boreas.m3.nullable.null_values`).
+
+* **Scope**: which columns of a SELECT's FROM items are nullable is :mod:`.nullscope`'s.
 
 * **Keys**: a nullable column selected or in GROUP BY is a key of the view with
   its indicator beside it (:func:`.nullshown.key_indicators`): NULLs make one
@@ -62,13 +64,15 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..ast import RelationDecl
-from ..nullable import ROWS, SUFFIX, indicator, nullable_positions
+from ..nullable import ROWS, SUFFIX, indicator
 from .nodes import sql_of
 from .nullcond import all_of, any_of, never, replaced
+from .nullaggs import AGGS, NULLABLE_AGGS, skip_nulls
+from .nullscope import in_scope, nullable_names, reads_nullable_relation
 from .nullstar import star_columns
 from .nullsub import in_subquery, refuse_outer_presence, rewrite_subquery, subqueries
 from .nullhaving import having_truth, one_count_per_item, unaliased
-from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, item_of, key_indicators
+from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, key_indicators
 from .resolve import Positions
 
 #: Comparisons whose operands are values: TRUE only where every operand is present.
@@ -77,16 +81,14 @@ _ATOMS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In
 _NEGATED = {exp.EQ: exp.NEQ, exp.NEQ: exp.EQ, exp.GT: exp.LTE, exp.GTE: exp.LT, exp.LT: exp.GTE, exp.LTE: exp.GT}
 #: Arithmetic: present where every operand is.
 _ARITH = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Paren, exp.Column, exp.Literal)
-_AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
-_NULLABLE_AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max)  # NULL over only NULLs
 
 
 def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Positions) -> exp.Expression:
     """``tree`` (a copy when changed) with every reading of a nullable column made explicit (module doc)."""
-    names = _nullable_names(relations)
+    names = nullable_names(relations)
     if any(type(n) is exp.Column and n.name.lower().endswith(SUFFIX) for n in tree.walk()):
         return tree  # rewritten already (CREATE VIEW's query: before desugaring, and as a query)
-    if not names or not _reads_nullable_relation(tree, relations) or not any(
+    if not names or not reads_nullable_relation(tree, relations) or not any(
             (type(n) is exp.Column and n.name.lower() in names) or
             (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
         return tree  # (a query over relations without nullable columns compiles as if none were declared)
@@ -94,30 +96,7 @@ def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
             type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join)) for n in tree.walk()):
         raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with set "
                         "operations, windows or derived tables (docs/m3.md, \"NULLs\")", tree)
-    return _Rewriter(_in_scope(tree, relations), ctx, relations).select(tree.copy())
-
-
-def _reads_nullable_relation(tree: exp.Expression, relations: dict[str, RelationDecl]) -> bool:
-    """Whether a FROM item of ``tree`` (or of a subquery in it) is a relation with a nullable column."""
-    by_name = {n.lower(): r for n, r in relations.items()}
-    return any(type(t) is exp.Table and t.name.lower() in by_name and
-               nullable_positions([c.name for c in by_name[t.name.lower()].columns]) for t in tree.walk())
-
-
-def _nullable_names(relations: dict[str, RelationDecl]) -> set[str]:
-    return {r.columns[i].name.lower() for r in relations.values() for i in nullable_positions([c.name for c in r.columns])}
-
-
-def _in_scope(sel: exp.Select, relations: dict[str, RelationDecl]) -> dict[str, tuple[set[str], set[str]]]:
-    """Each FROM item's alias (lower case): (its columns, its nullable columns), lower case."""
-    by_name = {n.lower(): r for n, r in relations.items()}
-    items = [sel.args.get("from_") and sel.args["from_"].this] + [j.this for j in sel.args.get("joins") or []]
-    out = {}
-    for t in items:
-        if type(t) is exp.Table and t.name.lower() in by_name:
-            cols = [c.name for c in by_name[t.name.lower()].columns]
-            out[t.alias_or_name.lower()] = ({c.lower() for c in cols}, {cols[i].lower() for i in nullable_positions(cols)})
-    return out
+    return _Rewriter(in_scope(tree, relations), ctx, relations).select(tree.copy())
 
 
 class _Rewriter:
@@ -133,7 +112,7 @@ class _Rewriter:
 
     def child(self, sub: exp.Select) -> _Rewriter:
         """The rewriter of a subquery of this SELECT: its FROM items first, then this one's (correlation)."""
-        return _Rewriter(_in_scope(sub, self.relations), self.ctx, self.relations, self)
+        return _Rewriter(in_scope(sub, self.relations), self.ctx, self.relations, self)
 
     def nullable(self, col: exp.Expression) -> bool:
         if type(col) is not exp.Column:
@@ -197,11 +176,11 @@ class _Rewriter:
         if having is not None:
             having.set("this", having_truth(self, unaliased(self, having.this, sel)))
         counts = []
-        for agg in [n for n in _own(sel) if isinstance(n, _AGGS)]:
-            empty = isinstance(agg, _NULLABLE_AGGS) and (type(agg.parent) is exp.Filter or (
+        for agg in [n for n in _own(sel) if isinstance(n, AGGS)]:
+            empty = isinstance(agg, NULLABLE_AGGS) and (type(agg.parent) is exp.Filter or (
                 agg.this is not None and type(agg.this) not in (exp.Star, exp.Distinct) and self.reads(agg.this)
                 and self.present(agg.this) is not None))
-            agg = self.aggregate(agg)
+            agg = skip_nulls(self, agg)
             count = hidden_count(agg, sel) if empty else None
             if count is not None:
                 counts.append(count)
@@ -218,54 +197,6 @@ class _Rewriter:
             if on is not None and self.decides(on):
                 j.set("on", self.truth(on))
         return sel
-
-    def aggregate(self, agg: exp.Expression) -> exp.Expression:
-        """Rewrite ``agg`` to skip NULLs; the aggregate node after (a MIN/MAX is wrapped in a FILTER)."""
-        arg = agg.this
-        filt = agg.parent if type(agg.parent) is exp.Filter else None
-        if filt is not None and self.reads(filt.expression):
-            filt.expression.set("this", self.truth(filt.expression.this))
-        if arg is None or type(arg) is exp.Star or not self.reads(arg):
-            return agg
-        if type(arg) is exp.Distinct:  # COUNT(DISTINCT c): the distinct values of the rows where c is present
-            one = arg.expressions[0] if type(agg) is exp.Count and len(arg.expressions) == 1 and \
-                type(arg.expressions[0]) is exp.Column else None
-            present = self.present(one) if one is not None else False
-            if present is False:
-                raise self.refuse(f"under DISTINCT other than COUNT(DISTINCT of one column) ({sql_of(agg)})", agg)
-            one.replace(self.value(one))
-            return agg if present is None else self.filtered(agg, filt, present)
-        outer = filt if filt is not None else agg
-        top = outer.parent.parent if type(outer.parent) is exp.Alias else outer.parent
-        if isinstance(agg, _NULLABLE_AGGS) and type(top) is not exp.Select and (isinstance(agg, (exp.Min, exp.Max)) or (
-                item_of(outer, agg.parent_select) is None and agg.find_ancestor(exp.Having) is None)):
-            raise self.refuse(f"under an expression over {sql_of(agg)} other than arithmetic over a SUM/AVG or HAVING's "
-                              "(NULL over only NULLs, which a view expression does not carry)", agg)
-        present = self.present(arg)
-        value = exp.Literal.number(1) if type(agg) is exp.Count else self.value(arg)
-        if present is None:
-            agg.set("this", value)
-        elif present is False:
-            agg.set("this", exp.Null())
-        elif isinstance(agg, (exp.Min, exp.Max)):  # a fold reads the rows FILTER keeps (:mod:`.aggfilter`)
-            if any(isinstance(n, exp.Select) for n in agg.root().walk() if n is not agg.root()):
-                raise self.refuse(f"under {sql_of(agg)} in a query with a subquery (a filtered fold beside "
-                                  "nested aggregates is not built)", agg)
-            agg.set("this", value)
-            agg = self.filtered(agg, filt, present)
-        else:
-            agg.set("this", exp.Case(ifs=[exp.If(this=present, true=value)]))
-        return agg
-
-    @staticmethod
-    def filtered(agg: exp.Expression, filt: exp.Filter | None, present: exp.Expression) -> exp.Expression:
-        """``agg`` reading only the rows where ``present`` holds: its FILTER's condition and ``present``."""
-        if filt is not None:
-            filt.expression.set("this", exp.And(this=exp.Paren(this=filt.expression.this), expression=present))
-            return agg
-        wrapped = exp.Filter(this=agg.copy(), expression=exp.Where(this=present))
-        agg.replace(wrapped)
-        return wrapped.this
 
     # -- conditions: where TRUE --------------------------------------------
     def truth(self, c: exp.Expression, negated: bool = False) -> exp.Expression:

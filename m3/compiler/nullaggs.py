@@ -1,0 +1,68 @@
+"""Aggregates over nullable values skip NULLs, as SQL's do (docs/m3.md "NULLs"; the rewrite is :mod:`.threevalued`'s).
+
+Why a module of its own: how an aggregate reads a nullable argument is one rule, apart from conditions and
+values.  ``SUM(e)``, ``AVG(e)`` and ``COUNT(e)`` aggregate ``CASE WHEN present(e) THEN e END`` (a CASE's NULL
+is what they already skip, :mod:`.nulls`); ``MIN(e)``/``MAX(e)`` read ``e FILTER (WHERE present(e))`` (a fold
+reads the rows FILTER keeps, :mod:`.aggfilter`); ``COUNT(DISTINCT c)`` the distinct values of the rows where
+``c`` is present.  ``rw`` is the SELECT's rewriter (:class:`.threevalued._Rewriter`): which columns are nullable,
+and the ``present``/``value``/``truth`` of an expression.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .nodes import sql_of
+from .nullshown import item_of
+
+AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
+NULLABLE_AGGS = (exp.Sum, exp.Avg, exp.Min, exp.Max)  # NULL over only NULLs
+
+
+def skip_nulls(rw, agg: exp.Expression) -> exp.Expression:
+    """Rewrite ``agg`` to skip NULLs; the aggregate node after (a MIN/MAX is wrapped in a FILTER)."""
+    arg = agg.this
+    filt = agg.parent if type(agg.parent) is exp.Filter else None
+    if filt is not None and rw.reads(filt.expression):
+        filt.expression.set("this", rw.truth(filt.expression.this))
+    if arg is None or type(arg) is exp.Star or not rw.reads(arg):
+        return agg
+    if type(arg) is exp.Distinct:  # COUNT(DISTINCT c): the distinct values of the rows where c is present
+        one = arg.expressions[0] if type(agg) is exp.Count and len(arg.expressions) == 1 and \
+            type(arg.expressions[0]) is exp.Column else None
+        present = rw.present(one) if one is not None else False
+        if present is False:
+            raise rw.refuse(f"under DISTINCT other than COUNT(DISTINCT of one column) ({sql_of(agg)})", agg)
+        one.replace(rw.value(one))
+        return agg if present is None else filtered(agg, filt, present)
+    outer = filt if filt is not None else agg
+    top = outer.parent.parent if type(outer.parent) is exp.Alias else outer.parent
+    if isinstance(agg, NULLABLE_AGGS) and type(top) is not exp.Select and (isinstance(agg, (exp.Min, exp.Max)) or (
+            item_of(outer, agg.parent_select) is None and agg.find_ancestor(exp.Having) is None)):
+        raise rw.refuse(f"under an expression over {sql_of(agg)} other than arithmetic over a SUM/AVG or HAVING's "
+                        "(NULL over only NULLs, which a view expression does not carry)", agg)
+    present = rw.present(arg)
+    value = exp.Literal.number(1) if type(agg) is exp.Count else rw.value(arg)
+    if present is None:
+        agg.set("this", value)
+    elif present is False:
+        agg.set("this", exp.Null())
+    elif isinstance(agg, (exp.Min, exp.Max)):  # a fold reads the rows FILTER keeps (:mod:`.aggfilter`)
+        if any(isinstance(n, exp.Select) for n in agg.root().walk() if n is not agg.root()):
+            raise rw.refuse(f"under {sql_of(agg)} in a query with a subquery (a filtered fold beside "
+                            "nested aggregates is not built)", agg)
+        agg.set("this", value)
+        agg = filtered(agg, filt, present)
+    else:
+        agg.set("this", exp.Case(ifs=[exp.If(this=present, true=value)]))
+    return agg
+
+
+def filtered(agg: exp.Expression, filt: exp.Filter | None, present: exp.Expression) -> exp.Expression:
+    """``agg`` reading only the rows where ``present`` holds: its FILTER's condition and ``present``."""
+    if filt is not None:
+        filt.expression.set("this", exp.And(this=exp.Paren(this=filt.expression.this), expression=present))
+        return agg
+    wrapped = exp.Filter(this=agg.copy(), expression=exp.Where(this=present))
+    agg.replace(wrapped)
+    return wrapped.this
