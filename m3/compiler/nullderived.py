@@ -45,6 +45,17 @@ def derived_tables(sel: exp.Select) -> list[exp.Subquery]:
     return [t for t in items if type(t) is exp.Subquery and type(t.this) is exp.Select]
 
 
+def derived_chain(sub: exp.Subquery, top: exp.Select) -> bool:
+    """Whether each SELECT around the derived table ``sub`` is ``top`` or itself a derived table's (a derived
+    table inside a subquery of a WHERE is not read here: refused)."""
+    sel = sub.parent_select
+    while sel is not top:
+        if sel is None or type(sel.parent) is not exp.Subquery or type(sel.parent.parent) not in (exp.From, exp.Join):
+            return False
+        sel = sel.parent.parent_select
+    return True
+
+
 def rewrite_derived(sub: exp.Subquery, make, refuse) -> tuple[str, DerivedNulls]:
     """Rewrite the derived table ``sub`` in place; its alias and what its columns are.  ``make(select)``: a
     rewriter of that SELECT (:class:`.threevalued._Rewriter`), ``refuse(what, node)`` an error to raise."""

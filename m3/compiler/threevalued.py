@@ -67,7 +67,7 @@ from ..ast import RelationDecl
 from ..nullable import ROWS, SUFFIX, indicator
 from .nodes import sql_of
 from .nullcond import all_of, any_of, never, replaced
-from .nullderived import derived_tables, rewrite_derived
+from .nullderived import derived_chain, derived_tables, rewrite_derived
 from .nullaggs import AGGS, NULLABLE_AGGS, skip_nulls
 from .nullscope import in_scope, nullable_names, reads_nullable_relation
 from .nullstar import star_columns
@@ -97,22 +97,12 @@ def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
         raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with set "
                         "operations or windows (docs/m3.md, \"NULLs\")", tree)
     for n in tree.walk():
-        if type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join) and not _derived_chain(n, tree):
+        if type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join) and not derived_chain(n, tree):
             raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with a "
                             f"derived table inside a subquery ({sql_of(n)}) (docs/m3.md, \"NULLs\")", n)
     sel = tree.copy()
     return _Rewriter.of(sel, relations, ctx).select(sel)
 
-
-def _derived_chain(sub: exp.Subquery, top: exp.Select) -> bool:
-    """Whether each SELECT around the derived table ``sub`` is ``top`` or itself a derived table's (a derived
-    table inside a subquery of a WHERE is not read by :mod:`.nullderived`: refused)."""
-    sel = sub.parent_select
-    while sel is not top:
-        if sel is None or type(sel.parent) is not exp.Subquery or type(sel.parent.parent) not in (exp.From, exp.Join):
-            return False
-        sel = sel.parent.parent_select
-    return True
 
 
 class _Rewriter:
