@@ -86,12 +86,18 @@ def rewrite_derived(sub: exp.Subquery, make, refuse) -> tuple[str, DerivedNulls]
             e.set("alias", exp.to_identifier(name + VALUES_SUFFIX))
             out.nullable.add(name.lower())
             out.counted[name.lower()] = (name + VALUES_SUFFIX).lower()
+    mine = {n.lower() for n in names}
+    for e in list(inner.expressions)[len(names):]:  # the rewrite's indicators, named after the source columns
+        if e.alias_or_name.lower() not in mine and e.alias_or_name.lower().endswith(indicator("")):
+            e.pop()
     shown = {e.alias_or_name.lower() for e in inner.expressions}
-    for name, col in keyed:
+    for name, col in keyed:  # each item's own indicator, named after the item (t.x is present where x__null = 0)
         flag = indicator(name)
-        if flag.lower() not in shown:
-            inner.append("expressions", exp.alias_(exp.column(indicator(col.name), col.table or None), flag))
-            shown.add(flag.lower())
+        if flag.lower() in shown:
+            raise refuse(f"{name} with an item named {flag} beside it in a derived table (the name of {name}'s "
+                         "NULL indicator: rename that item)", sub)
+        inner.append("expressions", exp.alias_(exp.column(indicator(col.name), col.table or None), flag))
+        shown.add(flag.lower())
         out.nullable.add(name.lower())
     out.columns = shown
     return alias, out
