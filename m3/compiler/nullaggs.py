@@ -52,6 +52,10 @@ def skip_nulls(rw, agg: exp.Expression) -> exp.Expression:
     elif present is False:
         agg.set("this", exp.Null())
     elif isinstance(agg, (exp.Min, exp.Max)):  # a fold reads the rows FILTER keeps (:mod:`.aggfilter`)
+        own = agg.parent_select
+        if own is not None and type(own.parent) is exp.Subquery and type(own.parent.parent) in (exp.From, exp.Join):
+            raise rw.refuse(f"under {sql_of(agg)} in a derived table (the enclosing query does not read a filtered "
+                            "fold's column: COALESCE the argument inside the derived table)", agg)
         if any(isinstance(n, exp.Select) for n in agg.root().walk() if n is not agg.root()):
             raise rw.refuse(f"under {sql_of(agg)} in a query with a subquery (a filtered fold beside "
                             "nested aggregates is not built)", agg)

@@ -95,6 +95,11 @@ def test_fixed_rows_match_duckdb(shape, m3_backend):
     ("SELECT t.a FROM (SELECT * FROM R) t", "listed by * in a derived table"),
     ("SELECT t.b, COUNT(*) AS n FROM (SELECT DISTINCT b FROM R) t, S s WHERE t.b = s.b GROUP BY t.b",
      "as a key of a query joining a grouped derived table"),
+    ("SELECT COUNT(*) AS n FROM (SELECT a, MIN(b) AS m FROM R GROUP BY a) t", "under MIN(b) in a derived table"),
+    ("SELECT COUNT(*) AS n FROM (SELECT a, MAX(c) AS m FROM R GROUP BY a) t WHERE t.m > 0.5",
+     "under MAX(c) in a derived table"),
+    ("SELECT t.x, COUNT(*) AS n FROM (SELECT b AS x, a AS x__null FROM R) t GROUP BY t.x",
+     "with an item named x__null beside it"),
 ])
 def test_refused_by_name(query, reason):
     with pytest.raises(CompileError, match="NULLs") as err:
