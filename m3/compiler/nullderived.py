@@ -5,16 +5,19 @@ relation the enclosing query reads by name, so what the enclosing query needs is
 where it is present.  The inner SELECT is rewritten as a query of its own (:mod:`.threevalued`), then
 its items tell the outer scope:
 
-* **a nullable key** (``SELECT c AS x ...``, grouped or a view of rows) is selected with its indicator,
+* **a nullable key** (``SELECT c AS x ...``, grouped or a view of rows) is selected with its own indicator,
   named ``x__null`` (:func:`boreas.m3.nullable.indicator`): the outer query reads ``t.x`` as it reads a
-  nullable column of a stream, two columns, value and indicator;
-* **a SUM/AVG/MIN/MAX that may read no value** (``SUM(c) AS s``) keeps the COUNT of what it reads, which
+  nullable column of a stream, two columns, value and indicator.  The inner rewrite's indicators are named
+  after the source columns (``c__null``), which another item may be named (``SELECT b AS old_b, c AS b``):
+  they are replaced by one per item, and an item already named ``x__null`` is refused;
+* **a SUM/AVG that may read no value** (``SUM(c) AS s``) keeps the COUNT of what it reads, which
   the inner rewrite adds as a hidden item; here it is named ``s__values`` and ``t.s`` is present where
   ``t.s__values <> 0`` (SQL: NULL over only NULLs).  Such a column is not a key outside (one group per
   value would need an indicator, not a count): refused by name there.
 
 The inner query's ``__rows__null`` (a view's row for a group of only NULLs) is dropped: a derived table's
-group is a row while the group has rows whatever its values.
+group is a row while the group has rows whatever its values.  A MIN/MAX of a nullable column inside a
+derived table is a filtered fold the enclosing query does not read: refused by name (:mod:`.nullaggs`).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@ deletes on both backends (issue 33 item 2, docs/m3.md "NULLs", :mod:`boreas.m3.c
 
 A derived table is rewritten in its own scope; a nullable key of it leaves with its indicator (``x__null``), so
 the enclosing query reads ``t.x`` as a nullable stream column: NULL never equals in a join, is its own group,
-is skipped by aggregates.  A SUM/AVG/MIN/MAX of it that may be NULL leaves with the COUNT of what it read and is
+is skipped by aggregates.  A SUM/AVG of it that may be NULL leaves with the COUNT of what it read and is
 present where that count is not 0: read in WHERE (``t.s > 1``, ``t.s IS NULL``) as SQL does; under an aggregate
-or as a key it is refused by name.  Each shape is compared after every batch output row by output row, NULLs as
+or as a key it is refused by name, and a MIN/MAX of a nullable column inside a derived table too.
+Each shape is compared after every batch output row by output row, NULLs as
 None (:mod:`null_harness`), and deleting every row empties every map.
 """
 
