@@ -183,12 +183,20 @@ class Scope:
         vars_ = tuple(a.name for a in self.source.args if a.name not in keys)
         cond = and_all(list(self.cond))
 
-        def over(k: str, value: Expr) -> Over:
-            return Over(k, value, vars_, self.source, cond)
+        def over(k: str, value: Expr, where: Expr | None = cond) -> Over:
+            return Over(k, value, vars_, self.source, where)
 
         count = over("COUNT", Const(1)) if self.weight is None else over("SUM", self.weight)
         if kind == "COUNT":
-            return count
+            if arg is None or type(unparen(arg)) in (exp.Star, exp.Column) or is_constant(arg) and \
+                    type(unparen(arg)) is not exp.Null:
+                return count  # a column here is never NULL: a nullable one arrives as the CASE below (.nullaggs)
+            when = _counted_where(arg)
+            if when is None:
+                raise ctx.error(f"unsupported {sql_of(e)} over a grouped derived table (COUNT of *, a column, a "
+                                "constant or CASE WHEN <condition> THEN <constant> END)", e)
+            where = and_all(list(self.cond) + [self.condition(when, self.row)])
+            return over("COUNT", Const(1), where) if self.weight is None else over("SUM", self.weight, where)
         value = self.row(arg)
         total = over("SUM", value if self.weight is None else Arith("*", self.weight, value))
         if kind == "SUM":
@@ -196,6 +204,26 @@ class Scope:
         if kind == "AVG":
             return Arith("/", total, count)
         return over(kind, value)
+
+
+def _counted_where(arg: exp.Expression) -> exp.Expression | None:
+    """The condition of ``CASE WHEN <condition> THEN <non-NULL constant> [ELSE NULL] END``: where COUNT of it
+    counts (a nullable column's COUNT arrives in this form, :mod:`.nullaggs`); None for any other argument.
+
+    >>> _counted_where(exp.maybe_parse("CASE WHEN t.k > 1 THEN 1 END")).sql()
+    't.k > 1'
+    >>> _counted_where(exp.maybe_parse("CASE WHEN t.k > 1 THEN t.k END")) is None
+    True
+    """
+    arg = unparen(arg)
+    if type(arg) is not exp.Case or arg.this is not None or len(arg.args.get("ifs") or []) != 1:
+        return None
+    default = arg.args.get("default")
+    then = arg.args["ifs"][0].args.get("true")
+    if default is not None and type(unparen(default)) is not exp.Null or then is None or not is_constant(then) or \
+            type(unparen(then)) is exp.Null:
+        return None
+    return arg.args["ifs"][0].this
 
 
 _PLAIN = ("expressions", "from", "from_", "joins", "where")

@@ -28,6 +28,7 @@ from dataclasses import fields, is_dataclass, replace
 from ..ast import Expr, MapRef, Var, ViewColumn, ViewDecl, walk
 from ..viewnodes import Arith, Fold, Total
 from ..errors import CheckError, CompileError
+from ..nullable import indicator
 from ..over import Over
 from ..printer import format_view_expr
 from .lifted import Plan
@@ -52,7 +53,9 @@ def part_columns(nq, view: ViewDecl) -> Part:
 
 def lifted_view(name: str, plan: Plan, parts: list[Part]) -> ViewDecl:
     """The view of a plan whose part ``i`` compiled to ``parts[i]``."""
-    view = ViewDecl(name, plan.keys, tuple(ViewColumn(n, expr=e) for n, e in plan.columns), plan.key_vars, plan.where)
+    flags = tuple(k for k in plan.keys if any(indicator(x) == k for x in plan.keys))  # a NULL key's (.threevalued)
+    view = ViewDecl(name, plan.keys, tuple(ViewColumn(n, expr=e) for n, e in plan.columns), plan.key_vars, plan.where,
+                    internal=flags)
     return fill(view, parts)
 
 

@@ -27,6 +27,10 @@ def skip_nulls(rw, agg: exp.Expression) -> exp.Expression:
         filt.expression.set("this", rw.truth(filt.expression.this))
     if arg is None or type(arg) is exp.Star or not rw.reads(arg):
         return agg
+    counted = next((n for n in arg.walk() if type(n) is exp.Column and rw.count_of(n) is not None), None)
+    if counted is not None:  # its presence is a count, which a view over a derived table cannot test per row
+        raise rw.refuse(f"{counted.sql()} under {sql_of(agg)}: an aggregate over a derived table's SUM/AVG/MIN/MAX "
+                        "that may be NULL (read it in WHERE, or COALESCE it inside the derived table)", agg)
     if type(arg) is exp.Distinct:  # COUNT(DISTINCT c): the distinct values of the rows where c is present
         one = arg.expressions[0] if type(agg) is exp.Count and len(arg.expressions) == 1 and \
             type(arg.expressions[0]) is exp.Column else None
@@ -48,6 +52,10 @@ def skip_nulls(rw, agg: exp.Expression) -> exp.Expression:
     elif present is False:
         agg.set("this", exp.Null())
     elif isinstance(agg, (exp.Min, exp.Max)):  # a fold reads the rows FILTER keeps (:mod:`.aggfilter`)
+        own = agg.parent_select
+        if own is not None and type(own.parent) is exp.Subquery and type(own.parent.parent) in (exp.From, exp.Join):
+            raise rw.refuse(f"under {sql_of(agg)} in a derived table (the enclosing query does not read a filtered "
+                            "fold's column: COALESCE the argument inside the derived table)", agg)
         if any(isinstance(n, exp.Select) for n in agg.root().walk() if n is not agg.root()):
             raise rw.refuse(f"under {sql_of(agg)} in a query with a subquery (a filtered fold beside "
                             "nested aggregates is not built)", agg)

@@ -26,12 +26,14 @@ from ..nullable import indicator
 COUNT_PREFIX = "__nonnull_"
 
 
-def key_indicators(sel: exp.Select, keys: list[exp.Column], holder: Callable[[exp.Column], str]) -> None:
+def key_indicators(sel: exp.Select, keys: list[exp.Column], holder: Callable[[exp.Column], str],
+                   selected: bool = False) -> None:
     """Each nullable key column's indicator made a key beside it: GROUP BY ``c`` groups by ``c, c__null``
     (SQL's NULL group is the indicator's 1, apart from the value 0's group), and a view of rows selects
     ``c__null`` too; the view names it ``<c's name>__null``, an internal key (:func:`.outputs.view_names`),
     and its reads show ``c`` as None where it is 1 (:func:`boreas.m3.nullable.null_keys`); ``holder``: the
-    alias of the FROM item an unqualified column belongs to."""
+    alias of the FROM item an unqualified column belongs to; ``selected``: a grouped query selects the
+    indicator too (over a grouped derived table, whose regrouping reads keys from the SELECT list)."""
     group = sel.args.get("group")
     seen: set[tuple[str, str]] = set()
     for k in keys:
@@ -42,6 +44,8 @@ def key_indicators(sel: exp.Select, keys: list[exp.Column], holder: Callable[[ex
         flag = exp.column(indicator(k.name), k.table or None)
         if group is not None:
             group.append("expressions", flag)
+            if selected:
+                sel.append("expressions", flag.copy())
         elif not _aggregated(sel):
             sel.append("expressions", flag)
 

@@ -36,8 +36,8 @@ and both backends see numbers only and need nothing new:
 Refused by name, for now (docs/m3.md "NULLs" lists each): an expression over a nullable column as a key (or in
 ORDER BY), in a function other than COALESCE and NULLIF, under DISTINCT but ``COUNT(DISTINCT c)`` (a FILTER
 where ``c`` is present), a MIN/MAX of it under an expression or in
-HAVING, a nullable value NOT IN a subquery, and a query with set operations, windows, derived tables or outer
-joins reading one.
+HAVING, a nullable value NOT IN a subquery, and a query with set operations, windows or outer joins reading
+one.  Derived tables are rewritten in their own scope first, their NULLs passed out as columns (:mod:`.nullderived`).
 
 >>> import sqlglot
 >>> from .examples import PlainErrors
@@ -67,6 +67,7 @@ from ..ast import RelationDecl
 from ..nullable import ROWS, SUFFIX, indicator
 from .nodes import sql_of
 from .nullcond import all_of, any_of, never, replaced
+from .nullderived import derived_chain, derived_tables, rewrite_derived
 from .nullaggs import AGGS, NULLABLE_AGGS, skip_nulls
 from .nullscope import in_scope, nullable_names, reads_nullable_relation
 from .nullstar import star_columns
@@ -92,11 +93,16 @@ def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
             (type(n) is exp.Column and n.name.lower() in names) or
             (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
         return tree  # (a query over relations without nullable columns compiles as if none were declared)
-    if type(tree) is not exp.Select or any(isinstance(n, (exp.SetOperation, exp.Window, exp.With)) or (
-            type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join)) for n in tree.walk()):
+    if type(tree) is not exp.Select or any(isinstance(n, (exp.SetOperation, exp.Window, exp.With)) for n in tree.walk()):
         raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with set "
-                        "operations, windows or derived tables (docs/m3.md, \"NULLs\")", tree)
-    return _Rewriter(in_scope(tree, relations), ctx, relations).select(tree.copy())
+                        "operations or windows (docs/m3.md, \"NULLs\")", tree)
+    for n in tree.walk():
+        if type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join) and not derived_chain(n, tree):
+            raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with a "
+                            f"derived table inside a subquery ({sql_of(n)}) (docs/m3.md, \"NULLs\")", n)
+    sel = tree.copy()
+    return _Rewriter.of(sel, relations, ctx).select(sel)
+
 
 
 class _Rewriter:
@@ -109,6 +115,26 @@ class _Rewriter:
         self.ctx = ctx
         self.relations = relations
         self.outer = outer  # the enclosing query's, for a subquery: its columns are read by correlation
+        self.counted: dict[str, dict[str, str]] = {}  # derived table alias -> column -> its count column
+
+    @classmethod
+    def of(cls, sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions) -> _Rewriter:
+        """The rewriter of a query ``sel``; its derived tables rewritten in place first (:mod:`.nullderived`)."""
+        rw = cls(in_scope(sel, relations), ctx, relations)
+        for sub in derived_tables(sel):
+            alias, d = rewrite_derived(sub, lambda inner: cls.of(inner, relations, ctx), rw.refuse)
+            rw.scope[alias] = (d.columns, d.nullable)
+            rw.counted[alias] = d.counted
+        return rw
+
+    def count_of(self, col: exp.Column) -> str | None:
+        """The count column saying where ``col`` is present, if it is a derived table's NULL-skipping aggregate."""
+        table = col.table.lower()
+        if not table and self.local(col):
+            table = self.holder(col)
+        if table in self.scope:
+            return self.counted.get(table, {}).get(col.name.lower())
+        return self.outer.count_of(col) if self.outer is not None else None
 
     def child(self, sub: exp.Select) -> _Rewriter:
         """The rewriter of a subquery of this SELECT: its FROM items first, then this one's (correlation)."""
@@ -154,8 +180,10 @@ class _Rewriter:
         for j in sel.args.get("joins") or []:
             if j.side or j.kind not in ("", "INNER", "CROSS", None):
                 raise self.refuse(f"in a query with an outer join ({sql_of(j)})", j)
+        derived = {id(d.this) for d in derived_tables(sel)}
         for sub in subqueries(sel):
-            rewrite_subquery(self, sub)
+            if id(sub) not in derived:
+                rewrite_subquery(self, sub)
         if any(nl for _, nl in self.scope.values()):  # a * over relations without one is SQL's own
             sel = star_columns(sel, self.relations, self.ctx)
         keys: list[exp.Column] = []
@@ -163,15 +191,23 @@ class _Rewriter:
             if type(n) is exp.Star and type(n.parent) is not exp.Count and any(nl for _, nl in self.scope.values()) \
                     and n.find_ancestor(exp.Select) is sel:  # (a subquery's *: it reads no nullable column)
                 raise self.refuse("listed by * (name the columns)", n)
-            if self.nullable(n) and n.find_ancestor(exp.AggFunc) is None and n.find_ancestor(exp.Where, exp.Join) is None:
+            if self.nullable(n) and n.find_ancestor(exp.AggFunc) is None and _clause(n, sel) is None:
                 if is_key(n, sel):
+                    if self.count_of(n) is not None:
+                        raise self.refuse(f"{n.sql()} as a key: a derived table's SUM/AVG/MIN/MAX that may be NULL "
+                                          "(grouping by it needs an indicator, not a count)", n)
                     keys.append(n)
                     continue
                 clause = n.find_ancestor(exp.Group, exp.Order, exp.Having)
                 where = f" ({sql_of(clause)})" if clause is not None else ""
                 raise self.ctx.error(f"unsupported nullable column {n.name} read outside an aggregate{where}: only "
                                      "the column itself is a key, selected or in GROUP BY (docs/m3.md, \"NULLs\")", n)
-        key_indicators(sel, keys, self.holder)
+        grouped = any(d.this.args.get("group") is not None or d.this.args.get("distinct") is not None
+                      for d in derived_tables(sel))
+        if keys and grouped and sel.args.get("joins"):
+            raise self.refuse(f"{keys[0].sql()} as a key of a query joining a grouped derived table (the join's "
+                              "lifted view does not keep its indicator internal)", keys[0])
+        key_indicators(sel, keys, self.holder, selected=grouped)
         having = sel.args.get("having")
         if having is not None:
             having.set("this", having_truth(self, unaliased(self, having.this, sel)))
@@ -243,7 +279,12 @@ class _Rewriter:
 
     def correlates(self, x: exp.Expression, y: exp.Expression) -> bool:
         """Whether ``x = y`` equates a nullable column of this (sub)query with one of an enclosing query."""
-        return self.nullable(x) and self.nullable(y) and self.local(x) != self.local(y)
+        if self.nullable(x) and self.nullable(y) and self.local(x) != self.local(y):
+            if self.count_of(x) is not None or self.count_of(y) is not None:
+                raise self.refuse(f"correlating by a derived table's aggregate that may be NULL ({x.sql()} = "
+                                  f"{y.sql()})", x)
+            return True
+        return False
 
     def correlation(self, x: exp.Column, y: exp.Column) -> exp.Expression:
         """``x = y`` TRUE where SQL's is, as equalities and a condition on this subquery's column alone:
@@ -279,8 +320,12 @@ class _Rewriter:
         if t is exp.Null:
             return False
         if t is exp.Column:
-            return exp.EQ(this=exp.column(indicator(e.name), e.table or None), expression=exp.Literal.number(0)) \
-                if self.nullable(e) else None
+            if not self.nullable(e):
+                return None
+            count = self.count_of(e)
+            if count is not None:
+                return exp.NEQ(this=exp.column(count, e.table or None), expression=exp.Literal.number(0))
+            return exp.EQ(this=exp.column(indicator(e.name), e.table or None), expression=exp.Literal.number(0))
         if t is exp.Coalesce:
             return any_of([self.present(x) for x in [e.this, *e.expressions]])
         if t is exp.Nullif:
@@ -334,3 +379,13 @@ class _Rewriter:
 def _own(e: exp.Expression):
     """The nodes of ``e`` outside the subqueries in it (each read in its own scope, :mod:`.nullsub`)."""
     return e.walk(prune=lambda n: isinstance(n, exp.Select) and n is not e)
+
+
+def _clause(n: exp.Expression, sel: exp.Select) -> exp.Expression | None:
+    """The WHERE or JOIN of ``sel`` that ``n`` is in (not one around ``sel``, a derived table's SELECT), if any."""
+    a = n.parent
+    while a is not None and a is not sel:
+        if type(a) in (exp.Where, exp.Join):
+            return a
+        a = a.parent
+    return None
