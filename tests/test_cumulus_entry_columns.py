@@ -119,12 +119,12 @@ def test_a_chunk_carries_a_moving_segment_of_every_type_as_the_list_form():
         for target, payload in copy.step(source, 7).items():
             assert target == 0
             lists.add(payload)
-            arrived = _travel(msg.chunk("c", 1, False, chunk_entries(payload, source.store.arity)))
+            arrived = _travel(msg.chunk("c", 1, False, chunk_entries(payload, source)))
             arrow.add_chunk(arrived[4])
     source.apply_grouped([("R", 1, [(a, 0.5, "ASIA", _D[1], 3) for a in range(40)])])  # dirty keys
     final = copy.final(source)[0]
     lists.add(final)
-    arrow.add_chunk(_travel(msg.chunk("c", 1, True, chunk_entries(final, source.store.arity)))[4])
+    arrow.add_chunk(_travel(msg.chunk("c", 1, True, chunk_entries(final, source)))[4])
     assert arrow.maps == lists.maps and sum(map(len, arrow.maps.values())) > 0
     assert all(type(k) is type(j) for name in arrow.maps for k, j in zip(arrow.maps[name], lists.maps[name]))
     codecs = Codecs(source.store)  # the staging's state (plain data) still restores

@@ -81,8 +81,7 @@ class Copier:
                 p.copy.start(self.runtime)
             copy = p.copy
             chunks = copy.step(self.runtime, precopy.COPY_STEP if budget is None else budget)
-            arity = self.runtime.store.arity
-            sends = [(target, precopy.chunk_entries(payload, arity)) for target, payload in chunks.items()]
+            sends = [(target, precopy.chunk_entries(payload, self.runtime)) for target, payload in chunks.items()]
         for target, entries in sends:
             self.mailbox.send_alone(target, msg.chunk(p.change, self.me, False, entries))
         p.steps += 1
@@ -119,7 +118,7 @@ class Copier:
                 for i, piece in enumerate(cut, 1):
                     final = i == len(cut)
                     with gc_paused():
-                        entries = precopy.chunk_entries(piece, self.runtime.store.arity)
+                        entries = precopy.chunk_entries(piece, self.runtime)
                     self.mailbox.send_alone(target, msg.chunk(p.change, self.me, final, entries,
                                                               carried if final else None))
             p.final_sent = self.sent_final = True

@@ -54,7 +54,7 @@ identical chunks.
 >>> new = relayout.move(lay, 1, 0)                               # segment 1 goes to member 0
 >>> copy, staging = SourceCopy(src, new, relayout.moves(lay, new), 1), Staging()
 >>> def send(payload):  # a Chunk's Arrow columns, decoded by the target
-...     staging.add_chunk(chunk_entries(payload, src.store.arity))
+...     staging.add_chunk(chunk_entries(payload, src))
 >>> copy.start(src)
 >>> send(copy.step(src, 4).get(0, []))                           # 4 listed keys examined
 >>> _ = src.apply_grouped([("R", 1, [(keys[-1], 5)])])           # written after the listing: dirty
@@ -330,10 +330,12 @@ def pieces(payload: list, limit: int) -> list[list]:
     return out
 
 
-def chunk_entries(payload: list, arity: dict[str, int]) -> list:
+def chunk_entries(payload: list, runtime: MemberRuntime) -> list:
     """A Chunk's entries: ``payload`` (``[[map, keys, values]]``, keys in the store's form) as Arrow columns per
-    map (:mod:`~boreas.node.cumulus.entry_columns`); ``arity``: each map's key count."""
-    return [entry_columns.encode_stored(name, keys, values, arity[name]) for name, keys, values in payload if keys]
+    map (:mod:`~boreas.node.cumulus.entry_columns`), typed as ``runtime``'s maps are."""
+    arity, types = runtime.store.arity, entry_columns.map_types(runtime.program)
+    return [entry_columns.encode_stored(name, keys, values, arity[name], types[name])
+            for name, keys, values in payload if keys]
 
 
 class Staging:
