@@ -196,8 +196,12 @@ class Applier:
             return False
         del self._plans[v]
         pushed: dict = {}
+        dec = self.decode_key
         for src in need:  # (Arrow columns per map, decoded in bulk: node/cumulus/entry_columns.py)
             for item in got[src]:
+                if len(item) == 3:  # [map, key, value]: a Push kept in a state saved before Arrow Pushes
+                    pushed[(item[0], dec(item[0], item[1]))] = item[2]
+                    continue
                 name, keys, values = entry_columns.decode_tuples(item)
                 pushed.update(zip(zip(repeat(name), keys), values))
         self.pushes.pop(v, None)

@@ -344,9 +344,15 @@ class Staging:
     def __init__(self) -> None:
         self.maps: dict[str, dict] = {}  # map -> {stored key: value}
 
-    def add_chunk(self, items: list) -> None:
-        """A Chunk's entries (:func:`chunk_entries`), decoded in bulk."""
-        self.add([entry_columns.decode_stored(item) for item in items])
+    def add_chunk(self, items: list, codecs: Codecs | None = None) -> None:
+        """A Chunk's entries (:func:`chunk_entries`), decoded in bulk.  An item ``[map, keys, values]`` (keys in
+        ``codecs``' form) is a Chunk kept early in a state saved before Arrow Chunks: staged as that form was."""
+        old = [item for item in items if len(item) == 3]
+        if old:
+            if codecs is None:
+                raise ValueError("a Chunk in the list form needs the key codecs")
+            self.add(old, codecs)
+        self.add([entry_columns.decode_stored(item) for item in items if len(item) != 3])
 
     def add(self, payload: list, codecs: Codecs | None = None) -> None:
         """Entries ``[[map, keys, values], ...]`` (keys in the store's form, or in ``codecs``' form from a state); a
