@@ -84,7 +84,6 @@ class Applier:
         self.known_stable = -1  # the last stable epoch the leader announced
         self.horizon = -1  # deltas of epochs up to here are dropped: no stable read before its end
         self._plans: dict[Version, tuple[Groups, set[int]]] = {}  # waiting versions: groups, pushers (not state)
-        self._types: tuple = (None, {})  # (program, each of its maps' M3 types), for Push columns
 
     # -- what arrives -------------------------------------------------------------------
 
@@ -214,9 +213,6 @@ class Applier:
         """Push each writer the entries it reads from this member for version ``v`` (as of now: its start)."""
         runtime = self.place.runtime
         read, arity = runtime.read, runtime.store.arity
-        if self._types[0] is not runtime.program:
-            self._types = (runtime.program, entry_columns.map_types(runtime.program))
-        types = self._types[1]
         found: dict[tuple[str, tuple], list] = {}
         tables: dict[int, dict[str, dict]] = {}  # writer -> map -> {key: value}
         for serve in asked:
@@ -229,7 +225,7 @@ class Applier:
                     if entries:
                         table.setdefault(ask[0], {}).update(entries)
         for w in sorted(tables):
-            items = [entry_columns.encode_tuples(name, list(got), list(got.values()), arity[name], types[name])
+            items = [entry_columns.encode_tuples(name, list(got), list(got.values()), arity[name])
                      for name, got in tables[w].items() if got]
             self.mailbox.send(w, msg.push(*v, self.place.member, items))
 

@@ -6,20 +6,25 @@ their entries per map as one Arrow IPC stream of one record batch: a column
 per key position (``k0``, ``k1``, ...) and the values (``v``).  Columns are
 made from the key and value lists in bulk (``pyarrow.array`` over a list, a
 C loop; a tuple key list is transposed by ``zip(*keys)``), and decoded the
-same way, so no Python runs per entry on either side.  Types are the
-values' own; where the sender gives the map's M3 types (:func:`map_types`),
-INT and FLOAT lists convert through numpy (``int64``, ``double``: ~8x faster
-than pyarrow's conversion of a list of ints); otherwise: strings ``string``, DATEs
-``date32`` (decoded as ``datetime.date``, so no day-number codec is
-needed), timestamps ``timestamp``, a missing value a null.
+same way.  Types are the values' own, as pyarrow infers them: ints
+``int64``, floats ``double``, strings ``string``, DATEs ``date32`` (decoded
+as ``datetime.date``, so no day-number codec is needed), naive timestamps
+``timestamp``, a missing value a null.  (Converting through numpy, or with
+the map's declared type, was measured no faster: docs/cumulus.md §3.12.)
 
-Exactness comes first: a column Arrow cannot hold as the values are (an int
-beyond 64 bits in the Python runtime, or ints and floats mixed in one
-column, which a ``double`` column would turn into floats) travels as the
-values' ``repr`` text, marked in the field's metadata, and is read back to
-the same Python values.  That path costs Python per entry and is rare.
+Exactness comes first.  pyarrow's inference changes some columns silently
+(ints mixed with floats become floats; a date beside a datetime, or an int
+beside a date, becomes a date; a naive datetime beside an aware one becomes
+UTC), so an inferred column is taken as it is only when it is ``int64``,
+``string`` or ``bool`` (which pyarrow infers only from values all of that
+type) or when the values, None aside, are all of one Python type (and no
+datetime carries a time zone).  Any other column -- those, and ints beyond
+64 bits -- travels as tagged text (a type letter and the value's text),
+marked in the field's metadata, and reads back to the same Python values
+(None, bool, int, float, str, date, datetime).  That path costs Python per
+entry and is rare.  A value of any other type in such a column is refused
+by the *sender*, naming its type; a receiver never fails on a column.
 
->>> import datetime as dt
 >>> item = encode("m", [[1, 2], [dt.date(1995, 3, 15), None]], [2.5, 7])
 >>> item[0], type(item[1])
 ('m', <class 'bytes'>)
@@ -27,79 +32,101 @@ the same Python values.  That path costs Python per entry and is rare.
 ('m', [[1, 2], [datetime.date(1995, 3, 15), None]], [2.5, 7])
 >>> decode(encode("big", [["a"]], [2 ** 70]))
 ('big', [['a']], [1180591620717411303424])
+>>> decode(encode("mixed", [[None, dt.date(2020, 1, 1), 1]], [True, 1, 2.0]))
+('mixed', [[None, datetime.date(2020, 1, 1), 1]], [True, 1, 2.0])
 """
 
 from __future__ import annotations
 
-import numpy as np
+import datetime as dt
+
 import pyarrow as pa
 
-_REPR = {b"boreas": b"repr"}  # a column sent as its values' repr (see the module's docstring)
+_TAGGED = {b"boreas": b"tagged"}  # a column sent as tagged text (see the module's docstring)
+
+#: inferred Arrow types pyarrow makes only from values all of one Python type (None aside): no check needed
+_PURE = (pa.int64(), pa.string(), pa.bool_())
 
 
-#: M3 types whose values convert through numpy (``numpy.array`` of a list of ints is ~8x faster than pyarrow's
-#: conversion of it, typed or not)
-_NUMBERS = frozenset(("INT", "FLOAT"))
-
-#: A map's M3 types: its key columns', its value's (what :func:`map_types` gives)
-Types = tuple[tuple[str, ...], str]
-
-
-def map_types(program) -> dict[str, Types]:
-    """Each map of an M3 ``Program``: ``(key types, value type)``."""
-    return {m.name: (tuple(k.type for k in m.keys), m.value_type) for m in program.maps}
-
-
-def _column(values: list, name: str, kind: str | None = None) -> tuple[pa.Array, pa.Field]:
-    """``values`` as an Arrow column (in bulk), or as repr text where Arrow would change them; ``kind``: their M3
-    type if known (INT and FLOAT go through numpy, the rest by pyarrow's inference)."""
+def _column(values: list, name: str) -> tuple[pa.Array, pa.Field]:
+    """``values`` as an Arrow column (in bulk), or as tagged text where Arrow would change them."""
     column = None
-    if kind in _NUMBERS and values:
-        got = np.array(values)  # (ints: int64; any float: float64; past 64 bits or a None: object, not taken)
-        if got.dtype.kind in "iu" or (got.dtype.kind == "f" and int not in set(map(type, values))):
-            column = pa.array(got)
-    if column is None:
-        try:
-            column = pa.array(values)
-        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+    try:
+        column = pa.array(values)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        column = None
+    if column is not None and column.type not in _PURE:  # (a C-speed scan of the values' types)
+        kinds = set(map(type, values))
+        kinds.discard(type(None))
+        if len(kinds) > 1 or (pa.types.is_timestamp(column.type) and _aware(values)):
             column = None
-        if column is not None and pa.types.is_floating(column.type) and int in set(map(type, values)):
-            column = None  # ints mixed with floats: a double column would make them floats
     if column is None:
-        column = pa.array(list(map(repr, values)), pa.string())
-        return column, pa.field(name, pa.string(), metadata=_REPR)
+        return pa.array(list(map(_tag, values)), pa.string()), pa.field(name, pa.string(), metadata=_TAGGED)
     return column, pa.field(name, column.type)
 
 
+def _aware(values: list) -> bool:
+    """Whether any datetime of ``values`` has a time zone (pyarrow makes it naive UTC beside naive ones, or a
+    zone-typed column that reads back in another ``tzinfo``): per entry, timestamp columns only."""
+    return any(v is not None and v.tzinfo is not None for v in values)
+
+
 def _values(column: pa.Array, field: pa.Field) -> list:
-    """A column decoded to Python values, in bulk (repr text: per entry)."""
-    if field.metadata == _REPR:
-        return [_literal(s) for s in column.to_pylist()]
+    """A column decoded to Python values, in bulk (tagged text: per entry)."""
+    if field.metadata == _TAGGED:
+        return [_untag(s) for s in column.to_pylist()]
     if column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
         return column.to_numpy().tolist()  # (faster than to_pylist for numbers)
     return column.to_pylist()
 
 
-def _literal(text: str):
-    """A value from its ``repr``: None, an int, a float."""
-    if text == "None":
+def _tag(value) -> str:
+    """``value`` as tagged text: a type letter, then its text (:func:`_untag` reads it back exactly)."""
+    kind = type(value)
+    if value is None:
+        return "n"
+    if kind is bool:
+        return "b1" if value else "b0"
+    if kind is int:
+        return f"i{value}"
+    if kind is float:
+        return f"f{value!r}"
+    if kind is str:
+        return f"s{value}"
+    if kind is dt.datetime:
+        return f"t{value.isoformat()}"
+    if kind is dt.date:
+        return f"d{value.isoformat()}"
+    raise TypeError(f"a map entry of type {kind.__name__} ({value!r}) cannot travel in a Push or Chunk beside "
+                    f"values of other types")
+
+
+def _untag(text: str):
+    """A value from its :func:`_tag` text."""
+    kind, rest = text[0], text[1:]
+    if kind == "n":
         return None
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
+    if kind == "b":
+        return rest == "1"
+    if kind == "i":
+        return int(rest)
+    if kind == "f":
+        return float(rest)
+    if kind == "s":
+        return rest
+    if kind == "t":
+        return dt.datetime.fromisoformat(rest)
+    return dt.date.fromisoformat(rest)
 
 
-def encode(name: str, key_columns: list[list], values: list, types: Types | None = None) -> list:
-    """Map ``name``'s entries, as ``[name, IPC bytes]``: ``key_columns`` one list per key position; ``types``: the
-    map's (:func:`map_types`), which makes ints and floats faster to convert."""
-    keys, value = types if types is not None else ((None,) * len(key_columns), None)
+def encode(name: str, key_columns: list[list], values: list) -> list:
+    """Map ``name``'s entries, as ``[name, IPC bytes]``: ``key_columns`` one list per key position."""
     arrays, fields = [], []
     for i, col in enumerate(key_columns):
-        array, field = _column(col, f"k{i}", keys[i])
+        array, field = _column(col, f"k{i}")
         arrays.append(array)
         fields.append(field)
-    array, field = _column(values, "v", value)
+    array, field = _column(values, "v")
     arrays.append(array)
     fields.append(field)
     batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
@@ -117,9 +144,9 @@ def decode(item: list) -> tuple[str, list[list], list]:
     return name, columns[:-1], columns[-1]
 
 
-def encode_tuples(name: str, keys: list[tuple], values: list, arity: int, types: Types | None = None) -> list:
+def encode_tuples(name: str, keys: list[tuple], values: list, arity: int) -> list:
     """As :func:`encode`, from keys as tuples of ``arity`` values."""
-    return encode(name, [list(c) for c in zip(*keys)] if keys else [[] for _ in range(arity)], values, types)
+    return encode(name, [list(c) for c in zip(*keys)] if keys else [[] for _ in range(arity)], values)
 
 
 def decode_tuples(item: list) -> tuple[str, list[tuple], list]:
@@ -128,9 +155,9 @@ def decode_tuples(item: list) -> tuple[str, list[tuple], list]:
     return name, list(zip(*columns)) if columns else [()] * len(values), values
 
 
-def encode_stored(name: str, keys: list, values: list, arity: int, types: Types | None = None) -> list:
+def encode_stored(name: str, keys: list, values: list, arity: int) -> list:
     """As :func:`encode`, from keys in a map store's form: one value (``arity`` 1), else a tuple."""
-    return encode(name, [keys], values, types) if arity == 1 else encode_tuples(name, keys, values, arity, types)
+    return encode(name, [keys], values) if arity == 1 else encode_tuples(name, keys, values, arity)
 
 
 def decode_stored(item: list) -> tuple[str, list, list]:

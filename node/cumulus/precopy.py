@@ -332,9 +332,9 @@ def pieces(payload: list, limit: int) -> list[list]:
 
 def chunk_entries(payload: list, runtime: MemberRuntime) -> list:
     """A Chunk's entries: ``payload`` (``[[map, keys, values]]``, keys in the store's form) as Arrow columns per
-    map (:mod:`~boreas.node.cumulus.entry_columns`), typed as ``runtime``'s maps are."""
-    arity, types = runtime.store.arity, entry_columns.map_types(runtime.program)
-    return [entry_columns.encode_stored(name, keys, values, arity[name], types[name])
+    map (:mod:`~boreas.node.cumulus.entry_columns`), typed as the values are."""
+    arity = runtime.store.arity
+    return [entry_columns.encode_stored(name, keys, values, arity[name])
             for name, keys, values in payload if keys]
 
 
