@@ -23,7 +23,7 @@ import pytest
 from boreas.m3 import compile_sql
 from boreas.m3.cumulus import SLOTS, Layout, Segment, place, relayout, slot
 from boreas.m3.cumulus.stable import EpochDeltas
-from boreas.node.cumulus import precopy
+from boreas.node.cumulus import entry_columns, precopy
 from boreas.node.cumulus.part import PartOperator
 from boreas.node.cumulus.precopy import KeyCodec
 from boreas.wire.columns import Columns
@@ -35,8 +35,11 @@ from test_views_vs_duckdb import SHAPES  # noqa: E402
 
 GROUP = "CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS s, COUNT(*) AS n FROM R GROUP BY a"
 #: the group-by (maps without indexes: bulk dict moves), TPC-H Q3 (indexed maps, pushes between members, DATE
-#: keys) and a self-join (a trigger reading what it writes)
-CASES = {"group_by": GROUP, "tpch_q3": SHAPES["tpch_q3"], "self_join": SHAPES["self_join"]}
+#: keys), a self-join (a trigger reading what it writes) and a join grouped by keys of every type
+CASES = {"group_by": GROUP, "tpch_q3": SHAPES["tpch_q3"], "self_join": SHAPES["self_join"],
+         # keys of every type (DATE, STRING, FLOAT) in a join's indexed maps: Chunks and Pushes as Arrow columns
+         "all_types": "CREATE STREAM R(a INT, f DOUBLE, s STRING, d DATE, b INT); CREATE STREAM S(a INT, c INT); "
+                      "SELECT R.d, R.s, R.f, SUM(R.b * S.c) AS t FROM R, S WHERE R.a = S.a GROUP BY R.d, R.s, R.f"}
 _DATES = [dt.date(1994, 6, 1), dt.date(1995, 3, 1), dt.date(1995, 3, 16)]
 
 
@@ -181,7 +184,7 @@ def test_the_move_pause_work_is_bulk(monkeypatch):
     target = sim.members[0]
     assert {k for k, _ in target.runtime.read_slice("Q1_n")} >= {(a,) for a in moving}
     assert sim.members[1].runtime.store.size("Q1_n") == 0
-    assert max(len(m[4][0][1]) if m[4] else 0 for m in sim.chunks) <= precopy.COPY_STEP
+    assert max(sum(map(entry_columns.size, m[4])) for m in sim.chunks) <= precopy.COPY_STEP
 
 
 def test_key_codecs_round_trip_dates_tuples_and_plain_values():

@@ -24,10 +24,12 @@ moving in (:meth:`LayoutChanges.moving_in
 from __future__ import annotations
 
 from collections import deque
+from itertools import repeat
 from typing import Protocol
 
 from boreas.wire.columns import Columns
 
+from . import entry_columns
 from . import messages as msg
 from .coordinator import Coordinator
 from .end_marks import PassedEnd
@@ -192,8 +194,15 @@ class Applier:
         if not need <= got.keys():
             return False
         del self._plans[v]
+        pushed: dict = {}
         dec = self.decode_key
-        pushed = {(name, dec(name, key)): value for src in need for name, key, value in got[src]}
+        for src in need:  # (Arrow columns per map, decoded in bulk: node/cumulus/entry_columns.py)
+            for item in got[src]:
+                if len(item) == 3:  # [map, key, value]: a Push kept in a state saved before Arrow Pushes
+                    pushed[(item[0], dec(item[0], item[1]))] = item[2]
+                    continue
+                name, keys, values = entry_columns.decode_tuples(item)
+                pushed.update(zip(zip(repeat(name), keys), values))
         self.pushes.pop(v, None)
         self.served.discard(v)
         if mine:
@@ -202,9 +211,10 @@ class Applier:
 
     def _serve(self, v: Version, asked: list[dict[int, list]]) -> None:
         """Push each writer the entries it reads from this member for version ``v`` (as of now: its start)."""
-        read, enc = self.place.runtime.read, self.encode_key
+        runtime = self.place.runtime
+        read, arity = runtime.read, runtime.store.arity
         found: dict[tuple[str, tuple], list] = {}
-        tables: dict[int, dict] = {}
+        tables: dict[int, dict[str, dict]] = {}  # writer -> map -> {key: value}
         for serve in asked:
             for w, wanted in serve.items():
                 table = tables.setdefault(w, {})
@@ -212,11 +222,12 @@ class Applier:
                     entries = found.get(ask)
                     if entries is None:
                         entries = found[ask] = read(*ask)
-                    for key, value in entries:
-                        table[(ask[0], key)] = value
+                    if entries:
+                        table.setdefault(ask[0], {}).update(entries)
         for w in sorted(tables):
-            entries = [[name, enc(name, key), value] for (name, key), value in tables[w].items()]
-            self.mailbox.send(w, msg.push(*v, self.place.member, entries))
+            items = [entry_columns.encode_tuples(name, list(got), list(got.values()), arity[name])
+                     for name, got in tables[w].items() if got]
+            self.mailbox.send(w, msg.push(*v, self.place.member, items))
 
     def _write(self, work: list, pushed: dict) -> None:
         """Apply the rows of ``work`` this member writes (Work of a plan that reads no map, as it arrives)."""

@@ -80,9 +80,10 @@ class Copier:
                 p.copy = SourceCopy(self.runtime, p.layout, p.moves, self.me)
                 p.copy.start(self.runtime)
             copy = p.copy
-            chunks = copy.step(self.runtime, precopy.COPY_STEP if budget is None else budget, self.codecs)
-        for target, payload in chunks.items():
-            self.mailbox.send_alone(target, msg.chunk(p.change, self.me, False, payload))
+            chunks = copy.step(self.runtime, precopy.COPY_STEP if budget is None else budget)
+            sends = [(target, precopy.chunk_entries(payload, self.runtime)) for target, payload in chunks.items()]
+        for target, entries in sends:
+            self.mailbox.send_alone(target, msg.chunk(p.change, self.me, False, entries))
         p.steps += 1
         if p.copy_from is None:
             p.copy_from = now
@@ -110,13 +111,15 @@ class Copier:
                     pass
                 copy = p.copy
             with gc_paused():
-                finals = copy.final(self.runtime, self.codecs)
+                finals = copy.final(self.runtime)
             carried = None if self.carry is None else self.carry()  # (at the first epoch: every Close before passed)
             for target, payload in finals.items():  # dirty keys: bounded chunks too, the last one final
                 cut = precopy.pieces(payload, precopy.COPY_STEP)
                 for i, piece in enumerate(cut, 1):
                     final = i == len(cut)
-                    self.mailbox.send_alone(target, msg.chunk(p.change, self.me, final, piece,
+                    with gc_paused():
+                        entries = precopy.chunk_entries(piece, self.runtime)
+                    self.mailbox.send_alone(target, msg.chunk(p.change, self.me, final, entries,
                                                               carried if final else None))
             p.final_sent = self.sent_final = True
             return False

@@ -12,14 +12,14 @@ tag    message      from → to                     fields
 =====  ===========  ============================  ==========================================
 ``w``  Work         coordinator → member          epoch, coord, seq, port, rows (in stream form)
 ``c``  Close        coordinator → every member    epoch, coord, positions (to the leader)[, marks[, ended]]: no more Work of that epoch
-``p``  Push         server → writer               epoch, coord, seq, src, [[map, key, value]]
+``p``  Push         server → writer               epoch, coord, seq, src, [[map, Arrow IPC bytes]] (key columns, values)
 ``a``  Advance      leader → every member         epoch, stable, stable_at: stamp with ``epoch`` from now on
 ``u``  Wake         coordinator → leader          epoch: it stamped Work; please advance
 ``d``  Done         member → leader               epoch, member: it applied all of the epoch
 ``l``  Load         a bulk loader → member        job, part, [[map, key, value]] or an Arrow part's IPC bytes: initial map values
 ``x``  Request      a client → leader             change, new layout: move, split, rebalance
 ``r``  Relayout     leader → every member         change, layout, first epoch E (None: not fixed yet), moves [[segment, from, to]]
-``k``  Chunk        source → target member        change, source, final, [[map, keys, values]] (a final's 0 deletes)
+``k``  Chunk        source → target member        change, source, final, [[map, Arrow IPC bytes]] (a final's 0 deletes)
 ``y``  Copied       source → leader               change, source: its pre-copy is sent; only dirty keys are left
 ``f``  Flip         leader → every member         change, first epoch E: every source has copied
 ``h``  Handover     coordinator → coordinator     epoch E, from, [[stream, producer, last seq, marks, ends]]: the
@@ -73,6 +73,8 @@ def close(epoch: int, coord: int, positions: list | None = None, marks: list | N
 
 
 def push(epoch: int, coord: int, seq: int, src: int, entries: list) -> Message:
+    """The entries ``src`` serves a writer for version ``(epoch, coord, seq)``: ``[[map, IPC bytes]]``, each map's
+    keys and values as Arrow columns (:mod:`~boreas.node.cumulus.entry_columns`)."""
     return [PUSH, epoch, coord, seq, src, entries]
 
 
@@ -105,8 +107,8 @@ def relayout(change: str, layout: dict, first_epoch: int | None, moves: list) ->
 
 
 def chunk(change: str, source: int, final: bool, entries: list, carried: dict | None = None) -> Message:
-    """Entries of segments moving from ``source``: ``[[map, keys, values], ...]`` (keys in
-    :class:`~boreas.node.cumulus.precopy.KeyCodec` form), bounded by the copy's step.  ``carried``: in a final
+    """Entries of segments moving from ``source``: ``[[map, IPC bytes], ...]``, each map's keys and values as Arrow
+    columns (:func:`~boreas.node.cumulus.precopy.chunk_entries`), bounded by the copy's step.  ``carried``: in a final
     chunk, what the box's member keeps beside its maps that a target must start from (a windowed box's
     frontier: node/cumulus/windowing.py)."""
     return [CHUNK, change, source, final, entries] + ([] if carried is None else [carried])
@@ -183,7 +185,7 @@ KeyCodecs = tuple[Callable[[str, tuple], list], Callable[[str, list], tuple]]
 
 
 def key_codecs(program: Program) -> KeyCodecs:
-    """``(encode, decode)`` of map keys for Push messages: DATE key columns travel as day numbers.
+    """``(encode, decode)`` of map keys in a member's state (its deltas): DATE key columns as day numbers.
 
     >>> from boreas.m3 import compile_sql
     >>> p = compile_sql("CREATE STREAM R(d DATE, b INT); SELECT d, SUM(b) AS t FROM R GROUP BY d")

@@ -52,13 +52,15 @@ identical chunks.
 >>> keys = [a for a in range(20) if lay.owner("Q1_s", (a,)) == 1]
 >>> _ = src.apply_grouped([("R", 1, [(a, 1) for a in keys])])
 >>> new = relayout.move(lay, 1, 0)                               # segment 1 goes to member 0
->>> copy, staging, codecs = SourceCopy(src, new, relayout.moves(lay, new), 1), Staging(), Codecs(src.store)
+>>> copy, staging = SourceCopy(src, new, relayout.moves(lay, new), 1), Staging()
+>>> def send(payload):  # a Chunk's Arrow columns, decoded by the target
+...     staging.add_chunk(chunk_entries(payload, src))
 >>> copy.start(src)
->>> staging.add(copy.step(src, 4, codecs).get(0, []), codecs)    # 4 listed keys examined
+>>> send(copy.step(src, 4).get(0, []))                           # 4 listed keys examined
 >>> _ = src.apply_grouped([("R", 1, [(keys[-1], 5)])])           # written after the listing: dirty
 >>> while not copy.done:
-...     staging.add(copy.step(src, 4, codecs).get(0, []), codecs)
->>> staging.add(copy.final(src, codecs)[0], codecs)  # at the flip (epoch 3): dirty keys' values
+...     send(copy.step(src, 4).get(0, []))
+>>> send(copy.final(src)[0])                                     # at the flip (epoch 3): dirty keys' values
 >>> copy.take_out(src, 3); staging.merge(dst, 3)
 >>> dict(dst.read_slice("Q1_s")) == {(a,): 6 if a == keys[-1] else 1 for a in keys}, src.read_slice("Q1_s")
 (True, [])
@@ -75,6 +77,8 @@ from boreas.m3.cumulus.relayout import REPLICAS
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.m3.runtime.maps import MapStore
 
+from . import entry_columns
+
 #: Listed keys (or entries of an indexed map) a source examines per step: a step takes about 5 ms, so the
 #: box goes on between steps; a step's chunk per target holds at most this many entries.
 #: ``$BOREAS_CUMULUS_COPY_STEP`` sets it in a node process (tests make copies of many steps with it).
@@ -84,7 +88,8 @@ _EPOCH = dt.date(1970, 1, 1).toordinal()
 
 
 class KeyCodec:
-    """Lists of keys in the store's form (one value, or a tuple) to and from msgpack-able lists.
+    """Lists of keys in the store's form (one value, or a tuple) to and from msgpack-able lists (what a copy's
+    and a staging's *state* holds; Chunk messages carry Arrow columns: :func:`chunk_entries`).
 
     Keys of one column that is not a DATE are their own encoding (no copy
     per key: the common case, a million ints, travels as is); tuples become
@@ -177,8 +182,9 @@ class SourceCopy:
         else:
             dirty.update(k for k in keys if target_of(k) >= 0)
 
-    def step(self, runtime: MemberRuntime, budget: int, codecs: Codecs) -> dict[int, list]:
-        """Examine up to ``budget`` listed keys: ``{target: [[map, keys, values], ...]}`` of those leaving.
+    def step(self, runtime: MemberRuntime, budget: int) -> dict[int, list]:
+        """Examine up to ``budget`` listed keys: ``{target: [[map, keys, values], ...]}`` of those leaving (keys in
+        the store's form; :func:`chunk_entries` makes a Chunk's Arrow columns of them).
 
         The hot loop of a copy (a million keys per segment): one comprehension
         per map and step, with the slot test inline, values by ``map``.
@@ -203,7 +209,7 @@ class SourceCopy:
                 self.dirty[name].difference_update(keys)
                 if self._target_of[name] != EVERYWHERE:  # (a replicated map's copy takes nothing out)
                     self.sent[name].extend(keys)
-                out.setdefault(t, []).append([name, codecs.keys[name].encode(keys), values])
+                out.setdefault(t, []).append([name, keys, values])
         return out
 
     def _flat_groups(self, name: str, batch: list, data: dict, col: int | str | None, arity: int) -> dict[int, list]:
@@ -253,9 +259,9 @@ class SourceCopy:
                     values.append(v)
         return picked, budget
 
-    def final(self, runtime: MemberRuntime, codecs: Codecs) -> dict[int, list]:
+    def final(self, runtime: MemberRuntime) -> dict[int, list]:
         """``{target: [[map, keys, values]]}``: the current value (0: none) of every dirty key, for every target
-        (:func:`pieces` cuts it into chunks)."""
+        (keys in the store's form; :func:`pieces` cuts it into chunks)."""
         out: dict[int, list] = {t: [] for t in self.targets}
         for name, dirty in self.dirty.items():
             if not dirty:
@@ -271,7 +277,7 @@ class SourceCopy:
                 keys.append(k)
                 values.append(get(k, 0))
             for t, (keys, values) in per.items():
-                out[t].append([name, codecs.keys[name].encode(keys), values])
+                out[t].append([name, keys, values])
         return out
 
     def take_out(self, runtime: MemberRuntime, epoch: int) -> None:
@@ -324,16 +330,36 @@ def pieces(payload: list, limit: int) -> list[list]:
     return out
 
 
+def chunk_entries(payload: list, runtime: MemberRuntime) -> list:
+    """A Chunk's entries: ``payload`` (``[[map, keys, values]]``, keys in the store's form) as Arrow columns per
+    map (:mod:`~boreas.node.cumulus.entry_columns`), typed as the values are."""
+    arity = runtime.store.arity
+    return [entry_columns.encode_stored(name, keys, values, arity[name])
+            for name, keys, values in payload if keys]
+
+
 class Staging:
     """What a target received of one layout change's moving entries, apart from its store until the flip."""
 
     def __init__(self) -> None:
         self.maps: dict[str, dict] = {}  # map -> {stored key: value}
 
-    def add(self, payload: list, codecs: Codecs) -> None:
-        """Chunk entries ``[[map, keys, values], ...]``; a 0 value deletes (a dirty key gone at the source)."""
+    def add_chunk(self, items: list, codecs: Codecs | None = None) -> None:
+        """A Chunk's entries (:func:`chunk_entries`), decoded in bulk.  An item ``[map, keys, values]`` (keys in
+        ``codecs``' form) is a Chunk kept early in a state saved before Arrow Chunks: staged as that form was."""
+        old = [item for item in items if len(item) == 3]
+        if old:
+            if codecs is None:
+                raise ValueError("a Chunk in the list form needs the key codecs")
+            self.add(old, codecs)
+        self.add([entry_columns.decode_stored(item) for item in items if len(item) != 3])
+
+    def add(self, payload: list, codecs: Codecs | None = None) -> None:
+        """Entries ``[[map, keys, values], ...]`` (keys in the store's form, or in ``codecs``' form from a state); a
+        0 value deletes (a dirty key gone at the source)."""
         for name, keys, values in payload:
-            keys = codecs.keys[name].decode(keys)
+            if codecs is not None:
+                keys = codecs.keys[name].decode(keys)
             staged = self.maps.setdefault(name, {})
             staged.update(zip(keys, values))
             if 0 in values:  # only the last chunks (dirty keys) have any: one C-speed scan of the others
