@@ -1,4 +1,4 @@
-"""A Python regular expression as Arrow's RE2 runs it, for :mod:`.m3rows_exprs`' ``REGEXP_EXTRACT``.
+r"""A Python regular expression as Arrow's RE2 runs it, for :mod:`.m3rows_exprs`' ``REGEXP_EXTRACT``.
 
 M3 reads a pattern as Python's ``re`` does (``m3/functions.py``); Arrow's
 ``extract_regex`` runs RE2, which reads some syntax otherwise.  This module
