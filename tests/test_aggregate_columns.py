@@ -28,7 +28,7 @@ import pyarrow as pa
 import pytest
 from boreas.catalog.boxtypes import builtin_registry
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
-from boreas.node.operators import aggregate_emit
+from boreas.node.operators import aggregate_emit, aggregate_runs
 from boreas.node.operators.aggregate import AggregateOperator
 from boreas.wire.columns import Columns, arrow_schema
 from hypothesis import HealthCheck, given, settings
@@ -115,12 +115,18 @@ def as_params(drawn: dict) -> dict[str, str]:
     return p
 
 
-@settings(max_examples=max(10, int(120 * SCALE)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=max(10, int(120 * SCALE)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(drawn=params_strategy, data=streams(), cuts=st.lists(st.integers(0, 150), max_size=8),
        gaps=st.lists(st.sampled_from([0.0, 0.3, 1.0, 2.5]), min_size=8, max_size=8), move_at=st.integers(-1, 8),
-       as_rows=st.lists(st.booleans(), min_size=9, max_size=9).map(lambda f: [x and i % 3 == 2 for i, x in enumerate(f)]))
-def test_columns_give_what_rows_give(drawn, data, cuts, gaps, move_at, as_rows):
-    """Columns (now and then a batch of rows: a batch that came as msgpack rows) against rows only."""
+       as_rows=st.lists(st.booleans(), min_size=9, max_size=9).map(lambda f: [x and i % 3 == 2 for i, x in enumerate(f)]),
+       any_runs=st.booleans())
+def test_columns_give_what_rows_give(drawn, data, cuts, gaps, move_at, as_rows, any_runs, monkeypatch):
+    """Columns (now and then a batch of rows: a batch that came as msgpack rows) against rows only.  Half the
+    examples take every batch on columns however few rows its runs hold (MAX_RUNS_PER_ROW), so the sparse
+    streams drawn here exercise the runs, not only the fallback to rows."""
+    if any_runs:
+        monkeypatch.setattr(aggregate_runs, "MAX_RUNS_PER_ROW", 2.0)
     params = as_params(drawn)
     by_columns, by_rows = aggregate(params), aggregate(params)
     bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
@@ -318,3 +324,44 @@ def test_closed_windows_leave_as_one_batch_of_columns():
     assert [(g, start) for g, start, _, _ in out] == [(g, start) for start in range(0, 540, 60) for g in range(10)]
     assert out[0] == (0, 0, sum(range(10, 600, 10)) / 60.0, 60)
     assert out[11] == (1, 60, sum(range(601, 1200, 10)) / 60.0, 60)
+
+
+@pytest.mark.parametrize("extra", [
+    {"advance": "2"},                                   # sliding, ends on the starts' grid
+    {"advance": "4"},                                   # sliding, ends off it
+    {"aggregate-function.1": "sum(x * 2.0)"},           # an expression argument (.aggregate_args)
+    {"group-by": "x"},                                  # a float group-by
+    {"aggregate-function.1": "max(s)"},                 # max of strings (ranks)
+    {"aggregate-function.1": "count_distinct(s)"},      # count_distinct
+])
+def test_moved_shapes_stay_off_the_per_tuple_code(extra):
+    """Not only equal: each shape taken off the row path goes to its windows a run at a time (the batch is not
+    read as rows), the per-tuple code seeing a few rows per window (where windows open and close)."""
+    params = {**as_params({"window-size": "10", "group-by": "g", "order-by": "FIELD",
+                           "functions": ["count()", "sum(x)"]}), **extra}
+    op, rows = aggregate(params), aggregate(params)
+    book = op._windows
+    calls, read_rows = [], []
+    general, by_rows = book.place, book.by_values
+    book.place = lambda *a: (calls.append(a[2]), general(*a))[1]  # type: ignore[method-assign]
+    book.by_values = lambda *a: (read_rows.append(len(a[0])), by_rows(*a))[1]  # type: ignore[method-assign]
+    data = [(t % 3, "ab"[t % 2] * (1 + t % 5), t // 30, float(t % 3) + 0.5, t) for t in range(3000)]
+    got = op.process(0, columns(data), 0.0)
+    assert close(got, rows.process(0, data, 0.0))
+    assert close(op.state(), rows.state())
+    assert read_rows == []  # the batch was not read as rows (GroupWindows.by_values)
+    assert len(calls) < len(data) // 10, len(calls)
+
+
+def test_float_group_keys_as_python_groups_them(monkeypatch):
+    """-0.0 and 0.0 are one group in Python, keyed by whichever came first (even in an earlier batch), and every
+    NaN row a group of its own; Arrow groups them otherwise, so such a batch reads rows: the same keys, signs
+    and groups (compared by repr: 0.0 == -0.0 and nan != nan)."""
+    monkeypatch.setattr(aggregate_runs, "MAX_RUNS_PER_ROW", 2.0)  # every batch on columns but for its keys
+    params = as_params({"window-size": "10", "group-by": "x", "order-by": "FIELD", "functions": ["count()"]})
+    a, b = aggregate(params), aggregate(params)
+    first = [(0, "a", t, -0.0 if t % 2 else 1.5, t) for t in range(20)]
+    then = [(0, "a", 20 + t, [0.0, -0.0, 1.5, math.nan][t % 4], t) for t in range(40)]
+    for batch in (first, then):
+        assert repr(a.process(0, columns(batch), 0.0)) == repr(b.process(0, columns(batch).rows(), 0.0))
+    assert repr(a.end_of_input(1.0)) == repr(b.end_of_input(1.0))
