@@ -42,13 +42,21 @@ adds a run's values pairwise (numpy) before adding them to the window,
 where the row path adds them one by one, so the two can differ in the last
 bits (integer sums, counts, min, max, firstval and lastval are exact).
 
+Sliding windows (``advance < window-size``) have no hot window: a run's
+first row takes the per-tuple code, and the rest of the run (or a whole run
+that opens and closes nothing) is added at once to every window of its group
+that holds it whole (:meth:`ColumnRuns._add_to_all`), when that is all
+:meth:`~.aggregate_windows.GroupWindows.place` would do with each row.
+
 The shapes taken (:meth:`ColumnRuns.make` says None otherwise and the box
-reads rows): windows by VALUES that do not overlap (``advance >=
-window-size``), group-by fields that are not floating point, and functions
-``count``, ``sum``, ``avg``, ``min``, ``max`` (of a numeric field),
-``firstval`` and ``lastval`` of a field (not an expression) -- docs/operators.md ("aggregate on
-columns").  A batch with a NaN, an int64 sum that could overflow, or more
-runs than a quarter of its rows is read as rows, whole, before anything
+reads rows): windows by VALUES, and functions ``count``, ``count_distinct``,
+``sum``, ``avg``, ``min``, ``max`` (of a string: ranks,
+:mod:`.aggregate_runs`), ``firstval`` and ``lastval`` of a field that is not
+nullable or of a numeric expression (a column of its own:
+:mod:`.aggregate_args`) -- docs/operators.md ("aggregate on columns").  A
+batch with a NaN, an int64 sum that could overflow, more runs than a quarter
+of its rows, an expression the row path would fail on in some row, or a NaN
+or zero in a float group-by field is read as rows, whole, before anything
 changes.
 """
 
@@ -61,7 +69,7 @@ from typing import Any
 import pyarrow as pa
 
 from boreas.catalog.model import Schema
-from boreas.node.compile import FLOAT, STR, kind_of
+from boreas.node.compile import STR, kind_of
 
 from .accumulators import COUNT, END, FIRST_SLOT, START, parse_call
 from .aggregate_args import ArgumentColumns
