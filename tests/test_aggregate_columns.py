@@ -283,7 +283,8 @@ def dense(draw) -> list[tuple]:
 @given(data=dense(), cuts=st.lists(st.integers(0, 600), max_size=3), size=st.sampled_from(["1", "2"]),
        group_by=st.sampled_from(["", "g", "g", "g, s"]),
        functions=st.sampled_from([["avg(x)", "count()"], ["sum(x)", "min(x)", "max(n)", "count(x)", "sum(n)"],
-                                  ["avg(n)", "min(n)", "max(x)", "count(*)"], ["lastval(x)", "sum(n)"]]),
+                                  ["avg(n)", "min(n)", "max(x)", "count(*)"], ["lastval(x)", "sum(n)"],
+                                  ["sum(x * 2.0)", "avg(n + g)", "max(g * 3)", "count()"]]),
        extra=st.sampled_from([{}, {"independent-window-alignment": "1"}, {"drop-empty-outputs": "1"},
                               {"order-by": "TUPLENUM"}]), move_at=st.integers(-1, 4), first=st.integers(1, 40))
 def test_batches_closing_many_windows_give_what_rows_give(data, cuts, size, group_by, functions, extra, move_at,
