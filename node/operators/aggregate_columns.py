@@ -45,8 +45,12 @@ bits (integer sums, counts, min, max, firstval and lastval are exact).
 Sliding windows (``advance < window-size``) have no hot window: a run's
 first row takes the per-tuple code, and the rest of the run (or a whole run
 that opens and closes nothing) is added at once to every window of its group
-that holds it whole (:meth:`ColumnRuns._add_to_all`), when that is all
+that holds it whole (:meth:`ColumnRuns._windows_holding`), when that is all
 :meth:`~.aggregate_windows.GroupWindows.place` would do with each row.
+A run whose rows go to the per-tuple code one by one (late rows, say) tests
+its rest's bounds in O(1) per row (:meth:`~.aggregate_runs.Runs.rest_range`)
+and makes the rest's partials (:meth:`~.aggregate_runs.Runs.part`) only when
+they are added, at most once per run: linear in the batch, not quadratic.
 
 The shapes taken (:meth:`ColumnRuns.make` says None otherwise and the box
 reads rows): windows by VALUES, and functions ``count``, ``count_distinct``,
@@ -54,7 +58,8 @@ reads rows): windows by VALUES, and functions ``count``, ``count_distinct``,
 :mod:`.aggregate_runs`), ``firstval`` and ``lastval`` of a field that is not
 nullable or of a numeric expression (a column of its own:
 :mod:`.aggregate_args`) -- docs/operators.md ("aggregate on columns").  A
-batch with a NaN, an int64 sum that could overflow, more runs than a quarter
+batch with a NaN, an int64 sum that could overflow, a -0.0 under a float
+min or max (Python keeps whichever zero came first), more runs than a quarter
 of its rows, an expression the row path would fail on in some row, or a NaN
 or zero in a float group-by field is read as rows, whole, before anything
 changes.
@@ -224,8 +229,11 @@ class ColumnRuns:
                 if w is not None:
                     self._add(w, runs.whole[r])
                     continue
-                if sliding and self._add_to_all(key, lo[r], hi[r], runs.whole[r]):
-                    continue
+                if sliding:
+                    into = self._windows_holding(key, lo[r], hi[r])
+                    if into:
+                        self._add_all(into, runs.whole[r])
+                        continue
             row = _row(columns, row_index)
             v = row[order]
             w = windows.hot(key) if at > 0 else None  # a later row: the generated loop's own test first
@@ -237,36 +245,42 @@ class ColumnRuns:
                 continue
             w = windows.hot(key)
             if w is not None or sliding:
-                rest = runs.part(r, at + 1)
-                if rest is not None and w is not None and w[START] <= rest[0] and rest[1] < w[END]:
-                    self._add(w, rest[2])
+                # the rest's bounds in O(1) (Runs.rest_range); its partials only when they are added
+                rest_lo, rest_hi = runs.rest_range(r, at + 1)
+                if w is not None and w[START] <= rest_lo and rest_hi < w[END]:
+                    self._add(w, runs.part(r, at + 1))
                     continue
-                if rest is not None and sliding and self._add_to_all(key, rest[0], rest[1], rest[2]):
+                into = self._windows_holding(key, rest_lo, rest_hi) if sliding else None
+                if into:
+                    self._add_all(into, runs.part(r, at + 1))
                     continue
             heapq.heappush(events, (runs.row_at(r, at + 1), r, at + 1))
 
-    def _add_to_all(self, key: Any, lo: Any, hi: Any, part: "Part") -> bool:
-        """Sliding windows: rows (order values ``lo`` to ``hi``) added at once to every window of their group
-        that they all lie in, when that is all :meth:`GroupWindows.place` would do with each of them; False,
-        changing nothing, when it is not.
+    def _windows_holding(self, key: Any, lo: Any, hi: Any) -> list | None:
+        """Sliding windows: the windows of a group that rows (order values ``lo`` to ``hi``) may be added to
+        at once, when that is all :meth:`GroupWindows.place` would do with each of them; None (or empty) when
+        it is not.  Changes nothing.
 
         That is when ``hi`` is before the group's next start (no row opens a window), each window not closed
         either starts after ``hi`` (no row reaches it) or holds ``[lo, hi]`` whole (every row enters it: no
         row is a closing tuple of it), and at least one does (no row is ignored or late)."""
         g = self._windows.groups.get(key)
         if g is None or not hi < g[0]:
-            return False
+            return None
         beyond = self._spec.beyond
         into = []
         for w in g[1]:
             if w[beyond] == CLOSED or hi < w[START]:
                 continue
             if not (w[START] <= lo and hi < w[END]):
-                return False
+                return None
             into.append(w)
+        return into
+
+    def _add_all(self, into: list, part: "Part") -> None:
+        """A stretch of rows added to each of the windows :meth:`_windows_holding` found."""
         for w in into:
             self._add(w, part)
-        return bool(into)
 
     def _add(self, w: list, part: "Part") -> None:
         """A run's rows added to window ``w``: what ``add`` would make of them one by one."""

@@ -7,8 +7,8 @@ the group-by values, a stable sort by code, the cells) and computes, per
 run, the order values' range and one partial per function with one
 ``reduceat`` each; :meth:`Runs.part` computes the partials of a run's tail
 when the walk needs them.  A batch this cannot take exactly (a NaN, an int64
-sum that could overflow, more runs than :data:`MAX_RUNS_PER_ROW` of its
-rows) gives None before anything changes, and the box reads its rows.
+sum that could overflow, a -0.0 under a float min or max, more runs than
+:data:`MAX_RUNS_PER_ROW` of its rows) gives None before anything changes, and the box reads its rows.
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ class Runs:
         self.lo = self.lo_array.tolist()
         self.hi = self.hi_array.tolist()
         self._sorted: list[tuple[np.ndarray, np.ndarray, list | None] | None] = []
+        self._suffix: dict[int, tuple[list, list]] = {}  # per run: its order values' suffix minima and maxima
         #: per function, every whole run's partial as arrays (:class:`Partials`), for emitting windows at once
         self.partials: list[Partials] = []
         for f in functions:
@@ -107,16 +108,25 @@ class Runs:
         """The batch position of the ``at``-th row of run ``r``."""
         return int(self._perm[self._starts[r] + at])
 
-    def part(self, r: int, at: int) -> tuple[Any, Any, Part] | None:
-        """Run ``r`` from its ``at``-th row on: (lowest, highest order value, partials); None if a value is None."""
+    def rest_range(self, r: int, at: int) -> tuple[Any, Any]:
+        """The lowest and highest order value of run ``r`` from its ``at``-th row on, in O(1): the run's
+        suffix minima and maxima are made once, when first asked (a run of late rows asks once per row).
+        (A run of more than one row has no None order value: :meth:`cut` makes such a row a run of its own.)"""
+        suffix = self._suffix.get(r)
+        if suffix is None:
+            a = self._starts[r]
+            v = self._sv[a:a + self.lengths[r]][::-1]
+            suffix = self._suffix[r] = (np.minimum.accumulate(v)[::-1].tolist(),
+                                        np.maximum.accumulate(v)[::-1].tolist())
+        return suffix[0][at], suffix[1][at]
+
+    def part(self, r: int, at: int) -> Part:
+        """Run ``r``'s partials from its ``at``-th row on (``at`` > 0: these rows have order values)."""
         a, b = self._starts[r] + at, self._starts[r] + self.lengths[r]
-        if not self._sok[a:b].all():
-            return None
         values: list[Any] = []
         for f, prepared in zip(self._functions, self._sorted):
             values.append(_slice_part(self._batch, f, prepared, self._perm, a, b))
-        v = self._sv[a:b]
-        return v.min().item(), v.max().item(), Part(b - a, tuple(values))
+        return Part(b - a, tuple(values))
 
     @classmethod
     def cut(cls, batch: pa.RecordBatch, groups: list[int], order: int, functions: list[Function],
@@ -175,6 +185,8 @@ class Runs:
         for f in functions:
             if f.field is not None and f.func not in ("firstval", "lastval") and not _fits(batch.column(f.field)):
                 return None
+            if f.func in ("min", "max") and f.field is not None and _negative_zero(batch.column(f.field)):
+                return None
         codes = sc[starts]
         return cls(batch, functions, perm, sv, sok, starts, [keys_of(c) for c in codes.tolist()], codes)
 
@@ -185,9 +197,19 @@ def _fits(column: pa.Array) -> bool:
     if pa.types.is_floating(kind):
         return not pc.any(pc.is_nan(column)).as_py()
     if kind == pa.int64() and len(column):
-        big = pc.max(pc.abs(column)).as_py() or 0
+        lo, hi = pc.min_max(column).values()  # Python ints: abs(-2**63) would wrap in int64
+        big = max(-(lo.as_py() or 0), hi.as_py() or 0)
         return big * len(column) < 2 ** 62  # Python's ints never overflow; int64 sums might
     return True
+
+
+def _negative_zero(column: pa.Array) -> bool:
+    """Whether a float column holds a -0.0: Python's min and max keep whichever of 0.0 and -0.0 came first,
+    numpy's reductions need not, so a min or max over such a column reads rows."""
+    if not pa.types.is_floating(column.type) or not len(column):
+        return False
+    x = numbers(column)
+    return bool((np.signbit(x) & (x == 0)).any())
 
 
 def _prepare(column: pa.Array, perm: np.ndarray, distinct: bool = False) -> tuple[np.ndarray, np.ndarray, list | None]:
