@@ -28,7 +28,7 @@ import pyarrow as pa
 import pytest
 from boreas.catalog.boxtypes import builtin_registry
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
-from boreas.node.operators import aggregate_emit
+from boreas.node.operators import aggregate_emit, aggregate_runs
 from boreas.node.operators.aggregate import AggregateOperator
 from boreas.wire.columns import Columns, arrow_schema
 from hypothesis import HealthCheck, given, settings
@@ -37,6 +37,8 @@ from hypothesis import strategies as st
 TYPES = builtin_registry()
 ROW = Schema("R", (Field("g", FieldType.INT), Field("s", FieldType.STRING, 4), Field("time", FieldType.INT),
                    Field("x", FieldType.DOUBLE), Field("n", FieldType.LONG)))
+#: x values that recur, so a float group-by forms groups; the zeros keep such batches on rows (float_keys_agree)
+FLOAT_KEYS = [0.5, -2.0, 3.25, 0.5, -2.0, 3.25, 0.0, -0.0]
 SCALE = float(os.environ.get("BOREAS_PROPERTY_SCALE", "1"))
 
 
@@ -79,23 +81,29 @@ def streams(draw) -> list[tuple]:
         g = draw(st.integers(0, 3))
         odd = draw(st.integers(0, 19))
         time = None if odd == 0 else t - 9 if odd == 1 else t
-        x = None if odd == 2 else draw(st.floats(-1e6, 1e6, allow_nan=False))
+        x = None if odd == 2 else draw(st.floats(-1e6, 1e6, allow_nan=False) | st.sampled_from(FLOAT_KEYS))
         out.append((g, draw(st.sampled_from(["a", "bb", ""])), time, x, draw(st.integers(-2**40, 2**40))))
     return out
 
 
 params_strategy = st.fixed_dictionaries({
     "window-size": st.sampled_from(["3", "5", "10"]),
-    "advance": st.sampled_from([None, "10", "12"]),
+    "advance": st.sampled_from([None, "10", "12", "2", "4"]),  # 2 and 4: sliding (on the ends' grid or not)
     "slack": st.sampled_from([None, "0", "1", "2"]),
-    "group-by": st.sampled_from(["", "g", "g, s", "s"]),
+    "group-by": st.sampled_from(["", "g", "g, s", "s", "x", "g, x"]),
     "independent-window-alignment": st.sampled_from([None, "1"]),
     "drop-empty-outputs": st.sampled_from([None, "1"]),
     "timeout": st.sampled_from([None, None, "0.5", "2"]),
     "order-by": st.sampled_from(["FIELD", "TUPLENUM"]),
     "functions": st.sampled_from([["avg(x)", "count()"], ["sum(x)", "min(x)", "max(n)", "count(x)", "sum(n)"],
                                   ["firstval(x)", "lastval(time)", "firstval(s)", "min(s)", "avg(n)"],
-                                  ["lastval(x)", "max(x)", "count(*)", "min(n)"]]),
+                                  ["lastval(x)", "max(x)", "count(*)", "min(n)"],
+                                  # expressions (.aggregate_args); x / g and time + 1 fail in some rows
+                                  ["sum(x * 2.0)", "avg(n + g)", "max(g * 3)", "count(x - 1.0)", "min(n - 1)"],
+                                  ["sum(x / g)", "firstval(time + 1)", "lastval(g * 2)", "sum(g + 1)"],
+                                  # min/max of strings (ranks) and count_distinct
+                                  ["count_distinct(g)", "max(s)", "count_distinct(s)", "min(s)", "count_distinct(x)",
+                                   "count_distinct(n)"]]),
 })
 
 
@@ -107,12 +115,18 @@ def as_params(drawn: dict) -> dict[str, str]:
     return p
 
 
-@settings(max_examples=max(10, int(120 * SCALE)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=max(10, int(120 * SCALE)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(drawn=params_strategy, data=streams(), cuts=st.lists(st.integers(0, 150), max_size=8),
        gaps=st.lists(st.sampled_from([0.0, 0.3, 1.0, 2.5]), min_size=8, max_size=8), move_at=st.integers(-1, 8),
-       as_rows=st.lists(st.booleans(), min_size=9, max_size=9).map(lambda f: [x and i % 3 == 2 for i, x in enumerate(f)]))
-def test_columns_give_what_rows_give(drawn, data, cuts, gaps, move_at, as_rows):
-    """Columns (now and then a batch of rows: a batch that came as msgpack rows) against rows only."""
+       as_rows=st.lists(st.booleans(), min_size=9, max_size=9).map(lambda f: [x and i % 3 == 2 for i, x in enumerate(f)]),
+       any_runs=st.booleans())
+def test_columns_give_what_rows_give(drawn, data, cuts, gaps, move_at, as_rows, any_runs, monkeypatch):
+    """Columns (now and then a batch of rows: a batch that came as msgpack rows) against rows only.  Half the
+    examples take every batch on columns however few rows its runs hold (MAX_RUNS_PER_ROW), so the sparse
+    streams drawn here exercise the runs, not only the fallback to rows."""
+    if any_runs:
+        monkeypatch.setattr(aggregate_runs, "MAX_RUNS_PER_ROW", 2.0)
     params = as_params(drawn)
     by_columns, by_rows = aggregate(params), aggregate(params)
     bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
@@ -150,9 +164,8 @@ def test_in_order_runs_stay_off_the_per_tuple_code():
 
 
 def test_shapes_not_taken_read_rows():
-    """Sliding windows, expressions and count_distinct read rows, with the same results."""
-    for extra in ({"advance": "5"}, {"aggregate-function.1": "sum(x * 2.0)"},
-                  {"aggregate-function.1": "count_distinct(g)"}):
+    """An argument arrow_exprs does not translate (sqrt) keeps the box on rows, with the same results."""
+    for extra in ({"aggregate-function.1": "sum(sqrt(x))"},):
         params = {**as_params({"window-size": "10", "group-by": "g", "order-by": "FIELD",
                                "functions": ["count()", "sum(x)"]}), **extra}
         a, b = aggregate(params), aggregate(params)
@@ -270,7 +283,8 @@ def dense(draw) -> list[tuple]:
 @given(data=dense(), cuts=st.lists(st.integers(0, 600), max_size=3), size=st.sampled_from(["1", "2"]),
        group_by=st.sampled_from(["", "g", "g", "g, s"]),
        functions=st.sampled_from([["avg(x)", "count()"], ["sum(x)", "min(x)", "max(n)", "count(x)", "sum(n)"],
-                                  ["avg(n)", "min(n)", "max(x)", "count(*)"], ["lastval(x)", "sum(n)"]]),
+                                  ["avg(n)", "min(n)", "max(x)", "count(*)"], ["lastval(x)", "sum(n)"],
+                                  ["sum(x * 2.0)", "avg(n + g)", "max(g * 3)", "count()"]]),
        extra=st.sampled_from([{}, {"independent-window-alignment": "1"}, {"drop-empty-outputs": "1"},
                               {"order-by": "TUPLENUM"}]), move_at=st.integers(-1, 4), first=st.integers(1, 40))
 def test_batches_closing_many_windows_give_what_rows_give(data, cuts, size, group_by, functions, extra, move_at,
@@ -311,3 +325,95 @@ def test_closed_windows_leave_as_one_batch_of_columns():
     assert [(g, start) for g, start, _, _ in out] == [(g, start) for start in range(0, 540, 60) for g in range(10)]
     assert out[0] == (0, 0, sum(range(10, 600, 10)) / 60.0, 60)
     assert out[11] == (1, 60, sum(range(601, 1200, 10)) / 60.0, 60)
+
+
+@pytest.mark.parametrize("extra", [
+    {"advance": "2"},                                   # sliding, ends on the starts' grid
+    {"advance": "4"},                                   # sliding, ends off it
+    {"aggregate-function.1": "sum(x * 2.0)"},           # an expression argument (.aggregate_args)
+    {"group-by": "x"},                                  # a float group-by
+    {"aggregate-function.1": "max(s)"},                 # max of strings (ranks)
+    {"aggregate-function.1": "count_distinct(s)"},      # count_distinct
+])
+def test_moved_shapes_stay_off_the_per_tuple_code(extra):
+    """Not only equal: each shape taken off the row path goes to its windows a run at a time (the batch is not
+    read as rows), the per-tuple code seeing a few rows per window (where windows open and close)."""
+    params = {**as_params({"window-size": "10", "group-by": "g", "order-by": "FIELD",
+                           "functions": ["count()", "sum(x)"]}), **extra}
+    op, rows = aggregate(params), aggregate(params)
+    book = op._windows
+    calls, read_rows = [], []
+    general, by_rows = book.place, book.by_values
+    book.place = lambda *a: (calls.append(a[2]), general(*a))[1]  # type: ignore[method-assign]
+    book.by_values = lambda *a: (read_rows.append(len(a[0])), by_rows(*a))[1]  # type: ignore[method-assign]
+    data = [(t % 3, "ab"[t % 2] * (1 + t % 5), t // 30, float(t % 3) + 0.5, t) for t in range(3000)]
+    got = op.process(0, columns(data), 0.0)
+    assert close(got, rows.process(0, data, 0.0))
+    assert close(op.state(), rows.state())
+    assert read_rows == []  # the batch was not read as rows (GroupWindows.by_values)
+    assert len(calls) < len(data) // 10, len(calls)
+
+
+def test_float_group_keys_as_python_groups_them(monkeypatch):
+    """-0.0 and 0.0 are one group in Python, keyed by whichever came first (even in an earlier batch), and every
+    NaN row a group of its own; Arrow groups them otherwise, so such a batch reads rows: the same keys, signs
+    and groups (compared by repr: 0.0 == -0.0 and nan != nan)."""
+    monkeypatch.setattr(aggregate_runs, "MAX_RUNS_PER_ROW", 2.0)  # every batch on columns but for its keys
+    params = as_params({"window-size": "10", "group-by": "x", "order-by": "FIELD", "functions": ["count()"]})
+    a, b = aggregate(params), aggregate(params)
+    first = [(0, "a", t, -0.0 if t % 2 else 1.5, t) for t in range(20)]
+    then = [(0, "a", 20 + t, [0.0, -0.0, 1.5, math.nan][t % 4], t) for t in range(40)]
+    for batch in (first, then):
+        assert repr(a.process(0, columns(batch), 0.0)) == repr(b.process(0, columns(batch).rows(), 0.0))
+    assert repr(a.end_of_input(1.0)) == repr(b.end_of_input(1.0))
+
+
+@pytest.mark.parametrize("advance", [None, "5"])
+@pytest.mark.parametrize("expr", ["min(x)", "max(x)", "min(x * 1.0)"])
+def test_float_min_max_keep_the_first_zero_as_rows_do(advance, expr):
+    """0.0 and -0.0 are equal: Python's min and max keep whichever came first, numpy's need not, so a batch
+    with a -0.0 under a float min or max reads rows (compared by repr: 0.0 == -0.0)."""
+    params = {"window-size-by": "VALUES", "order-on-field": "time", "window-size": "10",
+              "aggregate-function.0": expr}
+    if advance:
+        params["advance"] = advance
+    sign = -1.0 if expr.startswith("max") else 1.0  # the zeros are the extreme, both orders of them
+    data = [(0, "a", 0, 2.5 * sign, 0), (0, "a", 1, 0.0, 0), (0, "a", 2, -0.0, 0),
+            (0, "a", 11, -0.0, 0), (0, "a", 12, 0.0, 0), (0, "a", 13, 3.0 * sign, 0)]
+    for batch in (data[:3], data, data[3:]):
+        a, b = aggregate(params), aggregate(params)
+        got = [a.process(0, columns(batch), 0.0), a.end_of_input(1.0)]
+        assert repr(got) == repr([b.process(0, batch, 0.0), b.end_of_input(1.0)])
+
+
+@pytest.mark.parametrize("expr", ["sum(n)", "avg(n)", "sum(n - 1)"])
+def test_int64_sums_at_the_lowest_long_are_exact(expr):
+    """abs(-2**63) wraps in int64: the overflow test takes the column's min and max as Python ints."""
+    params = {"window-size-by": "VALUES", "order-on-field": "time", "window-size": "10", "aggregate-function.0": expr}
+    n = -2 ** 63 + (1 if "- 1" in expr else 0)
+    data = [(0, "a", t, 0.0, n) for t in range(4)]
+    a, b = aggregate(params), aggregate(params)
+    got = [a.process(0, columns(data), 0.0), a.end_of_input(1.0)]
+    assert got == [b.process(0, data, 0.0), b.end_of_input(1.0)]
+
+
+@pytest.mark.parametrize("extra", [
+    {"group-by": "g", "aggregate-function.0": "count_distinct(n)", "aggregate-function.1": "min(s)"},
+    {"group-by": "g", "advance": "2", "aggregate-function.0": "count()", "aggregate-function.1": "sum(n)"},
+    {"aggregate-function.0": "count()", "aggregate-function.1": "sum(n)"},
+])
+def test_a_run_of_late_rows_is_not_rebuilt_per_row(extra, monkeypatch):
+    """A run whose rows all go to the per-tuple code (late: before the window) tests its rest's bounds per row
+    in O(1) and makes the rest's partials (Runs.part) only when they are added: not once per row."""
+    params = {"window-size-by": "VALUES", "order-on-field": "time", "window-size": "10", **extra}
+    calls = []
+    part = aggregate_runs.Runs.part
+    monkeypatch.setattr(aggregate_runs.Runs, "part", lambda self, r, at: (calls.append(r), part(self, r, at))[1])
+    a, b = aggregate(params), aggregate(params)
+    first = [(0, "z", 100, 0.0, 7)]
+    late = [(0, "abcd"[t % 4], 5, 0.0, t % 7) for t in range(2000)]
+    for batch in (first, late):
+        assert a.process(0, columns(batch), 0.0) == b.process(0, batch, 0.0)
+    assert a.end_of_input(1.0) == b.end_of_input(1.0)
+    assert a.state() == b.state()
+    assert len(calls) <= 2, len(calls)

@@ -42,13 +42,26 @@ adds a run's values pairwise (numpy) before adding them to the window,
 where the row path adds them one by one, so the two can differ in the last
 bits (integer sums, counts, min, max, firstval and lastval are exact).
 
+Sliding windows (``advance < window-size``) have no hot window: a run's
+first row takes the per-tuple code, and the rest of the run (or a whole run
+that opens and closes nothing) is added at once to every window of its group
+that holds it whole (:meth:`ColumnRuns._windows_holding`), when that is all
+:meth:`~.aggregate_windows.GroupWindows.place` would do with each row.
+A run whose rows go to the per-tuple code one by one (late rows, say) tests
+its rest's bounds in O(1) per row (:meth:`~.aggregate_runs.Runs.rest_range`)
+and makes the rest's partials (:meth:`~.aggregate_runs.Runs.part`) only when
+they are added, at most once per run: linear in the batch, not quadratic.
+
 The shapes taken (:meth:`ColumnRuns.make` says None otherwise and the box
-reads rows): windows by VALUES that do not overlap (``advance >=
-window-size``), group-by fields that are not floating point, and functions
-``count``, ``sum``, ``avg``, ``min``, ``max`` (of a numeric field),
-``firstval`` and ``lastval`` of a field (not an expression) -- docs/operators.md ("aggregate on
-columns").  A batch with a NaN, an int64 sum that could overflow, or more
-runs than a quarter of its rows is read as rows, whole, before anything
+reads rows): windows by VALUES, and functions ``count``, ``count_distinct``,
+``sum``, ``avg``, ``min``, ``max`` (of a string: ranks,
+:mod:`.aggregate_runs`), ``firstval`` and ``lastval`` of a field that is not
+nullable or of a numeric expression (a column of its own:
+:mod:`.aggregate_args`) -- docs/operators.md ("aggregate on columns").  A
+batch with a NaN, an int64 sum that could overflow, a -0.0 under a float
+min or max (Python keeps whichever zero came first), more runs than a quarter
+of its rows, an expression the row path would fail on in some row, or a NaN
+or zero in a float group-by field is read as rows, whole, before anything
 changes.
 """
 
@@ -61,16 +74,17 @@ from typing import Any
 import pyarrow as pa
 
 from boreas.catalog.model import Schema
-from boreas.node.compile import FLOAT, STR, kind_of
+from boreas.node.compile import STR, kind_of
 
 from .accumulators import COUNT, END, FIRST_SLOT, START, parse_call
+from .aggregate_args import ArgumentColumns
 from .aggregate_emit import BatchEmit
-from .aggregate_loop import BatchLoop
+from .aggregate_loop import CLOSED, BatchLoop
 from .aggregate_runs import Function, Part, Runs
 from .aggregate_windows import GroupWindows, WindowSpec
 
 #: The functions this path computes (of a field; min and max of a numeric one).
-TAKEN = ("count", "sum", "avg", "min", "max", "firstval", "lastval")
+TAKEN = ("count", "count_distinct", "sum", "avg", "min", "max", "firstval", "lastval")
 
 
 class ColumnRuns:
@@ -82,13 +96,14 @@ class ColumnRuns:
     """
 
     def __init__(self, functions: list[Function], groups: list[int], order: int, spec: WindowSpec,
-                 windows: GroupWindows, loop: BatchLoop, schema: Schema):
+                 windows: GroupWindows, loop: BatchLoop, args: ArgumentColumns):
         self._functions = functions
         self._groups, self._order, self._spec = groups, order, spec
         self._windows, self._loop = windows, loop
         self._keyf: Callable[[tuple], Any] | None = None
         # the chained case with the common functions: closed windows emitted as columns (.aggregate_emit)
-        self._batch_emit = BatchEmit.make(functions, schema, spec, windows, self._add)
+        self._args = args  # expression arguments: columns appended to each batch (.aggregate_args)
+        self._batch_emit = BatchEmit.make(functions, args.schema, spec, windows, self._add)
         if groups:
             self._keyf = (lambda row, i=groups[0]: row[i]) if len(groups) == 1 else (
                 lambda row, ix=tuple(groups): tuple(row[i] for i in ix))
@@ -97,11 +112,10 @@ class ColumnRuns:
     def make(cls, functions: list[str], schema: Schema, groups: list[int], order: int, spec: WindowSpec,
              windows: GroupWindows, loop: BatchLoop) -> "ColumnRuns | None":
         """The columnar path for a box of this shape, or None when the box reads rows (module doc)."""
-        if not spec.by_values or spec.advance < spec.size:
-            return None  # sliding windows: a tuple enters several windows, never a hot one
-        if any(kind_of(schema.fields[i].type) == FLOAT for i in groups):
-            return None  # -0.0 and nan group as one in Python and as two in Arrow
+        if not spec.by_values:
+            return None  # TUPLES windows: the row path's (docs/operators.md)
         names = {f.name: i for i, f in enumerate(schema.fields)}
+        args = ArgumentColumns(schema)
         taken: list[Function] = []
         slot = FIRST_SLOT
         for text in functions:
@@ -113,15 +127,20 @@ class ColumnRuns:
                 taken.append(Function(func, None, -1))
                 continue
             field = names.get(arg)
-            if field is None:
-                return None  # an expression: the row path's generated code evaluates it
+            if field is None:  # an expression: a column of its own (.aggregate_args), or the box reads rows
+                field = args.add(arg)
+                if field is None:
+                    return None
+                taken.append(Function(func, field, slot))
+                slot += 2 if func == "avg" else 1
+                continue
             if schema.fields[field].nullable:
                 return None  # SQL's NULL of a window without a value: the row path's (accumulators.py)
-            if func in ("sum", "avg", "min", "max") and kind_of(schema.fields[field].type) == STR:
-                return None
+            if func in ("sum", "avg") and kind_of(schema.fields[field].type) == STR:
+                return None  # (min and max of strings: their ranks, aggregate_runs._ranks)
             taken.append(Function(func, field, slot))
             slot += 2 if func == "avg" else 1
-        return cls(taken, groups, order, spec, windows, loop, schema)
+        return cls(taken, groups, order, spec, windows, loop, args)
 
     # -- one batch ---------------------------------------------------------------------
 
@@ -129,6 +148,11 @@ class ColumnRuns:
         """Add a plain batch to the windows, emitting what closes, exactly as the row path would."""
         if not batch.num_rows:
             return
+        extended = self._args.extend(batch)
+        if extended is None:  # an argument the row path would not compute exactly so: the batch reads rows
+            self._windows.by_values(_rows(batch), self._keyf, self._order, now, out, self._loop)
+            return
+        batch = extended
         runs = Runs.cut(batch, self._groups, self._order, self._functions, self._spec, self._windows)
         if runs is None:
             rows = _rows(batch)
@@ -190,6 +214,7 @@ class ColumnRuns:
         """Take the runs (and any row the per-tuple code must see) in the order of their rows in the batch."""
         windows, columns, order = self._windows, batch.columns, self._order
         keys, lengths, valid, lo, hi = runs.keys, runs.lengths, runs.valid, runs.lo, runs.hi
+        sliding = self._spec.advance < self._spec.size
         events = [(first, r, 0) for r, first in enumerate(runs.first_rows)]
         heapq.heapify(events)
         while events:
@@ -204,6 +229,11 @@ class ColumnRuns:
                 if w is not None:
                     self._add(w, runs.whole[r])
                     continue
+                if sliding:
+                    into = self._windows_holding(key, lo[r], hi[r])
+                    if into:
+                        self._add_all(into, runs.whole[r])
+                        continue
             row = _row(columns, row_index)
             v = row[order]
             w = windows.hot(key) if at > 0 else None  # a later row: the generated loop's own test first
@@ -214,12 +244,43 @@ class ColumnRuns:
             if at + 1 >= lengths[r]:
                 continue
             w = windows.hot(key)
-            if w is not None:
-                rest = runs.part(r, at + 1)
-                if rest is not None and w[START] <= rest[0] and rest[1] < w[END]:
-                    self._add(w, rest[2])
+            if w is not None or sliding:
+                # the rest's bounds in O(1) (Runs.rest_range); its partials only when they are added
+                rest_lo, rest_hi = runs.rest_range(r, at + 1)
+                if w is not None and w[START] <= rest_lo and rest_hi < w[END]:
+                    self._add(w, runs.part(r, at + 1))
+                    continue
+                into = self._windows_holding(key, rest_lo, rest_hi) if sliding else None
+                if into:
+                    self._add_all(into, runs.part(r, at + 1))
                     continue
             heapq.heappush(events, (runs.row_at(r, at + 1), r, at + 1))
+
+    def _windows_holding(self, key: Any, lo: Any, hi: Any) -> list | None:
+        """Sliding windows: the windows of a group that rows (order values ``lo`` to ``hi``) may be added to
+        at once, when that is all :meth:`GroupWindows.place` would do with each of them; None (or empty) when
+        it is not.  Changes nothing.
+
+        That is when ``hi`` is before the group's next start (no row opens a window), each window not closed
+        either starts after ``hi`` (no row reaches it) or holds ``[lo, hi]`` whole (every row enters it: no
+        row is a closing tuple of it), and at least one does (no row is ignored or late)."""
+        g = self._windows.groups.get(key)
+        if g is None or not hi < g[0]:
+            return None
+        beyond = self._spec.beyond
+        into = []
+        for w in g[1]:
+            if w[beyond] == CLOSED or hi < w[START]:
+                continue
+            if not (w[START] <= lo and hi < w[END]):
+                return None
+            into.append(w)
+        return into
+
+    def _add_all(self, into: list, part: "Part") -> None:
+        """A stretch of rows added to each of the windows :meth:`_windows_holding` found."""
+        for w in into:
+            self._add(w, part)
 
     def _add(self, w: list, part: "Part") -> None:
         """A run's rows added to window ``w``: what ``add`` would make of them one by one."""
@@ -232,6 +293,13 @@ class ColumnRuns:
             func = f.func
             if func == "count":
                 w[s] += value
+            elif func == "count_distinct":
+                if value:
+                    d = w[s]
+                    if d is None:
+                        d = w[s] = {}
+                    for x in value:
+                        d[x] = 1
             elif func == "sum":
                 if value[1]:
                     w[s] += value[0]

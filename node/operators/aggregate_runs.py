@@ -7,8 +7,8 @@ the group-by values, a stable sort by code, the cells) and computes, per
 run, the order values' range and one partial per function with one
 ``reduceat`` each; :meth:`Runs.part` computes the partials of a run's tail
 when the walk needs them.  A batch this cannot take exactly (a NaN, an int64
-sum that could overflow, more runs than :data:`MAX_RUNS_PER_ROW` of its
-rows) gives None before anything changes, and the box reads its rows.
+sum that could overflow, a -0.0 under a float min or max, more runs than
+:data:`MAX_RUNS_PER_ROW` of its rows) gives None before anything changes, and the box reads its rows.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ class Part:
                 values.append(int(x is not None))
             elif f.func in ("sum", "avg"):
                 values.append((x if x is not None else 0, int(x is not None)))
+            elif f.func == "count_distinct":
+                values.append([] if x is None else [x])
             else:
                 values.append(x)
         return Part(1, tuple(values))
@@ -80,11 +82,12 @@ class Runs:
         self.hi_array = np.maximum.reduceat(sv, starts)
         self.lo = self.lo_array.tolist()
         self.hi = self.hi_array.tolist()
-        self._sorted: list[tuple[np.ndarray, np.ndarray] | None] = []
+        self._sorted: list[tuple[np.ndarray, np.ndarray, list | None] | None] = []
+        self._suffix: dict[int, tuple[list, list]] = {}  # per run: its order values' suffix minima and maxima
         #: per function, every whole run's partial as arrays (:class:`Partials`), for emitting windows at once
         self.partials: list[Partials] = []
         for f in functions:
-            prepared = _prepare(batch.column(f.field), perm) if f.field is not None and f.func not in (
+            prepared = _prepare(batch.column(f.field), perm, f.func == "count_distinct") if f.field is not None and f.func not in (
                 "firstval", "lastval") else None
             self._sorted.append(prepared)
             self.partials.append(_whole(batch, f, prepared, perm, starts, ends))
@@ -105,16 +108,25 @@ class Runs:
         """The batch position of the ``at``-th row of run ``r``."""
         return int(self._perm[self._starts[r] + at])
 
-    def part(self, r: int, at: int) -> tuple[Any, Any, Part] | None:
-        """Run ``r`` from its ``at``-th row on: (lowest, highest order value, partials); None if a value is None."""
+    def rest_range(self, r: int, at: int) -> tuple[Any, Any]:
+        """The lowest and highest order value of run ``r`` from its ``at``-th row on, in O(1): the run's
+        suffix minima and maxima are made once, when first asked (a run of late rows asks once per row).
+        (A run of more than one row has no None order value: :meth:`cut` makes such a row a run of its own.)"""
+        suffix = self._suffix.get(r)
+        if suffix is None:
+            a = self._starts[r]
+            v = self._sv[a:a + self.lengths[r]][::-1]
+            suffix = self._suffix[r] = (np.minimum.accumulate(v)[::-1].tolist(),
+                                        np.maximum.accumulate(v)[::-1].tolist())
+        return suffix[0][at], suffix[1][at]
+
+    def part(self, r: int, at: int) -> Part:
+        """Run ``r``'s partials from its ``at``-th row on (``at`` > 0: these rows have order values)."""
         a, b = self._starts[r] + at, self._starts[r] + self.lengths[r]
-        if not self._sok[a:b].all():
-            return None
         values: list[Any] = []
         for f, prepared in zip(self._functions, self._sorted):
             values.append(_slice_part(self._batch, f, prepared, self._perm, a, b))
-        v = self._sv[a:b]
-        return v.min().item(), v.max().item(), Part(b - a, tuple(values))
+        return Part(b - a, tuple(values))
 
     @classmethod
     def cut(cls, batch: pa.RecordBatch, groups: list[int], order: int, functions: list[Function],
@@ -160,6 +172,11 @@ class Runs:
         np.not_equal(cell[1:], cell[:-1], out=cut[1:])
         if groups:
             cut[1:] |= sc[1:] != sc[:-1]
+        if spec.advance < spec.size and spec.size % spec.advance:
+            # sliding windows whose ends are off the starts' grid: cut where a window ends too
+            ends = np.floor((sv - np.repeat(np.asarray(bases, dtype=np.float64), glens) - spec.size)
+                            / float(spec.advance))
+            cut[1:] |= ends[1:] != ends[:-1]
         if valid is not None:
             cut[1:] |= ~sok[1:] | ~sok[:-1]
         starts = np.flatnonzero(cut)
@@ -167,6 +184,8 @@ class Runs:
             return None
         for f in functions:
             if f.field is not None and f.func not in ("firstval", "lastval") and not _fits(batch.column(f.field)):
+                return None
+            if f.func in ("min", "max") and f.field is not None and _negative_zero(batch.column(f.field)):
                 return None
         codes = sc[starts]
         return cls(batch, functions, perm, sv, sok, starts, [keys_of(c) for c in codes.tolist()], codes)
@@ -178,16 +197,49 @@ def _fits(column: pa.Array) -> bool:
     if pa.types.is_floating(kind):
         return not pc.any(pc.is_nan(column)).as_py()
     if kind == pa.int64() and len(column):
-        big = pc.max(pc.abs(column)).as_py() or 0
+        lo, hi = pc.min_max(column).values()  # Python ints: abs(-2**63) would wrap in int64
+        big = max(-(lo.as_py() or 0), hi.as_py() or 0)
         return big * len(column) < 2 ** 62  # Python's ints never overflow; int64 sums might
     return True
 
 
-def _prepare(column: pa.Array, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A numeric column in run order, as float64 or int64 with None as 0, and where it is not None."""
+def _negative_zero(column: pa.Array) -> bool:
+    """Whether a float column holds a -0.0: Python's min and max keep whichever of 0.0 and -0.0 came first,
+    numpy's reductions need not, so a min or max over such a column reads rows."""
+    if not pa.types.is_floating(column.type) or not len(column):
+        return False
+    x = numbers(column)
+    return bool((np.signbit(x) & (x == 0)).any())
+
+
+def _prepare(column: pa.Array, perm: np.ndarray, distinct: bool = False) -> tuple[np.ndarray, np.ndarray, list | None]:
+    """A column in run order, as float64 or int64 with None as 0, where it is not None, and (a string column,
+    for min and max, or any column for count_distinct) the distinct values in order, which the int64s are
+    then the ranks of (:func:`_ranks`)."""
     ok = ~np.asarray(column.is_null(), dtype=bool)[perm] if column.null_count else np.ones(len(perm), bool)
+    if distinct or pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        ranks, decode = _ranks(column)
+        return ranks[perm], ok, decode
     x = numbers(column)[perm]
-    return (x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)), ok
+    return (x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)), ok, None
+
+
+def _ranks(column: pa.Array) -> tuple[np.ndarray, list]:
+    """Each value's rank among the column's distinct values (None: 0), and those values in order.
+
+    Arrow orders strings by their UTF-8 bytes, which is the order of their code points: Python's ``<`` on
+    ``str``.  A run's min or max of strings is then its ranks' min or max, one numpy reduction."""
+    encoded = pc.dictionary_encode(column)
+    dictionary = encoded.dictionary
+    order = np.asarray(pc.sort_indices(dictionary).to_numpy(zero_copy_only=False), dtype=np.int64)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    codes = encoded.indices
+    if codes.null_count:
+        codes = pc.fill_null(codes, 0)
+    at = np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)
+    ranks = rank[at] if len(order) else np.zeros(len(at), np.int64)
+    return ranks, dictionary.take(pa.array(order)).to_pylist()
 
 
 @dataclass(frozen=True)
@@ -199,6 +251,7 @@ class Partials:
     func: str
     values: np.ndarray | list | None
     counts: np.ndarray | None
+    decode: list | None = None  # min and max of strings: ``values`` are ranks into this list (:func:`_ranks`)
 
     def at(self, r: int) -> Any:
         """Run ``r``'s partial as :class:`Part` holds it."""
@@ -210,7 +263,10 @@ class Partials:
             return c
         if self.func in ("sum", "avg"):
             return values[r].item(), c  # type: ignore[index]
-        return values[r].item() if c else None  # type: ignore[index]
+        if not c:
+            return None
+        v = values[r].item()  # type: ignore[index]
+        return v if self.decode is None else self.decode[v]
 
     def as_list(self) -> list:
         """Per run, the partial as :class:`Part` holds it."""
@@ -221,10 +277,14 @@ class Partials:
             return counts.tolist()
         if self.func in ("sum", "avg"):
             return list(zip(values.tolist(), counts.tolist()))  # type: ignore[union-attr]
+        decode = self.decode
+        if decode is not None:
+            return [decode[e] if c else None for e, c in zip(values.tolist(), counts.tolist())]  # type: ignore[union-attr]
         return [e if c else None for e, c in zip(values.tolist(), counts.tolist())]  # type: ignore[union-attr]
 
 
-def _whole(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray] | None, perm: np.ndarray,
+def _whole(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray, list | None] | None,
+           perm: np.ndarray,
            starts: np.ndarray, ends: np.ndarray) -> Partials:
     """One function's partials of every whole run."""
     if f.field is None:
@@ -232,36 +292,56 @@ def _whole(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.nd
     if f.func in ("firstval", "lastval"):
         at = starts if f.func == "firstval" else ends - 1
         return Partials(f.func, batch.column(f.field).take(pa.array(perm[at])).to_pylist(), None)
-    x, ok = prepared  # type: ignore[misc]
+    x, ok, decode = prepared  # type: ignore[misc]
     counts = np.add.reduceat(ok.astype(np.int64), starts) if not ok.all() else ends - starts
     if f.func == "count":
         return Partials(f.func, None, counts)
+    if f.func == "count_distinct":
+        return Partials(f.func, _distinct(x, ok, starts, decode), None)  # type: ignore[arg-type]
     if f.func in ("sum", "avg"):
         return Partials(f.func, np.add.reduceat(x if ok.all() else np.where(ok, x, 0), starts), counts)
     take_min = f.func == "min"
     edge = (np.inf if take_min else -np.inf) if x.dtype.kind == "f" else (
         np.iinfo(np.int64).max if take_min else np.iinfo(np.int64).min)
     ext = (np.minimum if take_min else np.maximum).reduceat(x if ok.all() else np.where(ok, x, edge), starts)
-    return Partials(f.func, ext, counts)
+    return Partials(f.func, ext, counts, decode)
 
 
-def _slice_part(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray] | None,
+def _slice_part(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray, list | None] | None,
                 perm: np.ndarray, a: int, b: int) -> Any:
     """One function's partial of the rows ``a:b`` (in run order) of one run."""
     if f.field is None:
         return None
     if f.func in ("firstval", "lastval"):
         return batch.column(f.field)[int(perm[a if f.func == "firstval" else b - 1])].as_py()
-    x, ok = prepared  # type: ignore[misc]
+    x, ok, decode = prepared  # type: ignore[misc]
     x, ok = x[a:b], ok[a:b]
     count = int(ok.sum())
     if f.func == "count":
         return count
+    if f.func == "count_distinct":
+        return _distinct(x, ok, np.zeros(1, np.int64), decode)[0]  # type: ignore[arg-type]
     if f.func in ("sum", "avg"):
         return np.where(ok, x, 0).sum().item(), count
     if not count:
         return None
-    return (x[ok].min() if f.func == "min" else x[ok].max()).item()
+    v = (x[ok].min() if f.func == "min" else x[ok].max()).item()
+    return v if decode is None else decode[v]
+
+
+def _distinct(ranks: np.ndarray, ok: np.ndarray, starts: np.ndarray, decode: list) -> list[list]:
+    """Per run (rows ``starts[r]:starts[r+1]`` in run order), its distinct values that are not None, in the
+    order they first come: what the row path's dict of a window gets from the run's rows one by one."""
+    n, width = len(ranks), len(decode) + 1
+    run = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(np.concatenate((starts, [n]))))
+    pairs = (run * width + ranks)[ok]
+    at = np.flatnonzero(ok)
+    _, first = np.unique(pairs, return_index=True)
+    first = np.sort(first)  # rows in run order: first by run, then as they come
+    out: list[list] = [[] for _ in range(len(starts))]
+    for r, v in zip(run[at[first]].tolist(), ranks[at[first]].tolist()):
+        out[r].append(decode[v])
+    return out
 
 
 def numbers(column: pa.Array) -> np.ndarray:
@@ -269,6 +349,16 @@ def numbers(column: pa.Array) -> np.ndarray:
     if column.null_count:
         column = pc.fill_null(column, 0)
     return column.to_numpy(zero_copy_only=False)
+
+
+def float_keys_agree(column: pa.Array) -> bool:
+    """Whether Arrow's grouping of a column is Python's: not for a float column with a NaN (every NaN row is
+    a group of its own in Python, one group in Arrow) or a zero (``-0.0 == 0.0`` is one group in Python, keyed
+    by whichever came first, even in an earlier batch; two in Arrow).  Any other column: yes."""
+    if not pa.types.is_floating(column.type) or not len(column):
+        return True
+    odd = pc.or_(pc.is_nan(column), pc.equal(column, pa.scalar(0.0, column.type)))
+    return not pc.any(odd).as_py()
 
 
 def group_codes(batch: pa.RecordBatch, groups: list[int]) -> tuple[np.ndarray | None, Callable[[int], Any], int]:
@@ -279,6 +369,8 @@ def group_codes(batch: pa.RecordBatch, groups: list[int]) -> tuple[np.ndarray | 
         return np.zeros(n, np.int64), lambda code: None, 1
     digits, dictionaries = [], []
     for i in groups:
+        if not float_keys_agree(batch.column(i)):
+            return None, lambda code: None, 0
         encoded = pc.dictionary_encode(batch.column(i), null_encoding="encode")
         digits.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
         dictionaries.append(encoded.dictionary.to_pylist())
