@@ -1,0 +1,61 @@
+"""The aggregate on columns at its edges (node/operators/aggregate_runs.py, aggregate_columns.py): values where
+numpy and Python part (-0.0 under a float min or max, a sum at -2**63) read rows, and a run of late rows costs
+linear time; each against the row path (tests/test_aggregate_columns.py has the property tests)."""
+
+from __future__ import annotations
+
+import pytest
+from boreas.node.operators import aggregate_runs
+
+from test_aggregate_columns import aggregate, columns
+
+
+@pytest.mark.parametrize("advance", [None, "5"])
+@pytest.mark.parametrize("expr", ["min(x)", "max(x)", "min(x * 1.0)"])
+def test_float_min_max_keep_the_first_zero_as_rows_do(advance, expr):
+    """0.0 and -0.0 are equal: Python's min and max keep whichever came first, numpy's need not, so a batch
+    with a -0.0 under a float min or max reads rows (compared by repr: 0.0 == -0.0)."""
+    params = {"window-size-by": "VALUES", "order-on-field": "time", "window-size": "10",
+              "aggregate-function.0": expr}
+    if advance:
+        params["advance"] = advance
+    sign = -1.0 if expr.startswith("max") else 1.0  # the zeros are the extreme, both orders of them
+    data = [(0, "a", 0, 2.5 * sign, 0), (0, "a", 1, 0.0, 0), (0, "a", 2, -0.0, 0),
+            (0, "a", 11, -0.0, 0), (0, "a", 12, 0.0, 0), (0, "a", 13, 3.0 * sign, 0)]
+    for batch in (data[:3], data, data[3:]):
+        a, b = aggregate(params), aggregate(params)
+        got = [a.process(0, columns(batch), 0.0), a.end_of_input(1.0)]
+        assert repr(got) == repr([b.process(0, batch, 0.0), b.end_of_input(1.0)])
+
+
+@pytest.mark.parametrize("expr", ["sum(n)", "avg(n)", "sum(n - 1)"])
+def test_int64_sums_at_the_lowest_long_are_exact(expr):
+    """abs(-2**63) wraps in int64: the overflow test takes the column's min and max as Python ints."""
+    params = {"window-size-by": "VALUES", "order-on-field": "time", "window-size": "10", "aggregate-function.0": expr}
+    n = -2 ** 63 + (1 if "- 1" in expr else 0)
+    data = [(0, "a", t, 0.0, n) for t in range(4)]
+    a, b = aggregate(params), aggregate(params)
+    got = [a.process(0, columns(data), 0.0), a.end_of_input(1.0)]
+    assert got == [b.process(0, data, 0.0), b.end_of_input(1.0)]
+
+
+@pytest.mark.parametrize("extra", [
+    {"group-by": "g", "aggregate-function.0": "count_distinct(n)", "aggregate-function.1": "min(s)"},
+    {"group-by": "g", "advance": "2", "aggregate-function.0": "count()", "aggregate-function.1": "sum(n)"},
+    {"aggregate-function.0": "count()", "aggregate-function.1": "sum(n)"},
+])
+def test_a_run_of_late_rows_is_not_rebuilt_per_row(extra, monkeypatch):
+    """A run whose rows all go to the per-tuple code (late: before the window) tests its rest's bounds per row
+    in O(1) and makes the rest's partials (Runs.part) only when they are added: not once per row."""
+    params = {"window-size-by": "VALUES", "order-on-field": "time", "window-size": "10", **extra}
+    calls = []
+    part = aggregate_runs.Runs.part
+    monkeypatch.setattr(aggregate_runs.Runs, "part", lambda self, r, at: (calls.append(r), part(self, r, at))[1])
+    a, b = aggregate(params), aggregate(params)
+    first = [(0, "z", 100, 0.0, 7)]
+    late = [(0, "abcd"[t % 4], 5, 0.0, t % 7) for t in range(2000)]
+    for batch in (first, late):
+        assert a.process(0, columns(batch), 0.0) == b.process(0, batch, 0.0)
+    assert a.end_of_input(1.0) == b.end_of_input(1.0)
+    assert a.state() == b.state()
+    assert len(calls) <= 2, len(calls)
