@@ -65,7 +65,8 @@ from ..ast import RelationDecl
 from .arithcmp import is_arith
 from .nodes import ancestors, sql_of, unknown_nodes, unread_args
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
-from .subqueryrefs import (all_refs, all_refs_outer, and_terms, column_refs, one_per_outer, predicate_refs,
+from .clauses import conjuncts as split_and
+from .subqueryrefs import (all_refs, all_refs_outer, column_refs, one_per_outer, predicate_refs,
                            subqueries_of)
 from .viewexpr import aggregates_of, columns_of, has_aggregate, having, view_expr
 
@@ -238,7 +239,7 @@ def _operand(e: exp.Expression, res: Resolver, relations, ctx: Positions, tables
 def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDecl], ctx: Positions,
               tables_of: TablesOf, counter: list[int], kind: str, in_column: ColRef | None = None) -> SubQuery:
     where = sel.args.get("where")
-    conjuncts = and_terms(where.this) if isinstance(where, exp.Where) and isinstance(where.this, exp.Expression) \
+    conjuncts = split_and(where.this) if isinstance(where, exp.Where) and isinstance(where.this, exp.Expression) \
         else []
     deeper = [c for c in conjuncts if isinstance(c, exp.Expression) and contains_subquery(c)]
     inside = {id(n) for c in deeper for n in c.walk()} if kind != "scalar" else set()
@@ -258,10 +259,10 @@ def _subquery(sel: exp.Select, outer: Resolver, relations: dict[str, RelationDec
     display = {internal: alias for (internal, _), (alias, _) in zip(tables, written)}
     res = ScopedResolver(tables, display, relations, ctx, outer)
     joins, correlation, preds, ranges = [], [], [], []
-    conjuncts = [c for c in (and_terms(where.this) if where is not None else []) if all(c is not d for d in deeper)]
+    conjuncts = [c for c in (split_and(where.this) if where is not None else []) if all(c is not d for d in deeper)]
     for j in sel.args.get("joins") or []:
         if j.args.get("on") is not None:
-            conjuncts += and_terms(j.args["on"])
+            conjuncts += split_and(j.args["on"])
     for c in conjuncts:
         if type(c) is exp.EQ and type(unparen(c.this)) is exp.Column and type(unparen(c.expression)) is exp.Column:
             a, b = res.column(unparen(c.this)), res.column(unparen(c.expression))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .arithcmp import arith_refs, is_arith
-from .resolve import ColRef, unparen
+from .resolve import ColRef
 
 
 def subqueries_of(x) -> list:
@@ -69,10 +69,3 @@ def one_per_outer(correlation: list[tuple[ColRef, ColRef]], joins: list) -> list
             first[outer] = inner
             out.append((inner, outer))
     return out
-
-
-def and_terms(e: exp.Expression) -> list[exp.Expression]:
-    e = unparen(e)
-    if type(e) is exp.And:
-        return and_terms(e.this) + and_terms(e.expression)
-    return [e]
