@@ -308,12 +308,18 @@ def test_on_a_cluster_refusals_watch_json_and_query_speak_plainly(cluster_factor
 
     watch = subprocess.Popen([sys.executable, "-m", "boreas.cli.main", "watch"], env=cluster.env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
     try:
+        # the watch's first screen (its full copy) before any change: a watch that
+        # registers after the move sees the moved box in its copy, not the move
+        while not any(line.startswith("== catalog version") for line in lines):
+            line = watch.stdout.readline()
+            assert line, watch.stderr.read()
+            lines.append(line.rstrip("\n"))
         cluster.submit(CLUSTER_EXAMPLES / "sensor_chain.xml", cluster.example("sensor_chain_deploy.xml", ports))
         moved = cluster.boreas("move", "valid", nodes[2])
         assert moved.returncode == 0, moved.stderr
         region = cluster.start_region("west")
-        lines: list[str] = []
         while not any("+ region west" in line for line in lines):
             line = watch.stdout.readline()
             assert line, watch.stderr.read()
