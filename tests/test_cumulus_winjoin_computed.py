@@ -11,11 +11,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import msgspec
 import pytest
 from boreas.catalog.boxtypes import BoxError
-from boreas.catalog.model import Box, InPort, Partition
+from boreas.catalog.model import Box, Field, FieldType, InPort, Partition, Schema
 from boreas.m3.boxtype import infer_m3, plan_m3_partition
 from boreas.m3.cumulus import slot
+from boreas.node.cumulus.windowing import part_operator
 from boreas.node.operators.m3windows import WindowedM3Operator
 from boreas.wire.columns import Columns
 from support.member_cluster import MemberCluster
@@ -195,3 +197,97 @@ def test_the_query_api_refuses_a_members_view_computed_when_read_and_reads_its_m
         assert status == 200
         merged.update({tuple(r["key"]): r["value"] for r in answer["rows"]})
     assert merged == Counter(dict(one.runtime.read_slice("Q1_n"))) and len(merged) > 6
+
+
+P = Schema("PTuple", (Field("id", FieldType.INT), Field("name", FieldType.INT), Field("ts", FieldType.LONG)))
+Q = Schema("QTuple", (Field("seller", FieldType.INT), Field("ts", FieldType.LONG)))
+Q8 = (f"CREATE STREAM P(id INT, name INT, ts BIGINT, WATERMARK FOR ts AS ts - {DELAY});\n"
+      f"CREATE STREAM Q(seller INT, ts BIGINT, WATERMARK FOR ts AS ts - {DELAY});\n"
+      "SELECT P.id, P.name, P.s FROM (SELECT id, name, window_start AS s, window_end AS e FROM "
+      f"TABLE(TUMBLE(TABLE P, DESCRIPTOR(ts), {SIZE})) GROUP BY id, name, window_start, window_end) P JOIN "
+      f"(SELECT seller, window_start AS s, window_end AS e FROM TABLE(TUMBLE(TABLE Q, DESCRIPTOR(ts), {SIZE})) "
+      "GROUP BY seller, window_start, window_end) A ON P.id = A.seller AND P.s = A.s AND P.e = A.e")
+
+
+class TwoStreams(Cluster):
+    """Nexmark's q8 itself: two streams (people, auctions by seller), the harness's one port made two."""
+
+    def __init__(self, members: int, rng: random.Random):
+        super().__init__("TUMBLE", members, rng, False)
+        self.box = Box("q8", "m3", (InPort("P"), InPort("Q")), ("Out",), (("sql", Q8),))
+        self.schemas = [P, Q]
+        self.outputs = infer_m3(self.box, self.schemas)
+        nodes = tuple(f"n{i}:1" for i in range(members))
+        self.partition = plan_m3_partition(self.box, self.schemas, Partition("q8", nodes, count=6, key="p.id",
+                                                                              epoch_ms=100))
+        self.members = [part_operator(self.box, self.schemas, self.outputs, self.partition, n) for n in nodes]
+
+    def publish_to(self, port: int, producer: str, seq: int, batch) -> None:
+        member = self.member_of(producer)
+        self.published[self.node_of(member)].add(producer)
+        origin = (self.box.inputs[port].stream, producer, seq)
+        self._collect(member, self.members[member].process_from(port, batch, self.now, origin))
+
+    def end_of(self, port: int, producer: str) -> None:
+        member = self.member_of(producer)
+        node, op = self.node_of(member), self.members[member]
+        self.published[node].add(producer)
+        self.ended[node].add(producer)
+        self._collect(member, op.producer_ended(port, producer, self.now))
+        if self.ended[node] >= self.published[node] and self.out_end[node] == "open":
+            self._collect(member, op.end_of_input(self.now))
+            self.out_end[node] = "held" if op.holds_end() else "ended"
+
+    def restart(self, member: int) -> None:
+        op = self.members[member]
+        fresh = part_operator(self.box, self.schemas, self.outputs, self.partition, op.endpoint)
+        fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())), self.now)
+        self.members[member] = fresh
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_q8_over_two_streams_partitioned_equals_the_one_node_box(seed):
+    """People and auctions on their own streams and producers (one each per member), both leaves GROUP BY without
+    aggregates, partitioned by the person's id and the seller; rows equal the one-node box's, with random layout
+    changes and members restarted from their state."""
+    rng = random.Random(f"q8{seed}")
+    cluster = TwoStreams(2 + seed, rng)
+    one = WindowedM3Operator(cluster.box, cluster.schemas, cluster.outputs)
+    one_out: list[tuple] = []
+    producers = {"pp0": 0, "pp1": 0, "qq0": 1, "qq1": 1}
+    clocks, seqs = Counter(), Counter()
+    for producer, port in producers.items():  # each heard at time 0 first
+        rows = [(1, 1, 0)] if port == 0 else [(1, 0)]
+        cluster.publish_to(port, producer, 0, rows)
+        one_out += rows_of(one.process_from(port, rows, cluster.now, (cluster.box.inputs[port].stream, producer, 0)))
+        seqs[producer] = 1
+    for i in range(150):
+        producer = rng.choice(sorted(producers))
+        port = producers[producer]
+        rows = []
+        for _ in range(rng.randrange(1, 8)):
+            clocks[producer] += rng.randrange(0, 80)
+            t = max(0, clocks[producer] - rng.randrange(0, DELAY))
+            rows.append((rng.randrange(10), rng.randrange(3), t) if port == 0 else (rng.randrange(10), t))
+        cluster.publish_to(port, producer, seqs[producer], rows)
+        origin = (cluster.box.inputs[port].stream, producer, seqs[producer])
+        one_out += rows_of(one.process_from(port, rows, cluster.now, origin))
+        seqs[producer] += 1
+        for _ in range(rng.randrange(0, 6)):
+            cluster.deliver_one()
+        if rng.random() < 0.4:
+            cluster.tick(0.05)
+        if rng.random() < 0.04:
+            cluster.restart(rng.randrange(len(cluster.members)))
+        if rng.random() < 0.08:
+            cluster.relayout()
+    cluster.settle(relayouts_too=True)
+    for producer, port in producers.items():
+        cluster.end_of(port, producer)
+        one_out += rows_of(one.producer_ended(port, producer, cluster.now))
+    cluster.settle()
+    got = Counter(row for _, row in cluster.out)
+    assert got == Counter(one_out) and len(got) > 10
+    assert cluster.relayouts and cluster.members[0].layout.version > 1
+    assert {member for member, _ in cluster.out} == {0}
+    assert all(op.runtime.entries() == 0 for op in cluster.members)
