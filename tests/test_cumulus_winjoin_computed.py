@@ -345,3 +345,45 @@ def test_nexmarks_q5_q7_q8_as_written_run_partitioned_as_on_one_node(monkeypatch
         assert got == Counter(one_out) and len(got) > 3, (len(got), len(one_out))
         assert cluster.relayouts
         assert all(op.runtime.entries() == 0 for op in cluster.members)
+
+
+def test_a_partition_kept_as_the_catalog_wrote_it_is_checked_by_its_members():
+    """A partition in the catalog form (its maps placed, ``<map ... position=...>``) is kept, not planned again;
+    a member placed so that it would compute a leaf's rows from part of their entries, or a view computed when
+    read outside a window join, is refused when the member is built (it used to run, a partial MAX as a row)."""
+    from dataclasses import replace
+
+    from boreas.catalog.model import SegmentPlacement
+    from boreas.m3.boxtype import plan_box
+    from boreas.m3.cumulus import PlanError
+    from boreas.node.cumulus.part import PartOperator
+
+    planned = plan_m3_partition(box("q7"), [A], Partition("j", ("a:1", "b:1"), count=4, key="k"))
+    outputs = infer_m3(box("q7"), [A])
+    part_operator(box("q7"), [A], outputs, planned, "a:1")  # as planned: builds
+    keys = {m.name: [k.name for k in m.keys] for m in plan_box(box("q7"), [A]).program.maps}
+    off = replace(planned, maps=tuple((n, "V", keys[n].index("V")) if n == "Q2_m" else (n, k, p)
+                                      for n, k, p in planned.maps))
+    with pytest.raises(PlanError, match="its map Q2_m is partitioned on V, which is not a key of the view"):
+        part_operator(box("q7"), [A], outputs, off, "a:1")
+
+    sql = "CREATE STREAM A(k INT, v INT); SELECT k, MAX(v) AS m FROM A GROUP BY k"
+    plain = Box("w", "m3", (InPort("A"),), ("Out",), (("sql", sql),))
+    two = Schema("KV", A.fields[:2])
+    placed = Partition("w", ("a:1", "b:1"), (SegmentPlacement(0, 0, 2048, 0), SegmentPlacement(1, 2048, 4096, 1)),
+                       maps=(("Q1_m", "V", 1),), layout=1, id="feedbeef0000")
+    with pytest.raises(PlanError, match="view Q1 is computed from its maps when it is read"):
+        PartOperator(plain, [two], infer_m3(plain, [two]), placed, "a:1")
+
+
+@pytest.mark.parametrize("aggregates", ["MAX(v) AS m, SUM(k) AS n", "SUM(k) AS n, MAX(v) AS m"])
+def test_a_leaf_whose_maps_have_different_keys_plans_or_is_refused_by_name(aggregates):
+    """A leaf's MAX map has one more key (the value) than its SUM map: planned on a key both have, and a pin to
+    the one only the MAX map has is refused by name (it used to crash planning: KeyError, IndexError)."""
+    sql = HEAD + (f"SELECT B.k, B.v FROM A B JOIN (SELECT {aggregates}, window_end AS t FROM {TUMBLE} GROUP BY "
+                  f"window_start, window_end) M ON B.v = M.m WHERE B.ts BETWEEN M.t - {SIZE} AND M.t")
+    leaf = Box("j", "m3", (InPort("A"),), ("Out",), (("sql", sql),))
+    planned = plan_m3_partition(leaf, [A], Partition("j", ("a:1", "b:1"), count=4, key="k"))
+    assert {(n, k) for n, k, _ in planned.maps if n.startswith("Q2")} == {("Q2_m", "WINDOW_END"), ("Q2_n", "WINDOW_END")}
+    with pytest.raises(BoxError, match="pinned to key column 2, which map Q2_n of the same view does not have"):
+        plan_m3_partition(leaf, [A], Partition("j", ("a:1", "b:1"), count=4, key="k", pins=(("Q2_m", "V"),)))

@@ -56,7 +56,7 @@ from .plan import (
     refuse_computed_views,
     writer,
 )
-from .computed import keyed_pins, refuse_unkeyed
+from .computed import keyed_pins, refuse_misplaced, refuse_unkeyed, windowed_leaves
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,6 @@ __all__ = [
     "BCAST_GATHER", "BCAST_PUSH", "EVERYWHERE", "GATHER", "LOCAL", "LOOP", "PIPELINE", "POINT", "POINT_PUSH", "REPART", "SLOTS",
     "KeyClass", "Layout", "LayoutError", "MapPlacement", "PartitionPlan", "Placement", "PlacementError", "Plan",
     "PlanError", "RefPlan", "Segment", "StatementPlan", "TriggerPlan",
-    "all_local", "classify", "even_layout", "home_slot", "key_classes", "place", "plan_partition", "slot", "slots_of",
-    "writer",
+    "all_local", "classify", "even_layout", "home_slot", "key_classes", "place", "plan_partition", "refuse_misplaced",
+    "slot", "slots_of", "windowed_leaves", "writer",
 ]

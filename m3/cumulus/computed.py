@@ -33,7 +33,7 @@ from collections.abc import Collection, Mapping
 
 from ..ast import MapRef, Program, Var, ViewDecl, walk
 from .layout import EVERYWHERE
-from .plan import PlanError
+from .plan import PlanError, refuse_computed_views
 
 
 def keyed_columns(view: ViewDecl) -> dict[str, dict[int, str]]:
@@ -80,6 +80,22 @@ def _problem(program: Program, view: ViewDecl, columns: Mapping[str, int | str |
         return "its maps are partitioned on different keys (" + ", ".join(f"{m}: {v}" for m, v in at.items()) + \
             "), so a row's entries are on several members"
     return None
+
+
+def windowed_leaves(program: Program, windowed_join: bool) -> tuple[str, ...]:
+    """The views a box may run partitioned although computed when read: a window join's (``windowed_join``)
+    leaves, whose closed rows members gather to member 0; none in any other box."""
+    return tuple(v.name for v in program.views if v.general) if windowed_join else ()
+
+
+def refuse_misplaced(program: Program, columns: Mapping[str, int | str | None], box: str,
+                     windowed_join: bool) -> None:
+    """What planning refuses about views computed when read, asked again of a placement it did not make: a
+    partition written out in the catalog form (``<map ... position=...>``) is kept as written, not planned
+    (catalog/submission.py), so a member checks it when it builds (node/cumulus/part.py)."""
+    allowed = windowed_leaves(program, windowed_join)
+    refuse_computed_views(program, box, allowed)
+    refuse_unkeyed(program, columns, allowed, box)
 
 
 def refuse_unkeyed(program: Program, columns: Mapping[str, int | str | None], allowed: Collection[str],
