@@ -60,7 +60,7 @@ from .compiler.rownumber import TopN, split_topn
 from .compiler.sessionfn import Session
 from .compiler.windowfn import WINDOW_COLUMNS, Watermark, Window, rewrite, windowed_relations
 from .compiler.winjoin import split
-from .cumulus import EVERYWHERE, LayoutError, PlacementError, PlanError, plan_partition
+from .cumulus import EVERYWHERE, LayoutError, PlacementError, PlanError, plan_partition, windowed_leaves
 from .errors import M3Error
 from .runtime.ports import ViewInfo
 from .runtime.program import Runtime
@@ -288,9 +288,12 @@ def plan_m3_partition(box: Box, inputs: list[Schema], partition: Partition) -> P
         key, held_pins = session_key(key, sessions)
         pins = {**held_pins, **pins}
     program = planned.program
+    # a window join's windowed leaves computed when read run partitioned: members gather their closed rows to
+    # member 0, exact when each leaf's maps are partitioned by one of its keys (m3/cumulus/computed.py)
+    computed = windowed_leaves(program, planned.stages is not None)
     try:
         pp = plan_partition(program, box.name, partition.nodes, segments=partition.count, key=key,
-                            pins=pins, replicate=partition.replicate)
+                            pins=pins, replicate=partition.replicate, computed=computed)
     except (PlacementError, LayoutError, PlanError) as exc:
         if sessions and key is not None:  # (``key`` keys no map but the held ones: the view's maps say why)
             refuse_unkeyed_sessions(box.name, program, sessions, partition, pins)

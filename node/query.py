@@ -145,6 +145,17 @@ def resolve(op: M3Operator, name: str | None) -> Target:
                            f"{did_you_mean(close_matches(name, names, n=1))} ({readable(op)})")
 
 
+def refuse_computed_view(op: M3Operator, target: Target) -> None:
+    """Refuse (422) reading a member's view computed when read (a partitioned window join's leaf, docs/cumulus.md
+    §3.13): its rows are disjoint over the members, but a reader binding a key would ask the owner of the view's
+    key at its first map's partition position, which for such a view is another column; its maps are read."""
+    if target.view is not None and op.plan.program.view(target.view).general:
+        raise QueryFailed(422, f"view {target.view} of partitioned m3 box {op.box.name!r} is computed from its maps "
+                               "when it is read, which a read of a partitioned box does not merge: read its maps "
+                               f"with map= ({', '.join(op.plan.program.view(target.view).maps)}), or subscribe to "
+                               "the box's out stream")
+
+
 def readable(op: M3Operator) -> str:
     """What a query of box ``op`` can name: ``out streams: ...; views: ...; maps: ...``."""
     program = op.plan.program
@@ -290,6 +301,8 @@ class QueryApi:
             if agg not in AGGREGATES:
                 raise QueryFailed(422, f"agg={agg!r}: expected one of {', '.join(AGGREGATES)}")
             target = resolve(op, q.get("map") or None)
+            if part is not None:
+                refuse_computed_view(op, target)
             keys = parse_query_keys(op, target, q.getall("key", []), bool(q.get("map")))
             if stable and part is not None:  # READ_STABLE across members: the maps at the end of one epoch
                 epoch = _epoch(q.get("epoch"), box)

@@ -63,6 +63,7 @@ IN_PROCESS = (
     "test_cumulus_windows.py",               # partitioned TUMBLE/HOP members in one process (their own links)
     "test_cumulus_sessions.py",              # partitioned SESSION members in one process (their own links)
     "test_cumulus_winjoin.py",               # a partitioned window join in one process (their own links)
+    "test_cumulus_winjoin_computed.py",      # its leaves computed when read, members in one process
     "test_cumulus_topn.py",                  # partitioned top-N members in one process (their own links)
     "test_partition_replicated_catalog.py",  # (support/cumulus_sim.py); the replicate= catalog on memory://
     "test_cumulus_windows_marks.py",         # partitioned windows' watermark over coordinators, in process

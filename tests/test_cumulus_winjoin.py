@@ -139,10 +139,10 @@ def test_a_partitioned_window_join_equals_the_unpartitioned_box(kind, seed, colu
 
 @pytest.mark.slow  # (reads the bench's queries, as tests/test_nexmark_winjoin.py)
 def test_nexmarks_windowed_queries_partition_or_are_refused_saying_why(monkeypatch):
-    """q11 (sessions per bidder) plans partitioned by bidder, and q5 (a window join of counts) by auction once its
-    inner counts select the auction they group by (the same counts); q5 as Nexmark writes it (an inner count
-    grouped by a column it does not select: an internal key), q7 and q8 have leaves computed when read (that, a
-    MAX and a stream's rows, a GROUP BY without aggregates), which a partitioned box refuses, saying so."""
+    """q11 (sessions per bidder) plans partitioned by bidder, and q5 (a window join of counts) by auction, also as
+    Nexmark writes it (an inner count grouped by a column it does not select: an internal key); q7 (a MAX per
+    window and a stream's rows) by auction, its MAX by the window; q8 (GROUP BY without aggregates) by the person.
+    A leaf computed when read pinned off its keys (q7's MAX by the price) is refused, saying so."""
     from boreas.catalog.boxtypes import BoxError
     from boreas.catalog.model import Partition
     from boreas.m3.boxtype import plan_m3_partition
@@ -155,20 +155,22 @@ def test_nexmarks_windowed_queries_partition_or_are_refused_saying_why(monkeypat
         from nexmark_boreas import app_xml
         from nexmark_queries import BY_NAME
 
-        def partition(name: str, key: str, edit=lambda sql: sql) -> Partition:
+        def partition(name: str, key: str, edit=lambda sql: sql, pins=()) -> Partition:
             q = dataclasses.replace(BY_NAME[name], text=edit(BY_NAME[name].text))
             made = plan_submission(Catalog(), [read_document(app_xml(q), f"{name}.xml")], box_types())
             box = made.catalog.boxes[name]
             schemas = stream_schemas(made.catalog, box_types())
             return plan_m3_partition(box, [schemas[p.stream] for p in box.inputs],
-                                     Partition(name, ("a:1", "b:1"), count=4, key=key))
+                                     Partition(name, ("a:1", "b:1"), count=4, key=key, pins=pins))
 
         assert partition("q11", "bidder").planned
         assert partition("q5", "auction", lambda sql: sql.replace("(SELECT count(*) AS num,",
                                                                   "(SELECT auction, count(*) AS num,")).planned
         for name, key in (("q5", "auction"), ("q7", "auction"), ("q8", "person.id")):
-            with pytest.raises(BoxError, match="computed from its maps when it is read"):
-                partition(name, key)
+            assert partition(name, key).planned
+        assert dict((m, k) for m, k, _ in partition("q7", "auction").maps)["Q2_maxprice"] == "WINDOW_END"
+        with pytest.raises(BoxError, match="map Q2_maxprice is partitioned on PRICE, which is not a key of the view"):
+            partition("q7", "auction", pins=(("Q2_maxprice", "PRICE"),))
 
 
 def test_a_date_key_reaches_member_0_as_a_date_through_msgpack():

@@ -53,8 +53,10 @@ from .plan import (
     StatementPlan,
     TriggerPlan,
     classify,
+    refuse_computed_views,
     writer,
 )
+from .computed import keyed_pins, refuse_misplaced, refuse_unkeyed, windowed_leaves
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class PartitionPlan:
     key: str | None = None
     pins: tuple[tuple[str, str], ...] = ()  # <map name key> pins
     replicate: tuple[str, ...] = ()  # maps every member holds whole (replicate="m2")
+    computed: tuple[str, ...] = ()  # views computed when read the box runs partitioned (window join leaves)
     layout: Layout | None = None
     placement: Placement | None = None
     plan: Plan | None = None
@@ -81,8 +84,15 @@ def _hash(pp: PartitionPlan) -> PartitionPlan:
 
 
 def _place(pp: PartitionPlan) -> PartitionPlan:
-    """Each map's partition column (§3.2), recorded in the layout."""
+    """Each map's partition column (§3.2), recorded in the layout; a view computed when read is refused, unless
+    ``computed`` names it and its maps are partitioned on one of its keys (:mod:`.computed`)."""
+    refuse_computed_views(pp.program, pp.box, pp.computed)
     placement = place(pp.program, pp.key, dict(pp.pins), pp.box, pp.replicate)
+    if pp.computed:
+        pins = keyed_pins(pp.program, pp.computed, placement.columns, dict(pp.pins))
+        if pins:
+            placement = place(pp.program, pp.key, {**pins, **dict(pp.pins)}, pp.box, pp.replicate)
+        refuse_unkeyed(pp.program, placement.columns, pp.computed, pp.box)
     layout = pp.layout.with_maps((m.map, m.column) for m in placement.maps).check_program(pp.program)
     return replace(pp, placement=placement, layout=layout)
 
@@ -103,9 +113,11 @@ PIPELINE: tuple[tuple[str, Callable[[PartitionPlan], PartitionPlan]], ...] = (
 
 def plan_partition(program: Program, box: str, members: Sequence[str], segments: int | None = None,
                    key: str | None = None, pins: Mapping[str, str] | None = None, replicate: Sequence[str] = (),
+                   computed: Sequence[str] = (),
                    steps: Sequence[tuple[str, Callable[[PartitionPlan], PartitionPlan]]] = PIPELINE) -> PartitionPlan:
     """Run ``steps`` (default :data:`PIPELINE`) over a box's program and partition settings."""
-    pp = PartitionPlan(program, box, tuple(members), segments, key, tuple((pins or {}).items()), tuple(replicate))
+    pp = PartitionPlan(program, box, tuple(members), segments, key, tuple((pins or {}).items()), tuple(replicate),
+                       tuple(computed))
     for _, step in steps:
         pp = step(pp)
     return pp
@@ -115,6 +127,6 @@ __all__ = [
     "BCAST_GATHER", "BCAST_PUSH", "EVERYWHERE", "GATHER", "LOCAL", "LOOP", "PIPELINE", "POINT", "POINT_PUSH", "REPART", "SLOTS",
     "KeyClass", "Layout", "LayoutError", "MapPlacement", "PartitionPlan", "Placement", "PlacementError", "Plan",
     "PlanError", "RefPlan", "Segment", "StatementPlan", "TriggerPlan",
-    "all_local", "classify", "even_layout", "home_slot", "key_classes", "place", "plan_partition", "slot", "slots_of",
-    "writer",
+    "all_local", "classify", "even_layout", "home_slot", "key_classes", "place", "plan_partition", "refuse_misplaced",
+    "slot", "slots_of", "windowed_leaves", "writer",
 ]

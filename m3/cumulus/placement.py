@@ -232,13 +232,18 @@ def _start(program: Program, class_of, fixed: dict) -> tuple[dict, dict, list[li
     free: list[list[str]] = []
     for group in _view_groups(program):
         pinned = [(fixed[m][0], m) for m in group if m in fixed]
-        arity = len(maps[group[0]].keys)
+        arity = min(len(maps[m].keys) for m in group)  # (a view's maps share its leading keys; some have more)
         if pinned:
             for (c1, m1), (c2, m2) in pairwise(pinned):
                 if c1 != c2:
                     view = next((v.name for v in program.views if m1 in v.maps), "?")
                     raise PlacementError(f"maps {m1} and {m2} of view {view} must be partitioned on the same key column")
             col, by = pinned[0]
+            short = next((m for m in group if col is not None and col >= len(maps[m].keys)), None)
+            if short is not None:
+                view = next((v.name for v in program.views if by in v.maps), "?")
+                raise PlacementError(f"map {by} of view {view} is pinned to key column {col}, which map {short} of "
+                                     f"the same view does not have (keys: {', '.join(k.name for k in maps[short].keys)})")
             for m in group:
                 choice[m] = col
                 reasons[m] = fixed[m][1] if m in fixed else f"shares its view's column with {by} ({fixed[by][1]})"
@@ -262,7 +267,7 @@ def _climb(program: Program, choice: dict, free: list[list[str]]) -> float:
     while True:
         step = None
         for group in free:
-            for p in range(arity[group[0]]):
+            for p in range(min(arity[m] for m in group)):
                 if p != choice[group[0]]:
                     c = objective({**choice, **dict.fromkeys(group, p)})
                     if c < (cost if step is None else step[0]) - 1e-9:

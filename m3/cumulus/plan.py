@@ -175,8 +175,9 @@ class Plan:
         return "home" if col is None else f"{dict(self.keys)[map_name][col]} (key {col})"
 
 
-def refuse_computed_views(program: Program, box: str = "") -> None:
-    """Refuse a program with a view computed when read (PlanError): members merge views of plain maps and AVG only.
+def refuse_computed_views(program: Program, box: str = "", allowed: Collection[str] = ()) -> None:
+    """Refuse a program with a view computed when read (PlanError), but the views ``allowed`` (windowed leaves of
+    a window join, whose placement :mod:`.computed` checks), and statements the dispatch tables cannot route.
 
     >>> from ..compiler.pipeline import compile_sql
     >>> refuse_computed_views(compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, MAX(b) AS m FROM R GROUP BY a"), "g")
@@ -185,11 +186,16 @@ def refuse_computed_views(program: Program, box: str = "") -> None:
     boreas.m3.cumulus.plan.PlanError: box 'g': view Q1 is computed from its maps when it is read (arithmetic over aggregates, HAVING, MIN/MAX, DISTINCT, a view without aggregates, or shared maps read in another key order); a partitioned m3 box runs views whose columns are maps and AVGs only: deploy this box unpartitioned
     """
     for v in program.views:
-        if v.general:
+        if v.general and v.name not in allowed:
             raise PlanError(f"box {box!r}: view {v.name} is computed from its maps when it is read (arithmetic over "
                             "aggregates, HAVING, MIN/MAX, DISTINCT, a view without aggregates, or shared maps read "
                             "in another key order); a partitioned m3 box runs views whose columns are maps and AVGs "
                             "only: deploy this box unpartitioned")
+    refuse_unroutable(program, box)
+
+
+def refuse_unroutable(program: Program, box: str = "") -> None:
+    """Refuse (PlanError) a statement comparing a loop variable, or computing a key from the event's row."""
     for t in program.triggers:
         for i, st in enumerate(t.statements, 1):
             loop = [n for n in walk(st.expr) if isinstance(n, Cmp) and any(
@@ -209,8 +215,9 @@ def refuse_computed_views(program: Program, box: str = "") -> None:
 
 
 def classify(program: Program, columns: Mapping[str, int | str | None], box: str = "") -> Plan:
-    """Classify every statement of ``program`` with each map partitioned on ``columns[map]``."""
-    refuse_computed_views(program, box)
+    """Classify every statement of ``program`` with each map partitioned on ``columns[map]`` (its views computed
+    when read are refused when the partition is planned: ``PIPELINE``'s place step, :func:`refuse_computed_views`)."""
+    refuse_unroutable(program, box)
     cols = dict(columns)
     for m in program.maps:
         if m.name not in cols:

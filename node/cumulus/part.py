@@ -33,10 +33,8 @@ epochs still end, for stable reads.  A statement that reads a map, even a
 co-located one (a join on the partition key), makes a version's change
 depend on the versions before it: applied out of epoch order, a late Work of
 epoch ``e`` would record, as ``e``'s delta, a change computed from a later
-epoch's state, and READ_STABLE of ``e`` would be wrong.  Layout changes
-(moves, splits, rebalances while events flow) are
-:mod:`~boreas.node.cumulus.relayouts`' and
-:mod:`~boreas.node.cumulus.precopy`'s.
+epoch's state, and READ_STABLE of ``e`` would be wrong.  Layout changes (moves, splits,
+rebalances while events flow) are :mod:`~boreas.node.cumulus.relayouts`' and :mod:`~boreas.node.cumulus.precopy`'s.
 
 The operator does no I/O: messages to other members leave on out ports that
 the dataflow sends on the internal streams ``{box}@{member}``
@@ -60,7 +58,7 @@ import time
 
 from boreas.catalog.model import Box, Partition, Schema
 from boreas.m3 import M3Error
-from boreas.m3.cumulus import Layout, LayoutError, classify
+from boreas.m3.cumulus import Layout, LayoutError, classify, refuse_misplaced
 from boreas.m3.cumulus.native_member import ColumnRows, NativeMemberRuntime
 from boreas.m3.cumulus.plan import LOCAL
 from boreas.m3.cumulus.stable import StableView
@@ -105,6 +103,7 @@ class PartOperator(M3Operator):
             layout = layout_of(partition).check_program(self.plan.program)
         except LayoutError as exc:
             raise self.error(f"has a partition that does not fit its program: {exc}") from None
+        refuse_misplaced(self.plan.program, dict(layout.maps), box.name, self.plan.stages is not None)
         plan = classify(self.plan.program, dict(layout.maps), box.name)
         # (see the module docstring; a windowed box's Closes carry the watermarks: passed in one order, §3.13)
         ordered = bool(self.plan.windows) or any(s.refs for _, s in plan.statements())

@@ -115,6 +115,10 @@ class MemberCluster:
         self._collect(dst, op.process(inbound, batch, self.now))
         return True
 
+    def _inbound(self, member: int) -> int:
+        """The in port of ``member``'s internal stream (after the box's in ports)."""
+        return self.members[member].internal_streams().inputs[f"{self.box.name}@{member}"]
+
     def operators(self) -> dict[int, object]:
         """Each operator once, by the first member it hosts."""
         return {m: self.members[m] for m in range(len(self.members)) if self.node_of(m) == m}
@@ -163,7 +167,7 @@ class MemberCluster:
         except (ValueError, IndexError):
             return False
         self.relayouts += 1
-        self._collect(0, leader.process(1, [msg.request(f"change/{self.relayouts}", new.to_dict())], self.now))
+        self._collect(0, leader.process(self._inbound(0), [msg.request(f"change/{self.relayouts}", new.to_dict())], self.now))
         return True
 
     def restart(self, member: int) -> None:
@@ -198,7 +202,7 @@ class MemberCluster:
         seg = next(s for s in leader.latest_layout.segments if s.lo <= slot < s.hi)
         self.relayouts += 1
         layout = changes.move(leader.joinable_layout(), seg.id, new)
-        self._collect(0, leader.process(1, [msg.request(f"change/{self.relayouts}", layout.to_dict())], self.now))
+        self._collect(0, leader.process(self._inbound(0), [msg.request(f"change/{self.relayouts}", layout.to_dict())], self.now))
         for _ in range(100_000):
             p = leader.parts.changes.pending
             if p is not None and p.first is not None and self.members[coordinator].parts.coordinator.epoch >= p.first:
