@@ -1,13 +1,16 @@
 """The aggregate on columns at its edges (node/operators/aggregate_runs.py, aggregate_columns.py): values where
 numpy and Python part (-0.0 under a float min or max, a sum at -2**63) read rows, and a run of late rows costs
-linear time; each against the row path (tests/test_aggregate_columns.py has the property tests)."""
+linear time; a changelog's multisets taken on columns; each against the row path (tests/test_aggregate_columns.py
+has the property tests)."""
 
 from __future__ import annotations
 
 import pytest
-from boreas.node.operators import aggregate_runs
+from boreas.catalog.model import Box, InPort
+from boreas.node.operators import aggregate_changes, aggregate_runs
+from boreas.node.operators.aggregate import AggregateOperator
 
-from test_aggregate_columns import aggregate, columns
+from test_aggregate_columns import ROW, TYPES, aggregate, close, columns
 
 
 @pytest.mark.parametrize("advance", [None, "5"])
@@ -59,3 +62,34 @@ def test_a_run_of_late_rows_is_not_rebuilt_per_row(extra, monkeypatch):
     assert a.end_of_input(1.0) == b.end_of_input(1.0)
     assert a.state() == b.state()
     assert len(calls) <= 2, len(calls)
+
+
+@pytest.mark.parametrize("functions, group_by", [
+    (["min(x)", "max(n)", "count_distinct(s)", "count()"], "g"),   # multisets of fields
+    (["max(x * 2.0)", "count_distinct(n)"], "x"),                 # of an expression; a float group-by
+    (["sum(n - 1)", "avg(x + 1.0)", "min(s)"], "s, x"),           # sums of expressions
+])
+def test_changelog_multisets_stay_off_the_row_loop(functions, group_by, monkeypatch):
+    """A changelog batch with min/max/count_distinct, expression arguments or a float group-by is taken on
+    columns (.aggregate_multisets, .aggregate_retract): Retracting.apply, the row loop, never runs; the
+    -old/+new rows are the row path's (``fast=False``)."""
+    params = {"window-size-by": "VALUES", "window-size": "10", "order-on-field": "time", "group-by": group_by,
+              "order-by": "FIELD", "independent-window-alignment": "1",
+              **{f"aggregate-function.{i}": f for i, f in enumerate(functions)}}
+    box = Box("b", "aggregate", (InPort("in"),), ("out",), tuple(params.items()))
+    on_columns, on_rows = AggregateOperator(box, [ROW], TYPES.infer(box, [ROW])), AggregateOperator(
+        box, [ROW], TYPES.infer(box, [ROW]), fast=False)
+    rows = [(t % 3, "ab"[t % 2], t % 30, float(t % 7) + 0.5, t % 5) for t in range(150)]
+    weights = [1] * 150 + [-1] * 50
+    batch = columns(rows + rows[:50], weights)
+    calls = []
+    general = aggregate_changes.Retracting.apply
+    monkeypatch.setattr(aggregate_changes.Retracting, "apply",
+                        lambda self, *a: (calls.append(len(a[0])), general(self, *a))[1])
+    got = on_columns.process(0, batch, 0.0)
+    assert calls == []
+    want = on_rows.process(0, batch, 0.0)
+    assert calls == [200]
+    assert close([(r, w) for _, c in got for r, w in zip(c.rows(), c.weight_list())],
+                 [(r, w) for _, c in want for r, w in zip(c.rows(), c.weight_list())])
+    assert close(on_columns.state(), on_rows.state())

@@ -113,34 +113,9 @@ class ColumnRuns:
              windows: GroupWindows, loop: BatchLoop) -> "ColumnRuns | None":
         """The columnar path for a box of this shape, or None when the box reads rows (module doc)."""
         if not spec.by_values:
-            return None  # TUPLES windows: the row path's (docs/operators.md)
-        names = {f.name: i for i, f in enumerate(schema.fields)}
-        args = ArgumentColumns(schema)
-        taken: list[Function] = []
-        slot = FIRST_SLOT
-        for text in functions:
-            call = parse_call(text)
-            if call is None or call[0] not in TAKEN:
-                return None
-            func, arg = call
-            if func == "count" and arg in ("", "*"):
-                taken.append(Function(func, None, -1))
-                continue
-            field = names.get(arg)
-            if field is None:  # an expression: a column of its own (.aggregate_args), or the box reads rows
-                field = args.add(arg)
-                if field is None:
-                    return None
-                taken.append(Function(func, field, slot))
-                slot += 2 if func == "avg" else 1
-                continue
-            if schema.fields[field].nullable:
-                return None  # SQL's NULL of a window without a value: the row path's (accumulators.py)
-            if func in ("sum", "avg") and kind_of(schema.fields[field].type) == STR:
-                return None  # (min and max of strings: their ranks, aggregate_runs._ranks)
-            taken.append(Function(func, field, slot))
-            slot += 2 if func == "avg" else 1
-        return cls(taken, groups, order, spec, windows, loop, args)
+            return None  # TUPLES windows: .aggregate_tuples
+        taken = columnar_functions(functions, schema)
+        return cls(taken[0], groups, order, spec, windows, loop, taken[1]) if taken is not None else None
 
     # -- one batch ---------------------------------------------------------------------
 
@@ -283,41 +258,76 @@ class ColumnRuns:
             self._add(w, part)
 
     def _add(self, w: list, part: "Part") -> None:
-        """A run's rows added to window ``w``: what ``add`` would make of them one by one."""
-        first = not w[COUNT]
-        w[COUNT] += part.n
-        for f, value in zip(self._functions, part.values):
-            if f.field is None:
-                continue
-            s = f.slot
-            func = f.func
-            if func == "count":
-                w[s] += value
-            elif func == "count_distinct":
-                if value:
-                    d = w[s]
-                    if d is None:
-                        d = w[s] = {}
-                    for x in value:
-                        d[x] = 1
-            elif func == "sum":
-                if value[1]:
-                    w[s] += value[0]
-            elif func == "avg":
-                if value[1]:
-                    w[s] += value[0]
-                    w[s + 1] += value[1]
-            elif func == "min":
-                if value is not None and (w[s] is None or value < w[s]):
-                    w[s] = value
-            elif func == "max":
-                if value is not None and (w[s] is None or value > w[s]):
-                    w[s] = value
-            elif func == "firstval":
-                if first:
-                    w[s] = value
-            else:  # lastval
+        add_part(self._functions, w, part)
+
+
+def columnar_functions(functions: list[str], schema: Schema) -> tuple[list[Function], ArgumentColumns] | None:
+    """The box's ``aggregate-function.N`` as the columnar paths compute them (each with its first slot) and the
+    expression arguments' columns (:mod:`.aggregate_args`), or None when some function keeps the box on rows
+    (the module doc: by VALUES here, by TUPLES :mod:`.aggregate_tuples`)."""
+    names = {f.name: i for i, f in enumerate(schema.fields)}
+    args = ArgumentColumns(schema)
+    taken: list[Function] = []
+    slot = FIRST_SLOT
+    for text in functions:
+        call = parse_call(text)
+        if call is None or call[0] not in TAKEN:
+            return None
+        func, arg = call
+        if func == "count" and arg in ("", "*"):
+            taken.append(Function(func, None, -1))
+            continue
+        field = names.get(arg)
+        if field is None:  # an expression: a column of its own (.aggregate_args), or the box reads rows
+            field = args.add(arg)
+            if field is None:
+                return None
+        elif schema.fields[field].nullable:
+            return None  # SQL's NULL of a window without a value: the row path's (accumulators.py)
+        elif func in ("sum", "avg") and kind_of(schema.fields[field].type) == STR:
+            return None  # (min and max of strings: their ranks, aggregate_runs._ranks)
+        taken.append(Function(func, field, slot))
+        slot += 2 if func == "avg" else 1
+    return taken, args
+
+
+def add_part(functions: list[Function], w: list, part: Part) -> None:
+    """A stretch of rows (``part``, in arrival order) added to window ``w``: what the accumulators' ``add``
+    would make of them one by one (float sums pairwise: the last bits may differ)."""
+    first = not w[COUNT]
+    w[COUNT] += part.n
+    for f, value in zip(functions, part.values):
+        if f.field is None:
+            continue
+        s = f.slot
+        func = f.func
+        if func == "count":
+            w[s] += value
+        elif func == "count_distinct":
+            if value:
+                d = w[s]
+                if d is None:
+                    d = w[s] = {}
+                for x in value:
+                    d[x] = 1
+        elif func == "sum":
+            if value[1]:
+                w[s] += value[0]
+        elif func == "avg":
+            if value[1]:
+                w[s] += value[0]
+                w[s + 1] += value[1]
+        elif func == "min":
+            if value is not None and (w[s] is None or value < w[s]):
                 w[s] = value
+        elif func == "max":
+            if value is not None and (w[s] is None or value > w[s]):
+                w[s] = value
+        elif func == "firstval":
+            if first:
+                w[s] = value
+        else:  # lastval
+            w[s] = value
 
 
 _NO_KEY = object()  # no group yet (None is a group key: no group-by)

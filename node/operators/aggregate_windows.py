@@ -279,6 +279,32 @@ class GroupWindows:
                     timeouts.pop(w[SEQ], None)
                 self._emit(k, w, out)
 
+    def tuple_windows(self, key: Any) -> list:
+        """A group's open tuple windows, oldest first (empty for a new group); the columnar path
+        (:mod:`.aggregate_tuples`) reads them and hands the group its new list with :meth:`set_tuple_windows`."""
+        g = self.groups.get(key)
+        return g[1] if g is not None else []
+
+    def set_tuple_windows(self, key: Any, wins: list) -> None:
+        """A group's open tuple windows after a batch taken at once, as :meth:`by_tuples` leaves them."""
+        g = self.groups.get(key)
+        if g is None:
+            self.groups[key] = [None, wins, None]
+        else:
+            g[1] = wins
+
+    def retime(self, closed: list, opened: list[tuple[Any, list]]) -> None:
+        """The timeouts after a batch of tuple windows taken at once: the ``closed`` windows' go, the
+        ``opened`` ones' (``(key, window)`` still open, in window-number order, as :meth:`by_tuples` opens
+        them) start."""
+        timeouts = self._timeouts
+        if timeouts is None:
+            return
+        for w in closed:
+            timeouts.pop(w[SEQ], None)
+        for key, w in opened:
+            timeouts[w[SEQ]] = (key, w)
+
     # -- timeouts and the end of the input ---------------------------------------------
 
     def pending(self) -> bool:
