@@ -215,6 +215,8 @@ class Retracting:
                 value = slot[0] / slot[1] if slot[1] else None if nullable else 0.0
             elif func == "sum" and nullable:
                 value = slot[0] if slot[1] else None
+            elif func in MULTISETS and (not slot or min(slot.values()) > 0):  # every count positive: in C
+                value = len(slot) if func == "count_distinct" else (min if func == "min" else max)(slot, default=empty)
             elif func == "min":
                 value = min((v for v, n in slot.items() if n > 0), default=empty)
             elif func == "max":
