@@ -1,8 +1,7 @@
 """A changelog batch summed per (group, window) on columns, for the retracting aggregate.
 
 :class:`~.aggregate_changes.Retracting` adds a changelog's rows one by one,
-each times its weight.  For ``count``, ``sum`` and ``avg`` of fields (no
-multiset to keep per value) that is a sum per (group, window start), so
+each times its weight.  For ``count``, ``sum`` and ``avg`` that is a sum per (group, window start), so
 :class:`ColumnRetract` computes it with numpy: the rows with a weight and an
 order value are repeated once per aligned window that holds them, sorted by
 (group code, window number, row), and one ``reduceat`` per function gives
@@ -12,9 +11,14 @@ path first touches them (by first row, then window), so the emitted
 -old/+new rows, their order and the state are the row path's.  Float sums
 are added pairwise per entry (the last bits may differ from one by one).
 
-``min``, ``max`` and ``count_distinct`` (multisets), expression arguments,
-float group-by fields, and a batch with a NaN or an order value or product
-beyond exact range read rows (:meth:`ColumnRetract.sums` says None).
+``min``, ``max`` and ``count_distinct`` keep a multiset per value: their
+delta per entry is each value's net weight (:mod:`.aggregate_multisets`).
+Expression arguments are columns appended to the batch
+(:mod:`.aggregate_args`); a float group-by field is grouped as Python groups
+it (:func:`~.aggregate_groups.group_codes`).  Nullable arguments, and a batch
+with a NaN, an order value or product beyond exact range, an expression
+failing in some row or a float group key that is a NaN or a zero, read rows
+(:meth:`ColumnRetract.sums` says None).
 """
 
 from __future__ import annotations
