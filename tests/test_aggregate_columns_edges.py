@@ -115,3 +115,25 @@ def test_changelog_zeros_keep_the_key_rows_keep(batches):
         assert repr([(c.rows(), c.weight_list()) for _, c in got]) == repr([(c.rows(), c.weight_list())
                                                                            for _, c in want])
         assert repr(on_columns.state()) == repr(on_rows.state())
+
+
+@pytest.mark.parametrize("advance", [None, "5"])
+def test_late_runs_are_counted_at_once(advance):
+    """A run of late rows (before every open window, none opening) is counted at once
+    (GroupWindows.ignores): the per-tuple code sees each run's first row only; counters and state as rows."""
+    params = {"window-size-by": "VALUES", "order-on-field": "time", "window-size": "10", "group-by": "g",
+              "aggregate-function.0": "count()", "aggregate-function.1": "sum(n)",
+              **({"advance": advance} if advance else {})}
+    a, b = aggregate(params), aggregate(params)
+    calls = []
+    general = a._windows.place
+    a._windows.place = lambda *x: (calls.append(x[2]), general(*x))[1]  # type: ignore[method-assign]
+    first = [(g, "z", 100, 0.0, 7) for g in range(3)]
+    late = [(t % 3, "ab"[t % 2], (t // 3) % 50, 0.0, t % 7) for t in range(3000)]
+    for batch in (first, late):
+        assert a.process(0, columns(batch), 0.0) == b.process(0, batch, 0.0)
+        assert a.counters() == b.counters()
+        assert a.state() == b.state()
+    assert a.counters()["late_tuples"] == 3000
+    # each group's times wrap 20 times over 50 values: a run per window cell (5 or 10 of them), not per row
+    assert len(calls) == 3 + 3 * 20 * (10 if advance else 5)

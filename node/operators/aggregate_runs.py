@@ -120,6 +120,11 @@ class Runs:
                                         np.maximum.accumulate(v)[::-1].tolist())
         return suffix[0][at], suffix[1][at]
 
+    def rest_values(self, r: int, at: int) -> np.ndarray:
+        """The order values of run ``r`` from its ``at``-th row on (a run of more than one row has no None)."""
+        a = self._starts[r]
+        return self._sv[a + at:a + self.lengths[r]]
+
     def part(self, r: int, at: int) -> Part:
         """Run ``r``'s partials from its ``at``-th row on (``at`` > 0: these rows have order values)."""
         a, b = self._starts[r] + at, self._starts[r] + self.lengths[r]

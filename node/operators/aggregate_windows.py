@@ -223,6 +223,21 @@ class GroupWindows:
             if v < g[2]:
                 self.late += 1
 
+    def ignores(self, key: Any, hi: Any) -> Any:
+        """The group's horizon when :meth:`place` would only count tuples whose order values are at most
+        ``hi`` (ignored, and late below the horizon): no window opens (``hi`` is before the next start) and
+        none holds them (``hi`` is before the first window's start); else None.  The columnar walk counts a
+        run of such tuples at once (:meth:`count_ignored`) instead of placing them one by one."""
+        g = self.groups.get(key)
+        if g is None or not hi < g[0] or (g[1] and not hi < g[1][0][START]):
+            return None
+        return g[2]
+
+    def count_ignored(self, n: int, late: int) -> None:
+        """``n`` tuples :meth:`ignores` said :meth:`place` would only count, ``late`` of them below the horizon."""
+        self.ignored += n
+        self.late += late
+
     def _open(self, key: Any, g: list, v: Any, now: float) -> None:
         """Open every window that starts at or before ``v`` (Borealis: ``while value >= next``)."""
         spec = self.spec
