@@ -137,3 +137,19 @@ def test_late_runs_are_counted_at_once(advance):
     assert a.counters()["late_tuples"] == 3000
     # each group's times wrap 20 times over 50 values: a run per window cell (5 or 10 of them), not per row
     assert len(calls) == 3 + 3 * 20 * (10 if advance else 5)
+
+
+def test_window_starts_past_the_largest_long_read_rows():
+    """A group's next window start past 2**63-1 (order values near the top of `long`, windows far apart) does not fit
+    numpy's int64: the batch reads rows, with the row path's results (it raised OverflowError)."""
+    params = {"window-size-by": "VALUES", "order-on-field": "n", "window-size": "3", "advance": "20",
+              "independent-window-alignment": "1", "group-by": "g", "aggregate-function.0": "count()"}
+    top = 2 ** 63 - 1
+    first = [(0, "a", t, 0.0, top - 30 + t) for t in range(5)]
+    second = [(0, "a", t, 0.0, top - 20 + t) for t in range(15)]
+    third = [(0, "a", t, 0.0, top - 5 + t) for t in range(6)]
+    a, b = aggregate(params), aggregate(params)
+    for batch in (first, second, third):
+        assert a.process(0, columns(batch), 0.0) == b.process(0, batch, 0.0)
+    assert a.end_of_input(1.0) == b.end_of_input(1.0) and a.state() == b.state()
+

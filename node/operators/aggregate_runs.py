@@ -166,6 +166,10 @@ class Runs:
             first = sv[gs:end][sok[gs:end]]
             b = first[0].item() if len(first) else 0
             bases.append(b - b % spec.advance if spec.aligned else b)
+        if v.dtype.kind in "iu" and n and any(isinstance(b, int) for b in bases):
+            lo, hi, ints = int(sv.min()), int(sv.max()), [b for b in bases if isinstance(b, int)]
+            if hi - min(ints) >= 2 ** 63 or lo - max(ints) < -2 ** 63 or max(ints) >= 2 ** 63:
+                return None  # (a window start or an offset past `long`: Python's ints hold it, int64 wraps)
         bounds = np.concatenate((gstarts, [n]))
         glens = bounds[1:] - bounds[:-1]
         if v.dtype.kind in "iu" and all(isinstance(b, int) for b in bases) and isinstance(spec.advance, int):
