@@ -205,14 +205,23 @@ def test_changelog_batches_retract_as_row_by_row(functions, data, cut):
 
 @settings(max_examples=max(10, int(100 * SCALE)), deadline=None)
 @given(data=st.lists(st.tuples(st.integers(0, 2), st.one_of(st.integers(-30, 30), st.none()),
-                               st.one_of(st.floats(-1e3, 1e3, allow_nan=False), st.none()),
-                               st.integers(-2**40, 2**40), st.sampled_from([1, 1, -1, 2, 0])), max_size=60),
+                               st.one_of(st.floats(-1e3, 1e3, allow_nan=False), st.none(),
+                                         st.sampled_from(FLOAT_KEYS)),
+                               st.integers(-2**40, 2**40) | st.integers(-3, 3), st.sampled_from([1, 1, -1, 2, 0]),
+                               st.sampled_from(["a", "bb", ""])), max_size=60),
        cuts=st.lists(st.integers(0, 60), max_size=4), size=st.sampled_from(["5", "10", "2.5"]),
-       advance=st.sampled_from([None, "5", "2", "10"]), group_by=st.sampled_from(["", "g", "g, s"]),
-       functions=st.sampled_from([["count()", "sum(x)", "avg(n)"], ["count(x)", "sum(n)", "avg(x)"]]))
+       advance=st.sampled_from([None, "5", "2", "10"]),
+       group_by=st.sampled_from(["", "g", "g, s", "x", "s, x"]),
+       functions=st.sampled_from([["count()", "sum(x)", "avg(n)"], ["count(x)", "sum(n)", "avg(x)"],
+                                  # multisets (.aggregate_multisets), expression arguments (.aggregate_args)
+                                  ["min(x)", "max(n)", "count_distinct(s)", "count()"],
+                                  ["count_distinct(g)", "min(s)", "max(x * 2.0)", "count_distinct(n)", "max(s)"],
+                                  ["sum(n - 1)", "avg(x + 1.0)", "min(n * 2)", "count(x / g)", "count_distinct(x)"]]))
 def test_changelog_on_columns_gives_what_rows_give(data, cuts, size, advance, group_by, functions):
-    """count/sum/avg over a changelog, summed per (group, window) on columns, against the retracting row
-    path (``fast=False`` reads rows): the same -old/+new rows in the same order, and the same state."""
+    """count/sum/avg and the multisets of min/max/count_distinct over a changelog, per (group, window) on
+    columns (of fields or expressions, grouped by ints, strings or floats), against the retracting row path
+    (``fast=False`` reads rows): the same -old/+new rows in the same order, and the same state.  Weights are
+    any (0, 2, a -1 before its +1): the multisets' counts pass through 0 and below."""
     params = {"window-size-by": "VALUES", "window-size": size, "order-on-field": "time", "group-by": group_by,
               "order-by": "FIELD", "independent-window-alignment": "1",
               **({"advance": advance} if advance else {}),
@@ -220,8 +229,8 @@ def test_changelog_on_columns_gives_what_rows_give(data, cuts, size, advance, gr
     box = Box("b", "aggregate", (InPort("in"),), ("out",), tuple(params.items()))
     outs = TYPES.infer(box, [ROW])
     on_columns, on_rows = AggregateOperator(box, [ROW], outs), AggregateOperator(box, [ROW], outs, fast=False)
-    rows = [(g, "a", t, x, n) for g, t, x, n, _ in data]
-    weights = [w for *_, w in data]
+    rows = [(g, s, t, x, n) for g, t, x, n, _, s in data]
+    weights = [w for *_, w, _ in data]
     bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
     for a, b in zip(bounds, bounds[1:]):
         got = on_columns.process(0, columns(rows[a:b], weights[a:b]), 0.0)

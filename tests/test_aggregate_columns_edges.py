@@ -1,13 +1,16 @@
 """The aggregate on columns at its edges (node/operators/aggregate_runs.py, aggregate_columns.py): values where
 numpy and Python part (-0.0 under a float min or max, a sum at -2**63) read rows, and a run of late rows costs
-linear time; each against the row path (tests/test_aggregate_columns.py has the property tests)."""
+linear time; a changelog's multisets taken on columns; each against the row path (tests/test_aggregate_columns.py
+has the property tests)."""
 
 from __future__ import annotations
 
 import pytest
-from boreas.node.operators import aggregate_runs
+from boreas.catalog.model import Box, InPort
+from boreas.node.operators import aggregate_changes, aggregate_runs
+from boreas.node.operators.aggregate import AggregateOperator
 
-from test_aggregate_columns import aggregate, columns
+from test_aggregate_columns import ROW, TYPES, aggregate, close, columns
 
 
 @pytest.mark.parametrize("advance", [None, "5"])
@@ -59,3 +62,94 @@ def test_a_run_of_late_rows_is_not_rebuilt_per_row(extra, monkeypatch):
     assert a.end_of_input(1.0) == b.end_of_input(1.0)
     assert a.state() == b.state()
     assert len(calls) <= 2, len(calls)
+
+
+@pytest.mark.parametrize("functions, group_by", [
+    (["min(x)", "max(n)", "count_distinct(s)", "count()"], "g"),   # multisets of fields
+    (["max(x * 2.0)", "count_distinct(n)"], "x"),                 # of an expression; a float group-by
+    (["sum(n - 1)", "avg(x + 1.0)", "min(s)"], "s, x"),           # sums of expressions
+])
+def test_changelog_multisets_stay_off_the_row_loop(functions, group_by, monkeypatch):
+    """A changelog batch with min/max/count_distinct, expression arguments or a float group-by is taken on
+    columns (.aggregate_multisets, .aggregate_retract): Retracting.apply, the row loop, never runs; the
+    -old/+new rows are the row path's (``fast=False``)."""
+    params = {"window-size-by": "VALUES", "window-size": "10", "order-on-field": "time", "group-by": group_by,
+              "order-by": "FIELD", "independent-window-alignment": "1",
+              **{f"aggregate-function.{i}": f for i, f in enumerate(functions)}}
+    box = Box("b", "aggregate", (InPort("in"),), ("out",), tuple(params.items()))
+    on_columns, on_rows = AggregateOperator(box, [ROW], TYPES.infer(box, [ROW])), AggregateOperator(
+        box, [ROW], TYPES.infer(box, [ROW]), fast=False)
+    rows = [(t % 3, "ab"[t % 2], t % 30, float(t % 7) + 0.5, t % 5) for t in range(150)]
+    weights = [1] * 150 + [-1] * 50
+    batch = columns(rows + rows[:50], weights)
+    calls = []
+    general = aggregate_changes.Retracting.apply
+    monkeypatch.setattr(aggregate_changes.Retracting, "apply",
+                        lambda self, *a: (calls.append(len(a[0])), general(self, *a))[1])
+    got = on_columns.process(0, batch, 0.0)
+    assert calls == []
+    want = on_rows.process(0, batch, 0.0)
+    assert calls == [200]
+    assert close([(r, w) for _, c in got for r, w in zip(c.rows(), c.weight_list())],
+                 [(r, w) for _, c in want for r, w in zip(c.rows(), c.weight_list())])
+    assert close(on_columns.state(), on_rows.state())
+
+
+@pytest.mark.parametrize("batches", [
+    [[(-0.0, 1)], [(0.0, -1), (0.0, 1)]],           # the count passes through 0: the key becomes 0.0
+    [[(-0.0, 1)], [(0.0, 1), (0.0, -1)]],           # it does not: the key stays -0.0
+    [[(0.0, 1), (-0.0, 1), (1.5, 1)], [(-0.0, -2), (-0.0, 1), (2.5, 1)]],
+])
+def test_changelog_zeros_keep_the_key_rows_keep(batches):
+    """0.0 and -0.0 are one key of a multiset in Python, kept as whichever was inserted (again) first: a
+    float min/max over a changelog on columns gives the zero's sign the rows give (repr tells them apart)."""
+    params = {"window-size-by": "VALUES", "window-size": "10", "order-on-field": "time", "group-by": "g",
+              "independent-window-alignment": "1", "aggregate-function.0": "min(x)", "aggregate-function.1": "max(x)",
+              "aggregate-function.2": "count_distinct(x)"}
+    box = Box("b", "aggregate", (InPort("in"),), ("out",), tuple(params.items()))
+    on_columns, on_rows = AggregateOperator(box, [ROW], TYPES.infer(box, [ROW])), AggregateOperator(
+        box, [ROW], TYPES.infer(box, [ROW]), fast=False)
+    for changes in batches:
+        batch = columns([(1, "a", 3, x, 0) for x, _ in changes], [w for _, w in changes])
+        got, want = on_columns.process(0, batch, 0.0), on_rows.process(0, batch, 0.0)
+        assert repr([(c.rows(), c.weight_list()) for _, c in got]) == repr([(c.rows(), c.weight_list())
+                                                                           for _, c in want])
+        assert repr(on_columns.state()) == repr(on_rows.state())
+
+
+@pytest.mark.parametrize("advance", [None, "5"])
+def test_late_runs_are_counted_at_once(advance):
+    """A run of late rows (before every open window, none opening) is counted at once
+    (GroupWindows.ignores): the per-tuple code sees each run's first row only; counters and state as rows."""
+    params = {"window-size-by": "VALUES", "order-on-field": "time", "window-size": "10", "group-by": "g",
+              "aggregate-function.0": "count()", "aggregate-function.1": "sum(n)",
+              **({"advance": advance} if advance else {})}
+    a, b = aggregate(params), aggregate(params)
+    calls = []
+    general = a._windows.place
+    a._windows.place = lambda *x: (calls.append(x[2]), general(*x))[1]  # type: ignore[method-assign]
+    first = [(g, "z", 100, 0.0, 7) for g in range(3)]
+    late = [(t % 3, "ab"[t % 2], (t // 3) % 50, 0.0, t % 7) for t in range(3000)]
+    for batch in (first, late):
+        assert a.process(0, columns(batch), 0.0) == b.process(0, batch, 0.0)
+        assert a.counters() == b.counters()
+        assert a.state() == b.state()
+    assert a.counters()["late_tuples"] == 3000
+    # each group's times wrap 20 times over 50 values: a run per window cell (5 or 10 of them), not per row
+    assert len(calls) == 3 + 3 * 20 * (10 if advance else 5)
+
+
+def test_window_starts_past_the_largest_long_read_rows():
+    """A group's next window start past 2**63-1 (order values near the top of `long`, windows far apart) does not fit
+    numpy's int64: the batch reads rows, with the row path's results (it raised OverflowError)."""
+    params = {"window-size-by": "VALUES", "order-on-field": "n", "window-size": "3", "advance": "20",
+              "independent-window-alignment": "1", "group-by": "g", "aggregate-function.0": "count()"}
+    top = 2 ** 63 - 1
+    first = [(0, "a", t, 0.0, top - 30 + t) for t in range(5)]
+    second = [(0, "a", t, 0.0, top - 20 + t) for t in range(15)]
+    third = [(0, "a", t, 0.0, top - 5 + t) for t in range(6)]
+    a, b = aggregate(params), aggregate(params)
+    for batch in (first, second, third):
+        assert a.process(0, columns(batch), 0.0) == b.process(0, batch, 0.0)
+    assert a.end_of_input(1.0) == b.end_of_input(1.0) and a.state() == b.state()
+

@@ -42,7 +42,8 @@ The parts, each owning its state: this box reads the parameters and
 dispatches; :class:`~.aggregate_windows.GroupWindows` owns the groups'
 windows, timeouts and counts; :class:`Emitter` makes a closed window's out
 row; :mod:`.aggregate_columns` runs a batch of Arrow columns a run at a time
-(the shapes it takes: docs/operators.md, "aggregate on columns");
+(windows by TUPLES: :mod:`.aggregate_tuples`; the shapes they take:
+docs/operators.md, "aggregate on columns");
 :mod:`.aggregate_changes` owns a changelog's retracting accumulators.
 
 Over a changelog (a batch with weights) the aggregate retracts instead: see
@@ -66,6 +67,7 @@ from .aggregate_changes import Retracting
 from .aggregate_columns import ColumnRuns
 from .aggregate_loop import BatchLoop, compile_loop
 from .aggregate_retract import ColumnRetract
+from .aggregate_tuples import TupleRuns
 from .aggregate_windows import GroupWindows, WindowSpec
 from .base import Emitted, OperatorError, field_caster, group_key_from, group_key_parts
 from .late import LateLog
@@ -144,7 +146,10 @@ class AggregateOperator(Timed):
         # The batch loop with the in-order tuple inlined; None runs every tuple through GroupWindows.place
         # (tests compare the two with ``fast=False``).
         self._loop: BatchLoop | None = None
-        self._runs: ColumnRuns | None = None  # the columnar path, for the shapes it takes
+        self._runs: ColumnRuns | TupleRuns | None = None  # the columnar path, for the shapes it takes
+        if not self.by_values and fast:
+            self._runs = TupleRuns.make(functions, schema, groups, self.order if self.emit_start else None, spec,
+                                        self._windows)
         if self.by_values and fast:
             self._loop = compile_loop(acc.add_body, acc.namespace, groups, self.order,  # type: ignore[arg-type]
                                       box.name)

@@ -48,10 +48,9 @@ from boreas.catalog.model import Schema
 from boreas.node.compile import FLOAT, STR, compile_expression, kind_of
 
 from .accumulators import parse_call
+from .aggregate_multisets import MULTISETS, apply_delta
 from .base import field_caster
 
-#: Functions kept as a multiset of their argument's values.
-_MULTISETS = ("min", "max", "count_distinct")
 _NULL_WHEN_EMPTY = ("sum", "avg", "min", "max")  # SQL's NULL of no values, over a nullable field
 
 
@@ -139,8 +138,8 @@ class Retracting:
 
     def add_partials(self, touched: list[tuple[tuple, int, list]], ignored: int = 0) -> tuple[list[tuple], list[int]]:
         """:meth:`apply` from partials already summed per (group, window start), in first-touch order: each
-        ``(at, n, deltas)`` adds ``n`` rows and one delta per function (a count or sum, or ``(sum, count)``
-        for avg, or None: nothing to add).  Only for functions without a multiset (:mod:`.aggregate_retract`)."""
+        ``(at, n, deltas)`` adds ``n`` rows and one delta per function (a count or sum, ``(sum, count)``
+        for avg, a multiset's ``{value: net weight}``, or None: nothing to add) (:mod:`.aggregate_retract`)."""
         self.ignored += ignored
         before: dict[tuple, tuple | None] = {}
         entries = self.entries
@@ -153,7 +152,9 @@ class Retracting:
             for i, delta in enumerate(deltas, start=1):
                 if delta is None:
                     continue
-                if isinstance(delta, tuple):
+                if isinstance(delta, dict):  # a multiset's net weights per value (.aggregate_multisets)
+                    apply_delta(entry[i], delta)
+                elif isinstance(delta, tuple):
                     entry[i][0] += delta[0]
                     entry[i][1] += delta[1]
                 else:
@@ -169,7 +170,7 @@ class Retracting:
     def _empty(self) -> list:
         slots: list[Any] = [0]
         for (func, _), nullable in zip(self._functions, self._nullable):
-            slots.append({} if func in _MULTISETS else [0, 0] if func == "avg" or (func == "sum" and nullable) else 0)
+            slots.append({} if func in MULTISETS else [0, 0] if func == "avg" or (func == "sum" and nullable) else 0)
         return slots
 
     def _add(self, entry: list, row: tuple, weight: int) -> None:
@@ -214,6 +215,8 @@ class Retracting:
                 value = slot[0] / slot[1] if slot[1] else None if nullable else 0.0
             elif func == "sum" and nullable:
                 value = slot[0] if slot[1] else None
+            elif func in MULTISETS and (not slot or min(slot.values()) > 0):  # every count positive: in C
+                value = len(slot) if func == "count_distinct" else (min if func == "min" else max)(slot, default=empty)
             elif func == "min":
                 value = min((v for v, n in slot.items() if n > 0), default=empty)
             elif func == "max":
@@ -237,7 +240,7 @@ class Retracting:
         self.ignored = int((state or {}).get("ignored", 0))
         for key, start, entry in (state or {}).get("entries", []):
             self.entries[(tuple(key) if isinstance(key, list) else key, start)] = [
-                dict(slot) if isinstance(slot, (dict, list)) and func in _MULTISETS else slot
+                dict(slot) if isinstance(slot, (dict, list)) and func in MULTISETS else slot
                 for slot, func in zip(entry, ["n", *(f for f, _ in self._functions)])]
 
 

@@ -51,6 +51,11 @@ A run whose rows go to the per-tuple code one by one (late rows, say) tests
 its rest's bounds in O(1) per row (:meth:`~.aggregate_runs.Runs.rest_range`)
 and makes the rest's partials (:meth:`~.aggregate_runs.Runs.part`) only when
 they are added, at most once per run: linear in the batch, not quadratic.
+Rows the per-tuple code would only count (late, or between hopping windows:
+:meth:`~.aggregate_windows.GroupWindows.ignores`) are counted at once, a
+run's rest at a time (:meth:`ColumnRuns._skip_ignored`); the rows it does
+see are made a cell at a time for the first few, then from columns
+converted once per batch (:class:`_Rows`).
 
 The shapes taken (:meth:`ColumnRuns.make` says None otherwise and the box
 reads rows): windows by VALUES, and functions ``count``, ``count_distinct``,
@@ -113,34 +118,9 @@ class ColumnRuns:
              windows: GroupWindows, loop: BatchLoop) -> "ColumnRuns | None":
         """The columnar path for a box of this shape, or None when the box reads rows (module doc)."""
         if not spec.by_values:
-            return None  # TUPLES windows: the row path's (docs/operators.md)
-        names = {f.name: i for i, f in enumerate(schema.fields)}
-        args = ArgumentColumns(schema)
-        taken: list[Function] = []
-        slot = FIRST_SLOT
-        for text in functions:
-            call = parse_call(text)
-            if call is None or call[0] not in TAKEN:
-                return None
-            func, arg = call
-            if func == "count" and arg in ("", "*"):
-                taken.append(Function(func, None, -1))
-                continue
-            field = names.get(arg)
-            if field is None:  # an expression: a column of its own (.aggregate_args), or the box reads rows
-                field = args.add(arg)
-                if field is None:
-                    return None
-                taken.append(Function(func, field, slot))
-                slot += 2 if func == "avg" else 1
-                continue
-            if schema.fields[field].nullable:
-                return None  # SQL's NULL of a window without a value: the row path's (accumulators.py)
-            if func in ("sum", "avg") and kind_of(schema.fields[field].type) == STR:
-                return None  # (min and max of strings: their ranks, aggregate_runs._ranks)
-            taken.append(Function(func, field, slot))
-            slot += 2 if func == "avg" else 1
-        return cls(taken, groups, order, spec, windows, loop, args)
+            return None  # TUPLES windows: .aggregate_tuples
+        taken = columnar_functions(functions, schema)
+        return cls(taken[0], groups, order, spec, windows, loop, taken[1]) if taken is not None else None
 
     # -- one batch ---------------------------------------------------------------------
 
@@ -212,7 +192,8 @@ class ColumnRuns:
 
     def _walk(self, batch: pa.RecordBatch, runs: "Runs", now: float, out: list[tuple]) -> None:
         """Take the runs (and any row the per-tuple code must see) in the order of their rows in the batch."""
-        windows, columns, order = self._windows, batch.columns, self._order
+        windows, order = self._windows, self._order
+        rows = _Rows(batch.columns)
         keys, lengths, valid, lo, hi = runs.keys, runs.lengths, runs.valid, runs.lo, runs.hi
         sliding = self._spec.advance < self._spec.size
         events = [(first, r, 0) for r, first in enumerate(runs.first_rows)]
@@ -234,7 +215,7 @@ class ColumnRuns:
                     if into:
                         self._add_all(into, runs.whole[r])
                         continue
-            row = _row(columns, row_index)
+            row = rows(row_index)
             v = row[order]
             w = windows.hot(key) if at > 0 else None  # a later row: the generated loop's own test first
             if w is not None and v is not None and w[START] <= v < w[END]:
@@ -242,6 +223,8 @@ class ColumnRuns:
             else:
                 windows.place_hot(row, key, v, now, out)
             if at + 1 >= lengths[r]:
+                continue
+            if valid[r] and self._skip_ignored(runs, r, at + 1, key):
                 continue
             w = windows.hot(key)
             if w is not None or sliding:
@@ -254,7 +237,21 @@ class ColumnRuns:
                 if into:
                     self._add_all(into, runs.part(r, at + 1))
                     continue
+            if valid[r] and self._skip_ignored(runs, r, at + 1, key, runs.rest_range(r, at + 1)[1]):
+                continue
             heapq.heappush(events, (runs.row_at(r, at + 1), r, at + 1))
+
+    def _skip_ignored(self, runs: "Runs", r: int, at: int, key: Any, hi: Any = None) -> bool:
+        """Run ``r``'s rows from the ``at``-th on counted at once, when :meth:`GroupWindows.place` would only
+        count each (late rows, or rows between windows: :meth:`GroupWindows.ignores`, the whole run's highest
+        order value or the rest's ``hi``); False (nothing done) when not."""
+        horizon = self._windows.ignores(key, runs.hi[r] if hi is None else hi)
+        if horizon is None:
+            return False
+        n = runs.lengths[r] - at
+        late = n if runs.hi[r] < horizon else int((runs.rest_values(r, at) < horizon).sum())
+        self._windows.count_ignored(n, late)
+        return True
 
     def _windows_holding(self, key: Any, lo: Any, hi: Any) -> list | None:
         """Sliding windows: the windows of a group that rows (order values ``lo`` to ``hi``) may be added to
@@ -283,49 +280,100 @@ class ColumnRuns:
             self._add(w, part)
 
     def _add(self, w: list, part: "Part") -> None:
-        """A run's rows added to window ``w``: what ``add`` would make of them one by one."""
-        first = not w[COUNT]
-        w[COUNT] += part.n
-        for f, value in zip(self._functions, part.values):
-            if f.field is None:
-                continue
-            s = f.slot
-            func = f.func
-            if func == "count":
-                w[s] += value
-            elif func == "count_distinct":
-                if value:
-                    d = w[s]
-                    if d is None:
-                        d = w[s] = {}
-                    for x in value:
-                        d[x] = 1
-            elif func == "sum":
-                if value[1]:
-                    w[s] += value[0]
-            elif func == "avg":
-                if value[1]:
-                    w[s] += value[0]
-                    w[s + 1] += value[1]
-            elif func == "min":
-                if value is not None and (w[s] is None or value < w[s]):
-                    w[s] = value
-            elif func == "max":
-                if value is not None and (w[s] is None or value > w[s]):
-                    w[s] = value
-            elif func == "firstval":
-                if first:
-                    w[s] = value
-            else:  # lastval
+        add_part(self._functions, w, part)
+
+
+def columnar_functions(functions: list[str], schema: Schema) -> tuple[list[Function], ArgumentColumns] | None:
+    """The box's ``aggregate-function.N`` as the columnar paths compute them (each with its first slot) and the
+    expression arguments' columns (:mod:`.aggregate_args`), or None when some function keeps the box on rows
+    (the module doc: by VALUES here, by TUPLES :mod:`.aggregate_tuples`)."""
+    names = {f.name: i for i, f in enumerate(schema.fields)}
+    args = ArgumentColumns(schema)
+    taken: list[Function] = []
+    slot = FIRST_SLOT
+    for text in functions:
+        call = parse_call(text)
+        if call is None or call[0] not in TAKEN:
+            return None
+        func, arg = call
+        if func == "count" and arg in ("", "*"):
+            taken.append(Function(func, None, -1))
+            continue
+        field = names.get(arg)
+        if field is None:  # an expression: a column of its own (.aggregate_args), or the box reads rows
+            field = args.add(arg)
+            if field is None:
+                return None
+        elif schema.fields[field].nullable:
+            return None  # SQL's NULL of a window without a value: the row path's (accumulators.py)
+        elif func in ("sum", "avg") and kind_of(schema.fields[field].type) == STR:
+            return None  # (min and max of strings: their ranks, aggregate_runs._ranks)
+        taken.append(Function(func, field, slot))
+        slot += 2 if func == "avg" else 1
+    return taken, args
+
+
+def add_part(functions: list[Function], w: list, part: Part) -> None:
+    """A stretch of rows (``part``, in arrival order) added to window ``w``: what the accumulators' ``add``
+    would make of them one by one (float sums pairwise: the last bits may differ)."""
+    first = not w[COUNT]
+    w[COUNT] += part.n
+    for f, value in zip(functions, part.values):
+        if f.field is None:
+            continue
+        s = f.slot
+        func = f.func
+        if func == "count":
+            w[s] += value
+        elif func == "count_distinct":
+            if value:
+                d = w[s]
+                if d is None:
+                    d = w[s] = {}
+                for x in value:
+                    d[x] = 1
+        elif func == "sum":
+            if value[1]:
+                w[s] += value[0]
+        elif func == "avg":
+            if value[1]:
+                w[s] += value[0]
+                w[s + 1] += value[1]
+        elif func == "min":
+            if value is not None and (w[s] is None or value < w[s]):
                 w[s] = value
+        elif func == "max":
+            if value is not None and (w[s] is None or value > w[s]):
+                w[s] = value
+        elif func == "firstval":
+            if first:
+                w[s] = value
+        else:  # lastval
+            w[s] = value
 
 
 _NO_KEY = object()  # no group yet (None is a group key: no group-by)
 
 
-def _row(columns: list[pa.Array], i: int) -> tuple:
-    """Row ``i`` of the batch as the row path has it (one per row that the per-tuple code must see)."""
-    return tuple(c[i].as_py() for c in columns)
+class _Rows:
+    """Rows of a batch as the row path has them, for the per-tuple code: the first few a cell at a time, then
+    (a batch whose rows go there in numbers: late ones, say) every column converted once, in C."""
+
+    EAGER_AFTER = 32
+
+    def __init__(self, columns: list[pa.Array]):
+        self._columns = columns
+        self._lists: list[list] | None = None
+        self._taken = 0
+
+    def __call__(self, i: int) -> tuple:
+        lists = self._lists
+        if lists is None:
+            self._taken += 1
+            if self._taken <= self.EAGER_AFTER:
+                return tuple(c[i].as_py() for c in self._columns)
+            lists = self._lists = [c.to_pylist() for c in self._columns]
+        return tuple(c[i] for c in lists)
 
 
 def _rows(batch: pa.RecordBatch) -> list[tuple]:

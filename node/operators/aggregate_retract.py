@@ -1,8 +1,7 @@
 """A changelog batch summed per (group, window) on columns, for the retracting aggregate.
 
 :class:`~.aggregate_changes.Retracting` adds a changelog's rows one by one,
-each times its weight.  For ``count``, ``sum`` and ``avg`` of fields (no
-multiset to keep per value) that is a sum per (group, window start), so
+each times its weight.  For ``count``, ``sum`` and ``avg`` that is a sum per (group, window start), so
 :class:`ColumnRetract` computes it with numpy: the rows with a weight and an
 order value are repeated once per aligned window that holds them, sorted by
 (group code, window number, row), and one ``reduceat`` per function gives
@@ -12,9 +11,14 @@ path first touches them (by first row, then window), so the emitted
 -old/+new rows, their order and the state are the row path's.  Float sums
 are added pairwise per entry (the last bits may differ from one by one).
 
-``min``, ``max`` and ``count_distinct`` (multisets), expression arguments,
-float group-by fields, and a batch with a NaN or an order value or product
-beyond exact range read rows (:meth:`ColumnRetract.sums` says None).
+``min``, ``max`` and ``count_distinct`` keep a multiset per value: their
+delta per entry is each value's net weight (:mod:`.aggregate_multisets`).
+Expression arguments are columns appended to the batch
+(:mod:`.aggregate_args`); a float group-by field is grouped as Python groups
+it (:func:`~.aggregate_groups.group_codes`).  Nullable arguments, and a batch
+with a NaN, an order value or product beyond exact range, an expression
+failing in some row or a float group key that is a NaN or a zero, read rows
+(:meth:`ColumnRetract.sums` says None).
 """
 
 from __future__ import annotations
@@ -25,30 +29,31 @@ import numpy as np
 import pyarrow as pa
 
 from boreas.catalog.model import Schema
-from boreas.node.compile import FLOAT, kind_of
 
 from .accumulators import parse_call
-from .aggregate_runs import group_codes, numbers
+from .aggregate_args import ArgumentColumns
+from .aggregate_groups import group_codes, numbers
+from .aggregate_multisets import MULTISETS, multiset_deltas
 
 
 class ColumnRetract:
     """Partials of a changelog batch per (group, window start), as :meth:`Retracting.add_partials` takes them."""
 
     def __init__(self, fields: list[tuple[str, int | None]], groups: list[int], order: int | None,
-                 size: float, advance: float):
+                 size: float, advance: float, args: ArgumentColumns):
         self._fields, self._groups, self._order = fields, groups, order
+        self._args = args  # expression arguments: columns appended to each batch (.aggregate_args)
         self._size, self._advance = size, advance
 
     @classmethod
     def make(cls, functions: list[str], schema: Schema, groups: list[int], order: int | None, size: float,
              advance: float) -> "ColumnRetract | None":
-        if any(kind_of(schema.fields[i].type) == FLOAT for i in groups):
-            return None
         names = {f.name: i for i, f in enumerate(schema.fields)}
+        args = ArgumentColumns(schema)
         fields: list[tuple[str, int | None]] = []
         for text in functions:
             call = parse_call(text)
-            if call is None or call[0] not in ("count", "sum", "avg"):
+            if call is None or call[0] not in ("count", "sum", "avg", *MULTISETS):
                 return None
             func, arg = call
             if arg in ("", "*"):
@@ -57,13 +62,19 @@ class ColumnRetract:
                 fields.append((func, None))
             elif arg in names and not schema.fields[names[arg]].nullable:  # (NULL of no values: the row path's)
                 fields.append((func, names[arg]))
+            elif arg not in names and (column := args.add(arg)) is not None:  # an expression: a column of its own
+                fields.append((func, column))
             else:
                 return None
-        return cls(fields, groups, order, size, advance)
+        return cls(fields, groups, order, size, advance, args)
 
     def sums(self, batch: pa.RecordBatch, weights: pa.Array,
              window_of) -> tuple[list[tuple[tuple, int, list]], int] | None:
         """``(touched, ignored)`` for :meth:`Retracting.add_partials`, or None: read the rows."""
+        extended = self._args.extend(batch)
+        if extended is None:
+            return None
+        batch = extended
         w = numbers(weights).astype(np.int64)
         n = batch.num_rows
         keep = w != 0
@@ -124,6 +135,8 @@ class ColumnRetract:
         """One function's delta per entry (None where no row had a value to add)."""
         if field is None:
             return np.add.reduceat(ws, starts).tolist()
+        if func in MULTISETS:
+            return multiset_deltas(batch.column(field), rows, ws, starts)
         column = batch.column(field)
         ok = (~np.asarray(column.is_null(), dtype=bool) if column.null_count else np.ones(len(column), bool))[rows]
         wok = np.where(ok, ws, 0)

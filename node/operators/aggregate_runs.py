@@ -14,7 +14,6 @@ sum that could overflow, a -0.0 under a float min or max, more runs than
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .aggregate_groups import group_codes, numbers
 from .aggregate_windows import GroupWindows, WindowSpec
 
 #: Above this many runs per row the batch is read as rows (few tuples per run: numpy would not pay).
@@ -120,6 +120,11 @@ class Runs:
                                         np.maximum.accumulate(v)[::-1].tolist())
         return suffix[0][at], suffix[1][at]
 
+    def rest_values(self, r: int, at: int) -> np.ndarray:
+        """The order values of run ``r`` from its ``at``-th row on (a run of more than one row has no None)."""
+        a = self._starts[r]
+        return self._sv[a + at:a + self.lengths[r]]
+
     def part(self, r: int, at: int) -> Part:
         """Run ``r``'s partials from its ``at``-th row on (``at`` > 0: these rows have order values)."""
         a, b = self._starts[r] + at, self._starts[r] + self.lengths[r]
@@ -161,6 +166,10 @@ class Runs:
             first = sv[gs:end][sok[gs:end]]
             b = first[0].item() if len(first) else 0
             bases.append(b - b % spec.advance if spec.aligned else b)
+        if v.dtype.kind in "iu" and n and any(isinstance(b, int) for b in bases):
+            lo, hi, ints = int(sv.min()), int(sv.max()), [b for b in bases if isinstance(b, int)]
+            if hi - min(ints) >= 2 ** 63 or lo - max(ints) < -2 ** 63 or max(ints) >= 2 ** 63:
+                return None  # (a window start or an offset past `long`: Python's ints hold it, int64 wraps)
         bounds = np.concatenate((gstarts, [n]))
         glens = bounds[1:] - bounds[:-1]
         if v.dtype.kind in "iu" and all(isinstance(b, int) for b in bases) and isinstance(spec.advance, int):
@@ -182,13 +191,21 @@ class Runs:
         starts = np.flatnonzero(cut)
         if len(starts) > max(1.0, MAX_RUNS_PER_ROW * n):
             return None
-        for f in functions:
-            if f.field is not None and f.func not in ("firstval", "lastval") and not _fits(batch.column(f.field)):
-                return None
-            if f.func in ("min", "max") and f.field is not None and _negative_zero(batch.column(f.field)):
-                return None
+        if not exact(batch, functions):
+            return None
         codes = sc[starts]
         return cls(batch, functions, perm, sv, sok, starts, [keys_of(c) for c in codes.tolist()], codes)
+
+
+def exact(batch: pa.RecordBatch, functions: list[Function]) -> bool:
+    """Whether numpy computes the functions' partials of this batch exactly as the rows would: no NaN in an
+    argument, no int64 sum that could overflow, no -0.0 under a float min or max."""
+    for f in functions:
+        if f.field is not None and f.func not in ("firstval", "lastval") and not _fits(batch.column(f.field)):
+            return False
+        if f.func in ("min", "max") and f.field is not None and _negative_zero(batch.column(f.field)):
+            return False
+    return True
 
 
 def _fits(column: pa.Array) -> bool:
@@ -342,53 +359,3 @@ def _distinct(ranks: np.ndarray, ok: np.ndarray, starts: np.ndarray, decode: lis
     for r, v in zip(run[at[first]].tolist(), ranks[at[first]].tolist()):
         out[r].append(decode[v])
     return out
-
-
-def numbers(column: pa.Array) -> np.ndarray:
-    """A numeric column as numpy, nulls as 0 (callers mask them)."""
-    if column.null_count:
-        column = pc.fill_null(column, 0)
-    return column.to_numpy(zero_copy_only=False)
-
-
-def float_keys_agree(column: pa.Array) -> bool:
-    """Whether Arrow's grouping of a column is Python's: not for a float column with a NaN (every NaN row is
-    a group of its own in Python, one group in Arrow) or a zero (``-0.0 == 0.0`` is one group in Python, keyed
-    by whichever came first, even in an earlier batch; two in Arrow).  Any other column: yes."""
-    if not pa.types.is_floating(column.type) or not len(column):
-        return True
-    odd = pc.or_(pc.is_nan(column), pc.equal(column, pa.scalar(0.0, column.type)))
-    return not pc.any(odd).as_py()
-
-
-def group_codes(batch: pa.RecordBatch, groups: list[int]) -> tuple[np.ndarray | None, Callable[[int], Any], int]:
-    """One int64 code per row for its group, the group key (as the row path makes it) of a code, and how many
-    codes there can be."""
-    n = batch.num_rows
-    if not groups:
-        return np.zeros(n, np.int64), lambda code: None, 1
-    digits, dictionaries = [], []
-    for i in groups:
-        if not float_keys_agree(batch.column(i)):
-            return None, lambda code: None, 0
-        encoded = pc.dictionary_encode(batch.column(i), null_encoding="encode")
-        digits.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
-        dictionaries.append(encoded.dictionary.to_pylist())
-    if len(groups) == 1:
-        values = dictionaries[0]
-        return digits[0], values.__getitem__, len(values)
-    radix = [len(d) for d in dictionaries]
-    distinct = float(np.prod(np.asarray(radix, dtype=np.float64)))
-    if distinct >= 2 ** 62:
-        return None, lambda code: None, 0
-    codes = np.zeros(n, np.int64)
-    for d, r in zip(digits, radix):
-        codes = codes * r + d
-
-    def key(code: int) -> tuple:
-        parts = []
-        for values, r in zip(reversed(dictionaries), reversed(radix)):
-            code, d = divmod(code, r)
-            parts.append(values[d])
-        return tuple(reversed(parts))
-    return codes, key, int(distinct)

@@ -223,6 +223,21 @@ class GroupWindows:
             if v < g[2]:
                 self.late += 1
 
+    def ignores(self, key: Any, hi: Any) -> Any:
+        """The group's horizon when :meth:`place` would only count tuples whose order values are at most
+        ``hi`` (ignored, and late below the horizon): no window opens (``hi`` is before the next start) and
+        none holds them (``hi`` is before the first window's start); else None.  The columnar walk counts a
+        run of such tuples at once (:meth:`count_ignored`) instead of placing them one by one."""
+        g = self.groups.get(key)
+        if g is None or not hi < g[0] or (g[1] and not hi < g[1][0][START]):
+            return None
+        return g[2]
+
+    def count_ignored(self, n: int, late: int) -> None:
+        """``n`` tuples :meth:`ignores` said :meth:`place` would only count, ``late`` of them below the horizon."""
+        self.ignored += n
+        self.late += late
+
     def _open(self, key: Any, g: list, v: Any, now: float) -> None:
         """Open every window that starts at or before ``v`` (Borealis: ``while value >= next``)."""
         spec = self.spec
@@ -278,6 +293,32 @@ class GroupWindows:
                 if timeouts is not None:
                     timeouts.pop(w[SEQ], None)
                 self._emit(k, w, out)
+
+    def tuple_windows(self, key: Any) -> list:
+        """A group's open tuple windows, oldest first (empty for a new group); the columnar path
+        (:mod:`.aggregate_tuples`) reads them and hands the group its new list with :meth:`set_tuple_windows`."""
+        g = self.groups.get(key)
+        return g[1] if g is not None else []
+
+    def set_tuple_windows(self, key: Any, wins: list) -> None:
+        """A group's open tuple windows after a batch taken at once, as :meth:`by_tuples` leaves them."""
+        g = self.groups.get(key)
+        if g is None:
+            self.groups[key] = [None, wins, None]
+        else:
+            g[1] = wins
+
+    def retime(self, closed: list, opened: list[tuple[Any, list]]) -> None:
+        """The timeouts after a batch of tuple windows taken at once: the ``closed`` windows' go, the
+        ``opened`` ones' (``(key, window)`` still open, in window-number order, as :meth:`by_tuples` opens
+        them) start."""
+        timeouts = self._timeouts
+        if timeouts is None:
+            return
+        for w in closed:
+            timeouts.pop(w[SEQ], None)
+        for key, w in opened:
+            timeouts[w[SEQ]] = (key, w)
 
     # -- timeouts and the end of the input ---------------------------------------------
 
