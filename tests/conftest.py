@@ -46,6 +46,7 @@ IN_PROCESS = (
     "test_publisher_rows_arrow.py",          # row publishers through in-process Head and nodes: refusals, resumes
     "test_fault_boxes_node.py", "test_fault_boxes_catalog.py",  # ... in a dataflow driven by hand, at submission
     "test_aurorajoin_operator.py",           # Borealis's older join fed by hand
+    "test_aurorajoin_columns.py",            # ... on columns against its row path, fed by hand
     "test_shedding_columns.py",              # delay, random_drop, window_drop on columns against their rows, by hand
     "test_shedding_node.py",                 # ... and in a dataflow driven by hand
     "m3/",                                   # the M3 compiler and runtimes against DuckDB

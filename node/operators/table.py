@@ -23,12 +23,22 @@ answers to its input tuples, not revisions of a view.
 State (``state()``/``restore()``): the table's rows and version, in every
 one of its boxes' state (node/operators/table_rows.py says why that
 restores and moves the table once).
+
+``select`` and ``joinstatic`` change no row while they read a batch, so
+they read it on Arrow columns where their ``where``/``predicate`` and out
+fields translate (:mod:`.table_columns`: a nested-loop join of the batch
+with the table's rows), else, and for a batch the columns cannot treat
+exactly, a tuple at a time; insert, update and delete stay a tuple at a
+time (docs/operators.md says why).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
 
 from boreas.catalog.expressions import ExpressionError, Scope
 from boreas.catalog.model import Box, Field, Schema
@@ -43,8 +53,13 @@ from boreas.catalog.table_params import (
     selected,
 )
 from boreas.node.compile import CodeBuilder
+from boreas.wire.columns import Columns, arrow_schema, as_rows
 
+from .arrow_nodes import Fallback
 from .base import Emitted, Operator, OperatorError, field_caster
+from .join import conformed
+from .join_buffer import Unfit, rows_batch
+from .table_columns import TableColumns
 from .table_rows import KeyedRows
 
 Pair = Callable[[tuple, tuple], Any]
@@ -118,6 +133,22 @@ class TableOperator(Operator):
     def state_entries(self) -> int:
         return len(self.rows)
 
+    def column_batch(self, rows: list[tuple] | Columns, columns: TableColumns | None) -> pa.RecordBatch | None:
+        """A batch as the columnar path reads it, or None when it is read as rows (no columnar path, or rows
+        the columns cannot hold as they are)."""
+        if isinstance(rows, Columns) and rows.weights is not None:  # the catalog refuses this
+            raise self.error("cannot read a changelog: its rows answer input tuples, they do not revise a view")
+        if columns is None:
+            return None
+        if isinstance(rows, Columns):
+            batch = conformed(rows.batch, columns.inputs)
+            if batch is not None:
+                return batch
+        try:
+            return rows_batch(as_rows(rows), columns.inputs)
+        except Unfit:
+            return None
+
     def state(self) -> dict:
         return self.rows.state()
 
@@ -182,12 +213,54 @@ class DeleteOperator(TableOperator):
 
 
 class SelectOperator(TableOperator):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # a batch of Arrow columns is read on columns where the where translates (.table_columns)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference; bench/aurorajoin_tables.py)."""
         super().__init__(box, inputs, outputs)
         names = [f.name for f in self.table.schema.fields]
         self._columns = [names.index(f.name) for f in selected(box, self.sql, self.table)]
+        self.columns = (TableColumns.make(inputs[0], self.table.schema, ("input", self.sql.table), self.sql.where)
+                        if columnar else None)
+        if self.columns is not None:
+            self._target = arrow_schema(outputs[0])
+            if [f.type for f in self._target] != [self.columns.table.field(i).type for i in self._columns]:
+                self.columns = None
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    @property
+    def columnar(self) -> bool:
+        return self.columns is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        batch = self.column_batch(rows, self.columns)
+        if batch is not None:
+            try:
+                return self._on_columns(rows, batch)
+            except (Fallback, Unfit):  # this batch (or this version of the table) is read as rows
+                pass
+        return self._on_rows(as_rows(rows))
+
+    def _on_columns(self, rows: list[tuple] | Columns, batch: pa.RecordBatch) -> Emitted:
+        columns = self.columns
+        assert columns is not None
+        kept, counts = columns.matched(batch, columns.rows_batch(self.rows))
+        offset = batch.num_columns
+        found = [pa.RecordBatch.from_arrays([k.column(offset + i) for i in self._columns], schema=self._target)
+                 for k in kept]
+        out: Emitted = []
+        if found:
+            joined = found[0] if len(found) == 1 else pa.Table.from_batches(
+                found, self._target).combine_chunks().to_batches()[0]
+            out.append((0, Columns(joined) if isinstance(rows, Columns) else Columns(joined).rows()))
+        if self.flags["pass-on-no-results"] and not counts.all():
+            missed = np.flatnonzero(counts == 0)
+            if isinstance(rows, Columns):
+                out.append((1, Columns(batch.take(pa.array(missed)))))
+            else:
+                out.append((1, [rows[i] for i in missed.tolist()]))
+        return out
+
+    def _on_rows(self, rows: list[tuple]) -> Emitted:
         found: list[tuple] = []
         unmatched: list[tuple] = []
         for tuple_in in rows:
@@ -205,7 +278,10 @@ class JoinStaticOperator(TableOperator):
     """``joinstatic``: each input tuple joined with every table row its ``predicate`` holds for (in table order),
     as ``out-field.N`` over ``left.``/``right.``, or the input's fields then the row's."""
 
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # a batch of Arrow columns is joined on columns where the box translates (.table_columns)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference; bench/aurorajoin_tables.py)."""
         super().__init__(box, inputs, outputs)
         texts = [box.param(f"out-field.{i}") for i in range(len(outputs[0].fields))]
         try:
@@ -213,8 +289,31 @@ class JoinStaticOperator(TableOperator):
                             if box.param("out-field.0") is not None else None)
         except ExpressionError as exc:
             raise self.error(str(exc)) from None
+        outs = tuple(str(t) for t in texts) if self._fields is not None else ()
+        self.columns = (TableColumns.make(inputs[0], self.table.schema, ("left", "right"), self.sql.where, outs,
+                                          outputs[0]) if columnar else None)
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    @property
+    def columnar(self) -> bool:
+        return self.columns is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        batch = self.column_batch(rows, self.columns)
+        if batch is not None:
+            columns = self.columns
+            assert columns is not None
+            try:
+                kept, _ = columns.matched(batch, columns.rows_batch(self.rows))
+                joined = columns.out(kept) if kept else None
+            except (Fallback, Unfit):  # this batch (or this version of the table) is read as rows
+                pass
+            else:
+                if joined is None:
+                    return []
+                return [(0, Columns(joined) if isinstance(rows, Columns) else Columns(joined).rows())]
+        return self._on_rows(as_rows(rows))
+
+    def _on_rows(self, rows: list[tuple]) -> Emitted:
         out: list[tuple] = []
         fields = self._fields
         for tuple_in in rows:

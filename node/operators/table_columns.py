@@ -1,0 +1,97 @@
+"""A ``select``'s or ``joinstatic``'s batch joined with its table's rows on Arrow columns.
+
+Neither box changes the table, so while it reads a batch every input tuple
+sees the same rows, and the row path's output -- for each input tuple in
+order, every row its ``where`` (``predicate``) holds for, in table order --
+is the set of pairs (input i, row j) the predicate holds for, ordered by i
+then j: a nested-loop join of the batch with the table's rows (narrowed to
+equal keys where the predicate's top-level ``and`` terms hold an equality
+of an input field and a row field, :func:`~.join_columns.equal_pairs`),
+with the predicate and out fields evaluated by ``join``'s pair translation
+(:class:`~.join_columns.PairPlan`, over ``input.x``/``T.y`` for a select,
+``left.x``/``right.y`` for a joinstatic).
+
+The table's rows are made a batch once per version of the table
+(:attr:`~.table_rows.KeyedRows.version` counts every change), so a stream
+of reads between two writes converts the table once.
+
+Exact or the row path: a box whose ``where``, out fields or schemas do not
+translate keeps the row path (:meth:`TableColumns.make` says None); a batch
+on which the columns cannot be exact -- :class:`~.arrow_exprs.Fallback` (a
+zero divisor, a null where Python would fail), or table rows the columns
+cannot hold as they are (:class:`~.join_buffer.Unfit`) -- is read by the
+row path, which gives the same rows; nothing here is state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from boreas.catalog.model import Schema
+from boreas.wire.columns import arrow_schema
+from boreas.wire.row_errors import SchemaMismatch
+
+from .join_buffer import rows_batch
+from .join_columns import PairPlan, PairTranslator, equal_pairs, suffix_pairs
+from .table_rows import KeyedRows
+
+
+class TableColumns:
+    """The pairs of a batch and a table's rows that a ``where`` holds for (the module docstring)."""
+
+    def __init__(self, inputs: pa.Schema, table: pa.Schema, plan: PairPlan) -> None:
+        self.inputs = inputs
+        self.table = table
+        self.plan = plan
+        self._cached: tuple[KeyedRows, int, pa.RecordBatch] | None = None
+
+    @classmethod
+    def make(cls, inputs: Schema, table: Schema, qualifiers: tuple[str, str], where: str | None,
+             out_fields: tuple[str, ...] = (), output: Schema | None = None) -> "TableColumns | None":
+        """The columnar path of a box reading ``table`` for each tuple of ``inputs``, or None (rows)."""
+        try:
+            schemas = arrow_schema(inputs), arrow_schema(table)
+        except SchemaMismatch:
+            return None
+        plan = PairPlan.make(PairTranslator(inputs, table, qualifiers), where, out_fields, output)
+        return cls(*schemas, plan) if plan is not None else None
+
+    def rows_batch(self, rows: KeyedRows) -> pa.RecordBatch:
+        """The table's rows as one batch, in table order (made again only when the table changed;
+        :class:`~.join_buffer.Unfit` if the columns cannot hold them)."""
+        cached = self._cached
+        if cached is None or cached[0] is not rows or cached[1] != rows.version:
+            cached = self._cached = (rows, rows.version, rows_batch(rows.rows(), self.table))
+        return cached[2]
+
+    def matched(self, batch: pa.RecordBatch, table: pa.RecordBatch) -> tuple[list[pa.RecordBatch], np.ndarray]:
+        """The pairs the predicate holds for (batches of the input's then the row's columns, in output order),
+        and how many rows each input tuple matched; :class:`~.arrow_exprs.Fallback` as the plan raises it."""
+        n, m = batch.num_rows, table.num_rows
+        counts = np.zeros(n, dtype=np.int64)
+        kept_batches = []
+        for i, j in self._candidates(batch, table):
+            if not len(i):
+                continue
+            kept, which = self.plan.held(batch, table, i, j)
+            if kept.num_rows:
+                kept_batches.append(kept)
+                counts += np.bincount(i[which], minlength=n)
+        return kept_batches, counts
+
+    def _candidates(self, batch: pa.RecordBatch, table: pa.RecordBatch) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        keys = self.plan.keys
+        if keys is not None:
+            yield equal_pairs(batch.column(keys[0]), table.column(keys[1]))
+            return
+        yield from suffix_pairs(np.zeros(batch.num_rows, dtype=np.int64), table.num_rows)
+
+    def out(self, kept: list[pa.RecordBatch]) -> pa.RecordBatch:
+        """A joinstatic's out tuples of the pairs :meth:`matched` kept."""
+        assert self.plan.target is not None
+        outs = [self.plan.out(k) for k in kept]
+        return outs[0] if len(outs) == 1 else pa.Table.from_batches(
+            outs, self.plan.target).combine_chunks().to_batches()[0]
