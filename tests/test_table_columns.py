@@ -1,9 +1,9 @@
-"""select and joinstatic on Arrow columns (issue 30) give exactly what their row path gives.
+"""select, joinstatic and delete on Arrow columns (issue 30) give exactly what their row path gives.
 
 The oracle is the same box built with ``columnar=False`` (the row path,
 itself checked against a reference from the documented semantics in
-tests/test_table_operators.py), both boxes sharing one table's rows as a
-node's boxes share them.  Hypothesis draws the table's changes between
+tests/test_table_operators.py), each with a table receiving the same
+changes; after every batch both tables are the same (rows, order, version).  Hypothesis draws the table's changes between
 batches (so the table's batch is made again per version), batches of input
 tuples cut anywhere, as Arrow columns or as rows, with null values and zero
 divisors (a batch read by the row path), and a ``where`` with an equality
@@ -21,7 +21,7 @@ from boreas.catalog import Catalog, plan_submission, read_document
 from boreas.catalog.table_params import bind
 from boreas.catalog.validate import stream_schemas
 from boreas.m3.boxtype import box_types
-from boreas.node.operators.table import JoinStaticOperator, SelectOperator
+from boreas.node.operators.table import DeleteOperator, JoinStaticOperator, SelectOperator
 from boreas.node.operators.table_rows import KeyedRows
 from boreas.wire.columns import Columns, arrow_schema
 from hypothesis import HealthCheck, given, settings
@@ -54,6 +54,15 @@ def select_box(where: str | None, columns: str) -> str:
             f'<parameter name="pass-on-no-results" value="1"/></box>')
 
 
+def delete_box(where: str | None, deletions: bool, passed: bool) -> str:
+    sql = "delete from T" + (f" where {where}" if where else "")
+    outs = "".join(f'<out stream="{name}"/>' for name, on in (("Gone", deletions), ("DropIn", passed)) if on)
+    return (f'<box name="b" type="delete"><in stream="Read"/><access table="T"/>{outs}'
+            f'<parameter name="sql" value="{html.escape(sql)}"/>'
+            f'<parameter name="pass-deletions" value="{int(deletions)}"/>'
+            f'<parameter name="pass-input" value="{int(passed)}"/></box>')
+
+
 def joinstatic_box(predicate: str, outs: tuple[str, ...]) -> str:
     fields = "".join(f'<parameter name="out-field.{i}" value="{html.escape(e)}"/>'
                      f'<parameter name="out-field-name.{i}" value="o{i}"/>' for i, e in enumerate(outs))
@@ -62,18 +71,18 @@ def joinstatic_box(predicate: str, outs: tuple[str, ...]) -> str:
 
 
 def build(text: str):
-    """The box built columnar and on rows, sharing one table's rows."""
+    """The box built columnar and on rows, each with its table's rows (the same changes go to both)."""
     plan = plan_submission(Catalog(), [read_document(app(text), "app.xml")], box_types())
     assert not plan.problems, plan.problems
     schemas = stream_schemas(plan.catalog, box_types())
     box = bind(plan.catalog.boxes["b"], plan.catalog)
-    kind = SelectOperator if box.type == "select" else JoinStaticOperator
+    kind = {"select": SelectOperator, "joinstatic": JoinStaticOperator, "delete": DeleteOperator}[box.type]
     inputs, outputs = [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs]
     op, reference = kind(box, inputs, outputs), kind(box, inputs, outputs, columnar=False)
-    rows = KeyedRows(op.key_indexes)
+    rows, theirs = KeyedRows(op.key_indexes), KeyedRows(op.key_indexes)
     op.attach(rows)
-    reference.attach(rows)
-    return op, reference, rows, inputs[0]
+    reference.attach(theirs)
+    return op, reference, (rows, theirs), inputs[0]
 
 
 small = st.integers(-3, 3)
@@ -93,14 +102,16 @@ def apply(rows: KeyedRows, change: list) -> None:
             rows.remove(next(r for r in rows.rows() if r[0] == value))
 
 
-def run(op, reference, rows, schema, history) -> None:
+def run(op, reference, tables, schema, history) -> None:
     for change, tuples, as_rows in history:
-        apply(rows, change)
+        for rows in tables:
+            apply(rows, change)
         batch = Columns(pa.RecordBatch.from_pylist([dict(zip(("k", "v", "d"), t)) for t in tuples],
                                                    schema=arrow_schema(schema)))
         got = op.process(0, batch.rows() if as_rows else batch, 0.0)
         want = reference.process(0, batch.rows(), 0.0)
         assert normal(got) == normal(want)
+        assert tables[0].state() == tables[1].state()
 
 
 @settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -119,8 +130,17 @@ def test_joinstatic_on_columns_emits_what_the_row_path_emits(predicate, outs, hi
     run(op, reference, rows, schema, history)
 
 
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SELECT_WHERES + ON_ROWS["select"]), st.booleans(), st.booleans(), steps)
+def test_delete_on_columns_deletes_and_emits_what_the_row_path_does(where, deletions, passed, history):
+    """A row a tuple deletes matches no later tuple of the batch: each goes once, in the row path's order."""
+    op, reference, rows, schema = build(delete_box(where, deletions, passed))
+    assert op.columnar == (where not in ON_ROWS["select"]) and not reference.columnar
+    run(op, reference, rows, schema, history)
+
+
 def test_the_columnar_path_is_taken_and_emits_columns():
-    op, _, rows, schema = build(select_box("T.k == input.k or T.v == input.v", "*"))
+    op, _, (rows, _), schema = build(select_box("T.k == input.k or T.v == input.v", "*"))
     for row in [(1, 5, 0.5), (2, 6, 1.5), (3, 5, 2.5)]:
         rows.put(row)
     batch = pa.RecordBatch.from_pylist([{"k": 2, "v": 5, "d": 0.0}, {"k": 9, "v": 9, "d": 0.0}],
@@ -129,7 +149,7 @@ def test_the_columnar_path_is_taken_and_emits_columns():
     assert (found_port, missed_port) == (0, 1)
     assert isinstance(found, Columns) and found.rows() == [(1, 5, 0.5), (2, 6, 1.5), (3, 5, 2.5)]
     assert isinstance(missed, Columns) and missed.rows() == [(9, 9, 0.0)]
-    paired, _, rows, schema = build(joinstatic_box("right.k = left.k", ("left.d + right.w",)))
+    paired, _, (rows, _), schema = build(joinstatic_box("right.k = left.k", ("left.d + right.w",)))
     rows.put((1, 5, 0.5))
     assert paired.process(0, Columns(batch.slice(0, 1)), 0.0) == []  # no key 2 in the table
     rows.put((2, 7, 1.0))
@@ -139,8 +159,26 @@ def test_the_columnar_path_is_taken_and_emits_columns():
 
 def test_a_table_the_columns_cannot_hold_is_read_as_rows():
     """An int stored in a double field (as a restored table may hold it): that version is read on rows."""
-    op, reference, rows, schema = build(select_box("T.k == input.k", "*"))
-    rows.put((1, 5, 2))
+    op, reference, tables, schema = build(select_box("T.k == input.k", "*"))
+    for rows in tables:
+        rows.put((1, 5, 2))
     got = op.process(0, [(1, 0, 0.0)], 0.0)
     assert got == reference.process(0, [(1, 0, 0.0)], 0.0) == [(0, [(1, 5, 2)])]
     assert op.columnar
+
+
+def test_delete_on_columns_takes_rows_in_the_order_of_the_tuple_that_first_matches_them():
+    """Tuple (3) deletes row 3, then tuple (1) row 1, and (9) nothing: the deleted rows come in that order, not the
+    table's; a row two tuples match goes once."""
+    op, reference, tables, schema = build(delete_box("T.k == input.k or T.v > input.v", True, True))
+    for rows in tables:
+        for row in [(1, 1, 1.0), (3, 3, 3.0), (2, 2, 2.0)]:
+            rows.put(row)
+    batch = pa.RecordBatch.from_pylist([{"k": 3, "v": 9, "d": 0.0}, {"k": 1, "v": 9, "d": 0.0},
+                                        {"k": 3, "v": 9, "d": 0.0}, {"k": 9, "v": 1, "d": 0.0}],
+                                       schema=arrow_schema(schema))
+    got = op.process(0, Columns(batch), 0.0)
+    assert got[0][0] == 0 and isinstance(got[0][1], Columns)
+    assert normal(got) == normal(reference.process(0, Columns(batch).rows(), 0.0)) == normal([
+        (0, [(3, 3, 3.0), (1, 1, 1.0), (2, 2, 2.0)]), (1, Columns(batch).rows())])
+    assert tables[0].state() == tables[1].state() and tables[0].rows() == []

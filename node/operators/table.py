@@ -198,18 +198,61 @@ class UpdateOperator(TableOperator):
 
 
 class DeleteOperator(TableOperator):
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    takes_columns = True  # a batch of Arrow columns is read on columns where the where translates (.table_columns)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference)."""
+        super().__init__(box, inputs, outputs)
+        self.columns = (TableColumns.make(inputs[0], self.table.schema, ("input", self.sql.table), self.sql.where)
+                        if columnar else None)
+        if self.columns is not None and self.flags["pass-deletions"]:
+            self._target = arrow_schema(outputs[0])
+            if [f.type for f in self._target] != [f.type for f in self.columns.table]:
+                self.columns = None
+
+    @property
+    def columnar(self) -> bool:
+        return self.columns is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        batch = self.column_batch(rows, self.columns)
+        deleted: list[tuple] | Columns | None = None
+        if batch is not None:
+            try:
+                deleted = self._on_columns(rows, batch)
+            except (Fallback, Unfit):  # this batch (or this version of the table) is read as rows
+                pass
+        if deleted is None:
+            deleted = self._on_rows(as_rows(rows))
+        out: Emitted = []
+        if self.flags["pass-deletions"] and deleted:
+            out.append((0, deleted))
+        if self.flags["pass-input"] and rows:
+            out.append((1 if self.flags["pass-deletions"] else 0, rows if isinstance(rows, Columns) else list(rows)))
+        return out
+
+    def _on_columns(self, rows: list[tuple] | Columns, batch: pa.RecordBatch) -> list[tuple] | Columns:
+        columns = self.columns
+        assert columns is not None
+        table = columns.rows_batch(self.rows)
+        gone = columns.first_matches(batch, table)
+        if not len(gone):
+            return []
+        held = self.rows.rows()
+        deleted = [held[j] for j in gone.tolist()]
+        for row in deleted:
+            self.rows.remove(row)
+        if not self.flags["pass-deletions"] or not isinstance(rows, Columns):
+            return deleted
+        return Columns(pa.RecordBatch.from_arrays(table.take(pa.array(gone)).columns, schema=self._target))
+
+    def _on_rows(self, rows: list[tuple]) -> list[tuple]:
         deleted: list[tuple] = []
         for tuple_in in rows:
             for row in self.matches(tuple_in):
                 self.rows.remove(row)
                 deleted.append(row)
-        out: Emitted = []
-        if self.flags["pass-deletions"] and deleted:
-            out.append((0, deleted))
-        if self.flags["pass-input"] and rows:
-            out.append((1 if self.flags["pass-deletions"] else 0, list(rows)))
-        return out
+        return deleted
 
 
 class SelectOperator(TableOperator):

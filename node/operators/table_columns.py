@@ -11,6 +11,10 @@ with the predicate and out fields evaluated by ``join``'s pair translation
 (:class:`~.join_columns.PairPlan`, over ``input.x``/``T.y`` for a select,
 ``left.x``/``right.y`` for a joinstatic).
 
+A ``delete`` reads a batch so too (:meth:`TableColumns.first_matches`):
+it only removes rows, so the rows a tuple deletes are those it matches
+that no earlier tuple of the batch matched.
+
 The table's rows are made a batch once per version of the table
 (:attr:`~.table_rows.KeyedRows.version` counts every change), so a stream
 of reads between two writes converts the table once.
@@ -70,17 +74,32 @@ class TableColumns:
     def matched(self, batch: pa.RecordBatch, table: pa.RecordBatch) -> tuple[list[pa.RecordBatch], np.ndarray]:
         """The pairs the predicate holds for (batches of the input's then the row's columns, in output order),
         and how many rows each input tuple matched; :class:`~.arrow_exprs.Fallback` as the plan raises it."""
-        n, m = batch.num_rows, table.num_rows
-        counts = np.zeros(n, dtype=np.int64)
+        counts = np.zeros(batch.num_rows, dtype=np.int64)
         kept_batches = []
+        for kept, i, _ in self.held(batch, table):
+            kept_batches.append(kept)
+            counts += np.bincount(i, minlength=batch.num_rows)
+        return kept_batches, counts
+
+    def held(self, batch: pa.RecordBatch,
+             table: pa.RecordBatch) -> Iterator[tuple[pa.RecordBatch, np.ndarray, np.ndarray]]:
+        """Block by block, the pairs the predicate holds for: as a batch, and their input and table rows."""
         for i, j in self._candidates(batch, table):
             if not len(i):
                 continue
             kept, which = self.plan.held(batch, table, i, j)
             if kept.num_rows:
-                kept_batches.append(kept)
-                counts += np.bincount(i[which], minlength=n)
-        return kept_batches, counts
+                yield kept, i[which], j[which]
+
+    def first_matches(self, batch: pa.RecordBatch, table: pa.RecordBatch) -> np.ndarray:
+        """The table rows some input tuple matches, each once, ordered by the first tuple that matches it, then
+        table order: what a ``delete`` takes, tuple after tuple (a row gone matches no later tuple)."""
+        found = [(i, j) for _, i, j in self.held(batch, table)]
+        if not found:
+            return np.zeros(0, dtype=np.int64)
+        i, j = np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+        rows, first = np.unique(j, return_index=True)  # pairs come by input tuple: the first is the earliest
+        return rows[np.lexsort((rows, i[first]))]
 
     def _candidates(self, batch: pa.RecordBatch, table: pa.RecordBatch) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         keys = self.plan.keys
