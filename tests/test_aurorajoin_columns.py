@@ -129,6 +129,17 @@ def test_the_vectorised_trim_cuts_where_the_row_loop_cuts(arriving, buffered, si
     assert (np.diff(got) >= 0).all()
 
 
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.sampled_from([None, 4e15, 4e15 - 0.5, 4e15 - 1.0, 4e15 + 0.5]), min_size=1, max_size=6),
+       st.lists(st.sampled_from([None, 4e15 - 1.5, 4e15 - 1.0, 4e15 - 0.5, 4e15]), max_size=6),
+       st.sampled_from([0.3, 0.5, 0.7, 1.2]))
+def test_the_vectorised_trim_is_exact_where_a_double_rounds(arriving, buffered, size):
+    """Near 2**52 a double's step is 0.5: ``b >= M - size`` (the guess) and the row path's ``not M - b > size``
+    part, and the guess is corrected."""
+    got = value_cuts(pa.array(arriving, pa.float64()), pa.array(buffered, pa.float64()), size)
+    assert got is not None and got.tolist() == cuts_by_rows(arriving, buffered, size).tolist()
+
+
 def test_the_columnar_path_is_taken_and_emits_columns():
     """A batch of columns on a translatable box is joined on columns (Columns out, no row path probe)."""
     schema = RIGHTS["long"]

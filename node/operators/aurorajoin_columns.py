@@ -16,8 +16,9 @@ the whole batch:
   cut before the first one).  That is the first buffered tuple that is not
   null and not too old for ``M_i``; as "too old" only grows with the
   buffered value's age, it is the first place where the buffer's running
-  maximum is not too old, which a vectorised binary search finds for every
-  tuple at once (:func:`value_cuts`).  Values with a nan or an infinity, or
+  maximum is not too old: ``searchsorted`` over that running maximum finds
+  it for every tuple at once, checked with the row path's own comparison
+  (a binary search for any that rounding put off: :func:`value_cuts`).  Values with a nan or an infinity, or
   ints a double does not hold with room for their differences, are cut by
   the row path's loop over the order values alone (:func:`cuts_by_rows`);
 * **the pairs are a nested-loop join on ever-shorter suffixes**: tuple i
@@ -118,14 +119,34 @@ def value_cuts(arriving: pa.Array, buffered: pa.Array, size: float) -> np.ndarra
     n, m = len(new), len(old)
     running = np.maximum.accumulate(new) if n else new  # -inf until the first non-null value
     reach = np.maximum.accumulate(old) if m else old
-    lo, hi = np.zeros(n, dtype=np.int64), np.full(n, m, dtype=np.int64)
-    while (lo < hi).any():  # first k with `not running - reach[k] > size` (monotone in k): a binary search each
+    with np.errstate(invalid="ignore"):  # -inf - -inf before the first value: its cut is 0 below
+        cuts = np.searchsorted(reach, running - size, side="left")  # a guess: rounding may put it off
+        if m:
+            exact = _fits(running, reach, cuts, size) & ~_fits(running, reach, cuts - 1, size)
+            if not exact.all():
+                cuts[~exact] = _search(running[~exact], reach, size)
+    return np.where(running == -np.inf, 0, cuts)
+
+
+def _fits(running: np.ndarray, reach: np.ndarray, k: np.ndarray, size: float) -> np.ndarray:
+    """Whether the buffer's running maximum at ``k`` is not too old for ``running`` (k < 0: False, k = m: True,
+    as the first k that fits is asked for)."""
+    m = len(reach)
+    inside = (k >= 0) & (k < m)
+    fits = ~(running - reach[np.clip(k, 0, m - 1)] > size)
+    return np.where(inside, fits, k >= m)
+
+
+def _search(running: np.ndarray, reach: np.ndarray, size: float) -> np.ndarray:
+    """The first k where ``not running - reach[k] > size`` (monotone in k), by a binary search for each."""
+    m = len(reach)
+    lo, hi = np.zeros(len(running), dtype=np.int64), np.full(len(running), m, dtype=np.int64)
+    while (lo < hi).any():
         mid = (lo + hi) // 2
-        with np.errstate(invalid="ignore"):  # -inf - -inf before the first value: its cut is 0 below
-            fits = ~(running - reach[np.minimum(mid, m - 1)] > size) & (mid < m)
+        fits = _fits(running, reach, mid, size)
         hi = np.where((lo < hi) & fits, mid, hi)
         lo = np.where((lo < hi) & ~fits, mid + 1, lo)
-    return np.where(running == -np.inf, 0, lo)
+    return lo
 
 
 def cuts_by_rows(arriving: list, buffered: list, size: float) -> np.ndarray:
