@@ -101,8 +101,12 @@ def _floats(column: pa.Array) -> np.ndarray | None:
     (finite values; ints under :data:`EXACT`); None otherwise."""
     if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
         return None
-    values = column.to_numpy(zero_copy_only=False).astype(np.float64) if not column.null_count else np.array(
-        [np.nan if v is None else v for v in column.to_pylist()], dtype=np.float64)
+    if not column.null_count:
+        values = column.to_numpy(zero_copy_only=False).astype(np.float64)
+        if len(values) and (not np.isfinite(values).all() or np.abs(values).max() >= EXACT):
+            return None
+        return values
+    values = column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
     valid = np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     present = values[valid]
     if not np.isfinite(present).all() or (len(present) and np.abs(present).max() >= EXACT):
