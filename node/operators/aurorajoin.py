@@ -138,6 +138,8 @@ class AuroraJoinOperator(Operator):
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
         if port not in (0, 1):
             raise self.error(f"has no in port {port}")
+        if isinstance(rows, Columns) and rows.weights is not None:  # the catalog refuses this (changelog.py)
+            raise self.error("cannot read a changelog: a windowed join cannot apply a retraction")
         columns = self.columns
         if columns is not None:
             batch = conformed(rows.batch, columns.schemas[port]) if isinstance(rows, Columns) else None
