@@ -19,10 +19,12 @@ the one taken, and the trims' two ways agree.
 from __future__ import annotations
 
 import msgspec
+import pytest
 import numpy as np
 import pyarrow as pa
 from boreas.catalog.boxtypes import builtin_registry
 from boreas.catalog.model import Box, Field, FieldType, InPort, Schema
+from boreas.node.operators import OperatorError
 from boreas.node.operators.aurorajoin import AuroraJoinOperator
 from boreas.node.operators.aurorajoin_columns import cuts_by_rows, value_cuts
 from boreas.wire.columns import Columns, arrow_schema
@@ -166,3 +168,12 @@ def test_rows_the_columns_cannot_hold_move_the_box_to_its_row_path_with_its_buff
     assert op.process(1, [(1, 2, 3)], 0.0) == [(0, [(1, 1, 2.0, 1, 2, 3)])]
     assert not op.columnar
     assert op.process(0, [(1, 3, 4.0)], 0.0) == [(0, [(1, 3, 4.0, 1, 2, 3)])]
+
+
+def test_a_changelog_batch_is_refused_as_join_refuses_it():
+    """The catalog refuses a changelog into an aurorajoin; a weighted batch reaching one anyway is an error, not
+    joined as if every row were +1."""
+    op = build(box_params("left.k = right.k", (), [("TUPLES", 5), ("TUPLES", 5)]), RIGHTS["long"])
+    batch = pa.RecordBatch.from_pylist([{"k": 1, "t": 1, "v": 0.0}], schema=arrow_schema(L))
+    with pytest.raises(OperatorError, match="cannot read a changelog"):
+        op.process(0, Columns(batch, weights=pa.array([-1], pa.int64())), 0.0)
