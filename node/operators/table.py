@@ -24,12 +24,12 @@ State (``state()``/``restore()``): the table's rows and version, in every
 one of its boxes' state (node/operators/table_rows.py says why that
 restores and moves the table once).
 
-``select`` and ``joinstatic`` change no row while they read a batch, so
-they read it on Arrow columns where their ``where``/``predicate`` and out
-fields translate (:mod:`.table_columns`: a nested-loop join of the batch
-with the table's rows), else, and for a batch the columns cannot treat
-exactly, a tuple at a time; insert, update and delete stay a tuple at a
-time (docs/operators.md says why).
+``select``, ``joinstatic`` and ``delete`` read a batch of Arrow columns
+as a nested-loop join of the batch with the table's rows, ``insert``
+evaluates its values on it (:mod:`.table_columns`), where their
+expressions translate exactly; else, and for a batch the columns cannot
+treat exactly, a tuple at a time.  ``update`` stays a tuple at a time
+(docs/operators.md says why).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from .arrow_nodes import Fallback
 from .base import Emitted, Operator, OperatorError, field_caster
 from .join import conformed
 from .join_buffer import Unfit, rows_batch
-from .table_columns import TableColumns
+from .table_columns import InsertValues, TableColumns
 from .table_rows import KeyedRows
 
 Pair = Callable[[tuple, tuple], Any]
@@ -133,7 +133,8 @@ class TableOperator(Operator):
     def state_entries(self) -> int:
         return len(self.rows)
 
-    def column_batch(self, rows: list[tuple] | Columns, columns: TableColumns | None) -> pa.RecordBatch | None:
+    def column_batch(self, rows: list[tuple] | Columns,
+                     columns: TableColumns | InsertValues | None) -> pa.RecordBatch | None:
         """A batch as the columnar path reads it, or None when it is read as rows (no columnar path, or rows
         the columns cannot hold as they are)."""
         if isinstance(rows, Columns) and rows.weights is not None:  # the catalog refuses this
@@ -169,14 +170,33 @@ def _cast(caster: Callable[[Any], Any], value: Any) -> Any:
 
 
 class InsertOperator(TableOperator):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # a batch of Arrow columns has its values evaluated on columns (.table_columns)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference)."""
         super().__init__(box, inputs, outputs)
         self._values = self.values(list(enumerate(self.sql.values)))
+        self.columns = InsertValues.make(inputs[0], self.table.schema, self.sql.values) if columnar else None
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
-        for tuple_in in rows:
-            self.rows.put(tuple(_cast(cast, value(tuple_in)) for _, value, cast in self._values))
-        return [(0, list(rows))] if self.flags["pass-input"] and rows else []
+    @property
+    def columnar(self) -> bool:
+        return self.columns is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        made = None
+        batch = self.column_batch(rows, self.columns)
+        if batch is not None:
+            try:
+                made = self.columns.rows(batch)  # type: ignore[union-attr]
+            except Fallback:  # this batch is read as rows
+                pass
+        if made is None:
+            made = [tuple(_cast(cast, value(tuple_in)) for _, value, cast in self._values) for tuple_in in as_rows(rows)]
+        for row in made:
+            self.rows.put(row)
+        if not (self.flags["pass-input"] and rows):
+            return []
+        return [(0, rows if isinstance(rows, Columns) else list(rows))]
 
 
 class UpdateOperator(TableOperator):

@@ -15,6 +15,12 @@ A ``delete`` reads a batch so too (:meth:`TableColumns.first_matches`):
 it only removes rows, so the rows a tuple deletes are those it matches
 that no earlier tuple of the batch matched.
 
+An ``insert`` evaluates its values on the batch's columns
+(:class:`InsertValues`) and puts the rows they make in order, as the row
+path does; only where each value is already of its field's kind and the
+field an int, double or string column (the row path's ``int()`` or
+``float()`` then changes nothing).
+
 The table's rows are made a batch once per version of the table
 (:attr:`~.table_rows.KeyedRows.version` counts every change), so a stream
 of reads between two writes converts the table once.
@@ -34,10 +40,13 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
+from boreas.catalog.expressions import infer_type, parse_expression
 from boreas.catalog.model import Schema
+from boreas.node.compile import kind_of
 from boreas.wire.columns import arrow_schema
 from boreas.wire.row_errors import SchemaMismatch
 
+from . import arrow_exprs
 from .join_buffer import rows_batch
 from .join_columns import PairPlan, PairTranslator, equal_pairs, suffix_pairs
 from .table_rows import KeyedRows
@@ -114,3 +123,38 @@ class TableColumns:
         outs = [self.plan.out(k) for k in kept]
         return outs[0] if len(outs) == 1 else pa.Table.from_batches(
             outs, self.plan.target).combine_chunks().to_batches()[0]
+
+
+class InsertValues:
+    """An ``insert``'s values, one per table field, evaluated on a batch of input tuples (the module docstring)."""
+
+    def __init__(self, inputs: pa.Schema, values: list) -> None:
+        self.inputs = inputs
+        self.values = values
+
+    @classmethod
+    def make(cls, inputs: Schema, table: Schema, texts: tuple[str, ...]) -> "InsertValues | None":
+        """The columnar values of an insert into ``table``, or None when one has no exact translation (rows)."""
+        try:
+            arrow = arrow_schema(table)
+            schema = arrow_schema(inputs)
+        except SchemaMismatch:
+            return None
+        translator = arrow_exprs.Translator(inputs)
+        values = []
+        for text, field, column in zip(texts, table.fields, arrow):
+            if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
+                    or pa.types.is_string(column.type)):
+                return None
+            try:
+                if kind_of(infer_type(parse_expression(text), translator.scope)) != kind_of(field.type):
+                    return None
+                values.append(translator.value(text, field.type))
+            except (arrow_exprs.Unsupported, ValueError):
+                return None
+        return cls(schema, values)
+
+    def rows(self, batch: pa.RecordBatch) -> list[tuple]:
+        """The table rows ``batch`` makes, in order; :class:`~.arrow_exprs.Fallback` as the translation raises it."""
+        columns = [value(batch).to_pylist() for value in self.values]
+        return list(zip(*columns))
