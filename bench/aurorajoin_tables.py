@@ -18,6 +18,7 @@ Boxes (in process, no node, no sockets):
   ``--table`` rows, ``pass-on-no-results`` (half the keys miss);
 * **joinstatic**: ``right.k = left.k``, out ``left.v + right.w``, the same
   table and inputs;
+* **insert**: ``insert into T values (k, v * 2, 0.5)`` (keys 0..2 * table: half replace a row, half are new);
 * **select, no equality**: ``where T.v < input.v`` (a nested loop over the
   whole table: every tuple meets ``--table`` rows), on a tenth of the
   tuples.
@@ -27,7 +28,7 @@ best of ``--repeat`` rounds, each round with fresh ``Columns`` (no cached
 rows), and which path the box took.
 
 Usage: ``python bench/aurorajoin_tables.py [--tuples 200000] [--batch 1000] [--repeat 3] [--table 1000]
-[--window 1000] [--symbols 200] [--only aurorajoin select joinstatic]``
+[--window 1000] [--symbols 200] [--only aurorajoin select joinstatic insert]``
 """
 
 from __future__ import annotations
@@ -69,7 +70,10 @@ def aurorajoin(window: int):
 def table_operator(kind: str, text: str, table: int):
     """A ``select`` (``text``: its sql) or ``joinstatic`` (``text``: its predicate) over table T, keys 0..table-1,
     built as a node builds it (the catalog binds the box to its table)."""
-    if kind == "select":
+    if kind == "insert":
+        box = (f'<box name="b" type="insert"><in stream="Ask"/><access table="T"/>'
+               f'<parameter name="sql" value="{html.escape(text)}"/></box>')
+    elif kind == "select":
         box = (f'<box name="b" type="select"><in stream="Ask"/><access table="T"/><out stream="F"/><out stream="M"/>'
                f'<parameter name="sql" value="{html.escape(text)}"/><parameter name="pass-on-no-results" value="1"/>'
                f'</box>')
@@ -138,6 +142,8 @@ def main() -> None:
         ("select k=k", lambda: table_operator("select", "select * from T where T.k == input.k", args.table),
          ask_events(args.tuples, args.batch, args.table)),
         ("joinstatic k=k", lambda: table_operator("joinstatic", "right.k = left.k", args.table),
+         ask_events(args.tuples, args.batch, args.table)),
+        ("insert", lambda: table_operator("insert", "insert into T values (k, v * 2, 0.5)", args.table),
          ask_events(args.tuples, args.batch, args.table)),
         ("select v<v", lambda: table_operator("select", "select * from T where T.v < input.v", args.table),
          ask_events(args.tuples // 10, args.batch, args.table)),
