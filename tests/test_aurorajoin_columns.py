@@ -177,3 +177,22 @@ def test_a_changelog_batch_is_refused_as_join_refuses_it():
     batch = pa.RecordBatch.from_pylist([{"k": 1, "t": 1, "v": 0.0}], schema=arrow_schema(L))
     with pytest.raises(OperatorError, match="cannot read a changelog"):
         op.process(0, Columns(batch, weights=pa.array([-1], pa.int64())), 0.0)
+
+
+def test_equal_keys_are_probed_only_past_the_first_cut(monkeypatch):
+    """The other side's buffer may hold far more than its window (it is trimmed only when this side receives):
+    equal keys are paired against the buffer past the batch's first cut, not all of it (all of it took memory as
+    batch x buffer: 258 MB for 40 tuples against 200,000 buffered)."""
+    from boreas.node.operators import aurorajoin_columns
+
+    seen = []
+    real = aurorajoin_columns.equal_pairs
+    monkeypatch.setattr(aurorajoin_columns, "equal_pairs", lambda new, old: (seen.append(len(old)), real(new, old))[1])
+    schema = RIGHTS["long"]
+    op, reference = (build(box_params("left.k = right.k", (), [("TUPLES", 5), ("TUPLES", 5)]), schema, columnar=c)
+                     for c in (True, False))
+    rights = pa.RecordBatch.from_pylist([{"k": 1, "t": t, "w": 0.0} for t in range(2000)], schema=arrow_schema(schema))
+    lefts = pa.RecordBatch.from_pylist([{"k": 1, "t": t, "v": 0.0} for t in range(3)], schema=arrow_schema(L))
+    for port, batch in ((1, rights), (0, lefts)):
+        assert normal(op.process(port, Columns(batch), 0.0)) == normal(reference.process(port, Columns(batch).rows(), 0.0))
+    assert seen == [5]

@@ -204,3 +204,28 @@ def test_delete_on_columns_takes_rows_in_the_order_of_the_tuple_that_first_match
     assert normal(got) == normal(reference.process(0, Columns(batch).rows(), 0.0)) == normal([
         (0, [(3, 3, 3.0), (1, 1, 1.0), (2, 2, 2.0)]), (1, Columns(batch).rows())])
     assert tables[0].state() == tables[1].state() and tables[0].rows() == []
+
+
+def test_a_table_named_input_stays_on_rows():
+    """A table named ``input``, the input tuple's own qualifier: ``input.v`` is the input's (the row path's scope);
+    the columns' pair translation would have one side for both, so such boxes read rows (they crashed when built)."""
+    for text in (select_box("input.v > 1", "*"), delete_box("input.v > 1", True, True)):
+        renamed = text.replace('table="T"', 'table="input"').replace("from T", "from input")
+        plan = plan_submission(Catalog(), [read_document(app(renamed).replace('<table name="T"', '<table name="input"'),
+                                                         "app.xml")], box_types())
+        assert not plan.problems, plan.problems
+        schemas = stream_schemas(plan.catalog, box_types())
+        box = bind(plan.catalog.boxes["b"], plan.catalog)
+        kind = SelectOperator if box.type == "select" else DeleteOperator
+        inputs, outputs = [schemas[p.stream] for p in box.inputs], [schemas[s] for s in box.outputs]
+        op, reference = kind(box, inputs, outputs), kind(box, inputs, outputs, columnar=False)
+        tables = KeyedRows(op.key_indexes), KeyedRows(op.key_indexes)
+        op.attach(tables[0])
+        reference.attach(tables[1])
+        assert not op.columnar
+        for rows in tables:
+            for row in [(1, 0, 1.0), (2, 5, 2.0)]:
+                rows.put(row)
+        batch = Columns(pa.RecordBatch.from_pylist([{"k": 1, "v": 0, "d": 0.0}, {"k": 2, "v": 3, "d": 0.0}],
+                                                   schema=arrow_schema(inputs[0])))
+        assert normal(op.process(0, batch, 0.0)) == normal(reference.process(0, batch.rows(), 0.0))

@@ -211,7 +211,10 @@ class AuroraColumns:
                cuts: np.ndarray) -> pa.RecordBatch | list[tuple]:
         plan = self.plan
         if plan.keys is not None:
-            i, j = equal_pairs(batch.column(plan.keys[port]), buffered.column(plan.keys[1 - port]))
+            # (only the buffer past the first cut: cuts never fall, and the buffer may hold far more than a window)
+            first = int(cuts[0]) if len(cuts) else 0
+            i, j = equal_pairs(batch.column(plan.keys[port]), buffered.column(plan.keys[1 - port]).slice(first))
+            j = j + first
             inside = j >= cuts[i]
             blocks: Iterator[tuple[np.ndarray, np.ndarray]] = iter([(i[inside], j[inside])])
         else:

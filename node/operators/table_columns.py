@@ -64,7 +64,10 @@ class TableColumns:
     @classmethod
     def make(cls, inputs: Schema, table: Schema, qualifiers: tuple[str, str], where: str | None,
              out_fields: tuple[str, ...] = (), output: Schema | None = None) -> "TableColumns | None":
-        """The columnar path of a box reading ``table`` for each tuple of ``inputs``, or None (rows)."""
+        """The columnar path of a box reading ``table`` for each tuple of ``inputs``, or None (rows: also when the
+        table is named as the input's qualifier, ``input``, which the row path's scope reads as the input tuple)."""
+        if qualifiers[0].lower() == qualifiers[1].lower():
+            return None
         try:
             schemas = arrow_schema(inputs), arrow_schema(table)
         except SchemaMismatch:
