@@ -46,6 +46,7 @@ IN_PROCESS = (
     "test_publisher_rows_arrow.py",          # row publishers through in-process Head and nodes: refusals, resumes
     "test_fault_boxes_node.py", "test_fault_boxes_catalog.py",  # ... in a dataflow driven by hand, at submission
     "test_aurorajoin_operator.py",           # Borealis's older join fed by hand
+    "test_aurorajoin_columns.py",            # ... on columns against its row path, fed by hand
     "test_shedding_columns.py",              # delay, random_drop, window_drop on columns against their rows, by hand
     "test_shedding_node.py",                 # ... and in a dataflow driven by hand
     "m3/",                                   # the M3 compiler and runtimes against DuckDB
@@ -120,6 +121,7 @@ IN_PROCESS = (
     "test_changelog_applied.py",             # aggregate and m3 applying weights by hand, against DuckDB
     "test_revision_operators.py", "test_revision_catalog.py",  # revision boxes fed by hand; their validation
     "test_revision_node.py",                 # revision boxes in a Dataflow fed by hand, a snapshot restored
+    "test_table_columns.py",                 # select and joinstatic on columns against their rows, by hand
     "test_table_operators.py", "test_table_catalog.py",  # table boxes fed by hand; their validation
     "test_table_node.py",                    # table boxes in a Dataflow: shared rows, a snapshot, a move
     "test_changelog_node.py",                # a node refuses a publisher's weights; a moved box keeps them, in process

@@ -20,72 +20,169 @@ arriving tuple's bytes (the same offset in the other schema); Boreas reads
 the arriving tuple's own ``*-order-on-field``, which is what that offset
 holds when the two schemas agree (catalog: a ``VALUES`` side needs both
 order fields).  ``timeout`` is refused (not built).  State: both buffers.
+
+Two paths, one semantics, as ``join``'s: a batch at a time on Arrow columns
+(:mod:`.aurorajoin_columns`) where the predicate and out fields translate
+exactly (``join``'s pair translation, :class:`~.join_columns.PairPlan`),
+else a tuple at a time (:class:`AuroraRows`, the reference).  Rows arriving
+at a columnar aurorajoin are made columns and its out tuples rows again; a
+batch of rows the columns cannot hold as they are (an int in a double
+field) hands the buffers to the row path for good, through ``state()``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from typing import Any
 
 from boreas.catalog.model import Box, Schema
+from boreas.wire.columns import Columns, arrow_schema, as_rows
+from boreas.wire.row_errors import SchemaMismatch
 
+from .aurorajoin_columns import AuroraColumns
 from .base import Emitted, Operator
-from .join_rows import JoinSpec, compile_probes
+from .join import conformed
+from .join_buffer import Unfit, rows_batch
+from .join_columns import PairPlan, PairTranslator
+from .join_rows import JoinSpec, Probe, compile_probes
+
+log = logging.getLogger(__name__)
 
 SIDES = ("left", "right")
+
+
+class AuroraRows:
+    """The row path: both buffers as tuples, a tuple at a time (the module docstring)."""
+
+    def __init__(self, probes: list[Probe], sizes: tuple[float, float], by_values: list[bool],
+                 orders: list[int | None]) -> None:
+        self.probes = probes
+        self.sizes = sizes
+        self.by_values = by_values
+        self.orders = orders
+        self.buffers: list[deque[tuple]] = [deque(), deque()]
+
+    def process(self, port: int, rows: list[tuple]) -> list[tuple]:
+        out: list[tuple] = []
+        own, other = self.buffers[port], self.buffers[1 - port]
+        side = 1 - port
+        probe = self.probes[port]
+        for row in rows:
+            row = tuple(row)
+            own.append(row)
+            if self.by_values[side]:
+                self._trim_values(other, side, row[self.orders[port]])  # type: ignore[index]
+            else:
+                while len(other) > int(self.sizes[side]):
+                    other.popleft()
+            probe(row, other, out.append)
+        return out
+
+    def _trim_values(self, buffer: deque, side: int, value: Any) -> None:
+        if value is None:  # an arriving null order value says nothing of age: nothing is trimmed
+            return
+        at = self.orders[side]
+        while buffer:
+            oldest = buffer[0][at]
+            if oldest is not None and not value - oldest > self.sizes[side]:
+                return
+            buffer.popleft()  # too old, or a null order value, which cannot be placed
+
+    def entries(self) -> int:
+        return len(self.buffers[0]) + len(self.buffers[1])
+
+    def state(self) -> dict[str, Any]:
+        return {"buffers": [[list(r) for r in b] for b in self.buffers]}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.buffers = [deque(tuple(r) for r in b) for b in state["buffers"]]
 
 
 class AuroraJoinOperator(Operator):
     """Two buffers of tuples; each arriving tuple trims the other side's, then probes it."""
 
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # Arrow batches are joined as columns where the box's shape allows (.aurorajoin_columns)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference; bench/aurorajoin_tables.py)."""
         super().__init__(box, inputs, outputs)
         self.check_outputs()
         if box.param("timeout") is not None:
             raise self.param_error("timeout", "not supported for an aurorajoin yet")
-        self._sizes = (float(self.number("down-size", low=0, required=True)),  # type: ignore[arg-type]
-                       float(self.number("up-size", low=0, required=True)))  # type: ignore[arg-type]
-        self._by_values = [self.choice(f"{side}-order-by", ("VALUES", "TUPLES"), "TUPLES") == "VALUES"
-                           for side in SIDES]
-        self._orders: list[int | None] = [
+        sizes = (float(self.number("down-size", low=0, required=True)),  # type: ignore[arg-type]
+                 float(self.number("up-size", low=0, required=True)))  # type: ignore[arg-type]
+        by_values = [self.choice(f"{side}-order-by", ("VALUES", "TUPLES"), "TUPLES") == "VALUES" for side in SIDES]
+        orders: list[int | None] = [
             self.field_index(schema, box.param(f"{side}-order-on-field") or "", f"{side}-order-on-field")
-            if any(self._by_values) else None for side, schema in zip(SIDES, inputs)]
-        spec = JoinSpec(box.param("predicate") or "", tuple(self.indexed("out-field")), self._sizes,
-                        (self._orders[0], self._orders[1]), None)
-        self._probes = compile_probes(box, inputs, spec)
-        self._buffers: list[deque[tuple]] = [deque(), deque()]
+            if any(by_values) else None for side, schema in zip(SIDES, inputs)]
+        spec = JoinSpec(box.param("predicate") or "", tuple(self.indexed("out-field")), sizes,
+                        (orders[0], orders[1]), None)
+        probes = compile_probes(box, inputs, spec)
+        self.rows = AuroraRows(probes, sizes, by_values, orders)
+        self.columns: AuroraColumns | None = None
+        if columnar:
+            plan = PairPlan.make(PairTranslator(inputs[0], inputs[1]), spec.predicate, spec.out_fields, outputs[0])
+            try:
+                schemas = [arrow_schema(s) for s in inputs]
+            except SchemaMismatch:
+                plan = None
+            if plan is not None:
+                self.columns = AuroraColumns(schemas, plan, probes, sizes, by_values, orders)
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
-        out: list[tuple] = []
-        own, other = self._buffers[port], self._buffers[1 - port]
-        side = 1 - port
-        probe = self._probes[port]
-        for row in rows:
-            row = tuple(row)
-            own.append(row)
-            if self._by_values[side]:
-                self._trim_values(other, side, row[self._orders[port]])  # type: ignore[index]
+    @property
+    def columnar(self) -> bool:
+        """Whether batches are joined on columns (the predicate and out fields translate, no row batch misfit)."""
+        return self.columns is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        if port not in (0, 1):
+            raise self.error(f"has no in port {port}")
+        if isinstance(rows, Columns) and rows.weights is not None:  # the catalog refuses this (changelog.py)
+            raise self.error("cannot read a changelog: a windowed join cannot apply a retraction")
+        columns = self.columns
+        if columns is not None:
+            batch = conformed(rows.batch, columns.schemas[port]) if isinstance(rows, Columns) else None
+            if batch is not None:
+                out = columns.process(port, batch)
+                if isinstance(out, list):
+                    return [(0, out)] if out else []
+                return [(0, Columns(out))] if out.num_rows else []
+            try:
+                batch = rows_batch(as_rows(rows), columns.schemas[port])
+            except Unfit as exc:
+                self._to_rows(str(exc))
             else:
-                while len(other) > int(self._sizes[side]):
-                    other.popleft()
-            probe(row, other, out.append)
+                out = columns.process(port, batch)
+                if not isinstance(out, list):
+                    out = Columns(out).rows()
+                return [(0, out)] if out else []
+        out = self.rows.process(port, as_rows(rows))
         return [(0, out)] if out else []
 
-    def _trim_values(self, buffer: deque, side: int, value: Any) -> None:
-        if value is None:  # an arriving null order value says nothing of age: nothing is trimmed
-            return
-        at = self._orders[side]
-        while buffer:
-            oldest = buffer[0][at]
-            if oldest is not None and not value - oldest > self._sizes[side]:
-                return
-            buffer.popleft()  # too old, or a null order value, which cannot be placed
+    def _to_rows(self, why: str) -> None:
+        """Rows the columns cannot hold came: the buffers go to the row path, for good."""
+        assert self.columns is not None
+        log.info("aurorajoin box %r: %s; joining on rows from now on", self.box.name, why)
+        self.rows.restore(self.columns.state())
+        self.columns = None
+
+    def _engine(self) -> AuroraColumns | AuroraRows:
+        return self.columns if self.columns is not None else self.rows
 
     def state_entries(self) -> int:
-        return len(self._buffers[0]) + len(self._buffers[1])
+        return self._engine().entries()
 
     def state(self) -> dict[str, Any]:
-        return {"buffers": [[list(r) for r in b] for b in self._buffers]}
+        return self._engine().state()
 
     def restore(self, state: dict[str, Any], now: float | None = None) -> None:
-        self._buffers = [deque(tuple(r) for r in b) for b in state["buffers"]]
+        if self.columns is not None:
+            try:
+                self.columns.restore(state)
+                return
+            except Unfit as exc:
+                log.info("aurorajoin box %r: restored rows do not fit its columns (%s); joining on rows",
+                         self.box.name, exc)
+                self.columns = None
+        self.rows.restore(state)

@@ -110,7 +110,7 @@ class JoinOperator(Timed):
             raise self.error("cannot read a changelog: a windowed join cannot apply a retraction")
         columns = self.columns
         if columns is not None:
-            batch = _conformed(rows.batch, columns.schemas[port]) if isinstance(rows, Columns) else None
+            batch = conformed(rows.batch, columns.schemas[port]) if isinstance(rows, Columns) else None
             if batch is not None:
                 out = columns.process(port, batch, now)
                 if isinstance(out, list):
@@ -166,7 +166,7 @@ class JoinOperator(Timed):
         self.restore_clock(state.get("clock"), now)
 
 
-def _conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch | None:
+def conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch | None:
     """``batch`` under its side's Arrow schema (names and metadata aside, the types must be the same);
     None if they are not (it is read as rows)."""
     if batch.schema.equals(schema):

@@ -31,7 +31,7 @@ are the same either way, so the next batch continues exactly.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -56,10 +56,11 @@ BLOCK = 1 << 20
 class PairTranslator(arrow_exprs.Translator):
     """Expressions over ``left.x``/``right.y`` on a batch of pairs: the left's columns, then the right's."""
 
-    def __init__(self, left: Schema, right: Schema) -> None:
+    def __init__(self, left: Schema, right: Schema, qualifiers: tuple[str, str] = ("left", "right")) -> None:
+        """``qualifiers``: what names the two sides (a table box's ``input`` and its table: :mod:`.table_columns`)."""
         super().__init__(left)
-        self.scope = Scope.join(left, right)
-        self.sides = {"left": (0, left), "right": (len(left.fields), right)}
+        self.scope = Scope(((qualifiers[0], left), (qualifiers[1], right)))
+        self.sides = {qualifiers[0]: (0, left), qualifiers[1]: (len(left.fields), right)}
         self.fields = [*left.fields, *right.fields]
 
     def locate(self, tree: exp.Column) -> tuple[int, str]:
@@ -70,7 +71,7 @@ class PairTranslator(arrow_exprs.Translator):
 
     def position(self, tree: exp.Expression) -> int:
         """The pair batch's column index of a field reference (an array field's too)."""
-        sides = [tree.table] if isinstance(tree, exp.Column) and tree.table else ["left", "right"]
+        sides = [tree.table] if isinstance(tree, exp.Column) and tree.table else list(self.sides)
         for side in sides if isinstance(tree, exp.Column) else ():
             offset, schema = self.sides[side]
             for i, f in enumerate(schema.fields):
@@ -172,22 +173,7 @@ class ColumnJoin:
         """(batch rows, buffer rows) index arrays of the pairs to test, ordered by batch row, then buffer row."""
         n, m = batch.num_rows, buffered.num_rows
         if self.keys is not None:
-            new_key, old_key = batch.column(self.keys[port]), buffered.column(self.keys[1 - port])
-            if pa.types.is_integer(new_key.type):  # as Python compares ints: all of them, in int64
-                new_key, old_key = new_key.cast(pa.int64()), old_key.cast(pa.int64())
-            codes = pc.dictionary_encode(pa.concat_arrays([old_key, new_key]), null_encoding="encode")
-            encoded = codes.indices.to_numpy(zero_copy_only=False)
-            old_codes, new_codes = encoded[:m], encoded[m:]
-            order = np.argsort(old_codes, kind="stable")
-            sorted_codes = old_codes[order]
-            lo = np.searchsorted(sorted_codes, new_codes, side="left")
-            hi = np.searchsorted(sorted_codes, new_codes, side="right")
-            counts = hi - lo
-            total = int(counts.sum())
-            i = np.repeat(np.arange(n), counts)
-            starts = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-            j = order[starts + np.arange(total)]
-            yield i, j
+            yield equal_pairs(batch.column(self.keys[port]), buffered.column(self.keys[1 - port]))
             return
         rows_per_block = max(1, BLOCK // m)
         for start in range(0, n, rows_per_block):
@@ -233,8 +219,8 @@ def _equality(translator: PairTranslator, predicate: str) -> tuple[int, int] | N
     """(left field, right field) of a ``left.a = right.b`` among the predicate's top-level ``and`` terms, both
     ints or both strings (their equality is Arrow's exactly); None if there is none."""
     terms = [parse_expression(predicate)]
-    width = len(translator.sides["right"][1].fields)
-    offset = translator.sides["right"][0]
+    offset, right = list(translator.sides.values())[1]
+    width = len(right.fields)
     while terms:
         term = terms.pop(0)
         while isinstance(term, exp.Paren):
@@ -253,3 +239,95 @@ def _equality(translator: PairTranslator, predicate: str) -> tuple[int, int] | N
         if b < offset <= a < offset + width:
             return b, a - offset
     return None
+
+
+def equal_pairs(new_key: pa.Array, old_key: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(new rows, old rows) index arrays of the pairs whose keys are equal (ints or strings; None equals None, as
+    in Python), ordered by new row, then old row."""
+    n, m = len(new_key), len(old_key)
+    if pa.types.is_integer(new_key.type):  # as Python compares ints: all of them, in int64
+        new_key, old_key = new_key.cast(pa.int64()), old_key.cast(pa.int64())
+    codes = pc.dictionary_encode(pa.concat_arrays([old_key, new_key]), null_encoding="encode")
+    encoded = codes.indices.to_numpy(zero_copy_only=False)
+    old_codes, new_codes = encoded[:m], encoded[m:]
+    order = np.argsort(old_codes, kind="stable")
+    sorted_codes = old_codes[order]
+    lo = np.searchsorted(sorted_codes, new_codes, side="left")
+    hi = np.searchsorted(sorted_codes, new_codes, side="right")
+    counts = hi - lo
+    total = int(counts.sum())
+    i = np.repeat(np.arange(n), counts)
+    starts = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    return i, order[starts + np.arange(total)]
+
+
+def suffix_pairs(cuts: np.ndarray, m: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(arriving rows, buffer rows) of every arriving row i with buffer rows ``cuts[i]..m-1``, in blocks of at
+    most about :data:`BLOCK` pairs, ordered by i then buffer row."""
+    counts = m - cuts
+    ends = np.cumsum(counts)
+    start = 0
+    while start < len(cuts):
+        base = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, base + BLOCK, side="right")))
+        span = counts[start:stop]
+        i = np.repeat(np.arange(start, stop), span)
+        offsets = np.arange(len(i)) - np.repeat(np.cumsum(span) - span, span)
+        yield i, np.repeat(cuts[start:stop], span) + offsets
+        start = stop
+
+
+class PairPlan:
+    """A predicate and out fields over pairs of two schemas' rows, translated once (for boxes other than ``join``
+    that join a batch with rows they keep: :mod:`.aurorajoin_columns`, :mod:`.table_columns`).
+
+    :meth:`held` keeps the candidate pairs the predicate holds for, :meth:`out` makes their out tuples; both
+    raise :class:`~.arrow_exprs.Fallback` on a batch the columns cannot treat exactly.
+    """
+
+    def __init__(self, mask: Callable[[pa.RecordBatch], pa.Array] | None, fields: list | None,
+                 target: pa.Schema | None, keys: tuple[int, int] | None) -> None:
+        self.mask = mask  # None: every pair holds (no predicate)
+        self.fields = fields  # out field functions; None: the pairs' columns
+        self.target = target
+        self.keys = keys  # (left field, right field) of an equality among the predicate's top-level terms
+
+    @classmethod
+    def make(cls, translator: PairTranslator, predicate: str | None, out_fields: tuple[str, ...],
+             output: Schema | None) -> "PairPlan | None":
+        """The plan, or None when an expression, or a type of the sides or ``output``, has no exact columnar
+        translation (the box reads rows).  ``output`` None: :meth:`out` is not asked for."""
+        try:
+            target = arrow_schema(output) if output is not None else None
+            sides = [arrow_schema(schema) for _, schema in translator.sides.values()]
+            mask = translator.predicate(predicate) if predicate else None
+            fields = ([translator.value(e, f.type) for e, f in zip(out_fields, output.fields)] or None
+                      if output is not None else None)
+        except (SchemaMismatch, arrow_exprs.Unsupported):
+            return None
+        if (target is not None and fields is None
+                and [f.type for f in target] != [f.type for s in sides for f in s]):
+            return None
+        return cls(mask, fields, target, _equality(translator, predicate) if predicate else None)
+
+    def held(self, left: pa.RecordBatch, right: pa.RecordBatch, li: np.ndarray,
+             ri: np.ndarray) -> tuple[pa.RecordBatch, np.ndarray]:
+        """The pairs (``left`` row ``li[k]``, ``right`` row ``ri[k]``) the predicate holds for, as one batch of the
+        left's then the right's columns, and the k of each."""
+        lt, rt = left.take(pa.array(li, pa.int64())), right.take(pa.array(ri, pa.int64()))
+        pairs = pa.RecordBatch.from_arrays([*lt.columns, *rt.columns],
+                                           names=[f"c{k}" for k in range(lt.num_columns + rt.num_columns)])
+        if self.mask is None:
+            return pairs, np.arange(len(li))
+        holds = self.mask(pairs)
+        if not holds.null_count and pc.all(holds).as_py():
+            return pairs, np.arange(len(li))
+        holds = pc.fill_null(holds, False)
+        return pairs.filter(holds), np.flatnonzero(holds.to_numpy(zero_copy_only=False))
+
+    def out(self, kept: pa.RecordBatch) -> pa.RecordBatch:
+        """The out tuples of pairs :meth:`held` kept, in the target schema."""
+        assert self.target is not None
+        if self.fields is None:
+            return pa.RecordBatch.from_arrays(kept.columns, schema=self.target)
+        return pa.RecordBatch.from_arrays([f(kept) for f in self.fields], schema=self.target)

@@ -23,12 +23,22 @@ answers to its input tuples, not revisions of a view.
 State (``state()``/``restore()``): the table's rows and version, in every
 one of its boxes' state (node/operators/table_rows.py says why that
 restores and moves the table once).
+
+``select``, ``joinstatic`` and ``delete`` read a batch of Arrow columns
+as a nested-loop join of the batch with the table's rows, ``insert``
+evaluates its values on it (:mod:`.table_columns`), where their
+expressions translate exactly; else, and for a batch the columns cannot
+treat exactly, a tuple at a time.  ``update`` stays a tuple at a time
+(docs/operators.md says why).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
 
 from boreas.catalog.expressions import ExpressionError, Scope
 from boreas.catalog.model import Box, Field, Schema
@@ -43,8 +53,13 @@ from boreas.catalog.table_params import (
     selected,
 )
 from boreas.node.compile import CodeBuilder
+from boreas.wire.columns import Columns, arrow_schema, as_rows
 
+from .arrow_nodes import Fallback
 from .base import Emitted, Operator, OperatorError, field_caster
+from .join import conformed
+from .join_buffer import Unfit, rows_batch
+from .table_columns import InsertValues, TableColumns
 from .table_rows import KeyedRows
 
 Pair = Callable[[tuple, tuple], Any]
@@ -118,6 +133,23 @@ class TableOperator(Operator):
     def state_entries(self) -> int:
         return len(self.rows)
 
+    def column_batch(self, rows: list[tuple] | Columns,
+                     columns: TableColumns | InsertValues | None) -> pa.RecordBatch | None:
+        """A batch as the columnar path reads it, or None when it is read as rows (no columnar path, or rows
+        the columns cannot hold as they are)."""
+        if isinstance(rows, Columns) and rows.weights is not None:  # the catalog refuses this
+            raise self.error("cannot read a changelog: its rows answer input tuples, they do not revise a view")
+        if columns is None:
+            return None
+        if isinstance(rows, Columns):
+            batch = conformed(rows.batch, columns.inputs)
+            if batch is not None:
+                return batch
+        try:
+            return rows_batch(as_rows(rows), columns.inputs)
+        except Unfit:
+            return None
+
     def state(self) -> dict:
         return self.rows.state()
 
@@ -138,14 +170,33 @@ def _cast(caster: Callable[[Any], Any], value: Any) -> Any:
 
 
 class InsertOperator(TableOperator):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # a batch of Arrow columns has its values evaluated on columns (.table_columns)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference)."""
         super().__init__(box, inputs, outputs)
         self._values = self.values(list(enumerate(self.sql.values)))
+        self.columns = InsertValues.make(inputs[0], self.table.schema, self.sql.values) if columnar else None
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
-        for tuple_in in rows:
-            self.rows.put(tuple(_cast(cast, value(tuple_in)) for _, value, cast in self._values))
-        return [(0, list(rows))] if self.flags["pass-input"] and rows else []
+    @property
+    def columnar(self) -> bool:
+        return self.columns is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        made = None
+        batch = self.column_batch(rows, self.columns)
+        if batch is not None:
+            try:
+                made = self.columns.rows(batch)  # type: ignore[union-attr]
+            except Fallback:  # this batch is read as rows
+                pass
+        if made is None:
+            made = [tuple(_cast(cast, value(tuple_in)) for _, value, cast in self._values) for tuple_in in as_rows(rows)]
+        for row in made:
+            self.rows.put(row)
+        if not (self.flags["pass-input"] and rows):
+            return []
+        return [(0, rows if isinstance(rows, Columns) else list(rows))]
 
 
 class UpdateOperator(TableOperator):
@@ -167,27 +218,112 @@ class UpdateOperator(TableOperator):
 
 
 class DeleteOperator(TableOperator):
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    takes_columns = True  # a batch of Arrow columns is read on columns where the where translates (.table_columns)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference)."""
+        super().__init__(box, inputs, outputs)
+        self.columns = (TableColumns.make(inputs[0], self.table.schema, ("input", self.sql.table), self.sql.where)
+                        if columnar else None)
+        if self.columns is not None and self.flags["pass-deletions"]:
+            self._target = arrow_schema(outputs[0])
+            if [f.type for f in self._target] != [f.type for f in self.columns.table]:
+                self.columns = None
+
+    @property
+    def columnar(self) -> bool:
+        return self.columns is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        batch = self.column_batch(rows, self.columns)
+        deleted: list[tuple] | Columns | None = None
+        if batch is not None:
+            try:
+                deleted = self._on_columns(rows, batch)
+            except (Fallback, Unfit):  # this batch (or this version of the table) is read as rows
+                pass
+        if deleted is None:
+            deleted = self._on_rows(as_rows(rows))
+        out: Emitted = []
+        if self.flags["pass-deletions"] and deleted:
+            out.append((0, deleted))
+        if self.flags["pass-input"] and rows:
+            out.append((1 if self.flags["pass-deletions"] else 0, rows if isinstance(rows, Columns) else list(rows)))
+        return out
+
+    def _on_columns(self, rows: list[tuple] | Columns, batch: pa.RecordBatch) -> list[tuple] | Columns:
+        columns = self.columns
+        assert columns is not None
+        table = columns.rows_batch(self.rows)
+        gone = columns.first_matches(batch, table)
+        if not len(gone):
+            return []
+        held = self.rows.rows()
+        deleted = [held[j] for j in gone.tolist()]
+        for row in deleted:
+            self.rows.remove(row)
+        if not self.flags["pass-deletions"] or not isinstance(rows, Columns):
+            return deleted
+        return Columns(pa.RecordBatch.from_arrays(table.take(pa.array(gone)).columns, schema=self._target))
+
+    def _on_rows(self, rows: list[tuple]) -> list[tuple]:
         deleted: list[tuple] = []
         for tuple_in in rows:
             for row in self.matches(tuple_in):
                 self.rows.remove(row)
                 deleted.append(row)
-        out: Emitted = []
-        if self.flags["pass-deletions"] and deleted:
-            out.append((0, deleted))
-        if self.flags["pass-input"] and rows:
-            out.append((1 if self.flags["pass-deletions"] else 0, list(rows)))
-        return out
+        return deleted
 
 
 class SelectOperator(TableOperator):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # a batch of Arrow columns is read on columns where the where translates (.table_columns)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference; bench/aurorajoin_tables.py)."""
         super().__init__(box, inputs, outputs)
         names = [f.name for f in self.table.schema.fields]
         self._columns = [names.index(f.name) for f in selected(box, self.sql, self.table)]
+        self.columns = (TableColumns.make(inputs[0], self.table.schema, ("input", self.sql.table), self.sql.where)
+                        if columnar else None)
+        if self.columns is not None:
+            self._target = arrow_schema(outputs[0])
+            if [f.type for f in self._target] != [self.columns.table.field(i).type for i in self._columns]:
+                self.columns = None
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    @property
+    def columnar(self) -> bool:
+        return self.columns is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        batch = self.column_batch(rows, self.columns)
+        if batch is not None:
+            try:
+                return self._on_columns(rows, batch)
+            except (Fallback, Unfit):  # this batch (or this version of the table) is read as rows
+                pass
+        return self._on_rows(as_rows(rows))
+
+    def _on_columns(self, rows: list[tuple] | Columns, batch: pa.RecordBatch) -> Emitted:
+        columns = self.columns
+        assert columns is not None
+        kept, counts = columns.matched(batch, columns.rows_batch(self.rows))
+        offset = batch.num_columns
+        found = [pa.RecordBatch.from_arrays([k.column(offset + i) for i in self._columns], schema=self._target)
+                 for k in kept]
+        out: Emitted = []
+        if found:
+            joined = found[0] if len(found) == 1 else pa.Table.from_batches(
+                found, self._target).combine_chunks().to_batches()[0]
+            out.append((0, Columns(joined) if isinstance(rows, Columns) else Columns(joined).rows()))
+        if self.flags["pass-on-no-results"] and not counts.all():
+            missed = np.flatnonzero(counts == 0)
+            if isinstance(rows, Columns):
+                out.append((1, Columns(batch.take(pa.array(missed)))))
+            else:
+                out.append((1, [rows[i] for i in missed.tolist()]))
+        return out
+
+    def _on_rows(self, rows: list[tuple]) -> Emitted:
         found: list[tuple] = []
         unmatched: list[tuple] = []
         for tuple_in in rows:
@@ -205,7 +341,10 @@ class JoinStaticOperator(TableOperator):
     """``joinstatic``: each input tuple joined with every table row its ``predicate`` holds for (in table order),
     as ``out-field.N`` over ``left.``/``right.``, or the input's fields then the row's."""
 
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # a batch of Arrow columns is joined on columns where the box translates (.table_columns)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference; bench/aurorajoin_tables.py)."""
         super().__init__(box, inputs, outputs)
         texts = [box.param(f"out-field.{i}") for i in range(len(outputs[0].fields))]
         try:
@@ -213,8 +352,31 @@ class JoinStaticOperator(TableOperator):
                             if box.param("out-field.0") is not None else None)
         except ExpressionError as exc:
             raise self.error(str(exc)) from None
+        outs = tuple(str(t) for t in texts) if self._fields is not None else ()
+        self.columns = (TableColumns.make(inputs[0], self.table.schema, ("left", "right"), self.sql.where, outs,
+                                          outputs[0]) if columnar else None)
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    @property
+    def columnar(self) -> bool:
+        return self.columns is not None
+
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        batch = self.column_batch(rows, self.columns)
+        if batch is not None:
+            columns = self.columns
+            assert columns is not None
+            try:
+                kept, _ = columns.matched(batch, columns.rows_batch(self.rows))
+                joined = columns.out(kept) if kept else None
+            except (Fallback, Unfit):  # this batch (or this version of the table) is read as rows
+                pass
+            else:
+                if joined is None:
+                    return []
+                return [(0, Columns(joined) if isinstance(rows, Columns) else Columns(joined).rows())]
+        return self._on_rows(as_rows(rows))
+
+    def _on_rows(self, rows: list[tuple]) -> Emitted:
         out: list[tuple] = []
         fields = self._fields
         for tuple_in in rows:
