@@ -11,6 +11,7 @@ immutable value, is :mod:`.index`'s.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -45,6 +46,9 @@ BROKEN = None
 #: stream's schema moved (catalog/reach.py); more (a deployment), or a whole check (no typing kept), and it
 #: types all it reaches in one pass.
 FEW_SEEDS = 16
+#: A change writing more entries than this plus the square root of the references is a bulk one: the new
+#: index's dicts are plain copies (Derivation._next), as a Layered version that large is folded next time.
+BULK_WRITES = 64
 
 
 def producers_of(catalog: Catalog, refs: dict[Name, frozenset[Element]], stream: str) -> list[Producer]:
@@ -95,7 +99,10 @@ class Derivation:
     def __init__(self, base: Base, after: Catalog, changed: dict[str, set[str]], whole: bool):
         self.base, self.after, self.changed, self.whole = base, after, changed, whole
         self.registry = base.registry
-        self.refs = Layered.over(base.refs)  # (shares the base's entries: catalog/layered.py)
+        # A bulk change (a deployment's part) writes more entries than a Layered version keeps before the
+        # next one folds it whole: folded now, its dicts are plain ones, each look-up and write in C.
+        self.bulk = whole or sum(map(len, changed.values())) > BULK_WRITES + math.isqrt(len(base.refs))
+        self.refs = self._next(base.refs)  # (a small change shares the base's entries: catalog/layered.py)
         # Shared with the base index until the change types something (_own; a move does not: issue 37).
         self.states, self.schemas = base.states, base.stream_schemas
         self.typings: dict[str, BoxTyping] = {} if whole else base.typings
@@ -181,9 +188,17 @@ class Derivation:
     def _own(self) -> None:
         """Copy the states, typings and schemas shared with the base index, before the first change to them."""
         if not self.owned:
-            self.states, self.typings, self.schemas = (Layered.over(self.states), Layered.over(self.typings),
-                                                       Layered.over(self.schemas))
+            self.states, self.typings, self.schemas = (self._next(self.states), self._next(self.typings),
+                                                       self._next(self.schemas))
             self.owned = True
+
+    def _next(self, mapping: Any) -> Any:
+        """The next version of one of the base index's dicts, written without changing it: a
+        :class:`Layered` version over it, or for a bulk change a plain dict of its entries (the fold a
+        Layered version of that many writes costs at the next derive anyway, done first)."""
+        if not self.bulk:
+            return Layered.over(mapping)
+        return mapping.flat() if isinstance(mapping, Layered) else dict(mapping)
 
     def _infer(self, touched: set[str], dirty: dict[str, set[str]]) -> set[str]:
         """Infer again what the change can reach; the streams whose state changed."""
