@@ -11,9 +11,11 @@ that path for a submission and to decode a commit it did not plan (a move).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from boreas.catalog import Catalog, open_store, read_document
 from boreas.catalog.diagnostics import CATALOG
-from boreas.catalog.elements import KIND_TO_DICT, adopt_commit, apply_commit
+from boreas.catalog.elements import KIND_TO_DICT, adopt_commit, apply_commit, diff
 from boreas.catalog.submission import apply_submission
 from boreas.head import commit_follower
 from boreas.head.service import HeadService
@@ -95,14 +97,12 @@ async def test_a_head_takes_its_plans_boxes_and_decodes_what_it_did_not_plan(mon
         assert all(box.origin is CATALOG for box in head.catalog.boxes.values())
         assert _described(head.catalog) == _described(head.commits.read_full())  # (what a new Head reads)
 
-        def rename_query(catalog):  # a commit the Head makes without a plan (as a move does)
-            from boreas.catalog.elements import diff
+        def move_c(catalog):  # a commit the Head makes without a plan (as a move does)
             after = catalog.copy()
-            after.boxes["c"] = after.boxes["c"].__class__(**{**{f: getattr(after.boxes["c"], f) for f in (
-                "name", "type", "inputs", "outputs", "params", "access", "attrs", "app")}, "node": "n2:2"})
+            after.boxes["c"] = replace(after.boxes["c"], node="n2:2")
             return diff(catalog, after)
 
-        version = await head.commit(rename_query)
+        version = await head.commit(move_c)
         await head.caught_up(version)
         assert decoded == [version] and head.catalog.boxes["c"].node == "n2:2"
         assert _described(head.catalog) == _described(head.commits.read_full())
