@@ -23,9 +23,12 @@ def indexed(box: Box, prefix: str) -> list[str]:
     found: dict[int, str] = {}
     match = _numbered(prefix)
     for name, value in box.params:
-        m = match(name)
-        if m:
-            found[int(m.group(1))] = value
+        if name.startswith(prefix):  # (the pattern asked only of names it can match: every box built asks)
+            m = match(name)
+            if m:
+                found[int(m.group(1))] = value
+    if len(found) == 1 and 0 in found:
+        return [found[0]]
     if sorted(found) != list(range(len(found))):
         raise BoxError(f"box {box.name!r}: parameters {prefix}.N must be numbered 0, 1, 2, ...")
     return [found[i] for i in range(len(found))]

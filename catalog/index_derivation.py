@@ -11,6 +11,7 @@ immutable value, is :mod:`.index`'s.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -45,6 +46,9 @@ BROKEN = None
 #: stream's schema moved (catalog/reach.py); more (a deployment), or a whole check (no typing kept), and it
 #: types all it reaches in one pass.
 FEW_SEEDS = 16
+#: A change writing more entries than this plus the square root of the references is a bulk one: the new
+#: index's dicts are plain copies (Derivation._next), as a Layered version that large is folded next time.
+BULK_WRITES = 64
 
 
 def producers_of(catalog: Catalog, refs: dict[Name, frozenset[Element]], stream: str) -> list[Producer]:
@@ -95,7 +99,10 @@ class Derivation:
     def __init__(self, base: Base, after: Catalog, changed: dict[str, set[str]], whole: bool):
         self.base, self.after, self.changed, self.whole = base, after, changed, whole
         self.registry = base.registry
-        self.refs = Layered.over(base.refs)  # (shares the base's entries: catalog/layered.py)
+        # A bulk change (a deployment's part) writes more entries than a Layered version keeps before the
+        # next one folds it whole: folded now, its dicts are plain ones, each look-up and write in C.
+        self.bulk = whole or sum(map(len, changed.values())) > BULK_WRITES + math.isqrt(len(base.refs))
+        self.refs = self._next(base.refs)  # (a small change shares the base's entries: catalog/layered.py)
         # Shared with the base index until the change types something (_own; a move does not: issue 37).
         self.states, self.schemas = base.states, base.stream_schemas
         self.typings: dict[str, BoxTyping] = {} if whole else base.typings
@@ -181,9 +188,17 @@ class Derivation:
     def _own(self) -> None:
         """Copy the states, typings and schemas shared with the base index, before the first change to them."""
         if not self.owned:
-            self.states, self.typings, self.schemas = (Layered.over(self.states), Layered.over(self.typings),
-                                                       Layered.over(self.schemas))
+            self.states, self.typings, self.schemas = (self._next(self.states), self._next(self.typings),
+                                                       self._next(self.schemas))
             self.owned = True
+
+    def _next(self, mapping: Any) -> Any:
+        """The next version of one of the base index's dicts, written without changing it: a
+        :class:`Layered` version over it, or for a bulk change a plain dict of its entries (the fold a
+        Layered version of that many writes costs at the next derive anyway, done first)."""
+        if not self.bulk:
+            return Layered.over(mapping)
+        return mapping.flat() if isinstance(mapping, Layered) else dict(mapping)
 
     def _infer(self, touched: set[str], dirty: dict[str, set[str]]) -> set[str]:
         """Infer again what the change can reach; the streams whose state changed."""
@@ -214,25 +229,29 @@ class Derivation:
         """Tell the entries' states and type ``region`` (closed downstream, or, with no cycle, the changed
         boxes alone: then :meth:`_crosses` says whether that was enough); each stream told: (state, told)
         before."""
-        after, states = self.after, self.states
+        after, states, told_before = self.after, self.states, self.base.stream_schemas
+        boxes, inputs, refs = after.boxes, after.inputs, self.refs
+        # Streams told inside the region: those all of whose producers are in it (an input stream, or one
+        # another box also writes, is told already, as the whole check tells it before the region's boxes).
+        internal = {s for name in region for s in boxes[name].outputs
+                    if s not in inputs and all(k in region for _, k in refs[("produces", s)])}
         old: dict[str, tuple] = {}  # stream -> (state, told) before
         for stream in entries:
-            old[stream] = (states.get(stream, "absent"), self.base.stream_schemas.get(stream))
+            old[stream] = (states.get(stream, "absent"), told_before.get(stream))
             states.pop(stream, None)
-            if stream in after.inputs:
-                schema = input_schema(after, after.inputs[stream].schema)
+            if stream in internal:
+                continue  # (told below: a deployment's every new stream)
+            if stream in inputs:
+                schema = input_schema(after, inputs[stream].schema)
                 states[stream] = schema if self._count(stream) == 1 else BROKEN
             elif stream in self.produced:  # by a box: told again below if the box is reached
                 states[stream] = self.base.states.get(stream, BROKEN) if self._count(stream) == 1 else BROKEN
         for name in region:
-            for stream in after.boxes[name].outputs:
-                old.setdefault(stream, (states.get(stream, "absent"), self.base.stream_schemas.get(stream)))
+            for stream in boxes[name].outputs:
+                if stream not in old:
+                    old[stream] = (states.get(stream, "absent"), told_before.get(stream))
         for name in removed:
             self.typings.pop(name, None)
-        # Streams told inside the region: those all of whose producers are in it (an input stream, or one
-        # another box also writes, is told already, as the whole check tells it before the region's boxes).
-        internal = {s for name in region for s in after.boxes[name].outputs
-                    if s not in after.inputs and all(k in region for _, k in self.refs[("produces", s)])}
         for stream in internal:
             states.pop(stream, None)
         for stream in [s for s in old if s not in self.produced]:
@@ -298,28 +317,36 @@ class Derivation:
 
     def _kahn(self, region: set[str], internal: set[str]) -> None:
         """Type the region's boxes in dataflow order from the states of the streams entering it."""
-        after, states = self.after, self.states
-        waiting = {name: {p.stream for p in after.boxes[name].inputs
+        after, states, typings, refs, problems, count = (self.after, self.states, self.typings, self.refs,
+                                                         self.problems, self._count)
+        boxes = after.boxes
+        waiting = {name: {p.stream for p in boxes[name].inputs
                           if p.stream in internal or p.stream not in states} for name in region}
         ready = deque(sorted(name for name, waits in waiting.items() if not waits))
         done: set[str] = set()
+        # (locals and no generators: a deployment's part types 10,000 new boxes through this loop)
         while ready:
             name = ready.popleft()
             done.add(name)
-            box = after.boxes[name]
-            inputs = tuple(states[p.stream] for p in box.inputs)
-            typing = self.typings.get(name)
-            if typing is None or _typed_as(typing.box) != _typed_as(box) or typing.inputs != inputs:
+            box = boxes[name]
+            inputs = tuple([states[p.stream] for p in box.inputs])
+            typing = typings.get(name)
+            if typing is None or typing.inputs != inputs or _typed_as(typing.box) != _typed_as(box):
                 typing = type_box(after, self.registry, box, list(inputs))
-                self.typings[name] = typing
-            self.problems += [Diagnostic.at(box.origin, reason) for reason in typing.problems]
+                typings[name] = typing
+            if typing.problems:
+                problems += [Diagnostic.at(box.origin, reason) for reason in typing.problems]
+            outs = typing.outs
             for port, stream in enumerate(box.outputs):
-                single = self._count(stream) == 1
-                states[stream] = typing.outs[port] if typing.outs is not None and single else BROKEN
-                for reader, _ in sorted(self._readers(stream)):
-                    if reader in waiting and stream in waiting[reader]:
-                        waiting[reader].discard(stream)
-                        if not waiting[reader]:
+                states[stream] = outs[port] if outs is not None and count(stream) == 1 else BROKEN
+                readers = [key for kind, key in refs.get(("reads", stream), ()) if kind == "boxes"]
+                if len(readers) > 1:
+                    readers.sort()
+                for reader in readers:
+                    waits = waiting.get(reader)
+                    if waits is not None and stream in waits:
+                        waits.discard(stream)
+                        if not waits:
                             ready.append(reader)
         for name in sorted(region - done):
             self.typings.pop(name, None)

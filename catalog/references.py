@@ -71,6 +71,21 @@ def element_refs(kind: str, obj: Any) -> Iterator[Name]:
         yield from (("member", n) for n in obj.nodes)
 
 
+def _box_refs(box: Any) -> set[Name]:
+    """``set(element_refs("boxes", box))``, built without generators (a deployment moves 10,000 boxes')."""
+    found = {("produces", s) for s in box.outputs}
+    for port in box.inputs:
+        found.add(("reads", port.stream))
+        if port.view is not None:
+            found.add(("view", port.view))
+    for table in box.access:
+        found.add(("table", table))
+    found.add(("node", box.node) if box.node is not None else ("unplaced", "box"))
+    if box.type in CHANGELOG_SOURCES:
+        found.add(("changelog source", box.type))
+    return found
+
+
 class Produced:
     """``stream in produced``: whether anything produces it, answered from the references."""
 
@@ -91,19 +106,25 @@ def move_references(refs: dict[Name, frozenset[Element]], before: Catalog, after
     touched: set[str] = set()
     for kind in REFERRING:
         old_items, new_items = getattr(before, kind), getattr(after, kind)
+        refs_of = _box_refs if kind == "boxes" else (lambda obj, kind=kind: set(element_refs(kind, obj)))
         for key in changed.get(kind, ()):
             old, new = old_items.get(key), new_items.get(key)
-            old_refs = set(element_refs(kind, old)) if old is not None else set()
-            new_refs = set(element_refs(kind, new)) if new is not None else set()
+            old_refs = refs_of(old) if old is not None else set()
+            new_refs = refs_of(new) if new is not None else set()
+            element = (kind, key)
             for name in old_refs - new_refs:
-                removed.setdefault(name, set()).add((kind, key))
+                removed.setdefault(name, set()).add(element)
             for name in new_refs - old_refs:
-                added.setdefault(name, set()).add((kind, key))
+                added.setdefault(name, set()).add(element)
             if kind == "inputs" or (kind == "boxes" and getattr(old, "outputs", None) != getattr(new, "outputs", None)):
                 # (a new reader, or a move, changes nothing for the stream's other readers)
                 touched.update(s for k, s in old_refs | new_refs if k == "produces")
     for name in added.keys() | removed.keys():  # (a node's boxes: a LayeredSet over the set before, not a copy)
-        now = LayeredSet.moved(refs.get(name), removed.get(name, ()), added.get(name, ()))
+        old_set, gone = refs.get(name), removed.get(name)
+        if old_set is None and gone is None:  # (a name new in this change: a deployment's every new stream)
+            refs[name] = frozenset(added[name])
+            continue
+        now = LayeredSet.moved(old_set, gone or (), added.get(name, ()))
         if now:
             refs[name] = now
         else:

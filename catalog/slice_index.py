@@ -74,8 +74,11 @@ class IndexedTopology:
 
     def consumer_nodes(self, stream: str) -> set[str]:
         found: set[str] = set()
-        for name in self.refs_of("reads", stream, "boxes"):
-            box = self.catalog.boxes[name]
+        boxes = self.catalog.boxes
+        for attr, name in self.refs("reads", stream):  # (asked for each stream a node's slice sends on)
+            if attr != "boxes":
+                continue
+            box = boxes[name]
             if box.node is not None:
                 found.add(box.node)
             part = self._partition(name)
@@ -130,7 +133,8 @@ class IndexedTopology:
         return [self.catalog.publications[key] for key in self.refs_of("reads", stream, "publications")]
 
     def subscriptions_of(self, stream: str) -> list[Subscription]:
-        return [self.catalog.subscriptions[key] for key in self.refs_of("reads", stream, "subscriptions")]
+        subscriptions = self.catalog.subscriptions
+        return [subscriptions[key] for attr, key in self.refs("reads", stream) if attr == "subscriptions"]
 
     # -- what a stream or an element involves, for change_reach -----------------------------------------
 
@@ -229,10 +233,15 @@ def _box_reach(before: IndexedTopology, after: IndexedTopology, keys: Iterable[s
             if box.node is not None:
                 here.add(box.node)
             nodes |= here
-            for stream in (*box.outputs, *(p.stream for p in box.inputs)):
-                streams.add(stream)
-                if side is after:
-                    named.setdefault(stream, set()).update(here)
+            box_streams = [*box.outputs, *[p.stream for p in box.inputs]]
+            streams.update(box_streams)
+            if side is after:
+                for stream in box_streams:
+                    found = named.get(stream)
+                    if found is None:
+                        named[stream] = set(here)
+                    else:
+                        found |= here
 
 
 def _element_nodes(side: IndexedTopology, kind: str, key: str, obj: object, streams: set[str]) -> set[str]:

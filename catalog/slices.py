@@ -247,19 +247,20 @@ class SliceMaker:
         """``stream`` is produced (or enters) here: send it to remote consumers and subscribers."""
         topology = self.topology
         targets = sorted(topology.consumer_nodes(stream) - {node})
-        entry_nodes = topology.entry_nodes(stream)
-        if stream in self.catalog.inputs and node not in entry_nodes:
-            targets = []  # entered here only because it is consumed here
         subs = topology.subscriptions_of(stream)
-        members = topology.member_entries(stream)
-        if members is not None:
-            # it enters at every member, each getting its publishers' share: each member forwards
-            # its share to consumers that are not members
-            targets = [t for t in targets if t not in members]
-        elif stream in self.catalog.inputs and entry_nodes:
-            # several entry nodes: the first one forwards to consumers elsewhere
-            if node != min(entry_nodes):
-                targets = []
+        if stream in self.catalog.inputs:  # (a box's stream has no entry nodes nor members: not asked)
+            entry_nodes = topology.entry_nodes(stream)
+            if node not in entry_nodes:
+                targets = []  # entered here only because it is consumed here
+            members = topology.member_entries(stream)
+            if members is not None:
+                # it enters at every member, each getting its publishers' share: each member forwards
+                # its share to consumers that are not members
+                targets = [t for t in targets if t not in members]
+            elif entry_nodes:
+                # several entry nodes: the first one forwards to consumers elsewhere
+                if node != min(entry_nodes):
+                    targets = []
         if not targets and not subs and stream not in self.catalog.outputs:
             return
         declared = self.catalog.outputs.get(stream)

@@ -74,6 +74,7 @@ from boreas.wire.openapi import add_openapi_route, describe_routes
 from boreas.wire.server import json_error
 
 from .api_docs import HEAD_DOCS, UI_DOCS
+from .bulk import bulk_read
 from .catalog_part import catalog_part
 from .context import HeadContext
 from .learning import moves_as_one
@@ -134,6 +135,10 @@ class _Api:
         deadline = time.monotonic() + budget
 
         def read_all() -> tuple[list[Document], list[Diagnostic]]:
+            with bulk_read(sum(len(data) for _, data in files)):  # (a deployment's part: all live objects)
+                return read_each()
+
+        def read_each() -> tuple[list[Document], list[Diagnostic]]:
             docs, problems = [], []
             for name, data in files:
                 try:

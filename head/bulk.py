@@ -19,6 +19,9 @@ False
 >>> with bulk_step(3):
 ...     gc.isenabled()
 True
+>>> with bulk_read(BULK_BYTES):
+...     gc.isenabled()
+False
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from boreas.catalog.document_model import Document
 
 #: A step over this many elements or more is a bulk one.
 BULK = 2_000
+#: Submitted XML of this many bytes or more is read as a bulk step (about :data:`BULK` boxes of a deployment).
+BULK_BYTES = 512 * 1024
 
 
 def bulk_step(elements: int, keep: bool = False) -> contextlib.AbstractContextManager[None]:
@@ -37,6 +42,15 @@ def bulk_step(elements: int, keep: bool = False) -> contextlib.AbstractContextMa
     ``keep``, what the process holds after it is frozen (``gc.freeze``: later passes walk only what came
     after)."""
     return collector_paused(keep) if elements >= BULK else contextlib.nullcontext()
+
+
+def bulk_read(size: int) -> contextlib.AbstractContextManager[None]:
+    """The collector paused while submitted documents of ``size`` bytes in all are read (parsed, checked
+    against the XSD, decoded), when they make a bulk step (:data:`BULK_BYTES` or more): the elements
+    decoded are all live, and the collector's passes over them were a fifth of reading a deployment's part
+    (10,000 boxes: 0.39 s against 0.32 s paused, issue 37).  Nothing is frozen: the documents are dropped
+    once committed."""
+    return collector_paused() if size >= BULK_BYTES else contextlib.nullcontext()
 
 
 def declared(document: Document) -> int:

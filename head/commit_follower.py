@@ -27,10 +27,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from boreas.catalog.elements import apply_commit, commit_touched
+from boreas.catalog.elements import adopt_commit, apply_commit, commit_touched
 from boreas.catalog.model import Catalog
 from boreas.catalog.store import CatalogStore, Commit
 from boreas.catalog.submission import commits_after, read_catalog
+
+from .bulk import bulk_step
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ class CommitFollower:
         self.full_reads = 0  # whole-catalog reads from the store: one at start, then only for a gap
         self._queue: asyncio.Queue[Commit] = asyncio.Queue()
         self._watch: Any = None
+        self._planned: dict[int, tuple[Catalog, Catalog]] = {}  # version -> (diffed from, diffed to)
 
     def read_full(self) -> Catalog:
         """Read the whole catalog from the store (on a worker thread); counted, since it should be rare."""
@@ -64,8 +67,14 @@ class CommitFollower:
             store.watch, catalog.version, lambda commit: loop.call_soon_threadsafe(self._queue.put_nowait, commit))
         return catalog
 
-    def committed(self, commit: Commit) -> None:
-        """A commit this Head made: applied without waiting for the watch (it comes again, and is skipped)."""
+    def committed(self, commit: Commit, planned: tuple[Catalog, Catalog] | None = None) -> None:
+        """A commit this Head made: applied without waiting for the watch (it comes again, and is skipped).
+
+        ``planned``: the catalog the commit was diffed from and the one it was diffed to (a submission's
+        plan); when the first is still the catalog held as the commit comes to be applied, the commit's
+        boxes are taken from the second rather than decoded again (catalog/elements.py ``adopt_commit``)."""
+        if planned is not None:
+            self._planned[commit.version] = planned
         self._queue.put_nowait(commit)
 
     async def run(self) -> None:
@@ -75,6 +84,7 @@ class CommitFollower:
             commit = await self._queue.get()
             version = self._current().version
             if commit.version <= version:
+                self._forget(version)
                 continue  # already processed (our own commits arrive twice)
             commits: list[Commit] | None = [commit]
             if commit.version > version + 1:
@@ -85,11 +95,27 @@ class CommitFollower:
                 after = await asyncio.to_thread(self.read_full)
                 if after.version > self._current().version:
                     self._advance(self._current(), after, None)
+                self._forget(self._current().version)
                 continue
             for c in commits:
                 before = self._current()
                 if c.version == before.version + 1:
-                    self._advance(before, apply_commit(before, c), commit_touched(c))
+                    self._advance(before, self._applied(before, c), commit_touched(c))
+            self._forget(self._current().version)
+
+    def _applied(self, before: Catalog, commit: Commit) -> Catalog:
+        """``before`` after ``commit``: adopted from this Head's plan of it when it was planned on ``before``,
+        else decoded; a bulk commit with the collector paused (head/bulk.py: its objects are all live)."""
+        base, planned = self._planned.pop(commit.version, (None, None))
+        with bulk_step(len(commit.changes)):
+            if base is before and planned is not None:
+                return adopt_commit(before, commit, planned)
+            return apply_commit(before, commit)
+
+    def _forget(self, version: int) -> None:
+        """Drop the plans of commits at or before ``version`` (applied, or overtaken by a whole read)."""
+        for stale in [v for v in self._planned if v <= version]:
+            del self._planned[stale]
 
     async def close(self) -> None:
         if self._watch is not None:

@@ -336,7 +336,8 @@ class HeadService:
                                         read_full=self.commits.read_full, index=self.index, replacing=replacing)
 
         applied = await asyncio.to_thread(apply)
-        self.commits.committed(applied.commit)  # no need to wait for the watch thread
+        # (no need to wait for the watch thread; the plan's boxes are taken, not decoded again)
+        self.commits.committed(applied.commit, (applied.before, applied.after))
         changes = applied.changes.as_dict() if applied.changes is not None else None
         # Stored before the client hears of it: any later leader can answer for it.
         return await self.submissions.committed(record, applied.commit.version, changes)

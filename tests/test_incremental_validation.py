@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
-from boreas.catalog import Catalog, plan_submission, read_document
+from boreas.catalog import Catalog, index_derivation, plan_submission, read_document
 from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Field, FieldType, Schema
 from boreas.catalog.schemas_of import schemas_of
@@ -42,13 +42,30 @@ def test_incremental_check_of_layered_catalogs_equals_the_whole_check(from_chain
         _check_both_ways(from_chain, edits)
 
 
-def _check_both_ways(from_chain: bool, edits: list[Edit]) -> None:
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.booleans(), st.lists(EDITS, min_size=1, max_size=14))
+def test_incremental_check_of_bulk_changes_equals_the_whole_check(from_chain: bool, edits: list[Edit]) -> None:
+    """Every change derived as a bulk one (a deployment's part: the new index's dicts plain copies, not
+    Layered versions), and the index derived from left as it was."""
+    was = index_derivation.BULK_WRITES
+    index_derivation.BULK_WRITES = -1_000_000
+    try:
+        _check_both_ways(from_chain, edits, unchanged=True)
+    finally:
+        index_derivation.BULK_WRITES = was
+
+
+def _check_both_ways(from_chain: bool, edits: list[Edit], unchanged: bool = False) -> None:
     index = CatalogIndex.build(chain() if from_chain else Catalog())
     for edit in edits:
         after = index.catalog.copy()
         edit(after)
+        held = [dict(getattr(index, name)) for name in ("refs", "states", "typings", "stream_schemas")]
         derived = index.derive(after)
         assert Counter(map(str, derived.problems)) == Counter(map(str, check_topology(after).problems))
+        if unchanged:
+            assert held == [dict(getattr(index, name)) for name in ("refs", "states", "typings", "stream_schemas")]
         if derived.ok:
             assert derived.stream_schemas == schemas_of(after)
             index = derived

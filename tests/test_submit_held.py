@@ -41,3 +41,38 @@ async def test_a_submission_holds_the_copy_ahead_and_the_index_save_until_commit
         assert not head.submission_coming() and not head.copy_ahead.pacer.held()
     finally:
         await head.close()
+
+
+async def test_a_bulk_submission_is_read_with_the_collector_paused(monkeypatch):
+    """A deployment's part (512 KiB or more of XML) is read with the cyclic collector off (head/bulk.py's
+    bulk_read: every element decoded is live); a small submission with it as it was."""
+    import gc
+
+    from boreas.head import api
+
+    seen: list[tuple[int, bool]] = []
+    real = api.read_document
+
+    def reading(data, source, **kwargs):
+        seen.append((len(data), gc.isenabled()))
+        return real(data, source, **kwargs)
+
+    monkeypatch.setattr(api, "read_document", reading)
+    boxes = "".join(f'<box name="g{i}" type="filter"><in stream="in"/><out stream="g{i}_t"/>'
+                    f'<parameter name="expression.0" value="value &gt; {i}.5"/></box>' for i in range(4000))
+    big = f"<borealis>{boxes}</borealis>"  # (reading the first one's stream)
+    assert len(big) >= 512 * 1024 > len(APP)
+    head = HeadService("memory://", token=None, snapshot_interval=0)
+    await head.start("127.0.0.1", 0)
+    try:
+        async with aiohttp.ClientSession() as session:
+            for text in (APP, big):
+                form = aiohttp.FormData()
+                form.add_field("document", text.encode(), filename=f"app{len(seen)}.xml",
+                               content_type="application/xml")
+                async with session.post(f"http://{head.server.endpoint}/submissions", data=form) as response:
+                    assert response.status == 202, await response.text()
+        assert seen == [(len(APP), True), (len(big), False)] and gc.isenabled()
+        assert len(head.catalog.boxes) == 4001
+    finally:
+        await head.close()
