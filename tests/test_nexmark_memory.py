@@ -81,3 +81,25 @@ def test_a_read_string_column_of_the_same_stream_is_still_interned_and_emitted()
     out = op.end_of_input(1.0)
     got = sorted(r for _, batch in out for r in (batch.rows() if isinstance(batch, Columns) else batch))
     assert got == sorted((i, mail, 0, 1) for i, _, mail, _ in rows)
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_string_read_after_a_nullable_column_is_not_blanked(backend):
+    """A nullable column before the strings: the program's relation carries its indicator column, the port does
+    not; a string the query reads (grouped by, or in WHERE) reaches it whole (read by position, ``name`` was
+    blanked and ``mail`` kept: one group ``''``)."""
+    from boreas.node.operators.m3box import M3Operator
+
+    person = Schema("P", (Field("id", FieldType.INT, nullable=True), *PERSON.fields[1:3], Field("ts", FieldType.INT)))
+    rows = [(1, "Kate", "k@x.com", 1), (2, "Luke", "l@y.org", 2), (1, "Kim", "m@x.com", 3), (3, "Kate", "q@z.net", 15)]
+    for sql, want in [
+        ("SELECT name, COUNT(*) AS n FROM Person GROUP BY name", [("Kate", 2), ("Kim", 1), ("Luke", 1)]),
+        ("SELECT id, COUNT(*) AS n FROM Person WHERE mail LIKE '%x.com' GROUP BY id", [(1, 2)]),
+    ]:
+        text = "CREATE STREAM Person(id INT NULL, name STRING, mail STRING, ts INT);\n" + sql
+        box = Box("p", "m3", (InPort("Person"),), ("Out",), (("sql", text), ("backend", backend)))
+        op = DEFAULT_REGISTRY.build(box, [person], infer_m3(box, [person]))
+        assert isinstance(op, M3Operator)
+        out = op.process(0, from_rows(rows, person), 0.0)
+        got = sorted(r for _, batch in out for r in (batch.rows() if isinstance(batch, Columns) else batch))
+        assert got == sorted(want), sql

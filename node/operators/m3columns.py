@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 
 from boreas.m3.ast import Program, variables
 from boreas.m3.boxtype import PortPlan
+from boreas.m3.nullable import indicator
 from boreas.wire.columns import Columns
 
 _EPOCH = dt.date(1970, 1, 1).toordinal()
@@ -130,12 +131,15 @@ def unread_strings(program: Program, port: PortPlan) -> frozenset[int]:
     relation = next((r for r in program.relations if r.name.lower() == port.relation.lower()), None)
     if relation is None or relation.kind != "STREAM":
         return frozenset()
-    read: set[int] = set()
+    # (by name: the relation has an indicator column after each nullable one, the port does not)
+    names = [c.name.lower() for c in relation.columns]
+    read: set[str] = set()
     for trigger in program.triggers:
         if trigger.relation.lower() == port.relation.lower():
             used = {v for s in trigger.statements for v in (*variables(s.target), *variables(s.expr))}
-            read.update(i for i, var in enumerate(trigger.vars) if var in used)
-    return frozenset(i for i, (_, kind) in enumerate(port.columns) if kind == "STRING" and i not in read)
+            read.update(name for name, var in zip(names, trigger.vars) if var in used)
+    return frozenset(i for i, (name, kind) in enumerate(port.columns) if kind == "STRING"
+                     and name.lower() not in read and indicator(name).lower() not in read)
 
 
 def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids, unread: frozenset[int] = frozenset()) -> list[Any]:
