@@ -12,10 +12,14 @@ A query Boreas accepts runs in process, as ``bench/m3box.py`` runs TPC-H Q3:
 the box's operator (``node/operators``' ``build_operator``, what a node
 runs) is fed each block's Arrow batches (``Columns``) port by port in event
 order; the clock covers the feeding alone (the batches are made first).
-Throughput is the events of the kinds the query reads per second.  Then the
-box's view is compared with DuckDB running the same SQL over the same events
-(a view of rows against ``GROUP BY ALL`` with ``count(*)``: M3 keeps a row's
-multiplicity in ``count``).
+Throughput is the events of the kinds the query reads per second.  Then
+:func:`duckdb_check` compares DuckDB running the same SQL over the same
+events (a view of rows against ``GROUP BY ALL`` with ``count(*)``: M3 keeps
+a row's multiplicity in ``count``) with what a subscriber of the box's out
+stream would hold -- the changelog the box emitted, folded in order
+(:func:`folded`: each row's weight added, -old/+new) -- and with the box's
+view: an emitted stream that differs from the view fails the check even
+where the view is right.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -62,6 +67,7 @@ class Planned:
     query: Query
     operator: Any
     out_fields: list[str]
+    emitted: list = field(default_factory=list)  # (out port, batch) the box emitted, in order (:func:`feed`)
 
 
 def plan(q: Query) -> Planned | str:
@@ -112,17 +118,57 @@ def feed(planned: Planned, blocks: list[dict[str, pa.RecordBatch]]) -> tuple[flo
     from boreas.wire.columns import Columns
 
     q, op = planned.query, planned.operator
+    emitted = planned.emitted
     for port, kind in enumerate(q.side):
-        for _ in op.process(port, Columns(boreas_batch(kind, side_table(kind))), 0.0):
-            pass
+        emitted.extend(op.process(port, Columns(boreas_batch(kind, side_table(kind))), 0.0))
     fed = [(port, Columns(boreas_batch(kind, b[kind]))) for b in blocks
            for port, kind in enumerate(q.reads, start=len(q.side)) if b[kind].num_rows]
     events = sum(len(c) for _, c in fed)
     began, cpu = time.perf_counter(), time.process_time()
     for port, cols in fed:
-        for _ in op.process(port, cols, 0.0):
-            pass
+        emitted.extend(op.process(port, cols, 0.0))  # kept, not read, inside the clocks: folded after
     return time.perf_counter() - began, time.process_time() - cpu, events
+
+
+def folded(emitted: list) -> list[tuple]:
+    """What a subscriber of the box's out stream holds after ``emitted`` (``(port, batch)`` in order): every
+    batch's rows with their weights (a plain batch's +1 each) added up, each row listed as often as its sum.
+
+    Raises ValueError where a batch takes away a row the stream did not hold (its sum below 0 after the
+    batch): a retraction of a row never emitted, which a subscriber cannot apply.
+
+    >>> folded([(0, [(1, 'a', 1)]), (0, [(1, 'a', 2)])])
+    [(1, 'a', 1), (1, 'a', 2)]
+    >>> folded([(0, [(7, 1)]), (0, [(7, 2), (7, 2)])])
+    [(7, 1), (7, 2), (7, 2)]
+    """
+    from boreas.wire.columns import Columns
+
+    held: Counter = Counter()
+    for _, batch in emitted:
+        weights = batch.weight_list() if isinstance(batch, Columns) else [1] * len(batch)
+        rows = batch.rows() if isinstance(batch, Columns) else batch
+        for row, weight in zip(rows, weights):
+            held[tuple(row)] += weight
+        for row in rows:
+            if held[tuple(row)] < 0:
+                raise ValueError(f"the changelog takes away {tuple(row)}, which it had not emitted")
+    return [row for row, n in held.items() for _ in range(n)]
+
+
+def duckdb_check(planned: Planned, tables: dict[str, pa.Table]) -> str:
+    """"matches" when the box's emitted changelog, folded (what a subscriber holds), and its view both hold
+    DuckDB's rows; else ``DIFFERS: ...`` saying which side differs and where first."""
+    want = duckdb_rows(planned, tables)
+    try:
+        stream = folded(planned.emitted)
+    except ValueError as exc:
+        return f"DIFFERS: emitted stream: {exc}"
+    for side, got in (("emitted stream", stream), ("view", view_rows(planned))):
+        differs = compare(got, want)
+        if differs is not None:
+            return f"DIFFERS: {side}: {differs}"
+    return "matches"
 
 
 def view_rows(planned: Planned) -> list[tuple]:

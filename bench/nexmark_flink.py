@@ -12,7 +12,14 @@ does; the time is the job's net run time (Flink's ``getNetRuntime``: from
 the job's start, task deployment included, until it ends; submission not
 counted), after a warm-up job over the persons (class loading, JIT).
 
-Prints one JSON line per query: ``{"query", "seconds", "wall"}`` or
+The CPU seconds of the job (``cpu``) are this driver's and the JVM's
+(``/proc/<pid>/stat`` utime + stime of the process tree) sampled before
+and after each job: JVM start-up is excluded as for the net run time (the
+warm-up job runs first, and only the time between the samples counts);
+the job's submission (planning in the JVM) is included, since the JVM's
+CPU cannot be split at the job's start.
+
+Prints one JSON line per query: ``{"query", "seconds", "wall", "cpu"}`` or
 ``{"query", "error"}``; first a line with PyFlink's version.
 
 With ``--collect`` each query's result is collected instead
@@ -34,6 +41,7 @@ import calendar
 import datetime
 import decimal
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -72,18 +80,56 @@ def table_env(directory: Path):
     return tenv
 
 
+def _cpu(pid: int) -> float:
+    """User + system CPU seconds of one live process (``/proc/<pid>/stat`` utime + stime; 0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds of ``root`` and every live descendant: this driver and the JVM PyFlink's gateway starts.
+
+    Why: on a shared machine Flink's wall time counts the time its threads waited for a core (2-13x its CPU
+    time at a load of 8-20), so only CPU per event compares with Boreas's ``time.process_time``.  A
+    descendant that ended has its time in its parent's (``cutime``) only once waited for; none ends
+    between two samples here (the JVM lives as long as the driver).
+    """
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += _cpu(pid)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
 def run(tenv, name: str, sql: str) -> dict:
     """One query into a blackhole sink: the job's net run time (from its start, task deployment included,
-    until it finished; submission not counted, as Boreas's planning is not) and the wall time around it."""
+    until it finished; submission not counted, as Boreas's planning is not), the wall time around it, and
+    the CPU seconds of this process tree (driver and JVM) around it (its submission included: the CPU of
+    the JVM cannot be split at the job's start; JVM start-up and class loading are excluded as for the net
+    run time, by the warm-up job before the first query and by sampling around each job only)."""
     from pyflink.table import Schema, TableDescriptor
 
     table = tenv.sql_query(sql)
     sink = f"sink_{name}"
     schema = Schema.new_builder().from_row_data_type(table.get_schema().to_row_data_type()).build()
     tenv.create_temporary_table(sink, TableDescriptor.for_connector("blackhole").schema(schema).build())
-    began = time.perf_counter()
+    cpu, began = tree_cpu(os.getpid()), time.perf_counter()
     result = table.execute_insert(sink).get_job_client().get_job_execution_result().result()
-    return {"query": name, "seconds": result.get_net_runtime() / 1000, "wall": time.perf_counter() - began}
+    return {"query": name, "seconds": result.get_net_runtime() / 1000, "wall": time.perf_counter() - began,
+            "cpu": tree_cpu(os.getpid()) - cpu}
 
 
 def _plain(v):

@@ -6,11 +6,13 @@ pairs), and DuckDB can only be told that semantics by hand
 (tests/test_nexmark_winjoin.py).  Here the oracle is Flink running the
 suite's own SQL over the same events (``bench/nexmark_flink.py --collect``).
 
-* **Boreas's rows** (:func:`boreas_result`): a windowed query's are the rows
-  its box emits as windows close, fed in event order, then the ones the end
-  of input releases (Flink's bounded file ends the same way: its watermark
-  goes to +infinity); any other query's are its view at the end
-  (``nexmark_boreas.view_rows``).  A view of rows ends with its ``count``
+* **Boreas's rows** (:func:`boreas_result`): what a subscriber of the box's
+  out stream holds, its emitted changelog folded in order
+  (``nexmark_boreas.folded``).  A windowed query's are the rows its box
+  emits as windows close, fed in event order, then the ones the end of
+  input releases (Flink's bounded file ends the same way: its watermark
+  goes to +infinity); any other query's stream must also equal its view at
+  the end (``nexmark_boreas.view_rows``).  A view of rows ends with its ``count``
   (a row's multiplicity), which is expanded.
 * **Flink's rows**: its changelog applied, each row with its multiplicity.
 * **Aligned by name** (:func:`aligned`): Boreas may order a query's columns
@@ -28,11 +30,13 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from nexmark_boreas import Planned, boreas_batch, compare, view_rows
+from nexmark_boreas import Planned, boreas_batch, compare, folded, view_rows
 
 
 def boreas_result(planned: Planned, blocks: list[dict]) -> list[tuple]:
-    """The query's rows on Boreas: emitted as windows close and at the end for a windowed query, else its view."""
+    """The query's rows on Boreas as a subscriber of its box's out stream holds them: the changelog it emitted
+    (``nexmark_boreas.folded``), fed in event order, for a windowed query the rows of each window as it closed
+    and then the end of input's.  Raises ValueError where the changelog takes away a row it had not emitted."""
     from boreas.wire.columns import Columns
 
     q, op = planned.query, planned.operator
@@ -40,19 +44,16 @@ def boreas_result(planned: Planned, blocks: list[dict]) -> list[tuple]:
         from nexmark_boreas import feed
 
         feed(planned, blocks)
-        return _expanded(view_rows(planned), planned.out_fields)
-    got: list[tuple] = []
+        return _expanded(folded(planned.emitted), planned.out_fields)
     seq = 0
     for b in blocks:
         for port, kind in enumerate(q.reads):
             if b[kind].num_rows:
                 seq += 1
-                for _, out in op.process_from(port, Columns(boreas_batch(kind, b[kind])), seq * 0.01,
-                                              (kind, "gen", seq)):
-                    got.extend(tuple(r) for r in out)
-    for _, out in op.end_of_input((seq + 1) * 0.01):
-        got.extend(tuple(r) for r in out)
-    return _expanded(got, planned.out_fields)
+                planned.emitted.extend(op.process_from(port, Columns(boreas_batch(kind, b[kind])), seq * 0.01,
+                                                       (kind, "gen", seq)))
+    planned.emitted.extend(op.end_of_input((seq + 1) * 0.01))
+    return _expanded(folded(planned.emitted), planned.out_fields)
 
 
 def _expanded(rows: list[tuple], fields: list[str]) -> list[tuple]:
@@ -93,7 +94,13 @@ def check(planned: Planned, blocks: list[dict], flink_file: Path) -> str:
     want = aligned(planned.out_fields, columns, theirs)
     if isinstance(want, str):
         return f"DIFFERS: {want}"
-    got = boreas_result(planned, blocks)
+    try:
+        got = boreas_result(planned, blocks)
+    except ValueError as exc:
+        return f"DIFFERS: emitted stream: {exc}"
+    if not planned.query.windowed and (off := compare(got, _expanded(view_rows(planned), planned.out_fields),
+                                                      peer="the view")) is not None:
+        return f"DIFFERS: emitted stream from the box's view: {off}"
     differs = compare(got, want, peer="Flink")
     if differs is None:
         return f"matches Flink ({len(got):,} rows)"

@@ -13,7 +13,11 @@ sampling after each eighth:
 
 * the box's state (``state_entries``: map entries of the open windows,
   held session rows) and
-* the process's RSS (``VmRSS`` of /proc/self/status).
+* the process's RSS (``VmRSS`` of /proc/self/status);
+
+and at the end the native backend's interned strings (its intern table is
+never emptied: a string column of distinct values that the box interned
+grows it with the stream, which the map entries do not show).
 
 The *plateau* is the largest sample over the second
 half of the run (the windows have long started closing by then), the peak
@@ -78,10 +82,12 @@ def measure(name: str, events: int, seed: int, rate: int) -> dict:
     out += sum(len(rows) for _, rows in op.end_of_input((seq + 1) * 0.01))
     cpu += time.process_time() - began
     half = len(states) // 2
+    native = op.runtime.native_maps()
     return {"query": name, "events": events, "samples": len(states), "rows_out": out,
             "state_peak": max(states), "state_plateau": max(states[half:]),
             "rss_plateau_mb": max(rss[half:]) / 1024, "rss_peak_mb": _status("VmHWM") / 1024,
-            "cpu_us_per_event": cpu / read * 1e6, "left_at_end": op.state_entries()}
+            "cpu_us_per_event": cpu / read * 1e6, "left_at_end": op.state_entries(),
+            "strings_at_end": None if native is None else len(native.ids.strings)}
 
 
 def _slice(batch, i: int):
@@ -109,7 +115,8 @@ def report(names: list[str], events: int, seed: int, rate: int) -> list[str]:
             lines.append(f"{name} {r['events']:>12,} events: state plateau {r['state_plateau']:,} entries "
                          f"(peak {r['state_peak']:,}, {r['left_at_end']} left at the end), RSS plateau "
                          f"{r['rss_plateau_mb']:,.0f} MB (peak {r['rss_peak_mb']:,.0f} MB), "
-                         f"{r['cpu_us_per_event']:.1f} us CPU/event, {r['rows_out']:,} rows out")
+                         f"{r['cpu_us_per_event']:.1f} us CPU/event, {r['rows_out']:,} rows out, "
+                         f"{r.get('strings_at_end')} strings interned")
         s = big["state_plateau"] / max(small["state_plateau"], 1)
         m = big["rss_plateau_mb"] / small["rss_plateau_mb"]
         verdict = "flat" if max(s, m) <= TARGET else "NOT flat"

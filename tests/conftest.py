@@ -138,6 +138,7 @@ IN_PROCESS = (
     "test_ui_index.py",                      # head/ui/index.py followed commit by commit against one built afresh
     "test_touched_updates.py",               # a commit's feed items and UI changes from its keys against comparing all
     "test_node_change_cost.py",              # a node's update applied by its keys against following every box
+    "test_nexmark_memory.py",                # a windowed m3 box fed many windows by hand: its state and intern table
     "test_nexmark_gen.py", "test_nexmark.py",  # the Nexmark bench's generator and queries (m3 boxes fed by hand)
     "test_quiet_pacer.py",                   # background work waiting for quiet and nodes in sync, in process
     "test_adopt_commit.py",                  # a Head's own commit adopted from its plan against decoded, in process

@@ -98,6 +98,8 @@ class M3Operator(Operator):
         self.ignored = 0  # rows whose sign field was neither +1 nor -1
         self.failed_batches = 0
         self._split = [_splitter(p.columns, p.sign_index) for p in self.plan.ports]
+        # per in port, the STRING columns no trigger reads: not interned (node/operators/m3columns.py)
+        self._unread = [m3columns.unread_strings(self.plan.program, p) for p in self.plan.ports]
         self._emit = [_emitter(tuple(view.keys[i] for i in view.output_keys), schema, view.output_keys)
                       for view, schema in zip(self.plan.views, self.plan.outputs)]
         self._port_of_view = {view.name: port for port, view in enumerate(self.plan.views)}
@@ -133,7 +135,8 @@ class M3Operator(Operator):
             apply = self.runtime.apply_grouped_columns if as_columns else self.runtime.apply_grouped
         elif isinstance(rows, Columns):
             try:
-                parts, ignored = m3columns.split(rows, self.plan.ports[port], self.runtime.string_ids)
+                parts, ignored = m3columns.split(rows, self.plan.ports[port], self.runtime.string_ids,
+                                                 self._unread[port])
                 groups = [(relation, sign, columns) for sign, columns in parts]
                 apply = self.runtime.apply_grouped_columns
             except ValueError:  # (nulls) the row path says what is wrong with them

@@ -19,7 +19,12 @@ no Python object is made per row:
 * a STRING column is dictionary-encoded, its distinct values interned once
   (``Runtime.string_ids``), and the ids taken by index.  On the Python
   backend, which keeps strings as strings, the column is handed over as a
-  list of strings instead.
+  list of strings instead.  A STRING column of a stream that no trigger
+  reads (:func:`unread_strings`: Nexmark's e-mail addresses and item
+  descriptions in a query of ids and names) is handed over as ``''`` in
+  every row, never interned: the intern table is never emptied, so
+  interning values nothing reads grew the box's memory with every distinct
+  value of an unbounded stream, however many windows had closed.
 
 A ``sign-field`` splits the batch into inserts (+1) and deletes (-1) by a
 filter; other signs are counted as ignored, as on the row path.  A
@@ -43,7 +48,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from boreas.m3.ast import Program, variables
 from boreas.m3.boxtype import PortPlan
+from boreas.m3.nullable import indicator
 from boreas.wire.columns import Columns
 
 _EPOCH = dt.date(1970, 1, 1).toordinal()
@@ -110,19 +117,48 @@ def day_numbers(column: pa.Array) -> memoryview:
     return _view(days, "q")
 
 
-def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids) -> list[Any]:
+def unread_strings(program: Program, port: PortPlan) -> frozenset[int]:
+    """Positions of the port's STRING columns that no statement of any trigger on its relation reads, for a
+    stream (a table's rows may be kept whole: none); such a column's values can be left out (module docstring).
+
+    >>> from boreas.m3.syntax import parse_program
+    >>> prog = parse_program("CREATE STREAM P(id INT, name STRING, mail STRING);"
+    ...                      " DECLARE MAP m[id: INT, name: STRING] : INT := 0;"
+    ...                      " ON +P(id, name, mail) DO { m[id, name] += 1; }")
+    >>> sorted(unread_strings(prog, PortPlan("P", (("id", "INT"), ("name", "STRING"), ("mail", "STRING")), None)))
+    [2]
+    """
+    relation = next((r for r in program.relations if r.name.lower() == port.relation.lower()), None)
+    if relation is None or relation.kind != "STREAM":
+        return frozenset()
+    # (by name: the relation has an indicator column after each nullable one, the port does not)
+    names = [c.name.lower() for c in relation.columns]
+    read: set[str] = set()
+    for trigger in program.triggers:
+        if trigger.relation.lower() == port.relation.lower():
+            used = {v for s in trigger.statements for v in (*variables(s.target), *variables(s.expr))}
+            read.update(name for name, var in zip(names, trigger.vars) if var in used)
+    return frozenset(i for i, (name, kind) in enumerate(port.columns) if kind == "STRING"
+                     and name.lower() not in read and indicator(name).lower() not in read)
+
+
+def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids, unread: frozenset[int] = frozenset()) -> list[Any]:
     """The relation's columns of ``batch`` (the port's fields, the sign field left out), as M3 takes them.
 
-    ``string_ids(values) -> list[int] | None``: the runtime's ids for distinct strings (None: pass strings).
+    ``string_ids(values) -> list[int] | None``: the runtime's ids for distinct strings (None: pass strings);
+    ``unread``: positions of STRING columns nothing reads (:func:`unread_strings`), handed over as ``''``.
     """
     picks = [i for i in range(batch.num_columns) if i != port.sign_index]
     out: list[Any] = []
-    for i, (_, kind) in zip(picks, port.columns):
+    for at, (i, (_, kind)) in enumerate(zip(picks, port.columns)):
         column = batch.column(i)
         if kind == "DATE":
             out.append(day_numbers(column))
         elif kind == "FLOAT":
             out.append(_widened(column, np.float64, "d"))
+        elif kind == "STRING" and at in unread:
+            ids = string_ids([""])
+            out.append([""] * len(column) if ids is None else _view(np.full(len(column), ids[0], np.int64), "q"))
         elif kind == "STRING":
             encoded = pc.dictionary_encode(column)
             ids = string_ids(encoded.dictionary.to_pylist())
@@ -135,13 +171,14 @@ def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids) -> list[
     return out
 
 
-def split(columns: Columns, port: PortPlan, string_ids) -> tuple[list[tuple[int, list[Any]]], int]:
+def split(columns: Columns, port: PortPlan, string_ids,
+          unread: frozenset[int] = frozenset()) -> tuple[list[tuple[int, list[Any]]], int]:
     """``([(sign, relation columns)], ignored)`` of one batch; ValueError when it cannot go as columns (nulls:
-    the row path names what is wrong with them)."""
+    the row path names what is wrong with them).  ``unread``: as :func:`relation_columns`'s."""
     if any(c.null_count for c in columns.batch.columns):
         raise ValueError("null values")
     parts, ignored = signed_parts(columns, port)
-    return [(sign, relation_columns(part, port, string_ids)) for sign, part in parts], ignored
+    return [(sign, relation_columns(part, port, string_ids, unread)) for sign, part in parts], ignored
 
 
 def signed_parts(columns: Columns, port: PortPlan) -> tuple[list[tuple[int, pa.RecordBatch]], int]:
