@@ -137,6 +137,7 @@ IN_PROCESS = (
     "test_nexmark_gen.py", "test_nexmark.py",  # the Nexmark bench's generator and queries (m3 boxes fed by hand)
     "test_quiet_pacer.py",                   # background work waiting for quiet and nodes in sync, in process
     "test_learn_assumed.py",                 # NodeSync's held patched by a learnt change (its cluster test: fixture)
+    "test_learn_move_report.py",             # NodeSync's held patched by a move's report, fake nodes
     "test_head_resync.py",                   # the resync rule on an in-process Head and node (its cluster test: slow)
     "test_input_declared_output.py",         # an <input> of a box's stream as its schema's declaration, in process
 )
