@@ -8,7 +8,7 @@ Head (bench/catalog.py's application over ``--nodes`` nodes, SQLite) moves
   (``control_plane_head.run_op``: the same on both sides);
 * **read** (what ``main`` does after every move): each of the two nodes'
   catalogs serialized as its ``GET /catalog`` answers (the node's CPU,
-  shown apart) and decoded by the Head (head/node_sync.py ``_held_of``),
+  shown apart) and decoded by the Head (as head/node_sync.py ``_held_of`` does),
   then the difference to its new slice (``update_items``);
 * **patch** (the move report, wire/move_report.py): each node's written
   items, as node/handover.py computes them from the source's catalog,
@@ -34,7 +34,8 @@ from boreas.catalog import Catalog, open_store
 from boreas.catalog.model import Schema
 from boreas.catalog.replicate import apply_update, update_items
 from boreas.catalog.updates import update_document
-from boreas.head.node_sync import NodeSync, _held_of  # (the Head's own decode of a node's catalog)
+from boreas.catalog.documents import read_document
+from boreas.head.node_sync import NodeSync
 from boreas.head.pending import PendingRequests
 from boreas.node.handover import source_items, target_items
 from boreas.node.local_catalog import LocalCatalog
@@ -68,7 +69,8 @@ def _read(node_holds: Catalog, desired: Catalog, endpoint: str) -> tuple[float, 
     t0 = time.process_time()
     text = local.as_update_xml(id=serial_id("bench", 1))
     t1 = time.process_time()
-    held, _ = _held_of(text, f"catalog of node {endpoint}")
+    doc = read_document(text, f"catalog of node {endpoint}", check_schema=False)  # (NodeSync's decode of it)
+    held = apply_update(Catalog(), doc.items, doc.version or 0)
     update_items(held, desired)
     return t1 - t0, time.process_time() - t1
 

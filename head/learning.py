@@ -80,8 +80,9 @@ class Learner:
             return await self._move(boxes, target, {w.node: w for w in written or ()})
 
     async def _move(self, boxes: list[str], target: str, written: dict[str, Written]) -> int:
-        involved = {target} | set(written) | {s.endpoint for s in self.head.syncs.values()
-                                              if s.held is None or any(box in s.held.boxes for box in boxes)}
+        # (a node that reports writing for the move is involved, if the Head knows it: its record changes)
+        involved = {target} | (set(written) & set(self.head.syncs)) | {
+            s.endpoint for s in self.head.syncs.values() if s.held is None or any(box in s.held.boxes for box in boxes)}
 
         def build(catalog: Catalog) -> list[Change] | None:
             return move_changes(catalog, boxes, target, involved)
