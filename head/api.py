@@ -203,7 +203,7 @@ class _Api:
 
     async def update(self, request: web.Request) -> web.Response:
         body = await request.read()
-        written: list[Written] = []  # a node's move report: what each node wrote for it (wire/move_report.py)
+        written: list[Written] = []  # what each node wrote for the change it reports (wire/move_report.py)
         if request.content_type == MSGPACK:
             try:
                 text, written = decode_report(body)
@@ -238,7 +238,7 @@ class _Api:
 
     async def _learn(self, item: object, done: list[dict[str, Any]], written: list[Written]) -> None:
         """One item of ``POST /update``: a registration, or a change a node made and reports (``written``:
-        with a move, what each node wrote for it)."""
+        with a move, connect or disconnect, what each node wrote for it)."""
         if isinstance(item, GlobalComponent):
             await self.head.registrations.register_global(item)
             done.append({"global": item.endpoint, "registered": True})
@@ -249,10 +249,10 @@ class _Api:
             await self.head.registrations.register_region(item)
             done.append({"region": item.region, "endpoint": item.endpoint})
         elif isinstance(item, Connect) and item.box.node:
-            version = await self.head.learner.connect(item)
+            version = await self.head.learner.connect(item, written)
             done.append({"connect": item.box.name, "node": item.box.node, "version": version})
         elif isinstance(item, Disconnect) and item.stream:
-            version = await self.head.learner.disconnect(item.stream)
+            version = await self.head.learner.disconnect(item.stream, written)
             done.append({"disconnect": item.stream, "version": version})
         elif isinstance(item, list):  # moves a node made as one (moves_as_one)
             version = await self.head.learner.move([m.box for m in item], item[0].node, written)

@@ -77,7 +77,7 @@ class Learner:
         delivers any pending request for the boxes on their new node.
         """
         async with self._one_at_a_time:
-            return await self._move(boxes, target, {w.node: w for w in written or ()})
+            return await self._move(boxes, target, _by_node(written))
 
     async def _move(self, boxes: list[str], target: str, written: dict[str, Written]) -> int:
         # (a node that reports writing for the move is involved, if the Head knows it: its record changes)
@@ -161,8 +161,10 @@ class Learner:
             # (read again: the adopter took the catalog the source saved, which may be older than its slice)
             return await self._learn(involved, build, assume=False)
 
-    async def connect(self, connect: Connect) -> int:
-        """A node reports a filter box it inserted (paper 3.2.1); commit it to the global catalog."""
+    async def connect(self, connect: Connect, written: list[Written] | None = None) -> int:
+        """A node reports a filter box it inserted (paper 3.2.1); commit it to the global catalog.  A node
+        that reports what it wrote (``written``: on one node, the sink's) is patched with it, the others
+        from the slice (:meth:`_learn`)."""
         box = connect.box
 
         def build(catalog: Catalog) -> list[Change] | None:
@@ -171,17 +173,18 @@ class Learner:
         current = self.head.catalog.boxes.get(connect.sink or "")
         involved = {n for n in (box.node, current.node if current else None) if n}
         async with self._one_at_a_time:
-            return await self._learn(involved, build)
+            return await self._learn(involved, build, written=_by_node(written))
 
-    async def disconnect(self, stream: str) -> int:
-        """A node reports a filter box it removed (paper 3.2.2): its sink reads the filter's in stream."""
+    async def disconnect(self, stream: str, written: list[Written] | None = None) -> int:
+        """A node reports a filter box it removed (paper 3.2.2): its sink reads the filter's in stream
+        (``written``: as :meth:`connect`'s)."""
         def build(catalog: Catalog) -> list[Change] | None:
             return disconnect_changes(catalog, stream, involved, self.head.index)
 
         producers, readers = stream_boxes(self.head.catalog, stream, self.head.index)
         involved = {b.node for b in (*producers, *readers) if b.node}
         async with self._one_at_a_time:
-            return await self._learn(involved, build)
+            return await self._learn(involved, build, written=_by_node(written))
 
     async def _learn(self, involved: set[str], build: Callable[[Catalog], list[Change] | None],
                      then: Callable[[int], None] | None = None, assume: bool = True, nodes_wrote: bool = True,
@@ -195,8 +198,10 @@ class Learner:
         (:func:`assumable`); else (or ``assume`` False) they are read again.
         ``nodes_wrote`` False: the nodes' catalogs did not change (a layout
         report), so what they hold is as before and the push sends the
-        commit.  ``written``: what nodes reported they wrote (a move); each
-        such node is patched with it under the same conditions, not assumed.
+        commit.  ``written``: what nodes reported they wrote (a move, a
+        connect or disconnect on one node); each such node is patched with
+        it (:meth:`~.node_sync.NodeSync.patch`) under the same conditions,
+        not assumed: exact, and its serial known for the next report.
         """
         paused = set(involved)
         for endpoint in paused:
@@ -246,6 +251,10 @@ def assumable(head: LearnerHead, involved: set[str], touched: dict[str, set[str]
         return False
     boxes = touched.get("boxes", set())
     return not any(r.box in boxes for e in involved for r in head.pending.for_node(e))
+
+
+def _by_node(written: list[Written] | None) -> dict[str, Written]:
+    return {w.node: w for w in written or ()}
 
 
 def touched_by(changes: list[Change]) -> dict[str, set[str]]:
