@@ -206,8 +206,9 @@ class Learner:
         paused = set(involved)
         for endpoint in paused:
             self.head.sync_for(endpoint).pause()
-        # In sync when paused: each holds its slice of this version (a push in flight is not in sync).
-        settled = all(self.head.sync_for(e).in_sync for e in paused)
+        # In sync when paused: each holds its slice of this version (a push in flight is not in sync).  A node
+        # whose record is unknown (a failed push) is read again whatever comes: it does not hold the others back.
+        settled = all(s.in_sync for s in map(self.head.sync_for, paused) if s.held is not None)
         base = self.head.catalog.version
         touched: dict[str, set[str]] | None = None  # what the commit changed: the nodes' held is patched by it
 

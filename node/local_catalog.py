@@ -113,9 +113,11 @@ class LocalCatalog:
         return taken
 
     def restore(self, catalog: Catalog) -> Catalog:
-        """Hold ``catalog`` (a restart's saved catalog), as no change to keep."""
+        """Hold ``catalog`` (a restart's saved catalog), as no change to keep, but counted: a Head that read
+        the catalog before it was restored must not take the restored one for the one it read (same serial)."""
         self.writers.follow(self.catalog, catalog, None)
         self.catalog = catalog
+        self.serial += 1
         return catalog
 
     def as_update_xml(self, id: str | None = None) -> str:

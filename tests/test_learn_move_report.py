@@ -204,3 +204,29 @@ async def test_a_head_commit_between_reads_both_nodes():
 
 def test_box_in_port_is_a_filter_on_s():  # (the fixtures' box reads S, as the moved inputs say)
     assert _box("b").inputs == (InPort("S"),)
+
+
+async def test_a_node_unreachable_elsewhere_does_not_make_the_move_read_its_nodes():
+    """A third node whose last push failed (its record unknown) is read again; the move's own nodes, in sync, are
+    still patched (every move read both nodes whole while any node anywhere was down)."""
+    head, nodes = _cluster("s:1", "t:1", "d:1")
+    await head.settle()
+    down = head.syncs["d:1"]
+    down.held, down.failure = None, "unreachable"
+    reads = _reads(head)
+    await _moved(head, nodes, "box1", "s:1", "t:1")
+    assert {e: s.counters["patched"] for e, s in head.syncs.items()} == {"s:1": 1, "t:1": 1, "d:1": 0}
+    assert {e: s.counters["catalog_reads"] - reads[e] for e, s in head.syncs.items()} == {"s:1": 0, "t:1": 0, "d:1": 1}
+    _each_holds_its_slice(head, nodes)
+
+
+def test_a_restored_catalog_is_a_change_of_the_serial():
+    """A durable node restores its saved catalog after its first heartbeat: a Head that read the empty catalog
+    before must not see the restored one at the same serial (its pushes' serials would then confirm a record
+    that lacks what the saved catalog held, a stale subscription kept for good)."""
+    from boreas.node.local_catalog import LocalCatalog
+
+    local = LocalCatalog("n:1")
+    before = local.serial
+    local.restore(Catalog(version=3, boxes={"f": _box("f", "n:1")}))
+    assert local.serial == before + 1
