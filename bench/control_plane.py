@@ -17,6 +17,9 @@ times, ``--repeat`` times each, the median of:
 * **connect** / **disconnect**: ``boreas connect`` of a filter before that
   box, then ``boreas disconnect`` of it;
 * **nodes**: ``boreas nodes``;
+
+(each CLI call printed with the Head's CPU seconds over it: all the Head
+did meanwhile, its background work included);
 * **full copy**: an in-process global component from ``start()`` until its
   full copy is in (bench/deploy.py's figure), and a plain ``GET /catalog``;
 * **Head restart**: the Head killed with SIGKILL and started again, until it
@@ -213,8 +216,10 @@ def measure_size(run: Run, args: argparse.Namespace, boxes: int, catalog_url: st
                           ("move", ("move", box, cluster.nodes[1 if r % 2 == 0 else 0])),
                           ("connect", ("connect", box, "--box", filter_xml)),
                           ("disconnect", ("disconnect", f"f{r}_out")), ("nodes", ("nodes",))):
+            head_cpu = cpu_seconds(cluster.head_proc.pid)
             figures[key].append(cluster.boreas(*argv))
-            print(f"    {key} {figures[key][-1]:.3f} s", flush=True)  # (said at once: a later step may fail)
+            took = cpu_seconds(cluster.head_proc.pid) - head_cpu  # (the Head's CPU over the call, all it did)
+            print(f"    {key} {figures[key][-1]:.3f} s, Head CPU {took:.3f} s", flush=True)  # (said at once)
         copy = asyncio.run(time_global_copy(cluster.head, run.token, args.timeout))
         if copy["boxes"] < boxes:
             raise BenchError(f"the global component's copy has {copy['boxes']} boxes, not {boxes} or more")

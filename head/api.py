@@ -48,6 +48,7 @@ import logging
 import time
 from typing import Any
 
+import msgspec
 from aiohttp import web
 from boreas.catalog.words import unknown
 from boreas.catalog.diagnostics import Diagnostic, ValidationFailed
@@ -70,6 +71,7 @@ from boreas.catalog.updates import update_document
 from boreas.catalog.xmlsafe import DEFAULT_LIMITS, DeadlineExceeded, capped
 from boreas.wire.health import Health
 from boreas.wire.metrics import add_metrics_route
+from boreas.wire.move_report import MSGPACK, Written, decode_report
 from boreas.wire.openapi import add_openapi_route, describe_routes
 from boreas.wire.server import json_error
 
@@ -206,6 +208,13 @@ class _Api:
 
     async def update(self, request: web.Request) -> web.Response:
         body = await request.read()
+        written: list[Written] = []  # what each node wrote for the change it reports (wire/move_report.py)
+        if request.content_type == MSGPACK:
+            try:
+                text, written = decode_report(body)
+            except (msgspec.DecodeError, TypeError, ValueError) as exc:
+                return json_error(400, f"not a move report (msgpack [update XML, [written, ...]]): {exc!r}")
+            body = text.encode()
         docs = await self._read([(f"update XML from {request.remote}", body)])
         if isinstance(docs, web.Response):
             return docs
@@ -227,13 +236,14 @@ class _Api:
         try:
             for item in moves_as_one(doc.items):
                 with self.metrics.timed_learning(_kind(item[0] if isinstance(item, list) else item)):
-                    await self._learn(item, done)
+                    await self._learn(item, done, written)
         except StoreError as exc:
             return json_error(503, f"catalog store: {exc}", done=done)
         return web.json_response({"version": self.head.catalog.version, "done": done})
 
-    async def _learn(self, item: object, done: list[dict[str, Any]]) -> None:
-        """One item of ``POST /update``: a registration, or a change a node made and reports."""
+    async def _learn(self, item: object, done: list[dict[str, Any]], written: list[Written]) -> None:
+        """One item of ``POST /update``: a registration, or a change a node made and reports (``written``:
+        with a move, connect or disconnect, what each node wrote for it)."""
         if isinstance(item, GlobalComponent):
             await self.head.registrations.register_global(item)
             done.append({"global": item.endpoint, "registered": True})
@@ -244,13 +254,13 @@ class _Api:
             await self.head.registrations.register_region(item)
             done.append({"region": item.region, "endpoint": item.endpoint})
         elif isinstance(item, Connect) and item.box.node:
-            version = await self.head.learner.connect(item)
+            version = await self.head.learner.connect(item, written)
             done.append({"connect": item.box.name, "node": item.box.node, "version": version})
         elif isinstance(item, Disconnect) and item.stream:
-            version = await self.head.learner.disconnect(item.stream)
+            version = await self.head.learner.disconnect(item.stream, written)
             done.append({"disconnect": item.stream, "version": version})
         elif isinstance(item, list):  # moves a node made as one (moves_as_one)
-            version = await self.head.learner.move([m.box for m in item], item[0].node)
+            version = await self.head.learner.move([m.box for m in item], item[0].node, written)
             done += [{"move": m.box, "node": m.node, "version": version} for m in item]
         elif isinstance(item, Partition):
             version = await self.head.learner.layout(item)

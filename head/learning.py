@@ -29,6 +29,7 @@ from boreas.catalog.index import CatalogIndex
 from boreas.catalog.model import Box, Catalog, Node, Partition
 from boreas.catalog.store import Change
 from boreas.catalog.xmlcodec import to_text
+from boreas.wire.move_report import Written
 
 from .node_sync import NodeSync
 from .pending import PendingRequests
@@ -60,23 +61,28 @@ class Learner:
         self.head = head
         self._one_at_a_time = asyncio.Lock()  # reports are learned one at a time
 
-    async def move(self, boxes: list[str], target: str) -> int:
+    async def move(self, boxes: list[str], target: str, written: list[Written] | None = None) -> int:
         """A node reports that ``boxes`` now run on ``target`` (paper section 3.1.2), moved as one (a
         ``<table>``'s boxes, docs/operators.md "Table boxes"): committed as one change, with the table.
 
         The nodes moved the boxes themselves, so what the Head believed they hold
-        is stale: once the new locations are committed and their slices are
-        recomputed, both are read again (not patched: each wrote the moved
-        boxes' streams' elements from the source's catalog as it was, e.g. the
-        source forwarding inputs to the target) and brought to their slices,
-        which also delivers any pending request for the boxes on their new node.
+        is stale: each wrote the moved boxes' streams' elements from the
+        source's catalog as it was (e.g. the source forwarding inputs to the
+        target), which the commit cannot know.  The report carries those items
+        (``written``, wire/move_report.py): once the new locations are committed,
+        a node whose record here is at the serial its items were applied on is
+        patched with them (:meth:`~.node_sync.NodeSync.patch`); any other node
+        involved (no record, another serial, nodes not in sync before, a commit
+        between) is read again.  Then each is brought to its slice, which also
+        delivers any pending request for the boxes on their new node.
         """
         async with self._one_at_a_time:
-            return await self._move(boxes, target)
+            return await self._move(boxes, target, _by_node(written))
 
-    async def _move(self, boxes: list[str], target: str) -> int:
-        involved = {target} | {s.endpoint for s in self.head.syncs.values()
-                               if s.held is None or any(box in s.held.boxes for box in boxes)}
+    async def _move(self, boxes: list[str], target: str, written: dict[str, Written]) -> int:
+        # (a node that reports writing for the move is involved, if the Head knows it: its record changes)
+        involved = {target} | (set(written) & set(self.head.syncs)) | {
+            s.endpoint for s in self.head.syncs.values() if s.held is None or any(box in s.held.boxes for box in boxes)}
 
         def build(catalog: Catalog) -> list[Change] | None:
             return move_changes(catalog, boxes, target, involved)
@@ -86,10 +92,10 @@ class Learner:
                 for request in self.head.pending.moved(box, target, version):
                     log.info("pending request for box %r refused by %s: forwarding to %s", box, request.node, target)
 
-        # (read again: the source and the target write the moved boxes' streams' inputs, outputs,
-        # publications and subscriptions from the source's catalog as it was, node/handover.py, e.g. the
-        # source forwarding inputs to the target: what they hold for them is not the commit's to know)
-        return await self._learn(involved, build, moved, assume=False)
+        # (not assumed from the commit: the source and the target write the moved boxes' streams' inputs,
+        # outputs, publications and subscriptions from the source's catalog as it was, node/handover.py;
+        # patched with what each reports it wrote, else read again)
+        return await self._learn(involved, build, moved, assume=False, written=written)
 
     async def layout(self, reported: Partition) -> int:
         """The leader of a partitioned box reports the layout its members switched to (docs/cumulus.md §6.2).
@@ -155,8 +161,10 @@ class Learner:
             # (read again: the adopter took the catalog the source saved, which may be older than its slice)
             return await self._learn(involved, build, assume=False)
 
-    async def connect(self, connect: Connect) -> int:
-        """A node reports a filter box it inserted (paper 3.2.1); commit it to the global catalog."""
+    async def connect(self, connect: Connect, written: list[Written] | None = None) -> int:
+        """A node reports a filter box it inserted (paper 3.2.1); commit it to the global catalog.  A node
+        that reports what it wrote (``written``: on one node, the sink's) is patched with it, the others
+        from the slice (:meth:`_learn`)."""
         box = connect.box
 
         def build(catalog: Catalog) -> list[Change] | None:
@@ -165,20 +173,22 @@ class Learner:
         current = self.head.catalog.boxes.get(connect.sink or "")
         involved = {n for n in (box.node, current.node if current else None) if n}
         async with self._one_at_a_time:
-            return await self._learn(involved, build)
+            return await self._learn(involved, build, written=_by_node(written))
 
-    async def disconnect(self, stream: str) -> int:
-        """A node reports a filter box it removed (paper 3.2.2): its sink reads the filter's in stream."""
+    async def disconnect(self, stream: str, written: list[Written] | None = None) -> int:
+        """A node reports a filter box it removed (paper 3.2.2): its sink reads the filter's in stream
+        (``written``: as :meth:`connect`'s)."""
         def build(catalog: Catalog) -> list[Change] | None:
             return disconnect_changes(catalog, stream, involved, self.head.index)
 
         producers, readers = stream_boxes(self.head.catalog, stream, self.head.index)
         involved = {b.node for b in (*producers, *readers) if b.node}
         async with self._one_at_a_time:
-            return await self._learn(involved, build)
+            return await self._learn(involved, build, written=_by_node(written))
 
     async def _learn(self, involved: set[str], build: Callable[[Catalog], list[Change] | None],
-                     then: Callable[[int], None] | None = None, assume: bool = True, nodes_wrote: bool = True) -> int:
+                     then: Callable[[int], None] | None = None, assume: bool = True, nodes_wrote: bool = True,
+                     written: dict[str, Written] | None = None) -> int:
         """Commit a change nodes made themselves; their syncs wait, then are brought to their slices.
 
         ``build`` may add nodes to ``involved`` (it sees the catalog it
@@ -188,13 +198,17 @@ class Learner:
         (:func:`assumable`); else (or ``assume`` False) they are read again.
         ``nodes_wrote`` False: the nodes' catalogs did not change (a layout
         report), so what they hold is as before and the push sends the
-        commit.
+        commit.  ``written``: what nodes reported they wrote (a move, a
+        connect or disconnect on one node); each such node is patched with
+        it (:meth:`~.node_sync.NodeSync.patch`) under the same conditions,
+        not assumed: exact, and its serial known for the next report.
         """
         paused = set(involved)
         for endpoint in paused:
             self.head.sync_for(endpoint).pause()
-        # In sync when paused: each holds its slice of this version (a push in flight is not in sync).
-        settled = all(self.head.sync_for(e).in_sync for e in paused)
+        # In sync when paused: each holds its slice of this version (a push in flight is not in sync).  A node
+        # whose record is unknown (a failed push) is read again whatever comes: it does not hold the others back.
+        settled = all(s.in_sync for s in map(self.head.sync_for, paused) if s.held is not None)
         base = self.head.catalog.version
         touched: dict[str, set[str]] | None = None  # what the commit changed: the nodes' held is patched by it
 
@@ -206,6 +220,7 @@ class Learner:
             touched = touched_by(changes) if changes and catalog.version == base else None
             return changes
 
+        version = base  # (until committed: a failed commit reads the nodes whole)
         try:
             version = await self.head.commit(recorded) or self.head.catalog.version
             await self.head.caught_up(version)
@@ -215,12 +230,14 @@ class Learner:
             touched = None  # not known to be committed: read the nodes whole
             raise
         finally:
-            if not (assume and settled and assumable(self.head, paused | involved, touched, version)):
+            exact = settled and assumable(self.head, paused | involved, touched, version)
+            if not (assume and exact):
                 touched = None
             elif not nodes_wrote:
                 touched = {}
             for endpoint in paused | involved:
-                self.head.sync_for(endpoint).resume(touched=touched)
+                report = (written or {}).get(endpoint) if exact else None
+                self.head.sync_for(endpoint).resume(touched=touched, written=report)
         self.head.notify()
         return version
 
@@ -235,6 +252,10 @@ def assumable(head: LearnerHead, involved: set[str], touched: dict[str, set[str]
         return False
     boxes = touched.get("boxes", set())
     return not any(r.box in boxes for e in involved for r in head.pending.for_node(e))
+
+
+def _by_node(written: list[Written] | None) -> dict[str, Written]:
+    return {w.node: w for w in written or ()}
 
 
 def touched_by(changes: list[Change]) -> dict[str, set[str]]:

@@ -36,15 +36,18 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from boreas.catalog.documents import Delete, Modify, Unsubscribe, Update, read_document
-from boreas.catalog.model import Box, Catalog, Subscription
-from boreas.catalog.replicate import apply_update, update_items
+from boreas.catalog.diagnostics import ValidationFailed
+from boreas.catalog.documents import Delete, Unsubscribe, Update, read_document
+from boreas.catalog.model import Catalog
+from boreas.catalog.replicate import UpdateRejected, apply_update, update_items
 from boreas.catalog.updates import update_document
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.backoff import Backoff
 from boreas.wire.client import PeerClient, PeerRefused, PeerUnreachable
+from boreas.wire.move_report import Written, read_serial_id
 
 from .pending import PendingRequests
+from .update_boxes import box_of, removal_box
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +84,9 @@ class NodeSync:
         self.pushing = False  # an update is on its way: the node may be too busy applying it to heartbeat
         self.assumed = False  # held was patched by a change the node reported (:meth:`assume`), not read
         self.assumed_boxes: frozenset[str] = frozenset()  # the boxes that change touched (:meth:`_drop_absent`)
+        # The node's (incarnation, serial) that ``held`` is, when known: from its ``GET /catalog``, then one
+        # more per push it applied; a move report's items patch ``held`` only at their base (:meth:`patch`).
+        self.serial: tuple[str, int] | None = None
         self.counters: Counter[str] = Counter()
         self._wake = asyncio.Event()
         self._wake.set()
@@ -98,6 +104,7 @@ class NodeSync:
     def resync(self) -> None:
         """Forget what the node holds (it restarted, or came back): read it again."""
         self.held = None
+        self.serial = None
         self.assumed = False
         self.assumed_boxes = frozenset()
         self.resyncing = True
@@ -128,18 +135,54 @@ class NodeSync:
                 else:
                     have.pop(key, None)
         self.held = held
+        self.serial = None  # (the node counted its own change; this patch is not its serial)
         self.assumed = True
         self.assumed_boxes = frozenset(touched.get("boxes", ()))
         self.counters["assumed"] += 1
         self._wake.set()
 
+    def patch(self, written: Written) -> bool:
+        """The node wrote ``written.items`` to its catalog for a move (wire/move_report.py): what it holds
+        now is ``held`` with them applied, as the node applied them, if ``held`` is the node's catalog at
+        the serial they were applied on (same incarnation, no change of the node between that this Head
+        did not count); else, or if they do not apply, the node is read again (:meth:`resync`).  Exact,
+        unlike :meth:`assume`: the items are the node's own, not the slice's.  The caller patches only
+        nodes in sync before the report, with no commit since (head/learning.py ``assumable``)."""
+        if self.held is None or self.serial != (written.incarnation, written.base):
+            log.info("node %s: move report at serial %d of %s, the Head's record at %s: read again",
+                     self.endpoint, written.base, written.incarnation[:12], self.serial)
+            self.counters["patch_mismatch"] += 1
+            self.resync()
+            return False
+        try:
+            doc = read_document(written.items, f"move report of node {self.endpoint}", check_schema=False)
+            if not isinstance(doc, Update):
+                raise TypeError(f"not update XML: {type(doc).__name__}")
+            held = apply_update(self.held, doc.items, self.held.version)
+        except (ValidationFailed, UpdateRejected, TypeError) as exc:
+            log.warning("node %s: its move report does not apply to the Head's record (%s): read again",
+                        self.endpoint, exc)
+            self.counters["patch_mismatch"] += 1
+            self.resync()
+            return False
+        self.held = held
+        self.serial = (written.incarnation, written.serial)
+        self.assumed = False
+        self.counters["patched"] += 1
+        self._wake.set()
+        return True
+
     def pause(self) -> None:
         """Send nothing until :meth:`resume` (the node changed itself; the Head must catch up first)."""
         self._running.clear()
 
-    def resume(self, resync: bool = True, touched: dict[str, set[str]] | None = None) -> None:
-        """Send again; what the node holds is read again (``resync``), or patched by ``touched`` (:meth:`assume`)."""
-        if touched is not None:
+    def resume(self, resync: bool = True, touched: dict[str, set[str]] | None = None,
+               written: Written | None = None) -> None:
+        """Send again; what the node holds is read again (``resync``), or patched by ``touched`` (:meth:`assume`)
+        or by what it ``written`` for a move (:meth:`patch`)."""
+        if written is not None:
+            self.patch(written)
+        elif touched is not None:
             self.assume(touched)
         elif resync:
             self.resync()
@@ -162,6 +205,7 @@ class NodeSync:
                 backoff.reset()
             except (PeerUnreachable, PeerRefused) as exc:
                 self.held = None  # a lost reply leaves us unsure what it applied
+                self.serial = None
                 self.failure = _reason(exc)
                 self.counters["failures"] += 1
                 log.info("cannot update node %s (will retry): %s", self.endpoint, self.failure)
@@ -171,10 +215,12 @@ class NodeSync:
 
     async def _read_held(self) -> Catalog:
         """What the node holds, from its ``GET /catalog``: decoded off the event loop (a node holding 5,000
-        boxes is a few MB of XML), without the XSD gate (it is what this Head sent it)."""
+        boxes is a few MB of XML), without the XSD gate (it is what this Head sent it); its id names the
+        node's serial (:meth:`patch`)."""
         text = await self.peers.text(endpoint_url(self.endpoint, "/catalog"))
         self.counters["catalog_reads"] += 1
-        return await asyncio.to_thread(_held_of, text, f"catalog of node {self.endpoint}")
+        held, self.serial = await asyncio.to_thread(_held_of, text, f"catalog of node {self.endpoint}")
+        return held
 
     async def sync_once(self) -> None:
         """One round: read what the node holds if unknown, send the difference."""
@@ -187,14 +233,14 @@ class NodeSync:
         # A box moved here, not yet reported, needs its inputs and subscriptions too: remove nothing.
         keep = bool(self.unreported)
         wanted = update_items(held, desired)
-        items = [i for i in wanted if _box_of(i, held, desired) not in blocked
+        items = [i for i in wanted if box_of(i, held, desired) not in blocked
                  and not (keep and isinstance(i, (Delete, Unsubscribe)))]
         if items:
             text = await _off_loop_if_large(len(items), update_document, items, version=version,
                                             origin=self.origin, id=f"v{version}")
             self.pushing = True
             try:
-                await self.peers.post_update(self.endpoint, text, timeout=push_timeout(len(items)))
+                answer = await self.peers.post_update(self.endpoint, text, timeout=push_timeout(len(items)))
             except PeerRefused as exc:
                 if self.assumed and self._drop_absent(exc, items, held):  # held a guess: removals it made
                     return
@@ -206,6 +252,7 @@ class NodeSync:
                 raise
             finally:
                 self.pushing = False
+            self.serial = _serial_after(self.serial, answer)
             self.counters["updates_sent"] += 1
             self.counters["items_sent"] += len(items)
             if len(items) == len(wanted):
@@ -237,9 +284,10 @@ class NodeSync:
         # Only removals about what the reported change touched (or about no box): a removal of another
         # box's element refused may be a change the node made that the Head has not learnt yet (a later
         # move): that takes the pending-request path, so learning that move reads the node it went to.
-        if not all(_removal_box(item, held, self.desired) in self.assumed_boxes | {None} for item in absent):
+        if not all(removal_box(item, held, self.desired) in self.assumed_boxes | {None} for item in absent):
             return False
         self.held = apply_update(held, absent, held.version)
+        self.serial = None
         self.counters["assumed_absent"] += len(absent)
         self._wake.set()
         return True
@@ -265,7 +313,7 @@ class NodeSync:
         for r in rejections:
             index = r.get("index")
             item = items[index] if isinstance(index, int) and 0 <= index < len(items) else None
-            box = _box_of(item, self.held, self.desired) if item is not None else None
+            box = box_of(item, self.held, self.desired) if item is not None else None
             if box is None:
                 return False
             boxes.setdefault(box, str(r.get("reason", "refused")))
@@ -283,10 +331,25 @@ def catching_up(syncs: Iterable[NodeSync], alive: Callable[[str], bool]) -> bool
     return any(not s.in_sync and s.failure is None and alive(s.endpoint) for s in syncs)
 
 
-def _held_of(text: str, source: str) -> Catalog:
+def _held_of(text: str, source: str) -> tuple[Catalog, tuple[str, int] | None]:
     doc = read_document(text, source, check_schema=False)
     assert isinstance(doc, Update)
-    return apply_update(Catalog(), doc.items, doc.version or 0)
+    return apply_update(Catalog(), doc.items, doc.version or 0), read_serial_id(doc.id)
+
+
+def _serial_after(before: tuple[str, int] | None, answer: Any) -> tuple[str, int] | None:
+    """The node's serial after a push it answered: one more than before, if its answer says so (a node
+    that changed itself meanwhile, or restarted, or does not say: unknown).
+
+    >>> _serial_after(("a", 4), {"incarnation": "a", "serial": 5}), _serial_after(("a", 4), {"serial": 6})
+    (('a', 5), None)
+    """
+    if before is None or not isinstance(answer, dict):
+        return None
+    incarnation, serial = before
+    if answer.get("incarnation") != incarnation or answer.get("serial") != serial + 1:
+        return None
+    return incarnation, serial + 1
 
 
 def push_timeout(items: int) -> float:
@@ -303,33 +366,6 @@ async def _off_loop_if_large(items: int, fn: Callable[..., Any], *args: Any, **k
     if items > OFF_LOOP_ITEMS:
         return await asyncio.to_thread(fn, *args, **kwargs)
     return fn(*args, **kwargs)
-
-
-def _producer(stream: str, *catalogs: Catalog) -> str | None:
-    for catalog in catalogs:
-        for box in catalog.boxes.values():
-            if stream in box.outputs:
-                return box.name
-    return None
-
-
-def _box_of(item: Any, held: Catalog, desired: Catalog) -> str | None:
-    """The box an update item is about, if it is about one."""
-    match item:
-        case Box():
-            return item.name
-        case Modify() | Delete() if item.box:
-            return item.box
-        case Subscription() | Unsubscribe():
-            return _producer(item.stream, held, desired)
-    return None
-
-
-def _removal_box(item: Any, held: Catalog, desired: Catalog) -> str | None:
-    """The box a removal is about: :func:`_box_of`, and an output's producer for ``Delete(output=s)``."""
-    if isinstance(item, Delete) and item.output:
-        return _producer(item.output, held, desired)
-    return _box_of(item, held, desired)
 
 
 def _reason(exc: Exception) -> str:

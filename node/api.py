@@ -45,6 +45,7 @@ from boreas.catalog.replicate import Rejection, UpdateRejected
 from boreas.catalog.xmlsafe import DeadlineExceeded
 from boreas.wire.health import Health
 from boreas.wire.metrics import add_metrics_route
+from boreas.wire.move_report import serial_id
 from boreas.wire.openapi import add_openapi_route, describe_routes
 from boreas.wire.server import json_error
 
@@ -122,6 +123,7 @@ class NodeApi:
                 problems = self.dataflow.refusals(candidate, source, touched=self.local.touched)
                 if not problems:
                     catalog = self.local.apply(update, candidate)
+                    serial = self.local.serial  # (this change's: a move report is matched against it)
                     self.dataflow.reconfigure(catalog)
             if problems:  # all or nothing: a box this node cannot run refuses the whole update
                 self.local.refused()
@@ -131,7 +133,8 @@ class NodeApi:
             self.catalog_changed()
             self.reflector.reflect(catalog, update.items)
         return web.json_response({"endpoint": self.endpoint, "version": catalog.version,
-                                  "applied": len(update.items)})
+                                  "applied": len(update.items), "incarnation": self.incarnation,
+                                  "serial": serial})
 
     async def _moves(self, update: Update, moves: list[Move]) -> web.Response:
         """``<move box node>``: an optimizer (or the Head) asks this node to move a box it holds."""
@@ -176,15 +179,17 @@ class NodeApi:
 
     async def handle_handover(self, request: web.Request) -> web.Response:
         try:
-            version = await self.mover.move_in(await request.read())
+            written = await self.mover.move_in(await request.read())
         except (msgspec.DecodeError, TypeError, KeyError, AssertionError) as exc:
             return json_error(400, f"not a handover (msgpack [update XML, box state]): {exc!r}")
         except (ValidationFailed, UpdateRejected, ValueError) as exc:
             return json_error(422, f"cannot take the box: {exc}")
-        return web.json_response({"endpoint": self.endpoint, "version": version})
+        return web.json_response({"endpoint": self.endpoint, "version": written.version,
+                                  "incarnation": self.incarnation, "base": written.base, "serial": written.serial})
 
     async def handle_catalog(self, request: web.Request) -> web.Response:
-        return web.Response(text=self.local.as_update_xml(), content_type="application/xml")
+        text = self.local.as_update_xml(id=serial_id(self.incarnation, self.local.serial))
+        return web.Response(text=text, content_type="application/xml")
 
     async def handle_status(self, request: web.Request) -> web.Response:
         catalog = self.local.catalog

@@ -46,6 +46,7 @@ from boreas.catalog.updates import update_document
 from boreas.catalog.validate import stream_schemas
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerError, PeerRefused
+from boreas.wire.move_report import Written
 
 from .context import NodeContext
 from .head_reports import head_reports
@@ -80,9 +81,9 @@ class FilterConnector:
             return await self._connect_upstream(request)
         sink, port, old, new = self._check_connect(request)
         if not request.upstream:
-            await self._change([replace(request.box, node=self.node.endpoint), sink.rewired(port, new)],
-                               keep=sink.name, check=request.box.name)
-            await self._report(Connect(replace(request.box, node=self.node.endpoint), sink.name, port))
+            written = await self._change([replace(request.box, node=self.node.endpoint), sink.rewired(port, new)],
+                                         keep=sink.name, check=request.box.name)
+            await self._report(Connect(replace(request.box, node=self.node.endpoint), sink.name, port), written)
             return {"inserted": request.box.name, "node": self.node.endpoint, "stream": new}
         upstream = self._upstream_of(old, sink.name)
         schema = self.local.inputs[old].schema
@@ -175,8 +176,8 @@ class FilterConnector:
         sink, port = sinks[0]
         if producer is not None:
             old = self._filter_input(producer)
-            await self._change([Delete(box=producer.name), sink.rewired(port, old)], keep=sink.name)
-            await self._report(Disconnect(stream))
+            written = await self._change([Delete(box=producer.name), sink.rewired(port, old)], keep=sink.name)
+            await self._report(Disconnect(stream), written)
             return {"removed": producer.name, "node": self.node.endpoint, "stream": old}
         upstream = next((p.client for p in local.publications.values()
                          if p.stream == stream and p.client in local.nodes), None)
@@ -230,11 +231,12 @@ class FilterConnector:
     # -- shared steps -------------------------------------------------------------
 
     async def _change(self, items: list[Any], keep: str | None = None, check: str | None = None,
-                      bridge: tuple[str, str, int, str] | None = None, unbridge: str | None = None) -> None:
-        """Apply a local change between two batches; undo it if box ``check`` cannot run."""
+                      bridge: tuple[str, str, int, str] | None = None, unbridge: str | None = None) -> Written:
+        """Apply a local change between two batches; undo it if box ``check`` cannot run.  Returns what it
+        wrote, with the serials (wire/move_report.py): a change made in one step is reported with it."""
         node, flow = self.node, self.node.dataflow
         async with node.update_lock, flow.lock:
-            before = node.local.catalog
+            before, base = node.local.catalog, node.local.serial
             try:
                 node.apply_local(items, keep_state=(keep,) if keep else ())
             except UpdateRejected as exc:
@@ -247,6 +249,7 @@ class FilterConnector:
                 flow.bridge(*bridge)
             if unbridge:
                 flow.router.unbridge(unbridge)
+            return Written(node.endpoint, node.incarnation, base, node.local.serial, update_document(items))
 
     async def _send(self, node: str, item: Connect | Disconnect) -> dict[str, Any]:
         text = update_document([item], origin=self.node.endpoint)
@@ -257,7 +260,7 @@ class FilterConnector:
         except PeerError as exc:
             raise ConnectRefused(str(exc), 502) from None
 
-    async def _report(self, item: Connect | Disconnect) -> None:
+    async def _report(self, item: Connect | Disconnect, written: Written | None = None) -> None:
         """Optimizer changes are reflected to the Head (paper 2.2), which commits them.
 
         The report goes on the node's one ordered channel to the Head (after
@@ -265,9 +268,11 @@ class FilterConnector:
         The request waits up to :data:`REPORT_WAIT` for the Head to commit it,
         so an optimizer that gets the answer finds the change in the global
         catalog; if the Head is slower, the report is delivered later.
+        ``written``: what this node wrote for it in one step, which the Head
+        patches its record of the node with (as a move's, wire/move_report.py).
         """
         reports = head_reports(self.node)
-        if reports is None or not reports.report(item):
+        if reports is None or not reports.report(item, written=[written] if written else None):
             return
         if not await reports.flush(REPORT_WAIT):
             log.warning("node %s: the Head has not taken the report of its %s yet; it will be delivered "

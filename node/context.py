@@ -24,6 +24,7 @@ from .reflect import Reflector
 
 class NodeContext(Protocol):
     endpoint: str
+    incarnation: str  # a new one each start (node/service.py): a move report names it (wire/move_report.py)
     head: str | None
     peers: PeerClient
     local: LocalCatalog

@@ -28,6 +28,7 @@ from typing import Any
 from boreas.catalog.updates import describe_item, update_document
 from boreas.wire.backoff import Backoff
 from boreas.wire.client import PeerClient, PeerRefused
+from boreas.wire.move_report import Written, encode_report
 from boreas.wire.sender import QueueFull, ReliableSender, SenderClosed
 
 log = logging.getLogger(__name__)
@@ -48,11 +49,14 @@ class HeadReports:
                                      on_refused=self._refused)
         self.sender.start()
 
-    def report(self, *items: Any) -> bool:
+    def report(self, *items: Any, written: list[Written] | None = None) -> bool:
         """Queue one change (``Move``, ``Connect``, ``Disconnect``) for the Head, or several made as one (the
-        moves of a table's boxes), in one update; False if dropped."""
+        moves of a table's boxes), in one update; False if dropped.  ``written``: the catalog items each
+        node wrote for a move, sent with it (wire/move_report.py), so the Head patches its records of
+        them instead of reading the nodes again."""
+        text = update_document(list(items), origin=self.endpoint)
         try:
-            self.sender.send(update_document(list(items), origin=self.endpoint))
+            self.sender.send(encode_report(text, written) if written else text)
             return True
         except (QueueFull, SenderClosed) as exc:
             log.error("node %s cannot report %s to the Head: %s", self.endpoint,
@@ -69,7 +73,7 @@ class HeadReports:
     def stats(self) -> dict[str, Any]:
         return self.sender.stats()
 
-    def _refused(self, text: str, exc: PeerRefused) -> None:
+    def _refused(self, text: str | bytes, exc: PeerRefused) -> None:
         log.warning("node %s: the Head refused a report (%s); it is not retried", self.endpoint, exc)
 
 

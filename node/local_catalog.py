@@ -56,6 +56,10 @@ class LocalCatalog:
         # version, until taken (:meth:`take_changes`): what a durable node logs (node/recovery/catalog_store.py).
         # None: not kept (a node without --data-dir).
         self.changes: list[tuple[list[Any], int]] | None = None
+        # How many changes this incarnation applied (pushes and its own): a move report names the serial its
+        # items were applied on and reached, so the Head patches its record of this node only if that record
+        # is at exactly that serial (wire/move_report.py).
+        self.serial = 0
 
     @property
     def version(self) -> int:
@@ -92,6 +96,7 @@ class LocalCatalog:
         if self.changes is not None:  # (by the keys it wrote: what it touched, not the whole slice)
             self.changes.append((update_items(self.catalog, new, wrote), new.version))
         self.catalog = new
+        self.serial += 1
         self.counters["updates_applied"] += 1
         self.counters["items_applied"] += len(update.items)
         return new
@@ -108,15 +113,17 @@ class LocalCatalog:
         return taken
 
     def restore(self, catalog: Catalog) -> Catalog:
-        """Hold ``catalog`` (a restart's saved catalog), as no change to keep."""
+        """Hold ``catalog`` (a restart's saved catalog), as no change to keep, but counted: a Head that read
+        the catalog before it was restored must not take the restored one for the one it read (same serial)."""
         self.writers.follow(self.catalog, catalog, None)
         self.catalog = catalog
+        self.serial += 1
         return catalog
 
-    def as_update_xml(self) -> str:
-        """What the node holds, as one update document (``GET /catalog``)."""
+    def as_update_xml(self, id: str | None = None) -> str:
+        """What the node holds, as one update document (``GET /catalog``; ``id``: its serial, wire/move_report.py)."""
         return update_document(catalog_items(self.catalog), version=self.catalog.version,
-                               origin=self.endpoint)
+                               origin=self.endpoint, id=id)
 
 
 def _check_subscriptions(catalog: Catalog, items: list, writes: Callable[[str], bool]) -> None:

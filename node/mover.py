@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from dataclasses import dataclass
 
 import msgspec
 from boreas.catalog.documents import Move, Update, read_document
@@ -31,6 +32,7 @@ from boreas.catalog.table_params import ACCESSING
 from boreas.catalog.updates import update_document
 from boreas.wire.addressing import endpoint_url
 from boreas.wire.client import PeerError
+from boreas.wire.move_report import Written
 
 from .box_state import BoxHandover
 from .context import NodeContext
@@ -50,6 +52,16 @@ log = logging.getLogger(__name__)
 
 class MoveFailed(RuntimeError):
     pass
+
+
+@dataclass(frozen=True)
+class TakenIn:
+    """The target's catalog after it took boxes in: its version, and the serial the handover's items were
+    applied on and reached (the target's part of the move report, wire/move_report.py)."""
+
+    version: int
+    base: int
+    serial: int
 
 
 class BoxMover:
@@ -95,12 +107,12 @@ class BoxMover:
         node.reflector.reflect(local, [Move(target, box=n) for n in names])
         await node.reflector.flush(timeout=1.0)
         handovers = await detach(flow, names, target)
+        text = update_document(items, origin=node.endpoint)
         with gc_paused():
-            body = msgspec.msgpack.encode([update_document(items, origin=node.endpoint),
-                                           [h.encode() for h in handovers]])
+            body = msgspec.msgpack.encode([text, [h.encode() for h in handovers]])
         try:
-            await node.peers.call("POST", endpoint_url(target, "/handover"), data=body,
-                                  content_type="application/msgpack")
+            answer = await node.peers.call("POST", endpoint_url(target, "/handover"), data=body,
+                                           content_type="application/msgpack")
         except PeerError as exc:
             await self._take_back(handovers)
             # The regions heard of the move first: undo it, and send them a full copy, which
@@ -111,12 +123,17 @@ class BoxMover:
         for handover in handovers:
             self._forwarded += 1
             await start_forwarding(flow, handover, node.tasks, f"forward {handover.box} to {target} #{self._forwarded}")
-        version = node.apply_local(source_items(local, flow, definitions, node.endpoint, target), reflect=[])
+        own = source_items(local, flow, definitions, node.endpoint, target)
+        base = node.local.serial
+        version = node.apply_local(own, reflect=[])
+        written = [Written(node.endpoint, node.incarnation, base, node.local.serial, update_document(own))]
+        taken = Written.of_answer(target, text, answer)  # the target's part (an older target: missing)
+        written += [taken] if taken is not None else []
         node.local.counters["boxes_moved_out"] += len(names)
         for name in names:
             self.moved_away[name] = (target, time.monotonic())
         log.info("node %s moved box(es) %s to %s", node.endpoint, ", ".join(names), target)
-        self._report(names, target)
+        self._report(names, target, written)
         return version
 
     async def _take_back(self, handovers: list[BoxHandover]) -> None:
@@ -134,17 +151,20 @@ class BoxMover:
         for batch in queued:
             await flow.replay(batch)
 
-    def _report(self, names: list[str], target: str) -> None:
+    def _report(self, names: list[str], target: str, written: list[Written]) -> None:
         """Tell the Head (section 3.1.2), in one update; it commits the locations and re-points the neighbours.
 
-        Queued on the node's one ordered channel to the Head, which retries
-        while the Head is down; the move does not wait for it.
+        With it go the items this node and the target wrote for the move
+        (``written``), which the Head patches its records of them with
+        instead of reading their catalogs again.  Queued on the node's one
+        ordered channel to the Head, which retries while the Head is down;
+        the move does not wait for it.
         """
         reports = head_reports(self.node)
         if reports is not None:
-            reports.report(*[Move(target, box=name) for name in names])
+            reports.report(*[Move(target, box=name) for name in names], written=written)
 
-    async def move_in(self, body: bytes) -> int:
+    async def move_in(self, body: bytes) -> TakenIn:
         """``POST /handover`` on the target: declare the box, restore it; it orders its own inputs."""
         node = self.node
         with gc_paused():
@@ -162,7 +182,9 @@ class BoxMover:
                 node.local.refused()
                 raise ValueError(f"node {node.endpoint} cannot run box {handovers[0].box!r}: "
                                  f"{problems[0]['reason']}")
+            base = node.local.serial
             catalog = node.local.apply(update, candidate)
+            taken = TakenIn(catalog.version, base, node.local.serial)
             async with node.dataflow.lock:
                 node.dataflow.reconfigure(catalog)
                 stale = [link for handover in handovers for link in attach(node.dataflow, handover)]
@@ -184,7 +206,7 @@ class BoxMover:
         for handover in handovers:
             self.moved_away.pop(handover.box, None)
         log.info("node %s took box(es) %s", node.endpoint, ", ".join(h.box for h in handovers))
-        return catalog.version
+        return taken
 
 
 def companions(local: Catalog, box: str) -> list[str]:

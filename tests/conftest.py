@@ -143,6 +143,7 @@ IN_PROCESS = (
     "test_quiet_pacer.py",                   # background work waiting for quiet and nodes in sync, in process
     "test_adopt_commit.py",                  # a Head's own commit adopted from its plan against decoded, in process
     "test_learn_assumed.py",                 # NodeSync's held patched by a learnt change (its cluster test: fixture)
+    "test_learn_move_report.py",             # NodeSync's held patched by a move's report, fake nodes
     "test_head_resync.py",                   # the resync rule on an in-process Head and node (its cluster test: slow)
     "test_input_declared_output.py",         # an <input> of a box's stream as its schema's declaration, in process
 )

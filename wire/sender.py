@@ -84,13 +84,14 @@ from .addressing import endpoint_url
 from .backoff import Backoff
 from .client import XML, PeerClient, PeerError, PeerRefused
 from .supervisor import Supervisor
+from .move_report import MSGPACK
 
 log = logging.getLogger(__name__)
 
 #: Answers that mean "not now" rather than "not this": the same document is retried.
 TRANSIENT_STATUSES = frozenset({408, 429})
 
-RefusedCallback = Callable[[str, PeerRefused], Any]
+RefusedCallback = Callable[[str | bytes, PeerRefused], Any]
 FailureCallback = Callable[[PeerError], Any]
 
 
@@ -138,7 +139,7 @@ class ReliableSender:
         self.retries = 0
         self.refused = 0
         self.failure: str | None = None
-        self._queue: deque[str] = deque()
+        self._queue: deque[str | bytes] = deque()  # update XML, or a move report (wire/move_report.py)
         self._enqueued = 0  # documents ever queued; _done of them are sent, refused or dropped
         self._done = 0
         self._generation = 0  # bumped by reset(): the document in flight is no longer the head
@@ -207,8 +208,9 @@ class ReliableSender:
 
     # -- queueing -----------------------------------------------------------------
 
-    def send(self, text: str) -> None:
-        """Queue ``text`` after everything queued before; raises :class:`QueueFull` at capacity."""
+    def send(self, text: str | bytes) -> None:
+        """Queue ``text`` after everything queued before; raises :class:`QueueFull` at capacity.  Bytes are a
+        move report (:mod:`.move_report`), sent as msgpack."""
         if self._closed:
             raise SenderClosed(f"{self.name}: closed")
         if len(self._queue) >= self.capacity:
@@ -255,7 +257,8 @@ class ReliableSender:
                 continue
             generation, text = self._generation, self._queue[0]
             try:
-                await self.peers.call("POST", self.url, data=text, content_type=XML, timeout=self.timeout)
+                await self.peers.call("POST", self.url, data=text, timeout=self.timeout,
+                                      content_type=XML if isinstance(text, str) else MSGPACK)
             except PeerError as exc:
                 if is_transient(exc):
                     await self._retry_later(exc)
@@ -283,7 +286,7 @@ class ReliableSender:
                 log.exception("%s: on_failure raised", self.name)
         await self.backoff.sleep()
 
-    def _refused(self, text: str, exc: PeerRefused) -> None:
+    def _refused(self, text: str | bytes, exc: PeerRefused) -> None:
         if self.on_refused is None:
             log.warning("%s: refused, skipping it: %s", self.name, exc)
             return
