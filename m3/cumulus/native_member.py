@@ -84,6 +84,7 @@ class NativeMemberRuntime(MemberRuntime):
     run the program, or after a value outgrew 64 bits)."""
 
     keeps_native = True
+    exported = 0  # entries served from C as column buffers (:meth:`exported_at`), since this runtime was made
 
     def set_layout(self, layout: Layout, plan: Plan | None = None) -> None:
         super().set_layout(layout, plan)
@@ -231,6 +232,19 @@ class NativeMemberRuntime(MemberRuntime):
         with self._lock:
             value = native.get_many(map_name, [key])[0]
         return [(key, value)] if value else []
+
+    def exported_at(self, map_name: str, keys: list[tuple]):
+        """The entries of ``map_name`` at ``keys`` (key tuples; absent ones left out) as column buffers read from C
+        in one call (:func:`..runtime.native.export.at_keys`): what a Push carries, made without a Python object
+        per entry (node/cumulus/entry_columns.py wraps them as Arrow).  None off the native backend."""
+        native = self.native_maps()
+        if native is None:
+            return None
+        from ..runtime.native.export import at_keys  # (imports cffi: only on the native backend)
+        with self._lock:
+            got = at_keys(native, map_name, keys)
+        self.exported += len(got)
+        return got
 
     # -- view changes (the Python backend's form, read from the C journal) ---------------------
     def journals_kept(self, journals: dict[str, list]) -> dict[str, list]:

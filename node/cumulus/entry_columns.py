@@ -40,12 +40,14 @@ from __future__ import annotations
 
 import datetime as dt
 
+import numpy as np
 import pyarrow as pa
 
 _TAGGED = {b"boreas": b"tagged"}  # a column sent as tagged text (see the module's docstring)
 
 #: inferred Arrow types pyarrow makes only from values all of one Python type (None aside): no check needed
 _PURE = (pa.int64(), pa.string(), pa.bool_())
+_EPOCH = dt.date(1970, 1, 1).toordinal()  # a DATE code is its day number (toordinal); date32 counts from 1970
 
 
 def _column(values: list, name: str) -> tuple[pa.Array, pa.Field]:
@@ -129,7 +131,63 @@ def encode(name: str, key_columns: list[list], values: list) -> list:
     array, field = _column(values, "v")
     arrays.append(array)
     fields.append(field)
-    batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+    return _ipc(name, pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)))
+
+
+def encode_exported(exported) -> list:
+    """As :func:`encode`, from a native map's entries as column buffers
+    (``boreas.m3.runtime.native.export.Exported``): each key column's codes wrapped as the Arrow column
+    :func:`encode` makes of the same values (INT ``int64``, FLOAT ``double`` from its bits, DATE ``date32``
+    from its day number, STRING ``string`` by a ``take`` from the intern table), the values ``int64`` or
+    ``double``: no Python object per entry.  (All values of such a column are of one type, so none needs the
+    tagged text.)"""
+    n = len(exported)
+    arrays = [_code_column(codes, kind, exported.strings, n) for codes, kind in zip(exported.keys, exported.key_types)]
+    arrays.append(pa.array(exported.values))
+    fields = [pa.field(f"k{i}", a.type) for i, a in enumerate(arrays[:-1])] + [pa.field("v", arrays[-1].type)]
+    return _ipc(exported.name, pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)))
+
+
+class _StringArray:
+    """The intern table as an Arrow string array, extended as it grows (it only grows); one per table."""
+
+    def __init__(self) -> None:
+        self.of: list[str] | None = None
+        self.array = pa.array([], pa.string())
+
+    def take(self, strings: list[str], ids: np.ndarray) -> pa.Array:
+        if strings is not self.of:
+            self.of, self.array = strings, pa.array(strings, pa.string())
+        elif len(strings) > len(self.array):
+            self.array = pa.concat_arrays([self.array, pa.array(strings[len(self.array):], pa.string())])
+        return self.array.take(pa.array(ids))
+
+
+_STRINGS: dict[int, _StringArray] = {}  # by the intern table's id (a node's runtimes each have one; few kept)
+
+
+def _strings_of(strings: list[str]) -> _StringArray:
+    got = _STRINGS.get(id(strings))
+    if got is None or got.of is not strings:
+        if len(_STRINGS) >= 16:
+            del _STRINGS[next(iter(_STRINGS))]
+        got = _STRINGS[id(strings)] = _StringArray()
+    return got
+
+
+def _code_column(codes: np.ndarray, kind: str, strings: list[str], n: int) -> pa.Array:
+    """One key column's int64 codes as the Arrow column of its values."""
+    if kind == "FLOAT":
+        return pa.array(codes.view(np.float64))
+    if kind == "DATE":
+        days = (codes - _EPOCH).astype(np.int32)
+        return pa.Array.from_buffers(pa.date32(), n, [None, pa.py_buffer(days)])
+    if kind == "STRING":
+        return _strings_of(strings).take(strings, codes)
+    return pa.array(codes)
+
+
+def _ipc(name: str, batch: pa.RecordBatch) -> list:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as writer:
         writer.write_batch(batch)

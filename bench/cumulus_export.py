@@ -1,0 +1,155 @@
+"""CPU of building a Cumulus Push and a Chunk of N entries on the native backend: per entry through Python (what
+main does) against the bulk export from C (m3/runtime/native/export.py), in the same run.
+
+A member on the native backend holds ``N`` entries of Q3's ``m2``-like map (an INT key, an INT value) and
+of a three-key map (INT, DATE, STRING; a FLOAT value).  Measured with ``time.process_time`` (CPU of this
+process), best of ``--repeat``:
+
+* **Push, per entry** (main): ``runtime.read(map, key)`` for every asked key (one C call each), the entries
+  gathered in a dict, ``entry_columns.encode_tuples`` (applying.py's ``_serve``);
+* **Push, bulk** (branch colNative): ``runtime.exported_at(map, keys)`` (keys encoded once, one ``rt_get_many``)
+  and ``entry_columns.encode_exported``;
+* **Chunk, per entry** (main): the whole map moving to one target through ``precopy.SourceCopy`` (the mirror
+  listed, every key's slot tested, values read from the mirror) and ``chunk_entries``, the mirror synced first
+  (a native member's mirror lags C until read);
+* **Chunk per entry, first**: the first such Chunk after the batches that filled the map, which also brings the
+  member's Python mirror up to date (timed once; the repeated figure is without the sync);
+* **Chunk, bulk**: ``export.by_slots`` (one pass in C) and ``entry_columns.encode_exported``.
+
+Both paths' messages are checked equal (decoded) before timing.  ``python bench/cumulus_export.py --n 100000
+1000000``; with a tree that has no export module (main), only the per-entry figures print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import random
+import time
+from array import array
+
+import numpy as np
+
+from boreas.m3.compiler.pipeline import compile_sql
+from boreas.m3.cumulus import SLOTS, even_layout, relayout, slot
+from boreas.m3.cumulus.native_member import ColumnRows, NativeMemberRuntime
+from boreas.node.cumulus import entry_columns
+from boreas.node.cumulus.precopy import SourceCopy, chunk_entries
+
+try:
+    from boreas.m3.runtime.native import export
+except ImportError:  # main: no bulk export
+    export = None
+
+SQL = ("CREATE STREAM R(a INT, d DATE, s STRING, b INT, f DOUBLE); "
+       "SELECT a, SUM(b) AS total FROM R GROUP BY a; "
+       "SELECT a, d, s, SUM(f) AS amount FROM R GROUP BY a, d, s")
+
+
+def _runtime(n: int) -> NativeMemberRuntime:
+    program = compile_sql(SQL)
+    lay = even_layout("g", ["n0"], 1, maps=[(m.name, 0) for m in program.maps])
+    rt = NativeMemberRuntime(program, lay, 0)
+    assert rt.backend == "native", rt.backend_reason
+    rng = random.Random(7)
+    days = [dt.date(1995, 1, 1).toordinal() + i for i in range(365)]
+    names = ["BUILDING", "AUTOMOBILE", "MACHINERY", "HOUSEHOLD", "FURNITURE"]
+    at = 0
+    while at < n:
+        m = min(200_000, n - at)
+        cols = [array("q", range(at, at + m)), [dt.date.fromordinal(rng.choice(days)) for _ in range(m)],
+                [rng.choice(names) for _ in range(m)], array("q", [rng.randrange(1, 100) for _ in range(m)]),
+                array("d", [rng.random() for _ in range(m)])]
+        rt.apply_grouped([("R", 1, ColumnRows(cols))])
+        at += m
+    return rt
+
+
+def _cpu(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t)
+    return best
+
+
+def _decoded(items: list) -> dict:
+    out = {}
+    for item in items:
+        name, keys, values = entry_columns.decode_tuples(item)
+        out.setdefault(name, {}).update(zip(keys, values))
+    return out
+
+
+def run(n: int, repeat: int) -> dict[str, float]:
+    rt = _runtime(n)
+    arity = rt.store.arity
+    names = sorted(rt.store.data)
+    keys = {name: [k for k, _ in rt.native_maps().dump(name)] for name in names}
+
+    def push_rows():
+        items = []
+        for name in names:
+            got = {}
+            for k in keys[name]:
+                got.update(rt.read(name, k))
+            items.append(entry_columns.encode_tuples(name, list(got), list(got.values()), arity[name]))
+        return items
+
+    def push_bulk():
+        return [entry_columns.encode_exported(rt.exported_at(name, keys[name])) for name in names]
+
+    two = even_layout("g", ["n0", "n1"], 1, maps=[(name, 0) for name in names])
+    moved = relayout.move(two, 0, 1)
+    moves = relayout.moves(two, moved)
+
+    def chunk_rows():
+        copy = SourceCopy(rt, moved, moves, 0)
+        copy.start(rt)
+        items = []
+        while not copy.done:
+            for _, payload in copy.step(rt, 1 << 62).items():
+                items.extend(chunk_entries(payload, rt))
+        rt.on_write = None
+        return items
+
+    target_of = np.full(SLOTS, 1, dtype=np.int32)
+
+    def chunk_bulk():
+        native = rt.native_maps()
+        return [entry_columns.encode_exported(export.by_slots(native, name, 0, target_of)[0]) for name in names]
+
+    t = time.process_time()
+    first = chunk_rows()  # the mirror synced first (a native member's lags C until read)
+    out = {"chunk per entry, first (mirror sync)": time.process_time() - t}
+    want_push, want_chunk = _decoded(push_rows()), _decoded(first)
+    assert want_chunk == want_push, "the Chunk and the Push of every key carry the same entries"
+    out["push per entry"] = _cpu(push_rows, repeat)
+    out["chunk per entry"] = _cpu(chunk_rows, repeat)
+    if export is not None:
+        assert _decoded(push_bulk()) == want_push and _decoded(chunk_bulk()) == want_chunk
+        out["push bulk"] = _cpu(push_bulk, repeat)
+        out["chunk bulk"] = _cpu(chunk_bulk, repeat)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    with open("/proc/loadavg") as f:
+        print(f"load average {f.read().split()[0]}  (slot of key 0: {slot(0)})")
+    for n in args.n:
+        got = run(n, args.repeat)
+        line = "  ".join(f"{k}: {v:.3f} s" for k, v in got.items())
+        speed = ""
+        if "push bulk" in got:
+            speed = (f"  (push {got['push per entry'] / got['push bulk']:.1f}x, "
+                     f"chunk {got['chunk per entry'] / got['chunk bulk']:.1f}x)")
+        print(f"N={n:>9,} per map, 2 maps: {line}{speed}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
