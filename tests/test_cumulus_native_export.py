@@ -164,3 +164,95 @@ def test_a_simulated_cluster_of_native_members_serves_its_pushes_from_c_in_bulk(
     sim.settle()
     check_union(sim, layout)
     assert sum(op.runtime.exported for op in sim.members) > 0
+
+
+# -- a Chunk: the native pre-copy (node/cumulus/native_copy.py) against the Python one -----------------------------
+
+ALL_TYPES = ("CREATE STREAM R(a INT, f DOUBLE, s STRING, d DATE, b INT); CREATE STREAM S(a INT, c INT); "
+             "SELECT R.d, R.s, R.f, SUM(R.b * S.c) AS t FROM R, S WHERE R.a = S.a GROUP BY R.d, R.s, R.f; "
+             "SELECT R.s, SUM(R.f) AS g FROM R GROUP BY R.s")
+_D = [dt.date(1994, 6, 1), dt.date(1995, 3, 1), dt.date(1995, 3, 16)]
+
+
+def _rows(rng: random.Random, n: int, keys: int) -> list:
+    return [("R", 1, [(rng.randrange(keys), rng.choice([0.5, 1.25, -2.0, 3.0]), rng.choice(["ASIA", "", "B", "é"]),
+                       rng.choice(_D), rng.randrange(-5, 9)) for _ in range(n)]),
+            ("S", 1, [(a, rng.randrange(1, 4)) for a in rng.sample(range(keys), min(keys, n))])]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.integers(0, 10 ** 6), st.integers(1, 40), st.integers(1, 60))
+def test_a_native_copys_chunks_stage_what_the_python_copys_stage(seed, budget, keys):
+    from boreas.m3 import compile_sql
+    from boreas.m3.cumulus import relayout
+    from boreas.m3.cumulus.member import MemberRuntime
+    from boreas.m3.cumulus.native_member import NativeMemberRuntime
+    from boreas.node.cumulus.native_copy import NativeSourceCopy, source_copy
+    from boreas.node.cumulus.precopy import SourceCopy, Staging, chunk_entries, pieces
+
+    program = compile_sql(ALL_TYPES)
+    maps = tuple((m.map, m.column) for m in place(program, box="v").maps)
+    lay = Layout("v", ("n0:1", "n1:2", "n2:3"), (Segment(0, 0, 1000, 0), Segment(1, 1000, 3000, 1),
+                                                  Segment(2, 3000, SLOTS, 1)), maps)
+    new = relayout.move(relayout.move(lay, 1, 0), 2, 2)
+    moves = relayout.moves(lay, new)
+    staged = []
+    for kind in (MemberRuntime, NativeMemberRuntime):
+        rng = random.Random(seed)
+        source = kind(program, lay, 1)
+        source.apply_grouped(_rows(rng, 3 * keys, keys))
+        copy = source_copy(source, new, moves, 1)
+        assert type(copy) is (NativeSourceCopy if kind is NativeMemberRuntime else SourceCopy)
+        copy.start(source)
+        staging = {t: Staging() for t in (0, 2)}
+        writes = 0
+        while not copy.done:
+            for t, payload in copy.step(source, budget).items():
+                staging[t].add_chunk(chunk_entries(payload, source))
+            if writes < 3:
+                source.apply_grouped(_rows(rng, 5, keys))  # dirty keys
+                writes += 1
+        for t, payload in copy.final(source).items():
+            for piece in pieces(payload, 7):
+                staging[t].add_chunk(chunk_entries(piece, source))
+        copy.take_out(source, 9)
+        staged.append(({t: s.maps for t, s in staging.items()},
+                       {name: dict(source.read_slice(name)) for name in source.store.data}))
+    assert staged[0] == staged[1]
+    assert any(staged[0][0][t] for t in (0, 2)) or keys < 3
+
+
+def test_a_moving_segment_copies_from_c_on_native_members(monkeypatch):
+    """In the simulation (native members by default), a move runs the native copy and ends exact."""
+    from test_cumulus_sim import check_union
+
+    from boreas.m3 import compile_sql
+    from boreas.m3.cumulus import relayout
+    from boreas.node.cumulus import native_copy, precopy
+    from support.cumulus_sim import Sim
+
+    monkeypatch.setattr(precopy, "COPY_STEP", 5)
+    made = set()
+    maps = tuple((m.map, m.column) for m in place(compile_sql(ALL_TYPES), box="v").maps)
+    lay = Layout("v", ("n0:1", "n1:2"), (Segment(0, 0, SLOTS // 2, 0), Segment(1, SLOTS // 2, SLOTS, 1)), maps)
+    rng = random.Random(3)
+    sim = Sim(ALL_TYPES, lay, rng)
+    for rel, sign, rows in _rows(rng, 80, 30):
+        sim.publish(1, rel, [(sign, r) for r in rows])
+    sim.settle()
+    new = relayout.move(lay, 1, 0)
+    sim.request("m", new)
+    for _ in range(40):
+        for rel, sign, rows in _rows(rng, 3, 30):
+            sim.publish(rng.randrange(2), rel, [(sign, r) for r in rows])
+        sim.tick(0.05)
+        for _ in range(20):
+            sim.deliver_one()
+        change = sim.members[1].parts.changes.first
+        if change is not None and change.copy is not None:
+            made.add(type(change.copy))
+    sim.settle()
+    assert made == {native_copy.NativeSourceCopy}
+    final = sim.members[0].layout
+    assert final.version == new.version
+    check_union(sim, final)

@@ -198,8 +198,12 @@ class NativeMemberRuntime(MemberRuntime):
                         continue
             keys = np.ascontiguousarray(keys)
             decode = partial(_stored, native, self._store)  # (the C side's intern table, even after leaving C)
-            if self.on_write is not None:
-                self.on_write(name, dict(zip(decode(name, keys), old.tolist())))
+            if self.on_write is not None:  # (a native pre-copy takes the codes: node/cumulus/native_copy.py)
+                coded = getattr(self.on_write, "codes", None)
+                if coded is not None:
+                    coded(name, keys)
+                else:
+                    self.on_write(name, dict(zip(decode(name, keys), old.tolist())))
             self.deltas.coded(self.epoch, name, keys, new - old, decode)
 
     def _owned(self, native, name: str, keys: np.ndarray) -> np.ndarray:

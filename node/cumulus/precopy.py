@@ -280,6 +280,10 @@ class SourceCopy:
                 out[t].append([name, keys, values])
         return out
 
+    def counts(self) -> tuple[int, int]:
+        """Keys sent so far and keys dirty now (for the log)."""
+        return sum(map(len, self.sent.values())), sum(map(len, self.dirty.values()))
+
     def take_out(self, runtime: MemberRuntime, epoch: int) -> None:
         """Remove every leaving entry from the store (as changes of ``epoch``) and stop noting writes."""
         runtime.on_write = None
@@ -317,16 +321,18 @@ def pieces(payload: list, limit: int) -> list[list]:
     """
     out: list[list] = [[]]
     room = limit
-    for name, keys, values in payload:
+    for item in payload:
+        n = len(item[1]) if isinstance(item, list) else len(item)  # (or a native copy's column buffers)
         at = 0
-        while at < len(keys):
+        while at < n:
             if room == 0:
                 out.append([])
                 room = limit
-            take = keys[at:at + room], values[at:at + room]
-            out[-1].append([name, *take])
-            at += len(take[0])
-            room -= len(take[0])
+            take = min(room, n - at)
+            out[-1].append([item[0], item[1][at:at + take], item[2][at:at + take]] if isinstance(item, list)
+                           else item.cut(at, at + take))
+            at += take
+            room -= take
     return out
 
 
@@ -334,8 +340,9 @@ def chunk_entries(payload: list, runtime: MemberRuntime) -> list:
     """A Chunk's entries: ``payload`` (``[[map, keys, values]]``, keys in the store's form) as Arrow columns per
     map (:mod:`~boreas.node.cumulus.entry_columns`), typed as the values are."""
     arity = runtime.store.arity
-    return [entry_columns.encode_stored(name, keys, values, arity[name])
-            for name, keys, values in payload if keys]
+    return [entry_columns.encode_stored(item[0], item[1], item[2], arity[item[0]]) if isinstance(item, list)
+            else entry_columns.encode_exported(item)  # a native copy's column buffers (native_copy.py)
+            for item in payload if len(item[1] if isinstance(item, list) else item)]
 
 
 class Staging:

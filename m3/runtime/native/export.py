@@ -60,6 +60,16 @@ class Exported:
     def __len__(self) -> int:
         return len(self.values)
 
+    def cut(self, lo: int, hi: int) -> Exported:
+        """Entries ``lo`` to ``hi`` (views, no copy): a Chunk's payload cut into bounded pieces."""
+        return Exported(self.name, self.key_types, tuple(k[lo:hi] for k in self.keys), self.values[lo:hi],
+                        self.strings)
+
+    def where(self, mask: np.ndarray) -> Exported:
+        """The entries where ``mask`` holds."""
+        return Exported(self.name, self.key_types, tuple(k[mask] for k in self.keys), self.values[mask],
+                        self.strings)
+
 
 class StringSlots:
     """The slot of each interned string by its id, extended as the intern table grows (one CRC per string).
@@ -114,6 +124,36 @@ def by_slots(native: NativeMaps, name: str, col: int | None,
     columns = tuple(keys[i * cap:i * cap + n] for i in range(arity))
     return Exported(name, native.key_types[name], columns, _values(native, name, bits[:n]),
                     native.ids.strings), targets[:n]
+
+
+def slots_of(native: NativeMaps, name: str, col: int, codes: np.ndarray) -> np.ndarray:
+    """The slots of key column ``col``'s codes ``codes`` of map ``name`` (numpy; a STRING by its id's slot), as
+    ``rt_export`` works them out: m3/cumulus/hashing.py's ``slot`` of each value."""
+    kind = native.key_types[name][col]
+    if kind == "STRING":
+        return _SLOTS_OF.setdefault(native, StringSlots()).of(native.ids.strings)[codes].astype(np.int64)
+    if kind == "FLOAT":
+        values = codes.view(np.float64)
+        with np.errstate(invalid="ignore"):
+            integral = np.isfinite(values) & (values >= -(2.0 ** 63)) & (values < 2.0 ** 63) & (np.floor(values) == values)
+        codes = np.where(np.isnan(values), np.int64(0x7FF8000000000000), codes)
+        codes = np.where(integral, np.where(integral, values, 0.0).astype(np.int64), codes)
+    with np.errstate(over="ignore"):
+        return ((codes.astype(np.int64).view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(52)).astype(np.int64)
+
+
+def values_at(native: NativeMaps, name: str, table: np.ndarray) -> np.ndarray:
+    """The current values (int64, or float64 for a FLOAT map; 0 where absent) at the keys ``table`` holds as
+    codes (one row per key): one ``rt_get_many``."""
+    n = len(table)
+    flat = np.ascontiguousarray(table, dtype=np.int64)
+    if not flat.size:
+        flat = np.zeros(1, dtype=np.int64)
+    bits = np.empty(max(1, n), dtype=np.int64)
+    if n:
+        native.lib.rt_get_many(native.rt, native.map_no[name], n, ffi.from_buffer("int64_t[]", flat),
+                               ffi.from_buffer("int64_t[]", bits))
+    return _values(native, name, bits[:n])
 
 
 def at_keys(native: NativeMaps, name: str, keys: Sequence[tuple]) -> Exported:
