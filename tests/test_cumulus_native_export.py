@@ -181,8 +181,10 @@ def _rows(rng: random.Random, n: int, keys: int) -> list:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.integers(0, 10 ** 6), st.integers(1, 40), st.integers(1, 60))
-def test_a_native_copys_chunks_stage_what_the_python_copys_stage(seed, budget, keys):
+@given(st.integers(0, 10 ** 6), st.integers(1, 40), st.integers(1, 60), st.booleans())
+def test_a_native_copys_chunks_stage_what_the_python_copys_stage(seed, budget, keys, overflow):
+    """... also when an INT outgrows 64 bits in the middle of the copy (``overflow``): the member leaves C for
+    good, and its copy carries on in Python from the native copy's state."""
     from boreas.m3 import compile_sql
     from boreas.m3.cumulus import relayout
     from boreas.m3.cumulus.member import MemberRuntime
@@ -206,12 +208,21 @@ def test_a_native_copys_chunks_stage_what_the_python_copys_stage(seed, budget, k
         copy.start(source)
         staging = {t: Staging() for t in (0, 2)}
         writes = 0
+
+        def write():  # dirty keys (three batches whatever the steps: between them, or after the last)
+            nonlocal writes
+            source.apply_grouped(_rows(rng, 5, keys))
+            if overflow and writes == 1:
+                source.apply_grouped([("R", 1, [(0, 0.5, "B", _D[0], 2 ** 62)]), ("S", 1, [(0, 3)])])
+            writes += 1
+
         while not copy.done:
             for t, payload in copy.step(source, budget).items():
                 staging[t].add_chunk(chunk_entries(payload, source))
             if writes < 3:
-                source.apply_grouped(_rows(rng, 5, keys))  # dirty keys
-                writes += 1
+                write()
+        while writes < 3:
+            write()
         for t, payload in copy.final(source).items():
             for piece in pieces(payload, 7):
                 staging[t].add_chunk(chunk_entries(piece, source))
@@ -219,6 +230,7 @@ def test_a_native_copys_chunks_stage_what_the_python_copys_stage(seed, budget, k
         staged.append(({t: s.maps for t, s in staging.items()},
                        {name: dict(source.read_slice(name)) for name in source.store.data}))
     assert staged[0] == staged[1]
+    assert not overflow or source.backend == "python"
     assert any(staged[0][0][t] for t in (0, 2)) or keys < 3
 
 

@@ -267,6 +267,33 @@ class NativeMemberRuntime(MemberRuntime):
         self._through(map_name, keys)
         return gone
 
+    def take_out_codes(self, map_name: str, table: np.ndarray, epoch: int) -> int:
+        """:meth:`take_out` of keys given as codes (one row per key; absent and repeated keys are fine): removed in
+        C by their codes, recorded as coded changes of ``epoch`` (decoded only if a stable read or a snapshot asks)
+        and the map reloaded whole by the mirror when next read: no Python object per entry (a native pre-copy's
+        leaving entries, node/cumulus/native_copy.py).  Off the native backend: :meth:`take_out`."""
+        native = self.native_maps()
+        if native is None:
+            raise RuntimeStateError("entries taken out by their codes off the native backend")
+        if not table.shape[1]:  # a map without key columns: its one entry
+            return self.take_out(map_name, [()] if len(table) else [], epoch)
+        from ..runtime.native.export import values_at
+
+        with self._lock:
+            _, first = np.unique(np.ascontiguousarray(table).view(np.dtype((np.void, 8 * table.shape[1]))).ravel(),
+                                 return_index=True)
+            table = np.ascontiguousarray(table[np.sort(first)])
+            values = values_at(native, map_name, table)
+            present = values != 0
+            table, values = np.ascontiguousarray(table[present]), values[present]
+            if not len(table):
+                return 0
+            native.set_codes(map_name, array("q", table.tobytes()), array("q", bytes(8 * len(table))))
+            native.reload_pending(map_name)
+            self._stale = True
+            self.deltas.coded(epoch, map_name, table, -values, partial(_stored, native, self._store))
+        return len(table)
+
     def put_in(self, map_name: str, entries: dict, epoch: int) -> None:
         super().put_in(map_name, entries, epoch)
         self._through(map_name, list(entries))

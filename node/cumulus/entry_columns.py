@@ -143,7 +143,7 @@ def encode_exported(exported) -> list:
     tagged text.)"""
     n = len(exported)
     arrays = [_code_column(codes, kind, exported.strings, n) for codes, kind in zip(exported.keys, exported.key_types)]
-    arrays.append(pa.array(exported.values))
+    arrays.append(_numbers(exported.values, pa.float64() if exported.values.dtype == np.float64 else pa.int64()))
     fields = [pa.field(f"k{i}", a.type) for i, a in enumerate(arrays[:-1])] + [pa.field("v", arrays[-1].type)]
     return _ipc(exported.name, pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)))
 
@@ -155,12 +155,12 @@ class _StringArray:
         self.of: list[str] | None = None
         self.array = pa.array([], pa.string())
 
-    def take(self, strings: list[str], ids: np.ndarray) -> pa.Array:
+    def take(self, strings: list[str], ids: pa.Array) -> pa.Array:
         if strings is not self.of:
             self.of, self.array = strings, pa.array(strings, pa.string())
         elif len(strings) > len(self.array):
             self.array = pa.concat_arrays([self.array, pa.array(strings[len(self.array):], pa.string())])
-        return self.array.take(pa.array(ids))
+        return self.array.take(ids)
 
 
 _STRINGS: dict[int, _StringArray] = {}  # by the intern table's id (a node's runtimes each have one; few kept)
@@ -178,13 +178,19 @@ def _strings_of(strings: list[str]) -> _StringArray:
 def _code_column(codes: np.ndarray, kind: str, strings: list[str], n: int) -> pa.Array:
     """One key column's int64 codes as the Arrow column of its values."""
     if kind == "FLOAT":
-        return pa.array(codes.view(np.float64))
+        return _numbers(codes, pa.float64())
     if kind == "DATE":
-        days = (codes - _EPOCH).astype(np.int32)
-        return pa.Array.from_buffers(pa.date32(), n, [None, pa.py_buffer(days)])
+        return _numbers((codes - _EPOCH).astype(np.int32), pa.date32())
     if kind == "STRING":
-        return _strings_of(strings).take(strings, codes)
-    return pa.array(codes)
+        return _strings_of(strings).take(strings, _numbers(codes, pa.int64()))
+    return _numbers(codes, pa.int64())
+
+
+def _numbers(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """A numpy array's buffer as an Arrow column of ``kind`` (of the same width), without a copy (and without
+    ``pyarrow.array``'s numpy path, which imports pandas the first time)."""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
 
 
 def _ipc(name: str, batch: pa.RecordBatch) -> list:

@@ -111,6 +111,8 @@ class NativeSourceCopy(SourceCopy):
 
     def __init__(self, runtime: MemberRuntime, new: Layout, moves: list, me: int):
         super().__init__(runtime, new, moves, me)
+        self._args = (new, moves, me)
+        self._python: SourceCopy | None = None  # the copy carried on in Python once the runtime left C
         self._native = native_of(runtime)
         self._columns = dict(runtime.columns)
         self._to = np.asarray(self._leaving, dtype=np.int32)
@@ -120,7 +122,17 @@ class NativeSourceCopy(SourceCopy):
 
     @property
     def done(self) -> bool:
+        if self._python is not None:
+            return self._python.done
         return self.started and not any(len(t) for t in self.todo.values())
+
+    def _left(self, runtime: MemberRuntime) -> SourceCopy | None:
+        """The Python copy carrying on from this one's state once the runtime left the native backend (an INT
+        beyond 64 bits), else None: the C maps read here are no longer the member's."""
+        if self._python is None and native_of(runtime) is not self._native:
+            codecs = Codecs(runtime.store)
+            self._python = restore_copy(self.state(codecs), runtime, *self._args, codecs)
+        return self._python
 
     def start(self, runtime: MemberRuntime) -> None:
         from boreas.m3.runtime.native.export import by_slots
@@ -185,6 +197,8 @@ class NativeSourceCopy(SourceCopy):
         """Examine up to ``budget`` listed keys: ``{target: [Exported, ...]}`` of those still present."""
         from boreas.m3.runtime.native.export import Exported, values_at
 
+        if (python := self._left(runtime)) is not None:
+            return python.step(runtime, budget)
         out: dict[int, list] = {}
         native = self._native
         for name, todo in self.todo.items():
@@ -223,6 +237,8 @@ class NativeSourceCopy(SourceCopy):
         """``{target: [Exported]}``: the current value (0: gone) of every dirty key, for every target."""
         from boreas.m3.runtime.native.export import Exported, values_at
 
+        if (python := self._left(runtime)) is not None:
+            return python.final(runtime)
         out: dict[int, list] = {t: [] for t in self.targets}
         native = self._native
         for name in self.dirty:
@@ -241,17 +257,22 @@ class NativeSourceCopy(SourceCopy):
         return out
 
     def counts(self) -> tuple[int, int]:
+        if self._python is not None:
+            return self._python.counts()
         return (sum(len(p) for parts in self.sent.values() for p in parts),
                 sum(len(p) for parts in self.dirty.values() for p in parts))
 
     def take_out(self, runtime: MemberRuntime, epoch: int) -> None:
         """Remove every leaving entry (sent or dirty) from the runtime, as changes of ``epoch``."""
+        if (python := self._left(runtime)) is not None:
+            return python.take_out(runtime, epoch)
         runtime.on_write = None
         for name, parts in self.sent.items():
             if self._target_of[name] == EVERYWHERE:
                 continue
-            gone = self._keys(name, [*parts, self._dirty(name)])
-            runtime.take_out(name, gone, epoch)
+            leaving = [p for p in [*parts, self._dirty(name)] if len(p)]
+            if leaving:
+                runtime.take_out_codes(name, np.concatenate(leaving), epoch)
         self.sent = {name: [] for name in self.sent}
         self.dirty = {name: [] for name in self.dirty}
 
@@ -274,6 +295,8 @@ class NativeSourceCopy(SourceCopy):
         return flat[:len(tuples) * arity].reshape(len(tuples), arity).copy()
 
     def state(self, codecs: Codecs) -> dict:
+        if self._python is not None:
+            return self._python.state(codecs)
         keys = codecs.keys
         return {"started": self.started, "native": True,
                 "todo": {name: keys[name].encode(self._keys(name, [t])) for name, t in self.todo.items()},

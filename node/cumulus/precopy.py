@@ -139,7 +139,8 @@ class SourceCopy:
                 leaving[seg.lo:seg.hi] = [target] * (seg.hi - seg.lo)
         self.targets = sorted({t for t in leaving if t >= 0} | set(self.replicas))
         home = leaving[home_slot(new.box)]
-        store = runtime.store
+        arity = {m.name: len(m.keys) for m in runtime.program.maps}  # (not the store: a native member's mirror
+        # would be brought up to date for it)
         self._target_of: dict[str, Callable | None | str] = {}  # per map copied: stored key -> target (None: all to
         # home; EVERYWHERE: a replicated map, all to every member joining)
         self._home = home
@@ -152,7 +153,7 @@ class SourceCopy:
                 if home >= 0:
                     self._target_of[name] = None
             elif any(t >= 0 for t in leaving):  # (a change copying only replicated maps lists no other map)
-                self._target_of[name] = (lambda k, t=leaving: t[slot(k)]) if store.arity[name] == 1 else (
+                self._target_of[name] = (lambda k, t=leaving: t[slot(k)]) if arity[name] == 1 else (
                     lambda k, t=leaving, c=col: t[slot(k[c])])
         self._leaving = leaving
         self.todo: dict[str, list] = {}  # map -> outer keys listed and not examined yet (in listing order)

@@ -28,6 +28,7 @@ int rt_load(rt_t *rt, int m, int64_t n, const int64_t *keys, const int64_t *vals
 int64_t rt_pending(rt_t *rt, int m, int64_t *out);
 void rt_pending_clear(rt_t *rt);
 void rt_pending_drop(rt_t *rt, int m);
+void rt_pending_reload(rt_t *rt, int m);
 void rt_get_many(rt_t *rt, int m, int64_t n, const int64_t *keys, int64_t *vals);
 int64_t rt_last(rt_t *rt, int m, int64_t *out);
 int64_t rt_changes_cap(rt_t *rt, int nm, const int *ms);
@@ -142,6 +143,8 @@ int64_t rt_pending(rt_t *rt, int mi, int64_t *out) {
 void rt_pending_clear(rt_t *rt) { for (int i = 0; i < rt->nmaps; i++) { rt->maps[i].pendn = 0; rt->maps[i].overflow = 0; } }
 /* one map's rt_pending_clear: its mirror caught up by other means (the last batch's changes) */
 void rt_pending_drop(rt_t *rt, int mi) { rt->maps[mi].pendn = 0; rt->maps[mi].overflow = 0; }
+/* map mi changed without a journal (entries taken out by their codes): its mirror reloads it whole when next read */
+void rt_pending_reload(rt_t *rt, int mi) { rt->maps[mi].pendn = 0; rt->maps[mi].overflow = 1; }
 
 void rt_get_many(rt_t *rt, int mi, int64_t n, const int64_t *keys, int64_t *vals) {
     map_t *m = &rt->maps[mi];
