@@ -340,7 +340,8 @@ def pieces(payload: list, limit: int) -> list[list]:
 def chunk_entries(payload: list, runtime: MemberRuntime) -> list:
     """A Chunk's entries: ``payload`` (``[[map, keys, values]]``, keys in the store's form) as Arrow columns per
     map (:mod:`~boreas.node.cumulus.entry_columns`), typed as the values are."""
-    arity = runtime.store.arity
+    arity = {m.name: len(m.keys) for m in runtime.program.maps}  # (not the store: a native member's mirror would be
+    # brought up to date for it)
     return [entry_columns.encode_stored(item[0], item[1], item[2], arity[item[0]]) if isinstance(item, list)
             else entry_columns.encode_exported(item)  # a native copy's column buffers (native_copy.py)
             for item in payload if len(item[1] if isinstance(item, list) else item)]
