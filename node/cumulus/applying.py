@@ -212,7 +212,8 @@ class Applier:
     def _serve(self, v: Version, asked: list[dict[int, list]]) -> None:
         """Push each writer the entries it reads from this member for version ``v`` (as of now: its start)."""
         runtime = self.place.runtime
-        read, arity = runtime.read, runtime.store.arity
+        # (arities from the program: a native member's store is a mirror, brought up to date when read)
+        read, arity = runtime.read, {m.name: len(m.keys) for m in runtime.program.maps}
         bulk = runtime.keeps_native and runtime.native_maps() is not None  # point reads from C, in bulk
         found: dict[tuple[str, tuple], list] = {}
         tables: dict[int, dict[str, dict]] = {}  # writer -> map -> {key: value}

@@ -62,8 +62,10 @@ def restore_copy(state: dict, runtime: MemberRuntime, new: Layout, moves: list, 
     else:
         copy = SourceCopy(runtime, new, moves, me)
         copy.restore({**state, "todo": {}}, runtime, codecs)
-        if copy.started:
+        if copy.started:  # (the maps it had not finished listed again; a map done stays done)
             copy.start(runtime)
+            pending = {name for name, todo in state["todo"].items() if len(codecs.keys[name].decode(todo))}
+            copy.todo = {name: todo for name, todo in copy.todo.items() if name in pending}
         return copy
     copy.restore(state, runtime, codecs)
     return copy
@@ -96,11 +98,15 @@ class Noting:
     """The runtime's write hook while a native copy runs: keys written as codes (:meth:`codes`, from a batch) or as
     stored keys (a call, from an install)."""
 
-    def __init__(self, copy: NativeSourceCopy):
-        self.copy = copy
+    def __init__(self, copy: NativeSourceCopy, runtime: MemberRuntime):
+        self.copy, self.runtime = copy, runtime
 
     def __call__(self, name: str, keys) -> None:
-        self.copy.note(name, keys)
+        python = self.copy._left(self.runtime)  # (a batch that left C mid-copy: its writes are the Python copy's)
+        if python is not None:
+            python.note(name, keys)
+        else:
+            self.copy.note(name, keys)
 
     def codes(self, name: str, table: np.ndarray) -> None:
         self.copy.note_codes(name, table)
@@ -147,7 +153,7 @@ class NativeSourceCopy(SourceCopy):
             table = np.stack(exported.keys, axis=1) if exported.keys else np.zeros((len(exported), 0), np.int64)
             self.todo[name] = ordered(native, name, table)
         self.started = True
-        runtime.on_write = Noting(self)
+        runtime.on_write = Noting(self, runtime)
 
     def _targets(self, name: str, table: np.ndarray) -> np.ndarray | None:
         """Each key's target (-1: stays), or None: every key goes to every target of the map (home, replicas)."""
@@ -310,4 +316,4 @@ class NativeSourceCopy(SourceCopy):
         self.sent = {name: [self._codes(name, keys[name].decode(t))] for name, t in state["sent"].items()}
         self.dirty = {name: [self._codes(name, keys[name].decode(t))] for name, t in state["dirty"].items()}
         if self.started:
-            runtime.on_write = Noting(self)
+            runtime.on_write = Noting(self, runtime)
