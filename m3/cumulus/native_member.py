@@ -84,6 +84,7 @@ class NativeMemberRuntime(MemberRuntime):
     run the program, or after a value outgrew 64 bits)."""
 
     keeps_native = True
+    exported = 0  # entries served from C as column buffers (:meth:`exported_at`), since this runtime was made
 
     def set_layout(self, layout: Layout, plan: Plan | None = None) -> None:
         super().set_layout(layout, plan)
@@ -197,8 +198,12 @@ class NativeMemberRuntime(MemberRuntime):
                         continue
             keys = np.ascontiguousarray(keys)
             decode = partial(_stored, native, self._store)  # (the C side's intern table, even after leaving C)
-            if self.on_write is not None:
-                self.on_write(name, dict(zip(decode(name, keys), old.tolist())))
+            if self.on_write is not None:  # (a native pre-copy takes the codes: node/cumulus/native_copy.py)
+                coded = getattr(self.on_write, "codes", None)
+                if coded is not None:
+                    coded(name, keys)
+                else:
+                    self.on_write(name, dict(zip(decode(name, keys), old.tolist())))
             self.deltas.coded(self.epoch, name, keys, new - old, decode)
 
     def _owned(self, native, name: str, keys: np.ndarray) -> np.ndarray:
@@ -232,6 +237,19 @@ class NativeMemberRuntime(MemberRuntime):
             value = native.get_many(map_name, [key])[0]
         return [(key, value)] if value else []
 
+    def exported_at(self, map_name: str, keys: list[tuple]):
+        """The entries of ``map_name`` at ``keys`` (key tuples; absent ones left out) as column buffers read from C
+        in one call (:func:`..runtime.native.export.at_keys`): what a Push carries, made without a Python object
+        per entry (node/cumulus/entry_columns.py wraps them as Arrow).  None off the native backend."""
+        native = self.native_maps()
+        if native is None:
+            return None
+        from ..runtime.native.export import at_keys  # (imports cffi: only on the native backend)
+        with self._lock:
+            got = at_keys(native, map_name, keys)
+        self.exported += len(got)
+        return got
+
     # -- view changes (the Python backend's form, read from the C journal) ---------------------
     def journals_kept(self, journals: dict[str, list]) -> dict[str, list]:
         """The last batch's journals with the keys this member does not own left out (it dropped them)."""
@@ -248,6 +266,33 @@ class NativeMemberRuntime(MemberRuntime):
         gone = super().take_out(map_name, keys, epoch)
         self._through(map_name, keys)
         return gone
+
+    def take_out_codes(self, map_name: str, table: np.ndarray, epoch: int) -> int:
+        """:meth:`take_out` of keys given as codes (one row per key; absent and repeated keys are fine): removed in
+        C by their codes, recorded as coded changes of ``epoch`` (decoded only if a stable read or a snapshot asks)
+        and the map reloaded whole by the mirror when next read: no Python object per entry (a native pre-copy's
+        leaving entries, node/cumulus/native_copy.py).  Off the native backend: :meth:`take_out`."""
+        native = self.native_maps()
+        if native is None:
+            raise RuntimeStateError("entries taken out by their codes off the native backend")
+        if not table.shape[1]:  # a map without key columns: its one entry
+            return self.take_out(map_name, [()] if len(table) else [], epoch)
+        from ..runtime.native.export import values_at
+
+        with self._lock:
+            _, first = np.unique(np.ascontiguousarray(table).view(np.dtype((np.void, 8 * table.shape[1]))).ravel(),
+                                 return_index=True)
+            table = np.ascontiguousarray(table[np.sort(first)])
+            values = values_at(native, map_name, table)
+            present = values != 0
+            table, values = np.ascontiguousarray(table[present]), values[present]
+            if not len(table):
+                return 0
+            native.set_codes(map_name, array("q", table.tobytes()), array("q", bytes(8 * len(table))))
+            native.reload_pending(map_name)
+            self._stale = True
+            self.deltas.coded(epoch, map_name, table, -values, partial(_stored, native, self._store))
+        return len(table)
 
     def put_in(self, map_name: str, entries: dict, epoch: int) -> None:
         super().put_in(map_name, entries, epoch)

@@ -212,21 +212,30 @@ class Applier:
     def _serve(self, v: Version, asked: list[dict[int, list]]) -> None:
         """Push each writer the entries it reads from this member for version ``v`` (as of now: its start)."""
         runtime = self.place.runtime
-        read, arity = runtime.read, runtime.store.arity
+        # (arities from the program: a native member's store is a mirror, brought up to date when read)
+        read, arity = runtime.read, {m.name: len(m.keys) for m in runtime.program.maps}
+        bulk = runtime.keeps_native and runtime.native_maps() is not None  # point reads from C, in bulk
         found: dict[tuple[str, tuple], list] = {}
         tables: dict[int, dict[str, dict]] = {}  # writer -> map -> {key: value}
+        points: dict[int, dict[str, dict]] = {}  # writer -> map -> {fully bound key: None} (bulk only)
         for serve in asked:
             for w, wanted in serve.items():
                 table = tables.setdefault(w, {})
                 for ask in wanted:
+                    if bulk and len(ask[1]) == arity[ask[0]] and None not in ask[1]:
+                        points.setdefault(w, {}).setdefault(ask[0], {})[tuple(ask[1])] = None
+                        continue
                     entries = found.get(ask)
                     if entries is None:
                         entries = found[ask] = read(*ask)
                     if entries:
                         table.setdefault(ask[0], {}).update(entries)
-        for w in sorted(tables):
+        for w in sorted(tables.keys() | points.keys()):
             items = [entry_columns.encode_tuples(name, list(got), list(got.values()), arity[name])
-                     for name, got in tables[w].items() if got]
+                     for name, got in tables.get(w, {}).items() if got]
+            for name, keys in points.get(w, {}).items():  # (node/cumulus/entry_columns.py: Arrow from C's buffers)
+                if len(exported := runtime.exported_at(name, list(keys))):
+                    items.append(entry_columns.encode_exported(exported))
             self.mailbox.send(w, msg.push(*v, self.place.member, items))
 
     def _write(self, work: list, pushed: dict) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from boreas.m3.cumulus import Layout
 from boreas.m3.cumulus.member import MemberRuntime
 
+from .native_copy import restore_copy
 from .precopy import Codecs, SourceCopy, Staging
 
 
@@ -72,6 +73,5 @@ class Change:
                 list(r.get("copied", [])), None, Staging.of(r.get("staging", []), codecs),
                 bool(r.get("final_sent")), int(r.get("steps", 0)), r.get("copy_from"), list(r.get("carried", [])))
         if r.get("copy") is not None:
-            p.copy = SourceCopy(runtime, p.layout, p.moves, me)
-            p.copy.restore(r["copy"], runtime, codecs)
+            p.copy = restore_copy(r["copy"], runtime, p.layout, p.moves, me, codecs)
         return p

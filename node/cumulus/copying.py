@@ -21,7 +21,8 @@ from . import messages as msg
 from . import precopy
 from .change import Change
 from .mailbox import Mailbox
-from .precopy import Codecs, SourceCopy
+from .native_copy import source_copy
+from .precopy import Codecs
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class Copier:
         self.copy_at = now + COPY_PAUSE
         with gc_paused():
             if p.copy is None:
-                p.copy = SourceCopy(self.runtime, p.layout, p.moves, self.me)
+                p.copy = source_copy(self.runtime, p.layout, p.moves, self.me)
                 p.copy.start(self.runtime)
             copy = p.copy
             chunks = copy.step(self.runtime, precopy.COPY_STEP if budget is None else budget)
@@ -90,8 +91,7 @@ class Copier:
         if copy.done:
             self.mailbox.send(0, msg.copied(p.change, self.me))
             log.info("m3 box %r member %d: change %s copied (%d keys in %d steps, %.2f s); %d dirty so far",
-                     self.box, self.me, p.change, sum(map(len, copy.sent.values())), p.steps, now - p.copy_from,
-                     sum(map(len, copy.dirty.values())))
+                     self.box, self.me, p.change, copy.counts()[0], p.steps, now - p.copy_from, copy.counts()[1])
         return True
 
     def flip(self, p: Change) -> bool:

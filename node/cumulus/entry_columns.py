@@ -40,12 +40,14 @@ from __future__ import annotations
 
 import datetime as dt
 
+import numpy as np
 import pyarrow as pa
 
 _TAGGED = {b"boreas": b"tagged"}  # a column sent as tagged text (see the module's docstring)
 
 #: inferred Arrow types pyarrow makes only from values all of one Python type (None aside): no check needed
 _PURE = (pa.int64(), pa.string(), pa.bool_())
+_EPOCH = dt.date(1970, 1, 1).toordinal()  # a DATE code is its day number (toordinal); date32 counts from 1970
 
 
 def _column(values: list, name: str) -> tuple[pa.Array, pa.Field]:
@@ -129,7 +131,69 @@ def encode(name: str, key_columns: list[list], values: list) -> list:
     array, field = _column(values, "v")
     arrays.append(array)
     fields.append(field)
-    batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+    return _ipc(name, pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)))
+
+
+def encode_exported(exported) -> list:
+    """As :func:`encode`, from a native map's entries as column buffers
+    (``boreas.m3.runtime.native.export.Exported``): each key column's codes wrapped as the Arrow column
+    :func:`encode` makes of the same values (INT ``int64``, FLOAT ``double`` from its bits, DATE ``date32``
+    from its day number, STRING ``string`` by a ``take`` from the intern table), the values ``int64`` or
+    ``double``: no Python object per entry.  (All values of such a column are of one type, so none needs the
+    tagged text.)"""
+    n = len(exported)
+    arrays = [_code_column(codes, kind, exported.strings, n) for codes, kind in zip(exported.keys, exported.key_types)]
+    arrays.append(_numbers(exported.values, pa.float64() if exported.values.dtype == np.float64 else pa.int64()))
+    fields = [pa.field(f"k{i}", a.type) for i, a in enumerate(arrays[:-1])] + [pa.field("v", arrays[-1].type)]
+    return _ipc(exported.name, pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)))
+
+
+class _StringArray:
+    """The intern table as an Arrow string array, extended as it grows (it only grows); one per table."""
+
+    def __init__(self) -> None:
+        self.of: list[str] | None = None
+        self.array = pa.array([], pa.string())
+
+    def take(self, strings: list[str], ids: pa.Array) -> pa.Array:
+        if strings is not self.of:
+            self.of, self.array = strings, pa.array(strings, pa.string())
+        elif len(strings) > len(self.array):
+            self.array = pa.concat_arrays([self.array, pa.array(strings[len(self.array):], pa.string())])
+        return self.array.take(ids)
+
+
+_STRINGS: dict[int, _StringArray] = {}  # by the intern table's id (a node's runtimes each have one; few kept)
+
+
+def _strings_of(strings: list[str]) -> _StringArray:
+    got = _STRINGS.get(id(strings))
+    if got is None or got.of is not strings:
+        if len(_STRINGS) >= 16:
+            del _STRINGS[next(iter(_STRINGS))]
+        got = _STRINGS[id(strings)] = _StringArray()
+    return got
+
+
+def _code_column(codes: np.ndarray, kind: str, strings: list[str], n: int) -> pa.Array:
+    """One key column's int64 codes as the Arrow column of its values."""
+    if kind == "FLOAT":
+        return _numbers(codes, pa.float64())
+    if kind == "DATE":
+        return _numbers((codes - _EPOCH).astype(np.int32), pa.date32())
+    if kind == "STRING":
+        return _strings_of(strings).take(strings, _numbers(codes, pa.int64()))
+    return _numbers(codes, pa.int64())
+
+
+def _numbers(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """A numpy array's buffer as an Arrow column of ``kind`` (of the same width), without a copy (and without
+    ``pyarrow.array``'s numpy path, which imports pandas the first time)."""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
+
+
+def _ipc(name: str, batch: pa.RecordBatch) -> list:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as writer:
         writer.write_batch(batch)

@@ -139,7 +139,8 @@ class SourceCopy:
                 leaving[seg.lo:seg.hi] = [target] * (seg.hi - seg.lo)
         self.targets = sorted({t for t in leaving if t >= 0} | set(self.replicas))
         home = leaving[home_slot(new.box)]
-        store = runtime.store
+        arity = {m.name: len(m.keys) for m in runtime.program.maps}  # (not the store: a native member's mirror
+        # would be brought up to date for it)
         self._target_of: dict[str, Callable | None | str] = {}  # per map copied: stored key -> target (None: all to
         # home; EVERYWHERE: a replicated map, all to every member joining)
         self._home = home
@@ -152,7 +153,7 @@ class SourceCopy:
                 if home >= 0:
                     self._target_of[name] = None
             elif any(t >= 0 for t in leaving):  # (a change copying only replicated maps lists no other map)
-                self._target_of[name] = (lambda k, t=leaving: t[slot(k)]) if store.arity[name] == 1 else (
+                self._target_of[name] = (lambda k, t=leaving: t[slot(k)]) if arity[name] == 1 else (
                     lambda k, t=leaving, c=col: t[slot(k[c])])
         self._leaving = leaving
         self.todo: dict[str, list] = {}  # map -> outer keys listed and not examined yet (in listing order)
@@ -280,6 +281,10 @@ class SourceCopy:
                 out[t].append([name, keys, values])
         return out
 
+    def counts(self) -> tuple[int, int]:
+        """Keys sent so far and keys dirty now (for the log)."""
+        return sum(map(len, self.sent.values())), sum(map(len, self.dirty.values()))
+
     def take_out(self, runtime: MemberRuntime, epoch: int) -> None:
         """Remove every leaving entry from the store (as changes of ``epoch``) and stop noting writes."""
         runtime.on_write = None
@@ -317,25 +322,29 @@ def pieces(payload: list, limit: int) -> list[list]:
     """
     out: list[list] = [[]]
     room = limit
-    for name, keys, values in payload:
+    for item in payload:
+        n = len(item[1]) if isinstance(item, list) else len(item)  # (or a native copy's column buffers)
         at = 0
-        while at < len(keys):
+        while at < n:
             if room == 0:
                 out.append([])
                 room = limit
-            take = keys[at:at + room], values[at:at + room]
-            out[-1].append([name, *take])
-            at += len(take[0])
-            room -= len(take[0])
+            take = min(room, n - at)
+            out[-1].append([item[0], item[1][at:at + take], item[2][at:at + take]] if isinstance(item, list)
+                           else item.cut(at, at + take))
+            at += take
+            room -= take
     return out
 
 
 def chunk_entries(payload: list, runtime: MemberRuntime) -> list:
     """A Chunk's entries: ``payload`` (``[[map, keys, values]]``, keys in the store's form) as Arrow columns per
     map (:mod:`~boreas.node.cumulus.entry_columns`), typed as the values are."""
-    arity = runtime.store.arity
-    return [entry_columns.encode_stored(name, keys, values, arity[name])
-            for name, keys, values in payload if keys]
+    arity = {m.name: len(m.keys) for m in runtime.program.maps}  # (not the store: a native member's mirror would be
+    # brought up to date for it)
+    return [entry_columns.encode_stored(item[0], item[1], item[2], arity[item[0]]) if isinstance(item, list)
+            else entry_columns.encode_exported(item)  # a native copy's column buffers (native_copy.py)
+            for item in payload if len(item[1] if isinstance(item, list) else item)]
 
 
 class Staging:

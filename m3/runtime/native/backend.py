@@ -190,6 +190,10 @@ class NativeMaps:
         if len(values) and self.lib.rt_load(self.rt, self.map_no[name], len(values), _i64(flat), _i64(values)):
             raise MemoryError(f"setting entries of map {name}")
 
+    def reload_pending(self, name: str) -> None:
+        """Make the mirror reload map ``name`` whole when next read (it changed by codes: :meth:`set_codes`)."""
+        self.lib.rt_pending_reload(self.rt, self.map_no[name])
+
     def pending(self, name: str) -> list[tuple] | None:
         """The keys written since :meth:`clear_pending` (no repeats), or None: too many, reload the map."""
         m = self.map_no[name]

@@ -28,6 +28,7 @@ int rt_load(rt_t *rt, int m, int64_t n, const int64_t *keys, const int64_t *vals
 int64_t rt_pending(rt_t *rt, int m, int64_t *out);
 void rt_pending_clear(rt_t *rt);
 void rt_pending_drop(rt_t *rt, int m);
+void rt_pending_reload(rt_t *rt, int m);
 void rt_get_many(rt_t *rt, int m, int64_t n, const int64_t *keys, int64_t *vals);
 int64_t rt_last(rt_t *rt, int m, int64_t *out);
 int64_t rt_changes_cap(rt_t *rt, int nm, const int *ms);
@@ -38,6 +39,8 @@ void rt_fail_after(rt_t *rt, int64_t n);
 int64_t rt_entries(rt_t *rt);
 int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n);
 int rt_overflow_map(rt_t *rt);
+int64_t rt_export(rt_t *rt, int m, int col, int kind, const int32_t *target_of, const int16_t *str_slots,
+                  int64_t nstr, int64_t cap, int64_t *keys, int64_t *vals, int32_t *targets);
 """
 
 API = r"""
@@ -140,6 +143,8 @@ int64_t rt_pending(rt_t *rt, int mi, int64_t *out) {
 void rt_pending_clear(rt_t *rt) { for (int i = 0; i < rt->nmaps; i++) { rt->maps[i].pendn = 0; rt->maps[i].overflow = 0; } }
 /* one map's rt_pending_clear: its mirror caught up by other means (the last batch's changes) */
 void rt_pending_drop(rt_t *rt, int mi) { rt->maps[mi].pendn = 0; rt->maps[mi].overflow = 0; }
+/* map mi changed without a journal (entries taken out by their codes): its mirror reloads it whole when next read */
+void rt_pending_reload(rt_t *rt, int mi) { rt->maps[mi].pendn = 0; rt->maps[mi].overflow = 1; }
 
 void rt_get_many(rt_t *rt, int mi, int64_t n, const int64_t *keys, int64_t *vals) {
     map_t *m = &rt->maps[mi];
@@ -258,6 +263,44 @@ int64_t rt_changelog(rt_t *rt, int nm, const int *ms, int64_t cap, int64_t *keys
     }
     free(k); free(o); free(w);
     return out;
+}
+
+/* The slot (docs/cumulus.md §3.1, m3/cumulus/hashing.py) of a key code of kind 0 INT or DATE (a DATE's code is its
+   day number, hashed as that INT), 1 FLOAT (its bits: an integral value as the INT of that value, a NaN as the
+   quiet NaN), 2 STRING (its intern id's slot, str_slots[id], worked out once per string by the Python side). */
+static inline int64_t slot_of_code(int64_t c, int kind, const int16_t *str_slots, int64_t nstr) {
+    if (kind == 2) return c >= 0 && c < nstr ? str_slots[c] : -1;
+    if (kind == 1) {
+        val_t v; v.i = c;
+        if (v.d != v.d) c = INT64_C(0x7FF8000000000000);
+        else if (v.d >= -9223372036854775808.0 && v.d < 9223372036854775808.0 && (double)(int64_t)v.d == v.d) c = (int64_t)v.d;
+    }
+    return (int64_t)(((uint64_t)c * UINT64_C(0x9E3779B97F4A7C15)) >> 52);
+}
+
+/* Map mi's entries whose key column col falls in a slot that target_of[slot] (4096 of them) sends somewhere
+   (>= 0), as column buffers: key column i at keys + i*cap, value bits at vals, the target of each at targets
+   (col < 0: every entry, target_of[0] its target; target_of NULL: every entry, target 0).  What a Chunk carries
+   (node/cumulus/entry_columns.py) made with no per-entry Python: cap is at least the map's count.  Returns the
+   entries written, or -1: a STRING code without a slot (str_slots too short). */
+int64_t rt_export(rt_t *rt, int mi, int col, int kind, const int32_t *target_of, const int16_t *str_slots,
+                  int64_t nstr, int64_t cap, int64_t *keys, int64_t *vals, int32_t *targets) {
+    map_t *m = &rt->maps[mi]; int64_t j = 0; int a = m->arity;
+    for (int64_t e = 0; e < m->ptop; e++) {
+        if (!m->live[e]) continue;
+        const int64_t *k = ENT(m, e);
+        int32_t t = 0;
+        if (target_of && col >= 0) {
+            int64_t s = slot_of_code(k[col], kind, str_slots, nstr);
+            if (s < 0) return -1;
+            t = target_of[s];
+            if (t < 0) continue;
+        } else if (target_of && (t = target_of[0]) < 0) return 0;  /* nothing goes anywhere */
+        if (j >= cap) return -1;
+        for (int i = 0; i < a; i++) keys[(int64_t)i * cap + j] = k[i];
+        vals[j] = VAL(m, e).i; targets[j] = t; j++;
+    }
+    return j;
 }
 
 void rt_fail_after(rt_t *rt, int64_t n) { rt->fail_after = n; }
