@@ -239,7 +239,7 @@ def _start(program: Program, class_of, fixed: dict) -> tuple[dict, dict, list[li
                     view = next((v.name for v in program.views if m1 in v.maps), "?")
                     raise PlacementError(f"maps {m1} and {m2} of view {view} must be partitioned on the same key column")
             col, by = pinned[0]
-            short = next((m for m in group if col is not None and col >= len(maps[m].keys)), None)
+            short = next((m for m in group if isinstance(col, int) and col >= len(maps[m].keys)), None)
             if short is not None:
                 view = next((v.name for v in program.views if by in v.maps), "?")
                 raise PlacementError(f"map {by} of view {view} is pinned to key column {col}, which map {short} of "
