@@ -264,9 +264,11 @@ def _null_flags(keys: list[tuple[str, ColRef]], internal: list[str]) -> tuple[li
     after its column's key, ``<key>__null``: what the view's reads turn into None (``boreas.m3.nullable``)."""
     named = {ref: n for n, ref in keys if isinstance(ref, tuple)}
     out, hide = [], list(internal)
+    computed = {n.lower(): n for n, ref in keys if isinstance(ref, ArithKey)}  # an arithmetic key's (.nullexprkeys)
     for n, ref in keys:
         of = isinstance(ref, tuple) and len(ref) == 2 and isinstance(ref[1], str) and ref[1].lower().endswith(SUFFIX) \
-            and named.get((ref[0], ref[1][:-len(SUFFIX)]))
+            and named.get((ref[0], ref[1][:-len(SUFFIX)])) or \
+            n.lower().endswith(SUFFIX) and computed.get(n.lower()[:-len(SUFFIX)])
         if of:
             if n in hide:
                 hide.remove(n)
