@@ -8,9 +8,9 @@ y)`` is NULL and ``NULLIF(x, NULL)`` is ``x``, ``GREATEST``/``LEAST`` skip NULLs
 whose condition is NULL is never taken, ``x IN (...)`` and ``BETWEEN`` of NULL are NULL.  A WHERE that folds
 to FALSE or NULL empties its part; an aggregate whose argument folds to NULL contributes nothing.
 
-In the other parts the same side is present, and its columns are not NULL (a stream's columns never are
-today), so ``s.c IS NULL`` there is FALSE and ``COALESCE(s.c, k)`` is ``s.c`` (:func:`fold` with
-``present``).
+In the other parts the same side is present, and its columns not declared NULL are not NULL, so ``s.c IS
+NULL`` there is FALSE and ``COALESCE(s.c, k)`` is ``s.c`` (:func:`fold` with ``present``; a nullable column,
+``maybe``, stays unknown: :mod:`.outernulls` reads it).
 
 >>> import sqlglot
 >>> def f(sql, padded=("s",), present=()):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 from boreas.m3 import compile_sql
+from boreas.m3.compiler.pipeline import compile_to_text
 from boreas.m3.errors import CompileError
 from m3_harness import new_runtime, shape_params
 from null_harness import check_rows_against_duckdb
@@ -49,6 +50,8 @@ SHAPES: dict[str, str] = {
         SUM(r.c) + SUM(s.d) AS y FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a""",
     "left_where_not_on_nullable": NULLABLE + """SELECT r.a, COUNT(*) AS n FROM R r LEFT JOIN S s
         ON r.b = s.b WHERE NOT (r.c > 0.5) OR s.d IS NULL GROUP BY r.a""",
+    "left_where_rejecting_nulls": NULLABLE + """SELECT r.b, COUNT(*) AS n, SUM(r.c) AS t FROM R r LEFT JOIN S s
+        ON r.a = s.d WHERE s.b > 0 GROUP BY r.b""",
     "left_renamed_view": NULLABLE + """CREATE VIEW V(x, total) AS SELECT r.b, SUM(s.d) FROM R r
         LEFT JOIN S s ON r.a = s.d GROUP BY r.b;""",
 }
@@ -77,6 +80,17 @@ def test_a_null_key_never_matches_and_its_sum_is_null_on_both_backends():
         assert rt.view("Q1") == {} and rt.entries() == 0
 
 
+def test_compile_shows_the_cost_class_of_each_view():
+    """An outer join over nullable columns costs as its parts (the anti part's match count kept per join key),
+    a WHERE rejecting NULLs its inner join alone: first-order; so are arithmetic keys and set operations."""
+    lines = compile_to_text(NULLABLE + """SELECT r.a, SUM(s.d) AS t FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a;
+        SELECT r.b, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.a = s.d WHERE s.b > 0 GROUP BY r.b;
+        SELECT b + a AS x, COUNT(*) AS n FROM R GROUP BY b + a;
+        SELECT b FROM R UNION SELECT b FROM S""").splitlines()
+    assert lines[0].startswith("-- view Q1: domain-bound per correlation key: nested subquery correlated by equalities")
+    assert all(line.startswith(f"-- view Q{i}: first-order") for i, line in zip((2, 3, 4), lines[1:4]))
+
+
 REFUSED = {
     "padded_nullable_key": ("SELECT s.b, COUNT(*) FROM R r LEFT JOIN S s ON r.a = s.d GROUP BY s.b",
                             "view keys carry no padded NULLs yet"),
@@ -84,6 +98,8 @@ REFUSED = {
                        "MIN"),
     "subquery_beside": ("SELECT r.a, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b WHERE r.a IN "
                         "(SELECT d FROM T) GROUP BY r.a", "outer join's query with a subquery"),
+    "or_in_on": ("SELECT r.a, COUNT(*) FROM R r LEFT JOIN S s ON s.d = r.b OR r.a = s.b GROUP BY r.a",
+                 "unsupported correlated condition"),
     "greatest_of_nullable": ("SELECT r.a, SUM(GREATEST(s.b, r.b)) FROM R r LEFT JOIN S s ON r.a = s.d "
                              "GROUP BY r.a", "GREATEST"),
 }
