@@ -6,11 +6,12 @@ columns is, and SQL puts every such row in one group: ``(NULL, 2)`` and ``(NULL,
 So the key is the expression times the product ``Z`` of ``1 - x__null`` over its nullable columns (0 wherever
 it is NULL, the value itself elsewhere), with one more key beside it, ``x__null`` for one nullable column and
 ``1 - Z`` for several (1 where it is NULL): both arithmetic over columns, which the compiler groups by as any
-arithmetic key (:mod:`.arithkey`).  Selected, the indicator is the item ``<name>__null``, an internal key of
-the view (:func:`.outputs.view_names`), and reads show the key as None where it is 1 (``ViewNulls``).
+arithmetic key (:mod:`.arithkey`).  Selected, the indicator is an item named ``<name>__null``, an internal key
+of the view (:func:`.outputs.view_names`), and reads show the key as None where it is 1 (``ViewNulls``).
 
 Only ``+``, ``-``, ``*`` and unary minus over columns and numbers: ``/`` and ``%`` would divide by the 0 a NULL
-is read as, and a function's NULL is its own (both stay refused by name, :mod:`.threevalued`).
+is read as, and a function's NULL is its own; and not in a derived table, whose indicators the enclosing query
+reads only for its nullable columns (:mod:`.nullderived`): all stay refused by name (:mod:`.threevalued`).
 
 >>> import sqlglot
 >>> from .examples import PlainErrors
@@ -20,11 +21,11 @@ is read as, and a function's NULL is its own (both stay refused by name, :mod:`.
 >>> rels = {"R": RelationDecl("R", "STREAM", cols("a", "b", "b__null", "c", "c__null"))}
 >>> def show(sql): return rewrite(sqlglot.parse_one(sql), rels, PlainErrors()).sql()
 >>> show("SELECT b + a AS x, COUNT(*) FROM R GROUP BY b + a")
-'SELECT (b + a) * (1 - b__null) AS x, COUNT(*), b__null AS x__null FROM R GROUP BY (b + a) * (1 - b__null), b__null'
+'SELECT (b + a) * (1 - b__null) AS x, COUNT(*), b__null AS __nullkey_0 FROM R GROUP BY (b + a) * (1 - b__null), b__null'
 >>> show("SELECT COUNT(*) FROM R GROUP BY b * c")
 'SELECT COUNT(*) FROM R GROUP BY (b * c) * ((1 - b__null) * (1 - c__null)), 1 - ((1 - b__null) * (1 - c__null))'
 >>> show("SELECT a - c FROM R")
-'SELECT (a - c) * (1 - c__null) AS expr_1, c__null AS expr_1__null FROM R'
+'SELECT (a - c) * (1 - c__null) AS expr_1, c__null AS __nullkey_0 FROM R'
 """
 
 from __future__ import annotations
@@ -37,11 +38,16 @@ from ..nullable import indicator
 _ARITH = (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Paren, exp.Column, exp.Literal)
 #: Marks a nullable column read as its value in such a key (the reading :mod:`.threevalued` would refuse).
 VALUED = "null_key_value"
+#: The alias of a selected key's indicator (``+ its item's position``), named ``<item>__null`` by
+#: :func:`.outputs.view_names` once the items have their final names (``CREATE VIEW v(names)`` renames them).
+KEY_PREFIX = "__nullkey_"
 
 
 def expression_keys(rw, sel: exp.Select) -> None:
     """``sel``'s keys that are arithmetic over nullable columns (module doc) rewritten in place; ``rw``: the
     SELECT's rewriter (:class:`.threevalued._Rewriter`: which columns are nullable)."""
+    if type(sel.parent) is exp.Subquery:  # a derived table's: its enclosing query would not read the indicator
+        return  # (:mod:`.nullderived` passes out a nullable column's only): refused by name, as before
     group = sel.args.get("group")
     aggregated = any(isinstance(n, exp.AggFunc) for e in sel.expressions for n in e.walk())
     if group is None and aggregated:
@@ -64,7 +70,7 @@ def expression_keys(rw, sel: exp.Select) -> None:
             g.replace(key.copy())
         if group is not None:
             group.append("expressions", flag.copy())
-        sel.append("expressions", exp.alias_(flag, indicator(name)))
+        sel.append("expressions", exp.alias_(flag, f"{KEY_PREFIX}{i}"))
         done.add(e.sql())
     for g in groups:  # grouped by, not selected: internal keys both
         if g.parent is group and _candidate(rw, g) and g.sql() not in done:
