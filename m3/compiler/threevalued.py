@@ -105,7 +105,7 @@ def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
     for j in outer:  # checked as its inner join; :mod:`.outer` rewrites each part (:mod:`.outernulls`)
         j.set("side", None), j.set("kind", None)
         if any(isinstance(n, exp.Select) for n in sel.walk() if n is not sel):
-            raise ctx.error(f"unsupported nullable column in an outer join's query with a subquery ({sql_of(j)})", j)
+            raise ctx.error(f"unsupported nullable column in an outer join's query with a subquery (docs/m3.md, \"NULLs\")", j)
     checked = _Rewriter.of(sel, relations, ctx).select(sel)  # (an outer join's: checked only)
     return tree if outer else checked
 
