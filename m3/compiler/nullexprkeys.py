@@ -21,11 +21,11 @@ reads only for its nullable columns (:mod:`.nullderived`): all stay refused by n
 >>> rels = {"R": RelationDecl("R", "STREAM", cols("a", "b", "b__null", "c", "c__null"))}
 >>> def show(sql): return rewrite(sqlglot.parse_one(sql), rels, PlainErrors()).sql()
 >>> show("SELECT b + a AS x, COUNT(*) FROM R GROUP BY b + a")
-'SELECT (b + a) * (1 - b__null) AS x, COUNT(*), b__null AS __nullkey_0 FROM R GROUP BY (b + a) * (1 - b__null), b__null'
+'SELECT (b + a) * (1 - b__null) AS x, COUNT(*), 1 - (1 - b__null) AS __nullkey_0 FROM R GROUP BY (b + a) * (1 - b__null), 1 - (1 - b__null)'
 >>> show("SELECT COUNT(*) FROM R GROUP BY b * c")
 'SELECT COUNT(*) FROM R GROUP BY (b * c) * ((1 - b__null) * (1 - c__null)), 1 - ((1 - b__null) * (1 - c__null))'
 >>> show("SELECT a - c FROM R")
-'SELECT (a - c) * (1 - c__null) AS expr_1, c__null AS __nullkey_0 FROM R'
+'SELECT (a - c) * (1 - c__null) AS expr_1, 1 - (1 - c__null) AS __nullkey_0 FROM R'
 """
 
 from __future__ import annotations
@@ -99,5 +99,7 @@ def _zeroed(rw, e: exp.Expression) -> tuple[exp.Expression, exp.Expression]:
     for n in key.walk():
         if type(n) is exp.Column and rw.nullable(n):
             n.meta[VALUED] = True
-    flag = flags[0].copy() if len(flags) == 1 else exp.Sub(this=one.copy(), expression=z.copy())
+    # (always computed, never the bare indicator: a plain key of the same column adds that indicator too, and
+    # the two would be one key, the expression's NULL shown as 0)
+    flag = exp.Sub(this=one.copy(), expression=z.copy())
     return key, flag

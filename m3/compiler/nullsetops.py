@@ -34,6 +34,7 @@ from sqlglot import exp
 
 from ..nullable import SUFFIX
 from .nodes import sql_of
+from .nullexprkeys import KEY_PREFIX
 from .resolve import Positions
 
 
@@ -71,11 +72,14 @@ def rewrite_branches(tree: exp.SetOperation, one: Callable[[exp.Select], exp.Sel
 def _nullable_items(sel: exp.Select, width: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """The places of a rewritten branch's items that got an indicator, and their names (in the order added)."""
     items = [e.this if type(e) is exp.Alias else e for e in sel.expressions]
+    aliases = [e.alias if type(e) is exp.Alias else "" for e in sel.expressions]
     places, names = [], []
-    for flag in items[width:]:
+    for flag, alias in zip(items[width:], aliases[width:]):
         of = flag.name[:-len(SUFFIX)].lower() if type(flag) is exp.Column and flag.name.endswith(SUFFIX) else None
         at = next((i for i, e in enumerate(items[:width]) if type(e) is exp.Column and e.name.lower() == of and
                    e.table.lower() == flag.table.lower()), None)
+        if alias.startswith(KEY_PREFIX) and alias[len(KEY_PREFIX):].isdigit():  # (an arithmetic key's indicator)
+            at = int(alias[len(KEY_PREFIX):])
         places.append(at)
         names.append(items[at].sql() if at is not None else flag.sql())
     return tuple(places), tuple(names)

@@ -31,6 +31,11 @@ SHAPES: dict[str, str] = {
     "union_of_expressions": NULLABLE + "SELECT b + 1 AS x FROM R UNION SELECT b - d FROM S",
     "grouped_join_by_expression": NULLABLE + """SELECT r.b + s.d AS k, COUNT(*) AS n FROM R r, S s
         WHERE r.a = s.d GROUP BY r.b + s.d""",
+    # a column and an expression of it both keys: two indicators (one was shared, the expression's NULL shown 0)
+    "column_and_expression_of_it": NULLABLE + "SELECT b, b + a AS x, COUNT(*) AS n FROM R GROUP BY b, b + a",
+    "column_and_expression_by_position": NULLABLE + "SELECT b AS y, b * 2 AS x, COUNT(*) AS n FROM R GROUP BY 1, 2",
+    "expression_then_its_column": NULLABLE + "SELECT b + a AS x, COUNT(*) AS n FROM R GROUP BY b + a, b",
+    "rows_of_a_column_and_expression_of_it": NULLABLE + "SELECT a, b, b - 1 AS x FROM R",
 }
 
 

@@ -49,6 +49,8 @@ def test_nulls_of_two_branches_are_one_row_on_both_backends():
 
 @pytest.mark.parametrize("sql, why", [
     ("SELECT b FROM R UNION SELECT d FROM S", "branches differ in which items are nullable"),
+    # arithmetic keys at different places (their indicators were all placeless: paired with the wrong column)
+    ("SELECT b + 1 AS x, a AS z FROM R UNION ALL SELECT d, b + 1 FROM S", "branches differ in which items are nullable"),
     ("SELECT b, COUNT(*) FROM R GROUP BY b UNION SELECT b, 1 FROM S", "not a view of rows"),
     ("SELECT a FROM (SELECT b AS a FROM R UNION ALL SELECT b FROM S) t", "set operations inside"),
 ])
