@@ -34,3 +34,11 @@ def in_scope(sel: exp.Select, relations: dict[str, RelationDecl]) -> dict[str, t
             cols = [c.name for c in by_name[t.name.lower()].columns]
             out[t.alias_or_name.lower()] = ({c.lower() for c in cols}, {cols[i].lower() for i in nullable_positions(cols)})
     return out
+
+
+def clause_of(n: exp.Expression, sel: exp.Select) -> exp.Expression | None:
+    """The WHERE or JOIN of ``sel`` that ``n`` is in (not one around ``sel``, a derived table's SELECT), if any."""
+    a = n.parent
+    while a is not None and a is not sel and type(a) not in (exp.Where, exp.Join):
+        a = a.parent
+    return a if a is not sel else None

@@ -21,8 +21,9 @@ Each aggregate is split per part at compile time: ``SUM``, ``COUNT`` and ``AVG``
 add across parts; over a padded part an argument that is NULL contributes nothing (SQL ignores NULLs).  A
 group all of whose inputs are NULL reads 0, not NULL, as every aggregate of no rows in Boreas does today.
 Refused by name: ``MIN``, ``MAX`` and ``DISTINCT`` aggregates over parts, HAVING, and a padded column
-read as a key (selected, grouped by): it would be NULL in an output row, and view keys carry no NULLs
-(issue 33 item 2).
+read as a key (selected, grouped by): its NULL would be a constant key of its part (issue 33 item 2).  A
+query reading nullable columns shows SQL's NULLs instead of 0, each part rewritten over indicators
+(:mod:`.outernulls`).
 
 >>> import sqlglot
 >>> from ..printer import format_view_expr
@@ -39,7 +40,7 @@ read as a key (selected, grouped by): it would be NULL in an output row, and vie
 >>> plan(sqlglot.parse_one("SELECT s.c, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY s.c"), rels, PlainErrors())
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported LEFT JOIN reading s.c as a key (selected or grouped by): it is NULL in the rows of r without a match, and view keys carry no NULLs yet (issue 33 item 2): aggregate it, or COALESCE it in an aggregate
+boreas.m3.errors.CompileError: unsupported LEFT JOIN reading s.c as a key (selected or grouped by): it is NULL in the rows of r without a match, and view keys carry no padded NULLs yet (a constant key of its part, issue 33 item 2): aggregate it, or COALESCE it in an aggregate
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from ..ast import Cmp, Const, Expr, MapRef, Var
 from ..viewnodes import Arith
 from .lifted import Plan, items_of
 from .outerview import Reader, column, components, may_be_null
+from .outernulls import explicit, implied, indicator_keys, not_true, null_columns, nullable_columns, reads_nullable
 from .nodes import sql_of
 from .padding import conjuncts, decide, fold, is_false, is_null, pad, qualify, refs
 from .resolve import Positions, unparen
@@ -94,10 +96,12 @@ def _name(item: exp.Expression) -> str:
     return item.alias_or_name
 
 
-def _anti(p: _Part, item: exp.Expression, on: list, side_aliases: set) -> list[_Part]:
+def _anti(p: _Part, item: exp.Expression, on: list, side_aliases: set, maybe: frozenset) -> list[_Part]:
     """The parts of ``p`` where ``item`` matches nothing under ``on``: ``item`` padded, and either a conjunct
-    of ``on`` reading the other side alone fails, or no row of ``item`` meets the rest."""
+    of ``on`` reading the other side alone fails, or no row of ``item`` meets the rest (``maybe``: the
+    nullable columns, whose presence a comparison with ``item`` needs: :func:`.outernulls.implied`)."""
     on = [c for c in (decide(fold(pad(c.copy(), p.padded))) for c in on) if type(c) is not exp.Boolean or is_false(c)]
+    on += implied(exp.and_(*on), side_aliases, maybe) if maybe and on else []
     if any(is_false(c) for c in on):  # nothing can match (a padded column of an earlier join): every row padded
         return [p.padding(_name(item))]
     alone = [c for c in on if refs(c) <= side_aliases]
@@ -105,7 +109,8 @@ def _anti(p: _Part, item: exp.Expression, on: list, side_aliases: set) -> list[_
     out = []
     if alone:
         failing = p.padding(_name(item))
-        failing.conds.append(fold(exp.not_(exp.and_(*[c.copy() for c in alone]))))
+        failing.conds.append(fold(exp.not_(exp.and_(*[c.copy() for c in alone]))) if not maybe else
+                             not_true(exp.and_(*[c.copy() for c in alone])))  # NULL fails too
         out.append(failing)
     matched = p.padding(_name(item))
     matched.conds += [c.copy() for c in alone]
@@ -126,6 +131,7 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
     """``sel`` (an outer join in its FROM) as the SELECTs of its parts, inner joins only, padded columns NULL
     and folded (module doc); a part whose WHERE is false or NULL is left out."""
     sel = qualify(sel.copy(), relations)
+    maybe = nullable_columns(sel, relations)  # (alias, column) where it reads one (:mod:`.outernulls`)
     items = items_of(sel)
     for t in items:
         if type(t) is not exp.Table:
@@ -155,10 +161,10 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
             inner.conds += [fold(pad(c.copy(), p.padded)) for c in on]
             nxt.append(inner)
             if side in ("LEFT", "FULL"):
-                nxt += _anti(p, item, on, set(seen))
+                nxt += _anti(p, item, on, set(seen), maybe)
             if side in ("RIGHT", "FULL"):
                 first = p.items[0]
-                for q in _anti(_Part([item]), first, on, {alias}):
+                for q in _anti(_Part([item]), first, on, {alias}, maybe):
                     nxt.append(replace(q, items=[item] + q.items[1:]))
         todo = nxt
         seen.add(alias)
@@ -167,19 +173,19 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
     for p in todo:
         present = {_name(t).lower() for t in p.items}
         conds = [c.copy() for c in p.conds] + ([pad(where.this.copy(), p.padded)] if where is not None else [])
-        cond = decide(fold(exp.and_(*conds), present)) if conds else exp.true()
+        cond = decide(fold(exp.and_(*conds), present, maybe)) if conds else exp.true()
         if is_false(cond):
             continue
         s = sel.copy()
         s.set("joins", None)
         s.set("where", None)
-        s.set("from", exp.From(this=p.items[0].copy()))
+        s.set("from_" if "from_" in s.args else "from", exp.From(this=p.items[0].copy()))  # (sqlglot's key)
         for it in p.items[1:]:
             s.append("joins", exp.Join(this=it.copy()))
         if type(cond) is not exp.Boolean:
             s.set("where", exp.Where(this=cond))
-        s.set("expressions", [fold(pad(e.copy(), p.padded), present) for e in s.expressions])
-        s.meta.update(padded=p.padded, present=present, original=sel)  # what :func:`plan` reads of each part
+        s.set("expressions", [fold(pad(e.copy(), p.padded), present, maybe) for e in s.expressions])
+        s.meta.update(padded=p.padded, present=present, original=sel, maybe=maybe)  # what :func:`plan` reads
         out.append(s)
     return out
 
@@ -202,7 +208,8 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
     ps = parts(sel, relations, ctx)
     if not ps:
         raise ctx.error("an outer join whose WHERE never holds (every part is empty)", sel)
-    if len(ps) == 1 and not ps[0].meta["padded"]:
+    maybe = ps[0].meta["maybe"]
+    if len(ps) == 1 and not ps[0].meta["padded"] and not maybe:
         return ps[0]
     q = ps[0].meta["original"]
     kind = next(str(j.args.get("side") or "FULL").upper() for j in q.args.get("joins") or [] if is_outer(j))
@@ -211,12 +218,15 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         for _, k in keys:
             if refs(k) & p.meta["padded"]:
                 side = next(iter(refs(k) & p.meta["padded"]))
-                other = _name(p.args["from"].this)
+                other = _name(items_of(p)[0])
                 raise ctx.error(f"unsupported {kind} JOIN reading {sql_of(k)} as a key (selected or grouped by): it "
-                                f"is NULL in the rows of {other} without a match, and view keys carry no NULLs yet "
-                                f"(issue 33 item 2): aggregate it, or COALESCE it in an aggregate", k)
+                                f"is NULL in the rows of {other} without a match, and view keys carry no padded NULLs "
+                                f"yet (a constant key of its part, issue 33 item 2): aggregate it, or COALESCE it in "
+                                f"an aggregate", k)
     sides = {a for p in ps for a in p.meta["padded"]}
-    found = components(values, lambda x: may_be_null(x, sides), ctx) + [exp.Count(this=exp.Star())]  # the last: the rows, which make a group
+    shown, keys = keys, keys + indicator_keys(keys, maybe)  # a nullable key's indicator beside it (:mod:`.outernulls`)
+    found = components(values, lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \
+        + [exp.Count(this=exp.Star())]  # the last: the rows, which make a group
     comps = list({c.sql(): c for c in reversed(found)}.values())[::-1]  # one part column per distinct aggregate
     index = {id(c): next(n for n, d in enumerate(comps) if d.sql() == c.sql()) for c in found}
     key_vars = tuple(f"K{i}" for i in range(len(keys)))
@@ -227,7 +237,7 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         where_at: list = []
         for c in comps:
             arg = c.this if not isinstance(c.this, exp.Star) else None
-            arg = fold(pad(arg.copy(), p.meta["padded"]), p.meta["present"]) if arg is not None else None
+            arg = fold(pad(arg.copy(), p.meta["padded"]), p.meta["present"], maybe) if arg is not None else None
             if arg is not None and (is_null(arg) or (type(c) is exp.Sum and arg == exp.Literal.number(0))):
                 where_at.append(None)
                 continue
@@ -241,7 +251,7 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         s.set("group", exp.Group(expressions=[k.copy() for _, k in keys]) if keys else None)
         s.set("order", None)
         s.set("distinct", None)
-        selects.append(s)
+        selects.append(explicit(s, relations, ctx) if maybe else s)
         placed.append(where_at)
 
     def total(n: int) -> Expr:
@@ -250,14 +260,16 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
 
     rows = total(index[id(found[-1])])
     reader = Reader(index, total, [k for _, k in keys], key_vars, ctx)
-    columns = [(name, column(v, reader) if v is not None else Const(1)) for name, v in values]
-    names = [n for n, _ in keys] + [n for n, _ in columns]
+    names = [n for n, _ in shown] + [n for n, _ in values]
     if rename:
         if len(rename) != len(names):
             raise ctx.error(f"the view names {len(rename)} columns, its query selects {len(names)}", sel)
         names = list(rename)
+    if maybe:  # SQL's NULLs shown (:mod:`.outernulls`)
+        return Plan(tuple(selects), *null_columns(names, shown, keys, key_vars, values, reader, rows))
+    columns = [column(v, reader) if v is not None else Const(1) for _, v in values]
     return Plan(tuple(selects), tuple(names[:len(keys)]), key_vars,
-                tuple((n, e) for n, (_, e) in zip(names[len(keys):], columns)), Cmp("<", Const(0), rows))
+                tuple(zip(names[len(keys):], columns)), Cmp("<", Const(0), rows))
 
 
 def _outputs(q: exp.Select, ctx: Positions) -> tuple[list, list]:

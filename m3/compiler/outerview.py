@@ -47,9 +47,10 @@ def may_be_null(x: exp.Expression, sides: set[str]) -> bool:
         any(c.args.get("default") is None for c in x.find_all(exp.Case))
 
 
-def components(values: list, nullable: Callable[[exp.Expression], bool], ctx: Positions) -> list[exp.Expression]:
+def components(values: list, nullable: Callable[[exp.Expression], bool], ctx: Positions,
+               every: bool = False) -> list[exp.Expression]:
     """The additive aggregates the value columns read: SUM and COUNT; AVG as its SUM and its COUNT; a SUM of
-    a ``nullable`` argument with its COUNT (where it is NULL)."""
+    a ``nullable`` argument with its COUNT (where it is NULL; alone too if ``every``: its NULL shown)."""
     out = []
     for _, v in values:
         for n in (v.walk() if v is not None else ()):
@@ -61,7 +62,7 @@ def components(values: list, nullable: Callable[[exp.Expression], bool], ctx: Po
             if type(n) is exp.Avg:
                 n.meta["parts"] = (exp.Sum(this=n.this.copy()), exp.Count(this=n.this.copy()))
                 out += list(n.meta["parts"])
-            elif type(n) is exp.Sum and nullable(n.this) and n is not unparen(v):  # alone: 0 where NULL anyway
+            elif type(n) is exp.Sum and nullable(n.this) and (every or n is not unparen(v)):  # alone: 0 where NULL
                 n.meta["count"] = exp.Count(this=n.this.copy())
                 out += [n, n.meta["count"]]
             else:
@@ -85,6 +86,12 @@ def column(e: exp.Expression, r: Reader) -> Expr:
     """A value column as a view expression over the parts, 0 where SQL's is NULL (module doc)."""
     value, flag = _read(e, r)
     return value if flag is None else Arith("*", value, flag)
+
+
+def flagged(e: exp.Expression, r: Reader) -> tuple[Expr, Expr | None]:
+    """A value column's value, and what is 0 where SQL's is NULL (None: never NULL), for a query over nullable
+    columns, whose view shows that NULL (:mod:`.outernulls`)."""
+    return _read(e, r)
 
 
 Flagged = tuple[Expr, Expr | None]  # a value, and 1 where it is not NULL (None: never NULL)

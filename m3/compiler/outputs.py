@@ -48,6 +48,7 @@ from .arithkey import ArithKey, arith_key, constant_value, is_key_arithmetic, ke
 from .constants import is_constant
 from ..nullable import SUFFIX, indicator
 from .nodes import sql_of
+from .nullexprkeys import KEY_PREFIX
 from .nullshown import COUNT_PREFIX
 from .resolve import ColRef, Computed, Positions, Resolver, unparen
 from .viewexpr import columns_of, has_aggregate, view_expr
@@ -253,10 +254,14 @@ def order_note(name: str, sel: exp.Select, items: list[Item], names: list[str], 
 
 
 def _count_names(names: list[str]) -> list[str]:
-    """The hidden COUNT of item ``k``'s NULL-skipping aggregate (``__nonnull_<k>``, :mod:`.nullshown`)
-    named ``<item k's name>__null``: where it is 0 the item is NULL (``boreas.m3.nullable.null_values``)."""
-    at = len(COUNT_PREFIX)
-    return [indicator(names[int(n[at:])]) if n.startswith(COUNT_PREFIX) and n[at:].isdigit() else n for n in names]
+    """The hidden COUNT of item ``k``'s NULL-skipping aggregate (``__nonnull_<k>``, :mod:`.nullshown`), and the
+    indicator of item ``k``'s arithmetic key (``__nullkey_<k>``, :mod:`.nullexprkeys`), named ``<item k's
+    name>__null``: where it is 0 (1) the item is NULL (``boreas.m3.nullable.null_values``, ``null_keys``)."""
+    out = []
+    for n in names:
+        at = next((len(p) for p in (COUNT_PREFIX, KEY_PREFIX) if n.startswith(p) and n[len(p):].isdigit()), None)
+        out.append(indicator(names[int(n[at:])]) if at is not None else n)
+    return out
 
 
 def _null_flags(keys: list[tuple[str, ColRef]], internal: list[str]) -> tuple[list, list[str]]:
@@ -264,9 +269,11 @@ def _null_flags(keys: list[tuple[str, ColRef]], internal: list[str]) -> tuple[li
     after its column's key, ``<key>__null``: what the view's reads turn into None (``boreas.m3.nullable``)."""
     named = {ref: n for n, ref in keys if isinstance(ref, tuple)}
     out, hide = [], list(internal)
+    computed = {n.lower(): n for n, ref in keys if isinstance(ref, ArithKey)}  # an arithmetic key's (.nullexprkeys)
     for n, ref in keys:
         of = isinstance(ref, tuple) and len(ref) == 2 and isinstance(ref[1], str) and ref[1].lower().endswith(SUFFIX) \
-            and named.get((ref[0], ref[1][:-len(SUFFIX)]))
+            and named.get((ref[0], ref[1][:-len(SUFFIX)])) or \
+            n.lower().endswith(SUFFIX) and computed.get(n.lower()[:-len(SUFFIX)])
         if of:
             if n in hide:
                 hide.remove(n)

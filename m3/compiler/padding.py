@@ -8,9 +8,9 @@ y)`` is NULL and ``NULLIF(x, NULL)`` is ``x``, ``GREATEST``/``LEAST`` skip NULLs
 whose condition is NULL is never taken, ``x IN (...)`` and ``BETWEEN`` of NULL are NULL.  A WHERE that folds
 to FALSE or NULL empties its part; an aggregate whose argument folds to NULL contributes nothing.
 
-In the other parts the same side is present, and its columns are not NULL (a stream's columns never are
-today), so ``s.c IS NULL`` there is FALSE and ``COALESCE(s.c, k)`` is ``s.c`` (:func:`fold` with
-``present``).
+In the other parts the same side is present, and its columns not declared NULL are not NULL, so ``s.c IS
+NULL`` there is FALSE and ``COALESCE(s.c, k)`` is ``s.c`` (:func:`fold` with ``present``; a nullable column,
+``maybe``, stays unknown: :mod:`.outernulls` reads it).
 
 >>> import sqlglot
 >>> def f(sql, padded=("s",), present=()):
@@ -128,21 +128,27 @@ def decide(e: exp.Expression) -> exp.Expression:
     if type(e) in (exp.And, exp.Or):
         a, b = decide(e.this), decide(e.expression)
         a, b = (_bool(False) if is_null(x) else x for x in (a, b))
-        return _fold(type(e)(this=a, expression=b), set())
+        return _fold(type(e)(this=a, expression=b), set(), frozenset())
     return _bool(False) if is_null(e) else e
 
 
-def fold(e: exp.Expression, present: set[str] = frozenset()) -> exp.Expression:
-    """``e`` with NULLs folded (module doc); ``present``: aliases whose columns are known not NULL."""
+def fold(e: exp.Expression, present: set[str] = frozenset(), maybe: frozenset = frozenset()) -> exp.Expression:
+    """``e`` with NULLs folded (module doc); ``present``: aliases whose columns are known not NULL, but the
+    nullable columns ``maybe`` of them ((alias, column), lower case: :mod:`.outernulls`)."""
     for key, value in list(e.args.items()):  # the operands first: a NULL folds upwards
         if isinstance(value, exp.Expression):
-            e.set(key, fold(value, present))
+            e.set(key, fold(value, present, maybe))
         elif isinstance(value, list):
-            e.set(key, [fold(v, present) if isinstance(v, exp.Expression) else v for v in value])
-    return _fold(e, present)
+            e.set(key, [fold(v, present, maybe) if isinstance(v, exp.Expression) else v for v in value])
+    return _fold(e, present, maybe)
 
 
-def _fold(n: exp.Expression, present: set[str]) -> exp.Expression:  # noqa: C901 - one case per SQL form
+def _known(e: exp.Expression, present: set[str], maybe: frozenset) -> bool:
+    """Whether ``e`` is a column known not NULL: of a present alias, and not nullable."""
+    return type(e) is exp.Column and e.table.lower() in present and (e.table.lower(), e.name.lower()) not in maybe
+
+
+def _fold(n: exp.Expression, present: set[str], maybe: frozenset) -> exp.Expression:  # noqa: C901 - one case per SQL form
     kind = type(n)
     if kind in READS and not {k for k, v in n.args.items() if holds(v)} <= READS[kind]:
         return n  # a field the front end does not read: left for it to refuse (:mod:`.nodes`)
@@ -155,7 +161,7 @@ def _fold(n: exp.Expression, present: set[str]) -> exp.Expression:  # noqa: C901
             return _bool(True)
         if type(n.this) in (exp.Literal, exp.Boolean):  # a constant that is not NULL
             return _bool(False)
-        if type(n.this) is exp.Column and n.this.table.lower() in present:
+        if _known(n.this, present, maybe):
             return _bool(False)
     if kind is exp.Not:
         if is_null(n.this):
@@ -177,7 +183,7 @@ def _fold(n: exp.Expression, present: set[str]) -> exp.Expression:  # noqa: C901
     if kind is exp.Coalesce:
         args = [a for a in [n.this, *n.expressions] if not is_null(a)]
         for i, a in enumerate(args):
-            if type(a) is exp.Literal or (type(a) is exp.Column and a.table.lower() in present):
+            if type(a) is exp.Literal or _known(a, present, maybe):
                 args = args[:i + 1]
                 break
         if not args:

@@ -33,11 +33,11 @@ and both backends see numbers only and need nothing new:
   column three-valued; ``*`` lists the declared columns (:mod:`.nullstar`); HAVING and arithmetic over a
   SUM/AVG that may be NULL are TRUE / NULL where SQL's are (:mod:`.nullhaving`).
 
-Refused by name, for now (docs/m3.md "NULLs" lists each): an expression over a nullable column as a key (or in
-ORDER BY), in a function other than COALESCE and NULLIF, under DISTINCT but ``COUNT(DISTINCT c)`` (a FILTER
-where ``c`` is present), a MIN/MAX of it under an expression or in
-HAVING, a nullable value NOT IN a subquery, and a query with set operations, windows or outer joins reading
-one.  Derived tables are rewritten in their own scope first, their NULLs passed out as columns (:mod:`.nullderived`).
+An outer join's query is only checked here (its joins read as inner ones), then rewritten part by part
+(:mod:`.outernulls`); arithmetic keys over nullable columns are :mod:`.nullexprkeys`'.  Refused by name (docs/m3.md
+"NULLs" lists each): other expressions of one as a key (or in ORDER BY), in a function other than COALESCE and
+NULLIF, under DISTINCT but ``COUNT(DISTINCT c)``, MIN/MAX of it under an expression or in HAVING, a nullable value
+NOT IN a subquery, set operations, windows, an outer join with a subquery; derived tables: :mod:`.nullderived`.
 
 >>> import sqlglot
 >>> from .examples import PlainErrors
@@ -49,14 +49,12 @@ one.  Derived tables are rewritten in their own scope first, their NULLs passed 
 'SELECT SUM(CASE WHEN c__null = 0 THEN c END), COUNT(CASE WHEN c__null = 0 THEN c END) AS __nonnull_0 FROM R WHERE ((c <= 3 AND c__null = 0) AND NOT a = 1)'
 >>> show("SELECT a, COUNT(COALESCE(c, 2)), MIN(c + a) FROM R WHERE c IS NULL GROUP BY a")
 'SELECT a, COUNT(1), MIN(c + a) FILTER(WHERE c__null = 0), COUNT(c + a) FILTER(WHERE c__null = 0) AS __nonnull_2 FROM R WHERE NOT (c__null = 0) GROUP BY a'
->>> show("SELECT c, COUNT(*) FROM R GROUP BY a, c")
-'SELECT c, COUNT(*) FROM R GROUP BY a, c, c__null'
->>> show("SELECT a, c FROM R")
-'SELECT a, c, c__null FROM R'
->>> show("SELECT COUNT(*) FROM R GROUP BY c + 1")
+>>> show("SELECT a, c FROM R"), show("SELECT a FROM R r LEFT JOIN R s ON r.c = s.c")  # the latter: :mod:`.outer`'s
+('SELECT a, c, c__null FROM R', 'SELECT a FROM R AS r LEFT JOIN R AS s ON r.c = s.c')
+>>> show("SELECT COUNT(*) FROM R GROUP BY c / 2")
 Traceback (most recent call last):
 ...
-boreas.m3.errors.CompileError: unsupported nullable column c read outside an aggregate (GROUP BY c + 1): only the column itself is a key, selected or in GROUP BY (docs/m3.md, "NULLs")
+boreas.m3.errors.CompileError: unsupported nullable column c read outside an aggregate (GROUP BY c / 2): only the column itself is a key, selected or in GROUP BY (docs/m3.md, "NULLs")
 """
 
 from __future__ import annotations
@@ -69,18 +67,18 @@ from .nodes import sql_of
 from .nullcond import all_of, any_of, never, replaced
 from .nullderived import derived_chain, derived_tables, rewrite_derived
 from .nullaggs import AGGS, NULLABLE_AGGS, skip_nulls
-from .nullscope import in_scope, nullable_names, reads_nullable_relation
+from .nullscope import clause_of, in_scope, nullable_names, reads_nullable_relation
 from .nullstar import star_columns
+from .nullexprkeys import VALUED, expression_keys
+from .nullsetops import rewrite_branches
 from .nullsub import in_subquery, refuse_outer_presence, rewrite_subquery, subqueries
 from .nullhaving import having_truth, one_count_per_item, unaliased
 from .nullshown import COUNT_PREFIX, counts_rows, hidden_count, is_key, key_indicators
 from .resolve import Positions
 
-#: Comparisons whose operands are values: TRUE only where every operand is present.
+#: Comparisons (TRUE only where every operand is present), their negations, arithmetic (present where all are).
 _ATOMS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In, exp.Like, exp.ILike)
-#: The negation of each comparison, so NOT needs no complement.
 _NEGATED = {exp.EQ: exp.NEQ, exp.NEQ: exp.EQ, exp.GT: exp.LTE, exp.GTE: exp.LT, exp.LT: exp.GTE, exp.LTE: exp.GT}
-#: Arithmetic: present where every operand is.
 _ARITH = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Paren, exp.Column, exp.Literal)
 
 
@@ -93,16 +91,29 @@ def rewrite(tree: exp.Expression, relations: dict[str, RelationDecl], ctx: Posit
             (type(n) is exp.Column and n.name.lower() in names) or
             (type(n) is exp.Star and type(n.parent) is not exp.Count) for n in tree.walk()):
         return tree  # (a query over relations without nullable columns compiles as if none were declared)
+    if isinstance(tree, exp.SetOperation) and not any(isinstance(n, (exp.Window, exp.With)) for n in tree.walk()):
+        return rewrite_branches(tree, lambda s: _Rewriter.of(s, relations, ctx).select(s), ctx)  # (:mod:`.nullsetops`)
     if type(tree) is not exp.Select or any(isinstance(n, (exp.SetOperation, exp.Window, exp.With)) for n in tree.walk()):
         raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with set "
-                        "operations or windows (docs/m3.md, \"NULLs\")", tree)
+                        "operations inside or windows (docs/m3.md, \"NULLs\")", tree)
     for n in tree.walk():
         if type(n) is exp.Subquery and type(n.parent) in (exp.From, exp.Join) and not derived_chain(n, tree):
             raise ctx.error(f"unsupported query reading nullable columns ({', '.join(sorted(names))}) with a "
                             f"derived table inside a subquery ({sql_of(n)}) (docs/m3.md, \"NULLs\")", n)
     sel = tree.copy()
-    return _Rewriter.of(sel, relations, ctx).select(sel)
+    outer = [j for j in sel.args.get("joins") or [] if j.side or j.kind not in ("", "INNER", "CROSS", None)]
+    for j in outer:  # checked as its inner join; :mod:`.outer` rewrites each part (:mod:`.outernulls`)
+        j.set("side", None), j.set("kind", None)
+        if any(isinstance(n, exp.Select) for n in sel.walk() if n is not sel):
+            raise ctx.error(f"unsupported nullable column in an outer join's query with a subquery (docs/m3.md, \"NULLs\")", j)
+    checked = _Rewriter.of(sel, relations, ctx).select(sel)  # (an outer join's: checked only)
+    return tree if outer else checked
 
+
+def rewriter(sel: exp.Select, relations: dict[str, RelationDecl], ctx: Positions, known: frozenset = frozenset()):
+    """The rewriter of an outer join's part (:mod:`.outernulls`), its columns ``known`` ((alias, name)) present."""
+    scope = {a: (cols, {n for n in nl if (a, n) not in known}) for a, (cols, nl) in in_scope(sel, relations).items()}
+    return _Rewriter(scope, ctx, relations)
 
 
 class _Rewriter:
@@ -155,8 +166,7 @@ class _Rewriter:
 
     def local(self, col: exp.Column) -> bool:
         """Whether ``col`` is a column of this SELECT's own FROM items (not an enclosing query's)."""
-        name, table = col.name.lower(), col.table.lower()
-        return table in self.scope if table else any(name in cols for cols, _ in self.scope.values())
+        return col.table.lower() in self.scope if col.table else any(col.name.lower() in c for c, _ in self.scope.values())
 
     def holder(self, col: exp.Column) -> str:
         """The alias of the FROM item an unqualified column belongs to."""
@@ -177,7 +187,7 @@ class _Rewriter:
 
     # -- the statement ----------------------------------------------------
     def select(self, sel: exp.Select) -> exp.Select:
-        for j in sel.args.get("joins") or []:
+        for j in sel.args.get("joins") or []:  # (a derived table's: the query's own are checked as inner joins)
             if j.side or j.kind not in ("", "INNER", "CROSS", None):
                 raise self.refuse(f"in a query with an outer join ({sql_of(j)})", j)
         derived = {id(d.this) for d in derived_tables(sel)}
@@ -186,12 +196,14 @@ class _Rewriter:
                 rewrite_subquery(self, sub)
         if any(nl for _, nl in self.scope.values()):  # a * over relations without one is SQL's own
             sel = star_columns(sel, self.relations, self.ctx)
+        expression_keys(self, sel)  # GROUP BY b + a: a key zeroed where NULL, and its indicator (:mod:`.nullexprkeys`)
         keys: list[exp.Column] = []
         for n in _own(sel):
             if type(n) is exp.Star and type(n.parent) is not exp.Count and any(nl for _, nl in self.scope.values()) \
                     and n.find_ancestor(exp.Select) is sel:  # (a subquery's *: it reads no nullable column)
                 raise self.refuse("listed by * (name the columns)", n)
-            if self.nullable(n) and n.find_ancestor(exp.AggFunc) is None and _clause(n, sel) is None:
+            if self.nullable(n) and not n.meta.get(VALUED) and n.find_ancestor(exp.AggFunc) is None and \
+                    clause_of(n, sel) is None:
                 if is_key(n, sel):
                     if self.count_of(n) is not None:
                         raise self.refuse(f"{n.sql()} as a key: a derived table's SUM/AVG/MIN/MAX that may be NULL "
@@ -238,6 +250,8 @@ class _Rewriter:
     def truth(self, c: exp.Expression, negated: bool = False) -> exp.Expression:
         """A two-valued condition over values and indicators, TRUE where ``c`` (``NOT c`` if ``negated``) is."""
         t = type(c)
+        if t is exp.Null:  # an outer join's padded column folded (:mod:`.padding`): never TRUE, nor its NOT
+            return never()
         if t is exp.Paren:
             return exp.Paren(this=self.truth(c.this, negated))
         if t is exp.Not:
@@ -380,12 +394,3 @@ def _own(e: exp.Expression):
     """The nodes of ``e`` outside the subqueries in it (each read in its own scope, :mod:`.nullsub`)."""
     return e.walk(prune=lambda n: isinstance(n, exp.Select) and n is not e)
 
-
-def _clause(n: exp.Expression, sel: exp.Select) -> exp.Expression | None:
-    """The WHERE or JOIN of ``sel`` that ``n`` is in (not one around ``sel``, a derived table's SELECT), if any."""
-    a = n.parent
-    while a is not None and a is not sel:
-        if type(a) in (exp.Where, exp.Join):
-            return a
-        a = a.parent
-    return None

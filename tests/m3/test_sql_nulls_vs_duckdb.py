@@ -78,13 +78,14 @@ def test_rows_carry_none_on_both_backends():
 
 
 @pytest.mark.parametrize("query, says", [
-    ("SELECT b + 1 AS x, COUNT(*) AS n FROM R GROUP BY b + 1", "only the column itself is a key"),
+    ("SELECT b / 2 AS x, COUNT(*) AS n FROM R GROUP BY b / 2", "only the column itself is a key"),  # + - *: built
     ("SELECT a, COUNT(*) AS n FROM R GROUP BY a ORDER BY b", "only the column itself is a key"),
     ("SELECT a, CASE WHEN SUM(b) > 1 THEN 1 ELSE 0 END AS s FROM R GROUP BY a", "under an expression over SUM(b)"),
     ("SELECT SUM(DISTINCT b) AS n FROM R", "under DISTINCT"),
     ("SELECT COUNT(DISTINCT COALESCE(b, 1)) AS n FROM R", "under DISTINCT"),
     ("SELECT SUM(GREATEST(b, 1)) AS n FROM R", "only arithmetic, CASE, COALESCE and NULLIF"),
-    ("SELECT COUNT(*) AS n FROM R r LEFT JOIN S s ON r.a = s.d WHERE r.b > 1", "outer join"),
+    ("SELECT COUNT(*) AS n FROM R r LEFT JOIN S s ON r.a = s.d WHERE r.b IN (SELECT d FROM S)",
+     "outer join's query with a subquery"),  # an outer join alone: built (test_sql_null_outer_vs_duckdb.py)
     ("SELECT COUNT(*) AS n FROM R WHERE b NOT IN (SELECT d FROM S)", "NOT IN a subquery"),
     ("SELECT MAX(c) AS m FROM R WHERE a < (SELECT SUM(d) FROM S)", "in a query with a subquery"),
 ])
