@@ -50,7 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nexmark_queries import BY_NAME  # noqa: E402
-from procs import pyflink_missing  # noqa: E402
+from procs import cpu_seconds, pyflink_missing  # noqa: E402
 
 DDL = {
     "person": "id BIGINT, name STRING, emailAddress STRING, creditCard STRING, city STRING, state STRING, "
@@ -80,16 +80,6 @@ def table_env(directory: Path):
     return tenv
 
 
-def _cpu(pid: int) -> float:
-    """User + system CPU seconds of one live process (``/proc/<pid>/stat`` utime + stime; 0 if it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 def tree_cpu(root: int) -> float:
     """CPU seconds of ``root`` and every live descendant: this driver and the JVM PyFlink's gateway starts.
 
@@ -109,7 +99,7 @@ def tree_cpu(root: int) -> float:
     total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()
-        total += _cpu(pid)
+        total += cpu_seconds(pid)
         todo.extend(children.get(pid, ()))
     return total
 
