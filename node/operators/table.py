@@ -35,7 +35,7 @@ treat exactly, a tuple at a time.  ``update`` stays a tuple at a time
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -61,8 +61,10 @@ from .join import conformed
 from .join_buffer import Unfit, rows_batch
 from .table_columns import InsertValues, TableColumns
 from .table_rows import KeyedRows
+from .table_update import UpdateColumns
 
 Pair = Callable[[tuple, tuple], Any]
+R = TypeVar("R")
 
 
 def compiled(text: str, scope: Scope, label: str) -> Pair:
@@ -94,6 +96,7 @@ class TableOperator(Operator):
         schema = self.table.schema
         keys = tuple(i for i, f in enumerate(schema.fields) if f.name in self.table.keys)
         self.rows = KeyedRows(keys)  # its own until the node gives it the table's (attach)
+        self.columns: TableColumns | InsertValues | UpdateColumns | None = None  # set by a box with a columnar path
         try:
             self.where: Pair | None = (compiled(self.sql.where, self.scope, box.name)
                                        if self.sql.where is not None else None)
@@ -133,12 +136,31 @@ class TableOperator(Operator):
     def state_entries(self) -> int:
         return len(self.rows)
 
-    def column_batch(self, rows: list[tuple] | Columns,
-                     columns: TableColumns | InsertValues | None) -> pa.RecordBatch | None:
-        """A batch as the columnar path reads it, or None when it is read as rows (no columnar path, or rows
-        the columns cannot hold as they are)."""
+    @property
+    def columnar(self) -> bool:
+        """Whether batches are read on columns (where the box's expressions and schemas translate)."""
+        return self.columns is not None
+
+    def read(self, rows: list[tuple] | Columns, on_columns: Callable[[list[tuple] | Columns, pa.RecordBatch], R],
+             on_rows: Callable[[list[tuple]], R]) -> R:
+        """What ``on_columns`` makes of the batch where the columns are exact, else ``on_rows`` of its rows: the
+        one place a table box chooses, batch by batch.  ``on_columns`` raises :class:`~.arrow_exprs.Fallback` or
+        :class:`~.join_buffer.Unfit` (before it changes anything) for a batch, or a version of the table, the
+        columns cannot treat exactly."""
         if isinstance(rows, Columns) and rows.weights is not None:  # the catalog refuses this
             raise self.error("cannot read a changelog: its rows answer input tuples, they do not revise a view")
+        batch = self._column_batch(rows)
+        if batch is not None:
+            try:
+                return on_columns(rows, batch)
+            except (Fallback, Unfit):  # this batch (or this version of the table) is read as rows
+                pass
+        return on_rows(as_rows(rows))
+
+    def _column_batch(self, rows: list[tuple] | Columns) -> pa.RecordBatch | None:
+        """A batch as the columnar path reads it, or None when it is read as rows (no columnar path, or rows
+        the columns cannot hold as they are)."""
+        columns = self.columns
         if columns is None:
             return None
         if isinstance(rows, Columns):
@@ -178,34 +200,48 @@ class InsertOperator(TableOperator):
         self._values = self.values(list(enumerate(self.sql.values)))
         self.columns = InsertValues.make(inputs[0], self.table.schema, self.sql.values) if columnar else None
 
-    @property
-    def columnar(self) -> bool:
-        return self.columns is not None
-
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
-        made = None
-        batch = self.column_batch(rows, self.columns)
-        if batch is not None:
-            try:
-                made = self.columns.rows(batch)  # type: ignore[union-attr]
-            except Fallback:  # this batch is read as rows
-                pass
-        if made is None:
-            made = [tuple(_cast(cast, value(tuple_in)) for _, value, cast in self._values) for tuple_in in as_rows(rows)]
+        made = self.read(rows, self._on_columns, self._on_rows)
         for row in made:
             self.rows.put(row)
         if not (self.flags["pass-input"] and rows):
             return []
         return [(0, rows if isinstance(rows, Columns) else list(rows))]
 
+    def _on_columns(self, rows: list[tuple] | Columns, batch: pa.RecordBatch) -> list[tuple]:
+        assert isinstance(self.columns, InsertValues)
+        return self.columns.rows(batch)
+
+    def _on_rows(self, rows: list[tuple]) -> list[tuple]:
+        return [tuple(_cast(cast, value(tuple_in)) for _, value, cast in self._values) for tuple_in in rows]
+
 
 class UpdateOperator(TableOperator):
-    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema]):
+    takes_columns = True  # a batch of Arrow columns is applied on columns where that is exact (.table_update)
+
+    def __init__(self, box: Box, inputs: list[Schema], outputs: list[Schema], *, columnar: bool = True):
+        """``columnar=False``: the row path only (the property tests' reference)."""
         super().__init__(box, inputs, outputs)
         names = [f.name for f in self.table.schema.fields]
-        self._sets = self.values([(names.index(name), text) for name, text in self.sql.sets])
+        sets = [(names.index(name), text) for name, text in self.sql.sets]
+        self._sets = self.values(sets)
+        self.columns = (UpdateColumns.make(inputs[0], self.table.schema, self.sql.table, self.sql.where, sets)
+                        if columnar else None)
 
-    def process(self, port: int, rows: list[tuple], now: float) -> Emitted:
+    def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
+        self.read(rows, self._on_columns, self._on_rows)
+        if not (self.flags["pass-input"] and rows):
+            return []
+        return [(0, rows if isinstance(rows, Columns) else list(rows))]
+
+    def _on_columns(self, rows: list[tuple] | Columns, batch: pa.RecordBatch) -> None:
+        """The batch's writes found on columns, then made in the row path's order (:mod:`.table_update`)."""
+        assert isinstance(self.columns, UpdateColumns)
+        for old, new in self.columns.changes(batch, self.rows):
+            if self.rows.holds(old):  # not overwritten by an earlier row of this batch that took its key
+                self.rows.replace(old, new)
+
+    def _on_rows(self, rows: list[tuple]) -> None:
         for tuple_in in rows:
             for old in self.matches(tuple_in):
                 if not self.rows.holds(old):  # replaced by an earlier row of this update that took its key
@@ -214,7 +250,6 @@ class UpdateOperator(TableOperator):
                 for i, value, cast in self._sets:
                     new[i] = _cast(cast, value(tuple_in, old))
                 self.rows.replace(old, tuple(new))
-        return [(0, list(rows))] if self.flags["pass-input"] and rows else []
 
 
 class DeleteOperator(TableOperator):
@@ -230,20 +265,8 @@ class DeleteOperator(TableOperator):
             if [f.type for f in self._target] != [f.type for f in self.columns.table]:
                 self.columns = None
 
-    @property
-    def columnar(self) -> bool:
-        return self.columns is not None
-
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
-        batch = self.column_batch(rows, self.columns)
-        deleted: list[tuple] | Columns | None = None
-        if batch is not None:
-            try:
-                deleted = self._on_columns(rows, batch)
-            except (Fallback, Unfit):  # this batch (or this version of the table) is read as rows
-                pass
-        if deleted is None:
-            deleted = self._on_rows(as_rows(rows))
+        deleted = self.read(rows, self._on_columns, self._on_rows)
         out: Emitted = []
         if self.flags["pass-deletions"] and deleted:
             out.append((0, deleted))
@@ -253,7 +276,7 @@ class DeleteOperator(TableOperator):
 
     def _on_columns(self, rows: list[tuple] | Columns, batch: pa.RecordBatch) -> list[tuple] | Columns:
         columns = self.columns
-        assert columns is not None
+        assert isinstance(columns, TableColumns)
         table = columns.rows_batch(self.rows)
         gone = columns.first_matches(batch, table)
         if not len(gone):
@@ -290,22 +313,12 @@ class SelectOperator(TableOperator):
             if [f.type for f in self._target] != [self.columns.table.field(i).type for i in self._columns]:
                 self.columns = None
 
-    @property
-    def columnar(self) -> bool:
-        return self.columns is not None
-
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
-        batch = self.column_batch(rows, self.columns)
-        if batch is not None:
-            try:
-                return self._on_columns(rows, batch)
-            except (Fallback, Unfit):  # this batch (or this version of the table) is read as rows
-                pass
-        return self._on_rows(as_rows(rows))
+        return self.read(rows, self._on_columns, self._on_rows)
 
     def _on_columns(self, rows: list[tuple] | Columns, batch: pa.RecordBatch) -> Emitted:
         columns = self.columns
-        assert columns is not None
+        assert isinstance(columns, TableColumns)
         kept, counts = columns.matched(batch, columns.rows_batch(self.rows))
         offset = batch.num_columns
         found = [pa.RecordBatch.from_arrays([k.column(offset + i) for i in self._columns], schema=self._target)
@@ -356,25 +369,17 @@ class JoinStaticOperator(TableOperator):
         self.columns = (TableColumns.make(inputs[0], self.table.schema, ("left", "right"), self.sql.where, outs,
                                           outputs[0]) if columnar else None)
 
-    @property
-    def columnar(self) -> bool:
-        return self.columns is not None
-
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
-        batch = self.column_batch(rows, self.columns)
-        if batch is not None:
-            columns = self.columns
-            assert columns is not None
-            try:
-                kept, _ = columns.matched(batch, columns.rows_batch(self.rows))
-                joined = columns.out(kept) if kept else None
-            except (Fallback, Unfit):  # this batch (or this version of the table) is read as rows
-                pass
-            else:
-                if joined is None:
-                    return []
-                return [(0, Columns(joined) if isinstance(rows, Columns) else Columns(joined).rows())]
-        return self._on_rows(as_rows(rows))
+        return self.read(rows, self._on_columns, self._on_rows)
+
+    def _on_columns(self, rows: list[tuple] | Columns, batch: pa.RecordBatch) -> Emitted:
+        columns = self.columns
+        assert isinstance(columns, TableColumns)
+        kept, _ = columns.matched(batch, columns.rows_batch(self.rows))
+        if not kept:
+            return []
+        joined = columns.out(kept)
+        return [(0, Columns(joined) if isinstance(rows, Columns) else Columns(joined).rows())]
 
     def _on_rows(self, rows: list[tuple]) -> Emitted:
         out: list[tuple] = []

@@ -1,0 +1,118 @@
+"""An ``update``'s batch applied on Arrow columns where that is provably what the per-tuple statement does.
+
+The row path (``UpdateOperator`` in :mod:`.table`) runs the statement once
+per input tuple against the table as the tuples before it left it: for
+tuple i, every row its ``where`` holds for, in the table's order then, gets
+the ``set`` values computed from (tuple i, the old row), and
+:meth:`~.table_rows.KeyedRows.replace` writes it (a changed key moves the
+row; a row a move overwrote is skipped, ``holds``).
+
+Let T0 be the table when the batch comes and J_i the T0 rows tuple i
+matches.  When
+
+* **A** -- every T0 row is matched by at most one tuple (the J_i are
+  disjoint), and
+* **B** -- no row an update writes matches a *later* tuple of the batch,
+
+the rows tuple i finds are J_i, in T0's order, less the ones an earlier
+tuple's key move overwrote: an earlier update only wrote rows that do not
+match i (B), never touched a row of J_i (A), and moves take rows to the
+end or overwrite in place, keeping the others' order.  So the row path's
+writes are the pairs (i, j) of the columnar match of the batch with T0,
+ordered by i then j, each new row computed from T0's row -- which is what
+:meth:`UpdateColumns.changes` computes on columns (the pairs by
+``select``'s :class:`~.table_columns.TableColumns`, the ``set`` values by
+``join``'s pair translation), and the operator writes them in that order
+with the same ``holds``/``replace`` (so the same versions, moves and
+overwrites).
+
+A batch for which A or B does not hold -- found on columns before anything
+is written -- raises :class:`PerTuple` and that batch alone takes the
+per-tuple path; so does a batch the columns cannot treat exactly
+(:class:`~.arrow_exprs.Fallback`, :class:`~.join_buffer.Unfit`).  A box
+whose ``where`` or ``set`` values have no exact translation, or a ``set``
+value not already of its field's kind in an int, double or string column
+(the row path's ``int()``/``float()`` would change it), keeps the row path
+(:meth:`UpdateColumns.make` says None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from boreas.catalog.expressions import infer_type, parse_expression
+from boreas.catalog.model import Schema
+from boreas.node.compile import kind_of
+
+from . import arrow_exprs
+from .arrow_nodes import Fallback
+from .join_columns import PairTranslator
+from .table_columns import TableColumns
+from .table_rows import KeyedRows
+
+
+class PerTuple(Fallback):
+    """The batch repeats a row's match or an updated row matches a later tuple: it takes the per-tuple path."""
+
+
+class UpdateColumns:
+    """An update's ``where`` and ``set`` values on columns (the module docstring)."""
+
+    def __init__(self, pairs: TableColumns, sets: list[tuple[int, Callable[[pa.RecordBatch], pa.Array]]]) -> None:
+        self.pairs = pairs
+        self.sets = sets  # (table field index, pair batch -> column of the field's Arrow type)
+        self.inputs = pairs.inputs
+
+    @classmethod
+    def make(cls, inputs: Schema, table: Schema, name: str, where: str | None,
+             sets: list[tuple[int, str]]) -> "UpdateColumns | None":
+        """The columnar path of ``update <name> set ... [where ...]``, or None (the box keeps its row path)."""
+        pairs = TableColumns.make(inputs, table, ("input", name), where)
+        if pairs is None:
+            return None
+        translator = PairTranslator(inputs, table, ("input", name))
+        values = []
+        for i, text in sets:
+            field, column = table.fields[i], pairs.table.field(i)
+            if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
+                    or pa.types.is_string(column.type)):
+                return None
+            try:
+                if kind_of(infer_type(parse_expression(text), translator.scope)) != kind_of(field.type):
+                    return None
+                values.append((i, translator.value(text, field.type)))
+            except (arrow_exprs.Unsupported, ValueError):
+                return None
+        return cls(pairs, values)
+
+    def changes(self, batch: pa.RecordBatch, rows: KeyedRows) -> list[tuple[tuple, tuple]]:
+        """(old row, new row) of every write the batch's tuples make, in the row path's order; nothing is
+        written here.  :class:`PerTuple` when A or B fails, :class:`~.arrow_exprs.Fallback` or
+        :class:`~.join_buffer.Unfit` when the columns cannot be exact."""
+        table = self.pairs.rows_batch(rows)
+        found = list(self.pairs.held(batch, table))
+        if not found:
+            return []
+        i = np.concatenate([f[1] for f in found])
+        j = np.concatenate([f[2] for f in found])
+        if len(np.unique(j)) != len(j):
+            raise PerTuple("a table row matched by two tuples of the batch")
+        kept = found[0][0] if len(found) == 1 else pa.Table.from_batches([f[0] for f in found]).combine_chunks(
+            ).to_batches()[0]
+        values = {at: value(kept) for at, value in self.sets}
+        updated = table.take(pa.array(j, pa.int64()))
+        written = pa.RecordBatch.from_arrays([values.get(k, c) for k, c in enumerate(updated.columns)],
+                                             schema=table.schema)
+        for later, n in ((f[1], f[2]) for f in self.pairs.held(batch, written)):
+            if (later > i[n]).any():
+                raise PerTuple("an updated row matches a later tuple of the batch")
+        held = rows.rows()
+        olds = [held[k] for k in j.tolist()]
+        news = [list(old) for old in olds]
+        for at, column in values.items():
+            for new, value in zip(news, column.to_pylist()):
+                new[at] = value
+        return list(zip(olds, map(tuple, news)))
