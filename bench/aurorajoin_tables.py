@@ -19,6 +19,8 @@ Boxes (in process, no node, no sockets):
 * **joinstatic**: ``right.k = left.k``, out ``left.v + right.w``, the same
   table and inputs;
 * **insert**: ``insert into T values (k, v * 2, 0.5)`` (keys 0..2 * table: half replace a row, half are new);
+* **update**: ``update T set T.v = T.v + input.v, T.w = T.w * 0.5 where T.k = input.k`` (half the keys match a row;
+  no key twice in a batch of up to 2 * table tuples, so every batch is applied on columns);
 * **select, no equality**: ``where T.v < input.v`` (a nested loop over the
   whole table: every tuple meets ``--table`` rows), on a tenth of the
   tuples.
@@ -28,7 +30,7 @@ best of ``--repeat`` rounds, each round with fresh ``Columns`` (no cached
 rows), and which path the box took.
 
 Usage: ``python bench/aurorajoin_tables.py [--tuples 200000] [--batch 1000] [--repeat 3] [--table 1000]
-[--window 1000] [--symbols 200] [--only aurorajoin select joinstatic insert]``
+[--window 1000] [--symbols 200] [--only aurorajoin select joinstatic insert update]``
 """
 
 from __future__ import annotations
@@ -70,8 +72,8 @@ def aurorajoin(window: int):
 def table_operator(kind: str, text: str, table: int):
     """A ``select`` (``text``: its sql) or ``joinstatic`` (``text``: its predicate) over table T, keys 0..table-1,
     built as a node builds it (the catalog binds the box to its table)."""
-    if kind == "insert":
-        box = (f'<box name="b" type="insert"><in stream="Ask"/><access table="T"/>'
+    if kind in ("insert", "update"):
+        box = (f'<box name="b" type="{kind}"><in stream="Ask"/><access table="T"/>'
                f'<parameter name="sql" value="{html.escape(text)}"/></box>')
     elif kind == "select":
         box = (f'<box name="b" type="select"><in stream="Ask"/><access table="T"/><out stream="F"/><out stream="M"/>'
@@ -144,6 +146,9 @@ def main() -> None:
         ("joinstatic k=k", lambda: table_operator("joinstatic", "right.k = left.k", args.table),
          ask_events(args.tuples, args.batch, args.table)),
         ("insert", lambda: table_operator("insert", "insert into T values (k, v * 2, 0.5)", args.table),
+         ask_events(args.tuples, args.batch, args.table)),
+        ("update k=k", lambda: table_operator(
+            "update", "update T set T.v = T.v + input.v, T.w = T.w * 0.5 where T.k = input.k", args.table),
          ask_events(args.tuples, args.batch, args.table)),
         ("select v<v", lambda: table_operator("select", "select * from T where T.v < input.v", args.table),
          ask_events(args.tuples // 10, args.batch, args.table)),

@@ -26,10 +26,11 @@ restores and moves the table once).
 
 ``select``, ``joinstatic`` and ``delete`` read a batch of Arrow columns
 as a nested-loop join of the batch with the table's rows, ``insert``
-evaluates its values on it (:mod:`.table_columns`), where their
-expressions translate exactly; else, and for a batch the columns cannot
-treat exactly, a tuple at a time.  ``update`` stays a tuple at a time
-(docs/operators.md says why).
+evaluates its values on it (:mod:`.table_columns`), ``update`` applies it
+on columns where no tuple's writes change what a later tuple matches
+(:mod:`.table_update`), where their expressions translate exactly; else,
+and for a batch the columns cannot treat exactly, a tuple at a time.  The
+choice is made in one place, :meth:`TableOperator.read`.
 """
 
 from __future__ import annotations
