@@ -142,6 +142,34 @@ def test_the_vectorised_trim_is_exact_where_a_double_rounds(arriving, buffered, 
     assert got is not None and got.tolist() == cuts_by_rows(arriving, buffered, size).tolist()
 
 
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(2**52 - 40, 2**52 - 1)), min_size=1, max_size=8),
+       st.lists(st.one_of(st.none(), st.integers(2**52 - 60, 2**52 - 1)), max_size=8),
+       st.sampled_from([0.0, 3.0, 2.5, 17.0, 2.0**53, float("inf")]))
+def test_int_order_values_with_an_integral_size_are_cut_without_the_check_and_exactly(arriving, buffered, size):
+    """Ints under 2**52 and an integral size under it: every difference is exact in doubles, so the cut is taken
+    as ``searchsorted`` gives it (the per-batch check cost about as much as the rest of a small batch); near
+    2**52 and with other sizes (checked, or the row loop) it is still the row path's cut."""
+    got = value_cuts(pa.array(arriving, pa.int64()), pa.array(buffered, pa.int64()), size)
+    if size == float("inf"):
+        assert got is None
+        return
+    assert got is not None and got.tolist() == cuts_by_rows(arriving, buffered, size).tolist()
+
+
+def test_the_cut_of_ints_skips_the_check_and_of_doubles_makes_it(monkeypatch):
+    from boreas.node.operators import aurorajoin_columns
+
+    checked = []
+    real = aurorajoin_columns._fits
+    monkeypatch.setattr(aurorajoin_columns, "_fits", lambda *a: checked.append(1) or real(*a))
+    value_cuts(pa.array([5, 9], pa.int32()), pa.array([1, 2, 8], pa.int32()), 3.0)
+    assert not checked
+    value_cuts(pa.array([5, 9], pa.int32()), pa.array([1, 2, 8], pa.int32()), 2.5)
+    value_cuts(pa.array([5.0, 9.0]), pa.array([1.0, 2.0, 8.0]), 3.0)
+    assert len(checked) == 4
+
+
 def test_the_columnar_path_is_taken_and_emits_columns():
     """A batch of columns on a translatable box is joined on columns (Columns out, no row path probe)."""
     schema = RIGHTS["long"]

@@ -123,22 +123,28 @@ def value_cuts(arriving: pa.Array, buffered: pa.Array, size: float) -> np.ndarra
     n, m = len(new), len(old)
     running = np.maximum.accumulate(new) if n else new  # -inf until the first non-null value
     reach = np.maximum.accumulate(old) if m else old
-    with np.errstate(invalid="ignore"):  # -inf - -inf before the first value: its cut is 0 below
-        cuts = np.searchsorted(reach, running - size, side="left")  # a guess: rounding may put it off
-        if m:
+    cuts = np.searchsorted(reach, running - size, side="left")  # exact for ints, else a guess to check
+    if m and not (_integral(arriving) and _integral(buffered) and float(size).is_integer() and abs(size) < EXACT):
+        with np.errstate(invalid="ignore"):  # -inf - -inf before the first value: its cut is 0 below
             exact = _fits(running, reach, cuts, size) & ~_fits(running, reach, cuts - 1, size)
-            if not exact.all():
-                cuts[~exact] = _search(running[~exact], reach, size)
-    return np.where(running == -np.inf, 0, cuts)
+        if not exact.all():
+            cuts[~exact] = _search(running[~exact], reach, size)
+    return np.where(running == -np.inf, 0, cuts) if n and running[0] == -np.inf else cuts
+
+
+def _integral(column: pa.Array) -> bool:
+    """Ints (under :data:`EXACT`, as :func:`_floats` checked): with an integral size, every difference the cut
+    compares is exact in doubles, so ``searchsorted``'s cut is the row path's and needs no check (nulls are -inf,
+    which a finite bound never reaches)."""
+    return pa.types.is_integer(column.type)
 
 
 def _fits(running: np.ndarray, reach: np.ndarray, k: np.ndarray, size: float) -> np.ndarray:
     """Whether the buffer's running maximum at ``k`` is not too old for ``running`` (k < 0: False, k = m: True,
     as the first k that fits is asked for)."""
     m = len(reach)
-    inside = (k >= 0) & (k < m)
-    fits = ~(running - reach[np.clip(k, 0, m - 1)] > size)
-    return np.where(inside, fits, k >= m)
+    fits = ~(running - reach.take(k, mode="clip") > size)
+    return np.where((k >= 0) & (k < m), fits, k >= m)
 
 
 def _search(running: np.ndarray, reach: np.ndarray, size: float) -> np.ndarray:
