@@ -27,27 +27,25 @@ exactly (``join``'s pair translation, :class:`~.join_columns.PairPlan`),
 else a tuple at a time (:class:`AuroraRows`, the reference).  Rows arriving
 at a columnar aurorajoin are made columns and its out tuples rows again; a
 batch of rows the columns cannot hold as they are (an int in a double
-field) hands the buffers to the row path for good, through ``state()``.
+field) hands the buffers to the row path for good, through ``state()``
+(both paths and that hand-over owned by :class:`~.join_paths.JoinPaths`,
+as ``join``'s).
 """
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from typing import Any
 
 from boreas.catalog.model import Box, Schema
-from boreas.wire.columns import Columns, arrow_schema, as_rows
+from boreas.wire.columns import Columns, arrow_schema
 from boreas.wire.row_errors import SchemaMismatch
 
 from .aurorajoin_columns import AuroraColumns
 from .base import Emitted, Operator
-from .join import conformed
-from .join_buffer import Unfit, rows_batch
 from .join_columns import PairPlan, PairTranslator
+from .join_paths import JoinPaths
 from .join_rows import JoinSpec, Probe, compile_probes
-
-log = logging.getLogger(__name__)
 
 SIDES = ("left", "right")
 
@@ -63,7 +61,8 @@ class AuroraRows:
         self.orders = orders
         self.buffers: list[deque[tuple]] = [deque(), deque()]
 
-    def process(self, port: int, rows: list[tuple]) -> list[tuple]:
+    def process(self, port: int, rows: list[tuple], now: float = 0.0) -> list[tuple]:
+        """The out tuples of ``rows`` arriving on ``port`` (``now``: unused, an aurorajoin has no timeout)."""
         out: list[tuple] = []
         own, other = self.buffers[port], self.buffers[1 - port]
         side = 1 - port
@@ -119,8 +118,7 @@ class AuroraJoinOperator(Operator):
         spec = JoinSpec(box.param("predicate") or "", tuple(self.indexed("out-field")), sizes,
                         (orders[0], orders[1]), None)
         probes = compile_probes(box, inputs, spec)
-        self.rows = AuroraRows(probes, sizes, by_values, orders)
-        self.columns: AuroraColumns | None = None
+        columns: AuroraColumns | None = None
         if columnar:
             plan = PairPlan.make(PairTranslator(inputs[0], inputs[1]), spec.predicate, spec.out_fields, outputs[0])
             try:
@@ -128,61 +126,23 @@ class AuroraJoinOperator(Operator):
             except SchemaMismatch:
                 plan = None
             if plan is not None:
-                self.columns = AuroraColumns(schemas, plan, probes, sizes, by_values, orders)
+                columns = AuroraColumns(schemas, plan, probes, sizes, by_values, orders)
+        self.paths = JoinPaths("aurorajoin", box.name, AuroraRows(probes, sizes, by_values, orders), columns,
+                               self.error)
 
     @property
     def columnar(self) -> bool:
         """Whether batches are joined on columns (the predicate and out fields translate, no row batch misfit)."""
-        return self.columns is not None
+        return self.paths.columns is not None
 
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
-        if port not in (0, 1):
-            raise self.error(f"has no in port {port}")
-        if isinstance(rows, Columns) and rows.weights is not None:  # the catalog refuses this (changelog.py)
-            raise self.error("cannot read a changelog: a windowed join cannot apply a retraction")
-        columns = self.columns
-        if columns is not None:
-            batch = conformed(rows.batch, columns.schemas[port]) if isinstance(rows, Columns) else None
-            if batch is not None:
-                out = columns.process(port, batch)
-                if isinstance(out, list):
-                    return [(0, out)] if out else []
-                return [(0, Columns(out))] if out.num_rows else []
-            try:
-                batch = rows_batch(as_rows(rows), columns.schemas[port])
-            except Unfit as exc:
-                self._to_rows(str(exc))
-            else:
-                out = columns.process(port, batch)
-                if not isinstance(out, list):
-                    out = Columns(out).rows()
-                return [(0, out)] if out else []
-        out = self.rows.process(port, as_rows(rows))
-        return [(0, out)] if out else []
-
-    def _to_rows(self, why: str) -> None:
-        """Rows the columns cannot hold came: the buffers go to the row path, for good."""
-        assert self.columns is not None
-        log.info("aurorajoin box %r: %s; joining on rows from now on", self.box.name, why)
-        self.rows.restore(self.columns.state())
-        self.columns = None
-
-    def _engine(self) -> AuroraColumns | AuroraRows:
-        return self.columns if self.columns is not None else self.rows
+        return self.paths.process(port, rows, now)
 
     def state_entries(self) -> int:
-        return self._engine().entries()
+        return self.paths.engine.entries()
 
     def state(self) -> dict[str, Any]:
-        return self._engine().state()
+        return self.paths.state()
 
     def restore(self, state: dict[str, Any], now: float | None = None) -> None:
-        if self.columns is not None:
-            try:
-                self.columns.restore(state)
-                return
-            except Unfit as exc:
-                log.info("aurorajoin box %r: restored rows do not fit its columns (%s); joining on rows",
-                         self.box.name, exc)
-                self.columns = None
-        self.rows.restore(state)
+        self.paths.restore(state)

@@ -186,8 +186,9 @@ class AuroraColumns:
         self.orders = orders
         self.buffers = [SideRows(schemas[0]), SideRows(schemas[1])]
 
-    def process(self, port: int, batch: pa.RecordBatch) -> pa.RecordBatch | list[tuple]:
-        """The out tuples of ``batch`` arriving on ``port``: columns, or rows from the row path's probes."""
+    def process(self, port: int, batch: pa.RecordBatch, now: float = 0.0) -> pa.RecordBatch | list[tuple]:
+        """The out tuples of ``batch`` arriving on ``port``: columns, or rows from the row path's probes (``now``:
+        unused, an aurorajoin has no timeout)."""
         if not batch.num_rows:
             return []
         side = 1 - port

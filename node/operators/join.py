@@ -30,28 +30,23 @@ and out fields translate exactly, else a tuple at a time (:mod:`.join_rows`,
 the reference).  Rows arriving at a columnar join are made columns, and its
 out tuples are rows again; a batch of rows whose values the columns cannot
 hold as they are (an int in a double field) hands the buffers to the row
-path for good, through the same ``state()`` a move carries.  A changelog is
+path for good, through the same ``state()`` a move carries (both paths and
+that hand-over owned by :class:`~.join_paths.JoinPaths`).  A changelog is
 refused at submission (catalog/changelog.py): a windowed join of arrivals
 cannot apply a retraction.
 """
 
 from __future__ import annotations
 
-import logging
-
-import pyarrow as pa
-
 from boreas.catalog.model import Box, Schema
 from boreas.node.compile import STR, kind_of
-from boreas.wire.columns import Columns, as_rows
+from boreas.wire.columns import Columns
 
 from .base import Emitted
-from .join_buffer import Unfit, rows_batch
 from .join_columns import ColumnJoin
+from .join_paths import JoinPaths
 from .join_rows import JoinSpec, RowJoin, compile_probes
 from .timers import Timed
-
-log = logging.getLogger(__name__)
 
 SIDES = ("left", "right")
 
@@ -70,8 +65,9 @@ class JoinOperator(Timed):
         self.check_outputs()
         self.spec = self._spec(box, inputs, predicate)
         probes = compile_probes(box, inputs, self.spec)
-        self.rows = RowJoin(self.spec, probes)
-        self.columns = ColumnJoin.make(self.spec, inputs, outputs[0], probes) if columnar else None
+        self.paths = JoinPaths("join", box.name, RowJoin(self.spec, probes),
+                               ColumnJoin.make(self.spec, inputs, outputs[0], probes) if columnar else None,
+                               self.error)
 
     def _spec(self, box: Box, inputs: list[Schema], predicate: str) -> JoinSpec:
         sizes: list[float] = []
@@ -98,79 +94,31 @@ class JoinOperator(Timed):
     @property
     def columnar(self) -> bool:
         """Whether batches are joined on columns (the predicate and out fields translate, no row batch misfit)."""
-        return self.columns is not None
+        return self.paths.columns is not None
 
     # -- the data path ---------------------------------------------------------------
 
     def process(self, port: int, rows: list[tuple] | Columns, now: float) -> Emitted:
         self.tick(now)
-        if port not in (0, 1):
-            raise self.error(f"has no in port {port}")
-        if isinstance(rows, Columns) and rows.weights is not None:  # the catalog refuses this (changelog.py)
-            raise self.error("cannot read a changelog: a windowed join cannot apply a retraction")
-        columns = self.columns
-        if columns is not None:
-            batch = conformed(rows.batch, columns.schemas[port]) if isinstance(rows, Columns) else None
-            if batch is not None:
-                out = columns.process(port, batch, now)
-                if isinstance(out, list):
-                    return [(0, out)] if out else []
-                return [(0, Columns(out))] if out.num_rows else []
-            try:
-                batch = rows_batch(as_rows(rows), columns.schemas[port])
-            except Unfit as exc:
-                self._to_rows(str(exc))
-            else:
-                out = columns.process(port, batch, now)
-                if not isinstance(out, list):
-                    out = Columns(out).rows()
-                return [(0, out)] if out else []
-        out = self.rows.process(port, rows.rows() if isinstance(rows, Columns) else rows, now)
-        return [(0, out)] if out else []
-
-    def _to_rows(self, why: str) -> None:
-        """Rows the columns cannot hold came: the buffers go to the row path, for good."""
-        assert self.columns is not None
-        log.info("join box %r: %s; joining on rows from now on", self.box.name, why)
-        self.rows.restore(self.columns.state())
-        self.columns = None
+        return self.paths.process(port, rows, now)
 
     # -- state ----------------------------------------------------------------------------
 
-    def _engine(self) -> ColumnJoin | RowJoin:
-        return self.columns if self.columns is not None else self.rows
-
     def shift_times(self, delta: float) -> None:
-        self._engine().shift_times(delta)
+        engine = self.paths.engine
+        assert isinstance(engine, (ColumnJoin, RowJoin))
+        engine.shift_times(delta)
 
     def state_entries(self) -> int:
         """Tuples buffered on both sides."""
-        return self._engine().entries()
+        return self.paths.engine.entries()
 
     def state(self) -> dict:
-        return {"clock": self.clock_state(), **self._engine().state()}
+        return {"clock": self.clock_state(), **self.paths.state()}
 
     def restore(self, state: dict, now: float | None = None) -> None:
         try:
-            if self.columns is not None:
-                try:
-                    self.columns.restore(state)
-                except Unfit as exc:
-                    self.columns = None
-                    log.info("join box %r: restored rows do not fit its columns (%s); joining on rows", self.box.name,
-                             exc)
-            if self.columns is None:
-                self.rows.restore(state)
+            self.paths.restore(state)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise self.error(f"cannot restore state: {exc!r}") from None
         self.restore_clock(state.get("clock"), now)
-
-
-def conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch | None:
-    """``batch`` under its side's Arrow schema (names and metadata aside, the types must be the same);
-    None if they are not (it is read as rows)."""
-    if batch.schema.equals(schema):
-        return batch
-    if [f.type for f in batch.schema] != [f.type for f in schema]:
-        return None
-    return pa.RecordBatch.from_arrays(batch.columns, schema=schema)

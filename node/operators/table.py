@@ -58,7 +58,7 @@ from boreas.wire.columns import Columns, arrow_schema, as_rows
 
 from .arrow_nodes import Fallback
 from .base import Emitted, Operator, OperatorError, field_caster
-from .join import conformed
+from .join_paths import conformed
 from .join_buffer import Unfit, rows_batch
 from .table_columns import InsertValues, TableColumns
 from .table_rows import KeyedRows

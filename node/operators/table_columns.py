@@ -35,13 +35,13 @@ row path, which gives the same rows; nothing here is state.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from boreas.catalog.expressions import infer_type, parse_expression
-from boreas.catalog.model import Schema
+from boreas.catalog.model import Field, Schema
 from boreas.node.compile import kind_of
 from boreas.wire.columns import arrow_schema
 from boreas.wire.row_errors import SchemaMismatch
@@ -144,20 +144,27 @@ class InsertValues:
         except SchemaMismatch:
             return None
         translator = arrow_exprs.Translator(inputs)
-        values = []
-        for text, field, column in zip(texts, table.fields, arrow):
-            if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
-                    or pa.types.is_string(column.type)):
-                return None
-            try:
-                if kind_of(infer_type(parse_expression(text), translator.scope)) != kind_of(field.type):
-                    return None
-                values.append(translator.value(text, field.type))
-            except (arrow_exprs.Unsupported, ValueError):
-                return None
-        return cls(schema, values)
+        values = [stored_value(translator, text, field, column)
+                  for text, field, column in zip(texts, table.fields, arrow)]
+        return cls(schema, values) if all(v is not None for v in values) else None
 
     def rows(self, batch: pa.RecordBatch) -> list[tuple]:
         """The table rows ``batch`` makes, in order; :class:`~.arrow_exprs.Fallback` as the translation raises it."""
         columns = [value(batch).to_pylist() for value in self.values]
         return list(zip(*columns))
+
+
+def stored_value(translator: arrow_exprs.Translator, text: str, field: Field,
+                 column: pa.Field) -> Callable[[pa.RecordBatch], pa.Array] | None:
+    """``text``'s columnar value for table field ``field`` (an insert's value, an update's ``set``), or None when
+    the row path's store could change it: only a value already of its field's kind into an int, double or string
+    column (the row path's ``int()``/``float()`` then changes nothing), and only one with an exact translation."""
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
+            or pa.types.is_string(column.type)):
+        return None
+    try:
+        if kind_of(infer_type(parse_expression(text), translator.scope)) != kind_of(field.type):
+            return None
+        return translator.value(text, field.type)
+    except (arrow_exprs.Unsupported, ValueError):
+        return None

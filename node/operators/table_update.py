@@ -43,14 +43,11 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
-from boreas.catalog.expressions import infer_type, parse_expression
 from boreas.catalog.model import Schema
-from boreas.node.compile import kind_of
 
-from . import arrow_exprs
 from .arrow_nodes import Fallback
 from .join_columns import PairTranslator
-from .table_columns import TableColumns
+from .table_columns import TableColumns, stored_value
 from .table_rows import KeyedRows
 
 
@@ -74,19 +71,10 @@ class UpdateColumns:
         if pairs is None:
             return None
         translator = PairTranslator(inputs, table, ("input", name))
-        values = []
-        for i, text in sets:
-            field, column = table.fields[i], pairs.table.field(i)
-            if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
-                    or pa.types.is_string(column.type)):
-                return None
-            try:
-                if kind_of(infer_type(parse_expression(text), translator.scope)) != kind_of(field.type):
-                    return None
-                values.append((i, translator.value(text, field.type)))
-            except (arrow_exprs.Unsupported, ValueError):
-                return None
-        return cls(pairs, values)
+        values = [(i, stored_value(translator, text, table.fields[i], pairs.table.field(i))) for i, text in sets]
+        if any(value is None for _, value in values):
+            return None
+        return cls(pairs, values)  # type: ignore[arg-type]
 
     def changes(self, batch: pa.RecordBatch, rows: KeyedRows) -> list[tuple[tuple, tuple]]:
         """(old row, new row) of every write the batch's tuples make, in the row path's order; nothing is
