@@ -92,14 +92,24 @@ def streams(draw, right: Schema) -> list[tuple[int, Columns, bool, bool]]:
     return events
 
 
+def sized(op: AuroraJoinOperator, small: bool) -> AuroraJoinOperator:
+    """``op`` with its small batches probed tuple by tuple (as built), or with every batch on columns."""
+    if not small and op.paths.columns is not None:
+        op.paths.columns.probe_below = -1
+    return op
+
+
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(predicate=st.sampled_from(PREDICATES + ON_ROWS), outs=st.sampled_from(OUTS), data=st.data(),
        right=st.sampled_from(sorted(RIGHTS)),
-       sides=st.lists(st.tuples(st.sampled_from(["TUPLES", "VALUES"]), st.integers(0, 6)), min_size=2, max_size=2))
-def test_aurorajoin_on_columns_emits_what_the_row_path_emits(predicate, outs, data, right, sides):
+       sides=st.lists(st.tuples(st.sampled_from(["TUPLES", "VALUES"]), st.integers(0, 6)), min_size=2, max_size=2),
+       small=st.booleans())
+def test_aurorajoin_on_columns_emits_what_the_row_path_emits(predicate, outs, data, right, sides, small):
+    """``small``: batches this small are probed tuple by tuple (``probe_below``); else every batch goes the
+    columnar way, as a large one does."""
     schema = RIGHTS[right]
     params = box_params(predicate, outs, sides)
-    op, reference = build(params, schema), build(params, schema, columnar=False)
+    op, reference = sized(build(params, schema), small), build(params, schema, columnar=False)
     assert op.columnar == (predicate in PREDICATES) and not reference.columnar
     for port, columns, as_row, move in data.draw(streams(schema)):
         got = op.process(port, columns.rows() if as_row else columns, 0.0)
@@ -109,7 +119,7 @@ def test_aurorajoin_on_columns_emits_what_the_row_path_emits(predicate, outs, da
             if isinstance(out, Columns):
                 assert out.batch.schema.equals(arrow_schema(op.outputs[0]))
         if move:
-            fresh = build(params, schema)
+            fresh = sized(build(params, schema), small)
             fresh.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(op.state())))
             op = fresh
         assert normal([(0, b) for b in op.state()["buffers"]]) == normal(
@@ -174,7 +184,7 @@ def test_the_columnar_path_is_taken_and_emits_columns():
     """A batch of columns on a translatable box is joined on columns (Columns out, no row path probe)."""
     schema = RIGHTS["long"]
     params = box_params("left.k = right.k", ("left.k", "right.t"), [("VALUES", 3), ("VALUES", 5)])
-    op = build(params, schema)
+    op = sized(build(params, schema), small=False)
     assert op.columnar
     rights = pa.RecordBatch.from_pylist([{"k": 1, "t": 1, "w": 0.0}, {"k": 1, "t": 6, "w": 0.0},
                                          {"k": 2, "t": 7, "w": 0.0}], schema=arrow_schema(schema))
@@ -185,6 +195,27 @@ def test_the_columnar_path_is_taken_and_emits_columns():
     # (1,1) is more than up-size 5 behind 7; then 12 leaves (1,6) behind too
     assert port == 0 and isinstance(out, Columns) and out.rows() == [(1, 6), (2, 7)]
     assert op.columnar and op.state()["buffers"][1] == [[2, 7, 0.0]]
+
+
+def test_a_batch_by_the_buffer_under_probe_below_is_probed_as_rows_and_a_larger_one_on_columns():
+    """The choice by size: 2 tuples against 3 buffered (6 <= 6) are probed (rows out), the same against a limit of
+    5 go on columns (Columns out); the out tuples and buffers the row path's either way."""
+    schema = RIGHTS["long"]
+    params = box_params("left.k = right.k", ("left.k", "right.t"), [("VALUES", 3), ("VALUES", 5)])
+    rights = pa.RecordBatch.from_pylist([{"k": 1, "t": 1, "w": 0.0}, {"k": 1, "t": 6, "w": 0.0},
+                                         {"k": 2, "t": 7, "w": 0.0}], schema=arrow_schema(schema))
+    lefts = pa.RecordBatch.from_pylist([{"k": 1, "t": 7, "v": 0.0}, {"k": 2, "t": 12, "v": 0.0}],
+                                       schema=arrow_schema(L))
+    reference = build(params, schema, columnar=False)
+    reference.process(1, Columns(rights).rows(), 0.0)
+    want = reference.process(0, Columns(lefts).rows(), 0.0)
+    for limit, kind in ((6, list), (5, Columns)):
+        op = build(params, schema)
+        op.paths.columns.probe_below = limit
+        op.process(1, Columns(rights), 0.0)
+        [(port, out)] = op.process(0, Columns(lefts), 0.0)
+        assert isinstance(out, kind) and normal([(port, out)]) == normal(want) == normal([(0, [(1, 6), (2, 7)])])
+        assert op.state() == reference.state()
 
 
 def test_rows_the_columns_cannot_hold_move_the_box_to_its_row_path_with_its_buffers():

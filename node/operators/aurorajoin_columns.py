@@ -186,6 +186,11 @@ class AuroraColumns:
         self.orders = orders
         self.buffers = [SideRows(schemas[0]), SideRows(schemas[1])]
 
+    #: A batch whose tuples times the other buffer's are at most this many is probed tuple by tuple (its out
+    #: tuples rows): below it the columns' fixed cost per batch (a few dozen numpy/pyarrow calls, ~0.1-0.2 ms)
+    #: is more than the row path's probes (docs/operators.md, "aurorajoin", has the figures).
+    probe_below = 4096
+
     def process(self, port: int, batch: pa.RecordBatch, now: float = 0.0) -> pa.RecordBatch | list[tuple]:
         """The out tuples of ``batch`` arriving on ``port``: columns, or rows from the row path's probes (``now``:
         unused, an aurorajoin has no timeout)."""
@@ -193,6 +198,8 @@ class AuroraColumns:
             return []
         side = 1 - port
         other = self.buffers[side]
+        if batch.num_rows * len(other) <= self.probe_below:
+            return self._small(port, batch, other)
         buffered = other.batch()
         cuts = self._cuts(port, batch, buffered)
         out: pa.RecordBatch | list[tuple] = []
@@ -201,6 +208,22 @@ class AuroraColumns:
                 out = self._pairs(port, batch, buffered, cuts)
             except arrow_exprs.Fallback:
                 out = self._probed(port, batch, other.rows(), cuts)
+        other.drop(int(cuts[-1]))
+        self.buffers[port].append(batch)
+        return out
+
+    def _small(self, port: int, batch: pa.RecordBatch, other: SideRows) -> list[tuple]:
+        """A small batch as the row path takes it: cuts by its loop, pairs by its probes; the buffers as after
+        the columnar path."""
+        side = 1 - port
+        buffered = other.rows()
+        if self.by_values[side]:
+            mine, theirs = self.orders[port], self.orders[side]
+            cuts = cuts_by_rows(batch.column(mine).to_pylist(), [row[theirs] for row in buffered],  # type: ignore
+                                self.sizes[side])
+        else:
+            cuts = np.full(batch.num_rows, max(0, len(buffered) - int(self.sizes[side])), dtype=np.int64)
+        out = self._probed(port, batch, buffered, cuts) if buffered else []
         other.drop(int(cuts[-1]))
         self.buffers[port].append(batch)
         return out
