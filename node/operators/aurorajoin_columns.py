@@ -30,6 +30,9 @@ the whole batch:
 * then the other buffer drops what the last tuple's cut left behind, and
   the batch enters its own buffer.
 
+A batch whose tuples times the other buffer's are few (:attr:`AuroraColumns.probe_below`) is cut by the row
+loop and probed tuple by tuple instead: the columns' fixed cost per batch would be more than the probes.
+
 A batch the pair translation cannot treat exactly (:class:`~.arrow_exprs.
 Fallback`: a zero divisor, a null where Python would fail) is probed by the
 row path's generated code against the same suffixes: the same out tuples,
