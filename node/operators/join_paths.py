@@ -10,8 +10,9 @@ reference.  Exactly one of them holds the buffers at a time.
 that hands them over: a batch of rows the columns cannot hold as they are
 (an int in a double field), or restored rows that do not fit, sends the
 buffers to the row path for good, through the same ``state()`` a move
-carries.  Columns in give columns out; rows in are made columns and their
-out tuples rows again.
+carries.  Columns in give columns out (except an aurorajoin batch small
+enough to probe as rows, ``probe_below``, or one that falls back: rows);
+rows in are made columns and their out tuples rows again.
 """
 
 from __future__ import annotations

@@ -81,13 +81,18 @@ class UpdateColumns:
         written here.  :class:`PerTuple` when A or B fails, :class:`~.arrow_exprs.Fallback` or
         :class:`~.join_buffer.Unfit` when the columns cannot be exact."""
         table = self.pairs.rows_batch(rows)
-        found = list(self.pairs.held(batch, table))
+        found = []
+        seen = np.zeros(table.num_rows, dtype=bool)
+        for block in self.pairs.held(batch, table):  # A checked block by block: no n x m pairs kept to refuse
+            matched = block[2]
+            if seen[matched].any() or len(np.unique(matched)) != len(matched):
+                raise PerTuple("a table row matched by two tuples of the batch")
+            seen[matched] = True
+            found.append(block)
         if not found:
             return []
         i = np.concatenate([f[1] for f in found])
         j = np.concatenate([f[2] for f in found])
-        if len(np.unique(j)) != len(j):
-            raise PerTuple("a table row matched by two tuples of the batch")
         kept = found[0][0] if len(found) == 1 else pa.Table.from_batches([f[0] for f in found]).combine_chunks(
             ).to_batches()[0]
         values = {at: value(kept) for at, value in self.sets}
