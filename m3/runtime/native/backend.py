@@ -161,6 +161,12 @@ class NativeMaps:
             self.send_strings()
         return self.trigger_no[(relation, sign)], n, ptrs, keep
 
+    def read_positions(self, relation: str, sign: int) -> frozenset[int]:
+        """The columns of ``relation`` a ``sign`` batch's trigger reads (its used columns and the arguments of its
+        computed ones): :meth:`prepare` touches no other, so rows need be turned into those columns only."""
+        computed = self.module.computed.get((relation, sign), ())
+        return frozenset(self.module.used[(relation, sign)]) | {i for i, _ in computed}
+
     def run(self, prepared: Iterable[tuple]) -> None:
         """Run prepared batches as one atomic batch: all, or (on any error) none.
 
