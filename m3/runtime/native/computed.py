@@ -47,7 +47,10 @@ def distinct_arguments(values, m3_type: str, strings: Sequence[str]) -> tuple[li
         if m3_type == "DATE":
             return list(map(datetime.date.fromordinal, firsts)), inverse
         return firsts, inverse
-    if m3_type == "FLOAT" and (packed(values, "d") or isinstance(values, (list, tuple))):
+    if m3_type == "FLOAT" and (packed(values, "d") or (isinstance(values, (list, tuple))
+                                                        and all(type(v) is float for v in values))):
+        # (a list holding an int, a bool or a Decimal: the function is called on that value as it is, per row,
+        # as the Python backend does -- made a double first, CAST_STRING(5) would say '5.0' there and '5' here)
         try:
             floats = np.frombuffer(values if packed(values, "d") else array("d", values), dtype=np.float64)
         except (TypeError, ValueError, OverflowError):  # (a None, not a number: the per-row path says so)
