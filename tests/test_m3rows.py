@@ -124,6 +124,20 @@ def test_columns_are_the_row_path(name, steps):
     assert same_order(fast.state()) == same_order(slow.state())
 
 
+
+@pytest.mark.parametrize("name", ["split", "case", "null_test"])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pool=st.lists(st.lists(st.sampled_from(PIECES), max_size=5).map("".join), min_size=1, max_size=20),
+       picks=st.lists(st.integers(0, 19), min_size=64, max_size=160))
+def test_repeated_strings_split_and_matched_once_each_are_the_row_path(name, pool, picks):
+    """A batch whose strings repeat (64 rows or more, at least two of each on average) splits and matches each
+    distinct string once (``m3rows_exprs.per_distinct``) and takes the results back to the rows: as the row
+    path computes them row by row."""
+    fast, slow = operator(VIEWS[name], True), operator(VIEWS[name], False)
+    batch = batch_of([(i, 1.0, pool[p % len(pool)]) for i, p in enumerate(picks)], None)
+    assert emitted(fast, batch) == emitted(slow, batch)
+    assert fast.runtime.view("Q1") == slow.runtime.view("Q1")
+
 def same_order(state: dict) -> dict:
     """A box's state with each map's entries sorted: C's hash map lists them in the order they were made, which
     differs where one batch went the row path and the other's did not; the entries are the snapshot's content."""

@@ -138,7 +138,8 @@ class Runtime(Reads):
         native = self._native
         if native is not None:
             try:
-                prepared = [native.prepare(rel, sign, mirror.columns(rows, self._arity[rel], rel), len(rows))
+                prepared = [native.prepare(rel, sign, mirror.read_columns(rows, self._arity[rel], rel,
+                                                                          native.read_positions(rel, sign)), len(rows))
                             for rel, sign, rows in batches if len(rows)]
             except IntOverflow as exc:
                 return self._beyond_64_bits(exc, lambda: batches)

@@ -25,6 +25,7 @@ before the batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import itemgetter
 
 from .evaluate import Reader
@@ -103,6 +104,7 @@ class StoreReader(Reader):
     def __init__(self, store: MapStore, totals=None, folds: SliceFolds | None = None):
         super().__init__(store.get, store.match, totals)
         self.store, self._folds = store, folds
+        self._counters: dict[tuple[str, int, int], Callable[[tuple], int]] = {}
 
     def has(self, name: str, pattern: tuple) -> bool:
         return self.store.has(name, pattern)
@@ -111,7 +113,12 @@ class StoreReader(Reader):
         return slice_values(self.store, name, pattern, at)
 
     def count(self, name: str, pattern: tuple, at: int) -> int:
-        return slice_count(self.store, name, pattern, at)
+        """A COUNT fold (``COUNT(DISTINCT x)``): the index serving the slice found once per map and position for
+        the reader's life (one batch's rows), then each row's count is one lookup (:func:`slice_counter`)."""
+        counter = self._counters.get((name, at, len(pattern)))
+        if counter is None:
+            counter = self._counters[(name, at, len(pattern))] = slice_counter(self.store, name, len(pattern), at)
+        return counter(pattern)
 
     def fold(self, name: str, pattern: tuple, at: int) -> tuple:
         if self._folds is None:
@@ -129,6 +136,25 @@ def slice_count(store: MapStore, name: str, pattern: tuple, at: int) -> int:
     """How many entries of map ``name`` match ``pattern`` (bound but at ``at``), now."""
     sub = index_slice(store, name, pattern, at)
     return sum(1 for _, n in store.match(name, pattern) if n) if sub is None else len(sub)
+
+
+def slice_counter(store: MapStore, name: str, arity: int, at: int) -> Callable[[tuple], int]:
+    """:func:`slice_count` of map ``name`` at position ``at`` as a function of the pattern, the index that serves
+    it found once: valid while the store's indexes stay the same dicts (one batch's ``changes()``; the mirror
+    clears an index in place, never replaces it).
+
+    >>> from ..ast import Column, MapDecl, Program
+    >>> s = MapStore(Program((), (MapDecl("n", tuple(Column(c, "INT") for c in "AB"), "INT"),), (), ()),
+    ...              {"n": [(0,)]})
+    >>> s.add_many("n", [((1, 2), 5), ((1, 3), 1), ((2, 3), 1)])
+    >>> count = slice_counter(s, "n", 2, 1); count((1, None)), count((2, None)), count((3, None))
+    (2, 1, 0)
+    """
+    found = store.cuts[name].get(_but(arity, at))
+    if found is None or arity != store.arity[name]:
+        return lambda pattern: slice_count(store, name, pattern, at)
+    index, bound = store.indexes[name][found.pos], found.bound
+    return lambda pattern: len(index.get(bound(pattern), _EMPTY))
 
 
 def index_slice(store: MapStore, name: str, pattern: tuple, at: int) -> dict | None:

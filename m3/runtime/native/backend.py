@@ -26,6 +26,7 @@ from ...functions import FUNCTIONS, result_type
 from .build import Built, build
 from .cgen import Module, generate
 from .codes import Codec, Dates, DayNumbers, Interner, packed
+from .computed import distinct_arguments, spread
 from .crt_api import CDEF
 from .overflow import IntOverflow
 
@@ -137,14 +138,19 @@ class NativeMaps:
             keep.append(col)
             ptrs[i] = ffi.from_buffer(col)  # void *: any buffer
         for j, (i, call) in enumerate(self.module.computed.get((relation, sign), ())):  # strings: interned ids
+            consts, fn, kind = tuple(a.value for a in call.args[1:]), FUNCTIONS[call.fn][3], result_type(call.fn)
+            distinct = distinct_arguments(columns[i], types[i], self.ids.strings)
+            if distinct is not None:  # once per distinct argument (module computed)
+                args, inverse = distinct
+                col = spread([fn(v, *consts) for v in args], inverse, kind, self.ids.__getitem__)
+                keep.append(col)
+                ptrs[len(types) + j] = ffi.from_buffer(col)
+                continue
             values = columns[i]
             if packed(values, "q") and types[i] == "STRING":
                 values = [self.ids.strings[x] for x in values]
             elif packed(values, "q") and types[i] == "DATE":  # day numbers (CAST_STRING of a DATE reads the date)
                 values = [datetime.date.fromordinal(x) for x in values]
-            consts = tuple(a.value for a in call.args[1:])
-            fn = FUNCTIONS[call.fn][3]
-            kind = result_type(call.fn)
             col = array("d", [fn(v, *consts) for v in values]) if kind == "FLOAT" else \
                 array("q", [self.ids[fn(v, *consts)] for v in values] if kind == "STRING"
                       else [fn(v, *consts).toordinal() for v in values] if kind == "DATE"
@@ -154,6 +160,12 @@ class NativeMaps:
         if len(self.ids.strings) > self._sent:
             self.send_strings()
         return self.trigger_no[(relation, sign)], n, ptrs, keep
+
+    def read_positions(self, relation: str, sign: int) -> frozenset[int]:
+        """The columns of ``relation`` a ``sign`` batch's trigger reads (its used columns and the arguments of its
+        computed ones): :meth:`prepare` touches no other, so rows need be turned into those columns only."""
+        computed = self.module.computed.get((relation, sign), ())
+        return frozenset(self.module.used[(relation, sign)]) | {i for i, _ in computed}
 
     def run(self, prepared: Iterable[tuple]) -> None:
         """Run prepared batches as one atomic batch: all, or (on any error) none.
@@ -225,26 +237,19 @@ class NativeMaps:
     def changed_entries(self, name: str) -> tuple[list[tuple], Sequence, Sequence]:
         """The keys the last committed batch wrote in map ``name`` (each once, in the order first written; a key
         written back to its value kept: a TRACK map's entries are written so that their rows are named), their
-        values before the batch (the first journal record's) and now: the journal read once, its keys made
-        distinct by numpy, their values now read by their codes (no key encoded again), the keys decoded."""
+        values before the batch (the first journal record's) and now: the journal made distinct, with the values
+        now, by one C call (``rt_last_distinct``: a hash pass, no sort, no key encoded again), the keys decoded."""
         m, arity = self.map_no[name], self.arity[name]
-        n = self.lib.rt_last(self.rt, m, ffi.NULL)
-        if not n:
+        cap = self.lib.rt_last(self.rt, m, ffi.NULL) // (arity + 1)
+        if not cap:
             return [], [], []
-        flat = array("q", bytes(8 * n))
-        self.lib.rt_last(self.rt, m, _i64(flat))
-        table = np.frombuffer(flat, dtype=np.int64).reshape(n // (arity + 1), arity + 1)
-        if arity:
-            codes = np.ascontiguousarray(table[:, :arity])
-            _, first = np.unique(codes.view(np.dtype((np.void, 8 * arity))).ravel(), return_index=True)
-            first.sort()
-        else:
-            codes, first = np.zeros((1, 1), dtype=np.int64), np.zeros(1, dtype=np.int64)
-        keys = array("q", np.ascontiguousarray(codes[first]).tobytes())
-        olds = array("q", table[first, arity].tobytes())
-        news = array("q", bytes(8 * len(first)))
-        self.lib.rt_get_many(self.rt, m, len(first), _i64(keys), _i64(news))
-        decoded = self.codec.decode_keys(name, keys, len(first))
+        keys = array("q", bytes(8 * max(1, cap * arity)))
+        olds, news = array("q", bytes(8 * cap)), array("q", bytes(8 * cap))
+        n = self.lib.rt_last_distinct(self.rt, m, cap, _i64(keys), _i64(olds), _i64(news))
+        if n < 0:
+            raise MemoryError("rt_last_distinct")
+        del keys[max(1, n * arity):], olds[n:], news[n:]
+        decoded = self.codec.decode_keys(name, keys, n)
         return decoded, self.codec.decode_values(name, olds), self.codec.decode_values(name, news)
 
     def get_many(self, name: str, keys: Sequence[tuple]) -> Sequence:

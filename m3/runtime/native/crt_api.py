@@ -35,6 +35,7 @@ int64_t rt_changes_cap(rt_t *rt, int nm, const int *ms);
 int64_t rt_changes(rt_t *rt, int nm, const int *ms, int64_t cap, int64_t *keys, int64_t *olds, int64_t *news);
 int64_t rt_changelog(rt_t *rt, int nm, const int *ms, int64_t cap, int64_t *keys, int64_t *vals, int64_t *weights,
                      int64_t *leaving);
+int64_t rt_last_distinct(rt_t *rt, int m, int64_t cap, int64_t *keys, int64_t *olds, int64_t *news);
 void rt_fail_after(rt_t *rt, int64_t n);
 int64_t rt_entries(rt_t *rt);
 int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n);
@@ -220,6 +221,36 @@ int64_t rt_changes(rt_t *rt, int nm, const int *ms, int64_t cap, int64_t *keys, 
     }
     free(slots); free(seen); free(row);
     return out;
+}
+
+/* The keys the last batch wrote in map mi, each once, in the order first written (row-major: arity codes a row,
+   at keys + r*arity), with its value before the batch (its first journal record's old value) and its value now,
+   as value bits; a key written back to its old value is kept (a TRACK map's entries are written so that their
+   rows are named).  What the mirror reads per kept map and batch: deduplicated by one hash pass here, not by
+   sorting the journal's keys.  cap: at least the journal's records (rt_last / (arity + 1)).  Returns the rows
+   written, or -1: out of memory. */
+int64_t rt_last_distinct(rt_t *rt, int mi, int64_t cap, int64_t *keys, int64_t *olds, int64_t *news) {
+    map_t *m = &rt->maps[mi];
+    int a = m->arity;
+    int64_t rec = a + 1, tcap = 16, n = 0;
+    if (!m->jln || cap <= 0) return 0;
+    while (tcap < cap * 2) tcap <<= 1;
+    int64_t *slots = malloc(sizeof(int64_t) * tcap);
+    if (!slots) return -1;
+    for (int64_t s = 0; s < tcap; s++) slots[s] = -1;
+    for (int64_t p = 0; p + rec <= m->jln && n < cap; p += rec) {
+        const int64_t *k = m->jl + p;
+        int64_t s = chg_hash(k, a) & (tcap - 1), r;
+        for (;;) {
+            r = slots[s];
+            if (r < 0 || !memcmp(keys + r * a, k, sizeof(int64_t) * a)) break;
+            s = (s + 1) & (tcap - 1);
+        }
+        if (r < 0) { r = slots[s] = n++; memcpy(keys + r * a, k, sizeof(int64_t) * a); olds[r] = k[a]; }
+    }
+    for (int64_t r = 0; r < n; r++) { int32_t e = map_find(m, keys + r * a); news[r] = e < 0 ? 0 : VAL(m, e).i; }
+    free(slots);
+    return n;
 }
 
 /* rt_changes laid out as a changelog of a view whose values are its maps' values (no quotient): for every

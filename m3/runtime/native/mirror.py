@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 
 from ..maps import MapStore
 from .codes import packed
@@ -37,6 +38,19 @@ def columns(rows: Sequence[Sequence], arity: int, relation: str) -> list:
         bad = next(r for r in rows if len(r) != arity)
         raise ValueError(f"relation {relation} has {arity} columns, got a row of {len(bad)}: {tuple(bad)!r}")
     return list(zip(*rows)) if arity else []
+
+
+def read_columns(rows: Sequence[Sequence], arity: int, relation: str, read: frozenset[int]) -> list:
+    """:func:`columns` of the positions ``read`` only (what a native trigger reads,
+    :meth:`.backend.NativeMaps.read_positions`), None at the others: a windowed box's held rows (q11's bids,
+    their URLs and extras) are turned into the two or three columns the view reads, not into all of them.
+
+    >>> read_columns([(1, "a", 2.0), (2, "b", 3.0)], 3, "R", frozenset({0, 2}))
+    [[1, 2], None, [2.0, 3.0]]
+    """
+    if set(map(len, rows)) != {arity}:
+        return columns(rows, arity, relation)  # (it says which row is wrong)
+    return [list(map(itemgetter(i), rows)) if i in read else None for i in range(arity)]
 
 
 def rows_of_columns(batches: Iterable, column_types: Mapping[str, tuple[str, ...]],
