@@ -19,6 +19,7 @@ as soon as their variables are bound; the product is summed per key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import itemgetter
 
 from ..ast import (
@@ -60,24 +61,53 @@ def _terms(e: Expr) -> list[list[Expr]]:
 
 
 def _value(e: Expr, env: dict):
+    """``e``'s value in ``env`` (variable -> value): :func:`_compiled` once, called once."""
+    return _compiled(e)(env)
+
+
+def _compiled(e: Expr) -> Callable[[dict], object]:
+    """``e`` as a function of an env (variable -> value), its tree walked once, not once per row: a definition's
+    comparisons and factors run over every partial row of a join (a window join's stages, per window).  An
+    expression :func:`_value` cannot evaluate gives a function raising the same TypeError when called (a term
+    no row reaches raises nothing, as before).
+
+    >>> from ..ast import Cmp, Const, Prod, Var
+    >>> f = _compiled(Prod((Var("A"), Cmp("<", Const(1), Var("A")))))
+    >>> f({"A": 3}), f({"A": 1})
+    (3, 0)
+    """
     if isinstance(e, Const):
-        return e.value
+        value = e.value
+        return lambda env: value
     if isinstance(e, Var):
-        return env[e.name]
+        return itemgetter(e.name)
     if isinstance(e, Prod):
-        r = 1
-        for f in e.factors:
-            r *= _value(f, env)
-        return r
+        factors = [_compiled(f) for f in e.factors]
+
+        def product(env: dict):
+            r = 1
+            for f in factors:
+                r *= f(env)
+            return r
+        return product
     if isinstance(e, Sum):
-        return sum(_value(t, env) for t in e.terms)
-    if isinstance(e, Cmp):
-        return 1 if _OPS[e.op](_value(e.left, env), _value(e.right, env)) else 0  # LIKE too: :mod:`..like`
+        terms = [_compiled(t) for t in e.terms]
+        return lambda env: sum(t(env) for t in terms)
+    if isinstance(e, Cmp) and e.op in _OPS:
+        op, left, right = _OPS[e.op], _compiled(e.left), _compiled(e.right)  # LIKE too: :mod:`..like`
+        return lambda env: 1 if op(left(env), right(env)) else 0
     if isinstance(e, IfThen):
-        return _value(e.then, env) if _value(e.cond, env) else 0
+        cond, then = _compiled(e.cond), _compiled(e.then)
+        return lambda env: then(env) if cond(env) else 0
     if isinstance(e, Call):
-        return apply(e.fn, tuple(_value(a, env) for a in e.args))
-    raise TypeError(f"cannot evaluate {e!r}")
+        fn, args = e.fn, [_compiled(a) for a in e.args]
+        return lambda env: apply(fn, tuple(a(env) for a in args))
+
+    def unknown(env: dict):
+        if isinstance(e, Cmp):
+            _OPS[e.op]  # noqa: B018 - an unknown comparison raises its KeyError when evaluated, as before
+        raise TypeError(f"cannot evaluate {e!r}")
+    return unknown
 
 
 def _probe_key(positions: tuple[int, ...]):
@@ -101,10 +131,44 @@ def _join_cost(atom: RelAtom, bound: set[str], tables: dict[str, list]) -> tuple
     return not probed, len(tables.get(atom.name, ()))
 
 
+def _binder(atom: RelAtom, bound: set[str]) -> tuple[tuple[str, ...], Callable, tuple[tuple[int, int], ...]]:
+    """How a row of ``atom``'s relation extends a partial row whose variables are ``bound``: the new variables'
+    names, a function giving their values from the row, and the pairs of positions that must be equal (a new
+    variable named twice, ``R(A, A)``).  A bound variable or a constant needs nothing: the probe matched it.
+
+    >>> names, values, same = _binder(RelAtom("R", (Var("A"), Var("B"), Var("B"))), {"A"})
+    >>> names, values((1, 2, 2)), same
+    (('B',), (2,), ((1, 2),))
+    """
+    first: dict[str, int] = {}
+    same = []
+    for i, a in enumerate(atom.args):
+        if isinstance(a, Var) and a.name not in bound:
+            if a.name in first:
+                same.append((first[a.name], i))
+            else:
+                first[a.name] = i
+    return tuple(first), _probe_key(tuple(first.values())), tuple(same)
+
+
+def _key_of(keys: list[str]) -> Callable[[dict], tuple]:
+    """An env's values of ``keys`` as a tuple (the map key)."""
+    if len(keys) > 1:
+        return itemgetter(*keys)
+    if keys:
+        only = keys[0]
+        return lambda env: (env[only],)
+    return lambda env: ()
+
+
 def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], epsilon: float = 0.0) -> dict[tuple, object]:
-    """``{key: value}`` of the map's definition over ``tables`` (relation → rows); zeros omitted."""
+    """``{key: value}`` of the map's definition over ``tables`` (relation → rows); zeros omitted.
+
+    Each factor is compiled once (:func:`_compiled`) and each atom's new variables read from a row by one
+    ``itemgetter`` (:func:`_binder`), so a partial row costs a dict copy and its comparisons, not a walk of
+    the expression trees (a window join's stages evaluate this per closed window: m3/winstages.py)."""
     out: dict[tuple, object] = {}
-    keys = [k.name for k in m.keys]
+    key_of = _key_of([k.name for k in m.keys])
     for factors in _terms(m.definition):
         atoms = [f for f in factors if isinstance(f, RelAtom)]
         others = [f for f in factors if not isinstance(f, RelAtom)]
@@ -123,37 +187,39 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
             for row in rows:
                 if (at := probed(row)) in wanted:
                     table.setdefault(at, []).append(row)
+            names, values, same = _binder(atom, bound)
             new_envs = []
             for env, want in zip(envs, wants):
                 for row in table.get(want, ()):
-                    e2 = dict(env)
-                    ok = True
-                    for i, a in enumerate(atom.args):
-                        if isinstance(a, Var):
-                            if a.name in e2 and e2[a.name] != row[i]:
-                                ok = False
-                                break
-                            e2[a.name] = row[i]
-                    if ok:
-                        new_envs.append(e2)
+                    if same and any(row[i] != row[j] for i, j in same):
+                        continue
+                    e2 = env.copy()
+                    e2.update(zip(names, values(row)))
+                    new_envs.append(e2)
             bound |= {a.name for a in atom.args if isinstance(a, Var)}
             for f in list(pending):  # a lift {K = YEAR(D)} binds K once D is bound (:mod:`..functions`)
                 if (x := lift(f)) is not None and x[0] not in bound and set(variables(x[1])) <= bound:
                     pending.remove(f)
                     bound.add(x[0])
+                    lifted, value = x[0], _compiled(x[1])
                     for env in new_envs:
-                        env[x[0]] = _value(x[1], env)
+                        env[lifted] = value(env)
             ready = [f for f in pending if isinstance(f, Cmp) and set(variables(f)) <= bound]
             pending = [f for f in pending if f not in ready]
-            envs = [env for env in new_envs if all(_value(f, env) for f in ready)]
+            if ready:
+                checks = [_compiled(f) for f in ready]
+                envs = [env for env in new_envs if all(check(env) for check in checks)]
+            else:
+                envs = new_envs
+        rest = [_compiled(f) for f in pending]
         for env in envs:
             v = 1
-            for f in pending:
-                v *= _value(f, env)
+            for f in rest:
+                v *= f(env)
                 if not v:
                     break
             if v:
-                k = tuple(env[n] for n in keys)
+                k = key_of(env)
                 out[k] = out.get(k, 0) + v
     return {k: v for k, v in out.items() if abs(v) > epsilon}
 
