@@ -161,12 +161,20 @@ def _key_of(keys: list[str]) -> Callable[[dict], tuple]:
     return lambda env: ()
 
 
+def _all_of(checks: list[Callable[[dict], object]]) -> Callable[[dict], bool] | None:
+    """One function true where every check is (None: no check)."""
+    if len(checks) <= 1:
+        return checks[0] if checks else None
+    return lambda env: all(check(env) for check in checks)
+
+
 def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], epsilon: float = 0.0) -> dict[tuple, object]:
     """``{key: value}`` of the map's definition over ``tables`` (relation → rows); zeros omitted.
 
     Each factor is compiled once (:func:`_compiled`) and each atom's new variables read from a row by one
-    ``itemgetter`` (:func:`_binder`), so a partial row costs a dict copy and its comparisons, not a walk of
-    the expression trees (a window join's stages evaluate this per closed window: m3/winstages.py)."""
+    ``itemgetter`` (:func:`_binder`) into a scratch env, copied only when the comparisons bound by then keep
+    it: a partial row costs its comparisons, not a walk of the expression trees nor a dict when it fails
+    (a window join's stages evaluate this per closed window: m3/winstages.py; q5's ``num >= maxn``)."""
     out: dict[tuple, object] = {}
     key_of = _key_of([k.name for k in m.keys])
     for factors in _terms(m.definition):
@@ -188,29 +196,28 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
                 if (at := probed(row)) in wanted:
                     table.setdefault(at, []).append(row)
             names, values, same = _binder(atom, bound)
-            new_envs = []
-            for env, want in zip(envs, wants):
-                for row in table.get(want, ()):
-                    if same and any(row[i] != row[j] for i, j in same):
-                        continue
-                    e2 = env.copy()
-                    e2.update(zip(names, values(row)))
-                    new_envs.append(e2)
             bound |= {a.name for a in atom.args if isinstance(a, Var)}
+            lifts = []
             for f in list(pending):  # a lift {K = YEAR(D)} binds K once D is bound (:mod:`..functions`)
                 if (x := lift(f)) is not None and x[0] not in bound and set(variables(x[1])) <= bound:
                     pending.remove(f)
                     bound.add(x[0])
-                    lifted, value = x[0], _compiled(x[1])
-                    for env in new_envs:
-                        env[lifted] = value(env)
+                    lifts.append((x[0], _compiled(x[1])))
             ready = [f for f in pending if isinstance(f, Cmp) and set(variables(f)) <= bound]
             pending = [f for f in pending if f not in ready]
-            if ready:
-                checks = [_compiled(f) for f in ready]
-                envs = [env for env in new_envs if all(check(env) for check in checks)]
-            else:
-                envs = new_envs
+            keep = _all_of([_compiled(f) for f in ready])
+            new_envs = []
+            for env, want in zip(envs, wants):
+                scratch = env.copy()  # a matching row's variables written over the last one's, copied if kept
+                for row in table.get(want, ()):
+                    if same and any(row[i] != row[j] for i, j in same):
+                        continue
+                    scratch.update(zip(names, values(row)))
+                    for lifted, value in lifts:
+                        scratch[lifted] = value(scratch)
+                    if keep is None or keep(scratch):
+                        new_envs.append(scratch.copy())
+            envs = new_envs
         rest = [_compiled(f) for f in pending]
         for env in envs:
             v = 1
