@@ -265,3 +265,13 @@ def test_a_batch_of_columns_gets_the_windows_and_weights_the_row_path_gives(kind
     want, want_weights = by_rows.admit(0, "p", list(rows), weights, 0.0)
     assert sorted(zip(got.rows(), got.weight_list())) == sorted(zip(want, want_weights or [1] * len(want)))
     assert by_columns.late == by_rows.late
+
+
+@settings(max_examples=40, deadline=None)
+@given(pairs=st.lists(st.tuples(st.tuples(st.integers(0, 3), st.sampled_from([10, 20, 30])),
+                                st.one_of(st.integers(-1, 2), st.tuples(st.integers(0, 1), st.integers(0, 1))))))
+def test_closed_rows_in_window_order_as_a_stable_sort_of_the_present_rows_gives(pairs):
+    from boreas.node.operators.m3closing import in_window_order
+    from boreas.node.operators.m3memo import present
+
+    assert in_window_order(pairs, 1) == sorted((kv for kv in pairs if present(kv[1])), key=lambda kv: kv[0][1])

@@ -113,7 +113,10 @@ def closed_entries(store: MapStore, native, name: str, position: int, bound: flo
 
 def rows_at_keys(view: ViewDecl, store: MapStore, native, closed: Mapping[str, Mapping[tuple, object]]) -> list:
     """``Runtime.rows_at``: a plain view's rows at the keys ``closed`` holds, a map it lacks read at those keys
-    (from C on the native backend, not through the mirror)."""
+    (from C on the native backend, not through the mirror).  A view that is one map read as it is
+    (``plain_map``) has the closed entries themselves as its rows: no pass per key."""
+    if (only := view.plain_map) is not None and only in closed:
+        return list(closed[only].items())
     keys = list(dict.fromkeys(key for name in view.maps for key in closed.get(name, ())))
     values = {}
     for name in view_maps(view):

@@ -151,7 +151,8 @@ class WindowedM3Operator(M3Operator):
         leaves: dict[str, list] = {}
         for out, view, position, is_end, pairs in self.closing.rows(self.runtime, frontier, closed, everything):
             if self._stages is not None:
-                leaves[view.name] = [(self.closing.end_of(k, position, is_end), k, v) for k, v in pairs]
+                shift = 0 if is_end else self.closing.size  # (a key holding the start: its end is size on)
+                leaves[view.name] = [(k[position] + shift, k, v) for k, v in pairs]
             elif pairs:
                 emitted.append((out, self._emit[out](pairs)))
         if self._stages is not None and (joined := self._stages.rows(leaves)):
