@@ -161,6 +161,17 @@ def _key_of(keys: list[str]) -> Callable[[dict], tuple]:
     return lambda env: ()
 
 
+def _add(out: dict, key_of: Callable[[dict], tuple], factors: list[Callable[[dict], object]], env: dict) -> None:
+    """Add the product of ``factors`` over ``env`` to ``out`` at ``env``'s key (nothing when it is 0)."""
+    v = 1
+    for f in factors:
+        v *= f(env)
+        if not v:
+            return
+    k = key_of(env)
+    out[k] = out.get(k, 0) + v
+
+
 def _all_of(checks: list[Callable[[dict], object]]) -> Callable[[dict], bool] | None:
     """One function true where every check is (None: no check)."""
     if len(checks) <= 1:
@@ -183,6 +194,7 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
         envs: list[dict] = [{}]
         bound: set[str] = set()
         pending = list(others)
+        summed = bool(atoms)  # (a term without atoms is one env's value, summed after)
         while atoms:
             atom = min(atoms, key=lambda a: _join_cost(a, bound, tables))
             atoms.remove(atom)
@@ -190,9 +202,9 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
             probe = [(i, a) for i, a in enumerate(atom.args) if isinstance(a, Const) or a.name in bound]
             wants = [tuple(a.value if isinstance(a, Const) else env[a.name] for _, a in probe) for env in envs]
             wanted = set(wants)  # the relation's rows are kept only where a partial row probes them
-            table: dict[tuple, list] = {}
+            table: dict[tuple, list] = {(): rows} if not probe else {}  # (nothing probes: every row matches)
             probed = _probe_key(tuple(i for i, _ in probe))
-            for row in rows:
+            for row in rows if probe else ():
                 if (at := probed(row)) in wanted:
                     table.setdefault(at, []).append(row)
             names, values, same = _binder(atom, bound)
@@ -206,6 +218,8 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
             ready = [f for f in pending if isinstance(f, Cmp) and set(variables(f)) <= bound]
             pending = [f for f in pending if f not in ready]
             keep = _all_of([_compiled(f) for f in ready])
+            last = not atoms  # the last atom's rows are summed into ``out`` as they come: no env kept
+            rest = [_compiled(f) for f in pending]
             new_envs = []
             for env, want in zip(envs, wants):
                 scratch = env.copy()  # a matching row's variables written over the last one's, copied if kept
@@ -215,19 +229,17 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
                     scratch.update(zip(names, values(row)))
                     for lifted, value in lifts:
                         scratch[lifted] = value(scratch)
-                    if keep is None or keep(scratch):
+                    if keep is not None and not keep(scratch):
+                        continue
+                    if last:
+                        _add(out, key_of, rest, scratch)
+                    else:
                         new_envs.append(scratch.copy())
             envs = new_envs
-        rest = [_compiled(f) for f in pending]
-        for env in envs:
-            v = 1
-            for f in rest:
-                v *= f(env)
-                if not v:
-                    break
-            if v:
-                k = key_of(env)
-                out[k] = out.get(k, 0) + v
+        if not summed:
+            rest = [_compiled(f) for f in pending]
+            for env in envs:
+                _add(out, key_of, rest, env)
     return {k: v for k, v in out.items() if abs(v) > epsilon}
 
 
