@@ -80,11 +80,43 @@ def general_rows(form: ViewForm, store: MapStore) -> dict[tuple, object]:
             if None not in row and any(values):
                 out[form.key_of(row)] = values[0] if len(values) == 1 else tuple(values)
         return out
-    for row in candidate_rows(form, reader.entries):
+    rows = _index_rows(form, store)
+    for row in candidate_rows(form, reader.entries) if rows is None else rows:
         inside, found = row_value(form, row, reader)
         if inside:
             out[form.key_of(row)] = found
     return out
+
+
+def _index_rows(form: ViewForm, store: MapStore) -> list[tuple] | None:
+    """``candidate_rows`` of a view whose one map's primary index is on exactly the key positions that hold its
+    row variables (q7's MAX per window: the map keyed by window and price, indexed by window): the index's
+    bound parts, in its order, not a key built per entry; None for any other view.
+
+    >>> from ..syntax import parse_program
+    >>> from .views import view_form
+    >>> p = parse_program("DECLARE MAP mm[W: INT, P: INT] : INT; DECLARE VIEW top[w := W](hi := MAX(P : mm[W, P]));")
+    >>> s = MapStore(p, {"mm": [(0,)]}); fill(s, "mm", {(10, 3): 1, (10, 5): 2, (20, 1): 1})
+    >>> form = view_form(p, p.views[0])
+    >>> _index_rows(form, s), candidate_rows(form, current_reader(s).entries)
+    ([(10,), (20,)], [(10,), (20,)])
+    """
+    refs = form.outer or form.refs
+    if form.source is not None or len(refs) != 1:
+        return None
+    ref = refs[0]
+    pos = store.primary.get(ref.map)
+    held = tuple(j for j, slot in enumerate(ref.slots) if slot is not None)
+    if pos is None or tuple(sorted(pos)) != held or sorted(ref.slots[j] for j in held) != list(range(len(form.vars))):
+        return None
+    slots = [ref.slots[j] for j in pos]
+    rows = []
+    for bound in store.data[ref.map]:
+        row: list = [None] * len(form.vars)
+        for slot, x in zip(slots, bound if len(pos) > 1 else (bound,)):
+            row[slot] = x
+        rows.append(tuple(row))
+    return rows
 
 
 def _entry_columns(form: ViewForm) -> list[Ref] | None:

@@ -24,3 +24,20 @@ def test_fill_holds_what_add_many_holds(data, arity):
     fill(filled, "n", entries)
     added.add_many("n", [(added.pack("n", k), v) for k, v in entries.items()])
     assert filled.data == added.data and filled.indexes == added.indexes
+
+
+@settings(max_examples=30, deadline=None)
+@given(entries=st.dictionaries(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)),
+                               st.integers(-1, 2), max_size=20))
+def test_a_closed_views_rows_read_off_its_index_are_its_candidate_rows(entries):
+    """``_index_rows`` (the index's bound parts) against ``candidate_rows`` (every entry's key): same rows, order."""
+    from boreas.m3.runtime.closed import _index_rows
+    from boreas.m3.runtime.viewchanges import current_reader
+    from boreas.m3.runtime.views import candidate_rows, view_form
+
+    program = parse_program("DECLARE MAP mm[W: INT, S: INT, P: INT] : INT;"
+                            " DECLARE VIEW top[e := W, s := S](hi := MAX(P : mm[W, S, P]));")
+    store = MapStore(program, {"mm": [(0, 1)]})
+    fill(store, "mm", entries)
+    form = view_form(program, program.views[0])
+    assert _index_rows(form, store) == candidate_rows(form, current_reader(store).entries)
