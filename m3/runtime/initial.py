@@ -60,16 +60,11 @@ def _terms(e: Expr) -> list[list[Expr]]:
     return [[e]]
 
 
-def _value(e: Expr, env: dict):
-    """``e``'s value in ``env`` (variable -> value): :func:`_compiled` once, called once."""
-    return _compiled(e)(env)
-
-
 def _compiled(e: Expr) -> Callable[[dict], object]:
     """``e`` as a function of an env (variable -> value), its tree walked once, not once per row: a definition's
     comparisons and factors run over every partial row of a join (a window join's stages, per window).  An
-    expression :func:`_value` cannot evaluate gives a function raising the same TypeError when called (a term
-    no row reaches raises nothing, as before).
+    expression it cannot evaluate gives a function raising TypeError when called (a term no row reaches
+    raises nothing).
 
     >>> from ..ast import Cmp, Const, Prod, Var
     >>> f = _compiled(Prod((Var("A"), Cmp("<", Const(1), Var("A")))))
