@@ -202,6 +202,8 @@ def evaluate_definition(program: Program, m: MapDecl, tables: dict[str, list], e
             for row in rows if probe else ():
                 if (at := probed(row)) in wanted:
                     table.setdefault(at, []).append(row)
+            for nan in [k for k in table if any(v != v for v in k)]:  # a NaN key joins nothing, as before:
+                del table[nan]  # a dict probe would match the very same NaN object (``is`` before ``==``)
             names, values, same = _binder(atom, bound)
             bound |= {a.name for a in atom.args if isinstance(a, Var)}
             lifts = []

@@ -94,3 +94,13 @@ def test_definition_equals_nested_loops(text, r, s):
     m = program.maps[0]
     tables = {"R": r, "S": s}
     assert evaluate_definition(program, m, tables) == _reference(m.definition, [k.name for k in m.keys], tables)
+
+
+def test_a_nan_key_joins_nothing_even_the_same_nan_object():
+    """A NaN never equals itself, so it joins no row -- also the very same NaN object on both sides, which a dict
+    probe alone would match (``is`` before ``==``); a review found the probe joined it."""
+    program = parse_program("CREATE TABLE R(A INT, B DOUBLE); CREATE TABLE S(B DOUBLE, C INT);"
+                            " DECLARE MAP m[A: INT] : INT := R(A, B) * S(B, C);")
+    nan = float("nan")
+    tables = {"R": [(1, nan), (2, 1.0)], "S": [(nan, 5), (float("nan"), 6), (1.0, 7)]}
+    assert evaluate_definition(program, program.maps[0], tables) == {(2,): 1}
