@@ -53,12 +53,15 @@ class _Reader:
     def rows(self, pairs: Sequence[tuple[tuple, object]]) -> list[tuple]:
         if len(self.picks) > 1 and all(from_key for from_key, _ in self.picks):
             return self._keyed_rows(pairs)
-        out = []
+        width = len(pairs[0][0]) if pairs else 0  # a view's keys are all as wide: its values follow them
+        pick = _picker(tuple(i if from_key else width + i for from_key, i in self.picks))
+        at, out = width + (self.count or 0), []
         for key, value in pairs:
-            values = value if isinstance(value, tuple) else (value,)
-            row = tuple(key[i] if from_key else values[i] for from_key, i in self.picks)
-            times = 1 if self.distinct else int(values[self.count or 0])
-            out.extend([row] * times)
+            whole = key + value if isinstance(value, tuple) else key + (value,)
+            if self.distinct or (times := int(whole[at])) == 1:
+                out.append(pick(whole))
+            else:
+                out.extend([pick(whole)] * times)
         return out
 
     def _keyed_rows(self, pairs: Sequence[tuple[tuple, object]]) -> list[tuple]:
@@ -74,6 +77,18 @@ class _Reader:
             else:
                 out.extend([pick(key)] * times)
         return out
+
+
+def _picker(positions: tuple[int, ...]):
+    """A row's values at ``positions`` as a tuple, by one ``itemgetter`` (one position: still a tuple).
+
+    >>> _picker((2, 0))((5, 6, 7)), _picker((1,))((5, 6, 7))
+    ((7, 5), (6,))
+    """
+    if len(positions) == 1:
+        only = positions[0]
+        return lambda row: (row[only],)
+    return itemgetter(*positions) if positions else (lambda row: ())
 
 
 def _reader(program: Program, info: ViewInfo, stage: Stage) -> tuple[_Reader, tuple[tuple[str, str], ...]]:

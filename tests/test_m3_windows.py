@@ -12,9 +12,11 @@ window is left.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import msgspec
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,7 +28,7 @@ from boreas.m3.compiler.pipeline import compile_sql
 from boreas.node.operators.base import OperatorError
 from boreas.node.operators.m3windows import WindowedM3Operator
 from boreas.node.operators.registry import DEFAULT_REGISTRY
-from boreas.wire.columns import Columns, from_rows
+from boreas.wire.columns import Columns, arrow_schema, from_rows
 from support.watermark_reference import WatermarkReference
 
 BID = Schema("BidTuple", (Field("auction", FieldType.INT), Field("price", FieldType.INT),
@@ -239,3 +241,37 @@ def test_a_partitioned_tumble_view_plans_and_a_session_view_plans_where_its_sess
     box = Box("s", "m3", (InPort("Bid"),), ("Out",), (("sql", per_window),))
     with pytest.raises(BoxError, match="not a column of its SESSION's PARTITION BY"):
         plan_m3_partition(box, [BID], Partition("s", ("a:1", "b:1")))
+
+
+_WINDOWS: dict = {}  # a box's Windows per kind, built once (copied per example)
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(["TUMBLE", "HOP"]), rows=st.lists(row, max_size=12),
+       signs=st.lists(st.sampled_from([1, -1, 2]), min_size=12, max_size=12), closed=st.integers(-20, 100),
+       weighted_in=st.booleans())
+def test_a_batch_of_columns_gets_the_windows_and_weights_the_row_path_gives(kind, rows, signs, closed, weighted_in):
+    """``Windows.admit_columns`` (one take of the batch for every window a row falls in) against ``admit``
+    (row by row): the same rows with the same windows and weights, the same late count, plain or weighted."""
+    if kind not in _WINDOWS:
+        _WINDOWS[kind] = build(kind, 0).windows
+    by_columns, by_rows = copy.deepcopy(_WINDOWS[kind]), copy.deepcopy(_WINDOWS[kind])
+    by_columns.closed = by_rows.closed = closed
+    weights = signs[:len(rows)] if weighted_in else None
+    batch = from_rows(rows, BID) if rows else Columns(pa.RecordBatch.from_pylist([], schema=arrow_schema(BID)))
+    if weights is not None:
+        batch = Columns(batch.batch, weights=pa.array(weights, pa.int64()))
+    got = by_columns.admit_columns(0, "p", batch, 0.0)
+    want, want_weights = by_rows.admit(0, "p", list(rows), weights, 0.0)
+    assert sorted(zip(got.rows(), got.weight_list())) == sorted(zip(want, want_weights or [1] * len(want)))
+    assert by_columns.late == by_rows.late
+
+
+@settings(max_examples=40, deadline=None)
+@given(pairs=st.lists(st.tuples(st.tuples(st.integers(0, 3), st.sampled_from([10, 20, 30])),
+                                st.one_of(st.integers(-1, 2), st.tuples(st.integers(0, 1), st.integers(0, 1))))))
+def test_closed_rows_in_window_order_as_a_stable_sort_of_the_present_rows_gives(pairs):
+    from boreas.node.operators.m3closing import in_window_order
+    from boreas.node.operators.m3memo import present
+
+    assert in_window_order(pairs, 1) == sorted((kv for kv in pairs if present(kv[1])), key=lambda kv: kv[0][1])

@@ -13,6 +13,7 @@ of the native backend up to date (docs/m3.md, "Event time").
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 from ..ast import MapRef, Var, ViewDecl
 from .maps import MapStore
@@ -79,11 +80,43 @@ def general_rows(form: ViewForm, store: MapStore) -> dict[tuple, object]:
             if None not in row and any(values):
                 out[form.key_of(row)] = values[0] if len(values) == 1 else tuple(values)
         return out
-    for row in candidate_rows(form, reader.entries):
+    rows = _index_rows(form, store)
+    for row in candidate_rows(form, reader.entries) if rows is None else rows:
         inside, found = row_value(form, row, reader)
         if inside:
             out[form.key_of(row)] = found
     return out
+
+
+def _index_rows(form: ViewForm, store: MapStore) -> list[tuple] | None:
+    """``candidate_rows`` of a view whose one map's primary index is on exactly the key positions that hold its
+    row variables (q7's MAX per window: the map keyed by window and price, indexed by window): the index's
+    bound parts, in its order, not a key built per entry; None for any other view.
+
+    >>> from ..syntax import parse_program
+    >>> from .views import view_form
+    >>> p = parse_program("DECLARE MAP mm[W: INT, P: INT] : INT; DECLARE VIEW top[w := W](hi := MAX(P : mm[W, P]));")
+    >>> s = MapStore(p, {"mm": [(0,)]}); fill(s, "mm", {(10, 3): 1, (10, 5): 2, (20, 1): 1})
+    >>> form = view_form(p, p.views[0])
+    >>> _index_rows(form, s), candidate_rows(form, current_reader(s).entries)
+    ([(10,), (20,)], [(10,), (20,)])
+    """
+    refs = form.outer or form.refs
+    if form.source is not None or len(refs) != 1:
+        return None
+    ref = refs[0]
+    pos = store.primary.get(ref.map)
+    held = tuple(j for j, slot in enumerate(ref.slots) if slot is not None)
+    if pos is None or tuple(sorted(pos)) != held or sorted(ref.slots[j] for j in held) != list(range(len(form.vars))):
+        return None
+    slots = [ref.slots[j] for j in pos]
+    rows = []
+    for bound in store.data[ref.map]:
+        row: list = [None] * len(form.vars)
+        for slot, x in zip(slots, bound if len(pos) > 1 else (bound,)):
+            row[slot] = x
+        rows.append(tuple(row))
+    return rows
 
 
 def _entry_columns(form: ViewForm) -> list[Ref] | None:
@@ -113,7 +146,10 @@ def closed_entries(store: MapStore, native, name: str, position: int, bound: flo
 
 def rows_at_keys(view: ViewDecl, store: MapStore, native, closed: Mapping[str, Mapping[tuple, object]]) -> list:
     """``Runtime.rows_at``: a plain view's rows at the keys ``closed`` holds, a map it lacks read at those keys
-    (from C on the native backend, not through the mirror)."""
+    (from C on the native backend, not through the mirror).  A view that is one map read as it is
+    (``plain_map``) has the closed entries themselves as its rows: no pass per key."""
+    if (only := view.plain_map) is not None and only in closed:
+        return list(closed[only].items())
     keys = list(dict.fromkeys(key for name in view.maps for key in closed.get(name, ())))
     values = {}
     for name in view_maps(view):
@@ -145,6 +181,38 @@ def closed_store(program, specs: dict, closed: Mapping[str, Mapping[tuple, objec
     """A store of its own holding the entries ``closed`` holds of maps ``names`` (``Runtime.closed_rows``)."""
     part = MapStore(program, specs)
     for name in names:
-        entries = closed.get(name, {})
-        part.add_many(name, list(zip(map(part.pack, [name] * len(entries), entries), entries.values())))
+        if entries := closed.get(name):
+            fill(part, name, entries)
     return part
+
+
+def fill(store: MapStore, name: str, entries: Mapping[tuple, object]) -> None:
+    """Put ``entries`` (distinct key tuples) into map ``name`` of ``store``, empty until now: what
+    ``store.add_many`` does there (a 0 left out), without reading each key back first nor building its stored
+    form apart from its index cuts (a closing copies every closed entry of a map a view computed when read
+    reads: q7's prices per window).
+
+    >>> from ..syntax import parse_program
+    >>> p = parse_program("CREATE STREAM R(A INT, B INT); DECLARE MAP n[A: INT, B: INT] : INT;")
+    >>> s = MapStore(p, {"n": [(1,), (0,)]}); fill(s, "n", {(1, 2): 5, (1, 3): 0, (2, 3): 1})
+    >>> s.data["n"], s.indexes["n"][(0,)]
+    ({2: {1: 5}, 3: {2: 1}}, {1: {2: 5}, 2: {3: 1}})
+    """
+    arity = store.arity[name]
+    present = [(key, value) for key, value in entries.items() if value]
+    if store.primary[name] is None:
+        store.data[name].update(((key[0], value) for key, value in present) if arity == 1 else present)
+        return
+    for pos, index in store.indexes[name].items():
+        rest = [i for i in range(arity) if i not in pos]
+        if not rest:  # (no index covers every position; were it to, add_many knows how)
+            store.add_many(name, [(store.pack(name, key), value) for key, value in present])
+            return
+    for pos, index in store.indexes[name].items():
+        bound, rest_of = itemgetter(*pos), itemgetter(*(i for i in range(arity) if i not in pos))
+        for key, value in present:
+            b = bound(key)
+            if (sub := index.get(b)) is None:
+                index[b] = {rest_of(key): value}
+            else:
+                sub[rest_of(key)] = value

@@ -16,7 +16,6 @@ from boreas.m3.boxtype import BoxPlan, ViewInfo
 from boreas.m3.compiler.windowfn import Window
 from boreas.m3.runtime.program import Runtime
 
-from .m3memo import present
 
 Pairs = list[tuple[tuple, object]]  # (key, value) rows of a view
 
@@ -99,6 +98,31 @@ class Closing:
                          if everything or self.end_of(key, position, is_end) <= frontier]
             else:  # a plain view's keys are its maps' keys: its rows are the closed entries
                 pairs = runtime.rows_at(view.name, closed)
-            pairs = sorted((kv for kv in pairs if present(kv[1])), key=lambda kv: kv[0][position])
-            found.append((out, view, position, is_end, pairs))
+            found.append((out, view, position, is_end, in_window_order(pairs, position)))
         return found
+
+
+def in_window_order(pairs: Pairs, position: int) -> Pairs:
+    """The present rows of ``pairs`` (:func:`.m3memo.present`) in order of their key's window at ``position``,
+    rows of one window in the order given (a stable sort): grouped per window in one pass, the windows sorted,
+    not every row by a key function (a closing holds few windows and many rows).
+
+    >>> in_window_order([((1, 20), 5), ((2, 10), 0), ((3, 10), (0, 1)), ((4, 20), (0, 0))], 1)
+    [((3, 10), (0, 1)), ((1, 20), 5)]
+    """
+    windows: dict[object, Pairs] = {}
+    for kv in pairs:
+        value = kv[1]
+        if isinstance(value, tuple):
+            if not any(v != 0 for v in value):
+                continue
+        elif value == 0:
+            continue
+        at = kv[0][position]
+        if (rows := windows.get(at)) is None:
+            windows[at] = [kv]
+        else:
+            rows.append(kv)
+    if len(windows) == 1:
+        return next(iter(windows.values()))
+    return [kv for at in sorted(windows) for kv in windows[at]]

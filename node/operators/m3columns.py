@@ -142,6 +142,26 @@ def unread_strings(program: Program, port: PortPlan) -> frozenset[int]:
                      and name.lower() not in read and indicator(name).lower() not in read)
 
 
+def blank_unread(columns: Columns, port: PortPlan, unread: frozenset[int]) -> Columns:
+    """``columns`` with each STRING column nothing reads (``unread``: :func:`unread_strings`'s positions) all
+    ``''``: what :func:`relation_columns` hands over for them anyway, made before a batch is copied once per
+    window a row falls in (a HOP's ``size / slide``: node/operators/m3event_time.py), so their strings are not.
+
+    >>> import pyarrow as pa
+    >>> c = blank_unread(Columns(pa.record_batch([[1, 2], ["a@b", "c@d"]], names=["id", "mail"])),
+    ...                  PortPlan("P", (("id", "INT"), ("mail", "STRING")), None), frozenset({1}))
+    >>> c.batch.column(1).to_pylist(), c.batch.schema.names
+    (['', ''], ['id', 'mail'])
+    """
+    if not unread:
+        return columns
+    batch = columns.batch
+    picks = [i for i in range(batch.num_columns) if i != port.sign_index]
+    blank = {picks[at] for at in unread if at < len(picks)}
+    arrays = [pa.repeat(pa.scalar("", type=c.type), len(c)) if i in blank else c for i, c in enumerate(batch.columns)]
+    return Columns(pa.RecordBatch.from_arrays(arrays, schema=batch.schema), weights=columns.weights)
+
+
 def relation_columns(batch: pa.RecordBatch, port: PortPlan, string_ids, unread: frozenset[int] = frozenset()) -> list[Any]:
     """The relation's columns of ``batch`` (the port's fields, the sign field left out), as M3 takes them.
 

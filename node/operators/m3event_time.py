@@ -114,9 +114,9 @@ class Windows:
         return out, out_weights
 
     def admit_columns(self, port: int, producer: str, columns: Columns, now: float) -> Columns | None:
-        """:meth:`admit` for an Arrow batch, with numpy over whole columns (one filtered copy of the batch per
-        window a row may fall in: TUMBLE one, HOP ``size / slide``); None when its event times hold a null
-        (the row path counts those)."""
+        """:meth:`admit` for an Arrow batch, with numpy over whole columns: the rows of every window a row may
+        fall in (TUMBLE one, HOP ``size / slide``) taken from the batch at once (:func:`_windowed`); None when
+        its event times hold a null (the row path counts those)."""
         wp, closed, self.at = self.ports[port], self.closed, now
         batch = columns.batch
         column = batch.column(wp.time)
@@ -127,20 +127,16 @@ class Windows:
         size, slide = wp.window.size, wp.window.slide
         last = whole - whole % slide
         kept = np.zeros(len(times), dtype=bool)
-        parts = []
-        names = [*batch.schema.names, *WINDOW_COLUMNS]
+        at, starts_at = [], []  # per window a row may fall in: the rows in one, and their windows' starts
         for j in range(-(-size // slide)):
             starts = last - j * slide
             mask = (starts > times - size) & (starts + size > closed)
             if not mask.any():
                 continue
             kept |= mask
-            arrow_mask = pa.array(mask)
-            part = columns.filter(arrow_mask) if columns.weights is not None else Columns(batch.filter(arrow_mask))
-            picked = starts[mask]
-            part_batch = pa.RecordBatch.from_arrays([*part.batch.columns, pa.array(picked), pa.array(picked + size)],
-                                                    names=names)
-            parts.append((part_batch, part.weights))
+            rows = np.flatnonzero(mask)
+            at.append(rows)
+            starts_at.append(starts[rows])
         late = ~kept
         if late.any():
             self.late += int(late.sum()) if columns.weights is None else \
@@ -150,14 +146,7 @@ class Windows:
         else:
             wp.marks.heard_from(producer, now)
         self.logged.note(self.late, now)
-        if not parts:
-            return Columns(pa.RecordBatch.from_arrays(
-                [*batch.slice(0, 0).columns, pa.array([], pa.int64()), pa.array([], pa.int64())], names=names))
-        if len(parts) == 1:
-            return Columns(parts[0][0], weights=parts[0][1])
-        table = pa.Table.from_batches([b for b, _ in parts]).combine_chunks()
-        weights = None if columns.weights is None else pa.concat_arrays([w for _, w in parts])
-        return Columns(table.to_batches()[0], weights=weights)
+        return _windowed(columns, at, starts_at, size)
 
     def heard(self, port: int, producer: str, newest: float, late: int, now: float) -> None:
         """A batch on ``port`` whose rows another owner admitted (a session's): its newest event time moves the
@@ -209,3 +198,23 @@ class Windows:
         for port, marks in state.get("marks", {}).items():
             self.ports[int(port)].marks.restore(marks, shift)
         self.logged.restored(self.late)
+
+
+def _windowed(columns: Columns, at: list[np.ndarray], starts: list[np.ndarray], size: int) -> Columns:
+    """``columns``' rows at ``at`` (per window a row may fall in, in that order), each with its window's
+    ``starts`` and end appended (``WINDOW_COLUMNS``): one ``take`` of the batch however many windows a row
+    falls in (HOP's ``size / slide``), none when every row falls in one window (a TUMBLE batch with no late
+    row: its columns as they are)."""
+    batch = columns.batch
+    names = [*batch.schema.names, *WINDOW_COLUMNS]
+    if not at:
+        return Columns(pa.RecordBatch.from_arrays(
+            [*batch.slice(0, 0).columns, pa.array([], pa.int64()), pa.array([], pa.int64())], names=names))
+    rows, picked = (at[0], starts[0]) if len(at) == 1 else (np.concatenate(at), np.concatenate(starts))
+    whole = len(at) == 1 and len(rows) == batch.num_rows  # (then ``rows`` is every row, in order)
+    taken = None if whole else pa.array(rows)
+    body = batch if whole else batch.take(taken)
+    weights = columns.weights if whole or columns.weights is None else columns.weights.take(taken)
+    out = pa.RecordBatch.from_arrays([*body.columns, pa.array(picked, pa.int64()), pa.array(picked + size, pa.int64())],
+                                     names=names)
+    return Columns(out, weights=weights)

@@ -66,6 +66,8 @@ class WindowedM3Operator(M3Operator):
         if sessions and len(sessions) != len(ports):
             raise self.error("reads one stream through SESSION and another through TUMBLE or HOP; a box reads "
                              "through sessions or through fixed windows (use one box for each)")
+        # per port the STRING columns nothing reads, blanked before a batch is copied per window (.m3columns)
+        self._blank = {port: m3columns.unread_strings(self.plan.program, self.plan.ports[port]) for port in ports}
         self.windows = Windows(ports, logged=LateLog(box.name, kind="m3", allowance="its stream's watermark delay"))
         self.sessions = SessionBuffer(sessions)
         self.closing = Closing.of(self.plan, self.error)
@@ -83,6 +85,7 @@ class WindowedM3Operator(M3Operator):
             return self._hold(port, rows, now, origin[1])
         admitted = None
         if port in self.windows.ports and isinstance(rows, Columns):
+            rows = m3columns.blank_unread(rows, self.plan.ports[port], self._blank[port])
             admitted = self.windows.admit_columns(port, origin[1], rows, now)
         if admitted is not None:
             rows = admitted
@@ -151,7 +154,8 @@ class WindowedM3Operator(M3Operator):
         leaves: dict[str, list] = {}
         for out, view, position, is_end, pairs in self.closing.rows(self.runtime, frontier, closed, everything):
             if self._stages is not None:
-                leaves[view.name] = [(self.closing.end_of(k, position, is_end), k, v) for k, v in pairs]
+                shift = 0 if is_end else self.closing.size  # (a key holding the start: its end is size on)
+                leaves[view.name] = [(k[position] + shift, k, v) for k, v in pairs]
             elif pairs:
                 emitted.append((out, self._emit[out](pairs)))
         if self._stages is not None and (joined := self._stages.rows(leaves)):
