@@ -111,6 +111,10 @@ class Intake:
                 return Ack(batch.stream, batch.producer, batch.seq, len(rows))
             self.counters["refused_batches"] += 1
             return Refused(batch.stream, batch.producer, batch.seq, f"box {batch.box!r} is not on {self.endpoint}")
+        if row_type is None and batch.box and batch.stream in self.host.schemas:
+            # Forwarded to a box that moved back to the node writing the stream (node/mover.py declares it
+            # no input here): decoded by the stream's schema here.
+            row_type = self.host.row_type(batch.stream)
         if row_type is None:
             self.counters["refused_batches"] += 1
             return Refused(batch.stream, batch.producer, batch.seq,
@@ -203,6 +207,8 @@ class Intake:
         """A batch queued for forwarding that is processed here after all (a move that failed), as the box
         task takes it; None if its stream no longer enters here."""
         row_type = self.row_type(batch.stream)
+        if row_type is None and batch.box and batch.stream in self.host.schemas:  # (as accept's)
+            row_type = self.host.row_type(batch.stream)
         if row_type is None:
             return None
         data = bytes(batch.rows)

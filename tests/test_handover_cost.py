@@ -10,8 +10,10 @@ chain from node n0 to n1 as node/mover.py does -- the source's
 :func:`~boreas.node.handover.target_items` applied by the target as
 ``move_in`` applies them, the source's
 :func:`~boreas.node.handover.source_items` as ``apply_local`` does -- at two
-slice sizes, and count the boxes each side's check and follow walk and the
-whole rewirings: the same at both sizes.  The result is compared with a
+slice sizes, and count the boxes each side's check and follow walk, the
+whole rewirings, and the source's walks over all its boxes and
+subscriptions (none: node/handover.py asks the node's index what reads a
+stream): the same at both sizes.  The result is compared with a
 dataflow that follows every box (the oracle of tests/test_node_change_cost.py).
 In process, no node processes.
 """
@@ -19,26 +21,51 @@ In process, no node processes.
 from __future__ import annotations
 
 import asyncio
+import types
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import msgspec
 import pytest
 from boreas.catalog import Catalog
 from boreas.catalog.document_model import Update
 from boreas.catalog.documents import read_document
-from boreas.catalog.model import Box, Field, FieldType, InPort, Input, Node, Schema
+from boreas.catalog.model import Box, Field, FieldType, InPort, Input, Node, Schema, Subscription
 from boreas.catalog.replicate import update_items
 from boreas.catalog.slices import node_slice
 from boreas.catalog.updates import update_document
 from boreas.m3.boxtype import box_types
 from boreas.node.box_state import BoxStates
 from boreas.node.dataflow import Dataflow
-from boreas.node.handover import source_items, target_items
+from boreas.catalog import index_derivation
+from boreas.node import operator_host
+from boreas.node.handover import detach, source_items, target_items
+from boreas.node.journal import payload
+from boreas.node.mover import BoxMover
 from boreas.node.local_catalog import LocalCatalog
 from boreas.node.routes import Routes
+from boreas.wire.frames import Batch, Refused
 
 NODES = ("n0:15000", "n1:15000")
+
+
+class _Walks(dict):
+    """A Catalog dict that counts the walks over all of it (``values``, ``items``, iteration)."""
+
+    walks = 0
+
+    def values(self):  # type: ignore[no-untyped-def]
+        _Walks.walks += 1
+        return super().values()
+
+    def items(self):  # type: ignore[no-untyped-def]
+        _Walks.walks += 1
+        return super().items()
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        _Walks.walks += 1
+        return super().__iter__()
 
 
 def _catalog(boxes: int) -> Catalog:
@@ -52,6 +79,11 @@ def _catalog(boxes: int) -> Catalog:
         upstream = f"in{i % 2}" if i < 2 else f"b{i - 2}_t"
         catalog.boxes[f"b{i}"] = Box(f"b{i}", "filter", (InPort(upstream),), (f"b{i}_t",),
                                      (("expression.0", "value > 0.5"),), node=NODES[i % 2])
+    catalog.boxes["x"] = Box("x", "filter", (InPort(f"b{boxes - 6}_t"),), ("x_t",), (("expression.0", "value < 0.5"),),
+                             node=NODES[1])  # (n1 reads a box of n0's chain)
+    for stream in [*(f"b{i}_t" for i in range(boxes - 6, boxes, 2)), "x_t"]:  # (the moved boxes' and others')
+        sub = Subscription(stream, "client:9")
+        catalog.subscriptions[sub.key] = sub
     return catalog
 
 
@@ -69,13 +101,14 @@ class _Node:
         self.flow.reconfigure(self.local.apply(update, candidate))
         self.oracle.reconfigure(candidate)
 
-    def take_in(self, items: list) -> None:
-        """``BoxMover.move_in``: the handover's update XML previewed, checked (rules off), applied, followed."""
-        update = read_document(update_document(items, origin="source"), "handover update XML")
-        assert isinstance(update, Update)
-        candidate = self.local.preview(update)
-        assert self.flow.refusals(candidate, "handover update XML", rules=False, touched=self.local.touched) == []
-        self.flow.reconfigure(self.local.apply(update, candidate))
+    async def take_in(self, items: list, handovers: list) -> None:
+        """``POST /handover``: :meth:`BoxMover.move_in` of the source's items and the boxes' states."""
+        node = types.SimpleNamespace(endpoint=self.endpoint, local=self.local, dataflow=self.flow,
+                                     update_lock=asyncio.Lock(), durability=None,
+                                     reflector=types.SimpleNamespace(reflect=lambda *_: None),
+                                     tasks=types.SimpleNamespace(closed=True), catalog_changed=lambda: None)
+        body = msgspec.msgpack.encode([update_document(items, origin="source"), [h.encode() for h in handovers]])
+        await BoxMover(node).move_in(body)  # type: ignore[arg-type]
 
     def change_own(self, items: list) -> None:
         """``NodeService.apply_local``: the node's own change, followed by the keys it wrote."""
@@ -98,6 +131,7 @@ def _counted() -> Iterator[Counter[str]]:
     ``only``) and the whole rewirings of a node's routes."""
     counts: Counter[str] = Counter()
     check, follow, wire_whole = BoxStates.check, BoxStates.follow, Routes.wire_whole
+    whole_check, whole_schemas = index_derivation.check_topology, operator_host.stream_schemas
 
     def counted_check(self, boxes, schemas, build=None, only=None):  # type: ignore[no-untyped-def]
         counts["checked"] += len(boxes) if only is None else len(only)
@@ -112,37 +146,101 @@ def _counted() -> Iterator[Counter[str]]:
         counts["whole rewirings"] += 1
         return wire_whole(self, *args, **kwargs)
 
+    def counted(name, whole):  # type: ignore[no-untyped-def]
+        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            counts[name] += 1
+            return whole(*args, **kwargs)
+        return call
+
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(index_derivation, "check_topology", counted("whole checks", whole_check))
+        patch.setattr(operator_host, "stream_schemas", counted("whole typings", whole_schemas))
         patch.setattr(BoxStates, "check", counted_check)
         patch.setattr(BoxStates, "follow", counted_follow)
         patch.setattr(Routes, "wire_whole", counted_wire)
         yield counts
 
 
-def _move(boxes: int) -> tuple[Counter[str], Counter[str]]:
-    """The last box of n0's chain moved to n1 in a catalog of ``boxes``: the work each side did."""
-    async def run() -> tuple[Counter[str], Counter[str]]:
+async def _hand_over(source: _Node, target: _Node, name: str) -> tuple[Counter[str], Counter[str]]:
+    """Box ``name`` moved from ``source`` to ``target`` as node/mover.py moves it; the work each side did."""
+    held = source.local.catalog
+    box = held.boxes[name]
+    # What a walk over every box and subscription finds (a copy: the node's index is not of it).
+    expected = (target_items(held.copy(), source.flow, [box], source.endpoint, target.endpoint),
+                source_items(held.copy(), source.flow, [box], source.endpoint, target.endpoint))
+    held.boxes, held.subscriptions = _Walks(held.boxes), _Walks(held.subscriptions)
+    _Walks.walks = 0
+    with _counted() as given:
+        items = target_items(held, source.flow, [box], source.endpoint, target.endpoint)
+        own = source_items(held, source.flow, [box], source.endpoint, target.endpoint)
+        handovers = await detach(source.flow, [name], target.endpoint)
+    given["catalog walks"] = _Walks.walks
+    assert (items, own) == expected
+    assert Subscription(f"{name}_t", "client:9") in items and any(
+        getattr(i, "stream", None) == f"{name}_t" and getattr(i, "endpoint", None) == "client:9" for i in own)
+    with _counted() as taken:
+        await target.take_in(items, handovers)
+    assert target.local.catalog.boxes[name].node == target.endpoint
+    target.same_as_oracle()
+    with _counted() as applied:
+        source.change_own(own)
+    given.update({f"apply {k}": v for k, v in applied.items()})
+    assert name not in source.local.catalog.boxes
+    source.same_as_oracle()
+    return taken, given
+
+
+def _move(boxes: int) -> list[Counter[str]]:
+    """The last box of n0's chain moved to n1 in a catalog of ``boxes``, and back: the work each side did."""
+    async def run() -> list[Counter[str]]:
         catalog = _catalog(boxes)
-        source, target = (_Node(n, node_slice(catalog, n)) for n in NODES)
-        name = f"b{boxes - 2}"
-        box = source.local.catalog.boxes[name]
-        items = target_items(source.local.catalog, source.flow, [box], *NODES)
-        with _counted() as taken:
-            target.take_in(items)
-        assert target.local.catalog.boxes[name].node == NODES[1]
-        target.same_as_oracle()
-        own = source_items(source.local.catalog, source.flow, [box], *NODES)
-        with _counted() as given:
-            source.change_own(own)
-        assert name not in source.local.catalog.boxes
-        source.same_as_oracle()
-        return taken, given
+        first, second = (_Node(n, node_slice(catalog, n)) for n in NODES)
+        name, upstream = f"b{boxes - 2}", f"b{boxes - 4}_t"
+        there = await _hand_over(first, second, name)
+        assert upstream in second.local.catalog.inputs  # (n1 writes no box's stream the box reads)
+        back = await _hand_over(second, first, name)
+        # Back on the node that writes its upstream stream: read from there, not declared an input too.
+        assert upstream not in first.local.catalog.inputs and first.flow.host.index.ok
+        assert [p for p in first.local.catalog.publications.values() if p.stream == upstream] == []
+        # x, which n1 holds, moved to n0, which writes the stream x reads: read from there too, and what n1
+        # still forwards to it is taken (no input declared: decoded by the stream's schema here).
+        joins = await _hand_over(second, first, "x")
+        assert f"b{boxes - 6}_t" not in first.local.catalog.inputs and first.flow.host.index.ok
+        forwarded = Batch(f"b{boxes - 6}_t", "b-producer", 0, msgspec.Raw(payload([(0.7,)])), box="x")
+        assert not isinstance(await first.flow.intake.accept(forwarded), Refused)
+        return [*there, *back, *joins]
     return asyncio.run(run())
 
 
 def test_a_handover_walks_as_many_boxes_whatever_the_nodes_hold() -> None:
-    small_in, small_out = _move(40)
-    large_in, large_out = _move(400)
-    assert large_in == small_in, (small_in, large_in)
-    assert large_out == small_out, (small_out, large_out)
-    assert large_in["whole rewirings"] == 0 and large_in["checked"] <= 2 and large_in["followed"] <= 2
+    small, large = _move(40), _move(400)
+    assert large == small, (small, large)
+    for taken in large[0::2]:  # (each target: the box taken in checked, built and routed alone)
+        assert taken["whole rewirings"] == taken["whole checks"] == taken["whole typings"] == 0
+        assert taken["checked"] <= 2 and taken["followed"] <= 2
+    for given in large[1::2]:  # (each source: its items found by its index, not a walk over every box)
+        assert given["catalog walks"] == given["whole rewirings"] == given["whole checks"] == 0
+
+
+def test_a_box_taken_out_is_unrouted_by_the_streams_it_reads_and_writes() -> None:
+    """``Routes.remove`` of a plain box looks at its own streams' routes only, and leaves what a whole
+    wiring of the boxes left gives."""
+    catalog = _catalog(60)
+    schemas = {s: catalog.schemas["Reading"] for b in catalog.boxes.values()
+               for s in (*b.outputs, *(p.stream for p in b.inputs))}
+    states = BoxStates()
+    assert states.follow(dict(catalog.boxes), schemas) == {}
+    routes = Routes()
+    routes.produce_whole(states, {})
+    routes.wire_whole(states, {}, {})
+    routes.consumers, routes.producer_of = _Walks(routes.consumers), _Walks(routes.producer_of)
+    _Walks.walks = 0
+    routes.remove("b30", plain=True)
+    assert _Walks.walks == 0
+    del catalog.boxes["b30"]
+    assert states.follow(dict(catalog.boxes), schemas) == {}
+    whole = Routes()
+    whole.produce_whole(states, {})
+    whole.wire_whole(states, {}, {})
+    assert {s: c for s, c in routes.consumers.items() if c} == {s: c for s, c in whole.consumers.items() if c}
+    assert dict(routes.producer_of) == whole.producer_of
