@@ -43,6 +43,7 @@ from boreas.node import operator_host
 from boreas.node.handover import detach, source_items, target_items
 from boreas.node.journal import payload
 from boreas.node.mover import BoxMover
+from boreas.node.recovery import records
 from boreas.node.local_catalog import LocalCatalog
 from boreas.node.routes import Routes
 from boreas.wire.frames import Batch, Refused
@@ -208,6 +209,12 @@ def _move(boxes: int) -> list[Counter[str]]:
         assert f"b{boxes - 6}_t" not in first.local.catalog.inputs and first.flow.host.index.ok
         forwarded = Batch(f"b{boxes - 6}_t", "b-producer", 0, msgspec.Raw(payload([(0.7,)])), box="x")
         assert not isinstance(await first.flow.intake.accept(forwarded), Refused)
+        # ... and what was taken so is replayed from the log by a restarted node (a fresh dataflow on the same
+        # catalog): a batch acknowledged live is never skipped as "no longer enters here".
+        restarted = Dataflow(first.endpoint, None, f"{first.endpoint}#restarted", box_types=box_types())
+        restarted.reconfigure(first.local.catalog)
+        taken = records.Taken(f"b{boxes - 6}_t", "b-producer", 0, "x", payload([(0.7,)]), 0.0)
+        assert await restarted.replayer.replay_log([(0, records.encode(taken))]) == 1
         return [*there, *back, *joins]
     return asyncio.run(run())
 
