@@ -42,6 +42,9 @@ True
 >>> before.schemas, after.schemas = {"T": Schema("T", ())}, {"T": Schema("T", ())}
 >>> changed_boxes(after, {"schemas": {"T"}}, held=before.boxes, broken=(), before=before)
 []
+>>> after.schemas["V"] = Schema("V", ())  # (a new schema: no box built before reads it)
+>>> changed_boxes(after, {"schemas": {"V"}}, held=before.boxes, broken=(), before=before)
+[]
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ from boreas.catalog.model import Box, Catalog
 #: Catalog dicts whose change reaches boxes whose own declaration did not change (a table box is bound to
 #: its table's declaration and schema; a partitioned box's member is built by its partition).
 WHOLE = frozenset({"tables", "schemas", "types", "partitions"})
+#: Of those, the dicts of declarations a box reads by name only when it is built: one declared anew (a box moving
+#: in declares its out streams' schemas, which a map's or an aggregate's are named after it) reaches no box built
+#: before, since a box naming a schema or type that was missing is broken, and broken boxes are tried again.
+NAMED = frozenset({"schemas", "types"})
 
 
 def changed_boxes(after: Catalog, touched: Mapping[str, Collection[str]], held: Mapping[str, Box],
@@ -89,6 +96,8 @@ def _rewritten(before: Catalog | None, after: Catalog, kind: str, keys: Collecti
     if before is None:
         return True
     old, new = getattr(before, kind), getattr(after, kind)
+    if kind in NAMED:  # a new name is no change to boxes built before it existed (one naming it was broken)
+        return any(k in old and (k not in new or old[k] != new[k]) for k in keys)
     return any(k not in old or k not in new or old[k] != new[k] for k in keys)
 
 

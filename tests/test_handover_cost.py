@@ -229,6 +229,27 @@ def test_a_handover_walks_as_many_boxes_whatever_the_nodes_hold() -> None:
         assert given["catalog walks"] == given["whole rewirings"] == given["whole checks"] == 0
 
 
+def test_a_map_box_whose_out_schema_the_target_lacks_walks_as_many_boxes_whatever_the_nodes_hold() -> None:
+    """A map's out stream has a schema of its own (named after the box), which the target does not hold: the
+    handover declares it, and a new schema is no change to the boxes the target built before (a review found
+    the target checked and followed every box it held for it)."""
+    def moved(boxes: int) -> Counter[str]:
+        async def run() -> Counter[str]:
+            catalog = _catalog(boxes)
+            name = f"b{boxes - 2}"
+            catalog.boxes[name] = Box(name, "map", catalog.boxes[name].inputs, (f"{name}_t",),
+                                      (("expression.0", "value * 2"), ("output-field-name.0", "value")),
+                                      node=NODES[0])
+            first, second = (_Node(n, node_slice(catalog, n)) for n in NODES)
+            taken, _ = await _hand_over(first, second, name)
+            return taken
+        return asyncio.run(run())
+    small, large = moved(40), moved(400)
+    assert large == small, (small, large)
+    assert large["whole rewirings"] == large["whole checks"] == large["whole typings"] == 0
+    assert large["checked"] <= 2 and large["followed"] <= 2
+
+
 def test_a_box_taken_out_is_unrouted_by_the_streams_it_reads_and_writes() -> None:
     """``Routes.remove`` of a plain box looks at its own streams' routes only, and leaves what a whole
     wiring of the boxes left gives."""
