@@ -18,8 +18,8 @@ times, ``--repeat`` times each, the median of:
   box, then ``boreas disconnect`` of it;
 * **nodes**: ``boreas nodes``;
 
-(each CLI call printed with the Head's CPU seconds over it: all the Head
-did meanwhile, its background work included);
+(each CLI call printed with the Head's and the nodes' CPU seconds over it:
+all they did meanwhile, background work included);
 * **full copy**: an in-process global component from ``start()`` until its
   full copy is in (bench/deploy.py's figure), and a plain ``GET /catalog``;
 * **Head restart**: the Head killed with SIGKILL and started again, until it
@@ -217,9 +217,12 @@ def measure_size(run: Run, args: argparse.Namespace, boxes: int, catalog_url: st
                           ("connect", ("connect", box, "--box", filter_xml)),
                           ("disconnect", ("disconnect", f"f{r}_out")), ("nodes", ("nodes",))):
             head_cpu = cpu_seconds(cluster.head_proc.pid)
+            node_cpu = [cpu_seconds(p.pid) for p in cluster.node_procs]
             figures[key].append(cluster.boreas(*argv))
             took = cpu_seconds(cluster.head_proc.pid) - head_cpu  # (the Head's CPU over the call, all it did)
-            print(f"    {key} {figures[key][-1]:.3f} s, Head CPU {took:.3f} s", flush=True)  # (said at once)
+            nodes_took = [cpu_seconds(p.pid) - c for p, c in zip(cluster.node_procs, node_cpu, strict=True)]
+            print(f"    {key} {figures[key][-1]:.3f} s, Head CPU {took:.3f} s, nodes' CPU {sum(nodes_took):.3f} s "
+                  f"(most {max(nodes_took):.3f} s)", flush=True)  # (said at once)
         copy = asyncio.run(time_global_copy(cluster.head, run.token, args.timeout))
         if copy["boxes"] < boxes:
             raise BenchError(f"the global component's copy has {copy['boxes']} boxes, not {boxes} or more")

@@ -108,6 +108,12 @@ class CatalogIndex:
 
         return named("produces"), named("reads")
 
+    def reading(self, stream: str, kind: str) -> list[str]:
+        """The keys of Catalog dict ``kind`` (``boxes``, ``subscriptions``, ...) whose elements read ``stream``,
+        in name order, by the references: what a node handing a box over asks (node/handover.py), at the
+        cost of what names the stream, not of a walk over every element."""
+        return sorted(key for where, key in self.refs.get(("reads", stream), ()) if where == kind)
+
     # -- a change ------------------------------------------------------------------------------------
 
     def derive(self, after: Catalog, touched: Mapping[str, Iterable[str]] | None = None) -> CatalogIndex:

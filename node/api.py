@@ -185,7 +185,8 @@ class NodeApi:
         except (ValidationFailed, UpdateRejected, ValueError) as exc:
             return json_error(422, f"cannot take the box: {exc}")
         return web.json_response({"endpoint": self.endpoint, "version": written.version,
-                                  "incarnation": self.incarnation, "base": written.base, "serial": written.serial})
+                                  "incarnation": self.incarnation, "base": written.base, "serial": written.serial,
+                                  **({"items": written.items} if written.items is not None else {})})
 
     async def handle_catalog(self, request: web.Request) -> web.Response:
         text = self.local.as_update_xml(id=serial_id(self.incarnation, self.local.serial))

@@ -30,6 +30,7 @@ Usage::
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -40,7 +41,7 @@ from boreas.catalog.documents import (
     Unsubscribe,
     read_document,
 )
-from boreas.catalog.model import Box, Catalog, Input, Output, Publication, Subscription
+from boreas.catalog.model import Box, Catalog, Input, Output, Publication, Schema, Subscription
 from boreas.catalog.replicate import UpdateRejected
 from boreas.catalog.updates import update_document
 from boreas.catalog.validate import stream_schemas
@@ -117,16 +118,27 @@ class FilterConnector:
         new = box.outputs[0]
         if box.name in local.boxes:
             raise ConnectRefused(f"a box named {box.name!r} is already on node {self.node.endpoint}")
-        known = set(self.node.dataflow.schemas) | set(local.inputs) | set(local.outputs)
-        if new in known:
+        if new in self.node.dataflow.schemas or new in local.inputs or new in local.outputs:
             raise ConnectRefused(f"stream {new!r} already exists; the inserted box needs a new out stream")
         trial = local.copy()
         trial.boxes[box.name] = replace(box, node=self.node.endpoint)
-        schemas = stream_schemas(trial, self.node.dataflow.box_types)
+        schemas = self._schemas(trial, box.name)
         if new not in schemas or old not in schemas or schemas[new].fields != schemas[old].fields:
             raise ConnectRefused(f"box {box.name!r} must not change the schema: its out stream {new!r} "
                                  f"must have the fields of {old!r}")
         return sink, request.port, old, new
+
+    def _schemas(self, trial: Catalog, added: str) -> Mapping[str, Schema]:
+        """The stream schemas of ``trial``, the node's catalog with box ``added`` written: derived from the
+        node's index by that box when the index is of the catalog held and has no problems (as the node's
+        reconfigure takes them), else inferred over every box (a connect typed all the node's boxes: issue
+        37, 10,000 boxes a node at 40,000)."""
+        index = self.node.dataflow.host.index
+        if index.catalog is self.local and index.ok:
+            derived = index.derive(trial, {"boxes": {added}})
+            if derived.ok:
+                return derived.stream_schemas  # (read only: the derived index's own mapping)
+        return stream_schemas(trial, self.node.dataflow.box_types)
 
     def _upstream_of(self, stream: str, sink: str) -> str:
         """The node ``stream`` comes from, if an upstream insertion on it is possible."""

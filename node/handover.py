@@ -135,7 +135,7 @@ def target_items(local: Catalog, flow: Dataflow, boxes: list[Box], source: str, 
     items += list(schemas.values())
     items += [Node(source), Node(target)]
     items += [replace(t, node=target) if t.node else t for t in tables]
-    consumed_here = {p.stream for b in local.boxes.values() if b.name not in moving for p in b.inputs}
+    readers = _Readers(local, flow)
     for box in boxes:
         for port in box.inputs:
             if port.stream not in made_by_moving:
@@ -145,9 +145,9 @@ def target_items(local: Catalog, flow: Dataflow, boxes: list[Box], source: str, 
         for stream in box.outputs:
             declared = local.outputs.get(stream)
             items.append(Output(stream, declared.schema if declared else flow.schemas[stream].name, target))
-            kept = {sub.endpoint: sub for sub in local.subscriptions.values() if sub.stream == stream}  # (names)
+            kept = {sub.endpoint: sub for sub in readers.subscriptions(stream)}  # (names)
             endpoints = set(kept)
-            if stream in consumed_here:
+            if readers.boxes_besides(stream, moving):
                 endpoints.add(source)
             items += [Node(e) for e in endpoints if e in local.nodes]
             items += [kept.get(e, Subscription(stream, e)) for e in sorted(endpoints)]
@@ -159,17 +159,41 @@ def source_items(local: Catalog, flow: Dataflow, boxes: list[Box], source: str, 
     here now come from the target."""
     moving = {b.name for b in boxes}
     items: list[Any] = [Delete(box=b.name) for b in boxes] + [Node(target)]
-    used_here = {t for b in local.boxes.values() if b.name not in moving for t in b.access}
-    items += [Delete(table=t) for t in dict.fromkeys(t for b in boxes for t in b.access)
-              if t in local.tables and t not in used_here]
-    consumed_here = {p.stream for b in local.boxes.values() if b.name not in moving for p in b.inputs}
+    if any(b.access for b in boxes):  # (a walk over every box only for a table box: companions move with it)
+        used_here = {t for b in local.boxes.values() if b.name not in moving for t in b.access}
+        items += [Delete(table=t) for t in dict.fromkeys(t for b in boxes for t in b.access)
+                  if t in local.tables and t not in used_here]
+    readers = _Readers(local, flow)
     for box in boxes:
         for stream in box.outputs:
-            items += [Unsubscribe(stream, sub.endpoint) for sub in local.subscriptions.values()
-                      if sub.stream == stream]
+            items += [Unsubscribe(stream, sub.endpoint) for sub in readers.subscriptions(stream)]
             if stream in local.outputs:
                 items.append(Delete(output=stream))
-            if stream in consumed_here:
+            if readers.boxes_besides(stream, moving):
                 items.append(Input(stream, flow.schemas[stream].name, source))
                 items.append(Publication(stream, source, target))
     return items
+
+
+class _Readers:
+    """What reads a stream in the source's catalog: the boxes and subscriptions, by the node's index of that
+    catalog (its references) when the index is of it, so a handover costs what the moved boxes' streams
+    name, not a walk over every box and subscription the node holds (issue 37); else by such a walk."""
+
+    def __init__(self, local: Catalog, flow: Dataflow):
+        index = flow.host.index
+        self.local = local
+        self.index = index if index.catalog is local else None
+
+    def boxes_besides(self, stream: str, moving: set[str]) -> bool:
+        """Whether a box not among ``moving`` reads ``stream``."""
+        if self.index is not None:
+            return any(name not in moving for name in self.index.reading(stream, "boxes"))
+        return any(p.stream == stream for b in self.local.boxes.values() if b.name not in moving for p in b.inputs)
+
+    def subscriptions(self, stream: str) -> list[Subscription]:
+        """The subscriptions to ``stream``, by key."""
+        subs = self.local.subscriptions
+        if self.index is not None:
+            return [subs[key] for key in self.index.reading(stream, "subscriptions")]
+        return [subs[key] for key in sorted(k for k, sub in subs.items() if sub.stream == stream)]

@@ -86,11 +86,19 @@ class Intake:
         self.progress = progress
         self.counters = counters
 
-    def row_type(self, stream: str) -> RowType | None:
-        """How batches of ``stream`` arriving here decode; None if it does not enter this node."""
+    def row_type(self, stream: str, box: str | None = None) -> RowType | None:
+        """How batches of ``stream`` arriving here (for ``box``, if named) decode; None if it does not enter
+        this node.
+
+        A batch forwarded to a box that moved back to the node writing its stream (node/mover.py declares the
+        stream no input here) decodes by the stream's schema here: the one rule for taking it live, for a
+        failed move's queued batch and for the log's replay of it (a record acknowledged live must replay).
+        """
         found = self.host.row_types.get(stream) or self.out.forward_types.get(stream)
         if found is None:
             found = self.router.bridged_row_type(stream)
+        if found is None and box and box in self.states.operators and stream in self.host.schemas:
+            found = self.host.row_type(stream)
         return found
 
     async def accept(self, batch: Batch) -> Ack | Refused | Deferred:
@@ -99,7 +107,7 @@ class Intake:
         With an input log the acknowledgement is :class:`Deferred` until the
         batch's record is durable: an acknowledged batch is never lost.
         """
-        row_type = self.row_type(batch.stream)
+        row_type = self.row_type(batch.stream, batch.box)
         if batch.box and batch.box not in self.states.operators:
             relay = self.out.forwards.get(batch.stream)
             if relay is not None and relay.forward_to_box == batch.box and row_type is not None:
@@ -202,7 +210,7 @@ class Intake:
     def arrival(self, batch: Batch) -> Arrival | None:
         """A batch queued for forwarding that is processed here after all (a move that failed), as the box
         task takes it; None if its stream no longer enters here."""
-        row_type = self.row_type(batch.stream)
+        row_type = self.row_type(batch.stream, batch.box)
         if row_type is None:
             return None
         data = bytes(batch.rows)

@@ -81,6 +81,13 @@ class LocalCatalog:
         self.touched = (self.catalog, touched)
         return new
 
+    def writes(self, stream: str) -> bool:
+        """Whether a box held here writes ``stream`` (by :attr:`writers`' counts when they follow the held
+        catalog): a box moving in must not declare such a stream an ``<input>`` too (node/mover.py)."""
+        if self.writers.catalog is self.catalog:
+            return self.writers.counts[stream] > 0
+        return any(stream in b.outputs for b in self.catalog.boxes.values())
+
     def refused(self) -> None:
         """An update was refused after :meth:`preview` (a box it declares cannot run here)."""
         self.counters["updates_received"] += 1

@@ -22,11 +22,12 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import msgspec
 from boreas.catalog.documents import Move, Update, read_document
-from boreas.catalog.model import Box, Catalog
+from boreas.catalog.deployment_model import Publication
+from boreas.catalog.model import Box, Catalog, Input
 from boreas.catalog.replicate import Rejection
 from boreas.catalog.table_params import ACCESSING
 from boreas.catalog.updates import update_document
@@ -46,6 +47,7 @@ from .handover import (
     target_items,
 )
 from .head_reports import head_reports
+from .local_catalog import LocalCatalog
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,7 @@ class TakenIn:
     version: int
     base: int
     serial: int
+    items: str | None = None  # the items applied, as update XML, when not the source's (_produced_here)
 
 
 class BoxMover:
@@ -127,7 +130,8 @@ class BoxMover:
         base = node.local.serial
         version = node.apply_local(own, reflect=[])
         written = [Written(node.endpoint, node.incarnation, base, node.local.serial, update_document(own))]
-        taken = Written.of_answer(target, text, answer)  # the target's part (an older target: missing)
+        # The target's part (an older target: missing), with the items it applied when not all of ours.
+        taken = Written.of_answer(target, answer.get("items", text) if isinstance(answer, dict) else text, answer)
         written += [taken] if taken is not None else []
         node.local.counters["boxes_moved_out"] += len(names)
         for name in names:
@@ -175,6 +179,7 @@ class BoxMover:
         update = read_document(text, "handover update XML")
         assert isinstance(update, Update)
         async with node.update_lock:
+            update, applied = _produced_here(node.local, update)
             candidate = node.local.preview(update)
             problems = node.dataflow.refusals(candidate, "handover update XML", rules=False,
                                               touched=node.local.touched)
@@ -184,7 +189,7 @@ class BoxMover:
                                  f"{problems[0]['reason']}")
             base = node.local.serial
             catalog = node.local.apply(update, candidate)
-            taken = TakenIn(catalog.version, base, node.local.serial)
+            taken = TakenIn(catalog.version, base, node.local.serial, applied)
             async with node.dataflow.lock:
                 node.dataflow.reconfigure(catalog)
                 stale = [link for handover in handovers for link in attach(node.dataflow, handover)]
@@ -207,6 +212,27 @@ class BoxMover:
             self.moved_away.pop(handover.box, None)
         log.info("node %s took box(es) %s", node.endpoint, ", ".join(h.box for h in handovers))
         return taken
+
+
+def _produced_here(local: LocalCatalog, update: Update) -> tuple[Update, str | None]:
+    """The handover's update without the ``<input>`` and ``<publication>`` of a stream a box of this node
+    writes (a box moving back to the node of its upstream box), and those items as update XML (None: all
+    kept).
+
+    The source declares each stream the moved boxes read an input of the
+    target, published by the source (node/handover.py), which it cannot
+    tell the target writes itself.  Declared, the stream would have two
+    producers here, which a node's index cannot check by what changed: the
+    target checked and typed every box it holds, a whole check that timed
+    the ``/handover`` out at 40,000 boxes (issue 37).  The box reads the
+    stream from its local producer; what the source still forwards to it
+    decodes by the stream's schema here (node/intake.py).
+    """
+    dropped = {i.stream for i in update.items if isinstance(i, Input) and local.writes(i.stream)}
+    if not dropped:
+        return update, None
+    items = [i for i in update.items if not (isinstance(i, (Input, Publication)) and i.stream in dropped)]
+    return replace(update, items=items), update_document(items, origin=update.origin)
 
 
 def companions(local: Catalog, box: str) -> list[str]:

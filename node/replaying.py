@@ -40,7 +40,7 @@ class Replayer:
     """Captures a node's dataflow for a snapshot, and brings it back from one and the log since."""
 
     def __init__(self, states: BoxStates, out: Outputs, journal: Journal, clock: FlowClock, lock: asyncio.Lock,
-                 timers: Timers, router: Router, row_type: Callable[[str], RowType | None],
+                 timers: Timers, router: Router, row_type: Callable[[str, str | None], RowType | None],
                  wake: Callable[[], None] = lambda: None):
         self.states = states
         self.out = out
@@ -108,7 +108,7 @@ class Replayer:
                     self.timers.close(record.close, record.now, record=False)
                 elif isinstance(record, records.Tick):
                     await self.timers.fire(record.now, record=False)
-                elif (row_type := self.row_type(record.stream)) is not None:  # else: no longer enters here
+                elif (row_type := self.row_type(record.stream, record.box)) is not None:  # else: no longer enters here
                     self.clock.set_current(record.now)
                     rows = row_type.decode_payload(record.rows, record.fmt)[0]
                     self.router.enter_now(record.stream, rows, record.producer, record.seq, record.box,

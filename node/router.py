@@ -136,7 +136,7 @@ class Router:
 
     def remove_box(self, name: str) -> None:
         """Stop routing to a box taken out (:meth:`BoxStates.take`); the caller holds the lock."""
-        self.routes.remove(name)
+        self.routes.remove(name, plain=not (self._internal or self.bridges))
 
     def _cross_bridges(self, stream: str) -> None:
         """The first batch of a stream that replaced another: nothing more of the old one can come."""

@@ -104,14 +104,25 @@ class Routes:
         for stream in streams:
             self._route_readers(states, stream)
 
-    def remove(self, name: str) -> None:
-        """Stop routing to box ``name`` (taken out: :meth:`BoxStates.take`)."""
-        self._unroute(name, set())
-        for stream, consumers in self.consumers.items():
-            if any(c[1] == name for c in consumers):
+    def remove(self, name: str, plain: bool = False) -> None:
+        """Stop routing to box ``name`` (taken out: :meth:`BoxStates.take`).
+
+        ``plain``: no internal stream or bridge routes to or from it (the
+        router's word), so only the streams it reads and writes, as routed,
+        name it: those alone are changed (a box moving out of a node holding
+        10,000 walked every stream's consumers, issue 37).  Otherwise, or if
+        it was never routed, every stream's are looked at.
+        """
+        routed = name in self._reads
+        streams: set[str] = set()
+        self._unroute(name, streams)
+        for stream in streams if plain and routed else list(self.consumers):
+            consumers = self.consumers.get(stream)
+            if consumers and any(c[1] == name for c in consumers):
                 self.consumers[stream] = [c for c in consumers if c[1] != name]
-        for stream in [s for s, b in self.producer_of.items() if b == name]:
-            del self.producer_of[stream]
+        if not (plain and routed):  # (else _unroute dropped each stream it wrote that it was the producer of)
+            for stream in [s for s, b in self.producer_of.items() if b == name]:
+                del self.producer_of[stream]
 
     def _unroute(self, name: str, streams: set[str]) -> None:
         """Forget what ``name`` was routed by; the streams it read are added to ``streams``."""

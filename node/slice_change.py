@@ -15,7 +15,8 @@ another order are found by a walk over the boxes), or answers
 None when the update wrote what a box's build depends on besides its own
 declaration (a table box is built with its table and schema, a partitioned
 box with its partition, every box with its streams' schemas: a schema
-written, or an ``<input>`` or ``<output>`` kept but given another schema):
+written with another value (one written again as it was, as a box moving
+in declares its streams' schemas, is no change), or an ``<input>`` or ``<output>`` kept but given another schema):
 then the node walks every box, as before, and builds again each whose
 streams' schemas changed (:meth:`BoxStates.follow
 <boreas.node.box_state.BoxStates.follow>`).  An input or output declaration
@@ -37,6 +38,13 @@ True
 >>> before.inputs, after.inputs = {"S": Input("S", "T")}, {"S": Input("S", "U")}
 >>> changed_boxes(after, {"inputs": {"S"}}, held=before.boxes, broken=(), before=before) is None
 True
+>>> from boreas.catalog.model import Schema
+>>> before.schemas, after.schemas = {"T": Schema("T", ())}, {"T": Schema("T", ())}
+>>> changed_boxes(after, {"schemas": {"T"}}, held=before.boxes, broken=(), before=before)
+[]
+>>> after.schemas["V"] = Schema("V", ())  # (a new schema: no box built before reads it)
+>>> changed_boxes(after, {"schemas": {"V"}}, held=before.boxes, broken=(), before=before)
+[]
 """
 
 from __future__ import annotations
@@ -49,6 +57,10 @@ from boreas.catalog.model import Box, Catalog
 #: Catalog dicts whose change reaches boxes whose own declaration did not change (a table box is bound to
 #: its table's declaration and schema; a partitioned box's member is built by its partition).
 WHOLE = frozenset({"tables", "schemas", "types", "partitions"})
+#: Of those, the dicts of declarations a box reads by name only when it is built: one declared anew (a box moving
+#: in declares its out streams' schemas, which a map's or an aggregate's are named after it) reaches no box built
+#: before, since a box naming a schema or type that was missing is broken, and broken boxes are tried again.
+NAMED = frozenset({"schemas", "types"})
 
 
 def changed_boxes(after: Catalog, touched: Mapping[str, Collection[str]], held: Mapping[str, Box],
@@ -57,7 +69,8 @@ def changed_boxes(after: Catalog, touched: Mapping[str, Collection[str]], held: 
     catalog the node's boxes (``held``, by name) were built from (``before``; None: any ``<input>`` or
     ``<output>`` written walks every box); ``broken`` ones (built and failed) are tried again.  None: walk
     every box."""
-    if any(touched.get(kind) for kind in WHOLE) or _reschemed(before, after, touched):
+    if any(_rewritten(before, after, kind, touched.get(kind, ())) for kind in WHOLE) or _reschemed(
+            before, after, touched):
         return None
     names = set(touched.get("boxes", ())) | set(broken)
     present = after.boxes
@@ -70,6 +83,22 @@ def changed_boxes(after: Catalog, touched: Mapping[str, Collection[str]], held: 
         tail = [n for n in present if n in new]
     return sorted(names - new) + tail  # (changed or gone, each keeping its place; then the new ones)
 
+
+
+def _rewritten(before: Catalog | None, after: Catalog, kind: str, keys: Collection[str]) -> bool:
+    """Whether the keys an update wrote in Catalog dict ``kind`` changed anything there.  A key written again
+    with an equal element (a box moving in declares its streams' schemas, which the target mostly holds
+    already) is no change: the operators built with the one held are those :meth:`BoxStates._held
+    <boreas.node.box_state.BoxStates._held>` keeps, by the same equality.  With ``before`` unknown, any
+    key written is a change."""
+    if not keys:
+        return False
+    if before is None:
+        return True
+    old, new = getattr(before, kind), getattr(after, kind)
+    if kind in NAMED:  # a new name is no change to boxes built before it existed (one naming it was broken)
+        return any(k in old and (k not in new or old[k] != new[k]) for k in keys)
+    return any(k not in old or k not in new or old[k] != new[k] for k in keys)
 
 
 def _reschemed(before: Catalog | None, after: Catalog, touched: Mapping[str, Collection[str]]) -> bool:
