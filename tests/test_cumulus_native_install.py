@@ -218,3 +218,55 @@ def test_last_wins_keeps_each_keys_last_value_and_drops_zeros():
     part = Coded("m", np.array([[1], [2], [1], [3], [2]]), np.array([5, 6, 7, 8, 0]))
     got = last_wins([part, Coded("m", np.array([[3]]), np.array([9]))])
     assert got.table.ravel().tolist() == [1, 3] and got.bits.tolist() == [7, 9]
+
+
+def test_a_simulated_cluster_of_native_members_installs_pushes_and_chunks_in_bulk(monkeypatch):
+    """In the simulation (native members by default: real PartOperators, messages in random order, members
+    restarting from their states), a join's Pushes and a moving segment's Chunks take the bulk path, and the
+    members' maps still union to the single runtime's (test_cumulus_sim.py's check), before and after the move."""
+    import random
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "m3"))
+    from support.cumulus_sim import Sim
+    from test_cumulus_native_export import ALL_TYPES, _rows
+    from test_cumulus_sim import check_union
+
+    from boreas.m3 import compile_sql
+    from boreas.m3.cumulus import Layout, Segment, place, relayout
+    from boreas.m3.cumulus import native_member
+    from boreas.node.cumulus import precopy, staging
+
+    calls = {"push": 0, "chunk": 0}
+
+    def counting(kind, real):
+        def wrapped(*args, **kwargs):
+            calls[kind] += 1
+            return real(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(native_member, "import_columns", counting("push", native_member.import_columns))
+    monkeypatch.setattr(staging, "import_columns", counting("chunk", staging.import_columns))
+    monkeypatch.setattr(precopy, "COPY_STEP", 5)
+    maps = tuple((m.map, m.column) for m in place(compile_sql(ALL_TYPES), box="v").maps)
+    lay = Layout("v", ("n0:1", "n1:2"), (Segment(0, 0, SLOTS // 2, 0), Segment(1, SLOTS // 2, SLOTS, 1)), maps)
+    rng = random.Random(5)
+    sim = Sim(ALL_TYPES, lay, rng)
+    assert all(op.runtime.backend == "native" for op in sim.members)
+    for rel, sign, rows in _rows(rng, 60, 30):
+        sim.publish(rng.randrange(2), rel, [(sign, r) for r in rows])
+    sim.settle()
+    check_union(sim, lay)
+    new = relayout.move(lay, 1, 0)
+    sim.request("m", new)
+    for _ in range(30):
+        for rel, sign, rows in _rows(rng, 3, 30):
+            sim.publish(rng.randrange(2), rel, [(sign, r) for r in rows])
+        sim.tick(0.05)
+        for _ in range(20):
+            sim.deliver_one()
+    sim.settle()
+    assert sim.members[0].layout.version == new.version
+    assert calls["push"] > 0 and calls["chunk"] > 0, calls
+    check_union(sim, sim.members[0].layout)

@@ -57,8 +57,10 @@ class Writer(Protocol):
     def work_groups(self, port: int, rows: list) -> Groups:
         """The rows of in port ``port`` as ``(relation, sign, rows)`` in the runtime's form."""
 
-    def write(self, version: Version, mine: Groups, pushed: dict) -> None:
-        """Apply ``mine`` (with the entries ``pushed`` by other members) as version ``version``; emit its changes."""
+    def write(self, version: Version, mine: Groups, pushed: dict | Pushed) -> None:
+        """Apply ``mine`` (with the entries ``pushed`` by other members: a dict, or on a native member a
+        :class:`Pushed` of column buffers, which the runtime's ``apply_with`` takes) as version ``version``; emit
+        its changes."""
 
     def passed_close(self, coordinator: int, marks: list) -> None:
         """The order passed ``coordinator``'s Close, which carried a windowed box's watermarks ``marks`` (only a
