@@ -329,8 +329,9 @@ class NativeMemberRuntime(MemberRuntime):
     def put_in_codes(self, map_name: str, coded: Coded, epoch: int) -> None:
         """:meth:`put_in` of entries given as codes (each key once, values non-zero: a staging's, node/cumulus/
         staging.py): set in C by their codes (the member holds none of these keys), recorded as coded changes of
-        ``epoch`` and the map reloaded whole by the mirror when next read: no Python object per entry.  Off the
-        native backend, or codes of other C maps: decoded and put in."""
+        ``epoch`` and the map reloaded whole by the mirror when next read: no Python object per entry.  Only on
+        the C maps the codes are of (a staging of codes made before the member left C decodes them and calls
+        :meth:`put_in`)."""
         native = self.native_maps()
         if not len(coded):
             return
