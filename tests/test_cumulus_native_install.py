@@ -270,3 +270,25 @@ def test_a_simulated_cluster_of_native_members_installs_pushes_and_chunks_in_bul
     assert sim.members[0].layout.version == new.version
     assert calls["push"] > 0 and calls["chunk"] > 0, calls
     check_union(sim, sim.members[0].layout)
+
+
+def test_codes_staged_before_the_member_left_c_are_put_in_through_python():
+    """A member that moved to the Python backend (an INT beyond 64 bits) between staging and merge gets the
+    staged codes decoded and put in: its maps end as a Python staging's merge leaves them."""
+    name, types = "m6", SHAPES[6][0]  # (STRING, INT) -> INT
+    keys = [("a", 1), ("b", 2), ("a", 1), ("c", 3)]
+    item = entry_columns.encode_tuples(name, keys, [5, 6, 7, 0], len(types))
+    rt, rt_python = _members()
+    coded, python = Staging(), Staging()
+    coded.add_chunk([item], None, rt)
+    python.add_chunk([item])
+    assert coded.coded and not coded.maps
+    row = (2 ** 70, 1.0, "z", dt.date(2020, 1, 1), 1.0)
+    for member in (rt, rt_python):
+        member.apply_grouped([("R", 1, [row])])
+        assert member.backend == "python"
+    coded.merge(rt, 3)
+    python.merge(rt_python, 3)
+    assert rt.store.data[name] == rt_python.store.data[name] == {("a", 1): 7, ("b", 2): 6, **{
+        k: v for k, v in rt_python.store.data[name].items() if k[0] == "z"}}
+    assert dict(rt.deltas.after(2, name)) == dict(rt_python.deltas.after(2, name))
