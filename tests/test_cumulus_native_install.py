@@ -119,7 +119,7 @@ def _natural(types, keys, values, floats) -> bool:
             and all(len(k) <= 1 for k in kinds) and len(vkinds) <= 1 and (floats or float not in vkinds))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(received(big=True))
 def test_a_bulk_import_leaves_the_c_maps_as_the_python_install_does(case):
     name, types, floats, before, keys, values = case
@@ -144,7 +144,7 @@ def test_a_bulk_import_leaves_the_c_maps_as_the_python_install_does(case):
         assert b.get_many(name, [k])[0] == v
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(received(), st.data())
 def test_a_push_installs_only_the_entries_the_member_does_not_own(case, data):
     """``skip`` by slot in C keeps exactly the entries whose partition column's slot (hashing.slot) is not ours."""
@@ -171,7 +171,7 @@ def test_a_push_installs_only_the_entries_the_member_does_not_own(case, data):
     assert _dump(b, name) == _dump(a, name) == []
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.sampled_from(range(len(SHAPES))), st.lists(received(), min_size=1, max_size=3), st.data())
 def test_chunks_staged_as_codes_are_the_python_staging(shape, cases, data):
     """Chunks of one map staged in codes (last value wins, 0 deletes), with Python-only items among them, give
@@ -183,7 +183,8 @@ def test_chunks_staged_as_codes_are_the_python_staging(shape, cases, data):
     for _, types_i, _, before, keys, values in cases:
         if types_i != types:
             continue
-        entries = [*before, *zip(keys, values)]
+        # (a sender puts a key in one chunk once; across chunks keys repeat, and the last value wins)
+        entries = list(dict(reversed([*before, *zip(keys, values)])).items())
         if floats and data.draw(st.booleans()):
             entries = [(k, float(v)) for k, v in entries]
         if entries:
@@ -199,7 +200,7 @@ def test_chunks_staged_as_codes_are_the_python_staging(shape, cases, data):
     coded.merge(rt, 5)
     python.merge(rt_python, 5)
     assert rt.native_maps() is not None
-    assert sorted(rt.store.data[name].items(), key=repr) == sorted(rt_python.store.data[name].items(), key=repr)
+    assert rt.store.data[name] == rt_python.store.data[name]  # (-0.0 == 0.0: the C maps key both as 0.0)
     assert _dump(rt.native_maps(), name) == _dump(rt_python.native_maps(), name)
     assert dict(rt.deltas.after(4, name)) == dict(rt_python.deltas.after(4, name))
 
