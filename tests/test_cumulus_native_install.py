@@ -293,3 +293,31 @@ def test_codes_staged_before_the_member_left_c_are_put_in_through_python():
     assert rt.store.data[name] == rt_python.store.data[name] == {("a", 1): 7, ("b", 2): 6, **{
         k: v for k, v in rt_python.store.data[name].items() if k[0] == "z"}}
     assert dict(rt.deltas.after(2, name)) == dict(rt_python.deltas.after(2, name))
+
+
+def test_a_push_of_a_map_the_member_holds_whole_installs_nothing_and_a_failed_push_leaves_nothing():
+    """Entries pushed for a map this member holds whole (replicated, or one it is home of) are none of its
+    foreign keys: the Python path drops them, so the bulk path installs none (a review found it raised on
+    a keyed map, and the version was lost).  And a Push whose later map fails takes out what its earlier
+    maps set in C: nothing of it stays (a review found a bulk item left behind)."""
+    from boreas.m3.cumulus import even_layout
+    from boreas.m3.cumulus.native_member import NativeMemberRuntime
+    from boreas.m3.runtime.native.install import Pushed
+
+    home = even_layout("g", ["n0", "n1"], 2, maps=[(f"m{i}", None if i == 2 else (0 if t else None))
+                                                    for i, (t, _) in enumerate(SHAPES)])
+    rt = NativeMemberRuntime(_PROGRAM, home, home.home)
+    native = rt.native_maps()
+    held = entry_columns_of(native, entry_columns.encode_tuples("m2", [(1,), (2,)], [5, 6], 1))
+    assert rt.apply_with([], Pushed(native, {}, [held])) == 1
+    assert native.dump("m2") == []
+
+    lay = even_layout("g", ["n0", "n1"], 2, maps=[(f"m{i}", 0 if t else None) for i, (t, _) in enumerate(SHAPES)])
+    rt = NativeMemberRuntime(_PROGRAM, lay, 1)
+    native = rt.native_maps()
+    foreign = [k for k in range(40) if slot(k) < SLOTS // 2][:3]  # (keys member 0 owns)
+    bulk = entry_columns_of(native, entry_columns.encode_tuples("m2", [(k,) for k in foreign], [5] * 3, 1))
+    too_big = {("m6", ("s", 2 ** 70)): 1}  # (a key beyond 64 bits: the Python path's load raises)
+    with pytest.raises(OverflowError):
+        rt.apply_with([], Pushed(native, too_big, [bulk]))
+    assert native.dump("m2") == []

@@ -119,8 +119,9 @@ class NativeMemberRuntime(MemberRuntime):
         except IntOverflow as exc:
             return self._overflowed(exc, batches, pushed)
         with self._lock:
-            installed = self._install(native, pushed)
+            installed: list = []
             try:
+                self._install(native, pushed, installed)
                 native.run(prepared)
             except IntOverflow as exc:
                 self._uninstall(native, installed)
@@ -156,10 +157,10 @@ class NativeMemberRuntime(MemberRuntime):
             out.append((rel, sign, rows))
         return out
 
-    def _install(self, native, pushed: dict | Pushed) -> list:
+    def _install(self, native, pushed: dict | Pushed, installed: list) -> None:
         """Set the pushed entries in C (never over an entry of our own); the keys set, by map (key tuples, or
-        codes: :class:`Coded`)."""
-        installed: list = []
+        codes: :class:`Coded`), added to ``installed`` as each map's are set, so a later map's failure (an
+        overflow, a bad column) takes out what was set before it."""
         if isinstance(pushed, Pushed):
             for c in pushed.columns:
                 installed.append(self._install_columns(native, c))
@@ -176,7 +177,6 @@ class NativeMemberRuntime(MemberRuntime):
             if entries:
                 native.load(name, entries)
                 installed.append((name, [k for k, _ in entries]))
-        return installed
 
     def _install_columns(self, native, entries: EntryColumns) -> Coded:
         """Set pushed entries given as column buffers in C, leaving out those this member owns (their partition
@@ -184,8 +184,8 @@ class NativeMemberRuntime(MemberRuntime):
         name, col = entries.name, self.columns[entries.name]
         skip = None
         if col is None or col == EVERYWHERE:  # every entry ours (a replicated map, or we are its home) or none
-            if col == EVERYWHERE or self.layout.home == self.member:
-                return import_columns(native, name, entries.columns, entries.values[:0], install=False)
+            if col == EVERYWHERE or self.layout.home == self.member:  # (as foreign_keys: none installed)
+                return Coded(name, np.zeros((0, len(entries.columns)), dtype=np.int64), np.zeros(0, dtype=np.int64))
         else:
             skip = self._owners == self.member
         return import_columns(native, name, entries.columns, entries.values, ints_as_float=entries.ints_as_float,
