@@ -40,6 +40,7 @@ IN_PROCESS = (
     "test_publish_file_batches.py",          # boreas publish's file reader and read-ahead, in process
     "test_cumulus_entry_columns.py",         # Push and Chunk entries as Arrow columns, in process
     "test_cumulus_native_export.py",         # ... exported from the native backend's C maps in bulk, in process
+    "test_cumulus_native_install.py",        # ... installed into the native backend's C maps in bulk, in process
     "test_framed_payload.py",                # a batch framed for the wire in one write, checked in process
     "test_row_batches.py",                   # a row publisher's batches made Arrow, against the node's row check
     "test_time_columns.py",                  # date and time columns as microseconds, and a Parquet file's, in process

@@ -23,7 +23,8 @@ from boreas.m3.cumulus import even_layout, place, relayout
 from boreas.m3.cumulus.member import MemberRuntime
 from boreas.node.cumulus import entry_columns
 from boreas.node.cumulus import messages as msg
-from boreas.node.cumulus.precopy import Codecs, SourceCopy, Staging, chunk_entries
+from boreas.node.cumulus.precopy import Codecs, SourceCopy, chunk_entries
+from boreas.node.cumulus.staging import Staging
 
 _D = [dt.date(1970, 1, 1), dt.date(1995, 3, 15), dt.date(1969, 12, 31)]
 _T = [dt.datetime(2026, 11, 30, 3, 12, 5, 250), dt.datetime(1999, 1, 1)]

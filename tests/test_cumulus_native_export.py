@@ -211,7 +211,8 @@ def test_a_native_copys_chunks_stage_what_the_python_copys_stage(seed, budget, k
     from boreas.m3.cumulus.member import MemberRuntime
     from boreas.m3.cumulus.native_member import NativeMemberRuntime
     from boreas.node.cumulus.native_copy import NativeSourceCopy, source_copy
-    from boreas.node.cumulus.precopy import SourceCopy, Staging, chunk_entries, pieces
+    from boreas.node.cumulus.precopy import SourceCopy, chunk_entries, pieces
+    from boreas.node.cumulus.staging import Staging
 
     program = compile_sql(ALL_TYPES)
     maps = tuple((m.map, m.column) for m in place(program, box="v").maps)

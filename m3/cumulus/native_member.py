@@ -55,11 +55,17 @@ import numpy as np
 
 from ..errors import RuntimeStateError
 from ..runtime.native import BEYOND_64_BITS, IntOverflow, mirror
+from ..runtime.native.install import Coded, EntryColumns, Pushed, import_columns
 from .hashing import slot
 from .layout import EVERYWHERE, Layout
 from .member import MemberRuntime
 from .plan import Plan
 from .slot_arrays import float_slots, int_slots
+
+
+def _plain(pushed: dict | Pushed) -> dict:
+    """Pushed entries as the Python backend takes them (``{(map, key tuple): value}``)."""
+    return pushed.as_dict() if isinstance(pushed, Pushed) else pushed
 
 
 def _stored(native, store, name: str, keys: np.ndarray) -> list:
@@ -96,11 +102,13 @@ class NativeMemberRuntime(MemberRuntime):
             return super().apply_grouped(self._as_rows(list(batches)))
         return self.apply_with(batches, {})
 
-    def apply_with(self, batches: Iterable[tuple[str, int, Sequence]], pushed: dict[tuple[str, tuple], object]) -> int:
+    def apply_with(self, batches: Iterable[tuple[str, int, Sequence]], pushed: dict | Pushed) -> int:
+        """:meth:`MemberRuntime.apply_with`; ``pushed`` may also be a :class:`~..runtime.native.install.Pushed`
+        whose column buffers are installed in C by ``rt_import`` (node/cumulus/applying.py makes it)."""
         batches = list(batches)
         native = self.native_maps()
         if native is None:
-            return super().apply_with(self._as_rows(batches), pushed)
+            return super().apply_with(self._as_rows(batches), _plain(pushed))
         for rel, sign, _ in batches:
             if (rel, sign) not in self._triggers:
                 raise RuntimeStateError(f"no trigger for {'+' if sign > 0 else '-'}{rel}"
@@ -111,8 +119,9 @@ class NativeMemberRuntime(MemberRuntime):
         except IntOverflow as exc:
             return self._overflowed(exc, batches, pushed)
         with self._lock:
-            installed = self._install(native, pushed)
+            installed: list = []
             try:
+                self._install(native, pushed, installed)
                 native.run(prepared)
             except IntOverflow as exc:
                 self._uninstall(native, installed)
@@ -132,7 +141,7 @@ class NativeMemberRuntime(MemberRuntime):
         with self._lock:
             if self.native_maps() is not None:
                 self._leave_native(f"{BEYOND_64_BITS} ({exc.where})")
-        return super().apply_with(self._as_rows(batches), pushed)
+        return super().apply_with(self._as_rows(batches), _plain(pushed))
 
     def _columns(self, relation: str, rows) -> tuple[list, int]:
         if isinstance(rows, ColumnRows):
@@ -148,12 +157,17 @@ class NativeMemberRuntime(MemberRuntime):
             out.append((rel, sign, rows))
         return out
 
-    def _install(self, native, pushed: dict) -> dict[str, list[tuple]]:
-        """Set the pushed entries in C (never over an entry of our own); the keys set, by map."""
+    def _install(self, native, pushed: dict | Pushed, installed: list) -> None:
+        """Set the pushed entries in C (never over an entry of our own); the keys set, by map (key tuples, or
+        codes: :class:`Coded`), added to ``installed`` as each map's are set, so a later map's failure (an
+        overflow, a bad column) takes out what was set before it."""
+        if isinstance(pushed, Pushed):
+            for c in pushed.columns:
+                installed.append(self._install_columns(native, c))
+            pushed = pushed.entries
         by_map: dict[str, list] = {}
         for (name, key), value in pushed.items():
             by_map.setdefault(name, []).append((key, value))
-        installed: dict[str, list[tuple]] = {}
         for name, entries in by_map.items():
             foreign = self.foreign_keys(name, [self._store.pack(name, k) for k, _ in entries])
             if self._store.arity[name] == 1:
@@ -162,13 +176,31 @@ class NativeMemberRuntime(MemberRuntime):
                 entries = [(k, v) for k, v in entries if k in foreign]
             if entries:
                 native.load(name, entries)
-                installed[name] = [k for k, _ in entries]
-        return installed
+                installed.append((name, [k for k, _ in entries]))
+
+    def _install_columns(self, native, entries: EntryColumns) -> Coded:
+        """Set pushed entries given as column buffers in C, leaving out those this member owns (their partition
+        column's slot tested in C, as :meth:`foreign_keys` tests a key): one ``rt_import``."""
+        name, col = entries.name, self.columns[entries.name]
+        skip = None
+        if col is None or col == EVERYWHERE:  # every entry ours (a replicated map, or we are its home) or none
+            if col == EVERYWHERE or self.layout.home == self.member:  # (as foreign_keys: none installed)
+                return Coded(name, np.zeros((0, len(entries.columns)), dtype=np.int64), np.zeros(0, dtype=np.int64))
+        else:
+            skip = self._owners == self.member
+        return import_columns(native, name, entries.columns, entries.values, ints_as_float=entries.ints_as_float,
+                              install=True, skip=skip, col=col)
 
     @staticmethod
-    def _uninstall(native, installed: dict[str, list[tuple]]) -> None:
-        for name, keys in installed.items():
-            native.load(name, [(k, 0) for k in keys])
+    def _uninstall(native, installed: list) -> None:
+        for item in installed:
+            if isinstance(item, Coded):
+                if len(item):
+                    native.set_codes(item.name, array("q", np.ascontiguousarray(item.table).tobytes()),
+                                     array("q", bytes(8 * len(item))))
+            else:
+                name, keys = item
+                native.load(name, [(k, 0) for k in keys])
 
     def _settle(self, native, guard: bool) -> None:
         """After a batch: drop what it wrote outside this member's slots (``guard``), record its changes."""
@@ -293,6 +325,24 @@ class NativeMemberRuntime(MemberRuntime):
             self._stale = True
             self.deltas.coded(epoch, map_name, table, -values, partial(_stored, native, self._store))
         return len(table)
+
+    def put_in_codes(self, map_name: str, coded: Coded, epoch: int) -> None:
+        """:meth:`put_in` of entries given as codes (each key once, values non-zero: a staging's, node/cumulus/
+        staging.py): set in C by their codes (the member holds none of these keys), recorded as coded changes of
+        ``epoch`` and the map reloaded whole by the mirror when next read: no Python object per entry.  Only on
+        the C maps the codes are of (a staging of codes made before the member left C decodes them and calls
+        :meth:`put_in`)."""
+        native = self.native_maps()
+        if not len(coded):
+            return
+        if native is None:
+            raise RuntimeStateError("entries put in by their codes off the native backend")
+        with self._lock:
+            table = np.ascontiguousarray(coded.table)
+            native.set_codes(map_name, array("q", table.tobytes()), array("q", coded.bits.tobytes()))
+            native.reload_pending(map_name)
+            self._stale = True
+            self.deltas.coded(epoch, map_name, table, coded.values(native), partial(_stored, native, self._store))
 
     def put_in(self, map_name: str, entries: dict, epoch: int) -> None:
         super().put_in(map_name, entries, epoch)

@@ -27,12 +27,14 @@ from collections import deque
 from itertools import repeat
 from typing import Protocol
 
+from boreas.m3.runtime.native.install import Pushed
 from boreas.wire.columns import Columns
 
 from . import entry_columns
 from . import messages as msg
 from .coordinator import Coordinator
 from .end_marks import PassedEnd
+from .entry_install import entry_columns_of
 from .mailbox import Mailbox
 from .membership import MemberState
 from .messages import KeyCodecs
@@ -55,8 +57,10 @@ class Writer(Protocol):
     def work_groups(self, port: int, rows: list) -> Groups:
         """The rows of in port ``port`` as ``(relation, sign, rows)`` in the runtime's form."""
 
-    def write(self, version: Version, mine: Groups, pushed: dict) -> None:
-        """Apply ``mine`` (with the entries ``pushed`` by other members) as version ``version``; emit its changes."""
+    def write(self, version: Version, mine: Groups, pushed: dict | Pushed) -> None:
+        """Apply ``mine`` (with the entries ``pushed`` by other members: a dict, or on a native member a
+        :class:`Pushed` of column buffers, which the runtime's ``apply_with`` takes) as version ``version``; emit
+        its changes."""
 
     def passed_close(self, coordinator: int, marks: list) -> None:
         """The order passed ``coordinator``'s Close, which carried a windowed box's watermarks ``marks`` (only a
@@ -194,20 +198,32 @@ class Applier:
         if not need <= got.keys():
             return False
         del self._plans[v]
-        pushed: dict = {}
-        dec = self.decode_key
-        for src in need:  # (Arrow columns per map, decoded in bulk: node/cumulus/entry_columns.py)
-            for item in got[src]:
-                if len(item) == 3:  # [map, key, value]: a Push kept in a state saved before Arrow Pushes
-                    pushed[(item[0], dec(item[0], item[1]))] = item[2]
-                    continue
-                name, keys, values = entry_columns.decode_tuples(item)
-                pushed.update(zip(zip(repeat(name), keys), values))
+        pushed = self._pushed([item for src in need for item in got[src]])
         self.pushes.pop(v, None)
         self.served.discard(v)
         if mine:
             self.writer.write(v, mine, pushed)
         return True
+
+    def _pushed(self, items: list) -> dict | Pushed:
+        """The entries of a version's Push items: ``{(map, key tuple): value}`` (Arrow columns per map decoded in
+        bulk: node/cumulus/entry_columns.py); on a native member a :class:`Pushed` whose items the C maps can
+        take as they are stay column buffers (node/cumulus/entry_install.py), installed by ``rt_import``."""
+        runtime = self.place.runtime
+        native = runtime.native_maps() if runtime.keeps_native else None
+        entries: dict = {}
+        columns = []
+        dec = self.decode_key
+        for item in items:
+            if len(item) == 3:  # [map, key, value]: a Push kept in a state saved before Arrow Pushes
+                entries[(item[0], dec(item[0], item[1]))] = item[2]
+                continue
+            if native is not None and (got := entry_columns_of(native, item)) is not None:
+                columns.append(got)
+                continue
+            name, keys, values = entry_columns.decode_tuples(item)
+            entries.update(zip(zip(repeat(name), keys), values))
+        return Pushed(native, entries, columns) if columns else entries
 
     def _serve(self, v: Version, asked: list[dict[int, list]]) -> None:
         """Push each writer the entries it reads from this member for version ``v`` (as of now: its start)."""

@@ -4,7 +4,7 @@ A :class:`Change` is what a ``Relayout`` announced, and what this member
 learned of it since: its first epoch (``Flip``), which sources copied
 (the leader's count), which sources' final chunks came in (a target's), the
 copy under way here (a source's :class:`~.precopy.SourceCopy`) and what was
-staged here (a target's :class:`~.precopy.Staging`).  The layout change
+staged here (a target's :class:`~.staging.Staging`).  The layout change
 (:mod:`~boreas.node.cumulus.relayouts`) keeps the changes announced and not
 yet done here, in order, and is the only code that changes them.
 
@@ -24,7 +24,8 @@ from boreas.m3.cumulus import Layout
 from boreas.m3.cumulus.member import MemberRuntime
 
 from .native_copy import restore_copy
-from .precopy import Codecs, SourceCopy, Staging
+from .precopy import Codecs, SourceCopy
+from .staging import Staging
 
 
 @dataclass

@@ -43,7 +43,7 @@ import datetime as dt
 import numpy as np
 import pyarrow as pa
 
-_TAGGED = {b"boreas": b"tagged"}  # a column sent as tagged text (see the module's docstring)
+TAGGED = {b"boreas": b"tagged"}  # a column sent as tagged text (see the module's docstring)
 
 #: inferred Arrow types pyarrow makes only from values all of one Python type (None aside): no check needed
 _PURE = (pa.int64(), pa.string(), pa.bool_())
@@ -63,7 +63,7 @@ def _column(values: list, name: str) -> tuple[pa.Array, pa.Field]:
         if len(kinds) > 1 or (pa.types.is_timestamp(column.type) and _aware(values)):
             column = None
     if column is None:
-        return pa.array(list(map(_tag, values)), pa.string()), pa.field(name, pa.string(), metadata=_TAGGED)
+        return pa.array(list(map(_tag, values)), pa.string()), pa.field(name, pa.string(), metadata=TAGGED)
     return column, pa.field(name, column.type)
 
 
@@ -75,7 +75,7 @@ def _aware(values: list) -> bool:
 
 def _values(column: pa.Array, field: pa.Field) -> list:
     """A column decoded to Python values, in bulk (tagged text: per entry)."""
-    if field.metadata == _TAGGED:
+    if field.metadata == TAGGED:
         return [_untag(s) for s in column.to_pylist()]
     if column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
         return column.to_numpy().tolist()  # (faster than to_pylist for numbers)

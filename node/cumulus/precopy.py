@@ -17,11 +17,11 @@ leaving it to their targets while the box goes on (:class:`SourceCopy`):
   :meth:`~SourceCopy.take_out` removes every leaving entry from the source's
   store in one bulk pass, recorded as deltas of ``E``.
 
-The *target* keeps what arrives in a :class:`Staging`, apart from its store,
+The *target* keeps what arrives in a :class:`~.staging.Staging`, apart from its store,
 so nothing reads or drops it before ``E`` (the runtime zeroes foreign
 entries after every batch); a final chunk's values overwrite staged ones
 (0 deletes).  Once every source's final chunk is in and the target is at
-``E``, :meth:`Staging.merge` puts the staged entries into the store with one
+``E``, :meth:`~.staging.Staging.merge` puts the staged entries into the store with one
 ``dict.update`` per map, recorded as deltas of ``E``.
 
 Why this is exact: a key of a leaving slot that no batch wrote since the
@@ -39,13 +39,14 @@ key is listed, every written key is dirty, and nothing is taken out (member
 0 keeps its copy).
 
 Everything here is plain data for snapshots (:meth:`SourceCopy.state`,
-:meth:`Staging.state`): a member restored in the middle of a copy continues
+:meth:`~.staging.Staging.state`): a member restored in the middle of a copy continues
 from the same listed keys, dirty set and sent keys, so replay re-sends
 identical chunks.
 
 >>> from boreas.m3 import compile_sql
 >>> from boreas.m3.cumulus import even_layout, relayout
 >>> from boreas.m3.cumulus.member import MemberRuntime
+>>> from boreas.node.cumulus.staging import Staging
 >>> p = compile_sql("CREATE STREAM R(a INT, b INT); SELECT a, SUM(b) AS s FROM R GROUP BY a")
 >>> lay = even_layout("g", ["n0", "n1"], 2, maps=[("Q1_s", 0)])
 >>> src, dst = MemberRuntime(p, lay, 1), MemberRuntime(p, lay, 0)
@@ -345,49 +346,3 @@ def chunk_entries(payload: list, runtime: MemberRuntime) -> list:
     return [entry_columns.encode_stored(item[0], item[1], item[2], arity[item[0]]) if isinstance(item, list)
             else entry_columns.encode_exported(item)  # a native copy's column buffers (native_copy.py)
             for item in payload if len(item[1] if isinstance(item, list) else item)]
-
-
-class Staging:
-    """What a target received of one layout change's moving entries, apart from its store until the flip."""
-
-    def __init__(self) -> None:
-        self.maps: dict[str, dict] = {}  # map -> {stored key: value}
-
-    def add_chunk(self, items: list, codecs: Codecs | None = None) -> None:
-        """A Chunk's entries (:func:`chunk_entries`), decoded in bulk.  An item ``[map, keys, values]`` (keys in
-        ``codecs``' form) is a Chunk kept early in a state saved before Arrow Chunks: staged as that form was."""
-        old = [item for item in items if len(item) == 3]
-        if old:
-            if codecs is None:
-                raise ValueError("a Chunk in the list form needs the key codecs")
-            self.add(old, codecs)
-        self.add([entry_columns.decode_stored(item) for item in items if len(item) != 3])
-
-    def add(self, payload: list, codecs: Codecs | None = None) -> None:
-        """Entries ``[[map, keys, values], ...]`` (keys in the store's form, or in ``codecs``' form from a state); a
-        0 value deletes (a dirty key gone at the source)."""
-        for name, keys, values in payload:
-            if codecs is not None:
-                keys = codecs.keys[name].decode(keys)
-            staged = self.maps.setdefault(name, {})
-            staged.update(zip(keys, values))
-            if 0 in values:  # only the last chunks (dirty keys) have any: one C-speed scan of the others
-                for k, v in zip(keys, values):
-                    if not v:
-                        del staged[k]
-
-    def merge(self, runtime: MemberRuntime, epoch: int) -> None:
-        """Put every staged entry into the store, as changes of ``epoch``; the staging is empty afterwards."""
-        for name, entries in self.maps.items():
-            runtime.put_in(name, entries, epoch)
-        self.maps = {}
-
-    def state(self, codecs: Codecs) -> list:
-        return [[name, codecs.keys[name].encode(list(entries)), list(entries.values())]
-                for name, entries in self.maps.items()]
-
-    @classmethod
-    def of(cls, state: list, codecs: Codecs) -> Staging:
-        staging = cls()
-        staging.add(state, codecs)
-        return staging

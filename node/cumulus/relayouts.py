@@ -209,7 +209,7 @@ class LayoutChanges:
             self.early.append(m)
             return
         with gc_paused():
-            p.staging.add_chunk(m[4], self.copier.codecs)
+            p.staging.add_chunk(m[4], self.copier.codecs, self.place.runtime)
         if m[3] and m[2] not in p.finals:
             p.finals.append(m[2])
             if len(m) > 5:

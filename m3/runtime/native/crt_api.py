@@ -42,6 +42,9 @@ int rt_intern(rt_t *rt, int64_t id, const char *p, int64_t n);
 int rt_overflow_map(rt_t *rt);
 int64_t rt_export(rt_t *rt, int m, int col, int kind, const int32_t *target_of, const int16_t *str_slots,
                   int64_t nstr, int64_t cap, int64_t *keys, int64_t *vals, int32_t *targets);
+int64_t rt_import(rt_t *rt, int m, int64_t n, const int *kinds, const void **cols, const int64_t **dicts, int vkind,
+                  const void *vals, int col, int skind, const int8_t *skip, const int16_t *str_slots, int64_t nstr,
+                  int install, int64_t *keys_out, int64_t *vals_out);
 """
 
 API = r"""
@@ -330,6 +333,42 @@ int64_t rt_export(rt_t *rt, int mi, int col, int kind, const int32_t *target_of,
         if (j >= cap) return -1;
         for (int i = 0; i < a; i++) keys[(int64_t)i * cap + j] = k[i];
         vals[j] = VAL(m, e).i; targets[j] = t; j++;
+    }
+    return j;
+}
+
+/* The twin of rt_export: n entries of map mi given as column buffers (what a Cumulus Push or Chunk carries,
+   node/cumulus/entry_install.py) made codes and, if install, set in the map (no journal, as rt_load: a value 0
+   removes).  Key column i is read from cols[i] by kinds[i]: 0 int64 codes as they are (INT, a DATE's day number),
+   1 int32 days since 1970 (Arrow date32: the day number less 719163), 2 double (a FLOAT key: f2k), 3 int64 into a
+   FLOAT key (f2k of the double), 4 int32 indices into dicts[i] (a dictionary-encoded STRING column: its strings'
+   intern ids).  The values: vkind 0 their 8 bytes as they are (int64, or a FLOAT map's doubles), 1 int64 made
+   double (ints into a FLOAT map).  An entry whose key column col (col >= 0, kind skind as rt_export's) falls in a
+   slot with skip[slot] set is left out (a Push's entries of our own).  The entries kept are written row-major to
+   keys_out (arity codes each) and their value bits to vals_out; returns how many, or -1 (out of memory). */
+int64_t rt_import(rt_t *rt, int mi, int64_t n, const int *kinds, const void **cols, const int64_t **dicts, int vkind,
+                  const void *vals, int col, int skind, const int8_t *skip, const int16_t *str_slots, int64_t nstr,
+                  int install, int64_t *keys_out, int64_t *vals_out) {
+    map_t *m = &rt->maps[mi]; int a = m->arity; int64_t j = 0;
+    for (int64_t r = 0; r < n; r++) {
+        int64_t *k = keys_out + j * a;
+        for (int i = 0; i < a; i++) {
+            switch (kinds[i]) {
+            case 1: k[i] = (int64_t)((const int32_t *)cols[i])[r] + 719163; break;
+            case 2: k[i] = f2k(((const double *)cols[i])[r]); break;
+            case 3: k[i] = f2k((double)((const int64_t *)cols[i])[r]); break;
+            case 4: k[i] = dicts[i][((const int32_t *)cols[i])[r]]; break;
+            default: k[i] = ((const int64_t *)cols[i])[r];
+            }
+        }
+        if (skip && col >= 0) {
+            int64_t s = slot_of_code(k[col], skind, str_slots, nstr);
+            if (s >= 0 && skip[s]) continue;
+        }
+        val_t v;
+        if (vkind == 1) v.d = (double)((const int64_t *)vals)[r]; else v.i = ((const int64_t *)vals)[r];
+        if (install && map_setv(m, k, v)) return -1;
+        vals_out[j++] = v.i;
     }
     return j;
 }

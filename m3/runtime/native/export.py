@@ -91,6 +91,11 @@ class StringSlots:
 _SLOTS_OF: weakref.WeakKeyDictionary[NativeMaps, StringSlots] = weakref.WeakKeyDictionary()
 
 
+def string_slots(native: NativeMaps) -> np.ndarray:
+    """The slot of each string of ``native``'s intern table, by its id (int16; :class:`StringSlots`)."""
+    return _SLOTS_OF.setdefault(native, StringSlots()).of(native.ids.strings)
+
+
 def _values(native: NativeMaps, name: str, bits: np.ndarray) -> np.ndarray:
     return bits.view(np.float64) if name in native.float_maps else bits
 
@@ -107,7 +112,7 @@ def by_slots(native: NativeMaps, name: str, col: int | None,
     targets = np.empty(max(1, cap), dtype=np.int32)
     kind = 0 if col is None else _KIND[native.key_types[name][col]]
     if kind == 2:
-        slots = _SLOTS_OF.setdefault(native, StringSlots()).of(native.ids.strings)
+        slots = string_slots(native)
     else:
         slots = np.zeros(1, dtype=np.int16)
     if target_of is not None:
@@ -131,7 +136,7 @@ def slots_of(native: NativeMaps, name: str, col: int, codes: np.ndarray) -> np.n
     ``rt_export`` works them out: m3/cumulus/hashing.py's ``slot`` of each value."""
     kind = native.key_types[name][col]
     if kind == "STRING":
-        return _SLOTS_OF.setdefault(native, StringSlots()).of(native.ids.strings)[codes].astype(np.int64)
+        return string_slots(native)[codes].astype(np.int64)
     if kind == "FLOAT":
         values = codes.view(np.float64)
         with np.errstate(invalid="ignore"):
