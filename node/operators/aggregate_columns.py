@@ -300,16 +300,19 @@ def columnar_functions(functions: list[str], schema: Schema) -> tuple[list[Funct
             taken.append(Function(func, None, -1))
             continue
         field = names.get(arg)
+        nullable = False
         if field is None:  # an expression: a column of its own (.aggregate_args), or the box reads rows
             field = args.add(arg)
             if field is None:
                 return None
-        elif schema.fields[field].nullable:
-            return None  # SQL's NULL of a window without a value: the row path's (accumulators.py)
         elif func in ("sum", "avg") and kind_of(schema.fields[field].type) == STR:
             return None  # (min and max of strings: their ranks, aggregate_runs._ranks)
-        taken.append(Function(func, field, slot))
-        slot += 2 if func == "avg" else 1
+        else:
+            # SQL's NULLs: skipped as the row path skips None; a sum keeps its count of values beside it
+            nullable = schema.fields[field].nullable
+        counted = func == "sum" and nullable
+        taken.append(Function(func, field, slot, counted))
+        slot += 2 if func == "avg" or counted else 1
     return taken, args
 
 
@@ -335,6 +338,8 @@ def add_part(functions: list[Function], w: list, part: Part) -> None:
         elif func == "sum":
             if value[1]:
                 w[s] += value[0]
+                if f.counted:
+                    w[s + 1] += value[1]
         elif func == "avg":
             if value[1]:
                 w[s] += value[0]

@@ -35,6 +35,7 @@ class Function:
     func: str
     field: int | None  # None: count(*)
     slot: int          # its first slot in a window list
+    counted: bool = False  # a sum of a nullable argument: its count of values in the next slot (accumulators.py)
 
 
 @dataclass(frozen=True)
