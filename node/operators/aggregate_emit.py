@@ -80,15 +80,7 @@ class BatchEmit:
         shape = windows.emit
         if not isinstance(shape, RowShape) or spec.advance != spec.size or spec.slack or spec.timeout is not None:
             return None
-        arrow = arrow_schema(schema)
-        for f in functions:
-            if f.func not in VECTORISED:
-                return None
-            if f.field is not None:
-                kind = arrow.field(f.field).type
-                if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-                    return None  # bool and the rest: the result's coercion is the per-window path's
-        return cls(functions, spec, windows, shape, add)
+        return cls(functions, spec, windows, shape, add) if vectorised(functions, schema) else None
 
     def take(self, runs: Runs, now: float, out: list[tuple]) -> bool:
         """Add the batch's runs and emit what closes, as the row path would; False, before anything changes,
@@ -189,27 +181,10 @@ class BatchEmit:
                 columns.append(begin.tolist())
             else:
                 columns.append([shape.start_cast(x) for x in begin.tolist()])
-        lengths = runs.length_array[closed]
-        for f, partial in zip(self._functions, runs.partials):
-            if f.field is None:
-                columns.append(lengths.tolist())
-                continue
-            counts = partial.counts[closed]  # type: ignore[index]
-            if f.func == "count":
-                columns.append(counts.tolist())
-                continue
-            if not bool((counts > 0).all()):
-                return self._slow_rows(runs, closed, starts)
-            values = partial.values[closed]  # type: ignore[index]
-            if f.func == "sum":
-                columns.append((values + 0.0 if values.dtype.kind == "f" else values).tolist())
-            elif f.func == "avg":
-                if values.dtype.kind != "f" and int(np.abs(values).max()) >= _EXACT_INT:
-                    return self._slow_rows(runs, closed, starts)
-                columns.append(((values + 0.0) / counts).tolist())
-            else:
-                columns.append(values.tolist())
-        return list(zip(*columns))
+        results = result_columns(self._functions, runs, closed)
+        if results is None:
+            return self._slow_rows(runs, closed, starts)
+        return list(zip(*columns, *results))
 
     def _slow_rows(self, runs: Runs, closed: np.ndarray, starts: np.ndarray) -> list[tuple]:
         """The same rows window by window (a window without a value, an integer average beyond 2**53)."""
@@ -221,6 +196,48 @@ class BatchEmit:
             self._add(w, whole[r])
             self._windows.emit(runs.keys[r], w, rows)
         return rows
+
+
+def vectorised(functions: list[Function], schema: Schema) -> bool:
+    """Whether every function's out value can be built from the runs' arrays: :data:`VECTORISED` functions of
+    integer or floating fields (bool and the rest: the result's coercion is the per-window path's) or count(*)."""
+    arrow = arrow_schema(schema)
+    for f in functions:
+        if f.func not in VECTORISED:
+            return False
+        if f.field is not None:
+            kind = arrow.field(f.field).type
+            if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+                return False
+    return True
+
+
+def result_columns(functions: list[Function], runs: Runs, closed: np.ndarray) -> list[list] | None:
+    """One out column per function for the windows that are runs ``closed`` (each a whole window), as the
+    accumulators' ``result`` makes them; None when some window has no value for a function (its NULL or zero
+    is the per-window path's) or an integer average is beyond 2**53."""
+    columns: list[list] = []
+    lengths = runs.length_array[closed]
+    for f, partial in zip(functions, runs.partials):
+        if f.field is None:
+            columns.append(lengths.tolist())
+            continue
+        counts = partial.counts[closed]  # type: ignore[index]
+        if f.func == "count":
+            columns.append(counts.tolist())
+            continue
+        if not bool((counts > 0).all()):
+            return None
+        values = partial.values[closed]  # type: ignore[index]
+        if f.func == "sum":
+            columns.append((values + 0.0 if values.dtype.kind == "f" else values).tolist())
+        elif f.func == "avg":
+            if values.dtype.kind != "f" and int(np.abs(values).max()) >= _EXACT_INT:
+                return None
+            columns.append(((values + 0.0) / counts).tolist())
+        else:
+            columns.append(values.tolist())
+    return columns
 
 
 def _fits(x: Any, floats: bool) -> bool:
