@@ -27,8 +27,8 @@ group joins the book in the order of its first tuple -- so outputs, their
 order, counters and ``state()`` are the row path's (tests/test_aggregate_tuples.py
 and tests/test_aggregate_columns_nulls.py compare them).  Taken: tumbling
 tuple windows whose functions :func:`~.aggregate_emit.vectorised` takes;
-a window without a value for some function (a NULL argument throughout) is
-emitted by the emitter, window by window.
+a function without a value in a window (a NULL argument throughout) gives
+the accumulators' result of its untouched slots (:func:`~.aggregate_emit.no_values`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from boreas.catalog.model import Schema
 
 from .accumulators import COUNT
 from .aggregate_columns import add_part
-from .aggregate_emit import RowShape, result_columns, vectorised
+from .aggregate_emit import RowShape, no_values, vectorised, window_rows
 from .aggregate_runs import Function, Runs
 from .aggregate_windows import GroupWindows, WindowSpec
 
@@ -56,6 +56,7 @@ class TumblingTuples:
         self._functions, self._start_field = functions, start_field
         self._size, self._slots = int(spec.size), spec.slots
         self._windows, self._shape = windows, shape
+        self._empty = no_values(shape, spec)
 
     @classmethod
     def make(cls, functions: list[Function], schema: Schema, start_field: int | None, spec: WindowSpec,
@@ -148,15 +149,6 @@ class TumblingTuples:
         if not len(inner):
             return []
         shape = self._shape
-        results = result_columns(self._functions, runs, inner)
-        if results is None:  # a window without a value: the emitter's NULL or zero, window by window
-            rows: list[tuple] = []
-            parts = runs.whole_part
-            for s in inner.tolist():
-                w = [starts_of(s), None, 0.0, -1, 0, *self._slots]
-                add_part(self._functions, w, parts(s))
-                self._windows.emit(keys[int(group[s])], w, rows)
-            return rows
         columns: list[list] = []
         if shape.width:
             picked = [keys[g] for g in group[inner].tolist()]
@@ -164,4 +156,12 @@ class TumblingTuples:
         if shape.start_cast is not None:
             cast = shape.start_cast
             columns.append([None if v is None else cast(v) for v in (starts_of(s) for s in inner.tolist())])
-        return list(zip(*columns, *results))
+
+        def slow(s: int) -> tuple:
+            """An integer average beyond 2**53: the emitter's row."""
+            rows: list[tuple] = []
+            w = [starts_of(s), None, 0.0, -1, 0, *self._slots]
+            add_part(self._functions, w, runs.whole_part(s))
+            self._windows.emit(keys[int(group[s])], w, rows)
+            return rows[0]
+        return window_rows(self._functions, runs, inner, columns, self._empty, slow)
