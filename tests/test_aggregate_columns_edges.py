@@ -6,11 +6,13 @@ has the property tests)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from boreas.catalog.model import Box, InPort
 from boreas.node.operators import aggregate_changes, aggregate_runs
 from boreas.node.operators.aggregate import AggregateOperator
 
-from test_aggregate_columns import ROW, TYPES, aggregate, close, columns
+from test_aggregate_columns import ROW, SCALE, TYPES, aggregate, close, columns
 
 
 @pytest.mark.parametrize("advance", [None, "5"])
@@ -153,3 +155,41 @@ def test_window_starts_past_the_largest_long_read_rows():
         assert a.process(0, columns(batch), 0.0) == b.process(0, batch, 0.0)
     assert a.end_of_input(1.0) == b.end_of_input(1.0) and a.state() == b.state()
 
+
+
+signed_values = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 12),
+                                   st.sampled_from([0.0, -0.0, 0.0, -0.0, 1.5, -1.5, None]),
+                                   st.sampled_from([2 ** 63 - 1, -2 ** 63, 2 ** 62, -2 ** 62 - 7, 5, None])),
+                         max_size=60)
+
+
+@pytest.mark.parametrize("by", ["VALUES", "TUPLES"])
+@settings(max_examples=max(10, int(60 * SCALE)), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=signed_values, cuts=st.lists(st.integers(0, 60), max_size=4),
+       advance=st.sampled_from([None, "2"]))
+def test_signed_zeros_and_long_sums_on_columns_are_the_rows(by, data, cuts, advance, monkeypatch):
+    """Since branch colAggF such batches stay on columns (.aggregate_exact): a float min/max keeps the first
+    zero of its extreme, as Python's fold does, and a long sum past int64 is summed wide, exactly.  Compared
+    by repr (0.0 == -0.0) after every batch, with batch boundaries inside windows and groups; the row loop
+    never runs (however few rows a run holds: MAX_RUNS_PER_ROW)."""
+    monkeypatch.setattr(aggregate_runs, "MAX_RUNS_PER_ROW", 2.0)
+    params = {"window-size-by": by, "window-size": "4", "group-by": "g", "aggregate-function.0": "min(x)",
+              "aggregate-function.1": "max(x)", "aggregate-function.2": "sum(n)", "aggregate-function.3": "avg(n)",
+              "aggregate-function.4": "min(n)"}
+    if by == "VALUES":
+        params["order-on-field"] = "time"
+        if advance:
+            params["advance"] = advance
+    rows = [(g, "a", t, x, n) for g, t, x, n in sorted(data, key=lambda r: r[1])]
+    a, b = aggregate(params), aggregate(params)
+    loops = []
+    for name in ("by_values", "by_tuples"):
+        general = getattr(a._windows, name)
+        setattr(a._windows, name, lambda *args, general=general: (loops.append(1), general(*args))[1])
+    bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
+    for lo, hi in zip(bounds, bounds[1:]):
+        assert repr(a.process(0, columns(rows[lo:hi]), 0.0)) == repr(b.process(0, rows[lo:hi], 0.0))
+        assert repr(a.state()) == repr(b.state())
+    assert repr(a.end_of_input(1.0)) == repr(b.end_of_input(1.0))
+    assert loops == []

@@ -238,7 +238,8 @@ def result_columns(functions: list[Function], runs: Runs, closed: np.ndarray,
             column = (values + 0.0 if values.dtype.kind == "f" else values).tolist()
         elif f.func == "avg":
             if values.dtype.kind != "f":
-                bad |= (np.abs(values) >= _EXACT_INT) & (counts > 0)
+                bad |= np.asarray(np.abs(values) >= _EXACT_INT, bool) & (counts > 0)
+                values = values.astype(np.float64)  # exact below 2**53; the rest are the emitter's
             column = ((values + 0.0) / np.maximum(counts, 1)).tolist()
         else:
             column = values.tolist()

@@ -30,7 +30,7 @@ differ.  Timeouts fire between batches (the box's ``expire`` before each),
 as on rows.
 
 Shapes: the functions :func:`~.aggregate_columns.columnar_functions` takes
-(else the box reads rows); a batch that :func:`~.aggregate_runs.exact` or
+(else the box reads rows); a batch that :func:`~.aggregate_exact.exact` or
 the expression columns refuse, a float group-by field with a NaN or a zero,
 or more stretches than :data:`~.aggregate_runs.MAX_RUNS_PER_ROW` of its rows
 (small windows or many groups: numpy would not pay) is read as rows, whole,
@@ -53,7 +53,8 @@ from .accumulators import COUNT, SEQ, START, T0
 from .aggregate_args import ArgumentColumns
 from .aggregate_columns import add_part, columnar_functions
 from .aggregate_groups import group_codes
-from .aggregate_runs import Function, Runs, exact
+from .aggregate_exact import exact
+from .aggregate_runs import Function, Runs
 from .aggregate_tumbling import TumblingTuples
 from .aggregate_windows import GroupWindows, WindowSpec
 
