@@ -60,14 +60,15 @@ converted once per batch (:class:`_Rows`).
 The shapes taken (:meth:`ColumnRuns.make` says None otherwise and the box
 reads rows): windows by VALUES, and functions ``count``, ``count_distinct``,
 ``sum``, ``avg``, ``min``, ``max`` (of a string: ranks,
-:mod:`.aggregate_runs`), ``firstval`` and ``lastval`` of a field that is not
-nullable or of a numeric expression (a column of its own:
-:mod:`.aggregate_args`) -- docs/operators.md ("aggregate on columns").  A
-batch with a NaN, an int64 sum that could overflow, a -0.0 under a float
-min or max (Python keeps whichever zero came first), more runs than a quarter
-of its rows, an expression the row path would fail on in some row, or a NaN
-or zero in a float group-by field is read as rows, whole, before anything
-changes.
+:mod:`.aggregate_runs`), ``firstval`` and ``lastval`` of a field (a
+``nullable`` one too: NULLs skipped, a sum's count of values kept in its
+next slot, :attr:`~.aggregate_runs.Function.counted`) or of a numeric expression (a column
+of its own: :mod:`.aggregate_args`) -- docs/operators.md ("aggregate on
+columns").  A batch with a NaN in the order field or under min, max or
+count_distinct (:mod:`.aggregate_exact`, which keeps long sums and signed
+zeros exact), more runs than a quarter of its rows, an expression the row
+path would fail on in some row, or a NaN or zero in a float group-by field
+is read as rows, whole, before anything changes.
 """
 
 from __future__ import annotations
