@@ -73,6 +73,7 @@ is read as rows, whole, before anything changes.
 
 from __future__ import annotations
 
+import operator
 import heapq
 from collections.abc import Callable
 from typing import Any
@@ -110,9 +111,8 @@ class ColumnRuns:
         # the chained case with the common functions: closed windows emitted as columns (.aggregate_emit)
         self._args = args  # expression arguments: columns appended to each batch (.aggregate_args)
         self._batch_emit = BatchEmit.make(functions, args.schema, spec, windows, self._add)
-        if groups:
-            self._keyf = (lambda row, i=groups[0]: row[i]) if len(groups) == 1 else (
-                lambda row, ix=tuple(groups): tuple(row[i] for i in ix))
+        if groups:  # the row path's key, as the box makes it (in C)
+            self._keyf = operator.itemgetter(*groups)
 
     @classmethod
     def make(cls, functions: list[str], schema: Schema, groups: list[int], order: int, spec: WindowSpec,
