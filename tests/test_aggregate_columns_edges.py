@@ -164,7 +164,7 @@ signed_values = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 12),
 
 
 @pytest.mark.parametrize("by", ["VALUES", "TUPLES"])
-@settings(max_examples=max(10, int(60 * SCALE)), deadline=None,
+@settings(max_examples=max(10, int(40 * SCALE)), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=signed_values, cuts=st.lists(st.integers(0, 60), max_size=4),
        advance=st.sampled_from([None, "2"]))

@@ -91,7 +91,7 @@ def test_nullable_arguments_are_taken_on_columns():
         assert aggregate(params)._runs is not None
 
 
-@settings(max_examples=max(10, int(80 * SCALE)), deadline=None,
+@settings(max_examples=max(10, int(50 * SCALE)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(drawn=params_strategy, data=streams(), cuts=st.lists(st.integers(0, 120), max_size=6),
        move_at=st.integers(-1, 6), any_runs=st.booleans())
