@@ -1,5 +1,6 @@
 """The aggregate on columns at its edges (node/operators/aggregate_runs.py, aggregate_columns.py): values where
-numpy and Python part (-0.0 under a float min or max, a sum at -2**63) read rows, and a run of late rows costs
+numpy and Python part (-0.0 under a float min or max, a sum at -2**63: on columns since colAggF, as Python
+folds them), and a run of late rows costs
 linear time; a changelog's multisets taken on columns; each against the row path (tests/test_aggregate_columns.py
 has the property tests)."""
 
@@ -18,8 +19,8 @@ from test_aggregate_columns import ROW, SCALE, TYPES, aggregate, close, columns
 @pytest.mark.parametrize("advance", [None, "5"])
 @pytest.mark.parametrize("expr", ["min(x)", "max(x)", "min(x * 1.0)"])
 def test_float_min_max_keep_the_first_zero_as_rows_do(advance, expr):
-    """0.0 and -0.0 are equal: Python's min and max keep whichever came first, numpy's need not, so a batch
-    with a -0.0 under a float min or max reads rows (compared by repr: 0.0 == -0.0)."""
+    """0.0 and -0.0 are equal: Python's min and max keep whichever came first, numpy's need not, so a run
+    keeps its first zero as Python's fold does (.aggregate_exact; compared by repr: 0.0 == -0.0)."""
     params = {"window-size-by": "VALUES", "order-on-field": "time", "window-size": "10",
               "aggregate-function.0": expr}
     if advance:
