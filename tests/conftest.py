@@ -121,6 +121,7 @@ IN_PROCESS = (
     "test_aggregate_columns.py",             # the aggregate fed Arrow columns by hand, against its row path
     "test_aggregate_columns_edges.py",       # the aggregate on columns where numpy and Python part, against rows
     "test_aggregate_tuples.py",              # windows by TUPLES on columns, against the row path
+    "test_aggregate_columns_nulls.py",       # the aggregate on columns over nullable fields, against rows
     "test_changelog.py",                     # weighted batches through operators by hand; refusals at submission
     "test_changelog_applied.py",             # aggregate and m3 applying weights by hand, against DuckDB
     "test_revision_operators.py", "test_revision_catalog.py",  # revision boxes fed by hand; their validation

@@ -61,9 +61,12 @@ def moved(op: AggregateOperator, params: dict[str, str], now: float) -> Aggregat
 
 
 def close(a, b) -> bool:
-    """Equal, floats to 1e-9 relative (a run's float sum is added pairwise)."""
-    if isinstance(a, float) and isinstance(b, (int, float)) or isinstance(b, float) and isinstance(a, int):
+    """Equal, floats to 1e-9 relative (a run's float sum is added pairwise); an int and a float are not (a
+    long's sum emitted as ``5.0`` is another value to a subscriber than ``5``)."""
+    if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and type(a) is not type(b):
+        return False
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):

@@ -1,23 +1,26 @@
 """The aggregate on columns at its edges (node/operators/aggregate_runs.py, aggregate_columns.py): values where
-numpy and Python part (-0.0 under a float min or max, a sum at -2**63) read rows, and a run of late rows costs
+numpy and Python part (-0.0 under a float min or max, a sum at -2**63: on columns since colAggF, as Python
+folds them), and a run of late rows costs
 linear time; a changelog's multisets taken on columns; each against the row path (tests/test_aggregate_columns.py
 has the property tests)."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from boreas.catalog.model import Box, InPort
 from boreas.node.operators import aggregate_changes, aggregate_runs
 from boreas.node.operators.aggregate import AggregateOperator
 
-from test_aggregate_columns import ROW, TYPES, aggregate, close, columns
+from test_aggregate_columns import ROW, SCALE, TYPES, aggregate, close, columns
 
 
 @pytest.mark.parametrize("advance", [None, "5"])
 @pytest.mark.parametrize("expr", ["min(x)", "max(x)", "min(x * 1.0)"])
 def test_float_min_max_keep_the_first_zero_as_rows_do(advance, expr):
-    """0.0 and -0.0 are equal: Python's min and max keep whichever came first, numpy's need not, so a batch
-    with a -0.0 under a float min or max reads rows (compared by repr: 0.0 == -0.0)."""
+    """0.0 and -0.0 are equal: Python's min and max keep whichever came first, numpy's need not, so a run
+    keeps its first zero as Python's fold does (.aggregate_exact; compared by repr: 0.0 == -0.0)."""
     params = {"window-size-by": "VALUES", "order-on-field": "time", "window-size": "10",
               "aggregate-function.0": expr}
     if advance:
@@ -153,3 +156,64 @@ def test_window_starts_past_the_largest_long_read_rows():
         assert a.process(0, columns(batch), 0.0) == b.process(0, batch, 0.0)
     assert a.end_of_input(1.0) == b.end_of_input(1.0) and a.state() == b.state()
 
+
+
+signed_values = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 12),
+                                   st.sampled_from([0.0, -0.0, 0.0, -0.0, 1.5, -1.5, None]),
+                                   st.sampled_from([2 ** 63 - 1, -2 ** 63, 2 ** 62, -2 ** 62 - 7, 5, None])),
+                         max_size=60)
+
+
+@pytest.mark.parametrize("by", ["VALUES", "TUPLES"])
+@settings(max_examples=max(10, int(40 * SCALE)), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=signed_values, cuts=st.lists(st.integers(0, 60), max_size=4),
+       advance=st.sampled_from([None, "2"]))
+def test_signed_zeros_and_long_sums_on_columns_are_the_rows(by, data, cuts, advance, monkeypatch):
+    """Since branch colAggF such batches stay on columns (.aggregate_exact): a float min/max keeps the first
+    zero of its extreme, as Python's fold does, and a long sum past int64 is summed wide, exactly.  Compared
+    by repr (0.0 == -0.0) after every batch, with batch boundaries inside windows and groups; the row loop
+    never runs (however few rows a run holds: MAX_RUNS_PER_ROW)."""
+    monkeypatch.setattr(aggregate_runs, "MAX_RUNS_PER_ROW", 2.0)
+    params = {"window-size-by": by, "window-size": "4", "group-by": "g", "aggregate-function.0": "min(x)",
+              "aggregate-function.1": "max(x)", "aggregate-function.2": "sum(n)", "aggregate-function.3": "avg(n)",
+              "aggregate-function.4": "min(n)"}
+    if by == "VALUES":
+        params["order-on-field"] = "time"
+        if advance:
+            params["advance"] = advance
+    rows = [(g, "a", t, x, n) for g, t, x, n in sorted(data, key=lambda r: r[1])]
+    a, b = aggregate(params), aggregate(params)
+    loops = []
+    for name in ("by_values", "by_tuples"):
+        general = getattr(a._windows, name)
+        setattr(a._windows, name, lambda *args, general=general: (loops.append(1), general(*args))[1])
+    bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
+    for lo, hi in zip(bounds, bounds[1:]):
+        assert repr(a.process(0, columns(rows[lo:hi]), 0.0)) == repr(b.process(0, rows[lo:hi], 0.0))
+        assert repr(a.state()) == repr(b.state())
+    assert repr(a.end_of_input(1.0)) == repr(b.end_of_input(1.0))
+    assert loops == []
+
+
+@pytest.mark.parametrize("by", ["VALUES", "TUPLES"])
+def test_nan_under_sums_stays_on_columns(by, monkeypatch):
+    """A NaN makes a float sum or average NaN on either path (IEEE addition), so since branch colAggF such a
+    batch stays on columns; compared by repr (nan != nan), the row loop never running (however few rows a
+    run holds: MAX_RUNS_PER_ROW)."""
+    monkeypatch.setattr(aggregate_runs, "MAX_RUNS_PER_ROW", 2.0)
+    params = {"window-size-by": by, "window-size": "3", "group-by": "g", "aggregate-function.0": "sum(x)",
+              "aggregate-function.1": "avg(x)", "aggregate-function.2": "count(x)"}
+    if by == "VALUES":
+        params["order-on-field"] = "time"
+    nan, inf = float("nan"), float("inf")
+    data = [(t % 2, "a", t // 2, [1.0, nan, 2.5, inf, -inf, 4.0][t % 6], 0) for t in range(60)]
+    a, b = aggregate(params), aggregate(params)
+    loops = []
+    for name in ("by_values", "by_tuples"):
+        general = getattr(a._windows, name)
+        setattr(a._windows, name, lambda *args, general=general: (loops.append(1), general(*args))[1])
+    for lo in range(0, 60, 25):
+        assert repr(a.process(0, columns(data[lo:lo + 25]), 0.0)) == repr(b.process(0, data[lo:lo + 25], 0.0))
+    assert repr(a.end_of_input(1.0)) == repr(b.end_of_input(1.0))
+    assert loops == []

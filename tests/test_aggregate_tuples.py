@@ -98,12 +98,33 @@ def test_tuple_windows_stay_off_the_row_loop(advance):
     assert op.state()["seq"] > 100
 
 
-def test_tuple_windows_of_short_batches_read_rows():
-    """Windows of 2 tuples: more stretches than MAX_RUNS_PER_ROW of the rows, so the batch reads rows."""
-    params = {"window-size-by": "TUPLES", "window-size": "2", "group-by": "g", "aggregate-function.0": "count()"}
+def test_sliding_tuple_windows_of_short_batches_read_rows():
+    """Sliding windows of 2 tuples: more stretches than MAX_RUNS_PER_ROW of the rows, so the batch reads rows."""
+    params = {"window-size-by": "TUPLES", "window-size": "2", "advance": "1", "group-by": "g",
+              "aggregate-function.0": "count()"}
     op = aggregate(params)
     calls = []
     general = op._windows.by_tuples
     op._windows.by_tuples = lambda *a: (calls.append(len(a[0])), general(*a))[1]  # type: ignore[method-assign]
     op.process(0, columns([(t % 3, "a", t, 1.0, t) for t in range(100)]), 0.0)
     assert calls == [100]
+
+
+@pytest.mark.parametrize("size", ["1", "2", "3"])
+def test_small_tumbling_tuple_windows_stay_off_the_row_loop(size):
+    """Tumbling windows of 1-3 tuples (they read rows before branch colAggF) are taken on columns at once
+    (.aggregate_tumbling), with the row path's windows, order and state; batches cut inside windows."""
+    params = {"window-size-by": "TUPLES", "window-size": size, "group-by": "g", "order-by": "FIELD",
+              "order-on-field": "s", "timeout": "5", "aggregate-function.0": "avg(x)", "aggregate-function.1": "count()",
+              "aggregate-function.2": "max(n)"}
+    op, reference = aggregate(params), aggregate(params)
+    calls = []
+    general = op._windows.by_tuples
+    op._windows.by_tuples = lambda *a: (calls.append(len(a[0])), general(*a))[1]  # type: ignore[method-assign]
+    data = [(t % 3 if t < 500 else t % 7, "abc"[t % 3], t, float(t), t) for t in range(1000)]
+    for a in range(0, 1000, 101):
+        got = op.process(0, columns(data[a:a + 101]), float(a))
+        assert got == reference.process(0, data[a:a + 101], float(a))
+        assert op.state() == reference.state()
+    assert calls == []
+    assert op.end_of_input(2000.0) == reference.end_of_input(2000.0)

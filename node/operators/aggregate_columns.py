@@ -60,18 +60,20 @@ converted once per batch (:class:`_Rows`).
 The shapes taken (:meth:`ColumnRuns.make` says None otherwise and the box
 reads rows): windows by VALUES, and functions ``count``, ``count_distinct``,
 ``sum``, ``avg``, ``min``, ``max`` (of a string: ranks,
-:mod:`.aggregate_runs`), ``firstval`` and ``lastval`` of a field that is not
-nullable or of a numeric expression (a column of its own:
-:mod:`.aggregate_args`) -- docs/operators.md ("aggregate on columns").  A
-batch with a NaN, an int64 sum that could overflow, a -0.0 under a float
-min or max (Python keeps whichever zero came first), more runs than a quarter
-of its rows, an expression the row path would fail on in some row, or a NaN
-or zero in a float group-by field is read as rows, whole, before anything
-changes.
+:mod:`.aggregate_runs`), ``firstval`` and ``lastval`` of a field (a
+``nullable`` one too: NULLs skipped, a sum's count of values kept in its
+next slot, :attr:`~.aggregate_runs.Function.counted`) or of a numeric expression (a column
+of its own: :mod:`.aggregate_args`) -- docs/operators.md ("aggregate on
+columns").  A batch with a NaN in the order field or under min, max or
+count_distinct (:mod:`.aggregate_exact`, which keeps long sums and signed
+zeros exact), more runs than a quarter of its rows, an expression the row
+path would fail on in some row, or a NaN or zero in a float group-by field
+is read as rows, whole, before anything changes.
 """
 
 from __future__ import annotations
 
+import operator
 import heapq
 from collections.abc import Callable
 from typing import Any
@@ -109,9 +111,8 @@ class ColumnRuns:
         # the chained case with the common functions: closed windows emitted as columns (.aggregate_emit)
         self._args = args  # expression arguments: columns appended to each batch (.aggregate_args)
         self._batch_emit = BatchEmit.make(functions, args.schema, spec, windows, self._add)
-        if groups:
-            self._keyf = (lambda row, i=groups[0]: row[i]) if len(groups) == 1 else (
-                lambda row, ix=tuple(groups): tuple(row[i] for i in ix))
+        if groups:  # the row path's key, as the box makes it (in C)
+            self._keyf = operator.itemgetter(*groups)
 
     @classmethod
     def make(cls, functions: list[str], schema: Schema, groups: list[int], order: int, spec: WindowSpec,
@@ -300,16 +301,19 @@ def columnar_functions(functions: list[str], schema: Schema) -> tuple[list[Funct
             taken.append(Function(func, None, -1))
             continue
         field = names.get(arg)
+        nullable = False
         if field is None:  # an expression: a column of its own (.aggregate_args), or the box reads rows
             field = args.add(arg)
             if field is None:
                 return None
-        elif schema.fields[field].nullable:
-            return None  # SQL's NULL of a window without a value: the row path's (accumulators.py)
         elif func in ("sum", "avg") and kind_of(schema.fields[field].type) == STR:
             return None  # (min and max of strings: their ranks, aggregate_runs._ranks)
-        taken.append(Function(func, field, slot))
-        slot += 2 if func == "avg" else 1
+        else:
+            # SQL's NULLs: skipped as the row path skips None; a sum keeps its count of values beside it
+            nullable = schema.fields[field].nullable
+        counted = func == "sum" and nullable
+        taken.append(Function(func, field, slot, counted))
+        slot += 2 if func == "avg" or counted else 1
     return taken, args
 
 
@@ -335,6 +339,8 @@ def add_part(functions: list[Function], w: list, part: Part) -> None:
         elif func == "sum":
             if value[1]:
                 w[s] += value[0]
+                if f.counted:
+                    w[s + 1] += value[1]
         elif func == "avg":
             if value[1]:
                 w[s] += value[0]

@@ -63,7 +63,14 @@ class RowShape(Protocol):
 
     width: int
     start_cast: Callable[[Any], Any] | None
+    result: Callable[[list], tuple]
     drop_empty: bool
+
+
+def no_values(shape: RowShape, spec: WindowSpec) -> tuple:
+    """Per function, its result for a window in which it saw no value (all NULL): the accumulators' result of
+    untouched slots, which each function reads alone (its NULL, or its type's zero)."""
+    return shape.result([None, None, 0.0, 0, 0, *spec.slots, 0])
 
 
 class BatchEmit:
@@ -72,6 +79,7 @@ class BatchEmit:
     def __init__(self, functions: list[Function], spec: WindowSpec, windows: GroupWindows, shape: RowShape,
                  add: Callable[[list, Part], None]):
         self._functions, self._spec, self._windows, self._shape, self._add = functions, spec, windows, shape, add
+        self._empty = no_values(shape, spec)
 
     @classmethod
     def make(cls, functions: list[Function], schema: Schema, spec: WindowSpec, windows: GroupWindows,
@@ -80,15 +88,7 @@ class BatchEmit:
         shape = windows.emit
         if not isinstance(shape, RowShape) or spec.advance != spec.size or spec.slack or spec.timeout is not None:
             return None
-        arrow = arrow_schema(schema)
-        for f in functions:
-            if f.func not in VECTORISED:
-                return None
-            if f.field is not None:
-                kind = arrow.field(f.field).type
-                if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-                    return None  # bool and the rest: the result's coercion is the per-window path's
-        return cls(functions, spec, windows, shape, add)
+        return cls(functions, spec, windows, shape, add) if vectorised(functions, schema) else None
 
     def take(self, runs: Runs, now: float, out: list[tuple]) -> bool:
         """Add the batch's runs and emit what closes, as the row path would; False, before anything changes,
@@ -189,38 +189,75 @@ class BatchEmit:
                 columns.append(begin.tolist())
             else:
                 columns.append([shape.start_cast(x) for x in begin.tolist()])
-        lengths = runs.length_array[closed]
-        for f, partial in zip(self._functions, runs.partials):
-            if f.field is None:
-                columns.append(lengths.tolist())
-                continue
-            counts = partial.counts[closed]  # type: ignore[index]
-            if f.func == "count":
-                columns.append(counts.tolist())
-                continue
-            if not bool((counts > 0).all()):
-                return self._slow_rows(runs, closed, starts)
-            values = partial.values[closed]  # type: ignore[index]
-            if f.func == "sum":
-                columns.append((values + 0.0 if values.dtype.kind == "f" else values).tolist())
-            elif f.func == "avg":
-                if values.dtype.kind != "f" and int(np.abs(values).max()) >= _EXACT_INT:
-                    return self._slow_rows(runs, closed, starts)
-                columns.append(((values + 0.0) / counts).tolist())
-            else:
-                columns.append(values.tolist())
-        return list(zip(*columns))
+        return window_rows(self._functions, runs, closed, columns, self._empty,
+                           lambda r: self._slow_row(runs, r, starts))
 
-    def _slow_rows(self, runs: Runs, closed: np.ndarray, starts: np.ndarray) -> list[tuple]:
-        """The same rows window by window (a window without a value, an integer average beyond 2**53)."""
+    def _slow_row(self, runs: Runs, r: int, starts: np.ndarray) -> tuple:
+        """Run ``r``'s window's row as the emitter makes it (an integer average beyond 2**53)."""
         rows: list[tuple] = []
-        spec, whole = self._spec, runs.whole
-        for r in closed.tolist():
-            begin = starts[r].item()
-            w = [begin, begin + spec.size, 0.0, 0, 0, *spec.slots, 0]
-            self._add(w, whole[r])
-            self._windows.emit(runs.keys[r], w, rows)
-        return rows
+        begin = starts[r].item()
+        w = [begin, begin + self._spec.size, 0.0, 0, 0, *self._spec.slots, 0]
+        self._add(w, runs.whole_part(r))
+        self._windows.emit(runs.keys[r], w, rows)
+        return rows[0]
+
+
+def vectorised(functions: list[Function], schema: Schema) -> bool:
+    """Whether every function's out value can be built from the runs' arrays: :data:`VECTORISED` functions of
+    integer or floating fields (bool and the rest: the result's coercion is the per-window path's) or count(*)."""
+    arrow = arrow_schema(schema)
+    for f in functions:
+        if f.func not in VECTORISED:
+            return False
+        if f.field is not None:
+            kind = arrow.field(f.field).type
+            if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+                return False
+    return True
+
+
+def result_columns(functions: list[Function], runs: Runs, closed: np.ndarray,
+                   empty: tuple) -> tuple[list[list], np.ndarray]:
+    """One out column per function for the windows that are runs ``closed`` (each a whole window), as the
+    accumulators' ``result`` makes them (a function that saw no value: its ``empty`` result, :func:`no_values`),
+    and a mask of the windows whose values there are placeholders: an integer average beyond 2**53 (those
+    windows' rows are the emitter's: :func:`window_rows`)."""
+    columns: list[list] = []
+    bad = np.zeros(len(closed), bool)
+    lengths = runs.length_array[closed]
+    for f, partial, zero in zip(functions, runs.partials, empty):
+        if f.field is None:
+            columns.append(lengths.tolist())
+            continue
+        counts = partial.counts[closed]  # type: ignore[index]
+        if f.func == "count":
+            columns.append(counts.tolist())
+            continue
+        values = partial.values[closed]  # type: ignore[index]
+        if f.func == "sum":
+            column = (values + 0.0 if values.dtype.kind == "f" else values).tolist()
+        elif f.func == "avg":
+            if values.dtype.kind != "f":
+                bad |= np.asarray(np.abs(values) >= _EXACT_INT, bool) & (counts > 0)
+                values = values.astype(np.float64)  # exact below 2**53; the rest are the emitter's
+            column = ((values + 0.0) / np.maximum(counts, 1)).tolist()
+        else:
+            column = values.tolist()
+        for i in np.flatnonzero(counts == 0).tolist():
+            column[i] = zero
+        columns.append(column)
+    return columns, bad
+
+
+def window_rows(functions: list[Function], runs: Runs, closed: np.ndarray, prefix: list[list], empty: tuple,
+                slow: Callable[[int], tuple]) -> list[tuple]:
+    """The out rows of the windows that are runs ``closed``: ``prefix`` (group and start columns) and
+    :func:`result_columns` zipped once; a window :func:`result_columns` leaves is ``slow(run)``'s row."""
+    results, bad = result_columns(functions, runs, closed, empty)
+    rows = list(zip(*prefix, *results))
+    for i in np.flatnonzero(bad).tolist():
+        rows[i] = slow(int(closed[i]))
+    return rows
 
 
 def _fits(x: Any, floats: bool) -> bool:

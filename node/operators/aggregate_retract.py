@@ -15,8 +15,10 @@ are added pairwise per entry (the last bits may differ from one by one).
 delta per entry is each value's net weight (:mod:`.aggregate_multisets`).
 Expression arguments are columns appended to the batch
 (:mod:`.aggregate_args`); a float group-by field is grouped as Python groups
-it (:func:`~.aggregate_groups.group_codes`).  Nullable arguments, and a batch
-with a NaN, an order value or product beyond exact range, an expression
+it (:func:`~.aggregate_groups.group_codes`).  A ``nullable`` field's NULLs
+are skipped as on rows, and its sum's delta is ``(sum, count)`` (the entry
+keeps its count of values, for SQL's NULL of none: since branch colAggF).
+A batch with a NaN, an order value or product beyond exact range, an expression
 failing in some row or a float group key that is a NaN or a zero, read rows
 (:meth:`ColumnRetract.sums` says None).
 """
@@ -39,7 +41,7 @@ from .aggregate_multisets import MULTISETS, multiset_deltas
 class ColumnRetract:
     """Partials of a changelog batch per (group, window start), as :meth:`Retracting.add_partials` takes them."""
 
-    def __init__(self, fields: list[tuple[str, int | None]], groups: list[int], order: int | None,
+    def __init__(self, fields: list[tuple[str, int | None, bool]], groups: list[int], order: int | None,
                  size: float, advance: float, args: ArgumentColumns):
         self._fields, self._groups, self._order = fields, groups, order
         self._args = args  # expression arguments: columns appended to each batch (.aggregate_args)
@@ -50,7 +52,7 @@ class ColumnRetract:
              advance: float) -> "ColumnRetract | None":
         names = {f.name: i for i, f in enumerate(schema.fields)}
         args = ArgumentColumns(schema)
-        fields: list[tuple[str, int | None]] = []
+        fields: list[tuple[str, int | None, bool]] = []
         for text in functions:
             call = parse_call(text)
             if call is None or call[0] not in ("count", "sum", "avg", *MULTISETS):
@@ -59,11 +61,11 @@ class ColumnRetract:
             if arg in ("", "*"):
                 if func != "count":
                     return None
-                fields.append((func, None))
-            elif arg in names and not schema.fields[names[arg]].nullable:  # (NULL of no values: the row path's)
-                fields.append((func, names[arg]))
+                fields.append((func, None, False))
+            elif arg in names:  # a nullable field's sum: (sum, count) deltas, as its entry keeps both
+                fields.append((func, names[arg], func == "sum" and schema.fields[names[arg]].nullable))
             elif arg not in names and (column := args.add(arg)) is not None:  # an expression: a column of its own
-                fields.append((func, column))
+                fields.append((func, column, False))
             else:
                 return None
         return cls(fields, groups, order, size, advance, args)
@@ -114,8 +116,8 @@ class ColumnRetract:
         starts = np.flatnonzero(cut)
         ws = w[rows]
         partials: list[list[Any]] = []
-        for func, field in self._fields:
-            partial = self._partial(batch, func, field, rows, ws, starts)
+        for func, field, counted in self._fields:
+            partial = self._partial(batch, func, field, rows, ws, starts, counted)
             if partial is None:
                 return None
             partials.append(partial)
@@ -131,8 +133,9 @@ class ColumnRetract:
 
     @staticmethod
     def _partial(batch: pa.RecordBatch, func: str, field: int | None, rows: np.ndarray, ws: np.ndarray,
-                 starts: np.ndarray) -> list | None:
-        """One function's delta per entry (None where no row had a value to add)."""
+                 starts: np.ndarray, counted: bool = False) -> list | None:
+        """One function's delta per entry (None where no row had a value to add); ``counted``: a sum that
+        keeps its count of values (a nullable field's), so ``(sum, count)`` as for avg."""
         if field is None:
             return np.add.reduceat(ws, starts).tolist()
         if func in MULTISETS:
@@ -156,6 +159,6 @@ class ColumnRetract:
                 return None  # Python's ints never overflow; int64 sums might
             products = np.where(ok, x * ws, 0)
         sums = np.add.reduceat(products, starts).tolist()
-        if func == "sum":
+        if func == "sum" and not counted:
             return [s if h else None for s, h in zip(sums, has)]
         return [(s, c) if h else None for s, c, h in zip(sums, counts.tolist(), has)]

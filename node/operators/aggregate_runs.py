@@ -6,8 +6,9 @@ value is None.  :meth:`Runs.cut` makes them with numpy (dictionary codes of
 the group-by values, a stable sort by code, the cells) and computes, per
 run, the order values' range and one partial per function with one
 ``reduceat`` each; :meth:`Runs.part` computes the partials of a run's tail
-when the walk needs them.  A batch this cannot take exactly (a NaN, an int64
-sum that could overflow, a -0.0 under a float min or max, more runs than
+when the walk needs them.  A batch this cannot take exactly (a NaN in the
+order field or under min, max or count_distinct: :mod:`.aggregate_exact`,
+which also keeps long sums and signed zeros exact; more runs than
 :data:`MAX_RUNS_PER_ROW` of its rows) gives None before anything changes, and the box reads its rows.
 """
 
@@ -21,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .aggregate_exact import exact, first_zero, first_zeros, needs_wide, wide_sum, wide_sums
 from .aggregate_groups import group_codes, numbers
 from .aggregate_windows import GroupWindows, WindowSpec
 
@@ -35,6 +37,7 @@ class Function:
     func: str
     field: int | None  # None: count(*)
     slot: int          # its first slot in a window list
+    counted: bool = False  # a sum of a nullable argument: its count of values in the next slot (accumulators.py)
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class Runs:
         self.hi_array = np.maximum.reduceat(sv, starts)
         self.lo = self.lo_array.tolist()
         self.hi = self.hi_array.tolist()
-        self._sorted: list[tuple[np.ndarray, np.ndarray, list | None] | None] = []
+        self._sorted: list[tuple[np.ndarray, np.ndarray, list | None, bool] | None] = []
         self._suffix: dict[int, tuple[list, list]] = {}  # per run: its order values' suffix minima and maxima
         #: per function, every whole run's partial as arrays (:class:`Partials`), for emitting windows at once
         self.partials: list[Partials] = []
@@ -197,48 +200,17 @@ class Runs:
         return cls(batch, functions, perm, sv, sok, starts, [keys_of(c) for c in codes.tolist()], codes)
 
 
-def exact(batch: pa.RecordBatch, functions: list[Function]) -> bool:
-    """Whether numpy computes the functions' partials of this batch exactly as the rows would: no NaN in an
-    argument, no int64 sum that could overflow, no -0.0 under a float min or max."""
-    for f in functions:
-        if f.field is not None and f.func not in ("firstval", "lastval") and not _fits(batch.column(f.field)):
-            return False
-        if f.func in ("min", "max") and f.field is not None and _negative_zero(batch.column(f.field)):
-            return False
-    return True
-
-
-def _fits(column: pa.Array) -> bool:
-    """Whether a column's sums are exact in numpy: no NaN, and int64 sums that cannot overflow."""
-    kind = column.type
-    if pa.types.is_floating(kind):
-        return not pc.any(pc.is_nan(column)).as_py()
-    if kind == pa.int64() and len(column):
-        lo, hi = pc.min_max(column).values()  # Python ints: abs(-2**63) would wrap in int64
-        big = max(-(lo.as_py() or 0), hi.as_py() or 0)
-        return big * len(column) < 2 ** 62  # Python's ints never overflow; int64 sums might
-    return True
-
-
-def _negative_zero(column: pa.Array) -> bool:
-    """Whether a float column holds a -0.0: Python's min and max keep whichever of 0.0 and -0.0 came first,
-    numpy's reductions need not, so a min or max over such a column reads rows."""
-    if not pa.types.is_floating(column.type) or not len(column):
-        return False
-    x = numbers(column)
-    return bool((np.signbit(x) & (x == 0)).any())
-
-
-def _prepare(column: pa.Array, perm: np.ndarray, distinct: bool = False) -> tuple[np.ndarray, np.ndarray, list | None]:
-    """A column in run order, as float64 or int64 with None as 0, where it is not None, and (a string column,
+def _prepare(column: pa.Array, perm: np.ndarray, distinct: bool = False) -> tuple[np.ndarray, np.ndarray, list | None,
+                                                                                   bool]:
+    """A column in run order, as float64 or int64 with None as 0, where it is not None, (a string column,
     for min and max, or any column for count_distinct) the distinct values in order, which the int64s are
-    then the ranks of (:func:`_ranks`)."""
+    then the ranks of (:func:`_ranks`), and whether its sums are to be made wide (.aggregate_exact)."""
     ok = ~np.asarray(column.is_null(), dtype=bool)[perm] if column.null_count else np.ones(len(perm), bool)
     if distinct or pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         ranks, decode = _ranks(column)
-        return ranks[perm], ok, decode
+        return ranks[perm], ok, decode, False
     x = numbers(column)[perm]
-    return (x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)), ok, None
+    return (x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)), ok, None, needs_wide(column)
 
 
 def _ranks(column: pa.Array) -> tuple[np.ndarray, list]:
@@ -279,7 +251,8 @@ class Partials:
         if self.func == "count":
             return c
         if self.func in ("sum", "avg"):
-            return values[r].item(), c  # type: ignore[index]
+            v = values[r]  # type: ignore[index]
+            return (v if isinstance(v, int) else v.item()), c  # (a wide sum: a Python int, .aggregate_exact)
         if not c:
             return None
         v = values[r].item()  # type: ignore[index]
@@ -300,7 +273,7 @@ class Partials:
         return [e if c else None for e, c in zip(values.tolist(), counts.tolist())]  # type: ignore[union-attr]
 
 
-def _whole(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray, list | None] | None,
+def _whole(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray, list | None, bool] | None,
            perm: np.ndarray,
            starts: np.ndarray, ends: np.ndarray) -> Partials:
     """One function's partials of every whole run."""
@@ -309,29 +282,32 @@ def _whole(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.nd
     if f.func in ("firstval", "lastval"):
         at = starts if f.func == "firstval" else ends - 1
         return Partials(f.func, batch.column(f.field).take(pa.array(perm[at])).to_pylist(), None)
-    x, ok, decode = prepared  # type: ignore[misc]
+    x, ok, decode, wide = prepared  # type: ignore[misc]
     counts = np.add.reduceat(ok.astype(np.int64), starts) if not ok.all() else ends - starts
     if f.func == "count":
         return Partials(f.func, None, counts)
     if f.func == "count_distinct":
         return Partials(f.func, _distinct(x, ok, starts, decode), None)  # type: ignore[arg-type]
     if f.func in ("sum", "avg"):
-        return Partials(f.func, np.add.reduceat(x if ok.all() else np.where(ok, x, 0), starts), counts)
+        masked = x if ok.all() else np.where(ok, x, 0)
+        return Partials(f.func, wide_sums(masked, starts) if wide else np.add.reduceat(masked, starts), counts)
     take_min = f.func == "min"
     edge = (np.inf if take_min else -np.inf) if x.dtype.kind == "f" else (
         np.iinfo(np.int64).max if take_min else np.iinfo(np.int64).min)
     ext = (np.minimum if take_min else np.maximum).reduceat(x if ok.all() else np.where(ok, x, edge), starts)
+    if x.dtype.kind == "f":
+        ext = first_zeros(x, ok, starts, ext)  # 0.0 and -0.0: the first, as Python's fold keeps it
     return Partials(f.func, ext, counts, decode)
 
 
-def _slice_part(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray, list | None] | None,
+def _slice_part(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, np.ndarray, list | None, bool] | None,
                 perm: np.ndarray, a: int, b: int) -> Any:
     """One function's partial of the rows ``a:b`` (in run order) of one run."""
     if f.field is None:
         return None
     if f.func in ("firstval", "lastval"):
         return batch.column(f.field)[int(perm[a if f.func == "firstval" else b - 1])].as_py()
-    x, ok, decode = prepared  # type: ignore[misc]
+    x, ok, decode, wide = prepared  # type: ignore[misc]
     x, ok = x[a:b], ok[a:b]
     count = int(ok.sum())
     if f.func == "count":
@@ -339,10 +315,13 @@ def _slice_part(batch: pa.RecordBatch, f: Function, prepared: tuple[np.ndarray, 
     if f.func == "count_distinct":
         return _distinct(x, ok, np.zeros(1, np.int64), decode)[0]  # type: ignore[arg-type]
     if f.func in ("sum", "avg"):
-        return np.where(ok, x, 0).sum().item(), count
+        masked = np.where(ok, x, 0)
+        return (wide_sum(masked) if wide else masked.sum().item()), count
     if not count:
         return None
     v = (x[ok].min() if f.func == "min" else x[ok].max()).item()
+    if x.dtype.kind == "f":
+        v = first_zero(x[ok], v)
     return v if decode is None else decode[v]
 
 

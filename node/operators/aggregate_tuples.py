@@ -30,7 +30,7 @@ differ.  Timeouts fire between batches (the box's ``expire`` before each),
 as on rows.
 
 Shapes: the functions :func:`~.aggregate_columns.columnar_functions` takes
-(else the box reads rows); a batch that :func:`~.aggregate_runs.exact` or
+(else the box reads rows); a batch that :func:`~.aggregate_exact.exact` or
 the expression columns refuse, a float group-by field with a NaN or a zero,
 or more stretches than :data:`~.aggregate_runs.MAX_RUNS_PER_ROW` of its rows
 (small windows or many groups: numpy would not pay) is read as rows, whole,
@@ -39,6 +39,7 @@ before anything changes.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +54,9 @@ from .accumulators import COUNT, SEQ, START, T0
 from .aggregate_args import ArgumentColumns
 from .aggregate_columns import add_part, columnar_functions
 from .aggregate_groups import group_codes
-from .aggregate_runs import Function, Runs, exact
+from .aggregate_exact import exact
+from .aggregate_runs import Function, Runs
+from .aggregate_tumbling import TumblingTuples
 from .aggregate_windows import GroupWindows, WindowSpec
 
 
@@ -88,10 +91,10 @@ class TupleRuns:
         self._size, self._advance = int(spec.size), int(spec.advance)
         self._slots = spec.slots
         self._windows, self._args = windows, args
+        self._tumbling: TumblingTuples | None = None  # tumbling windows of any size: .aggregate_tumbling
         self._keyf: Callable[[tuple], Any] | None = None
-        if groups:
-            self._keyf = (lambda row, i=groups[0]: row[i]) if len(groups) == 1 else (
-                lambda row, ix=tuple(groups): tuple(row[i] for i in ix))
+        if groups:  # the row path's key, as the box makes it (in C)
+            self._keyf = operator.itemgetter(*groups)
 
     @classmethod
     def make(cls, functions: list[str], schema: Schema, groups: list[int], start_field: int | None,
@@ -101,7 +104,11 @@ class TupleRuns:
         if spec.by_values:
             return None
         taken = columnar_functions(functions, schema)
-        return cls(taken[0], groups, start_field, spec, windows, taken[1]) if taken is not None else None
+        if taken is None:
+            return None
+        runs = cls(taken[0], groups, start_field, spec, windows, taken[1])
+        runs._tumbling = TumblingTuples.make(taken[0], taken[1].schema, start_field, spec, windows)
+        return runs
 
     def process(self, batch: pa.RecordBatch, now: float, out: list[tuple]) -> None:
         """Add a plain batch to the tuple windows, emitting what closes, exactly as the row path would."""
@@ -111,12 +118,31 @@ class TupleRuns:
         extended = self._args.extend(batch)
         plan = None
         if extended is not None and exact(extended, self._functions):
+            if self._tumbling is not None:
+                grouped = self._grouped(extended)
+                if grouped is not None:
+                    self._tumbling.take(extended, *grouped, now, out)
+                    return
             plan = self._plan(extended)
         if plan is None:
             rows = list(zip(*[c.to_pylist() for c in batch.columns])) if batch.num_columns else [()] * n
             self._windows.by_tuples(rows, self._keyf, self._start_field, now, out)
             return
         self._apply(extended, *plan, now, out)  # type: ignore[arg-type]
+
+    def _grouped(self, batch: pa.RecordBatch) -> tuple[np.ndarray, list[int], list] | None:
+        """The rows in group order (stably), where each group starts (and the end), and the groups' keys;
+        None when Arrow's grouping is not Python's (.aggregate_groups)."""
+        n = batch.num_rows
+        codes, keys_of, distinct = group_codes(batch, self._groups)
+        if codes is None:
+            return None
+        if not self._groups:
+            return np.arange(n), [0, n], [None]
+        perm = np.argsort(codes.astype(np.int16) if distinct < 2 ** 15 else codes, kind="stable")
+        sc = codes[perm]
+        at = np.concatenate(([0], np.flatnonzero(sc[1:] != sc[:-1]) + 1))
+        return perm, [*at.tolist(), n], [keys_of(c) for c in sc[at].tolist()]
 
     # -- where windows open and close ------------------------------------------------
 
