@@ -22,10 +22,12 @@ from functools import lru_cache
 import pyarrow as pa
 import pytest
 from boreas.catalog.model import Field, FieldType, Schema
-from boreas.node.operators import arrow_exprs
+from boreas.node.operators import arrow_exprs, arrow_logic, arrow_ops
+from boreas.node.operators.arrow_nodes import Eval, Node
 from boreas.wire.columns import Columns, arrow_schema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlglot import expressions as exp
 from support.property_scale import examples
 from test_columnar_operators import build, check
 
@@ -61,12 +63,15 @@ PREDICATES = [
     "abs(x) > 1", "sqrt(z) > 1.0", "cast(s as int) = 12", "cast(s as double) > 0.0", "y = null", "z % w > 0.0",
     "y * y > 0", "y + y < 0", "y - 1 < y", "y / 3 > 2.0", "y % w >= 0.0", "pow(w, 2.0) > 2.0", "exp(w) > 1.0",
     "ln(w) < 0.0", "log(2, w) > 1.0", "floor(w) = 0", "round(z) = 1", "cast(w as bigint) > 0", "t and y",
+    "(w > 0.0) and (10 / y > 1.0)", "y between 0 and 10 / y", "x = 1 or 1 / y > 0", "not (3 / y > 1.0)",
+    "(w < 0.0) or sqrt(w) > 1.0",
 ]
 VALUES = [
     "x", "x + 1", "x * y", "z / w", "-x", "x % 2", "x = 1", "x > 1 and z < 0.0", "not (x = 1)", "coalesce(x, 0)",
     "coalesce(z, w)", "coalesce(s, t)", "sqrt(w)", "ln(z)", "exp(w)", "pow(w, 0.5)", "w % 3.0", "y % 0",
     "cast(t as int)", "cast(t as double)", "x is true", "y and y", "s or t", "y * 2", "y - -1", "y / 7",
     "abs(y)", "-y", "cast(w as int)", "round(w)", "y + 0.5", "x between 1 and 3", "x in (1, null)",
+    "(10 / y) is null", "cast(x as int) is null", "coalesce(x / y, 7.5)", "y and y * 2", "(y <> 0) and (10 / y > 1.0)",
 ]
 ON_ROWS = ["y and w", "min(y, w)", "concat(t, w)"]  # the row value's type, or its text, differs per row
 
@@ -137,3 +142,20 @@ def test_a_translator_without_row_code_falls_back_on_a_flagged_row():
     assert arrow_exprs.Translator(plain, per_row=True).value("10 / y", FieldType.DOUBLE)(batch).to_pylist() == [None, 5.0]
     with pytest.raises(arrow_exprs.Unsupported):  # and refuse nullable fields unless they take SQL's logic
         arrow_exprs.Translator(N).predicate("x > 1")
+
+
+def test_a_certain_failure_is_applied_on_columns_and_one_python_may_skip_is_left_to_the_row_code():
+    """``10 / y`` with y = 0 fails the expression wherever Python evaluates it; behind ``w > 0 and`` Python
+    evaluates it only where w > 0, so there the row is flagged for the row code instead."""
+    batch = pa.record_batch([pa.array([0, 5], pa.int64()), pa.array([-1.0, 1.0])], names=["y", "w"])
+    y, w = (Node(k, lambda ev, i=i: ev.column(i), nullable=True) for i, k in enumerate(("int", "float")))
+    ten, zero = arrow_ops.literal(exp.Literal.number("10")), arrow_ops.literal(exp.Literal.number("0.0"))
+    quotient = arrow_ops.divide(ten, y)
+    ev = Eval(batch)
+    assert quotient.run(ev).to_pylist() == [10.0, 2.0]  # a stand-in where it fails
+    assert ev.redo() is None and ev.failed(None).to_pylist() == [True, False]
+    guarded = arrow_logic.both(arrow_ops.order(w, zero, arrow_ops.ORDER[exp.GT]), quotient, False)
+    ev = Eval(batch)
+    guarded.run(ev)
+    assert ev.failed(None) is None and ev.redo().to_pylist() == [True, False]
+

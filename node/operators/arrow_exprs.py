@@ -245,8 +245,10 @@ class Translator:
             a = self._node(tree.this)
             low = arrow_ops.order(self._node(tree.args["low"]), a, pc.less_equal, three)
             high = arrow_ops.order(a, self._node(tree.args["high"]), pc.less_equal, three)
-            fn = pc.and_kleene if three else pc.and_
-            return Node(BOOL, lambda ev: fn(low.run(ev), high.run(ev)), nullable=three)
+            if three:  # _and3 of both comparisons
+                return Node(BOOL, lambda ev: pc.and_kleene(low.run(ev), high.run(ev)), nullable=True)
+            # Python's chained low <= a <= high skips the second comparison where the first is false
+            return Node(BOOL, lambda ev: pc.and_(low.run(ev), ev.guarded(high.run)))
         if t is exp.Like:
             return arrow_ops.like(self._node(tree.this), tree.expression, three)
         raise Unsupported(f"{tree.sql()!r} ({t.__name__}) has no columnar translation")
@@ -288,15 +290,20 @@ def _evaluated(run: Run, ev: Eval) -> pa.Array:
 
 
 def _patched(column: pa.Array, ev: Eval, row: Callable[[tuple], Any] | None) -> pa.Array:
-    """``column`` with its flagged rows computed by the row code ``row`` (:class:`Fallback`: none at hand)."""
+    """``column`` with its failed rows false (a mask) or None (a field), the row path's rule, and its flagged
+    rows computed by the row code ``row`` (:class:`Fallback`: none at hand)."""
     try:
         redo = ev.redo()
+        failed = ev.failed(redo)
     except ARROW_ERRORS as exc:
         raise Fallback(str(exc)) from None
+    if (redo is not None or failed is not None) and row is None:
+        count = sum(m.true_count for m in (redo, failed) if m is not None)
+        raise Fallback(f"{count} row(s) the columns cannot give exactly, and no row code here")
+    if failed is not None:
+        column = pc.if_else(failed, pa.scalar(False if column.type == pa.bool_() else None, column.type), column)
     if redo is None:
         return column
-    if row is None:
-        raise Fallback(f"{redo.true_count} row(s) the columns cannot give exactly, and no row code here")
     assert ev.batch is not None
     rows = Columns(ev.batch.filter(redo)).rows()
     try:

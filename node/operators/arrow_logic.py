@@ -72,17 +72,18 @@ def _logic(a: Node, b: Node, three: bool, conjunction: bool) -> Node:
         x, y = truth3(a), truth3(b)
         fn = pc.and_kleene if conjunction else pc.or_kleene
         return Node(BOOL, lambda ev: fn(x(ev), y(ev)), nullable=True)
+    # Python skips b where a decides: b's failures there are only flagged (Eval.guarded)
     if a.kind == b.kind == BOOL and not (a.nullable or b.nullable or a.truth_only or b.truth_only):
         fn = pc.and_ if conjunction else pc.or_
-        return Node(BOOL, lambda ev: fn(a.run(ev), b.run(ev)))
+        return Node(BOOL, lambda ev: fn(a.run(ev), ev.guarded(b.run)))
     tx, ty = truth(a), truth(b)
     if a.kind != b.kind or a.truth_only or b.truth_only:  # the value is one operand or the other: its truth
         fn = pc.and_ if conjunction else pc.or_
-        return Node(BOOL, lambda ev: fn(tx(ev), ty(ev)), truth_only=True)
+        return Node(BOOL, lambda ev: fn(tx(ev), ev.guarded(ty)), truth_only=True)
 
     def run(ev: Eval) -> Value:  # Python's: a if a is falsy (truthy, for or) else b
         first = tx(ev)
-        x, y = a.run(ev), b.run(ev)
+        x, y = a.run(ev), ev.guarded(b.run)
         return pc.if_else(first, y, x) if conjunction else pc.if_else(first, x, y)
     return Node(a.kind, run, nullable=a.nullable or b.nullable)
 
@@ -106,8 +107,9 @@ def is_null(a: Node) -> Node:
     """``a is null``: Python's ``a is None``."""
     if a.truth_only:
         raise Unsupported("is null of a value whose kind depends on the row")
-    if not a.nullable:
-        return Node(BOOL, lambda ev: pa.scalar(False))
+    if not a.nullable:  # never None, but computed all the same: a row where it fails fails the expression
+        never = pa.scalar(False)
+        return Node(BOOL, lambda ev: (a.run(ev), never)[1])
     return Node(BOOL, lambda ev: pc.is_null(a.run(ev)))
 
 

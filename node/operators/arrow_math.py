@@ -8,10 +8,11 @@ and ``pc.power`` call the same C library functions on the same doubles, and
 numpy's ``fmod`` is C's.  Where Python *raises*, C returns nan or an
 infinity instead; CPython's rule (``math_1``, ``math_pow``, ``math_fmod``) is
 exactly "a nan from a non-nan argument, or an infinity from finite ones, is
-an error".  So a row is flagged (:meth:`~.arrow_nodes.Eval.flag`, and the
-row code computes it: None, or a false predicate) where an argument is not
-finite or the result is not -- a superset of Python's errors, and of the
-special cases CPython answers itself (``pow(inf, y)``, ``fmod(x, inf)``).
+an error".  So where the arguments are finite and the result is not, the
+row fails (:meth:`~.arrow_nodes.Eval.fail`: None, or a false predicate, on
+columns); a row with an argument that is not finite is flagged (the row
+code computes it: CPython answers some of those itself, ``pow(inf, y)``,
+``fmod(x, inf)``).
 
 Text becomes a number on columns only where Arrow's parser and Python's
 agree by construction: ``-?[0-9]{1,18}`` for ``int()``, a plain decimal or
@@ -23,8 +24,8 @@ flagged and left to Python.
 >>> from boreas.node.operators.arrow_nodes import Eval, Node
 >>> d = Node("float", lambda ev: ev.column(0), nullable=True)
 >>> ev = Eval(pa.record_batch([pa.array([4.0, -1.0, 0.0])], names=["d"]))
->>> math1(exp.Sqrt, d).run(ev).to_pylist()[0], ev.redo().to_pylist()
-(2.0, [False, True, False])
+>>> math1(exp.Sqrt, d).run(ev).to_pylist()[0], ev.redo(), ev.failed(None).to_pylist()
+(2.0, None, [False, True, False])
 """
 
 from __future__ import annotations
@@ -55,6 +56,16 @@ def _flag_non_finite(ev: Eval, *values: Value) -> None:
         ev.flag(pc.invert(pc.is_finite(v)))
 
 
+def _checked(ev: Eval, arguments: list[Value], result: Value) -> None:
+    """CPython's rule for finite arguments: a result that is not finite raises (fails here); a row with an
+    argument that is not finite is flagged (CPython answers some of those itself)."""
+    finite = pc.is_finite(arguments[0])
+    for v in arguments[1:]:
+        finite = pc.and_(finite, pc.is_finite(v))
+    ev.flag(pc.invert(finite))
+    ev.fail(pc.and_not(finite, pc.is_finite(result)))
+
+
 def _doubles(a: Node, three: bool = False) -> Run:
     get = operand(a, three)
     return lambda ev: double(get(ev), a.kind)
@@ -68,7 +79,7 @@ def math1(t: type, a: Node) -> Node:
     def run(ev: Eval) -> Value:
         v = x(ev)
         out = fn(v)
-        _flag_non_finite(ev, v, out)
+        _checked(ev, [v], out)
         return out
     return Node(FLOAT, run)
 
@@ -98,7 +109,7 @@ def power(a: Node, b: Node) -> Node:
     def run(ev: Eval) -> Value:
         u, v = x(ev), y(ev)
         out = pc.power(u, v)
-        _flag_non_finite(ev, u, v, out)
+        _checked(ev, [u, v], out)
         return out
     return Node(FLOAT, run)
 
@@ -114,7 +125,8 @@ def fmod(a: Node, b: Node, three: bool = False) -> Node:
             return _scalar_fmod(u, v, ev)
         u, v = _array(u, ev), _array(v, ev)
         _flag_non_finite(ev, u, v)
-        ev.flag(pc.equal(v, 0.0))
+        zero = pc.equal(v, 0.0)
+        ev.flag(zero) if three else ev.fail(zero)  # math.fmod(x, 0.0) raises (of a NULL, _bin3 does not call it)
         nulls = pc.or_(pc.is_null(u), pc.is_null(v))
         with np.errstate(all="ignore"):
             out = np.fmod(pc.fill_null(u, 1.0).to_numpy(), pc.fill_null(v, 1.0).to_numpy())

@@ -10,7 +10,11 @@ Rows the columns cannot give exactly
     the columnar value may differ from the row path's (a zero divisor, a
     None where Python raises, an int64 overflow, a domain error of ``sqrt``
     ...).  An operation *flags* those rows (:meth:`Eval.flag`) and goes on
-    with harmless values in them, so one bad row no longer stops the batch.
+    with harmless values in them, so one bad row no longer stops the batch;
+    a row on which Python certainly raises (a zero divisor, a None in ``x >
+    1``, ``sqrt(-1.0)``, where no short-circuit can skip the operation)
+    *fails* instead (:meth:`Eval.fail`), and the entry points apply the row
+    path's rule to it on columns: a predicate false, a map field None.
     Flags are conservative: a row may be flagged that the row path computes
     without failing (a divisor behind a short-circuiting ``and``); what is
     exact is every row *not* flagged.  The entry points then give the
@@ -24,8 +28,8 @@ double Python would refuse to make an int, or would make one beyond int64).
 >>> import pyarrow as pa
 >>> field = Node("int", lambda ev: ev.column(0), nullable=True)
 >>> ev = Eval(pa.record_batch([pa.array([1, None, 3])], names=["n"]))
->>> strict(field, ev).to_pylist(), ev.redo().to_pylist()
-([1, None, 3], [False, True, False])
+>>> strict(field, ev).to_pylist(), ev.redo(), ev.failed(None).to_pylist()
+([1, None, 3], None, [False, True, False])
 """
 
 from __future__ import annotations
@@ -60,11 +64,13 @@ class Eval:
     built (its flags are scalars; a flagged constant is not folded).
     """
 
-    __slots__ = ("batch", "_flags")
+    __slots__ = ("batch", "_flags", "_fails", "_guarded")
 
     def __init__(self, batch: pa.RecordBatch | None):
         self.batch = batch
         self._flags: list[Value] = []
+        self._fails: list[Value] = []
+        self._guarded = 0
 
     def column(self, i: int) -> pa.Array:
         assert self.batch is not None
@@ -74,15 +80,41 @@ class Eval:
         """Rows (``mask`` true) on which the columnar value may differ from the row path's; null is not flagged."""
         self._flags.append(mask)
 
+    def fail(self, mask: Value) -> None:
+        """Rows on which Python certainly raises here (a zero divisor, None in ``x > 1``, ``sqrt(-1.0)``): the
+        whole expression is None there, the row path's rule, applied on columns.  Under an operand Python
+        may skip (the right of a non-SQL ``and``/``or``, the upper bound of ``between``: :meth:`guarded`)
+        the rows are only flagged."""
+        (self._flags if self._guarded else self._fails).append(mask)
+
+    def guarded(self, run: Callable[["Eval"], Value]) -> Value:
+        """``run(self)`` for an operand that Python's short-circuit may not evaluate (its failures only flagged)."""
+        self._guarded += 1
+        try:
+            return run(self)
+        finally:
+            self._guarded -= 1
+
     @property
     def flagged(self) -> bool:
-        """Whether anything was flagged at all (a constant's check, before any batch)."""
-        return any(holds(m) for m in self._flags)
+        """Whether anything was flagged or failed at all (a constant's check, before any batch)."""
+        return any(holds(m) for m in self._flags + self._fails)
 
     def redo(self) -> pa.BooleanArray | None:
         """The flagged rows as a non-null mask of the batch, or None when none is flagged."""
+        return self._union(self._flags)
+
+    def failed(self, redo: pa.BooleanArray | None) -> pa.BooleanArray | None:
+        """The rows that certainly fail and are not flagged (a flagged row's values may be stand-ins)."""
+        out = self._union(self._fails)
+        if out is None or redo is None:
+            return out
+        out = pc.and_not(out, redo)
+        return out if out.true_count else None
+
+    def _union(self, masks: list[Value]) -> pa.BooleanArray | None:
         out: Value | None = None
-        for mask in self._flags:
+        for mask in masks:
             if isinstance(mask, pa.Scalar):
                 if not mask.is_valid or not mask.as_py():
                     continue
@@ -129,9 +161,9 @@ def strict(node: Node, ev: Eval) -> Value:
     if node.nullable:
         if isinstance(value, pa.Array):
             if value.null_count:
-                ev.flag(pc.is_null(value))
+                ev.fail(pc.is_null(value))
         elif not value.is_valid:
-            ev.flag(pa.scalar(True))
+            ev.fail(pa.scalar(True))
     return value
 
 
@@ -148,9 +180,10 @@ def holds(value: Value) -> bool:
 
 
 def as_int64(value: Value, ev: Eval) -> Value:
-    """A whole double made an int64: inf and nan (Python raises) and values beyond int64 (Python's int
-    is larger) are flagged and made 0 here."""
+    """A whole double made an int64: inf and nan fail (Python raises), values beyond int64 are flagged
+    (Python's int is larger); both are made 0 here."""
     fits = pc.and_(pc.greater_equal(value, _INT64_LOW), pc.less(value, _INT64_END))  # false for nan
-    bad = pc.invert(fits)
-    ev.flag(bad)
+    finite = pc.is_finite(value)
+    ev.fail(pc.invert(finite))
+    ev.flag(pc.and_not(finite, fits))
     return pc.if_else(fits, value, 0.0).cast(pa.int64())

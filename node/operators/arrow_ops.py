@@ -234,15 +234,11 @@ def absolute(a: Node) -> Node:
     return Node(INT, run)
 
 
-def _exact_in_double(value: Value, ev: Eval) -> Value:
-    """An int operand that becomes a double exactly (the row path's int/int division is correctly rounded)."""
-    return _exact_double(value, ev)
-
-
-def _divisor(b: Node, kind: str, ev: Eval, value: Value) -> Value:
-    """A divisor with its zeros flagged (Python raises) and made 1."""
+def _divisor(kind: str, ev: Eval, value: Value, three: bool) -> Value:
+    """A divisor with its zeros made 1: Python raises there (under three-valued logic only if the
+    dividend is not NULL, so there the rows are flagged, not failed)."""
     zero = pc.equal(value, _ZERO[kind == FLOAT])
-    ev.flag(zero)
+    ev.flag(zero) if three else ev.fail(zero)
     return pc.if_else(zero, _ONE[kind == FLOAT], value)
 
 
@@ -266,15 +262,15 @@ def divide(a: Node, b: Node, three: bool = False) -> Node:
         fixed = _fixed(b, lambda v: pc.cast(wide(v, INT), pa.float64(), safe=False), exact=True)
 
         def run(ev: Eval) -> Value:
-            u = _exact_in_double(wide(x(ev), INT), ev)
-            v = fixed(ev) if fixed else _exact_in_double(_divisor(b, INT, ev, wide(y(ev), INT)), ev)
+            u = _exact_double(wide(x(ev), INT), ev)  # int/int is correctly rounded in Python
+            v = fixed(ev) if fixed else _exact_double(_divisor(INT, ev, wide(y(ev), INT), three), ev)
             return pc.divide(u, v)
         return Node(FLOAT, run, nullable=three)
     fixed = _fixed(b, lambda v: double(v, b.kind))
 
     def mixed(ev: Eval) -> Value:  # an int beside a double rounds to one first
         u = double(x(ev), a.kind)
-        v = fixed(ev) if fixed else _divisor(b, FLOAT, ev, double(y(ev), b.kind))
+        v = fixed(ev) if fixed else _divisor(FLOAT, ev, double(y(ev), b.kind), three)
         return pc.divide(u, v)
     return Node(FLOAT, mixed, nullable=three)
 
@@ -288,7 +284,7 @@ def modulo(a: Node, b: Node, three: bool = False) -> Node:
     x, y = operand(a, three), operand(b, three)
 
     def run(ev: Eval) -> Value:
-        u, v = wide(x(ev), INT), _divisor(b, INT, ev, wide(y(ev), INT))
+        u, v = wide(x(ev), INT), _divisor(INT, ev, wide(y(ev), INT), three)
         v = pc.if_else(pc.equal(v, -1), _ONE[0], v)  # x % -1 is 0 as x % 1 is, and -2**63 / -1 overflows
         return pc.subtract(u, pc.multiply(pc.divide(u, v), v))  # int division truncates
     return Node(INT, run, nullable=three)
@@ -315,8 +311,8 @@ def extreme(args: list[Node], better: Callable[[Value, Value], Value]) -> Node:
 
 def to_whole(a: Node, t: type) -> Node:
     """floor/ceil/round: an int stays; a double must be finite (Python raises otherwise) and fit int64."""
-    if a.kind == INT:
-        return a
+    if a.kind == INT:  # math.floor(None) fails
+        return Node(INT, strict1(a, lambda v: v))
     fn = {exp.Floor: pc.floor, exp.Ceil: pc.ceil,
           exp.Round: lambda v: pc.round(v, 0, "half_towards_infinity")}[t]  # SQL: halves away from zero
     return Node(INT, lambda ev: as_int64(fn(strict(a, ev)), ev))
@@ -326,9 +322,10 @@ def cast(a: Node, target: Any) -> Node:
     """``cast(a as target)`` (a sqlglot ``DataType.Type``) as Python's ``int()``, ``str()`` or ``float()``."""
     if a.truth_only:
         raise Unsupported("a cast of a value whose kind depends on the row")
+    same = Node(a.kind, strict1(a, lambda v: v))  # a cast to its own kind: the row code's still fails on None
     if target in INT_CASTS:  # int(x): a double truncates toward zero
         if a.kind == INT:
-            return a
+            return same
         if a.kind == FLOAT:
             return Node(INT, lambda ev: as_int64(pc.trunc(strict(a, ev)), ev))
         if a.kind == BOOL:
@@ -336,12 +333,12 @@ def cast(a: Node, target: Any) -> Node:
         raise Unsupported(f"a cast of {a.kind} to int")
     if target in STR_CASTS:  # str(x): ints print alike; doubles and booleans do not
         if a.kind == STR:
-            return a
+            return same
         if a.kind == INT:
             return Node(STR, strict1(a, lambda v: v.cast(pa.string())))
         raise Unsupported(f"a cast of {a.kind} to text")
     if a.kind == FLOAT:
-        return a
+        return same
     if a.kind in (INT, BOOL):  # float(int) rounds to nearest, as an unchecked cast does
         return Node(FLOAT, strict1(a, lambda v: pc.cast(v, pa.float64(), safe=False)))
     raise Unsupported(f"a cast of {a.kind} to double (of text: arrow_math)")
