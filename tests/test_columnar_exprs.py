@@ -86,7 +86,7 @@ def built(kind: str, expression: str):
 
 
 @pytest.mark.parametrize("predicate", PREDICATES)
-@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(columns=nullable_batches())
 def test_filter_of_nullable_fields_math_and_logic_is_the_row_path(columns, predicate):
     op = built("filter", predicate)
@@ -96,7 +96,7 @@ def test_filter_of_nullable_fields_math_and_logic_is_the_row_path(columns, predi
 
 
 @pytest.mark.parametrize("expression", VALUES + ON_ROWS)
-@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(columns=nullable_batches())
 def test_map_of_nullable_fields_math_and_logic_is_the_row_path(columns, expression):
     op = built("map", expression)

@@ -100,7 +100,10 @@ _MATH = (exp.Sqrt, exp.Ln, exp.Exp)
 class Translator:
     """Translates the expressions of one box over one in stream's schema (a filter's or a map's).
 
-    ``per_row``: flagged rows get the row code's values (else the batch raises :class:`Fallback`);
+    ``per_row``: flagged rows get the row code's values (else the batch raises :class:`Fallback`), and the
+    operations added with it translate (math functions, ``%`` of doubles, casts of text, ``coalesce``,
+    ``null``, ``is true``, ``and``/``or``/``not`` of non-comparisons: else :class:`Unsupported`, the
+    coverage the join, table and aggregate translators were built and tested with);
     ``nullable``: fields declared nullable are read, with the row code's three-valued logic (else
     :class:`Unsupported`).
     """
@@ -165,6 +168,11 @@ class Translator:
             return node  # flagged on every row: the row code computes each
         return constant(node.kind, value)
 
+    def _extended(self, tree: exp.Expression) -> None:
+        """Refuse an operation added with ``per_row`` to a translator without it (the class docstring)."""
+        if not self.per_row:
+            raise Unsupported(f"{tree.sql()!r}: no columnar translation for this box type")
+
     def _three(self, tree: exp.Expression) -> bool:
         """Whether the row code translates ``tree`` with three-valued logic: it reads a nullable field
         (:meth:`boreas.node.compile.CodeBuilder._may_be_null`, over this translator's scope)."""
@@ -181,6 +189,8 @@ class Translator:
         if t is exp.Column:
             return self._column(tree)
         if t is exp.Literal or t is exp.Boolean or t is exp.Null:
+            if t is exp.Null:
+                self._extended(tree)
             return arrow_ops.literal(tree)
         three = self._three(tree)
         if t is exp.Neg:
@@ -190,11 +200,11 @@ class Translator:
         if t in arrow_ops.ORDER:
             return arrow_ops.order(self._node(tree.this), self._node(tree.expression), arrow_ops.ORDER[t], three)
         if t is exp.And:
-            return arrow_logic.both(self._node(tree.this), self._node(tree.expression), three)
+            return arrow_logic.both(*self._operands(tree, tree.this, tree.expression), three)
         if t is exp.Or:
-            return arrow_logic.either(self._node(tree.this), self._node(tree.expression), three)
+            return arrow_logic.either(*self._operands(tree, tree.this, tree.expression), three)
         if t is exp.Not:
-            return arrow_logic.negation(self._node(tree.this), three)
+            return arrow_logic.negation(*self._operands(tree, tree.this), three)
         if t in (exp.Add, exp.Sub, exp.Mul):
             return arrow_ops.arithmetic(t, self._node(tree.this), self._node(tree.expression), three)
         if t is exp.Div:
@@ -203,6 +213,7 @@ class Translator:
             a, b = self._numeric(tree.this), self._numeric(tree.expression)
             if a.kind == b.kind == INT:
                 return arrow_ops.modulo(a, b, three)
+            self._extended(tree)
             return arrow_math.fmod(a, b, three)
         return self._function(tree, three)
 
@@ -213,6 +224,9 @@ class Translator:
             return arrow_ops.extreme(args, pc.less if t in (exp.Min, exp.Least) else pc.greater)
         if t is exp.Abs:
             return arrow_ops.absolute(self._numeric(tree.this))
+        if t in _MATH or t is exp.Log or t is exp.Pow or t is exp.Coalesce or (
+                t is exp.Is and isinstance(tree.expression, exp.Boolean)):
+            self._extended(tree)
         if t in _MATH or (t is exp.Log and tree.expression is None):
             return arrow_math.math1(t, self._numeric(tree.this))
         if t is exp.Log:  # log(base, x), as the row code's _logb(this, expression)
@@ -226,6 +240,7 @@ class Translator:
         if t is exp.Cast:
             a, target = self._node(tree.this), tree.to.this
             if a.kind == STR and not a.truth_only and target not in arrow_ops.STR_CASTS:
+                self._extended(tree)
                 return (arrow_math.text_to_int if target in arrow_ops.INT_CASTS else arrow_math.text_to_float)(a)
             return arrow_ops.cast(a, target)
         if t is exp.Concat:
@@ -266,6 +281,13 @@ class Translator:
             raise Unsupported(f"field {tree.name!r} is nullable")
         i, ftype = self._index[tree.name]
         return Node(kind_of(ftype), lambda ev: ev.column(i), nullable=True)
+
+    def _operands(self, tree: exp.Expression, *operands: exp.Expression) -> list[Node]:
+        """The operands of ``and``/``or``/``not``; other than comparisons and logic only with ``per_row``."""
+        nodes = [self._node(o) for o in operands]
+        if any(n.kind != BOOL or n.truth_only for n in nodes):
+            self._extended(tree)
+        return nodes
 
     def _numeric(self, tree: exp.Expression) -> Node:
         node = self._node(tree)
