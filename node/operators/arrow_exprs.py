@@ -120,7 +120,7 @@ class Translator:
         tree = parse_expression(text)
         infer_type(tree, self.scope)  # the catalog's checks, as the row path makes them
         truth = arrow_logic.truth(self._node(tree))
-        row = self._row_predicate(tree) if self.per_row else None
+        row = _when_needed(lambda: self._row_predicate(tree)) if self.per_row else None
 
         def run(batch: pa.RecordBatch) -> pa.Array:
             ev = Eval(batch)
@@ -137,7 +137,7 @@ class Translator:
         infer_type(tree, self.scope)
         node = _coerced(self._node(tree), kind_of(ftype))
         arrow_type = ARROW_TYPES[ftype]
-        row = compile_expression(text, self.scope) if self.per_row else None
+        row = _when_needed(lambda: compile_expression(text, self.scope)) if self.per_row else None
 
         def run(batch: pa.RecordBatch) -> pa.Array:
             ev = Eval(batch)
@@ -333,6 +333,18 @@ def _patched(column: pa.Array, ev: Eval, row: Callable[[tuple], Any] | None) -> 
     except (OverflowError, TypeError, *ARROW_ERRORS):
         raise Fallback("a row value the column's type cannot hold (a Python int beyond int64)") from None
     return pc.replace_with_mask(column, redo, values)
+
+
+def _when_needed(make: Callable[[], Callable[[tuple], Any]]) -> Callable[[tuple], Any]:
+    """The row code ``make()`` compiles, compiled the first time a row needs it (most boxes never meet a
+    flagged row, and a node deploying thousands of boxes should not compile each one twice)."""
+    made: list[Callable[[tuple], Any]] = []
+
+    def row(values: tuple) -> Any:
+        if not made:
+            made.append(make())
+        return made[0](values)
+    return row
 
 
 def _any_of(masks: list[Any], fn: Callable[[Any, Any], Any]) -> Any:
