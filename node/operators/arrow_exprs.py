@@ -314,6 +314,8 @@ def _evaluated(run: Run, ev: Eval) -> pa.Array:
 def _patched(column: pa.Array, ev: Eval, row: Callable[[tuple], Any] | None) -> pa.Array:
     """``column`` with its failed rows false (a mask) or None (a field), the row path's rule, and its flagged
     rows computed by the row code ``row`` (:class:`Fallback`: none at hand)."""
+    if not ev.marked:
+        return column
     try:
         redo = ev.redo()
         failed = ev.failed(redo)

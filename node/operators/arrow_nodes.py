@@ -96,6 +96,11 @@ class Eval:
             self._guarded -= 1
 
     @property
+    def marked(self) -> bool:
+        """Whether any operation flagged or failed rows in this evaluation (most batches: none)."""
+        return bool(self._flags or self._fails)
+
+    @property
     def flagged(self) -> bool:
         """Whether anything was flagged or failed at all (a constant's check, before any batch)."""
         return any(holds(m) for m in self._flags + self._fails)
