@@ -159,3 +159,20 @@ def test_a_certain_failure_is_applied_on_columns_and_one_python_may_skip_is_left
     guarded.run(ev)
     assert ev.failed(None) is None and ev.redo().to_pylist() == [True, False]
 
+
+
+@pytest.mark.parametrize("kind, expression", [
+    ("filter", "10 / x = null or y > 0"), ("filter", "sqrt(x - 1) = null or y > 0"),
+    ("map", "(10 / x = null) is null"), ("filter", "(10 / x) in (null) or y > 0"),  # x computed beside NULL
+    ("map", "1 and 2.5"), ("map", "0 or 2.5"), ("map", "'' and 1"),  # a truth-only value is no constant
+    ("filter", "y = 1 and (1 and 2.5) = (w > 0.0)"),
+    ("filter", "not (x = 0 or (y and w))"), ("map", "x = 0 or (y and w)"),  # None of a failed upstream field
+    ("filter", "(y and w) = null"), ("filter", "(y and w) <> null"),
+])
+def test_what_a_review_found_the_columns_computed_otherwise_is_the_row_path(kind, expression):
+    """Each was answered otherwise on columns than on rows (a review): an operand beside a NULL under
+    three-valued logic not computed, so its failure was lost; a truth-only ``and``/``or`` folded into a bool;
+    a truth-only value's None (a failed field upstream, in a field not declared nullable) lost."""
+    op = built(kind, expression)
+    check(op, batch_of(x=[0, 2, None, 1], y=[1, 1, None, 1], w=[None, 1.0, 1.0, 2.5]))
+    check(op, batch_of(x=[1, 1], y=[1, None], w=[None, 1.0]))

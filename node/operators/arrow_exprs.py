@@ -157,8 +157,8 @@ class Translator:
         """The translation of ``tree``; one that reads no field is folded into its value now (a pyarrow call
         on scalars costs far more than one on a column, so ``-90.0`` must not be negated per batch)."""
         node = self._build(tree)
-        if node.constant or tree.find(exp.Column) is not None:
-            return node
+        if node.constant or node.truth_only or tree.find(exp.Column) is not None:
+            return node  # (a truth-only value folded would be a bool, its value's kind lost: ``1 and 2.5``)
         ev = Eval(None)
         try:
             value = node.run(ev)

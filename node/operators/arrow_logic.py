@@ -33,7 +33,10 @@ from .arrow_ops import wide
 
 
 def truth3(node: Node) -> Run:
-    """``ev ->`` each row value's Python truth, NULL kept (three-valued logic's operand)."""
+    """``ev ->`` each row value's Python truth, NULL kept (three-valued logic's operand).  Not of a truth-only
+    value (``y and w`` of two kinds): its None (a failed upstream field) is not kept, so NULL would be lost."""
+    if node.truth_only:
+        raise Unsupported("the three-valued truth of a value whose kind depends on the row")
     if node.kind == BOOL:
         return node.run
     if node.kind == STR:
@@ -45,6 +48,8 @@ def truth3(node: Node) -> Run:
 
 def truth(node: Node) -> Run:
     """``ev ->`` each row value's Python truth as a non-null mask (None is false)."""
+    if node.truth_only:  # (its run is that truth already)
+        return lambda ev: _filled(node.run(ev))
     test = truth3(node)
     if not node.nullable and node.kind == BOOL:
         return test

@@ -119,11 +119,13 @@ def _pair(a: Node, b: Node, x: Run, y: Run) -> Callable[[Eval], tuple[Value, Val
 def equality(a: Node, b: Node, negate: bool, three: bool = False) -> Node:
     """``=``/``<>`` as Python's ``==``/``!=``: None equals None only, and compares without failing; under
     three-valued logic NULL beside anything is NULL."""
+    if a.truth_only or b.truth_only:  # (its None would be lost: the truth it keeps is no value to compare)
+        raise Unsupported("a comparison of a value whose kind depends on the row")
     if "null" in (a.kind, b.kind):
-        if three:  # _cmp3 of a NULL is NULL
-            unknown = pa.scalar(None, pa.bool_())
-            return Node(BOOL, lambda ev: unknown, nullable=True)
         other = b if a.kind == "null" else a  # x = null: x is None
+        if three:  # _cmp3 of a NULL is NULL -- with x computed all the same: a row where x fails fails it
+            unknown = pa.scalar(None, pa.bool_())
+            return Node(BOOL, lambda ev: (other.run(ev), unknown)[1], nullable=True)
         return Node(BOOL, lambda ev: (pc.is_valid if negate else pc.is_null)(_array(other.run(ev), ev)))
     _comparable(a, b)
     fn = pc.not_equal if negate else pc.equal
