@@ -20,6 +20,13 @@ buffered per side), batches alternating between the sides, the same three
 ways (``--join-tuples`` in all, ``--join-batch`` a batch; each in tuple
 meets about 5 buffered ones), and rows fed to the columnar join.
 
+And boxes whose expressions kept them on rows before (``--formerly``): a
+filter with ``sqrt`` (a whole-box ``Unsupported`` until then), a map with
+``%`` of doubles (fmod, likewise), and a map dividing by ``sensor % 10``,
+zero for a tenth of the rows (a per-batch ``Fallback`` until then: every
+batch went the row path; now those rows alone get the row code's None),
+columns against rows from the same ``Columns`` (what they cost before).
+
 Printed: tuples/s per box, batch size and way (best of ``--repeat`` rounds;
 each round makes fresh ``Columns`` so no cached rows are reused).  No
 sockets, no node: the operators only.
@@ -64,6 +71,10 @@ JOIN = {"predicate": "left.symbol = right.symbol", "left-buffer-size": "1000", "
         "out-field.1": "left.symbol", "out-field-name.1": "symbol",
         "out-field.2": "left.price - right.bid", "out-field-name.2": "spread"}
 SYMBOLS = 200
+#: Boxes that went the row path before expressions had columnar twins for them (the module docstring).
+FORMERLY = (("filter", {"expression.0": "sqrt(celsius + 100.0) > 8.0"}),
+            ("map", {"expression.0": "celsius % 7.0", "output-field-name.0": "rest"}),
+            ("map", {"expression.0": "time / (sensor % 10)", "output-field-name.0": "q"}))
 
 
 def operator(kind: str, params: dict[str, str], columnar: bool):
@@ -127,7 +138,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--join-tuples", type=int, default=20_000)
     parser.add_argument("--join-batch", type=int, nargs="+", default=[100, 1_000, 5_000])
+    parser.add_argument("--formerly", action="store_true", help="only the boxes that fell back to rows before")
     args = parser.parse_args()
+    if args.formerly:
+        formerly(args)
+        return
     print(f"{args.tuples:,} readings, best of {args.repeat}; tuples/s")
     print(f"{'box':8} {'batch':>7} {'columns':>13} {'rows from columns':>18} {'rows':>13} {'columns/rows':>13}")
     for kind, params in (("filter", FILTER), ("map", MAP)):
@@ -148,6 +163,26 @@ def main() -> None:
         rows_in = join_rate(True, rows, args.join_tuples, args.repeat, fresh=False)
         print(f"{'join':8} {size:>7,} {on_columns:>13,.0f} {via_rows:>18,.0f} {plain:>13,.0f} "
               f"{on_columns / plain:>12.1f}x   (rows into the columnar join: {rows_in:,.0f})")
+
+
+def formerly(args: argparse.Namespace) -> None:
+    """:data:`FORMERLY`'s boxes, columns against rows from the same batches, in one run."""
+    print(f"{args.tuples:,} readings, best of {args.repeat}; tuples/s; load average {load()}")
+    print(f"{'box':60} {'batch':>7} {'columns':>13} {'rows from columns':>18} {'ratio':>7}")
+    for kind, params in FORMERLY:
+        for size in args.batch:
+            feed = batches(args.tuples, size)
+            op = operator(kind, params, True)
+            assert op.columnar, params
+            on_columns = rate(op, feed, args.tuples, args.repeat, fresh=True)
+            via_rows = rate(operator(kind, params, False), feed, args.tuples, args.repeat, fresh=True)
+            label = f"{kind} {params['expression.0']}"
+            print(f"{label:60} {size:>7,} {on_columns:>13,.0f} {via_rows:>18,.0f} {on_columns / via_rows:>6.1f}x")
+    print(f"load average after: {load()}")
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 if __name__ == "__main__":

@@ -7,25 +7,38 @@ first, which costs more than the expression itself; this module translates
 the same sqlglot tree into a function of the whole ``RecordBatch`` instead,
 so a filter or map box touches no row in the interpreter.
 
-Exact or not at all
+Exact, row by row
     The row path is the definition of the semantics (Python's ``int`` never
     overflows, ``x / 0`` makes the whole expression None, ``-7 % 3`` is
-    ``-1``).  The translation does not try to reproduce a failure per row.
-    It either gives, for the whole batch, exactly the values the row path
-    would, or it refuses:
+    ``-1``).  The columns give, for every row, exactly the value the row
+    path would, in one of three ways:
 
+    * on columns -- every row an operation does not flag;
+    * by the row code, for the flagged rows only: an operation flags the rows
+      on which Python would fail or might compute otherwise (a zero divisor,
+      a None where Python raises, an int64 overflow, an int beyond 2**53
+      beside a double, ``sqrt(-1)``, text that is not a plain number: see
+      :mod:`.arrow_nodes`), and the entry points compute those rows with
+      the box's own compiled row code and put the values in place
+      (``per_row=True``; a filter's and a map's translator);
+    * :class:`Fallback` at run time -- flagged rows where no row code is at
+      hand (``per_row=False``: the join, table and aggregate translators),
+      or a value the out field's Arrow type cannot hold as the row path's
+      tuple does (an int beyond the field's range, a double a ``single``
+      would round): that batch goes the row path;
     * :class:`Unsupported` at build time -- an expression this module does
-      not translate (``sqrt``, a float ``%``, a cast of text, concat of a
-      double, ...): the box keeps its row path for every batch.
-    * :class:`Fallback` at run time -- the batch holds a value on which the
-      row path would fail, or might compute differently (a zero divisor
-      anywhere, a null where the row path would raise on None, an int64
-      overflow, an int too large to compare with a double exactly, a value
-      out of its out field's range): that batch goes the row path.
+      not translate: the box keeps its row path for every batch.
 
-    Both are conservative: a zero divisor in a row that a short-circuiting
-    ``and`` would never reach still sends the batch to the rows, which is
-    slower but exact, since expressions are pure.
+    Flags are conservative (a divisor behind a short-circuiting ``and`` is
+    flagged although Python never divides by it); the row code then gives
+    the row its value, so that costs time, not exactness.
+
+Nullable fields
+    With ``nullable=True`` a field declared ``nullable`` is read too, and a
+    subtree that reads one is translated with SQL's three-valued logic
+    exactly where the row code uses :mod:`boreas.node.null_logic` (the same
+    test, :meth:`Translator._three`): NULL in, NULL out for comparisons,
+    arithmetic, ``between``, ``in``, ``like``; Kleene's ``and``/``or``/``not``.
 
 Kinds
     Every translated node has a static kind ('int', 'float', 'str', 'bool':
@@ -38,9 +51,11 @@ Where things are
     This module is the entry: :class:`Translator` walks a box's tree once,
     folds what reads no field into a constant, and turns the result into a
     predicate's mask or a map field's column of its Arrow type.  What each
-    operation is on columns, and why it is exact, is :mod:`.arrow_ops`; the
-    :class:`~.arrow_nodes.Node` and the two refusals both sides use are
-    :mod:`.arrow_nodes` (re-exported here: callers catch
+    operation is on columns, and why it is exact, is :mod:`.arrow_ops` (and
+    :mod:`.arrow_math` for the math functions and casts of text,
+    :mod:`.arrow_logic` for truth and ``and``/``or``/``not``/``coalesce``); the
+    :class:`~.arrow_nodes.Node`, the :class:`~.arrow_nodes.Eval` and the two
+    refusals all use are :mod:`.arrow_nodes` (re-exported here: callers catch
     ``arrow_exprs.Unsupported`` and ``arrow_exprs.Fallback``).
 
 >>> import pyarrow as pa
@@ -55,12 +70,15 @@ Where things are
 >>> t.value("c / n", FieldType.DOUBLE)(batch)
 Traceback (most recent call last):
 ...
-boreas.node.operators.arrow_nodes.Fallback: a zero divisor
+boreas.node.operators.arrow_nodes.Fallback: 1 row(s) the columns cannot give exactly, and no row code here
+>>> Translator(s, per_row=True).value("c / n", FieldType.DOUBLE)(batch).to_pylist()
+[-33.333333333333336, None]
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -68,31 +86,46 @@ from sqlglot import expressions as exp
 
 from boreas.catalog.expressions import Scope, infer_type, parse_expression
 from boreas.catalog.model import FieldType, Schema
-from boreas.node.compile import BOOL, FLOAT, INT, STR, kind_of
-from boreas.wire.columns import ARROW_TYPES
+from boreas.node.compile import BOOL, FLOAT, INT, STR, CodeBuilder, compile_expression, kind_of
+from boreas.wire.columns import ARROW_TYPES, Columns
 
-from . import arrow_ops
-from .arrow_nodes import ARROW_ERRORS, Fallback, Node, Run, Unsupported, Value, constant, finite, strict1
+from . import arrow_logic, arrow_math, arrow_ops
+from .arrow_nodes import ARROW_ERRORS, Eval, Fallback, Node, Run, Unsupported, as_int64, constant
 
 __all__ = ["Fallback", "Translator", "Unsupported"]
 
+_MATH = (exp.Sqrt, exp.Ln, exp.Exp)
+
 
 class Translator:
-    """Translates the expressions of one box over one in stream's schema (a filter's or a map's)."""
+    """Translates the expressions of one box over one in stream's schema (a filter's or a map's).
 
-    def __init__(self, schema: Schema):
+    ``per_row``: flagged rows get the row code's values (else the batch raises :class:`Fallback`), and the
+    operations added with it translate (math functions, ``%`` of doubles, casts of text, ``coalesce``,
+    ``null``, ``is true``, ``and``/``or``/``not`` of non-comparisons: else :class:`Unsupported`, the
+    coverage the join, table and aggregate translators were built and tested with);
+    ``nullable``: fields declared nullable are read, with the row code's three-valued logic (else
+    :class:`Unsupported`).
+    """
+
+    def __init__(self, schema: Schema, *, per_row: bool = False, nullable: bool = False):
         self.schema = schema
         self.scope = Scope.single(schema)
+        self.per_row = per_row
         self._index = {f.name: (i, f.type) for i, f in enumerate(schema.fields)}
-        self._nullable = {f.name for f in schema.fields if f.nullable}
+        self._nullable = {f.name for f in schema.fields if f.nullable} if not nullable else set()
 
     def predicate(self, text: str) -> Callable[[pa.RecordBatch], pa.BooleanArray]:
         """``batch -> mask``: true where the predicate holds (Python truth of the row value; None is false)."""
         tree = parse_expression(text)
         infer_type(tree, self.scope)  # the catalog's checks, as the row path makes them
-        node = self._node(tree)
-        truth = _truth(node)
-        return lambda batch: _evaluated(truth, batch)
+        truth = arrow_logic.truth(self._node(tree))
+        row = _when_needed(lambda: self._row_predicate(tree)) if self.per_row else None
+
+        def run(batch: pa.RecordBatch) -> pa.Array:
+            ev = Eval(batch)
+            return _patched(_evaluated(truth, ev), ev, row)
+        return run
 
     def value(self, text: str, ftype: FieldType) -> Callable[[pa.RecordBatch], pa.Array]:
         """``batch -> column`` of a map field of type ``ftype``, converted as the row path's ``coerce``
@@ -104,10 +137,19 @@ class Translator:
         infer_type(tree, self.scope)
         node = _coerced(self._node(tree), kind_of(ftype))
         arrow_type = ARROW_TYPES[ftype]
+        row = _when_needed(lambda: compile_expression(text, self.scope)) if self.per_row else None
 
         def run(batch: pa.RecordBatch) -> pa.Array:
-            return _as_arrow_type(_evaluated(node.run, batch), arrow_type)
+            ev = Eval(batch)
+            return _as_arrow_type(_patched(_evaluated(node.run, ev), ev, row), arrow_type)
         return run
+
+    def _row_predicate(self, tree: exp.Expression) -> Callable[[tuple], bool]:
+        """The row code's truth of ``tree`` on one row: a failing predicate is false (filter.py's loop)."""
+        builder = CodeBuilder(self.scope, ["row"])
+        source = builder.translate(tree).source
+        return builder.define(f"def _truth(row):\n    try:\n        return bool({source})\n"
+                              f"    except _ERRORS:\n        return False\n", "_truth")
 
     # -- the tree walk (once per box) ---------------------------------------------------
 
@@ -115,13 +157,30 @@ class Translator:
         """The translation of ``tree``; one that reads no field is folded into its value now (a pyarrow call
         on scalars costs far more than one on a column, so ``-90.0`` must not be negated per batch)."""
         node = self._build(tree)
-        if node.constant or tree.find(exp.Column) is not None:
-            return node
+        if node.constant or node.truth_only or tree.find(exp.Column) is not None:
+            return node  # (a truth-only value folded would be a bool, its value's kind lost: ``1 and 2.5``)
+        ev = Eval(None)
         try:
-            value = node.run(None)  # type: ignore[arg-type] - reads no field, so no batch
-        except (Fallback, *ARROW_ERRORS):
+            value = node.run(ev)
+        except ARROW_ERRORS:
             return node  # fails on every row: left to fail per batch, which then goes the row path
+        if ev.flagged:
+            return node  # flagged on every row: the row code computes each
         return constant(node.kind, value)
+
+    def _extended(self, tree: exp.Expression) -> None:
+        """Refuse an operation added with ``per_row`` to a translator without it (the class docstring)."""
+        if not self.per_row:
+            raise Unsupported(f"{tree.sql()!r}: no columnar translation for this box type")
+
+    def _three(self, tree: exp.Expression) -> bool:
+        """Whether the row code translates ``tree`` with three-valued logic: it reads a nullable field
+        (:meth:`boreas.node.compile.CodeBuilder._may_be_null`, over this translator's scope)."""
+        nullable = {(q, f.name) for q, schema in self.scope.schemas for f in schema.fields if f.nullable}
+        if not nullable or isinstance(tree, exp.Column):
+            return False
+        return any(name == col.name and (not col.table or q == col.table)
+                   for col in tree.find_all(exp.Column) for q, name in nullable)
 
     def _build(self, tree: exp.Expression) -> Node:
         t = type(tree)
@@ -129,62 +188,84 @@ class Translator:
             return self._node(tree.this)
         if t is exp.Column:
             return self._column(tree)
-        if t is exp.Literal or t is exp.Boolean:
+        if t is exp.Literal or t is exp.Boolean or t is exp.Null:
+            if t is exp.Null:
+                self._extended(tree)
             return arrow_ops.literal(tree)
+        three = self._three(tree)
         if t is exp.Neg:
-            a = self._numeric(tree.this)
-            return Node(a.kind, strict1(a, pc.negate_checked if a.kind == INT else pc.negate))
+            return arrow_ops.negate(self._numeric(tree.this), three)
         if t is exp.EQ or t is exp.NEQ:
-            return arrow_ops.equality(self._node(tree.this), self._node(tree.expression), t is exp.NEQ)
+            return arrow_ops.equality(self._node(tree.this), self._node(tree.expression), t is exp.NEQ, three)
         if t in arrow_ops.ORDER:
-            return arrow_ops.order(self._node(tree.this), self._node(tree.expression), arrow_ops.ORDER[t])
-        if t is exp.And or t is exp.Or:
-            a, b = self._boolean(tree.this), self._boolean(tree.expression)
-            fn = pc.and_ if t is exp.And else pc.or_
-            return Node(BOOL, lambda batch: fn(a.run(batch), b.run(batch)))
+            return arrow_ops.order(self._node(tree.this), self._node(tree.expression), arrow_ops.ORDER[t], three)
+        if t is exp.And:
+            return arrow_logic.both(*self._operands(tree, tree.this, tree.expression), three)
+        if t is exp.Or:
+            return arrow_logic.either(*self._operands(tree, tree.this, tree.expression), three)
         if t is exp.Not:
-            a = self._boolean(tree.this)
-            return Node(BOOL, lambda batch: pc.invert(a.run(batch)))
+            return arrow_logic.negation(*self._operands(tree, tree.this), three)
         if t in (exp.Add, exp.Sub, exp.Mul):
-            return arrow_ops.arithmetic(t, self._node(tree.this), self._node(tree.expression))
+            return arrow_ops.arithmetic(t, self._node(tree.this), self._node(tree.expression), three)
         if t is exp.Div:
-            return arrow_ops.divide(self._numeric(tree.this), self._numeric(tree.expression))
+            return arrow_ops.divide(self._numeric(tree.this), self._numeric(tree.expression), three)
         if t is exp.Mod:
-            return arrow_ops.modulo(self._numeric(tree.this), self._numeric(tree.expression))
-        return self._function(tree)
+            a, b = self._numeric(tree.this), self._numeric(tree.expression)
+            if a.kind == b.kind == INT:
+                return arrow_ops.modulo(a, b, three)
+            self._extended(tree)
+            return arrow_math.fmod(a, b, three)
+        return self._function(tree, three)
 
-    def _function(self, tree: exp.Expression) -> Node:
+    def _function(self, tree: exp.Expression, three: bool) -> Node:
         t = type(tree)
         if t in (exp.Min, exp.Max, exp.Greatest, exp.Least):
             args = [self._numeric(a) for a in [tree.this, *tree.expressions] if a is not None]
             return arrow_ops.extreme(args, pc.less if t in (exp.Min, exp.Least) else pc.greater)
         if t is exp.Abs:
-            a = self._numeric(tree.this)
-            return Node(a.kind, strict1(a, pc.abs_checked if a.kind == INT else pc.abs))
+            return arrow_ops.absolute(self._numeric(tree.this))
+        if t in _MATH or t is exp.Log or t is exp.Pow or t is exp.Coalesce or (
+                t is exp.Is and isinstance(tree.expression, exp.Boolean)):
+            self._extended(tree)
+        if t in _MATH or (t is exp.Log and tree.expression is None):
+            return arrow_math.math1(t, self._numeric(tree.this))
+        if t is exp.Log:  # log(base, x), as the row code's _logb(this, expression)
+            return arrow_math.log_base(self._numeric(tree.this), self._numeric(tree.expression))
+        if t is exp.Pow:
+            return arrow_math.power(self._numeric(tree.this), self._numeric(tree.expression))
         if t in (exp.Floor, exp.Ceil, exp.Round):
             if any(v is not None for k, v in tree.args.items() if k != "this"):
                 raise Unsupported(f"{tree.sql()!r}")
             return arrow_ops.to_whole(self._numeric(tree.this), t)
         if t is exp.Cast:
-            return arrow_ops.cast(self._node(tree.this), tree.to.this)
+            a, target = self._node(tree.this), tree.to.this
+            if a.kind == STR and not a.truth_only and target not in arrow_ops.STR_CASTS:
+                self._extended(tree)
+                return (arrow_math.text_to_int if target in arrow_ops.INT_CASTS else arrow_math.text_to_float)(a)
+            return arrow_ops.cast(a, target)
         if t is exp.Concat:
             return arrow_ops.concat([self._node(a) for a in tree.expressions])
+        if t is exp.Coalesce:
+            return arrow_logic.coalesce([self._node(a) for a in [tree.this, *tree.expressions]])
         if t is exp.Is and isinstance(tree.expression, exp.Null):
-            a = self._node(tree.this)
-            if not a.nullable:
-                return Node(BOOL, lambda batch: pa.scalar(False))
-            return Node(BOOL, lambda batch: pc.is_null(a.run(batch)))
+            return arrow_logic.is_null(self._node(tree.this))
+        if t is exp.Is and isinstance(tree.expression, exp.Boolean):
+            return arrow_logic.is_boolean(self._node(tree.this), bool(tree.expression.this))
         if t is exp.In and not any(tree.args.get(k) for k in ("query", "unnest", "field")) and tree.expressions:
             a = self._node(tree.this)
-            tests = [arrow_ops.equality(a, self._node(e), False) for e in tree.expressions]
-            return Node(BOOL, lambda batch: _any_of([test.run(batch) for test in tests]))
+            tests = [arrow_ops.equality(a, self._node(e), False, three) for e in tree.expressions]
+            any_of = pc.or_kleene if three else pc.or_
+            return Node(BOOL, lambda ev: _any_of([test.run(ev) for test in tests], any_of), nullable=three)
         if t is exp.Between:
             a = self._node(tree.this)
-            low = arrow_ops.order(self._node(tree.args["low"]), a, pc.less_equal)
-            high = arrow_ops.order(a, self._node(tree.args["high"]), pc.less_equal)
-            return Node(BOOL, lambda batch: pc.and_(low.run(batch), high.run(batch)))
+            low = arrow_ops.order(self._node(tree.args["low"]), a, pc.less_equal, three)
+            high = arrow_ops.order(a, self._node(tree.args["high"]), pc.less_equal, three)
+            if three:  # _and3 of both comparisons
+                return Node(BOOL, lambda ev: pc.and_kleene(low.run(ev), high.run(ev)), nullable=True)
+            # Python's chained low <= a <= high skips the second comparison where the first is false
+            return Node(BOOL, lambda ev: pc.and_(low.run(ev), ev.guarded(high.run)))
         if t is exp.Like:
-            return arrow_ops.like(self._node(tree.this), tree.expression)
+            return arrow_ops.like(self._node(tree.this), tree.expression, three)
         raise Unsupported(f"{tree.sql()!r} ({t.__name__}) has no columnar translation")
 
     def position(self, tree: exp.Expression) -> int:
@@ -196,71 +277,99 @@ class Translator:
     def _column(self, tree: exp.Column) -> Node:
         if tree.table or tree.name not in self._index:
             raise Unsupported(f"field reference {tree.sql()!r}")
-        if tree.name in self._nullable:  # SQL's three-valued logic is the row path's (node/null_logic.py)
+        if tree.name in self._nullable:  # this translator's caller does not take three-valued logic
             raise Unsupported(f"field {tree.name!r} is nullable")
         i, ftype = self._index[tree.name]
-        return Node(kind_of(ftype), lambda batch: batch.column(i), nullable=True)
+        return Node(kind_of(ftype), lambda ev: ev.column(i), nullable=True)
+
+    def _operands(self, tree: exp.Expression, *operands: exp.Expression) -> list[Node]:
+        """The operands of ``and``/``or``/``not``; other than comparisons and logic only with ``per_row``."""
+        nodes = [self._node(o) for o in operands]
+        if any(n.kind != BOOL or n.truth_only for n in nodes):
+            self._extended(tree)
+        return nodes
 
     def _numeric(self, tree: exp.Expression) -> Node:
         node = self._node(tree)
-        if node.kind not in (INT, FLOAT):
+        if node.kind not in (INT, FLOAT) or node.truth_only:
             raise Unsupported(f"{tree.sql()!r} is not a number here")
-        return node
-
-    def _boolean(self, tree: exp.Expression) -> Node:
-        """An operand of and/or/not: only comparisons and logic (Python's and/or return an operand's value)."""
-        node = self._node(tree)
-        if node.kind != BOOL:
-            raise Unsupported(f"{tree.sql()!r} is not a comparison")
         return node
 
 
 # -- from a node to a mask or a column (per batch) -------------------------------------------
 
 
-def _evaluated(run: Run, batch: pa.RecordBatch) -> pa.Array:
-    """``run`` on ``batch`` as an array of the batch's length; pyarrow's refusals become :class:`Fallback`."""
+def _evaluated(run: Run, ev: Eval) -> pa.Array:
+    """``run`` on ``ev`` as an array of the batch's length; pyarrow's refusals become :class:`Fallback`."""
     try:
-        value = run(batch)
+        value = run(ev)
     except ARROW_ERRORS as exc:
         raise Fallback(str(exc)) from None
+    assert ev.batch is not None
     if isinstance(value, pa.Scalar):
-        return pa.repeat(value, batch.num_rows)
+        return pa.repeat(value, ev.batch.num_rows)
     return value
 
 
-def _truth(node: Node) -> Run:
-    """Python's truth of each row value as a non-null mask (None is false, nan is true)."""
-    if node.kind == BOOL:
-        return node.run
-    if node.kind == STR:
-        test: Callable[[Value], Value] = lambda v: pc.greater(pc.utf8_length(v), 0)  # noqa: E731
-    else:
-        test = lambda v: pc.not_equal(v, 0)  # noqa: E731
-    if not node.nullable:
-        return lambda batch: test(node.run(batch))
-    return lambda batch: pc.fill_null(test(node.run(batch)), False)
+def _patched(column: pa.Array, ev: Eval, row: Callable[[tuple], Any] | None) -> pa.Array:
+    """``column`` with its failed rows false (a mask) or None (a field), the row path's rule, and its flagged
+    rows computed by the row code ``row`` (:class:`Fallback`: none at hand)."""
+    if not ev.marked:
+        return column
+    try:
+        redo = ev.redo()
+        failed = ev.failed(redo)
+    except ARROW_ERRORS as exc:
+        raise Fallback(str(exc)) from None
+    if (redo is not None or failed is not None) and row is None:
+        count = sum(m.true_count for m in (redo, failed) if m is not None)
+        raise Fallback(f"{count} row(s) the columns cannot give exactly, and no row code here")
+    if failed is not None:
+        column = pc.if_else(failed, pa.scalar(False if column.type == pa.bool_() else None, column.type), column)
+    if redo is None:
+        return column
+    assert ev.batch is not None
+    rows = Columns(ev.batch.filter(redo)).rows()
+    try:
+        values = pa.array([row(r) for r in rows], type=column.type)
+    except (OverflowError, TypeError, *ARROW_ERRORS):
+        raise Fallback("a row value the column's type cannot hold (a Python int beyond int64)") from None
+    return pc.replace_with_mask(column, redo, values)
 
 
-def _any_of(masks: list[Value]) -> Value:
+def _when_needed(make: Callable[[], Callable[[tuple], Any]]) -> Callable[[tuple], Any]:
+    """The row code ``make()`` compiles, compiled the first time a row needs it (most boxes never meet a
+    flagged row, and a node deploying thousands of boxes should not compile each one twice)."""
+    made: list[Callable[[tuple], Any]] = []
+
+    def row(values: tuple) -> Any:
+        if not made:
+            made.append(make())
+        return made[0](values)
+    return row
+
+
+def _any_of(masks: list[Any], fn: Callable[[Any, Any], Any]) -> Any:
     out = masks[0]
     for m in masks[1:]:
-        out = pc.or_(out, m)
+        out = fn(out, m)
     return out
 
 
 def _coerced(node: Node, target: str) -> Node:
     """The row path's ``coerce``: a value converted to its field's kind (``1=1`` is int 1); None stays None."""
+    if node.truth_only or node.kind == "null":
+        raise Unsupported(f"a value whose kind depends on the row, in a {target} field")
     if node.kind == target:
         return node
     if target == INT and node.kind == BOOL:
-        return Node(INT, lambda batch: node.run(batch).cast(pa.int64()))
+        return Node(INT, lambda ev: node.run(ev).cast(pa.int64()), node.nullable)
     if target == INT and node.kind == FLOAT:  # int(x) truncates; int(inf) raises
-        return Node(INT, lambda batch: pc.trunc(finite(node.run(batch))).cast(pa.int64()), node.nullable)
+        return Node(INT, lambda ev: as_int64(pc.trunc(node.run(ev)), ev), node.nullable)
     if target == FLOAT and node.kind in (INT, BOOL):
-        return Node(FLOAT, lambda batch: pc.cast(node.run(batch), pa.float64(), safe=False), node.nullable)
+        return Node(FLOAT, lambda ev: pc.cast(node.run(ev), pa.float64(), safe=False), node.nullable)
     if target == STR and node.kind == INT:
-        return Node(STR, lambda batch: node.run(batch).cast(pa.string()), node.nullable)
+        return Node(STR, lambda ev: node.run(ev).cast(pa.string()), node.nullable)
     raise Unsupported(f"a {node.kind} value in a {target} field")
 
 

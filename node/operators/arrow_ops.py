@@ -4,26 +4,37 @@ The tree walk (:mod:`.arrow_exprs`) decides which node of the sqlglot tree
 is which operation; this module knows, for each one, how Python computes it
 on a row and which ``pyarrow.compute`` calls give the same values for a
 whole batch.  Each function takes translated operands (:class:`~.arrow_nodes.Node`)
-and returns the operation's node, or refuses: :class:`~.arrow_nodes.Unsupported`
-when no exact translation exists for these kinds, and, inside the node's
-``run``, :class:`~.arrow_nodes.Fallback` when a batch holds a value on which
-Python would fail or compute otherwise.  The exactness arguments are per
-operation, so they are written next to it:
+and returns the operation's node, or refuses with
+:class:`~.arrow_nodes.Unsupported` when no exact translation exists for
+these kinds.  Inside a node's ``run``, a row on which Python would fail or
+compute otherwise is flagged (:meth:`~.arrow_nodes.Eval.flag`) and given a
+harmless value, so the kernels after it do not refuse the batch.  The
+exactness arguments are per operation, so they are written next to it:
 
-* arithmetic: ints are widened to int64 and checked for overflow (Python's
-  ints never overflow), doubles are IEEE as Python's; ``/`` is true division
-  (int by int exactly only up to 2**53), ``%`` of ints C's sign rule;
+* arithmetic: ints are widened to int64 and computed unchecked; a row whose
+  result is beyond 2**62 in doubles is flagged (Python's ints never
+  overflow, and no true overflow escapes that bound); doubles are IEEE as
+  Python's; ``/`` is true division (int by int exact only up to 2**53), ``%``
+  of ints C's sign rule; a zero divisor is flagged;
 * comparisons: ``=``/``<>`` never fail and None equals only None, orderings
-  fail on None; an int64 a double cannot hold makes pyarrow refuse;
+  fail on None; an int beyond 2**53 beside a double is flagged (Python
+  compares exactly);
+* ``three``: the operation reads a ``nullable`` field, and the row code
+  gives it SQL's three-valued logic (:mod:`boreas.node.null_logic`): NULL
+  in, NULL out, without failing -- pyarrow's null propagation;
 * min/max keep Python's first-wins order; floor/ceil/round and casts to int
-  refuse inf and nan; strings print alike only for text and ints;
-  LIKE is the row path's anchored regex.
+  flag inf, nan and values beyond int64; strings print alike only for text
+  and ints; LIKE is the row path's anchored regex.
 
 >>> import pyarrow as pa
->>> from boreas.node.operators.arrow_nodes import Node
->>> n = Node("int", lambda batch: batch.column(0), nullable=True)
->>> modulo(n, literal(exp.Literal.number(3))).run(pa.record_batch([pa.array([-7, 7])], names=["n"])).to_pylist()
-[-1, 1]
+>>> from boreas.node.operators.arrow_nodes import Eval, Node
+>>> n = Node("int", lambda ev: ev.column(0), nullable=True)
+>>> ev = Eval(pa.record_batch([pa.array([-7, 7, 1])], names=["n"]))
+>>> modulo(n, literal(exp.Literal.number(3))).run(ev).to_pylist()
+[-1, 1, 1]
+>>> ev = Eval(pa.record_batch([pa.array([-7, 7, 1])], names=["n"]))
+>>> divide(literal(exp.Literal.number(1)), n).run(ev).to_pylist(), ev.redo()
+([-0.14285714285714285, 0.14285714285714285, 1.0], None)
 """
 
 from __future__ import annotations
@@ -37,25 +48,36 @@ from sqlglot import expressions as exp
 
 from boreas.node.compile import BOOL, FLOAT, INT, STR
 
-from .arrow_nodes import Fallback, Node, Run, Unsupported, Value, constant, finite, holds, strict, strict1
+from .arrow_nodes import Eval, Node, Run, Unsupported, Value, as_int64, constant, strict, strict1
 
 #: The orderings, by sqlglot node type (``=`` and ``<>`` are :func:`equality`).
 ORDER = {exp.GT: pc.greater, exp.GTE: pc.greater_equal, exp.LT: pc.less, exp.LTE: pc.less_equal}
 
-_INT_CASTS = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
-              exp.DataType.Type.BIGINT, exp.DataType.Type.TIMESTAMP}
-_STR_CASTS = {exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT}
+INT_CASTS = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
+             exp.DataType.Type.BIGINT, exp.DataType.Type.TIMESTAMP}
+STR_CASTS = {exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT}
 _REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
-_EXACT_IN_DOUBLE = 2**53
-_EXACT_IN_DOUBLE_SCALAR = pa.scalar(_EXACT_IN_DOUBLE, pa.int64())
+_EXACT = pa.scalar(2**53, pa.int64())
+_MINUS_EXACT = pa.scalar(-(2**53), pa.int64())
+_INT64_MIN = pa.scalar(-(2**63), pa.int64())
+_OVERFLOW = pa.scalar(2.0**62)
 _ZERO = (pa.scalar(0, pa.int64()), pa.scalar(0.0, pa.float64()))
+_ONE = (pa.scalar(1, pa.int64()), pa.scalar(1.0, pa.float64()))
+
+
+def operand(node: Node, three: bool) -> Run:
+    """``ev -> value`` of an operand: its nulls flagged (Python raises on None), or, under SQL's
+    three-valued logic, passed on (NULL in, NULL out)."""
+    return node.run if three else (lambda ev: strict(node, ev))
 
 
 # -- literals and comparisons ------------------------------------------------------------
 
 
 def literal(tree: exp.Expression) -> Node:
-    """A number, string or boolean literal as a constant of its Python kind (an int must fit int64)."""
+    """A number, string, boolean or null literal as a constant of its Python kind (an int must fit int64)."""
+    if isinstance(tree, exp.Null):
+        return constant("null", pa.scalar(None))
     if isinstance(tree, exp.Boolean):
         return constant(BOOL, pa.scalar(bool(tree.this)))
     if tree.is_string:
@@ -69,21 +91,50 @@ def literal(tree: exp.Expression) -> Node:
 
 def _comparable(a: Node, b: Node) -> None:
     numeric = (INT, FLOAT)
+    if a.truth_only or b.truth_only:
+        raise Unsupported("a comparison of a value whose kind depends on the row")
     if not (a.kind == b.kind == STR or (a.kind in numeric and b.kind in numeric) or a.kind == b.kind == BOOL):
         raise Unsupported(f"a comparison of {a.kind} with {b.kind}")
 
 
-def equality(a: Node, b: Node, negate: bool) -> Node:
-    """``=``/``<>`` as Python's ``==``/``!=``: None equals None only, and compares without failing.
+def _exact_double(value: Value, ev: Eval) -> Value:
+    """An int beside a double, as a double; an int beyond 2**53 (which Python compares exactly) flagged."""
+    wide = value if value.type == pa.int64() else value.cast(pa.int64())
+    ev.flag(pc.or_(pc.greater(wide, _EXACT), pc.less(wide, _MINUS_EXACT)))
+    return pc.cast(wide, pa.float64(), safe=False)
 
-    An int64 too large to be a double exactly makes pyarrow refuse the
-    implicit cast (a :class:`Fallback`); Python compares those exactly.
-    """
+
+def _pair(a: Node, b: Node, x: Run, y: Run) -> Callable[[Eval], tuple[Value, Value]]:
+    """Both operands of a comparison; an int beside a double made a double (its inexact rows flagged)."""
+    mixed = {a.kind, b.kind} == {INT, FLOAT}
+    if not mixed:
+        return lambda ev: (x(ev), y(ev))
+
+    def run(ev: Eval) -> tuple[Value, Value]:
+        u, v = x(ev), y(ev)
+        return (_exact_double(u, ev) if a.kind == INT else u), (_exact_double(v, ev) if b.kind == INT else v)
+    return run
+
+
+def equality(a: Node, b: Node, negate: bool, three: bool = False) -> Node:
+    """``=``/``<>`` as Python's ``==``/``!=``: None equals None only, and compares without failing; under
+    three-valued logic NULL beside anything is NULL."""
+    if a.truth_only or b.truth_only:  # (its None would be lost: the truth it keeps is no value to compare)
+        raise Unsupported("a comparison of a value whose kind depends on the row")
+    if "null" in (a.kind, b.kind):
+        other = b if a.kind == "null" else a  # x = null: x is None
+        if three:  # _cmp3 of a NULL is NULL -- with x computed all the same: a row where x fails fails it
+            unknown = pa.scalar(None, pa.bool_())
+            return Node(BOOL, lambda ev: (other.run(ev), unknown)[1], nullable=True)
+        return Node(BOOL, lambda ev: (pc.is_valid if negate else pc.is_null)(_array(other.run(ev), ev)))
     _comparable(a, b)
     fn = pc.not_equal if negate else pc.equal
+    pair = _pair(a, b, a.run, b.run)
+    if three:
+        return Node(BOOL, lambda ev: fn(*pair(ev)), nullable=True)
 
-    def run(batch: pa.RecordBatch) -> Value:
-        x, y = a.run(batch), b.run(batch)
+    def run(ev: Eval) -> Value:
+        x, y = pair(ev)
         out = fn(x, y)
         if not (a.nullable or b.nullable) or not out.null_count:
             return out
@@ -92,105 +143,153 @@ def equality(a: Node, b: Node, negate: bool) -> Node:
     return Node(BOOL, run)
 
 
-def order(a: Node, b: Node, fn: Callable[[Value, Value], Value]) -> Node:
+def _array(value: Value, ev: Eval) -> pa.Array:
+    if isinstance(value, pa.Scalar) and ev.batch is not None:
+        return pa.repeat(value, ev.batch.num_rows)
+    return value
+
+
+def order(a: Node, b: Node, fn: Callable[[Value, Value], Value], three: bool = False) -> Node:
     """``<``, ``<=``, ``>``, ``>=`` (``fn`` one of :data:`ORDER`) between numbers or between strings."""
     _comparable(a, b)
     if a.kind == BOOL:
         raise Unsupported("an ordering of booleans")
-    return Node(BOOL, lambda batch: fn(strict(a, batch), strict(b, batch)))
+    pair = _pair(a, b, operand(a, three), operand(b, three))
+    return Node(BOOL, lambda ev: fn(*pair(ev)), nullable=three)
 
 
 # -- arithmetic ----------------------------------------------------------------------------
 
 
-def _wide(value: Value, kind: str) -> Value:
+def wide(value: Value, kind: str) -> Value:
     """An int operand as int64, a float one as float64: Python computes in int and double."""
     want = pa.int64() if kind == INT else pa.float64()
     return value if value.type == want else value.cast(want)
 
 
-def _double(value: Value, kind: str) -> Value:
+def double(value: Value, kind: str) -> Value:
     """An operand of double arithmetic as float64; an int rounds to the nearest double, as Python's
     ``int * float`` converts it (an unchecked cast rounds the same way)."""
     if kind == INT:
         return pc.cast(value, pa.float64(), safe=False)
-    return _wide(value, FLOAT)
+    return wide(value, FLOAT)
 
 
-def _operand(node: Node, convert: Callable[[Value], Value]) -> Run:
-    """``batch -> convert(value)`` of a strict operand; a constant's conversion done once, now."""
-    if node.constant:
-        value = convert(node.run(None))  # type: ignore[arg-type]
-        return lambda batch: value
-    return lambda batch: convert(strict(node, batch))
+def _converted(node: Node, convert: Callable[[Value], Value], three: bool) -> Run:
+    """``ev -> convert(value)`` of an operand; a constant's conversion done once, now."""
+    if node.constant and node.run(Eval(None)).is_valid:
+        value = convert(node.run(Eval(None)))
+        return lambda ev: value
+    get = operand(node, three)
+    return lambda ev: convert(get(ev))
 
 
-def arithmetic(t: type, a: Node, b: Node) -> Node:
-    """``+ - *`` (``t`` the sqlglot node type): ints checked for int64 overflow, doubles as IEEE, ``+`` of strings."""
-    if t is exp.Add and a.kind == b.kind == STR:
-        return Node(STR, lambda batch: pc.binary_join_element_wise(strict(a, batch), strict(b, batch), ""))
-    if a.kind not in (INT, FLOAT) or b.kind not in (INT, FLOAT):
+def _numbers(a: Node, b: Node) -> None:
+    if a.kind not in (INT, FLOAT) or b.kind not in (INT, FLOAT) or a.truth_only or b.truth_only:
         raise Unsupported(f"arithmetic on {a.kind} and {b.kind}")
-    if a.kind == b.kind == INT:
-        fn = {exp.Add: pc.add_checked, exp.Sub: pc.subtract_checked, exp.Mul: pc.multiply_checked}[t]
-        x, y = _operand(a, lambda v: _wide(v, INT)), _operand(b, lambda v: _wide(v, INT))
-        return Node(INT, lambda batch: fn(x(batch), y(batch)))
-    # Python's float arithmetic overflows to inf without raising, as these do
+
+
+def arithmetic(t: type, a: Node, b: Node, three: bool = False) -> Node:
+    """``+ - *`` (``t`` the sqlglot node type): ints unchecked with their overflows flagged, doubles as
+    IEEE, ``+`` of strings."""
+    if t is exp.Add and a.kind == b.kind == STR:
+        x, y = operand(a, three), operand(b, three)
+        return Node(STR, lambda ev: pc.binary_join_element_wise(x(ev), y(ev), ""), nullable=three)
+    _numbers(a, b)
     fn = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply}[t]
-    x, y = _operand(a, lambda v: _double(v, a.kind)), _operand(b, lambda v: _double(v, b.kind))
-    return Node(FLOAT, lambda batch: fn(x(batch), y(batch)))
-
-
-def _exact_in_double(value: Value) -> Value:
-    """An int operand that becomes a double exactly (the row path's int/int division is correctly rounded)."""
-    if isinstance(value, pa.Scalar):
-        if abs(value.as_py()) > _EXACT_IN_DOUBLE:
-            raise Fallback("an int beyond 2**53 in a division")
-        return pa.scalar(float(value.as_py()), pa.float64())
-    if holds(pc.greater(pc.abs_checked(value), _EXACT_IN_DOUBLE_SCALAR)):
-        raise Fallback("an int beyond 2**53 in a division")
-    return value.cast(pa.float64())
-
-
-def _nonzero(divisor: Value) -> Value:
-    if holds(pc.equal(divisor, _ZERO[pa.types.is_floating(divisor.type)])):
-        raise Fallback("a zero divisor")
-    return divisor
-
-
-def _divisor(b: Node, kind: str, convert: Callable[[Value], Value] = lambda v: v) -> Run:
-    """``b`` widened, checked for a zero and converted: per batch, or once for a constant (which cannot change)."""
-    if b.constant:
-        try:
-            value = convert(_nonzero(_wide(b.run(None), kind)))  # type: ignore[arg-type]
-            return lambda batch: value
-        except Fallback:
-            pass  # a zero (or inexact) constant divisor: every batch goes the row path
-    return lambda batch: convert(_nonzero(_wide(strict(b, batch), kind)))
-
-
-def divide(a: Node, b: Node) -> Node:
-    """``/``: true division, a double; int by int is correctly rounded in Python, so both must be exact doubles."""
     if a.kind == b.kind == INT:
-        x = _operand(a, lambda v: _exact_in_double(_wide(v, INT)))
-        y = _divisor(b, INT, _exact_in_double)
-    else:  # an int beside a double rounds to one first
-        x = _operand(a, lambda v: _double(v, a.kind))
-        y = _divisor(b, b.kind, lambda v: _double(v, b.kind))
-    return Node(FLOAT, lambda batch: pc.divide(x(batch), y(batch)))
+        x, y = _converted(a, lambda v: wide(v, INT), three), _converted(b, lambda v: wide(v, INT), three)
+
+        def run(ev: Eval) -> Value:
+            u, v = x(ev), y(ev)
+            approx = fn(pc.cast(u, pa.float64(), safe=False), pc.cast(v, pa.float64(), safe=False))
+            ev.flag(pc.greater_equal(pc.abs(approx), _OVERFLOW))  # Python's int goes on past int64
+            return fn(u, v)
+        return Node(INT, run, nullable=three)
+    # Python's float arithmetic overflows to inf without raising, as these do
+    x, y = _converted(a, lambda v: double(v, a.kind), three), _converted(b, lambda v: double(v, b.kind), three)
+    return Node(FLOAT, lambda ev: fn(x(ev), y(ev)), nullable=three)
 
 
-def modulo(a: Node, b: Node) -> Node:
-    """``%`` on ints: C's remainder (the dividend's sign), ``a - trunc(a / b) * b``; on doubles (fmod) unsupported."""
-    if not a.kind == b.kind == INT:
-        raise Unsupported("% of doubles (fmod)")
+def negate(a: Node, three: bool = False) -> Node:
+    """``-x``: an int's ``-(-2**63)`` is beyond int64 (flagged)."""
+    get = operand(a, three)
+    if a.kind == FLOAT:
+        return Node(FLOAT, lambda ev: pc.negate(get(ev)), nullable=three)
 
-    divisor = _divisor(b, INT)
+    def run(ev: Eval) -> Value:
+        v = wide(get(ev), INT)
+        ev.flag(pc.equal(v, _INT64_MIN))
+        return pc.negate(v)
+    return Node(INT, run, nullable=three)
 
-    def run(batch: pa.RecordBatch) -> Value:
-        x, y = _wide(strict(a, batch), INT), divisor(batch)
-        return pc.subtract_checked(x, pc.multiply_checked(pc.divide_checked(x, y), y))  # int division truncates
+
+def absolute(a: Node) -> Node:
+    """``abs(x)``: an int's ``abs(-2**63)`` is beyond int64 (flagged)."""
+    if a.kind == FLOAT:
+        return Node(FLOAT, strict1(a, pc.abs))
+
+    def run(ev: Eval) -> Value:
+        v = wide(strict(a, ev), INT)
+        ev.flag(pc.equal(v, _INT64_MIN))
+        return pc.abs(v)
     return Node(INT, run)
+
+
+def _divisor(kind: str, ev: Eval, value: Value, three: bool) -> Value:
+    """A divisor with its zeros made 1: Python raises there (under three-valued logic only if the
+    dividend is not NULL, so there the rows are flagged, not failed)."""
+    zero = pc.equal(value, _ZERO[kind == FLOAT])
+    ev.flag(zero) if three else ev.fail(zero)
+    return pc.if_else(zero, _ONE[kind == FLOAT], value)
+
+
+def _fixed(b: Node, convert: Callable[[Value], Value], exact: bool = False) -> Run | None:
+    """A constant divisor that is not zero (and, ``exact``, an int a double holds exactly), converted once
+    now (a pyarrow call on a scalar costs about what one on a column does); None: checked per batch."""
+    if not b.constant:
+        return None
+    raw = b.run(Eval(None))
+    if not raw.is_valid or raw.as_py() == 0 or (exact and abs(raw.as_py()) > 2**53):
+        return None
+    value = convert(raw)
+    return lambda ev: value
+
+
+def divide(a: Node, b: Node, three: bool = False) -> Node:
+    """``/``: true division, a double; int by int is correctly rounded in Python, so both must be exact doubles."""
+    _numbers(a, b)
+    x, y = operand(a, three), operand(b, three)
+    if a.kind == b.kind == INT:
+        fixed = _fixed(b, lambda v: pc.cast(wide(v, INT), pa.float64(), safe=False), exact=True)
+
+        def run(ev: Eval) -> Value:
+            u = _exact_double(wide(x(ev), INT), ev)  # int/int is correctly rounded in Python
+            v = fixed(ev) if fixed else _exact_double(_divisor(INT, ev, wide(y(ev), INT), three), ev)
+            return pc.divide(u, v)
+        return Node(FLOAT, run, nullable=three)
+    fixed = _fixed(b, lambda v: double(v, b.kind))
+
+    def mixed(ev: Eval) -> Value:  # an int beside a double rounds to one first
+        u = double(x(ev), a.kind)
+        v = fixed(ev) if fixed else _divisor(FLOAT, ev, double(y(ev), b.kind), three)
+        return pc.divide(u, v)
+    return Node(FLOAT, mixed, nullable=three)
+
+
+def modulo(a: Node, b: Node, three: bool = False) -> Node:
+    """``%`` on ints: C's remainder (the dividend's sign), ``a - trunc(a / b) * b`` (of doubles:
+    :func:`.arrow_math.fmod`)."""
+    _numbers(a, b)
+    if not a.kind == b.kind == INT:
+        raise Unsupported("% of doubles is fmod (arrow_math.fmod)")
+    x, y = operand(a, three), operand(b, three)
+
+    def run(ev: Eval) -> Value:
+        u, v = wide(x(ev), INT), _divisor(INT, ev, wide(y(ev), INT), three)
+        v = pc.if_else(pc.equal(v, -1), _ONE[0], v)  # x % -1 is 0 as x % 1 is, and -2**63 / -1 overflows
+        return pc.subtract(u, pc.multiply(pc.divide(u, v), v))  # int division truncates
+    return Node(INT, run, nullable=three)
 
 
 # -- functions -------------------------------------------------------------------------------
@@ -203,10 +302,10 @@ def extreme(args: list[Node], better: Callable[[Value, Value], Value]) -> Node:
     if len({a.kind for a in args}) != 1:
         raise Unsupported("min/max of ints and doubles (the row value's type depends on the row)")
 
-    def run(batch: pa.RecordBatch) -> Value:
-        best = strict(args[0], batch)
+    def run(ev: Eval) -> Value:
+        best = strict(args[0], ev)
         for arg in args[1:]:
-            value = strict(arg, batch)
+            value = strict(arg, ev)
             best = pc.if_else(better(value, best), value, best)
         return best
     return Node(args[0].kind, run)
@@ -214,34 +313,37 @@ def extreme(args: list[Node], better: Callable[[Value, Value], Value]) -> Node:
 
 def to_whole(a: Node, t: type) -> Node:
     """floor/ceil/round: an int stays; a double must be finite (Python raises otherwise) and fit int64."""
-    if a.kind == INT:
-        return a
+    if a.kind == INT:  # math.floor(None) fails
+        return Node(INT, strict1(a, lambda v: v))
     fn = {exp.Floor: pc.floor, exp.Ceil: pc.ceil,
           exp.Round: lambda v: pc.round(v, 0, "half_towards_infinity")}[t]  # SQL: halves away from zero
-    return Node(INT, lambda batch: fn(finite(strict(a, batch))).cast(pa.int64()))
+    return Node(INT, lambda ev: as_int64(fn(strict(a, ev)), ev))
 
 
 def cast(a: Node, target: Any) -> Node:
     """``cast(a as target)`` (a sqlglot ``DataType.Type``) as Python's ``int()``, ``str()`` or ``float()``."""
-    if target in _INT_CASTS:  # int(x): a double truncates toward zero
+    if a.truth_only:
+        raise Unsupported("a cast of a value whose kind depends on the row")
+    same = Node(a.kind, strict1(a, lambda v: v))  # a cast to its own kind: the row code's still fails on None
+    if target in INT_CASTS:  # int(x): a double truncates toward zero
         if a.kind == INT:
-            return a
+            return same
         if a.kind == FLOAT:
-            return Node(INT, lambda batch: pc.trunc(finite(strict(a, batch))).cast(pa.int64()))
+            return Node(INT, lambda ev: as_int64(pc.trunc(strict(a, ev)), ev))
         if a.kind == BOOL:
-            return Node(INT, lambda batch: a.run(batch).cast(pa.int64()))
-        raise Unsupported("a cast of text to int")
-    if target in _STR_CASTS:  # str(x): ints print alike; doubles and booleans do not
+            return Node(INT, strict1(a, lambda v: v.cast(pa.int64())))
+        raise Unsupported(f"a cast of {a.kind} to int")
+    if target in STR_CASTS:  # str(x): ints print alike; doubles and booleans do not
         if a.kind == STR:
-            return a
+            return same
         if a.kind == INT:
             return Node(STR, strict1(a, lambda v: v.cast(pa.string())))
         raise Unsupported(f"a cast of {a.kind} to text")
     if a.kind == FLOAT:
-        return a
+        return same
     if a.kind in (INT, BOOL):  # float(int) rounds to nearest, as an unchecked cast does
         return Node(FLOAT, strict1(a, lambda v: pc.cast(v, pa.float64(), safe=False)))
-    raise Unsupported("a cast of text to double")
+    raise Unsupported(f"a cast of {a.kind} to double (of text: arrow_math)")
 
 
 # -- strings ---------------------------------------------------------------------------------
@@ -251,19 +353,19 @@ def concat(parts: list[Node]) -> Node:
     """``concat(...)`` of strings and ints (Python and Arrow print doubles and booleans differently)."""
     if not parts:
         empty = pa.scalar("", pa.string())
-        return Node(STR, lambda batch: empty)
+        return Node(STR, lambda ev: empty)
     for p in parts:
-        if p.kind not in (STR, INT):
+        if p.kind not in (STR, INT) or p.truth_only:
             raise Unsupported(f"concat of a {p.kind} (Python and Arrow print it differently)")
 
-    def run(batch: pa.RecordBatch) -> Value:
-        texts = [strict(p, batch) for p in parts]
+    def run(ev: Eval) -> Value:
+        texts = [strict(p, ev) for p in parts]
         texts = [v if p.kind == STR else v.cast(pa.string()) for p, v in zip(parts, texts)]
         return texts[0] if len(texts) == 1 else pc.binary_join_element_wise(*texts, "")
     return Node(STR, run)
 
 
-def like(a: Node, pattern: exp.Expression) -> Node:
+def like(a: Node, pattern: exp.Expression, three: bool = False) -> Node:
     """LIKE with a literal pattern, as the row path's anchored regex (``%`` any run, ``_`` one character,
     no escape character)."""
     if a.kind != STR or not (isinstance(pattern, exp.Literal) and pattern.is_string):
@@ -271,4 +373,5 @@ def like(a: Node, pattern: exp.Expression) -> Node:
     regex = "(?s)\\A" + "".join(
         ".*" if ch == "%" else "." if ch == "_" else "\\" + ch if ch in _REGEX_SPECIAL else ch
         for ch in pattern.this) + "\\z"
-    return Node(BOOL, strict1(a, lambda v: pc.match_substring_regex(v, regex)))
+    get = operand(a, three)
+    return Node(BOOL, lambda ev: pc.match_substring_regex(get(ev), regex), nullable=three)

@@ -22,10 +22,13 @@ A batch that arrives as Arrow columns is filtered as columns: each predicate
 is translated once (:mod:`.arrow_exprs`) into a mask of the batch, and each
 port gets ``batch.filter(mask)``, a :class:`~boreas.wire.columns.Columns`
 of its out stream (a batch that passes whole is passed on as it came, with
-its IPC bytes).  When a predicate has no columnar translation, or the batch
-holds a value the translation cannot treat exactly (a zero divisor, a null,
-an int64 overflow: :class:`~.arrow_exprs.Fallback`), the batch goes through
-the row code above, which is the definition of the semantics.
+its IPC bytes).  Rows on which the columns might differ from the row code
+above, which is the definition of the semantics (a zero divisor, a None
+where Python raises, an int64 overflow, ``sqrt(-1)``), are computed by that
+row code alone and put in the mask (:mod:`.arrow_exprs`, "Exact, row by
+row"); nullable fields take its three-valued logic.  When a predicate has no
+columnar translation the box reads every batch as rows, and a batch the
+translation refuses whole (:class:`~.arrow_exprs.Fallback`) goes the row code.
 
 A changelog batch (one with weights) is filtered the same way and each row
 keeps its weight: the mask filters the weights too, and on the row path
@@ -151,7 +154,7 @@ def _row_source(predicates: list[str], false_port: bool) -> str:
 
 def _column_masks(schema: Schema, predicates: list[str]) -> list | None:
     """Each predicate as ``batch -> mask`` (:mod:`.arrow_exprs`); None when one has no columnar translation."""
-    translator = arrow_exprs.Translator(schema)
+    translator = arrow_exprs.Translator(schema, per_row=True, nullable=True)
     try:
         return [translator.predicate(p) for p in predicates]
     except arrow_exprs.Unsupported:

@@ -15,12 +15,15 @@ A batch that arrives as Arrow columns is mapped as columns: each expression
 is translated once (:mod:`.arrow_exprs`) into a function of the batch, its
 column converted as the row path converts the value (``coerce``) and cast
 to the out field's Arrow type, and the box emits a
-:class:`~boreas.wire.columns.Columns` of the out stream.  When an
-expression has no columnar translation, or the batch holds a value on which
-some row would fail or compute differently (a zero divisor, a null, an
-int64 overflow, a value out of the out field's range:
-:class:`~.arrow_exprs.Fallback`), the batch is mapped by the row code above
--- failing fields become None there, tuple by tuple.
+:class:`~boreas.wire.columns.Columns` of the out stream.  Rows on which some
+field would fail or compute differently (a zero divisor, a None where Python
+raises, an int64 overflow, ``sqrt(-1)``) get that field from the row code
+alone -- None where it fails -- in place (:mod:`.arrow_exprs`, "Exact, row
+by row"); nullable fields take its three-valued logic.  When an expression
+has no columnar translation, or a value cannot be held by the out field's
+Arrow type as the row path's tuple holds it (a Python int beyond int64, a
+value out of the field's range: :class:`~.arrow_exprs.Fallback`), the batch
+is mapped by the row code above.
 
 A changelog batch keeps its weights: out row i is in row i's image, so it
 weighs what row i weighed, on either path.
@@ -96,7 +99,7 @@ def _column_fields(schema: Schema, expressions: list[str], out: Schema | None) -
     """Each out field as ``batch -> column`` (:mod:`.arrow_exprs`); None when one has no columnar translation."""
     if out is None:
         return None
-    translator = arrow_exprs.Translator(schema)
+    translator = arrow_exprs.Translator(schema, per_row=True, nullable=True)
     try:
         return [translator.value(e, f.type) for e, f in zip(expressions, out.fields)]
     except arrow_exprs.Unsupported:
