@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import itemgetter
 
+from .entryviews import entry_changes, entry_map, row_key
 from .evaluate import Reader
 from .maps import MapStore
 from .rowmemo import RowMemo
@@ -225,6 +226,9 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
     (:meth:`.totals.TotalMemo.previous`).  ``rows_memo``: the rows after the previous batch
     (:mod:`.rowmemo`): a row's value before is read there where it has it, and its value now noted there.
     """
+    entry = None if rereads else entry_map(form)
+    if entry is not None:
+        return entry_changes(form, entry, journals[entry], store)
     rows: dict[tuple, None] = {}
     for ref in form.refs:  # the rows the batch's keys name (one C-level pass per map's journal)
         keys = journals[ref.map][::2]
@@ -239,7 +243,7 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
         before = old_reader(form, journals, store, old_totals)
         rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
     out = []
-    zero, evaluate, key_of = form.zero, form.evaluate, _key_getter(form.out)
+    zero, evaluate, key_of = form.zero, form.evaluate, row_key(form.out)
     held = rows_memo.held(form.name) if rows_memo is not None else None  # the memo's rows, read and noted inline
     known = held is not None and rows_memo.exact  # (as RowMemo.before and .after answer and note them)
     complete = known and rows_memo.complete
@@ -261,19 +265,6 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
         if was_in != now_in or not (was == new or same(was, new)):
             out.append((key_of(row), new))
     return out
-
-
-def _key_getter(out: tuple[int, ...]) -> Callable[[tuple], tuple]:
-    """A view's output key of a row (``out``: the row variable of each key column), as a function made once
-    per batch: an ``itemgetter`` of the row for two columns or more.
-
-    >>> _key_getter((2, 0))(("a", "b", "c")), _key_getter((1,))(("a", "b")), _key_getter(())(("a",))
-    (('c', 'a'), ('b',), ())
-    """
-    if len(out) == 1:
-        only = out[0]
-        return lambda row: (row[only],)
-    return itemgetter(*out) if out else (lambda row: ())
 
 
 def old_reader(form: ViewForm, journals: dict[str, list], store: MapStore, old_totals=None) -> OldReader:
