@@ -43,7 +43,7 @@ def test_entry_changes_equal_the_rows_evaluated(shape, backend, monkeypatch):
     program = compile_sql(SHAPES[shape])
     relations = Runtime(program, backend="python").relations
 
-    @settings(max_examples=scaled(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=scaled(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(workloads(relations, max_batches=4, max_ops=10))
     def check(batches):
         runs = []
@@ -71,4 +71,4 @@ def test_entry_changes_equal_the_rows_evaluated(shape, backend, monkeypatch):
 @pytest.mark.parametrize("backend", ["python", "native"])
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_entry_changes_rebuild_the_view(shape, backend):
-    changes_rebuild_view(SHAPES[shape], backend, examples=15)
+    changes_rebuild_view(SHAPES[shape], backend, examples=8)
