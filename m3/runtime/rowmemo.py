@@ -97,7 +97,8 @@ class RowMemo:
 
     def before(self, view: str, row: tuple, zero: object):
         """``(in the view, value)`` of ``row`` before the batch being compared (``zero``: the value of a row not
-        in the view), or :data:`UNKNOWN`."""
+        in the view), or :data:`UNKNOWN`.  The per-row rule; ``changes()`` applies it, and :meth:`after`'s,
+        inline over :meth:`held` (:func:`.viewchanges.general_changes`)."""
         rows = self._rows.get(view)
         if rows is None or not self._exact:
             return UNKNOWN
