@@ -84,9 +84,21 @@ class RowMemo:
         """Every changed row of the batch that made ``version`` was noted (:meth:`after`)."""
         self.version = version
 
+    def held(self, view: str) -> dict[tuple, object] | None:
+        """The dict of ``view``'s rows that :meth:`before` reads and :meth:`after` writes (row -> value of a
+        present row), for a caller that compares a batch's rows in one loop without a method call per row;
+        None for a view the memo keeps no rows of.  Read it as :meth:`before` does only where :attr:`exact`."""
+        return self._rows.get(view)
+
+    @property
+    def exact(self) -> bool:
+        """Whether the memo holds the rows as they were before the batch being compared (:meth:`start`)."""
+        return self._exact
+
     def before(self, view: str, row: tuple, zero: object):
         """``(in the view, value)`` of ``row`` before the batch being compared (``zero``: the value of a row not
-        in the view), or :data:`UNKNOWN`."""
+        in the view), or :data:`UNKNOWN`.  The per-row rule; ``changes()`` applies it, and :meth:`after`'s,
+        inline over :meth:`held` (:func:`.viewchanges.general_changes`)."""
         rows = self._rows.get(view)
         if rows is None or not self._exact:
             return UNKNOWN

@@ -104,14 +104,14 @@ class SliceFolds:
 def _adjust(slices: dict[tuple, Fold], journal: list, store, name: str, at: int) -> None:
     """Apply one map's journal to its kept slices at unbound position ``at``: the values that joined a slice
     first, then those that left it (a value that leaves is an extreme only of the slice with the joins in)."""
-    get, unpack = store.getter(name), store.unpack
+    get, wrap = store.getter(name), store.arity[name] == 1  # (a stored key is the key tuple but at arity 1)
     before = dict(zip(journal[-2::-2], journal[-1::-2]))  # a key's first old value: its value before the batch
     left = []
     for k, was in before.items():
         now = get(k, 0)
         if (was != 0) == (now != 0):  # still in the slice, or still out: its values are the same
             continue
-        key = unpack(name, k)
+        key = (k,) if wrap else k
         pattern = key[:at] + (None,) + key[at + 1:]
         fold = slices.get(pattern)
         if fold is None:

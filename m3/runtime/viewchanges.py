@@ -28,11 +28,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import itemgetter
 
+from .entryviews import entry_changes, entry_map, row_key
 from .evaluate import Reader
 from .maps import MapStore
-from .rowmemo import UNKNOWN, RowMemo
+from .rowmemo import RowMemo
 from .slicefolds import SliceFolds
-from .views import ViewForm, candidate_rows, row_value, same
+from .views import ViewForm, candidate_rows, same
 
 
 def first_values(journal: list) -> dict:
@@ -102,9 +103,18 @@ class StoreReader(Reader):
     memo of slices' folds, exact at the maps' version, :mod:`.slicefolds`)."""
 
     def __init__(self, store: MapStore, totals=None, folds: SliceFolds | None = None):
-        super().__init__(store.get, store.match, totals)
+        super().__init__(self._get, store.match, totals)
         self.store, self._folds = store, folds
         self._counters: dict[tuple[str, int, int], Callable[[tuple], int]] = {}
+        self._getters: dict[str, Callable[[tuple], object]] = {}
+
+    def _get(self, name: str, key: tuple):
+        """``get(map, key tuple)``: the map's entry by a getter made once per map for the reader's life (a row's
+        evaluation reads it per map reference and row: no key packing, no index lookup by name per call)."""
+        get = self._getters.get(name)
+        if get is None:
+            get = self._getters[name] = key_getter(self.store, name)
+        return get(key)
 
     def has(self, name: str, pattern: tuple) -> bool:
         return self.store.has(name, pattern)
@@ -124,6 +134,26 @@ class StoreReader(Reader):
         if self._folds is None:
             return super().fold(name, pattern, at)
         return self._folds.get(name, pattern, at, self.values)
+
+
+def key_getter(store: MapStore, name: str) -> Callable[[tuple], object]:
+    """``key tuple -> value`` (0 where absent) of map ``name``: :meth:`.MapStore.get` specialised for one map,
+    valid for the store's life (a map's dict and its indexes are made once and changed in place).
+
+    >>> from ..ast import Column, MapDecl, Program
+    >>> decl = lambda n, k: MapDecl(n, tuple(Column(c, "INT") for c in k), "INT")
+    >>> s = MapStore(Program((), (decl("one", "A"), decl("two", "AB"), decl("ix", "AB")), (), ()), {"ix": [(1,)]})
+    >>> for m in ("one", "two", "ix"): s.set(m, (1,) if m == "one" else (1, 2), 7)
+    >>> [key_getter(s, m)(k) for m in ("one", "two", "ix") for k in ((1,) if m == "one" else (1, 2), (5,) * (
+    ...     1 if m == "one" else 2))]
+    [7, 0, 7, 0, 7, 0]
+    """
+    get = store.getter(name)
+    if store.arity[name] == 1:
+        return lambda key: get(key[0], 0)
+    if store.primary[name] is None:
+        return lambda key: get(key, 0)
+    return get
 
 
 def slice_values(store: MapStore, name: str, pattern: tuple, at: int) -> list:
@@ -196,6 +226,9 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
     (:meth:`.totals.TotalMemo.previous`).  ``rows_memo``: the rows after the previous batch
     (:mod:`.rowmemo`): a row's value before is read there where it has it, and its value now noted there.
     """
+    entry = None if rereads else entry_map(form)
+    if entry is not None:
+        return entry_changes(form, entry, journals[entry], store)
     rows: dict[tuple, None] = {}
     for ref in form.refs:  # the rows the batch's keys name (one C-level pass per map's journal)
         keys = journals[ref.map][::2]
@@ -210,18 +243,27 @@ def general_changes(form: ViewForm, journals: dict[str, list], store: MapStore, 
         before = old_reader(form, journals, store, old_totals)
         rows = dict.fromkeys(candidate_rows(form, before.entries) + candidate_rows(form, now.entries))
     out = []
-    name, zero = form.name, form.zero
+    zero, evaluate, key_of = form.zero, form.evaluate, row_key(form.out)
+    held = rows_memo.held(form.name) if rows_memo is not None else None  # the memo's rows, read and noted inline
+    known = held is not None and rows_memo.exact  # (as RowMemo.before and .after answer and note them)
+    complete = known and rows_memo.complete
     for row in rows:
-        was = rows_memo.before(name, row, zero) if rows_memo is not None else UNKNOWN
-        if was is UNKNOWN:
+        if known and row in held:
+            was_in, was = True, held[row]
+        elif complete:
+            was_in, was = False, zero
+        else:
             if before is None:
                 before = old_reader(form, journals, store, old_totals)
-            was = row_value(form, row, before)
-        new = row_value(form, row, now)
-        if rows_memo is not None:
-            rows_memo.after(name, row, new[0], new[1])
-        if was[0] != new[0] or not same(was[1], new[1]):
-            out.append((form.key_of(row), new[1]))
+            was_in, was = evaluate(row, before)
+        now_in, new = evaluate(row, now)
+        if held is not None:
+            if now_in:
+                held[row] = new
+            elif was_in or not known:
+                held.pop(row, None)
+        if was_in != now_in or not (was == new or same(was, new)):
+            out.append((key_of(row), new))
     return out
 
 
