@@ -68,6 +68,22 @@ def test_the_probe_sees_a_heavy_import() -> None:
     assert "sqlglot" in json.loads(proc.stdout)
 
 
+
+def test_publish_and_subscribe_parse_without_asyncio_or_the_catalog_model() -> None:
+    """`boreas publish --help`, `boreas subscribe --help` and `boreas --help` build their parsers without
+    asyncio (with ssl) or the catalog model: those load when the command runs (cli/data.py and its helpers)."""
+    light = {"--help": [], "publish": ["publish", "in1", "--file", "rows.csv"], "subscribe": ["subscribe", "out1"]}
+    procs = {name: subprocess.Popen([sys.executable, "-c", PROBE, json.dumps(argv),
+                                     json.dumps(["asyncio", "ssl", "boreas.catalog.model"])],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name, argv in light.items()}
+    loaded = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, f"boreas {name}: the probe failed:\n{err}"
+        loaded[name] = json.loads(out)
+    assert {name: mods for name, mods in loaded.items() if mods} == {}
+
 # -- `boreas move` run to the end: its thin path (client/box_move.py) --------------------------------------
 
 #: What a `boreas move` of a box that is not partitioned loads besides :data:`HEAVY`'s: nothing to decode a catalog.
