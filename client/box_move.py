@@ -28,8 +28,9 @@ from boreas.wire.peer_errors import PeerError, PeerRefused
 
 from .errors import OptimizerFailed
 
-#: Seconds between two looks at the Head while waiting for the move to show (as ``HeadView``'s).
-POLL = 0.05
+#: Seconds between two looks at the Head while waiting for the move to show: at most (as ``HeadView``'s), and
+#: the first.
+POLL, FIRST_POLL = 0.05, 0.01
 
 #: Seconds a node may take to answer the move (a box with large state takes a while to hand over).
 UPDATE_TIMEOUT = 60.0
@@ -106,14 +107,18 @@ async def move_box(peers: Peers, head: str, box: str, target: str, timeout: floa
 
 
 async def _shown(peers: Peers, head: str, box: str, target: str, timeout: float) -> None:
-    """Until the Head's catalog has ``box`` on ``target`` and every live node is in sync (``HeadView.shown``'s
-    condition; the nodes are asked only once the box shows there)."""
+    """Until the Head's catalog has ``box`` on ``target`` and then every live node is in sync (``HeadView.shown``'s
+    condition).  Once the box shows on the target only ``GET /nodes`` is asked again, first after
+    :data:`FIRST_POLL` seconds, then twice as long each time up to :data:`POLL`: the nodes are usually in sync a
+    few tens of milliseconds after the Head committed the move."""
     deadline = time.monotonic() + timeout
+    moved, pause = False, FIRST_POLL
     while True:
         lagging: list[str] = []
         try:
-            entry = await box_entry(peers, head, box)
-            moved = entry is not None and entry.get("node") == target
+            if not moved:
+                entry = await box_entry(peers, head, box)
+                moved = entry is not None and entry.get("node") == target
             if moved:
                 nodes = (await peers.call("GET", f"{head}/nodes"))["nodes"]
                 lagging = [n["endpoint"] for n in nodes if n["alive"] and not n["in_sync"]]
@@ -124,4 +129,5 @@ async def _shown(peers: Peers, head: str, box: str, target: str, timeout: float)
         if time.monotonic() > deadline:
             raise OptimizerFailed(f"box {box!r} moved to {target}, but after {timeout:g}s the Head does not show "
                                   f"it everywhere" + (f" ({', '.join(lagging)} not in sync)" if lagging else ""), 504)
-        await asyncio.sleep(POLL)
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, POLL)

@@ -109,6 +109,7 @@ class _FakeCluster:
         self.node = ""  # where b1 runs: this server's endpoint until a move arrives
         self.updates: list[str] = []
         self.requests: list[str] = []
+        self.lagging = 0  # how many more `GET /nodes` answers say this node is not in sync yet
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
@@ -133,8 +134,9 @@ class _FakeCluster:
                 elif self.path.startswith("/boxes/"):
                     self.answer(404, {"error": "no box 'b2' in the catalog (version 3) (did you mean 'b1'?)"})
                 elif self.path == "/nodes":
-                    self.answer(200, {"version": 4, "nodes": [{"endpoint": fake.node, "alive": True,
-                                                               "in_sync": True}]})
+                    in_sync, fake.lagging = fake.lagging <= 0, fake.lagging - 1
+                    self.answer(200, {"version": 4, "nodes": [{"endpoint": fake.endpoint, "alive": True,
+                                                               "in_sync": in_sync}]})
                 else:
                     self.answer(404, {"error": "not here"})
 
@@ -222,3 +224,37 @@ def test_move_text_is_the_optimizers_move_document() -> None:
     for box, target, origin in [("b1", "localhost:15002", "optimizer"), ("a&b<c>\"d'e", "[::1]:15000", "x y"),
                                 ("tab\tnl\ncr\r", "h:1", "localhost:16000"), ("ünï", "h:2", "o")]:
         assert move_text(box, target, origin) == move_document(box, target, origin)
+
+
+def test_the_thin_move_waits_for_every_node_in_sync_asking_only_the_nodes_again() -> None:
+    """The move returns once the box shows on the target and every live node is in sync; after the box showed,
+    only `GET /nodes` is asked again; a node that never gets in sync is named after the timeout (504)."""
+    import asyncio
+
+    import pytest
+
+    from boreas.client.box_move import move_box
+    from boreas.client.errors import OptimizerFailed
+    from boreas.wire.one_shot import OneShotPeers
+
+    fake = _FakeCluster()
+    head = f"http://{fake.endpoint}"
+
+    async def move(target: str, timeout: float) -> object:
+        async with OneShotPeers(None) as peers:
+            return await move_box(peers, head, "b1", target, timeout)
+
+    try:
+        fake.lagging = 2
+        moved = asyncio.run(move("localhost:15999", 30.0))
+        assert moved.source == fake.endpoint and moved.reply == {"moved": [["b1", fake.endpoint]]}
+        assert fake.requests == ["GET /boxes/b1", "POST /update", "GET /boxes/b1", "GET /nodes", "GET /nodes",
+                                 "GET /nodes"]
+        fake.node, fake.lagging = fake.endpoint, 10 ** 6
+        with pytest.raises(OptimizerFailed) as failed:
+            asyncio.run(move("localhost:15999", 0.1))
+        assert failed.value.status == 504
+        assert str(failed.value) == (f"box 'b1' moved to localhost:15999, but after 0.1s the Head does not show it "
+                                     f"everywhere ({fake.endpoint} not in sync)")
+    finally:
+        fake.close()
