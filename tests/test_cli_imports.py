@@ -258,3 +258,25 @@ def test_the_thin_move_waits_for_every_node_in_sync_asking_only_the_nodes_again(
                                      f"everywhere ({fake.endpoint} not in sync)")
     finally:
         fake.close()
+
+
+def test_boreas_move_of_a_partitioned_box_goes_through_the_optimizer(monkeypatch, capsys) -> None:
+    """`boreas move` hands what box_move does not move (a partitioned box) to the Optimizer's path."""
+    from boreas.cli import optimize
+    from boreas.cli.main import main
+    from boreas.client.optimizer import Moved
+
+    asked = []
+
+    def optimizer_path(args, action):
+        asked.append(args.box)
+        return Moved(args.box, "localhost:15999", source="elsewhere:1", reply={})
+
+    monkeypatch.setattr(optimize, "run_optimizer", optimizer_path)
+    fake = _FakeCluster()
+    try:
+        assert main(["move", "part", "localhost:15999", "--head", f"http://{fake.endpoint}"]) == 0
+    finally:
+        fake.close()
+    assert asked == ["part"] and fake.updates == []
+    assert capsys.readouterr().out == "moved box part from elsewhere:1 to localhost:15999\n"
