@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from boreas.client.optimizer import Optimizer
+    from boreas.wire.one_shot import Peers
 
 T = TypeVar("T")
 
@@ -213,21 +214,35 @@ def the_head(args: argparse.Namespace) -> str:
 def run_optimizer(args: argparse.Namespace, action: Callable[[Optimizer], Awaitable[T]]) -> T:
     """Run ``action`` with an :class:`~boreas.client.optimizer.Optimizer` on the command's Head, token and
     ``--timeout``; its failure is the command's (exit 1, with the reason)."""
+
+    async def with_optimizer(peers: Peers, head: str) -> T:
+        from boreas.client.optimizer import Optimizer
+
+        async with Optimizer(head, peers.token, args.timeout, peers=peers) as optimizer:
+            return await action(optimizer)
+
+    return run_peers(args, with_optimizer)
+
+
+def run_peers(args: argparse.Namespace, action: Callable[[Peers, str], Awaitable[T]]) -> T:
+    """Run ``action(peers, head)`` with the standard library's HTTP (a command makes a few calls, aiohttp
+    costs 0.3 s) on the command's Head and token; an ``OptimizerFailed`` is the command's failure (422:
+    what was asked is invalid, exit 2, nothing changed; else exit 1, with the reason)."""
     import asyncio
 
-    from boreas.client.optimizer import Optimizer, OptimizerFailed
+    from boreas.client.errors import OptimizerFailed
     from boreas.wire.auth import resolve_token
     from boreas.wire.one_shot import OneShotPeers
 
     head, token = the_head(args), resolve_token(args.token, required=False)
 
-    async def run() -> T:  # (the standard library's HTTP: a command makes a few calls, aiohttp costs 0.3 s)
-        async with OneShotPeers(token) as peers, Optimizer(head, token, args.timeout, peers=peers) as optimizer:
-            return await action(optimizer)
+    async def run() -> T:
+        async with OneShotPeers(token) as peers:
+            return await action(peers, head)
 
     try:
         return asyncio.run(run())
-    except OptimizerFailed as exc:  # 422: what was asked is invalid (exit 2, nothing changed); else exit 1
+    except OptimizerFailed as exc:
         raise CommandFailed(str(exc), EXIT_INVALID if exc.status == 422 else EXIT_FAILED) from None
 
 

@@ -14,9 +14,7 @@ readers, in bounded memory), the progress display :mod:`.progress`.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import hashlib
 import importlib.util
 import os
 import socket
@@ -53,6 +51,8 @@ SPARK_BATCH = 1000
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    import asyncio  # (with ssl: imported when a command runs, not for --help, as everything below)
+
     from boreas.client.head_api import UnknownStream  # (aiohttp: imported when a command runs, not for --help)
     from boreas.client.publisher import Publisher
 
@@ -181,6 +181,8 @@ def _publish_with_spark(args: argparse.Namespace, head: str, token: str | None) 
 
 
 def cmd_subscribe(args: argparse.Namespace) -> int:
+    import asyncio
+
     from boreas.client.head_api import UnknownStream  # (aiohttp: imported when a command runs, not for --help)
     from boreas.client.subscriber import SubscribeFailed, Subscriber
 
@@ -286,6 +288,8 @@ def default_producer(stream: str, path: str) -> str:
 
 def file_identity(path: str) -> str:
     """``size-mtime-digest``: what tells a file apart from an edited or replaced one, without reading it whole."""
+    import hashlib
+
     info = os.stat(path)
     with open(path, "rb") as f:
         head = hashlib.blake2b(f.read(1 << 20), digest_size=6).hexdigest()

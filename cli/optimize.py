@@ -12,24 +12,37 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from boreas.catalog.endpoints import normalize_endpoint
+from boreas.client.box_move import move_box
 
-from .common import EXIT_OK, CommandFailed, add_head_option, add_token_option, run_optimizer
+from .common import EXIT_OK, CommandFailed, add_head_option, add_token_option, run_optimizer, run_peers
 
 
 def cmd_move(args: argparse.Namespace) -> int:
     target = normalize_endpoint(args.node)
+    # A box that is not partitioned: through the Head's JSON alone (client/box_move.py: no catalog model, no
+    # lxml); a segment or a partitioned box (None): the Optimizer, whose leader moves the data.
+    light = run_peers(args, lambda peers, head: move_box(peers, head, args.box, target, args.timeout))
+    if light is not None:
+        print(_moved(args.box, light.source, target, light.reply))
+        return EXIT_OK
     moved = run_optimizer(args, lambda optimizer: optimizer.move(args.box, target))
     if moved.relayout is not None:  # a segment, or a partitioned box: its leader moved the data
         from .relayout import describe  # (M3's layouts: only for a partitioned box)
 
         print(describe(args.box.rpartition("/")[0] or args.box, moved.relayout))
     else:
-        others = [name for name, _ in (moved.reply or {}).get("moved", []) if name != args.box]
-        print(f"moved box {args.box} from {moved.source} to {target}"
-              + (f", with the boxes sharing its table: {', '.join(others)}" if others else ""))
+        print(_moved(args.box, moved.source, target, moved.reply))
     return EXIT_OK
+
+
+def _moved(box: str, source: str | None, target: str, reply: dict[str, Any] | None) -> str:
+    """What ``boreas move`` says of a box (not partitioned) it moved, and of the boxes that went with it."""
+    others = [name for name, _ in (reply or {}).get("moved", []) if name != box]
+    return (f"moved box {box} from {source} to {target}"
+            + (f", with the boxes sharing its table: {', '.join(others)}" if others else ""))
 
 
 def cmd_connect(args: argparse.Namespace) -> int:

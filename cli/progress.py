@@ -8,7 +8,6 @@ is kept out of the ``publish`` command (:mod:`.data`).
 from __future__ import annotations
 
 from boreas.catalog.words import counted
-import asyncio
 import sys
 import time
 from collections.abc import Callable
@@ -63,6 +62,8 @@ class Progress:
         sys.stderr.flush()
 
     async def follow(self, publisher: Any) -> None:
+        import asyncio  # (a running publish has it already; `boreas publish --help` does not load it)
+
         while True:
             await asyncio.sleep(0.5 if self.tty else 5.0)
             self.show(acknowledged(publisher))

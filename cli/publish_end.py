@@ -13,7 +13,6 @@ batches are dropped as already taken, and the end follows them.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from .common import EXIT_OK, BadInput, CommandFailed
@@ -26,6 +25,8 @@ def publish_end(args: argparse.Namespace, head: str, token: str | None) -> int:
 
     if not args.producer:
         raise BadInput("--end needs --producer NAME: the producer to end (the one its earlier publish used)")
+
+    import asyncio
 
     async def main() -> int:
         publisher = Publisher(head, args.stream, token, producer=args.producer)

@@ -35,10 +35,10 @@ import json
 import os
 import sys
 from abc import ABC, abstractmethod
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from boreas.catalog.changelog import WEIGHT
-from boreas.catalog.model import FieldType, Schema
+if TYPE_CHECKING:  # (the catalog model: imported where a row is written, not for `boreas subscribe --help`)
+    from boreas.catalog.model import Schema
 
 from .common import BadInput
 
@@ -134,7 +134,10 @@ class Output(ABC):
     arrow = False
 
     def __init__(self, schema: Schema):
+        from boreas.catalog.changelog import WEIGHT  # (the catalog: when a subscription starts, not for --help)
+
         self.names = [f.name for f in schema.fields]
+        self.weight = WEIGHT  # the field a changelog's rows carry their weights in
         self.position: Position | None = None  # where :meth:`checkpoint` records them (None: not resumable)
 
     def checkpoint(self, positions: dict[str, int]) -> None:
@@ -173,8 +176,8 @@ class _TextOutput(Output):
 
     def _start(self, weighted: bool) -> None:
         """Before the first row: a changelog's rows get the ``_weight`` field."""
-        if weighted and WEIGHT not in self.names:
-            self.names = [*self.names, WEIGHT]
+        if weighted and self.weight not in self.names:
+            self.names = [*self.names, self.weight]
 
     @abstractmethod
     def _row(self, row: tuple) -> None: ...
@@ -210,6 +213,8 @@ class CsvOutput(_TextOutput):
         self.header = False
         self.has_header = not header  # a file a named subscription continues has one already
         # A nullable string's NULL is written \N, as `boreas publish` reads it (an empty value is the empty string).
+        from boreas.catalog.model import FieldType
+
         self._null_texts = [i for i, f in enumerate(schema.fields) if f.nullable and f.type == FieldType.STRING]
 
     def _start(self, weighted: bool) -> None:
@@ -253,7 +258,7 @@ class ParquetOutput(Output):
         import pyarrow.parquet as pq
 
         if weighted:
-            self.schema = self.schema.append(pa.field(WEIGHT, pa.int64(), nullable=False))
+            self.schema = self.schema.append(pa.field(self.weight, pa.int64(), nullable=False))
         try:
             self.writer = pq.ParquetWriter(self.path, self.schema)
         except OSError as exc:
@@ -261,7 +266,7 @@ class ParquetOutput(Output):
 
     def write(self, batch: Any, limit: int | None = None) -> int:
         if self.writer is None:
-            self._open(WEIGHT in batch.schema.names)
+            self._open(self.weight in batch.schema.names)
         if limit is not None and limit < batch.num_rows:
             batch = batch.slice(0, limit)
         # The same columns and types; the writer wants its own schema, metadata and all (no copy is made).

@@ -66,3 +66,217 @@ def test_the_probe_sees_a_heavy_import() -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "sqlglot" in json.loads(proc.stdout)
+
+
+
+def test_publish_and_subscribe_parse_without_asyncio_or_the_catalog_model() -> None:
+    """`boreas publish --help`, `boreas subscribe --help` and `boreas --help` build their parsers without
+    asyncio (with ssl) or the catalog model: those load when the command runs (cli/data.py and its helpers)."""
+    light = {"--help": [], "publish": ["publish", "in1", "--file", "rows.csv"], "subscribe": ["subscribe", "out1"]}
+    procs = {name: subprocess.Popen([sys.executable, "-c", PROBE, json.dumps(argv),
+                                     json.dumps(["asyncio", "ssl", "boreas.catalog.model"])],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name, argv in light.items()}
+    loaded = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, f"boreas {name}: the probe failed:\n{err}"
+        loaded[name] = json.loads(out)
+    assert {name: mods for name, mods in loaded.items() if mods} == {}
+
+# -- `boreas move` run to the end: its thin path (client/box_move.py) --------------------------------------
+
+#: What a `boreas move` of a box that is not partitioned loads besides :data:`HEAVY`'s: nothing to decode a catalog.
+MOVE_HEAVY = (*HEAVY, "boreas.catalog.model", "boreas.catalog.documents", "boreas.client.optimizer")
+
+RUN_PROBE = """
+import atexit, json, runpy, sys
+heavy = json.loads(sys.argv.pop(1))
+atexit.register(lambda: print("IMPORTED " + json.dumps(sorted(m for m in heavy if m in sys.modules)), file=sys.stderr))
+runpy.run_module("boreas.cli.main", run_name="__main__", alter_sys=True)
+"""
+
+
+class _FakeCluster:
+    """A Head and a node in one standard-library HTTP server on a thread: ``GET /boxes/{name}``, ``GET /nodes``
+    and the node's ``POST /update``, answering as they do (box ``b1`` on this server; ``part`` partitioned)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        fake = self
+        self.node = ""  # where b1 runs: this server's endpoint until a move arrives
+        self.updates: list[str] = []
+        self.requests: list[str] = []
+        self.lagging = 0  # how many more `GET /nodes` answers say this node is not in sync yet
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def answer(self, status: int, body: object) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                fake.requests.append(f"GET {self.path}")
+                if self.path == "/boxes/b1":
+                    self.answer(200, {"box": "b1", "type": "filter", "node": fake.node, "partition": None,
+                                      "version": 3})
+                elif self.path == "/boxes/part":
+                    self.answer(200, {"box": "part", "type": "m3", "node": None, "partition": {"layout": 1},
+                                      "version": 3})
+                elif self.path.startswith("/boxes/"):
+                    self.answer(404, {"error": "no box 'b2' in the catalog (version 3) (did you mean 'b1'?)"})
+                elif self.path == "/nodes":
+                    in_sync, fake.lagging = fake.lagging <= 0, fake.lagging - 1
+                    self.answer(200, {"version": 4, "nodes": [{"endpoint": fake.endpoint, "alive": True,
+                                                               "in_sync": in_sync}]})
+                else:
+                    self.answer(404, {"error": "not here"})
+
+            def do_POST(self) -> None:
+                fake.requests.append(f"POST {self.path}")
+                text = self.rfile.read(int(self.headers["Content-Length"])).decode()
+                fake.updates.append(text)
+                source, fake.node = fake.node, "localhost:15999"  # (the Head learns the move at once)
+                self.answer(200, {"moved": [["b1", source]]})
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = self.node = f"127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _boreas_move(fake: _FakeCluster, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOREAS_")}
+    env["BOREAS_HEAD"] = f"http://{fake.endpoint}"
+    result = subprocess.run([sys.executable, "-c", RUN_PROBE, json.dumps(MOVE_HEAVY), "move", *args],
+                            capture_output=True, text=True, env=env, timeout=120)
+    rest, _, last = result.stderr.rstrip("\n").rpartition("\n")
+    assert last.startswith("IMPORTED "), result.stderr
+    result.stderr = rest
+    return result, json.loads(last[len("IMPORTED "):])
+
+
+def test_boreas_move_runs_without_decoding_a_catalog() -> None:
+    """`boreas move` of a plain box, to the end against a fake Head and node: it says what it always said,
+    sends the Optimizer's update XML, and loads neither lxml nor the catalog model nor the Optimizer."""
+    from boreas.client.optimizer_updates import move_document
+
+    fake = _FakeCluster()
+    try:
+        source = fake.endpoint
+        result, loaded = _boreas_move(fake, "b1", "localhost:15999")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == f"moved box b1 from {source} to localhost:15999\n"
+        assert loaded == []
+        assert fake.updates == [move_document("b1", "localhost:15999")]
+        assert fake.requests == ["GET /boxes/b1", "POST /update", "GET /boxes/b1", "GET /nodes"]
+
+        result, _ = _boreas_move(fake, "b1", "localhost:15999")  # already there: nothing sent, exit 1
+        assert result.returncode == 1 and result.stderr == "error: box 'b1' is already on localhost:15999"
+        result, _ = _boreas_move(fake, "b2", "localhost:15999")  # unknown: the Head's words, exit 1
+        assert result.returncode == 1
+        assert result.stderr == "error: no box 'b2' in the catalog (version 3) (did you mean 'b1'?)"
+        assert len(fake.updates) == 1
+    finally:
+        fake.close()
+
+
+def test_the_thin_move_hands_partitioned_boxes_and_segments_to_the_optimizer() -> None:
+    """A segment or a partitioned box is not moved by box_move (None, nothing sent): the Optimizer's full path
+    moves it through its leader."""
+    import asyncio
+
+    from boreas.client.box_move import move_box
+    from boreas.wire.one_shot import OneShotPeers
+
+    fake = _FakeCluster()
+
+    async def run() -> list[object]:
+        async with OneShotPeers(None) as peers:
+            return [await move_box(peers, f"http://{fake.endpoint}", name, "localhost:15999", 5.0)
+                    for name in ("part", "part/2")]
+
+    try:
+        assert asyncio.run(run()) == [None, None]
+        assert fake.updates == [] and fake.requests == ["GET /boxes/part"]
+    finally:
+        fake.close()
+
+
+def test_move_text_is_the_optimizers_move_document() -> None:
+    from boreas.client.box_move import move_text
+    from boreas.client.optimizer_updates import move_document
+
+    for box, target, origin in [("b1", "localhost:15002", "optimizer"), ("a&b<c>\"d'e", "[::1]:15000", "x y"),
+                                ("tab\tnl\ncr\r", "h:1", "localhost:16000"), ("ünï", "h:2", "o")]:
+        assert move_text(box, target, origin) == move_document(box, target, origin)
+
+
+def test_the_thin_move_waits_for_every_node_in_sync_asking_only_the_nodes_again() -> None:
+    """The move returns once the box shows on the target and every live node is in sync; after the box showed,
+    only `GET /nodes` is asked again; a node that never gets in sync is named after the timeout (504)."""
+    import asyncio
+
+    import pytest
+
+    from boreas.client.box_move import move_box
+    from boreas.client.errors import OptimizerFailed
+    from boreas.wire.one_shot import OneShotPeers
+
+    fake = _FakeCluster()
+    head = f"http://{fake.endpoint}"
+
+    async def move(target: str, timeout: float) -> object:
+        async with OneShotPeers(None) as peers:
+            return await move_box(peers, head, "b1", target, timeout)
+
+    try:
+        fake.lagging = 2
+        moved = asyncio.run(move("localhost:15999", 30.0))
+        assert moved.source == fake.endpoint and moved.reply == {"moved": [["b1", fake.endpoint]]}
+        assert fake.requests == ["GET /boxes/b1", "POST /update", "GET /boxes/b1", "GET /nodes", "GET /nodes",
+                                 "GET /nodes"]
+        fake.node, fake.lagging = fake.endpoint, 10 ** 6
+        with pytest.raises(OptimizerFailed) as failed:
+            asyncio.run(move("localhost:15999", 0.1))
+        assert failed.value.status == 504
+        assert str(failed.value) == (f"box 'b1' moved to localhost:15999, but after 0.1s the Head does not show it "
+                                     f"everywhere ({fake.endpoint} not in sync)")
+    finally:
+        fake.close()
+
+
+def test_boreas_move_of_a_partitioned_box_goes_through_the_optimizer(monkeypatch, capsys) -> None:
+    """`boreas move` hands what box_move does not move (a partitioned box) to the Optimizer's path."""
+    from boreas.cli import optimize
+    from boreas.cli.main import main
+    from boreas.client.optimizer import Moved
+
+    asked = []
+
+    def optimizer_path(args, action):
+        asked.append(args.box)
+        return Moved(args.box, "localhost:15999", source="elsewhere:1", reply={})
+
+    monkeypatch.setattr(optimize, "run_optimizer", optimizer_path)
+    fake = _FakeCluster()
+    try:
+        assert main(["move", "part", "localhost:15999", "--head", f"http://{fake.endpoint}"]) == 0
+    finally:
+        fake.close()
+    assert asked == ["part"] and fake.updates == []
+    assert capsys.readouterr().out == "moved box part from elsewhere:1 to localhost:15999\n"

@@ -1,0 +1,133 @@
+"""A box's move through the Head's JSON: what ``boreas move`` runs, without the catalog model or lxml.
+
+:meth:`boreas.client.optimizer.Optimizer.move` decides against a decoded
+catalog part (``GET /catalog?box=B``: the update reader, lxml and the
+catalog model's dataclasses), which costs a command that moves one box
+most of its own CPU (issue 37, "Fast commands").  A box that is not
+partitioned needs none of that: where it runs is one field of ``GET
+/boxes/{name}``'s JSON, the move is one fixed update element, and the
+change has shown once that field names the target and every live node is
+in sync (``GET /nodes``), as :class:`~boreas.client.optimizer_views.HeadView`
+waits.  :func:`move_box` does that with the same checks and messages as the
+Optimizer (a box the Head does not know: 404, with the Head's "did you
+mean"; one already on the target; one deployed nowhere) and answers
+``None`` for a partitioned box or a segment (``BOX/SEG``), whose move the
+Optimizer's full path makes (its leader moves the data).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from boreas.wire.one_shot import Peers
+from boreas.wire.peer_errors import PeerError, PeerRefused
+
+from .errors import OptimizerFailed
+
+#: Seconds between two looks at the Head while waiting for the move to show: at most (as ``HeadView``'s), and
+#: the first.
+POLL, FIRST_POLL = 0.05, 0.01
+
+#: Seconds a node may take to answer the move (a box with large state takes a while to hand over).
+UPDATE_TIMEOUT = 60.0
+
+#: What an attribute value's text becomes in XML, as libxml2 writes it (``move_document``'s output).
+_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
+
+
+@dataclass(frozen=True)
+class BoxMoved:
+    """A moved box: the node it left, and that node's answer (``moved``: the boxes that went with it)."""
+
+    source: str
+    reply: dict[str, Any]
+
+
+def _attr(value: str) -> str:
+    return "".join(_ESCAPES.get(ch, ch) for ch in value)
+
+
+def move_text(box: str, target: str, origin: str) -> str:
+    """``<update origin=O><move node=T box=B/></update>``: what ``optimizer_updates.move_document`` writes
+    (a test compares them), built without lxml.
+
+    >>> move_text("b&1", "localhost:15002", "optimizer")
+    '<update origin="optimizer"><move node="localhost:15002" box="b&amp;1"/></update>'
+    """
+    return f'<update origin="{_attr(origin)}"><move node="{_attr(target)}" box="{_attr(box)}"/></update>'
+
+
+async def box_entry(peers: Peers, head: str, box: str) -> dict[str, Any] | None:
+    """The Head's ``GET /boxes/{box}`` (``node``, ``partition``, ``version``); None when it has no such box."""
+    try:
+        return await peers.call("GET", f"{head}/boxes/{quote(box, safe='')}")
+    except PeerRefused as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+async def move_box(peers: Peers, head: str, box: str, target: str, timeout: float,
+                   origin: str = "optimizer") -> BoxMoved | None:
+    """Move box ``box`` (not partitioned) to ``target`` and wait until the Head shows it everywhere.
+
+    None: ``box`` names a segment or a partitioned box (nothing was sent). :class:`OptimizerFailed` as
+    :meth:`~boreas.client.optimizer.Optimizer.move` raises it.
+    """
+    if "/" in box:
+        return None
+    try:
+        entry = await peers.call("GET", f"{head}/boxes/{quote(box, safe='')}")
+    except PeerRefused as exc:
+        if exc.status == 404:
+            raise OptimizerFailed(exc.payload.get("error") or f"no box {box!r} in the catalog", 404) from None
+        raise OptimizerFailed(str(exc), 503) from None
+    except PeerError as exc:
+        raise OptimizerFailed(str(exc), 503) from None
+    if entry.get("partition") is not None:
+        return None
+    source = entry.get("node")
+    if not source:
+        raise OptimizerFailed(f"box {box!r} is not deployed on any node")
+    if source == target:
+        raise OptimizerFailed(f"box {box!r} is already on {target}")
+    try:
+        reply = await peers.post_update(source, move_text(box, target, origin), timeout=UPDATE_TIMEOUT)
+    except PeerRefused as exc:
+        raise OptimizerFailed(f"node {source}: {exc.payload.get('error') or exc}", 502,
+                              exc.payload.get("diagnostics", [])) from None
+    except PeerError as exc:
+        raise OptimizerFailed(str(exc), 503) from None
+    await _shown(peers, head, box, target, timeout)
+    return BoxMoved(source, reply)
+
+
+async def _shown(peers: Peers, head: str, box: str, target: str, timeout: float) -> None:
+    """Until the Head's catalog has ``box`` on ``target`` and then every live node is in sync (``HeadView.shown``'s
+    condition).  Once the box shows on the target only ``GET /nodes`` is asked again, first after
+    :data:`FIRST_POLL` seconds, then twice as long each time up to :data:`POLL`: the nodes are usually in sync a
+    few tens of milliseconds after the Head committed the move."""
+    deadline = time.monotonic() + timeout
+    moved, pause = False, FIRST_POLL
+    while True:
+        lagging: list[str] = []
+        try:
+            if not moved:
+                entry = await box_entry(peers, head, box)
+                moved = entry is not None and entry.get("node") == target
+            if moved:
+                nodes = (await peers.call("GET", f"{head}/nodes"))["nodes"]
+                lagging = [n["endpoint"] for n in nodes if n["alive"] and not n["in_sync"]]
+        except PeerError as exc:
+            raise OptimizerFailed(str(exc), 503) from None
+        if moved and not lagging:
+            return
+        if time.monotonic() > deadline:
+            raise OptimizerFailed(f"box {box!r} moved to {target}, but after {timeout:g}s the Head does not show "
+                                  f"it everywhere" + (f" ({', '.join(lagging)} not in sync)" if lagging else ""), 504)
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, POLL)
