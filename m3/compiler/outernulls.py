@@ -120,7 +120,12 @@ def explicit(part: exp.Select, relations: dict[str, RelationDecl], ctx: Position
             else:
                 out.append(rw.truth(c))
         where.set("this", all_of(out))
-    for agg in [n for n in part.find_all(exp.Sum, exp.Count) if n.parent_select is part]:
+    for agg in [n for n in part.find_all(exp.Sum, exp.Count, exp.Min, exp.Max) if n.parent_select is part]:
+        if type(agg) in (exp.Min, exp.Max) and rw.reads(agg.this) and part.find(exp.Exists) is not None:
+            raise ctx.error(f"unsupported {agg.sql()} of a nullable column over an outer join whose preserved rows "
+                            "without a match it reads (MIN/MAX skip its NULLs by a filtered fold, which is not built "
+                            "beside the anti part's match count): MIN/MAX of a column that is not nullable, or of "
+                            "the padded side's", agg)
         skip_nulls(rw, agg)
     return part
 
