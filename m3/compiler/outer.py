@@ -20,7 +20,9 @@ parts' aggregates when read (:func:`plan`, a :class:`.lifted.Plan`):
 Each aggregate is split per part at compile time: ``SUM``, ``COUNT`` and ``AVG`` (its sum over its count)
 add across parts; over a padded part an argument that is NULL contributes nothing (SQL ignores NULLs).  A
 group all of whose inputs are NULL reads 0, not NULL, as every aggregate of no rows in Boreas does today.
-Refused by name: ``MIN``, ``MAX`` and ``DISTINCT`` aggregates over parts, HAVING, and a padded column
+MIN and MAX are the least (greatest) of the parts that have a value (:func:`.outerview.extreme`), HAVING a condition
+of the view over the parts' aggregates (:mod:`.outerhaving`).  Refused by name: ``DISTINCT`` aggregates over
+parts, and a padded column
 read as a key (selected, grouped by): its NULL would be a constant key of its part (issue 33 item 2).  A
 query reading nullable columns shows SQL's NULLs instead of 0, each part rewritten over indicators
 (:mod:`.outernulls`).
@@ -51,8 +53,9 @@ from dataclasses import dataclass, field, replace
 from sqlglot import exp
 
 from ..ast import Cmp, Const, Expr, MapRef, Var
-from ..viewnodes import Arith
+from ..viewnodes import Arith, BoolOp
 from .lifted import Plan, items_of
+from .outerhaving import having_of, truth
 from .outerview import Reader, column, components, may_be_null
 from .outernulls import explicit, implied, indicator_keys, not_true, null_columns, nullable_columns, reads_nullable
 from .nodes import sql_of
@@ -203,7 +206,7 @@ def plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str] = (
 
 def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -> Plan | exp.Select:
     for key in ("having", "distinct", "order", "limit", "offset"):
-        if sel.args.get(key) and key in ("having", "limit", "offset"):
+        if sel.args.get(key) and key in ("limit", "offset"):
             raise ctx.error(f"unsupported {key.upper()} in a query with an outer join", sel.args[key])
     ps = parts(sel, relations, ctx)
     if not ps:
@@ -225,7 +228,9 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
                                 f"an aggregate", k)
     sides = {a for p in ps for a in p.meta["padded"]}
     shown, keys = keys, keys + indicator_keys(keys, maybe)  # a nullable key's indicator beside it (:mod:`.outernulls`)
-    found = components(values, lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \
+    having = having_of(q, shown, values)  # read over the parts' aggregates (:mod:`.outerhaving`)
+    found = components(values + ([("", having)] if having is not None else []),
+                       lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \
         + [exp.Count(this=exp.Star())]  # the last: the rows, which make a group
     comps = list({c.sql(): c for c in reversed(found)}.values())[::-1]  # one part column per distinct aggregate
     index = {id(c): next(n for n, d in enumerate(comps) if d.sql() == c.sql()) for c in found}
@@ -251,6 +256,7 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         s.set("group", exp.Group(expressions=[k.copy() for _, k in keys]) if keys else None)
         s.set("order", None)
         s.set("distinct", None)
+        s.set("having", None)
         selects.append(explicit(s, relations, ctx) if maybe else s)
         placed.append(where_at)
 
@@ -265,11 +271,13 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         if len(rename) != len(names):
             raise ctx.error(f"the view names {len(rename)} columns, its query selects {len(names)}", sel)
         names = list(rename)
+    where = Cmp("<", Const(0), rows)
+    if having is not None:
+        where = BoolOp("AND", (where, truth(having, reader)))
     if maybe:  # SQL's NULLs shown (:mod:`.outernulls`)
-        return Plan(tuple(selects), *null_columns(names, shown, keys, key_vars, values, reader, rows))
+        return Plan(tuple(selects), *null_columns(names, shown, keys, key_vars, values, reader, rows)[:-1], where)
     columns = [column(v, reader) if v is not None else Const(1) for _, v in values]
-    return Plan(tuple(selects), tuple(names[:len(keys)]), key_vars,
-                tuple(zip(names[len(keys):], columns)), Cmp("<", Const(0), rows))
+    return Plan(tuple(selects), tuple(names[:len(keys)]), key_vars, tuple(zip(names[len(keys):], columns)), where)
 
 
 def _outputs(q: exp.Select, ctx: Positions) -> tuple[list, list]:

@@ -1,9 +1,10 @@
-"""MIN and MAX over outer joins agree with DuckDB under random inserts and deletes, NULL-heavy ones included
+"""MIN, MAX and HAVING over outer joins agree with DuckDB under random inserts and deletes, NULL-heavy ones included
 (issue 33 items 2 and 3, docs/m3.md "Outer joins").
 
 An outer join is compiled as its parts (the inner join, the anti parts padded with NULLs: :mod:`.outer`); MIN and
 MAX do not add across parts, so each part keeps its own MIN/MAX and the COUNT of the argument, and the view reads
-the least (greatest) of the parts that have a value (:func:`.outerview.extreme`): NULL where none has.  Without
+the least (greatest) of the parts that have a value (:func:`.outerview.extreme`): NULL where none has.  HAVING is
+a condition of the view over the parts' aggregates, TRUE where SQL's three-valued one is (:mod:`.outerhaving`).  Without
 nullable columns that NULL reads 0 (the shared harness reads DuckDB's as 0); over nullable columns it is shown
 None (each row compared with DuckDB's).  Both backends; deleting every row empties every map.
 """
@@ -28,17 +29,22 @@ CREATE STREAM S(b INT NULL, d INT);
 
 SHAPES: dict[str, str] = {
     "left_extremes_of_both_sides": GENERIC + """SELECT r.b, MIN(s.c) AS m, MAX(s.c) - MAX(r.a) AS x,
-        COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.b""",
+        COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.b
+        HAVING COUNT(*) > 1 OR NOT (SUM(s.c) <= 2) OR MIN(s.c) IS NULL""",
     "right_and_chain_extremes": GENERIC + """SELECT r.a, MAX(t.e) AS m, MIN(s.c) AS z FROM R r
         LEFT JOIN S s ON r.b = s.b AND r.a > 0 LEFT JOIN T t ON s.c = t.c GROUP BY r.a;
-        SELECT s.c, MIN(r.a) - MAX(r.b) AS m FROM R r RIGHT JOIN S s ON r.b = s.b GROUP BY s.c""",
+        SELECT s.c, MIN(r.a) - MAX(r.b) AS m, COUNT(*) AS n FROM R r RIGHT JOIN S s ON r.b = s.b GROUP BY s.c
+        HAVING m >= 1 AND MIN(r.b) IS NOT NULL""",
 }
 
 NULL_SHAPES: dict[str, str] = {
     "null_left_extremes_of_padded_side": NULLABLE + """SELECT r.a, MIN(s.d) AS m, MAX(s.d) + 1 AS x,
-        MIN(s.b) AS y, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a""",
+        MIN(s.b) AS y, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a
+        HAVING MIN(s.d) < 2 OR COUNT(s.b) = 0""",
     "null_left_max_of_preserved_by_its_nullable_key": NULLABLE + """SELECT r.b, MIN(s.d) AS m, MAX(r.a) AS x
-        FROM R r LEFT JOIN S s ON r.b = s.b AND s.d > 1 GROUP BY r.b""",
+        FROM R r LEFT JOIN S s ON r.b = s.b AND s.d > 1 GROUP BY r.b;
+        SELECT r.a, AVG(r.c) AS v, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a
+        HAVING AVG(r.c) > 0.3 OR NOT (SUM(s.d) > 1) OR SUM(s.d) IS NULL""",
 }
 
 
@@ -75,6 +81,8 @@ REFUSED = {
                                r"MAX\(r.c\) of a nullable column over an outer join"),
     "distinct_aggregate": (GENERIC + "SELECT r.a, COUNT(DISTINCT s.c) FROM R r LEFT JOIN S s ON r.b = s.b "
                            "GROUP BY r.a", "DISTINCT aggregates do not combine yet"),
+    "having_in_list": (GENERIC + "SELECT r.a, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a "
+                       "HAVING COUNT(*) IN (1, 2)", r"unsupported COUNT\(\*\) IN \(1, 2\) in HAVING over an outer join"),
 }
 
 
