@@ -57,7 +57,8 @@ from ..viewnodes import Arith, BoolOp
 from .lifted import Plan, items_of
 from .outerhaving import having_of, truth
 from .outerview import Reader, column, components, may_be_null
-from .outernulls import explicit, implied, indicator_keys, not_true, null_columns, nullable_columns, reads_nullable
+from .outernulls import (explicit, implied, indicator_keys, lenient, not_true, null_columns, nullable_columns,
+                         reads_nullable)
 from .nodes import sql_of
 from .padding import conjuncts, decide, fold, is_false, is_null, pad, qualify, refs
 from .resolve import Positions, unparen
@@ -157,6 +158,13 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
         if side in ("RIGHT", "FULL") and i > 0:
             raise ctx.error(f"unsupported {side} JOIN after another join ({sql_of(j)}): only the first join of a "
                             "FROM may be RIGHT or FULL (write the relations the other way round)", j)
+        kept = ([set(seen)] if side in ("LEFT", "FULL") else []) + ([{alias}] if side in ("RIGHT", "FULL") else [])
+        bad = next((c for k in kept if (c := lenient(j.args.get("on"), k, maybe)) is not None), None) if maybe else None
+        if bad is not None:
+            raise ctx.error(f"unsupported ON condition {sql_of(bad)} of a {side} JOIN over a nullable column of its "
+                            "preserved side: it may be TRUE where that column is NULL (COALESCE, CASE, IS, OR), and "
+                            "the preserved rows are not split on its presence inside the match (compare the column "
+                            "itself)", bad)
         nxt = []
         for p in todo:
             inner = p.copy()

@@ -99,7 +99,7 @@ REFUSED = {
     "subquery_beside": ("SELECT r.a, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b WHERE r.a IN "
                         "(SELECT d FROM T) GROUP BY r.a", "outer join's query with a subquery"),
     "or_in_on": ("SELECT r.a, COUNT(*) FROM R r LEFT JOIN S s ON s.d = r.b OR r.a = s.b GROUP BY r.a",
-                 "unsupported correlated condition"),
+                 "unsupported ON condition s.d = r.b OR r.a = s.b of a LEFT JOIN over a nullable column"),
     "greatest_of_nullable": ("SELECT r.a, SUM(GREATEST(s.b, r.b)) FROM R r LEFT JOIN S s ON r.a = s.d "
                              "GROUP BY r.a", "GREATEST"),
 }
