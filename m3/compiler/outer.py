@@ -251,6 +251,8 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         for c in comps:
             arg = c.this if not isinstance(c.this, exp.Star) else None
             arg = fold(pad(arg.copy(), p.meta["padded"]), p.meta["present"], maybe) if arg is not None else None
+            if type(arg) is exp.Distinct and len(arg.expressions) == 1:  # COUNT(DISTINCT x): x NULL, none counted
+                arg = arg if not is_null(arg.expressions[0]) else arg.expressions[0]
             if arg is not None and (is_null(arg) or (type(c) is exp.Sum and arg == exp.Literal.number(0))):
                 where_at.append(None)
                 continue
@@ -267,6 +269,12 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         s.set("having", None)
         selects.append(explicit(s, relations, ctx) if maybe else s)
         placed.append(where_at)
+
+    for n, c in enumerate(comps):  # COUNT(DISTINCT x): the distinct values of a union of parts do not add
+        if c.meta.get("one_part") and sum(pl[n] is not None for pl in placed) > 1:
+            raise ctx.error(f"unsupported {sql_of(c)} over an outer join reading rows of several of its parts (the "
+                            "matched and the padded rows: their distinct values do not add): COUNT(DISTINCT) of a "
+                            "column of the side that is padded", c)
 
     def total(n: int) -> Expr:
         found = [pl[n] for pl in placed if pl[n] is not None]
