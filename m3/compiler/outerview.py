@@ -62,8 +62,8 @@ def components(values: list, nullable: Callable[[exp.Expression], bool], ctx: Po
                 continue
             if type(n) not in (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max) or isinstance(n.this, exp.Distinct):
                 raise ctx.error(f"unsupported {sql_of(n)} over an outer join (SUM, COUNT and AVG add across its "
-                                "matched and padded parts, MIN and MAX are the least/greatest of theirs, COUNT(DISTINCT) "
-                                "is one part's; other DISTINCT aggregates do not combine yet)", n)
+                                "matched and padded parts, MIN and MAX are the least/greatest of theirs, "
+                                "COUNT(DISTINCT) is one part's; other DISTINCT aggregates do not combine yet)", n)
             if type(n) in (exp.Min, exp.Max):  # each part's, and its COUNT: whether that part has a value
                 n.meta["count"] = exp.Count(this=n.this.copy())
                 out += [n, n.meta["count"]]

@@ -1,14 +1,14 @@
-"""MIN, MAX, COUNT(DISTINCT) and HAVING over outer joins agree with DuckDB under random inserts and deletes, NULL-heavy ones included
-(issue 33 items 2 and 3, docs/m3.md "Outer joins").
+"""MIN, MAX, COUNT(DISTINCT) and HAVING over outer joins agree with DuckDB under random inserts and deletes,
+NULL-heavy ones included (issue 33 items 2 and 3, docs/m3.md "Outer joins").
 
 An outer join is compiled as its parts (the inner join, the anti parts padded with NULLs: :mod:`.outer`); MIN and
 MAX do not add across parts, so each part keeps its own MIN/MAX and the COUNT of the argument, and the view reads
-the least (greatest) of the parts that have a value; COUNT(DISTINCT) of the padded side's column is the one part's
-that reads it (:func:`.outerview.extreme`): NULL where none has.  HAVING is
-a condition of the view over the parts' aggregates, TRUE where SQL's three-valued one is (:mod:`.outerhaving`).
-``ON NOT (r.b = s.b)`` over a nullable ``r.b`` of the preserved side needs ``r.b`` present as ``r.b = s.b`` does.  Without
-nullable columns that NULL reads 0 (the shared harness reads DuckDB's as 0); over nullable columns it is shown
-None (each row compared with DuckDB's).  Both backends; deleting every row empties every map.
+the least (greatest) of the parts that have a value (:func:`.outerview.extreme`), NULL where none has;
+COUNT(DISTINCT) of the padded side's column is the one part's that reads it.  HAVING is a condition of the view
+over the parts' aggregates, TRUE where SQL's three-valued one is (:mod:`.outerhaving`).  ``ON NOT (r.b = s.b)``
+over a nullable ``r.b`` of the preserved side needs ``r.b`` present as ``r.b = s.b`` does.  Without nullable
+columns a NULL aggregate reads 0 (the shared harness reads DuckDB's as 0); over nullable columns it is shown None
+(each row compared with DuckDB's).  Both backends; deleting every row empties every map.
 """
 
 from __future__ import annotations
@@ -92,9 +92,11 @@ REFUSED = {
                                     r"unsupported ON condition COALESCE\(r.b, 0\) = s.d of a LEFT JOIN over a "
                                     "nullable column of its preserved side"),
     "or_in_on_over_preserved": (NULLABLE + "SELECT s.d, COUNT(*) AS n FROM R r RIGHT JOIN S s "
-                                "ON s.b = r.a OR s.d = r.a GROUP BY s.d", "unsupported ON condition .* of a RIGHT JOIN"),
+                                "ON s.b = r.a OR s.d = r.a GROUP BY s.d",
+                                "unsupported ON condition .* of a RIGHT JOIN"),
     "having_in_list": (GENERIC + "SELECT r.a, COUNT(*) AS n FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a "
-                       "HAVING COUNT(*) IN (1, 2)", r"unsupported COUNT\(\*\) IN \(1, 2\) in HAVING over an outer join"),
+                       "HAVING COUNT(*) IN (1, 2)",
+                       r"unsupported COUNT\(\*\) IN \(1, 2\) in HAVING over an outer join"),
 }
 
 
