@@ -56,7 +56,7 @@ from ..ast import Cmp, Const, Expr, MapRef, Var
 from ..viewnodes import Arith, BoolOp
 from .lifted import Plan, items_of
 from .outerhaving import having_of, truth
-from .outerview import Reader, column, components, may_be_null
+from .outerview import Reader, column, components, may_be_null, numeric_extremes
 from .outernulls import (explicit, implied, indicator_keys, lenient, not_true, null_columns, nullable_columns,
                          reads_nullable)
 from .nodes import sql_of
@@ -135,6 +135,7 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
     """``sel`` (an outer join in its FROM) as the SELECTs of its parts, inner joins only, padded columns NULL
     and folded (module doc); a part whose WHERE is false or NULL is left out."""
     sel = qualify(sel.copy(), relations)
+    numeric_extremes(sel, relations, ctx)
     maybe = nullable_columns(sel, relations)  # (alias, column) where it reads one (:mod:`.outernulls`)
     items = items_of(sel)
     for t in items:

@@ -154,6 +154,10 @@ def _extreme(op: str, x: Flagged, y: Flagged) -> Flagged:
     return Arith(op, a, b), (None if fa is None or fb is None else Arith("GREATEST", fa, fb))
 
 
+#: The most parts whose MIN/MAX :func:`extreme` combines (each named up to once per part after it).
+MAX_EXTREME_PARTS = 4
+
+
 def extreme(e: exp.Min | exp.Max, r: Reader) -> Flagged:
     """MIN/MAX over an outer join: the least/greatest of its parts' (a part's MIN over no value is 0, so each is
     flagged by its part's COUNT of the argument and skipped where that is 0: :func:`_extreme`), NULL where no
@@ -179,4 +183,35 @@ def extreme(e: exp.Min | exp.Max, r: Reader) -> Flagged:
     if not found:  # the argument is NULL in every part (a padded column of every part that reads it)
         return Const(0), Const(0)
     op = "LEAST" if type(e) is exp.Min else "GREATEST"
-    return functools.reduce(lambda x, y: _extreme(op, x, y), found)
+    if len(found) == 1:
+        return found[0]
+    if len(found) > MAX_EXTREME_PARTS:  # (each part's extreme is named once per part after it: n^2 in size)
+        raise r.ctx.error(f"unsupported {sql_of(e)} over an outer join of {len(found)} parts that read it (at most "
+                          f"{MAX_EXTREME_PARTS}: the least/greatest of parts that may have no value is not built as "
+                          "one node yet)", e)
+    # A part without a value reads the first part's that has one (``first``), so the extreme skips it; each
+    # part named once per step, not the running result twice (a chain of n parts grew as 2^n: a review).
+    first, none_before = Const(0), None
+    for v, f in found:
+        here = f if none_before is None else Arith("*", none_before, f)
+        first = Arith("+", first, Arith("*", here, v))
+        rest = Arith("-", Const(1), f)
+        none_before = rest if none_before is None else Arith("*", none_before, rest)
+    filled = [Arith("+", Arith("*", f, v), Arith("*", Arith("-", Const(1), f), first)) for v, f in found]
+    flag = functools.reduce(lambda a, b: Arith("GREATEST", a, b), [f for _, f in found])
+    return functools.reduce(lambda a, b: Arith(op, a, b), filled), flag
+
+
+def numeric_extremes(sel: exp.Select, relations: dict, ctx: Positions) -> None:
+    """Refuse a MIN/MAX over an outer join whose argument reads a column that is not a number: :func:`extreme`
+    reads the parts' values through arithmetic with their flags (a STRING or DATE one crashed at run time: a
+    review)."""
+    aliases = {t.alias_or_name.lower(): t.name.lower() for t in sel.find_all(exp.Table)}
+    for m in sel.find_all(exp.Min, exp.Max):
+        for c in m.find_all(exp.Column):
+            relation = aliases.get(c.table.lower())
+            decl = next((d for n, d in relations.items() if n.lower() == relation), None)
+            col = next((x for x in decl.columns if x.name.lower() == c.name.lower()), None) if decl else None
+            if col is not None and col.type.upper() not in ("INT", "FLOAT", "INTEGER", "BIGINT", "DOUBLE"):
+                raise ctx.error(f"unsupported {sql_of(m)} over an outer join reading {sql_of(c)}, a {col.type}: "
+                                "the parts' extremes are combined as numbers (MIN/MAX of an INT or FLOAT column)", m)
