@@ -20,7 +20,9 @@ parts' aggregates when read (:func:`plan`, a :class:`.lifted.Plan`):
 Each aggregate is split per part at compile time: ``SUM``, ``COUNT`` and ``AVG`` (its sum over its count)
 add across parts; over a padded part an argument that is NULL contributes nothing (SQL ignores NULLs).  A
 group all of whose inputs are NULL reads 0, not NULL, as every aggregate of no rows in Boreas does today.
-Refused by name: ``MIN``, ``MAX`` and ``DISTINCT`` aggregates over parts, HAVING, and a padded column
+MIN and MAX are the least (greatest) of the parts that have a value (:func:`.outerview.extreme`), HAVING a condition
+of the view over the parts' aggregates (:mod:`.outerhaving`).  Refused by name: ``DISTINCT`` aggregates over
+parts, and a padded column
 read as a key (selected, grouped by): its NULL would be a constant key of its part (issue 33 item 2).  A
 query reading nullable columns shows SQL's NULLs instead of 0, each part rewritten over indicators
 (:mod:`.outernulls`).
@@ -51,10 +53,12 @@ from dataclasses import dataclass, field, replace
 from sqlglot import exp
 
 from ..ast import Cmp, Const, Expr, MapRef, Var
-from ..viewnodes import Arith
+from ..viewnodes import Arith, BoolOp
 from .lifted import Plan, items_of
-from .outerview import Reader, column, components, may_be_null
-from .outernulls import explicit, implied, indicator_keys, not_true, null_columns, nullable_columns, reads_nullable
+from .outerhaving import having_of, truth
+from .outerview import Reader, column, components, may_be_null, numeric_extremes
+from .outernulls import (explicit, implied, indicator_keys, lenient, not_true, null_columns, nullable_columns,
+                         reads_nullable)
 from .nodes import sql_of
 from .padding import conjuncts, decide, fold, is_false, is_null, pad, qualify, refs
 from .resolve import Positions, unparen
@@ -131,6 +135,7 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
     """``sel`` (an outer join in its FROM) as the SELECTs of its parts, inner joins only, padded columns NULL
     and folded (module doc); a part whose WHERE is false or NULL is left out."""
     sel = qualify(sel.copy(), relations)
+    numeric_extremes(sel, relations, ctx)
     maybe = nullable_columns(sel, relations)  # (alias, column) where it reads one (:mod:`.outernulls`)
     items = items_of(sel)
     for t in items:
@@ -154,6 +159,13 @@ def parts(sel: exp.Select, relations: dict, ctx: Positions) -> list[exp.Select]:
         if side in ("RIGHT", "FULL") and i > 0:
             raise ctx.error(f"unsupported {side} JOIN after another join ({sql_of(j)}): only the first join of a "
                             "FROM may be RIGHT or FULL (write the relations the other way round)", j)
+        kept = ([set(seen)] if side in ("LEFT", "FULL") else []) + ([{alias}] if side in ("RIGHT", "FULL") else [])
+        bad = next((c for k in kept if (c := lenient(j.args.get("on"), k, maybe)) is not None), None) if maybe else None
+        if bad is not None:
+            raise ctx.error(f"unsupported ON condition {sql_of(bad)} of a {side} JOIN over a nullable column of its "
+                            "preserved side: it may be TRUE where that column is NULL (COALESCE, CASE, IS, OR), and "
+                            "the preserved rows are not split on its presence inside the match (compare the column "
+                            "itself)", bad)
         nxt = []
         for p in todo:
             inner = p.copy()
@@ -203,7 +215,7 @@ def plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str] = (
 
 def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -> Plan | exp.Select:
     for key in ("having", "distinct", "order", "limit", "offset"):
-        if sel.args.get(key) and key in ("having", "limit", "offset"):
+        if sel.args.get(key) and key in ("limit", "offset"):
             raise ctx.error(f"unsupported {key.upper()} in a query with an outer join", sel.args[key])
     ps = parts(sel, relations, ctx)
     if not ps:
@@ -225,7 +237,9 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
                                 f"an aggregate", k)
     sides = {a for p in ps for a in p.meta["padded"]}
     shown, keys = keys, keys + indicator_keys(keys, maybe)  # a nullable key's indicator beside it (:mod:`.outernulls`)
-    found = components(values, lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \
+    having = having_of(q, shown, values)  # read over the parts' aggregates (:mod:`.outerhaving`)
+    found = components(values + ([("", having)] if having is not None else []),
+                       lambda x: may_be_null(x, sides) or reads_nullable(x, maybe), ctx, every=bool(maybe)) \
         + [exp.Count(this=exp.Star())]  # the last: the rows, which make a group
     comps = list({c.sql(): c for c in reversed(found)}.values())[::-1]  # one part column per distinct aggregate
     index = {id(c): next(n for n, d in enumerate(comps) if d.sql() == c.sql()) for c in found}
@@ -238,6 +252,8 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         for c in comps:
             arg = c.this if not isinstance(c.this, exp.Star) else None
             arg = fold(pad(arg.copy(), p.meta["padded"]), p.meta["present"], maybe) if arg is not None else None
+            if type(arg) is exp.Distinct and len(arg.expressions) == 1:  # COUNT(DISTINCT x): x NULL, none counted
+                arg = arg if not is_null(arg.expressions[0]) else arg.expressions[0]
             if arg is not None and (is_null(arg) or (type(c) is exp.Sum and arg == exp.Literal.number(0))):
                 where_at.append(None)
                 continue
@@ -251,25 +267,34 @@ def _plan(sel: exp.Select, relations: dict, ctx: Positions, rename: list[str]) -
         s.set("group", exp.Group(expressions=[k.copy() for _, k in keys]) if keys else None)
         s.set("order", None)
         s.set("distinct", None)
+        s.set("having", None)
         selects.append(explicit(s, relations, ctx) if maybe else s)
         placed.append(where_at)
+
+    for n, c in enumerate(comps):  # COUNT(DISTINCT x): the distinct values of a union of parts do not add
+        if c.meta.get("one_part") and sum(pl[n] is not None for pl in placed) > 1:
+            raise ctx.error(f"unsupported {sql_of(c)} over an outer join reading rows of several of its parts (the "
+                            "matched and the padded rows: their distinct values do not add): COUNT(DISTINCT) of a "
+                            "column of the side that is padded", c)
 
     def total(n: int) -> Expr:
         found = [pl[n] for pl in placed if pl[n] is not None]
         return functools.reduce(lambda a, b: Arith("+", a, b), found) if found else Const(0)
 
     rows = total(index[id(found[-1])])
-    reader = Reader(index, total, [k for _, k in keys], key_vars, ctx)
+    reader = Reader(index, total, [k for _, k in keys], key_vars, ctx, lambda n: [pl[n] for pl in placed])
     names = [n for n, _ in shown] + [n for n, _ in values]
     if rename:
         if len(rename) != len(names):
             raise ctx.error(f"the view names {len(rename)} columns, its query selects {len(names)}", sel)
         names = list(rename)
+    where = Cmp("<", Const(0), rows)
+    if having is not None:
+        where = BoolOp("AND", (where, truth(having, reader)))
     if maybe:  # SQL's NULLs shown (:mod:`.outernulls`)
-        return Plan(tuple(selects), *null_columns(names, shown, keys, key_vars, values, reader, rows))
+        return Plan(tuple(selects), *null_columns(names, shown, keys, key_vars, values, reader, rows)[:-1], where)
     columns = [column(v, reader) if v is not None else Const(1) for _, v in values]
-    return Plan(tuple(selects), tuple(names[:len(keys)]), key_vars,
-                tuple(zip(names[len(keys):], columns)), Cmp("<", Const(0), rows))
+    return Plan(tuple(selects), tuple(names[:len(keys)]), key_vars, tuple(zip(names[len(keys):], columns)), where)
 
 
 def _outputs(q: exp.Select, ctx: Positions) -> tuple[list, list]:

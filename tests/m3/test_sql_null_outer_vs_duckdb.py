@@ -94,12 +94,12 @@ def test_compile_shows_the_cost_class_of_each_view():
 REFUSED = {
     "padded_nullable_key": ("SELECT s.b, COUNT(*) FROM R r LEFT JOIN S s ON r.a = s.d GROUP BY s.b",
                             "view keys carry no padded NULLs yet"),
-    "min_over_outer": ("SELECT r.a, MIN(s.b) FROM R r LEFT JOIN S s ON r.b = s.b GROUP BY r.a",
-                       "MIN"),
+    "min_of_nullable_preserved": ("SELECT r.a, MIN(r.b) FROM R r LEFT JOIN S s ON r.a = s.d GROUP BY r.a",
+                                  r"MIN\(r.b\) of a nullable column over an outer join"),
     "subquery_beside": ("SELECT r.a, COUNT(*) FROM R r LEFT JOIN S s ON r.b = s.b WHERE r.a IN "
                         "(SELECT d FROM T) GROUP BY r.a", "outer join's query with a subquery"),
     "or_in_on": ("SELECT r.a, COUNT(*) FROM R r LEFT JOIN S s ON s.d = r.b OR r.a = s.b GROUP BY r.a",
-                 "unsupported correlated condition"),
+                 "unsupported ON condition s.d = r.b OR r.a = s.b of a LEFT JOIN over a nullable column"),
     "greatest_of_nullable": ("SELECT r.a, SUM(GREATEST(s.b, r.b)) FROM R r LEFT JOIN S s ON r.a = s.d "
                              "GROUP BY r.a", "GREATEST"),
 }
